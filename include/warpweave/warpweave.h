@@ -1,0 +1,145 @@
+// The warpweave C++ API: compile kernel source to Tile IR, PTX and cubin; run a kernel in the
+// interpreter. The CUDA launch API is in warpweave/runtime.h.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ww {
+
+namespace ir {
+class Module;
+class Function;
+} // namespace ir
+
+enum class Target { SM80, SM90a, SM100a };
+/// "sm_80", "sm_90a", "sm_100a".
+const char* targetName(Target t);
+/// Parses a target name; throws std::invalid_argument naming the accepted ones.
+Target parseTarget(const std::string& s);
+
+/// One entry of a kernel signature: `name:TYPE` for a runtime argument, `name=VALUE` for a
+/// constexpr. TYPE is `*fp16` (pointer, optional `:16` divisibility), `i32`/`i64`/`fp32`/`i1`
+/// (scalar, optional `:16` or `:1`), or `desc<fp16,128x64>` (a TMA tensor descriptor).
+struct SignatureEntry {
+  std::string name;
+  bool isConstexpr = false;
+  std::string value;     // constexpr: the literal text (1024, 1e-6, True, tl.float16, "str")
+  std::string type;      // runtime: the TYPE text without divisibility suffix
+  int divisibility = 1;  // 16 when `:16`
+  bool equalsOne = false; // `:1`
+};
+
+/// Parses `x:*fp32:16,n:i32,BLOCK=1024`. Throws CompileFailure naming the bad entry.
+std::vector<SignatureEntry> parseSignature(const std::string& sig);
+
+struct SourceFile {
+  std::string path;
+  std::string text;
+};
+
+struct CompileOptions {
+  Target target = Target::SM90a;
+  int numWarps = 4;
+  int numStages = 3;
+  int numCtas = 1; // ctas_per_cga
+  bool lineInfo = true;
+};
+
+enum class Stage { TileIR, Ptx, Cubin };
+
+struct CompileRequest {
+  /// files[0] holds the kernel; further files hold @jit helpers it calls (from other modules).
+  std::vector<SourceFile> files;
+  std::string kernel;
+  std::vector<SignatureEntry> signature;
+  /// Module-level names resolved by the caller (the Python side sees the module's globals):
+  /// name -> literal text as for constexpr values. They override what the front end parses.
+  std::map<std::string, std::string> globals;
+  CompileOptions options;
+  Stage stage = Stage::Cubin;
+};
+
+/// A runtime kernel parameter, in PTX parameter order.
+struct KernelParam {
+  std::string name;
+  std::string type; // "ptr<fp32>", "i32", "i64", "fp32", "desc<fp16, 128x64, rank=2>"
+  int sizeBytes = 0; // bytes in the launch parameter buffer (128 for a TMA descriptor)
+  int divisibility = 1;
+};
+
+/// Everything a compile produced, and what the launcher needs.
+struct CompiledKernel {
+  std::string name; // the PTX entry point
+  Target target = Target::SM90a;
+  std::string tileIR; // printed Tile IR after the cleanup passes
+  std::string ptx;
+  std::vector<uint8_t> cubin;
+  std::vector<KernelParam> params;
+  /// Signature arguments folded at compile time (constexprs, ints equal to 1): not passed.
+  std::vector<std::string> foldedArgs;
+  int numWarps = 4;   // total warps per CTA, async tasks included
+  int numCtas = 1;    // CTAs per cluster
+  int sharedBytes = 0; // dynamic shared memory the kernel needs
+  int registers = 0;   // from ptxas, when it ran
+  int spillBytes = 0;  // from ptxas, when it ran
+  std::string ptxasLog;
+  /// The specialized Tile IR, for the interpreter.
+  std::shared_ptr<ir::Module> module;
+};
+
+/// A compile that failed on a user error. what() is the complete formatted diagnostic:
+/// `FILE:LINE:COL: error: MESSAGE`, the source line, a caret and notes.
+class CompileFailure : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Runs the pipeline up to request.stage. Thread-safe. Throws CompileFailure on user errors.
+CompiledKernel compile(const CompileRequest& request);
+
+/// JSON metadata written beside a cubin (`wwc --meta`): entry, warps, shared memory, params.
+std::string kernelMetadataJson(const CompiledKernel& kernel);
+
+/// The version of the compiler, part of every cache key.
+const char* compilerVersion();
+
+// ---------------------------------------------------------------------------------------------
+// Interpreter
+// ---------------------------------------------------------------------------------------------
+
+/// One kernel argument for the interpreter: a host buffer (for pointer params) or a scalar.
+struct InterpArg {
+  enum class Kind { Buffer, Int, Float } kind = Kind::Int;
+  void* data = nullptr; // Buffer: host memory
+  size_t bytes = 0;     // Buffer: its size, for bounds checks
+  int64_t i = 0;
+  double f = 0;
+  static InterpArg buffer(void* p, size_t n) { return {Kind::Buffer, p, n, 0, 0}; }
+  static InterpArg integer(int64_t v) { return {Kind::Int, nullptr, 0, v, 0}; }
+  static InterpArg real(double v) { return {Kind::Float, nullptr, 0, 0, v}; }
+};
+
+/// An error the interpreter found while running a kernel (out-of-bounds access, deadlock, ...),
+/// formatted with the kernel's FILE:LINE:COL.
+class InterpreterError : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Runs a compiled kernel (its Tile IR) on the CPU over the grid, one program at a time. `args`
+/// follow `kernel.params`.
+void interpret(const CompiledKernel& kernel, const int grid[3], const std::vector<InterpArg>& args);
+
+// ---------------------------------------------------------------------------------------------
+// Command line (`wwc`, `python -m warpweave`)
+// ---------------------------------------------------------------------------------------------
+
+/// Runs the wwc command line; returns the exit code. Errors go to stderr.
+int runCli(const std::vector<std::string>& args);
+
+} // namespace ww

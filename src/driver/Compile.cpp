@@ -1,0 +1,98 @@
+// The compile pipeline: parse -> specialize -> clean-up passes -> PTX -> ptxas, and the
+// interpreter entry. Every user error leaves here as a CompileFailure with rendered diagnostics.
+#include "codegen/Codegen.h"
+#include "frontend/Parser.h"
+#include "interp/Interpreter.h"
+#include "ir/Printer.h"
+#include "runtime/Ptxas.h"
+#include "specialize/Specializer.h"
+#include "transforms/Passes.h"
+#include "warpweave/warpweave.h"
+
+namespace ww {
+
+const char* compilerVersion() { return "warpweave-0.1.0"; }
+
+namespace {
+
+/// The pieces of one compile that outlive it: the Tile IR keeps source locations that point into
+/// the SourceManager, so the interpreter's diagnostics need it too.
+struct CompiledModule {
+  SourceManager sources;
+  ir::Module module;
+};
+
+} // namespace
+
+CompiledKernel compile(const CompileRequest& req) {
+  if (req.files.empty()) throw CompileFailure("error: no source files given");
+  auto owner = std::make_shared<CompiledModule>();
+  SourceManager& sm = owner->sources;
+  CompiledKernel out;
+  out.target = req.options.target;
+  try {
+    std::vector<ast::Module> asts;
+    asts.reserve(req.files.size());
+    for (const SourceFile& f : req.files) {
+      uint32_t id = sm.addFile(f.path, f.text);
+      asts.push_back(frontend::parseModule(sm, id));
+    }
+    specialize::SpecializeInput in;
+    in.sources = &sm;
+    for (const auto& m : asts) in.modules.push_back(&m);
+    in.kernel = req.kernel;
+    in.signature = req.signature;
+    in.globals = req.globals;
+    for (const auto& [name, text] : req.globals)
+      in.globalFiles[name] = sm.addFile("<global " + name + ">", text);
+    in.options = req.options;
+    std::unique_ptr<ir::Function> fn = specialize::specialize(in);
+    transforms::runCleanupPipeline(*fn);
+    out.tileIR = ir::print(*fn);
+    for (const SignatureEntry& e : req.signature) {
+      bool kept = false;
+      for (const ir::KernelArg& a : fn->args)
+        if (a.name == e.name && a.value) kept = true;
+      if (!kept) out.foldedArgs.push_back(e.name);
+    }
+    out.name = fn->name;
+    out.numWarps = fn->numWarps;
+    out.numCtas = fn->numCtas;
+    if (req.stage != Stage::TileIR) {
+      codegen::PtxKernel ptx = codegen::emitPtx(*fn, req.options, &sm);
+      out.ptx = std::move(ptx.ptx);
+      out.name = ptx.entry;
+      out.numWarps = ptx.numWarps;
+      out.sharedBytes = ptx.sharedBytes;
+      out.params = std::move(ptx.params);
+    }
+    owner->module.functions.push_back(std::move(fn));
+    owner->module.sources = &sm;
+  } catch (CompileError& e) {
+    e.render(sm);
+    throw CompileFailure(e.what());
+  }
+  if (req.stage == Stage::Cubin) {
+    runtime::PtxasResult r = runtime::runPtxas(out.ptx, req.options.target, out.name);
+    if (!r.ok)
+      throw CompileFailure("error: ptxas rejected kernel '" + out.name + "' for " +
+                           targetName(req.options.target) + ":\n" + r.log);
+    out.cubin = std::move(r.cubin);
+    out.registers = r.registers;
+    out.spillBytes = r.spillBytes;
+    out.ptxasLog = std::move(r.log);
+  }
+  // Alias the module into the shared owner so the SourceManager lives as long as the IR.
+  out.module = std::shared_ptr<ir::Module>(owner, &owner->module);
+  return out;
+}
+
+void interpret(const CompiledKernel& kernel, const int grid[3], const std::vector<InterpArg>& args) {
+  if (!kernel.module || kernel.module->functions.empty())
+    throw std::invalid_argument("interpret: the kernel has no Tile IR");
+  for (int i = 0; i < 3; ++i)
+    if (grid[i] < 0) throw std::invalid_argument("interpret: grid dimensions must be >= 0");
+  interp::run(*kernel.module->functions.front(), kernel.module->sources, grid, args);
+}
+
+} // namespace ww

@@ -1,0 +1,159 @@
+#include "ir/IR.h"
+#include "ir/Builder.h"
+
+namespace ww::ir {
+
+const char* opName(OpCode c) {
+  static const char* const names[] = {
+#define OP(name, str) str,
+#include "ir/Ops.def"
+#undef OP
+  };
+  return names[static_cast<int>(c)];
+}
+
+Value* Block::addArg(Type t, std::string name) {
+  args_.push_back(std::make_unique<Value>(std::move(t), this, numArgs()));
+  args_.back()->name = std::move(name);
+  return args_.back().get();
+}
+
+Value* Op::addResult(Type t, std::string name) {
+  results_.push_back(std::make_unique<Value>(std::move(t), this, numResults()));
+  results_.back()->name = std::move(name);
+  return results_.back().get();
+}
+
+Block* Op::addRegion() {
+  regions_.push_back(std::make_unique<Block>());
+  regions_.back()->setParentOp(this);
+  return regions_.back().get();
+}
+
+bool Op::hasAttr(const std::string& name) const { return attr(name) != nullptr; }
+
+void Op::setAttr(const std::string& name, Attr value) {
+  for (auto& a : attrs_)
+    if (a.name == name) {
+      a.value = std::move(value);
+      return;
+    }
+  attrs_.push_back({name, std::move(value)});
+}
+
+const Attr* Op::attr(const std::string& name) const {
+  for (const auto& a : attrs_)
+    if (a.name == name) return &a.value;
+  return nullptr;
+}
+
+int64_t Op::intAttr(const std::string& name, int64_t dflt) const {
+  const Attr* a = attr(name);
+  if (!a) return dflt;
+  if (auto* i = std::get_if<int64_t>(a)) return *i;
+  if (auto* d = std::get_if<double>(a)) return static_cast<int64_t>(*d);
+  return dflt;
+}
+
+double Op::floatAttr(const std::string& name, double dflt) const {
+  const Attr* a = attr(name);
+  if (!a) return dflt;
+  if (auto* d = std::get_if<double>(a)) return *d;
+  if (auto* i = std::get_if<int64_t>(a)) return static_cast<double>(*i);
+  return dflt;
+}
+
+std::string Op::strAttr(const std::string& name, const std::string& dflt) const {
+  const Attr* a = attr(name);
+  if (auto* s = a ? std::get_if<std::string>(a) : nullptr) return *s;
+  return dflt;
+}
+
+std::vector<int64_t> Op::intsAttr(const std::string& name) const {
+  const Attr* a = attr(name);
+  if (auto* v = a ? std::get_if<std::vector<int64_t>>(a) : nullptr) return *v;
+  return {};
+}
+
+void replaceAllUses(Block& block, Value* from, Value* to) {
+  walk(block, [&](Op& op) {
+    for (unsigned i = 0; i < op.numOperands(); ++i)
+      if (op.operand(i) == from) op.setOperand(i, to);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Builder
+// ---------------------------------------------------------------------------------------------
+
+Op* Builder::create(OpCode code, std::vector<Value*> operands, std::vector<Type> resultTypes,
+                    std::vector<NamedAttr> attrs) {
+  auto op = std::make_unique<Op>(code, loc_);
+  op->setOperands(std::move(operands));
+  for (auto& t : resultTypes) op->addResult(std::move(t));
+  for (auto& a : attrs) op->setAttr(a.name, std::move(a.value));
+  op->setParentBlock(block_);
+  Op* raw = op.get();
+  block_->ops().push_back(std::move(op));
+  return raw;
+}
+
+Value* Builder::create1(OpCode code, std::vector<Value*> operands, Type resultType,
+                        std::vector<NamedAttr> attrs) {
+  return create(code, std::move(operands), {std::move(resultType)}, std::move(attrs))->result();
+}
+
+Value* Builder::constInt(int64_t v, const Type& t) {
+  return create1(OpCode::Constant, {}, t, {{"value", v}});
+}
+
+Value* Builder::constFloat(double v, const Type& t) {
+  return create1(OpCode::Constant, {}, t, {{"value", v}});
+}
+
+Value* Builder::programId(int axis) {
+  return create1(OpCode::ProgramId, {}, Type::scalar(DType::I32), {{"axis", int64_t(axis)}});
+}
+
+Value* Builder::arange(int64_t start, int64_t end) {
+  return create1(OpCode::Arange, {}, Type::tensor(DType::I32, {end - start}),
+                 {{"start", start}, {"end", end}});
+}
+
+Value* Builder::splat(Value* scalar, const std::vector<int64_t>& shape) {
+  return create1(OpCode::Splat, {scalar}, scalar->type().withShape(shape));
+}
+
+Value* Builder::binary(OpCode code, Value* a, Value* b) {
+  return create1(code, {a, b}, a->type());
+}
+
+Value* Builder::cmp(const std::string& pred, Value* a, Value* b) {
+  return create1(OpCode::Cmp, {a, b}, a->type().withElem(DType::I1), {{"pred", pred}});
+}
+
+Value* Builder::addPtr(Value* ptr, Value* offset) {
+  Type t = ptr->type();
+  if (t.shape.empty() && !offset->type().shape.empty()) t.shape = offset->type().shape;
+  return create1(OpCode::AddPtr, {ptr, offset}, t);
+}
+
+Value* Builder::load(Value* ptr, Value* mask, Value* other) {
+  std::vector<Value*> ops{ptr};
+  if (mask) ops.push_back(mask);
+  if (other) ops.push_back(other);
+  Type t = ptr->type();
+  t.pointer = false;
+  return create1(OpCode::Load, ops, t,
+                 {{"has_mask", int64_t(mask != nullptr)}, {"has_other", int64_t(other != nullptr)}});
+}
+
+void Builder::store(Value* ptr, Value* value, Value* mask) {
+  std::vector<Value*> ops{ptr, value};
+  if (mask) ops.push_back(mask);
+  create(OpCode::Store, ops, {}, {{"has_mask", int64_t(mask != nullptr)}});
+}
+
+void Builder::ret() { create(OpCode::Return, {}, {}); }
+
+} // namespace ww::ir

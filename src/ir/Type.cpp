@@ -1,0 +1,120 @@
+#include "ir/Type.h"
+
+#include <sstream>
+
+namespace ww::ir {
+
+namespace {
+struct DTypeInfo {
+  DType type;
+  int bits;
+  bool isFloat;
+  bool isSigned;
+  std::string_view sig;
+  std::string_view tl;
+};
+constexpr DTypeInfo kDTypes[] = {
+    {DType::I1, 1, false, true, "i1", "int1"},
+    {DType::I8, 8, false, true, "i8", "int8"},
+    {DType::I16, 16, false, true, "i16", "int16"},
+    {DType::I32, 32, false, true, "i32", "int32"},
+    {DType::I64, 64, false, true, "i64", "int64"},
+    {DType::U8, 8, false, false, "u8", "uint8"},
+    {DType::U16, 16, false, false, "u16", "uint16"},
+    {DType::U32, 32, false, false, "u32", "uint32"},
+    {DType::U64, 64, false, false, "u64", "uint64"},
+    {DType::F8E4M3, 8, true, true, "fp8e4nv", "float8e4nv"},
+    {DType::F8E5M2, 8, true, true, "fp8e5", "float8e5"},
+    {DType::F16, 16, true, true, "fp16", "float16"},
+    {DType::BF16, 16, true, true, "bf16", "bfloat16"},
+    {DType::F32, 32, true, true, "fp32", "float32"},
+    {DType::F64, 64, true, true, "fp64", "float64"},
+};
+const DTypeInfo& info(DType t) { return kDTypes[static_cast<int>(t)]; }
+} // namespace
+
+int bitWidth(DType t) { return info(t).bits; }
+bool isFloat(DType t) { return info(t).isFloat; }
+bool isSigned(DType t) { return info(t).isSigned; }
+std::string_view sigName(DType t) { return info(t).sig; }
+std::string_view tlName(DType t) { return info(t).tl; }
+
+std::optional<DType> parseSigDType(std::string_view s) {
+  for (const auto& d : kDTypes)
+    if (d.sig == s) return d.type;
+  // Accepted aliases, as Triton signatures spell them.
+  if (s == "f16") return DType::F16;
+  if (s == "f32") return DType::F32;
+  if (s == "f64") return DType::F64;
+  if (s == "fp8e4m3") return DType::F8E4M3;
+  if (s == "fp8e5m2") return DType::F8E5M2;
+  return std::nullopt;
+}
+
+std::optional<DType> parseTlDType(std::string_view s) {
+  for (const auto& d : kDTypes)
+    if (d.tl == s) return d.type;
+  if (s == "float8e4m3fn") return DType::F8E4M3;
+  if (s == "float8e5m2") return DType::F8E5M2;
+  return std::nullopt;
+}
+
+int64_t Type::numElements() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+Type Type::withShape(std::vector<int64_t> s) const {
+  Type t = *this;
+  t.shape = std::move(s);
+  return t;
+}
+
+Type Type::withElem(DType e) const {
+  Type t = *this;
+  t.elem = e;
+  t.pointer = false;
+  return t;
+}
+
+static void printShape(std::ostringstream& os, const std::vector<int64_t>& shape) {
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? "x" : "") << shape[i];
+}
+
+std::string Type::str() const {
+  std::ostringstream os;
+  auto elemStr = [&]() {
+    if (pointer) os << "ptr<" << sigName(elem) << ">";
+    else os << sigName(elem);
+  };
+  switch (kind) {
+  case TypeKind::None: return "none";
+  case TypeKind::Value:
+    if (shape.empty()) {
+      elemStr();
+    } else {
+      os << "tensor<";
+      printShape(os, shape);
+      os << "x";
+      elemStr();
+      os << ">";
+    }
+    break;
+  case TypeKind::Buffer:
+    os << "buffer<" << count << "x";
+    printShape(os, shape);
+    os << "x" << sigName(elem) << (space == MemorySpace::Tmem ? ", tmem>" : ", smem>");
+    break;
+  case TypeKind::Barrier: os << "barrier<" << count << ">"; break;
+  case TypeKind::Descriptor:
+    os << "desc<" << sigName(elem) << ", ";
+    printShape(os, shape);
+    os << ", rank=" << rank << ">";
+    break;
+  case TypeKind::Token: return "token";
+  }
+  return os.str();
+}
+
+} // namespace ww::ir

@@ -1,0 +1,32 @@
+// From AST plus signature to Tile IR: constexpr evaluation, compile-time if, static unrolling,
+// helper inlining, runtime control flow with loop-carried values, async task regions.
+#pragma once
+
+#include "frontend/Ast.h"
+#include "ir/IR.h"
+#include "warpweave/warpweave.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ww::specialize {
+
+struct SpecializeInput {
+  const SourceManager* sources = nullptr;
+  /// modules[0] holds the kernel; the others may hold @jit helpers it calls.
+  std::vector<const ast::Module*> modules;
+  std::string kernel;
+  std::vector<SignatureEntry> signature;
+  /// Caller-resolved module-level values (name -> literal text).
+  std::map<std::string, std::string> globals;
+  /// SourceManager ids holding the text of each global's value, for diagnostics.
+  std::map<std::string, uint32_t> globalFiles;
+  CompileOptions options;
+};
+
+/// Throws CompileError on user errors.
+std::unique_ptr<ir::Function> specialize(const SpecializeInput& input);
+
+} // namespace ww::specialize

@@ -1,0 +1,25 @@
+// Tile IR passes: verification and clean-up (constant folding, CSE, DCE).
+#pragma once
+
+#include "ir/IR.h"
+
+namespace ww::transforms {
+
+/// Checks structural invariants (operand types, terminators, region arguments, dominance).
+/// Throws std::logic_error naming the op: a failure is a compiler bug, not a user error.
+void verify(const ir::Function& fn);
+
+/// Folds constant arithmetic, comparisons and casts; simplifies x+0, x*1, x*0 and friends.
+void foldConstants(ir::Function& fn);
+/// Merges identical pure ops.
+void eliminateCommonSubexpressions(ir::Function& fn);
+/// Removes pure ops whose results are unused.
+void eliminateDeadCode(ir::Function& fn);
+
+/// fold, CSE, DCE to a fixed point, verifying after each pass.
+void runCleanupPipeline(ir::Function& fn);
+
+/// True for ops without side effects (safe to CSE and DCE).
+bool isPure(const ir::Op& op);
+
+} // namespace ww::transforms
