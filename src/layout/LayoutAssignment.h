@@ -1,0 +1,122 @@
+// Layout assignment: gives every tensor value of a kernel a distributed LinearLayout, records the
+// layout conversions codegen must materialize, picks MMA layouts for dots, and allocates shared
+// memory (TLX buffers, barriers, and the scratch used by conversions and reductions).
+#pragma once
+
+#include "ir/IR.h"
+#include "layout/AxisInfo.h"
+#include "layout/LinearLayout.h"
+#include "warpweave/warpweave.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace ww::layout {
+
+/// How a tl.dot / async_dot runs on the target.
+enum class MmaKind {
+  Fma,     // no tensor-core path for these types/shapes: per-element FMAs in a blocked layout
+  MmaSync, // mma.sync.aligned.m16n8kK (sm_80, and sm_100a for now)
+  Wgmma,   // wgmma.mma_async.m64nNkK (sm_90a): operands from shared memory (A may be registers)
+};
+
+/// The layouts of one dot. Operand layouts in registers are those codegen loads (ldmatrix) or
+/// converts to; the shared layouts are where operands are staged (NVMMA swizzle for wgmma).
+struct DotLayouts {
+  MmaKind kind = MmaKind::Fma;
+  int32_t instrM = 1, instrN = 1, instrK = 1; // one MMA instruction's shape
+  std::vector<int32_t> warpsPerCTA;           // {warps along M, warps along N}
+  LinearLayout acc;                           // accumulator and result
+  LinearLayout a, b;                          // register fragments of A and B
+  LinearLayout aShared, bShared;              // staging layouts (offset -> coords)
+  int swizzleBytesA = 0, swizzleBytesB = 0;   // NVMMA swizzle of aShared/bShared
+};
+
+/// A region of shared memory.
+struct SharedAllocation {
+  int64_t offset = 0;         // bytes from the start of dynamic shared memory
+  int64_t bytesPerBuffer = 0; // one buffer of a multi-buffered allocation
+  int64_t count = 1;          // number of buffers
+  int64_t alignment = 16;
+  /// For tensor buffers: offset (elements within one buffer) -> coordinates. Empty for barriers.
+  LinearLayout layout;
+  int swizzleBytes = 0; // NVMMA swizzle of `layout` (0: not an NVMMA layout / none)
+  int64_t bytes() const { return bytesPerBuffer * count; }
+};
+
+/// Where a consumer needs its operand in another layout than the producer gave it. Codegen
+/// materializes it right before `user` (through shared memory at the scratch region, or warp
+/// shuffles when src.invertAndCompose(dst) moves data only between lanes).
+struct Conversion {
+  const ir::Op* user = nullptr;
+  unsigned operandIndex = 0;
+  const ir::Value* value = nullptr;
+  LinearLayout src, dst;
+};
+
+/// The result of layout assignment for one function.
+class LayoutMap {
+public:
+  /// True for tensor values (block shape) the map gives a layout.
+  bool hasLayout(const ir::Value* v) const;
+  /// The distributed layout `v` is produced in. Throws std::logic_error for values without one.
+  const LinearLayout& layout(const ir::Value* v) const;
+  /// The layout `user` needs operand `i` in (the producer's layout unless a conversion exists).
+  const LinearLayout& operandLayout(const ir::Op& user, unsigned i) const;
+  /// True when operand `i` of `user` must be converted before use.
+  bool needsConversion(const ir::Op& user, unsigned i) const;
+  /// Every conversion, in program order.
+  const std::vector<Conversion>& conversions() const { return conversions_; }
+
+  /// Axis facts (contiguity, divisibility, constancy) of every integer/pointer value.
+  const AxisInfoAnalysis& axisInfo() const { return *axisInfo_; }
+  AxisInfo axisInfo(const ir::Value* v) const { return axisInfo_->get(v); }
+  /// Elements per vector access for a Load/Store/AtomicRMW (pointer operand 0): the AxisInfo
+  /// bound (alignment, contiguity, mask constancy, 16 bytes) and the layout's consecutive
+  /// registers along the last dim. 1 for scalar accesses.
+  int32_t vectorElems(const ir::Op& memoryOp) const;
+
+  /// The dot's layouts (Dot and AsyncDot ops); null for other ops.
+  const DotLayouts* dot(const ir::Op& op) const;
+
+  /// The allocation behind a buffer or barrier value (LocalAlloc, AllocBarriers, and views of
+  /// them through LocalView/LocalSlice/LocalTrans/LocalReinterpret resolve to their root).
+  const SharedAllocation* sharedAllocation(const ir::Value* bufferOrBarrier) const;
+  /// Scratch region for conversions and cross-warp reductions: one region reused by all of
+  /// them (codegen separates uses with bar.sync). Offset and size in bytes.
+  int64_t scratchOffset() const { return scratchOffset_; }
+  int64_t scratchBytes() const { return scratchBytes_; }
+  /// Scratch bytes the op needs (Reduce/Scan across warps, a conversion at this op); 0 if none.
+  int64_t scratchBytesFor(const ir::Op& op) const;
+  /// Total dynamic shared memory of the kernel.
+  int64_t sharedBytes() const { return sharedBytes_; }
+
+  /// Human-readable dump, one line per tensor value with its layout, for debugging and tests.
+  std::string str(const ir::Function& fn) const;
+
+private:
+  friend class LayoutAssigner;
+  std::unordered_map<const ir::Value*, LinearLayout> layouts_;
+  std::map<std::pair<const ir::Op*, unsigned>, size_t> conversionIndex_; // -> conversions_
+  std::vector<Conversion> conversions_;
+  std::unordered_map<const ir::Op*, DotLayouts> dots_;
+  std::unordered_map<const ir::Value*, SharedAllocation> allocations_;
+  std::unordered_map<const ir::Value*, const ir::Value*> viewRoots_;
+  std::unordered_map<const ir::Op*, int64_t> scratchPerOp_;
+  std::shared_ptr<AxisInfoAnalysis> axisInfo_;
+  int64_t scratchOffset_ = 0;
+  int64_t scratchBytes_ = 0;
+  int64_t sharedBytes_ = 0;
+};
+
+/// Assigns layouts for `options.target` and `options.numWarps` warps. Throws CompileError (via
+/// raiseError) for tensors the layouts cannot express (non-power-of-two shapes), naming the op.
+LayoutMap assignLayouts(const ir::Function& fn, const CompileOptions& options);
+
+} // namespace ww::layout

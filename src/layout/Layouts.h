@@ -1,0 +1,116 @@
+// Constructors of the concrete layouts the compiler uses, all as LinearLayouts: blocked and slice
+// register layouts, MMA accumulator/operand layouts (mma.sync, wgmma), shared-memory swizzles.
+#pragma once
+
+#include "layout/LinearLayout.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace ww::layout {
+
+// ---------------------------------------------------------------------------------------------
+// Distributed (register) layouts: in dims register, lane, warp (and block when numCtas > 1);
+// out dims dim0..dim<rank-1> sized exactly like the tensor shape.
+// ---------------------------------------------------------------------------------------------
+
+/// Triton's blocked layout: each thread holds sizePerThread contiguous elements, threads of a
+/// warp and warps of the CTA tile the tensor in `order` (order[0] = fastest dim). A tensor larger
+/// than the CTA tile repeats it in registers (again in `order`); a smaller one broadcasts (lanes
+/// or warps past the shape get zero bases). All sizes are powers of two.
+LinearLayout blockedLayout(const std::vector<int64_t>& shape,
+                           const std::vector<int32_t>& sizePerThread,
+                           const std::vector<int32_t>& threadsPerWarp,
+                           const std::vector<int32_t>& warpsPerCTA,
+                           const std::vector<int32_t>& order);
+
+/// The default blocked layout for `shape` over numWarps warps: `vecElems` contiguous elements per
+/// thread along the last dim, lanes then warps along the last dim first (row-major order).
+LinearLayout defaultBlockedLayout(const std::vector<int64_t>& shape, int numWarps,
+                                  int32_t vecElems = 1);
+
+/// The layout of reduce(x, axis=dim) for x in `parent`: out dim `dim` removed (later dims
+/// renamed down), register bits that became duplicates dropped. Lanes/warps that covered `dim`
+/// become broadcast (zero bases).
+LinearLayout sliceLayout(const LinearLayout& parent, int dim);
+
+/// expand_dims: inserts an out dim of size 1 at `dim` (dims after it are renamed up).
+LinearLayout expandDimsLayout(const LinearLayout& layout, int dim);
+
+/// The layout of broadcast(x) to `shape` where x (with size-1 dims) has layout `src`: the same
+/// hardware mapping, with register bits added for the stretched dims (as the tensor's new extent
+/// is covered in registers). Use when no better layout (e.g. the slice parent) is known.
+LinearLayout broadcastLayout(const LinearLayout& src, const std::vector<int64_t>& shape);
+
+/// True when a value in layout `dst` (of the broadcast shape) can be read from a value in layout
+/// `src` (size-1 dims) without data movement: every thread's dst elements, with the stretched
+/// coordinates zeroed, are elements the same thread holds in src.
+bool isBroadcastWithoutMovement(const LinearLayout& src, const LinearLayout& dst);
+
+/// The shape (dim sizes in order) of a distributed layout's outputs.
+std::vector<int64_t> layoutShape(const LinearLayout& l);
+
+// ---------------------------------------------------------------------------------------------
+// Tensor-core layouts. Fragment tables: PTX ISA, "Matrix fragments for mma.m16n8k*" and
+// "Register fragments for wgmma.mma_async". Shapes are 2-D (M x N, M x K, K x N).
+// ---------------------------------------------------------------------------------------------
+
+/// Accumulator of mma.sync.m16n8kK (sm_80): per warp a 16x8 fp32/int32 tile; warpsPerCTA
+/// {wm, wn} tile the CTA; the tensor repeats the CTA tile in registers (N first, then M).
+LinearLayout mmaSyncAccumulatorLayout(const std::vector<int64_t>& shape,
+                                      const std::vector<int32_t>& warpsPerCTA);
+/// A (operandIndex 0, M x K) or B (1, K x N) register fragment of mma.sync for elements of
+/// `elemBits` (16: m16n8k16, 8: m16n8k32, 32 (tf32): m16n8k8); what ldmatrix(.trans) produces.
+/// Warps along the non-K dim follow the accumulator's warpsPerCTA; K repeats in registers.
+LinearLayout mmaSyncOperandLayout(int operandIndex, const std::vector<int64_t>& shape,
+                                  const std::vector<int32_t>& warpsPerCTA, int elemBits);
+
+/// Accumulator of wgmma.mma_async m64nNk* (sm_90a): a warp group of 4 warps owns 64 rows (warp w
+/// rows 16w..16w+15); instrN columns per instruction. warpsPerCTA {wm, wn} counts warps (wm a
+/// multiple of 4); the tensor repeats the instruction tile in registers (N first, then M).
+LinearLayout wgmmaAccumulatorLayout(const std::vector<int64_t>& shape, int32_t instrN,
+                                    const std::vector<int32_t>& warpsPerCTA);
+/// The A operand of wgmma held in registers (M x K): per warp the mma.sync A fragment, warps of
+/// the group stacked along M.
+LinearLayout wgmmaOperandALayout(const std::vector<int64_t>& shape,
+                                 const std::vector<int32_t>& warpsPerCTA, int elemBits);
+
+/// The largest N (multiple of 8, <= 256, dividing shapeN) a wgmma instruction can use for a
+/// CTA tile of N columns split over warpsN warp groups along N.
+int32_t wgmmaInstrN(int64_t shapeN, int32_t warpsN);
+
+// ---------------------------------------------------------------------------------------------
+// Shared-memory layouts: in dim "offset" (element offset within one buffer) -> dim0..dim<rank-1>.
+// Invert them for coordinates -> offset.
+// ---------------------------------------------------------------------------------------------
+
+/// NVMMA shared layout used by wgmma operands and TMA: a 2-D tile whose contiguous dim is
+/// order[0], in rows of swizzleBytes (0 = no swizzle, 32, 64, 128); the 16-byte chunk index within
+/// a row is XORed with (row / (128 / swizzleBytes)) % (swizzleBytes / 16) (CUTLASS Swizzle<B,4,3>
+/// on byte addresses). A contiguous dim wider than one swizzle row is split into column blocks
+/// stored one after another. shape must be powers of two.
+LinearLayout nvmmaSharedLayout(const std::vector<int64_t>& shape, int elemBytes, int swizzleBytes,
+                               const std::vector<int32_t>& order = {1, 0});
+/// The widest NVMMA swizzle (128, 64, 32, or 0) whose row fits the contiguous dim.
+int nvmmaSwizzleBytes(const std::vector<int64_t>& shape, int elemBytes,
+                      const std::vector<int32_t>& order = {1, 0});
+
+/// Generic XOR-swizzled shared layout (Triton's swizzled_shared: vec, perPhase, maxPhase) over a
+/// row-major (order) tile; vec=1, maxPhase=1 is plain row-major.
+LinearLayout swizzledSharedLayout(const std::vector<int64_t>& shape, int32_t vec, int32_t perPhase,
+                                  int32_t maxPhase, const std::vector<int32_t>& order);
+
+/// A swizzled shared layout for converting between distributed layouts `src` and `dst` of one
+/// tensor through shared memory, chosen so that both the writes (vectors of src's contiguous
+/// registers) and the reads (dst's) are free of bank conflicts where possible.
+LinearLayout conversionSharedLayout(const LinearLayout& src, const LinearLayout& dst,
+                                    int elemBytes);
+
+/// Shared-memory wavefronts (bank-conflict passes) one warp needs to access `distributed`'s
+/// elements through `shared` with vectors of `vecElems` elements of `elemBytes`, for one
+/// register-vector index: 1 per 128 bytes touched is conflict-free. Returns the maximum over the
+/// warp's accesses (registers groups and warps).
+int sharedAccessWavefronts(const LinearLayout& distributed, const LinearLayout& shared,
+                           int elemBytes, int32_t vecElems);
+
+} // namespace ww::layout
