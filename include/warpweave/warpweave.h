@@ -28,9 +28,9 @@ Target parseTarget(const std::string& s);
 struct SignatureEntry {
   std::string name;
   bool isConstexpr = false;
-  std::string value;     // constexpr: the literal text (1024, 1e-6, True, tl.float16, "str")
-  std::string type;      // runtime: the TYPE text without divisibility suffix
-  int divisibility = 1;  // 16 when `:16`
+  std::string value;      // constexpr: the literal text (1024, 1e-6, True, tl.float16, "str")
+  std::string type;       // runtime: the TYPE text without divisibility suffix
+  int divisibility = 1;   // 16 when `:16`
   bool equalsOne = false; // `:1`
 };
 
@@ -67,7 +67,7 @@ struct CompileRequest {
 /// A runtime kernel parameter, in PTX parameter order.
 struct KernelParam {
   std::string name;
-  std::string type; // "ptr<fp32>", "i32", "i64", "fp32", "desc<fp16, 128x64, rank=2>"
+  std::string type;  // "ptr<fp32>", "i32", "i64", "fp32", "desc<fp16, 128x64, rank=2>"
   int sizeBytes = 0; // bytes in the launch parameter buffer (128 for a TMA descriptor)
   int divisibility = 1;
 };
@@ -82,8 +82,8 @@ struct CompiledKernel {
   std::vector<KernelParam> params;
   /// Signature arguments folded at compile time (constexprs, ints equal to 1): not passed.
   std::vector<std::string> foldedArgs;
-  int numWarps = 4;   // total warps per CTA, async tasks included
-  int numCtas = 1;    // CTAs per cluster
+  int numWarps = 4;    // total warps per CTA, async tasks included
+  int numCtas = 1;     // CTAs per cluster
   int sharedBytes = 0; // dynamic shared memory the kernel needs
   int registers = 0;   // from ptxas, when it ran
   int spillBytes = 0;  // from ptxas, when it ran

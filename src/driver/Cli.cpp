@@ -80,18 +80,30 @@ int runCli(const std::vector<std::string>& args) {
       if (a == "-h" || a == "--help") {
         std::cout << kUsage;
         return 0;
-      } else if (a == "--kernel") kernel = value();
-      else if (a == "--signature") signature = value();
-      else if (a == "--target") target = value();
-      else if (a == "--num-warps") opts.numWarps = parseInt(a, value());
-      else if (a == "--num-stages") opts.numStages = parseInt(a, value());
-      else if (a == "--num-ctas") opts.numCtas = parseInt(a, value());
-      else if (a == "--emit") emit = value();
-      else if (a == "-o") output = value();
-      else if (a == "--meta") meta = value();
-      else if (!a.empty() && a[0] == '-') throw CliError{"unknown option '" + a + "'"};
-      else if (file.empty()) file = a;
-      else throw CliError{"more than one input file ('" + file + "' and '" + a + "')"};
+      } else if (a == "--kernel")
+        kernel = value();
+      else if (a == "--signature")
+        signature = value();
+      else if (a == "--target")
+        target = value();
+      else if (a == "--num-warps")
+        opts.numWarps = parseInt(a, value());
+      else if (a == "--num-stages")
+        opts.numStages = parseInt(a, value());
+      else if (a == "--num-ctas")
+        opts.numCtas = parseInt(a, value());
+      else if (a == "--emit")
+        emit = value();
+      else if (a == "-o")
+        output = value();
+      else if (a == "--meta")
+        meta = value();
+      else if (!a.empty() && a[0] == '-')
+        throw CliError{"unknown option '" + a + "'"};
+      else if (file.empty())
+        file = a;
+      else
+        throw CliError{"more than one input file ('" + file + "' and '" + a + "')"};
     }
     if (file.empty()) throw CliError{"no input file"};
     if (kernel.empty()) throw CliError{"--kernel NAME is required"};

@@ -11,7 +11,9 @@
 
 namespace ww {
 
-const char* compilerVersion() { return "warpweave-0.1.0"; }
+const char* compilerVersion() {
+  return "warpweave-0.1.0";
+}
 
 namespace {
 
@@ -87,7 +89,8 @@ CompiledKernel compile(const CompileRequest& req) {
   return out;
 }
 
-void interpret(const CompiledKernel& kernel, const int grid[3], const std::vector<InterpArg>& args) {
+void interpret(const CompiledKernel& kernel, const int grid[3],
+               const std::vector<InterpArg>& args) {
   if (!kernel.module || kernel.module->functions.empty())
     throw std::invalid_argument("interpret: the kernel has no Tile IR");
   for (int i = 0; i < 3; ++i)

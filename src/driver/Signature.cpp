@@ -7,9 +7,12 @@ namespace ww {
 
 const char* targetName(Target t) {
   switch (t) {
-  case Target::SM80: return "sm_80";
-  case Target::SM90a: return "sm_90a";
-  case Target::SM100a: return "sm_100a";
+  case Target::SM80:
+    return "sm_80";
+  case Target::SM90a:
+    return "sm_90a";
+  case Target::SM100a:
+    return "sm_100a";
   }
   return "sm_90a";
 }
@@ -87,9 +90,12 @@ std::vector<SignatureEntry> parseSignature(const std::string& sig) {
       if (hint != std::string::npos && type.find('>', hint) == std::string::npos) {
         std::string h = trim(type.substr(hint + 1));
         type = trim(type.substr(0, hint));
-        if (h == "16") e.divisibility = 16;
-        else if (h == "1") e.equalsOne = true;
-        else fail("specialization hint ':" + h + "' must be ':16' or ':1'");
+        if (h == "16")
+          e.divisibility = 16;
+        else if (h == "1")
+          e.equalsOne = true;
+        else
+          fail("specialization hint ':" + h + "' must be ':16' or ':1'");
         if (e.equalsOne && (type.empty() || type[0] == '*')) fail("':1' applies to integers only");
       }
       if (type.empty()) fail("missing type");

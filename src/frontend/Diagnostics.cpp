@@ -29,9 +29,12 @@ std::string_view SourceManager::lineText(SourceLoc loc) const {
 
 static const char* severityName(Diagnostic::Severity s) {
   switch (s) {
-  case Diagnostic::Severity::Error: return "error";
-  case Diagnostic::Severity::Warning: return "warning";
-  case Diagnostic::Severity::Note: return "note";
+  case Diagnostic::Severity::Error:
+    return "error";
+  case Diagnostic::Severity::Warning:
+    return "warning";
+  case Diagnostic::Severity::Note:
+    return "note";
   }
   return "error";
 }

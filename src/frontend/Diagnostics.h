@@ -72,7 +72,8 @@ private:
 };
 
 /// Throws a CompileError at `loc`. Used by every stage; the single way to report a user error.
-[[noreturn]] void raiseError(SourceLoc loc, std::string message, std::vector<Diagnostic> notes = {});
+[[noreturn]] void raiseError(SourceLoc loc, std::string message,
+                             std::vector<Diagnostic> notes = {});
 
 /// A note to attach to an error.
 inline Diagnostic note(SourceLoc loc, std::string message) {

@@ -28,7 +28,7 @@ public:
   Value* programId(int axis);
   Value* arange(int64_t start, int64_t end);
   Value* splat(Value* scalar, const std::vector<int64_t>& shape);
-  Value* binary(OpCode code, Value* a, Value* b);        // result type = a's type
+  Value* binary(OpCode code, Value* a, Value* b);          // result type = a's type
   Value* cmp(const std::string& pred, Value* a, Value* b); // i1 of a's shape
   Value* addPtr(Value* ptr, Value* offset);
   Value* load(Value* ptr, Value* mask = nullptr, Value* other = nullptr);

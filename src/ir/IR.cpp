@@ -30,7 +30,9 @@ Block* Op::addRegion() {
   return regions_.back().get();
 }
 
-bool Op::hasAttr(const std::string& name) const { return attr(name) != nullptr; }
+bool Op::hasAttr(const std::string& name) const {
+  return attr(name) != nullptr;
+}
 
 void Op::setAttr(const std::string& name, Attr value) {
   for (auto& a : attrs_)
@@ -75,11 +77,16 @@ std::vector<int64_t> Op::intsAttr(const std::string& name) const {
   return {};
 }
 
-void replaceAllUses(Block& block, Value* from, Value* to) {
+unsigned replaceAllUses(Block& block, Value* from, Value* to) {
+  unsigned n = 0;
   walk(block, [&](Op& op) {
     for (unsigned i = 0; i < op.numOperands(); ++i)
-      if (op.operand(i) == from) op.setOperand(i, to);
+      if (op.operand(i) == from) {
+        op.setOperand(i, to);
+        ++n;
+      }
   });
+  return n;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -144,8 +151,9 @@ Value* Builder::load(Value* ptr, Value* mask, Value* other) {
   if (other) ops.push_back(other);
   Type t = ptr->type();
   t.pointer = false;
-  return create1(OpCode::Load, ops, t,
-                 {{"has_mask", int64_t(mask != nullptr)}, {"has_other", int64_t(other != nullptr)}});
+  return create1(
+      OpCode::Load, ops, t,
+      {{"has_mask", int64_t(mask != nullptr)}, {"has_other", int64_t(other != nullptr)}});
 }
 
 void Builder::store(Value* ptr, Value* value, Value* mask) {
@@ -154,6 +162,8 @@ void Builder::store(Value* ptr, Value* value, Value* mask) {
   create(OpCode::Store, ops, {}, {{"has_mask", int64_t(mask != nullptr)}});
 }
 
-void Builder::ret() { create(OpCode::Return, {}, {}); }
+void Builder::ret() {
+  create(OpCode::Return, {}, {});
+}
 
 } // namespace ww::ir

@@ -137,10 +137,10 @@ private:
 /// What a kernel parameter is, as the launcher and the runtime need to know it.
 struct KernelArg {
   std::string name;
-  Type type;               // scalar, pointer or descriptor
-  int divisibility = 1;    // 16 when declared `:16` (pointer alignment or integer divisibility)
-  bool equalsOne = false;  // integer specialized on == 1 (folded into the IR; not passed)
-  Value* value = nullptr;  // the body's block argument (null when folded away)
+  Type type;              // scalar, pointer or descriptor
+  int divisibility = 1;   // 16 when declared `:16` (pointer alignment or integer divisibility)
+  bool equalsOne = false; // integer specialized on == 1 (folded into the IR; not passed)
+  Value* value = nullptr; // the body's block argument (null when folded away)
 };
 
 /// A kernel after specialization: the runtime parameters and one body block.
@@ -177,7 +177,7 @@ template <typename F> void walk(const Block& block, F&& fn) {
   }
 }
 
-/// Replaces every use of `from` by `to` in `block` and its nested regions.
-void replaceAllUses(Block& block, Value* from, Value* to);
+/// Replaces every use of `from` by `to` in `block` and its nested regions; returns how many.
+unsigned replaceAllUses(Block& block, Value* from, Value* to);
 
 } // namespace ww::ir

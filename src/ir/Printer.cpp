@@ -16,8 +16,10 @@ public:
     for (size_t i = 0; i < fn.args.size(); ++i) {
       const KernelArg& a = fn.args[i];
       if (i) os_ << ", ";
-      if (a.value) os_ << ref(a.value) << ": ";
-      else os_ << "<folded " << a.name << ">: ";
+      if (a.value)
+        os_ << ref(a.value) << ": ";
+      else
+        os_ << "<folded " << a.name << ">: ";
       os_ << a.type.str();
       if (a.divisibility > 1) os_ << " {div=" << a.divisibility << "}";
       if (a.equalsOne) os_ << " {==1}";
@@ -44,7 +46,8 @@ private:
   }
 
   static void printAttr(std::ostringstream& os, const Attr& a) {
-    if (auto* i = std::get_if<int64_t>(&a)) os << *i;
+    if (auto* i = std::get_if<int64_t>(&a))
+      os << *i;
     else if (auto* d = std::get_if<double>(&a)) {
       std::ostringstream tmp;
       tmp.precision(17);
@@ -52,7 +55,8 @@ private:
       std::string s = tmp.str();
       if (s.find_first_of(".eEn") == std::string::npos) s += ".0"; // keep floats visibly float
       os << s;
-    } else if (auto* s = std::get_if<std::string>(&a)) os << '"' << *s << '"';
+    } else if (auto* s = std::get_if<std::string>(&a))
+      os << '"' << *s << '"';
     else if (auto* v = std::get_if<std::vector<int64_t>>(&a)) {
       os << '[';
       for (size_t i = 0; i < v->size(); ++i) os << (i ? ", " : "") << (*v)[i];
@@ -69,8 +73,7 @@ private:
     for (unsigned i = 0; i < op.numResults(); ++i) os_ << (i ? ", " : "") << ref(op.result(i));
     if (op.numResults()) os_ << " = ";
     os_ << op.name();
-    for (unsigned i = 0; i < op.numOperands(); ++i)
-      os_ << (i ? ", " : " ") << ref(op.operand(i));
+    for (unsigned i = 0; i < op.numOperands(); ++i) os_ << (i ? ", " : " ") << ref(op.operand(i));
     if (!op.attrs().empty()) {
       os_ << " {";
       for (size_t i = 0; i < op.attrs().size(); ++i) {

@@ -30,14 +30,26 @@ constexpr DTypeInfo kDTypes[] = {
     {DType::F32, 32, true, true, "fp32", "float32"},
     {DType::F64, 64, true, true, "fp64", "float64"},
 };
-const DTypeInfo& info(DType t) { return kDTypes[static_cast<int>(t)]; }
+const DTypeInfo& info(DType t) {
+  return kDTypes[static_cast<int>(t)];
+}
 } // namespace
 
-int bitWidth(DType t) { return info(t).bits; }
-bool isFloat(DType t) { return info(t).isFloat; }
-bool isSigned(DType t) { return info(t).isSigned; }
-std::string_view sigName(DType t) { return info(t).sig; }
-std::string_view tlName(DType t) { return info(t).tl; }
+int bitWidth(DType t) {
+  return info(t).bits;
+}
+bool isFloat(DType t) {
+  return info(t).isFloat;
+}
+bool isSigned(DType t) {
+  return info(t).isSigned;
+}
+std::string_view sigName(DType t) {
+  return info(t).sig;
+}
+std::string_view tlName(DType t) {
+  return info(t).tl;
+}
 
 std::optional<DType> parseSigDType(std::string_view s) {
   for (const auto& d : kDTypes)
@@ -85,11 +97,14 @@ static void printShape(std::ostringstream& os, const std::vector<int64_t>& shape
 std::string Type::str() const {
   std::ostringstream os;
   auto elemStr = [&]() {
-    if (pointer) os << "ptr<" << sigName(elem) << ">";
-    else os << sigName(elem);
+    if (pointer)
+      os << "ptr<" << sigName(elem) << ">";
+    else
+      os << sigName(elem);
   };
   switch (kind) {
-  case TypeKind::None: return "none";
+  case TypeKind::None:
+    return "none";
   case TypeKind::Value:
     if (shape.empty()) {
       elemStr();
@@ -106,13 +121,16 @@ std::string Type::str() const {
     printShape(os, shape);
     os << "x" << sigName(elem) << (space == MemorySpace::Tmem ? ", tmem>" : ", smem>");
     break;
-  case TypeKind::Barrier: os << "barrier<" << count << ">"; break;
+  case TypeKind::Barrier:
+    os << "barrier<" << count << ">";
+    break;
   case TypeKind::Descriptor:
     os << "desc<" << sigName(elem) << ", ";
     printShape(os, shape);
     os << ", rank=" << rank << ">";
     break;
-  case TypeKind::Token: return "token";
+  case TypeKind::Token:
+    return "token";
   }
   return os.str();
 }

@@ -30,10 +30,14 @@ enum class DType : uint8_t {
 };
 
 int bitWidth(DType t);
-inline int byteWidth(DType t) { return t == DType::I1 ? 1 : bitWidth(t) / 8; }
+inline int byteWidth(DType t) {
+  return t == DType::I1 ? 1 : bitWidth(t) / 8;
+}
 bool isFloat(DType t);
-inline bool isInt(DType t) { return !isFloat(t); } // I1 counts as an integer
-bool isSigned(DType t);                            // signed integers and floats
+inline bool isInt(DType t) {
+  return !isFloat(t);
+} // I1 counts as an integer
+bool isSigned(DType t); // signed integers and floats
 /// Signature spelling: i1 i8 ... u64 fp8e4nv fp8e5 fp16 bf16 fp32 fp64.
 std::string_view sigName(DType t);
 /// Triton spelling: int1 ... uint64 float8e4nv float8e5 float16 bfloat16 float32 float64.
@@ -55,13 +59,13 @@ enum class MemorySpace : uint8_t { Global, Shared, Tmem };
 /// A Tile IR type. Plain value semantics; compare with ==.
 struct Type {
   TypeKind kind = TypeKind::None;
-  DType elem = DType::I32;       // element type; for pointers the pointee
-  bool pointer = false;          // Value: the elements are global pointers to `elem`
-  std::vector<int64_t> shape;    // Value: block shape (empty: scalar); Buffer: one tile's shape;
-                                 // Descriptor: block shape
-  int64_t count = 1;             // Buffer/Barrier: how many (multi-buffering); views have 1
+  DType elem = DType::I32;    // element type; for pointers the pointee
+  bool pointer = false;       // Value: the elements are global pointers to `elem`
+  std::vector<int64_t> shape; // Value: block shape (empty: scalar); Buffer: one tile's shape;
+                              // Descriptor: block shape
+  int64_t count = 1;          // Buffer/Barrier: how many (multi-buffering); views have 1
   MemorySpace space = MemorySpace::Global;
-  int rank = 0;                  // Descriptor: rank of the global tensor
+  int rank = 0; // Descriptor: rank of the global tensor
 
   static Type none() { return {}; }
   static Type scalar(DType t) { return Type{TypeKind::Value, t, false, {}, 1}; }

@@ -1,0 +1,60 @@
+// Dead-code elimination: removes ops whose results are unused and that have no side effects.
+#include "transforms/Passes.h"
+
+#include <unordered_map>
+
+namespace ww::transforms {
+
+using ir::Op;
+using ir::OpCode;
+
+namespace {
+
+/// Unused results of these can go: pure ops, and reads whose only effect is their result.
+bool removableWhenUnused(const Op& op) {
+  if (isPure(op)) return true;
+  switch (op.code()) {
+  case OpCode::Load:
+    return op.intAttr("volatile") == 0;
+  case OpCode::LocalLoad:
+  case OpCode::DescLoad:
+    return true;
+  default:
+    return false;
+  }
+}
+
+void countUses(ir::Block& block, std::unordered_map<const ir::Value*, int>& uses) {
+  ir::walk(block, [&](Op& op) {
+    for (const ir::Value* v : op.operands()) ++uses[v];
+  });
+}
+
+bool sweep(ir::Block& block, std::unordered_map<const ir::Value*, int>& uses) {
+  bool changed = false;
+  auto& ops = block.ops();
+  for (size_t i = ops.size(); i-- > 0;) {
+    Op& op = *ops[i];
+    for (unsigned r = 0; r < op.numRegions(); ++r) changed |= sweep(*op.region(r), uses);
+    if (op.numResults() == 0 || !removableWhenUnused(op)) continue;
+    bool dead = true;
+    for (unsigned r = 0; r < op.numResults(); ++r)
+      if (uses[op.result(r)] > 0) dead = false;
+    if (!dead) continue;
+    for (const ir::Value* v : op.operands()) --uses[v];
+    ops.erase(ops.begin() + static_cast<long>(i));
+    changed = true;
+  }
+  return changed;
+}
+
+} // namespace
+
+void eliminateDeadCode(ir::Function& fn) {
+  std::unordered_map<const ir::Value*, int> uses;
+  countUses(fn.body, uses);
+  while (sweep(fn.body, uses)) {
+  }
+}
+
+} // namespace ww::transforms
