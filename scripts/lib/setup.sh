@@ -1,0 +1,57 @@
+# Shared set-up for scripts/demo, scripts/test and scripts/gpu-test: installs what the project needs
+# on a fresh machine (apt and pip packages), then builds and installs the package into python3.
+# Sourced, not run.
+
+WW_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+WW_PY="${WW_PYTHON:-python3}"
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
+
+ww_log() { printf '[warpweave] %s\n' "$*" >&2; }
+
+# System packages: a C++20 compiler, CMake, Ninja, GoogleTest. Installed only when missing, so a
+# machine without network (the GPU machine) or without root passes through when they are there.
+ww_apt_deps() {
+  local missing=()
+  command -v g++ >/dev/null || missing+=(g++)
+  command -v cmake >/dev/null || missing+=(cmake)
+  command -v ninja >/dev/null || missing+=(ninja-build)
+  [ -f /usr/include/gtest/gtest.h ] || missing+=(libgtest-dev)
+  if [ ${#missing[@]} -gt 0 ]; then
+    if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+      ww_log "installing system packages: ${missing[*]}"
+      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    else
+      ww_log "missing system packages (${missing[*]}); install them or the build may fail"
+    fi
+  fi
+  if ! command -v ptxas >/dev/null && [ ! -x /usr/local/cuda/bin/ptxas ] && [ -z "${CUDA_HOME:-}" ]; then
+    ww_log "no CUDA toolkit found (ptxas): PTX is still emitted, cubins and ptxas checks are skipped"
+  fi
+}
+
+# Python packages for building (nanobind, scikit-build-core) and testing (numpy, pytest).
+ww_pip_deps() {
+  local need=()
+  "$WW_PY" -c 'import nanobind' 2>/dev/null || need+=(nanobind)
+  "$WW_PY" -c 'import scikit_build_core' 2>/dev/null || need+=(scikit-build-core)
+  "$WW_PY" -c 'import numpy' 2>/dev/null || need+=(numpy)
+  "$WW_PY" -c 'import pytest' 2>/dev/null || need+=(pytest)
+  if [ ${#need[@]} -gt 0 ]; then
+    ww_log "installing Python packages: ${need[*]}"
+    "$WW_PY" -m pip install -q --disable-pip-version-check "${need[@]}"
+  fi
+}
+
+# Builds the C++ library, wwc, the C++ tests and the extension in one CMake build (build/py, kept
+# between runs so rebuilds are incremental), and installs the package into python3.
+ww_build_install() {
+  ww_log "building and installing warpweave (build dir: build/py)"
+  (cd "$WW_ROOT" && "$WW_PY" -m pip install -q --disable-pip-version-check --no-build-isolation \
+    --no-deps -Cbuild-dir=build/py -Ccmake.define.WW_BUILD_TESTS=ON "$@" .)
+}
+
+ww_setup() {
+  ww_apt_deps
+  ww_pip_deps
+  ww_build_install "$@"
+}
