@@ -1,0 +1,464 @@
+// Loading compiled kernels into CUDA contexts and launching them: parameter layout and packing,
+// dynamic shared memory above 48 KB, clusters through cuLaunchKernelEx, host TMA descriptors.
+#include "runtime/CudaDriver.h"
+#include "runtime/Process.h"
+
+#include <cstring>
+#include <mutex>
+
+namespace ww {
+
+namespace {
+
+constexpr int kDefaultSharedLimit = 48 * 1024;
+
+bool startsWith(const std::string& s, const char* prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
+/// A scalar param type's kind and size from its name ("i32", "fp32", "i1", ...); false when the
+/// name is not a scalar the launcher can pass.
+bool scalarSlot(const std::string& type, ParamSlot::Kind& kind, int& size) {
+  static const struct {
+    const char* name;
+    ParamSlot::Kind kind;
+    int size;
+  } kScalars[] = {
+      {"i1", ParamSlot::Kind::Int, 1},      {"i8", ParamSlot::Kind::Int, 1},
+      {"u8", ParamSlot::Kind::Int, 1},      {"i16", ParamSlot::Kind::Int, 2},
+      {"u16", ParamSlot::Kind::Int, 2},     {"i32", ParamSlot::Kind::Int, 4},
+      {"u32", ParamSlot::Kind::Int, 4},     {"i64", ParamSlot::Kind::Int, 8},
+      {"u64", ParamSlot::Kind::Int, 8},     {"fp32", ParamSlot::Kind::Float, 4},
+      {"fp64", ParamSlot::Kind::Double, 8},
+  };
+  for (const auto& s : kScalars)
+    if (type == s.name) {
+      kind = s.kind;
+      size = s.size;
+      return true;
+    }
+  return false;
+}
+
+} // namespace
+
+int elementSize(const std::string& dtype) {
+  if (dtype == "fp8e4nv" || dtype == "fp8e5" || dtype == "i8" || dtype == "u8" || dtype == "i1")
+    return 1;
+  if (dtype == "fp16" || dtype == "bf16" || dtype == "i16" || dtype == "u16") return 2;
+  if (dtype == "fp32" || dtype == "i32" || dtype == "u32") return 4;
+  if (dtype == "fp64" || dtype == "i64" || dtype == "u64") return 8;
+  throw LaunchError("unknown element type '" + dtype +
+                    "': expected fp16, bf16, fp32, fp64, fp8e4nv, fp8e5, i1, i8..i64 or u8..u64");
+}
+
+std::vector<ParamSlot> layoutParams(const std::vector<KernelParam>& params, int* totalBytes) {
+  std::vector<ParamSlot> slots;
+  int offset = 0;
+  for (const KernelParam& p : params) {
+    ParamSlot s;
+    s.name = p.name;
+    s.type = p.type;
+    int align = 1;
+    if (startsWith(p.type, "ptr<") || startsWith(p.type, "*")) {
+      s.kind = ParamSlot::Kind::Pointer;
+      s.size = 8;
+      align = 8;
+    } else if (startsWith(p.type, "desc<")) {
+      s.kind = ParamSlot::Kind::Tensor;
+      s.size = static_cast<int>(sizeof(TensorMap::bytes));
+      align = 64;
+    } else if (scalarSlot(p.type, s.kind, s.size)) {
+      align = s.size;
+    } else {
+      throw LaunchError("kernel parameter '" + p.name + "' has type '" + p.type +
+                        "', which the launcher cannot pass (expected ptr<T>, i1..i64, u8..u64, "
+                        "fp32, fp64 or desc<...>)");
+    }
+    if (p.sizeBytes != 0 && p.sizeBytes != s.size)
+      throw std::logic_error("kernel parameter '" + p.name + "' of type '" + p.type + "' is " +
+                             std::to_string(p.sizeBytes) + " bytes; the launcher expected " +
+                             std::to_string(s.size));
+    offset = (offset + align - 1) / align * align;
+    s.offset = offset;
+    offset += s.size;
+    slots.push_back(std::move(s));
+  }
+  if (totalBytes) *totalBytes = offset;
+  return slots;
+}
+
+void packArgs(const std::vector<ParamSlot>& slots, const std::vector<LaunchArg>& args,
+              uint8_t* buffer) {
+  if (args.size() != slots.size()) {
+    std::string names;
+    for (const ParamSlot& s : slots) names += (names.empty() ? "" : ", ") + s.name;
+    throw LaunchError("kernel expects " + std::to_string(slots.size()) + " runtime arguments (" +
+                      names + "), got " + std::to_string(args.size()));
+  }
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const ParamSlot& s = slots[i];
+    const LaunchArg& a = args[i];
+    uint8_t* dst = buffer + s.offset;
+    auto wrongKind = [&](const char* expected) {
+      static const char* kKindNames[] = {"a pointer", "an integer", "a float", "a tensor map"};
+      throw LaunchError("argument '" + s.name + "' (" + s.type + ") expects " + expected +
+                        ", got " + kKindNames[static_cast<int>(a.kind)]);
+    };
+    switch (s.kind) {
+    case ParamSlot::Kind::Pointer:
+      if (a.kind != LaunchArg::Kind::Pointer && a.kind != LaunchArg::Kind::Int)
+        wrongKind("a device pointer");
+      std::memcpy(dst, &a.bits, 8);
+      break;
+    case ParamSlot::Kind::Int:
+      if (a.kind != LaunchArg::Kind::Int) wrongKind("an integer");
+      // Little-endian: the low `size` bytes are the truncated value.
+      std::memcpy(dst, &a.bits, static_cast<size_t>(s.size));
+      break;
+    case ParamSlot::Kind::Float: {
+      if (a.kind != LaunchArg::Kind::Float && a.kind != LaunchArg::Kind::Int) wrongKind("a number");
+      float v = a.kind == LaunchArg::Kind::Float ? static_cast<float>(a.real)
+                                                 : static_cast<float>(static_cast<int64_t>(a.bits));
+      std::memcpy(dst, &v, 4);
+      break;
+    }
+    case ParamSlot::Kind::Double: {
+      if (a.kind != LaunchArg::Kind::Float && a.kind != LaunchArg::Kind::Int) wrongKind("a number");
+      double v = a.kind == LaunchArg::Kind::Float
+                     ? a.real
+                     : static_cast<double>(static_cast<int64_t>(a.bits));
+      std::memcpy(dst, &v, 8);
+      break;
+    }
+    case ParamSlot::Kind::Tensor:
+      if (a.kind != LaunchArg::Kind::Tensor || !a.tensorMap) wrongKind("a tensor descriptor");
+      std::memcpy(dst, a.tensorMap->bytes.data(), a.tensorMap->bytes.size());
+      break;
+    }
+  }
+}
+
+TensorMap encodeTensorMap(const std::string& dtype, uint64_t globalAddress,
+                          const std::vector<int64_t>& globalDims,
+                          const std::vector<int64_t>& globalStrides,
+                          const std::vector<int32_t>& boxDims, int swizzleBytes) {
+  const size_t rank = globalDims.size();
+  if (rank < 1 || rank > 5)
+    throw LaunchError("tensor descriptor: rank " + std::to_string(rank) + " is not 1..5");
+  if (globalStrides.size() != rank || boxDims.size() != rank)
+    throw LaunchError(
+        "tensor descriptor: shape, strides and block_shape must have the same rank (" +
+        std::to_string(rank) + ", " + std::to_string(globalStrides.size()) + ", " +
+        std::to_string(boxDims.size()) + ")");
+  CUtensorMapDataType type;
+  if (dtype == "fp16")
+    type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  else if (dtype == "bf16")
+    type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  else if (dtype == "fp32")
+    type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  else if (dtype == "fp64")
+    type = CU_TENSOR_MAP_DATA_TYPE_FLOAT64;
+  else if (dtype == "i32")
+    type = CU_TENSOR_MAP_DATA_TYPE_INT32;
+  else if (dtype == "u32")
+    type = CU_TENSOR_MAP_DATA_TYPE_UINT32;
+  else if (dtype == "i64")
+    type = CU_TENSOR_MAP_DATA_TYPE_INT64;
+  else if (dtype == "u64")
+    type = CU_TENSOR_MAP_DATA_TYPE_UINT64;
+  else if (dtype == "i16" || dtype == "u16")
+    type = CU_TENSOR_MAP_DATA_TYPE_UINT16;
+  else if (dtype == "i8" || dtype == "u8" || dtype == "fp8e4nv" || dtype == "fp8e5")
+    type = CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  else
+    throw LaunchError("tensor descriptor: element type '" + dtype + "' cannot be loaded by TMA");
+  const int64_t elem = elementSize(dtype);
+  if (globalAddress % 16 != 0)
+    throw LaunchError("tensor descriptor: the base address must be 16-byte aligned");
+  if (globalStrides[rank - 1] != 1)
+    throw LaunchError("tensor descriptor: the innermost (last) dimension must have stride 1, got " +
+                      std::to_string(globalStrides[rank - 1]));
+  CUtensorMapSwizzle swizzle;
+  switch (swizzleBytes) {
+  case 0:
+    swizzle = CU_TENSOR_MAP_SWIZZLE_NONE;
+    break;
+  case 32:
+    swizzle = CU_TENSOR_MAP_SWIZZLE_32B;
+    break;
+  case 64:
+    swizzle = CU_TENSOR_MAP_SWIZZLE_64B;
+    break;
+  case 128:
+    swizzle = CU_TENSOR_MAP_SWIZZLE_128B;
+    break;
+  default:
+    throw LaunchError("tensor descriptor: swizzle of " + std::to_string(swizzleBytes) +
+                      " bytes is not 0, 32, 64 or 128");
+  }
+  // The driver lists dimensions innermost first; shapes here are row-major (innermost last).
+  cuuint64_t dims[5], strides[4];
+  cuuint32_t box[5], elementStrides[5];
+  for (size_t i = 0; i < rank; ++i) {
+    size_t src = rank - 1 - i;
+    if (globalDims[src] <= 0)
+      throw LaunchError("tensor descriptor: dimension " + std::to_string(src) + " has size " +
+                        std::to_string(globalDims[src]));
+    if (boxDims[src] <= 0 || boxDims[src] > 256)
+      throw LaunchError("tensor descriptor: block_shape[" + std::to_string(src) +
+                        "] = " + std::to_string(boxDims[src]) + " is not in 1..256");
+    dims[i] = static_cast<cuuint64_t>(globalDims[src]);
+    box[i] = static_cast<cuuint32_t>(boxDims[src]);
+    elementStrides[i] = 1;
+    if (i > 0) {
+      int64_t bytes = globalStrides[src] * elem;
+      if (bytes <= 0 || bytes % 16 != 0)
+        throw LaunchError("tensor descriptor: stride of dimension " + std::to_string(src) + " is " +
+                          std::to_string(bytes) + " bytes; TMA needs a positive multiple of 16");
+      strides[i - 1] = static_cast<cuuint64_t>(bytes);
+    }
+  }
+  if (swizzleBytes != 0 && box[0] * elem > swizzleBytes)
+    throw LaunchError("tensor descriptor: the innermost block dimension is " +
+                      std::to_string(box[0] * elem) + " bytes, more than the " +
+                      std::to_string(swizzleBytes) + "-byte swizzle span");
+  const runtime::CudaDriver& d = runtime::driver();
+  TensorMap map;
+  static_assert(sizeof(CUtensorMap) == sizeof(TensorMap::bytes));
+  runtime::check(d.tensorMapEncodeTiled(
+                     reinterpret_cast<CUtensorMap*>(map.bytes.data()), type,
+                     static_cast<cuuint32_t>(rank), reinterpret_cast<void*>(globalAddress), dims,
+                     strides, box, elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                 "cuTensorMapEncodeTiled");
+  return map;
+}
+
+// ---------------------------------------------------------------------------------------------
+// GpuKernel
+// ---------------------------------------------------------------------------------------------
+
+struct GpuKernel::Impl {
+  std::string name;
+  std::vector<KernelParam> params;
+  std::vector<ParamSlot> slots;
+  int paramBytes = 0;
+  int numWarps = 4;
+  int numCtas = 1;
+  int sharedBytes = 0;
+  std::string image; // cubin bytes, or NUL-terminated PTX when isPtx
+  bool isPtx = false;
+
+  struct Loaded {
+    CUcontext context;
+    CUmodule module;
+    CUfunction function;
+  };
+  mutable std::mutex mutex;
+  mutable std::vector<Loaded> loaded; // one per context this kernel was launched in
+
+  ~Impl() {
+    // Best effort: at process exit the driver may already have torn the contexts down.
+    try {
+      const runtime::CudaDriver& d = runtime::driver();
+      for (const Loaded& l : loaded) d.moduleUnload(l.module);
+    } catch (...) {
+    }
+  }
+
+  CUfunction load(CUcontext ctx) const {
+    const runtime::CudaDriver& d = runtime::driver();
+    CUmodule module = nullptr;
+    if (isPtx) {
+      // The driver JIT reports PTX errors only into a log buffer we hand it.
+      char errorLog[8192] = {0};
+      CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+      void* values[] = {errorLog, reinterpret_cast<void*>(sizeof errorLog)};
+      CUresult r = d.moduleLoadDataEx(&module, image.c_str(), 2, opts, values);
+      if (r != CUDA_SUCCESS) {
+        try {
+          runtime::check(r, "cuModuleLoadDataEx (PTX JIT)");
+        } catch (const CudaError& e) {
+          throw CudaError(std::string(e.what()) + " for kernel '" + name + "':\n" + errorLog);
+        }
+      }
+    } else {
+      runtime::check(d.moduleLoadDataEx(&module, image.data(), 0, nullptr, nullptr),
+                     "cuModuleLoadDataEx");
+    }
+    CUfunction fn = nullptr;
+    CUresult r = d.moduleGetFunction(&fn, module, name.c_str());
+    if (r != CUDA_SUCCESS) {
+      d.moduleUnload(module);
+      runtime::check(r, ("cuModuleGetFunction('" + name + "')").c_str());
+    }
+    try {
+      configure(fn);
+    } catch (...) {
+      d.moduleUnload(module);
+      throw;
+    }
+    loaded.push_back({ctx, module, fn});
+    return fn;
+  }
+
+  void configure(CUfunction fn) const {
+    const runtime::CudaDriver& d = runtime::driver();
+    int staticShared = 0;
+    runtime::check(d.funcGetAttribute(&staticShared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn),
+                   "cuFuncGetAttribute(SHARED_SIZE_BYTES)");
+    if (staticShared + sharedBytes > kDefaultSharedLimit) {
+      CUdevice dev;
+      runtime::check(d.ctxGetDevice(&dev), "cuCtxGetDevice");
+      int optin = 0;
+      runtime::check(
+          d.deviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev),
+          "cuDeviceGetAttribute(MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)");
+      if (staticShared + sharedBytes > optin)
+        throw LaunchError(
+            "kernel '" + name + "' needs " + std::to_string(staticShared + sharedBytes) +
+            " bytes of shared memory; the device allows " + std::to_string(optin) + " per block");
+      runtime::check(
+          d.funcSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, sharedBytes),
+          "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+    }
+    if (numCtas > 8)
+      runtime::check(d.funcSetAttribute(fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+                     "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)");
+  }
+
+  CUfunction function() const {
+    CUcontext ctx = runtime::ensureContext();
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const Loaded& l : loaded)
+      if (l.context == ctx) return l.function;
+    return load(ctx);
+  }
+};
+
+GpuKernel::GpuKernel(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+GpuKernel::GpuKernel(const CompiledKernel& k) : impl_(std::make_unique<Impl>()) {
+  if (k.name.empty()) throw std::invalid_argument("GpuKernel: the kernel has no entry name");
+  if (k.cubin.empty() && k.ptx.empty())
+    throw std::invalid_argument("GpuKernel: kernel '" + k.name +
+                                "' has neither a cubin nor PTX (compile to Stage::Cubin or "
+                                "Stage::Ptx)");
+  impl_->name = k.name;
+  impl_->params = k.params;
+  impl_->slots = layoutParams(k.params, &impl_->paramBytes);
+  impl_->numWarps = k.numWarps;
+  impl_->numCtas = k.numCtas < 1 ? 1 : k.numCtas;
+  impl_->sharedBytes = k.sharedBytes;
+  if (!k.cubin.empty()) {
+    impl_->image.assign(k.cubin.begin(), k.cubin.end());
+  } else {
+    impl_->image = k.ptx; // c_str() gives the NUL terminator the JIT needs
+    impl_->isPtx = true;
+  }
+}
+
+GpuKernel GpuKernel::fromFiles(const std::string& cubinPath, const std::string& metaJsonPath) {
+  std::string meta, cubin;
+  if (!runtime::readFile(metaJsonPath, meta))
+    throw std::invalid_argument("cannot read kernel metadata '" + metaJsonPath + "'");
+  if (!runtime::readFile(cubinPath, cubin) || cubin.empty())
+    throw std::invalid_argument("cannot read cubin '" + cubinPath + "'");
+  CompiledKernel k = parseKernelMetadata(meta);
+  k.cubin.assign(cubin.begin(), cubin.end());
+  return GpuKernel(k);
+}
+
+GpuKernel::~GpuKernel() = default;
+GpuKernel::GpuKernel(GpuKernel&&) noexcept = default;
+GpuKernel& GpuKernel::operator=(GpuKernel&&) noexcept = default;
+
+const std::string& GpuKernel::name() const {
+  return impl_->name;
+}
+const std::vector<KernelParam>& GpuKernel::params() const {
+  return impl_->params;
+}
+const std::vector<ParamSlot>& GpuKernel::slots() const {
+  return impl_->slots;
+}
+int GpuKernel::paramBytes() const {
+  return impl_->paramBytes;
+}
+int GpuKernel::numWarps() const {
+  return impl_->numWarps;
+}
+int GpuKernel::numCtas() const {
+  return impl_->numCtas;
+}
+int GpuKernel::sharedBytes() const {
+  return impl_->sharedBytes;
+}
+
+void GpuKernel::prepare() const {
+  impl_->function();
+}
+
+void GpuKernel::launch(Dim3 grid, void* stream, const std::vector<LaunchArg>& args) const {
+  // 64-byte alignment keeps tensor maps at their natural alignment inside the buffer.
+  alignas(64) uint8_t small[1024];
+  std::vector<uint8_t> large;
+  uint8_t* buffer = small;
+  if (impl_->paramBytes > static_cast<int>(sizeof small)) {
+    large.resize(static_cast<size_t>(impl_->paramBytes) + 64);
+    buffer = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(large.data()) + 63) & ~63ull);
+  }
+  packArgs(impl_->slots, args, buffer);
+  launchPacked(grid, stream, buffer);
+}
+
+void GpuKernel::launchPacked(Dim3 grid, void* stream, const uint8_t* params) const {
+  const Impl& k = *impl_;
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0) return; // nothing to run, as in Triton
+  if (k.numCtas > 1 && grid.x % static_cast<unsigned>(k.numCtas) != 0)
+    throw LaunchError("kernel '" + k.name + "' runs in clusters of " + std::to_string(k.numCtas) +
+                      " CTAs (ctas_per_cga): grid[0] = " + std::to_string(grid.x) +
+                      " must be a multiple of " + std::to_string(k.numCtas));
+  CUfunction fn = k.function();
+  const runtime::CudaDriver& d = runtime::driver();
+  void* small[64];
+  std::vector<void*> large;
+  void** pointers = small;
+  if (k.slots.size() > 64) {
+    large.resize(k.slots.size());
+    pointers = large.data();
+  }
+  for (size_t i = 0; i < k.slots.size(); ++i)
+    pointers[i] = const_cast<uint8_t*>(params + k.slots[i].offset);
+  const unsigned threads = static_cast<unsigned>(k.numWarps) * 32;
+  CUstream s = static_cast<CUstream>(stream);
+  if (k.numCtas == 1) {
+    runtime::check(d.launchKernel(fn, grid.x, grid.y, grid.z, threads, 1, 1,
+                                  static_cast<unsigned>(k.sharedBytes), s, pointers, nullptr),
+                   "cuLaunchKernel");
+    return;
+  }
+  CUlaunchAttribute cluster;
+  std::memset(&cluster, 0, sizeof cluster);
+  cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  cluster.value.clusterDim.x = static_cast<unsigned>(k.numCtas);
+  cluster.value.clusterDim.y = 1;
+  cluster.value.clusterDim.z = 1;
+  CUlaunchConfig config;
+  std::memset(&config, 0, sizeof config);
+  config.gridDimX = grid.x;
+  config.gridDimY = grid.y;
+  config.gridDimZ = grid.z;
+  config.blockDimX = threads;
+  config.blockDimY = 1;
+  config.blockDimZ = 1;
+  config.sharedMemBytes = static_cast<unsigned>(k.sharedBytes);
+  config.hStream = s;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  runtime::check(d.launchKernelEx(&config, fn, pointers, nullptr), "cuLaunchKernelEx");
+}
+
+} // namespace ww
