@@ -299,6 +299,7 @@ struct ImportAlias {
   std::string module; // "triton.language" for `import triton.language as tl`
   std::string name;   // "" for `import m`; "tlx" for `from triton.language.extra import tlx`
   std::string asName; // the bound name ("tl"); defaults to the last component / name
+  // (for `import a.b` without `as`, Python binds the top package: asName = "a", module = "a.b")
 };
 
 struct Import : Stmt {
@@ -320,6 +321,19 @@ struct Module {
   std::vector<StmtPtr> constants; // Assign / AnnAssign at module level
   std::vector<std::unique_ptr<FunctionDef>> functions;
 };
+
+/// "a.b.c" for a Name or a chain of Attributes ending in a Name; "" for any other expression.
+std::string dottedName(const Expr* e);
+
+/// The dotted name a decorator refers to, looking through one call: "ww.autotune" for
+/// `@ww.autotune(configs=...)`; "" when it is neither a dotted name nor a call of one.
+std::string decoratorName(const Expr* e);
+
+/// True for a decorator of the jit family: its dotted name ends in `jit` (ww.jit, triton.jit, jit).
+bool isJitDecorator(const Expr* e);
+
+/// True when `fn` is kernel code: it carries a jit-family decorator.
+bool isJitFunction(const FunctionDef& fn);
 
 // ---------------------------------------------------------------------------------------------
 // isa / cast / dyn_cast in the LLVM style
