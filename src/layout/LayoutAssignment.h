@@ -5,6 +5,7 @@
 
 #include "ir/IR.h"
 #include "layout/AxisInfo.h"
+#include "layout/Layouts.h"
 #include "layout/LinearLayout.h"
 #include "warpweave/warpweave.h"
 
@@ -36,6 +37,9 @@ struct DotLayouts {
   LinearLayout a, b;                          // register fragments of A and B
   LinearLayout aShared, bShared;              // staging layouts (offset -> coords)
   int swizzleBytesA = 0, swizzleBytesB = 0;   // NVMMA swizzle of aShared/bShared
+  /// Contiguous dim first, as nvmmaSharedLayout's order: A {1,0} is K-major; B {1,0} is
+  /// N-major (wgmma's transposed-B mode, 16-bit types only), B {0,1} K-major.
+  std::vector<int32_t> aOrder, bOrder;
 };
 
 /// A region of shared memory.
@@ -58,6 +62,7 @@ struct Conversion {
   unsigned operandIndex = 0;
   const ir::Value* value = nullptr;
   LinearLayout src, dst;
+  ConversionKind kind = ConversionKind::SharedMemory;
 };
 
 /// The result of layout assignment for one function.

@@ -24,6 +24,13 @@ LinearLayout blockedLayout(const std::vector<int64_t>& shape,
                            const std::vector<int32_t>& warpsPerCTA,
                            const std::vector<int32_t>& order);
 
+/// A blocked layout for `shape` over numWarps warps with the given sizePerThread: lanes, then
+/// warps, fill the dims in `order` (order[0] first) as far as the shape has room; leftover lanes
+/// and warps go to the slowest dim (they broadcast when the tensor is too small).
+LinearLayout blockedLayoutForShape(const std::vector<int64_t>& shape,
+                                   const std::vector<int32_t>& sizePerThread,
+                                   const std::vector<int32_t>& order, int numWarps);
+
 /// The default blocked layout for `shape` over numWarps warps: `vecElems` contiguous elements per
 /// thread along the last dim, lanes then warps along the last dim first (row-major order).
 LinearLayout defaultBlockedLayout(const std::vector<int64_t>& shape, int numWarps,
@@ -49,6 +56,20 @@ bool isBroadcastWithoutMovement(const LinearLayout& src, const LinearLayout& dst
 
 /// The shape (dim sizes in order) of a distributed layout's outputs.
 std::vector<int64_t> layoutShape(const LinearLayout& l);
+
+/// The layout of permute(x, order) (result dim i is x's dim order[i]): no data movement.
+LinearLayout permuteLayout(const LinearLayout& layout, const std::vector<int64_t>& order);
+/// The layout of reshape(x, shape) keeping row-major element order: no data movement.
+LinearLayout reshapeLayout(const LinearLayout& layout, const std::vector<int64_t>& shape);
+
+/// How data must move to convert a tensor from distributed layout `src` to `dst` (same shape).
+enum class ConversionKind {
+  None,         // identical layouts
+  Registers,    // every thread already holds its dst elements: register renaming only
+  WarpShuffle,  // data moves only between lanes of the same warp (shfl.sync)
+  SharedMemory, // data crosses warps: through shared memory, with bar.sync
+};
+ConversionKind conversionKind(const LinearLayout& src, const LinearLayout& dst);
 
 // ---------------------------------------------------------------------------------------------
 // Tensor-core layouts. Fragment tables: PTX ISA, "Matrix fragments for mma.m16n8k*" and

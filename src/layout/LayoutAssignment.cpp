@@ -1,0 +1,852 @@
+// Layout assignment in two walks over the function. A backward walk collects, for values whose
+// layout is free to choose (constants, aranges, splats and the elementwise ops over them), the
+// layout their consumers want (coalesced memory layouts, MMA accumulators). A forward walk then
+// fixes every tensor's layout: anchors (memory ops, dots, reductions) decide theirs, everything
+// else inherits from operands or takes its preference, and a Conversion is recorded wherever a
+// consumer needs another layout than its operand has.
+#include "layout/LayoutAssignment.h"
+
+#include "frontend/Diagnostics.h"
+#include "layout/Layouts.h"
+
+#include <algorithm>
+#include <sstream>
+#include <stdexcept>
+
+namespace ww::layout {
+
+using ir::OpCode;
+
+namespace {
+
+bool isTensor(const ir::Value* v) {
+  return v && v->type().isTensor();
+}
+
+int64_t alignTo(int64_t v, int64_t a) {
+  return (v + a - 1) / a * a;
+}
+
+int64_t numElements(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
+/// Ops computing each result element from the operand elements at the same coordinates.
+bool isElementwise(OpCode c) {
+  switch (c) {
+  case OpCode::Add:
+  case OpCode::Sub:
+  case OpCode::Mul:
+  case OpCode::Div:
+  case OpCode::Rem:
+  case OpCode::FloorDiv:
+  case OpCode::And:
+  case OpCode::Or:
+  case OpCode::Xor:
+  case OpCode::Shl:
+  case OpCode::Shr:
+  case OpCode::Max:
+  case OpCode::Min:
+  case OpCode::Pow:
+  case OpCode::AddPtr:
+  case OpCode::Neg:
+  case OpCode::Not:
+  case OpCode::Cmp:
+  case OpCode::Select:
+  case OpCode::Fma:
+  case OpCode::Exp:
+  case OpCode::Exp2:
+  case OpCode::Log:
+  case OpCode::Log2:
+  case OpCode::Sqrt:
+  case OpCode::Rsqrt:
+  case OpCode::Abs:
+  case OpCode::Sin:
+  case OpCode::Cos:
+  case OpCode::Tanh:
+  case OpCode::Erf:
+  case OpCode::Floor:
+  case OpCode::Ceil:
+  case OpCode::Sigmoid:
+  case OpCode::Umulhi:
+  case OpCode::Cast:
+  case OpCode::Bitcast:
+  case OpCode::PtrToInt:
+  case OpCode::IntToPtr:
+  case OpCode::MultipleOf:
+  case OpCode::MaxContiguous:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool isPowerOf2(int64_t v) {
+  return v > 0 && (v & (v - 1)) == 0;
+}
+
+/// Bits of one element as an MMA operand.
+int elemBits(const ir::Type& t) {
+  return ir::bitWidth(t.elem);
+}
+
+} // namespace
+
+class LayoutAssigner {
+public:
+  LayoutAssigner(const ir::Function& fn, const CompileOptions& options, LayoutMap& map)
+      : fn_(fn), options_(options), map_(map) {}
+
+  void run() {
+    map_.axisInfo_ = std::make_shared<AxisInfoAnalysis>(fn_);
+    // Twice, so that preferences flow around loop back edges.
+    preferBlock(fn_.body);
+    preferBlock(fn_.body);
+    assignBlock(fn_.body);
+    allocateShared();
+  }
+
+private:
+  // ---------------------------------------------------------------------------------------
+  // anchors
+  // ---------------------------------------------------------------------------------------
+
+  int numWarps() const { return std::max(1, options_.numWarps); }
+
+  void checkShape(const ir::Op& op, const ir::Value* v) {
+    if (!isTensor(v)) return;
+    for (int64_t s : v->type().shape)
+      if (!isPowerOf2(s))
+        raiseError(op.loc(), std::string("'") + op.name() + "' produces a tensor of shape " +
+                                 v->type().str() +
+                                 "; block dimensions must be powers of two (round the block up "
+                                 "to a power of two and mask the extra elements)");
+  }
+
+  /// The coalesced blocked layout of a memory op whose operand 0 is a pointer tensor: threads
+  /// along the most contiguous dim first, each with the widest vector AxisInfo allows, as
+  /// Triton's coalescing does.
+  const LinearLayout& coalesced(const ir::Op& op) {
+    auto it = coalesced_.find(&op);
+    if (it != coalesced_.end()) return it->second;
+    const ir::Value* ptr = op.operand(0);
+    const std::vector<int64_t>& shape = ptr->type().shape;
+    int rank = static_cast<int>(shape.size());
+    AxisInfo info = map_.axisInfo_->get(ptr);
+    std::vector<int32_t> order;
+    for (int d = rank - 1; d >= 0; --d) order.push_back(d);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int32_t a, int32_t b) { return info.contiguity[a] > info.contiguity[b]; });
+    const ir::Value* mask = maskOf(op);
+    int64_t vec = map_.axisInfo_->vectorElems(ptr, mask, order[0]);
+    int64_t perThread = std::max<int64_t>(1, numElements(shape) / (int64_t(numWarps()) * 32));
+    vec = std::min(vec, perThread);
+    std::vector<int32_t> spt(rank, 1);
+    spt[order[0]] = static_cast<int32_t>(vec);
+    return coalesced_[&op] = blockedLayoutForShape(shape, spt, order, numWarps());
+  }
+
+  static const ir::Value* maskOf(const ir::Op& op) {
+    switch (op.code()) {
+    case OpCode::Load:
+    case OpCode::AsyncLoad:
+      return op.intAttr("has_mask") && op.numOperands() > 1 ? op.operand(1) : nullptr;
+    case OpCode::Store:
+    case OpCode::AtomicRMW:
+      return op.intAttr("has_mask") && op.numOperands() > 2 ? op.operand(2) : nullptr;
+    default:
+      return nullptr;
+    }
+  }
+
+  static bool isMemoryAnchor(const ir::Op& op) {
+    bool memory = op.code() == OpCode::Load || op.code() == OpCode::Store ||
+                  op.code() == OpCode::AtomicRMW || op.code() == OpCode::AsyncLoad;
+    return memory && op.numOperands() > 0 && isTensor(op.operand(0));
+  }
+
+  /// The dot's layouts for the target; cached per op.
+  const DotLayouts& dotLayouts(const ir::Op& op) {
+    auto it = map_.dots_.find(&op);
+    if (it != map_.dots_.end()) return it->second;
+    const ir::Type& at = op.operand(0)->type();
+    const ir::Type& bt = op.operand(1)->type();
+    const ir::Type& ct = op.result()->type();
+    int64_t M = ct.shape.at(0), N = ct.shape.at(1), K = at.shape.at(1);
+    if (!isPowerOf2(M) || !isPowerOf2(N) || !isPowerOf2(K))
+      raiseError(op.loc(), std::string("'") + op.name() + "' of shape " + std::to_string(M) + "x" +
+                               std::to_string(N) + "x" + std::to_string(K) +
+                               ": dot dimensions must be powers of two");
+    int bits = elemBits(at);
+    bool sameType = at.elem == bt.elem;
+    bool tf32 = at.elem == ir::DType::F32 && op.strAttr("input_precision", "tf32") != "ieee";
+    bool sixteen = at.elem == ir::DType::F16 || at.elem == ir::DType::BF16;
+    bool eight = at.elem == ir::DType::F8E4M3 || at.elem == ir::DType::F8E5M2 ||
+                 at.elem == ir::DType::I8 || at.elem == ir::DType::U8;
+    int instrK = bits == 0 ? 0 : 256 / bits; // 16 x 16-bit, 32 x 8-bit, 8 x tf32 per k-step
+    bool mmaTypes = sameType && (sixteen || eight || tf32);
+    DotLayouts dl;
+    bool fp8 = at.elem == ir::DType::F8E4M3 || at.elem == ir::DType::F8E5M2;
+    bool hopper = options_.target == Target::SM90a;
+    if (hopper && mmaTypes && M >= 64 && numWarps() % 4 == 0 && K >= instrK) {
+      int32_t wm = 4;
+      while (wm * 2 <= numWarps() && M >= int64_t(wm) * 2 * 16) wm *= 2;
+      int32_t wn = numWarps() / wm;
+      int32_t instrN = wgmmaInstrN(N, wn);
+      if (instrN != 0) {
+        dl.kind = MmaKind::Wgmma;
+        dl.instrM = 64;
+        dl.instrN = instrN;
+        dl.instrK = instrK;
+        dl.warpsPerCTA = {wm, wn};
+        dl.acc = wgmmaAccumulatorLayout({M, N}, instrN, dl.warpsPerCTA);
+        dl.a = wgmmaOperandALayout({M, K}, dl.warpsPerCTA, bits);
+        dl.aOrder = {1, 0};
+        // wgmma reads B transposed (N-major) only for 16-bit types.
+        dl.bOrder = sixteen ? std::vector<int32_t>{1, 0} : std::vector<int32_t>{0, 1};
+      }
+    }
+    bool ampereTypes = mmaTypes && !(fp8 && options_.target == Target::SM80);
+    if (dl.kind == MmaKind::Fma && ampereTypes && M >= 16 && N >= 8 && K >= instrK) {
+      int32_t wm = 1, wn = 1;
+      while (wm * wn < numWarps()) {
+        bool roomM = M >= int64_t(wm) * 2 * 16, roomN = N >= int64_t(wn) * 2 * 8;
+        if (roomM && (!roomN || M / (16 * wm) >= N / (8 * wn)))
+          wm *= 2;
+        else if (roomN)
+          wn *= 2;
+        else
+          wm *= 2; // more warps than tiles: the extra warps hold copies
+      }
+      dl.kind = MmaKind::MmaSync;
+      dl.instrM = 16;
+      dl.instrN = 8;
+      dl.instrK = instrK;
+      dl.warpsPerCTA = {wm, wn};
+      dl.acc = mmaSyncAccumulatorLayout({M, N}, dl.warpsPerCTA);
+      dl.a = mmaSyncOperandLayout(0, {M, K}, dl.warpsPerCTA, bits);
+      dl.b = mmaSyncOperandLayout(1, {K, N}, dl.warpsPerCTA, bits);
+      dl.aOrder = {1, 0};
+      dl.bOrder = {1, 0};
+    }
+    if (dl.kind == MmaKind::Fma) {
+      LinearLayout parent = defaultBlockedLayout({M, N}, numWarps(), 1);
+      dl.acc = parent;
+      dl.a = broadcastLayout(expandDimsLayout(sliceLayout(parent, 1), 1), {M, K});
+      dl.b = broadcastLayout(expandDimsLayout(sliceLayout(parent, 0), 0), {K, N});
+      dl.warpsPerCTA = {numWarps(), 1};
+    }
+    if (dl.kind != MmaKind::Fma) {
+      int ab = ir::byteWidth(at.elem), bb = ir::byteWidth(bt.elem);
+      dl.swizzleBytesA = nvmmaSwizzleBytes({M, K}, ab, dl.aOrder);
+      dl.swizzleBytesB = nvmmaSwizzleBytes({K, N}, bb, dl.bOrder);
+      dl.aShared = nvmmaSharedLayout({M, K}, ab, dl.swizzleBytesA, dl.aOrder);
+      dl.bShared = nvmmaSharedLayout({K, N}, bb, dl.swizzleBytesB, dl.bOrder);
+    }
+    return map_.dots_[&op] = std::move(dl);
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // backward walk: preferences
+  // ---------------------------------------------------------------------------------------
+
+  void prefer(const ir::Value* v, const LinearLayout& l) {
+    if (!isTensor(v) || pref_.count(v)) return;
+    if (layoutShape(l) != v->type().shape) return;
+    pref_.emplace(v, l);
+  }
+
+  const LinearLayout* preferred(const ir::Value* v) const {
+    auto it = pref_.find(v);
+    return it == pref_.end() ? nullptr : &it->second;
+  }
+
+  void preferBlock(const ir::Block& block) {
+    for (auto it = block.ops().rbegin(); it != block.ops().rend(); ++it) preferOp(**it);
+  }
+
+  void preferOp(const ir::Op& op) {
+    if (isMemoryAnchor(op)) {
+      const LinearLayout& l = coalesced(op);
+      for (const ir::Value* v : op.operands()) prefer(v, l);
+      return;
+    }
+    switch (op.code()) {
+    case OpCode::Dot:
+      prefer(op.operand(2), dotLayouts(op).acc);
+      return;
+    case OpCode::AsyncDot:
+      if (op.numOperands() > 2 && isTensor(op.result())) prefer(op.operand(2), dotLayouts(op).acc);
+      return;
+    case OpCode::Broadcast:
+      if (const LinearLayout* p = preferred(op.result()); p && isTensor(op.operand(0))) {
+        LinearLayout collapsed = *p;
+        const auto& from = op.operand(0)->type().shape;
+        for (size_t d = 0; d < from.size(); ++d)
+          if (from[d] == 1 && collapsed.getOutDimSize(dimName(static_cast<int>(d))) != 1)
+            collapsed =
+                expandDimsLayout(sliceLayout(collapsed, static_cast<int>(d)), static_cast<int>(d));
+        prefer(op.operand(0), collapsed);
+      }
+      return;
+    case OpCode::ExpandDims:
+      if (const LinearLayout* p = preferred(op.result()))
+        prefer(op.operand(0), sliceLayout(*p, static_cast<int>(op.intAttr("axis"))));
+      return;
+    case OpCode::Permute:
+      if (const LinearLayout* p = preferred(op.result())) {
+        std::vector<int64_t> order = op.intsAttr("order"), inverse(order.size());
+        for (size_t i = 0; i < order.size(); ++i) inverse[order[i]] = static_cast<int64_t>(i);
+        prefer(op.operand(0), permuteLayout(*p, inverse));
+      }
+      return;
+    case OpCode::AsyncDotWait:
+      for (unsigned i = 0; i < op.numResults() && i < op.numOperands(); ++i)
+        if (const LinearLayout* p = preferred(op.result(i))) prefer(op.operand(i), *p);
+      return;
+    case OpCode::For: {
+      const ir::Block& body = *op.region(0);
+      const ir::Op* yield = body.terminator();
+      unsigned numIters = op.numOperands() - 3;
+      for (unsigned i = 0; i < numIters && i < op.numResults(); ++i)
+        if (const LinearLayout* p = preferred(op.result(i))) prefer(body.arg(i + 1), *p);
+      for (unsigned i = 0; yield && i < numIters && i < yield->numOperands(); ++i)
+        if (const LinearLayout* p = preferred(body.arg(i + 1))) prefer(yield->operand(i), *p);
+      preferBlock(body);
+      for (unsigned i = 0; i < numIters; ++i)
+        if (const LinearLayout* p = preferred(body.arg(i + 1))) prefer(op.operand(3 + i), *p);
+      return;
+    }
+    case OpCode::If:
+      for (unsigned r = 0; r < op.numRegions(); ++r) {
+        const ir::Op* yield = op.region(r)->terminator();
+        for (unsigned i = 0; yield && i < op.numResults() && i < yield->numOperands(); ++i)
+          if (const LinearLayout* p = preferred(op.result(i))) prefer(yield->operand(i), *p);
+        preferBlock(*op.region(r));
+      }
+      return;
+    default:
+      break;
+    }
+    if (isElementwise(op.code())) {
+      if (const LinearLayout* p = op.numResults() ? preferred(op.result()) : nullptr)
+        for (const ir::Value* v : op.operands())
+          if (isTensor(v) && v->type().shape == op.result()->type().shape) prefer(v, *p);
+      return;
+    }
+    for (unsigned r = 0; r < op.numRegions(); ++r) preferBlock(*op.region(r));
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // forward walk: layouts and conversions
+  // ---------------------------------------------------------------------------------------
+
+  void setLayout(const ir::Value* v, LinearLayout l) {
+    if (!isTensor(v)) return;
+    if (layoutShape(l) != v->type().shape)
+      throw std::logic_error("layout assignment: layout of shape mismatch for a " +
+                             v->type().str() + " value:\n" + l.str());
+    map_.layouts_[v] = std::move(l);
+  }
+
+  const LinearLayout* layoutOf(const ir::Value* v) const {
+    auto it = map_.layouts_.find(v);
+    return it == map_.layouts_.end() ? nullptr : &it->second;
+  }
+
+  /// Records that `user` needs operand `i` in layout `wanted`.
+  void require(const ir::Op& user, unsigned i, const LinearLayout& wanted) {
+    const ir::Value* v = user.operand(i);
+    const LinearLayout* have = layoutOf(v);
+    if (!isTensor(v) || !have || *have == wanted) return;
+    Conversion c;
+    c.user = &user;
+    c.operandIndex = i;
+    c.value = v;
+    c.src = *have;
+    c.dst = wanted;
+    c.kind = conversionKind(c.src, c.dst);
+    if (c.kind == ConversionKind::SharedMemory)
+      needScratch(user, numElements(v->type().shape) * v->type().elemBytes());
+    map_.conversionIndex_[{&user, i}] = map_.conversions_.size();
+    map_.conversions_.push_back(std::move(c));
+  }
+
+  void needScratch(const ir::Op& op, int64_t bytes) {
+    bytes = alignTo(bytes, 16);
+    int64_t& s = map_.scratchPerOp_[&op];
+    s = std::max(s, bytes);
+  }
+
+  /// The layout a value without layout-relevant operands takes: its preference or a default.
+  LinearLayout freeLayout(const ir::Value* v, int32_t vecElems = 1) const {
+    if (const LinearLayout* p = preferred(v)) return *p;
+    return defaultBlockedLayout(v->type().shape, numWarps(), vecElems);
+  }
+
+  void assignBlock(const ir::Block& block) {
+    for (const auto& op : block.ops()) assignOp(*op);
+  }
+
+  void assignElementwise(const ir::Op& op) {
+    const ir::Value* r = op.result();
+    std::vector<const LinearLayout*> have;
+    for (const ir::Value* v : op.operands())
+      if (isTensor(v) && layoutOf(v)) have.push_back(layoutOf(v));
+    LinearLayout chosen;
+    if (have.empty()) {
+      chosen = freeLayout(r);
+    } else if (std::all_of(have.begin(), have.end(), [&](auto* l) { return *l == *have[0]; })) {
+      chosen = *have[0];
+    } else if (const LinearLayout* p = preferred(r);
+               p && std::any_of(have.begin(), have.end(), [&](auto* l) { return *l == *p; })) {
+      chosen = *p;
+    } else {
+      chosen = *have[0];
+    }
+    for (unsigned i = 0; i < op.numOperands(); ++i)
+      if (isTensor(op.operand(i)) && op.operand(i)->type().shape == r->type().shape)
+        require(op, i, chosen);
+    for (unsigned i = 0; i < op.numResults(); ++i) setLayout(op.result(i), chosen);
+  }
+
+  void assignOp(const ir::Op& op) {
+    for (unsigned i = 0; i < op.numResults(); ++i) checkShape(op, op.result(i));
+    if (isMemoryAnchor(op)) {
+      const LinearLayout& l = coalesced(op);
+      for (unsigned i = 0; i < op.numOperands(); ++i)
+        if (isTensor(op.operand(i))) require(op, i, l);
+      if (op.numResults() && isTensor(op.result())) setLayout(op.result(), l);
+      return;
+    }
+    if (isElementwise(op.code()) && op.numResults() == 1 && isTensor(op.result())) {
+      assignElementwise(op);
+      return;
+    }
+    switch (op.code()) {
+    case OpCode::Constant:
+    case OpCode::Arange:
+    case OpCode::Splat:
+      if (isTensor(op.result())) setLayout(op.result(), freeLayout(op.result()));
+      return;
+    case OpCode::Broadcast: {
+      const ir::Value* src = op.operand(0);
+      const ir::Value* r = op.result();
+      if (!isTensor(src) || !layoutOf(src)) {
+        setLayout(r, freeLayout(r));
+        return;
+      }
+      LinearLayout s = *layoutOf(src);
+      if (const LinearLayout* p = preferred(r)) {
+        if (!isBroadcastWithoutMovement(s, *p)) {
+          LinearLayout collapsed = *p;
+          for (size_t d = 0; d < src->type().shape.size(); ++d)
+            if (src->type().shape[d] == 1 && r->type().shape[d] != 1)
+              collapsed = expandDimsLayout(sliceLayout(collapsed, static_cast<int>(d)),
+                                           static_cast<int>(d));
+          require(op, 0, collapsed);
+        }
+        setLayout(r, *p);
+        return;
+      }
+      setLayout(r, broadcastLayout(s, r->type().shape));
+      return;
+    }
+    case OpCode::ExpandDims:
+      if (const LinearLayout* s = layoutOf(op.operand(0)))
+        setLayout(op.result(), expandDimsLayout(*s, static_cast<int>(op.intAttr("axis"))));
+      else
+        setLayout(op.result(), freeLayout(op.result()));
+      return;
+    case OpCode::Permute:
+      if (const LinearLayout* s = layoutOf(op.operand(0)))
+        setLayout(op.result(), permuteLayout(*s, op.intsAttr("order")));
+      return;
+    case OpCode::Reshape:
+      if (const LinearLayout* s = layoutOf(op.operand(0)))
+        setLayout(op.result(), reshapeLayout(*s, op.result()->type().shape));
+      return;
+    case OpCode::Join: {
+      const LinearLayout* a = layoutOf(op.operand(0));
+      if (!a) return;
+      require(op, 1, *a);
+      int rank = static_cast<int>(op.operand(0)->type().shape.size());
+      setLayout(op.result(), *a * LinearLayout::identity1D(2, kRegister, dimName(rank)));
+      return;
+    }
+    case OpCode::Split:
+      assignSplit(op);
+      return;
+    case OpCode::Cat: {
+      const LinearLayout* a = layoutOf(op.operand(0));
+      if (!a) return;
+      require(op, 1, *a);
+      LinearLayout r = *a * LinearLayout::identity1D(2, kRegister, dimName(0));
+      setLayout(op.result(), r.transposeOuts(dimNames(a->numOutDims())));
+      return;
+    }
+    case OpCode::Reduce:
+    case OpCode::Scan:
+      assignReduceOrScan(op);
+      return;
+    case OpCode::Dot: {
+      const DotLayouts& dl = dotLayouts(op);
+      if (dl.kind != MmaKind::Wgmma) {
+        require(op, 0, dl.a);
+        require(op, 1, dl.b);
+      } else {
+        // wgmma reads both operands from shared memory: codegen stores them there (scratch).
+        const ir::Type& at = op.operand(0)->type();
+        const ir::Type& bt = op.operand(1)->type();
+        needScratch(op, alignTo(numElements(at.shape) * at.elemBytes(), 1024) +
+                            numElements(bt.shape) * bt.elemBytes());
+        wgmmaStaging_ = true;
+      }
+      require(op, 2, dl.acc);
+      setLayout(op.result(), dl.acc);
+      return;
+    }
+    case OpCode::AsyncDot: {
+      if (!isTensor(op.result())) return;
+      const DotLayouts& dl = dotLayouts(op);
+      if (isTensor(op.operand(0))) require(op, 0, dl.a);
+      if (isTensor(op.operand(1)) && dl.kind != MmaKind::Wgmma) require(op, 1, dl.b);
+      if (op.numOperands() > 2) require(op, 2, dl.acc);
+      setLayout(op.result(), dl.acc);
+      return;
+    }
+    case OpCode::AsyncDotWait:
+      for (unsigned i = 0; i < op.numResults() && i < op.numOperands(); ++i)
+        if (const LinearLayout* l = layoutOf(op.operand(i))) setLayout(op.result(i), *l);
+      return;
+    case OpCode::LocalLoad:
+    case OpCode::DescLoad:
+      if (isTensor(op.result()))
+        setLayout(op.result(),
+                  freeLayout(op.result(), std::max(1, 16 / op.result()->type().elemBytes())));
+      return;
+    case OpCode::For:
+      assignFor(op);
+      return;
+    case OpCode::If:
+      assignIf(op);
+      return;
+    case OpCode::While:
+      assignWhile(op);
+      return;
+    default:
+      break;
+    }
+    for (unsigned r = 0; r < op.numRegions(); ++r) assignBlock(*op.region(r));
+    for (unsigned i = 0; i < op.numResults(); ++i)
+      if (isTensor(op.result(i)) && !layoutOf(op.result(i)))
+        setLayout(op.result(i), freeLayout(op.result(i)));
+  }
+
+  void assignSplit(const ir::Op& op) {
+    const LinearLayout* s = layoutOf(op.operand(0));
+    if (!s) return;
+    int rank = s->numOutDims();
+    std::string last = dimName(rank - 1);
+    // The split dim must be held in registers: find the register bit selecting it.
+    auto findBit = [&](const LinearLayout& l) {
+      for (int bit = 0; bit < l.getInDimSizeLog2(kRegister); ++bit) {
+        const auto& b = l.getBasis(kRegister, bit);
+        bool unit = b[rank - 1] == 1;
+        for (int d = 0; d < rank - 1; ++d) unit &= b[d] == 0;
+        if (unit) return bit;
+      }
+      return -1;
+    };
+    LinearLayout src = *s;
+    if (findBit(src) < 0) {
+      src = expandDimsLayout(sliceLayout(src, rank - 1), rank - 1) *
+            LinearLayout::identity1D(2, kRegister, last);
+      require(op, 0, src);
+    }
+    int bit = findBit(src);
+    LinearLayout::Bases bases;
+    for (auto& [inDim, dimBases] : src.getBases()) {
+      std::vector<std::vector<int32_t>> kept;
+      for (size_t b = 0; b < dimBases.size(); ++b) {
+        if (inDim == kRegister && static_cast<int>(b) == bit) continue;
+        kept.push_back(dimBases[b]);
+      }
+      bases.emplace_back(inDim, std::move(kept));
+    }
+    LinearLayout::NamedSizes outs;
+    for (int d = 0; d < rank; ++d)
+      outs.emplace_back(dimName(d), d == rank - 1 ? 1 : src.getOutDimSize(dimName(d)));
+    for (auto& [inDim, dimBases] : bases)
+      for (auto& b : dimBases) b[rank - 1] = 0;
+    LinearLayout half = LinearLayout(std::move(bases), std::move(outs))
+                            .sublayout({kRegister, kLane, kWarp, kBlock}, dimNames(rank - 1));
+    for (unsigned i = 0; i < op.numResults(); ++i) setLayout(op.result(i), half);
+  }
+
+  void assignReduceOrScan(const ir::Op& op) {
+    const LinearLayout* l0 = layoutOf(op.operand(0));
+    if (!l0) {
+      for (unsigned r = 0; r < op.numRegions(); ++r) assignBlock(*op.region(r));
+      return;
+    }
+    LinearLayout src = *l0;
+    for (unsigned i = 1; i < op.numOperands(); ++i) require(op, i, src);
+    for (unsigned r = 0; r < op.numRegions(); ++r) assignBlock(*op.region(r));
+    int axis = static_cast<int>(op.intAttr("axis"));
+    const std::vector<int64_t>& shape = op.operand(0)->type().shape;
+    // Warps holding different parts of the reduced axis combine partials through shared memory.
+    int warpsAlong = 1;
+    for (int bit = 0; bit < src.getInDimSizeLog2(kWarp); ++bit)
+      if (src.getBasis(kWarp, bit)[axis] != 0) warpsAlong *= 2;
+    if (warpsAlong > 1) {
+      int64_t bytes = 0;
+      for (const ir::Value* v : op.operands())
+        bytes += numElements(shape) / shape[axis] * warpsAlong * v->type().elemBytes();
+      needScratch(op, bytes);
+    }
+    for (unsigned i = 0; i < op.numResults(); ++i) {
+      if (!isTensor(op.result(i))) continue;
+      setLayout(op.result(i), op.code() == OpCode::Scan ? src : sliceLayout(src, axis));
+    }
+  }
+
+  void assignFor(const ir::Op& op) {
+    const ir::Block& body = *op.region(0);
+    unsigned numIters = op.numOperands() - 3;
+    for (unsigned i = 0; i < numIters && i + 1 < body.numArgs(); ++i) {
+      const ir::Value* init = op.operand(3 + i);
+      const ir::Value* arg = body.arg(i + 1);
+      if (!isTensor(arg)) continue;
+      LinearLayout l = preferred(arg)   ? *preferred(arg)
+                       : layoutOf(init) ? *layoutOf(init)
+                                        : freeLayout(arg);
+      require(op, 3 + i, l);
+      setLayout(arg, l);
+    }
+    assignBlock(body);
+    const ir::Op* yield = body.terminator();
+    for (unsigned i = 0; i < numIters && i + 1 < body.numArgs(); ++i) {
+      const LinearLayout* l = layoutOf(body.arg(i + 1));
+      if (!l) continue;
+      if (yield && i < yield->numOperands()) require(*yield, i, *l);
+      if (i < op.numResults()) setLayout(op.result(i), *l);
+    }
+  }
+
+  void assignIf(const ir::Op& op) {
+    for (unsigned r = 0; r < op.numRegions(); ++r) assignBlock(*op.region(r));
+    for (unsigned i = 0; i < op.numResults(); ++i) {
+      if (!isTensor(op.result(i))) continue;
+      std::vector<const LinearLayout*> have;
+      for (unsigned r = 0; r < op.numRegions(); ++r) {
+        const ir::Op* y = op.region(r)->terminator();
+        if (y && i < y->numOperands() && layoutOf(y->operand(i)))
+          have.push_back(layoutOf(y->operand(i)));
+      }
+      LinearLayout l = have.empty() ? freeLayout(op.result(i)) : *have[0];
+      if (const LinearLayout* p = preferred(op.result(i)))
+        if (std::any_of(have.begin(), have.end(), [&](auto* h) { return *h == *p; })) l = *p;
+      for (unsigned r = 0; r < op.numRegions(); ++r) {
+        const ir::Op* y = op.region(r)->terminator();
+        if (y && i < y->numOperands()) require(*y, i, l);
+      }
+      setLayout(op.result(i), l);
+    }
+  }
+
+  void assignWhile(const ir::Op& op) {
+    // Operands: init...; region 0 (before) args = iters, ends in condition(cond, values...);
+    // region 1 (after) args = values, yields the next iters.
+    const ir::Block& before = *op.region(0);
+    for (unsigned i = 0; i < op.numOperands() && i < before.numArgs(); ++i) {
+      const ir::Value* arg = before.arg(i);
+      if (!isTensor(arg)) continue;
+      const ir::Value* init = op.operand(i);
+      LinearLayout l = layoutOf(init) ? *layoutOf(init) : freeLayout(arg);
+      setLayout(arg, l);
+    }
+    assignBlock(before);
+    const ir::Op* cond = before.terminator();
+    if (op.numRegions() > 1) {
+      const ir::Block& after = *op.region(1);
+      for (unsigned i = 0; cond && i + 1 < cond->numOperands(); ++i) {
+        const LinearLayout* l = layoutOf(cond->operand(i + 1));
+        if (!l) continue;
+        if (i < after.numArgs()) setLayout(after.arg(i), *l);
+        if (i < op.numResults()) setLayout(op.result(i), *l);
+      }
+      assignBlock(after);
+      const ir::Op* yield = after.terminator();
+      for (unsigned i = 0; yield && i < yield->numOperands() && i < before.numArgs(); ++i)
+        if (const LinearLayout* l = layoutOf(before.arg(i))) require(*yield, i, *l);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------
+  // shared memory
+  // ---------------------------------------------------------------------------------------
+
+  const ir::Value* rootOf(const ir::Value* v) const {
+    auto it = map_.viewRoots_.find(v);
+    return it == map_.viewRoots_.end() ? v : it->second;
+  }
+
+  void allocateShared() {
+    int64_t end = 0;
+    walk(fn_.body, [&](const ir::Op& op) {
+      switch (op.code()) {
+      case OpCode::LocalAlloc: {
+        const ir::Type& t = op.result()->type();
+        if (t.space == ir::MemorySpace::Tmem) return;
+        SharedAllocation a;
+        int eb = ir::byteWidth(t.elem);
+        std::vector<int32_t> order;
+        for (int d = static_cast<int>(t.shape.size()) - 1; d >= 0; --d) order.push_back(d);
+        bool pow2 = std::all_of(t.shape.begin(), t.shape.end(), isPowerOf2);
+        if (pow2 && t.shape.size() == 2 && t.shape[0] >= 8) {
+          a.swizzleBytes = nvmmaSwizzleBytes(t.shape, eb);
+          a.layout = nvmmaSharedLayout(t.shape, eb, a.swizzleBytes);
+        } else if (pow2 && !t.shape.empty()) {
+          a.layout = swizzledSharedLayout(t.shape, 1, 1, 1, order);
+        }
+        a.alignment = a.swizzleBytes ? 1024 : 128;
+        a.bytesPerBuffer = alignTo(numElements(t.shape) * eb, a.alignment);
+        a.count = t.count;
+        a.offset = alignTo(end, a.alignment);
+        end = a.offset + a.bytes();
+        map_.allocations_[op.result()] = std::move(a);
+        return;
+      }
+      case OpCode::AllocBarriers: {
+        SharedAllocation a;
+        a.alignment = 8;
+        a.bytesPerBuffer = 8;
+        a.count = op.result()->type().count;
+        a.offset = alignTo(end, 8);
+        end = a.offset + a.bytes();
+        map_.allocations_[op.result()] = std::move(a);
+        return;
+      }
+      case OpCode::LocalView:
+      case OpCode::LocalSlice:
+      case OpCode::LocalTrans:
+      case OpCode::LocalReinterpret:
+        if (op.numOperands() && op.numResults())
+          map_.viewRoots_[op.result()] = rootOf(op.operand(0));
+        return;
+      default:
+        return;
+      }
+    });
+    int64_t scratch = 0;
+    for (const auto& [op, bytes] : map_.scratchPerOp_) scratch = std::max(scratch, bytes);
+    map_.scratchBytes_ = scratch;
+    map_.scratchOffset_ = scratch ? alignTo(end, wgmmaStaging_ ? 1024 : 128) : end;
+    map_.sharedBytes_ = map_.scratchOffset_ + scratch;
+  }
+
+  const ir::Function& fn_;
+  const CompileOptions& options_;
+  LayoutMap& map_;
+  std::unordered_map<const ir::Value*, LinearLayout> pref_;
+  std::unordered_map<const ir::Op*, LinearLayout> coalesced_;
+  bool wgmmaStaging_ = false;
+};
+
+// -------------------------------------------------------------------------------------------
+// LayoutMap
+// -------------------------------------------------------------------------------------------
+
+bool LayoutMap::hasLayout(const ir::Value* v) const {
+  return layouts_.count(v) != 0;
+}
+
+const LinearLayout& LayoutMap::layout(const ir::Value* v) const {
+  auto it = layouts_.find(v);
+  if (it == layouts_.end())
+    throw std::logic_error("layout map: no layout for a value of type " +
+                           (v ? v->type().str() : std::string("<null>")));
+  return it->second;
+}
+
+const LinearLayout& LayoutMap::operandLayout(const ir::Op& user, unsigned i) const {
+  auto it = conversionIndex_.find({&user, i});
+  if (it != conversionIndex_.end()) return conversions_[it->second].dst;
+  return layout(user.operand(i));
+}
+
+bool LayoutMap::needsConversion(const ir::Op& user, unsigned i) const {
+  return conversionIndex_.count({&user, i}) != 0;
+}
+
+int32_t LayoutMap::vectorElems(const ir::Op& op) const {
+  if (op.numOperands() == 0 || !isTensor(op.operand(0))) return 1;
+  const ir::Value* ptr = op.operand(0);
+  const LinearLayout& l = operandLayout(op, 0);
+  int rank = l.numOutDims();
+  // The dim register bit 0 walks along is the one a thread's vector runs along.
+  int dim = rank - 1;
+  if (l.getInDimSizeLog2(kRegister) > 0) {
+    const auto& b = l.getBasis(kRegister, 0);
+    for (int d = 0; d < rank; ++d)
+      if (b[d] == 1) dim = d;
+  }
+  const ir::Value* mask = nullptr;
+  bool hasMask = op.intAttr("has_mask") != 0;
+  if (hasMask) {
+    unsigned maskIndex = (op.code() == OpCode::Load || op.code() == OpCode::AsyncLoad) ? 1 : 2;
+    if (maskIndex < op.numOperands()) mask = op.operand(maskIndex);
+  }
+  int64_t axis = axisInfo_->vectorElems(ptr, mask, dim);
+  return static_cast<int32_t>(std::min<int64_t>(axis, l.numConsecutiveInOut(dimName(dim))));
+}
+
+const DotLayouts* LayoutMap::dot(const ir::Op& op) const {
+  auto it = dots_.find(&op);
+  return it == dots_.end() ? nullptr : &it->second;
+}
+
+const SharedAllocation* LayoutMap::sharedAllocation(const ir::Value* v) const {
+  auto root = viewRoots_.find(v);
+  if (root != viewRoots_.end()) v = root->second;
+  auto it = allocations_.find(v);
+  return it == allocations_.end() ? nullptr : &it->second;
+}
+
+int64_t LayoutMap::scratchBytesFor(const ir::Op& op) const {
+  auto it = scratchPerOp_.find(&op);
+  return it == scratchPerOp_.end() ? 0 : it->second;
+}
+
+std::string LayoutMap::str(const ir::Function& fn) const {
+  std::ostringstream os;
+  auto show = [&](const ir::Value* v, const std::string& what) {
+    if (!hasLayout(v)) return;
+    os << what << (v->name.empty() ? "" : " %" + v->name) << " : " << v->type().str() << "\n"
+       << layout(v).str() << "\n";
+  };
+  walk(fn.body, [&](const ir::Op& op) {
+    for (unsigned r = 0; r < op.numRegions(); ++r)
+      for (unsigned a = 0; a < op.region(r)->numArgs(); ++a)
+        show(op.region(r)->arg(a), std::string(op.name()) + " region arg");
+    for (unsigned i = 0; i < op.numResults(); ++i) show(op.result(i), op.name());
+    for (unsigned i = 0; i < op.numOperands(); ++i)
+      if (needsConversion(op, i))
+        os << "  convert operand " << i << " of " << op.name() << " to:\n"
+           << operandLayout(op, i).str() << "\n";
+  });
+  os << "shared memory: " << sharedBytes_ << " bytes (scratch " << scratchBytes_ << " at "
+     << scratchOffset_ << ")\n";
+  return os.str();
+}
+
+LayoutMap assignLayouts(const ir::Function& fn, const CompileOptions& options) {
+  LayoutMap map;
+  LayoutAssigner(fn, options, map).run();
+  return map;
+}
+
+} // namespace ww::layout

@@ -1,0 +1,588 @@
+// Concrete layouts as LinearLayouts: blocked, slice, broadcast, MMA fragments, shared swizzles,
+// and the bank-conflict model used to choose swizzles.
+#include "layout/Layouts.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+namespace ww::layout {
+
+namespace {
+
+bool isPowerOf2(int64_t v) {
+  return v > 0 && (v & (v - 1)) == 0;
+}
+
+int log2Of(int64_t v) {
+  int l = 0;
+  while ((int64_t(1) << l) < v) ++l;
+  return l;
+}
+
+void requirePowerOf2(int64_t v, const char* what) {
+  if (!isPowerOf2(v))
+    throw std::logic_error(std::string("layout: ") + what + " " + std::to_string(v) +
+                           " is not a power of two");
+}
+
+/// Makes `ll` (out dims dim0.. covering a CTA tile) cover exactly `shape`: dims larger than the
+/// tile repeat it in registers (dims visited in `order`, so order[0]'s repetitions get the low
+/// register bits); dims smaller drop the register bits past the shape and zero the lane/warp/
+/// block bits past it (those hardware units then hold copies).
+LinearLayout fitToShape(const LinearLayout& ll, const std::vector<int64_t>& shape,
+                        const std::vector<int32_t>& order) {
+  int rank = static_cast<int>(shape.size());
+  LinearLayout result = ll;
+  for (int32_t d : order) {
+    std::string name = dimName(d);
+    int64_t tile = result.getOutDimSize(name);
+    if (shape[d] > tile)
+      result *= LinearLayout::identity1D(static_cast<int32_t>(shape[d] / tile), kRegister, name);
+  }
+  LinearLayout::Bases bases;
+  for (auto& [inDim, dimBases] : result.getBases()) {
+    std::vector<std::vector<int32_t>> kept;
+    for (auto basis : dimBases) {
+      bool outside = false;
+      for (int d = 0; d < rank; ++d)
+        if (basis[d] >= shape[d]) {
+          outside = true;
+          basis[d] = 0;
+        }
+      if (outside && inDim == kRegister) continue;
+      kept.push_back(std::move(basis));
+    }
+    bases.emplace_back(inDim, std::move(kept));
+  }
+  LinearLayout::NamedSizes outs;
+  for (int d = 0; d < rank; ++d) outs.emplace_back(dimName(d), static_cast<int32_t>(shape[d]));
+  return LinearLayout(std::move(bases), std::move(outs));
+}
+
+/// Puts the out dims in tensor order dim0..dim<rank-1> (adding absent ones with size 1).
+LinearLayout inTensorOrder(LinearLayout ll, int rank) {
+  for (int d = 0; d < rank; ++d)
+    if (!ll.hasOutDim(dimName(d))) ll = ll.withOutDimSize(dimName(d), 1);
+  return ll.transposeOuts(dimNames(rank));
+}
+
+/// Ensures the standard in dims register, lane, warp exist (warp/lane may be size 1), in order.
+LinearLayout withStandardIns(LinearLayout ll) {
+  std::vector<std::string> order;
+  for (const char* d : {kRegister, kLane, kWarp, kBlock}) {
+    if (!ll.hasInDim(d) && d != std::string(kBlock)) ll = ll.withInDimSize(d, 1);
+    if (ll.hasInDim(d)) order.push_back(d);
+  }
+  return ll.transposeIns(order);
+}
+
+/// Copies `ll` with basis entry of out dim `dim` cleared and that dim resized to 1 (register
+/// bases that become free are dropped).
+LinearLayout collapseDim(const LinearLayout& ll, int dim) {
+  int rank = ll.numOutDims();
+  LinearLayout::Bases bases;
+  for (auto& [inDim, dimBases] : ll.getBases()) {
+    std::vector<std::vector<int32_t>> kept;
+    for (auto basis : dimBases) {
+      basis[dim] = 0;
+      kept.push_back(std::move(basis));
+    }
+    bases.emplace_back(inDim, std::move(kept));
+  }
+  LinearLayout::NamedSizes outs;
+  for (int d = 0; d < rank; ++d)
+    outs.emplace_back(dimName(d), d == dim ? 1 : ll.getOutDimSize(dimName(d)));
+  LinearLayout collapsed(std::move(bases), std::move(outs));
+  // Drop register bits that are now duplicates of lower register bits.
+  int32_t freeRegs = collapsed.sublayout({kRegister}, dimNames(rank)).freeVariableMask(kRegister);
+  LinearLayout::Bases pruned;
+  for (auto& [inDim, dimBases] : collapsed.getBases()) {
+    if (inDim != kRegister) {
+      pruned.emplace_back(inDim, dimBases);
+      continue;
+    }
+    std::vector<std::vector<int32_t>> kept;
+    for (size_t bit = 0; bit < dimBases.size(); ++bit)
+      if (!(freeRegs >> bit & 1)) kept.push_back(dimBases[bit]);
+    pruned.emplace_back(inDim, std::move(kept));
+  }
+  LinearLayout::NamedSizes outs2;
+  for (int d = 0; d < rank; ++d)
+    outs2.emplace_back(dimName(d), collapsed.getOutDimSize(dimName(d)));
+  return LinearLayout(std::move(pruned), std::move(outs2));
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+// blocked, slice, broadcast
+// ---------------------------------------------------------------------------------------------
+
+LinearLayout blockedLayout(const std::vector<int64_t>& shape,
+                           const std::vector<int32_t>& sizePerThread,
+                           const std::vector<int32_t>& threadsPerWarp,
+                           const std::vector<int32_t>& warpsPerCTA,
+                           const std::vector<int32_t>& order) {
+  size_t rank = shape.size();
+  if (sizePerThread.size() != rank || threadsPerWarp.size() != rank || warpsPerCTA.size() != rank ||
+      order.size() != rank)
+    throw std::logic_error("blockedLayout: parameter ranks differ from the shape's");
+  for (size_t d = 0; d < rank; ++d) {
+    requirePowerOf2(shape[d], "tensor dim");
+    requirePowerOf2(sizePerThread[d], "sizePerThread");
+    requirePowerOf2(threadsPerWarp[d], "threadsPerWarp");
+    requirePowerOf2(warpsPerCTA[d], "warpsPerCTA");
+  }
+  LinearLayout ll;
+  for (int32_t d : order) ll *= LinearLayout::identity1D(sizePerThread[d], kRegister, dimName(d));
+  for (int32_t d : order) ll *= LinearLayout::identity1D(threadsPerWarp[d], kLane, dimName(d));
+  for (int32_t d : order) ll *= LinearLayout::identity1D(warpsPerCTA[d], kWarp, dimName(d));
+  ll = inTensorOrder(ll, static_cast<int>(rank));
+  return withStandardIns(fitToShape(ll, shape, order));
+}
+
+LinearLayout blockedLayoutForShape(const std::vector<int64_t>& shape,
+                                   const std::vector<int32_t>& sizePerThread,
+                                   const std::vector<int32_t>& order, int numWarps) {
+  int rank = static_cast<int>(shape.size());
+  std::vector<int32_t> spt = sizePerThread, tpw(rank, 1), wpc(rank, 1);
+  for (int d = 0; d < rank; ++d) spt[d] = static_cast<int32_t>(std::min<int64_t>(spt[d], shape[d]));
+  int32_t lanes = 32, warps = numWarps;
+  for (int32_t d : order) {
+    int64_t room = std::max<int64_t>(1, shape[d] / spt[d]);
+    tpw[d] = static_cast<int32_t>(std::clamp<int64_t>(room, 1, lanes));
+    lanes /= tpw[d];
+  }
+  tpw[order.back()] *= lanes;
+  for (int32_t d : order) {
+    int64_t room = std::max<int64_t>(1, shape[d] / (int64_t(spt[d]) * tpw[d]));
+    wpc[d] = static_cast<int32_t>(std::clamp<int64_t>(room, 1, warps));
+    warps /= wpc[d];
+  }
+  wpc[order.back()] *= warps;
+  return blockedLayout(shape, spt, tpw, wpc, order);
+}
+
+LinearLayout defaultBlockedLayout(const std::vector<int64_t>& shape, int numWarps,
+                                  int32_t vecElems) {
+  int rank = static_cast<int>(shape.size());
+  std::vector<int32_t> order, spt(rank, 1);
+  for (int d = rank - 1; d >= 0; --d) order.push_back(d);
+  spt[rank - 1] = vecElems;
+  return blockedLayoutForShape(shape, spt, order, numWarps);
+}
+
+LinearLayout sliceLayout(const LinearLayout& parent, int dim) {
+  int rank = parent.numOutDims();
+  if (dim < 0 || dim >= rank) throw std::logic_error("sliceLayout: dim out of range");
+  LinearLayout collapsed = collapseDim(parent, dim);
+  std::vector<std::string> keep;
+  for (int d = 0; d < rank; ++d)
+    if (d != dim) keep.push_back(dimName(d));
+  LinearLayout sliced = collapsed.sublayout(collapsed.inDimNames(), keep);
+  for (int d = dim + 1; d < rank; ++d) sliced = sliced.renameOutDim(dimName(d), dimName(d - 1));
+  return sliced;
+}
+
+LinearLayout expandDimsLayout(const LinearLayout& layout, int dim) {
+  int rank = layout.numOutDims();
+  if (dim < 0 || dim > rank) throw std::logic_error("expandDimsLayout: dim out of range");
+  LinearLayout::Bases bases;
+  for (auto& [inDim, dimBases] : layout.getBases()) {
+    for (auto& basis : dimBases) basis.insert(basis.begin() + dim, 0);
+    bases.emplace_back(inDim, std::move(dimBases));
+  }
+  LinearLayout::NamedSizes outs;
+  for (int d = 0, src = 0; d <= rank; ++d)
+    outs.emplace_back(dimName(d), d == dim ? 1 : layout.getOutDimSize(dimName(src++)));
+  return LinearLayout(std::move(bases), std::move(outs));
+}
+
+std::vector<int64_t> layoutShape(const LinearLayout& l) {
+  std::vector<int64_t> shape;
+  for (int32_t s : l.outDimSizes()) shape.push_back(s);
+  return shape;
+}
+
+LinearLayout broadcastLayout(const LinearLayout& src, const std::vector<int64_t>& shape) {
+  int rank = src.numOutDims();
+  if (static_cast<int>(shape.size()) != rank)
+    throw std::logic_error("broadcastLayout: rank differs");
+  LinearLayout result = src;
+  for (int d = rank - 1; d >= 0; --d) {
+    int32_t have = src.getOutDimSize(dimName(d));
+    if (have == shape[d]) continue;
+    if (have != 1) throw std::logic_error("broadcastLayout: only size-1 dims can be stretched");
+    requirePowerOf2(shape[d], "tensor dim");
+    result *= LinearLayout::identity1D(static_cast<int32_t>(shape[d]), kRegister, dimName(d));
+  }
+  return result.transposeOuts(dimNames(rank));
+}
+
+LinearLayout permuteLayout(const LinearLayout& layout, const std::vector<int64_t>& order) {
+  int rank = layout.numOutDims();
+  if (static_cast<int>(order.size()) != rank)
+    throw std::logic_error("permuteLayout: order rank differs");
+  LinearLayout::Bases bases;
+  for (auto& [inDim, dimBases] : layout.getBases()) {
+    for (auto& basis : dimBases) {
+      std::vector<int32_t> permuted;
+      for (int64_t from : order) permuted.push_back(basis.at(from));
+      basis = std::move(permuted);
+    }
+    bases.emplace_back(inDim, std::move(dimBases));
+  }
+  LinearLayout::NamedSizes outs;
+  for (int i = 0; i < rank; ++i)
+    outs.emplace_back(dimName(i), layout.getOutDimSize(dimName(static_cast<int>(order[i]))));
+  return LinearLayout(std::move(bases), std::move(outs));
+}
+
+LinearLayout reshapeLayout(const LinearLayout& layout, const std::vector<int64_t>& shape) {
+  int rank = layout.numOutDims();
+  std::vector<std::string> reversed;
+  for (int d = rank - 1; d >= 0; --d) reversed.push_back(dimName(d));
+  LinearLayout::NamedSizes newDims; // minor first
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    requirePowerOf2(shape[d], "tensor dim");
+    newDims.emplace_back(dimName(d), static_cast<int32_t>(shape[d]));
+  }
+  LinearLayout ll = layout.transposeOuts(reversed).reshapeOuts(newDims);
+  return ll.transposeOuts(dimNames(static_cast<int>(shape.size())));
+}
+
+ConversionKind conversionKind(const LinearLayout& src, const LinearLayout& dst) {
+  if (src == dst) return ConversionKind::None;
+  if (isBroadcastWithoutMovement(src, dst)) return ConversionKind::Registers;
+  // Shuffles suffice when warps (and CTAs) map identically and every element a warp needs in
+  // dst is one that warp holds in src: dst's register and lane bases lie in the span of src's.
+  int rank = dst.numOutDims();
+  for (const char* hw : {kWarp, kBlock}) {
+    if (src.getInDimSizeLog2(hw) != dst.getInDimSizeLog2(hw)) return ConversionKind::SharedMemory;
+    for (int bit = 0; bit < dst.getInDimSizeLog2(hw); ++bit)
+      if (dst.getBasis(hw, bit) != src.getBasis(hw, bit)) return ConversionKind::SharedMemory;
+  }
+  std::set<std::vector<int32_t>> span{std::vector<int32_t>(rank, 0)};
+  for (const char* hw : {kRegister, kLane})
+    for (int bit = 0; bit < src.getInDimSizeLog2(hw); ++bit) {
+      const auto& b = src.getBasis(hw, bit);
+      std::vector<std::vector<int32_t>> added;
+      for (const auto& v : span) {
+        std::vector<int32_t> w = v;
+        for (int d = 0; d < rank; ++d) w[d] ^= b[d];
+        added.push_back(std::move(w));
+      }
+      span.insert(added.begin(), added.end());
+    }
+  for (const char* hw : {kRegister, kLane})
+    for (int bit = 0; bit < dst.getInDimSizeLog2(hw); ++bit)
+      if (!span.count(dst.getBasis(hw, bit))) return ConversionKind::SharedMemory;
+  return ConversionKind::WarpShuffle;
+}
+
+bool isBroadcastWithoutMovement(const LinearLayout& src, const LinearLayout& dst) {
+  int rank = dst.numOutDims();
+  if (src.numOutDims() != rank) return false;
+  std::vector<bool> stretched(rank);
+  for (int d = 0; d < rank; ++d) {
+    int32_t s = src.getOutDimSize(dimName(d)), t = dst.getOutDimSize(dimName(d));
+    if (s != t && s != 1) return false;
+    stretched[d] = s != t;
+  }
+  auto zeroed = [&](std::vector<int32_t> basis) {
+    for (int d = 0; d < rank; ++d)
+      if (stretched[d]) basis[d] = 0;
+    return basis;
+  };
+  for (const char* hw : {kLane, kWarp, kBlock}) {
+    if (src.getInDimSizeLog2(hw) != dst.getInDimSizeLog2(hw)) return false;
+    for (int bit = 0; bit < dst.getInDimSizeLog2(hw); ++bit)
+      if (zeroed(dst.getBasis(hw, bit)) != src.getBasis(hw, bit)) return false;
+  }
+  // Register bases must land (stretched coordinates zeroed) in the span of src's registers.
+  std::vector<std::vector<int32_t>> span{std::vector<int32_t>(rank, 0)};
+  for (int bit = 0; bit < src.getInDimSizeLog2(kRegister); ++bit) {
+    const auto& b = src.getBasis(kRegister, bit);
+    size_t n = span.size();
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<int32_t> v = span[i];
+      for (int d = 0; d < rank; ++d) v[d] ^= b[d];
+      span.push_back(std::move(v));
+    }
+  }
+  std::set<std::vector<int32_t>> reachable(span.begin(), span.end());
+  for (int bit = 0; bit < dst.getInDimSizeLog2(kRegister); ++bit)
+    if (!reachable.count(zeroed(dst.getBasis(kRegister, bit)))) return false;
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// tensor cores
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+void require2D(const std::vector<int64_t>& shape, const std::vector<int32_t>& warpsPerCTA,
+               const char* who) {
+  if (shape.size() != 2 || warpsPerCTA.size() != 2)
+    throw std::logic_error(std::string(who) + ": needs a 2-D shape and 2 warp counts");
+  requirePowerOf2(shape[0], "tensor dim");
+  requirePowerOf2(shape[1], "tensor dim");
+  requirePowerOf2(warpsPerCTA[0], "warpsPerCTA");
+  requirePowerOf2(warpsPerCTA[1], "warpsPerCTA");
+}
+
+/// The 16 x (8*kPerReg*2) A fragment of one warp (rows dim0, K dim1) or the K x 8 B fragment
+/// (K dim0, cols dim1), per the PTX ISA mma.m16n8k* tables: kPerReg consecutive K elements per
+/// 32-bit register, lanes 0-3 of a group step K, groupID (lane / 4) steps M or N.
+LinearLayout mmaFragment(int operandIndex, int32_t kPerReg) {
+  using LL = LinearLayout;
+  if (operandIndex == 0)
+    return LL::identity1D(kPerReg, kRegister, dimName(1)) * LL::identity1D(4, kLane, dimName(1)) *
+           LL::identity1D(8, kLane, dimName(0)) * LL::identity1D(2, kRegister, dimName(0)) *
+           LL::identity1D(2, kRegister, dimName(1));
+  return LL::identity1D(kPerReg, kRegister, dimName(0)) * LL::identity1D(4, kLane, dimName(0)) *
+         LL::identity1D(8, kLane, dimName(1)) * LL::identity1D(2, kRegister, dimName(0));
+}
+
+/// The 16 x 8 accumulator fragment of one warp: c0,c1 at (groupID, 2*tig + {0,1}), c2,c3 eight
+/// rows below.
+LinearLayout accumulatorFragment() {
+  using LL = LinearLayout;
+  return LL::identity1D(2, kRegister, dimName(1)) * LL::identity1D(4, kLane, dimName(1)) *
+         LL::identity1D(8, kLane, dimName(0)) * LL::identity1D(2, kRegister, dimName(0));
+}
+
+int32_t elementsPerRegister(int elemBits) {
+  if (elemBits != 8 && elemBits != 16 && elemBits != 32)
+    throw std::logic_error("mma operand: element width " + std::to_string(elemBits) +
+                           " not supported (8, 16 or 32 bits)");
+  return 32 / elemBits;
+}
+
+} // namespace
+
+LinearLayout mmaSyncAccumulatorLayout(const std::vector<int64_t>& shape,
+                                      const std::vector<int32_t>& warpsPerCTA) {
+  require2D(shape, warpsPerCTA, "mmaSyncAccumulatorLayout");
+  using LL = LinearLayout;
+  LL ll = accumulatorFragment() * LL::identity1D(warpsPerCTA[1], kWarp, dimName(1)) *
+          LL::identity1D(warpsPerCTA[0], kWarp, dimName(0));
+  return withStandardIns(fitToShape(inTensorOrder(ll, 2), shape, {1, 0}));
+}
+
+LinearLayout mmaSyncOperandLayout(int operandIndex, const std::vector<int64_t>& shape,
+                                  const std::vector<int32_t>& warpsPerCTA, int elemBits) {
+  require2D(shape, warpsPerCTA, "mmaSyncOperandLayout");
+  using LL = LinearLayout;
+  LL ll = mmaFragment(operandIndex, elementsPerRegister(elemBits));
+  // Warp ids run along N first (as in the accumulator); A is shared by the warps along N and B
+  // by the warps along M.
+  if (operandIndex == 0)
+    ll = ll * LL::zeros1D(warpsPerCTA[1], kWarp, dimName(0)) *
+         LL::identity1D(warpsPerCTA[0], kWarp, dimName(0));
+  else
+    ll = ll * LL::identity1D(warpsPerCTA[1], kWarp, dimName(1)) *
+         LL::zeros1D(warpsPerCTA[0], kWarp, dimName(1));
+  // K is the fastest repetition for both operands.
+  std::vector<int32_t> order =
+      operandIndex == 0 ? std::vector<int32_t>{1, 0} : std::vector<int32_t>{0, 1};
+  return withStandardIns(fitToShape(inTensorOrder(ll, 2), shape, order));
+}
+
+LinearLayout wgmmaAccumulatorLayout(const std::vector<int64_t>& shape, int32_t instrN,
+                                    const std::vector<int32_t>& warpsPerCTA) {
+  require2D(shape, warpsPerCTA, "wgmmaAccumulatorLayout");
+  if (warpsPerCTA[0] % 4 != 0)
+    throw std::logic_error("wgmmaAccumulatorLayout: warps along M must be a multiple of 4");
+  if (instrN < 8 || instrN > 256 || !isPowerOf2(instrN))
+    throw std::logic_error("wgmmaAccumulatorLayout: instrN must be a power of two in [8, 256]");
+  using LL = LinearLayout;
+  // d[i]: row = groupID + 8*((i >> 1) & 1), col = 2*tig + (i & 1) + 8*(i >> 2); warp w of the
+  // group owns rows 16w..16w+15.
+  LL ll = accumulatorFragment() * LL::identity1D(instrN / 8, kRegister, dimName(1)) *
+          LL::identity1D(warpsPerCTA[0], kWarp, dimName(0)) *
+          LL::identity1D(warpsPerCTA[1], kWarp, dimName(1));
+  return withStandardIns(fitToShape(inTensorOrder(ll, 2), shape, {1, 0}));
+}
+
+LinearLayout wgmmaOperandALayout(const std::vector<int64_t>& shape,
+                                 const std::vector<int32_t>& warpsPerCTA, int elemBits) {
+  require2D(shape, warpsPerCTA, "wgmmaOperandALayout");
+  using LL = LinearLayout;
+  LL ll = mmaFragment(0, elementsPerRegister(elemBits)) *
+          LL::identity1D(warpsPerCTA[0], kWarp, dimName(0)) *
+          LL::zeros1D(warpsPerCTA[1], kWarp, dimName(0));
+  return withStandardIns(fitToShape(inTensorOrder(ll, 2), shape, {1, 0}));
+}
+
+int32_t wgmmaInstrN(int64_t shapeN, int32_t warpsN) {
+  int64_t perGroup = shapeN / std::max<int32_t>(1, warpsN);
+  if (perGroup < 8) return 0;
+  int32_t n = 8;
+  while (n * 2 <= 256 && perGroup % (n * 2) == 0) n *= 2;
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// shared memory
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+/// Builds offset -> coords from a linear coords -> offset map given per coordinate bit.
+/// `offsetOfUnit(d, bit)` is the element offset of the coordinate with only bit `bit` of dim `d`
+/// set.
+template <typename F>
+LinearLayout sharedFromCoordinateMap(const std::vector<int64_t>& shape, F offsetOfUnit) {
+  int rank = static_cast<int>(shape.size());
+  int64_t total = 1;
+  for (int64_t s : shape) {
+    requirePowerOf2(s, "shared tile dim");
+    total *= s;
+  }
+  LinearLayout::Bases bases;
+  for (int d = 0; d < rank; ++d) {
+    std::vector<std::vector<int32_t>> dimBases;
+    for (int bit = 0; bit < log2Of(shape[d]); ++bit)
+      dimBases.push_back({static_cast<int32_t>(offsetOfUnit(d, bit))});
+    bases.emplace_back(dimName(d), std::move(dimBases));
+  }
+  LinearLayout forward(std::move(bases),
+                       LinearLayout::NamedSizes{{kOffset, static_cast<int32_t>(total)}});
+  return forward.invert();
+}
+
+} // namespace
+
+LinearLayout nvmmaSharedLayout(const std::vector<int64_t>& shape, int elemBytes, int swizzleBytes,
+                               const std::vector<int32_t>& order) {
+  if (shape.size() == 1)
+    return LinearLayout::identity1D(static_cast<int32_t>(shape[0]), kOffset, dimName(0));
+  if (shape.size() != 2 || order.size() != 2)
+    throw std::logic_error("nvmmaSharedLayout: needs a 1-D or 2-D tile");
+  if (swizzleBytes != 0 && swizzleBytes != 32 && swizzleBytes != 64 && swizzleBytes != 128)
+    throw std::logic_error("nvmmaSharedLayout: swizzle must be 0, 32, 64 or 128 bytes");
+  requirePowerOf2(elemBytes, "element bytes");
+  int contig = order[0], strided = order[1];
+  int64_t cols = shape[contig], rows = shape[strided];
+  int64_t rowElems = swizzleBytes == 0 ? cols : swizzleBytes / elemBytes;
+  if (cols < rowElems)
+    throw std::logic_error("nvmmaSharedLayout: contiguous dim of " + std::to_string(cols) +
+                           " elements is narrower than the " + std::to_string(swizzleBytes) +
+                           "-byte swizzle row");
+  int swizzleBits = swizzleBytes == 0 ? 0 : log2Of(swizzleBytes / 16);
+  auto byteOffset = [&](int64_t row, int64_t col) {
+    int64_t block = col / rowElems, inRow = col % rowElems;
+    int64_t byte = ((block * rows + row) * rowElems + inRow) * elemBytes;
+    int64_t mask = (int64_t(1) << swizzleBits) - 1;
+    return byte ^ (((byte >> 7) & mask) << 4);
+  };
+  return sharedFromCoordinateMap(shape, [&](int d, int bit) {
+    int64_t unit = int64_t(1) << bit;
+    int64_t byte = d == contig ? byteOffset(0, unit) : byteOffset(unit, 0);
+    return byte / elemBytes;
+  });
+}
+
+int nvmmaSwizzleBytes(const std::vector<int64_t>& shape, int elemBytes,
+                      const std::vector<int32_t>& order) {
+  if (shape.size() != 2) return 0;
+  int64_t rowBytes = shape[order[0]] * elemBytes;
+  for (int s : {128, 64, 32})
+    if (rowBytes >= s) return s;
+  return 0;
+}
+
+LinearLayout swizzledSharedLayout(const std::vector<int64_t>& shape, int32_t vec, int32_t perPhase,
+                                  int32_t maxPhase, const std::vector<int32_t>& order) {
+  int rank = static_cast<int>(shape.size());
+  if (static_cast<int>(order.size()) != rank)
+    throw std::logic_error("swizzledSharedLayout: order rank differs from the shape's");
+  requirePowerOf2(vec, "vec");
+  requirePowerOf2(perPhase, "perPhase");
+  requirePowerOf2(maxPhase, "maxPhase");
+  // Element strides of the dims, order[0] fastest (no padding).
+  std::vector<int64_t> stride(rank);
+  int64_t s = 1;
+  for (int32_t d : order) {
+    stride[d] = s;
+    s *= shape[d];
+  }
+  int contig = order[0];
+  int64_t cols = shape[contig];
+  int rowBit0 = log2Of(perPhase), phaseBits = log2Of(maxPhase), vecBits = log2Of(vec);
+  int colBits = log2Of(cols);
+  return sharedFromCoordinateMap(shape, [&](int d, int bit) -> int64_t {
+    int64_t off = stride[d] << bit;
+    if (rank >= 2 && d == order[1]) {
+      int phaseBit = bit - rowBit0;
+      // Row bit `bit` flips phase bit phaseBit, which XORs the vector index within the row.
+      if (phaseBit >= 0 && phaseBit < phaseBits && vecBits + phaseBit < colBits)
+        off ^= int64_t(1) << (vecBits + phaseBit);
+    }
+    return off;
+  });
+}
+
+int sharedAccessWavefronts(const LinearLayout& distributed, const LinearLayout& shared,
+                           int elemBytes, int32_t vecElems) {
+  // Every access of the warp is the lane-0 access XORed with a constant in offset space (the
+  // maps are linear), which permutes banks without changing conflicts: analysing the accesses
+  // of register group 0 of warp 0 is exact for all of them.
+  LinearLayout toOffset = distributed.compose(shared.invert());
+  int32_t lanes = distributed.getInDimSize(kLane);
+  int vecBytes = vecElems * elemBytes;
+  int lanesPerPhase = vecBytes >= 16 ? 8 : vecBytes >= 8 ? 16 : 32;
+  int wavefronts = 0;
+  for (int32_t phaseStart = 0; phaseStart < lanes; phaseStart += lanesPerPhase) {
+    std::map<int64_t, std::set<int64_t>> wordsPerBank;
+    for (int32_t lane = phaseStart; lane < std::min(lanes, phaseStart + lanesPerPhase); ++lane)
+      for (int32_t r = 0; r < vecElems; ++r) {
+        auto out = toOffset.apply({{kRegister, r}, {kLane, lane}});
+        int64_t byte = int64_t(out[0].second) * elemBytes;
+        for (int64_t b = byte / 4; b <= (byte + elemBytes - 1) / 4; ++b)
+          wordsPerBank[b % 32].insert(b);
+      }
+    size_t worst = 1;
+    for (const auto& [bank, words] : wordsPerBank) worst = std::max(worst, words.size());
+    wavefronts += static_cast<int>(worst);
+  }
+  return wavefronts;
+}
+
+LinearLayout conversionSharedLayout(const LinearLayout& src, const LinearLayout& dst,
+                                    int elemBytes) {
+  std::vector<int64_t> shape = layoutShape(src);
+  int rank = static_cast<int>(shape.size());
+  std::vector<int32_t> order;
+  for (int d = rank - 1; d >= 0; --d) order.push_back(d);
+  std::string fastest = dimName(rank - 1);
+  int32_t maxVec = std::max(1, 16 / elemBytes);
+  int32_t vecW = std::min(src.numConsecutiveInOut(fastest), maxVec);
+  int32_t vecR = std::min(dst.numConsecutiveInOut(fastest), maxVec);
+  vecW = static_cast<int32_t>(std::min<int64_t>(vecW, shape[rank - 1]));
+  vecR = static_cast<int32_t>(std::min<int64_t>(vecR, shape[rank - 1]));
+  LinearLayout best = swizzledSharedLayout(shape, 1, 1, 1, order);
+  if (rank < 2) return best;
+  int bestCost = sharedAccessWavefronts(src, best, elemBytes, vecW) +
+                 sharedAccessWavefronts(dst, best, elemBytes, vecR);
+  for (int32_t vec : {vecW, vecR})
+    for (int32_t perPhase = 1; perPhase <= 8; perPhase *= 2)
+      for (int32_t maxPhase = 2; maxPhase <= 32; maxPhase *= 2) {
+        if (int64_t(vec) * maxPhase > shape[rank - 1]) break;
+        LinearLayout cand = swizzledSharedLayout(shape, vec, perPhase, maxPhase, order);
+        int cost = sharedAccessWavefronts(src, cand, elemBytes, vecW) +
+                   sharedAccessWavefronts(dst, cand, elemBytes, vecR);
+        if (cost < bestCost) {
+          bestCost = cost;
+          best = cand;
+        }
+      }
+  return best;
+}
+
+} // namespace ww::layout
