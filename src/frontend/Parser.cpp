@@ -307,20 +307,21 @@ private:
                              const std::vector<SourceLoc>& locs) {
     for (size_t i = 0; i < decorators.size(); ++i) {
       const Expr* d = decorators[i].get();
+      SourceLoc loc = d ? d->loc : locs[i];
       std::string name = d ? decoratorName(d) : std::string();
       if (d && isJitDecorator(d)) {
         if (i + 1 != decorators.size())
-          raiseError(locs[i], "@" + name +
-                                  " must be the innermost decorator (directly above "
-                                  "'def'); put @autotune and @heuristics above it");
+          raiseError(loc, "@" + name +
+                              " must be the innermost decorator (directly above "
+                              "'def'); put @autotune and @heuristics above it");
         continue;
       }
       std::string last =
           name.substr(name.rfind('.') == std::string::npos ? 0 : name.rfind('.') + 1);
       if (last != "autotune" && last != "heuristics")
-        raiseError(locs[i], "decorator " + (name.empty() ? std::string("here") : "@" + name) +
-                                " is not supported on a kernel; only @jit, with @autotune and "
-                                "@heuristics stacked above it, is accepted");
+        raiseError(loc, "decorator " + (name.empty() ? std::string("here") : "@" + name) +
+                            " is not supported on a kernel; only @jit, with @autotune and "
+                            "@heuristics stacked above it, is accepted");
     }
   }
 
