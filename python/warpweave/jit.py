@@ -1,0 +1,713 @@
+"""`@ww.jit`: binds launch arguments, builds the specialization signature, collects the kernel's
+compile-time environment, compiles through the C++ compiler (with in-memory and disk caches) and
+launches on the GPU (PyTorch's current stream) or in the CPU interpreter.
+
+The signature follows Triton's conventions: tensors become `*fp32` (with `:16` when the address is
+16-byte aligned), ints `i32`/`i64`/`u64` (with `:16` when divisible by 16 and `:1` when equal to 1),
+floats `fp32`, bools `i1`, and constexprs and None `name=value`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+import textwrap
+import types
+
+from . import language as tl
+from ._native_loader import native
+
+__all__ = ["jit", "JITFunction", "KernelInterface"]
+
+_MISSING = object()
+
+# ------------------------------------------------------------------------------------------------
+# dtypes of host arrays
+# ------------------------------------------------------------------------------------------------
+
+_NUMPY_DTYPES = {
+    "bool": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
+    "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
+    "float16": "fp16", "float32": "fp32", "float64": "fp64", "bfloat16": "bf16",
+    "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
+}
+_TORCH_DTYPE_NAMES = {
+    "torch.bool": "i1", "torch.int8": "i8", "torch.int16": "i16", "torch.int32": "i32",
+    "torch.int64": "i64", "torch.uint8": "u8", "torch.uint16": "u16", "torch.uint32": "u32",
+    "torch.uint64": "u64", "torch.float16": "fp16", "torch.bfloat16": "bf16",
+    "torch.float32": "fp32", "torch.float64": "fp64", "torch.float8_e4m3fn": "fp8e4nv",
+    "torch.float8_e5m2": "fp8e5",
+}
+_torch_dtype_cache: dict = {}
+
+
+def _torch_sig(dt, name: str) -> str:
+    sig = _torch_dtype_cache.get(dt)
+    if sig is None:
+        sig = _TORCH_DTYPE_NAMES.get(str(dt))
+        if sig is None:
+            raise TypeError(
+                f"argument '{name}' has dtype {dt}, which warpweave kernels cannot take; "
+                f"supported: {', '.join(sorted(_TORCH_DTYPE_NAMES))}")
+        _torch_dtype_cache[dt] = sig
+    return sig
+
+
+def _numpy_sig(dt, name: str) -> str:
+    sig = _NUMPY_DTYPES.get(dt.name)
+    if sig is None:
+        raise TypeError(
+            f"argument '{name}' has NumPy dtype {dt}, which warpweave kernels cannot take; "
+            f"supported: {', '.join(sorted(_NUMPY_DTYPES))}")
+    return sig
+
+
+def _is_numpy(v) -> bool:
+    return type(v).__module__ == "numpy" and type(v).__name__ == "ndarray"
+
+
+def _is_torch_tensor(v) -> bool:
+    return hasattr(v, "data_ptr") and hasattr(v, "is_cuda")
+
+
+def dtype_sig(value, name: str = "value") -> str:
+    """The signature spelling (fp16, i32...) of a tensor's, array's or dtype object's dtype."""
+    if isinstance(value, tl.dtype):
+        return value.sig
+    if _is_numpy(value):
+        return _numpy_sig(value.dtype, name)
+    if _is_torch_tensor(value):
+        return _torch_sig(value.dtype, name)
+    if type(value).__module__ == "torch" and str(value).startswith("torch."):
+        return _torch_sig(value, name)
+    try:
+        import numpy as np
+
+        return _numpy_sig(np.dtype(value), name)
+    except Exception:
+        pass
+    raise TypeError(f"'{name}': {value!r} is not a dtype, tensor or array")
+
+
+# ------------------------------------------------------------------------------------------------
+# constexpr values as literal text for the C++ front end
+# ------------------------------------------------------------------------------------------------
+
+
+def literal(value, name: str = "value") -> str:
+    """Python value -> the literal text the front end parses for constexprs and globals."""
+    if isinstance(value, tl.constexpr):
+        value = value.value
+    if value is None:
+        return "None"
+    if value is True or value is False:
+        return "True" if value else "False"
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"constexpr '{name}' = {value!r}: only finite floats can be "
+                             f"compile-time values (pass it as a runtime argument instead)")
+        return repr(float(value))
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, tl.dtype):
+        return f"tl.{value.name}"
+    if isinstance(value, (tuple, list)):
+        inner = ", ".join(literal(v, name) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    owner = (value.__module__ if isinstance(value, type) else type(value).__module__) or ""
+    if owner.split(".")[0] in ("torch", "numpy", "ml_dtypes"):
+        try:
+            return f"tl.{tl.DTYPES[dtype_sig(value, name)].name}"
+        except TypeError:
+            pass
+    raise TypeError(
+        f"constexpr '{name}' = {value!r} of type {type(value).__name__}: compile-time values must "
+        f"be int, float, bool, str, None, a tl dtype, or tuples of these")
+
+
+def _is_literal_global(value) -> bool:
+    if isinstance(value, (bool, int, float, str, tl.dtype, tl.constexpr)):
+        return not (isinstance(value, float) and not math.isfinite(value))
+    return False
+
+
+# ------------------------------------------------------------------------------------------------
+# Argument kinds
+# ------------------------------------------------------------------------------------------------
+
+
+def _int_spec(v: int, specialize: bool) -> str:
+    if -(1 << 31) <= v < (1 << 31):
+        base = "i32"
+    elif -(1 << 63) <= v < (1 << 63):
+        base = "i64"
+    elif v < (1 << 64):
+        base = "u64"
+    else:
+        raise OverflowError(f"integer argument {v} does not fit in 64 bits")
+    if not specialize:
+        return base
+    if v == 1:
+        return base + ":1"
+    if v % 16 == 0:
+        return base + ":16"
+    return base
+
+
+class _Arg:
+    """How one runtime argument enters the signature and the launch."""
+
+    TENSOR, NUMPY, INT, FLOAT, BOOL, DESC = range(6)
+
+
+def runtime_spec(value, name: str, specialize: bool = True):
+    """(signature type text, argument kind) of a runtime argument; raises TypeError naming the
+    argument for values a kernel cannot take."""
+    t = type(value)
+    if t is bool:
+        return "i1", _Arg.BOOL
+    if t is int:
+        return _int_spec(value, specialize), _Arg.INT
+    if t is float:
+        return "fp32", _Arg.FLOAT
+    if _is_torch_tensor(value):
+        sig = "*" + _torch_sig(value.dtype, name)
+        if specialize and value.data_ptr() % 16 == 0:
+            sig += ":16"
+        return sig, _Arg.TENSOR
+    if _is_numpy(value):
+        sig = "*" + _numpy_sig(value.dtype, name)
+        if specialize and value.ctypes.data % 16 == 0:
+            sig += ":16"
+        return sig, _Arg.NUMPY
+    from .tensor_descriptor import TensorDescriptor
+
+    if isinstance(value, TensorDescriptor):
+        return value.signature_type(), _Arg.DESC
+    if isinstance(value, int):  # numpy integers, IntEnum...
+        return _int_spec(int(value), specialize), _Arg.INT
+    if isinstance(value, float):
+        return "fp32", _Arg.FLOAT
+    raise TypeError(
+        f"argument '{name}' of type {t.__module__}.{t.__name__} cannot be passed to a kernel: "
+        f"expected a torch tensor, a NumPy array, a TensorDescriptor, an int, a float or a bool "
+        f"(or annotate the parameter `: tl.constexpr`)")
+
+
+# ------------------------------------------------------------------------------------------------
+# Compile-time environment
+# ------------------------------------------------------------------------------------------------
+
+
+def _code_names(code: types.CodeType, out: set):
+    out.update(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            _code_names(c, out)
+
+
+def _read_source(fn) -> tuple[str, str]:
+    """(path, text) of the file holding `fn`. Module-level kernels give the whole file (the front
+    end parses it, helpers included); a kernel defined inside a function gives its own dedented
+    source, padded with blank lines so that line numbers still match the file."""
+    path = inspect.getsourcefile(fn) or f"<{fn.__name__}>"
+    nested = "<locals>" in fn.__qualname__
+    if not nested and os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            return path, f.read()
+    lines, first = inspect.getsourcelines(fn)
+    text = textwrap.dedent("".join(lines))
+    return path, "\n" * max(first - 1, 0) + text
+
+
+class _Environment:
+    """The files and global values a kernel's compile needs."""
+
+    def __init__(self, files, globals_):
+        self.files = files  # [(path, text)], the kernel's first
+        self.globals = globals_  # name -> literal text
+
+
+def collect_environment(jitfn: "JITFunction") -> _Environment:
+    files: list = []
+    seen_paths: set = set()
+    globals_: dict = {}
+    visited: set = set()
+
+    def visit(fn, add_whole_file: bool):
+        if id(fn) in visited:
+            return
+        visited.add(id(fn))
+        path, text = _read_source(fn)
+        if "<locals>" in fn.__qualname__ or path not in seen_paths:
+            if path not in seen_paths or "<locals>" in fn.__qualname__:
+                files.append((path, text))
+            seen_paths.add(path)
+            if "<locals>" in fn.__qualname__ and os.path.isfile(path) and add_whole_file:
+                # Module-level helpers of a nested kernel live in the rest of its file.
+                with open(path, encoding="utf-8") as f:
+                    files.append((path, f.read()))
+        names: set = set()
+        _code_names(fn.__code__, names)
+        g = fn.__globals__
+        for name in sorted(names):
+            if name not in g:
+                continue
+            value = g[name]
+            if isinstance(value, JITFunction):
+                visit(value.fn, True)
+            elif _is_literal_global(value) and name not in globals_:
+                globals_[name] = literal(value, name)
+        # Defaults of nested helpers and closures: closure cells holding jit helpers.
+        for cell in fn.__closure__ or ():
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                continue
+            if isinstance(v, JITFunction):
+                visit(v.fn, True)
+
+    visit(jitfn.fn, True)
+    return _Environment(files, globals_)
+
+
+# ------------------------------------------------------------------------------------------------
+# Targets and streams
+# ------------------------------------------------------------------------------------------------
+
+_target_cache: dict = {}
+
+
+def _gpu_target() -> str:
+    env = os.environ.get("WARPWEAVE_TARGET")
+    if env:
+        return env
+    try:
+        import torch
+
+        dev = torch.cuda.current_device()
+        t = _target_cache.get(dev)
+        if t is None:
+            major, minor = torch.cuda.get_device_capability(dev)
+            t = {9: "sm_90a", 10: "sm_100a"}.get(major, "sm_80" if major == 8 else None)
+            if t is None:
+                raise RuntimeError(f"GPU of compute capability {major}.{minor} is not supported: "
+                                   f"warpweave targets sm_80, sm_90a and sm_100a")
+            _target_cache[dev] = t
+        return t
+    except ImportError:
+        return "sm_90a"
+
+
+def _current_stream() -> int:
+    import torch
+
+    get_raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if get_raw is not None:
+        return get_raw(torch.cuda.current_device())
+    return torch.cuda.current_stream().cuda_stream
+
+
+def _interpret_env() -> bool:
+    return os.environ.get("WARPWEAVE_INTERPRET", "0") not in ("", "0", "false", "False")
+
+
+# ------------------------------------------------------------------------------------------------
+# Compiled kernels
+# ------------------------------------------------------------------------------------------------
+
+
+class CompiledKernel:
+    """A kernel compiled for one specialization, with what a launch needs precomputed."""
+
+    def __init__(self, jitfn, native_kernel, signature: str, arg_kinds, interpret: bool, options):
+        self.fn = jitfn
+        self.kernel = native_kernel
+        self.signature = signature
+        self.interpret = interpret
+        self.options = options
+        folded = set(native_kernel.folded_args)
+        index = jitfn._index
+        if interpret:
+            runtime = [n for n, kind in arg_kinds if kind is not None and n not in folded]
+        else:
+            runtime = [p[0] for p in native_kernel.params]
+            for n in runtime:
+                if n not in index:
+                    raise RuntimeError(f"internal error: kernel parameter '{n}' is not an argument "
+                                       f"of {jitfn.__name__}")
+        kinds = dict(arg_kinds)
+        self.binder = [(index[n], kinds[n], n) for n in runtime]
+        # Descriptor params: the swizzle the kernel's shared-memory tile expects, when it says.
+        from .tensor_descriptor import swizzle_of
+
+        self.swizzles = {p[0]: swizzle_of(p[1]) for p in native_kernel.params
+                         if p[1].startswith("desc")} if not interpret else {}
+
+    # Properties Triton users look at.
+    @property
+    def asm(self) -> dict:
+        return {"ttir": self.kernel.tile_ir, "ptx": self.kernel.ptx, "cubin": self.kernel.cubin}
+
+    @property
+    def n_regs(self) -> int:
+        return self.kernel.registers
+
+    @property
+    def n_spills(self) -> int:
+        return self.kernel.spill_bytes
+
+    @property
+    def shared(self) -> int:
+        return self.kernel.shared_bytes
+
+    def launch_gpu(self, grid, values):
+        args = []
+        for i, kind, name in self.binder:
+            v = values[i]
+            if kind == _Arg.TENSOR:
+                args.append(v.data_ptr())
+            elif kind == _Arg.DESC:
+                args.append(v.encode(self.swizzles.get(name)))
+            elif kind == _Arg.BOOL:
+                args.append(int(v))
+            else:
+                args.append(v)
+        self.kernel.launch(grid[0], grid[1], grid[2], _current_stream(), args)
+
+    def run_interpreter(self, grid, values):
+        args = []
+        write_back = []
+        keep = []
+        for i, kind, name in self.binder:
+            v = values[i]
+            if kind == _Arg.NUMPY:
+                args.append(_host_buffer(v, name))
+            elif kind == _Arg.TENSOR:
+                host, back = _torch_host_view(v)
+                keep.append(host)
+                args.append(_host_buffer(host, name))
+                if back is not None:
+                    write_back.append((v, back))
+            elif kind == _Arg.DESC:
+                raise NotImplementedError(
+                    f"argument '{name}': host TensorDescriptors are not supported by the "
+                    f"interpreter yet; build the descriptor inside the kernel with "
+                    f"tl.make_tensor_descriptor")
+            elif kind == _Arg.BOOL:
+                args.append(int(v))
+            elif kind == _Arg.INT:
+                args.append(int(v))
+            else:
+                args.append(float(v))
+        self.kernel.interpret(tuple(grid), args)
+        for tensor, host in write_back:
+            tensor.copy_(host)
+        del keep
+
+
+def _host_buffer(arr, name: str):
+    """(address, nbytes) of a NumPy array for the interpreter: the array's first element and every
+    byte of its underlying allocation from there on, so strided views index as on the GPU."""
+    if arr.size == 0:
+        return (arr.ctypes.data, 0)
+    if any(s < 0 for s in arr.strides):
+        raise ValueError(f"argument '{name}': arrays with negative strides are not supported; "
+                         f"pass np.ascontiguousarray(...)")
+    base = arr
+    while getattr(base, "base", None) is not None and hasattr(base.base, "__array_interface__"):
+        base = base.base
+    start = arr.ctypes.data
+    try:
+        base_start = base.__array_interface__["data"][0]
+        base_end = base_start + base.nbytes
+    except (AttributeError, TypeError, KeyError):
+        base_start, base_end = start, start + arr.nbytes
+    if not (base_start <= start < base_end):
+        base_end = start + arr.nbytes
+    span = (max(arr.shape[i] - 1, 0) * arr.strides[i] for i in range(arr.ndim))
+    end = max(base_end, start + sum(span) + arr.itemsize)
+    return (start, end - start)
+
+
+def _torch_host_view(t):
+    """A NumPy view of a torch tensor for the interpreter, and the CPU copy to write back when
+    the tensor lives on the GPU."""
+    import torch
+
+    back = None
+    host = t.detach()
+    if host.is_cuda:
+        host = host.cpu()
+        back = host
+    if host.dtype == torch.bfloat16:
+        arr = host.view(torch.int16).numpy()
+    elif str(host.dtype).startswith("torch.float8"):
+        arr = host.view(torch.uint8).numpy()
+    else:
+        arr = host.numpy()
+    return arr, back
+
+
+# ------------------------------------------------------------------------------------------------
+# JITFunction
+# ------------------------------------------------------------------------------------------------
+
+_LAUNCH_OPTIONS = ("num_warps", "num_stages", "ctas_per_cga", "num_ctas")
+
+
+class KernelInterface:
+    """`kernel[grid](*args, **kwargs)`."""
+
+    def __getitem__(self, grid):
+        def launcher(*args, **kwargs):
+            return self.run(*args, grid=grid, **kwargs)
+
+        return launcher
+
+
+class JITFunction(KernelInterface):
+    def __init__(self, fn, do_not_specialize=(), noinline=False, debug=None):
+        if not callable(fn) or not hasattr(fn, "__code__"):
+            raise TypeError(f"@ww.jit expects a Python function, got {type(fn).__name__}")
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__module__ = fn.__module__
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+        self.noinline = noinline
+        self.debug = debug
+        sig = inspect.signature(fn)
+        self.params = list(sig.parameters.values())
+        for p in self.params:
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise TypeError(f"kernel '{fn.__name__}': *args and **kwargs parameters are not "
+                                f"supported; list every parameter")
+        self.arg_names = [p.name for p in self.params]
+        self._index = {n: i for i, n in enumerate(self.arg_names)}
+        self.constexprs = [self._is_constexpr(p.annotation) for p in self.params]
+        self.defaults = [p.default if p.default is not p.empty else _MISSING for p in self.params]
+        dns = set()
+        for d in do_not_specialize:
+            dns.add(self.arg_names[d] if isinstance(d, int) else d)
+        unknown = dns - set(self.arg_names)
+        if unknown:
+            raise ValueError(f"do_not_specialize names unknown parameters: {sorted(unknown)}")
+        self.specialize = [n not in dns for n in self.arg_names]
+        self._env = None
+        self.cache: dict = {}
+        self.compile_count = 0  # compiles done (not served by a cache), for tests and tools
+
+    @staticmethod
+    def _is_constexpr(annotation) -> bool:
+        if annotation is tl.constexpr:
+            return True
+        if isinstance(annotation, str):
+            return annotation.split(".")[-1] == "constexpr"
+        return False
+
+    def __repr__(self):
+        return f"JITFunction({self.__module__}:{self.__qualname__})"
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(
+            f"@ww.jit function '{self.__name__}' cannot be called directly from Python: launch it "
+            f"as {self.__name__}[grid](...), or call it from another @ww.jit kernel")
+
+    # -- binding ---------------------------------------------------------------------------------
+
+    def bind(self, args, kwargs) -> list:
+        """Positional and keyword arguments -> one value per parameter (defaults applied)."""
+        n = len(self.arg_names)
+        if len(args) > n:
+            raise TypeError(f"{self.__name__}() takes {n} arguments "
+                            f"({', '.join(self.arg_names)}) but {len(args)} were given")
+        values = list(args)
+        values.extend([_MISSING] * (n - len(args)))
+        for k, v in kwargs.items():
+            i = self._index.get(k)
+            if i is None:
+                raise TypeError(f"{self.__name__}() got an unexpected keyword argument '{k}'; its "
+                                f"parameters are {', '.join(self.arg_names)}")
+            if i < len(args):
+                raise TypeError(f"{self.__name__}() got multiple values for argument '{k}'")
+            values[i] = v
+        for i, v in enumerate(values):
+            if v is _MISSING:
+                d = self.defaults[i]
+                if d is _MISSING:
+                    what = "constexpr" if self.constexprs[i] else "argument"
+                    raise TypeError(f"{self.__name__}() missing required {what} "
+                                    f"'{self.arg_names[i]}'")
+                values[i] = d
+        return values
+
+    def specialization(self, values):
+        """(cache key part, [(name, kind or None for constexprs)], [signature entries])."""
+        key = []
+        kinds = []
+        for i, v in enumerate(values):
+            name = self.arg_names[i]
+            if self.constexprs[i] or v is None:
+                cv = v.value if isinstance(v, tl.constexpr) else v
+                key.append((type(cv), _hashable(cv)))
+                kinds.append((name, None))
+            else:
+                spec, kind = runtime_spec(v, name, self.specialize[i])
+                key.append(spec)
+                kinds.append((name, kind))
+        return tuple(key), kinds
+
+    def signature_string(self, values, kinds, key_part) -> str:
+        """The `wwc --signature` text of one specialization."""
+        entries = []
+        for (name, kind), v, key in zip(kinds, values, key_part):
+            if kind is None:
+                entries.append(f"{name}={literal(v, name)}")
+            else:
+                entries.append(f"{name}:{key}")
+        return ",".join(entries)
+
+    def environment(self) -> _Environment:
+        if self._env is None:
+            self._env = collect_environment(self)
+        return self._env
+
+    # -- compile + launch ------------------------------------------------------------------------
+
+    def _options(self, num_warps, num_stages, ctas_per_cga, num_ctas):
+        if num_warps is None:
+            num_warps = 4
+        if not isinstance(num_warps, int) or num_warps < 1 or num_warps & (num_warps - 1):
+            raise ValueError(f"num_warps must be a power of 2, got {num_warps!r}")
+        if num_stages is None:
+            num_stages = 3
+        ctas = 1
+        if ctas_per_cga is not None:
+            dims = tuple(ctas_per_cga) if isinstance(ctas_per_cga, (tuple, list)) else (
+                ctas_per_cga,)
+            if any(d != 1 for d in dims[1:]) or dims[0] < 1:
+                raise ValueError(f"ctas_per_cga={ctas_per_cga!r}: only 1-D clusters (n, 1, 1) are "
+                                 f"supported")
+            ctas = int(dims[0])
+        if num_ctas is not None and num_ctas != 1:
+            ctas = int(num_ctas)
+        return int(num_warps), int(num_stages), ctas
+
+    def compile_for(self, values, interpret: bool, options, target=None):
+        """Compiled kernel for bound `values` (served by the memory and disk caches)."""
+        key_part, kinds = self.specialization(values)
+        if target is None:
+            target = "interp" if interpret else _gpu_target()
+        key = (interpret, target, options, key_part)
+        compiled = self.cache.get(key)
+        if compiled is None:
+            compiled = self._compile(values, key_part, kinds, interpret, options, target)
+            self.cache[key] = compiled
+        return compiled
+
+    def _compile(self, values, key_part, kinds, interpret, options, target):
+        signature = self.signature_string(values, kinds, key_part)
+        env = self.environment()
+        num_warps, num_stages, num_ctas = options
+        nat = native()
+        stage = "tile-ir" if interpret else "cubin"
+        compile_target = "sm_90a" if interpret else target
+        request = dict(files=env.files, kernel=self.fn.__name__, signature=signature,
+                       globals=env.globals, target=compile_target, num_warps=num_warps,
+                       num_stages=num_stages, num_ctas=num_ctas, stage=stage)
+        kernel = None
+        disk_key = None
+        if not interpret:
+            from . import cache
+
+            disk_key = cache.cache_key(request, nat.compiler_version())
+            kernel = cache.load(disk_key)
+        if kernel is None:
+            kernel = nat.compile(**request)
+            self.compile_count += 1
+            if disk_key is not None:
+                from . import cache
+
+                cache.store(disk_key, kernel)
+        return CompiledKernel(self, kernel, signature, kinds, interpret, options)
+
+    def run(self, *args, grid, num_warps=None, num_stages=None, ctas_per_cga=None, num_ctas=None,
+            warmup=False, **kwargs):
+        values = self.bind(args, kwargs)
+        interpret = _interpret_env()
+        gpu_tensor = None
+        for i, v in enumerate(values):
+            if _is_numpy(v) and not self.constexprs[i]:
+                interpret = True
+        if not interpret:
+            for i, v in enumerate(values):
+                if _is_torch_tensor(v) and not self.constexprs[i]:
+                    if not v.is_cuda:
+                        raise ValueError(
+                            f"argument '{self.arg_names[i]}' of {self.__name__} is a CPU tensor; "
+                            f"GPU launches need CUDA tensors (move it with .cuda(), pass NumPy "
+                            f"arrays, or set WARPWEAVE_INTERPRET=1 to run in the interpreter)")
+                    gpu_tensor = v
+        elif any(_is_numpy(v) for v in values) and any(
+                _is_torch_tensor(v) and v.is_cuda for v in values):
+            raise ValueError(f"{self.__name__}: NumPy arrays and CUDA tensors cannot be mixed in "
+                             f"one launch")
+        options = self._options(num_warps, num_stages, ctas_per_cga, num_ctas)
+        compiled = self.compile_for(values, interpret, options)
+        if warmup:
+            return compiled
+        g = grid
+        if callable(g):
+            meta = dict(zip(self.arg_names, values))
+            meta.update(num_warps=options[0], num_stages=options[1], num_ctas=options[2])
+            g = g(meta)
+        g = _normalize_grid(g, self.__name__)
+        if interpret:
+            compiled.run_interpreter(g, values)
+        else:
+            del gpu_tensor
+            compiled.launch_gpu(g, values)
+        return compiled
+
+    def warmup(self, *args, grid=(1,), **kwargs):
+        """Compiles for these arguments without launching; returns the CompiledKernel."""
+        return self.run(*args, grid=grid, warmup=True, **kwargs)
+
+
+def _hashable(v):
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    try:
+        hash(v)
+        return v
+    except TypeError:
+        return repr(v)
+
+
+def _normalize_grid(g, name):
+    if isinstance(g, int):
+        g = (g,)
+    try:
+        g = tuple(int(x) for x in g)
+    except TypeError:
+        raise TypeError(f"{name}: the grid must be a tuple of 1 to 3 ints or a function returning "
+                        f"one, got {g!r}") from None
+    if not 1 <= len(g) <= 3:
+        raise ValueError(f"{name}: the grid must have 1 to 3 dimensions, got {g!r}")
+    if any(x < 0 for x in g):
+        raise ValueError(f"{name}: grid dimensions must be >= 0, got {g!r}")
+    return g + (1,) * (3 - len(g))
+
+
+def jit(fn=None, *, do_not_specialize=(), noinline=False, debug=None):
+    """Marks a function as a warpweave kernel (or a helper called from kernels)."""
+
+    def decorate(f):
+        return JITFunction(f, do_not_specialize=do_not_specialize, noinline=noinline, debug=debug)
+
+    return decorate(fn) if fn is not None else decorate

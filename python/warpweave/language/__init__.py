@@ -1,0 +1,162 @@
+"""`warpweave.language` (imported as `tl`): the names kernels use.
+
+Kernels are compiled by warpweave's C++ front end, never executed by Python, so the functions here
+exist only so that `import warpweave.language as tl` works, editors resolve the names, and a call
+from ordinary Python code fails with a clear message. The dtypes and `constexpr` are real objects:
+host code passes them as compile-time arguments (`DTYPE=tl.float16`).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "constexpr", "dtype", "pointer_type", "cdiv", "next_power_of_2",
+    "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float8e4nv", "float8e5", "float16", "bfloat16", "float32", "float64",
+]
+
+
+class constexpr:
+    """A compile-time value. As a parameter annotation (`BLOCK: tl.constexpr`) it marks the
+    parameter as specialized at compile time; as a wrapper (`tl.constexpr(4)`) it holds a value
+    that host code passes into a kernel's environment."""
+
+    def __init__(self, value=None):
+        self.value = value.value if isinstance(value, constexpr) else value
+
+    def __repr__(self):
+        return f"constexpr[{self.value!r}]"
+
+    def __eq__(self, other):
+        other = other.value if isinstance(other, constexpr) else other
+        return self.value == other
+
+    def __hash__(self):
+        return hash(self.value)
+
+    def __index__(self):
+        return self.value.__index__()
+
+    def __bool__(self):
+        return bool(self.value)
+
+    def __int__(self):
+        return int(self.value)
+
+
+class dtype:
+    """An element type. `name` is Triton's spelling (float16), `sig` the signature spelling (fp16)
+    that the compiler and `wwc --signature` use."""
+
+    __slots__ = ("name", "sig", "bits")
+
+    def __init__(self, name: str, sig: str, bits: int):
+        self.name = name
+        self.sig = sig
+        self.bits = bits
+
+    @property
+    def primitive_bitwidth(self) -> int:
+        return self.bits
+
+    def is_floating(self) -> bool:
+        return self.sig.startswith(("fp", "bf"))
+
+    def is_int(self) -> bool:
+        return not self.is_floating()
+
+    def is_int_signed(self) -> bool:
+        return self.sig.startswith("i")
+
+    def __repr__(self):
+        return f"tl.{self.name}"
+
+    __str__ = __repr__
+
+    def __eq__(self, other):
+        return isinstance(other, dtype) and other.sig == self.sig
+
+    def __hash__(self):
+        return hash(("dtype", self.sig))
+
+
+class pointer_type:
+    """The type of a pointer argument (`*fp16`), as `x_ptr.dtype` in a kernel names it."""
+
+    def __init__(self, element_ty: dtype):
+        self.element_ty = element_ty
+
+    def __repr__(self):
+        return f"pointer<{self.element_ty!r}>"
+
+    def __eq__(self, other):
+        return isinstance(other, pointer_type) and other.element_ty == self.element_ty
+
+    def __hash__(self):
+        return hash(("ptr", self.element_ty))
+
+
+int1 = dtype("int1", "i1", 1)
+int8 = dtype("int8", "i8", 8)
+int16 = dtype("int16", "i16", 16)
+int32 = dtype("int32", "i32", 32)
+int64 = dtype("int64", "i64", 64)
+uint8 = dtype("uint8", "u8", 8)
+uint16 = dtype("uint16", "u16", 16)
+uint32 = dtype("uint32", "u32", 32)
+uint64 = dtype("uint64", "u64", 64)
+float8e4nv = dtype("float8e4nv", "fp8e4nv", 8)
+float8e5 = dtype("float8e5", "fp8e5", 8)
+float16 = dtype("float16", "fp16", 16)
+bfloat16 = dtype("bfloat16", "bf16", 16)
+float32 = dtype("float32", "fp32", 32)
+float64 = dtype("float64", "fp64", 64)
+
+DTYPES = {d.sig: d for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+                             float8e4nv, float8e5, float16, bfloat16, float32, float64)}
+
+
+def cdiv(x, y):
+    """ceil(x / y) for integers; usable in host code (grids) as well as in kernels."""
+    x = x.value if isinstance(x, constexpr) else x
+    y = y.value if isinstance(y, constexpr) else y
+    return (x + y - 1) // y
+
+
+def next_power_of_2(n: int) -> int:
+    """The smallest power of 2 >= n (1 for n <= 1); usable in host code."""
+    n = int(n)
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def _kernel_only(module: str, name: str):
+    def stub(*args, **kwargs):
+        raise RuntimeError(
+            f"{module}.{name}() can only be called inside a @ww.jit kernel, which warpweave "
+            f"compiles; it cannot run as ordinary Python. Launch the kernel with "
+            f"kernel[grid](...), or set WARPWEAVE_INTERPRET=1 to run it in the interpreter.")
+
+    stub.__name__ = name
+    stub.__qualname__ = name
+    stub.__doc__ = f"`{module}.{name}`: kernel-only (see LANGUAGE.md)."
+    return stub
+
+
+_KERNEL_FUNCTIONS = """
+program_id num_programs arange zeros zeros_like full load store broadcast broadcast_to
+expand_dims reshape view permute trans split join where maximum minimum sum max min argmax argmin
+reduce dot exp exp2 log log2 sqrt sqrt_rn rsqrt abs fma sigmoid cast static_assert static_range
+range multiple_of max_contiguous max_constancy make_tensor_descriptor atomic_add atomic_max
+atomic_min atomic_and atomic_or atomic_xor atomic_xchg atomic_cas debug_barrier device_print
+static_print device_assert cumsum cumprod associative_scan sort histogram gather rand randn randint
+clamp erf tanh cos sin floor ceil div_rn fdiv umulhi inline_asm_elementwise make_block_ptr advance
+xor_sum flip interleave ravel swizzle2d assume
+""".split()
+
+for _name in _KERNEL_FUNCTIONS:
+    globals()[_name] = _kernel_only("tl", _name)
+    __all__.append(_name)
+del _name
+
+from . import math  # noqa: E402  (tl.math.*, also kernel-only)
+
+__all__.append("math")

@@ -1,0 +1,77 @@
+"""Host-side TMA tensor descriptors (`ww.TensorDescriptor`), as in Triton: built from a tensor,
+its shape, strides and a block shape; the 128-byte CUtensorMap is encoded at launch, so
+`block_shape` may be changed after construction (autotuning does this)."""
+
+from __future__ import annotations
+
+import re
+
+from ._native_loader import native
+
+
+def default_swizzle(inner_bytes: int) -> int:
+    """The widest TMA swizzle (128, 64, 32 bytes, or 0) whose span the innermost block row fills:
+    the layout the compiler gives a shared-memory tile that TMA writes."""
+    for s in (128, 64, 32):
+        if inner_bytes >= s:
+            return s
+    return 0
+
+
+class TensorDescriptor:
+    def __init__(self, base, shape, strides, block_shape, padding: str = "zero"):
+        if padding not in ("zero",):
+            raise ValueError(f"TensorDescriptor padding={padding!r}: only 'zero' is supported")
+        self.base = base
+        self.shape = [int(s) for s in shape]
+        self.strides = [int(s) for s in strides]
+        self.block_shape = [int(b) for b in block_shape]
+        self.padding = padding
+        if not (len(self.shape) == len(self.strides) == len(self.block_shape)):
+            raise ValueError(f"TensorDescriptor: shape {self.shape}, strides {self.strides} and "
+                             f"block_shape {self.block_shape} must have the same rank")
+        if not 1 <= len(self.shape) <= 5:
+            raise ValueError(f"TensorDescriptor: rank {len(self.shape)} is not 1..5")
+        self._encoded = None
+
+    @staticmethod
+    def from_tensor(tensor, block_shape):
+        return TensorDescriptor(tensor, list(tensor.shape), list(tensor.stride()), block_shape)
+
+    @property
+    def dtype_sig(self) -> str:
+        from .jit import dtype_sig
+
+        return dtype_sig(self.base, "TensorDescriptor.base")
+
+    def signature_type(self) -> str:
+        return f"desc<{self.dtype_sig},{'x'.join(str(b) for b in self.block_shape)}>"
+
+    def encode(self, swizzle: int | None = None) -> bytes:
+        """The CUtensorMap bytes for the current base, shape, strides and block shape."""
+        dtype = self.dtype_sig
+        if swizzle is None:
+            from .language import DTYPES
+
+            inner = self.block_shape[-1] * max(DTYPES[dtype].bits // 8, 1)
+            swizzle = default_swizzle(inner)
+        address = self.base.data_ptr()
+        key = (address, tuple(self.shape), tuple(self.strides), tuple(self.block_shape), swizzle)
+        if self._encoded is None or self._encoded[0] != key:
+            data = native().encode_tensor_map(dtype, address, self.shape, self.strides,
+                                              self.block_shape, swizzle)
+            self._encoded = (key, data)
+        return self._encoded[1]
+
+    def __repr__(self):
+        return (f"TensorDescriptor(shape={self.shape}, strides={self.strides}, "
+                f"block_shape={self.block_shape}, dtype={self.dtype_sig})")
+
+
+_SWIZZLE = re.compile(r"swizzle\s*=\s*(\d+)")
+
+
+def swizzle_of(param_type: str) -> int | None:
+    """The swizzle a kernel's descriptor parameter declares (`desc<..., swizzle=128>`)."""
+    m = _SWIZZLE.search(param_type)
+    return int(m.group(1)) if m else None

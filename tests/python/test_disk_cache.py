@@ -1,0 +1,157 @@
+"""The on-disk kernel cache: keys, atomic entries, corruption detection, and its use by @ww.jit
+(the native compile is replaced by a recorder so that the test runs without the extension; the
+end-to-end cache test with the real compiler is in test_native_pipeline.py)."""
+
+import importlib
+import os
+import threading
+
+import numpy as np
+import pytest
+
+import warpweave as ww
+import warpweave.language as tl
+
+cache = importlib.import_module("warpweave.cache")
+jitmod = importlib.import_module("warpweave.jit")
+
+
+class FakeKernel:
+    def __init__(self, name="k", cubin=b"\x7fELF-cubin-bytes", ptx=".version 8.0"):
+        self.name = name
+        self.cubin = cubin
+        self.ptx = ptx
+        self.params = [("x_ptr", "ptr<fp32>", 8, 16), ("n", "i32", 4, 1)]
+        self.folded_args = []
+
+    def metadata_json(self):
+        return '{"name": "%s", "params": []}' % self.name
+
+
+class FakeNative:
+    def __init__(self):
+        self.compiles = 0
+        self.loaded = []
+
+    def compile(self, **req):
+        self.compiles += 1
+        return FakeKernel(req["kernel"])
+
+    def kernel_from_metadata(self, meta, cubin, ptx):
+        self.loaded.append((meta, cubin, ptx))
+        return FakeKernel("from-cache", cubin, ptx)
+
+    def compiler_version(self):
+        return "test-1"
+
+
+@pytest.fixture
+def fake(monkeypatch, tmp_path):
+    f = FakeNative()
+    monkeypatch.setattr(cache, "native", lambda: f)
+    monkeypatch.setattr(jitmod, "native", lambda: f)
+    monkeypatch.setenv("WARPWEAVE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("WARPWEAVE_CACHE_DISABLE", raising=False)
+    return f
+
+
+REQUEST = dict(files=[("k.py", "def k(): pass\n")], kernel="k", signature="x:*fp32:16",
+               globals={"A": "1"}, target="sm_90a", num_warps=4, num_stages=3, num_ctas=1,
+               stage="cubin")
+
+
+def test_key_depends_on_every_input():
+    base = cache.cache_key(REQUEST, "v1")
+    assert base == cache.cache_key(dict(REQUEST), "v1")
+    variants = [
+        dict(REQUEST, files=[("k.py", "def k(): pass \n")]),
+        dict(REQUEST, files=[("other.py", "def k(): pass\n")]),
+        dict(REQUEST, globals={"A": "2"}),
+        dict(REQUEST, signature="x:*fp32"),
+        dict(REQUEST, target="sm_80"),
+        dict(REQUEST, num_warps=8),
+        dict(REQUEST, num_stages=4),
+        dict(REQUEST, num_ctas=2),
+        dict(REQUEST, kernel="k2"),
+    ]
+    keys = {cache.cache_key(v, "v1") for v in variants}
+    assert len(keys) == len(variants) and base not in keys
+    assert cache.cache_key(REQUEST, "v2") != base
+
+
+def test_store_then_load_round_trips(fake, tmp_path):
+    key = cache.cache_key(REQUEST, "v1")
+    assert cache.load(key) is None
+    assert cache.store(key, FakeKernel())
+    k = cache.load(key)
+    assert k is not None and k.name == "from-cache"
+    meta, cubin, ptx = fake.loaded[-1]
+    assert cubin == b"\x7fELF-cubin-bytes" and ptx == ".version 8.0"
+    assert '"name": "k"' in meta
+    # No temp files are left behind.
+    assert [p.name for p in (tmp_path / key[:2]).iterdir()] == [key + ".wwk"]
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "garbage", "empty"])
+def test_damaged_entries_are_detected_and_removed(fake, damage):
+    key = cache.cache_key(REQUEST, "v1")
+    cache.store(key, FakeKernel())
+    path = cache._entry_path(key)
+    data = bytearray(open(path, "rb").read())
+    if damage == "flip":
+        data[-3] ^= 0x40
+    elif damage == "truncate":
+        data = data[:-5]
+    elif damage == "garbage":
+        data = bytearray(b"not a cache entry at all")
+    else:
+        data = bytearray()
+    open(path, "wb").write(bytes(data))
+    assert cache.load(key) is None
+    assert not os.path.exists(path)
+
+
+def test_disabled_cache_stores_nothing(fake, monkeypatch, tmp_path):
+    monkeypatch.setenv("WARPWEAVE_CACHE_DISABLE", "1")
+    key = cache.cache_key(REQUEST, "v1")
+    assert not cache.store(key, FakeKernel())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_concurrent_writers_leave_one_valid_entry(fake):
+    key = cache.cache_key(REQUEST, "v1")
+    errors = []
+
+    def write(i):
+        try:
+            for _ in range(20):
+                cache.store(key, FakeKernel(cubin=bytes([i]) * 5000))
+                assert cache.load(key) is not None
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    _, cubin, _ = fake.loaded[-1]
+    assert len(cubin) == 5000 and len(set(cubin)) == 1
+    assert sorted(os.listdir(os.path.dirname(cache._entry_path(key)))) == [key + ".wwk"]
+
+
+@ww.jit
+def gpu_only(x_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+
+def test_jit_uses_the_disk_cache_for_gpu_compiles(fake, monkeypatch):
+    monkeypatch.setenv("WARPWEAVE_TARGET", "sm_90a")
+    values = gpu_only.bind((np.zeros(4, np.float32), 4), {"BLOCK": 4})
+    gpu_only.cache.clear()
+    first = gpu_only.compile_for(values, False, (4, 3, 1))
+    assert fake.compiles == 1 and first.kernel.name == "gpu_only"
+    gpu_only.cache.clear()  # a new process: only the disk cache remains
+    second = gpu_only.compile_for(values, False, (4, 3, 1))
+    assert fake.compiles == 1 and second.kernel.name == "from-cache"
