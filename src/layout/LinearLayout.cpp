@@ -137,13 +137,13 @@ LinearLayout LinearLayout::identity1D(int32_t size, const std::string& inDim,
                                       const std::string& outDim) {
   std::vector<std::vector<int32_t>> bases;
   for (int i = 0; i < log2Exact(size); ++i) bases.push_back({int32_t(1) << i});
-  return LinearLayout({{inDim, bases}}, {{outDim, size}});
+  return LinearLayout(Bases{{inDim, bases}}, NamedSizes{{outDim, size}});
 }
 
 LinearLayout LinearLayout::zeros1D(int32_t size, const std::string& inDim,
                                    const std::string& outDim) {
   std::vector<std::vector<int32_t>> bases(log2Exact(size), std::vector<int32_t>{0});
-  return LinearLayout({{inDim, bases}}, {{outDim, 1}});
+  return LinearLayout(Bases{{inDim, bases}}, NamedSizes{{outDim, 1}});
 }
 
 LinearLayout LinearLayout::strided1D(int32_t size, int32_t stride, const std::string& inDim,
@@ -151,7 +151,7 @@ LinearLayout LinearLayout::strided1D(int32_t size, int32_t stride, const std::st
   log2Exact(stride);
   std::vector<std::vector<int32_t>> bases;
   for (int i = 0; i < log2Exact(size); ++i) bases.push_back({stride << i});
-  return LinearLayout({{inDim, bases}}, {{outDim, size * stride}});
+  return LinearLayout(Bases{{inDim, bases}}, NamedSizes{{outDim, size * stride}});
 }
 
 // ---------------------------------------------------------------------------------------------
