@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 using namespace ww;
@@ -925,4 +928,79 @@ TEST(KernelErrors, HostCodeErrorsDoNotLeakButKernelErrorsDo) {
   // A kernel error after host code still carries the right location.
   EXPECT_EQ(errorOf("X = {1: 2}\nclass C: pass\n@triton.jit\ndef k(x):\n    del x\n"),
             "5:5: 'del' is not supported in kernel code; names live until the function returns");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kernel library and the examples parse strictly
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+std::vector<std::string> pythonFilesUnder(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir))
+    if (entry.is_regular_file() && entry.path().extension() == ".py")
+      files.push_back(entry.path().string());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+} // namespace
+
+TEST(KernelLibrary, EveryKernelFileParsesAndHoldsOnlyJitFunctions) {
+  std::map<std::string, std::vector<std::string>> expected = {
+      {"vector_add.py", {"add_kernel", "add_kernel_persistent"}},
+      {"softmax.py", {"softmax_kernel", "softmax_online_kernel"}},
+      {"layernorm.py",
+       {"layernorm_fwd_kernel", "layernorm_bwd_dx_kernel", "layernorm_bwd_dwdb_kernel"}},
+      {"matmul.py", {"grouped_tile", "leaky_relu", "matmul_kernel"}},
+      {"attention.py", {"attend_block_range", "attention_fwd_kernel"}},
+      {"embedding_bag.py", {"embedding_bag_kernel"}},
+      {"reduction.py", {"row_sum_kernel", "row_max_kernel"}},
+      {"gemm_pipelined.py", {"grouped_tile", "load_stage", "gemm_pipelined_kernel"}},
+      {"gemm_ws.py", {"grouped_tile", "gemm_ws_kernel"}},
+      {"attention_ws.py", {"attention_ws_kernel"}},
+  };
+  std::vector<std::string> files = pythonFilesUnder(std::string(WW_SOURCE_DIR) + "/kernels");
+  EXPECT_EQ(files.size(), expected.size());
+  for (const std::string& path : files) {
+    SCOPED_TRACE(path);
+    SourceManager sm;
+    uint32_t id = sm.addFile(path, readFile(path));
+    ast::Module m;
+    try {
+      m = frontend::parseModule(sm, id);
+    } catch (CompileError& e) {
+      e.render(sm);
+      ADD_FAILURE() << e.what();
+      continue;
+    }
+    std::vector<std::string> names;
+    for (const auto& fn : m.functions) {
+      EXPECT_TRUE(ast::isJitFunction(*fn)) << fn->name;
+      EXPECT_FALSE(fn->body.empty()) << fn->name;
+      names.push_back(fn->name);
+    }
+    std::string base = std::filesystem::path(path).filename().string();
+    EXPECT_EQ(names, expected[base]);
+    bool importsTl = false;
+    for (const auto& imp : m.imports)
+      for (const auto& a : imp->names) importsTl |= a.module == "warpweave.language";
+    EXPECT_TRUE(importsTl);
+  }
+}
+
+TEST(KernelLibrary, ExamplesParse) {
+  for (const std::string& path : pythonFilesUnder(std::string(WW_SOURCE_DIR) + "/examples")) {
+    SCOPED_TRACE(path);
+    SourceManager sm;
+    uint32_t id = sm.addFile(path, readFile(path));
+    try {
+      ast::Module m = frontend::parseModule(sm, id);
+      EXPECT_FALSE(m.functions.empty());
+    } catch (CompileError& e) {
+      e.render(sm);
+      ADD_FAILURE() << e.what();
+    }
+  }
 }

@@ -1,0 +1,123 @@
+"""Hopper fused attention forward, warp-specialized with ping-pong consumers (FlashAttention-3
+style), written with TLX:
+
+    out = softmax(Q @ K^T * sm_scale) @ V,   lse = row-wise log2-sum-exp2 of the scaled scores
+
+Q, K, V, out are [Z, H, N_CTX, HEAD_DIM] fp16 or bf16, contiguous, seen by the host descriptors
+as 2-D [Z * H * N_CTX, HEAD_DIM]; lse is fp32 [Z * H, N_CTX]. Not causal. N_CTX must be a
+multiple of 2 * BLOCK_M and of BLOCK_N: tiles never straddle two heads.
+
+Each program owns 2 * BLOCK_M query rows of one (batch, head):
+  - the producer (default task, 4 warps, 24 registers) loads both Q tiles once, then streams
+    K and V tiles through a NUM_STAGES ring with TMA;
+  - two consumer warp groups (one task replicated twice, 240 registers) each own BLOCK_M rows and
+    run the online softmax over all keys: S = Q K^T (wgmma from shared memory), P = exp2(S - m),
+    O += P V (wgmma with P from registers).
+Ping-pong: the consumers take turns to issue their Q K^T MMA, so that one warp group's softmax
+(exp2 on the SFU) overlaps the other's MMA on the tensor cores. Two named barriers carry the
+turn; each consumer waits on its own (TURN_BAR + replica) before issuing, then arrives on the
+other's. Consumer 1 hands the first turn to consumer 0 and skips its last hand-over, so every
+wait is matched by exactly one arrive (256 threads = both warp groups).
+
+K/V stages: k_full / v_full (1 arrival, the producer's expect-bytes) and k_empty / v_empty
+(2 arrivals: both consumers read every K and V tile). Q: q_full[replica].
+    grid = (N_CTX // (2 * BLOCK_M), Z * H)
+    constexprs: HEAD_DIM (64 or 128), BLOCK_M=128, BLOCK_N=128, NUM_STAGES=2
+    descriptors: q_desc and o_desc block [BLOCK_M, HEAD_DIM], k_desc and v_desc block
+                 [BLOCK_N, HEAD_DIM]
+    signature: q_desc:desc<fp16,128x128>, k_desc:desc<fp16,128x128>, v_desc:desc<fp16,128x128>,
+               o_desc:desc<fp16,128x128>, lse_ptr:*fp32:16, sm_scale:fp32, N_CTX:i32:16,
+               HEAD_DIM=128, BLOCK_M=128, BLOCK_N=128, NUM_STAGES=2
+    launch: num_warps=4 (the default task; the consumers add 8 warps)
+"""
+import warpweave as ww
+import warpweave.language as tl
+from warpweave import tlx
+
+
+@ww.jit
+def attention_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, sm_scale, N_CTX,
+                        HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                        NUM_STAGES: tl.constexpr):
+    # Named barrier ids for the ping-pong turn (id 0 is the CTA-wide barrier).
+    TURN_BAR: tl.constexpr = 8
+    BOTH_GROUPS: tl.constexpr = 256
+    dtype: tl.constexpr = tlx.dtype_of(q_desc)
+    Q_BYTES: tl.constexpr = BLOCK_M * HEAD_DIM * tlx.size_of(dtype)
+    KV_BYTES: tl.constexpr = BLOCK_N * HEAD_DIM * tlx.size_of(dtype)
+
+    off_hz = tl.program_id(1)
+    q_row = off_hz * N_CTX + tl.program_id(0) * (2 * BLOCK_M)
+    kv_row = off_hz * N_CTX
+    num_kv = N_CTX // BLOCK_N
+
+    q_bufs = tlx.local_alloc((BLOCK_M, HEAD_DIM), dtype, 2)
+    k_bufs = tlx.local_alloc((BLOCK_N, HEAD_DIM), dtype, NUM_STAGES)
+    v_bufs = tlx.local_alloc((BLOCK_N, HEAD_DIM), dtype, NUM_STAGES)
+    q_full = tlx.alloc_barriers(num_barriers=2, arrive_count=1)
+    k_full = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
+    v_full = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
+    k_empty = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=2)
+    v_empty = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=2)
+
+    with tlx.async_tasks():
+        with tlx.async_task("default", registers=24):
+            for c in tl.static_range(2):
+                q_bar = tlx.local_view(q_full, c)
+                tlx.barrier_expect_bytes(q_bar, Q_BYTES)
+                tlx.async_descriptor_load(q_desc, tlx.local_view(q_bufs, c),
+                                          [q_row + c * BLOCK_M, 0], q_bar)
+            for i in range(0, num_kv):
+                stage = i % NUM_STAGES
+                free_parity = ((i // NUM_STAGES) & 1) ^ 1
+                row = kv_row + i * BLOCK_N
+                tlx.barrier_wait(tlx.local_view(k_empty, stage), free_parity)
+                k_bar = tlx.local_view(k_full, stage)
+                tlx.barrier_expect_bytes(k_bar, KV_BYTES)
+                tlx.async_descriptor_load(k_desc, tlx.local_view(k_bufs, stage), [row, 0], k_bar)
+                tlx.barrier_wait(tlx.local_view(v_empty, stage), free_parity)
+                v_bar = tlx.local_view(v_full, stage)
+                tlx.barrier_expect_bytes(v_bar, KV_BYTES)
+                tlx.async_descriptor_load(v_desc, tlx.local_view(v_bufs, stage), [row, 0], v_bar)
+
+        with tlx.async_task(num_warps=4, registers=240, replicate=2):
+            me = tlx.async_task_replica_id()
+            qk_scale = sm_scale * 1.4426950408889634  # log2(e): softmax in base 2
+            m_i = tl.full([BLOCK_M], -float("inf"), dtype=tl.float32)
+            l_i = tl.full([BLOCK_M], 1.0, dtype=tl.float32)
+            acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+            tlx.barrier_wait(tlx.local_view(q_full, me), 0)
+            q = tlx.local_view(q_bufs, me)
+            if me == 1:
+                tlx.named_barrier_arrive(TURN_BAR, BOTH_GROUPS)
+            for i in range(0, num_kv):
+                stage = i % NUM_STAGES
+                parity = (i // NUM_STAGES) & 1
+                tlx.barrier_wait(tlx.local_view(k_full, stage), parity)
+                k_t = tlx.local_trans(tlx.local_view(k_bufs, stage))
+                tlx.named_barrier_wait(TURN_BAR + me, BOTH_GROUPS)
+                qk = tlx.async_dot(q, k_t)
+                if me == 0:
+                    tlx.named_barrier_arrive(TURN_BAR + 1, BOTH_GROUPS)
+                elif i + 1 < num_kv:
+                    tlx.named_barrier_arrive(TURN_BAR, BOTH_GROUPS)
+                qk = tlx.async_dot_wait(0, qk)
+                tlx.barrier_arrive(tlx.local_view(k_empty, stage))
+
+                qk = qk * qk_scale
+                m_new = tl.maximum(m_i, tl.max(qk, axis=1))
+                p = tl.exp2(qk - m_new[:, None])
+                alpha = tl.exp2(m_i - m_new)
+                l_i = l_i * alpha + tl.sum(p, axis=1)
+                acc = acc * alpha[:, None]
+                m_i = m_new
+
+                tlx.barrier_wait(tlx.local_view(v_full, stage), parity)
+                acc = tlx.async_dot(p.to(dtype), tlx.local_view(v_bufs, stage), acc)
+                acc = tlx.async_dot_wait(0, acc)
+                tlx.barrier_arrive(tlx.local_view(v_empty, stage))
+
+            rows = tl.program_id(0) * (2 * BLOCK_M) + me * BLOCK_M + tl.arange(0, BLOCK_M)
+            tl.store(lse_ptr + off_hz * N_CTX + rows, m_i + tl.log2(l_i))
+            out = acc / l_i[:, None]
+            o_desc.store([q_row + me * BLOCK_M, 0], out.to(tlx.dtype_of(o_desc)))

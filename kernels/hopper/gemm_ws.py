@@ -1,0 +1,106 @@
+"""Hopper GEMM, persistent and warp-specialized (cooperative): C = A @ B with TLX async tasks.
+
+A [M, K] and B [K, N] are fp16 or bf16, C [M, N] in c_desc's element type, fp32 accumulation.
+Three warp groups share each output tile:
+  - the producer (the default task, 4 warps, trimmed to 40 registers per thread) issues the TMA
+    loads of A and B into a NUM_STAGES ring of shared-memory stages;
+  - two consumer warp groups (one task replicated twice, 232 registers per thread) each compute
+    half of the tile's rows, BLOCK_M // 2, against the same B tile, with async wgmma.
+Register budget: 128 * 40 + 2 * 128 * 232 = 64,512 of the SM's 65,536 registers.
+
+Per stage, full_bars[s] (1 arrival: the producer's expect-bytes, completed by the TMA bytes) says
+"A halves and B landed"; empty_bars[s] (2 arrivals, one per consumer warp group) says "both
+consumers are done reading". The producer waits on empty with the opposite parity, so the first
+trip around the ring passes at once (a fresh barrier completes parity 1 immediately).
+Every program walks tiles tile_id = pid, pid + NUM_SMS, ...; `step` counts k-steps across tiles
+so that producer and consumers agree on the stage and the phase of every load.
+
+Descriptors: a_desc block [BLOCK_M // 2, BLOCK_K], b_desc block [BLOCK_K, BLOCK_N],
+             c_desc block [BLOCK_M // 2, BLOCK_N]
+    grid = (min(NUM_SMS, cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)),)
+    constexprs: BLOCK_M=256, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, NUM_STAGES=4, NUM_SMS (the
+                number of SMs, 132 on H100/H200)
+    signature: a_desc:desc<fp16,128x64>, b_desc:desc<fp16,64x128>, c_desc:desc<fp16,128x128>,
+               M:i32, N:i32, K:i32, BLOCK_M=256, BLOCK_N=128, BLOCK_K=64, GROUP_M=8,
+               NUM_STAGES=4, NUM_SMS=132
+    launch: num_warps=4 (the default task; the consumers add 8 warps)
+"""
+import warpweave as ww
+import warpweave.language as tl
+from warpweave import tlx
+
+
+@ww.jit
+def grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
+    """(pid_m, pid_n) of `tile_id` in grouped order: GROUP_M tile-rows at a time, column-major."""
+    tiles_per_group = GROUP_M * num_pid_n
+    group = tile_id // tiles_per_group
+    first_pid_m = group * GROUP_M
+    group_rows = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + (tile_id % tiles_per_group) % group_rows
+    pid_n = (tile_id % tiles_per_group) // group_rows
+    return pid_m, pid_n
+
+
+@ww.jit
+def gemm_ws_kernel(a_desc, b_desc, c_desc, M, N, K,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                   GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr, NUM_SMS: tl.constexpr):
+    HALF_M: tl.constexpr = BLOCK_M // 2
+    dtype: tl.constexpr = tlx.dtype_of(a_desc)
+    STAGE_BYTES: tl.constexpr = (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * tlx.size_of(dtype)
+
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_tiles = num_pid_m * num_pid_n
+    num_k = tl.cdiv(K, BLOCK_K)
+
+    # Stage s holds A halves 2s (rows of consumer 0) and 2s + 1 (consumer 1) and B tile s.
+    a_bufs = tlx.local_alloc((HALF_M, BLOCK_K), dtype, NUM_STAGES * 2)
+    b_bufs = tlx.local_alloc((BLOCK_K, BLOCK_N), dtype, NUM_STAGES)
+    full_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
+    empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=2)
+
+    with tlx.async_tasks():
+        with tlx.async_task("default", registers=40):
+            step = 0
+            for tile_id in range(tl.program_id(0), num_tiles, NUM_SMS):
+                pid_m, pid_n = grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_M)
+                off_m = pid_m * BLOCK_M
+                off_n = pid_n * BLOCK_N
+                for k in range(0, num_k):
+                    stage = step % NUM_STAGES
+                    trip_parity = (step // NUM_STAGES) & 1
+                    tlx.barrier_wait(tlx.local_view(empty_bars, stage), trip_parity ^ 1)
+                    full = tlx.local_view(full_bars, stage)
+                    tlx.barrier_expect_bytes(full, STAGE_BYTES)
+                    off_k = k * BLOCK_K
+                    tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage),
+                                              [off_m, off_k], full)
+                    tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage + 1),
+                                              [off_m + HALF_M, off_k], full)
+                    tlx.async_descriptor_load(b_desc, tlx.local_view(b_bufs, stage),
+                                              [off_k, off_n], full)
+                    step += 1
+
+        with tlx.async_task(num_warps=4, registers=232, replicate=2):
+            half = tlx.async_task_replica_id()
+            step = 0
+            for tile_id in range(tl.program_id(0), num_tiles, NUM_SMS):
+                pid_m, pid_n = grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_M)
+                acc = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
+                for k in range(0, num_k):
+                    stage = step % NUM_STAGES
+                    tlx.barrier_wait(tlx.local_view(full_bars, stage), (step // NUM_STAGES) & 1)
+                    acc = tlx.async_dot(tlx.local_view(a_bufs, 2 * stage + half),
+                                        tlx.local_view(b_bufs, stage), acc)
+                    # Keep one MMA in flight; the one before it is done, so release its stage.
+                    acc = tlx.async_dot_wait(1, acc)
+                    if k > 0:
+                        tlx.barrier_arrive(tlx.local_view(empty_bars, (step - 1) % NUM_STAGES))
+                    step += 1
+                acc = tlx.async_dot_wait(0, acc)
+                if num_k > 0:
+                    tlx.barrier_arrive(tlx.local_view(empty_bars, (step - 1) % NUM_STAGES))
+                off_m = pid_m * BLOCK_M + half * HALF_M
+                c_desc.store([off_m, pid_n * BLOCK_N], acc.to(tlx.dtype_of(c_desc)))

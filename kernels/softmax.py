@@ -1,0 +1,66 @@
+"""Row-wise softmax, out[r, :] = exp(x[r, :] - max(x[r, :])) / sum(exp(x[r, :] - max(x[r, :]))).
+
+Inputs and outputs are 2-D row-major tensors (fp16, bf16 or fp32) whose rows may be strided; the
+arithmetic runs in fp32 and the result is stored in the output's element type.
+
+softmax_kernel: the whole row fits one block; programs loop over rows (persistent).
+    grid = (min(n_rows, NUM_SMS * PROGRAMS_PER_SM),)
+    constexprs: BLOCK = next_power_of_2(n_cols)
+    signature: out_ptr:*fp32:16, in_ptr:*fp32:16, in_row_stride:i32, out_row_stride:i32,
+               n_rows:i32, n_cols:i32, BLOCK=1024
+
+softmax_online_kernel: rows too long for one block; one program per row makes one pass for the
+running max and sum (rescaling the sum whenever the max grows) and a second pass for the output.
+    grid = (n_rows,)
+    constexprs: BLOCK (e.g. 4096)
+"""
+import warpweave as ww
+import warpweave.language as tl
+
+
+@ww.jit
+def softmax_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_rows, n_cols,
+                   BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        row_in = in_ptr + row * in_row_stride
+        # Padding lanes read -inf so that they neither win the max nor add to the sum.
+        x = tl.load(row_in + cols, mask=mask, other=-float("inf")).to(tl.float32)
+        shifted = x - tl.max(x, axis=0)
+        numerator = tl.exp(shifted)
+        denominator = tl.sum(numerator, axis=0)
+        y = numerator / denominator
+        row_out = out_ptr + row * out_row_stride
+        tl.store(row_out + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@ww.jit
+def softmax_online_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_cols,
+                          BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    row_in = in_ptr + row.to(tl.int64) * in_row_stride
+    row_out = out_ptr + row.to(tl.int64) * out_row_stride
+    cols = tl.arange(0, BLOCK)
+    # Per-lane running max and sum; lanes are combined once at the end.
+    running_max = tl.full([BLOCK], -float("inf"), dtype=tl.float32)
+    running_sum = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        offs = start + cols
+        x = tl.load(row_in + offs, mask=offs < n_cols, other=-float("inf")).to(tl.float32)
+        new_max = tl.maximum(running_max, x)
+        # A lane that has only seen -inf keeps a zero sum (and avoids inf - inf).
+        rescale = tl.where(new_max == -float("inf"), 0.0, tl.exp(running_max - new_max))
+        contribution = tl.where(new_max == -float("inf"), 0.0, tl.exp(x - new_max))
+        running_sum = running_sum * rescale + contribution
+        running_max = new_max
+    row_max = tl.max(running_max, axis=0)
+    lane_scale = tl.where(running_max == -float("inf"), 0.0, tl.exp(running_max - row_max))
+    row_sum = tl.sum(running_sum * lane_scale, axis=0)
+    inv_sum = 1.0 / row_sum
+    for start in range(0, n_cols, BLOCK):
+        offs = start + cols
+        mask = offs < n_cols
+        x = tl.load(row_in + offs, mask=mask, other=-float("inf")).to(tl.float32)
+        y = tl.exp(x - row_max) * inv_sum
+        tl.store(row_out + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
