@@ -57,8 +57,12 @@ LoadState loadDriver() {
     return s;
   }
   d.driverVersion = driverVersion;
-  // Ask for the ABI of the header we were compiled with, or the driver's own when it is older.
-  const int version = std::min(driverVersion, CUDA_VERSION);
+  // Ask for the CUDA 12.0 ABI of each entry point. Our function-pointer types come from the
+  // header's declarations of the plain names, which newer drivers may have superseded at a newer
+  // version with another signature (cuCtxGetDevice_v2 in CUDA 13 takes a context as well): asking
+  // at CUDA_VERSION would hand back the new symbol under the old type.
+  constexpr int kAbiVersion = 12000;
+  const int version = std::min(driverVersion, kAbiVersion);
   auto v2 = reinterpret_cast<GetProcAddressV2>(::dlsym(lib, "cuGetProcAddress_v2"));
   auto v1 = v2 ? nullptr : reinterpret_cast<GetProcAddressV1>(::dlsym(lib, "cuGetProcAddress"));
 

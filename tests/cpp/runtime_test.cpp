@@ -527,6 +527,70 @@ TEST_F(Gpu, ClusterLaunchWithLargeDynamicSharedMemory) {
   EXPECT_THROW(kernel.launch({3, 1, 1}, nullptr, {LaunchArg::pointer(out.address())}), LaunchError);
 }
 
+/// One TMA load of an 8x16 fp32 box at (row 8, col 16) into shared memory (no swizzle), then each
+/// of 128 threads copies one element out: checks the descriptor encoding end to end.
+const char* kTmaPtx = R"(.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry tma_kernel(.param .align 64 .b8 desc[128], .param .u64 out)
+{
+  .shared .align 128 .b8 tile[512];
+  .shared .align 8 .b64 bar;
+  .reg .pred %p<3>;
+  .reg .b32 %r<12>;
+  .reg .f32 %f<2>;
+  .reg .b64 %rd<8>;
+  mov.u32 %r1, %tid.x;
+  mov.u32 %r2, tile;
+  mov.u32 %r3, bar;
+  setp.ne.u32 %p1, %r1, 0;
+  @%p1 bra WAIT;
+  mbarrier.init.shared::cta.b64 [%r3], 1;
+  fence.proxy.async.shared::cta;
+  mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r3], 512;
+  mov.u32 %r4, 16;
+  mov.u32 %r5, 8;
+  mov.b64 %rd5, desc;
+  cvta.param.u64 %rd6, %rd5;
+  cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%r2], [%rd6, {%r4, %r5}], [%r3];
+WAIT:
+  bar.sync 0;
+LOOP:
+  mbarrier.try_wait.parity.shared::cta.b64 %p2, [%r3], 0;
+  @!%p2 bra LOOP;
+  shl.b32 %r6, %r1, 2;
+  add.u32 %r7, %r2, %r6;
+  ld.shared.f32 %f1, [%r7];
+  ld.param.u64 %rd2, [out];
+  mul.wide.u32 %rd3, %r1, 4;
+  add.s64 %rd4, %rd2, %rd3;
+  st.global.f32 [%rd4], %f1;
+  ret;
+}
+)";
+
+TEST_F(Gpu, TmaLoadThroughAnEncodedDescriptor) {
+  CompiledKernel k;
+  k.name = "tma_kernel";
+  k.numWarps = 4;
+  k.params = {{"desc", "desc<fp32, 8x16, rank=2>", 128, 1}, {"out", "ptr<fp32>", 8, 1}};
+  runtime::PtxasResult r = runtime::runPtxas(kTmaPtx, Target::SM90a, k.name);
+  ASSERT_TRUE(r.ok) << r.log;
+  k.cubin = r.cubin;
+  const int rows = 32, cols = 64;
+  std::vector<float> src = randomFloats(rows * cols, 7), got(128);
+  DeviceBuffer dsrc(src.size() * 4), dout(128 * 4);
+  dsrc.upload(src.data(), src.size() * 4);
+  dout.fill(0xFF);
+  TensorMap map = encodeTensorMap("fp32", dsrc.address(), {rows, cols}, {cols, 1}, {8, 16}, 0);
+  GpuKernel(k).launch({1, 1, 1}, nullptr,
+                      {LaunchArg::tensor(map), LaunchArg::pointer(dout.address())});
+  synchronize();
+  dout.download(got.data(), 128 * 4);
+  for (int i = 0; i < 128; ++i)
+    ASSERT_EQ(got[i], src[(8 + i / 16) * cols + 16 + i % 16]) << "element " << i;
+}
+
 TEST_F(Gpu, EncodesTensorMaps) {
   DeviceBuffer buf(256 * 128 * 2);
   TensorMap m = encodeTensorMap("fp16", buf.address(), {256, 128}, {128, 1}, {64, 64}, 128);
