@@ -114,14 +114,21 @@ const char* compilerVersion();
 
 /// One kernel argument for the interpreter: a host buffer (for pointer params) or a scalar.
 struct InterpArg {
-  enum class Kind { Buffer, Int, Float } kind = Kind::Int;
-  void* data = nullptr; // Buffer: host memory
-  size_t bytes = 0;     // Buffer: its size, for bounds checks
+  enum class Kind { Buffer, Int, Float, Descriptor } kind = Kind::Int;
+  void* data = nullptr; // Buffer, Descriptor: host memory
+  size_t bytes = 0;     // Buffer, Descriptor: its size, for bounds checks
   int64_t i = 0;
   double f = 0;
-  static InterpArg buffer(void* p, size_t n) { return {Kind::Buffer, p, n, 0, 0}; }
-  static InterpArg integer(int64_t v) { return {Kind::Int, nullptr, 0, v, 0}; }
-  static InterpArg real(double v) { return {Kind::Float, nullptr, 0, 0, v}; }
+  std::vector<int64_t> shape;   // Descriptor: the global tensor's shape
+  std::vector<int64_t> strides; // Descriptor: its strides, in elements
+  static InterpArg buffer(void* p, size_t n) { return {Kind::Buffer, p, n, 0, 0, {}, {}}; }
+  static InterpArg integer(int64_t v) { return {Kind::Int, nullptr, 0, v, 0, {}, {}}; }
+  static InterpArg real(double v) { return {Kind::Float, nullptr, 0, 0, v, {}, {}}; }
+  /// A host TensorDescriptor over `bytes` bytes at `p`; the block shape is the parameter's type.
+  static InterpArg descriptor(void* p, size_t n, std::vector<int64_t> shape,
+                              std::vector<int64_t> strides) {
+    return {Kind::Descriptor, p, n, 0, 0, std::move(shape), std::move(strides)};
+  }
 };
 
 /// An error the interpreter found while running a kernel (out-of-bounds access, deadlock, ...),

@@ -1,0 +1,151 @@
+// The interpreter's executor: runs the ops of one agent (a program, or one async task replica
+// of it) over an environment of SSA values. Private to src/interp.
+#pragma once
+
+#include "interp/Memory.h"
+#include "interp/RtValue.h"
+#include "interp/Scheduler.h"
+#include "interp/Sync.h"
+#include "ir/IR.h"
+#include "warpweave/warpweave.h"
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <ostream>
+#include <unordered_map>
+
+namespace ww::interp {
+
+/// An async_dot in flight: its operands are read when it completes (async_dot_wait), as the
+/// tensor core may read shared memory any time until then.
+struct PendingDot {
+  const ir::Op* op = nullptr;
+  RtValue a; // a tensor, or a buffer view read at completion
+  BufferView b;
+  RtValue acc; // a tensor or an earlier pending dot of the same agent
+  bool useAcc = true;
+  ir::Type resultType;
+  TensorPtr result; // set on completion
+};
+
+/// What every program of one run shares.
+struct KernelState {
+  const ir::Function* fn = nullptr;
+  const SourceManager* sources = nullptr;
+  int grid[3] = {1, 1, 1};
+  GlobalMemory memory;
+  std::unordered_map<const ir::Value*, uint32_t> slots;
+  std::vector<std::pair<uint32_t, RtValue>> boundArgs;
+  std::ostream* out = nullptr;
+  int64_t clock = 0;
+};
+
+/// A TMA load in flight; it lands in shared memory and completes its barrier's transaction bytes
+/// when the scheduler runs the memory system (when every agent is blocked).
+struct AsyncCopy {
+  const ir::Op* op = nullptr;
+  std::shared_ptr<const Descriptor> desc;
+  BufferView dst;
+  std::vector<int64_t> offsets;
+  BarrierView bar;
+  int64_t bytes = 0;
+  std::string where; // program and task that issued it, for errors
+};
+
+/// A cp.async (async_load) in flight until async_wait_group retires its group.
+struct AsyncLoadCopy {
+  const ir::Op* op = nullptr;
+  TensorPtr ptrs, mask, other;
+  BufferView dst;
+};
+
+/// The state of one program (CTA).
+struct CtaState {
+  int pid[3] = {0, 0, 0};
+  std::deque<AsyncCopy> copies;
+  std::map<int64_t, NamedBarrier> namedBarriers;
+  Scheduler* scheduler = nullptr; // set while async tasks run
+};
+
+class Executor {
+public:
+  Executor(KernelState& k, CtaState& cta, Agent& agent, std::vector<RtValue> env)
+      : k_(k), cta_(cta), agent_(agent), env_(std::move(env)) {}
+
+  /// Runs the ops of `block` up to its terminator; returns the terminator (yield, condition,
+  /// return) or null when the block has none.
+  const ir::Op* runBlock(const ir::Block& block);
+  std::vector<RtValue>& env() { return env_; }
+
+  /// Completes every TMA load in flight; returns whether there was one.
+  static bool completeAsyncCopies(KernelState& k, CtaState& cta);
+
+private:
+  void exec(const ir::Op& op);
+  void execControl(const ir::Op& op);
+  void execShape(const ir::Op& op);
+  void execMemory(const ir::Op& op);
+  void execReduce(const ir::Op& op);
+  void execDot(const ir::Op& op);
+  void execTlx(const ir::Op& op);
+  void execAsyncTasks(const ir::Op& op);
+  void execDebug(const ir::Op& op);
+
+  RtValue& slot(const ir::Value* v) { return env_[k_.slots.at(v)]; }
+  void set(const ir::Value* v, RtValue x) { env_[k_.slots.at(v)] = std::move(x); }
+  /// Operand `i` of `op` as a tensor; an async_dot result must have completed.
+  TensorPtr tensor(const ir::Op& op, unsigned i);
+  TensorPtr tensorOf(const ir::Op& op, const ir::Value* v);
+  int64_t scalarInt(const ir::Op& op, unsigned i);
+  const BufferView& buffer(const ir::Op& op, unsigned i);
+  const BarrierView& barrierView(const ir::Op& op, unsigned i);
+  MBarrier& barrier(const ir::Op& op, unsigned i);
+  std::shared_ptr<const Descriptor> descriptor(const ir::Op& op, unsigned i);
+
+  /// "program (3, 0, 0)", plus the task when several agents run.
+  std::string where() const;
+  [[noreturn]] void fail(SourceLoc loc, const std::string& message,
+                         std::vector<Diagnostic> notes = {}) const;
+
+  TensorPtr loadGlobal(const ir::Op& op, const Tensor& ptrs, const Tensor* mask,
+                       const Tensor* other, const ir::Type& resultType);
+  void storeGlobal(const ir::Op& op, const Tensor& ptrs, const Tensor& value, const Tensor* mask);
+  TensorPtr readBuffer(const BufferView& view, const ir::Type& resultType) const;
+  void writeBuffer(const BufferView& view, const Tensor& value) const;
+  /// Runs a combine region on scalars a..., b... and returns its yields.
+  std::vector<TensorPtr> combine(const ir::Block& region, const std::vector<TensorPtr>& args);
+  void completeDot(PendingDot& dot);
+  void completeDotsDownTo(size_t pendings);
+  void completeLoadGroup(std::vector<AsyncLoadCopy>& group);
+
+  /// Blocks the agent until `ready()`; other agents and the memory system run meanwhile.
+  void waitUntil(const std::function<bool()>& ready, const std::function<BlockSite()>& site);
+  void yieldToOthers();
+  void bump();
+  int64_t arrivalWeight(const MBarrier& bar) const;
+
+  KernelState& k_;
+  CtaState& cta_;
+  Agent& agent_;
+  std::vector<RtValue> env_;
+  std::deque<PendingDotPtr> dots_;
+  std::vector<AsyncLoadCopy> uncommitted_;
+  std::deque<std::vector<AsyncLoadCopy>> loadGroups_;
+};
+
+/// dot of a (.., M, K) and b (.., K, N) plus acc (zeros when null), in result type `rt`.
+TensorPtr computeDot(const Tensor& a, const Tensor& b, const Tensor* acc,
+                     const std::string& precision, const ir::Type& rt);
+
+/// Moves one box between global memory and `out` / from `in` through a tensor descriptor,
+/// clipping at the tensor's bounds as TMA does (outside elements read as zero, are not written).
+void descriptorTransfer(KernelState& k, const ir::Op& op, const std::string& where,
+                        const Descriptor& d, const std::vector<int64_t>& offsets, Tensor* out,
+                        const Tensor* in);
+
+/// Raises an InterpreterError at `loc` formatted against `sm` (which may be null).
+[[noreturn]] void raiseInterpError(const SourceManager* sm, SourceLoc loc,
+                                   const std::string& message, std::vector<Diagnostic> notes = {});
+
+} // namespace ww::interp

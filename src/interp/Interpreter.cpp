@@ -1,0 +1,745 @@
+// The interpreter's entry point, op dispatch, structured control flow, shape ops and global
+// memory access. TLX ops are in Tlx.cpp, reductions and dot in Reduce.cpp.
+#include "interp/Interpreter.h"
+#include "interp/Elementwise.h"
+#include "interp/Executor.h"
+
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <sstream>
+
+namespace ww::interp {
+
+using ir::OpCode;
+
+void raiseInterpError(const SourceManager* sm, SourceLoc loc, const std::string& message,
+                      std::vector<Diagnostic> notes) {
+  Diagnostic d{Diagnostic::Severity::Error, loc, message, std::move(notes)};
+  if (sm) throw InterpreterError(formatDiagnostic(*sm, d));
+  SourceManager empty;
+  throw InterpreterError(formatDiagnostic(empty, d));
+}
+
+std::string Executor::where() const {
+  std::ostringstream os;
+  os << "program (" << cta_.pid[0] << ", " << cta_.pid[1] << ", " << cta_.pid[2] << ")";
+  if (agent_.scheduler) os << " " << agent_.label;
+  return os.str();
+}
+
+void Executor::fail(SourceLoc loc, const std::string& message,
+                    std::vector<Diagnostic> notes) const {
+  raiseInterpError(k_.sources, loc, message, std::move(notes));
+}
+
+TensorPtr Executor::tensorOf(const ir::Op& op, const ir::Value* v) {
+  RtValue& r = slot(v);
+  if (auto* t = std::get_if<TensorPtr>(&r)) return *t;
+  if (auto* p = std::get_if<PendingDotPtr>(&r)) {
+    if ((*p)->result) return (*p)->result;
+    fail(op.loc(),
+         std::string("'") + op.name() +
+             "' reads the result of an async_dot that has not completed; wait for it with "
+             "async_dot_wait first (" +
+             where() + ")",
+         {note((*p)->op->loc(), "the async_dot was issued here")});
+  }
+  throw std::logic_error(std::string("operand of '") + op.name() + "' is not a tensor value");
+}
+
+TensorPtr Executor::tensor(const ir::Op& op, unsigned i) {
+  return tensorOf(op, op.operand(i));
+}
+
+int64_t Executor::scalarInt(const ir::Op& op, unsigned i) {
+  TensorPtr t = tensor(op, i);
+  return readScalar(*t, 0).asInt();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dispatch
+// ---------------------------------------------------------------------------------------------
+
+const ir::Op* Executor::runBlock(const ir::Block& block) {
+  for (const auto& op : block.ops()) {
+    switch (op->code()) {
+    case OpCode::Yield:
+    case OpCode::Condition:
+    case OpCode::Return:
+      return op.get();
+    default:
+      exec(*op);
+    }
+  }
+  return nullptr;
+}
+
+void Executor::exec(const ir::Op& op) {
+  const ir::Type& rt = op.numResults() ? op.result()->type() : ir::Type();
+  switch (op.code()) {
+  case OpCode::Constant:
+    set(op.result(), makeConstant(rt, *op.attr("value")));
+    return;
+  case OpCode::ProgramId:
+  case OpCode::NumPrograms: {
+    int64_t axis = op.intAttr("axis");
+    if (axis < 0 || axis > 2) throw std::logic_error("program_id axis out of range");
+    Tensor t(ir::DType::I32, false, {});
+    *t.data<int32_t>() = op.code() == OpCode::ProgramId ? cta_.pid[axis] : k_.grid[axis];
+    set(op.result(), std::make_shared<Tensor>(std::move(t)));
+    return;
+  }
+  case OpCode::Arange: {
+    auto t = std::make_shared<Tensor>(Tensor::ofType(rt));
+    int64_t start = op.intAttr("start");
+    int32_t* p = t->data<int32_t>();
+    for (int64_t i = 0; i < t->numel(); ++i) p[i] = int32_t(start + i);
+    set(op.result(), t);
+    return;
+  }
+  case OpCode::Add:
+  case OpCode::Sub:
+  case OpCode::Mul:
+  case OpCode::Div:
+  case OpCode::Rem:
+  case OpCode::FloorDiv:
+  case OpCode::And:
+  case OpCode::Or:
+  case OpCode::Xor:
+  case OpCode::Shl:
+  case OpCode::Shr:
+  case OpCode::Max:
+  case OpCode::Min:
+  case OpCode::Pow:
+  case OpCode::Umulhi:
+    set(op.result(), evalBinary(op.code(), *tensor(op, 0), *tensor(op, 1), rt,
+                                op.intAttr("propagate_nan") != 0));
+    return;
+  case OpCode::AddPtr:
+    set(op.result(), evalAddPtr(*tensor(op, 0), *tensor(op, 1), rt));
+    return;
+  case OpCode::Neg:
+  case OpCode::Not:
+  case OpCode::Exp:
+  case OpCode::Exp2:
+  case OpCode::Log:
+  case OpCode::Log2:
+  case OpCode::Sqrt:
+  case OpCode::Rsqrt:
+  case OpCode::Abs:
+  case OpCode::Sin:
+  case OpCode::Cos:
+  case OpCode::Tanh:
+  case OpCode::Erf:
+  case OpCode::Floor:
+  case OpCode::Ceil:
+  case OpCode::Sigmoid:
+    set(op.result(), evalUnary(op.code(), *tensor(op, 0), rt));
+    return;
+  case OpCode::Cmp:
+    set(op.result(), evalCmp(op.strAttr("pred"), *tensor(op, 0), *tensor(op, 1), rt));
+    return;
+  case OpCode::Select:
+    set(op.result(), evalSelect(*tensor(op, 0), *tensor(op, 1), *tensor(op, 2), rt));
+    return;
+  case OpCode::Fma:
+    set(op.result(), evalFma(*tensor(op, 0), *tensor(op, 1), *tensor(op, 2), rt));
+    return;
+  case OpCode::Cast:
+    set(op.result(),
+        evalCast(*tensor(op, 0), rt,
+                 op.strAttr("rounding") == "rtz" ? Rounding::TowardZero : Rounding::NearestEven));
+    return;
+  case OpCode::Bitcast:
+  case OpCode::PtrToInt:
+  case OpCode::IntToPtr:
+    set(op.result(), evalBitcast(*tensor(op, 0), rt));
+    return;
+  case OpCode::MultipleOf:
+  case OpCode::MaxContiguous:
+    set(op.result(), slot(op.operand(0)));
+    return;
+
+  case OpCode::Splat:
+  case OpCode::Broadcast:
+  case OpCode::ExpandDims:
+  case OpCode::Reshape:
+  case OpCode::Permute:
+  case OpCode::Join:
+  case OpCode::Split:
+  case OpCode::Cat:
+    execShape(op);
+    return;
+
+  case OpCode::Load:
+  case OpCode::Store:
+  case OpCode::AtomicRMW:
+  case OpCode::AtomicCas:
+  case OpCode::DescLoad:
+  case OpCode::DescStore:
+  case OpCode::MakeDescriptor:
+    execMemory(op);
+    return;
+
+  case OpCode::Reduce:
+  case OpCode::Scan:
+    execReduce(op);
+    return;
+  case OpCode::Dot:
+    execDot(op);
+    return;
+
+  case OpCode::For:
+  case OpCode::If:
+  case OpCode::While:
+    execControl(op);
+    return;
+  case OpCode::Yield:
+  case OpCode::Condition:
+  case OpCode::Return:
+    throw std::logic_error(std::string("terminator '") + op.name() + "' in the middle of a block");
+
+  case OpCode::Print:
+  case OpCode::Assert:
+    execDebug(op);
+    return;
+
+  case OpCode::AsyncTasks:
+    execAsyncTasks(op);
+    return;
+  default:
+    execTlx(op);
+    return;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Control flow
+// ---------------------------------------------------------------------------------------------
+
+void Executor::execControl(const ir::Op& op) {
+  auto yieldedValues = [&](const ir::Op* term, unsigned first) {
+    std::vector<RtValue> vals;
+    if (!term) return vals;
+    for (unsigned i = first; i < term->numOperands(); ++i) vals.push_back(slot(term->operand(i)));
+    return vals;
+  };
+  auto setResults = [&](const std::vector<RtValue>& vals) {
+    if (vals.size() < op.numResults())
+      throw std::logic_error(std::string(op.name()) + ": region yields too few values");
+    for (unsigned i = 0; i < op.numResults(); ++i) set(op.result(i), vals[i]);
+  };
+  switch (op.code()) {
+  case OpCode::For: {
+    int64_t lb = scalarInt(op, 0), ub = scalarInt(op, 1), step = scalarInt(op, 2);
+    if (step == 0) fail(op.loc(), "for loop with step 0 never terminates (" + where() + ")");
+    const ir::Block& body = *op.region(0);
+    std::vector<RtValue> iters;
+    for (unsigned i = 3; i < op.numOperands(); ++i) iters.push_back(slot(op.operand(i)));
+    const ir::Type& ivType = body.arg(0)->type();
+    for (int64_t iv = lb; step > 0 ? iv < ub : iv > ub; iv += step) {
+      Tensor ivT = Tensor::ofType(ivType);
+      writeScalar(ivT, 0, Scalar{false, iv, 0});
+      set(body.arg(0), std::make_shared<Tensor>(std::move(ivT)));
+      for (unsigned i = 0; i < iters.size(); ++i) set(body.arg(i + 1), iters[i]);
+      iters = yieldedValues(runBlock(body), 0);
+    }
+    setResults(iters);
+    return;
+  }
+  case OpCode::If: {
+    bool cond = readScalar(*tensor(op, 0), 0).i != 0;
+    if (cond)
+      setResults(yieldedValues(runBlock(*op.region(0)), 0));
+    else if (op.numRegions() > 1)
+      setResults(yieldedValues(runBlock(*op.region(1)), 0));
+    else if (op.numResults())
+      throw std::logic_error("if with results has no else region");
+    return;
+  }
+  case OpCode::While: {
+    const ir::Block& before = *op.region(0);
+    const ir::Block& after = *op.region(1);
+    std::vector<RtValue> iters;
+    for (unsigned i = 0; i < op.numOperands(); ++i) iters.push_back(slot(op.operand(i)));
+    for (;;) {
+      for (unsigned i = 0; i < before.numArgs(); ++i) set(before.arg(i), iters[i]);
+      const ir::Op* cond = runBlock(before);
+      if (!cond || cond->code() != OpCode::Condition)
+        throw std::logic_error("while: the before region does not end in condition");
+      std::vector<RtValue> vals = yieldedValues(cond, 1);
+      if (readScalar(*tensorOf(*cond, cond->operand(0)), 0).i == 0) {
+        setResults(vals);
+        return;
+      }
+      for (unsigned i = 0; i < after.numArgs(); ++i) set(after.arg(i), vals[i]);
+      iters = yieldedValues(runBlock(after), 0);
+    }
+  }
+  default:
+    throw std::logic_error("not a control-flow op");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shape ops: pure data movement, done on raw element bytes.
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+/// Copies elements of `src` into `dst`, where dst element `i` (row-major over dst's shape) reads
+/// src element sum(idx[d] * srcStrides[d]).
+void gather(const Tensor& src, Tensor& dst, const std::vector<int64_t>& srcStrides) {
+  const size_t w = size_t(dst.elemBytes());
+  const int64_t n = dst.numel();
+  const size_t rank = dst.shape.size();
+  std::vector<int64_t> idx(rank, 0);
+  int64_t off = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    std::memcpy(dst.bytes.data() + size_t(i) * w, src.bytes.data() + size_t(off) * w, w);
+    for (size_t d = rank; d-- > 0;) { // odometer increment, keeping the source offset
+      ++idx[d];
+      off += srcStrides[d];
+      if (idx[d] < dst.shape[d]) break;
+      off -= srcStrides[d] * idx[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+} // namespace
+
+void Executor::execShape(const ir::Op& op) {
+  const ir::Type& rt = op.result()->type();
+  switch (op.code()) {
+  case OpCode::Splat:
+    set(op.result(), splatScalar(*tensor(op, 0), rt));
+    return;
+  case OpCode::ExpandDims:
+  case OpCode::Reshape: {
+    auto t = std::make_shared<Tensor>(*tensor(op, 0));
+    t->shape = rt.shape;
+    if (t->numel() * t->elemBytes() != int64_t(t->bytes.size()))
+      throw std::logic_error(std::string(op.name()) + ": element count changes");
+    set(op.result(), t);
+    return;
+  }
+  case OpCode::Broadcast: {
+    TensorPtr src = tensor(op, 0);
+    auto t = std::make_shared<Tensor>(Tensor::ofType(rt));
+    std::vector<int64_t> srcShape = src->shape;
+    while (srcShape.size() < rt.shape.size()) srcShape.insert(srcShape.begin(), 1);
+    std::vector<int64_t> strides = rowMajorStrides(srcShape);
+    for (size_t d = 0; d < srcShape.size(); ++d) {
+      if (srcShape[d] == 1 && rt.shape[d] != 1)
+        strides[d] = 0;
+      else if (srcShape[d] != rt.shape[d])
+        throw std::logic_error("broadcast: incompatible shapes");
+    }
+    gather(*src, *t, strides);
+    set(op.result(), t);
+    return;
+  }
+  case OpCode::Permute: {
+    TensorPtr src = tensor(op, 0);
+    std::vector<int64_t> order = op.intsAttr("order");
+    if (order.empty()) order = {1, 0};
+    std::vector<int64_t> srcStrides = rowMajorStrides(src->shape), strides(order.size());
+    for (size_t d = 0; d < order.size(); ++d) strides[d] = srcStrides[size_t(order[d])];
+    auto t = std::make_shared<Tensor>(Tensor::ofType(rt));
+    gather(*src, *t, strides);
+    set(op.result(), t);
+    return;
+  }
+  case OpCode::Join: {
+    TensorPtr a = tensor(op, 0), b = tensor(op, 1);
+    auto t = std::make_shared<Tensor>(Tensor::ofType(rt));
+    size_t w = size_t(t->elemBytes());
+    for (int64_t i = 0; i < a->numel(); ++i) {
+      std::memcpy(t->bytes.data() + size_t(2 * i) * w, a->bytes.data() + size_t(i) * w, w);
+      std::memcpy(t->bytes.data() + size_t(2 * i + 1) * w, b->bytes.data() + size_t(i) * w, w);
+    }
+    set(op.result(), t);
+    return;
+  }
+  case OpCode::Split: {
+    TensorPtr src = tensor(op, 0);
+    auto a = std::make_shared<Tensor>(Tensor::ofType(op.result(0)->type()));
+    auto b = std::make_shared<Tensor>(Tensor::ofType(op.result(1)->type()));
+    size_t w = size_t(a->elemBytes());
+    for (int64_t i = 0; i < a->numel(); ++i) {
+      std::memcpy(a->bytes.data() + size_t(i) * w, src->bytes.data() + size_t(2 * i) * w, w);
+      std::memcpy(b->bytes.data() + size_t(i) * w, src->bytes.data() + size_t(2 * i + 1) * w, w);
+    }
+    set(op.result(0), a);
+    set(op.result(1), b);
+    return;
+  }
+  case OpCode::Cat: {
+    TensorPtr a = tensor(op, 0), b = tensor(op, 1);
+    auto t = std::make_shared<Tensor>(Tensor::ofType(rt));
+    std::memcpy(t->bytes.data(), a->bytes.data(), a->bytes.size());
+    std::memcpy(t->bytes.data() + a->bytes.size(), b->bytes.data(), b->bytes.size());
+    set(op.result(), t);
+    return;
+  }
+  default:
+    throw std::logic_error("not a shape op");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Global memory
+// ---------------------------------------------------------------------------------------------
+
+TensorPtr Executor::loadGlobal(const ir::Op& op, const Tensor& ptrs, const Tensor* mask,
+                               const Tensor* other, const ir::Type& rt) {
+  auto r = std::make_shared<Tensor>(Tensor::ofType(rt));
+  const int w = r->elemBytes();
+  const int64_t n = r->numel();
+  TensorPtr otherCast;
+  if (other && (other->elem != r->elem || other->pointer != r->pointer)) {
+    otherCast = evalCast(*other, rt.withShape(other->shape), Rounding::NearestEven);
+    other = otherCast.get();
+  }
+  const int64_t mp = ptrs.numel() == 1 ? 0 : ~int64_t(0);
+  const int64_t mm = mask && mask->numel() == 1 ? 0 : ~int64_t(0);
+  const int64_t mo = other && other->numel() == 1 ? 0 : ~int64_t(0);
+  const uint64_t* addrs = ptrs.data<uint64_t>();
+  const uint8_t* m = mask ? mask->data<uint8_t>() : nullptr;
+  std::string why;
+  for (int64_t i = 0; i < n; ++i) {
+    unsigned char* dst = r->bytes.data() + size_t(i) * size_t(w);
+    if (m && !m[i & mm]) {
+      // Masked-off lanes read `other`, or zero without it (Triton leaves them undefined).
+      if (other) std::memcpy(dst, other->bytes.data() + size_t(i & mo) * size_t(w), size_t(w));
+      continue;
+    }
+    const unsigned char* src = k_.memory.resolve(addrs[i & mp], w, "load", &why);
+    if (!src) fail(op.loc(), why + " in " + where() + ", element " + formatIndex(rt.shape, i));
+    std::memcpy(dst, src, size_t(w));
+  }
+  return r;
+}
+
+void Executor::storeGlobal(const ir::Op& op, const Tensor& ptrs, const Tensor& value,
+                           const Tensor* mask) {
+  const int w = value.elemBytes();
+  const int64_t n = std::max(ptrs.numel(), value.numel());
+  const int64_t mp = ptrs.numel() == 1 ? 0 : ~int64_t(0);
+  const int64_t mv = value.numel() == 1 ? 0 : ~int64_t(0);
+  const int64_t mm = mask && mask->numel() == 1 ? 0 : ~int64_t(0);
+  const uint64_t* addrs = ptrs.data<uint64_t>();
+  const uint8_t* m = mask ? mask->data<uint8_t>() : nullptr;
+  const std::vector<int64_t>& shape = ptrs.numel() >= value.numel() ? ptrs.shape : value.shape;
+  std::string why;
+  for (int64_t i = 0; i < n; ++i) {
+    if (m && !m[i & mm]) continue;
+    unsigned char* dst = k_.memory.resolve(addrs[i & mp], w, "store", &why);
+    if (!dst) fail(op.loc(), why + " in " + where() + ", element " + formatIndex(shape, i));
+    std::memcpy(dst, value.bytes.data() + size_t(i & mv) * size_t(w), size_t(w));
+  }
+}
+
+namespace {
+
+Scalar loadMemScalar(const Tensor& like, const unsigned char* p) {
+  Tensor tmp(like.elem, like.pointer, {});
+  std::memcpy(tmp.bytes.data(), p, tmp.bytes.size());
+  return readScalar(tmp, 0);
+}
+
+void storeMemScalar(const Tensor& like, unsigned char* p, const Scalar& v) {
+  Tensor tmp(like.elem, like.pointer, {});
+  writeScalar(tmp, 0, v);
+  std::memcpy(p, tmp.bytes.data(), tmp.bytes.size());
+}
+
+Scalar atomicCombine(const std::string& kind, ir::DType t, const Scalar& old, const Scalar& v) {
+  Scalar r = old;
+  bool uns = ir::isInt(t) && !ir::isSigned(t);
+  auto less = [&](const Scalar& a, const Scalar& b) {
+    if (a.isFloat) return a.f < b.f;
+    return uns ? uint64_t(a.i) < uint64_t(b.i) : a.i < b.i;
+  };
+  if (kind == "add") {
+    if (old.isFloat)
+      r.f = old.f + v.f;
+    else
+      r.i = int64_t(uint64_t(old.i) + uint64_t(v.i));
+  } else if (kind == "max") {
+    if (less(old, v) || (old.isFloat && std::isnan(old.f))) r = v;
+  } else if (kind == "min") {
+    if (less(v, old) || (old.isFloat && std::isnan(old.f))) r = v;
+  } else if (kind == "and") {
+    r.i = old.i & v.i;
+  } else if (kind == "or") {
+    r.i = old.i | v.i;
+  } else if (kind == "xor") {
+    r.i = old.i ^ v.i;
+  } else if (kind == "xchg") {
+    r = v;
+  } else {
+    throw std::logic_error("atomic_rmw: unknown kind '" + kind + "'");
+  }
+  return r;
+}
+
+} // namespace
+
+void Executor::execMemory(const ir::Op& op) {
+  switch (op.code()) {
+  case OpCode::Load: {
+    bool hasMask = op.intAttr("has_mask", op.numOperands() > 1);
+    bool hasOther = op.intAttr("has_other", op.numOperands() > 2);
+    TensorPtr ptrs = tensor(op, 0);
+    TensorPtr mask = hasMask ? tensor(op, 1) : nullptr;
+    TensorPtr other = hasOther ? tensor(op, hasMask ? 2 : 1) : nullptr;
+    set(op.result(), loadGlobal(op, *ptrs, mask.get(), other.get(), op.result()->type()));
+    return;
+  }
+  case OpCode::Store: {
+    bool hasMask = op.intAttr("has_mask", op.numOperands() > 2);
+    TensorPtr mask = hasMask ? tensor(op, 2) : nullptr;
+    storeGlobal(op, *tensor(op, 0), *tensor(op, 1), mask.get());
+    return;
+  }
+  case OpCode::AtomicRMW:
+  case OpCode::AtomicCas: {
+    bool cas = op.code() == OpCode::AtomicCas;
+    TensorPtr ptrs = tensor(op, 0);
+    TensorPtr cmp = cas ? tensor(op, 1) : nullptr;
+    TensorPtr val = tensor(op, cas ? 2 : 1);
+    bool hasMask = !cas && op.intAttr("has_mask", op.numOperands() > 2);
+    TensorPtr mask = hasMask ? tensor(op, 2) : nullptr;
+    const ir::Type& rt = op.result()->type();
+    auto r = std::make_shared<Tensor>(Tensor::ofType(rt));
+    std::string kind = op.strAttr("kind");
+    const int w = r->elemBytes();
+    auto at = [](const TensorPtr& t, int64_t i) { return t->numel() == 1 ? 0 : i; };
+    std::string why;
+    for (int64_t i = 0; i < r->numel(); ++i) {
+      if (mask && !mask->data<uint8_t>()[at(mask, i)]) continue;
+      uint64_t addr = ptrs->data<uint64_t>()[at(ptrs, i)];
+      unsigned char* p = k_.memory.resolve(addr, w, "atomic", &why);
+      if (!p) fail(op.loc(), why + " in " + where() + ", element " + formatIndex(rt.shape, i));
+      std::memcpy(r->bytes.data() + size_t(i) * size_t(w), p, size_t(w));
+      Scalar old = loadMemScalar(*r, p);
+      Scalar v = readScalar(*val, at(val, i));
+      if (cas) {
+        // Compare the stored bits, as atom.cas does.
+        Tensor cmpBits(r->elem, r->pointer, {});
+        writeScalar(cmpBits, 0, readScalar(*cmp, at(cmp, i)));
+        if (std::memcmp(p, cmpBits.bytes.data(), size_t(w)) == 0) storeMemScalar(*r, p, v);
+      } else {
+        storeMemScalar(*r, p, atomicCombine(kind, r->elem, old, v));
+      }
+    }
+    set(op.result(), r);
+    return;
+  }
+  case OpCode::MakeDescriptor: {
+    const ir::Type& rt = op.result()->type();
+    auto d = std::make_shared<Descriptor>();
+    d->elem = rt.elem;
+    d->base = tensor(op, 0)->data<uint64_t>()[0];
+    unsigned rank = (op.numOperands() - 1) / 2;
+    for (unsigned i = 0; i < rank; ++i) d->shape.push_back(scalarInt(op, 1 + i));
+    for (unsigned i = 0; i < rank; ++i) d->strides.push_back(scalarInt(op, 1 + rank + i));
+    d->blockShape = op.hasAttr("block_shape") ? op.intsAttr("block_shape") : rt.shape;
+    set(op.result(), std::shared_ptr<const Descriptor>(d));
+    return;
+  }
+  case OpCode::DescLoad:
+  case OpCode::DescStore: {
+    bool isLoad = op.code() == OpCode::DescLoad;
+    auto desc = descriptor(op, 0);
+    unsigned firstOffset = isLoad ? 1 : 2;
+    std::vector<int64_t> offsets;
+    for (unsigned i = firstOffset; i < op.numOperands(); ++i) offsets.push_back(scalarInt(op, i));
+    if (offsets.size() != desc->shape.size())
+      throw std::logic_error("descriptor access with the wrong number of offsets");
+    std::shared_ptr<Tensor> out;
+    if (isLoad) out = std::make_shared<Tensor>(Tensor::ofType(op.result()->type()));
+    TensorPtr value = isLoad ? nullptr : tensor(op, 1);
+    descriptorTransfer(k_, op, where(), *desc, offsets, out.get(), value.get());
+    if (isLoad) set(op.result(), TensorPtr(out));
+    return;
+  }
+  default:
+    throw std::logic_error("not a memory op");
+  }
+}
+
+void descriptorTransfer(KernelState& k, const ir::Op& op, const std::string& where,
+                        const Descriptor& d, const std::vector<int64_t>& offsets, Tensor* out,
+                        const Tensor* in) {
+  const std::vector<int64_t>& box = d.blockShape;
+  std::vector<int64_t> boxStrides = rowMajorStrides(box);
+  const int w = ir::byteWidth(d.elem);
+  int64_t n = 1;
+  for (int64_t e : box) n *= e;
+  std::string why;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t elemOffset = 0;
+    bool inside = true;
+    for (size_t dim = 0; dim < box.size(); ++dim) {
+      int64_t c = offsets[dim] + (i / boxStrides[dim]) % box[dim];
+      if (c < 0 || c >= d.shape[dim]) inside = false;
+      elemOffset += c * d.strides[dim];
+    }
+    if (!inside) continue;
+    uint64_t addr = d.base + uint64_t(elemOffset * w);
+    unsigned char* p = k.memory.resolve(addr, w, out ? "load" : "store", &why);
+    if (!p)
+      raiseInterpError(k.sources, op.loc(),
+                       why + " through a tensor descriptor in " + where + ", element " +
+                           formatIndex(box, i));
+    if (out)
+      std::memcpy(out->bytes.data() + size_t(i * w), p, size_t(w));
+    else
+      std::memcpy(p, in->bytes.data() + size_t(i * w), size_t(w));
+  }
+}
+
+std::shared_ptr<const Descriptor> Executor::descriptor(const ir::Op& op, unsigned i) {
+  RtValue& r = slot(op.operand(i));
+  if (auto* d = std::get_if<std::shared_ptr<const Descriptor>>(&r)) return *d;
+  throw std::logic_error(std::string("operand of '") + op.name() + "' is not a descriptor");
+}
+
+// ---------------------------------------------------------------------------------------------
+// print / assert
+// ---------------------------------------------------------------------------------------------
+
+void Executor::execDebug(const ir::Op& op) {
+  if (op.code() == OpCode::Assert) {
+    TensorPtr cond = tensor(op, 0);
+    for (int64_t i = 0; i < cond->numel(); ++i) {
+      if (readScalar(*cond, i).i != 0) continue;
+      std::string msg = op.strAttr("message");
+      fail(op.loc(), "device assertion failed" + (msg.empty() ? "" : ": " + msg) + " in " +
+                         where() +
+                         (cond->shape.empty() ? "" : ", element " + formatIndex(cond->shape, i)));
+    }
+    return;
+  }
+  std::ostream& os = k_.out ? *k_.out : std::cout;
+  std::string prefix = op.strAttr("prefix");
+  bool hex = op.intAttr("hex") != 0;
+  std::string pid = "pid (" + std::to_string(cta_.pid[0]) + ", " + std::to_string(cta_.pid[1]) +
+                    ", " + std::to_string(cta_.pid[2]) + ")";
+  if (op.numOperands() == 0) os << pid << " " << prefix << "\n";
+  for (unsigned o = 0; o < op.numOperands(); ++o) {
+    TensorPtr t = tensor(op, o);
+    for (int64_t i = 0; i < t->numel(); ++i) {
+      os << pid << " idx " << (t->shape.empty() ? "()" : formatIndex(t->shape, i)) << " " << prefix;
+      if (op.numOperands() > 1) os << " (operand " << o << ")";
+      os << ": ";
+      Scalar s = readScalar(*t, i);
+      if (hex) {
+        uint64_t bits = 0;
+        std::memcpy(&bits, t->bytes.data() + size_t(i) * size_t(t->elemBytes()),
+                    size_t(t->elemBytes()));
+        os << "0x" << std::hex << bits << std::dec;
+      } else if (s.isFloat) {
+        os << s.f;
+      } else if (t->pointer || (ir::isInt(t->elem) && !ir::isSigned(t->elem))) {
+        os << uint64_t(s.i);
+      } else {
+        os << s.i;
+      }
+      os << "\n";
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entry point
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+void numberValues(const ir::Block& block, std::unordered_map<const ir::Value*, uint32_t>& slots) {
+  for (const auto& a : block.args()) slots.emplace(a.get(), uint32_t(slots.size()));
+  for (const auto& op : block.ops()) {
+    for (const auto& r : op->results()) slots.emplace(r.get(), uint32_t(slots.size()));
+    for (unsigned i = 0; i < op->numRegions(); ++i) numberValues(*op->region(i), slots);
+  }
+}
+
+RtValue bindArgument(KernelState& k, const ir::KernelArg& a, const InterpArg& v) {
+  const ir::Type& t = a.type;
+  auto bad = [&](const char* expected) {
+    throw std::invalid_argument("interpret: argument '" + a.name + "' (" + t.str() + ") needs " +
+                                expected);
+  };
+  if (t.kind == ir::TypeKind::Descriptor) {
+    if (v.kind != InterpArg::Kind::Descriptor) bad("InterpArg::descriptor(...)");
+    if (int(v.shape.size()) != t.rank || v.strides.size() != v.shape.size())
+      bad("a descriptor whose shape and strides have the descriptor's rank");
+    auto d = std::make_shared<Descriptor>();
+    d->elem = t.elem;
+    d->base = k.memory.addRegion(a.name, v.data, v.bytes);
+    d->shape = v.shape;
+    d->strides = v.strides;
+    d->blockShape = t.shape;
+    return std::shared_ptr<const Descriptor>(d);
+  }
+  if (!t.isValue() || !t.isScalar()) bad("a scalar, pointer or descriptor parameter type");
+  Tensor s = Tensor::ofType(t);
+  if (t.pointer) {
+    if (v.kind != InterpArg::Kind::Buffer) bad("InterpArg::buffer(data, bytes)");
+    *s.data<uint64_t>() = k.memory.addRegion(a.name, v.data, v.bytes);
+  } else if (v.kind == InterpArg::Kind::Int) {
+    writeScalar(s, 0, Scalar{false, v.i, 0});
+  } else if (v.kind == InterpArg::Kind::Float) {
+    if (!ir::isFloat(t.elem)) bad("an integer (InterpArg::integer)");
+    writeScalar(s, 0, Scalar{true, 0, v.f});
+  } else {
+    bad("a scalar (InterpArg::integer or InterpArg::real)");
+  }
+  return std::make_shared<Tensor>(std::move(s));
+}
+
+} // namespace
+
+void run(const ir::Function& fn, const SourceManager* sources, const int grid[3],
+         const std::vector<InterpArg>& args) {
+  KernelState k;
+  k.fn = &fn;
+  k.sources = sources;
+  for (int i = 0; i < 3; ++i) k.grid[i] = grid[i];
+  numberValues(fn.body, k.slots);
+  std::vector<const ir::KernelArg*> params;
+  for (const ir::KernelArg& a : fn.args)
+    if (a.value) params.push_back(&a);
+  if (params.size() != args.size()) {
+    std::string names;
+    for (const auto* p : params) names += (names.empty() ? "" : ", ") + p->name;
+    throw std::invalid_argument("interpret: kernel '" + fn.name + "' takes " +
+                                std::to_string(params.size()) + " runtime arguments (" + names +
+                                "), got " + std::to_string(args.size()));
+  }
+  for (size_t i = 0; i < params.size(); ++i)
+    k.boundArgs.emplace_back(k.slots.at(params[i]->value), bindArgument(k, *params[i], args[i]));
+
+  for (int z = 0; z < grid[2]; ++z)
+    for (int y = 0; y < grid[1]; ++y)
+      for (int x = 0; x < grid[0]; ++x) {
+        CtaState cta;
+        cta.pid[0] = x;
+        cta.pid[1] = y;
+        cta.pid[2] = z;
+        Agent main;
+        main.label = "program";
+        main.numWarps = fn.numWarps;
+        std::vector<RtValue> env(k.slots.size());
+        for (auto& [slot, value] : k.boundArgs) env[slot] = value;
+        Executor exec(k, cta, main, std::move(env));
+        exec.runBlock(fn.body);
+      }
+}
+
+} // namespace ww::interp

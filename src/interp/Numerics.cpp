@@ -1,0 +1,149 @@
+#include "interp/Numerics.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+
+namespace ww::interp {
+
+namespace {
+
+struct SmallFloatFormat {
+  int expBits;
+  int mantBits;
+  bool hasInf;      // e4m3 (the "fn" variant) has no infinity
+  bool satFinite;   // overflow clamps to the largest finite value instead of infinity
+  uint32_t nanBits; // the canonical NaN the GPU produces
+  int bias() const { return (1 << (expBits - 1)) - 1; }
+  int totalBits() const { return 1 + expBits + mantBits; }
+  uint32_t infMagnitude() const { return ((1u << expBits) - 1) << mantBits; }
+  uint32_t maxFiniteMagnitude() const {
+    if (hasInf) return infMagnitude() - 1;
+    // e4m3fn: the all-ones exponent is finite except for the all-ones mantissa (NaN).
+    return (((1u << expBits) - 1) << mantBits) | ((1u << mantBits) - 2);
+  }
+};
+
+SmallFloatFormat formatOf(ir::DType t) {
+  switch (t) {
+  case ir::DType::F16:
+    return {5, 10, true, false, 0x7FFF};
+  case ir::DType::BF16:
+    return {8, 7, true, false, 0x7FFF};
+  case ir::DType::F8E5M2:
+    return {5, 2, true, true, 0x7F};
+  case ir::DType::F8E4M3:
+    return {4, 3, false, true, 0x7F};
+  default:
+    throw std::logic_error("not a small float type");
+  }
+}
+
+} // namespace
+
+double decodeSmallFloat(ir::DType t, uint32_t bits) {
+  SmallFloatFormat f = formatOf(t);
+  const uint32_t mantMask = (1u << f.mantBits) - 1;
+  const uint32_t expMax = (1u << f.expBits) - 1;
+  bool negative = (bits >> (f.totalBits() - 1)) & 1;
+  uint32_t expField = (bits >> f.mantBits) & expMax;
+  uint32_t mant = bits & mantMask;
+  double v;
+  if (f.hasInf && expField == expMax) {
+    v = mant ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+  } else if (!f.hasInf && expField == expMax && mant == mantMask) {
+    v = std::numeric_limits<double>::quiet_NaN();
+  } else if (expField == 0) {
+    v = std::ldexp(double(mant), 1 - f.bias() - f.mantBits);
+  } else {
+    v = std::ldexp(double(mant | (1u << f.mantBits)), int(expField) - f.bias() - f.mantBits);
+  }
+  return negative ? -v : v;
+}
+
+uint32_t encodeSmallFloat(ir::DType t, double x, Rounding r) {
+  SmallFloatFormat f = formatOf(t);
+  if (std::isnan(x)) return f.nanBits;
+  const uint32_t sign = std::signbit(x) ? 1u << (f.totalBits() - 1) : 0;
+  double a = std::fabs(x);
+  auto overflow = [&]() -> uint32_t {
+    if (f.satFinite || r == Rounding::TowardZero || !f.hasInf) return sign | f.maxFiniteMagnitude();
+    return sign | f.infMagnitude();
+  };
+  if (std::isinf(a)) return (f.hasInf && !f.satFinite) ? (sign | f.infMagnitude()) : overflow();
+  if (a == 0) return sign;
+  int e;
+  std::frexp(a, &e); // a = m * 2^e with m in [0.5, 1)
+  const int minExp = 1 - f.bias();
+  int quantumExp = std::max(e - 1, minExp) - f.mantBits;
+  double q = std::ldexp(a, -quantumExp);
+  double rounded = r == Rounding::NearestEven ? std::nearbyint(q) : std::trunc(q);
+  uint64_t units = static_cast<uint64_t>(rounded);
+  if (units == 0) return sign;
+  if (units >= (uint64_t(1) << (f.mantBits + 1))) { // rounding carried into the next binade
+    units >>= 1;
+    ++quantumExp;
+  }
+  uint32_t magnitude;
+  if (units < (uint64_t(1) << f.mantBits)) {
+    magnitude = static_cast<uint32_t>(units); // subnormal
+  } else {
+    int64_t expField = int64_t(quantumExp) + f.mantBits + f.bias();
+    if (expField >= (int64_t(1) << f.expBits)) return overflow();
+    magnitude = static_cast<uint32_t>((expField << f.mantBits) |
+                                      int64_t(units - (uint64_t(1) << f.mantBits)));
+  }
+  if (magnitude > f.maxFiniteMagnitude()) return overflow();
+  return sign | magnitude;
+}
+
+uint16_t floatToBf16(float x) {
+  if (std::isnan(x)) return 0x7FFF;
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  // Round to nearest even on the 16 dropped bits; a carry into the exponent is the right answer.
+  bits += 0x7FFF + ((bits >> 16) & 1);
+  return static_cast<uint16_t>(bits >> 16);
+}
+
+float roundToFloat(double x, Rounding r) {
+  float f = static_cast<float>(x);
+  if (r == Rounding::TowardZero && !std::isinf(x) && std::fabs(double(f)) > std::fabs(x))
+    f = std::nextafter(f, 0.0f);
+  return f;
+}
+
+float truncateToTf32(float x) {
+  if (std::isnan(x)) return x;
+  uint32_t bits;
+  std::memcpy(&bits, &x, 4);
+  bits &= 0xFFFFE000u;
+  std::memcpy(&x, &bits, 4);
+  return x;
+}
+
+int64_t floatToIntSaturating(double x, ir::DType t) {
+  if (std::isnan(x)) return 0;
+  int bits = ir::bitWidth(t);
+  double lo = -std::ldexp(1.0, bits - 1);
+  double hiExclusive = std::ldexp(1.0, bits - 1);
+  x = std::trunc(x);
+  if (x <= lo) return bits == 64 ? std::numeric_limits<int64_t>::min() : int64_t(lo);
+  if (x >= hiExclusive)
+    return bits == 64 ? std::numeric_limits<int64_t>::max() : int64_t(hiExclusive) - 1;
+  return static_cast<int64_t>(x);
+}
+
+uint64_t floatToUintSaturating(double x, ir::DType t) {
+  if (std::isnan(x)) return 0;
+  int bits = ir::bitWidth(t);
+  double hiExclusive = std::ldexp(1.0, bits);
+  x = std::trunc(x);
+  if (x <= 0) return 0;
+  if (x >= hiExclusive)
+    return bits == 64 ? std::numeric_limits<uint64_t>::max() : (uint64_t(1) << bits) - 1;
+  return static_cast<uint64_t>(x);
+}
+
+} // namespace ww::interp

@@ -1,0 +1,242 @@
+// Reductions, scans and dot in the interpreter.
+//
+// Order of combination (documented behaviour): reductions and scans combine the elements along
+// the axis strictly in index order, left to right (right to left for reverse scans):
+// acc = combine(acc, x[i]). Built-in kinds round to the accumulation type after every step, and
+// custom combine regions run once per pair in that same order. argmax/argmin keep the lowest
+// index among equal values. dot accumulates each output element over k in order, with one fused
+// multiply-add per step in fp32 (fp64 for fp64 inputs, exact integers for integer inputs).
+#include "interp/ElemTraits.h"
+#include "interp/Elementwise.h"
+#include "interp/Executor.h"
+
+#include <cstring>
+
+namespace ww::interp {
+
+using namespace detail;
+using ir::OpCode;
+
+namespace {
+
+struct AxisSplit {
+  int64_t outer = 1, length = 1, inner = 1;
+  int64_t index(int64_t o, int64_t l, int64_t i) const { return (o * length + l) * inner + i; }
+};
+
+AxisSplit splitAt(const std::vector<int64_t>& shape, int64_t axis) {
+  AxisSplit s;
+  for (int64_t d = 0; d < int64_t(shape.size()); ++d) {
+    if (d < axis)
+      s.outer *= shape[size_t(d)];
+    else if (d == axis)
+      s.length = shape[size_t(d)];
+    else
+      s.inner *= shape[size_t(d)];
+  }
+  return s;
+}
+
+/// Built-in sum / max / min over the axis, or the inclusive scan of it, in x's element type.
+template <typename E>
+void foldBuiltin(const std::string& kind, const Tensor& x, Tensor& out, const AxisSplit& s,
+                 bool scan, bool reverse) {
+  using C = typename E::C;
+  const auto* px = x.data<typename E::S>();
+  auto* po = out.data<typename E::S>();
+  auto step = [&](C acc, C v) -> C {
+    if (kind == "sum") {
+      if constexpr (E::isFloat)
+        return E::load(E::store(acc + v));
+      else
+        return E::load(E::store(C(uint64_t(acc) + uint64_t(v))));
+    }
+    if constexpr (E::isFloat)
+      return kind == "max" ? floatMax(acc, v, false) : floatMin(acc, v, false);
+    else
+      return kind == "max" ? std::max(acc, v) : std::min(acc, v);
+  };
+  if (kind != "sum" && kind != "max" && kind != "min")
+    throw std::logic_error("reduce: unknown kind '" + kind + "'");
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t i = 0; i < s.inner; ++i) {
+      if (s.length == 0) continue;
+      int64_t first = reverse ? s.length - 1 : 0, dir = reverse ? -1 : 1;
+      C acc = E::load(px[s.index(o, first, i)]);
+      if (scan) po[s.index(o, first, i)] = E::store(acc);
+      for (int64_t n = 1; n < s.length; ++n) {
+        int64_t l = first + dir * n;
+        acc = step(acc, E::load(px[s.index(o, l, i)]));
+        if (scan) po[s.index(o, l, i)] = E::store(acc);
+      }
+      if (!scan) po[o * s.inner + i] = E::store(acc);
+    }
+}
+
+template <typename E>
+void argFold(bool isMax, const Tensor& x, Tensor* values, Tensor& indices, const AxisSplit& s) {
+  using C = typename E::C;
+  const auto* px = x.data<typename E::S>();
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t i = 0; i < s.inner; ++i) {
+      int64_t best = 0;
+      C bestValue = E::load(px[s.index(o, 0, i)]);
+      for (int64_t l = 1; l < s.length; ++l) {
+        C v = E::load(px[s.index(o, l, i)]);
+        if (isMax ? v > bestValue : v < bestValue) { // strict: ties keep the lowest index
+          bestValue = v;
+          best = l;
+        }
+      }
+      writeScalar(indices, o * s.inner + i, Scalar{false, best, 0});
+      if (values) values->data<typename E::S>()[o * s.inner + i] = E::store(bestValue);
+    }
+}
+
+} // namespace
+
+std::vector<TensorPtr> Executor::combine(const ir::Block& region,
+                                         const std::vector<TensorPtr>& args) {
+  for (unsigned i = 0; i < region.numArgs(); ++i) set(region.arg(i), args[i]);
+  const ir::Op* term = runBlock(region);
+  if (!term) throw std::logic_error("combine region has no yield");
+  std::vector<TensorPtr> out;
+  for (unsigned i = 0; i < term->numOperands(); ++i)
+    out.push_back(tensorOf(*term, term->operand(i)));
+  return out;
+}
+
+void Executor::execReduce(const ir::Op& op) {
+  const bool scan = op.code() == OpCode::Scan;
+  const bool reverse = scan && op.intAttr("reverse") != 0;
+  std::vector<TensorPtr> xs;
+  for (unsigned i = 0; i < op.numOperands(); ++i) xs.push_back(tensor(op, i));
+  const std::vector<int64_t>& shape = xs[0]->shape;
+  int64_t axis = op.intAttr("axis");
+  if (axis < 0) axis += int64_t(shape.size());
+  if (axis < 0 || axis >= int64_t(shape.size()))
+    throw std::logic_error(std::string(op.name()) + ": axis out of range");
+  AxisSplit s = splitAt(shape, axis);
+  std::string kind = op.strAttr("kind", "custom");
+
+  if (kind == "argmax" || kind == "argmin") {
+    const ir::Type& indexType = op.result(op.numResults() - 1)->type();
+    auto indices = std::make_shared<Tensor>(Tensor::ofType(indexType));
+    std::shared_ptr<Tensor> values;
+    if (op.numResults() == 2)
+      values = std::make_shared<Tensor>(Tensor::ofType(op.result(0)->type()));
+    dispatch(computeType(*xs[0]), [&](auto e) {
+      argFold<decltype(e)>(kind == "argmax", *xs[0], values.get(), *indices, s);
+    });
+    if (values) set(op.result(0), TensorPtr(values));
+    set(op.result(op.numResults() - 1), TensorPtr(indices));
+    return;
+  }
+  if (kind != "custom") {
+    const ir::Type& rt = op.result()->type();
+    TensorPtr x = xs[0];
+    if (x->elem != rt.elem) x = evalCast(*x, rt.withShape(x->shape), Rounding::NearestEven);
+    auto out = std::make_shared<Tensor>(Tensor::ofType(rt));
+    dispatch(computeType(*x),
+             [&](auto e) { foldBuiltin<decltype(e)>(kind, *x, *out, s, scan, reverse); });
+    set(op.result(), TensorPtr(out));
+    return;
+  }
+
+  // Custom combine region: region(a..., b...) yields the combined values.
+  const size_t n = xs.size();
+  std::vector<std::shared_ptr<Tensor>> outs;
+  for (unsigned r = 0; r < op.numResults(); ++r)
+    outs.push_back(std::make_shared<Tensor>(Tensor::ofType(op.result(r)->type())));
+  auto element = [&](size_t operand, int64_t flat) {
+    const Tensor& x = *xs[operand];
+    auto t = std::make_shared<Tensor>(x.elem, x.pointer, std::vector<int64_t>{});
+    size_t w = size_t(x.elemBytes());
+    std::memcpy(t->bytes.data(), x.bytes.data() + size_t(flat) * w, w);
+    return TensorPtr(t);
+  };
+  auto put = [&](size_t r, int64_t flat, const TensorPtr& v) {
+    size_t w = size_t(outs[r]->elemBytes());
+    std::memcpy(outs[r]->bytes.data() + size_t(flat) * w, v->bytes.data(), w);
+  };
+  const ir::Block& region = *op.region(0);
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t i = 0; i < s.inner; ++i) {
+      if (s.length == 0) continue;
+      int64_t first = reverse ? s.length - 1 : 0, dir = reverse ? -1 : 1;
+      std::vector<TensorPtr> acc;
+      for (size_t k = 0; k < n; ++k) acc.push_back(element(k, s.index(o, first, i)));
+      if (scan)
+        for (size_t k = 0; k < n; ++k) put(k, s.index(o, first, i), acc[k]);
+      for (int64_t step = 1; step < s.length; ++step) {
+        int64_t l = first + dir * step;
+        std::vector<TensorPtr> args = acc;
+        for (size_t k = 0; k < n; ++k) args.push_back(element(k, s.index(o, l, i)));
+        acc = combine(region, args);
+        if (scan)
+          for (size_t k = 0; k < n; ++k) put(k, s.index(o, l, i), acc[k]);
+      }
+      if (!scan)
+        for (size_t k = 0; k < n; ++k) put(k, o * s.inner + i, acc[k]);
+    }
+  for (unsigned r = 0; r < op.numResults(); ++r) set(op.result(r), TensorPtr(outs[r]));
+}
+
+TensorPtr computeDot(const Tensor& a, const Tensor& b, const Tensor* acc,
+                     const std::string& precision, const ir::Type& rt) {
+  const size_t rank = a.shape.size();
+  if (rank < 2 || b.shape.size() != rank)
+    throw std::logic_error("dot: operands must be 2-D (or 3-D batched) of one rank");
+  const int64_t M = a.shape[rank - 2], K = a.shape[rank - 1], N = b.shape[rank - 1];
+  const int64_t batch = rank == 3 ? a.shape[0] : 1;
+  if (b.shape[rank - 2] != K) throw std::logic_error("dot: inner dimensions differ");
+  if (ir::isFloat(rt.elem)) {
+    const bool wide = a.elem == ir::DType::F64 || b.elem == ir::DType::F64;
+    std::vector<double> av = widenToDoubles(a), bv = widenToDoubles(b);
+    if (precision == "tf32" && a.elem == ir::DType::F32)
+      for (double& v : av) v = truncateToTf32(float(v));
+    if (precision == "tf32" && b.elem == ir::DType::F32)
+      for (double& v : bv) v = truncateToTf32(float(v));
+    ir::Type accType = rt.withElem(wide ? ir::DType::F64 : ir::DType::F32);
+    auto out = std::make_shared<Tensor>(Tensor::ofType(accType));
+    if (acc) out = std::const_pointer_cast<Tensor>(evalCast(*acc, accType, Rounding::NearestEven));
+    auto kernel = [&](auto* po) {
+      using T = std::remove_pointer_t<decltype(po)>;
+      for (int64_t z = 0; z < batch; ++z)
+        for (int64_t m = 0; m < M; ++m) {
+          T* row = po + (z * M + m) * N;
+          for (int64_t k = 0; k < K; ++k) {
+            T x = T(av[size_t((z * M + m) * K + k)]);
+            const double* brow = bv.data() + (z * K + k) * N;
+            for (int64_t n = 0; n < N; ++n) row[n] = std::fma(x, T(brow[n]), row[n]);
+          }
+        }
+    };
+    if (wide)
+      kernel(out->data<double>());
+    else
+      kernel(out->data<float>());
+    if (accType.elem == rt.elem) return out;
+    return evalCast(*out, rt, Rounding::NearestEven);
+  }
+  std::vector<int64_t> av = widenToInts(a), bv = widenToInts(b);
+  std::vector<int64_t> sums(size_t(batch * M * N), 0);
+  if (acc) sums = widenToInts(*acc);
+  for (int64_t z = 0; z < batch; ++z)
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t n = 0; n < N; ++n)
+          sums[size_t((z * M + m) * N + n)] +=
+              av[size_t((z * M + m) * K + k)] * bv[size_t((z * K + k) * N + n)];
+  auto out = std::make_shared<Tensor>(Tensor::ofType(rt));
+  for (size_t i = 0; i < sums.size(); ++i) writeScalar(*out, int64_t(i), Scalar{false, sums[i], 0});
+  return out;
+}
+
+void Executor::execDot(const ir::Op& op) {
+  TensorPtr acc = op.numOperands() > 2 ? tensor(op, 2) : nullptr;
+  set(op.result(), computeDot(*tensor(op, 0), *tensor(op, 1), acc.get(),
+                              op.strAttr("input_precision", "ieee"), op.result()->type()));
+}
+
+} // namespace ww::interp

@@ -1,0 +1,102 @@
+#include "interp/Scheduler.h"
+
+namespace ww::interp {
+
+void Scheduler::run(std::vector<Agent*> agents, const std::function<bool()>& progress,
+                    const std::function<void(const std::vector<Agent*>&)>& deadlock) {
+  for (Agent* a : agents) {
+    a->scheduler = this;
+    a->thread = std::thread([this, a] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [&] { return running_ == a || abort_; });
+      if (!abort_) {
+        lock.unlock();
+        try {
+          a->body();
+          a->state = Agent::State::Done;
+        } catch (const AgentAbort&) {
+          a->state = Agent::State::Done;
+        } catch (...) {
+          a->error = std::current_exception();
+          a->state = Agent::State::Failed;
+        }
+        lock.lock();
+      }
+      running_ = nullptr;
+      cv_.notify_all();
+    });
+  }
+  size_t next = 0;
+  try {
+    for (;;) {
+      Agent* chosen = nullptr;
+      size_t chosenIndex = 0;
+      for (size_t j = 0; j < agents.size() && !chosen; ++j) {
+        size_t k = (next + j) % agents.size();
+        Agent* a = agents[k];
+        if (a->state == Agent::State::Ready ||
+            (a->state == Agent::State::Blocked && a->blockedEpoch != epoch_)) {
+          chosen = a;
+          chosenIndex = k;
+        }
+      }
+      if (!chosen) {
+        bool allDone = true;
+        for (Agent* a : agents) allDone &= a->state == Agent::State::Done;
+        if (allDone) break;
+        if (progress()) continue;
+        std::vector<Agent*> blocked;
+        for (Agent* a : agents)
+          if (a->state == Agent::State::Blocked) blocked.push_back(a);
+        deadlock(blocked); // throws
+        throw std::logic_error("deadlock handler returned");
+      }
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        chosen->state = Agent::State::Running;
+        running_ = chosen;
+        cv_.notify_all();
+        cv_.wait(lock, [&] { return running_ == nullptr; });
+      }
+      if (chosen->state == Agent::State::Failed) std::rethrow_exception(chosen->error);
+      next = chosenIndex + 1;
+    }
+  } catch (...) {
+    abortAll(agents);
+    throw;
+  }
+  for (Agent* a : agents) a->thread.join();
+}
+
+void Scheduler::abortAll(std::vector<Agent*>& agents) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    abort_ = true;
+    cv_.notify_all();
+  }
+  for (Agent* a : agents)
+    if (a->thread.joinable()) a->thread.join();
+}
+
+void Scheduler::park(Agent& self, std::unique_lock<std::mutex>& lock) {
+  running_ = nullptr;
+  cv_.notify_all();
+  cv_.wait(lock, [&] { return running_ == &self || abort_; });
+  if (abort_) throw AgentAbort{};
+}
+
+void Scheduler::block(Agent& self, BlockSite site) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  self.state = Agent::State::Blocked;
+  self.blockedEpoch = epoch_;
+  self.site = std::move(site);
+  park(self, lock);
+}
+
+void Scheduler::yield(Agent& self) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  self.state = Agent::State::Ready;
+  park(self, lock);
+}
+
+} // namespace ww::interp

@@ -1,0 +1,75 @@
+// Agents and the deterministic scheduler that interleaves them: each async task (and replica) of
+// a program runs as an agent on its own thread, but only the one holding the baton runs, and the
+// baton moves round-robin at blocking points (barrier waits, named barriers, async_dot_wait).
+// The run is therefore a deterministic function of the kernel and its inputs.
+#pragma once
+
+#include "frontend/Diagnostics.h"
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ww::interp {
+
+/// What an agent is waiting for, for deadlock reports.
+struct BlockSite {
+  SourceLoc loc;
+  std::string what; // "waits on barrier 1 of 'full' for phase parity 0 (...)"
+};
+
+class Scheduler;
+
+/// One agent: an async task replica, or the whole program when it has no async tasks.
+struct Agent {
+  std::string label; // "task 'producer' replica 1"
+  int numWarps = 4;
+  int replica = 0;
+  Scheduler* scheduler = nullptr; // null: the only agent, running on the caller's thread
+
+  enum class State { Ready, Running, Blocked, Done, Failed };
+  State state = State::Ready;
+  uint64_t blockedEpoch = 0;
+  BlockSite site;
+  std::exception_ptr error;
+  std::function<void()> body;
+  std::thread thread;
+};
+
+/// Thrown inside an agent's thread to unwind it when the run is abandoned.
+struct AgentAbort {};
+
+class Scheduler {
+public:
+  /// Runs `agents` to completion. `progress` is called when every agent is blocked; it may
+  /// complete outstanding asynchronous operations and returns whether it changed anything.
+  /// `deadlock` is called (and must throw) when nothing can make progress. Rethrows the first
+  /// error an agent raised.
+  void run(std::vector<Agent*> agents, const std::function<bool()>& progress,
+           const std::function<void(const std::vector<Agent*>&)>& deadlock);
+
+  /// Agent side: gives the baton back and parks until the scheduler resumes this agent.
+  void block(Agent& self, BlockSite site);
+  void yield(Agent& self);
+  /// Records a change of synchronization state, so blocked agents check their conditions again.
+  void bump() { ++epoch_; }
+  uint64_t epoch() const { return epoch_; }
+
+private:
+  void park(Agent& self, std::unique_lock<std::mutex>& lock);
+  void abortAll(std::vector<Agent*>& agents);
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  Agent* running_ = nullptr;
+  bool abort_ = false;
+  uint64_t epoch_ = 0;
+};
+
+} // namespace ww::interp

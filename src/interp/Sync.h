@@ -1,0 +1,48 @@
+// Shared-memory synchronization objects of one program (CTA): mbarriers with exact phase,
+// pending-arrival and transaction-byte accounting, and the named (bar.sync) barriers.
+#pragma once
+
+#include "frontend/Diagnostics.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ww::interp {
+
+/// One mbarrier. A phase completes when its pending arrivals and its outstanding transaction
+/// bytes both reach zero; then the phase count advances (its parity flips) and the arrival count
+/// is re-armed. barrier_wait(parity p) passes once the phase of parity p has completed, i.e. while
+/// the current phase's parity differs from p.
+struct MBarrier {
+  int64_t arriveCount = 1;     // arrivals per phase, from init
+  int64_t pendingArrivals = 1; // arrivals still missing in the current phase
+  int64_t txBytes = 0;         // expected transaction bytes not yet delivered (may go negative)
+  int64_t phase = 0;           // number of completed phases
+  bool warpBarrier = false;    // arrivals count threads, not warp groups
+
+  bool waitPasses(int64_t parity) const { return (phase & 1) != (parity & 1); }
+  /// Completes the phase when it can; returns whether it did.
+  bool maybeComplete() {
+    if (pendingArrivals != 0 || txBytes != 0) return false;
+    ++phase;
+    pendingArrivals = arriveCount;
+    return true;
+  }
+  /// "phase 3 (parity 1): 1 of 2 arrivals pending, 1024 transaction bytes outstanding"
+  std::string describe() const;
+};
+
+struct MBarrierArray {
+  std::vector<MBarrier> barriers;
+  SourceLoc allocLoc;
+};
+
+/// A named barrier (bar.sync / bar.arrive id, num_threads).
+struct NamedBarrier {
+  int64_t expectedThreads = 0; // of the phase in progress; 0 when none is in progress
+  int64_t arrivedThreads = 0;
+  int64_t generation = 0; // completed phases
+};
+
+} // namespace ww::interp

@@ -1,0 +1,554 @@
+// TLX ops in the interpreter: shared-memory buffers and views, mbarriers, named barriers, TMA
+// and cp.async copies, asynchronous tensor-core dots, and async tasks run as agents.
+//
+// Timing model (documented behaviour, chosen to expose missing synchronization): a TMA load
+// lands in shared memory and completes its barrier's transaction bytes only when every agent is
+// blocked; an async_dot reads its shared-memory operands when async_dot_wait retires it; a
+// cp.async group lands when async_wait_group retires it. TMA stores complete at issue.
+#include "interp/Elementwise.h"
+#include "interp/Executor.h"
+
+#include <cstring>
+#include <sstream>
+
+namespace ww::interp {
+
+using ir::OpCode;
+
+std::string MBarrier::describe() const {
+  std::ostringstream os;
+  os << "phase " << phase << " (parity " << (phase & 1) << "): " << pendingArrivals << " of "
+     << arriveCount << " arrivals pending, " << txBytes << " transaction bytes outstanding";
+  return os.str();
+}
+
+const BufferView& Executor::buffer(const ir::Op& op, unsigned i) {
+  if (auto* b = std::get_if<BufferView>(&slot(op.operand(i)))) return *b;
+  throw std::logic_error(std::string("operand of '") + op.name() + "' is not a buffer");
+}
+
+const BarrierView& Executor::barrierView(const ir::Op& op, unsigned i) {
+  if (auto* b = std::get_if<BarrierView>(&slot(op.operand(i)))) return *b;
+  throw std::logic_error(std::string("operand of '") + op.name() + "' is not a barrier");
+}
+
+MBarrier& Executor::barrier(const ir::Op& op, unsigned i) {
+  const BarrierView& v = barrierView(op, i);
+  return v.array->barriers.at(size_t(v.first));
+}
+
+TensorPtr Executor::readBuffer(const BufferView& view, const ir::Type& rt) const {
+  Tensor raw(view.elem, false, rt.shape);
+  const int64_t tile = view.tileElements();
+  const int64_t tiles = raw.numel() == tile ? 1 : view.count;
+  if (raw.numel() != tile * tiles)
+    throw std::logic_error("local_load: result shape does not match the buffer");
+  const size_t w = size_t(view.elemBytes());
+  for (int64_t t = 0; t < tiles; ++t)
+    for (int64_t i = 0; i < tile; ++i) {
+      int64_t off = view.byteOffsetOf(t, i);
+      if (off < 0 || size_t(off) + w > view.alloc->bytes.size())
+        throw std::logic_error("buffer view outside its allocation");
+      std::memcpy(raw.bytes.data() + size_t(t * tile + i) * w, view.alloc->bytes.data() + off, w);
+    }
+  if (raw.elem == rt.elem) return std::make_shared<Tensor>(std::move(raw));
+  return evalCast(raw, rt, Rounding::NearestEven);
+}
+
+void Executor::writeBuffer(const BufferView& view, const Tensor& value) const {
+  TensorPtr converted;
+  const Tensor* v = &value;
+  if (value.elem != view.elem) {
+    converted = evalCast(value, ir::Type::tensor(view.elem, value.shape), Rounding::NearestEven);
+    v = converted.get();
+  }
+  const int64_t tile = view.tileElements();
+  const int64_t tiles = v->numel() == tile ? 1 : view.count;
+  if (v->numel() != tile * tiles)
+    throw std::logic_error("local_store: value shape does not match the buffer");
+  const size_t w = size_t(view.elemBytes());
+  for (int64_t t = 0; t < tiles; ++t)
+    for (int64_t i = 0; i < tile; ++i) {
+      int64_t off = view.byteOffsetOf(t, i);
+      if (off < 0 || size_t(off) + w > view.alloc->bytes.size())
+        throw std::logic_error("buffer view outside its allocation");
+      std::memcpy(view.alloc->bytes.data() + off, v->bytes.data() + size_t(t * tile + i) * w, w);
+    }
+}
+
+void Executor::bump() {
+  if (cta_.scheduler) cta_.scheduler->bump();
+}
+
+void Executor::yieldToOthers() {
+  if (agent_.scheduler) agent_.scheduler->yield(agent_);
+}
+
+void Executor::waitUntil(const std::function<bool()>& ready,
+                         const std::function<BlockSite()>& site) {
+  while (!ready()) {
+    if (agent_.scheduler) {
+      agent_.scheduler->block(agent_, site());
+    } else if (!completeAsyncCopies(k_, cta_)) {
+      BlockSite s = site();
+      fail(s.loc, "deadlock in " + where() + ": the program " + s.what +
+                      ", and nothing else can make progress");
+    }
+  }
+}
+
+int64_t Executor::arrivalWeight(const MBarrier& bar) const {
+  // A warp barrier counts every thread; a plain one counts each warp group once (the group
+  // synchronizes and one thread arrives).
+  if (bar.warpBarrier) return int64_t(agent_.numWarps) * 32;
+  return std::max<int64_t>(1, agent_.numWarps / 4);
+}
+
+bool Executor::completeAsyncCopies(KernelState& k, CtaState& cta) {
+  if (cta.copies.empty()) return false;
+  while (!cta.copies.empty()) {
+    AsyncCopy c = std::move(cta.copies.front());
+    cta.copies.pop_front();
+    Tensor box(c.desc->elem, false, c.desc->blockShape);
+    descriptorTransfer(k, *c.op, c.where, *c.desc, c.offsets, &box, nullptr);
+    // The destination view may be shaped differently (e.g. a 3-D box into a 2-D tile): copy
+    // in row-major order.
+    Tensor tile(c.dst.elem, false, c.dst.shape);
+    if (tile.bytes.size() != box.bytes.size())
+      raiseInterpError(k.sources, c.op->loc(),
+                       "async_descriptor_load of a " + std::to_string(box.bytes.size()) +
+                           "-byte box into a " + std::to_string(tile.bytes.size()) +
+                           "-byte buffer in " + c.where);
+    tile.bytes = std::move(box.bytes);
+    const size_t w = size_t(c.dst.elemBytes());
+    for (int64_t i = 0; i < c.dst.tileElements(); ++i)
+      std::memcpy(c.dst.alloc->bytes.data() + c.dst.byteOffsetOf(0, i),
+                  tile.bytes.data() + size_t(i) * w, w);
+    MBarrier& bar = c.bar.array->barriers.at(size_t(c.bar.first));
+    bar.txBytes -= c.bytes;
+    bar.maybeComplete();
+  }
+  if (cta.scheduler) cta.scheduler->bump();
+  return true;
+}
+
+void Executor::completeDot(PendingDot& d) {
+  TensorPtr a;
+  if (auto* t = std::get_if<TensorPtr>(&d.a))
+    a = *t;
+  else {
+    const BufferView& av = std::get<BufferView>(d.a);
+    a = readBuffer(av, ir::Type::tensor(av.elem, av.shape));
+  }
+  TensorPtr b = readBuffer(d.b, ir::Type::tensor(d.b.elem, d.b.shape));
+  TensorPtr acc;
+  if (d.useAcc) {
+    if (auto* t = std::get_if<TensorPtr>(&d.acc))
+      acc = *t;
+    else if (auto* p = std::get_if<PendingDotPtr>(&d.acc)) {
+      if (!(*p)->result) completeDot(**p);
+      acc = (*p)->result;
+    }
+  }
+  // wgmma reads fp32 operands as tf32.
+  d.result =
+      computeDot(*a, *b, acc.get(), a->elem == ir::DType::F32 ? "tf32" : "ieee", d.resultType);
+}
+
+void Executor::completeDotsDownTo(size_t pendings) {
+  while (dots_.size() > pendings) {
+    PendingDotPtr d = dots_.front();
+    dots_.pop_front();
+    if (!d->result) completeDot(*d);
+  }
+}
+
+void Executor::completeLoadGroup(std::vector<AsyncLoadCopy>& group) {
+  for (AsyncLoadCopy& c : group) {
+    TensorPtr v = loadGlobal(*c.op, *c.ptrs, c.mask.get(), c.other.get(),
+                             ir::Type::tensor(c.dst.elem, c.ptrs->shape));
+    writeBuffer(c.dst, *v);
+  }
+}
+
+void Executor::execTlx(const ir::Op& op) {
+  switch (op.code()) {
+  // ---- buffers ----
+  case OpCode::LocalAlloc: {
+    const ir::Type& rt = op.result()->type();
+    BufferView v;
+    v.alloc = std::make_shared<SharedAlloc>();
+    v.elem = rt.elem;
+    v.shape = rt.shape;
+    v.strides = rowMajorStrides(rt.shape);
+    v.count = rt.count;
+    v.tileStrideBytes = v.tileElements() * v.elemBytes();
+    // Fresh shared memory holds garbage on the GPU: poison it (NaN for floats, -1 for ints) so
+    // that reads before writes show up in results.
+    v.alloc->bytes.assign(size_t(v.count * v.tileStrideBytes), 0xFF);
+    set(op.result(), v);
+    return;
+  }
+  case OpCode::LocalView: {
+    int64_t index = scalarInt(op, 1);
+    const RtValue& src = slot(op.operand(0));
+    if (auto* b = std::get_if<BufferView>(&src)) {
+      if (index < 0 || index >= b->count)
+        fail(op.loc(), "local_view index " + std::to_string(index) + " is out of range for " +
+                           std::to_string(b->count) + " buffers (valid: 0.." +
+                           std::to_string(b->count - 1) + ") in " + where());
+      BufferView v = *b;
+      v.byteOffset += index * b->tileStrideBytes;
+      v.count = 1;
+      set(op.result(), v);
+      return;
+    }
+    const BarrierView& bars = barrierView(op, 0);
+    if (index < 0 || index >= bars.count)
+      fail(op.loc(), "barrier index " + std::to_string(index) + " is out of range for " +
+                         std::to_string(bars.count) + " barriers (valid: 0.." +
+                         std::to_string(bars.count - 1) + ") in " + where());
+    set(op.result(), BarrierView{bars.array, bars.first + index, 1});
+    return;
+  }
+  case OpCode::LocalLoad:
+    set(op.result(), readBuffer(buffer(op, 0), op.result()->type()));
+    return;
+  case OpCode::LocalStore:
+    writeBuffer(buffer(op, 0), *tensor(op, 1));
+    return;
+  case OpCode::LocalTrans: {
+    BufferView v = buffer(op, 0);
+    std::vector<int64_t> order = op.intsAttr("order");
+    if (order.empty()) {
+      for (size_t d = 0; d < v.shape.size(); ++d) order.push_back(int64_t(d));
+      if (order.size() >= 2) std::swap(order[order.size() - 1], order[order.size() - 2]);
+    }
+    BufferView t = v;
+    for (size_t d = 0; d < order.size(); ++d) {
+      t.shape[d] = v.shape[size_t(order[d])];
+      t.strides[d] = v.strides[size_t(order[d])];
+    }
+    set(op.result(), t);
+    return;
+  }
+  case OpCode::LocalSlice: {
+    BufferView v = buffer(op, 0);
+    std::vector<int64_t> offsets = op.intsAttr("offsets"), sizes = op.intsAttr("sizes");
+    if (offsets.size() != v.shape.size() || sizes.size() != v.shape.size())
+      throw std::logic_error("local_slice: offsets/sizes rank differs from the buffer");
+    for (size_t d = 0; d < v.shape.size(); ++d) {
+      if (offsets[d] < 0 || sizes[d] < 0 || offsets[d] + sizes[d] > v.shape[d])
+        fail(op.loc(), "local_slice [" + std::to_string(offsets[d]) + ", " +
+                           std::to_string(offsets[d] + sizes[d]) + ") of dimension " +
+                           std::to_string(d) + " leaves the buffer (size " +
+                           std::to_string(v.shape[d]) + ")");
+      v.byteOffset += offsets[d] * v.strides[d] * v.elemBytes();
+      v.shape[d] = sizes[d];
+    }
+    set(op.result(), v);
+    return;
+  }
+  case OpCode::LocalReinterpret: {
+    const BufferView& v = buffer(op, 0);
+    if (!v.contiguous()) throw std::logic_error("local_reinterpret of a non-contiguous view");
+    const ir::Type& rt = op.result()->type();
+    BufferView r;
+    r.alloc = v.alloc;
+    r.elem = rt.elem;
+    r.byteOffset = v.byteOffset;
+    r.shape = rt.shape;
+    r.strides = rowMajorStrides(rt.shape);
+    r.count = rt.count;
+    r.tileStrideBytes = r.tileElements() * r.elemBytes();
+    if (r.byteOffset + r.count * r.tileStrideBytes > int64_t(v.alloc->bytes.size()))
+      fail(op.loc(), "local_reinterpret as " + rt.str() + " needs " +
+                         std::to_string(r.count * r.tileStrideBytes) +
+                         " bytes, more than the buffer holds");
+    set(op.result(), r);
+    return;
+  }
+
+  // ---- mbarriers ----
+  case OpCode::AllocBarriers: {
+    auto arr = std::make_shared<MBarrierArray>();
+    arr->allocLoc = op.loc();
+    MBarrier b;
+    b.arriveCount = b.pendingArrivals = op.intAttr("arrive_count", 1);
+    b.warpBarrier = op.intAttr("warp") != 0;
+    arr->barriers.assign(size_t(op.result()->type().count), b);
+    set(op.result(), BarrierView{arr, 0, op.result()->type().count});
+    return;
+  }
+  case OpCode::BarrierExpectBytes: {
+    if (op.numOperands() > 2 && readScalar(*tensor(op, 2), 0).i == 0) return;
+    MBarrier& bar = barrier(op, 0);
+    int64_t bytes = scalarInt(op, 1);
+    // barrier_expect_bytes is mbarrier.arrive.expect_tx: expect the bytes, then arrive once.
+    bar.txBytes += bytes;
+    if (--bar.pendingArrivals < 0)
+      fail(op.loc(), "barrier_expect_bytes arrives on a barrier whose " + bar.describe() +
+                         " has no arrival left (too many arrivals in one phase) in " + where());
+    bar.maybeComplete();
+    bump();
+    return;
+  }
+  case OpCode::BarrierArrive: {
+    for (unsigned i = 1; i < op.numOperands(); ++i) {
+      const ir::Type& t = op.operand(i)->type();
+      if (t.elem == ir::DType::I1) {
+        if (readScalar(*tensor(op, i), 0).i == 0) return;
+      } else if (scalarInt(op, i) != int64_t(cta_.pid[0]) % std::max(1, k_.fn->numCtas)) {
+        fail(op.loc(), "barrier_arrive on another CTA of the cluster is not supported by the "
+                       "interpreter, which runs one program at a time");
+      }
+    }
+    MBarrier& bar = barrier(op, 0);
+    int64_t weight = op.intAttr("arrive_count", 1) * arrivalWeight(bar);
+    bar.pendingArrivals -= weight;
+    if (bar.pendingArrivals < 0) {
+      bar.pendingArrivals += weight;
+      fail(op.loc(), "barrier_arrive of " + std::to_string(weight) + " arrivals on a barrier in " +
+                         bar.describe() + ": more arrivals than the phase expects, in " + where());
+    }
+    bar.maybeComplete();
+    bump();
+    return;
+  }
+  case OpCode::BarrierWait: {
+    if (op.numOperands() > 2 && readScalar(*tensor(op, 2), 0).i == 0) return;
+    const BarrierView view = barrierView(op, 0);
+    MBarrier& bar = view.array->barriers.at(size_t(view.first));
+    int64_t parity = scalarInt(op, 1);
+    waitUntil([&] { return bar.waitPasses(parity); },
+              [&] {
+                return BlockSite{op.loc(), "waits on barrier " + std::to_string(view.first) +
+                                               " for the phase of parity " +
+                                               std::to_string(parity & 1) +
+                                               " to complete; the barrier is in " + bar.describe()};
+              });
+    return;
+  }
+  case OpCode::NamedBarrierArrive:
+  case OpCode::NamedBarrierWait: {
+    int64_t id = scalarInt(op, 0), numThreads = scalarInt(op, 1);
+    NamedBarrier& nb = cta_.namedBarriers[id];
+    int64_t threads = int64_t(agent_.numWarps) * 32;
+    if (nb.expectedThreads == 0)
+      nb.expectedThreads = numThreads;
+    else if (nb.expectedThreads != numThreads)
+      fail(op.loc(), std::string(op.name()) + " on named barrier " + std::to_string(id) + " with " +
+                         std::to_string(numThreads) + " threads while its current phase expects " +
+                         std::to_string(nb.expectedThreads) + " (" + where() + ")");
+    int64_t generation = nb.generation;
+    nb.arrivedThreads += threads;
+    if (nb.arrivedThreads > nb.expectedThreads)
+      fail(op.loc(), std::string(op.name()) + ": " + std::to_string(nb.arrivedThreads) +
+                         " threads arrived at named barrier " + std::to_string(id) +
+                         ", more than its " + std::to_string(nb.expectedThreads) + " (" + where() +
+                         ")");
+    if (nb.arrivedThreads == nb.expectedThreads) {
+      ++nb.generation;
+      nb.arrivedThreads = 0;
+      nb.expectedThreads = 0;
+    }
+    bump();
+    if (op.code() == OpCode::NamedBarrierWait)
+      waitUntil([&] { return cta_.namedBarriers[id].generation != generation; },
+                [&] {
+                  const NamedBarrier& cur = cta_.namedBarriers[id];
+                  return BlockSite{op.loc(), "waits at named barrier " + std::to_string(id) + " (" +
+                                                 std::to_string(cur.arrivedThreads) + " of " +
+                                                 std::to_string(numThreads) + " threads arrived)"};
+                });
+    else
+      yieldToOthers();
+    return;
+  }
+  case OpCode::Fence:
+  case OpCode::DebugBarrier:
+    return;
+  case OpCode::ClusterBarrier:
+    if (k_.fn->numCtas > 1)
+      fail(op.loc(), "cluster_barrier across " + std::to_string(k_.fn->numCtas) +
+                         " CTAs is not supported by the interpreter, which runs one program at "
+                         "a time");
+    return;
+
+  // ---- async copies ----
+  case OpCode::AsyncDescLoad: {
+    auto desc = descriptor(op, 0);
+    const size_t rank = desc->shape.size();
+    if (op.numOperands() > 3 + rank && readScalar(*tensor(op, unsigned(3 + rank)), 0).i == 0)
+      return;
+    AsyncCopy c;
+    c.op = &op;
+    c.desc = desc;
+    c.dst = buffer(op, 1);
+    c.bar = barrierView(op, 2);
+    for (size_t i = 0; i < rank; ++i) c.offsets.push_back(scalarInt(op, unsigned(3 + i)));
+    c.bytes = ir::byteWidth(desc->elem);
+    for (int64_t d : desc->blockShape) c.bytes *= d;
+    c.where = where();
+    cta_.copies.push_back(std::move(c));
+    return;
+  }
+  case OpCode::AsyncDescStore: {
+    auto desc = descriptor(op, 0);
+    const BufferView& src = buffer(op, 1);
+    std::vector<int64_t> offsets;
+    for (unsigned i = 2; i < op.numOperands(); ++i) offsets.push_back(scalarInt(op, i));
+    TensorPtr box = readBuffer(src, ir::Type::tensor(src.elem, desc->blockShape));
+    descriptorTransfer(k_, op, where(), *desc, offsets, nullptr, box.get());
+    return;
+  }
+  case OpCode::AsyncDescStoreWait:
+    return;
+  case OpCode::AsyncLoad: {
+    bool hasMask = op.intAttr("has_mask", op.numOperands() > 2);
+    bool hasOther = op.intAttr("has_other", op.numOperands() > 3);
+    AsyncLoadCopy c;
+    c.op = &op;
+    c.ptrs = tensor(op, 0);
+    c.dst = buffer(op, 1);
+    if (hasMask) c.mask = tensor(op, 2);
+    if (hasOther) c.other = tensor(op, hasMask ? 3 : 2);
+    uncommitted_.push_back(std::move(c));
+    if (op.numResults()) set(op.result(), TokenValue{});
+    return;
+  }
+  case OpCode::AsyncCommitGroup:
+    loadGroups_.push_back(std::move(uncommitted_));
+    uncommitted_.clear();
+    if (op.numResults()) set(op.result(), TokenValue{});
+    return;
+  case OpCode::AsyncWaitGroup: {
+    size_t pendings = size_t(std::max<int64_t>(0, op.intAttr("pendings")));
+    while (loadGroups_.size() > pendings) {
+      completeLoadGroup(loadGroups_.front());
+      loadGroups_.pop_front();
+    }
+    return;
+  }
+
+  // ---- tensor cores ----
+  case OpCode::AsyncDot: {
+    RtValue acc = slot(op.operand(2));
+    bool useAcc = true;
+    if (op.numOperands() > 3) useAcc = readScalar(*tensor(op, 3), 0).i != 0;
+    if (op.numOperands() > 4 && readScalar(*tensor(op, 4), 0).i == 0) {
+      set(op.result(), acc); // predicated off: the accumulator passes through
+      return;
+    }
+    auto d = std::make_shared<PendingDot>();
+    d->op = &op;
+    d->a = slot(op.operand(0));
+    if (std::holds_alternative<PendingDotPtr>(d->a)) d->a = tensorOf(op, op.operand(0));
+    d->b = buffer(op, 1);
+    d->useAcc = useAcc;
+    d->resultType = op.result()->type();
+    if (auto* accBuf = std::get_if<BufferView>(&acc)) {
+      // Accumulator in TMEM (Blackwell): the dot updates the buffer in place, at issue.
+      d->acc = readBuffer(*accBuf, ir::Type::tensor(accBuf->elem, accBuf->shape));
+      d->resultType = ir::Type::tensor(accBuf->elem, accBuf->shape);
+      completeDot(*d);
+      writeBuffer(*accBuf, *d->result);
+      set(op.result(), acc);
+      return;
+    }
+    d->acc = acc;
+    dots_.push_back(d);
+    set(op.result(), PendingDotPtr(d));
+    return;
+  }
+  case OpCode::AsyncDotWait: {
+    completeDotsDownTo(size_t(std::max<int64_t>(0, op.intAttr("pendings"))));
+    for (unsigned i = 0; i < op.numResults(); ++i) set(op.result(i), slot(op.operand(i)));
+    yieldToOthers();
+    return;
+  }
+
+  // ---- misc ----
+  case OpCode::ReplicaId: {
+    Tensor t(ir::DType::I32, false, {});
+    *t.data<int32_t>() = agent_.replica;
+    set(op.result(), std::make_shared<Tensor>(std::move(t)));
+    return;
+  }
+  case OpCode::Clock64: {
+    Tensor t(ir::DType::I64, false, {});
+    *t.data<int64_t>() = ++k_.clock;
+    set(op.result(), std::make_shared<Tensor>(std::move(t)));
+    return;
+  }
+  case OpCode::ClusterCtaRank:
+  case OpCode::ClusterSize: {
+    int ctas = std::max(1, k_.fn->numCtas);
+    Tensor t(ir::DType::I32, false, {});
+    *t.data<int32_t>() = op.code() == OpCode::ClusterSize ? ctas : cta_.pid[0] % ctas;
+    set(op.result(), std::make_shared<Tensor>(std::move(t)));
+    return;
+  }
+  case OpCode::ThreadId:
+  case OpCode::VoteBallot:
+    fail(op.loc(), std::string(op.name()) +
+                       " has no single value in the interpreter, which runs each warp group as "
+                       "one agent over whole tensors");
+  case OpCode::AsyncTask:
+    throw std::logic_error("async_task outside async_tasks");
+  default:
+    throw std::logic_error(std::string("the interpreter does not implement op '") + op.name() +
+                           "'");
+  }
+}
+
+void Executor::execAsyncTasks(const ir::Op& op) {
+  if (agent_.scheduler) fail(op.loc(), "async_tasks nested inside an async task is not supported");
+  std::vector<std::unique_ptr<Agent>> agents;
+  std::vector<std::unique_ptr<Executor>> executors;
+  int taskIndex = 0;
+  for (const auto& taskOp : op.region(0)->ops()) {
+    if (taskOp->code() != OpCode::AsyncTask) continue;
+    bool isDefault = taskOp->intAttr("default") != 0;
+    int64_t replicas = std::max<int64_t>(1, taskOp->intAttr("replicate", 1));
+    std::string name = taskOp->strAttr("name");
+    if (name.empty()) name = isDefault ? "default" : "task " + std::to_string(taskIndex);
+    for (int64_t r = 0; r < replicas; ++r) {
+      auto a = std::make_unique<Agent>();
+      a->label = "task '" + name + "'" + (replicas > 1 ? " replica " + std::to_string(r) : "");
+      a->numWarps = isDefault ? k_.fn->numWarps : int(taskOp->intAttr("num_warps", 4));
+      a->replica = int(r);
+      auto ex = std::make_unique<Executor>(k_, cta_, *a, env_);
+      Executor* exp = ex.get();
+      const ir::Block* body = taskOp->region(0);
+      a->body = [exp, body] { exp->runBlock(*body); };
+      agents.push_back(std::move(a));
+      executors.push_back(std::move(ex));
+    }
+    ++taskIndex;
+  }
+  std::vector<Agent*> raw;
+  for (auto& a : agents) raw.push_back(a.get());
+  Scheduler scheduler;
+  cta_.scheduler = &scheduler;
+  struct Reset {
+    CtaState& c;
+    ~Reset() { c.scheduler = nullptr; }
+  } reset{cta_};
+  scheduler.run(
+      raw, [&] { return completeAsyncCopies(k_, cta_); },
+      [&](const std::vector<Agent*>& blocked) {
+        std::vector<Diagnostic> notes;
+        for (Agent* a : blocked) notes.push_back(note(a->site.loc, a->label + " " + a->site.what));
+        for (Agent* a : raw)
+          if (a->state == Agent::State::Done) notes.push_back(note({}, a->label + " has finished"));
+        SourceLoc loc = blocked.empty() ? op.loc() : blocked.front()->site.loc;
+        fail(loc,
+             "deadlock in " + where() +
+                 ": every async task is blocked and no copy is in "
+                 "flight",
+             std::move(notes));
+      });
+}
+
+} // namespace ww::interp
