@@ -1,0 +1,295 @@
+// Bounded mutation fuzzing of the front end over the kernel library and the examples: every
+// mutant must parse or fail with a CompileError whose location lies inside the file.
+#include "frontend/Lexer.h"
+#include "frontend/Parser.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+using namespace ww;
+
+namespace {
+
+/// Why a diagnostic location is unusable, or "" when it points into `text`.
+std::string checkLocation(const SourceManager& sm, uint32_t file, SourceLoc loc,
+                          const std::string& what) {
+  if (!loc.valid()) return what + " has no location";
+  if (loc.file != file) return what + " points into another file";
+  size_t lines = static_cast<size_t>(std::count(sm.text(file).begin(), sm.text(file).end(), '\n'));
+  if (loc.line > lines + 1) return what + " is past the last line";
+  if (loc.col == 0 || loc.col > sm.lineText(loc).size() + 1)
+    return what + " has column " + std::to_string(loc.col) + " outside its line";
+  return "";
+}
+
+} // namespace
+
+/// Runs the front end on one input. Returns "" when the outcome is acceptable (parsed, or a
+/// CompileError with a valid location), else what went wrong. Later stages extend this.
+std::string fuzzOne(const std::string& text) {
+  SourceManager sm;
+  uint32_t file = sm.addFile("fuzz.py", text);
+  try {
+    ast::Module module = frontend::parseModule(sm, file);
+    (void)module;
+  } catch (CompileError& e) {
+    std::string bad =
+        checkLocation(sm, file, e.diagnostic().loc, "error '" + e.diagnostic().message + "'");
+    for (const Diagnostic& n : e.diagnostic().notes)
+      if (bad.empty()) bad = checkLocation(sm, file, n.loc, "note '" + n.message + "'");
+    if (!bad.empty()) return bad;
+    e.render(sm); // the rendering path must not trip over any location either
+    if (std::string(e.what()).find("fuzz.py:") != 0) return "rendered error lacks FILE:LINE:COL";
+    return "";
+  } catch (const std::exception& e) {
+    return std::string("unexpected exception: ") + e.what();
+  } catch (...) {
+    return "unexpected non-standard exception";
+  }
+  return "";
+}
+
+namespace {
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> corpusFiles() {
+  std::vector<std::string> files;
+  for (const char* dir : {"/kernels", "/examples"}) {
+    std::string root = std::string(WW_SOURCE_DIR) + dir;
+    if (!std::filesystem::exists(root)) continue;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(root))
+      if (entry.is_regular_file() && entry.path().extension() == ".py")
+        files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+/// Byte ranges [begin, end) of the tokens of `text` that have a spelling (not layout tokens).
+std::vector<std::pair<size_t, size_t>> tokenSpans(const std::string& text) {
+  SourceManager sm;
+  uint32_t file = sm.addFile("seed.py", text);
+  std::vector<size_t> lineStarts = {0};
+  for (size_t i = 0; i < text.size(); ++i)
+    if (text[i] == '\n') lineStarts.push_back(i + 1);
+  std::vector<std::pair<size_t, size_t>> spans;
+  for (const frontend::Token& t : frontend::tokenize(sm, file)) {
+    if (t.text.empty() || t.kind == frontend::TokenKind::Newline) continue;
+    size_t begin = lineStarts[t.loc.line - 1] + t.loc.col - 1;
+    spans.push_back({begin, begin + t.text.size()});
+  }
+  return spans;
+}
+
+class Mutator {
+public:
+  Mutator(const std::string& seedText, uint32_t seed)
+      : seed_(seedText), spans_(tokenSpans(seedText)), rng_(seed) {}
+
+  std::string next() {
+    std::string s = seed_;
+    int edits = 1 + static_cast<int>(pick(3));
+    for (int i = 0; i < edits; ++i) mutate(s);
+    return s;
+  }
+
+private:
+  size_t pick(size_t n) {
+    return n == 0 ? 0 : std::uniform_int_distribution<size_t>(0, n - 1)(rng_);
+  }
+
+  void mutate(std::string& s) {
+    if (s.empty()) return;
+    static const char kInteresting[] = "()[]{}:,.=\n\t '\"\\#@*-+<>!~%&|^;0123456789_x";
+    switch (pick(9)) {
+    case 0: { // flip a byte to anything, including control bytes and non-ASCII
+      s[pick(s.size())] = static_cast<char>(pick(256));
+      break;
+    }
+    case 1: { // replace a byte with a syntactically interesting one
+      s[pick(s.size())] = kInteresting[pick(sizeof(kInteresting) - 1)];
+      break;
+    }
+    case 2:
+    case 3:
+    case 4: { // delete, duplicate or swap tokens (spans of the unmutated seed; clamp to s)
+      if (spans_.empty()) break;
+      auto [b, e] = spans_[pick(spans_.size())];
+      if (e > s.size()) break;
+      if (pick(3) == 0) {
+        s.erase(b, e - b);
+      } else if (pick(2) == 0) {
+        s.insert(b, s.substr(b, e - b) + " ");
+      } else {
+        auto [b2, e2] = spans_[pick(spans_.size())];
+        if (e2 > s.size() || b2 == b) break;
+        if (b2 < b) {
+          std::swap(b, b2);
+          std::swap(e, e2);
+        }
+        if (e > b2) break;
+        std::string first = s.substr(b, e - b), second = s.substr(b2, e2 - b2);
+        s.replace(b2, e2 - b2, first);
+        s.replace(b, e - b, second);
+      }
+      break;
+    }
+    case 5: { // delete or duplicate a line
+      auto [b, e] = lineAt(s, pick(s.size()));
+      if (pick(2) == 0)
+        s.erase(b, e - b);
+      else
+        s.insert(b, s.substr(b, e - b));
+      break;
+    }
+    case 6: { // change a line's indentation
+      auto [b, e] = lineAt(s, pick(s.size()));
+      (void)e;
+      switch (pick(4)) {
+      case 0:
+        s.insert(b, " ");
+        break;
+      case 1:
+        s.insert(b, "\t");
+        break;
+      case 2:
+        s.insert(b, "    ");
+        break;
+      default:
+        if (b < s.size() && (s[b] == ' ' || s[b] == '\t')) s.erase(b, 1);
+      }
+      break;
+    }
+    case 7: { // truncate
+      s.resize(pick(s.size()));
+      break;
+    }
+    default: { // insert an interesting byte
+      s.insert(pick(s.size()), 1, kInteresting[pick(sizeof(kInteresting) - 1)]);
+    }
+    }
+  }
+
+  static std::pair<size_t, size_t> lineAt(const std::string& s, size_t pos) {
+    size_t b = s.rfind('\n', pos == 0 ? 0 : pos - 1);
+    b = (b == std::string::npos || pos == 0) ? 0 : b + 1;
+    size_t e = s.find('\n', pos);
+    e = e == std::string::npos ? s.size() : e + 1;
+    return {b, e};
+  }
+
+  std::string seed_;
+  std::vector<std::pair<size_t, size_t>> spans_;
+  std::mt19937 rng_;
+};
+
+} // namespace
+
+TEST(Fuzz, SeedsAreAccepted) {
+  std::vector<std::string> files = corpusFiles();
+  ASSERT_FALSE(files.empty());
+  for (const std::string& path : files) EXPECT_EQ(fuzzOne(readFile(path)), "") << path;
+}
+
+TEST(Fuzz, HandWrittenNastyInputs) {
+  std::vector<std::string> inputs = {
+      "",
+      "\n\n\n",
+      "@",
+      "@ww.jit",
+      "@ww.jit\n",
+      "@ww.jit\ndef",
+      "@ww.jit\ndef k(",
+      "@ww.jit\ndef k():",
+      "@ww.jit\ndef k():\n",
+      "@ww.jit\ndef k():\n  \\",
+      "@ww.jit\ndef k():\n  x = '''",
+      "@ww.jit\ndef k():\n  x = f'{'",
+      "@ww.jit\ndef k():\n  x = 0x",
+      "@ww.jit\ndef k():\n  x = 1e",
+      "@ww.jit\ndef k():\n  x = 1e+",
+      "@ww.jit\ndef k():\n  x = '\\x4'",
+      "@ww.jit\ndef k():\n  x = '\\U0011FFFF'",
+      std::string("@ww.jit\ndef k():\n  x = 1\0\n", 23),
+      "\xff\xfe\x00",
+      "def f():\n\tif x:\n        pass\n",
+      std::string(300, '(') + std::string(300, ')'),
+      "@ww.jit\ndef k():\n  return " + std::string(250, '-') + "1\n",
+      "@ww.jit\ndef k():\n  return " + std::string(250, '~') + "x\n",
+      "@ww.jit\ndef k():\n  return 2" +
+          [] {
+            std::string s;
+            for (int i = 0; i < 250; ++i) s += "**2";
+            return s;
+          }() +
+          "\n",
+      "@ww.jit\ndef k():\n  return " +
+          [] {
+            std::string s = "x";
+            for (int i = 0; i < 6000; ++i) s += "+x";
+            return s;
+          }() +
+          "\n",
+      "@ww.jit\ndef k():\n  return " +
+          [] {
+            std::string s;
+            for (int i = 0; i < 250; ++i) s += "not ";
+            return s + "x";
+          }() +
+          "\n",
+      [] {
+        std::string s = "@ww.jit\ndef k():\n";
+        for (int i = 1; i < 120; ++i) s += std::string(static_cast<size_t>(i), ' ') + "if x:\n";
+        return s + std::string(120, ' ') + "pass\n";
+      }(),
+  };
+  for (const std::string& in : inputs) EXPECT_EQ(fuzzOne(in), "") << in.substr(0, 80);
+}
+
+TEST(Fuzz, BoundedMutationLoop) {
+  std::vector<std::string> files = corpusFiles();
+  ASSERT_FALSE(files.empty());
+  constexpr int kMutantsPerFile = 600;
+  auto start = std::chrono::steady_clock::now();
+  double slowestMs = 0;
+  int total = 0, parsed = 0;
+  for (size_t f = 0; f < files.size(); ++f) {
+    std::string seed = readFile(files[f]);
+    Mutator mutator(seed, 12345u + static_cast<uint32_t>(f));
+    for (int i = 0; i < kMutantsPerFile; ++i) {
+      std::string mutant = mutator.next();
+      auto t0 = std::chrono::steady_clock::now();
+      std::string bad = fuzzOne(mutant);
+      double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      slowestMs = std::max(slowestMs, ms);
+      ++total;
+      if (bad.empty()) {
+        SourceManager sm;
+        try {
+          frontend::parseModule(sm, sm.addFile("m.py", mutant));
+          ++parsed;
+        } catch (const CompileError&) {
+        }
+      }
+      ASSERT_EQ(bad, "") << files[f] << " mutant " << i << ":\n" << mutant;
+    }
+  }
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("fuzz: %d mutants of %zu files in %.2f s (%d parsed, %d rejected), slowest %.2f ms\n",
+              total, files.size(), seconds, parsed, total - parsed, slowestMs);
+  // A hang shows up as one mutant taking far longer than parsing a whole file should.
+  EXPECT_LT(slowestMs, 1000.0);
+}
