@@ -1,0 +1,886 @@
+// Tests of src/layout: LinearLayout algebra against brute-force enumeration, the concrete layouts
+// against the PTX ISA fragment tables and the swizzle definitions, the bank-conflict model,
+// AxisInfo on realistic index computations, and layout assignment of whole kernels built with
+// ir::Builder.
+#include "frontend/Diagnostics.h"
+#include "ir/Builder.h"
+#include "layout/AxisInfo.h"
+#include "layout/LayoutAssignment.h"
+#include "layout/Layouts.h"
+#include "layout/LinearLayout.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+
+using namespace ww;
+using namespace ww::layout;
+using ir::DType;
+using ir::OpCode;
+using ir::Type;
+using LL = LinearLayout;
+
+namespace {
+
+/// Enumerates every input of `l` (in dim order, first dim fastest) and calls fn(ins, outs).
+template <typename F> void forEachInput(const LL& l, F fn) {
+  int64_t total = l.getTotalInDimSize();
+  for (int64_t flat = 0; flat < total; ++flat) {
+    std::vector<int32_t> ins;
+    int64_t rest = flat;
+    for (const auto& name : l.inDimNames()) {
+      int32_t size = l.getInDimSize(name);
+      ins.push_back(static_cast<int32_t>(rest % size));
+      rest /= size;
+    }
+    fn(ins, l.apply(ins));
+  }
+}
+
+/// A random layout with the given in dims (log2 sizes) and out dims (log2 sizes).
+LL randomLayout(std::mt19937& rng, const std::vector<std::pair<std::string, int>>& ins,
+                const std::vector<std::pair<std::string, int>>& outs) {
+  LL::Bases bases;
+  for (const auto& [name, bits] : ins) {
+    std::vector<std::vector<int32_t>> dim;
+    for (int b = 0; b < bits; ++b) {
+      std::vector<int32_t> basis;
+      for (const auto& [oname, obits] : outs)
+        basis.push_back(static_cast<int32_t>(rng() & ((1u << obits) - 1)));
+      dim.push_back(basis);
+    }
+    bases.emplace_back(name, dim);
+  }
+  LL::NamedSizes outDims;
+  for (const auto& [name, bits] : outs) outDims.emplace_back(name, 1 << bits);
+  return LL(bases, outDims);
+}
+
+/// A random bijective layout: a random invertible matrix built from row operations on the
+/// identity, so every input bit maps somewhere and the map stays full rank.
+LL randomBijection(std::mt19937& rng, int inBitsA, int inBitsB) {
+  int n = inBitsA + inBitsB;
+  std::vector<uint32_t> cols(n);
+  for (int i = 0; i < n; ++i) cols[i] = 1u << i;
+  for (int step = 0; step < 4 * n; ++step) {
+    int a = rng() % n, b = rng() % n;
+    if (a != b) cols[a] ^= cols[b];
+  }
+  std::shuffle(cols.begin(), cols.end(), rng);
+  // Split the n output bits into out dims "x" (3 bits) and "y" (rest).
+  int xBits = std::min(3, n);
+  LL::Bases bases;
+  std::vector<std::vector<int32_t>> a, b;
+  for (int i = 0; i < n; ++i) {
+    std::vector<int32_t> basis{static_cast<int32_t>(cols[i] & ((1u << xBits) - 1)),
+                               static_cast<int32_t>(cols[i] >> xBits)};
+    (i < inBitsA ? a : b).push_back(basis);
+  }
+  bases.emplace_back("p", a);
+  bases.emplace_back("q", b);
+  return LL(bases, LL::NamedSizes{{"x", 1 << xBits}, {"y", 1 << (n - xBits)}});
+}
+
+// ---------------------------------------------------------------------------------------------
+// algebra
+// ---------------------------------------------------------------------------------------------
+
+TEST(LinearLayout, OneDimensionalConstructors) {
+  LL id = LL::identity1D(8, "in", "out");
+  for (int32_t i = 0; i < 8; ++i) EXPECT_EQ(id.apply(std::vector<int32_t>{i})[0], i);
+  LL z = LL::zeros1D(8, "in", "out");
+  EXPECT_EQ(z.getOutDimSize("out"), 1);
+  for (int32_t i = 0; i < 8; ++i) EXPECT_EQ(z.apply(std::vector<int32_t>{i})[0], 0);
+  LL s = LL::strided1D(4, 8, "in", "out");
+  EXPECT_EQ(s.getOutDimSize("out"), 32);
+  for (int32_t i = 0; i < 4; ++i) EXPECT_EQ(s.apply(std::vector<int32_t>{i})[0], 8 * i);
+  EXPECT_THROW(LL::identity1D(6, "in", "out"), std::logic_error);
+}
+
+TEST(LinearLayout, ProductStacksOuterAboveInner) {
+  // register -> dim0 (4), lane -> dim0 (8) above it, lane -> dim1 (2) next.
+  LL l = LL::identity1D(4, "register", "dim0") * LL::identity1D(8, "lane", "dim0") *
+         LL::identity1D(2, "lane", "dim1");
+  EXPECT_EQ(l.getOutDimSize("dim0"), 32);
+  EXPECT_EQ(l.getOutDimSize("dim1"), 2);
+  EXPECT_EQ(l.getInDimSize("lane"), 16);
+  forEachInput(l, [&](const std::vector<int32_t>& in, const std::vector<int32_t>& out) {
+    EXPECT_EQ(out[0], in[0] + 4 * (in[1] % 8));
+    EXPECT_EQ(out[1], in[1] / 8);
+  });
+}
+
+TEST(LinearLayout, ComposeMatchesBruteForce) {
+  std::mt19937 rng(1);
+  for (int trial = 0; trial < 20; ++trial) {
+    LL inner = randomLayout(rng, {{"a", 3}, {"b", 2}}, {{"x", 3}, {"y", 2}});
+    LL outer = randomLayout(rng, {{"x", 3}, {"y", 2}}, {{"u", 4}, {"v", 1}});
+    LL c = inner.compose(outer);
+    forEachInput(inner, [&](const std::vector<int32_t>& in, const std::vector<int32_t>& mid) {
+      EXPECT_EQ(c.apply(in), outer.apply(mid));
+    });
+  }
+}
+
+TEST(LinearLayout, InvertRoundTripsBijections) {
+  std::mt19937 rng(2);
+  for (int trial = 0; trial < 20; ++trial) {
+    LL l = randomBijection(rng, 3, 3);
+    ASSERT_TRUE(l.isSurjective() && l.isInjective());
+    LL inv = l.invert();
+    std::set<std::vector<int32_t>> images;
+    forEachInput(l, [&](const std::vector<int32_t>& in, const std::vector<int32_t>& out) {
+      images.insert(out);
+      auto back = inv.apply(out);
+      EXPECT_EQ(back, in);
+    });
+    EXPECT_EQ(static_cast<int64_t>(images.size()), l.getTotalOutDimSize());
+  }
+}
+
+TEST(LinearLayout, PseudoinvertIsARightInverseWithFreeBitsZero) {
+  std::mt19937 rng(3);
+  int checked = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    LL l = randomLayout(rng, {{"register", 3}, {"lane", 3}}, {{"x", 2}, {"y", 2}});
+    if (!l.isSurjective()) {
+      EXPECT_THROW(l.pseudoinvert(), std::logic_error);
+      continue;
+    }
+    ++checked;
+    LL p = l.pseudoinvert();
+    int32_t freeRegs = l.freeVariableMask("register"), freeLanes = l.freeVariableMask("lane");
+    forEachInput(p, [&](const std::vector<int32_t>& y, const std::vector<int32_t>& x) {
+      EXPECT_EQ(l.apply(x), y);
+      EXPECT_EQ(x[0] & freeRegs, 0);
+      EXPECT_EQ(x[1] & freeLanes, 0);
+    });
+  }
+  EXPECT_GT(checked, 5);
+}
+
+TEST(LinearLayout, InvertAndComposeFindsTheHolderOfEachElement) {
+  // Two different distributions of a 16x16 tensor over 4 registers x 32 lanes x 2 warps.
+  LL src = blockedLayout({16, 16}, {1, 4}, {8, 4}, {2, 1}, {1, 0});
+  LL dst = blockedLayout({16, 16}, {4, 1}, {4, 8}, {1, 2}, {0, 1});
+  LL c = src.invertAndCompose(dst);
+  forEachInput(src, [&](const std::vector<int32_t>& in, const std::vector<int32_t>& out) {
+    EXPECT_EQ(dst.apply(c.apply(in)), out);
+  });
+}
+
+TEST(LinearLayout, ReshapeTransposeSublayoutFlatten) {
+  std::mt19937 rng(4);
+  LL l = randomLayout(rng, {{"register", 2}, {"lane", 3}}, {{"x", 2}, {"y", 3}});
+  // reshapeIns to one dim and back is the identity.
+  LL flat = l.reshapeIns({{"all", 32}});
+  EXPECT_EQ(flat.reshapeIns({{"register", 4}, {"lane", 8}}), l);
+  forEachInput(l, [&](const std::vector<int32_t>& in, const std::vector<int32_t>& out) {
+    // Flattened outs: first out dim minor.
+    int32_t f = flat.flattenOuts().apply(std::vector<int32_t>{in[0] + 4 * in[1]})[0];
+    EXPECT_EQ(f, out[0] + 4 * out[1]);
+    auto t = l.transposeOuts({"y", "x"}).apply(in);
+    EXPECT_EQ(t[0], out[1]);
+    EXPECT_EQ(t[1], out[0]);
+  });
+  EXPECT_EQ(l.reshapeOuts({{"z", 32}}).reshapeOuts({{"x", 4}, {"y", 8}}), l);
+  LL sub = l.sublayout({"lane"}, {"y"});
+  EXPECT_EQ(sub.numInDims(), 1);
+  EXPECT_EQ(sub.numOutDims(), 1);
+  for (int32_t lane = 0; lane < 8; ++lane)
+    EXPECT_EQ(sub.apply(std::vector<int32_t>{lane})[0], l.apply(std::vector<int32_t>{0, lane})[1]);
+  EXPECT_TRUE(l.transposeOuts({"y", "x"}).equalIgnoringDimOrder(l));
+  EXPECT_FALSE(l.transposeOuts({"y", "x"}) == l);
+}
+
+TEST(LinearLayout, FreeVariablesAndConsecutiveRegisters) {
+  // Registers: bits 0,1 -> columns 1,2; bit 2 duplicates bit 0 XOR bit 1; lane bit 4 is zero.
+  LL l(LL::Bases{{"register", {{0, 1}, {0, 2}, {0, 3}}},
+                 {"lane", {{0, 4}, {1, 0}, {2, 0}, {4, 0}, {0, 0}}}},
+       LL::NamedSizes{{"dim0", 8}, {"dim1", 8}});
+  EXPECT_EQ(l.freeVariableMask("register"), 0b100);
+  EXPECT_EQ(l.freeVariableMask("lane"), 0b10000);
+  EXPECT_EQ(l.numConsecutiveInOut(), 4);
+  EXPECT_EQ(l.numConsecutiveInOut("dim1"), 4);
+  EXPECT_EQ(l.numConsecutiveInOut("dim0"), 1);
+  EXPECT_FALSE(l.isInjective());
+  EXPECT_TRUE(l.isSurjective());
+  EXPECT_NE(l.str().find("register: [0,1] [0,2] [0,3]"), std::string::npos);
+}
+
+TEST(LinearLayout, MalformedBasesAreRejected) {
+  EXPECT_THROW(LL(LL::Bases{{"register", {{8}}}}, LL::NamedSizes{{"dim0", 8}}), std::logic_error);
+  EXPECT_THROW(LL(LL::Bases{{"register", {{1, 0}}}}, LL::NamedSizes{{"dim0", 8}}),
+               std::logic_error);
+  EXPECT_THROW(LL::identity1D(4, "a", "x").invert().compose(LL::identity1D(2, "y", "z")),
+               std::logic_error);
+}
+
+// ---------------------------------------------------------------------------------------------
+// distributed layouts
+// ---------------------------------------------------------------------------------------------
+
+/// Triton's blocked layout written out directly (an independent reference): the coordinate of
+/// (register, lane, warp) for a tensor that is an exact multiple of the CTA tile.
+std::vector<int32_t>
+blockedReference(const std::vector<int64_t>& shape, const std::vector<int32_t>& spt,
+                 const std::vector<int32_t>& tpw, const std::vector<int32_t>& wpc,
+                 const std::vector<int32_t>& order, int32_t reg, int32_t lane, int32_t warp) {
+  size_t rank = shape.size();
+  std::vector<int32_t> coord(rank, 0);
+  // Decompose register into (within sizePerThread) then (repetition), both in `order`.
+  int32_t r = reg;
+  std::vector<int32_t> inThread(rank), rep(rank);
+  for (int32_t d : order) {
+    inThread[d] = r % spt[d];
+    r /= spt[d];
+  }
+  for (int32_t d : order) {
+    int32_t tile = spt[d] * tpw[d] * wpc[d];
+    int32_t reps = static_cast<int32_t>(shape[d] / tile);
+    rep[d] = r % reps;
+    r /= reps;
+  }
+  int32_t l = lane, w = warp;
+  for (int32_t d : order) {
+    int32_t laneD = l % tpw[d];
+    l /= tpw[d];
+    int32_t warpD = w % wpc[d];
+    w /= wpc[d];
+    int32_t tile = spt[d] * tpw[d] * wpc[d];
+    coord[d] = rep[d] * tile + warpD * spt[d] * tpw[d] + laneD * spt[d] + inThread[d];
+  }
+  return coord;
+}
+
+TEST(Layouts, BlockedMatchesReference) {
+  struct Case {
+    std::vector<int64_t> shape;
+    std::vector<int32_t> spt, tpw, wpc, order;
+  };
+  std::vector<Case> cases = {
+      {{1024}, {4}, {32}, {4}, {0}},
+      {{64, 64}, {1, 4}, {4, 8}, {4, 1}, {1, 0}},
+      {{32, 128}, {2, 2}, {8, 4}, {2, 2}, {0, 1}},
+      {{16, 8, 128}, {1, 1, 4}, {2, 2, 8}, {1, 2, 2}, {2, 0, 1}},
+  };
+  for (const Case& c : cases) {
+    LL l = blockedLayout(c.shape, c.spt, c.tpw, c.wpc, c.order);
+    EXPECT_TRUE(l.isInjective() && l.isSurjective()) << l.str();
+    forEachInput(l, [&](const std::vector<int32_t>& in, const std::vector<int32_t>& out) {
+      EXPECT_EQ(out, blockedReference(c.shape, c.spt, c.tpw, c.wpc, c.order, in[0], in[1], in[2]));
+    });
+  }
+}
+
+TEST(Layouts, BlockedSmallerThanTileBroadcasts) {
+  // 16 elements over 4 warps x 32 lanes: lanes 16.. and every warp hold copies.
+  LL l = blockedLayout({16}, {1}, {32}, {4}, {0});
+  EXPECT_EQ(l.getOutDimSize("dim0"), 16);
+  EXPECT_EQ(l.freeVariableMask("lane"), 0b10000);
+  EXPECT_EQ(l.freeVariableMask("warp"), 0b11);
+  EXPECT_TRUE(l.isSurjective());
+  // A register-sized excess is dropped, not duplicated.
+  LL r = blockedLayout({4}, {8}, {1}, {1}, {0});
+  EXPECT_EQ(r.getInDimSize("register"), 4);
+}
+
+TEST(Layouts, DefaultBlockedForVectorAdd) {
+  LL l = defaultBlockedLayout({1024}, 4, 4);
+  EXPECT_EQ(l, blockedLayout({1024}, {4}, {32}, {4}, {0}));
+  EXPECT_EQ(l.getInDimSize("register"), 8);
+  EXPECT_EQ(l.numConsecutiveInOut(), 4);
+}
+
+TEST(Layouts, SliceProjectsTheParent) {
+  LL parent = blockedLayout({32, 64}, {1, 4}, {4, 8}, {2, 2}, {1, 0});
+  for (int dim = 0; dim < 2; ++dim) {
+    LL s = sliceLayout(parent, dim);
+    ASSERT_EQ(s.numOutDims(), 1);
+    EXPECT_EQ(s.getOutDimSize("dim0"), parent.getOutDimSize(dimName(1 - dim)));
+    // Every thread's slice elements are exactly the projections of its parent elements.
+    std::map<std::pair<int32_t, int32_t>, std::set<int32_t>> parentProj, sliceElems;
+    forEachInput(parent, [&](const std::vector<int32_t>& in, const std::vector<int32_t>& out) {
+      parentProj[{in[1], in[2]}].insert(out[1 - dim]);
+    });
+    forEachInput(s, [&](const std::vector<int32_t>& in, const std::vector<int32_t>& out) {
+      sliceElems[{in[1], in[2]}].insert(out[0]);
+    });
+    EXPECT_EQ(parentProj, sliceElems);
+    // No duplicated registers remain.
+    EXPECT_EQ(s.freeVariableMask("register"), 0);
+  }
+  // expand_dims of the slice broadcasts back to the parent without data movement.
+  LL back = expandDimsLayout(sliceLayout(parent, 1), 1);
+  EXPECT_EQ(layoutShape(back), (std::vector<int64_t>{32, 1}));
+  EXPECT_TRUE(isBroadcastWithoutMovement(back, parent));
+  EXPECT_FALSE(
+      isBroadcastWithoutMovement(back, blockedLayout({32, 64}, {4, 1}, {8, 4}, {1, 4}, {0, 1})));
+  LL stretched = broadcastLayout(back, {32, 64});
+  EXPECT_TRUE(isBroadcastWithoutMovement(back, stretched));
+}
+
+TEST(Layouts, PermuteAndReshapeKeepElementsInPlace) {
+  LL l = blockedLayout({8, 32}, {1, 4}, {4, 8}, {2, 1}, {1, 0});
+  LL p = permuteLayout(l, {1, 0});
+  forEachInput(l, [&](const std::vector<int32_t>& in, const std::vector<int32_t>& out) {
+    auto q = p.apply(in);
+    EXPECT_EQ(q[0], out[1]);
+    EXPECT_EQ(q[1], out[0]);
+  });
+  LL r = reshapeLayout(l, {256});
+  forEachInput(l, [&](const std::vector<int32_t>& in, const std::vector<int32_t>& out) {
+    EXPECT_EQ(r.apply(in)[0], out[0] * 32 + out[1]);
+  });
+}
+
+TEST(Layouts, ConversionKinds) {
+  LL a = blockedLayout({64, 64}, {1, 4}, {4, 8}, {4, 1}, {1, 0});
+  EXPECT_EQ(conversionKind(a, a), ConversionKind::None);
+  // Same threads, registers reordered: a register permutation.
+  LL regsSwapped(
+      LL::Bases{{"register",
+                 {a.getBasis("register", 2), a.getBasis("register", 0), a.getBasis("register", 1),
+                  a.getBasis("register", 3), a.getBasis("register", 4)}},
+                {"lane", a.getBases()[1].second},
+                {"warp", a.getBases()[2].second}},
+      LL::NamedSizes{{"dim0", 64}, {"dim1", 64}});
+  EXPECT_EQ(conversionKind(a, regsSwapped), ConversionKind::Registers);
+  // Same warp rows, elements exchanged between lanes of each warp: shuffles.
+  LL b = blockedLayout({64, 64}, {1, 2}, {4, 8}, {4, 1}, {1, 0});
+  EXPECT_EQ(conversionKind(a, b), ConversionKind::WarpShuffle);
+  // Warps along the other dim: shared memory.
+  LL c = blockedLayout({64, 64}, {1, 4}, {4, 8}, {1, 4}, {1, 0});
+  EXPECT_EQ(conversionKind(a, c), ConversionKind::SharedMemory);
+}
+
+// ---------------------------------------------------------------------------------------------
+// tensor-core layouts, checked against the PTX ISA fragment formulas
+// ---------------------------------------------------------------------------------------------
+
+TEST(Layouts, MmaSyncAccumulatorMatchesPtxTable) {
+  // PTX ISA, mma.m16n8k16 accumulators: groupID = lane >> 2, tig = lane % 4;
+  // row = groupID (c0, c1) or groupID + 8 (c2, c3); col = tig * 2 + (i & 1).
+  LL l = mmaSyncAccumulatorLayout({16, 8}, {1, 1});
+  EXPECT_EQ(l.getInDimSize("register"), 4);
+  for (int32_t lane = 0; lane < 32; ++lane)
+    for (int32_t i = 0; i < 4; ++i) {
+      auto out = l.apply(std::vector<int32_t>{i, lane, 0});
+      EXPECT_EQ(out[0], (lane >> 2) + (i >= 2 ? 8 : 0));
+      EXPECT_EQ(out[1], (lane % 4) * 2 + (i & 1));
+    }
+  // Warps tile N first; the CTA tile repeats in registers over a larger tensor.
+  LL big = mmaSyncAccumulatorLayout({64, 64}, {2, 2});
+  EXPECT_TRUE(big.isInjective() && big.isSurjective());
+  EXPECT_EQ(big.apply(std::vector<int32_t>{0, 0, 1}), (std::vector<int32_t>{0, 8}));
+  EXPECT_EQ(big.apply(std::vector<int32_t>{0, 0, 2}), (std::vector<int32_t>{16, 0}));
+  EXPECT_EQ(big.getInDimSize("register"), 4 * 2 * 4);
+}
+
+TEST(Layouts, MmaSyncOperandsMatchPtxTables) {
+  // A, m16n8k16 f16: row = groupID for a0,a1,a4,a5 else +8; col = tig*2 + (i&1), +8 for i >= 4.
+  LL a = mmaSyncOperandLayout(0, {16, 16}, {1, 1}, 16);
+  for (int32_t lane = 0; lane < 32; ++lane)
+    for (int32_t i = 0; i < 8; ++i) {
+      auto out = a.apply(std::vector<int32_t>{i, lane, 0});
+      EXPECT_EQ(out[0], (lane >> 2) + ((i % 4) >= 2 ? 8 : 0));
+      EXPECT_EQ(out[1], (lane % 4) * 2 + (i & 1) + (i >= 4 ? 8 : 0));
+    }
+  // B, m16n8k16 f16: row(k) = tig*2 + (i&1), +8 for i >= 2; col(n) = groupID.
+  LL b = mmaSyncOperandLayout(1, {16, 8}, {1, 1}, 16);
+  for (int32_t lane = 0; lane < 32; ++lane)
+    for (int32_t i = 0; i < 4; ++i) {
+      auto out = b.apply(std::vector<int32_t>{i, lane, 0});
+      EXPECT_EQ(out[0], (lane % 4) * 2 + (i & 1) + (i >= 2 ? 8 : 0));
+      EXPECT_EQ(out[1], lane >> 2);
+    }
+  // A, m16n8k8 tf32: row = groupID for a0,a2 else +8; col = tig for a0,a1, tig+4 for a2,a3.
+  LL t = mmaSyncOperandLayout(0, {16, 8}, {1, 1}, 32);
+  for (int32_t lane = 0; lane < 32; ++lane)
+    for (int32_t i = 0; i < 4; ++i) {
+      auto out = t.apply(std::vector<int32_t>{i, lane, 0});
+      EXPECT_EQ(out[0], (lane >> 2) + (i % 2 ? 8 : 0));
+      EXPECT_EQ(out[1], (lane % 4) + (i >= 2 ? 4 : 0));
+    }
+  // A, m16n8k32 8-bit: row = groupID for i in [0,4) or [8,12) else +8; col = tig*4 + (i&3),
+  // +16 for i >= 8.
+  LL e = mmaSyncOperandLayout(0, {16, 32}, {1, 1}, 8);
+  for (int32_t lane = 0; lane < 32; ++lane)
+    for (int32_t i = 0; i < 16; ++i) {
+      auto out = e.apply(std::vector<int32_t>{i, lane, 0});
+      EXPECT_EQ(out[0], (lane >> 2) + ((i % 8) >= 4 ? 8 : 0));
+      EXPECT_EQ(out[1], (lane % 4) * 4 + (i & 3) + (i >= 8 ? 16 : 0));
+    }
+  // With 2x2 warps, A is shared by the two warps along N and B by the two along M.
+  LL a4 = mmaSyncOperandLayout(0, {32, 16}, {2, 2}, 16);
+  EXPECT_EQ(a4.freeVariableMask("warp"), 0b01);
+  LL b4 = mmaSyncOperandLayout(1, {16, 16}, {2, 2}, 16);
+  EXPECT_EQ(b4.freeVariableMask("warp"), 0b10);
+}
+
+TEST(Layouts, WgmmaAccumulatorMatchesPtxTable) {
+  // wgmma m64nNk16 D: warp w of the group owns rows 16w..16w+15; row = 16w + groupID +
+  // 8 * ((i >> 1) & 1); col = 8 * (i >> 2) + tig * 2 + (i & 1).
+  LL l = wgmmaAccumulatorLayout({64, 64}, 64, {4, 1});
+  EXPECT_EQ(l.getInDimSize("register"), 32);
+  EXPECT_EQ(l.getInDimSize("warp"), 4);
+  for (int32_t w = 0; w < 4; ++w)
+    for (int32_t lane = 0; lane < 32; ++lane)
+      for (int32_t i = 0; i < 32; ++i) {
+        auto out = l.apply(std::vector<int32_t>{i, lane, w});
+        EXPECT_EQ(out[0], 16 * w + (lane >> 2) + 8 * ((i >> 1) & 1));
+        EXPECT_EQ(out[1], 8 * (i >> 2) + (lane % 4) * 2 + (i & 1));
+      }
+  // Two warp groups along M for a 128x128 tile with n=128 instructions.
+  LL two = wgmmaAccumulatorLayout({128, 128}, 128, {8, 1});
+  EXPECT_TRUE(two.isInjective() && two.isSurjective());
+  EXPECT_EQ(two.apply(std::vector<int32_t>{0, 0, 4}), (std::vector<int32_t>{64, 0}));
+  EXPECT_EQ(wgmmaInstrN(256, 1), 256);
+  EXPECT_EQ(wgmmaInstrN(128, 2), 64);
+  EXPECT_EQ(wgmmaInstrN(4, 1), 0);
+  // The register A operand: per warp the mma.sync A fragment, warps stacked along M.
+  LL a = wgmmaOperandALayout({64, 16}, {4, 1}, 16);
+  LL frag = mmaSyncOperandLayout(0, {16, 16}, {1, 1}, 16);
+  forEachInput(a, [&](const std::vector<int32_t>& in, const std::vector<int32_t>& out) {
+    auto f = frag.apply(std::vector<int32_t>{in[0], in[1], 0});
+    EXPECT_EQ(out[0], f[0] + 16 * in[2]);
+    EXPECT_EQ(out[1], f[1]);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// shared memory
+// ---------------------------------------------------------------------------------------------
+
+TEST(Layouts, NvmmaSwizzleMatchesCutlassDefinition) {
+  // Swizzle<B,4,3> on byte addresses: bits [4, 4+B) ^= bits [7, 7+B), B = log2(swizzle / 16).
+  for (int swizzle : {0, 32, 64, 128}) {
+    for (int elemBytes : {1, 2, 4}) {
+      int64_t cols = swizzle ? 2 * swizzle / elemBytes : 64, rows = 32;
+      LL l = nvmmaSharedLayout({rows, cols}, elemBytes, swizzle);
+      ASSERT_TRUE(l.isInjective() && l.isSurjective());
+      LL toOffset = l.invert();
+      int bits = swizzle ? __builtin_ctz(swizzle / 16) : 0;
+      int64_t rowElems = swizzle ? swizzle / elemBytes : cols;
+      for (int32_t r = 0; r < rows; ++r)
+        for (int32_t c = 0; c < cols; ++c) {
+          int64_t byte =
+              ((c / rowElems) * rows * rowElems + r * rowElems + c % rowElems) * elemBytes;
+          byte ^= ((byte >> 7) & ((1 << bits) - 1)) << 4;
+          EXPECT_EQ(toOffset.apply(std::vector<int32_t>{r, c})[0], byte / elemBytes)
+              << "swizzle " << swizzle << " elem " << elemBytes << " at " << r << "," << c;
+        }
+    }
+  }
+  // Known points of the 128-byte fp16 swizzle: row 1's first chunk moves to chunk 1, its
+  // second chunk to chunk 0.
+  LL sw = nvmmaSharedLayout({64, 64}, 2, 128).invert();
+  EXPECT_EQ(sw.apply(std::vector<int32_t>{1, 0})[0], 64 + 8);
+  EXPECT_EQ(sw.apply(std::vector<int32_t>{1, 8})[0], 64);
+  EXPECT_EQ(sw.apply(std::vector<int32_t>{7, 0})[0], 7 * 64 + 7 * 8);
+  EXPECT_EQ(sw.apply(std::vector<int32_t>{8, 0})[0], 8 * 64);
+  EXPECT_EQ(nvmmaSwizzleBytes({64, 64}, 2), 128);
+  EXPECT_EQ(nvmmaSwizzleBytes({64, 16}, 2), 32);
+  EXPECT_EQ(nvmmaSwizzleBytes({64, 8}, 2), 0);
+  EXPECT_THROW(nvmmaSharedLayout({64, 16}, 2, 128), std::logic_error);
+}
+
+/// ldmatrix-style reads of a 64x64 fp16 tile: lanes 0-7 read 16-byte rows 0-7 of one column
+/// chunk, lanes 8-31 the next chunks: eight 16-byte vectors per phase.
+LL ldmatrixReads() {
+  return LL::identity1D(8, kRegister, dimName(1)) * LL::identity1D(8, kLane, dimName(0)) *
+         LL::identity1D(4, kLane, dimName(1)) * LL::identity1D(8, kRegister, dimName(0)) *
+         LL::identity1D(2, kRegister, dimName(1));
+}
+
+TEST(Layouts, SwizzleRemovesBankConflicts) {
+  LL reads = ldmatrixReads().transposeOuts({dimName(0), dimName(1)});
+  ASSERT_EQ(layoutShape(reads), (std::vector<int64_t>{64, 64}));
+  // 32 lanes x 16 bytes = 512 bytes = 4 wavefronts at best.
+  int plain = sharedAccessWavefronts(reads, nvmmaSharedLayout({64, 64}, 2, 0), 2, 8);
+  int swizzled = sharedAccessWavefronts(reads, nvmmaSharedLayout({64, 64}, 2, 128), 2, 8);
+  EXPECT_EQ(swizzled, 4);
+  EXPECT_EQ(plain, 32); // eight rows 128 bytes apart hit the same banks in every phase
+  // Row-major 4-wide fp32 writes by a coalesced blocked layout are conflict-free as is.
+  LL blocked = blockedLayout({64, 64}, {1, 4}, {2, 16}, {4, 1}, {1, 0});
+  EXPECT_EQ(sharedAccessWavefronts(blocked, swizzledSharedLayout({64, 64}, 1, 1, 1, {1, 0}), 4, 4),
+            4);
+}
+
+TEST(Layouts, ConversionSharedLayoutIsConflictFreeBothWays) {
+  // Transposing access: writes by rows (4 x fp32 vectors along dim1), reads by columns (4 x
+  // fp32 along dim0 per thread, lanes along dim1).
+  LL rows = blockedLayout({64, 64}, {1, 4}, {4, 8}, {4, 1}, {1, 0});
+  LL cols = blockedLayout({64, 64}, {4, 1}, {8, 4}, {1, 4}, {0, 1});
+  LL plain = swizzledSharedLayout({64, 64}, 1, 1, 1, {1, 0});
+  int plainCost =
+      sharedAccessWavefronts(rows, plain, 4, 4) + sharedAccessWavefronts(cols, plain, 4, 1);
+  LL chosen = conversionSharedLayout(rows, cols, 4);
+  ASSERT_TRUE(chosen.isInjective() && chosen.isSurjective());
+  int writes = sharedAccessWavefronts(rows, chosen, 4, 4);
+  int reads = sharedAccessWavefronts(cols, chosen, 4, 1);
+  EXPECT_LT(writes + reads, plainCost);
+  EXPECT_EQ(writes, 4); // 512 bytes in 16-byte vectors
+  EXPECT_EQ(reads, 1);  // 32 lanes x 4 bytes
+}
+
+// ---------------------------------------------------------------------------------------------
+// AxisInfo and layout assignment on kernels built with ir::Builder
+// ---------------------------------------------------------------------------------------------
+
+/// A kernel function under construction: adds arguments as body block arguments.
+struct KernelBuilder {
+  ir::Function fn;
+  ir::Builder b{&fn.body};
+  ir::Value* arg(const std::string& name, Type t, int divisibility) {
+    ir::Value* v = fn.body.addArg(t, name);
+    fn.args.push_back(ir::KernelArg{name, t, divisibility, false, v});
+    return v;
+  }
+};
+
+/// examples/vector_add.py as the specializer produces it.
+struct VectorAdd {
+  KernelBuilder k;
+  ir::Value *offsets, *mask, *xPtrs, *x, *sum;
+  ir::Op *loadX, *store;
+  VectorAdd(int ptrDiv, int nDiv, int64_t block = 1024) {
+    auto& b = k.b;
+    ir::Value* xp = k.arg("x_ptr", Type::ptr(DType::F32), ptrDiv);
+    ir::Value* yp = k.arg("y_ptr", Type::ptr(DType::F32), ptrDiv);
+    ir::Value* op = k.arg("out_ptr", Type::ptr(DType::F32), ptrDiv);
+    ir::Value* n = k.arg("n", Type::scalar(DType::I32), nDiv);
+    ir::Value* pid = b.programId(0);
+    ir::Value* start = b.binary(OpCode::Mul, pid, b.i32(block));
+    offsets = b.binary(OpCode::Add, b.splat(start, {block}), b.arange(0, block));
+    mask = b.cmp("lt", offsets, b.splat(n, {block}));
+    xPtrs = b.addPtr(b.splat(xp, {block}), offsets);
+    x = b.load(xPtrs, mask);
+    loadX = x->def();
+    ir::Value* y = b.load(b.addPtr(b.splat(yp, {block}), offsets), mask);
+    sum = b.binary(OpCode::Add, x, y);
+    b.store(b.addPtr(b.splat(op, {block}), offsets), sum, mask);
+    store = k.fn.body.ops().back().get();
+    b.ret();
+  }
+};
+
+TEST(AxisInfo, VectorAddProvesSixteenByteAccesses) {
+  VectorAdd va(16, 16);
+  AxisInfoAnalysis ai(va.k.fn);
+  AxisInfo off = ai.get(va.offsets);
+  EXPECT_EQ(off.contiguity[0], 1024);
+  EXPECT_EQ(off.divisibility[0], 1024);
+  AxisInfo ptrs = ai.get(va.xPtrs);
+  EXPECT_EQ(ptrs.contiguity[0], 1024);
+  EXPECT_EQ(ptrs.divisibility[0], 16); // bytes
+  EXPECT_EQ(ai.get(va.mask).constancy[0], 16);
+  EXPECT_EQ(ai.vectorElems(va.xPtrs, va.mask, 0), 4);
+  EXPECT_EQ(ai.pointerAlignmentElems(va.xPtrs, 0), 4);
+}
+
+TEST(AxisInfo, UnalignedInputsLimitTheVector) {
+  VectorAdd unalignedPtr(1, 16);
+  AxisInfoAnalysis a1(unalignedPtr.k.fn);
+  EXPECT_EQ(a1.vectorElems(unalignedPtr.xPtrs, unalignedPtr.mask, 0), 1);
+  VectorAdd unalignedN(16, 1);
+  AxisInfoAnalysis a2(unalignedN.k.fn);
+  EXPECT_EQ(a2.get(unalignedN.mask).constancy[0], 1);
+  EXPECT_EQ(a2.vectorElems(unalignedN.xPtrs, unalignedN.mask, 0), 1);
+  EXPECT_EQ(a2.vectorElems(unalignedN.xPtrs, nullptr, 0), 4);
+  VectorAdd eight(8, 16);
+  AxisInfoAnalysis a3(eight.k.fn);
+  EXPECT_EQ(a3.vectorElems(eight.xPtrs, eight.mask, 0), 2);
+}
+
+TEST(AxisInfo, MatmulPointerGrid) {
+  // a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :], fp16, BLOCK_M=128, K=64.
+  KernelBuilder k;
+  auto& b = k.b;
+  ir::Value* a = k.arg("a_ptr", Type::ptr(DType::F16), 16);
+  ir::Value* stride = k.arg("stride_am", Type::scalar(DType::I32), 16);
+  ir::Value* pid = b.programId(0);
+  ir::Value* offsM = b.binary(OpCode::Add, b.splat(b.binary(OpCode::Mul, pid, b.i32(128)), {128}),
+                              b.arange(0, 128));
+  ir::Value* offsK = b.arange(0, 64);
+  ir::Value* m2 = b.create1(OpCode::ExpandDims, {offsM}, Type::tensor(DType::I32, {128, 1}),
+                            {{"axis", int64_t(1)}});
+  ir::Value* rowOff = b.binary(OpCode::Mul, m2, b.splat(stride, {128, 1}));
+  ir::Value* rowOffB = b.create1(OpCode::Broadcast, {rowOff}, Type::tensor(DType::I32, {128, 64}));
+  ir::Value* k2 = b.create1(OpCode::ExpandDims, {offsK}, Type::tensor(DType::I32, {1, 64}),
+                            {{"axis", int64_t(0)}});
+  ir::Value* k2b = b.create1(OpCode::Broadcast, {k2}, Type::tensor(DType::I32, {128, 64}));
+  ir::Value* idx = b.binary(OpCode::Add, rowOffB, k2b);
+  ir::Value* ptrs = b.addPtr(b.splat(a, {128, 64}), idx);
+  b.ret();
+  AxisInfoAnalysis ai(k.fn);
+  AxisInfo rows = ai.get(rowOffB);
+  EXPECT_EQ(rows.contiguity, (std::vector<int64_t>{1, 1}));
+  EXPECT_EQ(rows.constancy[1], 64);
+  EXPECT_EQ(rows.divisibility[1], 16);
+  AxisInfo p = ai.get(ptrs);
+  EXPECT_EQ(p.contiguity[1], 64);
+  EXPECT_EQ(p.contiguity[0], 1);
+  EXPECT_EQ(p.divisibility[1], 16); // bytes: a_ptr's 16-byte alignment bounds the row starts
+  EXPECT_EQ(ai.vectorElems(ptrs, nullptr, 1), 8);
+  EXPECT_EQ(ai.vectorElems(ptrs, nullptr, 0), 1);
+}
+
+TEST(AxisInfo, HintsDivisionAndLoops) {
+  KernelBuilder k;
+  auto& b = k.b;
+  ir::Value* n = k.arg("n", Type::scalar(DType::I32), 1);
+  ir::Value* hinted =
+      b.create1(OpCode::MultipleOf, {n}, n->type(), {{"values", std::vector<int64_t>{8}}});
+  ir::Value* r = b.arange(0, 64);
+  ir::Value* quarter = b.binary(OpCode::Div, r, b.splat(b.i32(4), {64}));
+  ir::Value* rem = b.binary(OpCode::Rem, r, b.splat(b.i32(16), {64}));
+  // for i in range(0, n, 32): acc = acc + 32   (i is a multiple of 32, acc stays a multiple of 32)
+  ir::Op* loop =
+      b.create(OpCode::For, {b.i32(0), n, b.i32(32), b.i32(0)}, {Type::scalar(DType::I32)});
+  ir::Block* body = loop->addRegion();
+  ir::Value* iv = body->addArg(Type::scalar(DType::I32), "i");
+  ir::Value* acc = body->addArg(Type::scalar(DType::I32), "acc");
+  body->setParentOp(loop);
+  ir::Builder inner(body);
+  ir::Value* next = inner.binary(OpCode::Add, acc, inner.i32(32));
+  inner.create(OpCode::Yield, {next}, {});
+  b.ret();
+  AxisInfoAnalysis ai(k.fn);
+  EXPECT_EQ(ai.get(hinted).divisibility[0], 8);
+  EXPECT_EQ(ai.get(quarter).constancy[0], 4);
+  EXPECT_EQ(ai.get(quarter).contiguity[0], 1);
+  EXPECT_EQ(ai.get(rem).contiguity[0], 16);
+  EXPECT_EQ(ai.get(iv).divisibility[0], 32);
+  EXPECT_EQ(ai.get(acc).divisibility[0], 32);
+  EXPECT_EQ(ai.get(loop->result(0)).divisibility[0], 32);
+  EXPECT_FALSE(ai.get(acc).constantValue.has_value());
+}
+
+TEST(LayoutAssignment, VectorAddGetsSixteenByteBlockedLayout) {
+  VectorAdd va(16, 16);
+  CompileOptions opts;
+  opts.target = Target::SM90a;
+  opts.numWarps = 4;
+  LayoutMap map = assignLayouts(va.k.fn, opts);
+  LL expected = blockedLayout({1024}, {4}, {32}, {4}, {0});
+  EXPECT_EQ(map.layout(va.x), expected) << map.layout(va.x).str();
+  EXPECT_EQ(map.layout(va.offsets), expected);
+  EXPECT_EQ(map.layout(va.mask), expected);
+  EXPECT_EQ(map.layout(va.sum), expected);
+  EXPECT_EQ(expected.getInDimSize(kRegister), 8); // 2 repetitions of 4
+  EXPECT_TRUE(map.conversions().empty());
+  EXPECT_EQ(map.vectorElems(*va.loadX), 4);
+  EXPECT_EQ(map.vectorElems(*va.store), 4);
+  EXPECT_EQ(map.sharedBytes(), 0);
+  EXPECT_EQ(map.axisInfo(va.xPtrs).divisibility[0], 16);
+}
+
+TEST(LayoutAssignment, VectorAddUnalignedFallsBackToScalarAccesses) {
+  VectorAdd va(16, 1);
+  CompileOptions opts;
+  LayoutMap map = assignLayouts(va.k.fn, opts);
+  EXPECT_EQ(map.vectorElems(*va.loadX), 1);
+  EXPECT_EQ(map.layout(va.x).numConsecutiveInOut(), 1);
+  EXPECT_TRUE(map.conversions().empty());
+}
+
+TEST(LayoutAssignment, NonPowerOfTwoBlockIsAUserError) {
+  KernelBuilder k;
+  k.b.setLoc(SourceLoc{0, 7, 5});
+  k.b.arange(0, 100);
+  k.b.ret();
+  try {
+    assignLayouts(k.fn, CompileOptions{});
+    FAIL() << "expected a CompileError";
+  } catch (const CompileError& e) {
+    EXPECT_EQ(e.diagnostic().loc.line, 7u);
+    EXPECT_NE(e.diagnostic().message.find("powers of two"), std::string::npos);
+  }
+}
+
+/// Row softmax over a [BM, BN] tile: loads, max over axis 1, x - max[:, None], exp, sum, divide.
+struct Softmax {
+  KernelBuilder k;
+  ir::Value *x, *mx, *mxb, *y;
+  Softmax(int64_t BM, int64_t BN) {
+    auto& b = k.b;
+    ir::Value* in = k.arg("in_ptr", Type::ptr(DType::F32), 16);
+    ir::Value* out = k.arg("out_ptr", Type::ptr(DType::F32), 16);
+    ir::Value* stride = k.arg("stride", Type::scalar(DType::I32), 16);
+    auto expand = [&](ir::Value* v, int64_t axis) {
+      std::vector<int64_t> shape = v->type().shape;
+      shape.insert(shape.begin() + axis, 1);
+      return b.create1(OpCode::ExpandDims, {v}, v->type().withShape(shape), {{"axis", axis}});
+    };
+    auto stretch = [&](ir::Value* v) {
+      return b.create1(OpCode::Broadcast, {v}, v->type().withShape({BM, BN}));
+    };
+    ir::Value* rows = expand(b.arange(0, BM), 1);
+    ir::Value* rowOff = stretch(b.binary(OpCode::Mul, rows, b.splat(stride, {BM, 1})));
+    ir::Value* idx = b.binary(OpCode::Add, rowOff, stretch(expand(b.arange(0, BN), 0)));
+    x = b.load(b.addPtr(b.splat(in, {BM, BN}), idx));
+    auto reduce = [&](ir::Value* v, const char* kind) {
+      return b.create1(OpCode::Reduce, {v}, Type::tensor(DType::F32, {BM}),
+                       {{"axis", int64_t(1)}, {"kind", std::string(kind)}});
+    };
+    mx = reduce(x, "max");
+    mxb = stretch(expand(mx, 1));
+    ir::Value* e = b.create1(OpCode::Exp, {b.binary(OpCode::Sub, x, mxb)}, x->type());
+    y = b.binary(OpCode::Div, e, stretch(expand(reduce(e, "sum"), 1)));
+    b.store(b.addPtr(b.splat(out, {BM, BN}), idx), y);
+    b.ret();
+  }
+};
+
+TEST(LayoutAssignment, SoftmaxReductionsUseSliceLayoutsWithoutConversions) {
+  // 4 rows of 128: one warp per row, 4 fp32 per thread per vector.
+  Softmax sm(4, 128);
+  CompileOptions opts;
+  opts.numWarps = 4;
+  LayoutMap map = assignLayouts(sm.k.fn, opts);
+  const LL& lx = map.layout(sm.x);
+  EXPECT_EQ(lx, blockedLayout({4, 128}, {1, 4}, {1, 32}, {4, 1}, {1, 0})) << lx.str();
+  EXPECT_EQ(map.vectorElems(*sm.x->def()), 4);
+  EXPECT_EQ(map.layout(sm.mx), sliceLayout(lx, 1));
+  EXPECT_EQ(map.layout(sm.mxb), lx);
+  EXPECT_EQ(map.layout(sm.y), lx);
+  EXPECT_TRUE(map.conversions().empty()) << map.str(sm.k.fn);
+  // Each row lives in one warp: the reductions need no shared memory.
+  EXPECT_EQ(map.scratchBytesFor(*sm.mx->def()), 0);
+  EXPECT_EQ(map.sharedBytes(), 0);
+}
+
+TEST(LayoutAssignment, SoftmaxRowsSpanningWarpsGetReductionScratch) {
+  // 4 rows of 256 over 4 warps: the coalesced layout puts 2 warps along each row, so the
+  // reduction combines 2 partials per row through shared memory.
+  Softmax sm(4, 256);
+  CompileOptions opts;
+  opts.numWarps = 4;
+  LayoutMap map = assignLayouts(sm.k.fn, opts);
+  const LL& lx = map.layout(sm.x);
+  EXPECT_EQ(lx, blockedLayout({4, 256}, {1, 4}, {1, 32}, {2, 2}, {1, 0})) << lx.str();
+  EXPECT_EQ(map.layout(sm.mx), sliceLayout(lx, 1));
+  EXPECT_TRUE(map.conversions().empty()) << map.str(sm.k.fn);
+  EXPECT_EQ(map.scratchBytesFor(*sm.mx->def()), 4 * 2 * 4);
+  EXPECT_EQ(map.scratchBytes(), 32);
+  EXPECT_EQ(map.sharedBytes(), map.scratchOffset() + 32);
+}
+
+/// acc = zeros; acc = dot(a, b, acc) with a, b loaded from row-major fp16 tiles; store acc.
+struct DotKernel {
+  KernelBuilder k;
+  ir::Value *a, *bv, *acc, *res;
+  ir::Op* dot;
+  DotKernel(int64_t M, int64_t N, int64_t K) {
+    auto& b = k.b;
+    ir::Value* ap = k.arg("a_ptr", Type::ptr(DType::F16), 16);
+    ir::Value* bp = k.arg("b_ptr", Type::ptr(DType::F16), 16);
+    ir::Value* cp = k.arg("c_ptr", Type::ptr(DType::F32), 16);
+    auto grid = [&](int64_t R, int64_t C) {
+      ir::Value* r = b.create1(OpCode::ExpandDims, {b.arange(0, R)},
+                               Type::tensor(DType::I32, {R, 1}), {{"axis", int64_t(1)}});
+      ir::Value* rr =
+          b.create1(OpCode::Broadcast, {b.binary(OpCode::Mul, r, b.splat(b.i32(C), {R, 1}))},
+                    Type::tensor(DType::I32, {R, C}));
+      ir::Value* c = b.create1(OpCode::ExpandDims, {b.arange(0, C)},
+                               Type::tensor(DType::I32, {1, C}), {{"axis", int64_t(0)}});
+      ir::Value* cc = b.create1(OpCode::Broadcast, {c}, Type::tensor(DType::I32, {R, C}));
+      return b.binary(OpCode::Add, rr, cc);
+    };
+    a = b.load(b.addPtr(b.splat(ap, {M, K}), grid(M, K)));
+    bv = b.load(b.addPtr(b.splat(bp, {K, N}), grid(K, N)));
+    acc = b.constFloat(0.0, Type::tensor(DType::F32, {M, N}));
+    res = b.create1(OpCode::Dot, {a, bv, acc}, Type::tensor(DType::F32, {M, N}),
+                    {{"input_precision", std::string("tf32")}});
+    dot = res->def();
+    b.store(b.addPtr(b.splat(cp, {M, N}), grid(M, N)), res);
+    b.ret();
+  }
+};
+
+TEST(LayoutAssignment, DotOnHopperUsesWgmma) {
+  DotKernel dk(128, 128, 64);
+  CompileOptions opts;
+  opts.target = Target::SM90a;
+  opts.numWarps = 8;
+  LayoutMap map = assignLayouts(dk.k.fn, opts);
+  const DotLayouts* dl = map.dot(*dk.dot);
+  ASSERT_NE(dl, nullptr);
+  EXPECT_EQ(dl->kind, MmaKind::Wgmma);
+  EXPECT_EQ(dl->warpsPerCTA, (std::vector<int32_t>{8, 1}));
+  EXPECT_EQ(dl->instrN, 128);
+  EXPECT_EQ(dl->instrK, 16);
+  EXPECT_EQ(dl->acc, wgmmaAccumulatorLayout({128, 128}, 128, {8, 1}));
+  EXPECT_EQ(map.layout(dk.res), dl->acc);
+  // The zero accumulator is created directly in the wgmma layout.
+  EXPECT_EQ(map.layout(dk.acc), dl->acc);
+  EXPECT_FALSE(map.needsConversion(*dk.dot, 2));
+  // Operands are staged in 128-byte-swizzled shared memory (64 fp16 = 128 bytes per row).
+  EXPECT_EQ(dl->swizzleBytesA, 128);
+  EXPECT_EQ(dl->swizzleBytesB, 128);
+  EXPECT_FALSE(map.needsConversion(*dk.dot, 0));
+  EXPECT_EQ(map.scratchBytesFor(*dk.dot), 128 * 64 * 2 + 64 * 128 * 2);
+  EXPECT_EQ(map.scratchOffset() % 1024, 0);
+  // The result is stored through a coalesced layout: one conversion, at the store.
+  ASSERT_EQ(map.conversions().size(), 1u);
+  EXPECT_EQ(map.conversions()[0].value, dk.res);
+  EXPECT_EQ(map.conversions()[0].user->code(), OpCode::Store);
+}
+
+TEST(LayoutAssignment, DotOnAmpereUsesMmaSyncWithOperandConversions) {
+  DotKernel dk(64, 64, 32);
+  CompileOptions opts;
+  opts.target = Target::SM80;
+  opts.numWarps = 4;
+  LayoutMap map = assignLayouts(dk.k.fn, opts);
+  const DotLayouts* dl = map.dot(*dk.dot);
+  ASSERT_NE(dl, nullptr);
+  EXPECT_EQ(dl->kind, MmaKind::MmaSync);
+  EXPECT_EQ(dl->warpsPerCTA, (std::vector<int32_t>{2, 2}));
+  EXPECT_EQ(dl->instrK, 16);
+  EXPECT_TRUE(map.needsConversion(*dk.dot, 0));
+  EXPECT_TRUE(map.needsConversion(*dk.dot, 1));
+  EXPECT_FALSE(map.needsConversion(*dk.dot, 2));
+  EXPECT_EQ(map.operandLayout(*dk.dot, 0), dl->a);
+  EXPECT_EQ(map.operandLayout(*dk.dot, 1), dl->b);
+  EXPECT_EQ(map.layout(dk.res), mmaSyncAccumulatorLayout({64, 64}, {2, 2}));
+  for (const Conversion& c : map.conversions()) {
+    // The conversion maps every element to a holder in the target layout.
+    LL where = c.src.invertAndCompose(c.dst);
+    forEachInput(c.src, [&](const std::vector<int32_t>& in, const std::vector<int32_t>& out) {
+      EXPECT_EQ(c.dst.apply(where.apply(in)), out);
+    });
+  }
+  EXPECT_GT(map.scratchBytes(), 0);
+  // sm_100a takes the mma.sync path for now.
+  opts.target = Target::SM100a;
+  EXPECT_EQ(assignLayouts(dk.k.fn, opts).dot(*dk.dot)->kind, MmaKind::MmaSync);
+}
+
+TEST(LayoutAssignment, SharedAllocationsAreAlignedAndResolveViews) {
+  KernelBuilder k;
+  auto& b = k.b;
+  ir::Value* bars =
+      b.create1(OpCode::AllocBarriers, {}, Type::barrier(3), {{"arrive_count", int64_t(1)}});
+  ir::Value* bufs = b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F16, {128, 64}, 3));
+  ir::Value* view =
+      b.create1(OpCode::LocalView, {bufs, b.i32(1)}, Type::buffer(DType::F16, {128, 64}, 1));
+  b.ret();
+  LayoutMap map = assignLayouts(k.fn, CompileOptions{});
+  const SharedAllocation* barAlloc = map.sharedAllocation(bars);
+  const SharedAllocation* bufAlloc = map.sharedAllocation(bufs);
+  ASSERT_TRUE(barAlloc && bufAlloc);
+  EXPECT_EQ(barAlloc->bytes(), 24);
+  EXPECT_EQ(bufAlloc->offset % 1024, 0);
+  EXPECT_GE(bufAlloc->offset, barAlloc->offset + barAlloc->bytes());
+  EXPECT_EQ(bufAlloc->bytesPerBuffer, 128 * 64 * 2);
+  EXPECT_EQ(bufAlloc->swizzleBytes, 128);
+  EXPECT_EQ(bufAlloc->layout, nvmmaSharedLayout({128, 64}, 2, 128));
+  EXPECT_EQ(map.sharedAllocation(view), bufAlloc);
+  EXPECT_EQ(map.sharedBytes(), bufAlloc->offset + 3 * 128 * 64 * 2);
+}
+
+} // namespace
