@@ -163,3 +163,688 @@ TEST(InterpVectorAdd, WrongArgumentCountIsRejected) {
   std::vector<float> x(16);
   EXPECT_THROW(k.run({1}, {buf(x)}), std::invalid_argument);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Helpers for single-program kernels: load whole inputs, apply ops, store whole outputs.
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+Value* flatOffsets(Builder& b, int64_t n) {
+  return b.arange(0, n);
+}
+
+Value* loadAll(Builder& b, Value* ptr, int64_t n) {
+  return b.load(b.addPtr(b.splat(ptr, {n}), flatOffsets(b, n)));
+}
+
+void storeAll(Builder& b, Value* ptr, Value* v) {
+  int64_t n = v->type().numElements();
+  if (v->type().shape.size() != 1) v = b.create1(OpCode::Reshape, {v}, v->type().withShape({n}));
+  b.store(b.addPtr(b.splat(ptr, {n}), flatOffsets(b, n)), v);
+}
+
+Value* reshape(Builder& b, Value* v, std::vector<int64_t> shape) {
+  return b.create1(OpCode::Reshape, {v}, v->type().withShape(std::move(shape)));
+}
+
+/// Runs out = op(a, b) elementwise over vectors of storage type S (dtype `in`), result dtype
+/// `out` with storage R.
+template <typename S, typename R = S>
+std::vector<R> runBinary(OpCode code, DType in, const std::vector<S>& a, const std::vector<S>& bv,
+                         DType out = DType::I1, bool sameOut = true) {
+  TestKernel k("binary");
+  int64_t n = int64_t(a.size());
+  Value* pa = k.arg("a", Type::ptr(in));
+  Value* pb = k.arg("b", Type::ptr(in));
+  Value* po = k.arg("out", Type::ptr(sameOut ? in : out));
+  Value* x = loadAll(k.b, pa, n);
+  Value* y = loadAll(k.b, pb, n);
+  storeAll(k.b, po, k.b.binary(code, x, y));
+  k.b.ret();
+  std::vector<S> ca = a, cb = bv;
+  std::vector<R> result(a.size());
+  k.run({1}, {buf(ca), buf(cb), buf(result)});
+  return result;
+}
+
+template <typename S, typename R>
+std::vector<R> runCast(DType from, DType to, const std::vector<S>& in,
+                       const std::string& rounding = "") {
+  TestKernel k("cast");
+  int64_t n = int64_t(in.size());
+  Value* pi = k.arg("in", Type::ptr(from));
+  Value* po = k.arg("out", Type::ptr(to));
+  Value* x = loadAll(k.b, pi, n);
+  std::vector<NamedAttr> attrs;
+  if (!rounding.empty()) attrs.push_back({"rounding", rounding});
+  storeAll(k.b, po, k.b.create1(OpCode::Cast, {x}, Type::tensor(to, {n}), attrs));
+  k.b.ret();
+  std::vector<S> ci = in;
+  std::vector<R> result(in.size());
+  k.run({1}, {buf(ci), buf(result)});
+  return result;
+}
+
+template <typename S> std::vector<S> runUnary(OpCode code, DType t, const std::vector<S>& in) {
+  TestKernel k("unary");
+  int64_t n = int64_t(in.size());
+  Value* pi = k.arg("in", Type::ptr(t));
+  Value* po = k.arg("out", Type::ptr(t));
+  Value* x = loadAll(k.b, pi, n);
+  storeAll(k.b, po, k.b.create1(code, {x}, x->type()));
+  k.b.ret();
+  std::vector<S> ci = in, result(in.size());
+  k.run({1}, {buf(ci), buf(result)});
+  return result;
+}
+
+uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Numerics
+// ---------------------------------------------------------------------------------------------
+
+TEST(InterpNumerics, Fp16EncodingRoundsToNearestEven) {
+  using interp::encodeSmallFloat;
+  auto h = [](double x) { return encodeSmallFloat(DType::F16, x); };
+  EXPECT_EQ(h(1.0), 0x3C00u);
+  EXPECT_EQ(h(-0.0), 0x8000u);
+  EXPECT_EQ(h(65504.0), 0x7BFFu);
+  EXPECT_EQ(h(65519.0), 0x7BFFu);                      // below the halfway point to 65536
+  EXPECT_EQ(h(65520.0), 0x7C00u);                      // halfway, ties to even: overflows to inf
+  EXPECT_EQ(h(1.0 + std::ldexp(1, -11)), 0x3C00u);     // tie -> even mantissa
+  EXPECT_EQ(h(1.0 + 3 * std::ldexp(1, -11)), 0x3C02u); // tie -> even mantissa (up)
+  EXPECT_EQ(h(std::ldexp(1, -24)), 0x0001u);           // smallest subnormal
+  EXPECT_EQ(h(std::ldexp(1, -25)), 0x0000u);           // tie between 0 and it -> 0
+  EXPECT_EQ(h(3 * std::ldexp(1, -26)), 0x0001u);
+  EXPECT_EQ(h(std::ldexp(1023, -24)), 0x03FFu); // largest subnormal
+  EXPECT_EQ(h(std::ldexp(1, -14)), 0x0400u);    // smallest normal
+  EXPECT_EQ(h(std::nan("")), 0x7FFFu);
+  EXPECT_EQ(h(1.0 + std::ldexp(1, -11)), interp::floatToHalf(1.0f + std::ldexp(1.0f, -11)));
+  EXPECT_EQ(interp::encodeSmallFloat(DType::F16, 1.0 + 3 * std::ldexp(1, -11),
+                                     interp::Rounding::TowardZero),
+            0x3C01u);
+  EXPECT_EQ(interp::decodeSmallFloat(DType::F16, 0x0001), std::ldexp(1, -24));
+  EXPECT_TRUE(std::isinf(interp::decodeSmallFloat(DType::F16, 0xFC00)));
+  EXPECT_LT(interp::decodeSmallFloat(DType::F16, 0xFC00), 0);
+}
+
+TEST(InterpNumerics, Bf16AndFp8Encodings) {
+  using interp::encodeSmallFloat;
+  EXPECT_EQ(interp::floatToBf16(1.0f), 0x3F80u);
+  EXPECT_EQ(interp::floatToBf16(1.0f + std::ldexp(1.0f, -8)), 0x3F80u);
+  EXPECT_EQ(interp::floatToBf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3F82u);
+  EXPECT_EQ(interp::floatToBf16(3.4028235e38f), 0x7F80u); // FLT_MAX rounds up to inf
+  EXPECT_EQ(encodeSmallFloat(DType::BF16, 1.0 + 3 * std::ldexp(1, -8)), 0x3F82u);
+  // fp8e4nv: no infinity, max 448, saturating conversion (cvt.rn.satfinite).
+  EXPECT_EQ(encodeSmallFloat(DType::F8E4M3, 1.0), 0x38u);
+  EXPECT_EQ(encodeSmallFloat(DType::F8E4M3, 448.0), 0x7Eu);
+  EXPECT_EQ(encodeSmallFloat(DType::F8E4M3, 464.0), 0x7Eu); // tie rounds to 448 (even)
+  EXPECT_EQ(encodeSmallFloat(DType::F8E4M3, 1e6), 0x7Eu);
+  EXPECT_EQ(encodeSmallFloat(DType::F8E4M3, -1e6), 0xFEu);
+  EXPECT_EQ(encodeSmallFloat(DType::F8E4M3, INFINITY), 0x7Eu);
+  EXPECT_EQ(encodeSmallFloat(DType::F8E4M3, std::ldexp(1, -9)), 0x01u);
+  EXPECT_TRUE(std::isnan(interp::decodeSmallFloat(DType::F8E4M3, 0x7F)));
+  EXPECT_EQ(interp::decodeSmallFloat(DType::F8E4M3, 0x7E), 448.0);
+  // fp8e5: max 57344.
+  EXPECT_EQ(encodeSmallFloat(DType::F8E5M2, 1.0), 0x3Cu);
+  EXPECT_EQ(encodeSmallFloat(DType::F8E5M2, 57344.0), 0x7Bu);
+  EXPECT_EQ(encodeSmallFloat(DType::F8E5M2, 1e9), 0x7Bu);
+  EXPECT_EQ(encodeSmallFloat(DType::F8E5M2, 1.25), 0x3Du);
+  EXPECT_EQ(encodeSmallFloat(DType::F8E5M2, 1.125), 0x3Cu); // tie -> even
+  // Every fp16 and fp8 encoding survives decode + encode (NaNs excepted).
+  for (uint32_t bits = 0; bits < 0x10000; ++bits) {
+    double v = interp::decodeSmallFloat(DType::F16, bits);
+    if (!std::isnan(v)) {
+      ASSERT_EQ(encodeSmallFloat(DType::F16, v), bits) << bits;
+    }
+  }
+  for (DType t : {DType::F8E4M3, DType::F8E5M2}) {
+    for (uint32_t bits = 0; bits < 0x100; ++bits) {
+      double v = interp::decodeSmallFloat(t, bits);
+      if (!std::isnan(v) && !std::isinf(v)) {
+        ASSERT_EQ(encodeSmallFloat(t, v), bits) << bits;
+      }
+    }
+  }
+}
+
+TEST(InterpNumerics, FloatToIntTruncatesAndSaturatesLikeCvtRzi) {
+  std::vector<float> in{3.7f, -3.7f, 1e10f, -1e10f, NAN, 2147483520.0f, -0.5f, 126.9f};
+  auto i32 = runCast<float, int32_t>(DType::F32, DType::I32, in);
+  EXPECT_EQ(i32, (std::vector<int32_t>{3, -3, 2147483647, -2147483647 - 1, 0, 2147483520, 0, 126}));
+  auto u8 = runCast<float, uint8_t>(DType::F32, DType::U8, {-5.0f, 300.0f, 254.9f, NAN});
+  EXPECT_EQ(u8, (std::vector<uint8_t>{0, 255, 254, 0}));
+  auto i8 = runCast<float, int8_t>(DType::F32, DType::I8, {200.5f, -200.5f, -128.9f});
+  EXPECT_EQ(i8, (std::vector<int8_t>{127, -128, -128}));
+  auto b = runCast<float, uint8_t>(DType::F32, DType::I1, {0.0f, -0.0f, 0.25f, NAN});
+  EXPECT_EQ(b, (std::vector<uint8_t>{0, 0, 1, 1}));
+}
+
+TEST(InterpNumerics, IntCastsWrapExtendAndRoundToFloat) {
+  EXPECT_EQ((runCast<int32_t, uint8_t>(DType::I32, DType::U8, {-1, 300, 255})),
+            (std::vector<uint8_t>{255, 44, 255}));
+  EXPECT_EQ((runCast<int32_t, int8_t>(DType::I32, DType::I8, {300, 128, -129})),
+            (std::vector<int8_t>{44, -128, 127}));
+  EXPECT_EQ((runCast<uint32_t, int64_t>(DType::U32, DType::I64, {0xFFFFFFFFu})),
+            (std::vector<int64_t>{4294967295LL}));
+  EXPECT_EQ((runCast<int32_t, int64_t>(DType::I32, DType::I64, {-2})), (std::vector<int64_t>{-2}));
+  EXPECT_EQ((runCast<int32_t, uint8_t>(DType::I32, DType::I1, {0, 2, -1})),
+            (std::vector<uint8_t>{0, 1, 1}));
+  // int -> fp32 rounds to nearest even: 2^24 + 1 ties down, 2^24 + 3 ties up.
+  EXPECT_EQ((runCast<int32_t, float>(DType::I32, DType::F32, {16777217, 16777219})),
+            (std::vector<float>{16777216.0f, 16777220.0f}));
+  EXPECT_EQ((runCast<int32_t, uint16_t>(DType::I32, DType::F16, {2049, 2051, 70000})),
+            (std::vector<uint16_t>{0x6800, 0x6802, 0x7C00}));
+}
+
+TEST(InterpNumerics, FloatCastsRoundOnceAndHonourRtz) {
+  float tie = 1.0f + std::ldexp(1.0f, -11), above = 1.0f + 3 * std::ldexp(1.0f, -11);
+  EXPECT_EQ((runCast<float, uint16_t>(DType::F32, DType::F16, {tie, above, 1e6f, -1e-9f})),
+            (std::vector<uint16_t>{0x3C00, 0x3C02, 0x7C00, 0x8000}));
+  EXPECT_EQ((runCast<float, uint16_t>(DType::F32, DType::F16, {above, 1e6f}, "rtz")),
+            (std::vector<uint16_t>{0x3C01, 0x7BFF}));
+  EXPECT_EQ((runCast<float, uint16_t>(DType::F32, DType::BF16, {1.0f + 3 * std::ldexp(1.0f, -8)})),
+            (std::vector<uint16_t>{0x3F82}));
+  EXPECT_EQ((runCast<uint16_t, float>(DType::F16, DType::F32, {0x3555, 0x0001})),
+            (std::vector<float>{float(interp::decodeSmallFloat(DType::F16, 0x3555)),
+                                std::ldexp(1.0f, -24)}));
+  EXPECT_EQ((runCast<uint16_t, uint8_t>(DType::F16, DType::F8E4M3, {0x5F00 /*448*/, 0x7C00})),
+            (std::vector<uint8_t>{0x7E, 0x7E}));
+  // fp64 -> fp32 rounds once: 1 + 2^-24 + 2^-50 is just above the tie and rounds up; the
+  // exact tie 1 + 2^-24 rounds to even (1).
+  EXPECT_EQ((runCast<double, float>(
+                DType::F64, DType::F32,
+                {1.0 + std::ldexp(1, -24) + std::ldexp(1, -50), 1.0 + std::ldexp(1, -24)})),
+            (std::vector<float>{1.0f + std::ldexp(1.0f, -23), 1.0f}));
+}
+
+TEST(InterpNumerics, IntegerArithmeticWrapsAndDividesLikeC) {
+  const int32_t mx = 2147483647, mn = -2147483647 - 1;
+  EXPECT_EQ(runBinary<int32_t>(OpCode::Add, DType::I32, {mx, -7, 5}, {1, 2, -9}),
+            (std::vector<int32_t>{mn, -5, -4}));
+  EXPECT_EQ(runBinary<int32_t>(OpCode::Mul, DType::I32, {65536, -3}, {65536, 7}),
+            (std::vector<int32_t>{0, -21}));
+  EXPECT_EQ(runBinary<int32_t>(OpCode::Div, DType::I32, {-7, 7, mn, 5}, {2, -2, -1, 0}),
+            (std::vector<int32_t>{-3, -3, mn, -1}));
+  EXPECT_EQ(runBinary<int32_t>(OpCode::Rem, DType::I32, {-7, 7, mn, 5}, {2, -2, -1, 0}),
+            (std::vector<int32_t>{-1, 1, 0, 5}));
+  EXPECT_EQ(runBinary<int32_t>(OpCode::FloorDiv, DType::I32, {-7, 7, 6, -6}, {2, -2, 3, 3}),
+            (std::vector<int32_t>{-4, -4, 2, -2}));
+  EXPECT_EQ(runBinary<uint32_t>(OpCode::Sub, DType::U32, {0u, 5u}, {1u, 3u}),
+            (std::vector<uint32_t>{4294967295u, 2u}));
+  EXPECT_EQ(runBinary<uint32_t>(OpCode::Div, DType::U32, {4294967295u, 9u}, {2u, 0u}),
+            (std::vector<uint32_t>{2147483647u, 4294967295u}));
+  EXPECT_EQ(runBinary<int32_t>(OpCode::Shr, DType::I32, {-8, -8, 8}, {1, 40, 40}),
+            (std::vector<int32_t>{-4, -1, 0}));
+  EXPECT_EQ(runBinary<uint32_t>(OpCode::Shr, DType::U32, {0x80000000u}, {31u}),
+            (std::vector<uint32_t>{1u}));
+  EXPECT_EQ(runBinary<int32_t>(OpCode::Shl, DType::I32, {1, 1, 3}, {31, 32, 2}),
+            (std::vector<int32_t>{mn, 0, 12}));
+  EXPECT_EQ(runBinary<int8_t>(OpCode::Add, DType::I8, {127, -128}, {1, -1}),
+            (std::vector<int8_t>{-128, 127}));
+  EXPECT_EQ(runBinary<uint32_t>(OpCode::Umulhi, DType::U32, {0xFFFFFFFFu, 0x10000u},
+                                {0xFFFFFFFFu, 0x10000u}),
+            (std::vector<uint32_t>{0xFFFFFFFEu, 1u}));
+  EXPECT_EQ(runBinary<int32_t>(OpCode::Xor, DType::I32, {0xF0, -1}, {0xFF, 5}),
+            (std::vector<int32_t>{0x0F, -6}));
+}
+
+TEST(InterpNumerics, FloatArithmeticRoundsPerOpInItsType) {
+  // fp16: 2048 + 1 is not representable and rounds to even (2048); in fp32 it would be 2049.
+  uint16_t h2048 = 0x6800, h1 = 0x3C00;
+  EXPECT_EQ(runBinary<uint16_t>(OpCode::Add, DType::F16, {h2048, 0x6801}, {h1, h1}),
+            (std::vector<uint16_t>{0x6800, 0x6802}));
+  EXPECT_EQ(runBinary<float>(OpCode::Div, DType::F32, {1.0f, 1.0f}, {3.0f, 0.0f}),
+            (std::vector<float>{1.0f / 3.0f, INFINITY}));
+  EXPECT_EQ(runBinary<float>(OpCode::Rem, DType::F32, {-7.5f, 7.5f}, {2.0f, -2.0f}),
+            (std::vector<float>{-1.5f, 1.5f}));
+  // max/min: NaN is ignored (tl.maximum's default), -0 < +0.
+  auto mx = runBinary<float>(OpCode::Max, DType::F32, {NAN, 1.0f, -0.0f}, {2.0f, NAN, 0.0f});
+  EXPECT_EQ(mx[0], 2.0f);
+  EXPECT_EQ(mx[1], 1.0f);
+  EXPECT_EQ(bitsOf(mx[2]), 0u);
+  auto mn = runBinary<float>(OpCode::Min, DType::F32, {-0.0f}, {0.0f});
+  EXPECT_EQ(bitsOf(mn[0]), 0x80000000u);
+}
+
+TEST(InterpNumerics, ComparisonsAndSelect) {
+  TestKernel k("cmp");
+  Value* pa = k.arg("a", Type::ptr(DType::U32));
+  Value* pf = k.arg("f", Type::ptr(DType::F32));
+  Value* po = k.arg("out", Type::ptr(DType::I32));
+  Value* a = loadAll(k.b, pa, 4);
+  Value* f = loadAll(k.b, pf, 4);
+  Value* one = k.b.splat(k.b.constInt(1, Type::scalar(DType::U32)), {4});
+  Value* aLtOne = k.b.cmp("lt", a, one); // unsigned: 0xFFFFFFFF is not < 1
+  Value* fNe = k.b.cmp("ne", f, f);      // only NaN != itself
+  Value* fGe = k.b.cmp("ge", f, k.b.splat(k.b.constFloat(0.0, Type::scalar(DType::F32)), {4}));
+  auto i32 = [&](Value* c) {
+    return k.b.create1(OpCode::Cast, {c}, Type::tensor(DType::I32, {4}));
+  };
+  Value* packed = k.b.binary(
+      OpCode::Add, i32(aLtOne),
+      k.b.binary(OpCode::Add, k.b.binary(OpCode::Mul, i32(fNe), k.b.splat(k.b.i32(10), {4})),
+                 k.b.binary(OpCode::Mul, i32(fGe), k.b.splat(k.b.i32(100), {4}))));
+  Value* sel =
+      k.b.create1(OpCode::Select, {fGe, packed, k.b.splat(k.b.i32(-1), {4})}, packed->type());
+  storeAll(k.b, po, sel);
+  k.b.ret();
+  std::vector<uint32_t> av{0u, 0xFFFFFFFFu, 1u, 0u};
+  std::vector<float> fv{1.0f, -1.0f, NAN, -0.0f};
+  std::vector<int32_t> out(4);
+  k.run({1}, {buf(av), buf(fv), buf(out)});
+  EXPECT_EQ(out, (std::vector<int32_t>{101, -1, -1, 101}));
+}
+
+TEST(InterpNumerics, MathFunctions) {
+  std::vector<float> in{0.5f, 1.0f, 2.0f, 4.0f};
+  auto exp = runUnary<float>(OpCode::Exp, DType::F32, in);
+  auto sqrt = runUnary<float>(OpCode::Sqrt, DType::F32, in);
+  auto rsqrt = runUnary<float>(OpCode::Rsqrt, DType::F32, in);
+  auto sig = runUnary<float>(OpCode::Sigmoid, DType::F32, in);
+  auto log2 = runUnary<float>(OpCode::Log2, DType::F32, in);
+  auto erf = runUnary<float>(OpCode::Erf, DType::F32, in);
+  for (size_t i = 0; i < in.size(); ++i) {
+    EXPECT_NEAR(exp[i], std::exp(double(in[i])), 1e-6 * std::exp(double(in[i])));
+    EXPECT_EQ(sqrt[i], std::sqrt(in[i])); // sqrt is correctly rounded
+    EXPECT_NEAR(rsqrt[i], 1.0 / std::sqrt(double(in[i])), 1e-6);
+    EXPECT_NEAR(sig[i], 1.0 / (1.0 + std::exp(-double(in[i]))), 1e-6);
+    EXPECT_NEAR(log2[i], std::log2(double(in[i])), 1e-6);
+    EXPECT_NEAR(erf[i], std::erf(double(in[i])), 1e-6);
+  }
+  EXPECT_EQ(runUnary<float>(OpCode::Floor, DType::F32, {-1.5f, 1.5f}),
+            (std::vector<float>{-2.0f, 1.0f}));
+  EXPECT_EQ(runUnary<float>(OpCode::Ceil, DType::F32, {-1.5f, 1.5f}),
+            (std::vector<float>{-1.0f, 2.0f}));
+  EXPECT_EQ(runUnary<int32_t>(OpCode::Abs, DType::I32, {-5, 5, -2147483647 - 1}),
+            (std::vector<int32_t>{5, 5, -2147483647 - 1}));
+  EXPECT_EQ(runUnary<int32_t>(OpCode::Neg, DType::I32, {-5, -2147483647 - 1}),
+            (std::vector<int32_t>{5, -2147483647 - 1}));
+  EXPECT_EQ(runUnary<int32_t>(OpCode::Not, DType::I32, {0, 5}), (std::vector<int32_t>{-1, -6}));
+  // fp16 exp: computed exactly, then one rounding to fp16.
+  auto hexp = runUnary<uint16_t>(OpCode::Exp, DType::F16, {0x3C00});
+  EXPECT_EQ(hexp[0], interp::encodeSmallFloat(DType::F16, std::exp(1.0)));
+}
+
+TEST(InterpNumerics, FmaRoundsOnce) {
+  TestKernel k("fma");
+  Value* pa = k.arg("a", Type::ptr(DType::F32));
+  Value* po = k.arg("out", Type::ptr(DType::F32));
+  Value* a = loadAll(k.b, pa, 1);
+  Value* negOne = k.b.splat(k.b.constFloat(-1.0, Type::scalar(DType::F32)), {1});
+  storeAll(k.b, po, k.b.create1(OpCode::Fma, {a, a, negOne}, a->type()));
+  k.b.ret();
+  float x = 1.0f + std::ldexp(1.0f, -12);
+  std::vector<float> in{x}, out(1);
+  k.run({1}, {buf(in), buf(out)});
+  // x*x - 1 = 2^-11 + 2^-24 exactly; a separate multiply would round away the 2^-24.
+  EXPECT_EQ(out[0], std::ldexp(1.0f, -11) + std::ldexp(1.0f, -24));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shape ops
+// ---------------------------------------------------------------------------------------------
+
+TEST(InterpShape, ReshapePermuteBroadcastExpandJoinSplitCat) {
+  TestKernel k("shapes");
+  Value* po = k.arg("out", Type::ptr(DType::I32));
+  Builder& b = k.b;
+  Value* x = reshape(b, b.arange(0, 24), {2, 3, 4});
+  Value* perm = b.create1(OpCode::Permute, {x}, Type::tensor(DType::I32, {4, 2, 3}),
+                          {{"order", std::vector<int64_t>{2, 0, 1}}});
+  Value* col = reshape(b, b.arange(0, 3), {3, 1});
+  Value* bc = b.create1(OpCode::Broadcast, {col}, Type::tensor(DType::I32, {3, 4}));
+  Value* row = b.create1(OpCode::ExpandDims, {b.arange(10, 14)}, Type::tensor(DType::I32, {1, 4}),
+                         {{"axis", int64_t(0)}});
+  Value* rowB = b.create1(OpCode::Broadcast, {row}, Type::tensor(DType::I32, {3, 4}));
+  Value* joined = b.create1(OpCode::Join, {b.arange(0, 4), b.arange(100, 104)},
+                            Type::tensor(DType::I32, {4, 2}));
+  Op* split = b.create(OpCode::Split, {joined},
+                       {Type::tensor(DType::I32, {4}), Type::tensor(DType::I32, {4})});
+  Value* cat =
+      b.create1(OpCode::Cat, {split->result(1), split->result(0)}, Type::tensor(DType::I32, {8}));
+  // out = perm (24) | bc + rowB (12) | joined (8) | cat (8)
+  Value* all = b.create1(
+      OpCode::Cat, {reshape(b, perm, {24}), reshape(b, b.binary(OpCode::Add, bc, rowB), {12})},
+      Type::tensor(DType::I32, {36}));
+  Value* tail =
+      b.create1(OpCode::Cat, {reshape(b, joined, {8}), cat}, Type::tensor(DType::I32, {16}));
+  storeAll(b, po, b.create1(OpCode::Cat, {all, tail}, Type::tensor(DType::I32, {52})));
+  b.ret();
+  std::vector<int32_t> out(52, -1);
+  k.run({1}, {buf(out)});
+  std::vector<int32_t> ref;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 2; ++j)
+      for (int l = 0; l < 3; ++l) ref.push_back(j * 12 + l * 4 + i); // perm[i][j][l] = x[j][l][i]
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j) ref.push_back(i + 10 + j);
+  for (int i = 0; i < 4; ++i) {
+    ref.push_back(i);
+    ref.push_back(100 + i);
+  }
+  for (int i = 0; i < 4; ++i) ref.push_back(100 + i);
+  for (int i = 0; i < 4; ++i) ref.push_back(i);
+  EXPECT_EQ(out, ref);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reductions, scans, dot
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+/// Adds a combine region (a, b) -> a `code` b to a reduce/scan op over f32 scalars.
+void addCombine(Op* op, OpCode code, DType t) {
+  Block* body = op->addRegion();
+  Value* a = body->addArg(Type::scalar(t));
+  Value* c = body->addArg(Type::scalar(t));
+  Builder rb(body);
+  rb.create(OpCode::Yield, {rb.binary(code, a, c)}, {});
+}
+
+} // namespace
+
+TEST(InterpReduce, BuiltinsCustomAndArgWithTies) {
+  TestKernel k("reduce");
+  Value* px = k.arg("x", Type::ptr(DType::F32));
+  Value* po = k.arg("out", Type::ptr(DType::F32));
+  Value* pi = k.arg("idx", Type::ptr(DType::I32));
+  Builder& b = k.b;
+  Value* x = reshape(b, loadAll(b, px, 12), {3, 4});
+  Type row3 = Type::tensor(DType::F32, {3});
+  Value* sum = b.create1(OpCode::Reduce, {x}, row3, {{"axis", int64_t(1)}, {"kind", "sum"}});
+  Value* mx = b.create1(OpCode::Reduce, {x}, Type::tensor(DType::F32, {4}),
+                        {{"axis", int64_t(0)}, {"kind", "max"}});
+  Op* prod = b.create(OpCode::Reduce, {x}, {row3}, {{"axis", int64_t(1)}, {"kind", "custom"}});
+  addCombine(prod, OpCode::Mul, DType::F32);
+  Value* amax = b.create1(OpCode::Reduce, {x}, Type::tensor(DType::I32, {3}),
+                          {{"axis", int64_t(1)}, {"kind", "argmax"}});
+  Value* amin = b.create1(OpCode::Reduce, {x}, Type::tensor(DType::I32, {3}),
+                          {{"axis", int64_t(1)}, {"kind", "argmin"}});
+  Value* total = b.create1(OpCode::Reduce, {reshape(b, x, {12})}, Type::scalar(DType::F32),
+                           {{"axis", int64_t(0)}, {"kind", "sum"}});
+  Value* f = b.create1(OpCode::Cat, {sum, prod->result()}, Type::tensor(DType::F32, {6}));
+  Value* g = b.create1(OpCode::Cat, {f, mx}, Type::tensor(DType::F32, {10}));
+  storeAll(b, po, g);
+  b.store(b.addPtr(po, b.i32(10)), total);
+  storeAll(b, pi, b.create1(OpCode::Cat, {amax, amin}, Type::tensor(DType::I32, {6})));
+  b.ret();
+  std::vector<float> xv{3, 7, 7, 1, /**/ 5, 1, 1, 1, /**/ -2, 0.5, 4, 4};
+  std::vector<float> out(11);
+  std::vector<int32_t> idx(6);
+  k.run({1}, {buf(xv), buf(out), buf(idx)});
+  EXPECT_EQ(out, (std::vector<float>{18, 8, 6.5, 147, 5, -16, 5, 7, 7, 4, 32.5}));
+  EXPECT_EQ(idx, (std::vector<int32_t>{1, 0, 2, /*argmin*/ 3, 1, 0}));
+}
+
+TEST(InterpReduce, Fp32SumAccumulatesInOrder) {
+  // 1e8 + 1 + 1 + ... : in order, each 1 is lost against 1e8 in fp32 (ulp 8).
+  TestKernel k("ordered_sum");
+  Value* px = k.arg("x", Type::ptr(DType::F32));
+  Value* po = k.arg("out", Type::ptr(DType::F32));
+  Value* x = loadAll(k.b, px, 8);
+  Value* s = k.b.create1(OpCode::Reduce, {x}, Type::scalar(DType::F32),
+                         {{"axis", int64_t(0)}, {"kind", "sum"}});
+  k.b.store(po, s);
+  k.b.ret();
+  std::vector<float> xv{1e8f, 1, 1, 1, 1, 1, 1, 1}, out(1);
+  k.run({1}, {buf(xv), buf(out)});
+  EXPECT_EQ(out[0], 1e8f);
+}
+
+TEST(InterpReduce, ScansForwardReverseAndCustom) {
+  TestKernel k("scan");
+  Value* px = k.arg("x", Type::ptr(DType::I32));
+  Value* po = k.arg("out", Type::ptr(DType::I32));
+  Builder& b = k.b;
+  Value* x = reshape(b, loadAll(b, px, 8), {2, 4});
+  Type t = x->type();
+  Value* fwd = b.create1(OpCode::Scan, {x}, t, {{"axis", int64_t(1)}, {"kind", "sum"}});
+  Value* rev = b.create1(OpCode::Scan, {x}, t,
+                         {{"axis", int64_t(1)}, {"kind", "sum"}, {"reverse", int64_t(1)}});
+  Op* cmax = b.create(OpCode::Scan, {x}, {t}, {{"axis", int64_t(0)}, {"kind", "custom"}});
+  addCombine(cmax, OpCode::Max, DType::I32);
+  Value* a = b.create1(OpCode::Cat, {reshape(b, fwd, {8}), reshape(b, rev, {8})},
+                       Type::tensor(DType::I32, {16}));
+  storeAll(
+      b, po,
+      b.create1(OpCode::Cat, {a, reshape(b, cmax->result(), {8})}, Type::tensor(DType::I32, {24})));
+  b.ret();
+  std::vector<int32_t> xv{1, 2, 3, 4, 10, -20, 30, -40}, out(24);
+  k.run({1}, {buf(xv), buf(out)});
+  EXPECT_EQ(out, (std::vector<int32_t>{1,  3, 6, 10, 10,  -10, 20,  -20,  // forward
+                                       10, 9, 7, 4,  -20, -30, -10, -40,  // reverse
+                                       1,  2, 3, 4,  10,  2,   30,  4})); // running max over rows
+}
+
+namespace {
+
+/// out = dot(a MxK, b KxN, acc) with a/b of `in` dtype (storage S) and fp32 acc/out.
+template <typename S>
+std::vector<float> runDot(DType in, int64_t M, int64_t K, int64_t N, const std::vector<S>& a,
+                          const std::vector<S>& bv, const std::vector<float>& acc,
+                          const std::string& precision = "ieee") {
+  TestKernel k("dot");
+  Value* pa = k.arg("a", Type::ptr(in));
+  Value* pb = k.arg("b", Type::ptr(in));
+  Value* pc = k.arg("c", Type::ptr(DType::F32));
+  Value* po = k.arg("out", Type::ptr(DType::F32));
+  Builder& b = k.b;
+  Value* av = reshape(b, loadAll(b, pa, M * K), {M, K});
+  Value* bm = reshape(b, loadAll(b, pb, K * N), {K, N});
+  Value* cv = reshape(b, loadAll(b, pc, M * N), {M, N});
+  storeAll(b, po,
+           b.create1(OpCode::Dot, {av, bm, cv}, Type::tensor(DType::F32, {M, N}),
+                     {{"input_precision", precision}}));
+  b.ret();
+  std::vector<S> ca = a, cb = bv;
+  std::vector<float> cc = acc, out(size_t(M * N));
+  k.run({1}, {buf(ca), buf(cb), buf(cc), buf(out)});
+  return out;
+}
+
+} // namespace
+
+TEST(InterpDot, Fp16InputsAccumulateInFp32) {
+  const int64_t M = 16, K = 32, N = 8;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-2, 2);
+  std::vector<uint16_t> a(M * K), bv(K * N);
+  for (auto& v : a) v = interp::floatToHalf(dist(rng));
+  for (auto& v : bv) v = interp::floatToHalf(dist(rng));
+  std::vector<float> acc(M * N);
+  for (auto& v : acc) v = dist(rng);
+  auto out = runDot<uint16_t>(DType::F16, M, K, N, a, bv, acc);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double ref = acc[m * N + n];
+      for (int64_t kk = 0; kk < K; ++kk)
+        ref += double(interp::halfToFloat(a[m * K + kk])) * interp::halfToFloat(bv[kk * N + n]);
+      EXPECT_NEAR(out[m * N + n], ref, 1e-4) << m << "," << n;
+    }
+  // 4096 ones: an fp16 accumulator would stop at 2048; fp32 counts exactly.
+  const int64_t bigK = 4096;
+  std::vector<uint16_t> ones(bigK, 0x3C00);
+  auto big = runDot<uint16_t>(DType::F16, 1, bigK, 1, ones, ones, {0.0f});
+  EXPECT_EQ(big[0], 4096.0f);
+}
+
+TEST(InterpDot, Tf32TruncatesFp32InputsAndIeeeDoesNot) {
+  float x = 1.0f + std::ldexp(1.0f, -20); // below tf32's 10-bit mantissa
+  auto ieee = runDot<float>(DType::F32, 1, 1, 1, {x}, {1.0f}, {0.0f}, "ieee");
+  auto tf32 = runDot<float>(DType::F32, 1, 1, 1, {x}, {1.0f}, {0.0f}, "tf32");
+  EXPECT_EQ(ieee[0], x);
+  EXPECT_EQ(tf32[0], 1.0f);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Control flow
+// ---------------------------------------------------------------------------------------------
+
+TEST(InterpControl, ForWithIfAndWhileLoops) {
+  TestKernel k("control");
+  Value* po = k.arg("out", Type::ptr(DType::I32));
+  Value* pn = k.arg("n", Type::scalar(DType::I32));
+  Builder& b = k.b;
+  Type i32 = Type::scalar(DType::I32);
+  // for i in range(0, n): acc += i if i % 2 == 0 else -1
+  Op* loop = b.create(OpCode::For, {b.i32(0), pn, b.i32(1), b.i32(0)}, {i32});
+  Block* body = loop->addRegion();
+  Value* iv = body->addArg(i32, "i");
+  Value* acc = body->addArg(i32, "acc");
+  {
+    Builder lb(body);
+    Value* even = lb.cmp("eq", lb.binary(OpCode::Rem, iv, lb.i32(2)), lb.i32(0));
+    Op* ifOp = lb.create(OpCode::If, {even}, {i32});
+    Builder tb(ifOp->addRegion());
+    tb.create(OpCode::Yield, {tb.binary(OpCode::Add, acc, iv)}, {});
+    Builder eb(ifOp->addRegion());
+    eb.create(OpCode::Yield, {eb.binary(OpCode::Sub, acc, eb.i32(1))}, {});
+    lb.create(OpCode::Yield, {ifOp->result()}, {});
+  }
+  b.store(po, loop->result());
+  // Collatz steps from 27: while x != 1: x = x / 2 if even else 3x + 1; steps += 1
+  Op* wh = b.create(OpCode::While, {b.i32(27), b.i32(0)}, {i32, i32});
+  Block* before = wh->addRegion();
+  {
+    Value* x = before->addArg(i32);
+    Value* steps = before->addArg(i32);
+    Builder bb(before);
+    bb.create(OpCode::Condition, {bb.cmp("ne", x, bb.i32(1)), x, steps}, {});
+  }
+  Block* after = wh->addRegion();
+  {
+    Value* x = after->addArg(i32);
+    Value* steps = after->addArg(i32);
+    Builder ab(after);
+    Value* even = ab.cmp("eq", ab.binary(OpCode::Rem, x, ab.i32(2)), ab.i32(0));
+    Value* half = ab.binary(OpCode::Div, x, ab.i32(2));
+    Value* up = ab.binary(OpCode::Add, ab.binary(OpCode::Mul, x, ab.i32(3)), ab.i32(1));
+    Value* next = ab.create1(OpCode::Select, {even, half, up}, i32);
+    ab.create(OpCode::Yield, {next, ab.binary(OpCode::Add, steps, ab.i32(1))}, {});
+  }
+  b.store(b.addPtr(po, b.i32(1)), wh->result(1));
+  b.store(b.addPtr(po, b.i32(2)), wh->result(0));
+  b.ret();
+  std::vector<int32_t> out(3, -1);
+  k.run({1}, {buf(out), InterpArg::integer(10)});
+  EXPECT_EQ(out, (std::vector<int32_t>{0 + 2 + 4 + 6 + 8 - 5, 111, 1}));
+  k.run({1}, {buf(out), InterpArg::integer(0)}); // zero-trip loop yields the initial value
+  EXPECT_EQ(out[0], 0);
+}
+
+TEST(InterpControl, ZeroStepForLoopIsAnError) {
+  TestKernel k("zero_step", "for i in range(0, n, step):\n");
+  Value* step = k.arg("step", Type::scalar(DType::I32));
+  k.at(1, 1);
+  Op* loop = k.b.create(OpCode::For, {k.b.i32(0), k.b.i32(4), step}, {});
+  loop->addRegion()->addArg(Type::scalar(DType::I32));
+  k.b.ret();
+  std::string err = k.runExpectingError({1}, {InterpArg::integer(0)});
+  EXPECT_NE(err.find("zero_step.py:1:1: error: for loop with step 0 never terminates"),
+            std::string::npos)
+      << err;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Atomics, descriptors, print, assert
+// ---------------------------------------------------------------------------------------------
+
+TEST(InterpMemory, AtomicsAcrossProgramsAreSequential) {
+  TestKernel k("atomics");
+  Value* counter = k.arg("counter", Type::ptr(DType::I32));
+  Value* lock = k.arg("lock", Type::ptr(DType::I32));
+  Value* olds = k.arg("olds", Type::ptr(DType::I32));
+  Value* fmax = k.arg("fmax", Type::ptr(DType::F32));
+  Builder& b = k.b;
+  Value* pid = b.programId(0);
+  Value* one = b.binary(OpCode::Add, pid, b.i32(1));
+  Value* old =
+      b.create1(OpCode::AtomicRMW, {counter, one}, Type::scalar(DType::I32), {{"kind", "add"}});
+  b.store(b.addPtr(olds, pid), old);
+  Value* casOld = b.create1(OpCode::AtomicCas, {lock, b.i32(0), one}, Type::scalar(DType::I32));
+  b.store(b.addPtr(olds, b.binary(OpCode::Add, pid, b.i32(8))), casOld);
+  // fmax[j] = max over programs of (pid - j), only for j < 3 (masked)
+  Value* j = b.arange(0, 4);
+  Value* vals = b.create1(OpCode::Cast, {b.binary(OpCode::Sub, b.splat(pid, {4}), j)},
+                          Type::tensor(DType::F32, {4}));
+  Value* m = b.cmp("lt", j, b.splat(b.i32(3), {4}));
+  b.create(OpCode::AtomicRMW, {b.addPtr(b.splat(fmax, {4}), j), vals, m},
+           {Type::tensor(DType::F32, {4})}, {{"kind", "max"}, {"has_mask", int64_t(1)}});
+  b.ret();
+  std::vector<int32_t> c{0}, l{0}, o(16, -1);
+  std::vector<float> f(4, -100.0f);
+  k.run({8}, {buf(c), buf(l), buf(o), buf(f)});
+  EXPECT_EQ(c[0], 36);
+  EXPECT_EQ(l[0], 1);
+  EXPECT_EQ(o, (std::vector<int32_t>{0, 1, 3, 6, 10, 15, 21, 28, 0, 1, 1, 1, 1, 1, 1, 1}));
+  EXPECT_EQ(f, (std::vector<float>{7, 6, 5, -100}));
+}
+
+TEST(InterpMemory, DescriptorLoadsClipToZeroAndStoresClip) {
+  TestKernel k("desc");
+  Type descT = Type::descriptor(DType::F32, {4, 8}, 2);
+  Value* din = k.arg("in_desc", descT);
+  Value* dout = k.arg("out_desc", descT);
+  Value* flat = k.arg("flat", Type::ptr(DType::F32));
+  Builder& b = k.b;
+  Value* tile =
+      b.create1(OpCode::DescLoad, {din, b.i32(8), b.i32(8)}, Type::tensor(DType::F32, {4, 8}));
+  storeAll(b, flat, tile);
+  Value* plus =
+      b.binary(OpCode::Add, tile, b.splat(b.constFloat(1000.0, Type::scalar(DType::F32)), {4, 8}));
+  b.create(OpCode::DescStore, {dout, plus, b.i32(8), b.i32(8)}, {});
+  b.ret();
+  std::vector<float> in(10 * 12), out(10 * 12, -1.0f), flatOut(32, -1.0f);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = float(i);
+  k.run({1}, {InterpArg::descriptor(in.data(), in.size() * 4, {10, 12}, {12, 1}),
+              InterpArg::descriptor(out.data(), out.size() * 4, {10, 12}, {12, 1}), buf(flatOut)});
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 8; ++c) {
+      bool inside = 8 + r < 10 && 8 + c < 12;
+      EXPECT_EQ(flatOut[r * 8 + c], inside ? in[(8 + r) * 12 + 8 + c] : 0.0f) << r << "," << c;
+    }
+  for (int r = 0; r < 10; ++r)
+    for (int c = 0; c < 12; ++c) {
+      bool written = r >= 8 && c >= 8;
+      EXPECT_EQ(out[r * 12 + c], written ? in[r * 12 + c] + 1000 : -1.0f) << r << "," << c;
+    }
+}
+
+TEST(InterpDebug, PrintWritesEveryElementWithProgramId) {
+  TestKernel k("print");
+  Value* px = k.arg("x", Type::ptr(DType::I32));
+  Value* x = loadAll(k.b, px, 3);
+  k.b.create(OpCode::Print, {x}, {}, {{"prefix", " x"}});
+  k.b.ret();
+  std::vector<int32_t> xv{5, -6, 7};
+  testing::internal::CaptureStdout();
+  k.run({2}, {buf(xv)});
+  std::string printed = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(printed, "pid (0, 0, 0) idx [0]  x: 5\npid (0, 0, 0) idx [1]  x: -6\n"
+                     "pid (0, 0, 0) idx [2]  x: 7\npid (1, 0, 0) idx [0]  x: 5\n"
+                     "pid (1, 0, 0) idx [1]  x: -6\npid (1, 0, 0) idx [2]  x: 7\n");
+}
+
+TEST(InterpDebug, FailedAssertReportsLocationProgramAndElement) {
+  TestKernel k("assert", "    tl.device_assert(offs < 3, \"offs must be small\")\n");
+  Value* offs = k.b.arange(0, 4);
+  k.at(1, 5);
+  k.b.create(OpCode::Assert, {k.b.cmp("lt", offs, k.b.splat(k.b.i32(3), {4}))}, {},
+             {{"message", "offs must be small"}});
+  k.b.ret();
+  std::string err = k.runExpectingError({1}, {});
+  EXPECT_EQ(err, "assert.py:1:5: error: device assertion failed: offs must be small in program "
+                 "(0, 0, 0), element [3]\n"
+                 "      tl.device_assert(offs < 3, \"offs must be small\")\n"
+                 "      ^");
+}
