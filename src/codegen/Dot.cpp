@@ -1,0 +1,228 @@
+// tl.dot: mma.sync.aligned.m16n8k16 (fp16/bf16) and m16n8k8 (tf32) on tensor cores, with
+// operands moved into the fragment layouts; per-element FMAs for the other types.
+#include "codegen/Lowering.h"
+
+#include "layout/Layouts.h"
+
+#include <map>
+#include <stdexcept>
+
+namespace ww::codegen {
+
+using ir::DType;
+using ir::OpCode;
+using layout::LinearLayout;
+
+namespace {
+
+std::vector<int32_t> regCoords(const LinearLayout& l, int32_t reg) {
+  std::vector<int32_t> c(l.numOutDims(), 0);
+  for (int bit = 0; bit < l.getInDimSizeLog2(layout::kRegister); ++bit)
+    if (reg >> bit & 1) {
+      const auto& basis = l.getBasis(layout::kRegister, bit);
+      for (size_t d = 0; d < c.size(); ++d) c[d] ^= basis[d];
+    }
+  return c;
+}
+
+/// Checks that the lane bits of `l` follow an mma.sync fragment: lanes 0-1 (threadID_in_group)
+/// step the column-like dim `tigDim` by `tigStep`, lanes 2-4 (groupID) step `groupDim` by 1.
+void requireFragmentLanes(const LinearLayout& l, int tigDim, int32_t tigStep, int groupDim,
+                          const char* what) {
+  auto expect = [&](int bit, int dim, int32_t value) {
+    const auto& basis = l.getBasis(layout::kLane, bit);
+    for (int d = 0; d < l.numOutDims(); ++d)
+      if (basis[d] != (d == dim ? value : 0))
+        throw std::logic_error(std::string("codegen: ") + what +
+                               " layout does not match the mma.sync fragment: " + l.str());
+  };
+  expect(0, tigDim, tigStep);
+  expect(1, tigDim, 2 * tigStep);
+  expect(2, groupDim, 1);
+  expect(3, groupDim, 2);
+  expect(4, groupDim, 4);
+}
+
+} // namespace
+
+void FunctionLowering::lowerDot(const ir::Op& op) {
+  const ir::Type& at = op.operand(0)->type();
+  const ir::Type& bt = op.operand(1)->type();
+  const ir::Type& rt = op.result()->type();
+  if (at.shape.size() != 2 || bt.shape.size() != 2)
+    raiseError(op.loc(), "dot takes 2-D operands, got " + at.str() + " and " + bt.str());
+  int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
+  if (bt.shape[0] != K)
+    raiseError(op.loc(), "dot operand shapes " + at.str() + " and " + bt.str() + " do not chain");
+  DType accType = rt.elem;
+  std::string precision = op.strAttr("input_precision", "tf32");
+  const LinearLayout& D = layouts_.layout(op.result());
+  Regs accIn = operand(op, 2);
+  ScalarContext cx = scalarContext(op);
+
+  bool sixteen = (at.elem == DType::F16 || at.elem == DType::BF16) && bt.elem == at.elem &&
+                 accType == DType::F32;
+  bool tf32 = at.elem == DType::F32 && bt.elem == DType::F32 && accType == DType::F32 &&
+              precision != "ieee";
+  int64_t instrK = sixteen ? 16 : 8;
+  if ((sixteen || tf32) && M % 16 == 0 && N % 8 == 0 && K % instrK == 0) {
+    // Tensor cores: A, B and the accumulator in the mma.sync fragment layouts.
+    const layout::DotLayouts* dl = layouts_.dot(op);
+    std::vector<int32_t> warps =
+        dl && !dl->warpsPerCTA.empty() ? dl->warpsPerCTA : std::vector<int32_t>{};
+    if (warps.size() != 2 || static_cast<int64_t>(warps[0]) * 16 > M ||
+        static_cast<int64_t>(warps[1]) * 8 > N) {
+      // Split the warps over M first, as far as 16-row tiles allow.
+      int w = fn_.numWarps;
+      int wm = 1;
+      while (wm < w && (wm * 2) * 16 <= M) wm *= 2;
+      int wn = w / wm;
+      while (wn > 1 && wn * 8 > N) wn /= 2;
+      warps = {wm, wn};
+    }
+    int elemBits = sixteen ? 16 : 32;
+    LinearLayout accL =
+        dl && dl->kind == layout::MmaKind::MmaSync && dl->acc.getTotalInDimSize() > 0
+            ? dl->acc
+            : layout::mmaSyncAccumulatorLayout({M, N}, warps);
+    LinearLayout aL = dl && dl->kind == layout::MmaKind::MmaSync
+                          ? dl->a
+                          : layout::mmaSyncOperandLayout(0, {M, K}, warps, elemBits);
+    LinearLayout bL = dl && dl->kind == layout::MmaKind::MmaSync
+                          ? dl->b
+                          : layout::mmaSyncOperandLayout(1, {K, N}, warps, elemBits);
+    requireFragmentLanes(accL, 1, 2, 0, "accumulator");
+    requireFragmentLanes(aL, 1, sixteen ? 2 : 1, 0, "A operand");
+    requireFragmentLanes(bL, 0, sixteen ? 2 : 1, 1, "B operand");
+    Regs a = convert(operand(op, 0), layouts_.operandLayout(op, 0), aL, at.elem, op);
+    Regs b = convert(operand(op, 1), layouts_.operandLayout(op, 1), bL, bt.elem, op);
+    Regs acc = convert(accIn, layouts_.operandLayout(op, 2), accL, accType, op);
+
+    // Registers of each instruction tile, in the fragment order of the PTX ISA tables, from the
+    // register part of the coordinates (lane 0 of each warp holds element 0 of every tile).
+    std::map<std::pair<int64_t, int64_t>, std::vector<std::string>> aTiles, bTiles, cTiles;
+    std::map<std::pair<int64_t, int64_t>, std::vector<int32_t>> cRegs;
+    int aPer = sixteen ? 8 : 4, bPer = sixteen ? 4 : 2;
+    for (int32_t r = 0; r < aL.getInDimSize(layout::kRegister); ++r) {
+      auto c = regCoords(aL, r);
+      auto& t = aTiles[{c[0] / 16, c[1] / instrK}];
+      t.resize(aPer);
+      int row8 = (c[0] % 16) / 8;
+      int idx =
+          sixteen ? (c[1] % 2) + 2 * row8 + 4 * ((c[1] % 16) / 8) : row8 + 2 * ((c[1] % 8) / 4);
+      t[idx] = a[r];
+    }
+    for (int32_t r = 0; r < bL.getInDimSize(layout::kRegister); ++r) {
+      auto c = regCoords(bL, r);
+      auto& t = bTiles[{c[0] / instrK, c[1] / 8}];
+      t.resize(bPer);
+      int idx = sixteen ? (c[0] % 2) + 2 * ((c[0] % 16) / 8) : (c[0] % 8) / 4;
+      t[idx] = b[r];
+    }
+    for (int32_t r = 0; r < accL.getInDimSize(layout::kRegister); ++r) {
+      auto c = regCoords(accL, r);
+      auto& t = cTiles[{c[0] / 16, c[1] / 8}];
+      auto& ri = cRegs[{c[0] / 16, c[1] / 8}];
+      t.resize(4);
+      ri.resize(4, -1);
+      int idx = (c[1] % 2) + 2 * ((c[0] % 16) / 8);
+      t[idx] = acc[r];
+      ri[idx] = r;
+    }
+    std::string shapeName = sixteen ? "m16n8k16" : "m16n8k8";
+    std::string abType = at.elem == DType::F16 ? "f16" : at.elem == DType::BF16 ? "bf16" : "tf32";
+    std::string opcode =
+        "mma.sync.aligned." + shapeName + ".row.col.f32." + abType + "." + abType + ".f32";
+    auto pack = [&](const std::vector<std::string>& elems, size_t i) {
+      if (!sixteen) {
+        std::string f = b_.materialize(elems.at(i), RegClass::F32);
+        return b_.pure("cvt.rna.tf32.f32", RegClass::B32, {f});
+      }
+      std::string lo = b_.materialize(elems.at(2 * i), RegClass::B16);
+      std::string hi = b_.materialize(elems.at(2 * i + 1), RegClass::B16);
+      return b_.pure("mov.b32", RegClass::B32, {"{" + lo + ", " + hi + "}"});
+    };
+    int64_t kTiles = 0;
+    for (const auto& [key, _] : aTiles) kTiles = std::max(kTiles, key.second + 1);
+    Regs result(acc.size());
+    for (auto& [tile, cur] : cTiles) {
+      std::vector<std::string> c = cur;
+      for (auto& x : c) x = b_.materialize(x, RegClass::F32);
+      for (int64_t kt = 0; kt < kTiles; ++kt) {
+        auto ai = aTiles.find({tile.first, kt});
+        auto bi = bTiles.find({kt, tile.second});
+        if (ai == aTiles.end() || bi == bTiles.end())
+          throw std::logic_error("codegen: dot operand fragments do not cover the tile");
+        std::vector<std::string> aw, bw;
+        for (int i = 0; i < (sixteen ? 4 : 4); ++i) aw.push_back(pack(ai->second, i));
+        for (int i = 0; i < 2; ++i) bw.push_back(pack(bi->second, i));
+        std::vector<std::string> d;
+        for (int i = 0; i < 4; ++i) d.push_back(b_.newReg(RegClass::F32));
+        auto list = [](const std::vector<std::string>& v) {
+          std::string s = "{";
+          for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+          return s + "}";
+        };
+        b_.inst(opcode, {list(d), list(aw), list(bw), list(c)});
+        c = d;
+      }
+      const auto& ri = cRegs[tile];
+      for (int i = 0; i < 4; ++i) result.at(ri[i]) = c[i];
+    }
+    // Duplicate registers of the accumulator layout follow their canonical register.
+    int32_t dup = accL.freeVariableMask(layout::kRegister);
+    for (size_t r = 0; r < result.size(); ++r)
+      if (result[r].empty()) result[r] = result[r & ~static_cast<size_t>(dup)];
+    return bind(op.result(), convert(result, accL, D, accType, op));
+  }
+
+  // Per-element FMAs in the result's layout: thread (m, n) reads row m of A and column n of B.
+  if (!ir::isFloat(accType) && !ir::isInt(accType))
+    raiseError(op.loc(), "dot accumulates in numbers, got " + rt.str());
+  int kBits = 0;
+  while ((int64_t(1) << kBits) < K) ++kBits;
+  if ((int64_t(1) << kBits) != K)
+    raiseError(op.loc(), "dot needs a power-of-two K, got " + std::to_string(K));
+  int32_t R = D.getInDimSize(layout::kRegister);
+  if (static_cast<int64_t>(R) * K > 8192)
+    raiseError(op.loc(), "dot of " + at.str() + " by " + bt.str() + " into " + rt.str() +
+                             " has no tensor-core form for these types on " +
+                             targetName(options_.target) +
+                             " and is too large for per-thread FMAs; use float16/bfloat16 "
+                             "operands with a float32 accumulator");
+  auto operandMap = [&](bool isA) {
+    LinearLayout::Bases bases;
+    for (const auto& in : D.inDimNames()) {
+      std::vector<std::vector<int32_t>> vs;
+      for (int bit = 0; bit < D.getInDimSizeLog2(in); ++bit) {
+        const auto& c = D.getBasis(in, bit);
+        vs.push_back(isA ? std::vector<int32_t>{c[0], 0} : std::vector<int32_t>{0, c[1]});
+      }
+      if (in == layout::kRegister)
+        for (int j = 0; j < kBits; ++j)
+          vs.push_back(isA ? std::vector<int32_t>{0, 1 << j} : std::vector<int32_t>{1 << j, 0});
+      bases.emplace_back(in, std::move(vs));
+    }
+    LinearLayout::NamedSizes outs = {{layout::dimName(0), static_cast<int32_t>(isA ? M : K)},
+                                     {layout::dimName(1), static_cast<int32_t>(isA ? K : N)}};
+    return LinearLayout(std::move(bases), std::move(outs));
+  };
+  Regs aG =
+      gather(operand(op, 0), layouts_.operandLayout(op, 0), operandMap(true), {0, 0}, at.elem, op);
+  Regs bG =
+      gather(operand(op, 1), layouts_.operandLayout(op, 1), operandMap(false), {0, 0}, bt.elem, op);
+  Regs acc = convert(accIn, layouts_.operandLayout(op, 2), D, accType, op);
+  ir::Op fma(OpCode::Fma, op.loc());
+  for (int32_t r = 0; r < R; ++r) {
+    std::string x = acc[r];
+    for (int64_t k = 0; k < K; ++k) {
+      std::string av = emitCast(cx, aG[r + k * R], at.elem, accType);
+      std::string bv = emitCast(cx, bG[r + k * R], bt.elem, accType);
+      x = emitElementwise(cx, fma, {av, bv, x}, {accType, accType, accType}, accType);
+    }
+    acc[r] = x;
+  }
+  bind(op.result(), std::move(acc));
+}
+
+} // namespace ww::codegen

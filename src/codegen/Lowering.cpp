@@ -1,0 +1,801 @@
+#include "codegen/Lowering.h"
+
+#include "layout/Layouts.h"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+#include <stdexcept>
+
+namespace ww::codegen {
+
+using ir::DType;
+using ir::OpCode;
+using layout::LinearLayout;
+
+namespace {
+
+const char* const kSharedBase = "global_smem";
+
+bool isPowerOf2(int64_t v) {
+  return v > 0 && (v & (v - 1)) == 0;
+}
+
+int log2Exact(int64_t v) {
+  return std::countr_zero(static_cast<uint64_t>(v));
+}
+
+/// The register holding one element of a value of type `t`.
+RegClass elemClass(const ir::Type& t) {
+  return regClassOf(t.elem, t.pointer);
+}
+
+/// Bytes one element takes in memory (i1 as a byte, pointers as 8).
+int memBytes(const ir::Type& t) {
+  return t.elemBytes();
+}
+
+/// ld/st type suffix of an element held in its register class.
+std::string memType(const ir::Type& t) {
+  if (t.pointer) return "b64";
+  switch (t.elem) {
+  case DType::I1:
+  case DType::U8:
+    return "u8";
+  case DType::I8:
+    return "s8";
+  case DType::F8E4M3:
+  case DType::F8E5M2:
+    return "b8";
+  case DType::F32:
+    return "f32";
+  case DType::F64:
+    return "f64";
+  default:
+    return bitType(t.elem);
+  }
+}
+
+/// The basis values of every bit of `inDim` along every out dim ([bit][outDim]).
+std::vector<std::vector<int32_t>> basesOf(const LinearLayout& l, const std::string& inDim) {
+  std::vector<std::vector<int32_t>> out;
+  for (int bit = 0; bit < l.getInDimSizeLog2(inDim); ++bit) out.push_back(l.getBasis(inDim, bit));
+  return out;
+}
+
+/// XOR of the register bases of the set bits of `reg`.
+std::vector<int32_t> registerCoords(const LinearLayout& l, int32_t reg) {
+  std::vector<int32_t> c(l.numOutDims(), 0);
+  for (int bit = 0; bit < l.getInDimSizeLog2(layout::kRegister); ++bit)
+    if (reg >> bit & 1) {
+      const auto& basis = l.getBasis(layout::kRegister, bit);
+      for (size_t d = 0; d < c.size(); ++d) c[d] ^= basis[d];
+    }
+  return c;
+}
+
+/// A layout with the same in dims as `hw` whose every basis is transformed by `f` (coords of
+/// hw's outputs -> coords of `outDims`).
+template <typename F>
+LinearLayout mapBases(const LinearLayout& hw, const std::vector<int64_t>& outShape, F&& f) {
+  LinearLayout::Bases bases;
+  for (const auto& in : hw.inDimNames()) {
+    std::vector<std::vector<int32_t>> vs;
+    for (const auto& b : basesOf(hw, in)) vs.push_back(f(b));
+    bases.emplace_back(in, std::move(vs));
+  }
+  LinearLayout::NamedSizes outs;
+  for (size_t d = 0; d < outShape.size(); ++d)
+    outs.emplace_back(layout::dimName(static_cast<int>(d)), static_cast<int32_t>(outShape[d]));
+  return LinearLayout(std::move(bases), std::move(outs));
+}
+
+/// Row-major linear index of `coords` in `shape` (powers of two: bit concatenation, so this is
+/// linear over GF(2) and may be applied to bases).
+int64_t rowMajor(const std::vector<int32_t>& coords, const std::vector<int64_t>& shape) {
+  int64_t idx = 0;
+  for (size_t d = 0; d < shape.size(); ++d) idx = idx * shape[d] + coords[d];
+  return idx;
+}
+
+std::vector<int32_t> fromRowMajor(int64_t idx, const std::vector<int64_t>& shape) {
+  std::vector<int32_t> c(shape.size(), 0);
+  for (size_t d = shape.size(); d-- > 0;) {
+    c[d] = static_cast<int32_t>(idx % shape[d]);
+    idx /= shape[d];
+  }
+  return c;
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Set-up and driving
+// ---------------------------------------------------------------------------------------------
+
+FunctionLowering::FunctionLowering(const ir::Function& fn, const CompileOptions& options,
+                                   const SourceManager* sources)
+    : fn_(fn), options_(options), sources_(sources) {
+  if (!isPowerOf2(fn.numWarps) || fn.numWarps > 32)
+    raiseError(fn.loc, "num_warps=" + std::to_string(fn.numWarps) +
+                           " is not supported; use a power of two from 1 to 32");
+  CompileOptions layoutOptions = options;
+  layoutOptions.numWarps = fn.numWarps;
+  layouts_ = layout::assignLayouts(fn, layoutOptions);
+  sharedBytes_ = layouts_.sharedBytes();
+  ir::walk(fn.body, [&](const ir::Op& op) {
+    for (const ir::Value* v : op.operands()) ++uses_[v];
+  });
+}
+
+void FunctionLowering::bind(const ir::Value* v, Regs regs) {
+  values_[v] = std::move(regs);
+}
+
+const Regs& FunctionLowering::regsOf(const ir::Value* v) const {
+  auto it = values_.find(v);
+  if (it == values_.end())
+    throw std::logic_error("codegen: value used before it was lowered (" + v->type().str() + ")");
+  return it->second;
+}
+
+const Regs& FunctionLowering::operand(const ir::Op& op, unsigned i) {
+  const ir::Value* v = op.operand(i);
+  if (!v->type().isTensor() || !layouts_.hasLayout(v) || !layouts_.needsConversion(op, i))
+    return regsOf(v);
+  auto& perOp = converted_[&op];
+  if (auto it = perOp.find(i); it != perOp.end()) return it->second;
+  Regs regs =
+      convert(regsOf(v), layouts_.layout(v), layouts_.operandLayout(op, i), v->type().elem, op);
+  return perOp[i] = std::move(regs);
+}
+
+void FunctionLowering::lowerBlock(const ir::Block& block) {
+  for (const auto& op : block.ops()) lowerOp(*op);
+}
+
+std::string FunctionLowering::movOpcode(RegClass c) const {
+  static const char* const movs[] = {"mov.pred", "mov.b16", "mov.b32",
+                                     "mov.b64",  "mov.f32", "mov.f64"};
+  return movs[static_cast<int>(c)];
+}
+
+void FunctionLowering::lowerOp(const ir::Op& op) {
+  b_.setLoc(op.loc());
+  if (isElementwise(op.code()) || op.code() == OpCode::AddPtr) return lowerElementwise(op);
+  switch (op.code()) {
+  case OpCode::Constant:
+    return lowerConstant(op);
+  case OpCode::ProgramId:
+  case OpCode::NumPrograms: {
+    int64_t axis = op.intAttr("axis");
+    if (axis < 0 || axis > 2)
+      raiseError(op.loc(),
+                 std::string(op.name()) + " axis must be 0, 1 or 2, not " + std::to_string(axis));
+    std::string sreg =
+        std::string(op.code() == OpCode::ProgramId ? "%ctaid." : "%nctaid.") + "xyz"[axis];
+    return bind(op.result(), {b_.pure("mov.u32", RegClass::B32, {sreg})});
+  }
+  case OpCode::ThreadId: {
+    if (op.intAttr("axis") != 0) return bind(op.result(), {"0"});
+    return bind(op.result(), {tid()});
+  }
+  case OpCode::Arange:
+    return lowerArange(op);
+  case OpCode::Splat:
+  case OpCode::Broadcast:
+  case OpCode::ExpandDims:
+  case OpCode::Reshape:
+  case OpCode::Permute:
+  case OpCode::Join:
+  case OpCode::Split:
+  case OpCode::Cat:
+    return lowerShapeOp(op);
+  case OpCode::MultipleOf:
+  case OpCode::MaxContiguous:
+    return bind(op.result(), operand(op, 0));
+  case OpCode::Load:
+    return lowerLoad(op);
+  case OpCode::Store:
+    return lowerStore(op);
+  case OpCode::AtomicRMW:
+  case OpCode::AtomicCas:
+    return lowerAtomic(op);
+  case OpCode::Reduce:
+    return lowerReduce(op);
+  case OpCode::Dot:
+    return lowerDot(op);
+  case OpCode::For:
+    return lowerFor(op);
+  case OpCode::If:
+    return lowerIf(op);
+  case OpCode::While:
+    return lowerWhile(op);
+  case OpCode::DebugBarrier:
+    return barrier();
+  case OpCode::Clock64:
+    return bind(op.result(), {b_.pure("mov.u64", RegClass::B64, {"%clock64"})});
+  case OpCode::Return:
+    return b_.inst("ret", {});
+  case OpCode::Yield:
+  case OpCode::Condition:
+    throw std::logic_error("codegen: terminator lowered outside its parent op");
+  default:
+    raiseError(op.loc(), std::string("'") + op.name() + "' is not supported by the " +
+                             targetName(options_.target) + " PTX backend yet");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Thread-index arithmetic
+// ---------------------------------------------------------------------------------------------
+
+std::string FunctionLowering::tid() {
+  return b_.pure("mov.u32", RegClass::B32, {"%tid.x"});
+}
+
+std::vector<int32_t> FunctionLowering::tidImages(const LinearLayout& l,
+                                                 const std::string& outDim) const {
+  int warpBits = log2Exact(fn_.numWarps);
+  std::vector<int32_t> images(5 + warpBits, 0);
+  if (!l.hasOutDim(outDim)) return images;
+  for (int i = 0; i < std::min(5, l.getInDimSizeLog2(layout::kLane)); ++i)
+    images[i] = l.getBasis(layout::kLane, i, outDim);
+  for (int i = 0; i < std::min(warpBits, l.getInDimSizeLog2(layout::kWarp)); ++i)
+    images[5 + i] = l.getBasis(layout::kWarp, i, outDim);
+  return images;
+}
+
+std::string FunctionLowering::tidLinear(const std::vector<int32_t>& images, int32_t* possibleBits) {
+  std::string acc = "0";
+  int32_t accBits = 0;
+  int n = static_cast<int>(images.size());
+  for (int i = 0; i < n;) {
+    int32_t img = images[i];
+    if (img == 0) {
+      ++i;
+      continue;
+    }
+    std::string term;
+    int32_t termBits;
+    if (std::has_single_bit(static_cast<uint32_t>(img))) {
+      // A run of tid bits i..j mapping to consecutive powers of two is one shifted bit field.
+      int k = std::countr_zero(static_cast<uint32_t>(img));
+      int j = i;
+      while (j + 1 < n && images[j + 1] != 0 &&
+             static_cast<int64_t>(images[j + 1]) == 2 * static_cast<int64_t>(images[j]))
+        ++j;
+      int len = j - i + 1;
+      bool top = j == n - 1;
+      std::string field = tid();
+      if (!(i == 0 && top))
+        field = b_.pure("and.b32", RegClass::B32,
+                        {field, immInt(static_cast<int64_t>(((1u << len) - 1) << i))});
+      if (k > i)
+        field = b_.pure("shl.b32", RegClass::B32, {field, immInt(k - i)});
+      else if (k < i)
+        field = b_.pure("shr.u32", RegClass::B32, {field, immInt(i - k)});
+      term = field;
+      termBits = static_cast<int32_t>(((1u << len) - 1) << k);
+      i = j + 1;
+    } else {
+      std::string bit = b_.pure("and.b32", RegClass::B32, {tid(), immInt(int64_t(1) << i)});
+      std::string set = b_.pure("setp.ne.u32", RegClass::Pred, {bit, "0"});
+      term = b_.pure("selp.b32", RegClass::B32, {immInt(img), "0", set});
+      termBits = img;
+      ++i;
+    }
+    if (acc == "0") {
+      acc = term;
+    } else {
+      acc = b_.pure((accBits & termBits) ? "xor.b32" : "add.s32", RegClass::B32, {acc, term});
+    }
+    accBits |= termBits;
+  }
+  if (possibleBits) *possibleBits = accBits;
+  return acc;
+}
+
+std::string FunctionLowering::xorConst(const std::string& base, int32_t possibleBits,
+                                       int32_t constant) {
+  if (constant == 0) return base;
+  if (base == "0") return immInt(constant);
+  return b_.pure((possibleBits & constant) ? "xor.b32" : "add.s32", RegClass::B32,
+                 {base, immInt(constant)});
+}
+
+std::string FunctionLowering::coordinate(const LinearLayout& l, int d, int32_t reg) {
+  int32_t bits = 0;
+  std::string hw = tidLinear(tidImages(l, layout::dimName(d)), &bits);
+  return xorConst(hw, bits, registerCoords(l, reg)[d]);
+}
+
+std::string FunctionLowering::ownerPredicate(const LinearLayout& l) {
+  int32_t laneFree = l.hasInDim(layout::kLane) ? l.freeVariableMask(layout::kLane) : 0;
+  int32_t warpFree = l.hasInDim(layout::kWarp) ? l.freeVariableMask(layout::kWarp) : 0;
+  // Warps past the layout's warp bits (a layout for fewer warps) hold duplicates too.
+  int warpBits = l.hasInDim(layout::kWarp) ? l.getInDimSizeLog2(layout::kWarp) : 0;
+  for (int i = warpBits; i < log2Exact(fn_.numWarps); ++i) warpFree |= 1 << i;
+  int64_t mask = (laneFree & 31) | (int64_t(warpFree) << 5);
+  if (mask == 0) return {};
+  std::string bits = b_.pure("and.b32", RegClass::B32, {tid(), immInt(mask)});
+  return b_.pure("setp.eq.u32", RegClass::Pred, {bits, "0"});
+}
+
+bool FunctionLowering::isDuplicateRegister(const LinearLayout& l, int32_t reg) const {
+  return (reg & l.freeVariableMask(layout::kRegister)) != 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data movement
+// ---------------------------------------------------------------------------------------------
+
+void FunctionLowering::barrier() {
+  b_.inst("bar.sync", {"0"});
+}
+
+int64_t FunctionLowering::scratch(int64_t bytes) {
+  usesShared_ = true;
+  int64_t offset = layouts_.scratchOffset();
+  sharedBytes_ = std::max(sharedBytes_, offset + bytes);
+  return offset;
+}
+
+std::string FunctionLowering::sharedAddress(const std::string& byteOffset) {
+  usesShared_ = true;
+  std::string base = b_.pure("mov.u32", RegClass::B32, {kSharedBase});
+  return b_.pure("add.s32", RegClass::B32, {base, byteOffset});
+}
+
+Regs FunctionLowering::convert(const Regs& src, const LinearLayout& from, const LinearLayout& to,
+                               DType elem, const ir::Op& at) {
+  if (from == to) return src;
+  return gather(src, from, to, std::vector<int32_t>(from.numOutDims(), 0), elem, at);
+}
+
+Regs FunctionLowering::gather(const Regs& src, const LinearLayout& srcLayout,
+                              const LinearLayout& gatherMap, const std::vector<int32_t>& constant,
+                              DType elem, const ir::Op& at) {
+  int32_t numRegs = gatherMap.getInDimSize(layout::kRegister);
+  int32_t dupMask = gatherMap.freeVariableMask(layout::kRegister);
+  Regs out(numRegs);
+  // Within the thread: every lane/warp bit moves to the same src element as in the src layout,
+  // and each dst register's element is one of the thread's src registers.
+  bool local = true;
+  for (const char* dim : {layout::kLane, layout::kWarp}) {
+    auto sb = basesOf(srcLayout, dim), tb = basesOf(gatherMap, dim);
+    size_t n = std::max(sb.size(), tb.size());
+    std::vector<int32_t> zero(srcLayout.numOutDims(), 0);
+    for (size_t i = 0; i < n && local; ++i)
+      local = (i < sb.size() ? sb[i] : zero) == (i < tb.size() ? tb[i] : zero);
+  }
+  if (local) {
+    std::map<std::vector<int32_t>, int32_t> holder;
+    for (int32_t r = srcLayout.getInDimSize(layout::kRegister); r-- > 0;)
+      holder[registerCoords(srcLayout, r)] = r;
+    for (int32_t r = 0; r < numRegs && local; ++r) {
+      std::vector<int32_t> c = registerCoords(gatherMap, r);
+      for (size_t d = 0; d < c.size(); ++d) c[d] ^= constant[d];
+      auto it = holder.find(c);
+      if (it == holder.end())
+        local = false;
+      else
+        out[r] = src.at(it->second);
+    }
+    if (local) return out;
+  }
+
+  // Through shared memory: src elements at their row-major offset, then dst reads.
+  ir::Type t = ir::Type::scalar(elem);
+  int bytes = memBytes(t);
+  std::vector<int64_t> shape;
+  for (int d = 0; d < srcLayout.numOutDims(); ++d)
+    shape.push_back(srcLayout.getOutDimSize(layout::dimName(d)));
+  int64_t total = 1;
+  for (int64_t s : shape) total *= s;
+  int64_t base = scratch(total * bytes);
+  RegClass cls = regClassOf(elem);
+  std::string mt = memType(t);
+
+  auto offsetImages = [&](const LinearLayout& l) {
+    std::vector<int32_t> images(5 + log2Exact(fn_.numWarps), 0);
+    auto lanes = basesOf(l, layout::kLane), warps = basesOf(l, layout::kWarp);
+    for (size_t i = 0; i < lanes.size() && i < 5; ++i)
+      images[i] = static_cast<int32_t>(rowMajor(lanes[i], shape) * bytes);
+    for (size_t i = 0; i < warps.size() && 5 + i < images.size(); ++i)
+      images[5 + i] = static_cast<int32_t>(rowMajor(warps[i], shape) * bytes);
+    return images;
+  };
+  // Registers per vector access: leading register bits at consecutive offsets, every other
+  // basis aligned to the vector.
+  auto vectorWidth = [&](const LinearLayout& l) {
+    auto regs = basesOf(l, layout::kRegister);
+    int k = 0;
+    while (k < static_cast<int>(regs.size()) && (int64_t(1) << (k + 1)) * bytes <= 16 &&
+           (k + 1) <= 2 && rowMajor(regs[k], shape) == (int64_t(1) << k))
+      ++k;
+    auto aligned = [&](int kk) {
+      int64_t v = int64_t(1) << kk;
+      for (const char* dim : {layout::kRegister, layout::kLane, layout::kWarp}) {
+        auto bs = basesOf(l, dim);
+        for (size_t i = (dim == layout::kRegister ? kk : 0); i < bs.size(); ++i)
+          if (rowMajor(bs[i], shape) % v) return false;
+      }
+      return true;
+    };
+    while (k > 0 && !aligned(k)) --k;
+    return int32_t(1) << k;
+  };
+  auto vecSuffix = [](int32_t v) { return v == 1 ? std::string() : ".v" + std::to_string(v); };
+
+  barrier(); // earlier readers of the scratch region are done
+  {
+    int32_t hwBits = 0;
+    std::string hw = tidLinear(offsetImages(srcLayout), &hwBits);
+    int32_t v = vectorWidth(srcLayout);
+    int32_t srcDup = srcLayout.freeVariableMask(layout::kRegister);
+    for (int32_t r = 0; r < srcLayout.getInDimSize(layout::kRegister); r += v) {
+      if (r & srcDup) continue;
+      int64_t off = rowMajor(registerCoords(srcLayout, r), shape) * bytes;
+      std::string addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(off)));
+      std::string vals;
+      for (int32_t k = 0; k < v; ++k) {
+        std::string x = b_.materialize(src.at(r + k), cls);
+        if (elem == DType::I1) x = b_.pure("selp.u16", RegClass::B16, {"1", "0", x});
+        vals += (k ? ", " : "") + x;
+      }
+      if (v > 1) vals = "{" + vals + "}";
+      b_.inst("st.shared" + vecSuffix(v) + "." + mt,
+              {"[" + addr + "+" + std::to_string(base) + "]", vals});
+    }
+  }
+  barrier();
+  {
+    int32_t hwBits = 0;
+    std::string hw = tidLinear(offsetImages(gatherMap), &hwBits);
+    int32_t v = vectorWidth(gatherMap);
+    int64_t constOff = rowMajor(constant, shape) * bytes;
+    for (int32_t r = 0; r < numRegs; r += v) {
+      if (r & dupMask) continue;
+      int64_t off = (rowMajor(registerCoords(gatherMap, r), shape) * bytes) ^ constOff;
+      std::string addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(off)));
+      Regs dst;
+      std::string list;
+      for (int32_t k = 0; k < v; ++k) {
+        dst.push_back(b_.newReg(elem == DType::I1 ? RegClass::B16 : cls));
+        list += (k ? ", " : "") + dst.back();
+      }
+      if (v > 1) list = "{" + list + "}";
+      b_.inst("ld.shared" + vecSuffix(v) + "." + mt,
+              {list, "[" + addr + "+" + std::to_string(base) + "]"});
+      for (int32_t k = 0; k < v; ++k)
+        out[r + k] =
+            elem == DType::I1 ? b_.pure("setp.ne.u16", RegClass::Pred, {dst[k], "0"}) : dst[k];
+    }
+  }
+  for (int32_t r = 0; r < numRegs; ++r)
+    if (r & dupMask) out[r] = out[r & ~dupMask];
+  (void)at;
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values
+// ---------------------------------------------------------------------------------------------
+
+void FunctionLowering::lowerConstant(const ir::Op& op) {
+  const ir::Type& t = op.result()->type();
+  const ir::Attr* a = op.attr("value");
+  if (!a) throw std::logic_error("codegen: constant without a value");
+  bool isF = std::holds_alternative<double>(*a);
+  ScalarContext cx = scalarContext(op);
+  std::string c =
+      emitConstant(cx, isF ? std::get<double>(*a) : 0, isF ? 0 : op.intAttr("value"), isF, t.elem);
+  if (!t.isTensor()) return bind(op.result(), {c});
+  int32_t n = layouts_.layout(op.result()).getInDimSize(layout::kRegister);
+  bind(op.result(), Regs(n, c));
+}
+
+void FunctionLowering::lowerArange(const ir::Op& op) {
+  const LinearLayout& l = layouts_.layout(op.result());
+  int64_t start = op.intAttr("start");
+  Regs regs;
+  for (int32_t r = 0; r < l.getInDimSize(layout::kRegister); ++r) {
+    std::string c = coordinate(l, 0, r);
+    if (start != 0)
+      c = isImmediate(c) ? immInt(std::stoll(c) + start)
+                         : b_.pure("add.s32", RegClass::B32, {c, immInt(start)});
+    regs.push_back(c);
+  }
+  bind(op.result(), std::move(regs));
+}
+
+void FunctionLowering::lowerElementwise(const ir::Op& op) {
+  const ir::Type& rt = op.result()->type();
+  std::vector<const Regs*> args;
+  std::vector<DType> types;
+  for (unsigned i = 0; i < op.numOperands(); ++i) {
+    args.push_back(&operand(op, i));
+    const ir::Type& t = op.operand(i)->type();
+    types.push_back(t.pointer ? DType::I64 : t.elem);
+  }
+  ScalarContext cx = scalarContext(op);
+  int32_t n = rt.isTensor() ? layouts_.layout(op.result()).getInDimSize(layout::kRegister) : 1;
+  Regs out(n);
+  if (op.code() == OpCode::AddPtr) {
+    // ptr + offset * sizeof(elem), with the offset widened to 64 bits by its signedness.
+    int bytes = memBytes(ir::Type::scalar(rt.elem));
+    DType offType = types.at(1);
+    for (int32_t r = 0; r < n; ++r) {
+      const std::string& p = (*args[0])[args[0]->size() == 1 ? 0 : r];
+      const std::string& o = (*args[1])[args[1]->size() == 1 ? 0 : r];
+      std::string wide;
+      if (isImmediate(o)) {
+        wide = immInt(std::stoll(o) * bytes);
+      } else if (ir::bitWidth(offType) == 64) {
+        wide = b_.pure("mul.lo.s64", RegClass::B64, {o, immInt(bytes)});
+      } else {
+        std::string sign = ir::isSigned(offType) ? "s" : "u";
+        std::string o32 = o;
+        if (regClassOf(offType) == RegClass::B16)
+          o32 = b_.pure("cvt." + sign + "32." + sign + "16", RegClass::B32, {o});
+        wide = b_.pure("mul.wide." + sign + "32", RegClass::B64, {o32, immInt(bytes)});
+      }
+      out[r] = wide == "0"
+                   ? p
+                   : b_.pure("add.s64", RegClass::B64, {b_.materialize(p, RegClass::B64), wide});
+    }
+    return bind(op.result(), std::move(out));
+  }
+  for (int32_t r = 0; r < n; ++r) {
+    std::vector<std::string> elems;
+    for (const Regs* a : args) elems.push_back(a->size() == 1 ? (*a)[0] : a->at(r));
+    out[r] = emitElementwise(cx, op, elems, types, rt.pointer ? DType::I64 : rt.elem);
+  }
+  bind(op.result(), std::move(out));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shape ops
+// ---------------------------------------------------------------------------------------------
+
+void FunctionLowering::lowerShapeOp(const ir::Op& op) {
+  const ir::Value* res = op.result();
+  if (op.code() == OpCode::Splat) {
+    const Regs& s = operand(op, 0);
+    int32_t n = layouts_.layout(res).getInDimSize(layout::kRegister);
+    return bind(res, Regs(n, s.at(0)));
+  }
+  const ir::Value* src = op.operand(0);
+  const LinearLayout& srcLayout = layouts_.operandLayout(op, 0);
+  const std::vector<int64_t>& srcShape = src->type().shape;
+  DType elem = src->type().pointer ? DType::I64 : src->type().elem;
+  std::vector<int32_t> zero(srcShape.size(), 0);
+  auto selectByBit = [&](const LinearLayout& dst, int dim, int32_t bitValue, const Regs& lo,
+                         const Regs& hi) {
+    // out[r] = hi[r] where the coordinate along `dim` has `bitValue` set, else lo[r].
+    Regs out(lo.size());
+    int32_t hwBits = 0;
+    std::string hw = tidLinear(tidImages(dst, layout::dimName(dim)), &hwBits);
+    for (size_t r = 0; r < lo.size(); ++r) {
+      int32_t regPart = registerCoords(dst, static_cast<int32_t>(r))[dim];
+      if (!(hwBits & bitValue)) {
+        out[r] = (regPart & bitValue) ? hi[r] : lo[r];
+        continue;
+      }
+      std::string c = xorConst(hw, hwBits, regPart);
+      std::string bit = b_.pure("and.b32", RegClass::B32, {c, immInt(bitValue)});
+      std::string set = b_.pure("setp.ne.u32", RegClass::Pred, {bit, "0"});
+      ScalarContext cx = scalarContext(op);
+      ir::Op sel(OpCode::Select, op.loc());
+      out[r] = emitElementwise(cx, sel, {set, hi[r], lo[r]}, {DType::I1, elem, elem}, elem);
+    }
+    return out;
+  };
+
+  switch (op.code()) {
+  case OpCode::Broadcast:
+  case OpCode::ExpandDims:
+  case OpCode::Reshape:
+  case OpCode::Permute: {
+    const LinearLayout& dst = layouts_.layout(res);
+    const std::vector<int64_t>& dstShape = res->type().shape;
+    std::vector<int64_t> order = op.intsAttr("order");
+    int64_t axis = op.intAttr("axis");
+    if (op.code() == OpCode::ExpandDims && axis < 0) axis += static_cast<int64_t>(dstShape.size());
+    LinearLayout map = mapBases(dst, srcShape, [&](const std::vector<int32_t>& c) {
+      std::vector<int32_t> s(srcShape.size(), 0);
+      switch (op.code()) {
+      case OpCode::Broadcast:
+        for (size_t d = 0; d < s.size(); ++d) s[d] = srcShape[d] == 1 ? 0 : c[d];
+        break;
+      case OpCode::ExpandDims:
+        for (size_t d = 0, k = 0; d < c.size(); ++d)
+          if (static_cast<int64_t>(d) != axis) s[k++] = c[d];
+        break;
+      case OpCode::Reshape:
+        s = fromRowMajor(rowMajor(c, dstShape), srcShape);
+        break;
+      default:
+        for (size_t d = 0; d < c.size(); ++d) s[order.at(d)] = c[d];
+        break;
+      }
+      return s;
+    });
+    if (op.code() == OpCode::Permute && order.size() != srcShape.size())
+      raiseError(op.loc(), "permute order has " + std::to_string(order.size()) +
+                               " entries for a tensor of rank " + std::to_string(srcShape.size()));
+    return bind(res, gather(operand(op, 0), srcLayout, map, zero, elem, op));
+  }
+  case OpCode::Join: {
+    // result[..., j] = (j ? b : a)[...]
+    const LinearLayout& dst = layouts_.layout(res);
+    int last = static_cast<int>(res->type().shape.size()) - 1;
+    LinearLayout map = mapBases(dst, srcShape, [&](const std::vector<int32_t>& c) {
+      return std::vector<int32_t>(c.begin(), c.begin() + last);
+    });
+    Regs lo = gather(operand(op, 0), srcLayout, map, zero, elem, op);
+    Regs hi = gather(operand(op, 1), layouts_.operandLayout(op, 1), map, zero, elem, op);
+    return bind(res, selectByBit(dst, last, 1, lo, hi));
+  }
+  case OpCode::Cat: {
+    const LinearLayout& dst = layouts_.layout(res);
+    int64_t half = srcShape.at(0);
+    if (!isPowerOf2(half))
+      raiseError(op.loc(), "cat needs power-of-two shapes, got " + src->type().str());
+    LinearLayout map = mapBases(dst, srcShape, [&](const std::vector<int32_t>& c) {
+      std::vector<int32_t> s = c;
+      s[0] &= static_cast<int32_t>(half - 1);
+      return s;
+    });
+    Regs lo = gather(operand(op, 0), srcLayout, map, zero, elem, op);
+    Regs hi = gather(operand(op, 1), layouts_.operandLayout(op, 1), map, zero, elem, op);
+    return bind(res, selectByBit(dst, 0, static_cast<int32_t>(half), lo, hi));
+  }
+  case OpCode::Split: {
+    for (unsigned k = 0; k < 2; ++k) {
+      const LinearLayout& dst = layouts_.layout(op.result(k));
+      LinearLayout map = mapBases(dst, srcShape, [&](const std::vector<int32_t>& c) {
+        std::vector<int32_t> s = c;
+        s.push_back(0);
+        return s;
+      });
+      std::vector<int32_t> constant = zero;
+      constant.back() = static_cast<int32_t>(k);
+      bind(op.result(k), gather(operand(op, 0), srcLayout, map, constant, elem, op));
+    }
+    return;
+  }
+  default:
+    throw std::logic_error("lowerShapeOp: not a shape op");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entry point
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+std::string paramDecl(const ir::KernelArg& a, const std::string& name) {
+  const ir::Type& t = a.type;
+  if (t.kind == ir::TypeKind::Descriptor) return ".param .align 64 .b8 " + name + "[128]";
+  if (t.pointer) return ".param .u64 " + name;
+  switch (t.elem) {
+  case DType::I1:
+  case DType::I8:
+  case DType::U8:
+    return ".param .u8 " + name;
+  case DType::I16:
+  case DType::U16:
+  case DType::F16:
+  case DType::BF16:
+    return ".param .b16 " + name;
+  case DType::I64:
+  case DType::U64:
+    return ".param .u64 " + name;
+  case DType::F32:
+    return ".param .f32 " + name;
+  case DType::F64:
+    return ".param .f64 " + name;
+  default:
+    return ".param .u32 " + name;
+  }
+}
+
+int paramBytes(const ir::KernelArg& a) {
+  if (a.type.kind == ir::TypeKind::Descriptor) return 128;
+  return a.type.elemBytes();
+}
+
+std::string sanitize(const std::string& name) {
+  std::string out;
+  for (char c : name) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '_') ? c : '_';
+  if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "k_" + out;
+  return out;
+}
+
+const char* ptxVersion(Target t) {
+  switch (t) {
+  case Target::SM80:
+    return "8.4";
+  case Target::SM90a:
+    return "8.4";
+  case Target::SM100a:
+    return "8.7";
+  }
+  return "8.4";
+}
+
+} // namespace
+
+PtxKernel FunctionLowering::run() {
+  PtxKernel k;
+  k.entry = sanitize(fn_.name);
+  k.numWarps = fn_.numWarps;
+  b_.enableLineInfo(options_.lineInfo);
+  if (options_.lineInfo && sources_) {
+    std::map<uint32_t, int> seen;
+    ir::walk(fn_.body, [&](const ir::Op& op) {
+      SourceLoc l = op.loc();
+      if (!l.valid() || seen.count(l.file) || l.file >= sources_->numFiles()) return;
+      seen[l.file] = b_.addFile(sources_->path(l.file));
+      b_.mapFile(l.file, seen[l.file]);
+    });
+  }
+
+  // Parameters: loaded once at entry.
+  std::vector<std::string> decls;
+  for (size_t i = 0; i < fn_.args.size(); ++i) {
+    const ir::KernelArg& a = fn_.args[i];
+    if (!a.value) continue;
+    std::string pname = k.entry + "_param_" + std::to_string(decls.size());
+    decls.push_back(paramDecl(a, pname));
+    k.params.push_back({a.name, a.type.str(), paramBytes(a), a.divisibility});
+    if (a.type.kind == ir::TypeKind::Descriptor) {
+      // The descriptor is used by address (a generic pointer to the param space copy).
+      bind(a.value, {b_.pure("mov.u64", RegClass::B64, {pname})});
+      continue;
+    }
+    RegClass c = elemClass(a.type);
+    std::string ty = decls.back().substr(7, decls.back().find(' ', 7) - 7); // ".u64" etc.
+    if (a.type.elem == DType::I1 && !a.type.pointer) {
+      std::string byte = b_.pure("ld.param.u8", RegClass::B16, {"[" + pname + "]"});
+      bind(a.value, {b_.pure("setp.ne.u16", RegClass::Pred, {byte, "0"})});
+    } else if (c == RegClass::B16) {
+      bind(a.value, {b_.pure("ld.param" + ty, RegClass::B16, {"[" + pname + "]"})});
+    } else {
+      bind(a.value, {b_.pure("ld.param" + ty, c, {"[" + pname + "]"})});
+    }
+  }
+
+  lowerBlock(fn_.body);
+
+  std::string out;
+  out += "//\n// Generated by warpweave\n//\n\n";
+  out += ".version " + std::string(ptxVersion(options_.target)) + "\n";
+  out += ".target " + std::string(targetName(options_.target)) + "\n";
+  out += ".address_size 64\n\n";
+  if (usesShared_) out += ".extern .shared .align 16 .b8 " + std::string(kSharedBase) + "[];\n\n";
+  out += ".visible .entry " + k.entry + "(";
+  for (size_t i = 0; i < decls.size(); ++i) out += (i ? ",\n\t" : "\n\t") + decls[i];
+  out += decls.empty() ? ")\n" : "\n)\n";
+  out += ".reqntid " + std::to_string(fn_.numWarps * 32) + ", 1, 1\n{\n";
+  out += b_.regDeclarations();
+  out += "\n";
+  out += b_.body();
+  out += "}\n";
+  std::string files = b_.fileDirectives();
+  if (!files.empty()) out += "\n" + files;
+  k.ptx = std::move(out);
+  k.sharedBytes = static_cast<int>((sharedBytes_ + 15) / 16 * 16);
+  return k;
+}
+
+PtxKernel emitPtx(const ir::Function& fn, const CompileOptions& options,
+                  const SourceManager* sources) {
+  FunctionLowering lowering(fn, options, sources);
+  return lowering.run();
+}
+
+} // namespace ww::codegen

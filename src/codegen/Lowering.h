@@ -1,0 +1,105 @@
+// Lowering of one Tile IR function to per-thread PTX (internal to src/codegen): every tensor value
+// is the list of registers its LinearLayout gives the thread; shape ops, conversions, reductions,
+// memory ops and structured control flow are expressed on those registers.
+#pragma once
+
+#include "codegen/Codegen.h"
+#include "codegen/PtxBuilder.h"
+#include "codegen/ScalarOps.h"
+#include "layout/LayoutAssignment.h"
+#include "layout/LinearLayout.h"
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ww::codegen {
+
+/// The registers holding one value in this thread: one entry for a scalar, one per register
+/// index of the value's layout for a tensor.
+using Regs = std::vector<std::string>;
+
+class FunctionLowering {
+public:
+  FunctionLowering(const ir::Function& fn, const CompileOptions& options,
+                   const SourceManager* sources);
+  PtxKernel run();
+
+private:
+  // ---- driving ----
+  void lowerBlock(const ir::Block& block);
+  void lowerOp(const ir::Op& op);
+  /// Operand `i` of `op` in the layout `op` needs it in (converted when the map says so).
+  const Regs& operand(const ir::Op& op, unsigned i);
+  void bind(const ir::Value* v, Regs regs);
+  const Regs& regsOf(const ir::Value* v) const;
+  ScalarContext scalarContext(const ir::Op& op) { return {b_, options_.target, op.loc()}; }
+
+  // ---- thread-index arithmetic ----
+  std::string tid();
+  int numThreads() const { return fn_.numWarps * 32; }
+  /// XOR of images[i] over the set bits i of %tid.x (lane bits first, then warp bits), as one
+  /// register or "0"; `possibleBits` receives the bits the result can have.
+  std::string tidLinear(const std::vector<int32_t>& images, int32_t* possibleBits);
+  /// Images of the tid bits for output dim `outDim` of a distributed layout.
+  std::vector<int32_t> tidImages(const layout::LinearLayout& l, const std::string& outDim) const;
+  /// `base` XOR `constant` where `base` can hold only `possibleBits` (add when disjoint).
+  std::string xorConst(const std::string& base, int32_t possibleBits, int32_t constant);
+  /// Coordinate along out dim `d` of register `reg` of layout `l`.
+  std::string coordinate(const layout::LinearLayout& l, int d, int32_t reg);
+  /// Predicate: this thread is the canonical holder of its elements (no duplicate lane/warp);
+  /// empty when every thread holds distinct data.
+  std::string ownerPredicate(const layout::LinearLayout& l);
+  /// Registers of `l` that duplicate an earlier register (free register bits set).
+  bool isDuplicateRegister(const layout::LinearLayout& l, int32_t reg) const;
+
+  // ---- data movement ----
+  /// The dst registers of a value whose element at hardware index x is the src element at
+  /// coordinates gatherMap(x) XOR `constant` (gatherMap: register/lane/warp -> src coords).
+  /// Registers move within the thread when possible, through shared memory otherwise.
+  Regs gather(const Regs& src, const layout::LinearLayout& srcLayout,
+              const layout::LinearLayout& gatherMap, const std::vector<int32_t>& constant,
+              ir::DType elem, const ir::Op& at);
+  Regs convert(const Regs& src, const layout::LinearLayout& from, const layout::LinearLayout& to,
+               ir::DType elem, const ir::Op& at);
+  /// Shared memory: `.extern .shared` base plus byte offset register.
+  std::string sharedAddress(const std::string& byteOffset);
+  void barrier();
+  /// Scratch shared memory for one use at `op`: returns its byte offset, grows the kernel's total.
+  int64_t scratch(int64_t bytes);
+
+  // ---- ops ----
+  void lowerConstant(const ir::Op& op);
+  void lowerArange(const ir::Op& op);
+  void lowerShapeOp(const ir::Op& op);
+  void lowerElementwise(const ir::Op& op);
+  void lowerLoad(const ir::Op& op);
+  void lowerStore(const ir::Op& op);
+  void lowerAtomic(const ir::Op& op);
+  void lowerReduce(const ir::Op& op);
+  void lowerFor(const ir::Op& op);
+  void lowerIf(const ir::Op& op);
+  void lowerWhile(const ir::Op& op);
+  void lowerDot(const ir::Op& op);
+  /// Inlines a combine region (reduce/scan) on scalar registers; returns the yielded registers.
+  Regs inlineCombine(const ir::Op& op, const Regs& lhs, const Regs& rhs,
+                     const std::vector<ir::DType>& types);
+  /// Moves `values` into `dst` with parallel-copy semantics (for loop-carried registers).
+  void parallelCopy(const std::vector<std::string>& dst, const std::vector<std::string>& values,
+                    const std::vector<RegClass>& classes);
+  std::string movOpcode(RegClass c) const;
+
+  const ir::Function& fn_;
+  CompileOptions options_;
+  const SourceManager* sources_;
+  PtxBuilder b_;
+  layout::LayoutMap layouts_;
+  std::unordered_map<const ir::Value*, Regs> values_;
+  // Converted operands, keyed by (user op, operand index).
+  std::unordered_map<const ir::Op*, std::unordered_map<unsigned, Regs>> converted_;
+  std::unordered_map<const ir::Value*, int> uses_; // operand uses of every value
+  int64_t sharedBytes_ = 0;
+  bool usesShared_ = false;
+};
+
+} // namespace ww::codegen

@@ -1,0 +1,422 @@
+// Global-memory loads, stores and atomics: vectorized by the layout and AxisInfo, predicated by
+// masks, with cache and eviction hints.
+#include "codegen/Lowering.h"
+
+#include <bit>
+#include <stdexcept>
+
+namespace ww::codegen {
+
+using ir::DType;
+using ir::OpCode;
+using layout::LinearLayout;
+
+namespace {
+
+std::string vecSuffix(int n) {
+  return n == 1 ? std::string() : ".v" + std::to_string(n);
+}
+
+std::string braceList(const std::vector<std::string>& regs) {
+  if (regs.size() == 1) return regs[0];
+  std::string s = "{";
+  for (size_t i = 0; i < regs.size(); ++i) s += (i ? ", " : "") + regs[i];
+  return s + "}";
+}
+
+/// How one vector access moves `v` elements of `bytes` each: as `count` values of `type` in
+/// registers of class `cls` (elements themselves, or 32-bit words packing 2 or 4 of them).
+struct AccessShape {
+  int count = 1;
+  std::string type;
+  RegClass cls = RegClass::B32;
+  int elemsPerWord = 1; // > 1: packed words
+};
+
+AccessShape accessShape(const ir::Type& t, int v) {
+  AccessShape s;
+  int bytes = t.elemBytes();
+  if (bytes >= 4 || v * bytes < 4) {
+    s.count = v;
+    s.cls = t.elem == DType::I1 ? RegClass::B16 : regClassOf(t.elem, t.pointer);
+    if (t.pointer)
+      s.type = "b64";
+    else if (t.elem == DType::F32)
+      s.type = "f32";
+    else if (t.elem == DType::F64)
+      s.type = "f64";
+    else if (t.elem == DType::I8)
+      s.type = "s8";
+    else if (t.elem == DType::I1 || bytes == 1)
+      s.type = "u8";
+    else
+      s.type = bitType(t.elem);
+    return s;
+  }
+  s.elemsPerWord = 4 / bytes;
+  s.count = v / s.elemsPerWord;
+  s.type = "b32";
+  s.cls = RegClass::B32;
+  return s;
+}
+
+} // namespace
+
+namespace {
+
+/// Splits packed 32-bit words into 16- or 8-bit elements (8-bit ones normalized for `elem`).
+std::vector<std::string> unpackWords(PtxBuilder& b, const std::vector<std::string>& words,
+                                     int elemsPerWord, DType elem) {
+  std::vector<std::string> out;
+  for (const auto& w : words) {
+    if (elemsPerWord == 2) {
+      std::string lo = b.newReg(RegClass::B16), hi = b.newReg(RegClass::B16);
+      b.inst("mov.b32", {"{" + lo + ", " + hi + "}", w});
+      out.push_back(lo);
+      out.push_back(hi);
+      continue;
+    }
+    for (int k = 0; k < 4; ++k) {
+      std::string shifted = k ? b.pure("shr.u32", RegClass::B32, {w, immInt(8 * k)}) : w;
+      std::string h = b.pure("cvt.u16.u32", RegClass::B16, {shifted});
+      if (elem == DType::I8)
+        h = b.pure("cvt.s16.s8", RegClass::B16, {h});
+      else
+        h = b.pure("and.b16", RegClass::B16, {h, "255"});
+      out.push_back(h);
+    }
+  }
+  return out;
+}
+
+std::string packWord(PtxBuilder& b, const std::vector<std::string>& elems) {
+  if (elems.size() == 2) {
+    std::string lo = b.materialize(elems[0], RegClass::B16);
+    std::string hi = b.materialize(elems[1], RegClass::B16);
+    return b.pure("mov.b32", RegClass::B32, {"{" + lo + ", " + hi + "}"});
+  }
+  std::string acc;
+  for (size_t k = 0; k < elems.size(); ++k) {
+    std::string w = b.pure("cvt.u32.u16", RegClass::B32, {b.materialize(elems[k], RegClass::B16)});
+    w = b.pure("and.b32", RegClass::B32, {w, "255"});
+    if (k) w = b.pure("shl.b32", RegClass::B32, {w, immInt(8 * static_cast<int64_t>(k))});
+    acc = k ? b.pure("or.b32", RegClass::B32, {acc, w}) : w;
+  }
+  return acc;
+}
+
+/// Elements per access that the layout supports: leading register bits walking the last dim.
+int32_t layoutVectorLimit(const LinearLayout& l) {
+  int last = l.numOutDims() - 1;
+  int k = 0;
+  while (k < l.getInDimSizeLog2(layout::kRegister)) {
+    const auto& basis = l.getBasis(layout::kRegister, k);
+    bool ok = true;
+    for (int d = 0; d < l.numOutDims(); ++d) ok &= basis[d] == (d == last ? (1 << k) : 0);
+    if (!ok) break;
+    ++k;
+  }
+  return int32_t(1) << k;
+}
+
+} // namespace
+
+void FunctionLowering::lowerLoad(const ir::Op& op) {
+  const ir::Type& rt = op.result()->type();
+  bool hasMask = op.intAttr("has_mask") != 0, hasOther = op.intAttr("has_other") != 0;
+  const Regs& ptrs = operand(op, 0);
+  const Regs* mask = hasMask ? &operand(op, 1) : nullptr;
+  const Regs* other = hasOther ? &operand(op, hasMask ? 2 : 1) : nullptr;
+  std::string cache = op.strAttr("cache"), evict = op.strAttr("evict");
+  bool isVolatile = op.intAttr("volatile") != 0;
+  if (cache != "" && cache != "ca" && cache != "cg" && cache != "cv")
+    raiseError(op.loc(), "load cache_modifier '" + cache + "' is not one of '.ca', '.cg', '.cv'");
+  if (evict != "" && evict != "evict_first" && evict != "evict_last" && evict != "evict_normal")
+    raiseError(op.loc(), "load eviction_policy '" + evict +
+                             "' is not one of 'evict_first', 'evict_last', 'evict_normal'");
+  std::string opcode = isVolatile ? "ld.volatile.global" : "ld.global";
+  if (!cache.empty() && !isVolatile) opcode += "." + cache;
+  std::string policy;
+  if (!evict.empty() && evict != "evict_normal" && !isVolatile) {
+    policy = b_.pure("createpolicy.fractional.L2::" + evict + ".b64", RegClass::B64, {"1.0"});
+    opcode += ".L2::cache_hint";
+  }
+
+  const LinearLayout* l = rt.isTensor() ? &layouts_.layout(op.result()) : nullptr;
+  int32_t n = l ? l->getInDimSize(layout::kRegister) : 1;
+  int32_t dup = l ? l->freeVariableMask(layout::kRegister) : 0;
+  int32_t v = l ? std::min(layouts_.vectorElems(op), layoutVectorLimit(*l)) : 1;
+  int bytes = rt.elemBytes();
+  while (v > 1 && v * bytes > 16) v /= 2;
+  if (rt.elem == DType::I1 || v < 1) v = 1;
+  AccessShape shape = accessShape(rt, v);
+  RegClass cls = regClassOf(rt.elem, rt.pointer);
+  ScalarContext cx = scalarContext(op);
+  Regs out(n);
+  for (int32_t r = 0; r < n; r += v) {
+    if (r & dup) continue;
+    std::vector<std::string> dst;
+    for (int k = 0; k < shape.count; ++k) dst.push_back(b_.newReg(shape.cls));
+    std::string guard;
+    if (mask) {
+      guard = b_.materialize(mask->at(mask->size() == 1 ? 0 : r), RegClass::Pred);
+      // Masked-off lanes keep `other` (zero when absent).
+      for (int k = 0; k < shape.count; ++k) {
+        std::string fill = "0";
+        if (shape.elemsPerWord > 1) {
+          std::vector<std::string> parts;
+          for (int e = 0; e < shape.elemsPerWord; ++e)
+            parts.push_back(
+                other ? other->at(other->size() == 1 ? 0 : r + k * shape.elemsPerWord + e) : "0");
+          fill = other ? packWord(b_, parts) : "0";
+        } else if (other) {
+          fill = other->at(other->size() == 1 ? 0 : r + k);
+          if (rt.elem == DType::I1)
+            fill = b_.pure("selp.u16", RegClass::B16,
+                           {"1", "0", b_.materialize(fill, RegClass::Pred)});
+        } else if (shape.cls == RegClass::F32) {
+          fill = immF32(0);
+        } else if (shape.cls == RegClass::F64) {
+          fill = immF64(0);
+        }
+        b_.inst(movOpcode(shape.cls), {dst[k], fill});
+      }
+    }
+    std::vector<std::string> operands{
+        braceList(dst),
+        "[" + b_.materialize(ptrs.at(ptrs.size() == 1 ? 0 : r), RegClass::B64) + "]"};
+    if (!policy.empty()) operands.push_back(policy);
+    b_.inst(opcode + vecSuffix(shape.count) + "." + shape.type, operands, guard);
+    std::vector<std::string> elems =
+        shape.elemsPerWord > 1 ? unpackWords(b_, dst, shape.elemsPerWord, rt.elem) : dst;
+    for (int32_t k = 0; k < v; ++k) {
+      std::string e = elems[k];
+      if (rt.elem == DType::I1) e = b_.pure("setp.ne.u16", RegClass::Pred, {e, "0"});
+      out[r + k] = e;
+    }
+  }
+  for (int32_t r = 0; r < n; ++r)
+    if (r & dup) out[r] = out[r & ~dup];
+  (void)cls;
+  (void)cx;
+  bind(op.result(), std::move(out));
+}
+
+void FunctionLowering::lowerStore(const ir::Op& op) {
+  const ir::Value* value = op.operand(1);
+  const ir::Type& vt = value->type();
+  bool hasMask = op.intAttr("has_mask") != 0;
+  const Regs& ptrs = operand(op, 0);
+  const Regs& vals = operand(op, 1);
+  const Regs* mask = hasMask ? &operand(op, 2) : nullptr;
+  std::string cache = op.strAttr("cache"), evict = op.strAttr("evict");
+  if (cache != "" && cache != "wb" && cache != "cg" && cache != "cs" && cache != "wt")
+    raiseError(op.loc(),
+               "store cache_modifier '" + cache + "' is not one of '.wb', '.cg', '.cs', '.wt'");
+  if (evict != "" && evict != "evict_first" && evict != "evict_last" && evict != "evict_normal")
+    raiseError(op.loc(), "store eviction_policy '" + evict +
+                             "' is not one of 'evict_first', 'evict_last', 'evict_normal'");
+  std::string opcode = "st.global";
+  if (!cache.empty()) opcode += "." + cache;
+  std::string policy;
+  if (!evict.empty() && evict != "evict_normal") {
+    policy = b_.pure("createpolicy.fractional.L2::" + evict + ".b64", RegClass::B64, {"1.0"});
+    opcode += ".L2::cache_hint";
+  }
+  const ir::Value* ptr = op.operand(0);
+  const LinearLayout* l = ptr->type().isTensor() ? &layouts_.operandLayout(op, 0) : nullptr;
+  int32_t n = l ? l->getInDimSize(layout::kRegister) : 1;
+  int32_t dup = l ? l->freeVariableMask(layout::kRegister) : 0;
+  int32_t v = l ? std::min(layouts_.vectorElems(op), layoutVectorLimit(*l)) : 1;
+  int bytes = vt.elemBytes();
+  while (v > 1 && v * bytes > 16) v /= 2;
+  if (vt.elem == DType::I1 || v < 1) v = 1;
+  AccessShape shape = accessShape(vt, v);
+  // Threads holding copies of an element leave the store to one of them.
+  std::string owner = l ? ownerPredicate(*l) : b_.pure("setp.eq.u32", RegClass::Pred, {tid(), "0"});
+  RegClass cls = regClassOf(vt.elem, vt.pointer);
+  for (int32_t r = 0; r < n; r += v) {
+    if (r & dup) continue;
+    std::vector<std::string> words;
+    for (int k = 0; k < shape.count; ++k) {
+      if (shape.elemsPerWord > 1) {
+        std::vector<std::string> parts;
+        for (int e = 0; e < shape.elemsPerWord; ++e)
+          parts.push_back(vals.at(vals.size() == 1 ? 0 : r + k * shape.elemsPerWord + e));
+        words.push_back(packWord(b_, parts));
+      } else {
+        std::string x = vals.at(vals.size() == 1 ? 0 : r + k);
+        if (vt.elem == DType::I1)
+          x = b_.pure("selp.u16", RegClass::B16, {"1", "0", b_.materialize(x, RegClass::Pred)});
+        else
+          x = b_.materialize(x, cls);
+        words.push_back(x);
+      }
+    }
+    std::string guard = owner;
+    if (mask) {
+      std::string m = b_.materialize(mask->at(mask->size() == 1 ? 0 : r), RegClass::Pred);
+      guard = guard.empty() ? m : b_.pure("and.pred", RegClass::Pred, {guard, m});
+    }
+    std::vector<std::string> operands{
+        "[" + b_.materialize(ptrs.at(ptrs.size() == 1 ? 0 : r), RegClass::B64) + "]",
+        braceList(words)};
+    if (!policy.empty()) operands.push_back(policy);
+    b_.inst(opcode + vecSuffix(shape.count) + "." + shape.type, operands, guard);
+  }
+}
+
+void FunctionLowering::lowerAtomic(const ir::Op& op) {
+  bool isCas = op.code() == OpCode::AtomicCas;
+  const ir::Value* ptr = op.operand(0);
+  const ir::Type& vt = op.operand(1)->type();
+  DType elem = vt.elem;
+  std::string kind = isCas ? "cas" : op.strAttr("kind");
+  std::string sem = op.strAttr("sem"), scope = op.strAttr("scope");
+  if (sem != "" && sem != "relaxed" && sem != "acquire" && sem != "release" && sem != "acq_rel")
+    raiseError(op.loc(),
+               "atomic sem '" + sem + "' is not one of 'relaxed', 'acquire', 'release', 'acq_rel'");
+  if (scope != "" && scope != "gpu" && scope != "cta" && scope != "sys")
+    raiseError(op.loc(), "atomic scope '" + scope + "' is not one of 'gpu', 'cta', 'sys'");
+  if (sem.empty()) sem = "acq_rel";
+  if (scope.empty()) scope = "gpu";
+  const Regs& ptrs = operand(op, 0);
+  const Regs& vals = operand(op, 1);
+  const Regs* cmpVals = isCas ? &operand(op, 1) : nullptr;
+  const Regs* newVals = isCas ? &operand(op, 2) : nullptr;
+  const Regs* mask = !isCas && op.intAttr("has_mask") ? &operand(op, 2) : nullptr;
+  bool resultUsed = op.numResults() > 0 && uses_.count(op.result()) > 0;
+
+  int bits = ir::bitWidth(elem);
+  bool isF = ir::isFloat(elem);
+  if (elem == DType::I1 || ir::bitWidth(elem) == 8 || (bits == 16 && !isF && kind != "cas"))
+    raiseError(op.loc(), "atomic_" + kind + " is not supported on " +
+                             std::string(ir::tlName(elem)) +
+                             "; use 32- or 64-bit integers or floats");
+  std::string type;
+  bool floatMinMax = false;
+  if (kind == "add") {
+    if (elem == DType::F16 || elem == DType::BF16) {
+      if (elem == DType::BF16 && options_.target == Target::SM80)
+        raiseError(op.loc(), "atomic_add on bfloat16 needs sm_90a or newer");
+      type = elem == DType::F16 ? "noftz.f16" : "noftz.bf16";
+    } else {
+      type = isF ? arithType(elem) : (bits == 64 ? "u64" : "u32");
+    }
+  } else if (kind == "max" || kind == "min") {
+    if (isF) {
+      if (elem != DType::F32)
+        raiseError(op.loc(), "atomic_" + kind + " on " + std::string(ir::tlName(elem)) +
+                                 " is not supported; use float32 or integers");
+      floatMinMax = true;
+    } else {
+      type = arithType(elem);
+    }
+  } else if (kind == "and" || kind == "or" || kind == "xor" || kind == "xchg" || kind == "cas") {
+    type = "b" + std::to_string(bits);
+  } else {
+    raiseError(op.loc(),
+               "atomic kind '" + kind + "' is not one of add, max, min, and, or, xor, xchg");
+  }
+  std::string ptxOp = kind == "xchg" ? "exch" : kind;
+
+  const LinearLayout* l = ptr->type().isTensor() ? &layouts_.operandLayout(op, 0) : nullptr;
+  int32_t n = l ? l->getInDimSize(layout::kRegister) : 1;
+  int32_t dup = l ? l->freeVariableMask(layout::kRegister) : 0;
+  std::string owner = l ? ownerPredicate(*l) : b_.pure("setp.eq.u32", RegClass::Pred, {tid(), "0"});
+  if (resultUsed && l && !owner.empty())
+    raiseError(op.loc(), "the result of atomic_" + kind + " on a " + ptr->type().str() +
+                             " is held by more threads than elements; use a block of at least "
+                             "num_warps*32 elements or discard the result");
+  RegClass cls = regClassOf(elem);
+  // The result (when used) needs an acquire-capable atom; otherwise red does the update.
+  bool useRed = !resultUsed && !isCas && !floatMinMax && sem != "acquire";
+  std::string semQ = "." + sem, scopeQ = "." + scope;
+  if (useRed) semQ = sem == "relaxed" ? ".relaxed" : ".release";
+  Regs out(n);
+  for (int32_t r = 0; r < n; ++r) {
+    if (r & dup) continue;
+    std::string guard = owner;
+    if (mask) {
+      std::string m = b_.materialize(mask->at(mask->size() == 1 ? 0 : r), RegClass::Pred);
+      guard = guard.empty() ? m : b_.pure("and.pred", RegClass::Pred, {guard, m});
+    }
+    std::string addr = "[" + b_.materialize(ptrs.at(ptrs.size() == 1 ? 0 : r), RegClass::B64) + "]";
+    auto at = [&](const Regs& rs) { return b_.materialize(rs.at(rs.size() == 1 ? 0 : r), cls); };
+    if (isCas) {
+      std::string d = b_.newReg(cls == RegClass::F32   ? RegClass::B32
+                                : cls == RegClass::F64 ? RegClass::B64
+                                                       : cls);
+      std::string c = at(*cmpVals), v = at(*newVals);
+      if (cls == RegClass::F32 || cls == RegClass::F64) {
+        RegClass ic = cls == RegClass::F32 ? RegClass::B32 : RegClass::B64;
+        std::string mv = cls == RegClass::F32 ? "mov.b32" : "mov.b64";
+        c = b_.pure(mv, ic, {c});
+        v = b_.pure(mv, ic, {v});
+        b_.inst("atom" + semQ + scopeQ + ".global.cas." + type, {d, addr, c, v}, guard);
+        out[r] = b_.pure(mv, cls, {d});
+      } else {
+        b_.inst("atom" + semQ + scopeQ + ".global.cas." + type, {d, addr, c, v}, guard);
+        out[r] = d;
+      }
+      continue;
+    }
+    std::string x = at(vals);
+    if (floatMinMax) {
+      // IEEE floats order like sign-magnitude integers: non-negative values by signed max/min
+      // of their bits, negative ones by unsigned min/max.
+      std::string bitsReg = b_.pure("mov.b32", RegClass::B32, {x});
+      std::string nonNeg = b_.pure("setp.ge.s32", RegClass::Pred, {bitsReg, "0"});
+      std::string gPos =
+          guard.empty() ? nonNeg : b_.pure("and.pred", RegClass::Pred, {guard, nonNeg});
+      std::string negP = b_.pure("not.pred", RegClass::Pred, {nonNeg});
+      std::string gNeg = guard.empty() ? negP : b_.pure("and.pred", RegClass::Pred, {guard, negP});
+      std::string posOp = kind == "max" ? "max.s32" : "min.s32";
+      std::string negOp = kind == "max" ? "min.u32" : "max.u32";
+      std::string d1 = b_.newReg(RegClass::B32), d2 = b_.newReg(RegClass::B32);
+      b_.inst("atom" + semQ + scopeQ + ".global." + posOp, {d1, addr, bitsReg}, gPos);
+      b_.inst("atom" + semQ + scopeQ + ".global." + negOp, {d2, addr, bitsReg}, gNeg);
+      std::string sel = b_.pure("selp.b32", RegClass::B32, {d1, d2, nonNeg});
+      out[r] = b_.pure("mov.b32", RegClass::F32, {sel});
+      continue;
+    }
+    if (useRed) {
+      b_.inst("red" + semQ + scopeQ + ".global." + ptxOp + "." + type, {addr, x}, guard);
+      continue;
+    }
+    std::string d = b_.newReg(cls);
+    std::string ty = type;
+    if (kind == "xchg" && (cls == RegClass::F32 || cls == RegClass::F64)) {
+      RegClass ic = cls == RegClass::F32 ? RegClass::B32 : RegClass::B64;
+      std::string mv = cls == RegClass::F32 ? "mov.b32" : "mov.b64";
+      std::string di = b_.newReg(ic);
+      b_.inst("atom" + semQ + scopeQ + ".global.exch." + ty, {di, addr, b_.pure(mv, ic, {x})},
+              guard);
+      out[r] = b_.pure(mv, cls, {di});
+      continue;
+    }
+    b_.inst("atom" + semQ + scopeQ + ".global." + ptxOp + "." + ty, {d, addr, x}, guard);
+    out[r] = d;
+  }
+  if (op.numResults() == 0) return;
+  if (!l && resultUsed) {
+    // A scalar atomic ran in thread 0: every thread reads its result through shared memory.
+    int bytes = ir::byteWidth(elem);
+    int64_t base = scratch(bytes);
+    std::string addr = "[" + sharedAddress("0") + "+" + std::to_string(base) + "]";
+    std::string mt = cls == RegClass::F32 ? "f32" : cls == RegClass::F64 ? "f64" : bitType(elem);
+    barrier();
+    b_.inst("st.shared." + mt, {addr, out[0]}, owner);
+    barrier();
+    std::string d = b_.newReg(cls);
+    b_.inst("ld.shared." + mt, {d, addr});
+    out[0] = d;
+  }
+  for (int32_t r = 0; r < n; ++r)
+    if (r & dup) out[r] = out[r & ~dup];
+  for (auto& o : out)
+    if (o.empty()) o = "0";
+  bind(op.result(), std::move(out));
+}
+
+} // namespace ww::codegen

@@ -1,0 +1,183 @@
+#include "codegen/PtxBuilder.h"
+
+#include <bit>
+#include <cstdio>
+#include <stdexcept>
+
+namespace ww::codegen {
+
+RegClass regClassOf(ir::DType t, bool pointer) {
+  using ir::DType;
+  if (pointer) return RegClass::B64;
+  switch (t) {
+  case DType::I1:
+    return RegClass::Pred;
+  case DType::I8:
+  case DType::U8:
+  case DType::I16:
+  case DType::U16:
+  case DType::F8E4M3:
+  case DType::F8E5M2:
+  case DType::F16:
+  case DType::BF16:
+    return RegClass::B16;
+  case DType::I32:
+  case DType::U32:
+    return RegClass::B32;
+  case DType::I64:
+  case DType::U64:
+    return RegClass::B64;
+  case DType::F32:
+    return RegClass::F32;
+  case DType::F64:
+    return RegClass::F64;
+  }
+  throw std::logic_error("regClassOf: unknown dtype");
+}
+
+const char* regDeclType(RegClass c) {
+  static const char* const names[] = {".pred", ".b16", ".b32", ".b64", ".f32", ".f64"};
+  return names[static_cast<int>(c)];
+}
+
+namespace {
+const char* regPrefix(RegClass c) {
+  static const char* const prefixes[] = {"%p", "%h", "%r", "%rd", "%f", "%fd"};
+  return prefixes[static_cast<int>(c)];
+}
+} // namespace
+
+std::string immInt(int64_t v) {
+  return std::to_string(v);
+}
+
+std::string immF32(float v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0f%08X", std::bit_cast<uint32_t>(v));
+  return buf;
+}
+
+std::string immF64(double v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0d%016llX",
+                static_cast<unsigned long long>(std::bit_cast<uint64_t>(v)));
+  return buf;
+}
+
+std::string PtxBuilder::newReg(RegClass c) {
+  int n = regCount_[static_cast<int>(c)]++;
+  return regPrefix(c) + std::to_string(n);
+}
+
+std::string PtxBuilder::pure(std::string_view opcode, RegClass dst,
+                             const std::vector<std::string>& operands) {
+  std::string key(opcode);
+  key += ' ';
+  key += regDeclType(dst);
+  for (const auto& o : operands) {
+    key += ',';
+    key += o;
+  }
+  if (auto it = pureTable_.find(key); it != pureTable_.end()) return it->second;
+  std::string reg = newReg(dst);
+  std::vector<std::string> all{reg};
+  all.insert(all.end(), operands.begin(), operands.end());
+  inst(opcode, all);
+  pureTable_.emplace(key, reg);
+  scopes_.back().push_back(std::move(key));
+  return reg;
+}
+
+std::string PtxBuilder::materialize(const std::string& operand, RegClass c) {
+  static const char* const movTypes[] = {"mov.pred", "mov.b16", "mov.b32",
+                                         "mov.b64",  "mov.f32", "mov.f64"};
+  if (!isImmediate(operand)) return operand;
+  return pure(movTypes[static_cast<int>(c)], c, {operand});
+}
+
+void PtxBuilder::inst(std::string_view opcode, const std::vector<std::string>& operands,
+                      const std::string& guard, bool negateGuard) {
+  flushLoc();
+  body_ += "\t";
+  if (!guard.empty()) {
+    body_ += negateGuard ? "@!" : "@";
+    body_ += guard;
+    body_ += ' ';
+  }
+  body_ += opcode;
+  for (size_t i = 0; i < operands.size(); ++i) {
+    body_ += i == 0 ? " " : ", ";
+    body_ += operands[i];
+  }
+  body_ += ";\n";
+}
+
+void PtxBuilder::raw(std::string_view line) {
+  flushLoc();
+  body_ += '\t';
+  body_ += line;
+  body_ += '\n';
+}
+
+std::string PtxBuilder::newLabel(std::string_view hint) {
+  return "$L_" + std::string(hint) + "_" + std::to_string(labelCount_++);
+}
+
+void PtxBuilder::label(const std::string& name) {
+  body_ += name + ":\n";
+}
+
+void PtxBuilder::pushScope() {
+  scopes_.emplace_back();
+}
+
+void PtxBuilder::popScope() {
+  if (scopes_.size() <= 1) throw std::logic_error("PtxBuilder: popScope without pushScope");
+  for (const auto& key : scopes_.back()) pureTable_.erase(key);
+  scopes_.pop_back();
+}
+
+int PtxBuilder::addFile(const std::string& path) {
+  files_.push_back(path);
+  return static_cast<int>(files_.size());
+}
+
+void PtxBuilder::setLoc(SourceLoc loc) {
+  if (lineInfo_ && loc.valid()) pendingLoc_ = loc;
+}
+
+void PtxBuilder::flushLoc() {
+  if (!pendingLoc_.valid()) return;
+  SourceLoc l = pendingLoc_;
+  pendingLoc_ = {};
+  if (l.file == lastLoc_.file && l.line == lastLoc_.line && l.col == lastLoc_.col) return;
+  auto it = fileMap_.find(l.file);
+  if (it == fileMap_.end()) return;
+  lastLoc_ = l;
+  body_ += "\t.loc " + std::to_string(it->second) + " " + std::to_string(l.line) + " " +
+           std::to_string(l.col) + "\n";
+}
+
+std::string PtxBuilder::fileDirectives() const {
+  std::string out;
+  for (size_t i = 0; i < files_.size(); ++i) {
+    std::string escaped;
+    for (char ch : files_[i]) {
+      if (ch == '"' || ch == '\\') escaped += '\\';
+      escaped += ch;
+    }
+    out += ".file " + std::to_string(i + 1) + " \"" + escaped + "\"\n";
+  }
+  return out;
+}
+
+std::string PtxBuilder::regDeclarations() const {
+  std::string out;
+  for (int c = 0; c < 6; ++c)
+    if (regCount_[c] > 0)
+      out += "\t.reg " + std::string(regDeclType(static_cast<RegClass>(c))) + " " +
+             regPrefix(static_cast<RegClass>(c)) + "<" + std::to_string(regCount_[c]) + ">;\n";
+  return out;
+}
+
+} // namespace ww::codegen

@@ -1,0 +1,90 @@
+// The one place PTX text is produced: virtual registers per register class, instructions, labels,
+// `.loc` line info, and hash-consing of pure instructions so redundant index math never reaches
+// the output.
+#pragma once
+
+#include "frontend/Diagnostics.h"
+#include "ir/Type.h"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ww::codegen {
+
+/// PTX register classes. Integers narrower than 16 bits and fp8 live in B16 registers; fp16/bf16
+/// in B16; i1 in predicates.
+enum class RegClass : uint8_t { Pred, B16, B32, B64, F32, F64 };
+
+/// The register class holding one element of `t` (pointers are B64).
+RegClass regClassOf(ir::DType t, bool pointer = false);
+/// `.pred`, `.b16`, `.b32`, `.b64`, `.f32`, `.f64`.
+const char* regDeclType(RegClass c);
+
+/// PTX immediates. Floats are written bit-exactly in hex (0fXXXXXXXX / 0dXXXXXXXXXXXXXXXX).
+std::string immInt(int64_t v);
+std::string immF32(float v);
+std::string immF64(double v);
+inline bool isImmediate(std::string_view operand) {
+  return !operand.empty() && operand[0] != '%';
+}
+
+class PtxBuilder {
+public:
+  /// A fresh virtual register of class `c`.
+  std::string newReg(RegClass c);
+
+  /// Emits `opcode dst, operands...;` for an instruction without side effects and returns dst.
+  /// The same opcode and operands already emitted in a visible scope return the earlier register.
+  std::string pure(std::string_view opcode, RegClass dst, const std::vector<std::string>& operands);
+  /// `mov` of an immediate or register into a register of class `c` (hash-consed).
+  std::string materialize(const std::string& operand, RegClass c);
+
+  /// Emits one instruction line; `guard` is a predicate register (`@%p1`), negated when
+  /// `negateGuard`. Operands are comma-separated as given (they may contain braces/brackets).
+  void inst(std::string_view opcode, const std::vector<std::string>& operands,
+            const std::string& guard = {}, bool negateGuard = false);
+  /// Emits a raw line (already a complete statement, without the indentation).
+  void raw(std::string_view line);
+
+  std::string newLabel(std::string_view hint);
+  void label(const std::string& name);
+
+  /// Hash-consing scopes: instructions emitted inside a region must not be reused after it,
+  /// since the region may not execute (if) or redefines registers (loop bodies).
+  void pushScope();
+  void popScope();
+
+  /// Line info: registers a file and returns its PTX file index (1-based).
+  int addFile(const std::string& path);
+  /// Emits `.loc` before the next instruction when `loc` differs from the last one emitted.
+  void setLoc(SourceLoc loc);
+  void enableLineInfo(bool on) { lineInfo_ = on; }
+  /// Maps SourceLoc::file ids to PTX file indices (set up by the lowering).
+  void mapFile(uint32_t sourceFile, int ptxFile) { fileMap_[sourceFile] = ptxFile; }
+
+  /// `.file` directives for the module header.
+  std::string fileDirectives() const;
+  /// `.reg` declarations for every register used.
+  std::string regDeclarations() const;
+  const std::string& body() const { return body_; }
+
+private:
+  std::string body_;
+  std::array<int, 6> regCount_{};
+  int labelCount_ = 0;
+  // Hash-consing table: key -> register; scope marks record the keys added since each push.
+  std::map<std::string, std::string> pureTable_;
+  std::vector<std::vector<std::string>> scopes_{{}};
+  std::vector<std::string> files_;
+  std::map<uint32_t, int> fileMap_;
+  bool lineInfo_ = true;
+  SourceLoc lastLoc_;
+  SourceLoc pendingLoc_;
+  void flushLoc();
+};
+
+} // namespace ww::codegen

@@ -1,0 +1,607 @@
+#include "codegen/ScalarOps.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace ww::codegen {
+
+using ir::DType;
+using ir::OpCode;
+
+namespace {
+
+constexpr double kLog2e = 1.4426950408889634;
+constexpr double kLn2 = 0.6931471805599453;
+
+bool isLowFloat(DType t) {
+  return t == DType::F16 || t == DType::BF16 || t == DType::F8E4M3 || t == DType::F8E5M2;
+}
+bool isFp8(DType t) {
+  return t == DType::F8E4M3 || t == DType::F8E5M2;
+}
+bool isByte(DType t) {
+  return t == DType::I8 || t == DType::U8;
+}
+
+/// Width of the register holding an integer: 8-bit integers live in 16-bit registers.
+int regBits(DType t) {
+  if (t == DType::I1) return 1;
+  return isByte(t) ? 16 : ir::bitWidth(t);
+}
+
+/// `prefix` followed by a bit count: s32, b16, ...
+std::string sized(char prefix, int bits) {
+  std::string s(1, prefix);
+  s += std::to_string(bits);
+  return s;
+}
+
+std::string intType(DType t, bool forceSigned = false) {
+  return sized(ir::isSigned(t) || forceSigned ? 's' : 'u', regBits(t));
+}
+
+/// Keeps 8-bit integers sign- or zero-extended in their 16-bit register, so that comparisons,
+/// division and shifts see the right value.
+std::string normalizeByte(ScalarContext& cx, const std::string& x, DType t) {
+  if (t == DType::I8)
+    return cx.b.pure("cvt.s16.s8", RegClass::B16, {cx.b.materialize(x, RegClass::B16)});
+  if (t == DType::U8) return cx.b.pure("and.b16", RegClass::B16, {x, "255"});
+  return x;
+}
+
+[[noreturn]] void unsupported(ScalarContext& cx, const ir::Op& op, DType t,
+                              const std::string& accepted) {
+  raiseError(cx.loc, std::string("'") + op.name() + "' is not supported on " +
+                         std::string(ir::tlName(t)) + " values; " + accepted);
+}
+
+void requireFp8Target(ScalarContext& cx, DType t) {
+  if (cx.target == Target::SM80)
+    raiseError(cx.loc, "conversions of " + std::string(ir::tlName(t)) +
+                           " need sm_89 or newer (cvt.*.e4m3x2/e5m2x2); compile for sm_90a or "
+                           "sm_100a, or use float16/bfloat16 on sm_80");
+}
+
+std::string toF32(ScalarContext& cx, const std::string& x, DType from) {
+  return emitCast(cx, x, from, DType::F32);
+}
+
+std::string fromF32(ScalarContext& cx, const std::string& x, DType to) {
+  return emitCast(cx, x, DType::F32, to);
+}
+
+std::string f32(ScalarContext& cx, const char* opcode, const std::vector<std::string>& args) {
+  return cx.b.pure(opcode, RegClass::F32, args);
+}
+
+std::string ex2Scaled(ScalarContext& cx, const std::string& x, double scale) {
+  std::string y = f32(cx, "mul.f32", {x, immF32(static_cast<float>(scale))});
+  return f32(cx, "ex2.approx.ftz.f32", {y});
+}
+
+/// erf(x) for f32: Abramowitz-Stegun 7.1.26 rational approximation (absolute error < 1.5e-7),
+/// applied to |x| and given x's sign.
+std::string erfF32(ScalarContext& cx, const std::string& x) {
+  static const float coeffs[] = {1.061405429f, -1.453152027f, 1.421413741f, -0.284496736f,
+                                 0.254829592f};
+  std::string ax = f32(cx, "abs.f32", {x});
+  std::string den = f32(cx, "fma.rn.f32", {ax, immF32(0.3275911f), immF32(1.0f)});
+  std::string t = f32(cx, "rcp.rn.f32", {den});
+  std::string poly = immF32(coeffs[0]);
+  poly = cx.b.materialize(poly, RegClass::F32);
+  for (int i = 1; i < 5; ++i) poly = f32(cx, "fma.rn.f32", {poly, t, immF32(coeffs[i])});
+  poly = f32(cx, "mul.f32", {poly, t});
+  std::string sq = f32(cx, "mul.f32", {ax, ax});
+  std::string e = ex2Scaled(cx, sq, -kLog2e);
+  std::string y = f32(cx, "fma.rn.f32", {f32(cx, "neg.f32", {poly}), e, immF32(1.0f)});
+  return f32(cx, "copysign.f32", {x, y});
+}
+
+std::string floatMath(ScalarContext& cx, const ir::Op& op, const std::string& x, DType t) {
+  if (t == DType::F64) {
+    switch (op.code()) {
+    case OpCode::Sqrt:
+      return cx.b.pure("sqrt.rn.f64", RegClass::F64, {x});
+    case OpCode::Rsqrt:
+      return cx.b.pure("rsqrt.approx.f64", RegClass::F64, {x});
+    case OpCode::Abs:
+      return cx.b.pure("abs.f64", RegClass::F64, {x});
+    case OpCode::Floor:
+      return cx.b.pure("cvt.rmi.f64.f64", RegClass::F64, {x});
+    case OpCode::Ceil:
+      return cx.b.pure("cvt.rpi.f64.f64", RegClass::F64, {x});
+    default:
+      unsupported(cx, op, t, "cast to float32 first (fp64 has sqrt, rsqrt, abs, floor, ceil)");
+    }
+  }
+  if (isLowFloat(t)) return fromF32(cx, floatMath(cx, op, toF32(cx, x, t), DType::F32), t);
+  if (t != DType::F32) unsupported(cx, op, t, "it takes floating-point values");
+  switch (op.code()) {
+  case OpCode::Exp:
+    return ex2Scaled(cx, x, kLog2e);
+  case OpCode::Exp2:
+    return f32(cx, "ex2.approx.ftz.f32", {x});
+  case OpCode::Log:
+    return f32(cx, "mul.f32", {f32(cx, "lg2.approx.f32", {x}), immF32(kLn2)});
+  case OpCode::Log2:
+    return f32(cx, "lg2.approx.f32", {x});
+  case OpCode::Sqrt:
+    return f32(cx, op.intAttr("approx") ? "sqrt.approx.f32" : "sqrt.rn.f32", {x});
+  case OpCode::Rsqrt:
+    return f32(cx, "rsqrt.approx.f32", {x});
+  case OpCode::Abs:
+    return f32(cx, "abs.f32", {x});
+  case OpCode::Sin:
+    return f32(cx, "sin.approx.f32", {x});
+  case OpCode::Cos:
+    return f32(cx, "cos.approx.f32", {x});
+  case OpCode::Tanh:
+    return f32(cx, "tanh.approx.f32", {x});
+  case OpCode::Erf:
+    return erfF32(cx, x);
+  case OpCode::Floor:
+    return f32(cx, "cvt.rmi.f32.f32", {x});
+  case OpCode::Ceil:
+    return f32(cx, "cvt.rpi.f32.f32", {x});
+  case OpCode::Sigmoid: {
+    std::string e = ex2Scaled(cx, x, -kLog2e);
+    return f32(cx, "rcp.rn.f32", {f32(cx, "add.f32", {e, immF32(1.0f)})});
+  }
+  default:
+    throw std::logic_error("floatMath: not a math op");
+  }
+}
+
+std::string predBinary(ScalarContext& cx, const ir::Op& op, const std::string& a,
+                       const std::string& b) {
+  std::string pa = cx.b.materialize(a, RegClass::Pred), pb = cx.b.materialize(b, RegClass::Pred);
+  switch (op.code()) {
+  case OpCode::And:
+  case OpCode::Mul:
+  case OpCode::Min:
+    return cx.b.pure("and.pred", RegClass::Pred, {pa, pb});
+  case OpCode::Or:
+  case OpCode::Max:
+    return cx.b.pure("or.pred", RegClass::Pred, {pa, pb});
+  case OpCode::Xor:
+  case OpCode::Add:
+  case OpCode::Sub:
+    return cx.b.pure("xor.pred", RegClass::Pred, {pa, pb});
+  default:
+    unsupported(cx, op, DType::I1, "booleans take and, or, xor, min, max");
+  }
+}
+
+std::string intBinary(ScalarContext& cx, const ir::Op& op, const std::string& a,
+                      const std::string& b, DType t) {
+  RegClass rc = regClassOf(t);
+  std::string it = intType(t), bits = sized('b', regBits(t));
+  auto shiftAmount = [&](const std::string& s) -> std::string {
+    if (isImmediate(s)) return s;
+    if (regBits(t) == 32) return s;
+    return cx.b.pure("cvt.u32." + std::string(regBits(t) == 64 ? "u64" : "u16"), RegClass::B32,
+                     {s});
+  };
+  std::string r;
+  switch (op.code()) {
+  case OpCode::Add:
+    r = cx.b.pure("add." + it, rc, {a, b});
+    break;
+  case OpCode::Sub:
+    r = cx.b.pure("sub." + it, rc, {a, b});
+    break;
+  case OpCode::Mul:
+    r = cx.b.pure("mul.lo." + it, rc, {a, b});
+    break;
+  case OpCode::Div:
+    r = cx.b.pure("div." + it, rc, {a, b});
+    break;
+  case OpCode::Rem:
+    r = cx.b.pure("rem." + it, rc, {a, b});
+    break;
+  case OpCode::FloorDiv: {
+    r = cx.b.pure("div." + it, rc, {a, b});
+    if (ir::isSigned(t)) {
+      // Python floors: step down when the remainder is non-zero and its sign differs from b's.
+      std::string rem = cx.b.pure("rem." + it, rc, {a, b});
+      std::string signs = cx.b.pure("xor." + bits, rc, {rem, b});
+      std::string nonzero = cx.b.pure("setp.ne." + it, RegClass::Pred, {rem, "0"});
+      std::string neg = cx.b.pure("setp.lt." + it, RegClass::Pred, {signs, "0"});
+      std::string adjust = cx.b.pure("and.pred", RegClass::Pred, {nonzero, neg});
+      std::string down = cx.b.pure("sub." + it, rc, {r, "1"});
+      r = cx.b.pure("selp." + bits, rc, {down, r, adjust});
+    }
+    break;
+  }
+  case OpCode::And:
+    r = cx.b.pure("and." + bits, rc, {a, b});
+    break;
+  case OpCode::Or:
+    r = cx.b.pure("or." + bits, rc, {a, b});
+    break;
+  case OpCode::Xor:
+    r = cx.b.pure("xor." + bits, rc, {a, b});
+    break;
+  case OpCode::Shl:
+    r = cx.b.pure("shl." + bits, rc, {a, shiftAmount(b)});
+    break;
+  case OpCode::Shr:
+    r = cx.b.pure((ir::isSigned(t) ? "shr.s" : "shr.u") + std::to_string(regBits(t)), rc,
+                  {a, shiftAmount(b)});
+    break;
+  case OpCode::Max:
+    r = cx.b.pure("max." + it, rc, {a, b});
+    break;
+  case OpCode::Min:
+    r = cx.b.pure("min." + it, rc, {a, b});
+    break;
+  default:
+    unsupported(cx, op, t, "integers take + - * / % // & | ^ << >> min max");
+  }
+  return normalizeByte(cx, r, t);
+}
+
+std::string floatBinary(ScalarContext& cx, const ir::Op& op, const std::string& a,
+                        const std::string& b, DType t) {
+  if (isLowFloat(t))
+    return fromF32(cx, floatBinary(cx, op, toF32(cx, a, t), toF32(cx, b, t), DType::F32), t);
+  RegClass rc = regClassOf(t);
+  std::string ft = t == DType::F64 ? "f64" : "f32";
+  switch (op.code()) {
+  case OpCode::Add:
+    return cx.b.pure("add." + ft, rc, {a, b});
+  case OpCode::Sub:
+    return cx.b.pure("sub." + ft, rc, {a, b});
+  case OpCode::Mul:
+    return cx.b.pure("mul." + ft, rc, {a, b});
+  case OpCode::Div:
+    return cx.b.pure("div.rn." + ft, rc, {a, b});
+  case OpCode::FloorDiv:
+    return cx.b.pure("cvt.rmi." + ft + "." + ft, rc, {cx.b.pure("div.rn." + ft, rc, {a, b})});
+  case OpCode::Rem: {
+    // fmod: a - trunc(a / b) * b.
+    std::string q = cx.b.pure("div.rn." + ft, rc, {a, b});
+    std::string tq = cx.b.pure("cvt.rzi." + ft + "." + ft, rc, {q});
+    std::string ntq = cx.b.pure("neg." + ft, rc, {tq});
+    return cx.b.pure("fma.rn." + ft, rc, {ntq, b, a});
+  }
+  case OpCode::Max:
+  case OpCode::Min: {
+    const char* name = op.code() == OpCode::Max ? "max" : "min";
+    if (t == DType::F32) return cx.b.pure(std::string(name) + ".NaN.f32", rc, {a, b});
+    // max.f64 has no NaN-propagating form: a + b is NaN when either is.
+    std::string m = cx.b.pure(std::string(name) + ".f64", rc, {a, b});
+    std::string nan = cx.b.pure("setp.nan.f64", RegClass::Pred, {a, b});
+    std::string sum = cx.b.pure("add.f64", rc, {a, b});
+    return cx.b.pure("selp.f64", rc, {sum, m, nan});
+  }
+  case OpCode::Pow: {
+    if (t != DType::F32) unsupported(cx, op, t, "pow takes float32 (cast first)");
+    std::string l = f32(cx, "lg2.approx.f32", {a});
+    return f32(cx, "ex2.approx.ftz.f32", {f32(cx, "mul.f32", {b, l})});
+  }
+  default:
+    unsupported(cx, op, t, "floats take + - * / % // min max pow");
+  }
+}
+
+std::string compare(ScalarContext& cx, const ir::Op& op, const std::string& a, const std::string& b,
+                    DType t) {
+  std::string pred = op.strAttr("pred");
+  static const char* const preds[] = {"eq", "ne", "lt", "le", "gt", "ge"};
+  bool known = false;
+  for (const char* p : preds) known |= pred == p;
+  if (!known)
+    raiseError(cx.loc, "comparison predicate '" + pred + "' is not one of eq ne lt le gt ge");
+  if (t == DType::I1) {
+    if (pred == "eq" || pred == "ne") {
+      std::string x =
+          cx.b.pure("xor.pred", RegClass::Pred,
+                    {cx.b.materialize(a, RegClass::Pred), cx.b.materialize(b, RegClass::Pred)});
+      return pred == "ne" ? x : cx.b.pure("not.pred", RegClass::Pred, {x});
+    }
+    std::string ia = emitCast(cx, a, DType::I1, DType::U32);
+    std::string ib = emitCast(cx, b, DType::I1, DType::U32);
+    return cx.b.pure("setp." + pred + ".u32", RegClass::Pred, {ia, ib});
+  }
+  if (isLowFloat(t)) return compare(cx, op, toF32(cx, a, t), toF32(cx, b, t), DType::F32);
+  if (ir::isFloat(t)) {
+    // Python's != is true for NaN operands (unordered); the others are ordered.
+    std::string p = pred == "ne" ? "neu" : pred;
+    return cx.b.pure("setp." + p + (t == DType::F64 ? ".f64" : ".f32"), RegClass::Pred, {a, b});
+  }
+  return cx.b.pure("setp." + pred + "." + intType(t), RegClass::Pred, {a, b});
+}
+
+std::string select(ScalarContext& cx, const std::string& c, const std::string& a,
+                   const std::string& b, DType t) {
+  std::string cond = cx.b.materialize(c, RegClass::Pred);
+  if (t == DType::I1) {
+    std::string pa = cx.b.materialize(a, RegClass::Pred), pb = cx.b.materialize(b, RegClass::Pred);
+    std::string nc = cx.b.pure("not.pred", RegClass::Pred, {cond});
+    std::string x = cx.b.pure("and.pred", RegClass::Pred, {cond, pa});
+    std::string y = cx.b.pure("and.pred", RegClass::Pred, {nc, pb});
+    return cx.b.pure("or.pred", RegClass::Pred, {x, y});
+  }
+  RegClass rc = regClassOf(t);
+  std::string ty = rc == RegClass::F32 ? "f32" : rc == RegClass::F64 ? "f64" : bitType(t);
+  return cx.b.pure("selp." + ty, rc, {a, b, cond});
+}
+
+} // namespace
+
+std::string arithType(DType t) {
+  if (t == DType::I1) return "pred";
+  if (ir::isFloat(t)) return t == DType::F64 ? "f64" : "f32";
+  return intType(t);
+}
+
+std::string bitType(DType t) {
+  if (t == DType::I1) return "pred";
+  switch (regClassOf(t)) {
+  case RegClass::B16:
+    return "b16";
+  case RegClass::B32:
+  case RegClass::F32:
+    return "b32";
+  default:
+    return "b64";
+  }
+}
+
+bool isElementwise(OpCode code) {
+  switch (code) {
+  case OpCode::Add:
+  case OpCode::Sub:
+  case OpCode::Mul:
+  case OpCode::Div:
+  case OpCode::Rem:
+  case OpCode::FloorDiv:
+  case OpCode::And:
+  case OpCode::Or:
+  case OpCode::Xor:
+  case OpCode::Shl:
+  case OpCode::Shr:
+  case OpCode::Max:
+  case OpCode::Min:
+  case OpCode::Pow:
+  case OpCode::Neg:
+  case OpCode::Not:
+  case OpCode::Cmp:
+  case OpCode::Select:
+  case OpCode::Fma:
+  case OpCode::Exp:
+  case OpCode::Exp2:
+  case OpCode::Log:
+  case OpCode::Log2:
+  case OpCode::Sqrt:
+  case OpCode::Rsqrt:
+  case OpCode::Abs:
+  case OpCode::Sin:
+  case OpCode::Cos:
+  case OpCode::Tanh:
+  case OpCode::Erf:
+  case OpCode::Floor:
+  case OpCode::Ceil:
+  case OpCode::Sigmoid:
+  case OpCode::Umulhi:
+  case OpCode::Cast:
+  case OpCode::Bitcast:
+  case OpCode::PtrToInt:
+  case OpCode::IntToPtr:
+    return true;
+  default:
+    return false;
+  }
+}
+
+std::string emitElementwise(ScalarContext& cx, const ir::Op& op,
+                            const std::vector<std::string>& args,
+                            const std::vector<DType>& argTypes, DType resultType) {
+  DType t = argTypes.empty() ? resultType : argTypes[0];
+  switch (op.code()) {
+  case OpCode::Add:
+  case OpCode::Sub:
+  case OpCode::Mul:
+  case OpCode::Div:
+  case OpCode::Rem:
+  case OpCode::FloorDiv:
+  case OpCode::And:
+  case OpCode::Or:
+  case OpCode::Xor:
+  case OpCode::Shl:
+  case OpCode::Shr:
+  case OpCode::Max:
+  case OpCode::Min:
+  case OpCode::Pow:
+    if (t == DType::I1) return predBinary(cx, op, args[0], args[1]);
+    if (ir::isFloat(t)) return floatBinary(cx, op, args[0], args[1], t);
+    if (op.code() == OpCode::Pow) unsupported(cx, op, t, "pow takes floating-point values");
+    return intBinary(cx, op, cx.b.materialize(args[0], regClassOf(t)), args[1], t);
+  case OpCode::Neg:
+    if (t == DType::I1) return args[0];
+    if (isLowFloat(t)) return fromF32(cx, f32(cx, "neg.f32", {toF32(cx, args[0], t)}), t);
+    if (ir::isFloat(t)) return cx.b.pure("neg." + arithType(t), regClassOf(t), {args[0]});
+    return normalizeByte(cx, cx.b.pure("neg." + intType(t, true), regClassOf(t), {args[0]}), t);
+  case OpCode::Not:
+    if (t == DType::I1)
+      return cx.b.pure("not.pred", RegClass::Pred, {cx.b.materialize(args[0], RegClass::Pred)});
+    if (ir::isFloat(t)) unsupported(cx, op, t, "bitwise not takes integers or booleans");
+    return normalizeByte(cx, cx.b.pure("not." + bitType(t), regClassOf(t), {args[0]}), t);
+  case OpCode::Cmp:
+    return compare(cx, op, cx.b.materialize(args[0], regClassOf(t)), args[1], t);
+  case OpCode::Select:
+    return select(cx, args[0], args[1], args[2], argTypes[1]);
+  case OpCode::Fma:
+    if (isLowFloat(t)) {
+      std::string r = f32(cx, "fma.rn.f32",
+                          {toF32(cx, args[0], t), toF32(cx, args[1], t), toF32(cx, args[2], t)});
+      return fromF32(cx, r, t);
+    }
+    if (ir::isFloat(t)) return cx.b.pure("fma.rn." + arithType(t), regClassOf(t), args);
+    if (t == DType::I1) unsupported(cx, op, t, "fma takes numbers");
+    return normalizeByte(cx,
+                         cx.b.pure("mad.lo." + intType(t), regClassOf(t),
+                                   {cx.b.materialize(args[0], regClassOf(t)), args[1], args[2]}),
+                         t);
+  case OpCode::Abs:
+    if (ir::isInt(t)) {
+      if (t == DType::I1 || !ir::isSigned(t)) return args[0];
+      return normalizeByte(cx, cx.b.pure("abs." + intType(t), regClassOf(t), {args[0]}), t);
+    }
+    return floatMath(cx, op, args[0], t);
+  case OpCode::Exp:
+  case OpCode::Exp2:
+  case OpCode::Log:
+  case OpCode::Log2:
+  case OpCode::Sqrt:
+  case OpCode::Rsqrt:
+  case OpCode::Sin:
+  case OpCode::Cos:
+  case OpCode::Tanh:
+  case OpCode::Erf:
+  case OpCode::Floor:
+  case OpCode::Ceil:
+  case OpCode::Sigmoid:
+    if (!ir::isFloat(t)) unsupported(cx, op, t, "it takes floating-point values (cast first)");
+    return floatMath(cx, op, args[0], t);
+  case OpCode::Umulhi:
+    if (t != DType::I32 && t != DType::U32 && t != DType::I64 && t != DType::U64)
+      unsupported(cx, op, t, "umulhi takes 32- or 64-bit integers");
+    return cx.b.pure("mul.hi." + intType(t), regClassOf(t),
+                     {cx.b.materialize(args[0], regClassOf(t)), args[1]});
+  case OpCode::Cast:
+    return emitCast(cx, args[0], t, resultType, op.strAttr("rounding"));
+  case OpCode::Bitcast: {
+    if (ir::bitWidth(t) != ir::bitWidth(resultType))
+      raiseError(cx.loc, "bitcast from " + std::string(ir::tlName(t)) + " to " +
+                             std::string(ir::tlName(resultType)) +
+                             " changes the bit width; bitcast needs types of one width");
+    RegClass from = regClassOf(t), to = regClassOf(resultType);
+    std::string x = args[0];
+    if (from != to) {
+      x = cx.b.materialize(x, from);
+      x = cx.b.pure("mov." + bitType(resultType), to, {x});
+    }
+    return normalizeByte(cx, x, resultType);
+  }
+  case OpCode::PtrToInt:
+  case OpCode::IntToPtr:
+    return args[0];
+  default:
+    throw std::logic_error(std::string("emitElementwise: not elementwise: ") + op.name());
+  }
+}
+
+std::string emitCast(ScalarContext& cx, const std::string& xIn, DType from, DType to,
+                     const std::string& rounding) {
+  if (from == to) return xIn;
+  if (!rounding.empty() && rounding != "rtne" && rounding != "rtz")
+    raiseError(cx.loc, "cast rounding '" + rounding + "' is not one of rtne, rtz");
+  std::string x = cx.b.materialize(xIn, regClassOf(from));
+  std::string rnd = rounding == "rtz" ? "rz" : "rn";
+  // Booleans.
+  if (to == DType::I1) {
+    if (ir::isFloat(from)) {
+      std::string f = isLowFloat(from) ? toF32(cx, x, from) : x;
+      return cx.b.pure(from == DType::F64 ? "setp.neu.f64" : "setp.neu.f32", RegClass::Pred,
+                       {f, from == DType::F64 ? immF64(0) : immF32(0)});
+    }
+    return cx.b.pure("setp.ne." + intType(from), RegClass::Pred, {x, "0"});
+  }
+  if (from == DType::I1) {
+    if (ir::isInt(to)) return cx.b.pure("selp." + bitType(to), regClassOf(to), {"1", "0", x});
+    if (to == DType::F64) return cx.b.pure("selp.f64", RegClass::F64, {immF64(1), immF64(0), x});
+    std::string f = f32(cx, "selp.f32", {immF32(1), immF32(0), x});
+    return to == DType::F32 ? f : fromF32(cx, f, to);
+  }
+  // Integers to integers: extension follows the source's signedness.
+  if (ir::isInt(from) && ir::isInt(to)) {
+    int fb = regBits(from), tb = regBits(to);
+    std::string r = x;
+    if (fb < tb)
+      r = cx.b.pure("cvt." + intType(from).substr(0, 1) + std::to_string(tb) + "." + intType(from),
+                    regClassOf(to), {x});
+    else if (fb > tb)
+      r = cx.b.pure("cvt.u" + std::to_string(tb) + ".u" + std::to_string(fb), regClassOf(to), {x});
+    return normalizeByte(cx, r, to);
+  }
+  // fp8 goes through f16 with the paired conversions of sm_89+.
+  if (isFp8(from)) {
+    requireFp8Target(cx, from);
+    std::string pair = cx.b.pure(
+        from == DType::F8E4M3 ? "cvt.rn.f16x2.e4m3x2" : "cvt.rn.f16x2.e5m2x2", RegClass::B32, {x});
+    // The low byte converts to the low half.
+    std::string half = cx.b.pure("cvt.u16.u32", RegClass::B16, {pair});
+    return emitCast(cx, half, DType::F16, to, rounding);
+  }
+  if (isFp8(to)) {
+    requireFp8Target(cx, to);
+    std::string f = from == DType::F32 ? x : emitCast(cx, x, from, DType::F32);
+    std::string zero = cx.b.materialize(immF32(0), RegClass::F32);
+    // The second source converts into the low byte.
+    return cx.b.pure(to == DType::F8E4M3 ? "cvt.rn.satfinite.e4m3x2.f32"
+                                         : "cvt.rn.satfinite.e5m2x2.f32",
+                     RegClass::B16, {zero, f});
+  }
+  // Integers to floats.
+  if (ir::isInt(from)) {
+    if (to == DType::F64) return cx.b.pure("cvt.rn.f64." + intType(from), RegClass::F64, {x});
+    std::string f = f32(cx, ("cvt.rn.f32." + intType(from)).c_str(), {x});
+    return to == DType::F32 ? f : emitCast(cx, f, DType::F32, to, rounding);
+  }
+  // Floats to integers truncate toward zero.
+  if (ir::isInt(to)) {
+    std::string f = from == DType::F16 || from == DType::BF16 ? toF32(cx, x, from) : x;
+    std::string src = from == DType::F64 ? "f64" : "f32";
+    std::string r = cx.b.pure("cvt.rzi." + intType(to) + "." + src, regClassOf(to), {f});
+    return normalizeByte(cx, r, to);
+  }
+  // Floats to floats.
+  if (from == DType::F16 && to == DType::F32) return f32(cx, "cvt.f32.f16", {x});
+  if (from == DType::BF16 && to == DType::F32) {
+    // bf16 is the top half of an f32: exact, and available on every target.
+    std::string wide = cx.b.pure("cvt.u32.u16", RegClass::B32, {x});
+    std::string bits = cx.b.pure("shl.b32", RegClass::B32, {wide, "16"});
+    return f32(cx, "mov.b32", {bits});
+  }
+  if (from == DType::F32 && to == DType::F64) return cx.b.pure("cvt.f64.f32", RegClass::F64, {x});
+  if (from == DType::F64 && to == DType::F32)
+    return f32(cx, ("cvt." + rnd + ".f32.f64").c_str(), {x});
+  if (from == DType::F32 && (to == DType::F16 || to == DType::BF16))
+    return cx.b.pure("cvt." + rnd + (to == DType::F16 ? ".f16.f32" : ".bf16.f32"), RegClass::B16,
+                     {x});
+  if (from == DType::F64)
+    return emitCast(cx, emitCast(cx, x, from, DType::F32, rounding), DType::F32, to, rounding);
+  // f16 <-> bf16, and f16/bf16 -> f64, through f32 (exact widening first).
+  return emitCast(cx, emitCast(cx, x, from, DType::F32), DType::F32, to, rounding);
+}
+
+std::string emitConstant(ScalarContext& cx, double fvalue, int64_t ivalue, bool isFloatValue,
+                         DType t) {
+  if (t == DType::I1) {
+    bool v = isFloatValue ? fvalue != 0 : ivalue != 0;
+    return cx.b.pure("setp.ne.u32", RegClass::Pred, {v ? "1" : "0", "0"});
+  }
+  if (ir::isInt(t)) {
+    int64_t v = isFloatValue ? static_cast<int64_t>(fvalue) : ivalue;
+    int bits = ir::bitWidth(t);
+    if (bits < 64) {
+      uint64_t mask = (uint64_t(1) << bits) - 1;
+      uint64_t u = static_cast<uint64_t>(v) & mask;
+      if (ir::isSigned(t) && (u >> (bits - 1)))
+        v = static_cast<int64_t>(u | ~mask);
+      else
+        v = static_cast<int64_t>(u);
+    }
+    return immInt(v);
+  }
+  double v = isFloatValue ? fvalue : static_cast<double>(ivalue);
+  if (t == DType::F64) return immF64(v);
+  if (t == DType::F32) return immF32(static_cast<float>(v));
+  // 16-bit and 8-bit floats: convert an f32 immediate once (hash-consed).
+  return emitCast(cx, cx.b.materialize(immF32(static_cast<float>(v)), RegClass::F32), DType::F32,
+                  t);
+}
+
+} // namespace ww::codegen
