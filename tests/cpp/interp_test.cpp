@@ -848,3 +848,426 @@ TEST(InterpDebug, FailedAssertReportsLocationProgramAndElement) {
                  "      tl.device_assert(offs < 3, \"offs must be small\")\n"
                  "      ^");
 }
+
+// ---------------------------------------------------------------------------------------------
+// TLX: shared-memory buffers
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+Value* view(Builder& b, Value* bufs, Value* index) {
+  Type t = bufs->type();
+  t.count = 1;
+  return b.create1(OpCode::LocalView, {bufs, index}, t);
+}
+
+Value* zerosF32(Builder& b, std::vector<int64_t> shape) {
+  return b.splat(b.constFloat(0.0, Type::scalar(DType::F32)), shape);
+}
+
+} // namespace
+
+TEST(InterpTlx, LocalBuffersViewsTransposeSliceAndPoison) {
+  TestKernel k("buffers", "    v = tlx.local_view(bufs, 2)\n");
+  Value* px = k.arg("x", Type::ptr(DType::F32));
+  Value* po = k.arg("out", Type::ptr(DType::F32));
+  Builder& b = k.b;
+  Value* bufs = b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F32, {4, 8}, 2));
+  Value* v1 = view(b, bufs, b.i32(1));
+  Value* x = reshape(b, loadAll(b, px, 32), {4, 8});
+  b.create(OpCode::LocalStore, {v1, x}, {});
+  Value* back = b.create1(OpCode::LocalLoad, {v1}, Type::tensor(DType::F32, {4, 8}));
+  Value* tv = b.create1(OpCode::LocalTrans, {v1}, Type::buffer(DType::F32, {8, 4}, 1));
+  Value* t = b.create1(OpCode::LocalLoad, {tv}, Type::tensor(DType::F32, {8, 4}));
+  Value* sv =
+      b.create1(OpCode::LocalSlice, {v1}, Type::buffer(DType::F32, {2, 4}, 1),
+                {{"offsets", std::vector<int64_t>{1, 2}}, {"sizes", std::vector<int64_t>{2, 4}}});
+  Value* s = b.create1(OpCode::LocalLoad, {sv}, Type::tensor(DType::F32, {2, 4}));
+  Value* fresh =
+      b.create1(OpCode::LocalLoad, {view(b, bufs, b.i32(0))}, Type::tensor(DType::F32, {4, 8}));
+  Value* a1 = b.create1(OpCode::Cat, {reshape(b, back, {32}), reshape(b, t, {32})},
+                        Type::tensor(DType::F32, {64}));
+  Value* a2 = b.create1(OpCode::Cat, {a1, reshape(b, s, {8})}, Type::tensor(DType::F32, {72}));
+  storeAll(b, po,
+           b.create1(OpCode::Cat, {a2, reshape(b, fresh, {32})}, Type::tensor(DType::F32, {104})));
+  b.ret();
+  std::vector<float> xv(32), out(104);
+  for (int i = 0; i < 32; ++i) xv[i] = float(i);
+  k.run({1}, {buf(xv), buf(out)});
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(out[i], xv[i]);
+  for (int r = 0; r < 8; ++r)
+    for (int c = 0; c < 4; ++c) EXPECT_EQ(out[32 + r * 4 + c], xv[c * 8 + r]);
+  for (int r = 0; r < 2; ++r)
+    for (int c = 0; c < 4; ++c) EXPECT_EQ(out[64 + r * 4 + c], xv[(1 + r) * 8 + 2 + c]);
+  // Never-written shared memory reads as poison (NaN), as uninitialized smem is garbage.
+  for (int i = 72; i < 104; ++i) EXPECT_TRUE(std::isnan(out[i])) << i;
+
+  TestKernel bad("buffers", "    v = tlx.local_view(bufs, 2)\n");
+  Value* bb = bad.b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F32, {4, 8}, 2));
+  bad.at(1, 9);
+  view(bad.b, bb, bad.b.i32(2));
+  bad.b.ret();
+  EXPECT_EQ(bad.runExpectingError({1}, {}),
+            "buffers.py:1:9: error: local_view index 2 is out of range for 2 buffers (valid: "
+            "0..1) in program (0, 0, 0)\n"
+            "      v = tlx.local_view(bufs, 2)\n"
+            "          ^");
+}
+
+// ---------------------------------------------------------------------------------------------
+// TLX: mbarriers and TMA in a single agent
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+Value* allocBarriers(Builder& b, int64_t count, int64_t arriveCount) {
+  return b.create1(OpCode::AllocBarriers, {}, Type::barrier(count),
+                   {{"arrive_count", arriveCount}});
+}
+
+} // namespace
+
+TEST(InterpTlx, BarrierPhaseParity) {
+  // A fresh barrier is in phase 0: waiting for parity 1 passes at once; after the one expected
+  // arrival phase 0 completes and waiting for parity 0 passes.
+  TestKernel k("parity");
+  Value* po = k.arg("out", Type::ptr(DType::I32));
+  Builder& b = k.b;
+  Value* bar = view(b, allocBarriers(b, 1, 1), b.i32(0));
+  b.create(OpCode::BarrierWait, {bar, b.i32(1)}, {});
+  b.store(po, b.i32(1));
+  b.create(OpCode::BarrierArrive, {bar}, {}, {{"arrive_count", int64_t(1)}});
+  b.create(OpCode::BarrierWait, {bar, b.i32(0)}, {});
+  b.store(b.addPtr(po, b.i32(1)), b.i32(2));
+  b.ret();
+  std::vector<int32_t> out(2, 0);
+  k.run({1}, {buf(out)});
+  EXPECT_EQ(out, (std::vector<int32_t>{1, 2}));
+}
+
+TEST(InterpTlx, WaitingOnAnIncompletePhaseIsADeadlock) {
+  TestKernel k("hang", "    tlx.barrier_wait(bar, 0)\n");
+  Builder& b = k.b;
+  Value* bar = view(b, allocBarriers(b, 2, 2), b.i32(1));
+  b.create(OpCode::BarrierArrive, {bar}, {}, {{"arrive_count", int64_t(1)}});
+  k.at(1, 5);
+  b.create(OpCode::BarrierWait, {bar, b.i32(0)}, {});
+  b.ret();
+  EXPECT_EQ(k.runExpectingError({1}, {}),
+            "hang.py:1:5: error: deadlock in program (0, 0, 0): the program waits on barrier 1 "
+            "for the phase of parity 0 to complete; the barrier is in phase 0 (parity 0): 1 of "
+            "2 arrivals pending, 0 transaction bytes outstanding, and nothing else can make "
+            "progress\n"
+            "      tlx.barrier_wait(bar, 0)\n"
+            "      ^");
+}
+
+TEST(InterpTlx, TooManyArrivalsInAPhaseAreReported) {
+  TestKernel k("over", "    tlx.barrier_arrive(bar, 2)\n");
+  Builder& b = k.b;
+  Value* bar = view(b, allocBarriers(b, 1, 1), b.i32(0));
+  k.at(1, 5);
+  b.create(OpCode::BarrierArrive, {bar}, {}, {{"arrive_count", int64_t(2)}});
+  b.ret();
+  std::string err = k.runExpectingError({1}, {});
+  EXPECT_NE(err.find("over.py:1:5: error: barrier_arrive of 2 arrivals on a barrier in phase 0 "
+                     "(parity 0): 1 of 1 arrivals pending"),
+            std::string::npos)
+      << err;
+}
+
+namespace {
+
+/// TMA-loads one [4, 8] box of a [10, 12] fp32 tensor at (row0, 0) into shared memory, waits on
+/// the barrier and stores the tile. `expect` false leaves out barrier_expect_bytes.
+/// `peekEarly` also stores the tile read before the wait to out[32..64).
+void buildTmaLoad(TestKernel& k, int64_t row0, bool expect, bool peekEarly) {
+  Type descT = Type::descriptor(DType::F32, {4, 8}, 2);
+  Value* d = k.arg("desc", descT);
+  Value* po = k.arg("out", Type::ptr(DType::F32));
+  Builder& b = k.b;
+  Value* smem =
+      view(b, b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F32, {4, 8}, 1)), b.i32(0));
+  Value* bar = view(b, allocBarriers(b, 1, 1), b.i32(0));
+  if (expect) b.create(OpCode::BarrierExpectBytes, {bar, b.i32(4 * 8 * 4)}, {});
+  b.create(OpCode::AsyncDescLoad, {d, smem, bar, b.i32(row0), b.i32(0)}, {});
+  Type tileT = Type::tensor(DType::F32, {4, 8});
+  Value* early = peekEarly ? b.create1(OpCode::LocalLoad, {smem}, tileT) : nullptr;
+  k.at(1, 5);
+  b.create(OpCode::BarrierWait, {bar, b.i32(0)}, {});
+  Value* tile = b.create1(OpCode::LocalLoad, {smem}, tileT);
+  if (early)
+    tile = b.create1(OpCode::Cat, {reshape(b, tile, {32}), reshape(b, early, {32})},
+                     Type::tensor(DType::F32, {64}));
+  storeAll(b, po, tile);
+  b.ret();
+}
+
+} // namespace
+
+TEST(InterpTlx, AsyncDescriptorLoadCompletesOnItsBarrier) {
+  TestKernel k("tma", "    tlx.barrier_wait(bar, 0)\n");
+  buildTmaLoad(k, /*row0=*/8, /*expect=*/true, /*peekEarly=*/true);
+  std::vector<float> in(120), out(64, -1.0f);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = float(i);
+  k.run({1}, {InterpArg::descriptor(in.data(), in.size() * 4, {10, 12}, {12, 1}), buf(out)});
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 8; ++c)
+      EXPECT_EQ(out[r * 8 + c], 8 + r < 10 ? in[(8 + r) * 12 + c] : 0.0f) << r << "," << c;
+  // Before the wait the copy is still in flight: the buffer still holds its poison.
+  for (int i = 32; i < 64; ++i) EXPECT_TRUE(std::isnan(out[i])) << i;
+}
+
+TEST(InterpTlx, TmaWithoutExpectedBytesNeverCompletesThePhase) {
+  TestKernel k("tma", "    tlx.barrier_wait(bar, 0)\n");
+  buildTmaLoad(k, 0, /*expect=*/false, /*peekEarly=*/false);
+  std::vector<float> in(120), out(32);
+  std::string err = k.runExpectingError(
+      {1}, {InterpArg::descriptor(in.data(), in.size() * 4, {10, 12}, {12, 1}), buf(out)});
+  EXPECT_NE(err.find("tma.py:1:5: error: deadlock in program (0, 0, 0): the program waits on "
+                     "barrier 0 for the phase of parity 0 to complete; the barrier is in phase 0 "
+                     "(parity 0): 1 of 1 arrivals pending, -128 transaction bytes outstanding"),
+            std::string::npos)
+      << err;
+}
+
+// ---------------------------------------------------------------------------------------------
+// TLX: async_dot
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+/// A, B in shared memory; out = async_dot chained `chain` times through its accumulator, then
+/// async_dot_wait. `useEarly` stores the un-waited result instead (an error).
+void buildAsyncDot(TestKernel& k, int chain, bool useEarly) {
+  const int64_t M = 16, K = 16, N = 8;
+  Value* pa = k.arg("a", Type::ptr(DType::F16));
+  Value* pb = k.arg("b", Type::ptr(DType::F16));
+  Value* po = k.arg("out", Type::ptr(DType::F32));
+  Builder& b = k.b;
+  Value* as =
+      view(b, b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F16, {M, K}, 1)), b.i32(0));
+  Value* bs =
+      view(b, b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F16, {K, N}, 1)), b.i32(0));
+  b.create(OpCode::LocalStore, {as, reshape(b, loadAll(b, pa, M * K), {M, K})}, {});
+  b.create(OpCode::LocalStore, {bs, reshape(b, loadAll(b, pb, K * N), {K, N})}, {});
+  Type accT = Type::tensor(DType::F32, {M, N});
+  Value* acc = zerosF32(b, {M, N});
+  for (int i = 0; i < chain; ++i) acc = b.create1(OpCode::AsyncDot, {as, bs, acc}, accT);
+  k.at(1, 5);
+  if (useEarly) {
+    storeAll(b, po, acc);
+  } else {
+    Value* done = b.create1(OpCode::AsyncDotWait, {acc}, accT, {{"pendings", int64_t(0)}});
+    storeAll(b, po, done);
+  }
+  b.ret();
+}
+
+} // namespace
+
+TEST(InterpTlx, AsyncDotChainsThroughPendingAccumulators) {
+  TestKernel k("wgmma", "    tl.store(out_ptrs, acc)\n");
+  buildAsyncDot(k, /*chain=*/2, /*useEarly=*/false);
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> dist(-4, 4);
+  std::vector<uint16_t> a(16 * 16), bv(16 * 8);
+  for (auto& v : a) v = interp::floatToHalf(float(dist(rng)) * 0.5f);
+  for (auto& v : bv) v = interp::floatToHalf(float(dist(rng)) * 0.25f);
+  std::vector<float> out(16 * 8);
+  k.run({1}, {buf(a), buf(bv), buf(out)});
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 8; ++n) {
+      double ref = 0; // small multiples of 1/8: every sum is exact in fp32
+      for (int kk = 0; kk < 16; ++kk)
+        ref += double(interp::halfToFloat(a[m * 16 + kk])) * interp::halfToFloat(bv[kk * 8 + n]);
+      EXPECT_EQ(out[m * 8 + n], float(2 * ref)) << m << "," << n;
+    }
+}
+
+TEST(InterpTlx, UsingAnAsyncDotResultBeforeWaitingIsAnError) {
+  TestKernel k("wgmma", "    tl.store(out_ptrs, acc)\n");
+  buildAsyncDot(k, 1, /*useEarly=*/true);
+  std::vector<uint16_t> a(16 * 16, 0x3C00), bv(16 * 8, 0x3C00);
+  std::vector<float> out(16 * 8);
+  std::string err = k.runExpectingError({1}, {buf(a), buf(bv), buf(out)});
+  EXPECT_NE(err.find("reads the result of an async_dot that has not completed; wait for it with "
+                     "async_dot_wait first (program (0, 0, 0))"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("note: the async_dot was issued here"), std::string::npos) << err;
+}
+
+// ---------------------------------------------------------------------------------------------
+// TLX: async tasks as agents
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+const char* kPipelineSource = "with tlx.async_tasks():\n"
+                              "    tlx.barrier_wait(full[s], phase)      # consumer\n"
+                              "    tlx.barrier_wait(empty[s], phase ^ 1) # producer\n";
+
+/// A two-stage producer/consumer pipeline over `iters` chunks of 8 floats: the producer task
+/// loads each chunk into one of two shared buffers; the consumer (default task) sums them.
+void buildPipeline(TestKernel& k, int64_t iters, bool forgetFullArrive) {
+  Value* pin = k.arg("in", Type::ptr(DType::F32));
+  Value* pout = k.arg("out", Type::ptr(DType::F32));
+  Builder& b = k.b;
+  Type i32 = Type::scalar(DType::I32);
+  Value* bufs = b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F32, {8}, 2));
+  Value* full = allocBarriers(b, 2, 1);
+  Value* empty = allocBarriers(b, 2, 1);
+  Value* zeros = zerosF32(b, {8});
+  Op* tasks = b.create(OpCode::AsyncTasks, {}, {});
+  Builder tb(tasks->addRegion());
+  Op* consumer = tb.create(OpCode::AsyncTask, {}, {},
+                           {{"default", int64_t(1)}, {"name", std::string("consumer")}});
+  Op* producer = tb.create(OpCode::AsyncTask, {}, {},
+                           {{"num_warps", int64_t(4)}, {"name", std::string("producer")}});
+  auto stageAndPhase = [&](Builder& lb, Value* i, bool invert) {
+    Value* s = lb.binary(OpCode::Rem, i, lb.i32(2));
+    Value* ph = lb.binary(OpCode::Rem, lb.binary(OpCode::Div, i, lb.i32(2)), lb.i32(2));
+    if (invert) ph = lb.binary(OpCode::Xor, ph, lb.i32(1));
+    return std::make_pair(s, ph);
+  };
+  {
+    Builder cb(consumer->addRegion());
+    Op* loop =
+        cb.create(OpCode::For, {cb.i32(0), cb.i32(iters), cb.i32(1), zeros}, {zeros->type()});
+    Block* body = loop->addRegion();
+    Value* i = body->addArg(i32);
+    Value* acc = body->addArg(zeros->type());
+    Builder lb(body);
+    auto [s, ph] = stageAndPhase(lb, i, false);
+    lb.setLoc(SourceLoc{k.file, 2, 5});
+    lb.create(OpCode::BarrierWait, {view(lb, full, s), ph}, {});
+    Value* v = lb.create1(OpCode::LocalLoad, {view(lb, bufs, s)}, zeros->type());
+    lb.create(OpCode::BarrierArrive, {view(lb, empty, s)}, {}, {{"arrive_count", int64_t(1)}});
+    lb.create(OpCode::Yield, {lb.binary(OpCode::Add, acc, v)}, {});
+    storeAll(cb, pout, loop->result());
+  }
+  {
+    Builder pb(producer->addRegion());
+    Op* loop = pb.create(OpCode::For, {pb.i32(0), pb.i32(iters), pb.i32(1)}, {});
+    Block* body = loop->addRegion();
+    Value* i = body->addArg(i32);
+    Builder lb(body);
+    auto [s, ph] = stageAndPhase(lb, i, true);
+    lb.setLoc(SourceLoc{k.file, 3, 5});
+    lb.create(OpCode::BarrierWait, {view(lb, empty, s), ph}, {});
+    Value* offs = lb.binary(OpCode::Add, lb.splat(lb.binary(OpCode::Mul, i, lb.i32(8)), {8}),
+                            lb.arange(0, 8));
+    Value* x = lb.load(lb.addPtr(lb.splat(pin, {8}), offs));
+    lb.create(OpCode::LocalStore, {view(lb, bufs, s), x}, {});
+    if (!forgetFullArrive)
+      lb.create(OpCode::BarrierArrive, {view(lb, full, s)}, {}, {{"arrive_count", int64_t(1)}});
+    lb.create(OpCode::Yield, {}, {});
+  }
+  b.ret();
+}
+
+} // namespace
+
+TEST(InterpTasks, ProducerConsumerPipelineThroughTwoBuffers) {
+  const int64_t iters = 7;
+  TestKernel k("pipeline", kPipelineSource);
+  buildPipeline(k, iters, false);
+  std::vector<float> in(iters * 8), out(8, -1.0f);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (auto& v : in) v = dist(rng);
+  k.run({2}, {buf(in), buf(out)});
+  for (int j = 0; j < 8; ++j) {
+    float ref = 0;
+    for (int64_t i = 0; i < iters; ++i) ref += in[i * 8 + j];
+    EXPECT_EQ(out[j], ref) << j;
+  }
+}
+
+TEST(InterpTasks, MissingArriveIsReportedAsDeadlockNamingEveryTask) {
+  TestKernel k("pipeline", kPipelineSource);
+  buildPipeline(k, 7, /*forgetFullArrive=*/true);
+  std::vector<float> in(56), out(8);
+  std::string err = k.runExpectingError({1}, {buf(in), buf(out)});
+  EXPECT_EQ(err,
+            "pipeline.py:2:5: error: deadlock in program (0, 0, 0): every async task is blocked "
+            "and no copy is in flight\n"
+            "      tlx.barrier_wait(full[s], phase)      # consumer\n"
+            "      ^\n"
+            "pipeline.py:2:5: note: task 'consumer' waits on barrier 0 for the phase of parity 0 "
+            "to complete; the barrier is in phase 0 (parity 0): 1 of 1 arrivals pending, 0 "
+            "transaction bytes outstanding\n"
+            "      tlx.barrier_wait(full[s], phase)      # consumer\n"
+            "      ^\n"
+            "pipeline.py:3:5: note: task 'producer' waits on barrier 0 for the phase of parity 0 "
+            "to complete; the barrier is in phase 0 (parity 0): 1 of 1 arrivals pending, 0 "
+            "transaction bytes outstanding\n"
+            "      tlx.barrier_wait(empty[s], phase ^ 1) # producer\n"
+            "      ^");
+}
+
+TEST(InterpTasks, NamedBarrierOrdersWriterBeforeReaderAndReplicasSeeTheirIds) {
+  TestKernel k("named");
+  Value* pin = k.arg("in", Type::ptr(DType::F32));
+  Value* pout = k.arg("out", Type::ptr(DType::F32));
+  Value* pids = k.arg("ids", Type::ptr(DType::I32));
+  Builder& b = k.b;
+  Value* smem =
+      view(b, b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F32, {8}, 1)), b.i32(0));
+  Op* tasks = b.create(OpCode::AsyncTasks, {}, {});
+  Builder tb(tasks->addRegion());
+  // The reader is scheduled first and must wait for the writer at named barrier 1.
+  Op* reader = tb.create(OpCode::AsyncTask, {}, {}, {{"default", int64_t(1)}});
+  Op* writer = tb.create(OpCode::AsyncTask, {}, {}, {{"num_warps", int64_t(4)}});
+  Op* replicas =
+      tb.create(OpCode::AsyncTask, {}, {}, {{"num_warps", int64_t(1)}, {"replicate", int64_t(3)}});
+  {
+    Builder rb(reader->addRegion());
+    rb.create(OpCode::NamedBarrierWait, {rb.i32(1), rb.i32(256)}, {});
+    storeAll(rb, pout, rb.create1(OpCode::LocalLoad, {smem}, Type::tensor(DType::F32, {8})));
+  }
+  {
+    Builder wb(writer->addRegion());
+    wb.create(OpCode::LocalStore, {smem, loadAll(wb, pin, 8)}, {});
+    wb.create(OpCode::NamedBarrierArrive, {wb.i32(1), wb.i32(256)}, {});
+  }
+  {
+    Builder pb(replicas->addRegion());
+    Value* r = pb.create1(OpCode::ReplicaId, {}, Type::scalar(DType::I32));
+    Value* v = pb.binary(OpCode::Add, pb.binary(OpCode::Mul, r, pb.i32(10)), pb.programId(0));
+    pb.store(pb.addPtr(pids, pb.binary(OpCode::Add, r,
+                                       pb.binary(OpCode::Mul, pb.programId(0), pb.i32(3)))),
+             v);
+  }
+  b.ret();
+  std::vector<float> in{1, 2, 3, 4, 5, 6, 7, 8}, out(8, -1);
+  std::vector<int32_t> ids(6, -1);
+  k.run({2}, {buf(in), buf(out), buf(ids)});
+  EXPECT_EQ(out, in);
+  EXPECT_EQ(ids, (std::vector<int32_t>{0, 10, 20, 1, 11, 21}));
+}
+
+TEST(InterpTasks, ErrorInsideATaskNamesTheTask) {
+  TestKernel k("task_oob", "    tl.load(p + 100)\n");
+  Value* p = k.arg("p", Type::ptr(DType::F32));
+  Value* id = k.b.i32(2);
+  Value* threads = k.b.i32(256);
+  Op* tasks = k.b.create(OpCode::AsyncTasks, {}, {});
+  Builder tb(tasks->addRegion());
+  Op* t0 = tb.create(OpCode::AsyncTask, {}, {}, {{"default", int64_t(1)}});
+  Op* t1 = tb.create(OpCode::AsyncTask, {}, {}, {{"name", std::string("loader")}});
+  // The default task waits for a barrier nobody completes; the loader's fault must win and
+  // unwind it.
+  Builder(t0->addRegion()).create(OpCode::NamedBarrierWait, {id, threads}, {});
+  Builder lb(t1->addRegion());
+  lb.setLoc(SourceLoc{k.file, 1, 5});
+  lb.load(lb.addPtr(p, lb.i32(100)));
+  k.b.ret();
+  std::vector<float> x(10);
+  std::string err = k.runExpectingError({1}, {buf(x)});
+  EXPECT_NE(err.find("task_oob.py:1:5: error: out-of-bounds load of 4 bytes at offset 400 past "
+                     "the end of argument 'p' (40 bytes) in program (0, 0, 0) task 'loader'"),
+            std::string::npos)
+      << err;
+}
