@@ -1,0 +1,745 @@
+// Expressions: names and globals, calls, attributes, subscripts, operators, and the checks that
+// turn a value into what an operation needs (a constexpr int, a buffer, a barrier ...).
+#include "specialize/SpecializerImpl.h"
+
+#include "frontend/Parser.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+namespace ww::specialize {
+
+using namespace ww::ast;
+
+// ---------------------------------------------------------------------------------------------
+// Names and globals
+// ---------------------------------------------------------------------------------------------
+
+static const std::vector<std::string>& pythonBuiltins() {
+  static const std::vector<std::string> names = {"range", "min",   "max",        "abs",
+                                                 "len",   "int",   "float",      "bool",
+                                                 "print", "round", "isinstance", "tuple"};
+  return names;
+}
+
+Val Specializer::evalName(const Name* e) {
+  auto it = frame->env.find(e->id);
+  if (it != frame->env.end()) return it->second;
+  if (auto g = lookupGlobal(frame->module, e->id, e->loc)) return *g;
+  const auto& py = pythonBuiltins();
+  if (std::find(py.begin(), py.end(), e->id) != py.end()) return Val::builtin(e->id);
+  if (e->id == "True" || e->id == "False") return Val::boolean(e->id == "True");
+  std::vector<std::string> candidates(py.begin(), py.end());
+  for (const auto& [n, v] : frame->env)
+    if (n[0] != '$') candidates.push_back(n);
+  const ModuleInfo& mi = modules[frame->module];
+  for (const auto& [n, f] : mi.functions) candidates.push_back(n);
+  for (const auto& [n, c] : mi.constants) candidates.push_back(n);
+  for (const auto& [n, c] : mi.imports) candidates.push_back(n);
+  std::string msg = "undefined name '" + e->id + "'";
+  std::string near = closestMatch(e->id, candidates);
+  if (!near.empty()) msg += "; did you mean '" + near + "'?";
+  raiseError(e->loc, msg);
+}
+
+static std::string moduleStem(const SourceManager& sm, const ast::Module& m) {
+  return std::filesystem::path(sm.path(m.file)).stem().string();
+}
+
+std::optional<Val> Specializer::lookupGlobal(size_t module, const std::string& name,
+                                             SourceLoc loc) {
+  ModuleInfo& mi = modules[module];
+  if (auto c = mi.constantCache.find(name); c != mi.constantCache.end()) return c->second;
+  auto evalIn = [&](auto&& fn) -> Val {
+    if (mi.evaluating.count(name))
+      raiseError(loc, "global '" + name + "' is defined in terms of itself");
+    mi.evaluating.insert(name);
+    Frame tmp;
+    tmp.module = module;
+    Frame* saved = frame;
+    frame = &tmp;
+    Val v;
+    try {
+      v = fn();
+    } catch (...) {
+      frame = saved;
+      mi.evaluating.erase(name);
+      throw;
+    }
+    frame = saved;
+    mi.evaluating.erase(name);
+    mi.constantCache[name] = v;
+    return v;
+  };
+  if (module == 0) {
+    auto g = in.globals.find(name);
+    if (g != in.globals.end()) {
+      return evalIn([&]() -> Val {
+        auto f = in.globalFiles.find(name);
+        Val v;
+        if (f != in.globalFiles.end()) {
+          ExprPtr e = frontend::parseExpression(*in.sources, f->second);
+          v = eval(e.get());
+        } else {
+          SourceManager local;
+          uint32_t id = local.addFile("<global " + name + ">", g->second);
+          try {
+            ExprPtr e = frontend::parseExpression(local, id);
+            v = eval(e.get());
+          } catch (CompileError& err) {
+            raiseError(loc, "bad value '" + g->second + "' for global '" + name +
+                                "': " + err.diagnostic().message);
+          }
+        }
+        if (!v.isConstexpr())
+          raiseError(loc, "global '" + name + "' is not a compile-time constant");
+        return v;
+      });
+    }
+  }
+  if (auto imp = mi.imports.find(name); imp != mi.imports.end()) {
+    const ImportAlias& a = *imp->second;
+    std::string mod = a.module;
+    while (!mod.empty() && mod[0] == '.') mod.erase(0, 1);
+    std::string full = a.name.empty() ? (a.asName.empty() ? mod.substr(0, mod.find('.')) : mod)
+                                      : (mod.empty() ? a.name : mod + "." + a.name);
+    static const std::map<std::string, std::string> known = {
+        {"warpweave.language", "tl"},
+        {"triton.language", "tl"},
+        {"warpweave.language.math", "tl"},
+        {"triton.language.math", "tl"},
+        {"warpweave.tlx", "tlx"},
+        {"warpweave.language.tlx", "tlx"},
+        {"triton.language.extra.tlx", "tlx"},
+        {"warpweave.language.extra.tlx", "tlx"},
+        {"warpweave", "ww"},
+        {"triton", "ww"},
+        {"math", "math"},
+        {"triton.language.extra", "tl.extra"},
+        {"triton.language.extra.libdevice", "libdevice"},
+        {"triton.language.extra.cuda.libdevice", "libdevice"},
+        {"warpweave.language.libdevice", "libdevice"},
+        {"warpweave.language.extra.libdevice", "libdevice"},
+    };
+    if (auto k = known.find(full); k != known.end()) return Val::ns(k->second);
+    if (!a.name.empty()) {
+      // `from warpweave.language import constexpr`: a member of a known namespace.
+      if (auto k = known.find(mod); k != known.end())
+        if (auto m = namespaceMember(k->second, a.name)) return *m;
+      // `from .utils import helper`: the helper module by file name, else any module.
+      std::string stem = mod.substr(mod.rfind('.') == std::string::npos ? 0 : mod.rfind('.') + 1);
+      for (int pass = 0; pass < 2; ++pass)
+        for (size_t m = 0; m < in.modules.size(); ++m) {
+          if (pass == 0 && moduleStem(*in.sources, *in.modules[m]) != stem) continue;
+          if (modules[m].functions.count(a.name))
+            return Val::function({modules[m].functions[a.name], m});
+          if (pass == 0 && modules[m].constants.count(a.name) && m != module)
+            return lookupGlobal(m, a.name, loc);
+        }
+      return Val::ns("external:" + full);
+    }
+    std::string stem = full.substr(full.rfind('.') == std::string::npos ? 0 : full.rfind('.') + 1);
+    for (size_t m = 0; m < in.modules.size(); ++m)
+      if (m != module && moduleStem(*in.sources, *in.modules[m]) == stem)
+        return Val::ns("module:" + std::to_string(m));
+    return Val::ns("external:" + full);
+  }
+  if (auto f = mi.functions.find(name); f != mi.functions.end())
+    return Val::function({f->second, module});
+  if (auto c = mi.constants.find(name); c != mi.constants.end()) {
+    const Stmt* s = c->second;
+    return evalIn([&]() -> Val {
+      const Expr* value = nullptr;
+      if (auto* a = dyn_cast<Assign>(s))
+        value = a->value.get();
+      else
+        value = ast::cast<AnnAssign>(s)->value.get();
+      Val v = eval(value);
+      if (!v.isConstexpr())
+        raiseError(value->loc, "module-level '" + name + "' must be a compile-time constant");
+      return v;
+    });
+  }
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Expressions
+// ---------------------------------------------------------------------------------------------
+
+Val Specializer::eval(const Expr* e) {
+  switch (e->kind) {
+  case ExprKind::Name:
+    return evalName(ast::cast<Name>(e));
+  case ExprKind::Constant: {
+    auto* c = ast::cast<Constant>(e);
+    switch (c->type) {
+    case Constant::Type::None:
+      return Val::none();
+    case Constant::Type::Bool:
+      return Val::boolean(c->boolValue);
+    case Constant::Type::Int:
+      return Val::integer(c->intValue);
+    case Constant::Type::Float:
+      return Val::real(c->floatValue);
+    case Constant::Type::String:
+      return Val::string(c->stringValue);
+    }
+    return Val::none();
+  }
+  case ExprKind::BinOp: {
+    auto* bo = ast::cast<BinOp>(e);
+    Val l = eval(bo->lhs.get());
+    Val r = eval(bo->rhs.get());
+    b.setLoc(e->loc);
+    return evalBinOp(bo->op, l, r, e->loc);
+  }
+  case ExprKind::UnaryOp: {
+    auto* u = ast::cast<UnaryOp>(e);
+    Val x = eval(u->operand.get());
+    b.setLoc(e->loc);
+    return evalUnary(u->op, x, e->loc);
+  }
+  case ExprKind::BoolOp:
+    return evalBoolOp(ast::cast<BoolOp>(e));
+  case ExprKind::Compare: {
+    auto* c = ast::cast<Compare>(e);
+    Val left = eval(c->left.get());
+    Val result;
+    for (size_t i = 0; i < c->ops.size(); ++i) {
+      Val right = eval(c->comparators[i].get());
+      b.setLoc(e->loc);
+      Val r = evalCompare(c->ops[i], left, right, e->loc);
+      if (i == 0)
+        result = r;
+      else if (result.isConstexpr() && r.isConstexpr())
+        result = Val::boolean(truthy(result) && truthy(r));
+      else if (result.isConstexpr())
+        result = truthy(result) ? r : result;
+      else if (!r.isConstexpr())
+        result = evalBinOp(BinOpKind::BitAnd, result, r, e->loc);
+      else if (!truthy(r))
+        result = r;
+      if (result.isConstexpr() && !truthy(result)) return result;
+      left = right;
+    }
+    return result;
+  }
+  case ExprKind::IfExp:
+    return evalIfExp(ast::cast<IfExp>(e));
+  case ExprKind::Call:
+    return evalCall(ast::cast<Call>(e));
+  case ExprKind::Attribute:
+    return evalAttribute(ast::cast<Attribute>(e));
+  case ExprKind::Subscript:
+    return evalSubscript(ast::cast<Subscript>(e));
+  case ExprKind::Slice:
+    raiseError(e->loc, "a slice ('a:b') is only allowed inside a subscript");
+  case ExprKind::Tuple:
+  case ExprKind::List: {
+    const auto& elts =
+        e->kind == ExprKind::Tuple ? ast::cast<Tuple>(e)->elts : ast::cast<List>(e)->elts;
+    std::vector<Val> out;
+    for (const auto& x : elts) out.push_back(eval(x.get()));
+    return Val::tuple(std::move(out));
+  }
+  }
+  raiseError(e->loc, "unsupported expression");
+}
+
+Val Specializer::evalCall(const Call* e) {
+  Val callee = eval(e->func.get());
+  CallSite cs;
+  cs.loc = e->loc;
+  if (callee.kind == Val::Kind::Builtin || callee.kind == Val::Kind::Method)
+    cs.callee = callee.s;
+  else if (callee.kind == Val::Kind::Function)
+    cs.callee = callee.fn.def->name;
+  else
+    cs.callee = describe(callee);
+  for (const auto& a : e->args) {
+    cs.args.push_back(eval(a.get()));
+    cs.argLocs.push_back(a->loc);
+    cs.argExprs.push_back(a.get());
+  }
+  for (const auto& k : e->keywords) {
+    cs.kwNames.push_back(k.name);
+    cs.kwVals.push_back(eval(k.value.get()));
+    cs.kwLocs.push_back(k.loc);
+    cs.kwExprs.push_back(k.value.get());
+  }
+  b.setLoc(e->loc);
+  return callValue(callee, cs);
+}
+
+Val Specializer::callValue(const Val& callee, CallSite& call) {
+  switch (callee.kind) {
+  case Val::Kind::Function:
+    return callFunction(callee.fn, call);
+  case Val::Kind::Builtin:
+    return callBuiltin(callee.s, call);
+  case Val::Kind::Method:
+    return callMethod(callee.elts[0], callee.s, call);
+  default:
+    raiseError(call.loc, describe(callee) + " is not callable");
+  }
+}
+
+Val Specializer::evalAttribute(const Attribute* e) {
+  Val base = eval(e->value.get());
+  b.setLoc(e->loc);
+  return getAttr(base, e->attr, e->attrLoc);
+}
+
+static const std::vector<std::string>& tensorMethods() {
+  static const std::vector<std::string> names = {"to",          "reshape",
+                                                 "permute",     "trans",
+                                                 "split",       "broadcast_to",
+                                                 "expand_dims", "sum",
+                                                 "max",         "min",
+                                                 "argmax",      "argmin",
+                                                 "reduce",      "cumsum",
+                                                 "cumprod",     "view",
+                                                 "abs",         "exp",
+                                                 "exp2",        "log",
+                                                 "log2",        "sqrt",
+                                                 "rsqrt",       "sigmoid",
+                                                 "sin",         "cos",
+                                                 "erf",         "floor",
+                                                 "ceil",        "ravel",
+                                                 "join",        "cast",
+                                                 "softmax",     "associative_scan",
+                                                 "xor_sum"};
+  return names;
+}
+
+Val Specializer::getAttr(const Val& base, const std::string& name, SourceLoc loc) {
+  switch (base.kind) {
+  case Val::Kind::Namespace: {
+    if (base.s.starts_with("module:")) {
+      size_t m = std::stoul(base.s.substr(7));
+      if (auto v = lookupGlobal(m, name, loc)) return *v;
+      raiseError(loc, "module '" + moduleStem(*in.sources, *in.modules[m]) +
+                          "' has no @jit "
+                          "function or constant '" +
+                          name + "'");
+    }
+    if (base.s.starts_with("external:"))
+      raiseError(loc, "module '" + base.s.substr(9) +
+                          "' is not available in kernel code (only "
+                          "warpweave/triton language modules, math and helper modules passed to "
+                          "the compiler are)");
+    if (auto v = namespaceMember(base.s, name)) return *v;
+    unknownMember(base.s, name, loc);
+  }
+  case Val::Kind::Runtime: {
+    const ir::Type& t = base.type();
+    if (name == "dtype") return Val::dtypeOf(t.elem, t.isPointer());
+    if (name == "shape") {
+      std::vector<Val> dims;
+      for (int64_t d : t.shape) dims.push_back(Val::integer(d));
+      if (t.kind == ir::TypeKind::Buffer && t.count > 1)
+        dims.insert(dims.begin(), Val::integer(t.count));
+      return Val::tuple(std::move(dims));
+    }
+    if (t.kind == ir::TypeKind::Descriptor) {
+      if (name == "load" || name == "store") return Val::method(base, "desc." + name);
+      if (name == "block_shape") {
+        std::vector<Val> dims;
+        for (int64_t d : t.shape) dims.push_back(Val::integer(d));
+        return Val::tuple(std::move(dims));
+      }
+      raiseError(loc, "a tensor descriptor has no attribute '" + name +
+                          "' (it has load, store, dtype, block_shape)");
+    }
+    if (t.isValue()) {
+      if (name == "T") {
+        CallSite cs;
+        cs.loc = loc;
+        cs.callee = "tl.trans";
+        cs.args.push_back(base);
+        cs.argLocs.push_back(loc);
+        cs.argExprs.push_back(nullptr);
+        return callTl("trans", cs);
+      }
+      if (name == "numel") return Val::integer(t.numElements());
+      const auto& m = tensorMethods();
+      if (std::find(m.begin(), m.end(), name) != m.end()) return Val::method(base, name);
+      std::string msg = kindName(base) + " has no attribute '" + name + "'";
+      std::vector<std::string> cands = m;
+      cands.insert(cands.end(), {"dtype", "shape", "T", "numel"});
+      std::string near = closestMatch(name, cands);
+      if (!near.empty()) msg += "; did you mean '" + near + "'?";
+      raiseError(loc, msg);
+    }
+    raiseError(loc, kindName(base) + " has no attribute '" + name + "'");
+  }
+  case Val::Kind::DType: {
+    if (name == "element_ty") return Val::dtypeOf(base.dtype);
+    if (name == "primitive_bitwidth") return Val::integer(ir::bitWidth(base.dtype));
+    if (name.starts_with("is_")) return Val::method(base, name);
+    raiseError(loc, "a dtype has no attribute '" + name + "'");
+  }
+  case Val::Kind::Bool:
+  case Val::Kind::Int:
+  case Val::Kind::Float:
+  case Val::Kind::String:
+  case Val::Kind::None:
+  case Val::Kind::Tuple:
+    if (name == "value") return base; // tl.constexpr(x).value
+    raiseError(loc, describe(base) + " has no attribute '" + name + "'");
+  default:
+    raiseError(loc, describe(base) + " has no attribute '" + name + "'");
+  }
+}
+
+Val Specializer::callMethod(const Val& self, const std::string& name, CallSite& call) {
+  if (self.kind == Val::Kind::DType) {
+    if (!call.args.empty() || !call.kwNames.empty())
+      raiseError(call.loc, "dtype." + name + "() takes no arguments");
+    ir::DType d = self.dtype;
+    bool ptr = self.dtypeIsPointer;
+    auto r = [](bool x) { return Val::boolean(x); };
+    if (name == "is_ptr") return r(ptr);
+    if (ptr) return r(false);
+    if (name == "is_floating") return r(ir::isFloat(d));
+    if (name == "is_int") return r(!ir::isFloat(d));
+    if (name == "is_int_signed") return r(!ir::isFloat(d) && ir::isSigned(d));
+    if (name == "is_int_unsigned") return r(!ir::isFloat(d) && !ir::isSigned(d));
+    if (name == "is_bool") return r(d == ir::DType::I1);
+    if (name == "is_fp8") return r(d == ir::DType::F8E4M3 || d == ir::DType::F8E5M2);
+    if (name == "is_fp16") return r(d == ir::DType::F16);
+    if (name == "is_bf16") return r(d == ir::DType::BF16);
+    if (name == "is_fp32") return r(d == ir::DType::F32);
+    if (name == "is_fp64") return r(d == ir::DType::F64);
+    raiseError(call.loc, "a dtype has no method '" + name + "'");
+  }
+  if (name == "desc.load" || name == "desc.store") {
+    call.args.insert(call.args.begin(), self);
+    call.argLocs.insert(call.argLocs.begin(), call.loc);
+    call.argExprs.insert(call.argExprs.begin(), nullptr);
+    return callTl(name, call);
+  }
+  call.args.insert(call.args.begin(), self);
+  call.argLocs.insert(call.argLocs.begin(), call.loc);
+  call.argExprs.insert(call.argExprs.begin(), nullptr);
+  call.callee = "tensor." + name;
+  std::string fn = name;
+  if (fn == "to") fn = "cast";
+  if (fn == "view") fn = "reshape";
+  return callTl(fn, call);
+}
+
+Val Specializer::evalSubscript(const Subscript* e) {
+  Val base = eval(e->value.get());
+  std::vector<const Expr*> indices;
+  if (auto* t = dyn_cast<Tuple>(e->index.get()))
+    for (const auto& x : t->elts) indices.push_back(x.get());
+  else
+    indices.push_back(e->index.get());
+  b.setLoc(e->loc);
+
+  if (base.kind == Val::Kind::Tuple) {
+    if (indices.size() != 1) raiseError(e->index->loc, "a tuple takes one index");
+    if (auto* sl = dyn_cast<Slice>(indices[0])) {
+      int64_t n = static_cast<int64_t>(base.elts.size());
+      auto bound = [&](const ExprPtr& x, int64_t dflt) {
+        if (!x) return dflt;
+        int64_t v = constInt(eval(x.get()), x->loc, "a tuple slice bound", x.get());
+        if (v < 0) v += n;
+        return std::clamp<int64_t>(v, 0, n);
+      };
+      if (sl->step) raiseError(sl->step->loc, "tuple slices with a step are not supported");
+      int64_t lo = bound(sl->lower, 0), hi = bound(sl->upper, n);
+      std::vector<Val> out;
+      for (int64_t i = lo; i < hi; ++i) out.push_back(base.elts[static_cast<size_t>(i)]);
+      return Val::tuple(std::move(out));
+    }
+    Val idx = eval(indices[0]);
+    int64_t i = constInt(idx, indices[0]->loc, "a tuple index", indices[0]);
+    int64_t n = static_cast<int64_t>(base.elts.size());
+    if (i < -n || i >= n)
+      raiseError(indices[0]->loc, "tuple index " + std::to_string(i) +
+                                      " is out of range for a "
+                                      "tuple of " +
+                                      std::to_string(n) + " elements");
+    return base.elts[static_cast<size_t>(i < 0 ? i + n : i)];
+  }
+  if (!base.isRuntime()) raiseError(e->loc, describe(base) + " cannot be subscripted");
+  const ir::Type& t = base.type();
+  if (t.kind == ir::TypeKind::Buffer || t.kind == ir::TypeKind::Barrier) {
+    if (indices.size() != 1 || isa<Slice>(indices[0]))
+      raiseError(e->index->loc, "buffers and barriers take one index: bufs[i]");
+    Val idx = eval(indices[0]);
+    b.setLoc(e->loc);
+    CallSite cs;
+    cs.loc = e->loc;
+    cs.callee = "tlx.local_view";
+    cs.args = {base, idx};
+    cs.argLocs = {e->value->loc, indices[0]->loc};
+    cs.argExprs = {e->value.get(), indices[0]};
+    return callTlx("local_view", cs);
+  }
+  if (!t.isValue()) raiseError(e->loc, kindName(base) + " cannot be subscripted");
+  ir::Value* x = base.v;
+  size_t pos = 0;
+  size_t slices = 0;
+  for (const Expr* idx : indices) {
+    if (auto* c = dyn_cast<Constant>(idx); c && c->type == Constant::Type::None) {
+      if (x->type().isScalar()) x = b.splat(x, {});
+      x = expandDims(x, static_cast<int64_t>(pos), idx->loc);
+      ++pos;
+      continue;
+    }
+    if (auto* sl = dyn_cast<Slice>(idx); sl && !sl->lower && !sl->upper && !sl->step) {
+      ++pos;
+      ++slices;
+      if (slices > t.shape.size())
+        raiseError(idx->loc, "too many ':' for a value of type " + t.str());
+      continue;
+    }
+    raiseError(idx->loc, "tensor subscripts accept only None and ':' (as in x[:, None]); to pick "
+                         "elements, load them with pointers and offsets");
+  }
+  return Val::runtime(x);
+}
+
+Val Specializer::evalBinOp(BinOpKind op, const Val& a, const Val& c, SourceLoc loc) {
+  if (op == BinOpKind::MatMul) {
+    CallSite cs;
+    cs.loc = loc;
+    cs.callee = "@";
+    cs.args = {a, c};
+    cs.argLocs = {loc, loc};
+    cs.argExprs = {nullptr, nullptr};
+    return callTl("dot", cs);
+  }
+  if (a.kind == Val::Kind::Tuple || c.kind == Val::Kind::Tuple) {
+    if (op == BinOpKind::Add && a.kind == Val::Kind::Tuple && c.kind == Val::Kind::Tuple) {
+      std::vector<Val> out = a.elts;
+      out.insert(out.end(), c.elts.begin(), c.elts.end());
+      return Val::tuple(std::move(out));
+    }
+    if (op == BinOpKind::Mul && (a.kind == Val::Kind::Tuple) != (c.kind == Val::Kind::Tuple)) {
+      const Val& t = a.kind == Val::Kind::Tuple ? a : c;
+      const Val& n = a.kind == Val::Kind::Tuple ? c : a;
+      if (n.kind == Val::Kind::Int) {
+        std::vector<Val> out;
+        for (int64_t i = 0; i < n.i; ++i) out.insert(out.end(), t.elts.begin(), t.elts.end());
+        return Val::tuple(std::move(out));
+      }
+    }
+    raiseError(loc, std::string("unsupported operand types for ") + binOpSymbol(op) + ": " +
+                        kindName(a) + " and " + kindName(c));
+  }
+  if (a.isConstexpr() && c.isConstexpr()) return constBinary(op, a, c, loc);
+  return runtimeBinary(op, a, c, loc);
+}
+
+Val Specializer::evalUnary(UnaryOpKind op, const Val& a, SourceLoc loc) {
+  if (a.isConstexpr()) return constUnary(op, a, loc);
+  return runtimeUnary(op, a, loc);
+}
+
+Val Specializer::evalCompare(CmpOpKind op, const Val& a, const Val& c, SourceLoc loc) {
+  if (op == CmpOpKind::Is || op == CmpOpKind::IsNot) {
+    bool same;
+    if (a.isRuntime() || c.isRuntime())
+      same = a.isRuntime() && c.isRuntime() && a.v == c.v;
+    else if (a.isNone() || c.isNone())
+      same = a.isNone() && c.isNone();
+    else
+      same = constexprEqual(a, c);
+    return Val::boolean(op == CmpOpKind::Is ? same : !same);
+  }
+  if (op == CmpOpKind::In || op == CmpOpKind::NotIn) {
+    if (c.kind != Val::Kind::Tuple || !a.isConstexpr())
+      raiseError(loc, "'in' needs a compile-time value and a tuple");
+    bool found = false;
+    for (const Val& x : c.elts)
+      if (x.isConstexpr() && constexprEqual(a, x)) found = true;
+    return Val::boolean(op == CmpOpKind::In ? found : !found);
+  }
+  if (a.isConstexpr() && c.isConstexpr()) return constCompare(op, a, c, loc);
+  return runtimeCompare(op, a, c, loc);
+}
+
+Val Specializer::evalBoolOp(const BoolOp* e) {
+  bool isAnd = e->op == BoolOpKind::And;
+  Val acc = eval(e->values[0].get());
+  for (size_t i = 1; i < e->values.size(); ++i) {
+    if (acc.isConstexpr()) {
+      if (isAnd != truthy(acc)) return acc; // short-circuit as Python does
+      acc = eval(e->values[i].get());
+      continue;
+    }
+    Val rhs = eval(e->values[i].get());
+    b.setLoc(e->loc);
+    if (rhs.isConstexpr()) {
+      if (isAnd && !truthy(rhs)) {
+        acc = Val::boolean(false);
+        continue;
+      }
+      if (!isAnd && truthy(rhs)) {
+        acc = Val::boolean(true);
+        continue;
+      }
+      acc = Val::runtime(
+          toI1(requireTensorOrScalar(acc, e->loc, "an operand of 'and'/'or'"), e->loc));
+      continue;
+    }
+    ir::Value* l = toI1(requireTensorOrScalar(acc, e->loc, "an operand of 'and'/'or'"), e->loc);
+    ir::Value* r =
+        toI1(requireTensorOrScalar(rhs, e->values[i]->loc, "an operand of 'and'/'or'"), e->loc);
+    auto [x, y] = unify(Val::runtime(l), Val::runtime(r), e->loc, std::nullopt, "'and'/'or'");
+    acc = Val::runtime(b.binary(isAnd ? ir::OpCode::And : ir::OpCode::Or, x, y));
+  }
+  return acc;
+}
+
+Val Specializer::evalIfExp(const IfExp* e) {
+  Val cond = eval(e->test.get());
+  if (cond.isConstexpr()) return eval(truthy(cond) ? e->body.get() : e->orelse.get());
+  b.setLoc(e->loc);
+  ir::Value* c = requireTensorOrScalar(cond, e->test->loc, "a conditional expression's condition");
+  if (!c->type().isScalar())
+    raiseError(e->test->loc, "the condition of 'a if c else b' must be a scalar, got " +
+                                 c->type().str() + "; use tl.where(c, a, b) for tensors");
+  c = toI1(c, e->loc);
+  ir::Block* outer = b.insertionBlock();
+  ir::Op* op = b.create(ir::OpCode::If, {c}, {});
+  ir::Block* thenBlock = op->addRegion();
+  ir::Block* elseBlock = op->addRegion();
+  b.setInsertionBlock(thenBlock);
+  Val tv = eval(e->body.get());
+  b.setInsertionBlock(elseBlock);
+  Val ev = eval(e->orelse.get());
+  std::optional<ir::DType> dt;
+  if (tv.isRuntime())
+    dt = tv.type().elem;
+  else if (ev.isRuntime())
+    dt = ev.type().elem;
+  b.setLoc(e->loc);
+  b.setInsertionBlock(thenBlock);
+  ir::Value* t = toRuntime(tv, e->body->loc, tv.isRuntime() ? std::nullopt : dt);
+  b.setInsertionBlock(elseBlock);
+  ir::Value* f = toRuntime(ev, e->orelse->loc, ev.isRuntime() ? std::nullopt : dt);
+  if (t->type() != f->type())
+    raiseError(e->loc, "the two sides of 'a if c else b' have different types: " + t->type().str() +
+                           " and " + f->type().str());
+  b.setInsertionBlock(thenBlock);
+  b.create(ir::OpCode::Yield, {t}, {});
+  b.setInsertionBlock(elseBlock);
+  b.create(ir::OpCode::Yield, {f}, {});
+  b.setInsertionBlock(outer);
+  return Val::runtime(op->addResult(t->type()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks
+// ---------------------------------------------------------------------------------------------
+
+void Specializer::needConstexpr(SourceLoc loc, const std::string& what, const Expr* expr) {
+  std::vector<Diagnostic> notes;
+  const Name* n = dyn_cast<Name>(expr);
+  if (n && callStack.size() == 1 && frame && frame->def) {
+    bool isParam = false;
+    for (const Param& p : frame->def->params)
+      if (p.name == n->id) isParam = true;
+    if (isParam) {
+      notes.push_back(note(loc, "declare the kernel parameter as '" + n->id +
+                                    ": tl.constexpr' (and give it as " + n->id +
+                                    "=VALUE in the signature) to make it a compile-time value"));
+      raiseError(loc,
+                 what + " must be a compile-time constant, but '" + n->id + "' is a run-time value",
+                 std::move(notes));
+    }
+  }
+  if (n && frame && frame->def) {
+    for (const Param& p : frame->def->params)
+      if (p.name == n->id)
+        notes.push_back(note(p.loc, "declare the parameter as '" + n->id + ": tl.constexpr'"));
+  }
+  if (notes.empty())
+    notes.push_back(note(loc, "only tl.constexpr parameters and values computed from them are "
+                              "compile-time constants; note that a plain assignment 'x = ...' "
+                              "makes a run-time value, while 'x: tl.constexpr = ...' stays "
+                              "compile-time"));
+  raiseError(loc,
+             what + " must be a compile-time constant, but " +
+                 (n ? "'" + n->id + "'" : std::string("this")) + " is a run-time value",
+             std::move(notes));
+}
+
+int64_t Specializer::constInt(const Val& v, SourceLoc loc, const std::string& what,
+                              const Expr* expr) {
+  if (v.kind == Val::Kind::Int) return v.i;
+  if (v.kind == Val::Kind::Bool) return v.b;
+  if (v.isRuntime()) needConstexpr(loc, what, expr);
+  raiseError(loc, what + " must be an integer, got " + describe(v));
+}
+
+bool Specializer::constBool(const Val& v, SourceLoc loc, const std::string& what,
+                            const Expr* expr) {
+  if (v.isRuntime()) needConstexpr(loc, what, expr);
+  return truthy(v);
+}
+
+std::vector<int64_t> Specializer::constShape(const Val& v, SourceLoc loc, const std::string& what,
+                                             const Expr* expr) {
+  std::vector<int64_t> shape;
+  if (v.kind == Val::Kind::Tuple) {
+    for (const Val& d : v.elts) shape.push_back(constInt(d, loc, what, expr));
+  } else {
+    shape.push_back(constInt(v, loc, what, expr));
+  }
+  for (int64_t d : shape)
+    if (d <= 0) raiseError(loc, what + " must have positive dimensions, got " + describe(v));
+  return shape;
+}
+
+ir::DType Specializer::constDType(const Val& v, SourceLoc loc, const std::string& what) {
+  if (v.kind != Val::Kind::DType || v.dtypeIsPointer)
+    raiseError(loc, what + " must be a dtype such as tl.float16, got " + describe(v));
+  return v.dtype;
+}
+
+ir::Value* Specializer::requireTensorOrScalar(const Val& v, SourceLoc loc,
+                                              const std::string& what) {
+  if (v.isRuntime()) {
+    if (!v.type().isValue())
+      raiseError(loc, what + " must be a tensor or scalar, got " + kindName(v));
+    return v.v;
+  }
+  if (v.isNumber()) return toRuntime(v, loc);
+  raiseError(loc, what + " must be a tensor or scalar, got " + kindName(v));
+}
+
+ir::Value* Specializer::requireBuffer(const Val& v, SourceLoc loc, const std::string& what) {
+  if (!v.isRuntime() || v.type().kind != ir::TypeKind::Buffer)
+    raiseError(loc,
+               what + " must be a shared-memory buffer (from tlx.local_alloc), got " + kindName(v));
+  return v.v;
+}
+
+ir::Value* Specializer::requireBarrier(const Val& v, SourceLoc loc, const std::string& what) {
+  if (!v.isRuntime() || v.type().kind != ir::TypeKind::Barrier)
+    raiseError(loc, what + " must be a barrier (from tlx.alloc_barriers), got " + kindName(v));
+  return v.v;
+}
+
+ir::Value* Specializer::requireDescriptor(const Val& v, SourceLoc loc, const std::string& what) {
+  if (!v.isRuntime() || v.type().kind != ir::TypeKind::Descriptor)
+    raiseError(loc, what + " must be a tensor descriptor, got " + kindName(v));
+  return v.v;
+}
+
+ir::Value* Specializer::requireScalarI32(const Val& v, SourceLoc loc, const std::string& what) {
+  if (v.isIntLike()) return toRuntime(v, loc, ir::DType::I32);
+  if (v.isRuntime() && v.type().isScalar() && !v.type().isPointer() && ir::isInt(v.type().elem))
+    return cast(v.v, ir::DType::I32, loc);
+  raiseError(loc, what + " must be an integer scalar, got " + kindName(v));
+}
+
+} // namespace ww::specialize

@@ -1,0 +1,1166 @@
+// The specializer driver: kernel parameters from the signature, statements, compile-time and
+// run-time control flow, helper inlining and async task regions.
+#include "specialize/SpecializerImpl.h"
+
+#include "frontend/Parser.h"
+
+#include <algorithm>
+#include <functional>
+#include <sstream>
+
+namespace ww::specialize {
+
+using namespace ww::ast;
+
+namespace {
+
+bool isConstexprAnnotation(const Expr* e) {
+  if (!e) return false;
+  if (auto* n = dyn_cast<Name>(e)) return n->id == "constexpr";
+  if (auto* a = dyn_cast<Attribute>(e)) return a->attr == "constexpr";
+  if (auto* c = dyn_cast<Constant>(e)) // `BLOCK: "tl.constexpr"` (string annotations)
+    return c->type == Constant::Type::String && c->stringValue.ends_with("constexpr");
+  return false;
+}
+
+std::string lastComponent(const Expr* e) {
+  if (auto* n = dyn_cast<Name>(e)) return n->id;
+  if (auto* a = dyn_cast<Attribute>(e)) return a->attr;
+  if (auto* c = dyn_cast<Call>(e)) return lastComponent(c->func.get());
+  return {};
+}
+
+Specializer::StmtList pointers(const Body& body) {
+  Specializer::StmtList out;
+  for (const auto& s : body) out.push_back(s.get());
+  return out;
+}
+
+/// The run-time IR values inside `v`, depth first.
+void runtimeLeaves(const Val& v, std::vector<ir::Value*>& out) {
+  if (v.isRuntime())
+    out.push_back(v.v);
+  else if (v.kind == Val::Kind::Tuple)
+    for (const Val& e : v.elts) runtimeLeaves(e, out);
+}
+
+/// `pattern` with its run-time leaves replaced, in order, by `values[next...]`.
+Val rebuild(const Val& pattern, const std::vector<ir::Value*>& values, size_t& next) {
+  if (pattern.isRuntime()) return Val::runtime(values.at(next++));
+  if (pattern.kind != Val::Kind::Tuple) return pattern;
+  std::vector<Val> elts;
+  for (const Val& e : pattern.elts) elts.push_back(rebuild(e, values, next));
+  return Val::tuple(std::move(elts));
+}
+
+bool sameVal(const Val& a, const Val& b) {
+  if (a.kind != b.kind) return false;
+  switch (a.kind) {
+  case Val::Kind::Runtime:
+    return a.v == b.v;
+  case Val::Kind::Tuple:
+    if (a.elts.size() != b.elts.size()) return false;
+    for (size_t i = 0; i < a.elts.size(); ++i)
+      if (!sameVal(a.elts[i], b.elts[i])) return false;
+    return true;
+  case Val::Kind::Function:
+    return a.fn.def == b.fn.def;
+  case Val::Kind::Method:
+    return a.s == b.s && sameVal(a.elts[0], b.elts[0]);
+  case Val::Kind::Namespace:
+  case Val::Kind::Builtin:
+  case Val::Kind::Enum:
+    return a.s == b.s;
+  default:
+    return constexprEqual(a, b);
+  }
+}
+
+/// Plain assignment turns python numbers into run-time scalars (Triton's rule): loop-carried
+/// counters such as `phase = 0` rely on it.
+bool needsMaterializing(const Val& v) {
+  if (v.isNumber()) return true;
+  if (v.kind == Val::Kind::Tuple)
+    return std::any_of(v.elts.begin(), v.elts.end(), needsMaterializing);
+  return false;
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Driver
+// ---------------------------------------------------------------------------------------------
+
+Specializer::Specializer(const SpecializeInput& input) : in(input) {
+  modules.resize(in.modules.size());
+  for (size_t m = 0; m < in.modules.size(); ++m) {
+    const ast::Module& mod = *in.modules[m];
+    ModuleInfo& info = modules[m];
+    for (const auto& f : mod.functions) info.functions[f->name] = f.get();
+    for (const auto& imp : mod.imports)
+      for (const auto& alias : imp->names) {
+        std::string bound = alias.asName;
+        if (bound.empty()) {
+          bound = alias.name.empty() ? alias.module.substr(0, alias.module.find('.')) : alias.name;
+        }
+        info.imports[bound] = &alias;
+      }
+    for (const auto& c : mod.constants) {
+      const Expr* target = nullptr;
+      if (auto* a = dyn_cast<Assign>(c.get()); a && a->targets.size() == 1)
+        target = a->targets[0].get();
+      else if (auto* aa = dyn_cast<AnnAssign>(c.get()); aa && aa->value)
+        target = aa->target.get();
+      if (auto* n = dyn_cast<Name>(target)) info.constants[n->id] = c.get();
+    }
+  }
+}
+
+static ir::Type parseArgType(const SignatureEntry& e, SourceLoc loc) {
+  const std::string& t = e.type;
+  auto bad = [&](const std::string& why) {
+    raiseError(loc, "bad signature type '" + t + "' for parameter '" + e.name + "': " + why +
+                        " (expected *fp16, i32, fp32, desc<fp16,128x64> ...)");
+  };
+  if (!t.empty() && t[0] == '*') {
+    auto d = ir::parseSigDType(t.substr(1));
+    if (!d) bad("unknown element type '" + t.substr(1) + "'");
+    return ir::Type::ptr(*d);
+  }
+  if (t.starts_with("desc<") && t.back() == '>') {
+    std::string inner = t.substr(5, t.size() - 6);
+    std::vector<std::string> parts;
+    std::stringstream ss(inner);
+    for (std::string p; std::getline(ss, p, ',');) {
+      p.erase(0, p.find_first_not_of(' '));
+      p.erase(p.find_last_not_of(' ') + 1);
+      parts.push_back(p);
+    }
+    if (parts.size() < 2) bad("a descriptor needs an element type and a block shape");
+    auto d = ir::parseSigDType(parts[0]);
+    if (!d) bad("unknown element type '" + parts[0] + "'");
+    std::vector<int64_t> shape;
+    std::stringstream dims(parts[1]);
+    for (std::string dim; std::getline(dims, dim, 'x');) {
+      if (dim.empty() || dim.find_first_not_of("0123456789") != std::string::npos)
+        bad("block shape '" + parts[1] + "' is not like 128x64");
+      shape.push_back(std::stoll(dim));
+    }
+    int rank = static_cast<int>(shape.size());
+    if (parts.size() > 2 && parts[2].starts_with("rank=")) rank = std::stoi(parts[2].substr(5));
+    return ir::Type::descriptor(*d, shape, rank);
+  }
+  auto d = ir::parseSigDType(t);
+  if (!d) bad("unknown type");
+  if (e.equalsOne && !ir::isInt(*d)) bad("':1' applies to integers only");
+  return ir::Type::scalar(*d);
+}
+
+std::unique_ptr<ir::Function> Specializer::run() {
+  if (in.modules.empty() || !in.sources) throw std::logic_error("specialize: no modules");
+  const ast::FunctionDef* def = nullptr;
+  auto it = modules[0].functions.find(in.kernel);
+  if (it == modules[0].functions.end()) {
+    std::vector<std::string> names;
+    for (const auto& [n, f] : modules[0].functions) names.push_back(n);
+    std::string msg =
+        "kernel '" + in.kernel + "' is not defined in " + in.sources->path(in.modules[0]->file);
+    std::string near = closestMatch(in.kernel, names);
+    if (!near.empty()) msg += "; did you mean '" + near + "'?";
+    raiseError(SourceLoc{}, msg);
+  }
+  def = it->second;
+
+  auto fn = std::make_unique<ir::Function>();
+  fn->name = def->name;
+  fn->loc = def->loc;
+  fn->numWarps = in.options.numWarps;
+  fn->numStages = in.options.numStages;
+  fn->numCtas = in.options.numCtas;
+  b.setInsertionBlock(&fn->body);
+  b.setLoc(def->loc);
+
+  Frame kernelFrame;
+  kernelFrame.def = def;
+  frame = &kernelFrame;
+  callStack.push_back(FunctionRef{def, 0});
+
+  std::vector<std::string> paramNames;
+  for (const Param& p : def->params) paramNames.push_back(p.name);
+  for (const SignatureEntry& e : in.signature)
+    if (std::find(paramNames.begin(), paramNames.end(), e.name) == paramNames.end()) {
+      std::string msg =
+          "the signature names '" + e.name + "', which is not a parameter of '" + def->name + "'";
+      std::string near = closestMatch(e.name, paramNames);
+      if (!near.empty()) msg += "; did you mean '" + near + "'?";
+      raiseError(def->loc, msg);
+    }
+
+  for (const Param& p : def->params) {
+    const SignatureEntry* entry = nullptr;
+    for (const SignatureEntry& e : in.signature)
+      if (e.name == p.name) entry = &e;
+    bool isConstexprParam = isConstexprAnnotation(p.annotation.get());
+    if (!entry) {
+      if (!p.defaultValue)
+        raiseError(p.loc, "kernel parameter '" + p.name +
+                              "' is missing from the signature; give it as '" + p.name +
+                              ":TYPE' (a run-time argument) or '" + p.name +
+                              "=VALUE' (a constexpr)");
+      Val v = eval(p.defaultValue.get());
+      if (!v.isConstexpr())
+        raiseError(p.defaultValue->loc,
+                   "the default of parameter '" + p.name + "' must be a compile-time constant");
+      frame->env[p.name] = v;
+      continue;
+    }
+    if (entry->isConstexpr) {
+      SourceManager local;
+      uint32_t id = local.addFile("<signature " + entry->name + ">", entry->value);
+      Val v;
+      try {
+        ExprPtr e = frontend::parseExpression(local, id);
+        v = eval(e.get());
+      } catch (CompileError& err) {
+        raiseError(p.loc, "bad value '" + entry->value + "' for constexpr '" + entry->name +
+                              "' in the signature: " + err.diagnostic().message);
+      }
+      if (!v.isConstexpr())
+        raiseError(p.loc, "the signature value '" + entry->value + "' of '" + entry->name +
+                              "' is not a compile-time constant");
+      frame->env[p.name] = v;
+      signatureConstexprs[p.name] = v;
+      continue;
+    }
+    if (isConstexprParam)
+      raiseError(p.loc, "parameter '" + p.name +
+                            "' is declared tl.constexpr, so the signature "
+                            "must give its value ('" +
+                            p.name + "=VALUE'), not a type");
+    ir::KernelArg arg;
+    arg.name = p.name;
+    arg.type = parseArgType(*entry, p.loc);
+    arg.divisibility = entry->divisibility;
+    arg.equalsOne = entry->equalsOne;
+    if (entry->equalsOne) {
+      b.setLoc(p.loc);
+      frame->env[p.name] = Val::runtime(b.constInt(1, arg.type));
+    } else {
+      arg.value = fn->body.addArg(arg.type, p.name);
+      kernelArgValues.insert(arg.value);
+      frame->env[p.name] = Val::runtime(arg.value);
+    }
+    fn->args.push_back(std::move(arg));
+  }
+
+  visitStmts(pointers(def->body));
+  if (frame->env.count("$ret") && !frame->env["$ret"].isNone())
+    raiseError(def->loc, "kernel '" + def->name + "' returns a value; kernels return nothing");
+  b.setLoc(def->loc);
+  b.ret();
+  frame = nullptr;
+  return fn;
+}
+
+std::unique_ptr<ir::Function> specialize(const SpecializeInput& input) {
+  Specializer s(input);
+  return s.run();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statements
+// ---------------------------------------------------------------------------------------------
+
+void Specializer::visitStmts(const StmtList& stmts) {
+  for (size_t i = 0; i < stmts.size(); ++i) {
+    if (frame->returned) return; // code after `return` never runs
+    StmtList rest(stmts.begin() + static_cast<long>(i) + 1, stmts.end());
+    if (visitStmt(stmts[i], rest)) return;
+  }
+}
+
+bool Specializer::visitStmt(const Stmt* s, const StmtList& rest) {
+  b.setLoc(s->loc);
+  switch (s->kind) {
+  case StmtKind::Assign: {
+    auto* a = ast::cast<Assign>(s);
+    Val v = eval(a->value.get());
+    for (const auto& t : a->targets) assign(t.get(), v, s->loc, false);
+    return false;
+  }
+  case StmtKind::AnnAssign: {
+    auto* a = ast::cast<AnnAssign>(s);
+    bool keep = isConstexprAnnotation(a->annotation.get());
+    if (!a->value) {
+      if (keep)
+        raiseError(s->loc,
+                   "a tl.constexpr declaration needs a value: write 'x: tl.constexpr = ...'");
+      return false;
+    }
+    Val v = eval(a->value.get());
+    if (keep && !v.isConstexpr())
+      needConstexpr(a->value->loc,
+                    "the value of a tl.constexpr "
+                    "variable",
+                    a->value.get());
+    assign(a->target.get(), v, s->loc, keep);
+    return false;
+  }
+  case StmtKind::AugAssign: {
+    auto* a = ast::cast<AugAssign>(s);
+    if (!isa<Name>(a->target.get()))
+      raiseError(a->target->loc, "augmented assignment is only supported to a plain name");
+    Val cur = eval(a->target.get());
+    Val rhs = eval(a->value.get());
+    b.setLoc(s->loc);
+    assign(a->target.get(), evalBinOp(a->op, cur, rhs, s->loc), s->loc, false);
+    return false;
+  }
+  case StmtKind::ExprStmt: {
+    auto* e = ast::cast<ExprStmt>(s);
+    if (auto* c = dyn_cast<Constant>(e->value.get()); c && c->type == Constant::Type::String)
+      return false; // docstring
+    eval(e->value.get());
+    return false;
+  }
+  case StmtKind::If: {
+    auto* i = ast::cast<If>(s);
+    bool absorb = containsReturn(i->body) || containsReturn(i->orelse);
+    visitIf(i, rest, absorb);
+    return absorb;
+  }
+  case StmtKind::For:
+    visitFor(ast::cast<For>(s));
+    return false;
+  case StmtKind::While:
+    visitWhile(ast::cast<While>(s));
+    return false;
+  case StmtKind::Break:
+    raiseError(s->loc, "'break' is not supported: loops compile to structured loops without early "
+                       "exit; use a 'while' loop with the exit condition in its test instead");
+  case StmtKind::Continue:
+    raiseError(s->loc, "'continue' is not supported: loops compile to structured loops; guard the "
+                       "rest of the body with an 'if' instead");
+  case StmtKind::Return: {
+    auto* r = ast::cast<Return>(s);
+    if (frame->loopDepth > 0)
+      raiseError(s->loc,
+                 "'return' inside a loop, an async task or a 'with' block is not supported; "
+                 "return after the loop instead");
+    Val v = r->value ? eval(r->value.get()) : Val::none();
+    if (callStack.size() == 1 && !v.isNone())
+      raiseError(s->loc, "a kernel cannot return a value; store results through a pointer");
+    frame->env["$ret"] = v;
+    frame->returned = true;
+    return false;
+  }
+  case StmtKind::Pass:
+    return false;
+  case StmtKind::Assert: {
+    auto* a = ast::cast<Assert>(s);
+    Val cond = eval(a->test.get());
+    std::string msg;
+    if (a->msg) {
+      Val m = eval(a->msg.get());
+      msg = m.kind == Val::Kind::String ? m.s : describe(m);
+    }
+    if (cond.isConstexpr()) {
+      if (!truthy(cond))
+        raiseError(a->test->loc, "assertion failed" + (msg.empty() ? std::string() : ": " + msg));
+      return false;
+    }
+    b.setLoc(s->loc);
+    ir::Value* c = toI1(requireTensorOrScalar(cond, a->test->loc, "an assert condition"), s->loc);
+    b.create(ir::OpCode::Assert, {c}, {}, {{"message", msg}});
+    return false;
+  }
+  case StmtKind::With:
+    visitWith(ast::cast<With>(s));
+    return false;
+  case StmtKind::FunctionDef:
+    raiseError(s->loc, "nested function definitions are not supported; define '" +
+                           ast::cast<FunctionDef>(s)->name + "' at module level with @ww.jit");
+  case StmtKind::Import:
+    raiseError(s->loc, "'import' inside a kernel is not supported; import at module level");
+  }
+  return false;
+}
+
+void Specializer::assign(const Expr* target, Val value, SourceLoc loc, bool keepConstexpr) {
+  if (auto* n = dyn_cast<Name>(target)) {
+    if (!keepConstexpr && needsMaterializing(value)) {
+      std::function<Val(const Val&)> mat = [&](const Val& v) -> Val {
+        if (v.isNumber()) return Val::runtime(toRuntime(v, loc));
+        if (v.kind == Val::Kind::Tuple) {
+          std::vector<Val> e;
+          for (const Val& x : v.elts) e.push_back(mat(x));
+          return Val::tuple(std::move(e));
+        }
+        return v;
+      };
+      b.setLoc(loc);
+      value = mat(value);
+    }
+    if (value.isRuntime() && value.v->name.empty() && !value.v->isBlockArg()) value.v->name = n->id;
+    frame->env[n->id] = std::move(value);
+    frame->assignLocs[n->id] = target->loc;
+    return;
+  }
+  const std::vector<ExprPtr>* elts = nullptr;
+  if (auto* t = dyn_cast<Tuple>(target))
+    elts = &t->elts;
+  else if (auto* l = dyn_cast<List>(target))
+    elts = &l->elts;
+  if (elts) {
+    if (value.kind != Val::Kind::Tuple)
+      raiseError(target->loc, "cannot unpack " + kindName(value) + " into " +
+                                  std::to_string(elts->size()) + " names; expected a tuple");
+    if (value.elts.size() != elts->size())
+      raiseError(target->loc, "cannot unpack a tuple of " + std::to_string(value.elts.size()) +
+                                  " values into " + std::to_string(elts->size()) + " names");
+    for (size_t i = 0; i < elts->size(); ++i)
+      assign((*elts)[i].get(), value.elts[i], loc, keepConstexpr);
+    return;
+  }
+  if (isa<Subscript>(target))
+    raiseError(target->loc, "assignment to a subscript is not supported: tensors are immutable "
+                            "values; build a new tensor (tl.where, tl.store to memory) instead");
+  raiseError(target->loc, "unsupported assignment target; assign to a name or a tuple of names");
+}
+
+// ---------------------------------------------------------------------------------------------
+// if
+// ---------------------------------------------------------------------------------------------
+
+void Specializer::visitIf(const If* s, const StmtList& rest, bool absorbRest) {
+  Val cond = eval(s->test.get());
+  StmtList thenList = pointers(s->body), elseList = pointers(s->orelse);
+  if (absorbRest) {
+    thenList.insert(thenList.end(), rest.begin(), rest.end());
+    elseList.insert(elseList.end(), rest.begin(), rest.end());
+  }
+  // A branch that absorbed the rest of the function ends where the function ends.
+  auto finishBranch = [&]() {
+    if (absorbRest && !frame->returned) {
+      frame->env["$ret"] = Val::none();
+      frame->returned = true;
+    }
+  };
+  if (cond.isConstexpr()) {
+    visitStmts(truthy(cond) ? thenList : elseList);
+    finishBranch();
+    return;
+  }
+  b.setLoc(s->test->loc);
+  ir::Value* c = requireTensorOrScalar(cond, s->test->loc, "an 'if' condition");
+  if (!c->type().isScalar())
+    raiseError(s->test->loc, "the condition of a run-time 'if' must be a scalar, got " +
+                                 c->type().str() + "; use tl.where for element-wise choice");
+  c = toI1(c, s->test->loc);
+  ir::Block* outer = b.insertionBlock();
+  ir::Op* op = b.create(ir::OpCode::If, {c}, {});
+  ir::Block* thenBlock = op->addRegion();
+  ir::Block* elseBlock = op->addRegion();
+
+  std::map<std::string, Val> before = frame->env;
+  auto beforeLocs = frame->assignLocs;
+  b.setInsertionBlock(thenBlock);
+  visitStmts(thenList);
+  finishBranch();
+  std::map<std::string, Val> thenEnv = std::move(frame->env);
+  bool thenReturned = frame->returned;
+  auto thenLocs = frame->assignLocs;
+
+  frame->env = before;
+  frame->assignLocs = beforeLocs;
+  frame->returned = false;
+  b.setInsertionBlock(elseBlock);
+  visitStmts(elseList);
+  finishBranch();
+  std::map<std::string, Val> elseEnv = std::move(frame->env);
+  bool elseReturned = frame->returned;
+
+  // Merge: names bound on both paths; differing values become results of the `if`.
+  std::vector<ir::Value*> thenYield, elseYield;
+  std::map<std::string, Val> merged;
+  std::vector<std::pair<std::string, Val>> patterns;
+  for (auto& [name, tv] : thenEnv) {
+    auto eit = elseEnv.find(name);
+    if (eit == elseEnv.end()) continue;
+    const Val& ev = eit->second;
+    if (sameVal(tv, ev)) {
+      merged[name] = tv;
+      continue;
+    }
+    SourceLoc where = thenLocs.count(name) ? thenLocs[name] : s->loc;
+    std::function<Val(const Val&, const Val&)> pair = [&](const Val& t, const Val& e) -> Val {
+      if (t.kind == Val::Kind::Tuple && e.kind == Val::Kind::Tuple &&
+          t.elts.size() == e.elts.size()) {
+        std::vector<Val> out;
+        for (size_t i = 0; i < t.elts.size(); ++i) out.push_back(pair(t.elts[i], e.elts[i]));
+        return Val::tuple(std::move(out));
+      }
+      if (sameVal(t, e)) return t;
+      bool tOk = t.isRuntime() || t.isNumber(), eOk = e.isRuntime() || e.isNumber();
+      if (!tOk || !eOk)
+        raiseError(where, "'" + name + "' is " + describe(t) + " after the then-branch but " +
+                              describe(e) +
+                              " after the else-branch of a run-time 'if'; both "
+                              "branches must leave values of one type");
+      std::optional<ir::DType> dt;
+      if (t.isRuntime())
+        dt = t.type().elem;
+      else if (e.isRuntime())
+        dt = e.type().elem;
+      b.setInsertionBlock(thenBlock);
+      ir::Value* tv2 = t.isRuntime() ? t.v : toRuntime(t, where, dt);
+      b.setInsertionBlock(elseBlock);
+      ir::Value* ev2 = e.isRuntime() ? e.v : toRuntime(e, where, dt);
+      if (tv2->type() != ev2->type())
+        raiseError(where, "'" + name + "' has type " + tv2->type().str() +
+                              " after the then-branch but " + ev2->type().str() +
+                              " after the else-branch of a run-time 'if'");
+      thenYield.push_back(tv2);
+      elseYield.push_back(ev2);
+      Val placeholder = Val::runtime(nullptr); // replaced by result `i` below
+      placeholder.i = static_cast<int64_t>(thenYield.size() - 1);
+      return placeholder;
+    };
+    patterns.emplace_back(name, pair(tv, ev));
+  }
+  b.setInsertionBlock(thenBlock);
+  b.setLoc(s->loc);
+  b.create(ir::OpCode::Yield, thenYield, {});
+  b.setInsertionBlock(elseBlock);
+  b.create(ir::OpCode::Yield, elseYield, {});
+  b.setInsertionBlock(outer);
+  std::vector<ir::Value*> results;
+  for (ir::Value* v : thenYield) results.push_back(op->addResult(v->type(), v->name));
+  for (auto& [name, pattern] : patterns) {
+    std::function<Val(const Val&)> re = [&](const Val& p) -> Val {
+      if (p.kind == Val::Kind::Tuple) {
+        std::vector<Val> out;
+        for (const Val& x : p.elts) out.push_back(re(x));
+        return Val::tuple(std::move(out));
+      }
+      if (p.isRuntime() && !p.v) return Val::runtime(results.at(static_cast<size_t>(p.i)));
+      return p;
+    };
+    merged[name] = re(pattern);
+  }
+  frame->env = std::move(merged);
+  frame->assignLocs = thenLocs;
+  frame->returned = thenReturned && elseReturned;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loops
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+struct Carried {
+  std::string name;
+  Val pattern;
+};
+} // namespace
+
+void Specializer::visitFor(const For* s) {
+  if (!s->orelse.empty())
+    raiseError(s->loc, "'for ... else' is not supported; move the else-block after the loop");
+  auto* call = dyn_cast<Call>(s->iter.get());
+  if (!call)
+    raiseError(s->iter->loc, "a 'for' loop must iterate over range(...), tl.range(...) or "
+                             "tl.static_range(...)");
+  Val callee = eval(call->func.get());
+  std::string kind = callee.kind == Val::Kind::Builtin ? callee.s : "";
+  if (kind != "range" && kind != "tl.range" && kind != "tl.static_range")
+    raiseError(s->iter->loc, "a 'for' loop must iterate over range(...), tl.range(...) or "
+                             "tl.static_range(...), not " +
+                                 describe(callee));
+  CallSite cs;
+  cs.loc = call->loc;
+  cs.callee = kind;
+  for (const auto& a : call->args) {
+    cs.args.push_back(eval(a.get()));
+    cs.argLocs.push_back(a->loc);
+    cs.argExprs.push_back(a.get());
+  }
+  for (const auto& k : call->keywords) {
+    cs.kwNames.push_back(k.name);
+    cs.kwVals.push_back(eval(k.value.get()));
+    cs.kwLocs.push_back(k.loc);
+    cs.kwExprs.push_back(k.value.get());
+  }
+  BoundArgs a(cs, {"arg0", "arg1=", "step=", "num_stages=", "loop_unroll_factor=",
+                   "disallow_acc_multi_buffer=", "flatten=", "warp_specialize=", "disable_licm="});
+  if (kind != "tl.range")
+    for (const char* k : {"num_stages", "loop_unroll_factor", "disallow_acc_multi_buffer",
+                          "flatten", "warp_specialize", "disable_licm"})
+      if (a.has(k))
+        raiseError(a.loc(k), std::string(kind) + "() has no keyword argument '" + k + "'");
+  Val lo = Val::integer(0), hi = a.get("arg0"), step = Val::integer(1);
+  SourceLoc loLoc = a.loc("arg0"), hiLoc = a.loc("arg0"), stepLoc = call->loc;
+  const Expr* hiExpr = a.expr("arg0");
+  if (a.has("arg1")) {
+    lo = a.get("arg0");
+    hi = a.get("arg1");
+    hiLoc = a.loc("arg1");
+    hiExpr = a.expr("arg1");
+  }
+  if (a.has("step")) {
+    step = a.get("step");
+    stepLoc = a.loc("step");
+  }
+  auto* target = dyn_cast<Name>(s->target.get());
+  if (!target) raiseError(s->target->loc, "the loop variable must be a single name");
+
+  if (kind == "tl.static_range") {
+    int64_t l = constInt(lo, loLoc, "tl.static_range's start", a.expr("arg0"));
+    int64_t h = constInt(hi, hiLoc, "tl.static_range's end", hiExpr);
+    int64_t st = constInt(step, stepLoc, "tl.static_range's step", a.expr("step"));
+    if (st == 0) raiseError(stepLoc, "tl.static_range's step must not be zero");
+    if ((h - l) / st > 4096)
+      raiseError(call->loc, "tl.static_range would unroll more than 4096 iterations");
+    frame->loopDepth++;
+    for (int64_t i = l; st > 0 ? i < h : i > h; i += st) {
+      frame->env[target->id] = Val::integer(i);
+      visitStmts(pointers(s->body));
+    }
+    frame->loopDepth--;
+    return;
+  }
+
+  // A run-time loop (scf.for): bounds become scalars of one integer type.
+  b.setLoc(call->loc);
+  if (step.isIntLike() && step.i <= 0 && step.kind == Val::Kind::Int)
+    raiseError(stepLoc,
+               "the step of a run-time loop must be positive, got " + std::to_string(step.i));
+  ir::DType ivType = ir::DType::I32;
+  for (const Val* v : {&lo, &hi, &step}) {
+    if (v->isRuntime()) {
+      if (!v->type().isScalar() || !ir::isInt(v->type().elem) || v->type().isPointer())
+        raiseError(call->loc, "loop bounds must be integer scalars, got " + v->type().str());
+      if (ir::bitWidth(v->type().elem) == 64) ivType = ir::DType::I64;
+    } else if (!v->isIntLike()) {
+      raiseError(call->loc, "loop bounds must be integers, got " + describe(*v));
+    } else if (v->i > INT32_MAX || v->i < INT32_MIN) {
+      ivType = ir::DType::I64;
+    }
+  }
+  ir::Value* lb = toRuntime(lo, loLoc, ivType);
+  ir::Value* ub = toRuntime(hi, hiLoc, ivType);
+  ir::Value* st = toRuntime(step, stepLoc, ivType);
+  lb = cast(lb, ivType, loLoc);
+  ub = cast(ub, ivType, hiLoc);
+  st = cast(st, ivType, stepLoc);
+
+  std::vector<std::string> assigned;
+  collectAssignedNames(s->body, assigned);
+  std::vector<Carried> carried;
+  std::map<std::string, Val> constBefore;
+  std::vector<ir::Value*> inits;
+  for (const std::string& n : assigned) {
+    auto it = frame->env.find(n);
+    if (it == frame->env.end() || n == target->id) continue;
+    std::vector<ir::Value*> leaves;
+    runtimeLeaves(it->second, leaves);
+    if (leaves.empty()) {
+      constBefore[n] = it->second;
+      continue;
+    }
+    carried.push_back({n, it->second});
+    inits.insert(inits.end(), leaves.begin(), leaves.end());
+  }
+  std::vector<ir::Value*> operands{lb, ub, st};
+  operands.insert(operands.end(), inits.begin(), inits.end());
+  std::vector<ir::NamedAttr> attrs;
+  if (a.has("num_stages"))
+    attrs.push_back({"num_stages", constInt(a.get("num_stages"), a.loc("num_stages"), "num_stages",
+                                            a.expr("num_stages"))});
+  if (a.has("loop_unroll_factor"))
+    attrs.push_back({"unroll", constInt(a.get("loop_unroll_factor"), a.loc("loop_unroll_factor"),
+                                        "loop_unroll_factor", a.expr("loop_unroll_factor"))});
+  std::vector<ir::Type> types;
+  for (ir::Value* v : inits) types.push_back(v->type());
+  ir::Op* op = b.create(ir::OpCode::For, operands, types, attrs);
+  ir::Block* body = op->addRegion();
+  ir::Value* iv = body->addArg(ir::Type::scalar(ivType), target->id);
+  std::vector<ir::Value*> args;
+  for (ir::Value* v : inits) args.push_back(body->addArg(v->type(), v->name));
+  std::map<std::string, Val> before = frame->env;
+  size_t next = 0;
+  for (const Carried& c : carried) frame->env[c.name] = rebuild(c.pattern, args, next);
+  frame->env[target->id] = Val::runtime(iv);
+
+  ir::Block* outer = b.insertionBlock();
+  b.setInsertionBlock(body);
+  frame->loopDepth++;
+  visitStmts(pointers(s->body));
+  frame->loopDepth--;
+
+  std::vector<ir::Value*> yields;
+  for (const Carried& c : carried) {
+    const Val& after = frame->env[c.name];
+    std::vector<ir::Value*> leaves;
+    runtimeLeaves(after, leaves);
+    std::vector<ir::Value*> initLeaves;
+    runtimeLeaves(c.pattern, initLeaves);
+    SourceLoc where = frame->assignLocs.count(c.name) ? frame->assignLocs[c.name] : s->loc;
+    if (leaves.size() != initLeaves.size() ||
+        (after.kind == Val::Kind::Tuple) != (c.pattern.kind == Val::Kind::Tuple))
+      raiseError(where, "loop-carried '" + c.name + "' changes from " + describe(c.pattern) +
+                            " to " + describe(after) + " in the loop body");
+    for (size_t i = 0; i < leaves.size(); ++i)
+      if (leaves[i]->type() != initLeaves[i]->type())
+        raiseError(where, "loop-carried '" + c.name + "' changes type from " +
+                              initLeaves[i]->type().str() + " to " + leaves[i]->type().str() +
+                              " in the loop body; cast it (.to(...)) so the type stays the same");
+    yields.insert(yields.end(), leaves.begin(), leaves.end());
+  }
+  for (auto& [n, v] : constBefore)
+    if (!sameVal(frame->env[n], v))
+      raiseError(frame->assignLocs.count(n) ? frame->assignLocs[n] : s->loc,
+                 "'" + n + "' is the compile-time value " + describe(v) +
+                     " before the loop and is reassigned inside it; a run-time loop can only "
+                     "carry run-time values (assign it with a plain '" +
+                     n + " = ...' before)");
+  b.setLoc(s->loc);
+  b.create(ir::OpCode::Yield, yields, {});
+  b.setInsertionBlock(outer);
+  frame->env = std::move(before);
+  next = 0;
+  std::vector<ir::Value*> results;
+  for (unsigned i = 0; i < op->numResults(); ++i) results.push_back(op->result(i));
+  for (const Carried& c : carried) frame->env[c.name] = rebuild(c.pattern, results, next);
+  for (unsigned i = 0; i < op->numResults(); ++i) op->result(i)->name = args[i]->name;
+}
+
+void Specializer::visitWhile(const While* s) {
+  if (!s->orelse.empty())
+    raiseError(s->loc, "'while ... else' is not supported; move the else-block after the loop");
+  std::vector<std::string> assigned;
+  collectAssignedNames(s->body, assigned);
+  std::vector<Carried> carried;
+  std::vector<ir::Value*> inits;
+  std::map<std::string, Val> constBefore;
+  for (const std::string& n : assigned) {
+    auto it = frame->env.find(n);
+    if (it == frame->env.end()) continue;
+    std::vector<ir::Value*> leaves;
+    runtimeLeaves(it->second, leaves);
+    if (leaves.empty()) {
+      constBefore[n] = it->second;
+      continue;
+    }
+    carried.push_back({n, it->second});
+    inits.insert(inits.end(), leaves.begin(), leaves.end());
+  }
+  b.setLoc(s->loc);
+  std::vector<ir::Type> types;
+  for (ir::Value* v : inits) types.push_back(v->type());
+  ir::Op* op = b.create(ir::OpCode::While, inits, types);
+  ir::Block* beforeBlock = op->addRegion();
+  ir::Block* afterBlock = op->addRegion();
+  std::vector<ir::Value*> beforeArgs, afterArgs;
+  for (ir::Value* v : inits) beforeArgs.push_back(beforeBlock->addArg(v->type(), v->name));
+  for (ir::Value* v : inits) afterArgs.push_back(afterBlock->addArg(v->type(), v->name));
+  std::map<std::string, Val> saved = frame->env;
+  ir::Block* outer = b.insertionBlock();
+
+  b.setInsertionBlock(beforeBlock);
+  size_t next = 0;
+  for (const Carried& c : carried) frame->env[c.name] = rebuild(c.pattern, beforeArgs, next);
+  Val cond = eval(s->test.get());
+  if (cond.isConstexpr() && !truthy(cond)) {
+    // The loop never runs: drop it.
+    outer->ops().pop_back();
+    b.setInsertionBlock(outer);
+    frame->env = std::move(saved);
+    return;
+  }
+  if (cond.isConstexpr())
+    raiseError(s->test->loc, "'while' with an always-true condition never ends ('break' is not "
+                             "supported); put the exit condition in the loop test");
+  b.setLoc(s->test->loc);
+  ir::Value* c = requireTensorOrScalar(cond, s->test->loc, "a 'while' condition");
+  if (!c->type().isScalar())
+    raiseError(s->test->loc,
+               "the condition of a 'while' loop must be a scalar, got " + c->type().str());
+  c = toI1(c, s->test->loc);
+  std::vector<ir::Value*> condOps{c};
+  condOps.insert(condOps.end(), beforeArgs.begin(), beforeArgs.end());
+  b.create(ir::OpCode::Condition, condOps, {});
+
+  b.setInsertionBlock(afterBlock);
+  next = 0;
+  for (const Carried& cr : carried) frame->env[cr.name] = rebuild(cr.pattern, afterArgs, next);
+  frame->loopDepth++;
+  visitStmts(pointers(s->body));
+  frame->loopDepth--;
+  std::vector<ir::Value*> yields;
+  for (const Carried& cr : carried) {
+    const Val& after = frame->env[cr.name];
+    std::vector<ir::Value*> leaves, initLeaves;
+    runtimeLeaves(after, leaves);
+    runtimeLeaves(cr.pattern, initLeaves);
+    SourceLoc where = frame->assignLocs.count(cr.name) ? frame->assignLocs[cr.name] : s->loc;
+    if (leaves.size() != initLeaves.size())
+      raiseError(where, "loop-carried '" + cr.name + "' changes from " + describe(cr.pattern) +
+                            " to " + describe(after) + " in the loop body");
+    for (size_t i = 0; i < leaves.size(); ++i)
+      if (leaves[i]->type() != initLeaves[i]->type())
+        raiseError(where, "loop-carried '" + cr.name + "' changes type from " +
+                              initLeaves[i]->type().str() + " to " + leaves[i]->type().str() +
+                              " in the loop body; cast it (.to(...)) so the type stays the same");
+    yields.insert(yields.end(), leaves.begin(), leaves.end());
+  }
+  for (auto& [n, v] : constBefore)
+    if (!sameVal(frame->env[n], v))
+      raiseError(frame->assignLocs.count(n) ? frame->assignLocs[n] : s->loc,
+                 "'" + n + "' is the compile-time value " + describe(v) +
+                     " before the loop and is reassigned inside it; a run-time loop can only "
+                     "carry run-time values (assign it with a plain '" +
+                     n + " = ...' before)");
+  b.setLoc(s->loc);
+  b.create(ir::OpCode::Yield, yields, {});
+  b.setInsertionBlock(outer);
+  frame->env = std::move(saved);
+  std::vector<ir::Value*> results;
+  for (unsigned i = 0; i < op->numResults(); ++i) {
+    results.push_back(op->result(i));
+    op->result(i)->name = afterArgs[i]->name;
+  }
+  next = 0;
+  for (const Carried& cr : carried) frame->env[cr.name] = rebuild(cr.pattern, results, next);
+}
+
+// ---------------------------------------------------------------------------------------------
+// with tlx.async_tasks() / tlx.async_task(...)
+// ---------------------------------------------------------------------------------------------
+
+static CallSite evalCallSite(Specializer& sp, const Call* call, const std::string& name) {
+  CallSite cs;
+  cs.loc = call->loc;
+  cs.callee = name;
+  for (const auto& a : call->args) {
+    cs.args.push_back(sp.eval(a.get()));
+    cs.argLocs.push_back(a->loc);
+    cs.argExprs.push_back(a.get());
+  }
+  for (const auto& k : call->keywords) {
+    cs.kwNames.push_back(k.name);
+    cs.kwVals.push_back(sp.eval(k.value.get()));
+    cs.kwLocs.push_back(k.loc);
+    cs.kwExprs.push_back(k.value.get());
+  }
+  return cs;
+}
+
+void Specializer::visitWith(const With* s) {
+  if (s->items.size() != 1)
+    raiseError(s->loc, "a 'with' statement takes exactly one context: tlx.async_tasks() or "
+                       "tlx.async_task(...)");
+  const WithItem& item = s->items[0];
+  auto* call = dyn_cast<Call>(item.context.get());
+  Val callee = call ? eval(call->func.get()) : Val::none();
+  if (!call || callee.kind != Val::Kind::Builtin ||
+      (callee.s != "tlx.async_tasks" && callee.s != "tlx.async_task"))
+    raiseError(item.context->loc, "unsupported 'with' context: only tlx.async_tasks() and "
+                                  "tlx.async_task(...) are accepted");
+  if (item.optionalVar)
+    raiseError(item.optionalVar->loc, "'with " + callee.s +
+                                          "(...) as NAME' binds nothing; drop "
+                                          "the 'as' clause");
+  CallSite cs = evalCallSite(*this, call, callee.s);
+  if (callee.s == "tlx.async_task") {
+    visitAsyncTask(s, cs);
+    return;
+  }
+  if (!cs.args.empty() || !cs.kwNames.empty())
+    raiseError(call->loc, "tlx.async_tasks() takes no arguments");
+  if (taskContext != TaskContext::None)
+    raiseError(s->loc, "'with tlx.async_tasks()' cannot be nested inside another async task "
+                       "region");
+  b.setLoc(s->loc);
+  ir::Op* op = b.create(ir::OpCode::AsyncTasks, {}, {});
+  ir::Block* region = op->addRegion();
+  ir::Block* outer = b.insertionBlock();
+  b.setInsertionBlock(region);
+  taskContext = TaskContext::Tasks;
+  frame->loopDepth++;
+  SourceLoc firstDefault;
+  for (const auto& st : s->body) {
+    if (isa<Pass>(st.get())) continue;
+    if (auto* es = dyn_cast<ExprStmt>(st.get()))
+      if (auto* c = dyn_cast<Constant>(es->value.get()); c && c->type == Constant::Type::String)
+        continue;
+    auto* w = dyn_cast<With>(st.get());
+    const Call* tc =
+        w && w->items.size() == 1 ? dyn_cast<Call>(w->items[0].context.get()) : nullptr;
+    Val tcallee = tc ? eval(tc->func.get()) : Val::none();
+    if (!tc || tcallee.kind != Val::Kind::Builtin || tcallee.s != "tlx.async_task")
+      raiseError(st->loc, "only 'with tlx.async_task(...):' blocks may appear directly inside "
+                          "'with tlx.async_tasks():'; move this statement into a task or before "
+                          "the async_tasks block");
+    CallSite tcs = evalCallSite(*this, tc, "tlx.async_task");
+    bool isDefault =
+        !tcs.args.empty() && tcs.args[0].kind == Val::Kind::String && tcs.args[0].s == "default";
+    if (isDefault) {
+      if (firstDefault.valid())
+        raiseError(tc->loc,
+                   "two default async tasks; only one 'tlx.async_task(\"default\")' is "
+                   "allowed",
+                   {note(firstDefault, "the first default task is here")});
+      firstDefault = tc->loc;
+    }
+    b.setLoc(w->loc);
+    visitAsyncTask(w, tcs);
+  }
+  frame->loopDepth--;
+  taskContext = TaskContext::None;
+  b.setInsertionBlock(outer);
+}
+
+void Specializer::visitAsyncTask(const With* s, const CallSite& call) {
+  if (taskContext != TaskContext::Tasks)
+    raiseError(call.loc, taskContext == TaskContext::Task
+                             ? "tlx.async_task(...) cannot be nested inside another async task"
+                             : "tlx.async_task(...) must be directly inside 'with "
+                               "tlx.async_tasks():'");
+  BoundArgs a(call, {"task=", "num_warps=", "num_regs=", "registers=", "replicate=",
+                     "warp_group_start_id="});
+  bool isDefault = false;
+  if (a.has("task")) {
+    const Val& t = a.get("task");
+    if (t.kind == Val::Kind::String) {
+      if (t.s != "default")
+        raiseError(a.loc("task"), "unknown async task kind '" + t.s +
+                                      "'; write tlx.async_task(\"default\") for the default task "
+                                      "or tlx.async_task(num_warps=N, ...) for another");
+      isDefault = true;
+    } else if (t.kind != Val::Kind::Tuple) {
+      raiseError(a.loc("task"), "tlx.async_task's first argument must be \"default\"");
+    }
+  }
+  int64_t numWarps = 0, numRegs = 0, replicate = 1, wgStart = -1;
+  if (a.has("num_warps"))
+    numWarps = constInt(a.get("num_warps"), a.loc("num_warps"), "num_warps", a.expr("num_warps"));
+  if (a.has("num_regs"))
+    numRegs = constInt(a.get("num_regs"), a.loc("num_regs"), "num_regs", a.expr("num_regs"));
+  if (a.has("registers"))
+    numRegs = constInt(a.get("registers"), a.loc("registers"), "registers", a.expr("registers"));
+  if (a.has("replicate"))
+    replicate = constInt(a.get("replicate"), a.loc("replicate"), "replicate", a.expr("replicate"));
+  if (a.has("warp_group_start_id"))
+    wgStart = constInt(a.get("warp_group_start_id"), a.loc("warp_group_start_id"),
+                       "warp_group_start_id", a.expr("warp_group_start_id"));
+  if (isDefault && a.has("num_warps"))
+    raiseError(a.loc("num_warps"), "the default async task runs on the kernel's num_warps; drop "
+                                   "num_warps= here (set num_warps at launch)");
+  if (!isDefault && numWarps <= 0)
+    raiseError(call.loc, "a non-default async task needs num_warps=N (N > 0): "
+                         "tlx.async_task(num_warps=1, num_regs=40)");
+  if (replicate < 1) raiseError(a.loc("replicate"), "replicate must be at least 1");
+  if (numRegs != 0 && (numRegs < 24 || numRegs > 256 || numRegs % 8 != 0))
+    raiseError(a.loc(a.has("num_regs") ? "num_regs" : "registers"),
+               "a register budget must be a multiple of 8 between 24 and 256, got " +
+                   std::to_string(numRegs));
+  std::map<std::string, Val> before = frame->env;
+  ir::Block* outer = b.insertionBlock();
+  std::optional<int64_t> savedReplica = replicaId;
+  for (int64_t r = 0; r < replicate; ++r) {
+    b.setInsertionBlock(outer);
+    b.setLoc(s->loc);
+    ir::Op* op = b.create(ir::OpCode::AsyncTask, {}, {},
+                          {{"default", int64_t(isDefault)},
+                           {"num_warps", isDefault ? int64_t(in.options.numWarps) : numWarps},
+                           {"num_regs", numRegs},
+                           {"replicate", replicate},
+                           {"replica", r},
+                           {"warp_group_start_id", wgStart},
+                           {"name", std::string(isDefault ? "default" : "task")}});
+    b.setInsertionBlock(op->addRegion());
+    replicaId = r;
+    taskContext = TaskContext::Task;
+    visitStmts(pointers(s->body));
+    taskContext = TaskContext::Tasks;
+    frame->env = before; // names bound inside a task stay inside it
+  }
+  replicaId = savedReplica;
+  b.setInsertionBlock(outer);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helper inlining
+// ---------------------------------------------------------------------------------------------
+
+bool Specializer::isJit(const FunctionDef& def) const {
+  for (const auto& d : def.decorators)
+    if (lastComponent(d.get()) == "jit") return true;
+  return false;
+}
+
+Val Specializer::callFunction(const FunctionRef& fn, const CallSite& call) {
+  const FunctionDef* def = fn.def;
+  if (!isJit(*def))
+    raiseError(call.loc,
+               "'" + def->name +
+                   "' is not a @jit function; only functions decorated "
+                   "with @ww.jit (or @triton.jit) can be called from a kernel",
+               {note(def->loc, "'" + def->name + "' is defined here")});
+  for (const FunctionRef& f : callStack)
+    if (f.def == def)
+      raiseError(call.loc, "recursive call to '" + def->name +
+                               "': @jit helpers are inlined, so "
+                               "recursion is not supported");
+  Frame nf;
+  nf.module = fn.module;
+  nf.def = def;
+  std::vector<bool> bound(def->params.size(), false);
+  std::vector<SourceLoc> argLocs(def->params.size(), call.loc);
+  std::vector<const Expr*> argExprs(def->params.size(), nullptr);
+  if (call.args.size() > def->params.size())
+    raiseError(call.loc, "'" + def->name + "' takes " + std::to_string(def->params.size()) +
+                             " arguments but " + std::to_string(call.args.size()) + " were given");
+  for (size_t i = 0; i < call.args.size(); ++i) {
+    nf.env[def->params[i].name] = call.args[i];
+    bound[i] = true;
+    argLocs[i] = call.argLocs[i];
+    argExprs[i] = call.argExprs[i];
+  }
+  for (size_t k = 0; k < call.kwNames.size(); ++k) {
+    size_t idx = def->params.size();
+    for (size_t i = 0; i < def->params.size(); ++i)
+      if (def->params[i].name == call.kwNames[k]) idx = i;
+    if (idx == def->params.size()) {
+      std::vector<std::string> names;
+      for (const Param& p : def->params) names.push_back(p.name);
+      std::string msg = "'" + def->name + "' has no parameter '" + call.kwNames[k] + "'";
+      std::string near = closestMatch(call.kwNames[k], names);
+      if (!near.empty()) msg += "; did you mean '" + near + "'?";
+      raiseError(call.kwLocs[k], msg);
+    }
+    if (bound[idx])
+      raiseError(call.kwLocs[k],
+                 "argument '" + call.kwNames[k] + "' of '" + def->name + "' is given twice");
+    nf.env[call.kwNames[k]] = call.kwVals[k];
+    bound[idx] = true;
+    argLocs[idx] = call.kwLocs[k];
+    argExprs[idx] = call.kwExprs[k];
+  }
+  Frame* caller = frame;
+  frame = &nf;
+  callStack.push_back(fn);
+  Val result;
+  try {
+    for (size_t i = 0; i < def->params.size(); ++i) {
+      const Param& p = def->params[i];
+      if (!bound[i]) {
+        if (!p.defaultValue)
+          raiseError(call.loc,
+                     "missing argument '" + p.name + "' in the call to '" + def->name + "'");
+        nf.env[p.name] = eval(p.defaultValue.get());
+      }
+      if (isConstexprAnnotation(p.annotation.get()) && !nf.env[p.name].isConstexpr()) {
+        frame = caller;
+        needConstexpr(argLocs[i],
+                      "argument '" + p.name + "' of '" + def->name + "' (declared tl.constexpr)",
+                      argExprs[i]);
+      }
+    }
+    visitStmts(pointers(def->body));
+    auto it = nf.env.find("$ret");
+    result = it == nf.env.end() ? Val::none() : it->second;
+  } catch (CompileError& e) {
+    frame = caller;
+    callStack.pop_back();
+    e.addNote(call.loc, "in '" + def->name + "' called from here");
+    throw;
+  }
+  frame = caller;
+  callStack.pop_back();
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small utilities
+// ---------------------------------------------------------------------------------------------
+
+static void collectTargets(const Expr* t, std::vector<std::string>& out) {
+  if (auto* n = dyn_cast<Name>(t)) {
+    if (std::find(out.begin(), out.end(), n->id) == out.end()) out.push_back(n->id);
+  } else if (auto* tu = dyn_cast<Tuple>(t)) {
+    for (const auto& e : tu->elts) collectTargets(e.get(), out);
+  } else if (auto* l = dyn_cast<List>(t)) {
+    for (const auto& e : l->elts) collectTargets(e.get(), out);
+  }
+}
+
+void collectAssignedNames(const Body& body, std::vector<std::string>& out) {
+  for (const auto& s : body) {
+    switch (s->kind) {
+    case StmtKind::Assign:
+      for (const auto& t : ast::cast<Assign>(s.get())->targets) collectTargets(t.get(), out);
+      break;
+    case StmtKind::AugAssign:
+      collectTargets(ast::cast<AugAssign>(s.get())->target.get(), out);
+      break;
+    case StmtKind::AnnAssign:
+      collectTargets(ast::cast<AnnAssign>(s.get())->target.get(), out);
+      break;
+    case StmtKind::If:
+      collectAssignedNames(ast::cast<If>(s.get())->body, out);
+      collectAssignedNames(ast::cast<If>(s.get())->orelse, out);
+      break;
+    case StmtKind::For:
+      collectTargets(ast::cast<For>(s.get())->target.get(), out);
+      collectAssignedNames(ast::cast<For>(s.get())->body, out);
+      break;
+    case StmtKind::While:
+      collectAssignedNames(ast::cast<While>(s.get())->body, out);
+      break;
+    case StmtKind::With:
+      collectAssignedNames(ast::cast<With>(s.get())->body, out);
+      break;
+    default:
+      break;
+    }
+  }
+}
+
+bool containsReturn(const Body& body) {
+  for (const auto& s : body) {
+    if (isa<Return>(s.get())) return true;
+    if (auto* i = dyn_cast<If>(s.get()))
+      if (containsReturn(i->body) || containsReturn(i->orelse)) return true;
+  }
+  return false;
+}
+
+size_t editDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+std::string closestMatch(const std::string& name, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t bestDist = SIZE_MAX;
+  for (const std::string& c : candidates) {
+    size_t d = editDistance(name, c);
+    if (d < bestDist) {
+      bestDist = d;
+      best = c;
+    }
+  }
+  size_t limit = std::max<size_t>(1, std::min<size_t>(3, name.size() / 3 + 1));
+  return bestDist <= limit ? best : std::string();
+}
+
+} // namespace ww::specialize

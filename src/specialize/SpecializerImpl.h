@@ -1,0 +1,201 @@
+// The specializer's internal state and the interface shared by its implementation files:
+// statements and control flow (Specializer.cpp), expressions (Expressions.cpp), constexpr folding
+// (ConstEval.cpp), type promotion and broadcasting (Promotion.cpp), tl.* and tlx.* builtins.
+#pragma once
+
+#include "ir/Builder.h"
+#include "specialize/Specializer.h"
+#include "specialize/Values.h"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace ww::specialize {
+
+/// The arguments of one call, evaluated, before they are bound to parameter names.
+struct CallSite {
+  SourceLoc loc;         // the call expression
+  std::string callee;    // "tl.arange", for messages
+  std::vector<Val> args; // positional
+  std::vector<SourceLoc> argLocs;
+  std::vector<const ast::Expr*> argExprs; // null for synthesized arguments (method receivers)
+  std::vector<std::string> kwNames;
+  std::vector<Val> kwVals;
+  std::vector<SourceLoc> kwLocs;
+  std::vector<const ast::Expr*> kwExprs;
+};
+
+/// Arguments bound to the parameters of a builtin, by name.
+class BoundArgs {
+public:
+  /// `params`: parameter names; "name=" marks an optional one, "*name" collects the remaining
+  /// positional arguments into a tuple (as `tl.reshape(x, 4, 8)`).
+  BoundArgs(const CallSite& call, std::initializer_list<const char*> params);
+
+  bool has(const std::string& name) const; // given and not None
+  const Val& get(const std::string& name) const;
+  SourceLoc loc(const std::string& name) const; // the argument's location (the call's if absent)
+  const ast::Expr* expr(const std::string& name) const;
+  const CallSite& call() const { return call_; }
+
+private:
+  struct Slot {
+    std::string name;
+    bool given = false;
+    Val val;
+    SourceLoc loc;
+    const ast::Expr* expr = nullptr;
+  };
+  const Slot* find(const std::string& name) const;
+  const CallSite& call_;
+  std::vector<Slot> slots_;
+};
+
+/// One activation of a kernel or inlined helper: its local names.
+struct Frame {
+  std::map<std::string, Val> env;
+  std::map<std::string, SourceLoc> assignLocs; // last assignment of each name, for messages
+  size_t module = 0;
+  const ast::FunctionDef* def = nullptr;
+  bool returned = false; // the current path has executed `return`
+  int loopDepth = 0;
+};
+
+/// Where the specializer is with respect to `with tlx.async_tasks()`.
+enum class TaskContext { None, Tasks, Task };
+
+class Specializer {
+public:
+  explicit Specializer(const SpecializeInput& input);
+  std::unique_ptr<ir::Function> run();
+
+  // ---- statements (Specializer.cpp) ----
+  using StmtList = std::vector<const ast::Stmt*>;
+  void visitStmts(const StmtList& stmts);
+  /// Visits `stmts[i]` with `rest` = the statements after it, which an `if` containing a
+  /// `return` absorbs into its branches. Returns true when it consumed `rest`.
+  bool visitStmt(const ast::Stmt* s, const StmtList& rest);
+  void visitIf(const ast::If* s, const StmtList& rest, bool absorbRest);
+  void visitFor(const ast::For* s);
+  void visitWhile(const ast::While* s);
+  void visitWith(const ast::With* s);
+  void visitAsyncTask(const ast::With* s, const CallSite& call);
+  void assign(const ast::Expr* target, Val value, SourceLoc loc, bool keepConstexpr);
+  /// Values of `names` as a flat list of IR values (tuples flattened), for loop-carried state.
+  Val callFunction(const FunctionRef& fn, const CallSite& call);
+  bool isJit(const ast::FunctionDef& def) const;
+
+  // ---- expressions (Expressions.cpp) ----
+  Val eval(const ast::Expr* e);
+  Val evalName(const ast::Name* e);
+  Val evalCall(const ast::Call* e);
+  Val evalAttribute(const ast::Attribute* e);
+  Val evalSubscript(const ast::Subscript* e);
+  Val evalBinOp(ast::BinOpKind op, const Val& a, const Val& b, SourceLoc loc);
+  Val evalUnary(ast::UnaryOpKind op, const Val& a, SourceLoc loc);
+  Val evalCompare(ast::CmpOpKind op, const Val& a, const Val& b, SourceLoc loc);
+  Val evalBoolOp(const ast::BoolOp* e);
+  Val evalIfExp(const ast::IfExp* e);
+  Val getAttr(const Val& base, const std::string& name, SourceLoc loc);
+  Val callValue(const Val& callee, CallSite& call);
+  Val callMethod(const Val& self, const std::string& name, CallSite& call);
+  /// Looks `name` up as a global of module `module`: caller globals, imports, functions, constants.
+  std::optional<Val> lookupGlobal(size_t module, const std::string& name, SourceLoc loc);
+
+  // ---- compile-time arithmetic (ConstEval.cpp) ----
+  Val constBinary(ast::BinOpKind op, const Val& a, const Val& b, SourceLoc loc);
+  Val constCompare(ast::CmpOpKind op, const Val& a, const Val& b, SourceLoc loc);
+  Val constUnary(ast::UnaryOpKind op, const Val& a, SourceLoc loc);
+  Val mathConstFunction(const std::string& name, const CallSite& call);
+
+  // ---- runtime arithmetic, promotion, broadcasting (Promotion.cpp) ----
+  /// The IR type a python number takes when it becomes a run-time value on its own.
+  static ir::DType pythonScalarDType(const Val& v);
+  /// Triton's computation type of a binary operation; `aIsPython`: a is a python number.
+  ir::DType computationType(ir::DType a, bool aIsPython, ir::DType b, bool bIsPython, bool divOrMod,
+                            SourceLoc loc, const char* opSymbol);
+  /// A run-time value of `v` (numbers become constants); `dtype` forces the type of numbers.
+  ir::Value* toRuntime(const Val& v, SourceLoc loc, std::optional<ir::DType> dtype = {},
+                       const char* what = nullptr);
+  ir::Value* constant(const Val& v, const ir::Type& type);
+  ir::Value* cast(ir::Value* x, ir::DType to, SourceLoc loc, bool bitcast = false);
+  ir::Value* castPtr(ir::Value* x, ir::DType pointee, SourceLoc loc);
+  ir::Value* toI1(ir::Value* x, SourceLoc loc);
+  ir::Value* broadcastTo(ir::Value* x, const std::vector<int64_t>& shape, SourceLoc loc);
+  std::vector<int64_t> broadcastShapes(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
+                                       SourceLoc loc, const char* what);
+  /// Brings two operands to one shape (and, when `dtype` is set, one element type).
+  std::pair<ir::Value*, ir::Value*> unify(const Val& a, const Val& b, SourceLoc loc,
+                                          std::optional<ir::DType> dtype, const char* what);
+  Val runtimeBinary(ast::BinOpKind op, const Val& a, const Val& b, SourceLoc loc);
+  Val runtimeCompare(ast::CmpOpKind op, const Val& a, const Val& b, SourceLoc loc);
+  Val runtimeUnary(ast::UnaryOpKind op, const Val& a, SourceLoc loc);
+  ir::Value* minMax(bool isMax, const Val& a, const Val& b, SourceLoc loc);
+  ir::Value* expandDims(ir::Value* x, int64_t axis, SourceLoc loc);
+  ir::Value* reshape(ir::Value* x, std::vector<int64_t> shape, SourceLoc loc);
+
+  // ---- builtins (TlBuiltins.cpp, TlxBuiltins.cpp) ----
+  Val callBuiltin(const std::string& name, CallSite& call);
+  Val callTl(const std::string& name, CallSite& call);
+  Val callTlx(const std::string& name, CallSite& call);
+  Val callPython(const std::string& name, CallSite& call);
+  /// Attribute `name` of namespace `ns` ("tl", "tlx", "math", ...); nullopt when unknown.
+  std::optional<Val> namespaceMember(const std::string& ns, const std::string& name);
+  /// "unknown function 'tl.arnge'; did you mean 'tl.arange'?" for namespace `ns`.
+  [[noreturn]] void unknownMember(const std::string& ns, const std::string& name, SourceLoc loc);
+  Val reduceOp(const std::string& kind, const Val& input, const BoundArgs& a, SourceLoc loc);
+  Val dot(const BoundArgs& a, SourceLoc loc);
+  Val loadOp(const BoundArgs& a, SourceLoc loc);
+  void storeOp(const BoundArgs& a, SourceLoc loc);
+  Val customReduce(const std::vector<ir::Value*>& inputs, int64_t axis, const Val& combine,
+                   bool keepDims, bool scan, bool reverse, SourceLoc loc);
+
+  // ---- checks used everywhere ----
+  int64_t constInt(const Val& v, SourceLoc loc, const std::string& what,
+                   const ast::Expr* expr = nullptr);
+  bool constBool(const Val& v, SourceLoc loc, const std::string& what,
+                 const ast::Expr* expr = nullptr);
+  std::vector<int64_t> constShape(const Val& v, SourceLoc loc, const std::string& what,
+                                  const ast::Expr* expr = nullptr);
+  ir::DType constDType(const Val& v, SourceLoc loc, const std::string& what);
+  /// Raises "WHAT must be a compile-time constant" with a note on how to make it one.
+  [[noreturn]] void needConstexpr(SourceLoc loc, const std::string& what, const ast::Expr* expr);
+  ir::Value* requireTensorOrScalar(const Val& v, SourceLoc loc, const std::string& what);
+  ir::Value* requireBuffer(const Val& v, SourceLoc loc, const std::string& what);
+  ir::Value* requireBarrier(const Val& v, SourceLoc loc, const std::string& what);
+  ir::Value* requireDescriptor(const Val& v, SourceLoc loc, const std::string& what);
+  ir::Value* requireScalarI32(const Val& v, SourceLoc loc, const std::string& what);
+
+  // ---- state ----
+  const SpecializeInput& in;
+  ir::Builder b;
+  Frame* frame = nullptr;
+  std::vector<FunctionRef> callStack;
+  TaskContext taskContext = TaskContext::None;
+  std::optional<int64_t> replicaId;
+  std::set<const ir::Value*> kernelArgValues; // for "declare it tl.constexpr" notes
+  std::map<std::string, Val> signatureConstexprs;
+  struct ModuleInfo {
+    std::map<std::string, const ast::FunctionDef*> functions;
+    std::map<std::string, const ast::ImportAlias*> imports;
+    std::map<std::string, const ast::Stmt*> constants;
+    std::map<std::string, Val> constantCache;
+    std::set<std::string> evaluating;
+  };
+  std::vector<ModuleInfo> modules;
+};
+
+/// Levenshtein distance, for "did you mean" suggestions.
+size_t editDistance(const std::string& a, const std::string& b);
+/// The closest of `candidates` to `name` when it is close enough; empty otherwise.
+std::string closestMatch(const std::string& name, const std::vector<std::string>& candidates);
+/// Names assigned anywhere in `body` (not descending into nested function definitions).
+void collectAssignedNames(const ast::Body& body, std::vector<std::string>& out);
+bool containsReturn(const ast::Body& body);
+/// Every tlx.* function name, for lookups and "did you mean" suggestions.
+const std::vector<std::string>& tlxFunctionNames();
+
+} // namespace ww::specialize

@@ -1,0 +1,1293 @@
+// The `tl.*` surface (and Python builtins, `math`, libdevice) lowered to Tile IR ops, with the
+// argument checks and diagnostics each needs.
+#include "specialize/SpecializerImpl.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+
+namespace ww::specialize {
+
+using ir::DType;
+using ir::OpCode;
+
+namespace {
+
+const std::vector<std::string>& tlFunctions() {
+  static const std::vector<std::string> names = {"program_id",
+                                                 "num_programs",
+                                                 "arange",
+                                                 "zeros",
+                                                 "zeros_like",
+                                                 "full",
+                                                 "full_like",
+                                                 "cdiv",
+                                                 "load",
+                                                 "store",
+                                                 "broadcast_to",
+                                                 "broadcast",
+                                                 "expand_dims",
+                                                 "reshape",
+                                                 "view",
+                                                 "permute",
+                                                 "trans",
+                                                 "split",
+                                                 "join",
+                                                 "cat",
+                                                 "where",
+                                                 "maximum",
+                                                 "minimum",
+                                                 "clamp",
+                                                 "sum",
+                                                 "max",
+                                                 "min",
+                                                 "argmax",
+                                                 "argmin",
+                                                 "reduce",
+                                                 "cumsum",
+                                                 "cumprod",
+                                                 "associative_scan",
+                                                 "dot",
+                                                 "exp",
+                                                 "exp2",
+                                                 "log",
+                                                 "log2",
+                                                 "sqrt",
+                                                 "sqrt_rn",
+                                                 "rsqrt",
+                                                 "abs",
+                                                 "fma",
+                                                 "sigmoid",
+                                                 "softmax",
+                                                 "sin",
+                                                 "cos",
+                                                 "erf",
+                                                 "tanh",
+                                                 "floor",
+                                                 "ceil",
+                                                 "cast",
+                                                 "multiple_of",
+                                                 "max_contiguous",
+                                                 "make_tensor_descriptor",
+                                                 "atomic_add",
+                                                 "atomic_max",
+                                                 "atomic_min",
+                                                 "atomic_and",
+                                                 "atomic_or",
+                                                 "atomic_xor",
+                                                 "atomic_xchg",
+                                                 "atomic_cas",
+                                                 "debug_barrier",
+                                                 "static_range",
+                                                 "range",
+                                                 "static_assert",
+                                                 "static_print",
+                                                 "device_print",
+                                                 "device_assert",
+                                                 "constexpr",
+                                                 "pointer_type",
+                                                 "umulhi",
+                                                 "div_rn",
+                                                 "fdiv",
+                                                 "ravel",
+                                                 "xor_sum"};
+  return names;
+}
+
+const std::vector<std::string>& mathFunctions() {
+  static const std::vector<std::string> names = {"sqrt",  "exp",   "exp2",  "log",  "log2", "log10",
+                                                 "pow",   "sin",   "cos",   "tanh", "fabs", "ceil",
+                                                 "floor", "trunc", "isinf", "isnan"};
+  return names;
+}
+
+std::string shapeStr(const std::vector<int64_t>& s) {
+  std::string r;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) r += 'x';
+    r += std::to_string(s[i]);
+  }
+  return r.empty() ? "scalar" : r;
+}
+
+bool isPow2(int64_t x) {
+  return x > 0 && (x & (x - 1)) == 0;
+}
+
+void checkPow2(const std::vector<int64_t>& shape, SourceLoc loc, const std::string& what) {
+  for (int64_t d : shape)
+    if (!isPow2(d))
+      raiseError(loc, what + " must have power-of-2 dimensions, got " + shapeStr(shape) + " (" +
+                          std::to_string(d) + " is not a power of 2)");
+}
+
+int64_t normAxis(int64_t axis, size_t rank, SourceLoc loc, const std::string& what) {
+  int64_t r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r)
+    raiseError(loc, what + ": axis " + std::to_string(axis) +
+                        " is out of range for a tensor of "
+                        "rank " +
+                        std::to_string(rank));
+  return axis < 0 ? axis + r : axis;
+}
+
+std::string cacheModifier(const Val& v, SourceLoc loc) {
+  if (v.isNone()) return "";
+  if (v.kind != Val::Kind::String) raiseError(loc, "cache_modifier must be a string");
+  std::string s = v.s;
+  if (!s.empty() && s[0] == '.') s.erase(0, 1);
+  if (s != "" && s != "ca" && s != "cg" && s != "cv" && s != "cs" && s != "wb" && s != "wt")
+    raiseError(loc, "unknown cache_modifier '" + v.s +
+                        "'; expected '.ca', '.cg', '.cv', '.cs', "
+                        "'.wb' or '.wt'");
+  return s;
+}
+
+std::string evictionPolicy(const Val& v, SourceLoc loc) {
+  if (v.isNone()) return "";
+  if (v.kind != Val::Kind::String) raiseError(loc, "eviction_policy must be a string");
+  if (v.s != "" && v.s != "evict_first" && v.s != "evict_last" && v.s != "evict_normal")
+    raiseError(loc, "unknown eviction_policy '" + v.s +
+                        "'; expected 'evict_first', "
+                        "'evict_last' or 'evict_normal'");
+  return v.s == "evict_normal" ? "" : v.s;
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Namespaces
+// ---------------------------------------------------------------------------------------------
+
+std::optional<Val> Specializer::namespaceMember(const std::string& ns, const std::string& name) {
+  if (ns == "tl") {
+    if (auto d = ir::parseTlDType(name)) return Val::dtypeOf(*d);
+    if (name == "math") return Val::ns("tl");
+    if (name == "extra") return Val::ns("tl.extra");
+    const auto& f = tlFunctions();
+    if (std::find(f.begin(), f.end(), name) != f.end()) return Val::builtin("tl." + name);
+    return std::nullopt;
+  }
+  if (ns == "tl.extra") {
+    if (name == "tlx") return Val::ns("tlx");
+    if (name == "libdevice") return Val::ns("libdevice");
+    if (name == "cuda") return Val::ns("tl.extra");
+    return std::nullopt;
+  }
+  if (ns == "tlx") {
+    if (name == "storage_kind") return Val::ns("tlx.storage_kind");
+    if (auto d = ir::parseTlDType(name)) return Val::dtypeOf(*d);
+    const auto& f = tlxFunctionNames();
+    if (std::find(f.begin(), f.end(), name) != f.end()) return Val::builtin("tlx." + name);
+    return std::nullopt;
+  }
+  if (ns == "tlx.storage_kind") {
+    if (name == "smem" || name == "tmem") return Val::enumValue(name);
+    return std::nullopt;
+  }
+  if (ns == "math") {
+    if (name == "pi") return Val::real(M_PI);
+    if (name == "e") return Val::real(M_E);
+    if (name == "tau") return Val::real(2 * M_PI);
+    if (name == "inf") return Val::real(INFINITY);
+    if (name == "nan") return Val::real(NAN);
+    const auto& f = mathFunctions();
+    if (std::find(f.begin(), f.end(), name) != f.end()) return Val::builtin("math." + name);
+    return std::nullopt;
+  }
+  if (ns == "ww") {
+    if (name == "language") return Val::ns("tl");
+    if (name == "tlx") return Val::ns("tlx");
+    if (name == "cdiv") return Val::builtin("tl.cdiv");
+    if (name == "next_power_of_2") return Val::builtin("ww.next_power_of_2");
+    if (name == "jit") return Val::builtin("ww.jit");
+    return std::nullopt;
+  }
+  if (ns == "libdevice") {
+    static const std::vector<std::string> names = {
+        "exp", "exp2", "log",    "log2",      "sqrt",      "rsqrt",  "sin",
+        "cos", "tanh", "erf",    "floor",     "ceil",      "fma",    "fabs",
+        "abs", "pow",  "div_rn", "fast_expf", "fast_logf", "sqrt_rn"};
+    if (std::find(names.begin(), names.end(), name) != names.end())
+      return Val::builtin("libdevice." + name);
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+void Specializer::unknownMember(const std::string& ns, const std::string& name, SourceLoc loc) {
+  std::vector<std::string> candidates;
+  std::string prefix = ns;
+  if (ns == "tl") {
+    candidates = tlFunctions();
+    for (const char* d :
+         {"int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float8e4nv", "float8e5", "float16", "bfloat16", "float32", "float64"})
+      candidates.push_back(d);
+  } else if (ns == "tlx") {
+    candidates = tlxFunctionNames();
+    candidates.push_back("storage_kind");
+  } else if (ns == "math") {
+    candidates = mathFunctions();
+    candidates.insert(candidates.end(), {"pi", "e", "inf", "nan", "tau"});
+  } else if (ns == "tlx.storage_kind") {
+    candidates = {"smem", "tmem"};
+  } else if (ns == "ww") {
+    candidates = {"language", "tlx", "cdiv", "next_power_of_2", "jit"};
+  }
+  std::string msg = "unknown name '" + prefix + "." + name + "'";
+  std::string near = closestMatch(name, candidates);
+  if (!near.empty()) msg += "; did you mean '" + prefix + "." + near + "'?";
+  raiseError(loc, msg);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dispatch
+// ---------------------------------------------------------------------------------------------
+
+Val Specializer::callBuiltin(const std::string& name, CallSite& call) {
+  if (name == "range" || name == "tl.range" || name == "tl.static_range")
+    raiseError(call.loc, name + "(...) can only be used as the iterable of a 'for' loop");
+  if (name.starts_with("tl.")) return callTl(name.substr(3), call);
+  if (name.starts_with("tlx.")) return callTlx(name.substr(4), call);
+  if (name.starts_with("math.")) return mathConstFunction(name.substr(5), call);
+  if (name.starts_with("libdevice.")) {
+    std::string fn = name.substr(10);
+    if (fn == "fabs") fn = "abs";
+    if (fn == "fast_expf") fn = "exp";
+    if (fn == "fast_logf") fn = "log";
+    if (fn == "div_rn") fn = "fdiv";
+    if (fn == "pow") {
+      BoundArgs a(call, {"x", "y"});
+      ir::Value* x = requireTensorOrScalar(a.get("x"), a.loc("x"), "libdevice.pow's x");
+      if (!ir::isFloat(x->type().elem)) x = cast(x, DType::F32, call.loc);
+      auto [p, q] = unify(Val::runtime(x), a.get("y"), call.loc, x->type().elem, "libdevice.pow");
+      return Val::runtime(b.binary(OpCode::Pow, p, q));
+    }
+    return callTl(fn, call);
+  }
+  if (name == "ww.next_power_of_2") {
+    BoundArgs a(call, {"n"});
+    int64_t n = constInt(a.get("n"), a.loc("n"), "next_power_of_2's argument", a.expr("n"));
+    int64_t p = 1;
+    while (p < n) p <<= 1;
+    return Val::integer(p);
+  }
+  if (name == "ww.jit") raiseError(call.loc, "ww.jit cannot be called inside a kernel");
+  return callPython(name, call);
+}
+
+Val Specializer::callPython(const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  if (name == "min" || name == "max") {
+    if (!call.kwNames.empty()) raiseError(call.kwLocs[0], name + "() takes no keyword arguments");
+    std::vector<Val> xs = call.args;
+    if (xs.size() == 1 && xs[0].kind == Val::Kind::Tuple) xs = xs[0].elts;
+    if (xs.empty()) raiseError(loc, name + "() needs at least one argument");
+    Val acc = xs[0];
+    for (size_t i = 1; i < xs.size(); ++i) {
+      const Val& x = xs[i];
+      if (acc.isConstexpr() && x.isConstexpr()) {
+        Val less = constCompare(ast::CmpOpKind::Lt, x, acc, loc);
+        if ((name == "min") == truthy(less)) acc = x;
+      } else {
+        acc = Val::runtime(minMax(name == "max", acc, x, loc));
+      }
+    }
+    return acc;
+  }
+  if (name == "abs") {
+    BoundArgs a(call, {"x"});
+    const Val& x = a.get("x");
+    if (x.kind == Val::Kind::Int) return Val::integer(x.i < 0 ? -x.i : x.i);
+    if (x.kind == Val::Kind::Float) return Val::real(std::fabs(x.f));
+    if (x.kind == Val::Kind::Bool) return Val::integer(x.b);
+    return callTl("abs", call);
+  }
+  if (name == "len") {
+    BoundArgs a(call, {"x"});
+    const Val& x = a.get("x");
+    if (x.kind == Val::Kind::Tuple) return Val::integer(static_cast<int64_t>(x.elts.size()));
+    if (x.kind == Val::Kind::String) return Val::integer(static_cast<int64_t>(x.s.size()));
+    if (x.isRuntime() && x.type().isTensor()) return Val::integer(x.type().shape[0]);
+    raiseError(a.loc("x"), "len() needs a tuple or a tensor, got " + kindName(x));
+  }
+  if (name == "int" || name == "float" || name == "bool") {
+    BoundArgs a(call, {"x="});
+    if (!a.has("x")) {
+      if (name == "int") return Val::integer(0);
+      if (name == "float") return Val::real(0);
+      return Val::boolean(false);
+    }
+    const Val& x = a.get("x");
+    if (x.isRuntime())
+      raiseError(a.loc("x"), name + "() works on compile-time values only; use x.to(tl." +
+                                 (name == "int"     ? std::string("int32")
+                                  : name == "float" ? "float32"
+                                                    : "int1") +
+                                 ") for run-time values");
+    if (name == "bool") return Val::boolean(truthy(x));
+    if (x.kind == Val::Kind::String) {
+      std::string s = x.s;
+      std::transform(s.begin(), s.end(), s.begin(), ::tolower);
+      if (name == "float") {
+        if (s == "inf" || s == "+inf" || s == "infinity") return Val::real(INFINITY);
+        if (s == "-inf" || s == "-infinity") return Val::real(-INFINITY);
+        if (s == "nan") return Val::real(NAN);
+        try {
+          size_t used = 0;
+          double d = std::stod(x.s, &used);
+          if (used == x.s.size()) return Val::real(d);
+        } catch (...) {
+        }
+      } else {
+        try {
+          size_t used = 0;
+          long long v = std::stoll(x.s, &used);
+          if (used == x.s.size()) return Val::integer(v);
+        } catch (...) {
+        }
+      }
+      raiseError(a.loc("x"), "cannot convert '" + x.s + "' to " + name);
+    }
+    if (!x.isNumber()) raiseError(a.loc("x"), "cannot convert " + kindName(x) + " to " + name);
+    if (name == "float")
+      return Val::real(x.kind == Val::Kind::Float ? x.f
+                                                  : double(x.kind == Val::Kind::Bool ? x.b : x.i));
+    if (x.kind == Val::Kind::Float) {
+      if (!std::isfinite(x.f)) raiseError(a.loc("x"), "cannot convert " + describe(x) + " to int");
+      return Val::integer(static_cast<int64_t>(x.f));
+    }
+    return Val::integer(x.kind == Val::Kind::Bool ? x.b : x.i);
+  }
+  if (name == "print") {
+    std::vector<Val> args = call.args;
+    CallSite cs = call;
+    cs.args.insert(cs.args.begin(), Val::string(""));
+    cs.argLocs.insert(cs.argLocs.begin(), loc);
+    cs.argExprs.insert(cs.argExprs.begin(), nullptr);
+    return callTl("device_print", cs);
+  }
+  if (name == "tuple") {
+    BoundArgs a(call, {"x"});
+    if (a.get("x").kind != Val::Kind::Tuple) raiseError(a.loc("x"), "tuple() needs a tuple");
+    return a.get("x");
+  }
+  raiseError(loc, "the Python builtin '" + name + "' is not supported in kernels");
+}
+
+// ---------------------------------------------------------------------------------------------
+// tl.*
+// ---------------------------------------------------------------------------------------------
+
+static OpCode unaryMathOp(const std::string& n) {
+  if (n == "exp") return OpCode::Exp;
+  if (n == "exp2") return OpCode::Exp2;
+  if (n == "log") return OpCode::Log;
+  if (n == "log2") return OpCode::Log2;
+  if (n == "sqrt" || n == "sqrt_rn") return OpCode::Sqrt;
+  if (n == "rsqrt") return OpCode::Rsqrt;
+  if (n == "sin") return OpCode::Sin;
+  if (n == "cos") return OpCode::Cos;
+  if (n == "erf") return OpCode::Erf;
+  if (n == "tanh") return OpCode::Tanh;
+  if (n == "floor") return OpCode::Floor;
+  if (n == "ceil") return OpCode::Ceil;
+  if (n == "sigmoid") return OpCode::Sigmoid;
+  return OpCode::Return; // not a unary math function
+}
+
+Val Specializer::callTl(const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  if (call.callee.empty()) call.callee = "tl." + name;
+  const std::string& fn = call.callee;
+
+  if (name == "program_id" || name == "num_programs") {
+    BoundArgs a(call, {"axis"});
+    int64_t axis = constInt(a.get("axis"), a.loc("axis"), fn + "'s axis", a.expr("axis"));
+    if (axis < 0 || axis > 2)
+      raiseError(a.loc("axis"), fn + "'s axis must be 0, 1 or 2, got " + std::to_string(axis));
+    if (name == "program_id") return Val::runtime(b.programId(static_cast<int>(axis)));
+    return Val::runtime(
+        b.create1(OpCode::NumPrograms, {}, ir::Type::scalar(DType::I32), {{"axis", axis}}));
+  }
+  if (name == "arange") {
+    BoundArgs a(call, {"start", "end"});
+    int64_t lo = constInt(a.get("start"), a.loc("start"), "tl.arange's start", a.expr("start"));
+    int64_t hi = constInt(a.get("end"), a.loc("end"), "tl.arange's end", a.expr("end"));
+    if (hi <= lo)
+      raiseError(loc, "tl.arange needs end > start, got arange(" + std::to_string(lo) + ", " +
+                          std::to_string(hi) + ")");
+    if (!isPow2(hi - lo))
+      raiseError(loc, "tl.arange's range must have a power-of-2 size, got " +
+                          std::to_string(hi - lo) + " (end - start)");
+    if (hi - lo > (1 << 20))
+      raiseError(loc, "tl.arange's range is too large: " + std::to_string(hi - lo) + " elements");
+    return Val::runtime(b.arange(lo, hi));
+  }
+  if (name == "zeros" || name == "full") {
+    BoundArgs a = name == "zeros" ? BoundArgs(call, {"shape", "dtype"})
+                                  : BoundArgs(call, {"shape", "value", "dtype"});
+    std::vector<int64_t> shape =
+        constShape(a.get("shape"), a.loc("shape"), fn + "'s shape", a.expr("shape"));
+    if (a.get("shape").kind == Val::Kind::Tuple && a.get("shape").elts.empty()) shape.clear();
+    checkPow2(shape, a.loc("shape"), fn + "'s shape");
+    DType dt = constDType(a.get("dtype"), a.loc("dtype"), fn + "'s dtype");
+    ir::Type t = ir::Type::tensor(dt, shape);
+    if (name == "zeros") return Val::runtime(constant(Val::integer(0), t));
+    const Val& v = a.get("value");
+    if (v.isNumber()) return Val::runtime(constant(v, t));
+    ir::Value* x = requireTensorOrScalar(v, a.loc("value"), "tl.full's value");
+    if (!x->type().isScalar()) raiseError(a.loc("value"), "tl.full's value must be a scalar");
+    return Val::runtime(broadcastTo(cast(x, dt, loc), shape, loc));
+  }
+  if (name == "zeros_like" || name == "full_like") {
+    BoundArgs a = name == "zeros_like" ? BoundArgs(call, {"input", "dtype="})
+                                       : BoundArgs(call, {"input", "value", "dtype="});
+    ir::Value* x = requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
+    DType dt = a.has("dtype") ? constDType(a.get("dtype"), a.loc("dtype"), fn + "'s dtype")
+                              : x->type().elem;
+    ir::Type t = ir::Type::tensor(dt, x->type().shape);
+    Val v = name == "zeros_like" ? Val::integer(0) : a.get("value");
+    if (!v.isNumber()) raiseError(loc, fn + "'s value must be a compile-time number");
+    return Val::runtime(constant(v, t));
+  }
+  if (name == "cdiv") {
+    BoundArgs a(call, {"x", "div"});
+    const Val &x = a.get("x"), &d = a.get("div");
+    if (x.isConstexpr() && d.isConstexpr()) {
+      if (!x.isIntLike() || !d.isIntLike())
+        raiseError(loc, "cdiv needs integers, got " + describe(x) + " and " + describe(d));
+      Val sum = constBinary(ast::BinOpKind::Add, x, d, loc);
+      sum = constBinary(ast::BinOpKind::Sub, sum, Val::integer(1), loc);
+      return constBinary(ast::BinOpKind::FloorDiv, sum, d, loc);
+    }
+    Val sum = evalBinOp(ast::BinOpKind::Add, x, d, loc);
+    sum = evalBinOp(ast::BinOpKind::Sub, sum, Val::integer(1), loc);
+    return evalBinOp(ast::BinOpKind::FloorDiv, sum, d, loc);
+  }
+  if (name == "load") {
+    BoundArgs a(call, {"pointer", "mask=", "other=", "boundary_check=", "padding_option=",
+                       "cache_modifier=", "eviction_policy=", "volatile="});
+    return loadOp(a, loc);
+  }
+  if (name == "store") {
+    BoundArgs a(call, {"pointer", "value",
+                       "mask=", "boundary_check=", "cache_modifier=", "eviction_policy="});
+    storeOp(a, loc);
+    return Val::none();
+  }
+  if (name == "broadcast_to") {
+    BoundArgs a(call, {"input", "*shape"});
+    ir::Value* x = requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
+    std::vector<int64_t> shape =
+        constShape(a.get("shape"), a.loc("shape"), fn + "'s shape", a.expr("shape"));
+    checkPow2(shape, a.loc("shape"), fn + "'s shape");
+    return Val::runtime(broadcastTo(x, shape, loc));
+  }
+  if (name == "broadcast") {
+    BoundArgs a(call, {"input", "other"});
+    auto [x, y] = unify(a.get("input"), a.get("other"), loc, std::nullopt, "tl.broadcast");
+    return Val::tuple({Val::runtime(x), Val::runtime(y)});
+  }
+  if (name == "expand_dims") {
+    BoundArgs a(call, {"input", "axis"});
+    ir::Value* x = requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
+    std::vector<int64_t> axes;
+    const Val& ax = a.get("axis");
+    if (ax.kind == Val::Kind::Tuple)
+      for (const Val& e : ax.elts) axes.push_back(constInt(e, a.loc("axis"), fn + "'s axis"));
+    else
+      axes.push_back(constInt(ax, a.loc("axis"), fn + "'s axis", a.expr("axis")));
+    int64_t newRank = static_cast<int64_t>(x->type().shape.size() + axes.size());
+    for (int64_t& ax2 : axes) ax2 = ax2 < 0 ? ax2 + newRank : ax2;
+    std::sort(axes.begin(), axes.end());
+    if (x->type().isScalar()) x = b.splat(x, {});
+    for (int64_t ax2 : axes) x = expandDims(x, ax2, a.loc("axis"));
+    return Val::runtime(x);
+  }
+  if (name == "reshape" || name == "view") {
+    BoundArgs a(call, {"input", "*shape", "can_reorder="});
+    ir::Value* x = requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
+    std::vector<int64_t> shape =
+        constShape(a.get("shape"), a.loc("shape"), fn + "'s shape", a.expr("shape"));
+    checkPow2(shape, a.loc("shape"), fn + "'s shape");
+    return Val::runtime(reshape(x, shape, loc));
+  }
+  if (name == "ravel") {
+    BoundArgs a(call, {"x"});
+    ir::Value* x = requireTensorOrScalar(a.get("x"), a.loc("x"), fn + "'s input");
+    return Val::runtime(reshape(x, {x->type().numElements()}, loc));
+  }
+  if (name == "permute" || name == "trans") {
+    BoundArgs a(call, {"input", "*dims"});
+    ir::Value* x = requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
+    size_t rank = x->type().shape.size();
+    std::vector<int64_t> order;
+    if (a.has("dims") && !a.get("dims").elts.empty()) {
+      for (const Val& d : a.get("dims").elts)
+        order.push_back(constInt(d, a.loc("dims"), fn + "'s dims"));
+    } else if (name == "trans") {
+      if (rank < 2)
+        raiseError(loc, "tl.trans needs a tensor of rank 2 or more, got " + x->type().str());
+      for (size_t i = 0; i < rank; ++i) order.push_back(static_cast<int64_t>(i));
+      std::swap(order[rank - 1], order[rank - 2]);
+    } else {
+      raiseError(loc, "tl.permute needs the new order of the dimensions");
+    }
+    std::vector<int64_t> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    bool valid = order.size() == rank;
+    for (size_t i = 0; valid && i < rank; ++i) valid = sorted[i] == static_cast<int64_t>(i);
+    if (!valid)
+      raiseError(loc, fn + "'s dims must be a permutation of 0.." + std::to_string(rank - 1) +
+                          " for " + x->type().str());
+    std::vector<int64_t> shape;
+    for (int64_t d : order) shape.push_back(x->type().shape[static_cast<size_t>(d)]);
+    return Val::runtime(
+        b.create1(OpCode::Permute, {x}, x->type().withShape(shape), {{"order", order}}));
+  }
+  if (name == "split") {
+    BoundArgs a(call, {"a"});
+    ir::Value* x = requireTensorOrScalar(a.get("a"), a.loc("a"), fn + "'s input");
+    const auto& s = x->type().shape;
+    if (s.empty() || s.back() != 2)
+      raiseError(loc, "tl.split needs a tensor whose last dimension is 2, got " + x->type().str());
+    std::vector<int64_t> shape(s.begin(), s.end() - 1);
+    ir::Op* op =
+        b.create(OpCode::Split, {x}, {x->type().withShape(shape), x->type().withShape(shape)});
+    return Val::tuple({Val::runtime(op->result(0)), Val::runtime(op->result(1))});
+  }
+  if (name == "join") {
+    BoundArgs a(call, {"a", "b"});
+    auto [ta, pa] =
+        std::pair{a.get("a").isRuntime() ? a.get("a").type().elem : pythonScalarDType(a.get("a")),
+                  !a.get("a").isRuntime()};
+    auto [tb, pb] =
+        std::pair{a.get("b").isRuntime() ? a.get("b").type().elem : pythonScalarDType(a.get("b")),
+                  !a.get("b").isRuntime()};
+    DType dt = computationType(ta, pa, tb, pb, false, loc, "tl.join");
+    auto [x, y] = unify(a.get("a"), a.get("b"), loc, dt, "tl.join");
+    std::vector<int64_t> shape = x->type().shape;
+    shape.push_back(2);
+    return Val::runtime(b.create1(OpCode::Join, {x, y}, x->type().withShape(shape)));
+  }
+  if (name == "cat") {
+    BoundArgs a(call, {"input", "other", "can_reorder="});
+    ir::Value* x = requireTensorOrScalar(a.get("input"), a.loc("input"), "tl.cat's input");
+    ir::Value* y = requireTensorOrScalar(a.get("other"), a.loc("other"), "tl.cat's other");
+    if (x->type() != y->type() || x->type().isScalar())
+      raiseError(loc, "tl.cat needs two tensors of one type, got " + x->type().str() + " and " +
+                          y->type().str());
+    std::vector<int64_t> shape = x->type().shape;
+    shape[0] *= 2;
+    return Val::runtime(b.create1(OpCode::Cat, {x, y}, x->type().withShape(shape)));
+  }
+  if (name == "where") {
+    BoundArgs a(call, {"condition", "x", "y"});
+    ir::Value* c = toI1(
+        requireTensorOrScalar(a.get("condition"), a.loc("condition"), "tl.where's condition"), loc);
+    const Val &x = a.get("x"), &y = a.get("y");
+    for (const Val* v : {&x, &y})
+      if (!(v->isNumber() || (v->isRuntime() && v->type().isValue())))
+        raiseError(loc, "tl.where's values must be numbers or tensors, got " + kindName(*v));
+    std::optional<DType> dt;
+    bool xp = x.isRuntime() && x.type().isPointer(), yp = y.isRuntime() && y.type().isPointer();
+    if (!xp && !yp) {
+      DType tx = x.isRuntime() ? x.type().elem : pythonScalarDType(x);
+      DType ty = y.isRuntime() ? y.type().elem : pythonScalarDType(y);
+      dt = computationType(tx, !x.isRuntime(), ty, !y.isRuntime(), false, loc, "tl.where");
+    }
+    auto [p, q] = unify(x, y, loc, dt, "tl.where");
+    std::vector<int64_t> shape = broadcastShapes(c->type().shape, p->type().shape, loc, "tl.where");
+    c = broadcastTo(c, shape, loc);
+    p = broadcastTo(p, shape, loc);
+    q = broadcastTo(q, shape, loc);
+    return Val::runtime(b.create1(OpCode::Select, {c, p, q}, p->type()));
+  }
+  if (name == "maximum" || name == "minimum") {
+    BoundArgs a(call, {"x", "y", "propagate_nan="});
+    const Val &x = a.get("x"), &y = a.get("y");
+    if (x.isConstexpr() && y.isConstexpr()) {
+      Val less = constCompare(ast::CmpOpKind::Lt, y, x, loc);
+      return (name == "minimum") == truthy(less) ? y : x;
+    }
+    return Val::runtime(minMax(name == "maximum", x, y, loc));
+  }
+  if (name == "clamp") {
+    BoundArgs a(call, {"x", "min", "max", "propagate_nan="});
+    ir::Value* lo = minMax(true, a.get("x"), a.get("min"), loc);
+    return Val::runtime(minMax(false, Val::runtime(lo), a.get("max"), loc));
+  }
+  if (name == "sum" || name == "max" || name == "min" || name == "argmax" || name == "argmin" ||
+      name == "xor_sum") {
+    if (name == "sum") {
+      BoundArgs a(call, {"input", "axis=", "keep_dims=", "dtype="});
+      return reduceOp("sum", a.get("input"), a, loc);
+    }
+    if (name == "max" || name == "min") {
+      BoundArgs a(call, {"input", "axis=", "return_indices=", "return_indices_tie_break_left=",
+                         "keep_dims="});
+      return reduceOp(name, a.get("input"), a, loc);
+    }
+    if (name == "xor_sum") raiseError(loc, "tl.xor_sum is not supported yet");
+    BoundArgs a(call, {"input", "axis", "tie_break_left=", "keep_dims="});
+    return reduceOp(name, a.get("input"), a, loc);
+  }
+  if (name == "reduce" || name == "associative_scan") {
+    bool scan = name == "associative_scan";
+    BoundArgs a = scan ? BoundArgs(call, {"input", "axis", "combine_fn", "reverse="})
+                       : BoundArgs(call, {"input", "axis", "combine_fn", "keep_dims="});
+    std::vector<ir::Value*> inputs;
+    const Val& in0 = a.get("input");
+    if (in0.kind == Val::Kind::Tuple)
+      for (const Val& e : in0.elts)
+        inputs.push_back(requireTensorOrScalar(e, a.loc("input"), fn + "'s input"));
+    else
+      inputs.push_back(requireTensorOrScalar(in0, a.loc("input"), fn + "'s input"));
+    int64_t axis = -1000;
+    if (a.has("axis"))
+      axis = constInt(a.get("axis"), a.loc("axis"), fn + "'s axis", a.expr("axis"));
+    else if (scan)
+      raiseError(loc, "tl.associative_scan needs an axis");
+    bool flag = scan
+                    ? (a.has("reverse") && constBool(a.get("reverse"), a.loc("reverse"), "reverse"))
+                    : (a.has("keep_dims") &&
+                       constBool(a.get("keep_dims"), a.loc("keep_dims"), "keep_dims"));
+    Val r = customReduce(inputs, axis, a.get("combine_fn"), scan ? false : flag, scan,
+                         scan ? flag : false, loc);
+    return in0.kind == Val::Kind::Tuple ? r : (r.kind == Val::Kind::Tuple ? r.elts[0] : r);
+  }
+  if (name == "cumsum" || name == "cumprod") {
+    BoundArgs a(call, {"input", "axis=", "reverse=", "dtype="});
+    ir::Value* x = requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
+    if (x->type().isScalar()) raiseError(loc, fn + " needs a tensor");
+    int64_t axis = a.has("axis") ? constInt(a.get("axis"), a.loc("axis"), fn + "'s axis") : 0;
+    axis = normAxis(axis, x->type().shape.size(), loc, fn);
+    bool reverse = a.has("reverse") && constBool(a.get("reverse"), a.loc("reverse"), "reverse");
+    if (a.has("dtype"))
+      x = cast(x, constDType(a.get("dtype"), a.loc("dtype"), "dtype"), loc);
+    else if (ir::isInt(x->type().elem) && ir::bitWidth(x->type().elem) < 32)
+      x = cast(x, ir::isSigned(x->type().elem) ? DType::I32 : DType::U32, loc);
+    return Val::runtime(b.create1(OpCode::Scan, {x}, x->type(),
+                                  {{"axis", axis},
+                                   {"reverse", int64_t(reverse)},
+                                   {"kind", std::string(name == "cumsum" ? "sum" : "prod")}}));
+  }
+  if (name == "dot") {
+    BoundArgs a(call, {"input", "other", "acc=", "input_precision=", "allow_tf32=",
+                       "max_num_imprecise_acc=", "out_dtype="});
+    return dot(a, loc);
+  }
+  if (OpCode mop = unaryMathOp(name); mop != OpCode::Return) {
+    BoundArgs a(call, {"x"});
+    ir::Value* x = requireTensorOrScalar(a.get("x"), a.loc("x"), fn + "'s argument");
+    DType d = x->type().elem;
+    if (x->type().isPointer() || !ir::isFloat(d))
+      raiseError(a.loc("x"), fn + " needs a floating-point argument, got " + x->type().str() +
+                                 "; convert it first (x.to(tl.float32))");
+    bool narrow = d != DType::F32 && d != DType::F64;
+    if (narrow) x = cast(x, DType::F32, loc);
+    std::vector<ir::NamedAttr> attrs;
+    if (mop == OpCode::Sqrt) attrs.push_back({"approx", int64_t(name == "sqrt")});
+    ir::Value* r = b.create1(mop, {x}, x->type(), attrs);
+    if (narrow) r = cast(r, d, loc);
+    return Val::runtime(r);
+  }
+  if (name == "abs") {
+    BoundArgs a(call, {"x"});
+    if (a.get("x").isConstexpr()) return callPython("abs", call);
+    ir::Value* x = requireTensorOrScalar(a.get("x"), a.loc("x"), "tl.abs's argument");
+    if (x->type().isPointer()) raiseError(a.loc("x"), "tl.abs needs a number, got a pointer");
+    if (ir::isInt(x->type().elem) && !ir::isSigned(x->type().elem)) return Val::runtime(x);
+    return Val::runtime(b.create1(OpCode::Abs, {x}, x->type()));
+  }
+  if (name == "fma") {
+    BoundArgs a(call, {"x", "y", "z"});
+    std::vector<Val> vs = {a.get("x"), a.get("y"), a.get("z")};
+    DType dt = DType::F32;
+    bool first = true;
+    for (const Val& v : vs) {
+      if (!v.isRuntime()) continue;
+      dt = first ? v.type().elem
+                 : computationType(dt, false, v.type().elem, false, false, loc, "tl.fma");
+      first = false;
+    }
+    if (!ir::isFloat(dt)) dt = DType::F32;
+    std::vector<int64_t> shape;
+    for (const Val& v : vs)
+      if (v.isRuntime()) shape = broadcastShapes(shape, v.type().shape, loc, "tl.fma");
+    std::vector<ir::Value*> ops;
+    for (size_t i = 0; i < vs.size(); ++i) {
+      ir::Value* x = vs[i].isRuntime()
+                         ? cast(requireTensorOrScalar(vs[i], loc, "tl.fma's operand"), dt, loc)
+                         : constant(vs[i], ir::Type::scalar(dt));
+      ops.push_back(broadcastTo(x, shape, loc));
+    }
+    return Val::runtime(b.create1(OpCode::Fma, ops, ops[0]->type()));
+  }
+  if (name == "fdiv" || name == "div_rn") {
+    BoundArgs a(call, {"x", "y", "ieee_rounding="});
+    return evalBinOp(ast::BinOpKind::Div, a.get("x"), a.get("y"), loc);
+  }
+  if (name == "umulhi") {
+    BoundArgs a(call, {"x", "y"});
+    auto [x, y] = unify(a.get("x"), a.get("y"), loc, std::nullopt, "tl.umulhi");
+    if (!ir::isInt(x->type().elem) || x->type().elem != y->type().elem)
+      raiseError(loc, "tl.umulhi needs two integer operands of one type");
+    return Val::runtime(b.binary(OpCode::Umulhi, x, y));
+  }
+  if (name == "softmax") {
+    BoundArgs a(call, {"x", "dim=", "keep_dims=", "ieee_rounding="});
+    ir::Value* x = requireTensorOrScalar(a.get("x"), a.loc("x"), "tl.softmax's input");
+    if (x->type().isScalar()) raiseError(loc, "tl.softmax needs a tensor");
+    int64_t axis = a.has("dim") ? constInt(a.get("dim"), a.loc("dim"), "tl.softmax's dim")
+                                : static_cast<int64_t>(x->type().shape.size()) - 1;
+    CallSite mx;
+    mx.loc = loc;
+    mx.callee = "tl.max";
+    mx.args = {Val::runtime(x), Val::integer(axis)};
+    mx.argLocs = {loc, loc};
+    mx.argExprs = {nullptr, nullptr};
+    mx.kwNames = {"keep_dims"};
+    mx.kwVals = {Val::boolean(true)};
+    mx.kwLocs = {loc};
+    mx.kwExprs = {nullptr};
+    Val m = callTl("max", mx);
+    Val z = evalBinOp(ast::BinOpKind::Sub, Val::runtime(x), m, loc);
+    CallSite ex;
+    ex.loc = loc;
+    ex.callee = "tl.exp";
+    ex.args = {z};
+    ex.argLocs = {loc};
+    ex.argExprs = {nullptr};
+    Val num = callTl("exp", ex);
+    CallSite sm = mx;
+    sm.callee = "tl.sum";
+    sm.args = {num, Val::integer(axis)};
+    Val den = callTl("sum", sm);
+    return evalBinOp(ast::BinOpKind::Div, num, den, loc);
+  }
+  if (name == "cast") {
+    BoundArgs a(call, {"input", "dtype", "fp_downcast_rounding=", "bitcast="});
+    const Val& dv = a.get("dtype");
+    if (dv.kind != Val::Kind::DType)
+      raiseError(a.loc("dtype"),
+                 fn + "'s dtype must be a dtype such as tl.float16, got " + describe(dv));
+    bool bitcast = a.has("bitcast") && constBool(a.get("bitcast"), a.loc("bitcast"), "bitcast");
+    if (a.get("input").isNumber()) {
+      if (dv.dtypeIsPointer) raiseError(loc, "cannot cast a number to a pointer");
+      return Val::runtime(toRuntime(a.get("input"), loc, dv.dtype));
+    }
+    ir::Value* x = requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
+    if (dv.dtypeIsPointer) return Val::runtime(castPtr(x, dv.dtype, loc));
+    ir::Value* r = cast(x, dv.dtype, loc, bitcast);
+    if (a.has("fp_downcast_rounding") && r->def() && r->def()->code() == OpCode::Cast) {
+      const Val& rv = a.get("fp_downcast_rounding");
+      if (rv.kind != Val::Kind::String || (rv.s != "rtne" && rv.s != "rtz"))
+        raiseError(a.loc("fp_downcast_rounding"), "fp_downcast_rounding must be 'rtne' or 'rtz'");
+      r->def()->setAttr("rounding", rv.s);
+    }
+    return Val::runtime(r);
+  }
+  if (name == "multiple_of" || name == "max_contiguous") {
+    BoundArgs a(call, {"input", "values"});
+    ir::Value* x = requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
+    std::vector<int64_t> values;
+    const Val& vs = a.get("values");
+    if (vs.kind == Val::Kind::Tuple)
+      for (const Val& v : vs.elts) values.push_back(constInt(v, a.loc("values"), fn + "'s values"));
+    else
+      values.push_back(constInt(vs, a.loc("values"), fn + "'s values", a.expr("values")));
+    size_t rank = std::max<size_t>(1, x->type().shape.size());
+    if (values.size() != rank)
+      raiseError(a.loc("values"), fn + " needs one value per dimension (" + std::to_string(rank) +
+                                      ") of " + x->type().str() + ", got " +
+                                      std::to_string(values.size()));
+    return Val::runtime(
+        b.create1(name == "multiple_of" ? OpCode::MultipleOf : OpCode::MaxContiguous, {x},
+                  x->type(), {{"values", values}}));
+  }
+  if (name == "make_tensor_descriptor") {
+    BoundArgs a(call, {"base", "shape", "strides", "block_shape", "padding_option="});
+    const Val& base = a.get("base");
+    if (!base.isRuntime() || !base.type().isPointer() || !base.type().isScalar())
+      raiseError(a.loc("base"),
+                 "tl.make_tensor_descriptor's base must be a pointer, got " + kindName(base));
+    const Val &shape = a.get("shape"), &strides = a.get("strides");
+    if (shape.kind != Val::Kind::Tuple || strides.kind != Val::Kind::Tuple)
+      raiseError(loc, "tl.make_tensor_descriptor's shape and strides must be tuples or lists");
+    std::vector<int64_t> block =
+        constShape(a.get("block_shape"), a.loc("block_shape"),
+                   "tl.make_tensor_descriptor's block_shape", a.expr("block_shape"));
+    checkPow2(block, a.loc("block_shape"), "a descriptor's block_shape");
+    if (shape.elts.size() != strides.elts.size() || shape.elts.size() != block.size())
+      raiseError(loc, "tl.make_tensor_descriptor: shape, strides and block_shape must have one "
+                      "rank, got " +
+                          std::to_string(shape.elts.size()) + ", " +
+                          std::to_string(strides.elts.size()) + " and " +
+                          std::to_string(block.size()));
+    if (block.size() < 1 || block.size() > 5)
+      raiseError(loc, "tensor descriptors have rank 1 to 5");
+    std::vector<ir::Value*> ops{base.v};
+    for (const Val& s : shape.elts)
+      ops.push_back(
+          cast(requireScalarI32(s, a.loc("shape"), "a descriptor dimension"), DType::I32, loc));
+    for (const Val& s : strides.elts) {
+      ir::Value* v = s.isRuntime() ? s.v : toRuntime(s, a.loc("strides"), DType::I64);
+      if (!v->type().isScalar() || !ir::isInt(v->type().elem))
+        raiseError(a.loc("strides"), "descriptor strides must be integer scalars");
+      ops.push_back(cast(v, DType::I64, loc));
+    }
+    ir::Type t = ir::Type::descriptor(base.type().elem, block, static_cast<int>(block.size()));
+    return Val::runtime(b.create1(OpCode::MakeDescriptor, ops, t, {{"block_shape", block}}));
+  }
+  if (name == "desc.load" || name == "desc.store") {
+    bool isLoad = name == "desc.load";
+    BoundArgs a = isLoad ? BoundArgs(call, {"desc", "offsets"})
+                         : BoundArgs(call, {"desc", "offsets", "value"});
+    ir::Value* d = requireDescriptor(a.get("desc"), a.loc("desc"), "the receiver");
+    const ir::Type& dt = d->type();
+    const Val& offs = a.get("offsets");
+    if (offs.kind != Val::Kind::Tuple || offs.elts.size() != dt.shape.size())
+      raiseError(a.loc("offsets"), std::string(isLoad ? "desc.load" : "desc.store") + " needs " +
+                                       std::to_string(dt.shape.size()) +
+                                       " offsets, one per "
+                                       "dimension of " +
+                                       dt.str());
+    std::vector<ir::Value*> offsets;
+    for (const Val& o : offs.elts)
+      offsets.push_back(requireScalarI32(o, a.loc("offsets"), "a descriptor offset"));
+    ir::Type tile = ir::Type::tensor(dt.elem, dt.shape);
+    if (isLoad) {
+      std::vector<ir::Value*> ops{d};
+      ops.insert(ops.end(), offsets.begin(), offsets.end());
+      return Val::runtime(b.create1(OpCode::DescLoad, ops, tile));
+    }
+    ir::Value* v = requireTensorOrScalar(a.get("value"), a.loc("value"), "desc.store's value");
+    if (v->type().shape != dt.shape)
+      raiseError(a.loc("value"), "desc.store's value has type " + v->type().str() +
+                                     " but the descriptor's block is " + shapeStr(dt.shape));
+    v = cast(v, dt.elem, loc);
+    std::vector<ir::Value*> ops{d, v};
+    ops.insert(ops.end(), offsets.begin(), offsets.end());
+    b.create(OpCode::DescStore, ops, {});
+    return Val::none();
+  }
+  if (name.starts_with("atomic_")) {
+    std::string kind = name.substr(7);
+    bool isCas = kind == "cas";
+    static const std::vector<std::string> kinds = {"add", "max", "min",  "and",
+                                                   "or",  "xor", "xchg", "cas"};
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) unknownMember("tl", name, loc);
+    BoundArgs a = isCas ? BoundArgs(call, {"pointer", "cmp", "val", "sem=", "scope="})
+                        : BoundArgs(call, {"pointer", "val", "mask=", "sem=", "scope="});
+    const Val& p = a.get("pointer");
+    if (!p.isRuntime() || !p.type().isPointer())
+      raiseError(a.loc("pointer"),
+                 fn + "'s pointer must be a pointer or pointer tensor, got " + kindName(p));
+    std::string sem = "acq_rel", scope = "gpu";
+    if (a.has("sem")) {
+      const Val& s = a.get("sem");
+      if (s.kind != Val::Kind::String ||
+          (s.s != "relaxed" && s.s != "acquire" && s.s != "release" && s.s != "acq_rel"))
+        raiseError(a.loc("sem"), "sem must be 'relaxed', 'acquire', 'release' or 'acq_rel'");
+      sem = s.s;
+    }
+    if (a.has("scope")) {
+      const Val& s = a.get("scope");
+      if (s.kind != Val::Kind::String || (s.s != "gpu" && s.s != "cta" && s.s != "sys"))
+        raiseError(a.loc("scope"), "scope must be 'gpu', 'cta' or 'sys'");
+      scope = s.s;
+    }
+    DType elem = p.type().elem;
+    std::vector<int64_t> shape = p.type().shape;
+    auto operand = [&](const char* n) {
+      const Val& v = a.get(n);
+      if (v.isRuntime()) shape = broadcastShapes(shape, v.type().shape, loc, fn.c_str());
+      return v;
+    };
+    Val val = operand("val");
+    Val cmpv = isCas ? operand("cmp") : Val::none();
+    Val mask = !isCas && a.has("mask") ? operand("mask") : Val::none();
+    ir::Value* ptr = broadcastTo(p.v, shape, loc);
+    auto asElem = [&](const Val& v, const char* what) {
+      ir::Value* x = v.isRuntime() ? cast(requireTensorOrScalar(v, loc, what), elem, loc)
+                                   : constant(v, ir::Type::scalar(elem));
+      return broadcastTo(x, shape, loc);
+    };
+    ir::Type rt = ir::Type::tensor(elem, shape);
+    if (isCas) {
+      ir::Value* c = asElem(cmpv, "atomic_cas's cmp");
+      ir::Value* v = asElem(val, "atomic_cas's val");
+      return Val::runtime(
+          b.create1(OpCode::AtomicCas, {ptr, c, v}, rt, {{"sem", sem}, {"scope", scope}}));
+    }
+    if ((kind == "and" || kind == "or" || kind == "xor") && ir::isFloat(elem))
+      raiseError(loc, fn + " needs an integer pointer, got " + p.type().str());
+    std::vector<ir::Value*> ops{ptr, asElem(val, "the atomic's val")};
+    if (!mask.isNone())
+      ops.push_back(
+          broadcastTo(toI1(requireTensorOrScalar(mask, a.loc("mask"), "mask"), loc), shape, loc));
+    return Val::runtime(b.create1(
+        OpCode::AtomicRMW, ops, rt,
+        {{"kind", kind}, {"has_mask", int64_t(!mask.isNone())}, {"sem", sem}, {"scope", scope}}));
+  }
+  if (name == "debug_barrier") {
+    BoundArgs a(call, {});
+    b.create(OpCode::DebugBarrier, {}, {});
+    return Val::none();
+  }
+  if (name == "static_assert") {
+    BoundArgs a(call, {"cond", "msg="});
+    bool ok =
+        constBool(a.get("cond"), a.loc("cond"), "tl.static_assert's condition", a.expr("cond"));
+    if (!ok) {
+      std::string msg =
+          a.has("msg")
+              ? (a.get("msg").kind == Val::Kind::String ? a.get("msg").s : describe(a.get("msg")))
+              : "";
+      raiseError(loc, "static assertion failed" + (msg.empty() ? std::string() : ": " + msg));
+    }
+    return Val::none();
+  }
+  if (name == "static_print") {
+    std::string line;
+    for (size_t i = 0; i < call.args.size(); ++i)
+      line += (i ? " " : "") +
+              (call.args[i].kind == Val::Kind::String ? call.args[i].s : describe(call.args[i]));
+    std::cerr << line << "\n";
+    return Val::none();
+  }
+  if (name == "device_print") {
+    BoundArgs a(call, {"prefix", "*args", "hex="});
+    const Val& prefix = a.get("prefix");
+    if (prefix.kind != Val::Kind::String)
+      raiseError(a.loc("prefix"), "tl.device_print's first argument must be a string prefix");
+    std::vector<ir::Value*> ops;
+    if (a.has("args"))
+      for (const Val& v : a.get("args").elts)
+        ops.push_back(requireTensorOrScalar(v, a.loc("args"), "a printed value"));
+    bool hex = a.has("hex") && constBool(a.get("hex"), a.loc("hex"), "hex");
+    b.create(OpCode::Print, ops, {}, {{"prefix", prefix.s}, {"hex", int64_t(hex)}});
+    return Val::none();
+  }
+  if (name == "device_assert") {
+    BoundArgs a(call, {"cond", "msg="});
+    std::string msg = a.has("msg") && a.get("msg").kind == Val::Kind::String ? a.get("msg").s : "";
+    if (a.get("cond").isConstexpr()) {
+      if (!truthy(a.get("cond")))
+        raiseError(loc, "assertion failed" + (msg.empty() ? "" : ": " + msg));
+      return Val::none();
+    }
+    ir::Value* c = toI1(
+        requireTensorOrScalar(a.get("cond"), a.loc("cond"), "tl.device_assert's condition"), loc);
+    b.create(OpCode::Assert, {c}, {}, {{"message", msg}});
+    return Val::none();
+  }
+  if (name == "constexpr") {
+    BoundArgs a(call, {"value"});
+    if (!a.get("value").isConstexpr())
+      needConstexpr(a.loc("value"), "tl.constexpr's value", a.expr("value"));
+    return a.get("value");
+  }
+  if (name == "pointer_type") {
+    BoundArgs a(call, {"element_ty", "address_space="});
+    return Val::dtypeOf(
+        constDType(a.get("element_ty"), a.loc("element_ty"), "tl.pointer_type's element type"),
+        true);
+  }
+  unknownMember("tl", name, loc);
+}
+
+// ---------------------------------------------------------------------------------------------
+// load / store
+// ---------------------------------------------------------------------------------------------
+
+Val Specializer::loadOp(const BoundArgs& a, SourceLoc loc) {
+  const Val& p = a.get("pointer");
+  if (p.isRuntime() && p.type().kind == ir::TypeKind::Descriptor)
+    raiseError(a.loc("pointer"), "tl.load takes pointers; load from a tensor descriptor with "
+                                 "desc.load([offsets])");
+  if (!p.isRuntime() || !p.type().isPointer())
+    raiseError(a.loc("pointer"), "tl.load's pointer must be a pointer or a tensor of pointers, "
+                                 "got " +
+                                     kindName(p));
+  if (a.has("boundary_check") && !a.get("boundary_check").elts.empty())
+    raiseError(a.loc("boundary_check"), "boundary_check applies to block pointers, which are not "
+                                        "supported; use a mask");
+  if (a.has("other") && !a.has("mask"))
+    raiseError(a.loc("other"), "tl.load's 'other' needs a 'mask' (other fills masked-off lanes)");
+  std::vector<int64_t> shape = p.type().shape;
+  ir::Value* mask = nullptr;
+  if (a.has("mask")) {
+    mask = toI1(requireTensorOrScalar(a.get("mask"), a.loc("mask"), "tl.load's mask"), loc);
+    shape = broadcastShapes(shape, mask->type().shape, a.loc("mask"), "tl.load's pointer and mask");
+    mask = broadcastTo(mask, shape, loc);
+  }
+  ir::Value* ptr = broadcastTo(p.v, shape, loc);
+  DType elem = p.type().elem;
+  ir::Value* other = nullptr;
+  if (a.has("other")) {
+    const Val& o = a.get("other");
+    if (o.isNumber())
+      other = constant(o, ir::Type::tensor(elem, shape));
+    else {
+      other = requireTensorOrScalar(o, a.loc("other"), "tl.load's other");
+      std::vector<int64_t> s = broadcastShapes(shape, other->type().shape, a.loc("other"),
+                                               "tl.load's pointer and other");
+      if (s != shape)
+        raiseError(a.loc("other"), "tl.load's other (" + other->type().str() +
+                                       ") does not fit the loaded shape " + shapeStr(shape));
+      other = broadcastTo(cast(other, elem, loc), shape, loc);
+    }
+  }
+  std::vector<ir::Value*> ops{ptr};
+  if (mask) ops.push_back(mask);
+  if (other) ops.push_back(other);
+  bool isVolatile =
+      a.has("volatile") && constBool(a.get("volatile"), a.loc("volatile"), "volatile");
+  std::vector<ir::NamedAttr> attrs = {{"has_mask", int64_t(mask != nullptr)},
+                                      {"has_other", int64_t(other != nullptr)}};
+  std::string cache = cacheModifier(a.get("cache_modifier"), a.loc("cache_modifier"));
+  std::string evict = evictionPolicy(a.get("eviction_policy"), a.loc("eviction_policy"));
+  if (!cache.empty()) attrs.push_back({"cache", cache});
+  if (!evict.empty()) attrs.push_back({"evict", evict});
+  if (isVolatile) attrs.push_back({"volatile", int64_t(1)});
+  if (a.has("padding_option") && a.get("padding_option").kind == Val::Kind::String &&
+      !a.get("padding_option").s.empty())
+    raiseError(a.loc("padding_option"), "padding_option applies to block pointers, which are not "
+                                        "supported; use mask and other");
+  return Val::runtime(b.create1(OpCode::Load, ops, ir::Type::tensor(elem, shape), attrs));
+}
+
+void Specializer::storeOp(const BoundArgs& a, SourceLoc loc) {
+  const Val& p = a.get("pointer");
+  if (p.isRuntime() && p.type().kind == ir::TypeKind::Descriptor)
+    raiseError(a.loc("pointer"), "tl.store takes pointers; store to a tensor descriptor with "
+                                 "desc.store([offsets], value)");
+  if (!p.isRuntime() || !p.type().isPointer())
+    raiseError(a.loc("pointer"), "tl.store's pointer must be a pointer or a tensor of pointers, "
+                                 "got " +
+                                     kindName(p));
+  if (a.has("boundary_check") && !a.get("boundary_check").elts.empty())
+    raiseError(a.loc("boundary_check"), "boundary_check applies to block pointers, which are not "
+                                        "supported; use a mask");
+  DType elem = p.type().elem;
+  const Val& v = a.get("value");
+  std::vector<int64_t> shape = p.type().shape;
+  ir::Value* value = nullptr;
+  if (v.isNumber())
+    value = constant(v, ir::Type::scalar(elem));
+  else
+    value = cast(requireTensorOrScalar(v, a.loc("value"), "tl.store's value"), elem, loc);
+  shape =
+      broadcastShapes(shape, value->type().shape, a.loc("value"), "tl.store's pointer and value");
+  ir::Value* mask = nullptr;
+  if (a.has("mask")) {
+    mask = toI1(requireTensorOrScalar(a.get("mask"), a.loc("mask"), "tl.store's mask"), loc);
+    shape =
+        broadcastShapes(shape, mask->type().shape, a.loc("mask"), "tl.store's pointer and mask");
+    mask = broadcastTo(mask, shape, loc);
+  }
+  std::vector<ir::Value*> ops{broadcastTo(p.v, shape, loc), broadcastTo(value, shape, loc)};
+  if (mask) ops.push_back(mask);
+  std::vector<ir::NamedAttr> attrs = {{"has_mask", int64_t(mask != nullptr)}};
+  std::string cache = cacheModifier(a.get("cache_modifier"), a.loc("cache_modifier"));
+  std::string evict = evictionPolicy(a.get("eviction_policy"), a.loc("eviction_policy"));
+  if (!cache.empty()) attrs.push_back({"cache", cache});
+  if (!evict.empty()) attrs.push_back({"evict", evict});
+  b.create(OpCode::Store, ops, {}, attrs);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reductions and dot
+// ---------------------------------------------------------------------------------------------
+
+Val Specializer::reduceOp(const std::string& kind, const Val& input, const BoundArgs& a,
+                          SourceLoc loc) {
+  std::string fn = "tl." + kind;
+  ir::Value* x = requireTensorOrScalar(input, a.loc("input"), fn + "'s input");
+  if (x->type().isPointer()) raiseError(a.loc("input"), fn + " cannot reduce pointers");
+  if (x->type().isScalar()) {
+    if (kind == "argmax" || kind == "argmin") return Val::runtime(b.i32(0));
+    return Val::runtime(x);
+  }
+  bool keepDims =
+      a.has("keep_dims") && constBool(a.get("keep_dims"), a.loc("keep_dims"), "keep_dims");
+  if (kind == "sum") {
+    if (a.has("dtype"))
+      x = cast(x, constDType(a.get("dtype"), a.loc("dtype"), "tl.sum's dtype"), loc);
+    else if (ir::isInt(x->type().elem) && ir::bitWidth(x->type().elem) < 32)
+      x = cast(x, ir::isSigned(x->type().elem) ? DType::I32 : DType::U32, loc);
+  }
+  std::vector<int64_t> origShape = x->type().shape;
+  int64_t axis;
+  if (!a.has("axis")) {
+    x = reshape(x, {x->type().numElements()}, loc);
+    axis = 0;
+  } else {
+    axis = normAxis(constInt(a.get("axis"), a.loc("axis"), fn + "'s axis", a.expr("axis")),
+                    origShape.size(), a.loc("axis"), fn);
+  }
+  std::vector<int64_t> shape = x->type().shape;
+  shape.erase(shape.begin() + axis);
+  auto finish = [&](ir::Value* r) -> ir::Value* {
+    if (!keepDims) return r;
+    if (!a.has("axis")) return reshape(r, std::vector<int64_t>(origShape.size(), 1), loc);
+    if (r->type().isScalar()) r = b.splat(r, {});
+    return expandDims(r, axis, loc);
+  };
+  auto reduce = [&](const std::string& k, DType resultElem) {
+    return b.create1(OpCode::Reduce, {x}, ir::Type::tensor(resultElem, shape),
+                     {{"axis", axis}, {"kind", k}});
+  };
+  if (kind == "argmax" || kind == "argmin") return Val::runtime(finish(reduce(kind, DType::I32)));
+  bool withIndices = (kind == "max" || kind == "min") && a.has("return_indices") &&
+                     constBool(a.get("return_indices"), a.loc("return_indices"), "return_indices");
+  ir::Value* r = finish(reduce(kind, x->type().elem));
+  if (!withIndices) return Val::runtime(r);
+  ir::Value* idx = finish(reduce(kind == "max" ? "argmax" : "argmin", DType::I32));
+  return Val::tuple({Val::runtime(r), Val::runtime(idx)});
+}
+
+Val Specializer::customReduce(const std::vector<ir::Value*>& inputs0, int64_t axis,
+                              const Val& combine, bool keepDims, bool scan, bool reverse,
+                              SourceLoc loc) {
+  std::string fn = scan ? "tl.associative_scan" : "tl.reduce";
+  if (combine.kind != Val::Kind::Function)
+    raiseError(loc, fn + "'s combine_fn must be a @jit function, got " + describe(combine));
+  std::vector<ir::Value*> inputs = inputs0;
+  std::vector<int64_t> shape = inputs[0]->type().shape;
+  for (ir::Value* v : inputs)
+    if (v->type().shape != shape || v->type().isScalar())
+      raiseError(loc, fn + "'s inputs must be tensors of one shape");
+  std::vector<int64_t> origShape = shape;
+  bool allAxes = axis == -1000;
+  if (allAxes) {
+    for (ir::Value*& v : inputs) v = reshape(v, {v->type().numElements()}, loc);
+    axis = 0;
+    shape = inputs[0]->type().shape;
+  } else {
+    axis = normAxis(axis, shape.size(), loc, fn);
+  }
+  std::vector<int64_t> rshape = shape;
+  if (!scan) rshape.erase(rshape.begin() + axis);
+  std::vector<ir::Type> types;
+  for (ir::Value* v : inputs)
+    types.push_back(scan ? v->type() : ir::Type::tensor(v->type().elem, rshape));
+  std::vector<ir::NamedAttr> attrs = {{"axis", axis}, {"kind", std::string("custom")}};
+  if (scan) attrs.push_back({"reverse", int64_t(reverse)});
+  ir::Op* op = b.create(scan ? OpCode::Scan : OpCode::Reduce, inputs, types, attrs);
+  ir::Block* region = op->addRegion();
+  CallSite cs;
+  cs.loc = loc;
+  cs.callee = combine.fn.def->name;
+  for (int side = 0; side < 2; ++side)
+    for (ir::Value* v : inputs) {
+      cs.args.push_back(Val::runtime(region->addArg(ir::Type::scalar(v->type().elem))));
+      cs.argLocs.push_back(loc);
+      cs.argExprs.push_back(nullptr);
+    }
+  ir::Block* outer = b.insertionBlock();
+  b.setInsertionBlock(region);
+  Val r = callFunction(combine.fn, cs);
+  std::vector<Val> rs = r.kind == Val::Kind::Tuple ? r.elts : std::vector<Val>{r};
+  if (rs.size() != inputs.size())
+    raiseError(loc, fn + "'s combine_fn returns " + std::to_string(rs.size()) + " values for " +
+                        std::to_string(inputs.size()) + " inputs");
+  std::vector<ir::Value*> yields;
+  for (size_t i = 0; i < rs.size(); ++i) {
+    ir::Value* v = toRuntime(rs[i], loc, inputs[i]->type().elem);
+    if (!v->type().isScalar())
+      raiseError(loc, fn + "'s combine_fn must return scalars, got " + v->type().str());
+    yields.push_back(cast(v, inputs[i]->type().elem, loc));
+  }
+  b.create(OpCode::Yield, yields, {});
+  b.setInsertionBlock(outer);
+  std::vector<Val> out;
+  for (unsigned i = 0; i < op->numResults(); ++i) {
+    ir::Value* v = op->result(i);
+    if (!scan && keepDims) {
+      if (allAxes)
+        v = reshape(v, std::vector<int64_t>(origShape.size(), 1), loc);
+      else {
+        if (v->type().isScalar()) v = b.splat(v, {});
+        v = expandDims(v, axis, loc);
+      }
+    }
+    out.push_back(Val::runtime(v));
+  }
+  return out.size() == 1 ? out[0] : Val::tuple(std::move(out));
+}
+
+Val Specializer::dot(const BoundArgs& a, SourceLoc loc) {
+  ir::Value* x = requireTensorOrScalar(a.get("input"), a.loc("input"), "tl.dot's first operand");
+  ir::Value* y = requireTensorOrScalar(a.get("other"), a.loc("other"), "tl.dot's second operand");
+  const auto &sa = x->type().shape, &sb = y->type().shape;
+  if ((sa.size() != 2 && sa.size() != 3) || sa.size() != sb.size())
+    raiseError(loc, "tl.dot needs two 2-D (or two 3-D batched) tensors, got " + x->type().str() +
+                        " and " + y->type().str());
+  size_t r = sa.size();
+  int64_t M = sa[r - 2], K = sa[r - 1], K2 = sb[r - 2], N = sb[r - 1];
+  if (K != K2)
+    raiseError(loc, "tl.dot shape mismatch: " + shapeStr(sa) + " @ " + shapeStr(sb) +
+                        " (the first operand's K = " + std::to_string(K) +
+                        " must equal the second operand's K = " + std::to_string(K2) + ")");
+  if (r == 3 && sa[0] != sb[0])
+    raiseError(loc, "tl.dot batch sizes differ: " + shapeStr(sa) + " @ " + shapeStr(sb));
+  if (M < 16 || N < 16 || K < 16)
+    raiseError(loc, "tl.dot needs M, N and K of at least 16, got M=" + std::to_string(M) +
+                        ", N=" + std::to_string(N) + ", K=" + std::to_string(K));
+  DType da = x->type().elem, db = y->type().elem;
+  bool fp8a = da == DType::F8E4M3 || da == DType::F8E5M2,
+       fp8b = db == DType::F8E4M3 || db == DType::F8E5M2;
+  if (da != db && !(fp8a && fp8b))
+    raiseError(loc, "tl.dot operands must have one dtype, got " + std::string(ir::tlName(da)) +
+                        " and " + std::string(ir::tlName(db)) + "; cast one with .to(...)");
+  DType out = DType::F32;
+  if (ir::isInt(da)) {
+    if (da != DType::I8 && da != DType::U8)
+      raiseError(loc, "integer tl.dot needs int8 operands, got " + std::string(ir::tlName(da)));
+    out = DType::I32;
+  } else if (a.has("out_dtype")) {
+    out = constDType(a.get("out_dtype"), a.loc("out_dtype"), "tl.dot's out_dtype");
+  }
+  if (da == DType::F64) out = DType::F64;
+  std::string precision = "ieee";
+  if (da == DType::F32) {
+    precision = "tf32";
+    if (a.has("allow_tf32") && !constBool(a.get("allow_tf32"), a.loc("allow_tf32"), "allow_tf32"))
+      precision = "ieee";
+  }
+  if (a.has("input_precision")) {
+    const Val& p = a.get("input_precision");
+    if (p.kind != Val::Kind::String || (p.s != "tf32" && p.s != "tf32x3" && p.s != "ieee"))
+      raiseError(a.loc("input_precision"),
+                 "input_precision must be 'tf32', 'tf32x3' or 'ieee', got " + describe(p));
+    precision = p.s;
+  }
+  std::vector<int64_t> outShape = sa;
+  outShape[r - 1] = N;
+  ir::Value* acc;
+  if (a.has("acc")) {
+    acc = requireTensorOrScalar(a.get("acc"), a.loc("acc"), "tl.dot's acc");
+    if (acc->type().shape != outShape)
+      raiseError(a.loc("acc"), "tl.dot's acc has shape " + shapeStr(acc->type().shape) +
+                                   " but the product is " + shapeStr(outShape));
+    if (!a.has("out_dtype")) out = acc->type().elem;
+    if (acc->type().elem != out)
+      raiseError(a.loc("acc"), "tl.dot's acc is " + acc->type().str() + " but out_dtype is " +
+                                   std::string(ir::tlName(out)));
+  } else {
+    acc = constant(Val::integer(0), ir::Type::tensor(out, outShape));
+  }
+  std::vector<ir::NamedAttr> attrs = {{"input_precision", precision}};
+  if (a.has("max_num_imprecise_acc"))
+    attrs.push_back({"max_num_imprecise_acc",
+                     constInt(a.get("max_num_imprecise_acc"), a.loc("max_num_imprecise_acc"),
+                              "max_num_imprecise_acc")});
+  return Val::runtime(b.create1(OpCode::Dot, {x, y, acc}, ir::Type::tensor(out, outShape), attrs));
+}
+
+} // namespace ww::specialize

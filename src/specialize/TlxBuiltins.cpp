@@ -1,0 +1,542 @@
+// The `tlx.*` surface for Hopper (and the storage kinds Blackwell adds): shared-memory buffers,
+// mbarriers, TMA and async copies, wgmma, warp-specialization helpers, cluster queries.
+#include "specialize/SpecializerImpl.h"
+
+#include <algorithm>
+
+namespace ww::specialize {
+
+using ir::DType;
+using ir::OpCode;
+
+const std::vector<std::string>& tlxFunctionNames() {
+  static const std::vector<std::string> names = {"local_alloc",
+                                                 "local_view",
+                                                 "local_load",
+                                                 "local_store",
+                                                 "local_trans",
+                                                 "local_slice",
+                                                 "local_reinterpret",
+                                                 "alloc_barriers",
+                                                 "alloc_warp_barrier",
+                                                 "barrier_expect_bytes",
+                                                 "barrier_wait",
+                                                 "barrier_arrive",
+                                                 "named_barrier_wait",
+                                                 "named_barrier_arrive",
+                                                 "fence_async_shared",
+                                                 "fence",
+                                                 "fence_mbarrier_init_cluster",
+                                                 "cluster_barrier",
+                                                 "async_descriptor_load",
+                                                 "async_descriptor_store",
+                                                 "async_descriptor_store_wait",
+                                                 "async_load",
+                                                 "async_load_commit_group",
+                                                 "async_load_wait_group",
+                                                 "async_dot",
+                                                 "async_dot_wait",
+                                                 "async_tasks",
+                                                 "async_task",
+                                                 "async_task_replica_id",
+                                                 "thread_id",
+                                                 "clock64",
+                                                 "cluster_cta_rank",
+                                                 "cluster_size_1d",
+                                                 "dtype_of",
+                                                 "size_of",
+                                                 "vote_ballot_sync"};
+  return names;
+}
+
+namespace {
+
+std::string dims(const std::vector<int64_t>& s) {
+  std::string r;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) r += 'x';
+    r += std::to_string(s[i]);
+  }
+  return r;
+}
+
+} // namespace
+
+Val Specializer::callTlx(const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string fn = "tlx." + name;
+  call.callee = fn;
+
+  // A single buffer (a view, count 1), as local_load/store and async copies need.
+  auto oneBuffer = [&](const BoundArgs& a, const char* arg) {
+    ir::Value* buf = requireBuffer(a.get(arg), a.loc(arg), fn + "'s " + arg);
+    if (buf->type().count != 1)
+      raiseError(a.loc(arg), fn + " needs a single buffer, got " + buf->type().str() +
+                                 "; select one with bufs[i] or tlx.local_view(bufs, i)");
+    return buf;
+  };
+  auto oneBarrier = [&](const BoundArgs& a, const char* arg) {
+    ir::Value* bar = requireBarrier(a.get(arg), a.loc(arg), fn + "'s " + arg);
+    if (bar->type().count != 1)
+      raiseError(a.loc(arg), fn + " needs a single barrier, got " + bar->type().str() +
+                                 "; select one with bars[i] or tlx.local_view(bars, i)");
+    return bar;
+  };
+  auto predicate = [&](const BoundArgs& a, std::vector<ir::Value*>& ops) -> int64_t {
+    if (!a.has("pred")) return 0;
+    const Val& p = a.get("pred");
+    if (p.isConstexpr()) {
+      ops.push_back(toRuntime(Val::boolean(truthy(p)), a.loc("pred"), DType::I1));
+      return 1;
+    }
+    ir::Value* v = requireTensorOrScalar(p, a.loc("pred"), fn + "'s pred");
+    if (!v->type().isScalar()) raiseError(a.loc("pred"), fn + "'s pred must be a scalar");
+    ops.push_back(toI1(v, loc));
+    return 1;
+  };
+
+  if (name == "local_alloc") {
+    BoundArgs a(call, {"shape", "dtype", "num", "storage=", "reuse=", "layout="});
+    std::vector<int64_t> shape =
+        constShape(a.get("shape"), a.loc("shape"), "tlx.local_alloc's shape", a.expr("shape"));
+    DType dt = constDType(a.get("dtype"), a.loc("dtype"), "tlx.local_alloc's dtype");
+    int64_t num = constInt(a.get("num"), a.loc("num"), "tlx.local_alloc's num", a.expr("num"));
+    if (num < 1) raiseError(a.loc("num"), "tlx.local_alloc's num must be at least 1");
+    ir::MemorySpace space = ir::MemorySpace::Shared;
+    if (a.has("storage")) {
+      const Val& s = a.get("storage");
+      if (s.kind != Val::Kind::Enum)
+        raiseError(a.loc("storage"), "storage must be tlx.storage_kind.smem or "
+                                     "tlx.storage_kind.tmem, got " +
+                                         describe(s));
+      if (s.s == "tmem") space = ir::MemorySpace::Tmem;
+    }
+    if (a.has("reuse")) raiseError(a.loc("reuse"), "tlx.local_alloc's reuse= is not supported yet");
+    if (a.has("layout"))
+      raiseError(a.loc("layout"), "tlx.local_alloc's layout= is not supported; the compiler "
+                                  "chooses shared-memory layouts from the buffer's users");
+    return Val::runtime(
+        b.create1(OpCode::LocalAlloc, {}, ir::Type::buffer(dt, shape, num, space),
+                  {{"storage", std::string(space == ir::MemorySpace::Tmem ? "tmem" : "smem")}}));
+  }
+  if (name == "local_view") {
+    BoundArgs a(call, {"local_allocated_buffers", "buffer_idx"});
+    const Val& base = a.get("local_allocated_buffers");
+    if (!base.isRuntime() ||
+        (base.type().kind != ir::TypeKind::Buffer && base.type().kind != ir::TypeKind::Barrier))
+      raiseError(a.loc("local_allocated_buffers"),
+                 "tlx.local_view needs buffers (tlx.local_alloc) or barriers "
+                 "(tlx.alloc_barriers), got " +
+                     kindName(base));
+    const Val& idx = a.get("buffer_idx");
+    if (idx.isIntLike() && (idx.i < 0 || idx.i >= base.type().count))
+      raiseError(a.loc("buffer_idx"),
+                 "index " + std::to_string(idx.i) + " is out of range for " + base.type().str());
+    ir::Value* i = requireScalarI32(idx, a.loc("buffer_idx"), "a buffer index");
+    ir::Type t = base.type();
+    t.count = 1;
+    return Val::runtime(b.create1(OpCode::LocalView, {base.v, i}, t));
+  }
+  if (name == "local_load") {
+    BoundArgs a(call, {"src", "token="});
+    ir::Value* buf = oneBuffer(a, "src");
+    return Val::runtime(
+        b.create1(OpCode::LocalLoad, {buf}, ir::Type::tensor(buf->type().elem, buf->type().shape)));
+  }
+  if (name == "local_store") {
+    BoundArgs a(call, {"dst", "src"});
+    ir::Value* buf = oneBuffer(a, "dst");
+    const Val& v = a.get("src");
+    ir::Value* x = v.isNumber() ? constant(v, ir::Type::tensor(buf->type().elem, buf->type().shape))
+                                : requireTensorOrScalar(v, a.loc("src"), "tlx.local_store's value");
+    if (x->type().isScalar()) x = broadcastTo(x, buf->type().shape, loc);
+    if (x->type().shape != buf->type().shape)
+      raiseError(a.loc("src"), "tlx.local_store: the value is " + x->type().str() +
+                                   " but the buffer holds " + dims(buf->type().shape) + " tiles");
+    if (x->type().elem != buf->type().elem)
+      raiseError(a.loc("src"),
+                 "tlx.local_store: the value is " + x->type().str() + " but the buffer holds " +
+                     std::string(ir::tlName(buf->type().elem)) + "; convert it with .to(...)");
+    b.create(OpCode::LocalStore, {buf, x}, {});
+    return Val::none();
+  }
+  if (name == "local_trans") {
+    BoundArgs a(call, {"input", "dims="});
+    ir::Value* buf = oneBuffer(a, "input");
+    std::vector<int64_t> s = buf->type().shape;
+    std::vector<int64_t> order;
+    if (a.has("dims"))
+      for (const Val& d : a.get("dims").elts) order.push_back(constInt(d, a.loc("dims"), "dims"));
+    else
+      for (size_t i = s.size(); i-- > 0;) order.push_back(static_cast<int64_t>(i));
+    if (order.size() != s.size())
+      raiseError(loc, "tlx.local_trans's dims must permute all " + std::to_string(s.size()) +
+                          " dimensions");
+    std::vector<int64_t> ns;
+    for (int64_t d : order) {
+      if (d < 0 || d >= static_cast<int64_t>(s.size()))
+        raiseError(loc, "tlx.local_trans's dims must be a permutation");
+      ns.push_back(s[static_cast<size_t>(d)]);
+    }
+    ir::Type t = buf->type();
+    t.shape = ns;
+    return Val::runtime(b.create1(OpCode::LocalTrans, {buf}, t, {{"order", order}}));
+  }
+  if (name == "local_slice") {
+    BoundArgs a(call, {"input", "offsets", "shapes"});
+    ir::Value* buf = oneBuffer(a, "input");
+    std::vector<int64_t> offs, sizes;
+    for (const Val& o : a.get("offsets").elts)
+      offs.push_back(constInt(o, a.loc("offsets"), "a slice offset"));
+    sizes = constShape(a.get("shapes"), a.loc("shapes"), "tlx.local_slice's shapes");
+    const auto& s = buf->type().shape;
+    if (offs.size() != s.size() || sizes.size() != s.size())
+      raiseError(loc, "tlx.local_slice needs one offset and one size per dimension of " +
+                          buf->type().str());
+    for (size_t i = 0; i < s.size(); ++i)
+      if (offs[i] < 0 || offs[i] + sizes[i] > s[i])
+        raiseError(loc, "tlx.local_slice: the slice [" + std::to_string(offs[i]) + ", " +
+                            std::to_string(offs[i] + sizes[i]) + ") of dimension " +
+                            std::to_string(i) + " lies outside 0.." + std::to_string(s[i]));
+    ir::Type t = buf->type();
+    t.shape = sizes;
+    return Val::runtime(
+        b.create1(OpCode::LocalSlice, {buf}, t, {{"offsets", offs}, {"sizes", sizes}}));
+  }
+  if (name == "local_reinterpret") {
+    BoundArgs a(call, {"src", "dtype", "shape="});
+    ir::Value* buf = requireBuffer(a.get("src"), a.loc("src"), "tlx.local_reinterpret's src");
+    DType dt = constDType(a.get("dtype"), a.loc("dtype"), "tlx.local_reinterpret's dtype");
+    ir::Type t = buf->type();
+    std::vector<int64_t> shape = t.shape;
+    if (a.has("shape"))
+      shape = constShape(a.get("shape"), a.loc("shape"), "tlx.local_reinterpret's shape");
+    int64_t oldBytes = t.numElements() * ir::byteWidth(t.elem);
+    ir::Type nt = ir::Type::buffer(dt, shape, t.count, t.space);
+    int64_t newBytes = nt.numElements() * ir::byteWidth(dt);
+    if (newBytes > oldBytes)
+      raiseError(loc, "tlx.local_reinterpret: " + nt.str() + " needs " + std::to_string(newBytes) +
+                          " bytes per buffer but " + t.str() + " has " + std::to_string(oldBytes));
+    return Val::runtime(b.create1(OpCode::LocalReinterpret, {buf}, nt));
+  }
+  if (name == "alloc_barriers" || name == "alloc_warp_barrier") {
+    bool warp = name == "alloc_warp_barrier";
+    BoundArgs a = warp ? BoundArgs(call, {"num_barriers", "num_warps=", "num_arrivals="})
+                       : BoundArgs(call, {"num_barriers", "arrive_count="});
+    int64_t n = constInt(a.get("num_barriers"), a.loc("num_barriers"), fn + "'s num_barriers",
+                         a.expr("num_barriers"));
+    if (n < 1) raiseError(a.loc("num_barriers"), fn + "'s num_barriers must be at least 1");
+    std::vector<ir::NamedAttr> attrs;
+    if (warp) {
+      int64_t w =
+          a.has("num_warps") ? constInt(a.get("num_warps"), a.loc("num_warps"), "num_warps") : 1;
+      int64_t k = a.has("num_arrivals")
+                      ? constInt(a.get("num_arrivals"), a.loc("num_arrivals"), "num_arrivals")
+                      : 1;
+      if (w < 1 || k < 1) raiseError(loc, fn + "'s num_warps and num_arrivals must be positive");
+      attrs = {{"arrive_count", w * 32 * k},
+               {"warp", int64_t(1)},
+               {"num_warps", w},
+               {"num_arrivals", k}};
+    } else {
+      int64_t c = a.has("arrive_count") ? constInt(a.get("arrive_count"), a.loc("arrive_count"),
+                                                   "arrive_count", a.expr("arrive_count"))
+                                        : 1;
+      if (c < 1) raiseError(a.loc("arrive_count"), "arrive_count must be at least 1");
+      attrs = {{"arrive_count", c}, {"warp", int64_t(0)}};
+    }
+    return Val::runtime(b.create1(OpCode::AllocBarriers, {}, ir::Type::barrier(n), attrs));
+  }
+  if (name == "barrier_expect_bytes") {
+    BoundArgs a(call, {"bar", "size", "pred="});
+    ir::Value* bar = oneBarrier(a, "bar");
+    std::vector<ir::Value*> ops{bar,
+                                requireScalarI32(a.get("size"), a.loc("size"), "the byte count")};
+    int64_t hasPred = predicate(a, ops);
+    b.create(OpCode::BarrierExpectBytes, ops, {}, {{"has_pred", hasPred}});
+    return Val::none();
+  }
+  if (name == "barrier_wait") {
+    BoundArgs a(call, {"bar", "phase", "pred="});
+    ir::Value* bar = oneBarrier(a, "bar");
+    std::vector<ir::Value*> ops{bar, requireScalarI32(a.get("phase"), a.loc("phase"), "the phase")};
+    int64_t hasPred = predicate(a, ops);
+    b.create(OpCode::BarrierWait, ops, {}, {{"has_pred", hasPred}});
+    return Val::none();
+  }
+  if (name == "barrier_arrive") {
+    BoundArgs a(call, {"bar", "arrive_count=", "remote_cta_rank=", "pred="});
+    ir::Value* bar = oneBarrier(a, "bar");
+    std::vector<ir::Value*> ops{bar};
+    int64_t count = a.has("arrive_count") ? constInt(a.get("arrive_count"), a.loc("arrive_count"),
+                                                     "arrive_count", a.expr("arrive_count"))
+                                          : 1;
+    if (count < 1) raiseError(a.loc("arrive_count"), "arrive_count must be at least 1");
+    int64_t hasRemote = 0;
+    if (a.has("remote_cta_rank")) {
+      ops.push_back(
+          requireScalarI32(a.get("remote_cta_rank"), a.loc("remote_cta_rank"), "remote_cta_rank"));
+      hasRemote = 1;
+    }
+    int64_t hasPred = predicate(a, ops);
+    b.create(OpCode::BarrierArrive, ops, {},
+             {{"arrive_count", count}, {"has_remote_cta_rank", hasRemote}, {"has_pred", hasPred}});
+    return Val::none();
+  }
+  if (name == "named_barrier_wait" || name == "named_barrier_arrive") {
+    BoundArgs a(call, {"bar_id", "num_threads"});
+    const Val &id = a.get("bar_id"), &n = a.get("num_threads");
+    if (id.isIntLike() && (id.i < 0 || id.i > 15))
+      raiseError(a.loc("bar_id"),
+                 "named barrier ids run from 0 to 15, got " + std::to_string(id.i));
+    if (n.isIntLike() && (n.i <= 0 || n.i % 32 != 0))
+      raiseError(a.loc("num_threads"), "a named barrier's num_threads must be a positive multiple "
+                                       "of 32 (whole warps), got " +
+                                           std::to_string(n.i));
+    b.create(name == "named_barrier_wait" ? OpCode::NamedBarrierWait : OpCode::NamedBarrierArrive,
+             {requireScalarI32(id, a.loc("bar_id"), "bar_id"),
+              requireScalarI32(n, a.loc("num_threads"), "num_threads")},
+             {});
+    return Val::none();
+  }
+  if (name == "fence_async_shared" || name == "fence_mbarrier_init_cluster" || name == "fence") {
+    std::string kind = name == "fence_async_shared"            ? "async_shared"
+                       : name == "fence_mbarrier_init_cluster" ? "mbarrier_init_cluster"
+                                                               : "";
+    if (name == "fence") {
+      BoundArgs a(call, {"kind"});
+      const Val& k = a.get("kind");
+      if (k.kind != Val::Kind::String || (k.s != "async_shared" && k.s != "mbarrier_init_cluster"))
+        raiseError(a.loc("kind"), "tlx.fence's kind must be \"async_shared\" or "
+                                  "\"mbarrier_init_cluster\"");
+      kind = k.s;
+    } else {
+      BoundArgs a(call, {});
+    }
+    b.create(OpCode::Fence, {}, {}, {{"kind", kind}});
+    return Val::none();
+  }
+  if (name == "cluster_barrier") {
+    BoundArgs a(call, {});
+    b.create(OpCode::ClusterBarrier, {}, {});
+    return Val::none();
+  }
+  if (name == "async_descriptor_load") {
+    BoundArgs a(call, {"desc", "result", "offsets", "barrier",
+                       "pred=", "cache_modifier=", "eviction_policy=", "multicast_targets="});
+    ir::Value* d = requireDescriptor(a.get("desc"), a.loc("desc"), fn + "'s desc");
+    ir::Value* buf = oneBuffer(a, "result");
+    ir::Value* bar = oneBarrier(a, "barrier");
+    if (buf->type().shape != d->type().shape || buf->type().elem != d->type().elem)
+      raiseError(a.loc("result"), fn + ": the buffer " + buf->type().str() +
+                                      " does not match the descriptor's block " + d->type().str());
+    const Val& offs = a.get("offsets");
+    if (offs.kind != Val::Kind::Tuple || offs.elts.size() != d->type().shape.size())
+      raiseError(a.loc("offsets"), fn + " needs " + std::to_string(d->type().shape.size()) +
+                                       " offsets, one per dimension of " + d->type().str());
+    std::vector<ir::Value*> ops{d, buf, bar};
+    for (const Val& o : offs.elts)
+      ops.push_back(requireScalarI32(o, a.loc("offsets"), "an offset"));
+    int64_t hasPred = predicate(a, ops);
+    int64_t mask = 0;
+    if (a.has("multicast_targets"))
+      for (const Val& t : a.get("multicast_targets").elts) {
+        int64_t r = constInt(t, a.loc("multicast_targets"), "a multicast target CTA rank");
+        if (r < 0 || r > 15)
+          raiseError(a.loc("multicast_targets"), "multicast CTA ranks run from 0 to 15");
+        mask |= int64_t(1) << r;
+      }
+    std::vector<ir::NamedAttr> attrs = {{"has_pred", hasPred}, {"multicast_mask", mask}};
+    const Val& cm = a.get("cache_modifier");
+    if (cm.kind == Val::Kind::String && !cm.s.empty())
+      attrs.push_back({"cache", cm.s[0] == '.' ? cm.s.substr(1) : cm.s});
+    const Val& ev = a.get("eviction_policy");
+    if (ev.kind == Val::Kind::String && !ev.s.empty()) attrs.push_back({"evict", ev.s});
+    b.create(OpCode::AsyncDescLoad, ops, {}, attrs);
+    return Val::none();
+  }
+  if (name == "async_descriptor_store") {
+    BoundArgs a(call, {"desc", "source", "offsets"});
+    ir::Value* d = requireDescriptor(a.get("desc"), a.loc("desc"), fn + "'s desc");
+    ir::Value* buf = oneBuffer(a, "source");
+    if (buf->type().shape != d->type().shape || buf->type().elem != d->type().elem)
+      raiseError(a.loc("source"), fn + ": the buffer " + buf->type().str() +
+                                      " does not match the descriptor's block " + d->type().str());
+    const Val& offs = a.get("offsets");
+    if (offs.kind != Val::Kind::Tuple || offs.elts.size() != d->type().shape.size())
+      raiseError(a.loc("offsets"), fn + " needs one offset per dimension of " + d->type().str());
+    std::vector<ir::Value*> ops{d, buf};
+    for (const Val& o : offs.elts)
+      ops.push_back(requireScalarI32(o, a.loc("offsets"), "an offset"));
+    b.create(OpCode::AsyncDescStore, ops, {});
+    return Val::none();
+  }
+  if (name == "async_descriptor_store_wait" || name == "async_load_wait_group") {
+    BoundArgs a = name == "async_load_wait_group" ? BoundArgs(call, {"pendings=", "tokens="})
+                                                  : BoundArgs(call, {"pendings="});
+    int64_t p = a.has("pendings")
+                    ? constInt(a.get("pendings"), a.loc("pendings"), "pendings", a.expr("pendings"))
+                    : 0;
+    if (p < 0) raiseError(a.loc("pendings"), "pendings must be >= 0");
+    b.create(name == "async_load_wait_group" ? OpCode::AsyncWaitGroup : OpCode::AsyncDescStoreWait,
+             {}, {}, {{"pendings", p}});
+    return Val::none();
+  }
+  if (name == "async_load") {
+    BoundArgs a(call, {"src", "result", "mask=", "other="});
+    const Val& src = a.get("src");
+    if (!src.isRuntime() || !src.type().isPointer())
+      raiseError(a.loc("src"),
+                 "tlx.async_load's src must be a tensor of pointers, got " + kindName(src));
+    ir::Value* buf = oneBuffer(a, "result");
+    if (buf->type().elem != src.type().elem)
+      raiseError(a.loc("result"), "tlx.async_load: the buffer " + buf->type().str() +
+                                      " does not hold the pointee type " + src.type().str());
+    std::vector<int64_t> shape = buf->type().shape;
+    ir::Value* ptr = broadcastTo(src.v, shape, a.loc("src"));
+    std::vector<ir::Value*> ops{ptr, buf};
+    int64_t hasMask = 0, hasOther = 0;
+    if (a.has("mask")) {
+      ops.push_back(broadcastTo(
+          toI1(requireTensorOrScalar(a.get("mask"), a.loc("mask"), "mask"), loc), shape, loc));
+      hasMask = 1;
+    }
+    if (a.has("other")) {
+      if (!hasMask) raiseError(a.loc("other"), "tlx.async_load's 'other' needs a 'mask'");
+      const Val& o = a.get("other");
+      ops.push_back(o.isNumber()
+                        ? constant(o, ir::Type::tensor(buf->type().elem, shape))
+                        : broadcastTo(cast(requireTensorOrScalar(o, a.loc("other"), "other"),
+                                           buf->type().elem, loc),
+                                      shape, loc));
+      hasOther = 1;
+    }
+    return Val::runtime(b.create1(OpCode::AsyncLoad, ops, ir::Type::token(),
+                                  {{"has_mask", hasMask}, {"has_other", hasOther}}));
+  }
+  if (name == "async_load_commit_group") {
+    BoundArgs a(call, {"tokens="});
+    return Val::runtime(b.create1(OpCode::AsyncCommitGroup, {}, ir::Type::token()));
+  }
+  if (name == "async_dot") {
+    BoundArgs a(call, {"A", "B", "acc=", "use_acc=", "pred=", "mBarriers=", "two_ctas=",
+                       "force_async=", "input_precision=", "out_dtype="});
+    const Val& av = a.get("A");
+    if (!av.isRuntime() || !(av.type().kind == ir::TypeKind::Buffer || av.type().isTensor()))
+      raiseError(a.loc("A"), "tlx.async_dot's A must be a shared-memory buffer or a register "
+                             "tensor, got " +
+                                 kindName(av));
+    ir::Value* A = av.type().kind == ir::TypeKind::Buffer ? oneBuffer(a, "A") : av.v;
+    ir::Value* B = oneBuffer(a, "B");
+    const auto &sa = A->type().shape, &sb = B->type().shape;
+    if (sa.size() != 2 || sb.size() != 2)
+      raiseError(loc, "tlx.async_dot needs 2-D operands, got " + A->type().str() + " and " +
+                          B->type().str());
+    if (sa[1] != sb[0])
+      raiseError(loc, "tlx.async_dot shape mismatch: A is " + dims(sa) + " and B is " + dims(sb) +
+                          " (A's K = " + std::to_string(sa[1]) +
+                          " must equal B's K = " + std::to_string(sb[0]) + ")");
+    if (A->type().elem != B->type().elem)
+      raiseError(loc, "tlx.async_dot operands must have one dtype, got " + A->type().str() +
+                          " and " + B->type().str());
+    if (a.has("mBarriers") && !a.get("mBarriers").elts.empty())
+      raiseError(a.loc("mBarriers"), "tlx.async_dot's mBarriers (Blackwell completion barriers) "
+                                     "are not supported yet");
+    if (a.has("two_ctas") && constBool(a.get("two_ctas"), a.loc("two_ctas"), "two_ctas"))
+      raiseError(a.loc("two_ctas"), "two-CTA MMA is not supported yet");
+    DType out = a.has("out_dtype") ? constDType(a.get("out_dtype"), a.loc("out_dtype"), "out_dtype")
+                                   : (ir::isInt(A->type().elem) ? DType::I32 : DType::F32);
+    std::vector<int64_t> outShape = {sa[0], sb[1]};
+    ir::Value* acc;
+    if (a.has("acc")) {
+      acc = requireTensorOrScalar(a.get("acc"), a.loc("acc"), "tlx.async_dot's acc");
+      if (acc->type().shape != outShape)
+        raiseError(a.loc("acc"), "tlx.async_dot's acc is " + acc->type().str() + " but A @ B is " +
+                                     dims(outShape));
+      out = acc->type().elem;
+    } else {
+      acc = constant(Val::integer(0), ir::Type::tensor(out, outShape));
+    }
+    std::vector<ir::Value*> ops{A, B, acc};
+    int64_t hasUseAcc = 0;
+    if (a.has("use_acc")) {
+      const Val& u = a.get("use_acc");
+      ops.push_back(u.isConstexpr()
+                        ? toRuntime(Val::boolean(truthy(u)), a.loc("use_acc"), DType::I1)
+                        : toI1(requireTensorOrScalar(u, a.loc("use_acc"), "use_acc"), loc));
+      hasUseAcc = 1;
+    }
+    int64_t hasPred = predicate(a, ops);
+    std::vector<ir::NamedAttr> attrs = {{"has_use_acc", hasUseAcc}, {"has_pred", hasPred}};
+    if (a.has("input_precision") && a.get("input_precision").kind == Val::Kind::String)
+      attrs.push_back({"input_precision", a.get("input_precision").s});
+    return Val::runtime(b.create1(OpCode::AsyncDot, ops, acc->type(), attrs));
+  }
+  if (name == "async_dot_wait") {
+    BoundArgs a(call, {"pendings", "inp"});
+    int64_t p = constInt(a.get("pendings"), a.loc("pendings"), "pendings", a.expr("pendings"));
+    const Val& inp = a.get("inp");
+    std::vector<ir::Value*> vals;
+    bool isTuple = inp.kind == Val::Kind::Tuple;
+    for (const Val& v : isTuple ? inp.elts : std::vector<Val>{inp})
+      vals.push_back(requireTensorOrScalar(v, a.loc("inp"), "tlx.async_dot_wait's value"));
+    std::vector<ir::Type> types;
+    for (ir::Value* v : vals) types.push_back(v->type());
+    ir::Op* op = b.create(OpCode::AsyncDotWait, vals, types, {{"pendings", p}});
+    std::vector<Val> outs;
+    for (unsigned i = 0; i < op->numResults(); ++i) outs.push_back(Val::runtime(op->result(i)));
+    return isTuple ? Val::tuple(std::move(outs)) : outs[0];
+  }
+  if (name == "async_tasks" || name == "async_task")
+    raiseError(loc, fn + "(...) is used as a context: 'with " + fn + "(...):'");
+  if (name == "async_task_replica_id") {
+    BoundArgs a(call, {});
+    if (!replicaId)
+      raiseError(loc, "tlx.async_task_replica_id() is only meaningful inside "
+                      "'with tlx.async_task(...)'");
+    return Val::integer(*replicaId);
+  }
+  if (name == "thread_id") {
+    BoundArgs a(call, {"axis"});
+    int64_t axis = constInt(a.get("axis"), a.loc("axis"), "tlx.thread_id's axis", a.expr("axis"));
+    if (axis < 0 || axis > 2) raiseError(a.loc("axis"), "tlx.thread_id's axis must be 0, 1 or 2");
+    return Val::runtime(
+        b.create1(OpCode::ThreadId, {}, ir::Type::scalar(DType::I32), {{"axis", axis}}));
+  }
+  if (name == "clock64") {
+    BoundArgs a(call, {});
+    return Val::runtime(b.create1(OpCode::Clock64, {}, ir::Type::scalar(DType::I64)));
+  }
+  if (name == "cluster_cta_rank") {
+    BoundArgs a(call, {});
+    return Val::runtime(b.create1(OpCode::ClusterCtaRank, {}, ir::Type::scalar(DType::I32)));
+  }
+  if (name == "cluster_size_1d") {
+    BoundArgs a(call, {});
+    return Val::runtime(b.create1(OpCode::ClusterSize, {}, ir::Type::scalar(DType::I32)));
+  }
+  if (name == "dtype_of") {
+    BoundArgs a(call, {"v"});
+    const Val& v = a.get("v");
+    if (!v.isRuntime())
+      raiseError(a.loc("v"),
+                 "tlx.dtype_of needs a tensor, pointer, buffer or descriptor, got " + kindName(v));
+    return Val::dtypeOf(v.type().elem);
+  }
+  if (name == "size_of") {
+    BoundArgs a(call, {"dtype"});
+    const Val& d = a.get("dtype");
+    if (d.kind == Val::Kind::DType)
+      return Val::integer(d.dtypeIsPointer ? 8 : ir::byteWidth(d.dtype));
+    raiseError(a.loc("dtype"), "tlx.size_of needs a dtype such as tl.float16, got " + describe(d));
+  }
+  if (name == "vote_ballot_sync") {
+    BoundArgs a(call, {"mask", "pred"});
+    ir::Value* m = requireScalarI32(a.get("mask"), a.loc("mask"), "the lane mask");
+    ir::Value* p = toI1(requireTensorOrScalar(a.get("pred"), a.loc("pred"), "pred"), loc);
+    return Val::runtime(b.create1(OpCode::VoteBallot, {m, p}, ir::Type::scalar(DType::I32)));
+  }
+  unknownMember("tlx", name, loc);
+}
+
+} // namespace ww::specialize

@@ -1,0 +1,144 @@
+// The specializer's value model: what a kernel-language expression evaluates to at compile time.
+// Either a compile-time value (constexpr number, dtype, tuple, function, namespace) or a Tile IR
+// value.
+#pragma once
+
+#include "frontend/Ast.h"
+#include "ir/IR.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ww::specialize {
+
+struct FunctionRef {
+  const ast::FunctionDef* def = nullptr;
+  size_t module = 0; // index into SpecializeInput::modules
+};
+
+/// One value in the specializer. Constexpr kinds fold at compile time; Runtime wraps an IR value.
+struct Val {
+  enum class Kind {
+    None,
+    Bool,
+    Int,
+    Float,
+    String,
+    DType,     // tl.float16 ...; `dtypeIsPointer` for tl.pointer_type(...)
+    Tuple,     // (a, b): elements in `elts`
+    Runtime,   // an IR value (number, pointer, tensor, buffer, barrier, descriptor, token)
+    Function,  // a @jit function (or a plain def, rejected when called)
+    Namespace, // tl, tlx, math, ww, tlx.storage_kind, an imported helper module
+    Builtin,   // a named builtin callable: "tl.arange", "range", "min"
+    Method,    // `receiver.name`, bound to its receiver (elts[0])
+    Enum,      // tlx.storage_kind.smem -> "smem"
+    Slice,     // `:` inside a subscript
+  };
+
+  Kind kind = Kind::None;
+  bool b = false;
+  int64_t i = 0;
+  double f = 0;
+  std::string s; // String, Namespace path, Builtin / Method name, Enum value
+  ir::DType dtype = ir::DType::I32;
+  bool dtypeIsPointer = false;
+  std::vector<Val> elts;
+  ir::Value* v = nullptr;
+  FunctionRef fn;
+
+  static Val none() { return {}; }
+  static Val boolean(bool x) {
+    Val r;
+    r.kind = Kind::Bool;
+    r.b = x;
+    return r;
+  }
+  static Val integer(int64_t x) {
+    Val r;
+    r.kind = Kind::Int;
+    r.i = x;
+    return r;
+  }
+  static Val real(double x) {
+    Val r;
+    r.kind = Kind::Float;
+    r.f = x;
+    return r;
+  }
+  static Val string(std::string x) {
+    Val r;
+    r.kind = Kind::String;
+    r.s = std::move(x);
+    return r;
+  }
+  static Val dtypeOf(ir::DType t, bool pointer = false) {
+    Val r;
+    r.kind = Kind::DType;
+    r.dtype = t;
+    r.dtypeIsPointer = pointer;
+    return r;
+  }
+  static Val tuple(std::vector<Val> e) {
+    Val r;
+    r.kind = Kind::Tuple;
+    r.elts = std::move(e);
+    return r;
+  }
+  static Val runtime(ir::Value* x) {
+    Val r;
+    r.kind = Kind::Runtime;
+    r.v = x;
+    return r;
+  }
+  static Val function(FunctionRef f) {
+    Val r;
+    r.kind = Kind::Function;
+    r.fn = f;
+    return r;
+  }
+  static Val ns(std::string path) {
+    Val r;
+    r.kind = Kind::Namespace;
+    r.s = std::move(path);
+    return r;
+  }
+  static Val builtin(std::string name) {
+    Val r;
+    r.kind = Kind::Builtin;
+    r.s = std::move(name);
+    return r;
+  }
+  static Val method(Val receiver, std::string name) {
+    Val r;
+    r.kind = Kind::Method;
+    r.s = std::move(name);
+    r.elts.push_back(std::move(receiver));
+    return r;
+  }
+  static Val enumValue(std::string x) {
+    Val r;
+    r.kind = Kind::Enum;
+    r.s = std::move(x);
+    return r;
+  }
+
+  bool isRuntime() const { return kind == Kind::Runtime; }
+  bool isNone() const { return kind == Kind::None; }
+  bool isNumber() const { return kind == Kind::Bool || kind == Kind::Int || kind == Kind::Float; }
+  bool isIntLike() const { return kind == Kind::Bool || kind == Kind::Int; }
+  /// A compile-time value: everything except Runtime (tuples when all elements are).
+  bool isConstexpr() const;
+  const ir::Type& type() const { return v->type(); }
+};
+
+/// Python's truth value of a constexpr; throws std::logic_error for runtime values.
+bool truthy(const Val& v);
+/// Python equality of two constexprs.
+bool constexprEqual(const Val& a, const Val& b);
+/// How the value reads in messages: `1024`, `tl.float16`, `tensor<128xfp32>`, `(1, 2)`.
+std::string describe(const Val& v);
+/// The kind name used in "expected X, got Y" messages: "int", "tensor<...>", "a tuple", ...
+std::string kindName(const Val& v);
+
+} // namespace ww::specialize
