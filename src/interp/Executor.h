@@ -25,6 +25,7 @@ struct PendingDot {
   BufferView b;
   RtValue acc; // a tensor or an earlier pending dot of the same agent
   bool useAcc = true;
+  std::string precision; // input_precision; empty: tf32 for fp32 operands, as wgmma reads them
   ir::Type resultType;
   TensorPtr result; // set on completion
 };

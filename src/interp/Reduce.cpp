@@ -37,27 +37,50 @@ AxisSplit splitAt(const std::vector<int64_t>& shape, int64_t axis) {
   return s;
 }
 
-/// Built-in sum / max / min over the axis, or the inclusive scan of it, in x's element type.
+/// Built-in sum / prod / max / min over the axis, or the inclusive scan of it, in x's element type.
 template <typename E>
 void foldBuiltin(const std::string& kind, const Tensor& x, Tensor& out, const AxisSplit& s,
                  bool scan, bool reverse) {
   using C = typename E::C;
   const auto* px = x.data<typename E::S>();
   auto* po = out.data<typename E::S>();
-  auto step = [&](C acc, C v) -> C {
-    if (kind == "sum") {
+  enum { Sum, Prod, Max, Min } k;
+  if (kind == "sum")
+    k = Sum;
+  else if (kind == "prod")
+    k = Prod;
+  else if (kind == "max")
+    k = Max;
+  else if (kind == "min")
+    k = Min;
+  else
+    throw std::logic_error("reduce: unknown kind '" + kind + "'");
+  // Every step rounds (or wraps) to the element type, as the GPU's combine does.
+  auto step = [k](C acc, C v) -> C {
+    switch (k) {
+    case Sum:
       if constexpr (E::isFloat)
         return E::load(E::store(acc + v));
       else
         return E::load(E::store(C(uint64_t(acc) + uint64_t(v))));
+    case Prod:
+      if constexpr (E::isFloat)
+        return E::load(E::store(acc * v));
+      else
+        return E::load(E::store(C(uint64_t(acc) * uint64_t(v))));
+    case Max:
+      if constexpr (E::isFloat)
+        return floatMax(acc, v, false);
+      else
+        return std::max(acc, v);
+    case Min:
+      if constexpr (E::isFloat)
+        return floatMin(acc, v, false);
+      else
+        return std::min(acc, v);
     }
-    if constexpr (E::isFloat)
-      return kind == "max" ? floatMax(acc, v, false) : floatMin(acc, v, false);
-    else
-      return kind == "max" ? std::max(acc, v) : std::min(acc, v);
+    return acc;
   };
-  if (kind != "sum" && kind != "max" && kind != "min")
-    throw std::logic_error("reduce: unknown kind '" + kind + "'");
   for (int64_t o = 0; o < s.outer; ++o)
     for (int64_t i = 0; i < s.inner; ++i) {
       if (s.length == 0) continue;

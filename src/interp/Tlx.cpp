@@ -150,9 +150,10 @@ void Executor::completeDot(PendingDot& d) {
       acc = (*p)->result;
     }
   }
-  // wgmma reads fp32 operands as tf32.
-  d.result =
-      computeDot(*a, *b, acc.get(), a->elem == ir::DType::F32 ? "tf32" : "ieee", d.resultType);
+  // wgmma reads fp32 operands as tf32 unless the kernel asked otherwise.
+  std::string precision = d.precision;
+  if (precision.empty()) precision = a->elem == ir::DType::F32 ? "tf32" : "ieee";
+  d.result = computeDot(*a, *b, acc.get(), precision, d.resultType);
 }
 
 void Executor::completeDotsDownTo(size_t pendings) {
@@ -434,9 +435,12 @@ void Executor::execTlx(const ir::Op& op) {
   // ---- tensor cores ----
   case OpCode::AsyncDot: {
     RtValue acc = slot(op.operand(2));
-    bool useAcc = true;
-    if (op.numOperands() > 3) useAcc = readScalar(*tensor(op, 3), 0).i != 0;
-    if (op.numOperands() > 4 && readScalar(*tensor(op, 4), 0).i == 0) {
+    // Optional operands: use_acc then pred, each present when its has_ attribute says so
+    // (IR without the attributes lists them positionally).
+    bool hasUseAcc = op.intAttr("has_use_acc", op.numOperands() > 3);
+    bool hasPred = op.intAttr("has_pred", op.numOperands() > 4);
+    bool useAcc = !hasUseAcc || readScalar(*tensor(op, 3), 0).i != 0;
+    if (hasPred && readScalar(*tensor(op, hasUseAcc ? 4 : 3), 0).i == 0) {
       set(op.result(), acc); // predicated off: the accumulator passes through
       return;
     }
@@ -446,6 +450,7 @@ void Executor::execTlx(const ir::Op& op) {
     if (std::holds_alternative<PendingDotPtr>(d->a)) d->a = tensorOf(op, op.operand(0));
     d->b = buffer(op, 1);
     d->useAcc = useAcc;
+    d->precision = op.strAttr("input_precision");
     d->resultType = op.result()->type();
     if (auto* accBuf = std::get_if<BufferView>(&acc)) {
       // Accumulator in TMEM (Blackwell): the dot updates the buffer in place, at issue.
@@ -509,13 +514,26 @@ void Executor::execAsyncTasks(const ir::Op& op) {
   int taskIndex = 0;
   for (const auto& taskOp : op.region(0)->ops()) {
     if (taskOp->code() != OpCode::AsyncTask) continue;
+    if (taskOp->numRegions() != 1) throw std::logic_error("async_task without its region");
     bool isDefault = taskOp->intAttr("default") != 0;
-    int64_t replicas = std::max<int64_t>(1, taskOp->intAttr("replicate", 1));
+    int64_t replicate = std::max<int64_t>(1, taskOp->intAttr("replicate", 1));
+    // The specializer emits one async_task per replica, numbered by [replica]; IR without that
+    // attribute is expanded here.
+    bool expanded = taskOp->hasAttr("replica");
+    int64_t firstReplica = expanded ? taskOp->intAttr("replica") : 0;
+    int64_t count = expanded ? 1 : replicate;
+    if (firstReplica == 0 && !isDefault) ++taskIndex;
     std::string name = taskOp->strAttr("name");
-    if (name.empty()) name = isDefault ? "default" : "task " + std::to_string(taskIndex);
-    for (int64_t r = 0; r < replicas; ++r) {
+    std::string label;
+    if (!name.empty() && name != "task" && name != "default")
+      label = "task '" + name + "'";
+    else if (isDefault)
+      label = "default task";
+    else
+      label = "async task " + std::to_string(taskIndex);
+    for (int64_t r = firstReplica; r < firstReplica + count; ++r) {
       auto a = std::make_unique<Agent>();
-      a->label = "task '" + name + "'" + (replicas > 1 ? " replica " + std::to_string(r) : "");
+      a->label = label + (replicate > 1 ? " replica " + std::to_string(r) : "");
       a->numWarps = isDefault ? k_.fn->numWarps : int(taskOp->intAttr("num_warps", 4));
       a->replica = int(r);
       auto ex = std::make_unique<Executor>(k_, cta_, *a, env_);
@@ -525,7 +543,6 @@ void Executor::execAsyncTasks(const ir::Op& op) {
       agents.push_back(std::move(a));
       executors.push_back(std::move(ex));
     }
-    ++taskIndex;
   }
   std::vector<Agent*> raw;
   for (auto& a : agents) raw.push_back(a.get());

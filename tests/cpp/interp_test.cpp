@@ -1271,3 +1271,71 @@ TEST(InterpTasks, ErrorInsideATaskNamesTheTask) {
             std::string::npos)
       << err;
 }
+
+TEST(InterpReduce, CumprodScanWrapsInItsType) {
+  TestKernel k("cumprod");
+  Value* px = k.arg("x", Type::ptr(DType::I32));
+  Value* po = k.arg("out", Type::ptr(DType::I32));
+  Value* x = loadAll(k.b, px, 4);
+  storeAll(k.b, po,
+           k.b.create1(OpCode::Scan, {x}, x->type(),
+                       {{"axis", int64_t(0)}, {"kind", "prod"}, {"reverse", int64_t(0)}}));
+  k.b.ret();
+  std::vector<int32_t> xv{3, 65536, 65536, 7}, out(4);
+  k.run({1}, {buf(xv), buf(out)});
+  EXPECT_EQ(out, (std::vector<int32_t>{3, 196608, 0, 0})); // 3 * 2^32 wraps to 0
+}
+
+TEST(InterpTlx, AsyncDotPredicateAndUseAccFollowTheirAttributes) {
+  // async_dot(a, b, acc, pred=False) has pred at operand 3 (has_use_acc = 0): the accumulator
+  // passes through untouched. use_acc=False ignores the accumulator.
+  TestKernel k("wgmma_pred");
+  Value* po = k.arg("out", Type::ptr(DType::F32));
+  Builder& b = k.b;
+  Value* as =
+      view(b, b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F16, {16, 16}, 1)), b.i32(0));
+  Value* bs =
+      view(b, b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F16, {16, 8}, 1)), b.i32(0));
+  Value* one = b.constFloat(1.0, Type::scalar(DType::F16));
+  b.create(OpCode::LocalStore, {as, b.splat(one, {16, 16})}, {});
+  b.create(OpCode::LocalStore, {bs, b.splat(one, {16, 8})}, {});
+  Type accT = Type::tensor(DType::F32, {16, 8});
+  Value* acc = b.splat(b.constFloat(5.0, Type::scalar(DType::F32)), {16, 8});
+  Value* f = b.constInt(0, Type::scalar(DType::I1));
+  Value* off = b.create1(OpCode::AsyncDot, {as, bs, acc, f}, accT,
+                         {{"has_use_acc", int64_t(0)}, {"has_pred", int64_t(1)}});
+  Value* fresh = b.create1(OpCode::AsyncDot, {as, bs, acc, f}, accT,
+                           {{"has_use_acc", int64_t(1)}, {"has_pred", int64_t(0)}});
+  Op* wait = b.create(OpCode::AsyncDotWait, {off, fresh}, {accT, accT}, {{"pendings", int64_t(0)}});
+  storeAll(b, po,
+           b.create1(OpCode::Cat,
+                     {reshape(b, wait->result(0), {128}), reshape(b, wait->result(1), {128})},
+                     Type::tensor(DType::F32, {256})));
+  b.ret();
+  std::vector<float> out(256);
+  k.run({1}, {buf(out)});
+  for (int i = 0; i < 128; ++i) EXPECT_EQ(out[i], 5.0f) << i;
+  for (int i = 128; i < 256; ++i) EXPECT_EQ(out[i], 16.0f) << i;
+}
+
+TEST(InterpTasks, ExpandedReplicasRunOncePerOp) {
+  // The specializer emits one async_task per replica with [replicate, replica]; each op is one
+  // agent.
+  TestKernel k("replicas");
+  Value* pids = k.arg("ids", Type::ptr(DType::I32));
+  Op* tasks = k.b.create(OpCode::AsyncTasks, {}, {});
+  Builder tb(tasks->addRegion());
+  tb.create(OpCode::AsyncTask, {}, {}, {{"default", int64_t(1)}})->addRegion();
+  for (int64_t r = 0; r < 2; ++r) {
+    Op* t = tb.create(OpCode::AsyncTask, {}, {},
+                      {{"num_warps", int64_t(4)}, {"replicate", int64_t(2)}, {"replica", r}});
+    Builder rb(t->addRegion());
+    Value* id = rb.create1(OpCode::ReplicaId, {}, Type::scalar(DType::I32));
+    rb.create(OpCode::AtomicRMW, {rb.addPtr(pids, id), rb.binary(OpCode::Add, id, rb.i32(1))},
+              {Type::scalar(DType::I32)}, {{"kind", "add"}});
+  }
+  k.b.ret();
+  std::vector<int32_t> ids(2, 0);
+  k.run({3}, {buf(ids)});
+  EXPECT_EQ(ids, (std::vector<int32_t>{3, 6}));
+}
