@@ -220,6 +220,28 @@ void AxisInfoAnalysis::visitOp(const ir::Op& op) {
     set(op.result(), r);
     return;
   }
+  case OpCode::Reshape: {
+    // Row-major reshape: runs along the last dim stay runs (cut to the new row length); the other
+    // dims only keep what holds for every element.
+    AxisInfo s = in(0), r = AxisInfo::unknown(rank);
+    if (op.operand(0)->type().shape.empty() || resultType.shape.empty()) break;
+    int last = s.rank() - 1;
+    int64_t newLast = resultType.shape.back();
+    r.contiguity[rank - 1] = std::min(s.contiguity[last], newLast);
+    r.divisibility[rank - 1] = divOnGrid(s, last, r.contiguity[rank - 1]);
+    r.constancy[rank - 1] = std::min(s.constancy[last], newLast);
+    bool anyContiguous = false;
+    for (int e = 0; e < s.rank(); ++e) anyContiguous |= s.contiguity[e] > 1;
+    int64_t everyElement =
+        anyContiguous ? 1 : *std::max_element(s.divisibility.begin(), s.divisibility.end());
+    for (int d = 0; d + 1 < rank; ++d) {
+      r.divisibility[d] = everyElement;
+      if (s.constantValue) r.constancy[d] = resultType.shape[d];
+    }
+    r.constantValue = s.constantValue;
+    set(op.result(), r);
+    return;
+  }
   case OpCode::Add:
   case OpCode::Sub:
   case OpCode::AddPtr: {

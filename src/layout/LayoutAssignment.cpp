@@ -252,15 +252,34 @@ private:
   // backward walk: preferences
   // ---------------------------------------------------------------------------------------
 
-  void prefer(const ir::Value* v, const LinearLayout& l) {
-    if (!isTensor(v) || pref_.count(v)) return;
-    if (layoutShape(l) != v->type().shape) return;
-    pref_.emplace(v, l);
+  /// How strongly a consumer wants a layout. An MMA accumulator is costly to convert (and sits
+  /// in a loop), a memory access only once: a dot's wish overrides a load's or store's.
+  enum Priority { kMemory = 1, kMma = 2 };
+  struct Preference {
+    LinearLayout layout;
+    int priority = 0;
+  };
+
+  /// Records that a consumer wants `v` in `l`; an earlier wish of at least equal priority stays.
+  void prefer(const ir::Value* v, const LinearLayout& l, int priority) {
+    if (!isTensor(v) || layoutShape(l) != v->type().shape) return;
+    auto it = pref_.find(v);
+    if (it != pref_.end() && it->second.priority >= priority) return;
+    pref_[v] = Preference{l, priority};
+  }
+  /// Passes the wish on `from` to `to` (an operand feeding it without data movement).
+  void preferLike(const ir::Value* to, const ir::Value* from) {
+    auto it = pref_.find(from);
+    if (it != pref_.end()) prefer(to, it->second.layout, it->second.priority);
+  }
+  int priorityOf(const ir::Value* v) const {
+    auto it = pref_.find(v);
+    return it == pref_.end() ? 0 : it->second.priority;
   }
 
   const LinearLayout* preferred(const ir::Value* v) const {
     auto it = pref_.find(v);
-    return it == pref_.end() ? nullptr : &it->second;
+    return it == pref_.end() ? nullptr : &it->second.layout;
   }
 
   void preferBlock(const ir::Block& block) {
@@ -270,15 +289,16 @@ private:
   void preferOp(const ir::Op& op) {
     if (isMemoryAnchor(op)) {
       const LinearLayout& l = coalesced(op);
-      for (const ir::Value* v : op.operands()) prefer(v, l);
+      for (const ir::Value* v : op.operands()) prefer(v, l, kMemory);
       return;
     }
     switch (op.code()) {
     case OpCode::Dot:
-      prefer(op.operand(2), dotLayouts(op).acc);
+      prefer(op.operand(2), dotLayouts(op).acc, kMma);
       return;
     case OpCode::AsyncDot:
-      if (op.numOperands() > 2 && isTensor(op.result())) prefer(op.operand(2), dotLayouts(op).acc);
+      if (op.numOperands() > 2 && isTensor(op.result()))
+        prefer(op.operand(2), dotLayouts(op).acc, kMma);
       return;
     case OpCode::Broadcast:
       if (const LinearLayout* p = preferred(op.result()); p && isTensor(op.operand(0))) {
@@ -288,42 +308,47 @@ private:
           if (from[d] == 1 && collapsed.getOutDimSize(dimName(static_cast<int>(d))) != 1)
             collapsed =
                 expandDimsLayout(sliceLayout(collapsed, static_cast<int>(d)), static_cast<int>(d));
-        prefer(op.operand(0), collapsed);
+        prefer(op.operand(0), collapsed, priorityOf(op.result()));
       }
       return;
     case OpCode::ExpandDims:
       if (const LinearLayout* p = preferred(op.result()))
-        prefer(op.operand(0), sliceLayout(*p, static_cast<int>(op.intAttr("axis"))));
+        prefer(op.operand(0), sliceLayout(*p, static_cast<int>(op.intAttr("axis"))),
+               priorityOf(op.result()));
       return;
     case OpCode::Permute:
       if (const LinearLayout* p = preferred(op.result())) {
         std::vector<int64_t> order = op.intsAttr("order"), inverse(order.size());
         for (size_t i = 0; i < order.size(); ++i) inverse[order[i]] = static_cast<int64_t>(i);
-        prefer(op.operand(0), permuteLayout(*p, inverse));
+        prefer(op.operand(0), permuteLayout(*p, inverse), priorityOf(op.result()));
       }
+      return;
+    case OpCode::Reshape:
+      if (const LinearLayout* p = preferred(op.result()); p && isTensor(op.operand(0)))
+        prefer(op.operand(0), reshapeLayout(*p, op.operand(0)->type().shape),
+               priorityOf(op.result()));
       return;
     case OpCode::AsyncDotWait:
       for (unsigned i = 0; i < op.numResults() && i < op.numOperands(); ++i)
-        if (const LinearLayout* p = preferred(op.result(i))) prefer(op.operand(i), *p);
+        preferLike(op.operand(i), op.result(i));
       return;
     case OpCode::For: {
       const ir::Block& body = *op.region(0);
       const ir::Op* yield = body.terminator();
       unsigned numIters = op.numOperands() - 3;
       for (unsigned i = 0; i < numIters && i < op.numResults(); ++i)
-        if (const LinearLayout* p = preferred(op.result(i))) prefer(body.arg(i + 1), *p);
+        preferLike(body.arg(i + 1), op.result(i));
       for (unsigned i = 0; yield && i < numIters && i < yield->numOperands(); ++i)
-        if (const LinearLayout* p = preferred(body.arg(i + 1))) prefer(yield->operand(i), *p);
+        preferLike(yield->operand(i), body.arg(i + 1));
       preferBlock(body);
-      for (unsigned i = 0; i < numIters; ++i)
-        if (const LinearLayout* p = preferred(body.arg(i + 1))) prefer(op.operand(3 + i), *p);
+      for (unsigned i = 0; i < numIters; ++i) preferLike(op.operand(3 + i), body.arg(i + 1));
       return;
     }
     case OpCode::If:
       for (unsigned r = 0; r < op.numRegions(); ++r) {
         const ir::Op* yield = op.region(r)->terminator();
         for (unsigned i = 0; yield && i < op.numResults() && i < yield->numOperands(); ++i)
-          if (const LinearLayout* p = preferred(op.result(i))) prefer(yield->operand(i), *p);
+          preferLike(yield->operand(i), op.result(i));
         preferBlock(*op.region(r));
       }
       return;
@@ -331,9 +356,10 @@ private:
       break;
     }
     if (isElementwise(op.code())) {
-      if (const LinearLayout* p = op.numResults() ? preferred(op.result()) : nullptr)
+      if (op.numResults())
         for (const ir::Value* v : op.operands())
-          if (isTensor(v) && v->type().shape == op.result()->type().shape) prefer(v, *p);
+          if (isTensor(v) && v->type().shape == op.result()->type().shape)
+            preferLike(v, op.result());
       return;
     }
     for (unsigned r = 0; r < op.numRegions(); ++r) preferBlock(*op.region(r));
@@ -751,7 +777,7 @@ private:
   const ir::Function& fn_;
   const CompileOptions& options_;
   LayoutMap& map_;
-  std::unordered_map<const ir::Value*, LinearLayout> pref_;
+  std::unordered_map<const ir::Value*, Preference> pref_;
   std::unordered_map<const ir::Op*, LinearLayout> coalesced_;
   bool wgmmaStaging_ = false;
 };

@@ -22,6 +22,13 @@ using ir::OpCode;
 using ir::Type;
 using LL = LinearLayout;
 
+namespace ww::layout {
+// Readable gtest failure messages.
+void PrintTo(const LinearLayout& l, std::ostream* os) {
+  *os << "\n" << l.str();
+}
+} // namespace ww::layout
+
 namespace {
 
 /// Enumerates every input of `l` (in dim order, first dim fastest) and calls fn(ins, outs).
@@ -881,6 +888,159 @@ TEST(LayoutAssignment, SharedAllocationsAreAlignedAndResolveViews) {
   EXPECT_EQ(bufAlloc->layout, nvmmaSharedLayout({128, 64}, 2, 128));
   EXPECT_EQ(map.sharedAllocation(view), bufAlloc);
   EXPECT_EQ(map.sharedBytes(), bufAlloc->offset + 3 * 128 * 64 * 2);
+}
+
+} // namespace
+
+namespace {
+
+/// for k in range(0, 4): acc = dot(load(a), load(b), acc); then store(acc) — a K loop.
+TEST(LayoutAssignment, DotAccumulatorStaysInPlaceAcrossALoop) {
+  KernelBuilder k;
+  auto& b = k.b;
+  const int64_t M = 128, N = 64, K = 32;
+  ir::Value* ap = k.arg("a_ptr", Type::ptr(DType::BF16), 16);
+  ir::Value* bp = k.arg("b_ptr", Type::ptr(DType::BF16), 16);
+  ir::Value* cp = k.arg("c_ptr", Type::ptr(DType::F32), 16);
+  auto grid = [&](ir::Builder& bb, int64_t R, int64_t C) {
+    ir::Value* r = bb.create1(OpCode::ExpandDims, {bb.arange(0, R)},
+                              Type::tensor(DType::I32, {R, 1}), {{"axis", int64_t(1)}});
+    ir::Value* rr =
+        bb.create1(OpCode::Broadcast, {bb.binary(OpCode::Mul, r, bb.splat(bb.i32(C), {R, 1}))},
+                   Type::tensor(DType::I32, {R, C}));
+    ir::Value* c = bb.create1(OpCode::ExpandDims, {bb.arange(0, C)},
+                              Type::tensor(DType::I32, {1, C}), {{"axis", int64_t(0)}});
+    return bb.binary(OpCode::Add, rr,
+                     bb.create1(OpCode::Broadcast, {c}, Type::tensor(DType::I32, {R, C})));
+  };
+  ir::Value* zero = b.constFloat(0.0, Type::tensor(DType::F32, {M, N}));
+  ir::Op* loop = b.create(OpCode::For, {b.i32(0), b.i32(4), b.i32(1), zero},
+                          {Type::tensor(DType::F32, {M, N})});
+  ir::Block* body = loop->addRegion();
+  body->addArg(Type::scalar(DType::I32), "k");
+  ir::Value* acc = body->addArg(Type::tensor(DType::F32, {M, N}), "acc");
+  ir::Builder in(body);
+  ir::Value* a = in.load(in.addPtr(in.splat(ap, {M, K}), grid(in, M, K)));
+  ir::Value* bt = in.load(in.addPtr(in.splat(bp, {K, N}), grid(in, K, N)));
+  ir::Value* next = in.create1(OpCode::Dot, {a, bt, acc}, acc->type());
+  in.create(OpCode::Yield, {next}, {});
+  b.store(b.addPtr(b.splat(cp, {M, N}), grid(b, M, N)), loop->result(0));
+  b.ret();
+
+  for (Target target : {Target::SM90a, Target::SM80}) {
+    CompileOptions opts;
+    opts.target = target;
+    opts.numWarps = 4;
+    LayoutMap map = assignLayouts(k.fn, opts);
+    const DotLayouts* dl = map.dot(*next->def());
+    ASSERT_NE(dl, nullptr);
+    EXPECT_EQ(dl->kind, target == Target::SM90a ? MmaKind::Wgmma : MmaKind::MmaSync);
+    EXPECT_EQ(map.layout(zero), dl->acc);
+    EXPECT_EQ(map.layout(acc), dl->acc);
+    EXPECT_EQ(map.layout(loop->result(0)), dl->acc);
+    EXPECT_FALSE(map.needsConversion(*loop, 3));
+    EXPECT_FALSE(map.needsConversion(*next->def(), 2));
+    EXPECT_FALSE(map.needsConversion(*body->terminator(), 0));
+    // Only the epilogue store converts the accumulator.
+    int accConversions = 0;
+    for (const Conversion& c : map.conversions())
+      if (c.value == loop->result(0)) ++accConversions;
+    EXPECT_EQ(accConversions, 1);
+  }
+}
+
+TEST(LayoutAssignment, FullReductionToAScalarNeedsOnePartialPerWarp) {
+  KernelBuilder k;
+  auto& b = k.b;
+  ir::Value* xp = k.arg("x_ptr", Type::ptr(DType::F32), 16);
+  ir::Value* x = b.load(b.addPtr(b.splat(xp, {2048}), b.arange(0, 2048)));
+  ir::Value* total = b.create1(OpCode::Reduce, {x}, Type::scalar(DType::F32),
+                               {{"axis", int64_t(0)}, {"kind", std::string("sum")}});
+  ir::Value* scan =
+      b.create1(OpCode::Scan, {x}, x->type(), {{"axis", int64_t(0)}, {"kind", std::string("sum")}});
+  b.ret();
+  CompileOptions opts;
+  opts.numWarps = 8;
+  LayoutMap map = assignLayouts(k.fn, opts);
+  EXPECT_FALSE(map.hasLayout(total));
+  EXPECT_EQ(map.scratchBytesFor(*total->def()), 8 * 4 / 16 * 16 + 16 * ((8 * 4) % 16 != 0));
+  EXPECT_EQ(map.layout(scan), map.layout(x));
+  EXPECT_GT(map.scratchBytesFor(*scan->def()), 0);
+  EXPECT_THROW(map.layout(total), std::logic_error);
+}
+
+TEST(LayoutAssignment, ShapeOpsMoveNoData) {
+  KernelBuilder k;
+  auto& b = k.b;
+  ir::Value* xp = k.arg("x_ptr", Type::ptr(DType::F16), 16);
+  ir::Value* idx =
+      b.create1(OpCode::Reshape, {b.arange(0, 64 * 32)}, Type::tensor(DType::I32, {64, 32}));
+  ir::Value* x = b.load(b.addPtr(b.splat(xp, {64, 32}), idx));
+  ir::Value* t = b.create1(OpCode::Permute, {x}, Type::tensor(DType::F16, {32, 64}),
+                           {{"order", std::vector<int64_t>{1, 0}}});
+  ir::Value* j = b.create1(OpCode::Join, {x, x}, Type::tensor(DType::F16, {64, 32, 2}));
+  ir::Op* split = b.create(OpCode::Split, {j}, {x->type(), x->type()});
+  ir::Value* r = b.create1(OpCode::Reshape, {x}, Type::tensor(DType::F16, {2048}));
+  b.ret();
+  LayoutMap map = assignLayouts(k.fn, CompileOptions{});
+  const LL& lx = map.layout(x);
+  // Every shape op's result holds, in each register, the element its operand held there.
+  auto sameData = [&](const LL& from, const LL& to, auto coordMap) {
+    forEachInput(from, [&](const std::vector<int32_t>& in, const std::vector<int32_t>& out) {
+      EXPECT_EQ(to.apply(in), coordMap(out));
+    });
+  };
+  sameData(lx, map.layout(t), [](auto c) { return std::vector<int32_t>{c[1], c[0]}; });
+  sameData(lx, map.layout(r), [](auto c) { return std::vector<int32_t>{c[0] * 32 + c[1]}; });
+  EXPECT_EQ(map.layout(split->result(0)), lx);
+  EXPECT_EQ(map.layout(split->result(1)), lx);
+  EXPECT_EQ(map.layout(j).getInDimSize(kRegister), 2 * lx.getInDimSize(kRegister));
+  EXPECT_TRUE(map.conversions().empty()) << map.str(k.fn);
+}
+
+TEST(LayoutAssignment, TransposedStoreIsConvertedThroughSharedMemory) {
+  KernelBuilder k;
+  auto& b = k.b;
+  ir::Value* xp = k.arg("x_ptr", Type::ptr(DType::F32), 16);
+  ir::Value* yp = k.arg("y_ptr", Type::ptr(DType::F32), 16);
+  auto grid = [&]() {
+    return b.create1(OpCode::Reshape, {b.arange(0, 64 * 64)}, Type::tensor(DType::I32, {64, 64}));
+  };
+  ir::Value* x = b.load(b.addPtr(b.splat(xp, {64, 64}), grid()));
+  ir::Value* t =
+      b.create1(OpCode::Permute, {x}, x->type(), {{"order", std::vector<int64_t>{1, 0}}});
+  b.store(b.addPtr(b.splat(yp, {64, 64}), grid()), t);
+  ir::Op* store = k.fn.body.ops().back().get();
+  b.ret();
+  LayoutMap map = assignLayouts(k.fn, CompileOptions{});
+  ASSERT_TRUE(map.needsConversion(*store, 1)) << map.str(k.fn);
+  const Conversion& c = map.conversions().at(0);
+  EXPECT_EQ(c.kind, ConversionKind::SharedMemory);
+  EXPECT_EQ(c.dst, map.operandLayout(*store, 0));
+  EXPECT_EQ(map.scratchBytesFor(*store), 64 * 64 * 4);
+  EXPECT_EQ(map.vectorElems(*store), 4);
+  // A swizzle for that conversion keeps both sides conflict-free.
+  LL smem = conversionSharedLayout(c.src, c.dst, 4);
+  EXPECT_EQ(sharedAccessWavefronts(c.dst, smem, 4, 4), 4);
+  EXPECT_LE(sharedAccessWavefronts(c.src, smem, 4, 1), 2);
+}
+
+TEST(LayoutAssignment, IfResultsShareOneLayout) {
+  KernelBuilder k;
+  auto& b = k.b;
+  ir::Value* xp = k.arg("x_ptr", Type::ptr(DType::F32), 16);
+  ir::Value* flag = k.arg("flag", Type::scalar(DType::I1), 1);
+  ir::Value* x = b.load(b.addPtr(b.splat(xp, {256}), b.arange(0, 256)));
+  ir::Op* branch = b.create(OpCode::If, {flag}, {x->type()});
+  ir::Builder thenB(branch->addRegion());
+  thenB.create(OpCode::Yield, {thenB.binary(OpCode::Add, x, x)}, {});
+  ir::Builder elseB(branch->addRegion());
+  elseB.create(OpCode::Yield, {elseB.constFloat(1.0, x->type())}, {});
+  b.store(b.addPtr(b.splat(xp, {256}), b.arange(0, 256)), branch->result(0));
+  b.ret();
+  LayoutMap map = assignLayouts(k.fn, CompileOptions{});
+  EXPECT_EQ(map.layout(branch->result(0)), map.layout(x));
+  EXPECT_TRUE(map.conversions().empty()) << map.str(k.fn);
 }
 
 } // namespace
