@@ -89,7 +89,10 @@ public:
       std::string inner(static_cast<size_t>(indent + 1) * 2, ' ');
       if (!f.decorators.empty()) {
         std::string d = inner + "(decorators";
-        for (const ExprPtr& e : f.decorators) d += " " + dump(*e);
+        for (const ExprPtr& e : f.decorators) {
+          d += ' ';
+          d += dump(*e);
+        }
         lines.push_back(d + ")");
       }
       if (f.returns) lines.push_back(inner + "(returns " + dump(*f.returns) + ")");
@@ -100,7 +103,10 @@ public:
     case StmtKind::Assign: {
       const auto& a = *cast<Assign>(&s);
       std::string line = pad + "(=";
-      for (const ExprPtr& t : a.targets) line += " " + dump(*t);
+      for (const ExprPtr& t : a.targets) {
+        line += ' ';
+        line += dump(*t);
+      }
       lines.push_back(line + " " + opt(a.value) + ")");
       return;
     }
@@ -163,10 +169,11 @@ public:
       const auto& w = *cast<With>(&s);
       std::string line = pad + "(with";
       for (const WithItem& item : w.items) {
+        line += ' ';
         if (item.optionalVar)
-          line += " (as " + opt(item.context) + " " + dump(*item.optionalVar) + ")";
+          line += "(as " + opt(item.context) + " " + dump(*item.optionalVar) + ")";
         else
-          line += " " + opt(item.context);
+          line += opt(item.context);
       }
       lines.push_back(line);
       body(w.body, indent + 1);
@@ -242,7 +249,10 @@ std::string dump(const Expr& e) {
   case ExprKind::BoolOp: {
     const auto& b = *cast<BoolOp>(&e);
     std::string s = b.op == BoolOpKind::And ? "(and" : "(or";
-    for (const ExprPtr& v : b.values) s += " " + opt(v);
+    for (const ExprPtr& v : b.values) {
+      s += ' ';
+      s += opt(v);
+    }
     return s + ")";
   }
   case ExprKind::Compare: {
@@ -250,7 +260,8 @@ std::string dump(const Expr& e) {
     std::string s = "(cmp " + opt(c.left);
     for (size_t i = 0; i < c.ops.size(); ++i) {
       s += std::string(" ") + cmpOpSymbol(c.ops[i]);
-      s += " " + (i < c.comparators.size() ? opt(c.comparators[i]) : std::string("_"));
+      s += ' ';
+      s += (i < c.comparators.size() ? opt(c.comparators[i]) : std::string("_"));
     }
     return s + ")";
   }
@@ -261,7 +272,10 @@ std::string dump(const Expr& e) {
   case ExprKind::Call: {
     const auto& c = *cast<Call>(&e);
     std::string s = "(call " + opt(c.func);
-    for (const ExprPtr& a : c.args) s += " " + opt(a);
+    for (const ExprPtr& a : c.args) {
+      s += ' ';
+      s += opt(a);
+    }
     for (const Keyword& k : c.keywords) s += " (kw " + k.name + " " + opt(k.value) + ")";
     return s + ")";
   }
@@ -279,12 +293,18 @@ std::string dump(const Expr& e) {
   }
   case ExprKind::Tuple: {
     std::string s = "(tuple";
-    for (const ExprPtr& v : cast<Tuple>(&e)->elts) s += " " + opt(v);
+    for (const ExprPtr& v : cast<Tuple>(&e)->elts) {
+      s += ' ';
+      s += opt(v);
+    }
     return s + ")";
   }
   case ExprKind::List: {
     std::string s = "(list";
-    for (const ExprPtr& v : cast<List>(&e)->elts) s += " " + opt(v);
+    for (const ExprPtr& v : cast<List>(&e)->elts) {
+      s += ' ';
+      s += opt(v);
+    }
     return s + ")";
   }
   }

@@ -2,7 +2,6 @@
 
 #include <array>
 #include <charconv>
-#include <cstring>
 
 namespace ww::frontend {
 
@@ -55,7 +54,7 @@ void appendUtf8(std::string& out, uint32_t cp) {
 }
 
 // Longest operators first so that maximal munch is a linear scan.
-constexpr std::array<const char*, 49> kOperators = {
+constexpr std::array<std::string_view, 49> kOperators = {
     "**=", "//=", ">>=", "<<=", "...", "**", "//", "<<", ">>", "<=", ">=", "==", "!=",
     "->",  ":=",  "+=",  "-=",  "*=",  "/=", "%=", "&=", "|=", "^=", "@=", "+",  "-",
     "*",   "/",   "%",   "@",   "&",   "|",  "^",  "~",  "<",  ">",  "(",  ")",  "[",
@@ -67,6 +66,7 @@ public:
 
   std::vector<Token> run() {
     indents_.push_back({0, 0});
+    tokens_.reserve(src_.size() / 4 + 16); // about one token per four bytes of Python
     while (true) {
       if (atLineStart_ && brackets_.empty()) {
         if (!handleIndentation()) continue; // blank or comment-only line
@@ -256,15 +256,15 @@ private:
       lexString(pos_, "");
       return;
     }
-    for (const char* op : kOperators) {
-      size_t n = std::strlen(op);
-      if (src_.compare(pos_, n, op) != 0) continue;
+    for (std::string_view op : kOperators) {
+      size_t n = op.size();
+      if (op[0] != static_cast<char>(c) || src_.compare(pos_, n, op) != 0) continue;
       SourceLoc loc = here();
       if (n == 1 && (op[0] == '!' || op[0] == '`'))
         raiseError(loc, "invalid character " + quoteChar(c) + " in source");
       pos_ += n;
       trackBracket(op[0], n, loc);
-      emit(TokenKind::Op, op, loc);
+      emit(TokenKind::Op, std::string(op), loc);
       return;
     }
     raiseError(here(), "invalid character " + quoteChar(c) + " in source");

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -1003,4 +1004,54 @@ TEST(KernelLibrary, ExamplesParse) {
       ADD_FAILURE() << e.what();
     }
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Micro-benchmark: prints timings, asserts only that the input parses as intended
+// ---------------------------------------------------------------------------------------------
+
+TEST(FrontendBench, Parse200LineKernel) {
+  std::string src = "import warpweave as ww\nimport warpweave.language as tl\n\n\n@ww.jit\n"
+                    "def big_kernel(x_ptr, y_ptr, out_ptr, n, stride, BLOCK: tl.constexpr):\n"
+                    "    pid = tl.program_id(axis=0)\n"
+                    "    offs = pid * BLOCK + tl.arange(0, BLOCK)\n"
+                    "    acc = tl.zeros([BLOCK], dtype=tl.float32)\n";
+  for (int i = 0; i < 19; ++i) {
+    std::string s = std::to_string(i);
+    src += "    # step " + s + ": load, mix, accumulate\n"
+           "    mask" + s + " = (offs + " + s + ") < n\n"
+           "    a" + s + " = tl.load(x_ptr + offs * stride + " + s + ", mask=mask" + s +
+           ", other=0.0).to(tl.float32)\n"
+           "    b" + s + " = tl.load(y_ptr + offs + " + s + ", mask=mask" + s + ", other=1.0)\n"
+           "    c" + s + " = tl.where(a" + s + " > b" + s + ", a" + s + " * 0.5 - b" + s +
+           ", -a" + s + " ** 2 / (b" + s + " + 1e-6))\n"
+           "    for j in tl.static_range(2):\n"
+           "        c" + s + " = c" + s + " * (j + 1) + tl.sum(c" + s + "[:, None], axis=1)\n"
+           "    if " + s + " % 2 == 0 and BLOCK >= 128:\n"
+           "        acc += c" + s + "\n"
+           "    else:\n"
+           "        acc -= tl.maximum(c" + s + ", 0.0)\n";
+  }
+  src += "    tl.store(out_ptr + offs, acc, mask=offs < n)\n";
+  size_t lines = static_cast<size_t>(std::count(src.begin(), src.end(), '\n'));
+  ASSERT_GE(lines, 200u);
+
+  SourceManager sm;
+  uint32_t id = sm.addFile("big.py", src);
+  constexpr int kRuns = 200;
+  auto t0 = std::chrono::steady_clock::now();
+  size_t tokens = 0;
+  for (int i = 0; i < kRuns; ++i) tokens = frontend::tokenize(sm, id).size();
+  auto t1 = std::chrono::steady_clock::now();
+  size_t statements = 0;
+  for (int i = 0; i < kRuns; ++i) {
+    ast::Module m = frontend::parseModule(sm, id);
+    statements = m.functions.at(0)->body.size();
+  }
+  auto t2 = std::chrono::steady_clock::now();
+  double lexMs = std::chrono::duration<double, std::milli>(t1 - t0).count() / kRuns;
+  double parseMs = std::chrono::duration<double, std::milli>(t2 - t1).count() / kRuns;
+  std::printf("frontend bench: %zu lines, %zu tokens: lex %.3f ms, lex+parse %.3f ms per file\n",
+              lines, tokens, lexMs, parseMs);
+  EXPECT_EQ(statements, 3u + 19u * 6u + 1u);
 }
