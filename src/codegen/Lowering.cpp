@@ -539,7 +539,8 @@ void FunctionLowering::lowerElementwise(const ir::Op& op) {
         std::string o32 = o;
         if (regClassOf(offType) == RegClass::B16)
           o32 = b_.pure("cvt." + sign + "32." + sign + "16", RegClass::B32, {o});
-        wide = b_.pure("mul.wide." + sign + "32", RegClass::B64, {o32, immInt(bytes)});
+        wide = bytes == 1 ? b_.pure("cvt." + sign + "64." + sign + "32", RegClass::B64, {o32})
+                          : b_.pure("mul.wide." + sign + "32", RegClass::B64, {o32, immInt(bytes)});
       }
       out[r] = wide == "0"
                    ? p

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <regex>
 
@@ -172,6 +173,216 @@ TEST(Codegen, RedundantIndexMathIsEmittedOnce) {
   // The three pointer tensors share the offsets: one %tid.x read, one %ctaid.x read.
   EXPECT_EQ(count(k.ptx, "%tid.x"), 1) << k.ptx;
   EXPECT_EQ(count(k.ptx, "%ctaid.x"), 1) << k.ptx;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Elementwise arithmetic, math, casts
+// ---------------------------------------------------------------------------------------------
+
+using BodyFn = std::function<std::vector<Value*>(KernelBuilder&, const std::vector<Value*>&)>;
+
+/// Loads one tensor of `n` elements per input type, applies `body`, stores every result to its
+/// own output pointer (all pointers 16-byte aligned).
+std::unique_ptr<ir::Function> elementwiseKernel(const std::string& name,
+                                                const std::vector<DType>& inputs,
+                                                const BodyFn& body, int64_t n = 256) {
+  KernelBuilder k(name);
+  std::vector<Value*> ptrArgs;
+  for (size_t i = 0; i < inputs.size(); ++i)
+    ptrArgs.push_back(k.arg("in" + std::to_string(i), Type::ptr(inputs[i]), 16));
+  // Outputs are added after the body tells their types; remember where they go.
+  Value* offs = k.offsets(n);
+  std::vector<Value*> vals;
+  for (size_t i = 0; i < inputs.size(); ++i) vals.push_back(k.b.load(k.ptrs(ptrArgs[i], offs)));
+  std::vector<Value*> results = body(k, vals);
+  for (size_t i = 0; i < results.size(); ++i) {
+    Value* out = k.arg("out" + std::to_string(i), Type::ptr(results[i]->type().elem), 16);
+    k.b.store(k.ptrs(out, offs), results[i]);
+  }
+  k.b.ret();
+  return std::move(k.fn);
+}
+
+Value* binop(KernelBuilder& k, OpCode code, Value* a, Value* b) {
+  return k.b.binary(code, a, b);
+}
+Value* unop(KernelBuilder& k, OpCode code, Value* a, std::vector<ir::NamedAttr> attrs = {}) {
+  return k.b.create1(code, {a}, a->type(), std::move(attrs));
+}
+Value* castTo(KernelBuilder& k, Value* a, DType to) {
+  return k.b.create1(OpCode::Cast, {a}, a->type().withElem(to));
+}
+
+TEST(Codegen, IntegerArithmeticFollowsSignedness) {
+  for (DType t : {DType::I8, DType::U8, DType::I16, DType::U16, DType::I32, DType::U32, DType::I64,
+                  DType::U64}) {
+    SCOPED_TRACE(std::string(ir::tlName(t)));
+    auto fn = elementwiseKernel("int_ops", {t, t}, [](KernelBuilder& k, auto v) {
+      std::vector<Value*> r;
+      for (OpCode c : {OpCode::Add, OpCode::Sub, OpCode::Mul, OpCode::Div, OpCode::Rem,
+                       OpCode::FloorDiv, OpCode::And, OpCode::Or, OpCode::Xor, OpCode::Shl,
+                       OpCode::Shr, OpCode::Max, OpCode::Min})
+        r.push_back(binop(k, c, v[0], v[1]));
+      r.push_back(unop(k, OpCode::Neg, v[0]));
+      r.push_back(unop(k, OpCode::Not, v[0]));
+      r.push_back(unop(k, OpCode::Abs, v[0]));
+      Value* lt = k.b.cmp("lt", v[0], v[1]);
+      r.push_back(lt);
+      r.push_back(k.b.create1(OpCode::Select, {lt, v[0], v[1]}, v[0]->type()));
+      r.push_back(k.b.create1(OpCode::Fma, {v[0], v[1], v[0]}, v[0]->type()));
+      return r;
+    });
+    for (Target target : kTestedTargets) {
+      SCOPED_TRACE(targetName(target));
+      codegen::PtxKernel k = emitAndAssemble(*fn, target);
+      int bits = ir::bitWidth(t) == 8 ? 16 : ir::bitWidth(t);
+      std::string s = (ir::isSigned(t) ? "s" : "u") + std::to_string(bits);
+      EXPECT_NE(k.ptx.find("div." + s), std::string::npos) << k.ptx;
+      EXPECT_NE(k.ptx.find("rem." + s), std::string::npos);
+      EXPECT_NE(k.ptx.find("max." + s), std::string::npos);
+      EXPECT_NE(k.ptx.find("setp.lt." + s), std::string::npos);
+      EXPECT_NE(k.ptx.find(std::string(ir::isSigned(t) ? "shr.s" : "shr.u") + std::to_string(bits)),
+                std::string::npos);
+      if (ir::bitWidth(t) == 8) { // 8-bit results are re-normalized in their 16-bit registers
+        EXPECT_NE(k.ptx.find(t == DType::I8 ? "cvt.s16.s8" : "and.b16"), std::string::npos);
+      }
+    }
+  }
+}
+
+TEST(Codegen, FloatArithmeticAndComparisons) {
+  for (DType t : {DType::F16, DType::BF16, DType::F32, DType::F64}) {
+    SCOPED_TRACE(std::string(ir::tlName(t)));
+    auto fn = elementwiseKernel("float_ops", {t, t}, [](KernelBuilder& k, auto v) {
+      std::vector<Value*> r;
+      for (OpCode c : {OpCode::Add, OpCode::Sub, OpCode::Mul, OpCode::Div, OpCode::Rem,
+                       OpCode::FloorDiv, OpCode::Max, OpCode::Min})
+        r.push_back(binop(k, c, v[0], v[1]));
+      r.push_back(unop(k, OpCode::Neg, v[0]));
+      for (const char* p : {"eq", "ne", "lt", "le", "gt", "ge"})
+        r.push_back(k.b.cmp(p, v[0], v[1]));
+      r.push_back(k.b.create1(OpCode::Fma, {v[0], v[1], v[0]}, v[0]->type()));
+      r.push_back(k.b.create1(OpCode::Select, {r[9], v[0], v[1]}, v[0]->type()));
+      return r;
+    });
+    for (Target target : kTestedTargets) {
+      SCOPED_TRACE(targetName(target));
+      codegen::PtxKernel k = emitAndAssemble(*fn, target);
+      std::string ft = t == DType::F64 ? "f64" : "f32"; // fp16/bf16 compute in fp32
+      EXPECT_NE(k.ptx.find("div.rn." + ft), std::string::npos) << k.ptx;
+      EXPECT_NE(k.ptx.find("fma.rn." + ft), std::string::npos);
+      // != is unordered (true on NaN); the other comparisons are ordered.
+      EXPECT_NE(k.ptx.find("setp.neu." + ft), std::string::npos);
+      EXPECT_NE(k.ptx.find("setp.lt." + ft), std::string::npos);
+      if (t != DType::F64) {
+        EXPECT_NE(k.ptx.find("max.NaN.f32"), std::string::npos);
+      }
+      if (t == DType::F16) {
+        EXPECT_NE(k.ptx.find("cvt.rn.f16.f32"), std::string::npos);
+      }
+      if (t == DType::BF16) {
+        EXPECT_NE(k.ptx.find("cvt.rn.bf16.f32"), std::string::npos);
+      }
+    }
+  }
+}
+
+TEST(Codegen, MathFunctions) {
+  auto fn = elementwiseKernel("math_ops", {DType::F32, DType::F32}, [](KernelBuilder& k, auto v) {
+    std::vector<Value*> r;
+    for (OpCode c : {OpCode::Exp, OpCode::Exp2, OpCode::Log, OpCode::Log2, OpCode::Sqrt,
+                     OpCode::Rsqrt, OpCode::Abs, OpCode::Sin, OpCode::Cos, OpCode::Tanh,
+                     OpCode::Erf, OpCode::Floor, OpCode::Ceil, OpCode::Sigmoid})
+      r.push_back(unop(k, c, v[0]));
+    r.push_back(unop(k, OpCode::Sqrt, v[1], {{"approx", int64_t(1)}}));
+    r.push_back(binop(k, OpCode::Pow, v[0], v[1]));
+    return r;
+  });
+  for (Target target : kTestedTargets) {
+    SCOPED_TRACE(targetName(target));
+    codegen::PtxKernel k = emitAndAssemble(*fn, target);
+    for (const char* inst :
+         {"ex2.approx.ftz.f32", "lg2.approx.f32", "sqrt.rn.f32", "sqrt.approx.f32",
+          "rsqrt.approx.f32", "abs.f32", "sin.approx.f32", "cos.approx.f32", "tanh.approx.f32",
+          "cvt.rmi.f32.f32", "cvt.rpi.f32.f32", "copysign.f32", "rcp.rn.f32"})
+      EXPECT_NE(k.ptx.find(inst), std::string::npos) << inst << "\n" << k.ptx;
+    // exp(x) = ex2(x * log2(e)).
+    EXPECT_NE(k.ptx.find(codegen::immF32(1.4426950408889634f)), std::string::npos);
+  }
+}
+
+TEST(Codegen, CastsAmongAllTypes) {
+  const DType types[] = {DType::I1,  DType::I8,     DType::U8,    DType::I16,  DType::I32,
+                         DType::U32, DType::I64,    DType::F16,   DType::BF16, DType::F32,
+                         DType::F64, DType::F8E4M3, DType::F8E5M2};
+  for (DType from : types) {
+    SCOPED_TRACE(std::string("from ") + std::string(ir::tlName(from)));
+    auto fn = elementwiseKernel("casts", {from}, [&](KernelBuilder& k, auto v) {
+      std::vector<Value*> r;
+      for (DType to : types)
+        if (to != from) r.push_back(castTo(k, v[0], to));
+      return r;
+    });
+    codegen::PtxKernel k = emitAndAssemble(*fn, Target::SM90a);
+    if (from == DType::F32) {
+      for (const char* inst :
+           {"cvt.rn.f16.f32", "cvt.rn.bf16.f32", "cvt.rzi.s32.f32", "cvt.f64.f32",
+            "cvt.rn.satfinite.e4m3x2.f32", "cvt.rn.satfinite.e5m2x2.f32", "setp.neu.f32"})
+        EXPECT_NE(k.ptx.find(inst), std::string::npos) << inst << "\n" << k.ptx;
+    }
+    if (from == DType::F8E4M3) {
+      EXPECT_NE(k.ptx.find("cvt.rn.f16x2.e4m3x2"), std::string::npos);
+    }
+    if (from == DType::I32) {
+      EXPECT_NE(k.ptx.find("cvt.rn.f32.s32"), std::string::npos);
+    }
+    if (from == DType::U32) {
+      EXPECT_NE(k.ptx.find("cvt.rn.f32.u32"), std::string::npos);
+    }
+    if (from == DType::I8) {
+      EXPECT_NE(k.ptx.find("cvt.s32.s16"), std::string::npos) << k.ptx;
+    }
+    bool fp8 = from == DType::F8E4M3 || from == DType::F8E5M2;
+    if (fp8) {
+      // sm_80 has no fp8 conversions: a user error naming the type and what to use.
+      EXPECT_THROW(codegen::emitPtx(*fn, optionsFor(Target::SM80), nullptr), CompileError);
+    } else {
+      auto noFp8 = elementwiseKernel("casts80", {from}, [&](KernelBuilder& k, auto v) {
+        std::vector<Value*> r;
+        for (DType to : types)
+          if (to != from && to != DType::F8E4M3 && to != DType::F8E5M2)
+            r.push_back(castTo(k, v[0], to));
+        return r;
+      });
+      emitAndAssemble(*noFp8, Target::SM80);
+    }
+  }
+}
+
+TEST(Codegen, CastRoundingTowardZero) {
+  auto fn = elementwiseKernel("cast_rtz", {DType::F32}, [](KernelBuilder& k, auto v) {
+    return std::vector<Value*>{k.b.create1(OpCode::Cast, {v[0]}, v[0]->type().withElem(DType::F16),
+                                           {{"rounding", std::string("rtz")}})};
+  });
+  codegen::PtxKernel k = emitAndAssemble(*fn, Target::SM90a);
+  EXPECT_NE(k.ptx.find("cvt.rz.f16.f32"), std::string::npos) << k.ptx;
+}
+
+TEST(Codegen, BitcastKeepsBits) {
+  auto fn = elementwiseKernel("bitcast", {DType::F32, DType::I16}, [](KernelBuilder& k, auto v) {
+    return std::vector<Value*>{
+        k.b.create1(OpCode::Bitcast, {v[0]}, v[0]->type().withElem(DType::I32)),
+        k.b.create1(OpCode::Bitcast, {v[1]}, v[1]->type().withElem(DType::F16))};
+  });
+  for (Target target : kTestedTargets) {
+    codegen::PtxKernel k = emitAndAssemble(*fn, target);
+    EXPECT_NE(k.ptx.find("mov.b32 %r"), std::string::npos) << k.ptx;
+  }
+  auto bad = elementwiseKernel("bad_bitcast", {DType::F32}, [](KernelBuilder& k, auto v) {
+    return std::vector<Value*>{
+        k.b.create1(OpCode::Bitcast, {v[0]}, v[0]->type().withElem(DType::I64))};
+  });
+  EXPECT_THROW(codegen::emitPtx(*bad, optionsFor(Target::SM90a), nullptr), CompileError);
 }
 
 } // namespace
