@@ -329,7 +329,8 @@ Val Specializer::runtimeBinary(BinOpKind op, const Val& a, const Val& c, SourceL
                           "' between an unsigned tensor and the negative "
                           "number " +
                           std::to_string(v->i) + " is not allowed");
-  auto [x, y] = unify(a, c, loc, dt, sym);
+  std::string what = std::string("'") + sym + "'";
+  auto [x, y] = unify(a, c, loc, dt, what.c_str());
   switch (op) {
   case BinOpKind::Add:
     return Val::runtime(b.binary(OpCode::Add, x, y));

@@ -162,73 +162,121 @@ std::string readFile(const std::string& path) {
 
 const std::vector<KernelCase>& kernelCases() {
   static const std::vector<KernelCase> cases = {
-      {"kernels/vector_add.py", "add_kernel",
-       "x_ptr:*fp32:16,y_ptr:*fp32:16,out_ptr:*fp32:16,n:i32,BLOCK=1024", 4, {"= load ", "store "}},
-      {"kernels/vector_add.py", "add_kernel_persistent",
-       "x_ptr:*fp32:16,y_ptr:*fp32:16,out_ptr:*fp32:16,n:i32,BLOCK=1024", 4, {"  for %", "num_programs"}},
-      {"kernels/softmax.py", "softmax_kernel",
+      {"kernels/vector_add.py",
+       "add_kernel",
+       "x_ptr:*fp32:16,y_ptr:*fp32:16,out_ptr:*fp32:16,n:i32,BLOCK=1024",
+       4,
+       {"= load ", "store "}},
+      {"kernels/vector_add.py",
+       "add_kernel_persistent",
+       "x_ptr:*fp32:16,y_ptr:*fp32:16,out_ptr:*fp32:16,n:i32,BLOCK=1024",
+       4,
+       {"  for %", "num_programs"}},
+      {"kernels/softmax.py",
+       "softmax_kernel",
        "out_ptr:*fp16:16,in_ptr:*fp16:16,in_row_stride:i32,out_row_stride:i32,n_rows:i32,"
-       "n_cols:i32,BLOCK=1024", 4, {"kind = \"max\"", "kind = \"sum\"", "= exp "}},
-      {"kernels/softmax.py", "softmax_online_kernel",
-       "out_ptr:*fp32:16,in_ptr:*fp32:16,in_row_stride:i32,out_row_stride:i32,n_cols:i32,BLOCK=4096",
-       4, {"= select ", "_running_max = for "}},
-      {"kernels/layernorm.py", "layernorm_fwd_kernel",
+       "n_cols:i32,BLOCK=1024",
+       4,
+       {"kind = \"max\"", "kind = \"sum\"", "= exp "}},
+      {"kernels/softmax.py",
+       "softmax_online_kernel",
+       "out_ptr:*fp32:16,in_ptr:*fp32:16,in_row_stride:i32,out_row_stride:i32,n_cols:i32,BLOCK="
+       "4096",
+       4,
+       {"= select ", "_running_max = for "}},
+      {"kernels/layernorm.py",
+       "layernorm_fwd_kernel",
        "x_ptr:*fp16:16,y_ptr:*fp16:16,w_ptr:*fp16:16,b_ptr:*fp16:16,mean_ptr:*fp32:16,"
-       "rstd_ptr:*fp32:16,stride:i32,n_cols:i32,eps:fp32,BLOCK=1024", 4, {"= sqrt "}},
-      {"kernels/layernorm.py", "layernorm_bwd_dx_kernel",
+       "rstd_ptr:*fp32:16,stride:i32,n_cols:i32,eps:fp32,BLOCK=1024",
+       4,
+       {"= sqrt "}},
+      {"kernels/layernorm.py",
+       "layernorm_bwd_dx_kernel",
        "dx_ptr:*fp16:16,dy_ptr:*fp16:16,partial_dw_ptr:*fp32:16,partial_db_ptr:*fp32:16,"
        "x_ptr:*fp16:16,w_ptr:*fp16:16,mean_ptr:*fp32:16,rstd_ptr:*fp32:16,stride:i32,n_rows:i32,"
-       "n_cols:i32,ROWS_PER_PROGRAM=32,BLOCK=1024", 4, {" = for "}},
-      {"kernels/layernorm.py", "layernorm_bwd_dwdb_kernel",
+       "n_cols:i32,ROWS_PER_PROGRAM=32,BLOCK=1024",
+       4,
+       {" = for "}},
+      {"kernels/layernorm.py",
+       "layernorm_bwd_dwdb_kernel",
        "partial_dw_ptr:*fp32:16,partial_db_ptr:*fp32:16,dw_ptr:*fp16:16,db_ptr:*fp16:16,"
-       "n_partials:i32,n_cols:i32,BLOCK_P=32,BLOCK_N=128", 4, {"kind = \"sum\""}},
-      {"kernels/matmul.py", "matmul_kernel",
+       "n_partials:i32,n_cols:i32,BLOCK_P=32,BLOCK_N=128",
+       4,
+       {"kind = \"sum\""}},
+      {"kernels/matmul.py",
+       "matmul_kernel",
        "a_ptr:*fp16:16,b_ptr:*fp16:16,c_ptr:*fp16:16,M:i32,N:i32,K:i32,stride_am:i32,"
        "stride_ak:i32:1,stride_bk:i32,stride_bn:i32:1,stride_cm:i32,stride_cn:i32:1,"
-       "BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,ACTIVATION=\"leaky_relu\"", 8,
+       "BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,ACTIVATION=\"leaky_relu\"",
+       8,
        {"= dot ", "input_precision = \"ieee\"", "tensor<128x128xfp32>", "= select "}},
-      {"kernels/matmul.py", "matmul_kernel",
+      {"kernels/matmul.py",
+       "matmul_kernel",
        "a_ptr:*bf16:16,b_ptr:*bf16:16,c_ptr:*bf16:16,M:i32,N:i32,K:i32,stride_am:i32,"
        "stride_ak:i32,stride_bk:i32,stride_bn:i32,stride_cm:i32,stride_cn:i32,"
-       "BLOCK_M=64,BLOCK_N=64,BLOCK_K=32,GROUP_M=4,ACTIVATION=\"relu\"", 4, {"= dot ", "= max "}},
-      {"kernels/reduction.py", "row_sum_kernel",
+       "BLOCK_M=64,BLOCK_N=64,BLOCK_K=32,GROUP_M=4,ACTIVATION=\"relu\"",
+       4,
+       {"= dot ", "= max "}},
+      {"kernels/reduction.py",
+       "row_sum_kernel",
        "x_ptr:*fp32:16,out_ptr:*fp32:16,n_rows:i32,n_cols:i32,stride_row:i32,BLOCK_M=4,"
-       "BLOCK_N=1024", 4, {"kind = \"sum\""}},
-      {"kernels/reduction.py", "row_max_kernel",
+       "BLOCK_N=1024",
+       4,
+       {"kind = \"sum\""}},
+      {"kernels/reduction.py",
+       "row_max_kernel",
        "x_ptr:*fp32:16,out_ptr:*fp32:16,out_index_ptr:*i32:16,n_rows:i32,n_cols:i32,"
-       "stride_row:i32,BLOCK_M=4,BLOCK_N=1024", 4, {"kind = \"max\""}},
-      {"kernels/embedding_bag.py", "embedding_bag_kernel",
+       "stride_row:i32,BLOCK_M=4,BLOCK_N=1024",
+       4,
+       {"kind = \"max\""}},
+      {"kernels/embedding_bag.py",
+       "embedding_bag_kernel",
        "weight_ptr:*fp16:16,indices_ptr:*i64:16,offsets_ptr:*i64:16,sample_weights_ptr:*fp32:16,"
        "out_ptr:*fp16:16,D:i32,stride_w:i32,stride_out:i32,BLOCK_I=8,BLOCK_D=128,"
-       "HAS_SAMPLE_WEIGHTS=True,MEAN=True", 4, {"= load "}},
-      {"kernels/embedding_bag.py", "embedding_bag_kernel",
+       "HAS_SAMPLE_WEIGHTS=True,MEAN=True",
+       4,
+       {"= load "}},
+      {"kernels/embedding_bag.py",
+       "embedding_bag_kernel",
        "weight_ptr:*fp16:16,indices_ptr:*i32:16,offsets_ptr:*i32:16,sample_weights_ptr:*fp32:16,"
        "out_ptr:*bf16:16,D:i32,stride_w:i32,stride_out:i32,BLOCK_I=8,BLOCK_D=128,"
-       "HAS_SAMPLE_WEIGHTS=False,MEAN=False", 4, {"= load "}},
-      {"kernels/attention.py", "attention_fwd_kernel",
+       "HAS_SAMPLE_WEIGHTS=False,MEAN=False",
+       4,
+       {"= load "}},
+      {"kernels/attention.py",
+       "attention_fwd_kernel",
        "q_ptr:*fp16:16,k_ptr:*fp16:16,v_ptr:*fp16:16,out_ptr:*fp16:16,lse_ptr:*fp32:16,"
        "sm_scale:fp32,stride_qz:i32,stride_qh:i32,stride_qm:i32,stride_kz:i32,stride_kh:i32,"
        "stride_kn:i32,stride_vz:i32,stride_vh:i32,stride_vn:i32,stride_oz:i32,stride_oh:i32,"
-       "stride_om:i32,H:i32,N_CTX:i32,HEAD_DIM=128,BLOCK_M=128,BLOCK_N=64,CAUSAL=True", 8,
+       "stride_om:i32,H:i32,N_CTX:i32,HEAD_DIM=128,BLOCK_M=128,BLOCK_N=64,CAUSAL=True",
+       8,
        {"= dot ", "= exp2 "}},
-      {"kernels/attention.py", "attention_fwd_kernel",
+      {"kernels/attention.py",
+       "attention_fwd_kernel",
        "q_ptr:*bf16:16,k_ptr:*bf16:16,v_ptr:*bf16:16,out_ptr:*bf16:16,lse_ptr:*fp32:16,"
        "sm_scale:fp32,stride_qz:i32,stride_qh:i32,stride_qm:i32,stride_kz:i32,stride_kh:i32,"
        "stride_kn:i32,stride_vz:i32,stride_vh:i32,stride_vn:i32,stride_oz:i32,stride_oh:i32,"
-       "stride_om:i32,H:i32,N_CTX:i32,HEAD_DIM=64,BLOCK_M=128,BLOCK_N=64,CAUSAL=False", 4,
+       "stride_om:i32,H:i32,N_CTX:i32,HEAD_DIM=64,BLOCK_M=128,BLOCK_N=64,CAUSAL=False",
+       4,
        {"= dot "}},
-      {"kernels/hopper/gemm_pipelined.py", "gemm_pipelined_kernel",
+      {"kernels/hopper/gemm_pipelined.py",
+       "gemm_pipelined_kernel",
        "a_desc:desc<fp16,128x64>,b_desc:desc<fp16,64x128>,c_desc:desc<fp16,128x128>,M:i32,N:i32,"
-       "K:i32,BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,NUM_STAGES=4", 4,
+       "K:i32,BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,NUM_STAGES=4",
+       4,
        {"local_alloc", "alloc_barriers", "async_desc_load", "async_dot", "barrier_wait"}},
-      {"kernels/hopper/gemm_ws.py", "gemm_ws_kernel",
+      {"kernels/hopper/gemm_ws.py",
+       "gemm_ws_kernel",
        "a_desc:desc<fp16,128x64>,b_desc:desc<fp16,64x128>,c_desc:desc<fp16,128x128>,M:i32,N:i32,"
-       "K:i32,BLOCK_M=256,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,NUM_STAGES=4,NUM_SMS=132", 4,
+       "K:i32,BLOCK_M=256,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,NUM_STAGES=4,NUM_SMS=132",
+       4,
        {"async_tasks", "async_task {default = 1", "replica = 1", "async_dot"}},
-      {"kernels/hopper/attention_ws.py", "attention_ws_kernel",
+      {"kernels/hopper/attention_ws.py",
+       "attention_ws_kernel",
        "q_desc:desc<fp16,128x128>,k_desc:desc<fp16,128x128>,v_desc:desc<fp16,128x128>,"
        "o_desc:desc<fp16,128x128>,lse_ptr:*fp32:16,sm_scale:fp32,N_CTX:i32:16,HEAD_DIM=128,"
-       "BLOCK_M=128,BLOCK_N=128,NUM_STAGES=2", 4,
+       "BLOCK_M=128,BLOCK_N=128,NUM_STAGES=2",
+       4,
        {"async_tasks", "named_barrier_wait", "named_barrier_arrive", "async_dot"}},
   };
   return cases;
@@ -259,4 +307,282 @@ TEST(SpecializeKernels, AllSpecializeAndVerify) {
       EXPECT_NE(r.ir.find(e), std::string::npos) << "missing '" << e << "' in\n" << r.ir;
     transforms::runCleanupPipeline(*r.fn); // the lead's passes accept what we produce
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Diagnostics: each user error, with its exact FILE:LINE:COL and message
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+/// Specializes `body` as the body of `k(x_ptr, n, BLOCK: tl.constexpr)`; its first line is line 6.
+Result kernelBody(const std::string& body, const std::string& sig = "x_ptr:*fp32,n:i32,BLOCK=128",
+                  const std::string& prelude = "") {
+  return specializeSource(std::string(kHeader) + prelude +
+                              "@ww.jit\ndef k(x_ptr, n, BLOCK: tl.constexpr):\n" + body,
+                          "k", sig);
+}
+
+struct NegativeCase {
+  const char* body;
+  const char* error; // the rendered first line
+  const char* note;  // a fragment of a later line, or ""
+};
+} // namespace
+
+TEST(SpecializeDiagnostics, UserErrorsPointAtTheirSource) {
+  const NegativeCase cases[] = {
+      {"    y = undefined_nme + 1\n", "test.py:6:9: error: undefined name 'undefined_nme'", ""},
+      {"    y = tl.arnge(0, BLOCK)\n",
+       "test.py:6:12: error: unknown name 'tl.arnge'; did you mean 'tl.arange'?", ""},
+      {"    b = tlx.local_aloc((16, 16), tl.float16, 2)\n",
+       "test.py:6:13: error: unknown name 'tlx.local_aloc'; did you mean 'tlx.local_alloc'?", ""},
+      {"    y = tl.program_id()\n",
+       "test.py:6:9: error: tl.program_id() missing required argument 'axis'", ""},
+      {"    y = tl.arange(0, BLOCK, 3)\n",
+       "test.py:6:29: error: tl.arange() takes at most 2 positional arguments but 3 were given",
+       ""},
+      {"    y = tl.load(x_ptr, maks=n > 0)\n",
+       "test.py:6:24: error: tl.load() got an unexpected keyword argument 'maks'; did you mean "
+       "'mask'?",
+       ""},
+      {"    y = tl.load(n)\n",
+       "test.py:6:17: error: tl.load's pointer must be a pointer or a tensor of pointers, got a "
+       "scalar (i32)",
+       ""},
+      {"    y = tl.arange(0, n)\n",
+       "test.py:6:22: error: tl.arange's end must be a compile-time constant, but 'n' is a "
+       "run-time "
+       "value",
+       "note: declare the kernel parameter as 'n: tl.constexpr'"},
+      {"    m = n * 2\n    y = tl.zeros((m, 16), dtype=tl.float32)\n",
+       "test.py:7:18: error: tl.zeros's shape must be a compile-time constant, but this is a "
+       "run-time value",
+       "'x: tl.constexpr = ...' stays compile-time"},
+      {"    for i in tl.static_range(n):\n        pass\n",
+       "test.py:6:30: error: tl.static_range's end must be a compile-time constant, but 'n' is a "
+       "run-time value",
+       "n: tl.constexpr"},
+      {"    y = tl.arange(0, 100)\n",
+       "test.py:6:9: error: tl.arange's range must have a power-of-2 size, got 100 (end - start)",
+       ""},
+      {"    y = tl.zeros((100, 16), dtype=tl.float32)\n",
+       "test.py:6:18: error: tl.zeros's shape must have power-of-2 dimensions, got 100x16 (100 is "
+       "not a power of 2)",
+       ""},
+      {"    y = tl.arange(0, 128) + tl.arange(0, 64)\n",
+       "test.py:6:27: error: cannot broadcast shapes [128] and [64] in '+' (dimension 0: 128 vs "
+       "64)",
+       ""},
+      {"    a = tl.zeros((32, 64), dtype=tl.float16)\n    c = tl.dot(a, a)\n",
+       "test.py:7:9: error: tl.dot shape mismatch: 32x64 @ 32x64 (the first operand's K = 64 must "
+       "equal the second operand's K = 32)",
+       ""},
+      {"    k(x_ptr, n, BLOCK)\n",
+       "test.py:6:5: error: recursive call to 'k': @jit helpers are inlined, so recursion is not "
+       "supported",
+       ""},
+      {"    with tlx.async_task('default'):\n        pass\n",
+       "test.py:6:10: error: tlx.async_task(...) must be directly inside 'with tlx.async_tasks():'",
+       ""},
+      {"    with tlx.async_tasks():\n        with tlx.async_task('default'):\n            pass\n"
+       "        with tlx.async_task('default'):\n            pass\n",
+       "test.py:9:14: error: two default async tasks; only one 'tlx.async_task(\"default\")' is "
+       "allowed",
+       "test.py:7:14: note: the first default task is here"},
+      {"    with tlx.async_tasks():\n        z = 1\n        with tlx.async_task('default'):\n"
+       "            pass\n",
+       "test.py:7:9: error: only 'with tlx.async_task(...):' blocks may appear directly inside "
+       "'with tlx.async_tasks():'; move this statement into a task or before the async_tasks block",
+       ""},
+      {"    with tlx.async_tasks():\n        with tlx.async_task(registers=40):\n"
+       "            pass\n",
+       "test.py:7:14: error: a non-default async task needs num_warps=N (N > 0): "
+       "tlx.async_task(num_warps=1, num_regs=40)",
+       ""},
+      {"    bufs = tlx.local_alloc((64, 64), tl.float16, 2)\n    tlx.barrier_wait(bufs[0], 0)\n",
+       "test.py:7:22: error: tlx.barrier_wait's bar must be a barrier (from tlx.alloc_barriers), "
+       "got a buffer (buffer<1x64x64xfp16, smem>)",
+       ""},
+      {"    bars = tlx.alloc_barriers(2)\n    v = tlx.local_load(bars[0])\n",
+       "test.py:7:24: error: tlx.local_load's src must be a shared-memory buffer (from "
+       "tlx.local_alloc), got a barrier (barrier<1>)",
+       ""},
+      {"    bars = tlx.alloc_barriers(2)\n    tlx.barrier_wait(bars, 0)\n",
+       "test.py:7:22: error: tlx.barrier_wait needs a single barrier, got barrier<2>; select one "
+       "with bars[i] or tlx.local_view(bars, i)",
+       ""},
+      {"    acc = tl.zeros([BLOCK], dtype=tl.float32)\n    for i in range(n):\n"
+       "        acc = acc.to(tl.float16)\n",
+       "test.py:8:9: error: loop-carried 'acc' changes type from tensor<128xfp32> to "
+       "tensor<128xfp16> in the loop body; cast it (.to(...)) so the type stays the same",
+       ""},
+      {"    i = 0\n    while i < n:\n        i = i.to(tl.int64) + 1\n",
+       "test.py:8:9: error: loop-carried 'i' changes type from i32 to i64 in the loop body; cast "
+       "it "
+       "(.to(...)) so the type stays the same",
+       ""},
+      {"    for i in range(n):\n        break\n",
+       "test.py:7:9: error: 'break' is not supported: loops compile to structured loops without "
+       "early exit; use a 'while' loop with the exit condition in its test instead",
+       ""},
+      {"    for i in range(n):\n        continue\n",
+       "test.py:7:9: error: 'continue' is not supported: loops compile to structured loops; guard "
+       "the rest of the body with an 'if' instead",
+       ""},
+      {"    for i in range(n):\n        return\n",
+       "test.py:7:9: error: 'return' inside a loop, an async task or a 'with' block is not "
+       "supported; return after the loop instead",
+       ""},
+      {"    tl.static_assert(BLOCK == 64, 'BLOCK must be 64')\n",
+       "test.py:6:5: error: static assertion failed: BLOCK must be 64", ""},
+      {"    assert BLOCK < 64, 'too big'\n", "test.py:6:18: error: assertion failed: too big", ""},
+      {"    tl.static_assert(n > 0)\n",
+       "test.py:6:24: error: tl.static_assert's condition must be a compile-time constant, but "
+       "this is a run-time value",
+       ""},
+      {"    y = host_helper(n)\n",
+       "test.py:6:9: error: 'host_helper' is not a @jit function; only functions decorated with "
+       "@ww.jit (or @triton.jit) can be called from a kernel",
+       "'host_helper' is defined here"},
+      {"    y = twice(n, factor=2)\n", "test.py:6:18: error: 'twice' has no parameter 'factor'",
+       ""},
+      {"    y = twice()\n", "test.py:6:9: error: missing argument 'x' in the call to 'twice'", ""},
+      {"    y = twice(n, n)\n",
+       "test.py:6:18: error: argument 'scale' of 'twice' (declared tl.constexpr) must be a "
+       "compile-time constant, but 'n' is a run-time value",
+       "declare the parameter as 'n: tl.constexpr'"},
+      {"    if n > 0:\n        y = 1\n    z = y + 1\n",
+       "test.py:8:9: error: undefined name 'y'; did you mean 'n'?", ""},
+      {"    x = tl.arange(0, BLOCK)\n    if x > 0:\n        pass\n",
+       "test.py:7:10: error: the condition of a run-time 'if' must be a scalar, got "
+       "tensor<128xi1>; "
+       "use tl.where for element-wise choice",
+       ""},
+      {"    if n > 0:\n        v = 1.0\n    else:\n        v = 1\n",
+       "test.py:7:9: error: 'v' has type fp32 after the then-branch but i32 after the else-branch "
+       "of a run-time 'if'",
+       ""},
+      {"    y = tl.sum(tl.arange(0, BLOCK), axis=1)\n",
+       "test.py:6:37: error: tl.sum: axis 1 is out of range for a tensor of rank 1", ""},
+      {"    y = tl.exp(tl.arange(0, BLOCK))\n",
+       "test.py:6:16: error: tl.exp needs a floating-point argument, got tensor<128xi32>; convert "
+       "it first (x.to(tl.float32))",
+       ""},
+      {"    y = tl.arange(0, BLOCK) ** 2\n",
+       "test.py:6:29: error: '**' works on compile-time values only; for tensors use tl.exp2 / "
+       "tl.exp and tl.log, or multiply explicitly",
+       ""},
+      {"    y = tl.arange(0, BLOCK).to(tl.float16, bitcast=True)\n",
+       "test.py:6:9: error: bitcast needs types of one width: int32 has 32 bits, float16 has 16",
+       ""},
+      {"    y = x_ptr * 2\n",
+       "test.py:6:15: error: unsupported pointer arithmetic '*' between a scalar (ptr<fp32>) and "
+       "an "
+       "int; pointers support 'ptr + int offsets' and 'ptr - int offsets'",
+       ""},
+      {"    y = tl.arange(0, BLOCK)[3]\n",
+       "test.py:6:29: error: tensor subscripts accept only None and ':' (as in x[:, None]); to "
+       "pick "
+       "elements, load them with pointers and offsets",
+       ""},
+      {"    t: tl.constexpr = (1, 2)\n    y = t[2]\n",
+       "test.py:7:11: error: tuple index 2 is out of range for a tuple of 2 elements", ""},
+      {"    X: tl.constexpr = n\n",
+       "test.py:6:23: error: the value of a tl.constexpr variable must be a compile-time constant, "
+       "but 'n' is a run-time value",
+       ""},
+      {"    with tlx.async_tasks():\n        with tlx.async_task('default'):\n"
+       "            r = tlx.async_task_replica_id() + tlx.thread_id(3)\n",
+       "test.py:8:61: error: tlx.thread_id's axis must be 0, 1 or 2", ""},
+      {"    r = tlx.async_task_replica_id()\n",
+       "test.py:6:9: error: tlx.async_task_replica_id() is only meaningful inside 'with "
+       "tlx.async_task(...)'",
+       ""},
+      {"    tlx.named_barrier_wait(16, 256)\n",
+       "test.py:6:28: error: named barrier ids run from 0 to 15, got 16", ""},
+      {"    y = float('abc')\n", "test.py:6:15: error: cannot convert 'abc' to float", ""},
+      {"    y = math.log2(n)\n",
+       "test.py:6:19: error: math.log2() works on compile-time numbers only; use tl.log2 for "
+       "tensors",
+       ""},
+      {"    y = torch.zeros(4)\n",
+       "test.py:6:15: error: module 'torch' is not available in kernel code (only "
+       "warpweave/triton language modules, math and helper modules passed to the compiler are)",
+       ""},
+  };
+  const std::string prelude = "import math\nimport torch\n\n"
+                              "def host_helper(n):\n    return n\n\n"
+                              "@ww.jit\ndef twice(x, scale: tl.constexpr = 2):\n"
+                              "    return x * scale\n\n";
+  // The prelude shifts the kernel down; rebase the expected line numbers on it.
+  int shift = static_cast<int>(std::count(prelude.begin(), prelude.end(), '\n'));
+  for (const NegativeCase& c : cases) {
+    SCOPED_TRACE(c.body);
+    Result r = kernelBody(c.body, "x_ptr:*fp32,n:i32,BLOCK=128", prelude);
+    ASSERT_NE(r.error, "") << r.ir;
+    // Rewrite test.py:L:C with L - shift so the table reads as if the kernel had no prelude.
+    std::smatch m;
+    std::string first = firstLine(r.error);
+    ASSERT_TRUE(std::regex_search(first, m, std::regex("^test\\.py:(\\d+):"))) << r.error;
+    std::string rebased = "test.py:" + std::to_string(std::stoi(m[1]) - shift) +
+                          first.substr(static_cast<size_t>(m.length(0)) - 1);
+    EXPECT_EQ(rebased, c.error) << r.error;
+    if (*c.note) {
+      std::string rest = r.error;
+      for (int l = 6 + shift; l < 20 + shift; ++l)
+        rest = std::regex_replace(rest, std::regex("test\\.py:" + std::to_string(l) + ":"),
+                                  "test.py:" + std::to_string(l - shift) + ":");
+      EXPECT_HAS(rest, c.note);
+    }
+  }
+}
+
+TEST(SpecializeDiagnostics, RenderedErrorQuotesTheLineWithACaret) {
+  Result r = kernelBody("    y = tl.arange(0, n)\n");
+  EXPECT_EQ(r.error,
+            "test.py:6:22: error: tl.arange's end must be a compile-time constant, but 'n' is a "
+            "run-time value\n"
+            "      y = tl.arange(0, n)\n"
+            "                       ^\n"
+            "test.py:6:22: note: declare the kernel parameter as 'n: tl.constexpr' (and give it as "
+            "n=VALUE in the signature) to make it a compile-time value\n"
+            "      y = tl.arange(0, n)\n"
+            "                       ^");
+}
+
+TEST(SpecializeDiagnostics, SignatureErrors) {
+  const char* src = "@ww.jit\ndef k(x_ptr, n, BLOCK: tl.constexpr):\n    pass\n";
+  std::string full = std::string(kHeader) + src;
+  EXPECT_EQ(firstLine(specializeSource(full, "k", "x_ptr:*fp32,BLOCK=4").error),
+            "test.py:5:14: error: kernel parameter 'n' is missing from the signature; give it as "
+            "'n:TYPE' (a run-time argument) or 'n=VALUE' (a constexpr)");
+  EXPECT_EQ(firstLine(specializeSource(full, "k", "x_ptr:*fp32,n:i32,BLOCK:i32").error),
+            "test.py:5:17: error: parameter 'BLOCK' is declared tl.constexpr, so the signature "
+            "must give its value ('BLOCK=VALUE'), not a type");
+  EXPECT_EQ(firstLine(specializeSource(full, "k", "x_ptr:*fp32,n:i32,BLOCK=4,BLOKC=3").error),
+            "test.py:5:1: error: the signature names 'BLOKC', which is not a parameter of 'k'; did "
+            "you mean 'BLOCK'?");
+  EXPECT_EQ(firstLine(specializeSource(full, "k", "x_ptr:*fq32,n:i32,BLOCK=4").error),
+            "test.py:5:7: error: bad signature type '*fq32' for parameter 'x_ptr': unknown element "
+            "type 'fq32' (expected *fp16, i32, fp32, desc<fp16,128x64> ...)");
+  EXPECT_EQ(
+      firstLine(specializeSource(full, "k", "x_ptr:*fp32,n:i32,BLOCK=4+").error).substr(0, 60),
+      "test.py:5:17: error: bad value '4+' for constexpr 'BLOCK' in");
+  EXPECT_EQ(specializeSource(full, "kk", "x_ptr:*fp32,n:i32,BLOCK=4").error,
+            "error: kernel 'kk' is not defined in test.py; did you mean 'k'?");
+}
+
+TEST(SpecializeDiagnostics, ErrorsInsideHelpersNameTheCallSite) {
+  Result r = specializeSource(std::string(kHeader) +
+                                  "@ww.jit\ndef scale(p, f: tl.constexpr):\n    return p * f\n\n"
+                                  "@ww.jit\ndef k(x_ptr):\n    y = scale(x_ptr, 2)\n",
+                              "k", "x_ptr:*fp32");
+  EXPECT_EQ(r.error, "test.py:6:14: error: unsupported pointer arithmetic '*' between a scalar "
+                     "(ptr<fp32>) and an int; pointers support 'ptr + int offsets' and 'ptr - int "
+                     "offsets'\n"
+                     "      return p * f\n"
+                     "               ^\n"
+                     "test.py:10:9: note: in 'scale' called from here\n"
+                     "      y = scale(x_ptr, 2)\n"
+                     "          ^");
 }
