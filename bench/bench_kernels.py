@@ -1,0 +1,433 @@
+"""Benchmarks of the kernel library on the GPU: each kernel of kernels/ops.py beside its PyTorch
+counterpart (cuBLAS, cuDNN, ATen) and our Triton port of it (bench/triton_ref.py), measured in one
+process on the same inputs, plus the device-to-device copy bandwidth of the same run.
+
+    python bench/bench_kernels.py [--quick] [--json out.json] [--plot out.png] [--only softmax,...]
+
+Prints a table (median time, achieved TB/s or TFLOP/s, ratio to torch and to Triton) and writes
+JSON (and a PNG when matplotlib is present). Outputs are checked against torch once per case and a
+wrong result is marked in the table; timings are never asserted (this is not a test). Every
+timing is taken twice; the 'spread' column is the relative difference between the two medians,
+below which a ratio is noise. Memory-bound cases use inputs well past the 60 MB L2, and the timer
+flushes L2 before every run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+import time
+import traceback
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true",
+                   help="fewer and smaller cases, shorter timing (whole run in ~3 minutes)")
+    p.add_argument("--json", metavar="PATH", help="write the results as JSON here")
+    p.add_argument("--plot", metavar="PATH",
+                   help="write a PNG bar chart here (default: the JSON path with .png)")
+    p.add_argument("--only", metavar="NAMES",
+                   help="comma-separated kernel names: " + ", ".join(KERNELS))
+    p.add_argument("--no-triton", action="store_true", help="skip the Triton column")
+    p.add_argument("--timer", choices=("warpweave", "triton"), default="warpweave",
+                   help="which do_bench times every column (default: ww.testing.do_bench)")
+    return p.parse_args(argv)
+
+
+KERNELS = ("copy", "add", "softmax", "layernorm_fwd", "layernorm_bwd", "matmul", "attention",
+           "embedding_bag", "row_sum", "row_max")
+
+
+# ------------------------------------------------------------------------------------------------
+# Cases: (kernel, label, work, unit, {column: callable}, check) built lazily on the GPU
+# ------------------------------------------------------------------------------------------------
+
+
+class Case:
+    def __init__(self, kernel, label, amount, unit, fns, check=None):
+        self.kernel = kernel
+        self.label = label
+        self.amount = amount  # bytes moved (unit "TB/s") or FLOPs (unit "TFLOP/s")
+        self.unit = unit
+        self.fns = fns  # column name -> zero-argument callable
+        self.check = check  # column name -> None or an error string, given its output
+
+
+def rel_err(torch, out, ref):
+    out, ref = out.double(), ref.double()
+    if torch.isnan(out).any():
+        return math.inf
+    d = ref.norm().item()
+    return (out - ref).norm().item() / (d if d > 0 else 1.0)
+
+
+def make_cases(torch, ops, tref, quick, only):
+    """Yields Cases one at a time, so that each case's buffers are freed before the next."""
+    F16, BF16, F32 = torch.float16, torch.bfloat16, torch.float32
+    dev = "cuda"
+    F = torch.nn.functional
+
+    def randn(*shape, dtype=F32):
+        return torch.randn(*shape, device=dev, dtype=torch.float32).to(dtype)
+
+    def checker(ref, tol):
+        def check(out):
+            if isinstance(out, tuple):
+                out = out[0]
+            err = rel_err(torch, out, ref)
+            return None if err <= tol else f"rel err {err:.2g}"
+        return check
+
+    tol = {F32: 1e-5, F16: 2e-3, BF16: 1e-2}
+
+    def cols(ww_fn, torch_fn, triton_fn):
+        out = {"warpweave": ww_fn, "torch": torch_fn}
+        if tref is not None and triton_fn:
+            out["triton"] = triton_fn
+        return out
+
+    def want(name):
+        return name in only
+
+    if want("add"):
+        n = (1 << 26) if quick else (1 << 28)
+        for dt in ((F32,) if quick else (F32, F16)):
+            x, y = randn(n, dtype=dt), randn(n, dtype=dt)
+            yield Case("add", f"{dt_name(dt)} n={n}", 3 * n * x.element_size(), "TB/s",
+                       cols(lambda: ops.add(x, y), lambda: torch.add(x, y),
+                            tref and (lambda: tref.add(x, y))), checker(x + y, 0))
+            del x, y
+
+    if want("softmax"):
+        shapes = [(16384, 4096)] if quick else [(32768, 4096), (65536, 1024), (4096, 32768),
+                                                (2048, 100_000)]
+        for m, n in shapes:
+            for dt in ((F16,) if quick else (F16, F32)):
+                x = randn(m, n, dtype=dt)
+                ref = torch.softmax(x.float(), -1)
+                yield Case("softmax", f"{dt_name(dt)} {m}x{n}", 2 * x.numel() * x.element_size(),
+                           "TB/s", cols(lambda: ops.softmax(x), lambda: torch.softmax(x, -1),
+                                        tref and n <= 32768 and (lambda: tref.softmax(x))),
+                           checker(ref, tol[dt]))
+                del x, ref
+
+    if want("layernorm_fwd") or want("layernorm_bwd"):
+        shapes = [(16384, 4096)] if quick else [(32768, 4096), (65536, 1024), (8192, 16384)]
+        for m, n in shapes:
+            dt = F16
+            x, w, b, dy = randn(m, n, dtype=dt), randn(n, dtype=dt), randn(n, dtype=dt), randn(
+                m, n, dtype=dt)
+            size = x.element_size()
+            y_ref = F.layer_norm(x.float(), (n,), w.float(), b.float(), 1e-5)
+            if want("layernorm_fwd"):
+                yield Case("layernorm_fwd", f"{dt_name(dt)} {m}x{n}", 2 * x.numel() * size,
+                           "TB/s", cols(lambda: ops.layernorm_fwd(x, w, b, 1e-5),
+                                        lambda: F.layer_norm(x, (n,), w, b, 1e-5),
+                                        tref and (lambda: tref.layernorm_fwd(x, w, b, 1e-5))),
+                           checker(y_ref, tol[dt]))
+            if want("layernorm_bwd"):
+                _, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5)
+                xr = x.float().requires_grad_()
+                F.layer_norm(xr, (n,), w.float(), b.float(), 1e-5).backward(dy.float())
+                dx_ref = xr.grad
+                del xr
+
+                def aten_bwd():
+                    return torch.ops.aten.native_layer_norm_backward(
+                        dy, x, [n], mean[:, None], rstd[:, None], w, b, [True, True, True])
+
+                yield Case("layernorm_bwd", f"{dt_name(dt)} {m}x{n}", 3 * x.numel() * size,
+                           "TB/s", cols(lambda: ops.layernorm_bwd(dy, x, w, mean, rstd), aten_bwd,
+                                        tref and (lambda: tref.layernorm_bwd(dy, x, w, mean,
+                                                                             rstd))),
+                           checker(dx_ref, tol[dt]))
+                del dx_ref
+            del x, w, b, dy, y_ref
+
+    if want("matmul"):
+        if quick:
+            shapes = [(F16, 4096, 4096, 4096), (BF16, 4096, 4096, 4096)]
+        else:
+            shapes = [(F16, 2048, 2048, 2048), (F16, 4096, 4096, 4096), (F16, 8192, 8192, 8192),
+                      (BF16, 4096, 4096, 4096), (BF16, 8192, 8192, 8192),
+                      (BF16, 8192, 8192, 1024), (BF16, 16384, 4096, 4096),
+                      (BF16, 1024, 8192, 8192)]
+        for dt, m, n, k in shapes:
+            a, b = randn(m, k, dtype=dt), randn(k, n, dtype=dt)
+            ref = a @ b
+            yield Case("matmul", f"{dt_name(dt)} {m}x{n}x{k}", 2 * m * n * k, "TFLOP/s",
+                       cols(lambda: ops.matmul(a, b), lambda: a @ b,
+                            tref and (lambda: tref.matmul(a, b))), checker(ref, tol[dt]))
+            del a, b, ref
+
+    if want("attention"):
+        if quick:
+            shapes = [(F16, 4, 32, 4096, 128, False), (F16, 4, 32, 4096, 128, True)]
+        else:
+            shapes = [(F16, 1, 16, 16384, 128, False), (F16, 1, 16, 16384, 128, True),
+                      (BF16, 1, 16, 16384, 128, False), (BF16, 1, 16, 16384, 128, True),
+                      (F16, 1, 32, 16384, 64, False), (F16, 16, 16, 1024, 128, False),
+                      (F16, 4, 16, 4096, 128, True)]
+        for dt, z, h, n_ctx, d, causal in shapes:
+            q, k, v = (randn(z, h, n_ctx, d, dtype=dt) for _ in range(3))
+            scale = 1 / math.sqrt(d)
+            flops = 4 * z * h * n_ctx * n_ctx * d * (0.5 if causal else 1.0)
+            sdpa = sdpa_fn(torch)
+            ref = sdpa(q, k, v, is_causal=causal, scale=scale)
+            yield Case("attention",
+                       f"{dt_name(dt)} Z{z} H{h} S{n_ctx} D{d}{' causal' if causal else ''}",
+                       flops, "TFLOP/s",
+                       cols(lambda: ops.attention(q, k, v, causal, scale),
+                            lambda: sdpa(q, k, v, is_causal=causal, scale=scale),
+                            tref and (lambda: tref.attention(q, k, v, causal, scale))),
+                       checker(ref, tol[dt]))
+            del q, k, v, ref
+
+    if want("embedding_bag"):
+        shapes = [(1 << 20, 128, 32768, 32)] if quick else [(1 << 21, 128, 65536, 32),
+                                                          (1 << 20, 256, 16384, 64)]
+        for num_emb, dim, bags, per_bag in shapes:
+            dt = F16
+            weight = randn(num_emb, dim, dtype=dt)
+            indices = torch.randint(0, num_emb, (bags * per_bag,), device=dev)
+            offsets = torch.arange(0, bags * per_bag + 1, per_bag, device=dev)
+            ref = F.embedding_bag(indices, weight.float(), offsets, mode="sum",
+                                  include_last_offset=True)
+            moved = (indices.numel() * dim + bags * dim) * weight.element_size() + \
+                indices.numel() * 8
+            yield Case("embedding_bag", f"{dt_name(dt)} {num_emb}x{dim} {bags} bags of {per_bag}",
+                       moved, "TB/s",
+                       cols(lambda: ops.embedding_bag(weight, indices, offsets),
+                            lambda: F.embedding_bag(indices, weight, offsets, mode="sum",
+                                                    include_last_offset=True),
+                            tref and (lambda: tref.embedding_bag(weight, indices, offsets))),
+                       checker(ref, tol[dt]))
+            del weight, indices, offsets, ref
+
+    for name, ww_op, torch_op, tr in (("row_sum", ops.row_sum, lambda x: x.sum(1, dtype=F32),
+                                       tref and tref.row_sum),
+                                      ("row_max", ops.row_max, lambda x: x.max(1),
+                                       tref and tref.row_max)):
+        if not want(name):
+            continue
+        shapes = [(16384, 4096)] if quick else [(32768, 8192), (1 << 20, 128), (64, 4 << 20)]
+        for m, n in shapes:
+            x = randn(m, n)
+            ref = x.sum(1, dtype=F32) if name == "row_sum" else x.max(1).values
+            yield Case(name, f"fp32 {m}x{n}", x.numel() * 4, "TB/s",
+                       cols(lambda: ww_op(x), lambda: torch_op(x),
+                            tr and (lambda: tr(x))), checker(ref, 1e-5))
+            del x, ref
+
+
+def dt_name(dt):
+    return {"torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float32": "fp32"}[str(dt)]
+
+
+def sdpa_fn(torch):
+    """torch's scaled_dot_product_attention pinned to cuDNN when this torch has it (the
+    reference PERFORMANCE.md names), else torch's own choice."""
+    F = torch.nn.functional
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        def cudnn(q, k, v, is_causal, scale):
+            with sdpa_kernel([SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION]):
+                return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale)
+
+        return cudnn
+    except ImportError:
+        return F.scaled_dot_product_attention
+
+
+# ------------------------------------------------------------------------------------------------
+# Measurement
+# ------------------------------------------------------------------------------------------------
+
+
+def copy_bandwidth(torch, bench, quick):
+    n = (1 << 28) if quick else (1 << 30)  # bytes per buffer: 256 MB or 1 GB
+    src = torch.empty(n // 4, device="cuda", dtype=torch.float32).normal_()
+    dst = torch.empty_like(src)
+    times = [bench(lambda: dst.copy_(src)) for _ in range(2)]
+    del src, dst
+    return 2 * n, times
+
+
+def run(args):
+    try:
+        import torch
+    except ImportError:
+        print("bench_kernels: PyTorch is not installed; the benchmarks need it and a CUDA GPU",
+              file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("bench_kernels: no CUDA GPU visible to PyTorch; nothing to measure", file=sys.stderr)
+        return 2
+    import warpweave as ww
+
+    from kernels import ops
+
+    tref, triton_note = None, "not requested"
+    if not args.no_triton:
+        try:
+            import triton
+
+            import triton_ref as tref
+
+            triton_note = triton.__version__
+        except Exception as e:  # ImportError, or a Triton too old for the refs
+            triton_note = f"unavailable: {type(e).__name__}: {e}"
+            tref = None
+
+    warmup, rep = (10, 40) if args.quick else (25, 100)
+    if args.timer == "triton" and tref is not None:
+        import triton.testing
+
+        def bench(fn):
+            return triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
+    else:
+        def bench(fn):
+            return ww.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
+
+    only = set(KERNELS if not args.only else args.only.split(","))
+    unknown = only - set(KERNELS)
+    if unknown:
+        print(f"bench_kernels: unknown kernels {sorted(unknown)}; known: {', '.join(KERNELS)}",
+              file=sys.stderr)
+        return 2
+
+    props = torch.cuda.get_device_properties(0)
+    meta = {"gpu": props.name, "sms": props.multi_processor_count, "torch": torch.__version__,
+            "cuda": torch.version.cuda, "triton": triton_note, "warpweave": ww.__version__,
+            "quick": args.quick, "timer": args.timer, "python": platform.python_version(),
+            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    print(f"# {meta['gpu']} ({meta['sms']} SMs), torch {meta['torch']}, CUDA {meta['cuda']}, "
+          f"Triton {triton_note}, timer {args.timer}, {'quick' if args.quick else 'full'} run")
+
+    results = []
+    copy_bytes, copy_times = copy_bandwidth(torch, bench, args.quick)
+    results.append({"kernel": "copy", "case": f"fp32 {copy_bytes // 8} elements", "unit": "TB/s",
+                    "amount": copy_bytes, "columns": {"torch": {
+                        "ms": min(copy_times), "ms_runs": copy_times,
+                        "rate": copy_bytes / (min(copy_times) * 1e-3) / 1e12}}})
+    copy_tbs = copy_bytes / (min(copy_times) * 1e-3) / 1e12
+    meta["copy_TBps"] = copy_tbs
+    print(f"# device-to-device copy: {copy_tbs:.2f} TB/s (read + write), "
+          f"{copy_times[0]:.3f} / {copy_times[1]:.3f} ms for {copy_bytes / 1e9:.2f} GB")
+
+    header = (f"{'kernel':<14} {'case':<36} {'column':<10} {'ms':>9} {'rate':>9} {'unit':<8} "
+              f"{'spread':>6} {'vs torch':>8} {'vs triton':>9} {'vs copy':>7}  note")
+    print(header)
+    print("-" * len(header))
+    t_start = time.time()
+    for case in make_cases(torch, ops, tref, args.quick, only):
+        row = {"kernel": case.kernel, "case": case.label, "unit": case.unit,
+               "amount": case.amount, "columns": {}}
+        for column, fn in case.fns.items():
+            entry = {}
+            try:
+                out = fn()
+                torch.cuda.synchronize()
+                problem = case.check(out) if case.check else None
+                if problem:
+                    entry["wrong"] = problem
+                times = [bench(fn) for _ in range(2)]
+                entry["ms"] = min(times)
+                entry["ms_runs"] = times
+                entry["spread"] = abs(times[0] - times[1]) / min(times)
+                entry["rate"] = case.amount / (entry["ms"] * 1e-3) / 1e12
+            except Exception as e:  # a compile or launch failure is a result, not a crash
+                entry["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                if os.environ.get("WW_BENCH_TRACEBACK"):
+                    traceback.print_exc()
+                torch.cuda.synchronize()
+            row["columns"][column] = entry
+        ww_ms = row["columns"].get("warpweave", {}).get("ms")
+        for column, entry in row["columns"].items():
+            if "ms" in entry and ww_ms is not None and column == "warpweave":
+                for other in ("torch", "triton"):
+                    o = row["columns"].get(other, {}).get("ms")
+                    if o is not None:
+                        row[f"ww_vs_{other}"] = o / ww_ms  # > 1: warpweave is faster
+                if case.unit == "TB/s":
+                    row["ww_vs_copy"] = entry["rate"] / copy_tbs
+            print(format_row(case, column, entry, row, copy_tbs))
+        results.append(row)
+        torch.cuda.empty_cache()
+    meta["seconds"] = time.time() - t_start
+    print(f"# {len(results)} cases in {meta['seconds']:.0f} s; ratios > 1 mean warpweave is "
+          f"faster (time of the other column / warpweave's)")
+    report = {"meta": meta, "results": results}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+        print(f"# wrote {args.json}")
+    plot_path = args.plot or (os.path.splitext(args.json)[0] + ".png" if args.json else None)
+    if plot_path:
+        write_plot(report, plot_path)
+    return 0
+
+
+def format_row(case, column, entry, row, copy_tbs):
+    if "error" in entry:
+        return f"{case.kernel:<14} {case.label:<36} {column:<10} {'-':>9} {'-':>9} {'':<8} " \
+               f"{'':>6} {'':>8} {'':>9} {'':>7}  FAILED {entry['error'][:100]}"
+    ratios = ["", "", ""]
+    if column == "warpweave":
+        ratios = [f"{row[k]:.2f}x" if k in row else "" for k in
+                  ("ww_vs_torch", "ww_vs_triton", "ww_vs_copy")]
+    note = f"WRONG ({entry['wrong']})" if "wrong" in entry else ""
+    return (f"{case.kernel:<14} {case.label:<36} {column:<10} {entry['ms']:>9.4f} "
+            f"{entry['rate']:>9.3f} {case.unit:<8} {entry['spread'] * 100:>5.1f}% "
+            f"{ratios[0]:>8} {ratios[1]:>9} {ratios[2]:>7}  {note}")
+
+
+def write_plot(report, path):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("# matplotlib is not installed: no plot")
+        return
+    rows = report["results"]
+    labels = [f"{r['kernel']}\n{r['case']}" for r in rows]
+    columns = ("warpweave", "torch", "triton")
+    fig, ax = plt.subplots(figsize=(max(8, 0.9 * len(rows)), 5))
+    width = 0.27
+    for i, column in enumerate(columns):
+        # Rate relative to torch's, so TB/s and TFLOP/s cases share one axis.
+        vals = []
+        for r in rows:
+            mine = r["columns"].get(column, {}).get("rate")
+            base = r["columns"].get("torch", {}).get("rate")
+            vals.append(mine / base if mine and base else 0.0)
+        ax.bar([j + (i - 1) * width for j in range(len(rows))], vals, width, label=column)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("throughput relative to torch")
+    ax.set_title(f"{report['meta']['gpu']}: copy {report['meta']['copy_TBps']:.2f} TB/s")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"# wrote {path}")
+
+
+def main(argv=None):
+    return run(parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

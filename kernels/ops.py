@@ -1,0 +1,582 @@
+"""Host wrappers for the kernel library: one function per kernel, taking NumPy arrays (run in the
+CPU interpreter) or CUDA torch tensors (run on the GPU), allocating the outputs and computing each
+launch grid from the kernel's constexprs, as the Triton tutorials' wrappers do.
+
+    from kernels import ops          # with the repository root on sys.path
+    y = ops.softmax(x)               # x: np.ndarray -> interpreter, torch.cuda tensor -> GPU
+
+CPU torch tensors run in the interpreter only when WARPWEAVE_INTERPRET=1 (as TRITON_INTERPRET=1
+does for Triton); otherwise they are refused, since a silent host round trip would hide a missing
+`.cuda()`. Every argument error is a ValueError that names the argument.
+
+Block sizes: the GPU configurations are the ones each kernel's docstring recommends; the
+interpreter gets smaller blocks, because it executes every lane of a block on the CPU and the
+padding lanes of a large block over a small input are pure waste there.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import warpweave as ww
+
+from . import attention as _attention
+from . import embedding_bag as _embedding_bag
+from . import layernorm as _layernorm
+from . import matmul as _matmul
+from . import reduction as _reduction
+from . import softmax as _softmax
+from . import vector_add as _vector_add
+
+__all__ = [
+    "add", "softmax", "layernorm_fwd", "layernorm_bwd", "matmul", "embedding_bag", "row_sum",
+    "row_max", "attention",
+]
+
+_FLOATS = ("float16", "bfloat16", "float32")
+_HALF_FLOATS = ("float16", "bfloat16")
+_INDEX_TYPES = ("int32", "int64")
+
+# Rows up to this many columns keep the whole row in one block (softmax_kernel); longer rows take
+# the two-pass online kernel, whose block size does not grow with the row.
+SOFTMAX_FUSED_MAX_COLS = 16384
+
+# ------------------------------------------------------------------------------------------------
+# Where a call's arrays live
+# ------------------------------------------------------------------------------------------------
+
+
+def _is_numpy(value) -> bool:
+    return type(value).__module__ == "numpy" and type(value).__name__ == "ndarray"
+
+
+def _is_torch(value) -> bool:
+    return type(value).__module__.startswith("torch") and hasattr(value, "data_ptr")
+
+
+def _interpret_env() -> bool:
+    return os.environ.get("WARPWEAVE_INTERPRET", "0") not in ("", "0", "false", "False")
+
+
+_sm_counts: dict = {}
+
+
+class _Place:
+    """The library (NumPy or torch) and device of one call's arrays: outputs are allocated here,
+    and the interpreter or the GPU runs the kernels."""
+
+    def __init__(self, op: str, arrays: dict):
+        self.op = op
+        self.torch_device = None
+        self.kind = None  # "numpy" or "torch"
+        first = None
+        for name, value in arrays.items():
+            if value is None:
+                continue
+            if _is_numpy(value):
+                kind, device = "numpy", None
+            elif _is_torch(value):
+                kind, device = "torch", value.device
+                if device.type != "cuda" and not _interpret_env():
+                    raise ValueError(
+                        f"{op}: '{name}' is a torch tensor on {device}; pass CUDA tensors (GPU), "
+                        f"NumPy arrays (interpreter), or set WARPWEAVE_INTERPRET=1 to run CPU "
+                        f"tensors in the interpreter")
+            else:
+                raise ValueError(f"{op}: '{name}' must be a NumPy array or a torch tensor, got "
+                                 f"{type(value).__module__}.{type(value).__name__}")
+            if first is None:
+                first = name
+                self.kind, self.torch_device = kind, device
+            elif kind != self.kind:
+                raise ValueError(f"{op}: '{name}' is a {kind} array but '{first}' is a "
+                                 f"{self.kind} array; pass all NumPy arrays or all torch tensors")
+            elif device != self.torch_device:
+                raise ValueError(f"{op}: '{name}' is on {device} but '{first}' is on "
+                                 f"{self.torch_device}; put every tensor on one device")
+        if self.kind is None:
+            raise ValueError(f"{op}: no array arguments")
+
+    @property
+    def on_gpu(self) -> bool:
+        """True when the kernels run on the GPU (not in the interpreter)."""
+        return (self.kind == "torch" and self.torch_device.type == "cuda" and
+                not _interpret_env())
+
+    def empty(self, shape, dtype: str):
+        if self.kind == "numpy":
+            import numpy as np
+
+            return np.empty(shape, _numpy_dtype(dtype))
+        import torch
+
+        return torch.empty(shape, dtype=getattr(torch, dtype), device=self.torch_device)
+
+    def num_sms(self) -> int:
+        """The GPU's SM count, or a small stand-in for the interpreter (where persistent grids only
+        need to be smaller than the row count to exercise their loops)."""
+        if not self.on_gpu:
+            return 4
+        index = self.torch_device.index
+        if index is None:
+            import torch
+
+            index = torch.cuda.current_device()
+        count = _sm_counts.get(index)
+        if count is None:
+            import torch
+
+            count = torch.cuda.get_device_properties(index).multi_processor_count
+            _sm_counts[index] = count
+        return count
+
+
+def _numpy_dtype(name: str):
+    import numpy as np
+
+    if name == "bfloat16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise ValueError("bfloat16 NumPy arrays need the ml_dtypes package "
+                             "(pip install ml-dtypes)") from None
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(name)
+
+
+def _dtype_name(value) -> str:
+    """'float16', 'bfloat16', 'int64'... for a NumPy array or a torch tensor."""
+    if _is_numpy(value):
+        return value.dtype.name
+    return str(value.dtype).replace("torch.", "")
+
+
+def _strides(value) -> tuple:
+    """Strides in elements."""
+    if _is_numpy(value):
+        return tuple(s // value.itemsize for s in value.strides)
+    return tuple(value.stride())
+
+
+def _itemsize(value) -> int:
+    if _is_numpy(value):
+        return value.itemsize
+    return value.element_size()
+
+
+def _contiguous(value):
+    if _is_numpy(value):
+        import numpy as np
+
+        return np.ascontiguousarray(value)
+    return value.contiguous()
+
+
+def _rows_unit_stride(value):
+    """A 2-D view whose columns are adjacent in memory (rows may be strided): the layout the row
+    kernels index; copies only when the columns are not adjacent or strides are negative."""
+    strides = _strides(value)
+    if (value.shape[1] > 1 and strides[1] != 1) or strides[0] < 0:
+        return _contiguous(value)
+    return value
+
+
+def _check_dtype(op: str, name: str, value, allowed) -> str:
+    dt = _dtype_name(value)
+    if dt not in allowed:
+        raise ValueError(f"{op}: '{name}' has dtype {dt}; expected {' or '.join(allowed)}")
+    return dt
+
+
+def _check_ndim(op: str, name: str, value, ndims, what: str = "") -> None:
+    if value.ndim not in ndims:
+        want = " or ".join(f"{n}-D" for n in ndims)
+        raise ValueError(f"{op}: '{name}' must be {want}{what}, got shape {tuple(value.shape)}")
+
+
+def _check_shape(op: str, name: str, value, shape, what: str = "") -> None:
+    if tuple(value.shape) != tuple(shape):
+        raise ValueError(f"{op}: '{name}' must have shape {tuple(shape)}{what}, got "
+                         f"{tuple(value.shape)}")
+
+
+def _as_rows(op: str, name: str, x):
+    """x [..., N] as a 2-D [rows, N] view with adjacent columns."""
+    if x.ndim < 1:
+        raise ValueError(f"{op}: '{name}' must have at least one dimension, got a scalar")
+    n_cols = x.shape[-1]
+    if x.ndim != 2:
+        x = _contiguous(x).reshape(-1, n_cols)
+    return _rows_unit_stride(x)
+
+
+def _numel(value) -> int:
+    return math.prod(value.shape)
+
+
+# ------------------------------------------------------------------------------------------------
+# Element-wise
+# ------------------------------------------------------------------------------------------------
+
+_ADD_DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64")
+
+
+def add(x, y):
+    """x + y element-wise (same shape and dtype); returns a new contiguous array."""
+    place = _Place("add", {"x": x, "y": y})
+    dt = _check_dtype("add", "x", x, _ADD_DTYPES)
+    if _dtype_name(y) != dt:
+        raise ValueError(f"add: 'y' has dtype {_dtype_name(y)} but 'x' has {dt}; convert one")
+    if tuple(y.shape) != tuple(x.shape):
+        raise ValueError(f"add: 'y' has shape {tuple(y.shape)} but 'x' has {tuple(x.shape)}; "
+                         f"broadcasting is not supported")
+    out = place.empty(tuple(x.shape), dt)
+    n = _numel(x)
+    if n == 0:
+        return out
+    xf, yf = _contiguous(x).reshape(-1), _contiguous(y).reshape(-1)
+    if n < (1 << 31) - 4096:
+        _vector_add.add_kernel[lambda m: (ww.cdiv(n, m["BLOCK"]),)](
+            xf, yf, out.reshape(-1), n, BLOCK=1024, num_warps=4)
+    else:
+        # add_kernel's 32-bit offsets would wrap; the persistent kernel computes 64-bit ones.
+        programs = place.num_sms() * 4
+        _vector_add.add_kernel_persistent[lambda m: (min(programs, ww.cdiv(n, m["BLOCK"])),)](
+            xf, yf, out.reshape(-1), n, BLOCK=4096, num_warps=8)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Softmax
+# ------------------------------------------------------------------------------------------------
+
+
+def _softmax_warps(block: int) -> int:
+    if block >= 8192:
+        return 16
+    if block >= 2048:
+        return 8
+    return 4
+
+
+def softmax(x, online=None):
+    """Softmax over the last dimension of x (fp16, bf16 or fp32), computed in fp32 and returned
+    in x's dtype and shape. `online` forces (True) or forbids (False) the two-pass kernel for
+    long rows; by default rows longer than SOFTMAX_FUSED_MAX_COLS take it."""
+    place = _Place("softmax", {"x": x})
+    dt = _check_dtype("softmax", "x", x, _FLOATS)
+    shape = tuple(x.shape)
+    x2 = _as_rows("softmax", "x", x)
+    n_rows, n_cols = x2.shape
+    out = place.empty((n_rows, n_cols), dt)
+    if n_rows == 0 or n_cols == 0:
+        return out.reshape(shape)
+    in_stride = _strides(x2)[0]
+    if online is None:
+        # The fused kernel's row offsets are 32-bit.
+        online = n_cols > SOFTMAX_FUSED_MAX_COLS or n_rows * max(in_stride, n_cols) >= 1 << 31
+    if not online:
+        block = ww.next_power_of_2(n_cols)
+        warps = _softmax_warps(block)
+        programs = place.num_sms() * max(1, 32 // warps)
+        _softmax.softmax_kernel[(min(n_rows, programs),)](
+            out, x2, in_stride, n_cols, n_rows, n_cols, BLOCK=block, num_warps=warps)
+    else:
+        block = 4096 if place.on_gpu else min(256, ww.next_power_of_2(n_cols))
+        _softmax.softmax_online_kernel[(n_rows,)](
+            out, x2, in_stride, n_cols, n_cols, BLOCK=block, num_warps=_softmax_warps(block))
+    return out.reshape(shape)
+
+
+# ------------------------------------------------------------------------------------------------
+# Layer norm
+# ------------------------------------------------------------------------------------------------
+
+
+def _layernorm_block(n_cols: int, itemsize: int) -> int:
+    return min(ww.next_power_of_2(n_cols), 65536 // itemsize)
+
+
+def layernorm_fwd(x, w, b, eps=1e-5):
+    """Layer norm over the last dimension: returns (y, mean, rstd), y in x's dtype and shape,
+    mean and rstd fp32 with one entry per row (x's leading dimensions)."""
+    op = "layernorm_fwd"
+    place = _Place(op, {"x": x, "w": w, "b": b})
+    dt = _check_dtype(op, "x", x, _FLOATS)
+    _check_dtype(op, "w", w, _FLOATS)
+    _check_dtype(op, "b", b, _FLOATS)
+    if not isinstance(eps, (int, float)) or not eps >= 0 or not math.isfinite(eps):
+        raise ValueError(f"{op}: 'eps' must be a finite number >= 0, got {eps!r}")
+    shape = tuple(x.shape)
+    x2 = _contiguous(_as_rows(op, "x", x))
+    n_rows, n_cols = x2.shape
+    _check_shape(op, "w", w, (n_cols,), " (x's last dimension)")
+    _check_shape(op, "b", b, (n_cols,), " (x's last dimension)")
+    if n_cols == 0:
+        raise ValueError(f"{op}: 'x' has an empty last dimension; there is nothing to normalize")
+    y = place.empty((n_rows, n_cols), dt)
+    mean = place.empty((n_rows,), "float32")
+    rstd = place.empty((n_rows,), "float32")
+    if n_rows > 0:
+        block = _layernorm_block(n_cols, _itemsize(x2))
+        _layernorm.layernorm_fwd_kernel[(n_rows,)](
+            x2, y, _contiguous(w), _contiguous(b), mean, rstd, n_cols, n_cols, float(eps),
+            BLOCK=block, num_warps=min(max(block // 256, 1), 8))
+    return y.reshape(shape), mean.reshape(shape[:-1]), rstd.reshape(shape[:-1])
+
+
+def layernorm_bwd(dy, x, w, mean, rstd):
+    """Gradients of layernorm_fwd: returns (dx, dw, db); dx in x's dtype and shape, dw and db in
+    w's dtype. mean and rstd are layernorm_fwd's fp32 outputs. Rows must fit one block (up to
+    65536 bytes of x's elements)."""
+    op = "layernorm_bwd"
+    place = _Place(op, {"dy": dy, "x": x, "w": w, "mean": mean, "rstd": rstd})
+    dt = _check_dtype(op, "x", x, _FLOATS)
+    if _dtype_name(dy) != dt:
+        raise ValueError(f"{op}: 'dy' has dtype {_dtype_name(dy)} but 'x' has {dt}")
+    wdt = _check_dtype(op, "w", w, _FLOATS)
+    _check_dtype(op, "mean", mean, ("float32",))
+    _check_dtype(op, "rstd", rstd, ("float32",))
+    shape = tuple(x.shape)
+    _check_shape(op, "dy", dy, shape, " (x's shape)")
+    x2 = _contiguous(_as_rows(op, "x", x))
+    dy2 = _contiguous(_as_rows(op, "dy", dy))
+    n_rows, n_cols = x2.shape
+    if n_cols == 0:
+        raise ValueError(f"{op}: 'x' has an empty last dimension")
+    _check_shape(op, "w", w, (n_cols,), " (x's last dimension)")
+    for name, stat in (("mean", mean), ("rstd", rstd)):
+        if _numel(stat) != n_rows:
+            raise ValueError(f"{op}: '{name}' must have one entry per row of x ({n_rows}), got "
+                             f"shape {tuple(stat.shape)}")
+    block = ww.next_power_of_2(n_cols)
+    if block > 65536 // _itemsize(x2):
+        raise ValueError(f"{op}: 'x' rows of {n_cols} columns do not fit one block; the backward "
+                         f"kernel takes rows of up to {65536 // _itemsize(x2)} elements")
+    dx = place.empty((n_rows, n_cols), dt)
+    dw = place.empty((n_cols,), wdt)
+    db = place.empty((n_cols,), wdt)
+    if n_rows == 0:
+        dw[...] = 0
+        db[...] = 0
+        return dx.reshape(shape), dw, db
+    # Enough programs to fill the GPU a few times over, each taking a power-of-two row count so
+    # that sizes share compiled kernels.
+    target_programs = place.num_sms() * 4 if place.on_gpu else 8
+    rows_per_program = min(ww.next_power_of_2(ww.cdiv(n_rows, target_programs)), 256)
+    n_partials = ww.cdiv(n_rows, rows_per_program)
+    partial_dw = place.empty((n_partials, n_cols), "float32")
+    partial_db = place.empty((n_partials, n_cols), "float32")
+    _layernorm.layernorm_bwd_dx_kernel[(n_partials,)](
+        dx, dy2, partial_dw, partial_db, x2, _contiguous(w), _contiguous(mean.reshape(-1)),
+        _contiguous(rstd.reshape(-1)), n_cols, n_rows, n_cols,
+        ROWS_PER_PROGRAM=rows_per_program, BLOCK=block,
+        num_warps=min(max(block // 256, 1), 8))
+    block_n = 128 if place.on_gpu else min(128, ww.next_power_of_2(n_cols))
+    _layernorm.layernorm_bwd_dwdb_kernel[lambda m: (ww.cdiv(n_cols, m["BLOCK_N"]),)](
+        partial_dw, partial_db, dw, db, n_partials, n_cols, BLOCK_P=32, BLOCK_N=block_n,
+        num_warps=4)
+    return dx.reshape(shape), dw, db
+
+
+# ------------------------------------------------------------------------------------------------
+# Matmul
+# ------------------------------------------------------------------------------------------------
+
+_ACTIVATIONS = {None: "", "relu": "relu", "leaky_relu": "leaky_relu"}
+
+
+def matmul(a, b, activation=None):
+    """activation(a @ b) for fp16 or bf16 a [M, K] and b [K, N] (any strides), accumulated in fp32
+    and returned in a's dtype. activation: None, "relu" or "leaky_relu" (slope 0.01)."""
+    op = "matmul"
+    place = _Place(op, {"a": a, "b": b})
+    dt = _check_dtype(op, "a", a, _HALF_FLOATS)
+    if _dtype_name(b) != dt:
+        raise ValueError(f"{op}: 'b' has dtype {_dtype_name(b)} but 'a' has {dt}; both must be "
+                         f"float16 or both bfloat16")
+    if activation not in _ACTIVATIONS:
+        raise ValueError(f"{op}: 'activation' must be None, 'relu' or 'leaky_relu', got "
+                         f"{activation!r}")
+    _check_ndim(op, "a", a, (2,))
+    _check_ndim(op, "b", b, (2,))
+    M, K = a.shape
+    if b.shape[0] != K:
+        raise ValueError(f"{op}: 'b' has shape {tuple(b.shape)} but 'a' has {tuple(a.shape)}; "
+                         f"b's first dimension must equal a's second ({K})")
+    N = b.shape[1]
+    c = place.empty((M, N), dt)
+    if M == 0 or N == 0:
+        return c
+    if min(_strides(a)) < 0:
+        a = _contiguous(a)
+    if min(_strides(b)) < 0:
+        b = _contiguous(b)
+    if place.on_gpu:
+        config = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=8,
+                      num_stages=3)
+    else:
+        config = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=4, num_warps=4)
+    sa, sb, sc = _strides(a), _strides(b), _strides(c)
+    _matmul.matmul_kernel[lambda m: (ww.cdiv(M, m["BLOCK_M"]) * ww.cdiv(N, m["BLOCK_N"]),)](
+        a, b, c, M, N, K, sa[0], sa[1], sb[0], sb[1], sc[0], sc[1],
+        ACTIVATION=_ACTIVATIONS[activation], **config)
+    return c
+
+
+# ------------------------------------------------------------------------------------------------
+# Embedding bag
+# ------------------------------------------------------------------------------------------------
+
+
+def embedding_bag(weight, indices, offsets, per_sample_weights=None, mode="sum"):
+    """out[b] = sum over i in [offsets[b], offsets[b+1]) of s_i * weight[indices[i]], with s_i =
+    per_sample_weights[i] (or 1), divided by the bag size when mode="mean" (an empty bag gives
+    zeros). offsets are CSR style, num_bags + 1 entries (torch's include_last_offset=True).
+    weight [num_embeddings, D] fp16/bf16/fp32; indices, offsets int32/int64; per_sample_weights
+    float, one per index. Returns [num_bags, D] in weight's dtype, summed in fp32.
+
+    With NumPy inputs the indices and offsets are checked against the table; with CUDA tensors
+    they are not (that would synchronize the GPU), as with torch."""
+    op = "embedding_bag"
+    place = _Place(op, {"weight": weight, "indices": indices, "offsets": offsets,
+                        "per_sample_weights": per_sample_weights})
+    dt = _check_dtype(op, "weight", weight, _FLOATS)
+    _check_ndim(op, "weight", weight, (2,), " [num_embeddings, D]")
+    _check_dtype(op, "indices", indices, _INDEX_TYPES)
+    _check_dtype(op, "offsets", offsets, _INDEX_TYPES)
+    _check_ndim(op, "indices", indices, (1,))
+    _check_ndim(op, "offsets", offsets, (1,), " (num_bags + 1 entries)")
+    if mode not in ("sum", "mean"):
+        raise ValueError(f"{op}: 'mode' must be 'sum' or 'mean', got {mode!r}")
+    if offsets.shape[0] < 1:
+        raise ValueError(f"{op}: 'offsets' needs num_bags + 1 entries (at least 1), got none")
+    if per_sample_weights is not None:
+        _check_dtype(op, "per_sample_weights", per_sample_weights, _FLOATS)
+        _check_shape(op, "per_sample_weights", per_sample_weights, tuple(indices.shape),
+                     " (one weight per index)")
+    num_embeddings, dim = weight.shape
+    num_bags = offsets.shape[0] - 1
+    if place.kind == "numpy":
+        import numpy as np
+
+        if num_bags > 0 and (offsets[0] < 0 or offsets[-1] > indices.shape[0] or
+                             np.any(np.diff(offsets) < 0)):
+            raise ValueError(f"{op}: 'offsets' must be non-decreasing within [0, "
+                             f"{indices.shape[0]}] (the number of indices)")
+        if indices.size and (indices.min() < 0 or indices.max() >= num_embeddings):
+            raise ValueError(f"{op}: 'indices' must lie in [0, {num_embeddings}) (weight's "
+                             f"rows), got values in [{indices.min()}, {indices.max()}]")
+    out = place.empty((num_bags, dim), dt)
+    if num_bags == 0 or dim == 0:
+        return out
+    weight = _rows_unit_stride(weight)
+    has_weights = per_sample_weights is not None
+    block_d = min(128, max(16, ww.next_power_of_2(dim)))
+    _embedding_bag.embedding_bag_kernel[lambda m: (num_bags, ww.cdiv(dim, m["BLOCK_D"]))](
+        weight, _contiguous(indices), _contiguous(offsets),
+        _contiguous(per_sample_weights) if has_weights else weight, out,
+        dim, _strides(weight)[0], dim,
+        BLOCK_I=8, BLOCK_D=block_d, HAS_SAMPLE_WEIGHTS=has_weights, MEAN=mode == "mean",
+        num_warps=4)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Row reductions
+# ------------------------------------------------------------------------------------------------
+
+
+def _reduction_config(n_cols: int, on_gpu: bool) -> dict:
+    if on_gpu:
+        return dict(BLOCK_M=4, BLOCK_N=1024, num_warps=4)
+    return dict(BLOCK_M=4, BLOCK_N=min(256, max(16, ww.next_power_of_2(n_cols))), num_warps=4)
+
+
+def row_sum(x):
+    """Sum of each row of a 2-D x (fp16, bf16 or fp32; rows may be strided), accumulated and
+    returned in fp32, shape [n_rows]."""
+    op = "row_sum"
+    place = _Place(op, {"x": x})
+    _check_dtype(op, "x", x, _FLOATS)
+    _check_ndim(op, "x", x, (2,))
+    x = _rows_unit_stride(x)
+    n_rows, n_cols = x.shape
+    out = place.empty((n_rows,), "float32")
+    if n_rows == 0:
+        return out
+    config = _reduction_config(n_cols, place.on_gpu)
+    _reduction.row_sum_kernel[lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]),)](
+        x, out, n_rows, n_cols, _strides(x)[0], **config)
+    return out
+
+
+def row_max(x):
+    """(values, indices) of each row's maximum of a 2-D x (fp16, bf16 or fp32): values fp32,
+    indices int32, the first column holding the maximum. Rows must not be empty."""
+    op = "row_max"
+    place = _Place(op, {"x": x})
+    _check_dtype(op, "x", x, _FLOATS)
+    _check_ndim(op, "x", x, (2,))
+    x = _rows_unit_stride(x)
+    n_rows, n_cols = x.shape
+    if n_cols == 0 and n_rows > 0:
+        raise ValueError(f"{op}: 'x' has empty rows (shape {tuple(x.shape)}); a maximum needs at "
+                         f"least one column")
+    values = place.empty((n_rows,), "float32")
+    indices = place.empty((n_rows,), "int32")
+    if n_rows == 0:
+        return values, indices
+    config = _reduction_config(n_cols, place.on_gpu)
+    _reduction.row_max_kernel[lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]),)](
+        x, values, indices, n_rows, n_cols, _strides(x)[0], **config)
+    return values, indices
+
+
+# ------------------------------------------------------------------------------------------------
+# Attention
+# ------------------------------------------------------------------------------------------------
+
+
+def attention(q, k, v, causal=False, sm_scale=None, return_lse=False):
+    """softmax(q @ k^T * sm_scale [+ causal mask]) @ v for q, k, v [Z, H, N_CTX, HEAD_DIM], all
+    fp16 or all bf16, of one shape, with HEAD_DIM a power of two in 16..256. sm_scale defaults to
+    1 / sqrt(HEAD_DIM). Returns out (q's dtype, contiguous), and with return_lse also the fp32
+    [Z, H, N_CTX] base-2 log-sum-exp of the scaled scores."""
+    op = "attention"
+    place = _Place(op, {"q": q, "k": k, "v": v})
+    dt = _check_dtype(op, "q", q, _HALF_FLOATS)
+    _check_ndim(op, "q", q, (4,), " [Z, H, N_CTX, HEAD_DIM]")
+    for name, t in (("k", k), ("v", v)):
+        if _dtype_name(t) != dt:
+            raise ValueError(f"{op}: '{name}' has dtype {_dtype_name(t)} but 'q' has {dt}")
+        _check_shape(op, name, t, tuple(q.shape), " (q's shape)")
+    z, h, n_ctx, head_dim = q.shape
+    if head_dim not in (16, 32, 64, 128, 256):
+        raise ValueError(f"{op}: 'q' has HEAD_DIM {head_dim}; the kernel takes 16, 32, 64, 128 "
+                         f"or 256")
+    if sm_scale is None:
+        sm_scale = 1.0 / math.sqrt(head_dim)
+    if not isinstance(sm_scale, (int, float)) or not math.isfinite(sm_scale):
+        raise ValueError(f"{op}: 'sm_scale' must be a finite number, got {sm_scale!r}")
+    if not isinstance(causal, bool):
+        raise ValueError(f"{op}: 'causal' must be True or False, got {causal!r}")
+    q, k, v = (t if _strides(t)[3] == 1 and min(_strides(t)) >= 0 else _contiguous(t)
+               for t in (q, k, v))
+    out = place.empty((z, h, n_ctx, head_dim), dt)
+    lse = place.empty((z * h, n_ctx), "float32")
+    if z * h > 0 and n_ctx > 0:
+        if place.on_gpu:
+            config = dict(BLOCK_M=128, BLOCK_N=64, num_warps=8 if head_dim >= 128 else 4,
+                          num_stages=3)
+        else:
+            config = dict(BLOCK_M=32, BLOCK_N=16, num_warps=4)
+        sq, sk, sv, so = (_strides(t) for t in (q, k, v, out))
+        _attention.attention_fwd_kernel[lambda m: (ww.cdiv(n_ctx, m["BLOCK_M"]), z * h)](
+            q, k, v, out, lse, float(sm_scale), sq[0], sq[1], sq[2], sk[0], sk[1], sk[2],
+            sv[0], sv[1], sv[2], so[0], so[1], so[2], h, n_ctx,
+            HEAD_DIM=head_dim, CAUSAL=causal, **config)
+    if return_lse:
+        return out, lse.reshape(z, h, n_ctx)
+    return out

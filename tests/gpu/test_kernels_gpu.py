@@ -1,0 +1,217 @@
+"""Every host wrapper of kernels/ops.py on the GPU, against PyTorch (fp64 or fp32 references on
+the same device): real sizes and odd sizes, fresh random inputs, outputs poisoned before each run,
+relative error ||out - ref|| / ||ref|| within each dtype's threshold."""
+
+import importlib
+import math
+import os
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+native_loader = importlib.import_module("warpweave._native_loader")
+if not native_loader.available():
+    pytest.skip("warpweave._native is not built (pip install .)", allow_module_level=True)
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU visible to PyTorch", allow_module_level=True)
+_ok, _why = native_loader.native().cuda_available()
+if not _ok:
+    pytest.skip(f"CUDA driver unusable: {_why}", allow_module_level=True)
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from kernels import ops  # noqa: E402
+
+F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
+TOL = {F32: 1e-5, F16: 2e-3, BF16: 1e-2}
+DEV = "cuda"
+
+
+@pytest.fixture(autouse=True)
+def fresh_seed_and_poisoned_outputs(monkeypatch):
+    seed = int.from_bytes(os.urandom(4), "little")
+    print(f"random seed {seed}")
+    torch.manual_seed(seed)
+    allocate = ops._Place.empty
+
+    def poisoned(self, shape, dtype):
+        out = allocate(self, shape, dtype)
+        out.fill_(float("nan") if out.is_floating_point() else -7777)
+        return out
+
+    monkeypatch.setattr(ops._Place, "empty", poisoned)
+    monkeypatch.delenv("WARPWEAVE_INTERPRET", raising=False)
+
+
+def randn(*shape, dtype=F32, scale=1.0, shift=0.0):
+    return (torch.randn(*shape, device=DEV, dtype=torch.float32) * scale + shift).to(dtype)
+
+
+def assert_close(out, ref, tol, what=""):
+    torch.cuda.synchronize()
+    out64, ref64 = out.double(), ref.double()
+    assert out.shape == ref.shape, (tuple(out.shape), tuple(ref.shape))
+    assert not torch.isnan(out64).any(), f"{what}: NaN in the output"
+    denom = ref64.norm().item()
+    err = (out64 - ref64).norm().item() / (denom if denom > 0 else 1.0)
+    assert err <= tol, f"{what}: relative error {err:.3g} > {tol:g}"
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 1000, 98_317, 1 << 24, 50_000_017])
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+def test_add(n, dtype):
+    x, y = randn(n, dtype=dtype), randn(n, dtype=dtype)
+    out = ops.add(x, y)
+    torch.cuda.synchronize()
+    assert out.dtype == dtype and torch.equal(out, x + y)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 17), (1000, 781), (4096, 4096), (8192, 1000),
+                                   (64, 40000), (2, 3, 515)])
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+def test_softmax(shape, dtype):
+    x = randn(*shape, dtype=dtype, scale=3.0)
+    out = ops.softmax(x)
+    assert out.dtype == dtype and out.shape == x.shape
+    assert_close(out, torch.softmax(x.double(), dim=-1), TOL[dtype], "softmax")
+
+
+@pytest.mark.parametrize("online", [False, True])
+def test_softmax_strided_rows(online):
+    base = randn(500, 1200, scale=5.0)
+    x = base[:, 11:1010]
+    assert_close(ops.softmax(x, online=online), torch.softmax(x.double(), -1), TOL[F32])
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 17), (1000, 781), (4096, 8192), (2, 7, 1536),
+                                   (16, 50000)])
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+def test_layernorm_fwd(shape, dtype):
+    n = shape[-1]
+    x = randn(*shape, dtype=dtype, scale=2.0, shift=3.0)
+    w, b = randn(n, dtype=dtype), randn(n, dtype=dtype)
+    y, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5)
+    x64 = x.double()
+    ref = torch.nn.functional.layer_norm(x64, (n,), w.double(), b.double(), 1e-5)
+    assert y.dtype == dtype and y.shape == x.shape and mean.dtype == F32
+    assert_close(y, ref, TOL[dtype], "y")
+    assert_close(mean, x64.mean(-1), 1e-5, "mean")
+    var = x64.var(-1, unbiased=False)
+    assert_close(rstd, 1 / torch.sqrt(var + 1e-5), 1e-5, "rstd")
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 17), (1000, 781), (4096, 4096), (8192, 1024),
+                                   (2, 7, 1536)])
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+def test_layernorm_bwd_matches_autograd(shape, dtype):
+    n = shape[-1]
+    x = randn(*shape, dtype=dtype, scale=2.0)
+    w, b = randn(n, dtype=dtype), randn(n, dtype=dtype)
+    dy = randn(*shape, dtype=dtype)
+    _, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5)
+    dx, dw, db = ops.layernorm_bwd(dy, x, w, mean, rstd)
+    x64, w64, b64 = (t.double().requires_grad_() for t in (x, w, b))
+    torch.nn.functional.layer_norm(x64, (n,), w64, b64, 1e-5).backward(dy.double())
+    assert dx.dtype == dtype and dw.dtype == dtype and dx.shape == x.shape
+    if n > 1:  # dx of one column is rounding noise around 0
+        assert_close(dx, x64.grad, TOL[dtype], "dx")
+    assert_close(dw, w64.grad, TOL[dtype], "dw")
+    assert_close(db, b64.grad, TOL[dtype], "db")
+
+
+@pytest.mark.parametrize("mnk", [(1, 1, 1), (3, 17, 5), (1000, 781, 333), (512, 512, 512),
+                                 (4096, 4096, 4096), (8192, 1024, 8192)])
+@pytest.mark.parametrize("dtype", [F16, BF16])
+def test_matmul(mnk, dtype):
+    m, n, k = mnk
+    a, b = randn(m, k, dtype=dtype), randn(k, n, dtype=dtype)
+    c = ops.matmul(a, b)
+    assert c.dtype == dtype and c.shape == (m, n)
+    assert_close(c, a.double() @ b.double(), TOL[dtype], "c")
+
+
+@pytest.mark.parametrize("activation", ["relu", "leaky_relu"])
+def test_matmul_fused_activation_and_transposed_operands(activation):
+    a = randn(777, 1000, dtype=F16).t()  # column-major [1000, 777]
+    b = randn(777, 513, dtype=F16)
+    c = ops.matmul(a, b, activation=activation)
+    ref = a.double() @ b.double()
+    ref = torch.relu(ref) if activation == "relu" else torch.nn.functional.leaky_relu(ref, 0.01)
+    assert_close(c, ref, TOL[F16], activation)
+
+
+@pytest.mark.parametrize("num_bags,dim,num_embeddings,max_bag",
+                         [(1, 1, 10, 3), (13, 33, 97, 20), (4096, 128, 100_000, 40),
+                          (1000, 300, 50_000, 16)])
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_embedding_bag(num_bags, dim, num_embeddings, max_bag, dtype, mode, weighted):
+    if weighted and mode == "mean":
+        pytest.skip("torch's embedding_bag takes per_sample_weights only with mode='sum'")
+    weight = randn(num_embeddings, dim, dtype=dtype)
+    sizes = torch.randint(0, max_bag + 1, (num_bags,), device=DEV)
+    sizes[0] = 0  # an empty bag
+    offsets = torch.cat([torch.zeros(1, device=DEV, dtype=torch.int64), sizes.cumsum(0)])
+    indices = torch.randint(0, num_embeddings, (int(offsets[-1]),), device=DEV)
+    psw = randn(indices.numel()) if weighted else None
+    out = ops.embedding_bag(weight, indices, offsets, per_sample_weights=psw, mode=mode)
+    ref = torch.nn.functional.embedding_bag(indices, weight.double(), offsets, mode=mode,
+                                            per_sample_weights=None if psw is None else
+                                            psw.double(), include_last_offset=True)
+    assert out.dtype == dtype and out.shape == (num_bags, dim)
+    assert_close(out, ref, TOL[dtype], "bags")
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 17), (1000, 781), (8192, 8192), (7, 100_003)])
+@pytest.mark.parametrize("dtype", [F32, F16, BF16])
+def test_row_reductions(shape, dtype):
+    x = randn(*shape, dtype=dtype, shift=0.5)
+    sums = ops.row_sum(x)
+    assert sums.dtype == F32
+    assert_close(sums, x.double().sum(1), 1e-5, "sums")
+    values, indices = ops.row_max(x)
+    torch.cuda.synchronize()
+    ref_values = x.float().max(1).values
+    assert torch.equal(values, ref_values)
+    # The first column holding the maximum (torch's own tie-breaking is unspecified on CUDA).
+    cols = torch.arange(shape[1], device=DEV).expand(shape[0], -1)
+    first = torch.where(x.float() == ref_values[:, None], cols, shape[1]).min(1).values
+    assert torch.equal(indices.long(), first)
+
+
+@pytest.mark.parametrize("z,h,n_ctx,head_dim", [(1, 1, 1, 16), (1, 2, 37, 64), (2, 3, 1000, 64),
+                                                (4, 8, 1024, 128), (1, 4, 4096, 128),
+                                                (1, 2, 2049, 128)])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [F16, BF16])
+def test_attention(z, h, n_ctx, head_dim, causal, dtype):
+    q, k, v = (randn(z, h, n_ctx, head_dim, dtype=dtype) for _ in range(3))
+    sm_scale = 1 / math.sqrt(head_dim)
+    out, lse = ops.attention(q, k, v, causal=causal, sm_scale=sm_scale, return_lse=True)
+    # An fp32 reference (fp64 scores would need Z*H*N*N*8 bytes at the large sizes).
+    s = (q.float() @ k.float().transpose(-1, -2)) * sm_scale
+    if causal:
+        s = s.masked_fill(~torch.ones(n_ctx, n_ctx, device=DEV, dtype=torch.bool).tril(),
+                          float("-inf"))
+    ref = torch.softmax(s, -1) @ v.float()
+    assert out.dtype == dtype and out.shape == q.shape
+    assert_close(out, ref, TOL[dtype], "out")
+    assert_close(lse, torch.logsumexp(s, -1) / math.log(2.0), 1e-4, "lse")
+
+
+def test_errors_name_the_argument():
+    a = randn(8, 8, dtype=F16)
+    with pytest.raises(ValueError, match="'b'.*CPU|'b'.*cpu"):
+        ops.matmul(a, torch.randn(8, 8, dtype=F16))
+    with pytest.raises(ValueError, match="'y'"):
+        ops.add(a, a.float())
+    with pytest.raises(ValueError, match="'k'"):
+        ops.attention(randn(1, 1, 8, 16, dtype=F16), randn(1, 1, 8, 16, dtype=BF16),
+                      randn(1, 1, 8, 16, dtype=F16))

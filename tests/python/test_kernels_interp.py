@@ -1,0 +1,491 @@
+"""Every host wrapper of kernels/ops.py, run in the CPU interpreter on NumPy arrays, against a
+float64 NumPy reference: fresh random inputs (the seed is printed), odd sizes, outputs poisoned
+before each run, relative error ||out - ref|| / ||ref|| within each dtype's threshold."""
+
+import importlib
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+native_loader = importlib.import_module("warpweave._native_loader")
+pytestmark = pytest.mark.skipif(not native_loader.available(),
+                                reason="warpweave._native is not built (pip install .)")
+
+from kernels import ops  # noqa: E402
+
+try:
+    import ml_dtypes
+
+    BF16 = np.dtype(ml_dtypes.bfloat16)
+except ImportError:
+    BF16 = None
+
+needs_bf16 = pytest.mark.skipif(BF16 is None,
+                                reason="bfloat16 NumPy arrays need ml_dtypes (pip install ml-dtypes)")
+
+# fp32 results carry fp32 rounding of fp32 arithmetic; fp16/bf16 results are rounded to 11 or 8
+# significant bits when stored, which alone costs ~3e-4 / ~2e-3 in the norm-wise relative error.
+TOL = {"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2}
+
+
+def dtype_param(name):
+    if name == "bfloat16":
+        return pytest.param(name, marks=needs_bf16)
+    return name
+
+
+FLOAT_DTYPES = [dtype_param(d) for d in ("float32", "float16", "bfloat16")]
+HALF_DTYPES = [dtype_param(d) for d in ("float16", "bfloat16")]
+
+
+def np_dtype(name):
+    return BF16 if name == "bfloat16" else np.dtype(name)
+
+
+@pytest.fixture
+def rng():
+    seed = int.from_bytes(os.urandom(4), "little")
+    print(f"random seed {seed}")
+    return np.random.default_rng(seed)
+
+
+@pytest.fixture(autouse=True)
+def poisoned_outputs(monkeypatch):
+    """Every array the wrappers allocate starts as NaN (floats) or -7777 (ints), so an element
+    the kernel fails to write cannot pass."""
+    allocate = ops._Place.empty
+
+    def poisoned(self, shape, dtype):
+        out = allocate(self, shape, dtype)
+        out[...] = np.nan if dtype in ("float16", "bfloat16", "float32", "float64") else -7777
+        return out
+
+    monkeypatch.setattr(ops._Place, "empty", poisoned)
+
+
+def randn(rng, shape, dtype, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(np_dtype(dtype))
+
+
+def f64(a):
+    return np.asarray(a).astype(np.float64)
+
+
+def rel_err(out, ref):
+    out, ref = f64(out), f64(ref)
+    assert out.shape == ref.shape, (out.shape, ref.shape)
+    assert not np.isnan(out).any(), "NaN in the output (an element was not written?)"
+    denom = np.linalg.norm(ref)
+    return np.linalg.norm(out - ref) / (denom if denom > 0 else 1.0)
+
+
+def assert_close(out, ref, tol, what=""):
+    err = rel_err(out, ref)
+    assert err <= tol, f"{what}: relative error {err:.3g} > {tol:g}"
+
+
+# ------------------------------------------------------------------------------------------------
+# add
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(1,), (17,), (3, 17), (1000, 781)])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES + ["int32"])
+def test_add(rng, shape, dtype):
+    if dtype == "int32":
+        x = rng.integers(-1 << 20, 1 << 20, shape, dtype=np.int32)
+        y = rng.integers(-1 << 20, 1 << 20, shape, dtype=np.int32)
+    else:
+        x, y = randn(rng, shape, dtype), randn(rng, shape, dtype)
+    out = ops.add(x, y)
+    assert out.dtype == x.dtype and out.shape == x.shape
+    # One rounding of an exact sum: bit-identical to NumPy's own add.
+    np.testing.assert_array_equal(out, x + y)
+
+
+def test_add_of_strided_views(rng):
+    base = randn(rng, (40, 50), "float32")
+    x, y = base[::2, 1:], base[1::2, :-1]
+    out = ops.add(x, y)
+    np.testing.assert_array_equal(out, x + y)
+
+
+# ------------------------------------------------------------------------------------------------
+# softmax
+# ------------------------------------------------------------------------------------------------
+
+
+def softmax_ref(x):
+    x = f64(x)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 17), (1000, 781), (2, 3, 40)])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_softmax(rng, shape, dtype):
+    x = randn(rng, shape, dtype, scale=3.0)
+    out = ops.softmax(x)
+    assert out.dtype == x.dtype and out.shape == x.shape
+    assert_close(out, softmax_ref(x), TOL[dtype], "softmax")
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 17), (5, 1000)])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_softmax_online_kernel(rng, shape, dtype):
+    # Rows span several of the online kernel's blocks; large values test the running rescale.
+    x = randn(rng, shape, dtype, scale=20.0)
+    out = ops.softmax(x, online=True)
+    assert_close(out, softmax_ref(x), TOL[dtype], "online softmax")
+
+
+def test_softmax_of_strided_rows_and_extreme_values(rng):
+    base = randn(rng, (7, 64), "float32", scale=4.0)
+    x = base[:, 3:50]  # row stride 64, 47 columns
+    x[2, 5] = 1e4  # one dominant entry: the others underflow to 0
+    x[4, :] = -1e30  # all equal (and huge): uniform
+    for online in (False, True):
+        out = ops.softmax(x, online=online)
+        assert_close(out, softmax_ref(x), TOL["float32"], f"online={online}")
+        np.testing.assert_allclose(out.sum(axis=1), 1.0, rtol=1e-5)
+
+
+# ------------------------------------------------------------------------------------------------
+# layernorm
+# ------------------------------------------------------------------------------------------------
+
+
+def layernorm_ref(x, w, b, eps):
+    x, w, b = f64(x), f64(w), f64(b)
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    rstd = 1.0 / np.sqrt(var + eps)
+    return (x - mean) * rstd * w + b, mean[..., 0], rstd[..., 0]
+
+
+def layernorm_bwd_ref(dy, x, w, mean, rstd):
+    """The gradients of layernorm_ref for a loss with gradient dy (checked by finite differences
+    in test_layernorm_bwd_reference_matches_finite_differences)."""
+    dy, x, w = f64(dy), f64(x), f64(w)
+    n = x.shape[-1]
+    xhat = (x - f64(mean)[..., None]) * f64(rstd)[..., None]
+    wdy = w * dy
+    c1 = (xhat * wdy).sum(axis=-1, keepdims=True) / n
+    c2 = wdy.sum(axis=-1, keepdims=True) / n
+    dx = (wdy - (xhat * c1 + c2)) * f64(rstd)[..., None]
+    lead = tuple(range(x.ndim - 1))
+    return dx, (dy * xhat).sum(axis=lead), dy.sum(axis=lead)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 17), (1000, 781), (2, 5, 33)])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_layernorm_fwd(rng, shape, dtype):
+    n = shape[-1]
+    x = randn(rng, shape, dtype, scale=2.0) + np.asarray(3.0, np_dtype(dtype))
+    w, b = randn(rng, (n,), dtype), randn(rng, (n,), dtype)
+    y, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5)
+    y_ref, mean_ref, rstd_ref = layernorm_ref(x, w, b, 1e-5)
+    assert y.dtype == x.dtype and y.shape == x.shape
+    assert mean.dtype == np.float32 and mean.shape == shape[:-1] and rstd.shape == shape[:-1]
+    assert_close(y, y_ref, TOL[dtype], "y")
+    assert_close(mean, mean_ref, 1e-5, "mean")
+    assert_close(rstd, rstd_ref, 1e-5, "rstd")
+
+
+def test_layernorm_fwd_long_rows_walk_several_blocks(rng):
+    # fp32 blocks hold 16384 columns: 20000 takes two steps, the second one masked.
+    x = randn(rng, (2, 20000), "float32")
+    w, b = randn(rng, (20000,), "float32"), randn(rng, (20000,), "float32")
+    y, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-6)
+    y_ref, mean_ref, rstd_ref = layernorm_ref(x, w, b, 1e-6)
+    assert_close(y, y_ref, 1e-5, "y")
+    assert_close(rstd, rstd_ref, 1e-5, "rstd")
+
+
+def test_layernorm_bwd_reference_matches_finite_differences(rng):
+    x, w, b = rng.standard_normal((3, 6)), rng.standard_normal(6), rng.standard_normal(6)
+    dy = rng.standard_normal((3, 6))
+    _, mean, rstd = layernorm_ref(x, w, b, 1e-5)
+    dx, dw, db = layernorm_bwd_ref(dy, x, w, mean, rstd)
+
+    def loss(x_, w_, b_):
+        return (layernorm_ref(x_, w_, b_, 1e-5)[0] * dy).sum()
+
+    h = 1e-6
+    for grad, arg in ((dx, 0), (dw, 1), (db, 2)):
+        args = [x, w, b]
+        numeric = np.zeros_like(args[arg])
+        for i in np.ndindex(args[arg].shape):
+            plus = [a.copy() for a in args]
+            minus = [a.copy() for a in args]
+            plus[arg][i] += h
+            minus[arg][i] -= h
+            numeric[i] = (loss(*plus) - loss(*minus)) / (2 * h)
+        np.testing.assert_allclose(grad, numeric, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 17), (300, 781), (2, 5, 33)])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_layernorm_bwd(rng, shape, dtype):
+    n = shape[-1]
+    x = randn(rng, shape, dtype, scale=2.0)
+    w = randn(rng, (n,), dtype)
+    dy = randn(rng, shape, dtype)
+    # The statistics come from the forward kernel, as in training.
+    _, mean, rstd = ops.layernorm_fwd(x, w, randn(rng, (n,), dtype), 1e-5)
+    dx, dw, db = ops.layernorm_bwd(dy, x, w, mean, rstd)
+    dx_ref, dw_ref, db_ref = layernorm_bwd_ref(dy, x, w, mean, rstd)
+    assert dx.dtype == x.dtype and dx.shape == x.shape
+    assert dw.dtype == w.dtype and dw.shape == (n,) and db.shape == (n,)
+    # dx of a single column is 0 up to rounding (the normalized value does not depend on x).
+    if n > 1:
+        assert_close(dx, dx_ref, TOL[dtype], "dx")
+    else:
+        assert np.abs(f64(dx)).max() < 1e-3
+    assert_close(dw, dw_ref, TOL[dtype], "dw")
+    assert_close(db, db_ref, TOL[dtype], "db")
+
+
+# ------------------------------------------------------------------------------------------------
+# matmul
+# ------------------------------------------------------------------------------------------------
+
+
+def matmul_ref(a, b, activation):
+    c = f64(a) @ f64(b)
+    if activation == "relu":
+        return np.maximum(c, 0.0)
+    if activation == "leaky_relu":
+        return np.where(c >= 0, c, 0.01 * c)
+    return c
+
+
+@pytest.mark.parametrize("mnk", [(1, 1, 1), (3, 17, 5), (64, 48, 80), (100, 70, 130)])
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+def test_matmul(rng, mnk, dtype):
+    m, n, k = mnk
+    a, b = randn(rng, (m, k), dtype), randn(rng, (k, n), dtype)
+    c = ops.matmul(a, b)
+    assert c.dtype == a.dtype and c.shape == (m, n)
+    assert_close(c, matmul_ref(a, b, None), TOL[dtype], "c")
+
+
+@pytest.mark.parametrize("activation", ["relu", "leaky_relu"])
+def test_matmul_fused_activation(rng, activation):
+    a, b = randn(rng, (37, 45), "float16"), randn(rng, (45, 29), "float16")
+    c = ops.matmul(a, b, activation=activation)
+    assert_close(c, matmul_ref(a, b, activation), TOL["float16"], activation)
+
+
+def test_matmul_of_transposed_and_strided_operands(rng):
+    at = randn(rng, (50, 33), "float16")  # a = at.T: column-major [33, 50]
+    big = randn(rng, (50, 80), "float16")
+    b = big[:, 3:44]  # row stride 80
+    c = ops.matmul(at.T, b)
+    assert_close(c, matmul_ref(at.T, b, None), TOL["float16"], "c")
+
+
+def test_matmul_with_empty_k_gives_zeros():
+    a, b = np.ones((5, 0), np.float16), np.ones((0, 7), np.float16)
+    np.testing.assert_array_equal(ops.matmul(a, b), np.zeros((5, 7), np.float16))
+
+
+# ------------------------------------------------------------------------------------------------
+# embedding_bag
+# ------------------------------------------------------------------------------------------------
+
+
+def embedding_bag_ref(weight, indices, offsets, per_sample_weights, mode):
+    weight = f64(weight)
+    out = np.zeros((len(offsets) - 1, weight.shape[1]))
+    for bag in range(len(offsets) - 1):
+        lo, hi = int(offsets[bag]), int(offsets[bag + 1])
+        for i in range(lo, hi):
+            s = 1.0 if per_sample_weights is None else float(per_sample_weights[i])
+            out[bag] += s * weight[int(indices[i])]
+        if mode == "mean" and hi > lo:
+            out[bag] /= hi - lo
+    return out
+
+
+def random_bags(rng, num_bags, num_embeddings, index_dtype, max_bag=20):
+    sizes = rng.integers(0, max_bag + 1, num_bags)
+    sizes[rng.integers(0, num_bags)] = 0  # at least one empty bag
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(index_dtype)
+    indices = rng.integers(0, num_embeddings, int(offsets[-1])).astype(index_dtype)
+    return indices, offsets
+
+
+@pytest.mark.parametrize("dim", [1, 33, 300])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+@pytest.mark.parametrize("mode", ["sum", "mean"])
+def test_embedding_bag(rng, dim, dtype, mode):
+    weight = randn(rng, (97, dim), dtype)
+    indices, offsets = random_bags(rng, 13, 97, np.int64)
+    out = ops.embedding_bag(weight, indices, offsets, mode=mode)
+    assert out.dtype == weight.dtype and out.shape == (13, dim)
+    ref = embedding_bag_ref(weight, indices, offsets, None, mode)
+    assert_close(out, ref, TOL[dtype], mode)
+    empty = np.flatnonzero(np.diff(offsets) == 0)
+    assert (f64(out[empty]) == 0).all()
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_embedding_bag_with_sample_weights(rng, index_dtype):
+    weight = randn(rng, (50, 70), "float32")
+    indices, offsets = random_bags(rng, 9, 50, index_dtype)
+    psw = randn(rng, indices.shape, "float32")
+    out = ops.embedding_bag(weight, indices, offsets, per_sample_weights=psw)
+    ref = embedding_bag_ref(weight, indices, offsets, psw, "sum")
+    assert_close(out, ref, TOL["float32"], "weighted sum")
+
+
+def test_embedding_bag_of_a_strided_table(rng):
+    table = randn(rng, (40, 100), "float16")
+    weight = table[:, 10:74]  # row stride 100
+    indices, offsets = random_bags(rng, 6, 40, np.int64)
+    out = ops.embedding_bag(weight, indices, offsets, mode="mean")
+    assert_close(out, embedding_bag_ref(weight, indices, offsets, None, "mean"), TOL["float16"])
+
+
+# ------------------------------------------------------------------------------------------------
+# row reductions
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 17), (1000, 781), (5, 3000)])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_row_sum(rng, shape, dtype):
+    x = randn(rng, shape, dtype) + np.asarray(0.5, np_dtype(dtype))
+    out = ops.row_sum(x)
+    assert out.dtype == np.float32 and out.shape == (shape[0],)
+    # fp32 accumulation of exact inputs: fp32-level error whatever the input type.
+    assert_close(out, f64(x).sum(axis=1), 1e-5, "row sums")
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 17), (1000, 781), (5, 3000)])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_row_max(rng, shape, dtype):
+    x = randn(rng, shape, dtype)
+    # A repeated maximum in some rows: the first column holding it must win.
+    for r in range(0, shape[0], 3):
+        j = rng.integers(0, shape[1])
+        x[r, j:] = np.maximum(x[r, j:], np.asarray(5.0, x.dtype))
+    values, indices = ops.row_max(x)
+    assert values.dtype == np.float32 and indices.dtype == np.int32
+    np.testing.assert_array_equal(values, f64(x).max(axis=1))
+    np.testing.assert_array_equal(indices, f64(x).argmax(axis=1))
+
+
+def test_row_reductions_of_strided_rows(rng):
+    base = randn(rng, (9, 300), "float32")
+    x = base[::2, 7:250]
+    assert_close(ops.row_sum(x), f64(x).sum(axis=1), 1e-5)
+    values, indices = ops.row_max(x)
+    np.testing.assert_array_equal(values, x.max(axis=1))
+    np.testing.assert_array_equal(indices, x.argmax(axis=1))
+
+
+# ------------------------------------------------------------------------------------------------
+# attention
+# ------------------------------------------------------------------------------------------------
+
+
+def attention_ref(q, k, v, causal, sm_scale):
+    s = np.einsum("zhmd,zhnd->zhmn", f64(q), f64(k)) * sm_scale
+    if causal:
+        n = s.shape[-1]
+        s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
+    m = s.max(axis=-1, keepdims=True)
+    p = np.exp(s - m)
+    total = p.sum(axis=-1, keepdims=True)
+    lse2 = (m[..., 0] + np.log(total[..., 0])) / math.log(2.0)
+    return np.einsum("zhmn,zhnd->zhmd", p / total, f64(v)), lse2
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 1, 16), (1, 2, 37, 16), (2, 1, 64, 32), (1, 1, 50, 64)])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", HALF_DTYPES)
+def test_attention(rng, shape, causal, dtype):
+    q, k, v = (randn(rng, shape, dtype) for _ in range(3))
+    sm_scale = 0.5 / math.sqrt(shape[-1]) + 0.1
+    out, lse = ops.attention(q, k, v, causal=causal, sm_scale=sm_scale, return_lse=True)
+    ref, lse_ref = attention_ref(q, k, v, causal, sm_scale)
+    assert out.dtype == q.dtype and out.shape == shape and lse.shape == shape[:3]
+    assert_close(out, ref, TOL[dtype], "out")
+    assert_close(lse, lse_ref, 1e-4, "lse")
+
+
+def test_attention_default_scale_and_strided_inputs(rng):
+    # q, k, v are slices of one [Z, N, 3, H, D] buffer, as a fused QKV projection gives them.
+    qkv = randn(rng, (2, 23, 3, 2, 32), "float16")
+    q, k, v = (qkv[:, :, i].transpose(0, 2, 1, 3) for i in range(3))
+    out = ops.attention(q, k, v)
+    ref, _ = attention_ref(q, k, v, False, 1 / math.sqrt(32))
+    assert_close(out, ref, TOL["float16"], "out")
+
+
+# ------------------------------------------------------------------------------------------------
+# argument errors
+# ------------------------------------------------------------------------------------------------
+
+
+def test_errors_name_the_argument():
+    f16 = np.ones((4, 8), np.float16)
+    cases = [
+        (lambda: ops.add(np.ones(3, np.float32), np.ones(4, np.float32)), "'y'"),
+        (lambda: ops.add(np.ones(3, np.float32), np.ones(3, np.float16)), "'y'"),
+        (lambda: ops.add([1.0, 2.0], np.ones(2, np.float32)), "'x'"),
+        (lambda: ops.softmax(np.ones((2, 3), np.int32)), "'x'"),
+        (lambda: ops.matmul(f16, np.ones((9, 3), np.float16)), "'b'"),
+        (lambda: ops.matmul(np.ones((4, 8), np.float32), f16.T), "'a'"),
+        (lambda: ops.matmul(f16, f16.T, activation="gelu"), "'activation'"),
+        (lambda: ops.layernorm_fwd(f16, np.ones(7, np.float16), np.ones(8, np.float16)), "'w'"),
+        (lambda: ops.layernorm_bwd(f16, f16, np.ones(8, np.float16), np.ones(3, np.float32),
+                                   np.ones(4, np.float32)), "'mean'"),
+        (lambda: ops.embedding_bag(f16, np.array([0, 4]), np.array([0, 2])), "'indices'"),
+        (lambda: ops.embedding_bag(f16, np.array([0, 1]), np.array([0, 3])), "'offsets'"),
+        (lambda: ops.embedding_bag(f16, np.array([0.0]), np.array([0, 1])), "'indices'"),
+        (lambda: ops.row_max(np.ones((3, 0), np.float32)), "'x'"),
+        (lambda: ops.row_sum(np.ones(5, np.float32)), "'x'"),
+        (lambda: ops.attention(*(np.ones((1, 1, 8, 24), np.float16),) * 3), "'q'"),
+        (lambda: ops.attention(np.ones((1, 1, 8, 16), np.float16),
+                               np.ones((1, 1, 9, 16), np.float16),
+                               np.ones((1, 1, 8, 16), np.float16)), "'k'"),
+    ]
+    for call, name in cases:
+        with pytest.raises(ValueError, match=name):
+            call()
+
+
+def test_cpu_torch_tensors_are_refused_outside_interpret_mode(monkeypatch):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    monkeypatch.delenv("WARPWEAVE_INTERPRET", raising=False)
+    with pytest.raises(ValueError, match="'x'.*WARPWEAVE_INTERPRET"):
+        ops.softmax(torch.randn(3, 5))
+
+
+def test_cpu_torch_tensors_run_in_interpret_mode(monkeypatch, rng):
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    monkeypatch.setenv("WARPWEAVE_INTERPRET", "1")
+    x = torch.from_numpy(randn(rng, (6, 19), "float32"))
+    out = ops.softmax(x)
+    assert isinstance(out, torch.Tensor)
+    assert_close(out.numpy(), softmax_ref(x.numpy()), 1e-5)
+
+
+def test_empty_inputs_launch_nothing():
+    assert ops.add(np.ones(0, np.float32), np.ones(0, np.float32)).shape == (0,)
+    assert ops.softmax(np.ones((0, 5), np.float32)).shape == (0, 5)
+    assert ops.row_sum(np.ones((0, 5), np.float32)).shape == (0,)
+    assert ops.matmul(np.ones((0, 4), np.float16), np.ones((4, 3), np.float16)).shape == (0, 3)
+    out = ops.embedding_bag(np.ones((3, 4), np.float32), np.zeros(0, np.int64),
+                            np.zeros(1, np.int64))
+    assert out.shape == (0, 4)
