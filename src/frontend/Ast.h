@@ -39,6 +39,10 @@ enum class CmpOpKind { Eq, NotEq, Lt, LtE, Gt, GtE, Is, IsNot, In, NotIn };
 const char* binOpSymbol(BinOpKind k);
 const char* cmpOpSymbol(CmpOpKind k);
 
+// Locations (set by the Parser): infix nodes (BinOp, BoolOp, Compare, IfExp) sit at their first
+// operator token (`+`, `and`, `<`, `if`), so a caret tells `a + b * c` apart; every other node sits
+// at its first token (a Call, Subscript or Attribute at the start of the callee or base; a
+// parenthesized Tuple at its `(`). Statements sit at their first token, FunctionDef at `def`.
 struct Expr {
   explicit Expr(ExprKind k, SourceLoc l) : kind(k), loc(l) {}
   virtual ~Expr() = default;

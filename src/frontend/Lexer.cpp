@@ -431,6 +431,10 @@ private:
     while (true) {
       if (pos_ >= src_.size()) unterminated(loc, triple);
       char ch = src_[pos_];
+      if (ch == '\r' && peek(1) == '\n') { // CRLF inside a literal reads as LF, as in Python
+        ++pos_;
+        continue;
+      }
       if (ch == '\n') {
         if (!triple) unterminated(loc, triple);
         value += '\n';

@@ -192,12 +192,16 @@ private:
   /// clauses. Brackets need no tracking: the lexer emits no NEWLINE inside them.
   void skipStatement() {
     int depth = 0;
+    // Decorator lines belong to the def or class below them.
+    bool inDecorators = atOp("@");
     auto continuesStatement = [&] {
       return atKeyword("else") || atKeyword("elif") || atKeyword("except") ||
-             atKeyword("finally") || at(TokenKind::Indent);
+             atKeyword("finally") || at(TokenKind::Indent) || inDecorators;
     };
     while (!at(TokenKind::EndOfFile)) {
-      TokenKind kind = advance().kind;
+      const Token& tok = advance();
+      TokenKind kind = tok.kind;
+      if (depth == 0 && (tok.isKeyword("def") || tok.isKeyword("class"))) inDecorators = false;
       if (kind == TokenKind::Indent) {
         ++depth;
       } else if (kind == TokenKind::Dedent) {
@@ -238,9 +242,12 @@ private:
   void parseTopLevelFunction(Module& module, size_t start) {
     std::vector<ExprPtr> decorators;
     std::vector<SourceLoc> decoratorLocs;
+    bool anyArgumentsDropped = false;
     while (atOp("@")) {
       decoratorLocs.push_back(advance().loc);
-      decorators.push_back(parseDecorator());
+      bool dropped = false;
+      decorators.push_back(parseDecorator(dropped));
+      anyArgumentsDropped |= dropped;
     }
     bool kernel = false;
     for (const ExprPtr& d : decorators) kernel |= d && isJitDecorator(d.get());
@@ -254,12 +261,10 @@ private:
       return;
     }
     if (!kernel) {
-      for (const ExprPtr& d : decorators) {
-        if (!d) { // a host decorator the AST cannot hold: the function is host code
-          pos_ = start;
-          skipStatement();
-          return;
-        }
+      if (anyArgumentsDropped) { // a host decorator the AST cannot hold: skip the function too
+        pos_ = start;
+        skipStatement();
+        return;
       }
       parseHostOrSkip(start, [&] {
         auto fn = parseFunctionDef();
@@ -276,9 +281,11 @@ private:
 
   /// A decorator line. Arguments of host-side decorators such as `@ww.autotune(configs=[...])`
   /// are evaluated by Python, and may use dicts, lambdas or comprehensions that the AST cannot
-  /// hold: then only the decorator's dotted name is kept. Returns null when not even that parses.
-  ExprPtr parseDecorator() {
+  /// hold: then only the decorator's dotted name is kept and `argumentsDropped` is set. Returns
+  /// null when not even the name parses.
+  ExprPtr parseDecorator(bool& argumentsDropped) {
     size_t exprStart = pos_;
+    argumentsDropped = false;
     try {
       ExprPtr e = parseNamedTest();
       expectEndOfStatement();
@@ -286,6 +293,7 @@ private:
     } catch (const CompileError&) {
       pos_ = exprStart;
       depth_ = 0;
+      argumentsDropped = true;
     }
     ExprPtr name;
     if (at(TokenKind::Name)) {

@@ -8,6 +8,8 @@ namespace ww::frontend {
 
 /// Parses file `file` of `sm`. Throws CompileError on a syntax error inside a function that the
 /// kernel language must compile (any top-level `def`), or on unsupported Python there.
+/// Precisely: a top-level def decorated with the jit family (ast::isJitDecorator) is parsed
+/// strictly; undecorated defs are kept when they parse in the subset and skipped otherwise.
 ast::Module parseModule(const SourceManager& sm, uint32_t file);
 
 /// Parses a single expression (constexpr values from signatures and globals: "1024", "tl.float16",
