@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import operator
 import os
 import textwrap
 import types
@@ -279,6 +280,20 @@ def collect_environment(jitfn: "JITFunction") -> _Environment:
 # ------------------------------------------------------------------------------------------------
 
 _target_cache: dict = {}
+_torch_cuda = None  # (current-device function, raw-stream function), looked up once
+
+
+def _torch_cuda_fns():
+    global _torch_cuda
+    if _torch_cuda is None:
+        import torch
+
+        get_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+        get_raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if get_raw is None:
+            get_raw = lambda dev: torch.cuda.current_stream(dev).cuda_stream  # noqa: E731
+        _torch_cuda = (get_device, get_raw)
+    return _torch_cuda
 
 
 def _gpu_target() -> str:
@@ -286,32 +301,37 @@ def _gpu_target() -> str:
     if env:
         return env
     try:
-        import torch
-
-        dev = torch.cuda.current_device()
-        t = _target_cache.get(dev)
-        if t is None:
-            major, minor = torch.cuda.get_device_capability(dev)
-            t = {9: "sm_90a", 10: "sm_100a"}.get(major, "sm_80" if major == 8 else None)
-            if t is None:
-                raise RuntimeError(f"GPU of compute capability {major}.{minor} is not supported: "
-                                   f"warpweave targets sm_80, sm_90a and sm_100a")
-            _target_cache[dev] = t
-        return t
+        get_device = _torch_cuda_fns()[0]
     except ImportError:
         return "sm_90a"
+    dev = get_device()
+    t = _target_cache.get(dev)
+    if t is None:
+        import torch
+
+        major, minor = torch.cuda.get_device_capability(dev)
+        t = {9: "sm_90a", 10: "sm_100a"}.get(major, "sm_80" if major == 8 else None)
+        if t is None:
+            raise RuntimeError(f"GPU of compute capability {major}.{minor} is not supported: "
+                               f"warpweave targets sm_80, sm_90a and sm_100a")
+        _target_cache[dev] = t
+    return t
 
 
 def _current_stream() -> int:
-    import torch
+    get_device, get_raw = _torch_cuda_fns()
+    return get_raw(get_device())
 
-    get_raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if get_raw is not None:
-        return get_raw(torch.cuda.current_device())
-    return torch.cuda.current_stream().cuda_stream
+
+# os.environ's backing dict (bytes keys on POSIX): a membership test there costs far less than
+# os.environ.get, and every launch asks whether the interpreter is forced.
+_ENV_DATA = getattr(os.environ, "_data", None)
+_INTERPRET_KEY = b"WARPWEAVE_INTERPRET"
 
 
 def _interpret_env() -> bool:
+    if type(_ENV_DATA) is dict and _INTERPRET_KEY not in _ENV_DATA:
+        return False
     return os.environ.get("WARPWEAVE_INTERPRET", "0") not in ("", "0", "false", "False")
 
 
@@ -346,6 +366,16 @@ class CompiledKernel:
 
         self.swizzles = {p[0]: swizzle_of(p[1]) for p in native_kernel.params
                          if p[1].startswith("desc")} if not interpret else {}
+        self.gpu_index = [i for i, _, _ in self.binder]
+        # Picks the launch values out of all parameters' values, always as a tuple.
+        if len(self.gpu_index) >= 2:
+            self.pick = operator.itemgetter(*self.gpu_index)
+        elif self.gpu_index:
+            only = self.gpu_index[0]
+            self.pick = lambda vals: (vals[only],)
+        else:
+            self.pick = lambda vals: ()
+        self.gpu_plain = all(kind != _Arg.DESC for _, kind, _ in self.binder)
 
     # Properties Triton users look at.
     @property
@@ -364,18 +394,20 @@ class CompiledKernel:
     def shared(self) -> int:
         return self.kernel.shared_bytes
 
-    def launch_gpu(self, grid, values):
-        args = []
-        for i, kind, name in self.binder:
-            v = values[i]
-            if kind == _Arg.TENSOR:
-                args.append(v.data_ptr())
-            elif kind == _Arg.DESC:
-                args.append(v.encode(self.swizzles.get(name)))
-            elif kind == _Arg.BOOL:
-                args.append(int(v))
-            else:
-                args.append(v)
+    def launch_gpu(self, grid, values, passed=None):
+        """Launches on PyTorch's current stream. `passed` holds what _scan already extracted
+        (device addresses, ints); descriptors are encoded here, at launch."""
+        if passed is None:
+            passed = self.fn._scan(values)[2]
+        if self.gpu_plain:
+            args = [passed[i] for i in self.gpu_index]
+        else:
+            args = []
+            for i, kind, name in self.binder:
+                if kind == _Arg.DESC:
+                    args.append(values[i].encode(self.swizzles.get(name)))
+                else:
+                    args.append(passed[i])
         self.kernel.launch(grid[0], grid[1], grid[2], _current_stream(), args)
 
     def run_interpreter(self, grid, values):
@@ -498,9 +530,29 @@ class JITFunction(KernelInterface):
         if unknown:
             raise ValueError(f"do_not_specialize names unknown parameters: {sorted(unknown)}")
         self.specialize = [n not in dns for n in self.arg_names]
+        self._nargs = len(self.arg_names)
+        self._fast = None
+        self._fast_cache: dict = {}  # fast-path key -> CompiledKernel (GPU launches only)
+        self._option_cache: dict = {}
         self._env = None
         self.cache: dict = {}
         self.compile_count = 0  # compiles done (not served by a cache), for tests and tools
+
+    def __getitem__(self, grid):
+        fast = self._fast
+        if fast is None:
+            fast = self._fast = _make_fast_launcher(self)
+
+        def launcher(*args, **kwargs):
+            r = fast(grid, *args, **kwargs)
+            if type(r) is tuple:  # not served by the fast path: (reason, fast key or None)
+                compiled = self.run(*args, grid=grid, **kwargs)
+                if r[1] is not None and not compiled.interpret:
+                    self._fast_cache[r[1]] = compiled
+                return compiled
+            return r
+
+        return launcher
 
     @staticmethod
     def _is_constexpr(annotation) -> bool:
@@ -546,21 +598,52 @@ class JITFunction(KernelInterface):
                 values[i] = d
         return values
 
-    def specialization(self, values):
-        """(cache key part, [(name, kind or None for constexprs)], [signature entries])."""
+    def _scan(self, values):
+        """One pass over the bound values: the specialization key, each argument's (name, kind)
+        (kind None for constexprs), the value a GPU launch passes for it, whether NumPy arrays
+        or CUDA tensors are among them, and the index of the first CPU torch tensor."""
         key = []
         kinds = []
+        passed = []
+        has_numpy = has_cuda = False
+        cpu_tensor = None
+        names = self.arg_names
         for i, v in enumerate(values):
-            name = self.arg_names[i]
+            name = names[i]
             if self.constexprs[i] or v is None:
                 cv = v.value if isinstance(v, tl.constexpr) else v
                 key.append((type(cv), _hashable(cv)))
                 kinds.append((name, None))
+                passed.append(None)
+                continue
+            t = type(v)
+            if t is int:
+                key.append(_int_spec(v, self.specialize[i]))
+                kinds.append((name, _Arg.INT))
+                passed.append(v)
+            elif hasattr(v, "data_ptr") and hasattr(v, "is_cuda"):
+                ptr = v.data_ptr()
+                sig = "*" + _torch_sig(v.dtype, name)
+                key.append(sig + ":16" if self.specialize[i] and ptr % 16 == 0 else sig)
+                kinds.append((name, _Arg.TENSOR))
+                passed.append(ptr)
+                if v.is_cuda:
+                    has_cuda = True
+                elif cpu_tensor is None:
+                    cpu_tensor = i
             else:
                 spec, kind = runtime_spec(v, name, self.specialize[i])
                 key.append(spec)
                 kinds.append((name, kind))
-        return tuple(key), kinds
+                if kind == _Arg.NUMPY:
+                    has_numpy = True
+                passed.append(int(v) if kind == _Arg.BOOL else v)
+        return tuple(key), kinds, passed, has_numpy, has_cuda, cpu_tensor
+
+    def specialization(self, values):
+        """(cache key part, [(name, kind or None for constexprs)])."""
+        key, kinds = self._scan(values)[:2]
+        return key, kinds
 
     def signature_string(self, values, kinds, key_part) -> str:
         """The `wwc --signature` text of one specialization."""
@@ -601,6 +684,7 @@ class JITFunction(KernelInterface):
     def compile_for(self, values, interpret: bool, options, target=None):
         """Compiled kernel for bound `values` (served by the memory and disk caches)."""
         key_part, kinds = self.specialization(values)
+        options = tuple(options)
         if target is None:
             target = "interp" if interpret else _gpu_target()
         key = (interpret, target, options, key_part)
@@ -638,40 +722,47 @@ class JITFunction(KernelInterface):
 
     def run(self, *args, grid, num_warps=None, num_stages=None, ctas_per_cga=None, num_ctas=None,
             warmup=False, **kwargs):
-        values = self.bind(args, kwargs)
-        interpret = _interpret_env()
-        gpu_tensor = None
-        for i, v in enumerate(values):
-            if _is_numpy(v) and not self.constexprs[i]:
-                interpret = True
-        if not interpret:
-            for i, v in enumerate(values):
-                if _is_torch_tensor(v) and not self.constexprs[i]:
-                    if not v.is_cuda:
-                        raise ValueError(
-                            f"argument '{self.arg_names[i]}' of {self.__name__} is a CPU tensor; "
-                            f"GPU launches need CUDA tensors (move it with .cuda(), pass NumPy "
-                            f"arrays, or set WARPWEAVE_INTERPRET=1 to run in the interpreter)")
-                    gpu_tensor = v
-        elif any(_is_numpy(v) for v in values) and any(
-                _is_torch_tensor(v) and v.is_cuda for v in values):
-            raise ValueError(f"{self.__name__}: NumPy arrays and CUDA tensors cannot be mixed in "
-                             f"one launch")
-        options = self._options(num_warps, num_stages, ctas_per_cga, num_ctas)
-        compiled = self.compile_for(values, interpret, options)
+        if kwargs or len(args) != self._nargs:
+            values = self.bind(args, kwargs)
+        else:
+            values = args
+        opt_key = (num_warps, num_stages, ctas_per_cga, num_ctas)
+        options = self._option_cache.get(opt_key)
+        if options is None:
+            options = self._options(num_warps, num_stages, ctas_per_cga, num_ctas)
+            self._option_cache[opt_key] = options
+        key_part, kinds, passed, has_numpy, has_cuda, cpu_tensor = self._scan(values)
+        interpret = has_numpy or _interpret_env()
+        if interpret:
+            if has_numpy and has_cuda:
+                raise ValueError(f"{self.__name__}: NumPy arrays and CUDA tensors cannot be mixed "
+                                 f"in one launch")
+            target = "interp"
+        else:
+            if cpu_tensor is not None:
+                raise ValueError(
+                    f"argument '{self.arg_names[cpu_tensor]}' of {self.__name__} is a CPU tensor; "
+                    f"GPU launches need CUDA tensors (move it with .cuda(), pass NumPy arrays, or "
+                    f"set WARPWEAVE_INTERPRET=1 to run in the interpreter)")
+            target = _gpu_target()
+        key = (interpret, target, options, key_part)
+        compiled = self.cache.get(key)
+        if compiled is None:
+            compiled = self._compile(values, key_part, kinds, interpret, options, target)
+            self.cache[key] = compiled
         if warmup:
             return compiled
         g = grid
         if callable(g):
             meta = dict(zip(self.arg_names, values))
-            meta.update(num_warps=options[0], num_stages=options[1], num_ctas=options[2])
+            meta["num_warps"], meta["num_stages"], meta["num_ctas"] = options
             g = g(meta)
-        g = _normalize_grid(g, self.__name__)
+        if type(g) is not tuple or len(g) != 3:
+            g = _normalize_grid(g, self.__name__)
         if interpret:
             compiled.run_interpreter(g, values)
         else:
-            del gpu_tensor
-            compiled.launch_gpu(g, values)
+            compiled.launch_gpu(g, values, passed)
         return compiled
 
     def warmup(self, *args, grid=(1,), **kwargs):
@@ -702,6 +793,123 @@ def _normalize_grid(g, name):
     if any(x < 0 for x in g):
         raise ValueError(f"{name}: grid dimensions must be >= 0, got {g!r}")
     return g + (1,) * (3 - len(g))
+
+
+# ------------------------------------------------------------------------------------------------
+# Fast launch path
+# ------------------------------------------------------------------------------------------------
+
+_SLOW = ("slow", None)
+_tensor_type = None  # torch.Tensor once torch is imported
+
+
+def _torch_tensor_type():
+    global _tensor_type
+    if _tensor_type is None:
+        import sys
+
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return None
+        _tensor_type = torch.Tensor
+    return _tensor_type
+
+
+def _int_key(v: int) -> int:
+    """A small code for an int's specialization (range class, == 1, divisible by 16)."""
+    if v == 1:
+        return 1
+    if -(1 << 31) <= v < (1 << 31):
+        return 2 if v % 16 == 0 else 3
+    return 4 if v % 16 == 0 else 5
+
+
+def _int_key_plain(v: int) -> int:
+    return 6 if -(1 << 31) <= v < (1 << 31) else 7
+
+
+def _make_fast_launcher(jitfn: "JITFunction"):
+    """Generates `fast(grid, <the kernel's parameters>, *, options)` for one kernel: it binds
+    arguments with Python's own call machinery, computes a specialization key with unrolled
+    per-parameter code (device address alignment, int classes, constexpr values), and launches a
+    kernel already compiled for that key. Anything unusual (NumPy arrays, descriptors, the
+    interpreter, missing arguments, a key not seen yet) returns a tuple and the caller takes the
+    general path, which also reports errors. Generated names start with `__ww` so that they
+    cannot collide with the kernel's parameter names."""
+    names = jitfn.arg_names
+    params = ", ".join(f"{a}=__ww_M" if jitfn.defaults[i] is _MISSING else f"{a}=__ww_D{i}"
+                       for i, a in enumerate(names))
+    lines = [f"def fast(__ww_grid, {params}, *__ww_extra, num_warps=None, num_stages=None, "
+             f"ctas_per_cga=None, num_ctas=None, **__ww_kw):"]
+    required = [a for i, a in enumerate(names) if jitfn.defaults[i] is _MISSING]
+    cond = " or ".join([f"{a} is __ww_M" for a in required] +
+                       ["__ww_extra", "__ww_kw", "__ww_interp()"])
+    lines.append(f"    if {cond}: return __ww_SLOW")
+    lines.append("    __ww_T = __ww_tensor_type()")
+    keys, vals = [], []
+    for i, a in enumerate(names):
+        k, v = f"__ww_k{i}", f"__ww_v{i}"
+        if jitfn.constexprs[i]:
+            lines.append(f"    {k} = {a} if type({a}) is int else (type({a}), {a})")
+            vals.append("None")
+        else:
+            spec = jitfn.specialize[i]
+            lines += [
+                f"    __ww_t = type({a})",
+                "    if __ww_t is __ww_T:",
+                f"        {v} = {a}.data_ptr()",
+                f"        {k} = ({a}.dtype, {v + ' & 15' if spec else '0'}, {a}.is_cuda)",
+                "    elif __ww_t is int:",
+                f"        {v} = {a}",
+                f"        {k} = {'__ww_int_key' if spec else '__ww_int_key_plain'}({a})",
+                "    elif __ww_t is float:",
+                f"        {v} = {a}",
+                f"        {k} = 'f'",
+                "    elif __ww_t is bool:",
+                f"        {v} = int({a})",
+                f"        {k} = 'b'",
+                "    else: return __ww_SLOW",
+            ]
+            vals.append(v)
+        keys.append(k)
+    lines.append(f"    __ww_key = (num_warps, num_stages, ctas_per_cga, num_ctas, "
+                 f"{', '.join(keys)},)")
+    lines.append("    try:")
+    lines.append("        __ww_c = __ww_cache.get(__ww_key)")
+    lines.append("    except TypeError:")
+    lines.append("        return __ww_SLOW")  # an unhashable constexpr
+    lines.append("    if __ww_c is None: return ('miss', __ww_key)")
+    lines.append("    if not __ww_c.gpu_plain: return __ww_SLOW")
+    lines.append(f"    __ww_vals = ({', '.join(vals)},)")
+    lines.append("    __ww_g = __ww_grid")
+    lines.append("    if callable(__ww_g):")
+    meta = ", ".join(f"{n!r}: {n}" for n in names)
+    lines.append(f"        __ww_o = __ww_c.options")
+    lines.append(f"        __ww_g = __ww_g({{{meta}, 'num_warps': __ww_o[0], "
+                 f"'num_stages': __ww_o[1], 'num_ctas': __ww_o[2]}})")
+    lines.append("    __ww_n = len(__ww_g) if type(__ww_g) is tuple else 0")
+    lines.append("    if __ww_n == 1:")
+    lines.append("        __ww_c.kernel.launch(__ww_g[0], 1, 1, __ww_stream(), "
+                 "__ww_c.pick(__ww_vals))")
+    lines.append("        return __ww_c")
+    lines.append("    if __ww_n != 3:")
+    lines.append("        __ww_g = __ww_normalize_grid(__ww_g, __ww_name)")
+    lines.append("    __ww_c.kernel.launch(__ww_g[0], __ww_g[1], __ww_g[2], __ww_stream(), "
+                 "__ww_c.pick(__ww_vals))")
+    lines.append("    return __ww_c")
+    namespace = {
+        "__ww_M": _MISSING, "__ww_SLOW": _SLOW, "__ww_interp": _interpret_env,
+        "__ww_tensor_type": _torch_tensor_type, "__ww_int_key": _int_key,
+        "__ww_int_key_plain": _int_key_plain, "__ww_cache": jitfn._fast_cache,
+        "__ww_normalize_grid": _normalize_grid, "__ww_name": jitfn.__name__,
+        "__ww_stream": lambda: _current_stream(),
+    }
+    for i, d in enumerate(jitfn.defaults):
+        if d is not _MISSING:
+            namespace[f"__ww_D{i}"] = d
+    exec(compile("\n".join(lines), f"<warpweave fast launcher for {jitfn.__name__}>", "exec"),
+         namespace)
+    return namespace["fast"]
 
 
 def jit(fn=None, *, do_not_specialize=(), noinline=False, debug=None):
