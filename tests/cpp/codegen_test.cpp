@@ -4,9 +4,12 @@
 #include "codegen/PtxBuilder.h"
 #include "ir/Builder.h"
 #include "runtime/Ptxas.h"
+#include "warpweave/runtime.h"
 
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <iostream>
@@ -383,6 +386,699 @@ TEST(Codegen, BitcastKeepsBits) {
         k.b.create1(OpCode::Bitcast, {v[0]}, v[0]->type().withElem(DType::I64))};
   });
   EXPECT_THROW(codegen::emitPtx(*bad, optionsFor(Target::SM90a), nullptr), CompileError);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shape ops, conversions, reductions
+// ---------------------------------------------------------------------------------------------
+
+Value* expandDims(KernelBuilder& k, Value* x, int64_t axis) {
+  std::vector<int64_t> shape = x->type().shape;
+  shape.insert(shape.begin() + axis, 1);
+  return k.b.create1(OpCode::ExpandDims, {x}, x->type().withShape(shape), {{"axis", axis}});
+}
+Value* broadcastTo(KernelBuilder& k, Value* x, std::vector<int64_t> shape) {
+  return k.b.create1(OpCode::Broadcast, {x}, x->type().withShape(std::move(shape)));
+}
+/// Row-major offsets of an M x N tile with row stride `stride`: offs_m[:, None]*stride +
+/// offs_n[None, :].
+Value* tileOffsets(KernelBuilder& k, int64_t M, int64_t N, int64_t stride) {
+  Value* rows = expandDims(k, k.b.arange(0, M), 1);
+  rows = k.b.binary(OpCode::Mul, rows, k.b.splat(k.b.i32(stride), {M, 1}));
+  Value* cols = expandDims(k, k.b.arange(0, N), 0);
+  return k.b.binary(OpCode::Add, broadcastTo(k, rows, {M, N}), broadcastTo(k, cols, {M, N}));
+}
+Value* tilePtrs(KernelBuilder& k, Value* base, Value* offs) {
+  return k.ptrs(base, offs);
+}
+Value* reduce(KernelBuilder& k, Value* x, int64_t axis, const std::string& kind, DType resultElem) {
+  std::vector<int64_t> shape = x->type().shape;
+  shape.erase(shape.begin() + axis);
+  Type t = shape.empty() ? Type::scalar(resultElem) : Type::tensor(resultElem, shape);
+  return k.b.create1(OpCode::Reduce, {x}, t, {{"axis", axis}, {"kind", kind}});
+}
+
+TEST(Codegen, ShapeOpsAndLayoutConversions) {
+  KernelBuilder k("shapes");
+  Value* x = k.arg("x", Type::ptr(DType::F32), 16);
+  Value* y = k.arg("y", Type::ptr(DType::F32), 16);
+  Value* outT = k.arg("out_t", Type::ptr(DType::F32), 16);
+  Value* outR = k.arg("out_r", Type::ptr(DType::F32), 16);
+  Value* outJ = k.arg("out_j", Type::ptr(DType::F32), 16);
+  Value* outS = k.arg("out_s", Type::ptr(DType::F32), 16);
+  Value* offs = tileOffsets(k, 32, 64, 64);
+  Value* xv = k.b.load(tilePtrs(k, x, offs));
+  Value* yv = k.b.load(tilePtrs(k, y, offs));
+  // Transpose: stored through [64, 32] offsets (needs data movement between threads).
+  Value* t = k.b.create1(OpCode::Permute, {xv}, Type::tensor(DType::F32, {64, 32}),
+                         {{"order", std::vector<int64_t>{1, 0}}});
+  k.b.store(tilePtrs(k, outT, tileOffsets(k, 64, 32, 32)), t);
+  // Reshape to 1-D.
+  Value* r = k.b.create1(OpCode::Reshape, {xv}, Type::tensor(DType::F32, {2048}));
+  k.b.store(k.ptrs(outR, k.b.arange(0, 2048)), r);
+  // Join along a new minor dim, then split back.
+  Value* j = k.b.create1(OpCode::Join, {xv, yv}, Type::tensor(DType::F32, {32, 64, 2}));
+  Value* jr = k.b.create1(OpCode::Reshape, {j}, Type::tensor(DType::F32, {32, 128}));
+  k.b.store(tilePtrs(k, outJ, tileOffsets(k, 32, 128, 128)), jr);
+  ir::Op* split = k.b.create(
+      OpCode::Split, {j}, {Type::tensor(DType::F32, {32, 64}), Type::tensor(DType::F32, {32, 64})});
+  Value* diff = k.b.binary(OpCode::Sub, split->result(1), split->result(0));
+  k.b.store(tilePtrs(k, outS, offs), diff);
+  k.b.ret();
+  for (Target target : kTestedTargets) {
+    SCOPED_TRACE(targetName(target));
+    codegen::PtxKernel kk = emitAndAssemble(*k.fn, target);
+    // The transpose moves data between threads through shared memory.
+    EXPECT_NE(kk.ptx.find("st.shared"), std::string::npos) << kk.ptx;
+    EXPECT_NE(kk.ptx.find("ld.shared"), std::string::npos);
+    EXPECT_NE(kk.ptx.find("bar.sync 0"), std::string::npos);
+    EXPECT_GE(kk.sharedBytes, 32 * 64 * 4);
+    EXPECT_NE(kk.ptx.find(".extern .shared .align 16 .b8 global_smem[]"), std::string::npos);
+  }
+}
+
+TEST(Codegen, BroadcastOfARowStaysInRegisters) {
+  KernelBuilder k("bcast");
+  Value* out = k.arg("out", Type::ptr(DType::I32), 16);
+  Value* offs = tileOffsets(k, 32, 64, 64);
+  k.b.store(tilePtrs(k, out, offs), offs);
+  k.b.ret();
+  codegen::PtxKernel kk = emitAndAssemble(*k.fn, Target::SM90a);
+  EXPECT_EQ(kk.ptx.find("st.shared"), std::string::npos) << kk.ptx;
+  EXPECT_EQ(kk.sharedBytes, 0);
+}
+
+TEST(Codegen, ReductionsWithinThreadsWarpsAndAcrossWarps) {
+  KernelBuilder k("reductions", 8);
+  Value* x = k.arg("x", Type::ptr(DType::F32), 16);
+  Value* outSum = k.arg("out_sum", Type::ptr(DType::F32), 16);
+  Value* outMax = k.arg("out_max", Type::ptr(DType::F32), 16);
+  Value* outArg = k.arg("out_arg", Type::ptr(DType::I32), 16);
+  Value* outAll = k.arg("out_all", Type::ptr(DType::F32), 16);
+  Value* outProd = k.arg("out_prod", Type::ptr(DType::F32), 16);
+  Value* offs = tileOffsets(k, 32, 64, 64);
+  Value* xv = k.b.load(tilePtrs(k, x, offs));
+  Value* rowSum = reduce(k, xv, 1, "sum", DType::F32);
+  k.b.store(k.ptrs(outSum, k.b.arange(0, 32)), rowSum);
+  Value* colMax = reduce(k, xv, 0, "max", DType::F32);
+  k.b.store(k.ptrs(outMax, k.b.arange(0, 64)), colMax);
+  Value* rowArg = reduce(k, xv, 1, "argmax", DType::I32);
+  k.b.store(k.ptrs(outArg, k.b.arange(0, 32)), rowArg);
+  Value* all = reduce(k, rowSum, 0, "sum", DType::F32);
+  k.b.store(outAll, all);
+  // A custom combine region: the product of each column.
+  ir::Op* custom = k.b.create(OpCode::Reduce, {xv}, {Type::tensor(DType::F32, {64})},
+                              {{"axis", int64_t(0)}, {"kind", std::string("custom")}});
+  ir::Block* region = custom->addRegion();
+  Value* a = region->addArg(Type::scalar(DType::F32));
+  Value* b = region->addArg(Type::scalar(DType::F32));
+  ir::Builder rb(region);
+  rb.create(OpCode::Yield, {rb.binary(OpCode::Mul, a, b)}, {});
+  k.b.store(k.ptrs(outProd, k.b.arange(0, 64)), custom->result());
+  k.b.ret();
+  for (Target target : kTestedTargets) {
+    SCOPED_TRACE(targetName(target));
+    codegen::PtxKernel kk = emitAndAssemble(*k.fn, target);
+    EXPECT_NE(kk.ptx.find("shfl.sync.bfly.b32"), std::string::npos) << kk.ptx;
+    EXPECT_NE(kk.ptx.find("max.NaN.f32"), std::string::npos);
+    EXPECT_NE(kk.ptx.find("mul.f32"), std::string::npos);
+    EXPECT_NE(kk.ptx.find("bar.sync 0"), std::string::npos);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Control flow
+// ---------------------------------------------------------------------------------------------
+
+TEST(Codegen, ForLoopCarriesTensorsInRegisters) {
+  KernelBuilder k("for_sum");
+  Value* x = k.arg("x", Type::ptr(DType::F32), 16);
+  Value* out = k.arg("out", Type::ptr(DType::F32), 16);
+  Value* n = k.arg("n", Type::scalar(DType::I32));
+  Value* offs = k.b.arange(0, 512);
+  Value* zero = k.b.constFloat(0.0, Type::tensor(DType::F32, {512}));
+  ir::Op* loop =
+      k.b.create(OpCode::For, {k.b.i32(0), n, k.b.i32(1), zero}, {Type::tensor(DType::F32, {512})});
+  ir::Block* body = loop->addRegion();
+  Value* iv = body->addArg(Type::scalar(DType::I32));
+  Value* acc = body->addArg(Type::tensor(DType::F32, {512}));
+  {
+    ir::Builder lb(body);
+    Value* base = lb.binary(OpCode::Mul, iv, lb.i32(512));
+    Value* o = lb.binary(OpCode::Add, offs, lb.splat(base, {512}));
+    Value* v = lb.load(lb.addPtr(lb.splat(x, {512}), o));
+    lb.create(OpCode::Yield, {lb.binary(OpCode::Add, acc, v)}, {});
+  }
+  k.b.store(k.ptrs(out, offs), loop->result());
+  k.b.ret();
+  for (Target target : kTestedTargets) {
+    SCOPED_TRACE(targetName(target));
+    codegen::PtxKernel kk = emitAndAssemble(*k.fn, target);
+    EXPECT_TRUE(std::regex_search(kk.ptx, std::regex(R"(\$L_for_\d+:)"))) << kk.ptx;
+    EXPECT_NE(kk.ptx.find("setp.ge.s32"), std::string::npos);
+    EXPECT_NE(kk.ptx.find("bra.uni"), std::string::npos);
+    EXPECT_EQ(count(kk.ptx, "ld.global.v4.f32"), 1);
+  }
+}
+
+TEST(Codegen, IfMergesValuesAndWhileLoops) {
+  KernelBuilder k("branches");
+  Value* x = k.arg("x", Type::ptr(DType::F32), 16);
+  Value* out = k.arg("out", Type::ptr(DType::F32), 16);
+  Value* count_ = k.arg("count", Type::ptr(DType::I32), 16);
+  Value* n = k.arg("n", Type::scalar(DType::I32));
+  Value* offs = k.b.arange(0, 256);
+  Value* xv = k.b.load(k.ptrs(x, offs));
+  Value* pid = k.b.programId(0);
+  Value* first = k.b.cmp("eq", pid, k.b.i32(0));
+  ir::Op* branch = k.b.create(OpCode::If, {first}, {Type::tensor(DType::F32, {256})});
+  {
+    ir::Builder tb(branch->addRegion());
+    tb.create(OpCode::Yield, {tb.binary(OpCode::Mul, xv, xv)}, {});
+    ir::Builder eb(branch->addRegion());
+    eb.create(OpCode::Yield, {eb.create1(OpCode::Neg, {xv}, xv->type())}, {});
+  }
+  k.b.store(k.ptrs(out, offs), branch->result());
+  // while (i < n) i = i * 2 + 1
+  ir::Op* loop = k.b.create(OpCode::While, {k.b.i32(1)}, {Type::scalar(DType::I32)});
+  {
+    ir::Block* before = loop->addRegion();
+    Value* i = before->addArg(Type::scalar(DType::I32));
+    ir::Builder bb(before);
+    bb.create(OpCode::Condition, {bb.cmp("lt", i, n), i}, {});
+    ir::Block* after = loop->addRegion();
+    Value* j = after->addArg(Type::scalar(DType::I32));
+    ir::Builder ab(after);
+    Value* twice = ab.binary(OpCode::Mul, j, ab.i32(2));
+    ab.create(OpCode::Yield, {ab.binary(OpCode::Add, twice, ab.i32(1))}, {});
+  }
+  k.b.store(count_, loop->result());
+  k.b.ret();
+  for (Target target : kTestedTargets) {
+    SCOPED_TRACE(targetName(target));
+    codegen::PtxKernel kk = emitAndAssemble(*k.fn, target);
+    EXPECT_TRUE(std::regex_search(kk.ptx, std::regex(R"(@!%p\d+ bra \$L_else_\d+)"))) << kk.ptx;
+    EXPECT_TRUE(std::regex_search(kk.ptx, std::regex(R"(@!%p\d+ bra \$L_endwhile_\d+)")));
+    // The scalar store is done by one thread.
+    EXPECT_NE(kk.ptx.find("st.global.b32"), std::string::npos);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Atomics
+// ---------------------------------------------------------------------------------------------
+
+TEST(Codegen, AtomicsUseRedWhenTheResultIsUnused) {
+  KernelBuilder k("atomics");
+  Value* acc = k.arg("acc", Type::ptr(DType::F32), 16);
+  Value* cnt = k.arg("cnt", Type::ptr(DType::I32), 16);
+  Value* old = k.arg("old", Type::ptr(DType::F32), 16);
+  Value* lock = k.arg("lock", Type::ptr(DType::I32), 16);
+  Value* n = k.arg("n", Type::scalar(DType::I32));
+  Value* offs = k.offsets(256);
+  Value* mask = k.b.cmp("lt", offs, k.b.splat(n, {256}));
+  Value* ones = k.b.constFloat(1.0, Type::tensor(DType::F32, {256}));
+  k.b.create(OpCode::AtomicRMW, {k.ptrs(acc, offs), ones, mask}, {Type::tensor(DType::F32, {256})},
+             {{"kind", std::string("add")}, {"has_mask", int64_t(1)}});
+  Value* prev = k.b.create1(OpCode::AtomicRMW, {k.ptrs(acc, offs), ones, mask},
+                            Type::tensor(DType::F32, {256}),
+                            {{"kind", std::string("max")}, {"has_mask", int64_t(1)}});
+  k.b.store(k.ptrs(old, offs), prev);
+  Value* ticket = k.b.create1(OpCode::AtomicRMW, {cnt, k.b.i32(1)}, Type::scalar(DType::I32),
+                              {{"kind", std::string("add")}, {"sem", std::string("relaxed")}});
+  Value* got = k.b.create1(OpCode::AtomicCas, {lock, ticket, k.b.i32(7)}, Type::scalar(DType::I32));
+  k.b.store(cnt, got);
+  k.b.ret();
+  for (Target target : kTestedTargets) {
+    SCOPED_TRACE(targetName(target));
+    codegen::PtxKernel kk = emitAndAssemble(*k.fn, target);
+    EXPECT_NE(kk.ptx.find("red.release.gpu.global.add.f32"), std::string::npos) << kk.ptx;
+    // fp32 max through integer max/min on the bit pattern.
+    EXPECT_NE(kk.ptx.find("atom.acq_rel.gpu.global.max.s32"), std::string::npos);
+    EXPECT_NE(kk.ptx.find("atom.acq_rel.gpu.global.min.u32"), std::string::npos);
+    EXPECT_NE(kk.ptx.find("atom.relaxed.gpu.global.add.u32"), std::string::npos);
+    EXPECT_NE(kk.ptx.find("atom.acq_rel.gpu.global.cas.b32"), std::string::npos);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dot
+// ---------------------------------------------------------------------------------------------
+
+std::unique_ptr<ir::Function> dotKernel(DType in, int64_t M, int64_t N, int64_t K,
+                                        const std::string& precision = "tf32") {
+  KernelBuilder k("dot_kernel");
+  Value* a = k.arg("a", Type::ptr(in), 16);
+  Value* b = k.arg("b", Type::ptr(in), 16);
+  Value* c = k.arg("c", Type::ptr(DType::F32), 16);
+  Value* av = k.b.load(tilePtrs(k, a, tileOffsets(k, M, K, K)));
+  Value* bv = k.b.load(tilePtrs(k, b, tileOffsets(k, K, N, N)));
+  Value* acc = k.b.constFloat(0.0, Type::tensor(DType::F32, {M, N}));
+  Value* d = k.b.create1(OpCode::Dot, {av, bv, acc}, Type::tensor(DType::F32, {M, N}),
+                         {{"input_precision", precision}});
+  k.b.store(tilePtrs(k, c, tileOffsets(k, M, N, N)), d);
+  k.b.ret();
+  return std::move(k.fn);
+}
+
+TEST(Codegen, DotUsesTensorCores) {
+  for (DType in : {DType::F16, DType::BF16}) {
+    auto fn = dotKernel(in, 64, 64, 32);
+    for (Target target : kTestedTargets) {
+      SCOPED_TRACE(targetName(target));
+      codegen::PtxKernel kk = emitAndAssemble(*fn, target);
+      std::string t = in == DType::F16 ? "f16" : "bf16";
+      // 64x64 over 4 warps: each warp 16 rows x 64 cols = 8 n-tiles x 2 k-steps.
+      EXPECT_GE(count(kk.ptx, "mma.sync.aligned.m16n8k16.row.col.f32." + t + "." + t + ".f32"), 16)
+          << kk.ptx;
+    }
+  }
+  auto tf32 = dotKernel(DType::F32, 32, 32, 16);
+  codegen::PtxKernel kk = emitAndAssemble(*tf32, Target::SM80);
+  EXPECT_NE(kk.ptx.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), std::string::npos);
+  EXPECT_NE(kk.ptx.find("cvt.rna.tf32.f32"), std::string::npos);
+  // ieee fp32 has no tensor-core form: per-element FMAs.
+  auto ieee = dotKernel(DType::F32, 16, 16, 16, "ieee");
+  codegen::PtxKernel fk = emitAndAssemble(*ieee, Target::SM80);
+  EXPECT_EQ(fk.ptx.find("mma.sync"), std::string::npos);
+  EXPECT_NE(fk.ptx.find("fma.rn.f32"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// On the GPU (skipped where no CUDA driver and device are present): the emitted code computes
+// the right numbers, checked against references computed here.
+// ---------------------------------------------------------------------------------------------
+
+#define SKIP_WITHOUT_GPU()                                                                         \
+  do {                                                                                             \
+    std::string why;                                                                               \
+    if (!cudaAvailable(&why)) GTEST_SKIP() << why;                                                 \
+  } while (0)
+
+/// Compiles for sm_90a (the lent H200) and loads the cubin.
+GpuKernel loadOnGpu(const ir::Function& fn) {
+  codegen::PtxKernel k = codegen::emitPtx(fn, optionsFor(Target::SM90a, fn.numWarps), nullptr);
+  runtime::PtxasResult r = runtime::runPtxas(k.ptx, Target::SM90a, k.entry);
+  if (!r.ok) throw std::runtime_error("ptxas failed:\n" + r.log);
+  CompiledKernel c;
+  c.name = k.entry;
+  c.target = Target::SM90a;
+  c.ptx = k.ptx;
+  c.cubin = r.cubin;
+  c.params = k.params;
+  c.numWarps = k.numWarps;
+  c.sharedBytes = k.sharedBytes;
+  return GpuKernel(c);
+}
+
+template <typename T> struct DeviceArray {
+  DeviceBuffer buf;
+  size_t n;
+  explicit DeviceArray(size_t count, uint8_t poison = 0xCD) : buf(count * sizeof(T)), n(count) {
+    buf.fill(poison);
+  }
+  explicit DeviceArray(const std::vector<T>& host) : buf(host.size() * sizeof(T)), n(host.size()) {
+    buf.upload(host.data(), host.size() * sizeof(T));
+  }
+  std::vector<T> get() const {
+    std::vector<T> h(n);
+    buf.download(h.data(), n * sizeof(T));
+    return h;
+  }
+  LaunchArg arg() const { return LaunchArg::pointer(buf.address()); }
+};
+
+std::vector<float> randomFloats(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::vector<float> v(n);
+  uint32_t x = seed * 2654435761u + 1;
+  for (auto& f : v) {
+    x = x * 1664525u + 1013904223u;
+    f = lo + (hi - lo) * static_cast<float>(x >> 8) / static_cast<float>(1u << 24);
+  }
+  return v;
+}
+
+uint32_t floatBits(float f) {
+  return std::bit_cast<uint32_t>(f);
+}
+
+TEST(CodegenGpu, VectorAddComputesAndRespectsTheMask) {
+  SKIP_WITHOUT_GPU();
+  GpuKernel kernel = loadOnGpu(*vectorAdd(16));
+  const int n = 10000, padded = 10240;
+  auto x = randomFloats(padded, 1), y = randomFloats(padded, 2);
+  DeviceArray<float> dx(x), dy(y), dout(padded);
+  kernel.launch({(n + 1023) / 1024}, nullptr,
+                {dx.arg(), dy.arg(), dout.arg(), LaunchArg::integer(n)});
+  synchronize();
+  auto out = dout.get();
+  for (int i = 0; i < padded; ++i) {
+    if (i < n)
+      ASSERT_EQ(out[i], x[i] + y[i]) << i;
+    else
+      ASSERT_EQ(floatBits(out[i]), 0xCDCDCDCDu) << "masked-off element " << i << " was written";
+  }
+}
+
+TEST(CodegenGpu, ShapeOpsMoveTheRightElements) {
+  SKIP_WITHOUT_GPU();
+  KernelBuilder k("shapes");
+  Value* x = k.arg("x", Type::ptr(DType::F32), 16);
+  Value* y = k.arg("y", Type::ptr(DType::F32), 16);
+  Value* outT = k.arg("out_t", Type::ptr(DType::F32), 16);
+  Value* outR = k.arg("out_r", Type::ptr(DType::F32), 16);
+  Value* outJ = k.arg("out_j", Type::ptr(DType::F32), 16);
+  Value* outS = k.arg("out_s", Type::ptr(DType::F32), 16);
+  Value* offs = tileOffsets(k, 32, 64, 64);
+  Value* xv = k.b.load(tilePtrs(k, x, offs));
+  Value* yv = k.b.load(tilePtrs(k, y, offs));
+  Value* t = k.b.create1(OpCode::Permute, {xv}, Type::tensor(DType::F32, {64, 32}),
+                         {{"order", std::vector<int64_t>{1, 0}}});
+  k.b.store(tilePtrs(k, outT, tileOffsets(k, 64, 32, 32)), t);
+  Value* r = k.b.create1(OpCode::Reshape, {xv}, Type::tensor(DType::F32, {2048}));
+  k.b.store(k.ptrs(outR, k.b.arange(0, 2048)), r);
+  Value* j = k.b.create1(OpCode::Join, {xv, yv}, Type::tensor(DType::F32, {32, 64, 2}));
+  Value* jr = k.b.create1(OpCode::Reshape, {j}, Type::tensor(DType::F32, {32, 128}));
+  k.b.store(tilePtrs(k, outJ, tileOffsets(k, 32, 128, 128)), jr);
+  ir::Op* split = k.b.create(
+      OpCode::Split, {j}, {Type::tensor(DType::F32, {32, 64}), Type::tensor(DType::F32, {32, 64})});
+  k.b.store(tilePtrs(k, outS, offs), k.b.binary(OpCode::Sub, split->result(1), split->result(0)));
+  k.b.ret();
+  GpuKernel kernel = loadOnGpu(*k.fn);
+  auto hx = randomFloats(2048, 3), hy = randomFloats(2048, 4);
+  DeviceArray<float> dx(hx), dy(hy), dt(2048), dr(2048), dj(4096), ds(2048);
+  kernel.launch({1}, nullptr, {dx.arg(), dy.arg(), dt.arg(), dr.arg(), dj.arg(), ds.arg()});
+  synchronize();
+  auto ot = dt.get(), orr = dr.get(), oj = dj.get(), os = ds.get();
+  for (int m = 0; m < 32; ++m)
+    for (int n = 0; n < 64; ++n) {
+      ASSERT_EQ(ot[n * 32 + m], hx[m * 64 + n]) << "transpose at " << m << "," << n;
+      ASSERT_EQ(orr[m * 64 + n], hx[m * 64 + n]) << "reshape";
+      ASSERT_EQ(oj[m * 128 + 2 * n], hx[m * 64 + n]) << "join a";
+      ASSERT_EQ(oj[m * 128 + 2 * n + 1], hy[m * 64 + n]) << "join b";
+      ASSERT_EQ(os[m * 64 + n], hy[m * 64 + n] - hx[m * 64 + n]) << "split";
+    }
+}
+
+TEST(CodegenGpu, ReductionsMatchTheReference) {
+  SKIP_WITHOUT_GPU();
+  KernelBuilder k("reductions", 8);
+  Value* x = k.arg("x", Type::ptr(DType::F32), 16);
+  Value* outSum = k.arg("out_sum", Type::ptr(DType::F32), 16);
+  Value* outMax = k.arg("out_max", Type::ptr(DType::F32), 16);
+  Value* outArg = k.arg("out_arg", Type::ptr(DType::I32), 16);
+  Value* outAll = k.arg("out_all", Type::ptr(DType::F32), 16);
+  Value* outProd = k.arg("out_prod", Type::ptr(DType::F32), 16);
+  Value* offs = tileOffsets(k, 32, 64, 64);
+  Value* xv = k.b.load(tilePtrs(k, x, offs));
+  Value* rowSum = reduce(k, xv, 1, "sum", DType::F32);
+  k.b.store(k.ptrs(outSum, k.b.arange(0, 32)), rowSum);
+  k.b.store(k.ptrs(outMax, k.b.arange(0, 64)), reduce(k, xv, 0, "max", DType::F32));
+  k.b.store(k.ptrs(outArg, k.b.arange(0, 32)), reduce(k, xv, 1, "argmax", DType::I32));
+  k.b.store(outAll, reduce(k, rowSum, 0, "sum", DType::F32));
+  ir::Op* custom = k.b.create(OpCode::Reduce, {xv}, {Type::tensor(DType::F32, {64})},
+                              {{"axis", int64_t(0)}, {"kind", std::string("custom")}});
+  ir::Block* region = custom->addRegion();
+  Value* a = region->addArg(Type::scalar(DType::F32));
+  Value* b = region->addArg(Type::scalar(DType::F32));
+  ir::Builder rb(region);
+  rb.create(OpCode::Yield, {rb.binary(OpCode::Mul, a, b)}, {});
+  k.b.store(k.ptrs(outProd, k.b.arange(0, 64)), custom->result());
+  k.b.ret();
+  GpuKernel kernel = loadOnGpu(*k.fn);
+  // Values near 1 keep the column products finite; a planted maximum checks argmax.
+  auto hx = randomFloats(2048, 5, 0.9f, 1.1f);
+  hx[7 * 64 + 41] = 3.0f;
+  DeviceArray<float> dx(hx), dsum(32), dmax(64), dall(1), dprod(64);
+  DeviceArray<int32_t> darg(32);
+  kernel.launch({1}, nullptr,
+                {dx.arg(), dsum.arg(), dmax.arg(), darg.arg(), dall.arg(), dprod.arg()});
+  synchronize();
+  auto osum = dsum.get(), omax = dmax.get(), oall = dall.get(), oprod = dprod.get();
+  auto oarg = darg.get();
+  double total = 0;
+  for (int m = 0; m < 32; ++m) {
+    double s = 0;
+    int best = 0;
+    for (int n = 0; n < 64; ++n) {
+      s += hx[m * 64 + n];
+      if (hx[m * 64 + n] > hx[m * 64 + best]) best = n;
+    }
+    total += s;
+    EXPECT_NEAR(osum[m], s, 1e-4 * std::abs(s)) << "row " << m;
+    EXPECT_EQ(oarg[m], best) << "row " << m;
+  }
+  EXPECT_NEAR(oall[0], total, 1e-4 * std::abs(total));
+  for (int n = 0; n < 64; ++n) {
+    float mx = hx[n];
+    double prod = 1;
+    for (int m = 0; m < 32; ++m) {
+      mx = std::max(mx, hx[m * 64 + n]);
+      prod *= hx[m * 64 + n];
+    }
+    EXPECT_EQ(omax[n], mx) << "column " << n;
+    EXPECT_NEAR(oprod[n], prod, 1e-4 * std::abs(prod)) << "column " << n;
+  }
+}
+
+TEST(CodegenGpu, LoopsAndBranches) {
+  SKIP_WITHOUT_GPU();
+  {
+    KernelBuilder k("for_sum");
+    Value* x = k.arg("x", Type::ptr(DType::F32), 16);
+    Value* out = k.arg("out", Type::ptr(DType::F32), 16);
+    Value* n = k.arg("n", Type::scalar(DType::I32));
+    Value* offs = k.b.arange(0, 512);
+    Value* zero = k.b.constFloat(0.0, Type::tensor(DType::F32, {512}));
+    ir::Op* loop = k.b.create(OpCode::For, {k.b.i32(0), n, k.b.i32(1), zero},
+                              {Type::tensor(DType::F32, {512})});
+    ir::Block* body = loop->addRegion();
+    Value* iv = body->addArg(Type::scalar(DType::I32));
+    Value* acc = body->addArg(Type::tensor(DType::F32, {512}));
+    ir::Builder lb(body);
+    Value* o =
+        lb.binary(OpCode::Add, offs, lb.splat(lb.binary(OpCode::Mul, iv, lb.i32(512)), {512}));
+    Value* v = lb.load(lb.addPtr(lb.splat(x, {512}), o));
+    lb.create(OpCode::Yield, {lb.binary(OpCode::Add, acc, v)}, {});
+    k.b.store(k.ptrs(out, offs), loop->result());
+    k.b.ret();
+    GpuKernel kernel = loadOnGpu(*k.fn);
+    auto hx = randomFloats(3 * 512, 6);
+    DeviceArray<float> dx(hx), dout(512);
+    kernel.launch({1}, nullptr, {dx.arg(), dout.arg(), LaunchArg::integer(3)});
+    synchronize();
+    auto out_ = dout.get();
+    for (int i = 0; i < 512; ++i)
+      ASSERT_EQ(out_[i], ((0.0f + hx[i]) + hx[512 + i]) + hx[1024 + i]) << i;
+  }
+  {
+    KernelBuilder k("branches");
+    Value* x = k.arg("x", Type::ptr(DType::F32), 16);
+    Value* out = k.arg("out", Type::ptr(DType::F32), 16);
+    Value* cnt = k.arg("count", Type::ptr(DType::I32), 16);
+    Value* n = k.arg("n", Type::scalar(DType::I32));
+    Value* offs = k.b.arange(0, 256);
+    Value* xv = k.b.load(k.ptrs(x, offs));
+    Value* first = k.b.cmp("eq", k.b.programId(0), k.b.i32(0));
+    ir::Op* branch = k.b.create(OpCode::If, {first}, {Type::tensor(DType::F32, {256})});
+    ir::Builder tb(branch->addRegion());
+    tb.create(OpCode::Yield, {tb.binary(OpCode::Mul, xv, xv)}, {});
+    ir::Builder eb(branch->addRegion());
+    eb.create(OpCode::Yield, {eb.create1(OpCode::Neg, {xv}, xv->type())}, {});
+    // Each program writes its own 256 outputs.
+    Value* base = k.b.binary(OpCode::Mul, k.b.programId(0), k.b.i32(256));
+    Value* outOffs = k.b.binary(OpCode::Add, offs, k.b.splat(base, {256}));
+    k.b.store(k.ptrs(out, outOffs), branch->result());
+    ir::Op* loop = k.b.create(OpCode::While, {k.b.i32(1)}, {Type::scalar(DType::I32)});
+    ir::Block* before = loop->addRegion();
+    Value* i = before->addArg(Type::scalar(DType::I32));
+    ir::Builder bb(before);
+    bb.create(OpCode::Condition, {bb.cmp("lt", i, n), i}, {});
+    ir::Block* after = loop->addRegion();
+    Value* jv = after->addArg(Type::scalar(DType::I32));
+    ir::Builder ab(after);
+    ab.create(OpCode::Yield,
+              {ab.binary(OpCode::Add, ab.binary(OpCode::Mul, jv, ab.i32(2)), ab.i32(1))}, {});
+    k.b.store(k.b.addPtr(cnt, k.b.programId(0)), loop->result());
+    k.b.ret();
+    GpuKernel kernel = loadOnGpu(*k.fn);
+    auto hx = randomFloats(256, 7);
+    DeviceArray<float> dx(hx), dout(512);
+    DeviceArray<int32_t> dcnt(2);
+    kernel.launch({2}, nullptr, {dx.arg(), dout.arg(), dcnt.arg(), LaunchArg::integer(10)});
+    synchronize();
+    auto o = dout.get();
+    auto c = dcnt.get();
+    for (int e = 0; e < 256; ++e) {
+      ASSERT_EQ(o[e], hx[e] * hx[e]) << e;
+      ASSERT_EQ(o[256 + e], -hx[e]) << e;
+    }
+    EXPECT_EQ(c[0], 15); // 1 -> 3 -> 7 -> 15
+    EXPECT_EQ(c[1], 15);
+  }
+}
+
+TEST(CodegenGpu, AtomicsUpdateOncePerElement) {
+  SKIP_WITHOUT_GPU();
+  KernelBuilder k("atomics");
+  Value* acc = k.arg("acc", Type::ptr(DType::F32), 16);
+  Value* cnt = k.arg("cnt", Type::ptr(DType::I32), 16);
+  Value* old = k.arg("old", Type::ptr(DType::F32), 16);
+  Value* lock = k.arg("lock", Type::ptr(DType::I32), 16);
+  Value* vals = k.arg("vals", Type::ptr(DType::F32), 16);
+  Value* n = k.arg("n", Type::scalar(DType::I32));
+  Value* offs = k.offsets(256);
+  Value* mask = k.b.cmp("lt", offs, k.b.splat(n, {256}));
+  Value* ones = k.b.constFloat(1.0, Type::tensor(DType::F32, {256}));
+  k.b.create(OpCode::AtomicRMW, {k.ptrs(acc, offs), ones, mask}, {Type::tensor(DType::F32, {256})},
+             {{"kind", std::string("add")}, {"has_mask", int64_t(1)}});
+  Value* v = k.b.load(k.ptrs(vals, offs));
+  Value* prev =
+      k.b.create1(OpCode::AtomicRMW, {k.ptrs(acc, offs), v, mask}, Type::tensor(DType::F32, {256}),
+                  {{"kind", std::string("max")}, {"has_mask", int64_t(1)}});
+  k.b.store(k.ptrs(old, offs), prev, mask);
+  Value* ticket = k.b.create1(OpCode::AtomicRMW, {cnt, k.b.i32(1)}, Type::scalar(DType::I32),
+                              {{"kind", std::string("add")}, {"sem", std::string("relaxed")}});
+  Value* got = k.b.create1(OpCode::AtomicCas, {lock, ticket, k.b.i32(7)}, Type::scalar(DType::I32));
+  k.b.store(k.b.addPtr(cnt, k.b.i32(1)), got);
+  k.b.ret();
+  GpuKernel kernel = loadOnGpu(*k.fn);
+  const int n_ = 200;
+  auto hv = randomFloats(256, 8, -3.0f, 3.0f);
+  DeviceArray<float> dacc(std::vector<float>(256, 0.0f)), dold(256), dvals(hv);
+  DeviceArray<int32_t> dcnt(std::vector<int32_t>{5, 0}), dlock(std::vector<int32_t>{5});
+  kernel.launch(
+      {1}, nullptr,
+      {dacc.arg(), dcnt.arg(), dold.arg(), dlock.arg(), dvals.arg(), LaunchArg::integer(n_)});
+  synchronize();
+  auto a = dacc.get(), o = dold.get();
+  auto c = dcnt.get(), l = dlock.get();
+  for (int i = 0; i < 256; ++i) {
+    if (i < n_) {
+      ASSERT_EQ(o[i], 1.0f) << i; // the add ran exactly once before the max
+      ASSERT_EQ(a[i], std::max(1.0f, hv[i])) << i;
+    } else {
+      ASSERT_EQ(a[i], 0.0f) << i;
+    }
+  }
+  EXPECT_EQ(c[0], 6); // one thread added 1
+  EXPECT_EQ(c[1], 5); // the CAS saw the ticket (5) and swapped in 7
+  EXPECT_EQ(l[0], 7);
+}
+
+float roundToTf32(float f) {
+  uint32_t u = floatBits(f);
+  u = (u + 0x1000u) & ~0x1FFFu; // round half away on the 13 dropped bits, as cvt.rna
+  return std::bit_cast<float>(u);
+}
+float bf16ToFloat(uint16_t h) {
+  return std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
+}
+uint16_t floatToBf16(float f) {
+  uint32_t u = floatBits(f);
+  u += 0x7FFFu + ((u >> 16) & 1); // round to nearest even
+  return static_cast<uint16_t>(u >> 16);
+}
+
+TEST(CodegenGpu, DotMatchesTheReference) {
+  SKIP_WITHOUT_GPU();
+  struct Case {
+    DType in;
+    int64_t M, N, K;
+    const char* precision;
+  };
+  for (const Case& c :
+       {Case{DType::F16, 64, 64, 32, "tf32"}, Case{DType::BF16, 64, 64, 32, "tf32"},
+        Case{DType::F32, 32, 32, 16, "tf32"}, Case{DType::F32, 16, 16, 16, "ieee"}}) {
+    SCOPED_TRACE(std::string(ir::tlName(c.in)) + " " + c.precision);
+    GpuKernel kernel = loadOnGpu(*dotKernel(c.in, c.M, c.N, c.K, c.precision));
+    auto fa = randomFloats(c.M * c.K, 9), fb = randomFloats(c.K * c.N, 10);
+    std::vector<float> ra(fa.size()), rb(fb.size()); // the values the GPU sees
+    std::unique_ptr<DeviceArray<float>> a32, b32;
+    std::unique_ptr<DeviceArray<uint16_t>> a16, b16;
+    if (c.in == DType::F32) {
+      for (size_t i = 0; i < fa.size(); ++i)
+        ra[i] = c.precision == std::string("ieee") ? fa[i] : roundToTf32(fa[i]);
+      for (size_t i = 0; i < fb.size(); ++i)
+        rb[i] = c.precision == std::string("ieee") ? fb[i] : roundToTf32(fb[i]);
+      a32 = std::make_unique<DeviceArray<float>>(fa);
+      b32 = std::make_unique<DeviceArray<float>>(fb);
+    } else {
+      std::vector<uint16_t> ha(fa.size()), hb(fb.size());
+      for (size_t i = 0; i < fa.size(); ++i) {
+        if (c.in == DType::F16) {
+          _Float16 h = static_cast<_Float16>(fa[i]);
+          ha[i] = std::bit_cast<uint16_t>(h);
+          ra[i] = static_cast<float>(h);
+        } else {
+          ha[i] = floatToBf16(fa[i]);
+          ra[i] = bf16ToFloat(ha[i]);
+        }
+      }
+      for (size_t i = 0; i < fb.size(); ++i) {
+        if (c.in == DType::F16) {
+          _Float16 h = static_cast<_Float16>(fb[i]);
+          hb[i] = std::bit_cast<uint16_t>(h);
+          rb[i] = static_cast<float>(h);
+        } else {
+          hb[i] = floatToBf16(fb[i]);
+          rb[i] = bf16ToFloat(hb[i]);
+        }
+      }
+      a16 = std::make_unique<DeviceArray<uint16_t>>(ha);
+      b16 = std::make_unique<DeviceArray<uint16_t>>(hb);
+    }
+    DeviceArray<float> dc(c.M * c.N);
+    kernel.launch({1}, nullptr,
+                  {a32 ? a32->arg() : a16->arg(), b32 ? b32->arg() : b16->arg(), dc.arg()});
+    synchronize();
+    auto out = dc.get();
+    double err = 0, norm = 0;
+    for (int64_t m = 0; m < c.M; ++m)
+      for (int64_t n = 0; n < c.N; ++n) {
+        double ref = 0;
+        for (int64_t kk = 0; kk < c.K; ++kk) ref += double(ra[m * c.K + kk]) * rb[kk * c.N + n];
+        ASSERT_FALSE(std::isnan(out[m * c.N + n]));
+        err += (out[m * c.N + n] - ref) * (out[m * c.N + n] - ref);
+        norm += ref * ref;
+      }
+    EXPECT_LT(std::sqrt(err / norm), 1e-5);
+  }
+}
+
+TEST(CodegenGpu, CastsRoundCorrectly) {
+  SKIP_WITHOUT_GPU();
+  auto fn = elementwiseKernel("casts", {DType::F32}, [](KernelBuilder& k, auto v) {
+    return std::vector<Value*>{castTo(k, v[0], DType::F16), castTo(k, v[0], DType::BF16),
+                               castTo(k, v[0], DType::I32), castTo(k, v[0], DType::I8),
+                               castTo(k, castTo(k, v[0], DType::F8E4M3), DType::F32)};
+  });
+  GpuKernel kernel = loadOnGpu(*fn);
+  auto hx = randomFloats(256, 11, -100.0f, 100.0f);
+  hx[0] = 1.0f;
+  hx[1] = 0.5f;
+  hx[2] = -448.0f; // the largest e4m3 magnitude
+  DeviceArray<float> dx(hx), d8(256);
+  DeviceArray<uint16_t> dh(256), db(256);
+  DeviceArray<int32_t> di(256);
+  DeviceArray<int8_t> dc(256);
+  kernel.launch({1}, nullptr, {dx.arg(), dh.arg(), db.arg(), di.arg(), dc.arg(), d8.arg()});
+  synchronize();
+  auto h = dh.get(), bb = db.get();
+  auto i32 = di.get();
+  auto i8 = dc.get();
+  auto f8 = d8.get();
+  for (int e = 0; e < 256; ++e) {
+    ASSERT_EQ(h[e], std::bit_cast<uint16_t>(static_cast<_Float16>(hx[e]))) << hx[e];
+    ASSERT_EQ(bb[e], floatToBf16(hx[e])) << hx[e];
+    ASSERT_EQ(i32[e], static_cast<int32_t>(hx[e])) << hx[e];
+    ASSERT_EQ(i8[e], static_cast<int8_t>(static_cast<int32_t>(hx[e]))) << hx[e];
+    // e4m3 keeps 3 mantissa bits: within 1/16 relative.
+    ASSERT_NEAR(f8[e], hx[e], std::abs(hx[e]) / 16 + 1e-2) << hx[e];
+  }
+  EXPECT_EQ(f8[0], 1.0f);
+  EXPECT_EQ(f8[1], 0.5f);
+  EXPECT_EQ(f8[2], -448.0f);
 }
 
 } // namespace
