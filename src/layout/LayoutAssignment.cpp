@@ -105,6 +105,9 @@ public:
     preferBlock(fn_.body);
     preferBlock(fn_.body);
     assignBlock(fn_.body);
+    // Values no consumer constrained (unused ones) take their natural layouts.
+    for (const ir::Value* v : deferredOrder_)
+      if (isDeferred(v)) resolve(v, naturalLayout(v));
     allocateShared();
   }
 
@@ -297,8 +300,10 @@ private:
       prefer(op.operand(2), dotLayouts(op).acc, kMma);
       return;
     case OpCode::AsyncDot:
-      if (op.numOperands() > 2 && isTensor(op.result()))
-        prefer(op.operand(2), dotLayouts(op).acc, kMma);
+      if (!isTensor(op.result())) return;
+      if (op.numOperands() > 2) prefer(op.operand(2), dotLayouts(op).acc, kMma);
+      // wgmma's A from registers: produce it directly in the fragment layout.
+      if (isTensor(op.operand(0))) prefer(op.operand(0), dotLayouts(op).a, kMma);
       return;
     case OpCode::Broadcast:
       if (const LinearLayout* p = preferred(op.result()); p && isTensor(op.operand(0))) {
@@ -336,8 +341,8 @@ private:
       const ir::Block& body = *op.region(0);
       const ir::Op* yield = body.terminator();
       unsigned numIters = op.numOperands() - 3;
-      for (unsigned i = 0; i < numIters && i < op.numResults(); ++i)
-        preferLike(body.arg(i + 1), op.result(i));
+      // What consumers after the loop want does not flow into the body: converting once after
+      // the loop is cheaper than converting in every iteration.
       for (unsigned i = 0; yield && i < numIters && i < yield->numOperands(); ++i)
         preferLike(yield->operand(i), body.arg(i + 1));
       preferBlock(body);
@@ -377,14 +382,71 @@ private:
     map_.layouts_[v] = std::move(l);
   }
 
-  const LinearLayout* layoutOf(const ir::Value* v) const {
+  /// The layout of `v`; a deferred value is fixed to its natural layout first.
+  const LinearLayout* layoutOf(const ir::Value* v) {
+    if (isDeferred(v)) resolve(v, naturalLayout(v));
     auto it = map_.layouts_.find(v);
     return it == map_.layouts_.end() ? nullptr : &it->second;
+  }
+
+  // Deferred values. A value whose layout nothing constrains (a splat, constant or arange without
+  // a preference, a broadcast, elementwise ops over only such values, a loop variable
+  // initialized by one) gets no layout when it is defined: its first consumer fixes it to the
+  // layout that consumer wants, so no conversion is needed. `deferredBy_` holds the op whose
+  // operands must follow when the value is fixed (null for sources and loop variables).
+
+  bool isDeferred(const ir::Value* v) const { return deferredBy_.count(v) != 0; }
+
+  void defer(const ir::Value* v, const ir::Op* op) {
+    deferredBy_[v] = op;
+    deferredOrder_.push_back(v);
+  }
+
+  /// The layout a deferred value takes when its consumer has no wish.
+  LinearLayout naturalLayout(const ir::Value* v) {
+    if (const LinearLayout* p = preferred(v)) return *p;
+    const ir::Op* op = deferredBy_.count(v) ? deferredBy_.at(v) : nullptr;
+    if (op && op->code() == OpCode::Broadcast && isTensor(op->operand(0)))
+      return broadcastLayout(*layoutOf(op->operand(0)), v->type().shape);
+    if (op && isElementwise(op->code()))
+      for (const ir::Value* o : op->operands())
+        if (isTensor(o) && o->type().shape == v->type().shape) return *layoutOf(o);
+    return freeLayout(v);
+  }
+
+  /// Fixes deferred `v` to `l`, and the operands it was computed from to match.
+  void resolve(const ir::Value* v, const LinearLayout& l) {
+    auto it = deferredBy_.find(v);
+    if (it == deferredBy_.end()) return;
+    const ir::Op* op = it->second;
+    deferredBy_.erase(it);
+    setLayout(v, l);
+    if (!op) return;
+    if (op->code() == OpCode::Broadcast) {
+      const ir::Value* src = op->operand(0);
+      if (!isTensor(src)) return;
+      LinearLayout collapsed = l;
+      for (size_t d = 0; d < src->type().shape.size(); ++d)
+        if (src->type().shape[d] == 1 && v->type().shape[d] != 1)
+          collapsed =
+              expandDimsLayout(sliceLayout(collapsed, static_cast<int>(d)), static_cast<int>(d));
+      // Free when the source already holds, per thread, what the broadcast reads.
+      if (!isDeferred(src) && isBroadcastWithoutMovement(*layoutOf(src), l)) return;
+      require(*op, 0, collapsed);
+      return;
+    }
+    for (unsigned i = 0; i < op->numOperands(); ++i)
+      if (isTensor(op->operand(i)) && op->operand(i)->type().shape == v->type().shape)
+        require(*op, i, l);
   }
 
   /// Records that `user` needs operand `i` in layout `wanted`.
   void require(const ir::Op& user, unsigned i, const LinearLayout& wanted) {
     const ir::Value* v = user.operand(i);
+    if (isDeferred(v)) {
+      resolve(v, wanted);
+      return;
+    }
     const LinearLayout* have = layoutOf(v);
     if (!isTensor(v) || !have || *have == wanted) return;
     Conversion c;
@@ -420,10 +482,14 @@ private:
     const ir::Value* r = op.result();
     std::vector<const LinearLayout*> have;
     for (const ir::Value* v : op.operands())
-      if (isTensor(v) && layoutOf(v)) have.push_back(layoutOf(v));
+      if (isTensor(v) && !isDeferred(v) && layoutOf(v)) have.push_back(layoutOf(v));
     LinearLayout chosen;
+    if (have.empty() && !preferred(r)) {
+      defer(r, &op);
+      return;
+    }
     if (have.empty()) {
-      chosen = freeLayout(r);
+      chosen = *preferred(r);
     } else if (std::all_of(have.begin(), have.end(), [&](auto* l) { return *l == *have[0]; })) {
       chosen = *have[0];
     } else if (const LinearLayout* p = preferred(r);
@@ -455,31 +521,14 @@ private:
     case OpCode::Constant:
     case OpCode::Arange:
     case OpCode::Splat:
-      if (isTensor(op.result())) setLayout(op.result(), freeLayout(op.result()));
+      // Cheap to produce in any layout: the first consumer decides (see naturalLayout).
+      if (isTensor(op.result())) defer(op.result(), nullptr);
       return;
-    case OpCode::Broadcast: {
-      const ir::Value* src = op.operand(0);
-      const ir::Value* r = op.result();
-      if (!isTensor(src) || !layoutOf(src)) {
-        setLayout(r, freeLayout(r));
-        return;
-      }
-      LinearLayout s = *layoutOf(src);
-      if (const LinearLayout* p = preferred(r)) {
-        if (!isBroadcastWithoutMovement(s, *p)) {
-          LinearLayout collapsed = *p;
-          for (size_t d = 0; d < src->type().shape.size(); ++d)
-            if (src->type().shape[d] == 1 && r->type().shape[d] != 1)
-              collapsed = expandDimsLayout(sliceLayout(collapsed, static_cast<int>(d)),
-                                           static_cast<int>(d));
-          require(op, 0, collapsed);
-        }
-        setLayout(r, *p);
-        return;
-      }
-      setLayout(r, broadcastLayout(s, r->type().shape));
+    case OpCode::Broadcast:
+      // The consumer decides: a layout the source reaches without data movement, or else the
+      // (smaller) source is converted before it is broadcast.
+      defer(op.result(), &op);
       return;
-    }
     case OpCode::ExpandDims:
       if (const LinearLayout* s = layoutOf(op.operand(0)))
         setLayout(op.result(), expandDimsLayout(*s, static_cast<int>(op.intAttr("axis"))));
@@ -646,19 +695,27 @@ private:
       const ir::Value* init = op.operand(3 + i);
       const ir::Value* arg = body.arg(i + 1);
       if (!isTensor(arg)) continue;
-      LinearLayout l = preferred(arg)   ? *preferred(arg)
-                       : layoutOf(init) ? *layoutOf(init)
-                                        : freeLayout(arg);
-      require(op, 3 + i, l);
-      setLayout(arg, l);
+      if (const LinearLayout* p = preferred(arg))
+        setLayout(arg, *p);
+      else if (isDeferred(init))
+        defer(arg, nullptr); // the body's first consumer decides, and the init follows
+      else
+        setLayout(arg, *layoutOf(init));
     }
     assignBlock(body);
     const ir::Op* yield = body.terminator();
     for (unsigned i = 0; i < numIters && i + 1 < body.numArgs(); ++i) {
-      const LinearLayout* l = layoutOf(body.arg(i + 1));
-      if (!l) continue;
-      if (yield && i < yield->numOperands()) require(*yield, i, *l);
-      if (i < op.numResults()) setLayout(op.result(i), *l);
+      const ir::Value* arg = body.arg(i + 1);
+      if (!isTensor(arg)) continue;
+      if (isDeferred(arg)) {
+        const ir::Value* next = yield && i < yield->numOperands() ? yield->operand(i) : nullptr;
+        resolve(arg,
+                next && next != arg && !isDeferred(next) ? *layoutOf(next) : naturalLayout(arg));
+      }
+      LinearLayout l = *layoutOf(arg);
+      if (yield && i < yield->numOperands()) require(*yield, i, l);
+      require(op, 3 + i, l);
+      if (i < op.numResults()) setLayout(op.result(i), l);
     }
   }
 
@@ -669,7 +726,7 @@ private:
       std::vector<const LinearLayout*> have;
       for (unsigned r = 0; r < op.numRegions(); ++r) {
         const ir::Op* y = op.region(r)->terminator();
-        if (y && i < y->numOperands() && layoutOf(y->operand(i)))
+        if (y && i < y->numOperands() && !isDeferred(y->operand(i)) && layoutOf(y->operand(i)))
           have.push_back(layoutOf(y->operand(i)));
       }
       LinearLayout l = have.empty() ? freeLayout(op.result(i)) : *have[0];
@@ -779,6 +836,8 @@ private:
   LayoutMap& map_;
   std::unordered_map<const ir::Value*, Preference> pref_;
   std::unordered_map<const ir::Op*, LinearLayout> coalesced_;
+  std::unordered_map<const ir::Value*, const ir::Op*> deferredBy_;
+  std::vector<const ir::Value*> deferredOrder_;
   bool wgmmaStaging_ = false;
 };
 

@@ -3,17 +3,25 @@
 // AxisInfo on realistic index computations, and layout assignment of whole kernels built with
 // ir::Builder.
 #include "frontend/Diagnostics.h"
+#include "frontend/Parser.h"
 #include "ir/Builder.h"
 #include "layout/AxisInfo.h"
 #include "layout/LayoutAssignment.h"
 #include "layout/Layouts.h"
 #include "layout/LinearLayout.h"
+#include "specialize/Specializer.h"
+#include "transforms/Passes.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <map>
 #include <random>
 #include <set>
+#include <sstream>
 
 using namespace ww;
 using namespace ww::layout;
@@ -1041,6 +1049,229 @@ TEST(LayoutAssignment, IfResultsShareOneLayout) {
   LayoutMap map = assignLayouts(k.fn, CompileOptions{});
   EXPECT_EQ(map.layout(branch->result(0)), map.layout(x));
   EXPECT_TRUE(map.conversions().empty()) << map.str(k.fn);
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------
+// The kernels in kernels/, through the front end and the specializer
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+struct RealKernel {
+  const char* file;
+  const char* kernel;
+  const char* signature;
+  int numWarps;
+};
+
+const RealKernel kRealKernels[] = {
+    {"kernels/vector_add.py", "add_kernel",
+     "x_ptr:*fp32:16,y_ptr:*fp32:16,out_ptr:*fp32:16,n:i32:16,BLOCK=1024", 4},
+    {"kernels/softmax.py", "softmax_kernel",
+     "out_ptr:*fp16:16,in_ptr:*fp16:16,in_row_stride:i32:16,out_row_stride:i32:16,n_rows:i32,"
+     "n_cols:i32:16,BLOCK=1024",
+     4},
+    {"kernels/softmax.py", "softmax_online_kernel",
+     "out_ptr:*fp32:16,in_ptr:*fp32:16,in_row_stride:i32,out_row_stride:i32,n_cols:i32,BLOCK=4096",
+     4},
+    {"kernels/layernorm.py", "layernorm_fwd_kernel",
+     "x_ptr:*fp16:16,y_ptr:*fp16:16,w_ptr:*fp16:16,b_ptr:*fp16:16,mean_ptr:*fp32:16,"
+     "rstd_ptr:*fp32:16,stride:i32:16,n_cols:i32:16,eps:fp32,BLOCK=1024",
+     4},
+    {"kernels/layernorm.py", "layernorm_bwd_dx_kernel",
+     "dx_ptr:*fp16:16,dy_ptr:*fp16:16,partial_dw_ptr:*fp32:16,partial_db_ptr:*fp32:16,"
+     "x_ptr:*fp16:16,w_ptr:*fp16:16,mean_ptr:*fp32:16,rstd_ptr:*fp32:16,stride:i32,n_rows:i32,"
+     "n_cols:i32,ROWS_PER_PROGRAM=32,BLOCK=1024",
+     4},
+    {"kernels/matmul.py", "matmul_kernel",
+     "a_ptr:*fp16:16,b_ptr:*fp16:16,c_ptr:*fp16:16,M:i32:16,N:i32:16,K:i32:16,stride_am:i32:16,"
+     "stride_ak:i32:1,stride_bk:i32:16,stride_bn:i32:1,stride_cm:i32:16,stride_cn:i32:1,"
+     "BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,ACTIVATION=\"leaky_relu\"",
+     8},
+    {"kernels/reduction.py", "row_max_kernel",
+     "x_ptr:*fp32:16,out_ptr:*fp32:16,out_index_ptr:*i32:16,n_rows:i32,n_cols:i32,"
+     "stride_row:i32,BLOCK_M=4,BLOCK_N=1024",
+     4},
+    {"kernels/embedding_bag.py", "embedding_bag_kernel",
+     "weight_ptr:*fp16:16,indices_ptr:*i64:16,offsets_ptr:*i64:16,sample_weights_ptr:*fp32:16,"
+     "out_ptr:*fp16:16,D:i32,stride_w:i32,stride_out:i32,BLOCK_I=8,BLOCK_D=128,"
+     "HAS_SAMPLE_WEIGHTS=True,MEAN=True",
+     4},
+    {"kernels/attention.py", "attention_fwd_kernel",
+     "q_ptr:*fp16:16,k_ptr:*fp16:16,v_ptr:*fp16:16,out_ptr:*fp16:16,lse_ptr:*fp32:16,"
+     "sm_scale:fp32,stride_qz:i32,stride_qh:i32,stride_qm:i32,stride_kz:i32,stride_kh:i32,"
+     "stride_kn:i32,stride_vz:i32,stride_vh:i32,stride_vn:i32,stride_oz:i32,stride_oh:i32,"
+     "stride_om:i32,H:i32,N_CTX:i32,HEAD_DIM=128,BLOCK_M=128,BLOCK_N=64,CAUSAL=True",
+     8},
+    {"kernels/hopper/gemm_pipelined.py", "gemm_pipelined_kernel",
+     "a_desc:desc<fp16,128x64>,b_desc:desc<fp16,64x128>,c_desc:desc<fp16,128x128>,M:i32,N:i32,"
+     "K:i32,BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,NUM_STAGES=4",
+     4},
+    {"kernels/hopper/gemm_ws.py", "gemm_ws_kernel",
+     "a_desc:desc<fp16,128x64>,b_desc:desc<fp16,64x128>,c_desc:desc<fp16,128x128>,M:i32,N:i32,"
+     "K:i32,BLOCK_M=256,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,NUM_STAGES=4,NUM_SMS=132",
+     4},
+    {"kernels/hopper/attention_ws.py", "attention_ws_kernel",
+     "q_desc:desc<fp16,128x128>,k_desc:desc<fp16,128x128>,v_desc:desc<fp16,128x128>,"
+     "o_desc:desc<fp16,128x128>,lse_ptr:*fp32:16,sm_scale:fp32,N_CTX:i32:16,HEAD_DIM=128,"
+     "BLOCK_M=128,BLOCK_N=128,NUM_STAGES=2",
+     4},
+};
+
+/// Parses and specializes one kernel (cleanup passes applied); null with a message on failure.
+std::unique_ptr<ir::Function> specializeKernel(const RealKernel& k, SourceManager& sm,
+                                               std::vector<ast::Module>& modules,
+                                               std::string& error) {
+  std::ifstream f(std::string(WW_SOURCE_DIR) + "/" + k.file);
+  std::stringstream text;
+  text << f.rdbuf();
+  try {
+    modules.push_back(frontend::parseModule(sm, sm.addFile(k.file, text.str())));
+    specialize::SpecializeInput in;
+    in.sources = &sm;
+    in.modules.push_back(&modules.back());
+    in.kernel = k.kernel;
+    in.signature = parseSignature(k.signature);
+    in.options.numWarps = k.numWarps;
+    std::unique_ptr<ir::Function> fn = specialize::specialize(in);
+    transforms::runCleanupPipeline(*fn);
+    return fn;
+  } catch (CompileError& e) {
+    e.render(sm);
+    error = e.what();
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  return nullptr;
+}
+
+TEST(LayoutAssignmentOnKernels, EveryTensorGetsALayoutOnEveryTarget) {
+  for (const RealKernel& k : kRealKernels) {
+    SCOPED_TRACE(std::string(k.file) + ":" + k.kernel);
+    SourceManager sm;
+    std::vector<ast::Module> modules;
+    modules.reserve(1);
+    std::string error;
+    std::unique_ptr<ir::Function> fn = specializeKernel(k, sm, modules, error);
+    if (!fn) {
+      ADD_FAILURE() << "front end or specializer failed (not a layout problem):\n" << error;
+      continue;
+    }
+    bool hopperOnly = std::string(k.file).find("hopper/") != std::string::npos;
+    for (Target target : {Target::SM90a, Target::SM80, Target::SM100a}) {
+      if (hopperOnly && target != Target::SM90a) continue; // wgmma/TMA kernels
+      CompileOptions opts;
+      opts.target = target;
+      opts.numWarps = fn->numWarps;
+      auto start = std::chrono::steady_clock::now();
+      LayoutMap map;
+      try {
+        map = assignLayouts(*fn, opts);
+      } catch (CompileError& e) {
+        e.render(sm);
+        ADD_FAILURE() << targetName(target) << ": " << e.what();
+        continue;
+      }
+      double ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
+      RecordProperty(std::string(k.kernel) + "_" + targetName(target) + "_ms", std::to_string(ms));
+      int missing = 0;
+      ir::walk(fn->body, [&](const ir::Op& op) {
+        for (unsigned i = 0; i < op.numResults(); ++i)
+          if (op.result(i)->type().isTensor() && !map.hasLayout(op.result(i))) {
+            ++missing;
+            ADD_FAILURE() << targetName(target) << ": no layout for the result of " << op.name();
+          }
+        for (unsigned r = 0; r < op.numRegions(); ++r)
+          for (unsigned a = 0; a < op.region(r)->numArgs(); ++a)
+            if (op.region(r)->arg(a)->type().isTensor() && !map.hasLayout(op.region(r)->arg(a)))
+              ADD_FAILURE() << targetName(target) << ": no layout for a region argument of "
+                            << op.name();
+        // Every operand a consumer reads has a layout of the operand's shape.
+        for (unsigned i = 0; i < op.numOperands(); ++i) {
+          if (op.operand(i)->type().isTensor() && map.hasLayout(op.operand(i))) {
+            EXPECT_EQ(layoutShape(map.operandLayout(op, i)), op.operand(i)->type().shape);
+          }
+        }
+      });
+      EXPECT_EQ(missing, 0);
+      int kinds[4] = {0, 0, 0, 0};
+      for (const Conversion& c : map.conversions()) ++kinds[static_cast<int>(c.kind)];
+      // A one-line summary per kernel and target; WW_LAYOUT_DUMP=1 prints every layout too.
+      std::printf("%-26s %-8s %6.2f ms  conversions: %d regs, %d shuffles, %d smem; shared %lld "
+                  "B (scratch %lld)\n",
+                  k.kernel, targetName(target), ms, kinds[1], kinds[2], kinds[3],
+                  static_cast<long long>(map.sharedBytes()),
+                  static_cast<long long>(map.scratchBytes()));
+      if (std::getenv("WW_LAYOUT_DUMP")) std::printf("%s\n", map.str(*fn).c_str());
+      for (const Conversion& c : map.conversions()) {
+        EXPECT_NE(c.src, c.dst);
+        EXPECT_EQ(layoutShape(c.src), layoutShape(c.dst));
+      }
+      EXPECT_LE(map.sharedBytes(), 227 * 1024) << "more shared memory than an H100/H200 CTA has:\n"
+                                               << map.str(*fn);
+    }
+  }
+}
+
+TEST(LayoutAssignmentOnKernels, KeyChoicesOnRealKernels) {
+  auto assign = [](const RealKernel& k, Target target, SourceManager& sm,
+                   std::vector<ast::Module>& modules, std::unique_ptr<ir::Function>& fn) {
+    std::string error;
+    fn = specializeKernel(k, sm, modules, error);
+    EXPECT_TRUE(fn) << error;
+    CompileOptions opts;
+    opts.target = target;
+    opts.numWarps = fn ? fn->numWarps : 4;
+    return fn ? assignLayouts(*fn, opts) : LayoutMap{};
+  };
+  {
+    // Vector add: every load and store moves 16 bytes per vector.
+    SourceManager sm;
+    std::vector<ast::Module> modules;
+    modules.reserve(1);
+    std::unique_ptr<ir::Function> fn;
+    LayoutMap map = assign(kRealKernels[0], Target::SM90a, sm, modules, fn);
+    ASSERT_TRUE(fn);
+    int accesses = 0;
+    ir::walk(fn->body, [&](const ir::Op& op) {
+      if (op.code() == OpCode::Load || op.code() == OpCode::Store) {
+        ++accesses;
+        EXPECT_EQ(map.vectorElems(op), 4) << op.name();
+      }
+    });
+    EXPECT_EQ(accesses, 3);
+    EXPECT_TRUE(map.conversions().empty());
+  }
+  {
+    // Matmul: wgmma on sm_90a, mma.sync on sm_80; 8 fp16 (16 bytes) per operand load.
+    for (Target target : {Target::SM90a, Target::SM80}) {
+      SourceManager sm;
+      std::vector<ast::Module> modules;
+      modules.reserve(1);
+      std::unique_ptr<ir::Function> fn;
+      LayoutMap map = assign(kRealKernels[5], target, sm, modules, fn);
+      ASSERT_TRUE(fn);
+      int dots = 0, loads = 0;
+      ir::walk(fn->body, [&](const ir::Op& op) {
+        if (op.code() == OpCode::Dot) {
+          ++dots;
+          ASSERT_NE(map.dot(op), nullptr);
+          EXPECT_EQ(map.dot(op)->kind, target == Target::SM90a ? MmaKind::Wgmma : MmaKind::MmaSync);
+          EXPECT_FALSE(map.needsConversion(op, 2)) << "the accumulator should stay in place";
+        }
+        if (op.code() == OpCode::Load && op.result()->type().elem == DType::F16) {
+          ++loads;
+          EXPECT_EQ(map.vectorElems(op), 8);
+        }
+      });
+      EXPECT_EQ(dots, 1);
+      EXPECT_EQ(loads, 2);
+    }
+  }
 }
 
 } // namespace
