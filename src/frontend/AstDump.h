@@ -1,5 +1,5 @@
 // Renders the AST as s-expressions, one statement per line, so that tests can compare whole trees
-// as text and developers can see what the parser built (wwc --emit ast).
+// as text and developers can see what the parser built.
 #pragma once
 
 #include "frontend/Ast.h"

@@ -652,18 +652,40 @@ private:
   StmtPtr parseWith() {
     const Token& head = advance();
     auto node = std::make_unique<With>(head.loc);
+    // `with (a() as b, c()):` (Python 3.10); anything else in parentheses is one expression.
+    bool parenthesized = false;
+    if (atOp("(")) {
+      size_t save = pos_;
+      try {
+        advance();
+        parseWithItems(*node, true);
+        expectOp(")", "to close the 'with' items");
+        parenthesized = atOp(":");
+      } catch (const CompileError&) {
+      }
+      if (!parenthesized) {
+        pos_ = save;
+        depth_ = 0;
+        node->items.clear();
+      }
+    }
+    if (!parenthesized) parseWithItems(*node, false);
+    expectOp(":", "after 'with' items");
+    parseSuite(node->body, "'with' statement", head);
+    return node;
+  }
+
+  void parseWithItems(With& node, bool parenthesized) {
     do {
+      if (parenthesized && atOp(")")) break;
       WithItem item;
       item.context = parseTest();
       if (acceptKeyword("as")) {
         item.optionalVar = parseTarget();
         checkTarget(*item.optionalVar);
       }
-      node->items.push_back(std::move(item));
+      node.items.push_back(std::move(item));
     } while (acceptOp(","));
-    expectOp(":", "after 'with' items");
-    parseSuite(node->body, "'with' statement", head);
-    return node;
   }
 
   /// exprlist of a `for` target: bitwise-or level expressions so that `in` is not a comparison.

@@ -521,6 +521,11 @@ TEST(Parser, WithStatements) {
                            "        with tlx.async_task(num_warps=4, registers=232, replicate=2):\n"
                            "            pass\n"
                            "    with a() as b, c():\n"
+                           "        pass\n"
+                           "    with (a() as b,\n"
+                           "          c() as d,):\n"
+                           "        pass\n"
+                           "    with (a, b):\n"
                            "        pass\n"),
             "(with (call tlx.async_tasks)\n"
             "  (with (call tlx.async_task \"default\")\n"
@@ -528,6 +533,10 @@ TEST(Parser, WithStatements) {
             "  (with (call tlx.async_task (kw num_warps 4) (kw registers 232) (kw replicate 2))\n"
             "    (pass)))\n"
             "(with (as (call a) b) (call c)\n"
+            "  (pass))\n"
+            "(with (as (call a) b) (as (call c) d)\n"
+            "  (pass))\n"
+            "(with a b\n" // as in CPython 3.9+: two context managers, not a tuple
             "  (pass))");
 }
 
