@@ -263,7 +263,12 @@ void Executor::execControl(const ir::Op& op) {
     const ir::Block& after = *op.region(1);
     std::vector<RtValue> iters;
     for (unsigned i = 0; i < op.numOperands(); ++i) iters.push_back(slot(op.operand(i)));
-    for (;;) {
+    // A while loop that never ends would hang the GPU; the interpreter stops it instead.
+    constexpr int64_t kMaxWhileIterations = int64_t(1) << 26;
+    for (int64_t trip = 0;; ++trip) {
+      if (trip == kMaxWhileIterations)
+        fail(op.loc(), "while loop still running after " + std::to_string(trip) +
+                           " iterations in " + where() + "; its condition never becomes false");
       for (unsigned i = 0; i < before.numArgs(); ++i) set(before.arg(i), iters[i]);
       const ir::Op* cond = runBlock(before);
       if (!cond || cond->code() != OpCode::Condition)
