@@ -88,6 +88,8 @@ def make_cases(torch, ops, tref, quick, only):
         return check
 
     tol = {F32: 1e-5, F16: 2e-3, BF16: 1e-2}
+    # The TLX kernels (wgmma, TMA, setmaxnreg) are Hopper-only.
+    hopper = torch.cuda.get_device_capability()[0] == 9
 
     def cols(ww_fn, torch_fn, triton_fn):
         out = {"warpweave": ww_fn, "torch": torch_fn}
@@ -164,9 +166,13 @@ def make_cases(torch, ops, tref, quick, only):
         for dt, m, n, k in shapes:
             a, b = randn(m, k, dtype=dt), randn(k, n, dtype=dt)
             ref = a @ b
-            yield Case("matmul", f"{dt_name(dt)} {m}x{n}x{k}", 2 * m * n * k, "TFLOP/s",
-                       cols(lambda: ops.matmul(a, b), lambda: a @ b,
-                            tref and (lambda: tref.matmul(a, b))), checker(ref, tol[dt]))
+            fns = cols(lambda: ops.matmul(a, b), lambda: a @ b,
+                       tref and (lambda: tref.matmul(a, b)))
+            if hopper:
+                fns["warpweave-ws"] = lambda: ops.matmul_tlx(a, b, "ws")
+                fns["warpweave-pipe"] = lambda: ops.matmul_tlx(a, b, "pipelined")
+            yield Case("matmul", f"{dt_name(dt)} {m}x{n}x{k}", 2 * m * n * k, "TFLOP/s", fns,
+                       checker(ref, tol[dt]))
             del a, b, ref
 
     if want("attention"):
@@ -183,13 +189,14 @@ def make_cases(torch, ops, tref, quick, only):
             flops = 4 * z * h * n_ctx * n_ctx * d * (0.5 if causal else 1.0)
             sdpa = sdpa_fn(torch)
             ref = sdpa(q, k, v, is_causal=causal, scale=scale)
+            fns = cols(lambda: ops.attention(q, k, v, causal, scale),
+                       lambda: sdpa(q, k, v, is_causal=causal, scale=scale),
+                       tref and (lambda: tref.attention(q, k, v, causal, scale)))
+            if hopper and not causal:
+                fns["warpweave-ws"] = lambda: ops.attention_tlx(q, k, v, scale)
             yield Case("attention",
                        f"{dt_name(dt)} Z{z} H{h} S{n_ctx} D{d}{' causal' if causal else ''}",
-                       flops, "TFLOP/s",
-                       cols(lambda: ops.attention(q, k, v, causal, scale),
-                            lambda: sdpa(q, k, v, is_causal=causal, scale=scale),
-                            tref and (lambda: tref.attention(q, k, v, causal, scale))),
-                       checker(ref, tol[dt]))
+                       flops, "TFLOP/s", fns, checker(ref, tol[dt]))
             del q, k, v, ref
 
     if want("embedding_bag"):
@@ -325,7 +332,7 @@ def run(args):
     print(f"# device-to-device copy: {copy_tbs:.2f} TB/s (read + write), "
           f"{copy_times[0]:.3f} / {copy_times[1]:.3f} ms for {copy_bytes / 1e9:.2f} GB")
 
-    header = (f"{'kernel':<14} {'case':<36} {'column':<10} {'ms':>9} {'rate':>9} {'unit':<8} "
+    header = (f"{'kernel':<14} {'case':<36} {'column':<14} {'ms':>9} {'rate':>9} {'unit':<8} "
               f"{'spread':>6} {'vs torch':>8} {'vs triton':>9} {'vs copy':>7}  note")
     print(header)
     print("-" * len(header))
@@ -352,16 +359,15 @@ def run(args):
                     traceback.print_exc()
                 torch.cuda.synchronize()
             row["columns"][column] = entry
-        ww_ms = row["columns"].get("warpweave", {}).get("ms")
         for column, entry in row["columns"].items():
-            if "ms" in entry and ww_ms is not None and column == "warpweave":
+            if "ms" in entry and column.startswith("warpweave"):
                 for other in ("torch", "triton"):
                     o = row["columns"].get(other, {}).get("ms")
                     if o is not None:
-                        row[f"ww_vs_{other}"] = o / ww_ms  # > 1: warpweave is faster
+                        entry[f"vs_{other}"] = o / entry["ms"]  # > 1: warpweave is faster
                 if case.unit == "TB/s":
-                    row["ww_vs_copy"] = entry["rate"] / copy_tbs
-            print(format_row(case, column, entry, row, copy_tbs))
+                    entry["vs_copy"] = entry["rate"] / copy_tbs
+            print(format_row(case, column, entry))
         results.append(row)
         torch.cuda.empty_cache()
     meta["seconds"] = time.time() - t_start
@@ -378,16 +384,14 @@ def run(args):
     return 0
 
 
-def format_row(case, column, entry, row, copy_tbs):
+def format_row(case, column, entry):
     if "error" in entry:
-        return f"{case.kernel:<14} {case.label:<36} {column:<10} {'-':>9} {'-':>9} {'':<8} " \
+        return f"{case.kernel:<14} {case.label:<36} {column:<14} {'-':>9} {'-':>9} {'':<8} " \
                f"{'':>6} {'':>8} {'':>9} {'':>7}  FAILED {entry['error'][:100]}"
-    ratios = ["", "", ""]
-    if column == "warpweave":
-        ratios = [f"{row[k]:.2f}x" if k in row else "" for k in
-                  ("ww_vs_torch", "ww_vs_triton", "ww_vs_copy")]
+    ratios = [f"{entry[k]:.2f}x" if k in entry else "" for k in ("vs_torch", "vs_triton",
+                                                                  "vs_copy")]
     note = f"WRONG ({entry['wrong']})" if "wrong" in entry else ""
-    return (f"{case.kernel:<14} {case.label:<36} {column:<10} {entry['ms']:>9.4f} "
+    return (f"{case.kernel:<14} {case.label:<36} {column:<14} {entry['ms']:>9.4f} "
             f"{entry['rate']:>9.3f} {case.unit:<8} {entry['spread'] * 100:>5.1f}% "
             f"{ratios[0]:>8} {ratios[1]:>9} {ratios[2]:>7}  {note}")
 
@@ -403,9 +407,11 @@ def write_plot(report, path):
         return
     rows = report["results"]
     labels = [f"{r['kernel']}\n{r['case']}" for r in rows]
-    columns = ("warpweave", "torch", "triton")
+    columns = []
+    for r in rows:
+        columns += [c for c in r["columns"] if c not in columns]
     fig, ax = plt.subplots(figsize=(max(8, 0.9 * len(rows)), 5))
-    width = 0.27
+    width = 0.8 / len(columns)
     for i, column in enumerate(columns):
         # Rate relative to torch's, so TB/s and TFLOP/s cases share one axis.
         vals = []
@@ -413,7 +419,8 @@ def write_plot(report, path):
             mine = r["columns"].get(column, {}).get("rate")
             base = r["columns"].get("torch", {}).get("rate")
             vals.append(mine / base if mine and base else 0.0)
-        ax.bar([j + (i - 1) * width for j in range(len(rows))], vals, width, label=column)
+        ax.bar([j + (i - (len(columns) - 1) / 2) * width for j in range(len(rows))], vals, width,
+               label=column)
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_xticks(range(len(rows)))
     ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=7)

@@ -28,10 +28,13 @@ from . import matmul as _matmul
 from . import reduction as _reduction
 from . import softmax as _softmax
 from . import vector_add as _vector_add
+from .hopper import attention_ws as _attention_ws
+from .hopper import gemm_pipelined as _gemm_pipelined
+from .hopper import gemm_ws as _gemm_ws
 
 __all__ = [
     "add", "softmax", "layernorm_fwd", "layernorm_bwd", "matmul", "embedding_bag", "row_sum",
-    "row_max", "attention",
+    "row_max", "attention", "matmul_tlx", "attention_tlx",
 ]
 
 _FLOATS = ("float16", "bfloat16", "float32")
@@ -577,6 +580,110 @@ def attention(q, k, v, causal=False, sm_scale=None, return_lse=False):
             q, k, v, out, lse, float(sm_scale), sq[0], sq[1], sq[2], sk[0], sk[1], sk[2],
             sv[0], sv[1], sv[2], so[0], so[1], so[2], h, n_ctx,
             HEAD_DIM=head_dim, CAUSAL=causal, **config)
+    if return_lse:
+        return out, lse.reshape(z, h, n_ctx)
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Hopper TLX kernels (GPU only: their operands arrive through host TMA descriptors, which the
+# interpreter does not take)
+# ------------------------------------------------------------------------------------------------
+
+
+def _tma_operand(op: str, name: str, t, place: _Place):
+    """t as a row-major tensor that a TMA descriptor can address: contiguous, 16-byte aligned
+    base and row pitch."""
+    if not place.on_gpu:
+        raise ValueError(f"{op}: '{name}' must be a CUDA tensor: the TLX kernels load through host "
+                         f"TMA descriptors, which only the GPU runs (use the non-TLX op for "
+                         f"NumPy arrays)")
+    t = t.contiguous()
+    if t.data_ptr() % 16 or (t.shape[-1] * t.element_size()) % 16:
+        raise ValueError(f"{op}: '{name}' rows of {t.shape[-1]} elements are not a multiple of "
+                         f"16 bytes (or its base is misaligned): TMA cannot address it")
+    return t
+
+
+def matmul_tlx(a, b, variant="ws"):
+    """a @ b with a Hopper TLX GEMM: variant "ws" (persistent, warp-specialized, cooperative:
+    kernels/hopper/gemm_ws.py) or "pipelined" (kernels/hopper/gemm_pipelined.py). fp16 or bf16
+    CUDA tensors on an sm_90 GPU; rows must be multiples of 16 bytes (K and N multiples of 8)."""
+    op = "matmul_tlx"
+    place = _Place(op, {"a": a, "b": b})
+    dt = _check_dtype(op, "a", a, _HALF_FLOATS)
+    if _dtype_name(b) != dt:
+        raise ValueError(f"{op}: 'b' has dtype {_dtype_name(b)} but 'a' has {dt}")
+    if variant not in ("ws", "pipelined"):
+        raise ValueError(f"{op}: 'variant' must be 'ws' or 'pipelined', got {variant!r}")
+    _check_ndim(op, "a", a, (2,))
+    _check_ndim(op, "b", b, (2,))
+    M, K = a.shape
+    if b.shape[0] != K:
+        raise ValueError(f"{op}: 'b' has shape {tuple(b.shape)} but 'a' has {tuple(a.shape)}; "
+                         f"b's first dimension must equal a's second ({K})")
+    N = b.shape[1]
+    a = _tma_operand(op, "a", a, place)
+    b = _tma_operand(op, "b", b, place)
+    c = place.empty((M, N), dt)
+    if M == 0 or N == 0:
+        return c
+    c = _tma_operand(op, "c", c, place)
+    block_n, block_k = 128, 64
+    tiles_n = ww.cdiv(N, block_n)
+    if variant == "ws":
+        block_m = 256
+        half = block_m // 2
+        a_desc = ww.TensorDescriptor.from_tensor(a, [half, block_k])
+        c_desc = ww.TensorDescriptor.from_tensor(c, [half, block_n])
+        b_desc = ww.TensorDescriptor.from_tensor(b, [block_k, block_n])
+        sms = place.num_sms()
+        tiles = ww.cdiv(M, block_m) * tiles_n
+        _gemm_ws.gemm_ws_kernel[(min(sms, tiles),)](
+            a_desc, b_desc, c_desc, M, N, K, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
+            GROUP_M=8, NUM_STAGES=4, NUM_SMS=sms, num_warps=4)
+    else:
+        block_m = 128
+        a_desc = ww.TensorDescriptor.from_tensor(a, [block_m, block_k])
+        c_desc = ww.TensorDescriptor.from_tensor(c, [block_m, block_n])
+        b_desc = ww.TensorDescriptor.from_tensor(b, [block_k, block_n])
+        _gemm_pipelined.gemm_pipelined_kernel[(ww.cdiv(M, block_m) * tiles_n,)](
+            a_desc, b_desc, c_desc, M, N, K, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
+            GROUP_M=8, NUM_STAGES=4, num_warps=4)
+    return c
+
+
+def attention_tlx(q, k, v, sm_scale=None, return_lse=False):
+    """Non-causal attention with the Hopper warp-specialized ping-pong kernel
+    (kernels/hopper/attention_ws.py): q, k, v [Z, H, N_CTX, HEAD_DIM] fp16 or bf16 CUDA tensors,
+    HEAD_DIM 64 or 128, N_CTX a multiple of 256. Same results as attention(causal=False)."""
+    op = "attention_tlx"
+    place = _Place(op, {"q": q, "k": k, "v": v})
+    dt = _check_dtype(op, "q", q, _HALF_FLOATS)
+    _check_ndim(op, "q", q, (4,), " [Z, H, N_CTX, HEAD_DIM]")
+    for name, t in (("k", k), ("v", v)):
+        if _dtype_name(t) != dt:
+            raise ValueError(f"{op}: '{name}' has dtype {_dtype_name(t)} but 'q' has {dt}")
+        _check_shape(op, name, t, tuple(q.shape), " (q's shape)")
+    z, h, n_ctx, head_dim = q.shape
+    if head_dim not in (64, 128):
+        raise ValueError(f"{op}: 'q' has HEAD_DIM {head_dim}; the kernel takes 64 or 128")
+    block_m, block_n = 128, 128
+    if n_ctx % (2 * block_m) or n_ctx == 0:
+        raise ValueError(f"{op}: 'q' has N_CTX {n_ctx}; the kernel needs a positive multiple of "
+                         f"{2 * block_m} (use attention() for other lengths)")
+    if sm_scale is None:
+        sm_scale = 1.0 / math.sqrt(head_dim)
+    q2, k2, v2 = (_tma_operand(op, name, t, place).reshape(-1, head_dim)
+                  for name, t in (("q", q), ("k", k), ("v", v)))
+    out = place.empty((z, h, n_ctx, head_dim), dt)
+    lse = place.empty((z * h, n_ctx), "float32")
+    o2 = out.reshape(-1, head_dim)
+    descs = [ww.TensorDescriptor.from_tensor(t, [rows, head_dim])
+             for t, rows in ((q2, block_m), (k2, block_n), (v2, block_n), (o2, block_m))]
+    _attention_ws.attention_ws_kernel[(n_ctx // (2 * block_m), z * h)](
+        *descs, lse, float(sm_scale), n_ctx, HEAD_DIM=head_dim, BLOCK_M=block_m,
+        BLOCK_N=block_n, NUM_STAGES=2, num_warps=4)
     if return_lse:
         return out, lse.reshape(z, h, n_ctx)
     return out

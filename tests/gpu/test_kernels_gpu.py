@@ -215,3 +215,42 @@ def test_errors_name_the_argument():
     with pytest.raises(ValueError, match="'k'"):
         ops.attention(randn(1, 1, 8, 16, dtype=F16), randn(1, 1, 8, 16, dtype=BF16),
                       randn(1, 1, 8, 16, dtype=F16))
+
+
+hopper_only = pytest.mark.skipif(torch.cuda.get_device_capability()[0] != 9,
+                                 reason="the TLX kernels (wgmma, TMA, setmaxnreg) need sm_90")
+
+
+@hopper_only
+@pytest.mark.parametrize("variant", ["ws", "pipelined"])
+@pytest.mark.parametrize("mnk", [(128, 128, 64), (1000, 776, 328), (4096, 4096, 4096),
+                                 (8192, 1024, 8192)])
+@pytest.mark.parametrize("dtype", [F16, BF16])
+def test_matmul_tlx(variant, mnk, dtype):
+    m, n, k = mnk
+    a, b = randn(m, k, dtype=dtype), randn(k, n, dtype=dtype)
+    c = ops.matmul_tlx(a, b, variant)
+    assert c.dtype == dtype and c.shape == (m, n)
+    assert_close(c, a.double() @ b.double(), TOL[dtype], f"{variant} c")
+
+
+@hopper_only
+@pytest.mark.parametrize("z,h,n_ctx,head_dim", [(1, 1, 256, 64), (2, 3, 1024, 128),
+                                                (1, 8, 4096, 128), (1, 4, 2048, 64)])
+@pytest.mark.parametrize("dtype", [F16, BF16])
+def test_attention_tlx(z, h, n_ctx, head_dim, dtype):
+    q, k, v = (randn(z, h, n_ctx, head_dim, dtype=dtype) for _ in range(3))
+    sm_scale = 1 / math.sqrt(head_dim)
+    out, lse = ops.attention_tlx(q, k, v, sm_scale, return_lse=True)
+    s = (q.float() @ k.float().transpose(-1, -2)) * sm_scale
+    assert_close(out, torch.softmax(s, -1) @ v.float(), TOL[dtype], "out")
+    assert_close(lse, torch.logsumexp(s, -1) / math.log(2.0), 1e-4, "lse")
+
+
+def test_tlx_wrappers_refuse_what_tma_cannot_address():
+    a = randn(64, 30, dtype=F16)  # 60-byte rows
+    with pytest.raises(ValueError, match="'a'.*16 bytes"):
+        ops.matmul_tlx(a, randn(30, 64, dtype=F16))
+    q = randn(1, 1, 300, 64, dtype=F16)
+    with pytest.raises(ValueError, match="'q'.*N_CTX 300"):
+        ops.attention_tlx(q, q, q)

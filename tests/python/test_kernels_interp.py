@@ -27,8 +27,8 @@ try:
 except ImportError:
     BF16 = None
 
-needs_bf16 = pytest.mark.skipif(BF16 is None,
-                                reason="bfloat16 NumPy arrays need ml_dtypes (pip install ml-dtypes)")
+needs_bf16 = pytest.mark.skipif(
+    BF16 is None, reason="bfloat16 NumPy arrays need ml_dtypes (pip install ml-dtypes)")
 
 # fp32 results carry fp32 rounding of fp32 arithmetic; fp16/bf16 results are rounded to 11 or 8
 # significant bits when stored, which alone costs ~3e-4 / ~2e-3 in the norm-wise relative error.
@@ -456,6 +456,8 @@ def test_errors_name_the_argument():
         (lambda: ops.row_max(np.ones((3, 0), np.float32)), "'x'"),
         (lambda: ops.row_sum(np.ones(5, np.float32)), "'x'"),
         (lambda: ops.attention(*(np.ones((1, 1, 8, 24), np.float16),) * 3), "'q'"),
+        (lambda: ops.matmul_tlx(f16, f16.T), "'a'.*CUDA"),
+        (lambda: ops.attention_tlx(*(np.ones((1, 1, 256, 64), np.float16),) * 3), "'q'.*CUDA"),
         (lambda: ops.attention(np.ones((1, 1, 8, 16), np.float16),
                                np.ones((1, 1, 9, 16), np.float16),
                                np.ones((1, 1, 8, 16), np.float16)), "'k'"),
