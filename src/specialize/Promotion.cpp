@@ -30,7 +30,6 @@ DType Specializer::pythonScalarDType(const Val& v) {
   case Val::Kind::Int:
     if (v.i >= std::numeric_limits<int32_t>::min() && v.i <= std::numeric_limits<int32_t>::max())
       return DType::I32;
-    if (v.i > 0 && v.i <= int64_t(std::numeric_limits<uint32_t>::max())) return DType::U32;
     return DType::I64;
   default:
     throw std::logic_error("pythonScalarDType of a non-number");
