@@ -598,11 +598,16 @@ def _tma_operand(op: str, name: str, t, place: _Place):
         raise ValueError(f"{op}: '{name}' must be a CUDA tensor: the TLX kernels load through host "
                          f"TMA descriptors, which only the GPU runs (use the non-TLX op for "
                          f"NumPy arrays)")
-    t = t.contiguous()
-    if t.data_ptr() % 16 or (t.shape[-1] * t.element_size()) % 16:
+    t = _contiguous(t)
+    address = t.ctypes.data if _is_numpy(t) else t.data_ptr()
+    if address % 16 or (t.shape[-1] * _itemsize(t)) % 16:
         raise ValueError(f"{op}: '{name}' rows of {t.shape[-1]} elements are not a multiple of "
                          f"16 bytes (or its base is misaligned): TMA cannot address it")
     return t
+
+
+def _descriptor(t, block_shape):
+    return ww.TensorDescriptor(t, list(t.shape), list(_strides(t)), block_shape)
 
 
 def matmul_tlx(a, b, variant="ws"):
@@ -634,9 +639,9 @@ def matmul_tlx(a, b, variant="ws"):
     if variant == "ws":
         block_m = 256
         half = block_m // 2
-        a_desc = ww.TensorDescriptor.from_tensor(a, [half, block_k])
-        c_desc = ww.TensorDescriptor.from_tensor(c, [half, block_n])
-        b_desc = ww.TensorDescriptor.from_tensor(b, [block_k, block_n])
+        a_desc = _descriptor(a, [half, block_k])
+        c_desc = _descriptor(c, [half, block_n])
+        b_desc = _descriptor(b, [block_k, block_n])
         sms = place.num_sms()
         tiles = ww.cdiv(M, block_m) * tiles_n
         _gemm_ws.gemm_ws_kernel[(min(sms, tiles),)](
@@ -644,9 +649,9 @@ def matmul_tlx(a, b, variant="ws"):
             GROUP_M=8, NUM_STAGES=4, NUM_SMS=sms, num_warps=4)
     else:
         block_m = 128
-        a_desc = ww.TensorDescriptor.from_tensor(a, [block_m, block_k])
-        c_desc = ww.TensorDescriptor.from_tensor(c, [block_m, block_n])
-        b_desc = ww.TensorDescriptor.from_tensor(b, [block_k, block_n])
+        a_desc = _descriptor(a, [block_m, block_k])
+        c_desc = _descriptor(c, [block_m, block_n])
+        b_desc = _descriptor(b, [block_k, block_n])
         _gemm_pipelined.gemm_pipelined_kernel[(ww.cdiv(M, block_m) * tiles_n,)](
             a_desc, b_desc, c_desc, M, N, K, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
             GROUP_M=8, NUM_STAGES=4, num_warps=4)
@@ -679,7 +684,7 @@ def attention_tlx(q, k, v, sm_scale=None, return_lse=False):
     out = place.empty((z, h, n_ctx, head_dim), dt)
     lse = place.empty((z * h, n_ctx), "float32")
     o2 = out.reshape(-1, head_dim)
-    descs = [ww.TensorDescriptor.from_tensor(t, [rows, head_dim])
+    descs = [_descriptor(t, [rows, head_dim])
              for t, rows in ((q2, block_m), (k2, block_n), (v2, block_n), (o2, block_m))]
     _attention_ws.attention_ws_kernel[(n_ctx // (2 * block_m), z * h)](
         *descs, lse, float(sm_scale), n_ctx, HEAD_DIM=head_dim, BLOCK_M=block_m,
