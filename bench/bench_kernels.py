@@ -137,7 +137,11 @@ def make_cases(torch, ops, tref, quick, only):
                                         tref and (lambda: tref.layernorm_fwd(x, w, b, 1e-5))),
                            checker(y_ref, tol[dt]))
             if want("layernorm_bwd"):
-                _, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5)
+                # Statistics from torch: a failing warpweave forward must not stop the run.
+                x32 = x.float()
+                mean = x32.mean(-1)
+                rstd = torch.rsqrt(x32.var(-1, unbiased=False) + 1e-5)
+                del x32
                 xr = x.float().requires_grad_()
                 F.layer_norm(xr, (n,), w.float(), b.float(), 1e-5).backward(dy.float())
                 dx_ref = xr.grad
@@ -337,39 +341,51 @@ def run(args):
     print(header)
     print("-" * len(header))
     t_start = time.time()
-    for case in make_cases(torch, ops, tref, args.quick, only):
-        row = {"kernel": case.kernel, "case": case.label, "unit": case.unit,
-               "amount": case.amount, "columns": {}}
-        for column, fn in case.fns.items():
-            entry = {}
+    for kernel in (k for k in KERNELS if k in only and k != "copy"):
+        # One kernel at a time, so that a failure while setting up its inputs or references
+        # is reported and the run goes on with the next kernel.
+        cases = make_cases(torch, ops, tref, args.quick, {kernel})
+        while True:
             try:
-                out = fn()
-                torch.cuda.synchronize()
-                problem = case.check(out) if case.check else None
-                if problem:
-                    entry["wrong"] = problem
-                times = [bench(fn) for _ in range(2)]
-                entry["ms"] = min(times)
-                entry["ms_runs"] = times
-                entry["spread"] = abs(times[0] - times[1]) / min(times)
-                entry["rate"] = case.amount / (entry["ms"] * 1e-3) / 1e12
-            except Exception as e:  # a compile or launch failure is a result, not a crash
-                entry["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-                if os.environ.get("WW_BENCH_TRACEBACK"):
-                    traceback.print_exc()
-                torch.cuda.synchronize()
-            row["columns"][column] = entry
-        for column, entry in row["columns"].items():
-            if "ms" in entry and column.startswith("warpweave"):
-                for other in ("torch", "triton"):
-                    o = row["columns"].get(other, {}).get("ms")
-                    if o is not None:
-                        entry[f"vs_{other}"] = o / entry["ms"]  # > 1: warpweave is faster
-                if case.unit == "TB/s":
-                    entry["vs_copy"] = entry["rate"] / copy_tbs
-            print(format_row(case, column, entry))
-        results.append(row)
-        torch.cuda.empty_cache()
+                case = next(cases)
+            except StopIteration:
+                break
+            except Exception as e:
+                print(f"{kernel:<14} set-up failed: {type(e).__name__}: {e}")
+                results.append({"kernel": kernel, "setup_error": f"{type(e).__name__}: {e}"})
+                break
+            row = {"kernel": case.kernel, "case": case.label, "unit": case.unit,
+                   "amount": case.amount, "columns": {}}
+            for column, fn in case.fns.items():
+                entry = {}
+                try:
+                    out = fn()
+                    torch.cuda.synchronize()
+                    problem = case.check(out) if case.check else None
+                    if problem:
+                        entry["wrong"] = problem
+                    times = [bench(fn) for _ in range(2)]
+                    entry["ms"] = min(times)
+                    entry["ms_runs"] = times
+                    entry["spread"] = abs(times[0] - times[1]) / min(times)
+                    entry["rate"] = case.amount / (entry["ms"] * 1e-3) / 1e12
+                except Exception as e:  # a compile or launch failure is a result, not a crash
+                    entry["error"] = f"{type(e).__name__}: {str(e)[:4000]}"
+                    if os.environ.get("WW_BENCH_TRACEBACK"):
+                        traceback.print_exc()
+                    torch.cuda.synchronize()
+                row["columns"][column] = entry
+            for column, entry in row["columns"].items():
+                if "ms" in entry and column.startswith("warpweave"):
+                    for other in ("torch", "triton"):
+                        o = row["columns"].get(other, {}).get("ms")
+                        if o is not None:
+                            entry[f"vs_{other}"] = o / entry["ms"]  # > 1: warpweave is faster
+                    if case.unit == "TB/s":
+                        entry["vs_copy"] = entry["rate"] / copy_tbs
+                print(format_row(case, column, entry))
+            results.append(row)
+            torch.cuda.empty_cache()
     meta["seconds"] = time.time() - t_start
     print(f"# {len(results)} cases in {meta['seconds']:.0f} s; ratios > 1 mean warpweave is "
           f"faster (time of the other column / warpweave's)")
@@ -387,7 +403,7 @@ def run(args):
 def format_row(case, column, entry):
     if "error" in entry:
         return f"{case.kernel:<14} {case.label:<36} {column:<14} {'-':>9} {'-':>9} {'':<8} " \
-               f"{'':>6} {'':>8} {'':>9} {'':>7}  FAILED {entry['error'][:100]}"
+               f"{'':>6} {'':>8} {'':>9} {'':>7}  FAILED {entry['error'].splitlines()[0][:120]}"
     ratios = [f"{entry[k]:.2f}x" if k in entry else "" for k in ("vs_torch", "vs_triton",
                                                                   "vs_copy")]
     note = f"WRONG ({entry['wrong']})" if "wrong" in entry else ""
@@ -405,7 +421,7 @@ def write_plot(report, path):
     except ImportError:
         print("# matplotlib is not installed: no plot")
         return
-    rows = report["results"]
+    rows = [r for r in report["results"] if "columns" in r]
     labels = [f"{r['kernel']}\n{r['case']}" for r in rows]
     columns = []
     for r in rows:
