@@ -329,6 +329,14 @@ def layernorm_fwd(x, w, b, eps=1e-5):
     return y.reshape(shape), mean.reshape(shape[:-1]), rstd.reshape(shape[:-1])
 
 
+def _layernorm_bwd_warps(block: int) -> int:
+    # The program keeps w, dw and db rows in registers besides x and dy: past 4096 columns, 8
+    # warps need all 255 registers (and spill at 16384), so the row is spread over 16 warps.
+    if block <= 1024:
+        return 4
+    return 8 if block <= 4096 else 16
+
+
 def layernorm_bwd(dy, x, w, mean, rstd):
     """Gradients of layernorm_fwd: returns (dx, dw, db); dx in x's dtype and shape, dw and db in
     w's dtype. mean and rstd are layernorm_fwd's fp32 outputs. Rows must fit one block (up to
@@ -374,8 +382,7 @@ def layernorm_bwd(dy, x, w, mean, rstd):
     _layernorm.layernorm_bwd_dx_kernel[(n_partials,)](
         dx, dy2, partial_dw, partial_db, x2, _contiguous(w), _contiguous(mean.reshape(-1)),
         _contiguous(rstd.reshape(-1)), n_cols, n_rows, n_cols,
-        ROWS_PER_PROGRAM=rows_per_program, BLOCK=block,
-        num_warps=min(max(block // 256, 1), 8))
+        ROWS_PER_PROGRAM=rows_per_program, BLOCK=block, num_warps=_layernorm_bwd_warps(block))
     block_n = 128 if place.on_gpu else min(128, ww.next_power_of_2(n_cols))
     _layernorm.layernorm_bwd_dwdb_kernel[lambda m: (ww.cdiv(n_cols, m["BLOCK_N"]),)](
         partial_dw, partial_db, dw, db, n_partials, n_cols, BLOCK_P=32, BLOCK_N=block_n,
