@@ -882,3 +882,186 @@ TEST(SpecializePromotion, FloatMathOnHalfPrecisionRoundTripsThroughFp32) {
   EXPECT_HAS(r.ir, "%8 = cast %4_x : tensor<16xfp32>\n  %9 = exp %8 : tensor<16xfp32>\n"
                    "  %10 = cast %9 : tensor<16xfp16>");
 }
+
+TEST(SpecializeTl, ShapesReductionsDotAndMemoryOps) {
+  Result r = spec(R"(
+@ww.jit
+def combine(a, ai, b, bi):
+    keep = a >= b
+    return tl.where(keep, a, b), tl.where(keep, ai, bi)
+
+@ww.jit
+def k(x_ptr, y_ptr, i_ptr, n, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    ptrs = x_ptr + rm[:, None] * n + rn[None, :]
+    x = tl.load(ptrs, mask=rm[:, None] < n, other=0.0, cache_modifier=".cg",
+                eviction_policy="evict_last", volatile=True)
+    s = tl.sum(x, axis=1)
+    s2 = tl.sum(x, axis=0, keep_dims=True)
+    tot = x.sum()
+    m, idx = tl.max(x, axis=1, return_indices=True)
+    am = tl.argmin(x, 0)
+    v, vi = tl.reduce((x, tl.broadcast_to(rn[None, :], (BM, BN))), 1, combine)
+    h = x.to(tl.float16)
+    d = tl.dot(h, tl.trans(h))
+    d2 = tl.dot(x, x.T)
+    d3 = tl.dot(h, h.permute(1, 0), acc=d)
+    r = tl.reshape(x, BM * BN)
+    e = tl.expand_dims(s, 1)
+    a, b = tl.split(tl.join(s, m))
+    c = tl.cumsum(s, 0)
+    old = tl.atomic_add(y_ptr + rm, s, mask=rm < n, sem="relaxed")
+    prev = tl.atomic_cas(i_ptr, 0, 1)
+    mx = tl.atomic_max(i_ptr + rm, idx, scope="cta")
+    tl.store(y_ptr + rm, a + b + c + v + tot + tl.sigmoid(s) + tl.fma(s, s, 1.0),
+             mask=rm < n, eviction_policy="evict_first")
+    tl.debug_barrier()
+    tl.device_print("s = ", s, hex=False)
+    tl.device_assert(s == s, "nan")
+    desc = tl.make_tensor_descriptor(x_ptr, shape=[n, n], strides=[n, 1], block_shape=[BM, BN])
+    blk = desc.load([0, 16])
+    desc.store([16, 0], blk + 1.0)
+)",
+                  "x_ptr:*fp32,y_ptr:*fp32,i_ptr:*i32,n:i32,BM=32,BN=32");
+  ASSERT_EQ(r.error, "");
+  const std::string& ir = r.ir;
+  EXPECT_HAS(ir, "= expand_dims %4_rm {axis = 1} : tensor<32x1xi32>");
+  EXPECT_HAS(ir, "= broadcast %10 : tensor<32x32xptr<fp32>>");
+  EXPECT_HAS(ir, "{has_mask = 1, has_other = 1, cache = \"cg\", evict = \"evict_last\", volatile = "
+                 "1} : tensor<32x32xfp32>");
+  EXPECT_HAS(ir, "_s = reduce %20_x {axis = 1, kind = \"sum\"} : tensor<32xfp32>");
+  EXPECT_HAS(ir, "_s2 = expand_dims %22 {axis = 0} : tensor<1x32xfp32>");
+  EXPECT_HAS(ir, "= reshape %20_x : tensor<1024xfp32>");
+  EXPECT_HAS(ir, "_tot = reduce %24 {axis = 0, kind = \"sum\"} : fp32");
+  EXPECT_HAS(ir, "_idx = reduce %20_x {axis = 1, kind = \"argmax\"} : tensor<32xi32>");
+  EXPECT_HAS(ir, "_am = reduce %20_x {axis = 0, kind = \"argmin\"} : tensor<32xi32>");
+  EXPECT_HAS(ir, "_v, %32_vi = reduce %20_x, %30 {axis = 1, kind = \"custom\"} : tensor<32xfp32>, "
+                 "tensor<32xi32> { ^(%33: fp32, %34: i32, %35: fp32, %36: i32)");
+  EXPECT_HAS(ir, "    yield %38, %39\n  }");
+  EXPECT_HAS(ir, "= permute %40_h {order = [1, 0]} : tensor<32x32xfp16>");
+  EXPECT_HAS(ir, "_d = dot %40_h, %41, %42 {input_precision = \"ieee\"} : tensor<32x32xfp32>");
+  EXPECT_HAS(ir, "{input_precision = \"tf32\"} : tensor<32x32xfp32>"); // fp32 operands
+  EXPECT_HAS(ir, "_d3 = dot %40_h, %47, %43_d {input_precision = \"ieee\"}");
+  EXPECT_HAS(ir, "= join %21_s, %26_m : tensor<32x2xfp32>");
+  EXPECT_HAS(ir, "_a, %53_b = split %51 : tensor<32xfp32>, tensor<32xfp32>");
+  EXPECT_HAS(ir, "_c = scan %21_s {axis = 0, reverse = 0, kind = \"sum\"} : tensor<32xfp32>");
+  EXPECT_HAS(ir, "{kind = \"add\", has_mask = 1, sem = \"relaxed\", scope = \"gpu\"} : "
+                 "tensor<32xfp32>");
+  EXPECT_HAS(ir,
+             "_prev = atomic_cas %2_i_ptr, %60, %61 {sem = \"acq_rel\", scope = \"gpu\"} : i32");
+  EXPECT_HAS(ir, "{kind = \"max\", has_mask = 0, sem = \"acq_rel\", scope = \"cta\"} : "
+                 "tensor<32xi32>");
+  EXPECT_HAS(ir, "= sigmoid %21_s : tensor<32xfp32>");
+  EXPECT_HAS(ir, "= fma %21_s, %21_s, %");
+  EXPECT_HAS(ir, "{has_mask = 1, evict = \"evict_first\"}");
+  EXPECT_HAS(ir, "  debug_barrier\n  print %21_s {prefix = \"s = \", hex = 0}\n");
+  EXPECT_HAS(ir, "assert %");
+  EXPECT_HAS(ir, "{message = \"nan\"}");
+  EXPECT_HAS(ir, "_desc = make_desc %0_x_ptr, %3_n, %3_n, %");
+  EXPECT_HAS(ir, "{block_shape = [32, 32]} : desc<fp32, 32x32, rank=2>");
+  EXPECT_HAS(ir, "_blk = desc_load %");
+  EXPECT_HAS(ir, "desc_store %");
+}
+
+TEST(SpecializeTlx, BuffersBarriersAsyncCopiesAndMma) {
+  Result r = spec(R"(
+@ww.jit
+def k(a_desc, x_ptr, n, BM: tl.constexpr, BK: tl.constexpr, NS: tl.constexpr):
+    a = tlx.local_alloc((BM, BK), tlx.dtype_of(a_desc), NS)
+    t = tlx.local_alloc((BM, BK), tl.float32, 1, storage=tlx.storage_kind.tmem)
+    bars = tlx.alloc_barriers(NS, arrive_count=2)
+    wb = tlx.alloc_warp_barrier(2, num_warps=4)
+    i = n % NS
+    buf = a[i]
+    bar = tlx.local_view(bars, i)
+    tlx.barrier_expect_bytes(bar, BM * BK * tlx.size_of(tl.float16))
+    tlx.async_descriptor_load(a_desc, buf, [0, n], bar, pred=n > 0, multicast_targets=[0, 1])
+    tlx.barrier_wait(bar, 0)
+    tlx.barrier_arrive(bar, 1, remote_cta_rank=1)
+    v = tlx.local_load(buf)
+    tlx.local_store(buf, v + 1.0)
+    tr = tlx.local_trans(buf)
+    sl = tlx.local_slice(buf, [0, 0], [BM // 2, BK])
+    re = tlx.local_reinterpret(buf, tl.bfloat16)
+    acc = tlx.async_dot(buf, tr, use_acc=False)
+    acc = tlx.async_dot_wait(0, acc)
+    tlx.fence_async_shared()
+    tlx.async_descriptor_store(a_desc, buf, [0, 0])
+    tlx.async_descriptor_store_wait(0)
+    offs = tl.arange(0, BM)[:, None] * BK + tl.arange(0, BK)[None, :]
+    tok = tlx.async_load(x_ptr + offs, a[0], mask=offs < n)
+    tlx.async_load_commit_group()
+    tlx.async_load_wait_group(0)
+    tlx.named_barrier_arrive(1, 256)
+    tlx.named_barrier_wait(1, 256)
+    c = tlx.clock64()
+    rk = tlx.cluster_cta_rank() + tlx.cluster_size_1d() + tlx.thread_id(0)
+)",
+                  "a_desc:desc<fp16,64x64>,x_ptr:*fp16,n:i32,BM=64,BK=64,NS=3");
+  ASSERT_EQ(r.error, "");
+  const std::string& ir = r.ir;
+  EXPECT_HAS(ir, "_a = local_alloc {storage = \"smem\"} : buffer<3x64x64xfp16, smem>");
+  EXPECT_HAS(ir, "_t = local_alloc {storage = \"tmem\"} : buffer<1x64x64xfp32, tmem>");
+  EXPECT_HAS(ir, "_bars = alloc_barriers {arrive_count = 2, warp = 0} : barrier<3>");
+  EXPECT_HAS(ir, "{arrive_count = 128, warp = 1, num_warps = 4, num_arrivals = 1} : barrier<2>");
+  EXPECT_HAS(ir, "_buf = local_view %3_a, %8_i : buffer<1x64x64xfp16, smem>");
+  EXPECT_HAS(ir, "_bar = local_view %5_bars, %8_i : barrier<1>");
+  EXPECT_HAS(ir,
+             "constant {value = 8192} : i32\n  barrier_expect_bytes %10_bar, %11 {has_pred = 0}");
+  EXPECT_HAS(ir, "async_desc_load %0_a_desc, %9_buf, %10_bar, %14, %2_n, %13 {has_pred = 1, "
+                 "multicast_mask = 3}");
+  EXPECT_HAS(ir, "barrier_wait %10_bar, %15 {has_pred = 0}");
+  EXPECT_HAS(ir, "{arrive_count = 1, has_remote_cta_rank = 1, has_pred = 0}");
+  EXPECT_HAS(ir, "_v = local_load %9_buf : tensor<64x64xfp16>");
+  EXPECT_HAS(ir, "local_store %9_buf, %");
+  EXPECT_HAS(ir, "_tr = local_trans %9_buf {order = [1, 0]} : buffer<1x64x64xfp16, smem>");
+  EXPECT_HAS(ir, "{offsets = [0, 0], sizes = [32, 64]} : buffer<1x32x64xfp16, smem>");
+  EXPECT_HAS(ir, "_re = local_reinterpret %9_buf : buffer<1x64x64xbf16, smem>");
+  EXPECT_HAS(ir, "_acc = async_dot %9_buf, %20_tr, %23, %24 {has_use_acc = 1, has_pred = 0} : "
+                 "tensor<64x64xfp32>");
+  EXPECT_HAS(ir, "_acc = async_dot_wait %25_acc {pendings = 0} : tensor<64x64xfp32>");
+  EXPECT_HAS(ir, "fence {kind = \"async_shared\"}");
+  EXPECT_HAS(ir, "async_desc_store_wait {pendings = 0}");
+  EXPECT_HAS(ir, "_tok = async_load %");
+  EXPECT_HAS(ir, "{has_mask = 1, has_other = 0} : token");
+  EXPECT_HAS(ir, "= async_commit_group : token\n  async_wait_group {pendings = 0}");
+  EXPECT_HAS(ir, "named_barrier_arrive %");
+  EXPECT_HAS(ir, "_c = clock64 : i64");
+  EXPECT_HAS(ir, "= cluster_size : i32");
+}
+
+TEST(SpecializeTlx, AsyncTasksBecomeRegionsWithOneTaskPerReplica) {
+  Result r = spec(R"(
+@ww.jit
+def k(x_ptr, n):
+    bars = tlx.alloc_barriers(2)
+    base = n * 2
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            tlx.barrier_arrive(bars[0])
+        with tlx.async_task(num_warps=4, num_regs=232, replicate=2, warp_group_start_id=1):
+            rid: tl.constexpr = tlx.async_task_replica_id()
+            tl.static_assert(rid < 2)
+            tlx.barrier_wait(bars[rid], 0)
+            tl.store(x_ptr + base + rid, 1.0)
+    tl.store(x_ptr, 2.0)
+)",
+                  "x_ptr:*fp32,n:i32", [] {
+                    CompileOptions o;
+                    o.numWarps = 4;
+                    return o;
+                  }());
+  ASSERT_EQ(r.error, "");
+  const std::string& ir = r.ir;
+  EXPECT_HAS(ir, "  async_tasks {\n    async_task {default = 1, num_warps = 4, num_regs = 0, "
+                 "replicate = 1, replica = 0, warp_group_start_id = -1, name = \"default\"} {\n");
+  EXPECT_HAS(ir, "async_task {default = 0, num_warps = 4, num_regs = 232, replicate = 2, replica = "
+                 "0, warp_group_start_id = 1, name = \"task\"}");
+  EXPECT_HAS(ir, "async_task {default = 0, num_warps = 4, num_regs = 232, replicate = 2, replica = "
+                 "1, warp_group_start_id = 1, name = \"task\"}");
+  // Each replica sees its own id as a constant; the outer `base` is captured by use.
+  EXPECT_EQ(count(ir, "constant {value = 1} : i32"), 2);
+  EXPECT_EQ(count(ir, "addptr %0_x_ptr, %4_base"), 2);
+  EXPECT_HAS(ir, "    }\n  }\n  %21 = constant {value = 2.0} : fp32\n  store %0_x_ptr, %21");
+}
