@@ -274,6 +274,55 @@ def copy_bandwidth(torch, bench, quick):
     return 2 * n, times
 
 
+def overheads(torch, ww, ops, quick):
+    """Host-side costs PERFORMANCE.md sets targets for: a cold compile of the vector add (source
+    to a loaded kernel, memory and disk caches off), a compile served by the disk cache, and the
+    per-call cost of launching from Python (ops.add on 1024 elements; the raw kernel[grid]
+    launch; torch.add), each loop timed on the host and ended with one synchronize."""
+    from kernels import vector_add
+
+    out = {}
+    x = torch.randn(1024, device="cuda")
+    kernel = vector_add.add_kernel
+    saved_env = os.environ.get("WARPWEAVE_CACHE_DISABLE")
+    try:
+        os.environ["WARPWEAVE_CACHE_DISABLE"] = "1"
+        kernel.cache.clear()
+        t0 = time.perf_counter()
+        ops.add(x, x)
+        torch.cuda.synchronize()
+        out["compile_cold_s"] = time.perf_counter() - t0
+    finally:
+        if saved_env is None:
+            os.environ.pop("WARPWEAVE_CACHE_DISABLE", None)
+        else:
+            os.environ["WARPWEAVE_CACHE_DISABLE"] = saved_env
+    ops.add(x, x)  # stores the cubin in the disk cache
+    kernel.cache.clear()
+    t0 = time.perf_counter()
+    ops.add(x, x)
+    torch.cuda.synchronize()
+    out["compile_disk_cached_s"] = time.perf_counter() - t0
+
+    iters = 2000 if quick else 10000
+    y = torch.empty_like(x)
+
+    def per_call(fn):
+        fn()
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        torch.cuda.synchronize()
+        return (time.perf_counter() - t) / iters * 1e6
+
+    out["launch_ops_add_us"] = per_call(lambda: ops.add(x, x))
+    out["launch_kernel_us"] = per_call(
+        lambda: kernel[(1,)](x, x, y, 1024, BLOCK=1024, num_warps=4))
+    out["launch_torch_add_us"] = per_call(lambda: torch.add(x, x, out=y))
+    return out
+
+
 def run(args):
     try:
         import torch
@@ -335,6 +384,17 @@ def run(args):
     meta["copy_TBps"] = copy_tbs
     print(f"# device-to-device copy: {copy_tbs:.2f} TB/s (read + write), "
           f"{copy_times[0]:.3f} / {copy_times[1]:.3f} ms for {copy_bytes / 1e9:.2f} GB")
+
+    try:
+        meta["overheads"] = overheads(torch, ww, ops, args.quick)
+        o = meta["overheads"]
+        print(f"# vector add compile: cold {o['compile_cold_s'] * 1e3:.0f} ms, from the disk cache "
+              f"{o['compile_disk_cached_s'] * 1e3:.1f} ms; launch from Python: ops.add "
+              f"{o['launch_ops_add_us']:.1f} us, kernel[grid] {o['launch_kernel_us']:.1f} us, "
+              f"torch.add {o['launch_torch_add_us']:.1f} us per call")
+    except Exception as e:
+        meta["overheads"] = {"error": f"{type(e).__name__}: {e}"}
+        print(f"# overheads not measured: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}")
 
     header = (f"{'kernel':<14} {'case':<36} {'column':<14} {'ms':>9} {'rate':>9} {'unit':<8} "
               f"{'spread':>6} {'vs torch':>8} {'vs triton':>9} {'vs copy':>7}  note")
