@@ -1452,3 +1452,161 @@ TEST(InterpKernels, WarpSpecializedHopperGemm) {
       ASSERT_EQ(c[m * N + n], interp::encodeSmallFloat(DType::F16, ref)) << m << "," << n;
     }
 }
+
+namespace {
+
+std::vector<uint16_t> randomHalves(size_t n, uint32_t seed, int range, float scale) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> dist(-range, range);
+  std::vector<uint16_t> v(n);
+  for (auto& h : v) h = interp::floatToHalf(float(dist(rng)) * scale);
+  return v;
+}
+
+float h2f(uint16_t h) {
+  return interp::halfToFloat(h);
+}
+
+} // namespace
+
+TEST(InterpKernels, MatmulWithFoldedUnitStridesAndLeakyRelu) {
+  const int M = 70, N = 40, K = 48;
+  SourceKernel k("kernels/matmul.py", "matmul_kernel",
+                 "a_ptr:*fp16:16, b_ptr:*fp16:16, c_ptr:*fp16:16, M:i32, N:i32, K:i32, "
+                 "stride_am:i32, stride_ak:i32:1, stride_bk:i32, stride_bn:i32:1, "
+                 "stride_cm:i32, stride_cn:i32:1, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, "
+                 "GROUP_M=2, ACTIVATION=\"leaky_relu\"");
+  ASSERT_TRUE(k.ok()) << k.error;
+  auto a = randomHalves(size_t(M) * K, 31, 8, 0.125f),
+       b = randomHalves(size_t(K) * N, 32, 8, 0.125f);
+  std::vector<uint16_t> c(size_t(M) * N, 0xFFFF);
+  int grid = ((M + 31) / 32) * ((N + 31) / 32);
+  // The unit strides are folded into the IR: only the other strides are passed.
+  k.run({grid}, {buf(a), buf(b), buf(c), InterpArg::integer(M), InterpArg::integer(N),
+                 InterpArg::integer(K), InterpArg::integer(K), InterpArg::integer(N),
+                 InterpArg::integer(N)});
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      float acc = 0; // multiples of 1/64: exact in fp32 in any order
+      for (int kk = 0; kk < K; ++kk) acc += h2f(a[m * K + kk]) * h2f(b[kk * N + n]);
+      float act = acc >= 0 ? acc : 0.01f * acc;
+      ASSERT_EQ(c[m * N + n], interp::floatToHalf(act)) << m << "," << n;
+    }
+}
+
+TEST(InterpKernels, RowMaxKeepsTheFirstMaximum) {
+  const int rows = 9, cols = 150, stride = 160;
+  SourceKernel k("kernels/reduction.py", "row_max_kernel",
+                 "x_ptr:*fp32:16, out_ptr:*fp32:16, out_index_ptr:*i32:16, n_rows:i32, "
+                 "n_cols:i32, stride_row:i32, BLOCK_M=4, BLOCK_N=64");
+  ASSERT_TRUE(k.ok()) << k.error;
+  std::mt19937 rng(4);
+  std::uniform_int_distribution<int> dist(0, 20); // few distinct values: many ties
+  std::vector<float> x(size_t(rows) * stride);
+  for (auto& v : x) v = float(dist(rng));
+  std::vector<float> out(rows, -1);
+  std::vector<int32_t> idx(rows, -1);
+  k.run({(rows + 3) / 4}, {buf(x), buf(out), buf(idx), InterpArg::integer(rows),
+                           InterpArg::integer(cols), InterpArg::integer(stride)});
+  for (int r = 0; r < rows; ++r) {
+    int best = 0;
+    for (int c = 1; c < cols; ++c)
+      if (x[r * stride + c] > x[r * stride + best]) best = c;
+    EXPECT_EQ(out[r], x[r * stride + best]) << r;
+    EXPECT_EQ(idx[r], best) << r;
+  }
+}
+
+TEST(InterpKernels, PipelinedHopperGemm) {
+  const int M = 100, N = 72, K = 56;
+  SourceKernel k("kernels/hopper/gemm_pipelined.py", "gemm_pipelined_kernel",
+                 "a_desc:desc<fp16,32x16>, b_desc:desc<fp16,16x32>, c_desc:desc<fp16,32x32>, "
+                 "M:i32, N:i32, K:i32, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, "
+                 "NUM_STAGES=3");
+  ASSERT_TRUE(k.ok()) << k.error;
+  auto a = randomHalves(size_t(M) * K, 41, 8, 0.125f),
+       b = randomHalves(size_t(K) * N, 42, 8, 0.125f);
+  std::vector<uint16_t> c(size_t(M) * N, 0xFFFF);
+  int grid = ((M + 31) / 32) * ((N + 31) / 32);
+  k.run({grid}, {InterpArg::descriptor(a.data(), a.size() * 2, {M, K}, {K, 1}),
+                 InterpArg::descriptor(b.data(), b.size() * 2, {K, N}, {N, 1}),
+                 InterpArg::descriptor(c.data(), c.size() * 2, {M, N}, {N, 1}),
+                 InterpArg::integer(M), InterpArg::integer(N), InterpArg::integer(K)});
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      float acc = 0;
+      for (int kk = 0; kk < K; ++kk) acc += h2f(a[m * K + kk]) * h2f(b[kk * N + n]);
+      ASSERT_EQ(c[m * N + n], interp::floatToHalf(acc)) << m << "," << n;
+    }
+}
+
+TEST(InterpKernels, PingPongWarpSpecializedAttention) {
+  // Two consumer warp groups take turns through named barriers 8 and 9; K/V stream through a
+  // two-stage ring. Checked against a float64 softmax attention.
+  const int ZH = 2, NCTX = 64, D = 16;
+  const double smScale = 0.3;
+  SourceKernel k("kernels/hopper/attention_ws.py", "attention_ws_kernel",
+                 "q_desc:desc<fp16,16x16>, k_desc:desc<fp16,16x16>, v_desc:desc<fp16,16x16>, "
+                 "o_desc:desc<fp16,16x16>, lse_ptr:*fp32:16, sm_scale:fp32, N_CTX:i32:16, "
+                 "HEAD_DIM=16, BLOCK_M=16, BLOCK_N=16, NUM_STAGES=2");
+  ASSERT_TRUE(k.ok()) << k.error;
+  size_t n = size_t(ZH) * NCTX * D;
+  auto q = randomHalves(n, 51, 16, 1.0f / 16), kk = randomHalves(n, 52, 16, 1.0f / 16),
+       v = randomHalves(n, 53, 16, 1.0f / 16);
+  std::vector<uint16_t> o(n, 0xFFFF);
+  std::vector<float> lse(size_t(ZH) * NCTX, std::nanf(""));
+  auto desc = [&](std::vector<uint16_t>& t) {
+    return InterpArg::descriptor(t.data(), t.size() * 2, {ZH * NCTX, D}, {D, 1});
+  };
+  k.run({NCTX / 32, ZH}, {desc(q), desc(kk), desc(v), desc(o), buf(lse), InterpArg::real(smScale),
+                          InterpArg::integer(NCTX)});
+  for (int h = 0; h < ZH; ++h)
+    for (int i = 0; i < NCTX; ++i) {
+      std::vector<double> s(NCTX);
+      double mx = -INFINITY, sum = 0;
+      for (int j = 0; j < NCTX; ++j) {
+        double dot = 0;
+        for (int d = 0; d < D; ++d)
+          dot += double(h2f(q[(h * NCTX + i) * D + d])) * h2f(kk[(h * NCTX + j) * D + d]);
+        s[j] = dot * double(float(smScale));
+        mx = std::max(mx, s[j]);
+      }
+      for (int j = 0; j < NCTX; ++j) sum += std::exp(s[j] - mx);
+      EXPECT_NEAR(lse[h * NCTX + i], (mx + std::log(sum)) / std::log(2.0), 1e-4) << h << "," << i;
+      for (int d = 0; d < D; ++d) {
+        double ref = 0;
+        for (int j = 0; j < NCTX; ++j)
+          ref += std::exp(s[j] - mx) / sum * h2f(v[(h * NCTX + j) * D + d]);
+        // P is rounded to fp16 before the second MMA, as on the GPU.
+        EXPECT_NEAR(h2f(o[(h * NCTX + i) * D + d]), ref, 2e-3) << h << "," << i << "," << d;
+      }
+    }
+}
+
+TEST(InterpKernels, LayernormForwardMatchesFloat64Reference) {
+  const int rows = 6, cols = 300;
+  SourceKernel k("kernels/layernorm.py", "layernorm_fwd_kernel",
+                 "x_ptr:*fp32:16, y_ptr:*fp32:16, w_ptr:*fp32:16, b_ptr:*fp32:16, "
+                 "mean_ptr:*fp32:16, rstd_ptr:*fp32:16, stride:i32, n_cols:i32, eps:fp32, "
+                 "BLOCK=128");
+  ASSERT_TRUE(k.ok()) << k.error;
+  std::vector<float> x = randomFloats(size_t(rows) * cols, 61), w = randomFloats(cols, 62),
+                     bias = randomFloats(cols, 63);
+  std::vector<float> y(x.size(), std::nanf("")), mean(rows), rstd(rows);
+  const double eps = 1e-5;
+  k.run({rows}, {buf(x), buf(y), buf(w), buf(bias), buf(mean), buf(rstd), InterpArg::integer(cols),
+                 InterpArg::integer(cols), InterpArg::real(eps)});
+  for (int r = 0; r < rows; ++r) {
+    double mu = 0, var = 0;
+    for (int c = 0; c < cols; ++c) mu += x[r * cols + c];
+    mu /= cols;
+    for (int c = 0; c < cols; ++c) var += (x[r * cols + c] - mu) * (x[r * cols + c] - mu);
+    double rs = 1 / std::sqrt(var / cols + eps);
+    EXPECT_NEAR(mean[r], mu, 1e-3) << r;
+    EXPECT_NEAR(rstd[r], rs, 1e-6) << r;
+    for (int c = 0; c < cols; ++c) {
+      double ref = (x[r * cols + c] - mu) * rs * w[c] + bias[c];
+      ASSERT_NEAR(y[r * cols + c], ref, 1e-2) << r << "," << c;
+    }
+  }
+}
