@@ -456,10 +456,63 @@ private:
     c.src = *have;
     c.dst = wanted;
     c.kind = conversionKind(c.src, c.dst);
+    if (c.kind != ConversionKind::Registers && planRemat(v, wanted, c.remat))
+      c.kind = ConversionKind::Rematerialize;
+    else
+      c.remat.clear();
     if (c.kind == ConversionKind::SharedMemory)
       needScratch(user, numElements(v->type().shape) * v->type().elemBytes());
     map_.conversionIndex_[{&user, i}] = map_.conversions_.size();
     map_.conversions_.push_back(std::move(c));
+  }
+
+  /// Plans recomputing `v` in layout `l` from cheap sources (see Conversion::remat); false when
+  /// its computation involves anything else (loads, loop variables, reductions) or is long.
+  bool planRemat(const ir::Value* v, const LinearLayout& l,
+                 std::vector<std::pair<const ir::Value*, LinearLayout>>& plan) {
+    constexpr size_t kMaxOps = 16;
+    for (const auto& [planned, layout] : plan)
+      if (planned == v) return layout == l; // one layout per recomputed value
+    const ir::Op* op = v->def();
+    if (!op || !isTensor(v) || op->numResults() != 1 || plan.size() >= kMaxOps) return false;
+    auto operandsIn = [&](auto layoutFor) {
+      for (const ir::Value* o : op->operands()) {
+        if (!isTensor(o)) continue;
+        if (!planRemat(o, layoutFor(o), plan)) return false;
+      }
+      return true;
+    };
+    bool ok = false;
+    switch (op->code()) {
+    case OpCode::Arange:
+    case OpCode::Constant:
+      ok = true;
+      break;
+    case OpCode::Splat:
+      ok = !isTensor(op->operand(0));
+      break;
+    case OpCode::ExpandDims:
+      ok = operandsIn(
+          [&](const ir::Value*) { return sliceLayout(l, static_cast<int>(op->intAttr("axis"))); });
+      break;
+    case OpCode::Broadcast:
+      ok = operandsIn([&](const ir::Value* o) {
+        LinearLayout collapsed = l;
+        for (size_t d = 0; d < o->type().shape.size(); ++d)
+          if (o->type().shape[d] == 1 && v->type().shape[d] != 1)
+            collapsed =
+                expandDimsLayout(sliceLayout(collapsed, static_cast<int>(d)), static_cast<int>(d));
+        return collapsed;
+      });
+      break;
+    default:
+      ok = isElementwise(op->code()) && op->code() != OpCode::IntToPtr &&
+           operandsIn([&](const ir::Value*) { return l; });
+      break;
+    }
+    if (!ok) return false;
+    plan.emplace_back(v, l);
+    return true;
   }
 
   void needScratch(const ir::Op& op, int64_t bytes) {
@@ -478,11 +531,46 @@ private:
     for (const auto& op : block.ops()) assignOp(*op);
   }
 
+  /// True for values computed from aranges, constants and splats of scalars alone (through
+  /// elementwise ops, expand_dims and broadcasts): they are recomputed rather than moved, so they
+  /// should not decide their consumers' layouts.
+  bool isCheap(const ir::Value* v, int depth = 0) {
+    auto known = cheap_.find(v);
+    if (known != cheap_.end()) return known->second;
+    const ir::Op* op = v->def();
+    bool cheap = false;
+    if (op && op->numResults() == 1 && depth < 16) {
+      switch (op->code()) {
+      case OpCode::Arange:
+      case OpCode::Constant:
+        cheap = true;
+        break;
+      case OpCode::Splat:
+        cheap = !isTensor(op->operand(0));
+        break;
+      default:
+        cheap = op->code() == OpCode::ExpandDims || op->code() == OpCode::Broadcast ||
+                (isElementwise(op->code()) && op->code() != OpCode::IntToPtr);
+        for (const ir::Value* o : op->operands())
+          if (cheap && isTensor(o)) cheap = isCheap(o, depth + 1);
+        break;
+      }
+    }
+    cheap_[v] = cheap;
+    return cheap;
+  }
+
   void assignElementwise(const ir::Op& op) {
     const ir::Value* r = op.result();
-    std::vector<const LinearLayout*> have;
-    for (const ir::Value* v : op.operands())
-      if (isTensor(v) && !isDeferred(v) && layoutOf(v)) have.push_back(layoutOf(v));
+    // Operands with a layout already; values that are cheap to recompute only count when no
+    // operand is expensive to move.
+    std::vector<const LinearLayout*> have, strong;
+    for (const ir::Value* v : op.operands()) {
+      if (!isTensor(v) || isDeferred(v) || !layoutOf(v)) continue;
+      have.push_back(layoutOf(v));
+      if (!isCheap(v)) strong.push_back(layoutOf(v));
+    }
+    if (!strong.empty()) have = strong;
     LinearLayout chosen;
     if (have.empty() && !preferred(r)) {
       defer(r, &op);
@@ -838,6 +926,7 @@ private:
   std::unordered_map<const ir::Op*, LinearLayout> coalesced_;
   std::unordered_map<const ir::Value*, const ir::Op*> deferredBy_;
   std::vector<const ir::Value*> deferredOrder_;
+  std::unordered_map<const ir::Value*, bool> cheap_;
   bool wgmmaStaging_ = false;
 };
 
@@ -920,7 +1009,8 @@ std::string LayoutMap::str(const ir::Function& fn) const {
     for (unsigned i = 0; i < op.numResults(); ++i) show(op.result(i), op.name());
     for (unsigned i = 0; i < op.numOperands(); ++i)
       if (needsConversion(op, i))
-        os << "  convert operand " << i << " of " << op.name() << " to:\n"
+        os << "  convert operand " << i << " of " << op.name() << " ("
+           << conversionKindName(conversions_[conversionIndex_.at({&op, i})].kind) << ") to:\n"
            << operandLayout(op, i).str() << "\n";
   });
   os << "shared memory: " << sharedBytes_ << " bytes (scratch " << scratchBytes_ << " at "

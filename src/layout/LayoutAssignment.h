@@ -55,14 +55,22 @@ struct SharedAllocation {
 };
 
 /// Where a consumer needs its operand in another layout than the producer gave it. Codegen
-/// materializes it right before `user` (through shared memory at the scratch region, or warp
-/// shuffles when src.invertAndCompose(dst) moves data only between lanes).
+/// materializes it right before `user`, as `kind` says: Registers (renaming), WarpShuffle
+/// (shfl.sync), SharedMemory (through the scratch region, which is sized for it; pick a swizzle
+/// with conversionSharedLayout), or Rematerialize (recompute `remat` in the new layouts; no
+/// scratch is reserved for it). src.invertAndCompose(dst) gives, for each source (register,
+/// lane, warp), where that element lives in dst.
 struct Conversion {
   const ir::Op* user = nullptr;
   unsigned operandIndex = 0;
   const ir::Value* value = nullptr;
   LinearLayout src, dst;
   ConversionKind kind = ConversionKind::SharedMemory;
+  /// For kind Rematerialize: the values to compute again, in program order, each with the layout
+  /// to compute it in; the last is `value` in `dst`. Every op in it is pure (arange, constant,
+  /// splat, elementwise, expand_dims, broadcast, value hints); its operands not in the list are
+  /// scalars or other entries of the list.
+  std::vector<std::pair<const ir::Value*, LinearLayout>> remat;
 };
 
 /// The result of layout assignment for one function.

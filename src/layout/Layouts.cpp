@@ -254,6 +254,22 @@ LinearLayout reshapeLayout(const LinearLayout& layout, const std::vector<int64_t
   return ll.transposeOuts(dimNames(static_cast<int>(shape.size())));
 }
 
+const char* conversionKindName(ConversionKind k) {
+  switch (k) {
+  case ConversionKind::None:
+    return "none";
+  case ConversionKind::Registers:
+    return "registers";
+  case ConversionKind::WarpShuffle:
+    return "shuffle";
+  case ConversionKind::SharedMemory:
+    return "shared";
+  case ConversionKind::Rematerialize:
+    return "remat";
+  }
+  return "?";
+}
+
 ConversionKind conversionKind(const LinearLayout& src, const LinearLayout& dst) {
   if (src == dst) return ConversionKind::None;
   if (isBroadcastWithoutMovement(src, dst)) return ConversionKind::Registers;

@@ -68,8 +68,14 @@ enum class ConversionKind {
   Registers,    // every thread already holds its dst elements: register renaming only
   WarpShuffle,  // data moves only between lanes of the same warp (shfl.sync)
   SharedMemory, // data crosses warps: through shared memory, with bar.sync
+  /// Set by layout assignment only (conversionKind never returns it): the value is computed
+  /// from aranges, splats and constants alone, so it is recomputed in the new layout instead of
+  /// moved (Conversion::remat lists what to recompute).
+  Rematerialize,
 };
 ConversionKind conversionKind(const LinearLayout& src, const LinearLayout& dst);
+/// "none", "registers", "shuffle", "shared", "remat".
+const char* conversionKindName(ConversionKind k);
 
 // ---------------------------------------------------------------------------------------------
 // Tensor-core layouts. Fragment tables: PTX ISA, "Matrix fragments for mma.m16n8k*" and

@@ -1033,6 +1033,52 @@ TEST(LayoutAssignment, TransposedStoreIsConvertedThroughSharedMemory) {
   EXPECT_LE(sharedAccessWavefronts(c.src, smem, 4, 1), 2);
 }
 
+TEST(LayoutAssignment, SharedIndexVectorsAreRecomputedNotMoved) {
+  // x[r, c] with r and c the same arange(0, 64): rows want it in one layout, columns in another.
+  KernelBuilder k;
+  auto& b = k.b;
+  ir::Value* xp = k.arg("x_ptr", Type::ptr(DType::F32), 16);
+  ir::Value* yp = k.arg("y_ptr", Type::ptr(DType::F32), 16);
+  ir::Value* r = b.arange(0, 64);
+  auto tile = Type::tensor(DType::I32, {64, 64});
+  ir::Value* rows =
+      b.create1(OpCode::Broadcast,
+                {b.binary(OpCode::Mul,
+                          b.create1(OpCode::ExpandDims, {r}, Type::tensor(DType::I32, {64, 1}),
+                                    {{"axis", int64_t(1)}}),
+                          b.splat(b.i32(64), {64, 1}))},
+                tile);
+  ir::Value* cols = b.create1(OpCode::Broadcast,
+                              {b.create1(OpCode::ExpandDims, {r}, Type::tensor(DType::I32, {1, 64}),
+                                         {{"axis", int64_t(0)}})},
+                              tile);
+  ir::Value* idx = b.binary(OpCode::Add, rows, cols);
+  ir::Value* x = b.load(b.addPtr(b.splat(xp, {64, 64}), idx));
+  b.store(b.addPtr(b.splat(yp, {64, 64}), idx), x);
+  b.ret();
+  LayoutMap map = assignLayouts(k.fn, CompileOptions{});
+  ASSERT_EQ(map.conversions().size(), 1u) << map.str(k.fn);
+  const Conversion& c = map.conversions()[0];
+  EXPECT_EQ(c.kind, ConversionKind::Rematerialize);
+  ASSERT_FALSE(c.remat.empty());
+  EXPECT_EQ(c.remat.back().first, c.value);
+  EXPECT_EQ(c.remat.back().second, c.dst);
+  // The plan recomputes the shared arange (in the other layout) and what was built from it.
+  bool hasArange = false;
+  for (const auto& [v, l] : c.remat) {
+    EXPECT_EQ(layoutShape(l), v->type().shape);
+    hasArange |= v == r;
+    OpCode code = v->def()->code();
+    EXPECT_TRUE(code == OpCode::Arange || code == OpCode::Splat || code == OpCode::Constant ||
+                code == OpCode::ExpandDims || code == OpCode::Broadcast || code == OpCode::Mul)
+        << v->def()->name();
+  }
+  EXPECT_TRUE(hasArange);
+  EXPECT_EQ(map.scratchBytes(), 0);
+  // Both index vectors are slices of the load's coalesced layout, so the tile needs no movement.
+  EXPECT_EQ(map.layout(idx), map.layout(x));
+}
+
 TEST(LayoutAssignment, IfResultsShareOneLayout) {
   KernelBuilder k;
   auto& b = k.b;
@@ -1198,12 +1244,12 @@ TEST(LayoutAssignmentOnKernels, EveryTensorGetsALayoutOnEveryTarget) {
         }
       });
       EXPECT_EQ(missing, 0);
-      int kinds[4] = {0, 0, 0, 0};
+      int kinds[5] = {0, 0, 0, 0, 0};
       for (const Conversion& c : map.conversions()) ++kinds[static_cast<int>(c.kind)];
       // A one-line summary per kernel and target; WW_LAYOUT_DUMP=1 prints every layout too.
-      std::printf("%-26s %-8s %6.2f ms  conversions: %d regs, %d shuffles, %d smem; shared %lld "
-                  "B (scratch %lld)\n",
-                  k.kernel, targetName(target), ms, kinds[1], kinds[2], kinds[3],
+      std::printf("%-26s %-8s %6.2f ms  conversions: %d regs, %d shuffles, %d smem, %d remat; "
+                  "shared %lld B (scratch %lld)\n",
+                  k.kernel, targetName(target), ms, kinds[1], kinds[2], kinds[3], kinds[4],
                   static_cast<long long>(map.sharedBytes()),
                   static_cast<long long>(map.scratchBytes()));
       if (std::getenv("WW_LAYOUT_DUMP")) std::printf("%s\n", map.str(*fn).c_str());
