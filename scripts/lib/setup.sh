@@ -47,7 +47,9 @@ ww_pip_deps() {
 ww_build_install() {
   ww_log "building and installing warpweave (build dir: build/py)"
   (cd "$WW_ROOT" && "$WW_PY" -m pip install -q --disable-pip-version-check --no-build-isolation \
-    --no-deps -Cbuild-dir=build/py -Ccmake.define.WW_BUILD_TESTS=ON "$@" .)
+    --no-deps -Cbuild-dir=build/py -Ccmake.define.WW_BUILD_TESTS=ON "$@" .) || return 1
+  # pyenv only exposes newly installed scripts (wwc) on PATH after a rehash.
+  if command -v pyenv >/dev/null; then pyenv rehash || true; fi
 }
 
 ww_setup() {

@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,18 @@ SIG = "x_ptr:*fp32,y_ptr:*fp32,out_ptr:*fp32,n:i32,BLOCK=1024"
 HAVE_PTXAS = bool(shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas"))
 
 
+def wwc_path():
+    """The installed wwc: on PATH, else beside this Python's scripts (pyenv hides new ones)."""
+    found = shutil.which("wwc")
+    if found:
+        return found
+    candidate = Path(sysconfig.get_path("scripts")) / "wwc"
+    assert candidate.exists(), "wwc is not installed: run scripts/test (it pip-installs the package)"
+    return str(candidate)
+
+
 def wwc(*args, module=False):
-    cmd = [sys.executable, "-m", "warpweave"] if module else [shutil.which("wwc") or "wwc"]
+    cmd = [sys.executable, "-m", "warpweave"] if module else [wwc_path()]
     return subprocess.run(cmd + [str(a) for a in args], capture_output=True, text=True, timeout=120)
 
 
