@@ -4,6 +4,7 @@
 
 #include "layout/Layouts.h"
 
+#include <bit>
 #include <map>
 #include <stdexcept>
 
@@ -65,6 +66,9 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
   bool tf32 = at.elem == DType::F32 && bt.elem == DType::F32 && accType == DType::F32 &&
               precision != "ieee";
   int64_t instrK = sixteen ? 16 : 8;
+  if ((sixteen || tf32) && options_.target == Target::SM90a && fn_.numWarps % 4 == 0 &&
+      M % 64 == 0 && N % 8 == 0 && K % instrK == 0)
+    return lowerDotWgmma(op, operand(op, 0), operand(op, 1), accIn);
   if ((sixteen || tf32) && M % 16 == 0 && N % 8 == 0 && K % instrK == 0) {
     // Tensor cores: A, B and the accumulator in the mma.sync fragment layouts.
     const layout::DotLayouts* dl = layouts_.dot(op);
@@ -223,6 +227,155 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
     acc[r] = x;
   }
   bind(op.result(), std::move(acc));
+}
+
+void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Regs& bIn,
+                                     const Regs& accIn) {
+  const ir::Type& at = op.operand(0)->type();
+  const ir::Type& bt = op.operand(1)->type();
+  const ir::Type& rt = op.result()->type();
+  int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
+  bool sixteen = at.elem != DType::F32;
+  int bytes = ir::byteWidth(at.elem);
+  int64_t instrK = 32 / bytes; // 32 bytes of K per instruction
+  int64_t e = 16 / bytes;      // elements per 16-byte row of a core matrix
+
+  // Warp groups along M as far as 64-row tiles allow, then along N.
+  int groups = fn_.numWarps / 4;
+  int groupsM = 1;
+  while (groupsM * 2 <= groups && M % (64 * groupsM * 2) == 0) groupsM *= 2;
+  int groupsN = groups / groupsM;
+  while (groupsN > 1 && N % (8 * groupsN) != 0) groupsN /= 2;
+  std::vector<int32_t> warps = {4 * groupsM, groupsN};
+  int32_t instrN = layout::wgmmaInstrN(N, groupsN);
+  const layout::DotLayouts* dl = layouts_.dot(op);
+  LinearLayout accL;
+  if (dl && dl->kind == layout::MmaKind::Wgmma && dl->warpsPerCTA.size() == 2 && dl->instrN >= 8 &&
+      dl->acc.getTotalInDimSize() > 0) {
+    accL = dl->acc;
+    warps = dl->warpsPerCTA;
+    instrN = dl->instrN;
+  } else {
+    accL = layout::wgmmaAccumulatorLayout({M, N}, instrN, warps);
+  }
+  requireFragmentLanes(accL, 1, 2, 0, "wgmma accumulator");
+
+  // Operands staged K-major in core matrices of 8 rows x 16 bytes, no swizzle: element (r, k)
+  // of an R x K operand (B is stored transposed, N x K) at
+  // ((r / 8) * (K / e) + k / e) * 8e + (r % 8) * e + k % e.
+  auto coreMatrixOffset = [K, e](int64_t r, int64_t k) {
+    return ((r / 8) * (K / e) + k / e) * (8 * e) + (r % 8) * e + k % e;
+  };
+  OffsetFn aOffset = [&](const std::vector<int32_t>& c) { return coreMatrixOffset(c[0], c[1]); };
+  OffsetFn bOffset = [&](const std::vector<int32_t>& c) { return coreMatrixOffset(c[1], c[0]); };
+  int64_t aBytes = M * K * bytes, bBytes = K * N * bytes;
+  int64_t base = scratch(aBytes + bBytes);
+  int64_t aBase = base, bBase = base + aBytes;
+  // tf32 reads fp32 bits and ignores the low mantissa bits: round to nearest first (as
+  // cvt.rna.tf32.f32 does on the mma.sync path).
+  auto toTf32 = [&](const Regs& regs) {
+    if (sixteen) return regs;
+    Regs out;
+    for (const auto& x : regs) {
+      std::string t =
+          b_.pure("cvt.rna.tf32.f32", RegClass::B32, {b_.materialize(x, RegClass::F32)});
+      out.push_back(b_.pure("mov.b32", RegClass::F32, {t}));
+    }
+    return out;
+  };
+  barrier(); // earlier readers of the scratch region are done
+  storeShared(toTf32(aIn), layouts_.operandLayout(op, 0), aOffset, aBase, at.elem);
+  storeShared(toTf32(bIn), layouts_.operandLayout(op, 1), bOffset, bBase, bt.elem);
+  // Generic-proxy writes become visible to the async proxy that wgmma reads through.
+  b_.inst("fence.proxy.async.shared::cta", {});
+  barrier();
+
+  Regs acc = convert(accIn, layouts_.operandLayout(op, 2), accL, rt.elem, op);
+  // The accumulator registers are read and written in place by wgmma: private copies.
+  Regs live(acc.size());
+  for (size_t r = 0; r < acc.size(); ++r) {
+    live[r] = b_.newReg(RegClass::F32);
+    b_.inst("mov.f32", {live[r], acc[r]});
+  }
+
+  // Registers of each instruction tile in the PTX fragment order: d[i] at row
+  // groupID + 8 * ((i >> 1) & 1), column 2 * tig + (i & 1) + 8 * (i >> 2).
+  std::map<std::pair<int64_t, int64_t>, std::vector<int32_t>> tiles;
+  auto regCoordsOf = [&](int32_t r) {
+    std::vector<int32_t> c(2, 0);
+    for (int bit = 0; bit < accL.getInDimSizeLog2(layout::kRegister); ++bit)
+      if (r >> bit & 1) {
+        const auto& basis = accL.getBasis(layout::kRegister, bit);
+        c[0] ^= basis[0];
+        c[1] ^= basis[1];
+      }
+    return c;
+  };
+  int32_t dup = accL.freeVariableMask(layout::kRegister);
+  for (int32_t r = 0; r < accL.getInDimSize(layout::kRegister); ++r) {
+    if (r & dup) continue;
+    auto c = regCoordsOf(r);
+    auto& t = tiles[{c[0] / 64 * 64, c[1] / instrN * instrN}];
+    t.resize(instrN / 2, -1);
+    int idx = (c[1] % 2) + 2 * ((c[0] % 16) / 8) + 4 * ((c[1] % instrN) / 8);
+    t.at(idx) = r;
+  }
+
+  // Each warp group's tile origin comes from the warp bits above the group (bits 0-1 pick the
+  // warp's 16 rows inside the instruction).
+  auto groupImages = [&](bool isA) {
+    std::vector<int32_t> images(5 + std::countr_zero(static_cast<uint32_t>(fn_.numWarps)), 0);
+    for (int bit = 2; bit < accL.getInDimSizeLog2(layout::kWarp); ++bit) {
+      if (5 + bit >= static_cast<int>(images.size())) break;
+      const auto& basis = accL.getBasis(layout::kWarp, bit);
+      int64_t off = isA ? coreMatrixOffset(basis[0], 0) : coreMatrixOffset(basis[1], 0);
+      images[5 + bit] = static_cast<int32_t>(off * bytes);
+    }
+    return images;
+  };
+  int32_t aBits = 0, bBits = 0;
+  std::string aHw = tidLinear(groupImages(true), &aBits);
+  std::string bHw = tidLinear(groupImages(false), &bBits);
+  // Descriptor: start address >> 4 in bits 0-13, LBO (next core matrix along K: 128 bytes) in
+  // 16-29, SBO (next 8 rows: K/e core matrices) in 32-45, no swizzle.
+  uint64_t fixedBits = (uint64_t(128 >> 4) << 16) | (uint64_t((K / e * 128) >> 4) << 32);
+  auto descriptor = [&](const std::string& hw, int32_t hwBits, int64_t regionBase,
+                        int64_t byteOffset) {
+    std::string addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(byteOffset)));
+    addr = b_.pure("add.s32", RegClass::B32, {addr, immInt(regionBase)});
+    std::string field = b_.pure("shr.u32", RegClass::B32, {addr, "4"});
+    field = b_.pure("and.b32", RegClass::B32, {field, "16383"});
+    std::string wide = b_.pure("cvt.u64.u32", RegClass::B64, {field});
+    return b_.pure("or.b64", RegClass::B64, {wide, immInt(static_cast<int64_t>(fixedBits))});
+  };
+  std::string abType = at.elem == DType::F16 ? "f16" : at.elem == DType::BF16 ? "bf16" : "tf32";
+  std::string opcode = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(instrN) + "k" +
+                       std::to_string(instrK) + ".f32." + abType + "." + abType;
+  std::string accumulate = b_.pure("setp.ne.u32", RegClass::Pred, {"1", "0"});
+  b_.inst("wgmma.fence.sync.aligned", {});
+  for (const auto& [origin, regs] : tiles) {
+    std::string list = "{";
+    for (size_t i = 0; i < regs.size(); ++i) {
+      if (regs[i] < 0) throw std::logic_error("codegen: wgmma tile not covered by registers");
+      list += (i ? ", " : "") + live[regs[i]];
+    }
+    list += "}";
+    for (int64_t k0 = 0; k0 < K; k0 += instrK) {
+      std::string da = descriptor(aHw, aBits, aBase, coreMatrixOffset(origin.first, k0) * bytes);
+      std::string db = descriptor(bHw, bBits, bBase, coreMatrixOffset(origin.second, k0) * bytes);
+      std::vector<std::string> operands{list, da, db, accumulate, "1", "1"};
+      if (sixteen) {
+        operands.push_back("0"); // A and B are K-major: no transpose
+        operands.push_back("0");
+      }
+      b_.inst(opcode, operands);
+    }
+  }
+  b_.inst("wgmma.commit_group.sync.aligned", {});
+  b_.inst("wgmma.wait_group.sync.aligned", {"0"});
+  for (int32_t r = 0; r < static_cast<int32_t>(live.size()); ++r)
+    if (r & dup) live[r] = live[r & ~dup];
+  bind(op.result(), convert(live, accL, layouts_.layout(op.result()), rt.elem, op));
 }
 
 } // namespace ww::codegen

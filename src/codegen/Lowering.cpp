@@ -145,8 +145,8 @@ const Regs& FunctionLowering::operand(const ir::Op& op, unsigned i) {
     return regsOf(v);
   auto& perOp = converted_[&op];
   if (auto it = perOp.find(i); it != perOp.end()) return it->second;
-  Regs regs =
-      convert(regsOf(v), layouts_.layout(v), layouts_.operandLayout(op, i), v->type().elem, op);
+  DType elem = v->type().pointer ? DType::I64 : v->type().elem;
+  Regs regs = convert(regsOf(v), layouts_.layout(v), layouts_.operandLayout(op, i), elem, op);
   return perOp[i] = std::move(regs);
 }
 
@@ -357,7 +357,6 @@ Regs FunctionLowering::gather(const Regs& src, const LinearLayout& srcLayout,
                               const LinearLayout& gatherMap, const std::vector<int32_t>& constant,
                               DType elem, const ir::Op& at) {
   int32_t numRegs = gatherMap.getInDimSize(layout::kRegister);
-  int32_t dupMask = gatherMap.freeVariableMask(layout::kRegister);
   Regs out(numRegs);
   // Within the thread: every lane/warp bit moves to the same src element as in the src layout,
   // and each dst register's element is one of the thread's src registers.
@@ -386,96 +385,117 @@ Regs FunctionLowering::gather(const Regs& src, const LinearLayout& srcLayout,
   }
 
   // Through shared memory: src elements at their row-major offset, then dst reads.
-  ir::Type t = ir::Type::scalar(elem);
-  int bytes = memBytes(t);
   std::vector<int64_t> shape;
   for (int d = 0; d < srcLayout.numOutDims(); ++d)
     shape.push_back(srcLayout.getOutDimSize(layout::dimName(d)));
   int64_t total = 1;
   for (int64_t s : shape) total *= s;
-  int64_t base = scratch(total * bytes);
-  RegClass cls = regClassOf(elem);
-  std::string mt = memType(t);
-
-  auto offsetImages = [&](const LinearLayout& l) {
-    std::vector<int32_t> images(5 + log2Exact(fn_.numWarps), 0);
-    auto lanes = basesOf(l, layout::kLane), warps = basesOf(l, layout::kWarp);
-    for (size_t i = 0; i < lanes.size() && i < 5; ++i)
-      images[i] = static_cast<int32_t>(rowMajor(lanes[i], shape) * bytes);
-    for (size_t i = 0; i < warps.size() && 5 + i < images.size(); ++i)
-      images[5 + i] = static_cast<int32_t>(rowMajor(warps[i], shape) * bytes);
-    return images;
-  };
-  // Registers per vector access: leading register bits at consecutive offsets, every other
-  // basis aligned to the vector.
-  auto vectorWidth = [&](const LinearLayout& l) {
-    auto regs = basesOf(l, layout::kRegister);
-    int k = 0;
-    while (k < static_cast<int>(regs.size()) && (int64_t(1) << (k + 1)) * bytes <= 16 &&
-           (k + 1) <= 2 && rowMajor(regs[k], shape) == (int64_t(1) << k))
-      ++k;
-    auto aligned = [&](int kk) {
-      int64_t v = int64_t(1) << kk;
-      for (const char* dim : {layout::kRegister, layout::kLane, layout::kWarp}) {
-        auto bs = basesOf(l, dim);
-        for (size_t i = (dim == layout::kRegister ? kk : 0); i < bs.size(); ++i)
-          if (rowMajor(bs[i], shape) % v) return false;
-      }
-      return true;
-    };
-    while (k > 0 && !aligned(k)) --k;
-    return int32_t(1) << k;
-  };
-  auto vecSuffix = [](int32_t v) { return v == 1 ? std::string() : ".v" + std::to_string(v); };
-
+  int64_t base = scratch(total * memBytes(ir::Type::scalar(elem)));
+  OffsetFn offsetOf = [&](const std::vector<int32_t>& c) { return rowMajor(c, shape); };
   barrier(); // earlier readers of the scratch region are done
-  {
-    int32_t hwBits = 0;
-    std::string hw = tidLinear(offsetImages(srcLayout), &hwBits);
-    int32_t v = vectorWidth(srcLayout);
-    int32_t srcDup = srcLayout.freeVariableMask(layout::kRegister);
-    for (int32_t r = 0; r < srcLayout.getInDimSize(layout::kRegister); r += v) {
-      if (r & srcDup) continue;
-      int64_t off = rowMajor(registerCoords(srcLayout, r), shape) * bytes;
-      std::string addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(off)));
-      std::string vals;
-      for (int32_t k = 0; k < v; ++k) {
-        std::string x = b_.materialize(src.at(r + k), cls);
-        if (elem == DType::I1) x = b_.pure("selp.u16", RegClass::B16, {"1", "0", x});
-        vals += (k ? ", " : "") + x;
-      }
-      if (v > 1) vals = "{" + vals + "}";
-      b_.inst("st.shared" + vecSuffix(v) + "." + mt,
-              {"[" + addr + "+" + std::to_string(base) + "]", vals});
-    }
-  }
+  storeShared(src, srcLayout, offsetOf, base, elem);
   barrier();
-  {
-    int32_t hwBits = 0;
-    std::string hw = tidLinear(offsetImages(gatherMap), &hwBits);
-    int32_t v = vectorWidth(gatherMap);
-    int64_t constOff = rowMajor(constant, shape) * bytes;
-    for (int32_t r = 0; r < numRegs; r += v) {
-      if (r & dupMask) continue;
-      int64_t off = (rowMajor(registerCoords(gatherMap, r), shape) * bytes) ^ constOff;
-      std::string addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(off)));
-      Regs dst;
-      std::string list;
-      for (int32_t k = 0; k < v; ++k) {
-        dst.push_back(b_.newReg(elem == DType::I1 ? RegClass::B16 : cls));
-        list += (k ? ", " : "") + dst.back();
-      }
-      if (v > 1) list = "{" + list + "}";
-      b_.inst("ld.shared" + vecSuffix(v) + "." + mt,
-              {list, "[" + addr + "+" + std::to_string(base) + "]"});
-      for (int32_t k = 0; k < v; ++k)
-        out[r + k] =
-            elem == DType::I1 ? b_.pure("setp.ne.u16", RegClass::Pred, {dst[k], "0"}) : dst[k];
+  out = loadShared(gatherMap, offsetOf, base, rowMajor(constant, shape), elem);
+  (void)at;
+  return out;
+}
+
+std::vector<int32_t> FunctionLowering::offsetImages(const LinearLayout& l, const OffsetFn& offsetOf,
+                                                    int bytes) const {
+  std::vector<int32_t> images(5 + log2Exact(fn_.numWarps), 0);
+  auto lanes = basesOf(l, layout::kLane), warps = basesOf(l, layout::kWarp);
+  for (size_t i = 0; i < lanes.size() && i < 5; ++i)
+    images[i] = static_cast<int32_t>(offsetOf(lanes[i]) * bytes);
+  for (size_t i = 0; i < warps.size() && 5 + i < images.size(); ++i)
+    images[5 + i] = static_cast<int32_t>(offsetOf(warps[i]) * bytes);
+  return images;
+}
+
+int32_t FunctionLowering::sharedVectorWidth(const LinearLayout& l, const OffsetFn& offsetOf,
+                                            int bytes) const {
+  // Leading register bits at consecutive offsets, every other basis aligned to the vector; at
+  // most 4 elements and 16 bytes.
+  auto regs = basesOf(l, layout::kRegister);
+  int k = 0;
+  while (k < static_cast<int>(regs.size()) && (int64_t(1) << (k + 1)) * bytes <= 16 && k < 2 &&
+         offsetOf(regs[k]) == (int64_t(1) << k))
+    ++k;
+  auto aligned = [&](int kk) {
+    int64_t v = int64_t(1) << kk;
+    for (const char* dim : {layout::kRegister, layout::kLane, layout::kWarp}) {
+      auto bs = basesOf(l, dim);
+      for (size_t i = (dim == layout::kRegister ? kk : 0); i < bs.size(); ++i)
+        if (offsetOf(bs[i]) % v) return false;
     }
+    return true;
+  };
+  while (k > 0 && !aligned(k)) --k;
+  return int32_t(1) << k;
+}
+
+void FunctionLowering::storeShared(const Regs& regs, const LinearLayout& l,
+                                   const OffsetFn& offsetOf, int64_t base, DType elem) {
+  ir::Type t = ir::Type::scalar(elem);
+  int bytes = memBytes(t);
+  RegClass cls = regClassOf(elem);
+  int32_t hwBits = 0;
+  std::string hw = tidLinear(offsetImages(l, offsetOf, bytes), &hwBits);
+  int32_t v = sharedVectorWidth(l, offsetOf, bytes);
+  int32_t dup = l.freeVariableMask(layout::kRegister);
+  for (int32_t r = 0; r < l.getInDimSize(layout::kRegister); r += v) {
+    if (r & dup) continue;
+    int64_t off = offsetOf(registerCoords(l, r)) * bytes;
+    std::string addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(off)));
+    std::string vals;
+    for (int32_t k = 0; k < v; ++k) {
+      std::string x = b_.materialize(regs.at(r + k), cls);
+      if (elem == DType::I1) x = b_.pure("selp.u16", RegClass::B16, {"1", "0", x});
+      vals += (k ? ", " : "") + x;
+    }
+    if (v > 1) vals = "{" + vals + "}";
+    b_.inst("st.shared" +
+                std::string(v == 1   ? ""
+                            : v == 2 ? ".v2"
+                                     : ".v4") +
+                "." + memType(t),
+            {"[" + addr + "+" + std::to_string(base) + "]", vals});
+  }
+}
+
+Regs FunctionLowering::loadShared(const LinearLayout& l, const OffsetFn& offsetOf, int64_t base,
+                                  int64_t constantOffset, DType elem) {
+  ir::Type t = ir::Type::scalar(elem);
+  int bytes = memBytes(t);
+  RegClass cls = regClassOf(elem);
+  int32_t numRegs = l.getInDimSize(layout::kRegister);
+  int32_t dup = l.freeVariableMask(layout::kRegister);
+  int32_t hwBits = 0;
+  std::string hw = tidLinear(offsetImages(l, offsetOf, bytes), &hwBits);
+  int32_t v = sharedVectorWidth(l, offsetOf, bytes);
+  Regs out(numRegs);
+  for (int32_t r = 0; r < numRegs; r += v) {
+    if (r & dup) continue;
+    int64_t off = (offsetOf(registerCoords(l, r)) ^ constantOffset) * bytes;
+    std::string addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(off)));
+    Regs dst;
+    std::string list;
+    for (int32_t k = 0; k < v; ++k) {
+      dst.push_back(b_.newReg(elem == DType::I1 ? RegClass::B16 : cls));
+      list += (k ? ", " : "") + dst.back();
+    }
+    if (v > 1) list = "{" + list + "}";
+    b_.inst("ld.shared" +
+                std::string(v == 1   ? ""
+                            : v == 2 ? ".v2"
+                                     : ".v4") +
+                "." + memType(t),
+            {list, "[" + addr + "+" + std::to_string(base) + "]"});
+    for (int32_t k = 0; k < v; ++k)
+      out[r + k] =
+          elem == DType::I1 ? b_.pure("setp.ne.u16", RegClass::Pred, {dst[k], "0"}) : dst[k];
   }
   for (int32_t r = 0; r < numRegs; ++r)
-    if (r & dupMask) out[r] = out[r & ~dupMask];
-  (void)at;
+    if (r & dup) out[r] = out[r & ~dup];
   return out;
 }
 

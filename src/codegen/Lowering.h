@@ -9,6 +9,7 @@
 #include "layout/LayoutAssignment.h"
 #include "layout/LinearLayout.h"
 
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -62,6 +63,20 @@ private:
               ir::DType elem, const ir::Op& at);
   Regs convert(const Regs& src, const layout::LinearLayout& from, const layout::LinearLayout& to,
                ir::DType elem, const ir::Op& at);
+  /// A linear map (over GF(2): apply it to bases) from tensor coordinates to an element offset
+  /// in a shared-memory region.
+  using OffsetFn = std::function<int64_t(const std::vector<int32_t>&)>;
+  /// Writes the thread's registers of a value in layout `l` to shared memory at `base` bytes,
+  /// element (coords) at offsetOf(coords); vectorized where the offsets allow.
+  void storeShared(const Regs& regs, const layout::LinearLayout& l, const OffsetFn& offsetOf,
+                   int64_t base, ir::DType elem);
+  /// Reads the registers of layout `l` back (element offsets XOR `constantOffset`).
+  Regs loadShared(const layout::LinearLayout& l, const OffsetFn& offsetOf, int64_t base,
+                  int64_t constantOffset, ir::DType elem);
+  std::vector<int32_t> offsetImages(const layout::LinearLayout& l, const OffsetFn& offsetOf,
+                                    int bytes) const;
+  int32_t sharedVectorWidth(const layout::LinearLayout& l, const OffsetFn& offsetOf,
+                            int bytes) const;
   /// Shared memory: `.extern .shared` base plus byte offset register.
   std::string sharedAddress(const std::string& byteOffset);
   void barrier();
@@ -81,6 +96,8 @@ private:
   void lowerIf(const ir::Op& op);
   void lowerWhile(const ir::Op& op);
   void lowerDot(const ir::Op& op);
+  /// tl.dot on sm_90a: operands staged in shared memory, wgmma.mma_async per warp group.
+  void lowerDotWgmma(const ir::Op& op, const Regs& a, const Regs& b, const Regs& acc);
   /// Inlines a combine region (reduce/scan) on scalar registers; returns the yielded registers.
   Regs inlineCombine(const ir::Op& op, const Regs& lhs, const Regs& rhs,
                      const std::vector<ir::DType>& types);

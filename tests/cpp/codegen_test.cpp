@@ -626,8 +626,8 @@ TEST(Codegen, AtomicsUseRedWhenTheResultIsUnused) {
 // ---------------------------------------------------------------------------------------------
 
 std::unique_ptr<ir::Function> dotKernel(DType in, int64_t M, int64_t N, int64_t K,
-                                        const std::string& precision = "tf32") {
-  KernelBuilder k("dot_kernel");
+                                        const std::string& precision = "tf32", int numWarps = 4) {
+  KernelBuilder k("dot_kernel", numWarps);
   Value* a = k.arg("a", Type::ptr(in), 16);
   Value* b = k.arg("b", Type::ptr(in), 16);
   Value* c = k.arg("c", Type::ptr(DType::F32), 16);
@@ -644,15 +644,27 @@ std::unique_ptr<ir::Function> dotKernel(DType in, int64_t M, int64_t N, int64_t 
 TEST(Codegen, DotUsesTensorCores) {
   for (DType in : {DType::F16, DType::BF16}) {
     auto fn = dotKernel(in, 64, 64, 32);
-    for (Target target : kTestedTargets) {
-      SCOPED_TRACE(targetName(target));
-      codegen::PtxKernel kk = emitAndAssemble(*fn, target);
-      std::string t = in == DType::F16 ? "f16" : "bf16";
-      // 64x64 over 4 warps: each warp 16 rows x 64 cols = 8 n-tiles x 2 k-steps.
-      EXPECT_GE(count(kk.ptx, "mma.sync.aligned.m16n8k16.row.col.f32." + t + "." + t + ".f32"), 16)
-          << kk.ptx;
-    }
+    std::string t = in == DType::F16 ? "f16" : "bf16";
+    // sm_90a: one warp group, one m64n64 tile, K=32 in two k16 steps, operands from shared
+    // memory through matrix descriptors.
+    codegen::PtxKernel h = emitAndAssemble(*fn, Target::SM90a);
+    EXPECT_EQ(count(h.ptx, "wgmma.mma_async.sync.aligned.m64n64k16.f32." + t + "." + t), 2)
+        << h.ptx;
+    EXPECT_NE(h.ptx.find("wgmma.fence.sync.aligned"), std::string::npos);
+    EXPECT_NE(h.ptx.find("wgmma.commit_group.sync.aligned"), std::string::npos);
+    EXPECT_NE(h.ptx.find("wgmma.wait_group.sync.aligned 0"), std::string::npos);
+    EXPECT_NE(h.ptx.find("fence.proxy.async.shared::cta"), std::string::npos);
+    // sm_80: 64x64 over 4 warps, each 16 rows x 64 cols = 8 n-tiles x 2 k-steps.
+    codegen::PtxKernel a = emitAndAssemble(*fn, Target::SM80);
+    EXPECT_GE(count(a.ptx, "mma.sync.aligned.m16n8k16.row.col.f32." + t + "." + t + ".f32"), 16)
+        << a.ptx;
   }
+  codegen::PtxKernel w = emitAndAssemble(*dotKernel(DType::F32, 64, 32, 16), Target::SM90a);
+  EXPECT_EQ(count(w.ptx, "wgmma.mma_async.sync.aligned.m64n32k8.f32.tf32.tf32"), 2) << w.ptx;
+  codegen::PtxKernel big =
+      emitAndAssemble(*dotKernel(DType::F16, 128, 128, 64, "tf32", 8), Target::SM90a);
+  // Two warp groups along M, each one m64n128 tile, four k16 steps.
+  EXPECT_EQ(count(big.ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"), 4) << big.ptx;
   auto tf32 = dotKernel(DType::F32, 32, 32, 16);
   codegen::PtxKernel kk = emitAndAssemble(*tf32, Target::SM80);
   EXPECT_NE(kk.ptx.find("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"), std::string::npos);
@@ -986,12 +998,16 @@ TEST(CodegenGpu, DotMatchesTheReference) {
     DType in;
     int64_t M, N, K;
     const char* precision;
+    int numWarps;
   };
   for (const Case& c :
-       {Case{DType::F16, 64, 64, 32, "tf32"}, Case{DType::BF16, 64, 64, 32, "tf32"},
-        Case{DType::F32, 32, 32, 16, "tf32"}, Case{DType::F32, 16, 16, 16, "ieee"}}) {
-    SCOPED_TRACE(std::string(ir::tlName(c.in)) + " " + c.precision);
-    GpuKernel kernel = loadOnGpu(*dotKernel(c.in, c.M, c.N, c.K, c.precision));
+       {Case{DType::F16, 64, 64, 32, "tf32", 4}, Case{DType::BF16, 64, 64, 32, "tf32", 4},
+        Case{DType::F32, 32, 32, 16, "tf32", 4}, Case{DType::F32, 16, 16, 16, "ieee", 4},
+        Case{DType::F32, 64, 32, 16, "tf32", 4}, Case{DType::F16, 128, 128, 64, "tf32", 8},
+        Case{DType::BF16, 128, 64, 32, "tf32", 4}, Case{DType::F16, 32, 64, 32, "tf32", 4}}) {
+    SCOPED_TRACE(std::string(ir::tlName(c.in)) + " " + c.precision + " " + std::to_string(c.M) +
+                 "x" + std::to_string(c.N) + "x" + std::to_string(c.K));
+    GpuKernel kernel = loadOnGpu(*dotKernel(c.in, c.M, c.N, c.K, c.precision, c.numWarps));
     auto fa = randomFloats(c.M * c.K, 9), fb = randomFloats(c.K * c.N, 10);
     std::vector<float> ra(fa.size()), rb(fb.size()); // the values the GPU sees
     std::unique_ptr<DeviceArray<float>> a32, b32;
