@@ -32,11 +32,7 @@ F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 # Kernels a pipeline stage cannot compile yet (the same list, with the same reasons, as
 # tests/python/test_kernels_interp.py's GPU_XFAIL, which finds them without a GPU). Strict: once
 # the stage is fixed these tests pass, fail as XPASS, and the marker must go.
-_PTR_CONVERT = ("codegen: a layout conversion of a 64-bit pointer tensor through shared memory "
-                "stores and reloads it as f32: ptxas 'Arguments mismatch for instruction add'")
 _NO_TLX = "codegen: \"'local_alloc' is not supported by the sm_90a PTX backend yet\""
-pointer_convert_xfail = pytest.mark.xfail(reason=_PTR_CONVERT, strict=True,
-                                          raises=ww.CompilationError)
 tlx_xfail = pytest.mark.xfail(reason=_NO_TLX, strict=True, raises=ww.CompilationError)
 TOL = {F32: 1e-5, F16: 2e-3, BF16: 1e-2}
 DEV = "cuda"
@@ -158,7 +154,6 @@ def test_matmul_fused_activation_and_transposed_operands(activation):
     assert_close(c, ref, TOL[F16], activation)
 
 
-@pointer_convert_xfail
 @pytest.mark.parametrize("num_bags,dim,num_embeddings,max_bag",
                          [(1, 1, 10, 3), (13, 33, 97, 20), (4096, 128, 100_000, 40),
                           (1000, 300, 50_000, 16)])
@@ -182,7 +177,6 @@ def test_embedding_bag(num_bags, dim, num_embeddings, max_bag, dtype, mode, weig
     assert_close(out, ref, TOL[dtype], "bags")
 
 
-@pointer_convert_xfail
 @pytest.mark.parametrize("shape", [(1, 1), (3, 17), (1000, 781), (8192, 8192), (7, 100_003)])
 @pytest.mark.parametrize("dtype", [F32, F16, BF16])
 def test_row_reductions(shape, dtype):
@@ -200,7 +194,6 @@ def test_row_reductions(shape, dtype):
     assert torch.equal(indices.long(), first)
 
 
-@pointer_convert_xfail
 @pytest.mark.parametrize("z,h,n_ctx,head_dim", [(1, 1, 1, 16), (1, 2, 37, 64), (2, 3, 1000, 64),
                                                 (4, 8, 1024, 128), (1, 4, 4096, 128),
                                                 (1, 2, 2049, 128)])
