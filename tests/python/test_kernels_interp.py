@@ -534,6 +534,40 @@ def test_gpu_configuration_compiles(gpu_compiles, target, name):
               f"spill bytes, {kernel.shared} B shared")
 
 
+@pytest.fixture
+def gpu_configs(monkeypatch):
+    """The wrappers choose their GPU block sizes and grids (as on a 132-SM H200) but, given NumPy
+    arrays, still run in the interpreter: the GPU configurations' results are checked here."""
+    monkeypatch.setattr(ops._Place, "on_gpu", property(lambda self: True))
+    monkeypatch.setattr(ops._Place, "num_sms", lambda self: 132)
+
+
+def test_gpu_configurations_compute_the_same_results(gpu_configs, rng):
+    x = randn(rng, (300, 781), "float16", scale=3.0)
+    assert_close(ops.softmax(x), softmax_ref(x), TOL["float16"], "softmax")
+    assert_close(ops.softmax(x[:3], online=True), softmax_ref(x[:3]), TOL["float16"], "online")
+    w, b, dy = randn(rng, (781,), "float16"), randn(rng, (781,), "float16"), randn(
+        rng, (300, 781), "float16")
+    y, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5)
+    assert_close(y, layernorm_ref(x, w, b, 1e-5)[0], TOL["float16"], "layernorm y")
+    for got, ref in zip(ops.layernorm_bwd(dy, x, w, mean, rstd),
+                        layernorm_bwd_ref(dy, x, w, mean, rstd)):
+        assert_close(got, ref, TOL["float16"], "layernorm grads")
+    a, bm = randn(rng, (130, 70), "float16"), randn(rng, (70, 200), "float16")
+    assert_close(ops.matmul(a, bm, "relu"), matmul_ref(a, bm, "relu"), TOL["float16"], "matmul")
+    weight = randn(rng, (97, 200), "float16")
+    indices, offsets = random_bags(rng, 11, 97, np.int64)
+    assert_close(ops.embedding_bag(weight, indices, offsets),
+                 embedding_bag_ref(weight, indices, offsets, None, "sum"), TOL["float16"], "bags")
+    xs = randn(rng, (9, 2500), "float32")
+    assert_close(ops.row_sum(xs), f64(xs).sum(axis=1), 1e-5, "row_sum")
+    np.testing.assert_array_equal(ops.row_max(xs)[1], xs.argmax(axis=1))
+    for causal in (False, True):
+        q, k, v = (randn(rng, (1, 2, 200, 64), "float16") for _ in range(3))
+        out = ops.attention(q, k, v, causal=causal, sm_scale=0.125)
+        assert_close(out, attention_ref(q, k, v, causal, 0.125)[0], TOL["float16"], "attention")
+
+
 # ------------------------------------------------------------------------------------------------
 # argument errors
 # ------------------------------------------------------------------------------------------------
