@@ -222,6 +222,8 @@ def _numel(value) -> int:
 # Element-wise
 # ------------------------------------------------------------------------------------------------
 
+# add_kernel computes 32-bit offsets; vectors this long take the persistent kernel's 64-bit ones.
+ADD_PERSISTENT_FROM = (1 << 31) - 4096
 _ADD_DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64")
 
 
@@ -239,11 +241,10 @@ def add(x, y):
     if n == 0:
         return out
     xf, yf = _contiguous(x).reshape(-1), _contiguous(y).reshape(-1)
-    if n < (1 << 31) - 4096:
+    if n < ADD_PERSISTENT_FROM:
         _vector_add.add_kernel[lambda m: (ww.cdiv(n, m["BLOCK"]),)](
             xf, yf, out.reshape(-1), n, BLOCK=1024, num_warps=4)
     else:
-        # add_kernel's 32-bit offsets would wrap; the persistent kernel computes 64-bit ones.
         programs = place.num_sms() * 4
         _vector_add.add_kernel_persistent[lambda m: (min(programs, ww.cdiv(n, m["BLOCK"])),)](
             xf, yf, out.reshape(-1), n, BLOCK=4096, num_warps=8)

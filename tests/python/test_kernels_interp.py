@@ -113,6 +113,13 @@ def test_add(rng, shape, dtype):
     np.testing.assert_array_equal(out, x + y)
 
 
+def test_add_persistent_kernel(rng, monkeypatch):
+    # Vectors past 2**31 elements take add_kernel_persistent; lower the threshold to run it here.
+    monkeypatch.setattr(ops, "ADD_PERSISTENT_FROM", 1000)
+    x, y = randn(rng, (5, 40001), "float32"), randn(rng, (5, 40001), "float32")
+    np.testing.assert_array_equal(ops.add(x, y), x + y)
+
+
 def test_add_of_strided_views(rng):
     base = randn(rng, (40, 50), "float32")
     x, y = base[::2, 1:], base[1::2, :-1]
@@ -482,8 +489,18 @@ def s(*shape):
     return np.ones(shape, np.float32)
 
 
+def add_as_if_longer_than_2_31(x, y):
+    saved = ops.ADD_PERSISTENT_FROM
+    ops.ADD_PERSISTENT_FROM = 0
+    try:
+        return ops.add(x, y)
+    finally:
+        ops.ADD_PERSISTENT_FROM = saved
+
+
 GPU_CALLS = {
     "add": lambda: ops.add(s(4096), s(4096)),
+    "add_persistent": lambda: add_as_if_longer_than_2_31(s(4096), s(4096)),
     "softmax": lambda: ops.softmax(h(64, 4096)),
     "softmax_online": lambda: ops.softmax(s(64, 40000)),
     "layernorm_fwd": lambda: ops.layernorm_fwd(h(64, 4096), h(4096), h(4096)),
