@@ -510,6 +510,8 @@ GPU_CALLS = {
                                                np.array([0, 5, 10])),
     "row_sum": lambda: ops.row_sum(s(64, 4096)),
     "row_max": lambda: ops.row_max(s(64, 4096)),
+    "row_sum_narrow": lambda: ops.row_sum(s(4096, 100)),
+    "row_max_narrow": lambda: ops.row_max(s(4096, 100)),
     "attention_d64": lambda: ops.attention(h(1, 2, 1024, 64), h(1, 2, 1024, 64),
                                            h(1, 2, 1024, 64)),
     "attention_d128_causal": lambda: ops.attention(h(1, 2, 1024, 128), h(1, 2, 1024, 128),
@@ -576,9 +578,10 @@ def test_gpu_configurations_compute_the_same_results(gpu_configs, rng):
     indices, offsets = random_bags(rng, 11, 97, np.int64)
     assert_close(ops.embedding_bag(weight, indices, offsets),
                  embedding_bag_ref(weight, indices, offsets, None, "sum"), TOL["float16"], "bags")
-    xs = randn(rng, (9, 2500), "float32")
-    assert_close(ops.row_sum(xs), f64(xs).sum(axis=1), 1e-5, "row_sum")
-    np.testing.assert_array_equal(ops.row_max(xs)[1], xs.argmax(axis=1))
+    for shape in ((9, 2500), (100, 37)):
+        xs = randn(rng, shape, "float32")
+        assert_close(ops.row_sum(xs), f64(xs).sum(axis=1), 1e-5, "row_sum")
+        np.testing.assert_array_equal(ops.row_max(xs)[1], xs.argmax(axis=1))
     for causal in (False, True):
         q, k, v = (randn(rng, (1, 2, 200, 64), "float16") for _ in range(3))
         out = ops.attention(q, k, v, causal=causal, sm_scale=0.125)
