@@ -116,7 +116,18 @@ private:
   // anchors
   // ---------------------------------------------------------------------------------------
 
-  int numWarps() const { return std::max(1, options_.numWarps); }
+  /// Warps the layouts being assigned spread over: the kernel's, or inside an async_task that
+  /// task's (its warp in-dim then counts from the task's first warp).
+  int numWarps() const { return taskWarps_ > 0 ? taskWarps_ : std::max(1, options_.numWarps); }
+
+  /// Runs `walk` over the task's region with the task's warp count.
+  template <typename F> void inTask(const ir::Op& task, F walk) {
+    int saved = taskWarps_;
+    int64_t warps = task.intAttr("num_warps", 0);
+    if (warps > 0) taskWarps_ = static_cast<int>(warps);
+    for (unsigned r = 0; r < task.numRegions(); ++r) walk(*task.region(r));
+    taskWarps_ = saved;
+  }
 
   void checkShape(const ir::Op& op, const ir::Value* v) {
     if (!isTensor(v)) return;
@@ -290,6 +301,10 @@ private:
   }
 
   void preferOp(const ir::Op& op) {
+    if (op.code() == OpCode::AsyncTask) {
+      inTask(op, [&](const ir::Block& b) { preferBlock(b); });
+      return;
+    }
     if (isMemoryAnchor(op)) {
       const LinearLayout& l = coalesced(op);
       for (const ir::Value* v : op.operands()) prefer(v, l, kMemory);
@@ -593,6 +608,10 @@ private:
   }
 
   void assignOp(const ir::Op& op) {
+    if (op.code() == OpCode::AsyncTask) {
+      inTask(op, [&](const ir::Block& b) { assignBlock(b); });
+      return;
+    }
     for (unsigned i = 0; i < op.numResults(); ++i) checkShape(op, op.result(i));
     if (isMemoryAnchor(op)) {
       const LinearLayout& l = coalesced(op);
@@ -928,6 +947,7 @@ private:
   std::vector<const ir::Value*> deferredOrder_;
   std::unordered_map<const ir::Value*, bool> cheap_;
   bool wgmmaStaging_ = false;
+  int taskWarps_ = 0;
 };
 
 // -------------------------------------------------------------------------------------------

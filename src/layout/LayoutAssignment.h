@@ -128,8 +128,10 @@ private:
   int64_t sharedBytes_ = 0;
 };
 
-/// Assigns layouts for `options.target` and `options.numWarps` warps. Throws CompileError (via
-/// raiseError) for tensors the layouts cannot express (non-power-of-two shapes), naming the op.
+/// Assigns layouts for `options.target` and `options.numWarps` warps; inside an async_task, over
+/// that task's num_warps (the warp in-dim then counts warps from the task's first warp). Throws
+/// CompileError (via raiseError) for tensors the layouts cannot express (non-power-of-two shapes),
+/// naming the op.
 LayoutMap assignLayouts(const ir::Function& fn, const CompileOptions& options);
 
 } // namespace ww::layout

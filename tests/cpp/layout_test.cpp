@@ -1079,6 +1079,30 @@ TEST(LayoutAssignment, SharedIndexVectorsAreRecomputedNotMoved) {
   EXPECT_EQ(map.layout(idx), map.layout(x));
 }
 
+TEST(LayoutAssignment, AsyncTasksUseTheirOwnWarps) {
+  KernelBuilder k;
+  auto& b = k.b;
+  ir::Value* xp = k.arg("x_ptr", Type::ptr(DType::F32), 16);
+  ir::Op* tasks = b.create(OpCode::AsyncTasks, {}, {});
+  ir::Builder tb(tasks->addRegion());
+  ir::Value* loaded[2];
+  int64_t warps[2] = {4, 1};
+  for (int t = 0; t < 2; ++t) {
+    ir::Op* task = tb.create(OpCode::AsyncTask, {}, {},
+                             {{"default", int64_t(t == 0)}, {"num_warps", warps[t]}});
+    ir::Builder in(task->addRegion());
+    loaded[t] = in.load(in.addPtr(in.splat(xp, {256}), in.arange(0, 256)));
+  }
+  b.ret();
+  CompileOptions opts;
+  opts.numWarps = 4;
+  LayoutMap map = assignLayouts(k.fn, opts);
+  EXPECT_EQ(map.layout(loaded[0]).getInDimSize(kWarp), 4);
+  EXPECT_EQ(map.layout(loaded[1]).getInDimSize(kWarp), 1);
+  EXPECT_EQ(map.layout(loaded[1]), blockedLayout({256}, {4}, {32}, {1}, {0}));
+  EXPECT_TRUE(map.layout(loaded[1]).isInjective());
+}
+
 TEST(LayoutAssignment, IfResultsShareOneLayout) {
   KernelBuilder k;
   auto& b = k.b;
