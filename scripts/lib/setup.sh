@@ -29,13 +29,14 @@ ww_apt_deps() {
   fi
 }
 
-# Python packages for building (nanobind, scikit-build-core) and testing (numpy, pytest).
+# Python packages for building (nanobind, scikit-build-core) and testing (numpy, pytest, ml-dtypes).
 ww_pip_deps() {
   local need=()
   "$WW_PY" -c 'import nanobind' 2>/dev/null || need+=(nanobind)
   "$WW_PY" -c 'import scikit_build_core' 2>/dev/null || need+=(scikit-build-core)
   "$WW_PY" -c 'import numpy' 2>/dev/null || need+=(numpy)
   "$WW_PY" -c 'import pytest' 2>/dev/null || need+=(pytest)
+  "$WW_PY" -c 'import ml_dtypes' 2>/dev/null || need+=(ml-dtypes) # bf16/fp8 NumPy arrays
   if [ ${#need[@]} -gt 0 ]; then
     ww_log "installing Python packages: ${need[*]}"
     "$WW_PY" -m pip install -q --disable-pip-version-check "${need[@]}"
