@@ -473,10 +473,6 @@ std::string formatIndex(const std::vector<int64_t>& shape, int64_t flat) {
   return os.str();
 }
 
-double Scalar::asDouble(DType) const {
-  return isFloat ? f : double(i);
-}
-
 Scalar readScalar(const Tensor& t, int64_t index) {
   return dispatch(computeType(t), [&](auto e) {
     using E = decltype(e);

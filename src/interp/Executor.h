@@ -38,7 +38,7 @@ struct KernelState {
   GlobalMemory memory;
   std::unordered_map<const ir::Value*, uint32_t> slots;
   std::vector<std::pair<uint32_t, RtValue>> boundArgs;
-  std::ostream* out = nullptr;
+  std::ostream* out = nullptr; // where print writes; stdout when null
   int64_t clock = 0;
 };
 

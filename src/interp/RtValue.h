@@ -51,7 +51,6 @@ struct Scalar {
   bool isFloat = false;
   int64_t i = 0;
   double f = 0;
-  double asDouble(ir::DType t) const;
   int64_t asInt() const { return isFloat ? static_cast<int64_t>(f) : i; }
 };
 Scalar readScalar(const Tensor& t, int64_t index);

@@ -35,7 +35,6 @@ struct MBarrier {
 
 struct MBarrierArray {
   std::vector<MBarrier> barriers;
-  SourceLoc allocLoc;
 };
 
 /// A named barrier (bar.sync / bar.arrive id, num_threads).

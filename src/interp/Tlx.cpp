@@ -111,19 +111,16 @@ bool Executor::completeAsyncCopies(KernelState& k, CtaState& cta) {
     cta.copies.pop_front();
     Tensor box(c.desc->elem, false, c.desc->blockShape);
     descriptorTransfer(k, *c.op, c.where, *c.desc, c.offsets, &box, nullptr);
-    // The destination view may be shaped differently (e.g. a 3-D box into a 2-D tile): copy
-    // in row-major order.
-    Tensor tile(c.dst.elem, false, c.dst.shape);
-    if (tile.bytes.size() != box.bytes.size())
+    // The box lands in row-major order whatever the view's shape (a 3-D box may fill a 2-D tile).
+    const size_t w = size_t(c.dst.elemBytes());
+    if (size_t(c.dst.tileElements()) * w != box.bytes.size())
       raiseInterpError(k.sources, c.op->loc(),
                        "async_descriptor_load of a " + std::to_string(box.bytes.size()) +
-                           "-byte box into a " + std::to_string(tile.bytes.size()) +
+                           "-byte box into a " + std::to_string(size_t(c.dst.tileElements()) * w) +
                            "-byte buffer in " + c.where);
-    tile.bytes = std::move(box.bytes);
-    const size_t w = size_t(c.dst.elemBytes());
     for (int64_t i = 0; i < c.dst.tileElements(); ++i)
       std::memcpy(c.dst.alloc->bytes.data() + c.dst.byteOffsetOf(0, i),
-                  tile.bytes.data() + size_t(i) * w, w);
+                  box.bytes.data() + size_t(i) * w, w);
     MBarrier& bar = c.bar.array->barriers.at(size_t(c.bar.first));
     bar.txBytes -= c.bytes;
     bar.maybeComplete();
@@ -273,7 +270,6 @@ void Executor::execTlx(const ir::Op& op) {
   // ---- mbarriers ----
   case OpCode::AllocBarriers: {
     auto arr = std::make_shared<MBarrierArray>();
-    arr->allocLoc = op.loc();
     MBarrier b;
     b.arriveCount = b.pendingArrivals = op.intAttr("arrive_count", 1);
     b.warpBarrier = op.intAttr("warp") != 0;
