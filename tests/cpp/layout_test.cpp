@@ -1287,6 +1287,45 @@ TEST(LayoutAssignmentOnKernels, EveryTensorGetsALayoutOnEveryTarget) {
   }
 }
 
+TEST(LayoutAssignmentOnKernels, OnHopperOnlyEpiloguesMoveDataThroughSharedMemory) {
+  // matmul, attention and the warp-specialized attention keep every tile in the layout its
+  // producer gave it inside the loops; index vectors shared between row and column uses are
+  // recomputed; only results headed for global memory are re-laid-out through shared memory.
+  for (const char* name : {"matmul_kernel", "attention_fwd_kernel", "attention_ws_kernel"}) {
+    SCOPED_TRACE(name);
+    const RealKernel* k = nullptr;
+    for (const RealKernel& c : kRealKernels)
+      if (std::string(c.kernel) == name) k = &c;
+    ASSERT_NE(k, nullptr);
+    SourceManager sm;
+    std::vector<ast::Module> modules;
+    modules.reserve(1);
+    std::string error;
+    std::unique_ptr<ir::Function> fn = specializeKernel(*k, sm, modules, error);
+    ASSERT_TRUE(fn) << error;
+    CompileOptions opts;
+    opts.target = Target::SM90a;
+    opts.numWarps = fn->numWarps;
+    LayoutMap map = assignLayouts(*fn, opts);
+    int shared = 0;
+    for (const Conversion& c : map.conversions()) {
+      if (c.kind == ConversionKind::SharedMemory) {
+        ++shared;
+        EXPECT_EQ(c.user->code(), OpCode::Store)
+            << "a " << c.value->type().str() << " moves at " << c.user->name() << "\n"
+            << map.str(*fn);
+      }
+      if (c.kind == ConversionKind::Rematerialize) {
+        ASSERT_FALSE(c.remat.empty());
+        EXPECT_EQ(c.remat.back().first, c.value);
+        EXPECT_EQ(c.remat.back().second, c.dst);
+      }
+    }
+    EXPECT_GE(shared, 1);
+    EXPECT_LE(shared, 2);
+  }
+}
+
 TEST(LayoutAssignmentOnKernels, KeyChoicesOnRealKernels) {
   auto assign = [](const RealKernel& k, Target target, SourceManager& sm,
                    std::vector<ast::Module>& modules, std::unique_ptr<ir::Function>& fn) {
