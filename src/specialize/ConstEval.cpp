@@ -87,9 +87,12 @@ Val Specializer::constBinary(BinOpKind op, const Val& a, const Val& c, SourceLoc
   }
   case BinOpKind::Pow: {
     if (y < 0) return Val::real(std::pow(double(x), double(y)));
-    int64_t p = 1;
-    for (int64_t i = 0; i < y; ++i)
-      if (__builtin_mul_overflow(p, x, &p)) overflow();
+    // By squaring: a huge exponent (of 0, 1 or -1) must not loop for ever.
+    int64_t p = 1, base = x;
+    for (int64_t e = y; e > 0; e >>= 1) {
+      if ((e & 1) && __builtin_mul_overflow(p, base, &p)) overflow();
+      if (e > 1 && __builtin_mul_overflow(base, base, &base)) overflow();
+    }
     return Val::integer(p);
   }
   case BinOpKind::LShift:

@@ -487,7 +487,6 @@ Val Specializer::evalSubscript(const Subscript* e) {
   size_t slices = 0;
   for (const Expr* idx : indices) {
     if (auto* c = dyn_cast<Constant>(idx); c && c->type == Constant::Type::None) {
-      if (x->type().isScalar()) x = b.splat(x, {});
       x = expandDims(x, static_cast<int64_t>(pos), idx->loc);
       ++pos;
       continue;
@@ -525,6 +524,8 @@ Val Specializer::evalBinOp(BinOpKind op, const Val& a, const Val& c, SourceLoc l
       const Val& t = a.kind == Val::Kind::Tuple ? a : c;
       const Val& n = a.kind == Val::Kind::Tuple ? c : a;
       if (n.kind == Val::Kind::Int) {
+        if (n.i > 0 && t.elts.size() * static_cast<uint64_t>(n.i) > 65536)
+          raiseError(loc, "tuple repetition would make more than 65536 elements");
         std::vector<Val> out;
         for (int64_t i = 0; i < n.i; ++i) out.insert(out.end(), t.elts.begin(), t.elts.end());
         return Val::tuple(std::move(out));

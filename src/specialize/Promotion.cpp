@@ -208,6 +208,7 @@ ir::Value* Specializer::expandDims(ir::Value* x, int64_t axis, SourceLoc loc) {
     raiseError(loc, "expand_dims axis " + std::to_string(axis) + " is out of range for rank " +
                         std::to_string(rank));
   s.insert(s.begin() + axis, 1);
+  if (rank == 0) return b.splat(x, s); // a scalar becomes a 1-element tensor
   return b.create1(OpCode::ExpandDims, {x}, x->type().withShape(s), {{"axis", axis}});
 }
 

@@ -619,8 +619,11 @@ void Specializer::visitFor(const For* s) {
     int64_t h = constInt(hi, hiLoc, "tl.static_range's end", hiExpr);
     int64_t st = constInt(step, stepLoc, "tl.static_range's step", a.expr("step"));
     if (st == 0) raiseError(stepLoc, "tl.static_range's step must not be zero");
-    if ((h - l) / st > 4096)
-      raiseError(call->loc, "tl.static_range would unroll more than 4096 iterations");
+    int64_t trips = (h - l) / st + ((h - l) % st != 0);
+    if (trips > 0 && (trips > 4096 || unrolledIterations + trips > 65536))
+      raiseError(call->loc, "tl.static_range would unroll " + std::to_string(trips) +
+                                " more iterations (at most 4096 per loop and 65536 in a kernel)");
+    if (trips > 0) unrolledIterations += trips;
     frame->loopDepth++;
     for (int64_t i = l; st > 0 ? i < h : i > h; i += st) {
       frame->env[target->id] = Val::integer(i);

@@ -176,6 +176,7 @@ public:
   std::vector<FunctionRef> callStack;
   TaskContext taskContext = TaskContext::None;
   std::optional<int64_t> replicaId;
+  int64_t unrolledIterations = 0; // bounds static unrolling so no input can blow up the IR
   std::set<const ir::Value*> kernelArgValues; // for "declare it tl.constexpr" notes
   std::map<std::string, Val> signatureConstexprs;
   struct ModuleInfo {

@@ -115,10 +115,17 @@ bool isPow2(int64_t x) {
 }
 
 void checkPow2(const std::vector<int64_t>& shape, SourceLoc loc, const std::string& what) {
-  for (int64_t d : shape)
+  int64_t numel = 1;
+  for (int64_t d : shape) {
     if (!isPow2(d))
       raiseError(loc, what + " must have power-of-2 dimensions, got " + shapeStr(shape) + " (" +
                           std::to_string(d) + " is not a power of 2)");
+    numel = std::min<int64_t>(numel * d, int64_t(1) << 40);
+  }
+  if (numel > (int64_t(1) << 20))
+    raiseError(loc, what + " " + shapeStr(shape) +
+                        " has more than 1048576 elements, the most a "
+                        "block tensor may hold");
 }
 
 int64_t normAxis(int64_t axis, size_t rank, SourceLoc loc, const std::string& what) {
@@ -355,7 +362,8 @@ Val Specializer::callPython(const std::string& name, CallSite& call) {
       return Val::real(x.kind == Val::Kind::Float ? x.f
                                                   : double(x.kind == Val::Kind::Bool ? x.b : x.i));
     if (x.kind == Val::Kind::Float) {
-      if (!std::isfinite(x.f)) raiseError(a.loc("x"), "cannot convert " + describe(x) + " to int");
+      if (!std::isfinite(x.f) || std::fabs(x.f) >= 9.2e18)
+        raiseError(a.loc("x"), "cannot convert " + describe(x) + " to a 64-bit int");
       return Val::integer(static_cast<int64_t>(x.f));
     }
     return Val::integer(x.kind == Val::Kind::Bool ? x.b : x.i);
@@ -502,7 +510,6 @@ Val Specializer::callTl(const std::string& name, CallSite& call) {
     int64_t newRank = static_cast<int64_t>(x->type().shape.size() + axes.size());
     for (int64_t& ax2 : axes) ax2 = ax2 < 0 ? ax2 + newRank : ax2;
     std::sort(axes.begin(), axes.end());
-    if (x->type().isScalar()) x = b.splat(x, {});
     for (int64_t ax2 : axes) x = expandDims(x, ax2, a.loc("axis"));
     return Val::runtime(x);
   }
@@ -1135,7 +1142,6 @@ Val Specializer::reduceOp(const std::string& kind, const Val& input, const Bound
   auto finish = [&](ir::Value* r) -> ir::Value* {
     if (!keepDims) return r;
     if (!a.has("axis")) return reshape(r, std::vector<int64_t>(origShape.size(), 1), loc);
-    if (r->type().isScalar()) r = b.splat(r, {});
     return expandDims(r, axis, loc);
   };
   auto reduce = [&](const std::string& k, DType resultElem) {
@@ -1212,7 +1218,6 @@ Val Specializer::customReduce(const std::vector<ir::Value*>& inputs0, int64_t ax
       if (allAxes)
         v = reshape(v, std::vector<int64_t>(origShape.size(), 1), loc);
       else {
-        if (v->type().isScalar()) v = b.splat(v, {});
         v = expandDims(v, axis, loc);
       }
     }

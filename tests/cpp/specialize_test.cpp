@@ -1065,3 +1065,35 @@ def k(x_ptr, n):
   EXPECT_EQ(count(ir, "addptr %0_x_ptr, %4_base"), 2);
   EXPECT_HAS(ir, "    }\n  }\n  %21 = constant {value = 2.0} : fp32\n  store %0_x_ptr, %21");
 }
+
+TEST(SpecializeRobustness, HostileInputsFailFastWithAnError) {
+  // Each of these would loop for ever, exhaust memory or build a huge IR if unchecked.
+  EXPECT_EQ(firstLine(kernelBody("    X: tl.constexpr = 3 ** (2 ** 62)\n").error),
+            "test.py:6:25: error: compile-time integer overflow in '**' (3, 4611686018427387904)");
+  EXPECT_EQ(kernelBody("    X: tl.constexpr = 1 ** (2 ** 62) + 0 ** (2 ** 62)\n"
+                       "    tl.static_assert(X == 1)\n")
+                .error,
+            "");
+  EXPECT_EQ(firstLine(kernelBody("    for i in tl.static_range(4000):\n"
+                                 "        for j in tl.static_range(4000):\n            pass\n")
+                          .error),
+            "test.py:7:18: error: tl.static_range would unroll 4000 more iterations (at most 4096 "
+            "per loop and 65536 in a kernel)");
+  EXPECT_EQ(firstLine(kernelBody("    t: tl.constexpr = (1, 2) * (2 ** 40)\n").error),
+            "test.py:6:30: error: tuple repetition would make more than 65536 elements");
+  EXPECT_EQ(firstLine(kernelBody("    z = tl.zeros((2048, 1024), dtype=tl.float32)\n").error),
+            "test.py:6:18: error: tl.zeros's shape 2048x1024 has more than 1048576 elements, the "
+            "most a block tensor may hold");
+  EXPECT_EQ(firstLine(kernelBody("    y = int(1e30)\n").error),
+            "test.py:6:13: error: cannot convert 1e+30 to a 64-bit int");
+}
+
+TEST(SpecializeTl, ScalarsGainDimensionsBySplatting) {
+  Result r = kernelBody("    v = n[None]\n    w = tl.expand_dims(n, 0)\n"
+                        "    s = tl.sum(tl.arange(0, 16), axis=0, keep_dims=True)\n");
+  ASSERT_EQ(r.error, "");
+  EXPECT_HAS(r.ir, "_v = splat %1_n : tensor<1xi32>");
+  EXPECT_HAS(r.ir, "_w = splat %1_n : tensor<1xi32>");
+  EXPECT_HAS(r.ir, "_s = splat %");
+  EXPECT_LACKS(r.ir, "expand_dims");
+}
