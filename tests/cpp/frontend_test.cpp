@@ -46,7 +46,10 @@ std::string dumpKernelBody(const std::string& body) {
   if (d.size() >= 2) d.resize(d.size() - 2);
   std::string out;
   std::istringstream in(d);
-  for (std::string line; std::getline(in, line);) out += (out.empty() ? "" : "\n") + line.substr(4);
+  for (std::string line; std::getline(in, line);) {
+    if (!out.empty()) out += '\n';
+    out += line.substr(4);
+  }
   return out;
 }
 

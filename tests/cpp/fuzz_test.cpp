@@ -131,7 +131,9 @@ private:
       if (pick(3) == 0) {
         s.erase(b, e - b);
       } else if (pick(2) == 0) {
-        s.insert(b, s.substr(b, e - b) + " ");
+        std::string piece = s.substr(b, e - b);
+        piece += ' ';
+        s.insert(b, piece);
       } else {
         auto [b2, e2] = spans_[pick(spans_.size())];
         if (e2 > s.size() || b2 == b) break;
@@ -159,13 +161,13 @@ private:
       (void)e;
       switch (pick(4)) {
       case 0:
-        s.insert(b, " ");
+        s.insert(b, 1, ' ');
         break;
       case 1:
-        s.insert(b, "\t");
+        s.insert(b, 1, '\t');
         break;
       case 2:
-        s.insert(b, "    ");
+        s.insert(b, 4, ' ');
         break;
       default:
         if (b < s.size() && (s[b] == ' ' || s[b] == '\t')) s.erase(b, 1);
