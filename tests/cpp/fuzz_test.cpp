@@ -1,5 +1,6 @@
 // Bounded mutation fuzzing of the front end over the kernel library and the examples: every
 // mutant must parse or fail with a CompileError whose location lies inside the file.
+#include "frontend/AstDump.h"
 #include "frontend/Lexer.h"
 #include "frontend/Parser.h"
 
@@ -37,7 +38,8 @@ std::string fuzzOne(const std::string& text) {
   uint32_t file = sm.addFile("fuzz.py", text);
   try {
     ast::Module module = frontend::parseModule(sm, file);
-    (void)module;
+    // Dumping visits every node: a half-built tree (a null child) would surface here.
+    if (ast::dump(module).empty()) return "empty AST dump";
   } catch (CompileError& e) {
     std::string bad =
         checkLocation(sm, file, e.diagnostic().loc, "error '" + e.diagnostic().message + "'");
