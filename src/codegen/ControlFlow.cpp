@@ -104,7 +104,7 @@ void FunctionLowering::lowerIf(const ir::Op& op) {
   FlatRegs flat;
   for (unsigned k = 0; k < op.numResults(); ++k) {
     const ir::Type& t = op.result(k)->type();
-    int32_t n = t.isTensor() ? layouts_.layout(op.result(k)).getInDimSize(layout::kRegister) : 1;
+    int32_t n = t.isTensor() ? layoutOf(op.result(k)).getInDimSize(layout::kRegister) : 1;
     RegClass c = regClassOf(t.elem, t.pointer);
     for (int32_t r = 0; r < n; ++r) {
       results[k].push_back(b_.newReg(c));
@@ -169,7 +169,7 @@ void FunctionLowering::lowerWhile(const ir::Op& op) {
   FlatRegs passedFlat;
   for (unsigned k = 0; k < op.numResults(); ++k) {
     const ir::Type& t = op.result(k)->type();
-    int32_t n = t.isTensor() ? layouts_.layout(op.result(k)).getInDimSize(layout::kRegister) : 1;
+    int32_t n = t.isTensor() ? layoutOf(op.result(k)).getInDimSize(layout::kRegister) : 1;
     RegClass c = regClassOf(t.elem, t.pointer);
     for (int32_t r = 0; r < n; ++r) {
       passed[k].push_back(b_.newReg(c));

@@ -57,7 +57,7 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
     raiseError(op.loc(), "dot operand shapes " + at.str() + " and " + bt.str() + " do not chain");
   DType accType = rt.elem;
   std::string precision = op.strAttr("input_precision", "tf32");
-  const LinearLayout& D = layouts_.layout(op.result());
+  const LinearLayout& D = layoutOf(op.result());
   Regs accIn = operand(op, 2);
   ScalarContext cx = scalarContext(op);
 
@@ -98,9 +98,9 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
     requireFragmentLanes(accL, 1, 2, 0, "accumulator");
     requireFragmentLanes(aL, 1, sixteen ? 2 : 1, 0, "A operand");
     requireFragmentLanes(bL, 0, sixteen ? 2 : 1, 1, "B operand");
-    Regs a = convert(operand(op, 0), layouts_.operandLayout(op, 0), aL, at.elem, op);
-    Regs b = convert(operand(op, 1), layouts_.operandLayout(op, 1), bL, bt.elem, op);
-    Regs acc = convert(accIn, layouts_.operandLayout(op, 2), accL, accType, op);
+    Regs a = convert(operand(op, 0), operandLayoutOf(op, 0), aL, at.elem, op);
+    Regs b = convert(operand(op, 1), operandLayoutOf(op, 1), bL, bt.elem, op);
+    Regs acc = convert(accIn, operandLayoutOf(op, 2), accL, accType, op);
 
     // Registers of each instruction tile, in the fragment order of the PTX ISA tables, from the
     // register part of the coordinates (lane 0 of each warp holds element 0 of every tile).
@@ -211,11 +211,9 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
                                      {layout::dimName(1), static_cast<int32_t>(isA ? K : N)}};
     return LinearLayout(std::move(bases), std::move(outs));
   };
-  Regs aG =
-      gather(operand(op, 0), layouts_.operandLayout(op, 0), operandMap(true), {0, 0}, at.elem, op);
-  Regs bG =
-      gather(operand(op, 1), layouts_.operandLayout(op, 1), operandMap(false), {0, 0}, bt.elem, op);
-  Regs acc = convert(accIn, layouts_.operandLayout(op, 2), D, accType, op);
+  Regs aG = gather(operand(op, 0), operandLayoutOf(op, 0), operandMap(true), {0, 0}, at.elem, op);
+  Regs bG = gather(operand(op, 1), operandLayoutOf(op, 1), operandMap(false), {0, 0}, bt.elem, op);
+  Regs acc = convert(accIn, operandLayoutOf(op, 2), D, accType, op);
   ir::Op fma(OpCode::Fma, op.loc());
   for (int32_t r = 0; r < R; ++r) {
     std::string x = acc[r];
@@ -284,13 +282,13 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
     return out;
   };
   barrier(); // earlier readers of the scratch region are done
-  storeShared(toTf32(aIn), layouts_.operandLayout(op, 0), aOffset, aBase, at.elem);
-  storeShared(toTf32(bIn), layouts_.operandLayout(op, 1), bOffset, bBase, bt.elem);
+  storeShared(toTf32(aIn), operandLayoutOf(op, 0), aOffset, aBase, at.elem);
+  storeShared(toTf32(bIn), operandLayoutOf(op, 1), bOffset, bBase, bt.elem);
   // Generic-proxy writes become visible to the async proxy that wgmma reads through.
   b_.inst("fence.proxy.async.shared::cta", {});
   barrier();
 
-  Regs acc = convert(accIn, layouts_.operandLayout(op, 2), accL, rt.elem, op);
+  Regs acc = convert(accIn, operandLayoutOf(op, 2), accL, rt.elem, op);
   // The accumulator registers are read and written in place by wgmma: private copies.
   Regs live(acc.size());
   for (size_t r = 0; r < acc.size(); ++r) {
@@ -375,7 +373,7 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
   b_.inst("wgmma.wait_group.sync.aligned", {"0"});
   for (int32_t r = 0; r < static_cast<int32_t>(live.size()); ++r)
     if (r & dup) live[r] = live[r & ~dup];
-  bind(op.result(), convert(live, accL, layouts_.layout(op.result()), rt.elem, op));
+  bind(op.result(), convert(live, accL, layoutOf(op.result()), rt.elem, op));
 }
 
 } // namespace ww::codegen

@@ -139,14 +139,48 @@ const Regs& FunctionLowering::regsOf(const ir::Value* v) const {
   return it->second;
 }
 
+const layout::LinearLayout& FunctionLowering::layoutOf(const ir::Value* v) const {
+  if (auto it = rematLayouts_.find(v); it != rematLayouts_.end()) return it->second;
+  return layouts_.layout(v);
+}
+
+const layout::LinearLayout& FunctionLowering::operandLayoutOf(const ir::Op& op, unsigned i) const {
+  if (!rematLayouts_.empty()) return layoutOf(op.operand(i));
+  return layouts_.operandLayout(op, i);
+}
+
+Regs FunctionLowering::rematerialize(const layout::Conversion& c) {
+  // Lower the chain again with its new layouts, then restore the original registers.
+  std::unordered_map<const ir::Value*, Regs> saved;
+  for (const auto& [v, l] : c.remat) {
+    if (auto it = values_.find(v); it != values_.end()) saved[v] = it->second;
+    rematLayouts_[v] = l;
+  }
+  for (const auto& [v, l] : c.remat) {
+    if (!v->def()) throw std::logic_error("codegen: rematerialization of a block argument");
+    lowerOp(*v->def());
+  }
+  Regs out = regsOf(c.value);
+  for (const auto& [v, l] : c.remat) {
+    rematLayouts_.erase(v);
+    if (auto it = saved.find(v); it != saved.end()) values_[v] = it->second;
+  }
+  return out;
+}
+
 const Regs& FunctionLowering::operand(const ir::Op& op, unsigned i) {
   const ir::Value* v = op.operand(i);
-  if (!v->type().isTensor() || !layouts_.hasLayout(v) || !layouts_.needsConversion(op, i))
+  if (!rematLayouts_.empty() || !v->type().isTensor() || !layouts_.hasLayout(v) ||
+      !layouts_.needsConversion(op, i))
     return regsOf(v);
   auto& perOp = converted_[&op];
   if (auto it = perOp.find(i); it != perOp.end()) return it->second;
+  for (const layout::Conversion& c : layouts_.conversions())
+    if (c.user == &op && c.operandIndex == i && c.kind == layout::ConversionKind::Rematerialize &&
+        !c.remat.empty())
+      return perOp[i] = rematerialize(c);
   DType elem = v->type().pointer ? DType::I64 : v->type().elem;
-  Regs regs = convert(regsOf(v), layouts_.layout(v), layouts_.operandLayout(op, i), elem, op);
+  Regs regs = convert(regsOf(v), layoutOf(v), operandLayoutOf(op, i), elem, op);
   return perOp[i] = std::move(regs);
 }
 
@@ -201,6 +235,9 @@ void FunctionLowering::lowerOp(const ir::Op& op) {
   case OpCode::AtomicRMW:
   case OpCode::AtomicCas:
     return lowerAtomic(op);
+  case OpCode::DescLoad:
+  case OpCode::DescStore:
+    return lowerDescriptorCopy(op);
   case OpCode::Reduce:
     return lowerReduce(op);
   case OpCode::Dot:
@@ -512,12 +549,12 @@ void FunctionLowering::lowerConstant(const ir::Op& op) {
   std::string c =
       emitConstant(cx, isF ? std::get<double>(*a) : 0, isF ? 0 : op.intAttr("value"), isF, t.elem);
   if (!t.isTensor()) return bind(op.result(), {c});
-  int32_t n = layouts_.layout(op.result()).getInDimSize(layout::kRegister);
+  int32_t n = layoutOf(op.result()).getInDimSize(layout::kRegister);
   bind(op.result(), Regs(n, c));
 }
 
 void FunctionLowering::lowerArange(const ir::Op& op) {
-  const LinearLayout& l = layouts_.layout(op.result());
+  const LinearLayout& l = layoutOf(op.result());
   int64_t start = op.intAttr("start");
   Regs regs;
   for (int32_t r = 0; r < l.getInDimSize(layout::kRegister); ++r) {
@@ -540,7 +577,7 @@ void FunctionLowering::lowerElementwise(const ir::Op& op) {
     types.push_back(t.pointer ? DType::I64 : t.elem);
   }
   ScalarContext cx = scalarContext(op);
-  int32_t n = rt.isTensor() ? layouts_.layout(op.result()).getInDimSize(layout::kRegister) : 1;
+  int32_t n = rt.isTensor() ? layoutOf(op.result()).getInDimSize(layout::kRegister) : 1;
   Regs out(n);
   if (op.code() == OpCode::AddPtr) {
     // ptr + offset * sizeof(elem), with the offset widened to 64 bits by its signedness.
@@ -584,11 +621,11 @@ void FunctionLowering::lowerShapeOp(const ir::Op& op) {
   const ir::Value* res = op.result();
   if (op.code() == OpCode::Splat) {
     const Regs& s = operand(op, 0);
-    int32_t n = layouts_.layout(res).getInDimSize(layout::kRegister);
+    int32_t n = layoutOf(res).getInDimSize(layout::kRegister);
     return bind(res, Regs(n, s.at(0)));
   }
   const ir::Value* src = op.operand(0);
-  const LinearLayout& srcLayout = layouts_.operandLayout(op, 0);
+  const LinearLayout& srcLayout = operandLayoutOf(op, 0);
   const std::vector<int64_t>& srcShape = src->type().shape;
   DType elem = src->type().pointer ? DType::I64 : src->type().elem;
   std::vector<int32_t> zero(srcShape.size(), 0);
@@ -619,7 +656,7 @@ void FunctionLowering::lowerShapeOp(const ir::Op& op) {
   case OpCode::ExpandDims:
   case OpCode::Reshape:
   case OpCode::Permute: {
-    const LinearLayout& dst = layouts_.layout(res);
+    const LinearLayout& dst = layoutOf(res);
     const std::vector<int64_t>& dstShape = res->type().shape;
     std::vector<int64_t> order = op.intsAttr("order");
     int64_t axis = op.intAttr("axis");
@@ -650,17 +687,17 @@ void FunctionLowering::lowerShapeOp(const ir::Op& op) {
   }
   case OpCode::Join: {
     // result[..., j] = (j ? b : a)[...]
-    const LinearLayout& dst = layouts_.layout(res);
+    const LinearLayout& dst = layoutOf(res);
     int last = static_cast<int>(res->type().shape.size()) - 1;
     LinearLayout map = mapBases(dst, srcShape, [&](const std::vector<int32_t>& c) {
       return std::vector<int32_t>(c.begin(), c.begin() + last);
     });
     Regs lo = gather(operand(op, 0), srcLayout, map, zero, elem, op);
-    Regs hi = gather(operand(op, 1), layouts_.operandLayout(op, 1), map, zero, elem, op);
+    Regs hi = gather(operand(op, 1), operandLayoutOf(op, 1), map, zero, elem, op);
     return bind(res, selectByBit(dst, last, 1, lo, hi));
   }
   case OpCode::Cat: {
-    const LinearLayout& dst = layouts_.layout(res);
+    const LinearLayout& dst = layoutOf(res);
     int64_t half = srcShape.at(0);
     if (!isPowerOf2(half))
       raiseError(op.loc(), "cat needs power-of-two shapes, got " + src->type().str());
@@ -670,12 +707,12 @@ void FunctionLowering::lowerShapeOp(const ir::Op& op) {
       return s;
     });
     Regs lo = gather(operand(op, 0), srcLayout, map, zero, elem, op);
-    Regs hi = gather(operand(op, 1), layouts_.operandLayout(op, 1), map, zero, elem, op);
+    Regs hi = gather(operand(op, 1), operandLayoutOf(op, 1), map, zero, elem, op);
     return bind(res, selectByBit(dst, 0, static_cast<int32_t>(half), lo, hi));
   }
   case OpCode::Split: {
     for (unsigned k = 0; k < 2; ++k) {
-      const LinearLayout& dst = layouts_.layout(op.result(k));
+      const LinearLayout& dst = layoutOf(op.result(k));
       LinearLayout map = mapBases(dst, srcShape, [&](const std::vector<int32_t>& c) {
         std::vector<int32_t> s = c;
         s.push_back(0);
@@ -774,8 +811,13 @@ PtxKernel FunctionLowering::run() {
     decls.push_back(paramDecl(a, pname));
     k.params.push_back({a.name, a.type.str(), paramBytes(a), a.divisibility});
     if (a.type.kind == ir::TypeKind::Descriptor) {
-      // The descriptor is used by address (a generic pointer to the param space copy).
-      bind(a.value, {b_.pure("mov.u64", RegClass::B64, {pname})});
+      // Shared-memory tiles of descriptor copies are dense row-major: the host encodes the
+      // tensor map without swizzle (read from the type by the launchers).
+      std::string& type = k.params.back().type;
+      type.insert(type.size() - 1, ", swizzle=0");
+      // TMA reads the CUtensorMap through a generic address of the kernel parameter.
+      std::string addr = b_.pure("mov.b64", RegClass::B64, {pname});
+      bind(a.value, {b_.pure("cvta.param.u64", RegClass::B64, {addr})});
       continue;
     }
     RegClass c = elemClass(a.type);
@@ -797,7 +839,8 @@ PtxKernel FunctionLowering::run() {
   out += ".version " + std::string(ptxVersion(options_.target)) + "\n";
   out += ".target " + std::string(targetName(options_.target)) + "\n";
   out += ".address_size 64\n\n";
-  if (usesShared_) out += ".extern .shared .align 16 .b8 " + std::string(kSharedBase) + "[];\n\n";
+  // 1024-byte alignment lets TMA tiles and swizzled operands sit at aligned offsets.
+  if (usesShared_) out += ".extern .shared .align 1024 .b8 " + std::string(kSharedBase) + "[];\n\n";
   out += ".visible .entry " + k.entry + "(";
   for (size_t i = 0; i < decls.size(); ++i) out += (i ? ",\n\t" : "\n\t") + decls[i];
   out += decls.empty() ? ")\n" : "\n)\n";

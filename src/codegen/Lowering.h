@@ -33,6 +33,12 @@ private:
   /// Operand `i` of `op` in the layout `op` needs it in (converted when the map says so).
   const Regs& operand(const ir::Op& op, unsigned i);
   void bind(const ir::Value* v, Regs regs);
+  /// The layout `v` is produced in (the rematerialization's layout while one is lowered).
+  const layout::LinearLayout& layoutOf(const ir::Value* v) const;
+  /// The layout operand `i` of `op` is needed in.
+  const layout::LinearLayout& operandLayoutOf(const ir::Op& op, unsigned i) const;
+  /// Recomputes a value in another layout from its arange/splat/constant chain.
+  Regs rematerialize(const layout::Conversion& c);
   const Regs& regsOf(const ir::Value* v) const;
   ScalarContext scalarContext(const ir::Op& op) { return {b_, options_.target, op.loc()}; }
 
@@ -91,6 +97,7 @@ private:
   void lowerLoad(const ir::Op& op);
   void lowerStore(const ir::Op& op);
   void lowerAtomic(const ir::Op& op);
+  void lowerDescriptorCopy(const ir::Op& op);
   void lowerReduce(const ir::Op& op);
   void lowerFor(const ir::Op& op);
   void lowerIf(const ir::Op& op);
@@ -115,6 +122,8 @@ private:
   // Converted operands, keyed by (user op, operand index).
   std::unordered_map<const ir::Op*, std::unordered_map<unsigned, Regs>> converted_;
   std::unordered_map<const ir::Value*, int> uses_; // operand uses of every value
+  // While a rematerialization is lowered: the layouts of the values it recomputes.
+  std::unordered_map<const ir::Value*, layout::LinearLayout> rematLayouts_;
   int64_t sharedBytes_ = 0;
   bool usesShared_ = false;
 };

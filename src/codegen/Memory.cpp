@@ -142,7 +142,7 @@ void FunctionLowering::lowerLoad(const ir::Op& op) {
     opcode += ".L2::cache_hint";
   }
 
-  const LinearLayout* l = rt.isTensor() ? &layouts_.layout(op.result()) : nullptr;
+  const LinearLayout* l = rt.isTensor() ? &layoutOf(op.result()) : nullptr;
   int32_t n = l ? l->getInDimSize(layout::kRegister) : 1;
   int32_t dup = l ? l->freeVariableMask(layout::kRegister) : 0;
   int32_t v = l ? std::min(layouts_.vectorElems(op), layoutVectorLimit(*l)) : 1;
@@ -224,7 +224,7 @@ void FunctionLowering::lowerStore(const ir::Op& op) {
     opcode += ".L2::cache_hint";
   }
   const ir::Value* ptr = op.operand(0);
-  const LinearLayout* l = ptr->type().isTensor() ? &layouts_.operandLayout(op, 0) : nullptr;
+  const LinearLayout* l = ptr->type().isTensor() ? &operandLayoutOf(op, 0) : nullptr;
   int32_t n = l ? l->getInDimSize(layout::kRegister) : 1;
   int32_t dup = l ? l->freeVariableMask(layout::kRegister) : 0;
   int32_t v = l ? std::min(layouts_.vectorElems(op), layoutVectorLimit(*l)) : 1;
@@ -320,7 +320,7 @@ void FunctionLowering::lowerAtomic(const ir::Op& op) {
   }
   std::string ptxOp = kind == "xchg" ? "exch" : kind;
 
-  const LinearLayout* l = ptr->type().isTensor() ? &layouts_.operandLayout(op, 0) : nullptr;
+  const LinearLayout* l = ptr->type().isTensor() ? &operandLayoutOf(op, 0) : nullptr;
   int32_t n = l ? l->getInDimSize(layout::kRegister) : 1;
   int32_t dup = l ? l->freeVariableMask(layout::kRegister) : 0;
   std::string owner = l ? ownerPredicate(*l) : b_.pure("setp.eq.u32", RegClass::Pred, {tid(), "0"});
@@ -417,6 +417,91 @@ void FunctionLowering::lowerAtomic(const ir::Op& op) {
   for (auto& o : out)
     if (o.empty()) o = "0";
   bind(op.result(), std::move(out));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensor descriptors (TMA): a block moves between global and shared memory with
+// cp.async.bulk.tensor; completion of loads through an mbarrier's transaction count. The tile
+// is dense row-major in shared memory (descriptors are declared with swizzle=0).
+// ---------------------------------------------------------------------------------------------
+
+void FunctionLowering::lowerDescriptorCopy(const ir::Op& op) {
+  bool isLoad = op.code() == OpCode::DescLoad;
+  if (options_.target == Target::SM80)
+    raiseError(op.loc(), std::string(isLoad ? "descriptor load" : "descriptor store") +
+                             " needs the Tensor Memory Accelerator of sm_90a or sm_100a; on "
+                             "sm_80 use tl.load/tl.store with pointers");
+  const ir::Type& dt = op.operand(0)->type();
+  if (dt.kind != ir::TypeKind::Descriptor)
+    throw std::logic_error("codegen: descriptor op without a descriptor operand");
+  int rank = static_cast<int>(dt.shape.size());
+  unsigned firstOffset = isLoad ? 1 : 2;
+  if (rank < 1 || rank > 5 || op.numOperands() != firstOffset + rank)
+    raiseError(op.loc(), "a descriptor of block rank " + std::to_string(rank) + " takes " +
+                             std::to_string(rank) + " offsets, got " +
+                             std::to_string(op.numOperands() - firstOffset));
+  ir::Type elemType = ir::Type::scalar(dt.elem);
+  int bytes = elemType.elemBytes();
+  int64_t elems = 1;
+  for (int64_t s : dt.shape) elems *= s;
+  int64_t tileBytes = elems * bytes;
+  if (dt.shape.back() * bytes % 16 != 0)
+    raiseError(op.loc(), "descriptor block " + dt.str() +
+                             ": the innermost block dim must span a multiple of 16 bytes");
+  // Scratch: the tile (128-byte aligned), then the mbarrier.
+  int64_t base = (scratch(tileBytes + 128 + 16) + 127) / 128 * 128;
+  int64_t barrierOffset = base + (tileBytes + 15) / 16 * 16;
+  scratch(barrierOffset + 16 - layouts_.scratchOffset());
+  std::vector<int64_t> shape = dt.shape;
+  OffsetFn rowMajorOffset = [&shape](const std::vector<int32_t>& c) {
+    int64_t idx = 0;
+    for (size_t d = 0; d < shape.size(); ++d) idx = idx * shape[d] + c[d];
+    return idx;
+  };
+  std::string tmap = operand(op, 0).at(0);
+  std::string coords = "{";
+  for (int d = rank - 1; d >= 0; --d) {
+    std::string c = b_.materialize(operand(op, firstOffset + d).at(0), RegClass::B32);
+    coords += c + (d ? ", " : "}");
+  }
+  std::string leader = b_.pure("setp.eq.u32", RegClass::Pred, {tid(), "0"});
+  std::string smemBase = sharedAddress("0");
+  std::string tile = "[" + smemBase + "+" + std::to_string(base) + "]";
+  std::string mbar = "[" + smemBase + "+" + std::to_string(barrierOffset) + "]";
+  std::string dims = std::to_string(rank) + "d";
+  barrier(); // earlier users of the scratch region are done
+  if (isLoad) {
+    b_.inst("mbarrier.init.shared::cta.b64", {mbar, "1"}, leader);
+    b_.inst("fence.mbarrier_init.release.cluster", {});
+    barrier();
+    b_.inst("mbarrier.arrive.expect_tx.shared::cta.b64", {"_", mbar, immInt(tileBytes)}, leader);
+    b_.inst("cp.async.bulk.tensor." + dims +
+                ".shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+            {tile, "[" + tmap + ", " + coords + "]", mbar}, leader);
+    // Every thread waits for phase 0 of the barrier to complete.
+    std::string retry = b_.newLabel("tma_wait");
+    std::string done = b_.newReg(RegClass::Pred);
+    b_.label(retry);
+    b_.inst("mbarrier.try_wait.parity.shared::cta.b64", {done, mbar, "0"});
+    b_.inst("bra", {retry}, done, /*negateGuard=*/true);
+    Regs regs = loadShared(layoutOf(op.result()), rowMajorOffset, base, 0, dt.elem);
+    barrier();
+    b_.inst("mbarrier.inval.shared::cta.b64", {mbar}, leader);
+    return bind(op.result(), std::move(regs));
+  }
+  const ir::Type& vt = op.operand(1)->type();
+  if (vt.shape != dt.shape || vt.elem != dt.elem)
+    raiseError(op.loc(), "descriptor store of " + vt.str() + " through " + dt.str() +
+                             ": the value must have the descriptor's block shape and type");
+  storeShared(operand(op, 1), operandLayoutOf(op, 1), rowMajorOffset, base, dt.elem);
+  // Generic-proxy writes become visible to the bulk copy (async proxy).
+  b_.inst("fence.proxy.async.shared::cta", {});
+  barrier();
+  b_.inst("cp.async.bulk.tensor." + dims + ".global.shared::cta.tile.bulk_group",
+          {"[" + tmap + ", " + coords + "]", tile}, leader);
+  b_.inst("cp.async.bulk.commit_group", {}, leader);
+  // The tile may be overwritten once the copy has read it.
+  b_.inst("cp.async.bulk.wait_group.read", {"0"}, leader);
 }
 
 } // namespace ww::codegen

@@ -82,7 +82,7 @@ void FunctionLowering::lowerReduce(const ir::Op& op) {
   if (!isArg && kind != "sum" && kind != "max" && kind != "min" && kind != "custom")
     raiseError(op.loc(),
                "reduce kind '" + kind + "' is not one of sum, max, min, argmax, argmin, custom");
-  const LinearLayout& S = layouts_.operandLayout(op, 0);
+  const LinearLayout& S = operandLayoutOf(op, 0);
   std::string axisName = layout::dimName(static_cast<int>(axis));
   int32_t numRegs = S.getInDimSize(layout::kRegister);
   int32_t dup = S.freeVariableMask(layout::kRegister);
@@ -91,7 +91,7 @@ void FunctionLowering::lowerReduce(const ir::Op& op) {
   std::vector<Regs> inputs;
   std::vector<DType> types;
   for (unsigned i = 0; i < op.numOperands(); ++i) {
-    if (layouts_.operandLayout(op, i) != S)
+    if (operandLayoutOf(op, i) != S)
       throw std::logic_error("codegen: reduce operands in different layouts");
     inputs.push_back(operand(op, i));
     types.push_back(op.operand(i)->type().elem);
@@ -317,7 +317,7 @@ void FunctionLowering::lowerReduce(const ir::Op& op) {
   for (size_t k = 0; k < outputs.size(); ++k) {
     Regs regs(numRegs);
     for (int32_t r = 0; r < numRegs; ++r) regs[r] = acc[regGroup[r]][outputs[k]];
-    const LinearLayout& R = layouts_.layout(op.result(k));
+    const LinearLayout& R = layoutOf(op.result(k));
     bind(op.result(k), gather(regs, held, R, std::vector<int32_t>(reducedShape.size(), 0),
                               types[outputs[k]], op));
   }

@@ -453,7 +453,7 @@ TEST(Codegen, ShapeOpsAndLayoutConversions) {
     EXPECT_NE(kk.ptx.find("ld.shared"), std::string::npos);
     EXPECT_NE(kk.ptx.find("bar.sync 0"), std::string::npos);
     EXPECT_GE(kk.sharedBytes, 32 * 64 * 4);
-    EXPECT_NE(kk.ptx.find(".extern .shared .align 16 .b8 global_smem[]"), std::string::npos);
+    EXPECT_NE(kk.ptx.find(".extern .shared .align 1024 .b8 global_smem[]"), std::string::npos);
   }
 }
 
@@ -674,6 +674,46 @@ TEST(Codegen, DotUsesTensorCores) {
   codegen::PtxKernel fk = emitAndAssemble(*ieee, Target::SM80);
   EXPECT_EQ(fk.ptx.find("mma.sync"), std::string::npos);
   EXPECT_NE(fk.ptx.find("fma.rn.f32"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensor descriptors (TMA)
+// ---------------------------------------------------------------------------------------------
+
+/// out[block] = in[block] + 1 for 64x32 fp32 blocks addressed by program ids through TMA.
+std::unique_ptr<ir::Function> descriptorKernel() {
+  KernelBuilder k("tma_copy");
+  Type desc = Type::descriptor(DType::F32, {64, 32}, 2);
+  Value* in = k.arg("in_desc", desc);
+  Value* out = k.arg("out_desc", desc);
+  Value* row = k.b.binary(OpCode::Mul, k.b.programId(0), k.b.i32(64));
+  Value* col = k.b.binary(OpCode::Mul, k.b.programId(1), k.b.i32(32));
+  Value* tile = k.b.create1(OpCode::DescLoad, {in, row, col}, Type::tensor(DType::F32, {64, 32}));
+  Value* plus = k.b.binary(OpCode::Add, tile, k.b.constFloat(1.0, tile->type()));
+  k.b.create(OpCode::DescStore, {out, plus, row, col}, {});
+  k.b.ret();
+  return std::move(k.fn);
+}
+
+TEST(Codegen, DescriptorLoadsAndStoresUseTma) {
+  auto fn = descriptorKernel();
+  for (Target target : {Target::SM90a, Target::SM100a}) {
+    SCOPED_TRACE(targetName(target));
+    codegen::PtxKernel k = emitAndAssemble(*fn, target);
+    EXPECT_NE(k.ptx.find(".param .align 64 .b8 tma_copy_param_0[128]"), std::string::npos) << k.ptx;
+    EXPECT_NE(k.ptx.find("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+                         "complete_tx::bytes"),
+              std::string::npos);
+    EXPECT_NE(k.ptx.find("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"),
+              std::string::npos);
+    EXPECT_NE(k.ptx.find("mbarrier.arrive.expect_tx.shared::cta.b64 _, "), std::string::npos);
+    EXPECT_NE(k.ptx.find("mbarrier.try_wait.parity.shared::cta.b64"), std::string::npos);
+    ASSERT_EQ(k.params.size(), 2u);
+    EXPECT_EQ(k.params[0].sizeBytes, 128);
+    EXPECT_EQ(k.params[0].type, "desc<fp32, 64x32, rank=2, swizzle=0>");
+    EXPECT_GE(k.sharedBytes, 64 * 32 * 4);
+  }
+  EXPECT_THROW(codegen::emitPtx(*fn, optionsFor(Target::SM80), nullptr), CompileError);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1060,6 +1100,22 @@ TEST(CodegenGpu, DotMatchesTheReference) {
       }
     EXPECT_LT(std::sqrt(err / norm), 1e-5);
   }
+}
+
+TEST(CodegenGpu, DescriptorCopiesMoveBlocks) {
+  SKIP_WITHOUT_GPU();
+  GpuKernel kernel = loadOnGpu(*descriptorKernel());
+  const int64_t rows = 256, cols = 96; // 4 x 3 blocks
+  auto hin = randomFloats(rows * cols, 12);
+  DeviceArray<float> din(hin), dout(rows * cols);
+  TensorMap inMap =
+      encodeTensorMap("fp32", din.buf.address(), {rows, cols}, {cols, 1}, {64, 32}, 0);
+  TensorMap outMap =
+      encodeTensorMap("fp32", dout.buf.address(), {rows, cols}, {cols, 1}, {64, 32}, 0);
+  kernel.launch({4, 3}, nullptr, {LaunchArg::tensor(inMap), LaunchArg::tensor(outMap)});
+  synchronize();
+  auto out = dout.get();
+  for (int64_t i = 0; i < rows * cols; ++i) ASSERT_EQ(out[i], hin[i] + 1.0f) << i;
 }
 
 TEST(CodegenGpu, CastsRoundCorrectly) {
