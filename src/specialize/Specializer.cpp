@@ -502,6 +502,10 @@ void Specializer::visitIf(const If* s, const StmtList& rest, bool absorbRest) {
       }
       if (sameVal(t, e)) return t;
       bool tOk = t.isRuntime() || t.isNumber(), eOk = e.isRuntime() || e.isNumber();
+      if (name == "$ret" && (!tOk || !eOk))
+        raiseError(s->loc, "'" + frame->def->name + "' returns " + describe(t) + " when this " +
+                               "run-time condition holds but " + describe(e) + " otherwise; " +
+                               "return values of one type on every path");
       if (!tOk || !eOk)
         raiseError(where, "'" + name + "' is " + describe(t) + " after the then-branch but " +
                               describe(e) +
@@ -516,6 +520,10 @@ void Specializer::visitIf(const If* s, const StmtList& rest, bool absorbRest) {
       ir::Value* tv2 = t.isRuntime() ? t.v : toRuntime(t, where, dt);
       b.setInsertionBlock(elseBlock);
       ir::Value* ev2 = e.isRuntime() ? e.v : toRuntime(e, where, dt);
+      if (tv2->type() != ev2->type() && name == "$ret")
+        raiseError(s->loc, "'" + frame->def->name + "' returns " + tv2->type().str() +
+                               " when this run-time condition holds but " + ev2->type().str() +
+                               " otherwise; return values of one type on every path");
       if (tv2->type() != ev2->type())
         raiseError(where, "'" + name + "' has type " + tv2->type().str() +
                               " after the then-branch but " + ev2->type().str() +

@@ -1097,3 +1097,48 @@ TEST(SpecializeTl, ScalarsGainDimensionsBySplatting) {
   EXPECT_HAS(r.ir, "_s = splat %");
   EXPECT_LACKS(r.ir, "expand_dims");
 }
+
+TEST(SpecializeHelpers, ReturnsOfDifferentKindsOnRunTimePathsAreAnError) {
+  Result r = spec(R"(
+@ww.jit
+def f(c, a):
+    if c > 0:
+        return a
+
+@ww.jit
+def k(x_ptr, n):
+    tl.store(x_ptr, f(n, 1.0))
+)",
+                  "x_ptr:*fp32,n:i32");
+  EXPECT_EQ(firstLine(r.error),
+            "test.py:7:5: error: 'f' returns 1.0 when this run-time condition "
+            "holds but None otherwise; return values of one type on every path");
+  EXPECT_HAS(r.error, "test.py:12:21: note: in 'f' called from here");
+}
+
+TEST(SpecializeConstexpr, TritonImportSpellingsResolve) {
+  Result r = specializeSource(R"(
+import triton
+import triton.language as tl
+from triton.language.extra import tlx
+import triton.language.extra.libdevice as libdevice
+
+@triton.jit
+def k(x_ptr, n):
+    tl.static_assert(triton.cdiv(10, 4) == 3 and tlx.size_of(tl.int64) == 8)
+    x = tl.load(x_ptr + tl.arange(0, 16))
+    tl.store(x_ptr + tl.arange(0, 16), libdevice.pow(x, 2.0) + tl.math.exp2(x))
+)",
+                              "k", "x_ptr:*fp32,n:i32");
+  ASSERT_EQ(r.error, "");
+  EXPECT_HAS(r.ir, " = pow ");
+  EXPECT_HAS(r.ir, " = exp2 ");
+}
+
+TEST(SpecializeTl, StaticPrintWritesAtCompileTime) {
+  testing::internal::CaptureStderr();
+  Result r = kernelBody("    tl.static_print('BLOCK is', BLOCK, tl.float16)\n");
+  std::string out = testing::internal::GetCapturedStderr();
+  ASSERT_EQ(r.error, "");
+  EXPECT_EQ(out, "BLOCK is 128 tl.float16\n");
+}
