@@ -1103,6 +1103,31 @@ TEST(LayoutAssignment, AsyncTasksUseTheirOwnWarps) {
   EXPECT_TRUE(map.layout(loaded[1]).isInjective());
 }
 
+TEST(LayoutAssignment, LocalLoadsFromSwizzledBuffersAreConflictFree) {
+  // tlx.local_alloc((128, 64), fp16) gets the 128-byte NVMMA swizzle; local_load reads it in
+  // 16-byte vectors along rows, which that swizzle serves without bank conflicts.
+  KernelBuilder k;
+  auto& b = k.b;
+  ir::Value* buf = b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F16, {128, 64}, 2));
+  ir::Value* view =
+      b.create1(OpCode::LocalView, {buf, b.i32(0)}, Type::buffer(DType::F16, {128, 64}, 1));
+  ir::Value* tile = b.create1(OpCode::LocalLoad, {view}, Type::tensor(DType::F16, {128, 64}));
+  b.ret();
+  LayoutMap map = assignLayouts(k.fn, CompileOptions{});
+  const LL& regs = map.layout(tile);
+  EXPECT_EQ(regs.numConsecutiveInOut(), 8);
+  const SharedAllocation* alloc = map.sharedAllocation(view);
+  ASSERT_NE(alloc, nullptr);
+  EXPECT_EQ(alloc->swizzleBytes, 128);
+  // 32 lanes x 16 bytes = 4 wavefronts at best; the same tile unswizzled needs more.
+  EXPECT_EQ(sharedAccessWavefronts(regs, alloc->layout, 2, 8), 4);
+  // Column reads (lane i reads row i): 32 rows 128 bytes apart all hit one bank unswizzled;
+  // the swizzle spreads each group of 8 rows over 8 chunks, leaving 4 rows per bank.
+  LL columnReads = blockedLayout({128, 64}, {1, 64}, {32, 1}, {4, 1}, {1, 0});
+  EXPECT_EQ(sharedAccessWavefronts(columnReads, nvmmaSharedLayout({128, 64}, 2, 0), 2, 1), 32);
+  EXPECT_EQ(sharedAccessWavefronts(columnReads, alloc->layout, 2, 1), 4);
+}
+
 TEST(LayoutAssignment, IfResultsShareOneLayout) {
   KernelBuilder k;
   auto& b = k.b;
