@@ -66,6 +66,8 @@ public:
 
   std::vector<Token> run() {
     indents_.push_back({0, 0});
+    // A UTF-8 byte order mark, as some editors write, is not part of the first line's text.
+    if (src_.substr(0, 3) == "\xEF\xBB\xBF") pos_ = lineStart_ = 3;
     tokens_.reserve(src_.size() / 4 + 16); // about one token per four bytes of Python
     while (true) {
       if (atLineStart_ && brackets_.empty()) {

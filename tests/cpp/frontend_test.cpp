@@ -1121,6 +1121,11 @@ TEST(Module, CrlfLineEndings) {
             "      (return s))))");
 }
 
+TEST(Module, ByteOrderMarkIsIgnored) {
+  EXPECT_EQ(dumpModule("\xEF\xBB\xBFimport warpweave as ww\nX = 1\n"),
+            "(module\n  (import (warpweave as ww))\n  (= X 1))");
+}
+
 TEST(Module, HostDecoratedFunctionsAreSkippedWhole) {
   // The decorator cannot be held by the AST, so the function it decorates is skipped with it,
   // not kept as if it were undecorated; the next function is unaffected.
