@@ -1,8 +1,12 @@
 #include "codegen/PtxBuilder.h"
 
 #include <bit>
+#include <cctype>
 #include <cstdio>
+#include <set>
+#include <sstream>
 #include <stdexcept>
+#include <unordered_map>
 
 namespace ww::codegen {
 
@@ -156,6 +160,118 @@ void PtxBuilder::flushLoc() {
   lastLoc_ = l;
   body_ += "\t.loc " + std::to_string(it->second) + " " + std::to_string(l.line) + " " +
            std::to_string(l.col) + "\n";
+}
+
+namespace {
+
+/// Opcodes whose only effect is writing their first operand (a register or a brace list).
+bool isRemovable(std::string_view opcode) {
+  static const char* const prefixes[] = {
+      "mov.", "add.", "sub.",  "mul.",      "mad.",          "and.",     "or.",   "xor.",   "not.",
+      "shl.", "shr.", "cvt.",  "cvta.",     "setp.",         "selp.",    "neg.",  "abs.",   "min.",
+      "max.", "div.", "rem.",  "fma.",      "ex2.",          "lg2.",     "sqrt.", "rsqrt.", "rcp.",
+      "sin.", "cos.", "tanh.", "copysign.", "createpolicy.", "ld.param."};
+  for (const char* p : prefixes)
+    if (opcode.substr(0, std::string_view(p).size()) == p) return true;
+  return false;
+}
+
+struct ParsedLine {
+  bool instruction = false;
+  bool removable = false;
+  std::vector<std::string> defs; // registers the instruction writes (removable ones)
+  std::vector<std::string> uses; // every other register it mentions (guard included)
+};
+
+void collectRegisters(std::string_view text, std::vector<std::string>& out) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') continue;
+    size_t j = i + 1;
+    while (j < text.size() && std::isalpha(static_cast<unsigned char>(text[j]))) ++j;
+    size_t k = j;
+    while (k < text.size() && std::isdigit(static_cast<unsigned char>(text[k]))) ++k;
+    if (k > j) out.emplace_back(text.substr(i, k - i)); // %tid.x and friends have no digits
+    i = k - 1;
+  }
+}
+
+ParsedLine parseLine(const std::string& line) {
+  ParsedLine p;
+  std::string_view s(line);
+  while (!s.empty() && (s[0] == '\t' || s[0] == ' ')) s.remove_prefix(1);
+  if (s.empty() || s[0] == '.' || s.back() != ';') return p; // directives, labels
+  p.instruction = true;
+  std::string_view guard;
+  if (s[0] == '@') {
+    size_t sp = s.find(' ');
+    guard = s.substr(0, sp);
+    s.remove_prefix(sp + 1);
+  }
+  size_t sp = s.find(' ');
+  std::string_view opcode = s.substr(0, sp);
+  std::string_view operands = sp == std::string_view::npos ? std::string_view() : s.substr(sp + 1);
+  collectRegisters(guard, p.uses);
+  p.removable = isRemovable(opcode) && guard.empty();
+  if (!p.removable) {
+    collectRegisters(operands, p.uses);
+    return p;
+  }
+  // The destination: a register, or a brace list of registers, up to the first top-level comma.
+  size_t end = operands[0] == '{' ? operands.find('}') + 1 : operands.find(',');
+  if (end == std::string_view::npos) end = operands.size();
+  collectRegisters(operands.substr(0, end), p.defs);
+  collectRegisters(operands.substr(end), p.uses);
+  return p;
+}
+
+} // namespace
+
+void PtxBuilder::eliminateDeadInstructions() {
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(body_);
+    std::string line;
+    while (std::getline(in, line)) lines.push_back(line);
+  }
+  std::vector<ParsedLine> parsed;
+  parsed.reserve(lines.size());
+  std::unordered_map<std::string, std::vector<size_t>> definers;
+  std::vector<std::string> work;
+  std::set<std::string> live;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    parsed.push_back(parseLine(lines[i]));
+    const ParsedLine& p = parsed.back();
+    if (!p.instruction) continue;
+    if (p.removable) {
+      for (const auto& d : p.defs) definers[d].push_back(i);
+    } else {
+      for (const auto& u : p.uses)
+        if (live.insert(u).second) work.push_back(u);
+    }
+  }
+  std::vector<bool> keep(lines.size(), false);
+  while (!work.empty()) {
+    std::string reg = std::move(work.back());
+    work.pop_back();
+    auto it = definers.find(reg);
+    if (it == definers.end()) continue;
+    for (size_t i : it->second) {
+      if (keep[i]) continue;
+      keep[i] = true;
+      for (const auto& u : parsed[i].uses)
+        if (live.insert(u).second) work.push_back(u);
+      for (const auto& d : parsed[i].defs) // all outputs of a multi-output mov stay defined
+        if (live.insert(d).second) work.push_back(d);
+    }
+  }
+  std::string out;
+  out.reserve(body_.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (parsed[i].instruction && parsed[i].removable && !keep[i]) continue;
+    out += lines[i];
+    out += '\n';
+  }
+  body_ = std::move(out);
 }
 
 std::string PtxBuilder::fileDirectives() const {

@@ -66,6 +66,12 @@ public:
   /// Maps SourceLoc::file ids to PTX file indices (set up by the lowering).
   void mapFile(uint32_t sourceFile, int ptxFile) { fileMap_[sourceFile] = ptxFile; }
 
+  /// Removes instructions without side effects whose results nothing with side effects reads,
+  /// directly or through other instructions. Unlike ptxas's clean-up this also drops dead cycles
+  /// through loop-carried registers (e.g. the per-element pointers of a vectorized access that
+  /// only the first element of each vector uses).
+  void eliminateDeadInstructions();
+
   /// `.file` directives for the module header.
   std::string fileDirectives() const;
   /// `.reg` declarations for every register used.
