@@ -262,8 +262,10 @@ private:
       size_t n = op.size();
       if (op[0] != static_cast<char>(c) || src_.compare(pos_, n, op) != 0) continue;
       SourceLoc loc = here();
-      if (n == 1 && (op[0] == '!' || op[0] == '`'))
-        raiseError(loc, "invalid character " + quoteChar(c) + " in source");
+      if (n == 1 && op[0] == '!')
+        raiseError(loc, "invalid character '!' in source; use 'not' for negation and '!=' for "
+                        "inequality");
+      if (n == 1 && op[0] == '`') raiseError(loc, "invalid character '`' in source");
       pos_ += n;
       trackBracket(op[0], n, loc);
       emit(TokenKind::Op, std::string(op), loc);

@@ -137,7 +137,11 @@ private:
   }
 
   const Token& expectOp(std::string_view op, const std::string& context) {
-    if (!atOp(op)) errorExpected("'" + std::string(op) + "' " + context);
+    if (!atOp(op)) {
+      if (op == ":" && atOp("=") && context.find("condition") != std::string::npos)
+        raiseError(cur().loc, "expected ':' " + context + ", found '='; use '==' to compare");
+      errorExpected("'" + std::string(op) + "' " + context);
+    }
     return advance();
   }
 
@@ -1077,6 +1081,9 @@ private:
     }
     if (t.kind == TokenKind::Keyword)
       raiseError(loc, "expected an expression, found keyword '" + t.text + "'");
+    if ((t.isOp("&") || t.isOp("|")) && pos_ > 0 && toks_[pos_ - 1].isOp(t.text))
+      raiseError(toks_[pos_ - 1].loc, "'" + t.text + t.text + "' is not Python; use '" +
+                                          (t.text == "&" ? "and" : "or") + "'");
     errorExpected("an expression");
   }
 

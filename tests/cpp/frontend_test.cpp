@@ -293,7 +293,9 @@ TEST(Lexer, Errors) {
   EXPECT_EQ(errorOf("x = 1)\n"), "1:6: unmatched ')'");
   EXPECT_EQ(errorOf("x = f(1,\n  2\ny = 3\n"), "1:6: '(' was never closed");
   EXPECT_EQ(errorOf("x = $\n"), "1:5: invalid character '$' in source");
-  EXPECT_EQ(errorOf("x = a ! b\n"), "1:7: invalid character '!' in source");
+  EXPECT_EQ(errorOf("x = a ! b\n"),
+            "1:7: invalid character '!' in source; use 'not' for negation and '!=' for "
+            "inequality");
   EXPECT_EQ(errorOf("if a:\n    b\n  c\n"),
             "3:3: unindent does not match any outer indentation level");
   EXPECT_EQ(errorOf("x = 1 \\ y\n"),
@@ -871,6 +873,10 @@ TEST(KernelErrors, SyntaxErrors) {
             "5:11: expected ':' after 'elif' condition");
   EXPECT_EQ(kernelError("    while x\n        pass\n"),
             "3:12: expected ':' after 'while' condition");
+  EXPECT_EQ(kernelError("    if x = 1:\n        pass\n"),
+            "3:10: expected ':' after 'if' condition, found '='; use '==' to compare");
+  EXPECT_EQ(kernelError("    y = a && b\n"), "3:11: '&&' is not Python; use 'and'");
+  EXPECT_EQ(kernelError("    y = a || b\n"), "3:11: '||' is not Python; use 'or'");
   EXPECT_EQ(kernelError("    for i range(3):\n        pass\n"),
             "3:11: expected 'in' after the 'for' loop target, found 'range'");
   EXPECT_EQ(kernelError("    for i in range(3)\n        pass\n"),
