@@ -220,8 +220,26 @@ def _read_source(fn) -> tuple[str, str]:
         with open(path, encoding="utf-8") as f:
             return path, f.read()
     lines, first = inspect.getsourcelines(fn)
-    text = textwrap.dedent("".join(lines))
-    return path, "\n" * max(first - 1, 0) + text
+    body = textwrap.dedent("".join(lines)).splitlines()
+    prefix = [""] * (first - 1)
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            prefix = _module_imports(f.read().splitlines()[:first - 1])
+    return path, "\n".join(prefix + body) + "\n"
+
+
+def _module_imports(lines):
+    """`lines` with everything blanked except top-level import statements (so that a nested
+    kernel's `tl`, `tlx`, `math` aliases resolve and its line numbers stay those of the file)."""
+    out = []
+    open_parens = 0
+    for line in lines:
+        if open_parens > 0 or line.startswith(("import ", "from ")):
+            out.append(line)
+            open_parens += line.count("(") - line.count(")")
+        else:
+            out.append("")
+    return out
 
 
 class _Environment:

@@ -210,6 +210,11 @@ def test_nested_kernel_keeps_line_numbers():
     first = inspect.getsourcelines(inner.fn)[1]
     assert lines[first - 1].startswith("@ww.jit")
     assert lines[first].startswith("def inner(x_ptr):")
+    # The module's imports stay (at their own lines) so that `tl` resolves; other code is blank.
+    file_lines = open(__file__).read().splitlines()
+    i = file_lines.index("import warpweave.language as tl")
+    assert lines[i] == "import warpweave.language as tl"
+    assert "def add_kernel" not in text
 
 
 # -- in-memory cache and interpreter dispatch ----------------------------------------------------
