@@ -475,10 +475,30 @@ private:
       c.kind = ConversionKind::Rematerialize;
     else
       c.remat.clear();
+    c.hoistBefore = invariantLoop(v, user);
     if (c.kind == ConversionKind::SharedMemory)
       needScratch(user, numElements(v->type().shape) * v->type().elemBytes());
     map_.conversionIndex_[{&user, i}] = map_.conversions_.size();
     map_.conversions_.push_back(std::move(c));
+  }
+
+  /// The outermost for/while around `user` (through ifs) that `v` is defined outside of.
+  static const ir::Op* invariantLoop(const ir::Value* v, const ir::Op& user) {
+    const ir::Block* defBlock = v->isBlockArg() ? v->ownerBlock() : v->def()->parentBlock();
+    auto encloses = [](const ir::Op* op, const ir::Block* b) {
+      for (; b && b->parentOp(); b = b->parentOp()->parentBlock())
+        if (b->parentOp() == op) return true;
+      return false;
+    };
+    const ir::Op* best = nullptr;
+    for (const ir::Block* b = user.parentBlock(); b && b->parentOp();
+         b = b->parentOp()->parentBlock()) {
+      const ir::Op* p = b->parentOp();
+      bool loop = p->code() == OpCode::For || p->code() == OpCode::While;
+      if ((!loop && p->code() != OpCode::If) || encloses(p, defBlock)) break;
+      if (loop) best = p;
+    }
+    return best;
   }
 
   /// Plans recomputing `v` in layout `l` from cheap sources (see Conversion::remat); false when

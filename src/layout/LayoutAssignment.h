@@ -71,6 +71,9 @@ struct Conversion {
   /// splat, elementwise, expand_dims, broadcast, value hints); its operands not in the list are
   /// scalars or other entries of the list.
   std::vector<std::pair<const ir::Value*, LinearLayout>> remat;
+  /// Set when `value` is invariant in loops around `user`: the outermost such for/while op.
+  /// Converting once right before it, instead of in every iteration, gives the same result.
+  const ir::Op* hoistBefore = nullptr;
 };
 
 /// The result of layout assignment for one function.

@@ -957,6 +957,47 @@ TEST(LayoutAssignment, DotAccumulatorStaysInPlaceAcrossALoop) {
   }
 }
 
+TEST(LayoutAssignment, LoopInvariantOperandConversionsAreHoisted) {
+  // q is loaded once before the loop and used by mma.sync in every iteration (sm_80): its
+  // conversion to the A fragment belongs before the loop; k, loaded in the loop, converts there.
+  KernelBuilder k;
+  auto& b = k.b;
+  ir::Value* qp = k.arg("q_ptr", Type::ptr(DType::F16), 16);
+  ir::Value* kp = k.arg("k_ptr", Type::ptr(DType::F16), 16);
+  auto tileIdx = [](ir::Builder& bb) {
+    return bb.create1(OpCode::Reshape, {bb.arange(0, 64 * 64)}, Type::tensor(DType::I32, {64, 64}));
+  };
+  ir::Value* q = b.load(b.addPtr(b.splat(qp, {64, 64}), tileIdx(b)));
+  ir::Value* zero = b.constFloat(0.0, Type::tensor(DType::F32, {64, 64}));
+  ir::Op* loop = b.create(OpCode::For, {b.i32(0), b.i32(8), b.i32(1), zero}, {zero->type()});
+  ir::Block* body = loop->addRegion();
+  body->addArg(Type::scalar(DType::I32), "i");
+  ir::Value* acc = body->addArg(zero->type(), "acc");
+  ir::Builder in(body);
+  ir::Op* ifOp = in.create(OpCode::If, {k.arg("flag", Type::scalar(DType::I1), 1)}, {zero->type()});
+  ir::Builder thenB(ifOp->addRegion());
+  ir::Value* kt = thenB.load(thenB.addPtr(thenB.splat(kp, {64, 64}), tileIdx(thenB)));
+  ir::Value* d = thenB.create1(OpCode::Dot, {q, kt, acc}, acc->type());
+  thenB.create(OpCode::Yield, {d}, {});
+  ir::Builder elseB(ifOp->addRegion());
+  elseB.create(OpCode::Yield, {acc}, {});
+  in.create(OpCode::Yield, {ifOp->result(0)}, {});
+  b.ret();
+  CompileOptions opts;
+  opts.target = Target::SM80;
+  LayoutMap map = assignLayouts(k.fn, opts);
+  ASSERT_TRUE(map.needsConversion(*d->def(), 0));
+  ASSERT_TRUE(map.needsConversion(*d->def(), 1));
+  for (const Conversion& c : map.conversions()) {
+    if (c.value == q) {
+      EXPECT_EQ(c.hoistBefore, loop);
+    }
+    if (c.value == kt) {
+      EXPECT_EQ(c.hoistBefore, nullptr);
+    }
+  }
+}
+
 TEST(LayoutAssignment, FullReductionToAScalarNeedsOnePartialPerWarp) {
   KernelBuilder k;
   auto& b = k.b;
