@@ -1684,3 +1684,36 @@ TEST(InterpTasks, SchedulingIsDeterministic) {
   }
   for (int j = 0; j < 8; ++j) EXPECT_TRUE(sameBits(first[j], second[j])) << j;
 }
+
+TEST(InterpPublicApi, CompileToTileIrThenInterpret) {
+  std::ifstream file(std::string(WW_SOURCE_DIR) + "/kernels/vector_add.py");
+  std::stringstream text;
+  text << file.rdbuf();
+  CompileRequest req;
+  req.files.push_back({"vector_add.py", text.str()});
+  req.kernel = "add_kernel";
+  req.signature = parseSignature("x_ptr:*fp32:16, y_ptr:*fp32:16, out_ptr:*fp32:16, n:i32, "
+                                 "BLOCK=256");
+  req.stage = Stage::TileIR;
+  CompiledKernel kernel = compile(req);
+  const int64_t n = 1000;
+  std::vector<float> x = randomFloats(n, 71), y = randomFloats(n, 72), out(n, -1);
+  int grid[3] = {4, 1, 1};
+  interpret(kernel, grid, {buf(x), buf(y), buf(out), InterpArg::integer(n)});
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], x[i] + y[i]) << i;
+  // An output buffer shorter than n: the first store past its end is reported through the
+  // public API as an InterpreterError with the kernel's location.
+  int big[3] = {5, 1, 1};
+  std::vector<float> shortOut(n - 24, -1);
+  try {
+    interpret(kernel, big, {buf(x), buf(y), buf(shortOut), InterpArg::integer(n)});
+    FAIL() << "expected an InterpreterError";
+  } catch (const InterpreterError& e) {
+    EXPECT_NE(std::string(e.what()).find("vector_add.py:"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("out-of-bounds store of 4 bytes at offset 3904 past the "
+                                         "end of argument 'out_ptr' (3904 bytes) in program "
+                                         "(3, 0, 0), element [208]"),
+              std::string::npos)
+        << e.what();
+  }
+}
