@@ -2,7 +2,8 @@
 // vector add kernel of examples/vector_add.py on a stream, and check the result on the host.
 //
 //   wwc examples/vector_add.py --kernel add_kernel --target sm_90a --emit cubin -o add.cubin \
-//       --meta add.json --signature "x_ptr:*fp32:16,y_ptr:*fp32:16,out_ptr:*fp32:16,n:i32,BLOCK=1024"
+//       --meta add.json --signature
+//       "x_ptr:*fp32:16,y_ptr:*fp32:16,out_ptr:*fp32:16,n:i32,BLOCK=1024"
 //   g++ -std=c++20 -Iinclude examples/aot_launch.cpp build/libwarpweave.a -ldl -lpthread \
 //       -o aot_launch
 //   ./aot_launch add.cubin add.json 1000003

@@ -190,14 +190,15 @@ NB_MODULE(_native, m) {
                      const auto& c = k.compiled->cubin;
                      return nb::bytes(reinterpret_cast<const char*>(c.data()), c.size());
                    })
-      .def_prop_ro("params",
-                   [](const PyKernel& k) {
-                     std::vector<std::tuple<std::string, std::string, int, int>> out;
-                     for (const auto& p : k.compiled->params)
-                       out.emplace_back(p.name, p.type, p.sizeBytes, p.divisibility);
-                     return out;
-                   },
-                   "(name, type, size in bytes, divisibility) of each runtime parameter")
+      .def_prop_ro(
+          "params",
+          [](const PyKernel& k) {
+            std::vector<std::tuple<std::string, std::string, int, int>> out;
+            for (const auto& p : k.compiled->params)
+              out.emplace_back(p.name, p.type, p.sizeBytes, p.divisibility);
+            return out;
+          },
+          "(name, type, size in bytes, divisibility) of each runtime parameter")
       .def_prop_ro("folded_args", [](const PyKernel& k) { return k.compiled->foldedArgs; })
       .def_prop_ro("num_warps", [](const PyKernel& k) { return k.compiled->numWarps; })
       .def_prop_ro("num_ctas", [](const PyKernel& k) { return k.compiled->numCtas; })
@@ -208,8 +209,9 @@ NB_MODULE(_native, m) {
       .def_prop_ro("has_tile_ir",
                    [](const PyKernel& k) { return static_cast<bool>(k.compiled->module); })
       .def("metadata_json", [](const PyKernel& k) { return ww::kernelMetadataJson(*k.compiled); })
-      .def("prepare", [](PyKernel& k) { k.gpuKernel().prepare(); },
-           "Loads the kernel into the current CUDA context.")
+      .def(
+          "prepare", [](PyKernel& k) { k.gpuKernel().prepare(); },
+          "Loads the kernel into the current CUDA context.")
       .def("launch", &launch, "gx"_a, "gy"_a, "gz"_a, "stream"_a, "args"_a,
            "Launches on the GPU; args follow `params` (ints for pointers, 128-byte descriptors).")
       .def("interpret", &interpretKernel, "grid"_a, "args"_a,
@@ -239,7 +241,8 @@ NB_MODULE(_native, m) {
   });
   m.def("encode_tensor_map", &encodeTensorMap, "dtype"_a, "address"_a, "shape"_a, "strides"_a,
         "block_shape"_a, "swizzle"_a);
-  m.def("synchronize", [](uintptr_t stream) { ww::synchronize(reinterpret_cast<void*>(stream)); },
-        "stream"_a = 0);
+  m.def(
+      "synchronize", [](uintptr_t stream) { ww::synchronize(reinterpret_cast<void*>(stream)); },
+      "stream"_a = 0);
   m.def("compiler_version", [] { return std::string(ww::compilerVersion()); });
 }

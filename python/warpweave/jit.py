@@ -550,6 +550,7 @@ class JITFunction(KernelInterface):
         self.specialize = [n not in dns for n in self.arg_names]
         self._nargs = len(self.arg_names)
         self._fast = None
+        self._tuple_launchers: dict = {}  # grid tuple -> launcher, so kernel[(n,)] costs no closure
         self._fast_cache: dict = {}  # fast-path key -> CompiledKernel (GPU launches only)
         self._option_cache: dict = {}
         self._env = None
@@ -557,6 +558,10 @@ class JITFunction(KernelInterface):
         self.compile_count = 0  # compiles done (not served by a cache), for tests and tools
 
     def __getitem__(self, grid):
+        if type(grid) is tuple:
+            launcher = self._tuple_launchers.get(grid)
+            if launcher is not None:
+                return launcher
         fast = self._fast
         if fast is None:
             fast = self._fast = _make_fast_launcher(self)
@@ -570,6 +575,10 @@ class JITFunction(KernelInterface):
                 return compiled
             return r
 
+        if type(grid) is tuple:
+            if len(self._tuple_launchers) >= 64:  # bounded: grids usually take a few shapes
+                self._tuple_launchers.clear()
+            self._tuple_launchers[grid] = launcher
         return launcher
 
     @staticmethod

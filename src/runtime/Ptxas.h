@@ -14,8 +14,8 @@ struct PtxasResult {
   std::vector<uint8_t> cubin;
   std::string log; // ptxas stderr/stdout (warnings, errors, -v report)
   int registers = 0;
-  int spillBytes = 0;   // spill stores + loads, bytes
-  int sharedBytes = 0;  // static shared memory
+  int spillBytes = 0;  // spill stores + loads, bytes
+  int sharedBytes = 0; // static shared memory
 };
 
 /// The ptxas to use: $WARPWEAVE_PTXAS, $CUDA_HOME/bin/ptxas, /usr/local/cuda/bin/ptxas, PATH.

@@ -82,6 +82,7 @@ def env(monkeypatch):
     add_kernel.cache.clear()
     add_kernel._fast_cache.clear()
     add_kernel._fast = None
+    add_kernel._tuple_launchers.clear()
     slow_calls = []
     real_run = jitmod.JITFunction.run
 
