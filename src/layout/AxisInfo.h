@@ -34,8 +34,8 @@ struct AxisInfo {
 /// The largest power of two dividing v (v == 0: a large power, 2^30).
 int64_t highestPowerOf2Divisor(int64_t v);
 
-/// Runs the analysis over a whole function (all regions, loop-carried values to a fixed point).
-/// Values not analysed (floats, non-value types) read as unknown.
+/// Runs the analysis over a whole function: all regions; for-loop-carried values to a fixed
+/// point; values carried around while loops, floats and non-value types read as unknown.
 class AxisInfoAnalysis {
 public:
   explicit AxisInfoAnalysis(const ir::Function& fn);

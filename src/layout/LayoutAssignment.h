@@ -1,6 +1,7 @@
 // Layout assignment: gives every tensor value of a kernel a distributed LinearLayout, records the
 // layout conversions codegen must materialize, picks MMA layouts for dots, and allocates shared
-// memory (TLX buffers, barriers, and the scratch used by conversions and reductions).
+// memory (TLX buffers, barriers, and the scratch used by conversions and reductions). Memory ops
+// and dots anchor layouts; cheap values (splats, aranges, broadcasts) take their consumer's.
 #pragma once
 
 #include "ir/IR.h"

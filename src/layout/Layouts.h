@@ -133,10 +133,12 @@ LinearLayout swizzledSharedLayout(const std::vector<int64_t>& shape, int32_t vec
 LinearLayout conversionSharedLayout(const LinearLayout& src, const LinearLayout& dst,
                                     int elemBytes);
 
-/// Shared-memory wavefronts (bank-conflict passes) one warp needs to access `distributed`'s
-/// elements through `shared` with vectors of `vecElems` elements of `elemBytes`, for one
-/// register-vector index: 1 per 128 bytes touched is conflict-free. Returns the maximum over the
-/// warp's accesses (registers groups and warps).
+/// Shared-memory wavefronts one warp needs to access `distributed`'s elements through `shared`
+/// with vectors of `vecElems` elements of `elemBytes` (register bits 0.. form a vector): lanes
+/// are served in phases of 128 bytes, each costing as many wavefronts as the most distinct
+/// 4-byte words it asks of one bank. Conflict-free is 32 * vecElems * elemBytes / 128 (at least
+/// 1). Every access of every warp costs the same (the maps are linear, so they differ by an XOR
+/// that permutes banks), so one is analysed.
 int sharedAccessWavefronts(const LinearLayout& distributed, const LinearLayout& shared,
                            int elemBytes, int32_t vecElems);
 
