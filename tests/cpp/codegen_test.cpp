@@ -11,9 +11,12 @@
 #include <bit>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <regex>
+#include <sstream>
 
 namespace ww {
 namespace {
@@ -1116,6 +1119,115 @@ TEST(CodegenGpu, DescriptorCopiesMoveBlocks) {
   synchronize();
   auto out = dout.get();
   for (int64_t i = 0; i < rows * cols; ++i) ASSERT_EQ(out[i], hin[i] + 1.0f) << i;
+}
+
+/// Compiles a kernel of kernels/ through the whole pipeline (front end to cubin) for sm_90a.
+CompiledKernel compileLibraryKernel(const std::string& file, const std::string& kernel,
+                                    const std::string& signature, int numWarps) {
+  std::ifstream in(std::string(WW_SOURCE_DIR) + "/kernels/" + file);
+  std::stringstream text;
+  text << in.rdbuf();
+  CompileRequest req;
+  req.files = {{"kernels/" + file, text.str()}};
+  req.kernel = kernel;
+  req.signature = parseSignature(signature);
+  req.options.target = Target::SM90a;
+  req.options.numWarps = numWarps;
+  return compile(req);
+}
+
+/// Launch arguments in the kernel's param order, by name.
+std::vector<LaunchArg> argsByName(const CompiledKernel& k,
+                                  const std::map<std::string, LaunchArg>& values) {
+  std::vector<LaunchArg> args;
+  for (const KernelParam& p : k.params) args.push_back(values.at(p.name));
+  return args;
+}
+
+TEST(CodegenGpu, LibraryMatmulThroughTheWholePipeline) {
+  SKIP_WITHOUT_GPU();
+  CompiledKernel k = compileLibraryKernel(
+      "matmul.py", "matmul_kernel",
+      "a_ptr:*fp16:16,b_ptr:*fp16:16,c_ptr:*fp16:16,M:i32:16,N:i32:16,K:i32:16,"
+      "stride_am:i32:16,stride_ak:i32:1,stride_bk:i32:16,stride_bn:i32:1,stride_cm:i32:16,"
+      "stride_cn:i32:1,BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,ACTIVATION=\"\"",
+      8);
+  EXPECT_EQ(k.spillBytes, 0) << k.ptxasLog;
+  GpuKernel kernel(k);
+  const int M = 256, N = 384, K = 320;
+  auto fa = randomFloats(M * K, 13), fb = randomFloats(K * N, 14);
+  std::vector<uint16_t> ha(fa.size()), hb(fb.size());
+  std::vector<float> ra(fa.size()), rb(fb.size());
+  for (size_t i = 0; i < fa.size(); ++i) {
+    _Float16 h = static_cast<_Float16>(fa[i]);
+    ha[i] = std::bit_cast<uint16_t>(h);
+    ra[i] = static_cast<float>(h);
+  }
+  for (size_t i = 0; i < fb.size(); ++i) {
+    _Float16 h = static_cast<_Float16>(fb[i]);
+    hb[i] = std::bit_cast<uint16_t>(h);
+    rb[i] = static_cast<float>(h);
+  }
+  DeviceArray<uint16_t> da(ha), db(hb), dc(M * N);
+  auto i = [](int64_t v) { return LaunchArg::integer(v); };
+  kernel.launch({(M / 128) * (N / 128)}, nullptr,
+                argsByName(k, {{"a_ptr", da.arg()},
+                               {"b_ptr", db.arg()},
+                               {"c_ptr", dc.arg()},
+                               {"M", i(M)},
+                               {"N", i(N)},
+                               {"K", i(K)},
+                               {"stride_am", i(K)},
+                               {"stride_ak", i(1)},
+                               {"stride_bk", i(N)},
+                               {"stride_bn", i(1)},
+                               {"stride_cm", i(N)},
+                               {"stride_cn", i(1)}}));
+  synchronize();
+  auto hc = dc.get();
+  double err = 0, norm = 0;
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      double ref = 0;
+      for (int kk = 0; kk < K; ++kk) ref += double(ra[m * K + kk]) * rb[kk * N + n];
+      double got = static_cast<float>(std::bit_cast<_Float16>(hc[m * N + n]));
+      ASSERT_FALSE(std::isnan(got)) << m << "," << n;
+      err += (got - ref) * (got - ref);
+      norm += ref * ref;
+    }
+  EXPECT_LT(std::sqrt(err / norm), 2e-3);
+}
+
+TEST(CodegenGpu, LibrarySoftmaxThroughTheWholePipeline) {
+  SKIP_WITHOUT_GPU();
+  CompiledKernel k = compileLibraryKernel(
+      "softmax.py", "softmax_kernel",
+      "out_ptr:*fp32:16,in_ptr:*fp32:16,in_row_stride:i32:16,out_row_stride:i32:16,n_rows:i32,"
+      "n_cols:i32,BLOCK=1024",
+      4);
+  GpuKernel kernel(k);
+  const int rows = 37, cols = 1000;
+  auto hx = randomFloats(rows * 1024, 15, -5.0f, 5.0f);
+  DeviceArray<float> dx(hx), dy(rows * 1024);
+  auto i = [](int64_t v) { return LaunchArg::integer(v); };
+  kernel.launch({16}, nullptr,
+                argsByName(k, {{"out_ptr", dy.arg()},
+                               {"in_ptr", dx.arg()},
+                               {"in_row_stride", i(1024)},
+                               {"out_row_stride", i(1024)},
+                               {"n_rows", i(rows)},
+                               {"n_cols", i(cols)}}));
+  synchronize();
+  auto y = dy.get();
+  for (int r = 0; r < rows; ++r) {
+    double mx = -1e30, sum = 0;
+    for (int c = 0; c < cols; ++c) mx = std::max(mx, double(hx[r * 1024 + c]));
+    for (int c = 0; c < cols; ++c) sum += std::exp(double(hx[r * 1024 + c]) - mx);
+    for (int c = 0; c < cols; ++c) {
+      double ref = std::exp(double(hx[r * 1024 + c]) - mx) / sum;
+      ASSERT_NEAR(y[r * 1024 + c], ref, 1e-6 + 1e-5 * ref) << r << "," << c;
+    }
+  }
 }
 
 TEST(CodegenGpu, CastsRoundCorrectly) {
