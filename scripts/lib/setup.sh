@@ -47,13 +47,6 @@ ww_pip_deps() {
 # between runs so rebuilds are incremental), and installs the package into python3.
 ww_build_install() {
   ww_log "building and installing warpweave (build dir: build/py)"
-  # The extension must share the process's libstdc++ (NumPy and PyTorch load the system one). A
-  # toolchain that links libstdc++ statically into shared objects (the GPU image's CXX=/opt/gcc)
-  # gives the extension a second, half-interposed C++ runtime whose iostreams crash: build with the
-  # system compiler when there is one.
-  if [ -x /usr/bin/g++ ] && [ "${WW_KEEP_CXX:-0}" = 0 ]; then
-    export CXX=/usr/bin/g++ CC=/usr/bin/gcc
-  fi
   (cd "$WW_ROOT" && "$WW_PY" -m pip install -q --disable-pip-version-check --no-build-isolation \
     --no-deps -Cbuild-dir=build/py -Ccmake.define.WW_BUILD_TESTS=ON "$@" .) || return 1
   # pyenv only exposes newly installed scripts (wwc) on PATH after a rehash.
