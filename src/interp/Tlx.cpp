@@ -240,7 +240,7 @@ void Executor::execTlx(const ir::Op& op) {
         fail(op.loc(), "local_slice [" + std::to_string(offsets[d]) + ", " +
                            std::to_string(offsets[d] + sizes[d]) + ") of dimension " +
                            std::to_string(d) + " leaves the buffer (size " +
-                           std::to_string(v.shape[d]) + ")");
+                           std::to_string(v.shape[d]) + ") in " + where());
       v.byteOffset += offsets[d] * v.strides[d] * v.elemBytes();
       v.shape[d] = sizes[d];
     }
@@ -262,7 +262,7 @@ void Executor::execTlx(const ir::Op& op) {
     if (r.byteOffset + r.count * r.tileStrideBytes > int64_t(v.alloc->bytes.size()))
       fail(op.loc(), "local_reinterpret as " + rt.str() + " needs " +
                          std::to_string(r.count * r.tileStrideBytes) +
-                         " bytes, more than the buffer holds");
+                         " bytes, more than the buffer holds (" + where() + ")");
     set(op.result(), r);
     return;
   }

@@ -1717,3 +1717,40 @@ TEST(InterpPublicApi, CompileToTileIrThenInterpret) {
         << e.what();
   }
 }
+
+TEST(InterpTasks, NamedBarrierThreadCountMismatchIsReported) {
+  TestKernel k("named_mismatch", "    tlx.named_barrier_wait(3, 128)\n");
+  Value* id = k.b.i32(3);
+  Value* n256 = k.b.i32(256);
+  Value* n128 = k.b.i32(128);
+  Op* tasks = k.b.create(OpCode::AsyncTasks, {}, {});
+  Builder tb(tasks->addRegion());
+  Op* t0 = tb.create(OpCode::AsyncTask, {}, {}, {{"default", int64_t(1)}});
+  Op* t1 = tb.create(OpCode::AsyncTask, {}, {}, {{"num_warps", int64_t(4)}});
+  Builder(t0->addRegion()).create(OpCode::NamedBarrierArrive, {id, n256}, {});
+  Builder wb(t1->addRegion());
+  wb.setLoc(SourceLoc{k.file, 1, 5});
+  wb.create(OpCode::NamedBarrierWait, {id, n128}, {});
+  k.b.ret();
+  std::string err = k.runExpectingError({1}, {});
+  EXPECT_NE(err.find("named_mismatch.py:1:5: error: named_barrier_wait on named barrier 3 with "
+                     "128 threads while its current phase expects 256 (program (0, 0, 0) async "
+                     "task 1)"),
+            std::string::npos)
+      << err;
+}
+
+TEST(InterpTlx, LocalSliceOutsideTheBufferIsReported) {
+  TestKernel k("slice", "    s = tlx.local_slice(buf, [0, 6], [4, 4])\n");
+  Value* bufs = k.b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F32, {4, 8}, 1));
+  Value* v = view(k.b, bufs, k.b.i32(0));
+  k.at(1, 9);
+  k.b.create1(OpCode::LocalSlice, {v}, Type::buffer(DType::F32, {4, 4}, 1),
+              {{"offsets", std::vector<int64_t>{0, 6}}, {"sizes", std::vector<int64_t>{4, 4}}});
+  k.b.ret();
+  std::string err = k.runExpectingError({1}, {});
+  EXPECT_NE(err.find("slice.py:1:9: error: local_slice [6, 10) of dimension 1 leaves the buffer "
+                     "(size 8) in program (0, 0, 0)"),
+            std::string::npos)
+      << err;
+}
