@@ -122,6 +122,54 @@ TEST(PtxBuilder, FloatImmediatesAreBitExact) {
   EXPECT_EQ(codegen::immF64(1.0), "0d3FF0000000000000");
 }
 
+TEST(PtxBuilder, DeadInstructionsAndDeadLoopCyclesAreRemoved) {
+  using codegen::RegClass;
+  codegen::PtxBuilder b;
+  std::string t = b.pure("mov.u32", RegClass::B32, {"%tid.x"});
+  std::string used = b.pure("add.s32", RegClass::B32, {t, "1"});
+  b.pure("mul.lo.s32", RegClass::B32, {t, "7"}); // never read
+  // A loop-carried register that only feeds itself (a dead cycle), and a live one.
+  std::string dead = b.newReg(RegClass::B32), live = b.newReg(RegClass::B32);
+  b.inst("mov.b32", {dead, "0"});
+  b.inst("mov.b32", {live, "0"});
+  b.label("$L_loop");
+  std::string deadNext = b.pure("add.s32", RegClass::B32, {dead, "16"});
+  b.inst("mov.b32", {dead, deadNext});
+  std::string liveNext = b.pure("add.s32", RegClass::B32, {live, used});
+  b.inst("mov.b32", {live, liveNext});
+  std::string p = b.pure("setp.lt.s32", RegClass::Pred, {live, "100"});
+  b.inst("bra", {"$L_loop"}, p);
+  b.inst("st.global.b32", {"[%rd0]", live});
+  b.eliminateDeadInstructions();
+  const std::string& body = b.body();
+  EXPECT_EQ(body.find("mul.lo.s32"), std::string::npos) << body;
+  EXPECT_EQ(body.find(", 16;"), std::string::npos) << body; // the dead cycle's add
+  EXPECT_EQ(body.find("mov.b32 " + dead), std::string::npos) << body;
+  EXPECT_NE(body.find("mov.b32 " + live + ", " + liveNext), std::string::npos) << body;
+  EXPECT_NE(body.find("add.s32 " + used), std::string::npos);
+  EXPECT_NE(body.find("setp.lt.s32"), std::string::npos);
+  EXPECT_NE(body.find("$L_loop:"), std::string::npos);
+  EXPECT_NE(body.find("st.global.b32"), std::string::npos);
+}
+
+TEST(Codegen, UnsupportedOpsAreUserErrorsAtTheirLocation) {
+  KernelBuilder k("printing");
+  k.b.setLoc(SourceLoc{0, 7, 3});
+  k.b.create(OpCode::Print, {k.b.programId(0)}, {}, {{"prefix", std::string("pid")}});
+  k.b.ret();
+  try {
+    codegen::emitPtx(*k.fn, optionsFor(Target::SM80), nullptr);
+    FAIL() << "expected a CompileError";
+  } catch (const CompileError& e) {
+    EXPECT_EQ(e.diagnostic().loc.line, 7u);
+    EXPECT_NE(std::string(e.what()).find("'print'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("sm_80"), std::string::npos) << e.what();
+  }
+  KernelBuilder w("odd_warps", 3);
+  w.b.ret();
+  EXPECT_THROW(codegen::emitPtx(*w.fn, optionsFor(Target::SM90a, 3), nullptr), CompileError);
+}
+
 TEST(Codegen, VectorAddAssemblesForEveryTarget) {
   auto fn = vectorAdd(16);
   for (Target t : kAllTargets) {
