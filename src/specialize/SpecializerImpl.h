@@ -83,8 +83,10 @@ public:
   void visitWhile(const ast::While* s);
   void visitWith(const ast::With* s);
   void visitAsyncTask(const ast::With* s, const CallSite& call);
+  /// Binds `target` (a name or a tuple of names); a plain assignment (keepConstexpr false) turns
+  /// python numbers into run-time scalars, as Triton does.
   void assign(const ast::Expr* target, Val value, SourceLoc loc, bool keepConstexpr);
-  /// Values of `names` as a flat list of IR values (tuples flattened), for loop-carried state.
+  /// Inlines a @jit helper: binds its parameters in a fresh frame and returns its `return` value.
   Val callFunction(const FunctionRef& fn, const CallSite& call);
   bool isJit(const ast::FunctionDef& def) const;
 
