@@ -454,8 +454,10 @@ int32_t FunctionLowering::sharedVectorWidth(const LinearLayout& l, const OffsetF
   // most 4 elements and 16 bytes.
   auto regs = basesOf(l, layout::kRegister);
   int k = 0;
-  while (k < static_cast<int>(regs.size()) && (int64_t(1) << (k + 1)) * bytes <= 16 && k < 2 &&
-         offsetOf(regs[k]) == (int64_t(1) << k))
+  // 16-bit elements go as packed 32-bit words, so up to 8 of them fill 16 bytes.
+  int maxLog2 = bytes == 2 ? 3 : 2;
+  while (k < static_cast<int>(regs.size()) && (int64_t(1) << (k + 1)) * bytes <= 16 &&
+         k < maxLog2 && offsetOf(regs[k]) == (int64_t(1) << k))
     ++k;
   auto aligned = [&](int kk) {
     int64_t v = int64_t(1) << kk;
@@ -483,19 +485,27 @@ void FunctionLowering::storeShared(const Regs& regs, const LinearLayout& l,
     if (r & dup) continue;
     int64_t off = offsetOf(registerCoords(l, r)) * bytes;
     std::string addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(off)));
-    std::string vals;
+    std::vector<std::string> elems;
     for (int32_t k = 0; k < v; ++k) {
       std::string x = b_.materialize(regs.at(r + k), cls);
       if (elem == DType::I1) x = b_.pure("selp.u16", RegClass::B16, {"1", "0", x});
-      vals += (k ? ", " : "") + x;
+      elems.push_back(x);
     }
-    if (v > 1) vals = "{" + vals + "}";
-    b_.inst("st.shared" +
-                std::string(v == 1   ? ""
-                            : v == 2 ? ".v2"
-                                     : ".v4") +
-                "." + memType(t),
-            {"[" + addr + "+" + std::to_string(base) + "]", vals});
+    std::string type = memType(t);
+    if (bytes == 2 && v >= 2) { // pairs of 16-bit elements as 32-bit words
+      std::vector<std::string> words;
+      for (int32_t k = 0; k < v; k += 2)
+        words.push_back(
+            b_.pure("mov.b32", RegClass::B32, {"{" + elems[k] + ", " + elems[k + 1] + "}"}));
+      elems = std::move(words);
+      type = "b32";
+    }
+    size_t n = elems.size();
+    std::string vals;
+    for (size_t k = 0; k < n; ++k) vals += (k ? ", " : "") + elems[k];
+    if (n > 1) vals = "{" + vals + "}";
+    std::string vec = n == 1 ? "" : n == 2 ? ".v2" : ".v4";
+    b_.inst("st.shared" + vec + "." + type, {"[" + addr + "+" + std::to_string(base) + "]", vals});
   }
 }
 
@@ -514,19 +524,28 @@ Regs FunctionLowering::loadShared(const LinearLayout& l, const OffsetFn& offsetO
     if (r & dup) continue;
     int64_t off = (offsetOf(registerCoords(l, r)) ^ constantOffset) * bytes;
     std::string addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(off)));
+    bool packed = bytes == 2 && v >= 2; // pairs of 16-bit elements as 32-bit words
+    int32_t n = packed ? v / 2 : v;
     Regs dst;
     std::string list;
-    for (int32_t k = 0; k < v; ++k) {
-      dst.push_back(b_.newReg(elem == DType::I1 ? RegClass::B16 : cls));
+    for (int32_t k = 0; k < n; ++k) {
+      dst.push_back(b_.newReg(packed ? RegClass::B32 : elem == DType::I1 ? RegClass::B16 : cls));
       list += (k ? ", " : "") + dst.back();
     }
-    if (v > 1) list = "{" + list + "}";
-    b_.inst("ld.shared" +
-                std::string(v == 1   ? ""
-                            : v == 2 ? ".v2"
-                                     : ".v4") +
-                "." + memType(t),
+    if (n > 1) list = "{" + list + "}";
+    std::string vec = n == 1 ? "" : n == 2 ? ".v2" : ".v4";
+    b_.inst("ld.shared" + vec + "." + (packed ? std::string("b32") : memType(t)),
             {list, "[" + addr + "+" + std::to_string(base) + "]"});
+    if (packed) {
+      Regs halves;
+      for (const auto& w : dst) {
+        std::string lo = b_.newReg(RegClass::B16), hi = b_.newReg(RegClass::B16);
+        b_.inst("mov.b32", {"{" + lo + ", " + hi + "}", w});
+        halves.push_back(lo);
+        halves.push_back(hi);
+      }
+      dst = std::move(halves);
+    }
     for (int32_t k = 0; k < v; ++k)
       out[r + k] =
           elem == DType::I1 ? b_.pure("setp.ne.u16", RegClass::Pred, {dst[k], "0"}) : dst[k];
