@@ -1,8 +1,10 @@
-// Bounded mutation fuzzing of the front end over the kernel library and the examples: every
-// mutant must parse or fail with a CompileError whose location lies inside the file.
+// Bounded mutation fuzzing of the front end and the specializer over the kernel library and the
+// examples: every mutant must parse and specialize, or fail with a CompileError whose location lies
+// inside the file; nothing may crash, hang or throw anything else.
 #include "frontend/AstDump.h"
 #include "frontend/Lexer.h"
 #include "frontend/Parser.h"
+#include "warpweave/warpweave.h"
 
 #include <gtest/gtest.h>
 
@@ -31,8 +33,83 @@ std::string checkLocation(const SourceManager& sm, uint32_t file, SourceLoc loc,
 
 } // namespace
 
-/// Runs the front end on one input. Returns "" when the outcome is acceptable (parsed, or a
-/// CompileError with a valid location), else what went wrong. Later stages extend this.
+namespace {
+
+bool contains(const std::string& s, const char* part) {
+  return s.find(part) != std::string::npos;
+}
+
+/// A plausible signature for a kernel of the library from its parameter names alone, so that
+/// unmutated seeds specialize and mutants reach deep into the specializer.
+std::string guessSignature(const ast::FunctionDef& fn) {
+  std::string sig;
+  for (const ast::Param& p : fn.params) {
+    std::string entry;
+    bool constexprParam =
+        p.annotation && ast::dottedName(p.annotation.get()).find("constexpr") != std::string::npos;
+    if (constexprParam) {
+      if (p.defaultValue) continue;
+      const std::string& n = p.name;
+      if (contains(n, "ACTIVATION"))
+        entry = n + "=\"\"";
+      else if (contains(n, "DTYPE"))
+        entry = n + "=tl.float16";
+      else if (n.rfind("IS_", 0) == 0 || n.rfind("HAS_", 0) == 0 || contains(n, "CAUSAL") ||
+               contains(n, "EVEN"))
+        entry = n + "=False";
+      else if (contains(n, "NUM") || contains(n, "GROUP") || contains(n, "STAGES"))
+        entry = n + "=2";
+      else
+        entry = n + "=64";
+    } else if (contains(p.name, "desc")) {
+      entry = p.name + ":desc<fp16,64x64>";
+    } else if (contains(p.name, "ptr")) {
+      entry = p.name + ":*fp16:16";
+    } else if (contains(p.name, "eps") || contains(p.name, "scale") || contains(p.name, "slope")) {
+      entry = p.name + ":fp32";
+    } else {
+      entry = p.name + ":i32";
+    }
+    sig += (sig.empty() ? "" : ",") + entry;
+  }
+  return sig;
+}
+
+} // namespace
+
+/// Specializes every @jit function of a parsed input through the public compile API (parse,
+/// specialize, clean-up passes). Returns "" when each either compiles or fails with a rendered
+/// diagnostic that points into the input.
+std::string fuzzSpecializer(const std::string& text, const ast::Module& module) {
+  for (const auto& fn : module.functions) {
+    if (!ast::isJitFunction(*fn)) continue;
+    CompileRequest req;
+    req.files.push_back({"fuzz.py", text});
+    req.kernel = fn->name;
+    req.stage = Stage::TileIR;
+    try {
+      req.signature = parseSignature(guessSignature(*fn));
+    } catch (const CompileFailure&) {
+      continue; // a mutated parameter list the guesser cannot name: nothing to specialize
+    }
+    try {
+      compile(req);
+    } catch (const CompileFailure& e) {
+      std::string what = e.what();
+      if (what.rfind("fuzz.py:", 0) != 0 && what.rfind("<global", 0) != 0 &&
+          what.rfind("<signature", 0) != 0 && what.rfind("error:", 0) != 0)
+        return "specializing '" + fn->name + "': diagnostic without FILE:LINE:COL: " + what;
+    } catch (const std::exception& e) {
+      return "specializing '" + fn->name + "': unexpected exception: " + e.what();
+    } catch (...) {
+      return "specializing '" + fn->name + "': unexpected non-standard exception";
+    }
+  }
+  return "";
+}
+
+/// Runs the front end and the specializer on one input. Returns "" when the outcome is acceptable
+/// (compiled, or a CompileError with a valid location), else what went wrong.
 std::string fuzzOne(const std::string& text) {
   SourceManager sm;
   uint32_t file = sm.addFile("fuzz.py", text);
@@ -40,6 +117,7 @@ std::string fuzzOne(const std::string& text) {
     ast::Module module = frontend::parseModule(sm, file);
     // Dumping visits every node: a half-built tree (a null child) would surface here.
     if (ast::dump(module).empty()) return "empty AST dump";
+    return fuzzSpecializer(text, module);
   } catch (CompileError& e) {
     std::string bad =
         checkLocation(sm, file, e.diagnostic().loc, "error '" + e.diagnostic().message + "'");
@@ -54,7 +132,6 @@ std::string fuzzOne(const std::string& text) {
   } catch (...) {
     return "unexpected non-standard exception";
   }
-  return "";
 }
 
 namespace {
@@ -205,6 +282,41 @@ TEST(Fuzz, SeedsAreAccepted) {
   std::vector<std::string> files = corpusFiles();
   ASSERT_FALSE(files.empty());
   for (const std::string& path : files) EXPECT_EQ(fuzzOne(readFile(path)), "") << path;
+}
+
+// The guessed signatures must let the unmutated kernels through, or the mutants would only ever
+// exercise the specializer's argument checks.
+TEST(Fuzz, SeedKernelsSpecializeWithGuessedSignatures) {
+  int kernels = 0, specialized = 0;
+  std::string failures;
+  for (const std::string& path : corpusFiles()) {
+    std::string text = readFile(path);
+    SourceManager sm;
+    ast::Module module = frontend::parseModule(sm, sm.addFile(path, text));
+    for (const auto& fn : module.functions) {
+      // Kernels are the jit functions with no return value (helpers return one).
+      bool returns = false;
+      for (const auto& st : fn->body)
+        if (auto* r = ast::dyn_cast<ast::Return>(st.get())) returns |= r->value != nullptr;
+      if (!ast::isJitFunction(*fn) || returns) continue;
+      ++kernels;
+      CompileRequest req;
+      req.files.push_back({path, text});
+      req.kernel = fn->name;
+      req.stage = Stage::TileIR;
+      try {
+        req.signature = parseSignature(guessSignature(*fn));
+        compile(req);
+        ++specialized;
+      } catch (const std::exception& e) {
+        failures += "\n" + fn->name + ": " + std::string(e.what()).substr(0, 200);
+      }
+    }
+  }
+  std::printf("%d of %d seed kernels specialize with guessed signatures%s\n", specialized, kernels,
+              failures.c_str());
+  EXPECT_GE(kernels, 10);
+  EXPECT_GE(specialized * 3, kernels * 2) << failures;
 }
 
 TEST(Fuzz, HandWrittenNastyInputs) {
