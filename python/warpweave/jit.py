@@ -434,9 +434,11 @@ class CompiledKernel:
         keep = []
         for i, kind, name in self.binder:
             v = values[i]
-            if kind == _Arg.NUMPY:
+            # NumPy arrays and torch tensors share a specialization (same dtype and alignment),
+            # so the compiled kernel may have been bound to the other kind: look at the object.
+            if kind in (_Arg.NUMPY, _Arg.TENSOR) and hasattr(v, "__array_interface__"):
                 args.append(_host_buffer(v, name))
-            elif kind == _Arg.TENSOR:
+            elif kind in (_Arg.NUMPY, _Arg.TENSOR):
                 host, back = _torch_host_view(v)
                 keep.append(host)
                 args.append(_host_buffer(host, name))
