@@ -1,0 +1,89 @@
+"""Compile-time benchmark (runs on any machine, no GPU needed): `import warpweave` in a fresh process,
+then for each kernel of the library the time of front end + specializer + clean-up passes (Tile
+IR), of the PTX codegen on top, and of ptxas on top (cubin), medians over repeated compiles.
+
+    python bench/compile_bench.py [--repeat N] [--json PATH]
+"""
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# (file, kernel, signature, num_warps, codegen target or None where codegen is not there yet)
+CASES = [
+    ("examples/vector_add.py", "add_kernel",
+     "x_ptr:*fp32:16,y_ptr:*fp32:16,out_ptr:*fp32:16,n:i32:16,BLOCK=1024", 4, "sm_90a"),
+    ("kernels/softmax.py", "softmax_kernel",
+     "out_ptr:*fp16:16,in_ptr:*fp16:16,in_row_stride:i32:16,out_row_stride:i32:16,n_rows:i32,"
+     "n_cols:i32,BLOCK=4096", 8, "sm_90a"),
+    ("kernels/matmul.py", "matmul_kernel",
+     "a_ptr:*fp16:16,b_ptr:*fp16:16,c_ptr:*fp16:16,M:i32:16,N:i32:16,K:i32:16,stride_am:i32:16,"
+     "stride_ak:i32:1,stride_bk:i32:16,stride_bn:i32:1,stride_cm:i32:16,stride_cn:i32:1,"
+     "BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,ACTIVATION=\"\"", 8, "sm_90a"),
+    ("kernels/hopper/gemm_ws.py", "gemm_ws_kernel",
+     "a_desc:desc<fp16,128x64>,b_desc:desc<fp16,64x128>,c_desc:desc<fp16,128x128>,M:i32,N:i32,"
+     "K:i32,BLOCK_M=256,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,NUM_STAGES=4,NUM_SMS=132", 4, None),
+    ("kernels/hopper/attention_ws.py", "attention_ws_kernel",
+     "q_desc:desc<fp16,128x128>,k_desc:desc<fp16,128x128>,v_desc:desc<fp16,128x128>,"
+     "o_desc:desc<fp16,128x128>,lse_ptr:*fp32:16,sm_scale:fp32,N_CTX:i32:16,HEAD_DIM=128,"
+     "BLOCK_M=128,BLOCK_N=128,NUM_STAGES=2", 4, None),
+]
+
+
+def median_ms(fn, repeat):
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+
+    imports = []
+    for _ in range(5):
+        out = subprocess.run([sys.executable, "-c",
+                              "import time; t=time.perf_counter(); import warpweave; "
+                              "print((time.perf_counter()-t)*1e3)"],
+                             capture_output=True, text=True, check=True, cwd="/")
+        imports.append(float(out.stdout))
+    print(f"# import warpweave (fresh process, median of 5): {statistics.median(imports):.1f} ms")
+
+    from warpweave._native_loader import native
+
+    nat = native()
+    rows = []
+    print(f"{'kernel':24} {'lines':>5} {'tile-ir ms':>10} {'+ptx ms':>8} {'+cubin ms':>9}")
+    for path, kernel, sig, warps, target in CASES:
+        text = (ROOT / path).read_text()
+        req = dict(files=[(str(ROOT / path), text)], kernel=kernel, signature=sig, globals={},
+                   target=target or "sm_90a", num_warps=warps, num_stages=3, num_ctas=1)
+        row = {"kernel": kernel, "lines": text.count("\n")}
+        row["tile_ir_ms"] = median_ms(lambda: nat.compile(**req, stage="tile-ir"), args.repeat)
+        for stage, key in (("ptx", "ptx_ms"), ("cubin", "cubin_ms")):
+            try:
+                n = args.repeat if stage == "ptx" else max(3, args.repeat // 5)
+                row[key] = median_ms(lambda: nat.compile(**req, stage=stage), n)
+            except Exception as e:  # codegen may not lower every kernel yet: say so in the table
+                row[key] = None
+                row[key + "_error"] = str(e).splitlines()[0][:120]
+        fmt = lambda v: f"{v:.2f}" if v is not None else "-"
+        print(f"{kernel:24} {row['lines']:5d} {row['tile_ir_ms']:10.2f} {fmt(row['ptx_ms']):>8} "
+              f"{fmt(row['cubin_ms']):>9}")
+        rows.append(row)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"import_ms": imports, "kernels": rows}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
