@@ -25,8 +25,9 @@ wwc examples/vector_add.py --kernel add_kernel --target sm_90a --emit cubin -o "
 build/py/aot_launch "$aot/add.cubin" "$aot/add.json" 1000003
 
 echo "== SASS"
-cuobjdump --dump-sass "$aot/add.cubin" > "$OUT/add.sass" 2>&1
-echo "vector add: $(grep -c 'LDG.E.128' "$OUT/add.sass") LDG.E.128, $(grep -c 'STG.E.128' "$OUT/add.sass") STG.E.128, $(grep -c -E 'LDL|STL' "$OUT/add.sass") local-memory ops"
+# The demo's cubin declares x, y, out and n divisible by 16: 128-bit loads and stores expected.
+cuobjdump --dump-sass out/demo/add_kernel.sm_90a.cubin > "$OUT/add.sass" 2>&1
+echo "vector add (n:i32:16): $(grep -c 'LDG.E.128' "$OUT/add.sass") LDG.E.128, $(grep -c 'STG.E.128' "$OUT/add.sass") STG.E.128, $(grep -c -E 'LDL|STL' "$OUT/add.sass") local-memory ops"
 mm="$OUT/matmul"
 mkdir -p "$mm"
 wwc kernels/matmul.py --kernel matmul_kernel --target sm_90a --num-warps 8 --emit cubin -o "$mm/mm.cubin" \
