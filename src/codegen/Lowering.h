@@ -74,11 +74,13 @@ private:
   using OffsetFn = std::function<int64_t(const std::vector<int32_t>&)>;
   /// Writes the thread's registers of a value in layout `l` to shared memory at `base` bytes,
   /// element (coords) at offsetOf(coords); vectorized where the offsets allow.
+  /// `baseReg`, when given, is a register added to every address (a TLX buffer chosen at run
+  /// time).
   void storeShared(const Regs& regs, const layout::LinearLayout& l, const OffsetFn& offsetOf,
-                   int64_t base, ir::DType elem);
+                   int64_t base, ir::DType elem, const std::string& baseReg = {});
   /// Reads the registers of layout `l` back (element offsets XOR `constantOffset`).
   Regs loadShared(const layout::LinearLayout& l, const OffsetFn& offsetOf, int64_t base,
-                  int64_t constantOffset, ir::DType elem);
+                  int64_t constantOffset, ir::DType elem, const std::string& baseReg = {});
   std::vector<int32_t> offsetImages(const layout::LinearLayout& l, const OffsetFn& offsetOf,
                                     int bytes) const;
   int32_t sharedVectorWidth(const layout::LinearLayout& l, const OffsetFn& offsetOf,
@@ -103,6 +105,21 @@ private:
   void lowerIf(const ir::Op& op);
   void lowerWhile(const ir::Op& op);
   void lowerDot(const ir::Op& op);
+  // ---- TLX (Tlx.cpp): buffers and barriers are one register, their byte offset in dynamic
+  // shared memory ----
+  void lowerTlxBuffer(const ir::Op& op);
+  void lowerTlxBarrier(const ir::Op& op);
+  /// The shared-memory allocation behind a buffer or barrier operand; a user error if none.
+  const layout::SharedAllocation& allocationOf(const ir::Op& op, unsigned operandIndex);
+  /// `[address]` of the barrier view operand `i` of `op`.
+  std::string barrierAddress(const ir::Op& op, unsigned i);
+  /// TMA copies between a descriptor and a TLX buffer (async_descriptor_load/store, store_wait).
+  void lowerTlxDescriptorCopy(const ir::Op& op);
+  /// Records the tensor-map swizzle a descriptor argument is used with; a user error when two
+  /// uses need different ones.
+  void requireDescriptorSwizzle(const ir::Op& op, const ir::Value* desc, int swizzleBytes);
+  /// Predicate: this thread is the one that issues single-thread operations (thread 0).
+  std::string electedThread();
   /// tl.dot on sm_90a: operands staged in shared memory, wgmma.mma_async per warp group.
   void lowerDotWgmma(const ir::Op& op, const Regs& a, const Regs& b, const Regs& acc);
   /// Inlines a combine region (reduce/scan) on scalar registers; returns the yielded registers.
@@ -126,6 +143,8 @@ private:
   std::unordered_map<const ir::Value*, layout::LinearLayout> rematLayouts_;
   int64_t sharedBytes_ = 0;
   bool usesShared_ = false;
+  // Descriptor argument -> swizzle bytes of the shared tiles its TMA copies use.
+  std::unordered_map<const ir::Value*, int> descriptorSwizzle_;
 };
 
 } // namespace ww::codegen

@@ -458,6 +458,7 @@ void FunctionLowering::lowerDescriptorCopy(const ir::Op& op) {
     for (size_t d = 0; d < shape.size(); ++d) idx = idx * shape[d] + c[d];
     return idx;
   };
+  requireDescriptorSwizzle(op, op.operand(0), 0);
   std::string tmap = operand(op, 0).at(0);
   std::string coords = "{";
   for (int d = rank - 1; d >= 0; --d) {

@@ -767,6 +767,135 @@ TEST(Codegen, DescriptorLoadsAndStoresUseTma) {
   EXPECT_THROW(codegen::emitPtx(*fn, optionsFor(Target::SM80), nullptr), CompileError);
 }
 
+/// TLX buffers and barriers: a 64x64 fp16 tile goes global -> one of two shared buffers (picked
+/// at run time by pid % 2) -> registers -> global, with the buffer's mbarrier, a named barrier
+/// and a proxy fence in between.
+std::unique_ptr<ir::Function> tlxBufferKernel() {
+  KernelBuilder k("tlx_buffers");
+  Value* x = k.arg("x", Type::ptr(DType::F16), 16);
+  Value* out = k.arg("out", Type::ptr(DType::F16), 16);
+  Value* bufs = k.b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F16, {64, 64}, 2),
+                            {{"storage", std::string("smem")}});
+  Value* bars = k.b.create1(OpCode::AllocBarriers, {}, Type::barrier(2),
+                            {{"arrive_count", int64_t(1)}, {"warp", int64_t(0)}});
+  Value* stage = k.b.binary(OpCode::Rem, k.b.programId(0), k.b.i32(2));
+  Value* buf = k.b.create1(OpCode::LocalView, {bufs, stage}, Type::buffer(DType::F16, {64, 64}, 1));
+  Value* bar = k.b.create1(OpCode::LocalView, {bars, stage}, Type::barrier(1));
+  Value* offs = tileOffsets(k, 64, 64, 64);
+  k.b.create(OpCode::LocalStore, {buf, k.b.load(tilePtrs(k, x, offs))}, {});
+  k.b.create(OpCode::Fence, {}, {}, {{"kind", std::string("async_shared")}});
+  k.b.create(OpCode::BarrierExpectBytes, {bar, k.b.i32(0)}, {}, {{"has_pred", int64_t(0)}});
+  k.b.create(OpCode::BarrierArrive, {bar}, {},
+             {{"arrive_count", int64_t(1)},
+              {"has_remote_cta_rank", int64_t(0)},
+              {"has_pred", int64_t(0)}});
+  k.b.create(OpCode::BarrierWait, {bar, k.b.i32(0)}, {}, {{"has_pred", int64_t(0)}});
+  k.b.create(OpCode::NamedBarrierWait, {k.b.i32(1), k.b.i32(128)}, {});
+  Value* tile = k.b.create1(OpCode::LocalLoad, {buf}, Type::tensor(DType::F16, {64, 64}));
+  k.b.store(tilePtrs(k, out, offs), tile);
+  k.b.ret();
+  return std::move(k.fn);
+}
+
+TEST(Codegen, TlxBuffersAndBarriers) {
+  auto fn = tlxBufferKernel();
+  codegen::PtxKernel k = emitAndAssemble(*fn, Target::SM90a);
+  const std::string& ptx = k.ptx;
+  // Two 64x64 fp16 buffers (8 KiB each, 1024-aligned for the NVMMA swizzle) and two barriers.
+  EXPECT_GE(k.sharedBytes, 2 * 8192 + 16);
+  EXPECT_EQ(count(ptx, "mbarrier.init.shared::cta.b64"), 2) << ptx;
+  EXPECT_NE(ptx.find("fence.mbarrier_init.release.cluster"), std::string::npos);
+  EXPECT_NE(ptx.find("fence.proxy.async.shared::cta"), std::string::npos);
+  // The runtime buffer index scales by the buffer size.
+  EXPECT_NE(ptx.find(", 8192, "), std::string::npos) << ptx;
+  EXPECT_NE(ptx.find("mbarrier.arrive.expect_tx.shared::cta.b64 _, ["), std::string::npos);
+  EXPECT_NE(ptx.find("mbarrier.arrive.shared::cta.b64 _, ["), std::string::npos);
+  EXPECT_NE(ptx.find("mbarrier.try_wait.parity.shared::cta.b64"), std::string::npos);
+  EXPECT_NE(ptx.find("bar.sync 1, 128"), std::string::npos) << ptx;
+  EXPECT_GT(count(ptx, "st.shared"), 0);
+  EXPECT_GT(count(ptx, "ld.shared"), 0);
+  // Only one thread initializes and arrives on the count-1 barriers.
+  std::regex guardedInit(R"(@%p\d+ mbarrier\.init)");
+  EXPECT_TRUE(std::regex_search(ptx, guardedInit)) << ptx;
+  try {
+    codegen::emitPtx(*fn, optionsFor(Target::SM80), nullptr);
+    FAIL() << "expected a CompileError on sm_80";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("sm_90a"), std::string::npos) << e.what();
+  }
+}
+
+/// TLX TMA round trip: a 64x64 fp16 tile is loaded by TMA into a 128-byte-swizzled buffer
+/// (completing an mbarrier), incremented in registers, written back to the buffer and stored
+/// by TMA.
+std::unique_ptr<ir::Function> tlxTmaKernel() {
+  KernelBuilder k("tlx_tma");
+  Type desc = Type::descriptor(DType::F16, {64, 64}, 2);
+  Value* in = k.arg("in_desc", desc);
+  Value* out = k.arg("out_desc", desc);
+  Value* buf0 = k.b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F16, {64, 64}, 1),
+                            {{"storage", std::string("smem")}});
+  Value* bars = k.b.create1(OpCode::AllocBarriers, {}, Type::barrier(1),
+                            {{"arrive_count", int64_t(1)}, {"warp", int64_t(0)}});
+  Value* buf =
+      k.b.create1(OpCode::LocalView, {buf0, k.b.i32(0)}, Type::buffer(DType::F16, {64, 64}, 1));
+  Value* bar = k.b.create1(OpCode::LocalView, {bars, k.b.i32(0)}, Type::barrier(1));
+  Value* row = k.b.binary(OpCode::Mul, k.b.programId(0), k.b.i32(64));
+  Value* col = k.b.binary(OpCode::Mul, k.b.programId(1), k.b.i32(64));
+  k.b.create(OpCode::BarrierExpectBytes, {bar, k.b.i32(64 * 64 * 2)}, {},
+             {{"has_pred", int64_t(0)}});
+  k.b.create(OpCode::AsyncDescLoad, {in, buf, bar, row, col}, {},
+             {{"multicast_mask", int64_t(0)},
+              {"cache", std::string("")},
+              {"evict", std::string("")},
+              {"has_pred", int64_t(0)}});
+  k.b.create(OpCode::BarrierWait, {bar, k.b.i32(0)}, {}, {{"has_pred", int64_t(0)}});
+  Value* tile = k.b.create1(OpCode::LocalLoad, {buf}, Type::tensor(DType::F16, {64, 64}));
+  Value* plus = k.b.binary(OpCode::Add, tile, k.b.constFloat(1.0, tile->type()));
+  k.b.create(OpCode::LocalStore, {buf, plus}, {});
+  k.b.create(OpCode::Fence, {}, {}, {{"kind", std::string("async_shared")}});
+  k.b.create(OpCode::AsyncDescStore, {out, buf, row, col}, {});
+  k.b.create(OpCode::AsyncDescStoreWait, {}, {}, {{"pendings", int64_t(0)}});
+  k.b.ret();
+  return std::move(k.fn);
+}
+
+TEST(Codegen, TlxTmaCopiesUseTheBufferSwizzle) {
+  auto fn = tlxTmaKernel();
+  for (Target target : {Target::SM90a, Target::SM100a}) {
+    SCOPED_TRACE(targetName(target));
+    codegen::PtxKernel k = emitAndAssemble(*fn, target);
+    const std::string& ptx = k.ptx;
+    EXPECT_EQ(count(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+                         "complete_tx::bytes"),
+              1)
+        << ptx;
+    EXPECT_EQ(count(ptx, "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"), 1);
+    EXPECT_NE(ptx.find("cp.async.bulk.commit_group"), std::string::npos);
+    EXPECT_NE(ptx.find("cp.async.bulk.wait_group.read 0"), std::string::npos);
+    EXPECT_NE(ptx.find("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r"), std::string::npos);
+    ASSERT_EQ(k.params.size(), 2u);
+    // 64 fp16 = 128-byte rows: the host must encode both tensor maps with the 128-byte swizzle.
+    EXPECT_EQ(k.params[0].type, "desc<fp16, 64x64, rank=2, swizzle=128>");
+    EXPECT_EQ(k.params[1].type, "desc<fp16, 64x64, rank=2, swizzle=128>");
+  }
+  // A 64x128 fp16 block has 256-byte rows, wider than one swizzle row: a user error for now.
+  KernelBuilder w("wide_tma");
+  Type desc = Type::descriptor(DType::F16, {64, 128}, 2);
+  Value* in = w.arg("in_desc", desc);
+  Value* buf = w.b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F16, {64, 128}, 1),
+                           {{"storage", std::string("smem")}});
+  Value* bars = w.b.create1(OpCode::AllocBarriers, {}, Type::barrier(1),
+                            {{"arrive_count", int64_t(1)}, {"warp", int64_t(0)}});
+  Value* view =
+      w.b.create1(OpCode::LocalView, {buf, w.b.i32(0)}, Type::buffer(DType::F16, {64, 128}, 1));
+  Value* bar = w.b.create1(OpCode::LocalView, {bars, w.b.i32(0)}, Type::barrier(1));
+  w.b.create(OpCode::AsyncDescLoad, {in, view, bar, w.b.i32(0), w.b.i32(0)}, {},
+             {{"multicast_mask", int64_t(0)}, {"has_pred", int64_t(0)}});
+  w.b.ret();
+  EXPECT_THROW(codegen::emitPtx(*w.fn, optionsFor(Target::SM90a), nullptr), CompileError);
+}
+
 // ---------------------------------------------------------------------------------------------
 // On the GPU (skipped where no CUDA driver and device are present): the emitted code computes
 // the right numbers, checked against references computed here.

@@ -1,0 +1,275 @@
+// Lowering of TLX shared-memory buffers and barriers (sm_90a and later): local_alloc/local_view/
+// local_load/local_store, mbarriers, named barriers and proxy fences.
+#include "codegen/Lowering.h"
+
+#include <stdexcept>
+
+namespace ww::codegen {
+
+using ir::DType;
+using ir::OpCode;
+using layout::LinearLayout;
+
+namespace {
+
+/// The op that created the barriers a barrier view comes from (through local_view ops).
+const ir::Op* barrierRoot(const ir::Value* v) {
+  const ir::Op* def = v->def();
+  while (def && def->code() == OpCode::LocalView && def->numOperands())
+    def = def->operand(0)->def();
+  return def;
+}
+
+/// `[address]`, built by appending (GCC 12 warns falsely on "[" + temporary string).
+std::string bracketed(const std::string& address) {
+  std::string out = "[";
+  out += address;
+  out += ']';
+  return out;
+}
+
+} // namespace
+
+const layout::SharedAllocation& FunctionLowering::allocationOf(const ir::Op& op,
+                                                               unsigned operandIndex) {
+  const layout::SharedAllocation* a = layouts_.sharedAllocation(op.operand(operandIndex));
+  if (!a)
+    raiseError(op.loc(), std::string("'") + op.name() +
+                             "' needs a shared-memory buffer or barrier from tlx.local_alloc or "
+                             "tlx.alloc_barriers; tensor-memory buffers are not supported on " +
+                             targetName(options_.target));
+  return *a;
+}
+
+std::string FunctionLowering::electedThread() {
+  return b_.pure("setp.eq.u32", RegClass::Pred, {tid(), "0"});
+}
+
+std::string FunctionLowering::barrierAddress(const ir::Op& op, unsigned i) {
+  allocationOf(op, i);
+  std::string offset = b_.materialize(regsOf(op.operand(i)).at(0), RegClass::B32);
+  return bracketed(sharedAddress(offset));
+}
+
+void FunctionLowering::lowerTlxBuffer(const ir::Op& op) {
+  if (options_.target == Target::SM80)
+    raiseError(op.loc(), std::string("'") + op.name() +
+                             "' is supported on sm_90a and sm_100a only; on sm_80 stage data "
+                             "with tl.load/tl.store");
+  switch (op.code()) {
+  case OpCode::LocalAlloc: {
+    const layout::SharedAllocation* a = layouts_.sharedAllocation(op.result());
+    if (!a)
+      raiseError(op.loc(), "local_alloc in tensor memory is not supported on " +
+                               std::string(targetName(options_.target)) +
+                               "; use tlx.storage_kind.smem");
+    usesShared_ = true;
+    return bind(op.result(), {immInt(a->offset)});
+  }
+  case OpCode::LocalView: {
+    const layout::SharedAllocation& a = allocationOf(op, 0);
+    std::string base = b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32);
+    std::string index = b_.materialize(operand(op, 1).at(0), RegClass::B32);
+    // Views of one buffer of a multi-buffered allocation: base + index * bytesPerBuffer.
+    return bind(op.result(),
+                {b_.pure("mad.lo.s32", RegClass::B32, {index, immInt(a.bytesPerBuffer), base})});
+  }
+  case OpCode::LocalLoad:
+  case OpCode::LocalStore: {
+    const layout::SharedAllocation& a = allocationOf(op, 0);
+    if (a.layout.getTotalOutDimSize() == 0 || a.layout.numOutDims() == 0)
+      raiseError(op.loc(), std::string("'") + op.name() + "' of a buffer of shape " +
+                               op.operand(0)->type().str() +
+                               " is not supported; use power-of-two dims");
+    LinearLayout coordsToOffset = a.layout.invert();
+    OffsetFn offsetOf = [&coordsToOffset](const std::vector<int32_t>& c) -> int64_t {
+      return coordsToOffset.apply(c).at(0);
+    };
+    std::string base = b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32);
+    DType elem = op.operand(0)->type().elem;
+    if (op.code() == OpCode::LocalLoad)
+      return bind(op.result(), loadShared(layoutOf(op.result()), offsetOf, 0, 0, elem, base));
+    return storeShared(operand(op, 1), operandLayoutOf(op, 1), offsetOf, 0, elem, base);
+  }
+  default:
+    throw std::logic_error("codegen: not a TLX buffer op");
+  }
+}
+
+void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
+  if (options_.target == Target::SM80 && op.code() != OpCode::NamedBarrierWait &&
+      op.code() != OpCode::NamedBarrierArrive)
+    raiseError(op.loc(), std::string("'") + op.name() +
+                             "' needs the mbarriers and async proxy of sm_90a or sm_100a");
+  auto guarded = [&](const std::string& pred, unsigned predIndex, bool has) {
+    if (!has) return pred;
+    std::string p = b_.materialize(operand(op, predIndex).at(0), RegClass::Pred);
+    if (pred.empty()) return p;
+    return b_.pure("and.pred", RegClass::Pred, {pred, p});
+  };
+  switch (op.code()) {
+  case OpCode::AllocBarriers: {
+    const layout::SharedAllocation* a = layouts_.sharedAllocation(op.result());
+    if (!a) throw std::logic_error("codegen: alloc_barriers without an allocation");
+    int64_t arriveCount = op.intAttr("arrive_count", 1);
+    if (arriveCount < 1 || arriveCount >= (int64_t(1) << 20))
+      raiseError(op.loc(), "alloc_barriers arrive_count " + std::to_string(arriveCount) +
+                               " is out of range; use 1 to 2^20-1");
+    std::string leader = electedThread();
+    std::string base = sharedAddress("0");
+    for (int64_t i = 0; i < a->count; ++i)
+      b_.inst("mbarrier.init.shared::cta.b64",
+              {"[" + base + "+" + std::to_string(a->offset + i * a->bytesPerBuffer) + "]",
+               immInt(arriveCount)},
+              leader);
+    // The initialized barriers become visible to the async proxy (TMA complete_tx) and to the
+    // other threads before anyone uses them.
+    b_.inst("fence.mbarrier_init.release.cluster", {});
+    b_.inst("fence.proxy.async.shared::cta", {});
+    barrier();
+    return bind(op.result(), {immInt(a->offset)});
+  }
+  case OpCode::BarrierExpectBytes: {
+    std::string bar = barrierAddress(op, 0);
+    std::string bytes = operand(op, 1).at(0);
+    std::string pred = guarded(electedThread(), 2, op.intAttr("has_pred") != 0);
+    return b_.inst("mbarrier.arrive.expect_tx.shared::cta.b64", {"_", bar, bytes}, pred);
+  }
+  case OpCode::BarrierWait: {
+    std::string bar = barrierAddress(op, 0);
+    std::string phase = operand(op, 1).at(0);
+    bool hasPred = op.intAttr("has_pred") != 0;
+    std::string skip = b_.newLabel("wait_done");
+    if (hasPred) {
+      std::string p = b_.materialize(operand(op, 2).at(0), RegClass::Pred);
+      b_.inst("bra", {skip}, p, /*negateGuard=*/true);
+    }
+    // try_wait suspends for a system-dependent time; retry until the phase with this parity
+    // has completed.
+    std::string retry = b_.newLabel("wait_retry");
+    std::string done = b_.newReg(RegClass::Pred);
+    b_.label(retry);
+    b_.inst("mbarrier.try_wait.parity.shared::cta.b64", {done, bar, phase});
+    b_.inst("bra", {retry}, done, /*negateGuard=*/true);
+    b_.label(skip);
+    return;
+  }
+  case OpCode::BarrierArrive: {
+    if (op.intAttr("has_remote_cta_rank"))
+      raiseError(op.loc(), "barrier_arrive on a remote CTA's barrier is not supported by the " +
+                               std::string(targetName(options_.target)) +
+                               " PTX backend yet; arrive on a local barrier");
+    std::string bar = barrierAddress(op, 0);
+    const ir::Op* root = barrierRoot(op.operand(0));
+    bool warpBarrier = root && root->code() == OpCode::AllocBarriers && root->intAttr("warp");
+    int64_t count = op.intAttr("arrive_count", 1);
+    std::vector<std::string> operands = {"_", bar};
+    if (count != 1) operands.push_back(immInt(count));
+    unsigned predIndex = 1;
+    if (warpBarrier)
+      return b_.inst("mbarrier.arrive.shared::cta.b64", operands,
+                     guarded({}, predIndex, op.intAttr("has_pred") != 0));
+    // Every thread's earlier work is done before the one elected thread arrives.
+    barrier();
+    return b_.inst("mbarrier.arrive.shared::cta.b64", operands,
+                   guarded(electedThread(), predIndex, op.intAttr("has_pred") != 0));
+  }
+  case OpCode::NamedBarrierWait:
+  case OpCode::NamedBarrierArrive: {
+    // Immediates or i32 registers: both forms are valid bar operands.
+    std::string id = operand(op, 0).at(0);
+    std::string count = operand(op, 1).at(0);
+    return b_.inst(op.code() == OpCode::NamedBarrierWait ? "bar.sync" : "bar.arrive", {id, count});
+  }
+  case OpCode::Fence: {
+    std::string kind = op.strAttr("kind");
+    if (kind == "async_shared") return b_.inst("fence.proxy.async.shared::cta", {});
+    if (kind == "mbarrier_init_cluster") return b_.inst("fence.mbarrier_init.release.cluster", {});
+    raiseError(op.loc(), "fence kind '" + kind +
+                             "' is not supported; use \"async_shared\" or "
+                             "\"mbarrier_init_cluster\"");
+  }
+  default:
+    throw std::logic_error("codegen: not a TLX barrier op");
+  }
+}
+
+void FunctionLowering::requireDescriptorSwizzle(const ir::Op& op, const ir::Value* desc,
+                                                int swizzleBytes) {
+  auto [it, inserted] = descriptorSwizzle_.emplace(desc, swizzleBytes);
+  if (!inserted && it->second != swizzleBytes)
+    raiseError(op.loc(), "one descriptor is used by TMA copies with shared tiles of " +
+                             std::to_string(it->second) + "-byte and " +
+                             std::to_string(swizzleBytes) +
+                             "-byte swizzle; use a separate descriptor for each kind of tile");
+}
+
+void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
+  if (options_.target == Target::SM80)
+    raiseError(op.loc(), std::string("'") + op.name() +
+                             "' needs the Tensor Memory Accelerator of sm_90a or sm_100a");
+  if (op.code() == OpCode::AsyncDescStoreWait) {
+    // Only the issuing thread tracks its bulk groups; the others wait for it at the barrier
+    // before they may overwrite the source buffers.
+    b_.inst("cp.async.bulk.wait_group.read", {immInt(op.intAttr("pendings"))}, electedThread());
+    barrier();
+    return;
+  }
+  bool isLoad = op.code() == OpCode::AsyncDescLoad;
+  const ir::Type& dt = op.operand(0)->type();
+  if (dt.kind != ir::TypeKind::Descriptor)
+    throw std::logic_error("codegen: TMA copy without a descriptor operand");
+  const layout::SharedAllocation& a = allocationOf(op, 1);
+  const ir::Type& bt = op.operand(1)->type();
+  int rank = static_cast<int>(dt.shape.size());
+  unsigned firstOffset = isLoad ? 3 : 2;
+  bool hasPred = isLoad && op.intAttr("has_pred") != 0;
+  if (rank < 1 || rank > 5 || op.numOperands() != firstOffset + rank + (hasPred ? 1 : 0))
+    raiseError(op.loc(), std::string("'") + op.name() + "' through a descriptor of block rank " +
+                             std::to_string(rank) + " takes " + std::to_string(rank) + " offsets");
+  if (bt.shape != dt.shape || bt.elem != dt.elem)
+    raiseError(op.loc(), std::string("'") + op.name() + "' between " + dt.str() + " and " +
+                             bt.str() + ": the buffer must have the descriptor's block shape " +
+                             "and element type");
+  int64_t innerBytes = dt.shape.back() * ir::byteWidth(dt.elem);
+  if (a.swizzleBytes && innerBytes > a.swizzleBytes)
+    raiseError(op.loc(), std::string("'") + op.name() + "' of a " + dt.str() + " block: rows of " +
+                             std::to_string(innerBytes) + " bytes wider than the buffer's " +
+                             std::to_string(a.swizzleBytes) +
+                             "-byte swizzle are not supported yet; use a block whose innermost "
+                             "dim spans at most " +
+                             std::to_string(a.swizzleBytes) + " bytes");
+  if (isLoad && op.intAttr("multicast_mask"))
+    raiseError(op.loc(), "multicast TMA loads are not supported by the " +
+                             std::string(targetName(options_.target)) +
+                             " PTX backend yet; load without multicast_mask");
+  requireDescriptorSwizzle(op, op.operand(0), a.swizzleBytes);
+  std::string tmap = operand(op, 0).at(0);
+  std::string coords = "{";
+  for (int d = rank - 1; d >= 0; --d) {
+    std::string c = b_.materialize(operand(op, firstOffset + d).at(0), RegClass::B32);
+    coords += c + (d ? ", " : "}");
+  }
+  std::string buffer = b_.materialize(regsOf(op.operand(1)).at(0), RegClass::B32);
+  std::string tile = bracketed(sharedAddress(buffer));
+  std::string dims = std::to_string(rank) + "d";
+  std::string leader = electedThread();
+  if (isLoad) {
+    if (hasPred) {
+      std::string p = b_.materialize(operand(op, firstOffset + rank).at(0), RegClass::Pred);
+      leader = b_.pure("and.pred", RegClass::Pred, {leader, p});
+    }
+    std::string bar = barrierAddress(op, 2);
+    return b_.inst("cp.async.bulk.tensor." + dims +
+                       ".shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+                   {tile, "[" + tmap + ", " + coords + "]", bar}, leader);
+  }
+  // Every thread's generic-proxy writes of the buffer are visible to the bulk copy.
+  b_.inst("fence.proxy.async.shared::cta", {});
+  barrier();
+  b_.inst("cp.async.bulk.tensor." + dims + ".global.shared::cta.tile.bulk_group",
+          {"[" + tmap + ", " + coords + "]", tile}, leader);
+  b_.inst("cp.async.bulk.commit_group", {}, leader);
+}
+
+} // namespace ww::codegen
