@@ -26,6 +26,25 @@ std::vector<int32_t> regCoords(const LinearLayout& l, int32_t reg) {
   return c;
 }
 
+/// Accumulator registers of each m64nN wgmma tile (keyed by the tile's (row, col) origin), in
+/// the PTX fragment order: d[i] at row groupID + 8 * ((i >> 1) & 1), column
+/// 2 * tig + (i & 1) + 8 * (i >> 2).
+using WgmmaTiles = std::map<std::pair<int64_t, int64_t>, std::vector<int32_t>>;
+
+WgmmaTiles wgmmaTiles(const LinearLayout& accL, int32_t instrN) {
+  WgmmaTiles tiles;
+  int32_t dup = accL.freeVariableMask(layout::kRegister);
+  for (int32_t r = 0; r < accL.getInDimSize(layout::kRegister); ++r) {
+    if (r & dup) continue;
+    auto c = regCoords(accL, r);
+    auto& t = tiles[{c[0] / 64 * 64, c[1] / instrN * instrN}];
+    t.resize(instrN / 2, -1);
+    int idx = (c[1] % 2) + 2 * ((c[0] % 16) / 8) + 4 * ((c[1] % instrN) / 8);
+    t.at(idx) = r;
+  }
+  return tiles;
+}
+
 /// Checks that the lane bits of `l` follow an mma.sync fragment: lanes 0-1 (threadID_in_group)
 /// step the column-like dim `tigDim` by `tigStep`, lanes 2-4 (groupID) step `groupDim` by 1.
 void requireFragmentLanes(const LinearLayout& l, int tigDim, int32_t tigStep, int groupDim,
@@ -296,28 +315,8 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
     b_.inst("mov.f32", {live[r], acc[r]});
   }
 
-  // Registers of each instruction tile in the PTX fragment order: d[i] at row
-  // groupID + 8 * ((i >> 1) & 1), column 2 * tig + (i & 1) + 8 * (i >> 2).
-  std::map<std::pair<int64_t, int64_t>, std::vector<int32_t>> tiles;
-  auto regCoordsOf = [&](int32_t r) {
-    std::vector<int32_t> c(2, 0);
-    for (int bit = 0; bit < accL.getInDimSizeLog2(layout::kRegister); ++bit)
-      if (r >> bit & 1) {
-        const auto& basis = accL.getBasis(layout::kRegister, bit);
-        c[0] ^= basis[0];
-        c[1] ^= basis[1];
-      }
-    return c;
-  };
+  WgmmaTiles tiles = wgmmaTiles(accL, instrN);
   int32_t dup = accL.freeVariableMask(layout::kRegister);
-  for (int32_t r = 0; r < accL.getInDimSize(layout::kRegister); ++r) {
-    if (r & dup) continue;
-    auto c = regCoordsOf(r);
-    auto& t = tiles[{c[0] / 64 * 64, c[1] / instrN * instrN}];
-    t.resize(instrN / 2, -1);
-    int idx = (c[1] % 2) + 2 * ((c[0] % 16) / 8) + 4 * ((c[1] % instrN) / 8);
-    t.at(idx) = r;
-  }
 
   // Each warp group's tile origin comes from the warp bits above the group (bits 0-1 pick the
   // warp's 16 rows inside the instruction).
@@ -374,6 +373,163 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
   for (int32_t r = 0; r < static_cast<int32_t>(live.size()); ++r)
     if (r & dup) live[r] = live[r & ~dup];
   bind(op.result(), convert(live, accL, layoutOf(op.result()), rt.elem, op));
+}
+
+// ---------------------------------------------------------------------------------------------
+// tlx.async_dot: wgmma.mma_async straight from TLX buffers. The allocator gives 2-D buffers the
+// NVMMA layout (contiguous last dim, 1024-byte aligned, swizzled in rows of S bytes, wider
+// rows split into column blocks of S bytes); the matrix descriptors describe that layout: A
+// [M, K] is K-major, B [K, N] is N-major (transposed-B mode). The accumulator registers stay
+// in flight until async_dot_wait.
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+/// The descriptor's swizzle-mode field (bits 62-63) for a swizzle of `bytes`.
+uint64_t swizzleModeBits(int bytes) {
+  uint64_t mode = bytes == 128 ? 1 : bytes == 64 ? 2 : 3;
+  return mode << 62;
+}
+
+/// True when `v` is a TLX buffer or a local_view of one (views that reorder elements, such as
+/// local_trans, change the layout the descriptor must describe).
+bool isPlainBuffer(const ir::Value* v) {
+  const ir::Op* def = v->def();
+  while (def && def->code() == OpCode::LocalView) def = def->operand(0)->def();
+  return def && def->code() == OpCode::LocalAlloc;
+}
+
+} // namespace
+
+void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
+  if (options_.target != Target::SM90a)
+    raiseError(op.loc(), "tlx.async_dot lowers to wgmma, which only sm_90a has; compile for "
+                         "sm_90a");
+  const ir::Type& at = op.operand(0)->type();
+  const ir::Type& bt = op.operand(1)->type();
+  const ir::Type& rt = op.result()->type();
+  if (at.kind != ir::TypeKind::Buffer)
+    raiseError(op.loc(), "tlx.async_dot with A in registers is not supported by the sm_90a PTX "
+                         "backend yet; pass A as a shared-memory buffer");
+  if (bt.kind != ir::TypeKind::Buffer)
+    raiseError(op.loc(), "tlx.async_dot needs B in a shared-memory buffer");
+  if ((at.elem != DType::F16 && at.elem != DType::BF16) || bt.elem != at.elem)
+    raiseError(op.loc(), "tlx.async_dot of " + at.str() + " and " + bt.str() +
+                             " is not supported yet; use fp16 or bf16 operands of one type");
+  if (rt.elem != DType::F32)
+    raiseError(op.loc(), "tlx.async_dot accumulates in fp32 only, got " + rt.str());
+  if (!isPlainBuffer(op.operand(0)) || !isPlainBuffer(op.operand(1)))
+    raiseError(op.loc(), "tlx.async_dot operands must be buffers from tlx.local_alloc or their "
+                         "local_view; transposed or reinterpreted views are not supported yet");
+  const layout::SharedAllocation& aAlloc = allocationOf(op, 0);
+  const layout::SharedAllocation& bAlloc = allocationOf(op, 1);
+  if (!aAlloc.swizzleBytes || !bAlloc.swizzleBytes)
+    raiseError(op.loc(), "tlx.async_dot operands " + at.str() + " and " + bt.str() +
+                             " need rows of at least 32 bytes (a swizzled NVMMA layout)");
+  int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
+  const layout::DotLayouts* dl = layouts_.dot(op);
+  if (!dl || dl->kind != layout::MmaKind::Wgmma || dl->instrN < 8 || M % 64 != 0)
+    raiseError(op.loc(),
+               "tlx.async_dot of a " + std::to_string(M) + "x" + std::to_string(N) +
+                   " tile does not map onto wgmma with num_warps=" + std::to_string(fn_.numWarps) +
+                   "; use M a multiple of 64 and num_warps a multiple of 4");
+  const LinearLayout& accL = dl->acc;
+  int32_t instrN = dl->instrN;
+  int bytes = ir::byteWidth(at.elem);
+  int64_t instrK = 32 / bytes;
+  int64_t sa = aAlloc.swizzleBytes, sb = bAlloc.swizzleBytes;
+  int64_t rowA = sa / bytes, rowB = sb / bytes;
+  // Byte offsets of elements in the unswizzled NVMMA layout (the hardware applies the swizzle
+  // to the address bits, so descriptor start addresses use these).
+  auto aByte = [&](int64_t m, int64_t k) { return ((k / rowA) * M + m) * sa + (k % rowA) * bytes; };
+  auto bByte = [&](int64_t k, int64_t n) { return ((n / rowB) * K + k) * sb + (n % rowB) * bytes; };
+
+  unsigned next = 3;
+  std::string accumulate = b_.pure("setp.ne.u32", RegClass::Pred, {"1", "0"});
+  if (op.intAttr("has_use_acc"))
+    accumulate = b_.materialize(operand(op, next++).at(0), RegClass::Pred);
+  std::string skip;
+  if (op.intAttr("has_pred")) {
+    skip = b_.newLabel("async_dot_skip");
+  }
+  Regs acc = operand(op, 2);
+  Regs live(acc.size());
+  for (size_t r = 0; r < acc.size(); ++r) {
+    live[r] = b_.newReg(RegClass::F32);
+    b_.inst("mov.f32", {live[r], b_.materialize(acc[r], RegClass::F32)});
+  }
+  if (!skip.empty())
+    b_.inst("bra", {skip}, b_.materialize(operand(op, next).at(0), RegClass::Pred), true);
+
+  // Each warp group's tile origin from the warp bits above the group.
+  auto groupImages = [&](bool isA) {
+    std::vector<int32_t> images(5 + std::countr_zero(static_cast<uint32_t>(fn_.numWarps)), 0);
+    for (int bit = 2; bit < accL.getInDimSizeLog2(layout::kWarp); ++bit) {
+      if (5 + bit >= static_cast<int>(images.size())) break;
+      const auto& basis = accL.getBasis(layout::kWarp, bit);
+      images[5 + bit] = static_cast<int32_t>(isA ? aByte(basis[0], 0) : bByte(0, basis[1]));
+    }
+    return images;
+  };
+  int32_t aBits = 0, bBits = 0;
+  std::string aHw = tidLinear(groupImages(true), &aBits);
+  std::string bHw = tidLinear(groupImages(false), &bBits);
+  std::string aBase = b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32);
+  std::string bBase = b_.materialize(regsOf(op.operand(1)).at(0), RegClass::B32);
+  // A (K-major): LBO unused (1), SBO = next 8 rows. B (N-major): LBO = next column block of
+  // the swizzle width along N, SBO = next 8 rows along K.
+  uint64_t aFixed = (uint64_t(1) << 16) | (uint64_t((8 * sa) >> 4) << 32) | swizzleModeBits(sa);
+  uint64_t bFixed =
+      (uint64_t((K * sb) >> 4) << 16) | (uint64_t((8 * sb) >> 4) << 32) | swizzleModeBits(sb);
+  auto descriptor = [&](const std::string& hw, int32_t hwBits, const std::string& buffer,
+                        int64_t byteOffset, uint64_t fixedBits) {
+    std::string addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(byteOffset)));
+    addr = b_.pure("add.s32", RegClass::B32, {addr, buffer});
+    std::string field = b_.pure("shr.u32", RegClass::B32, {addr, "4"});
+    field = b_.pure("and.b32", RegClass::B32, {field, "16383"});
+    std::string wide = b_.pure("cvt.u64.u32", RegClass::B64, {field});
+    return b_.pure("or.b64", RegClass::B64, {wide, immInt(static_cast<int64_t>(fixedBits))});
+  };
+  std::string abType = at.elem == DType::F16 ? "f16" : "bf16";
+  std::string opcode = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(instrN) + "k" +
+                       std::to_string(instrK) + ".f32." + abType + "." + abType;
+  b_.inst("wgmma.fence.sync.aligned", {});
+  for (const auto& [origin, regs] : wgmmaTiles(accL, instrN)) {
+    std::string list = "{";
+    for (size_t i = 0; i < regs.size(); ++i) {
+      if (regs[i] < 0) throw std::logic_error("codegen: wgmma tile not covered by registers");
+      list += (i ? ", " : "") + live[regs[i]];
+    }
+    list += "}";
+    for (int64_t k0 = 0; k0 < K; k0 += instrK) {
+      std::string da = descriptor(aHw, aBits, aBase, aByte(origin.first, k0), aFixed);
+      std::string db = descriptor(bHw, bBits, bBase, bByte(k0, origin.second), bFixed);
+      // A K-major (no transpose), B N-major (transposed).
+      b_.inst(opcode, {list, da, db, accumulate, "1", "1", "0", "1"});
+      // Later k steps add to what the first wrote.
+      accumulate = b_.pure("setp.ne.u32", RegClass::Pred, {"1", "0"});
+    }
+    if (op.intAttr("has_use_acc"))
+      accumulate = b_.materialize(operand(op, 3).at(0), RegClass::Pred);
+  }
+  b_.inst("wgmma.commit_group.sync.aligned", {});
+  if (!skip.empty()) b_.label(skip);
+  int32_t dup = accL.freeVariableMask(layout::kRegister);
+  for (int32_t r = 0; r < static_cast<int32_t>(live.size()); ++r)
+    if (r & dup) live[r] = live[r & ~dup];
+  bind(op.result(), std::move(live));
+}
+
+void FunctionLowering::lowerAsyncDotWait(const ir::Op& op) {
+  if (options_.target != Target::SM90a)
+    raiseError(op.loc(), "tlx.async_dot_wait waits for wgmma, which only sm_90a has");
+  int64_t pendings = op.intAttr("pendings");
+  if (pendings < 0 || pendings > 7)
+    raiseError(op.loc(), "tlx.async_dot_wait(" + std::to_string(pendings) +
+                             ") is out of range; wgmma.wait_group takes 0 to 7");
+  b_.inst("wgmma.wait_group.sync.aligned", {immInt(pendings)});
+  for (unsigned i = 0; i < op.numResults() && i < op.numOperands(); ++i)
+    bind(op.result(i), operand(op, i));
 }
 
 } // namespace ww::codegen

@@ -267,6 +267,10 @@ void FunctionLowering::lowerOp(const ir::Op& op) {
   case OpCode::AsyncDescStore:
   case OpCode::AsyncDescStoreWait:
     return lowerTlxDescriptorCopy(op);
+  case OpCode::AsyncDot:
+    return lowerAsyncDot(op);
+  case OpCode::AsyncDotWait:
+    return lowerAsyncDotWait(op);
   case OpCode::Clock64:
     return bind(op.result(), {b_.pure("mov.u64", RegClass::B64, {"%clock64"})});
   case OpCode::Return:

@@ -113,6 +113,9 @@ private:
   const layout::SharedAllocation& allocationOf(const ir::Op& op, unsigned operandIndex);
   /// `[address]` of the barrier view operand `i` of `op`.
   std::string barrierAddress(const ir::Op& op, unsigned i);
+  /// tlx.async_dot (wgmma from TLX buffers) and tlx.async_dot_wait (Dot.cpp).
+  void lowerAsyncDot(const ir::Op& op);
+  void lowerAsyncDotWait(const ir::Op& op);
   /// TMA copies between a descriptor and a TLX buffer (async_descriptor_load/store, store_wait).
   void lowerTlxDescriptorCopy(const ir::Op& op);
   /// Records the tensor-map swizzle a descriptor argument is used with; a user error when two

@@ -290,7 +290,8 @@ TEST(Codegen, IntegerArithmeticFollowsSignedness) {
       SCOPED_TRACE(targetName(target));
       codegen::PtxKernel k = emitAndAssemble(*fn, target);
       int bits = ir::bitWidth(t) == 8 ? 16 : ir::bitWidth(t);
-      std::string s = (ir::isSigned(t) ? "s" : "u") + std::to_string(bits);
+      std::string s = ir::isSigned(t) ? "s" : "u";
+      s += std::to_string(bits);
       EXPECT_NE(k.ptx.find("div." + s), std::string::npos) << k.ptx;
       EXPECT_NE(k.ptx.find("rem." + s), std::string::npos);
       EXPECT_NE(k.ptx.find("max." + s), std::string::npos);
@@ -896,6 +897,63 @@ TEST(Codegen, TlxTmaCopiesUseTheBufferSwizzle) {
   EXPECT_THROW(codegen::emitPtx(*w.fn, optionsFor(Target::SM90a), nullptr), CompileError);
 }
 
+/// tlx.async_dot: A [128, 64] and B [64, 128] fp16 tiles stored into TLX buffers, multiplied
+/// by wgmma from the buffers, waited for, and stored as fp32.
+std::unique_ptr<ir::Function> tlxAsyncDotKernel(int numWarps) {
+  KernelBuilder k("tlx_async_dot", numWarps);
+  Value* a = k.arg("a", Type::ptr(DType::F16), 16);
+  Value* b = k.arg("b", Type::ptr(DType::F16), 16);
+  Value* c = k.arg("c", Type::ptr(DType::F32), 16);
+  Value* aBufs = k.b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F16, {128, 64}, 2),
+                             {{"storage", std::string("smem")}});
+  Value* bBufs = k.b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F16, {64, 128}, 2),
+                             {{"storage", std::string("smem")}});
+  Value* stage = k.b.binary(OpCode::Rem, k.b.programId(0), k.b.i32(2));
+  Value* aBuf =
+      k.b.create1(OpCode::LocalView, {aBufs, stage}, Type::buffer(DType::F16, {128, 64}, 1));
+  Value* bBuf =
+      k.b.create1(OpCode::LocalView, {bBufs, stage}, Type::buffer(DType::F16, {64, 128}, 1));
+  k.b.create(OpCode::LocalStore, {aBuf, k.b.load(tilePtrs(k, a, tileOffsets(k, 128, 64, 64)))}, {});
+  k.b.create(OpCode::LocalStore, {bBuf, k.b.load(tilePtrs(k, b, tileOffsets(k, 64, 128, 128)))},
+             {});
+  k.b.create(OpCode::Fence, {}, {}, {{"kind", std::string("async_shared")}});
+  k.b.create(OpCode::DebugBarrier, {}, {});
+  Value* zero = k.b.constFloat(0.0, Type::tensor(DType::F32, {128, 128}));
+  Value* acc = k.b.create1(OpCode::AsyncDot, {aBuf, bBuf, zero}, zero->type(),
+                           {{"has_use_acc", int64_t(0)},
+                            {"has_pred", int64_t(0)},
+                            {"input_precision", std::string("tf32")}});
+  Value* done = k.b.create1(OpCode::AsyncDotWait, {acc}, acc->type(), {{"pendings", int64_t(0)}});
+  k.b.store(tilePtrs(k, c, tileOffsets(k, 128, 128, 128)), done);
+  k.b.ret();
+  return std::move(k.fn);
+}
+
+TEST(Codegen, TlxAsyncDotUsesSwizzledDescriptors) {
+  for (int numWarps : {4, 8}) {
+    SCOPED_TRACE(numWarps);
+    auto fn = tlxAsyncDotKernel(numWarps);
+    codegen::PtxKernel k = emitAndAssemble(*fn, Target::SM90a);
+    const std::string& ptx = k.ptx;
+    // 128x128 over warp groups: m64n128k16 (4 warps: 2 M tiles x 4 k steps; 8 warps split M).
+    int perGroup = numWarps == 4 ? 8 : 4;
+    EXPECT_EQ(count(ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"), perGroup) << ptx;
+    EXPECT_EQ(count(ptx, "wgmma.fence.sync.aligned"), 1);
+    EXPECT_EQ(count(ptx, "wgmma.commit_group.sync.aligned"), 1);
+    EXPECT_NE(ptx.find("wgmma.wait_group.sync.aligned 0"), std::string::npos);
+    // B is N-major: the transposed-B immediate is 1, A's is 0.
+    EXPECT_NE(ptx.find(", 1, 1, 0, 1;"), std::string::npos) << ptx;
+    // 128-byte swizzle mode (1 << 62) with SBO = 1024 bytes (64 << 32) in both descriptors; A's
+    // LBO field is 1, B's is the 8 KiB column block of 64 rows x 128 bytes (512 << 16).
+    uint64_t aFixed = (uint64_t(1) << 62) | (uint64_t(64) << 32) | (uint64_t(1) << 16);
+    uint64_t bFixed = (uint64_t(1) << 62) | (uint64_t(64) << 32) | (uint64_t(512) << 16);
+    EXPECT_NE(ptx.find(std::to_string(static_cast<int64_t>(aFixed))), std::string::npos) << ptx;
+    EXPECT_NE(ptx.find(std::to_string(static_cast<int64_t>(bFixed))), std::string::npos) << ptx;
+  }
+  auto fn = tlxAsyncDotKernel(4);
+  EXPECT_THROW(codegen::emitPtx(*fn, optionsFor(Target::SM80), nullptr), CompileError);
+}
+
 // ---------------------------------------------------------------------------------------------
 // On the GPU (skipped where no CUDA driver and device are present): the emitted code computes
 // the right numbers, checked against references computed here.
@@ -1440,6 +1498,35 @@ TEST(CodegenGpu, CastsRoundCorrectly) {
   EXPECT_EQ(f8[0], 1.0f);
   EXPECT_EQ(f8[1], 0.5f);
   EXPECT_EQ(f8[2], -448.0f);
+}
+
+/// kernels/hopper/gemm_pipelined.py through the whole pipeline to a cubin (ptxas, no GPU):
+/// TMA into swizzled TLX buffers, mbarrier phases, wgmma from the buffers. BLOCK_N=64 keeps
+/// B's rows within one 128-byte swizzle row (wider TMA boxes are not split yet).
+TEST(Codegen, TlxPipelinedGemmCompilesForSm90a) {
+  for (int numWarps : {4, 8}) {
+    SCOPED_TRACE(numWarps);
+    CompiledKernel k = compileLibraryKernel(
+        "hopper/gemm_pipelined.py", "gemm_pipelined_kernel",
+        "a_desc:desc<fp16,128x64>, b_desc:desc<fp16,64x64>, c_desc:desc<fp16,128x64>, M:i32, "
+        "N:i32, K:i32, BLOCK_M=128, BLOCK_N=64, BLOCK_K=64, GROUP_M=8, NUM_STAGES=4",
+        numWarps);
+    EXPECT_EQ(k.spillBytes, 0) << k.ptxasLog;
+    EXPECT_FALSE(k.cubin.empty()) << k.ptxasLog;
+    const std::string& ptx = k.ptx;
+    EXPECT_EQ(count(ptx, "mbarrier.init.shared::cta.b64"), 4) << ptx;
+    EXPECT_GE(count(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+                         "complete_tx::bytes"),
+              2);
+    EXPECT_NE(ptx.find("mbarrier.try_wait.parity.shared::cta.b64"), std::string::npos);
+    EXPECT_NE(ptx.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"), std::string::npos);
+    EXPECT_NE(ptx.find("wgmma.wait_group.sync.aligned 1"), std::string::npos);
+    EXPECT_NE(ptx.find("wgmma.wait_group.sync.aligned 0"), std::string::npos);
+    ASSERT_EQ(k.params.size(), 6u);
+    EXPECT_NE(k.params[0].type.find("swizzle=128"), std::string::npos) << k.params[0].type;
+    EXPECT_NE(k.params[1].type.find("swizzle=128"), std::string::npos) << k.params[1].type;
+    EXPECT_NE(k.params[2].type.find("swizzle=0"), std::string::npos) << k.params[2].type;
+  }
 }
 
 } // namespace
