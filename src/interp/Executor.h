@@ -27,7 +27,8 @@ struct PendingDot {
   bool useAcc = true;
   std::string precision; // input_precision; empty: tf32 for fp32 operands, as wgmma reads them
   ir::Type resultType;
-  TensorPtr result; // set on completion
+  TensorPtr result;   // set on completion
+  uint64_t token = 0; // of its in-flight shared-memory reads
 };
 
 /// What every program of one run shares.
@@ -40,6 +41,7 @@ struct KernelState {
   std::vector<std::pair<uint32_t, RtValue>> boundArgs;
   std::ostream* out = nullptr; // where print writes; stdout when null
   int64_t clock = 0;
+  uint64_t seed = 0; // of the schedulers; 0: deterministic round-robin
 };
 
 /// A TMA load in flight; it lands in shared memory and completes its barrier's transaction bytes
@@ -51,7 +53,8 @@ struct AsyncCopy {
   std::vector<int64_t> offsets;
   BarrierView bar;
   int64_t bytes = 0;
-  std::string where; // program and task that issued it, for errors
+  std::string where;  // program and task that issued it, for errors
+  uint64_t token = 0; // of its in-flight write
 };
 
 /// A cp.async (async_load) in flight until async_wait_group retires its group.
@@ -59,6 +62,7 @@ struct AsyncLoadCopy {
   const ir::Op* op = nullptr;
   TensorPtr ptrs, mask, other;
   BufferView dst;
+  uint64_t token = 0; // of its in-flight write
 };
 
 /// The state of one program (CTA).
@@ -67,6 +71,8 @@ struct CtaState {
   std::deque<AsyncCopy> copies;
   std::map<int64_t, NamedBarrier> namedBarriers;
   Scheduler* scheduler = nullptr; // set while async tasks run
+  size_t nextClockIndex = 2;      // vector-clock components handed out; 1 is the program
+  uint64_t nextToken = 1;         // names in-flight copies and dots
 };
 
 class Executor {
@@ -126,11 +132,28 @@ private:
   void bump();
   int64_t arrivalWeight(const MBarrier& bar) const;
 
+  // Happens-before checks of shared memory (see Races.h). `tiles` is how many tiles of the view
+  // the access covers (1 when the value has one tile's shape).
+  void release(VectorClock& into);
+  void acquire(const VectorClock& from) { agent_.clock.join(from); }
+  void checkedRead(const ir::Op& op, const BufferView& view, int64_t tiles, uint64_t token = 0);
+  void checkedWrite(const ir::Op& op, const BufferView& view, int64_t tiles, uint64_t token = 0);
+  /// Marks the in-flight reads of `token` (an async_dot's operands) as done by this agent now.
+  void retireReads(const BufferView& view, uint64_t token);
+  bool orderedBefore(const SharedAccess& a) const;
+  std::string accessor() const;
+  /// Notes for a wait on `bar` when the barrier ran two or more phases past this agent.
+  std::vector<Diagnostic> lappedNotes(const MBarrier& bar) const;
+  /// Reports copies that delivered more bytes than a phase whose arrivals are all in expects.
+  void checkNoExcessBytes(const ir::Op& op, const MBarrier& bar) const;
+
   KernelState& k_;
   CtaState& cta_;
   Agent& agent_;
   std::vector<RtValue> env_;
   std::deque<PendingDotPtr> dots_;
+  /// Per barrier, its phase count when this agent last passed a wait on it.
+  std::map<const MBarrier*, int64_t> phaseSeen_;
   std::vector<AsyncLoadCopy> uncommitted_;
   std::deque<std::vector<AsyncLoadCopy>> loadGroups_;
 };

@@ -4,7 +4,9 @@
 #include "interp/Elementwise.h"
 #include "interp/Executor.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <sstream>
@@ -710,9 +712,73 @@ RtValue bindArgument(KernelState& k, const ir::KernelArg& a, const InterpArg& v)
 
 } // namespace
 
+namespace {
+
+uint64_t environmentNumber(const char* name, uint64_t fallback) {
+  const char* text = std::getenv(name);
+  if (!text || !*text) return fallback;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(text, &end, 0);
+  if (errno != 0 || *end != '\0' || text[0] == '-')
+    throw std::invalid_argument(std::string(name) + "='" + text +
+                                "' is not a non-negative integer");
+  return uint64_t(v);
+}
+
+void runOnce(const ir::Function& fn, const SourceManager* sources, const int grid[3],
+             const std::vector<InterpArg>& args, uint64_t seed);
+
+} // namespace
+
+RunOptions runOptionsFromEnvironment() {
+  RunOptions o;
+  o.seed = environmentNumber("WARPWEAVE_INTERP_SEED", 0);
+  uint64_t n = environmentNumber("WARPWEAVE_INTERP_SCHEDULES", 1);
+  if (n == 0 || n > 1000000)
+    throw std::invalid_argument("WARPWEAVE_INTERP_SCHEDULES must be between 1 and 1000000");
+  o.schedules = int(n);
+  return o;
+}
+
 void run(const ir::Function& fn, const SourceManager* sources, const int grid[3],
          const std::vector<InterpArg>& args) {
+  run(fn, sources, grid, args, runOptionsFromEnvironment());
+}
+
+void run(const ir::Function& fn, const SourceManager* sources, const int grid[3],
+         const std::vector<InterpArg>& args, const RunOptions& options) {
+  const int schedules = std::max(1, options.schedules);
+  for (int s = 0; s < schedules; ++s) {
+    // Seed 0 stays round-robin for the first run only; later runs need distinct nonzero seeds.
+    uint64_t seed = options.seed + uint64_t(s);
+    if (options.seed == 0 && s > 0) seed = uint64_t(s);
+    const bool last = s + 1 == schedules;
+    std::vector<std::vector<uint8_t>> scratch;
+    std::vector<InterpArg> runArgs = args;
+    if (!last)
+      for (InterpArg& a : runArgs)
+        if (a.data && a.bytes) {
+          const auto* p = static_cast<const uint8_t*>(a.data);
+          scratch.emplace_back(p, p + a.bytes);
+          a.data = scratch.back().data();
+        }
+    try {
+      runOnce(fn, sources, grid, runArgs, seed);
+    } catch (const InterpreterError& e) {
+      if (schedules == 1 && seed == 0) throw;
+      throw InterpreterError(std::string(e.what()) +
+                             "\n(found under WARPWEAVE_INTERP_SEED=" + std::to_string(seed) + ")");
+    }
+  }
+}
+
+namespace {
+
+void runOnce(const ir::Function& fn, const SourceManager* sources, const int grid[3],
+             const std::vector<InterpArg>& args, uint64_t seed) {
   KernelState k;
+  k.seed = seed;
   k.fn = &fn;
   k.sources = sources;
   for (int i = 0; i < 3; ++i) k.grid[i] = grid[i];
@@ -746,5 +812,7 @@ void run(const ir::Function& fn, const SourceManager* sources, const int grid[3]
         exec.runBlock(fn.body);
       }
 }
+
+} // namespace
 
 } // namespace ww::interp

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "interp/Numerics.h"
+#include "interp/Races.h"
 #include "ir/Type.h"
 
 #include <cstring>
@@ -61,6 +62,7 @@ void writeScalar(Tensor& t, int64_t index, const Scalar& v);
 struct SharedAlloc {
   std::vector<unsigned char> bytes;
   std::string name;
+  AccessLog log; // for race checks
 };
 
 /// A view of shared-memory tiles: `count` tiles of `shape` with element `strides`, tile i at

@@ -29,16 +29,21 @@ void Scheduler::run(std::vector<Agent*> agents, const std::function<bool()>& pro
   size_t next = 0;
   try {
     for (;;) {
+      // A TMA may land any time after issue: a seeded run sometimes lands copies early.
+      if (seed_ != 0 && rng_() % 4 == 0) progress();
       Agent* chosen = nullptr;
       size_t chosenIndex = 0;
-      for (size_t j = 0; j < agents.size() && !chosen; ++j) {
+      std::vector<size_t> runnable;
+      for (size_t j = 0; j < agents.size(); ++j) {
         size_t k = (next + j) % agents.size();
         Agent* a = agents[k];
         if (a->state == Agent::State::Ready ||
-            (a->state == Agent::State::Blocked && a->blockedEpoch != epoch_)) {
-          chosen = a;
-          chosenIndex = k;
-        }
+            (a->state == Agent::State::Blocked && a->blockedEpoch != epoch_))
+          runnable.push_back(k);
+      }
+      if (!runnable.empty()) {
+        chosenIndex = seed_ == 0 ? runnable.front() : runnable[rng_() % runnable.size()];
+        chosen = agents[chosenIndex];
       }
       if (!chosen) {
         bool allDone = true;

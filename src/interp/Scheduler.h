@@ -1,10 +1,13 @@
 // Agents and the deterministic scheduler that interleaves them: each async task (and replica) of
 // a program runs as an agent on its own thread, but only the one holding the baton runs, and the
 // baton moves round-robin at blocking points (barrier waits, named barriers, async_dot_wait).
-// The run is therefore a deterministic function of the kernel and its inputs.
+// The run is therefore a deterministic function of the kernel and its inputs. With a nonzero
+// seed the scheduler instead picks a random runnable agent at each switch, and may let the memory
+// system land copies early, so that different seeds explore different legal interleavings.
 #pragma once
 
 #include "frontend/Diagnostics.h"
+#include "interp/Races.h"
 
 #include <condition_variable>
 #include <cstdint>
@@ -12,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,7 +25,8 @@ namespace ww::interp {
 /// What an agent is waiting for, for deadlock reports.
 struct BlockSite {
   SourceLoc loc;
-  std::string what; // "waits on barrier 1 of 'full' for phase parity 0 (...)"
+  std::string what;              // "waits on barrier 1 of 'full' for phase parity 0 (...)"
+  std::vector<Diagnostic> notes; // what may explain the wait
 };
 
 class Scheduler;
@@ -32,6 +37,8 @@ struct Agent {
   int numWarps = 4;
   int replica = 0;
   Scheduler* scheduler = nullptr; // null: the only agent, running on the caller's thread
+  size_t clockIndex = 1;          // this agent's component of vector clocks
+  VectorClock clock;              // what this agent is ordered after
 
   enum class State { Ready, Running, Blocked, Done, Failed };
   State state = State::Ready;
@@ -51,6 +58,9 @@ public:
   /// complete outstanding asynchronous operations and returns whether it changed anything.
   /// `deadlock` is called (and must throw) when nothing can make progress. Rethrows the first
   /// error an agent raised.
+  /// 0 (the default): round-robin. Otherwise a seeded random interleaving.
+  explicit Scheduler(uint64_t seed = 0) : seed_(seed), rng_(seed) {}
+
   void run(std::vector<Agent*> agents, const std::function<bool()>& progress,
            const std::function<void(const std::vector<Agent*>&)>& deadlock);
 
@@ -70,6 +80,8 @@ private:
   Agent* running_ = nullptr;
   bool abort_ = false;
   uint64_t epoch_ = 0;
+  uint64_t seed_ = 0;
+  std::mt19937_64 rng_;
 };
 
 } // namespace ww::interp

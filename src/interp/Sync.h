@@ -3,6 +3,7 @@
 #pragma once
 
 #include "frontend/Diagnostics.h"
+#include "interp/Races.h"
 
 #include <cstdint>
 #include <string>
@@ -20,6 +21,15 @@ struct MBarrier {
   int64_t txBytes = 0;         // expected transaction bytes not yet delivered (may go negative)
   int64_t phase = 0;           // number of completed phases
   bool warpBarrier = false;    // arrivals count threads, not warp groups
+  VectorClock arrivals;        // released by the arrivals (and copies) of the current phase
+  VectorClock completed;       // released by completed phases: what a passing wait acquires
+  /// TMA landings count on a clock of their own per barrier, so that a wait on one barrier
+  /// orders only the copies that complete on it. SIZE_MAX until the first landing.
+  size_t copyClock = SIZE_MAX;
+  uint64_t copyTicks = 0;
+  /// The arrival that completed the latest phase, for deadlock reports.
+  SourceLoc lastCompletedAt;
+  std::string lastCompletedBy;
 
   bool waitPasses(int64_t parity) const { return (phase & 1) != (parity & 1); }
   /// Completes the phase when it can; returns whether it did.
@@ -27,6 +37,8 @@ struct MBarrier {
     if (pendingArrivals != 0 || txBytes != 0) return false;
     ++phase;
     pendingArrivals = arriveCount;
+    completed.join(arrivals);
+    arrivals = VectorClock();
     return true;
   }
   /// "phase 3 (parity 1): 1 of 2 arrivals pending, 1024 transaction bytes outstanding"
@@ -42,6 +54,8 @@ struct NamedBarrier {
   int64_t expectedThreads = 0; // of the phase in progress; 0 when none is in progress
   int64_t arrivedThreads = 0;
   int64_t generation = 0; // completed phases
+  VectorClock arrivals;   // of the phase in progress
+  VectorClock completed;  // acquired by waiters of a completed phase
 };
 
 } // namespace ww::interp

@@ -18,7 +18,11 @@ using ir::OpCode;
 std::string MBarrier::describe() const {
   std::ostringstream os;
   os << "phase " << phase << " (parity " << (phase & 1) << "): " << pendingArrivals << " of "
-     << arriveCount << " arrivals pending, " << txBytes << " transaction bytes outstanding";
+     << arriveCount << " arrivals pending, ";
+  if (txBytes > 0)
+    os << "still expects " << txBytes << " transaction bytes";
+  else
+    os << txBytes << " transaction bytes outstanding";
   return os.str();
 }
 
@@ -76,6 +80,139 @@ void Executor::writeBuffer(const BufferView& view, const Tensor& value) const {
     }
 }
 
+namespace {
+
+/// Bytes [lo, hi) of the allocation that `tiles` tiles of `view` span (a bounding range).
+std::pair<int64_t, int64_t> byteRange(const BufferView& view, int64_t tiles) {
+  int64_t last = 0;
+  for (size_t d = 0; d < view.shape.size(); ++d) {
+    if (view.shape[d] == 0) return {view.byteOffset, view.byteOffset};
+    last += view.strides[d] * (view.shape[d] - 1);
+  }
+  int64_t lo = view.byteOffset;
+  return {lo, lo + (tiles - 1) * view.tileStrideBytes + (last + 1) * view.elemBytes()};
+}
+
+int64_t tilesOf(const BufferView& view, int64_t elements) {
+  return elements == view.tileElements() ? 1 : view.count;
+}
+
+} // namespace
+
+std::vector<Diagnostic> Executor::lappedNotes(const MBarrier& bar) const {
+  // A waiter never lets its barrier get two phases ahead in a correct pipeline: if it did, some
+  // phase completed without this agent, typically on surplus arrivals.
+  auto seen = phaseSeen_.find(&bar);
+  int64_t since = bar.phase - (seen == phaseSeen_.end() ? 0 : seen->second);
+  if (since < 2 || bar.lastCompletedBy.empty()) return {};
+  return {note(bar.lastCompletedAt,
+               "the barrier completed " + std::to_string(since) + " phases since " + accessor() +
+                   " last passed a wait on it, the latest on this arrival by " +
+                   bar.lastCompletedBy +
+                   ": more arrivals than it expects per phase (several arrivers on a barrier "
+                   "initialized for fewer?)")};
+}
+
+void Executor::release(VectorClock& into) {
+  into.join(agent_.clock);
+  agent_.clock.set(agent_.clockIndex, agent_.clock.at(agent_.clockIndex) + 1);
+}
+
+bool Executor::orderedBefore(const SharedAccess& a) const {
+  if (a.inFlight) return false;
+  return agent_.clock.at(a.agent) >= a.epoch;
+}
+
+std::string Executor::accessor() const {
+  return agent_.scheduler ? agent_.label : "the program";
+}
+
+void Executor::checkedRead(const ir::Op& op, const BufferView& view, int64_t tiles,
+                           uint64_t token) {
+  auto [lo, hi] = byteRange(view, tiles);
+  if (lo >= hi) return;
+  AccessLog& log = view.alloc->log;
+  bool written = false;
+  for (const SharedAccess& a : log.accesses) {
+    if (!a.write || a.hi <= lo || hi <= a.lo) continue;
+    written = true;
+    if (a.inFlight)
+      fail(op.loc(),
+           std::string(op.name()) + " reads shared memory that " + a.what +
+               " is still writing: wait for the copy (its barrier, or async_wait_group) before "
+               "reading (" +
+               where() + ")",
+           {note(a.loc, "the copy was issued here")});
+    if (!orderedBefore(a))
+      fail(op.loc(),
+           std::string(op.name()) + " reads shared memory that " + a.what +
+               " wrote, with no barrier ordering that write before this read (" + where() + ")",
+           {note(a.loc, "the write")});
+  }
+  if (!written)
+    fail(op.loc(),
+         std::string(op.name()) + " reads shared memory that nothing wrote (" + where() + ")");
+  SharedAccess r;
+  r.inFlight = token != 0;
+  r.token = token;
+  r.agent = agent_.clockIndex;
+  r.epoch = agent_.clock.at(agent_.clockIndex);
+  r.lo = lo;
+  r.hi = hi;
+  r.loc = op.loc();
+  r.what = std::string(op.name()) + " by " + accessor();
+  // An earlier finished read of the same bytes by this agent adds nothing the new one lacks.
+  std::erase_if(log.accesses, [&](const SharedAccess& a) {
+    return !a.write && !a.inFlight && a.agent == r.agent && lo <= a.lo && a.hi <= hi;
+  });
+  log.accesses.push_back(std::move(r));
+}
+
+void Executor::checkedWrite(const ir::Op& op, const BufferView& view, int64_t tiles,
+                            uint64_t token) {
+  auto [lo, hi] = byteRange(view, tiles);
+  if (lo >= hi) return;
+  AccessLog& log = view.alloc->log;
+  for (const SharedAccess& a : log.accesses) {
+    if (a.hi <= lo || hi <= a.lo) continue;
+    if (a.inFlight)
+      fail(op.loc(),
+           std::string(op.name()) + " overwrites shared memory that " + a.what +
+               (a.write ? " is still writing"
+                        : " may still be reading (not yet retired by "
+                          "async_dot_wait)") +
+               " (" + where() + ")",
+           {note(a.loc, a.write ? "the copy was issued here" : "the async_dot was issued here")});
+    if (!orderedBefore(a))
+      fail(op.loc(),
+           std::string(op.name()) + " overwrites shared memory that " + a.what +
+               (a.write ? " wrote" : " read") +
+               ", with no barrier ordering that access before this write (" + where() + ")",
+           {note(a.loc, a.write ? "the earlier write" : "the read")});
+  }
+  std::erase_if(log.accesses, [&](const SharedAccess& a) { return lo <= a.lo && a.hi <= hi; });
+  SharedAccess w;
+  w.write = true;
+  w.inFlight = token != 0;
+  w.token = token;
+  w.agent = agent_.clockIndex;
+  w.epoch = agent_.clock.at(agent_.clockIndex);
+  w.lo = lo;
+  w.hi = hi;
+  w.loc = op.loc();
+  w.what = std::string(op.name()) + " by " + accessor();
+  log.accesses.push_back(std::move(w));
+}
+
+void Executor::retireReads(const BufferView& view, uint64_t token) {
+  for (SharedAccess& a : view.alloc->log.accesses)
+    if (a.inFlight && a.token == token) {
+      a.inFlight = false;
+      a.agent = agent_.clockIndex;
+      a.epoch = agent_.clock.at(agent_.clockIndex);
+    }
+}
+
 void Executor::bump() {
   if (cta_.scheduler) cta_.scheduler->bump();
 }
@@ -91,10 +228,25 @@ void Executor::waitUntil(const std::function<bool()>& ready,
       agent_.scheduler->block(agent_, site());
     } else if (!completeAsyncCopies(k_, cta_)) {
       BlockSite s = site();
-      fail(s.loc, "deadlock in " + where() + ": the program " + s.what +
-                      ", and nothing else can make progress");
+      fail(s.loc,
+           "deadlock in " + where() + ": the program " + s.what +
+               ", and nothing else can make progress",
+           s.notes);
     }
   }
+}
+
+void Executor::checkNoExcessBytes(const ir::Op& op, const MBarrier& bar) const {
+  // Once every arrival of a phase is in, no barrier_expect_bytes can raise its count any more: a
+  // negative count means copies delivered more than the phase expects, which never completes.
+  if (bar.pendingArrivals == 0 && bar.txBytes < 0)
+    fail(op.loc(), std::string(op.name()) +
+                       " completes the arrivals of a phase whose copies "
+                       "delivered " +
+                       std::to_string(-bar.txBytes) +
+                       " transaction bytes more than it expects (barrier_expect_bytes too small?); "
+                       "the barrier is in " +
+                       bar.describe() + ", in " + where());
 }
 
 int64_t Executor::arrivalWeight(const MBarrier& bar) const {
@@ -122,7 +274,25 @@ bool Executor::completeAsyncCopies(KernelState& k, CtaState& cta) {
       std::memcpy(c.dst.alloc->bytes.data() + c.dst.byteOffsetOf(0, i),
                   box.bytes.data() + size_t(i) * w, w);
     MBarrier& bar = c.bar.array->barriers.at(size_t(c.bar.first));
+    // The landing is a write on the barrier's copy clock, released by the barrier's phase.
+    if (bar.copyClock == SIZE_MAX) bar.copyClock = cta.nextClockIndex++;
+    ++bar.copyTicks;
+    bar.arrivals.set(bar.copyClock, bar.copyTicks);
+    for (SharedAccess& a : c.dst.alloc->log.accesses)
+      if (a.inFlight && a.token == c.token) {
+        a.inFlight = false;
+        a.agent = bar.copyClock;
+        a.epoch = bar.copyTicks;
+      }
     bar.txBytes -= c.bytes;
+    if (bar.pendingArrivals == 0 && bar.txBytes < 0)
+      raiseInterpError(k.sources, c.op->loc(),
+                       "async_descriptor_load delivers " + std::to_string(c.bytes) +
+                           " bytes to barrier " + std::to_string(c.bar.first) + ", " +
+                           std::to_string(-bar.txBytes) +
+                           " more than its phase expects (barrier_expect_bytes too small?); the "
+                           "barrier is in " +
+                           bar.describe() + ", in " + c.where);
     bar.maybeComplete();
   }
   if (cta.scheduler) cta.scheduler->bump();
@@ -158,6 +328,8 @@ void Executor::completeDotsDownTo(size_t pendings) {
     PendingDotPtr d = dots_.front();
     dots_.pop_front();
     if (!d->result) completeDot(*d);
+    if (auto* av = std::get_if<BufferView>(&d->a)) retireReads(*av, d->token);
+    retireReads(d->b, d->token);
   }
 }
 
@@ -165,6 +337,11 @@ void Executor::completeLoadGroup(std::vector<AsyncLoadCopy>& group) {
   for (AsyncLoadCopy& c : group) {
     TensorPtr v = loadGlobal(*c.op, *c.ptrs, c.mask.get(), c.other.get(),
                              ir::Type::tensor(c.dst.elem, c.ptrs->shape));
+    for (SharedAccess& a : c.dst.alloc->log.accesses)
+      if (a.inFlight && a.token == c.token) {
+        a.inFlight = false;
+        a.epoch = agent_.clock.at(agent_.clockIndex);
+      }
     writeBuffer(c.dst, *v);
   }
 }
@@ -209,12 +386,21 @@ void Executor::execTlx(const ir::Op& op) {
     set(op.result(), BarrierView{bars.array, bars.first + index, 1});
     return;
   }
-  case OpCode::LocalLoad:
-    set(op.result(), readBuffer(buffer(op, 0), op.result()->type()));
+  case OpCode::LocalLoad: {
+    const BufferView& v = buffer(op, 0);
+    int64_t n = 1;
+    for (int64_t d : op.result()->type().shape) n *= d;
+    checkedRead(op, v, tilesOf(v, n));
+    set(op.result(), readBuffer(v, op.result()->type()));
     return;
-  case OpCode::LocalStore:
-    writeBuffer(buffer(op, 0), *tensor(op, 1));
+  }
+  case OpCode::LocalStore: {
+    const BufferView& v = buffer(op, 0);
+    TensorPtr value = tensor(op, 1);
+    checkedWrite(op, v, tilesOf(v, value->numel()));
+    writeBuffer(v, *value);
     return;
+  }
   case OpCode::LocalTrans: {
     BufferView v = buffer(op, 0);
     std::vector<int64_t> order = op.intsAttr("order");
@@ -283,9 +469,11 @@ void Executor::execTlx(const ir::Op& op) {
     int64_t bytes = scalarInt(op, 1);
     // barrier_expect_bytes is mbarrier.arrive.expect_tx: expect the bytes, then arrive once.
     bar.txBytes += bytes;
+    release(bar.arrivals);
     if (--bar.pendingArrivals < 0)
       fail(op.loc(), "barrier_expect_bytes arrives on a barrier whose " + bar.describe() +
                          " has no arrival left (too many arrivals in one phase) in " + where());
+    checkNoExcessBytes(op, bar);
     bar.maybeComplete();
     bump();
     return;
@@ -308,7 +496,12 @@ void Executor::execTlx(const ir::Op& op) {
       fail(op.loc(), "barrier_arrive of " + std::to_string(weight) + " arrivals on a barrier in " +
                          bar.describe() + ": more arrivals than the phase expects, in " + where());
     }
-    bar.maybeComplete();
+    release(bar.arrivals);
+    checkNoExcessBytes(op, bar);
+    if (bar.maybeComplete()) {
+      bar.lastCompletedAt = op.loc();
+      bar.lastCompletedBy = accessor();
+    }
     bump();
     return;
   }
@@ -319,11 +512,14 @@ void Executor::execTlx(const ir::Op& op) {
     int64_t parity = scalarInt(op, 1);
     waitUntil([&] { return bar.waitPasses(parity); },
               [&] {
-                return BlockSite{op.loc(), "waits on barrier " + std::to_string(view.first) +
-                                               " for the phase of parity " +
-                                               std::to_string(parity & 1) +
-                                               " to complete; the barrier is in " + bar.describe()};
+                return BlockSite{op.loc(),
+                                 "waits on barrier " + std::to_string(view.first) +
+                                     " for the phase of parity " + std::to_string(parity & 1) +
+                                     " to complete; the barrier is in " + bar.describe(),
+                                 lappedNotes(bar)};
               });
+    acquire(bar.completed);
+    phaseSeen_[&bar] = bar.phase;
     return;
   }
   case OpCode::NamedBarrierArrive:
@@ -339,6 +535,7 @@ void Executor::execTlx(const ir::Op& op) {
                          std::to_string(nb.expectedThreads) + " (" + where() + ")");
     int64_t generation = nb.generation;
     nb.arrivedThreads += threads;
+    release(nb.arrivals);
     if (nb.arrivedThreads > nb.expectedThreads)
       fail(op.loc(), std::string(op.name()) + ": " + std::to_string(nb.arrivedThreads) +
                          " threads arrived at named barrier " + std::to_string(id) +
@@ -346,6 +543,8 @@ void Executor::execTlx(const ir::Op& op) {
                          ")");
     if (nb.arrivedThreads == nb.expectedThreads) {
       ++nb.generation;
+      nb.completed.join(nb.arrivals);
+      nb.arrivals = VectorClock();
       nb.arrivedThreads = 0;
       nb.expectedThreads = 0;
     }
@@ -354,10 +553,14 @@ void Executor::execTlx(const ir::Op& op) {
       waitUntil([&] { return cta_.namedBarriers[id].generation != generation; },
                 [&] {
                   const NamedBarrier& cur = cta_.namedBarriers[id];
-                  return BlockSite{op.loc(), "waits at named barrier " + std::to_string(id) + " (" +
-                                                 std::to_string(cur.arrivedThreads) + " of " +
-                                                 std::to_string(numThreads) + " threads arrived)"};
+                  return BlockSite{op.loc(),
+                                   "waits at named barrier " + std::to_string(id) + " (" +
+                                       std::to_string(cur.arrivedThreads) + " of " +
+                                       std::to_string(numThreads) + " threads arrived)",
+                                   {}};
                 });
+    if (op.code() == OpCode::NamedBarrierWait)
+      acquire(cta_.namedBarriers[id].completed);
     else
       yieldToOthers();
     return;
@@ -387,6 +590,8 @@ void Executor::execTlx(const ir::Op& op) {
     c.bytes = ir::byteWidth(desc->elem);
     for (int64_t d : desc->blockShape) c.bytes *= d;
     c.where = where();
+    c.token = cta_.nextToken++;
+    checkedWrite(op, c.dst, 1, c.token);
     cta_.copies.push_back(std::move(c));
     return;
   }
@@ -395,6 +600,9 @@ void Executor::execTlx(const ir::Op& op) {
     const BufferView& src = buffer(op, 1);
     std::vector<int64_t> offsets;
     for (unsigned i = 2; i < op.numOperands(); ++i) offsets.push_back(scalarInt(op, i));
+    int64_t n = 1;
+    for (int64_t d : desc->blockShape) n *= d;
+    checkedRead(op, src, tilesOf(src, n));
     TensorPtr box = readBuffer(src, ir::Type::tensor(src.elem, desc->blockShape));
     descriptorTransfer(k_, op, where(), *desc, offsets, nullptr, box.get());
     return;
@@ -410,6 +618,8 @@ void Executor::execTlx(const ir::Op& op) {
     c.dst = buffer(op, 1);
     if (hasMask) c.mask = tensor(op, 2);
     if (hasOther) c.other = tensor(op, hasMask ? 3 : 2);
+    c.token = cta_.nextToken++;
+    checkedWrite(op, c.dst, tilesOf(c.dst, c.ptrs->numel()), c.token);
     uncommitted_.push_back(std::move(c));
     if (op.numResults()) set(op.result(), TokenValue{});
     return;
@@ -458,6 +668,9 @@ void Executor::execTlx(const ir::Op& op) {
       return;
     }
     d->acc = acc;
+    d->token = cta_.nextToken++;
+    if (auto* av = std::get_if<BufferView>(&d->a)) checkedRead(op, *av, 1, d->token);
+    checkedRead(op, d->b, 1, d->token);
     dots_.push_back(d);
     set(op.result(), PendingDotPtr(d));
     return;
@@ -532,6 +745,9 @@ void Executor::execAsyncTasks(const ir::Op& op) {
       a->label = label + (replicate > 1 ? " replica " + std::to_string(r) : "");
       a->numWarps = isDefault ? k_.fn->numWarps : int(taskOp->intAttr("num_warps", 4));
       a->replica = int(r);
+      a->clockIndex = cta_.nextClockIndex++;
+      a->clock = agent_.clock; // what the program did before async_tasks precedes every task
+      a->clock.set(a->clockIndex, 1);
       auto ex = std::make_unique<Executor>(k_, cta_, *a, env_);
       Executor* exp = ex.get();
       const ir::Block* body = taskOp->region(0);
@@ -542,7 +758,15 @@ void Executor::execAsyncTasks(const ir::Op& op) {
   }
   std::vector<Agent*> raw;
   for (auto& a : agents) raw.push_back(a.get());
-  Scheduler scheduler;
+  // Each program gets its own stream of choices; a zero mix would mean round-robin.
+  uint64_t seed = 0;
+  if (k_.seed != 0) {
+    uint64_t program = uint64_t(cta_.pid[0]) + uint64_t(cta_.pid[1]) * 65536 +
+                       uint64_t(cta_.pid[2]) * 65536 * 65536;
+    seed = (k_.seed ^ (program * 0x9E3779B97F4A7C15ull)) | 1;
+  }
+  Scheduler scheduler(seed);
+  release(agent_.clock); // the program's accesses so far precede the tasks' own
   cta_.scheduler = &scheduler;
   struct Reset {
     CtaState& c;
@@ -552,7 +776,10 @@ void Executor::execAsyncTasks(const ir::Op& op) {
       raw, [&] { return completeAsyncCopies(k_, cta_); },
       [&](const std::vector<Agent*>& blocked) {
         std::vector<Diagnostic> notes;
-        for (Agent* a : blocked) notes.push_back(note(a->site.loc, a->label + " " + a->site.what));
+        for (Agent* a : blocked) {
+          notes.push_back(note(a->site.loc, a->label + " " + a->site.what));
+          notes.insert(notes.end(), a->site.notes.begin(), a->site.notes.end());
+        }
         for (Agent* a : raw)
           if (a->state == Agent::State::Done) notes.push_back(note({}, a->label + " has finished"));
         SourceLoc loc = blocked.empty() ? op.loc() : blocked.front()->site.loc;
@@ -562,6 +789,7 @@ void Executor::execAsyncTasks(const ir::Op& op) {
                  "flight",
              std::move(notes));
       });
+  for (Agent* a : raw) agent_.clock.join(a->clock); // the tasks all end before what follows
 }
 
 } // namespace ww::interp

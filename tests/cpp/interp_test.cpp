@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -888,15 +889,12 @@ TEST(InterpTlx, LocalBuffersViewsTransposeSliceAndPoison) {
       b.create1(OpCode::LocalSlice, {v1}, Type::buffer(DType::F32, {2, 4}, 1),
                 {{"offsets", std::vector<int64_t>{1, 2}}, {"sizes", std::vector<int64_t>{2, 4}}});
   Value* s = b.create1(OpCode::LocalLoad, {sv}, Type::tensor(DType::F32, {2, 4}));
-  Value* fresh =
-      b.create1(OpCode::LocalLoad, {view(b, bufs, b.i32(0))}, Type::tensor(DType::F32, {4, 8}));
   Value* a1 = b.create1(OpCode::Cat, {reshape(b, back, {32}), reshape(b, t, {32})},
                         Type::tensor(DType::F32, {64}));
   Value* a2 = b.create1(OpCode::Cat, {a1, reshape(b, s, {8})}, Type::tensor(DType::F32, {72}));
-  storeAll(b, po,
-           b.create1(OpCode::Cat, {a2, reshape(b, fresh, {32})}, Type::tensor(DType::F32, {104})));
+  storeAll(b, po, a2);
   b.ret();
-  std::vector<float> xv(32), out(104);
+  std::vector<float> xv(32), out(72);
   for (int i = 0; i < 32; ++i) xv[i] = float(i);
   k.run({1}, {buf(xv), buf(out)});
   for (int i = 0; i < 32; ++i) EXPECT_EQ(out[i], xv[i]);
@@ -904,8 +902,21 @@ TEST(InterpTlx, LocalBuffersViewsTransposeSliceAndPoison) {
     for (int c = 0; c < 4; ++c) EXPECT_EQ(out[32 + r * 4 + c], xv[c * 8 + r]);
   for (int r = 0; r < 2; ++r)
     for (int c = 0; c < 4; ++c) EXPECT_EQ(out[64 + r * 4 + c], xv[(1 + r) * 8 + 2 + c]);
-  // Never-written shared memory reads as poison (NaN), as uninitialized smem is garbage.
-  for (int i = 72; i < 104; ++i) EXPECT_TRUE(std::isnan(out[i])) << i;
+
+  // Reading shared memory that nothing wrote (garbage on the GPU) is reported.
+  TestKernel fresh("fresh", "    x = tlx.local_load(bufs[0])\n");
+  Value* fb = fresh.b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F32, {4, 8}, 2));
+  fresh.b.create(OpCode::LocalStore, {view(fresh.b, fb, fresh.b.i32(1)), zerosF32(fresh.b, {4, 8})},
+                 {});
+  fresh.at(1, 9);
+  fresh.b.create1(OpCode::LocalLoad, {view(fresh.b, fb, fresh.b.i32(0))},
+                  Type::tensor(DType::F32, {4, 8}));
+  fresh.b.ret();
+  EXPECT_EQ(fresh.runExpectingError({1}, {}),
+            "fresh.py:1:9: error: local_load reads shared memory that nothing wrote (program (0, "
+            "0, 0))\n"
+            "      x = tlx.local_load(bufs[0])\n"
+            "          ^");
 
   TestKernel bad("buffers", "    v = tlx.local_view(bufs, 2)\n");
   Value* bb = bad.b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F32, {4, 8}, 2));
@@ -1012,15 +1023,25 @@ void buildTmaLoad(TestKernel& k, int64_t row0, bool expect, bool peekEarly) {
 
 TEST(InterpTlx, AsyncDescriptorLoadCompletesOnItsBarrier) {
   TestKernel k("tma", "    tlx.barrier_wait(bar, 0)\n");
-  buildTmaLoad(k, /*row0=*/8, /*expect=*/true, /*peekEarly=*/true);
-  std::vector<float> in(120), out(64, -1.0f);
+  buildTmaLoad(k, /*row0=*/8, /*expect=*/true, /*peekEarly=*/false);
+  std::vector<float> in(120), out(32, -1.0f);
   for (size_t i = 0; i < in.size(); ++i) in[i] = float(i);
   k.run({1}, {InterpArg::descriptor(in.data(), in.size() * 4, {10, 12}, {12, 1}), buf(out)});
   for (int r = 0; r < 4; ++r)
     for (int c = 0; c < 8; ++c)
       EXPECT_EQ(out[r * 8 + c], 8 + r < 10 ? in[(8 + r) * 12 + c] : 0.0f) << r << "," << c;
-  // Before the wait the copy is still in flight: the buffer still holds its poison.
-  for (int i = 32; i < 64; ++i) EXPECT_TRUE(std::isnan(out[i])) << i;
+}
+
+TEST(InterpTlx, ReadingATmaBufferBeforeItsBarrierWaitIsARace) {
+  TestKernel k("tma", "    tlx.barrier_wait(bar, 0)\n");
+  buildTmaLoad(k, /*row0=*/8, /*expect=*/true, /*peekEarly=*/true);
+  std::vector<float> in(120), out(64, -1.0f);
+  std::string err = k.runExpectingError(
+      {1}, {InterpArg::descriptor(in.data(), in.size() * 4, {10, 12}, {12, 1}), buf(out)});
+  EXPECT_NE(err.find("error: local_load reads shared memory that async_desc_load by the program "
+                     "is still writing"),
+            std::string::npos)
+      << err;
 }
 
 TEST(InterpTlx, TmaWithoutExpectedBytesNeverCompletesThePhase) {
@@ -1651,21 +1672,21 @@ TEST(InterpTlx, ReinterpretAsyncLoadGroupsAndTmaStore) {
   // Waiting until at most 1 group is pending retires only the first group.
   b.create(OpCode::AsyncWaitGroup, {}, {}, {{"pendings", int64_t(1)}});
   Value* first = b.create1(OpCode::LocalLoad, {view(b, bufs, b.i32(0))}, tile);
-  Value* secondEarly = b.create1(OpCode::LocalLoad, {view(b, bufs, b.i32(1))}, tile);
   b.create(OpCode::AsyncWaitGroup, {}, {}, {{"pendings", int64_t(0)}});
+  Value* second = b.create1(OpCode::LocalLoad, {view(b, bufs, b.i32(1))}, tile);
   // Stage 1 reinterpreted as a [2, 4] tile goes out through a TMA store at (1, 0).
   Value* as2d = b.create1(OpCode::LocalReinterpret, {view(b, bufs, b.i32(1))},
                           Type::buffer(DType::F32, {2, 4}, 1));
   b.create(OpCode::AsyncDescStore, {d, as2d, b.i32(1), b.i32(0)}, {});
   b.create(OpCode::AsyncDescStoreWait, {}, {}, {{"pendings", int64_t(0)}});
-  storeAll(b, po, b.create1(OpCode::Cat, {first, secondEarly}, Type::tensor(DType::F32, {16})));
+  storeAll(b, po, b.create1(OpCode::Cat, {first, second}, Type::tensor(DType::F32, {16})));
   b.ret();
   std::vector<float> xv(16), out(16), grid2d(3 * 4, -1.0f);
   for (int i = 0; i < 16; ++i) xv[i] = float(i);
   k.run({1}, {buf(xv), buf(out),
               InterpArg::descriptor(grid2d.data(), grid2d.size() * 4, {3, 4}, {4, 1})});
   for (int i = 0; i < 8; ++i) EXPECT_EQ(out[i], float(i));
-  for (int i = 8; i < 16; ++i) EXPECT_TRUE(std::isnan(out[i])) << "group 2 landed early: " << i;
+  for (int i = 8; i < 16; ++i) EXPECT_EQ(out[i], float(i));
   // Rows 1..2 of the 3x4 tensor hold x[8..16); row 0 is untouched.
   EXPECT_EQ(grid2d, (std::vector<float>{-1, -1, -1, -1, 8, 9, 10, 11, 12, 13, 14, 15}));
 }
@@ -1752,5 +1773,170 @@ TEST(InterpTlx, LocalSliceOutsideTheBufferIsReported) {
   EXPECT_NE(err.find("slice.py:1:9: error: local_slice [6, 10) of dimension 1 leaves the buffer "
                      "(size 8) in program (0, 0, 0)"),
             std::string::npos)
+      << err;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Synchronization checks on kernel-language source: planted bugs in a TMA ring buffer
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+/// A producer task TMA-loads NUM_TILES [BLOCK, BLOCK] tiles through a two-slot ring; a consumer
+/// task sums them. Each planted bug below replaces one numbered line.
+const std::vector<std::string> kRingLines = {
+    "import warpweave as ww",                                                               // 1
+    "import warpweave.language as tl",                                                      // 2
+    "from warpweave import tlx",                                                            // 3
+    "",                                                                                     // 4
+    "",                                                                                     // 5
+    "@ww.jit",                                                                              // 6
+    "def ring_sum(x_desc, out_ptr, NUM_TILES: tl.constexpr, BLOCK: tl.constexpr):",         // 7
+    "    bufs = tlx.local_alloc((BLOCK, BLOCK), tl.float32, 2)",                            // 8
+    "    full = tlx.alloc_barriers(num_barriers=2, arrive_count=1)",                        // 9
+    "    empty = tlx.alloc_barriers(num_barriers=2, arrive_count=1)",                       // 10
+    "    with tlx.async_tasks():",                                                          // 11
+    "        with tlx.async_task(\"default\"):",                                            // 12
+    "            for i in range(NUM_TILES):",                                               // 13
+    "                s = i % 2",                                                            // 14
+    "                tlx.barrier_wait(tlx.local_view(empty, s), ((i // 2) & 1) ^ 1)",       // 15
+    "                tlx.barrier_expect_bytes(tlx.local_view(full, s), BLOCK * BLOCK * 4)", // 16
+    "                tlx.async_descriptor_load(x_desc, tlx.local_view(bufs, s), [i * BLOCK, 0], "
+    "tlx.local_view(full, s))",                                                               // 17
+    "        with tlx.async_task(num_warps=4):",                                              // 18
+    "            acc = tl.zeros([BLOCK, BLOCK], dtype=tl.float32)",                           // 19
+    "            for i in range(NUM_TILES):",                                                 // 20
+    "                s = i % 2",                                                              // 21
+    "                tlx.barrier_wait(tlx.local_view(full, s), (i // 2) & 1)",                // 22
+    "                acc += tlx.local_load(tlx.local_view(bufs, s))",                         // 23
+    "                tlx.barrier_arrive(tlx.local_view(empty, s))",                           // 24
+    "            offs = tl.arange(0, BLOCK)[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :]", // 25
+    "            tl.store(out_ptr + offs, acc)",                                              // 26
+};
+
+constexpr int kRingTiles = 5, kRingBlock = 8;
+
+/// The ring kernel with `replacements` (1-based line -> new text) compiled to Tile IR.
+CompiledKernel compileRing(const std::map<int, std::string>& replacements) {
+  std::string text;
+  for (size_t i = 0; i < kRingLines.size(); ++i) {
+    auto it = replacements.find(int(i) + 1);
+    text += (it != replacements.end() ? it->second : kRingLines[i]) + "\n";
+  }
+  CompileRequest req;
+  req.files.push_back({"ring.py", text});
+  req.kernel = "ring_sum";
+  req.signature = parseSignature("x_desc:desc<fp32,8x8>, out_ptr:*fp32, NUM_TILES=5, BLOCK=8");
+  req.stage = Stage::TileIR;
+  return compile(req);
+}
+
+struct RingData {
+  std::vector<float> x, out;
+  RingData() : x(size_t(kRingTiles) * kRingBlock * kRingBlock), out(kRingBlock * kRingBlock, -1) {
+    for (size_t i = 0; i < x.size(); ++i) x[i] = float(i % 13);
+  }
+  std::vector<InterpArg> args() {
+    return {InterpArg::descriptor(x.data(), x.size() * 4, {kRingTiles * kRingBlock, kRingBlock},
+                                  {kRingBlock, 1}),
+            buf(out)};
+  }
+};
+
+/// Runs the ring kernel with `replacements` under `options`; returns the error ("" if none).
+std::string runRing(const std::map<int, std::string>& replacements,
+                    interp::RunOptions options = {}) {
+  CompiledKernel kernel = compileRing(replacements);
+  RingData data;
+  int grid[3] = {1, 1, 1};
+  try {
+    interp::run(*kernel.module->functions.front(), kernel.module->sources, grid, data.args(),
+                options);
+  } catch (const InterpreterError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& s, const std::string& part) {
+  return s.find(part) != std::string::npos;
+}
+
+} // namespace
+
+TEST(InterpRaces, CleanRingRunsCleanAndSumsUnderManySeeds) {
+  CompiledKernel kernel = compileRing({});
+  for (uint64_t seed : {0, 1, 2, 3, 17, 1234}) {
+    RingData data;
+    int grid[3] = {1, 1, 1};
+    interp::RunOptions o;
+    o.seed = seed;
+    interp::run(*kernel.module->functions.front(), kernel.module->sources, grid, data.args(), o);
+    for (int e = 0; e < kRingBlock * kRingBlock; ++e) {
+      float ref = 0;
+      for (int t = 0; t < kRingTiles; ++t) ref += data.x[size_t(t * kRingBlock * kRingBlock + e)];
+      ASSERT_EQ(data.out[size_t(e)], ref) << "seed " << seed << " element " << e;
+    }
+  }
+}
+
+TEST(InterpRaces, WrongParityReadsATileStillInFlight) {
+  std::string err = runRing(
+      {{22, "                tlx.barrier_wait(tlx.local_view(full, s), ((i // 2) & 1) ^ 1)"}});
+  EXPECT_TRUE(contains(err, "ring.py:23:")) << err;
+  EXPECT_TRUE(contains(err, "local_load reads shared memory that async_desc_load by default task"))
+      << err;
+  EXPECT_TRUE(contains(err, "is still writing")) << err;
+}
+
+TEST(InterpRaces, MissingReleaseDeadlocksAtTheProducersWait) {
+  std::string err = runRing({{24, "                pass"}});
+  EXPECT_TRUE(contains(err, "deadlock")) << err;
+  EXPECT_TRUE(contains(err, "ring.py:15:")) << err;
+}
+
+TEST(InterpRaces, TwoConsumersOnACountOneBarrierOverArrive) {
+  std::string err = runRing({{18, "        with tlx.async_task(num_warps=4, replicate=2):"}});
+  // The second replica's arrival completes the next phase early (legal for the hardware), so
+  // the producer later waits for a phase that already went by: a deadlock whose note points at
+  // the surplus arrival.
+  EXPECT_TRUE(contains(err, "deadlock")) << err;
+  EXPECT_TRUE(contains(
+      err, "ring.py:24:17: note: the barrier completed 2 phases since default "
+           "task last passed a wait on it, the latest on this arrival by async task 1 replica"))
+      << err;
+}
+
+TEST(InterpRaces, TooFewExpectedBytesAreReportedAtTheCopy) {
+  std::string err = runRing(
+      {{16,
+        "                tlx.barrier_expect_bytes(tlx.local_view(full, s), BLOCK * BLOCK * 2)"}});
+  EXPECT_TRUE(contains(err, "ring.py:17:")) << err;
+  EXPECT_TRUE(contains(err, "128 more than its phase expects")) << err;
+}
+
+TEST(InterpRaces, TooManyExpectedBytesDeadlockSayingWhatIsStillExpected) {
+  std::string err = runRing(
+      {{16,
+        "                tlx.barrier_expect_bytes(tlx.local_view(full, s), BLOCK * BLOCK * 8)"}});
+  EXPECT_TRUE(contains(err, "deadlock")) << err;
+  EXPECT_TRUE(contains(err, "ring.py:22:")) << err;
+  EXPECT_TRUE(contains(err, "still expects 256 transaction bytes")) << err;
+}
+
+TEST(InterpRaces, ReadWithoutWaitingForTheTmaBarrier) {
+  std::string err = runRing({{22, "                pass"}});
+  EXPECT_TRUE(contains(err, "ring.py:23:")) << err;
+  EXPECT_TRUE(contains(err, "is still writing")) << err;
+}
+
+TEST(InterpRaces, ReleasingASlotBeforeReadingItIsReported) {
+  // The consumer arrives on `empty` before its local_load: the producer may refill the slot
+  // while it is read.
+  std::string err =
+      runRing({{23, "                tlx.barrier_arrive(tlx.local_view(empty, s))"},
+               {24, "                acc += tlx.local_load(tlx.local_view(bufs, s))"}});
+  EXPECT_TRUE(contains(err, "ring.py:17:") || contains(err, "ring.py:24:")) << err;
+  EXPECT_TRUE(contains(err, "overwrites shared memory") || contains(err, "is still writing"))
       << err;
 }

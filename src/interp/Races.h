@@ -1,0 +1,47 @@
+// Happens-before tracking for shared memory: vector clocks per agent and synchronization object,
+// and a log per shared allocation of the accesses that later ones must be ordered after.
+#pragma once
+
+#include "frontend/Diagnostics.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ww::interp {
+
+/// Component i: how far agent i had got when it last released to (a predecessor of) the holder.
+struct VectorClock {
+  std::vector<uint64_t> ticks;
+  uint64_t at(size_t i) const { return i < ticks.size() ? ticks[i] : 0; }
+  void set(size_t i, uint64_t v) {
+    if (ticks.size() <= i) ticks.resize(i + 1, 0);
+    ticks[i] = v;
+  }
+  void join(const VectorClock& other) {
+    if (ticks.size() < other.ticks.size()) ticks.resize(other.ticks.size(), 0);
+    for (size_t i = 0; i < other.ticks.size(); ++i) ticks[i] = std::max(ticks[i], other.ticks[i]);
+  }
+};
+
+/// One shared-memory access a later access may conflict with.
+struct SharedAccess {
+  bool write = false;
+  /// A TMA load issued but not landed, or an async_dot read not yet retired: the hardware may
+  /// touch the bytes at any time, so nothing is ordered after it yet.
+  bool inFlight = false;
+  uint64_t token = 0;     // names the copy or dot that will close an in-flight access
+  size_t agent = 0;       // clock index of who did it (a barrier's copy clock for TMA landings)
+  uint64_t epoch = 0;     // that agent's own tick when it did it
+  int64_t lo = 0, hi = 0; // bytes [lo, hi) of the allocation
+  SourceLoc loc;
+  std::string what; // "local_store by task 'producer'"
+};
+
+/// The accesses of one shared allocation that are not yet superseded by a covering write.
+struct AccessLog {
+  std::vector<SharedAccess> accesses;
+};
+
+} // namespace ww::interp
