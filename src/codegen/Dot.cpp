@@ -85,8 +85,8 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
   bool tf32 = at.elem == DType::F32 && bt.elem == DType::F32 && accType == DType::F32 &&
               precision != "ieee";
   int64_t instrK = sixteen ? 16 : 8;
-  if ((sixteen || tf32) && options_.target == Target::SM90a && fn_.numWarps % 4 == 0 &&
-      M % 64 == 0 && N % 8 == 0 && K % instrK == 0)
+  if ((sixteen || tf32) && options_.target == Target::SM90a && warps() % 4 == 0 && M % 64 == 0 &&
+      N % 8 == 0 && K % instrK == 0)
     return lowerDotWgmma(op, operand(op, 0), operand(op, 1), accIn);
   if ((sixteen || tf32) && M % 16 == 0 && N % 8 == 0 && K % instrK == 0) {
     // Tensor cores: A, B and the accumulator in the mma.sync fragment layouts.
@@ -96,7 +96,7 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
     if (warps.size() != 2 || static_cast<int64_t>(warps[0]) * 16 > M ||
         static_cast<int64_t>(warps[1]) * 8 > N) {
       // Split the warps over M first, as far as 16-row tiles allow.
-      int w = fn_.numWarps;
+      int w = this->warps();
       int wm = 1;
       while (wm < w && (wm * 2) * 16 <= M) wm *= 2;
       int wn = w / wm;
@@ -258,7 +258,7 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
   int64_t e = 16 / bytes;      // elements per 16-byte row of a core matrix
 
   // Warp groups along M as far as 64-row tiles allow, then along N.
-  int groups = fn_.numWarps / 4;
+  int groups = warps() / 4;
   int groupsM = 1;
   while (groupsM * 2 <= groups && M % (64 * groupsM * 2) == 0) groupsM *= 2;
   int groupsN = groups / groupsM;
@@ -321,7 +321,7 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
   // Each warp group's tile origin comes from the warp bits above the group (bits 0-1 pick the
   // warp's 16 rows inside the instruction).
   auto groupImages = [&](bool isA) {
-    std::vector<int32_t> images(5 + std::countr_zero(static_cast<uint32_t>(fn_.numWarps)), 0);
+    std::vector<int32_t> images(5 + std::countr_zero(static_cast<uint32_t>(this->warps())), 0);
     for (int bit = 2; bit < accL.getInDimSizeLog2(layout::kWarp); ++bit) {
       if (5 + bit >= static_cast<int>(images.size())) break;
       const auto& basis = accL.getBasis(layout::kWarp, bit);
@@ -431,7 +431,7 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
   if (!dl || dl->kind != layout::MmaKind::Wgmma || dl->instrN < 8 || M % 64 != 0)
     raiseError(op.loc(),
                "tlx.async_dot of a " + std::to_string(M) + "x" + std::to_string(N) +
-                   " tile does not map onto wgmma with num_warps=" + std::to_string(fn_.numWarps) +
+                   " tile does not map onto wgmma with num_warps=" + std::to_string(warps()) +
                    "; use M a multiple of 64 and num_warps a multiple of 4");
   const LinearLayout& accL = dl->acc;
   int32_t instrN = dl->instrN;
@@ -463,7 +463,7 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
 
   // Each warp group's tile origin from the warp bits above the group.
   auto groupImages = [&](bool isA) {
-    std::vector<int32_t> images(5 + std::countr_zero(static_cast<uint32_t>(fn_.numWarps)), 0);
+    std::vector<int32_t> images(5 + std::countr_zero(static_cast<uint32_t>(warps())), 0);
     for (int bit = 2; bit < accL.getInDimSizeLog2(layout::kWarp); ++bit) {
       if (5 + bit >= static_cast<int>(images.size())) break;
       const auto& basis = accL.getBasis(layout::kWarp, bit);

@@ -123,6 +123,7 @@ FunctionLowering::FunctionLowering(const ir::Function& fn, const CompileOptions&
   layoutOptions.numWarps = fn.numWarps;
   layouts_ = layout::assignLayouts(fn, layoutOptions);
   sharedBytes_ = layouts_.sharedBytes();
+  totalWarps_ = fn.numWarps;
   ir::walk(fn.body, [&](const ir::Op& op) {
     for (const ir::Value* v : op.operands()) ++uses_[v];
   });
@@ -269,6 +270,8 @@ void FunctionLowering::lowerOp(const ir::Op& op) {
     return lowerTlxDescriptorCopy(op);
   case OpCode::AsyncDot:
     return lowerAsyncDot(op);
+  case OpCode::AsyncTasks:
+    return lowerAsyncTasks(op);
   case OpCode::AsyncDotWait:
     return lowerAsyncDotWait(op);
   case OpCode::Clock64:
@@ -289,12 +292,15 @@ void FunctionLowering::lowerOp(const ir::Op& op) {
 // ---------------------------------------------------------------------------------------------
 
 std::string FunctionLowering::tid() {
-  return b_.pure("mov.u32", RegClass::B32, {"%tid.x"});
+  std::string t = b_.pure("mov.u32", RegClass::B32, {"%tid.x"});
+  // Inside an async task, layouts count threads from the task's first warp.
+  if (taskFirstWarp_) t = b_.pure("sub.u32", RegClass::B32, {t, immInt(taskFirstWarp_ * 32)});
+  return t;
 }
 
 std::vector<int32_t> FunctionLowering::tidImages(const LinearLayout& l,
                                                  const std::string& outDim) const {
-  int warpBits = log2Exact(fn_.numWarps);
+  int warpBits = log2Exact(warps());
   std::vector<int32_t> images(5 + warpBits, 0);
   if (!l.hasOutDim(outDim)) return images;
   for (int i = 0; i < std::min(5, l.getInDimSizeLog2(layout::kLane)); ++i)
@@ -373,7 +379,7 @@ std::string FunctionLowering::ownerPredicate(const LinearLayout& l) {
   int32_t warpFree = l.hasInDim(layout::kWarp) ? l.freeVariableMask(layout::kWarp) : 0;
   // Warps past the layout's warp bits (a layout for fewer warps) hold duplicates too.
   int warpBits = l.hasInDim(layout::kWarp) ? l.getInDimSizeLog2(layout::kWarp) : 0;
-  for (int i = warpBits; i < log2Exact(fn_.numWarps); ++i) warpFree |= 1 << i;
+  for (int i = warpBits; i < log2Exact(warps()); ++i) warpFree |= 1 << i;
   int64_t mask = (laneFree & 31) | (int64_t(warpFree) << 5);
   if (mask == 0) return {};
   std::string bits = b_.pure("and.b32", RegClass::B32, {tid(), immInt(mask)});
@@ -389,6 +395,9 @@ bool FunctionLowering::isDuplicateRegister(const LinearLayout& l, int32_t reg) c
 // ---------------------------------------------------------------------------------------------
 
 void FunctionLowering::barrier() {
+  // Inside an async task only its own warps meet: a named barrier of its thread count.
+  if (taskBarrierId_ >= 0)
+    return b_.inst("bar.sync", {immInt(taskBarrierId_), immInt(numThreads())});
   b_.inst("bar.sync", {"0"});
 }
 
@@ -460,7 +469,7 @@ Regs FunctionLowering::gather(const Regs& src, const LinearLayout& srcLayout,
 
 std::vector<int32_t> FunctionLowering::offsetImages(const LinearLayout& l, const OffsetFn& offsetOf,
                                                     int bytes) const {
-  std::vector<int32_t> images(5 + log2Exact(fn_.numWarps), 0);
+  std::vector<int32_t> images(5 + log2Exact(warps()), 0);
   auto lanes = basesOf(l, layout::kLane), warps = basesOf(l, layout::kWarp);
   for (size_t i = 0; i < lanes.size() && i < 5; ++i)
     images[i] = static_cast<int32_t>(offsetOf(lanes[i]) * bytes);
@@ -900,13 +909,17 @@ PtxKernel FunctionLowering::run() {
   out += ".visible .entry " + k.entry + "(";
   for (size_t i = 0; i < decls.size(); ++i) out += (i ? ",\n\t" : "\n\t") + decls[i];
   out += decls.empty() ? ")\n" : "\n)\n";
-  out += ".reqntid " + std::to_string(fn_.numWarps * 32) + ", 1, 1\n{\n";
+  out += ".reqntid " + std::to_string(totalWarps_ * 32) + ", 1, 1\n";
+  // setmaxnreg only moves registers within the budget the launch grants every thread.
+  if (maxRegisters_) out += ".maxnreg " + std::to_string(maxRegisters_) + "\n";
+  out += "{\n";
   out += b_.regDeclarations();
   out += "\n";
   out += b_.body();
   out += "}\n";
   std::string files = b_.fileDirectives();
   if (!files.empty()) out += "\n" + files;
+  k.numWarps = totalWarps_;
   k.ptx = std::move(out);
   k.sharedBytes = static_cast<int>((sharedBytes_ + 15) / 16 * 16);
   return k;

@@ -44,7 +44,9 @@ private:
 
   // ---- thread-index arithmetic ----
   std::string tid();
-  int numThreads() const { return fn_.numWarps * 32; }
+  int numThreads() const { return warps() * 32; }
+  /// Warps of the code being lowered: the current async task's, else the kernel's.
+  int warps() const { return taskWarps_ ? taskWarps_ : fn_.numWarps; }
   /// XOR of images[i] over the set bits i of %tid.x (lane bits first, then warp bits), as one
   /// register or "0"; `possibleBits` receives the bits the result can have.
   std::string tidLinear(const std::vector<int32_t>& images, int32_t* possibleBits);
@@ -116,6 +118,9 @@ private:
   /// tlx.async_dot (wgmma from TLX buffers) and tlx.async_dot_wait (Dot.cpp).
   void lowerAsyncDot(const ir::Op& op);
   void lowerAsyncDotWait(const ir::Op& op);
+  /// Warp specialization: each async_task runs on its own warp range (branch on %tid),
+  /// with setmaxnreg for its register budget and named barriers for its internal syncs.
+  void lowerAsyncTasks(const ir::Op& op);
   /// TMA copies between a descriptor and a TLX buffer (async_descriptor_load/store, store_wait).
   void lowerTlxDescriptorCopy(const ir::Op& op);
   /// Records the tensor-map swizzle a descriptor argument is used with; a user error when two
@@ -146,6 +151,13 @@ private:
   std::unordered_map<const ir::Value*, layout::LinearLayout> rematLayouts_;
   int64_t sharedBytes_ = 0;
   bool usesShared_ = false;
+  // The async task being lowered: its warps (0 outside tasks), first warp, and the named
+  // barrier its internal syncs use (-1 outside tasks).
+  int taskWarps_ = 0;
+  int taskFirstWarp_ = 0;
+  int taskBarrierId_ = -1;
+  int totalWarps_ = 0;   // warps the kernel launches with (all tasks)
+  int maxRegisters_ = 0; // .maxnreg when tasks use setmaxnreg
   // Descriptor argument -> swizzle bytes of the shared tiles its TMA copies use.
   std::unordered_map<const ir::Value*, int> descriptorSwizzle_;
 };

@@ -201,7 +201,7 @@ void FunctionLowering::lowerReduce(const ir::Op& op) {
       return idx;
     };
     // tid images: lane/warp bits off the axis select the element, warp bits on it the slot.
-    std::vector<int32_t> images(5 + std::countr_zero(static_cast<uint32_t>(fn_.numWarps)), 0);
+    std::vector<int32_t> images(5 + std::countr_zero(static_cast<uint32_t>(warps())), 0);
     int warpAxisRank = 0;
     for (int bit = 0; bit < S.getInDimSizeLog2(layout::kLane) && bit < 5; ++bit)
       if (!(laneAxis >> bit & 1))

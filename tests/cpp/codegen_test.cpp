@@ -954,6 +954,49 @@ TEST(Codegen, TlxAsyncDotUsesSwizzledDescriptors) {
   EXPECT_THROW(codegen::emitPtx(*fn, optionsFor(Target::SM80), nullptr), CompileError);
 }
 
+/// Warp specialization: a default task (4 warps, 40 registers) and a 4-warp consumer (232
+/// registers) each store arange(0, 256) + task id through its own layouts and sync internally.
+std::unique_ptr<ir::Function> asyncTasksKernel() {
+  KernelBuilder k("ws_tasks", 4);
+  Value* out = k.arg("out", Type::ptr(DType::I32), 16);
+  ir::Op* tasks = k.b.create(OpCode::AsyncTasks, {}, {});
+  ir::Builder tb{tasks->addRegion()};
+  for (int64_t id : {0, 1}) {
+    ir::Op* task = tb.create(OpCode::AsyncTask, {}, {},
+                             {{"default", int64_t(id == 0)},
+                              {"num_warps", int64_t(4)},
+                              {"num_regs", int64_t(id == 0 ? 40 : 232)},
+                              {"replicate", int64_t(1)},
+                              {"replica", int64_t(0)},
+                              {"warp_group_start_id", int64_t(-1)},
+                              {"name", std::string(id == 0 ? "default" : "task")}});
+    ir::Builder b{task->addRegion()};
+    Value* offs = b.binary(OpCode::Add, b.arange(0, 256), b.splat(b.i32(256 * id), {256}));
+    b.create(OpCode::DebugBarrier, {}, {});
+    b.store(b.addPtr(b.splat(out, {256}), offs), offs);
+  }
+  k.b.ret();
+  return std::move(k.fn);
+}
+
+TEST(Codegen, AsyncTasksRunOnTheirOwnWarps) {
+  auto fn = asyncTasksKernel();
+  codegen::PtxKernel k = emitAndAssemble(*fn, Target::SM90a);
+  const std::string& ptx = k.ptx;
+  // 4 default + 4 consumer warps; 65536 / 256 threads caps every thread at 255 registers.
+  EXPECT_EQ(k.numWarps, 8);
+  EXPECT_NE(ptx.find(".reqntid 256, 1, 1"), std::string::npos) << ptx;
+  EXPECT_NE(ptx.find(".maxnreg 248"), std::string::npos) << ptx;
+  EXPECT_NE(ptx.find("setmaxnreg.dec.sync.aligned.u32 40"), std::string::npos) << ptx;
+  EXPECT_EQ(ptx.find("setmaxnreg.inc"), std::string::npos) << ptx; // 232 < 248: also a dec
+  EXPECT_NE(ptx.find("setmaxnreg.dec.sync.aligned.u32 232"), std::string::npos) << ptx;
+  // Each task syncs its own 128 threads on its named barrier; the consumer's tid is rebased.
+  EXPECT_NE(ptx.find("bar.sync 15, 128"), std::string::npos) << ptx;
+  EXPECT_NE(ptx.find("bar.sync 14, 128"), std::string::npos) << ptx;
+  EXPECT_NE(ptx.find(", 128;"), std::string::npos);
+  EXPECT_THROW(codegen::emitPtx(*fn, optionsFor(Target::SM80), nullptr), CompileError);
+}
+
 // ---------------------------------------------------------------------------------------------
 // On the GPU (skipped where no CUDA driver and device are present): the emitted code computes
 // the right numbers, checked against references computed here.
