@@ -727,7 +727,7 @@ uint64_t environmentNumber(const char* name, uint64_t fallback) {
 }
 
 void runOnce(const ir::Function& fn, const SourceManager* sources, const int grid[3],
-             const std::vector<InterpArg>& args, uint64_t seed);
+             const std::vector<InterpArg>& args, uint64_t seed, bool quiet);
 
 } // namespace
 
@@ -764,7 +764,7 @@ void run(const ir::Function& fn, const SourceManager* sources, const int grid[3]
           a.data = scratch.back().data();
         }
     try {
-      runOnce(fn, sources, grid, runArgs, seed);
+      runOnce(fn, sources, grid, runArgs, seed, /*quiet=*/!last);
     } catch (const InterpreterError& e) {
       if (schedules == 1 && seed == 0) throw;
       throw InterpreterError(std::string(e.what()) +
@@ -776,9 +776,12 @@ void run(const ir::Function& fn, const SourceManager* sources, const int grid[3]
 namespace {
 
 void runOnce(const ir::Function& fn, const SourceManager* sources, const int grid[3],
-             const std::vector<InterpArg>& args, uint64_t seed) {
+             const std::vector<InterpArg>& args, uint64_t seed, bool quiet) {
   KernelState k;
   k.seed = seed;
+  // Exploratory schedules run on scratch buffers; their prints would only repeat the last's.
+  std::ostringstream discarded;
+  if (quiet) k.out = &discarded;
   k.fn = &fn;
   k.sources = sources;
   for (int i = 0; i < 3; ++i) k.grid[i] = grid[i];

@@ -53,9 +53,11 @@ struct MBarrierArray {
 struct NamedBarrier {
   int64_t expectedThreads = 0; // of the phase in progress; 0 when none is in progress
   int64_t arrivedThreads = 0;
-  int64_t generation = 0; // completed phases
-  VectorClock arrivals;   // of the phase in progress
-  VectorClock completed;  // acquired by waiters of a completed phase
+  int64_t generation = 0;   // completed phases
+  VectorClock arrivals;     // of the phase in progress
+  SourceLoc firstArrivalAt; // of the phase in progress
+  std::string firstArrivalBy;
+  VectorClock completed; // acquired by waiters of a completed phase
 };
 
 } // namespace ww::interp

@@ -5,6 +5,12 @@
 // lands in shared memory and completes its barrier's transaction bytes only when every agent is
 // blocked; an async_dot reads its shared-memory operands when async_dot_wait retires it; a
 // cp.async group lands when async_wait_group retires it. TMA stores complete at issue.
+//
+// Shared-memory accesses are checked for races (Races.h): every read and write carries its
+// agent's vector clock, which barriers (arrive -> the wait that sees the phase), named barriers
+// and copy completions carry between agents; an access not ordered after a conflicting one, a
+// read of bytes a copy or nothing has written, or a write over bytes an unretired async_dot
+// reads is an InterpreterError at the kernel's line.
 #include "interp/Elementwise.h"
 #include "interp/Executor.h"
 
@@ -527,9 +533,11 @@ void Executor::execTlx(const ir::Op& op) {
     int64_t id = scalarInt(op, 0), numThreads = scalarInt(op, 1);
     NamedBarrier& nb = cta_.namedBarriers[id];
     int64_t threads = int64_t(agent_.numWarps) * 32;
-    if (nb.expectedThreads == 0)
+    if (nb.expectedThreads == 0) {
       nb.expectedThreads = numThreads;
-    else if (nb.expectedThreads != numThreads)
+      nb.firstArrivalAt = op.loc();
+      nb.firstArrivalBy = accessor();
+    } else if (nb.expectedThreads != numThreads)
       fail(op.loc(), std::string(op.name()) + " on named barrier " + std::to_string(id) + " with " +
                          std::to_string(numThreads) + " threads while its current phase expects " +
                          std::to_string(nb.expectedThreads) + " (" + where() + ")");
@@ -790,6 +798,16 @@ void Executor::execAsyncTasks(const ir::Op& op) {
              std::move(notes));
       });
   for (Agent* a : raw) agent_.clock.join(a->clock); // the tasks all end before what follows
+  // A phase still in progress when every task has finished never completed: its thread counts
+  // disagree with who arrives (which side notices first depends on the schedule).
+  for (auto& [id, nb] : cta_.namedBarriers)
+    if (nb.arrivedThreads != 0)
+      fail(nb.firstArrivalAt,
+           "named barrier " + std::to_string(id) + " was left with " +
+               std::to_string(nb.arrivedThreads) + " of the " + std::to_string(nb.expectedThreads) +
+               " threads its phase expects when every async task had finished; the phase began "
+               "with this arrival by " +
+               nb.firstArrivalBy + " (" + where() + ")");
 }
 
 } // namespace ww::interp
