@@ -2041,3 +2041,53 @@ TEST(InterpRaces, NamedBarrierHandoffIsCleanAndItsBugsAreReported) {
         << err;
   }
 }
+
+TEST(InterpRaces, RefillingAStageAnUnretiredWgmmaReadsIsReported) {
+  // kernels/hopper/gemm_pipelined.py with one MMA too many left in flight: the stage of step
+  // k - 1 is refilled while its wgmma may still read it.
+  std::ifstream file(std::string(WW_SOURCE_DIR) + "/kernels/hopper/gemm_pipelined.py");
+  std::stringstream text;
+  text << file.rdbuf();
+  std::string source = text.str();
+  const std::string retire = "acc = tlx.async_dot_wait(1, acc)";
+  ASSERT_NE(source.find(retire), std::string::npos);
+  CompileRequest req;
+  req.kernel = "gemm_pipelined_kernel";
+  req.signature = parseSignature(
+      "a_desc:desc<fp16,32x16>, b_desc:desc<fp16,16x32>, c_desc:desc<fp16,32x32>, M:i32, N:i32, "
+      "K:i32, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, NUM_STAGES=3");
+  req.stage = Stage::TileIR;
+  const int M = 32, N = 32, K = 80;
+  auto a = randomHalves(size_t(M) * K, 51, 8, 0.125f),
+       b = randomHalves(size_t(K) * N, 52, 8, 0.125f);
+  std::vector<uint16_t> c(size_t(M) * N, 0xFFFF);
+  int grid[3] = {1, 1, 1};
+  auto args = [&] {
+    return std::vector<InterpArg>{InterpArg::descriptor(a.data(), a.size() * 2, {M, K}, {K, 1}),
+                                  InterpArg::descriptor(b.data(), b.size() * 2, {K, N}, {N, 1}),
+                                  InterpArg::descriptor(c.data(), c.size() * 2, {M, N}, {N, 1}),
+                                  InterpArg::integer(M), InterpArg::integer(N),
+                                  InterpArg::integer(K)};
+  };
+  // As written the kernel runs clean, also under seeded schedules.
+  req.files = {{"gemm_pipelined.py", source}};
+  CompiledKernel clean = compile(req);
+  interp::RunOptions o;
+  o.seed = 3;
+  o.schedules = 3;
+  interp::run(*clean.module->functions.front(), clean.module->sources, grid, args(), o);
+
+  source.replace(source.find(retire), retire.size(), "acc = tlx.async_dot_wait(2, acc)");
+  req.files = {{"gemm_pipelined.py", source}};
+  CompiledKernel buggy = compile(req);
+  try {
+    interpret(buggy, grid, args());
+    FAIL() << "expected an InterpreterError";
+  } catch (const InterpreterError& e) {
+    std::string err = e.what();
+    EXPECT_TRUE(contains(err, "gemm_pipelined.py:41:5: error: async_desc_load overwrites shared "
+                              "memory that async_dot by the program may still be reading"))
+        << err;
+    EXPECT_TRUE(contains(err, "gemm_pipelined.py:74:")) << err; // the async_dot's note
+  }
+}
