@@ -2066,7 +2066,8 @@ TEST(InterpRaces, RefillingAStageAnUnretiredWgmmaReadsIsReported) {
     return std::vector<InterpArg>{InterpArg::descriptor(a.data(), a.size() * 2, {M, K}, {K, 1}),
                                   InterpArg::descriptor(b.data(), b.size() * 2, {K, N}, {N, 1}),
                                   InterpArg::descriptor(c.data(), c.size() * 2, {M, N}, {N, 1}),
-                                  InterpArg::integer(M), InterpArg::integer(N),
+                                  InterpArg::integer(M),
+                                  InterpArg::integer(N),
                                   InterpArg::integer(K)};
   };
   // As written the kernel runs clean, also under seeded schedules.
