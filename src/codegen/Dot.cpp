@@ -391,14 +391,6 @@ uint64_t swizzleModeBits(int bytes) {
   return mode << 62;
 }
 
-/// True when `v` is a TLX buffer or a local_view of one (views that reorder elements, such as
-/// local_trans, change the layout the descriptor must describe).
-bool isPlainBuffer(const ir::Value* v) {
-  const ir::Op* def = v->def();
-  while (def && def->code() == OpCode::LocalView) def = def->operand(0)->def();
-  return def && def->code() == OpCode::LocalAlloc;
-}
-
 } // namespace
 
 void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
@@ -418,9 +410,16 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
                              " is not supported yet; use fp16 or bf16 operands of one type");
   if (rt.elem != DType::F32)
     raiseError(op.loc(), "tlx.async_dot accumulates in fp32 only, got " + rt.str());
-  if (!isPlainBuffer(op.operand(0)) || !isPlainBuffer(op.operand(1)))
-    raiseError(op.loc(), "tlx.async_dot operands must be buffers from tlx.local_alloc or their "
-                         "local_view; transposed or reinterpreted views are not supported yet");
+  // B is N-major as allocated ([K, N], N contiguous), or K-major when it is local_trans of an
+  // [N, K] buffer (K^T in attention).
+  const ir::Op* bDef = op.operand(1)->def();
+  bool bKMajor = bDef && bDef->code() == OpCode::LocalTrans &&
+                 bDef->intsAttr("order") == std::vector<int64_t>{1, 0} &&
+                 isPlainBuffer(bDef->operand(0));
+  if (!isPlainBuffer(op.operand(0)) || (!bKMajor && !isPlainBuffer(op.operand(1))))
+    raiseError(op.loc(), "tlx.async_dot operands must be buffers from tlx.local_alloc, their "
+                         "local_view, or (for B) its 2-D local_trans; other views are not "
+                         "supported yet");
   const layout::SharedAllocation& aAlloc = allocationOf(op, 0);
   const layout::SharedAllocation& bAlloc = allocationOf(op, 1);
   if (!aAlloc.swizzleBytes || !bAlloc.swizzleBytes)
@@ -442,7 +441,10 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
   // Byte offsets of elements in the unswizzled NVMMA layout (the hardware applies the swizzle
   // to the address bits, so descriptor start addresses use these).
   auto aByte = [&](int64_t m, int64_t k) { return ((k / rowA) * M + m) * sa + (k % rowA) * bytes; };
-  auto bByte = [&](int64_t k, int64_t n) { return ((n / rowB) * K + k) * sb + (n % rowB) * bytes; };
+  auto bByte = [&](int64_t k, int64_t n) {
+    if (bKMajor) return ((k / rowB) * N + n) * sb + (k % rowB) * bytes;
+    return ((n / rowB) * K + k) * sb + (n % rowB) * bytes;
+  };
 
   unsigned next = 3;
   std::string accumulate = b_.pure("setp.ne.u32", RegClass::Pred, {"1", "0"});
@@ -479,8 +481,8 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
   // A (K-major): LBO unused (1), SBO = next 8 rows. B (N-major): LBO = next column block of
   // the swizzle width along N, SBO = next 8 rows along K.
   uint64_t aFixed = (uint64_t(1) << 16) | (uint64_t((8 * sa) >> 4) << 32) | swizzleModeBits(sa);
-  uint64_t bFixed =
-      (uint64_t((K * sb) >> 4) << 16) | (uint64_t((8 * sb) >> 4) << 32) | swizzleModeBits(sb);
+  uint64_t bFixed = (uint64_t(bKMajor ? 1 : (K * sb) >> 4) << 16) |
+                    (uint64_t((8 * sb) >> 4) << 32) | swizzleModeBits(sb);
   auto descriptor = [&](const std::string& hw, int32_t hwBits, const std::string& buffer,
                         int64_t byteOffset, uint64_t fixedBits) {
     std::string addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(byteOffset)));
@@ -504,8 +506,8 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
     for (int64_t k0 = 0; k0 < K; k0 += instrK) {
       std::string da = descriptor(aHw, aBits, aBase, aByte(origin.first, k0), aFixed);
       std::string db = descriptor(bHw, bBits, bBase, bByte(k0, origin.second), bFixed);
-      // A K-major (no transpose), B N-major (transposed).
-      b_.inst(opcode, {list, da, db, accumulate, "1", "1", "0", "1"});
+      // A K-major (no transpose); B transposed unless it is K-major.
+      b_.inst(opcode, {list, da, db, accumulate, "1", "1", "0", bKMajor ? "0" : "1"});
       // Later k steps add to what the first wrote.
       accumulate = b_.pure("setp.ne.u32", RegClass::Pred, {"1", "0"});
     }

@@ -253,6 +253,7 @@ void FunctionLowering::lowerOp(const ir::Op& op) {
     return barrier();
   case OpCode::LocalAlloc:
   case OpCode::LocalView:
+  case OpCode::LocalTrans:
   case OpCode::LocalLoad:
   case OpCode::LocalStore:
     return lowerTlxBuffer(op);

@@ -20,6 +20,10 @@ namespace ww::codegen {
 /// index of the value's layout for a tensor.
 using Regs = std::vector<std::string>;
 
+/// True when `v` is a TLX buffer or a local_view of one: its elements sit where the
+/// allocation's layout puts them (local_trans and other views reorder them).
+bool isPlainBuffer(const ir::Value* v);
+
 class FunctionLowering {
 public:
   FunctionLowering(const ir::Function& fn, const CompileOptions& options,

@@ -32,6 +32,12 @@ std::string bracketed(const std::string& address) {
 
 } // namespace
 
+bool isPlainBuffer(const ir::Value* v) {
+  const ir::Op* def = v->def();
+  while (def && def->code() == OpCode::LocalView) def = def->operand(0)->def();
+  return def && def->code() == OpCode::LocalAlloc;
+}
+
 const layout::SharedAllocation& FunctionLowering::allocationOf(const ir::Op& op,
                                                                unsigned operandIndex) {
   const layout::SharedAllocation* a = layouts_.sharedAllocation(op.operand(operandIndex));
@@ -76,8 +82,21 @@ void FunctionLowering::lowerTlxBuffer(const ir::Op& op) {
     return bind(op.result(),
                 {b_.pure("mad.lo.s32", RegClass::B32, {index, immInt(a.bytesPerBuffer), base})});
   }
+  case OpCode::LocalTrans: {
+    // Same bytes, transposed indexing: only async_dot reads through it (as a K-major B).
+    allocationOf(op, 0);
+    if (op.intsAttr("order") != std::vector<int64_t>{1, 0})
+      raiseError(op.loc(), "local_trans is supported for 2-D buffers (order [1, 0]) only");
+    return bind(op.result(), regsOf(op.operand(0)));
+  }
   case OpCode::LocalLoad:
   case OpCode::LocalStore: {
+    if (!isPlainBuffer(op.operand(0)))
+      raiseError(op.loc(), std::string("'") + op.name() +
+                               "' through a transposed, sliced or reinterpreted view is not "
+                               "supported by the " +
+                               targetName(options_.target) +
+                               " PTX backend yet; load or store the buffer itself");
     const layout::SharedAllocation& a = allocationOf(op, 0);
     if (a.layout.getTotalOutDimSize() == 0 || a.layout.numOutDims() == 0)
       raiseError(op.loc(), std::string("'") + op.name() + "' of a buffer of shape " +
@@ -221,6 +240,10 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
   const ir::Type& dt = op.operand(0)->type();
   if (dt.kind != ir::TypeKind::Descriptor)
     throw std::logic_error("codegen: TMA copy without a descriptor operand");
+  if (!isPlainBuffer(op.operand(1)))
+    raiseError(op.loc(), std::string("'") + op.name() +
+                             "' needs a buffer from tlx.local_alloc or its local_view, not a "
+                             "transposed, sliced or reinterpreted view");
   const layout::SharedAllocation& a = allocationOf(op, 1);
   const ir::Type& bt = op.operand(1)->type();
   int rank = static_cast<int>(dt.shape.size());

@@ -954,6 +954,56 @@ TEST(Codegen, TlxAsyncDotUsesSwizzledDescriptors) {
   EXPECT_THROW(codegen::emitPtx(*fn, optionsFor(Target::SM80), nullptr), CompileError);
 }
 
+/// Q K^T as in attention: K is stored [N, K] and its local_trans feeds wgmma as a K-major B.
+TEST(Codegen, TlxAsyncDotReadsATransposedBufferAsKMajorB) {
+  KernelBuilder k("tlx_qk", 4);
+  Value* q = k.arg("q", Type::ptr(DType::F16), 16);
+  Value* kp = k.arg("k", Type::ptr(DType::F16), 16);
+  Value* c = k.arg("c", Type::ptr(DType::F32), 16);
+  Value* qBuf = k.b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F16, {64, 64}, 1),
+                            {{"storage", std::string("smem")}});
+  Value* kBuf = k.b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F16, {128, 64}, 1),
+                            {{"storage", std::string("smem")}});
+  k.b.create(OpCode::LocalStore, {qBuf, k.b.load(tilePtrs(k, q, tileOffsets(k, 64, 64, 64)))}, {});
+  k.b.create(OpCode::LocalStore, {kBuf, k.b.load(tilePtrs(k, kp, tileOffsets(k, 128, 64, 64)))},
+             {});
+  k.b.create(OpCode::Fence, {}, {}, {{"kind", std::string("async_shared")}});
+  k.b.create(OpCode::DebugBarrier, {}, {});
+  Value* kT = k.b.create1(OpCode::LocalTrans, {kBuf}, Type::buffer(DType::F16, {64, 128}, 1),
+                          {{"order", std::vector<int64_t>{1, 0}}});
+  Value* zero = k.b.constFloat(0.0, Type::tensor(DType::F32, {64, 128}));
+  Value* acc = k.b.create1(OpCode::AsyncDot, {qBuf, kT, zero}, zero->type(),
+                           {{"has_use_acc", int64_t(0)}, {"has_pred", int64_t(0)}});
+  Value* done = k.b.create1(OpCode::AsyncDotWait, {acc}, acc->type(), {{"pendings", int64_t(0)}});
+  k.b.store(tilePtrs(k, c, tileOffsets(k, 64, 128, 128)), done);
+  k.b.ret();
+  codegen::PtxKernel ptxK = emitAndAssemble(*k.fn, Target::SM90a);
+  const std::string& ptx = ptxK.ptx;
+  EXPECT_EQ(count(ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"), 4) << ptx;
+  // Both operands K-major: no transpose immediates, LBO field 1 in both descriptors.
+  EXPECT_NE(ptx.find(", 1, 1, 0, 0;"), std::string::npos) << ptx;
+  EXPECT_EQ(ptx.find(", 1, 1, 0, 1;"), std::string::npos) << ptx;
+  uint64_t kMajor = (uint64_t(1) << 62) | (uint64_t(64) << 32) | (uint64_t(1) << 16);
+  EXPECT_NE(ptx.find(std::to_string(static_cast<int64_t>(kMajor))), std::string::npos);
+
+  // Reading through the transposed view with local_load is a located user error for now.
+  KernelBuilder bad("trans_load", 4);
+  bad.b.setLoc(SourceLoc{0, 12, 5});
+  Value* buf = bad.b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F16, {64, 64}, 1),
+                             {{"storage", std::string("smem")}});
+  Value* t = bad.b.create1(OpCode::LocalTrans, {buf}, Type::buffer(DType::F16, {64, 64}, 1),
+                           {{"order", std::vector<int64_t>{1, 0}}});
+  bad.b.create1(OpCode::LocalLoad, {t}, Type::tensor(DType::F16, {64, 64}));
+  bad.b.ret();
+  try {
+    codegen::emitPtx(*bad.fn, optionsFor(Target::SM90a), nullptr);
+    FAIL() << "expected a CompileError";
+  } catch (const CompileError& e) {
+    EXPECT_EQ(e.diagnostic().loc.line, 12u);
+    EXPECT_NE(std::string(e.what()).find("local_load"), std::string::npos) << e.what();
+  }
+}
+
 /// Warp specialization: a default task (4 warps, 40 registers) and a 4-warp consumer (232
 /// registers) each store arange(0, 256) + task id through its own layouts and sync internally.
 std::unique_ptr<ir::Function> asyncTasksKernel() {
@@ -1570,6 +1620,25 @@ TEST(Codegen, TlxPipelinedGemmCompilesForSm90a) {
     EXPECT_NE(k.params[1].type.find("swizzle=128"), std::string::npos) << k.params[1].type;
     EXPECT_NE(k.params[2].type.find("swizzle=0"), std::string::npos) << k.params[2].type;
   }
+}
+
+/// kernels/hopper/gemm_ws.py through the whole pipeline to a cubin: a producer task (4 warps,
+/// 40 registers) and two consumer replicas (4 warps, 232 registers each).
+TEST(Codegen, TlxWarpSpecializedGemmCompilesForSm90a) {
+  CompiledKernel k = compileLibraryKernel(
+      "hopper/gemm_ws.py", "gemm_ws_kernel",
+      "a_desc:desc<fp16,128x64>, b_desc:desc<fp16,64x64>, c_desc:desc<fp16,128x64>, M:i32, "
+      "N:i32, K:i32, BLOCK_M=256, BLOCK_N=64, BLOCK_K=64, GROUP_M=8, NUM_STAGES=4, NUM_SMS=132",
+      4);
+  EXPECT_EQ(k.spillBytes, 0) << k.ptxasLog;
+  EXPECT_FALSE(k.cubin.empty()) << k.ptxasLog;
+  const std::string& ptx = k.ptx;
+  // 384 threads: 65536 / 384 registers each, rounded down to 168.
+  EXPECT_NE(ptx.find(".reqntid 384, 1, 1"), std::string::npos) << ptx;
+  EXPECT_NE(ptx.find(".maxnreg 168"), std::string::npos);
+  EXPECT_EQ(count(ptx, "setmaxnreg.dec.sync.aligned.u32 40"), 1);
+  EXPECT_EQ(count(ptx, "setmaxnreg.inc.sync.aligned.u32 232"), 2);
+  EXPECT_NE(ptx.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"), std::string::npos);
 }
 
 } // namespace
