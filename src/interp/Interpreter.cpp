@@ -729,6 +729,15 @@ uint64_t environmentNumber(const char* name, uint64_t fallback) {
 void runOnce(const ir::Function& fn, const SourceManager* sources, const int grid[3],
              const std::vector<InterpArg>& args, uint64_t seed, bool quiet);
 
+bool hasAsyncTasks(const ir::Block& block) {
+  for (const auto& op : block.ops()) {
+    if (op->code() == ir::OpCode::AsyncTasks) return true;
+    for (unsigned i = 0; i < op->numRegions(); ++i)
+      if (hasAsyncTasks(*op->region(i))) return true;
+  }
+  return false;
+}
+
 } // namespace
 
 RunOptions runOptionsFromEnvironment() {
@@ -748,7 +757,9 @@ void run(const ir::Function& fn, const SourceManager* sources, const int grid[3]
 
 void run(const ir::Function& fn, const SourceManager* sources, const int grid[3],
          const std::vector<InterpArg>& args, const RunOptions& options) {
-  const int schedules = std::max(1, options.schedules);
+  // Without async tasks there is one agent and one schedule: a seed changes nothing.
+  const bool tasks = hasAsyncTasks(fn.body);
+  const int schedules = tasks ? std::max(1, options.schedules) : 1;
   for (int s = 0; s < schedules; ++s) {
     // Seed 0 stays round-robin for the first run only; later runs need distinct nonzero seeds.
     uint64_t seed = options.seed + uint64_t(s);
@@ -766,7 +777,7 @@ void run(const ir::Function& fn, const SourceManager* sources, const int grid[3]
     try {
       runOnce(fn, sources, grid, runArgs, seed, /*quiet=*/!last);
     } catch (const InterpreterError& e) {
-      if (schedules == 1 && seed == 0) throw;
+      if (!tasks || (schedules == 1 && seed == 0)) throw;
       throw InterpreterError(std::string(e.what()) +
                              "\n(found under WARPWEAVE_INTERP_SEED=" + std::to_string(seed) + ")");
     }
