@@ -400,9 +400,8 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
   const ir::Type& at = op.operand(0)->type();
   const ir::Type& bt = op.operand(1)->type();
   const ir::Type& rt = op.result()->type();
-  if (at.kind != ir::TypeKind::Buffer)
-    raiseError(op.loc(), "tlx.async_dot with A in registers is not supported by the sm_90a PTX "
-                         "backend yet; pass A as a shared-memory buffer");
+  // A from registers (e.g. P in attention) or, like B, from a buffer.
+  bool aInRegs = at.kind != ir::TypeKind::Buffer;
   if (bt.kind != ir::TypeKind::Buffer)
     raiseError(op.loc(), "tlx.async_dot needs B in a shared-memory buffer");
   if ((at.elem != DType::F16 && at.elem != DType::BF16) || bt.elem != at.elem)
@@ -416,12 +415,12 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
   bool bKMajor = bDef && bDef->code() == OpCode::LocalTrans &&
                  bDef->intsAttr("order") == std::vector<int64_t>{1, 0} &&
                  isPlainBuffer(bDef->operand(0));
-  if (!isPlainBuffer(op.operand(0)) || (!bKMajor && !isPlainBuffer(op.operand(1))))
+  if ((!aInRegs && !isPlainBuffer(op.operand(0))) || (!bKMajor && !isPlainBuffer(op.operand(1))))
     raiseError(op.loc(), "tlx.async_dot operands must be buffers from tlx.local_alloc, their "
                          "local_view, or (for B) its 2-D local_trans; other views are not "
                          "supported yet");
-  const layout::SharedAllocation& aAlloc = allocationOf(op, 0);
   const layout::SharedAllocation& bAlloc = allocationOf(op, 1);
+  const layout::SharedAllocation& aAlloc = aInRegs ? bAlloc : allocationOf(op, 0);
   if (!aAlloc.swizzleBytes || !bAlloc.swizzleBytes)
     raiseError(op.loc(), "tlx.async_dot operands " + at.str() + " and " + bt.str() +
                              " need rows of at least 32 bytes (a swizzled NVMMA layout)");
@@ -474,9 +473,36 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
     return images;
   };
   int32_t aBits = 0, bBits = 0;
-  std::string aHw = tidLinear(groupImages(true), &aBits);
+  std::string aHw = aInRegs ? std::string("0") : tidLinear(groupImages(true), &aBits);
   std::string bHw = tidLinear(groupImages(false), &bBits);
-  std::string aBase = b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32);
+  std::string aBase =
+      aInRegs ? std::string() : b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32);
+  // A in registers: the thread's four 32-bit words of each (64-row, 16-k) tile, in the
+  // fragment order of mma.sync's m16n8k16 A (each warp of the group holds 16 rows).
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::string>> aWords;
+  if (aInRegs) {
+    const LinearLayout& aL = dl->a;
+    requireFragmentLanes(aL, 1, 2, 0, "wgmma A operand");
+    const Regs& a = operand(op, 0);
+    std::map<std::pair<int64_t, int64_t>, std::vector<std::string>> aElems;
+    int32_t aDup = aL.freeVariableMask(layout::kRegister);
+    for (int32_t r = 0; r < aL.getInDimSize(layout::kRegister); ++r) {
+      if (r & aDup) continue;
+      auto c = regCoords(aL, r);
+      auto& t = aElems[{c[0] / 64 * 64, c[1] / 16}];
+      t.resize(8);
+      int idx = (c[1] % 2) + 2 * ((c[0] % 16) / 8) + 4 * ((c[1] % 16) / 8);
+      t.at(idx) = a.at(r);
+    }
+    for (auto& [key, elems] : aElems)
+      for (int i = 0; i < 4; ++i) {
+        if (elems[2 * i].empty() || elems[2 * i + 1].empty())
+          throw std::logic_error("codegen: wgmma A fragment not covered by registers");
+        std::string lo = b_.materialize(elems[2 * i], RegClass::B16);
+        std::string hi = b_.materialize(elems[2 * i + 1], RegClass::B16);
+        aWords[key].push_back(b_.pure("mov.b32", RegClass::B32, {"{" + lo + ", " + hi + "}"}));
+      }
+  }
   std::string bBase = b_.materialize(regsOf(op.operand(1)).at(0), RegClass::B32);
   // A (K-major): LBO unused (1), SBO = next 8 rows. B (N-major): LBO = next column block of
   // the swizzle width along N, SBO = next 8 rows along K.
@@ -504,10 +530,21 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
     }
     list += "}";
     for (int64_t k0 = 0; k0 < K; k0 += instrK) {
-      std::string da = descriptor(aHw, aBits, aBase, aByte(origin.first, k0), aFixed);
       std::string db = descriptor(bHw, bBits, bBase, bByte(k0, origin.second), bFixed);
-      // A K-major (no transpose); B transposed unless it is K-major.
-      b_.inst(opcode, {list, da, db, accumulate, "1", "1", "0", bKMajor ? "0" : "1"});
+      std::string bTrans = bKMajor ? "0" : "1"; // B transposed unless it is K-major
+      if (aInRegs) {
+        auto words = aWords.find({origin.first, k0 / 16});
+        if (words == aWords.end())
+          throw std::logic_error("codegen: wgmma A fragment missing for a tile");
+        std::string aList = "{";
+        for (size_t i = 0; i < words->second.size(); ++i)
+          aList += (i ? ", " : "") + words->second[i];
+        aList += "}";
+        b_.inst(opcode, {list, aList, db, accumulate, "1", "1", bTrans});
+      } else {
+        std::string da = descriptor(aHw, aBits, aBase, aByte(origin.first, k0), aFixed);
+        b_.inst(opcode, {list, da, db, accumulate, "1", "1", "0", bTrans}); // A K-major
+      }
       // Later k steps add to what the first wrote.
       accumulate = b_.pure("setp.ne.u32", RegClass::Pred, {"1", "0"});
     }

@@ -1004,6 +1004,37 @@ TEST(Codegen, TlxAsyncDotReadsATransposedBufferAsKMajorB) {
   }
 }
 
+/// P V as in attention: A (P) comes from registers, B from an N-major buffer.
+TEST(Codegen, TlxAsyncDotTakesAFromRegisters) {
+  KernelBuilder k("tlx_pv", 4);
+  Value* p = k.arg("p", Type::ptr(DType::F16), 16);
+  Value* v = k.arg("v", Type::ptr(DType::F16), 16);
+  Value* c = k.arg("c", Type::ptr(DType::F32), 16);
+  Value* vBuf = k.b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F16, {64, 128}, 1),
+                            {{"storage", std::string("smem")}});
+  k.b.create(OpCode::LocalStore, {vBuf, k.b.load(tilePtrs(k, v, tileOffsets(k, 64, 128, 128)))},
+             {});
+  k.b.create(OpCode::Fence, {}, {}, {{"kind", std::string("async_shared")}});
+  k.b.create(OpCode::DebugBarrier, {}, {});
+  Value* pv = k.b.load(tilePtrs(k, p, tileOffsets(k, 64, 64, 64)));
+  Value* zero = k.b.constFloat(0.0, Type::tensor(DType::F32, {64, 128}));
+  Value* acc = k.b.create1(OpCode::AsyncDot, {pv, vBuf, zero}, zero->type(),
+                           {{"has_use_acc", int64_t(0)}, {"has_pred", int64_t(0)}});
+  Value* done = k.b.create1(OpCode::AsyncDotWait, {acc}, acc->type(), {{"pendings", int64_t(0)}});
+  k.b.store(tilePtrs(k, c, tileOffsets(k, 64, 128, 128)), done);
+  k.b.ret();
+  codegen::PtxKernel ptxK = emitAndAssemble(*k.fn, Target::SM90a);
+  const std::string& ptx = ptxK.ptx;
+  EXPECT_EQ(count(ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"), 4) << ptx;
+  // Four 32-bit A words, B's descriptor, scale-d, the two scales and B's transpose: no A
+  // transpose immediate in the register form.
+  std::regex registerA(R"(\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}, %rd\d+, %p\d+, 1, 1, 1;)");
+  EXPECT_EQ(std::distance(std::sregex_iterator(ptx.begin(), ptx.end(), registerA),
+                          std::sregex_iterator()),
+            4)
+      << ptx;
+}
+
 /// Warp specialization: a default task (4 warps, 40 registers) and a 4-warp consumer (232
 /// registers) each store arange(0, 256) + task id through its own layouts and sync internally.
 std::unique_ptr<ir::Function> asyncTasksKernel() {
