@@ -89,6 +89,32 @@ unsigned replaceAllUses(Block& block, Value* from, Value* to) {
   return n;
 }
 
+UseMap::UseMap(Block& root) {
+  walk(root, [&](Op& op) { addUser(op); });
+}
+
+void UseMap::addUser(Op& op) {
+  for (unsigned i = 0; i < op.numOperands(); ++i) uses_[op.operand(i)].push_back({&op, i});
+}
+
+unsigned UseMap::replace(Value* from, Value* to) {
+  auto it = uses_.find(from);
+  if (it == uses_.end() || from == to) return 0;
+  std::vector<std::pair<Op*, unsigned>> moved = std::move(it->second);
+  uses_.erase(it);
+  auto& dst = uses_[to];
+  for (auto [op, i] : moved) {
+    op->setOperand(i, to);
+    dst.push_back({op, i});
+  }
+  return static_cast<unsigned>(moved.size());
+}
+
+bool UseMap::used(const Value* v) const {
+  auto it = uses_.find(v);
+  return it != uses_.end() && !it->second.empty();
+}
+
 // ---------------------------------------------------------------------------------------------
 // Builder
 // ---------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 
@@ -178,6 +179,23 @@ template <typename F> void walk(const Block& block, F&& fn) {
 }
 
 /// Replaces every use of `from` by `to` in `block` and its nested regions; returns how many.
+/// One walk per call: passes that rewrite many values use a UseMap instead.
 unsigned replaceAllUses(Block& block, Value* from, Value* to);
+
+/// Every use of every value under a block, found by one walk, so that a pass replacing many values
+/// does not walk the function once per replacement. Ops erased after it is built must not have
+/// been recorded (the passes that use it only add ops).
+class UseMap {
+public:
+  explicit UseMap(Block& root);
+  /// Rewrites every recorded use of `from` to `to`, keeping the map current; returns how many.
+  unsigned replace(Value* from, Value* to);
+  bool used(const Value* v) const;
+  /// Records the operands of an op created after the map was built.
+  void addUser(Op& op);
+
+private:
+  std::unordered_map<const Value*, std::vector<std::pair<Op*, unsigned>>> uses_;
+};
 
 } // namespace ww::ir

@@ -7,6 +7,7 @@
 #include "layout/LayoutAssignment.h"
 
 #include "frontend/Diagnostics.h"
+#include "ir/OpTraits.h"
 #include "layout/Layouts.h"
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 
 namespace ww::layout {
 
+using ir::isElementwise;
 using ir::OpCode;
 
 namespace {
@@ -31,56 +33,6 @@ int64_t numElements(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
   return n;
-}
-
-/// Ops computing each result element from the operand elements at the same coordinates.
-bool isElementwise(OpCode c) {
-  switch (c) {
-  case OpCode::Add:
-  case OpCode::Sub:
-  case OpCode::Mul:
-  case OpCode::Div:
-  case OpCode::Rem:
-  case OpCode::FloorDiv:
-  case OpCode::And:
-  case OpCode::Or:
-  case OpCode::Xor:
-  case OpCode::Shl:
-  case OpCode::Shr:
-  case OpCode::Max:
-  case OpCode::Min:
-  case OpCode::Pow:
-  case OpCode::AddPtr:
-  case OpCode::Neg:
-  case OpCode::Not:
-  case OpCode::Cmp:
-  case OpCode::Select:
-  case OpCode::Fma:
-  case OpCode::Exp:
-  case OpCode::Exp2:
-  case OpCode::Log:
-  case OpCode::Log2:
-  case OpCode::Sqrt:
-  case OpCode::Rsqrt:
-  case OpCode::Abs:
-  case OpCode::Sin:
-  case OpCode::Cos:
-  case OpCode::Tanh:
-  case OpCode::Erf:
-  case OpCode::Floor:
-  case OpCode::Ceil:
-  case OpCode::Sigmoid:
-  case OpCode::Umulhi:
-  case OpCode::Cast:
-  case OpCode::Bitcast:
-  case OpCode::PtrToInt:
-  case OpCode::IntToPtr:
-  case OpCode::MultipleOf:
-  case OpCode::MaxContiguous:
-    return true;
-  default:
-    return false;
-  }
 }
 
 bool isPowerOf2(int64_t v) {

@@ -2,7 +2,7 @@
 // computed in an enclosing block replaces a recomputation in a nested one, never the reverse.
 #include "transforms/Passes.h"
 
-#include <sstream>
+#include <charconv>
 #include <unordered_map>
 
 namespace ww::transforms {
@@ -12,32 +12,68 @@ using ir::Value;
 
 namespace {
 
+/// The identity of a pure op: opcode, operands, attributes and result types, as a string key.
+/// Built by appending (no streams): CSE computes one per op.
 std::string keyOf(const Op& op) {
-  std::ostringstream os;
-  os << static_cast<int>(op.code()) << '(';
-  for (const Value* v : op.operands()) os << static_cast<const void*>(v) << ',';
-  os << ')';
-  for (const auto& a : op.attrs()) {
-    os << a.name << '=';
-    if (auto* i = std::get_if<int64_t>(&a.value))
-      os << 'i' << *i;
-    else if (auto* d = std::get_if<double>(&a.value)) {
-      os.precision(17);
-      os << 'f' << *d;
-    } else if (auto* s = std::get_if<std::string>(&a.value))
-      os << 's' << *s;
-    else if (auto* v = std::get_if<std::vector<int64_t>>(&a.value))
-      for (int64_t x : *v) os << 'v' << x;
-    os << ';';
+  std::string k;
+  k.reserve(64);
+  auto num = [&](auto v) {
+    char buf[32];
+    auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    (void)ec;
+    k.append(buf, end);
+  };
+  num(static_cast<int>(op.code()));
+  k += '(';
+  for (const Value* v : op.operands()) {
+    num(reinterpret_cast<uintptr_t>(v));
+    k += ',';
   }
-  for (const auto& r : op.results()) os << ':' << r->type().str();
-  return os.str();
+  k += ')';
+  for (const auto& a : op.attrs()) {
+    k += a.name;
+    k += '=';
+    if (auto* i = std::get_if<int64_t>(&a.value)) {
+      k += 'i';
+      num(*i);
+    } else if (auto* d = std::get_if<double>(&a.value)) {
+      k += 'f';
+      k.append(reinterpret_cast<const char*>(d), sizeof *d); // exact bits: -0.0 != 0.0
+    } else if (auto* s = std::get_if<std::string>(&a.value)) {
+      k += 's';
+      k += *s;
+    } else if (auto* v = std::get_if<std::vector<int64_t>>(&a.value)) {
+      for (int64_t x : *v) {
+        k += 'v';
+        num(x);
+      }
+    }
+    k += ';';
+  }
+  for (const auto& r : op.results()) {
+    const ir::Type& t = r->type();
+    k += ':';
+    num(static_cast<int>(t.kind));
+    k += '/';
+    num(static_cast<int>(t.elem));
+    k += t.pointer ? 'p' : '/';
+    num(t.count);
+    for (int64_t d : t.shape) {
+      k += 'x';
+      num(d);
+    }
+    k += '/';
+    num(static_cast<int>(t.space));
+    k += '/';
+    num(t.rank);
+  }
+  return k;
 }
 
 class Cse {
 public:
-  explicit Cse(ir::Function& fn) : fn_(fn) {}
-  void run() { visit(fn_.body); }
+  explicit Cse(ir::Function& fn) : uses_(fn.body) {}
+  void run(ir::Function& fn) { visit(fn.body); }
 
 private:
   void visit(ir::Block& block) {
@@ -48,7 +84,7 @@ private:
       std::string key = keyOf(*op);
       if (Op* prior = lookup(key)) {
         for (unsigned i = 0; i < op->numResults(); ++i)
-          ir::replaceAllUses(fn_.body, op->result(i), prior->result(i));
+          uses_.replace(op->result(i), prior->result(i));
       } else {
         scopes_.back().emplace(std::move(key), op.get());
       }
@@ -64,14 +100,14 @@ private:
     return nullptr;
   }
 
-  ir::Function& fn_;
+  ir::UseMap uses_;
   std::vector<std::unordered_map<std::string, Op*>> scopes_;
 };
 
 } // namespace
 
 void eliminateCommonSubexpressions(ir::Function& fn) {
-  Cse(fn).run();
+  Cse(fn).run(fn);
 }
 
 } // namespace ww::transforms

@@ -3,7 +3,6 @@
 
 #include <cmath>
 #include <optional>
-#include <unordered_set>
 
 namespace ww::transforms {
 
@@ -67,11 +66,10 @@ public:
 
   bool run() {
     changed_ = false;
-    used_.clear();
-    ir::walk(fn_.body, [&](Op& op) {
-      for (Value* v : op.operands()) used_.insert(v);
-    });
+    ir::UseMap uses(fn_.body);
+    uses_ = &uses;
     foldBlock(fn_.body);
+    uses_ = nullptr;
     return changed_;
   }
 
@@ -83,7 +81,7 @@ private:
       for (unsigned r = 0; r < op->numRegions(); ++r) foldBlock(*op->region(r));
       if (op->numResults() != 1) continue;
       Value* result = op->result();
-      if (!used_.count(result)) continue; // dead: DCE removes it
+      if (!uses_->used(result)) continue; // dead: DCE removes it
       if (!result->type().isValue() || result->type().pointer) {
         if (Value* same = simplifyPointer(*op)) replace(result, same);
         continue;
@@ -110,7 +108,7 @@ private:
 
   void replace(Value* from, Value* to) {
     if (from == to) return;
-    if (ir::replaceAllUses(fn_.body, from, to)) changed_ = true;
+    if (uses_->replace(from, to)) changed_ = true;
   }
 
   static bool allUsesFoldable(const Op& op) { return op.numOperands() > 0; }
@@ -364,7 +362,7 @@ private:
   }
 
   ir::Function& fn_;
-  std::unordered_set<const Value*> used_;
+  ir::UseMap* uses_ = nullptr;
   bool changed_ = false;
 };
 

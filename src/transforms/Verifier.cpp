@@ -1,5 +1,6 @@
 // Structural checks of Tile IR, run after every pass: terminators, region arguments, dominance and
 // the operand/result type rules of Ops.def. A failure is a compiler bug.
+#include "ir/OpTraits.h"
 #include "ir/Printer.h"
 #include "transforms/Passes.h"
 
@@ -101,28 +102,17 @@ private:
   }
 
   void verifyOp(const Op& op) {
-    switch (op.code()) {
-    case OpCode::Add:
-    case OpCode::Sub:
-    case OpCode::Mul:
-    case OpCode::Div:
-    case OpCode::Rem:
-    case OpCode::FloorDiv:
-    case OpCode::And:
-    case OpCode::Or:
-    case OpCode::Xor:
-    case OpCode::Shl:
-    case OpCode::Shr:
-    case OpCode::Max:
-    case OpCode::Min:
-    case OpCode::Pow:
+    if (ir::isBinaryArithmetic(op.code())) {
       if (op.numOperands() != 2 || op.numResults() != 1) fail(&op, "expects 2 operands, 1 result");
       if (!(op.operand(0)->type() == op.operand(1)->type()))
         fail(&op, "operand types differ: " + op.operand(0)->type().str() + " vs " +
                       op.operand(1)->type().str());
       if (!(op.result()->type() == op.operand(0)->type()))
         fail(&op, "result type differs from operands");
-      break;
+      verifyRegions(op);
+      return;
+    }
+    switch (op.code()) {
     case OpCode::Cmp:
       if (op.numOperands() != 2) fail(&op, "expects 2 operands");
       if (!(op.operand(0)->type() == op.operand(1)->type())) fail(&op, "operand types differ");

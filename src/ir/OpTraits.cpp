@@ -1,0 +1,101 @@
+#include "ir/OpTraits.h"
+
+namespace ww::ir {
+
+bool isBinaryArithmetic(OpCode c) {
+  switch (c) {
+  case OpCode::Add:
+  case OpCode::Sub:
+  case OpCode::Mul:
+  case OpCode::Div:
+  case OpCode::Rem:
+  case OpCode::FloorDiv:
+  case OpCode::And:
+  case OpCode::Or:
+  case OpCode::Xor:
+  case OpCode::Shl:
+  case OpCode::Shr:
+  case OpCode::Max:
+  case OpCode::Min:
+  case OpCode::Pow:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool isUnaryMath(OpCode c) {
+  switch (c) {
+  case OpCode::Neg:
+  case OpCode::Not:
+  case OpCode::Exp:
+  case OpCode::Exp2:
+  case OpCode::Log:
+  case OpCode::Log2:
+  case OpCode::Sqrt:
+  case OpCode::Rsqrt:
+  case OpCode::Abs:
+  case OpCode::Sin:
+  case OpCode::Cos:
+  case OpCode::Tanh:
+  case OpCode::Erf:
+  case OpCode::Floor:
+  case OpCode::Ceil:
+  case OpCode::Sigmoid:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool isValueHint(OpCode c) {
+  return c == OpCode::MultipleOf || c == OpCode::MaxContiguous;
+}
+
+bool isElementwise(OpCode c) {
+  if (isBinaryArithmetic(c) || isUnaryMath(c) || isValueHint(c)) return true;
+  switch (c) {
+  case OpCode::AddPtr:
+  case OpCode::Cmp:
+  case OpCode::Select:
+  case OpCode::Fma:
+  case OpCode::Umulhi:
+  case OpCode::Cast:
+  case OpCode::Bitcast:
+  case OpCode::PtrToInt:
+  case OpCode::IntToPtr:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool isShapeOp(OpCode c) {
+  switch (c) {
+  case OpCode::Splat:
+  case OpCode::Broadcast:
+  case OpCode::ExpandDims:
+  case OpCode::Reshape:
+  case OpCode::Permute:
+  case OpCode::Join:
+  case OpCode::Split:
+  case OpCode::Cat:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool isBufferView(OpCode c) {
+  switch (c) {
+  case OpCode::LocalView:
+  case OpCode::LocalTrans:
+  case OpCode::LocalSlice:
+  case OpCode::LocalReinterpret:
+    return true;
+  default:
+    return false;
+  }
+}
+
+} // namespace ww::ir
