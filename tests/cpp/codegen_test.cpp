@@ -1672,5 +1672,27 @@ TEST(Codegen, TlxWarpSpecializedGemmCompilesForSm90a) {
   EXPECT_NE(ptx.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"), std::string::npos);
 }
 
+/// kernels/hopper/attention_ws.py through the whole pipeline to a cubin: K^T through
+/// local_trans, P from registers, named barriers between the consumer replicas. HEAD_DIM=64
+/// keeps every TMA row within one 128-byte swizzle row.
+TEST(Codegen, TlxWarpSpecializedAttentionCompilesForSm90a) {
+  CompiledKernel k = compileLibraryKernel(
+      "hopper/attention_ws.py", "attention_ws_kernel",
+      "q_desc:desc<fp16,128x64>, k_desc:desc<fp16,128x64>, v_desc:desc<fp16,128x64>, "
+      "o_desc:desc<fp16,128x64>, lse_ptr:*fp32:16, sm_scale:fp32, N_CTX:i32:16, HEAD_DIM=64, "
+      "BLOCK_M=128, BLOCK_N=128, NUM_STAGES=2",
+      4);
+  EXPECT_EQ(k.spillBytes, 0) << k.ptxasLog;
+  EXPECT_FALSE(k.cubin.empty()) << k.ptxasLog;
+  const std::string& ptx = k.ptx;
+  EXPECT_NE(ptx.find(".reqntid 384, 1, 1"), std::string::npos) << ptx;
+  EXPECT_NE(ptx.find("setmaxnreg.dec.sync.aligned.u32 24"), std::string::npos);
+  EXPECT_EQ(count(ptx, "setmaxnreg.inc.sync.aligned.u32 240"), 2);
+  // The ping-pong turn barriers of the kernel (ids 8 and 9, both consumer groups).
+  EXPECT_NE(ptx.find("bar.arrive 8, 256"), std::string::npos) << ptx;
+  EXPECT_NE(ptx.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"), std::string::npos);
+  EXPECT_NE(ptx.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"), std::string::npos);
+}
+
 } // namespace
 } // namespace ww
