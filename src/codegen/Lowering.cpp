@@ -404,7 +404,7 @@ void FunctionLowering::barrier() {
 
 int64_t FunctionLowering::scratch(int64_t bytes) {
   usesShared_ = true;
-  int64_t offset = layouts_.scratchOffset();
+  int64_t offset = scratchBase_ >= 0 ? scratchBase_ : layouts_.scratchOffset();
   sharedBytes_ = std::max(sharedBytes_, offset + bytes);
   return offset;
 }

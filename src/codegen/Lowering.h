@@ -160,7 +160,10 @@ private:
   int taskWarps_ = 0;
   int taskFirstWarp_ = 0;
   int taskBarrierId_ = -1;
-  int totalWarps_ = 0;   // warps the kernel launches with (all tasks)
+  int totalWarps_ = 0; // warps the kernel launches with (all tasks)
+  // Start of the scratch region while lowering an async task that runs concurrently with
+  // earlier ones (-1: the layout map's region).
+  int64_t scratchBase_ = -1;
   int maxRegisters_ = 0; // .maxnreg when tasks use setmaxnreg
   // Descriptor argument -> swizzle bytes of the shared tiles its TMA copies use.
   std::unordered_map<const ir::Value*, int> descriptorSwizzle_;

@@ -449,9 +449,10 @@ void FunctionLowering::lowerDescriptorCopy(const ir::Op& op) {
     raiseError(op.loc(), "descriptor block " + dt.str() +
                              ": the innermost block dim must span a multiple of 16 bytes");
   // Scratch: the tile (128-byte aligned), then the mbarrier.
-  int64_t base = (scratch(tileBytes + 128 + 16) + 127) / 128 * 128;
+  int64_t start = scratch(tileBytes + 128 + 16);
+  int64_t base = (start + 127) / 128 * 128;
   int64_t barrierOffset = base + (tileBytes + 15) / 16 * 16;
-  scratch(barrierOffset + 16 - layouts_.scratchOffset());
+  scratch(barrierOffset + 16 - start);
   std::vector<int64_t> shape = dt.shape;
   OffsetFn rowMajorOffset = [&shape](const std::vector<int32_t>& c) {
     int64_t idx = 0;

@@ -364,6 +364,10 @@ void FunctionLowering::lowerAsyncTasks(const ir::Op& op) {
     taskWarps_ = t.warps;
     taskFirstWarp_ = t.firstWarp;
     taskBarrierId_ = 15 - static_cast<int>(i);
+    // Tasks run concurrently: each later task's scratch (conversions, reductions, descriptor
+    // copies) starts after everything the earlier tasks used.
+    if (i > 0)
+      scratchBase_ = (std::max(sharedBytes_, layouts_.scratchOffset()) + 1023) / 1024 * 1024;
     if (t.regs && t.regs != budget)
       b_.inst(std::string("setmaxnreg.") + (t.regs > budget ? "inc" : "dec") + ".sync.aligned.u32",
               {immInt(t.regs)});
@@ -371,6 +375,7 @@ void FunctionLowering::lowerAsyncTasks(const ir::Op& op) {
     taskWarps_ = 0;
     taskFirstWarp_ = 0;
     taskBarrierId_ = -1;
+    scratchBase_ = -1;
     b_.popScope();
     b_.label(skip);
   }

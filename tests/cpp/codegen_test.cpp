@@ -1669,6 +1669,9 @@ TEST(Codegen, TlxWarpSpecializedGemmCompilesForSm90a) {
   EXPECT_NE(ptx.find(".maxnreg 168"), std::string::npos);
   EXPECT_EQ(count(ptx, "setmaxnreg.dec.sync.aligned.u32 40"), 1);
   EXPECT_EQ(count(ptx, "setmaxnreg.inc.sync.aligned.u32 232"), 2);
+  // Four stages of A (128x64) and B (64x64) fp16 tiles, plus a separate scratch tile for each
+  // consumer's concurrent C store (128x64 fp16): the consumers must not share one.
+  EXPECT_GE(k.sharedBytes, 4 * (128 * 64 + 64 * 64) * 2 + 2 * 128 * 64 * 2);
   EXPECT_NE(ptx.find("wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"), std::string::npos);
 }
 
