@@ -923,6 +923,13 @@ PtxKernel FunctionLowering::run() {
   k.numWarps = totalWarps_;
   k.ptx = std::move(out);
   k.sharedBytes = static_cast<int>((sharedBytes_ + 15) / 16 * 16);
+  // Opt-in dynamic shared memory per block: 227 KiB on sm_90a/sm_100a, 163 KiB on sm_80.
+  int maxShared = options_.target == Target::SM80 ? 166912 : 232448;
+  if (k.sharedBytes > maxShared)
+    raiseError(fn_.loc, "kernel '" + fn_.name + "' needs " + std::to_string(k.sharedBytes) +
+                            " bytes of shared memory, more than the " + std::to_string(maxShared) +
+                            " a block may use on " + targetName(options_.target) +
+                            "; use fewer pipeline stages or smaller blocks");
   return k;
 }
 

@@ -1035,6 +1035,29 @@ TEST(Codegen, TlxAsyncDotTakesAFromRegisters) {
       << ptx;
 }
 
+TEST(Codegen, SharedMemoryBeyondTheTargetLimitIsAUserError) {
+  KernelBuilder k("too_big", 4);
+  k.fn->loc = SourceLoc{0, 3, 1};
+  // 16 buffers of 64x64 fp32 = 256 KiB.
+  k.b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F32, {64, 64}, 16),
+              {{"storage", std::string("smem")}});
+  k.b.ret();
+  try {
+    codegen::emitPtx(*k.fn, optionsFor(Target::SM90a), nullptr);
+    FAIL() << "expected a CompileError";
+  } catch (const CompileError& e) {
+    EXPECT_EQ(e.diagnostic().loc.line, 3u);
+    EXPECT_NE(std::string(e.what()).find("262144 bytes of shared memory"), std::string::npos)
+        << e.what();
+  }
+  // 3 of them (48 KiB) fit.
+  KernelBuilder ok("fits", 4);
+  ok.b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F32, {64, 64}, 3),
+               {{"storage", std::string("smem")}});
+  ok.b.ret();
+  EXPECT_EQ(codegen::emitPtx(*ok.fn, optionsFor(Target::SM90a), nullptr).sharedBytes, 49152);
+}
+
 /// Warp specialization: a default task (4 warps, 40 registers) and a 4-warp consumer (232
 /// registers) each store arange(0, 256) + task id through its own layouts and sync internally.
 std::unique_ptr<ir::Function> asyncTasksKernel() {
