@@ -648,7 +648,9 @@ def matmul_tlx(a, b, variant="ws"):
     if M == 0 or N == 0:
         return c
     c = _tma_operand(op, "c", c, place)
-    block_n, block_k = 128, 64
+    # The TMA path of the TLX codegen copies rows of at most 128 bytes (one 128-byte swizzle row),
+    # so an fp16/bf16 tile is at most 64 elements wide until it splits wider boxes.
+    block_n, block_k = 64, 64
     tiles_n = ww.cdiv(N, block_n)
     if variant == "ws":
         block_m = 256

@@ -524,8 +524,8 @@ GPU_CALLS = {
 
 # Pipeline stages that do not handle these kernels yet (strict: the test fails once they do, and
 # the marker must then go). The errors are quoted from the compile.
-_NO_TLX = "codegen: \"'local_alloc' is not supported by the sm_90a PTX backend yet\""
-GPU_XFAIL = {"matmul_tlx_ws": _NO_TLX, "matmul_tlx_pipelined": _NO_TLX, "attention_tlx": _NO_TLX}
+_WIDE_TMA = "codegen: TMA rows wider than 128 bytes (HEAD_DIM=128 fp16) are not split yet"
+GPU_XFAIL = {"attention_tlx": _WIDE_TMA}
 HOPPER_ONLY = ("matmul_tlx_ws", "matmul_tlx_pipelined", "attention_tlx")
 
 
