@@ -1,4 +1,5 @@
 #include "codegen/Lowering.h"
+#include "ir/OpTraits.h"
 
 #include "layout/Layouts.h"
 
@@ -197,7 +198,8 @@ std::string FunctionLowering::movOpcode(RegClass c) const {
 
 void FunctionLowering::lowerOp(const ir::Op& op) {
   b_.setLoc(op.loc());
-  if (isElementwise(op.code()) || op.code() == OpCode::AddPtr) return lowerElementwise(op);
+  // Value hints are elementwise too but only forward their operand (handled below).
+  if (ir::isElementwise(op.code()) && !ir::isValueHint(op.code())) return lowerElementwise(op);
   switch (op.code()) {
   case OpCode::Constant:
     return lowerConstant(op);

@@ -349,52 +349,6 @@ std::string bitType(DType t) {
   }
 }
 
-bool isElementwise(OpCode code) {
-  switch (code) {
-  case OpCode::Add:
-  case OpCode::Sub:
-  case OpCode::Mul:
-  case OpCode::Div:
-  case OpCode::Rem:
-  case OpCode::FloorDiv:
-  case OpCode::And:
-  case OpCode::Or:
-  case OpCode::Xor:
-  case OpCode::Shl:
-  case OpCode::Shr:
-  case OpCode::Max:
-  case OpCode::Min:
-  case OpCode::Pow:
-  case OpCode::Neg:
-  case OpCode::Not:
-  case OpCode::Cmp:
-  case OpCode::Select:
-  case OpCode::Fma:
-  case OpCode::Exp:
-  case OpCode::Exp2:
-  case OpCode::Log:
-  case OpCode::Log2:
-  case OpCode::Sqrt:
-  case OpCode::Rsqrt:
-  case OpCode::Abs:
-  case OpCode::Sin:
-  case OpCode::Cos:
-  case OpCode::Tanh:
-  case OpCode::Erf:
-  case OpCode::Floor:
-  case OpCode::Ceil:
-  case OpCode::Sigmoid:
-  case OpCode::Umulhi:
-  case OpCode::Cast:
-  case OpCode::Bitcast:
-  case OpCode::PtrToInt:
-  case OpCode::IntToPtr:
-    return true;
-  default:
-    return false;
-  }
-}
-
 std::string emitElementwise(ScalarContext& cx, const ir::Op& op,
                             const std::vector<std::string>& args,
                             const std::vector<DType>& argTypes, DType resultType) {

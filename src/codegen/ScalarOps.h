@@ -18,9 +18,6 @@ struct ScalarContext {
   SourceLoc loc; // of the op being lowered, for errors
 };
 
-/// True for the opcodes emitElementwise handles.
-bool isElementwise(ir::OpCode code);
-
 /// One element of an elementwise op: `args` are operand strings (registers or immediates) of
 /// element types `argTypes`; returns the result operand of element type `resultType`.
 std::string emitElementwise(ScalarContext& cx, const ir::Op& op,

@@ -3,6 +3,7 @@
 #include "interp/Interpreter.h"
 #include "interp/Elementwise.h"
 #include "interp/Executor.h"
+#include "ir/OpTraits.h"
 
 #include <cerrno>
 #include <cmath>
@@ -79,6 +80,11 @@ const ir::Op* Executor::runBlock(const ir::Block& block) {
 
 void Executor::exec(const ir::Op& op) {
   const ir::Type& rt = op.numResults() ? op.result()->type() : ir::Type();
+  if (ir::isBinaryArithmetic(op.code()) || op.code() == OpCode::Umulhi) {
+    set(op.result(), evalBinary(op.code(), *tensor(op, 0), *tensor(op, 1), rt,
+                                op.intAttr("propagate_nan") != 0));
+    return;
+  }
   switch (op.code()) {
   case OpCode::Constant:
     set(op.result(), makeConstant(rt, *op.attr("value")));
@@ -100,24 +106,6 @@ void Executor::exec(const ir::Op& op) {
     set(op.result(), t);
     return;
   }
-  case OpCode::Add:
-  case OpCode::Sub:
-  case OpCode::Mul:
-  case OpCode::Div:
-  case OpCode::Rem:
-  case OpCode::FloorDiv:
-  case OpCode::And:
-  case OpCode::Or:
-  case OpCode::Xor:
-  case OpCode::Shl:
-  case OpCode::Shr:
-  case OpCode::Max:
-  case OpCode::Min:
-  case OpCode::Pow:
-  case OpCode::Umulhi:
-    set(op.result(), evalBinary(op.code(), *tensor(op, 0), *tensor(op, 1), rt,
-                                op.intAttr("propagate_nan") != 0));
-    return;
   case OpCode::AddPtr:
     set(op.result(), evalAddPtr(*tensor(op, 0), *tensor(op, 1), rt));
     return;
