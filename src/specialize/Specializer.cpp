@@ -570,6 +570,68 @@ struct Carried {
   std::string name;
   Val pattern;
 };
+
+/// The names a loop body assigns that already exist before the loop: run-time values the loop
+/// carries (their leaves are the loop's inits) and compile-time values it must leave unchanged.
+struct LoopCarried {
+  std::vector<Carried> carried;
+  std::map<std::string, Val> constBefore;
+  std::vector<ir::Value*> inits;
+};
+
+LoopCarried collectLoopCarried(const Frame& frame, const Body& body, const std::string& skip) {
+  std::vector<std::string> assigned;
+  collectAssignedNames(body, assigned);
+  LoopCarried lc;
+  for (const std::string& n : assigned) {
+    auto it = frame.env.find(n);
+    if (it == frame.env.end() || n == skip) continue;
+    std::vector<ir::Value*> leaves;
+    runtimeLeaves(it->second, leaves);
+    if (leaves.empty()) {
+      lc.constBefore[n] = it->second;
+      continue;
+    }
+    lc.carried.push_back({n, it->second});
+    lc.inits.insert(lc.inits.end(), leaves.begin(), leaves.end());
+  }
+  return lc;
+}
+
+/// After the body: the leaves every carried value yields, checking that each kept its structure
+/// and types and that no compile-time value was reassigned.
+std::vector<ir::Value*> loopYields(Frame& frame, const LoopCarried& lc, SourceLoc loopLoc) {
+  auto whereAssigned = [&](const std::string& n) {
+    auto it = frame.assignLocs.find(n);
+    return it != frame.assignLocs.end() ? it->second : loopLoc;
+  };
+  std::vector<ir::Value*> yields;
+  for (const Carried& c : lc.carried) {
+    const Val& after = frame.env[c.name];
+    std::vector<ir::Value*> leaves, initLeaves;
+    runtimeLeaves(after, leaves);
+    runtimeLeaves(c.pattern, initLeaves);
+    SourceLoc where = whereAssigned(c.name);
+    if (leaves.size() != initLeaves.size() ||
+        (after.kind == Val::Kind::Tuple) != (c.pattern.kind == Val::Kind::Tuple))
+      raiseError(where, "loop-carried '" + c.name + "' changes from " + describe(c.pattern) +
+                            " to " + describe(after) + " in the loop body");
+    for (size_t i = 0; i < leaves.size(); ++i)
+      if (leaves[i]->type() != initLeaves[i]->type())
+        raiseError(where, "loop-carried '" + c.name + "' changes type from " +
+                              initLeaves[i]->type().str() + " to " + leaves[i]->type().str() +
+                              " in the loop body; cast it (.to(...)) so the type stays the same");
+    yields.insert(yields.end(), leaves.begin(), leaves.end());
+  }
+  for (auto& [n, v] : lc.constBefore)
+    if (!sameVal(frame.env[n], v))
+      raiseError(whereAssigned(n),
+                 "'" + n + "' is the compile-time value " + describe(v) +
+                     " before the loop and is reassigned inside it; a run-time loop can only "
+                     "carry run-time values (assign it with a plain '" +
+                     n + " = ...' before)");
+  return yields;
+}
 } // namespace
 
 void Specializer::visitFor(const For* s) {
@@ -665,23 +727,9 @@ void Specializer::visitFor(const For* s) {
   ub = cast(ub, ivType, hiLoc);
   st = cast(st, ivType, stepLoc);
 
-  std::vector<std::string> assigned;
-  collectAssignedNames(s->body, assigned);
-  std::vector<Carried> carried;
-  std::map<std::string, Val> constBefore;
-  std::vector<ir::Value*> inits;
-  for (const std::string& n : assigned) {
-    auto it = frame->env.find(n);
-    if (it == frame->env.end() || n == target->id) continue;
-    std::vector<ir::Value*> leaves;
-    runtimeLeaves(it->second, leaves);
-    if (leaves.empty()) {
-      constBefore[n] = it->second;
-      continue;
-    }
-    carried.push_back({n, it->second});
-    inits.insert(inits.end(), leaves.begin(), leaves.end());
-  }
+  LoopCarried loop = collectLoopCarried(*frame, s->body, target->id);
+  const std::vector<Carried>& carried = loop.carried;
+  const std::vector<ir::Value*>& inits = loop.inits;
   std::vector<ir::Value*> operands{lb, ub, st};
   operands.insert(operands.end(), inits.begin(), inits.end());
   std::vector<ir::NamedAttr> attrs;
@@ -709,32 +757,7 @@ void Specializer::visitFor(const For* s) {
   visitStmts(pointers(s->body));
   frame->loopDepth--;
 
-  std::vector<ir::Value*> yields;
-  for (const Carried& c : carried) {
-    const Val& after = frame->env[c.name];
-    std::vector<ir::Value*> leaves;
-    runtimeLeaves(after, leaves);
-    std::vector<ir::Value*> initLeaves;
-    runtimeLeaves(c.pattern, initLeaves);
-    SourceLoc where = frame->assignLocs.count(c.name) ? frame->assignLocs[c.name] : s->loc;
-    if (leaves.size() != initLeaves.size() ||
-        (after.kind == Val::Kind::Tuple) != (c.pattern.kind == Val::Kind::Tuple))
-      raiseError(where, "loop-carried '" + c.name + "' changes from " + describe(c.pattern) +
-                            " to " + describe(after) + " in the loop body");
-    for (size_t i = 0; i < leaves.size(); ++i)
-      if (leaves[i]->type() != initLeaves[i]->type())
-        raiseError(where, "loop-carried '" + c.name + "' changes type from " +
-                              initLeaves[i]->type().str() + " to " + leaves[i]->type().str() +
-                              " in the loop body; cast it (.to(...)) so the type stays the same");
-    yields.insert(yields.end(), leaves.begin(), leaves.end());
-  }
-  for (auto& [n, v] : constBefore)
-    if (!sameVal(frame->env[n], v))
-      raiseError(frame->assignLocs.count(n) ? frame->assignLocs[n] : s->loc,
-                 "'" + n + "' is the compile-time value " + describe(v) +
-                     " before the loop and is reassigned inside it; a run-time loop can only "
-                     "carry run-time values (assign it with a plain '" +
-                     n + " = ...' before)");
+  std::vector<ir::Value*> yields = loopYields(*frame, loop, s->loc);
   b.setLoc(s->loc);
   b.create(ir::OpCode::Yield, yields, {});
   b.setInsertionBlock(outer);
@@ -749,23 +772,9 @@ void Specializer::visitFor(const For* s) {
 void Specializer::visitWhile(const While* s) {
   if (!s->orelse.empty())
     raiseError(s->loc, "'while ... else' is not supported; move the else-block after the loop");
-  std::vector<std::string> assigned;
-  collectAssignedNames(s->body, assigned);
-  std::vector<Carried> carried;
-  std::vector<ir::Value*> inits;
-  std::map<std::string, Val> constBefore;
-  for (const std::string& n : assigned) {
-    auto it = frame->env.find(n);
-    if (it == frame->env.end()) continue;
-    std::vector<ir::Value*> leaves;
-    runtimeLeaves(it->second, leaves);
-    if (leaves.empty()) {
-      constBefore[n] = it->second;
-      continue;
-    }
-    carried.push_back({n, it->second});
-    inits.insert(inits.end(), leaves.begin(), leaves.end());
-  }
+  LoopCarried loop = collectLoopCarried(*frame, s->body, /*skip=*/"");
+  const std::vector<Carried>& carried = loop.carried;
+  const std::vector<ir::Value*>& inits = loop.inits;
   b.setLoc(s->loc);
   std::vector<ir::Type> types;
   for (ir::Value* v : inits) types.push_back(v->type());
@@ -808,30 +817,7 @@ void Specializer::visitWhile(const While* s) {
   frame->loopDepth++;
   visitStmts(pointers(s->body));
   frame->loopDepth--;
-  std::vector<ir::Value*> yields;
-  for (const Carried& cr : carried) {
-    const Val& after = frame->env[cr.name];
-    std::vector<ir::Value*> leaves, initLeaves;
-    runtimeLeaves(after, leaves);
-    runtimeLeaves(cr.pattern, initLeaves);
-    SourceLoc where = frame->assignLocs.count(cr.name) ? frame->assignLocs[cr.name] : s->loc;
-    if (leaves.size() != initLeaves.size())
-      raiseError(where, "loop-carried '" + cr.name + "' changes from " + describe(cr.pattern) +
-                            " to " + describe(after) + " in the loop body");
-    for (size_t i = 0; i < leaves.size(); ++i)
-      if (leaves[i]->type() != initLeaves[i]->type())
-        raiseError(where, "loop-carried '" + cr.name + "' changes type from " +
-                              initLeaves[i]->type().str() + " to " + leaves[i]->type().str() +
-                              " in the loop body; cast it (.to(...)) so the type stays the same");
-    yields.insert(yields.end(), leaves.begin(), leaves.end());
-  }
-  for (auto& [n, v] : constBefore)
-    if (!sameVal(frame->env[n], v))
-      raiseError(frame->assignLocs.count(n) ? frame->assignLocs[n] : s->loc,
-                 "'" + n + "' is the compile-time value " + describe(v) +
-                     " before the loop and is reassigned inside it; a run-time loop can only "
-                     "carry run-time values (assign it with a plain '" +
-                     n + " = ...' before)");
+  std::vector<ir::Value*> yields = loopYields(*frame, loop, s->loc);
   b.setLoc(s->loc);
   b.create(ir::OpCode::Yield, yields, {});
   b.setInsertionBlock(outer);
