@@ -111,10 +111,8 @@ private:
     if (uses_->replace(from, to)) changed_ = true;
   }
 
-  static bool allUsesFoldable(const Op& op) { return op.numOperands() > 0; }
-
   std::optional<ConstValue> evaluate(const Op& op) {
-    if (!allUsesFoldable(op)) return std::nullopt;
+    if (op.numOperands() == 0) return std::nullopt; // sources (program_id, arange): nothing to fold
     std::vector<ConstValue> in;
     for (Value* v : op.operands()) {
       auto c = constantOf(v);
