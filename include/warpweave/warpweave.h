@@ -48,6 +48,10 @@ struct CompileOptions {
   int numStages = 3;
   int numCtas = 1; // ctas_per_cga
   bool lineInfo = true;
+  /// 0: barrier_wait spins until its phase completes. N > 0: after N failed try_wait rounds
+  /// the waiting thread prints the block, task, barrier, phase and source line, then traps
+  /// (a debugging aid for hangs; WARPWEAVE_TRAP_HANGS from Python, --trap-hangs in wwc).
+  int mbarrierTrapTries = 0;
 };
 
 enum class Stage { TileIR, Ptx, Cubin };

@@ -243,6 +243,11 @@ void FunctionLowering::lowerOp(const ir::Op& op) {
     return lowerDescriptorCopy(op);
   case OpCode::Reduce:
     return lowerReduce(op);
+  case OpCode::Scan:
+    return lowerScan(op);
+  case OpCode::Print:
+  case OpCode::Assert:
+    return lowerDebugOp(op);
   case OpCode::Dot:
     return lowerDot(op);
   case OpCode::For:
@@ -258,6 +263,8 @@ void FunctionLowering::lowerOp(const ir::Op& op) {
   case OpCode::LocalTrans:
   case OpCode::LocalLoad:
   case OpCode::LocalStore:
+  case OpCode::LocalSlice:
+  case OpCode::LocalReinterpret:
     return lowerTlxBuffer(op);
   case OpCode::AllocBarriers:
   case OpCode::BarrierExpectBytes:
@@ -271,6 +278,14 @@ void FunctionLowering::lowerOp(const ir::Op& op) {
   case OpCode::AsyncDescStore:
   case OpCode::AsyncDescStoreWait:
     return lowerTlxDescriptorCopy(op);
+  case OpCode::AsyncLoad:
+  case OpCode::AsyncCommitGroup:
+  case OpCode::AsyncWaitGroup:
+    return lowerTlxAsyncCopy(op);
+  case OpCode::ClusterCtaRank:
+  case OpCode::ClusterSize:
+  case OpCode::ClusterBarrier:
+    return lowerTlxCluster(op);
   case OpCode::AsyncDot:
     return lowerAsyncDot(op);
   case OpCode::AsyncTasks:

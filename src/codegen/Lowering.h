@@ -24,6 +24,9 @@ using Regs = std::vector<std::string>;
 /// allocation's layout puts them (local_trans and other views reorder them).
 bool isPlainBuffer(const ir::Value* v);
 
+/// `[address]`: a PTX memory operand.
+std::string bracketed(const std::string& address);
+
 class FunctionLowering {
 public:
   FunctionLowering(const ir::Function& fn, const CompileOptions& options,
@@ -111,21 +114,33 @@ private:
   void lowerIf(const ir::Op& op);
   void lowerWhile(const ir::Op& op);
   void lowerDot(const ir::Op& op);
-  // ---- TLX (Tlx.cpp): buffers and barriers are one register, their byte offset in dynamic
-  // shared memory ----
+  /// tl.cumsum / tl.cumprod / tl.associative_scan (Scan.cpp).
+  void lowerScan(const ir::Op& op);
+  /// tl.device_print, tl.device_assert and run-time assert (Debug.cpp).
+  void lowerDebugOp(const ir::Op& op);
+  // ---- TLX: buffers and barriers are one register, their byte offset in dynamic shared
+  // memory. Buffers in Tlx.cpp, barriers in TlxBarriers.cpp ----
   void lowerTlxBuffer(const ir::Op& op);
   void lowerTlxBarrier(const ir::Op& op);
+  /// The retry loop of barrier_wait on the mbarrier at `bar` for parity `phase`
+  /// (MbarrierWait.cpp).
+  void waitForBarrierPhase(const ir::Op& op, const std::string& bar, const std::string& phase);
+  /// cp.async async_load with commit and wait groups (TlxAsyncCopy.cpp).
+  void lowerTlxAsyncCopy(const ir::Op& op);
+  /// Clusters: cluster_cta_rank, cluster_size_1d, cluster_barrier (TlxCluster.cpp).
+  void lowerTlxCluster(const ir::Op& op);
   /// The shared-memory allocation behind a buffer or barrier operand; a user error if none.
   const layout::SharedAllocation& allocationOf(const ir::Op& op, unsigned operandIndex);
   /// `[address]` of the barrier view operand `i` of `op`.
   std::string barrierAddress(const ir::Op& op, unsigned i);
-  /// tlx.async_dot (wgmma from TLX buffers) and tlx.async_dot_wait (Dot.cpp).
+  /// tlx.async_dot (wgmma from TLX buffers) and tlx.async_dot_wait (TlxAsyncDot.cpp).
   void lowerAsyncDot(const ir::Op& op);
   void lowerAsyncDotWait(const ir::Op& op);
-  /// Warp specialization: each async_task runs on its own warp range (branch on %tid),
-  /// with setmaxnreg for its register budget and named barriers for its internal syncs.
+  /// Warp specialization (TlxTasks.cpp): each async_task runs on its own warp range (branch on
+  /// %tid), with setmaxnreg for its register budget and named barriers for its internal syncs.
   void lowerAsyncTasks(const ir::Op& op);
-  /// TMA copies between a descriptor and a TLX buffer (async_descriptor_load/store, store_wait).
+  /// TMA copies between a descriptor and a TLX buffer (async_descriptor_load/store, store_wait;
+  /// TlxTma.cpp).
   void lowerTlxDescriptorCopy(const ir::Op& op);
   /// Records the tensor-map swizzle a descriptor argument is used with; a user error when two
   /// uses need different ones.

@@ -1,0 +1,119 @@
+// Lowering of TLX barriers (sm_90a and later): mbarrier init, expect-bytes, wait and arrive,
+// named barriers and proxy fences.
+#include "codegen/Lowering.h"
+
+#include <algorithm>
+#include <bit>
+#include <stdexcept>
+
+namespace ww::codegen {
+
+using ir::DType;
+using ir::OpCode;
+using layout::LinearLayout;
+
+namespace {
+
+/// The op that created the barriers a barrier view comes from (through local_view ops).
+const ir::Op* barrierRoot(const ir::Value* v) {
+  const ir::Op* def = v->def();
+  while (def && def->code() == OpCode::LocalView && def->numOperands())
+    def = def->operand(0)->def();
+  return def;
+}
+
+} // namespace
+
+void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
+  if (options_.target == Target::SM80 && op.code() != OpCode::NamedBarrierWait &&
+      op.code() != OpCode::NamedBarrierArrive)
+    raiseError(op.loc(), std::string("'") + op.name() +
+                             "' needs the mbarriers and async proxy of sm_90a or sm_100a");
+  auto guarded = [&](const std::string& pred, unsigned predIndex, bool has) {
+    if (!has) return pred;
+    std::string p = b_.materialize(operand(op, predIndex).at(0), RegClass::Pred);
+    if (pred.empty()) return p;
+    return b_.pure("and.pred", RegClass::Pred, {pred, p});
+  };
+  switch (op.code()) {
+  case OpCode::AllocBarriers: {
+    const layout::SharedAllocation* a = layouts_.sharedAllocation(op.result());
+    if (!a) throw std::logic_error("codegen: alloc_barriers without an allocation");
+    int64_t arriveCount = op.intAttr("arrive_count", 1);
+    if (arriveCount < 1 || arriveCount >= (int64_t(1) << 20))
+      raiseError(op.loc(), "alloc_barriers arrive_count " + std::to_string(arriveCount) +
+                               " is out of range; use 1 to 2^20-1");
+    std::string leader = electedThread();
+    std::string base = sharedAddress("0");
+    for (int64_t i = 0; i < a->count; ++i)
+      b_.inst("mbarrier.init.shared::cta.b64",
+              {"[" + base + "+" + std::to_string(a->offset + i * a->bytesPerBuffer) + "]",
+               immInt(arriveCount)},
+              leader);
+    // The initialized barriers become visible to the async proxy (TMA complete_tx) and to the
+    // other threads before anyone uses them.
+    b_.inst("fence.mbarrier_init.release.cluster", {});
+    b_.inst("fence.proxy.async.shared::cta", {});
+    barrier();
+    return bind(op.result(), {immInt(a->offset)});
+  }
+  case OpCode::BarrierExpectBytes: {
+    std::string bar = barrierAddress(op, 0);
+    std::string bytes = operand(op, 1).at(0);
+    std::string pred = guarded(electedThread(), 2, op.intAttr("has_pred") != 0);
+    return b_.inst("mbarrier.arrive.expect_tx.shared::cta.b64", {"_", bar, bytes}, pred);
+  }
+  case OpCode::BarrierWait: {
+    std::string bar = barrierAddress(op, 0);
+    std::string phase = operand(op, 1).at(0);
+    bool hasPred = op.intAttr("has_pred") != 0;
+    std::string skip = b_.newLabel("wait_done");
+    if (hasPred) {
+      std::string p = b_.materialize(operand(op, 2).at(0), RegClass::Pred);
+      b_.inst("bra", {skip}, p, /*negateGuard=*/true);
+    }
+    waitForBarrierPhase(op, bar, phase);
+    b_.label(skip);
+    return;
+  }
+  case OpCode::BarrierArrive: {
+    if (op.intAttr("has_remote_cta_rank"))
+      raiseError(op.loc(), "barrier_arrive on a remote CTA's barrier is not supported by the " +
+                               std::string(targetName(options_.target)) +
+                               " PTX backend yet; arrive on a local barrier");
+    std::string bar = barrierAddress(op, 0);
+    const ir::Op* root = barrierRoot(op.operand(0));
+    bool warpBarrier = root && root->code() == OpCode::AllocBarriers && root->intAttr("warp");
+    int64_t count = op.intAttr("arrive_count", 1);
+    std::vector<std::string> operands = {"_", bar};
+    if (count != 1) operands.push_back(immInt(count));
+    unsigned predIndex = 1;
+    if (warpBarrier)
+      return b_.inst("mbarrier.arrive.shared::cta.b64", operands,
+                     guarded({}, predIndex, op.intAttr("has_pred") != 0));
+    // Every thread's earlier work is done before the one elected thread arrives.
+    barrier();
+    return b_.inst("mbarrier.arrive.shared::cta.b64", operands,
+                   guarded(electedThread(), predIndex, op.intAttr("has_pred") != 0));
+  }
+  case OpCode::NamedBarrierWait:
+  case OpCode::NamedBarrierArrive: {
+    // Immediates or i32 registers: both forms are valid bar operands.
+    std::string id = operand(op, 0).at(0);
+    std::string count = operand(op, 1).at(0);
+    return b_.inst(op.code() == OpCode::NamedBarrierWait ? "bar.sync" : "bar.arrive", {id, count});
+  }
+  case OpCode::Fence: {
+    std::string kind = op.strAttr("kind");
+    if (kind == "async_shared") return b_.inst("fence.proxy.async.shared::cta", {});
+    if (kind == "mbarrier_init_cluster") return b_.inst("fence.mbarrier_init.release.cluster", {});
+    raiseError(op.loc(), "fence kind '" + kind +
+                             "' is not supported; use \"async_shared\" or "
+                             "\"mbarrier_init_cluster\"");
+  }
+  default:
+    throw std::logic_error("codegen: not a TLX barrier op");
+  }
+}
+
+} // namespace ww::codegen

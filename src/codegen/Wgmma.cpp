@@ -1,0 +1,58 @@
+// Shared wgmma / mma.sync helpers (see Wgmma.h).
+#include "codegen/Wgmma.h"
+
+#include "layout/Layouts.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace ww::codegen {
+
+using layout::LinearLayout;
+
+std::vector<int32_t> regCoords(const LinearLayout& l, int32_t reg) {
+  std::vector<int32_t> c(l.numOutDims(), 0);
+  for (int bit = 0; bit < l.getInDimSizeLog2(layout::kRegister); ++bit)
+    if (reg >> bit & 1) {
+      const auto& basis = l.getBasis(layout::kRegister, bit);
+      for (size_t d = 0; d < c.size(); ++d) c[d] ^= basis[d];
+    }
+  return c;
+}
+
+WgmmaTiles wgmmaTiles(const LinearLayout& accL, int32_t instrN) {
+  WgmmaTiles tiles;
+  int32_t dup = accL.freeVariableMask(layout::kRegister);
+  for (int32_t r = 0; r < accL.getInDimSize(layout::kRegister); ++r) {
+    if (r & dup) continue;
+    auto c = regCoords(accL, r);
+    auto& t = tiles[{c[0] / 64 * 64, c[1] / instrN * instrN}];
+    t.resize(instrN / 2, -1);
+    int idx = (c[1] % 2) + 2 * ((c[0] % 16) / 8) + 4 * ((c[1] % instrN) / 8);
+    t.at(idx) = r;
+  }
+  return tiles;
+}
+
+void requireFragmentLanes(const LinearLayout& l, int tigDim, int32_t tigStep, int groupDim,
+                          const char* what) {
+  auto expect = [&](int bit, int dim, int32_t value) {
+    const auto& basis = l.getBasis(layout::kLane, bit);
+    for (int d = 0; d < l.numOutDims(); ++d)
+      if (basis[d] != (d == dim ? value : 0))
+        throw std::logic_error(std::string("codegen: ") + what +
+                               " layout does not match the mma.sync fragment: " + l.str());
+  };
+  expect(0, tigDim, tigStep);
+  expect(1, tigDim, 2 * tigStep);
+  expect(2, groupDim, 1);
+  expect(3, groupDim, 2);
+  expect(4, groupDim, 4);
+}
+
+uint64_t swizzleModeBits(int bytes) {
+  uint64_t mode = bytes == 128 ? 1 : bytes == 64 ? 2 : 3;
+  return mode << 62;
+}
+
+} // namespace ww::codegen

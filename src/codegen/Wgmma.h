@@ -1,0 +1,32 @@
+// Shared facts about Hopper's wgmma and the mma.sync fragments, used by the tl.dot lowering
+// (Dot.cpp) and the tlx.async_dot lowering (TlxAsyncDot.cpp).
+#pragma once
+
+#include "layout/LinearLayout.h"
+
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+namespace ww::codegen {
+
+/// The coordinates register `reg` of layout `l` holds.
+std::vector<int32_t> regCoords(const layout::LinearLayout& l, int32_t reg);
+
+/// Accumulator registers of each m64nN wgmma tile (keyed by the tile's (row, col) origin), in
+/// the PTX fragment order: d[i] at row groupID + 8 * ((i >> 1) & 1), column
+/// 2 * tig + (i & 1) + 8 * (i >> 2).
+using WgmmaTiles = std::map<std::pair<int64_t, int64_t>, std::vector<int32_t>>;
+WgmmaTiles wgmmaTiles(const layout::LinearLayout& accL, int32_t instrN);
+
+/// Checks that the lane bits of `l` follow an mma.sync fragment: lanes 0-1 (threadID_in_group)
+/// step the column-like dim `tigDim` by `tigStep`, lanes 2-4 (groupID) step `groupDim` by 1.
+void requireFragmentLanes(const layout::LinearLayout& l, int tigDim, int32_t tigStep, int groupDim,
+                          const char* what);
+
+/// A wgmma matrix descriptor's swizzle-mode field (bits 62-63) for a swizzle of `bytes`
+/// (128 or 64; anything else gets the 32-byte mode).
+uint64_t swizzleModeBits(int bytes);
+
+} // namespace ww::codegen
