@@ -61,6 +61,7 @@ CompiledKernel compile(const CompileRequest& req) {
     out.numWarps = fn->numWarps;
     out.numCtas = fn->numCtas;
     if (req.stage != Stage::TileIR) {
+      transforms::lowerDeviceDescriptors(*fn);
       codegen::PtxKernel ptx = codegen::emitPtx(*fn, req.options, &sm);
       out.ptx = std::move(ptx.ptx);
       out.name = ptx.entry;

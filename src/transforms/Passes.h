@@ -19,6 +19,11 @@ void eliminateDeadCode(ir::Function& fn);
 /// fold, CSE, DCE to a fixed point, verifying after each pass.
 void runCleanupPipeline(ir::Function& fn);
 
+/// Rewrites desc.load / desc.store through descriptors made in the kernel
+/// (tl.make_tensor_descriptor) into masked loads and stores of pointer tensors: out-of-bounds
+/// elements read as zero and are not written, as with TMA. Runs before code generation.
+void lowerDeviceDescriptors(ir::Function& fn);
+
 /// True for ops without side effects (safe to CSE and DCE).
 bool isPure(const ir::Op& op);
 
