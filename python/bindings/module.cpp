@@ -42,7 +42,7 @@ PyKernel* compileKernel(const std::vector<std::pair<std::string, std::string>>& 
                         const std::string& kernel, const std::string& signature,
                         const std::map<std::string, std::string>& globals,
                         const std::string& target, int numWarps, int numStages, int numCtas,
-                        const std::string& stage, bool lineInfo) {
+                        const std::string& stage, bool lineInfo, int mbarrierTrapTries) {
   ww::CompileRequest req;
   for (const auto& [path, text] : files) req.files.push_back({path, text});
   req.kernel = kernel;
@@ -52,6 +52,10 @@ PyKernel* compileKernel(const std::vector<std::pair<std::string, std::string>>& 
   req.options.numStages = numStages;
   req.options.numCtas = numCtas;
   req.options.lineInfo = lineInfo;
+  if (mbarrierTrapTries < 0)
+    throw std::invalid_argument("mbarrier_trap_tries must be >= 0 (0: waits never trap), got " +
+                                std::to_string(mbarrierTrapTries));
+  req.options.mbarrierTrapTries = mbarrierTrapTries;
   req.stage = parseStage(stage);
   auto k = std::make_unique<PyKernel>();
   {
@@ -219,7 +223,8 @@ NB_MODULE(_native, m) {
 
   m.def("compile", &compileKernel, "files"_a, "kernel"_a, "signature"_a, "globals"_a,
         "target"_a = "sm_90a", "num_warps"_a = 4, "num_stages"_a = 3, "num_ctas"_a = 1,
-        "stage"_a = "cubin", "line_info"_a = true, nb::rv_policy::take_ownership,
+        "stage"_a = "cubin", "line_info"_a = true, "mbarrier_trap_tries"_a = 0,
+        nb::rv_policy::take_ownership,
         "Compiles `kernel` from `files` [(path, text), ...] for a signature string.");
   m.def("kernel_from_metadata", &kernelFromMetadata, "metadata_json"_a, "cubin"_a, "ptx"_a = "",
         nb::rv_policy::take_ownership,

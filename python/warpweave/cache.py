@@ -40,6 +40,8 @@ def cache_key(request: dict, compiler_version: str) -> str:
         h.update(f"global\0{name}\0{request['globals'][name]}\0".encode())
     for field in ("kernel", "signature", "target", "num_warps", "num_stages", "num_ctas", "stage"):
         h.update(f"{field}\0{request[field]}\0".encode())
+    # Absent from requests that do not trap on hangs (WARPWEAVE_TRAP_HANGS).
+    h.update(f"mbarrier_trap_tries\0{request.get('mbarrier_trap_tries', 0)}\0".encode())
     return h.hexdigest()
 
 

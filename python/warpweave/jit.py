@@ -353,6 +353,36 @@ def _interpret_env() -> bool:
     return os.environ.get("WARPWEAVE_INTERPRET", "0") not in ("", "0", "false", "False")
 
 
+_TRAP_HANGS_KEY = b"WARPWEAVE_TRAP_HANGS"
+
+
+def trap_hang_tries() -> int:
+    """WARPWEAVE_TRAP_HANGS=N: compile barrier waits that trap (with a report of the barrier)
+    after N failed try_wait rounds; unset or 0 compiles plain spinning waits."""
+    if type(_ENV_DATA) is dict and _TRAP_HANGS_KEY not in _ENV_DATA:
+        return 0
+    text = os.environ.get("WARPWEAVE_TRAP_HANGS", "").strip()
+    if text in ("", "0"):
+        return 0
+    try:
+        tries = int(text)
+    except ValueError:
+        tries = -1
+    if tries < 0:
+        raise ValueError(f"WARPWEAVE_TRAP_HANGS={text!r}: expected the number of failed barrier "
+                         f"wait rounds before a trap (a positive integer), or 0 to disable")
+    return tries
+
+
+def _env_needs_general_path() -> bool:
+    """Whether the environment asks for something the fast launch path does not key on (the
+    interpreter, or trapping barrier waits, whose kernels it must not mix with plain ones)."""
+    if type(_ENV_DATA) is dict and _INTERPRET_KEY not in _ENV_DATA and \
+            _TRAP_HANGS_KEY not in _ENV_DATA:
+        return False
+    return _interpret_env() or trap_hang_tries() != 0
+
+
 # ------------------------------------------------------------------------------------------------
 # Compiled kernels
 # ------------------------------------------------------------------------------------------------
@@ -716,14 +746,15 @@ class JITFunction(KernelInterface):
         options = tuple(options)
         if target is None:
             target = "interp" if interpret else _gpu_target()
-        key = (interpret, target, options, key_part)
+        trap = trap_hang_tries()
+        key = (interpret, target, options, trap, key_part)
         compiled = self.cache.get(key)
         if compiled is None:
-            compiled = self._compile(values, key_part, kinds, interpret, options, target)
+            compiled = self._compile(values, key_part, kinds, interpret, options, target, trap)
             self.cache[key] = compiled
         return compiled
 
-    def _compile(self, values, key_part, kinds, interpret, options, target):
+    def _compile(self, values, key_part, kinds, interpret, options, target, trap=0):
         signature = self.signature_string(values, kinds, key_part)
         env = self.environment()
         num_warps, num_stages, num_ctas = options
@@ -733,6 +764,8 @@ class JITFunction(KernelInterface):
         request = dict(files=env.files, kernel=self.fn.__name__, signature=signature,
                        globals=env.globals, target=compile_target, num_warps=num_warps,
                        num_stages=num_stages, num_ctas=num_ctas, stage=stage)
+        if trap:
+            request["mbarrier_trap_tries"] = trap
         kernel = None
         disk_key = None
         if not interpret:
@@ -774,10 +807,11 @@ class JITFunction(KernelInterface):
                     f"GPU launches need CUDA tensors (move it with .cuda(), pass NumPy arrays, or "
                     f"set WARPWEAVE_INTERPRET=1 to run in the interpreter)")
             target = _gpu_target()
-        key = (interpret, target, options, key_part)
+        trap = trap_hang_tries()
+        key = (interpret, target, options, trap, key_part)
         compiled = self.cache.get(key)
         if compiled is None:
-            compiled = self._compile(values, key_part, kinds, interpret, options, target)
+            compiled = self._compile(values, key_part, kinds, interpret, options, target, trap)
             self.cache[key] = compiled
         if warmup:
             return compiled
@@ -927,7 +961,7 @@ def _make_fast_launcher(jitfn: "JITFunction"):
                  "__ww_c.pick(__ww_vals))")
     lines.append("    return __ww_c")
     namespace = {
-        "__ww_M": _MISSING, "__ww_SLOW": _SLOW, "__ww_interp": _interpret_env,
+        "__ww_M": _MISSING, "__ww_SLOW": _SLOW, "__ww_interp": _env_needs_general_path,
         "__ww_tensor_type": _torch_tensor_type, "__ww_int_key": _int_key,
         "__ww_int_key_plain": _int_key_plain, "__ww_cache": jitfn._fast_cache,
         "__ww_normalize_grid": _normalize_grid, "__ww_name": jitfn.__name__,

@@ -32,9 +32,11 @@ class FakeNative:
     def __init__(self):
         self.compiles = 0
         self.loaded = []
+        self.requests = []
 
     def compile(self, **req):
         self.compiles += 1
+        self.requests.append(req)
         return FakeKernel(req["kernel"])
 
     def kernel_from_metadata(self, meta, cubin, ptx):
@@ -73,6 +75,7 @@ def test_key_depends_on_every_input():
         dict(REQUEST, num_stages=4),
         dict(REQUEST, num_ctas=2),
         dict(REQUEST, kernel="k2"),
+        dict(REQUEST, mbarrier_trap_tries=1000),
     ]
     keys = {cache.cache_key(v, "v1") for v in variants}
     assert len(keys) == len(variants) and base not in keys
@@ -155,3 +158,30 @@ def test_jit_uses_the_disk_cache_for_gpu_compiles(fake, monkeypatch):
     gpu_only.cache.clear()  # a new process: only the disk cache remains
     second = gpu_only.compile_for(values, False, (4, 3, 1))
     assert fake.compiles == 1 and second.kernel.name == "from-cache"
+
+
+def test_trap_hangs_env_reaches_the_compile_and_the_keys(fake, monkeypatch):
+    monkeypatch.setenv("WARPWEAVE_TARGET", "sm_90a")
+    monkeypatch.delenv("WARPWEAVE_TRAP_HANGS", raising=False)
+    values = gpu_only.bind((np.zeros(4, np.float32), 4), {"BLOCK": 4})
+    gpu_only.cache.clear()
+    plain = gpu_only.compile_for(values, False, (4, 3, 1))
+    assert "mbarrier_trap_tries" not in fake.requests[-1]
+    monkeypatch.setenv("WARPWEAVE_TRAP_HANGS", "5000")
+    trapping = gpu_only.compile_for(values, False, (4, 3, 1))
+    # Neither the memory cache nor the disk cache hands back the kernel without traps.
+    assert trapping is not plain and fake.compiles == 2
+    assert fake.requests[-1]["mbarrier_trap_tries"] == 5000
+    assert trapping.kernel.name == "gpu_only"
+    gpu_only.cache.clear()
+    assert gpu_only.compile_for(values, False, (4, 3, 1)).kernel.name == "from-cache"
+    assert fake.compiles == 2
+
+
+@pytest.mark.parametrize("text", ["many", "-3", "1.5"])
+def test_trap_hangs_env_must_be_a_count(fake, monkeypatch, text):
+    monkeypatch.setenv("WARPWEAVE_TARGET", "sm_90a")
+    monkeypatch.setenv("WARPWEAVE_TRAP_HANGS", text)
+    values = gpu_only.bind((np.zeros(4, np.float32), 4), {"BLOCK": 4})
+    with pytest.raises(ValueError, match="WARPWEAVE_TRAP_HANGS"):
+        gpu_only.compile_for(values, False, (4, 3, 1))

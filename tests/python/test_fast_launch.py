@@ -176,3 +176,18 @@ def test_interpret_env_bypasses_the_fast_path(env, monkeypatch):
     assert len(slow) == 1  # "0" does not force the interpreter
     monkeypatch.setenv("WARPWEAVE_INTERPRET", "1")
     assert jitmod._interpret_env()
+
+
+def test_trap_hangs_env_is_not_served_kernels_without_traps(env, monkeypatch):
+    rec, slow = env
+    monkeypatch.delenv("WARPWEAVE_TRAP_HANGS", raising=False)
+    x = FakeCudaTensor(0x10000)
+    plain = add_kernel[(1,)](x, x, x, 10, BLOCK=64)
+    assert add_kernel[(1,)](x, x, x, 10, BLOCK=64) is plain and len(slow) == 1
+    monkeypatch.setenv("WARPWEAVE_TRAP_HANGS", "100")
+    trapping = add_kernel[(1,)](x, x, x, 10, BLOCK=64)
+    assert trapping is not plain and rec.requests[-1]["mbarrier_trap_tries"] == 100
+    assert trapping.kernel.launches == [((1, 1, 1), 77, (0x10000, 0x10000, 0x10000, 10))]
+    monkeypatch.delenv("WARPWEAVE_TRAP_HANGS")
+    assert add_kernel[(1,)](x, x, x, 10, BLOCK=64) is plain
+    assert len(rec.requests) == 2
