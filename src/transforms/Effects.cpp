@@ -19,6 +19,7 @@ bool isPure(const ir::Op& op) {
   case OpCode::ThreadId:
   case OpCode::ClusterCtaRank:
   case OpCode::ClusterSize:
+  case OpCode::MakeDescriptor: // only describes memory; the accesses through it are the effects
     return true;
   case OpCode::Reduce:
   case OpCode::Scan:

@@ -1,11 +1,111 @@
 // Rewrites loads and stores through in-kernel tensor descriptors (tl.make_tensor_descriptor) into
 // masked pointer loads and stores, so every target runs them without a device-built tensor map.
+#include "ir/Builder.h"
 #include "transforms/Passes.h"
+
+#include <stdexcept>
 
 namespace ww::transforms {
 
+using ir::DType;
+using ir::OpCode;
+using ir::Type;
+using ir::Value;
+
+namespace {
+
+bool isConstantOne(const Value* v) {
+  const ir::Op* def = v->def();
+  return def && def->code() == OpCode::Constant && def->intAttr("value", 0) == 1 &&
+         ir::isInt(v->type().elem);
+}
+
+/// Builds, in `b`'s block, the element pointers and the in-bounds mask of the box at `offsets`
+/// of the descriptor made by `make` (operands: base, shape..., strides...).
+std::pair<Value*, Value*> boxPointers(ir::Builder& b, const ir::Op& make,
+                                      const std::vector<Value*>& offsets) {
+  const std::vector<int64_t> block = make.intsAttr("block_shape");
+  const size_t rank = block.size();
+  if (make.numOperands() != 1 + 2 * rank || offsets.size() != rank)
+    throw std::logic_error("lowerDeviceDescriptors: malformed make_desc or descriptor access");
+  Value* base = make.operand(0);
+  Value* offsetSum = nullptr;
+  Value* mask = nullptr;
+  Value* zero = b.i32(0);
+  // Each dim's coordinates as a [1, .., block[d], .., 1] tensor, broadcast to the box.
+  auto toBox = [&](Value* v, size_t d) {
+    for (size_t a = 0; a < rank; ++a) {
+      if (a == d) continue;
+      std::vector<int64_t> s = v->type().shape;
+      s.insert(s.begin() + static_cast<std::ptrdiff_t>(a), 1);
+      v = b.create1(OpCode::ExpandDims, {v}, v->type().withShape(s),
+                    {{"axis", static_cast<int64_t>(a)}});
+    }
+    if (rank > 1) v = b.create1(OpCode::Broadcast, {v}, v->type().withShape(block));
+    return v;
+  };
+  for (size_t d = 0; d < rank; ++d) {
+    std::vector<int64_t> dimShape = {block[d]};
+    Value* coord = b.binary(OpCode::Add, b.arange(0, block[d]), b.splat(offsets[d], dimShape));
+    Value* inside = b.binary(OpCode::And, b.cmp("ge", coord, b.splat(zero, dimShape)),
+                             b.cmp("lt", coord, b.splat(make.operand(1 + d), dimShape)));
+    Value* stride = make.operand(1 + rank + d);
+    Value* offset = b.create1(OpCode::Cast, {coord}, coord->type().withElem(DType::I64));
+    if (!isConstantOne(stride)) offset = b.binary(OpCode::Mul, offset, b.splat(stride, dimShape));
+    offset = toBox(offset, d);
+    inside = toBox(inside, d);
+    offsetSum = offsetSum ? b.binary(OpCode::Add, offsetSum, offset) : offset;
+    mask = mask ? b.binary(OpCode::And, mask, inside) : inside;
+  }
+  Value* ptrs = b.addPtr(b.splat(base, block), offsetSum);
+  return {ptrs, mask};
+}
+
+void lowerIn(ir::Block& block, ir::Block& root) {
+  for (size_t i = 0; i < block.ops().size(); ++i) {
+    ir::Op& op = *block.ops()[i];
+    for (unsigned r = 0; r < op.numRegions(); ++r) lowerIn(*op.region(r), root);
+    if (op.code() != OpCode::DescLoad && op.code() != OpCode::DescStore) continue;
+    const ir::Op* make = op.operand(0)->def();
+    // Host descriptors (kernel arguments) stay TMA copies.
+    if (!make || make->code() != OpCode::MakeDescriptor) continue;
+    bool isLoad = op.code() == OpCode::DescLoad;
+    unsigned firstOffset = isLoad ? 1 : 2;
+    std::vector<Value*> offsets(op.operands().begin() + firstOffset, op.operands().end());
+
+    ir::Block staging;
+    ir::Builder b(&staging);
+    b.setLoc(op.loc());
+    auto [ptrs, mask] = boxPointers(b, *make, offsets);
+    Value* loaded = nullptr;
+    if (isLoad) {
+      const Type& t = op.result()->type();
+      Value* zero = ir::isFloat(t.elem) ? b.constFloat(0.0, Type::scalar(t.elem))
+                                        : b.constInt(0, Type::scalar(t.elem));
+      loaded = b.load(ptrs, mask, b.splat(zero, t.shape));
+    } else {
+      b.store(ptrs, op.operand(1), mask);
+    }
+    // Splice the new ops in place of the descriptor access.
+    std::vector<std::unique_ptr<ir::Op>> created = std::move(staging.ops());
+    for (auto& c : created) c->setParentBlock(&block);
+    size_t count = created.size();
+    Value* old = isLoad ? op.result() : nullptr;
+    auto pos = block.ops().begin() + static_cast<std::ptrdiff_t>(i);
+    block.ops().insert(pos, std::make_move_iterator(created.begin()),
+                       std::make_move_iterator(created.end()));
+    if (old) ir::replaceAllUses(root, old, loaded);
+    block.ops().erase(block.ops().begin() + static_cast<std::ptrdiff_t>(i + count));
+    i += count - 1;
+  }
+}
+
+} // namespace
+
 void lowerDeviceDescriptors(ir::Function& fn) {
-  (void)fn;
+  lowerIn(fn.body, fn.body);
+  eliminateDeadCode(fn);
+  verify(fn);
 }
 
 } // namespace ww::transforms
