@@ -161,7 +161,8 @@ def make_cases(torch, ops, tref, quick, only):
 
     if want("matmul"):
         if quick:
-            shapes = [(F16, 4096, 4096, 4096), (BF16, 4096, 4096, 4096)]
+            shapes = [(F16, 4096, 4096, 4096), (BF16, 4096, 4096, 4096), (F16, 8192, 8192, 8192),
+                      (BF16, 8192, 8192, 8192)]
         else:
             shapes = [(F16, 2048, 2048, 2048), (F16, 4096, 4096, 4096), (F16, 8192, 8192, 8192),
                       (BF16, 4096, 4096, 4096), (BF16, 8192, 8192, 8192),
@@ -174,6 +175,7 @@ def make_cases(torch, ops, tref, quick, only):
                        tref and (lambda: tref.matmul(a, b)))
             if hopper:
                 fns["warpweave-ws"] = lambda: ops.matmul_tlx(a, b, "ws")
+                fns["warpweave-pp"] = lambda: ops.matmul_tlx(a, b, "pingpong")
                 fns["warpweave-pipe"] = lambda: ops.matmul_tlx(a, b, "pipelined")
             yield Case("matmul", f"{dt_name(dt)} {m}x{n}x{k}", 2 * m * n * k, "TFLOP/s", fns,
                        checker(ref, tol[dt]))
@@ -181,7 +183,9 @@ def make_cases(torch, ops, tref, quick, only):
 
     if want("attention"):
         if quick:
-            shapes = [(F16, 4, 32, 4096, 128, False), (F16, 4, 32, 4096, 128, True)]
+            shapes = [(F16, 4, 32, 4096, 128, False), (F16, 4, 32, 4096, 128, True),
+                      (F16, 4, 32, 4096, 64, False), (F16, 4, 32, 4096, 64, True),
+                      (F16, 1, 16, 16384, 128, False), (F16, 1, 16, 16384, 128, True)]
         else:
             shapes = [(F16, 1, 16, 16384, 128, False), (F16, 1, 16, 16384, 128, True),
                       (BF16, 1, 16, 16384, 128, False), (BF16, 1, 16, 16384, 128, True),
@@ -196,8 +200,8 @@ def make_cases(torch, ops, tref, quick, only):
             fns = cols(lambda: ops.attention(q, k, v, causal, scale),
                        lambda: sdpa(q, k, v, is_causal=causal, scale=scale),
                        tref and (lambda: tref.attention(q, k, v, causal, scale)))
-            if hopper and not causal:
-                fns["warpweave-ws"] = lambda: ops.attention_tlx(q, k, v, scale)
+            if hopper:
+                fns["warpweave-ws"] = lambda: ops.attention_tlx(q, k, v, scale, causal=causal)
             yield Case("attention",
                        f"{dt_name(dt)} Z{z} H{h} S{n_ctx} D{d}{' causal' if causal else ''}",
                        flops, "TFLOP/s", fns, checker(ref, tol[dt]))

@@ -31,6 +31,7 @@ from . import vector_add as _vector_add
 from .hopper import attention_ws as _attention_ws
 from .hopper import gemm_pipelined as _gemm_pipelined
 from .hopper import gemm_ws as _gemm_ws
+from .hopper import gemm_ws_pingpong as _gemm_ws_pingpong
 
 __all__ = [
     "add", "softmax", "layernorm_fwd", "layernorm_bwd", "matmul", "embedding_bag", "row_sum",
@@ -624,17 +625,32 @@ def _descriptor(t, block_shape):
     return ww.TensorDescriptor(t, list(t.shape), list(_strides(t)), block_shape)
 
 
-def matmul_tlx(a, b, variant="ws"):
+# Tile shapes of the TLX GEMMs (chosen on the H200 at 4096^3 and 8192^3 fp16). The consumers'
+# wgmma tiles are 64x256 (the widest instruction: B is read from shared memory once per 64 rows).
+TLX_GEMM_CONFIGS = {
+    # Two consumer warp groups split a 128x256 tile along M.
+    "ws": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=3),
+    # Each consumer owns whole 64x256 tiles; the two alternate.
+    "pingpong": dict(BLOCK_M=64, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=4),
+    # No specialization: two warp groups (num_warps=8) split a 128x256 tile.
+    "pipelined": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=3),
+}
+
+
+def matmul_tlx(a, b, variant="ws", config=None):
     """a @ b with a Hopper TLX GEMM: variant "ws" (persistent, warp-specialized, cooperative:
-    kernels/hopper/gemm_ws.py) or "pipelined" (kernels/hopper/gemm_pipelined.py). fp16 or bf16
-    CUDA tensors on an sm_90 GPU; rows must be multiples of 16 bytes (K and N multiples of 8)."""
+    kernels/hopper/gemm_ws.py), "pingpong" (persistent, warp-specialized, consumers alternate
+    tiles: kernels/hopper/gemm_ws_pingpong.py) or "pipelined" (kernels/hopper/gemm_pipelined.py).
+    fp16 or bf16 CUDA tensors on an sm_90 GPU; rows must be multiples of 16 bytes (K and N
+    multiples of 8). `config` overrides entries of TLX_GEMM_CONFIGS[variant]."""
     op = "matmul_tlx"
     place = _Place(op, {"a": a, "b": b})
     dt = _check_dtype(op, "a", a, _HALF_FLOATS)
     if _dtype_name(b) != dt:
         raise ValueError(f"{op}: 'b' has dtype {_dtype_name(b)} but 'a' has {dt}")
-    if variant not in ("ws", "pipelined"):
-        raise ValueError(f"{op}: 'variant' must be 'ws' or 'pipelined', got {variant!r}")
+    if variant not in TLX_GEMM_CONFIGS:
+        raise ValueError(f"{op}: 'variant' must be one of {sorted(TLX_GEMM_CONFIGS)}, got "
+                         f"{variant!r}")
     _check_ndim(op, "a", a, (2,))
     _check_ndim(op, "b", b, (2,))
     M, K = a.shape
@@ -648,36 +664,36 @@ def matmul_tlx(a, b, variant="ws"):
     if M == 0 or N == 0:
         return c
     c = _tma_operand(op, "c", c, place)
-    # The TMA path of the TLX codegen copies rows of at most 128 bytes (one 128-byte swizzle row),
-    # so an fp16/bf16 tile is at most 64 elements wide until it splits wider boxes.
-    block_n, block_k = 64, 64
-    tiles_n = ww.cdiv(N, block_n)
+    cfg = dict(TLX_GEMM_CONFIGS[variant], **(config or {}))
+    block_m, block_n, block_k = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    tiles = ww.cdiv(M, block_m) * ww.cdiv(N, block_n)
+    b_desc = _descriptor(b, [block_k, block_n])
     if variant == "ws":
-        block_m = 256
         half = block_m // 2
         a_desc = _descriptor(a, [half, block_k])
         c_desc = _descriptor(c, [half, block_n])
-        b_desc = _descriptor(b, [block_k, block_n])
         sms = place.num_sms()
-        tiles = ww.cdiv(M, block_m) * tiles_n
         _gemm_ws.gemm_ws_kernel[(min(sms, tiles),)](
-            a_desc, b_desc, c_desc, M, N, K, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
-            GROUP_M=8, NUM_STAGES=4, NUM_SMS=sms, num_warps=4)
-    else:
-        block_m = 128
+            a_desc, b_desc, c_desc, M, N, K, **cfg, NUM_SMS=sms, num_warps=4)
+    elif variant == "pingpong":
         a_desc = _descriptor(a, [block_m, block_k])
         c_desc = _descriptor(c, [block_m, block_n])
-        b_desc = _descriptor(b, [block_k, block_n])
-        _gemm_pipelined.gemm_pipelined_kernel[(ww.cdiv(M, block_m) * tiles_n,)](
-            a_desc, b_desc, c_desc, M, N, K, BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k,
-            GROUP_M=8, NUM_STAGES=4, num_warps=4)
+        sms = place.num_sms()
+        _gemm_ws_pingpong.gemm_ws_pingpong_kernel[(min(sms, tiles),)](
+            a_desc, b_desc, c_desc, M, N, K, **cfg, NUM_SMS=sms, num_warps=4)
+    else:
+        a_desc = _descriptor(a, [block_m, block_k])
+        c_desc = _descriptor(c, [block_m, block_n])
+        # One warp group per 64 rows of the tile.
+        _gemm_pipelined.gemm_pipelined_kernel[(tiles,)](
+            a_desc, b_desc, c_desc, M, N, K, **cfg, num_warps=max(4, block_m // 16))
     return c
 
 
-def attention_tlx(q, k, v, sm_scale=None, return_lse=False):
-    """Non-causal attention with the Hopper warp-specialized ping-pong kernel
+def attention_tlx(q, k, v, sm_scale=None, return_lse=False, causal=False):
+    """Attention with the Hopper warp-specialized ping-pong kernel
     (kernels/hopper/attention_ws.py): q, k, v [Z, H, N_CTX, HEAD_DIM] fp16 or bf16 CUDA tensors,
-    HEAD_DIM 64 or 128, N_CTX a multiple of 256. Same results as attention(causal=False)."""
+    HEAD_DIM 64 or 128, N_CTX a multiple of 128. Same results as attention(causal=causal)."""
     op = "attention_tlx"
     place = _Place(op, {"q": q, "k": k, "v": v})
     dt = _check_dtype(op, "q", q, _HALF_FLOATS)
@@ -689,10 +705,12 @@ def attention_tlx(q, k, v, sm_scale=None, return_lse=False):
     z, h, n_ctx, head_dim = q.shape
     if head_dim not in (64, 128):
         raise ValueError(f"{op}: 'q' has HEAD_DIM {head_dim}; the kernel takes 64 or 128")
-    block_m, block_n = 128, 128
-    if n_ctx % (2 * block_m) or n_ctx == 0:
+    # 64 query rows per consumer warp group: its S and O tiles (64x128 and 64xHEAD_DIM fp32)
+    # then fit in registers beside P.
+    block_m, block_n = 64, 128
+    if n_ctx % block_n or n_ctx == 0:
         raise ValueError(f"{op}: 'q' has N_CTX {n_ctx}; the kernel needs a positive multiple of "
-                         f"{2 * block_m} (use attention() for other lengths)")
+                         f"{block_n} (use attention() for other lengths)")
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(head_dim)
     q2, k2, v2 = (_tma_operand(op, name, t, place).reshape(-1, head_dim)
@@ -704,7 +722,7 @@ def attention_tlx(q, k, v, sm_scale=None, return_lse=False):
              for t, rows in ((q2, block_m), (k2, block_n), (v2, block_n), (o2, block_m))]
     _attention_ws.attention_ws_kernel[(n_ctx // (2 * block_m), z * h)](
         *descs, lse, float(sm_scale), n_ctx, HEAD_DIM=head_dim, BLOCK_M=block_m,
-        BLOCK_N=block_n, NUM_STAGES=2, num_warps=4)
+        BLOCK_N=block_n, NUM_STAGES=2, CAUSAL=bool(causal), num_warps=4)
     if return_lse:
         return out, lse.reshape(z, h, n_ctx)
     return out

@@ -4,15 +4,17 @@ style), written with TLX:
     out = softmax(Q @ K^T * sm_scale) @ V,   lse = row-wise log2-sum-exp2 of the scaled scores
 
 Q, K, V, out are [Z, H, N_CTX, HEAD_DIM] fp16 or bf16, contiguous, seen by the host descriptors
-as 2-D [Z * H * N_CTX, HEAD_DIM]; lse is fp32 [Z * H, N_CTX]. Not causal. N_CTX must be a
-multiple of 2 * BLOCK_M and of BLOCK_N: tiles never straddle two heads.
+as 2-D [Z * H * N_CTX, HEAD_DIM]; lse is fp32 [Z * H, N_CTX]. CAUSAL masks keys after the
+query; only the two key blocks on the program's diagonal pay for the mask. N_CTX must be a
+multiple of 2 * BLOCK_M and of BLOCK_N: tiles never straddle two heads. Rows of 256 bytes
+(HEAD_DIM=128) travel as two 128-byte column blocks per TMA copy.
 
 Each program owns 2 * BLOCK_M query rows of one (batch, head):
   - the producer (default task, 4 warps, 24 registers) loads both Q tiles once, then streams
     K and V tiles through a NUM_STAGES ring with TMA;
   - two consumer warp groups (one task replicated twice, 240 registers) each own BLOCK_M rows and
     run the online softmax over all keys: S = Q K^T (wgmma from shared memory), P = exp2(S - m),
-    O += P V (wgmma with P from registers).
+    O += P V (wgmma with P from registers), then store O through their Q buffer with TMA.
 Ping-pong: the consumers take turns to issue their Q K^T MMA, so that one warp group's softmax
 (exp2 on the SFU) overlaps the other's MMA on the tensor cores. Two named barriers carry the
 turn; each consumer waits on its own (TURN_BAR + replica) before issuing, then arrives on the
@@ -22,12 +24,13 @@ wait is matched by exactly one arrive (256 threads = both warp groups).
 K/V stages: k_full / v_full (1 arrival, the producer's expect-bytes) and k_empty / v_empty
 (2 arrivals: both consumers read every K and V tile). Q: q_full[replica].
     grid = (N_CTX // (2 * BLOCK_M), Z * H)
-    constexprs: HEAD_DIM (64 or 128), BLOCK_M=128, BLOCK_N=128, NUM_STAGES=2
+    constexprs: HEAD_DIM (64 or 128), BLOCK_M=64 (per consumer; 128 would not leave registers for
+                S, P and O at HEAD_DIM=128), BLOCK_N=128, NUM_STAGES=2, CAUSAL (False)
     descriptors: q_desc and o_desc block [BLOCK_M, HEAD_DIM], k_desc and v_desc block
                  [BLOCK_N, HEAD_DIM]
-    signature: q_desc:desc<fp16,128x128>, k_desc:desc<fp16,128x128>, v_desc:desc<fp16,128x128>,
-               o_desc:desc<fp16,128x128>, lse_ptr:*fp32:16, sm_scale:fp32, N_CTX:i32:16,
-               HEAD_DIM=128, BLOCK_M=128, BLOCK_N=128, NUM_STAGES=2
+    signature: q_desc:desc<fp16,64x128>, k_desc:desc<fp16,128x128>, v_desc:desc<fp16,128x128>,
+               o_desc:desc<fp16,64x128>, lse_ptr:*fp32:16, sm_scale:fp32, N_CTX:i32:16,
+               HEAD_DIM=128, BLOCK_M=64, BLOCK_N=128, NUM_STAGES=2, CAUSAL=0
     launch: num_warps=4 (the default task; the consumers add 8 warps)
 """
 import warpweave as ww
@@ -36,10 +39,47 @@ from warpweave import tlx
 
 
 @ww.jit
+def attend_block(acc, l_i, m_i, q, k_bufs, v_bufs, k_full, v_full, k_empty, v_empty, i, total,
+                 me, qk_scale, offs_m, dtype: tl.constexpr, BLOCK_N: tl.constexpr,
+                 NUM_STAGES: tl.constexpr, MASKED: tl.constexpr):
+    """Folds key block i (of `total`, every consumer walks all of them) into this consumer's
+    running (acc, l_i, m_i), taking its ping-pong turn for the Q K^T MMA."""
+    TURN_BAR: tl.constexpr = 8  # named barriers 8 and 9 (id 0 is the CTA-wide barrier)
+    BOTH_GROUPS: tl.constexpr = 256
+    stage = i % NUM_STAGES
+    parity = (i // NUM_STAGES) & 1
+    tlx.barrier_wait(tlx.local_view(k_full, stage), parity)
+    k_t = tlx.local_trans(tlx.local_view(k_bufs, stage))
+    tlx.named_barrier_wait(TURN_BAR + me, BOTH_GROUPS)
+    qk = tlx.async_dot(q, k_t)
+    if me == 0:
+        tlx.named_barrier_arrive(TURN_BAR + 1, BOTH_GROUPS)
+    elif i + 1 < total:
+        tlx.named_barrier_arrive(TURN_BAR, BOTH_GROUPS)
+    qk = tlx.async_dot_wait(0, qk)
+    tlx.barrier_arrive(tlx.local_view(k_empty, stage))
+
+    qk = qk * qk_scale
+    if MASKED:
+        keys = i * BLOCK_N + tl.arange(0, BLOCK_N)
+        qk = tl.where(offs_m[:, None] >= keys[None, :], qk, -float("inf"))
+    m_new = tl.maximum(m_i, tl.max(qk, axis=1))
+    p = tl.exp2(qk - m_new[:, None])
+    alpha = tl.exp2(m_i - m_new)
+    l_i = l_i * alpha + tl.sum(p, axis=1)
+    acc = acc * alpha[:, None]
+
+    tlx.barrier_wait(tlx.local_view(v_full, stage), parity)
+    acc = tlx.async_dot(p.to(dtype), tlx.local_view(v_bufs, stage), acc)
+    acc = tlx.async_dot_wait(0, acc)
+    tlx.barrier_arrive(tlx.local_view(v_empty, stage))
+    return acc, l_i, m_new
+
+
+@ww.jit
 def attention_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, sm_scale, N_CTX,
                         HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                        NUM_STAGES: tl.constexpr):
-    # Named barrier ids for the ping-pong turn (id 0 is the CTA-wide barrier).
+                        NUM_STAGES: tl.constexpr, CAUSAL: tl.constexpr = False):
     TURN_BAR: tl.constexpr = 8
     BOTH_GROUPS: tl.constexpr = 256
     dtype: tl.constexpr = tlx.dtype_of(q_desc)
@@ -47,9 +87,21 @@ def attention_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, sm_scale, N_CTX
     KV_BYTES: tl.constexpr = BLOCK_N * HEAD_DIM * tlx.size_of(dtype)
 
     off_hz = tl.program_id(1)
-    q_row = off_hz * N_CTX + tl.program_id(0) * (2 * BLOCK_M)
+    # Causal programs further down the sequence have more keys to visit: start those first.
+    start = tl.program_id(0)
+    if CAUSAL:
+        start = tl.num_programs(0) - 1 - start
+    first_row = start * (2 * BLOCK_M)
+    q_row = off_hz * N_CTX + first_row
     kv_row = off_hz * N_CTX
+    # Causal: keys up to the program's last query row; blocks from `num_full` on straddle the
+    # diagonal of one of the two consumers and are masked (the same count for both, so their
+    # turns stay paired).
     num_kv = N_CTX // BLOCK_N
+    num_full = num_kv
+    if CAUSAL:
+        num_kv = tl.cdiv(first_row + 2 * BLOCK_M, BLOCK_N)
+        num_full = first_row // BLOCK_N
 
     q_bufs = tlx.local_alloc((BLOCK_M, HEAD_DIM), dtype, 2)
     k_bufs = tlx.local_alloc((BLOCK_N, HEAD_DIM), dtype, NUM_STAGES)
@@ -83,6 +135,7 @@ def attention_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, sm_scale, N_CTX
         with tlx.async_task(num_warps=4, registers=240, replicate=2):
             me = tlx.async_task_replica_id()
             qk_scale = sm_scale * 1.4426950408889634  # log2(e): softmax in base 2
+            offs_m = first_row + me * BLOCK_M + tl.arange(0, BLOCK_M)
             m_i = tl.full([BLOCK_M], -float("inf"), dtype=tl.float32)
             l_i = tl.full([BLOCK_M], 1.0, dtype=tl.float32)
             acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
@@ -90,34 +143,19 @@ def attention_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, sm_scale, N_CTX
             q = tlx.local_view(q_bufs, me)
             if me == 1:
                 tlx.named_barrier_arrive(TURN_BAR, BOTH_GROUPS)
-            for i in range(0, num_kv):
-                stage = i % NUM_STAGES
-                parity = (i // NUM_STAGES) & 1
-                tlx.barrier_wait(tlx.local_view(k_full, stage), parity)
-                k_t = tlx.local_trans(tlx.local_view(k_bufs, stage))
-                tlx.named_barrier_wait(TURN_BAR + me, BOTH_GROUPS)
-                qk = tlx.async_dot(q, k_t)
-                if me == 0:
-                    tlx.named_barrier_arrive(TURN_BAR + 1, BOTH_GROUPS)
-                elif i + 1 < num_kv:
-                    tlx.named_barrier_arrive(TURN_BAR, BOTH_GROUPS)
-                qk = tlx.async_dot_wait(0, qk)
-                tlx.barrier_arrive(tlx.local_view(k_empty, stage))
+            for i in range(0, num_full):
+                acc, l_i, m_i = attend_block(acc, l_i, m_i, q, k_bufs, v_bufs, k_full, v_full,
+                                             k_empty, v_empty, i, num_kv, me, qk_scale, offs_m,
+                                             dtype, BLOCK_N, NUM_STAGES, False)
+            for i in range(num_full, num_kv):
+                acc, l_i, m_i = attend_block(acc, l_i, m_i, q, k_bufs, v_bufs, k_full, v_full,
+                                             k_empty, v_empty, i, num_kv, me, qk_scale, offs_m,
+                                             dtype, BLOCK_N, NUM_STAGES, True)
 
-                qk = qk * qk_scale
-                m_new = tl.maximum(m_i, tl.max(qk, axis=1))
-                p = tl.exp2(qk - m_new[:, None])
-                alpha = tl.exp2(m_i - m_new)
-                l_i = l_i * alpha + tl.sum(p, axis=1)
-                acc = acc * alpha[:, None]
-                m_i = m_new
-
-                tlx.barrier_wait(tlx.local_view(v_full, stage), parity)
-                acc = tlx.async_dot(p.to(dtype), tlx.local_view(v_bufs, stage), acc)
-                acc = tlx.async_dot_wait(0, acc)
-                tlx.barrier_arrive(tlx.local_view(v_empty, stage))
-
-            rows = tl.program_id(0) * (2 * BLOCK_M) + me * BLOCK_M + tl.arange(0, BLOCK_M)
-            tl.store(lse_ptr + off_hz * N_CTX + rows, m_i + tl.log2(l_i))
+            tl.store(lse_ptr + off_hz * N_CTX + offs_m, m_i + tl.log2(l_i))
+            # O leaves through this consumer's Q buffer (no longer read), so the epilogue needs
+            # no shared memory beyond Q, K and V.
             out = acc / l_i[:, None]
-            o_desc.store([q_row + me * BLOCK_M, 0], out.to(tlx.dtype_of(o_desc)))
+            tlx.local_store(q, out.to(dtype))
+            tlx.async_descriptor_store(o_desc, q, [q_row + me * BLOCK_M, 0])
+            tlx.async_descriptor_store_wait(0)

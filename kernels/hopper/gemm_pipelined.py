@@ -8,7 +8,7 @@ TMA zero-fills reads past the tensor edge and clips writes, so no masks are need
 Shared memory holds NUM_STAGES (A, B) tile pairs, each with one mbarrier that the TMA engine
 completes when both tiles have landed. The loop keeps one wgmma in flight: after waiting for all
 but the newest MMA, the stage the previous MMA read is free and is refilled with the tile
-NUM_STAGES - 1 steps ahead.
+NUM_STAGES - 1 steps ahead, once every warp group has retired the MMA that read it.
     grid = (cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N),)
     constexprs: BLOCK_M=128, BLOCK_N=128 (or 256), BLOCK_K=64, GROUP_M=8, NUM_STAGES=3 or 4
     signature: a_desc:desc<fp16,128x64>, b_desc:desc<fp16,64x128>, c_desc:desc<fp16,128x128>,
@@ -74,6 +74,9 @@ def gemm_pipelined_kernel(a_desc, b_desc, c_desc, M, N, K,
         acc = tlx.async_dot(tlx.local_view(a_bufs, stage), tlx.local_view(b_bufs, stage), acc)
         # All but the MMA just issued are done, so the stage of step k - 1 may be overwritten.
         acc = tlx.async_dot_wait(1, acc)
+        # With two warp groups (num_warps=8) each retires only its own MMAs: all of them must be
+        # past step k - 1 before the one issuing thread refills that stage.
+        tl.debug_barrier()
         next_k = k + NUM_STAGES - 1
         if next_k < num_k:
             load_stage(a_desc, b_desc, a_bufs, b_bufs, full_bars, next_k % NUM_STAGES, off_m,

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <bit>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 namespace ww::codegen {
 
@@ -53,44 +55,76 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
     raiseError(op.loc(), std::string("'") + op.name() + "' between " + dt.str() + " and " +
                              bt.str() + ": the buffer must have the descriptor's block shape " +
                              "and element type");
-  int64_t innerBytes = dt.shape.back() * ir::byteWidth(dt.elem);
-  if (a.swizzleBytes && innerBytes > a.swizzleBytes)
-    raiseError(op.loc(), std::string("'") + op.name() + "' of a " + dt.str() + " block: rows of " +
-                             std::to_string(innerBytes) + " bytes wider than the buffer's " +
-                             std::to_string(a.swizzleBytes) +
-                             "-byte swizzle are not supported yet; use a block whose innermost "
-                             "dim spans at most " +
-                             std::to_string(a.swizzleBytes) + " bytes");
+  // A swizzled buffer whose rows are wider than its swizzle span is laid out as column blocks
+  // of that span (each block all rows x S bytes); a TMA box cannot be wider than its swizzle, so
+  // the host encodes the box one block wide and each copy here moves one column block.
+  int64_t elemBytes = ir::byteWidth(dt.elem);
+  int64_t innerBytes = dt.shape.back() * elemBytes;
+  int64_t columnBlocks = 1, boxInner = dt.shape.back(), blockBytes = 0;
+  if (a.swizzleBytes && innerBytes > a.swizzleBytes) {
+    int64_t rows = 1;
+    for (int d = 0; d + 1 < rank; ++d) rows *= dt.shape[d];
+    blockBytes = rows * a.swizzleBytes;
+    // Each block must start on a swizzle atom (8 rows of S bytes, at most 1024 bytes).
+    if (rank != 2 || innerBytes % a.swizzleBytes || blockBytes % (8 * a.swizzleBytes))
+      raiseError(op.loc(), std::string("'") + op.name() + "' of a " + dt.str() +
+                               " block: rows of " + std::to_string(innerBytes) +
+                               " bytes are copied as column blocks of the buffer's " +
+                               std::to_string(a.swizzleBytes) +
+                               "-byte swizzle, which needs a 2-D block with a multiple of 8 rows "
+                               "and rows a multiple of " +
+                               std::to_string(a.swizzleBytes) + " bytes");
+    columnBlocks = innerBytes / a.swizzleBytes;
+    boxInner = a.swizzleBytes / elemBytes;
+  }
   if (isLoad && op.intAttr("multicast_mask"))
     raiseError(op.loc(), "multicast TMA loads are not supported by the " +
                              std::string(targetName(options_.target)) +
                              " PTX backend yet; load without multicast_mask");
   requireDescriptorSwizzle(op, op.operand(0), a.swizzleBytes);
   std::string tmap = operand(op, 0).at(0);
-  std::string coords = "{";
-  for (int d = rank - 1; d >= 0; --d) {
-    std::string c = b_.materialize(operand(op, firstOffset + d).at(0), RegClass::B32);
-    coords += c + (d ? ", " : "}");
-  }
+  std::vector<std::string> offsets(rank);
+  for (int d = 0; d < rank; ++d)
+    offsets[d] = b_.materialize(operand(op, firstOffset + d).at(0), RegClass::B32);
   std::string buffer = b_.materialize(regsOf(op.operand(1)).at(0), RegClass::B32);
-  std::string tile = bracketed(sharedAddress(buffer));
   std::string dims = std::to_string(rank) + "d";
   std::string leader = electedThread();
+  // The tensor map and shared address of column block `c`: coordinates innermost first.
+  auto blockOperands = [&](int64_t c) {
+    std::string coords = "{";
+    for (int d = rank - 1; d >= 0; --d) {
+      std::string x = offsets[d];
+      if (d == rank - 1 && c) x = b_.pure("add.s32", RegClass::B32, {x, immInt(c * boxInner)});
+      coords += x + (d ? ", " : "}");
+    }
+    std::string offset =
+        c ? b_.pure("add.s32", RegClass::B32, {buffer, immInt(c * blockBytes)}) : buffer;
+    return std::pair{"[" + tmap + ", " + coords + "]", bracketed(sharedAddress(offset))};
+  };
   if (isLoad) {
     if (hasPred) {
       std::string p = b_.materialize(operand(op, firstOffset + rank).at(0), RegClass::Pred);
       leader = b_.pure("and.pred", RegClass::Pred, {leader, p});
     }
+    // The barrier's expected bytes are the whole block's: every column copy completes a part.
     std::string bar = barrierAddress(op, 2);
-    return b_.inst("cp.async.bulk.tensor." + dims +
-                       ".shared::cluster.global.tile.mbarrier::complete_tx::bytes",
-                   {tile, "[" + tmap + ", " + coords + "]", bar}, leader);
+    for (int64_t c = 0; c < columnBlocks; ++c) {
+      auto [global, tile] = blockOperands(c);
+      b_.inst("cp.async.bulk.tensor." + dims +
+                  ".shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+              {tile, global, bar}, leader);
+    }
+    return;
   }
   // Every thread's generic-proxy writes of the buffer are visible to the bulk copy.
   b_.inst("fence.proxy.async.shared::cta", {});
   barrier();
-  b_.inst("cp.async.bulk.tensor." + dims + ".global.shared::cta.tile.bulk_group",
-          {"[" + tmap + ", " + coords + "]", tile}, leader);
+  for (int64_t c = 0; c < columnBlocks; ++c) {
+    auto [global, tile] = blockOperands(c);
+    b_.inst("cp.async.bulk.tensor." + dims + ".global.shared::cta.tile.bulk_group", {global, tile},
+            leader);
+  }
+  // One bulk group per store, so that async_descriptor_store_wait(n) counts stores.
   b_.inst("cp.async.bulk.commit_group", {}, leader);
 }
 

@@ -32,11 +32,6 @@ F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 # Kernels a pipeline stage cannot compile yet (the same list, with the same reasons, as
 # tests/python/test_kernels_interp.py's GPU_XFAIL, which finds them without a GPU). Strict: once
 # the stage is fixed these tests pass, fail as XPASS, and the marker must go.
-# The TLX attention kernel compiles at HEAD_DIM=64 only: the codegen's TMA copies rows of at most
-# 128 bytes. Strict: once wider rows are split, these pass and the marker must go.
-wide_tma_xfail = pytest.mark.xfail(
-    reason="codegen: TMA rows wider than 128 bytes (HEAD_DIM=128 fp16) are not split yet",
-    strict=True, raises=ww.CompilationError)
 TOL = {F32: 1e-5, F16: 2e-3, BF16: 1e-2}
 DEV = "cuda"
 
@@ -233,9 +228,9 @@ hopper_only = pytest.mark.skipif(torch.cuda.get_device_capability()[0] != 9,
 
 
 @hopper_only
-@pytest.mark.parametrize("variant", ["ws", "pipelined"])
+@pytest.mark.parametrize("variant", ["ws", "pingpong", "pipelined"])
 @pytest.mark.parametrize("mnk", [(128, 128, 64), (1000, 776, 328), (4096, 4096, 4096),
-                                 (8192, 1024, 8192)])
+                                 (8192, 8192, 8192), (8192, 1024, 8192), (200, 8, 40)])
 @pytest.mark.parametrize("dtype", [F16, BF16])
 def test_matmul_tlx(variant, mnk, dtype):
     m, n, k = mnk
@@ -247,14 +242,18 @@ def test_matmul_tlx(variant, mnk, dtype):
 
 @hopper_only
 @pytest.mark.parametrize("z,h,n_ctx,head_dim", [
-    (1, 1, 256, 64), pytest.param(2, 3, 1024, 128, marks=wide_tma_xfail),
-    pytest.param(1, 8, 4096, 128, marks=wide_tma_xfail), (1, 4, 2048, 64)])
+    (1, 1, 256, 64), (2, 3, 1024, 128), (4, 8, 1024, 128), (1, 8, 4096, 128), (1, 4, 2048, 64),
+    (1, 2, 768, 128)])
+@pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("dtype", [F16, BF16])
-def test_attention_tlx(z, h, n_ctx, head_dim, dtype):
+def test_attention_tlx(z, h, n_ctx, head_dim, causal, dtype):
     q, k, v = (randn(z, h, n_ctx, head_dim, dtype=dtype) for _ in range(3))
     sm_scale = 1 / math.sqrt(head_dim)
-    out, lse = ops.attention_tlx(q, k, v, sm_scale, return_lse=True)
+    out, lse = ops.attention_tlx(q, k, v, sm_scale, return_lse=True, causal=causal)
     s = (q.float() @ k.float().transpose(-1, -2)) * sm_scale
+    if causal:
+        s = s.masked_fill(torch.ones(n_ctx, n_ctx, dtype=torch.bool, device=DEV).triu(1),
+                          -math.inf)
     assert_close(out, torch.softmax(s, -1) @ v.float(), TOL[dtype], "out")
     assert_close(lse, torch.logsumexp(s, -1) / math.log(2.0), 1e-4, "lse")
 

@@ -518,15 +518,18 @@ GPU_CALLS = {
                                                    h(1, 2, 1024, 128), causal=True),
     "matmul_tlx_ws": lambda: ops.matmul_tlx(h(512, 512), h(512, 512), "ws"),
     "matmul_tlx_pipelined": lambda: ops.matmul_tlx(h(512, 512), h(512, 512), "pipelined"),
+    "matmul_tlx_pingpong": lambda: ops.matmul_tlx(h(512, 512), h(512, 512), "pingpong"),
     "attention_tlx": lambda: ops.attention_tlx(h(1, 2, 1024, 128), h(1, 2, 1024, 128),
                                                h(1, 2, 1024, 128)),
+    "attention_tlx_causal_d64": lambda: ops.attention_tlx(
+        h(1, 2, 1024, 64), h(1, 2, 1024, 64), h(1, 2, 1024, 64), causal=True),
 }
 
 # Pipeline stages that do not handle these kernels yet (strict: the test fails once they do, and
 # the marker must then go). The errors are quoted from the compile.
-_WIDE_TMA = "codegen: TMA rows wider than 128 bytes (HEAD_DIM=128 fp16) are not split yet"
-GPU_XFAIL = {"attention_tlx": _WIDE_TMA}
-HOPPER_ONLY = ("matmul_tlx_ws", "matmul_tlx_pipelined", "attention_tlx")
+GPU_XFAIL = {}
+HOPPER_ONLY = ("matmul_tlx_ws", "matmul_tlx_pipelined", "matmul_tlx_pingpong", "attention_tlx",
+               "attention_tlx_causal_d64")
 
 
 def gpu_cases():
