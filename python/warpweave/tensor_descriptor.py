@@ -18,6 +18,18 @@ def default_swizzle(inner_bytes: int) -> int:
     return 0
 
 
+def box_shape(block_shape, dtype: str, swizzle: int) -> list:
+    """The TMA box for `block_shape` under `swizzle`: a kernel whose swizzled tile rows are wider
+    than the swizzle span lays the tile out as column blocks of that span and copies one block
+    at a time, so the box is one span wide (the compiler declares the swizzle per descriptor)."""
+    from .language import DTYPES
+
+    elem = max(DTYPES[dtype].bits // 8, 1)
+    if swizzle and block_shape[-1] * elem > swizzle:
+        return list(block_shape[:-1]) + [swizzle // elem]
+    return list(block_shape)
+
+
 class TensorDescriptor:
     def __init__(self, base, shape, strides, block_shape, padding: str = "zero"):
         if padding not in ("zero",):
@@ -50,6 +62,8 @@ class TensorDescriptor:
     def encode(self, swizzle: int | None = None) -> bytes:
         """The CUtensorMap bytes for the current base, shape, strides and block shape."""
         dtype = self.dtype_sig
+        # Only a kernel's declared swizzle may narrow the box (see box_shape).
+        box = self.block_shape if swizzle is None else box_shape(self.block_shape, dtype, swizzle)
         if swizzle is None:
             from .language import DTYPES
 
@@ -59,7 +73,7 @@ class TensorDescriptor:
         key = (address, tuple(self.shape), tuple(self.strides), tuple(self.block_shape), swizzle)
         if self._encoded is None or self._encoded[0] != key:
             data = native().encode_tensor_map(dtype, address, self.shape, self.strides,
-                                              self.block_shape, swizzle)
+                                              box, swizzle)
             self._encoded = (key, data)
         return self._encoded[1]
 
