@@ -113,6 +113,11 @@ public:
   void launchPacked(Dim3 grid, void* stream, const uint8_t* params) const;
   /// Loads the module into the current context now (launch does it on first use).
   void prepare() const;
+  /// Benchmarks the driver call alone: `count` launches of a packed buffer through
+  /// cuLaunchKernel, or cuLaunchKernelEx with no attributes; returns the host seconds the loop
+  /// took (the caller synchronizes). Kernels without clusters only.
+  double timeDriverLaunches(Dim3 grid, void* stream, const uint8_t* params, int count,
+                            bool launchEx) const;
 
 private:
   struct Impl;

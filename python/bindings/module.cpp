@@ -10,8 +10,12 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <structmember.h>
+
 #include <cstring>
+#include <memory>
 #include <mutex>
+#include <unordered_map>
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -82,8 +86,115 @@ PyKernel* kernelFromMetadata(const std::string& metaJson, nb::bytes cubin, const
                         ", got " + type);
 }
 
-/// The fast path of a launch: Python ints/floats/128-byte descriptors straight into the
-/// parameter buffer, with no intermediate LaunchArg objects.
+/// Writes one Python launch value (int, float, or 128-byte descriptor) into its slot.
+void packSlot(const ww::ParamSlot& s, PyObject* o, uint8_t* buffer) {
+  uint8_t* dst = buffer + s.offset;
+  switch (s.kind) {
+  case ww::ParamSlot::Kind::Pointer:
+  case ww::ParamSlot::Kind::Int: {
+    if (!PyLong_Check(o)) argError(s, "an integer", o);
+    uint64_t v = PyLong_AsUnsignedLongLongMask(o);
+    if (v == static_cast<uint64_t>(-1) && PyErr_Occurred()) throw nb::python_error();
+    std::memcpy(dst, &v, static_cast<size_t>(s.size)); // little-endian truncation
+    break;
+  }
+  case ww::ParamSlot::Kind::Float:
+  case ww::ParamSlot::Kind::Double: {
+    if (!PyFloat_Check(o) && !PyLong_Check(o)) argError(s, "a number", o);
+    double d = PyFloat_AsDouble(o);
+    if (d == -1.0 && PyErr_Occurred()) throw nb::python_error();
+    if (s.kind == ww::ParamSlot::Kind::Float) {
+      float f = static_cast<float>(d);
+      std::memcpy(dst, &f, 4);
+    } else {
+      std::memcpy(dst, &d, 8);
+    }
+    break;
+  }
+  case ww::ParamSlot::Kind::Tensor: {
+    if (!PyBytes_Check(o) || PyBytes_GET_SIZE(o) != s.size)
+      argError(s, "a 128-byte tensor descriptor (TensorDescriptor)", o);
+    std::memcpy(dst, PyBytes_AS_STRING(o), static_cast<size_t>(s.size));
+    break;
+  }
+  }
+}
+
+/// A 64-byte aligned parameter buffer on the stack, or on the heap for very large ones.
+class ParamBuffer {
+public:
+  explicit ParamBuffer(int bytes) {
+    if (bytes > static_cast<int>(sizeof small_)) {
+      large_.resize(static_cast<size_t>(bytes) + 64);
+      data_ = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(large_.data()) + 63) &
+                                         ~uintptr_t{63});
+    }
+  }
+  uint8_t* data() { return data_; }
+
+private:
+  alignas(64) uint8_t small_[1024];
+  std::vector<uint8_t> large_;
+  uint8_t* data_ = small_;
+};
+
+/// Set by tests that run without a GPU: launches then call it with (kernel name, grid, stream,
+/// [values read back from the packed parameter buffer]) instead of the driver. A raw reference,
+/// never released at exit, when the interpreter may already be gone.
+PyObject* gLaunchRecorder = nullptr;
+
+nb::list readBackParams(const ww::GpuKernel& k, const uint8_t* buffer) {
+  nb::list out;
+  for (const ww::ParamSlot& s : k.slots()) {
+    const uint8_t* src = buffer + s.offset;
+    switch (s.kind) {
+    case ww::ParamSlot::Kind::Pointer:
+    case ww::ParamSlot::Kind::Int: {
+      uint64_t v = 0;
+      std::memcpy(&v, src, static_cast<size_t>(s.size));
+      const bool isSigned = s.kind == ww::ParamSlot::Kind::Int && s.type[0] == 'i' && s.size < 8;
+      if (isSigned && s.type != "i1" && (v >> (8 * s.size - 1)) & 1)
+        v |= ~uint64_t{0} << (8 * s.size); // sign-extend
+      out.append(nb::steal(isSigned || (s.type[0] == 'i' && s.size == 8)
+                               ? PyLong_FromLongLong(static_cast<long long>(v))
+                               : PyLong_FromUnsignedLongLong(v)));
+      break;
+    }
+    case ww::ParamSlot::Kind::Float: {
+      float f;
+      std::memcpy(&f, src, 4);
+      out.append(nb::float_(static_cast<double>(f)));
+      break;
+    }
+    case ww::ParamSlot::Kind::Double: {
+      double d;
+      std::memcpy(&d, src, 8);
+      out.append(nb::float_(d));
+      break;
+    }
+    case ww::ParamSlot::Kind::Tensor:
+      out.append(nb::bytes(reinterpret_cast<const char*>(src), static_cast<size_t>(s.size)));
+      break;
+    }
+  }
+  return out;
+}
+
+void launchOrRecord(const ww::GpuKernel& k, ww::Dim3 grid, uintptr_t stream,
+                    const uint8_t* buffer) {
+  if (gLaunchRecorder) {
+    nb::list values = readBackParams(k, buffer);
+    nb::object r = nb::steal(
+        PyObject_CallFunction(gLaunchRecorder, "s(III)KO", k.name().c_str(), grid.x, grid.y, grid.z,
+                              static_cast<unsigned long long>(stream), values.ptr()));
+    if (!r) throw nb::python_error();
+    return;
+  }
+  k.launchPacked(grid, reinterpret_cast<void*>(stream), buffer);
+}
+
+/// Kernel.launch: Python ints/floats/128-byte descriptors straight into the parameter buffer,
+/// with no intermediate LaunchArg objects (the general launch path; the fast one is below).
 void launch(PyKernel& self, unsigned gx, unsigned gy, unsigned gz, uintptr_t stream,
             nb::handle args) {
   const ww::GpuKernel& k = self.gpuKernel();
@@ -99,51 +210,656 @@ void launch(PyKernel& self, unsigned gx, unsigned gy, unsigned gz, uintptr_t str
                           " runtime arguments (" + names + "), got " + std::to_string(n));
   }
   PyObject** items = PySequence_Fast_ITEMS(seq);
-  alignas(64) uint8_t small[1024];
-  std::vector<uint8_t> large;
-  uint8_t* buffer = small;
-  if (k.paramBytes() > static_cast<int>(sizeof small)) {
-    large.resize(static_cast<size_t>(k.paramBytes()) + 64);
-    buffer = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(large.data()) + 63) & ~63ull);
-  }
-  for (Py_ssize_t i = 0; i < n; ++i) {
-    const ww::ParamSlot& s = slots[static_cast<size_t>(i)];
-    PyObject* o = items[i];
-    uint8_t* dst = buffer + s.offset;
-    switch (s.kind) {
-    case ww::ParamSlot::Kind::Pointer:
-    case ww::ParamSlot::Kind::Int: {
-      if (!PyLong_Check(o)) argError(s, "an integer", o);
-      uint64_t v = PyLong_AsUnsignedLongLongMask(o);
-      if (v == static_cast<uint64_t>(-1) && PyErr_Occurred()) throw nb::python_error();
-      std::memcpy(dst, &v, static_cast<size_t>(s.size)); // little-endian truncation
-      break;
-    }
-    case ww::ParamSlot::Kind::Float:
-    case ww::ParamSlot::Kind::Double: {
-      if (!PyFloat_Check(o) && !PyLong_Check(o)) argError(s, "a number", o);
-      double d = PyFloat_AsDouble(o);
-      if (d == -1.0 && PyErr_Occurred()) throw nb::python_error();
-      if (s.kind == ww::ParamSlot::Kind::Float) {
-        float f = static_cast<float>(d);
-        std::memcpy(dst, &f, 4);
-      } else {
-        std::memcpy(dst, &d, 8);
-      }
-      break;
-    }
-    case ww::ParamSlot::Kind::Tensor: {
-      if (!PyBytes_Check(o) || PyBytes_GET_SIZE(o) != s.size)
-        argError(s, "a 128-byte tensor descriptor (TensorDescriptor)", o);
-      std::memcpy(dst, PyBytes_AS_STRING(o), static_cast<size_t>(s.size));
-      break;
-    }
-    }
-  }
-  k.launchPacked({gx, gy, gz}, reinterpret_cast<void*>(stream), buffer);
+  ParamBuffer buffer(k.paramBytes());
+  for (Py_ssize_t i = 0; i < n; ++i)
+    packSlot(slots[static_cast<size_t>(i)], items[i], buffer.data());
+  launchOrRecord(k, {gx, gy, gz}, stream, buffer.data());
 }
 
-/// Interpreter arguments: ints, floats, and (address, nbytes) tuples for host buffers.
+// ---------------------------------------------------------------------------------------------
+// The fast launch path: kernel[grid](...) as one native call
+// ---------------------------------------------------------------------------------------------
+//
+// A FastLauncher belongs to one @jit function; bound to a grid (FastLauncher.bind) it is what
+// kernel[grid] returns. A call binds the arguments, computes the specialization key from cheap
+// checks (argument types, tensor dtypes and 16-byte alignment, int classes, constexpr values,
+// launch options) and, for a key seen before, packs the parameter buffer and launches on the
+// current torch stream. Everything else (a first launch, NumPy arrays, descriptors, the
+// interpreter, errors) goes to the Python general path, whose GPU kernels are remembered here
+// under their key.
+
+PyObject* gLaunchErrorType = nullptr;
+PyObject* gCudaErrorType = nullptr;
+
+constexpr int kMaxFastParams = 64;
+constexpr size_t kMaxEntries = 1024;
+constexpr int kNumOptions = 4; // num_warps, num_stages, ctas_per_cga, num_ctas
+const char* const kOptionNames[kNumOptions] = {"num_warps", "num_stages", "ctas_per_cga",
+                                               "num_ctas"};
+
+/// The first word each value adds to a key; a second word or a compared object follows.
+enum KeyTag : uint64_t {
+  kTagTensor = 1, // + dtype object; bit 8: address divisible by 16
+  kTagInt,        // + class: == 1, i32/i64/u64, divisible by 16
+  kTagFloat,
+  kTagBool,
+  kTagIntValue,  // + the value (constexprs, options)
+  kTagSingleton, // + the address of None, True or False
+  kTagObject,    // + the type's address, and the object, compared with ==
+};
+
+/// What one call computed: the bound values, the key, and the launch values of runtime params.
+struct CallState {
+  PyObject* values[kMaxFastParams]; // borrowed
+  PyObject* options[kNumOptions];   // borrowed; nullptr when not given
+  uint64_t words[3 * (kMaxFastParams + kNumOptions)];
+  PyObject* objects[kMaxFastParams + kNumOptions]; // borrowed
+  uint64_t bits[kMaxFastParams];                   // addresses, ints, bools
+  double reals[kMaxFastParams];                    // floats
+  uint8_t tags[kMaxFastParams];                    // KeyTag of each runtime param
+  PyObject* held[kMaxFastParams]; // owned: tensor dtypes, alive while `objects` points to them
+  int numHeld = 0;
+  int numWords = 0;
+  int numObjects = 0;
+  uint64_t hash = 1469598103934665603ull;
+
+  CallState() = default;
+  CallState(const CallState&) = delete;
+  CallState& operator=(const CallState&) = delete;
+  ~CallState() {
+    for (int i = 0; i < numHeld; ++i) Py_DECREF(held[i]);
+  }
+
+  void add(uint64_t w) {
+    words[numWords++] = w;
+    hash = (hash ^ w) * 1099511628211ull;
+  }
+  /// False (with no Python error left set) for an unhashable value.
+  bool addObject(PyObject* o) {
+    Py_hash_t h = PyObject_Hash(o);
+    if (h == -1 && PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+    add(kTagObject);
+    add(reinterpret_cast<uintptr_t>(Py_TYPE(o)));
+    hash = (hash ^ static_cast<uint64_t>(h)) * 1099511628211ull;
+    objects[numObjects++] = o;
+    return true;
+  }
+  /// A compile-time value: ints by value, None/True/False by identity, anything else by ==.
+  bool addConstant(PyObject* o) {
+    if (o == Py_None || o == Py_True || o == Py_False) {
+      add(kTagSingleton);
+      add(reinterpret_cast<uintptr_t>(o));
+      return true;
+    }
+    if (PyLong_CheckExact(o)) {
+      int overflow = 0;
+      long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+      if (!overflow && !(v == -1 && PyErr_Occurred())) {
+        add(kTagIntValue);
+        add(static_cast<uint64_t>(v));
+        return true;
+      }
+      PyErr_Clear();
+    }
+    return addObject(o);
+  }
+};
+
+/// The specialization class of a runtime int, as the signature spells it (`i32:16`, `i64`, `:1`
+/// ...); false for ints beyond 64 bits (the general path reports them).
+bool intClass(PyObject* o, bool specialize, uint64_t& bits, uint64_t& cls) {
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+  if (v == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  uint64_t width; // 0: i32, 1: i64, 2: u64
+  if (overflow == 0) {
+    bits = static_cast<uint64_t>(v);
+    width = v >= INT32_MIN && v <= INT32_MAX ? 0 : 1;
+  } else {
+    if (overflow < 0) return false;
+    unsigned long long u = PyLong_AsUnsignedLongLong(o);
+    if (u == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+      PyErr_Clear();
+      return false;
+    }
+    bits = u;
+    width = 2;
+  }
+  if (!specialize)
+    cls = 16 + width;
+  else if (overflow == 0 && v == 1)
+    cls = 1;
+  else
+    cls = 2 + 2 * width + ((overflow == 0 ? v % 16 == 0 : bits % 16 == 0) ? 0 : 1);
+  return true;
+}
+
+/// grid as (x, y, z): an int or a tuple/list of 1 to 3 ints in 0..2^32-1; false otherwise.
+bool parseGrid(PyObject* g, unsigned dims[3]) {
+  dims[0] = dims[1] = dims[2] = 1;
+  auto dim = [](PyObject* o, unsigned& out) {
+    if (!PyLong_Check(o) && !PyIndex_Check(o)) return false;
+    nb::object i = nb::steal(PyNumber_Index(o));
+    if (!i.is_valid()) {
+      PyErr_Clear();
+      return false;
+    }
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+    if (overflow || v < 0 || v > UINT32_MAX) return false;
+    out = static_cast<unsigned>(v);
+    return true;
+  };
+  if (PyTuple_Check(g) || PyList_Check(g)) {
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(g);
+    if (n < 1 || n > 3) return false;
+    PyObject** items = PySequence_Fast_ITEMS(g);
+    for (Py_ssize_t i = 0; i < n; ++i)
+      if (!dim(items[i], dims[i])) return false;
+    return true;
+  }
+  if (PyCallable_Check(g)) return false;
+  return dim(g, dims[0]);
+}
+
+/// A GPU kernel remembered under a key: what a launch needs, with strong references.
+struct FastEntry {
+  std::vector<uint64_t> words;
+  std::vector<PyObject*> objects;
+  /// A weak reference to the Python CompiledKernel that every launch returns: the @jit
+  /// function's cache owns it, and a strong one would close a cycle through the function.
+  PyObject* compiledRef = nullptr;
+
+  PyObject* options = nullptr;           // (num_warps, num_stages, num_ctas), for grid functions
+  const ww::GpuKernel* kernel = nullptr; // owned by compiled.kernel
+  std::vector<uint16_t> slotParam;       // the parameter passed in each launch slot
+
+  FastEntry() = default;
+  FastEntry(const FastEntry&) = delete;
+  FastEntry& operator=(const FastEntry&) = delete;
+  ~FastEntry() { // entries are dropped only from calls into the extension, with the GIL held
+    for (PyObject* o : objects) Py_DECREF(o);
+    Py_XDECREF(compiledRef);
+    Py_XDECREF(options);
+  }
+
+  bool matches(const CallState& st) const {
+    if (words.size() != static_cast<size_t>(st.numWords) ||
+        std::memcmp(words.data(), st.words, words.size() * sizeof(uint64_t)) != 0)
+      return false;
+    for (size_t i = 0; i < objects.size(); ++i) {
+      if (objects[i] == st.objects[i]) continue;
+      int eq = PyObject_RichCompareBool(objects[i], st.objects[i], Py_EQ);
+      if (eq < 0) PyErr_Clear();
+      if (eq != 1) return false;
+    }
+    return true;
+  }
+};
+
+class FastLauncher {
+public:
+  /// `owner` is a weak reference to the @jit function, which owns this launcher.
+  FastLauncher(const std::string& name, const std::vector<std::string>& names,
+               std::vector<int> constexprs, std::vector<int> specialize,
+               std::vector<nb::object> defaults, nb::object missing, nb::object owner,
+               nb::object normalizeGrid, nb::object envData, std::vector<nb::bytes> envKeys)
+      : name_(name), constexprs_(std::move(constexprs)), specialize_(std::move(specialize)),
+        owner_(std::move(owner)), normalizeGrid_(std::move(normalizeGrid)),
+        envData_(std::move(envData)), envKeys_(std::move(envKeys)) {
+    // Interned, as Python's keyword names are: kwargs are found by address.
+    for (const std::string& n : names)
+      names_.push_back(nb::steal<nb::str>(PyUnicode_InternFromString(n.c_str())));
+    const size_t n = names_.size();
+    if (constexprs_.size() != n || specialize_.size() != n || defaults.size() != n)
+      throw std::invalid_argument("FastLauncher: one name, constexpr flag, specialize flag and "
+                                  "default per parameter");
+    for (nb::object& d : defaults) defaults_.push_back(d.is(missing) ? nb::object() : d);
+    for (const char* o : kOptionNames)
+      optionNames_.push_back(nb::steal<nb::str>(PyUnicode_InternFromString(o)));
+    dtypeName_ = nb::steal<nb::str>(PyUnicode_InternFromString("dtype"));
+    isCudaName_ = nb::steal<nb::str>(PyUnicode_InternFromString("is_cuda"));
+    dataPtrName_ = nb::steal<nb::str>(PyUnicode_InternFromString("data_ptr"));
+    generalName_ = nb::steal<nb::str>(PyUnicode_InternFromString("_launch_general"));
+    if (!PyWeakref_CheckRef(owner_.ptr()))
+      throw std::invalid_argument("FastLauncher: owner must be a weakref.ref to the @jit function");
+  }
+
+  /// torch.Tensor and torch's current-device and raw-stream functions (tests give fakes).
+  void configure(nb::object tensorType, nb::object getDevice, nb::object getRawStream) {
+    tensorType_ = std::move(tensorType);
+    getDevice_ = std::move(getDevice);
+    getRawStream_ = std::move(getRawStream);
+  }
+  bool configured() const { return getRawStream_.is_valid(); }
+  void clear() {
+    entries_.clear();
+    numEntries_ = 0;
+  }
+
+  /// The cyclic GC's view: a grid or stream function may reach back to the @jit function.
+  int traverse(visitproc visit, void* arg) const {
+    for (const nb::object* o :
+         {&owner_, &normalizeGrid_, &envData_, &tensorType_, &getDevice_, &getRawStream_})
+      Py_VISIT(o->ptr());
+    for (const nb::object& d : defaults_) Py_VISIT(d.ptr());
+    for (const auto& [hash, bucket] : entries_)
+      for (const auto& e : bucket) {
+        for (PyObject* o : e->objects) Py_VISIT(o);
+        Py_VISIT(e->options);
+        Py_VISIT(e->compiledRef);
+      }
+    return 0;
+  }
+  void dropReferences() {
+    clear();
+    for (nb::object* o : {&normalizeGrid_, &envData_, &tensorType_, &getDevice_, &getRawStream_})
+      *o = nb::object();
+    defaults_.assign(defaults_.size(), nb::object());
+  }
+  size_t size() const { return numEntries_; }
+
+  /// kernel[grid](*args, **kwargs); `dims` is the grid already parsed, or nullptr.
+  PyObject* call(PyObject* grid, const unsigned* dims, PyObject* const* args, size_t nargsf,
+                 PyObject* kwnames) {
+    const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    CallState st;
+    if (!computeKey(args, nargs, kwnames, st)) {
+      if (configured()) return general(grid, args, nargs, kwnames, nullptr);
+      // The first general launch gives the launcher torch's tensor type: key it again then.
+      nb::object compiled = nb::steal(general(grid, args, nargs, kwnames, nullptr));
+      CallState again;
+      if (configured() && computeKey(args, nargs, kwnames, again)) remember(again, compiled);
+      return compiled.release().ptr();
+    }
+    std::shared_ptr<FastEntry> entry = find(st);
+    if (!entry) return general(grid, args, nargs, kwnames, &st);
+    nb::object compiled = nb::borrow(PyWeakref_GetObject(entry->compiledRef));
+    unsigned g[3];
+    if (dims) {
+      g[0] = dims[0], g[1] = dims[1], g[2] = dims[2];
+    } else if (!gridFromFunction(grid, st, *entry, g)) {
+      return general(grid, args, nargs, kwnames, nullptr);
+    }
+    const ww::GpuKernel& k = *entry->kernel;
+    ParamBuffer buffer(k.paramBytes());
+    const std::vector<ww::ParamSlot>& slots = k.slots();
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const ww::ParamSlot& s = slots[i];
+      const uint16_t p = entry->slotParam[i];
+      uint8_t* dst = buffer.data() + s.offset;
+      if (s.kind == ww::ParamSlot::Kind::Float) {
+        float f = static_cast<float>(st.reals[p]);
+        std::memcpy(dst, &f, 4);
+      } else if (s.kind == ww::ParamSlot::Kind::Double) {
+        std::memcpy(dst, &st.reals[p], 8);
+      } else {
+        std::memcpy(dst, &st.bits[p], static_cast<size_t>(s.size));
+      }
+    }
+    launchOrRecord(k, {g[0], g[1], g[2]}, currentStream(), buffer.data());
+    return compiled.release().ptr();
+  }
+
+private:
+  /// Binds the call and computes its key; false when the general path must take it.
+  bool computeKey(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, CallState& st) {
+    const size_t n = names_.size();
+    if (n > kMaxFastParams || static_cast<size_t>(nargs) > n) return false;
+    for (size_t i = 0; i < n; ++i)
+      st.values[i] = i < static_cast<size_t>(nargs) ? args[i] : nullptr;
+    for (PyObject*& o : st.options) o = nullptr;
+    if (kwnames) {
+      const Py_ssize_t nk = PyTuple_GET_SIZE(kwnames);
+      for (Py_ssize_t j = 0; j < nk; ++j) {
+        PyObject* key = PyTuple_GET_ITEM(kwnames, j);
+        PyObject* value = args[nargs + j];
+        // Keyword names are interned strings, almost always the very objects held here.
+        int at = findByAddress(names_, key);
+        int option = at < 0 ? findByAddress(optionNames_, key) : -1;
+        if (at < 0 && option < 0) {
+          at = findByValue(names_, key);
+          option = at < 0 ? findByValue(optionNames_, key) : -1;
+        }
+        if (at >= 0) {
+          if (st.values[at]) return false; // given twice: the general path says so
+          st.values[at] = value;
+        } else if (option >= 0) {
+          st.options[option] = value;
+        } else {
+          return false;
+        }
+      }
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (!st.values[i]) {
+        if (!defaults_[i].is_valid()) return false;
+        st.values[i] = defaults_[i].ptr();
+      }
+    if (!envAllowsFastPath()) return false;
+    for (PyObject* o : st.options)
+      if (!st.addConstant(o ? o : Py_None)) return false;
+    PyObject* tensorType = tensorType_.ptr();
+    for (size_t i = 0; i < n; ++i) {
+      PyObject* v = st.values[i];
+      if (constexprs_[i] || v == Py_None) {
+        if (!st.addConstant(v)) return false;
+        st.tags[i] = 0;
+        continue;
+      }
+      PyTypeObject* t = Py_TYPE(v);
+      if (tensorType && reinterpret_cast<PyObject*>(t) == tensorType) {
+        // Raw references: this runs for every tensor of every launch.
+        PyObject* isCuda = PyObject_GetAttr(v, isCudaName_.ptr());
+        if (!isCuda) return clearAndRefuse();
+        Py_DECREF(isCuda); // True and False are immortal singletons
+        if (isCuda != Py_True) return false;
+        PyObject* ptr = PyObject_CallMethodNoArgs(v, dataPtrName_.ptr());
+        if (!ptr) return clearAndRefuse();
+        st.bits[i] = PyLong_Check(ptr) ? PyLong_AsUnsignedLongLongMask(ptr) : ~uint64_t{0};
+        Py_DECREF(ptr);
+        if (st.bits[i] == ~uint64_t{0}) return clearAndRefuse();
+        PyObject* dtype = PyObject_GetAttr(v, dtypeName_.ptr());
+        if (!dtype) return clearAndRefuse();
+        st.held[st.numHeld++] = dtype;
+        st.add(kTagTensor | (specialize_[i] && st.bits[i] % 16 == 0 ? 0x100 : 0));
+        if (!st.addObject(dtype)) return false;
+        st.tags[i] = kTagTensor;
+      } else if (t == &PyLong_Type) {
+        uint64_t cls;
+        if (!intClass(v, specialize_[i], st.bits[i], cls)) return false;
+        st.add(kTagInt);
+        st.add(cls);
+        st.tags[i] = kTagInt;
+      } else if (t == &PyFloat_Type) {
+        st.reals[i] = PyFloat_AS_DOUBLE(v);
+        st.add(kTagFloat);
+        st.tags[i] = kTagFloat;
+      } else if (t == &PyBool_Type) {
+        st.bits[i] = v == Py_True ? 1 : 0;
+        st.add(kTagBool);
+        st.tags[i] = kTagBool;
+      } else {
+        return false; // NumPy arrays, descriptors, subclasses: the general path
+      }
+    }
+    return true;
+  }
+
+  static bool clearAndRefuse() {
+    PyErr_Clear();
+    return false;
+  }
+
+  static int findByAddress(const std::vector<nb::str>& names, PyObject* key) {
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i].ptr() == key) return static_cast<int>(i);
+    return -1;
+  }
+  static int findByValue(const std::vector<nb::str>& names, PyObject* key) {
+    for (size_t i = 0; i < names.size(); ++i)
+      if (PyUnicode_Compare(names[i].ptr(), key) == 0) return static_cast<int>(i);
+    if (PyErr_Occurred()) PyErr_Clear();
+    return -1;
+  }
+
+  /// Neither the interpreter nor trapping barrier waits are asked for (os.environ's dict holds
+  /// neither key): the fast path does not key on them.
+  bool envAllowsFastPath() const {
+    PyObject* env = envData_.ptr();
+    if (!env || !PyDict_Check(env)) return false;
+    for (const nb::bytes& k : envKeys_) {
+      int has = PyDict_Contains(env, k.ptr());
+      if (has != 0) {
+        if (has < 0) PyErr_Clear();
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /// The live entry for st's key; entries whose CompiledKernel is gone are dropped here.
+  std::shared_ptr<FastEntry> find(const CallState& st) {
+    auto it = entries_.find(st.hash);
+    if (it == entries_.end()) return nullptr;
+    std::vector<std::shared_ptr<FastEntry>>& bucket = it->second;
+    for (size_t i = 0; i < bucket.size(); ++i) {
+      if (!bucket[i]->matches(st)) continue;
+      if (PyWeakref_GetObject(bucket[i]->compiledRef) != Py_None) return bucket[i];
+      bucket.erase(bucket.begin() + static_cast<std::ptrdiff_t>(i));
+      --numEntries_;
+      return nullptr;
+    }
+    return nullptr;
+  }
+
+  bool gridFromFunction(PyObject* grid, const CallState& st, const FastEntry& e, unsigned g[3]) {
+    if (!PyCallable_Check(grid)) return false;
+    nb::dict meta;
+    for (size_t i = 0; i < names_.size(); ++i)
+      if (PyDict_SetItem(meta.ptr(), names_[i].ptr(), st.values[i]) < 0) throw nb::python_error();
+    const char* metaOptions[] = {"num_warps", "num_stages", "num_ctas"};
+    for (int i = 0; i < 3; ++i)
+      if (PyDict_SetItemString(meta.ptr(), metaOptions[i], PyTuple_GET_ITEM(e.options, i)) < 0)
+        throw nb::python_error();
+    nb::object r = nb::steal(PyObject_CallOneArg(grid, meta.ptr()));
+    if (!r.is_valid()) throw nb::python_error();
+    if (parseGrid(r.ptr(), g)) return true;
+    nb::object normalized = normalizeGrid_(r, name_); // raises the general path's errors
+    if (parseGrid(normalized.ptr(), g)) return true;
+    throw nb::value_error(
+        (std::string(name_) + ": grid " + nb::repr(r).c_str() + " has a dimension above 2^32 - 1")
+            .c_str());
+  }
+
+  uintptr_t currentStream() const {
+    nb::object dev = nb::steal(PyObject_CallNoArgs(getDevice_.ptr()));
+    if (!dev.is_valid()) throw nb::python_error();
+    nb::object s = nb::steal(PyObject_CallOneArg(getRawStream_.ptr(), dev.ptr()));
+    if (!s.is_valid()) throw nb::python_error();
+    uint64_t v = PyLong_AsUnsignedLongLongMask(s.ptr());
+    if (v == static_cast<uint64_t>(-1) && PyErr_Occurred()) throw nb::python_error();
+    return static_cast<uintptr_t>(v);
+  }
+
+  /// The Python general path; with `st`, its GPU kernel is remembered under st's key.
+  PyObject* general(PyObject* grid, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+                    const CallState* st) {
+    nb::object positional = nb::steal(PyTuple_New(nargs));
+    for (Py_ssize_t i = 0; i < nargs; ++i) {
+      Py_INCREF(args[i]);
+      PyTuple_SET_ITEM(positional.ptr(), i, args[i]);
+    }
+    nb::dict keywords;
+    if (kwnames)
+      for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(kwnames); ++j)
+        if (PyDict_SetItem(keywords.ptr(), PyTuple_GET_ITEM(kwnames, j), args[nargs + j]) < 0)
+          throw nb::python_error();
+    PyObject* owner = PyWeakref_GetObject(owner_.ptr());
+    if (owner == Py_None) throw std::runtime_error(name_ + ": the @jit function is gone");
+    nb::object compiled = nb::steal(PyObject_CallMethodObjArgs(
+        owner, generalName_.ptr(), grid, positional.ptr(), keywords.ptr(), nullptr));
+    if (!compiled.is_valid()) throw nb::python_error();
+    if (st && configured()) remember(*st, compiled);
+    return compiled.release().ptr();
+  }
+
+  void remember(const CallState& st, nb::handle compiled) {
+    if (find(st)) return;
+    nb::object interpret = nb::getattr(compiled, "interpret", nb::none());
+    nb::object plain = nb::getattr(compiled, "gpu_plain", nb::none());
+    if (!interpret.is(nb::handle(Py_False)) || !plain.is(nb::handle(Py_True))) return;
+    PyKernel* pk = nullptr;
+    if (!nb::try_cast<PyKernel*>(nb::getattr(compiled, "kernel", nb::none()), pk) || !pk) return;
+    nb::object options = nb::getattr(compiled, "options", nb::none());
+    if (!PyTuple_Check(options.ptr()) || PyTuple_GET_SIZE(options.ptr()) != 3) return;
+    std::vector<int> index;
+    if (!nb::try_cast(nb::getattr(compiled, "gpu_index", nb::none()), index)) return;
+    const ww::GpuKernel& k = pk->gpuKernel();
+    if (index.size() != k.slots().size()) return;
+    auto e = std::make_shared<FastEntry>();
+    for (size_t i = 0; i < index.size(); ++i) {
+      const int p = index[i];
+      if (p < 0 || static_cast<size_t>(p) >= names_.size()) return;
+      const uint8_t tag = st.tags[p];
+      switch (k.slots()[i].kind) { // only values the key pins to the slot's kind
+      case ww::ParamSlot::Kind::Pointer:
+        if (tag != kTagTensor) return;
+        break;
+      case ww::ParamSlot::Kind::Int:
+        if (tag != kTagInt && tag != kTagBool) return;
+        break;
+      case ww::ParamSlot::Kind::Float:
+      case ww::ParamSlot::Kind::Double:
+        if (tag != kTagFloat) return;
+        break;
+      case ww::ParamSlot::Kind::Tensor:
+        return;
+      }
+      e->slotParam.push_back(static_cast<uint16_t>(p));
+    }
+    e->words.assign(st.words, st.words + st.numWords);
+    for (int i = 0; i < st.numObjects; ++i) {
+      Py_INCREF(st.objects[i]);
+      e->objects.push_back(st.objects[i]);
+    }
+    e->compiledRef = PyWeakref_NewRef(compiled.ptr(), nullptr);
+    if (!e->compiledRef) {
+      PyErr_Clear();
+      return;
+    }
+    e->options = options.release().ptr();
+    e->kernel = &k;
+    // Bounded, should keys never match again (constexpr objects equal only to themselves).
+    if (numEntries_ >= kMaxEntries) clear();
+    entries_[st.hash].push_back(std::move(e));
+    ++numEntries_;
+  }
+
+  std::string name_;
+  std::vector<nb::str> names_;
+  std::vector<int> constexprs_, specialize_;
+  std::vector<nb::object> defaults_; // invalid for required params
+  nb::object owner_, normalizeGrid_, envData_;
+  std::vector<nb::bytes> envKeys_;
+  std::vector<nb::str> optionNames_;
+  nb::str dtypeName_, isCudaName_, dataPtrName_, generalName_;
+  nb::object tensorType_, getDevice_, getRawStream_;
+  std::unordered_map<uint64_t, std::vector<std::shared_ptr<FastEntry>>> entries_;
+  size_t numEntries_ = 0;
+};
+
+/// kernel[grid]: a FastLauncher bound to one grid, called through vectorcall.
+struct BoundLaunch {
+  PyObject_HEAD vectorcallfunc vectorcall;
+  PyObject* launcher; // the FastLauncher's Python object
+  FastLauncher* impl;
+  PyObject* grid;
+  bool fixed; // dims holds the parsed grid
+  unsigned dims[3];
+};
+
+PyObject* boundLaunchCall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* b = reinterpret_cast<BoundLaunch*>(self);
+  if (!b->impl) {
+    PyErr_SetString(PyExc_RuntimeError, "this kernel[grid] was cleared by the garbage collector");
+    return nullptr;
+  }
+  try {
+    return b->impl->call(b->grid, b->fixed ? b->dims : nullptr, args, nargsf, kwnames);
+  } catch (nb::python_error& e) {
+    e.restore();
+  } catch (const nb::builtin_exception& e) {
+    PyErr_SetString(
+        e.type() == nb::exception_type::value_error ? PyExc_ValueError : PyExc_TypeError, e.what());
+  } catch (const ww::LaunchError& e) {
+    PyErr_SetString(gLaunchErrorType, e.what());
+  } catch (const ww::CudaError& e) {
+    PyErr_SetString(gCudaErrorType, e.what());
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return nullptr;
+}
+
+int boundLaunchTraverse(PyObject* self, visitproc visit, void* arg) {
+  auto* b = reinterpret_cast<BoundLaunch*>(self);
+  Py_VISIT(Py_TYPE(self));
+  Py_VISIT(b->launcher);
+  Py_VISIT(b->grid);
+  return 0;
+}
+
+int boundLaunchClear(PyObject* self) {
+  auto* b = reinterpret_cast<BoundLaunch*>(self);
+  b->impl = nullptr;
+  Py_CLEAR(b->launcher);
+  Py_CLEAR(b->grid);
+  return 0;
+}
+
+void boundLaunchDealloc(PyObject* self) {
+  PyObject_GC_UnTrack(self);
+  boundLaunchClear(self);
+  PyTypeObject* type = Py_TYPE(self);
+  type->tp_free(self);
+  Py_DECREF(type);
+}
+
+int fastLauncherTraverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  if (!nb::inst_ready(self)) return 0;
+  return nb::inst_ptr<FastLauncher>(self)->traverse(visit, arg);
+}
+
+int fastLauncherClear(PyObject* self) {
+  if (nb::inst_ready(self)) nb::inst_ptr<FastLauncher>(self)->dropReferences();
+  return 0;
+}
+
+PyType_Slot fastLauncherSlots[] = {{Py_tp_traverse, reinterpret_cast<void*>(fastLauncherTraverse)},
+                                   {Py_tp_clear, reinterpret_cast<void*>(fastLauncherClear)},
+                                   {0, nullptr}};
+
+PyMemberDef boundLaunchMembers[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(BoundLaunch, vectorcall), READONLY, nullptr},
+    {nullptr, 0, 0, 0, nullptr}};
+
+PyType_Slot boundLaunchSlots[] = {
+    {Py_tp_dealloc, reinterpret_cast<void*>(boundLaunchDealloc)},
+    {Py_tp_traverse, reinterpret_cast<void*>(boundLaunchTraverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(boundLaunchClear)},
+    {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
+    {Py_tp_members, boundLaunchMembers},
+    {Py_tp_doc, const_cast<char*>("kernel[grid]: call it with the kernel's arguments")},
+    {0, nullptr}};
+
+PyType_Spec boundLaunchSpec = {"warpweave._native.BoundLaunch", sizeof(BoundLaunch), 0,
+                               Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
+                               boundLaunchSlots};
+
+PyTypeObject* gBoundLaunchType = nullptr;
+
+nb::object bindLaunch(FastLauncher& launcher, nb::handle grid) {
+  nb::object self = nb::find(&launcher);
+  auto* b = reinterpret_cast<BoundLaunch*>(PyType_GenericAlloc(gBoundLaunchType, 0));
+  if (!b) throw nb::python_error();
+  b->vectorcall = boundLaunchCall;
+  b->launcher = self.release().ptr();
+  b->impl = &launcher;
+  b->grid = grid.inc_ref().ptr();
+  b->fixed = parseGrid(grid.ptr(), b->dims);
+  return nb::steal(reinterpret_cast<PyObject*>(b));
+}
+
+/// Interpreter arguments: ints, floats, (address, nbytes) tuples for host buffers, and
+/// (address, nbytes, shape, strides) tuples for host tensor descriptors (strides in elements).
 void interpretKernel(PyKernel& self, std::tuple<int, int, int> grid, nb::list args) {
   std::vector<ww::InterpArg> converted;
   for (nb::handle a : args) {
@@ -155,10 +871,17 @@ void interpretKernel(PyKernel& self, std::tuple<int, int, int> grid, nb::list ar
       auto t = nb::cast<std::tuple<uintptr_t, size_t>>(a);
       converted.push_back(
           ww::InterpArg::buffer(reinterpret_cast<void*>(std::get<0>(t)), std::get<1>(t)));
+    } else if (nb::isinstance<nb::tuple>(a) && nb::len(a) == 4) {
+      auto t =
+          nb::cast<std::tuple<uintptr_t, size_t, std::vector<int64_t>, std::vector<int64_t>>>(a);
+      converted.push_back(ww::InterpArg::descriptor(reinterpret_cast<void*>(std::get<0>(t)),
+                                                    std::get<1>(t), std::move(std::get<2>(t)),
+                                                    std::move(std::get<3>(t))));
     } else {
       throw nb::type_error(("interpret: argument of type " +
                             std::string(Py_TYPE(a.ptr())->tp_name) +
-                            " is not an int, a float or an (address, nbytes) buffer")
+                            " is not an int, a float, an (address, nbytes) buffer or an "
+                            "(address, nbytes, shape, strides) descriptor")
                                .c_str());
     }
   }
@@ -181,8 +904,14 @@ NB_MODULE(_native, m) {
 
   nb::exception<ww::CompileFailure>(m, "CompilationError");
   nb::exception<ww::InterpreterError>(m, "InterpreterError");
-  nb::exception<ww::CudaError>(m, "CudaError", PyExc_RuntimeError);
-  nb::exception<ww::LaunchError>(m, "LaunchError", PyExc_ValueError);
+  gCudaErrorType = nb::exception<ww::CudaError>(m, "CudaError", PyExc_RuntimeError).ptr();
+  gLaunchErrorType = nb::exception<ww::LaunchError>(m, "LaunchError", PyExc_ValueError).ptr();
+  Py_INCREF(gCudaErrorType); // kept for the fast path's own error translation
+  Py_INCREF(gLaunchErrorType);
+
+  gBoundLaunchType = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&boundLaunchSpec));
+  if (!gBoundLaunchType) throw nb::python_error();
+  m.attr("BoundLaunch") = nb::handle(reinterpret_cast<PyObject*>(gBoundLaunchType));
 
   nb::class_<PyKernel>(m, "Kernel")
       .def_prop_ro("name", [](const PyKernel& k) { return k.compiled->name; })
@@ -218,9 +947,51 @@ NB_MODULE(_native, m) {
           "Loads the kernel into the current CUDA context.")
       .def("launch", &launch, "gx"_a, "gy"_a, "gz"_a, "stream"_a, "args"_a,
            "Launches on the GPU; args follow `params` (ints for pointers, 128-byte descriptors).")
+      .def(
+          "_time_driver_launches",
+          [](PyKernel& self, unsigned gx, uintptr_t stream, nb::handle args, int count,
+             bool launchEx) {
+            const ww::GpuKernel& k = self.gpuKernel();
+            PyObject* seq = args.ptr();
+            if (!PyTuple_Check(seq) ||
+                static_cast<size_t>(PyTuple_GET_SIZE(seq)) != k.slots().size())
+              throw nb::type_error("_time_driver_launches: one value per launch slot, as a tuple");
+            ParamBuffer buffer(k.paramBytes());
+            for (size_t i = 0; i < k.slots().size(); ++i)
+              packSlot(k.slots()[i], PyTuple_GET_ITEM(seq, static_cast<Py_ssize_t>(i)),
+                       buffer.data());
+            nb::gil_scoped_release release;
+            return k.timeDriverLaunches({gx, 1, 1}, reinterpret_cast<void*>(stream), buffer.data(),
+                                        count, launchEx);
+          },
+          "gx"_a, "stream"_a, "args"_a, "count"_a, "launch_ex"_a,
+          "Benchmarks: host seconds of `count` bare driver launches (cuLaunchKernel or Ex).")
       .def("interpret", &interpretKernel, "grid"_a, "args"_a,
            "Runs the Tile IR in the CPU interpreter; buffers are (address, nbytes) tuples.");
 
+  nb::class_<FastLauncher>(m, "FastLauncher",
+                           "The native kernel[grid](...) path of one @jit function",
+                           nb::type_slots(fastLauncherSlots))
+      .def(nb::init<const std::string&, const std::vector<std::string>&, std::vector<int>,
+                    std::vector<int>, std::vector<nb::object>, nb::object, nb::object, nb::object,
+                    nb::object, std::vector<nb::bytes>>(),
+           "name"_a, "names"_a, "constexprs"_a, "specialize"_a, "defaults"_a, "missing"_a,
+           "owner"_a, "normalize_grid"_a, "env_data"_a, "env_keys"_a)
+      .def("bind", &bindLaunch, "grid"_a, "kernel[grid]: a callable launching on that grid")
+      .def("configure", &FastLauncher::configure, "tensor_type"_a, "get_device"_a,
+           "get_raw_stream"_a)
+      .def_prop_ro("configured", &FastLauncher::configured)
+      .def("clear", &FastLauncher::clear, "Forgets every remembered kernel.")
+      .def_prop_ro("num_kernels", &FastLauncher::size, "Kernels remembered under their keys.");
+
+  m.def(
+      "_set_launch_recorder",
+      [](nb::object recorder) {
+        Py_XDECREF(gLaunchRecorder);
+        gLaunchRecorder = recorder.is_none() ? nullptr : recorder.release().ptr();
+      },
+      "recorder"_a.none(),
+      "Tests: launches call recorder(name, grid, stream, values) instead of the driver.");
   m.def("compile", &compileKernel, "files"_a, "kernel"_a, "signature"_a, "globals"_a,
         "target"_a = "sm_90a", "num_warps"_a = 4, "num_stages"_a = 3, "num_ctas"_a = 1,
         "stage"_a = "cubin", "line_info"_a = true, "mbarrier_trap_tries"_a = 0,

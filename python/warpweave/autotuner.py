@@ -4,7 +4,6 @@ compiler releases the GIL) and timing them with `ww.testing.do_bench`."""
 
 from __future__ import annotations
 
-import concurrent.futures
 import os
 
 from .jit import JITFunction, KernelInterface, _interpret_env, _is_numpy, _is_torch_tensor
@@ -166,6 +165,8 @@ class Autotuner(KernelInterface):
                 pass
 
         workers = min(len(configs), os.cpu_count() or 1)
+        import concurrent.futures  # here, not at import: it costs `import warpweave` ~10 ms
+
         with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
             list(pool.map(build, configs))
 

@@ -336,8 +336,14 @@ def _gpu_target() -> str:
     return t
 
 
+def _stream_source():
+    """(current-device function, device -> raw current-stream function): PyTorch's, which the
+    general and the native launch paths both call for every launch."""
+    return _torch_cuda_fns()
+
+
 def _current_stream() -> int:
-    get_device, get_raw = _torch_cuda_fns()
+    get_device, get_raw = _stream_source()
     return get_raw(get_device())
 
 
@@ -372,15 +378,6 @@ def trap_hang_tries() -> int:
         raise ValueError(f"WARPWEAVE_TRAP_HANGS={text!r}: expected the number of failed barrier "
                          f"wait rounds before a trap (a positive integer), or 0 to disable")
     return tries
-
-
-def _env_needs_general_path() -> bool:
-    """Whether the environment asks for something the fast launch path does not key on (the
-    interpreter, or trapping barrier waits, whose kernels it must not mix with plain ones)."""
-    if type(_ENV_DATA) is dict and _INTERPRET_KEY not in _ENV_DATA and \
-            _TRAP_HANGS_KEY not in _ENV_DATA:
-        return False
-    return _interpret_env() or trap_hang_tries() != 0
 
 
 # ------------------------------------------------------------------------------------------------
@@ -475,10 +472,15 @@ class CompiledKernel:
                 if back is not None:
                     write_back.append((v, back))
             elif kind == _Arg.DESC:
-                raise NotImplementedError(
-                    f"argument '{name}': host TensorDescriptors are not supported by the "
-                    f"interpreter yet; build the descriptor inside the kernel with "
-                    f"tl.make_tensor_descriptor")
+                v.check_tma_rules(name)
+                base = v.base
+                if not hasattr(base, "__array_interface__"):
+                    base, back = _torch_host_view(base)
+                    keep.append(base)
+                    if back is not None:
+                        write_back.append((v.base, back))
+                address, nbytes = _host_buffer(base, name)
+                args.append((address, nbytes, list(v.shape), list(v.strides)))
             elif kind == _Arg.BOOL:
                 args.append(int(v))
             elif kind == _Arg.INT:
@@ -581,37 +583,35 @@ class JITFunction(KernelInterface):
             raise ValueError(f"do_not_specialize names unknown parameters: {sorted(unknown)}")
         self.specialize = [n not in dns for n in self.arg_names]
         self._nargs = len(self.arg_names)
-        self._fast = None
-        self._tuple_launchers: dict = {}  # grid tuple -> launcher, so kernel[(n,)] costs no closure
-        self._fast_cache: dict = {}  # fast-path key -> CompiledKernel (GPU launches only)
+        self._launcher = None  # native FastLauncher, made on first use; False without one
+        self._bound: dict = {}  # grid tuple -> kernel[grid], so kernel[(n,)] allocates nothing
         self._option_cache: dict = {}
         self._env = None
-        self.cache: dict = {}
+        self.cache = _KernelCache()
+        self.cache.owner = self
         self.compile_count = 0  # compiles done (not served by a cache), for tests and tools
 
     def __getitem__(self, grid):
         if type(grid) is tuple:
-            launcher = self._tuple_launchers.get(grid)
-            if launcher is not None:
-                return launcher
-        fast = self._fast
-        if fast is None:
-            fast = self._fast = _make_fast_launcher(self)
-
-        def launcher(*args, **kwargs):
-            r = fast(grid, *args, **kwargs)
-            if type(r) is tuple:  # not served by the fast path: (reason, fast key or None)
-                compiled = self.run(*args, grid=grid, **kwargs)
-                if r[1] is not None and not compiled.interpret:
-                    self._fast_cache[r[1]] = compiled
-                return compiled
-            return r
-
+            bound = self._bound.get(grid)
+            if bound is not None:
+                return bound
+        launcher = self._launcher
+        if launcher is None:
+            launcher = self._launcher = _make_native_launcher(self)
+        bound = launcher.bind(grid) if launcher else _PythonBoundLaunch(self, grid)
         if type(grid) is tuple:
-            if len(self._tuple_launchers) >= 64:  # bounded: grids usually take a few shapes
-                self._tuple_launchers.clear()
-            self._tuple_launchers[grid] = launcher
-        return launcher
+            if len(self._bound) >= 64:  # bounded: grids usually take a few shapes
+                self._bound.clear()
+            self._bound[grid] = bound
+        return bound
+
+    def _launch_general(self, grid, args, kwargs):
+        """The native launch path's fallback: a launch it does not serve (yet)."""
+        launcher = self._launcher
+        if launcher and not launcher.configured:
+            _configure_launcher(launcher)
+        return self.run(*args, grid=grid, **kwargs)
 
     @staticmethod
     def _is_constexpr(annotation) -> bool:
@@ -696,6 +696,15 @@ class JITFunction(KernelInterface):
                 kinds.append((name, kind))
                 if kind == _Arg.NUMPY:
                     has_numpy = True
+                elif kind == _Arg.DESC:  # where its base lives decides, as for tensors
+                    base = v.base
+                    if _is_numpy(base):
+                        has_numpy = True
+                    elif _is_torch_tensor(base):
+                        if base.is_cuda:
+                            has_cuda = True
+                        elif cpu_tensor is None:
+                            cpu_tensor = i
                 passed.append(int(v) if kind == _Arg.BOOL else v)
         return tuple(key), kinds, passed, has_numpy, has_cuda, cpu_tensor
 
@@ -859,10 +868,9 @@ def _normalize_grid(g, name):
 
 
 # ------------------------------------------------------------------------------------------------
-# Fast launch path
+# Fast launch path (native: FastLauncher in python/bindings/module.cpp; docs/user-guide.md)
 # ------------------------------------------------------------------------------------------------
 
-_SLOW = ("slow", None)
 _tensor_type = None  # torch.Tensor once torch is imported
 
 
@@ -878,101 +886,60 @@ def _torch_tensor_type():
     return _tensor_type
 
 
-def _int_key(v: int) -> int:
-    """A small code for an int's specialization (range class, == 1, divisible by 16)."""
-    if v == 1:
-        return 1
-    if -(1 << 31) <= v < (1 << 31):
-        return 2 if v % 16 == 0 else 3
-    return 4 if v % 16 == 0 else 5
+def _make_native_launcher(jitfn: "JITFunction"):
+    """The native kernel[grid](...) path of `jitfn`, or False without the extension. It keys
+    launches as JITFunction.run does (see _scan) and sends whatever it does not serve to
+    jitfn._launch_general; os.environ's dict tells it when WARPWEAVE_INTERPRET or
+    WARPWEAVE_TRAP_HANGS is set (it then always takes the general path)."""
+    from . import _native_loader
+
+    try:
+        fast_launcher = _native_loader.native().FastLauncher
+    except (ImportError, AttributeError):
+        return False
+    import weakref
+
+    # A weak reference: the function owns the launcher, and nanobind objects cannot be
+    # collected as parts of cycles.
+    launcher = fast_launcher(jitfn.__name__, jitfn.arg_names, [int(c) for c in jitfn.constexprs],
+                             [int(s) for s in jitfn.specialize], list(jitfn.defaults), _MISSING,
+                             weakref.ref(jitfn), _normalize_grid, _ENV_DATA,
+                             [_INTERPRET_KEY, _TRAP_HANGS_KEY])
+    _configure_launcher(launcher)
+    return launcher
 
 
-def _int_key_plain(v: int) -> int:
-    return 6 if -(1 << 31) <= v < (1 << 31) else 7
+def _configure_launcher(launcher):
+    """Hands the launcher torch's tensor type and stream functions once torch is imported."""
+    tensor_type = _torch_tensor_type()
+    if tensor_type is not None:
+        launcher.configure(tensor_type, *_stream_source())
 
 
-def _make_fast_launcher(jitfn: "JITFunction"):
-    """Generates `fast(grid, <the kernel's parameters>, *, options)` for one kernel: it binds
-    arguments with Python's own call machinery, computes a specialization key with unrolled
-    per-parameter code (device address alignment, int classes, constexpr values), and launches a
-    kernel already compiled for that key. Anything unusual (NumPy arrays, descriptors, the
-    interpreter, missing arguments, a key not seen yet) returns a tuple and the caller takes the
-    general path, which also reports errors. Generated names start with `__ww` so that they
-    cannot collide with the kernel's parameter names."""
-    names = jitfn.arg_names
-    params = ", ".join(f"{a}=__ww_M" if jitfn.defaults[i] is _MISSING else f"{a}=__ww_D{i}"
-                       for i, a in enumerate(names))
-    lines = [f"def fast(__ww_grid, {params}, *__ww_extra, num_warps=None, num_stages=None, "
-             f"ctas_per_cga=None, num_ctas=None, **__ww_kw):"]
-    required = [a for i, a in enumerate(names) if jitfn.defaults[i] is _MISSING]
-    cond = " or ".join([f"{a} is __ww_M" for a in required] +
-                       ["__ww_extra", "__ww_kw", "__ww_interp()"])
-    lines.append(f"    if {cond}: return __ww_SLOW")
-    lines.append("    __ww_T = __ww_tensor_type()")
-    keys, vals = [], []
-    for i, a in enumerate(names):
-        k, v = f"__ww_k{i}", f"__ww_v{i}"
-        if jitfn.constexprs[i]:
-            lines.append(f"    {k} = {a} if type({a}) is int else (type({a}), {a})")
-            vals.append("None")
-        else:
-            spec = jitfn.specialize[i]
-            lines += [
-                f"    __ww_t = type({a})",
-                "    if __ww_t is __ww_T:",
-                f"        {v} = {a}.data_ptr()",
-                f"        {k} = ({a}.dtype, {v + ' & 15' if spec else '0'}, {a}.is_cuda)",
-                "    elif __ww_t is int:",
-                f"        {v} = {a}",
-                f"        {k} = {'__ww_int_key' if spec else '__ww_int_key_plain'}({a})",
-                "    elif __ww_t is float:",
-                f"        {v} = {a}",
-                f"        {k} = 'f'",
-                "    elif __ww_t is bool:",
-                f"        {v} = int({a})",
-                f"        {k} = 'b'",
-                "    else: return __ww_SLOW",
-            ]
-            vals.append(v)
-        keys.append(k)
-    lines.append(f"    __ww_key = (num_warps, num_stages, ctas_per_cga, num_ctas, "
-                 f"{', '.join(keys)},)")
-    lines.append("    try:")
-    lines.append("        __ww_c = __ww_cache.get(__ww_key)")
-    lines.append("    except TypeError:")
-    lines.append("        return __ww_SLOW")  # an unhashable constexpr
-    lines.append("    if __ww_c is None: return ('miss', __ww_key)")
-    lines.append("    if not __ww_c.gpu_plain: return __ww_SLOW")
-    lines.append(f"    __ww_vals = ({', '.join(vals)},)")
-    lines.append("    __ww_g = __ww_grid")
-    lines.append("    if callable(__ww_g):")
-    meta = ", ".join(f"{n!r}: {n}" for n in names)
-    lines.append(f"        __ww_o = __ww_c.options")
-    lines.append(f"        __ww_g = __ww_g({{{meta}, 'num_warps': __ww_o[0], "
-                 f"'num_stages': __ww_o[1], 'num_ctas': __ww_o[2]}})")
-    lines.append("    __ww_n = len(__ww_g) if type(__ww_g) is tuple else 0")
-    lines.append("    if __ww_n == 1:")
-    lines.append("        __ww_c.kernel.launch(__ww_g[0], 1, 1, __ww_stream(), "
-                 "__ww_c.pick(__ww_vals))")
-    lines.append("        return __ww_c")
-    lines.append("    if __ww_n != 3:")
-    lines.append("        __ww_g = __ww_normalize_grid(__ww_g, __ww_name)")
-    lines.append("    __ww_c.kernel.launch(__ww_g[0], __ww_g[1], __ww_g[2], __ww_stream(), "
-                 "__ww_c.pick(__ww_vals))")
-    lines.append("    return __ww_c")
-    namespace = {
-        "__ww_M": _MISSING, "__ww_SLOW": _SLOW, "__ww_interp": _env_needs_general_path,
-        "__ww_tensor_type": _torch_tensor_type, "__ww_int_key": _int_key,
-        "__ww_int_key_plain": _int_key_plain, "__ww_cache": jitfn._fast_cache,
-        "__ww_normalize_grid": _normalize_grid, "__ww_name": jitfn.__name__,
-        "__ww_stream": lambda: _current_stream(),
-    }
-    for i, d in enumerate(jitfn.defaults):
-        if d is not _MISSING:
-            namespace[f"__ww_D{i}"] = d
-    exec(compile("\n".join(lines), f"<warpweave fast launcher for {jitfn.__name__}>", "exec"),
-         namespace)
-    return namespace["fast"]
+class _PythonBoundLaunch:
+    """kernel[grid] without the extension (pure-Python tests): always the general path."""
+
+    __slots__ = ("jitfn", "grid")
+
+    def __init__(self, jitfn, grid):
+        self.jitfn = jitfn
+        self.grid = grid
+
+    def __call__(self, *args, **kwargs):
+        return self.jitfn.run(*args, grid=self.grid, **kwargs)
+
+
+class _KernelCache(dict):
+    """The compiled kernels of one @jit function; clearing it also makes the native launch path
+    forget them (benchmarks and tests clear it to force a compile)."""
+
+    __slots__ = ("owner",)
+
+    def clear(self):
+        super().clear()
+        launcher = self.owner._launcher
+        if launcher:
+            launcher.clear()
 
 
 def jit(fn=None, *, do_not_specialize=(), noinline=False, debug=None):

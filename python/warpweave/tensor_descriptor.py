@@ -48,7 +48,39 @@ class TensorDescriptor:
 
     @staticmethod
     def from_tensor(tensor, block_shape):
-        return TensorDescriptor(tensor, list(tensor.shape), list(tensor.stride()), block_shape)
+        """Over a whole torch tensor or NumPy array (NumPy strides are in bytes: converted)."""
+        if callable(getattr(tensor, "stride", None)):
+            strides = list(tensor.stride())
+        else:
+            strides = [s // tensor.itemsize for s in tensor.strides]
+        return TensorDescriptor(tensor, list(tensor.shape), strides, block_shape)
+
+    def check_tma_rules(self, name: str = "descriptor"):
+        """Raises LaunchError where the GPU's TMA unit would refuse this descriptor (the rules
+        cuTensorMapEncodeTiled applies), so that the interpreter accepts only what the GPU runs."""
+        from .language import DTYPES
+
+        elem = max(DTYPES[self.dtype_sig].bits // 8, 1)
+        problem = None
+        if self.strides[-1] != 1:
+            problem = f"the innermost (last) dimension must have stride 1, got {self.strides[-1]}"
+        elif any(d <= 0 for d in self.shape):
+            problem = f"every dimension must be positive, got shape {self.shape}"
+        elif any(not 1 <= b <= 256 for b in self.block_shape):
+            problem = f"block_shape {self.block_shape} has a dimension outside 1..256"
+        else:
+            for dim, stride in enumerate(self.strides[:-1]):
+                if stride * elem <= 0 or stride * elem % 16 != 0:
+                    problem = (f"stride of dimension {dim} is {stride * elem} bytes; TMA needs a "
+                               f"positive multiple of 16")
+                    break
+        if problem is None:
+            address = (self.base.__array_interface__["data"][0]
+                       if hasattr(self.base, "__array_interface__") else self.base.data_ptr())
+            if address % 16 != 0:
+                problem = "the base address must be 16-byte aligned"
+        if problem is not None:
+            raise native().LaunchError(f"argument '{name}': tensor descriptor: {problem}")
 
     @property
     def dtype_sig(self) -> str:

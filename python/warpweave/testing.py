@@ -3,7 +3,6 @@ conventions: times in milliseconds, CUDA events, the L2 cache flushed before eve
 
 from __future__ import annotations
 
-import statistics
 
 __all__ = ["do_bench", "do_bench_cudagraph", "quantiles_of"]
 
@@ -32,6 +31,8 @@ def _summarize(times, quantiles, return_mode):
         return qs[0] if len(qs) == 1 else qs
     if return_mode == "all":
         return list(times)
+    import statistics  # here, not at import: it costs `import warpweave` a few ms
+
     return {"min": min, "max": max, "mean": statistics.fmean,
             "median": statistics.median}[return_mode](times)
 

@@ -3,6 +3,8 @@
 #include "runtime/CudaDriver.h"
 #include "runtime/Process.h"
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <mutex>
 
@@ -257,13 +259,16 @@ struct GpuKernel::Impl {
     CUfunction function;
   };
   mutable std::mutex mutex;
-  mutable std::vector<Loaded> loaded; // one per context this kernel was launched in
+  mutable std::vector<std::unique_ptr<const Loaded>> loaded; // one per context launched in
+  /// The last context's record, checked without the mutex (records are never freed before
+  /// the kernel, so a stale pointer still names a valid pair).
+  mutable std::atomic<const Loaded*> last{nullptr};
 
   ~Impl() {
     // Best effort: at process exit the driver may already have torn the contexts down.
     try {
       const runtime::CudaDriver& d = runtime::driver();
-      for (const Loaded& l : loaded) d.moduleUnload(l.module);
+      for (const auto& l : loaded) d.moduleUnload(l->module);
     } catch (...) {
     }
   }
@@ -300,7 +305,8 @@ struct GpuKernel::Impl {
       d.moduleUnload(module);
       throw;
     }
-    loaded.push_back({ctx, module, fn});
+    loaded.push_back(std::make_unique<const Loaded>(Loaded{ctx, module, fn}));
+    last.store(loaded.back().get(), std::memory_order_release);
     return fn;
   }
 
@@ -331,9 +337,14 @@ struct GpuKernel::Impl {
 
   CUfunction function() const {
     CUcontext ctx = runtime::ensureContext();
+    const Loaded* recent = last.load(std::memory_order_acquire);
+    if (recent && recent->context == ctx) return recent->function;
     std::lock_guard<std::mutex> lock(mutex);
-    for (const Loaded& l : loaded)
-      if (l.context == ctx) return l.function;
+    for (const auto& l : loaded)
+      if (l->context == ctx) {
+        last.store(l.get(), std::memory_order_release);
+        return l->function;
+      }
     return load(ctx);
   }
 };
@@ -459,6 +470,38 @@ void GpuKernel::launchPacked(Dim3 grid, void* stream, const uint8_t* params) con
   config.attrs = &cluster;
   config.numAttrs = 1;
   runtime::check(d.launchKernelEx(&config, fn, pointers, nullptr), "cuLaunchKernelEx");
+}
+
+double GpuKernel::timeDriverLaunches(Dim3 grid, void* stream, const uint8_t* params, int count,
+                                     bool launchEx) const {
+  const Impl& k = *impl_;
+  if (k.numCtas != 1)
+    throw LaunchError("timeDriverLaunches: kernel '" + k.name + "' runs in clusters");
+  CUfunction fn = k.function();
+  const runtime::CudaDriver& d = runtime::driver();
+  std::vector<void*> pointers(k.slots.size());
+  for (size_t i = 0; i < k.slots.size(); ++i)
+    pointers[i] = const_cast<uint8_t*>(params + k.slots[i].offset);
+  const unsigned threads = static_cast<unsigned>(k.numWarps) * 32;
+  CUstream s = static_cast<CUstream>(stream);
+  CUlaunchConfig config;
+  std::memset(&config, 0, sizeof config);
+  config.gridDimX = grid.x;
+  config.gridDimY = grid.y;
+  config.gridDimZ = grid.z;
+  config.blockDimX = threads;
+  config.blockDimY = 1;
+  config.blockDimZ = 1;
+  config.sharedMemBytes = static_cast<unsigned>(k.sharedBytes);
+  config.hStream = s;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < count; ++i) {
+    CUresult r = launchEx ? d.launchKernelEx(&config, fn, pointers.data(), nullptr)
+                          : d.launchKernel(fn, grid.x, grid.y, grid.z, threads, 1, 1,
+                                           config.sharedMemBytes, s, pointers.data(), nullptr);
+    runtime::check(r, launchEx ? "cuLaunchKernelEx" : "cuLaunchKernel");
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 } // namespace ww

@@ -435,6 +435,35 @@ TEST_F(Gpu, LaunchesACubin) {
   runAdd(kernel, 1);
 }
 
+TEST_F(Gpu, TimedDriverLaunchesRunTheKernelThroughBothEntryPoints) {
+  CompiledKernel k = addKernel();
+  runtime::PtxasResult r = runtime::runPtxas(addPtx("sm_90a"), Target::SM90a, k.name);
+  ASSERT_TRUE(r.ok) << r.log;
+  k.cubin = r.cubin;
+  GpuKernel kernel(k);
+  const int n = 1000;
+  std::vector<float> x = randomFloats(n, 3), y = randomFloats(n, 4), out(n);
+  DeviceBuffer dx(n * 4), dy(n * 4), dout(n * 4);
+  dx.upload(x.data(), n * 4);
+  dy.upload(y.data(), n * 4);
+  alignas(64) uint8_t params[64];
+  packArgs(kernel.slots(),
+           {LaunchArg::pointer(dx.address()), LaunchArg::pointer(dy.address()),
+            LaunchArg::pointer(dout.address()), LaunchArg::integer(n)},
+           params);
+  for (bool launchEx : {false, true}) {
+    dout.fill(0xFF);
+    double seconds =
+        kernel.timeDriverLaunches({(n + 127) / 128, 1, 1}, nullptr, params, 3, launchEx);
+    EXPECT_GT(seconds, 0.0);
+    synchronize();
+    dout.download(out.data(), n * 4);
+    for (int i = 0; i < n; ++i)
+      ASSERT_EQ(out[i], x[i] + y[i])
+          << (launchEx ? "cuLaunchKernelEx" : "cuLaunchKernel") << " at " << i;
+  }
+}
+
 TEST_F(Gpu, LaunchesPtxThroughTheDriverJit) {
   CompiledKernel k = addKernel();
   k.ptx = addPtx("sm_90a");

@@ -1,8 +1,10 @@
-"""The generated fast launch path of @ww.jit: it must give exactly the launches of the general
-path (same kernel, grid, arguments), fall back for anything unusual, and key on everything that
-selects a specialization. GPU tensors and the native kernel are replaced by recorders."""
+"""The native fast launch path of @ww.jit (FastLauncher): it must give exactly the launches of
+the general path (same kernel, grid, stream and packed arguments), fall back for anything
+unusual, and key on everything that selects a specialization. Kernels are real native objects
+built from metadata; tensors are stand-ins and launches are recorded instead of reaching a GPU."""
 
 import importlib
+import json
 
 import numpy as np
 import pytest
@@ -10,6 +12,7 @@ import pytest
 import warpweave as ww
 import warpweave.language as tl
 
+native = pytest.importorskip("warpweave._native")
 jitmod = importlib.import_module("warpweave.jit")
 
 
@@ -36,33 +39,59 @@ class FakeCudaTensor:
         return self.ptr
 
 
-class FakeKernel:
-    def __init__(self, req):
-        self.req = req
-        entries = req["signature"].split(",")
-        self.folded_args = [e.split("=")[0] for e in entries if "=" in e]
-        self.folded_args += [e.split(":")[0] for e in entries if e.endswith(":1")]
-        self.params = [(e.split(":")[0], "ptr<fp32>" if "*" in e else "i32", 8, 1)
-                       for e in entries if "=" not in e and not e.endswith(":1")]
-        self.launches = []
+class FakeCudaSubclass(FakeCudaTensor):
+    pass
 
-    def launch(self, gx, gy, gz, stream, args):
-        self.launches.append(((gx, gy, gz), stream, tuple(args)))
+
+_PARAM_TYPES = {"i1": ("i1", 1), "i32": ("i32", 4), "i64": ("i64", 8), "u64": ("u64", 8),
+                "fp32": ("fp32", 4)}
+
+
+def kernel_for(req):
+    """A launchable native kernel with the params and folded args the signature implies."""
+    params, folded = [], []
+    for entry in req["signature"].split(","):
+        if "=" in entry:
+            folded.append(entry.split("=")[0])
+            continue
+        name, ty, *hints = entry.split(":")
+        if hints == ["1"]:
+            folded.append(name)
+        elif ty.startswith("*"):
+            params.append({"name": name, "type": f"ptr<{ty[1:]}>", "size": 8})
+        else:
+            t, size = _PARAM_TYPES[ty]
+            params.append({"name": name, "type": t, "size": size})
+    meta = {"name": req["kernel"], "target": req["target"], "num_warps": req["num_warps"],
+            "num_ctas": req["num_ctas"], "params": params, "folded": folded}
+    return native.kernel_from_metadata(json.dumps(meta), b"\x7fELF not a real cubin", "")
+
+
+class InterpretedKernel:
+    """Stands in for a Tile IR compile: records interpreter runs."""
+
+    def __init__(self, req):
+        self.folded_args = [e.split("=")[0] for e in req["signature"].split(",") if "=" in e]
+        self.runs = []
 
     def interpret(self, grid, args):
-        self.launches.append((grid, "interpreter", tuple(args)))
+        self.runs.append((grid, args))
 
 
 class Recorder:
     def __init__(self):
         self.requests = []
+        self.launches = []
 
     def compile(self, **req):
         self.requests.append(req)
-        return FakeKernel(req)
+        return InterpretedKernel(req) if req["stage"] == "tile-ir" else kernel_for(req)
 
     def compiler_version(self):
         return "test"
+
+    def record(self, name, grid, stream, values):
+        self.launches.append((name, grid, stream, tuple(values)))
 
 
 @ww.jit
@@ -70,19 +99,33 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr, FLAG: tl.constexpr
     pass
 
 
+@ww.jit
+def scalars(x_ptr, a, b, big, MODE: tl.constexpr = "relu"):
+    pass
+
+
+@ww.jit(do_not_specialize=["n"])
+def plain_n(x_ptr, n):
+    pass
+
+
+KERNELS = (add_kernel, scalars, plain_n)
+
+
 @pytest.fixture
 def env(monkeypatch):
     r = Recorder()
     monkeypatch.setattr(jitmod, "native", lambda: r)
     monkeypatch.setattr(jitmod, "_tensor_type", FakeCudaTensor)
-    monkeypatch.setattr(jitmod, "_current_stream", lambda: 77)
+    monkeypatch.setattr(jitmod, "_stream_source", lambda: (lambda: 3, lambda dev: 74 + dev))
     monkeypatch.setenv("WARPWEAVE_TARGET", "sm_90a")
     monkeypatch.setenv("WARPWEAVE_CACHE_DISABLE", "1")
     monkeypatch.delenv("WARPWEAVE_INTERPRET", raising=False)
-    add_kernel.cache.clear()
-    add_kernel._fast_cache.clear()
-    add_kernel._fast = None
-    add_kernel._tuple_launchers.clear()
+    monkeypatch.delenv("WARPWEAVE_TRAP_HANGS", raising=False)
+    for k in KERNELS:
+        k.cache.clear()
+        k._launcher = None  # a new launcher picks up the stand-in tensor type and stream
+        k._bound.clear()
     slow_calls = []
     real_run = jitmod.JITFunction.run
 
@@ -91,7 +134,9 @@ def env(monkeypatch):
         return real_run(self, *a, **k)
 
     monkeypatch.setattr(jitmod.JITFunction, "run", counting_run)
-    return r, slow_calls
+    native._set_launch_recorder(r.record)
+    yield r, slow_calls
+    native._set_launch_recorder(None)
 
 
 def test_second_launch_takes_the_fast_path_with_identical_arguments(env):
@@ -104,16 +149,19 @@ def test_second_launch_takes_the_fast_path_with_identical_arguments(env):
     assert len(slow) == 1 and len(rec.requests) == 1
     assert rec.requests[0]["signature"] == \
         "x_ptr:*fp32:16,y_ptr:*fp32:16,out_ptr:*fp32:16,n:i32,BLOCK=256,FLAG=False"
-    assert c1.kernel.launches == [((4, 1, 1), 77, (0x10000, 0x20000, 0x30000, 1000))] * 2
+    assert rec.launches == [("add_kernel", (4, 1, 1), 77, (0x10000, 0x20000, 0x30000, 1000))] * 2
     c3 = add_kernel[(2, 3)](x, y, o, 999, BLOCK=256)  # new int value, same class: fast
     assert c3 is c1 and len(slow) == 1
-    assert c1.kernel.launches[-1] == ((2, 3, 1), 77, (0x10000, 0x20000, 0x30000, 999))
+    assert rec.launches[-1] == ("add_kernel", (2, 3, 1), 77, (0x10000, 0x20000, 0x30000, 999))
+    c4 = add_kernel[(5,)](n=7, out_ptr=o, y_ptr=x, x_ptr=y, BLOCK=256)  # all by keyword
+    assert c4 is c1 and len(slow) == 1
+    assert rec.launches[-1] == ("add_kernel", (5, 1, 1), 77, (0x20000, 0x10000, 0x30000, 7))
 
 
-@pytest.mark.parametrize("change", ["misaligned", "dtype", "n16", "n1", "block", "flag",
+@pytest.mark.parametrize("change", ["misaligned", "dtype", "n16", "n1", "n64", "block", "flag",
                                     "warps", "flag_true_vs_1"])
 def test_every_specialization_input_selects_a_new_kernel(env, change):
-    rec, _ = env
+    rec, slow = env
     x, y, o = FakeCudaTensor(0x10000), FakeCudaTensor(0x20000), FakeCudaTensor(0x30000)
     base = add_kernel[(1,)](x, y, o, 1000, BLOCK=256, FLAG=1)
     args = dict(x=x, n=1000, BLOCK=256, FLAG=1, opts={})
@@ -125,6 +173,8 @@ def test_every_specialization_input_selects_a_new_kernel(env, change):
         args["n"] = 1024
     elif change == "n1":
         args["n"] = 1
+    elif change == "n64":
+        args["n"] = 1 << 40
     elif change == "block":
         args["BLOCK"] = 128
     elif change == "flag":
@@ -133,36 +183,107 @@ def test_every_specialization_input_selects_a_new_kernel(env, change):
         args["opts"] = {"num_warps": 8}
     else:
         args["FLAG"] = True
-    other = add_kernel[(1,)](args["x"], y, o, args["n"], BLOCK=args["BLOCK"], FLAG=args["FLAG"],
-                             **args["opts"])
+    launch = lambda: add_kernel[(1,)](args["x"], y, o, args["n"], BLOCK=args["BLOCK"],
+                                      FLAG=args["FLAG"], **args["opts"])
+    other = launch()
     assert other is not base
     assert len(rec.requests) == 2
+    assert launch() is other and len(slow) == 2  # and it is served fast from then on
 
 
 def test_folded_int_is_not_passed(env):
     rec, _ = env
     x = FakeCudaTensor(0x10000)
-    c = add_kernel[(1,)](x, x, x, 1, BLOCK=64)
     add_kernel[(1,)](x, x, x, 1, BLOCK=64)
-    assert c.kernel.launches[-1][2] == (0x10000, 0x10000, 0x10000)
+    add_kernel[(1,)](x, x, x, 1, BLOCK=64)
+    assert rec.launches[-1][3] == (0x10000, 0x10000, 0x10000)
+
+
+def test_scalars_are_packed_by_their_param_types(env):
+    rec, slow = env
+    x = FakeCudaTensor(0x10000)
+    for _ in range(2):
+        scalars[(1,)](x, 2.5, True, -(1 << 40))
+    assert rec.requests[-1]["signature"] == "x_ptr:*fp32:16,a:fp32,b:i1,big:i64:16,MODE='relu'"
+    assert rec.launches == [("scalars", (1, 1, 1), 77, (0x10000, 2.5, 1, -(1 << 40)))] * 2
+    assert len(slow) == 1
+    scalars[(1,)](x, 2.5, False, (1 << 63) + 5)  # beyond i64: u64, a new kernel
+    assert rec.requests[-1]["signature"] == "x_ptr:*fp32:16,a:fp32,b:i1,big:u64,MODE='relu'"
+    assert rec.launches[-1][3] == (0x10000, 2.5, 0, (1 << 63) + 5)
+    scalars[(1,)](x, 1.0, True, 3, MODE="gelu")  # a str constexpr is compared by value
+    scalars[(1,)](x, 1.0, True, 3, MODE="".join(["ge", "lu"]))
+    assert len(rec.requests) == 3 and len(slow) == 3
+    with pytest.raises(OverflowError, match="does not fit in 64 bits"):
+        scalars[(1,)](x, 1.0, True, 1 << 64)
+
+
+def test_do_not_specialize_ignores_alignment_and_ones(env):
+    rec, slow = env
+    plain_n[(1,)](FakeCudaTensor(0x10000), 1)
+    plain_n[(1,)](FakeCudaTensor(0x10000), 32)
+    assert rec.requests[-1]["signature"] == "x_ptr:*fp32:16,n:i32"
+    assert len(rec.requests) == 1 and len(slow) == 1
+    assert rec.launches[0][3] == (0x10000, 1)
+
+
+def test_grid_functions_see_arguments_defaults_and_options(env):
+    rec, slow = env
+    x = FakeCudaTensor(0x10000)
+    seen = []
+
+    def grid(meta):
+        seen.append(dict(meta))
+        return (np.int64(meta["n"] // meta["BLOCK"]), meta["num_warps"])
+
+    add_kernel[grid](x, x, x, 512, BLOCK=64, num_warps=8)
+    add_kernel[grid](x, x, x, 512, BLOCK=64, num_warps=8)
+    assert len(slow) == 1 and seen[0] == seen[1]
+    assert seen[1]["FLAG"] is False and seen[1]["n"] == 512 and seen[1]["x_ptr"] is x
+    assert (seen[1]["num_warps"], seen[1]["num_stages"], seen[1]["num_ctas"]) == (8, 3, 1)
+    assert rec.launches[-1][1] == (8, 8, 1)
+    with pytest.raises(ValueError, match=">= 0"):
+        add_kernel[lambda m: (-1,)](x, x, x, 512, BLOCK=64, num_warps=8)
+    with pytest.raises(ValueError, match="1 to 3 dimensions"):
+        add_kernel[lambda m: (1, 1, 1, 1)](x, x, x, 512, BLOCK=64, num_warps=8)
+    assert len(slow) == 1  # the kernel was found fast; only its grid was wrong
 
 
 def test_unusual_calls_fall_back_and_report_errors(env):
-    _, slow = env
+    rec, slow = env
     x = FakeCudaTensor(0x10000)
     add_kernel[(1,)](x, x, x, 10, BLOCK=64)
     with pytest.raises(TypeError, match="missing required constexpr 'BLOCK'"):
         add_kernel[(1,)](x, x, x, 10)
     with pytest.raises(TypeError, match="unexpected keyword argument 'BLOK'"):
         add_kernel[(1,)](x, x, x, 10, BLOK=64)
+    with pytest.raises(TypeError, match="multiple values for argument 'n'"):
+        add_kernel[(1,)](x, x, x, 10, n=10, BLOCK=64)
     cpu = FakeCudaTensor(0x10000, cuda=False)
     with pytest.raises(ValueError, match="'y_ptr' of add_kernel is a CPU tensor"):
         add_kernel[(1,)](x, cpu, x, 10, BLOCK=64)
+    with pytest.raises(ValueError, match="1 to 3 dimensions"):
+        add_kernel[(1, 1, 1, 1)](x, x, x, 10, BLOCK=64)
     # NumPy arrays go to the interpreter through the general path.
     a = np.zeros(16, np.float32)
     c = add_kernel[(1,)](a, a, a, 16, BLOCK=16)
-    assert c.interpret
-    assert len(slow) == 5
+    assert c.interpret and c.kernel.runs == [((1, 1, 1), [(a.ctypes.data, 64)] * 3 + [16])]
+    assert len(slow) == 7
+    # A subclass of the tensor type is launched correctly, by the general path.
+    sub = FakeCudaSubclass(0x40000)
+    add_kernel[(1,)](sub, x, x, 10, BLOCK=64)
+    add_kernel[(1,)](sub, x, x, 10, BLOCK=64)
+    assert len(slow) == 9 and rec.launches[-1][3] == (0x40000, 0x10000, 0x10000, 10)
+
+
+def test_clearing_the_kernel_cache_forgets_fast_path_kernels(env):
+    rec, slow = env
+    x = FakeCudaTensor(0x10000)
+    first = add_kernel[(1,)](x, x, x, 10, BLOCK=64)
+    assert add_kernel._launcher.num_kernels == 1
+    add_kernel.cache.clear()
+    assert add_kernel._launcher.num_kernels == 0
+    second = add_kernel[(1,)](x, x, x, 10, BLOCK=64)
+    assert second is not first and len(rec.requests) == 2 and len(slow) == 2
 
 
 def test_interpret_env_bypasses_the_fast_path(env, monkeypatch):
@@ -173,21 +294,53 @@ def test_interpret_env_bypasses_the_fast_path(env, monkeypatch):
     assert len(slow) == 1
     monkeypatch.setenv("WARPWEAVE_INTERPRET", "0")
     add_kernel[(1,)](x, x, x, 10, BLOCK=64)
-    assert len(slow) == 1  # "0" does not force the interpreter
+    assert len(slow) == 2  # any setting takes the general path, which reads it
     monkeypatch.setenv("WARPWEAVE_INTERPRET", "1")
     assert jitmod._interpret_env()
 
 
 def test_trap_hangs_env_is_not_served_kernels_without_traps(env, monkeypatch):
     rec, slow = env
-    monkeypatch.delenv("WARPWEAVE_TRAP_HANGS", raising=False)
     x = FakeCudaTensor(0x10000)
     plain = add_kernel[(1,)](x, x, x, 10, BLOCK=64)
     assert add_kernel[(1,)](x, x, x, 10, BLOCK=64) is plain and len(slow) == 1
     monkeypatch.setenv("WARPWEAVE_TRAP_HANGS", "100")
     trapping = add_kernel[(1,)](x, x, x, 10, BLOCK=64)
     assert trapping is not plain and rec.requests[-1]["mbarrier_trap_tries"] == 100
-    assert trapping.kernel.launches == [((1, 1, 1), 77, (0x10000, 0x10000, 0x10000, 10))]
+    assert rec.launches[-1] == ("add_kernel", (1, 1, 1), 77, (0x10000, 0x10000, 0x10000, 10))
     monkeypatch.delenv("WARPWEAVE_TRAP_HANGS")
     assert add_kernel[(1,)](x, x, x, 10, BLOCK=64) is plain
     assert len(rec.requests) == 2
+
+
+def test_a_process_that_launched_exits_without_leaked_objects():
+    """Launchers and kernel[grid] objects take part in garbage collection: cycles through grid
+    or stream functions (which see the kernel's module) are collected, and nanobind reports no
+    leaked instances at exit."""
+    import os
+    import subprocess
+    import sys
+
+    script = f"""
+import importlib, os, sys
+sys.path.insert(0, {os.path.dirname(__file__)!r})
+os.environ.update(WARPWEAVE_CACHE_DISABLE="1", WARPWEAVE_TARGET="sm_90a")
+from warpweave import _native
+import test_fast_launch as t
+jit = importlib.import_module("warpweave.jit")
+rec = t.Recorder()
+jit.native = lambda: rec
+jit._tensor_type = t.FakeCudaTensor
+jit._stream_source = lambda: (lambda: 0, lambda dev: 5)
+_native._set_launch_recorder(rec.record)
+x = t.FakeCudaTensor(0x10000)
+grid = lambda meta: (meta["n"],)
+for _ in range(3):
+    t.add_kernel[grid](x, x, x, 4, BLOCK=16)
+print(len(rec.launches), len(rec.requests))
+"""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["3", "1"]
+    assert "leaked" not in r.stderr

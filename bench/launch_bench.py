@@ -1,0 +1,318 @@
+"""Host-side costs of warpweave beside Triton and PyTorch, in one process where they can share
+one (launch overhead, driver floor, disk-cache hit) and in fresh processes where the cost is a
+process's first use (import, cold compile, first launch from a warm disk cache).
+
+    python bench/launch_bench.py [--quick] [--json launch.json]
+
+Launch overhead is host time per call of kernel[grid](x, y, out, n, BLOCK=1024) (a 4-argument
+vector add) in bursts short enough that the GPU's launch queue never fills (each burst starts
+after a synchronize), median over bursts; the same for Triton's identical kernel, torch.add, an
+empty kernel of each, torch.cuda._sleep(0), and the bare driver call from C++ (cuLaunchKernel
+and cuLaunchKernelEx without attributes). A steady loop (many launches, one synchronize, as in
+bench_kernels.py) is reported beside it. Needs PyTorch and a CUDA GPU; Triton is optional.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+WW_KERNELS = '''
+import warpweave as ww
+import warpweave.language as tl
+
+
+@ww.jit
+def add4(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask),
+             mask=mask)
+
+
+@ww.jit
+def empty(x_ptr):
+    pass
+'''
+
+TRITON_KERNELS = WW_KERNELS.replace("import warpweave as ww\nimport warpweave.language as tl",
+                                    "import triton\nimport triton.language as tl").replace(
+                                        "@ww.jit", "@triton.jit")
+
+# One fresh process's first launch: timestamps from the script's first line (after the
+# interpreter started) to the kernel having run, printed as JSON.
+CHILD = r'''
+import time
+t = {"start": time.perf_counter()}
+import json, sys
+which, kernels_dir, block = sys.argv[1], sys.argv[2], int(sys.argv[3])
+sys.path.insert(0, kernels_dir)
+import torch
+t["torch_imported"] = time.perf_counter()
+n = 4096
+x = torch.randn(n, device="cuda")
+y = torch.randn(n, device="cuda")
+out = torch.zeros(n, device="cuda")
+torch.cuda.synchronize()
+t["cuda_ready"] = time.perf_counter()
+if which == "warpweave":
+    import warpweave
+    t["imported"] = time.perf_counter()
+    from ww_launch_kernels import add4
+else:
+    import triton
+    t["imported"] = time.perf_counter()
+    from triton_launch_kernels import add4
+add4[((n + block - 1) // block,)](x, y, out, n, BLOCK=block)
+t["launched"] = time.perf_counter()
+torch.cuda.synchronize()
+t["done"] = time.perf_counter()
+assert torch.equal(out, x + y), "wrong result"
+# A second specialization in the same process: a compile without any first-use cost.
+add4[((n + 255) // 256,)](x, y, out, n, BLOCK=256)
+torch.cuda.synchronize()
+t["second_compile_done"] = time.perf_counter()
+print(json.dumps(t))
+'''
+
+
+def median(xs):
+    return statistics.median(xs)
+
+
+def run_child(which, kernels_dir, env, block=1024):
+    start = time.perf_counter()
+    r = subprocess.run([sys.executable, "-c", CHILD, which, kernels_dir, str(block)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    wall = time.perf_counter() - start
+    if r.returncode != 0:
+        raise RuntimeError(f"{which} child failed:\n{r.stderr[-3000:]}")
+    t = json.loads(r.stdout.strip().splitlines()[-1])
+    return {
+        "wall_s": wall,
+        "after_interpreter_start_s": t["done"] - t["start"],
+        "import_torch_s": t["torch_imported"] - t["start"],
+        "cuda_init_s": t["cuda_ready"] - t["torch_imported"],
+        "import_s": t["imported"] - t["cuda_ready"],
+        "first_launch_call_s": t["launched"] - t["imported"],
+        # What the library adds to a process: its import and the first launch, run to the end.
+        "library_to_first_kernel_done_s": t["done"] - t["cuda_ready"],
+        "second_specialization_s": t["second_compile_done"] - t["done"],
+    }
+
+
+def time_import(module, runs, env):
+    code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+    out = []
+    for _ in range(runs):
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                           timeout=120)
+        if r.returncode != 0:
+            raise RuntimeError(f"import {module} failed:\n{r.stderr[-2000:]}")
+        out.append(float(r.stdout.strip().splitlines()[-1]))
+    return median(out)
+
+
+def process_start_s(runs, env):
+    out = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
+        out.append(time.perf_counter() - t)
+    return median(out)
+
+
+def fresh_process_costs(kernels_dir, have_triton, runs):
+    """Import time, cold compile (empty caches) and first launch from a warm disk cache, each
+    in new processes, medians over `runs`."""
+    base_env = dict(os.environ)
+    base_env.pop("WARPWEAVE_CACHE_DISABLE", None)
+    res = {"python_start_s": process_start_s(runs, base_env)}
+    libs = ["warpweave"] + (["triton"] if have_triton else [])
+    for lib in libs:
+        res[f"import_{lib}_s"] = time_import(lib, runs, base_env)
+    for lib in libs:
+        cold, cached = [], []
+        for _ in range(runs):
+            with tempfile.TemporaryDirectory() as cache:
+                env = dict(base_env, WARPWEAVE_CACHE_DIR=cache, TRITON_CACHE_DIR=cache)
+                cold.append(run_child(lib, kernels_dir, env))  # empty cache: a cold compile
+                cached.append(run_child(lib, kernels_dir, env))  # the cache it just filled
+        res[f"cold_{lib}"] = {k: median([c[k] for c in cold]) for k in cold[0]}
+        res[f"cached_{lib}"] = {k: median([c[k] for c in cached]) for k in cached[0]}
+    return res
+
+
+def launch_overheads(torch, ww, ww_mod, tr_mod, quick):
+    n = 1024
+    x = torch.randn(n, device="cuda")
+    y = torch.randn(n, device="cuda")
+    out = torch.empty_like(x)
+    add4, empty = ww_mod.add4, ww_mod.empty
+    grid_fn = lambda meta: (ww.cdiv(n, meta["BLOCK"]),)  # noqa: E731
+    cases = {
+        "python_lambda_floor": lambda: None,
+        "warpweave_kernel_grid_tuple": lambda: add4[(1,)](x, y, out, n, BLOCK=1024),
+        "warpweave_kernel_grid_fn": lambda: add4[grid_fn](x, y, out, n, BLOCK=1024),
+        "warpweave_empty_kernel": lambda: empty[(1,)](x),
+        "torch_add": lambda: torch.add(x, y, out=out),
+        "torch_cuda_sleep0": lambda: torch.cuda._sleep(0),
+    }
+    if tr_mod is not None:
+        cases["triton_kernel_grid_tuple"] = lambda: tr_mod.add4[(1,)](x, y, out, n, BLOCK=1024)
+        cases["triton_empty_kernel"] = lambda: tr_mod.empty[(1,)](x)
+    for fn in cases.values():  # compile, load and check every path once
+        for _ in range(3):
+            fn()
+    torch.cuda.synchronize()
+    add4[(1,)](x, y, out, n, BLOCK=1024)
+    torch.cuda.synchronize()
+    assert torch.equal(out, x + y), "warpweave add4 gave a wrong result"
+    if tr_mod is not None:
+        out.zero_()
+        tr_mod.add4[(1,)](x, y, out, n, BLOCK=1024)
+        torch.cuda.synchronize()
+        assert torch.equal(out, x + y), "Triton add4 gave a wrong result"
+
+    per_burst, bursts = 200, (30 if quick else 100)
+    samples = {name: [] for name in cases}
+    # Driver floor: the same packed arguments, launched from a C++ loop.
+    compiled = add4.warmup(x, y, out, n, BLOCK=1024, grid=(1,))
+    args = (x.data_ptr(), y.data_ptr(), out.data_ptr(), n)
+    stream = torch.cuda.current_stream().cuda_stream
+    for ex in (False, True):
+        samples[f"driver_{'cuLaunchKernelEx' if ex else 'cuLaunchKernel'}_cpp"] = []
+    for _ in range(bursts):  # interleaved, so that drift affects every case alike
+        for name, fn in cases.items():
+            torch.cuda.synchronize()
+            t = time.perf_counter_ns()
+            for _ in range(per_burst):
+                fn()
+            samples[name].append((time.perf_counter_ns() - t) / per_burst / 1e3)
+        for ex in (False, True):
+            torch.cuda.synchronize()
+            s = compiled.kernel._time_driver_launches(1, stream, args, per_burst, ex)
+            samples[f"driver_{'cuLaunchKernelEx' if ex else 'cuLaunchKernel'}_cpp"].append(
+                s / per_burst * 1e6)
+    torch.cuda.synchronize()
+    burst = {name: median(v) for name, v in samples.items()}
+    out.zero_()  # the bare driver loop runs the real kernel too
+    compiled.kernel._time_driver_launches(1, stream, args, 1, True)
+    torch.cuda.synchronize()
+    assert torch.equal(out, x + y), "the driver-loop launch gave a wrong result"
+
+    iters = 2000 if quick else 10000
+    steady = {}
+    for name, fn in cases.items():
+        fn()
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        torch.cuda.synchronize()
+        steady[name] = (time.perf_counter() - t) / iters * 1e6
+    return {"burst_us": burst, "steady_loop_us": steady, "burst_size": per_burst,
+            "bursts": bursts, "steady_iters": iters}
+
+
+def disk_cache_hit_ms(torch, ww_mod, runs):
+    """A compile served by the disk cache: memory caches cleared, warmup() to a launchable
+    kernel, and separately loading it into the context (cuModuleLoadData)."""
+    x = torch.randn(1024, device="cuda")
+    add4 = ww_mod.add4
+    add4.warmup(x, x, x, 1024, BLOCK=128, grid=(1,))  # fills the disk cache
+    hits, loads = [], []
+    for _ in range(runs):
+        add4.cache.clear()
+        t = time.perf_counter()
+        compiled = add4.warmup(x, x, x, 1024, BLOCK=128, grid=(1,))
+        hits.append((time.perf_counter() - t) * 1e3)
+        t = time.perf_counter()
+        compiled.kernel.prepare()
+        loads.append((time.perf_counter() - t) * 1e3)
+    return {"warmup_from_disk_ms": median(hits), "module_load_ms": median(loads),
+            "compiles_during_hits": add4.compile_count - 1}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--runs", type=int, default=None, help="fresh processes per measurement")
+    args = ap.parse_args()
+    runs = args.runs or (3 if args.quick else 5)
+
+    import torch
+
+    if not torch.cuda.is_available():
+        sys.exit("launch_bench: needs a CUDA GPU")
+    kernels_dir = tempfile.mkdtemp(prefix="ww-launch-bench-")
+    with open(os.path.join(kernels_dir, "ww_launch_kernels.py"), "w") as f:
+        f.write(WW_KERNELS)
+    with open(os.path.join(kernels_dir, "triton_launch_kernels.py"), "w") as f:
+        f.write(TRITON_KERNELS)
+    sys.path.insert(0, kernels_dir)
+    try:
+        import triton
+        import triton_launch_kernels as tr_mod
+        triton_version = triton.__version__
+    except ImportError as e:
+        print(f"# Triton not measured: {e}")
+        tr_mod, triton_version = None, None
+    import warpweave as ww
+    import ww_launch_kernels as ww_mod
+
+    results = {"meta": {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+                        "triton": triton_version, "python": sys.version.split()[0],
+                        "quick": args.quick, "runs": runs}}
+    with tempfile.TemporaryDirectory() as cache:
+        os.environ["WARPWEAVE_CACHE_DIR"] = cache
+        results["launch"] = launch_overheads(torch, ww, ww_mod, tr_mod, args.quick)
+        results["disk_cache"] = disk_cache_hit_ms(torch, ww_mod, 20)
+    results["fresh_process"] = fresh_process_costs(kernels_dir, tr_mod is not None, runs)
+    report(results)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+def report(r):
+    b, s = r["launch"]["burst_us"], r["launch"]["steady_loop_us"]
+    print(f"# {r['meta']['gpu']}, torch {r['meta']['torch']}, triton {r['meta']['triton']}")
+    print(f"{'launch (us per call)':40s} {'burst':>8s} {'steady':>8s}")
+    for name in b:
+        print(f"{name:40s} {b[name]:8.2f} {s.get(name, float('nan')):8.2f}")
+    ww_us = b["warpweave_kernel_grid_tuple"]
+    print(f"warpweave / torch.add: {ww_us / b['torch_add']:.2f}x", end="")
+    if "triton_kernel_grid_tuple" in b:
+        print(f"; warpweave / Triton: {ww_us / b['triton_kernel_grid_tuple']:.2f}x", end="")
+    print()
+    d = r["disk_cache"]
+    print(f"disk cache hit to a launchable kernel: {d['warmup_from_disk_ms']:.3f} ms "
+          f"(+ module load {d['module_load_ms']:.3f} ms)")
+    f = r["fresh_process"]
+    print(f"python start {f['python_start_s'] * 1e3:.0f} ms; import warpweave "
+          f"{f['import_warpweave_s'] * 1e3:.0f} ms"
+          + (f", import triton {f['import_triton_s'] * 1e3:.0f} ms" if "import_triton_s" in f
+             else ""))
+    for lib in ("warpweave", "triton"):
+        for phase in ("cold", "cached"):
+            c = f.get(f"{phase}_{lib}")
+            if c is None:
+                continue
+            print(f"{phase:6s} {lib:9s}: wall {c['wall_s'] * 1e3:6.0f} ms, after interpreter "
+                  f"start {c['after_interpreter_start_s'] * 1e3:6.0f} ms (torch "
+                  f"{c['import_torch_s'] * 1e3:.0f}, CUDA {c['cuda_init_s'] * 1e3:.0f}, import "
+                  f"{c['import_s'] * 1e3:.0f}, first launch to done "
+                  f"{(c['library_to_first_kernel_done_s'] - c['import_s']) * 1e3:.1f}); second "
+                  f"specialization {c['second_specialization_s'] * 1e3:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

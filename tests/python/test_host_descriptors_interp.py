@@ -1,0 +1,128 @@
+"""Host tensor descriptors (ww.TensorDescriptor over NumPy arrays) in the interpreter: desc.load /
+desc.store and TLX async_descriptor_load / async_descriptor_store, with TMA's out-of-bounds
+rules (a load fills what lies outside the tensor with zeros, a store drops it)."""
+
+import numpy as np
+import pytest
+
+import warpweave as ww
+import warpweave.language as tl
+from warpweave import tlx
+
+pytest.importorskip("warpweave._native")
+
+
+@pytest.fixture(autouse=True)
+def no_disk_cache(monkeypatch):
+    monkeypatch.setenv("WARPWEAVE_CACHE_DISABLE", "1")
+
+
+@ww.jit
+def scale_tiles(in_desc, out_desc, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    tile = in_desc.load([pid_m * BLOCK_M, pid_n * BLOCK_N])
+    out_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], tile * 2.0)
+
+
+@ww.jit
+def load_box(in_desc, out_ptr, row, col, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    tile = in_desc.load([row, col])
+    offs = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    tl.store(out_ptr + offs, tile)
+
+
+@ww.jit
+def tlx_copy(in_desc, out_desc, BLOCK: tl.constexpr):
+    bufs = tlx.local_alloc((BLOCK, BLOCK), tl.float32, 1)
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    row = tl.program_id(0) * BLOCK
+    tlx.barrier_expect_bytes(tlx.local_view(bars, 0), BLOCK * BLOCK * 4)
+    tlx.async_descriptor_load(in_desc, tlx.local_view(bufs, 0), [row, 0], tlx.local_view(bars, 0))
+    tlx.barrier_wait(tlx.local_view(bars, 0), 0)
+    tlx.async_descriptor_store(out_desc, tlx.local_view(bufs, 0), [row, 0])
+    tlx.async_descriptor_store_wait(0)
+
+
+def test_load_and_store_boxes_cover_a_ragged_tensor():
+    x = np.arange(10 * 12, dtype=np.float32).reshape(10, 12)
+    # The output is a view into a larger array: a store past its edges must leave the rest.
+    canvas = np.full((12, 16), -1.0, np.float32)
+    out = canvas[:10, :12]
+    in_desc = ww.TensorDescriptor.from_tensor(x, [4, 8])
+    out_desc = ww.TensorDescriptor(out, [10, 12], [16, 1], [4, 8])
+    compiled = scale_tiles[(3, 2)](in_desc, out_desc, BLOCK_M=4, BLOCK_N=8)
+    assert compiled.interpret
+    np.testing.assert_array_equal(out, 2 * x)
+    assert (canvas[10:, :] == -1).all() and (canvas[:, 12:] == -1).all()
+
+
+@pytest.mark.parametrize("row,col", [(8, 8), (-2, 0), (0, -5), (9, 11)])
+def test_a_load_fills_outside_the_tensor_with_zeros(row, col):
+    x = np.arange(1, 10 * 12 + 1, dtype=np.float32).reshape(10, 12)
+    out = np.full((4, 8), -1.0, np.float32)
+    load_box[(1,)](ww.TensorDescriptor.from_tensor(x, [4, 8]), out, row, col, BLOCK_M=4,
+                   BLOCK_N=8)
+    expected = np.zeros((4, 8), np.float32)
+    for i in range(4):
+        for j in range(8):
+            r, c = row + i, col + j
+            if 0 <= r < 10 and 0 <= c < 12:
+                expected[i, j] = x[r, c]
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_a_descriptor_over_part_of_an_array_sees_only_its_shape():
+    big = np.arange(16 * 16, dtype=np.float32).reshape(16, 16)
+    out = np.full((4, 8), -1.0, np.float32)
+    # A 6 x 6 window starting at row 2, column 4: TMA bounds are the window's, not the array's.
+    window = ww.TensorDescriptor(big[2:, 4:], [6, 6], [16, 1], [4, 8])
+    load_box[(1,)](window, out, 4, 0, BLOCK_M=4, BLOCK_N=8)
+    expected = np.zeros((4, 8), np.float32)
+    expected[:2, :6] = big[6:8, 4:10]
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_tlx_async_descriptor_copies_clip_at_the_edge():
+    x = np.random.default_rng(0).standard_normal((20, 8)).astype(np.float32)
+    canvas = np.full((24, 8), 7.0, np.float32)
+    in_desc = ww.TensorDescriptor.from_tensor(x, [8, 8])
+    out_desc = ww.TensorDescriptor(canvas, [20, 8], [8, 1], [8, 8])
+    tlx_copy[(3,)](in_desc, out_desc, BLOCK=8)
+    np.testing.assert_array_equal(canvas[:20], x)
+    assert (canvas[20:] == 7.0).all()
+
+
+def test_descriptors_the_gpu_would_refuse_are_refused():
+    x = np.zeros((8, 10), np.float32)
+    out = np.zeros((4, 8), np.float32)
+    with pytest.raises(ww.LaunchError, match="stride of dimension 0 is 40 bytes"):
+        load_box[(1,)](ww.TensorDescriptor(x, [8, 10], [10, 1], [4, 8]), out, 0, 0, BLOCK_M=4,
+                       BLOCK_N=8)
+    with pytest.raises(ww.LaunchError, match="16-byte aligned"):
+        shifted = np.zeros(8 * 16 + 1, np.float32)[1:].reshape(8, 16)  # 4 bytes off
+        load_box[(1,)](ww.TensorDescriptor(shifted, [8, 16], [16, 1], [4, 8]), out, 0, 0,
+                       BLOCK_M=4, BLOCK_N=8)
+    x = np.zeros((8, 16), np.float32)
+    with pytest.raises(ww.LaunchError, match="innermost"):
+        load_box[(1,)](ww.TensorDescriptor(x.T, [16, 8], [1, 16], [4, 8]), out, 0, 0,
+                       BLOCK_M=4, BLOCK_N=8)
+
+
+def test_a_box_beyond_the_array_memory_is_reported():
+    x = np.zeros((4, 16), np.float32)
+    out = np.zeros((4, 8), np.float32)
+    # The descriptor claims 8 rows of a 4-row array: the interpreter catches the overrun.
+    with pytest.raises(ww.InterpreterError, match="out-of-bounds"):
+        load_box[(1,)](ww.TensorDescriptor(x, [8, 16], [16, 1], [4, 8]), out, 4, 0, BLOCK_M=4,
+                       BLOCK_N=8)
+
+
+def test_torch_cpu_tensors_work_under_warpweave_interpret(monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("WARPWEAVE_INTERPRET", "1")
+    x = torch.arange(10 * 12, dtype=torch.float32).reshape(10, 12)
+    out = torch.zeros(10, 12)
+    scale_tiles[(3, 2)](ww.TensorDescriptor.from_tensor(x, [4, 8]),
+                        ww.TensorDescriptor.from_tensor(out, [4, 8]), BLOCK_M=4, BLOCK_N=8)
+    assert torch.equal(out, 2 * x)
