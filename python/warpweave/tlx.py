@@ -26,17 +26,20 @@ class _EnumValue:
         return f"tlx.{self.kind}.{self.name}"
 
 
-storage_kind = _Enum("storage_kind", ["smem", "tmem", "smemCluster"])
+storage_kind = _Enum("storage_kind", ["smem", "tmem"])
 
+# Exactly the names the compiler knows (src/specialize/TlxBuiltins.cpp, tlxFunctionNames). The
+# Blackwell ones at the end (LANGUAGE.md's compile-checked list) are recognized but not
+# implemented: a kernel using them gets the compiler's "not supported" error at the call.
 _FUNCTIONS = """
 local_alloc local_view local_load local_store local_trans local_slice local_reinterpret
-subslice alloc_barriers alloc_warp_barrier barrier_expect_bytes barrier_wait barrier_arrive
+alloc_barriers alloc_warp_barrier barrier_expect_bytes barrier_wait barrier_arrive
 named_barrier_wait named_barrier_arrive fence_async_shared fence fence_mbarrier_init_cluster
 async_descriptor_load async_descriptor_store async_descriptor_store_wait async_load
-async_load_commit_group async_load_wait_group async_dot async_dot_wait async_dot_scaled
+async_load_commit_group async_load_wait_group async_dot async_dot_wait
 async_tasks async_task async_task_replica_id cluster_cta_rank cluster_size_1d cluster_barrier
-thread_id clock64 dtype_of size_of vote_ballot_sync tmem_copy make_tensor_descriptor
-clc_create_context clc_producer clc_consumer
+thread_id clock64 dtype_of size_of vote_ballot_sync
+tmem_copy async_dot_scaled clc_create_context clc_producer clc_consumer
 """.split()
 
 __all__ = ["storage_kind", "constexpr", "dtype"] + _FUNCTIONS

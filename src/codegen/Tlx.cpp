@@ -1,6 +1,8 @@
-// Lowering of TLX shared-memory buffers (sm_90a and later): local_alloc, local_view, local_trans,
-// local_load, local_store.
+// Lowering of TLX shared-memory buffers (sm_90a and later): local_alloc, local_view, and the views
+// local_trans, local_slice and local_reinterpret, read and written by local_load / local_store.
 #include "codegen/Lowering.h"
+
+#include "layout/Layouts.h"
 
 #include <algorithm>
 #include <bit>
@@ -22,9 +24,237 @@ std::string bracketed(const std::string& address) {
 
 bool isPlainBuffer(const ir::Value* v) {
   const ir::Op* def = v->def();
-  while (def && def->code() == OpCode::LocalView) def = def->operand(0)->def();
+  while (def && (def->code() == OpCode::LocalView || def->code() == OpCode::LocalSlice ||
+                 def->code() == OpCode::LocalReinterpret))
+    def = def->operand(0)->def();
   return def && def->code() == OpCode::LocalAlloc;
 }
+
+namespace {
+
+constexpr const char* kByte = "byte";
+
+/// Where the elements of a buffer view sit. Byte `byte` of the element at coordinates
+/// (dim0, ...) lies at `bytes.apply(byte, dim0, ...) XOR xorBytes` bytes from the view's
+/// register. The linear part is the allocation's layout composed with every view on the way
+/// (slice: the low bits of each dim; transpose: dims renamed; reinterpret: the row-major bytes
+/// of one shape read as another). A slice offset is a constant: the part the swizzle mixes into
+/// the view's own offset bits stays in xorBytes, the rest (addedBytes since the buffer start) is
+/// added to the view's register, so a slice of whole swizzle atoms starts at its register.
+struct ViewAddressing {
+  LinearLayout bytes; // in: "byte", "dim0", ...; out: "offset" (bytes)
+  int64_t xorBytes = 0;
+  int64_t addedBytes = 0;
+  int rank = 0;
+};
+
+std::vector<std::vector<int32_t>> basesOfIn(const LinearLayout& l, const std::string& in) {
+  std::vector<std::vector<int32_t>> out;
+  for (int bit = 0; bit < l.getInDimSizeLog2(in); ++bit) out.push_back(l.getBasis(in, bit));
+  return out;
+}
+
+/// A byte layout from its bases: one list per in dim ("byte", "dim0", ...), each basis a byte
+/// offset.
+LinearLayout byteLayout(const std::vector<std::vector<int32_t>>& byteBases,
+                        const std::vector<std::vector<std::vector<int32_t>>>& dimBases) {
+  LinearLayout::Bases bases;
+  bases.push_back({kByte, byteBases});
+  for (size_t d = 0; d < dimBases.size(); ++d)
+    bases.push_back({layout::dimName(static_cast<int>(d)), dimBases[d]});
+  int32_t top = 1;
+  for (const auto& [name, list] : bases)
+    for (const auto& b : list) top = std::max(top, int32_t(std::bit_floor(uint32_t(b[0]))) * 2);
+  return LinearLayout(bases, LinearLayout::NamedSizes{{"offset", top}});
+}
+
+/// The byte layout of a buffer laid out by `coordsOf` (element offset -> coordinates).
+LinearLayout bytesOfSharedLayout(const LinearLayout& coordsOf, int rank, int elemBytes) {
+  LinearLayout toOffset = coordsOf.invert();
+  std::vector<std::vector<int32_t>> byteBases;
+  for (int32_t b = 1; b < elemBytes; b *= 2) byteBases.push_back({b});
+  std::vector<std::vector<std::vector<int32_t>>> dims(rank);
+  for (int d = 0; d < rank; ++d)
+    for (const auto& b : basesOfIn(toOffset, layout::dimName(d)))
+      dims[d].push_back({b[0] * elemBytes});
+  return byteLayout(byteBases, dims);
+}
+
+int64_t applyBytes(const LinearLayout& bytes, int rank, const std::vector<int64_t>& coords) {
+  std::vector<int32_t> in(rank + 1, 0);
+  for (int d = 0; d < rank; ++d) in[d + 1] = static_cast<int32_t>(coords[d]);
+  return bytes.apply(in).at(0);
+}
+
+std::string shapeText(const std::vector<int64_t>& s) {
+  std::string r;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) r += 'x';
+    r += std::to_string(s[i]);
+  }
+  return r;
+}
+
+/// The addressing of buffer view `v` (see ViewAddressing); user errors name `at`.
+ViewAddressing addressingOf(const layout::LayoutMap& layouts, const ir::Value* v,
+                            const ir::Op& at) {
+  const ir::Op* def = v->def();
+  const ir::Type& t = v->type();
+  int rank = static_cast<int>(t.shape.size());
+  if (def && def->code() == OpCode::LocalView) return addressingOf(layouts, def->operand(0), at);
+  if (!def || def->code() == OpCode::LocalAlloc) {
+    const layout::SharedAllocation* a = layouts.sharedAllocation(v);
+    if (!a || a->layout.numOutDims() == 0 || a->layout.getTotalOutDimSize() == 0)
+      raiseError(at.loc(), std::string("'") + at.name() + "' of a buffer of shape " + t.str() +
+                               " is not supported; use power-of-two dims");
+    return {bytesOfSharedLayout(a->layout, rank, ir::byteWidth(t.elem)), 0, 0, rank};
+  }
+  const ir::Value* src = def->operand(0);
+  ViewAddressing parent = addressingOf(layouts, src, at);
+  auto dimBases = [&](const ViewAddressing& p, int d) {
+    return basesOfIn(p.bytes, layout::dimName(d));
+  };
+  switch (def->code()) {
+  case OpCode::LocalTrans: {
+    std::vector<int64_t> order = def->intsAttr("order");
+    std::vector<std::vector<std::vector<int32_t>>> dims;
+    for (int64_t d : order) dims.push_back(dimBases(parent, static_cast<int>(d)));
+    return {byteLayout(basesOfIn(parent.bytes, kByte), dims), parent.xorBytes, parent.addedBytes,
+            rank};
+  }
+  case OpCode::LocalSlice: {
+    std::vector<int64_t> offsets = def->intsAttr("offsets"), sizes = def->intsAttr("sizes");
+    std::vector<std::vector<std::vector<int32_t>>> dims;
+    for (int d = 0; d < rank; ++d) {
+      int64_t size = sizes[size_t(d)], off = offsets[size_t(d)];
+      // c + off == c XOR off for every c < size: the slice is the parent's layout restricted to
+      // the low bits of each dim, plus a constant.
+      if (!std::has_single_bit(uint64_t(size)) || off % size != 0)
+        raiseError(def->loc(), "tlx.local_slice of " + src->type().str() + " at offsets " +
+                                   shapeText(offsets) + " with sizes " + shapeText(sizes) +
+                                   " is not supported by the PTX backend: each size must be a "
+                                   "power of two and each offset a multiple of its size");
+      auto bases = dimBases(parent, d);
+      bases.resize(size_t(std::countr_zero(uint64_t(size))));
+      dims.push_back(bases);
+    }
+    LinearLayout bytes = byteLayout(basesOfIn(parent.bytes, kByte), dims);
+    int64_t constant = applyBytes(parent.bytes, rank, offsets) ^ parent.xorBytes;
+    // Bits the view's own offsets can have: XOR with the others is addition.
+    int64_t reach = 0;
+    for (const std::string& in : bytes.inDimNames())
+      for (const auto& b : basesOfIn(bytes, in)) reach |= b[0];
+    return {bytes, constant & reach, parent.addedBytes + (constant & ~reach), rank};
+  }
+  case OpCode::LocalReinterpret: {
+    const ir::Op* srcDef = src->def();
+    while (srcDef && srcDef->code() == OpCode::LocalView) srcDef = srcDef->operand(0)->def();
+    if (srcDef && srcDef->code() != OpCode::LocalAlloc)
+      raiseError(def->loc(), "tlx.local_reinterpret of a sliced, transposed or reinterpreted "
+                             "view is not supported; reinterpret the buffer and slice the "
+                             "result");
+    const ir::Type& st = src->type();
+    int64_t srcTile = st.numElements() * ir::byteWidth(st.elem);
+    int64_t tile = t.numElements() * ir::byteWidth(t.elem);
+    if (!std::all_of(t.shape.begin(), t.shape.end(),
+                     [](int64_t s) { return std::has_single_bit(uint64_t(s)); }))
+      raiseError(def->loc(), "tlx.local_reinterpret as " + t.str() +
+                                 " is not supported by the PTX backend; use power-of-two dims");
+    if (st.count > 1 && tile != srcTile)
+      raiseError(def->loc(), "tlx.local_reinterpret of " + st.str() + " as " + t.str() +
+                                 " changes the size of each buffer (" + std::to_string(srcTile) +
+                                 " to " + std::to_string(tile) +
+                                 " bytes), so indexes would select other bytes; reinterpret one "
+                                 "buffer (bufs[i]) or keep the size");
+    // The source's bytes in row-major order (last dim fastest), read as the new shape.
+    std::vector<std::vector<int32_t>> flat = basesOfIn(parent.bytes, kByte);
+    for (int d = static_cast<int>(st.shape.size()); d-- > 0;)
+      for (const auto& b : dimBases(parent, d)) flat.push_back(b);
+    flat.resize(size_t(std::countr_zero(uint64_t(tile))));
+    size_t next = 0;
+    std::vector<std::vector<int32_t>> byteBases;
+    for (int32_t b = 1; b < ir::byteWidth(t.elem); b *= 2) byteBases.push_back(flat[next++]);
+    std::vector<std::vector<std::vector<int32_t>>> dims(rank);
+    for (int d = rank; d-- > 0;)
+      for (int64_t s = 1; s < t.shape[size_t(d)]; s *= 2) dims[size_t(d)].push_back(flat[next++]);
+    return {byteLayout(byteBases, dims), parent.xorBytes, parent.addedBytes, rank};
+  }
+  default:
+    throw std::logic_error("codegen: not a buffer view");
+  }
+}
+
+/// Element offsets (in elements of `elem`) of the view: a user error when a view element's bytes
+/// are not contiguous and aligned (a reinterpret to a wider type across the swizzle).
+std::function<int64_t(const std::vector<int32_t>&)>
+elementOffsets(const ViewAddressing& v, DType elem, const ir::Op& at, int64_t* constant) {
+  int64_t eb = ir::byteWidth(elem);
+  bool ok = v.xorBytes % eb == 0;
+  auto byteBases = basesOfIn(v.bytes, kByte);
+  for (size_t i = 0; i < byteBases.size(); ++i) ok &= byteBases[i][0] == int32_t(1) << i;
+  for (int d = 0; d < v.rank; ++d)
+    for (const auto& b : basesOfIn(v.bytes, layout::dimName(d))) ok &= b[0] % eb == 0;
+  if (!ok)
+    raiseError(at.loc(), std::string("'") + at.name() + "' of " + at.operand(0)->type().str() +
+                             ": the view's elements are not contiguous in the buffer's swizzled "
+                             "layout; reinterpret to an element type at most as wide as the "
+                             "swizzle's 16-byte units keep together");
+  *constant = v.xorBytes / eb;
+  LinearLayout bytes = v.bytes;
+  int rank = v.rank;
+  return [bytes, rank, eb](const std::vector<int32_t>& c) -> int64_t {
+    std::vector<int32_t> in(size_t(rank) + 1, 0);
+    for (int d = 0; d < rank && d < static_cast<int>(c.size()); ++d) in[size_t(d) + 1] = c[d];
+    return bytes.apply(in).at(0) / eb;
+  };
+}
+
+/// True when the view's bytes are those of an allocation of its own shape starting at its
+/// register (what TMA and wgmma descriptors describe).
+bool isWholeTile(const ViewAddressing& v, const ir::Type& t, const layout::SharedAllocation& root) {
+  if (v.xorBytes != 0) return false;
+  int eb = ir::byteWidth(t.elem);
+  int64_t atom = root.swizzleBytes ? 8 * root.swizzleBytes : 128;
+  if (v.addedBytes % atom != 0) return false;
+  if (!std::all_of(t.shape.begin(), t.shape.end(),
+                   [](int64_t s) { return std::has_single_bit(uint64_t(s)); }))
+    return false;
+  LinearLayout own;
+  if (root.swizzleBytes) {
+    if (t.shape.size() != 2 || t.shape[0] < 8 || t.shape[1] * eb < root.swizzleBytes) return false;
+    own = layout::nvmmaSharedLayout(t.shape, eb, root.swizzleBytes);
+  } else {
+    std::vector<int32_t> order;
+    for (int d = static_cast<int>(t.shape.size()) - 1; d >= 0; --d) order.push_back(d);
+    own = layout::swizzledSharedLayout(t.shape, 1, 1, 1, order);
+  }
+  return bytesOfSharedLayout(own, static_cast<int>(t.shape.size()), eb) == v.bytes;
+}
+
+/// The first TMA copy or async_dot that reads or writes `view` as a tile (directly or through
+/// local_view / local_trans), with the operand index; null if none.
+const ir::Op* tileUserOf(const ir::Function& fn, const ir::Value* view) {
+  auto reaches = [view](const ir::Value* v) {
+    for (const ir::Op* d = v->def(); v; d = v->def()) {
+      if (v == view) return true;
+      if (!d || (d->code() != OpCode::LocalView && d->code() != OpCode::LocalTrans)) return false;
+      v = d->operand(0);
+    }
+    return false;
+  };
+  const ir::Op* found = nullptr;
+  ir::walk(fn.body, [&](const ir::Op& op) {
+    if (found) return;
+    bool tma = op.code() == OpCode::AsyncDescLoad || op.code() == OpCode::AsyncDescStore;
+    if (tma && op.numOperands() > 1 && reaches(op.operand(1))) found = &op;
+    if (op.code() == OpCode::AsyncDot && op.numOperands() > 1 &&
+        (reaches(op.operand(0)) || reaches(op.operand(1))))
+      found = &op;
+  });
+  return found;
+}
+
+} // namespace
 
 const layout::SharedAllocation& FunctionLowering::allocationOf(const ir::Op& op,
                                                                unsigned operandIndex) {
@@ -70,40 +300,59 @@ void FunctionLowering::lowerTlxBuffer(const ir::Op& op) {
     return bind(op.result(),
                 {b_.pure("mad.lo.s32", RegClass::B32, {index, immInt(a.bytesPerBuffer), base})});
   }
-  case OpCode::LocalTrans: {
-    // Same bytes, transposed indexing: only async_dot reads through it (as a K-major B).
-    allocationOf(op, 0);
-    if (op.intsAttr("order") != std::vector<int64_t>{1, 0})
-      raiseError(op.loc(), "local_trans is supported for 2-D buffers (order [1, 0]) only");
-    return bind(op.result(), regsOf(op.operand(0)));
+  case OpCode::LocalTrans:
+  case OpCode::LocalSlice:
+  case OpCode::LocalReinterpret: {
+    const layout::SharedAllocation& root = allocationOf(op, 0);
+    ViewAddressing parent = addressingOf(layouts_, op.operand(0), op);
+    ViewAddressing view = addressingOf(layouts_, op.result(), op);
+    if (op.code() != OpCode::LocalTrans)
+      if (const ir::Op* user = tileUserOf(fn_, op.result());
+          user && !isWholeTile(view, op.result()->type(), root)) {
+        const ir::Type& rt = op.operand(0)->type();
+        std::string what = root.swizzleBytes
+                               ? "whole " + std::to_string(root.swizzleBytes) +
+                                     "-byte swizzle atoms laid out like a buffer of its own "
+                                     "shape: rows in multiples of 8 and columns in blocks of " +
+                                     std::to_string(root.swizzleBytes / ir::byteWidth(rt.elem)) +
+                                     " elements"
+                               : "whole rows of the buffer";
+        raiseError(user->loc(), std::string("'") + user->name() + "' reads the " + op.name() + " " +
+                                    op.result()->type().str() + " of " + rt.str() +
+                                    " as a tile, but it is not one; TMA and async_dot accept a "
+                                    "view made of " +
+                                    what);
+      }
+    std::string reg = regsOf(op.operand(0)).at(0);
+    if (view.addedBytes != parent.addedBytes)
+      reg = b_.pure(
+          "add.s32", RegClass::B32,
+          {b_.materialize(reg, RegClass::B32), immInt(view.addedBytes - parent.addedBytes)});
+    return bind(op.result(), {reg});
   }
   case OpCode::LocalLoad:
   case OpCode::LocalStore: {
-    if (!isPlainBuffer(op.operand(0)))
-      raiseError(op.loc(), std::string("'") + op.name() +
-                               "' through a transposed, sliced or reinterpreted view is not "
-                               "supported by the " +
-                               targetName(options_.target) +
-                               " PTX backend yet; load or store the buffer itself");
-    const layout::SharedAllocation& a = allocationOf(op, 0);
-    if (a.layout.getTotalOutDimSize() == 0 || a.layout.numOutDims() == 0)
-      raiseError(op.loc(), std::string("'") + op.name() + "' of a buffer of shape " +
-                               op.operand(0)->type().str() +
-                               " is not supported; use power-of-two dims");
-    LinearLayout coordsToOffset = a.layout.invert();
-    OffsetFn offsetOf = [&coordsToOffset](const std::vector<int32_t>& c) -> int64_t {
-      return coordsToOffset.apply(c).at(0);
-    };
-    std::string base = b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32);
+    allocationOf(op, 0);
+    ViewAddressing view = addressingOf(layouts_, op.operand(0), op);
     DType elem = op.operand(0)->type().elem;
+    int64_t constant = 0;
+    OffsetFn offsetOf = elementOffsets(view, elem, op, &constant);
+    std::string base = b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32);
     if (op.code() == OpCode::LocalLoad)
-      return bind(op.result(), loadShared(layoutOf(op.result()), offsetOf, 0, 0, elem, base));
-    return storeShared(operand(op, 1), operandLayoutOf(op, 1), offsetOf, 0, elem, base);
+      return bind(op.result(),
+                  loadShared(layoutOf(op.result()), offsetOf, 0, constant, elem, base));
+    if (constant != 0)
+      raiseError(op.loc(), "tlx.local_store into " + op.operand(0)->type().str() +
+                               ", a slice that cuts through its buffer's swizzled rows, is not "
+                               "supported yet (local_load of it is); slice the contiguous dim "
+                               "in whole blocks of the swizzle width, or store the whole buffer");
+    // The interpreter, the reference, runs a warp group's local_store as one step: the group's
+    // earlier reads of the buffer are done before it, and its writes are visible to the group's
+    // later ops after it.
+    barrier();
+    storeShared(operand(op, 1), operandLayoutOf(op, 1), offsetOf, 0, elem, base);
+    return barrier();
   }
-  case OpCode::LocalSlice:
-  case OpCode::LocalReinterpret:
-    raiseError(op.loc(), std::string("'") + op.name() + "' is not supported by the " +
-                             targetName(options_.target) + " PTX backend yet");
   default:
     throw std::logic_error("codegen: not a TLX buffer op");
   }

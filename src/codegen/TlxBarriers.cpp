@@ -51,10 +51,17 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
                immInt(arriveCount)},
               leader);
     // The initialized barriers become visible to the async proxy (TMA complete_tx) and to the
-    // other threads before anyone uses them.
+    // other threads before anyone uses them; in a cluster launch, to the other CTAs too (they
+    // may arrive on them remotely), so every CTA of the cluster meets after its inits.
     b_.inst("fence.mbarrier_init.release.cluster", {});
     b_.inst("fence.proxy.async.shared::cta", {});
-    barrier();
+    if (fn_.numCtas > 1 && !taskWarps_) {
+      std::string aligned = op.parentBlock() == &fn_.body ? ".aligned" : "";
+      b_.inst("barrier.cluster.arrive.release" + aligned, {});
+      b_.inst("barrier.cluster.wait.acquire" + aligned, {});
+    } else {
+      barrier();
+    }
     return bind(op.result(), {immInt(a->offset)});
   }
   case OpCode::BarrierExpectBytes: {
@@ -77,24 +84,29 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
     return;
   }
   case OpCode::BarrierArrive: {
-    if (op.intAttr("has_remote_cta_rank"))
-      raiseError(op.loc(), "barrier_arrive on a remote CTA's barrier is not supported by the " +
-                               std::string(targetName(options_.target)) +
-                               " PTX backend yet; arrive on a local barrier");
+    bool remote = op.intAttr("has_remote_cta_rank") != 0;
     std::string bar = barrierAddress(op, 0);
     const ir::Op* root = barrierRoot(op.operand(0));
     bool warpBarrier = root && root->code() == OpCode::AllocBarriers && root->intAttr("warp");
     int64_t count = op.intAttr("arrive_count", 1);
+    unsigned predIndex = remote ? 2 : 1;
+    bool hasPred = op.intAttr("has_pred") != 0;
+    std::string opcode = "mbarrier.arrive.shared::cta.b64";
+    if (remote) {
+      // The peer CTA's barrier at the same offset of its shared memory (mapa), arrived on with
+      // release at cluster scope so this CTA's earlier writes are visible to its waiters.
+      std::string rank = b_.materialize(operand(op, 1).at(0), RegClass::B32);
+      std::string local = sharedAddress(b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32));
+      std::string peer = b_.pure("mapa.shared::cluster.u32", RegClass::B32, {local, rank});
+      bar = bracketed(peer);
+      opcode = "mbarrier.arrive.release.cluster.shared::cluster.b64";
+    }
     std::vector<std::string> operands = {"_", bar};
     if (count != 1) operands.push_back(immInt(count));
-    unsigned predIndex = 1;
-    if (warpBarrier)
-      return b_.inst("mbarrier.arrive.shared::cta.b64", operands,
-                     guarded({}, predIndex, op.intAttr("has_pred") != 0));
+    if (warpBarrier) return b_.inst(opcode, operands, guarded({}, predIndex, hasPred));
     // Every thread's earlier work is done before the one elected thread arrives.
     barrier();
-    return b_.inst("mbarrier.arrive.shared::cta.b64", operands,
-                   guarded(electedThread(), predIndex, op.intAttr("has_pred") != 0));
+    return b_.inst(opcode, operands, guarded(electedThread(), predIndex, hasPred));
   }
   case OpCode::NamedBarrierWait:
   case OpCode::NamedBarrierArrive: {

@@ -45,7 +45,12 @@ const std::vector<std::string>& tlxFunctionNames() {
                                                  "cluster_size_1d",
                                                  "dtype_of",
                                                  "size_of",
-                                                 "vote_ballot_sync"};
+                                                 "vote_ballot_sync",
+                                                 "tmem_copy",
+                                                 "async_dot_scaled",
+                                                 "clc_create_context",
+                                                 "clc_producer",
+                                                 "clc_consumer"};
   return names;
 }
 
@@ -486,6 +491,17 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
     std::vector<Val> outs;
     for (unsigned i = 0; i < op->numResults(); ++i) outs.push_back(Val::runtime(op->result(i)));
     return isTuple ? Val::tuple(std::move(outs)) : outs[0];
+  }
+  // Blackwell names of TLX that LANGUAGE.md lists but warpweave does not implement: a clear
+  // error rather than "unknown name".
+  if (name == "tmem_copy" || name == "async_dot_scaled" || name.starts_with("clc_")) {
+    std::string what = name == "tmem_copy" ? "shared-to-tensor-memory copies (tcgen05.cp)"
+                       : name == "async_dot_scaled"
+                           ? "block-scaled MMA (tcgen05.mma with scales)"
+                           : "cluster launch control (clusterlaunchcontrol)";
+    raiseError(loc, fn + " (Blackwell " + what +
+                        ") is not supported by warpweave yet, on any target; on Hopper use "
+                        "tlx.async_dot with shared-memory operands");
   }
   if (name == "async_tasks" || name == "async_task")
     raiseError(loc, fn + "(...) is used as a context: 'with " + fn + "(...):'");

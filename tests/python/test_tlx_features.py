@@ -1,0 +1,381 @@
+"""TLX views (local_slice, local_reinterpret, local_trans read by local_load), clusters (rank, size,
+remote barrier arrive, cluster_barrier), async-task replica ids and the tlx export list: the
+interpreter against NumPy, and the PTX backend (PTX content, ptxas for sm_90a and sm_100a, clear
+errors on sm_80 and for what it refuses)."""
+
+import importlib
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import warpweave as ww
+import warpweave.language as tl
+from warpweave import tlx
+
+native_loader = importlib.import_module("warpweave._native_loader")
+pytestmark = pytest.mark.skipif(not native_loader.available(),
+                                reason="warpweave._native is not built (pip install .)")
+
+THIS = Path(__file__)
+
+
+def compile_here(kernel, signature, target="sm_90a", num_warps=4, num_ctas=1, stage="cubin"):
+    files = [(str(THIS), THIS.read_text())]
+    return native_loader.native().compile(files, kernel, signature, {}, target=target,
+                                          num_warps=num_warps, num_ctas=num_ctas, stage=stage)
+
+
+def compile_error(kernel, signature, target="sm_90a", num_ctas=1):
+    with pytest.raises(Exception) as info:
+        compile_here(kernel, signature, target=target, num_ctas=num_ctas)
+    return str(info.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels
+# ---------------------------------------------------------------------------------------------
+
+
+@ww.jit
+def slice_load(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, OR: tl.constexpr,
+               OC: tl.constexpr, SR: tl.constexpr, SC: tl.constexpr):
+    """The whole [R, C] tile stored, a [SR, SC] slice at (OR, OC) loaded back."""
+    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    buf = tlx.local_alloc((R, C), tl.float16, 1)
+    tlx.local_store(buf[0], tl.load(x_ptr + offs))
+    part = tlx.local_slice(buf[0], [OR, OC], [SR, SC])
+    so = tl.arange(0, SR)[:, None] * SC + tl.arange(0, SC)[None, :]
+    tl.store(out_ptr + so, tlx.local_load(part))
+
+
+@ww.jit
+def slice_store(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, SR: tl.constexpr,
+                SC: tl.constexpr):
+    """The tile assembled from slices: quadrant (i, j) of out comes from x's quadrant
+    (1 - i, 1 - j) (x is [R, C], each quadrant [SR, SC] = [R / 2, C / 2])."""
+    buf = tlx.local_alloc((R, C), tl.float16, 1)
+    so = tl.arange(0, SR)[:, None] * C + tl.arange(0, SC)[None, :]
+    for i in tl.static_range(2):
+        for j in tl.static_range(2):
+            src = x_ptr + (1 - i) * SR * C + (1 - j) * SC + so
+            tlx.local_store(tlx.local_slice(buf[0], [i * SR, j * SC], [SR, SC]), tl.load(src))
+    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    tl.store(out_ptr + offs, tlx.local_load(buf[0]))
+
+
+@ww.jit
+def reinterpret_load(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, R2: tl.constexpr,
+                     C2: tl.constexpr):
+    """fp32 [R, C] stored, read back as int16 [R2, C2] (the same bytes, row-major)."""
+    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    buf = tlx.local_alloc((R, C), tl.float32, 1)
+    tlx.local_store(buf[0], tl.load(x_ptr + offs))
+    view = tlx.local_reinterpret(buf[0], tl.int16, [R2, C2])
+    o2 = tl.arange(0, R2)[:, None] * C2 + tl.arange(0, C2)[None, :]
+    tl.store(out_ptr + o2, tlx.local_load(view))
+
+
+@ww.jit
+def reinterpret_store(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
+    """int32 [R, C] written through an fp32 view of an int32 buffer (bits kept), read as int32."""
+    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    bufs = tlx.local_alloc((R, C), tl.int32, 2)
+    as_float = tlx.local_reinterpret(bufs, tl.float32)
+    tlx.local_store(as_float[1], tl.load(x_ptr + offs))
+    tl.store(out_ptr + offs, tlx.local_load(bufs[1]))
+
+
+@ww.jit
+def trans_load(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
+    """x [R, C] stored, read back transposed through local_trans."""
+    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    buf = tlx.local_alloc((R, C), tl.float16, 1)
+    tlx.local_store(buf[0], tl.load(x_ptr + offs))
+    t = tlx.local_load(tlx.local_trans(buf[0]))
+    ot = tl.arange(0, C)[:, None] * R + tl.arange(0, R)[None, :]
+    tl.store(out_ptr + ot, t)
+
+
+@ww.jit
+def cluster_info(out_ptr):
+    """Each CTA writes (rank, size) of its cluster; CTA 0 of each cluster arrives on CTA 1's
+    barrier and the other way round, each waits on its own."""
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    rank = tlx.cluster_cta_rank()
+    size = tlx.cluster_size_1d()
+    tlx.barrier_arrive(bars[0], 1, remote_cta_rank=(rank + 1) % size)
+    tlx.barrier_wait(bars[0], 0)
+    pid = tl.program_id(0)
+    tl.store(out_ptr + 2 * pid, rank)
+    tl.store(out_ptr + 2 * pid + 1, size)
+    tlx.cluster_barrier()
+
+
+@ww.jit
+def cluster_barrier_in_task(out_ptr):
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            tl.store(out_ptr, 1)
+        with tlx.async_task(num_warps=4):
+            tlx.cluster_barrier()
+
+
+@ww.jit
+def replica_ids(out_ptr, N: tl.constexpr):
+    """Each consumer replica writes its id (a constexpr) over its own row."""
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            pass
+        with tlx.async_task(num_warps=4, replicate=3):
+            r: tl.constexpr = tlx.async_task_replica_id()
+            tl.store(out_ptr + r * N + tl.arange(0, N), tl.full([N], r * 10 + 1, tl.int32))
+
+
+@ww.jit
+def tma_through_slice(in_desc, out_desc, R: tl.constexpr, C: tl.constexpr, OR: tl.constexpr,
+                      OC: tl.constexpr, SR: tl.constexpr, SC: tl.constexpr):
+    """A TMA load into a slice of a bigger buffer, stored back from that slice."""
+    buf = tlx.local_alloc((R, C), tl.float16, 1)
+    bar = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    part = tlx.local_slice(buf[0], [OR, OC], [SR, SC])
+    tlx.barrier_expect_bytes(bar[0], SR * SC * 2)
+    tlx.async_descriptor_load(in_desc, part, [0, 0], bar[0])
+    tlx.barrier_wait(bar[0], 0)
+    tlx.async_descriptor_store(out_desc, part, [0, 0])
+    tlx.async_descriptor_store_wait(0)
+
+
+@ww.jit
+def async_dot_rows_of_a(a_desc, b_desc, c_ptr, M: tl.constexpr, N: tl.constexpr,
+                        K: tl.constexpr):
+    """A is the lower half of a [2M, K] buffer; B [K, N]."""
+    a = tlx.local_alloc((2 * M, K), tl.float16, 1)
+    b = tlx.local_alloc((K, N), tl.float16, 1)
+    bar = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    a_lo = tlx.local_slice(a[0], [M, 0], [M, K])
+    tlx.barrier_expect_bytes(bar[0], (M * K + K * N) * 2)
+    tlx.async_descriptor_load(a_desc, a_lo, [0, 0], bar[0])
+    tlx.async_descriptor_load(b_desc, b[0], [0, 0], bar[0])
+    tlx.barrier_wait(bar[0], 0)
+    acc = tlx.async_dot(a_lo, b[0])
+    acc = tlx.async_dot_wait(0, acc)
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    tl.store(c_ptr + offs, acc)
+
+
+# ---------------------------------------------------------------------------------------------
+# Interpreter against NumPy
+# ---------------------------------------------------------------------------------------------
+
+
+def rand16(rng, shape):
+    return rng.standard_normal(shape).astype(np.float16)
+
+
+@pytest.mark.parametrize("r,c,orow,ocol,sr,sc", [
+    (64, 64, 32, 0, 32, 64), (64, 64, 0, 32, 64, 32), (64, 128, 16, 64, 16, 64),
+    (32, 64, 8, 48, 8, 16)])
+def test_slice_load_interp(r, c, orow, ocol, sr, sc):
+    x = rand16(np.random.default_rng(1), (r, c))
+    out = np.zeros((sr, sc), np.float16)
+    slice_load[(1,)](x, out, R=r, C=c, OR=orow, OC=ocol, SR=sr, SC=sc)
+    np.testing.assert_array_equal(out, x[orow:orow + sr, ocol:ocol + sc])
+
+
+def test_slice_store_interp():
+    x = rand16(np.random.default_rng(2), (64, 128))
+    out = np.zeros_like(x)
+    slice_store[(1,)](x, out, R=64, C=128, SR=32, SC=64)
+    expect = np.block([[x[32:, 64:], x[32:, :64]], [x[:32, 64:], x[:32, :64]]])
+    np.testing.assert_array_equal(out, expect)
+
+
+def test_reinterpret_interp():
+    x = np.random.default_rng(3).standard_normal((32, 32)).astype(np.float32)
+    out = np.zeros((32, 64), np.int16)
+    reinterpret_load[(1,)](x, out, R=32, C=32, R2=32, C2=64)
+    np.testing.assert_array_equal(out, x.view(np.int16).reshape(32, 64))
+    out2 = np.zeros((64, 32), np.int16)
+    reinterpret_load[(1,)](x, out2, R=32, C=32, R2=64, C2=32)
+    np.testing.assert_array_equal(out2, x.view(np.int16).reshape(64, 32))
+    xi = np.random.default_rng(4).integers(-2**31, 2**31 - 1, (16, 32), dtype=np.int32)
+    outi = np.zeros_like(xi)
+    reinterpret_store[(1,)](xi.view(np.float32), outi, R=16, C=32)
+    np.testing.assert_array_equal(outi, xi)
+
+
+def test_trans_interp():
+    x = rand16(np.random.default_rng(5), (32, 64))
+    out = np.zeros((64, 32), np.float16)
+    trans_load[(1,)](x, out, R=32, C=64)
+    np.testing.assert_array_equal(out, x.T)
+
+
+def test_replica_ids_interp():
+    out = np.zeros((3, 16), np.int32)
+    replica_ids[(1,)](out, N=16)
+    np.testing.assert_array_equal(out, np.array([[1] * 16, [11] * 16, [21] * 16], np.int32))
+
+
+# ---------------------------------------------------------------------------------------------
+# PTX backend
+# ---------------------------------------------------------------------------------------------
+
+SLICE_SIG = "x_ptr:*fp16:16, out_ptr:*fp16:16, R={}, C={}, OR={}, OC={}, SR={}, SC={}"
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
+@pytest.mark.parametrize("r,c,orow,ocol,sr,sc", [
+    (64, 64, 32, 0, 32, 64), (64, 64, 0, 32, 64, 32), (64, 128, 16, 64, 16, 64),
+    (32, 64, 8, 48, 8, 16)])
+def test_slice_load_compiles(target, r, c, orow, ocol, sr, sc):
+    k = compile_here("slice_load", SLICE_SIG.format(r, c, orow, ocol, sr, sc), target=target)
+    assert k.cubin and "ld.shared" in k.ptx and "st.shared" in k.ptx
+
+
+def test_slice_store_and_views_compile():
+    for target in ["sm_90a", "sm_100a"]:
+        k = compile_here("slice_store", "x_ptr:*fp16:16, out_ptr:*fp16:16, R=64, C=128, SR=32, "
+                         "SC=64", target=target)
+        assert k.cubin
+        k = compile_here("reinterpret_load", "x_ptr:*fp32:16, out_ptr:*i16:16, R=32, C=32, "
+                         "R2=32, C2=64", target=target)
+        assert k.cubin
+        k = compile_here("reinterpret_store", "x_ptr:*fp32:16, out_ptr:*i32:16, R=16, C=32",
+                         target=target)
+        assert k.cubin
+        k = compile_here("trans_load", "x_ptr:*fp16:16, out_ptr:*fp16:16, R=32, C=64",
+                         target=target)
+        assert k.cubin
+
+
+def test_local_store_is_one_step_of_the_warp_group():
+    k = compile_here("trans_load", "x_ptr:*fp16:16, out_ptr:*fp16:16, R=32, C=64")
+    body = k.ptx[k.ptx.index("{"):]
+    first_store = body.index("st.shared")
+    first_load = body.index("ld.shared")
+    assert "bar.sync" in body[:first_store]
+    assert "bar.sync" in body[first_store:first_load]
+
+
+def test_store_into_a_slice_cutting_the_swizzle_is_a_clear_error():
+    msg = compile_error("slice_store", "x_ptr:*fp16:16, out_ptr:*fp16:16, R=64, C=64, SR=32, "
+                        "SC=32")
+    assert "cuts through its buffer's swizzled rows" in msg, msg
+    assert "test_tlx_features.py" in msg
+
+
+def test_slices_need_offsets_aligned_to_their_size():
+    msg = compile_error("slice_load", SLICE_SIG.format(64, 64, 16, 0, 32, 64))
+    assert "each offset a multiple of its size" in msg, msg
+
+
+def test_views_are_refused_on_sm80():
+    msg = compile_error("slice_load", SLICE_SIG.format(64, 64, 32, 0, 32, 64), target="sm_80")
+    assert "sm_90a and sm_100a only" in msg, msg
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
+def test_cluster_kernel_ptx(target):
+    k = compile_here("cluster_info", "out_ptr:*i32:16", target=target, num_ctas=2)
+    assert k.cubin
+    ptx = k.ptx
+    assert "%cluster_ctarank" in ptx and "%cluster_nctarank" in ptx
+    assert re.search(r"mapa\.shared::cluster\.u32\s+%r\d+, %r\d+, %r\d+;", ptx), ptx
+    assert "mbarrier.arrive.release.cluster.shared::cluster.b64" in ptx
+    # Barrier inits are visible cluster-wide before a peer can arrive; the closing barrier.
+    init = ptx.index("mbarrier.init.shared::cta.b64")
+    arrive = ptx.index("mbarrier.arrive.release.cluster")
+    assert "fence.mbarrier_init.release.cluster" in ptx[init:arrive]
+    assert "barrier.cluster.arrive.release.aligned" in ptx[init:arrive]
+    assert "barrier.cluster.wait.acquire.aligned" in ptx[init:arrive]
+    assert ptx.count("barrier.cluster.arrive.release.aligned") == 2
+    assert k.num_ctas == 2
+
+
+def test_cluster_ops_on_sm80_are_clear_errors():
+    msg = compile_error("cluster_info", "out_ptr:*i32:16", target="sm_80", num_ctas=2)
+    assert "sm_90a or sm_100a" in msg, msg
+
+
+def test_cluster_barrier_inside_an_async_task_is_refused():
+    msg = compile_error("cluster_barrier_in_task", "out_ptr:*i32:16")
+    assert "outside 'with tlx.async_tasks()'" in msg, msg
+
+
+def test_replicas_get_their_own_warps_and_ids():
+    k = compile_here("replica_ids", "out_ptr:*i32:16, N=16")
+    ptx = k.ptx
+    assert ".reqntid 512, 1, 1" in ptx  # default 4 warps + 3 replicas of 4
+    # Each replica's warp range check, and its id baked into the stored constant.
+    for first in (128, 256, 384):
+        assert re.search(rf"sub\.u32\s+%r\d+, %r\d+, {first};", ptx), first
+    for value in (1, 11, 21):
+        assert re.search(rf"mov\.b32\s+%r\d+, {value};|, {value};", ptx), value
+
+
+@pytest.mark.parametrize("r,c,orow,ocol,sr,sc", [
+    (128, 64, 64, 0, 64, 64),  # rows of whole 8-row swizzle atoms
+    (64, 128, 0, 64, 64, 64),  # the second 128-byte column block
+    (128, 128, 64, 64, 64, 64)])
+def test_tma_accepts_slices_of_whole_swizzle_atoms(r, c, orow, ocol, sr, sc):
+    sig = (f"in_desc:desc<fp16,{sr}x{sc}>, out_desc:desc<fp16,{sr}x{sc}>, R={r}, C={c}, "
+           f"OR={orow}, OC={ocol}, SR={sr}, SC={sc}")
+    k = compile_here("tma_through_slice", sig)
+    assert k.cubin
+    # The tile starts at the slice's byte offset in the buffer (a multiple of 1024).
+    offset = (ocol // 64) * r * 128 + orow * 128
+    assert re.search(rf"add\.s32\s+%r\d+, %r\d+, {offset};", k.ptx) or offset == 0, k.ptx
+
+
+def test_tma_refuses_a_slice_cutting_the_swizzle():
+    sig = ("in_desc:desc<fp16,64x32>, out_desc:desc<fp16,64x32>, R=64, C=64, OR=0, OC=32, "
+           "SR=64, SC=32")
+    msg = compile_error("tma_through_slice", sig)
+    assert "TMA and async_dot accept a view made of whole 128-byte swizzle atoms" in msg, msg
+    assert "columns in blocks of 64 elements" in msg
+
+
+def test_async_dot_reads_a_slice():
+    sig = "a_desc:desc<fp16,64x64>, b_desc:desc<fp16,64x64>, c_ptr:*fp32:16, M=64, N=64, K=64"
+    k = compile_here("async_dot_rows_of_a", sig)
+    assert k.cubin
+    assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16" in k.ptx
+    assert re.search(r"add\.s32\s+%r\d+, %r\d+, 8192;", k.ptx), k.ptx
+
+
+# ---------------------------------------------------------------------------------------------
+# The Python surface
+# ---------------------------------------------------------------------------------------------
+
+
+def test_every_exported_function_is_known_to_the_compiler(tmp_path):
+    """A kernel calling any exported tlx function gets a diagnostic about that call, never
+    'unknown name'."""
+    funcs = [n for n in tlx.__all__ if n not in ("storage_kind", "constexpr", "dtype")]
+    for name in funcs:
+        src = tmp_path / f"k_{name}.py"
+        src.write_text("import warpweave as ww\nimport warpweave.language as tl\n"
+                       "from warpweave import tlx\n\n\n@ww.jit\ndef k(x_ptr):\n"
+                       f"    tlx.{name}()\n")
+        try:
+            native_loader.native().compile([(str(src), src.read_text())], "k",
+                                           "x_ptr:*fp32:16", {}, target="sm_90a",
+                                           stage="ptx")
+        except Exception as e:  # noqa: BLE001 - any diagnostic is fine but "unknown name"
+            assert "unknown name" not in str(e), (name, str(e))
+            assert f"k_{name}.py:8" in str(e), (name, str(e))
+    assert "subslice" not in funcs and "make_tensor_descriptor" not in funcs
+
+
+def test_blackwell_names_say_they_are_not_supported(tmp_path):
+    src = tmp_path / "k.py"
+    src.write_text("import warpweave as ww\nfrom warpweave import tlx\n\n\n@ww.jit\n"
+                   "def k(x_ptr):\n    tlx.tmem_copy(x_ptr, x_ptr)\n")
+    with pytest.raises(Exception) as info:
+        native_loader.native().compile([(str(src), src.read_text())], "k", "x_ptr:*fp32:16", {},
+                                       target="sm_100a", stage="ptx")
+    assert "tlx.tmem_copy (Blackwell" in str(info.value)
+    assert "not supported by warpweave yet" in str(info.value)
