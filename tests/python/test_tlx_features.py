@@ -10,19 +10,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import warpweave as ww
-import warpweave.language as tl
+from tlx_feature_kernels import (replica_ids, reinterpret_load, reinterpret_store, slice_load,
+                                 slice_store, trans_load)
 from warpweave import tlx
 
 native_loader = importlib.import_module("warpweave._native_loader")
 pytestmark = pytest.mark.skipif(not native_loader.available(),
                                 reason="warpweave._native is not built (pip install .)")
 
-THIS = Path(__file__)
+KERNELS = Path(__file__).with_name("tlx_feature_kernels.py")
 
 
 def compile_here(kernel, signature, target="sm_90a", num_warps=4, num_ctas=1, stage="cubin"):
-    files = [(str(THIS), THIS.read_text())]
+    files = [(str(KERNELS), KERNELS.read_text())]
     return native_loader.native().compile(files, kernel, signature, {}, target=target,
                                           num_warps=num_warps, num_ctas=num_ctas, stage=stage)
 
@@ -31,138 +31,6 @@ def compile_error(kernel, signature, target="sm_90a", num_ctas=1):
     with pytest.raises(Exception) as info:
         compile_here(kernel, signature, target=target, num_ctas=num_ctas)
     return str(info.value)
-
-
-# ---------------------------------------------------------------------------------------------
-# Kernels
-# ---------------------------------------------------------------------------------------------
-
-
-@ww.jit
-def slice_load(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, OR: tl.constexpr,
-               OC: tl.constexpr, SR: tl.constexpr, SC: tl.constexpr):
-    """The whole [R, C] tile stored, a [SR, SC] slice at (OR, OC) loaded back."""
-    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
-    buf = tlx.local_alloc((R, C), tl.float16, 1)
-    tlx.local_store(buf[0], tl.load(x_ptr + offs))
-    part = tlx.local_slice(buf[0], [OR, OC], [SR, SC])
-    so = tl.arange(0, SR)[:, None] * SC + tl.arange(0, SC)[None, :]
-    tl.store(out_ptr + so, tlx.local_load(part))
-
-
-@ww.jit
-def slice_store(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, SR: tl.constexpr,
-                SC: tl.constexpr):
-    """The tile assembled from slices: quadrant (i, j) of out comes from x's quadrant
-    (1 - i, 1 - j) (x is [R, C], each quadrant [SR, SC] = [R / 2, C / 2])."""
-    buf = tlx.local_alloc((R, C), tl.float16, 1)
-    so = tl.arange(0, SR)[:, None] * C + tl.arange(0, SC)[None, :]
-    for i in tl.static_range(2):
-        for j in tl.static_range(2):
-            src = x_ptr + (1 - i) * SR * C + (1 - j) * SC + so
-            tlx.local_store(tlx.local_slice(buf[0], [i * SR, j * SC], [SR, SC]), tl.load(src))
-    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
-    tl.store(out_ptr + offs, tlx.local_load(buf[0]))
-
-
-@ww.jit
-def reinterpret_load(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, R2: tl.constexpr,
-                     C2: tl.constexpr):
-    """fp32 [R, C] stored, read back as int16 [R2, C2] (the same bytes, row-major)."""
-    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
-    buf = tlx.local_alloc((R, C), tl.float32, 1)
-    tlx.local_store(buf[0], tl.load(x_ptr + offs))
-    view = tlx.local_reinterpret(buf[0], tl.int16, [R2, C2])
-    o2 = tl.arange(0, R2)[:, None] * C2 + tl.arange(0, C2)[None, :]
-    tl.store(out_ptr + o2, tlx.local_load(view))
-
-
-@ww.jit
-def reinterpret_store(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
-    """int32 [R, C] written through an fp32 view of an int32 buffer (bits kept), read as int32."""
-    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
-    bufs = tlx.local_alloc((R, C), tl.int32, 2)
-    as_float = tlx.local_reinterpret(bufs, tl.float32)
-    tlx.local_store(as_float[1], tl.load(x_ptr + offs))
-    tl.store(out_ptr + offs, tlx.local_load(bufs[1]))
-
-
-@ww.jit
-def trans_load(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
-    """x [R, C] stored, read back transposed through local_trans."""
-    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
-    buf = tlx.local_alloc((R, C), tl.float16, 1)
-    tlx.local_store(buf[0], tl.load(x_ptr + offs))
-    t = tlx.local_load(tlx.local_trans(buf[0]))
-    ot = tl.arange(0, C)[:, None] * R + tl.arange(0, R)[None, :]
-    tl.store(out_ptr + ot, t)
-
-
-@ww.jit
-def cluster_info(out_ptr):
-    """Each CTA writes (rank, size) of its cluster; CTA 0 of each cluster arrives on CTA 1's
-    barrier and the other way round, each waits on its own."""
-    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
-    rank = tlx.cluster_cta_rank()
-    size = tlx.cluster_size_1d()
-    tlx.barrier_arrive(bars[0], 1, remote_cta_rank=(rank + 1) % size)
-    tlx.barrier_wait(bars[0], 0)
-    pid = tl.program_id(0)
-    tl.store(out_ptr + 2 * pid, rank)
-    tl.store(out_ptr + 2 * pid + 1, size)
-    tlx.cluster_barrier()
-
-
-@ww.jit
-def cluster_barrier_in_task(out_ptr):
-    with tlx.async_tasks():
-        with tlx.async_task("default"):
-            tl.store(out_ptr, 1)
-        with tlx.async_task(num_warps=4):
-            tlx.cluster_barrier()
-
-
-@ww.jit
-def replica_ids(out_ptr, N: tl.constexpr):
-    """Each consumer replica writes its id (a constexpr) over its own row."""
-    with tlx.async_tasks():
-        with tlx.async_task("default"):
-            pass
-        with tlx.async_task(num_warps=4, replicate=3):
-            r: tl.constexpr = tlx.async_task_replica_id()
-            tl.store(out_ptr + r * N + tl.arange(0, N), tl.full([N], r * 10 + 1, tl.int32))
-
-
-@ww.jit
-def tma_through_slice(in_desc, out_desc, R: tl.constexpr, C: tl.constexpr, OR: tl.constexpr,
-                      OC: tl.constexpr, SR: tl.constexpr, SC: tl.constexpr):
-    """A TMA load into a slice of a bigger buffer, stored back from that slice."""
-    buf = tlx.local_alloc((R, C), tl.float16, 1)
-    bar = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
-    part = tlx.local_slice(buf[0], [OR, OC], [SR, SC])
-    tlx.barrier_expect_bytes(bar[0], SR * SC * 2)
-    tlx.async_descriptor_load(in_desc, part, [0, 0], bar[0])
-    tlx.barrier_wait(bar[0], 0)
-    tlx.async_descriptor_store(out_desc, part, [0, 0])
-    tlx.async_descriptor_store_wait(0)
-
-
-@ww.jit
-def async_dot_rows_of_a(a_desc, b_desc, c_ptr, M: tl.constexpr, N: tl.constexpr,
-                        K: tl.constexpr):
-    """A is the lower half of a [2M, K] buffer; B [K, N]."""
-    a = tlx.local_alloc((2 * M, K), tl.float16, 1)
-    b = tlx.local_alloc((K, N), tl.float16, 1)
-    bar = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
-    a_lo = tlx.local_slice(a[0], [M, 0], [M, K])
-    tlx.barrier_expect_bytes(bar[0], (M * K + K * N) * 2)
-    tlx.async_descriptor_load(a_desc, a_lo, [0, 0], bar[0])
-    tlx.async_descriptor_load(b_desc, b[0], [0, 0], bar[0])
-    tlx.barrier_wait(bar[0], 0)
-    acc = tlx.async_dot(a_lo, b[0])
-    acc = tlx.async_dot_wait(0, acc)
-    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
-    tl.store(c_ptr + offs, acc)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -264,7 +132,7 @@ def test_store_into_a_slice_cutting_the_swizzle_is_a_clear_error():
     msg = compile_error("slice_store", "x_ptr:*fp16:16, out_ptr:*fp16:16, R=64, C=64, SR=32, "
                         "SC=32")
     assert "cuts through its buffer's swizzled rows" in msg, msg
-    assert "test_tlx_features.py" in msg
+    assert "tlx_feature_kernels.py" in msg
 
 
 def test_slices_need_offsets_aligned_to_their_size():
