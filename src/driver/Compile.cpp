@@ -50,6 +50,9 @@ CompiledKernel compile(const CompileRequest& req) {
     in.options = req.options;
     std::unique_ptr<ir::Function> fn = specialize::specialize(in);
     transforms::runCleanupPipeline(*fn);
+    // wgmma reads its operands from shared memory: stage them there ahead of the MMA.
+    if (req.options.target == Target::SM90a && transforms::pipelineDotLoops(*fn))
+      transforms::runCleanupPipeline(*fn);
     out.tileIR = ir::print(*fn);
     for (const SignatureEntry& e : req.signature) {
       bool kept = false;

@@ -117,8 +117,9 @@ private:
   static const ir::Value* maskOf(const ir::Op& op) {
     switch (op.code()) {
     case OpCode::Load:
-    case OpCode::AsyncLoad:
       return op.intAttr("has_mask") && op.numOperands() > 1 ? op.operand(1) : nullptr;
+    case OpCode::AsyncLoad: // (ptrs, buffer, mask, other)
+      return op.intAttr("has_mask") && op.numOperands() > 2 ? op.operand(2) : nullptr;
     case OpCode::Store:
     case OpCode::AtomicRMW:
       return op.intAttr("has_mask") && op.numOperands() > 2 ? op.operand(2) : nullptr;
@@ -963,7 +964,9 @@ int32_t LayoutMap::vectorElems(const ir::Op& op) const {
   const ir::Value* mask = nullptr;
   bool hasMask = op.intAttr("has_mask") != 0;
   if (hasMask) {
-    unsigned maskIndex = (op.code() == OpCode::Load || op.code() == OpCode::AsyncLoad) ? 1 : 2;
+    // Load (ptr, mask, ...); Store and AtomicRMW (ptr, value, mask); AsyncLoad (ptrs, buffer,
+    // mask).
+    unsigned maskIndex = op.code() == OpCode::Load ? 1 : 2;
     if (maskIndex < op.numOperands()) mask = op.operand(maskIndex);
   }
   int64_t axis = axisInfo_->vectorElems(ptr, mask, dim);

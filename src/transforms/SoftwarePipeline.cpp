@@ -1,0 +1,448 @@
+// Software pipelining of tl.dot loops for sm_90a: the tl.load operands of a loop's one tl.dot
+// become cp.async copies into multi-buffered shared memory, issued iterations ahead, and the dot
+// becomes an async wgmma straight from those buffers with one MMA left in flight.
+//
+// For a loop with S = max(num_stages, 3) stages, D = S - 2 iterations are loaded ahead:
+//
+//   prologue:  for j < D: async_load(iteration j -> slot j, masked off past the end); commit
+//   loop i:    async_wait_group(D - 1)            iteration i has landed (the lowering adds the
+//                                                 proxy fence and the CTA barrier)
+//              acc = async_dot(slot i % S, acc)
+//              async_load(iteration i + D -> slot (i + D) % S); commit
+//              acc = async_dot_wait(1, acc)       the MMA of iteration i - 1 is retired
+//   epilogue:  acc = async_dot_wait(0, acc); async_wait_group(0)
+//
+// Slot (i + D) % S = (i - 2) % S was last read by the MMA of iteration i - 2: every warp retired
+// it (async_dot_wait(1) in iteration i - 1) before the barrier at the top of iteration i, so one
+// barrier per iteration orders both the copies and the refills. The loop-carried values the load
+// addresses come from (pointer tensors advanced each iteration) are rotated: they enter the loop
+// holding iteration D's values, the address computation is cloned with the induction variable
+// moved D steps ahead, and the original computation dies. A loop that does not fit this shape is
+// left as it is.
+#include "ir/Builder.h"
+#include "transforms/Passes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace ww::transforms {
+
+using ir::Block;
+using ir::DType;
+using ir::Op;
+using ir::OpCode;
+using ir::Type;
+using ir::Value;
+
+namespace {
+
+using ValueMap = std::unordered_map<const Value*, Value*>;
+
+bool isTlxAsync(OpCode c) {
+  switch (c) {
+  case OpCode::AsyncLoad:
+  case OpCode::AsyncCommitGroup:
+  case OpCode::AsyncWaitGroup:
+  case OpCode::AsyncDot:
+  case OpCode::AsyncDotWait:
+  case OpCode::AsyncTasks:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool isPowerOf2(int64_t x) {
+  return x > 0 && (x & (x - 1)) == 0;
+}
+
+/// The integer value of a scalar constant, if `v` is one.
+bool constantInt(const Value* v, int64_t& out) {
+  const Op* def = v->def();
+  if (!def || def->code() != OpCode::Constant || !v->type().isScalar() ||
+      !ir::isInt(v->type().elem))
+    return false;
+  const ir::Attr* a = def->attr("value");
+  if (!a || !std::holds_alternative<int64_t>(*a)) return false;
+  out = std::get<int64_t>(*a);
+  return true;
+}
+
+/// True when `v` is a constant +0 (what cp.async's zero fill writes for masked-off elements).
+bool isZeroConstant(const Value* v) {
+  const Op* def = v->def();
+  if (!def || def->code() != OpCode::Constant) return false;
+  const ir::Attr* a = def->attr("value");
+  if (!a) return false;
+  if (const auto* i = std::get_if<int64_t>(a)) return *i == 0;
+  if (const auto* f = std::get_if<double>(a)) return *f == 0.0 && !std::signbit(*f);
+  return false;
+}
+
+/// The shapes the sm_90a async_dot lowering takes (wgmma from NVMMA-swizzled buffers).
+bool wgmmaShaped(const Op& dot, int numWarps) {
+  const Type& at = dot.operand(0)->type();
+  const Type& bt = dot.operand(1)->type();
+  const Type& rt = dot.result()->type();
+  if (at.shape.size() != 2 || bt.shape.size() != 2 || rt.shape.size() != 2) return false;
+  if ((at.elem != DType::F16 && at.elem != DType::BF16) || bt.elem != at.elem ||
+      rt.elem != DType::F32)
+    return false;
+  int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
+  return numWarps % 4 == 0 && M % 64 == 0 && N % 16 == 0 && K % 16 == 0 && isPowerOf2(M) &&
+         isPowerOf2(N) && isPowerOf2(K);
+}
+
+/// One loop that fits the pipelining shape, and what the rewrite needs to know about it.
+struct Plan {
+  Op* loop = nullptr;
+  Op* dot = nullptr;
+  Op* loads[2] = {nullptr, nullptr}; // feeding A and B
+  unsigned accIter = 0;              // loop-carried index of the accumulator
+  /// Loop-carried indices the load addresses depend on (with their yields' dependencies).
+  std::vector<unsigned> addressIters;
+  /// Body ops computing the load operands and the next values of addressIters.
+  std::unordered_set<const Op*> slice;
+  int64_t step = 1;
+  int stages = 3;
+};
+
+class Pipeliner {
+public:
+  explicit Pipeliner(ir::Function& fn) : fn_(fn) {}
+
+  int run() {
+    bool hasTlxAsync = false;
+    walk(fn_.body, [&](Op& op) { hasTlxAsync |= isTlxAsync(op.code()); });
+    // A kernel that already schedules its own cp.async groups or wgmmas counts them itself.
+    if (hasTlxAsync) return 0;
+    std::vector<Op*> loops;
+    walk(fn_.body, [&](Op& op) {
+      if (op.code() == OpCode::For) loops.push_back(&op);
+    });
+    int rewritten = 0;
+    for (Op* loop : loops) {
+      countUses();
+      Plan plan;
+      if (!analyze(*loop, plan)) continue;
+      rewrite(plan);
+      ++rewritten;
+    }
+    return rewritten;
+  }
+
+private:
+  void countUses() {
+    uses_.clear();
+    walk(fn_.body, [&](Op& op) {
+      for (Value* v : op.operands()) ++uses_[v];
+    });
+  }
+  int usesOf(const Value* v) const {
+    auto it = uses_.find(v);
+    return it == uses_.end() ? 0 : it->second;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // analysis
+  // ---------------------------------------------------------------------------------------------
+
+  bool analyze(Op& loop, Plan& plan) {
+    Block& body = *loop.region(0);
+    Op* yield = body.terminator();
+    if (!yield || yield->code() != OpCode::Yield) return false;
+    int64_t step = 0;
+    if (!constantInt(loop.operand(2), step) || step <= 0) return false;
+    const Type& ivType = body.arg(0)->type();
+    if (!ivType.isScalar() || !ir::isInt(ivType.elem) || !(loop.operand(0)->type() == ivType) ||
+        !(loop.operand(1)->type() == ivType))
+      return false;
+    int64_t stages = loop.hasAttr("num_stages") ? loop.intAttr("num_stages") : fn_.numStages;
+    if (stages <= 1) return false; // num_stages=1 asks for no pipelining
+    plan.loop = &loop;
+    plan.step = step;
+    plan.stages = static_cast<int>(std::max<int64_t>(stages, 3));
+
+    Op* dot = nullptr;
+    for (auto& op : body.ops()) {
+      if (op->code() == OpCode::Dot) {
+        if (dot) return false; // one dot per loop
+        dot = op.get();
+      }
+    }
+    if (!dot || !wgmmaShaped(*dot, fn_.numWarps)) return false;
+    plan.dot = dot;
+
+    // The accumulator: a loop-carried value that only the dot reads and that the dot's result
+    // (read by nothing else) replaces.
+    Value* acc = dot->operand(2);
+    if (acc->ownerBlock() != &body || acc->index() == 0 || usesOf(acc) != 1) return false;
+    plan.accIter = acc->index() - 1;
+    if (usesOf(dot->result()) != 1 || yield->operand(plan.accIter) != dot->result()) return false;
+
+    for (int i = 0; i < 2; ++i) {
+      Op* load = dot->operand(i)->def();
+      if (!load || load->code() != OpCode::Load || load->parentBlock() != &body ||
+          usesOf(load->result()) != 1 || load->intAttr("volatile"))
+        return false;
+      bool hasMask = load->intAttr("has_mask") != 0, hasOther = load->intAttr("has_other") != 0;
+      if (hasOther && !isZeroConstant(load->operand(hasMask ? 2 : 1))) return false;
+      if (!load->operand(0)->type().isTensor()) return false;
+      plan.loads[i] = load;
+      if (!addToSlice(body, load->operand(0), plan)) return false;
+      if (hasMask && !addToSlice(body, load->operand(1), plan)) return false;
+    }
+    // The address recurrence must close: the next values of the carried addresses depend only
+    // on carried addresses, the induction variable and loop invariants.
+    for (size_t k = 0; k < plan.addressIters.size(); ++k) {
+      unsigned iter = plan.addressIters[k];
+      if (iter == plan.accIter) return false;
+      if (!addToSlice(body, yield->operand(iter), plan)) return false;
+    }
+    return addressesOnlyFeedLoads(body, plan);
+  }
+
+  /// Adds the body ops `v` is computed from to the slice; false when one of them is not a pure
+  /// op (a load, a dot) or holds regions.
+  bool addToSlice(Block& body, Value* v, Plan& plan) {
+    if (v->isBlockArg()) {
+      if (v->ownerBlock() != &body || v->index() == 0) return true;
+      unsigned iter = v->index() - 1;
+      if (std::find(plan.addressIters.begin(), plan.addressIters.end(), iter) ==
+          plan.addressIters.end())
+        plan.addressIters.push_back(iter);
+      return true;
+    }
+    Op* def = v->def();
+    if (def->parentBlock() != &body) return !definedInside(def, body);
+    if (plan.slice.count(def)) return true;
+    if (!isPure(*def) || def->numRegions() != 0 || def->code() == OpCode::Dot) return false;
+    plan.slice.insert(def);
+    for (Value* o : def->operands())
+      if (!addToSlice(body, o, plan)) return false;
+    return true;
+  }
+
+  /// True when `op` sits in a region nested in `body`.
+  static bool definedInside(const Op* op, const Block& body) {
+    for (const Block* b = op->parentBlock(); b;
+         b = b->parentOp() ? b->parentOp()->parentBlock() : nullptr)
+      if (b == &body) return true;
+    return false;
+  }
+
+  /// The rotated address values (those carried and everything computed from them) change
+  /// meaning: only the slice, the two loads and the yield of the addresses may read them, and
+  /// the loop's results for them must be unused.
+  bool addressesOnlyFeedLoads(Block& body, const Plan& plan) {
+    std::unordered_set<const Value*> rotated;
+    for (unsigned iter : plan.addressIters) {
+      rotated.insert(body.arg(iter + 1));
+      if (usesOf(plan.loop->result(iter)) != 0) return false;
+    }
+    for (auto& op : body.ops())
+      if (plan.slice.count(op.get()))
+        for (Value* o : op->operands())
+          if (rotated.count(o))
+            for (unsigned r = 0; r < op->numResults(); ++r) rotated.insert(op->result(r));
+    const Op* yield = body.terminator();
+    bool ok = true;
+    walk(body, [&](Op& op) {
+      if (plan.slice.count(&op) || &op == plan.loads[0] || &op == plan.loads[1]) return;
+      for (unsigned i = 0; i < op.numOperands(); ++i) {
+        if (!rotated.count(op.operand(i))) continue;
+        bool addressYield =
+            &op == yield && std::find(plan.addressIters.begin(), plan.addressIters.end(), i) !=
+                                plan.addressIters.end();
+        if (!addressYield) ok = false;
+      }
+    });
+    return ok;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // rewrite
+  // ---------------------------------------------------------------------------------------------
+
+  /// Clones the slice (in body order) with `map` giving the induction variable and the carried
+  /// addresses; the map receives every cloned result.
+  void cloneSlice(ir::Builder& b, const Plan& plan, ValueMap& map) {
+    Block& body = *plan.loop->region(0);
+    for (auto& op : body.ops()) {
+      if (!plan.slice.count(op.get())) continue;
+      std::vector<Value*> operands;
+      for (Value* o : op->operands()) {
+        auto it = map.find(o);
+        operands.push_back(it == map.end() ? o : it->second);
+      }
+      std::vector<Type> types;
+      for (const auto& r : op->results()) types.push_back(r->type());
+      b.setLoc(op->loc());
+      Op* copy = b.create(op->code(), operands, types, op->attrs());
+      for (unsigned r = 0; r < op->numResults(); ++r) {
+        copy->result(r)->name = op->result(r)->name;
+        map[op->result(r)] = copy->result(r);
+      }
+    }
+  }
+
+  static Value* mapped(const ValueMap& map, Value* v) {
+    auto it = map.find(v);
+    return it == map.end() ? v : it->second;
+  }
+
+  /// Starts the copies of one iteration's A and B tiles into `slot`, masked off unless
+  /// `inRange` holds; the map holds that iteration's cloned address values.
+  void issueLoads(ir::Builder& b, const Plan& plan, const ValueMap& map, Value* inRange,
+                  Value* const buffers[2], Value* slot) {
+    for (int i = 0; i < 2; ++i) {
+      const Op* load = plan.loads[i];
+      b.setLoc(load->loc());
+      Value* ptr = mapped(map, load->operand(0));
+      const std::vector<int64_t>& shape = ptr->type().shape;
+      Value* mask = b.splat(inRange, shape);
+      if (load->intAttr("has_mask"))
+        mask = b.binary(OpCode::And, mapped(map, load->operand(1)), mask);
+      Type view = buffers[i]->type();
+      view.count = 1;
+      Value* dst = b.create1(OpCode::LocalView, {buffers[i], slot}, view);
+      b.create1(OpCode::AsyncLoad, {ptr, dst, mask}, Type::token(),
+                {{"has_mask", int64_t(1)}, {"has_other", int64_t(0)}});
+    }
+    b.create1(OpCode::AsyncCommitGroup, {}, Type::token());
+  }
+
+  /// Moves the ops of `from` into `to` before position `at`.
+  static void splice(Block& from, Block& to, size_t at) {
+    auto& src = from.ops();
+    for (auto& op : src) op->setParentBlock(&to);
+    to.ops().insert(to.ops().begin() + static_cast<std::ptrdiff_t>(at),
+                    std::make_move_iterator(src.begin()), std::make_move_iterator(src.end()));
+    src.clear();
+  }
+
+  static size_t positionOf(const Block& block, const Op* op) {
+    for (size_t i = 0; i < block.ops().size(); ++i)
+      if (block.ops()[i].get() == op) return i;
+    throw std::logic_error("software pipeliner: op not in its parent block");
+  }
+
+  void rewrite(const Plan& plan) {
+    Op& loop = *plan.loop;
+    Block& body = *loop.region(0);
+    Block& outer = *loop.parentBlock();
+    const int S = plan.stages, D = S - 2;
+    Value* lb = loop.operand(0);
+    Value* ub = loop.operand(1);
+    Type ivType = body.arg(0)->type();
+    Type i32 = Type::scalar(DType::I32);
+    const unsigned numIters = loop.numOperands() - 3;
+
+    // ---- before the loop: buffers and the first D iterations' copies ----
+    Block pre;
+    ir::Builder b(&pre);
+    b.setLoc(loop.loc());
+    Value* buffers[2];
+    for (int i = 0; i < 2; ++i) {
+      const Type& t = plan.loads[i]->result()->type();
+      buffers[i] = b.create1(OpCode::LocalAlloc, {}, Type::buffer(t.elem, t.shape, S),
+                             {{"storage", std::string("smem")}});
+      buffers[i]->name = i == 0 ? "pipeline_a" : "pipeline_b";
+    }
+    std::vector<Value*> carried;
+    for (unsigned k = 0; k < numIters; ++k) carried.push_back(loop.operand(3 + k));
+    const Op* yield = body.terminator();
+    for (int j = 0; j < D; ++j) {
+      b.setLoc(loop.loc());
+      Value* iv = j == 0 ? lb : b.binary(OpCode::Add, lb, b.constInt(j * plan.step, ivType));
+      ValueMap map{{body.arg(0), iv}};
+      for (unsigned iter : plan.addressIters) map[body.arg(iter + 1)] = carried[iter];
+      cloneSlice(b, plan, map);
+      b.setLoc(loop.loc());
+      issueLoads(b, plan, map, b.cmp("lt", iv, ub), buffers, b.i32(j));
+      for (unsigned iter : plan.addressIters) carried[iter] = mapped(map, yield->operand(iter));
+    }
+    b.setLoc(loop.loc());
+    Value* firstSlot = b.i32(0);
+    splice(pre, outer, positionOf(outer, &loop));
+
+    // ---- the loop: rotated addresses and a slot counter are carried ----
+    for (unsigned iter : plan.addressIters) loop.setOperand(3 + iter, carried[iter]);
+    loop.addOperand(firstSlot);
+    loop.addResult(i32, "pipeline_slot");
+    Value* slot = body.addArg(i32, "pipeline_slot");
+    Value* acc = body.arg(plan.accIter + 1);
+
+    Block mid;
+    b.setInsertionBlock(&mid);
+    b.setLoc(plan.dot->loc());
+    b.create(OpCode::AsyncWaitGroup, {}, {}, {{"pendings", int64_t(D - 1)}});
+    Value* views[2];
+    for (int i = 0; i < 2; ++i) {
+      Type view = buffers[i]->type();
+      view.count = 1;
+      views[i] = b.create1(OpCode::LocalView, {buffers[i], slot}, view);
+    }
+    std::vector<ir::NamedAttr> dotAttrs = {{"has_use_acc", int64_t(0)}, {"has_pred", int64_t(0)}};
+    if (plan.dot->hasAttr("input_precision"))
+      dotAttrs.push_back({"input_precision", plan.dot->strAttr("input_precision")});
+    Value* issued = b.create1(OpCode::AsyncDot, {views[0], views[1], acc},
+                              plan.dot->result()->type(), dotAttrs);
+
+    Value* ivAhead = b.binary(OpCode::Add, body.arg(0), b.constInt(D * plan.step, ivType));
+    ValueMap map{{body.arg(0), ivAhead}};
+    cloneSlice(b, plan, map);
+    b.setLoc(plan.dot->loc());
+    Value* writeSlot = b.binary(OpCode::Rem, b.binary(OpCode::Add, slot, b.i32(D)), b.i32(S));
+    issueLoads(b, plan, map, b.cmp("lt", ivAhead, ub), buffers, writeSlot);
+    b.setLoc(plan.dot->loc());
+    Value* retired =
+        b.create(OpCode::AsyncDotWait, {issued}, {issued->type()}, {{"pendings", int64_t(1)}})
+            ->result();
+    Value* next = b.binary(OpCode::Add, slot, b.i32(1));
+    Value* nextSlot = b.create1(OpCode::Select, {b.cmp("eq", next, b.i32(S)), b.i32(0), next}, i32);
+
+    Op* bodyYield = body.terminator();
+    bodyYield->setOperand(plan.accIter, retired);
+    for (unsigned iter : plan.addressIters)
+      bodyYield->setOperand(iter, mapped(map, yield->operand(iter)));
+    bodyYield->addOperand(nextSlot);
+    splice(mid, body, positionOf(body, plan.dot));
+
+    // The dot and its loads are replaced; the original address computation is dead now.
+    auto erase = [&](const Op* op) {
+      auto& ops = body.ops();
+      ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(positionOf(body, op)));
+    };
+    erase(plan.dot);
+    erase(plan.loads[0]);
+    erase(plan.loads[1]);
+
+    // ---- after the loop: retire the last MMA and drain the (masked-off) copies ----
+    Block post;
+    b.setInsertionBlock(&post);
+    b.setLoc(loop.loc());
+    Value* result = loop.result(plan.accIter);
+    Op* wait =
+        b.create(OpCode::AsyncDotWait, {result}, {result->type()}, {{"pendings", int64_t(0)}});
+    b.create(OpCode::AsyncWaitGroup, {}, {}, {{"pendings", int64_t(0)}});
+    wait->result()->name = result->name;
+    replaceAllUses(fn_.body, result, wait->result());
+    splice(post, outer, positionOf(outer, &loop) + 1);
+  }
+
+  ir::Function& fn_;
+  std::unordered_map<const Value*, int> uses_;
+};
+
+} // namespace
+
+int pipelineDotLoops(ir::Function& fn) {
+  int n = Pipeliner(fn).run();
+  if (n) verify(fn);
+  return n;
+}
+
+} // namespace ww::transforms

@@ -1,0 +1,240 @@
+// Software pipelining of tl.dot loops (sm_90a) and the cp.async lowering of async_load: the
+// pipelined Tile IR's shape, its results and synchronization in the interpreter, and the PTX
+// (cp.async, swizzled wgmma, one MMA in flight) that ptxas must accept.
+#include "interp/Numerics.h"
+#include "warpweave/warpweave.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+#include <regex>
+#include <sstream>
+
+namespace ww {
+namespace {
+
+std::string readRepoFile(const std::string& path) {
+  std::ifstream file(std::string(WW_SOURCE_DIR) + "/" + path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+int count(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
+/// kernels/matmul.py's signature; `aligned` adds the `:16` the JIT gives strides divisible by 16.
+std::string matmulSignature(int bm, int bn, int bk, bool aligned) {
+  std::string d = aligned ? ":16" : "";
+  return "a_ptr:*fp16:16,b_ptr:*fp16:16,c_ptr:*fp16:16,M:i32,N:i32,K:i32" + d + ",stride_am:i32" +
+         d + ",stride_ak:i32:1,stride_bk:i32" + d + ",stride_bn:i32:1,stride_cm:i32" + d +
+         ",stride_cn:i32:1,BLOCK_M=" + std::to_string(bm) + ",BLOCK_N=" + std::to_string(bn) +
+         ",BLOCK_K=" + std::to_string(bk) + ",GROUP_M=8,ACTIVATION=\"\"";
+}
+
+CompiledKernel compileMatmul(Target target, Stage stage, int bm, int bn, int bk, int numWarps,
+                             int numStages, bool aligned = true) {
+  CompileRequest req;
+  req.files.push_back({"kernels/matmul.py", readRepoFile("kernels/matmul.py")});
+  req.kernel = "matmul_kernel";
+  req.signature = parseSignature(matmulSignature(bm, bn, bk, aligned));
+  req.options.target = target;
+  req.options.numWarps = numWarps;
+  req.options.numStages = numStages;
+  req.stage = stage;
+  return compile(req);
+}
+
+/// Runs the compiled matmul's Tile IR in the interpreter on small-integer fp16 inputs (exact in
+/// fp16 and fp32) and compares C with the exact product.
+void checkMatmulInInterpreter(const CompiledKernel& k, int M, int N, int K, int bm, int bn) {
+  std::mt19937 rng(M * 1000003 + N * 1009 + K);
+  std::uniform_int_distribution<int> small(-2, 2);
+  std::vector<uint16_t> a(size_t(M) * K), b(size_t(K) * N), c(size_t(M) * N, 0xFFFF);
+  std::vector<float> af(a.size()), bf(b.size());
+  for (size_t i = 0; i < a.size(); ++i) a[i] = interp::floatToHalf(af[i] = float(small(rng)));
+  for (size_t i = 0; i < b.size(); ++i) b[i] = interp::floatToHalf(bf[i] = float(small(rng)));
+  auto buffer = [](std::vector<uint16_t>& v) { return InterpArg::buffer(v.data(), v.size() * 2); };
+  // The signature folds the unit strides; `aligned` strides are passed.
+  std::vector<InterpArg> args = {buffer(a),
+                                 buffer(b),
+                                 buffer(c),
+                                 InterpArg::integer(M),
+                                 InterpArg::integer(N),
+                                 InterpArg::integer(K),
+                                 InterpArg::integer(K),
+                                 InterpArg::integer(N),
+                                 InterpArg::integer(N)};
+  int grid[3] = {((M + bm - 1) / bm) * ((N + bn - 1) / bn), 1, 1};
+  interpret(k, grid, args);
+  int wrong = 0;
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      float ref = 0;
+      for (int kk = 0; kk < K; ++kk) ref += af[size_t(m) * K + kk] * bf[size_t(kk) * N + n];
+      float got = interp::halfToFloat(c[size_t(m) * N + n]);
+      if (got != ref && wrong++ < 5)
+        ADD_FAILURE() << "C[" << m << "][" << n << "] = " << got << ", expected " << ref
+                      << " (M=" << M << " N=" << N << " K=" << K << ")";
+    }
+  EXPECT_EQ(wrong, 0);
+}
+
+TEST(SoftwarePipeline, MatmulLoopBecomesCpAsyncAndAsyncWgmma) {
+  CompiledKernel k = compileMatmul(Target::SM90a, Stage::TileIR, 128, 128, 64, 8, 4);
+  const std::string& ir = k.tileIR;
+  // Four stages: four slots per operand, two iterations in flight ahead of the MMA.
+  EXPECT_EQ(count(ir, "local_alloc {storage = \"smem\"} : buffer<4x128x64xfp16, smem>"), 1) << ir;
+  EXPECT_EQ(count(ir, "local_alloc {storage = \"smem\"} : buffer<4x64x128xfp16, smem>"), 1) << ir;
+  // Prologue (2 iterations) and loop body (1) each copy A and B and commit one group.
+  EXPECT_EQ(count(ir, "async_load "), 6) << ir;
+  EXPECT_EQ(count(ir, "async_commit_group"), 3) << ir;
+  EXPECT_EQ(count(ir, "async_wait_group {pendings = 1}"), 1) << ir;
+  EXPECT_EQ(count(ir, "async_wait_group {pendings = 0}"), 1) << ir;
+  EXPECT_EQ(count(ir, "async_dot "), 1) << ir;
+  EXPECT_TRUE(std::regex_search(ir, std::regex("async_dot_wait [^\\n]*\\{pendings = 1\\}"))) << ir;
+  EXPECT_TRUE(std::regex_search(ir, std::regex("async_dot_wait [^\\n]*\\{pendings = 0\\}"))) << ir;
+  EXPECT_FALSE(std::regex_search(ir, std::regex("= dot "))) << ir;
+  EXPECT_FALSE(std::regex_search(ir, std::regex("= load "))) << ir;
+}
+
+TEST(SoftwarePipeline, OtherTargetsAndUnfitLoopsAreLeftAlone) {
+  for (Target t : {Target::SM80, Target::SM100a}) {
+    CompiledKernel k = compileMatmul(t, Stage::TileIR, 128, 128, 64, 8, 4);
+    EXPECT_EQ(count(k.tileIR, "async_load"), 0) << targetName(t);
+    EXPECT_TRUE(std::regex_search(k.tileIR, std::regex("= dot "))) << targetName(t);
+  }
+  // num_stages=1 asks for no pipelining; a 32x32 tile has no wgmma form.
+  for (auto [bm, stages] : {std::pair{128, 1}, std::pair{32, 3}}) {
+    CompiledKernel k = compileMatmul(Target::SM90a, Stage::TileIR, bm, bm, 32, 4, stages);
+    EXPECT_EQ(count(k.tileIR, "async_load"), 0) << bm << " " << stages;
+    EXPECT_TRUE(std::regex_search(k.tileIR, std::regex("= dot "))) << bm << " " << stages;
+  }
+}
+
+TEST(SoftwarePipeline, DotResultReadInsideTheLoopIsLeftAlone) {
+  // The accumulator is read in the loop (a running max): an MMA left in flight would race.
+  const char* kernel = "import warpweave as ww\n"
+                       "import warpweave.language as tl\n"
+                       "@ww.jit\n"
+                       "def k(a_ptr, b_ptr, out_ptr, n):\n"
+                       "    r = tl.arange(0, 64)\n"
+                       "    kk = tl.arange(0, 16)\n"
+                       "    a_ptrs = a_ptr + r[:, None] * 16 + kk[None, :]\n"
+                       "    b_ptrs = b_ptr + kk[:, None] * 16 + kk[None, :]\n"
+                       "    acc = tl.zeros((64, 16), dtype=tl.float32)\n"
+                       "    m = tl.zeros((64, 16), dtype=tl.float32)\n"
+                       "    for i in range(n):\n"
+                       "        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc)\n"
+                       "        m = tl.maximum(m, acc)\n"
+                       "    tl.store(out_ptr + r[:, None] * 16 + kk[None, :], m)\n";
+  CompileRequest req;
+  req.files.push_back({"k.py", kernel});
+  req.kernel = "k";
+  req.signature = parseSignature("a_ptr:*fp16:16,b_ptr:*fp16:16,out_ptr:*fp32:16,n:i32");
+  req.options.numWarps = 4;
+  req.stage = Stage::TileIR;
+  CompiledKernel k = compile(req);
+  EXPECT_EQ(count(k.tileIR, "async_load"), 0) << k.tileIR;
+  EXPECT_TRUE(std::regex_search(k.tileIR, std::regex("= dot "))) << k.tileIR;
+}
+
+TEST(SoftwarePipeline, InterpreterRunsThePipelinedMatmul) {
+  // Edges in M and N (wrapped rows), K not a multiple of BLOCK_K (the last tile is masked),
+  // fewer K tiles than stages ahead (prologue copies past the end are masked off) and K = 0.
+  struct Case {
+    int M, N, K, stages;
+  };
+  for (Case c : {Case{100, 40, 88, 3}, Case{100, 40, 88, 4}, Case{64, 32, 40, 5},
+                 Case{70, 33, 0, 4}, Case{128, 64, 256, 4}}) {
+    CompiledKernel k = compileMatmul(Target::SM90a, Stage::TileIR, 64, 32, 32, 4, c.stages,
+                                     /*aligned=*/false);
+    ASSERT_GT(count(k.tileIR, "async_dot "), 0) << k.tileIR;
+    checkMatmulInInterpreter(k, c.M, c.N, c.K, 64, 32);
+  }
+}
+
+TEST(SoftwarePipeline, PtxHasCpAsyncSwizzledWgmmaAndOneMmaInFlight) {
+  CompiledKernel k = compileMatmul(Target::SM90a, Stage::Cubin, 128, 128, 64, 8, 4);
+  const std::string& ptx = k.ptx;
+  // A 128x64 fp16 tile is 1024 16-byte copies: 4 per thread of 256, and as many for B.
+  EXPECT_EQ(count(ptx, "cp.async.cg.shared.global"), 3 * 8) << ptx;
+  EXPECT_EQ(count(ptx, "cp.async.commit_group"), 3);
+  EXPECT_EQ(count(ptx, "cp.async.wait_group 1;"), 1);
+  EXPECT_EQ(count(ptx, "wgmma.wait_group.sync.aligned 1;"), 1);
+  EXPECT_EQ(count(ptx, "wgmma.wait_group.sync.aligned 0;"), 1);
+  EXPECT_EQ(count(ptx, "ld.global"), 0) << "the operands arrive by cp.async only";
+  // 128-byte swizzle: mode 1 in descriptor bits 62-63.
+  EXPECT_NE(ptx.find("4611686"), std::string::npos) << ptx;
+  EXPECT_EQ(k.spillBytes, 0) << k.ptxasLog;
+  EXPECT_FALSE(k.cubin.empty());
+  // The other targets still compile the plain loop.
+  for (Target t : {Target::SM80, Target::SM100a}) {
+    CompiledKernel o = compileMatmul(t, Stage::Cubin, 128, 128, 64, 8, 4);
+    EXPECT_EQ(count(o.ptx, "cp.async"), 0) << targetName(t);
+    EXPECT_FALSE(o.cubin.empty()) << targetName(t);
+  }
+}
+
+const char* kAsyncLoadSource =
+    "import warpweave as ww\n"
+    "import warpweave.language as tl\n"
+    "from warpweave import tlx\n"
+    "@ww.jit\n"
+    "def copy_kernel(x_ptr, out_ptr, n, OTHER: tl.constexpr):\n"
+    "    rows = tl.arange(0, 32)\n"
+    "    cols = tl.arange(0, 64)\n"
+    "    offs = rows[:, None] * 64 + cols[None, :]\n"
+    "    bufs = tlx.local_alloc((32, 64), tl.float16, 2)\n"
+    "    view = tlx.local_view(bufs, 1)\n"
+    "    tlx.async_load(x_ptr + offs, view, mask=offs < n, other=OTHER)\n"
+    "    tlx.async_load_commit_group()\n"
+    "    tlx.async_load_wait_group(0)\n"
+    "    tl.store(out_ptr + offs, tlx.local_load(view))\n";
+
+CompiledKernel compileAsyncLoad(Stage stage, int other, bool alignedN) {
+  CompileRequest req;
+  req.files.push_back({"copy.py", kAsyncLoadSource});
+  req.kernel = "copy_kernel";
+  req.signature = parseSignature(std::string("x_ptr:*fp16:16,out_ptr:*fp16:16,n:i32") +
+                                 (alignedN ? ":16" : "") + ",OTHER=" + std::to_string(other));
+  req.options.numWarps = 4;
+  req.stage = stage;
+  return compile(req);
+}
+
+TEST(AsyncLoad, TlxAsyncLoadLowersToCpAsyncAndRunsInTheInterpreter) {
+  struct Case {
+    int other;
+    bool alignedN;
+    const char* expect; // the copy instruction in the PTX
+  };
+  for (Case c : {Case{0, true, "cp.async.cg.shared.global"},
+                 Case{3, true, "ld.global.b16"},     // a non-zero `other`: no zero fill
+                 Case{0, false, "ld.global.b16"}}) { // n unaligned: masks vary per element
+    CompiledKernel k = compileAsyncLoad(Stage::Cubin, c.other, c.alignedN);
+    EXPECT_NE(k.ptx.find(c.expect), std::string::npos) << k.ptx;
+    EXPECT_EQ(count(k.ptx, "cp.async.wait_group 0;"), 1);
+    EXPECT_FALSE(k.cubin.empty());
+
+    CompiledKernel t = compileAsyncLoad(Stage::TileIR, c.other, c.alignedN);
+    const int n = c.alignedN ? 1040 : 1037;
+    std::vector<uint16_t> x(2048), out(2048, 0xFFFF);
+    for (int i = 0; i < 2048; ++i) x[i] = interp::floatToHalf(float(i % 97));
+    int grid[3] = {1, 1, 1};
+    interpret(t, grid,
+              {InterpArg::buffer(x.data(), x.size() * 2), InterpArg::buffer(out.data(), 4096),
+               InterpArg::integer(n)});
+    for (int i = 0; i < 2048; ++i) {
+      float want = i < n ? float(i % 97) : float(c.other);
+      ASSERT_EQ(interp::halfToFloat(out[i]), want) << i;
+    }
+  }
+}
+
+} // namespace
+} // namespace ww
