@@ -592,15 +592,21 @@ class JITFunction(KernelInterface):
         self.compile_count = 0  # compiles done (not served by a cache), for tests and tools
 
     def __getitem__(self, grid):
-        if type(grid) is tuple:
+        try:
             bound = self._bound.get(grid)
+        except TypeError:  # an unhashable grid (a list)
+            bound = hashable = None
+        else:
             if bound is not None:
                 return bound
+            hashable = True
         launcher = self._launcher
         if launcher is None:
             launcher = self._launcher = _make_native_launcher(self)
-        bound = launcher.bind(grid) if launcher else _PythonBoundLaunch(self, grid)
-        if type(grid) is tuple:
+        bound = launcher.bind(grid) if launcher is not False else _PythonBoundLaunch(self, grid)
+        # Grid tuples, and grid functions without closures (a closure may hold tensors, which
+        # the cache must not keep alive; a lambda made per call would never hit anyway).
+        if hashable and (type(grid) is tuple or getattr(grid, "__closure__", True) is None):
             if len(self._bound) >= 64:  # bounded: grids usually take a few shapes
                 self._bound.clear()
             self._bound[grid] = bound
@@ -609,7 +615,7 @@ class JITFunction(KernelInterface):
     def _launch_general(self, grid, args, kwargs):
         """The native launch path's fallback: a launch it does not serve (yet)."""
         launcher = self._launcher
-        if launcher and not launcher.configured:
+        if launcher is not None and launcher is not False and not launcher.configured:
             _configure_launcher(launcher)
         return self.run(*args, grid=grid, **kwargs)
 
@@ -938,7 +944,7 @@ class _KernelCache(dict):
     def clear(self):
         super().clear()
         launcher = self.owner._launcher
-        if launcher:
+        if launcher is not None and launcher is not False:
             launcher.clear()
 
 

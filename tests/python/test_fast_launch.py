@@ -112,6 +112,10 @@ def plain_n(x_ptr, n):
 KERNELS = (add_kernel, scalars, plain_n)
 
 
+def grid_of_n(meta):
+    return (meta["n"],)
+
+
 @pytest.fixture
 def env(monkeypatch):
     r = Recorder()
@@ -238,6 +242,9 @@ def test_grid_functions_see_arguments_defaults_and_options(env):
     add_kernel[grid](x, x, x, 512, BLOCK=64, num_warps=8)
     add_kernel[grid](x, x, x, 512, BLOCK=64, num_warps=8)
     assert len(slow) == 1 and seen[0] == seen[1]
+    # A grid function without a closure is bound once; one with a closure is not kept.
+    assert add_kernel[grid_of_n] is add_kernel[grid_of_n]
+    assert add_kernel[grid] is not add_kernel[grid]
     assert seen[1]["FLAG"] is False and seen[1]["n"] == 512 and seen[1]["x_ptr"] is x
     assert (seen[1]["num_warps"], seen[1]["num_stages"], seen[1]["num_ctas"]) == (8, 3, 1)
     assert rec.launches[-1][1] == (8, 8, 1)
