@@ -188,7 +188,8 @@ class Autotuner(KernelInterface):
         self.best_config = config
         if config.pre_hook:
             config.pre_hook({**named, **config.all_kwargs()})
-        return self.fn.run(*args, grid=grid, **kwargs, **config.all_kwargs())
+        # fn[grid](...) rather than fn.run: a JITFunction launches through its native path.
+        return self.fn[grid](*args, **kwargs, **config.all_kwargs())
 
     def warmup(self, *args, grid=(1,), **kwargs):
         return [self.fn.run(*args, grid=grid, warmup=True, **kwargs, **c.all_kwargs())
@@ -235,7 +236,7 @@ class Heuristics(KernelInterface):
         for name, f in self.values.items():
             kwargs[name] = f(named)
             named[name] = kwargs[name]
-        return self.fn.run(*args, grid=grid, **kwargs)
+        return self.fn[grid](*args, **kwargs)
 
     def warmup(self, *args, grid=(1,), **kwargs):
         return self.run(*args, grid=grid, warmup=True, **kwargs)

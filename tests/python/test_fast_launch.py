@@ -109,7 +109,14 @@ def plain_n(x_ptr, n):
     pass
 
 
-KERNELS = (add_kernel, scalars, plain_n)
+@ww.autotune(configs=[ww.Config({"BLOCK": 64}, num_warps=2)], key=["n"])
+@ww.heuristics({"EVEN": lambda args: args["n"] % 2 == 0})
+@ww.jit
+def tuned(x_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    pass
+
+
+KERNELS = (add_kernel, scalars, plain_n, tuned.fn.fn)
 
 
 def grid_of_n(meta):
@@ -351,3 +358,15 @@ print(len(rec.launches), len(rec.requests))
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["3", "1"]
     assert "leaked" not in r.stderr
+
+
+def test_autotuned_and_heuristic_kernels_launch_through_the_fast_path(env):
+    rec, slow = env
+    x = FakeCudaTensor(0x10000)
+    for n in (10, 11, 11, 12):
+        tuned[(1,)](x, n)
+    assert len(slow) == 2  # the second n=11 and n=12 (same key as 10) are served fast
+    assert [r["signature"] for r in rec.requests] == [
+        "x_ptr:*fp32:16,n:i32,BLOCK=64,EVEN=True", "x_ptr:*fp32:16,n:i32,BLOCK=64,EVEN=False"]
+    assert {r["num_warps"] for r in rec.requests} == {2}
+    assert [launch[3] for launch in rec.launches] == [(0x10000, n) for n in (10, 11, 11, 12)]
