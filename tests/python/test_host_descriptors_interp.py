@@ -44,6 +44,30 @@ def tlx_copy(in_desc, out_desc, BLOCK: tl.constexpr):
     tlx.async_descriptor_store_wait(0)
 
 
+@ww.jit
+def ring_sum(x_desc, out_ptr, NUM_TILES: tl.constexpr, BLOCK: tl.constexpr):
+    bufs = tlx.local_alloc((BLOCK, BLOCK), tl.float32, 2)
+    full = tlx.alloc_barriers(num_barriers=2, arrive_count=1)
+    empty = tlx.alloc_barriers(num_barriers=2, arrive_count=1)
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            for i in range(NUM_TILES):
+                s = i % 2
+                tlx.barrier_wait(tlx.local_view(empty, s), ((i // 2) & 1) ^ 1)
+                tlx.barrier_expect_bytes(tlx.local_view(full, s), BLOCK * BLOCK * 4)
+                tlx.async_descriptor_load(x_desc, tlx.local_view(bufs, s), [i * BLOCK, 0],
+                                          tlx.local_view(full, s))
+        with tlx.async_task(num_warps=4):
+            acc = tl.zeros([BLOCK, BLOCK], dtype=tl.float32)
+            for i in range(NUM_TILES):
+                s = i % 2
+                tlx.barrier_wait(tlx.local_view(full, s), (i // 2) & 1)
+                acc += tlx.local_load(tlx.local_view(bufs, s))
+                tlx.barrier_arrive(tlx.local_view(empty, s))
+            offs = tl.arange(0, BLOCK)[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :]
+            tl.store(out_ptr + offs, acc)
+
+
 def test_load_and_store_boxes_cover_a_ragged_tensor():
     x = np.arange(10 * 12, dtype=np.float32).reshape(10, 12)
     # The output is a view into a larger array: a store past its edges must leave the rest.
@@ -126,3 +150,13 @@ def test_torch_cpu_tensors_work_under_warpweave_interpret(monkeypatch):
     scale_tiles[(3, 2)](ww.TensorDescriptor.from_tensor(x, [4, 8]),
                         ww.TensorDescriptor.from_tensor(out, [4, 8]), BLOCK_M=4, BLOCK_N=8)
     assert torch.equal(out, 2 * x)
+
+
+def test_warp_specialized_ring_reads_a_ragged_tensor_through_a_host_descriptor():
+    # 37 rows in 5 tiles of 8: the last tile's three missing rows add zeros.
+    x = np.random.default_rng(1).standard_normal((37, 8)).astype(np.float32)
+    out = np.zeros((8, 8), np.float32)
+    ring_sum[(1,)](ww.TensorDescriptor.from_tensor(x, [8, 8]), out, NUM_TILES=5, BLOCK=8)
+    padded = np.zeros((40, 8), np.float32)
+    padded[:37] = x
+    np.testing.assert_allclose(out, padded.reshape(5, 8, 8).sum(axis=0), rtol=1e-6)
