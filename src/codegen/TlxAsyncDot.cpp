@@ -18,6 +18,40 @@ using layout::LinearLayout;
 // in flight until async_dot_wait.
 // ---------------------------------------------------------------------------------------------
 
+namespace {
+
+/// Whether an op other than `user`, in `block` or nested in it, reads `v`.
+bool readElsewhere(const ir::Block& block, const ir::Value* v, const ir::Op* user) {
+  for (const auto& op : block.ops()) {
+    if (op.get() != user)
+      for (const ir::Value* operand : op->operands())
+        if (operand == v) return true;
+    for (unsigned i = 0; i < op->numRegions(); ++i)
+      if (readElsewhere(*op->region(i), v, user)) return true;
+  }
+  return false;
+}
+
+/// Whether async_dot `op` may accumulate straight into its accumulator operand's registers:
+/// nothing else in `body` reads that value (or, through async_dot_wait, the value it renames).
+/// Copying the accumulator instead would read the registers of a wgmma still in flight, and
+/// ptxas then serializes every wgmma of the kernel.
+bool accumulatesInPlace(const ir::Block& body, const ir::Op& op) {
+  const ir::Value* acc = op.operand(2);
+  const ir::Op* user = &op;
+  while (true) {
+    if (readElsewhere(body, acc, user)) return false;
+    const ir::Op* def = acc->def();
+    if (!def || def->code() != OpCode::AsyncDotWait) return true;
+    unsigned i = 0;
+    while (def->result(i) != acc) ++i;
+    acc = def->operand(i);
+    user = def;
+  }
+}
+
+} // namespace
+
 void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
   if (options_.target != Target::SM90a)
     raiseError(op.loc(), "tlx.async_dot lowers to wgmma, which only sm_90a has; compile for "
@@ -80,7 +114,12 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
   }
   Regs acc = operand(op, 2);
   Regs live(acc.size());
+  bool inPlace = accumulatesInPlace(fn_.body, op);
   for (size_t r = 0; r < acc.size(); ++r) {
+    if (inPlace && !acc[r].empty() && acc[r][0] == '%') {
+      live[r] = acc[r];
+      continue;
+    }
     live[r] = b_.newReg(RegClass::F32);
     b_.inst("mov.f32", {live[r], b_.materialize(acc[r], RegClass::F32)});
   }

@@ -186,3 +186,20 @@ def test_wide_tiles_split_their_tma_copies():
     # Q (two tiles, unrolled), K and V: two blocks each; O: two blocks.
     assert len(copies(ptx, TMA_LOAD)) == 8
     assert len(copies(ptx, TMA_STORE)) == 2 * 2  # each consumer replica stores its O tile
+
+
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_wgmma_pipelines_are_not_serialized(name, tmp_path):
+    # The accumulator of an async_dot is updated in place: copying it would read the registers
+    # of a wgmma still in flight, and ptxas then serializes every wgmma (warning C7514).
+    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
+    if not Path(ptxas).exists():
+        pytest.skip("no ptxas (CUDA toolkit)")
+    file, kernel, sig, warps = CONFIGS[name]
+    ptx = compile_source(HOPPER / file, kernel, sig, num_warps=warps, stage="ptx").ptx
+    path = tmp_path / "k.ptx"
+    path.write_text(ptx)
+    log = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(path), "-o", str(tmp_path / "k.o")],
+                         capture_output=True, text=True, timeout=300)
+    assert log.returncode == 0, log.stderr
+    assert "C7514" not in log.stdout + log.stderr, log.stdout + log.stderr
