@@ -259,6 +259,7 @@ struct CallState {
   uint8_t tags[kMaxFastParams];                    // KeyTag of each runtime param
   PyObject* held[kMaxFastParams]; // owned: tensor dtypes, alive while `objects` points to them
   int numHeld = 0;
+  PyObject* device = nullptr; // owned: torch's current device index
   int numWords = 0;
   int numObjects = 0;
   uint64_t hash = 1469598103934665603ull;
@@ -268,6 +269,7 @@ struct CallState {
   CallState& operator=(const CallState&) = delete;
   ~CallState() {
     for (int i = 0; i < numHeld; ++i) Py_DECREF(held[i]);
+    Py_XDECREF(device);
   }
 
   void add(uint64_t w) {
@@ -503,7 +505,7 @@ public:
         std::memcpy(dst, &st.bits[p], static_cast<size_t>(s.size));
       }
     }
-    launchOrRecord(k, {g[0], g[1], g[2]}, currentStream(), buffer.data());
+    launchOrRecord(k, {g[0], g[1], g[2]}, currentStream(st), buffer.data());
     return compiled.release().ptr();
   }
 
@@ -589,7 +591,12 @@ private:
         return false; // NumPy arrays, descriptors, subclasses: the general path
       }
     }
-    return true;
+    // The current device (torch's): its stream is the launch's, and its architecture chose the
+    // kernel, so it is part of the key (a process may drive GPUs of several architectures).
+    if (!configured()) return false;
+    st.device = PyObject_CallNoArgs(getDevice_.ptr());
+    if (!st.device) return clearAndRefuse(); // the general path reports it
+    return st.addConstant(st.device);
   }
 
   static bool clearAndRefuse() {
@@ -658,10 +665,8 @@ private:
             .c_str());
   }
 
-  uintptr_t currentStream() const {
-    nb::object dev = nb::steal(PyObject_CallNoArgs(getDevice_.ptr()));
-    if (!dev.is_valid()) throw nb::python_error();
-    nb::object s = nb::steal(PyObject_CallOneArg(getRawStream_.ptr(), dev.ptr()));
+  uintptr_t currentStream(const CallState& st) const {
+    nb::object s = nb::steal(PyObject_CallOneArg(getRawStream_.ptr(), st.device));
     if (!s.is_valid()) throw nb::python_error();
     uint64_t v = PyLong_AsUnsignedLongLongMask(s.ptr());
     if (v == static_cast<uint64_t>(-1) && PyErr_Occurred()) throw nb::python_error();

@@ -469,20 +469,142 @@ Regs FunctionLowering::gather(const Regs& src, const LinearLayout& srcLayout,
     if (local) return out;
   }
 
-  // Through shared memory: src elements at their row-major offset, then dst reads.
+  int bytes = memBytes(ir::Type::scalar(elem));
+  if (auto plan = layout::warpShufflePlan(srcLayout, gatherMap, constant, warps());
+      plan && shufflesAreCheaper(*plan, srcLayout, gatherMap, bytes))
+    return shuffle(src, *plan, gatherMap, elem);
+
+  // Through shared memory, swizzled so that the writes (src's vectors) and the reads (dst's)
+  // avoid bank conflicts.
   std::vector<int64_t> shape;
   for (int d = 0; d < srcLayout.numOutDims(); ++d)
     shape.push_back(srcLayout.getOutDimSize(layout::dimName(d)));
   int64_t total = 1;
   for (int64_t s : shape) total *= s;
-  int64_t base = scratch(total * memBytes(ir::Type::scalar(elem)));
-  OffsetFn offsetOf = [&](const std::vector<int32_t>& c) { return rowMajor(c, shape); };
+  int64_t base = scratch(total * bytes);
+  LinearLayout toOffset = layout::conversionSharedLayout(srcLayout, gatherMap, bytes).invert();
+  OffsetFn offsetOf = [&](const std::vector<int32_t>& c) {
+    return static_cast<int64_t>(toOffset.apply(c).at(0));
+  };
   barrier(); // earlier readers of the scratch region are done
   storeShared(src, srcLayout, offsetOf, base, elem);
   barrier();
-  out = loadShared(gatherMap, offsetOf, base, rowMajor(constant, shape), elem);
+  out = loadShared(gatherMap, offsetOf, base, offsetOf(constant), elem);
   (void)at;
   return out;
+}
+
+bool FunctionLowering::shufflesAreCheaper(const layout::WarpShufflePlan& plan,
+                                          const LinearLayout& srcLayout,
+                                          const LinearLayout& gatherMap, int bytes) const {
+  // One shfl per 32-bit word of each moved register, against vector stores and loads through
+  // shared memory plus two bar.sync (counted as 8 instructions each).
+  bool sameLane = plan.isLocal();
+  int32_t dup = gatherMap.freeVariableMask(layout::kRegister);
+  int64_t candidates = int64_t(1) << registerChoices(plan).size();
+  int64_t shuffles = 0;
+  for (size_t r = 0; r < plan.laneXor.size(); ++r)
+    if (!(static_cast<int32_t>(r) & dup) && !(sameLane && plan.laneXor[r] == 0))
+      shuffles += (bytes > 4 ? 2 : 1) * candidates + (candidates - 1);
+  int32_t maxVec = std::max(1, 16 / bytes);
+  auto accesses = [&](const LinearLayout& l) {
+    int32_t regs = l.getInDimSize(layout::kRegister) >>
+                   std::popcount(static_cast<uint32_t>(l.freeVariableMask(layout::kRegister)));
+    return std::max<int64_t>(1, regs / std::min(maxVec, l.numConsecutiveInOut()));
+  };
+  return shuffles <= accesses(srcLayout) + accesses(gatherMap) + 16;
+}
+
+Regs FunctionLowering::shuffle(const Regs& src, const layout::WarpShufflePlan& plan,
+                               const LinearLayout& gatherMap, DType elem) {
+  int32_t numRegs = gatherMap.getInDimSize(layout::kRegister);
+  int32_t dup = gatherMap.freeVariableMask(layout::kRegister);
+  bool sameLane = plan.isLocal();
+  int32_t laneBits = 0;
+  std::string lane;
+  RegClass cls = regClassOf(elem);
+  // Threads that need different source registers for one destination register: every
+  // candidate register is shuffled and each thread keeps its own (R(tid) == candidate).
+  std::vector<int32_t> choices = registerChoices(plan);
+  std::vector<int32_t> candidates{0};
+  for (int32_t g : choices)
+    for (size_t i = 0, n = candidates.size(); i < n; ++i) candidates.push_back(candidates[i] ^ g);
+  std::vector<std::string> isCandidate(candidates.size());
+  if (candidates.size() > 1) {
+    std::string regOfThread = tidLinear(plan.registerImages, nullptr);
+    for (size_t c = 1; c < candidates.size(); ++c)
+      isCandidate[c] = b_.pure("setp.eq.u32", RegClass::Pred, {regOfThread, immInt(candidates[c])});
+  }
+  Regs out(numRegs);
+  for (int32_t r = 0; r < numRegs; ++r) {
+    if (r & dup) {
+      out[r] = out[r & ~dup];
+      continue;
+    }
+    if (sameLane && plan.laneXor[r] == 0) {
+      out[r] = src.at(plan.srcRegister[r]);
+      continue;
+    }
+    if (lane.empty()) lane = tidLinear(plan.laneImages, &laneBits);
+    std::string from = xorConst(lane, laneBits, plan.laneXor[r]);
+    for (size_t c = 0; c < candidates.size(); ++c) {
+      std::string moved = shuffleFromLane(src.at(plan.srcRegister[r] ^ candidates[c]), cls, from);
+      if (c == 0)
+        out[r] = moved;
+      else if (cls == RegClass::Pred)
+        out[r] =
+            b_.pure("or.pred", RegClass::Pred,
+                    {b_.pure("and.pred", RegClass::Pred, {isCandidate[c], moved}),
+                     b_.pure("and.pred", RegClass::Pred,
+                             {b_.pure("not.pred", RegClass::Pred, {isCandidate[c]}), out[r]})});
+      else
+        out[r] = b_.pure("selp." + bitType(elem == DType::I1 ? DType::I32 : elem), cls,
+                         {moved, out[r], isCandidate[c]});
+    }
+  }
+  return out;
+}
+
+std::vector<int32_t> FunctionLowering::registerChoices(const layout::WarpShufflePlan& plan) {
+  // A basis (over GF(2)) of the registers the thread bits can add to a source register.
+  std::vector<int32_t> basis; // highest bits distinct, kept in decreasing order
+  for (int32_t img : plan.registerImages) {
+    for (int32_t g : basis) img = std::min(img, img ^ g);
+    if (!img) continue;
+    basis.push_back(img);
+    std::sort(basis.begin(), basis.end(), std::greater<int32_t>());
+  }
+  return basis;
+}
+
+std::string FunctionLowering::shuffleFromLane(const std::string& x, RegClass c,
+                                              const std::string& lane) {
+  auto shfl = [&](const std::string& v32, RegClass cls) {
+    std::string d = b_.newReg(cls);
+    b_.inst("shfl.sync.idx.b32", {d, v32, lane, "31", "-1"});
+    return d;
+  };
+  switch (c) {
+  case RegClass::B32:
+  case RegClass::F32:
+    return shfl(b_.materialize(x, c), c);
+  case RegClass::B16: {
+    std::string w = b_.pure("cvt.u32.u16", RegClass::B32, {b_.materialize(x, c)});
+    return b_.pure("cvt.u16.u32", RegClass::B16, {shfl(w, RegClass::B32)});
+  }
+  case RegClass::Pred: {
+    std::string w = b_.pure("selp.u32", RegClass::B32, {"1", "0", b_.materialize(x, c)});
+    return b_.pure("setp.ne.u32", RegClass::Pred, {shfl(w, RegClass::B32), "0"});
+  }
+  case RegClass::B64:
+  case RegClass::F64: {
+    std::string lo = b_.newReg(RegClass::B32), hi = b_.newReg(RegClass::B32);
+    b_.inst("mov.b64", {"{" + lo + ", " + hi + "}", b_.materialize(x, c)});
+    std::string slo = shfl(lo, RegClass::B32), shi = shfl(hi, RegClass::B32);
+    return b_.pure("mov.b64", c, {"{" + slo + ", " + shi + "}"});
+  }
+  }
+  throw std::logic_error("shuffleFromLane: unknown register class");
 }
 
 std::vector<int32_t> FunctionLowering::offsetImages(const LinearLayout& l, const OffsetFn& offsetOf,

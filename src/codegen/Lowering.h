@@ -7,6 +7,7 @@
 #include "codegen/PtxBuilder.h"
 #include "codegen/ScalarOps.h"
 #include "layout/LayoutAssignment.h"
+#include "layout/Layouts.h"
 #include "layout/LinearLayout.h"
 
 #include <functional>
@@ -78,6 +79,17 @@ private:
               ir::DType elem, const ir::Op& at);
   Regs convert(const Regs& src, const layout::LinearLayout& from, const layout::LinearLayout& to,
                ir::DType elem, const ir::Op& at);
+  /// Whether moving registers with `plan` costs fewer instructions than shared memory.
+  bool shufflesAreCheaper(const layout::WarpShufflePlan& plan,
+                          const layout::LinearLayout& srcLayout,
+                          const layout::LinearLayout& gatherMap, int bytes) const;
+  /// The registers of `gatherMap` read from `src` with one shfl.sync.idx each, as `plan` says.
+  Regs shuffle(const Regs& src, const layout::WarpShufflePlan& plan,
+               const layout::LinearLayout& gatherMap, ir::DType elem);
+  /// The independent registers a shuffle plan's thread bits add to source registers.
+  static std::vector<int32_t> registerChoices(const layout::WarpShufflePlan& plan);
+  /// `x` (of class `c`) as held by lane `lane` of this warp (shfl.sync.idx).
+  std::string shuffleFromLane(const std::string& x, RegClass c, const std::string& lane);
   /// A linear map (over GF(2): apply it to bases) from tensor coordinates to an element offset
   /// in a shared-memory region.
   using OffsetFn = std::function<int64_t(const std::vector<int32_t>&)>;

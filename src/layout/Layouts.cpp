@@ -3,6 +3,8 @@
 #include "layout/Layouts.h"
 
 #include <algorithm>
+#include <bit>
+#include <functional>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -297,6 +299,139 @@ ConversionKind conversionKind(const LinearLayout& src, const LinearLayout& dst) 
     for (int bit = 0; bit < dst.getInDimSizeLog2(hw); ++bit)
       if (!span.count(dst.getBasis(hw, bit))) return ConversionKind::SharedMemory;
   return ConversionKind::WarpShuffle;
+}
+
+namespace {
+
+/// Solves linear systems over GF(2): which XOR of the given generators (tensor coordinates
+/// flattened to bits) equals a target. Each generator carries a tag naming it (a bit of a
+/// register mask or of a lane mask); a solution is the XOR of the tags it uses.
+class Gf2Solver {
+public:
+  struct Tag {
+    int32_t regs = 0, lanes = 0;
+  };
+  void add(uint64_t v, Tag tag) {
+    for (const auto& [pivot, row] : rows_)
+      if (v >> pivot & 1) {
+        v ^= row.first;
+        tag.regs ^= row.second.regs;
+        tag.lanes ^= row.second.lanes;
+      }
+    if (v == 0) return; // a combination of earlier generators (a duplicate)
+    int pivot = 63 - std::countl_zero(v);
+    // Keep every stored row free of the new pivot so that one pass reduces a target.
+    for (auto& [p, row] : rows_)
+      if (row.first >> pivot & 1) {
+        row.first ^= v;
+        row.second.regs ^= tag.regs;
+        row.second.lanes ^= tag.lanes;
+      }
+    rows_.emplace(pivot, std::make_pair(v, tag));
+  }
+  std::optional<Tag> solve(uint64_t target) const {
+    Tag t;
+    for (const auto& [pivot, row] : rows_)
+      if (target >> pivot & 1) {
+        target ^= row.first;
+        t.regs ^= row.second.regs;
+        t.lanes ^= row.second.lanes;
+      }
+    if (target != 0) return std::nullopt;
+    return t;
+  }
+
+private:
+  std::map<int, std::pair<uint64_t, Tag>, std::greater<int>> rows_;
+};
+
+} // namespace
+
+bool WarpShufflePlan::isLocal() const {
+  for (int32_t x : laneXor)
+    if (x) return false;
+  for (size_t i = 0; i < laneImages.size(); ++i)
+    if (laneImages[i] != (i < 5 ? int32_t(1) << i : 0) || registerImages[i] != 0) return false;
+  return true;
+}
+
+std::optional<WarpShufflePlan> warpShufflePlan(const LinearLayout& src,
+                                               const LinearLayout& gatherMap,
+                                               const std::vector<int32_t>& constant, int numWarps) {
+  int rank = src.numOutDims();
+  if (gatherMap.numOutDims() != rank || static_cast<int>(constant.size()) != rank) return {};
+  if (src.getInDimSizeLog2(kBlock) > 0 || gatherMap.getInDimSizeLog2(kBlock) > 0) return {};
+  // Coordinates as one bit string: each dim's bits above the previous dims'.
+  std::vector<int> shift(rank);
+  int totalBits = 0;
+  for (int d = 0; d < rank; ++d) {
+    shift[d] = totalBits;
+    totalBits += src.getOutDimSizeLog2(dimName(d));
+  }
+  if (totalBits > 62) return {};
+  auto flat = [&](const std::vector<int32_t>& c) {
+    uint64_t v = 0;
+    for (int d = 0; d < rank; ++d) v |= uint64_t(static_cast<uint32_t>(c[d])) << shift[d];
+    return v;
+  };
+  auto basisOr0 = [&](const LinearLayout& l, const char* dim, int bit) -> uint64_t {
+    return bit < l.getInDimSizeLog2(dim) ? flat(l.getBasis(dim, bit)) : 0;
+  };
+  int laneBits = std::min(5, src.getInDimSizeLog2(kLane));
+  Gf2Solver lanesOnly, regsFirst, regsAndLanes;
+  for (int i = 0; i < src.getInDimSizeLog2(kRegister); ++i) {
+    regsFirst.add(flat(src.getBasis(kRegister, i)), {int32_t(1) << i, 0});
+    regsAndLanes.add(flat(src.getBasis(kRegister, i)), {int32_t(1) << i, 0});
+  }
+  for (int j = 0; j < laneBits; ++j) {
+    lanesOnly.add(flat(src.getBasis(kLane, j)), {0, int32_t(1) << j});
+    regsAndLanes.add(flat(src.getBasis(kLane, j)), {0, int32_t(1) << j});
+  }
+  // Destination register bits move to other source registers and lanes (preferably registers
+  // only); lane and warp bits preferably to lanes only (each other source register they reach
+  // costs one more shuffle per destination register). Data stays in its warp.
+  auto solveRegister = [&](uint64_t target) {
+    auto t = regsFirst.solve(target);
+    return t ? t : regsAndLanes.solve(target);
+  };
+  auto solveThreadBit = [&](uint64_t target) {
+    auto t = lanesOnly.solve(target);
+    return t ? t : regsAndLanes.solve(target);
+  };
+  int warpBits = std::countr_zero(static_cast<uint32_t>(std::max(1, numWarps)));
+  if (src.getInDimSizeLog2(kWarp) > warpBits || gatherMap.getInDimSizeLog2(kWarp) > warpBits)
+    return {};
+  WarpShufflePlan plan;
+  plan.laneImages.assign(5 + warpBits, 0);
+  plan.registerImages.assign(5 + warpBits, 0);
+  for (int i = 0; i < 5 + warpBits; ++i) {
+    uint64_t target = i < 5 ? basisOr0(gatherMap, kLane, i)
+                            : basisOr0(gatherMap, kWarp, i - 5) ^ basisOr0(src, kWarp, i - 5);
+    auto t = solveThreadBit(target);
+    if (!t) return {};
+    plan.laneImages[i] = t->lanes;
+    plan.registerImages[i] = t->regs;
+  }
+  auto base = solveRegister(flat(constant));
+  if (!base) return {};
+  std::vector<Gf2Solver::Tag> regImages;
+  for (int i = 0; i < gatherMap.getInDimSizeLog2(kRegister); ++i) {
+    auto t = solveRegister(flat(gatherMap.getBasis(kRegister, i)));
+    if (!t) return {};
+    regImages.push_back(*t);
+  }
+  int32_t numRegs = gatherMap.getInDimSize(kRegister);
+  for (int32_t r = 0; r < numRegs; ++r) {
+    Gf2Solver::Tag t = *base;
+    for (size_t i = 0; i < regImages.size(); ++i)
+      if (r >> i & 1) {
+        t.regs ^= regImages[i].regs;
+        t.lanes ^= regImages[i].lanes;
+      }
+    plan.srcRegister.push_back(t.regs);
+    plan.laneXor.push_back(t.lanes);
+  }
+  return plan;
 }
 
 bool isBroadcastWithoutMovement(const LinearLayout& src, const LinearLayout& dst) {

@@ -5,6 +5,7 @@
 #include "layout/LinearLayout.h"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace ww::layout {
@@ -74,6 +75,30 @@ enum class ConversionKind {
   Rematerialize,
 };
 ConversionKind conversionKind(const LinearLayout& src, const LinearLayout& dst);
+
+/// A conversion done with shfl.sync.idx: destination register r of the thread with tid bits t
+/// (5 lane bits, then warp bits) is source register srcRegister[r] ^ R(t) of lane
+/// L(t) ^ laneXor[r] in the same warp, where L(t) and R(t) are the XORs of laneImages[i] and
+/// registerImages[i] over the set bits i of t. Every term is linear over GF(2), so the lane is a
+/// few XORs of %tid bits; when R is not zero, each destination register takes one shuffle per
+/// register R can give and keeps the one of its thread.
+struct WarpShufflePlan {
+  std::vector<int32_t> srcRegister;    // per destination register
+  std::vector<int32_t> laneXor;        // per destination register
+  std::vector<int32_t> laneImages;     // per tid bit: 5 lane bits, then log2(numWarps) warp bits
+  std::vector<int32_t> registerImages; // per tid bit, as laneImages
+  /// True when no register needs another lane (a renaming within each thread).
+  bool isLocal() const;
+};
+
+/// The shuffle plan that reads, for every destination hardware index x (register, lane, warp of
+/// `gatherMap`), the source element at coordinates gatherMap(x) XOR `constant` of `src`, where
+/// both layouts span `numWarps` warps (missing warp bits hold copies); nullopt when some warp
+/// needs an element only other warps hold, or when a lane would need different source registers
+/// for one destination register.
+std::optional<WarpShufflePlan> warpShufflePlan(const LinearLayout& src,
+                                               const LinearLayout& gatherMap,
+                                               const std::vector<int32_t>& constant, int numWarps);
 /// "none", "registers", "shuffle", "shared", "remat".
 const char* conversionKindName(ConversionKind k);
 

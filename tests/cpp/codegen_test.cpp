@@ -558,6 +558,69 @@ TEST(Codegen, ReductionsWithinThreadsWarpsAndAcrossWarps) {
   }
 }
 
+Value* scan(KernelBuilder& k, Value* x, int64_t axis, const std::string& kind, bool reverse) {
+  return k.b.create1(OpCode::Scan, {x}, x->type(),
+                     {{"axis", axis}, {"reverse", int64_t(reverse)}, {"kind", kind}});
+}
+
+TEST(Codegen, ScansAlongEveryAxisAssembleForEveryTarget) {
+  // cumsum of a row spread over registers, lanes and 8 warps (the warp steps go through shared
+  // memory), reversed; cumprod down the columns of a tile; a custom running max.
+  KernelBuilder k("scans", 8);
+  Value* x = k.arg("x", Type::ptr(DType::F32), 16);
+  Value* outSum = k.arg("out_sum", Type::ptr(DType::F32), 16);
+  Value* outProd = k.arg("out_prod", Type::ptr(DType::F32), 16);
+  Value* outMax = k.arg("out_max", Type::ptr(DType::F32), 16);
+  Value* row = k.b.load(k.ptrs(x, k.b.arange(0, 4096)));
+  k.b.store(k.ptrs(outSum, k.b.arange(0, 4096)), scan(k, row, 0, "sum", true));
+  Value* offs = tileOffsets(k, 32, 64, 64);
+  Value* tile = k.b.load(tilePtrs(k, x, offs));
+  k.b.store(tilePtrs(k, outProd, offs), scan(k, tile, 0, "prod", false));
+  ir::Op* custom =
+      k.b.create(OpCode::Scan, {tile}, {tile->type()},
+                 {{"axis", int64_t(1)}, {"reverse", int64_t(0)}, {"kind", std::string("custom")}});
+  ir::Block* region = custom->addRegion();
+  Value* a = region->addArg(Type::scalar(DType::F32));
+  Value* b = region->addArg(Type::scalar(DType::F32));
+  ir::Builder rb(region);
+  rb.create(OpCode::Yield, {rb.binary(OpCode::Max, a, b)}, {});
+  k.b.store(tilePtrs(k, outMax, offs), custom->result());
+  k.b.ret();
+  for (Target target : kAllTargets) {
+    SCOPED_TRACE(targetName(target));
+    codegen::PtxKernel kk = emitAndAssemble(*k.fn, target);
+    EXPECT_NE(kk.ptx.find("shfl.sync.idx.b32"), std::string::npos) << kk.ptx;
+    EXPECT_NE(kk.ptx.find("st.shared.f32"), std::string::npos);
+    EXPECT_NE(kk.ptx.find("mul.f32"), std::string::npos);
+    EXPECT_NE(kk.ptx.find("max.NaN.f32"), std::string::npos);
+  }
+}
+
+TEST(Codegen, ConversionWithinWarpsUsesShuffles) {
+  // Row indices loaded once per warp (lanes along the rows), then used as the rows of a tile
+  // spread over lane bit 4, the warps and the registers: shuffles, no shared memory.
+  KernelBuilder k("row_gather", 4);
+  Value* idx = k.arg("idx", Type::ptr(DType::I64), 16);
+  Value* table = k.arg("table", Type::ptr(DType::F16), 16);
+  Value* out = k.arg("out", Type::ptr(DType::F16), 16);
+  Value* rows = k.b.load(k.ptrs(idx, k.b.arange(0, 32)));
+  Value* rowOffs =
+      k.b.binary(OpCode::Mul, rows, k.b.splat(k.b.constInt(128, Type::scalar(DType::I64)), {32}));
+  Value* cols = castTo(k, k.b.arange(0, 128), DType::I64);
+  Value* offs = k.b.binary(OpCode::Add, broadcastTo(k, expandDims(k, rowOffs, 1), {32, 128}),
+                           broadcastTo(k, expandDims(k, cols, 0), {32, 128}));
+  Value* tile = k.b.load(k.b.addPtr(k.b.splat(table, {32, 128}), offs));
+  k.b.store(tilePtrs(k, out, tileOffsets(k, 32, 128, 128)), tile);
+  k.b.ret();
+  for (Target target : kTestedTargets) {
+    SCOPED_TRACE(targetName(target));
+    codegen::PtxKernel kk = emitAndAssemble(*k.fn, target);
+    EXPECT_NE(kk.ptx.find("shfl.sync.idx.b32"), std::string::npos) << kk.ptx;
+    EXPECT_EQ(kk.ptx.find("st.shared"), std::string::npos) << kk.ptx;
+    EXPECT_EQ(kk.ptx.find("bar.sync"), std::string::npos) << kk.ptx;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Control flow
 // ---------------------------------------------------------------------------------------------

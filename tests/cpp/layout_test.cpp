@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -369,6 +371,107 @@ TEST(Layouts, ConversionKinds) {
   // Warps along the other dim: shared memory.
   LL c = blockedLayout({64, 64}, {1, 4}, {4, 8}, {1, 4}, {1, 0});
   EXPECT_EQ(conversionKind(a, c), ConversionKind::SharedMemory);
+}
+
+/// Checks a shuffle plan element by element: every destination (register, lane, warp) reads, from
+/// the source register and lane the plan names in its own warp, the element gatherMap names.
+void expectShufflePlanMoves(const LL& src, const LL& gatherMap,
+                            const std::vector<int32_t>& constant, int numWarps,
+                            const WarpShufflePlan& plan) {
+  ASSERT_EQ(plan.srcRegister.size(), size_t(gatherMap.getInDimSize("register")));
+  ASSERT_EQ(plan.laneImages.size(), size_t(5 + std::countr_zero(unsigned(numWarps))));
+  int32_t srcWarps = src.getInDimSize("warp");
+  for (int32_t r = 0; r < gatherMap.getInDimSize("register"); ++r)
+    for (int32_t lane = 0; lane < 32; ++lane)
+      for (int32_t warp = 0; warp < numWarps; ++warp) {
+        int32_t tid = lane | warp << 5, from = plan.laneXor[r], reg = plan.srcRegister[r];
+        for (size_t i = 0; i < plan.laneImages.size(); ++i)
+          if (tid >> i & 1) {
+            from ^= plan.laneImages[i];
+            reg ^= plan.registerImages[i];
+          }
+        ASSERT_GE(from, 0);
+        ASSERT_LT(from, 32);
+        ASSERT_LT(reg, src.getInDimSize("register"));
+        auto got = src.apply({reg, from, warp & (srcWarps - 1)});
+        auto want = gatherMap.apply({r, lane, warp & (gatherMap.getInDimSize("warp") - 1)});
+        for (size_t d = 0; d < want.size(); ++d) want[d] ^= constant[d];
+        ASSERT_EQ(got, want) << "register " << r << " lane " << lane << " warp " << warp;
+      }
+}
+
+TEST(Layouts, WarpShufflePlanReadsEveryElementFromItsWarp) {
+  // A row of indices held by every warp (lanes along it) moved into the row slice of a
+  // [32, 128] tile whose rows are spread over registers, lane bit 4 and the warps.
+  LL tile = blockedLayout({32, 128}, {1, 8}, {2, 16}, {4, 1}, {1, 0});
+  LL rows = sliceLayout(tile, 1);
+  LL loaded = blockedLayout({32}, {1}, {32}, {4}, {0});
+  auto plan = warpShufflePlan(loaded, rows, {0}, 4);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_FALSE(plan->isLocal());
+  expectShufflePlanMoves(loaded, rows, {0}, 4, *plan);
+  // The same with a constant offset (split's second half, say) and 8 warps of copies.
+  LL row64 = blockedLayout({64}, {2}, {32}, {8}, {0});
+  LL sliced = sliceLayout(blockedLayout({64, 64}, {1, 4}, {4, 8}, {8, 1}, {1, 0}), 1);
+  plan = warpShufflePlan(row64, sliced, {5}, 8);
+  ASSERT_TRUE(plan.has_value());
+  expectShufflePlanMoves(row64, sliced, {5}, 8, *plan);
+  // Identical layouts: nothing moves.
+  plan = warpShufflePlan(tile, tile, {0, 0}, 4);
+  ASSERT_TRUE(plan.has_value());
+  EXPECT_TRUE(plan->isLocal());
+  expectShufflePlanMoves(tile, tile, {0, 0}, 4, *plan);
+}
+
+TEST(Layouts, WarpShufflePlanOfRandomLanePermutations) {
+  // Destinations that mix each warp's lanes and registers at random (invertibly): always a plan.
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 40; ++trial) {
+    int numWarps = 1 << (trial % 3);
+    LL src = blockedLayout({16, 64}, {1, 2}, {4, 8}, {numWarps, 1}, {1, 0});
+    auto regs = src.getBases()[0].second, lanes = src.getBases()[1].second,
+         warps = src.getBases()[2].second;
+    // Random invertible lane mixing: each lane basis XORed with a random earlier one.
+    std::vector<std::vector<int32_t>> newLanes = lanes;
+    std::shuffle(newLanes.begin(), newLanes.end(), rng);
+    for (size_t j = 1; j < newLanes.size(); ++j)
+      if (rng() & 1)
+        for (size_t d = 0; d < 2; ++d) newLanes[j][d] ^= newLanes[rng() % j][d];
+    // Registers may pick up lane bases (another lane supplies them).
+    std::vector<std::vector<int32_t>> newRegs = regs;
+    for (auto& rb : newRegs)
+      if (rng() & 1) {
+        const auto& lb = lanes[rng() % lanes.size()];
+        for (size_t d = 0; d < 2; ++d) rb[d] ^= lb[d];
+      }
+    LL dst(LL::Bases{{"register", newRegs}, {"lane", newLanes}, {"warp", warps}},
+           LL::NamedSizes{{"dim0", 16}, {"dim1", 64}});
+    // Rows 4 and 8 may be warp bits: the constant stays within what each warp holds.
+    std::vector<int32_t> constant{int32_t(rng() % 4), int32_t(rng() % 64)};
+    auto plan = warpShufflePlan(src, dst, constant, numWarps);
+    ASSERT_TRUE(plan.has_value()) << "trial " << trial;
+    expectShufflePlanMoves(src, dst, constant, numWarps, *plan);
+  }
+}
+
+TEST(Layouts, WarpShufflePlanRefusesWhatShufflesCannotDo) {
+  // Warps along the other dim: elements cross warps.
+  LL a = blockedLayout({64, 64}, {1, 4}, {4, 8}, {4, 1}, {1, 0});
+  LL c = blockedLayout({64, 64}, {1, 4}, {4, 8}, {1, 4}, {1, 0});
+  EXPECT_FALSE(warpShufflePlan(a, c, {0, 0}, 4).has_value());
+  // Elements only a warp of the source holds, wanted by every warp.
+  LL spread = blockedLayout({128}, {1}, {32}, {4}, {0});
+  LL everywhere = blockedLayout({128}, {4}, {32}, {1}, {0}).withInDimSize("warp", 4);
+  EXPECT_FALSE(warpShufflePlan(spread, everywhere, {0}, 4).has_value());
+}
+
+TEST(Layouts, WarpShufflePlanPicksTheSourceRegisterPerLane) {
+  // A transpose within one warp: which source register a lane needs depends on the lane.
+  LL rowsInLanes = blockedLayout({32, 32}, {1, 1}, {1, 32}, {1, 1}, {1, 0});
+  LL colsInLanes = blockedLayout({32, 32}, {1, 1}, {32, 1}, {1, 1}, {0, 1});
+  auto plan = warpShufflePlan(rowsInLanes, colsInLanes, {0, 0}, 1);
+  ASSERT_TRUE(plan.has_value());
+  expectShufflePlanMoves(rowsInLanes, colsInLanes, {0, 0}, 1, *plan);
 }
 
 // ---------------------------------------------------------------------------------------------

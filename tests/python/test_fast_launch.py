@@ -128,7 +128,8 @@ def env(monkeypatch):
     r = Recorder()
     monkeypatch.setattr(jitmod, "native", lambda: r)
     monkeypatch.setattr(jitmod, "_tensor_type", FakeCudaTensor)
-    monkeypatch.setattr(jitmod, "_stream_source", lambda: (lambda: 3, lambda dev: 74 + dev))
+    r.device = 3  # torch's current device, as the stand-in stream source reports it
+    monkeypatch.setattr(jitmod, "_stream_source", lambda: (lambda: r.device, lambda dev: 74 + dev))
     monkeypatch.setenv("WARPWEAVE_TARGET", "sm_90a")
     monkeypatch.setenv("WARPWEAVE_CACHE_DISABLE", "1")
     monkeypatch.delenv("WARPWEAVE_INTERPRET", raising=False)
@@ -370,3 +371,15 @@ def test_autotuned_and_heuristic_kernels_launch_through_the_fast_path(env):
         "x_ptr:*fp32:16,n:i32,BLOCK=64,EVEN=True", "x_ptr:*fp32:16,n:i32,BLOCK=64,EVEN=False"]
     assert {r["num_warps"] for r in rec.requests} == {2}
     assert [launch[3] for launch in rec.launches] == [(0x10000, n) for n in (10, 11, 11, 12)]
+
+
+def test_the_current_device_is_part_of_the_key_and_picks_the_stream(env):
+    rec, slow = env
+    x = FakeCudaTensor(0x10000)
+    first = add_kernel[(1,)](x, x, x, 10, BLOCK=64)
+    rec.device = 5
+    # Another device goes through the general path once (which picks the kernel for that
+    # device's architecture), then is served fast on its own stream.
+    assert add_kernel[(1,)](x, x, x, 10, BLOCK=64) is first and len(slow) == 2
+    assert add_kernel[(1,)](x, x, x, 10, BLOCK=64) is first and len(slow) == 2
+    assert [launch[2] for launch in rec.launches] == [77, 79, 79]
