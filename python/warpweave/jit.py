@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import operator
 import os
 import textwrap
 import types
@@ -411,15 +410,9 @@ class CompiledKernel:
 
         self.swizzles = {p[0]: swizzle_of(p[1]) for p in native_kernel.params
                          if p[1].startswith("desc")} if not interpret else {}
+        # The parameter passed in each launch slot, and whether all are plain values (no
+        # descriptors to encode): what the native launch path remembers of this kernel.
         self.gpu_index = [i for i, _, _ in self.binder]
-        # Picks the launch values out of all parameters' values, always as a tuple.
-        if len(self.gpu_index) >= 2:
-            self.pick = operator.itemgetter(*self.gpu_index)
-        elif self.gpu_index:
-            only = self.gpu_index[0]
-            self.pick = lambda vals: (vals[only],)
-        else:
-            self.pick = lambda vals: ()
         self.gpu_plain = all(kind != _Arg.DESC for _, kind, _ in self.binder)
 
     # Properties Triton users look at.
