@@ -706,7 +706,13 @@ private:
     if (!PyTuple_Check(options.ptr()) || PyTuple_GET_SIZE(options.ptr()) != 3) return;
     std::vector<int> index;
     if (!nb::try_cast(nb::getattr(compiled, "gpu_index", nb::none()), index)) return;
-    const ww::GpuKernel& k = pk->gpuKernel();
+    const ww::GpuKernel* kernel = nullptr;
+    try { // a kernel the runtime cannot take fails its launches on the general path
+      kernel = &pk->gpuKernel();
+    } catch (const std::exception&) {
+      return;
+    }
+    const ww::GpuKernel& k = *kernel;
     if (index.size() != k.slots().size()) return;
     auto e = std::make_shared<FastEntry>();
     for (size_t i = 0; i < index.size(); ++i) {
