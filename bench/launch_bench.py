@@ -5,11 +5,13 @@ process's first use (import, cold compile, first launch from a warm disk cache).
     python bench/launch_bench.py [--quick] [--json launch.json]
 
 Launch overhead is host time per call of kernel[grid](x, y, out, n, BLOCK=1024) (a 4-argument
-vector add) in bursts short enough that the GPU's launch queue never fills (each burst starts
-after a synchronize), median over bursts; the same for Triton's identical kernel, torch.add, an
-empty kernel of each, torch.cuda._sleep(0), and the bare driver call from C++ (cuLaunchKernel
-and cuLaunchKernelEx without attributes). A steady loop (many launches, one synchronize, as in
-bench_kernels.py) is reported beside it. Needs PyTorch and a CUDA GPU; Triton is optional.
+vector add) in bursts of 200, short enough that the GPU's launch queue never fills, median over
+bursts: each burst either queued behind a busy GPU (torch.cuda._sleep first, so launches only
+enqueue: the host's own cost) or started right after a synchronize. The same for Triton's
+identical kernel, torch.add, an empty kernel of each, torch.cuda._sleep(0), and the bare driver
+call from C++ (cuLaunchKernel and cuLaunchKernelEx without attributes). A steady loop (many
+launches, one synchronize, as in bench_kernels.py; bound by the GPU for kernels that do work)
+is reported beside them. Needs PyTorch and a CUDA GPU; Triton is optional.
 """
 
 from __future__ import annotations
@@ -183,27 +185,37 @@ def launch_overheads(torch, ww, ww_mod, tr_mod, quick):
         assert torch.equal(out, x + y), "Triton add4 gave a wrong result"
 
     per_burst, bursts = 200, (30 if quick else 100)
-    samples = {name: [] for name in cases}
     # Driver floor: the same packed arguments, launched from a C++ loop.
     compiled = add4.warmup(x, y, out, n, BLOCK=1024, grid=(1,))
     args = (x.data_ptr(), y.data_ptr(), out.data_ptr(), n)
     stream = torch.cuda.current_stream().cuda_stream
-    for ex in (False, True):
-        samples[f"driver_{'cuLaunchKernelEx' if ex else 'cuLaunchKernel'}_cpp"] = []
+    driver_names = {False: "driver_cuLaunchKernel_cpp", True: "driver_cuLaunchKernelEx_cpp"}
+    timed = dict(cases)
+    for ex, name in driver_names.items():
+        timed[name] = None
+    # Two ways to start a burst: right after a synchronize (the thread has just woken from a
+    # blocking wait), and queued behind a GPU kept busy by torch.cuda._sleep (launches only
+    # enqueue; the queue holds far more than one burst). The second is the host's own cost.
+    busy_cycles = 3_000_000  # ~1.5 ms at H200 clocks: longer than any burst
+    samples = {mode: {name: [] for name in timed} for mode in ("after_sync", "behind_busy_gpu")}
     for _ in range(bursts):  # interleaved, so that drift affects every case alike
-        for name, fn in cases.items():
-            torch.cuda.synchronize()
-            t = time.perf_counter_ns()
-            for _ in range(per_burst):
-                fn()
-            samples[name].append((time.perf_counter_ns() - t) / per_burst / 1e3)
-        for ex in (False, True):
-            torch.cuda.synchronize()
-            s = compiled.kernel._time_driver_launches(1, stream, args, per_burst, ex)
-            samples[f"driver_{'cuLaunchKernelEx' if ex else 'cuLaunchKernel'}_cpp"].append(
-                s / per_burst * 1e6)
+        for mode, per_mode in samples.items():
+            for name, fn in timed.items():
+                torch.cuda.synchronize()
+                if mode == "behind_busy_gpu":
+                    torch.cuda._sleep(busy_cycles)
+                if fn is None:
+                    ex = name == driver_names[True]
+                    s = compiled.kernel._time_driver_launches(1, stream, args, per_burst, ex)
+                    per_mode[name].append(s / per_burst * 1e6)
+                    continue
+                t = time.perf_counter_ns()
+                for _ in range(per_burst):
+                    fn()
+                per_mode[name].append((time.perf_counter_ns() - t) / per_burst / 1e3)
     torch.cuda.synchronize()
-    burst = {name: median(v) for name, v in samples.items()}
+    burst = {mode: {name: median(v) for name, v in per_mode.items()}
+             for mode, per_mode in samples.items()}
     out.zero_()  # the bare driver loop runs the real kernel too
     compiled.kernel._time_driver_launches(1, stream, args, 1, True)
     torch.cuda.synchronize()
@@ -285,16 +297,19 @@ def main():
 
 
 def report(r):
-    b, s = r["launch"]["burst_us"], r["launch"]["steady_loop_us"]
+    bursts, s = r["launch"]["burst_us"], r["launch"]["steady_loop_us"]
+    busy, after = bursts["behind_busy_gpu"], bursts["after_sync"]
     print(f"# {r['meta']['gpu']}, torch {r['meta']['torch']}, triton {r['meta']['triton']}")
-    print(f"{'launch (us per call)':40s} {'burst':>8s} {'steady':>8s}")
-    for name in b:
-        print(f"{name:40s} {b[name]:8.2f} {s.get(name, float('nan')):8.2f}")
-    ww_us = b["warpweave_kernel_grid_tuple"]
-    print(f"warpweave / torch.add: {ww_us / b['torch_add']:.2f}x", end="")
-    if "triton_kernel_grid_tuple" in b:
-        print(f"; warpweave / Triton: {ww_us / b['triton_kernel_grid_tuple']:.2f}x", end="")
-    print()
+    print(f"{'launch (us per call)':36s} {'queued':>8s} {'post-sync':>9s} {'steady':>8s}")
+    for name in busy:
+        print(f"{name:36s} {busy[name]:8.2f} {after[name]:9.2f} "
+              f"{s.get(name, float('nan')):8.2f}")
+    for label, b in (("queued", busy), ("post-sync", after)):
+        ww_us = b["warpweave_kernel_grid_tuple"]
+        print(f"{label}: warpweave / torch.add {ww_us / b['torch_add']:.2f}x", end="")
+        if "triton_kernel_grid_tuple" in b:
+            print(f", warpweave / Triton {ww_us / b['triton_kernel_grid_tuple']:.2f}x", end="")
+        print(f", warpweave - bare cuLaunchKernel {ww_us - b['driver_cuLaunchKernel_cpp']:.2f} us")
     d = r["disk_cache"]
     print(f"disk cache hit to a launchable kernel: {d['warmup_from_disk_ms']:.3f} ms "
           f"(+ module load {d['module_load_ms']:.3f} ms)")
