@@ -6,12 +6,17 @@ type. ACTIVATION is "" (none), "relu" or "leaky_relu" and is fused into the epil
 Programs walk the output tiles in groups of GROUP_M tile-rows: consecutive programs share the same
 few rows of A and sweep across B, so the tiles they read are still in L2.
     grid = (cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N),)
-    constexprs: BLOCK_M, BLOCK_N, BLOCK_K (e.g. 128, 128, 64), GROUP_M (e.g. 8), ACTIVATION
+    constexprs: BLOCK_M, BLOCK_N, BLOCK_K (e.g. 128, 256, 32), GROUP_M (e.g. 8), ACTIVATION
     signature: a_ptr:*fp16:16, b_ptr:*fp16:16, c_ptr:*fp16:16, M:i32, N:i32, K:i32,
                stride_am:i32, stride_ak:i32:1, stride_bk:i32, stride_bn:i32:1,
                stride_cm:i32, stride_cn:i32:1,
-               BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, ACTIVATION=""
-    launch: num_warps=8, num_stages=3
+               BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, GROUP_M=8, ACTIVATION=""
+    launch: num_warps=8, num_stages=5
+
+On sm_90a the compiler software-pipelines the K loop (src/transforms/SoftwarePipeline.cpp): the
+two loads become cp.async copies into num_stages shared-memory buffers, num_stages - 2 steps
+ahead, and tl.dot an asynchronous wgmma reading them. The loads stay 16-byte copies when the
+strides and K are multiples of 8 elements (the JIT's `:16` specialization proves it).
 """
 import warpweave as ww
 import warpweave.language as tl

@@ -428,8 +428,10 @@ def matmul(a, b, activation=None):
     if min(_strides(b)) < 0:
         b = _contiguous(b)
     if place.on_gpu:
-        config = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=8,
-                      num_stages=3)
+        # On sm_90a the loop is software-pipelined: 5 stages of 128x32 + 32x256 tiles (cp.async,
+        # 3 k-steps loaded ahead of the MMA), two warp groups of wgmma splitting BLOCK_M.
+        config = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, GROUP_M=8, num_warps=8,
+                      num_stages=5)
     else:
         config = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=4, num_warps=4)
     sa, sb, sc = _strides(a), _strides(b), _strides(c)
