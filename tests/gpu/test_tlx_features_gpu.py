@@ -106,6 +106,21 @@ def test_reinterpret_and_trans():
     assert torch.equal(outt, xt.T)
 
 
+def test_view_zoo():
+    x = rand16(64, 64)
+    row = poisoned(1, 64, dtype=torch.float16)
+    wide = poisoned(64, 16, dtype=torch.float64)
+    flat = poisoned(8192, dtype=torch.int8)
+    kern.view_zoo[(1,)](x, row, wide, flat, ROW=5)
+    assert torch.equal(row[0], x[5])
+    assert torch.equal(wide.view(torch.int64), x.view(torch.int64).reshape(64, 16))
+    assert torch.equal(flat, x.view(torch.int8).reshape(-1))
+    x3 = torch.randn(4, 16, 16, device=DEV)
+    out = poisoned(16, 2, 8, dtype=torch.float32)
+    kern.slice_of_3d_transposed[(1,)](x3, out)
+    assert torch.equal(out, x3[2:4, 8:16, :].permute(2, 0, 1))
+
+
 @pytest.mark.parametrize("r,c,orow,ocol,sr,sc", [
     (64, 64, 0, 32, 64, 32), (64, 128, 32, 64, 32, 64), (128, 64, 64, 0, 64, 64)])
 def test_tma_load_then_slice_load(r, c, orow, ocol, sr, sc):

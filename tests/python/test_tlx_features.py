@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tlx_feature_kernels import (replica_ids, reinterpret_load, reinterpret_store, slice_load,
-                                 slice_store, trans_load)
+                                 slice_of_3d_transposed, slice_store, trans_load, view_zoo)
 from warpweave import tlx
 
 native_loader = importlib.import_module("warpweave._native_loader")
@@ -81,6 +81,19 @@ def test_trans_interp():
     np.testing.assert_array_equal(out, x.T)
 
 
+def test_view_zoo_interp():
+    x = rand16(np.random.default_rng(6), (64, 64))
+    row, wide, flat = np.zeros((1, 64), np.float16), np.zeros((64, 16)), np.zeros(8192, np.int8)
+    view_zoo[(1,)](x, row, wide, flat, ROW=5)
+    np.testing.assert_array_equal(row[0], x[5])
+    np.testing.assert_array_equal(wide.view(np.uint64), x.view(np.uint64).reshape(64, 16))
+    np.testing.assert_array_equal(flat, x.view(np.int8).reshape(-1))
+    x3 = np.random.default_rng(7).standard_normal((4, 16, 16)).astype(np.float32)
+    out = np.zeros((16, 2, 8), np.float32)
+    slice_of_3d_transposed[(1,)](x3, out)
+    np.testing.assert_array_equal(out, x3[2:4, 8:16, :].transpose(2, 0, 1))
+
+
 def test_replica_ids_interp():
     out = np.zeros((3, 16), np.int32)
     replica_ids[(1,)](out, N=16)
@@ -117,6 +130,15 @@ def test_slice_store_and_views_compile():
         k = compile_here("trans_load", "x_ptr:*fp16:16, out_ptr:*fp16:16, R=32, C=64",
                          target=target)
         assert k.cubin
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
+def test_more_views_compile(target):
+    k = compile_here("view_zoo", "x_ptr:*fp16:16, row_ptr:*fp16:16, wide_ptr:*fp64:16, "
+                     "flat_ptr:*i8:16, ROW=5", target=target)
+    assert k.cubin and "ld.shared.v2.f64" in k.ptx
+    k = compile_here("slice_of_3d_transposed", "x_ptr:*fp32:16, out_ptr:*fp32:16", target=target)
+    assert k.cubin
 
 
 def test_local_store_is_one_step_of_the_warp_group():

@@ -178,3 +178,32 @@ def slice_store_then_tma(x_ptr, out_desc, R: tl.constexpr, C: tl.constexpr, SR: 
     tlx.fence_async_shared()
     tlx.async_descriptor_store(out_desc, buf[0], [0, 0])
     tlx.async_descriptor_store_wait(0)
+
+
+@ww.jit
+def view_zoo(x_ptr, row_ptr, wide_ptr, flat_ptr, ROW: tl.constexpr):
+    """One [64, 64] fp16 tile read back through a one-row slice, an fp64 [64, 16] and a flat
+    int8 [8192] reinterpretation."""
+    offs = tl.arange(0, 64)[:, None] * 64 + tl.arange(0, 64)[None, :]
+    buf = tlx.local_alloc((64, 64), tl.float16, 1)
+    tlx.local_store(buf[0], tl.load(x_ptr + offs))
+    row = tlx.local_load(tlx.local_slice(buf[0], [ROW, 0], [1, 64]))
+    tl.store(row_ptr + tl.arange(0, 1)[:, None] * 64 + tl.arange(0, 64)[None, :], row)
+    wide = tlx.local_load(tlx.local_reinterpret(buf[0], tl.float64, [64, 16]))
+    tl.store(wide_ptr + tl.arange(0, 64)[:, None] * 16 + tl.arange(0, 16)[None, :], wide)
+    flat = tlx.local_load(tlx.local_reinterpret(buf[0], tl.int8, [8192]))
+    tl.store(flat_ptr + tl.arange(0, 8192), flat)
+
+
+@ww.jit
+def slice_of_3d_transposed(x_ptr, out_ptr):
+    """x [4, 16, 16] fp32; out [16, 2, 8] = x[2:4, 8:16, :] with dims (2, 0, 1)."""
+    offs = (tl.arange(0, 4)[:, None, None] * 256 + tl.arange(0, 16)[None, :, None] * 16
+            + tl.arange(0, 16)[None, None, :])
+    buf = tlx.local_alloc((4, 16, 16), tl.float32, 1)
+    tlx.local_store(buf[0], tl.load(x_ptr + offs))
+    part = tlx.local_slice(buf[0], [2, 8, 0], [2, 8, 16])
+    t = tlx.local_load(tlx.local_trans(part, (2, 0, 1)))
+    o2 = (tl.arange(0, 16)[:, None, None] * 16 + tl.arange(0, 2)[None, :, None] * 8
+          + tl.arange(0, 8)[None, None, :])
+    tl.store(out_ptr + o2, t)
