@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <ostream>
+#include <set>
 #include <unordered_map>
 
 namespace ww::interp {
@@ -65,11 +66,24 @@ struct AsyncLoadCopy {
   uint64_t token = 0; // of its in-flight write
 };
 
+/// A named_barrier_arrive/wait in the code of one async task, with constant id and count.
+struct NamedBarrierUse {
+  int64_t count = 0;
+  const ir::Op* op = nullptr;
+  std::string task;        // its label
+  size_t taskId = 0;       // distinguishes tasks (each replica is one)
+  int64_t taskThreads = 0; // threads of that task (replica)
+};
+
 /// The state of one program (CTA).
 struct CtaState {
   int pid[3] = {0, 0, 0};
   std::deque<AsyncCopy> copies;
   std::map<int64_t, NamedBarrier> namedBarriers;
+  /// While async tasks run: every named-barrier use in their code, by id; ids used with a count
+  /// that is not a constant are left out, and so is everything when some id is not a constant.
+  std::map<int64_t, std::vector<NamedBarrierUse>> namedBarrierUses;
+  std::set<int64_t> namedBarrierIdsChecked;
   Scheduler* scheduler = nullptr; // set while async tasks run
   size_t nextClockIndex = 2;      // vector-clock components handed out; 1 is the program
   uint64_t nextToken = 1;         // names in-flight copies and dots
@@ -146,6 +160,9 @@ private:
   std::vector<Diagnostic> lappedNotes(const MBarrier& bar) const;
   /// Reports copies that delivered more bytes than a phase whose arrivals are all in expects.
   void checkNoExcessBytes(const ir::Op& op, const MBarrier& bar) const;
+  /// Reports thread counts of named barrier `id` that the tasks using that count cannot make up
+  /// (checked at the first use of `id` in a run of async tasks).
+  void checkNamedBarrierCounts(const ir::Op& op, int64_t id);
 
   KernelState& k_;
   CtaState& cta_;

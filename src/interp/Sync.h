@@ -27,9 +27,19 @@ struct MBarrier {
   /// orders only the copies that complete on it. SIZE_MAX until the first landing.
   size_t copyClock = SIZE_MAX;
   uint64_t copyTicks = 0;
-  /// The arrival that completed the latest phase, for deadlock reports.
+  /// The arrival (or copy) that completed the latest phase, for deadlock and over-arrival
+  /// reports.
   SourceLoc lastCompletedAt;
   std::string lastCompletedBy;
+  /// The highest phase count a passing barrier_wait has seen; -1 while nobody has waited. A
+  /// phase completing while the one before it is unseen laps every waiter (parity waits cannot
+  /// tell the two apart), which only surplus arrivals cause.
+  int64_t observedPhase = -1;
+  /// The barrier_expect_bytes calls of the phase in progress, for byte-count reports.
+  int64_t expectedBytes = 0;
+  int64_t deliveredBytes = 0;
+  SourceLoc expectAt;
+  std::string expectBy;
 
   bool waitPasses(int64_t parity) const { return (phase & 1) != (parity & 1); }
   /// Completes the phase when it can; returns whether it did.
@@ -39,6 +49,7 @@ struct MBarrier {
     pendingArrivals = arriveCount;
     completed.join(arrivals);
     arrivals = VectorClock();
+    expectedBytes = deliveredBytes = 0;
     return true;
   }
   /// "phase 3 (parity 1): 1 of 2 arrivals pending, 1024 transaction bytes outstanding"
@@ -47,6 +58,12 @@ struct MBarrier {
 
 struct MBarrierArray {
   std::vector<MBarrier> barriers;
+  SourceLoc allocAt; // the alloc_barriers that initialized them
+  std::string name;  // of its value in the source ("full"), may be empty
+  /// "barrier 1 of 'full'"
+  std::string describe(int64_t index) const {
+    return "barrier " + std::to_string(index) + (name.empty() ? "" : " of '" + name + "'");
+  }
 };
 
 /// A named barrier (bar.sync / bar.arrive id, num_threads).

@@ -15,6 +15,8 @@
 #include "interp/Executor.h"
 
 #include <cstring>
+#include <optional>
+#include <set>
 #include <sstream>
 
 namespace ww::interp {
@@ -101,6 +103,55 @@ std::pair<int64_t, int64_t> byteRange(const BufferView& view, int64_t tiles) {
 
 int64_t tilesOf(const BufferView& view, int64_t elements) {
   return elements == view.tileElements() ? 1 : view.count;
+}
+
+/// A note at the alloc_barriers of `array` (none when it has no location).
+std::vector<Diagnostic> initNote(const MBarrierArray& array, const MBarrier& bar) {
+  if (!array.allocAt.valid()) return {};
+  return {note(array.allocAt, "the barrier was initialized here for " +
+                                  std::to_string(bar.arriveCount) + " arrival" +
+                                  (bar.arriveCount == 1 ? "" : "s") + " per phase")};
+}
+
+/// Completes the phase of barrier `view` when its arrivals and transaction bytes are all in,
+/// as `what` (an arrival or copy landing at `at` by `by`) makes it. Before it does, the phase
+/// before must have been seen by a passing barrier_wait once anyone waits on the barrier: a
+/// second completion first laps every waiter, since a parity wait cannot tell the two apart.
+/// In a correct pipeline each arrival is ordered after the wait that saw the phase before, so
+/// this only fires on surplus arrivals (e.g. two consumers arriving on a count-1 barrier).
+bool completePhase(const SourceManager* sources, const BarrierView& view, SourceLoc at,
+                   const std::string& what, const std::string& by, const std::string& where) {
+  MBarrier& bar = view.array->barriers.at(size_t(view.first));
+  if (bar.pendingArrivals != 0 || bar.txBytes != 0) return false;
+  const int64_t phase = bar.phase;
+  if (phase >= 1 && bar.observedPhase >= 0 && bar.observedPhase < phase) {
+    std::vector<Diagnostic> notes;
+    notes.push_back(note(bar.lastCompletedAt, "phase " + std::to_string(phase - 1) +
+                                                  " was completed here by " + bar.lastCompletedBy +
+                                                  ", and no wait has seen it yet"));
+    for (Diagnostic& d : initNote(*view.array, bar)) notes.push_back(std::move(d));
+    raiseInterpError(sources, at,
+                     "over-arrival: " + what + " by " + by + " completes phase " +
+                         std::to_string(phase) + " of " + view.array->describe(view.first) +
+                         " before any barrier_wait has seen phase " + std::to_string(phase - 1) +
+                         " complete: more arrivals than the barrier expects per phase, so its "
+                         "waiters miss a phase (" +
+                         where + ")",
+                     std::move(notes));
+  }
+  bar.maybeComplete();
+  bar.lastCompletedAt = at;
+  bar.lastCompletedBy = by;
+  return true;
+}
+
+/// Notes naming the barrier_expect_bytes of `bar`'s phase in progress.
+std::vector<Diagnostic> expectNotes(const MBarrier& bar) {
+  if (!bar.expectAt.valid()) return {};
+  return {note(bar.expectAt, "barrier_expect_bytes by " + bar.expectBy + " here: the phase " +
+                                 "expects " + std::to_string(bar.expectedBytes) +
+                                 " transaction bytes, its copies delivered " +
+                                 std::to_string(bar.deliveredBytes))};
 }
 
 } // namespace
@@ -246,13 +297,15 @@ void Executor::checkNoExcessBytes(const ir::Op& op, const MBarrier& bar) const {
   // Once every arrival of a phase is in, no barrier_expect_bytes can raise its count any more: a
   // negative count means copies delivered more than the phase expects, which never completes.
   if (bar.pendingArrivals == 0 && bar.txBytes < 0)
-    fail(op.loc(), std::string(op.name()) +
-                       " completes the arrivals of a phase whose copies "
-                       "delivered " +
-                       std::to_string(-bar.txBytes) +
-                       " transaction bytes more than it expects (barrier_expect_bytes too small?); "
-                       "the barrier is in " +
-                       bar.describe() + ", in " + where());
+    fail(op.loc(),
+         std::string(op.name()) +
+             " completes the arrivals of a phase whose copies "
+             "delivered " +
+             std::to_string(-bar.txBytes) +
+             " transaction bytes more than it expects (barrier_expect_bytes too small?); "
+             "the barrier is in " +
+             bar.describe() + ", in " + where(),
+         expectNotes(bar));
 }
 
 int64_t Executor::arrivalWeight(const MBarrier& bar) const {
@@ -291,15 +344,18 @@ bool Executor::completeAsyncCopies(KernelState& k, CtaState& cta) {
         a.epoch = bar.copyTicks;
       }
     bar.txBytes -= c.bytes;
+    bar.deliveredBytes += c.bytes;
     if (bar.pendingArrivals == 0 && bar.txBytes < 0)
       raiseInterpError(k.sources, c.op->loc(),
-                       "async_descriptor_load delivers " + std::to_string(c.bytes) +
-                           " bytes to barrier " + std::to_string(c.bar.first) + ", " +
+                       "async_descriptor_load delivers " + std::to_string(c.bytes) + " bytes to " +
+                           c.bar.array->describe(c.bar.first) + ", " +
                            std::to_string(-bar.txBytes) +
                            " more than its phase expects (barrier_expect_bytes too small?); the "
                            "barrier is in " +
-                           bar.describe() + ", in " + c.where);
-    bar.maybeComplete();
+                           bar.describe() + ", in " + c.where,
+                       expectNotes(bar));
+    completePhase(k.sources, c.bar, c.op->loc(), "the landing of the TMA load",
+                  "the copy issued in " + c.where, c.where);
   }
   if (cta.scheduler) cta.scheduler->bump();
   return true;
@@ -386,9 +442,16 @@ void Executor::execTlx(const ir::Op& op) {
     }
     const BarrierView& bars = barrierView(op, 0);
     if (index < 0 || index >= bars.count)
-      fail(op.loc(), "barrier index " + std::to_string(index) + " is out of range for " +
-                         std::to_string(bars.count) + " barriers (valid: 0.." +
-                         std::to_string(bars.count - 1) + ") in " + where());
+      fail(op.loc(),
+           "barrier index " + std::to_string(index) + " is out of range for " +
+               std::to_string(bars.count) + " barriers (valid: 0.." +
+               std::to_string(bars.count - 1) +
+               "): an arrival or wait there would use a barrier alloc_barriers never "
+               "initialized, in " +
+               where(),
+           {note(bars.array->allocAt, "alloc_barriers initialized " +
+                                          std::to_string(bars.array->barriers.size()) +
+                                          " barriers here")});
     set(op.result(), BarrierView{bars.array, bars.first + index, 1});
     return;
   }
@@ -466,21 +529,30 @@ void Executor::execTlx(const ir::Op& op) {
     b.arriveCount = b.pendingArrivals = op.intAttr("arrive_count", 1);
     b.warpBarrier = op.intAttr("warp") != 0;
     arr->barriers.assign(size_t(op.result()->type().count), b);
+    arr->allocAt = op.loc();
+    arr->name = op.result()->name;
     set(op.result(), BarrierView{arr, 0, op.result()->type().count});
     return;
   }
   case OpCode::BarrierExpectBytes: {
     if (op.numOperands() > 2 && readScalar(*tensor(op, 2), 0).i == 0) return;
+    const BarrierView& view = barrierView(op, 0);
     MBarrier& bar = barrier(op, 0);
     int64_t bytes = scalarInt(op, 1);
     // barrier_expect_bytes is mbarrier.arrive.expect_tx: expect the bytes, then arrive once.
     bar.txBytes += bytes;
+    bar.expectedBytes += bytes;
+    bar.expectAt = op.loc();
+    bar.expectBy = accessor();
     release(bar.arrivals);
     if (--bar.pendingArrivals < 0)
-      fail(op.loc(), "barrier_expect_bytes arrives on a barrier whose " + bar.describe() +
-                         " has no arrival left (too many arrivals in one phase) in " + where());
+      fail(op.loc(),
+           "over-arrival: barrier_expect_bytes arrives on " + view.array->describe(view.first) +
+               " whose " + bar.describe() +
+               " has no arrival left (too many arrivals in one phase) in " + where(),
+           initNote(*view.array, bar));
     checkNoExcessBytes(op, bar);
-    bar.maybeComplete();
+    completePhase(k_.sources, view, op.loc(), "barrier_expect_bytes", accessor(), where());
     bump();
     return;
   }
@@ -494,20 +566,21 @@ void Executor::execTlx(const ir::Op& op) {
                        "interpreter, which runs one program at a time");
       }
     }
+    const BarrierView& view = barrierView(op, 0);
     MBarrier& bar = barrier(op, 0);
     int64_t weight = op.intAttr("arrive_count", 1) * arrivalWeight(bar);
     bar.pendingArrivals -= weight;
     if (bar.pendingArrivals < 0) {
       bar.pendingArrivals += weight;
-      fail(op.loc(), "barrier_arrive of " + std::to_string(weight) + " arrivals on a barrier in " +
-                         bar.describe() + ": more arrivals than the phase expects, in " + where());
+      fail(op.loc(),
+           "over-arrival: barrier_arrive of " + std::to_string(weight) + " arrivals on " +
+               view.array->describe(view.first) + " in " + bar.describe() +
+               ": more arrivals than the phase expects, in " + where(),
+           initNote(*view.array, bar));
     }
     release(bar.arrivals);
     checkNoExcessBytes(op, bar);
-    if (bar.maybeComplete()) {
-      bar.lastCompletedAt = op.loc();
-      bar.lastCompletedBy = accessor();
-    }
+    completePhase(k_.sources, view, op.loc(), "barrier_arrive", accessor(), where());
     bump();
     return;
   }
@@ -518,19 +591,26 @@ void Executor::execTlx(const ir::Op& op) {
     int64_t parity = scalarInt(op, 1);
     waitUntil([&] { return bar.waitPasses(parity); },
               [&] {
+                std::vector<Diagnostic> notes = lappedNotes(bar);
+                if (bar.txBytes > 0) {
+                  std::vector<Diagnostic> bytes = expectNotes(bar);
+                  notes.insert(notes.end(), bytes.begin(), bytes.end());
+                }
                 return BlockSite{op.loc(),
-                                 "waits on barrier " + std::to_string(view.first) +
+                                 "waits on " + view.array->describe(view.first) +
                                      " for the phase of parity " + std::to_string(parity & 1) +
                                      " to complete; the barrier is in " + bar.describe(),
-                                 lappedNotes(bar)};
+                                 std::move(notes)};
               });
     acquire(bar.completed);
     phaseSeen_[&bar] = bar.phase;
+    bar.observedPhase = std::max(bar.observedPhase, bar.phase);
     return;
   }
   case OpCode::NamedBarrierArrive:
   case OpCode::NamedBarrierWait: {
     int64_t id = scalarInt(op, 0), numThreads = scalarInt(op, 1);
+    if (agent_.scheduler) checkNamedBarrierCounts(op, id);
     NamedBarrier& nb = cta_.namedBarriers[id];
     int64_t threads = int64_t(agent_.numWarps) * 32;
     if (nb.expectedThreads == 0) {
@@ -724,10 +804,59 @@ void Executor::execTlx(const ir::Op& op) {
   }
 }
 
+namespace {
+
+/// The value of `v` when it is a constant op's result.
+std::optional<int64_t> constantInt(const ir::Value* v) {
+  const ir::Op* def = v->def();
+  if (!def || def->code() != OpCode::Constant || !def->hasAttr("value")) return std::nullopt;
+  return def->intAttr("value");
+}
+
+} // namespace
+
+void Executor::checkNamedBarrierCounts(const ir::Op& op, int64_t id) {
+  if (!cta_.namedBarrierIdsChecked.insert(id).second) return;
+  auto it = cta_.namedBarrierUses.find(id);
+  if (it == cta_.namedBarrierUses.end()) return;
+  const std::vector<NamedBarrierUse>& uses = it->second;
+  // A phase of `count` threads completes only with arrivals that all name `count`: the tasks
+  // using that count must together have that many threads, however the uses interleave.
+  std::map<int64_t, std::map<size_t, int64_t>> threadsByCount; // count -> task -> threads
+  for (const NamedBarrierUse& u : uses) threadsByCount[u.count][u.taskId] = u.taskThreads;
+  for (const auto& [count, tasks] : threadsByCount) {
+    int64_t available = 0;
+    for (const auto& [task, threads] : tasks) available += threads;
+    if (available >= count || threadsByCount.size() < 2) continue;
+    std::vector<Diagnostic> notes;
+    std::set<std::pair<const ir::Op*, std::string>> seen;
+    for (const NamedBarrierUse& u : uses) {
+      if (u.op == &op || !seen.insert({u.op, u.task}).second) continue;
+      notes.push_back(note(u.op->loc(), std::string(u.op->name()) + " on named barrier " +
+                                            std::to_string(id) + " with " +
+                                            std::to_string(u.count) + " threads by " + u.task +
+                                            " (" + std::to_string(u.taskThreads) + " threads)"));
+    }
+    std::string counts;
+    for (const auto& [c, t] : threadsByCount)
+      counts += (counts.empty() ? "" : ", ") + std::to_string(c);
+    fail(op.loc(),
+         "named barrier " + std::to_string(id) + " is used with different thread counts (" +
+             counts + "): the tasks that arrive on it with " + std::to_string(count) +
+             " threads have only " + std::to_string(available) +
+             " threads in all, so a phase of that count completes only with arrivals that "
+             "name another count (thread count mismatch; " +
+             std::string(op.name()) + " in " + where() + ")",
+         std::move(notes));
+  }
+}
+
 void Executor::execAsyncTasks(const ir::Op& op) {
   if (agent_.scheduler) fail(op.loc(), "async_tasks nested inside an async task is not supported");
   std::vector<std::unique_ptr<Agent>> agents;
   std::vector<std::unique_ptr<Executor>> executors;
+  std::map<int64_t, std::vector<NamedBarrierUse>> namedUses;
+  bool dynamicNamedBarrier = false;
   int taskIndex = 0;
   for (const auto& taskOp : op.region(0)->ops()) {
     if (taskOp->code() != OpCode::AsyncTask) continue;
@@ -760,6 +889,16 @@ void Executor::execAsyncTasks(const ir::Op& op) {
       Executor* exp = ex.get();
       const ir::Block* body = taskOp->region(0);
       a->body = [exp, body] { exp->runBlock(*body); };
+      const int64_t threads = int64_t(a->numWarps) * 32;
+      ir::walk(*body, [&](const ir::Op& use) {
+        if (use.code() != OpCode::NamedBarrierArrive && use.code() != OpCode::NamedBarrierWait)
+          return;
+        std::optional<int64_t> id = constantInt(use.operand(0)),
+                               count = constantInt(use.operand(1));
+        if (!id) dynamicNamedBarrier = true;
+        if (!id || !count) return;
+        namedUses[*id].push_back({*count, &use, a->label, agents.size(), threads});
+      });
       agents.push_back(std::move(a));
       executors.push_back(std::move(ex));
     }
@@ -776,9 +915,14 @@ void Executor::execAsyncTasks(const ir::Op& op) {
   Scheduler scheduler(seed);
   release(agent_.clock); // the program's accesses so far precede the tasks' own
   cta_.scheduler = &scheduler;
+  if (!dynamicNamedBarrier) cta_.namedBarrierUses = std::move(namedUses);
   struct Reset {
     CtaState& c;
-    ~Reset() { c.scheduler = nullptr; }
+    ~Reset() {
+      c.scheduler = nullptr;
+      c.namedBarrierUses.clear();
+      c.namedBarrierIdsChecked.clear();
+    }
   } reset{cta_};
   scheduler.run(
       raw, [&] { return completeAsyncCopies(k_, cta_); },

@@ -986,8 +986,8 @@ TEST(InterpTlx, TooManyArrivalsInAPhaseAreReported) {
   b.create(OpCode::BarrierArrive, {bar}, {}, {{"arrive_count", int64_t(2)}});
   b.ret();
   std::string err = k.runExpectingError({1}, {});
-  EXPECT_NE(err.find("over.py:1:5: error: barrier_arrive of 2 arrivals on a barrier in phase 0 "
-                     "(parity 0): 1 of 1 arrivals pending"),
+  EXPECT_NE(err.find("over.py:1:5: error: over-arrival: barrier_arrive of 2 arrivals on barrier "
+                     "0 in phase 0 (parity 0): 1 of 1 arrivals pending"),
             std::string::npos)
       << err;
 }
@@ -1760,9 +1760,15 @@ TEST(InterpTasks, NamedBarrierThreadCountMismatchIsReported) {
   wb.create(OpCode::NamedBarrierWait, {id, n128}, {});
   k.b.ret();
   std::string err = k.runExpectingError({1}, {});
-  EXPECT_NE(err.find("named_mismatch.py:1:5: error: named_barrier_wait on named barrier 3 with "
-                     "128 threads while its current phase expects 256 (program (0, 0, 0) async "
-                     "task 1)"),
+  // The 128 threads of the default task that arrive with 256 can never make up 256: reported
+  // at the first use of the barrier, with a note at the other count's use.
+  EXPECT_NE(err.find("error: named barrier 3 is used with different thread counts (128, 256): "
+                     "the tasks that arrive on it with 256 threads have only 128 threads in "
+                     "all"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("named_mismatch.py:1:5: note: named_barrier_wait on named barrier 3 with "
+                     "128 threads by async task 1 (128 threads)"),
             std::string::npos)
       << err;
 }
@@ -1902,14 +1908,38 @@ TEST(InterpRaces, MissingReleaseDeadlocksAtTheProducersWait) {
 }
 
 TEST(InterpRaces, TwoConsumersOnACountOneBarrierOverArrive) {
+  // Both replicas arrive on `empty` for each tile: the second arrival completes the next phase
+  // before the producer has waited for the first one.
   std::string err = runRing({{18, "        with tlx.async_task(num_warps=4, replicate=2):"}});
-  // The second replica's arrival completes the next phase early (legal for the hardware), so
-  // the producer later waits for a phase that already went by: a deadlock whose note points at
-  // the surplus arrival.
-  EXPECT_TRUE(contains(err, "deadlock")) << err;
-  EXPECT_TRUE(contains(
-      err, "ring.py:24:17: note: the barrier completed 2 phases since default "
-           "task last passed a wait on it, the latest on this arrival by async task 1 replica"))
+  EXPECT_TRUE(contains(err, "ring.py:24:17: error: over-arrival: barrier_arrive by async task 1 "
+                            "replica 1 completes phase 1 of barrier 0 of 'empty' before any "
+                            "barrier_wait has seen phase 0 complete"))
+      << err;
+  EXPECT_TRUE(contains(err, "ring.py:24:17: note: phase 0 was completed here by async task 1 "
+                            "replica 0, and no wait has seen it yet"))
+      << err;
+  EXPECT_TRUE(contains(err, "ring.py:10:13: note: the barrier was initialized here for 1 "
+                            "arrival per phase"))
+      << err;
+  // Other interleavings report the surplus arrival too, or the race it lets through.
+  for (uint64_t seed : {1, 2, 3, 4, 5, 6, 7, 8}) {
+    interp::RunOptions o;
+    o.seed = seed;
+    err = runRing({{18, "        with tlx.async_task(num_warps=4, replicate=2):"}}, o);
+    EXPECT_TRUE(contains(err, "ring.py:24:17: error: over-arrival") ||
+                contains(err, "ring.py:23:") || contains(err, "ring.py:17:"))
+        << "seed " << seed << ": " << err;
+  }
+}
+
+TEST(InterpRaces, ArrivingOnABarrierBeyondTheInitializedOnesIsReported) {
+  std::string err =
+      runRing({{24, "                tlx.barrier_arrive(tlx.local_view(empty, s + 1))"}});
+  EXPECT_TRUE(contains(err, "ring.py:24:36: error: barrier index 2 is out of range for 2 "
+                            "barriers (valid: 0..1): an arrival or wait there would use a barrier "
+                            "alloc_barriers never initialized"))
+      << err;
+  EXPECT_TRUE(contains(err, "ring.py:10:13: note: alloc_barriers initialized 2 barriers here"))
       << err;
 }
 
@@ -1919,6 +1949,9 @@ TEST(InterpRaces, TooFewExpectedBytesAreReportedAtTheCopy) {
         "                tlx.barrier_expect_bytes(tlx.local_view(full, s), BLOCK * BLOCK * 2)"}});
   EXPECT_TRUE(contains(err, "ring.py:17:")) << err;
   EXPECT_TRUE(contains(err, "128 more than its phase expects")) << err;
+  EXPECT_TRUE(contains(err, "ring.py:16:17: note: barrier_expect_bytes by default task here: the "
+                            "phase expects 128 transaction bytes, its copies delivered 256"))
+      << err;
 }
 
 TEST(InterpRaces, TooManyExpectedBytesDeadlockSayingWhatIsStillExpected) {
@@ -1928,6 +1961,9 @@ TEST(InterpRaces, TooManyExpectedBytesDeadlockSayingWhatIsStillExpected) {
   EXPECT_TRUE(contains(err, "deadlock")) << err;
   EXPECT_TRUE(contains(err, "ring.py:22:")) << err;
   EXPECT_TRUE(contains(err, "still expects 256 transaction bytes")) << err;
+  EXPECT_TRUE(contains(err, "ring.py:16:17: note: barrier_expect_bytes by default task here: the "
+                            "phase expects 512 transaction bytes, its copies delivered 256"))
+      << err;
 }
 
 TEST(InterpRaces, ReadWithoutWaitingForTheTmaBarrier) {
@@ -2027,12 +2063,19 @@ TEST(InterpRaces, NamedBarrierHandoffIsCleanAndItsBugsAreReported) {
   for (uint64_t seed : {0, 1, 2, 3, 4, 5}) {
     EXPECT_EQ(runNamedHandoff("            tlx.named_barrier_wait(1, 256)", seed), "")
         << "seed " << seed;
-    // Count mismatch: when the writer arrives first the counts disagree at the wait; when the
-    // reader's 128 threads arrive first they complete the phase alone, and its read is a race.
+    // Count mismatch: whichever side arrives first, the counts 128 and 256 of named barrier 1
+    // are reported with both lines (the 128 threads of the writer cannot make up 256).
     std::string err = runNamedHandoff("            tlx.named_barrier_wait(1, 128)", seed);
-    bool mismatch = contains(err, "handoff.py:13:") && contains(err, "named barrier 1");
-    bool race = contains(err, "handoff.py:14:") && contains(err, "local_load reads shared memory");
-    EXPECT_TRUE(mismatch || race) << err;
+    EXPECT_TRUE(contains(err, "named barrier 1 is used with different thread counts (128, 256): "
+                              "the tasks that arrive on it with 256 threads have only 128"))
+        << err;
+    EXPECT_TRUE((contains(err, "handoff.py:13:13: error:") &&
+                 contains(err, "handoff.py:17:13: note: named_barrier_arrive on named barrier 1 "
+                               "with 256 threads by async task 1 (128 threads)")) ||
+                (contains(err, "handoff.py:17:13: error:") &&
+                 contains(err, "handoff.py:13:13: note: named_barrier_wait on named barrier 1 "
+                               "with 128 threads by default task (128 threads)")))
+        << err;
     // No barrier at all: the read is not ordered after the store.
     err = runNamedHandoff("            pass", seed);
     EXPECT_TRUE(contains(err, "handoff.py:14:")) << err;
