@@ -287,8 +287,76 @@ std::string PtxBuilder::fileDirectives() const {
   return out;
 }
 
+void PtxBuilder::declare(const std::string& statement) {
+  for (const std::string& d : declarations_)
+    if (d == statement) return;
+  declarations_.push_back(statement);
+}
+
+std::string PtxBuilder::stringConstant(const std::string& text) {
+  auto [it, fresh] = strings_.try_emplace(text, "__ww_str" + std::to_string(strings_.size()));
+  if (fresh) {
+    std::string bytes;
+    for (unsigned char ch : text) bytes += std::to_string(unsigned(ch)) + ", ";
+    declare(".global .align 1 .b8 " + it->second + "[" + std::to_string(text.size() + 1) + "] = {" +
+            bytes + "0};");
+  }
+  std::string symbol = pure("mov.u64", RegClass::B64, {it->second});
+  return pure("cvta.global.u64", RegClass::B64, {symbol});
+}
+
+namespace {
+constexpr const char* kPrintfBuffer = "__ww_printf_args";
+} // namespace
+
+void PtxBuilder::printf(const std::string& format, const std::vector<PrintArg>& args,
+                        const std::string& guard, bool negateGuard) {
+  declare(".extern .func (.param .b32 func_retval0) vprintf (.param .b64 format, .param .b64 "
+          "valist);");
+  std::string skip;
+  if (!guard.empty()) {
+    skip = newLabel("print_done");
+    inst("bra", {skip}, guard, !negateGuard);
+  }
+  // The address computations sit after the guard, so they belong to the guarded region.
+  pushScope();
+  std::string fmt = stringConstant(format);
+  std::string valist = "0";
+  if (!args.empty()) {
+    int64_t offset = 0;
+    for (const PrintArg& a : args) {
+      if (a.cls != RegClass::B32 && a.cls != RegClass::B64 && a.cls != RegClass::F64)
+        throw std::logic_error("printf arguments are 32-bit or 64-bit integers or doubles");
+      int64_t size = a.cls == RegClass::B32 ? 4 : 8;
+      offset = (offset + size - 1) / size * size;
+      const char* type = a.cls == RegClass::B32 ? ".b32" : a.cls == RegClass::B64 ? ".b64" : ".f64";
+      std::string value = isImmediate(a.value) ? materialize(a.value, a.cls) : a.value;
+      inst(std::string("st.local") + type,
+           {"[" + std::string(kPrintfBuffer) + "+" + std::to_string(offset) + "]", value});
+      offset += size;
+    }
+    printfBufferBytes_ = std::max(printfBufferBytes_, offset);
+    std::string local = pure("mov.u64", RegClass::B64, {kPrintfBuffer});
+    valist = pure("cvta.local.u64", RegClass::B64, {local});
+  }
+  raw("{");
+  raw(".param .b64 vprintf_format;");
+  inst("st.param.b64", {"[vprintf_format]", fmt});
+  raw(".param .b64 vprintf_valist;");
+  inst("st.param.b64", {"[vprintf_valist]", valist});
+  raw(".param .b32 vprintf_result;");
+  inst("call.uni", {"(vprintf_result)", "vprintf", "(vprintf_format, vprintf_valist)"});
+  raw("}");
+  popScope();
+  if (!skip.empty()) label(skip);
+}
+
 std::string PtxBuilder::regDeclarations() const {
   std::string out;
+  for (const std::string& d : declarations_) out += "\t" + d + "\n";
+  if (printfBufferBytes_ > 0)
+    out += "\t.local .align 8 .b8 " + std::string(kPrintfBuffer) + "[" +
+           std::to_string(printfBufferBytes_) + "];\n";
   for (int c = 0; c < 6; ++c)
     if (regCount_[c] > 0)
       out += "\t.reg " + std::string(regDeclType(static_cast<RegClass>(c))) + " " +

@@ -72,9 +72,29 @@ public:
   /// only the first element of each vector uses).
   void eliminateDeadInstructions();
 
+  /// Declares `statement` (a complete PTX declaration: an extern function prototype, a variable)
+  /// once at function scope, ahead of the registers; repeating it has no effect. Function scope
+  /// keeps the module text the lowering assembles unchanged.
+  void declare(const std::string& statement);
+  /// A NUL-terminated string in global memory; returns a register holding its generic address.
+  /// Equal texts share one constant.
+  std::string stringConstant(const std::string& text);
+  /// One argument of `printf`: a register or immediate of class B32 (%d, %u, %x), B64 (%lld,
+  /// %llx, pointers) or F64 (%f: floats are printed as doubles, as C varargs promote them).
+  struct PrintArg {
+    std::string value;
+    RegClass cls;
+  };
+  /// Device-side printf through the CUDA vprintf system call: the format as a string constant
+  /// and the arguments packed, each aligned to its size, in a local-memory buffer. With a
+  /// `guard` predicate, only threads where it holds (or fails, `negateGuard`) print.
+  void printf(const std::string& format, const std::vector<PrintArg>& args,
+              const std::string& guard = {}, bool negateGuard = false);
+
   /// `.file` directives for the module header.
   std::string fileDirectives() const;
-  /// `.reg` declarations for every register used.
+  /// `.reg` declarations for every register used, after the function-scope declarations
+  /// (`declare`, string constants, the printf argument buffer).
   std::string regDeclarations() const;
   const std::string& body() const { return body_; }
 
@@ -88,6 +108,9 @@ private:
   std::vector<std::string> files_;
   std::map<uint32_t, int> fileMap_;
   bool lineInfo_ = true;
+  std::vector<std::string> declarations_;
+  std::map<std::string, std::string> strings_; // text -> symbol
+  int64_t printfBufferBytes_ = 0;              // the largest argument pack of any printf
   SourceLoc lastLoc_;
   SourceLoc pendingLoc_;
   void flushLoc();

@@ -12,10 +12,18 @@ namespace {
 const char* kUsage =
     "usage: wwc FILE.py --kernel NAME --signature SIG --target sm_90a|sm_80|sm_100a\n"
     "           [--num-warps N] [--num-stages N] [--num-ctas N]\n"
+    "           [--trap-hangs[=N]]\n"
     "           --emit tile-ir|ptx|cubin [-o OUT] [--meta OUT.json]\n"
     "  SIG: comma-separated 'name:TYPE' (runtime) and 'name=VALUE' (constexpr) entries;\n"
     "       TYPE: *fp16 *bf16 *fp32 *i32 ... (pointers, optional :16), i1 i32 i64 fp32\n"
-    "       (scalars, optional :16 or :1), desc<fp16,128x64> (TMA descriptor).\n";
+    "       (scalars, optional :16 or :1), desc<fp16,128x64> (TMA descriptor).\n"
+    "  --trap-hangs[=N]: a barrier_wait that fails N try_wait rounds (default 1048576, each at\n"
+    "       most ~1 us) prints its block, thread, task, barrier, phase and source line, then\n"
+    "       traps instead of hanging the GPU (a debugging aid).\n";
+
+/// try_wait rounds before --trap-hangs reports a hang: 2^20 rounds of at most a microsecond
+/// each, far beyond any wait of a healthy pipeline yet well under a second.
+constexpr int kDefaultTrapTries = 1 << 20;
 
 struct CliError {
   std::string message;
@@ -92,6 +100,10 @@ int runCli(const std::vector<std::string>& args) {
         opts.numStages = parseInt(a, value());
       else if (a == "--num-ctas")
         opts.numCtas = parseInt(a, value());
+      else if (a == "--trap-hangs")
+        opts.mbarrierTrapTries = kDefaultTrapTries;
+      else if (a.rfind("--trap-hangs=", 0) == 0)
+        opts.mbarrierTrapTries = parseInt("--trap-hangs", a.substr(13));
       else if (a == "--emit")
         emit = value();
       else if (a == "-o")
