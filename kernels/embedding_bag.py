@@ -5,13 +5,15 @@ MEAN (an empty bag gives zeros). weight is [num_embeddings, D] with row stride s
 are int32 or int64; offsets (int32 or int64) has num_bags + 1 entries, CSR style. Sums are fp32
 and stored in out's element type.
 
-Each program gathers BLOCK_I rows of its bag at a time as one [BLOCK_I, BLOCK_D] tile, so several
-independent row loads are in flight per step; columns are split across the second grid axis.
+Each program gathers BLOCK_I rows of its bag at a time as one [BLOCK_I, BLOCK_D] tile (a whole
+bag at once when BLOCK_I covers it), so that all of its row loads are in flight together, and
+accumulates the tiles element-wise; the rows are summed once, at the end. Columns are split across
+the second grid axis.
     grid = (num_bags, cdiv(D, BLOCK_D))
-    constexprs: BLOCK_I (e.g. 8), BLOCK_D (e.g. 128), HAS_SAMPLE_WEIGHTS, MEAN
+    constexprs: BLOCK_I (e.g. 32), BLOCK_D (e.g. 128), HAS_SAMPLE_WEIGHTS, MEAN
     signature: weight_ptr:*fp16:16, indices_ptr:*i64:16, offsets_ptr:*i64:16,
-               sample_weights_ptr:*fp32:16, out_ptr:*fp16:16, D:i32, stride_w:i32,
-               stride_out:i32, BLOCK_I=8, BLOCK_D=128, HAS_SAMPLE_WEIGHTS=False, MEAN=False
+               sample_weights_ptr:*fp32:16, out_ptr:*fp16:16, D:i32:16, stride_w:i32:16,
+               stride_out:i32:16, BLOCK_I=32, BLOCK_D=128, HAS_SAMPLE_WEIGHTS=False, MEAN=False
 """
 import warpweave as ww
 import warpweave.language as tl
@@ -27,7 +29,7 @@ def embedding_bag_kernel(weight_ptr, indices_ptr, offsets_ptr, sample_weights_pt
     col_mask = cols < D
     begin = tl.load(offsets_ptr + bag)
     end = tl.load(offsets_ptr + bag + 1)
-    acc = tl.zeros([BLOCK_D], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_I, BLOCK_D], dtype=tl.float32)
     for start in range(begin, end, BLOCK_I):
         positions = start + tl.arange(0, BLOCK_I)
         in_bag = positions < end
@@ -38,9 +40,10 @@ def embedding_bag_kernel(weight_ptr, indices_ptr, offsets_ptr, sample_weights_pt
         if HAS_SAMPLE_WEIGHTS:
             scale = tl.load(sample_weights_ptr + positions, mask=in_bag, other=0.0)
             tile = tile * scale.to(tl.float32)[:, None]
-        acc += tl.sum(tile, axis=0)
+        acc += tile
+    total = tl.sum(acc, axis=0)
     if MEAN:
         count = (end - begin).to(tl.float32)
-        acc = acc / tl.maximum(count, 1.0)
+        total = total / tl.maximum(count, 1.0)
     out_row = out_ptr + bag.to(tl.int64) * stride_out
-    tl.store(out_row + cols, acc.to(out_ptr.dtype.element_ty), mask=col_mask)
+    tl.store(out_row + cols, total.to(out_ptr.dtype.element_ty), mask=col_mask)

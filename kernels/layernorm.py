@@ -6,16 +6,23 @@ All statistics are computed in fp32; x, y, dy, dx may be fp16, bf16 or fp32 (w, 
 
 layernorm_fwd_kernel: one program per row, walking the row BLOCK columns at a time; stores y and
 the per-row mean and rstd (fp32) that the backward pass reuses.
+
+layernorm_fwd_fused_kernel: the row fits one block; programs loop over rows (persistent) and read
+each row once, loading the next row while the current one is normalized; w and b are loaded once
+per program.
+    grid = (min(n_rows, NUM_SMS * PROGRAMS_PER_SM),)
+    constexprs: BLOCK = next_power_of_2(N)
     grid = (n_rows,)
     constexprs: BLOCK (e.g. min(next_power_of_2(N), 65536 // element_size))
     signature: x_ptr:*fp16:16, y_ptr:*fp16:16, w_ptr:*fp16:16, b_ptr:*fp16:16,
                mean_ptr:*fp32:16, rstd_ptr:*fp32:16, stride:i32, n_cols:i32, eps:fp32, BLOCK=1024
 
-layernorm_bwd_dx_kernel: each program takes ROWS_PER_PROGRAM consecutive rows, writes dx for them
-and its partial sums of dw = sum(dy * xhat) and db = sum(dy) into row `pid` of the fp32 buffers
-partial_dw / partial_db [num_programs, N]. No atomics: the result is deterministic.
+layernorm_bwd_dx_kernel: each program takes ROWS_PER_PROGRAM consecutive rows (loading each row
+while the previous one computes), writes dx for them and its partial sums of dw = sum(dy * xhat)
+and db = sum(dy) into row `pid` of the fp32 buffers partial_dw / partial_db [num_programs, N].
+No atomics: the result is deterministic.
     grid = (cdiv(n_rows, ROWS_PER_PROGRAM),)
-    constexprs: ROWS_PER_PROGRAM (e.g. 32), BLOCK = next_power_of_2(N) (the row must fit a block)
+    constexprs: ROWS_PER_PROGRAM (e.g. 128), BLOCK = next_power_of_2(N) (the row must fit a block)
 
 layernorm_bwd_dwdb_kernel: sums the partial rows into dw and db.
     grid = (cdiv(N, BLOCK_N),)
@@ -62,6 +69,40 @@ def layernorm_fwd_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, stride,
 
 
 @ww.jit
+def layernorm_fwd_fused_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, stride, n_rows,
+                               n_cols, eps, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    step = tl.num_programs(0)
+    # The next row is loaded while the current one is normalized.
+    row = tl.program_id(0)
+    x_next = tl.load(x_ptr + row.to(tl.int64) * stride + cols, mask=mask & (row < n_rows),
+                     other=0.0, eviction_policy="evict_first")
+    for row in tl.range(tl.program_id(0), n_rows, step):
+        x = x_next.to(tl.float32)
+        following = row + step
+        x_next = tl.load(x_ptr + following.to(tl.int64) * stride + cols,
+                         mask=mask & (following < n_rows), other=0.0,
+                         eviction_policy="evict_first")
+        mean = tl.sum(x, axis=0) / n_cols
+        centered = tl.where(mask, x - mean, 0.0)
+        var = tl.sum(centered * centered, axis=0) / n_cols
+        rstd = 1.0 / tl.sqrt(var + eps)
+        tl.store(mean_ptr + row, mean)
+        tl.store(rstd_ptr + row, rstd)
+        y = centered * rstd * w + b
+        tl.store(y_ptr + row.to(tl.int64) * stride + cols, y.to(y_ptr.dtype.element_ty),
+                 mask=mask)
+
+
+@ww.jit
+def _add_pair(a0, a1, b0, b1):
+    return a0 + b0, a1 + b1
+
+
+@ww.jit
 def layernorm_bwd_dx_kernel(dx_ptr, dy_ptr, partial_dw_ptr, partial_db_ptr, x_ptr, w_ptr,
                             mean_ptr, rstd_ptr, stride, n_rows, n_cols,
                             ROWS_PER_PROGRAM: tl.constexpr, BLOCK: tl.constexpr):
@@ -73,19 +114,38 @@ def layernorm_bwd_dx_kernel(dx_ptr, dy_ptr, partial_dw_ptr, partial_db_ptr, x_pt
     db_acc = tl.zeros([BLOCK], dtype=tl.float32)
     row_begin = pid * ROWS_PER_PROGRAM
     row_end = min(row_begin + ROWS_PER_PROGRAM, n_rows)
+    # Each row's x, dy and statistics are loaded one row ahead, while the previous row computes.
+    offset = row_begin.to(tl.int64) * stride
+    in_range = row_begin < row_end
+    x_next = tl.load(x_ptr + offset + cols, mask=mask & in_range, other=0.0,
+                     eviction_policy="evict_first")
+    dy_next = tl.load(dy_ptr + offset + cols, mask=mask & in_range, other=0.0,
+                      eviction_policy="evict_first")
+    mean_next = tl.load(mean_ptr + row_begin, mask=in_range, other=0.0)
+    rstd_next = tl.load(rstd_ptr + row_begin, mask=in_range, other=0.0)
     for row in range(row_begin, row_end):
-        offset = row.to(tl.int64) * stride
-        x = tl.load(x_ptr + offset + cols, mask=mask, other=0.0).to(tl.float32)
-        dy = tl.load(dy_ptr + offset + cols, mask=mask, other=0.0).to(tl.float32)
-        mean = tl.load(mean_ptr + row)
-        rstd = tl.load(rstd_ptr + row)
+        x = x_next.to(tl.float32)
+        dy = dy_next.to(tl.float32)
+        mean = mean_next
+        rstd = rstd_next
+        following = row + 1
+        next_offset = following.to(tl.int64) * stride
+        in_range = following < row_end
+        x_next = tl.load(x_ptr + next_offset + cols, mask=mask & in_range, other=0.0,
+                         eviction_policy="evict_first")
+        dy_next = tl.load(dy_ptr + next_offset + cols, mask=mask & in_range, other=0.0,
+                          eviction_policy="evict_first")
+        mean_next = tl.load(mean_ptr + following, mask=in_range, other=0.0)
+        rstd_next = tl.load(rstd_ptr + following, mask=in_range, other=0.0)
         xhat = tl.where(mask, (x - mean) * rstd, 0.0)
         wdy = w * dy
-        # dx = rstd * (wdy - mean(wdy) - xhat * mean(xhat * wdy))
-        c1 = tl.sum(xhat * wdy, axis=0) / n_cols
-        c2 = tl.sum(wdy, axis=0) / n_cols
+        # dx = rstd * (wdy - mean(wdy) - xhat * mean(xhat * wdy)); both sums in one reduction.
+        s1, s2 = tl.reduce((xhat * wdy, wdy), 0, _add_pair)
+        c1 = s1 / n_cols
+        c2 = s2 / n_cols
         dx = (wdy - (xhat * c1 + c2)) * rstd
-        tl.store(dx_ptr + offset + cols, dx.to(dx_ptr.dtype.element_ty), mask=mask)
+        tl.store(dx_ptr + row.to(tl.int64) * stride + cols, dx.to(dx_ptr.dtype.element_ty),
+                 mask=mask)
         dw_acc += dy * xhat
         db_acc += dy
     tl.store(partial_dw_ptr + pid * n_cols + cols, dw_acc, mask=mask)

@@ -265,6 +265,12 @@ def _softmax_warps(block: int) -> int:
     return 4
 
 
+def _programs_per_sm(warps: int, registers: int) -> int:
+    """Programs of `warps` warps that fit one SM together (64 warps and 65536 registers per SM),
+    given the registers per thread that ptxas -v reports for the kernel's configuration."""
+    return max(1, min(64 // warps, 65536 // (warps * 32 * registers)))
+
+
 def softmax(x, online=None):
     """Softmax over the last dimension of x (fp16, bf16 or fp32), computed in fp32 and returned
     in x's dtype and shape. `online` forces (True) or forbids (False) the two-pass kernel for
@@ -284,7 +290,9 @@ def softmax(x, online=None):
     if not online:
         block = ww.next_power_of_2(n_cols)
         warps = _softmax_warps(block)
-        programs = place.num_sms() * max(1, 32 // warps)
+        # ptxas -v: 40 registers per thread at BLOCK=4096 on 8 warps (fp16 rows, next row
+        # prefetched), 32 at 8192 on 16 warps.
+        programs = place.num_sms() * _programs_per_sm(warps, 40)
         _softmax.softmax_kernel[(min(n_rows, programs),)](
             out, x2, in_stride, n_cols, n_rows, n_cols, BLOCK=block, num_warps=warps)
     else:
@@ -297,6 +305,10 @@ def softmax(x, online=None):
 # ------------------------------------------------------------------------------------------------
 # Layer norm
 # ------------------------------------------------------------------------------------------------
+
+
+# Rows up to this long are normalized by the one-pass persistent kernel.
+LAYERNORM_FUSED_MAX_COLS = 8192
 
 
 def _layernorm_fwd_block(n_cols: int) -> int:
@@ -325,7 +337,16 @@ def layernorm_fwd(x, w, b, eps=1e-5):
     y = place.empty((n_rows, n_cols), dt)
     mean = place.empty((n_rows,), "float32")
     rstd = place.empty((n_rows,), "float32")
-    if n_rows > 0:
+    if n_rows > 0 and n_cols <= LAYERNORM_FUSED_MAX_COLS:
+        # The row fits one block: persistent programs read each row once.
+        block = ww.next_power_of_2(n_cols)
+        warps = min(max(block // 256, 1), 16)
+        # ptxas -v: 56 registers per thread at BLOCK=4096 on 16 warps (fp16).
+        programs = place.num_sms() * _programs_per_sm(warps, 56)
+        _layernorm.layernorm_fwd_fused_kernel[(min(n_rows, programs),)](
+            x2, y, _contiguous(w), _contiguous(b), mean, rstd, n_cols, n_rows, n_cols,
+            float(eps), BLOCK=block, num_warps=warps)
+    elif n_rows > 0:
         block = _layernorm_fwd_block(n_cols)
         _layernorm.layernorm_fwd_kernel[(n_rows,)](
             x2, y, _contiguous(w), _contiguous(b), mean, rstd, n_cols, n_cols, float(eps),
@@ -334,11 +355,15 @@ def layernorm_fwd(x, w, b, eps=1e-5):
 
 
 def _layernorm_bwd_warps(block: int) -> int:
-    # The program keeps w, dw and db rows in registers besides x and dy: past 4096 columns, 8
-    # warps need all 255 registers (and spill at 16384), so the row is spread over 16 warps.
+    # The program keeps w, dw and db rows in registers besides x and dy, and the next row's x and
+    # dy: ptxas -v gives 176 registers per thread at BLOCK=4096 on 8 warps, 108 on 16 and 60 on
+    # 32 (1024 threads, 61440 of the SM's 65536 registers). Past 4096 columns 16 warps, as 32
+    # could not have more than 64 registers each.
     if block <= 1024:
         return 4
-    return 8 if block <= 4096 else 16
+    if block <= 2048:
+        return 8
+    return 32 if block <= 4096 else 16
 
 
 def layernorm_bwd(dy, x, w, mean, rstd):
@@ -378,7 +403,8 @@ def layernorm_bwd(dy, x, w, mean, rstd):
         return dx.reshape(shape), dw, db
     # Enough programs to fill the GPU a few times over, each taking a power-of-two row count so
     # that sizes share compiled kernels.
-    target_programs = place.num_sms() * 4 if place.on_gpu else 8
+    # One program per SM at the larger blocks (each takes most of an SM's registers), two below.
+    target_programs = place.num_sms() * (2 if block <= 2048 else 1) if place.on_gpu else 8
     rows_per_program = min(ww.next_power_of_2(ww.cdiv(n_rows, target_programs)), 256)
     n_partials = ww.cdiv(n_rows, rows_per_program)
     partial_dw = place.empty((n_partials, n_cols), "float32")
@@ -387,7 +413,8 @@ def layernorm_bwd(dy, x, w, mean, rstd):
         dx, dy2, partial_dw, partial_db, x2, _contiguous(w), _contiguous(mean.reshape(-1)),
         _contiguous(rstd.reshape(-1)), n_cols, n_rows, n_cols,
         ROWS_PER_PROGRAM=rows_per_program, BLOCK=block, num_warps=_layernorm_bwd_warps(block))
-    block_n = 128 if place.on_gpu else min(128, ww.next_power_of_2(n_cols))
+    # Narrow column blocks: enough programs to spread the partial sums over the SMs.
+    block_n = 32 if place.on_gpu else min(128, ww.next_power_of_2(n_cols))
     _layernorm.layernorm_bwd_dwdb_kernel[lambda m: (ww.cdiv(n_cols, m["BLOCK_N"]),)](
         partial_dw, partial_db, dw, db, n_partials, n_cols, BLOCK_P=32, BLOCK_N=block_n,
         num_warps=4)
@@ -490,11 +517,15 @@ def embedding_bag(weight, indices, offsets, per_sample_weights=None, mode="sum")
     weight = _rows_unit_stride(weight)
     has_weights = per_sample_weights is not None
     block_d = min(128, max(16, ww.next_power_of_2(dim)))
+    # A whole bag of the average size in one tile (its row loads all in flight together), from
+    # the shapes alone: reading the offsets would synchronize the GPU.
+    average_bag = ww.cdiv(indices.shape[0], num_bags)
+    block_i = min(32, max(8, ww.next_power_of_2(average_bag)))
     _embedding_bag.embedding_bag_kernel[lambda m: (num_bags, ww.cdiv(dim, m["BLOCK_D"]))](
         weight, _contiguous(indices), _contiguous(offsets),
         _contiguous(per_sample_weights) if has_weights else weight, out,
         dim, _strides(weight)[0], dim,
-        BLOCK_I=8, BLOCK_D=block_d, HAS_SAMPLE_WEIGHTS=has_weights, MEAN=mode == "mean",
+        BLOCK_I=block_i, BLOCK_D=block_d, HAS_SAMPLE_WEIGHTS=has_weights, MEAN=mode == "mean",
         num_warps=4)
     return out
 
