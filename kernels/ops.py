@@ -658,13 +658,14 @@ def _descriptor(t, block_shape):
     return ww.TensorDescriptor(t, list(t.shape), list(_strides(t)), block_shape)
 
 
-# Tile shapes of the TLX GEMMs (chosen on the H200 at 4096^3 and 8192^3 fp16). The consumers'
-# wgmma tiles are 64x256 (the widest instruction: B is read from shared memory once per 64 rows).
+# Tile shapes of the TLX GEMMs (chosen on the H200 at 4096^3 and 8192^3 fp16): 64x256 wgmma
+# tiles per consumer where two consumers share a tile.
 TLX_GEMM_CONFIGS = {
     # Two consumer warp groups split a 128x256 tile along M.
-    "ws": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=3),
-    # Each consumer owns whole 64x256 tiles; the two alternate.
-    "pingpong": dict(BLOCK_M=64, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=4),
+    "ws": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=3,
+               SMEM_EPILOGUE=True),
+    # Each consumer owns whole 128x128 tiles (two m64n128 wgmmas a step); the two alternate.
+    "pingpong": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, NUM_STAGES=4),
     # No specialization: two warp groups (num_warps=8) split a 128x256 tile.
     "pipelined": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=3),
 }

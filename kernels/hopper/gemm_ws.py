@@ -14,15 +14,19 @@ consumers are done reading". The producer waits on empty with the opposite parit
 trip around the ring passes at once (a fresh barrier completes parity 1 immediately).
 Every program walks tiles tile_id = pid, pid + NUM_SMS, ...; `step` counts k-steps across tiles
 so that producer and consumers agree on the stage and the phase of every load.
+SMEM_EPILOGUE: each consumer writes C to its own swizzled buffer and stores it with TMA without
+waiting; it waits for that store only before it writes the buffer again (next tile).
 
 Descriptors: a_desc block [BLOCK_M // 2, BLOCK_K], b_desc block [BLOCK_K, BLOCK_N],
              c_desc block [BLOCK_M // 2, BLOCK_N]
     grid = (min(NUM_SMS, cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)),)
-    constexprs: BLOCK_M=256, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, NUM_STAGES=4, NUM_SMS (the
-                number of SMs, 132 on H100/H200)
-    signature: a_desc:desc<fp16,128x64>, b_desc:desc<fp16,64x128>, c_desc:desc<fp16,128x128>,
-               M:i32, N:i32, K:i32, BLOCK_M=256, BLOCK_N=128, BLOCK_K=64, GROUP_M=8,
-               NUM_STAGES=4, NUM_SMS=132
+    constexprs: BLOCK_M=128, BLOCK_N=256 (each consumer a 64x256 wgmma tile), BLOCK_K=64,
+                GROUP_M=8, NUM_STAGES=3, NUM_SMS (the number of SMs, 132 on H100/H200),
+                SMEM_EPILOGUE (kernels/ops.py passes True; the default, False, stores C
+                through the descriptor)
+    signature: a_desc:desc<fp16,64x64>, b_desc:desc<fp16,64x256>, c_desc:desc<fp16,64x256>,
+               M:i32, N:i32, K:i32, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8,
+               NUM_STAGES=3, NUM_SMS=132, SMEM_EPILOGUE=1
     launch: num_warps=4 (the default task; the consumers add 8 warps)
 """
 import warpweave as ww
@@ -45,7 +49,8 @@ def grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 @ww.jit
 def gemm_ws_kernel(a_desc, b_desc, c_desc, M, N, K,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                   GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr, NUM_SMS: tl.constexpr):
+                   GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr, NUM_SMS: tl.constexpr,
+                   SMEM_EPILOGUE: tl.constexpr = False):
     HALF_M: tl.constexpr = BLOCK_M // 2
     dtype: tl.constexpr = tlx.dtype_of(a_desc)
     STAGE_BYTES: tl.constexpr = (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * tlx.size_of(dtype)
@@ -60,6 +65,9 @@ def gemm_ws_kernel(a_desc, b_desc, c_desc, M, N, K,
     b_bufs = tlx.local_alloc((BLOCK_K, BLOCK_N), dtype, NUM_STAGES)
     full_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
     empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=2)
+    c_dtype: tl.constexpr = tlx.dtype_of(c_desc)
+    if SMEM_EPILOGUE:
+        c_bufs = tlx.local_alloc((HALF_M, BLOCK_N), c_dtype, 2)
 
     with tlx.async_tasks():
         with tlx.async_task("default", registers=40):
@@ -103,4 +111,14 @@ def gemm_ws_kernel(a_desc, b_desc, c_desc, M, N, K,
                 if num_k > 0:
                     tlx.barrier_arrive(tlx.local_view(empty_bars, (step - 1) % NUM_STAGES))
                 off_m = pid_m * BLOCK_M + half * HALF_M
-                c_desc.store([off_m, pid_n * BLOCK_N], acc.to(tlx.dtype_of(c_desc)))
+                if SMEM_EPILOGUE:
+                    # The previous tile's store must have read this consumer's C buffer; the
+                    # store of this tile then runs on while the next tile's main loop starts.
+                    c_buf = tlx.local_view(c_bufs, half)
+                    tlx.async_descriptor_store_wait(0)
+                    tlx.local_store(c_buf, acc.to(c_dtype))
+                    tlx.async_descriptor_store(c_desc, c_buf, [off_m, pid_n * BLOCK_N])
+                else:
+                    c_desc.store([off_m, pid_n * BLOCK_N], acc.to(c_dtype))
+            if SMEM_EPILOGUE:
+                tlx.async_descriptor_store_wait(0)

@@ -5,7 +5,9 @@ Unlike the cooperative kernel (gemm_ws.py), each consumer warp group owns whole 
 and the two take turns: consumer 0 computes the program's tiles 0, 2, 4, ..., consumer 1 tiles
 1, 3, 5, .... The producer (the default task, 4 warps, 40 registers) fills one ring of
 NUM_STAGES stages in tile order, so the consumers' main loops follow each other through the
-ring and one consumer's epilogue (convert, store C) overlaps the other's MMAs.
+ring and one consumer's epilogue (convert, store C) overlaps the other's MMAs. SMEM_EPILOGUE
+(default): C goes through a swizzled buffer per consumer and a TMA store that is waited for only
+before the consumer's next epilogue; otherwise through the descriptor's own store.
 
 Per stage, full_bars[s] (1 arrival: the producer's expect-bytes, completed by the TMA bytes) and
 empty_bars[s] (1 arrival: the one consumer that read the stage). The producer counts ring steps
@@ -18,10 +20,11 @@ turn over, and nobody hands over after the program's last tile, so every wait ha
 Descriptors: a_desc block [BLOCK_M, BLOCK_K], b_desc block [BLOCK_K, BLOCK_N],
              c_desc block [BLOCK_M, BLOCK_N]
     grid = (min(NUM_SMS, cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)),)
-    constexprs: BLOCK_M=64 (one wgmma row block per consumer), BLOCK_N=256, BLOCK_K=64,
-                GROUP_M=8, NUM_STAGES=4, NUM_SMS (the number of SMs, 132 on H100/H200)
-    signature: a_desc:desc<fp16,64x64>, b_desc:desc<fp16,64x256>, c_desc:desc<fp16,64x256>,
-               M:i32, N:i32, K:i32, BLOCK_M=64, BLOCK_N=256, BLOCK_K=64, GROUP_M=8,
+    constexprs: BLOCK_M=128, BLOCK_N=128 (a consumer's accumulator: 128 registers a thread;
+                64x256 measured slower on the H200), BLOCK_K=64, GROUP_M=8, NUM_STAGES=4,
+                NUM_SMS (the number of SMs, 132 on H100/H200), SMEM_EPILOGUE
+    signature: a_desc:desc<fp16,128x64>, b_desc:desc<fp16,64x128>, c_desc:desc<fp16,128x128>,
+               M:i32, N:i32, K:i32, BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8,
                NUM_STAGES=4, NUM_SMS=132
     launch: num_warps=4 (the default task; the consumers add 8 warps)
 """
@@ -46,7 +49,7 @@ def grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 def gemm_ws_pingpong_kernel(a_desc, b_desc, c_desc, M, N, K,
                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                             GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr,
-                            NUM_SMS: tl.constexpr):
+                            NUM_SMS: tl.constexpr, SMEM_EPILOGUE: tl.constexpr = True):
     TURN_BAR: tl.constexpr = 8  # named barriers 8 and 9 carry the main-loop turn
     BOTH_GROUPS: tl.constexpr = 256
     dtype: tl.constexpr = tlx.dtype_of(a_desc)
@@ -61,6 +64,9 @@ def gemm_ws_pingpong_kernel(a_desc, b_desc, c_desc, M, N, K,
     b_bufs = tlx.local_alloc((BLOCK_K, BLOCK_N), dtype, NUM_STAGES)
     full_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
     empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
+    c_dtype: tl.constexpr = tlx.dtype_of(c_desc)
+    if SMEM_EPILOGUE:
+        c_bufs = tlx.local_alloc((BLOCK_M, BLOCK_N), c_dtype, 2)
 
     with tlx.async_tasks():
         with tlx.async_task("default", registers=40):
@@ -111,5 +117,15 @@ def gemm_ws_pingpong_kernel(a_desc, b_desc, c_desc, M, N, K,
                 acc = tlx.async_dot_wait(0, acc)
                 if num_k > 0:
                     tlx.barrier_arrive(tlx.local_view(empty_bars, (step - 1) % NUM_STAGES))
-                c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(tlx.dtype_of(c_desc)))
+                if SMEM_EPILOGUE:
+                    # Wait for the store of this consumer's previous tile to have read its C
+                    # buffer; this tile's store then runs on during the next main loop.
+                    c_buf = tlx.local_view(c_bufs, me)
+                    tlx.async_descriptor_store_wait(0)
+                    tlx.local_store(c_buf, acc.to(c_dtype))
+                    tlx.async_descriptor_store(c_desc, c_buf, [pid_m * BLOCK_M, pid_n * BLOCK_N])
+                else:
+                    c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_dtype))
                 j += 2
+            if SMEM_EPILOGUE:
+                tlx.async_descriptor_store_wait(0)

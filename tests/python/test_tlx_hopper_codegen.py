@@ -123,10 +123,11 @@ def test_host_box_is_one_swizzle_span_wide(block, dtype, swizzle, box):
 GEMM_WS = ("gemm_ws.py", "gemm_ws_kernel",
            "a_desc:desc<fp16,64x64>, b_desc:desc<fp16,64x256>, c_desc:desc<fp16,64x256>, M:i32, "
            "N:i32, K:i32, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=3, "
-           "NUM_SMS=132", 4)
+           "NUM_SMS=132, SMEM_EPILOGUE=1", 4)
 GEMM_PINGPONG = ("gemm_ws_pingpong.py", "gemm_ws_pingpong_kernel",
-                 "a_desc:desc<fp16,64x64>, b_desc:desc<fp16,64x256>, c_desc:desc<fp16,64x256>, "
-                 "M:i32, N:i32, K:i32, BLOCK_M=64, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, "
+                 "a_desc:desc<fp16,128x64>, b_desc:desc<fp16,64x128>, "
+                 "c_desc:desc<fp16,128x128>, M:i32, N:i32, K:i32, BLOCK_M=128, BLOCK_N=128, "
+                 "BLOCK_K=64, GROUP_M=8, "
                  "NUM_STAGES=4, NUM_SMS=132", 4)
 GEMM_PIPELINED = ("gemm_pipelined.py", "gemm_pipelined_kernel",
                   "a_desc:desc<bf16,128x64>, b_desc:desc<bf16,64x256>, "
@@ -178,8 +179,10 @@ def test_hopper_kernels_compile_without_spills_to_the_expected_sass(name, tmp_pa
 def test_wide_tiles_split_their_tma_copies():
     file, kernel, sig, warps = CONFIGS["gemm_ws"]
     ptx = compile_source(HOPPER / file, kernel, sig, num_warps=warps, stage="ptx").ptx
-    # Per stage: two A halves (one 128-byte block each) and B's 512-byte rows in four blocks.
+    # Per stage: two A halves (one 128-byte block each) and B's 512-byte rows in four blocks;
+    # each consumer's C tile leaves in four blocks too.
     assert len(copies(ptx, TMA_LOAD)) == 6
+    assert len(copies(ptx, TMA_STORE)) == 2 * 4
     assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16" in ptx
     file, kernel, sig, warps = CONFIGS["attention_d128"]
     ptx = compile_source(HOPPER / file, kernel, sig, num_warps=warps, stage="ptx").ptx
