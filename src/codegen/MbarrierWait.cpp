@@ -46,8 +46,8 @@ void FunctionLowering::waitForBarrierPhase(const ir::Op& op, const std::string& 
   std::string passed = b_.newLabel("wait_passed");
   b_.inst("mov.u32", {tries, "0"});
   b_.label(retry);
-  // A suspend-time hint bounds each round (the default limit is system-dependent), so that
-  // maxTries rounds take at most maxTries microseconds.
+  // A suspend-time hint of 1 us bounds each round (the default limit is system-dependent);
+  // on the H200 a round of a hung wait took at most ~4.6 us (2^20 rounds: 4.8 s).
   b_.inst("mbarrier.try_wait.parity.shared::cta.b64", {done, bar, phase, "1000"});
   b_.inst("bra", {passed}, done);
   b_.inst("add.u32", {tries, tries, "1"});

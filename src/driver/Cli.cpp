@@ -17,13 +17,15 @@ const char* kUsage =
     "  SIG: comma-separated 'name:TYPE' (runtime) and 'name=VALUE' (constexpr) entries;\n"
     "       TYPE: *fp16 *bf16 *fp32 *i32 ... (pointers, optional :16), i1 i32 i64 fp32\n"
     "       (scalars, optional :16 or :1), desc<fp16,128x64> (TMA descriptor).\n"
-    "  --trap-hangs[=N]: a barrier_wait that fails N try_wait rounds (default 1048576, each at\n"
-    "       most ~1 us) prints its block, thread, task, barrier, phase and source line, then\n"
-    "       traps instead of hanging the GPU (a debugging aid).\n";
+    "  --trap-hangs[=N]: a barrier_wait that fails N try_wait rounds (default 131072, about\n"
+    "       half a second on an H200) prints its block, thread, task, barrier, phase and\n"
+    "       source line, then traps instead of hanging the GPU (a debugging aid).\n";
 
-/// try_wait rounds before --trap-hangs reports a hang: 2^20 rounds of at most a microsecond
-/// each, far beyond any wait of a healthy pipeline yet well under a second.
-constexpr int kDefaultTrapTries = 1 << 20;
+/// try_wait rounds before --trap-hangs reports a hang. On the H200 a planted hang with 2^20
+/// rounds failed 4.8 s after the launch call (compile included), i.e. at most ~4.6 us per round
+/// despite the 1 us suspend hint: 2^17 rounds stay under a second, yet no healthy pipeline
+/// waits that long for one barrier phase.
+constexpr int kDefaultTrapTries = 1 << 17;
 
 struct CliError {
   std::string message;

@@ -171,7 +171,7 @@ TEST(DebugCodegen, WwcTrapHangsOption) {
   std::stringstream text;
   text << std::ifstream(out).rdbuf();
   EXPECT_NE(text.str().find("setp.lt.u32"), std::string::npos);
-  EXPECT_NE(text.str().find(", 1048576;"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find(", 131072;"), std::string::npos) << text.str();
   EXPECT_EQ(count(text.str(), "trap;"), 1);
   ASSERT_EQ(runCli({src, "--kernel", "handoff", "--signature", "out_ptr:*fp32, BLOCK=128",
                     "--trap-hangs=77", "--emit", "ptx", "-o", out}),

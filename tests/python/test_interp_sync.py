@@ -1,0 +1,99 @@
+"""Synchronization bugs planted in a TLX producer/consumer ring reach Python as
+ww.InterpreterError in the wwc format, naming this file's lines; the clean ring runs clean and
+sums right under seeded schedules."""
+
+import importlib
+
+import numpy as np
+import pytest
+
+import warpweave as ww
+import warpweave.language as tl
+from warpweave import tlx
+
+native_loader = importlib.import_module("warpweave._native_loader")
+pytestmark = pytest.mark.skipif(not native_loader.available(),
+                                reason="warpweave._native is not built (pip install .)")
+
+
+@ww.jit
+def ring_sum(x_desc, out_ptr, NUM_TILES: tl.constexpr, BLOCK: tl.constexpr,
+             CONSUMERS: tl.constexpr, EXPECT: tl.constexpr):
+    bufs = tlx.local_alloc((BLOCK, BLOCK), tl.float32, 2)
+    full = tlx.alloc_barriers(num_barriers=2, arrive_count=1)
+    empty = tlx.alloc_barriers(num_barriers=2, arrive_count=1)  # MARK alloc empty
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            for i in range(NUM_TILES):
+                s = i % 2
+                tlx.barrier_wait(tlx.local_view(empty, s), ((i // 2) & 1) ^ 1)
+                tlx.barrier_expect_bytes(tlx.local_view(full, s), EXPECT)  # MARK expect
+                tlx.async_descriptor_load(x_desc, tlx.local_view(bufs, s),  # MARK load
+                                          [i * BLOCK, 0], tlx.local_view(full, s))
+        with tlx.async_task(num_warps=4, replicate=CONSUMERS):
+            acc = tl.zeros([BLOCK, BLOCK], dtype=tl.float32)
+            for i in range(NUM_TILES):
+                s = i % 2
+                tlx.barrier_wait(tlx.local_view(full, s), (i // 2) & 1)
+                acc += tlx.local_load(tlx.local_view(bufs, s))
+                tlx.barrier_arrive(tlx.local_view(empty, s))  # MARK arrive
+            offs = tl.arange(0, BLOCK)[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :]
+            tl.store(out_ptr + offs, acc)
+
+
+def line(marker):
+    with open(__file__) as f:
+        return next(i for i, text in enumerate(f, 1) if f"# MARK {marker}" in text)
+
+
+TILES, BLOCK = 5, 8
+
+
+def run(consumers=1, expect=BLOCK * BLOCK * 4):
+    x = (np.arange(TILES * BLOCK * BLOCK) % 13).astype(np.float32).reshape(TILES * BLOCK, BLOCK)
+    out = np.full((BLOCK, BLOCK), np.nan, np.float32)
+    desc = ww.TensorDescriptor(x, list(x.shape), [BLOCK, 1], [BLOCK, BLOCK])
+    ring_sum[(1,)](desc, out, NUM_TILES=TILES, BLOCK=BLOCK, CONSUMERS=consumers, EXPECT=expect)
+    return x, out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 42])
+def test_clean_ring_runs_clean_under_seeds(monkeypatch, seed):
+    monkeypatch.setenv("WARPWEAVE_INTERP_SEED", str(seed))
+    monkeypatch.setenv("WARPWEAVE_INTERP_SCHEDULES", "2")
+    x, out = run()
+    np.testing.assert_array_equal(out, x.reshape(TILES, BLOCK, BLOCK).sum(axis=0))
+
+
+def test_two_consumers_on_a_count_one_barrier_are_an_over_arrival(monkeypatch):
+    monkeypatch.delenv("WARPWEAVE_INTERP_SEED", raising=False)
+    monkeypatch.delenv("WARPWEAVE_INTERP_SCHEDULES", raising=False)
+    with pytest.raises(ww.InterpreterError) as e:
+        run(consumers=2)
+    text = str(e.value)
+    arrive = line("arrive")
+    assert f"test_interp_sync.py:{arrive}:17: error: over-arrival: barrier_arrive by async task " \
+           f"1 replica 1 completes phase 1 of barrier 0 of 'empty'" in text, text
+    assert f"test_interp_sync.py:{arrive}:17: note: phase 0 was completed here by async task 1 " \
+           f"replica 0" in text, text
+    assert f"test_interp_sync.py:{line('alloc empty')}:13: note: the barrier was initialized " \
+           f"here for 1 arrival per phase" in text, text
+
+
+def test_expected_bytes_short_of_the_copy_are_reported_at_the_copy():
+    with pytest.raises(ww.InterpreterError) as e:
+        run(expect=BLOCK * BLOCK * 2)
+    text = str(e.value)
+    assert f"test_interp_sync.py:{line('load')}:" in text, text
+    assert "more than its phase expects" in text, text
+    assert f"test_interp_sync.py:{line('expect')}:17: note: barrier_expect_bytes" in text, text
+
+
+def test_expected_bytes_beyond_the_copy_deadlock_naming_the_expect():
+    with pytest.raises(ww.InterpreterError) as e:
+        run(expect=BLOCK * BLOCK * 8)
+    text = str(e.value)
+    assert "deadlock" in text, text
+    assert "still expects 256 transaction bytes" in text, text
+    assert f"test_interp_sync.py:{line('expect')}:17: note: barrier_expect_bytes by default " \
+           f"task here: the phase expects 512 transaction bytes, its copies delivered 256" in text
