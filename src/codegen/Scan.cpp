@@ -7,6 +7,7 @@
 #include "layout/Layouts.h"
 
 #include <bit>
+#include <optional>
 #include <stdexcept>
 
 namespace ww::codegen {
@@ -24,9 +25,9 @@ struct AxisBitHolder {
 };
 
 /// For every bit of the axis (low to high) the register, lane or warp bit whose basis moves
-/// exactly that bit of the axis and nothing else; empty when some axis bit has none or a basis
+/// exactly that bit of the axis and nothing else; nullopt when some axis bit has none or a basis
 /// moves the axis together with another dim (then the scan runs in a simpler layout).
-std::vector<AxisBitHolder> axisBitHolders(const LinearLayout& l, int axis) {
+std::optional<std::vector<AxisBitHolder>> axisBitHolders(const LinearLayout& l, int axis) {
   int rank = l.numOutDims();
   int axisBits = l.getOutDimSizeLog2(layout::dimName(axis));
   std::vector<AxisBitHolder> holders(axisBits);
@@ -37,14 +38,14 @@ std::vector<AxisBitHolder> axisBitHolders(const LinearLayout& l, int axis) {
       for (int d = 0; d < rank; ++d) off |= d != axis && basis[d] != 0;
       int32_t a = basis[axis];
       if (a == 0) continue;
-      if (off || !std::has_single_bit(static_cast<uint32_t>(a))) return {};
+      if (off || !std::has_single_bit(static_cast<uint32_t>(a))) return std::nullopt;
       int k = std::countr_zero(static_cast<uint32_t>(a));
       if (!holders[k].dim) holders[k] = {dim, bit};
     }
   }
   for (const auto& h : holders)
-    if (!h.dim) return {};
-  if (l.getInDimSizeLog2(layout::kBlock) > 0) return {};
+    if (!h.dim) return std::nullopt;
+  if (l.getInDimSizeLog2(layout::kBlock) > 0) return std::nullopt;
   return holders;
 }
 
@@ -78,14 +79,16 @@ void FunctionLowering::lowerScan(const ir::Op& op) {
   }
   // Layouts whose axis bits are not each one hardware bit scan in a blocked layout instead.
   LinearLayout l = given;
-  std::vector<AxisBitHolder> holders = axisBitHolders(l, axis);
-  if (holders.empty()) {
+  std::optional<std::vector<AxisBitHolder>> found = axisBitHolders(l, axis);
+  if (!found) {
     l = layout::defaultBlockedLayout(in0.shape, warps());
-    holders = axisBitHolders(l, axis);
-    if (holders.empty()) throw std::logic_error("codegen: no scan layout for " + in0.str());
+    found = axisBitHolders(l, axis);
+    if (!found) throw std::logic_error("codegen: no scan layout for " + in0.str());
     for (size_t i = 0; i < inputs.size(); ++i)
       inputs[i] = convert(inputs[i], given, l, types[i], op);
   }
+  // An axis of one element has no bits: every element is its own scan.
+  const std::vector<AxisBitHolder>& holders = *found;
   int32_t numRegs = l.getInDimSize(layout::kRegister);
   size_t n = types.size();
 

@@ -585,6 +585,11 @@ TEST(Codegen, ScansAlongEveryAxisAssembleForEveryTarget) {
   ir::Builder rb(region);
   rb.create(OpCode::Yield, {rb.binary(OpCode::Max, a, b)}, {});
   k.b.store(tilePtrs(k, outMax, offs), custom->result());
+  // An axis of one element: the scan is the input.
+  Value* single = k.b.create1(OpCode::Reshape, {row}, Type::tensor(DType::F32, {1, 4096}));
+  Value* same = scan(k, single, 0, "sum", false);
+  k.b.store(k.ptrs(outSum, k.b.arange(0, 4096)),
+            k.b.create1(OpCode::Reshape, {same}, Type::tensor(DType::F32, {4096})));
   k.b.ret();
   for (Target target : kAllTargets) {
     SCOPED_TRACE(targetName(target));
