@@ -158,6 +158,9 @@ private:
   std::string accessor() const;
   /// Notes for a wait on `bar` when the barrier ran two or more phases past this agent.
   std::vector<Diagnostic> lappedNotes(const MBarrier& bar) const;
+  /// Reports an arrival (`what`) on barrier `view` for a phase after the first that is not
+  /// ordered after a wait that saw the phase before complete: a surplus arrival.
+  void checkArrivalOrdered(const ir::Op& op, const BarrierView& view, const std::string& what);
   /// Reports copies that delivered more bytes than a phase whose arrivals are all in expects.
   void checkNoExcessBytes(const ir::Op& op, const MBarrier& bar) const;
   /// Reports thread counts of named barrier `id` that the tasks using that count cannot make up

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ww::interp {
@@ -35,6 +36,13 @@ struct MBarrier {
   /// phase completing while the one before it is unseen laps every waiter (parity waits cannot
   /// tell the two apart), which only surplus arrivals cause.
   int64_t observedPhase = -1;
+  /// The waits that saw the latest completion (phase count `observersPhase`): agent clock index
+  /// and that agent's tick then. An arrival on a later phase must be ordered after one of them,
+  /// as every arrival of a correct pipeline is (the waiter refills, the arriver waits for that).
+  int64_t observersPhase = -1;
+  std::vector<std::pair<size_t, uint64_t>> observers;
+  SourceLoc observedAt; // the first of those waits
+  std::string observedBy;
   /// The barrier_expect_bytes calls of the phase in progress, for byte-count reports.
   int64_t expectedBytes = 0;
   int64_t deliveredBytes = 0;

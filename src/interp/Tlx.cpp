@@ -293,6 +293,38 @@ void Executor::waitUntil(const std::function<bool()>& ready,
   }
 }
 
+void Executor::checkArrivalOrdered(const ir::Op& op, const BarrierView& view,
+                                   const std::string& what) {
+  const MBarrier& bar = view.array->barriers.at(size_t(view.first));
+  const int64_t phase = bar.phase;
+  // The first phase needs no wait before it; a barrier nobody waits on has no phases to miss.
+  if (phase < 1 || bar.observedPhase < 0) return;
+  if (bar.observersPhase == phase)
+    for (const auto& [agent, tick] : bar.observers)
+      if (agent_.clock.at(agent) >= tick) return;
+  std::vector<Diagnostic> notes;
+  if (bar.lastCompletedAt.valid())
+    notes.push_back(note(bar.lastCompletedAt, "phase " + std::to_string(phase - 1) +
+                                                  " was completed here by " + bar.lastCompletedBy));
+  std::string seen;
+  if (bar.observersPhase == phase) {
+    seen = "is not ordered after the barrier_wait that saw phase " + std::to_string(phase - 1) +
+           " complete";
+    notes.push_back(note(bar.observedAt, "the wait by " + bar.observedBy + " that saw it"));
+  } else {
+    seen =
+        "comes before any barrier_wait has seen phase " + std::to_string(phase - 1) + " complete";
+  }
+  for (Diagnostic& d : initNote(*view.array, bar)) notes.push_back(std::move(d));
+  fail(op.loc(),
+       "over-arrival: " + what + " by " + accessor() + " on phase " + std::to_string(phase) +
+           " of " + view.array->describe(view.first) + " " + seen +
+           ": an arrival beyond what the barrier expects per phase (several arrivers on a "
+           "barrier initialized for fewer?), in " +
+           where(),
+       std::move(notes));
+}
+
 void Executor::checkNoExcessBytes(const ir::Op& op, const MBarrier& bar) const {
   // Once every arrival of a phase is in, no barrier_expect_bytes can raise its count any more: a
   // negative count means copies delivered more than the phase expects, which never completes.
@@ -540,6 +572,7 @@ void Executor::execTlx(const ir::Op& op) {
     MBarrier& bar = barrier(op, 0);
     int64_t bytes = scalarInt(op, 1);
     // barrier_expect_bytes is mbarrier.arrive.expect_tx: expect the bytes, then arrive once.
+    checkArrivalOrdered(op, view, "barrier_expect_bytes");
     bar.txBytes += bytes;
     bar.expectedBytes += bytes;
     bar.expectAt = op.loc();
@@ -568,6 +601,7 @@ void Executor::execTlx(const ir::Op& op) {
     }
     const BarrierView& view = barrierView(op, 0);
     MBarrier& bar = barrier(op, 0);
+    checkArrivalOrdered(op, view, "barrier_arrive");
     int64_t weight = op.intAttr("arrive_count", 1) * arrivalWeight(bar);
     bar.pendingArrivals -= weight;
     if (bar.pendingArrivals < 0) {
@@ -605,6 +639,13 @@ void Executor::execTlx(const ir::Op& op) {
     acquire(bar.completed);
     phaseSeen_[&bar] = bar.phase;
     bar.observedPhase = std::max(bar.observedPhase, bar.phase);
+    if (bar.observersPhase != bar.phase) {
+      bar.observersPhase = bar.phase;
+      bar.observers.clear();
+      bar.observedAt = op.loc();
+      bar.observedBy = accessor();
+    }
+    bar.observers.push_back({agent_.clockIndex, agent_.clock.at(agent_.clockIndex)});
     return;
   }
   case OpCode::NamedBarrierArrive:

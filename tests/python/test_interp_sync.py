@@ -73,7 +73,8 @@ def test_two_consumers_on_a_count_one_barrier_are_an_over_arrival(monkeypatch):
     text = str(e.value)
     arrive = line("arrive")
     assert f"test_interp_sync.py:{arrive}:17: error: over-arrival: barrier_arrive by async task " \
-           f"1 replica 1 completes phase 1 of barrier 0 of 'empty'" in text, text
+           f"1 replica 1 on phase 1 of barrier 0 of 'empty' comes before any barrier_wait has " \
+           f"seen phase 0 complete" in text, text
     assert f"test_interp_sync.py:{arrive}:17: note: phase 0 was completed here by async task 1 " \
            f"replica 0" in text, text
     assert f"test_interp_sync.py:{line('alloc empty')}:13: note: the barrier was initialized " \
