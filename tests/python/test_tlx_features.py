@@ -185,6 +185,14 @@ def test_cluster_kernel_ptx(target):
     assert k.num_ctas == 2
 
 
+def test_cluster_barrier_under_control_flow_is_not_aligned():
+    k = compile_here("cluster_barrier_in_loop", "out_ptr:*i32:16, n:i32", num_ctas=2)
+    assert k.cubin
+    assert re.search(r"barrier\.cluster\.arrive\.release;", k.ptx), k.ptx
+    assert re.search(r"barrier\.cluster\.wait\.acquire;", k.ptx), k.ptx
+    assert ".aligned" not in k.ptx[k.ptx.index("barrier.cluster"):]
+
+
 def test_cluster_ops_on_sm80_are_clear_errors():
     msg = compile_error("cluster_info", "out_ptr:*i32:16", target="sm_80", num_ctas=2)
     assert "sm_90a or sm_100a" in msg, msg

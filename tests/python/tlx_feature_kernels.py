@@ -207,3 +207,11 @@ def slice_of_3d_transposed(x_ptr, out_ptr):
     o2 = (tl.arange(0, 16)[:, None, None] * 16 + tl.arange(0, 2)[None, :, None] * 8
           + tl.arange(0, 8)[None, None, :])
     tl.store(out_ptr + o2, t)
+
+
+@ww.jit
+def cluster_barrier_in_loop(out_ptr, n):
+    """cluster_barrier under run-time control flow (every CTA runs the same trip count)."""
+    for i in range(n):
+        tlx.cluster_barrier()
+    tl.store(out_ptr + tl.program_id(0), tlx.cluster_cta_rank())
