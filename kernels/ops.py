@@ -265,10 +265,27 @@ def _softmax_warps(block: int) -> int:
     return 4
 
 
-def _programs_per_sm(warps: int, registers: int) -> int:
-    """Programs of `warps` warps that fit one SM together (64 warps and 65536 registers per SM),
-    given the registers per thread that ptxas -v reports for the kernel's configuration."""
-    return max(1, min(64 // warps, 65536 // (warps * 32 * registers)))
+_resident_programs_cache = {}
+
+
+def _resident_programs(place, kernel, key, args, **meta) -> int:
+    """Programs of one configuration that an SM runs at once, from the compiled kernel's
+    registers and shared memory (64 warps, 65536 registers and 227 KiB per SM), as the Triton
+    tutorials size their persistent grids. Compiles the kernel (once per key) without launching;
+    the interpreter gets a small stand-in."""
+    if not place.on_gpu:
+        return 2
+    count = _resident_programs_cache.get(key)
+    if count is None:
+        compiled = kernel.warmup(*args, grid=(1,), **meta)
+        warps = meta["num_warps"]
+        registers = max(8, (compiled.n_regs + 7) // 8 * 8)
+        count = min(64 // warps, 65536 // (warps * 32 * registers))
+        if compiled.shared:
+            count = min(count, 232448 // (compiled.shared + 1024))
+        count = max(1, count)
+        _resident_programs_cache[key] = count
+    return count
 
 
 def softmax(x, online=None):
@@ -289,12 +306,14 @@ def softmax(x, online=None):
         online = n_cols > SOFTMAX_FUSED_MAX_COLS or n_rows * max(in_stride, n_cols) >= 1 << 31
     if not online:
         block = ww.next_power_of_2(n_cols)
-        warps = _softmax_warps(block)
-        # ptxas -v: 40 registers per thread at BLOCK=4096 on 8 warps (fp16 rows, next row
-        # prefetched), 32 at 8192 on 16 warps.
-        programs = place.num_sms() * _programs_per_sm(warps, 40)
-        _softmax.softmax_kernel[(min(n_rows, programs),)](
-            out, x2, in_stride, n_cols, n_rows, n_cols, BLOCK=block, num_warps=warps)
+        # Eight elements per thread from 4096 columns on (one 16-byte load of fp16): ptxas -v
+        # gives 32 registers at BLOCK=4096 on 16 warps, so four programs fill an SM.
+        warps = 16 if block >= 4096 else _softmax_warps(block)
+        args = (out, x2, in_stride, n_cols, n_rows, n_cols)
+        programs = place.num_sms() * _resident_programs(
+            place, _softmax.softmax_kernel, ("softmax", dt, block, warps), args, BLOCK=block,
+            num_warps=warps)
+        _softmax.softmax_kernel[(min(n_rows, programs),)](*args, BLOCK=block, num_warps=warps)
     else:
         block = 4096 if place.on_gpu else min(256, ww.next_power_of_2(n_cols))
         _softmax.softmax_online_kernel[(n_rows,)](
@@ -341,11 +360,14 @@ def layernorm_fwd(x, w, b, eps=1e-5):
         # The row fits one block: persistent programs read each row once.
         block = ww.next_power_of_2(n_cols)
         warps = min(max(block // 256, 1), 16)
-        # ptxas -v: 56 registers per thread at BLOCK=4096 on 16 warps (fp16).
-        programs = place.num_sms() * _programs_per_sm(warps, 56)
+        args = (x2, y, _contiguous(w), _contiguous(b), mean, rstd, n_cols, n_rows, n_cols,
+                float(eps))
+        programs = place.num_sms() * _resident_programs(
+            place, _layernorm.layernorm_fwd_fused_kernel,
+            ("layernorm_fwd", dt, _dtype_name(w), block, warps), args, BLOCK=block,
+            num_warps=warps)
         _layernorm.layernorm_fwd_fused_kernel[(min(n_rows, programs),)](
-            x2, y, _contiguous(w), _contiguous(b), mean, rstd, n_cols, n_rows, n_cols,
-            float(eps), BLOCK=block, num_warps=warps)
+            *args, BLOCK=block, num_warps=warps)
     elif n_rows > 0:
         block = _layernorm_fwd_block(n_cols)
         _layernorm.layernorm_fwd_kernel[(n_rows,)](
@@ -355,9 +377,9 @@ def layernorm_fwd(x, w, b, eps=1e-5):
 
 
 def _layernorm_bwd_warps(block: int) -> int:
-    # The program keeps w, dw and db rows in registers besides x and dy, and the next row's x and
-    # dy: ptxas -v gives 176 registers per thread at BLOCK=4096 on 8 warps, 108 on 16 and 60 on
-    # 32 (1024 threads, 61440 of the SM's 65536 registers). Past 4096 columns 16 warps, as 32
+    # The program keeps dw and db rows in registers besides x and dy, and the x and dy of the
+    # two rows ahead: ptxas -v gives 96 registers per thread at BLOCK=4096 on 16 warps and 57 on
+    # 32 (1024 threads, 58368 of the SM's 65536 registers). Past 4096 columns 16 warps, as 32
     # could not have more than 64 registers each.
     if block <= 1024:
         return 4
@@ -518,7 +540,8 @@ def embedding_bag(weight, indices, offsets, per_sample_weights=None, mode="sum")
     has_weights = per_sample_weights is not None
     block_d = min(128, max(16, ww.next_power_of_2(dim)))
     # A whole bag of the average size in one tile (its row loads all in flight together), from
-    # the shapes alone: reading the offsets would synchronize the GPU.
+    # the shapes alone: reading the offsets would synchronize the GPU. On 2 warps, ptxas -v gives
+    # 48 registers per thread for a [32, 128] fp16 tile: about 21 bags in flight per SM.
     average_bag = ww.cdiv(indices.shape[0], num_bags)
     block_i = min(32, max(8, ww.next_power_of_2(average_bag)))
     _embedding_bag.embedding_bag_kernel[lambda m: (num_bags, ww.cdiv(dim, m["BLOCK_D"]))](
@@ -526,7 +549,7 @@ def embedding_bag(weight, indices, offsets, per_sample_weights=None, mode="sum")
         _contiguous(per_sample_weights) if has_weights else weight, out,
         dim, _strides(weight)[0], dim,
         BLOCK_I=block_i, BLOCK_D=block_d, HAS_SAMPLE_WEIGHTS=has_weights, MEAN=mode == "mean",
-        num_warps=4)
+        num_warps=2)
     return out
 
 
@@ -664,6 +687,9 @@ TLX_GEMM_CONFIGS = {
     # Two consumer warp groups split a 128x256 tile along M.
     "ws": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=3,
                SMEM_EPILOGUE=True),
+    # "ws" in 2-CTA clusters on N-neighbour tiles: each CTA multicasts one A half to both.
+    "ws_cluster": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=3,
+                       SMEM_EPILOGUE=True, CLUSTER_N=2),
     # Each consumer owns whole 128x128 tiles (two m64n128 wgmmas a step); the two alternate.
     "pingpong": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, NUM_STAGES=4),
     # No specialization: two warp groups (num_warps=8) split a 128x256 tile.
@@ -673,7 +699,8 @@ TLX_GEMM_CONFIGS = {
 
 def matmul_tlx(a, b, variant="ws", config=None):
     """a @ b with a Hopper TLX GEMM: variant "ws" (persistent, warp-specialized, cooperative:
-    kernels/hopper/gemm_ws.py), "pingpong" (persistent, warp-specialized, consumers alternate
+    kernels/hopper/gemm_ws.py), "ws_cluster" (the same in 2-CTA clusters that share A through
+    multicast TMA), "pingpong" (persistent, warp-specialized, consumers alternate
     tiles: kernels/hopper/gemm_ws_pingpong.py) or "pipelined" (kernels/hopper/gemm_pipelined.py).
     fp16 or bf16 CUDA tensors on an sm_90 GPU; rows must be multiples of 16 bytes (K and N
     multiples of 8). `config` overrides entries of TLX_GEMM_CONFIGS[variant]."""
@@ -702,13 +729,17 @@ def matmul_tlx(a, b, variant="ws", config=None):
     block_m, block_n, block_k = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
     tiles = ww.cdiv(M, block_m) * ww.cdiv(N, block_n)
     b_desc = _descriptor(b, [block_k, block_n])
-    if variant == "ws":
+    if variant in ("ws", "ws_cluster"):
         half = block_m // 2
         a_desc = _descriptor(a, [half, block_k])
         c_desc = _descriptor(c, [half, block_n])
-        sms = place.num_sms()
-        _gemm_ws.gemm_ws_kernel[(min(sms, tiles),)](
-            a_desc, b_desc, c_desc, M, N, K, **cfg, NUM_SMS=sms, num_warps=4)
+        cluster = cfg.get("CLUSTER_N", 1)
+        # Whole clusters: NUM_SMS counts the CTAs of the clusters that fit on the GPU.
+        sms = place.num_sms() // cluster * cluster
+        work = ww.cdiv(M, block_m) * ww.cdiv(ww.cdiv(N, block_n), cluster)
+        launch = {"ctas_per_cga": (cluster, 1, 1)} if cluster > 1 else {}
+        _gemm_ws.gemm_ws_kernel[(min(sms // cluster, work) * cluster,)](
+            a_desc, b_desc, c_desc, M, N, K, **cfg, NUM_SMS=sms, num_warps=4, **launch)
     elif variant == "pingpong":
         a_desc = _descriptor(a, [block_m, block_k])
         c_desc = _descriptor(c, [block_m, block_n])

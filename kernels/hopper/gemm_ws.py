@@ -16,6 +16,10 @@ Every program walks tiles tile_id = pid, pid + NUM_SMS, ...; `step` counts k-ste
 so that producer and consumers agree on the stage and the phase of every load.
 SMEM_EPILOGUE: each consumer writes C to its own swizzled buffer and stores it with TMA without
 waiting; it waits for that store only before it writes the buffer again (next tile).
+CLUSTER_N=2 (launch with ctas_per_cga=(2, 1, 1), an even grid): the two CTAs of a cluster compute
+N-neighbour tiles; each loads one A half and multicasts it to both, halving A's L2 traffic.
+empty_bars then take 4 arrivals (both consumers of both CTAs: the peer's producer writes this
+CTA's stage too), and the CTAs meet at a cluster barrier before they exit.
 
 Descriptors: a_desc block [BLOCK_M // 2, BLOCK_K], b_desc block [BLOCK_K, BLOCK_N],
              c_desc block [BLOCK_M // 2, BLOCK_N]
@@ -47,24 +51,38 @@ def grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 
 
 @ww.jit
+def release(empty_bars, stage, rank, CLUSTER_N: tl.constexpr):
+    """This consumer is done reading `stage`: with a 2-CTA cluster the peer's producer must know
+    too, since it multicasts its A half into this CTA's stage."""
+    tlx.barrier_arrive(tlx.local_view(empty_bars, stage))
+    if CLUSTER_N == 2:
+        tlx.barrier_arrive(tlx.local_view(empty_bars, stage), 1, remote_cta_rank=1 - rank)
+
+
+@ww.jit
 def gemm_ws_kernel(a_desc, b_desc, c_desc, M, N, K,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                    GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr, NUM_SMS: tl.constexpr,
-                   SMEM_EPILOGUE: tl.constexpr = False):
+                   SMEM_EPILOGUE: tl.constexpr = False, CLUSTER_N: tl.constexpr = 1):
     HALF_M: tl.constexpr = BLOCK_M // 2
     dtype: tl.constexpr = tlx.dtype_of(a_desc)
     STAGE_BYTES: tl.constexpr = (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * tlx.size_of(dtype)
 
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_tiles = num_pid_m * num_pid_n
     num_k = tl.cdiv(K, BLOCK_K)
+    # Work items are cluster tiles of BLOCK_M x (CLUSTER_N * BLOCK_N): the CTAs of a cluster
+    # (consecutive programs) take N-neighbour tiles of one tile row, so they share A.
+    num_cluster_n = tl.cdiv(num_pid_n, CLUSTER_N)
+    num_work = num_pid_m * num_cluster_n
+    first_work = tl.program_id(0) // CLUSTER_N
+    rank = tl.program_id(0) % CLUSTER_N  # the CTA's rank in its (1-D) cluster
 
     # Stage s holds A halves 2s (rows of consumer 0) and 2s + 1 (consumer 1) and B tile s.
     a_bufs = tlx.local_alloc((HALF_M, BLOCK_K), dtype, NUM_STAGES * 2)
     b_bufs = tlx.local_alloc((BLOCK_K, BLOCK_N), dtype, NUM_STAGES)
     full_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
-    empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=2)
+    empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=2 * CLUSTER_N)
     c_dtype: tl.constexpr = tlx.dtype_of(c_desc)
     if SMEM_EPILOGUE:
         c_bufs = tlx.local_alloc((HALF_M, BLOCK_N), c_dtype, 2)
@@ -72,10 +90,10 @@ def gemm_ws_kernel(a_desc, b_desc, c_desc, M, N, K,
     with tlx.async_tasks():
         with tlx.async_task("default", registers=40):
             step = 0
-            for tile_id in range(tl.program_id(0), num_tiles, NUM_SMS):
-                pid_m, pid_n = grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_M)
+            for work in range(first_work, num_work, NUM_SMS // CLUSTER_N):
+                pid_m, cluster_n = grouped_tile(work, num_pid_m, num_cluster_n, GROUP_M)
                 off_m = pid_m * BLOCK_M
-                off_n = pid_n * BLOCK_N
+                off_n = (cluster_n * CLUSTER_N + rank) * BLOCK_N
                 for k in range(0, num_k):
                     stage = step % NUM_STAGES
                     trip_parity = (step // NUM_STAGES) & 1
@@ -83,10 +101,16 @@ def gemm_ws_kernel(a_desc, b_desc, c_desc, M, N, K,
                     full = tlx.local_view(full_bars, stage)
                     tlx.barrier_expect_bytes(full, STAGE_BYTES)
                     off_k = k * BLOCK_K
-                    tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage),
-                                              [off_m, off_k], full)
-                    tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage + 1),
-                                              [off_m + HALF_M, off_k], full)
+                    if CLUSTER_N == 2:
+                        # This CTA's A half lands in both CTAs (the peer sends the other).
+                        tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage + rank),
+                                                  [off_m + rank * HALF_M, off_k], full,
+                                                  multicast_targets=[0, 1])
+                    else:
+                        tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage),
+                                                  [off_m, off_k], full)
+                        tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage + 1),
+                                                  [off_m + HALF_M, off_k], full)
                     tlx.async_descriptor_load(b_desc, tlx.local_view(b_bufs, stage),
                                               [off_k, off_n], full)
                     step += 1
@@ -94,8 +118,9 @@ def gemm_ws_kernel(a_desc, b_desc, c_desc, M, N, K,
         with tlx.async_task(num_warps=4, registers=232, replicate=2):
             half = tlx.async_task_replica_id()
             step = 0
-            for tile_id in range(tl.program_id(0), num_tiles, NUM_SMS):
-                pid_m, pid_n = grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_M)
+            for work in range(first_work, num_work, NUM_SMS // CLUSTER_N):
+                pid_m, cluster_n = grouped_tile(work, num_pid_m, num_cluster_n, GROUP_M)
+                pid_n = cluster_n * CLUSTER_N + rank
                 acc = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
                 for k in range(0, num_k):
                     stage = step % NUM_STAGES
@@ -105,11 +130,11 @@ def gemm_ws_kernel(a_desc, b_desc, c_desc, M, N, K,
                     # Keep one MMA in flight; the one before it is done, so release its stage.
                     acc = tlx.async_dot_wait(1, acc)
                     if k > 0:
-                        tlx.barrier_arrive(tlx.local_view(empty_bars, (step - 1) % NUM_STAGES))
+                        release(empty_bars, (step - 1) % NUM_STAGES, rank, CLUSTER_N)
                     step += 1
                 acc = tlx.async_dot_wait(0, acc)
                 if num_k > 0:
-                    tlx.barrier_arrive(tlx.local_view(empty_bars, (step - 1) % NUM_STAGES))
+                    release(empty_bars, (step - 1) % NUM_STAGES, rank, CLUSTER_N)
                 off_m = pid_m * BLOCK_M + half * HALF_M
                 if SMEM_EPILOGUE:
                     # The previous tile's store must have read this consumer's C buffer; the
@@ -122,3 +147,6 @@ def gemm_ws_kernel(a_desc, b_desc, c_desc, M, N, K,
                     c_desc.store([off_m, pid_n * BLOCK_N], acc.to(c_dtype))
             if SMEM_EPILOGUE:
                 tlx.async_descriptor_store_wait(0)
+    if CLUSTER_N > 1:
+        # No CTA leaves while its peer may still arrive on its barriers or write its A halves.
+        tlx.cluster_barrier()

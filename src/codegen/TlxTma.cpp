@@ -1,5 +1,5 @@
 // Lowering of TLX TMA copies (sm_90a and later): async_descriptor_load into a buffer with an
-// mbarrier, async_descriptor_store and its wait.
+// mbarrier (multicast to CTAs of a cluster), async_descriptor_store and its wait.
 #include "codegen/Lowering.h"
 
 #include <algorithm>
@@ -77,10 +77,18 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
     columnBlocks = innerBytes / a.swizzleBytes;
     boxInner = a.swizzleBytes / elemBytes;
   }
-  if (isLoad && op.intAttr("multicast_mask"))
-    raiseError(op.loc(), "multicast TMA loads are not supported by the " +
-                             std::string(targetName(options_.target)) +
-                             " PTX backend yet; load without multicast_mask");
+  // Multicast: the copy lands at the buffer's offset in every CTA of the mask (cluster ranks)
+  // and completes the barrier at the same offset in each of them.
+  int64_t multicastMask = isLoad ? op.intAttr("multicast_mask") : 0;
+  if (multicastMask) {
+    if (fn_.numCtas < 2)
+      raiseError(op.loc(), std::string("'") + op.name() +
+                               "' with multicast_targets needs a cluster launch; launch with "
+                               "ctas_per_cga of 2 or more, or load without multicast_targets");
+    if (multicastMask >> fn_.numCtas)
+      raiseError(op.loc(), std::string("'") + op.name() + "' multicasts to CTA ranks beyond the " +
+                               std::to_string(fn_.numCtas) + " CTAs of the cluster");
+  }
   requireDescriptorSwizzle(op, op.operand(0), a.swizzleBytes);
   std::string tmap = operand(op, 0).at(0);
   std::vector<std::string> offsets(rank);
@@ -108,11 +116,18 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
     }
     // The barrier's expected bytes are the whole block's: every column copy completes a part.
     std::string bar = barrierAddress(op, 2);
+    std::string opcode = "cp.async.bulk.tensor." + dims +
+                         ".shared::cluster.global.tile.mbarrier::complete_tx::bytes";
+    std::string mask;
+    if (multicastMask) {
+      opcode += ".multicast::cluster";
+      mask = b_.pure("mov.b16", RegClass::B16, {immInt(multicastMask)});
+    }
     for (int64_t c = 0; c < columnBlocks; ++c) {
       auto [global, tile] = blockOperands(c);
-      b_.inst("cp.async.bulk.tensor." + dims +
-                  ".shared::cluster.global.tile.mbarrier::complete_tx::bytes",
-              {tile, global, bar}, leader);
+      std::vector<std::string> operands = {tile, global, bar};
+      if (multicastMask) operands.push_back(mask);
+      b_.inst(opcode, operands, leader);
     }
     return;
   }

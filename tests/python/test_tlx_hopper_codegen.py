@@ -23,10 +23,10 @@ TMA_LOAD = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::comple
 TMA_STORE = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
 
 
-def compile_source(path, kernel, signature, num_warps=4, stage="cubin"):
+def compile_source(path, kernel, signature, num_warps=4, stage="cubin", num_ctas=1):
     files = [(str(path), Path(path).read_text())]
     return native_loader.native().compile(files, kernel, signature, {}, target="sm_90a",
-                                          num_warps=num_warps, stage=stage)
+                                          num_warps=num_warps, stage=stage, num_ctas=num_ctas)
 
 
 def tma_kernel(tmp_path, rows, cols, dtype="fp16"):
@@ -206,3 +206,41 @@ def test_wgmma_pipelines_are_not_serialized(name, tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert log.returncode == 0, log.stderr
     assert "C7514" not in log.stdout + log.stderr, log.stdout + log.stderr
+
+
+MULTICAST = Path(__file__).resolve().parent / "tlx_multicast_kernels.py"
+
+
+@pytest.mark.parametrize("cols,blocks", [(64, 1), (128, 2)])
+def test_multicast_loads_name_the_cluster_and_its_cta_mask(cols, blocks):
+    sig = (f"in_desc:desc<fp16,64x{cols}>, out_desc:desc<fp16,64x{cols}>, HALF=64, "
+           f"COLS={cols}")
+    k = compile_source(MULTICAST, "multicast_halves", sig, num_ctas=2)
+    loads = copies(k.ptx, TMA_LOAD + ".multicast::cluster")
+    assert len(loads) == blocks, k.ptx
+    # The CTA mask (ranks 0 and 1) is the copy's last operand.
+    mask = loads[0].rsplit(",", 1)[1].strip()
+    assert re.search(r"mov\.b16\s+" + re.escape(mask) + r",\s*3;", k.ptx), (mask, k.ptx)
+    assert ".multicast::cluster" not in "".join(copies(k.ptx, TMA_STORE))
+    assert k.spill_bytes == 0
+
+
+def test_multicast_without_a_cluster_launch_is_a_located_error():
+    sig = "in_desc:desc<fp16,64x64>, out_desc:desc<fp16,64x64>, HALF=64, COLS=64"
+    with pytest.raises(ww.CompilationError, match=r"tlx_multicast_kernels\.py:\d+:\d+: .*"
+                                                  r"multicast_targets needs a cluster launch"):
+        compile_source(MULTICAST, "multicast_halves", sig, num_ctas=1)
+
+
+def test_cluster_gemm_multicasts_a_and_releases_stages_in_both_ctas(tmp_path):
+    file, kernel, sig, warps = GEMM_WS
+    k = compile_source(HOPPER / file, kernel, sig + ", CLUSTER_N=2", num_warps=warps,
+                       num_ctas=2)
+    assert k.spill_bytes == 0
+    # One A half per stage, multicast; B stays local (four 128-byte column blocks).
+    assert len(copies(k.ptx, TMA_LOAD + ".multicast::cluster")) == 1
+    assert len(copies(k.ptx, TMA_LOAD)) == 4
+    # Each consumer releases a stage in its own CTA and, through mapa, in the peer.
+    assert "mapa.shared::cluster.u32" in k.ptx
+    assert "mbarrier.arrive.release.cluster.shared::cluster.b64" in k.ptx
+    assert "barrier.cluster.wait" in k.ptx
