@@ -117,6 +117,8 @@ ViewAddressing addressingOf(const layout::LayoutMap& layouts, const ir::Value* v
   switch (def->code()) {
   case OpCode::LocalTrans: {
     std::vector<int64_t> order = def->intsAttr("order");
+    if (order.size() != size_t(rank))
+      throw std::logic_error("codegen: local_trans without a permutation of every dim");
     std::vector<std::vector<std::vector<int32_t>>> dims;
     for (int64_t d : order) dims.push_back(dimBases(parent, static_cast<int>(d)));
     return {byteLayout(basesOfIn(parent.bytes, kByte), dims), parent.xorBytes, parent.addedBytes,
