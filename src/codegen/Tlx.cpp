@@ -22,6 +22,9 @@ std::string bracketed(const std::string& address) {
   return out;
 }
 
+// Slices and reinterprets count: lowering them checks that any TMA copy or async_dot reading
+// them as a tile sees whole swizzle atoms laid out like a buffer of the view's own shape, starting
+// at the view's register (see isWholeTile below).
 bool isPlainBuffer(const ir::Value* v) {
   const ir::Op* def = v->def();
   while (def && (def->code() == OpCode::LocalView || def->code() == OpCode::LocalSlice ||
