@@ -6,9 +6,9 @@ are int32 or int64; offsets (int32 or int64) has num_bags + 1 entries, CSR style
 and stored in out's element type.
 
 Each program gathers BLOCK_I rows of its bag at a time as one [BLOCK_I, BLOCK_D] tile (a whole
-bag at once when BLOCK_I covers it), so that all of its row loads are in flight together, and
-accumulates the tiles element-wise; the rows are summed once, at the end. Columns are split across
-the second grid axis.
+bag at once when BLOCK_I covers it), so that all of its row loads are in flight together. The
+programs are small (2 warps, few registers) so that many bags are in flight on each SM.
+Columns are split across the second grid axis.
     grid = (num_bags, cdiv(D, BLOCK_D))
     constexprs: BLOCK_I (e.g. 32), BLOCK_D (e.g. 128), HAS_SAMPLE_WEIGHTS, MEAN
     signature: weight_ptr:*fp16:16, indices_ptr:*i64:16, offsets_ptr:*i64:16,
@@ -29,7 +29,7 @@ def embedding_bag_kernel(weight_ptr, indices_ptr, offsets_ptr, sample_weights_pt
     col_mask = cols < D
     begin = tl.load(offsets_ptr + bag)
     end = tl.load(offsets_ptr + bag + 1)
-    acc = tl.zeros([BLOCK_I, BLOCK_D], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_D], dtype=tl.float32)
     for start in range(begin, end, BLOCK_I):
         positions = start + tl.arange(0, BLOCK_I)
         in_bag = positions < end
@@ -40,8 +40,8 @@ def embedding_bag_kernel(weight_ptr, indices_ptr, offsets_ptr, sample_weights_pt
         if HAS_SAMPLE_WEIGHTS:
             scale = tl.load(sample_weights_ptr + positions, mask=in_bag, other=0.0)
             tile = tile * scale.to(tl.float32)[:, None]
-        acc += tile
-    total = tl.sum(acc, axis=0)
+        acc += tl.sum(tile, axis=0)
+    total = acc
     if MEAN:
         count = (end - begin).to(tl.float32)
         total = total / tl.maximum(count, 1.0)

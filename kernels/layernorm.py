@@ -8,8 +8,7 @@ layernorm_fwd_kernel: one program per row, walking the row BLOCK columns at a ti
 the per-row mean and rstd (fp32) that the backward pass reuses.
 
 layernorm_fwd_fused_kernel: the row fits one block; programs loop over rows (persistent) and read
-each row once, loading the next row while the current one is normalized; w and b are loaded once
-per program.
+each row from memory once, two iterations before it is normalized.
     grid = (min(n_rows, NUM_SMS * PROGRAMS_PER_SM),)
     constexprs: BLOCK = next_power_of_2(N)
     grid = (n_rows,)
@@ -18,7 +17,7 @@ per program.
                mean_ptr:*fp32:16, rstd_ptr:*fp32:16, stride:i32, n_cols:i32, eps:fp32, BLOCK=1024
 
 layernorm_bwd_dx_kernel: each program takes ROWS_PER_PROGRAM consecutive rows (loading each row
-while the previous one computes), writes dx for them and its partial sums of dw = sum(dy * xhat)
+two rows ahead), writes dx for them and its partial sums of dw = sum(dy * xhat)
 and db = sum(dy) into row `pid` of the fp32 buffers partial_dw / partial_db [num_programs, N].
 No atomics: the result is deterministic.
     grid = (cdiv(n_rows, ROWS_PER_PROGRAM),)
@@ -73,25 +72,29 @@ def layernorm_fwd_fused_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, s
                                n_cols, eps, BLOCK: tl.constexpr):
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
     step = tl.num_programs(0)
-    # The next row is loaded while the current one is normalized.
+    # Rows are loaded two iterations ahead, while earlier rows are normalized.
     row = tl.program_id(0)
-    x_next = tl.load(x_ptr + row.to(tl.int64) * stride + cols, mask=mask & (row < n_rows),
-                     other=0.0, eviction_policy="evict_first")
+    x_a = tl.load(x_ptr + row.to(tl.int64) * stride + cols, mask=mask & (row < n_rows),
+                  other=0.0, eviction_policy="evict_first")
+    x_b = tl.load(x_ptr + (row + step).to(tl.int64) * stride + cols,
+                  mask=mask & (row + step < n_rows), other=0.0, eviction_policy="evict_first")
     for row in tl.range(tl.program_id(0), n_rows, step):
-        x = x_next.to(tl.float32)
-        following = row + step
-        x_next = tl.load(x_ptr + following.to(tl.int64) * stride + cols,
-                         mask=mask & (following < n_rows), other=0.0,
-                         eviction_policy="evict_first")
+        x = x_a.to(tl.float32)
+        x_a = x_b
+        ahead = row + 2 * step
+        x_b = tl.load(x_ptr + ahead.to(tl.int64) * stride + cols,
+                      mask=mask & (ahead < n_rows), other=0.0, eviction_policy="evict_first")
         mean = tl.sum(x, axis=0) / n_cols
         centered = tl.where(mask, x - mean, 0.0)
         var = tl.sum(centered * centered, axis=0) / n_cols
         rstd = 1.0 / tl.sqrt(var + eps)
         tl.store(mean_ptr + row, mean)
         tl.store(rstd_ptr + row, rstd)
+        # w and b are read again for every row (from L1) rather than held in registers: fewer
+        # registers leave room for more programs per SM.
+        w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        b = tl.load(b_ptr + cols, mask=mask, other=0.0).to(tl.float32)
         y = centered * rstd * w + b
         tl.store(y_ptr + row.to(tl.int64) * stride + cols, y.to(y_ptr.dtype.element_ty),
                  mask=mask)
@@ -109,35 +112,44 @@ def layernorm_bwd_dx_kernel(dx_ptr, dy_ptr, partial_dw_ptr, partial_db_ptr, x_pt
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
-    w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
     dw_acc = tl.zeros([BLOCK], dtype=tl.float32)
     db_acc = tl.zeros([BLOCK], dtype=tl.float32)
     row_begin = pid * ROWS_PER_PROGRAM
     row_end = min(row_begin + ROWS_PER_PROGRAM, n_rows)
-    # Each row's x, dy and statistics are loaded one row ahead, while the previous row computes.
-    offset = row_begin.to(tl.int64) * stride
-    in_range = row_begin < row_end
-    x_next = tl.load(x_ptr + offset + cols, mask=mask & in_range, other=0.0,
-                     eviction_policy="evict_first")
-    dy_next = tl.load(dy_ptr + offset + cols, mask=mask & in_range, other=0.0,
-                      eviction_policy="evict_first")
-    mean_next = tl.load(mean_ptr + row_begin, mask=in_range, other=0.0)
-    rstd_next = tl.load(rstd_ptr + row_begin, mask=in_range, other=0.0)
+    # Each row's x, dy and statistics are loaded two rows ahead, while earlier rows compute.
+    x_a = tl.load(x_ptr + row_begin.to(tl.int64) * stride + cols,
+                  mask=mask & (row_begin < row_end), other=0.0, eviction_policy="evict_first")
+    dy_a = tl.load(dy_ptr + row_begin.to(tl.int64) * stride + cols,
+                   mask=mask & (row_begin < row_end), other=0.0, eviction_policy="evict_first")
+    mean_a = tl.load(mean_ptr + row_begin, mask=row_begin < row_end, other=0.0)
+    rstd_a = tl.load(rstd_ptr + row_begin, mask=row_begin < row_end, other=0.0)
+    second = row_begin + 1
+    x_b = tl.load(x_ptr + second.to(tl.int64) * stride + cols, mask=mask & (second < row_end),
+                  other=0.0, eviction_policy="evict_first")
+    dy_b = tl.load(dy_ptr + second.to(tl.int64) * stride + cols, mask=mask & (second < row_end),
+                   other=0.0, eviction_policy="evict_first")
+    mean_b = tl.load(mean_ptr + second, mask=second < row_end, other=0.0)
+    rstd_b = tl.load(rstd_ptr + second, mask=second < row_end, other=0.0)
     for row in range(row_begin, row_end):
-        x = x_next.to(tl.float32)
-        dy = dy_next.to(tl.float32)
-        mean = mean_next
-        rstd = rstd_next
-        following = row + 1
-        next_offset = following.to(tl.int64) * stride
-        in_range = following < row_end
-        x_next = tl.load(x_ptr + next_offset + cols, mask=mask & in_range, other=0.0,
-                         eviction_policy="evict_first")
-        dy_next = tl.load(dy_ptr + next_offset + cols, mask=mask & in_range, other=0.0,
-                          eviction_policy="evict_first")
-        mean_next = tl.load(mean_ptr + following, mask=in_range, other=0.0)
-        rstd_next = tl.load(rstd_ptr + following, mask=in_range, other=0.0)
+        x = x_a.to(tl.float32)
+        dy = dy_a.to(tl.float32)
+        mean = mean_a
+        rstd = rstd_a
+        x_a = x_b
+        dy_a = dy_b
+        mean_a = mean_b
+        rstd_a = rstd_b
+        ahead = row + 2
+        in_range = ahead < row_end
+        x_b = tl.load(x_ptr + ahead.to(tl.int64) * stride + cols, mask=mask & in_range, other=0.0,
+                      eviction_policy="evict_first")
+        dy_b = tl.load(dy_ptr + ahead.to(tl.int64) * stride + cols, mask=mask & in_range,
+                       other=0.0, eviction_policy="evict_first")
+        mean_b = tl.load(mean_ptr + ahead, mask=in_range, other=0.0)
+        rstd_b = tl.load(rstd_ptr + ahead, mask=in_range, other=0.0)
         xhat = tl.where(mask, (x - mean) * rstd, 0.0)
+        # w is read again for every row (from L1): registers are what limits rows in flight.
+        w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
         wdy = w * dy
         # dx = rstd * (wdy - mean(wdy) - xhat * mean(xhat * wdy)); both sums in one reduction.
         s1, s2 = tl.reduce((xhat * wdy, wdy), 0, _add_pair)

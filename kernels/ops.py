@@ -279,6 +279,8 @@ def _resident_programs(place, kernel, key, args, **meta) -> int:
     if count is None:
         compiled = kernel.warmup(*args, grid=(1,), **meta)
         warps = meta["num_warps"]
+        if compiled is None or not getattr(compiled, "n_regs", 0):
+            return max(1, 32 // warps)  # no ptxas report (interpreted or not compiled here)
         registers = max(8, (compiled.n_regs + 7) // 8 * 8)
         count = min(64 // warps, 65536 // (warps * 32 * registers))
         if compiled.shared:

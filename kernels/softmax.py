@@ -3,8 +3,8 @@
 Inputs and outputs are 2-D row-major tensors (fp16, bf16 or fp32) whose rows may be strided; the
 arithmetic runs in fp32 and the result is stored in the output's element type.
 
-softmax_kernel: the whole row fits one block; programs loop over rows (persistent), loading the
-next row while the current one is reduced.
+softmax_kernel: the whole row fits one block; programs loop over rows (persistent), loading rows
+two iterations before they are reduced.
     grid = (min(n_rows, NUM_SMS * PROGRAMS_PER_SM),)
     constexprs: BLOCK = next_power_of_2(n_cols)
     signature: out_ptr:*fp32:16, in_ptr:*fp32:16, in_row_stride:i32, out_row_stride:i32,
@@ -25,18 +25,21 @@ def softmax_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_rows, n_col
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
     step = tl.num_programs(0)
-    # The next row is loaded before the current one is reduced, so that a row's worth of loads
-    # is always in flight while the reductions wait on each other.
+    # Rows are loaded two iterations ahead, so that two rows' loads are in flight while the
+    # reductions of the current one wait on each other.
     row = tl.program_id(0)
-    x_next = tl.load(in_ptr + row * in_row_stride + cols, mask=mask & (row < n_rows),
-                     other=-float("inf"), eviction_policy="evict_first")
+    x_a = tl.load(in_ptr + row * in_row_stride + cols, mask=mask & (row < n_rows),
+                  other=-float("inf"), eviction_policy="evict_first")
+    x_b = tl.load(in_ptr + (row + step) * in_row_stride + cols,
+                  mask=mask & (row + step < n_rows), other=-float("inf"),
+                  eviction_policy="evict_first")
     for row in tl.range(tl.program_id(0), n_rows, step):
-        x = x_next.to(tl.float32)
-        following = row + step
+        x = x_a.to(tl.float32)
+        x_a = x_b
+        ahead = row + 2 * step
         # Padding lanes read -inf so that they neither win the max nor add to the sum.
-        x_next = tl.load(in_ptr + following * in_row_stride + cols,
-                         mask=mask & (following < n_rows), other=-float("inf"),
-                         eviction_policy="evict_first")
+        x_b = tl.load(in_ptr + ahead * in_row_stride + cols, mask=mask & (ahead < n_rows),
+                      other=-float("inf"), eviction_policy="evict_first")
         shifted = x - tl.max(x, axis=0)
         numerator = tl.exp(shifted)
         y = numerator * (1.0 / tl.sum(numerator, axis=0))
