@@ -308,9 +308,11 @@ def softmax(x, online=None):
         online = n_cols > SOFTMAX_FUSED_MAX_COLS or n_rows * max(in_stride, n_cols) >= 1 << 31
     if not online:
         block = ww.next_power_of_2(n_cols)
-        # Eight elements per thread from 4096 columns on (one 16-byte load of fp16): ptxas -v
-        # gives 32 registers at BLOCK=4096 on 16 warps, so four programs fill an SM.
-        warps = 16 if block >= 4096 else _softmax_warps(block)
+        # With two rows in flight per program, ptxas -v gives 62 registers per thread at
+        # BLOCK=4096 on 8 warps (fp16): four programs per SM, 64 KB of loads in flight. (16 warps
+        # would take 32 registers for the same bytes in flight, but twice the per-row
+        # reduction work across warps.)
+        warps = _softmax_warps(block)
         args = (out, x2, in_stride, n_cols, n_rows, n_cols)
         programs = place.num_sms() * _resident_programs(
             place, _softmax.softmax_kernel, ("softmax", dt, block, warps), args, BLOCK=block,
@@ -361,7 +363,9 @@ def layernorm_fwd(x, w, b, eps=1e-5):
     if n_rows > 0 and n_cols <= LAYERNORM_FUSED_MAX_COLS:
         # The row fits one block: persistent programs read each row once.
         block = ww.next_power_of_2(n_cols)
-        warps = min(max(block // 256, 1), 16)
+        # ptxas -v: 80 registers per thread at BLOCK=4096 on 8 warps (fp16, two rows in flight):
+        # three programs per SM.
+        warps = min(max(block // 512, 1), 16)
         args = (x2, y, _contiguous(w), _contiguous(b), mean, rstd, n_cols, n_rows, n_cols,
                 float(eps))
         programs = place.num_sms() * _resident_programs(
