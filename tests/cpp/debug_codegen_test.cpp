@@ -104,6 +104,41 @@ TEST(DebugCodegen, DevicePrintPrintsEveryElementOnceAndAssembles) {
   }
 }
 
+TEST(DebugCodegen, DevicePrintFormatsEveryElementType) {
+  const char* source = "import warpweave as ww\n"
+                       "import warpweave.language as tl\n"
+                       "\n"
+                       "\n"
+                       "@ww.jit\n"
+                       "def types(h_ptr, b_ptr, c_ptr, l_ptr, BLOCK: tl.constexpr):\n"
+                       "    offs = tl.arange(0, BLOCK)\n"
+                       "    h = tl.load(h_ptr + offs)\n"
+                       "    b = tl.load(b_ptr + offs)\n"
+                       "    c = tl.load(c_ptr + offs)\n"
+                       "    l = tl.load(l_ptr + offs)\n"
+                       "    tl.device_print(\"h\", h)\n"
+                       "    tl.device_print(\"b\", b, hex=True)\n"
+                       "    tl.device_print(\"bf\", b)\n"
+                       "    tl.device_print(\"c\", c, c > 0)\n"
+                       "    tl.device_print(\"l\", l, hex=True)\n"
+                       "    tl.device_print(\"l\", l)\n"
+                       "    tl.device_print(\"hello\")\n";
+  for (Target t : kAllTargets) {
+    SCOPED_TRACE(targetName(t));
+    CompiledKernel k = compileSource(
+        source, "types", "h_ptr:*fp16, b_ptr:*bf16, c_ptr:*i8, l_ptr:*u64, BLOCK=32", t);
+    EXPECT_FALSE(k.cubin.empty()) << k.ptxasLog << k.ptx;
+    for (const char* format :
+         {"pid (%u, %u, %u) idx [%d] h: %g\n", "pid (%u, %u, %u) idx [%d] b: 0x%x\n",
+          "pid (%u, %u, %u) idx [%d] bf: %g\n", "pid (%u, %u, %u) idx [%d] c (operand 0): %d\n",
+          "pid (%u, %u, %u) idx [%d] c (operand 1): %d\n", "pid (%u, %u, %u) idx [%d] l: 0x%llx\n",
+          "pid (%u, %u, %u) idx [%d] l: %llu\n", "pid (%u, %u, %u) hello\n"})
+      EXPECT_TRUE(hasString(k.ptx, format)) << format << "\n" << k.ptx;
+    // Booleans print as 0 or 1, as the interpreter prints them.
+    EXPECT_NE(k.ptx.find("selp.b32"), std::string::npos) << k.ptx;
+  }
+}
+
 TEST(DebugCodegen, DeviceAssertCallsAssertfailWithMessageAndLine) {
   for (Target t : kAllTargets) {
     CompiledKernel k = compileSource(kPrintSource, "show", "x_ptr:*fp32, i_ptr:*i32, BLOCK=256", t);
