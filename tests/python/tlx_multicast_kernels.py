@@ -1,6 +1,7 @@
-"""Kernels for the multicast TMA tests (CPU codegen in test_tlx_hopper_codegen.py, the H200 in
-tests/gpu/test_tlx_multicast_gpu.py): each CTA of a 2-CTA cluster loads half of a tile and
-multicasts it to both CTAs, which then both hold the whole tile."""
+"""Kernels and checks for the multicast TMA tests (CPU codegen in test_tlx_hopper_codegen.py, the
+H200 in tests/gpu/test_tlx_multicast_gpu.py, which runs the checks below in subprocesses): each
+CTA of a 2-CTA cluster loads half of a tile and multicasts it to both CTAs, which then both hold
+the whole tile; and the cooperative GEMM in 2-CTA clusters."""
 import warpweave as ww
 import warpweave.language as tl
 from warpweave import tlx
@@ -29,3 +30,36 @@ def multicast_halves(in_desc, out_desc, HALF: tl.constexpr, COLS: tl.constexpr):
     tlx.async_descriptor_store_wait(0)
     # Neither CTA leaves while the other's multicast may still write into it.
     tlx.cluster_barrier()
+
+
+def check_multicast_halves(clusters, cols):
+    """Raises AssertionError unless every CTA stored its cluster's whole tile."""
+    import torch
+
+    half = 64
+    x = torch.randn(clusters * 2 * half, cols, device="cuda", dtype=torch.float16)
+    out = torch.full((clusters * 2 * 2 * half, cols), float("nan"), device="cuda",
+                     dtype=torch.float16)
+    in_desc = ww.TensorDescriptor(x, list(x.shape), list(x.stride()), [half, cols])
+    out_desc = ww.TensorDescriptor(out, list(out.shape), list(out.stride()), [half, cols])
+    multicast_halves[(clusters * 2,)](in_desc, out_desc, HALF=half, COLS=cols,
+                                      ctas_per_cga=(2, 1, 1))
+    torch.cuda.synchronize()
+    tiles = x.reshape(clusters, 2 * half, cols)
+    expect = torch.stack([tiles, tiles], 1).reshape(-1, cols)  # both CTAs hold the tile
+    assert torch.equal(out, expect), "a CTA's tile differs from its cluster's input rows"
+
+
+def check_cluster_gemm(m, n, k, dtype_name):
+    """Raises AssertionError unless matmul_tlx(..., "ws_cluster") matches a float64 product."""
+    import torch
+
+    from kernels import ops
+
+    dtype = getattr(torch, dtype_name)
+    a = torch.randn(m, k, device="cuda", dtype=dtype)
+    b = torch.randn(k, n, device="cuda", dtype=dtype)
+    c = ops.matmul_tlx(a, b, "ws_cluster")
+    ref = a.double() @ b.double()
+    err = ((c.double() - ref).norm() / ref.norm()).item()
+    assert err <= (2e-3 if dtype == torch.float16 else 1e-2), f"relative error {err:.3g}"
