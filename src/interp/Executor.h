@@ -172,6 +172,8 @@ private:
   Agent& agent_;
   std::vector<RtValue> env_;
   std::deque<PendingDotPtr> dots_;
+  /// Notes on the barrier_wait this agent passed last and the arrival that let it pass.
+  std::vector<Diagnostic> lastPassedWait_;
   /// Per barrier, its phase count when this agent last passed a wait on it.
   std::map<const MBarrier*, int64_t> phaseSeen_;
   std::vector<AsyncLoadCopy> uncommitted_;

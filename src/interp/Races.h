@@ -37,6 +37,9 @@ struct SharedAccess {
   int64_t lo = 0, hi = 0; // bytes [lo, hi) of the allocation
   SourceLoc loc;
   std::string what; // "local_store by task 'producer'"
+  /// For a copy: what let its issuer go ahead (the barrier wait it passed last and the arrival
+  /// that completed that phase), as notes for a race with it.
+  std::vector<Diagnostic> permission;
 };
 
 /// The accesses of one shared allocation that are not yet superseded by a covering write.

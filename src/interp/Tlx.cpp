@@ -113,6 +113,13 @@ std::vector<Diagnostic> initNote(const MBarrierArray& array, const MBarrier& bar
                                   (bar.arriveCount == 1 ? "" : "s") + " per phase")};
 }
 
+/// `first`, then the notes on what let the copy of `a` be issued.
+std::vector<Diagnostic> withPermission(Diagnostic first, const SharedAccess& a) {
+  std::vector<Diagnostic> notes{std::move(first)};
+  notes.insert(notes.end(), a.permission.begin(), a.permission.end());
+  return notes;
+}
+
 /// Completes the phase of barrier `view` when its arrivals and transaction bytes are all in,
 /// as `what` (an arrival or copy landing at `at` by `by`) makes it. Before it does, the phase
 /// before must have been seen by a passing barrier_wait once anyone waits on the barrier: a
@@ -199,12 +206,12 @@ void Executor::checkedRead(const ir::Op& op, const BufferView& view, int64_t til
                " is still writing: wait for the copy (its barrier, or async_wait_group) before "
                "reading (" +
                where() + ")",
-           {note(a.loc, "the copy was issued here")});
+           withPermission(note(a.loc, "the copy was issued here"), a));
     if (!orderedBefore(a))
       fail(op.loc(),
            std::string(op.name()) + " reads shared memory that " + a.what +
                " wrote, with no barrier ordering that write before this read (" + where() + ")",
-           {note(a.loc, "the write")});
+           withPermission(note(a.loc, "the write"), a));
   }
   if (!written)
     fail(op.loc(),
@@ -239,7 +246,9 @@ void Executor::checkedWrite(const ir::Op& op, const BufferView& view, int64_t ti
                         : " may still be reading (not yet retired by "
                           "async_dot_wait)") +
                " (" + where() + ")",
-           {note(a.loc, a.write ? "the copy was issued here" : "the async_dot was issued here")});
+           withPermission(
+               note(a.loc, a.write ? "the copy was issued here" : "the async_dot was issued here"),
+               a));
     if (!orderedBefore(a))
       fail(op.loc(),
            std::string(op.name()) + " overwrites shared memory that " + a.what +
@@ -646,6 +655,12 @@ void Executor::execTlx(const ir::Op& op) {
       bar.observedBy = accessor();
     }
     bar.observers.push_back({agent_.clockIndex, agent_.clock.at(agent_.clockIndex)});
+    lastPassedWait_ = {note(op.loc(), "issued after " + accessor() +
+                                          " passed this barrier_wait on " +
+                                          view.array->describe(view.first))};
+    if (bar.lastCompletedAt.valid())
+      lastPassedWait_.push_back(note(bar.lastCompletedAt, "whose phase was completed by " +
+                                                              bar.lastCompletedBy + " here"));
     return;
   }
   case OpCode::NamedBarrierArrive:
@@ -721,6 +736,8 @@ void Executor::execTlx(const ir::Op& op) {
     c.where = where();
     c.token = cta_.nextToken++;
     checkedWrite(op, c.dst, 1, c.token);
+    for (SharedAccess& a : c.dst.alloc->log.accesses)
+      if (a.inFlight && a.token == c.token) a.permission = lastPassedWait_;
     cta_.copies.push_back(std::move(c));
     return;
   }

@@ -35,7 +35,7 @@ def ring_sum(x_desc, out_ptr, NUM_TILES: tl.constexpr, BLOCK: tl.constexpr,
             for i in range(NUM_TILES):
                 s = i % 2
                 tlx.barrier_wait(tlx.local_view(full, s), (i // 2) & 1)
-                acc += tlx.local_load(tlx.local_view(bufs, s))
+                acc += tlx.local_load(tlx.local_view(bufs, s))  # MARK read
                 tlx.barrier_arrive(tlx.local_view(empty, s))  # MARK arrive
             offs = tl.arange(0, BLOCK)[:, None] * BLOCK + tl.arange(0, BLOCK)[None, :]
             tl.store(out_ptr + offs, acc)
@@ -79,6 +79,23 @@ def test_two_consumers_on_a_count_one_barrier_are_an_over_arrival(monkeypatch):
            f"replica 0" in text, text
     assert f"test_interp_sync.py:{line('alloc empty')}:13: note: the barrier was initialized " \
            f"here for 1 arrival per phase" in text, text
+
+
+@pytest.mark.parametrize("seed", range(1, 13))
+def test_two_consumers_under_seeds_report_the_surplus_arrival_or_its_race(monkeypatch, seed):
+    # In some interleavings one replica's read of a slot comes after the producer refilled it
+    # (the other replica's arrival alone completed the slot's phase): that race is reported
+    # first, with notes at the refill, the producer's wait and the arrival that let it pass.
+    monkeypatch.setenv("WARPWEAVE_INTERP_SEED", str(seed))
+    with pytest.raises(ww.InterpreterError) as e:
+        run(consumers=2)
+    text = str(e.value)
+    arrive = f"test_interp_sync.py:{line('arrive')}:17"
+    over_arrival = f"{arrive}: error: over-arrival" in text
+    race = (f"test_interp_sync.py:{line('read')}:24: error: local_load reads shared memory" in
+            text and f"{arrive}: note: whose phase was completed by async task 1 replica" in text)
+    assert over_arrival or race, text
+    assert f"(found under WARPWEAVE_INTERP_SEED={seed})" in text
 
 
 def test_expected_bytes_short_of_the_copy_are_reported_at_the_copy():
