@@ -17,7 +17,7 @@ each row from memory once, two iterations before it is normalized.
                mean_ptr:*fp32:16, rstd_ptr:*fp32:16, stride:i32, n_cols:i32, eps:fp32, BLOCK=1024
 
 layernorm_bwd_dx_kernel: each program takes ROWS_PER_PROGRAM consecutive rows (loading each row
-two rows ahead), writes dx for them and its partial sums of dw = sum(dy * xhat)
+three rows ahead), writes dx for them and its partial sums of dw = sum(dy * xhat)
 and db = sum(dy) into row `pid` of the fp32 buffers partial_dw / partial_db [num_programs, N].
 No atomics: the result is deterministic.
     grid = (cdiv(n_rows, ROWS_PER_PROGRAM),)
@@ -116,7 +116,7 @@ def layernorm_bwd_dx_kernel(dx_ptr, dy_ptr, partial_dw_ptr, partial_db_ptr, x_pt
     db_acc = tl.zeros([BLOCK], dtype=tl.float32)
     row_begin = pid * ROWS_PER_PROGRAM
     row_end = min(row_begin + ROWS_PER_PROGRAM, n_rows)
-    # Each row's x, dy and statistics are loaded two rows ahead, while earlier rows compute.
+    # Each row's x, dy and statistics are loaded three rows ahead, while earlier rows compute.
     x_a = tl.load(x_ptr + row_begin.to(tl.int64) * stride + cols,
                   mask=mask & (row_begin < row_end), other=0.0, eviction_policy="evict_first")
     dy_a = tl.load(dy_ptr + row_begin.to(tl.int64) * stride + cols,
@@ -130,6 +130,13 @@ def layernorm_bwd_dx_kernel(dx_ptr, dy_ptr, partial_dw_ptr, partial_db_ptr, x_pt
                    other=0.0, eviction_policy="evict_first")
     mean_b = tl.load(mean_ptr + second, mask=second < row_end, other=0.0)
     rstd_b = tl.load(rstd_ptr + second, mask=second < row_end, other=0.0)
+    third = row_begin + 2
+    x_c = tl.load(x_ptr + third.to(tl.int64) * stride + cols, mask=mask & (third < row_end),
+                  other=0.0, eviction_policy="evict_first")
+    dy_c = tl.load(dy_ptr + third.to(tl.int64) * stride + cols, mask=mask & (third < row_end),
+                   other=0.0, eviction_policy="evict_first")
+    mean_c = tl.load(mean_ptr + third, mask=third < row_end, other=0.0)
+    rstd_c = tl.load(rstd_ptr + third, mask=third < row_end, other=0.0)
     for row in range(row_begin, row_end):
         x = x_a.to(tl.float32)
         dy = dy_a.to(tl.float32)
@@ -139,14 +146,18 @@ def layernorm_bwd_dx_kernel(dx_ptr, dy_ptr, partial_dw_ptr, partial_db_ptr, x_pt
         dy_a = dy_b
         mean_a = mean_b
         rstd_a = rstd_b
-        ahead = row + 2
+        x_b = x_c
+        dy_b = dy_c
+        mean_b = mean_c
+        rstd_b = rstd_c
+        ahead = row + 3
         in_range = ahead < row_end
-        x_b = tl.load(x_ptr + ahead.to(tl.int64) * stride + cols, mask=mask & in_range, other=0.0,
+        x_c = tl.load(x_ptr + ahead.to(tl.int64) * stride + cols, mask=mask & in_range, other=0.0,
                       eviction_policy="evict_first")
-        dy_b = tl.load(dy_ptr + ahead.to(tl.int64) * stride + cols, mask=mask & in_range,
+        dy_c = tl.load(dy_ptr + ahead.to(tl.int64) * stride + cols, mask=mask & in_range,
                        other=0.0, eviction_policy="evict_first")
-        mean_b = tl.load(mean_ptr + ahead, mask=in_range, other=0.0)
-        rstd_b = tl.load(rstd_ptr + ahead, mask=in_range, other=0.0)
+        mean_c = tl.load(mean_ptr + ahead, mask=in_range, other=0.0)
+        rstd_c = tl.load(rstd_ptr + ahead, mask=in_range, other=0.0)
         xhat = tl.where(mask, (x - mean) * rstd, 0.0)
         # w is read again for every row (from L1): registers are what limits rows in flight.
         w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)

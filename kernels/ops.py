@@ -384,8 +384,8 @@ def layernorm_fwd(x, w, b, eps=1e-5):
 
 def _layernorm_bwd_warps(block: int) -> int:
     # The program keeps dw and db rows in registers besides x and dy, and the x and dy of the
-    # two rows ahead: ptxas -v gives 96 registers per thread at BLOCK=4096 on 16 warps and 57 on
-    # 32 (1024 threads, 58368 of the SM's 65536 registers). Past 4096 columns 16 warps, as 32
+    # three rows ahead: ptxas -v gives 52 registers per thread at BLOCK=4096 on 32 warps (1024
+    # threads, 53248 of the SM's 65536 registers; 96 on 16 warps with two rows ahead). Past 4096 columns 16 warps, as 32
     # could not have more than 64 registers each.
     if block <= 1024:
         return 4
