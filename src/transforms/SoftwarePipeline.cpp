@@ -1,6 +1,7 @@
 // Software pipelining of tl.dot loops for sm_90a: the tl.load operands of a loop's one tl.dot
-// become cp.async copies into multi-buffered shared memory, issued iterations ahead, and the dot
-// becomes an async wgmma straight from those buffers with one MMA left in flight.
+// (`acc = tl.dot(a, b, acc)` or `acc += tl.dot(a, b)`) become cp.async copies into
+// multi-buffered shared memory, issued iterations ahead, and the dot becomes an async wgmma
+// straight from those buffers with one MMA left in flight.
 //
 // For a loop with S = max(num_stages, 3) stages, D = S - 2 iterations are loaded ahead:
 //
@@ -101,6 +102,9 @@ struct Plan {
   Op* dot = nullptr;
   Op* loads[2] = {nullptr, nullptr}; // feeding A and B
   unsigned accIter = 0;              // loop-carried index of the accumulator
+  /// `acc += tl.dot(a, b)`: the add of a dot from zero, which the async dot's accumulation
+  /// replaces (null when the dot takes the accumulator itself).
+  Op* accumulatingAdd = nullptr;
   /// Loop-carried indices the load addresses depend on (with their yields' dependencies).
   std::vector<unsigned> addressIters;
   /// Body ops computing the load operands and the next values of addressIters.
@@ -176,11 +180,23 @@ private:
     plan.dot = dot;
 
     // The accumulator: a loop-carried value that only the dot reads and that the dot's result
-    // (read by nothing else) replaces.
+    // (read by nothing else) replaces; or, for `acc += tl.dot(a, b)`, that only the add of the
+    // dot's result reads and the add's result replaces.
     Value* acc = dot->operand(2);
+    Value* next = dot->result();
+    if (usesOf(dot->result()) != 1) return false;
+    if (isZeroConstant(acc)) {
+      Op* add = userOf(body, dot->result());
+      if (add && add->code() == OpCode::Add && add->result()->type() == dot->result()->type()) {
+        acc = add->operand(add->operand(0) == dot->result() ? 1 : 0);
+        next = add->result();
+        plan.accumulatingAdd = add;
+        if (usesOf(next) != 1) return false;
+      }
+    }
     if (acc->ownerBlock() != &body || acc->index() == 0 || usesOf(acc) != 1) return false;
     plan.accIter = acc->index() - 1;
-    if (usesOf(dot->result()) != 1 || yield->operand(plan.accIter) != dot->result()) return false;
+    if (yield->operand(plan.accIter) != next) return false;
 
     for (int i = 0; i < 2; ++i) {
       Op* load = dot->operand(i)->def();
@@ -223,6 +239,14 @@ private:
     for (Value* o : def->operands())
       if (!addToSlice(body, o, plan)) return false;
     return true;
+  }
+
+  /// The op of `body` (not nested) that reads `v`, when one does.
+  static Op* userOf(Block& body, const Value* v) {
+    for (auto& op : body.ops())
+      for (Value* o : op->operands())
+        if (o == v) return op.get();
+    return nullptr;
   }
 
   /// True when `op` sits in a region nested in `body`.
@@ -416,6 +440,7 @@ private:
       auto& ops = body.ops();
       ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(positionOf(body, op)));
     };
+    if (plan.accumulatingAdd) erase(plan.accumulatingAdd);
     erase(plan.dot);
     erase(plan.loads[0]);
     erase(plan.loads[1]);

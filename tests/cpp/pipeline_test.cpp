@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <random>
 #include <regex>
@@ -245,6 +246,51 @@ TEST(SoftwarePipeline, InnerLoopOfAPersistentKernelIsPipelined) {
       float ref = 0;
       for (int kk = 0; kk < K; ++kk) ref += af[m * K + kk] * bf[kk * N + n];
       ASSERT_EQ(interp::halfToFloat(c[m * N + n]), ref) << m << " " << n;
+    }
+}
+
+TEST(SoftwarePipeline, AccumulatingAddOfADotIsPipelined) {
+  // `acc += tl.dot(a, b)`: the add becomes the async dot's own accumulation.
+  const char* source = "import warpweave as ww\n"
+                       "import warpweave.language as tl\n"
+                       "@ww.jit\n"
+                       "def k(a_ptr, b_ptr, c_ptr, K):\n"
+                       "    r = tl.arange(0, 64)\n"
+                       "    kk = tl.arange(0, 16)\n"
+                       "    n = tl.arange(0, 32)\n"
+                       "    acc = tl.zeros((64, 32), dtype=tl.float32)\n"
+                       "    for k0 in range(0, K, 16):\n"
+                       "        a = tl.load(a_ptr + r[:, None] * K + (k0 + kk)[None, :],\n"
+                       "                    mask=(k0 + kk)[None, :] < K, other=0.0)\n"
+                       "        b = tl.load(b_ptr + (k0 + kk)[:, None] * 32 + n[None, :],\n"
+                       "                    mask=(k0 + kk)[:, None] < K, other=0.0)\n"
+                       "        acc += tl.dot(a, b)\n"
+                       "    tl.store(c_ptr + r[:, None] * 32 + n[None, :], acc)\n";
+  CompileRequest req;
+  req.files.push_back({"acc.py", source});
+  req.kernel = "k";
+  req.signature = parseSignature("a_ptr:*fp16:16,b_ptr:*fp16:16,c_ptr:*fp32:16,K:i32");
+  req.options.numWarps = 4;
+  req.stage = Stage::TileIR;
+  CompiledKernel k = compile(req);
+  EXPECT_EQ(count(k.tileIR, "async_dot "), 1) << k.tileIR;
+  EXPECT_FALSE(std::regex_search(k.tileIR, std::regex("= dot "))) << k.tileIR;
+  const int K = 72; // four full K steps and a half-masked fifth
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> small(-2, 2);
+  std::vector<uint16_t> a(64 * K), b(K * 32);
+  std::vector<float> af(a.size()), bf(b.size()), c(64 * 32, NAN);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = interp::floatToHalf(af[i] = float(small(rng)));
+  for (size_t i = 0; i < b.size(); ++i) b[i] = interp::floatToHalf(bf[i] = float(small(rng)));
+  int grid[3] = {1, 1, 1};
+  interpret(k, grid,
+            {InterpArg::buffer(a.data(), a.size() * 2), InterpArg::buffer(b.data(), b.size() * 2),
+             InterpArg::buffer(c.data(), c.size() * 4), InterpArg::integer(K)});
+  for (int m = 0; m < 64; ++m)
+    for (int n = 0; n < 32; ++n) {
+      float ref = 0;
+      for (int kk = 0; kk < K; ++kk) ref += af[m * K + kk] * bf[kk * 32 + n];
+      ASSERT_EQ(c[m * 32 + n], ref) << m << " " << n;
     }
 }
 
