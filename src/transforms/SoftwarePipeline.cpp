@@ -41,6 +41,9 @@ namespace {
 
 using ValueMap = std::unordered_map<const Value*, Value*>;
 
+/// Dynamic shared memory one block may use on sm_90a (227 KB, the opt-in maximum).
+constexpr int64_t kSharedBytesPerBlock = 232448;
+
 bool isTlxAsync(OpCode c) {
   switch (c) {
   case OpCode::AsyncLoad:
@@ -178,6 +181,15 @@ private:
     }
     if (!dot || !wgmmaShaped(*dot, fn_.numWarps)) return false;
     plan.dot = dot;
+    // Fewer stages when the buffers would not fit beside the epilogue's layout conversion of
+    // the M x N result (16-bit, as stored), which gets its own shared memory; a loop that does
+    // not fit even three is left alone (the plain dot needs one stage's worth).
+    const Type& at = dot->operand(0)->type();
+    int64_t M = at.shape[0], K = at.shape[1], N = dot->operand(1)->type().shape[1];
+    int64_t stageBytes = (M * K + K * N) * ir::byteWidth(at.elem);
+    int64_t budget = kSharedBytesPerBlock - M * N * 2;
+    while (plan.stages > 3 && plan.stages * stageBytes > budget) --plan.stages;
+    if (plan.stages * stageBytes > budget) return false;
 
     // The accumulator: a loop-carried value that only the dot reads and that the dot's result
     // (read by nothing else) replaces; or, for `acc += tl.dot(a, b)`, that only the add of the

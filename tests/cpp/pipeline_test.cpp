@@ -117,6 +117,15 @@ TEST(SoftwarePipeline, OtherTargetsAndUnfitLoopsAreLeftAlone) {
   }
 }
 
+TEST(SoftwarePipeline, StagesShrinkToFitSharedMemory) {
+  // Four stages of 128x64 + 64x256 fp16 tiles (192 KB) and the epilogue's 64 KB conversion do
+  // not fit in 227 KB: three stages are used, and the kernel compiles.
+  CompiledKernel k = compileMatmul(Target::SM90a, Stage::Cubin, 128, 256, 64, 8, 4);
+  EXPECT_EQ(count(k.tileIR, "buffer<3x128x64xfp16, smem>"), 1) << k.tileIR;
+  EXPECT_LE(k.sharedBytes, 232448);
+  EXPECT_FALSE(k.cubin.empty());
+}
+
 TEST(SoftwarePipeline, DotResultReadInsideTheLoopIsLeftAlone) {
   // The accumulator is read in the loop (a running max): an MMA left in flight would race.
   const char* kernel = "import warpweave as ww\n"
