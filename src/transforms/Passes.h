@@ -25,9 +25,9 @@ void runCleanupPipeline(ir::Function& fn);
 void lowerDeviceDescriptors(ir::Function& fn);
 
 /// Software-pipelines (for sm_90a) each for loop whose body feeds two tl.loads into its one
-/// fp16/bf16 tl.dot: the loads become cp.async copies into max(num_stages, 3) shared buffers,
-/// issued num_stages - 2 iterations ahead, and the dot an async wgmma from them. Loops of other
-/// shapes are left alone. Returns how many loops were rewritten.
+/// fp16/bf16 tl.dot: the loads become cp.async copies into S = max(num_stages, 3) shared buffers
+/// (fewer where they would not fit), issued S - 2 iterations ahead, and the dot an async wgmma
+/// from them. Loops of other shapes are left alone. Returns how many loops were rewritten.
 int pipelineDotLoops(ir::Function& fn);
 
 /// True for ops without side effects (safe to CSE and DCE).

@@ -3,7 +3,8 @@
 // multi-buffered shared memory, issued iterations ahead, and the dot becomes an async wgmma
 // straight from those buffers with one MMA left in flight.
 //
-// For a loop with S = max(num_stages, 3) stages, D = S - 2 iterations are loaded ahead:
+// For a loop with S = max(num_stages, 3) stages (fewer, down to 3, where the buffers would not
+// fit in shared memory), D = S - 2 iterations are loaded ahead:
 //
 //   prologue:  for j < D: async_load(iteration j -> slot j, masked off past the end); commit
 //   loop i:    async_wait_group(D - 1)            iteration i has landed (the lowering adds the
