@@ -21,7 +21,8 @@ three rows ahead), writes dx for them and its partial sums of dw = sum(dy * xhat
 and db = sum(dy) into row `pid` of the fp32 buffers partial_dw / partial_db [num_programs, N].
 No atomics: the result is deterministic.
     grid = (cdiv(n_rows, ROWS_PER_PROGRAM),)
-    constexprs: ROWS_PER_PROGRAM (e.g. 128), BLOCK = next_power_of_2(N) (the row must fit a block)
+    constexprs: ROWS_PER_PROGRAM (e.g. 128), BLOCK = next_power_of_2(N) (the row must fit a block),
+                PREFETCH (default True; False for rows too wide to hold three more in registers)
 
 layernorm_bwd_dwdb_kernel: sums the partial rows into dw and db.
     grid = (cdiv(N, BLOCK_N),)
@@ -106,9 +107,16 @@ def _add_pair(a0, a1, b0, b1):
 
 
 @ww.jit
+def _row_or_zeros(ptr, row, row_end, stride, cols, mask):
+    return tl.load(ptr + row.to(tl.int64) * stride + cols, mask=mask & (row < row_end), other=0.0,
+                   eviction_policy="evict_first")
+
+
+@ww.jit
 def layernorm_bwd_dx_kernel(dx_ptr, dy_ptr, partial_dw_ptr, partial_db_ptr, x_ptr, w_ptr,
                             mean_ptr, rstd_ptr, stride, n_rows, n_cols,
-                            ROWS_PER_PROGRAM: tl.constexpr, BLOCK: tl.constexpr):
+                            ROWS_PER_PROGRAM: tl.constexpr, BLOCK: tl.constexpr,
+                            PREFETCH: tl.constexpr = True):
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
@@ -116,48 +124,46 @@ def layernorm_bwd_dx_kernel(dx_ptr, dy_ptr, partial_dw_ptr, partial_db_ptr, x_pt
     db_acc = tl.zeros([BLOCK], dtype=tl.float32)
     row_begin = pid * ROWS_PER_PROGRAM
     row_end = min(row_begin + ROWS_PER_PROGRAM, n_rows)
-    # Each row's x, dy and statistics are loaded three rows ahead, while earlier rows compute.
-    x_a = tl.load(x_ptr + row_begin.to(tl.int64) * stride + cols,
-                  mask=mask & (row_begin < row_end), other=0.0, eviction_policy="evict_first")
-    dy_a = tl.load(dy_ptr + row_begin.to(tl.int64) * stride + cols,
-                   mask=mask & (row_begin < row_end), other=0.0, eviction_policy="evict_first")
-    mean_a = tl.load(mean_ptr + row_begin, mask=row_begin < row_end, other=0.0)
-    rstd_a = tl.load(rstd_ptr + row_begin, mask=row_begin < row_end, other=0.0)
-    second = row_begin + 1
-    x_b = tl.load(x_ptr + second.to(tl.int64) * stride + cols, mask=mask & (second < row_end),
-                  other=0.0, eviction_policy="evict_first")
-    dy_b = tl.load(dy_ptr + second.to(tl.int64) * stride + cols, mask=mask & (second < row_end),
-                   other=0.0, eviction_policy="evict_first")
-    mean_b = tl.load(mean_ptr + second, mask=second < row_end, other=0.0)
-    rstd_b = tl.load(rstd_ptr + second, mask=second < row_end, other=0.0)
-    third = row_begin + 2
-    x_c = tl.load(x_ptr + third.to(tl.int64) * stride + cols, mask=mask & (third < row_end),
-                  other=0.0, eviction_policy="evict_first")
-    dy_c = tl.load(dy_ptr + third.to(tl.int64) * stride + cols, mask=mask & (third < row_end),
-                   other=0.0, eviction_policy="evict_first")
-    mean_c = tl.load(mean_ptr + third, mask=third < row_end, other=0.0)
-    rstd_c = tl.load(rstd_ptr + third, mask=third < row_end, other=0.0)
+    if PREFETCH:
+        # Each row's x, dy and statistics are loaded three rows ahead, while earlier rows
+        # compute.
+        x_a = _row_or_zeros(x_ptr, row_begin, row_end, stride, cols, mask)
+        dy_a = _row_or_zeros(dy_ptr, row_begin, row_end, stride, cols, mask)
+        mean_a = tl.load(mean_ptr + row_begin, mask=row_begin < row_end, other=0.0)
+        rstd_a = tl.load(rstd_ptr + row_begin, mask=row_begin < row_end, other=0.0)
+        x_b = _row_or_zeros(x_ptr, row_begin + 1, row_end, stride, cols, mask)
+        dy_b = _row_or_zeros(dy_ptr, row_begin + 1, row_end, stride, cols, mask)
+        mean_b = tl.load(mean_ptr + row_begin + 1, mask=row_begin + 1 < row_end, other=0.0)
+        rstd_b = tl.load(rstd_ptr + row_begin + 1, mask=row_begin + 1 < row_end, other=0.0)
+        x_c = _row_or_zeros(x_ptr, row_begin + 2, row_end, stride, cols, mask)
+        dy_c = _row_or_zeros(dy_ptr, row_begin + 2, row_end, stride, cols, mask)
+        mean_c = tl.load(mean_ptr + row_begin + 2, mask=row_begin + 2 < row_end, other=0.0)
+        rstd_c = tl.load(rstd_ptr + row_begin + 2, mask=row_begin + 2 < row_end, other=0.0)
     for row in range(row_begin, row_end):
-        x = x_a.to(tl.float32)
-        dy = dy_a.to(tl.float32)
-        mean = mean_a
-        rstd = rstd_a
-        x_a = x_b
-        dy_a = dy_b
-        mean_a = mean_b
-        rstd_a = rstd_b
-        x_b = x_c
-        dy_b = dy_c
-        mean_b = mean_c
-        rstd_b = rstd_c
-        ahead = row + 3
-        in_range = ahead < row_end
-        x_c = tl.load(x_ptr + ahead.to(tl.int64) * stride + cols, mask=mask & in_range, other=0.0,
-                      eviction_policy="evict_first")
-        dy_c = tl.load(dy_ptr + ahead.to(tl.int64) * stride + cols, mask=mask & in_range,
-                       other=0.0, eviction_policy="evict_first")
-        mean_c = tl.load(mean_ptr + ahead, mask=in_range, other=0.0)
-        rstd_c = tl.load(rstd_ptr + ahead, mask=in_range, other=0.0)
+        if PREFETCH:
+            x = x_a.to(tl.float32)
+            dy = dy_a.to(tl.float32)
+            mean = mean_a
+            rstd = rstd_a
+            x_a = x_b
+            dy_a = dy_b
+            mean_a = mean_b
+            rstd_a = rstd_b
+            x_b = x_c
+            dy_b = dy_c
+            mean_b = mean_c
+            rstd_b = rstd_c
+            ahead = row + 3
+            x_c = _row_or_zeros(x_ptr, ahead, row_end, stride, cols, mask)
+            dy_c = _row_or_zeros(dy_ptr, ahead, row_end, stride, cols, mask)
+            mean_c = tl.load(mean_ptr + ahead, mask=ahead < row_end, other=0.0)
+            rstd_c = tl.load(rstd_ptr + ahead, mask=ahead < row_end, other=0.0)
+        else:
+            # Rows too wide for registers to hold three more of them.
+            x = _row_or_zeros(x_ptr, row, row_end, stride, cols, mask).to(tl.float32)
+            dy = _row_or_zeros(dy_ptr, row, row_end, stride, cols, mask).to(tl.float32)
+            mean = tl.load(mean_ptr + row)
+            rstd = tl.load(rstd_ptr + row)
         xhat = tl.where(mask, (x - mean) * rstd, 0.0)
         # w is read again for every row (from L1): registers are what limits rows in flight.
         w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)

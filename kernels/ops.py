@@ -440,7 +440,8 @@ def layernorm_bwd(dy, x, w, mean, rstd):
     _layernorm.layernorm_bwd_dx_kernel[(n_partials,)](
         dx, dy2, partial_dw, partial_db, x2, _contiguous(w), _contiguous(mean.reshape(-1)),
         _contiguous(rstd.reshape(-1)), n_cols, n_rows, n_cols,
-        ROWS_PER_PROGRAM=rows_per_program, BLOCK=block, num_warps=_layernorm_bwd_warps(block))
+        ROWS_PER_PROGRAM=rows_per_program, BLOCK=block, PREFETCH=block <= 4096,
+        num_warps=_layernorm_bwd_warps(block))
     # Narrow column blocks: enough programs to spread the partial sums over the SMs.
     block_n = 32 if place.on_gpu else min(128, ww.next_power_of_2(n_cols))
     _layernorm.layernorm_bwd_dwdb_kernel[lambda m: (ww.cdiv(n_cols, m["BLOCK_N"]),)](
