@@ -432,7 +432,12 @@ private:
     ValueMap map{{body.arg(0), ivAhead}};
     cloneSlice(b, plan, map);
     b.setLoc(plan.dot->loc());
-    Value* writeSlot = b.binary(OpCode::Rem, b.binary(OpCode::Add, slot, b.i32(D)), b.i32(S));
+    // (slot + D) mod S for slot < S, by a compare and subtract (S need not be a power of two,
+    // and a remainder would cost a division every iteration).
+    Value* ahead = b.binary(OpCode::Add, slot, b.i32(D));
+    Value* writeSlot = b.create1(
+        OpCode::Select,
+        {b.cmp("ge", ahead, b.i32(S)), b.binary(OpCode::Sub, ahead, b.i32(S)), ahead}, i32);
     issueLoads(b, plan, map, b.cmp("lt", ivAhead, ub), buffers, writeSlot);
     b.setLoc(plan.dot->loc());
     Value* retired =
