@@ -14,6 +14,30 @@ std::string barrierName(const ir::Value* v) {
   return root->name.empty() ? std::string("barrier") : "barrier '" + root->name + "'";
 }
 
+/// The async task `op` runs in, named as the interpreter names it ("task 'producer'", "default
+/// task", "async task 1 replica 0"); empty outside async tasks.
+std::string taskLabel(const ir::Op& op) {
+  const ir::Op* task = op.parentBlock() ? op.parentBlock()->parentOp() : nullptr;
+  while (task && task->code() != ir::OpCode::AsyncTask)
+    task = task->parentBlock() ? task->parentBlock()->parentOp() : nullptr;
+  if (!task || !task->parentBlock()) return {};
+  int index = 0;
+  for (const auto& t : task->parentBlock()->ops()) {
+    if (t->code() != ir::OpCode::AsyncTask) continue;
+    bool isDefault = t->intAttr("default") != 0;
+    if (t->intAttr("replica", 0) == 0 && !isDefault) ++index;
+    if (t.get() != task) continue;
+    std::string name = t->strAttr("name");
+    std::string label = !name.empty() && name != "task" && name != "default" ? "task '" + name + "'"
+                        : isDefault ? std::string("default task")
+                                    : "async task " + std::to_string(index);
+    if (t->intAttr("replicate", 1) > 1)
+      label += " replica " + std::to_string(t->intAttr("replica", 0));
+    return label;
+  }
+  return {};
+}
+
 /// `text` with printf's conversion character escaped.
 std::string escapePercent(const std::string& text) {
   std::string out;
@@ -56,20 +80,17 @@ void FunctionLowering::waitForBarrierPhase(const ir::Op& op, const std::string& 
 
   // The report path ends in trap: nothing it computes may be reused after the wait.
   b_.pushScope();
-  std::string task = "-";
-  int firstWarp = 0, lastWarp = fn_.numWarps - 1;
-  if (taskBarrierId_ >= 0) {
-    task = std::to_string(15 - taskBarrierId_);
-    firstWarp = taskFirstWarp_;
-    lastWarp = taskFirstWarp_ + warps() - 1;
-  }
+  // Each async task runs on its own warps; outside tasks, all warps wait.
+  std::string task = "(warps 0-" + std::to_string(fn_.numWarps - 1) + ")";
+  if (taskBarrierId_ >= 0)
+    task = taskLabel(op) + " (warps " + std::to_string(taskFirstWarp_) + "-" +
+           std::to_string(taskFirstWarp_ + warps() - 1) + ")";
   std::string where = "?";
   SourceLoc loc = op.loc();
   if (loc.valid() && sources_ && loc.file < sources_->numFiles())
     where = sources_->path(loc.file) + ":" + std::to_string(loc.line);
-  std::string format = "warpweave: barrier_wait timed out: block (%u,%u,%u) thread %u task " +
-                       task + " (warps " + std::to_string(firstWarp) + "-" +
-                       std::to_string(lastWarp) + ") " + escapePercent(barrierName(op.operand(0))) +
+  std::string format = "warpweave: barrier_wait timed out: block (%u,%u,%u) thread %u " + task +
+                       " " + escapePercent(barrierName(op.operand(0))) +
                        " at smem offset %u phase %u at " + escapePercent(where) + "\n";
   std::string offset = b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32);
   std::string parity = b_.materialize(phase, RegClass::B32);

@@ -188,12 +188,46 @@ TEST(DebugCodegen, TrapHangsBoundsBarrierWaitsAndReportsTheFacts) {
     EXPECT_NE(k.ptx.find("setp.lt.u32"), std::string::npos) << k.ptx;
     EXPECT_NE(k.ptx.find(", 5000;"), std::string::npos) << k.ptx;
     EXPECT_EQ(count(k.ptx, "trap;"), 1) << k.ptx;
-    // The waiting task is async task 1 on warps 4-7 (the default task has the first 4).
+    // The waiting task is async task 1 on warps 4-7 (the default task has the first 4), named
+    // as the interpreter names it.
     EXPECT_TRUE(hasString(k.ptx, "warpweave: barrier_wait timed out: block (%u,%u,%u) thread %u "
-                                 "task 1 (warps 4-7) barrier 'ready' at smem offset %u phase %u "
-                                 "at dbg.py:15\n"))
+                                 "async task 1 (warps 4-7) barrier 'ready' at smem offset %u "
+                                 "phase %u at dbg.py:15\n"))
         << k.ptx;
   }
+}
+
+TEST(DebugCodegen, TrapReportsNameReplicasAndTheDefaultTaskAsTheInterpreterDoes) {
+  const char* source = "import warpweave as ww\n"
+                       "import warpweave.language as tl\n"
+                       "from warpweave import tlx\n"
+                       "\n"
+                       "\n"
+                       "@ww.jit\n"
+                       "def pingpong(out_ptr, BLOCK: tl.constexpr):\n"
+                       "    bars = tlx.alloc_barriers(num_barriers=2, arrive_count=1)\n"
+                       "    offs = tl.arange(0, BLOCK)\n"
+                       "    with tlx.async_tasks():\n"
+                       "        with tlx.async_task(\"default\"):\n"
+                       "            tlx.barrier_wait(tlx.local_view(bars, 1), 0)\n"
+                       "        with tlx.async_task(num_warps=4, replicate=2):\n"
+                       "            r = tlx.async_task_replica_id()\n"
+                       "            tlx.barrier_wait(tlx.local_view(bars, 0), 0)\n"
+                       "            tl.store(out_ptr + r * BLOCK + offs, offs)\n";
+  CompiledKernel k = compileSource(source, "pingpong", "out_ptr:*i32, BLOCK=128", Target::SM90a, 9);
+  EXPECT_FALSE(k.cubin.empty()) << k.ptxasLog << k.ptx;
+  EXPECT_TRUE(hasString(k.ptx, "warpweave: barrier_wait timed out: block (%u,%u,%u) thread %u "
+                               "default task (warps 0-3) barrier 'bars' at smem offset %u phase "
+                               "%u at dbg.py:12\n"))
+      << k.ptx;
+  for (int r : {0, 1})
+    EXPECT_TRUE(hasString(k.ptx, "warpweave: barrier_wait timed out: block (%u,%u,%u) thread %u "
+                                 "async task 1 replica " +
+                                     std::to_string(r) + " (warps " + std::to_string(4 + 4 * r) +
+                                     "-" + std::to_string(7 + 4 * r) +
+                                     ") barrier 'bars' at smem offset %u phase %u at dbg.py:15\n"))
+        << k.ptx;
+  EXPECT_EQ(count(k.ptx, "trap;"), 3) << k.ptx;
 }
 
 TEST(DebugCodegen, WwcTrapHangsOption) {

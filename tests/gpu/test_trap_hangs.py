@@ -138,8 +138,8 @@ def test_trap_hangs_reports_the_planted_hang_instead_of_hanging(tmp_path):
     line = line_of(HANG_SCRIPT, "PLANTED")
     # Lane 0 of each of the waiting task's four warps, in both blocks.
     pattern = re.compile(r"warpweave: barrier_wait timed out: block \((\d+),0,0\) thread (\d+) "
-                         r"task 1 \(warps 4-7\) barrier 'ready' at smem offset (\d+) phase 0 at "
-                         r"(\S+):(\d+)")
+                         r"async task 1 \(warps 4-7\) barrier 'ready' at smem offset (\d+) phase "
+                         r"0 at (\S+):(\d+)")
     reports = pattern.findall(output)
     assert reports, output
     for block, thread, _offset, file, at in reports:
