@@ -272,6 +272,12 @@ const std::vector<KernelCase>& kernelCases() {
        "K:i32,BLOCK_M=256,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,NUM_STAGES=4,NUM_SMS=132",
        4,
        {"async_tasks", "async_task {default = 1", "replica = 1", "async_dot"}},
+      {"kernels/hopper/gemm_ws_pingpong.py",
+       "gemm_ws_pingpong_kernel",
+       "a_desc:desc<fp16,128x64>,b_desc:desc<fp16,64x128>,c_desc:desc<fp16,128x128>,M:i32,N:i32,"
+       "K:i32,BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,NUM_STAGES=4,NUM_SMS=132",
+       4,
+       {"async_tasks", "replica = 1", "named_barrier_wait", "async_dot"}},
       {"kernels/hopper/attention_ws.py",
        "attention_ws_kernel",
        "q_desc:desc<fp16,128x128>,k_desc:desc<fp16,128x128>,v_desc:desc<fp16,128x128>,"
