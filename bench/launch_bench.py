@@ -12,6 +12,12 @@ identical kernel, torch.add, an empty kernel of each, torch.cuda._sleep(0), and 
 call from C++ (cuLaunchKernel and cuLaunchKernelEx without attributes). A steady loop (many
 launches, one synchronize, as in bench_kernels.py; bound by the GPU for kernels that do work)
 is reported beside them. Needs PyTorch and a CUDA GPU; Triton is optional.
+
+    python bench/launch_bench.py --stub [--quick] [--json stub.json]
+
+needs neither: the runtime loads the stand-in driver of tools/cuda_stub (WARPWEAVE_LIBCUDA),
+whose entry points return at once, and tensors are stand-ins with torch's attributes, so the
+table is warpweave's own host cost per launch (ns), with the driver's taken out.
 """
 
 from __future__ import annotations
@@ -254,13 +260,129 @@ def disk_cache_hit_ms(torch, ww_mod, runs):
             "compiles_during_hits": add4.compile_count - 1}
 
 
+class StubDType:
+    """Stands in for torch.float32: what the signature builder reads of a dtype."""
+
+    def __str__(self):
+        return "torch.float32"
+
+
+STUB_F32 = StubDType()
+
+
+class StubTensor(int):
+    """A CUDA float32 tensor as the launch path reads one, at about torch's cost: is_cuda and
+    dtype found on the type, data_ptr() a C method returning a new int (the address, which the
+    tensor is)."""
+
+    __slots__ = ()
+    is_cuda = True
+    dtype = STUB_F32
+    data_ptr = int.conjugate
+
+
+def stub_launch_overheads(quick):
+    """Host ns per launch with the stub driver: warpweave's own cost, nothing of the GPU's."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sys.path.insert(0, os.path.join(repo, "tools", "cuda_stub"))
+    import cuda_stub
+
+    lib = cuda_stub.build()
+    os.environ["WARPWEAVE_LIBCUDA"] = lib  # read at the runtime's first driver call
+    os.environ.setdefault("WARPWEAVE_TARGET", "sm_90a")
+    os.environ["WARPWEAVE_CACHE_DISABLE"] = "1"
+    import importlib
+
+    import warpweave as ww
+    jit = importlib.import_module("warpweave.jit")
+    stub = cuda_stub.Stub(lib)
+    kernels_dir = tempfile.mkdtemp(prefix="ww-launch-bench-")
+    with open(os.path.join(kernels_dir, "ww_launch_kernels.py"), "w") as f:
+        f.write(WW_KERNELS)
+    sys.path.insert(0, kernels_dir)
+    import ww_launch_kernels as ww_mod
+
+    # torch's tensor type and its current-device / raw-stream functions, as C callables.
+    jit._tensor_type = StubTensor
+    stream = 0x5000
+    # torch._C._cuda_getDevice (no arguments) and _cuda_getCurrentRawStream (one): C functions.
+    jit._stream_source = lambda: ((0).conjugate, {0: stream}.get)
+    n = 1024
+    x, y, out = (StubTensor(a) for a in (0x7f0000010000, 0x7f0000020000, 0x7f0000030000))
+    add4, empty = ww_mod.add4, ww_mod.empty
+    grid_fn = lambda meta: (ww.cdiv(n, meta["BLOCK"]),)  # noqa: E731
+    bound = add4[(1,)]
+    compiled = add4.warmup(x, y, out, n, BLOCK=1024, grid=(1,))
+    args = (x.data_ptr(), y.data_ptr(), out.data_ptr(), n)
+    cases = {
+        "python_lambda_floor": lambda: None,
+        "warpweave_kernel_grid_tuple": lambda: add4[(1,)](x, y, out, n, BLOCK=1024),
+        "warpweave_bound_kernel_call": lambda: bound(x, y, out, n, BLOCK=1024),
+        "warpweave_kernel_grid_fn": lambda: add4[grid_fn](x, y, out, n, BLOCK=1024),
+        "warpweave_empty_kernel": lambda: empty[(1,)](x),
+        "warpweave_Kernel_launch_ints": lambda: compiled.kernel.launch(1, 1, 1, stream, args),
+    }
+    for fn in cases.values():  # compile and load every kernel
+        fn()
+    # Every add4 case once more, checked: the stub keeps the last launch's grid, stream and
+    # values (of 4 params: it must not be asked for more than the kernel passes).
+    stub.record_params([8, 8, 8, 4])
+    for name, fn in cases.items():
+        if name in ("python_lambda_floor", "warpweave_empty_kernel"):
+            continue
+        before = stub.record.launches
+        fn()
+        r = stub.record
+        assert r.launches == before + 1, f"{name}: {r.launches - before} launches, expected 1"
+        assert tuple(r.grid) == (1, 1, 1) and r.stream == stream and tuple(r.block) == (128, 1, 1)
+        assert stub.last_params() == args, f"{name}: the stub got {stub.last_params()}"
+    stub.record_params([])
+
+    per_burst, bursts = 1000, (20 if quick else 60)
+    timed = dict(cases)
+    timed["driver_cuLaunchKernel_cpp"] = None
+    samples = {name: [] for name in timed}
+    for _ in range(bursts):
+        for name, fn in timed.items():
+            if fn is None:
+                s = compiled.kernel._time_driver_launches(1, stream, args, per_burst, False)
+                samples[name].append(s / per_burst * 1e9)
+                continue
+            t = time.perf_counter_ns()
+            for _ in range(per_burst):
+                fn()
+            samples[name].append((time.perf_counter_ns() - t) / per_burst)
+    return {"ns_per_call": {name: median(v) for name, v in samples.items()},
+            "burst_size": per_burst, "bursts": bursts, "launches": stub.record.launches}
+
+
+def report_stub(r):
+    ns = r["ns_per_call"]
+    floor = ns["python_lambda_floor"]
+    print(f"# stub driver (tools/cuda_stub): host ns per call, median of {r['bursts']} bursts "
+          f"of {r['burst_size']}")
+    print(f"{'case':36s} {'ns/call':>8s} {'- lambda floor':>15s}")
+    for name, v in ns.items():
+        print(f"{name:36s} {v:8.0f} {v - floor:15.0f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--json", help="write the results here")
     ap.add_argument("--runs", type=int, default=None, help="fresh processes per measurement")
+    ap.add_argument("--stub", action="store_true",
+                    help="no GPU: warpweave's own host cost per launch, with the stub driver")
     args = ap.parse_args()
     runs = args.runs or (3 if args.quick else 5)
+    if args.stub:
+        results = {"meta": {"python": sys.version.split()[0], "quick": args.quick},
+                   "stub": stub_launch_overheads(args.quick)}
+        report_stub(results["stub"])
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=2)
+        return
 
     import torch
 

@@ -370,6 +370,73 @@ bool parseGrid(PyObject* g, unsigned dims[3]) {
   return dim(g, dims[0]);
 }
 
+/// Reads a tensor's is_cuda, dtype and data_ptr() as Python would, minus the lookups: the
+/// tensor type's data descriptors (torch's getsets) are called directly and its data_ptr method
+/// descriptor unbound, while the type is unchanged since they were found (its version tag) and
+/// no instance dict could hold a data_ptr of its own. Anything else takes the generic lookup.
+class TensorReader {
+public:
+  void reset(PyObject* type, PyObject* isCudaName, PyObject* dtypeName, PyObject* dataPtrName) {
+    type_ = PyType_Check(type) ? reinterpret_cast<PyTypeObject*>(type) : nullptr;
+    names_[0] = isCudaName, names_[1] = dtypeName, names_[2] = dataPtrName;
+    tag_ = 0;
+  }
+
+  PyObject* isCuda(PyObject* v) { return get(v, 0); }
+  PyObject* dtype(PyObject* v) { return get(v, 1); }
+  PyObject* dataPtr(PyObject* v) {
+    if (!current() || !method_.is_valid() || mayShadow(v))
+      return PyObject_CallMethodNoArgs(v, names_[2]);
+    return PyObject_Vectorcall(method_.ptr(), &v, 1, nullptr);
+  }
+  int traverse(visitproc visit, void* arg) const {
+    for (const nb::object& d : getters_) Py_VISIT(d.ptr());
+    Py_VISIT(method_.ptr());
+    return 0;
+  }
+  void clear() {
+    for (nb::object& d : getters_) d = nb::object();
+    method_ = nb::object();
+    type_ = nullptr;
+    tag_ = 0;
+  }
+
+private:
+  /// The descriptors match the type as it is now (looked up again after any change to it).
+  bool current() {
+    if (!type_) return false;
+    if (tag_ != 0 && type_->tp_version_tag == tag_) return true;
+    for (int i = 0; i < 2; ++i) {
+      PyObject* d = _PyType_Lookup(type_, names_[i]);
+      getters_[i] =
+          d && Py_TYPE(d)->tp_descr_get && Py_TYPE(d)->tp_descr_set ? nb::borrow(d) : nb::object();
+    }
+    PyObject* m = _PyType_Lookup(type_, names_[2]);
+    method_ = m && PyType_HasFeature(Py_TYPE(m), Py_TPFLAGS_METHOD_DESCRIPTOR) ? nb::borrow(m)
+                                                                               : nb::object();
+    tag_ = type_->tp_version_tag; // 0 when the type has none: the generic lookup every time
+    return tag_ != 0;
+  }
+  PyObject* get(PyObject* v, int i) {
+    if (!current() || !getters_[i].is_valid()) return PyObject_GetAttr(v, names_[i]);
+    PyObject* d = getters_[i].ptr();
+    return Py_TYPE(d)->tp_descr_get(d, v, reinterpret_cast<PyObject*>(type_));
+  }
+  /// An instance dict (which Python searches before a method descriptor) may exist.
+  bool mayShadow(PyObject* v) const {
+    if (PyType_HasFeature(type_, Py_TPFLAGS_MANAGED_DICT)) return true;
+    if (type_->tp_dictoffset == 0) return false;
+    PyObject** dict = _PyObject_GetDictPtr(v);
+    return dict && *dict && PyDict_GET_SIZE(*dict) != 0;
+  }
+
+  PyTypeObject* type_ = nullptr; // borrowed: the launcher holds the type
+  unsigned int tag_ = 0;
+  PyObject* names_[3] = {}; // borrowed from the launcher
+  nb::object getters_[2];   // is_cuda, dtype
+  nb::object method_;       // data_ptr
+};
+
 /// A GPU kernel remembered under a key: what a launch needs, with strong references.
 struct FastEntry {
   std::vector<uint64_t> words;
@@ -425,6 +492,8 @@ public:
     for (nb::object& d : defaults) defaults_.push_back(d.is(missing) ? nb::object() : d);
     for (const char* o : kOptionNames)
       optionNames_.push_back(nb::steal<nb::str>(PyUnicode_InternFromString(o)));
+    for (const char* o : {"num_warps", "num_stages", "num_ctas"})
+      metaNames_.push_back(nb::steal<nb::str>(PyUnicode_InternFromString(o)));
     dtypeName_ = nb::steal<nb::str>(PyUnicode_InternFromString("dtype"));
     isCudaName_ = nb::steal<nb::str>(PyUnicode_InternFromString("is_cuda"));
     dataPtrName_ = nb::steal<nb::str>(PyUnicode_InternFromString("data_ptr"));
@@ -436,6 +505,7 @@ public:
   /// torch.Tensor and torch's current-device and raw-stream functions (tests give fakes).
   void configure(nb::object tensorType, nb::object getDevice, nb::object getRawStream) {
     tensorType_ = std::move(tensorType);
+    tensors_.reset(tensorType_.ptr(), isCudaName_.ptr(), dtypeName_.ptr(), dataPtrName_.ptr());
     getDevice_ = std::move(getDevice);
     getRawStream_ = std::move(getRawStream);
   }
@@ -451,6 +521,7 @@ public:
          {&owner_, &normalizeGrid_, &envData_, &tensorType_, &getDevice_, &getRawStream_})
       Py_VISIT(o->ptr());
     for (const nb::object& d : defaults_) Py_VISIT(d.ptr());
+    if (int r = tensors_.traverse(visit, arg)) return r;
     for (const auto& [hash, bucket] : entries_)
       for (const auto& e : bucket) {
         for (PyObject* o : e->objects) Py_VISIT(o);
@@ -461,6 +532,7 @@ public:
   }
   void dropReferences() {
     clear();
+    tensors_.clear();
     for (nb::object* o : {&normalizeGrid_, &envData_, &tensorType_, &getDevice_, &getRawStream_})
       *o = nb::object();
     defaults_.assign(defaults_.size(), nb::object());
@@ -480,14 +552,22 @@ public:
       if (configured() && computeKey(args, nargs, kwnames, again)) remember(again, compiled);
       return compiled.release().ptr();
     }
-    std::shared_ptr<FastEntry> entry = find(st);
-    if (!entry) return general(grid, args, nargs, kwnames, &st);
+    // The stream comes first: from here to the driver call no Python code runs for a fixed
+    // grid, so the entry found below cannot be dropped under us.
+    uintptr_t stream;
+    if (!currentStream(st, stream)) return general(grid, args, nargs, kwnames, nullptr);
+    const std::shared_ptr<FastEntry>* found = find(st);
+    if (!found) return general(grid, args, nargs, kwnames, &st);
+    const FastEntry* entry = found->get();
     nb::object compiled = nb::borrow(PyWeakref_GetObject(entry->compiledRef));
     unsigned g[3];
+    std::shared_ptr<FastEntry> kept; // a grid function may run anything, even clear()
     if (dims) {
       g[0] = dims[0], g[1] = dims[1], g[2] = dims[2];
-    } else if (!gridFromFunction(grid, st, *entry, g)) {
-      return general(grid, args, nargs, kwnames, nullptr);
+    } else {
+      kept = *found;
+      if (!gridFromFunction(grid, st, *entry, g))
+        return general(grid, args, nargs, kwnames, nullptr);
     }
     const ww::GpuKernel& k = *entry->kernel;
     ParamBuffer buffer(k.paramBytes());
@@ -505,7 +585,7 @@ public:
         std::memcpy(dst, &st.bits[p], static_cast<size_t>(s.size));
       }
     }
-    launchOrRecord(k, {g[0], g[1], g[2]}, currentStream(st), buffer.data());
+    launchOrRecord(k, {g[0], g[1], g[2]}, stream, buffer.data());
     return compiled.release().ptr();
   }
 
@@ -558,16 +638,16 @@ private:
       PyTypeObject* t = Py_TYPE(v);
       if (tensorType && reinterpret_cast<PyObject*>(t) == tensorType) {
         // Raw references: this runs for every tensor of every launch.
-        PyObject* isCuda = PyObject_GetAttr(v, isCudaName_.ptr());
+        PyObject* isCuda = tensors_.isCuda(v);
         if (!isCuda) return clearAndRefuse();
         Py_DECREF(isCuda); // True and False are immortal singletons
         if (isCuda != Py_True) return false;
-        PyObject* ptr = PyObject_CallMethodNoArgs(v, dataPtrName_.ptr());
+        PyObject* ptr = tensors_.dataPtr(v);
         if (!ptr) return clearAndRefuse();
         st.bits[i] = PyLong_Check(ptr) ? PyLong_AsUnsignedLongLongMask(ptr) : ~uint64_t{0};
         Py_DECREF(ptr);
         if (st.bits[i] == ~uint64_t{0}) return clearAndRefuse();
-        PyObject* dtype = PyObject_GetAttr(v, dtypeName_.ptr());
+        PyObject* dtype = tensors_.dtype(v);
         if (!dtype) return clearAndRefuse();
         st.held[st.numHeld++] = dtype;
         st.add(kTagTensor | (specialize_[i] && st.bits[i] % 16 == 0 ? 0x100 : 0));
@@ -631,14 +711,15 @@ private:
     return true;
   }
 
-  /// The live entry for st's key; entries whose CompiledKernel is gone are dropped here.
-  std::shared_ptr<FastEntry> find(const CallState& st) {
+  /// The live entry for st's key (valid until the entries change); entries whose
+  /// CompiledKernel is gone are dropped here.
+  const std::shared_ptr<FastEntry>* find(const CallState& st) {
     auto it = entries_.find(st.hash);
     if (it == entries_.end()) return nullptr;
     std::vector<std::shared_ptr<FastEntry>>& bucket = it->second;
     for (size_t i = 0; i < bucket.size(); ++i) {
       if (!bucket[i]->matches(st)) continue;
-      if (PyWeakref_GetObject(bucket[i]->compiledRef) != Py_None) return bucket[i];
+      if (PyWeakref_GetObject(bucket[i]->compiledRef) != Py_None) return &bucket[i];
       bucket.erase(bucket.begin() + static_cast<std::ptrdiff_t>(i));
       --numEntries_;
       return nullptr;
@@ -648,12 +729,13 @@ private:
 
   bool gridFromFunction(PyObject* grid, const CallState& st, const FastEntry& e, unsigned g[3]) {
     if (!PyCallable_Check(grid)) return false;
-    nb::dict meta;
+    // Sized up front: the dict never grows while it is filled.
+    nb::object meta = nb::steal(_PyDict_NewPresized(static_cast<Py_ssize_t>(names_.size()) + 3));
+    if (!meta.is_valid()) throw nb::python_error();
     for (size_t i = 0; i < names_.size(); ++i)
       if (PyDict_SetItem(meta.ptr(), names_[i].ptr(), st.values[i]) < 0) throw nb::python_error();
-    const char* metaOptions[] = {"num_warps", "num_stages", "num_ctas"};
     for (int i = 0; i < 3; ++i)
-      if (PyDict_SetItemString(meta.ptr(), metaOptions[i], PyTuple_GET_ITEM(e.options, i)) < 0)
+      if (PyDict_SetItem(meta.ptr(), metaNames_[i].ptr(), PyTuple_GET_ITEM(e.options, i)) < 0)
         throw nb::python_error();
     nb::object r = nb::steal(PyObject_CallOneArg(grid, meta.ptr()));
     if (!r.is_valid()) throw nb::python_error();
@@ -665,12 +747,20 @@ private:
             .c_str());
   }
 
-  uintptr_t currentStream(const CallState& st) const {
-    nb::object s = nb::steal(PyObject_CallOneArg(getRawStream_.ptr(), st.device));
-    if (!s.is_valid()) throw nb::python_error();
-    uint64_t v = PyLong_AsUnsignedLongLongMask(s.ptr());
-    if (v == static_cast<uint64_t>(-1) && PyErr_Occurred()) throw nb::python_error();
-    return static_cast<uintptr_t>(v);
+  /// torch's current raw stream on st's device; false (no error set) when that fails, for the
+  /// general path to report.
+  bool currentStream(const CallState& st, uintptr_t& stream) const {
+    PyObject* s = PyObject_CallOneArg(getRawStream_.ptr(), st.device);
+    if (!s) return clearAndRefuse();
+    if (!PyLong_Check(s)) {
+      Py_DECREF(s);
+      return false;
+    }
+    uint64_t v = PyLong_AsUnsignedLongLongMask(s);
+    Py_DECREF(s);
+    if (v == ~uint64_t{0} && PyErr_Occurred()) return clearAndRefuse();
+    stream = static_cast<uintptr_t>(v);
+    return true;
   }
 
   /// The Python general path; with `st`, its GPU kernel is remembered under st's key.
@@ -760,8 +850,10 @@ private:
   nb::object owner_, normalizeGrid_, envData_;
   std::vector<nb::bytes> envKeys_;
   std::vector<nb::str> optionNames_;
+  std::vector<nb::str> metaNames_; // the options a grid function sees in its dict
   nb::str dtypeName_, isCudaName_, dataPtrName_, generalName_;
   nb::object tensorType_, getDevice_, getRawStream_;
+  TensorReader tensors_;
   std::unordered_map<uint64_t, std::vector<std::shared_ptr<FastEntry>>> entries_;
   size_t numEntries_ = 0;
 };
@@ -857,16 +949,125 @@ PyType_Spec boundLaunchSpec = {"warpweave._native.BoundLaunch", sizeof(BoundLaun
 
 PyTypeObject* gBoundLaunchType = nullptr;
 
+/// A new kernel[grid] of `launcher` (the Python object of `impl`); nullptr with an error set.
+PyObject* newBoundLaunch(PyObject* launcher, FastLauncher* impl, PyObject* grid) {
+  auto* b = reinterpret_cast<BoundLaunch*>(PyType_GenericAlloc(gBoundLaunchType, 0));
+  if (!b) return nullptr;
+  b->vectorcall = boundLaunchCall;
+  b->launcher = Py_NewRef(launcher);
+  b->impl = impl;
+  b->grid = Py_NewRef(grid);
+  b->fixed = parseGrid(grid, b->dims);
+  return reinterpret_cast<PyObject*>(b);
+}
+
 nb::object bindLaunch(FastLauncher& launcher, nb::handle grid) {
   nb::object self = nb::find(&launcher);
-  auto* b = reinterpret_cast<BoundLaunch*>(PyType_GenericAlloc(gBoundLaunchType, 0));
+  PyObject* b = newBoundLaunch(self.ptr(), &launcher, grid.ptr());
   if (!b) throw nb::python_error();
-  b->vectorcall = boundLaunchCall;
-  b->launcher = self.release().ptr();
-  b->impl = &launcher;
-  b->grid = grid.inc_ref().ptr();
-  b->fixed = parseGrid(grid.ptr(), b->dims);
-  return nb::steal(reinterpret_cast<PyObject*>(b));
+  return nb::steal(b);
+}
+
+// ---------------------------------------------------------------------------------------------
+// kernel[grid] in C
+// ---------------------------------------------------------------------------------------------
+//
+// JITFunction.__getitem__ once the extension is loaded: a method descriptor, which Python calls
+// unbound as (kernel, grid) without making a bound method. It returns the kernel[grid] already
+// in the kernel's _bound dict, binds grid functions with closures (never cached: they may hold
+// tensors) directly, and hands everything else to the Python method it stands in for.
+
+struct Subscript {
+  PyObject_HEAD vectorcallfunc vectorcall;
+  PyObject* fallback; // JITFunction._subscript
+};
+
+PyTypeObject* gFastLauncherType = nullptr;
+PyObject* gBoundAttr = nullptr;    // "_bound"
+PyObject* gLauncherAttr = nullptr; // "_launcher"
+
+PyObject* subscriptCall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  auto* s = reinterpret_cast<Subscript*>(self);
+  if (PyVectorcall_NARGS(nargsf) == 2 && !kwnames) {
+    PyObject* kernel = args[0];
+    PyObject* grid = args[1];
+    PyObject* bound = PyObject_GetAttr(kernel, gBoundAttr);
+    PyObject* hit = nullptr;
+    if (bound && PyDict_CheckExact(bound)) {
+      hit = PyDict_GetItemWithError(bound, grid); // an unhashable grid (a list) fails
+      Py_XINCREF(hit);
+    }
+    Py_XDECREF(bound);
+    if (hit) return hit;
+    PyErr_Clear();
+    if (PyFunction_Check(grid) && PyFunction_GET_CLOSURE(grid)) {
+      PyObject* launcher = PyObject_GetAttr(kernel, gLauncherAttr);
+      if (launcher && Py_TYPE(launcher) == gFastLauncherType && nb::inst_ready(launcher)) {
+        PyObject* r = newBoundLaunch(launcher, nb::inst_ptr<FastLauncher>(launcher), grid);
+        Py_DECREF(launcher);
+        return r;
+      }
+      Py_XDECREF(launcher);
+      PyErr_Clear();
+    }
+  }
+  return PyObject_Vectorcall(s->fallback, args, nargsf, kwnames);
+}
+
+/// As a method descriptor must: kernel.__getitem__ is a bound method, the class's is itself.
+PyObject* subscriptGet(PyObject* self, PyObject* obj, PyObject*) {
+  if (!obj || obj == Py_None) return Py_NewRef(self);
+  return PyMethod_New(self, obj);
+}
+
+int subscriptTraverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  Py_VISIT(reinterpret_cast<Subscript*>(self)->fallback);
+  return 0;
+}
+
+int subscriptClear(PyObject* self) {
+  Py_CLEAR(reinterpret_cast<Subscript*>(self)->fallback);
+  return 0;
+}
+
+void subscriptDealloc(PyObject* self) {
+  PyObject_GC_UnTrack(self);
+  subscriptClear(self);
+  PyTypeObject* type = Py_TYPE(self);
+  type->tp_free(self);
+  Py_DECREF(type);
+}
+
+PyMemberDef subscriptMembers[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(Subscript, vectorcall), READONLY, nullptr},
+    {nullptr, 0, 0, 0, nullptr}};
+
+PyType_Slot subscriptSlots[] = {
+    {Py_tp_dealloc, reinterpret_cast<void*>(subscriptDealloc)},
+    {Py_tp_traverse, reinterpret_cast<void*>(subscriptTraverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(subscriptClear)},
+    {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
+    {Py_tp_descr_get, reinterpret_cast<void*>(subscriptGet)},
+    {Py_tp_members, subscriptMembers},
+    {Py_tp_doc, const_cast<char*>("kernel[grid]: the kernel bound to a launch grid")},
+    {0, nullptr}};
+
+PyType_Spec subscriptSpec = {"warpweave._native.Subscript", sizeof(Subscript), 0,
+                             Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC |
+                                 Py_TPFLAGS_METHOD_DESCRIPTOR,
+                             subscriptSlots};
+
+PyTypeObject* gSubscriptType = nullptr;
+
+/// The C __getitem__ standing in for `fallback` (a function of (kernel, grid)).
+nb::object makeSubscript(nb::handle fallback) {
+  if (!PyCallable_Check(fallback.ptr())) throw nb::type_error("make_subscript: not callable");
+  auto* s = reinterpret_cast<Subscript*>(PyType_GenericAlloc(gSubscriptType, 0));
+  if (!s) throw nb::python_error();
+  s->vectorcall = subscriptCall;
+  s->fallback = fallback.inc_ref().ptr();
+  return nb::steal(reinterpret_cast<PyObject*>(s));
 }
 
 /// Interpreter arguments: ints, floats, (address, nbytes) tuples for host buffers, and
@@ -923,6 +1124,11 @@ NB_MODULE(_native, m) {
   gBoundLaunchType = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&boundLaunchSpec));
   if (!gBoundLaunchType) throw nb::python_error();
   m.attr("BoundLaunch") = nb::handle(reinterpret_cast<PyObject*>(gBoundLaunchType));
+  gSubscriptType = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&subscriptSpec));
+  if (!gSubscriptType) throw nb::python_error();
+  m.attr("Subscript") = nb::handle(reinterpret_cast<PyObject*>(gSubscriptType));
+  gBoundAttr = PyUnicode_InternFromString("_bound");
+  gLauncherAttr = PyUnicode_InternFromString("_launcher");
 
   nb::class_<PyKernel>(m, "Kernel")
       .def_prop_ro("name", [](const PyKernel& k) { return k.compiled->name; })
@@ -980,9 +1186,11 @@ NB_MODULE(_native, m) {
       .def("interpret", &interpretKernel, "grid"_a, "args"_a,
            "Runs the Tile IR in the CPU interpreter; buffers are (address, nbytes) tuples.");
 
-  nb::class_<FastLauncher>(m, "FastLauncher",
-                           "The native kernel[grid](...) path of one @jit function",
-                           nb::type_slots(fastLauncherSlots))
+  auto fastLauncher = nb::class_<FastLauncher>(
+      m, "FastLauncher", "The native kernel[grid](...) path of one @jit function",
+      nb::type_slots(fastLauncherSlots));
+  gFastLauncherType = reinterpret_cast<PyTypeObject*>(fastLauncher.ptr());
+  fastLauncher
       .def(nb::init<const std::string&, const std::vector<std::string>&, std::vector<int>,
                     std::vector<int>, std::vector<nb::object>, nb::object, nb::object, nb::object,
                     nb::object, std::vector<nb::bytes>>(),
@@ -995,6 +1203,8 @@ NB_MODULE(_native, m) {
       .def("clear", &FastLauncher::clear, "Forgets every remembered kernel.")
       .def_prop_ro("num_kernels", &FastLauncher::size, "Kernels remembered under their keys.");
 
+  m.def("make_subscript", &makeSubscript, "fallback"_a,
+        "JITFunction.__getitem__ in C, falling back to `fallback(kernel, grid)`.");
   m.def(
       "_set_launch_recorder",
       [](nb::object recorder) {

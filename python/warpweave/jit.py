@@ -585,6 +585,11 @@ class JITFunction(KernelInterface):
         self.compile_count = 0  # compiles done (not served by a cache), for tests and tools
 
     def __getitem__(self, grid):
+        # Replaced by the extension's C version (make_subscript) when a launcher is made.
+        return self._subscript(grid)
+
+    def _subscript(self, grid):
+        """kernel[grid], bound once per grid tuple (and grid function without a closure)."""
         try:
             bound = self._bound.get(grid)
         except TypeError:  # an unhashable grid (a list)
@@ -905,6 +910,11 @@ def _make_native_launcher(jitfn: "JITFunction"):
                              weakref.ref(jitfn), _normalize_grid, _ENV_DATA,
                              [_INTERPRET_KEY, _TRAP_HANGS_KEY])
     _configure_launcher(launcher)
+    if type(JITFunction.__dict__["__getitem__"]) is types.FunctionType:
+        # kernel[grid] in C from now on: a grid bound before is a dict hit with no Python frame.
+        make_subscript = getattr(_native_loader.native(), "make_subscript", None)
+        if make_subscript is not None:
+            JITFunction.__getitem__ = make_subscript(JITFunction._subscript)
     return launcher
 
 

@@ -2,6 +2,7 @@
 #include "runtime/CudaDriver.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <dlfcn.h>
 #include <mutex>
 
@@ -38,13 +39,20 @@ bool resolve(void* lib, GetProcAddressV2 v2, GetProcAddressV1 v1, int version, c
 LoadState loadDriver() {
   LoadState s;
   ::dlerror();
-  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  // WARPWEAVE_LIBCUDA names another driver library: tests and benchmarks load a stub
+  // (tools/cuda_stub) to drive the launch path on machines without a GPU.
+  const char* requested = std::getenv("WARPWEAVE_LIBCUDA");
+  const bool overridden = requested && *requested;
+  const std::string path = overridden ? requested : "libcuda.so.1";
+  void* lib = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char* why = ::dlerror();
-    s.error = std::string("CUDA driver not found (libcuda.so.1): ") +
-              (why ? why : "dlopen failed") +
-              "; install the NVIDIA driver, or run kernels in the interpreter "
-              "(WARPWEAVE_INTERPRET=1)";
+    s.error = overridden ? "CUDA driver WARPWEAVE_LIBCUDA=" + path +
+                               " cannot be loaded: " + (why ? why : "dlopen failed")
+                         : std::string("CUDA driver not found (libcuda.so.1): ") +
+                               (why ? why : "dlopen failed") +
+                               "; install the NVIDIA driver, or run kernels in the interpreter "
+                               "(WARPWEAVE_INTERPRET=1)";
     return s;
   }
   // The library stays loaded for the life of the process, like any linked driver would.
@@ -53,7 +61,7 @@ LoadState loadDriver() {
       reinterpret_cast<decltype(&::cuDriverGetVersion)>(::dlsym(lib, "cuDriverGetVersion"));
   int driverVersion = 0;
   if (!driverGetVersion || driverGetVersion(&driverVersion) != CUDA_SUCCESS) {
-    s.error = "CUDA driver (libcuda.so.1) is unusable: cuDriverGetVersion failed";
+    s.error = "CUDA driver (" + path + ") is unusable: cuDriverGetVersion failed";
     return s;
   }
   d.driverVersion = driverVersion;
@@ -98,7 +106,7 @@ LoadState loadDriver() {
   WW_RESOLVE(pointerGetAttribute, "cuPointerGetAttribute", "cuPointerGetAttribute")
 #undef WW_RESOLVE
   if (!missing.empty()) {
-    s.error = "CUDA driver (libcuda.so.1, version " + std::to_string(driverVersion) +
+    s.error = "CUDA driver (" + path + ", version " + std::to_string(driverVersion) +
               ") lacks entry points:" + missing + "; warpweave needs a CUDA 12.0 or newer driver";
     return s;
   }

@@ -1,5 +1,5 @@
-// The CUDA driver API, loaded at run time with dlopen("libcuda.so.1") so that the library links
-// and its CPU tests run on machines without a GPU driver.
+// The CUDA driver API, loaded at run time with dlopen("libcuda.so.1") (or $WARPWEAVE_LIBCUDA, a
+// stub for GPU-less tests) so that the library links and its CPU tests run without a GPU driver.
 #pragma once
 
 #include "warpweave/runtime.h"

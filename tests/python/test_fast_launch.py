@@ -383,3 +383,57 @@ def test_the_current_device_is_part_of_the_key_and_picks_the_stream(env):
     assert add_kernel[(1,)](x, x, x, 10, BLOCK=64) is first and len(slow) == 2
     assert add_kernel[(1,)](x, x, x, 10, BLOCK=64) is first and len(slow) == 2
     assert [launch[2] for launch in rec.launches] == [77, 79, 79]
+
+
+class SlotTensor:
+    """A tensor type read the way torch.Tensor is: data descriptors for is_cuda and dtype, a
+    method for data_ptr, no instance dict."""
+
+    __slots__ = ("_ptr",)
+    is_cuda = property(lambda self: True)
+    dtype = property(lambda self: F32)
+
+    def __init__(self, ptr):
+        self._ptr = ptr
+
+    def data_ptr(self):
+        return self._ptr
+
+
+def test_tensor_attributes_follow_changes_to_the_tensor_type(env, monkeypatch):
+    rec, slow = env
+    monkeypatch.setattr(jitmod, "_tensor_type", SlotTensor)
+    add_kernel._launcher = None
+    add_kernel._bound.clear()
+    x = SlotTensor(0x10000)
+    for _ in range(2):
+        add_kernel[(1,)](x, x, x, 10, BLOCK=64)
+    assert len(slow) == 1 and rec.launches[-1][3] == (0x10000, 0x10000, 0x10000, 10)
+    # The launcher looked these up on the type once; a change to the type is seen at once.
+    monkeypatch.setattr(SlotTensor, "data_ptr", lambda self: self._ptr + 0x100)
+    add_kernel[(1,)](x, x, x, 10, BLOCK=64)
+    assert len(slow) == 1 and rec.launches[-1][3] == (0x10100, 0x10100, 0x10100, 10)
+    monkeypatch.setattr(SlotTensor, "is_cuda", property(lambda self: False))
+    with pytest.raises(ValueError, match="'x_ptr' of add_kernel is a CPU tensor"):
+        add_kernel[(1,)](x, x, x, 10, BLOCK=64)
+    monkeypatch.setattr(SlotTensor, "is_cuda", property(lambda self: True))
+    monkeypatch.setattr(SlotTensor, "dtype", property(lambda self: F16))
+    add_kernel[(1,)](x, x, x, 10, BLOCK=64)
+    assert rec.requests[-1]["signature"].startswith("x_ptr:*fp16:16,")
+
+
+def test_kernel_subscript_is_native_and_behaves_as_the_python_one(env):
+    rec, slow = env
+    x = FakeCudaTensor(0x10000)
+    add_kernel[(1,)](x, x, x, 10, BLOCK=64)
+    subscript = type(add_kernel).__dict__["__getitem__"]
+    assert type(subscript) is native.Subscript
+    assert add_kernel.__getitem__((2,)) is add_kernel[(2,)]  # a bound method, as in Python
+    assert subscript(add_kernel, (2,)) is add_kernel[(2,)]
+    add_kernel[[3, 2]](x, x, x, 10, BLOCK=64)  # unhashable grids are bound, not cached
+    assert rec.launches[-1][1] == (3, 2, 1)
+    n_blocks = 5
+    closure = lambda meta: (n_blocks,)  # noqa: E731
+    assert add_kernel[closure] is not add_kernel[closure]
+    add_kernel[closure](x, x, x, 10, BLOCK=64)
+    assert rec.launches[-1][1] == (5, 1, 1) and len(slow) == 1

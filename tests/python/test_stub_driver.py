@@ -1,0 +1,219 @@
+"""kernel[grid](...) end to end through the real runtime and a stand-in CUDA driver
+(tools/cuda_stub, loaded with WARPWEAVE_LIBCUDA): real compiles, real module loads and
+cuLaunchKernel calls whose grid, block, stream and packed parameter values the stub keeps. Each
+test runs in a fresh process, since the runtime loads its driver once per process."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytest.importorskip("warpweave._native")
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "tools", "cuda_stub"))
+import cuda_stub  # noqa: E402
+
+# What every test process starts with: the stub as the driver, two kernels compiled from this
+# text, stand-ins for torch's tensors (dtype, is_cuda, data_ptr()), current device and stream.
+PRELUDE = '''
+import importlib, json, os, struct, sys
+sys.path.insert(0, {stub_dir!r})
+import cuda_stub
+import warpweave as ww
+import warpweave.language as tl
+from warpweave import _native
+jit = importlib.import_module("warpweave.jit")
+stub = cuda_stub.Stub(os.environ["WARPWEAVE_LIBCUDA"]) \
+    if os.path.exists(os.environ["WARPWEAVE_LIBCUDA"]) else None
+
+
+@ww.jit
+def add4(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask),
+             mask=mask)
+
+
+@ww.jit
+def scale(x_ptr, a, flag, big, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + offs, mask=offs < n) * a
+    tl.store(x_ptr + offs + big * flag, v, mask=offs < n)
+
+
+class DType:
+    def __str__(self):
+        return "torch.float32"
+
+
+F32 = DType()
+
+
+class Tensor:
+    is_cuda = True
+
+    def __init__(self, address):
+        self.address = address
+        self.dtype = F32
+
+    def data_ptr(self):
+        return self.address
+
+
+jit._tensor_type = Tensor
+device = [0]
+jit._stream_source = lambda: (lambda: device[0], lambda dev: 0x5000 + dev)
+x, y, out = Tensor(0x7f0000010000), Tensor(0x7f0000020000), Tensor(0x7f0000030000)
+
+
+def last():
+    r = stub.record
+    return dict(launches=r.launches, ex=r.launch_ex, grid=list(r.grid), block=list(r.block),
+                stream=r.stream, shared=r.shared_bytes, cluster=list(r.cluster),
+                params=list(stub.last_params()), loads=r.module_loads)
+'''
+
+
+def run_with_stub(tmp_path, body: str, env_extra=None):
+    """Runs PRELUDE + body in a new process with the stub as its driver; body prints JSON."""
+    env = dict(os.environ, WARPWEAVE_LIBCUDA=cuda_stub.build(), WARPWEAVE_TARGET="sm_90a",
+               WARPWEAVE_CACHE_DISABLE="1", PYTHONUNBUFFERED="1")
+    for k in ("WARPWEAVE_INTERPRET", "WARPWEAVE_TRAP_HANGS"):
+        env.pop(k, None)
+    env.update(env_extra or {})
+    code = PRELUDE.format(stub_dir=os.path.join(REPO, "tools", "cuda_stub")) + \
+        textwrap.dedent(body)
+    script = tmp_path / "launches.py"  # a file: @ww.jit reads kernels' source
+    script.write_text(code)
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-4000:]
+    assert "leaked" not in r.stderr, r.stderr[-4000:]  # nanobind's report of lost references
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_launches_are_counted_and_params_packed_as_the_kernel_takes_them(tmp_path):
+    res = run_with_stub(tmp_path, '''
+        stub.record_params([8, 8, 8, 4])
+        runs = []
+        calls = []
+        real_run = jit.JITFunction.run
+        jit.JITFunction.run = lambda self, *a, **k: calls.append(1) or real_run(self, *a, **k)
+        add4[(3, 2)](x, y, out, 1000, BLOCK=256)  # general path: compiles and loads
+        runs.append(last())
+        for n in (1000, 999, -5):  # fast path: same key (i32, not a multiple of 16)
+            add4[(3, 2)](x, y, out, n, BLOCK=256)
+            runs.append(last())
+        add4[lambda meta: (7,)](y, x, out, 1000, BLOCK=256, num_warps=8)  # a new kernel
+        runs.append(last())
+        print(json.dumps(dict(runs=runs, general=len(calls),
+                              params=[p[:2] for p in add4.cache[next(iter(add4.cache))]
+                                      .kernel.params])))
+    ''')
+    runs = res["runs"]
+    assert res["params"] == [["x_ptr", "ptr<fp32>"], ["y_ptr", "ptr<fp32>"],
+                             ["out_ptr", "ptr<fp32>"], ["n", "i32"]]
+    assert [r["launches"] for r in runs] == [1, 2, 3, 4, 5]
+    assert res["general"] == 2  # the first launch of each kernel
+    x, y, o = 0x7f0000010000, 0x7f0000020000, 0x7f0000030000
+    assert [r["params"] for r in runs] == [
+        [x, y, o, 1000], [x, y, o, 1000], [x, y, o, 999], [x, y, o, 2**32 - 5], [y, x, o, 1000]]
+    assert all(r["grid"] == [3, 2, 1] and r["block"] == [128, 1, 1] for r in runs[:4])
+    assert runs[4]["grid"] == [7, 1, 1] and runs[4]["block"] == [256, 1, 1]
+    assert all(r["stream"] == 0x5000 and r["ex"] == 0 and r["cluster"] == [0, 0, 0]
+               for r in runs)
+    assert [r["loads"] for r in runs] == [1, 1, 1, 1, 2]  # each kernel loaded once
+
+
+def test_scalars_reach_the_driver_with_their_param_types(tmp_path):
+    res = run_with_stub(tmp_path, '''
+        stub.record_params([8, 4, 1, 8, 4])
+        out = []
+        for big in (-(1 << 40), -(1 << 40) + 1):  # general path, then fast
+            scale[(1,)](x, 2.5, True, big, 100, BLOCK=128)
+            out.append(last()["params"])
+        types = [p[1] for p in scale.cache[next(iter(scale.cache))].kernel.params]
+        print(json.dumps(dict(params=out, types=types)))
+    ''')
+    assert res["types"] == ["ptr<fp32>", "fp32", "i1", "i64", "i32"]
+    f25 = int.from_bytes(__import__("struct").pack("<f", 2.5), "little")
+    assert res["params"] == [[0x7f0000010000, f25, 1, 2**64 - (1 << 40), 100],
+                             [0x7f0000010000, f25, 1, 2**64 - (1 << 40) + 1, 100]]
+
+
+def test_the_device_picks_the_stream_and_the_launch_reaches_the_driver_once_per_call(tmp_path):
+    res = run_with_stub(tmp_path, '''
+        streams = []
+        for dev in (0, 0, 2, 2, 0):
+            device[0] = dev
+            add4[(1,)](x, y, out, 64, BLOCK=64)
+            streams.append(stub.record.stream)
+        print(json.dumps(dict(streams=streams, launches=stub.record.launches)))
+    ''')
+    assert res["streams"] == [0x5000, 0x5000, 0x5002, 0x5002, 0x5000]
+    assert res["launches"] == 5
+
+
+def test_driver_errors_reach_python_unchanged_on_both_paths(tmp_path):
+    res = run_with_stub(tmp_path, '''
+        add4[(1,)](x, y, out, 64, BLOCK=64)
+        add4[(1,)](x, y, out, 64, BLOCK=64)
+        stub.fail_launches(700)  # CUDA_ERROR_ILLEGAL_ADDRESS
+        errors = []
+        for launch in (lambda: add4[(1,)](x, y, out, 64, BLOCK=64),  # fast path
+                       lambda: add4[(1,)](x, y, out, 64, BLOCK=32)):  # general path
+            try:
+                launch()
+            except _native.CudaError as e:
+                errors.append([type(e).__name__, str(e)])
+        stub.fail_launches(0)
+        add4[(1,)](x, y, out, 64, BLOCK=64)
+        print(json.dumps(dict(errors=errors, launches=stub.record.launches)))
+    ''')
+    msg = "cuLaunchKernel failed: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was " \
+          "encountered)"
+    assert res["errors"] == [["CudaError", msg], ["CudaError", msg]]
+    assert res["launches"] == 3
+
+
+def test_cluster_kernels_launch_through_cuLaunchKernelEx_with_their_cluster_shape(tmp_path):
+    res = run_with_stub(tmp_path, '''
+        meta = dict(name="k", target="sm_90a", num_warps=4, num_ctas=2, folded=[],
+                    params=[dict(name="p", type="ptr<fp32>", size=8),
+                            dict(name="n", type="i32", size=4)])
+        k = _native.kernel_from_metadata(json.dumps(meta), b"not a cubin", "")
+        stub.record_params([8, 4])
+        k.launch(4, 1, 1, 0x77, [0x1000, -1])
+        rec = last()
+        try:
+            k.launch(3, 1, 1, 0x77, [0x1000, 1])
+            err = None
+        except _native.LaunchError as e:
+            err = str(e)
+        print(json.dumps(dict(rec=rec, err=err)))
+    ''')
+    rec = res["rec"]
+    assert rec["ex"] == 1 and rec["cluster"] == [2, 1, 1] and rec["grid"] == [4, 1, 1]
+    assert rec["params"] == [0x1000, 2**32 - 1] and rec["stream"] == 0x77
+    assert "grid[0] = 3 must be a multiple of 2" in res["err"]
+
+
+def test_a_missing_override_library_is_reported_by_name(tmp_path):
+    res = run_with_stub(tmp_path, '''
+        ok, why = _native.cuda_available()
+        try:
+            add4[(1,)](x, y, out, 64, BLOCK=64)
+            err = None
+        except _native.CudaError as e:
+            err = str(e)
+        print(json.dumps(dict(ok=ok, why=why, err=err)))
+    ''', env_extra={"WARPWEAVE_LIBCUDA": "/nonexistent/libcuda_stub.so"})
+    assert res["ok"] is False
+    assert res["why"].startswith("CUDA driver WARPWEAVE_LIBCUDA=/nonexistent/libcuda_stub.so "
+                                 "cannot be loaded: ")
+    assert res["err"] == res["why"]

@@ -1,0 +1,306 @@
+// A stand-in libcuda.so.1 (loaded with WARPWEAVE_LIBCUDA=/path/libcuda_stub.so) that lets tests and
+// benchmarks drive warpweave's launch path end to end on machines without a GPU: every entry point
+// the runtime resolves succeeds at once, launches are counted, and the last one is kept for checks.
+#include <cuda.h>
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WWSTUB_MAX_PARAMS 64
+#define WWSTUB_EXPORT __attribute__((visibility("default")))
+
+/// What tests read back (through ctypes): the last launch, and counts of the calls that matter.
+struct wwstub_record {
+  unsigned long long launches;        // cuLaunchKernel + cuLaunchKernelEx calls that succeeded
+  unsigned long long launch_ex;       // of them, through cuLaunchKernelEx
+  unsigned long long ctx_get_current; // cuCtxGetCurrent calls
+  unsigned long long module_loads;
+  unsigned long long module_unloads;
+  unsigned long long function; // the CUfunction last launched
+  unsigned long long stream;
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned shared_bytes;
+  unsigned cluster[3]; // 0 0 0 when the launch named no cluster
+  unsigned num_params; // values recorded in params (see wwstub_record_params)
+  unsigned long long params[WWSTUB_MAX_PARAMS]; // each value's bytes, zero-extended
+};
+
+static struct wwstub_record g_record;
+static int g_param_sizes[WWSTUB_MAX_PARAMS];
+static int g_num_param_sizes;
+static CUresult g_launch_result = CUDA_SUCCESS;
+static CUcontext g_current;
+static unsigned long long g_next_module = 0x1000;
+
+WWSTUB_EXPORT const struct wwstub_record* wwstub_record(void) {
+  return &g_record;
+}
+
+WWSTUB_EXPORT void wwstub_reset(void) {
+  memset(&g_record, 0, sizeof g_record);
+  g_num_param_sizes = 0;
+  g_launch_result = CUDA_SUCCESS;
+}
+
+/// Launches from now on copy `n` parameter values of these byte sizes (each at most 8) into the
+/// record; n = 0 records none (the benchmark's setting: the driver's own cost is then nil).
+WWSTUB_EXPORT int wwstub_record_params(int n, const int* sizes) {
+  if (n < 0 || n > WWSTUB_MAX_PARAMS) return -1;
+  for (int i = 0; i < n; ++i) {
+    if (sizes[i] < 1 || sizes[i] > 8) return -1;
+    g_param_sizes[i] = sizes[i];
+  }
+  g_num_param_sizes = n;
+  return 0;
+}
+
+/// Launches from now on return `result` (CUDA_SUCCESS restores them), as a failing driver would.
+WWSTUB_EXPORT void wwstub_fail_launches(int result) {
+  g_launch_result = (CUresult)result;
+}
+
+static void record_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                          unsigned by, unsigned bz, unsigned shared, CUstream stream,
+                          void** params) {
+  g_record.launches++;
+  g_record.function = (unsigned long long)(uintptr_t)f;
+  g_record.stream = (unsigned long long)(uintptr_t)stream;
+  g_record.grid[0] = gx, g_record.grid[1] = gy, g_record.grid[2] = gz;
+  g_record.block[0] = bx, g_record.block[1] = by, g_record.block[2] = bz;
+  g_record.shared_bytes = shared;
+  g_record.cluster[0] = g_record.cluster[1] = g_record.cluster[2] = 0;
+  g_record.num_params = (unsigned)g_num_param_sizes;
+  for (int i = 0; i < g_num_param_sizes; ++i) {
+    g_record.params[i] = 0;
+    memcpy(&g_record.params[i], params[i], (size_t)g_param_sizes[i]);
+  }
+}
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                unsigned by, unsigned bz, unsigned shared, CUstream stream,
+                                void** params, void** extra) {
+  (void)extra;
+  if (g_launch_result != CUDA_SUCCESS) return g_launch_result;
+  record_launch(f, gx, gy, gz, bx, by, bz, shared, stream, params);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void** params,
+                                  void** extra) {
+  (void)extra;
+  if (g_launch_result != CUDA_SUCCESS) return g_launch_result;
+  record_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
+                c->sharedMemBytes, c->hStream, params);
+  g_record.launch_ex++;
+  for (unsigned i = 0; i < c->numAttrs; ++i)
+    if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+      g_record.cluster[0] = c->attrs[i].value.clusterDim.x;
+      g_record.cluster[1] = c->attrs[i].value.clusterDim.y;
+      g_record.cluster[2] = c->attrs[i].value.clusterDim.z;
+    }
+  return CUDA_SUCCESS;
+}
+
+// --- Initialisation, errors, devices and contexts: one sm_90 device, one context. ----------
+
+CUresult CUDAAPI cuInit(unsigned flags) {
+  (void)flags;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDriverGetVersion(int* version) {
+  *version = 12080;
+  return CUDA_SUCCESS;
+}
+
+static const struct {
+  CUresult code;
+  const char* name;
+  const char* text;
+} kErrors[] = {
+    {CUDA_SUCCESS, "CUDA_SUCCESS", "no error"},
+    {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
+    {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY", "out of memory"},
+    {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS",
+     "an illegal memory access was encountered"},
+    {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+     "too many resources requested for launch"},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+};
+
+CUresult CUDAAPI cuGetErrorName(CUresult r, const char** out) {
+  for (size_t i = 0; i < sizeof kErrors / sizeof kErrors[0]; ++i)
+    if (kErrors[i].code == r) {
+      *out = kErrors[i].name;
+      return CUDA_SUCCESS;
+    }
+  *out = NULL;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuGetErrorString(CUresult r, const char** out) {
+  for (size_t i = 0; i < sizeof kErrors / sizeof kErrors[0]; ++i)
+    if (kErrors[i].code == r) {
+      *out = kErrors[i].text;
+      return CUDA_SUCCESS;
+    }
+  *out = NULL;
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuDeviceGet(CUdevice* dev, int ordinal) {
+  if (ordinal != 0) return CUDA_ERROR_INVALID_VALUE;
+  *dev = 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetCount(int* count) {
+  *count = 1;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attr, CUdevice dev) {
+  (void)dev;
+  switch (attr) {
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+    *value = 9;
+    break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+    *value = 0;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+    *value = 132;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+    *value = 232448;
+    break;
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+    *value = 1024;
+    break;
+  case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+    *value = 32;
+    break;
+  default:
+    *value = 0;
+    break;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetCurrent(CUcontext* ctx) {
+  g_record.ctx_get_current++;
+  *ctx = g_current;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
+  g_current = ctx;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxGetDevice(CUdevice* dev) {
+  *dev = 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuCtxSynchronize(void) {
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
+  (void)dev;
+  *ctx = (CUcontext)(uintptr_t)0xC0;
+  return CUDA_SUCCESS;
+}
+
+// --- Modules and functions: any image loads; a function is its module's handle plus one. -----
+
+CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned n,
+                                    CUjit_option* options, void** values) {
+  (void)image, (void)n, (void)options, (void)values;
+  g_record.module_loads++;
+  *module = (CUmodule)(uintptr_t)g_next_module;
+  g_next_module += 0x10;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleUnload(CUmodule module) {
+  (void)module;
+  g_record.module_unloads++;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule module, const char* name) {
+  (void)name;
+  *f = (CUfunction)((uintptr_t)module + 1);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute attr, int value) {
+  (void)f, (void)attr, (void)value;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuFuncGetAttribute(int* value, CUfunction_attribute attr, CUfunction f) {
+  (void)attr, (void)f;
+  *value = 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuStreamSynchronize(CUstream stream) {
+  (void)stream;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType type, cuuint32_t rank,
+                                        void* address, const cuuint64_t* dims,
+                                        const cuuint64_t* strides, const cuuint32_t* box,
+                                        const cuuint32_t* elementStrides,
+                                        CUtensorMapInterleave interleave,
+                                        CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2,
+                                        CUtensorMapFloatOOBfill fill) {
+  (void)type, (void)dims, (void)strides, (void)box, (void)elementStrides, (void)interleave;
+  (void)swizzle, (void)l2, (void)fill;
+  // Recognisable bytes: the address, then the rank.
+  memset(map, 0, sizeof *map);
+  uint64_t a = (uint64_t)(uintptr_t)address;
+  memcpy(map, &a, 8);
+  memcpy((char*)map + 8, &rank, 4);
+  return CUDA_SUCCESS;
+}
+
+// --- Memory: host memory stands in for device memory. ---------------------------------------
+
+CUresult CUDAAPI cuMemAlloc(CUdeviceptr* p, size_t bytes) {
+  void* m = aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+  *p = (CUdeviceptr)(uintptr_t)m;
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemFree(CUdeviceptr p) {
+  free((void*)(uintptr_t)p);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t bytes) {
+  memcpy((void*)(uintptr_t)dst, src, bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t bytes) {
+  memcpy(dst, (const void*)(uintptr_t)src, bytes);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuMemsetD8(CUdeviceptr dst, unsigned char value, size_t n) {
+  memset((void*)(uintptr_t)dst, value, n);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute attr, CUdeviceptr p) {
+  (void)data, (void)attr, (void)p;
+  return CUDA_ERROR_INVALID_VALUE; // no pointer is the driver's
+}

@@ -1,0 +1,87 @@
+"""Builds the stand-in CUDA driver (cuda_stub.c) and reads back what it recorded, for tests and
+benchmarks of the host launch path on machines without a GPU:
+
+    from cuda_stub import build, Stub
+    os.environ["WARPWEAVE_LIBCUDA"] = build()  # before warpweave's first driver call
+    stub = Stub(os.environ["WARPWEAVE_LIBCUDA"])
+    ...; stub.record.launches, stub.last_params()
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_stub.c")
+MAX_PARAMS = 64
+
+
+def _cuda_include() -> str:
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and os.path.exists(os.path.join(root, "include", "cuda.h")):
+            return os.path.join(root, "include")
+    raise RuntimeError("cuda.h not found (set CUDA_HOME): the stub driver is built against it")
+
+
+def build(out_dir: str | None = None) -> str:
+    """Compiles the stub once per source version; returns the path of the shared library (a
+    libcuda.so.1 beside it serves LD_LIBRARY_PATH for builds without WARPWEAVE_LIBCUDA)."""
+    with open(SOURCE, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()[:16]
+    out_dir = out_dir or os.path.join(tempfile.gettempdir(), f"warpweave-cuda-stub-{digest}")
+    lib = os.path.join(out_dir, "libcuda_stub.so")
+    if os.path.exists(lib):
+        return lib
+    os.makedirs(out_dir, exist_ok=True)
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or "clang"
+    tmp = f"{lib}.{os.getpid()}.tmp"
+    subprocess.run([cc, "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", f"-I{_cuda_include()}",
+                    SOURCE, "-o", tmp], check=True, capture_output=True, text=True)
+    os.replace(tmp, lib)  # atomic: concurrent builders never see half a library
+    alias = os.path.join(out_dir, "libcuda.so.1")
+    if not os.path.exists(alias):
+        try:
+            os.symlink("libcuda_stub.so", alias)
+        except FileExistsError:
+            pass
+    return lib
+
+
+class Record(ctypes.Structure):
+    _fields_ = [("launches", ctypes.c_ulonglong), ("launch_ex", ctypes.c_ulonglong),
+                ("ctx_get_current", ctypes.c_ulonglong), ("module_loads", ctypes.c_ulonglong),
+                ("module_unloads", ctypes.c_ulonglong), ("function", ctypes.c_ulonglong),
+                ("stream", ctypes.c_ulonglong), ("grid", ctypes.c_uint * 3),
+                ("block", ctypes.c_uint * 3), ("shared_bytes", ctypes.c_uint),
+                ("cluster", ctypes.c_uint * 3), ("num_params", ctypes.c_uint),
+                ("params", ctypes.c_ulonglong * MAX_PARAMS)]
+
+
+class Stub:
+    """The loaded stub (the same library instance warpweave's runtime dlopen'ed from `path`)."""
+
+    def __init__(self, path: str):
+        self.lib = ctypes.CDLL(path)
+        self.lib.wwstub_record.restype = ctypes.POINTER(Record)
+        self.lib.wwstub_record_params.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
+        self.record = self.lib.wwstub_record().contents  # live: reads see later launches
+
+    def reset(self):
+        self.lib.wwstub_reset()
+
+    def record_params(self, sizes):
+        """Launches from now on keep their first len(sizes) params, of these byte sizes."""
+        arr = (ctypes.c_int * max(len(sizes), 1))(*sizes)
+        if self.lib.wwstub_record_params(len(sizes), arr) != 0:
+            raise ValueError(f"record_params: sizes must be 1..8 bytes, at most {MAX_PARAMS}")
+
+    def fail_launches(self, result: int):
+        """Launches from now on return this CUresult (0 restores success)."""
+        self.lib.wwstub_fail_launches(result)
+
+    def last_params(self) -> tuple:
+        return tuple(self.record.params[i] for i in range(self.record.num_params))
