@@ -33,7 +33,9 @@ void FunctionLowering::lowerAsyncTasks(const ir::Op& op) {
     int warps = isDefault ? fn_.numWarps : static_cast<int>(t->intAttr("num_warps"));
     int first = isDefault ? 0 : nextWarp;
     if (!isDefault && t->intAttr("warp_group_start_id", -1) >= 0)
-      first = static_cast<int>(t->intAttr("warp_group_start_id")) * 4;
+      // Replicas of a task sit side by side from its first warp group.
+      first = static_cast<int>(t->intAttr("warp_group_start_id")) * 4 +
+              static_cast<int>(t->intAttr("replica", 0)) * warps;
     if (!isDefault) nextWarp = std::max(nextWarp, first + warps);
     if (warps < 1 || !std::has_single_bit(static_cast<unsigned>(warps)) || warps > 32)
       raiseError(t->loc(), "async_task num_warps=" + std::to_string(warps) +

@@ -214,6 +214,15 @@ def test_replicas_get_their_own_warps_and_ids():
         assert re.search(rf"mov\.b32\s+%r\d+, {value};|, {value};", ptx), value
 
 
+def test_replicas_with_a_start_group_sit_side_by_side():
+    ptx = compile_here("replica_ids_from_group", "out_ptr:*i32:16, N=16").ptx
+    # Warp groups 2 and 3 (threads 256 and 384 on); warp group 1 stays unused.
+    assert ".reqntid 512, 1, 1" in ptx
+    for first in (256, 384):
+        assert re.search(rf"sub\.u32\s+%r\d+, %r\d+, {first};", ptx), first
+    assert not re.search(r"sub\.u32\s+%r\d+, %r\d+, 128;", ptx)
+
+
 @pytest.mark.parametrize("r,c,orow,ocol,sr,sc", [
     (128, 64, 64, 0, 64, 64),  # rows of whole 8-row swizzle atoms
     (64, 128, 0, 64, 64, 64),  # the second 128-byte column block
