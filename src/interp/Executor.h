@@ -137,7 +137,7 @@ private:
   /// Runs a combine region on scalars a..., b... and returns its yields.
   std::vector<TensorPtr> combine(const ir::Block& region, const std::vector<TensorPtr>& args);
   void completeDot(PendingDot& dot);
-  void completeDotsDownTo(size_t pendings);
+  void completeDotsDownTo(size_t pendings, SourceLoc waitLoc);
   void completeLoadGroup(std::vector<AsyncLoadCopy>& group);
 
   /// Blocks the agent until `ready()`; other agents and the memory system run meanwhile.
@@ -152,8 +152,12 @@ private:
   void acquire(const VectorClock& from) { agent_.clock.join(from); }
   void checkedRead(const ir::Op& op, const BufferView& view, int64_t tiles, uint64_t token = 0);
   void checkedWrite(const ir::Op& op, const BufferView& view, int64_t tiles, uint64_t token = 0);
-  /// Marks the in-flight reads of `token` (an async_dot's operands) as done by this agent now.
-  void retireReads(const BufferView& view, uint64_t token);
+  /// Marks the in-flight reads of `token` (an async_dot's operands) as done by this agent now,
+  /// retired by the async_dot_wait at `waitLoc`.
+  void retireReads(const BufferView& view, uint64_t token, SourceLoc waitLoc);
+  /// Whether the agent's own write of `a` races with it: a dot read retired only for the warp
+  /// group that waited, with no agent-wide barrier since.
+  bool retiredForOneWarpGroupOnly(const SharedAccess& a) const;
   bool orderedBefore(const SharedAccess& a) const;
   std::string accessor() const;
   /// Notes for a wait on `bar` when the barrier ran two or more phases past this agent.

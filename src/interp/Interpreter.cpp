@@ -80,6 +80,13 @@ const ir::Op* Executor::runBlock(const ir::Block& block) {
 
 void Executor::exec(const ir::Op& op) {
   const ir::Type& rt = op.numResults() ? op.result()->type() : ir::Type();
+  if (ir::lowersWithAgentBarrier(op.code())) {
+    // Every thread of a warp barrier arrives for itself, with no barrier of the agent first.
+    const auto* bar = op.code() == OpCode::BarrierArrive
+                          ? std::get_if<BarrierView>(&slot(op.operand(0)))
+                          : nullptr;
+    if (!bar || !bar->array->barriers.at(size_t(bar->first)).warpBarrier) ++agent_.agentBarriers;
+  }
   if (ir::isBinaryArithmetic(op.code()) || op.code() == OpCode::Umulhi) {
     set(op.result(), evalBinary(op.code(), *tensor(op, 0), *tensor(op, 1), rt,
                                 op.intAttr("propagate_nan") != 0));

@@ -40,6 +40,13 @@ struct SharedAccess {
   /// For a copy: what let its issuer go ahead (the barrier wait it passed last and the arrival
   /// that completed that phase), as notes for a race with it.
   std::vector<Diagnostic> permission;
+  /// An async_dot read retired by async_dot_wait in an agent of several warp groups: only the
+  /// waiting warp group is known past it until the agent's next agent-wide barrier (while its
+  /// Agent::agentBarriers still equals `agentBarriersAtRetire`). Until then a write by the same
+  /// agent (a one-thread TMA issue, or another warp group's threads) races with it.
+  bool groupLocal = false;
+  uint64_t agentBarriersAtRetire = 0;
+  SourceLoc retiredAt; // the async_dot_wait
 };
 
 /// The accesses of one shared allocation that are not yet superseded by a covering write.

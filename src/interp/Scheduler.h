@@ -39,6 +39,11 @@ struct Agent {
   Scheduler* scheduler = nullptr; // null: the only agent, running on the caller's thread
   size_t clockIndex = 1;          // this agent's component of vector clocks
   VectorClock clock;              // what this agent is ordered after
+  /// Barriers of all of this agent's threads passed so far (ir::lowersWithAgentBarrier ops,
+  /// debug_barrier, named barriers of its whole thread count). With several warp groups, an
+  /// async_dot_wait retires a dot only for the group that waits; the next such barrier retires
+  /// it for all.
+  uint64_t agentBarriers = 0;
 
   enum class State { Ready, Running, Blocked, Done, Failed };
   State state = State::Ready;

@@ -36,12 +36,14 @@ std::string MBarrier::describe() const {
 
 const BufferView& Executor::buffer(const ir::Op& op, unsigned i) {
   if (auto* b = std::get_if<BufferView>(&slot(op.operand(i)))) return *b;
-  throw std::logic_error(std::string("operand of '") + op.name() + "' is not a buffer");
+  const std::string what = " takes a shared buffer (tlx.local_alloc or a view of one) as operand ";
+  fail(op.loc(), op.name() + what + std::to_string(i) + ", got " + op.operand(i)->type().str());
 }
 
 const BarrierView& Executor::barrierView(const ir::Op& op, unsigned i) {
   if (auto* b = std::get_if<BarrierView>(&slot(op.operand(i)))) return *b;
-  throw std::logic_error(std::string("operand of '") + op.name() + "' is not a barrier");
+  const std::string what = " takes an mbarrier (tlx.alloc_barriers or a view of one) as operand ";
+  fail(op.loc(), op.name() + what + std::to_string(i) + ", got " + op.operand(i)->type().str());
 }
 
 MBarrier& Executor::barrier(const ir::Op& op, unsigned i) {
@@ -227,7 +229,8 @@ void Executor::checkedRead(const ir::Op& op, const BufferView& view, int64_t til
   r.what = std::string(op.name()) + " by " + accessor();
   // An earlier finished read of the same bytes by this agent adds nothing the new one lacks.
   std::erase_if(log.accesses, [&](const SharedAccess& a) {
-    return !a.write && !a.inFlight && a.agent == r.agent && lo <= a.lo && a.hi <= hi;
+    return !a.write && !a.inFlight && !retiredForOneWarpGroupOnly(a) && a.agent == r.agent &&
+           lo <= a.lo && a.hi <= hi;
   });
   log.accesses.push_back(std::move(r));
 }
@@ -249,6 +252,20 @@ void Executor::checkedWrite(const ir::Op& op, const BufferView& view, int64_t ti
            withPermission(
                note(a.loc, a.write ? "the copy was issued here" : "the async_dot was issued here"),
                a));
+    if (retiredForOneWarpGroupOnly(a)) {
+      const int groups = (agent_.numWarps + 3) / 4;
+      fail(op.loc(),
+           std::string(op.name()) + " overwrites shared memory that " + a.what +
+               " may still be reading in another warp group: " + accessor() + " spans " +
+               std::to_string(groups) +
+               " warp groups and async_dot_wait retires an async_dot only for the warp group "
+               "that waits, so every group must be past its wait before this write; add "
+               "tl.debug_barrier() (or a named barrier of all " +
+               std::to_string(agent_.numWarps * 32) + " threads) after the wait (" + where() + ")",
+           {note(a.retiredAt, "async_dot_wait retired the async_dot here, for the waiting warp "
+                              "group only"),
+            note(a.loc, "the async_dot was issued here")});
+    }
     if (!orderedBefore(a))
       fail(op.loc(),
            std::string(op.name()) + " overwrites shared memory that " + a.what +
@@ -270,13 +287,22 @@ void Executor::checkedWrite(const ir::Op& op, const BufferView& view, int64_t ti
   log.accesses.push_back(std::move(w));
 }
 
-void Executor::retireReads(const BufferView& view, uint64_t token) {
+void Executor::retireReads(const BufferView& view, uint64_t token, SourceLoc waitLoc) {
   for (SharedAccess& a : view.alloc->log.accesses)
     if (a.inFlight && a.token == token) {
       a.inFlight = false;
       a.agent = agent_.clockIndex;
       a.epoch = agent_.clock.at(agent_.clockIndex);
+      // wgmma.wait_group waits for the calling warp group's own wgmmas only.
+      a.groupLocal = agent_.numWarps > 4;
+      a.agentBarriersAtRetire = agent_.agentBarriers;
+      a.retiredAt = waitLoc;
     }
+}
+
+bool Executor::retiredForOneWarpGroupOnly(const SharedAccess& a) const {
+  return a.groupLocal && a.agent == agent_.clockIndex &&
+         a.agentBarriersAtRetire == agent_.agentBarriers;
 }
 
 void Executor::bump() {
@@ -426,13 +452,13 @@ void Executor::completeDot(PendingDot& d) {
   d.result = computeDot(*a, *b, acc.get(), precision, d.resultType);
 }
 
-void Executor::completeDotsDownTo(size_t pendings) {
+void Executor::completeDotsDownTo(size_t pendings, SourceLoc waitLoc) {
   while (dots_.size() > pendings) {
     PendingDotPtr d = dots_.front();
     dots_.pop_front();
     if (!d->result) completeDot(*d);
-    if (auto* av = std::get_if<BufferView>(&d->a)) retireReads(*av, d->token);
-    retireReads(d->b, d->token);
+    if (auto* av = std::get_if<BufferView>(&d->a)) retireReads(*av, d->token, waitLoc);
+    retireReads(d->b, d->token, waitLoc);
   }
 }
 
@@ -530,7 +556,9 @@ void Executor::execTlx(const ir::Op& op) {
     BufferView v = buffer(op, 0);
     std::vector<int64_t> offsets = op.intsAttr("offsets"), sizes = op.intsAttr("sizes");
     if (offsets.size() != v.shape.size() || sizes.size() != v.shape.size())
-      throw std::logic_error("local_slice: offsets/sizes rank differs from the buffer");
+      fail(op.loc(), "local_slice of a rank-" + std::to_string(v.shape.size()) + " buffer with " +
+                         std::to_string(offsets.size()) + " offsets and " +
+                         std::to_string(sizes.size()) + " sizes: give one of each per dimension");
     for (size_t d = 0; d < v.shape.size(); ++d) {
       if (offsets[d] < 0 || sizes[d] < 0 || offsets[d] + sizes[d] > v.shape[d])
         fail(op.loc(), "local_slice [" + std::to_string(offsets[d]) + ", " +
@@ -545,7 +573,11 @@ void Executor::execTlx(const ir::Op& op) {
   }
   case OpCode::LocalReinterpret: {
     const BufferView& v = buffer(op, 0);
-    if (!v.contiguous()) throw std::logic_error("local_reinterpret of a non-contiguous view");
+    // The PTX backend's wording: it refuses every sliced or transposed source; the interpreter
+    // supports the contiguous ones exactly and refuses the rest as it does.
+    if (!v.contiguous())
+      fail(op.loc(), "tlx.local_reinterpret of a sliced, transposed or reinterpreted view is not "
+                     "supported; reinterpret the buffer and slice the result");
     const ir::Type& rt = op.result()->type();
     BufferView r;
     r.alloc = v.alloc;
@@ -703,9 +735,10 @@ void Executor::execTlx(const ir::Op& op) {
                                        std::to_string(numThreads) + " threads arrived)",
                                    {}};
                 });
-    if (op.code() == OpCode::NamedBarrierWait)
+    if (op.code() == OpCode::NamedBarrierWait) {
       acquire(cta_.namedBarriers[id].completed);
-    else
+      if (numThreads == threads) ++agent_.agentBarriers; // all of this agent's threads met
+    } else
       yieldToOthers();
     return;
   }
@@ -822,7 +855,7 @@ void Executor::execTlx(const ir::Op& op) {
     return;
   }
   case OpCode::AsyncDotWait: {
-    completeDotsDownTo(size_t(std::max<int64_t>(0, op.intAttr("pendings"))));
+    completeDotsDownTo(size_t(std::max<int64_t>(0, op.intAttr("pendings"))), op.loc());
     for (unsigned i = 0; i < op.numResults(); ++i) set(op.result(i), slot(op.operand(i)));
     yieldToOthers();
     return;
@@ -855,7 +888,8 @@ void Executor::execTlx(const ir::Op& op) {
                        " has no single value in the interpreter, which runs each warp group as "
                        "one agent over whole tensors");
   case OpCode::AsyncTask:
-    throw std::logic_error("async_task outside async_tasks");
+    fail(op.loc(), "tlx.async_task outside 'with tlx.async_tasks()': a task runs only as part of "
+                   "an async_tasks block");
   default:
     throw std::logic_error(std::string("the interpreter does not implement op '") + op.name() +
                            "'");
@@ -1000,6 +1034,7 @@ void Executor::execAsyncTasks(const ir::Op& op) {
              std::move(notes));
       });
   for (Agent* a : raw) agent_.clock.join(a->clock); // the tasks all end before what follows
+  ++agent_.agentBarriers;                           // every warp meets after the tasks
   // A phase still in progress when every task has finished never completed: its thread counts
   // disagree with who arrives (which side notices first depends on the schedule).
   for (auto& [id, nb] : cta_.namedBarriers)

@@ -98,4 +98,22 @@ bool isBufferView(OpCode c) {
   }
 }
 
+bool lowersWithAgentBarrier(OpCode c) {
+  switch (c) {
+  case OpCode::DebugBarrier:
+  case OpCode::LocalStore:
+  case OpCode::AsyncWaitGroup:
+  case OpCode::AsyncDescStore:
+  case OpCode::AsyncDescStoreWait:
+  case OpCode::AllocBarriers:
+  case OpCode::ClusterBarrier:
+  case OpCode::DescLoad:
+  case OpCode::DescStore:
+  case OpCode::BarrierArrive:
+    return true;
+  default:
+    return false;
+  }
+}
+
 } // namespace ww::ir

@@ -22,5 +22,16 @@ bool isShapeOp(OpCode c);
 /// Views of shared buffers that move no data: local_view local_trans local_slice
 /// local_reinterpret.
 bool isBufferView(OpCode c);
+/// Ops the PTX backend always lowers with a bar.sync of every thread of the agent running them
+/// (the CTA, or an async task's warps) before their shared-memory effect: debug_barrier,
+/// local_store, async_load_wait_group, async_descriptor_store(_wait), alloc_barriers (a cluster
+/// barrier in cluster launches), cluster_barrier, descriptor load/store, and barrier_arrive
+/// except on warp barriers (where every thread arrives for itself: callers check). A named
+/// barrier wait syncs the agent when its count is the agent's thread count (callers check).
+/// Ops whose barrier depends on layouts or targets (cross-warp reductions and scans, layout
+/// conversions through shared memory, tl.dot, scalar atomics) are left out. This list must follow
+/// src/codegen (FunctionLowering::barrier() callers); the interpreter relies on it to decide
+/// when an async_dot retired by one warp group is retired for the whole agent.
+bool lowersWithAgentBarrier(OpCode c);
 
 } // namespace ww::ir

@@ -115,3 +115,74 @@ def test_expected_bytes_beyond_the_copy_deadlock_naming_the_expect():
     assert "still expects 256 transaction bytes" in text, text
     assert f"test_interp_sync.py:{line('expect')}:17: note: barrier_expect_bytes by default " \
            f"task here: the phase expects 512 transaction bytes, its copies delivered 256" in text
+
+
+# ---- Two warp groups in one agent: async_dot_wait retires a wgmma for its own group only ----
+
+def gemm_operands(M=64, N=32, K=80):
+    rng = np.random.default_rng(7)
+    a = (rng.integers(-8, 8, (M, K)) / 8).astype(np.float16)
+    b = (rng.integers(-8, 8, (K, N)) / 8).astype(np.float16)
+    return a, b
+
+
+def run_gemm(kernel, num_warps, BM=64, BN=32, BK=16, **extra):
+    a, b = gemm_operands()
+    M, K = a.shape
+    N = b.shape[1]
+    c = np.full((M, N), np.nan, np.float16)
+
+    def desc(x, block):
+        return ww.TensorDescriptor(x, list(x.shape), [x.shape[1], 1], block)
+
+    kernel[(ww.cdiv(M, BM) * ww.cdiv(N, BN),)](
+        desc(a, [BM, BK]), desc(b, [BK, BN]), desc(c, [BM, BN]), M, N, K, BLOCK_M=BM,
+        BLOCK_N=BN, BLOCK_K=BK, NUM_STAGES=3, num_warps=num_warps, **extra)
+    return a, b, c
+
+
+def bug_line(marker):
+    from sync_bug_kernels import gemm_pipelined_unsynced as g
+    with open(g.__file__) as f:
+        return next(i for i, text in enumerate(f, 1) if f"# MARK {marker}" in text)
+
+
+@pytest.mark.parametrize("seed", [0, 5, 99])
+def test_refill_after_one_warp_groups_wait_is_a_race_with_two_groups(monkeypatch, seed):
+    # The pipelined GEMM before its fix: the refill right after async_dot_wait(1) is fine for
+    # one warp group but races with the other group's wgmma when num_warps=8.
+    from sync_bug_kernels.gemm_pipelined_unsynced import gemm_pipelined_unsynced
+    monkeypatch.setenv("WARPWEAVE_INTERP_SEED", str(seed))
+    with pytest.raises(ww.InterpreterError) as e:
+        run_gemm(gemm_pipelined_unsynced, num_warps=8)
+    text = str(e.value)
+    f = "gemm_pipelined_unsynced.py"
+    assert f"{f}:{bug_line('refill')}:5: error: async_desc_load overwrites shared memory that " \
+           f"async_dot by the program may still be reading in another warp group: the program " \
+           f"spans 2 warp groups" in text, text
+    assert "add tl.debug_barrier() (or a named barrier of all 256 threads)" in text, text
+    assert f"{f}:{bug_line('wait')}:15: note: async_dot_wait retired the async_dot here, for " \
+           f"the waiting warp group only" in text, text
+    assert f"{f}:{bug_line('dot')}:15: note: the async_dot was issued here" in text, text
+
+
+def test_the_unsynced_refill_is_correct_with_one_warp_group():
+    from sync_bug_kernels.gemm_pipelined_unsynced import gemm_pipelined_unsynced
+    a, b, c = run_gemm(gemm_pipelined_unsynced, num_warps=4)
+    np.testing.assert_array_equal(c, (a.astype(np.float32) @ b.astype(np.float32))
+                                  .astype(np.float16))
+
+
+@pytest.mark.parametrize("seed", [0, 3, 11])
+def test_fixed_pipelined_gemm_with_two_warp_groups_runs_clean(monkeypatch, seed):
+    import os
+    import sys
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from kernels.hopper import gemm_pipelined
+    monkeypatch.setenv("WARPWEAVE_INTERP_SEED", str(seed))
+    monkeypatch.setenv("WARPWEAVE_INTERP_SCHEDULES", "2")
+    a, b, c = run_gemm(gemm_pipelined.gemm_pipelined_kernel, num_warps=8, GROUP_M=2)
+    np.testing.assert_array_equal(c, (a.astype(np.float32) @ b.astype(np.float32))
+                                  .astype(np.float16))

@@ -1,0 +1,1 @@
+"""Kernels with planted synchronization bugs that the interpreter must report (test material)."""
