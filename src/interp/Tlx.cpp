@@ -14,6 +14,7 @@
 #include "interp/Elementwise.h"
 #include "interp/Executor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <set>
@@ -544,6 +545,14 @@ void Executor::execTlx(const ir::Op& op) {
       for (size_t d = 0; d < v.shape.size(); ++d) order.push_back(int64_t(d));
       if (order.size() >= 2) std::swap(order[order.size() - 1], order[order.size() - 2]);
     }
+    std::vector<int64_t> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t d = 0; d < sorted.size(); ++d)
+      if (sorted.size() != v.shape.size() || sorted[d] != int64_t(d))
+        fail(op.loc(), "tlx.local_trans's dims must be a permutation of the " +
+                           std::to_string(v.shape.size()) +
+                           " dimensions of the buffer (each of 0.." +
+                           std::to_string(int64_t(v.shape.size()) - 1) + " once)");
     BufferView t = v;
     for (size_t d = 0; d < order.size(); ++d) {
       t.shape[d] = v.shape[size_t(order[d])];

@@ -2149,3 +2149,320 @@ TEST(InterpRaces, RefillingAStageAnUnretiredWgmmaReadsIsReported) {
     EXPECT_TRUE(contains(err, "gemm_pipelined.py:74:")) << err; // the async_dot's note
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Several warp groups in one agent: async_dot_wait retires a wgmma for the waiting group only
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+std::string readSource(const std::string& path) {
+  std::ifstream file(std::string(WW_SOURCE_DIR) + "/" + path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+/// The 1-based line of `source` holding `part`.
+int lineOf(const std::string& source, const std::string& part) {
+  size_t at = source.find(part);
+  EXPECT_NE(at, std::string::npos) << part;
+  return 1 + int(std::count(source.begin(), source.begin() + std::ptrdiff_t(at), '\n'));
+}
+
+/// kernels/hopper/gemm_pipelined.py (with `from` replaced by `to` when given) on a 64x32x80
+/// product at `numWarps` under the schedules of `options`: the error, or "" once C is checked
+/// exact (the products of eighths sum exactly in fp32).
+std::string runPipelinedGemm(const std::string& source, int numWarps,
+                             interp::RunOptions options = {}) {
+  CompileRequest req;
+  req.kernel = "gemm_pipelined_kernel";
+  req.signature = parseSignature(
+      "a_desc:desc<fp16,32x16>, b_desc:desc<fp16,16x32>, c_desc:desc<fp16,32x32>, M:i32, N:i32, "
+      "K:i32, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, NUM_STAGES=3");
+  req.stage = Stage::TileIR;
+  req.options.numWarps = numWarps;
+  req.files = {{"gemm_pipelined.py", source}};
+  CompiledKernel kernel = compile(req);
+  const int M = 64, N = 32, K = 80;
+  auto a = randomHalves(size_t(M) * K, 61, 8, 0.125f),
+       b = randomHalves(size_t(K) * N, 62, 8, 0.125f);
+  std::vector<uint16_t> c(size_t(M) * N, 0xFFFF);
+  int grid[3] = {2, 1, 1};
+  try {
+    interp::run(*kernel.module->functions.front(), kernel.module->sources, grid,
+                {InterpArg::descriptor(a.data(), a.size() * 2, {M, K}, {K, 1}),
+                 InterpArg::descriptor(b.data(), b.size() * 2, {K, N}, {N, 1}),
+                 InterpArg::descriptor(c.data(), c.size() * 2, {M, N}, {N, 1}),
+                 InterpArg::integer(M), InterpArg::integer(N), InterpArg::integer(K)},
+                options);
+  } catch (const InterpreterError& e) {
+    return e.what();
+  }
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      float acc = 0;
+      for (int kk = 0; kk < K; ++kk) acc += h2f(a[m * K + kk]) * h2f(b[kk * N + n]);
+      EXPECT_EQ(c[m * N + n], interp::floatToHalf(acc)) << m << "," << n;
+    }
+  return "";
+}
+
+std::string replaced(std::string source, const std::string& from, const std::string& to) {
+  size_t at = source.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) source.replace(at, from.size(), to);
+  return source;
+}
+
+} // namespace
+
+TEST(InterpRaces, PipelinedGemmOnTwoWarpGroupsIsCleanUnderSeeds) {
+  const std::string source = readSource("kernels/hopper/gemm_pipelined.py");
+  for (uint64_t seed : {0, 1, 7, 42}) {
+    interp::RunOptions o;
+    o.seed = seed;
+    o.schedules = seed ? 3 : 1;
+    EXPECT_EQ(runPipelinedGemm(source, 8, o), "") << "seed " << seed;
+  }
+  // The barrier may also be a named one of all 256 threads.
+  EXPECT_EQ(
+      runPipelinedGemm(replaced(source, "tl.debug_barrier()", "tlx.named_barrier_wait(1, 256)"), 8),
+      "");
+}
+
+TEST(InterpRaces, RefillBeforeBothWarpGroupsRetiredTheirWgmmaIsReported) {
+  // The kernel before its fix: thread 0 refills the stage of step k - 1 right after
+  // async_dot_wait(1), which only the issuing warp group's wgmmas are past.
+  const std::string fixed = readSource("kernels/hopper/gemm_pipelined.py");
+  const std::string source = replaced(fixed, "tl.debug_barrier()", "pass");
+  const int refill = lineOf(source, "tlx.async_descriptor_load(a_desc");
+  const int wait = lineOf(source, "acc = tlx.async_dot_wait(1, acc)");
+  const int dot = lineOf(source, "acc = tlx.async_dot(");
+  for (uint64_t seed : {0, 3}) {
+    interp::RunOptions o;
+    o.seed = seed;
+    std::string err = runPipelinedGemm(source, 8, o);
+    EXPECT_TRUE(contains(err, "gemm_pipelined.py:" + std::to_string(refill) +
+                                  ":5: error: async_desc_load overwrites shared memory that "
+                                  "async_dot by the program may still be reading in another "
+                                  "warp group: the program spans 2 warp groups"))
+        << err;
+    EXPECT_TRUE(contains(err, "gemm_pipelined.py:" + std::to_string(wait) +
+                                  ":15: note: async_dot_wait retired the async_dot here, for the "
+                                  "waiting warp group only"))
+        << err;
+    EXPECT_TRUE(contains(err, "gemm_pipelined.py:" + std::to_string(dot) +
+                                  ":15: note: the async_dot was issued here"))
+        << err;
+  }
+  // One warp group: its own wait covers every wgmma, and the refill is correct.
+  EXPECT_EQ(runPipelinedGemm(source, 4), "");
+}
+
+namespace {
+
+/// An async task of TASK_WARPS warps TMA-loads one (A, B) tile pair per step into a single
+/// stage, which its previous wgmma read: a race with two warp groups unless SYNC.
+std::string taskDotSource(int taskWarps, const std::string& sync) {
+  return "import warpweave as ww\n"
+         "import warpweave.language as tl\n"
+         "from warpweave import tlx\n"
+         "\n"
+         "\n"
+         "@ww.jit\n"
+         "def task_dot(a_desc, b_desc, c_ptr):\n"
+         "    a_buf = tlx.local_alloc((64, 16), tl.float16, 1)\n"
+         "    b_buf = tlx.local_alloc((16, 32), tl.float16, 1)\n"
+         "    bars = tlx.alloc_barriers(num_barriers=2, arrive_count=1)\n"
+         "    with tlx.async_tasks():\n"
+         "        with tlx.async_task(\"default\"):\n"
+         "            tl.store(c_ptr + 64 * 32, 1.0)\n"
+         "        with tlx.async_task(num_warps=" +
+         std::to_string(taskWarps) +
+         "):\n"
+         "            acc = tl.zeros([64, 32], dtype=tl.float32)\n"
+         "            for i in range(2):\n"
+         "                bar = tlx.local_view(bars, i)\n"
+         "                tlx.barrier_expect_bytes(bar, 3072)\n"
+         "                tlx.async_descriptor_load(a_desc, a_buf[0], [0, i * 16], bar)\n" // 19
+         "                tlx.async_descriptor_load(b_desc, b_buf[0], [i * 16, 0], bar)\n"
+         "                tlx.barrier_wait(bar, 0)\n"
+         "                acc = tlx.async_dot(a_buf[0], b_buf[0], acc)\n" // 22
+         "                acc = tlx.async_dot_wait(0, acc)\n"             // 23
+         "                " +
+         sync +
+         "\n"
+         "            offs = tl.arange(0, 64)[:, None] * 32 + tl.arange(0, 32)[None, :]\n"
+         "            tl.store(c_ptr + offs, acc)\n";
+}
+
+std::string runTaskDot(int taskWarps, const std::string& sync) {
+  CompileRequest req;
+  req.kernel = "task_dot";
+  req.signature = parseSignature("a_desc:desc<fp16,64x16>, b_desc:desc<fp16,16x32>, c_ptr:*fp32");
+  req.stage = Stage::TileIR;
+  req.files = {{"task_dot.py", taskDotSource(taskWarps, sync)}};
+  CompiledKernel kernel = compile(req);
+  const int M = 64, N = 32, K = 32;
+  auto a = randomHalves(size_t(M) * K, 71, 8, 0.125f),
+       b = randomHalves(size_t(K) * N, 72, 8, 0.125f);
+  std::vector<float> c(size_t(M) * N + 1, -1.0f);
+  int grid[3] = {1, 1, 1};
+  try {
+    interp::run(*kernel.module->functions.front(), kernel.module->sources, grid,
+                {InterpArg::descriptor(a.data(), a.size() * 2, {M, K}, {K, 1}),
+                 InterpArg::descriptor(b.data(), b.size() * 2, {K, N}, {N, 1}), buf(c)});
+  } catch (const InterpreterError& e) {
+    return e.what();
+  }
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      float acc = 0;
+      for (int kk = 0; kk < K; ++kk) acc += h2f(a[m * K + kk]) * h2f(b[kk * N + n]);
+      EXPECT_EQ(c[m * N + n], acc) << m << "," << n;
+    }
+  return "";
+}
+
+} // namespace
+
+TEST(InterpRaces, TaskOfTwoWarpGroupsNeedsATaskBarrierBeforeItsOwnRefill) {
+  std::string err = runTaskDot(8, "pass");
+  EXPECT_TRUE(contains(err, "task_dot.py:19:17: error: async_desc_load overwrites shared memory "
+                            "that async_dot by async task 1 may still be reading in another "
+                            "warp group: async task 1 spans 2 warp groups"))
+      << err;
+  EXPECT_TRUE(contains(err, "task_dot.py:23:23: note: async_dot_wait retired")) << err;
+  EXPECT_TRUE(contains(err, "task_dot.py:22:23: note: the async_dot was issued here")) << err;
+  // A barrier of the task's warps (debug_barrier inside a task is one), or a task of one group.
+  EXPECT_EQ(runTaskDot(8, "tl.debug_barrier()"), "");
+  EXPECT_EQ(runTaskDot(4, "pass"), "");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Views the interpreter refuses as the PTX backend does, with a location
+// ---------------------------------------------------------------------------------------------
+
+namespace {
+
+std::string runViewKernel(const std::string& view, std::vector<float>* out = nullptr) {
+  CompileRequest req;
+  req.kernel = "view_sum";
+  req.signature = parseSignature("x_ptr:*fp32, out_ptr:*i32");
+  req.stage = Stage::TileIR;
+  req.files = {{"views.py", "import warpweave as ww\n"
+                            "import warpweave.language as tl\n"
+                            "from warpweave import tlx\n"
+                            "\n"
+                            "\n"
+                            "@ww.jit\n"
+                            "def view_sum(x_ptr, out_ptr):\n"
+                            "    buf = tlx.local_alloc((8, 8), tl.float32, 1)\n"
+                            "    offs = tl.arange(0, 8)[:, None] * 8 + tl.arange(0, 8)[None, :]\n"
+                            "    tlx.local_store(buf[0], tl.load(x_ptr + offs))\n"
+                            "    v = " +
+                                view +
+                                "\n"
+                                "    r = tlx.local_load(v)\n"
+                                "    tl.store(out_ptr + tl.arange(0, 16), tl.reshape(r, [16]))\n"}};
+  CompiledKernel kernel = compile(req);
+  std::vector<float> x(64);
+  for (int i = 0; i < 64; ++i) x[size_t(i)] = float(i);
+  std::vector<int32_t> sink(16, 0);
+  int grid[3] = {1, 1, 1};
+  try {
+    interp::run(*kernel.module->functions.front(), kernel.module->sources, grid,
+                {buf(x), buf(sink)});
+  } catch (const InterpreterError& e) {
+    return e.what();
+  }
+  if (out) {
+    out->clear();
+    for (int32_t bits : sink) {
+      float f;
+      std::memcpy(&f, &bits, 4);
+      out->push_back(f);
+    }
+  }
+  return "";
+}
+
+} // namespace
+
+TEST(InterpTlx, ReinterpretOfASliceOrTransposeIsRefusedLikeTheBackend) {
+  const std::string refusal =
+      "views.py:11:9: error: tlx.local_reinterpret of a sliced, transposed or reinterpreted view "
+      "is not supported; reinterpret the buffer and slice the result";
+  // Columns 4..7 of every row: not contiguous.
+  std::string err = runViewKernel(
+      "tlx.local_reinterpret(tlx.local_slice(buf[0], [0, 4], [8, 2]), tl.int32, [16])");
+  EXPECT_TRUE(contains(err, refusal)) << err;
+  err = runViewKernel("tlx.local_reinterpret(tlx.local_trans(tlx.local_slice(buf[0], [0, 0], "
+                      "[4, 4])), tl.int32, [16])");
+  EXPECT_TRUE(contains(err, refusal)) << err;
+  // Rows 2 and 3 are contiguous bytes: read exactly, as int32 bits of the floats 16..31.
+  std::vector<float> out;
+  EXPECT_EQ(
+      runViewKernel(
+          "tlx.local_reinterpret(tlx.local_slice(buf[0], [2, 0], [2, 8]), tl.int32, [16])", &out),
+      "");
+  ASSERT_EQ(out.size(), 16u);
+  for (int i = 0; i < 16; ++i) EXPECT_EQ(out[size_t(i)], float(16 + i));
+}
+
+TEST(InterpTlx, TransposeThatIsNotAPermutationIsALocatedError) {
+  std::string err = runViewKernel("tlx.local_reinterpret(buf[0], tl.int32, [8, 8])\n"
+                                  "    v = tlx.local_slice(tlx.local_trans(v, [0, 0]), [0, 0], "
+                                  "[2, 8])");
+  EXPECT_TRUE(contains(err, "views.py:12:25: error: tlx.local_trans's dims must be a permutation "
+                            "of the 2 dimensions of the buffer (each of 0..1 once)"))
+      << err;
+}
+
+TEST(InterpTlx, MalformedViewAndTaskIrIsALocatedError) {
+  // IR the front end never emits, as a hand-built module may: located errors, not crashes.
+  TestKernel rank("rank", "    s = tlx.local_slice(buf, [0], [4])\n");
+  Value* bufs = rank.b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F32, {4, 8}, 1));
+  Value* v = view(rank.b, bufs, rank.b.i32(0));
+  rank.at(1, 9);
+  rank.b.create1(OpCode::LocalSlice, {v}, Type::buffer(DType::F32, {4, 8}, 1),
+                 {{"offsets", std::vector<int64_t>{0}}, {"sizes", std::vector<int64_t>{4}}});
+  rank.b.ret();
+  EXPECT_TRUE(contains(rank.runExpectingError({1}, {}),
+                       "rank.py:1:9: error: local_slice of a rank-2 buffer with 1 offsets and 1 "
+                       "sizes: give one of each per dimension"));
+
+  TestKernel wrong("wrong", "    x = tlx.local_load(bars[0])\n");
+  Value* bars = allocBarriers(wrong.b, 1, 1);
+  Value* bar0 = view(wrong.b, bars, wrong.b.i32(0));
+  wrong.at(1, 9);
+  wrong.b.create1(OpCode::LocalLoad, {bar0}, Type::tensor(DType::F32, {4, 8}));
+  wrong.b.ret();
+  std::string err = wrong.runExpectingError({1}, {});
+  EXPECT_TRUE(contains(err, "wrong.py:1:9: error: local_load takes a shared buffer "
+                            "(tlx.local_alloc or a view of one) as operand 0, got"))
+      << err;
+
+  TestKernel waitOnBuffer("wait", "    tlx.barrier_wait(buf, 0)\n");
+  Value* wb = waitOnBuffer.b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F32, {4, 8}, 1));
+  waitOnBuffer.at(1, 5);
+  waitOnBuffer.b.create(OpCode::BarrierWait,
+                        {view(waitOnBuffer.b, wb, waitOnBuffer.b.i32(0)), waitOnBuffer.b.i32(0)},
+                        {});
+  waitOnBuffer.b.ret();
+  err = waitOnBuffer.runExpectingError({1}, {});
+  EXPECT_TRUE(contains(err, "wait.py:1:5: error: barrier_wait takes an mbarrier "
+                            "(tlx.alloc_barriers or a view of one) as operand 0, got"))
+      << err;
+
+  TestKernel task("task", "    with tlx.async_task(num_warps=4):\n");
+  task.at(1, 10);
+  Op* t = task.b.create(OpCode::AsyncTask, {}, {}, {{"num_warps", int64_t(4)}});
+  t->addRegion();
+  task.b.ret();
+  err = task.runExpectingError({1}, {});
+  EXPECT_TRUE(contains(err, "task.py:1:10: error: tlx.async_task outside 'with "
+                            "tlx.async_tasks()'"))
+      << err;
+}
