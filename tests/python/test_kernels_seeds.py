@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(not native_loader.available(),
                                 reason="warpweave._native is not built (pip install .)")
 
 from kernels import ops  # noqa: E402
-from kernels.hopper import attention_ws, gemm_pipelined, gemm_ws  # noqa: E402
+from kernels.hopper import attention_ws, gemm_pipelined, gemm_ws, gemm_ws_pingpong  # noqa: E402,E501
 
 # (first seed, schedules): seed 0 alone is the deterministic round-robin schedule; the others
 # run that many seeded interleavings (seed, seed + 1, ...) and keep the last one's results.
@@ -137,6 +137,19 @@ def test_gemm_ws(schedules, rng):
     gemm_ws.gemm_ws_kernel[(2,)](desc(a, [32, 16]), desc(b, [16, 32]), desc(c, [32, 32]), M, N, K,
                                  BLOCK_M=64, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, NUM_STAGES=2,
                                  NUM_SMS=2, num_warps=4)
+    close(c, a.astype(np.float64) @ b, 2e-3)
+
+
+@pytest.mark.parametrize("smem_epilogue", [True, False])
+def test_gemm_ws_pingpong(schedules, rng, smem_epilogue):
+    # Six 32x32 tiles on two programs: the consumers of each take turns over its three tiles.
+    M, N, K = 96, 64, 48
+    a, b = halves(rng, (M, K), 0.25), halves(rng, (K, N), 0.25)
+    c = np.full((M, N), np.nan, np.float16)
+    gemm_ws_pingpong.gemm_ws_pingpong_kernel[(2,)](
+        desc(a, [32, 16]), desc(b, [16, 32]), desc(c, [32, 32]), M, N, K, BLOCK_M=32,
+        BLOCK_N=32, BLOCK_K=16, GROUP_M=2, NUM_STAGES=2, NUM_SMS=2,
+        SMEM_EPILOGUE=smem_epilogue, num_warps=4)
     close(c, a.astype(np.float64) @ b, 2e-3)
 
 
