@@ -644,17 +644,19 @@ int32_t FunctionLowering::sharedVectorWidth(const LinearLayout& l, const OffsetF
 
 void FunctionLowering::storeShared(const Regs& regs, const LinearLayout& l,
                                    const OffsetFn& offsetOf, int64_t base, DType elem,
-                                   const std::string& baseReg) {
+                                   const std::string& baseReg, int64_t constantOffset) {
   ir::Type t = ir::Type::scalar(elem);
   int bytes = memBytes(t);
   RegClass cls = regClassOf(elem);
   int32_t hwBits = 0;
   std::string hw = tidLinear(offsetImages(l, offsetOf, bytes), &hwBits);
   int32_t v = sharedVectorWidth(l, offsetOf, bytes);
+  // A vector's elements stay consecutive after the XOR only if it leaves their low bits alone.
+  while (v > 1 && constantOffset % v != 0) v /= 2;
   int32_t dup = l.freeVariableMask(layout::kRegister);
   for (int32_t r = 0; r < l.getInDimSize(layout::kRegister); r += v) {
     if (r & dup) continue;
-    int64_t off = offsetOf(registerCoords(l, r)) * bytes;
+    int64_t off = (offsetOf(registerCoords(l, r)) ^ constantOffset) * bytes;
     std::string addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(off)));
     if (!baseReg.empty()) addr = b_.pure("add.s32", RegClass::B32, {addr, baseReg});
     std::vector<std::string> elems;
@@ -1050,6 +1052,17 @@ PtxKernel FunctionLowering::run() {
   for (size_t i = 0; i < decls.size(); ++i) out += (i ? ",\n\t" : "\n\t") + decls[i];
   out += decls.empty() ? ")\n" : "\n)\n";
   out += ".reqntid " + std::to_string(totalWarps_ * 32) + ", 1, 1\n";
+  if (fn_.numCtas > 1) {
+    if (options_.target == Target::SM80)
+      raiseError(fn_.loc, "kernel '" + fn_.name + "' is compiled for clusters of " +
+                              std::to_string(fn_.numCtas) +
+                              " CTAs (ctas_per_cga / num_ctas), which sm_80 does not have; "
+                              "compile for sm_90a or sm_100a, or use one CTA per cluster");
+    // The cluster shape, declared as nvcc declares __cluster_dims__: the same 1-D shape along
+    // x that the launcher passes to cuLaunchKernelEx (Launcher.cpp); the two must agree.
+    out += ".explicitcluster\n";
+    out += ".reqnctapercluster " + std::to_string(fn_.numCtas) + ", 1, 1\n";
+  }
   // setmaxnreg only moves registers within the budget the launch grants every thread.
   if (maxRegisters_) out += ".maxnreg " + std::to_string(maxRegisters_) + "\n";
   out += "{\n";

@@ -28,6 +28,9 @@ bool isPlainBuffer(const ir::Value* v);
 /// `[address]`: a PTX memory operand.
 std::string bracketed(const std::string& address);
 
+/// The op that created the barriers a barrier view comes from (through local_view ops).
+const ir::Op* barrierRoot(const ir::Value* v);
+
 class FunctionLowering {
 public:
   FunctionLowering(const ir::Function& fn, const CompileOptions& options,
@@ -96,9 +99,11 @@ private:
   /// Writes the thread's registers of a value in layout `l` to shared memory at `base` bytes,
   /// element (coords) at offsetOf(coords); vectorized where the offsets allow.
   /// `baseReg`, when given, is a register added to every address (a TLX buffer chosen at run
-  /// time).
+  /// time). Element offsets are XORed with `constantOffset` (as loadShared's), the part of a
+  /// TLX slice's offset that the swizzle mixes into the view's own offset bits.
   void storeShared(const Regs& regs, const layout::LinearLayout& l, const OffsetFn& offsetOf,
-                   int64_t base, ir::DType elem, const std::string& baseReg = {});
+                   int64_t base, ir::DType elem, const std::string& baseReg = {},
+                   int64_t constantOffset = 0);
   /// Reads the registers of layout `l` back (element offsets XOR `constantOffset`).
   Regs loadShared(const layout::LinearLayout& l, const OffsetFn& offsetOf, int64_t base,
                   int64_t constantOffset, ir::DType elem, const std::string& baseReg = {});

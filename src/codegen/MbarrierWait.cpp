@@ -38,6 +38,24 @@ std::string taskLabel(const ir::Op& op) {
   return {};
 }
 
+/// Whether another CTA of the cluster can complete a phase of the barrier `bar`: a remote
+/// barrier_arrive or a multicast TMA load signals a barrier of the same alloc_barriers (the peer
+/// addresses it at the same offset). A barrier whose allocation is not known counts as signalled.
+bool signalledByPeers(const ir::Function& fn, const ir::Value* bar) {
+  if (fn.numCtas < 2) return false;
+  const ir::Op* root = barrierRoot(bar);
+  auto sameBarriers = [root](const ir::Value* v) { return !root || barrierRoot(v) == root; };
+  bool signalled = false;
+  ir::walk(fn.body, [&](const ir::Op& op) {
+    if (signalled) return;
+    if (op.code() == ir::OpCode::BarrierArrive && op.intAttr("has_remote_cta_rank"))
+      signalled = sameBarriers(op.operand(0));
+    else if (op.code() == ir::OpCode::AsyncDescLoad && op.intAttr("multicast_mask"))
+      signalled = sameBarriers(op.operand(2));
+  });
+  return signalled;
+}
+
 /// `text` with printf's conversion character escaped.
 std::string escapePercent(const std::string& text) {
   std::string out;
@@ -56,10 +74,16 @@ void FunctionLowering::waitForBarrierPhase(const ir::Op& op, const std::string& 
   // has completed.
   std::string retry = b_.newLabel("wait_retry");
   std::string done = b_.newReg(RegClass::Pred);
+  // The default semantics acquire at CTA scope: enough for arrivals of this CTA's threads and
+  // its own TMA copies, but a peer CTA's writes, released at cluster scope by its remote
+  // arrive, are only visible after an acquire at cluster scope.
+  const std::string tryWait = signalledByPeers(fn_, op.operand(0))
+                                  ? "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64"
+                                  : "mbarrier.try_wait.parity.shared::cta.b64";
   const int64_t maxTries = options_.mbarrierTrapTries;
   if (maxTries <= 0) {
     b_.label(retry);
-    b_.inst("mbarrier.try_wait.parity.shared::cta.b64", {done, bar, phase});
+    b_.inst(tryWait, {done, bar, phase});
     b_.inst("bra", {retry}, done, /*negateGuard=*/true);
     return;
   }
@@ -72,7 +96,7 @@ void FunctionLowering::waitForBarrierPhase(const ir::Op& op, const std::string& 
   b_.label(retry);
   // A suspend-time hint of 1 us bounds each round (the default limit is system-dependent);
   // on the H200 a round of a hung wait took at most ~4.6 us (2^20 rounds: 4.8 s).
-  b_.inst("mbarrier.try_wait.parity.shared::cta.b64", {done, bar, phase, "1000"});
+  b_.inst(tryWait, {done, bar, phase, "1000"});
   b_.inst("bra", {passed}, done);
   b_.inst("add.u32", {tries, tries, "1"});
   b_.inst("setp.lt.u32", {more, tries, immInt(std::min<int64_t>(maxTries, 0xFFFFFFFFll))});

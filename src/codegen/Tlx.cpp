@@ -346,16 +346,11 @@ void FunctionLowering::lowerTlxBuffer(const ir::Op& op) {
     if (op.code() == OpCode::LocalLoad)
       return bind(op.result(),
                   loadShared(layoutOf(op.result()), offsetOf, 0, constant, elem, base));
-    if (constant != 0)
-      raiseError(op.loc(), "tlx.local_store into " + op.operand(0)->type().str() +
-                               ", a slice that cuts through its buffer's swizzled rows, is not "
-                               "supported yet (local_load of it is); slice the contiguous dim "
-                               "in whole blocks of the swizzle width, or store the whole buffer");
     // The interpreter, the reference, runs a warp group's local_store as one step: the group's
     // earlier reads of the buffer are done before it, and its writes are visible to the group's
     // later ops after it.
     barrier();
-    storeShared(operand(op, 1), operandLayoutOf(op, 1), offsetOf, 0, elem, base);
+    storeShared(operand(op, 1), operandLayoutOf(op, 1), offsetOf, 0, elem, base, constant);
     return barrier();
   }
   default:

@@ -12,17 +12,12 @@ using ir::DType;
 using ir::OpCode;
 using layout::LinearLayout;
 
-namespace {
-
-/// The op that created the barriers a barrier view comes from (through local_view ops).
 const ir::Op* barrierRoot(const ir::Value* v) {
   const ir::Op* def = v->def();
   while (def && def->code() == OpCode::LocalView && def->numOperands())
     def = def->operand(0)->def();
   return def;
 }
-
-} // namespace
 
 void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
   if (options_.target == Target::SM80 && op.code() != OpCode::NamedBarrierWait &&

@@ -17,13 +17,15 @@ namespace {
 const Target kAllTargets[] = {Target::SM90a, Target::SM80, Target::SM100a};
 
 CompiledKernel compileSource(const std::string& text, const std::string& kernel,
-                             const std::string& signature, Target target, int trapTries = 0) {
+                             const std::string& signature, Target target, int trapTries = 0,
+                             int numCtas = 1) {
   CompileRequest req;
   req.files.push_back({"dbg.py", text});
   req.kernel = kernel;
   req.signature = parseSignature(signature);
   req.options.target = target;
   req.options.mbarrierTrapTries = trapTries;
+  req.options.numCtas = numCtas;
   req.stage = Stage::Cubin;
   return compile(req);
 }
@@ -188,6 +190,11 @@ TEST(DebugCodegen, TrapHangsBoundsBarrierWaitsAndReportsTheFacts) {
     EXPECT_NE(k.ptx.find("setp.lt.u32"), std::string::npos) << k.ptx;
     EXPECT_NE(k.ptx.find(", 5000;"), std::string::npos) << k.ptx;
     EXPECT_EQ(count(k.ptx, "trap;"), 1) << k.ptx;
+    // No cluster: the bounded wait acquires at CTA scope, with its suspend-time hint.
+    EXPECT_TRUE(std::regex_search(
+        k.ptx, std::regex(R"(mbarrier\.try_wait\.parity\.shared::cta\.b64 %p\d+, \[%r\d+\], )"
+                          R"([^;]+, 1000;)")))
+        << k.ptx;
     // The waiting task is async task 1 on warps 4-7 (the default task has the first 4), named
     // as the interpreter names it.
     EXPECT_TRUE(hasString(k.ptx, "warpweave: barrier_wait timed out: block (%u,%u,%u) thread %u "
@@ -228,6 +235,43 @@ TEST(DebugCodegen, TrapReportsNameReplicasAndTheDefaultTaskAsTheInterpreterDoes)
                                      ") barrier 'bars' at smem offset %u phase %u at dbg.py:15\n"))
         << k.ptx;
   EXPECT_EQ(count(k.ptx, "trap;"), 3) << k.ptx;
+}
+
+TEST(DebugCodegen, TrapHangsKeepsTheClusterScopeOfWaitsOnRemoteArrivals) {
+  // The peer CTA arrives on `ready` (line 10): the wait acquires its writes at cluster scope,
+  // bounded or not.
+  const char* source = "import warpweave as ww\n"
+                       "import warpweave.language as tl\n"
+                       "from warpweave import tlx\n"
+                       "\n"
+                       "\n"
+                       "@ww.jit\n"
+                       "def ring(out_ptr):\n"
+                       "    ready = tlx.alloc_barriers(num_barriers=1, arrive_count=1)\n"
+                       "    rank = tlx.cluster_cta_rank()\n"
+                       "    tlx.barrier_arrive(ready[0], 1, remote_cta_rank=(rank + 1) % 2)\n"
+                       "    tlx.barrier_wait(ready[0], 0)\n"
+                       "    tl.store(out_ptr + tl.program_id(0), rank)\n";
+  std::regex bounded(R"(mbarrier\.try_wait\.parity\.acquire\.cluster\.shared::cta\.b64 )"
+                     R"(%p\d+, \[%r\d+\], [^;]+, 1000;)");
+  for (Target t : {Target::SM90a, Target::SM100a}) {
+    SCOPED_TRACE(targetName(t));
+    CompiledKernel plain = compileSource(source, "ring", "out_ptr:*i32", t, 0, 2);
+    EXPECT_FALSE(plain.cubin.empty()) << plain.ptxasLog << plain.ptx;
+    EXPECT_EQ(count(plain.ptx, "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64"), 1)
+        << plain.ptx;
+    EXPECT_EQ(plain.ptx.find("trap;"), std::string::npos) << plain.ptx;
+    CompiledKernel k = compileSource(source, "ring", "out_ptr:*i32", t, 300, 2);
+    EXPECT_FALSE(k.cubin.empty()) << k.ptxasLog << k.ptx;
+    EXPECT_TRUE(std::regex_search(k.ptx, bounded)) << k.ptx;
+    EXPECT_EQ(count(k.ptx, "mbarrier.try_wait"), 1) << k.ptx;
+    EXPECT_NE(k.ptx.find(", 300;"), std::string::npos) << k.ptx;
+    EXPECT_EQ(count(k.ptx, "trap;"), 1) << k.ptx;
+    EXPECT_TRUE(hasString(k.ptx, "warpweave: barrier_wait timed out: block (%u,%u,%u) thread %u "
+                                 "(warps 0-3) barrier 'ready' at smem offset %u phase %u at "
+                                 "dbg.py:11\n"))
+        << k.ptx;
+  }
 }
 
 TEST(DebugCodegen, WwcTrapHangsOption) {

@@ -83,10 +83,13 @@ def quadrants_swapped(x):
                       torch.cat([top[:, c // 2:], top[:, :c // 2]], 1)], 0)
 
 
-def test_slice_store():
-    x = rand16(64, 128)
-    out = poisoned(64, 128, dtype=torch.float16)
-    kern.slice_store[(1,)](x, out, R=64, C=128, SR=32, SC=64)
+# Quadrants of whole 128-byte swizzle rows, and quadrants that cut them (32 or 16 fp16 columns:
+# the store XORs the slice's swizzle constant into its addresses as the load does).
+@pytest.mark.parametrize("r,c", [(64, 128), (64, 64), (32, 32)])
+def test_slice_store(r, c):
+    x = rand16(r, c)
+    out = poisoned(r, c, dtype=torch.float16)
+    kern.slice_store[(1,)](x, out, R=r, C=c, SR=r // 2, SC=c // 2)
     assert torch.equal(out, quadrants_swapped(x))
 
 

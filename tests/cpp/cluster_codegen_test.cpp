@@ -1,0 +1,134 @@
+// Codegen for cluster launches (ctas_per_cga > 1): the cluster shape in the kernel header and the
+// scope of barrier waits that other CTAs signal, checked in the PTX and assembled by ptxas.
+#include "warpweave/warpweave.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+
+namespace ww {
+namespace {
+
+/// `relay` waits on `remote`, which the previous CTA of the cluster arrives on, and on `local`,
+/// which only its own threads arrive on (lines 14 and 16).
+const char* kRelaySource =
+    "import warpweave as ww\n"                                                  // 1
+    "import warpweave.language as tl\n"                                         // 2
+    "from warpweave import tlx\n"                                               // 3
+    "\n"                                                                        // 4
+    "\n"                                                                        // 5
+    "@ww.jit\n"                                                                 // 6
+    "def relay(out_ptr, BLOCK: tl.constexpr):\n"                                // 7
+    "    remote = tlx.alloc_barriers(num_barriers=2, arrive_count=1)\n"         // 8
+    "    local = tlx.alloc_barriers(num_barriers=1, arrive_count=1)\n"          // 9
+    "    rank = tlx.cluster_cta_rank()\n"                                       // 10
+    "    size = tlx.cluster_size_1d()\n"                                        // 11
+    "    offs = tl.arange(0, BLOCK)\n"                                          // 12
+    "    tlx.barrier_arrive(remote[1], 1, remote_cta_rank=(rank + 1) % size)\n" // 13
+    "    tlx.barrier_wait(tlx.local_view(remote, 1), 0)\n"                      // 14
+    "    tlx.barrier_arrive(local[0], 1)\n"                                     // 15
+    "    tlx.barrier_wait(local[0], 0)\n"                                       // 16
+    "    tl.store(out_ptr + tl.program_id(0) * BLOCK + offs, offs + rank)\n";   // 17
+
+/// No cluster ops: only the header says the kernel runs in clusters.
+const char* kPlainSource = "import warpweave as ww\n"
+                           "import warpweave.language as tl\n"
+                           "\n"
+                           "\n"
+                           "@ww.jit\n"
+                           "def fill(out_ptr, BLOCK: tl.constexpr):\n"
+                           "    offs = tl.arange(0, BLOCK)\n"
+                           "    tl.store(out_ptr + tl.program_id(0) * BLOCK + offs, offs)\n";
+
+CompiledKernel compileSource(const char* text, const std::string& kernel, Target target,
+                             int numCtas, int trapTries = 0) {
+  CompileRequest req;
+  req.files.push_back({"cluster.py", text});
+  req.kernel = kernel;
+  req.signature = parseSignature("out_ptr:*i32, BLOCK=128");
+  req.options.target = target;
+  req.options.numCtas = numCtas;
+  req.options.mbarrierTrapTries = trapTries;
+  req.stage = Stage::Cubin;
+  return compile(req);
+}
+
+int count(const std::string& text, const std::string& needle) {
+  int n = 0;
+  for (size_t p = text.find(needle); p != std::string::npos; p = text.find(needle, p + 1)) ++n;
+  return n;
+}
+
+/// The directives between the entry's parameter list and its body.
+std::string header(const std::string& ptx) {
+  size_t entry = ptx.find(".visible .entry");
+  size_t close = ptx.find(")\n", entry);
+  size_t body = ptx.find("{\n", close);
+  return ptx.substr(close + 2, body - close - 2);
+}
+
+const char* kClusterWait = "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64";
+const char* kCtaWait = "mbarrier.try_wait.parity.shared::cta.b64";
+
+} // namespace
+
+TEST(ClusterCodegen, HeaderDeclaresTheLaunchersOneDimensionalClusterShape) {
+  for (Target t : {Target::SM90a, Target::SM100a})
+    for (int ctas : {2, 4, 16}) {
+      SCOPED_TRACE(std::string(targetName(t)) + " ctas " + std::to_string(ctas));
+      CompiledKernel k = compileSource(kPlainSource, "fill", t, ctas);
+      EXPECT_FALSE(k.cubin.empty()) << k.ptxasLog << k.ptx;
+      EXPECT_EQ(k.numCtas, ctas);
+      EXPECT_EQ(header(k.ptx), ".reqntid 128, 1, 1\n.explicitcluster\n.reqnctapercluster " +
+                                   std::to_string(ctas) + ", 1, 1\n")
+          << k.ptx;
+    }
+}
+
+TEST(ClusterCodegen, NoClusterDirectivesWithoutClusters) {
+  for (Target t : {Target::SM90a, Target::SM80, Target::SM100a}) {
+    CompiledKernel k = compileSource(kPlainSource, "fill", t, 1);
+    EXPECT_FALSE(k.cubin.empty()) << k.ptxasLog;
+    EXPECT_EQ(header(k.ptx), ".reqntid 128, 1, 1\n") << k.ptx;
+  }
+}
+
+TEST(ClusterCodegen, ClustersOnSm80AreAClearError) {
+  try {
+    compileSource(kPlainSource, "fill", Target::SM80, 2);
+    FAIL() << "compiled for clusters on sm_80";
+  } catch (const CompileFailure& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("clusters of 2 CTAs"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("sm_90a or sm_100a"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("cluster.py:6"), std::string::npos) << msg;
+  }
+}
+
+TEST(ClusterCodegen, WaitsOnRemotelySignalledBarriersAcquireAtClusterScope) {
+  for (Target t : {Target::SM90a, Target::SM100a}) {
+    SCOPED_TRACE(targetName(t));
+    CompiledKernel k = compileSource(kRelaySource, "relay", t, 2);
+    EXPECT_FALSE(k.cubin.empty()) << k.ptxasLog << k.ptx;
+    // Line 14's barrier gets the peer's release; line 16's only this CTA's arrivals.
+    EXPECT_EQ(count(k.ptx, kClusterWait), 1) << k.ptx;
+    EXPECT_EQ(count(k.ptx, kCtaWait), 1) << k.ptx;
+    size_t remoteArrive = k.ptx.find("mbarrier.arrive.release.cluster.shared::cluster.b64");
+    size_t localArrive = k.ptx.find("mbarrier.arrive.shared::cta.b64");
+    ASSERT_NE(remoteArrive, std::string::npos);
+    ASSERT_NE(localArrive, std::string::npos);
+    EXPECT_LT(remoteArrive, k.ptx.find(kClusterWait));
+    EXPECT_LT(k.ptx.find(kClusterWait), localArrive);
+    EXPECT_LT(localArrive, k.ptx.find(kCtaWait));
+  }
+}
+
+TEST(ClusterCodegen, WithoutAClusterLaunchEveryWaitIsCtaScoped) {
+  // A remote arrive in a one-CTA "cluster" reaches this CTA's own barrier.
+  CompiledKernel k = compileSource(kRelaySource, "relay", Target::SM90a, 1);
+  EXPECT_FALSE(k.cubin.empty()) << k.ptxasLog << k.ptx;
+  EXPECT_EQ(count(k.ptx, kClusterWait), 0) << k.ptx;
+  EXPECT_EQ(count(k.ptx, kCtaWait), 2) << k.ptx;
+}
+
+} // namespace ww
