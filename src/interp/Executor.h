@@ -132,6 +132,9 @@ private:
   TensorPtr loadGlobal(const ir::Op& op, const Tensor& ptrs, const Tensor* mask,
                        const Tensor* other, const ir::Type& resultType);
   void storeGlobal(const ir::Op& op, const Tensor& ptrs, const Tensor& value, const Tensor* mask);
+  /// Reports `op` moving `elements` elements through `view` unless that is one of its buffers
+  /// or all of them (IR from the front end always is).
+  void checkViewElements(const ir::Op& op, const BufferView& view, int64_t elements);
   TensorPtr readBuffer(const BufferView& view, const ir::Type& resultType) const;
   void writeBuffer(const BufferView& view, const Tensor& value) const;
   /// Runs a combine region on scalars a..., b... and returns its yields.

@@ -306,6 +306,16 @@ bool Executor::retiredForOneWarpGroupOnly(const SharedAccess& a) const {
          a.agentBarriersAtRetire == agent_.agentBarriers;
 }
 
+void Executor::checkViewElements(const ir::Op& op, const BufferView& view, int64_t elements) {
+  const int64_t tile = view.tileElements();
+  if (elements == tile || elements == tile * view.count) return;
+  fail(op.loc(), std::string(op.name()) + " moves " + std::to_string(elements) +
+                     " elements through a view of " + std::to_string(view.count) + " buffer" +
+                     (view.count == 1 ? "" : "s") + " of " + std::to_string(tile) +
+                     " elements: the shapes must match one buffer or all of them (" + where() +
+                     ")");
+}
+
 void Executor::bump() {
   if (cta_.scheduler) cta_.scheduler->bump();
 }
@@ -527,6 +537,7 @@ void Executor::execTlx(const ir::Op& op) {
     const BufferView& v = buffer(op, 0);
     int64_t n = 1;
     for (int64_t d : op.result()->type().shape) n *= d;
+    checkViewElements(op, v, n);
     checkedRead(op, v, tilesOf(v, n));
     set(op.result(), readBuffer(v, op.result()->type()));
     return;
@@ -534,6 +545,7 @@ void Executor::execTlx(const ir::Op& op) {
   case OpCode::LocalStore: {
     const BufferView& v = buffer(op, 0);
     TensorPtr value = tensor(op, 1);
+    checkViewElements(op, v, value->numel());
     checkedWrite(op, v, tilesOf(v, value->numel()));
     writeBuffer(v, *value);
     return;
@@ -790,6 +802,7 @@ void Executor::execTlx(const ir::Op& op) {
     for (unsigned i = 2; i < op.numOperands(); ++i) offsets.push_back(scalarInt(op, i));
     int64_t n = 1;
     for (int64_t d : desc->blockShape) n *= d;
+    checkViewElements(op, src, n);
     checkedRead(op, src, tilesOf(src, n));
     TensorPtr box = readBuffer(src, ir::Type::tensor(src.elem, desc->blockShape));
     descriptorTransfer(k_, op, where(), *desc, offsets, nullptr, box.get());

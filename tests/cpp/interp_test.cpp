@@ -2466,3 +2466,18 @@ TEST(InterpTlx, MalformedViewAndTaskIrIsALocatedError) {
                             "tlx.async_tasks()'"))
       << err;
 }
+
+TEST(InterpTlx, LocalLoadOfAShapeTheViewDoesNotHoldIsALocatedError) {
+  TestKernel k("shape", "    x = tlx.local_load(bufs[0])\n");
+  Value* bufs = k.b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F32, {4, 8}, 2));
+  Value* v = view(k.b, bufs, k.b.i32(0));
+  k.b.create(OpCode::LocalStore, {v, zerosF32(k.b, {4, 8})}, {});
+  k.at(1, 9);
+  k.b.create1(OpCode::LocalLoad, {v}, Type::tensor(DType::F32, {8, 8}));
+  k.b.ret();
+  EXPECT_EQ(k.runExpectingError({1}, {}),
+            "shape.py:1:9: error: local_load moves 64 elements through a view of 1 buffer of 32 "
+            "elements: the shapes must match one buffer or all of them (program (0, 0, 0))\n"
+            "      x = tlx.local_load(bufs[0])\n"
+            "          ^");
+}
