@@ -23,7 +23,8 @@ pytestmark = pytest.mark.skipif(not native_loader.available(),
                                 reason="warpweave._native is not built (pip install .)")
 
 from kernels import ops  # noqa: E402
-from kernels.hopper import attention_ws, gemm_pipelined, gemm_ws, gemm_ws_pingpong  # noqa: E402,E501
+from kernels.hopper import (attention_ws, gemm_pipelined, gemm_ws,  # noqa: E402
+                            gemm_ws_pingpong)
 
 # (first seed, schedules): seed 0 alone is the deterministic round-robin schedule; the others
 # run that many seeded interleavings (seed, seed + 1, ...) and keep the last one's results.

@@ -15,7 +15,8 @@ def load_stage(a_desc, b_desc, a_bufs, b_bufs, full_bars, stage, off_m, off_n, o
                STAGE_BYTES: tl.constexpr):
     bar = tlx.local_view(full_bars, stage)
     tlx.barrier_expect_bytes(bar, STAGE_BYTES)
-    tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, stage), [off_m, off_k], bar)  # MARK refill
+    a_stage = tlx.local_view(a_bufs, stage)
+    tlx.async_descriptor_load(a_desc, a_stage, [off_m, off_k], bar)  # MARK refill
     tlx.async_descriptor_load(b_desc, tlx.local_view(b_bufs, stage), [off_k, off_n], bar)
 
 
@@ -39,7 +40,9 @@ def gemm_pipelined_unsynced(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: tl.constex
     for k in range(0, num_k):
         stage = k % NUM_STAGES
         tlx.barrier_wait(tlx.local_view(full_bars, stage), (k // NUM_STAGES) & 1)
-        acc = tlx.async_dot(tlx.local_view(a_bufs, stage), tlx.local_view(b_bufs, stage), acc)  # MARK dot
+        a_stage = tlx.local_view(a_bufs, stage)
+        b_stage = tlx.local_view(b_bufs, stage)
+        acc = tlx.async_dot(a_stage, b_stage, acc)  # MARK dot
         acc = tlx.async_dot_wait(1, acc)  # MARK wait
         # Missing here: tl.debug_barrier(), so that both warp groups are past step k - 1.
         next_k = k + NUM_STAGES - 1
