@@ -9,8 +9,8 @@ m_i, row sum l_i and output accumulator in registers while it walks the keys BLO
 rescaling by exp2(m_old - m_new) whenever the max grows. Softmax uses exp2 with sm_scale folded
 with log2(e).
 
-Causal programs split their keys in two: the blocks wholly left of the diagonal (no mask) and the
-BLOCK_M-wide diagonal band (masked key > query); blocks right of it are skipped.
+Causal programs walk the keys up to the end of their diagonal block in one loop, masking key >
+query (one loop keeps a single software pipeline on sm_90a); blocks right of it are skipped.
     grid = (cdiv(N_CTX, BLOCK_M), Z * H)
     constexprs: HEAD_DIM (16..256, power of two), BLOCK_M (e.g. 128), BLOCK_N (e.g. 64; BLOCK_M
                 must be a multiple of BLOCK_N), CAUSAL
@@ -23,17 +23,19 @@ import warpweave.language as tl
 @ww.jit
 def attend_block_range(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn, offs_m, offs_d,
                        lo, hi, qk_scale, N_CTX,
-                       BLOCK_N: tl.constexpr, ON_DIAGONAL: tl.constexpr):
+                       BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
     """Folds keys [lo, hi) into the running (acc, l_i, m_i) of the query rows offs_m."""
     offs_n = tl.arange(0, BLOCK_N)
     for start_n in range(lo, hi, BLOCK_N):
         keys = start_n + offs_n
         key_valid = keys < N_CTX
-        # K is read transposed, [HEAD_DIM, BLOCK_N], so that q @ k is a plain dot.
-        k = tl.load(k_base + keys[None, :] * stride_kn + offs_d[:, None],
-                    mask=key_valid[None, :], other=0.0)
-        qk = tl.dot(q, k) * qk_scale
-        if ON_DIAGONAL:
+        # K's rows as stored ([BLOCK_N, HEAD_DIM], contiguous along HEAD_DIM); the dot reads
+        # them transposed, which on sm_90a is a K-major wgmma operand straight from the
+        # pipelined buffer.
+        k = tl.load(k_base + keys[:, None] * stride_kn + offs_d[None, :],
+                    mask=key_valid[:, None], other=0.0)
+        qk = tl.dot(q, tl.trans(k)) * qk_scale
+        if CAUSAL:
             qk = tl.where(offs_m[:, None] >= keys[None, :], qk, -1.0e6)
         qk = tl.where(key_valid[None, :], qk, -float("inf"))
         m_new = tl.maximum(m_i, tl.max(qk, axis=1))
@@ -80,18 +82,12 @@ def attention_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, sm_scale,
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
     qk_scale = sm_scale * 1.4426950408889634  # log2(e)
 
+    # Causal programs stop at the end of their diagonal block: keys right of it are all masked.
+    hi = N_CTX
     if CAUSAL:
-        diagonal = start_m * BLOCK_M
-        acc, l_i, m_i = attend_block_range(acc, l_i, m_i, q, k_base, v_base, stride_kn,
-                                           stride_vn, offs_m, offs_d, 0, diagonal, qk_scale,
-                                           N_CTX, BLOCK_N, False)
-        acc, l_i, m_i = attend_block_range(acc, l_i, m_i, q, k_base, v_base, stride_kn,
-                                           stride_vn, offs_m, offs_d, diagonal,
-                                           diagonal + BLOCK_M, qk_scale, N_CTX, BLOCK_N, True)
-    else:
-        acc, l_i, m_i = attend_block_range(acc, l_i, m_i, q, k_base, v_base, stride_kn,
-                                           stride_vn, offs_m, offs_d, 0, N_CTX, qk_scale, N_CTX,
-                                           BLOCK_N, False)
+        hi = tl.minimum((start_m + 1) * BLOCK_M, N_CTX)
+    acc, l_i, m_i = attend_block_range(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn,
+                                       offs_m, offs_d, 0, hi, qk_scale, N_CTX, BLOCK_N, CAUSAL)
 
     lse = m_i + tl.log2(l_i)
     out = acc / l_i[:, None]

@@ -115,6 +115,10 @@ struct Plan {
   std::unordered_set<const Op*> slice;
   int64_t step = 1;
   int stages = 3;
+  /// Attention: `dot` is P @ V (loads[1] is V) and scoreDot is Q @ trans(K) (loads[0] is K,
+  /// read through kTrans), with Q loop-invariant.
+  Op* scoreDot = nullptr;
+  Op* kTrans = nullptr;
 };
 
 class Pipeliner {
@@ -134,8 +138,13 @@ public:
     for (Op* loop : loops) {
       countUses();
       Plan plan;
-      if (!analyze(*loop, plan)) continue;
-      rewrite(plan);
+      if (analyze(*loop, plan)) {
+        rewrite(plan);
+      } else {
+        Plan attention;
+        if (!analyzeAttention(*loop, attention)) continue;
+        rewriteAttention(attention);
+      }
       ++rewritten;
     }
     return rewritten;
@@ -158,20 +167,9 @@ private:
   // ---------------------------------------------------------------------------------------------
 
   bool analyze(Op& loop, Plan& plan) {
+    if (!analyzeLoopHeader(loop, plan)) return false; // num_stages=1 asks for no pipelining
     Block& body = *loop.region(0);
     Op* yield = body.terminator();
-    if (!yield || yield->code() != OpCode::Yield) return false;
-    int64_t step = 0;
-    if (!constantInt(loop.operand(2), step) || step <= 0) return false;
-    const Type& ivType = body.arg(0)->type();
-    if (!ivType.isScalar() || !ir::isInt(ivType.elem) || !(loop.operand(0)->type() == ivType) ||
-        !(loop.operand(1)->type() == ivType))
-      return false;
-    int64_t stages = loop.hasAttr("num_stages") ? loop.intAttr("num_stages") : fn_.numStages;
-    if (stages <= 1) return false; // num_stages=1 asks for no pipelining
-    plan.loop = &loop;
-    plan.step = step;
-    plan.stages = static_cast<int>(std::max<int64_t>(stages, 3));
 
     Op* dot = nullptr;
     for (auto& op : body.ops()) {
@@ -214,12 +212,23 @@ private:
     for (int i = 0; i < 2; ++i) {
       Op* load = dot->operand(i)->def();
       if (!load || load->code() != OpCode::Load || load->parentBlock() != &body ||
-          usesOf(load->result()) != 1 || load->intAttr("volatile"))
+          usesOf(load->result()) != 1)
         return false;
+      plan.loads[i] = load;
+    }
+    return analyzeAddresses(body, plan, static_cast<int>(plan.accIter));
+  }
+
+  /// Whether the two loads of `plan` can become copies issued iterations ahead: zero-filled,
+  /// with addresses computed from the induction variable, loop invariants and carried values
+  /// (not `excludedIter`) whose recurrence closes and that nothing else reads.
+  bool analyzeAddresses(Block& body, Plan& plan, int excludedIter) {
+    const Op* yield = body.terminator();
+    for (Op* load : plan.loads) {
+      if (load->intAttr("volatile")) return false;
       bool hasMask = load->intAttr("has_mask") != 0, hasOther = load->intAttr("has_other") != 0;
       if (hasOther && !isZeroConstant(load->operand(hasMask ? 2 : 1))) return false;
       if (!load->operand(0)->type().isTensor()) return false;
-      plan.loads[i] = load;
       if (!addToSlice(body, load->operand(0), plan)) return false;
       if (hasMask && !addToSlice(body, load->operand(1), plan)) return false;
     }
@@ -227,10 +236,76 @@ private:
     // on carried addresses, the induction variable and loop invariants.
     for (size_t k = 0; k < plan.addressIters.size(); ++k) {
       unsigned iter = plan.addressIters[k];
-      if (iter == plan.accIter) return false;
+      if (static_cast<int>(iter) == excludedIter) return false;
       if (!addToSlice(body, yield->operand(iter), plan)) return false;
     }
     return addressesOnlyFeedLoads(body, plan);
+  }
+
+  /// The common loop header checks: a constant positive step, an integer induction variable,
+  /// num_stages > 1.
+  bool analyzeLoopHeader(Op& loop, Plan& plan) {
+    Block& body = *loop.region(0);
+    Op* yield = body.terminator();
+    if (!yield || yield->code() != OpCode::Yield) return false;
+    int64_t step = 0;
+    if (!constantInt(loop.operand(2), step) || step <= 0) return false;
+    const Type& ivType = body.arg(0)->type();
+    if (!ivType.isScalar() || !ir::isInt(ivType.elem) || !(loop.operand(0)->type() == ivType) ||
+        !(loop.operand(1)->type() == ivType))
+      return false;
+    int64_t stages = loop.hasAttr("num_stages") ? loop.intAttr("num_stages") : fn_.numStages;
+    if (stages <= 1) return false;
+    plan.loop = &loop;
+    plan.step = step;
+    plan.stages = static_cast<int>(std::max<int64_t>(stages, 3));
+    return true;
+  }
+
+  /// Attention's loop (FlashAttention-2 as in kernels/attention.py): two dots,
+  /// `s = tl.dot(q, tl.trans(k))` with q loop-invariant and k a tl.load of this iteration, and
+  /// later `o = tl.dot(p, v, o_in)` with p computed in registers and v a tl.load.
+  bool analyzeAttention(Op& loop, Plan& plan) {
+    if (!analyzeLoopHeader(loop, plan)) return false;
+    Block& body = *loop.region(0);
+    std::vector<Op*> dots;
+    for (auto& op : body.ops())
+      if (op->code() == OpCode::Dot) dots.push_back(op.get());
+    if (dots.size() != 2) return false;
+    Op* scores = dots[0];
+    Op* pv = dots[1];
+    if (!wgmmaShaped(*scores, fn_.numWarps) || !wgmmaShaped(*pv, fn_.numWarps)) return false;
+    // S = Q K^T: Q from outside the loop, K^T a transpose of this iteration's [N, D] load, no
+    // accumulator.
+    Value* q = scores->operand(0);
+    if (q->isBlockArg() ? q->ownerBlock() == &body : definedInside(q->def(), body)) return false;
+    if (!q->type().isTensor() || !isZeroConstant(scores->operand(2))) return false;
+    Op* trans = scores->operand(1)->def();
+    if (!trans || trans->code() != OpCode::Permute || trans->parentBlock() != &body ||
+        trans->intsAttr("order") != std::vector<int64_t>{1, 0} || usesOf(trans->result()) != 1)
+      return false;
+    Op* kLoad = trans->operand(0)->def();
+    Op* vLoad = pv->operand(1)->def();
+    for (Op* load : {kLoad, vLoad})
+      if (!load || load->code() != OpCode::Load || load->parentBlock() != &body ||
+          usesOf(load->result()) != 1)
+        return false;
+    // P from registers (not a load this pass would move).
+    if (!pv->operand(0)->type().isTensor()) return false;
+    plan.dot = pv;
+    plan.scoreDot = scores;
+    plan.kTrans = trans;
+    plan.loads[0] = kLoad;
+    plan.loads[1] = vLoad;
+    // K and V stages beside Q's buffer and the epilogue's 16-bit conversion of the output.
+    const Type& kt = kLoad->result()->type();
+    const Type& qt = q->type();
+    int64_t bytes = ir::byteWidth(kt.elem);
+    int64_t stageBytes = 2 * kt.shape[0] * kt.shape[1] * bytes;
+    int64_t budget = kSharedBytesPerBlock - qt.shape[0] * qt.shape[1] * (bytes + 2);
+    while (plan.stages > 3 && plan.stages * stageBytes > budget) --plan.stages;
+    if (plan.stages * stageBytes > budget) return false;
+    return analyzeAddresses(body, plan, -1);
   }
 
   /// Adds the body ops `v` is computed from to the slice; false when one of them is not a pure
@@ -366,102 +441,147 @@ private:
     throw std::logic_error("software pipeliner: op not in its parent block");
   }
 
-  void rewrite(const Plan& plan) {
+  /// The multi-buffered copies of a rewritten loop: the two buffers of S slots, the loop's
+  /// slot counter, and how many iterations ahead the copies are issued.
+  struct Pipeline {
+    Value* buffers[2] = {nullptr, nullptr};
+    Value* slot = nullptr;
+    int ahead = 1;
+  };
+
+  /// Allocates the buffers and issues the first `ahead` iterations' copies before the loop,
+  /// which then carries the rotated addresses and the slot of the iteration it runs.
+  Pipeline startPipeline(const Plan& plan, int ahead, const char* const names[2]) {
     Op& loop = *plan.loop;
     Block& body = *loop.region(0);
     Block& outer = *loop.parentBlock();
-    const int S = plan.stages, D = S - 2;
     Value* lb = loop.operand(0);
     Value* ub = loop.operand(1);
     Type ivType = body.arg(0)->type();
     Type i32 = Type::scalar(DType::I32);
     const unsigned numIters = loop.numOperands() - 3;
+    Pipeline p;
+    p.ahead = ahead;
 
-    // ---- before the loop: buffers and the first D iterations' copies ----
     Block pre;
     ir::Builder b(&pre);
     b.setLoc(loop.loc());
-    Value* buffers[2];
     for (int i = 0; i < 2; ++i) {
       const Type& t = plan.loads[i]->result()->type();
-      buffers[i] = b.create1(OpCode::LocalAlloc, {}, Type::buffer(t.elem, t.shape, S),
-                             {{"storage", std::string("smem")}});
-      buffers[i]->name = i == 0 ? "pipeline_a" : "pipeline_b";
+      p.buffers[i] = b.create1(OpCode::LocalAlloc, {}, Type::buffer(t.elem, t.shape, plan.stages),
+                               {{"storage", std::string("smem")}});
+      p.buffers[i]->name = names[i];
     }
     std::vector<Value*> carried;
     for (unsigned k = 0; k < numIters; ++k) carried.push_back(loop.operand(3 + k));
     const Op* yield = body.terminator();
-    for (int j = 0; j < D; ++j) {
+    for (int j = 0; j < ahead; ++j) {
       b.setLoc(loop.loc());
       Value* iv = j == 0 ? lb : b.binary(OpCode::Add, lb, b.constInt(j * plan.step, ivType));
       ValueMap map{{body.arg(0), iv}};
       for (unsigned iter : plan.addressIters) map[body.arg(iter + 1)] = carried[iter];
       cloneSlice(b, plan, map);
       b.setLoc(loop.loc());
-      issueLoads(b, plan, map, b.cmp("lt", iv, ub), buffers, b.i32(j));
+      issueLoads(b, plan, map, b.cmp("lt", iv, ub), p.buffers, b.i32(j));
       for (unsigned iter : plan.addressIters) carried[iter] = mapped(map, yield->operand(iter));
     }
     b.setLoc(loop.loc());
     Value* firstSlot = b.i32(0);
     splice(pre, outer, positionOf(outer, &loop));
 
-    // ---- the loop: rotated addresses and a slot counter are carried ----
     for (unsigned iter : plan.addressIters) loop.setOperand(3 + iter, carried[iter]);
     loop.addOperand(firstSlot);
     loop.addResult(i32, "pipeline_slot");
-    Value* slot = body.addArg(i32, "pipeline_slot");
-    Value* acc = body.arg(plan.accIter + 1);
+    p.slot = body.addArg(i32, "pipeline_slot");
+    return p;
+  }
 
-    Block mid;
-    b.setInsertionBlock(&mid);
-    b.setLoc(plan.dot->loc());
-    b.create(OpCode::AsyncWaitGroup, {}, {}, {{"pendings", int64_t(D - 1)}});
-    Value* views[2];
-    for (int i = 0; i < 2; ++i) {
-      Type view = buffers[i]->type();
-      view.count = 1;
-      views[i] = b.create1(OpCode::LocalView, {buffers[i], slot}, view);
-    }
-    std::vector<ir::NamedAttr> dotAttrs = {{"has_use_acc", int64_t(0)}, {"has_pred", int64_t(0)}};
-    if (plan.dot->hasAttr("input_precision"))
-      dotAttrs.push_back({"input_precision", plan.dot->strAttr("input_precision")});
-    Value* issued = b.create1(OpCode::AsyncDot, {views[0], views[1], acc},
-                              plan.dot->result()->type(), dotAttrs);
-
-    Value* ivAhead = b.binary(OpCode::Add, body.arg(0), b.constInt(D * plan.step, ivType));
+  /// Issues, with `b`, the copies of iteration i + ahead into slot (slot + ahead) mod S; the
+  /// map returned holds that iteration's cloned address values.
+  ValueMap refill(ir::Builder& b, const Plan& plan, const Pipeline& p, SourceLoc loc) {
+    Block& body = *plan.loop->region(0);
+    Type ivType = body.arg(0)->type();
+    Type i32 = Type::scalar(DType::I32);
+    const int S = plan.stages;
+    Value* ivAhead = b.binary(OpCode::Add, body.arg(0), b.constInt(p.ahead * plan.step, ivType));
     ValueMap map{{body.arg(0), ivAhead}};
     cloneSlice(b, plan, map);
-    b.setLoc(plan.dot->loc());
-    // (slot + D) mod S for slot < S, by a compare and subtract (S need not be a power of two,
-    // and a remainder would cost a division every iteration).
-    Value* ahead = b.binary(OpCode::Add, slot, b.i32(D));
+    b.setLoc(loc);
+    // (slot + ahead) mod S for slot < S, by a compare and subtract (S need not be a power of
+    // two, and a remainder would cost a division every iteration).
+    Value* ahead = b.binary(OpCode::Add, p.slot, b.i32(p.ahead));
     Value* writeSlot = b.create1(
         OpCode::Select,
         {b.cmp("ge", ahead, b.i32(S)), b.binary(OpCode::Sub, ahead, b.i32(S)), ahead}, i32);
-    issueLoads(b, plan, map, b.cmp("lt", ivAhead, ub), buffers, writeSlot);
+    issueLoads(b, plan, map, b.cmp("lt", ivAhead, plan.loop->operand(1)), p.buffers, writeSlot);
+    b.setLoc(loc);
+    return map;
+  }
+
+  /// Yields the next slot and the rotated addresses (`map` from refill).
+  void yieldPipeline(ir::Builder& b, const Plan& plan, const Pipeline& p, const ValueMap& map) {
+    Block& body = *plan.loop->region(0);
+    Type i32 = Type::scalar(DType::I32);
+    Value* next = b.binary(OpCode::Add, p.slot, b.i32(1));
+    Value* nextSlot =
+        b.create1(OpCode::Select, {b.cmp("eq", next, b.i32(plan.stages)), b.i32(0), next}, i32);
+    Op* bodyYield = body.terminator();
+    std::vector<Value*> addressYields;
+    for (unsigned iter : plan.addressIters)
+      addressYields.push_back(mapped(map, bodyYield->operand(iter)));
+    for (size_t k = 0; k < plan.addressIters.size(); ++k)
+      bodyYield->setOperand(plan.addressIters[k], addressYields[k]);
+    bodyYield->addOperand(nextSlot);
+  }
+
+  /// A view of slot `slot` of `buffers`.
+  static Value* slotView(ir::Builder& b, Value* buffers, Value* slot) {
+    Type view = buffers->type();
+    view.count = 1;
+    return b.create1(OpCode::LocalView, {buffers, slot}, view);
+  }
+
+  static std::vector<ir::NamedAttr> asyncDotAttrs(const Op& dot) {
+    std::vector<ir::NamedAttr> attrs = {{"has_use_acc", int64_t(0)}, {"has_pred", int64_t(0)}};
+    if (dot.hasAttr("input_precision"))
+      attrs.push_back({"input_precision", dot.strAttr("input_precision")});
+    return attrs;
+  }
+
+  void erase(Block& body, const Op* op) {
+    auto& ops = body.ops();
+    ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(positionOf(body, op)));
+  }
+
+  void rewrite(const Plan& plan) {
+    Op& loop = *plan.loop;
+    Block& body = *loop.region(0);
+    Block& outer = *loop.parentBlock();
+    const char* const names[2] = {"pipeline_a", "pipeline_b"};
+    Pipeline p = startPipeline(plan, plan.stages - 2, names);
+    Value* acc = body.arg(plan.accIter + 1);
+
+    Block mid;
+    ir::Builder b(&mid);
     b.setLoc(plan.dot->loc());
+    b.create(OpCode::AsyncWaitGroup, {}, {}, {{"pendings", int64_t(p.ahead - 1)}});
+    Value* a = slotView(b, p.buffers[0], p.slot);
+    Value* bv = slotView(b, p.buffers[1], p.slot);
+    Value* issued = b.create1(OpCode::AsyncDot, {a, bv, acc}, plan.dot->result()->type(),
+                              asyncDotAttrs(*plan.dot));
+    ValueMap map = refill(b, plan, p, plan.dot->loc());
     Value* retired =
         b.create(OpCode::AsyncDotWait, {issued}, {issued->type()}, {{"pendings", int64_t(1)}})
             ->result();
-    Value* next = b.binary(OpCode::Add, slot, b.i32(1));
-    Value* nextSlot = b.create1(OpCode::Select, {b.cmp("eq", next, b.i32(S)), b.i32(0), next}, i32);
-
-    Op* bodyYield = body.terminator();
-    bodyYield->setOperand(plan.accIter, retired);
-    for (unsigned iter : plan.addressIters)
-      bodyYield->setOperand(iter, mapped(map, yield->operand(iter)));
-    bodyYield->addOperand(nextSlot);
+    body.terminator()->setOperand(plan.accIter, retired);
+    yieldPipeline(b, plan, p, map);
     splice(mid, body, positionOf(body, plan.dot));
 
     // The dot and its loads are replaced; the original address computation is dead now.
-    auto erase = [&](const Op* op) {
-      auto& ops = body.ops();
-      ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(positionOf(body, op)));
-    };
-    if (plan.accumulatingAdd) erase(plan.accumulatingAdd);
-    erase(plan.dot);
-    erase(plan.loads[0]);
-    erase(plan.loads[1]);
+    if (plan.accumulatingAdd) erase(body, plan.accumulatingAdd);
+    erase(body, plan.dot);
+    erase(body, plan.loads[0]);
+    erase(body, plan.loads[1]);
 
     // ---- after the loop: retire the last MMA and drain the (masked-off) copies ----
     Block post;
@@ -473,6 +593,84 @@ private:
     b.create(OpCode::AsyncWaitGroup, {}, {}, {{"pendings", int64_t(0)}});
     wait->result()->name = result->name;
     replaceAllUses(fn_.body, result, wait->result());
+    splice(post, outer, positionOf(outer, &loop) + 1);
+  }
+
+  /// Attention: Q is stored once into a swizzled buffer before the loop; K and V tiles are
+  /// copied S - 1 iterations ahead (both MMAs of an iteration are retired within it, so only
+  /// the slot being read stays off limits). In iteration i:
+  ///
+  ///   async_wait_group(S - 2)                     K_i and V_i have landed (+ fence, barrier)
+  ///   s = async_dot(Q, local_trans(K slot))       K-major B straight from the copy
+  ///   async_load(iteration i + S - 1 -> slot (i - 1) mod S); commit
+  ///   s = async_dot_wait(0, s)                    the softmax reads S
+  ///   ...softmax...
+  ///   o = async_dot(p, V slot, o_in); o = async_dot_wait(0, o)
+  ///
+  /// Slot (i - 1) mod S was last read by iteration i - 1's MMAs, which every warp retired
+  /// before the barrier at the top of iteration i.
+  void rewriteAttention(const Plan& plan) {
+    Op& loop = *plan.loop;
+    Block& body = *loop.region(0);
+    Block& outer = *loop.parentBlock();
+    Value* q = plan.scoreDot->operand(0);
+
+    // Q's buffer, written before the prologue: the first iteration's wait group fences and
+    // meets every thread before the MMA reads it.
+    Block pre;
+    ir::Builder b(&pre);
+    b.setLoc(plan.scoreDot->loc());
+    Value* qBuffer =
+        b.create1(OpCode::LocalAlloc, {}, Type::buffer(q->type().elem, q->type().shape, 1),
+                  {{"storage", std::string("smem")}});
+    qBuffer->name = "pipeline_q";
+    Value* qView = slotView(b, qBuffer, b.i32(0));
+    b.create(OpCode::LocalStore, {qView, q}, {}, {});
+    splice(pre, outer, positionOf(outer, &loop));
+
+    const char* const names[2] = {"pipeline_k", "pipeline_v"};
+    Pipeline p = startPipeline(plan, plan.stages - 1, names);
+
+    Block mid;
+    b.setInsertionBlock(&mid);
+    b.setLoc(plan.scoreDot->loc());
+    b.create(OpCode::AsyncWaitGroup, {}, {}, {{"pendings", int64_t(p.ahead - 1)}});
+    Value* k = slotView(b, p.buffers[0], p.slot);
+    Type kt = k->type();
+    std::swap(kt.shape[0], kt.shape[1]);
+    Value* kTrans = b.create1(OpCode::LocalTrans, {k}, kt, {{"order", std::vector<int64_t>{1, 0}}});
+    Value* s = b.create1(OpCode::AsyncDot, {qView, kTrans, plan.scoreDot->operand(2)},
+                         plan.scoreDot->result()->type(), asyncDotAttrs(*plan.scoreDot));
+    ValueMap map = refill(b, plan, p, plan.scoreDot->loc());
+    Op* sWait = b.create(OpCode::AsyncDotWait, {s}, {s->type()}, {{"pendings", int64_t(0)}});
+    sWait->result()->name = plan.scoreDot->result()->name;
+    replaceAllUses(body, plan.scoreDot->result(), sWait->result());
+    yieldPipeline(b, plan, p, map);
+    // yieldPipeline's ops (the next slot) may sit here: they read only the slot.
+    splice(mid, body, positionOf(body, plan.scoreDot));
+
+    Block late;
+    b.setInsertionBlock(&late);
+    b.setLoc(plan.dot->loc());
+    Value* v = slotView(b, p.buffers[1], p.slot);
+    Value* o = b.create1(OpCode::AsyncDot, {plan.dot->operand(0), v, plan.dot->operand(2)},
+                         plan.dot->result()->type(), asyncDotAttrs(*plan.dot));
+    Op* oWait = b.create(OpCode::AsyncDotWait, {o}, {o->type()}, {{"pendings", int64_t(0)}});
+    oWait->result()->name = plan.dot->result()->name;
+    replaceAllUses(body, plan.dot->result(), oWait->result());
+    splice(late, body, positionOf(body, plan.dot));
+
+    erase(body, plan.dot);
+    erase(body, plan.scoreDot);
+    erase(body, plan.kTrans);
+    erase(body, plan.loads[0]);
+    erase(body, plan.loads[1]);
+
+    // Drain the (masked-off) copies issued past the end.
+    Block post;
+    b.setInsertionBlock(&post);
+    b.setLoc(loop.loc());
+    b.create(OpCode::AsyncWaitGroup, {}, {}, {{"pendings", int64_t(0)}});
     splice(post, outer, positionOf(outer, &loop) + 1);
   }
 

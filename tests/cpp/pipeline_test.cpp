@@ -303,6 +303,160 @@ TEST(SoftwarePipeline, AccumulatingAddOfADotIsPipelined) {
     }
 }
 
+/// kernels/attention.py's kernel with the strides the JIT passes for contiguous [Z, H, N, D]
+/// fp16 tensors (the unit strides folded away by the signature).
+CompiledKernel compileAttention(Target target, Stage stage, int headDim, bool causal, int numStages,
+                                int numWarps = 8) {
+  CompileRequest req;
+  req.files.push_back({"kernels/attention.py", readRepoFile("kernels/attention.py")});
+  req.kernel = "attention_fwd_kernel";
+  req.signature = parseSignature(
+      "q_ptr:*fp16:16,k_ptr:*fp16:16,v_ptr:*fp16:16,out_ptr:*fp16:16,lse_ptr:*fp32:16,"
+      "sm_scale:fp32,stride_qz:i32:16,stride_qh:i32:16,stride_qm:i32:16,stride_kz:i32:16,"
+      "stride_kh:i32:16,stride_kn:i32:16,stride_vz:i32:16,stride_vh:i32:16,stride_vn:i32:16,"
+      "stride_oz:i32:16,stride_oh:i32:16,stride_om:i32:16,H:i32,N_CTX:i32,HEAD_DIM=" +
+      std::to_string(headDim) + ",BLOCK_M=128,BLOCK_N=64,CAUSAL=" + (causal ? "True" : "False"));
+  req.options.target = target;
+  req.options.numWarps = numWarps;
+  req.options.numStages = numStages;
+  req.stage = stage;
+  return compile(req);
+}
+
+TEST(AttentionPipeline, LoopBecomesCpAsyncAndTwoAsyncWgmmas) {
+  for (int d : {64, 128}) {
+    CompiledKernel k = compileAttention(Target::SM90a, Stage::TileIR, d, d == 128, 3);
+    const std::string& ir = k.tileIR;
+    std::string ds = std::to_string(d);
+    // Q once, K and V in three slots each.
+    EXPECT_EQ(count(ir, "buffer<1x128x" + ds + "xfp16, smem>"), 2) << ir; // alloc and view
+    EXPECT_EQ(count(ir, "local_alloc {storage = \"smem\"} : buffer<3x64x" + ds + "xfp16, smem>"), 2)
+        << ir;
+    EXPECT_EQ(count(ir, "local_store "), 1) << ir;
+    // Two iterations copied ahead in the prologue, one in the loop; K and V each.
+    EXPECT_EQ(count(ir, "async_load "), 6) << ir;
+    EXPECT_EQ(count(ir, "async_commit_group"), 3) << ir;
+    EXPECT_EQ(count(ir, "async_wait_group {pendings = 1}"), 1) << ir;
+    EXPECT_EQ(count(ir, "async_wait_group {pendings = 0}"), 1) << ir;
+    EXPECT_EQ(count(ir, "local_trans "), 1) << ir;
+    EXPECT_EQ(count(ir, "async_dot "), 2) << ir;
+    EXPECT_TRUE(std::regex_search(ir, std::regex("async_dot_wait [^\\n]*\\{pendings = 0\\}")))
+        << ir;
+    EXPECT_FALSE(std::regex_search(ir, std::regex("= dot "))) << ir;
+    // Q's load stays (it is stored to the buffer); K and V are only copied.
+    EXPECT_EQ(count(ir, "= load "), 1) << ir;
+  }
+}
+
+TEST(AttentionPipeline, OtherTargetsAndOneStageAreLeftAlone) {
+  for (Target t : {Target::SM80, Target::SM100a}) {
+    CompiledKernel k = compileAttention(t, Stage::TileIR, 64, false, 3);
+    EXPECT_EQ(count(k.tileIR, "async_load"), 0) << targetName(t);
+    EXPECT_EQ(count(k.tileIR, "= dot "), 2) << targetName(t);
+  }
+  CompiledKernel k = compileAttention(Target::SM90a, Stage::TileIR, 64, false, 1);
+  EXPECT_EQ(count(k.tileIR, "async_load"), 0);
+  EXPECT_EQ(count(k.tileIR, "= dot "), 2);
+}
+
+TEST(AttentionPipeline, InterpreterRunsThePipelinedAttention) {
+  // Odd sequence lengths (the last key block partly masked, query rows past the end), one key
+  // (every prologue copy but the first masked off), causal or not, D = 64 and 128.
+  struct Case {
+    int n, d;
+    bool causal;
+  };
+  for (Case c : {Case{200, 64, false}, Case{200, 64, true}, Case{77, 128, false},
+                 Case{130, 128, true}, Case{1, 64, true}}) {
+    SCOPED_TRACE(std::to_string(c.n) + " " + std::to_string(c.d) + (c.causal ? " causal" : ""));
+    CompiledKernel k = compileAttention(Target::SM90a, Stage::TileIR, c.d, c.causal, 3);
+    ASSERT_EQ(count(k.tileIR, "async_dot "), 2) << k.tileIR;
+    const int H = 2, N = c.n, D = c.d;
+    std::mt19937 rng(N * 31 + D + c.causal);
+    std::normal_distribution<float> normal;
+    size_t elems = size_t(H) * N * D;
+    std::vector<uint16_t> q(elems), kk(elems), v(elems), out(elems, 0xFFFF);
+    std::vector<float> qf(elems), kf(elems), vf(elems), lse(size_t(H) * N, NAN);
+    for (size_t i = 0; i < elems; ++i) {
+      q[i] = interp::floatToHalf(normal(rng));
+      kk[i] = interp::floatToHalf(normal(rng));
+      v[i] = interp::floatToHalf(normal(rng));
+      qf[i] = interp::halfToFloat(q[i]);
+      kf[i] = interp::halfToFloat(kk[i]);
+      vf[i] = interp::halfToFloat(v[i]);
+    }
+    const double smScale = 1.0 / std::sqrt(double(D));
+    auto buf = [](auto& vec) { return InterpArg::buffer(vec.data(), vec.size() * sizeof(vec[0])); };
+    std::vector<InterpArg> args = {buf(q),   buf(kk),  buf(v),
+                                   buf(out), buf(lse), InterpArg::real(smScale)};
+    for (int t = 0; t < 4; ++t) { // q, k, v, out strides: z, h, m
+      args.push_back(InterpArg::integer(int64_t(H) * N * D));
+      args.push_back(InterpArg::integer(int64_t(N) * D));
+      args.push_back(InterpArg::integer(D));
+    }
+    args.push_back(InterpArg::integer(H));
+    args.push_back(InterpArg::integer(N));
+    int grid[3] = {(N + 127) / 128, H, 1};
+    interpret(k, grid, args);
+    double errSq = 0, refSq = 0;
+    for (int h = 0; h < H; ++h)
+      for (int m = 0; m < N; ++m) {
+        size_t row = size_t(h) * N + m;
+        std::vector<double> s(N);
+        double mx = -INFINITY;
+        int keys = c.causal ? m + 1 : N;
+        for (int n = 0; n < keys; ++n) {
+          double dot = 0;
+          for (int d = 0; d < D; ++d)
+            dot += double(qf[row * D + d]) * kf[(size_t(h) * N + n) * D + d];
+          s[n] = dot * smScale;
+          mx = std::max(mx, s[n]);
+        }
+        double total = 0;
+        for (int n = 0; n < keys; ++n) total += std::exp(s[n] - mx);
+        double lseRef = (mx + std::log(total)) / std::log(2.0);
+        ASSERT_NEAR(lse[row], lseRef, 1e-4 * std::max(1.0, std::abs(lseRef))) << h << " " << m;
+        for (int d = 0; d < D; ++d) {
+          double ref = 0;
+          for (int n = 0; n < keys; ++n)
+            ref += std::exp(s[n] - mx) / total * vf[(size_t(h) * N + n) * D + d];
+          double got = interp::halfToFloat(out[row * D + d]);
+          ASSERT_TRUE(std::isfinite(got)) << h << " " << m << " " << d;
+          errSq += (got - ref) * (got - ref);
+          refSq += ref * ref;
+        }
+      }
+    EXPECT_LT(std::sqrt(errSq / refSq), 2e-3);
+  }
+}
+
+TEST(AttentionPipeline, PtxHasCpAsyncWgmmaFromSwizzledBuffersAndNoSpills) {
+  for (int d : {64, 128})
+    for (bool causal : {false, true}) {
+      SCOPED_TRACE(std::to_string(d) + (causal ? " causal" : ""));
+      CompiledKernel k = compileAttention(Target::SM90a, Stage::Cubin, d, causal, 3);
+      const std::string& ptx = k.ptx;
+      // A 64xD fp16 tile is 8D 16-byte copies, D/32 per thread of 256; K and V, in the
+      // prologue's two iterations and the loop's one.
+      EXPECT_EQ(count(ptx, "cp.async.cg.shared.global"), 3 * 2 * (d / 32)) << ptx;
+      EXPECT_EQ(count(ptx, "cp.async.wait_group 1;"), 1);
+      // S = Q K^T: 64x64 per warp group, k = D in steps of 16, both operands from buffers;
+      // O += P V: 64xD per warp group, k = 64 in steps of 16, P from registers.
+      int n64 = count(ptx, "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16");
+      if (d == 64) {
+        EXPECT_EQ(n64, 4 + 4);
+      } else {
+        EXPECT_EQ(n64, d / 16);
+        EXPECT_EQ(count(ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"), 4);
+      }
+      EXPECT_EQ(count(ptx, "wgmma.wait_group.sync.aligned 0;"), 2);
+      // 128-byte swizzle: mode 1 in descriptor bits 62-63.
+      EXPECT_NE(ptx.find("4611686"), std::string::npos) << ptx;
+      EXPECT_EQ(k.spillBytes, 0) << k.ptxasLog;
+      EXPECT_FALSE(k.cubin.empty());
+    }
+}
+
 const char* kAsyncLoadSource =
     "import warpweave as ww\n"
     "import warpweave.language as tl\n"
