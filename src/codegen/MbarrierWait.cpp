@@ -38,22 +38,21 @@ std::string taskLabel(const ir::Op& op) {
   return {};
 }
 
-/// Whether another CTA of the cluster can complete a phase of the barrier `bar`: a remote
-/// barrier_arrive or a multicast TMA load signals a barrier of the same alloc_barriers (the peer
-/// addresses it at the same offset). A barrier whose allocation is not known counts as signalled.
-bool signalledByPeers(const ir::Function& fn, const ir::Value* bar) {
+/// Whether a peer CTA of the cluster arrives on the barrier `bar`: a remote barrier_arrive on a
+/// barrier of the same alloc_barriers (the peer addresses it at the same offset). A barrier whose
+/// allocation is not known counts as arrived on. A multicast TMA load does not count: it
+/// completes each destination CTA's own barrier, as a local copy does (the usual multicast
+/// pipelines wait at CTA scope), and cluster scope costs an L1 invalidation (CCTL.IVALL in the
+/// SASS) after every wait.
+bool arrivedOnByPeers(const ir::Function& fn, const ir::Value* bar) {
   if (fn.numCtas < 2) return false;
   const ir::Op* root = barrierRoot(bar);
-  auto sameBarriers = [root](const ir::Value* v) { return !root || barrierRoot(v) == root; };
-  bool signalled = false;
+  bool arrived = false;
   ir::walk(fn.body, [&](const ir::Op& op) {
-    if (signalled) return;
-    if (op.code() == ir::OpCode::BarrierArrive && op.intAttr("has_remote_cta_rank"))
-      signalled = sameBarriers(op.operand(0));
-    else if (op.code() == ir::OpCode::AsyncDescLoad && op.intAttr("multicast_mask"))
-      signalled = sameBarriers(op.operand(2));
+    if (!arrived && op.code() == ir::OpCode::BarrierArrive && op.intAttr("has_remote_cta_rank"))
+      arrived = !root || barrierRoot(op.operand(0)) == root;
   });
-  return signalled;
+  return arrived;
 }
 
 /// `text` with printf's conversion character escaped.
@@ -77,7 +76,7 @@ void FunctionLowering::waitForBarrierPhase(const ir::Op& op, const std::string& 
   // The default semantics acquire at CTA scope: enough for arrivals of this CTA's threads and
   // its own TMA copies, but a peer CTA's writes, released at cluster scope by its remote
   // arrive, are only visible after an acquire at cluster scope.
-  const std::string tryWait = signalledByPeers(fn_, op.operand(0))
+  const std::string tryWait = arrivedOnByPeers(fn_, op.operand(0))
                                   ? "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64"
                                   : "mbarrier.try_wait.parity.shared::cta.b64";
   const int64_t maxTries = options_.mbarrierTrapTries;

@@ -30,6 +30,26 @@ const char* kRelaySource =
     "    tlx.barrier_wait(local[0], 0)\n"                                       // 16
     "    tl.store(out_ptr + tl.program_id(0) * BLOCK + offs, offs + rank)\n";   // 17
 
+/// Each CTA multicasts half a tile into both CTAs of the cluster; no remote arrive.
+const char* kMulticastSource =
+    "import warpweave as ww\n"
+    "import warpweave.language as tl\n"
+    "from warpweave import tlx\n"
+    "\n"
+    "\n"
+    "@ww.jit\n"
+    "def halves(in_desc, out_desc):\n"
+    "    bufs = tlx.local_alloc((64, 64), tl.float16, 2)\n"
+    "    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)\n"
+    "    rank = tlx.cluster_cta_rank()\n"
+    "    tlx.barrier_expect_bytes(bars[0], 2 * 64 * 64 * 2)\n"
+    "    tlx.async_descriptor_load(in_desc, bufs[rank], [rank * 64, 0], bars[0],\n"
+    "                              multicast_targets=[0, 1])\n"
+    "    tlx.barrier_wait(bars[0], 0)\n"
+    "    tlx.async_descriptor_store(out_desc, bufs[1 - rank], [tl.program_id(0) * 64, 0])\n"
+    "    tlx.async_descriptor_store_wait(0)\n"
+    "    tlx.cluster_barrier()\n";
+
 /// No cluster ops: only the header says the kernel runs in clusters.
 const char* kPlainSource = "import warpweave as ww\n"
                            "import warpweave.language as tl\n"
@@ -41,11 +61,12 @@ const char* kPlainSource = "import warpweave as ww\n"
                            "    tl.store(out_ptr + tl.program_id(0) * BLOCK + offs, offs)\n";
 
 CompiledKernel compileSource(const char* text, const std::string& kernel, Target target,
-                             int numCtas, int trapTries = 0) {
+                             int numCtas, int trapTries = 0,
+                             const std::string& signature = "out_ptr:*i32, BLOCK=128") {
   CompileRequest req;
   req.files.push_back({"cluster.py", text});
   req.kernel = kernel;
-  req.signature = parseSignature("out_ptr:*i32, BLOCK=128");
+  req.signature = parseSignature(signature);
   req.options.target = target;
   req.options.numCtas = numCtas;
   req.options.mbarrierTrapTries = trapTries;
@@ -120,6 +141,21 @@ TEST(ClusterCodegen, WaitsOnRemotelySignalledBarriersAcquireAtClusterScope) {
     EXPECT_LT(remoteArrive, k.ptx.find(kClusterWait));
     EXPECT_LT(k.ptx.find(kClusterWait), localArrive);
     EXPECT_LT(localArrive, k.ptx.find(kCtaWait));
+  }
+}
+
+TEST(ClusterCodegen, WaitsOnMulticastCopiesStayCtaScoped) {
+  // The copy completes each destination CTA's own barrier: nothing for a cluster-scope acquire
+  // to add but an L1 invalidation.
+  for (Target t : {Target::SM90a, Target::SM100a}) {
+    SCOPED_TRACE(targetName(t));
+    CompiledKernel k = compileSource(kMulticastSource, "halves", t, 2, 0,
+                                     "in_desc:desc<fp16,64x64>, out_desc:desc<fp16,64x64>");
+    EXPECT_FALSE(k.cubin.empty()) << k.ptxasLog << k.ptx;
+    EXPECT_NE(k.ptx.find(".multicast::cluster"), std::string::npos) << k.ptx;
+    EXPECT_EQ(count(k.ptx, kClusterWait), 0) << k.ptx;
+    EXPECT_EQ(count(k.ptx, kCtaWait), 1) << k.ptx;
+    EXPECT_NE(header(k.ptx).find(".reqnctapercluster 2, 1, 1\n"), std::string::npos) << k.ptx;
   }
 }
 
