@@ -11,6 +11,12 @@
 // and copy completions carry between agents; an access not ordered after a conflicting one, a
 // read of bytes a copy or nothing has written, or a write over bytes an unretired async_dot
 // reads is an InterpreterError at the kernel's line.
+//
+// An agent of several warp groups (num_warps > 4, of the program or of its task) runs as one, but
+// wgmma.wait_group waits only for the calling warp group's own wgmmas: a dot retired by
+// async_dot_wait stays unretired for the agent's own later writes (a one-thread TMA issue, or
+// another group's threads) until a barrier of all its threads. ir::lowersWithAgentBarrier says
+// which ops codegen lowers with one.
 #include "interp/Elementwise.h"
 #include "interp/Executor.h"
 
