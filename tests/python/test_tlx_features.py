@@ -310,6 +310,16 @@ def test_local_store_is_one_step_of_the_warp_group():
     assert "bar.sync" in body[first_store:first_load]
 
 
+@pytest.mark.parametrize("r,c,orow,ocol,sr,sc", [
+    (64, 64, 32, 0, 32, 64), (64, 64, 0, 32, 64, 32), (64, 128, 16, 64, 16, 64),
+    (32, 64, 8, 48, 8, 16)])
+def test_slice_load_ptx_reads_the_slice(r, c, orow, ocol, sr, sc):
+    k = compile_here("slice_load", SLICE_SIG.format(r, c, orow, ocol, sr, sc))
+    x = np.arange(r * c, dtype=np.int64).reshape(r, c)
+    out = run_straight_line_ptx(k.ptx, 128, {0: x.reshape(-1), 1: None}, elem_bytes=2)
+    np.testing.assert_array_equal(out[1].reshape(sr, sc), x[orow:orow + sr, ocol:ocol + sc])
+
+
 @pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
 @pytest.mark.parametrize("r,c", [(64, 64), (32, 32)])
 def test_store_into_a_slice_cutting_the_swizzle(target, r, c):
@@ -342,6 +352,10 @@ def test_cluster_kernel_ptx(target):
     assert "%cluster_ctarank" in ptx and "%cluster_nctarank" in ptx
     assert re.search(r"mapa\.shared::cluster\.u32\s+%r\d+, %r\d+, %r\d+;", ptx), ptx
     assert "mbarrier.arrive.release.cluster.shared::cluster.b64" in ptx
+    # The peer's arrive releases at cluster scope, so the wait acquires at cluster scope; the
+    # header declares the cluster shape the launcher uses.
+    assert "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64" in ptx
+    assert ".explicitcluster\n.reqnctapercluster 2, 1, 1\n" in ptx
     # Barrier inits are visible cluster-wide before a peer can arrive; the closing barrier.
     init = ptx.index("mbarrier.init.shared::cta.b64")
     arrive = ptx.index("mbarrier.arrive.release.cluster")
