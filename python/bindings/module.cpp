@@ -239,13 +239,14 @@ const char* const kOptionNames[kNumOptions] = {"num_warps", "num_stages", "ctas_
 
 /// The first word each value adds to a key; a second word or a compared object follows.
 enum KeyTag : uint64_t {
-  kTagTensor = 1, // + dtype object; bit 8: address divisible by 16
+  kTagTensor = 1, // + the dtype's address (the entry pins it); bit 8: address divisible by 16
   kTagInt,        // + class: == 1, i32/i64/u64, divisible by 16
   kTagFloat,
   kTagBool,
   kTagIntValue,  // + the value (constexprs, options)
   kTagSingleton, // + the address of None, True or False
   kTagObject,    // + the type's address, and the object, compared with ==
+  kTagNoOptions, // no launch option given (instead of one constant per option)
 };
 
 /// What one call computed: the bound values, the key, and the launch values of runtime params.
@@ -257,7 +258,7 @@ struct CallState {
   uint64_t bits[kMaxFastParams];                   // addresses, ints, bools
   double reals[kMaxFastParams];                    // floats
   uint8_t tags[kMaxFastParams];                    // KeyTag of each runtime param
-  PyObject* held[kMaxFastParams]; // owned: tensor dtypes, alive while `objects` points to them
+  PyObject* held[kMaxFastParams]; // owned: tensor dtypes, whose addresses are in `words`
   int numHeld = 0;
   PyObject* device = nullptr; // owned: torch's current device index
   int numWords = 0;
@@ -380,12 +381,15 @@ public:
     type_ = PyType_Check(type) ? reinterpret_cast<PyTypeObject*>(type) : nullptr;
     names_[0] = isCudaName, names_[1] = dtypeName, names_[2] = dataPtrName;
     tag_ = 0;
+    direct_ = false;
   }
 
+  /// Checks the descriptors against the type as it is now: once per launch, before its reads.
+  void refresh() { direct_ = current(); }
   PyObject* isCuda(PyObject* v) { return get(v, 0); }
   PyObject* dtype(PyObject* v) { return get(v, 1); }
   PyObject* dataPtr(PyObject* v) {
-    if (!current() || !method_.is_valid() || mayShadow(v))
+    if (!direct_ || !method_.is_valid() || mayShadow(v))
       return PyObject_CallMethodNoArgs(v, names_[2]);
     return PyObject_Vectorcall(method_.ptr(), &v, 1, nullptr);
   }
@@ -399,6 +403,7 @@ public:
     method_ = nb::object();
     type_ = nullptr;
     tag_ = 0;
+    direct_ = false;
   }
 
 private:
@@ -418,8 +423,8 @@ private:
     return tag_ != 0;
   }
   PyObject* get(PyObject* v, int i) {
-    if (!current() || !getters_[i].is_valid()) return PyObject_GetAttr(v, names_[i]);
     PyObject* d = getters_[i].ptr();
+    if (!direct_ || !d) return PyObject_GetAttr(v, names_[i]);
     return Py_TYPE(d)->tp_descr_get(d, v, reinterpret_cast<PyObject*>(type_));
   }
   /// An instance dict (which Python searches before a method descriptor) may exist.
@@ -432,6 +437,7 @@ private:
 
   PyTypeObject* type_ = nullptr; // borrowed: the launcher holds the type
   unsigned int tag_ = 0;
+  bool direct_ = false;     // the last refresh() found the descriptors current
   PyObject* names_[3] = {}; // borrowed from the launcher
   nb::object getters_[2];   // is_cuda, dtype
   nb::object method_;       // data_ptr
@@ -441,6 +447,7 @@ private:
 struct FastEntry {
   std::vector<uint64_t> words;
   std::vector<PyObject*> objects;
+  std::vector<PyObject*> pinned; // tensor dtypes, whose addresses are in words
   /// A weak reference to the Python CompiledKernel that every launch returns: the @jit
   /// function's cache owns it, and a strong one would close a cycle through the function.
   PyObject* compiledRef = nullptr;
@@ -454,6 +461,7 @@ struct FastEntry {
   FastEntry& operator=(const FastEntry&) = delete;
   ~FastEntry() { // entries are dropped only from calls into the extension, with the GIL held
     for (PyObject* o : objects) Py_DECREF(o);
+    for (PyObject* o : pinned) Py_DECREF(o);
     Py_XDECREF(compiledRef);
     Py_XDECREF(options);
   }
@@ -513,6 +521,7 @@ public:
   void clear() {
     entries_.clear();
     numEntries_ = 0;
+    recent_ = nullptr;
   }
 
   /// The cyclic GC's view: a grid or stream function may reach back to the @jit function.
@@ -525,6 +534,7 @@ public:
     for (const auto& [hash, bucket] : entries_)
       for (const auto& e : bucket) {
         for (PyObject* o : e->objects) Py_VISIT(o);
+        for (PyObject* o : e->pinned) Py_VISIT(o);
         Py_VISIT(e->options);
         Py_VISIT(e->compiledRef);
       }
@@ -625,9 +635,14 @@ private:
         st.values[i] = defaults_[i].ptr();
       }
     if (!envAllowsFastPath()) return false;
-    for (PyObject* o : st.options)
-      if (!st.addConstant(o ? o : Py_None)) return false;
+    if (!st.options[0] && !st.options[1] && !st.options[2] && !st.options[3]) {
+      st.add(kTagNoOptions);
+    } else {
+      for (PyObject* o : st.options)
+        if (!st.addConstant(o ? o : Py_None)) return false;
+    }
     PyObject* tensorType = tensorType_.ptr();
+    if (tensorType) tensors_.refresh();
     for (size_t i = 0; i < n; ++i) {
       PyObject* v = st.values[i];
       if (constexprs_[i] || v == Py_None) {
@@ -649,9 +664,10 @@ private:
         if (st.bits[i] == ~uint64_t{0}) return clearAndRefuse();
         PyObject* dtype = tensors_.dtype(v);
         if (!dtype) return clearAndRefuse();
+        // By identity (torch's dtypes are singletons): no hash, no == on a hit.
         st.held[st.numHeld++] = dtype;
         st.add(kTagTensor | (specialize_[i] && st.bits[i] % 16 == 0 ? 0x100 : 0));
-        if (!st.addObject(dtype)) return false;
+        st.add(reinterpret_cast<uintptr_t>(dtype));
         st.tags[i] = kTagTensor;
       } else if (t == &PyLong_Type) {
         uint64_t cls;
@@ -714,14 +730,23 @@ private:
   /// The live entry for st's key (valid until the entries change); entries whose
   /// CompiledKernel is gone are dropped here.
   const std::shared_ptr<FastEntry>* find(const CallState& st) {
+    // Launches mostly repeat the last key: that entry first, without the map.
+    if (recent_ && recentHash_ == st.hash && (*recent_)->matches(st) &&
+        PyWeakref_GetObject((*recent_)->compiledRef) != Py_None)
+      return recent_;
     auto it = entries_.find(st.hash);
     if (it == entries_.end()) return nullptr;
     std::vector<std::shared_ptr<FastEntry>>& bucket = it->second;
     for (size_t i = 0; i < bucket.size(); ++i) {
       if (!bucket[i]->matches(st)) continue;
-      if (PyWeakref_GetObject(bucket[i]->compiledRef) != Py_None) return &bucket[i];
+      if (PyWeakref_GetObject(bucket[i]->compiledRef) != Py_None) {
+        recent_ = &bucket[i];
+        recentHash_ = st.hash;
+        return recent_;
+      }
       bucket.erase(bucket.begin() + static_cast<std::ptrdiff_t>(i));
       --numEntries_;
+      recent_ = nullptr;
       return nullptr;
     }
     return nullptr;
@@ -729,8 +754,12 @@ private:
 
   bool gridFromFunction(PyObject* grid, const CallState& st, const FastEntry& e, unsigned g[3]) {
     if (!PyCallable_Check(grid)) return false;
-    // Sized up front: the dict never grows while it is filled.
+      // Sized up front: the dict never grows while it is filled.
+#if PY_VERSION_HEX < 0x030D0000
     nb::object meta = nb::steal(_PyDict_NewPresized(static_cast<Py_ssize_t>(names_.size()) + 3));
+#else
+    nb::object meta = nb::steal(PyDict_New());
+#endif
     if (!meta.is_valid()) throw nb::python_error();
     for (size_t i = 0; i < names_.size(); ++i)
       if (PyDict_SetItem(meta.ptr(), names_[i].ptr(), st.values[i]) < 0) throw nb::python_error();
@@ -830,6 +859,10 @@ private:
       Py_INCREF(st.objects[i]);
       e->objects.push_back(st.objects[i]);
     }
+    for (int i = 0; i < st.numHeld; ++i) {
+      Py_INCREF(st.held[i]);
+      e->pinned.push_back(st.held[i]);
+    }
     e->compiledRef = PyWeakref_NewRef(compiled.ptr(), nullptr);
     if (!e->compiledRef) {
       PyErr_Clear();
@@ -841,6 +874,7 @@ private:
     if (numEntries_ >= kMaxEntries) clear();
     entries_[st.hash].push_back(std::move(e));
     ++numEntries_;
+    recent_ = nullptr; // the bucket's vector may have moved
   }
 
   std::string name_;
@@ -856,6 +890,9 @@ private:
   TensorReader tensors_;
   std::unordered_map<uint64_t, std::vector<std::shared_ptr<FastEntry>>> entries_;
   size_t numEntries_ = 0;
+  /// The entry the last find() returned, inside entries_ (reset whenever they change).
+  const std::shared_ptr<FastEntry>* recent_ = nullptr;
+  uint64_t recentHash_ = 0;
 };
 
 /// kernel[grid]: a FastLauncher bound to one grid, called through vectorcall.
