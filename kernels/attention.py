@@ -41,11 +41,12 @@ def attend_block_range(acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_vn, o
         m_new = tl.maximum(m_i, tl.max(qk, axis=1))
         p = tl.exp2(qk - m_new[:, None])
         alpha = tl.exp2(m_i - m_new)
-        l_i = l_i * alpha + tl.sum(p, axis=1)
         v = tl.load(v_base + keys[:, None] * stride_vn + offs_d[None, :],
                     mask=key_valid[:, None], other=0.0)
         acc = acc * alpha[:, None]
         acc = tl.dot(p.to(v.dtype), v, acc)
+        # After the dot: on sm_90a its MMA runs while the row sums are reduced.
+        l_i = l_i * alpha + tl.sum(p, axis=1)
         m_i = m_new
     return acc, l_i, m_i
 

@@ -650,7 +650,7 @@ def attention(q, k, v, causal=False, sm_scale=None, return_lse=False):
         if place.on_gpu:
             # 8 warps (two warp groups of 64 query rows) for every head size; on sm_90a the
             # loop is software-pipelined (K and V copied two blocks ahead into three slots, Q in
-            # shared memory): 144 registers at HEAD_DIM=64, 192-220 at 128, no spills (ptxas,
+            # shared memory): 144 registers at HEAD_DIM=64, 191-192 at 128, no spills (ptxas,
             # tests/python/test_attention_pipeline.py).
             config = dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3)
         else:

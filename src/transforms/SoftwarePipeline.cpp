@@ -426,6 +426,17 @@ private:
     b.create1(OpCode::AsyncCommitGroup, {}, Type::token());
   }
 
+  /// Whether `op`, or an op nested in it, reads `v`.
+  static bool reads(Op& op, const Value* v) {
+    bool found = false;
+    for (Value* o : op.operands()) found |= o == v;
+    for (unsigned r = 0; r < op.numRegions(); ++r)
+      walk(*op.region(r), [&](Op& inner) {
+        for (Value* o : inner.operands()) found |= o == v;
+      });
+    return found;
+  }
+
   /// Moves the ops of `from` into `to` before position `at`.
   static void splice(Block& from, Block& to, size_t at) {
     auto& src = from.ops();
@@ -605,7 +616,9 @@ private:
   ///   async_load(iteration i + S - 1 -> slot (i - 1) mod S); commit
   ///   s = async_dot_wait(0, s)                    the softmax reads S
   ///   ...softmax...
-  ///   o = async_dot(p, V slot, o_in); o = async_dot_wait(0, o)
+  ///   o = async_dot(p, V slot, o_in)
+  ///   ...what does not read o (the row sums of p)...
+  ///   o = async_dot_wait(0, o)
   ///
   /// Slot (i - 1) mod S was last read by iteration i - 1's MMAs, which every warp retired
   /// before the barrier at the top of iteration i.
@@ -655,9 +668,20 @@ private:
     Value* v = slotView(b, p.buffers[1], p.slot);
     Value* o = b.create1(OpCode::AsyncDot, {plan.dot->operand(0), v, plan.dot->operand(2)},
                          plan.dot->result()->type(), asyncDotAttrs(*plan.dot));
+    // P V is retired just before its result is first read (the yield, in kernels/attention.py),
+    // so that what comes between (the row sums of P) runs while the MMA does.
+    const Op* firstUser = body.terminator();
+    for (size_t i = positionOf(body, plan.dot) + 1; i < body.ops().size(); ++i)
+      if (reads(*body.ops()[i], plan.dot->result())) {
+        firstUser = body.ops()[i].get();
+        break;
+      }
+    Block retire;
+    b.setInsertionBlock(&retire);
     Op* oWait = b.create(OpCode::AsyncDotWait, {o}, {o->type()}, {{"pendings", int64_t(0)}});
     oWait->result()->name = plan.dot->result()->name;
     replaceAllUses(body, plan.dot->result(), oWait->result());
+    splice(retire, body, positionOf(body, firstUser));
     splice(late, body, positionOf(body, plan.dot));
 
     erase(body, plan.dot);
