@@ -17,7 +17,9 @@ is reported beside them. Needs PyTorch and a CUDA GPU; Triton is optional.
 
 needs neither: the runtime loads the stand-in driver of tools/cuda_stub (WARPWEAVE_LIBCUDA),
 whose entry points return at once, and tensors are stand-ins with torch's attributes, so the
-table is warpweave's own host cost per launch (ns), with the driver's taken out.
+table is warpweave's own host cost per launch (ns), with the driver's taken out. With
+--instructions it counts instructions per call under valgrind (callgrind) instead: exact, and
+unmoved by whatever else the host is running.
 """
 
 from __future__ import annotations
@@ -278,8 +280,9 @@ class StubTensor(int, metaclass=StubFloat32):
     data_ptr = int.conjugate
 
 
-def stub_launch_overheads(quick):
-    """Host ns per launch with the stub driver: warpweave's own cost, nothing of the GPU's."""
+def stub_cases(cache_dir=None):
+    """The stub driver loaded, kernels compiled, every case run once and checked against what
+    the stub received: (cases, compiled add4, its launch values, stream)."""
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     sys.path.insert(0, os.path.join(repo, "tools", "cuda_stub"))
     import cuda_stub
@@ -287,7 +290,11 @@ def stub_launch_overheads(quick):
     lib = cuda_stub.build()
     os.environ["WARPWEAVE_LIBCUDA"] = lib  # read at the runtime's first driver call
     os.environ.setdefault("WARPWEAVE_TARGET", "sm_90a")
-    os.environ["WARPWEAVE_CACHE_DISABLE"] = "1"
+    if cache_dir:
+        os.environ["WARPWEAVE_CACHE_DIR"] = cache_dir
+        os.environ.pop("WARPWEAVE_CACHE_DISABLE", None)
+    else:
+        os.environ["WARPWEAVE_CACHE_DISABLE"] = "1"
     import importlib
 
     import warpweave as ww
@@ -334,7 +341,12 @@ def stub_launch_overheads(quick):
         assert tuple(r.grid) == (1, 1, 1) and r.stream == stream and tuple(r.block) == (128, 1, 1)
         assert stub.last_params() == args, f"{name}: the stub got {stub.last_params()}"
     stub.record_params([])
+    return cases, compiled, args, stream
 
+
+def stub_launch_overheads(quick):
+    """Host ns per launch with the stub driver: warpweave's own cost, nothing of the GPU's."""
+    cases, compiled, args, stream = stub_cases()
     per_burst, bursts = 1000, (20 if quick else 60)
     timed = dict(cases)
     timed["driver_cuLaunchKernel_cpp"] = None
@@ -353,7 +365,45 @@ def stub_launch_overheads(quick):
     # is the one least disturbed.
     return {"ns_per_call": {name: median(v) for name, v in samples.items()},
             "min_ns_per_call": {name: min(v) for name, v in samples.items()},
-            "burst_size": per_burst, "bursts": bursts, "launches": stub.record.launches}
+            "burst_size": per_burst, "bursts": bursts}
+
+
+STUB_CALLS = 5000  # calls per case under callgrind
+
+
+def stub_run_one(case, cache_dir):
+    """Runs one case STUB_CALLS times inside itertools.starmap, which callgrind is told to
+    count alone (--toggle-collect=starmap_next): the set-up is not counted."""
+    import collections
+    import itertools
+
+    fn = stub_cases(cache_dir)[0][case]
+    collections.deque(itertools.starmap(fn, itertools.repeat((), STUB_CALLS)), maxlen=0)
+
+
+def stub_instructions():
+    """Instructions per call of each case under valgrind's callgrind: exact and unaffected by
+    other load on the host (its wall-clock time is not)."""
+    import re
+    import shutil
+
+    if not shutil.which("valgrind"):
+        sys.exit("launch_bench --instructions: needs valgrind")
+    cache = tempfile.mkdtemp(prefix="ww-launch-bench-cache-")
+    names = list(stub_cases(cache)[0])  # compiles into the disk cache the runs below read
+    out = {}
+    for name in names:
+        r = subprocess.run(["valgrind", "--tool=callgrind", "--toggle-collect=starmap_next",
+                            "--callgrind-out-file=/dev/null", sys.executable,
+                            os.path.abspath(__file__), "--stub-one", name, "--cache-dir", cache],
+                           capture_output=True, text=True, timeout=600,
+                           env=dict(os.environ, PYTHONHASHSEED="0"))
+        m = re.search(r"Collected : (\d+)", r.stderr)
+        if r.returncode != 0 or not m:
+            raise RuntimeError(f"callgrind run of {name} failed:\n{r.stderr[-3000:]}")
+        out[name] = int(m.group(1)) / STUB_CALLS
+    shutil.rmtree(cache, ignore_errors=True)
+    return out
 
 
 def report_stub(r):
@@ -373,8 +423,24 @@ def main():
     ap.add_argument("--runs", type=int, default=None, help="fresh processes per measurement")
     ap.add_argument("--stub", action="store_true",
                     help="no GPU: warpweave's own host cost per launch, with the stub driver")
+    ap.add_argument("--instructions", action="store_true",
+                    help="with --stub: instructions per call under valgrind instead of time")
+    ap.add_argument("--stub-one", help=argparse.SUPPRESS)  # one case, for --instructions
+    ap.add_argument("--cache-dir", help=argparse.SUPPRESS)
     args = ap.parse_args()
     runs = args.runs or (3 if args.quick else 5)
+    if args.stub_one:
+        stub_run_one(args.stub_one, args.cache_dir)
+        return
+    if args.stub and args.instructions:
+        ins = stub_instructions()
+        print("# stub driver: instructions per call (callgrind); '- floor' takes out the loop")
+        for name, v in ins.items():
+            print(f"{name:36s} {v:8.0f} {v - ins['python_lambda_floor']:8.0f}")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"stub_instructions_per_call": ins}, f, indent=2)
+        return
     if args.stub:
         results = {"meta": {"python": sys.version.split()[0], "quick": args.quick},
                    "stub": stub_launch_overheads(args.quick)}
