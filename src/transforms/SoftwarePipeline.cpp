@@ -21,6 +21,11 @@
 // holding iteration D's values, the address computation is cloned with the induction variable
 // moved D steps ahead, and the original computation dies. A loop that does not fit this shape is
 // left as it is.
+//
+// Attention loops (`s = tl.dot(q, tl.trans(k))` with q loop-invariant, softmax, then
+// `o = tl.dot(p, v, o)`) get the same copies for K and V, with Q stored once into its own
+// buffer, S read from K's buffer as a K-major operand and P from registers; see
+// rewriteAttention for the schedule.
 #include "ir/Builder.h"
 #include "transforms/Passes.h"
 

@@ -359,6 +359,76 @@ TEST(AttentionPipeline, OtherTargetsAndOneStageAreLeftAlone) {
   EXPECT_EQ(count(k.tileIR, "= dot "), 2);
 }
 
+TEST(AttentionPipeline, UnfitAttentionLoopsAreLeftAlone) {
+  // K's masked-off keys read as 1 (cp.async can only zero-fill), or Q loaded in the loop:
+  // both dots stay plain, and the kernel still runs correctly in the interpreter.
+  const char* source = "import warpweave as ww\n"
+                       "import warpweave.language as tl\n"
+                       "@ww.jit\n"
+                       "def k(q_ptr, k_ptr, v_ptr, o_ptr, n, OTHER: tl.constexpr,\n"
+                       "      Q_IN_LOOP: tl.constexpr):\n"
+                       "    m = tl.arange(0, 64)\n"
+                       "    d = tl.arange(0, 16)\n"
+                       "    j = tl.arange(0, 16)\n"
+                       "    q = tl.load(q_ptr + m[:, None] * 16 + d[None, :])\n"
+                       "    acc = tl.zeros((64, 16), dtype=tl.float32)\n"
+                       "    for s in range(0, n, 16):\n"
+                       "        valid = (s + j) < n\n"
+                       "        kt = tl.load(k_ptr + (s + j)[:, None] * 16 + d[None, :],\n"
+                       "                     mask=valid[:, None], other=OTHER)\n"
+                       "        if Q_IN_LOOP:\n"
+                       "            q_now = tl.load(q_ptr + m[:, None] * 16 + d[None, :],\n"
+                       "                            mask=(m < 64 + s)[:, None], other=0.0)\n"
+                       "            qk = tl.dot(q_now, tl.trans(kt))\n"
+                       "        else:\n"
+                       "            qk = tl.dot(q, tl.trans(kt))\n"
+                       "        vt = tl.load(v_ptr + (s + j)[:, None] * 16 + d[None, :],\n"
+                       "                     mask=valid[:, None], other=0.0)\n"
+                       "        acc = tl.dot(qk.to(tl.float16), vt, acc)\n"
+                       "    tl.store(o_ptr + m[:, None] * 16 + d[None, :], acc)\n";
+  for (auto [other, qInLoop, pipelined] :
+       {std::tuple{0, false, true}, std::tuple{1, false, false}, std::tuple{0, true, false}}) {
+    SCOPED_TRACE(std::to_string(other) + (qInLoop ? " q in loop" : ""));
+    CompileRequest req;
+    req.files.push_back({"unfit.py", source});
+    req.kernel = "k";
+    req.signature =
+        parseSignature("q_ptr:*fp16:16,k_ptr:*fp16:16,v_ptr:*fp16:16,o_ptr:*fp32:16,n:i32,OTHER=" +
+                       std::to_string(other) + ",Q_IN_LOOP=" + (qInLoop ? "True" : "False"));
+    req.options.numWarps = 4;
+    req.stage = Stage::TileIR;
+    CompiledKernel k = compile(req);
+    EXPECT_EQ(count(k.tileIR, "async_dot "), pipelined ? 2 : 0) << k.tileIR;
+    EXPECT_EQ(count(k.tileIR, "= dot "), pipelined ? 0 : 2) << k.tileIR;
+    // Small integers: every product and sum is exact in fp16 and fp32.
+    const int n = 40;
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<int> small(-1, 1);
+    std::vector<uint16_t> q(64 * 16), kk(48 * 16), v(48 * 16);
+    std::vector<float> qf(q.size()), kf(kk.size()), vf(v.size()), o(64 * 16, NAN);
+    for (size_t i = 0; i < q.size(); ++i) q[i] = interp::floatToHalf(qf[i] = float(small(rng)));
+    for (size_t i = 0; i < kk.size(); ++i) kk[i] = interp::floatToHalf(kf[i] = float(small(rng)));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = interp::floatToHalf(vf[i] = float(small(rng)));
+    int grid[3] = {1, 1, 1};
+    interpret(k, grid,
+              {InterpArg::buffer(q.data(), q.size() * 2),
+               InterpArg::buffer(kk.data(), kk.size() * 2),
+               InterpArg::buffer(v.data(), v.size() * 2), InterpArg::buffer(o.data(), o.size() * 4),
+               InterpArg::integer(n)});
+    for (int m = 0; m < 64; ++m)
+      for (int d = 0; d < 16; ++d) {
+        float ref = 0;
+        for (int key = 0; key < 48; ++key) {
+          float s = 0;
+          for (int e = 0; e < 16; ++e)
+            s += qf[m * 16 + e] * (key < n ? kf[key * 16 + e] : float(other));
+          ref += s * (key < n ? vf[key * 16 + d] : 0.0f);
+        }
+        ASSERT_EQ(o[m * 16 + d], ref) << m << " " << d;
+      }
+  }
+}
+
 TEST(AttentionPipeline, InterpreterRunsThePipelinedAttention) {
   // Odd sequence lengths (the last key block partly masked, query rows past the end), one key
   // (every prologue copy but the first masked off), causal or not, D = 64 and 128.
