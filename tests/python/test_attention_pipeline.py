@@ -64,6 +64,8 @@ def rel_error(out, ref):
     (1, 1, 77, 128),   # two key blocks, both query rows blocks partly empty
     (2, 1, 130, 64),   # one row past two query blocks
     (1, 1, 1, 64),     # one key: prologue copies past the end only
+    (1, 2, 37, 16),    # the narrowest rows (32 bytes: 32-byte swizzle)
+    (1, 1, 150, 32),
 ])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
