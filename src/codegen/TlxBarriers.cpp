@@ -99,9 +99,15 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
     std::vector<std::string> operands = {"_", bar};
     if (count != 1) operands.push_back(immInt(count));
     if (warpBarrier) return b_.inst(opcode, operands, guarded({}, predIndex, hasPred));
-    // Every thread's earlier work is done before the one elected thread arrives.
+    // A plain barrier counts one arrival per warp group: every thread's earlier work is done
+    // before the first thread of each warp group arrives.
     barrier();
-    return b_.inst(opcode, operands, guarded(electedThread(), predIndex, hasPred));
+    std::string leader = electedThread();
+    if (warps() > 4) {
+      std::string lane = b_.pure("and.b32", RegClass::B32, {tid(), "127"});
+      leader = b_.pure("setp.eq.u32", RegClass::Pred, {lane, "0"});
+    }
+    return b_.inst(opcode, operands, guarded(leader, predIndex, hasPred));
   }
   case OpCode::NamedBarrierWait:
   case OpCode::NamedBarrierArrive: {

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tlx_feature_kernels import (replica_ids, reinterpret_load, reinterpret_store, slice_load,
+from tlx_feature_kernels import (arrive_per_warp_group, replica_ids, reinterpret_load,
+                                 reinterpret_store, slice_load,
                                  slice_of_3d_transposed, slice_store, trans_load, view_zoo)
 from warpweave import tlx
 
@@ -393,6 +394,19 @@ def test_replicas_get_their_own_warps_and_ids():
         assert re.search(rf"sub\.u32\s+%r\d+, %r\d+, {first};", ptx), first
     for value in (1, 11, 21):
         assert re.search(rf"mov\.b32\s+%r\d+, {value};|, {value};", ptx), value
+
+
+def test_plain_arrive_counts_once_per_warp_group():
+    # The interpreter completes the count-2 barrier with 8 warps and deadlocks with 4 ...
+    out = np.zeros(64, np.int32)
+    arrive_per_warp_group[(1,)](out, N=64, num_warps=8)
+    assert (out == 1).all()
+    with pytest.raises(Exception, match="deadlock"):
+        arrive_per_warp_group[(1,)](np.zeros(64, np.int32), N=64, num_warps=4)
+    # ... and the PTX arrives from the first thread of each warp group.
+    ptx = compile_here("arrive_per_warp_group", "out_ptr:*i32:16, N=64", num_warps=8).ptx
+    assert re.search(r"and\.b32\s+(%r\d+), %r\d+, 127;\s+setp\.eq\.u32\s+(%p\d+), \1, 0;\s+"
+                     r"@\2 mbarrier\.arrive\.shared::cta\.b64", ptx), ptx
 
 
 def test_replicas_with_a_start_group_sit_side_by_side():

@@ -114,6 +114,16 @@ def replica_ids_from_group(out_ptr, N: tl.constexpr):
 
 
 @ww.jit
+def arrive_per_warp_group(out_ptr, N: tl.constexpr):
+    """A plain barrier_arrive counts once per warp group: 8 warps complete a count-2 barrier."""
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=2)
+    bar = tlx.local_view(bars, 0)
+    tlx.barrier_arrive(bar)
+    tlx.barrier_wait(bar, 0)
+    tl.store(out_ptr + tl.arange(0, N), tl.full([N], 1, tl.int32))
+
+
+@ww.jit
 def tma_through_slice(in_desc, out_desc, R: tl.constexpr, C: tl.constexpr, OR: tl.constexpr,
                       OC: tl.constexpr, SR: tl.constexpr, SC: tl.constexpr):
     """A TMA load into a slice of a bigger buffer, stored back from that slice."""
