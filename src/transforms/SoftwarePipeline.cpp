@@ -643,6 +643,14 @@ private:
                   {{"storage", std::string("smem")}});
     qBuffer->name = "pipeline_q";
     Value* qView = slotView(b, qBuffer, b.i32(0));
+    // Inside an outer loop, a warp may reach this store, and the prologue's copies, while
+    // another still runs its last MMA of the previous pass (each warp retires only its own):
+    // meet first.
+    for (const Op* up = outer.parentOp(); up; up = up->parentBlock()->parentOp())
+      if (up->code() == OpCode::For || up->code() == OpCode::While) {
+        b.create(OpCode::DebugBarrier, {}, {}, {});
+        break;
+      }
     b.create(OpCode::LocalStore, {qView, q}, {}, {});
     splice(pre, outer, positionOf(outer, &loop));
 

@@ -429,6 +429,69 @@ TEST(AttentionPipeline, UnfitAttentionLoopsAreLeftAlone) {
   }
 }
 
+TEST(AttentionPipeline, LoopInsideALoopOverHeadsMeetsBeforeRefillingQ) {
+  // One program walks the heads: Q's buffer and the K/V slots are refilled head after head,
+  // after a CTA barrier (the other warp group may still be on its last MMA).
+  const char* source = "import warpweave as ww\n"
+                       "import warpweave.language as tl\n"
+                       "@ww.jit\n"
+                       "def k(q_ptr, k_ptr, v_ptr, o_ptr, n, H):\n"
+                       "    m = tl.arange(0, 128)\n"
+                       "    d = tl.arange(0, 16)\n"
+                       "    j = tl.arange(0, 16)\n"
+                       "    for h in range(H):\n"
+                       "        q = tl.load(q_ptr + h * 2048 + m[:, None] * 16 + d[None, :])\n"
+                       "        acc = tl.zeros((128, 16), dtype=tl.float32)\n"
+                       "        for s in range(0, n, 16):\n"
+                       "            rows = h * n + s + j\n"
+                       "            valid = (s + j) < n\n"
+                       "            kt = tl.load(k_ptr + rows[:, None] * 16 + d[None, :],\n"
+                       "                         mask=valid[:, None], other=0.0)\n"
+                       "            qk = tl.dot(q, tl.trans(kt))\n"
+                       "            vt = tl.load(v_ptr + rows[:, None] * 16 + d[None, :],\n"
+                       "                         mask=valid[:, None], other=0.0)\n"
+                       "            acc = tl.dot(qk.to(tl.float16), vt, acc)\n"
+                       "        tl.store(o_ptr + h * 2048 + m[:, None] * 16 + d[None, :], acc)\n";
+  CompileRequest req;
+  req.files.push_back({"heads.py", source});
+  req.kernel = "k";
+  req.signature = parseSignature("q_ptr:*fp16:16,k_ptr:*fp16:16,v_ptr:*fp16:16,o_ptr:*fp32:16,"
+                                 "n:i32,H:i32");
+  req.options.numWarps = 8;
+  req.stage = Stage::TileIR;
+  CompiledKernel k = compile(req);
+  ASSERT_EQ(count(k.tileIR, "async_dot "), 2) << k.tileIR;
+  EXPECT_EQ(count(k.tileIR, "debug_barrier"), 1) << k.tileIR;
+  const int n = 40, H = 3;
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<int> small(-1, 1);
+  std::vector<uint16_t> q(H * 128 * 16), kk(H * n * 16), v(H * n * 16);
+  std::vector<float> qf(q.size()), kf(kk.size()), vf(v.size()), o(H * 128 * 16, NAN);
+  for (size_t i = 0; i < q.size(); ++i) q[i] = interp::floatToHalf(qf[i] = float(small(rng)));
+  for (size_t i = 0; i < kk.size(); ++i) kk[i] = interp::floatToHalf(kf[i] = float(small(rng)));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = interp::floatToHalf(vf[i] = float(small(rng)));
+  int grid[3] = {1, 1, 1};
+  interpret(k, grid,
+            {InterpArg::buffer(q.data(), q.size() * 2), InterpArg::buffer(kk.data(), kk.size() * 2),
+             InterpArg::buffer(v.data(), v.size() * 2), InterpArg::buffer(o.data(), o.size() * 4),
+             InterpArg::integer(n), InterpArg::integer(H)});
+  for (int h = 0; h < H; ++h)
+    for (int m = 0; m < 128; ++m)
+      for (int d = 0; d < 16; ++d) {
+        float ref = 0;
+        for (int key = 0; key < n; ++key) {
+          float s = 0;
+          for (int e = 0; e < 16; ++e) s += qf[(h * 128 + m) * 16 + e] * kf[(h * n + key) * 16 + e];
+          ref += s * vf[(h * n + key) * 16 + d];
+        }
+        ASSERT_EQ(o[(h * 128 + m) * 16 + d], ref) << h << " " << m << " " << d;
+      }
+  // And it assembles for sm_90a.
+  req.stage = Stage::Cubin;
+  CompiledKernel cubin = compile(req);
+  EXPECT_FALSE(cubin.cubin.empty());
+}
+
 TEST(AttentionPipeline, InterpreterRunsThePipelinedAttention) {
   // Odd sequence lengths (the last key block partly masked, query rows past the end), one key
   // (every prologue copy but the first masked off), causal or not, D = 64 and 128.
