@@ -437,3 +437,18 @@ def test_kernel_subscript_is_native_and_behaves_as_the_python_one(env):
     assert add_kernel[closure] is not add_kernel[closure]
     add_kernel[closure](x, x, x, 10, BLOCK=64)
     assert rec.launches[-1][1] == (5, 1, 1) and len(slow) == 1
+
+
+def test_alternating_keys_each_find_their_own_kernel(env):
+    rec, slow = env
+    x32, x16 = FakeCudaTensor(0x10000), FakeCudaTensor(0x20000, F16)
+    k32 = add_kernel[(1,)](x32, x32, x32, 10, BLOCK=64)
+    k16 = add_kernel[(1,)](x16, x16, x16, 10, BLOCK=64)
+    assert k32 is not k16 and len(slow) == 2
+    for _ in range(3):  # the last key is checked first: a different one must still be found
+        assert add_kernel[(1,)](x16, x16, x16, 10, BLOCK=64) is k16
+        assert add_kernel[(1,)](x32, x32, x32, 10, BLOCK=64) is k32
+        # num_warps=4 is the default: another key (options given), the same kernel
+        assert add_kernel[(1,)](x32, x32, x32, 10, BLOCK=64, num_warps=4) is k32
+    assert len(slow) == 3 and len(rec.requests) == 2
+    assert [launch[3][0] for launch in rec.launches[-3:]] == [0x20000, 0x10000, 0x10000]
