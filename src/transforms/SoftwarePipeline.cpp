@@ -569,10 +569,26 @@ private:
     ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(positionOf(body, op)));
   }
 
+  /// Whether `block` runs inside a loop. Then a warp group may start the next pass's prologue
+  /// (refilling slots, Q's buffer) while another still runs its last MMA of the previous pass
+  /// (each warp group retires only its own): the rewrites meet first with a CTA barrier.
+  static bool nestedInLoop(const Block& block) {
+    for (const Op* up = block.parentOp(); up; up = up->parentBlock()->parentOp())
+      if (up->code() == OpCode::For || up->code() == OpCode::While) return true;
+    return false;
+  }
+
   void rewrite(const Plan& plan) {
     Op& loop = *plan.loop;
     Block& body = *loop.region(0);
     Block& outer = *loop.parentBlock();
+    if (nestedInLoop(outer)) {
+      Block meet;
+      ir::Builder mb(&meet);
+      mb.setLoc(loop.loc());
+      mb.create(OpCode::DebugBarrier, {}, {}, {});
+      splice(meet, outer, positionOf(outer, &loop));
+    }
     const char* const names[2] = {"pipeline_a", "pipeline_b"};
     Pipeline p = startPipeline(plan, plan.stages - 2, names);
     Value* acc = body.arg(plan.accIter + 1);
@@ -643,14 +659,7 @@ private:
                   {{"storage", std::string("smem")}});
     qBuffer->name = "pipeline_q";
     Value* qView = slotView(b, qBuffer, b.i32(0));
-    // Inside an outer loop, a warp may reach this store, and the prologue's copies, while
-    // another still runs its last MMA of the previous pass (each warp retires only its own):
-    // meet first.
-    for (const Op* up = outer.parentOp(); up; up = up->parentBlock()->parentOp())
-      if (up->code() == OpCode::For || up->code() == OpCode::While) {
-        b.create(OpCode::DebugBarrier, {}, {}, {});
-        break;
-      }
+    if (nestedInLoop(outer)) b.create(OpCode::DebugBarrier, {}, {}, {});
     b.create(OpCode::LocalStore, {qView, q}, {}, {});
     splice(pre, outer, positionOf(outer, &loop));
 

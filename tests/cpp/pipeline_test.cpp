@@ -229,6 +229,9 @@ TEST(SoftwarePipeline, InnerLoopOfAPersistentKernelIsPipelined) {
   ASSERT_EQ(count(k.tileIR, "async_dot "), 1) << k.tileIR;
   EXPECT_EQ(count(k.tileIR, "local_alloc {storage = \"smem\"} : buffer<4x64x16xfp16, smem>"), 1)
       << k.tileIR;
+  // Each tile's prologue starts after a CTA barrier (slots still read by another warp group's
+  // last MMA of the previous tile at 8 warps).
+  EXPECT_EQ(count(k.tileIR, "debug_barrier"), 1) << k.tileIR;
   // With N and K multiples of 16 (as the JIT specializes them) the copies are 16 bytes wide.
   req.signature = parseSignature(
       "a_ptr:*fp16:16,b_ptr:*fp16:16,c_ptr:*fp16:16,M:i32,N:i32:16,K:i32:16,BLOCK_M=64,"
