@@ -14,7 +14,7 @@ query (one loop keeps a single software pipeline on sm_90a); blocks right of it 
     grid = (cdiv(N_CTX, BLOCK_M), Z * H)
     constexprs: HEAD_DIM (16..256, power of two), BLOCK_M (e.g. 128), BLOCK_N (e.g. 64; BLOCK_M
                 must be a multiple of BLOCK_N), CAUSAL
-    launch: num_warps=8 for HEAD_DIM=128, num_stages=3
+    launch: num_warps=8, num_stages=4 (sm_90a: K and V copied three blocks ahead)
 """
 import warpweave as ww
 import warpweave.language as tl

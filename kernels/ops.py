@@ -649,10 +649,11 @@ def attention(q, k, v, causal=False, sm_scale=None, return_lse=False):
     if z * h > 0 and n_ctx > 0:
         if place.on_gpu:
             # 8 warps (two warp groups of 64 query rows) for every head size; on sm_90a the
-            # loop is software-pipelined (K and V copied two blocks ahead into three slots, Q in
-            # shared memory): 144 registers at HEAD_DIM=64, 191-192 at 128, no spills (ptxas,
-            # tests/python/test_attention_pipeline.py).
-            config = dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3)
+            # loop is software-pipelined (K and V copied three blocks ahead into four slots, Q
+            # in shared memory): 145 registers at HEAD_DIM=64, 191-192 at 128, no spills
+            # (ptxas, tests/python/test_attention_pipeline.py). The registers allow one program
+            # per SM either way, so the deeper copies' shared memory (96 / 192 KB) costs none.
+            config = dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=4)
         else:
             config = dict(BLOCK_M=32, BLOCK_N=16, num_warps=4)
         sq, sk, sv, so = (_strides(t) for t in (q, k, v, out))
