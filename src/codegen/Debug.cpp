@@ -52,16 +52,6 @@ Printable printable(ScalarContext& cx, const std::string& x, const ir::Type& t, 
   return {{wide, RegClass::B32}, isSigned ? "%d" : "%u"};
 }
 
-/// `text` with printf's conversion character escaped.
-std::string escapePercent(const std::string& text) {
-  std::string out;
-  for (char ch : text) {
-    if (ch == '%') out += '%';
-    out += ch;
-  }
-  return out;
-}
-
 } // namespace
 
 void FunctionLowering::lowerDebugOp(const ir::Op& op) {
@@ -115,7 +105,7 @@ void FunctionLowering::lowerDebugOp(const ir::Op& op) {
 
   // Print: as the interpreter prints, "pid (x, y, z) idx [i, j] PREFIX: VALUE", one line per
   // element, each printed by the one thread that owns it.
-  const std::string prefix = escapePercent(op.strAttr("prefix"));
+  const std::string prefix = PtxBuilder::escapePrintf(op.strAttr("prefix"));
   const bool hex = op.intAttr("hex") != 0;
   std::vector<PtxBuilder::PrintArg> pid;
   for (const char* dim : {"%ctaid.x", "%ctaid.y", "%ctaid.z"})

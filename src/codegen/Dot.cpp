@@ -77,7 +77,7 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
     std::map<std::pair<int64_t, int64_t>, std::vector<int32_t>> cRegs;
     int aPer = sixteen ? 8 : 4, bPer = sixteen ? 4 : 2;
     for (int32_t r = 0; r < aL.getInDimSize(layout::kRegister); ++r) {
-      auto c = regCoords(aL, r);
+      auto c = registerCoords(aL, r);
       auto& t = aTiles[{c[0] / 16, c[1] / instrK}];
       t.resize(aPer);
       int row8 = (c[0] % 16) / 8;
@@ -86,14 +86,14 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
       t[idx] = a[r];
     }
     for (int32_t r = 0; r < bL.getInDimSize(layout::kRegister); ++r) {
-      auto c = regCoords(bL, r);
+      auto c = registerCoords(bL, r);
       auto& t = bTiles[{c[0] / instrK, c[1] / 8}];
       t.resize(bPer);
       int idx = sixteen ? (c[0] % 2) + 2 * ((c[0] % 16) / 8) : (c[0] % 8) / 4;
       t[idx] = b[r];
     }
     for (int32_t r = 0; r < accL.getInDimSize(layout::kRegister); ++r) {
-      auto c = regCoords(accL, r);
+      auto c = registerCoords(accL, r);
       auto& t = cTiles[{c[0] / 16, c[1] / 8}];
       auto& ri = cRegs[{c[0] / 16, c[1] / 8}];
       t.resize(4);

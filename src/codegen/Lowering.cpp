@@ -64,17 +64,6 @@ std::vector<std::vector<int32_t>> basesOf(const LinearLayout& l, const std::stri
   return out;
 }
 
-/// XOR of the register bases of the set bits of `reg`.
-std::vector<int32_t> registerCoords(const LinearLayout& l, int32_t reg) {
-  std::vector<int32_t> c(l.numOutDims(), 0);
-  for (int bit = 0; bit < l.getInDimSizeLog2(layout::kRegister); ++bit)
-    if (reg >> bit & 1) {
-      const auto& basis = l.getBasis(layout::kRegister, bit);
-      for (size_t d = 0; d < c.size(); ++d) c[d] ^= basis[d];
-    }
-  return c;
-}
-
 /// A layout with the same in dims as `hw` whose every basis is transformed by `f` (coords of
 /// hw's outputs -> coords of `outDims`).
 template <typename F>
@@ -109,6 +98,16 @@ std::vector<int32_t> fromRowMajor(int64_t idx, const std::vector<int64_t>& shape
 }
 
 } // namespace
+
+std::vector<int32_t> registerCoords(const LinearLayout& l, int32_t reg) {
+  std::vector<int32_t> c(l.numOutDims(), 0);
+  for (int bit = 0; bit < l.getInDimSizeLog2(layout::kRegister); ++bit)
+    if (reg >> bit & 1) {
+      const auto& basis = l.getBasis(layout::kRegister, bit);
+      for (size_t d = 0; d < c.size(); ++d) c[d] ^= basis[d];
+    }
+  return c;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Set-up and driving

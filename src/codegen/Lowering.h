@@ -25,6 +25,10 @@ using Regs = std::vector<std::string>;
 /// allocation's layout puts them (local_trans and other views reorder them).
 bool isPlainBuffer(const ir::Value* v);
 
+/// The coordinates held by register `reg` of layout `l`: the XOR of the register bases of the
+/// set bits of `reg`.
+std::vector<int32_t> registerCoords(const layout::LinearLayout& l, int32_t reg);
+
 /// `[address]`: a PTX memory operand.
 std::string bracketed(const std::string& address);
 

@@ -55,16 +55,6 @@ bool arrivedOnByPeers(const ir::Function& fn, const ir::Value* bar) {
   return arrived;
 }
 
-/// `text` with printf's conversion character escaped.
-std::string escapePercent(const std::string& text) {
-  std::string out;
-  for (char ch : text) {
-    if (ch == '%') out += '%';
-    out += ch;
-  }
-  return out;
-}
-
 } // namespace
 
 void FunctionLowering::waitForBarrierPhase(const ir::Op& op, const std::string& bar,
@@ -113,8 +103,8 @@ void FunctionLowering::waitForBarrierPhase(const ir::Op& op, const std::string& 
   if (loc.valid() && sources_ && loc.file < sources_->numFiles())
     where = sources_->path(loc.file) + ":" + std::to_string(loc.line);
   std::string format = "warpweave: barrier_wait timed out: block (%u,%u,%u) thread %u " + task +
-                       " " + escapePercent(barrierName(op.operand(0))) +
-                       " at smem offset %u phase %u at " + escapePercent(where) + "\n";
+                       " " + PtxBuilder::escapePrintf(barrierName(op.operand(0))) +
+                       " at smem offset %u phase %u at " + PtxBuilder::escapePrintf(where) + "\n";
   std::string offset = b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32);
   std::string parity = b_.materialize(phase, RegClass::B32);
   std::vector<PtxBuilder::PrintArg> args;

@@ -293,6 +293,15 @@ void PtxBuilder::declare(const std::string& statement) {
   declarations_.push_back(statement);
 }
 
+std::string PtxBuilder::escapePrintf(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    if (ch == '%') out += '%';
+    out += ch;
+  }
+  return out;
+}
+
 std::string PtxBuilder::stringConstant(const std::string& text) {
   auto [it, fresh] = strings_.try_emplace(text, "__ww_str" + std::to_string(strings_.size()));
   if (fresh) {

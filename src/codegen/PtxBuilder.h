@@ -79,6 +79,8 @@ public:
   /// A NUL-terminated string in global memory; returns a register holding its generic address.
   /// Equal texts share one constant.
   std::string stringConstant(const std::string& text);
+  /// `text` with printf's conversion character escaped, to print it verbatim in a format.
+  static std::string escapePrintf(const std::string& text);
   /// One argument of `printf`: a register or immediate of class B32 (%d, %u, %x), B64 (%lld,
   /// %llx, pointers) or F64 (%f: floats are printed as doubles, as C varargs promote them).
   struct PrintArg {

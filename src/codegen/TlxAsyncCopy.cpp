@@ -91,7 +91,7 @@ void FunctionLowering::lowerTlxAsyncCopy(const ir::Op& op) {
   std::string owner = ownerPredicate(l);
   int32_t dup = l.freeVariableMask(layout::kRegister);
   auto addressOf = [&](int32_t reg) {
-    int64_t off = offsetOf(regCoords(l, reg)) * bytes;
+    int64_t off = offsetOf(registerCoords(l, reg)) * bytes;
     std::string addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(off)));
     return b_.pure("add.s32", RegClass::B32, {addr, base});
   };

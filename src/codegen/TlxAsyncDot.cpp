@@ -152,7 +152,7 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
     int32_t aDup = aL.freeVariableMask(layout::kRegister);
     for (int32_t r = 0; r < aL.getInDimSize(layout::kRegister); ++r) {
       if (r & aDup) continue;
-      auto c = regCoords(aL, r);
+      auto c = registerCoords(aL, r);
       auto& t = aElems[{c[0] / 64 * 64, c[1] / 16}];
       t.resize(8);
       int idx = (c[1] % 2) + 2 * ((c[0] % 16) / 8) + 4 * ((c[1] % 16) / 8);

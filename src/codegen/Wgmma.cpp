@@ -1,6 +1,8 @@
 // Shared wgmma / mma.sync helpers (see Wgmma.h).
 #include "codegen/Wgmma.h"
 
+#include "codegen/Lowering.h"
+
 #include "layout/Layouts.h"
 
 #include <stdexcept>
@@ -10,22 +12,12 @@ namespace ww::codegen {
 
 using layout::LinearLayout;
 
-std::vector<int32_t> regCoords(const LinearLayout& l, int32_t reg) {
-  std::vector<int32_t> c(l.numOutDims(), 0);
-  for (int bit = 0; bit < l.getInDimSizeLog2(layout::kRegister); ++bit)
-    if (reg >> bit & 1) {
-      const auto& basis = l.getBasis(layout::kRegister, bit);
-      for (size_t d = 0; d < c.size(); ++d) c[d] ^= basis[d];
-    }
-  return c;
-}
-
 WgmmaTiles wgmmaTiles(const LinearLayout& accL, int32_t instrN) {
   WgmmaTiles tiles;
   int32_t dup = accL.freeVariableMask(layout::kRegister);
   for (int32_t r = 0; r < accL.getInDimSize(layout::kRegister); ++r) {
     if (r & dup) continue;
-    auto c = regCoords(accL, r);
+    auto c = registerCoords(accL, r);
     auto& t = tiles[{c[0] / 64 * 64, c[1] / instrN * instrN}];
     t.resize(instrN / 2, -1);
     int idx = (c[1] % 2) + 2 * ((c[0] % 16) / 8) + 4 * ((c[1] % instrN) / 8);

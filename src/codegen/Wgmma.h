@@ -11,9 +11,6 @@
 
 namespace ww::codegen {
 
-/// The coordinates register `reg` of layout `l` holds.
-std::vector<int32_t> regCoords(const layout::LinearLayout& l, int32_t reg);
-
 /// Accumulator registers of each m64nN wgmma tile (keyed by the tile's (row, col) origin), in
 /// the PTX fragment order: d[i] at row groupID + 8 * ((i >> 1) & 1), column
 /// 2 * tig + (i & 1) + 8 * (i >> 2).
