@@ -29,6 +29,23 @@ def cache_dir() -> str | None:
     return d
 
 
+_BUILD_IDS: dict = {}
+
+
+def build_id(native) -> str:
+    """Which build of the extension compiles: its file's size and modification time. A rebuilt
+    compiler with an unchanged version string (any development build) must not be served kernels
+    an older build made."""
+    path = getattr(native, "__file__", None)
+    if path not in _BUILD_IDS:
+        try:
+            st = os.stat(path)
+            _BUILD_IDS[path] = f"{st.st_size}:{st.st_mtime_ns}"
+        except (OSError, TypeError):
+            _BUILD_IDS[path] = ""
+    return _BUILD_IDS[path]
+
+
 def cache_key(request: dict, compiler_version: str) -> str:
     """SHA-256 over the whole compile request and the compiler version."""
     h = hashlib.sha256()

@@ -784,7 +784,7 @@ class JITFunction(KernelInterface):
         if not interpret:
             from . import cache
 
-            disk_key = cache.cache_key(request, nat.compiler_version())
+            disk_key = cache.cache_key(request, nat.compiler_version() + cache.build_id(nat))
             kernel = cache.load(disk_key)
         if kernel is None:
             kernel = nat.compile(**request)

@@ -185,3 +185,16 @@ def test_trap_hangs_env_must_be_a_count(fake, monkeypatch, text):
     values = gpu_only.bind((np.zeros(4, np.float32), 4), {"BLOCK": 4})
     with pytest.raises(ValueError, match="WARPWEAVE_TRAP_HANGS"):
         gpu_only.compile_for(values, False, (4, 3, 1))
+
+
+def test_build_id_tells_builds_of_the_extension_apart(tmp_path):
+    import types
+
+    first, second = tmp_path / "a.so", tmp_path / "b.so"
+    first.write_bytes(b"x" * 10)
+    second.write_bytes(b"x" * 11)
+    a = cache.build_id(types.SimpleNamespace(__file__=str(first)))
+    b = cache.build_id(types.SimpleNamespace(__file__=str(second)))
+    assert a and b and a != b
+    assert cache.build_id(types.SimpleNamespace(__file__=str(first))) == a
+    assert cache.build_id(types.SimpleNamespace()) == ""
