@@ -972,14 +972,16 @@ TEST(KernelLibrary, EveryKernelFileParsesAndHoldsOnlyJitFunctions) {
       {"vector_add.py", {"add_kernel", "add_kernel_persistent"}},
       {"softmax.py", {"softmax_kernel", "softmax_online_kernel"}},
       {"layernorm.py",
-       {"layernorm_fwd_kernel", "layernorm_bwd_dx_kernel", "layernorm_bwd_dwdb_kernel"}},
+       {"layernorm_fwd_kernel", "layernorm_fwd_fused_kernel", "_add_pair", "_row_or_zeros",
+        "layernorm_bwd_dx_kernel", "layernorm_bwd_dwdb_kernel"}},
       {"matmul.py", {"grouped_tile", "leaky_relu", "matmul_kernel"}},
       {"attention.py", {"attend_block_range", "attention_fwd_kernel"}},
       {"embedding_bag.py", {"embedding_bag_kernel"}},
       {"reduction.py", {"row_sum_kernel", "row_max_kernel"}},
       {"gemm_pipelined.py", {"grouped_tile", "load_stage", "gemm_pipelined_kernel"}},
-      {"gemm_ws.py", {"grouped_tile", "gemm_ws_kernel"}},
-      {"attention_ws.py", {"attention_ws_kernel"}},
+      {"gemm_ws.py", {"grouped_tile", "release", "gemm_ws_kernel"}},
+      {"gemm_ws_pingpong.py", {"grouped_tile", "gemm_ws_pingpong_kernel"}},
+      {"attention_ws.py", {"attend_block", "attention_ws_kernel"}},
   };
   std::vector<std::string> files = pythonFilesUnder(std::string(WW_SOURCE_DIR) + "/kernels");
   size_t kernelFiles = 0;
