@@ -293,6 +293,8 @@ void FunctionLowering::lowerOp(const ir::Op& op) {
     return lowerAsyncDotWait(op);
   case OpCode::Clock64:
     return bind(op.result(), {b_.pure("mov.u64", RegClass::B64, {"%clock64"})});
+  case OpCode::VoteBallot:
+    return lowerVoteBallot(op);
   case OpCode::Return:
     return b_.inst("ret", {});
   case OpCode::Yield:

@@ -150,6 +150,8 @@ private:
   void lowerTlxAsyncCopy(const ir::Op& op);
   /// Clusters: cluster_cta_rank, cluster_size_1d, cluster_barrier (TlxCluster.cpp).
   void lowerTlxCluster(const ir::Op& op);
+  /// tlx.vote_ballot_sync: vote.sync.ballot over a per-thread scalar predicate (WarpVote.cpp).
+  void lowerVoteBallot(const ir::Op& op);
   /// The shared-memory allocation behind a buffer or barrier operand; a user error if none.
   const layout::SharedAllocation& allocationOf(const ir::Op& op, unsigned operandIndex);
   /// `[address]` of the barrier view operand `i` of `op`.

@@ -153,23 +153,55 @@ TEST(PtxBuilder, DeadInstructionsAndDeadLoopCyclesAreRemoved) {
 }
 
 TEST(Codegen, UnsupportedOpsAreUserErrorsAtTheirLocation) {
-  // vote_ballot has no PTX lowering yet (print, this test's earlier example, now has one).
-  KernelBuilder k("voting");
-  Value* pred = k.b.cmp("lt", k.b.programId(0), k.b.i32(4));
+  // An in-kernel descriptor reaches codegen only when the rewrite before it (compile's
+  // lowerDeviceDescriptors) did not run, as with this hand-built IR.
+  KernelBuilder k("describing");
+  Value* base = k.arg("x", Type::ptr(DType::F32));
   k.b.setLoc(SourceLoc{0, 7, 3});
-  k.b.create1(OpCode::VoteBallot, {k.b.i32(-1), pred}, Type::scalar(DType::I32));
+  k.b.create1(OpCode::MakeDescriptor,
+              {base, k.b.i32(64), k.b.constInt(1, Type::scalar(DType::I64))},
+              Type::descriptor(DType::F32, {64}, 1), {{"block_shape", std::vector<int64_t>{64}}});
   k.b.ret();
   try {
     codegen::emitPtx(*k.fn, optionsFor(Target::SM80), nullptr);
     FAIL() << "expected a CompileError";
   } catch (const CompileError& e) {
     EXPECT_EQ(e.diagnostic().loc.line, 7u);
-    EXPECT_NE(std::string(e.what()).find("'vote_ballot'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'make_desc'"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("sm_80"), std::string::npos) << e.what();
   }
   KernelBuilder w("odd_warps", 3);
   w.b.ret();
   EXPECT_THROW(codegen::emitPtx(*w.fn, optionsFor(Target::SM90a, 3), nullptr), CompileError);
+}
+
+TEST(Codegen, VoteBallotOfAPerThreadPredicate) {
+  KernelBuilder k("voting");
+  Value* out = k.arg("out", Type::ptr(DType::I32));
+  Value* pred = k.b.cmp(
+      "lt", k.b.create1(OpCode::ThreadId, {}, Type::scalar(DType::I32), {{"axis", int64_t(0)}}),
+      k.b.i32(5));
+  Value* ballot = k.b.create1(OpCode::VoteBallot, {k.b.i32(-1), pred}, Type::scalar(DType::I32));
+  k.b.store(out, ballot);
+  k.b.ret();
+  for (Target t : {Target::SM90a, Target::SM80, Target::SM100a}) {
+    codegen::PtxKernel p = emitAndAssemble(*k.fn, t);
+    EXPECT_NE(p.ptx.find("vote.sync.ballot.b32"), std::string::npos) << p.ptx;
+  }
+  // A tensor predicate has no single value per lane.
+  KernelBuilder v("tensor_vote");
+  Value* tp = v.b.cmp("lt", v.b.arange(0, 128), v.b.splat(v.b.i32(5), {128}));
+  v.b.setLoc(SourceLoc{0, 9, 5});
+  v.b.create1(OpCode::VoteBallot, {v.b.i32(-1), tp}, Type::scalar(DType::I32));
+  v.b.ret();
+  try {
+    codegen::emitPtx(*v.fn, optionsFor(Target::SM90a), nullptr);
+    FAIL() << "expected a CompileError";
+  } catch (const CompileError& e) {
+    EXPECT_EQ(e.diagnostic().loc.line, 9u);
+    EXPECT_NE(std::string(e.what()).find("per-thread scalar predicate"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Codegen, VectorAddAssemblesForEveryTarget) {
