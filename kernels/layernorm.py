@@ -16,13 +16,14 @@ each row from memory once, two iterations before it is normalized.
     signature: x_ptr:*fp16:16, y_ptr:*fp16:16, w_ptr:*fp16:16, b_ptr:*fp16:16,
                mean_ptr:*fp32:16, rstd_ptr:*fp32:16, stride:i32, n_cols:i32, eps:fp32, BLOCK=1024
 
-layernorm_bwd_dx_kernel: each program takes ROWS_PER_PROGRAM consecutive rows (loading each row
+layernorm_bwd_dx_kernel: each program takes rows_per_program consecutive rows (loading each row
 three rows ahead), writes dx for them and its partial sums of dw = sum(dy * xhat)
 and db = sum(dy) into row `pid` of the fp32 buffers partial_dw / partial_db [num_programs, N].
 No atomics: the result is deterministic.
-    grid = (cdiv(n_rows, ROWS_PER_PROGRAM),)
-    constexprs: ROWS_PER_PROGRAM (e.g. 128), BLOCK = next_power_of_2(N) (the row must fit a block),
-                PREFETCH (default True; False for rows too wide to hold three more in registers)
+    grid = (cdiv(n_rows, rows_per_program),)
+    constexprs: BLOCK = next_power_of_2(N) (the row must fit a block),
+                PREFETCH (rows loaded ahead, 0 to 3; default 3; 0 for rows too wide to hold more
+                in registers)
 
 layernorm_bwd_dwdb_kernel: sums the partial rows into dw and db.
     grid = (cdiv(N, BLOCK_N),)
@@ -114,52 +115,67 @@ def _row_or_zeros(ptr, row, row_end, stride, cols, mask):
 
 @ww.jit
 def layernorm_bwd_dx_kernel(dx_ptr, dy_ptr, partial_dw_ptr, partial_db_ptr, x_ptr, w_ptr,
-                            mean_ptr, rstd_ptr, stride, n_rows, n_cols,
-                            ROWS_PER_PROGRAM: tl.constexpr, BLOCK: tl.constexpr,
-                            PREFETCH: tl.constexpr = True):
+                            mean_ptr, rstd_ptr, stride, n_rows, n_cols, rows_per_program,
+                            BLOCK: tl.constexpr,
+                            PREFETCH: tl.constexpr = 3):
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
     dw_acc = tl.zeros([BLOCK], dtype=tl.float32)
     db_acc = tl.zeros([BLOCK], dtype=tl.float32)
-    row_begin = pid * ROWS_PER_PROGRAM
-    row_end = min(row_begin + ROWS_PER_PROGRAM, n_rows)
-    if PREFETCH:
-        # Each row's x, dy and statistics are loaded three rows ahead, while earlier rows
-        # compute.
+    row_begin = pid * rows_per_program
+    row_end = min(row_begin + rows_per_program, n_rows)
+    # Each row's x, dy and statistics are loaded PREFETCH rows ahead (0 to 3), while earlier rows
+    # compute: deeper keeps more bytes in flight per program, shallower takes fewer registers
+    # and so leaves room for more programs per SM.
+    if PREFETCH >= 1:
         x_a = _row_or_zeros(x_ptr, row_begin, row_end, stride, cols, mask)
         dy_a = _row_or_zeros(dy_ptr, row_begin, row_end, stride, cols, mask)
         mean_a = tl.load(mean_ptr + row_begin, mask=row_begin < row_end, other=0.0)
         rstd_a = tl.load(rstd_ptr + row_begin, mask=row_begin < row_end, other=0.0)
+    if PREFETCH >= 2:
         x_b = _row_or_zeros(x_ptr, row_begin + 1, row_end, stride, cols, mask)
         dy_b = _row_or_zeros(dy_ptr, row_begin + 1, row_end, stride, cols, mask)
         mean_b = tl.load(mean_ptr + row_begin + 1, mask=row_begin + 1 < row_end, other=0.0)
         rstd_b = tl.load(rstd_ptr + row_begin + 1, mask=row_begin + 1 < row_end, other=0.0)
+    if PREFETCH >= 3:
         x_c = _row_or_zeros(x_ptr, row_begin + 2, row_end, stride, cols, mask)
         dy_c = _row_or_zeros(dy_ptr, row_begin + 2, row_end, stride, cols, mask)
         mean_c = tl.load(mean_ptr + row_begin + 2, mask=row_begin + 2 < row_end, other=0.0)
         rstd_c = tl.load(rstd_ptr + row_begin + 2, mask=row_begin + 2 < row_end, other=0.0)
     for row in range(row_begin, row_end):
-        if PREFETCH:
+        if PREFETCH >= 1:
             x = x_a.to(tl.float32)
             dy = dy_a.to(tl.float32)
             mean = mean_a
             rstd = rstd_a
-            x_a = x_b
-            dy_a = dy_b
-            mean_a = mean_b
-            rstd_a = rstd_b
-            x_b = x_c
-            dy_b = dy_c
-            mean_b = mean_c
-            rstd_b = rstd_c
-            ahead = row + 3
-            x_c = _row_or_zeros(x_ptr, ahead, row_end, stride, cols, mask)
-            dy_c = _row_or_zeros(dy_ptr, ahead, row_end, stride, cols, mask)
-            mean_c = tl.load(mean_ptr + ahead, mask=ahead < row_end, other=0.0)
-            rstd_c = tl.load(rstd_ptr + ahead, mask=ahead < row_end, other=0.0)
+            ahead = row + PREFETCH
+            if PREFETCH == 1:
+                x_a = _row_or_zeros(x_ptr, ahead, row_end, stride, cols, mask)
+                dy_a = _row_or_zeros(dy_ptr, ahead, row_end, stride, cols, mask)
+                mean_a = tl.load(mean_ptr + ahead, mask=ahead < row_end, other=0.0)
+                rstd_a = tl.load(rstd_ptr + ahead, mask=ahead < row_end, other=0.0)
+            else:
+                x_a = x_b
+                dy_a = dy_b
+                mean_a = mean_b
+                rstd_a = rstd_b
+            if PREFETCH == 2:
+                x_b = _row_or_zeros(x_ptr, ahead, row_end, stride, cols, mask)
+                dy_b = _row_or_zeros(dy_ptr, ahead, row_end, stride, cols, mask)
+                mean_b = tl.load(mean_ptr + ahead, mask=ahead < row_end, other=0.0)
+                rstd_b = tl.load(rstd_ptr + ahead, mask=ahead < row_end, other=0.0)
+            if PREFETCH >= 3:
+                x_b = x_c
+                dy_b = dy_c
+                mean_b = mean_c
+                rstd_b = rstd_c
+                x_c = _row_or_zeros(x_ptr, ahead, row_end, stride, cols, mask)
+                dy_c = _row_or_zeros(dy_ptr, ahead, row_end, stride, cols, mask)
+                mean_c = tl.load(mean_ptr + ahead, mask=ahead < row_end, other=0.0)
+                rstd_c = tl.load(rstd_ptr + ahead, mask=ahead < row_end, other=0.0)
         else:
-            # Rows too wide for registers to hold three more of them.
+            # Rows too wide for registers to hold more of them.
             x = _row_or_zeros(x_ptr, row, row_end, stride, cols, mask).to(tl.float32)
             dy = _row_or_zeros(dy_ptr, row, row_end, stride, cols, mask).to(tl.float32)
             mean = tl.load(mean_ptr + row)

@@ -290,10 +290,12 @@ def _resident_programs(place, kernel, key, args, **meta) -> int:
     return count
 
 
-def softmax(x, online=None):
+def softmax(x, online=None, config=None):
     """Softmax over the last dimension of x (fp16, bf16 or fp32), computed in fp32 and returned
     in x's dtype and shape. `online` forces (True) or forbids (False) the two-pass kernel for
-    long rows; by default rows longer than SOFTMAX_FUSED_MAX_COLS take it."""
+    long rows; by default rows longer than SOFTMAX_FUSED_MAX_COLS take it. `config` (for
+    bench/sweep_memory.py) overrides the fused kernel's num_warps and programs_per_sm."""
+    config = config or {}
     place = _Place("softmax", {"x": x})
     dt = _check_dtype("softmax", "x", x, _FLOATS)
     shape = tuple(x.shape)
@@ -312,11 +314,11 @@ def softmax(x, online=None):
         # BLOCK=4096 on 8 warps (fp16): four programs per SM, 64 KB of loads in flight. (16 warps
         # would take 32 registers for the same bytes in flight, but twice the per-row
         # reduction work across warps.)
-        warps = _softmax_warps(block)
+        warps = config.get("num_warps") or _softmax_warps(block)
         args = (out, x2, in_stride, n_cols, n_rows, n_cols)
-        programs = place.num_sms() * _resident_programs(
+        programs = place.num_sms() * (config.get("programs_per_sm") or _resident_programs(
             place, _softmax.softmax_kernel, ("softmax", dt, block, warps), args, BLOCK=block,
-            num_warps=warps)
+            num_warps=warps))
         _softmax.softmax_kernel[(min(n_rows, programs),)](*args, BLOCK=block, num_warps=warps)
     else:
         block = 4096 if place.on_gpu else min(256, ww.next_power_of_2(n_cols))
@@ -340,9 +342,11 @@ def _layernorm_fwd_block(n_cols: int) -> int:
     return min(ww.next_power_of_2(n_cols), 8192)
 
 
-def layernorm_fwd(x, w, b, eps=1e-5):
+def layernorm_fwd(x, w, b, eps=1e-5, config=None):
     """Layer norm over the last dimension: returns (y, mean, rstd), y in x's dtype and shape,
-    mean and rstd fp32 with one entry per row (x's leading dimensions)."""
+    mean and rstd fp32 with one entry per row (x's leading dimensions). `config` (for
+    bench/sweep_memory.py) overrides the one-pass kernel's num_warps and programs_per_sm."""
+    config = config or {}
     op = "layernorm_fwd"
     place = _Place(op, {"x": x, "w": w, "b": b})
     dt = _check_dtype(op, "x", x, _FLOATS)
@@ -365,13 +369,13 @@ def layernorm_fwd(x, w, b, eps=1e-5):
         block = ww.next_power_of_2(n_cols)
         # ptxas -v: 80 registers per thread at BLOCK=4096 on 8 warps (fp16, two rows in flight):
         # three programs per SM.
-        warps = min(max(block // 512, 1), 16)
+        warps = config.get("num_warps") or min(max(block // 512, 1), 16)
         args = (x2, y, _contiguous(w), _contiguous(b), mean, rstd, n_cols, n_rows, n_cols,
                 float(eps))
-        programs = place.num_sms() * _resident_programs(
+        programs = place.num_sms() * (config.get("programs_per_sm") or _resident_programs(
             place, _layernorm.layernorm_fwd_fused_kernel,
             ("layernorm_fwd", dt, _dtype_name(w), block, warps), args, BLOCK=block,
-            num_warps=warps)
+            num_warps=warps))
         _layernorm.layernorm_fwd_fused_kernel[(min(n_rows, programs),)](
             *args, BLOCK=block, num_warps=warps)
     elif n_rows > 0:
@@ -394,10 +398,13 @@ def _layernorm_bwd_warps(block: int) -> int:
     return 32 if block <= 4096 else 16
 
 
-def layernorm_bwd(dy, x, w, mean, rstd):
+def layernorm_bwd(dy, x, w, mean, rstd, config=None):
     """Gradients of layernorm_fwd: returns (dx, dw, db); dx in x's dtype and shape, dw and db in
     w's dtype. mean and rstd are layernorm_fwd's fp32 outputs. Rows must fit one block (up to
-    65536 bytes of x's elements)."""
+    65536 bytes of x's elements). `config` (for bench/sweep_memory.py) overrides num_warps,
+    prefetch (rows loaded ahead, 0-3), programs_per_sm (0: as many as fit) and block_n (columns
+    per program of the dw/db sum)."""
+    config = config or {}
     op = "layernorm_bwd"
     place = _Place(op, {"dy": dy, "x": x, "w": w, "mean": mean, "rstd": rstd})
     dt = _check_dtype(op, "x", x, _FLOATS)
@@ -429,21 +436,35 @@ def layernorm_bwd(dy, x, w, mean, rstd):
         dw[...] = 0
         db[...] = 0
         return dx.reshape(shape), dw, db
-    # Enough programs to fill the GPU a few times over, each taking a power-of-two row count so
-    # that sizes share compiled kernels.
-    # One program per SM at the larger blocks (each takes most of an SM's registers), two below.
-    target_programs = place.num_sms() * (2 if block <= 2048 else 1) if place.on_gpu else 8
-    rows_per_program = min(ww.next_power_of_2(ww.cdiv(n_rows, target_programs)), 256)
+    warps = config.get("num_warps") or _layernorm_bwd_warps(block)
+    prefetch = config.get("prefetch", 3 if block <= 4096 else 0)
+    # One program per SM at the larger blocks (each takes most of an SM's registers), two below;
+    # programs_per_sm=0 asks for as many as the compiled kernel's registers allow.
+    per_sm = config.get("programs_per_sm", 2 if block <= 2048 else 1)
+    w2, mean2, rstd2 = _contiguous(w), _contiguous(mean.reshape(-1)), _contiguous(rstd.reshape(-1))
+    meta = dict(BLOCK=block, PREFETCH=prefetch, num_warps=warps)
+    if not place.on_gpu:
+        target_programs = 8
+    elif per_sm:
+        target_programs = place.num_sms() * per_sm
+    else:
+        # Compiled (not launched) with stand-in partial buffers and a row count that is not 1.
+        stand_in = place.empty((1,), "float32")
+        args = (dx, dy2, stand_in, stand_in, x2, w2, mean2, rstd2, n_cols, n_rows, n_cols, 3)
+        target_programs = place.num_sms() * _resident_programs(
+            place, _layernorm.layernorm_bwd_dx_kernel,
+            ("layernorm_bwd", dt, wdt, block, prefetch, warps), args, **meta)
+    # Every program takes an equal share of the rows: one wave of programs.
+    rows_per_program = ww.cdiv(n_rows, target_programs)
     n_partials = ww.cdiv(n_rows, rows_per_program)
     partial_dw = place.empty((n_partials, n_cols), "float32")
     partial_db = place.empty((n_partials, n_cols), "float32")
     _layernorm.layernorm_bwd_dx_kernel[(n_partials,)](
-        dx, dy2, partial_dw, partial_db, x2, _contiguous(w), _contiguous(mean.reshape(-1)),
-        _contiguous(rstd.reshape(-1)), n_cols, n_rows, n_cols,
-        ROWS_PER_PROGRAM=rows_per_program, BLOCK=block, PREFETCH=block <= 4096,
-        num_warps=_layernorm_bwd_warps(block))
+        dx, dy2, partial_dw, partial_db, x2, w2, mean2, rstd2, n_cols, n_rows, n_cols,
+        rows_per_program, **meta)
     # Narrow column blocks: enough programs to spread the partial sums over the SMs.
-    block_n = 32 if place.on_gpu else min(128, ww.next_power_of_2(n_cols))
+    block_n = config.get("block_n") or (
+        32 if place.on_gpu else min(128, ww.next_power_of_2(n_cols)))
     _layernorm.layernorm_bwd_dwdb_kernel[lambda m: (ww.cdiv(n_cols, m["BLOCK_N"]),)](
         partial_dw, partial_db, dw, db, n_partials, n_cols, BLOCK_P=32, BLOCK_N=block_n,
         num_warps=4)
@@ -502,7 +523,7 @@ def matmul(a, b, activation=None):
 # ------------------------------------------------------------------------------------------------
 
 
-def embedding_bag(weight, indices, offsets, per_sample_weights=None, mode="sum"):
+def embedding_bag(weight, indices, offsets, per_sample_weights=None, mode="sum", config=None):
     """out[b] = sum over i in [offsets[b], offsets[b+1]) of s_i * weight[indices[i]], with s_i =
     per_sample_weights[i] (or 1), divided by the bag size when mode="mean" (an empty bag gives
     zeros). offsets are CSR style, num_bags + 1 entries (torch's include_last_offset=True).
@@ -510,7 +531,9 @@ def embedding_bag(weight, indices, offsets, per_sample_weights=None, mode="sum")
     float, one per index. Returns [num_bags, D] in weight's dtype, summed in fp32.
 
     With NumPy inputs the indices and offsets are checked against the table; with CUDA tensors
-    they are not (that would synchronize the GPU), as with torch."""
+    they are not (that would synchronize the GPU), as with torch. `config` (for
+    bench/sweep_memory.py) overrides BLOCK_I, BLOCK_D and num_warps."""
+    config = config or {}
     op = "embedding_bag"
     place = _Place(op, {"weight": weight, "indices": indices, "offsets": offsets,
                         "per_sample_weights": per_sample_weights})
@@ -545,18 +568,18 @@ def embedding_bag(weight, indices, offsets, per_sample_weights=None, mode="sum")
         return out
     weight = _rows_unit_stride(weight)
     has_weights = per_sample_weights is not None
-    block_d = min(128, max(16, ww.next_power_of_2(dim)))
+    block_d = config.get("BLOCK_D") or min(128, max(16, ww.next_power_of_2(dim)))
     # A whole bag of the average size in one tile (its row loads all in flight together), from
     # the shapes alone: reading the offsets would synchronize the GPU. On 2 warps, ptxas -v gives
     # 48 registers per thread for a [32, 128] fp16 tile: about 21 bags in flight per SM.
     average_bag = ww.cdiv(indices.shape[0], num_bags)
-    block_i = min(32, max(8, ww.next_power_of_2(average_bag)))
+    block_i = config.get("BLOCK_I") or min(32, max(8, ww.next_power_of_2(average_bag)))
     _embedding_bag.embedding_bag_kernel[lambda m: (num_bags, ww.cdiv(dim, m["BLOCK_D"]))](
         weight, _contiguous(indices), _contiguous(offsets),
         _contiguous(per_sample_weights) if has_weights else weight, out,
         dim, _strides(weight)[0], dim,
         BLOCK_I=block_i, BLOCK_D=block_d, HAS_SAMPLE_WEIGHTS=has_weights, MEAN=mode == "mean",
-        num_warps=2)
+        num_warps=config.get("num_warps") or 2)
     return out
 
 
@@ -574,9 +597,10 @@ def _reduction_config(n_cols: int, on_gpu: bool) -> dict:
     return dict(BLOCK_M=4, BLOCK_N=min(256, max(16, ww.next_power_of_2(n_cols))), num_warps=4)
 
 
-def row_sum(x):
+def row_sum(x, config=None):
     """Sum of each row of a 2-D x (fp16, bf16 or fp32; rows may be strided), accumulated and
-    returned in fp32, shape [n_rows]."""
+    returned in fp32, shape [n_rows]. `config` (for bench/sweep_memory.py) overrides BLOCK_M,
+    BLOCK_N and num_warps."""
     op = "row_sum"
     place = _Place(op, {"x": x})
     _check_dtype(op, "x", x, _FLOATS)
@@ -586,15 +610,16 @@ def row_sum(x):
     out = place.empty((n_rows,), "float32")
     if n_rows == 0:
         return out
-    config = _reduction_config(n_cols, place.on_gpu)
+    config = {**_reduction_config(n_cols, place.on_gpu), **(config or {})}
     _reduction.row_sum_kernel[lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]),)](
         x, out, n_rows, n_cols, _strides(x)[0], **config)
     return out
 
 
-def row_max(x):
+def row_max(x, config=None):
     """(values, indices) of each row's maximum of a 2-D x (fp16, bf16 or fp32): values fp32,
-    indices int32, the first column holding the maximum. Rows must not be empty."""
+    indices int32, the first column holding the maximum. Rows must not be empty. `config` (for
+    bench/sweep_memory.py) overrides BLOCK_M, BLOCK_N and num_warps."""
     op = "row_max"
     place = _Place(op, {"x": x})
     _check_dtype(op, "x", x, _FLOATS)
@@ -608,7 +633,7 @@ def row_max(x):
     indices = place.empty((n_rows,), "int32")
     if n_rows == 0:
         return values, indices
-    config = _reduction_config(n_cols, place.on_gpu)
+    config = {**_reduction_config(n_cols, place.on_gpu), **(config or {})}
     _reduction.row_max_kernel[lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]),)](
         x, values, indices, n_rows, n_cols, _strides(x)[0], **config)
     return values, indices

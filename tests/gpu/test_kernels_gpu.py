@@ -196,6 +196,77 @@ def test_row_reductions(shape, dtype):
     assert torch.equal(indices.long(), first)
 
 
+# Every launch configuration bench/sweep_memory.py times (any may become a default), at 4000
+# columns (the 4096-column block of the sweep's sizes, masked) and a row count that leaves the
+# persistent programs unequal shares.
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import sweep_memory  # noqa: E402
+
+
+def _sweep_cases(name):
+    return [pytest.param(c, id=sweep_memory.config_label(c)) for c in sweep_memory.CONFIGS[name]]
+
+
+@pytest.mark.parametrize("config", _sweep_cases("softmax"))
+def test_softmax_sweep_configs(config):
+    x = randn(1008, 4000, dtype=F16, scale=3.0)
+    assert_close(ops.softmax(x, config=config), torch.softmax(x.double(), -1), TOL[F16])
+
+
+@pytest.mark.parametrize("config", _sweep_cases("layernorm_fwd"))
+def test_layernorm_fwd_sweep_configs(config):
+    x = randn(1008, 4000, dtype=F16, scale=2.0, shift=3.0)
+    w, b = randn(4000, dtype=F16), randn(4000, dtype=F16)
+    y, _, rstd = ops.layernorm_fwd(x, w, b, 1e-5, config=config)
+    x64 = x.double()
+    ref = torch.nn.functional.layer_norm(x64, (4000,), w.double(), b.double(), 1e-5)
+    assert_close(y, ref, TOL[F16], "y")
+    assert_close(rstd, 1 / torch.sqrt(x64.var(-1, unbiased=False) + 1e-5), 1e-5, "rstd")
+
+
+@pytest.mark.parametrize("config", _sweep_cases("layernorm_bwd"))
+def test_layernorm_bwd_sweep_configs(config):
+    x = randn(1008, 4000, dtype=F16, scale=2.0)
+    w, b, dy = randn(4000, dtype=F16), randn(4000, dtype=F16), randn(1008, 4000, dtype=F16)
+    _, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5)
+    dx, dw, db = ops.layernorm_bwd(dy, x, w, mean, rstd, config=config)
+    x64, w64, b64 = (t.double().requires_grad_() for t in (x, w, b))
+    torch.nn.functional.layer_norm(x64, (4000,), w64, b64, 1e-5).backward(dy.double())
+    assert_close(dx, x64.grad, TOL[F16], "dx")
+    assert_close(dw, w64.grad, TOL[F16], "dw")
+    assert_close(db, b64.grad, TOL[F16], "db")
+
+
+@pytest.mark.parametrize("config", _sweep_cases("row_sum"))
+def test_row_sum_sweep_configs(config):
+    x = randn(1008, 4000, shift=0.5)
+    assert_close(ops.row_sum(x, config=config), x.double().sum(1), 1e-5)
+
+
+@pytest.mark.parametrize("config", _sweep_cases("row_max"))
+def test_row_max_sweep_configs(config):
+    x = randn(1008, 4000)
+    x[5, 7] = x[5, 3999] = 50.0  # the first of equal maxima wins
+    values, indices = ops.row_max(x, config=config)
+    torch.cuda.synchronize()
+    assert torch.equal(values, x.max(1).values)
+    cols = torch.arange(4000, device=DEV).expand(1008, -1)
+    first = torch.where(x == values[:, None], cols, 4000).min(1).values
+    assert torch.equal(indices.long(), first)
+
+
+@pytest.mark.parametrize("config", _sweep_cases("embedding_bag"))
+def test_embedding_bag_sweep_configs(config):
+    weight = randn(100_000, 128, dtype=F16)
+    sizes = torch.randint(0, 41, (2000,), device=DEV)
+    offsets = torch.cat([torch.zeros(1, device=DEV, dtype=torch.int64), sizes.cumsum(0)])
+    indices = torch.randint(0, 100_000, (int(offsets[-1]),), device=DEV)
+    out = ops.embedding_bag(weight, indices, offsets, config=config)
+    ref = torch.nn.functional.embedding_bag(indices, weight.double(), offsets, mode="sum",
+                                            include_last_offset=True)
+    assert_close(out, ref, TOL[F16], "bags")
+
+
 @pytest.mark.parametrize("z,h,n_ctx,head_dim", [(1, 1, 1, 16), (1, 2, 37, 64), (2, 3, 1000, 64),
                                                 (4, 8, 1024, 128), (1, 4, 4096, 128),
                                                 (1, 2, 2049, 128)])

@@ -263,6 +263,23 @@ def test_layernorm_bwd(rng, shape, dtype):
     assert_close(db, db_ref, TOL[dtype], "db")
 
 
+@pytest.mark.parametrize("prefetch", [0, 1, 2, 3])
+@pytest.mark.parametrize("shape", [(37, 300), (9, 64), (2, 40)])
+def test_layernorm_bwd_prefetch_depths(rng, shape, prefetch):
+    # Programs of 5, 2 and 1 rows: the rows loaded ahead run past each program's last row.
+    n = shape[-1]
+    x = randn(rng, shape, "float16", scale=2.0)
+    w = randn(rng, (n,), "float16")
+    dy = randn(rng, shape, "float16")
+    _, mean, rstd = ops.layernorm_fwd(x, w, randn(rng, (n,), "float16"), 1e-5)
+    dx, dw, db = ops.layernorm_bwd(dy, x, w, mean, rstd,
+                                   config=dict(prefetch=prefetch, block_n=16, num_warps=4))
+    dx_ref, dw_ref, db_ref = layernorm_bwd_ref(dy, x, w, mean, rstd)
+    assert_close(dx, dx_ref, TOL["float16"], "dx")
+    assert_close(dw, dw_ref, TOL["float16"], "dw")
+    assert_close(db, db_ref, TOL["float16"], "db")
+
+
 # ------------------------------------------------------------------------------------------------
 # matmul
 # ------------------------------------------------------------------------------------------------

@@ -1,0 +1,262 @@
+"""Launch-configuration sweep of the memory-bound kernels (issue 4): one GPU process times every
+configuration of CONFIGS at bench_kernels.py's --quick sizes, beside the copy bandwidth measured in
+the same process, and reports TB/s, x-copy and the best configuration per kernel.
+
+    python bench/sweep_memory.py [--json out.json] [--only softmax,layernorm_bwd] [--dry-run]
+        [--kernel-budget 12] [--total-budget 68]
+
+Each configuration is a `config` dict of the kernels/ops.py wrapper (None: the wrapper's default),
+checked against torch (max error and norm-wise relative error) before it is timed with
+ww.testing.do_bench (L2 flushed, median). Kernels are time-boxed: configurations left when a
+kernel's budget runs out are reported as skipped. --dry-run only prints the configurations."""
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+for path in (ROOT, os.path.join(ROOT, "bench")):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+
+def _product(**axes):
+    """Every combination of the axes' values, as config dicts (in the order given)."""
+    configs = [{}]
+    for name, values in axes.items():
+        configs = [{**c, name: v} for c in configs for v in values]
+    return configs
+
+
+# programs_per_sm None: as many as the compiled kernel's registers and shared memory allow.
+CONFIGS = {
+    "softmax": [None] + _product(num_warps=[4, 8, 16], programs_per_sm=[None, 2])
+    + [dict(num_warps=4, programs_per_sm=4), dict(num_warps=8, programs_per_sm=3)],
+    "layernorm_fwd": [None] + _product(num_warps=[4, 8, 16], programs_per_sm=[None, 2])
+    + [dict(num_warps=4, programs_per_sm=3), dict(num_warps=32, programs_per_sm=None)],
+    # prefetch: rows loaded ahead; programs_per_sm 0: as many as fit (ptxas, sm_90a at 4096 fp16
+    # columns: 32 warps 52-60 registers, 1 per SM; 16 warps 64 / 76 / 92 / 97 registers at
+    # prefetch 0-3, so 2 / 1 / 1 / 1 per SM; 8 warps 124 / 155 / 180 / 196, 2 / 1 / 1 / 1).
+    "layernorm_bwd": [None]
+    + _product(num_warps=[32], prefetch=[0, 1, 2, 3], programs_per_sm=[1])
+    + _product(num_warps=[16], prefetch=[0, 1, 2, 3], programs_per_sm=[0])
+    + _product(num_warps=[8], prefetch=[0, 1], programs_per_sm=[0])
+    + [dict(num_warps=32, prefetch=3, programs_per_sm=1, block_n=64),
+       dict(num_warps=32, prefetch=3, programs_per_sm=1, block_n=16)],
+    "row_sum": [None] + [dict(BLOCK_M=m, BLOCK_N=n, num_warps=w) for m, n, w in (
+        (1, 4096, 4), (2, 2048, 4), (8, 512, 4), (16, 256, 4), (2, 2048, 8), (4, 1024, 8),
+        (8, 1024, 8), (2, 4096, 8), (1, 2048, 2))],
+    "embedding_bag": [None] + _product(BLOCK_I=[16, 32], num_warps=[1, 2, 4])
+    + [dict(BLOCK_I=32, BLOCK_D=64, num_warps=1), dict(BLOCK_I=8, num_warps=1)],
+}
+CONFIGS["row_max"] = list(CONFIGS["row_sum"])
+# The kernel furthest behind the copy first, so that a budget cut falls on the others.
+KERNELS = ("layernorm_bwd", "softmax", "layernorm_fwd", "row_max", "row_sum", "embedding_bag")
+
+
+def config_label(config):
+    if config is None:
+        return "default"
+    return " ".join(f"{k}={v}" for k, v in config.items())
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--json", help="write the results here")
+    p.add_argument("--only", help="comma-separated kernels (default: all)")
+    p.add_argument("--dry-run", action="store_true", help="print the configurations and stop")
+    p.add_argument("--kernel-budget", type=float, default=12.0,
+                   help="seconds per kernel before its remaining configurations are skipped")
+    p.add_argument("--total-budget", type=float, default=68.0,
+                   help="seconds for the whole sweep before remaining kernels are skipped")
+    return p.parse_args(argv)
+
+
+def make_case(torch, ops, name):
+    """(bytes moved, {label: fn(config)}, check(out) -> (max error, rel error), tolerance) at
+    bench_kernels.py's --quick size of kernel `name`; bytes are counted as the bench counts
+    them."""
+    F16, F32 = torch.float16, torch.float32
+    F = torch.nn.functional
+
+    def randn(*shape, dtype=F32):
+        return torch.randn(*shape, device="cuda", dtype=torch.float32).to(dtype)
+
+    def errors(out, ref):
+        out, ref = out.double(), ref.double()
+        if torch.isnan(out).any():
+            return math.inf, math.inf
+        norm = ref.norm().item()
+        return ((out - ref).abs().max().item(),
+                (out - ref).norm().item() / (norm if norm > 0 else 1.0))
+
+    if name == "softmax":
+        x = randn(16384, 4096, dtype=F16)
+        ref = torch.softmax(x.float(), -1)
+        return (2 * x.numel() * x.element_size(), lambda c: ops.softmax(x, config=c),
+                lambda out: errors(out, ref), 2e-3, "fp16 16384x4096")
+    if name in ("layernorm_fwd", "layernorm_bwd"):
+        m, n = 16384, 4096
+        x, w, b, dy = randn(m, n, dtype=F16), randn(n, dtype=F16), randn(n, dtype=F16), randn(
+            m, n, dtype=F16)
+        if name == "layernorm_fwd":
+            ref = F.layer_norm(x.float(), (n,), w.float(), b.float(), 1e-5)
+            return (2 * x.numel() * 2, lambda c: ops.layernorm_fwd(x, w, b, 1e-5, config=c),
+                    lambda out: errors(out[0], ref), 2e-3, "fp16 16384x4096")
+        x32 = x.float()
+        mean = x32.mean(-1)
+        rstd = torch.rsqrt(x32.var(-1, unbiased=False) + 1e-5)
+        xr = x32.requires_grad_()
+        wr = w.float().requires_grad_()
+        F.layer_norm(xr, (n,), wr, b.float(), 1e-5).backward(dy.float())
+        dx_ref, dw_ref = xr.grad.detach(), wr.grad.detach()
+        del xr, x32
+
+        def check(out):
+            dx_err = errors(out[0], dx_ref)
+            dw_err = errors(out[1], dw_ref)
+            return max(dx_err[0], dw_err[0]), max(dx_err[1], dw_err[1])
+
+        return (3 * x.numel() * 2, lambda c: ops.layernorm_bwd(dy, x, w, mean, rstd, config=c),
+                check, 2e-3, "fp16 16384x4096")
+    if name in ("row_sum", "row_max"):
+        x = randn(16384, 4096)
+        if name == "row_sum":
+            ref = x.double().sum(1)
+            return (x.numel() * 4, lambda c: ops.row_sum(x, config=c),
+                    lambda out: errors(out, ref), 1e-5, "fp32 16384x4096")
+        ref = x.max(1).values
+        return (x.numel() * 4, lambda c: ops.row_max(x, config=c),
+                lambda out: errors(out[0], ref), 0.0, "fp32 16384x4096")
+    if name == "embedding_bag":
+        num_emb, dim, bags, per_bag = 1 << 20, 128, 32768, 32
+        weight = randn(num_emb, dim, dtype=F16)
+        indices = torch.randint(0, num_emb, (bags * per_bag,), device="cuda")
+        offsets = torch.arange(0, bags * per_bag + 1, per_bag, device="cuda")
+        ref = F.embedding_bag(indices, weight.float(), offsets, mode="sum",
+                              include_last_offset=True)
+        moved = (indices.numel() * dim + bags * dim) * weight.element_size() + indices.numel() * 8
+        return (moved, lambda c: ops.embedding_bag(weight, indices, offsets, config=c),
+                lambda out: errors(out, ref), 2e-3, f"fp16 {num_emb}x{dim} {bags} bags of 32")
+    raise ValueError(name)
+
+
+def copy_tbps(torch, bench):
+    """Device-to-device copy of 256 MB (bench_kernels.py's --quick copy), read plus write."""
+    n = 1 << 28
+    src = torch.empty(n // 4, device="cuda", dtype=torch.float32).normal_()
+    dst = torch.empty_like(src)
+    ms = min(bench(lambda: dst.copy_(src)) for _ in range(2))
+    del src, dst
+    return 2 * n / (ms * 1e-3) / 1e12
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    only = KERNELS if not args.only else tuple(args.only.split(","))
+    unknown = set(only) - set(KERNELS)
+    if unknown:
+        print(f"sweep_memory: unknown kernels {sorted(unknown)}; known: {', '.join(KERNELS)}",
+              file=sys.stderr)
+        return 2
+    if args.dry_run:
+        for name in only:
+            print(f"{name}: {len(CONFIGS[name])} configurations")
+            for config in CONFIGS[name]:
+                print(f"    {config_label(config)}")
+        return 0
+
+    try:
+        import torch
+    except ImportError:
+        print("sweep_memory: PyTorch is not installed; the sweep needs it and a CUDA GPU (try "
+              "--dry-run)", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("sweep_memory: no CUDA GPU visible to PyTorch (try --dry-run)", file=sys.stderr)
+        return 2
+    import warpweave as ww
+
+    from kernels import ops
+
+    started = time.perf_counter()
+
+    def bench(fn):
+        return ww.testing.do_bench(fn, warmup=5, rep=25, return_mode="median")
+
+    props = torch.cuda.get_device_properties(0)
+    copy_before = copy_tbps(torch, bench)
+    print(f"# {props.name} ({props.multi_processor_count} SMs); copy {copy_before:.2f} TB/s")
+    report = {"gpu": props.name, "sms": props.multi_processor_count, "copy_TBps": copy_before,
+              "kernels": {}}
+    for name in only:
+        if time.perf_counter() - started > args.total_budget:
+            print(f"## {name}: skipped (total budget of {args.total_budget:.0f} s spent)")
+            report["kernels"][name] = {"skipped": True}
+            continue
+        kernel_start = time.perf_counter()
+        amount, run, check, tol, case = make_case(torch, ops, name)
+        print(f"## {name} {case}")
+        rows = []
+        for config in CONFIGS[name]:
+            label = config_label(config)
+            spent = time.perf_counter() - kernel_start
+            if spent > args.kernel_budget or time.perf_counter() - started > args.total_budget:
+                rows.append({"config": config, "label": label, "status": "skipped"})
+                print(f"   {label:<55} skipped (budget)")
+                continue
+            row = {"config": config, "label": label}
+            try:
+                out = run(config)
+                torch.cuda.synchronize()
+                max_err, rel_err = check(out)
+                row.update(max_err=max_err, rel_err=rel_err)
+                del out
+                if not rel_err <= tol:
+                    row["status"] = "wrong"
+                else:
+                    ms = bench(lambda: run(config))
+                    row.update(status="ok", ms=ms, TBps=amount / (ms * 1e-3) / 1e12)
+                    row["x_copy"] = row["TBps"] / copy_before
+            except Exception as e:  # a configuration that does not compile or launch
+                row.update(status="error", error=f"{type(e).__name__}: {e}"[:300])
+            rows.append(row)
+            if row["status"] == "ok":
+                print(f"   {label:<55} {row['TBps']:5.2f} TB/s {row['x_copy']:5.2f}x copy "
+                      f"({row['ms'] * 1e3:7.1f} us, max err {row['max_err']:.2g})")
+            else:
+                print(f"   {label:<55} {row['status']}: {row.get('error') or row.get('rel_err')}")
+        ok = sorted((r for r in rows if r["status"] == "ok"), key=lambda r: -r["TBps"])
+        default = next((r for r in rows if r["config"] is None and r["status"] == "ok"), None)
+        print(f"## {name} sorted:")
+        for r in ok:
+            print(f"   {r['TBps']:5.2f} TB/s {r['x_copy']:5.2f}x  {r['label']}")
+        if ok:
+            gain = f", {ok[0]['TBps'] / default['TBps']:.3f}x the default" if default else ""
+            print(f"## {name} best: {ok[0]['label']} {ok[0]['TBps']:.2f} TB/s "
+                  f"{ok[0]['x_copy']:.2f}x copy{gain}")
+        report["kernels"][name] = {"case": case, "bytes": amount, "rows": rows,
+                                   "best": ok[0] if ok else None, "default": default,
+                                   "seconds": time.perf_counter() - kernel_start}
+        del run, check
+        torch.cuda.empty_cache()
+    copy_after = copy_tbps(torch, bench)
+    report["copy_TBps_after"] = copy_after
+    report["seconds"] = time.perf_counter() - started
+    print(f"# copy {copy_after:.2f} TB/s at the end; sweep took {report['seconds']:.0f} s")
+    print("# best per kernel (x-copy against the copy measured first):")
+    for name, entry in report["kernels"].items():
+        best = entry.get("best")
+        if best:
+            print(f"   {name:<14} {best['TBps']:5.2f} TB/s {best['x_copy']:5.2f}x  {best['label']}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
