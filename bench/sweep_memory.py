@@ -3,7 +3,7 @@ configuration of CONFIGS at bench_kernels.py's --quick sizes, beside the copy ba
 the same process, and reports TB/s, x-copy and the best configuration per kernel.
 
     python bench/sweep_memory.py [--json out.json] [--only softmax,layernorm_bwd] [--dry-run]
-        [--kernel-budget 12] [--total-budget 68]
+        [--kernel-budget 10] [--total-budget 60]
 
 Each configuration is a `config` dict of the kernels/ops.py wrapper (None: the wrapper's default),
 checked against torch (max error and norm-wise relative error) before it is timed with
@@ -68,9 +68,9 @@ def parse_args(argv=None):
     p.add_argument("--json", help="write the results here")
     p.add_argument("--only", help="comma-separated kernels (default: all)")
     p.add_argument("--dry-run", action="store_true", help="print the configurations and stop")
-    p.add_argument("--kernel-budget", type=float, default=12.0,
+    p.add_argument("--kernel-budget", type=float, default=10.0,
                    help="seconds per kernel before its remaining configurations are skipped")
-    p.add_argument("--total-budget", type=float, default=68.0,
+    p.add_argument("--total-budget", type=float, default=60.0,
                    help="seconds for the whole sweep before remaining kernels are skipped")
     return p.parse_args(argv)
 
