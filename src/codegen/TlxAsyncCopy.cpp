@@ -12,21 +12,6 @@ using ir::DType;
 using ir::OpCode;
 using layout::LinearLayout;
 
-namespace {
-
-/// True when `v` is a constant +0: cp.async fills masked-off bytes with zeros, nothing else.
-bool isZeroFill(const ir::Value* v) {
-  const ir::Op* def = v->def();
-  if (!def || def->code() != OpCode::Constant) return false;
-  const ir::Attr* a = def->attr("value");
-  if (!a) return false;
-  if (const auto* i = std::get_if<int64_t>(a)) return *i == 0;
-  if (const auto* f = std::get_if<double>(a)) return *f == 0.0 && !std::signbit(*f);
-  return false;
-}
-
-} // namespace
-
 void FunctionLowering::lowerTlxAsyncCopy(const ir::Op& op) {
   switch (op.code()) {
   case OpCode::AsyncCommitGroup:
@@ -80,7 +65,7 @@ void FunctionLowering::lowerTlxAsyncCopy(const ir::Op& op) {
   int32_t v = std::min(layouts_.vectorElems(op), sharedVectorWidth(l, offsetOf, bytes));
   while (v > 1 && v * bytes > 16) v /= 2;
   int copyBytes = v * bytes;
-  bool zeroFill = !otherValue || isZeroFill(otherValue);
+  bool zeroFill = !otherValue || ir::isPositiveZeroConstant(otherValue);
   bool viaCpAsync =
       zeroFill && elem != DType::I1 && (copyBytes == 4 || copyBytes == 8 || copyBytes == 16);
 

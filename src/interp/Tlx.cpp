@@ -924,17 +924,6 @@ void Executor::execTlx(const ir::Op& op) {
   }
 }
 
-namespace {
-
-/// The value of `v` when it is a constant op's result.
-std::optional<int64_t> constantInt(const ir::Value* v) {
-  const ir::Op* def = v->def();
-  if (!def || def->code() != OpCode::Constant || !def->hasAttr("value")) return std::nullopt;
-  return def->intAttr("value");
-}
-
-} // namespace
-
 void Executor::checkNamedBarrierCounts(const ir::Op& op, int64_t id) {
   if (!cta_.namedBarrierIdsChecked.insert(id).second) return;
   auto it = cta_.namedBarrierUses.find(id);
@@ -1013,8 +1002,8 @@ void Executor::execAsyncTasks(const ir::Op& op) {
       ir::walk(*body, [&](const ir::Op& use) {
         if (use.code() != OpCode::NamedBarrierArrive && use.code() != OpCode::NamedBarrierWait)
           return;
-        std::optional<int64_t> id = constantInt(use.operand(0)),
-                               count = constantInt(use.operand(1));
+        std::optional<int64_t> id = ir::constantInt(use.operand(0)),
+                               count = ir::constantInt(use.operand(1));
         if (!id) dynamicNamedBarrier = true;
         if (!id || !count) return;
         namedUses[*id].push_back({*count, &use, a->label, agents.size(), threads});

@@ -1,6 +1,8 @@
 #include "ir/IR.h"
 #include "ir/Builder.h"
 
+#include <cmath>
+
 namespace ww::ir {
 
 const char* opName(OpCode c) {
@@ -75,6 +77,24 @@ std::vector<int64_t> Op::intsAttr(const std::string& name) const {
   const Attr* a = attr(name);
   if (auto* v = a ? std::get_if<std::vector<int64_t>>(a) : nullptr) return *v;
   return {};
+}
+
+std::optional<int64_t> constantInt(const Value* v) {
+  const Op* def = v->def();
+  if (!def || def->code() != OpCode::Constant) return std::nullopt;
+  const Attr* a = def->attr("value");
+  if (const auto* i = a ? std::get_if<int64_t>(a) : nullptr) return *i;
+  return std::nullopt;
+}
+
+bool isPositiveZeroConstant(const Value* v) {
+  const Op* def = v->def();
+  if (!def || def->code() != OpCode::Constant) return false;
+  const Attr* a = def->attr("value");
+  if (!a) return false;
+  if (const auto* i = std::get_if<int64_t>(a)) return *i == 0;
+  if (const auto* f = std::get_if<double>(a)) return *f == 0.0 && !std::signbit(*f);
+  return false;
 }
 
 unsigned replaceAllUses(Block& block, Value* from, Value* to) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <variant>
@@ -181,6 +182,12 @@ template <typename F> void walk(const Block& block, F&& fn) {
 /// Replaces every use of `from` by `to` in `block` and its nested regions; returns how many.
 /// One walk per call: passes that rewrite many values use a UseMap instead.
 unsigned replaceAllUses(Block& block, Value* from, Value* to);
+
+/// The integer held by `v` when it is the result of a Constant op with an integer value.
+std::optional<int64_t> constantInt(const Value* v);
+/// True when `v` is the result of a Constant op holding +0 (integer 0 or float +0.0, not -0.0):
+/// what zero-filling copies write.
+bool isPositiveZeroConstant(const Value* v);
 
 /// Every use of every value under a block, found by one walk, so that a pass replacing many values
 /// does not walk the function once per replacement. Ops erased after it is built must not have

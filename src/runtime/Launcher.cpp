@@ -425,6 +425,25 @@ void GpuKernel::launch(Dim3 grid, void* stream, const std::vector<LaunchArg>& ar
   launchPacked(grid, stream, buffer);
 }
 
+namespace {
+
+/// cuLaunchKernelEx's configuration for a 1-D block of `threads` (no attributes yet).
+CUlaunchConfig launchConfig(Dim3 grid, unsigned threads, int64_t sharedBytes, CUstream stream) {
+  CUlaunchConfig config;
+  std::memset(&config, 0, sizeof config);
+  config.gridDimX = grid.x;
+  config.gridDimY = grid.y;
+  config.gridDimZ = grid.z;
+  config.blockDimX = threads;
+  config.blockDimY = 1;
+  config.blockDimZ = 1;
+  config.sharedMemBytes = static_cast<unsigned>(sharedBytes);
+  config.hStream = stream;
+  return config;
+}
+
+} // namespace
+
 void GpuKernel::launchPacked(Dim3 grid, void* stream, const uint8_t* params) const {
   const Impl& k = *impl_;
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) return; // nothing to run, as in Triton
@@ -457,16 +476,7 @@ void GpuKernel::launchPacked(Dim3 grid, void* stream, const uint8_t* params) con
   cluster.value.clusterDim.x = static_cast<unsigned>(k.numCtas);
   cluster.value.clusterDim.y = 1;
   cluster.value.clusterDim.z = 1;
-  CUlaunchConfig config;
-  std::memset(&config, 0, sizeof config);
-  config.gridDimX = grid.x;
-  config.gridDimY = grid.y;
-  config.gridDimZ = grid.z;
-  config.blockDimX = threads;
-  config.blockDimY = 1;
-  config.blockDimZ = 1;
-  config.sharedMemBytes = static_cast<unsigned>(k.sharedBytes);
-  config.hStream = s;
+  CUlaunchConfig config = launchConfig(grid, threads, k.sharedBytes, s);
   config.attrs = &cluster;
   config.numAttrs = 1;
   runtime::check(d.launchKernelEx(&config, fn, pointers, nullptr), "cuLaunchKernelEx");
@@ -484,16 +494,7 @@ double GpuKernel::timeDriverLaunches(Dim3 grid, void* stream, const uint8_t* par
     pointers[i] = const_cast<uint8_t*>(params + k.slots[i].offset);
   const unsigned threads = static_cast<unsigned>(k.numWarps) * 32;
   CUstream s = static_cast<CUstream>(stream);
-  CUlaunchConfig config;
-  std::memset(&config, 0, sizeof config);
-  config.gridDimX = grid.x;
-  config.gridDimY = grid.y;
-  config.gridDimZ = grid.z;
-  config.blockDimX = threads;
-  config.blockDimY = 1;
-  config.blockDimZ = 1;
-  config.sharedMemBytes = static_cast<unsigned>(k.sharedBytes);
-  config.hStream = s;
+  CUlaunchConfig config = launchConfig(grid, threads, k.sharedBytes, s);
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < count; ++i) {
     CUresult r = launchEx ? d.launchKernelEx(&config, fn, pointers.data(), nullptr)

@@ -14,12 +14,6 @@ using ir::Value;
 
 namespace {
 
-bool isConstantOne(const Value* v) {
-  const ir::Op* def = v->def();
-  return def && def->code() == OpCode::Constant && def->intAttr("value", 0) == 1 &&
-         ir::isInt(v->type().elem);
-}
-
 /// Builds, in `b`'s block, the element pointers and the in-bounds mask of the box at `offsets`
 /// of the descriptor made by `make` (operands: base, shape..., strides...).
 std::pair<Value*, Value*> boxPointers(ir::Builder& b, const ir::Op& make,
@@ -51,7 +45,8 @@ std::pair<Value*, Value*> boxPointers(ir::Builder& b, const ir::Op& make,
                              b.cmp("lt", coord, b.splat(make.operand(1 + d), dimShape)));
     Value* stride = make.operand(1 + rank + d);
     Value* offset = b.create1(OpCode::Cast, {coord}, coord->type().withElem(DType::I64));
-    if (!isConstantOne(stride)) offset = b.binary(OpCode::Mul, offset, b.splat(stride, dimShape));
+    if (ir::constantInt(stride) != 1)
+      offset = b.binary(OpCode::Mul, offset, b.splat(stride, dimShape));
     offset = toBox(offset, d);
     inside = toBox(inside, d);
     offsetSum = offsetSum ? b.binary(OpCode::Add, offsetSum, offset) : offset;

@@ -80,17 +80,6 @@ bool constantInt(const Value* v, int64_t& out) {
   return true;
 }
 
-/// True when `v` is a constant +0 (what cp.async's zero fill writes for masked-off elements).
-bool isZeroConstant(const Value* v) {
-  const Op* def = v->def();
-  if (!def || def->code() != OpCode::Constant) return false;
-  const ir::Attr* a = def->attr("value");
-  if (!a) return false;
-  if (const auto* i = std::get_if<int64_t>(a)) return *i == 0;
-  if (const auto* f = std::get_if<double>(a)) return *f == 0.0 && !std::signbit(*f);
-  return false;
-}
-
 /// The shapes the sm_90a async_dot lowering takes (wgmma from NVMMA-swizzled buffers).
 bool wgmmaShaped(const Op& dot, int numWarps) {
   const Type& at = dot.operand(0)->type();
@@ -201,7 +190,7 @@ private:
     Value* acc = dot->operand(2);
     Value* next = dot->result();
     if (usesOf(dot->result()) != 1) return false;
-    if (isZeroConstant(acc)) {
+    if (ir::isPositiveZeroConstant(acc)) {
       Op* add = userOf(body, dot->result());
       if (add && add->code() == OpCode::Add && add->result()->type() == dot->result()->type()) {
         acc = add->operand(add->operand(0) == dot->result() ? 1 : 0);
@@ -232,7 +221,7 @@ private:
     for (Op* load : plan.loads) {
       if (load->intAttr("volatile")) return false;
       bool hasMask = load->intAttr("has_mask") != 0, hasOther = load->intAttr("has_other") != 0;
-      if (hasOther && !isZeroConstant(load->operand(hasMask ? 2 : 1))) return false;
+      if (hasOther && !ir::isPositiveZeroConstant(load->operand(hasMask ? 2 : 1))) return false;
       if (!load->operand(0)->type().isTensor()) return false;
       if (!addToSlice(body, load->operand(0), plan)) return false;
       if (hasMask && !addToSlice(body, load->operand(1), plan)) return false;
@@ -284,7 +273,7 @@ private:
     // accumulator.
     Value* q = scores->operand(0);
     if (q->isBlockArg() ? q->ownerBlock() == &body : definedInside(q->def(), body)) return false;
-    if (!q->type().isTensor() || !isZeroConstant(scores->operand(2))) return false;
+    if (!q->type().isTensor() || !ir::isPositiveZeroConstant(scores->operand(2))) return false;
     Op* trans = scores->operand(1)->def();
     if (!trans || trans->code() != OpCode::Permute || trans->parentBlock() != &body ||
         trans->intsAttr("order") != std::vector<int64_t>{1, 0} || usesOf(trans->result()) != 1)
