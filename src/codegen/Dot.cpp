@@ -301,12 +301,7 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
   std::string accumulate = b_.pure("setp.ne.u32", RegClass::Pred, {"1", "0"});
   b_.inst("wgmma.fence.sync.aligned", {});
   for (const auto& [origin, regs] : tiles) {
-    std::string list = "{";
-    for (size_t i = 0; i < regs.size(); ++i) {
-      if (regs[i] < 0) throw std::logic_error("codegen: wgmma tile not covered by registers");
-      list += (i ? ", " : "") + live[regs[i]];
-    }
-    list += "}";
+    std::string list = wgmmaAccumulatorList(regs, live);
     for (int64_t k0 = 0; k0 < K; k0 += instrK) {
       std::string da = descriptor(aHw, aBits, aBase, coreMatrixOffset(origin.first, k0) * bytes);
       std::string db = descriptor(bHw, bBits, bBase, coreMatrixOffset(origin.second, k0) * bytes);

@@ -187,12 +187,7 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
                        std::to_string(instrK) + ".f32." + abType + "." + abType;
   b_.inst("wgmma.fence.sync.aligned", {});
   for (const auto& [origin, regs] : wgmmaTiles(accL, instrN)) {
-    std::string list = "{";
-    for (size_t i = 0; i < regs.size(); ++i) {
-      if (regs[i] < 0) throw std::logic_error("codegen: wgmma tile not covered by registers");
-      list += (i ? ", " : "") + live[regs[i]];
-    }
-    list += "}";
+    std::string list = wgmmaAccumulatorList(regs, live);
     for (int64_t k0 = 0; k0 < K; k0 += instrK) {
       std::string db = descriptor(bHw, bBits, bBase, bByte(k0, origin.second), bFixed);
       std::string bTrans = bKMajor ? "0" : "1"; // B transposed unless it is K-major

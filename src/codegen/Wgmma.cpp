@@ -42,6 +42,16 @@ void requireFragmentLanes(const LinearLayout& l, int tigDim, int32_t tigStep, in
   expect(4, groupDim, 4);
 }
 
+std::string wgmmaAccumulatorList(const std::vector<int32_t>& regs,
+                                 const std::vector<std::string>& live) {
+  std::string list = "{";
+  for (size_t i = 0; i < regs.size(); ++i) {
+    if (regs[i] < 0) throw std::logic_error("codegen: wgmma tile not covered by registers");
+    list += (i ? ", " : "") + live[static_cast<size_t>(regs[i])];
+  }
+  return list + "}";
+}
+
 uint64_t swizzleModeBits(int bytes) {
   uint64_t mode = bytes == 128 ? 1 : bytes == 64 ? 2 : 3;
   return mode << 62;

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -16,6 +17,10 @@ namespace ww::codegen {
 /// 2 * tig + (i & 1) + 8 * (i >> 2).
 using WgmmaTiles = std::map<std::pair<int64_t, int64_t>, std::vector<int32_t>>;
 WgmmaTiles wgmmaTiles(const layout::LinearLayout& accL, int32_t instrN);
+
+/// The `{r0, r1, ...}` accumulator operand of one wgmma tile: `live[regs[i]]` in fragment order.
+std::string wgmmaAccumulatorList(const std::vector<int32_t>& regs,
+                                 const std::vector<std::string>& live);
 
 /// Checks that the lane bits of `l` follow an mma.sync fragment: lanes 0-1 (threadID_in_group)
 /// step the column-like dim `tigDim` by `tigStep`, lanes 2-4 (groupID) step `groupDim` by 1.
