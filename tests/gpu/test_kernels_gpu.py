@@ -2,22 +2,15 @@
 the same device): real sizes and odd sizes, fresh random inputs, outputs poisoned before each run,
 relative error ||out - ref|| / ||ref|| within each dtype's threshold."""
 
-import importlib
 import math
 import os
 import sys
 
 import pytest
 
-torch = pytest.importorskip("torch", reason="PyTorch is not installed")
-native_loader = importlib.import_module("warpweave._native_loader")
-if not native_loader.available():
-    pytest.skip("warpweave._native is not built (pip install .)", allow_module_level=True)
-if not torch.cuda.is_available():
-    pytest.skip("no CUDA GPU visible to PyTorch", allow_module_level=True)
-_ok, _why = native_loader.native().cuda_available()
-if not _ok:
-    pytest.skip(f"CUDA driver unusable: {_why}", allow_module_level=True)
+from gpu_requirements import require_cuda
+
+torch = require_cuda()
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 if ROOT not in sys.path:

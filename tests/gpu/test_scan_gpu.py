@@ -2,18 +2,14 @@
 same inputs: both axes of tiles whose scanned axis spans registers, lanes and warps, reversed or
 not, int32 exactly and floats within rounding."""
 
-import importlib
 import os
 import sys
 
 import pytest
 
-torch = pytest.importorskip("torch", reason="PyTorch is not installed")
-native_loader = importlib.import_module("warpweave._native_loader")
-if not native_loader.available():
-    pytest.skip("warpweave._native is not built (pip install .)", allow_module_level=True)
-if not torch.cuda.is_available():
-    pytest.skip("no CUDA GPU visible to PyTorch", allow_module_level=True)
+from gpu_requirements import require_cuda
+
+torch = require_cuda()
 
 sys.path.insert(0, os.path.dirname(__file__))
 import scan_kernels  # noqa: E402

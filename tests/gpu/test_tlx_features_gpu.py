@@ -3,21 +3,14 @@ clusters (rank, size, an arrive on the peer CTA's barrier, cluster_barrier order
 writes), local_slice / local_reinterpret / local_trans round trips through shared memory, and
 slices read and written by TMA and async_dot, against PyTorch."""
 
-import importlib
 import os
 import sys
 
 import pytest
 
-torch = pytest.importorskip("torch", reason="PyTorch is not installed")
-native_loader = importlib.import_module("warpweave._native_loader")
-if not native_loader.available():
-    pytest.skip("warpweave._native is not built (pip install .)", allow_module_level=True)
-if not torch.cuda.is_available():
-    pytest.skip("no CUDA GPU visible to PyTorch", allow_module_level=True)
-_ok, _why = native_loader.native().cuda_available()
-if not _ok:
-    pytest.skip(f"CUDA driver unusable: {_why}", allow_module_level=True)
+from gpu_requirements import require_cuda
+
+torch = require_cuda()
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 

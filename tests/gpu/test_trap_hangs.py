@@ -3,7 +3,6 @@ prints the block, thread, task, barrier, phase and source line; tl.device_print 
 element once, as the interpreter does; tl.device_assert fails the launch with its message.
 Each kernel runs in a subprocess, since a trap or assert leaves the CUDA context unusable."""
 
-import importlib
 import os
 import re
 import subprocess
@@ -12,14 +11,9 @@ import textwrap
 
 import pytest
 
-torch = pytest.importorskip("torch", reason="PyTorch is not installed")
-native_loader = importlib.import_module("warpweave._native_loader")
-if not native_loader.available():
-    pytest.skip("warpweave._native is not built (pip install .)", allow_module_level=True)
-if not torch.cuda.is_available():
-    pytest.skip("no CUDA GPU visible to PyTorch", allow_module_level=True)
-if torch.cuda.get_device_capability() < (9, 0):
-    pytest.skip("mbarriers and async tasks need sm_90", allow_module_level=True)
+from gpu_requirements import require_cuda
+
+torch = require_cuda((9, 0), "mbarriers and async tasks need sm_90")
 
 HANG_SCRIPT = textwrap.dedent('''
     import sys

@@ -1,22 +1,15 @@
 """Vector add (and the runtime around it) on the GPU, against PyTorch."""
 
-import importlib
 import time
 
 import pytest
 
+from gpu_requirements import require_cuda
+
 import warpweave as ww
 import warpweave.language as tl
 
-torch = pytest.importorskip("torch", reason="PyTorch is not installed")
-native_loader = importlib.import_module("warpweave._native_loader")
-if not native_loader.available():
-    pytest.skip("warpweave._native is not built (pip install .)", allow_module_level=True)
-if not torch.cuda.is_available():
-    pytest.skip("no CUDA GPU visible to PyTorch", allow_module_level=True)
-_ok, _why = native_loader.native().cuda_available()
-if not _ok:
-    pytest.skip(f"CUDA driver unusable: {_why}", allow_module_level=True)
+torch = require_cuda()
 
 
 @ww.jit
