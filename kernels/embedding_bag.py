@@ -7,10 +7,11 @@ and stored in out's element type.
 
 Each program gathers BLOCK_I rows of its bag at a time as one [BLOCK_I, BLOCK_D] tile (a whole
 bag at once when BLOCK_I covers it), so that all of its row loads are in flight together. The
-programs are small (2 warps, few registers) so that many bags are in flight on each SM.
+programs are small (one warp, 64 registers for a [32, 64] tile) so that many bags are in flight
+on each SM.
 Columns are split across the second grid axis.
     grid = (num_bags, cdiv(D, BLOCK_D))
-    constexprs: BLOCK_I (e.g. 32), BLOCK_D (e.g. 128), HAS_SAMPLE_WEIGHTS, MEAN
+    constexprs: BLOCK_I (e.g. 32), BLOCK_D (e.g. 64), HAS_SAMPLE_WEIGHTS, MEAN
     signature: weight_ptr:*fp16:16, indices_ptr:*i64:16, offsets_ptr:*i64:16,
                sample_weights_ptr:*fp32:16, out_ptr:*fp16:16, D:i32:16, stride_w:i32:16,
                stride_out:i32:16, BLOCK_I=32, BLOCK_D=128, HAS_SAMPLE_WEIGHTS=False, MEAN=False

@@ -17,7 +17,7 @@ each row from memory once, two iterations before it is normalized.
                mean_ptr:*fp32:16, rstd_ptr:*fp32:16, stride:i32, n_cols:i32, eps:fp32, BLOCK=1024
 
 layernorm_bwd_dx_kernel: each program takes rows_per_program consecutive rows (loading each row
-three rows ahead), writes dx for them and its partial sums of dw = sum(dy * xhat)
+PREFETCH rows ahead), writes dx for them and its partial sums of dw = sum(dy * xhat)
 and db = sum(dy) into row `pid` of the fp32 buffers partial_dw / partial_db [num_programs, N].
 No atomics: the result is deterministic.
     grid = (cdiv(n_rows, rows_per_program),)

@@ -387,15 +387,13 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
 
 
 def _layernorm_bwd_warps(block: int) -> int:
-    # The program keeps dw and db rows in registers besides x and dy, and the x and dy of the
-    # three rows ahead: ptxas -v gives 52 registers per thread at BLOCK=4096 on 32 warps (1024
-    # threads, 53248 of the SM's 65536 registers; 96 on 16 warps with two rows ahead). Past 4096 columns 16 warps, as 32
-    # could not have more than 64 registers each.
-    if block <= 1024:
-        return 4
-    if block <= 2048:
-        return 8
-    return 32 if block <= 4096 else 16
+    # The program keeps dw and db rows in registers besides x and dy. At BLOCK=4096 (fp16) 8 warps
+    # without rows loaded ahead take 124 registers (ptxas -v), two programs per SM: on the H200
+    # 2.92 TB/s against 1.58 for one 32-warp program per SM loading three rows ahead, and 2.62-2.77
+    # for 16 warps at any depth (bench/sweep_memory.py, 16384x4096). Past 4096 columns 16 warps.
+    if block <= 4096:
+        return 4 if block <= 1024 else 8
+    return 16
 
 
 def layernorm_bwd(dy, x, w, mean, rstd, config=None):
@@ -437,10 +435,12 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
         db[...] = 0
         return dx.reshape(shape), dw, db
     warps = config.get("num_warps") or _layernorm_bwd_warps(block)
-    prefetch = config.get("prefetch", 3 if block <= 4096 else 0)
-    # One program per SM at the larger blocks (each takes most of an SM's registers), two below;
+    # Rows are loaded ahead only in the narrower blocks; at 4096 columns a second program per SM
+    # hides more latency than rows loaded ahead within one.
+    prefetch = config.get("prefetch", 3 if block <= 2048 else 0)
+    # Two programs per SM up to 2048 columns, as many as fit at 4096, one past it;
     # programs_per_sm=0 asks for as many as the compiled kernel's registers allow.
-    per_sm = config.get("programs_per_sm", 2 if block <= 2048 else 1)
+    per_sm = config.get("programs_per_sm", 2 if block <= 2048 else 0 if block <= 4096 else 1)
     w2, mean2, rstd2 = _contiguous(w), _contiguous(mean.reshape(-1)), _contiguous(rstd.reshape(-1))
     meta = dict(BLOCK=block, PREFETCH=prefetch, num_warps=warps)
     if not place.on_gpu:
@@ -568,10 +568,12 @@ def embedding_bag(weight, indices, offsets, per_sample_weights=None, mode="sum",
         return out
     weight = _rows_unit_stride(weight)
     has_weights = per_sample_weights is not None
-    block_d = config.get("BLOCK_D") or min(128, max(16, ww.next_power_of_2(dim)))
+    # One warp per [BLOCK_I, 64] tile: on the H200 (1M x 128 fp16, 32768 bags of 32) 4.06 TB/s
+    # against 2.04 for two warps on [32, 128] tiles and 3.95 for one warp on them
+    # (bench/sweep_memory.py): more, smaller programs keep more bags in flight per SM.
+    block_d = config.get("BLOCK_D") or min(64, max(16, ww.next_power_of_2(dim)))
     # A whole bag of the average size in one tile (its row loads all in flight together), from
-    # the shapes alone: reading the offsets would synchronize the GPU. On 2 warps, ptxas -v gives
-    # 48 registers per thread for a [32, 128] fp16 tile: about 21 bags in flight per SM.
+    # the shapes alone: reading the offsets would synchronize the GPU.
     average_bag = ww.cdiv(indices.shape[0], num_bags)
     block_i = config.get("BLOCK_I") or min(32, max(8, ww.next_power_of_2(average_bag)))
     _embedding_bag.embedding_bag_kernel[lambda m: (num_bags, ww.cdiv(dim, m["BLOCK_D"]))](
@@ -579,7 +581,7 @@ def embedding_bag(weight, indices, offsets, per_sample_weights=None, mode="sum",
         _contiguous(per_sample_weights) if has_weights else weight, out,
         dim, _strides(weight)[0], dim,
         BLOCK_I=block_i, BLOCK_D=block_d, HAS_SAMPLE_WEIGHTS=has_weights, MEAN=mode == "mean",
-        num_warps=config.get("num_warps") or 2)
+        num_warps=config.get("num_warps") or 1)
     return out
 
 
@@ -591,8 +593,9 @@ def embedding_bag(weight, indices, offsets, per_sample_weights=None, mode="sum",
 def _reduction_config(n_cols: int, on_gpu: bool) -> dict:
     if on_gpu:
         # 4096 elements per step: narrow rows trade columns for rows instead of masking most of
-        # a 1024-wide block.
-        block_n = min(1024, max(16, ww.next_power_of_2(n_cols)))
+        # a wide block. Two rows of 2048 per step on the H200 (16384x4096 fp32): row_max 3.64
+        # TB/s against 3.46 for four of 1024, row_sum 3.70 against 3.65 (bench/sweep_memory.py).
+        block_n = 2048 if n_cols >= 2048 else min(1024, max(16, ww.next_power_of_2(n_cols)))
         return dict(BLOCK_M=4096 // block_n, BLOCK_N=block_n, num_warps=4)
     return dict(BLOCK_M=4, BLOCK_N=min(256, max(16, ww.next_power_of_2(n_cols))), num_warps=4)
 
