@@ -45,7 +45,11 @@ CONFIGS = {
     + _product(num_warps=[16], prefetch=[0, 1, 2, 3], programs_per_sm=[0])
     + _product(num_warps=[8], prefetch=[0, 1], programs_per_sm=[0])
     + [dict(num_warps=32, prefetch=3, programs_per_sm=1, block_n=64),
-       dict(num_warps=32, prefetch=3, programs_per_sm=1, block_n=16)],
+       dict(num_warps=32, prefetch=3, programs_per_sm=1, block_n=16)]
+    # dw and db summed before the row reduction: 104 / 64 / 184 registers, 2 programs per SM each.
+    + [dict(num_warps=8, prefetch=0, programs_per_sm=0, accumulate_early=True),
+       dict(num_warps=16, prefetch=1, programs_per_sm=0, accumulate_early=True),
+       dict(num_warps=4, prefetch=0, programs_per_sm=0, accumulate_early=True)],
     "row_sum": [None] + [dict(BLOCK_M=m, BLOCK_N=n, num_warps=w) for m, n, w in (
         (1, 4096, 4), (2, 2048, 4), (8, 512, 4), (16, 256, 4), (2, 2048, 8), (4, 1024, 8),
         (8, 1024, 8), (2, 4096, 8), (1, 2048, 2))],

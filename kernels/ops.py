@@ -400,8 +400,9 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
     """Gradients of layernorm_fwd: returns (dx, dw, db); dx in x's dtype and shape, dw and db in
     w's dtype. mean and rstd are layernorm_fwd's fp32 outputs. Rows must fit one block (up to
     65536 bytes of x's elements). `config` (for bench/sweep_memory.py) overrides num_warps,
-    prefetch (rows loaded ahead, 0-3), programs_per_sm (0: as many as fit) and block_n (columns
-    per program of the dw/db sum)."""
+    prefetch (rows loaded ahead, 0-3), accumulate_early (dw and db summed before the row
+    reduction), programs_per_sm (0: as many as fit) and block_n (columns per program of the dw/db
+    sum)."""
     config = config or {}
     op = "layernorm_bwd"
     place = _Place(op, {"dy": dy, "x": x, "w": w, "mean": mean, "rstd": rstd})
@@ -442,7 +443,8 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
     # programs_per_sm=0 asks for as many as the compiled kernel's registers allow.
     per_sm = config.get("programs_per_sm", 2 if block <= 2048 else 0 if block <= 4096 else 1)
     w2, mean2, rstd2 = _contiguous(w), _contiguous(mean.reshape(-1)), _contiguous(rstd.reshape(-1))
-    meta = dict(BLOCK=block, PREFETCH=prefetch, num_warps=warps)
+    meta = dict(BLOCK=block, PREFETCH=prefetch,
+                ACCUMULATE_EARLY=bool(config.get("accumulate_early", False)), num_warps=warps)
     if not place.on_gpu:
         target_programs = 8
     elif per_sm:
@@ -453,7 +455,8 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
         args = (dx, dy2, stand_in, stand_in, x2, w2, mean2, rstd2, n_cols, n_rows, n_cols, 3)
         target_programs = place.num_sms() * _resident_programs(
             place, _layernorm.layernorm_bwd_dx_kernel,
-            ("layernorm_bwd", dt, wdt, block, prefetch, warps), args, **meta)
+            ("layernorm_bwd", dt, wdt, block, prefetch, meta["ACCUMULATE_EARLY"], warps), args,
+            **meta)
     # Every program takes an equal share of the rows: one wave of programs.
     rows_per_program = ww.cdiv(n_rows, target_programs)
     n_partials = ww.cdiv(n_rows, rows_per_program)
