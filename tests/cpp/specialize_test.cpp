@@ -195,7 +195,7 @@ const std::vector<KernelCase>& kernelCases() {
        "layernorm_bwd_dx_kernel",
        "dx_ptr:*fp16:16,dy_ptr:*fp16:16,partial_dw_ptr:*fp32:16,partial_db_ptr:*fp32:16,"
        "x_ptr:*fp16:16,w_ptr:*fp16:16,mean_ptr:*fp32:16,rstd_ptr:*fp32:16,stride:i32,n_rows:i32,"
-       "n_cols:i32,ROWS_PER_PROGRAM=32,BLOCK=1024",
+       "n_cols:i32,rows_per_program:i32,BLOCK=1024",
        4,
        {" = for "}},
       {"kernels/layernorm.py",
