@@ -1,4 +1,5 @@
 #include "codegen/ScalarOps.h"
+#include "ir/OpTraits.h"
 
 #include <cmath>
 #include <stdexcept>
@@ -353,25 +354,13 @@ std::string emitElementwise(ScalarContext& cx, const ir::Op& op,
                             const std::vector<std::string>& args,
                             const std::vector<DType>& argTypes, DType resultType) {
   DType t = argTypes.empty() ? resultType : argTypes[0];
-  switch (op.code()) {
-  case OpCode::Add:
-  case OpCode::Sub:
-  case OpCode::Mul:
-  case OpCode::Div:
-  case OpCode::Rem:
-  case OpCode::FloorDiv:
-  case OpCode::And:
-  case OpCode::Or:
-  case OpCode::Xor:
-  case OpCode::Shl:
-  case OpCode::Shr:
-  case OpCode::Max:
-  case OpCode::Min:
-  case OpCode::Pow:
+  if (ir::isBinaryArithmetic(op.code())) {
     if (t == DType::I1) return predBinary(cx, op, args[0], args[1]);
     if (ir::isFloat(t)) return floatBinary(cx, op, args[0], args[1], t);
     if (op.code() == OpCode::Pow) unsupported(cx, op, t, "pow takes floating-point values");
     return intBinary(cx, op, cx.b.materialize(args[0], regClassOf(t)), args[1], t);
+  }
+  switch (op.code()) {
   case OpCode::Neg:
     if (t == DType::I1) return args[0];
     if (isLowFloat(t)) return fromF32(cx, f32(cx, "neg.f32", {toF32(cx, args[0], t)}), t);

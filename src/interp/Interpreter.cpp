@@ -92,6 +92,10 @@ void Executor::exec(const ir::Op& op) {
                                 op.intAttr("propagate_nan") != 0));
     return;
   }
+  if (ir::isUnaryMath(op.code())) {
+    set(op.result(), evalUnary(op.code(), *tensor(op, 0), rt));
+    return;
+  }
   switch (op.code()) {
   case OpCode::Constant:
     set(op.result(), makeConstant(rt, *op.attr("value")));
@@ -115,24 +119,6 @@ void Executor::exec(const ir::Op& op) {
   }
   case OpCode::AddPtr:
     set(op.result(), evalAddPtr(*tensor(op, 0), *tensor(op, 1), rt));
-    return;
-  case OpCode::Neg:
-  case OpCode::Not:
-  case OpCode::Exp:
-  case OpCode::Exp2:
-  case OpCode::Log:
-  case OpCode::Log2:
-  case OpCode::Sqrt:
-  case OpCode::Rsqrt:
-  case OpCode::Abs:
-  case OpCode::Sin:
-  case OpCode::Cos:
-  case OpCode::Tanh:
-  case OpCode::Erf:
-  case OpCode::Floor:
-  case OpCode::Ceil:
-  case OpCode::Sigmoid:
-    set(op.result(), evalUnary(op.code(), *tensor(op, 0), rt));
     return;
   case OpCode::Cmp:
     set(op.result(), evalCmp(op.strAttr("pred"), *tensor(op, 0), *tensor(op, 1), rt));
