@@ -478,6 +478,23 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
 # Matmul
 # ------------------------------------------------------------------------------------------------
 
+def _matmul_operands(op: str, a, b):
+    """Checks the two operands of a matmul (2-D, fp16 or bf16, one dtype, inner dims equal):
+    returns where the result lives, its dtype and M, N, K."""
+    place = _Place(op, {"a": a, "b": b})
+    dt = _check_dtype(op, "a", a, _HALF_FLOATS)
+    if _dtype_name(b) != dt:
+        raise ValueError(f"{op}: 'b' has dtype {_dtype_name(b)} but 'a' has {dt}; both must be "
+                         f"float16 or both bfloat16")
+    _check_ndim(op, "a", a, (2,))
+    _check_ndim(op, "b", b, (2,))
+    M, K = a.shape
+    if b.shape[0] != K:
+        raise ValueError(f"{op}: 'b' has shape {tuple(b.shape)} but 'a' has {tuple(a.shape)}; "
+                         f"b's first dimension must equal a's second ({K})")
+    return place, dt, M, b.shape[1], K
+
+
 _ACTIVATIONS = {None: "", "relu": "relu", "leaky_relu": "leaky_relu"}
 
 
@@ -485,21 +502,10 @@ def matmul(a, b, activation=None):
     """activation(a @ b) for fp16 or bf16 a [M, K] and b [K, N] (any strides), accumulated in fp32
     and returned in a's dtype. activation: None, "relu" or "leaky_relu" (slope 0.01)."""
     op = "matmul"
-    place = _Place(op, {"a": a, "b": b})
-    dt = _check_dtype(op, "a", a, _HALF_FLOATS)
-    if _dtype_name(b) != dt:
-        raise ValueError(f"{op}: 'b' has dtype {_dtype_name(b)} but 'a' has {dt}; both must be "
-                         f"float16 or both bfloat16")
     if activation not in _ACTIVATIONS:
         raise ValueError(f"{op}: 'activation' must be None, 'relu' or 'leaky_relu', got "
                          f"{activation!r}")
-    _check_ndim(op, "a", a, (2,))
-    _check_ndim(op, "b", b, (2,))
-    M, K = a.shape
-    if b.shape[0] != K:
-        raise ValueError(f"{op}: 'b' has shape {tuple(b.shape)} but 'a' has {tuple(a.shape)}; "
-                         f"b's first dimension must equal a's second ({K})")
-    N = b.shape[1]
+    place, dt, M, N, K = _matmul_operands(op, a, b)
     c = place.empty((M, N), dt)
     if M == 0 or N == 0:
         return c
@@ -746,20 +752,10 @@ def matmul_tlx(a, b, variant="ws", config=None):
     fp16 or bf16 CUDA tensors on an sm_90 GPU; rows must be multiples of 16 bytes (K and N
     multiples of 8). `config` overrides entries of TLX_GEMM_CONFIGS[variant]."""
     op = "matmul_tlx"
-    place = _Place(op, {"a": a, "b": b})
-    dt = _check_dtype(op, "a", a, _HALF_FLOATS)
-    if _dtype_name(b) != dt:
-        raise ValueError(f"{op}: 'b' has dtype {_dtype_name(b)} but 'a' has {dt}")
     if variant not in TLX_GEMM_CONFIGS:
         raise ValueError(f"{op}: 'variant' must be one of {sorted(TLX_GEMM_CONFIGS)}, got "
                          f"{variant!r}")
-    _check_ndim(op, "a", a, (2,))
-    _check_ndim(op, "b", b, (2,))
-    M, K = a.shape
-    if b.shape[0] != K:
-        raise ValueError(f"{op}: 'b' has shape {tuple(b.shape)} but 'a' has {tuple(a.shape)}; "
-                         f"b's first dimension must equal a's second ({K})")
-    N = b.shape[1]
+    place, dt, M, N, K = _matmul_operands(op, a, b)
     a = _tma_operand(op, "a", a, place)
     b = _tma_operand(op, "b", b, place)
     c = place.empty((M, N), dt)
