@@ -28,13 +28,6 @@ ATTENTION = os.path.join(ROOT, "kernels", "attention.py")
 
 
 @pytest.fixture
-def rng():
-    seed = int.from_bytes(os.urandom(4), "little")
-    print(f"random seed {seed}")
-    return np.random.default_rng(seed)
-
-
-@pytest.fixture
 def gpu_config(monkeypatch):
     """ops.attention picks its GPU block sizes, warps and stages, but runs in the interpreter on
     the NumPy arrays (which executes the sm_90a Tile IR)."""

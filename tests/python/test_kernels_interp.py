@@ -52,13 +52,6 @@ def np_dtype(name):
     return BF16 if name == "bfloat16" else np.dtype(name)
 
 
-@pytest.fixture
-def rng():
-    seed = int.from_bytes(os.urandom(4), "little")
-    print(f"random seed {seed}")
-    return np.random.default_rng(seed)
-
-
 @pytest.fixture(autouse=True)
 def poisoned_outputs(monkeypatch):
     """Every array the wrappers allocate starts as NaN (floats) or -7777 (ints), so an element

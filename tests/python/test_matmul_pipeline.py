@@ -25,13 +25,6 @@ from kernels import ops  # noqa: E402
 MATMUL = os.path.join(ROOT, "kernels", "matmul.py")
 
 
-@pytest.fixture
-def rng():
-    seed = int.from_bytes(os.urandom(4), "little")
-    print(f"random seed {seed}")
-    return np.random.default_rng(seed)
-
-
 def rel_error(out, ref):
     out = out.astype(np.float64)
     assert np.isfinite(out).all(), "non-finite values in the output"

@@ -26,13 +26,6 @@ def cases(name):
     return [pytest.param(c, id=sweep_memory.config_label(c)) for c in sweep_memory.CONFIGS[name]]
 
 
-@pytest.fixture
-def rng():
-    seed = int.from_bytes(os.urandom(4), "little")
-    print(f"random seed {seed}")
-    return np.random.default_rng(seed)
-
-
 def rel_err(out, ref):
     out, ref = np.asarray(out, np.float64), np.asarray(ref, np.float64)
     return np.linalg.norm(out - ref) / max(np.linalg.norm(ref), 1e-300)
