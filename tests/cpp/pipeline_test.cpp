@@ -37,6 +37,19 @@ std::string matmulSignature(int bm, int bn, int bk, bool aligned) {
          ",BLOCK_K=" + std::to_string(bk) + ",GROUP_M=8,ACTIVATION=\"\"";
 }
 
+/// Compiles `source` (named `path` in diagnostics) for sm_90a with the given signature.
+CompiledKernel compileSource(const std::string& path, const std::string& source,
+                             const std::string& kernel, const std::string& signature, int numWarps,
+                             Stage stage) {
+  CompileRequest req;
+  req.files.push_back({path, source});
+  req.kernel = kernel;
+  req.signature = parseSignature(signature);
+  req.options.numWarps = numWarps;
+  req.stage = stage;
+  return compile(req);
+}
+
 CompiledKernel compileMatmul(Target target, Stage stage, int bm, int bn, int bk, int numWarps,
                              int numStages, bool aligned = true) {
   CompileRequest req;
@@ -142,13 +155,9 @@ TEST(SoftwarePipeline, DotResultReadInsideTheLoopIsLeftAlone) {
                        "        acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc)\n"
                        "        m = tl.maximum(m, acc)\n"
                        "    tl.store(out_ptr + r[:, None] * 16 + kk[None, :], m)\n";
-  CompileRequest req;
-  req.files.push_back({"k.py", kernel});
-  req.kernel = "k";
-  req.signature = parseSignature("a_ptr:*fp16:16,b_ptr:*fp16:16,out_ptr:*fp32:16,n:i32");
-  req.options.numWarps = 4;
-  req.stage = Stage::TileIR;
-  CompiledKernel k = compile(req);
+  CompiledKernel k =
+      compileSource("k.py", kernel, "k", "a_ptr:*fp16:16,b_ptr:*fp16:16,out_ptr:*fp32:16,n:i32", 4,
+                    Stage::TileIR);
   EXPECT_EQ(count(k.tileIR, "async_load"), 0) << k.tileIR;
   EXPECT_TRUE(std::regex_search(k.tileIR, std::regex("= dot "))) << k.tileIR;
 }
@@ -217,15 +226,11 @@ const char* kPersistentMatmulSource =
 TEST(SoftwarePipeline, InnerLoopOfAPersistentKernelIsPipelined) {
   // The K loop (step BLOCK_K, num_stages from tl.range) inside the loop over tiles: its
   // prologue and drain run once per tile, and the slots are reused tile after tile.
-  CompileRequest req;
-  req.files.push_back({"persistent.py", kPersistentMatmulSource});
-  req.kernel = "persistent_matmul";
-  req.signature = parseSignature(
+  CompiledKernel k = compileSource(
+      "persistent.py", kPersistentMatmulSource, "persistent_matmul",
       "a_ptr:*fp16:16,b_ptr:*fp16:16,c_ptr:*fp16:16,M:i32,N:i32,K:i32,BLOCK_M=64,BLOCK_N=32,"
-      "BLOCK_K=16");
-  req.options.numWarps = 4;
-  req.stage = Stage::TileIR;
-  CompiledKernel k = compile(req);
+      "BLOCK_K=16",
+      4, Stage::TileIR);
   ASSERT_EQ(count(k.tileIR, "async_dot "), 1) << k.tileIR;
   EXPECT_EQ(count(k.tileIR, "local_alloc {storage = \"smem\"} : buffer<4x64x16xfp16, smem>"), 1)
       << k.tileIR;
@@ -233,11 +238,11 @@ TEST(SoftwarePipeline, InnerLoopOfAPersistentKernelIsPipelined) {
   // last MMA of the previous tile at 8 warps).
   EXPECT_EQ(count(k.tileIR, "debug_barrier"), 1) << k.tileIR;
   // With N and K multiples of 16 (as the JIT specializes them) the copies are 16 bytes wide.
-  req.signature = parseSignature(
+  CompiledKernel cubin = compileSource(
+      "persistent.py", kPersistentMatmulSource, "persistent_matmul",
       "a_ptr:*fp16:16,b_ptr:*fp16:16,c_ptr:*fp16:16,M:i32,N:i32:16,K:i32:16,BLOCK_M=64,"
-      "BLOCK_N=32,BLOCK_K=16");
-  req.stage = Stage::Cubin;
-  CompiledKernel cubin = compile(req);
+      "BLOCK_N=32,BLOCK_K=16",
+      4, Stage::Cubin);
   EXPECT_GT(count(cubin.ptx, "cp.async.cg.shared.global"), 0);
   EXPECT_EQ(count(cubin.ptx, "wgmma.wait_group.sync.aligned 1;"), 1);
   EXPECT_FALSE(cubin.cubin.empty());
@@ -278,13 +283,9 @@ TEST(SoftwarePipeline, AccumulatingAddOfADotIsPipelined) {
                        "                    mask=(k0 + kk)[:, None] < K, other=0.0)\n"
                        "        acc += tl.dot(a, b)\n"
                        "    tl.store(c_ptr + r[:, None] * 32 + n[None, :], acc)\n";
-  CompileRequest req;
-  req.files.push_back({"acc.py", source});
-  req.kernel = "k";
-  req.signature = parseSignature("a_ptr:*fp16:16,b_ptr:*fp16:16,c_ptr:*fp32:16,K:i32");
-  req.options.numWarps = 4;
-  req.stage = Stage::TileIR;
-  CompiledKernel k = compile(req);
+  CompiledKernel k =
+      compileSource("acc.py", source, "k", "a_ptr:*fp16:16,b_ptr:*fp16:16,c_ptr:*fp32:16,K:i32", 4,
+                    Stage::TileIR);
   EXPECT_EQ(count(k.tileIR, "async_dot "), 1) << k.tileIR;
   EXPECT_FALSE(std::regex_search(k.tileIR, std::regex("= dot "))) << k.tileIR;
   const int K = 72; // four full K steps and a half-masked fifth
@@ -392,15 +393,11 @@ TEST(AttentionPipeline, UnfitAttentionLoopsAreLeftAlone) {
   for (auto [other, qInLoop, pipelined] :
        {std::tuple{0, false, true}, std::tuple{1, false, false}, std::tuple{0, true, false}}) {
     SCOPED_TRACE(std::to_string(other) + (qInLoop ? " q in loop" : ""));
-    CompileRequest req;
-    req.files.push_back({"unfit.py", source});
-    req.kernel = "k";
-    req.signature =
-        parseSignature("q_ptr:*fp16:16,k_ptr:*fp16:16,v_ptr:*fp16:16,o_ptr:*fp32:16,n:i32,OTHER=" +
-                       std::to_string(other) + ",Q_IN_LOOP=" + (qInLoop ? "True" : "False"));
-    req.options.numWarps = 4;
-    req.stage = Stage::TileIR;
-    CompiledKernel k = compile(req);
+    CompiledKernel k =
+        compileSource("unfit.py", source, "k",
+                      "q_ptr:*fp16:16,k_ptr:*fp16:16,v_ptr:*fp16:16,o_ptr:*fp32:16,n:i32,OTHER=" +
+                          std::to_string(other) + ",Q_IN_LOOP=" + (qInLoop ? "True" : "False"),
+                      4, Stage::TileIR);
     EXPECT_EQ(count(k.tileIR, "async_dot "), pipelined ? 2 : 0) << k.tileIR;
     EXPECT_EQ(count(k.tileIR, "= dot "), pipelined ? 0 : 2) << k.tileIR;
     // Small integers: every product and sum is exact in fp16 and fp32.
@@ -455,14 +452,10 @@ TEST(AttentionPipeline, LoopInsideALoopOverHeadsMeetsBeforeRefillingQ) {
                        "                         mask=valid[:, None], other=0.0)\n"
                        "            acc = tl.dot(qk.to(tl.float16), vt, acc)\n"
                        "        tl.store(o_ptr + h * 2048 + m[:, None] * 16 + d[None, :], acc)\n";
-  CompileRequest req;
-  req.files.push_back({"heads.py", source});
-  req.kernel = "k";
-  req.signature = parseSignature("q_ptr:*fp16:16,k_ptr:*fp16:16,v_ptr:*fp16:16,o_ptr:*fp32:16,"
-                                 "n:i32,H:i32");
-  req.options.numWarps = 8;
-  req.stage = Stage::TileIR;
-  CompiledKernel k = compile(req);
+  CompiledKernel k = compileSource("heads.py", source, "k",
+                                   "q_ptr:*fp16:16,k_ptr:*fp16:16,v_ptr:*fp16:16,o_ptr:*fp32:16,"
+                                   "n:i32,H:i32",
+                                   8, Stage::TileIR);
   ASSERT_EQ(count(k.tileIR, "async_dot "), 2) << k.tileIR;
   EXPECT_EQ(count(k.tileIR, "debug_barrier"), 1) << k.tileIR;
   const int n = 40, H = 3;
@@ -490,8 +483,10 @@ TEST(AttentionPipeline, LoopInsideALoopOverHeadsMeetsBeforeRefillingQ) {
         ASSERT_EQ(o[(h * 128 + m) * 16 + d], ref) << h << " " << m << " " << d;
       }
   // And it assembles for sm_90a.
-  req.stage = Stage::Cubin;
-  CompiledKernel cubin = compile(req);
+  CompiledKernel cubin = compileSource("heads.py", source, "k",
+                                       "q_ptr:*fp16:16,k_ptr:*fp16:16,v_ptr:*fp16:16,"
+                                       "o_ptr:*fp32:16,n:i32,H:i32",
+                                       8, Stage::Cubin);
   EXPECT_FALSE(cubin.cubin.empty());
 }
 
@@ -610,14 +605,10 @@ const char* kAsyncLoadSource =
     "    tl.store(out_ptr + offs, tlx.local_load(view))\n";
 
 CompiledKernel compileAsyncLoad(Stage stage, int other, bool alignedN) {
-  CompileRequest req;
-  req.files.push_back({"copy.py", kAsyncLoadSource});
-  req.kernel = "copy_kernel";
-  req.signature = parseSignature(std::string("x_ptr:*fp16:16,out_ptr:*fp16:16,n:i32") +
-                                 (alignedN ? ":16" : "") + ",OTHER=" + std::to_string(other));
-  req.options.numWarps = 4;
-  req.stage = stage;
-  return compile(req);
+  return compileSource("copy.py", kAsyncLoadSource, "copy_kernel",
+                       std::string("x_ptr:*fp16:16,out_ptr:*fp16:16,n:i32") +
+                           (alignedN ? ":16" : "") + ",OTHER=" + std::to_string(other),
+                       4, stage);
 }
 
 TEST(AsyncLoad, TlxAsyncLoadLowersToCpAsyncAndRunsInTheInterpreter) {
