@@ -175,6 +175,10 @@ def make_cases(torch, ops, tref, quick, only):
                        tref and (lambda: tref.matmul(a, b)))
             if hopper:
                 fns["warpweave-ws"] = lambda: ops.matmul_tlx(a, b, "ws")
+                # The cooperative kernel in 2-CTA clusters multicasting A (N-neighbour tiles)
+                # or B (M-neighbour tiles).
+                fns["warpweave-wsmcA"] = lambda: ops.matmul_tlx(a, b, "ws_cluster")
+                fns["warpweave-wsmcB"] = lambda: ops.matmul_tlx(a, b, "ws_cluster_m")
                 fns["warpweave-pp"] = lambda: ops.matmul_tlx(a, b, "pingpong")
                 fns["warpweave-pipe"] = lambda: ops.matmul_tlx(a, b, "pipelined")
             yield Case("matmul", f"{dt_name(dt)} {m}x{n}x{k}", 2 * m * n * k, "TFLOP/s", fns,

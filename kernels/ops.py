@@ -729,14 +729,18 @@ def _descriptor(t, block_shape):
 
 
 # Tile shapes of the TLX GEMMs (chosen on the H200 at 4096^3 and 8192^3 fp16): 64x256 wgmma
-# tiles per consumer where two consumers share a tile.
+# tiles per consumer where two consumers share a tile. The cooperative kernels store C in four
+# 64-column chunks, which leaves shared memory for 4 stages of 128x256x64 instead of 3.
+# bench/sweep_gemm.py times these choices against the alternatives.
+_WS_CONFIG = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=4,
+                  SMEM_EPILOGUE=True, EPI_SUBTILE=4)
 TLX_GEMM_CONFIGS = {
     # Two consumer warp groups split a 128x256 tile along M.
-    "ws": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=3,
-               SMEM_EPILOGUE=True),
+    "ws": _WS_CONFIG,
     # "ws" in 2-CTA clusters on N-neighbour tiles: each CTA multicasts one A half to both.
-    "ws_cluster": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=3,
-                       SMEM_EPILOGUE=True, CLUSTER_N=2),
+    "ws_cluster": dict(_WS_CONFIG, CLUSTER_N=2),
+    # "ws" in 2-CTA clusters on M-neighbour tiles: each CTA multicasts one column half of B.
+    "ws_cluster_m": dict(_WS_CONFIG, CLUSTER_M=2),
     # Each consumer owns whole 128x128 tiles (two m64n128 wgmmas a step); the two alternate.
     "pingpong": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, NUM_STAGES=4),
     # No specialization: two warp groups (num_warps=8) split a 128x256 tile.
@@ -746,12 +750,22 @@ TLX_GEMM_CONFIGS = {
 
 def matmul_tlx(a, b, variant="ws", config=None):
     """a @ b with a Hopper TLX GEMM: variant "ws" (persistent, warp-specialized, cooperative:
-    kernels/hopper/gemm_ws.py), "ws_cluster" (the same in 2-CTA clusters that share A through
-    multicast TMA), "pingpong" (persistent, warp-specialized, consumers alternate
-    tiles: kernels/hopper/gemm_ws_pingpong.py) or "pipelined" (kernels/hopper/gemm_pipelined.py).
-    fp16 or bf16 CUDA tensors on an sm_90 GPU; rows must be multiples of 16 bytes (K and N
-    multiples of 8). `config` overrides entries of TLX_GEMM_CONFIGS[variant]."""
-    op = "matmul_tlx"
+    kernels/hopper/gemm_ws.py), "ws_cluster" / "ws_cluster_m" (the same in 2-CTA clusters that
+    share A / B through multicast TMA), "pingpong" (persistent, warp-specialized, consumers
+    alternate tiles: kernels/hopper/gemm_ws_pingpong.py) or "pipelined"
+    (kernels/hopper/gemm_pipelined.py). fp16 or bf16 CUDA tensors on an sm_90 GPU; rows must be
+    multiples of 16 bytes (K and N multiples of 8). `config` overrides entries of
+    TLX_GEMM_CONFIGS[variant]."""
+    return _matmul_tlx("matmul_tlx", a, b, variant, config, compile_only=False)
+
+
+def compile_matmul_tlx(a, b, variant="ws", config=None):
+    """Compiles the kernel that matmul_tlx(a, b, variant, config) would launch, without launching
+    it (sweeps compile their configurations in parallel threads first)."""
+    _matmul_tlx("compile_matmul_tlx", a, b, variant, config, compile_only=True)
+
+
+def _matmul_tlx(op, a, b, variant, config, compile_only):
     if variant not in TLX_GEMM_CONFIGS:
         raise ValueError(f"{op}: 'variant' must be one of {sorted(TLX_GEMM_CONFIGS)}, got "
                          f"{variant!r}")
@@ -765,30 +779,41 @@ def matmul_tlx(a, b, variant="ws", config=None):
     cfg = dict(TLX_GEMM_CONFIGS[variant], **(config or {}))
     block_m, block_n, block_k = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
     tiles = ww.cdiv(M, block_m) * ww.cdiv(N, block_n)
-    b_desc = _descriptor(b, [block_k, block_n])
-    if variant in ("ws", "ws_cluster"):
+
+    def launch(kernel, grid, *args, **kwargs):
+        if compile_only:
+            return kernel.warmup(*args, grid=grid, **kwargs)
+        return kernel[grid](*args, **kwargs)
+
+    if variant.startswith("ws"):
         half = block_m // 2
+        cluster_m, cluster_n = cfg.get("CLUSTER_M", 1), cfg.get("CLUSTER_N", 1)
+        cluster = cluster_m * cluster_n
+        # The epilogue stores C in EPI_SUBTILE column chunks when it goes through shared memory.
+        c_cols = block_n // cfg.get("EPI_SUBTILE", 1) if cfg.get("SMEM_EPILOGUE") else block_n
         a_desc = _descriptor(a, [half, block_k])
-        c_desc = _descriptor(c, [half, block_n])
-        cluster = cfg.get("CLUSTER_N", 1)
+        b_desc = _descriptor(b, [block_k, block_n // cluster_m])
+        c_desc = _descriptor(c, [half, c_cols])
         # Whole clusters: NUM_SMS counts the CTAs of the clusters that fit on the GPU.
         sms = place.num_sms() // cluster * cluster
-        work = ww.cdiv(M, block_m) * ww.cdiv(ww.cdiv(N, block_n), cluster)
-        launch = {"ctas_per_cga": (cluster, 1, 1)} if cluster > 1 else {}
-        _gemm_ws.gemm_ws_kernel[(min(sms // cluster, work) * cluster,)](
-            a_desc, b_desc, c_desc, M, N, K, **cfg, NUM_SMS=sms, num_warps=4, **launch)
+        work = ww.cdiv(ww.cdiv(M, block_m), cluster_m) * ww.cdiv(ww.cdiv(N, block_n), cluster_n)
+        extra = {"ctas_per_cga": (cluster, 1, 1)} if cluster > 1 else {}
+        launch(_gemm_ws.gemm_ws_kernel, (min(sms // cluster, work) * cluster,),
+               a_desc, b_desc, c_desc, M, N, K, **cfg, NUM_SMS=sms, num_warps=4, **extra)
     elif variant == "pingpong":
         a_desc = _descriptor(a, [block_m, block_k])
+        b_desc = _descriptor(b, [block_k, block_n])
         c_desc = _descriptor(c, [block_m, block_n])
         sms = place.num_sms()
-        _gemm_ws_pingpong.gemm_ws_pingpong_kernel[(min(sms, tiles),)](
-            a_desc, b_desc, c_desc, M, N, K, **cfg, NUM_SMS=sms, num_warps=4)
+        launch(_gemm_ws_pingpong.gemm_ws_pingpong_kernel, (min(sms, tiles),),
+               a_desc, b_desc, c_desc, M, N, K, **cfg, NUM_SMS=sms, num_warps=4)
     else:
         a_desc = _descriptor(a, [block_m, block_k])
+        b_desc = _descriptor(b, [block_k, block_n])
         c_desc = _descriptor(c, [block_m, block_n])
         # One warp group per 64 rows of the tile.
-        _gemm_pipelined.gemm_pipelined_kernel[(tiles,)](
-            a_desc, b_desc, c_desc, M, N, K, **cfg, num_warps=max(4, block_m // 16))
+        launch(_gemm_pipelined.gemm_pipelined_kernel, (tiles,),
+               a_desc, b_desc, c_desc, M, N, K, **cfg, num_warps=max(4, block_m // 16))
     return c
 
 

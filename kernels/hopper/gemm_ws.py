@@ -13,24 +13,35 @@ Per stage, full_bars[s] (1 arrival: the producer's expect-bytes, completed by th
 consumers are done reading". The producer waits on empty with the opposite parity, so the first
 trip around the ring passes at once (a fresh barrier completes parity 1 immediately).
 Every program walks tiles tile_id = pid, pid + NUM_SMS, ...; `step` counts k-steps across tiles
-so that producer and consumers agree on the stage and the phase of every load.
+so that producer and consumers agree on the stage and the phase of every load. Tiles are taken in
+grouped order: GROUP_M tile-rows at a time, or with RASTER_N GROUP_M tile-columns at a time.
+
 SMEM_EPILOGUE: each consumer writes C to its own swizzled buffer and stores it with TMA without
-waiting; it waits for that store only before it writes the buffer again (next tile).
-CLUSTER_N=2 (launch with ctas_per_cga=(2, 1, 1), an even grid): the two CTAs of a cluster compute
-N-neighbour tiles; each loads one A half and multicasts it to both, halving A's L2 traffic.
+waiting; it waits for that store only before it writes the buffer again (next tile). With
+EPI_SUBTILE = 2 or 4 it stores its 64 x BLOCK_N result in that many column chunks through two
+chunk buffers it alternates between, so the epilogue needs 4 * 64 * BLOCK_N / EPI_SUBTILE
+elements of shared memory instead of 2 * 64 * BLOCK_N: at 128x256x64, EPI_SUBTILE=4 leaves room
+for NUM_STAGES=4 (4 * 48 KB of stages + 32 KB of chunks). The epilogue buffers are separate from
+the ring, so the producer fills stages of the next tile while the consumers store this one.
+
+Clusters of two CTAs (launch with ctas_per_cga=(2, 1, 1) and an even grid) share one operand
+through multicast TMA, halving its L2-to-SM traffic:
+  - CLUSTER_N=2: the CTAs compute N-neighbour tiles; each loads one A half into both CTAs;
+  - CLUSTER_M=2: the CTAs compute M-neighbour tiles; each loads one column half of B
+    (b_desc block [BLOCK_K, BLOCK_N // 2]) into both CTAs.
 empty_bars then take 4 arrivals (both consumers of both CTAs: the peer's producer writes this
 CTA's stage too), and the CTAs meet at a cluster barrier before they exit.
 
-Descriptors: a_desc block [BLOCK_M // 2, BLOCK_K], b_desc block [BLOCK_K, BLOCK_N],
-             c_desc block [BLOCK_M // 2, BLOCK_N]
-    grid = (min(NUM_SMS, cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)),)
+Descriptors: a_desc block [BLOCK_M // 2, BLOCK_K], b_desc block [BLOCK_K, BLOCK_N // CLUSTER_M],
+             c_desc block [BLOCK_M // 2, BLOCK_N // EPI_SUBTILE]
+    grid = (min(NUM_SMS, number of cluster tiles * cluster size),) rounded to whole clusters
     constexprs: BLOCK_M=128, BLOCK_N=256 (each consumer a 64x256 wgmma tile), BLOCK_K=64,
                 GROUP_M=8, NUM_STAGES=3, NUM_SMS (the number of SMs, 132 on H100/H200),
-                SMEM_EPILOGUE (kernels/ops.py passes True; the default, False, stores C
-                through the descriptor)
-    signature: a_desc:desc<fp16,64x64>, b_desc:desc<fp16,64x256>, c_desc:desc<fp16,64x256>,
+                SMEM_EPILOGUE (default False: C leaves through the descriptor's own store),
+                EPI_SUBTILE=1, CLUSTER_N=1, CLUSTER_M=1, RASTER_N=False
+    signature: a_desc:desc<fp16,64x64>, b_desc:desc<fp16,64x256>, c_desc:desc<fp16,64x64>,
                M:i32, N:i32, K:i32, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8,
-               NUM_STAGES=3, NUM_SMS=132, SMEM_EPILOGUE=1
+               NUM_STAGES=4, NUM_SMS=132, SMEM_EPILOGUE=1, EPI_SUBTILE=4 (kernels/ops.py's)
     launch: num_warps=4 (the default task; the consumers add 8 warps)
 """
 import warpweave as ww
@@ -51,49 +62,88 @@ def grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 
 
 @ww.jit
-def release(empty_bars, stage, rank, CLUSTER_N: tl.constexpr):
+def rastered_tile(tile_id, num_pid_m, num_pid_n, GROUP: tl.constexpr, RASTER_N: tl.constexpr):
+    """grouped_tile, or with RASTER_N its transpose: GROUP tile-columns at a time, row-major."""
+    if RASTER_N:
+        pid_n, pid_m = grouped_tile(tile_id, num_pid_n, num_pid_m, GROUP)
+    else:
+        pid_m, pid_n = grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP)
+    return pid_m, pid_n
+
+
+@ww.jit
+def release(empty_bars, stage, rank, CLUSTER: tl.constexpr):
     """This consumer is done reading `stage`: with a 2-CTA cluster the peer's producer must know
-    too, since it multicasts its A half into this CTA's stage."""
+    too, since it multicasts its operand half into this CTA's stage."""
     tlx.barrier_arrive(tlx.local_view(empty_bars, stage))
-    if CLUSTER_N == 2:
+    if CLUSTER == 2:
         tlx.barrier_arrive(tlx.local_view(empty_bars, stage), 1, remote_cta_rank=1 - rank)
+
+
+@ww.jit
+def split_columns(x, ROWS: tl.constexpr, COLS: tl.constexpr):
+    """The left and right column halves of x [ROWS, COLS]."""
+    return x.reshape([ROWS, 2, COLS // 2]).permute(0, 2, 1).split()
+
+
+@ww.jit
+def store_chunk(c_desc, c_bufs, value, buf_index, off_m, off_n):
+    """Stores one column chunk of C through chunk buffer `buf_index`. A consumer alternates
+    between its two chunk buffers, one TMA store group per chunk: once at most one group is
+    pending, the store that last read this buffer (two chunks ago) is done with it."""
+    buf = tlx.local_view(c_bufs, buf_index)
+    tlx.async_descriptor_store_wait(1)
+    tlx.local_store(buf, value)
+    tlx.async_descriptor_store(c_desc, buf, [off_m, off_n])
 
 
 @ww.jit
 def gemm_ws_kernel(a_desc, b_desc, c_desc, M, N, K,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                    GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr, NUM_SMS: tl.constexpr,
-                   SMEM_EPILOGUE: tl.constexpr = False, CLUSTER_N: tl.constexpr = 1):
+                   SMEM_EPILOGUE: tl.constexpr = False, CLUSTER_N: tl.constexpr = 1,
+                   CLUSTER_M: tl.constexpr = 1, EPI_SUBTILE: tl.constexpr = 1,
+                   RASTER_N: tl.constexpr = False):
+    CLUSTER: tl.constexpr = CLUSTER_M * CLUSTER_N
+    tl.static_assert(CLUSTER <= 2)
+    tl.static_assert(EPI_SUBTILE == 1 or EPI_SUBTILE == 2 or EPI_SUBTILE == 4)
     HALF_M: tl.constexpr = BLOCK_M // 2
+    B_PART: tl.constexpr = BLOCK_N // CLUSTER_M  # the columns of B this CTA loads
+    EPI_N: tl.constexpr = BLOCK_N // EPI_SUBTILE
     dtype: tl.constexpr = tlx.dtype_of(a_desc)
     STAGE_BYTES: tl.constexpr = (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * tlx.size_of(dtype)
 
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
     num_k = tl.cdiv(K, BLOCK_K)
-    # Work items are cluster tiles of BLOCK_M x (CLUSTER_N * BLOCK_N): the CTAs of a cluster
-    # (consecutive programs) take N-neighbour tiles of one tile row, so they share A.
+    # Work items are cluster tiles of (CLUSTER_M * BLOCK_M) x (CLUSTER_N * BLOCK_N): the CTAs of
+    # a cluster (consecutive programs) take neighbour tiles that share the multicast operand.
+    num_cluster_m = tl.cdiv(num_pid_m, CLUSTER_M)
     num_cluster_n = tl.cdiv(num_pid_n, CLUSTER_N)
-    num_work = num_pid_m * num_cluster_n
-    first_work = tl.program_id(0) // CLUSTER_N
-    rank = tl.program_id(0) % CLUSTER_N  # the CTA's rank in its (1-D) cluster
+    num_work = num_cluster_m * num_cluster_n
+    first_work = tl.program_id(0) // CLUSTER
+    rank = tl.program_id(0) % CLUSTER  # the CTA's rank in its (1-D) cluster
 
     # Stage s holds A halves 2s (rows of consumer 0) and 2s + 1 (consumer 1) and B tile s.
     a_bufs = tlx.local_alloc((HALF_M, BLOCK_K), dtype, NUM_STAGES * 2)
     b_bufs = tlx.local_alloc((BLOCK_K, BLOCK_N), dtype, NUM_STAGES)
     full_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
-    empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=2 * CLUSTER_N)
+    empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=2 * CLUSTER)
     c_dtype: tl.constexpr = tlx.dtype_of(c_desc)
     if SMEM_EPILOGUE:
-        c_bufs = tlx.local_alloc((HALF_M, BLOCK_N), c_dtype, 2)
+        if EPI_SUBTILE == 1:
+            c_bufs = tlx.local_alloc((HALF_M, BLOCK_N), c_dtype, 2)
+        else:
+            c_bufs = tlx.local_alloc((HALF_M, EPI_N), c_dtype, 4)  # two per consumer
 
     with tlx.async_tasks():
         with tlx.async_task("default", registers=40):
             step = 0
-            for work in range(first_work, num_work, NUM_SMS // CLUSTER_N):
-                pid_m, cluster_n = grouped_tile(work, num_pid_m, num_cluster_n, GROUP_M)
-                off_m = pid_m * BLOCK_M
-                off_n = (cluster_n * CLUSTER_N + rank) * BLOCK_N
+            for work in range(first_work, num_work, NUM_SMS // CLUSTER):
+                cluster_m, cluster_n = rastered_tile(work, num_cluster_m, num_cluster_n, GROUP_M,
+                                                     RASTER_N)
+                off_m = (cluster_m * CLUSTER_M + rank % CLUSTER_M) * BLOCK_M
+                off_n = (cluster_n * CLUSTER_N + rank // CLUSTER_M) * BLOCK_N
                 for k in range(0, num_k):
                     stage = step % NUM_STAGES
                     trip_parity = (step // NUM_STAGES) & 1
@@ -111,16 +161,31 @@ def gemm_ws_kernel(a_desc, b_desc, c_desc, M, N, K,
                                                   [off_m, off_k], full)
                         tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage + 1),
                                                   [off_m + HALF_M, off_k], full)
-                    tlx.async_descriptor_load(b_desc, tlx.local_view(b_bufs, stage),
-                                              [off_k, off_n], full)
+                    if CLUSTER_M == 2:
+                        # This CTA's column half of B lands in both CTAs (slice offsets are
+                        # compile-time constants, hence one branch per rank).
+                        b_buf = tlx.local_view(b_bufs, stage)
+                        if rank == 0:
+                            tlx.async_descriptor_load(
+                                b_desc, tlx.local_slice(b_buf, [0, 0], [BLOCK_K, B_PART]),
+                                [off_k, off_n], full, multicast_targets=[0, 1])
+                        else:
+                            tlx.async_descriptor_load(
+                                b_desc, tlx.local_slice(b_buf, [0, B_PART], [BLOCK_K, B_PART]),
+                                [off_k, off_n + B_PART], full, multicast_targets=[0, 1])
+                    else:
+                        tlx.async_descriptor_load(b_desc, tlx.local_view(b_bufs, stage),
+                                                  [off_k, off_n], full)
                     step += 1
 
         with tlx.async_task(num_warps=4, registers=232, replicate=2):
             half = tlx.async_task_replica_id()
             step = 0
-            for work in range(first_work, num_work, NUM_SMS // CLUSTER_N):
-                pid_m, cluster_n = grouped_tile(work, num_pid_m, num_cluster_n, GROUP_M)
-                pid_n = cluster_n * CLUSTER_N + rank
+            for work in range(first_work, num_work, NUM_SMS // CLUSTER):
+                cluster_m, cluster_n = rastered_tile(work, num_cluster_m, num_cluster_n, GROUP_M,
+                                                     RASTER_N)
+                pid_m = cluster_m * CLUSTER_M + rank % CLUSTER_M
+                pid_n = cluster_n * CLUSTER_N + rank // CLUSTER_M
                 acc = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
                 for k in range(0, num_k):
                     stage = step % NUM_STAGES
@@ -130,23 +195,38 @@ def gemm_ws_kernel(a_desc, b_desc, c_desc, M, N, K,
                     # Keep one MMA in flight; the one before it is done, so release its stage.
                     acc = tlx.async_dot_wait(1, acc)
                     if k > 0:
-                        release(empty_bars, (step - 1) % NUM_STAGES, rank, CLUSTER_N)
+                        release(empty_bars, (step - 1) % NUM_STAGES, rank, CLUSTER)
                     step += 1
                 acc = tlx.async_dot_wait(0, acc)
                 if num_k > 0:
-                    release(empty_bars, (step - 1) % NUM_STAGES, rank, CLUSTER_N)
+                    release(empty_bars, (step - 1) % NUM_STAGES, rank, CLUSTER)
                 off_m = pid_m * BLOCK_M + half * HALF_M
+                off_n = pid_n * BLOCK_N
                 if SMEM_EPILOGUE:
-                    # The previous tile's store must have read this consumer's C buffer; the
-                    # store of this tile then runs on while the next tile's main loop starts.
-                    c_buf = tlx.local_view(c_bufs, half)
-                    tlx.async_descriptor_store_wait(0)
-                    tlx.local_store(c_buf, acc.to(c_dtype))
-                    tlx.async_descriptor_store(c_desc, c_buf, [off_m, pid_n * BLOCK_N])
+                    c = acc.to(c_dtype)
+                    if EPI_SUBTILE == 1:
+                        # The previous tile's store must have read this consumer's C buffer;
+                        # the store of this tile then runs on while the next main loop starts.
+                        c_buf = tlx.local_view(c_bufs, half)
+                        tlx.async_descriptor_store_wait(0)
+                        tlx.local_store(c_buf, c)
+                        tlx.async_descriptor_store(c_desc, c_buf, [off_m, off_n])
+                    elif EPI_SUBTILE == 2:
+                        c0, c1 = split_columns(c, HALF_M, BLOCK_N)
+                        store_chunk(c_desc, c_bufs, c0, 2 * half, off_m, off_n)
+                        store_chunk(c_desc, c_bufs, c1, 2 * half + 1, off_m, off_n + EPI_N)
+                    else:
+                        left, right = split_columns(c, HALF_M, BLOCK_N)
+                        c0, c1 = split_columns(left, HALF_M, BLOCK_N // 2)
+                        c2, c3 = split_columns(right, HALF_M, BLOCK_N // 2)
+                        store_chunk(c_desc, c_bufs, c0, 2 * half, off_m, off_n)
+                        store_chunk(c_desc, c_bufs, c1, 2 * half + 1, off_m, off_n + EPI_N)
+                        store_chunk(c_desc, c_bufs, c2, 2 * half, off_m, off_n + 2 * EPI_N)
+                        store_chunk(c_desc, c_bufs, c3, 2 * half + 1, off_m, off_n + 3 * EPI_N)
                 else:
-                    c_desc.store([off_m, pid_n * BLOCK_N], acc.to(c_dtype))
+                    c_desc.store([off_m, off_n], acc.to(c_dtype))
             if SMEM_EPILOGUE:
                 tlx.async_descriptor_store_wait(0)
-    if CLUSTER_N > 1:
-        # No CTA leaves while its peer may still arrive on its barriers or write its A halves.
+    if CLUSTER > 1:
+        # No CTA leaves while its peer may still arrive on its barriers or write its stages.
         tlx.cluster_barrier()

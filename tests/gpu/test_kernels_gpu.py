@@ -309,6 +309,21 @@ def test_matmul_tlx(variant, mnk, dtype):
 
 
 @hopper_only
+@pytest.mark.parametrize("config", [{"NUM_STAGES": 4, "EPI_SUBTILE": 4},
+                                    {"EPI_SUBTILE": 2, "RASTER_N": True, "GROUP_M": 16},
+                                    {"SMEM_EPILOGUE": False}])
+@pytest.mark.parametrize("mnk", [(1000, 776, 328), (4096, 4096, 4096), (200, 8, 40)])
+@pytest.mark.parametrize("dtype", [F16, BF16])
+def test_matmul_tlx_ws_configs(config, mnk, dtype):
+    # The cooperative kernel's epilogue in column chunks, 4 stages, tiles rastered along N.
+    m, n, k = mnk
+    a, b = randn(m, k, dtype=dtype), randn(k, n, dtype=dtype)
+    c = ops.matmul_tlx(a, b, "ws", config)
+    assert c.dtype == dtype and c.shape == (m, n)
+    assert_close(c, a.double() @ b.double(), TOL[dtype], f"ws {config} c")
+
+
+@hopper_only
 @pytest.mark.parametrize("z,h,n_ctx,head_dim", [
     (1, 1, 256, 64), (2, 3, 1024, 128), (4, 8, 1024, 128), (1, 8, 4096, 128), (1, 4, 2048, 64),
     (1, 2, 768, 128)])

@@ -1,5 +1,5 @@
 """Multicast TMA on the H200: 2-CTA clusters where each CTA loads half of a tile for both, and
-the cooperative TLX GEMM in 2-CTA clusters that share A through multicast, against PyTorch
+the cooperative TLX GEMM in 2-CTA clusters that share A or B through multicast, against PyTorch
 (checks in tests/python/tlx_multicast_kernels.py). Each check runs in a subprocess with
 WARPWEAVE_TRAP_HANGS set: a wrong cluster protocol traps instead of hanging, and the trap
 cannot leave this process's CUDA context unusable for the tests after it."""
@@ -50,3 +50,8 @@ def test_each_cta_receives_both_multicast_halves(clusters, cols, cache_dir):
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_cluster_gemm_matches_torch(mnk, dtype, cache_dir):
     run_check(f"check_cluster_gemm({mnk[0]}, {mnk[1]}, {mnk[2]}, {dtype!r})", cache_dir)
+
+
+@pytest.mark.parametrize("config", [None, {"NUM_STAGES": 4, "EPI_SUBTILE": 4, "RASTER_N": True}])
+def test_cluster_m_gemm_matches_torch(config, cache_dir):
+    run_check(f"check_cluster_gemms('ws_cluster_m', {config!r})", cache_dir)

@@ -121,9 +121,9 @@ def test_host_box_is_one_swizzle_span_wide(block, dtype, swizzle, box):
 # ------------------------------------------------------------------------------------------------
 
 GEMM_WS = ("gemm_ws.py", "gemm_ws_kernel",
-           "a_desc:desc<fp16,64x64>, b_desc:desc<fp16,64x256>, c_desc:desc<fp16,64x256>, M:i32, "
-           "N:i32, K:i32, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=3, "
-           "NUM_SMS=132, SMEM_EPILOGUE=1", 4)
+           "a_desc:desc<fp16,64x64>, b_desc:desc<fp16,64x256>, c_desc:desc<fp16,64x64>, M:i32, "
+           "N:i32, K:i32, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=4, "
+           "NUM_SMS=132, SMEM_EPILOGUE=1, EPI_SUBTILE=4", 4)
 GEMM_PINGPONG = ("gemm_ws_pingpong.py", "gemm_ws_pingpong_kernel",
                  "a_desc:desc<fp16,128x64>, b_desc:desc<fp16,64x128>, "
                  "c_desc:desc<fp16,128x128>, M:i32, N:i32, K:i32, BLOCK_M=128, BLOCK_N=128, "
@@ -180,7 +180,7 @@ def test_wide_tiles_split_their_tma_copies():
     file, kernel, sig, warps = CONFIGS["gemm_ws"]
     ptx = compile_source(HOPPER / file, kernel, sig, num_warps=warps, stage="ptx").ptx
     # Per stage: two A halves (one 128-byte block each) and B's 512-byte rows in four blocks;
-    # each consumer's C tile leaves in four blocks too.
+    # each consumer's C tile leaves in four 64-column chunks of one block each.
     assert len(copies(ptx, TMA_LOAD)) == 6
     assert len(copies(ptx, TMA_STORE)) == 2 * 4
     assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16" in ptx
@@ -244,3 +244,31 @@ def test_cluster_gemm_multicasts_a_and_releases_stages_in_both_ctas(tmp_path):
     assert "mapa.shared::cluster.u32" in k.ptx
     assert "mbarrier.arrive.release.cluster.shared::cluster.b64" in k.ptx
     assert "barrier.cluster.wait" in k.ptx
+
+
+def test_cluster_m_gemm_multicasts_b_column_halves():
+    file, kernel, sig, warps = GEMM_WS
+    sig = sig.replace("b_desc:desc<fp16,64x256>", "b_desc:desc<fp16,64x128>")
+    k = compile_source(HOPPER / file, kernel, sig + ", CLUSTER_M=2", num_warps=warps,
+                       num_ctas=2)
+    assert k.spill_bytes == 0
+    # A's two halves stay local; B's 128-column half (two 128-byte column blocks) is multicast,
+    # from one branch per rank (slice offsets are compile-time constants).
+    assert len(copies(k.ptx, TMA_LOAD + ".multicast::cluster")) == 2 * 2
+    assert len(copies(k.ptx, TMA_LOAD)) == 2
+    assert "mbarrier.arrive.release.cluster.shared::cluster.b64" in k.ptx
+    assert "barrier.cluster.wait" in k.ptx
+
+
+def test_chunked_epilogue_leaves_room_for_four_stages():
+    file, kernel, sig, warps = GEMM_WS
+    assert "NUM_STAGES=4" in sig and "EPI_SUBTILE=4" in sig
+    k = compile_source(HOPPER / file, kernel, sig, num_warps=warps)
+    assert k.spill_bytes == 0
+    # 4 stages of 16 + 32 KB and 4 chunk buffers of 64x64 halves, plus the barriers.
+    assert 4 * 48 * 1024 + 4 * 8192 <= k.shared_bytes <= 232448
+    # Each consumer replica: four chunks of one 128-byte block, each waiting until at most the
+    # other buffer's store is pending; the column split costs no shuffles.
+    assert len(copies(k.ptx, TMA_STORE)) == 2 * 4
+    assert k.ptx.count("cp.async.bulk.wait_group.read 1;") == 2 * 4
+    assert "shfl" not in k.ptx

@@ -43,16 +43,20 @@ def test_pingpong_gemm_alternates_tiles_between_consumers(programs):
     np.testing.assert_array_equal(c, (a.astype(np.float64) @ b).astype(np.float16))
 
 
-@pytest.mark.parametrize("smem_epilogue", [False, True])
-def test_cooperative_gemm_on_clipped_tiles(smem_epilogue):
+@pytest.mark.parametrize("smem_epilogue,epi_subtile,raster_n,stages", [
+    (False, 1, False, 3), (True, 1, False, 3),
+    # C in column chunks through two alternating buffers per consumer; tiles along N.
+    (True, 2, False, 3), (True, 4, True, 4), (True, 4, False, 2)])
+def test_cooperative_gemm_on_clipped_tiles(smem_epilogue, epi_subtile, raster_n, stages):
     rng = np.random.default_rng(7)
     M, N, K = 90, 72, 56
     a, b = halves(rng, (M, K)), halves(rng, (K, N))
     c = np.full((M, N), np.nan, np.float16)
+    c_cols = 32 // epi_subtile if smem_epilogue else 32
     run_or_skip(lambda: gemm_ws.gemm_ws_kernel[(3,)](
-        descriptor(a, [16, 16]), descriptor(b, [16, 32]), descriptor(c, [16, 32]), M, N, K,
-        BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, NUM_STAGES=3, NUM_SMS=3,
-        SMEM_EPILOGUE=smem_epilogue, num_warps=4))
+        descriptor(a, [16, 16]), descriptor(b, [16, 32]), descriptor(c, [16, c_cols]), M, N, K,
+        BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, NUM_STAGES=stages, NUM_SMS=3,
+        SMEM_EPILOGUE=smem_epilogue, EPI_SUBTILE=epi_subtile, RASTER_N=raster_n, num_warps=4))
     np.testing.assert_array_equal(c, (a.astype(np.float64) @ b).astype(np.float16))
 
 

@@ -50,8 +50,9 @@ def check_multicast_halves(clusters, cols):
     assert torch.equal(out, expect), "a CTA's tile differs from its cluster's input rows"
 
 
-def check_cluster_gemm(m, n, k, dtype_name):
-    """Raises AssertionError unless matmul_tlx(..., "ws_cluster") matches a float64 product."""
+def check_cluster_gemm(m, n, k, dtype_name, variant="ws_cluster", config=None):
+    """Raises AssertionError unless matmul_tlx(..., variant, config) matches a float64 product
+    (variant "ws_cluster" shares A, "ws_cluster_m" shares B)."""
     import torch
 
     from kernels import ops
@@ -59,7 +60,16 @@ def check_cluster_gemm(m, n, k, dtype_name):
     dtype = getattr(torch, dtype_name)
     a = torch.randn(m, k, device="cuda", dtype=dtype)
     b = torch.randn(k, n, device="cuda", dtype=dtype)
-    c = ops.matmul_tlx(a, b, "ws_cluster")
+    c = ops.matmul_tlx(a, b, variant, config)
     ref = a.double() @ b.double()
     err = ((c.double() - ref).norm() / ref.norm()).item()
-    assert err <= (2e-3 if dtype == torch.float16 else 1e-2), f"relative error {err:.3g}"
+    assert err <= (2e-3 if dtype == torch.float16 else 1e-2), \
+        f"{variant} {config} {m}x{n}x{k} {dtype_name}: relative error {err:.3g}"
+
+
+def check_cluster_gemms(variant, config=None):
+    """check_cluster_gemm over shapes with odd tile counts (a cluster's second CTA past the edge)
+    and a full-size one, in both dtypes, in one process."""
+    for m, n, k in [(128, 256, 64), (1000, 776, 328), (640, 1792, 256), (4096, 4096, 4096)]:
+        for dtype_name in ("float16", "bfloat16"):
+            check_cluster_gemm(m, n, k, dtype_name, variant, config)
