@@ -5,7 +5,7 @@ style), written with TLX:
 
 Q, K, V, out are [Z, H, N_CTX, HEAD_DIM] fp16 or bf16, contiguous, seen by the host descriptors
 as 2-D [Z * H * N_CTX, HEAD_DIM]; lse is fp32 [Z * H, N_CTX]. CAUSAL masks keys after the
-query; only the two key blocks on the program's diagonal pay for the mask. N_CTX must be a
+query; only the key blocks on the program's diagonal, and block 0, pay for the mask. N_CTX must be a
 multiple of 2 * BLOCK_M and of BLOCK_N: tiles never straddle two heads. Rows of 256 bytes
 (HEAD_DIM=128) travel as two 128-byte column blocks per TMA copy.
 
@@ -13,13 +13,18 @@ Each program owns 2 * BLOCK_M query rows of one (batch, head):
   - the producer (default task, 4 warps, 24 registers) loads both Q tiles once, then streams
     K and V tiles through a NUM_STAGES ring with TMA;
   - two consumer warp groups (one task replicated twice, 240 registers) each own BLOCK_M rows and
-    run the online softmax over all keys: S = Q K^T (wgmma from shared memory), P = exp2(S - m),
-    O += P V (wgmma with P from registers), then store O through their Q buffer with TMA.
-Ping-pong: the consumers take turns to issue their Q K^T MMA, so that one warp group's softmax
-(exp2 on the SFU) overlaps the other's MMA on the tensor cores. Two named barriers carry the
-turn; each consumer waits on its own (TURN_BAR + replica) before issuing, then arrives on the
-other's. Consumer 1 hands the first turn to consumer 0 and skips its last hand-over, so every
-wait is matched by exactly one arrive (256 threads = both warp groups).
+    run the online softmax over all keys, software-pipelined by one key block: in step i a
+    consumer issues S_i = Q K_i^T (wgmma from shared memory) and O += P_{i-1} V_{i-1} (P from
+    registers) back to back, waits for S_i alone (wgmma.wait_group 1) and computes
+    P_i = exp2(S_i * scale - m * scale) (max on the raw scores, one FMA per score) while
+    P_{i-1} V_{i-1} is still running, then waits for it and rescales O. O leaves through the
+    consumer's Q buffer with TMA.
+Ping-pong: the consumers take turns to issue their step's two MMAs, so that one warp group's
+softmax (exp2 on the SFU) overlaps the other's MMAs on the tensor cores. Two named barriers
+carry the turn; each consumer waits on its own (TURN_BAR + replica) before issuing, then
+arrives on the other's. Consumer 1 hands the first turn to consumer 0 and skips its last
+hand-over, so every wait is matched by exactly one arrive (256 threads = both warp groups).
+Every consumer takes num_kv + 1 turns: S_0 alone, num_kv - 1 paired steps, the last P V alone.
 
 K/V stages: k_full / v_full (1 arrival, the producer's expect-bytes) and k_empty / v_empty
 (2 arrivals: both consumers read every K and V tile). Q: q_full[replica].
@@ -38,50 +43,74 @@ import warpweave.language as tl
 from warpweave import tlx
 
 
+TURN_BAR: tl.constexpr = 8  # named barriers 8 and 9 (id 0 is the CTA-wide barrier)
+BOTH_GROUPS: tl.constexpr = 256
+
+
 @ww.jit
-def attend_block(acc, l_i, m_i, q, k_bufs, v_bufs, k_full, v_full, k_empty, v_empty, i, total,
-                 me, qk_scale, offs_m, dtype: tl.constexpr, BLOCK_N: tl.constexpr,
-                 NUM_STAGES: tl.constexpr, MASKED: tl.constexpr):
-    """Folds key block i (of `total`, every consumer walks all of them) into this consumer's
-    running (acc, l_i, m_i), taking its ping-pong turn for the Q K^T MMA."""
-    TURN_BAR: tl.constexpr = 8  # named barriers 8 and 9 (id 0 is the CTA-wide barrier)
-    BOTH_GROUPS: tl.constexpr = 256
-    stage = i % NUM_STAGES
-    parity = (i // NUM_STAGES) & 1
-    tlx.barrier_wait(tlx.local_view(k_full, stage), parity)
-    k_t = tlx.local_trans(tlx.local_view(k_bufs, stage))
+def wait_turn(me):
+    """Blocks until the other consumer has issued its MMAs of the step."""
     tlx.named_barrier_wait(TURN_BAR + me, BOTH_GROUPS)
-    qk = tlx.async_dot(q, k_t)
+
+
+@ww.jit
+def pass_turn(me, last):
+    """Hands the tensor cores to the other consumer. Consumer 1 gave consumer 0 its first turn
+    up front, so it skips the hand-over after its last issue: every wait gets one arrive."""
     if me == 0:
         tlx.named_barrier_arrive(TURN_BAR + 1, BOTH_GROUPS)
-    elif i + 1 < total:
+    elif not last:
         tlx.named_barrier_arrive(TURN_BAR, BOTH_GROUPS)
-    qk = tlx.async_dot_wait(0, qk)
-    tlx.barrier_arrive(tlx.local_view(k_empty, stage))
 
-    qk = qk * qk_scale
+
+@ww.jit
+def online_softmax(qk, m_i, l_i, qk_scale, i, offs_m, dtype: tl.constexpr,
+                   BLOCK_N: tl.constexpr, MASKED: tl.constexpr):
+    """Folds the raw scores of key block i into the running row max m_i (raw units) and sum
+    l_i. The scale rides in the exponent: one FMA per score before exp2."""
     if MASKED:
         keys = i * BLOCK_N + tl.arange(0, BLOCK_N)
         qk = tl.where(offs_m[:, None] >= keys[None, :], qk, -float("inf"))
     m_new = tl.maximum(m_i, tl.max(qk, axis=1))
-    p = tl.exp2(qk - m_new[:, None])
-    alpha = tl.exp2(m_i - m_new)
+    m_scaled = m_new * qk_scale
+    p = tl.exp2(tl.fma(qk, qk_scale, -m_scaled[:, None]))
+    alpha = tl.exp2(tl.fma(m_i, qk_scale, -m_scaled))
     l_i = l_i * alpha + tl.sum(p, axis=1)
-    acc = acc * alpha[:, None]
+    return p.to(dtype), l_i, m_new, alpha
 
-    tlx.barrier_wait(tlx.local_view(v_full, stage), parity)
-    acc = tlx.async_dot(p.to(dtype), tlx.local_view(v_bufs, stage), acc)
+
+@ww.jit
+def attend_block(acc, p, l_i, m_i, q, k_bufs, v_bufs, k_full, v_full, k_empty, v_empty, i, me,
+                 qk_scale, offs_m, dtype: tl.constexpr, BLOCK_N: tl.constexpr,
+                 NUM_STAGES: tl.constexpr, MASKED: tl.constexpr):
+    """One pipelined step: in one turn issue S_i = Q K_i^T and O += P_{i-1} V_{i-1}; wait for
+    S_i alone and run its softmax while P_{i-1} V_{i-1} is still on the tensor cores, then
+    rescale O once that MMA is done."""
+    stage = i % NUM_STAGES
+    parity = (i // NUM_STAGES) & 1
+    prev = (i - 1) % NUM_STAGES
+    prev_parity = ((i - 1) // NUM_STAGES) & 1
+    tlx.barrier_wait(tlx.local_view(k_full, stage), parity)
+    tlx.barrier_wait(tlx.local_view(v_full, prev), prev_parity)
+    k_t = tlx.local_trans(tlx.local_view(k_bufs, stage))
+    wait_turn(me)
+    qk = tlx.async_dot(q, k_t)
+    acc = tlx.async_dot(p, tlx.local_view(v_bufs, prev), acc)
+    pass_turn(me, False)
+    qk = tlx.async_dot_wait(1, qk)
+    tlx.barrier_arrive(tlx.local_view(k_empty, stage))
+    p, l_i, m_i, alpha = online_softmax(qk, m_i, l_i, qk_scale, i, offs_m, dtype, BLOCK_N,
+                                        MASKED)
     acc = tlx.async_dot_wait(0, acc)
-    tlx.barrier_arrive(tlx.local_view(v_empty, stage))
-    return acc, l_i, m_new
+    tlx.barrier_arrive(tlx.local_view(v_empty, prev))
+    acc = acc * alpha[:, None]
+    return acc, p, l_i, m_i
 
 
 @ww.jit
 def attention_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, sm_scale, N_CTX,
                         HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                         NUM_STAGES: tl.constexpr, CAUSAL: tl.constexpr = False):
-    TURN_BAR: tl.constexpr = 8
-    BOTH_GROUPS: tl.constexpr = 256
     dtype: tl.constexpr = tlx.dtype_of(q_desc)
     Q_BYTES: tl.constexpr = BLOCK_M * HEAD_DIM * tlx.size_of(dtype)
     KV_BYTES: tl.constexpr = BLOCK_N * HEAD_DIM * tlx.size_of(dtype)
@@ -143,16 +172,36 @@ def attention_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, sm_scale, N_CTX
             q = tlx.local_view(q_bufs, me)
             if me == 1:
                 tlx.named_barrier_arrive(TURN_BAR, BOTH_GROUPS)
-            for i in range(0, num_full):
-                acc, l_i, m_i = attend_block(acc, l_i, m_i, q, k_bufs, v_bufs, k_full, v_full,
-                                             k_empty, v_empty, i, num_kv, me, qk_scale, offs_m,
-                                             dtype, BLOCK_N, NUM_STAGES, False)
-            for i in range(num_full, num_kv):
-                acc, l_i, m_i = attend_block(acc, l_i, m_i, q, k_bufs, v_bufs, k_full, v_full,
-                                             k_empty, v_empty, i, num_kv, me, qk_scale, offs_m,
-                                             dtype, BLOCK_N, NUM_STAGES, True)
+            # Key block 0: S_0 alone (there is no P V to pair it with yet).
+            tlx.barrier_wait(tlx.local_view(k_full, 0), 0)
+            wait_turn(me)
+            qk = tlx.async_dot(q, tlx.local_trans(tlx.local_view(k_bufs, 0)))
+            pass_turn(me, False)
+            qk = tlx.async_dot_wait(0, qk)
+            tlx.barrier_arrive(tlx.local_view(k_empty, 0))
+            # Causal: the mask is a no-op on a block that is wholly visible, so block 0 always
+            # takes it rather than branch on whether it sits on the diagonal.
+            p, l_i, m_i, alpha = online_softmax(qk, m_i, l_i, qk_scale, 0, offs_m, dtype,
+                                                BLOCK_N, CAUSAL)
+            for i in range(1, num_full):
+                acc, p, l_i, m_i = attend_block(acc, p, l_i, m_i, q, k_bufs, v_bufs, k_full,
+                                                v_full, k_empty, v_empty, i, me, qk_scale,
+                                                offs_m, dtype, BLOCK_N, NUM_STAGES, False)
+            for i in range(max(num_full, 1), num_kv):
+                acc, p, l_i, m_i = attend_block(acc, p, l_i, m_i, q, k_bufs, v_bufs, k_full,
+                                                v_full, k_empty, v_empty, i, me, qk_scale,
+                                                offs_m, dtype, BLOCK_N, NUM_STAGES, True)
+            # The last block's P V, in the last turn.
+            last = num_kv - 1
+            stage = last % NUM_STAGES
+            tlx.barrier_wait(tlx.local_view(v_full, stage), (last // NUM_STAGES) & 1)
+            wait_turn(me)
+            acc = tlx.async_dot(p, tlx.local_view(v_bufs, stage), acc)
+            pass_turn(me, True)
+            acc = tlx.async_dot_wait(0, acc)
+            tlx.barrier_arrive(tlx.local_view(v_empty, stage))
 
-            tl.store(lse_ptr + off_hz * N_CTX + offs_m, m_i + tl.log2(l_i))
+            tl.store(lse_ptr + off_hz * N_CTX + offs_m, m_i * qk_scale + tl.log2(l_i))
             # O leaves through this consumer's Q buffer (no longer read), so the epilogue needs
             # no shared memory beyond Q, K and V.
             out = acc / l_i[:, None]

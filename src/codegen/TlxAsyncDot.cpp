@@ -50,6 +50,16 @@ bool accumulatesInPlace(const ir::Block& body, const ir::Op& op) {
   }
 }
 
+/// Whether `v` is the all-zero constant that async_dot without `acc` accumulates onto.
+bool isZeroConstant(const ir::Value* v) {
+  const ir::Op* def = v->def();
+  if (!def || def->code() != OpCode::Constant) return false;
+  const ir::Attr* a = def->attr("value");
+  if (!a) return false;
+  if (const double* f = std::get_if<double>(a)) return *f == 0.0;
+  return def->intAttr("value") == 0;
+}
+
 } // namespace
 
 void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
@@ -105,9 +115,14 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
   };
 
   unsigned next = 3;
-  std::string accumulate = b_.pure("setp.ne.u32", RegClass::Pred, {"1", "0"});
-  if (op.intAttr("has_use_acc"))
-    accumulate = b_.materialize(operand(op, next++).at(0), RegClass::Pred);
+  // A zero accumulator (S = Q K^T) is never written to registers: each tile's first k step
+  // ignores it (scale-d = 0). Not under `pred`, where the zeros must pass through.
+  bool zeroAcc = isZeroConstant(op.operand(2)) && !op.intAttr("has_pred");
+  std::string firstAccumulate = b_.pure("setp.ne.u32", RegClass::Pred, {zeroAcc ? "0" : "1", "0"});
+  if (op.intAttr("has_use_acc")) {
+    std::string useAcc = b_.materialize(operand(op, next++).at(0), RegClass::Pred);
+    if (!zeroAcc) firstAccumulate = useAcc;
+  }
   std::string skip;
   if (op.intAttr("has_pred")) {
     skip = b_.newLabel("async_dot_skip");
@@ -116,6 +131,10 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
   Regs live(acc.size());
   bool inPlace = accumulatesInPlace(fn_.body, op);
   for (size_t r = 0; r < acc.size(); ++r) {
+    if (zeroAcc) {
+      live[r] = b_.newReg(RegClass::F32);
+      continue;
+    }
     if (inPlace && !acc[r].empty() && acc[r][0] == '%') {
       live[r] = acc[r];
       continue;
@@ -187,6 +206,7 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
                        std::to_string(instrK) + ".f32." + abType + "." + abType;
   b_.inst("wgmma.fence.sync.aligned", {});
   for (const auto& [origin, regs] : wgmmaTiles(accL, instrN)) {
+    std::string accumulate = firstAccumulate;
     std::string list = wgmmaAccumulatorList(regs, live);
     for (int64_t k0 = 0; k0 < K; k0 += instrK) {
       std::string db = descriptor(bHw, bBits, bBase, bByte(k0, origin.second), bFixed);
@@ -207,8 +227,6 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
       // Later k steps add to what the first wrote.
       accumulate = b_.pure("setp.ne.u32", RegClass::Pred, {"1", "0"});
     }
-    if (op.intAttr("has_use_acc"))
-      accumulate = b_.materialize(operand(op, 3).at(0), RegClass::Pred);
   }
   b_.inst("wgmma.commit_group.sync.aligned", {});
   if (!skip.empty()) b_.label(skip);

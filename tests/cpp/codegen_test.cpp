@@ -1065,6 +1065,25 @@ TEST(Codegen, TlxAsyncDotUsesSwizzledDescriptors) {
   EXPECT_THROW(codegen::emitPtx(*fn, optionsFor(Target::SM80), nullptr), CompileError);
 }
 
+/// async_dot without an accumulator (S = Q K^T) leaves the registers unwritten: the first k step
+/// of each wgmma tile has scale-d false, the later ones true, and no zeros are moved in.
+TEST(Codegen, TlxAsyncDotOntoZeroSkipsTheAccumulatorInit) {
+  auto fn = tlxAsyncDotKernel(4);
+  codegen::PtxKernel k = emitAndAssemble(*fn, Target::SM90a);
+  const std::string& ptx = k.ptx;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(ptx, m, std::regex(R"(setp\.ne\.u32\s+(%p\d+),\s*0,\s*0;)")))
+      << ptx;
+  const std::string off = m[1];
+  ASSERT_TRUE(std::regex_search(ptx, m, std::regex(R"(setp\.ne\.u32\s+(%p\d+),\s*1,\s*0;)")))
+      << ptx;
+  const std::string on = m[1];
+  // Two m64 tiles of four k steps (4 warps, 128x128).
+  EXPECT_EQ(count(ptx, ", " + off + ", 1, 1, 0, 1;"), 2) << ptx;
+  EXPECT_EQ(count(ptx, ", " + on + ", 1, 1, 0, 1;"), 6) << ptx;
+  EXPECT_EQ(count(ptx, "mov.f32"), 0) << ptx;
+}
+
 /// Q K^T as in attention: K is stored [N, K] and its local_trans feeds wgmma as a K-major B.
 TEST(Codegen, TlxAsyncDotReadsATransposedBufferAsKMajorB) {
   KernelBuilder k("tlx_qk", 4);
