@@ -3,7 +3,7 @@ configuration of CONFIGS at bench_kernels.py's --quick sizes, beside the copy ba
 the same process, and reports TB/s, x-copy and the best configuration per kernel.
 
     python bench/sweep_memory.py [--json out.json] [--only softmax,layernorm_bwd] [--dry-run]
-        [--kernel-budget 10] [--total-budget 60]
+        [--kernel-budget 30] [--total-budget 100]
 
 Each configuration is a `config` dict of the kernels/ops.py wrapper (None: the wrapper's default),
 checked against torch (max error and norm-wise relative error) before it is timed with
@@ -32,24 +32,34 @@ def _product(**axes):
 
 
 # programs_per_sm None: as many as the compiled kernel's registers and shared memory allow.
+# tma: rows streamed through a ring of num_stages shared buffers by TMA (kernels/hopper/*_tma.py;
+# ptxas at 4096 fp16 columns on 8 warps: softmax 40 registers, 24 KB shared at 3 stages;
+# layernorm forward 80; backward 128, 64 KB at 2 stages); store_evict: the stores' L2 policy.
+# The default comes first and again last: the two timings give the run's noise.
+TMA_STAGES = _product(num_warps=[4, 8, 16], num_stages=[2, 3, 4])
 CONFIGS = {
-    "softmax": [None] + _product(num_warps=[4, 8, 16], programs_per_sm=[None, 2])
-    + [dict(num_warps=4, programs_per_sm=4), dict(num_warps=8, programs_per_sm=3)],
-    "layernorm_fwd": [None] + _product(num_warps=[4, 8, 16], programs_per_sm=[None, 2])
-    + [dict(num_warps=4, programs_per_sm=3), dict(num_warps=32, programs_per_sm=None)],
-    # prefetch: rows loaded ahead; programs_per_sm 0: as many as fit (ptxas, sm_90a at 4096 fp16
-    # columns: 32 warps 52-60 registers, 1 per SM; 16 warps 64 / 76 / 92 / 97 registers at
-    # prefetch 0-3, so 2 / 1 / 1 / 1 per SM; 8 warps 124 / 155 / 180 / 196, 2 / 1 / 1 / 1).
+    "softmax": [None] + [dict(tma=True, **c) for c in TMA_STAGES]
+    + [dict(tma=True, num_warps=8, num_stages=3, store_evict="evict_first"),
+       dict(tma=True, num_warps=4, num_stages=2, programs_per_sm=8),
+       dict(tma=True, num_warps=8, num_stages=4, programs_per_sm=4),
+       dict(num_warps=8, programs_per_sm=2), dict(num_warps=16, programs_per_sm=None), None],
+    "layernorm_fwd": [None] + [dict(tma=True, **c) for c in TMA_STAGES]
+    + [dict(tma=True, num_warps=8, num_stages=3, store_evict="evict_first"),
+       dict(tma=True, num_warps=16, num_stages=3, programs_per_sm=2),
+       dict(num_warps=16, programs_per_sm=None), None],
+    # block_p / block_n: the dw/db sum's partial rows per step and columns per program.
     "layernorm_bwd": [None]
-    + _product(num_warps=[32], prefetch=[0, 1, 2, 3], programs_per_sm=[1])
-    + _product(num_warps=[16], prefetch=[0, 1, 2, 3], programs_per_sm=[0])
-    + _product(num_warps=[8], prefetch=[0, 1], programs_per_sm=[0])
-    + [dict(num_warps=32, prefetch=3, programs_per_sm=1, block_n=64),
-       dict(num_warps=32, prefetch=3, programs_per_sm=1, block_n=16)]
+    + [dict(tma=True, **c) for c in _product(num_warps=[8, 16], num_stages=[1, 2, 3])]
+    + [dict(tma=True, num_warps=8, num_stages=2, programs_per_sm=1),
+       dict(tma=True, num_warps=8, num_stages=4, programs_per_sm=1),
+       dict(tma=True, num_warps=8, num_stages=2, store_evict="evict_first"),
+       dict(tma=True, num_warps=8, num_stages=2, block_n=64, block_p=64),
+       dict(tma=True, num_warps=8, num_stages=2, block_n=16, block_p=64),
+       dict(num_warps=8, prefetch=0, programs_per_sm=0, block_n=64, block_p=64)]
     # dw and db summed before the row reduction: 104 / 64 / 184 registers, 2 programs per SM each.
     + [dict(num_warps=8, prefetch=0, programs_per_sm=0, accumulate_early=True),
        dict(num_warps=16, prefetch=1, programs_per_sm=0, accumulate_early=True),
-       dict(num_warps=4, prefetch=0, programs_per_sm=0, accumulate_early=True)],
+       dict(num_warps=4, prefetch=0, programs_per_sm=0, accumulate_early=True), None],
     "row_sum": [None] + [dict(BLOCK_M=m, BLOCK_N=n, num_warps=w) for m, n, w in (
         (1, 4096, 4), (2, 2048, 4), (8, 512, 4), (16, 256, 4), (2, 2048, 8), (4, 1024, 8),
         (8, 1024, 8), (2, 4096, 8), (1, 2048, 2))],
@@ -72,9 +82,9 @@ def parse_args(argv=None):
     p.add_argument("--json", help="write the results here")
     p.add_argument("--only", help="comma-separated kernels (default: all)")
     p.add_argument("--dry-run", action="store_true", help="print the configurations and stop")
-    p.add_argument("--kernel-budget", type=float, default=10.0,
+    p.add_argument("--kernel-budget", type=float, default=30.0,
                    help="seconds per kernel before its remaining configurations are skipped")
-    p.add_argument("--total-budget", type=float, default=60.0,
+    p.add_argument("--total-budget", type=float, default=100.0,
                    help="seconds for the whole sweep before remaining kernels are skipped")
     return p.parse_args(argv)
 
@@ -146,6 +156,26 @@ def make_case(torch, ops, name):
         return (moved, lambda c: ops.embedding_bag(weight, indices, offsets, config=c),
                 lambda out: errors(out, ref), 2e-3, f"fp16 {num_emb}x{dim} {bags} bags of 32")
     raise ValueError(name)
+
+
+def dwdb_alone(torch, ops, bench):
+    """The time of layernorm backward's second kernel (the sum of the per-program dw/db partials)
+    alone, for the partial counts that one or two programs per SM give at 4096 columns: the part
+    of the backward's time that moves almost no bytes."""
+    rows = []
+    for partials in (132, 264):
+        pdw = torch.randn(partials, 4096, device="cuda")
+        pdb = torch.randn(partials, 4096, device="cuda")
+        dw = torch.empty(4096, device="cuda", dtype=torch.float16)
+        db = torch.empty_like(dw)
+        for block_p, block_n in ((32, 32), (64, 64), (64, 16), (16, 64)):
+            config = dict(block_p=block_p, block_n=block_n)
+            ms = bench(lambda: ops._layernorm_bwd_dwdb(ops._Place("dwdb", {"p": pdw}), config,
+                                                      pdw, pdb, dw, db, partials, 4096))
+            rows.append(dict(partials=partials, block_p=block_p, block_n=block_n, us=ms * 1e3))
+            print(f"   dw/db sum alone: {partials} partials, block_p={block_p} "
+                  f"block_n={block_n}: {ms * 1e3:.1f} us")
+    return rows
 
 
 def copy_tbps(torch, bench):
@@ -234,7 +264,13 @@ def main(argv=None):
             else:
                 print(f"   {label:<55} {row['status']}: {row.get('error') or row.get('rel_err')}")
         ok = sorted((r for r in rows if r["status"] == "ok"), key=lambda r: -r["TBps"])
-        default = next((r for r in rows if r["config"] is None and r["status"] == "ok"), None)
+        defaults = [r for r in rows if r["config"] is None and r["status"] == "ok"]
+        default = defaults[0] if defaults else None
+        if len(defaults) > 1:
+            times = [r["TBps"] for r in defaults]
+            print(f"## {name} default timed {len(times)} times: "
+                  f"{', '.join(f'{t:.2f}' for t in times)} TB/s (spread "
+                  f"{(max(times) - min(times)) / min(times) * 100:.1f}%: the run's noise)")
         print(f"## {name} sorted:")
         for r in ok:
             print(f"   {r['TBps']:5.2f} TB/s {r['x_copy']:5.2f}x  {r['label']}")
@@ -245,6 +281,8 @@ def main(argv=None):
         report["kernels"][name] = {"case": case, "bytes": amount, "rows": rows,
                                    "best": ok[0] if ok else None, "default": default,
                                    "seconds": time.perf_counter() - kernel_start}
+        if name == "layernorm_bwd":
+            report["dwdb_alone"] = dwdb_alone(torch, ops, bench)
         del run, check
         torch.cuda.empty_cache()
     copy_after = copy_tbps(torch, bench)

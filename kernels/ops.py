@@ -32,6 +32,8 @@ from .hopper import attention_ws as _attention_ws
 from .hopper import gemm_pipelined as _gemm_pipelined
 from .hopper import gemm_ws as _gemm_ws
 from .hopper import gemm_ws_pingpong as _gemm_ws_pingpong
+from .hopper import layernorm_tma as _layernorm_tma
+from .hopper import softmax_tma as _softmax_tma
 
 __all__ = [
     "add", "softmax", "layernorm_fwd", "layernorm_bwd", "matmul", "embedding_bag", "row_sum",
@@ -268,6 +270,36 @@ def _softmax_warps(block: int) -> int:
 _resident_programs_cache = {}
 
 
+_tma_devices = {}
+
+
+def _tma_row_tiles(place, x2):
+    """(TILE_R, TILE_C) when each row of the 2-D array x2 can be copied by one TMA copy as a
+    [TILE_R, TILE_C] block of x2 viewed as [n_rows * TILE_R, TILE_C] (TILE_C: 128 bytes of
+    elements, the buffer's swizzle span): rows contiguous and back to back, TILE_R a power of two
+    from 8 (one swizzle atom) to 256 (the TMA box limit), a 16-byte aligned base, a GPU with
+    TMA; else None."""
+    if place.on_gpu and place.kind == "torch":
+        has_tma = _tma_devices.get(place.torch_device)
+        if has_tma is None:
+            import torch
+
+            # TMA: sm_90 and later.
+            has_tma = torch.cuda.get_device_capability(place.torch_device)[0] >= 9
+            _tma_devices[place.torch_device] = has_tma
+        if not has_tma:
+            return None
+    n_rows, n_cols = x2.shape
+    tile_c = 128 // _itemsize(x2)
+    tile_r = n_cols // tile_c
+    address = x2.ctypes.data if _is_numpy(x2) else x2.data_ptr()
+    # The row coordinate n_rows * TILE_R is 32-bit.
+    if (n_rows == 0 or n_cols % tile_c or tile_r & (tile_r - 1) or not 8 <= tile_r <= 256
+            or _strides(x2) != (n_cols, 1) or address % 16 or n_rows * tile_r >= 1 << 31):
+        return None
+    return tile_r, tile_c
+
+
 def _resident_programs(place, kernel, key, args, **meta) -> int:
     """Programs of one configuration that an SM runs at once, from the compiled kernel's
     registers and shared memory (64 warps, 65536 registers and 227 KiB per SM), as the Triton
@@ -294,7 +326,9 @@ def softmax(x, online=None, config=None):
     """Softmax over the last dimension of x (fp16, bf16 or fp32), computed in fp32 and returned
     in x's dtype and shape. `online` forces (True) or forbids (False) the two-pass kernel for
     long rows; by default rows longer than SOFTMAX_FUSED_MAX_COLS take it. `config` (for
-    bench/sweep_memory.py) overrides the fused kernel's num_warps and programs_per_sm."""
+    bench/sweep_memory.py) overrides the fused kernel's num_warps and programs_per_sm; tma=True
+    streams rows through shared memory with TMA (num_stages rows loading per program; sm_90a,
+    contiguous rows of 8 to 256 times 128 bytes, a power of two; other inputs ignore it)."""
     config = config or {}
     place = _Place("softmax", {"x": x})
     dt = _check_dtype("softmax", "x", x, _FLOATS)
@@ -308,7 +342,21 @@ def softmax(x, online=None, config=None):
     if online is None:
         # The fused kernel's row offsets are 32-bit.
         online = n_cols > SOFTMAX_FUSED_MAX_COLS or n_rows * max(in_stride, n_cols) >= 1 << 31
-    if not online:
+    tiles = _tma_row_tiles(place, x2) if config.get("tma") else None
+    if not online and tiles is not None:
+        # Rows stream through a ring of shared buffers (kernels/hopper/softmax_tma.py).
+        tile_r, tile_c = tiles
+        warps = config.get("num_warps") or 8
+        stages = config.get("num_stages") or 3
+        in_desc = _descriptor(x2.reshape(n_rows * tile_r, tile_c), [tile_r, tile_c])
+        args = (in_desc, out, n_rows)
+        meta = dict(TILE_R=tile_r, TILE_C=tile_c, NUM_STAGES=stages, num_warps=warps,
+                    STORE_EVICT=config.get("store_evict", ""))
+        programs = place.num_sms() * (config.get("programs_per_sm") or _resident_programs(
+            place, _softmax_tma.softmax_tma_kernel, ("softmax_tma", dt, n_cols, stages, warps),
+            args, **meta))
+        _softmax_tma.softmax_tma_kernel[(min(n_rows, programs),)](*args, **meta)
+    elif not online:
         block = ww.next_power_of_2(n_cols)
         # With two rows in flight per program, ptxas -v gives 62 registers per thread at
         # BLOCK=4096 on 8 warps (fp16): four programs per SM, 64 KB of loads in flight. (16 warps
@@ -345,7 +393,9 @@ def _layernorm_fwd_block(n_cols: int) -> int:
 def layernorm_fwd(x, w, b, eps=1e-5, config=None):
     """Layer norm over the last dimension: returns (y, mean, rstd), y in x's dtype and shape,
     mean and rstd fp32 with one entry per row (x's leading dimensions). `config` (for
-    bench/sweep_memory.py) overrides the one-pass kernel's num_warps and programs_per_sm."""
+    bench/sweep_memory.py) overrides the one-pass kernel's num_warps and programs_per_sm; tma=True
+    streams rows through shared memory with TMA, num_stages rows loading per program (sm_90a;
+    inputs softmax's tma option does not take ignore it)."""
     config = config or {}
     op = "layernorm_fwd"
     place = _Place(op, {"x": x, "w": w, "b": b})
@@ -364,7 +414,21 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
     y = place.empty((n_rows, n_cols), dt)
     mean = place.empty((n_rows,), "float32")
     rstd = place.empty((n_rows,), "float32")
-    if n_rows > 0 and n_cols <= LAYERNORM_FUSED_MAX_COLS:
+    tiles = _tma_row_tiles(place, x2) if config.get("tma") and n_rows > 0 else None
+    if tiles is not None:
+        # Rows stream through a ring of shared buffers (kernels/hopper/layernorm_tma.py).
+        tile_r, tile_c = tiles
+        warps = config.get("num_warps") or 8
+        stages = config.get("num_stages") or 3
+        args = (_descriptor(x2.reshape(n_rows * tile_r, tile_c), [tile_r, tile_c]), y,
+                _contiguous(w), _contiguous(b), mean, rstd, n_rows, float(eps))
+        meta = dict(TILE_R=tile_r, TILE_C=tile_c, NUM_STAGES=stages, num_warps=warps,
+                    STORE_EVICT=config.get("store_evict", ""))
+        programs = place.num_sms() * (config.get("programs_per_sm") or _resident_programs(
+            place, _layernorm_tma.layernorm_fwd_tma_kernel,
+            ("layernorm_fwd_tma", dt, _dtype_name(w), n_cols, stages, warps), args, **meta))
+        _layernorm_tma.layernorm_fwd_tma_kernel[(min(n_rows, programs),)](*args, **meta)
+    elif n_rows > 0 and n_cols <= LAYERNORM_FUSED_MAX_COLS:
         # The row fits one block: persistent programs read each row once.
         block = ww.next_power_of_2(n_cols)
         # ptxas -v: 80 registers per thread at BLOCK=4096 on 8 warps (fp16, two rows in flight):
@@ -401,8 +465,10 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
     w's dtype. mean and rstd are layernorm_fwd's fp32 outputs. Rows must fit one block (up to
     65536 bytes of x's elements). `config` (for bench/sweep_memory.py) overrides num_warps,
     prefetch (rows loaded ahead, 0-3), accumulate_early (dw and db summed before the row
-    reduction), programs_per_sm (0: as many as fit) and block_n (columns per program of the dw/db
-    sum)."""
+    reduction), programs_per_sm (0: as many as fit), block_n and block_p (columns per program
+    and partial rows per step of the dw/db sum); tma=True streams x and dy through shared memory
+    with TMA, num_stages rows loading per program (sm_90a; inputs softmax's tma option does not
+    take ignore it)."""
     config = config or {}
     op = "layernorm_bwd"
     place = _Place(op, {"dy": dy, "x": x, "w": w, "mean": mean, "rstd": rstd})
@@ -443,6 +509,31 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
     # programs_per_sm=0 asks for as many as the compiled kernel's registers allow.
     per_sm = config.get("programs_per_sm", 2 if block <= 2048 else 0 if block <= 4096 else 1)
     w2, mean2, rstd2 = _contiguous(w), _contiguous(mean.reshape(-1)), _contiguous(rstd.reshape(-1))
+    tiles = _tma_row_tiles(place, x2) if config.get("tma") else None
+    if tiles is not None and _tma_row_tiles(place, dy2) == tiles:
+        # x and dy rows stream through rings of shared buffers (kernels/hopper/layernorm_tma.py);
+        # each persistent program keeps its dw and db sums in registers.
+        tile_r, tile_c = tiles
+        stages = config.get("num_stages") or 2
+        tma_meta = dict(TILE_R=tile_r, TILE_C=tile_c, NUM_STAGES=stages, num_warps=warps,
+                        STORE_EVICT=config.get("store_evict", ""))
+        stand_in = place.empty((1,), "float32")
+
+        def tma_args(partial_dw, partial_db):
+            return (_descriptor(x2.reshape(n_rows * tile_r, tile_c), [tile_r, tile_c]),
+                    _descriptor(dy2.reshape(n_rows * tile_r, tile_c), [tile_r, tile_c]), dx,
+                    partial_dw, partial_db, w2, mean2, rstd2, n_rows)
+
+        n_partials = min(n_rows, place.num_sms() * (per_sm or _resident_programs(
+            place, _layernorm_tma.layernorm_bwd_tma_kernel,
+            ("layernorm_bwd_tma", dt, wdt, n_cols, stages, warps), tma_args(stand_in, stand_in),
+            **tma_meta)))
+        partial_dw = place.empty((n_partials, n_cols), "float32")
+        partial_db = place.empty((n_partials, n_cols), "float32")
+        _layernorm_tma.layernorm_bwd_tma_kernel[(n_partials,)](
+            *tma_args(partial_dw, partial_db), **tma_meta)
+        _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_partials, n_cols)
+        return dx.reshape(shape), dw, db
     meta = dict(BLOCK=block, PREFETCH=prefetch,
                 ACCUMULATE_EARLY=bool(config.get("accumulate_early", False)), num_warps=warps)
     if not place.on_gpu:
@@ -465,13 +556,18 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
     _layernorm.layernorm_bwd_dx_kernel[(n_partials,)](
         dx, dy2, partial_dw, partial_db, x2, w2, mean2, rstd2, n_cols, n_rows, n_cols,
         rows_per_program, **meta)
+    _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_partials, n_cols)
+    return dx.reshape(shape), dw, db
+
+
+def _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_partials, n_cols):
+    """dw and db from the backward kernels' per-program partial sums."""
     # Narrow column blocks: enough programs to spread the partial sums over the SMs.
     block_n = config.get("block_n") or (
         32 if place.on_gpu else min(128, ww.next_power_of_2(n_cols)))
     _layernorm.layernorm_bwd_dwdb_kernel[lambda m: (ww.cdiv(n_cols, m["BLOCK_N"]),)](
-        partial_dw, partial_db, dw, db, n_partials, n_cols, BLOCK_P=32, BLOCK_N=block_n,
-        num_warps=4)
-    return dx.reshape(shape), dw, db
+        partial_dw, partial_db, dw, db, n_partials, n_cols, BLOCK_P=config.get("block_p", 32),
+        BLOCK_N=block_n, num_warps=4)
 
 
 # ------------------------------------------------------------------------------------------------

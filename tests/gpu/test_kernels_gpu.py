@@ -230,6 +230,42 @@ def test_layernorm_bwd_sweep_configs(config):
     assert_close(db, b64.grad, TOL[F16], "db")
 
 
+# The TMA row kernels (sweep configurations with tma=True) take only rows that one copy moves:
+# 4096 columns here, 1000 rows (unequal shares of the persistent programs); fp16, and bf16 and
+# fp32 at each kernel's first TMA configuration.
+def _tma_sweep_cases():
+    for name in ("softmax", "layernorm_fwd", "layernorm_bwd"):
+        configs = [c for c in sweep_memory.CONFIGS[name] if c and c.get("tma")]
+        for config in configs:
+            for dtype in (F16, BF16, F32) if config is configs[0] else (F16,):
+                yield pytest.param(name, config, dtype,
+                                   id=f"{name}-{sweep_memory.config_label(config)}-{dtype}")
+
+
+@pytest.mark.parametrize("name,config,dtype", list(_tma_sweep_cases()))
+def test_tma_sweep_configs(name, config, dtype):
+    x = randn(1000, 4096, dtype=dtype, scale=2.0, shift=1.0)
+    assert ops._tma_row_tiles(ops._Place(name, {"x": x}), x) is not None
+    if name == "softmax":
+        assert_close(ops.softmax(x, config=config), torch.softmax(x.double(), -1), TOL[dtype])
+        return
+    w, b, dy = randn(4096, dtype=dtype), randn(4096, dtype=dtype), randn(1000, 4096, dtype=dtype)
+    x64, w64, b64 = (t.double().requires_grad_() for t in (x, w, b))
+    ref = torch.nn.functional.layer_norm(x64, (4096,), w64, b64, 1e-5)
+    if name == "layernorm_fwd":
+        y, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5, config=config)
+        assert_close(y, ref, TOL[dtype], "y")
+        assert_close(mean, x64.mean(-1), 1e-5, "mean")
+        assert_close(rstd, 1 / torch.sqrt(x64.var(-1, unbiased=False) + 1e-5), 1e-5, "rstd")
+        return
+    ref.backward(dy.double())
+    _, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5)
+    dx, dw, db = ops.layernorm_bwd(dy, x, w, mean, rstd, config=config)
+    assert_close(dx, x64.grad, TOL[dtype], "dx")
+    assert_close(dw, w64.grad, TOL[dtype], "dw")
+    assert_close(db, b64.grad, TOL[dtype], "db")
+
+
 @pytest.mark.parametrize("config", _sweep_cases("row_sum"))
 def test_row_sum_sweep_configs(config):
     x = randn(1008, 4000, shift=0.5)

@@ -160,6 +160,59 @@ def test_softmax_of_strided_rows_and_extreme_values(rng):
         np.testing.assert_allclose(out.sum(axis=1), 1.0, rtol=1e-5)
 
 
+@pytest.fixture
+def tma_launches(monkeypatch):
+    """The grids the TMA row kernels are launched with (to check that a tma=True call took them
+    rather than falling back to the register kernels)."""
+    launched = []
+    for module, name in ((ops._softmax_tma, "softmax_tma_kernel"),
+                         (ops._layernorm_tma, "layernorm_fwd_tma_kernel"),
+                         (ops._layernorm_tma, "layernorm_bwd_tma_kernel")):
+        kernel = getattr(module, name)
+
+        class Spy:
+            def __getitem__(self, grid, kernel=kernel, name=name):
+                launched.append((name, grid))
+                return kernel[grid]
+
+            def warmup(self, *args, kernel=kernel, **kwargs):
+                return kernel.warmup(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, Spy())
+    return launched
+
+
+# Rows of 8, 16 and 32 swizzle spans; row counts below, at and above the 8 interpreter programs,
+# so that programs get 0, 1 or several rows and the ring wraps (stages 1 to 4).
+TMA_ROW_CASES = [("float32", (13, 256)), ("float16", (1, 1024)), ("float16", (8, 512)),
+                 ("float32", (37, 512)), ("bfloat16", (19, 2048))]
+
+
+def tma_cases():
+    for dtype, shape in TMA_ROW_CASES:
+        for stages in (1, 2, 4):
+            marks = [needs_bf16] if dtype == "bfloat16" else []
+            yield pytest.param(dtype, shape, stages, marks=marks,
+                               id=f"{dtype}-{shape[0]}x{shape[1]}-stages{stages}")
+
+
+@pytest.mark.parametrize("dtype,shape,stages", list(tma_cases()))
+def test_softmax_tma(rng, tma_launches, dtype, shape, stages):
+    x = randn(rng, shape, dtype, scale=3.0)
+    out = ops.softmax(x, config=dict(tma=True, num_stages=stages, num_warps=4))
+    assert [name for name, _ in tma_launches] == ["softmax_tma_kernel"]
+    assert out.dtype == x.dtype and out.shape == x.shape
+    assert_close(out, softmax_ref(x), TOL[dtype], "softmax")
+
+
+def test_tma_option_falls_back_where_rows_do_not_fit_one_copy(rng, tma_launches):
+    base = randn(rng, (6, 1024), "float16")
+    for x in (base[:, :1000], base[:, :512], randn(rng, (5, 768), "float16")):
+        # Not a whole number of swizzle spans, strided rows, 12 spans (not a power of two).
+        assert_close(ops.softmax(x, config=dict(tma=True)), softmax_ref(x), TOL["float16"], "")
+    assert tma_launches == []
+
+
 # ------------------------------------------------------------------------------------------------
 # layernorm
 # ------------------------------------------------------------------------------------------------
@@ -254,6 +307,26 @@ def test_layernorm_bwd(rng, shape, dtype):
         assert np.abs(f64(dx)).max() < 1e-3
     assert_close(dw, dw_ref, TOL[dtype], "dw")
     assert_close(db, db_ref, TOL[dtype], "db")
+
+
+@pytest.mark.parametrize("dtype,shape,stages", list(tma_cases()))
+def test_layernorm_tma(rng, tma_launches, dtype, shape, stages):
+    n = shape[-1]
+    x = randn(rng, shape, dtype, scale=2.0) + np.asarray(3.0, np_dtype(dtype))
+    w, b, dy = randn(rng, (n,), dtype), randn(rng, (n,), dtype), randn(rng, shape, dtype)
+    config = dict(tma=True, num_stages=stages, num_warps=4)
+    y, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5, config=config)
+    y_ref, mean_ref, rstd_ref = layernorm_ref(x, w, b, 1e-5)
+    assert_close(y, y_ref, TOL[dtype], "y")
+    assert_close(mean, mean_ref, 1e-5, "mean")
+    assert_close(rstd, rstd_ref, 1e-5, "rstd")
+    dx, dw, db = ops.layernorm_bwd(dy, x, w, mean, rstd, config=config)
+    assert [name for name, _ in tma_launches] == ["layernorm_fwd_tma_kernel",
+                                                   "layernorm_bwd_tma_kernel"]
+    assert dx.dtype == x.dtype and dw.dtype == w.dtype and db.dtype == w.dtype
+    for got, ref, what in zip((dx, dw, db), layernorm_bwd_ref(dy, x, w, mean, rstd),
+                              ("dx", "dw", "db")):
+        assert_close(got, ref, TOL[dtype], what)
 
 
 @pytest.mark.parametrize("prefetch", [0, 1, 2, 3])
@@ -515,6 +588,11 @@ GPU_CALLS = {
     "softmax_online": lambda: ops.softmax(s(64, 40000)),
     "layernorm_fwd": lambda: ops.layernorm_fwd(h(64, 4096), h(4096), h(4096)),
     "layernorm_bwd": lambda: ops.layernorm_bwd(h(64, 4096), h(64, 4096), h(4096), s(64), s(64)),
+    "softmax_tma": lambda: ops.softmax(h(64, 4096), config=dict(tma=True)),
+    "layernorm_fwd_tma": lambda: ops.layernorm_fwd(h(64, 4096), h(4096), h(4096),
+                                                   config=dict(tma=True)),
+    "layernorm_bwd_tma": lambda: ops.layernorm_bwd(h(64, 4096), h(64, 4096), h(4096), s(64),
+                                                   s(64), config=dict(tma=True)),
     "matmul": lambda: ops.matmul(h(512, 512), h(512, 512), activation="leaky_relu"),
     "embedding_bag": lambda: ops.embedding_bag(h(100, 128), np.zeros(10, np.int64),
                                                np.array([0, 5, 10])),
@@ -539,7 +617,7 @@ GPU_CALLS = {
 # the marker must then go). The errors are quoted from the compile.
 GPU_XFAIL = {}
 HOPPER_ONLY = ("matmul_tlx_ws", "matmul_tlx_pipelined", "matmul_tlx_pingpong", "attention_tlx",
-               "attention_tlx_causal_d64")
+               "attention_tlx_causal_d64", "softmax_tma", "layernorm_fwd_tma", "layernorm_bwd_tma")
 
 
 def gpu_cases():

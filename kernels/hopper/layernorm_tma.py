@@ -1,0 +1,145 @@
+"""Hopper layer norm, forward and backward, streaming rows through shared memory with TMA: the
+bytes in flight live in rings of shared buffers rather than registers (as in softmax_tma.py).
+
+Rows of x (and dy) are contiguous with n_cols = TILE_R * TILE_C, TILE_C * element size = 128
+bytes; each row is one [TILE_R, TILE_C] block of the tensor viewed as [n_rows * TILE_R, TILE_C],
+which one TMA copy moves into one 128-byte-swizzled buffer. Persistent programs take rows pid,
+pid + P, ...; row i of a program waits on stage i % NUM_STAGES, is read into registers, and the
+stage is refilled with row i + NUM_STAGES before the row is computed.
+
+layernorm_fwd_tma_kernel: y = (x - mean) * rstd * w + b, storing mean and rstd (fp32) per row;
+w and b stay in registers (as [TILE_R, TILE_C] tiles).
+    grid = (min(n_rows, NUM_SMS * programs per SM),)
+    x_desc: block [TILE_R, TILE_C] over x.view(n_rows * TILE_R, TILE_C)
+    constexprs: TILE_R, TILE_C, NUM_STAGES (rows loading per program), STORE_EVICT (the
+                stores' eviction_policy: "" or "evict_first")
+
+layernorm_bwd_tma_kernel: dx = rstd * (w dy - mean(w dy) - xhat * mean(xhat * w dy)) per row;
+each program sums dy * xhat and dy over its rows in registers and writes them to row `pid` of
+partial_dw / partial_db [num_programs, n_cols] (fp32), which layernorm.layernorm_bwd_dwdb_kernel
+sums. The statistics of the next row are loaded one row ahead.
+    grid = (min(n_rows, NUM_SMS * programs per SM),)
+    x_desc, dy_desc: block [TILE_R, TILE_C] over x and dy viewed as [n_rows * TILE_R, TILE_C]
+"""
+import warpweave as ww
+import warpweave.language as tl
+from warpweave import tlx
+
+from ..layernorm import _add_pair
+
+
+@ww.jit
+def load_row(desc, bufs, bars, stage, row, pred, TILE_R: tl.constexpr, ROW_BYTES: tl.constexpr):
+    """Starts the TMA copy of row `row` into `stage` (when pred), completing the stage's barrier
+    (which expects ROW_BYTES: the bytes of every copy that completes it)."""
+    bar = tlx.local_view(bars, stage)
+    tlx.barrier_expect_bytes(bar, ROW_BYTES, pred=pred)
+    tlx.async_descriptor_load(desc, tlx.local_view(bufs, stage), [row * TILE_R, 0], bar,
+                              pred=pred, eviction_policy="evict_first")
+
+
+@ww.jit
+def load_row_pair(x_desc, dy_desc, x_bufs, dy_bufs, bars, stage, row, pred, TILE_R: tl.constexpr,
+                  ROW_BYTES: tl.constexpr):
+    """Starts the copies of row `row` of x and of dy into `stage`; the stage's one barrier
+    completes when both have landed."""
+    bar = tlx.local_view(bars, stage)
+    tlx.barrier_expect_bytes(bar, 2 * ROW_BYTES, pred=pred)
+    tlx.async_descriptor_load(x_desc, tlx.local_view(x_bufs, stage), [row * TILE_R, 0], bar,
+                              pred=pred, eviction_policy="evict_first")
+    tlx.async_descriptor_load(dy_desc, tlx.local_view(dy_bufs, stage), [row * TILE_R, 0], bar,
+                              pred=pred, eviction_policy="evict_first")
+
+
+@ww.jit
+def layernorm_fwd_tma_kernel(x_desc, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, n_rows, eps,
+                             TILE_R: tl.constexpr, TILE_C: tl.constexpr,
+                             NUM_STAGES: tl.constexpr, STORE_EVICT: tl.constexpr = ""):
+    tl.static_assert(NUM_STAGES >= 1)
+    dtype: tl.constexpr = tlx.dtype_of(x_desc)
+    N: tl.constexpr = TILE_R * TILE_C
+    ROW_BYTES: tl.constexpr = N * tlx.size_of(dtype)
+    bufs = tlx.local_alloc((TILE_R, TILE_C), dtype, NUM_STAGES)
+    bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
+    pid = tl.program_id(0)
+    step = tl.num_programs(0)
+    n_mine = tl.cdiv(n_rows - pid, step)
+    for s in tl.static_range(NUM_STAGES):
+        load_row(x_desc, bufs, bars, s, pid + s * step, s < n_mine, TILE_R, ROW_BYTES)
+    offsets = tl.arange(0, TILE_R)[:, None] * TILE_C + tl.arange(0, TILE_C)[None, :]
+    w = tl.load(w_ptr + offsets).to(tl.float32)
+    b = tl.load(b_ptr + offsets).to(tl.float32)
+    for i in range(0, n_mine):
+        stage = i % NUM_STAGES
+        tlx.barrier_wait(tlx.local_view(bars, stage), (i // NUM_STAGES) & 1)
+        x = tlx.local_load(tlx.local_view(bufs, stage)).to(tl.float32)
+        # Every thread has read the stage before the one issuing thread refills it.
+        tl.debug_barrier()
+        load_row(x_desc, bufs, bars, stage, pid + (i + NUM_STAGES) * step,
+                 i + NUM_STAGES < n_mine, TILE_R, ROW_BYTES)
+        mean = tl.sum(tl.sum(x, axis=1), axis=0) / N
+        # Two-pass variance from the row in registers: no cancellation of E[x^2] - E[x]^2.
+        centered = x - mean
+        var = tl.sum(tl.sum(centered * centered, axis=1), axis=0) / N
+        rstd = 1.0 / tl.sqrt(var + eps)
+        row = pid + i * step
+        tl.store(mean_ptr + row, mean)
+        tl.store(rstd_ptr + row, rstd)
+        y = centered * rstd * w + b
+        tl.store(y_ptr + row.to(tl.int64) * N + offsets, y.to(y_ptr.dtype.element_ty),
+                 eviction_policy=STORE_EVICT)
+
+
+@ww.jit
+def layernorm_bwd_tma_kernel(x_desc, dy_desc, dx_ptr, partial_dw_ptr, partial_db_ptr, w_ptr,
+                             mean_ptr, rstd_ptr, n_rows, TILE_R: tl.constexpr,
+                             TILE_C: tl.constexpr, NUM_STAGES: tl.constexpr,
+                             STORE_EVICT: tl.constexpr = ""):
+    tl.static_assert(NUM_STAGES >= 1)
+    dtype: tl.constexpr = tlx.dtype_of(x_desc)
+    N: tl.constexpr = TILE_R * TILE_C
+    ROW_BYTES: tl.constexpr = N * tlx.size_of(dtype)
+    x_bufs = tlx.local_alloc((TILE_R, TILE_C), dtype, NUM_STAGES)
+    dy_bufs = tlx.local_alloc((TILE_R, TILE_C), dtype, NUM_STAGES)
+    # One barrier per stage completes when both the x and the dy row have landed.
+    bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
+    pid = tl.program_id(0)
+    step = tl.num_programs(0)
+    n_mine = tl.cdiv(n_rows - pid, step)
+    for s in tl.static_range(NUM_STAGES):
+        load_row_pair(x_desc, dy_desc, x_bufs, dy_bufs, bars, s, pid + s * step, s < n_mine,
+                      TILE_R, ROW_BYTES)
+    offsets = tl.arange(0, TILE_R)[:, None] * TILE_C + tl.arange(0, TILE_C)[None, :]
+    w = tl.load(w_ptr + offsets).to(tl.float32)
+    dw_acc = tl.zeros([TILE_R, TILE_C], dtype=tl.float32)
+    db_acc = tl.zeros([TILE_R, TILE_C], dtype=tl.float32)
+    mean_next = tl.load(mean_ptr + pid, mask=pid < n_rows, other=0.0)
+    rstd_next = tl.load(rstd_ptr + pid, mask=pid < n_rows, other=0.0)
+    for i in range(0, n_mine):
+        row = pid + i * step
+        mean = mean_next
+        rstd = rstd_next
+        mean_next = tl.load(mean_ptr + row + step, mask=row + step < n_rows, other=0.0)
+        rstd_next = tl.load(rstd_ptr + row + step, mask=row + step < n_rows, other=0.0)
+        stage = i % NUM_STAGES
+        tlx.barrier_wait(tlx.local_view(bars, stage), (i // NUM_STAGES) & 1)
+        x = tlx.local_load(tlx.local_view(x_bufs, stage)).to(tl.float32)
+        dy = tlx.local_load(tlx.local_view(dy_bufs, stage)).to(tl.float32)
+        tl.debug_barrier()
+        ahead = pid + (i + NUM_STAGES) * step
+        load_row_pair(x_desc, dy_desc, x_bufs, dy_bufs, bars, stage, ahead,
+                      i + NUM_STAGES < n_mine, TILE_R, ROW_BYTES)
+        xhat = (x - mean) * rstd
+        dw_acc += dy * xhat
+        db_acc += dy
+        wdy = w * dy
+        # Both sums in one reduction.
+        s1, s2 = tl.reduce((xhat * wdy, wdy), 1, _add_pair)
+        s1, s2 = tl.reduce((s1, s2), 0, _add_pair)
+        c1 = s1 / N
+        c2 = s2 / N
+        dx = (wdy - (xhat * c1 + c2)) * rstd
+        tl.store(dx_ptr + row.to(tl.int64) * N + offsets, dx.to(dx_ptr.dtype.element_ty),
+                 eviction_policy=STORE_EVICT)
+    tl.store(partial_dw_ptr + pid * N + offsets, dw_acc)
+    tl.store(partial_db_ptr + pid * N + offsets, db_acc)
