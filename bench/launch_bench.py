@@ -13,6 +13,14 @@ call from C++ (cuLaunchKernel and cuLaunchKernelEx without attributes). A steady
 launches, one synchronize, as in bench_kernels.py; bound by the GPU for kernels that do work)
 is reported beside them. Needs PyTorch and a CUDA GPU; Triton is optional.
 
+The decomposition table breaks one kernel[(1,)] launch into its pieces, each timed in the same
+bursts: (a) C++ loops of the bare driver call in each form (cuLaunchKernel with a pointer per
+param, cuLaunchKernelEx, cuLaunchKernel with the packed buffer in `extra`), with a
+cuCtxGetCurrent before each, and through GpuKernel::launchPacked; (b) the runtime's launch
+called from Python (prepacked, and Kernel.launch with ints); (c) torch's stream and device
+queries; (d) the tensor reads; (e) the whole kernel[grid] call in each launch form.
+--no-fresh skips the fresh-process measurements.
+
     python bench/launch_bench.py --stub [--quick] [--json stub.json]
 
 needs neither: the runtime loads the stand-in driver of tools/cuda_stub (WARPWEAVE_LIBCUDA),
@@ -193,14 +201,38 @@ def launch_overheads(torch, ww, ww_mod, tr_mod, quick):
         assert torch.equal(out, x + y), "Triton add4 gave a wrong result"
 
     per_burst, bursts = 200, (30 if quick else 100)
-    # Driver floor: the same packed arguments, launched from a C++ loop.
     compiled = add4.warmup(x, y, out, n, BLOCK=1024, grid=(1,))
     args = (x.data_ptr(), y.data_ptr(), out.data_ptr(), n)
     stream = torch.cuda.current_stream().cuda_stream
-    driver_names = {False: "driver_cuLaunchKernel_cpp", True: "driver_cuLaunchKernelEx_cpp"}
+    native = _native_module()
+    get_device, get_raw_stream = _torch_stream_functions(torch)
+    device = get_device()
+    packed = compiled.kernel._packed_launch(1, stream, args)
+    kernel_launch = compiled.kernel.launch
+    # The decomposition of one launch (DECOMPOSITION below): every piece in the same bursts.
     timed = dict(cases)
-    for ex, name in driver_names.items():
+    timed.update({
+        "Kernel_launch_raw_py": lambda: kernel_launch(1, 1, 1, stream, args),
+        "launchPacked_prepacked_py": packed,
+        "torch_raw_stream_query": lambda: get_raw_stream(device),
+        "torch_device_query": lambda: get_device(),
+        "three_data_ptr_reads": lambda: (x.data_ptr(), y.data_ptr(), out.data_ptr()),
+        "three_tensor_reads": lambda: (x.is_cuda, x.dtype, x.data_ptr(), y.is_cuda, y.dtype,
+                                       y.data_ptr(), out.is_cuda, out.dtype, out.data_ptr()),
+    })
+    grid_tuple = cases["warpweave_kernel_grid_tuple"]
+    forms = {f"warpweave_kernel_grid_tuple[{f}]": f for f in LAUNCH_FORMS}
+    for name in forms:
+        timed[name] = grid_tuple
+    # C++ loops over the same packed arguments: (form, query_context) or the runtime's path.
+    cpp_loops = {"driver_cuLaunchKernel_cpp": ("params", False),
+                 "driver_cuLaunchKernelEx_cpp": ("ex", False),
+                 "driver_param_buffer_cpp": ("buffer", False),
+                 "driver_ctx_query_cuLaunchKernel_cpp": ("params", True),
+                 "launcher_launchPacked_cpp": ("launcher", False)}
+    for name in cpp_loops:
         timed[name] = None
+    default_form = native._launch_form()
     # Two ways to start a burst: right after a synchronize (the thread has just woken from a
     # blocking wait), and queued behind a GPU kept busy by torch.cuda._sleep (launches only
     # enqueue; the queue holds far more than one burst). The second is the host's own cost.
@@ -213,21 +245,31 @@ def launch_overheads(torch, ww, ww_mod, tr_mod, quick):
                 if mode == "behind_busy_gpu":
                     torch.cuda._sleep(busy_cycles)
                 if fn is None:
-                    ex = name == driver_names[True]
-                    s = compiled.kernel._time_driver_launches(1, stream, args, per_burst, ex)
+                    form, query = cpp_loops[name]
+                    s = compiled.kernel._time_launches(1, stream, args, per_burst, form, query)
                     per_mode[name].append(s / per_burst * 1e6)
                     continue
+                native._set_launch_form(forms.get(name, default_form))
                 t = time.perf_counter_ns()
                 for _ in range(per_burst):
                     fn()
                 per_mode[name].append((time.perf_counter_ns() - t) / per_burst / 1e3)
+                native._set_launch_form(default_form)
     torch.cuda.synchronize()
     burst = {mode: {name: median(v) for name, v in per_mode.items()}
              for mode, per_mode in samples.items()}
-    out.zero_()  # the bare driver loop runs the real kernel too
-    compiled.kernel._time_driver_launches(1, stream, args, 1, True)
-    torch.cuda.synchronize()
-    assert torch.equal(out, x + y), "the driver-loop launch gave a wrong result"
+    for form in (*LAUNCH_FORMS, "launcher"):  # the C++ loops and every form run the kernel
+        out.zero_()
+        compiled.kernel._time_launches(1, stream, args, 1, form)
+        torch.cuda.synchronize()
+        assert torch.equal(out, x + y), f"the {form} driver-loop launch gave a wrong result"
+    for form in LAUNCH_FORMS:
+        out.zero_()
+        native._set_launch_form(form)
+        add4[(1,)](x, y, out, n, BLOCK=1024)
+        native._set_launch_form(default_form)
+        torch.cuda.synchronize()
+        assert torch.equal(out, x + y), f"kernel[grid] with launch form {form} gave a wrong result"
 
     iters = 2000 if quick else 10000
     steady = {}
@@ -240,7 +282,43 @@ def launch_overheads(torch, ww, ww_mod, tr_mod, quick):
         torch.cuda.synchronize()
         steady[name] = (time.perf_counter() - t) / iters * 1e6
     return {"burst_us": burst, "steady_loop_us": steady, "burst_size": per_burst,
-            "bursts": bursts, "steady_iters": iters}
+            "bursts": bursts, "steady_iters": iters, "launch_form": default_form}
+
+
+LAUNCH_FORMS = ("params", "ex", "buffer")
+
+# Where one kernel[(1,)](x, y, out, n) launch's host time goes, each piece timed in the same
+# bursts: (label, case, subtract the Python loop's own cost).
+DECOMPOSITION = (
+    ("(a) bare cuLaunchKernel, C++ loop", "driver_cuLaunchKernel_cpp", False),
+    ("(a) bare cuLaunchKernelEx, C++ loop", "driver_cuLaunchKernelEx_cpp", False),
+    ("(a) bare cuLaunchKernel, extra=param buffer, C++", "driver_param_buffer_cpp", False),
+    ("(a) cuCtxGetCurrent + cuLaunchKernel, C++ loop", "driver_ctx_query_cuLaunchKernel_cpp",
+     False),
+    ("(a) GpuKernel::launchPacked, C++ loop", "launcher_launchPacked_cpp", False),
+    ("(b) launchPacked per Python call, prepacked", "launchPacked_prepacked_py", True),
+    ("(b) Kernel.launch(ints) from Python", "Kernel_launch_raw_py", True),
+    ("(c) torch raw-stream query", "torch_raw_stream_query", True),
+    ("(c) torch current-device query", "torch_device_query", True),
+    ("(d) three data_ptr() reads", "three_data_ptr_reads", True),
+    ("(d) three tensors' is_cuda, dtype, data_ptr()", "three_tensor_reads", True),
+    ("(e) kernel[(1,)](...), cuLaunchKernel", "warpweave_kernel_grid_tuple[params]", True),
+    ("(e) kernel[(1,)](...), cuLaunchKernelEx", "warpweave_kernel_grid_tuple[ex]", True),
+    ("(e) kernel[(1,)](...), param buffer", "warpweave_kernel_grid_tuple[buffer]", True),
+)
+
+
+def _native_module():
+    from warpweave import _native_loader
+
+    return _native_loader.native()
+
+
+def _torch_stream_functions(torch):
+    """The current-device and raw-stream functions warpweave's launch path calls."""
+    from warpweave import jit
+
+    return jit._stream_source()
 
 
 def disk_cache_hit_ms(torch, ww_mod, runs):
@@ -425,6 +503,8 @@ def main():
                     help="no GPU: warpweave's own host cost per launch, with the stub driver")
     ap.add_argument("--instructions", action="store_true",
                     help="with --stub: instructions per call under valgrind instead of time")
+    ap.add_argument("--no-fresh", action="store_true",
+                    help="skip the fresh-process costs (import, cold compile, first launch)")
     ap.add_argument("--stub-one", help=argparse.SUPPRESS)  # one case, for --instructions
     ap.add_argument("--cache-dir", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -477,11 +557,28 @@ def main():
         os.environ["WARPWEAVE_CACHE_DIR"] = cache
         results["launch"] = launch_overheads(torch, ww, ww_mod, tr_mod, args.quick)
         results["disk_cache"] = disk_cache_hit_ms(torch, ww_mod, 20)
-    results["fresh_process"] = fresh_process_costs(kernels_dir, tr_mod is not None, runs)
+    if not args.no_fresh:
+        results["fresh_process"] = fresh_process_costs(kernels_dir, tr_mod is not None, runs)
     report(results)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
+
+
+def report_decomposition(launch):
+    """The DECOMPOSITION table: each piece's us per call, queued and post-sync, with the Python
+    loop's own cost (python_lambda_floor) taken out of the pieces called from Python."""
+    bursts = launch["burst_us"]
+    busy, after = bursts["behind_busy_gpu"], bursts["after_sync"]
+    print(f"# decomposition of one launch (us per call; default launch form "
+          f"{launch['launch_form']}; Python pieces minus the loop's own cost)")
+    print(f"{'piece':52s} {'queued':>8s} {'post-sync':>9s}")
+    for label, name, minus_floor in DECOMPOSITION:
+        q, p = busy[name], after[name]
+        if minus_floor:
+            q -= busy["python_lambda_floor"]
+            p -= after["python_lambda_floor"]
+        print(f"{label:52s} {q:8.2f} {p:9.2f}")
 
 
 def report(r):
@@ -498,10 +595,13 @@ def report(r):
         if "triton_kernel_grid_tuple" in b:
             print(f", warpweave / Triton {ww_us / b['triton_kernel_grid_tuple']:.2f}x", end="")
         print(f", warpweave - bare cuLaunchKernel {ww_us - b['driver_cuLaunchKernel_cpp']:.2f} us")
+    report_decomposition(r["launch"])
     d = r["disk_cache"]
     print(f"disk cache hit to a launchable kernel: {d['warmup_from_disk_ms']:.3f} ms "
           f"(+ module load {d['module_load_ms']:.3f} ms)")
-    f = r["fresh_process"]
+    f = r.get("fresh_process")
+    if f is None:
+        return
     print(f"python start {f['python_start_s'] * 1e3:.0f} ms; import warpweave "
           f"{f['import_warpweave_s'] * 1e3:.0f} ms"
           + (f", import triton {f['import_triton_s'] * 1e3:.0f} ms" if "import_triton_s" in f

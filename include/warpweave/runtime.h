@@ -86,11 +86,25 @@ struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
 
+/// The driver call that launches a kernel without clusters (clusters always take
+/// cuLaunchKernelEx with the cluster attribute): cuLaunchKernel with one pointer per param,
+/// cuLaunchKernelEx with no attributes, or cuLaunchKernel with the packed parameter buffer
+/// passed whole (CU_LAUNCH_PARAM_BUFFER_POINTER in `extra`).
+enum class LaunchForm { KernelParams, LaunchEx, ParamBuffer };
+/// The form every GpuKernel launch uses from now on (process-wide; benchmarks compare them).
+void setLaunchForm(LaunchForm form);
+LaunchForm launchForm();
+/// "params", "ex", "buffer"; parseLaunchForm throws std::invalid_argument naming them.
+const char* launchFormName(LaunchForm form);
+LaunchForm parseLaunchForm(const std::string& name);
+
 /// A kernel loaded into CUDA contexts, launchable from any thread. Its module is loaded lazily
 /// into whichever context is current at launch (PyTorch's, or the primary context of device 0).
 class GpuKernel {
 public:
-  /// Takes the cubin, or the PTX (JIT-compiled by the driver) when the cubin is empty.
+  /// Takes the cubin and the PTX. A context's device loads the cubin when it can run it, else
+  /// the PTX through the driver's JIT (sm_80 PTX on a Hopper GPU), else the launch fails with a
+  /// LaunchError naming the target the device needs.
   explicit GpuKernel(const CompiledKernel& kernel);
   /// AOT: a cubin written by `wwc --emit cubin` and its `wwc --meta` JSON.
   static GpuKernel fromFiles(const std::string& cubinPath, const std::string& metaJsonPath);
@@ -118,6 +132,12 @@ public:
   /// took (the caller synchronizes). Kernels without clusters only.
   double timeDriverLaunches(Dim3 grid, void* stream, const uint8_t* params, int count,
                             bool launchEx) const;
+  /// The same for any driver call form; with `queryContext` each launch first asks the driver
+  /// for the current context (cuCtxGetCurrent), as launchPacked does.
+  double timeDriverLaunches(Dim3 grid, void* stream, const uint8_t* params, int count,
+                            LaunchForm form, bool queryContext) const;
+  /// Host seconds of `count` launchPacked calls (the runtime's whole C++ launch path).
+  double timeLaunchPacked(Dim3 grid, void* stream, const uint8_t* params, int count) const;
 
 private:
   struct Impl;

@@ -180,6 +180,42 @@ nb::list readBackParams(const ww::GpuKernel& k, const uint8_t* buffer) {
   return out;
 }
 
+/// A tuple of one launch value per slot, packed once (the benchmarks' helpers).
+class PackedArgs {
+public:
+  PackedArgs(const ww::GpuKernel& k, nb::handle args, const char* what) : buffer_(k.paramBytes()) {
+    PyObject* seq = args.ptr();
+    if (!PyTuple_Check(seq) || static_cast<size_t>(PyTuple_GET_SIZE(seq)) != k.slots().size())
+      throw nb::type_error((std::string(what) + ": one value per launch slot, as a tuple").c_str());
+    for (size_t i = 0; i < k.slots().size(); ++i)
+      packSlot(k.slots()[i], PyTuple_GET_ITEM(seq, static_cast<Py_ssize_t>(i)), buffer_.data());
+  }
+  uint8_t* data() { return buffer_.data(); }
+
+private:
+  ParamBuffer buffer_;
+};
+
+/// Kernel._packed_launch: one launchPacked per call of values packed in advance, so that a
+/// benchmark can time the runtime's launch from a Python loop without any argument handling.
+class PackedLaunch {
+public:
+  PackedLaunch(nb::handle owner, const ww::GpuKernel& k, unsigned gx, uintptr_t stream,
+               nb::handle args)
+      : owner_(nb::borrow(owner)), kernel_(&k), gx_(gx), stream_(stream),
+        args_(std::make_shared<PackedArgs>(k, args, "_packed_launch")) {}
+  void launch() const {
+    kernel_->launchPacked({gx_, 1, 1}, reinterpret_cast<void*>(stream_), args_->data());
+  }
+
+private:
+  nb::object owner_; // the Kernel, which owns kernel_
+  const ww::GpuKernel* kernel_;
+  unsigned gx_;
+  uintptr_t stream_;
+  std::shared_ptr<PackedArgs> args_;
+};
+
 void launchOrRecord(const ww::GpuKernel& k, ww::Dim3 grid, uintptr_t stream,
                     const uint8_t* buffer) {
   if (gLaunchRecorder) {
@@ -233,7 +269,8 @@ PyObject* gCudaErrorType = nullptr;
 
 constexpr int kMaxFastParams = 64;
 constexpr size_t kMaxEntries = 1024;
-constexpr int kNumOptions = 4; // num_warps, num_stages, ctas_per_cga, num_ctas
+constexpr int kNumOptions = 4;     // num_warps, num_stages, ctas_per_cga, num_ctas
+constexpr size_t kMaxKeyedEnv = 2; // environment variables whose values are keyed
 const char* const kOptionNames[kNumOptions] = {"num_warps", "num_stages", "ctas_per_cga",
                                                "num_ctas"};
 
@@ -253,11 +290,12 @@ enum KeyTag : uint64_t {
 struct CallState {
   PyObject* values[kMaxFastParams]; // borrowed
   PyObject* options[kNumOptions];   // borrowed; nullptr when not given
-  uint64_t words[3 * (kMaxFastParams + kNumOptions)];
-  PyObject* objects[kMaxFastParams + kNumOptions]; // borrowed
-  uint64_t bits[kMaxFastParams];                   // addresses, ints, bools
-  double reals[kMaxFastParams];                    // floats
-  uint8_t tags[kMaxFastParams];                    // KeyTag of each runtime param
+  // Room for every param and option, the keyed environment variables and the device.
+  uint64_t words[3 * (kMaxFastParams + kNumOptions + kMaxKeyedEnv + 1)];
+  PyObject* objects[kMaxFastParams + kNumOptions + kMaxKeyedEnv + 1]; // borrowed
+  uint64_t bits[kMaxFastParams];                                      // addresses, ints, bools
+  double reals[kMaxFastParams];                                       // floats
+  uint8_t tags[kMaxFastParams];   // KeyTag of each runtime param
   PyObject* held[kMaxFastParams]; // owned: tensor dtypes, whose addresses are in `words`
   int numHeld = 0;
   PyObject* device = nullptr; // owned: torch's current device index
@@ -486,10 +524,11 @@ public:
   FastLauncher(const std::string& name, const std::vector<std::string>& names,
                std::vector<int> constexprs, std::vector<int> specialize,
                std::vector<nb::object> defaults, nb::object missing, nb::object owner,
-               nb::object normalizeGrid, nb::object envData, std::vector<nb::bytes> envKeys)
+               nb::object normalizeGrid, nb::object envData, std::vector<nb::bytes> envKeys,
+               std::vector<nb::bytes> envKeyed)
       : name_(name), constexprs_(std::move(constexprs)), specialize_(std::move(specialize)),
         owner_(std::move(owner)), normalizeGrid_(std::move(normalizeGrid)),
-        envData_(std::move(envData)), envKeys_(std::move(envKeys)) {
+        envData_(std::move(envData)), envKeys_(std::move(envKeys)), envKeyed_(std::move(envKeyed)) {
     // Interned, as Python's keyword names are: kwargs are found by address.
     for (const std::string& n : names)
       names_.push_back(nb::steal<nb::str>(PyUnicode_InternFromString(n.c_str())));
@@ -506,6 +545,9 @@ public:
     isCudaName_ = nb::steal<nb::str>(PyUnicode_InternFromString("is_cuda"));
     dataPtrName_ = nb::steal<nb::str>(PyUnicode_InternFromString("data_ptr"));
     generalName_ = nb::steal<nb::str>(PyUnicode_InternFromString("_launch_general"));
+    if (envKeyed_.size() > kMaxKeyedEnv)
+      throw std::invalid_argument("FastLauncher: at most " + std::to_string(kMaxKeyedEnv) +
+                                  " keyed environment variables");
     if (!PyWeakref_CheckRef(owner_.ptr()))
       throw std::invalid_argument("FastLauncher: owner must be a weakref.ref to the @jit function");
   }
@@ -635,6 +677,12 @@ private:
         st.values[i] = defaults_[i].ptr();
       }
     if (!envAllowsFastPath()) return false;
+    // Variables that choose the kernel (WARPWEAVE_TARGET): their values, or None, are keyed.
+    for (const nb::bytes& k : envKeyed_) {
+      PyObject* v = PyDict_GetItemWithError(envData_.ptr(), k.ptr());
+      if (!v && PyErr_Occurred()) return clearAndRefuse();
+      if (!st.addConstant(v ? v : Py_None)) return false;
+    }
     if (!st.options[0] && !st.options[1] && !st.options[2] && !st.options[3]) {
       st.add(kTagNoOptions);
     } else {
@@ -882,7 +930,8 @@ private:
   std::vector<int> constexprs_, specialize_;
   std::vector<nb::object> defaults_; // invalid for required params
   nb::object owner_, normalizeGrid_, envData_;
-  std::vector<nb::bytes> envKeys_;
+  std::vector<nb::bytes> envKeys_;  // set: the general path
+  std::vector<nb::bytes> envKeyed_; // values in every key
   std::vector<nb::str> optionNames_;
   std::vector<nb::str> metaNames_; // the options a grid function sees in its dict
   nb::str dtypeName_, isCudaName_, dataPtrName_, generalName_;
@@ -1167,6 +1216,10 @@ NB_MODULE(_native, m) {
   gBoundAttr = PyUnicode_InternFromString("_bound");
   gLauncherAttr = PyUnicode_InternFromString("_launcher");
 
+  nb::class_<PackedLaunch>(m, "PackedLaunch").def("__call__", [](const PackedLaunch& p) {
+    p.launch();
+  });
+
   nb::class_<PyKernel>(m, "Kernel")
       .def_prop_ro("name", [](const PyKernel& k) { return k.compiled->name; })
       .def_prop_ro("target", [](const PyKernel& k) { return ww::targetName(k.compiled->target); })
@@ -1206,20 +1259,38 @@ NB_MODULE(_native, m) {
           [](PyKernel& self, unsigned gx, uintptr_t stream, nb::handle args, int count,
              bool launchEx) {
             const ww::GpuKernel& k = self.gpuKernel();
-            PyObject* seq = args.ptr();
-            if (!PyTuple_Check(seq) ||
-                static_cast<size_t>(PyTuple_GET_SIZE(seq)) != k.slots().size())
-              throw nb::type_error("_time_driver_launches: one value per launch slot, as a tuple");
-            ParamBuffer buffer(k.paramBytes());
-            for (size_t i = 0; i < k.slots().size(); ++i)
-              packSlot(k.slots()[i], PyTuple_GET_ITEM(seq, static_cast<Py_ssize_t>(i)),
-                       buffer.data());
+            PackedArgs packed(k, args, "_time_driver_launches");
             nb::gil_scoped_release release;
-            return k.timeDriverLaunches({gx, 1, 1}, reinterpret_cast<void*>(stream), buffer.data(),
+            return k.timeDriverLaunches({gx, 1, 1}, reinterpret_cast<void*>(stream), packed.data(),
                                         count, launchEx);
           },
           "gx"_a, "stream"_a, "args"_a, "count"_a, "launch_ex"_a,
           "Benchmarks: host seconds of `count` bare driver launches (cuLaunchKernel or Ex).")
+      .def(
+          "_time_launches",
+          [](PyKernel& self, unsigned gx, uintptr_t stream, nb::handle args, int count,
+             const std::string& form, bool queryContext) {
+            const ww::GpuKernel& k = self.gpuKernel();
+            PackedArgs packed(k, args, "_time_launches");
+            void* s = reinterpret_cast<void*>(stream);
+            nb::gil_scoped_release release;
+            if (form == "launcher") return k.timeLaunchPacked({gx, 1, 1}, s, packed.data(), count);
+            return k.timeDriverLaunches({gx, 1, 1}, s, packed.data(), count,
+                                        ww::parseLaunchForm(form), queryContext);
+          },
+          "gx"_a, "stream"_a, "args"_a, "count"_a, "form"_a, "query_context"_a = false,
+          "Benchmarks: host seconds of `count` launches in a C++ loop: the bare driver call in "
+          "`form` (params, ex, buffer; with query_context a cuCtxGetCurrent before each), or "
+          "'launcher' (GpuKernel::launchPacked, the runtime's whole C++ path).")
+      .def(
+          "_packed_launch",
+          [](nb::handle self, unsigned gx, uintptr_t stream, nb::handle args) {
+            PyKernel& k = nb::cast<PyKernel&>(self);
+            return PackedLaunch(self, k.gpuKernel(), gx, stream, args);
+          },
+          "gx"_a, "stream"_a, "args"_a,
+          "Benchmarks: a callable that launches these values, packed once, through "
+          "launchPacked (no argument handling per call).")
       .def("interpret", &interpretKernel, "grid"_a, "args"_a,
            "Runs the Tile IR in the CPU interpreter; buffers are (address, nbytes) tuples.");
 
@@ -1230,9 +1301,10 @@ NB_MODULE(_native, m) {
   fastLauncher
       .def(nb::init<const std::string&, const std::vector<std::string>&, std::vector<int>,
                     std::vector<int>, std::vector<nb::object>, nb::object, nb::object, nb::object,
-                    nb::object, std::vector<nb::bytes>>(),
+                    nb::object, std::vector<nb::bytes>, std::vector<nb::bytes>>(),
            "name"_a, "names"_a, "constexprs"_a, "specialize"_a, "defaults"_a, "missing"_a,
-           "owner"_a, "normalize_grid"_a, "env_data"_a, "env_keys"_a)
+           "owner"_a, "normalize_grid"_a, "env_data"_a, "env_keys"_a,
+           "env_keyed"_a = std::vector<nb::bytes>())
       .def("bind", &bindLaunch, "grid"_a, "kernel[grid]: a callable launching on that grid")
       .def("configure", &FastLauncher::configure, "tensor_type"_a, "get_device"_a,
            "get_raw_stream"_a)
@@ -1279,4 +1351,9 @@ NB_MODULE(_native, m) {
       "synchronize", [](uintptr_t stream) { ww::synchronize(reinterpret_cast<void*>(stream)); },
       "stream"_a = 0);
   m.def("compiler_version", [] { return std::string(ww::compilerVersion()); });
+  m.def(
+      "_set_launch_form",
+      [](const std::string& form) { ww::setLaunchForm(ww::parseLaunchForm(form)); }, "form"_a,
+      "Benchmarks: the driver call every launch uses from now on (params, ex or buffer).");
+  m.def("_launch_form", [] { return std::string(ww::launchFormName(ww::launchForm())); });
 }

@@ -350,6 +350,8 @@ def _current_stream() -> int:
 # os.environ.get, and every launch asks whether the interpreter is forced.
 _ENV_DATA = getattr(os.environ, "_data", None)
 _INTERPRET_KEY = b"WARPWEAVE_INTERPRET"
+# A forced target chooses the kernel: the native launch path keys on its value.
+_TARGET_KEY = b"WARPWEAVE_TARGET"
 
 
 def _interpret_env() -> bool:
@@ -894,7 +896,8 @@ def _make_native_launcher(jitfn: "JITFunction"):
     """The native kernel[grid](...) path of `jitfn`, or False without the extension. It keys
     launches as JITFunction.run does (see _scan) and sends whatever it does not serve to
     jitfn._launch_general; os.environ's dict tells it when WARPWEAVE_INTERPRET or
-    WARPWEAVE_TRAP_HANGS is set (it then always takes the general path)."""
+    WARPWEAVE_TRAP_HANGS is set (it then always takes the general path), and the value of
+    WARPWEAVE_TARGET, which is part of its keys as it is of the compile cache's."""
     from . import _native_loader
 
     try:
@@ -908,7 +911,7 @@ def _make_native_launcher(jitfn: "JITFunction"):
     launcher = fast_launcher(jitfn.__name__, jitfn.arg_names, [int(c) for c in jitfn.constexprs],
                              [int(s) for s in jitfn.specialize], list(jitfn.defaults), _MISSING,
                              weakref.ref(jitfn), _normalize_grid, _ENV_DATA,
-                             [_INTERPRET_KEY, _TRAP_HANGS_KEY])
+                             [_INTERPRET_KEY, _TRAP_HANGS_KEY], [_TARGET_KEY])
     _configure_launcher(launcher)
     if type(JITFunction.__dict__["__getitem__"]) is types.FunctionType:
         # kernel[grid] in C from now on: a grid bound before is a dict hit with no Python frame.

@@ -242,6 +242,76 @@ TensorMap encodeTensorMap(const std::string& dtype, uint64_t globalAddress,
 // GpuKernel
 // ---------------------------------------------------------------------------------------------
 
+namespace {
+
+std::atomic<LaunchForm> gLaunchForm{LaunchForm::KernelParams};
+
+/// The compute capability a target's code is built for; `exact`: 'a' targets use
+/// architecture-specific instructions and run on that capability alone.
+struct TargetArch {
+  int major, minor;
+  bool exact;
+};
+
+TargetArch targetArch(Target t) {
+  switch (t) {
+  case Target::SM80:
+    return {8, 0, false};
+  case Target::SM90a:
+    return {9, 0, true};
+  case Target::SM100a:
+    return {10, 0, true};
+  }
+  return {9, 0, true};
+}
+
+/// Machine code runs within its major revision, from its minor up.
+bool cubinRunsOn(TargetArch a, int major, int minor) {
+  return major == a.major && (a.exact ? minor == a.minor : minor >= a.minor);
+}
+
+/// The driver compiles PTX for its own device or any later one.
+bool ptxRunsOn(TargetArch a, int major, int minor) {
+  if (a.exact) return major == a.major && minor == a.minor;
+  return major > a.major || (major == a.major && minor >= a.minor);
+}
+
+/// The target warpweave compiles for on a device of this capability, or nullptr.
+const char* targetFor(int major) {
+  if (major == 8) return "sm_80";
+  if (major == 9) return "sm_90a";
+  if (major == 10) return "sm_100a";
+  return nullptr;
+}
+
+} // namespace
+
+void setLaunchForm(LaunchForm form) {
+  gLaunchForm.store(form, std::memory_order_relaxed);
+}
+
+LaunchForm launchForm() {
+  return gLaunchForm.load(std::memory_order_relaxed);
+}
+
+const char* launchFormName(LaunchForm form) {
+  switch (form) {
+  case LaunchForm::KernelParams:
+    return "params";
+  case LaunchForm::LaunchEx:
+    return "ex";
+  case LaunchForm::ParamBuffer:
+    return "buffer";
+  }
+  return "params";
+}
+
+LaunchForm parseLaunchForm(const std::string& name) {
+  for (LaunchForm f : {LaunchForm::KernelParams, LaunchForm::LaunchEx, LaunchForm::ParamBuffer})
+    if (name == launchFormName(f)) return f;
+  throw std::invalid_argument("unknown launch form '" + name + "': expected params, ex or buffer");
+}
+
 struct GpuKernel::Impl {
   std::string name;
   std::vector<KernelParam> params;
@@ -250,8 +320,9 @@ struct GpuKernel::Impl {
   int numWarps = 4;
   int numCtas = 1;
   int sharedBytes = 0;
-  std::string image; // cubin bytes, or NUL-terminated PTX when isPtx
-  bool isPtx = false;
+  Target target = Target::SM90a;
+  std::vector<uint8_t> cubin;
+  std::string ptx; // c_str() gives the NUL terminator the JIT needs
 
   struct Loaded {
     CUcontext context;
@@ -273,15 +344,40 @@ struct GpuKernel::Impl {
     }
   }
 
+  /// True to load the cubin, false for the PTX, on the current context's device; a
+  /// LaunchError when neither runs there.
+  bool chooseCubin() const {
+    const runtime::CudaDriver& d = runtime::driver();
+    CUdevice dev;
+    runtime::check(d.ctxGetDevice(&dev), "cuCtxGetDevice");
+    int major = 0, minor = 0;
+    runtime::check(d.deviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+                   "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MAJOR)");
+    runtime::check(d.deviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+                   "cuDeviceGetAttribute(COMPUTE_CAPABILITY_MINOR)");
+    const TargetArch arch = targetArch(target);
+    if (!cubin.empty() && cubinRunsOn(arch, major, minor)) return true;
+    if (!ptx.empty() && ptxRunsOn(arch, major, minor)) return false;
+    std::string why = "kernel '" + name + "' was compiled for " + targetName(target) +
+                      ", which cannot run on this device (compute capability " +
+                      std::to_string(major) + "." + std::to_string(minor) + ")";
+    if (ptx.empty() && ptxRunsOn(arch, major, minor))
+      why += ": its cubin is for another architecture and no PTX came with it for the driver to "
+             "compile";
+    if (const char* wanted = targetFor(major))
+      why += std::string("; compile it for ") + wanted + " (WARPWEAVE_TARGET, wwc --target)";
+    throw LaunchError(why);
+  }
+
   CUfunction load(CUcontext ctx) const {
     const runtime::CudaDriver& d = runtime::driver();
     CUmodule module = nullptr;
-    if (isPtx) {
+    if (!chooseCubin()) {
       // The driver JIT reports PTX errors only into a log buffer we hand it.
       char errorLog[8192] = {0};
       CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
       void* values[] = {errorLog, reinterpret_cast<void*>(sizeof errorLog)};
-      CUresult r = d.moduleLoadDataEx(&module, image.c_str(), 2, opts, values);
+      CUresult r = d.moduleLoadDataEx(&module, ptx.c_str(), 2, opts, values);
       if (r != CUDA_SUCCESS) {
         try {
           runtime::check(r, "cuModuleLoadDataEx (PTX JIT)");
@@ -290,7 +386,7 @@ struct GpuKernel::Impl {
         }
       }
     } else {
-      runtime::check(d.moduleLoadDataEx(&module, image.data(), 0, nullptr, nullptr),
+      runtime::check(d.moduleLoadDataEx(&module, cubin.data(), 0, nullptr, nullptr),
                      "cuModuleLoadDataEx");
     }
     CUfunction fn = nullptr;
@@ -363,12 +459,9 @@ GpuKernel::GpuKernel(const CompiledKernel& k) : impl_(std::make_unique<Impl>()) 
   impl_->numWarps = k.numWarps;
   impl_->numCtas = k.numCtas < 1 ? 1 : k.numCtas;
   impl_->sharedBytes = k.sharedBytes;
-  if (!k.cubin.empty()) {
-    impl_->image.assign(k.cubin.begin(), k.cubin.end());
-  } else {
-    impl_->image = k.ptx; // c_str() gives the NUL terminator the JIT needs
-    impl_->isPtx = true;
-  }
+  impl_->target = k.target;
+  impl_->cubin = k.cubin;
+  impl_->ptx = k.ptx;
 }
 
 GpuKernel GpuKernel::fromFiles(const std::string& cubinPath, const std::string& metaJsonPath) {
@@ -444,6 +537,53 @@ CUlaunchConfig launchConfig(Dim3 grid, unsigned threads, int64_t sharedBytes, CU
 
 } // namespace
 
+namespace {
+
+/// The per-param pointers cuLaunchKernel(Ex) reads the values through.
+class ParamPointers {
+public:
+  ParamPointers(const std::vector<ParamSlot>& slots, const uint8_t* params) {
+    if (slots.size() > sizeof small_ / sizeof small_[0]) {
+      large_.resize(slots.size());
+      data_ = large_.data();
+    }
+    for (size_t i = 0; i < slots.size(); ++i)
+      data_[i] = const_cast<uint8_t*>(params + slots[i].offset);
+  }
+  void** data() { return data_; }
+
+private:
+  void* small_[64];
+  std::vector<void*> large_;
+  void** data_ = small_;
+};
+
+/// One launch of a kernel without clusters in `form`; `pointers` is needed by the forms that
+/// pass one pointer per param, `extra` (the buffer and its size) by ParamBuffer.
+CUresult driverLaunch(const runtime::CudaDriver& d, LaunchForm form, CUfunction fn, Dim3 grid,
+                      unsigned threads, unsigned sharedBytes, CUstream stream, void** pointers,
+                      void** extra) {
+  switch (form) {
+  case LaunchForm::KernelParams:
+    return d.launchKernel(fn, grid.x, grid.y, grid.z, threads, 1, 1, sharedBytes, stream, pointers,
+                          nullptr);
+  case LaunchForm::LaunchEx: {
+    CUlaunchConfig config = launchConfig(grid, threads, sharedBytes, stream);
+    return d.launchKernelEx(&config, fn, pointers, nullptr);
+  }
+  case LaunchForm::ParamBuffer:
+    return d.launchKernel(fn, grid.x, grid.y, grid.z, threads, 1, 1, sharedBytes, stream, nullptr,
+                          extra);
+  }
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+const char* driverCallName(LaunchForm form) {
+  return form == LaunchForm::LaunchEx ? "cuLaunchKernelEx" : "cuLaunchKernel";
+}
+
+} // namespace
+
 void GpuKernel::launchPacked(Dim3 grid, void* stream, const uint8_t* params) const {
   const Impl& k = *impl_;
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) return; // nothing to run, as in Triton
@@ -453,23 +593,26 @@ void GpuKernel::launchPacked(Dim3 grid, void* stream, const uint8_t* params) con
                       " must be a multiple of " + std::to_string(k.numCtas));
   CUfunction fn = k.function();
   const runtime::CudaDriver& d = runtime::driver();
-  void* small[64];
-  std::vector<void*> large;
-  void** pointers = small;
-  if (k.slots.size() > 64) {
-    large.resize(k.slots.size());
-    pointers = large.data();
-  }
-  for (size_t i = 0; i < k.slots.size(); ++i)
-    pointers[i] = const_cast<uint8_t*>(params + k.slots[i].offset);
   const unsigned threads = static_cast<unsigned>(k.numWarps) * 32;
+  const unsigned sharedBytes = static_cast<unsigned>(k.sharedBytes);
   CUstream s = static_cast<CUstream>(stream);
   if (k.numCtas == 1) {
-    runtime::check(d.launchKernel(fn, grid.x, grid.y, grid.z, threads, 1, 1,
-                                  static_cast<unsigned>(k.sharedBytes), s, pointers, nullptr),
-                   "cuLaunchKernel");
+    const LaunchForm form = launchForm();
+    if (form == LaunchForm::ParamBuffer) {
+      size_t size = static_cast<size_t>(k.paramBytes);
+      void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<uint8_t*>(params),
+                       CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+      runtime::check(driverLaunch(d, form, fn, grid, threads, sharedBytes, s, nullptr, extra),
+                     driverCallName(form));
+      return;
+    }
+    ParamPointers pointers(k.slots, params);
+    runtime::check(
+        driverLaunch(d, form, fn, grid, threads, sharedBytes, s, pointers.data(), nullptr),
+        driverCallName(form));
     return;
   }
+  ParamPointers pointers(k.slots, params);
   CUlaunchAttribute cluster;
   std::memset(&cluster, 0, sizeof cluster);
   cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
@@ -479,29 +622,45 @@ void GpuKernel::launchPacked(Dim3 grid, void* stream, const uint8_t* params) con
   CUlaunchConfig config = launchConfig(grid, threads, k.sharedBytes, s);
   config.attrs = &cluster;
   config.numAttrs = 1;
-  runtime::check(d.launchKernelEx(&config, fn, pointers, nullptr), "cuLaunchKernelEx");
+  runtime::check(d.launchKernelEx(&config, fn, pointers.data(), nullptr), "cuLaunchKernelEx");
 }
 
 double GpuKernel::timeDriverLaunches(Dim3 grid, void* stream, const uint8_t* params, int count,
                                      bool launchEx) const {
+  return timeDriverLaunches(grid, stream, params, count,
+                            launchEx ? LaunchForm::LaunchEx : LaunchForm::KernelParams, false);
+}
+
+double GpuKernel::timeDriverLaunches(Dim3 grid, void* stream, const uint8_t* params, int count,
+                                     LaunchForm form, bool queryContext) const {
   const Impl& k = *impl_;
   if (k.numCtas != 1)
     throw LaunchError("timeDriverLaunches: kernel '" + k.name + "' runs in clusters");
   CUfunction fn = k.function();
   const runtime::CudaDriver& d = runtime::driver();
-  std::vector<void*> pointers(k.slots.size());
-  for (size_t i = 0; i < k.slots.size(); ++i)
-    pointers[i] = const_cast<uint8_t*>(params + k.slots[i].offset);
+  ParamPointers pointers(k.slots, params);
+  size_t size = static_cast<size_t>(k.paramBytes);
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, const_cast<uint8_t*>(params),
+                   CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
   const unsigned threads = static_cast<unsigned>(k.numWarps) * 32;
+  const unsigned sharedBytes = static_cast<unsigned>(k.sharedBytes);
   CUstream s = static_cast<CUstream>(stream);
-  CUlaunchConfig config = launchConfig(grid, threads, k.sharedBytes, s);
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < count; ++i) {
-    CUresult r = launchEx ? d.launchKernelEx(&config, fn, pointers.data(), nullptr)
-                          : d.launchKernel(fn, grid.x, grid.y, grid.z, threads, 1, 1,
-                                           config.sharedMemBytes, s, pointers.data(), nullptr);
-    runtime::check(r, launchEx ? "cuLaunchKernelEx" : "cuLaunchKernel");
+    if (queryContext) {
+      CUcontext ctx = nullptr;
+      runtime::check(d.ctxGetCurrent(&ctx), "cuCtxGetCurrent");
+    }
+    runtime::check(driverLaunch(d, form, fn, grid, threads, sharedBytes, s, pointers.data(), extra),
+                   driverCallName(form));
   }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double GpuKernel::timeLaunchPacked(Dim3 grid, void* stream, const uint8_t* params,
+                                   int count) const {
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < count; ++i) launchPacked(grid, stream, params);
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 

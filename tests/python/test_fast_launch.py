@@ -452,3 +452,19 @@ def test_alternating_keys_each_find_their_own_kernel(env):
         assert add_kernel[(1,)](x32, x32, x32, 10, BLOCK=64, num_warps=4) is k32
     assert len(slow) == 3 and len(rec.requests) == 2
     assert [launch[3][0] for launch in rec.launches[-3:]] == [0x20000, 0x10000, 0x10000]
+
+
+def test_a_forced_target_is_part_of_the_key(env, monkeypatch):
+    """WARPWEAVE_TARGET chooses the kernel (as in the compile caches): changing it mid-process
+    must not launch the other target's kernel from the fast path."""
+    rec, slow = env
+    x = FakeCudaTensor(0x10000)
+    hopper = add_kernel[(1,)](x, x, x, 10, BLOCK=64)
+    monkeypatch.setenv("WARPWEAVE_TARGET", "sm_80")
+    ampere = add_kernel[(1,)](x, x, x, 10, BLOCK=64)
+    assert ampere is not hopper and ampere.kernel.target == "sm_80" and len(slow) == 2
+    assert add_kernel[(1,)](x, x, x, 10, BLOCK=64) is ampere and len(slow) == 2  # fast again
+    monkeypatch.setenv("WARPWEAVE_TARGET", "sm_90a")  # an equal value, a new bytes object
+    assert add_kernel[(1,)](x, x, x, 10, BLOCK=64) is hopper and len(slow) == 2
+    assert [r["target"] for r in rec.requests] == ["sm_90a", "sm_80"]
+    assert len(rec.launches) == 4

@@ -25,6 +25,8 @@ struct wwstub_record {
   unsigned cluster[3]; // 0 0 0 when the launch named no cluster
   unsigned num_params; // values recorded in params (see wwstub_record_params)
   unsigned long long params[WWSTUB_MAX_PARAMS]; // each value's bytes, zero-extended
+  unsigned long long launch_buffer; // launches that passed one parameter buffer (`extra`)
+  unsigned long long ptx_loads;     // module loads of PTX text (the driver JIT), not cubins
 };
 
 static struct wwstub_record g_record;
@@ -33,6 +35,7 @@ static int g_num_param_sizes;
 static CUresult g_launch_result = CUDA_SUCCESS;
 static CUcontext g_current;
 static unsigned long long g_next_module = 0x1000;
+static int g_cc_major = 9, g_cc_minor = 0;
 
 WWSTUB_EXPORT const struct wwstub_record* wwstub_record(void) {
   return &g_record;
@@ -42,6 +45,12 @@ WWSTUB_EXPORT void wwstub_reset(void) {
   memset(&g_record, 0, sizeof g_record);
   g_num_param_sizes = 0;
   g_launch_result = CUDA_SUCCESS;
+  g_cc_major = 9, g_cc_minor = 0;
+}
+
+/// The device's compute capability from now on (9.0 until set, and after a reset).
+WWSTUB_EXPORT void wwstub_set_compute_capability(int major, int minor) {
+  g_cc_major = major, g_cc_minor = minor;
 }
 
 /// Launches from now on copy `n` parameter values of these byte sizes (each at most 8) into the
@@ -61,9 +70,21 @@ WWSTUB_EXPORT void wwstub_fail_launches(int result) {
   g_launch_result = (CUresult)result;
 }
 
+/// The parameter buffer of a launch's `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER), or NULL; its
+/// size (CU_LAUNCH_PARAM_BUFFER_SIZE) goes to *size.
+static const unsigned char* extra_buffer(void** extra, size_t* size) {
+  const unsigned char* buffer = NULL;
+  *size = 0;
+  for (int i = 0; extra && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = (const unsigned char*)extra[i + 1];
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) *size = *(const size_t*)extra[i + 1];
+  }
+  return buffer;
+}
+
 static void record_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                          unsigned by, unsigned bz, unsigned shared, CUstream stream,
-                          void** params) {
+                          unsigned by, unsigned bz, unsigned shared, CUstream stream, void** params,
+                          void** extra) {
   g_record.launches++;
   g_record.function = (unsigned long long)(uintptr_t)f;
   g_record.stream = (unsigned long long)(uintptr_t)stream;
@@ -72,27 +93,37 @@ static void record_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, u
   g_record.shared_bytes = shared;
   g_record.cluster[0] = g_record.cluster[1] = g_record.cluster[2] = 0;
   g_record.num_params = (unsigned)g_num_param_sizes;
+  size_t size = 0;
+  const unsigned char* buffer = params ? NULL : extra_buffer(extra, &size);
+  if (buffer) g_record.launch_buffer++;
+  size_t offset = 0; // in a packed buffer each value sits at its natural alignment
   for (int i = 0; i < g_num_param_sizes; ++i) {
+    const size_t n = (size_t)g_param_sizes[i];
     g_record.params[i] = 0;
-    memcpy(&g_record.params[i], params[i], (size_t)g_param_sizes[i]);
+    if (buffer) {
+      offset = (offset + n - 1) / n * n;
+      if (offset + n <= size) memcpy(&g_record.params[i], buffer + offset, n);
+      offset += n;
+    } else if (params) {
+      memcpy(&g_record.params[i], params[i], n);
+    }
   }
 }
 
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                 unsigned by, unsigned bz, unsigned shared, CUstream stream,
                                 void** params, void** extra) {
-  (void)extra;
   if (g_launch_result != CUDA_SUCCESS) return g_launch_result;
-  record_launch(f, gx, gy, gz, bx, by, bz, shared, stream, params);
+  if (!params && !extra) return CUDA_ERROR_INVALID_VALUE;
+  record_launch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void** params,
                                   void** extra) {
-  (void)extra;
   if (g_launch_result != CUDA_SUCCESS) return g_launch_result;
   record_launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
-                c->sharedMemBytes, c->hStream, params);
+                c->sharedMemBytes, c->hStream, params, extra);
   g_record.launch_ex++;
   for (unsigned i = 0; i < c->numAttrs; ++i)
     if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
@@ -165,10 +196,10 @@ CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attr, CUdev
   (void)dev;
   switch (attr) {
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-    *value = 9;
+    *value = g_cc_major;
     break;
   case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-    *value = 0;
+    *value = g_cc_minor;
     break;
   case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
     *value = 132;
@@ -219,8 +250,13 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice dev) {
 
 CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image, unsigned n,
                                     CUjit_option* options, void** values) {
-  (void)image, (void)n, (void)options, (void)values;
+  (void)n, (void)options, (void)values;
   g_record.module_loads++;
+  if (memcmp(image,
+             "\x7f"
+             "ELF",
+             4) != 0)
+    g_record.ptx_loads++; // a cubin is an ELF file
   *module = (CUmodule)(uintptr_t)g_next_module;
   g_next_module += 0x10;
   return CUDA_SUCCESS;

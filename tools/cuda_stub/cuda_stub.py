@@ -58,7 +58,8 @@ class Record(ctypes.Structure):
                 ("stream", ctypes.c_ulonglong), ("grid", ctypes.c_uint * 3),
                 ("block", ctypes.c_uint * 3), ("shared_bytes", ctypes.c_uint),
                 ("cluster", ctypes.c_uint * 3), ("num_params", ctypes.c_uint),
-                ("params", ctypes.c_ulonglong * MAX_PARAMS)]
+                ("params", ctypes.c_ulonglong * MAX_PARAMS),
+                ("launch_buffer", ctypes.c_ulonglong), ("ptx_loads", ctypes.c_ulonglong)]
 
 
 class Stub:
@@ -78,6 +79,10 @@ class Stub:
         arr = (ctypes.c_int * max(len(sizes), 1))(*sizes)
         if self.lib.wwstub_record_params(len(sizes), arr) != 0:
             raise ValueError(f"record_params: sizes must be 1..8 bytes, at most {MAX_PARAMS}")
+
+    def set_compute_capability(self, major: int, minor: int):
+        """The device reports this compute capability from now on (reset() restores 9.0)."""
+        self.lib.wwstub_set_compute_capability(major, minor)
 
     def fail_launches(self, result: int):
         """Launches from now on return this CUresult (0 restores success)."""
