@@ -892,6 +892,17 @@ def _torch_tensor_type():
     return _tensor_type
 
 
+def _env_key(key: bytes) -> bytes:
+    """os.environ's own key object equal to `key` when the variable is set (a dict keeps the
+    key object it was first given), else `key`: the native path's lookups by it are then
+    identity hits, with no bytes comparison."""
+    if type(_ENV_DATA) is dict:
+        for k in _ENV_DATA:
+            if k == key:
+                return k
+    return key
+
+
 def _make_native_launcher(jitfn: "JITFunction"):
     """The native kernel[grid](...) path of `jitfn`, or False without the extension. It keys
     launches as JITFunction.run does (see _scan) and sends whatever it does not serve to
@@ -911,7 +922,8 @@ def _make_native_launcher(jitfn: "JITFunction"):
     launcher = fast_launcher(jitfn.__name__, jitfn.arg_names, [int(c) for c in jitfn.constexprs],
                              [int(s) for s in jitfn.specialize], list(jitfn.defaults), _MISSING,
                              weakref.ref(jitfn), _normalize_grid, _ENV_DATA,
-                             [_INTERPRET_KEY, _TRAP_HANGS_KEY], [_TARGET_KEY])
+                             [_env_key(_INTERPRET_KEY), _env_key(_TRAP_HANGS_KEY)],
+                             [_env_key(_TARGET_KEY)])
     _configure_launcher(launcher)
     if type(JITFunction.__dict__["__getitem__"]) is types.FunctionType:
         # kernel[grid] in C from now on: a grid bound before is a dict hit with no Python frame.
