@@ -1,6 +1,7 @@
 #include "codegen/ScalarOps.h"
 #include "ir/OpTraits.h"
 
+#include <bit>
 #include <cmath>
 #include <stdexcept>
 
@@ -183,6 +184,35 @@ std::string intBinary(ScalarContext& cx, const ir::Op& op, const std::string& a,
     return cx.b.pure("cvt.u32." + std::string(regBits(t) == 64 ? "u64" : "u16"), RegClass::B32,
                      {s});
   };
+  // Division by a power-of-two immediate becomes shifts and masks: ptxas expands div.s32 by an
+  // immediate 2 on the uniform datapath into a full reciprocal-based division (about 25
+  // instructions), which stage/phase arithmetic in pipelined loops pays every iteration.
+  int log2Divisor = -1;
+  if (regBits(t) >= 32 && isImmediate(b) &&
+      b.find_first_not_of("0123456789") == std::string::npos && b.size() < 19) {
+    int64_t d = std::stoll(b);
+    if (d > 1 && (d & (d - 1)) == 0) log2Divisor = std::countr_zero(static_cast<uint64_t>(d));
+  }
+  if (log2Divisor > 0 &&
+      (op.code() == OpCode::Div || op.code() == OpCode::Rem || op.code() == OpCode::FloorDiv)) {
+    std::string x = cx.b.materialize(a, rc);
+    std::string k = immInt(log2Divisor);
+    std::string low = immInt((int64_t(1) << log2Divisor) - 1);
+    std::string width = std::to_string(regBits(t));
+    if (!ir::isSigned(t) || op.code() == OpCode::FloorDiv) {
+      // Unsigned, or flooring: the arithmetic shift rounds toward minus infinity.
+      if (op.code() == OpCode::Rem) return cx.b.pure("and." + bits, rc, {x, low});
+      return cx.b.pure((ir::isSigned(t) ? "shr.s" : "shr.u") + width, rc, {x, k});
+    }
+    // Truncating signed division: negative dividends get 2^k - 1 added before the shift.
+    std::string sign = cx.b.pure("shr.s" + width, rc, {x, immInt(regBits(t) - 1)});
+    std::string bias = cx.b.pure("shr.u" + width, rc, {sign, immInt(regBits(t) - log2Divisor)});
+    std::string biased = cx.b.pure("add." + it, rc, {x, bias});
+    if (op.code() == OpCode::Div) return cx.b.pure("shr.s" + width, rc, {biased, k});
+    std::string rounded =
+        cx.b.pure("and." + bits, rc, {biased, immInt(~((int64_t(1) << log2Divisor) - 1))});
+    return cx.b.pure("sub." + it, rc, {x, rounded});
+  }
   std::string r;
   switch (op.code()) {
   case OpCode::Add:

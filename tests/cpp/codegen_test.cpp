@@ -339,6 +339,28 @@ TEST(Codegen, IntegerArithmeticFollowsSignedness) {
   }
 }
 
+/// x / 2^k, x % 2^k and x // 2^k by an immediate: shifts and masks (ptxas turns div.s32 by an
+/// immediate into a reciprocal-based division on the uniform datapath).
+std::unique_ptr<ir::Function> powerOfTwoDivisionKernel(DType t) {
+  return elementwiseKernel("pow2_div", {t}, [](KernelBuilder& k, auto v) {
+    std::vector<Value*> r;
+    for (int64_t d : {2, 8})
+      for (OpCode c : {OpCode::Div, OpCode::Rem, OpCode::FloorDiv})
+        r.push_back(binop(k, c, v[0], k.b.constInt(d, v[0]->type())));
+    return r;
+  });
+}
+
+TEST(Codegen, DivisionByAPowerOfTwoShifts) {
+  for (DType t : {DType::I32, DType::U32, DType::I64, DType::U64}) {
+    SCOPED_TRACE(std::string(ir::tlName(t)));
+    auto fn = powerOfTwoDivisionKernel(t);
+    codegen::PtxKernel k = emitAndAssemble(*fn, Target::SM90a);
+    EXPECT_EQ(count(k.ptx, "div."), 0) << k.ptx;
+    EXPECT_EQ(count(k.ptx, "rem."), 0) << k.ptx;
+  }
+}
+
 TEST(Codegen, FloatArithmeticAndComparisons) {
   for (DType t : {DType::F16, DType::BF16, DType::F32, DType::F64}) {
     SCOPED_TRACE(std::string(ir::tlName(t)));
@@ -1735,6 +1757,37 @@ TEST(CodegenGpu, LibrarySoftmaxThroughTheWholePipeline) {
     for (int c = 0; c < cols; ++c) {
       double ref = std::exp(double(hx[r * 1024 + c]) - mx) / sum;
       ASSERT_NEAR(y[r * 1024 + c], ref, 1e-6 + 1e-5 * ref) << r << "," << c;
+    }
+  }
+}
+
+TEST(CodegenGpu, DivisionByAPowerOfTwoTruncatesAndFloors) {
+  SKIP_WITHOUT_GPU();
+  auto fn = powerOfTwoDivisionKernel(DType::I32);
+  GpuKernel kernel = loadOnGpu(*fn);
+  std::vector<int32_t> hx(256);
+  for (int e = 0; e < 256; ++e) hx[e] = (e - 128) * 37 + (e % 7);
+  hx[0] = std::numeric_limits<int32_t>::min();
+  hx[1] = std::numeric_limits<int32_t>::max();
+  hx[2] = -1;
+  DeviceArray<int32_t> dx(hx);
+  std::vector<std::unique_ptr<DeviceArray<int32_t>>> outs;
+  std::vector<LaunchArg> args{dx.arg()};
+  for (int i = 0; i < 6; ++i) {
+    outs.push_back(std::make_unique<DeviceArray<int32_t>>(256));
+    args.push_back(outs.back()->arg());
+  }
+  kernel.launch({1}, nullptr, args);
+  synchronize();
+  int i = 0;
+  for (int32_t d : {2, 8}) {
+    auto div = outs[i++]->get(), rem = outs[i++]->get(), floorDiv = outs[i++]->get();
+    for (int e = 0; e < 256; ++e) {
+      int32_t x = hx[e];
+      int32_t floored = x / d - ((x % d != 0 && x < 0) ? 1 : 0);
+      ASSERT_EQ(div[e], x / d) << x << " / " << d;
+      ASSERT_EQ(rem[e], x % d) << x << " % " << d;
+      ASSERT_EQ(floorDiv[e], floored) << x << " // " << d;
     }
   }
 }
