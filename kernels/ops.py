@@ -890,8 +890,11 @@ def _matmul_tlx(op, a, b, variant, config, compile_only):
         a_desc = _descriptor(a, [half, block_k])
         b_desc = _descriptor(b, [block_k, block_n // cluster_m])
         c_desc = _descriptor(c, [half, c_cols])
-        # Whole clusters: NUM_SMS counts the CTAs of the clusters that fit on the GPU.
-        sms = place.num_sms() // cluster * cluster
+        # Whole clusters: NUM_SMS counts the CTAs of the clusters that fit on the GPU. A config
+        # may ask for fewer persistent programs (sweeps use it to see whether every cluster of
+        # the grid is resident at once).
+        sms = cfg.pop("NUM_SMS", None) or place.num_sms()
+        sms = sms // cluster * cluster
         work = ww.cdiv(ww.cdiv(M, block_m), cluster_m) * ww.cdiv(ww.cdiv(N, block_n), cluster_n)
         extra = {"ctas_per_cga": (cluster, 1, 1)} if cluster > 1 else {}
         launch(_gemm_ws.gemm_ws_kernel, (min(sms // cluster, work) * cluster,),

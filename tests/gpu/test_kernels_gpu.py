@@ -346,8 +346,10 @@ def test_matmul_tlx(variant, mnk, dtype):
 
 @hopper_only
 @pytest.mark.parametrize("config", [{"NUM_STAGES": 4, "EPI_SUBTILE": 4},
-                                    {"EPI_SUBTILE": 2, "RASTER_N": True, "GROUP_M": 16},
-                                    {"SMEM_EPILOGUE": False}])
+                                    {"NUM_STAGES": 3, "EPI_SUBTILE": 2, "RASTER_N": True,
+                                     "GROUP_M": 16},
+                                    {"NUM_STAGES": 3, "SMEM_EPILOGUE": False},
+                                    {"NUM_STAGES": 3, "EPI_SUBTILE": 1, "NUM_SMS": 100}])
 @pytest.mark.parametrize("mnk", [(1000, 776, 328), (4096, 4096, 4096), (200, 8, 40)])
 @pytest.mark.parametrize("dtype", [F16, BF16])
 def test_matmul_tlx_ws_configs(config, mnk, dtype):
