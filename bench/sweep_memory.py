@@ -33,33 +33,30 @@ def _product(**axes):
 
 # programs_per_sm None: as many as the compiled kernel's registers and shared memory allow.
 # tma: rows streamed through a ring of num_stages shared buffers by TMA (kernels/hopper/*_tma.py;
-# ptxas at 4096 fp16 columns on 8 warps: softmax 40 registers, 24 KB shared at 3 stages;
-# layernorm forward 80; backward 128, 64 KB at 2 stages); store_evict: the stores' L2 policy.
-# The default comes first and again last: the two timings give the run's noise.
-TMA_STAGES = _product(num_warps=[4, 8, 16], num_stages=[2, 3, 4])
+# the default for softmax and layernorm forward where rows fit one copy; tma=False: the register
+# kernels). ptxas at 4096 fp16 columns: softmax 56 / 40 / 32 registers on 4 / 8 / 16 warps;
+# layernorm forward 121 / 80 / 50; backward 128 on 8 warps (64 KB shared at 2 stages), 64-78
+# on 16. store_evict: the stores' L2 policy. The default comes first and again last: the two
+# timings give the run's noise.
 CONFIGS = {
-    "softmax": [None] + [dict(tma=True, **c) for c in TMA_STAGES]
-    + [dict(tma=True, num_warps=8, num_stages=3, store_evict="evict_first"),
-       dict(tma=True, num_warps=4, num_stages=2, programs_per_sm=8),
-       dict(tma=True, num_warps=8, num_stages=4, programs_per_sm=4),
-       dict(num_warps=8, programs_per_sm=2), dict(num_warps=16, programs_per_sm=None), None],
-    "layernorm_fwd": [None] + [dict(tma=True, **c) for c in TMA_STAGES]
-    + [dict(tma=True, num_warps=8, num_stages=3, store_evict="evict_first"),
-       dict(tma=True, num_warps=16, num_stages=3, programs_per_sm=2),
-       dict(num_warps=16, programs_per_sm=None), None],
+    "softmax": [None, dict(tma=False)]
+    + [dict(num_stages=3), dict(programs_per_sm=6), dict(num_stages=3, programs_per_sm=6),
+       dict(num_warps=8, num_stages=4), dict(num_warps=8, num_stages=4, programs_per_sm=5),
+       dict(num_warps=4, num_stages=4, programs_per_sm=4), dict(store_evict="evict_first"),
+       dict(tma=False, num_warps=16), None],
+    "layernorm_fwd": [None, dict(tma=False)]
+    + [dict(num_stages=3), dict(num_stages=4), dict(programs_per_sm=3),
+       dict(num_warps=8, num_stages=2), dict(num_warps=8, num_stages=3),
+       dict(store_evict="evict_first"), None],
     # block_p / block_n: the dw/db sum's partial rows per step and columns per program.
     "layernorm_bwd": [None]
-    + [dict(tma=True, **c) for c in _product(num_warps=[8, 16], num_stages=[1, 2, 3])]
+    + [dict(num_warps=8, prefetch=0, accumulate_early=False, block_p=32, block_n=32),
+       dict(num_warps=16, prefetch=2), dict(block_p=128, block_n=16), dict(block_p=256, block_n=8)]
+    + [dict(tma=True, **c) for c in _product(num_warps=[8], num_stages=[1, 2])]
+    + [dict(tma=True, num_warps=16, num_stages=s, programs_per_sm=p) for s, p in (
+        (1, 1), (2, 1), (3, 1), (2, 2))]
     + [dict(tma=True, num_warps=8, num_stages=2, programs_per_sm=1),
-       dict(tma=True, num_warps=8, num_stages=4, programs_per_sm=1),
-       dict(tma=True, num_warps=8, num_stages=2, store_evict="evict_first"),
-       dict(tma=True, num_warps=8, num_stages=2, block_n=64, block_p=64),
-       dict(tma=True, num_warps=8, num_stages=2, block_n=16, block_p=64),
-       dict(num_warps=8, prefetch=0, programs_per_sm=0, block_n=64, block_p=64)]
-    # dw and db summed before the row reduction: 104 / 64 / 184 registers, 2 programs per SM each.
-    + [dict(num_warps=8, prefetch=0, programs_per_sm=0, accumulate_early=True),
-       dict(num_warps=16, prefetch=1, programs_per_sm=0, accumulate_early=True),
-       dict(num_warps=4, prefetch=0, programs_per_sm=0, accumulate_early=True), None],
+       dict(tma=True, num_warps=8, num_stages=1, programs_per_sm=2), None],
     "row_sum": [None] + [dict(BLOCK_M=m, BLOCK_N=n, num_warps=w) for m, n, w in (
         (1, 4096, 4), (2, 2048, 4), (8, 512, 4), (16, 256, 4), (2, 2048, 8), (4, 1024, 8),
         (8, 1024, 8), (2, 4096, 8), (1, 2048, 2))],
@@ -69,6 +66,14 @@ CONFIGS = {
 CONFIGS["row_max"] = list(CONFIGS["row_sum"])
 # The kernel furthest behind the copy first, so that a budget cut falls on the others.
 KERNELS = ("layernorm_bwd", "softmax", "layernorm_fwd", "row_max", "row_sum", "embedding_bag")
+
+
+def uses_tma(name, config):
+    """Whether `config` of kernel `name` takes the TMA row kernels (on rows one copy moves): the
+    default of softmax and layernorm forward, an option of layernorm backward."""
+    if name not in ("softmax", "layernorm_fwd", "layernorm_bwd"):
+        return False
+    return bool((config or {}).get("tma", name != "layernorm_bwd"))
 
 
 def config_label(config):
@@ -168,7 +173,7 @@ def dwdb_alone(torch, ops, bench):
         pdb = torch.randn(partials, 4096, device="cuda")
         dw = torch.empty(4096, device="cuda", dtype=torch.float16)
         db = torch.empty_like(dw)
-        for block_p, block_n in ((32, 32), (64, 64), (64, 16), (16, 64)):
+        for block_p, block_n in ((32, 32), (64, 16), (128, 16), (256, 8), (256, 16), (512, 8)):
             config = dict(block_p=block_p, block_n=block_n)
             ms = bench(lambda: ops._layernorm_bwd_dwdb(ops._Place("dwdb", {"p": pdw}), config,
                                                       pdw, pdb, dw, db, partials, 4096))

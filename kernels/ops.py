@@ -326,9 +326,9 @@ def softmax(x, online=None, config=None):
     """Softmax over the last dimension of x (fp16, bf16 or fp32), computed in fp32 and returned
     in x's dtype and shape. `online` forces (True) or forbids (False) the two-pass kernel for
     long rows; by default rows longer than SOFTMAX_FUSED_MAX_COLS take it. `config` (for
-    bench/sweep_memory.py) overrides the fused kernel's num_warps and programs_per_sm; tma=True
-    streams rows through shared memory with TMA (num_stages rows loading per program; sm_90a,
-    contiguous rows of 8 to 256 times 128 bytes, a power of two; other inputs ignore it)."""
+    bench/sweep_memory.py) overrides num_warps and programs_per_sm, and tma=False keeps rows
+    that the TMA kernel could take (sm_90 and later; contiguous rows of 8 to 256 times 128
+    bytes, a power of two; num_stages rows loading per program) on the register kernel."""
     config = config or {}
     place = _Place("softmax", {"x": x})
     dt = _check_dtype("softmax", "x", x, _FLOATS)
@@ -342,19 +342,22 @@ def softmax(x, online=None, config=None):
     if online is None:
         # The fused kernel's row offsets are 32-bit.
         online = n_cols > SOFTMAX_FUSED_MAX_COLS or n_rows * max(in_stride, n_cols) >= 1 << 31
-    tiles = _tma_row_tiles(place, x2) if config.get("tma") else None
+    tiles = _tma_row_tiles(place, x2) if config.get("tma", True) else None
     if not online and tiles is not None:
-        # Rows stream through a ring of shared buffers (kernels/hopper/softmax_tma.py).
+        # Rows stream through a ring of shared buffers (kernels/hopper/softmax_tma.py). On the
+        # H200 at 16384x4096 fp16 (bench/sweep_memory.py): 4 warps, 2 stages, 8 programs per SM
+        # 3.55 TB/s (0.86x copy) against 3.42 for softmax_kernel; 8 warps 2 to 4 stages (6 per
+        # SM) 2.43 to 3.45; 16 warps 3.03 to 3.11.
         tile_r, tile_c = tiles
-        warps = config.get("num_warps") or 8
-        stages = config.get("num_stages") or 3
+        warps = config.get("num_warps") or 4
+        stages = config.get("num_stages") or 2
         in_desc = _descriptor(x2.reshape(n_rows * tile_r, tile_c), [tile_r, tile_c])
         args = (in_desc, out, n_rows)
         meta = dict(TILE_R=tile_r, TILE_C=tile_c, NUM_STAGES=stages, num_warps=warps,
                     STORE_EVICT=config.get("store_evict", ""))
-        programs = place.num_sms() * (config.get("programs_per_sm") or _resident_programs(
+        programs = place.num_sms() * (config.get("programs_per_sm") or min(8, _resident_programs(
             place, _softmax_tma.softmax_tma_kernel, ("softmax_tma", dt, n_cols, stages, warps),
-            args, **meta))
+            args, **meta)))
         _softmax_tma.softmax_tma_kernel[(min(n_rows, programs),)](*args, **meta)
     elif not online:
         block = ww.next_power_of_2(n_cols)
@@ -393,9 +396,9 @@ def _layernorm_fwd_block(n_cols: int) -> int:
 def layernorm_fwd(x, w, b, eps=1e-5, config=None):
     """Layer norm over the last dimension: returns (y, mean, rstd), y in x's dtype and shape,
     mean and rstd fp32 with one entry per row (x's leading dimensions). `config` (for
-    bench/sweep_memory.py) overrides the one-pass kernel's num_warps and programs_per_sm; tma=True
-    streams rows through shared memory with TMA, num_stages rows loading per program (sm_90a;
-    inputs softmax's tma option does not take ignore it)."""
+    bench/sweep_memory.py) overrides num_warps and programs_per_sm, and tma=False keeps rows that
+    the TMA kernel could take (as softmax's; num_stages rows loading per program) on the one-pass
+    register kernel."""
     config = config or {}
     op = "layernorm_fwd"
     place = _Place(op, {"x": x, "w": w, "b": b})
@@ -414,12 +417,15 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
     y = place.empty((n_rows, n_cols), dt)
     mean = place.empty((n_rows,), "float32")
     rstd = place.empty((n_rows,), "float32")
-    tiles = _tma_row_tiles(place, x2) if config.get("tma") and n_rows > 0 else None
+    tiles = _tma_row_tiles(place, x2) if config.get("tma", True) and n_rows > 0 else None
     if tiles is not None:
-        # Rows stream through a ring of shared buffers (kernels/hopper/layernorm_tma.py).
+        # Rows stream through a ring of shared buffers (kernels/hopper/layernorm_tma.py). On the
+        # H200 at 16384x4096 fp16 (bench/sweep_memory.py): 4 warps (121 registers, 4 programs
+        # per SM) 3.55 TB/s (0.86x copy) at 2 or 3 stages against 3.38 for the fused kernel;
+        # 8 warps 3.44-3.50 at 2-3 stages; 16 warps 1.5-2.7.
         tile_r, tile_c = tiles
-        warps = config.get("num_warps") or 8
-        stages = config.get("num_stages") or 3
+        warps = config.get("num_warps") or 4
+        stages = config.get("num_stages") or 2
         args = (_descriptor(x2.reshape(n_rows * tile_r, tile_c), [tile_r, tile_c]), y,
                 _contiguous(w), _contiguous(b), mean, rstd, n_rows, float(eps))
         meta = dict(TILE_R=tile_r, TILE_C=tile_c, NUM_STAGES=stages, num_warps=warps,
@@ -453,9 +459,10 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
 def _layernorm_bwd_warps(block: int) -> int:
     # The program keeps dw and db rows in registers besides x and dy. At BLOCK=4096 (fp16) 8 warps
     # without rows loaded ahead take 124 registers (ptxas -v), two programs per SM: on the H200
-    # 2.92 TB/s against 1.58 for one 32-warp program per SM loading three rows ahead, and 2.62-2.77
-    # for 16 warps at any depth (bench/sweep_memory.py, 16384x4096). Past 4096 columns 16 warps.
-    if block <= 4096:
+    # 2.92 TB/s against 1.58 for one 32-warp program per SM loading three rows ahead
+    # (bench/sweep_memory.py, 16384x4096); 16 warps one row ahead with dw and db summed before
+    # the row reduction (64 registers, two per SM) 3.01. Past 4096 columns 16 warps.
+    if block < 4096:
         return 4 if block <= 1024 else 8
     return 16
 
@@ -503,8 +510,10 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
         return dx.reshape(shape), dw, db
     warps = config.get("num_warps") or _layernorm_bwd_warps(block)
     # Rows are loaded ahead only in the narrower blocks; at 4096 columns a second program per SM
-    # hides more latency than rows loaded ahead within one.
-    prefetch = config.get("prefetch", 3 if block <= 2048 else 0)
+    # hides more latency than rows loaded ahead within one (on 16 warps with dw and db summed
+    # early, 64 registers, one row ahead still fits two programs per SM).
+    prefetch = config.get("prefetch", 3 if block <= 2048 else 1 if block == 4096 else 0)
+    accumulate_early = config.get("accumulate_early", block == 4096)
     # Two programs per SM up to 2048 columns, as many as fit at 4096, one past it;
     # programs_per_sm=0 asks for as many as the compiled kernel's registers allow.
     per_sm = config.get("programs_per_sm", 2 if block <= 2048 else 0 if block <= 4096 else 1)
@@ -535,7 +544,7 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
         _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_partials, n_cols)
         return dx.reshape(shape), dw, db
     meta = dict(BLOCK=block, PREFETCH=prefetch,
-                ACCUMULATE_EARLY=bool(config.get("accumulate_early", False)), num_warps=warps)
+                ACCUMULATE_EARLY=bool(accumulate_early), num_warps=warps)
     if not place.on_gpu:
         target_programs = 8
     elif per_sm:
@@ -562,12 +571,15 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
 
 def _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_partials, n_cols):
     """dw and db from the backward kernels' per-program partial sums."""
-    # Narrow column blocks: enough programs to spread the partial sums over the SMs.
+    # Narrow column blocks: enough programs to spread the partial sums over the SMs. On the H200
+    # (bench/sweep_memory.py's dwdb_alone, 264 x 4096 partials) 64 partial rows of 16 columns per
+    # step take 11.2 us, 32 of 32 15.6 us.
     block_n = config.get("block_n") or (
-        32 if place.on_gpu else min(128, ww.next_power_of_2(n_cols)))
+        16 if place.on_gpu else min(128, ww.next_power_of_2(n_cols)))
+    block_p = config.get("block_p") or (64 if place.on_gpu else 32)
     _layernorm.layernorm_bwd_dwdb_kernel[lambda m: (ww.cdiv(n_cols, m["BLOCK_N"]),)](
-        partial_dw, partial_db, dw, db, n_partials, n_cols, BLOCK_P=config.get("block_p", 32),
-        BLOCK_N=block_n, num_warps=4)
+        partial_dw, partial_db, dw, db, n_partials, n_cols, BLOCK_P=block_p, BLOCK_N=block_n,
+        num_warps=4 if block_p * block_n <= 4096 else 8)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -916,6 +928,13 @@ def _matmul_tlx(op, a, b, variant, config, compile_only):
     return c
 
 
+def _attention_tlx_programs(place, tiles, causal):
+    """Programs of the TLX attention kernel: one per SM, each looping over its tiles (the next
+    tile's Q, K and V load under the last one's tail); causal tiles differ in length, so there
+    the hardware hands out one tile per program as SMs free up."""
+    return tiles if causal else min(tiles, place.num_sms())
+
+
 def attention_tlx(q, k, v, sm_scale=None, return_lse=False, causal=False):
     """Attention with the Hopper warp-specialized ping-pong kernel
     (kernels/hopper/attention_ws.py): q, k, v [Z, H, N_CTX, HEAD_DIM] fp16 or bf16 CUDA tensors,
@@ -946,8 +965,9 @@ def attention_tlx(q, k, v, sm_scale=None, return_lse=False, causal=False):
     o2 = out.reshape(-1, head_dim)
     descs = [_descriptor(t, [rows, head_dim])
              for t, rows in ((q2, block_m), (k2, block_n), (v2, block_n), (o2, block_m))]
-    _attention_ws.attention_ws_kernel[(n_ctx // (2 * block_m), z * h)](
-        *descs, lse, float(sm_scale), n_ctx, HEAD_DIM=head_dim, BLOCK_M=block_m,
+    programs = _attention_tlx_programs(place, n_ctx // (2 * block_m) * z * h, causal)
+    _attention_ws.attention_ws_kernel[(programs,)](
+        *descs, lse, float(sm_scale), n_ctx, z * h, HEAD_DIM=head_dim, BLOCK_M=block_m,
         BLOCK_N=block_n, NUM_STAGES=2, CAUSAL=bool(causal), num_warps=4)
     if return_lse:
         return out, lse.reshape(z, h, n_ctx)

@@ -17,7 +17,7 @@ w and b stay in registers (as [TILE_R, TILE_C] tiles).
 layernorm_bwd_tma_kernel: dx = rstd * (w dy - mean(w dy) - xhat * mean(xhat * w dy)) per row;
 each program sums dy * xhat and dy over its rows in registers and writes them to row `pid` of
 partial_dw / partial_db [num_programs, n_cols] (fp32), which layernorm.layernorm_bwd_dwdb_kernel
-sums. The statistics of the next row are loaded one row ahead.
+sums. The statistics are loaded three rows ahead.
     grid = (min(n_rows, NUM_SMS * programs per SM),)
     x_desc, dy_desc: block [TILE_R, TILE_C] over x and dy viewed as [n_rows * TILE_R, TILE_C]
 """
@@ -113,22 +113,32 @@ def layernorm_bwd_tma_kernel(x_desc, dy_desc, dx_ptr, partial_dw_ptr, partial_db
     w = tl.load(w_ptr + offsets).to(tl.float32)
     dw_acc = tl.zeros([TILE_R, TILE_C], dtype=tl.float32)
     db_acc = tl.zeros([TILE_R, TILE_C], dtype=tl.float32)
-    mean_next = tl.load(mean_ptr + pid, mask=pid < n_rows, other=0.0)
-    rstd_next = tl.load(rstd_ptr + pid, mask=pid < n_rows, other=0.0)
+    # The statistics load three rows ahead: the rows arrive through the ring without waiting, so
+    # a scalar load issued one row ahead would still expose its whole latency on every row.
+    mean_a = tl.load(mean_ptr + pid, mask=pid < n_rows, other=0.0)
+    rstd_a = tl.load(rstd_ptr + pid, mask=pid < n_rows, other=0.0)
+    mean_b = tl.load(mean_ptr + pid + step, mask=pid + step < n_rows, other=0.0)
+    rstd_b = tl.load(rstd_ptr + pid + step, mask=pid + step < n_rows, other=0.0)
+    mean_c = tl.load(mean_ptr + pid + 2 * step, mask=pid + 2 * step < n_rows, other=0.0)
+    rstd_c = tl.load(rstd_ptr + pid + 2 * step, mask=pid + 2 * step < n_rows, other=0.0)
     for i in range(0, n_mine):
         row = pid + i * step
-        mean = mean_next
-        rstd = rstd_next
-        mean_next = tl.load(mean_ptr + row + step, mask=row + step < n_rows, other=0.0)
-        rstd_next = tl.load(rstd_ptr + row + step, mask=row + step < n_rows, other=0.0)
+        mean = mean_a
+        rstd = rstd_a
+        mean_a = mean_b
+        rstd_a = rstd_b
+        mean_b = mean_c
+        rstd_b = rstd_c
+        ahead = row + 3 * step
+        mean_c = tl.load(mean_ptr + ahead, mask=ahead < n_rows, other=0.0)
+        rstd_c = tl.load(rstd_ptr + ahead, mask=ahead < n_rows, other=0.0)
         stage = i % NUM_STAGES
         tlx.barrier_wait(tlx.local_view(bars, stage), (i // NUM_STAGES) & 1)
         x = tlx.local_load(tlx.local_view(x_bufs, stage)).to(tl.float32)
         dy = tlx.local_load(tlx.local_view(dy_bufs, stage)).to(tl.float32)
         tl.debug_barrier()
-        ahead = pid + (i + NUM_STAGES) * step
-        load_row_pair(x_desc, dy_desc, x_bufs, dy_bufs, bars, stage, ahead,
-                      i + NUM_STAGES < n_mine, TILE_R, ROW_BYTES)
+        load_row_pair(x_desc, dy_desc, x_bufs, dy_bufs, bars, stage,
+                      pid + (i + NUM_STAGES) * step, i + NUM_STAGES < n_mine, TILE_R, ROW_BYTES)
         xhat = (x - mean) * rstd
         dw_acc += dy * xhat
         db_acc += dy
@@ -139,7 +149,11 @@ def layernorm_bwd_tma_kernel(x_desc, dy_desc, dx_ptr, partial_dw_ptr, partial_db
         c1 = s1 / N
         c2 = s2 / N
         dx = (wdy - (xhat * c1 + c2)) * rstd
-        tl.store(dx_ptr + row.to(tl.int64) * N + offsets, dx.to(dx_ptr.dtype.element_ty),
+        # Offsets built here rather than reused from before the loop: the layout pass then gives
+        # the pointers dx's layout instead of converting a tensor of 64-bit pointers through
+        # shared memory on every row.
+        row_offsets = tl.arange(0, TILE_R)[:, None] * TILE_C + tl.arange(0, TILE_C)[None, :]
+        tl.store(dx_ptr + row.to(tl.int64) * N + row_offsets, dx.to(dx_ptr.dtype.element_ty),
                  eviction_policy=STORE_EVICT)
     tl.store(partial_dw_ptr + pid * N + offsets, dw_acc)
     tl.store(partial_db_ptr + pid * N + offsets, db_acc)

@@ -230,14 +230,14 @@ def test_layernorm_bwd_sweep_configs(config):
     assert_close(db, b64.grad, TOL[F16], "db")
 
 
-# The TMA row kernels (sweep configurations with tma=True) take only rows that one copy moves:
-# 4096 columns here, 1000 rows (unequal shares of the persistent programs); fp16, and bf16 and
-# fp32 at each kernel's first TMA configuration.
+# The TMA row kernels (the sweep configurations that take them) take only rows that one copy
+# moves: 4096 columns here, 1000 rows (unequal shares of the persistent programs); fp16, and bf16
+# and fp32 at each kernel's first TMA configuration.
 def _tma_sweep_cases():
     for name in ("softmax", "layernorm_fwd", "layernorm_bwd"):
-        configs = [c for c in sweep_memory.CONFIGS[name] if c and c.get("tma")]
-        for config in configs:
-            for dtype in (F16, BF16, F32) if config is configs[0] else (F16,):
+        configs = [c for c in sweep_memory.CONFIGS[name] if sweep_memory.uses_tma(name, c)]
+        for i, config in enumerate(configs):
+            for dtype in (F16, BF16, F32) if i == 0 else (F16,):
                 yield pytest.param(name, config, dtype,
                                    id=f"{name}-{sweep_memory.config_label(config)}-{dtype}")
 

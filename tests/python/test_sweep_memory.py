@@ -26,10 +26,10 @@ def cases(name):
     return [pytest.param(c, id=sweep_memory.config_label(c)) for c in sweep_memory.CONFIGS[name]]
 
 
-def columns(config):
+def columns(name, config):
     """300 (masked blocks) or, for the TMA row kernels, 512 fp32 columns (16 swizzle spans: rows
     they take; they leave other rows to the register kernels)."""
-    return 512 if config and config.get("tma") else 300
+    return 512 if sweep_memory.uses_tma(name, config) else 300
 
 
 def rel_err(out, ref):
@@ -46,7 +46,7 @@ def test_dry_run_lists_every_kernel(capsys):
 
 @pytest.mark.parametrize("config", cases("softmax"))
 def test_softmax_configs(rng, config):
-    x = (rng.standard_normal((37, columns(config))) * 3).astype(np.float32)
+    x = (rng.standard_normal((37, columns("softmax", config))) * 3).astype(np.float32)
     ref = np.exp(x - x.max(1, keepdims=True))
     ref /= ref.sum(1, keepdims=True)
     assert rel_err(ops.softmax(x, config=config), ref) < 1e-5
@@ -54,7 +54,7 @@ def test_softmax_configs(rng, config):
 
 @pytest.mark.parametrize("config", cases("layernorm_fwd"))
 def test_layernorm_fwd_configs(rng, config):
-    n = columns(config)
+    n = columns("layernorm_fwd", config)
     x = (rng.standard_normal((37, n)) * 2 + 1).astype(np.float32)
     w, b = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
     y, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5, config=config)
@@ -67,7 +67,7 @@ def test_layernorm_fwd_configs(rng, config):
 
 @pytest.mark.parametrize("config", cases("layernorm_bwd"))
 def test_layernorm_bwd_configs(rng, config):
-    m, n = 37, columns(config)
+    m, n = 37, columns("layernorm_bwd", config)
     x = (rng.standard_normal((m, n)) * 2).astype(np.float32)
     dy = rng.standard_normal((m, n)).astype(np.float32)
     w = rng.standard_normal(n).astype(np.float32)
