@@ -36,18 +36,20 @@ def _product(**axes):
 # the default for softmax and layernorm forward where rows fit one copy; tma=False: the register
 # kernels). ptxas at 4096 fp16 columns: softmax 56 / 40 / 32 registers on 4 / 8 / 16 warps;
 # layernorm forward 121 / 80 / 50; backward 128 on 8 warps (64 KB shared at 2 stages), 64-78
-# on 16. store_evict: the stores' L2 policy. The default comes first and again last: the two
+# on 16. store_evict: the stores' L2 policy; tma_store: rows written back by TMA copies out of
+# two shared buffers. The default comes first and again last: the two
 # timings give the run's noise.
 CONFIGS = {
     "softmax": [None, dict(tma=False)]
     + [dict(num_stages=3), dict(programs_per_sm=6), dict(num_stages=3, programs_per_sm=6),
        dict(num_warps=8, num_stages=4), dict(num_warps=8, num_stages=4, programs_per_sm=5),
        dict(num_warps=4, num_stages=4, programs_per_sm=4), dict(store_evict="evict_first"),
+       dict(tma_store=True), dict(tma_store=True, num_stages=3),
        dict(tma=False, num_warps=16), None],
     "layernorm_fwd": [None, dict(tma=False)]
     + [dict(num_stages=3), dict(num_stages=4), dict(programs_per_sm=3),
        dict(num_warps=8, num_stages=2), dict(num_warps=8, num_stages=3),
-       dict(store_evict="evict_first"), None],
+       dict(store_evict="evict_first"), dict(tma_store=True), None],
     # block_p / block_n: the dw/db sum's partial rows per step and columns per program.
     "layernorm_bwd": [None]
     + [dict(num_warps=8, prefetch=0, accumulate_early=False, block_p=32, block_n=32),
@@ -56,7 +58,10 @@ CONFIGS = {
     + [dict(tma=True, num_warps=16, num_stages=s, programs_per_sm=p) for s, p in (
         (1, 1), (2, 1), (3, 1), (2, 2))]
     + [dict(tma=True, num_warps=8, num_stages=2, programs_per_sm=1),
-       dict(tma=True, num_warps=8, num_stages=1, programs_per_sm=2), None],
+       dict(tma=True, num_warps=8, num_stages=1, programs_per_sm=2)]
+    # dx written back by TMA from shared memory (no per-row pointer layout conversion).
+    + [dict(tma=True, tma_store=True, num_warps=w, num_stages=s, programs_per_sm=p)
+       for w, s, p in ((8, 1, 2), (8, 2, 2), (16, 2, 2), (16, 3, 1), (16, 4, 1))] + [None],
     "row_sum": [None] + [dict(BLOCK_M=m, BLOCK_N=n, num_warps=w) for m, n, w in (
         (1, 4096, 4), (2, 2048, 4), (8, 512, 4), (16, 256, 4), (2, 2048, 8), (4, 1024, 8),
         (8, 1024, 8), (2, 4096, 8), (1, 2048, 2))],

@@ -273,6 +273,12 @@ _resident_programs_cache = {}
 _tma_devices = {}
 
 
+def _row_descriptor(x2, tiles):
+    """The TMA descriptor whose [TILE_R, TILE_C] blocks are the rows of x2 (see _tma_row_tiles)."""
+    tile_r, tile_c = tiles
+    return _descriptor(x2.reshape(x2.shape[0] * tile_r, tile_c), [tile_r, tile_c])
+
+
 def _tma_row_tiles(place, x2):
     """(TILE_R, TILE_C) when each row of the 2-D array x2 can be copied by one TMA copy as a
     [TILE_R, TILE_C] block of x2 viewed as [n_rows * TILE_R, TILE_C] (TILE_C: 128 bytes of
@@ -351,9 +357,9 @@ def softmax(x, online=None, config=None):
         tile_r, tile_c = tiles
         warps = config.get("num_warps") or 4
         stages = config.get("num_stages") or 2
-        in_desc = _descriptor(x2.reshape(n_rows * tile_r, tile_c), [tile_r, tile_c])
-        args = (in_desc, out, n_rows)
+        args = (_row_descriptor(x2, tiles), _row_descriptor(out, tiles), out, n_rows)
         meta = dict(TILE_R=tile_r, TILE_C=tile_c, NUM_STAGES=stages, num_warps=warps,
+                    TMA_STORE=bool(config.get("tma_store")),
                     STORE_EVICT=config.get("store_evict", ""))
         programs = place.num_sms() * (config.get("programs_per_sm") or min(8, _resident_programs(
             place, _softmax_tma.softmax_tma_kernel, ("softmax_tma", dt, n_cols, stages, warps),
@@ -426,9 +432,10 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
         tile_r, tile_c = tiles
         warps = config.get("num_warps") or 4
         stages = config.get("num_stages") or 2
-        args = (_descriptor(x2.reshape(n_rows * tile_r, tile_c), [tile_r, tile_c]), y,
-                _contiguous(w), _contiguous(b), mean, rstd, n_rows, float(eps))
+        args = (_row_descriptor(x2, tiles), _row_descriptor(y, tiles), y, _contiguous(w),
+                _contiguous(b), mean, rstd, n_rows, float(eps))
         meta = dict(TILE_R=tile_r, TILE_C=tile_c, NUM_STAGES=stages, num_warps=warps,
+                    TMA_STORE=bool(config.get("tma_store")),
                     STORE_EVICT=config.get("store_evict", ""))
         programs = place.num_sms() * (config.get("programs_per_sm") or _resident_programs(
             place, _layernorm_tma.layernorm_fwd_tma_kernel,
@@ -525,13 +532,14 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
         tile_r, tile_c = tiles
         stages = config.get("num_stages") or 2
         tma_meta = dict(TILE_R=tile_r, TILE_C=tile_c, NUM_STAGES=stages, num_warps=warps,
+                        TMA_STORE=bool(config.get("tma_store")),
                         STORE_EVICT=config.get("store_evict", ""))
         stand_in = place.empty((1,), "float32")
 
         def tma_args(partial_dw, partial_db):
-            return (_descriptor(x2.reshape(n_rows * tile_r, tile_c), [tile_r, tile_c]),
-                    _descriptor(dy2.reshape(n_rows * tile_r, tile_c), [tile_r, tile_c]), dx,
-                    partial_dw, partial_db, w2, mean2, rstd2, n_rows)
+            return (_row_descriptor(x2, tiles), _row_descriptor(dy2, tiles),
+                    _row_descriptor(dx, tiles), dx, partial_dw, partial_db, w2, mean2, rstd2,
+                    n_rows)
 
         n_partials = min(n_rows, place.num_sms() * (per_sm or _resident_programs(
             place, _layernorm_tma.layernorm_bwd_tma_kernel,

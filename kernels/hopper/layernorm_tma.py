@@ -11,8 +11,9 @@ layernorm_fwd_tma_kernel: y = (x - mean) * rstd * w + b, storing mean and rstd (
 w and b stay in registers (as [TILE_R, TILE_C] tiles).
     grid = (min(n_rows, NUM_SMS * programs per SM),)
     x_desc: block [TILE_R, TILE_C] over x.view(n_rows * TILE_R, TILE_C)
-    constexprs: TILE_R, TILE_C, NUM_STAGES (rows loading per program), STORE_EVICT (the
-                stores' eviction_policy: "" or "evict_first")
+    constexprs: TILE_R, TILE_C, NUM_STAGES (rows loading per program), TMA_STORE and
+                STORE_EVICT (as softmax_tma.py's; y_desc / dx_desc: the output's descriptor,
+                used with TMA_STORE only)
 
 layernorm_bwd_tma_kernel: dx = rstd * (w dy - mean(w dy) - xhat * mean(xhat * w dy)) per row;
 each program sums dy * xhat and dy over its rows in registers and writes them to row `pid` of
@@ -26,6 +27,7 @@ import warpweave.language as tl
 from warpweave import tlx
 
 from ..layernorm import _add_pair
+from .softmax_tma import store_row
 
 
 @ww.jit
@@ -52,15 +54,20 @@ def load_row_pair(x_desc, dy_desc, x_bufs, dy_bufs, bars, stage, row, pred, TILE
 
 
 @ww.jit
-def layernorm_fwd_tma_kernel(x_desc, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, n_rows, eps,
+def layernorm_fwd_tma_kernel(x_desc, y_desc, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, n_rows, eps,
                              TILE_R: tl.constexpr, TILE_C: tl.constexpr,
-                             NUM_STAGES: tl.constexpr, STORE_EVICT: tl.constexpr = ""):
+                             NUM_STAGES: tl.constexpr, TMA_STORE: tl.constexpr = False,
+                             STORE_EVICT: tl.constexpr = ""):
     tl.static_assert(NUM_STAGES >= 1)
     dtype: tl.constexpr = tlx.dtype_of(x_desc)
     N: tl.constexpr = TILE_R * TILE_C
     ROW_BYTES: tl.constexpr = N * tlx.size_of(dtype)
     bufs = tlx.local_alloc((TILE_R, TILE_C), dtype, NUM_STAGES)
     bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
+    if TMA_STORE:
+        out_bufs = tlx.local_alloc((TILE_R, TILE_C), tlx.dtype_of(y_desc), 2)
+    else:
+        out_bufs = bufs
     pid = tl.program_id(0)
     step = tl.num_programs(0)
     n_mine = tl.cdiv(n_rows - pid, step)
@@ -86,15 +93,17 @@ def layernorm_fwd_tma_kernel(x_desc, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, n_
         tl.store(mean_ptr + row, mean)
         tl.store(rstd_ptr + row, rstd)
         y = centered * rstd * w + b
-        tl.store(y_ptr + row.to(tl.int64) * N + offsets, y.to(y_ptr.dtype.element_ty),
-                 eviction_policy=STORE_EVICT)
+        store_row(y_desc, y_ptr, out_bufs, y.to(y_ptr.dtype.element_ty), row, i, TILE_R, TILE_C,
+                  TMA_STORE, STORE_EVICT)
+    if TMA_STORE:
+        tlx.async_descriptor_store_wait(0)
 
 
 @ww.jit
-def layernorm_bwd_tma_kernel(x_desc, dy_desc, dx_ptr, partial_dw_ptr, partial_db_ptr, w_ptr,
-                             mean_ptr, rstd_ptr, n_rows, TILE_R: tl.constexpr,
+def layernorm_bwd_tma_kernel(x_desc, dy_desc, dx_desc, dx_ptr, partial_dw_ptr, partial_db_ptr,
+                             w_ptr, mean_ptr, rstd_ptr, n_rows, TILE_R: tl.constexpr,
                              TILE_C: tl.constexpr, NUM_STAGES: tl.constexpr,
-                             STORE_EVICT: tl.constexpr = ""):
+                             TMA_STORE: tl.constexpr = False, STORE_EVICT: tl.constexpr = ""):
     tl.static_assert(NUM_STAGES >= 1)
     dtype: tl.constexpr = tlx.dtype_of(x_desc)
     N: tl.constexpr = TILE_R * TILE_C
@@ -103,6 +112,10 @@ def layernorm_bwd_tma_kernel(x_desc, dy_desc, dx_ptr, partial_dw_ptr, partial_db
     dy_bufs = tlx.local_alloc((TILE_R, TILE_C), dtype, NUM_STAGES)
     # One barrier per stage completes when both the x and the dy row have landed.
     bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
+    if TMA_STORE:
+        out_bufs = tlx.local_alloc((TILE_R, TILE_C), tlx.dtype_of(dx_desc), 2)
+    else:
+        out_bufs = x_bufs
     pid = tl.program_id(0)
     step = tl.num_programs(0)
     n_mine = tl.cdiv(n_rows - pid, step)
@@ -149,11 +162,9 @@ def layernorm_bwd_tma_kernel(x_desc, dy_desc, dx_ptr, partial_dw_ptr, partial_db
         c1 = s1 / N
         c2 = s2 / N
         dx = (wdy - (xhat * c1 + c2)) * rstd
-        # Offsets built here rather than reused from before the loop: the layout pass then gives
-        # the pointers dx's layout instead of converting a tensor of 64-bit pointers through
-        # shared memory on every row.
-        row_offsets = tl.arange(0, TILE_R)[:, None] * TILE_C + tl.arange(0, TILE_C)[None, :]
-        tl.store(dx_ptr + row.to(tl.int64) * N + row_offsets, dx.to(dx_ptr.dtype.element_ty),
-                 eviction_policy=STORE_EVICT)
+        store_row(dx_desc, dx_ptr, out_bufs, dx.to(dx_ptr.dtype.element_ty), row, i, TILE_R,
+                  TILE_C, TMA_STORE, STORE_EVICT)
+    if TMA_STORE:
+        tlx.async_descriptor_store_wait(0)
     tl.store(partial_dw_ptr + pid * N + offsets, dw_acc)
     tl.store(partial_db_ptr + pid * N + offsets, db_acc)

@@ -7,14 +7,14 @@ copy fills one 128-byte-swizzled buffer with a whole row.
 
 softmax_tma_kernel: persistent programs take rows pid, pid + P, ...; row i of a program waits on
 stage i % NUM_STAGES, is read into registers, and that stage is refilled with row i + NUM_STAGES
-before the row is reduced and stored with vectorized stores.
+before the row is reduced and stored (vectorized stores, or TMA copies out of shared memory).
     grid = (min(n_rows, NUM_SMS * programs per SM),)
-    in_desc: TensorDescriptor(x viewed as [n_rows * TILE_R, TILE_C], block [TILE_R, TILE_C])
+    in_desc, out_desc: TensorDescriptor(x / out viewed as [n_rows * TILE_R, TILE_C], block
+                      [TILE_R, TILE_C]); out_desc is used with TMA_STORE only
     constexprs: TILE_R (n_cols / TILE_C, a power of two from 8 to 256), TILE_C (128 bytes of
-                elements), NUM_STAGES (rows loading per program, e.g. 3), STORE_EVICT (the
-                stores' eviction_policy: "" or "evict_first")
-    signature: in_desc:desc<fp16,64x64>, out_ptr:*fp16:16, n_rows:i32, TILE_R=64, TILE_C=64,
-               NUM_STAGES=3
+                elements), NUM_STAGES (rows loading per program, e.g. 3), TMA_STORE (rows
+                written back by TMA from two shared buffers), STORE_EVICT (the plain stores'
+                eviction_policy: "" or "evict_first")
 """
 import warpweave as ww
 import warpweave.language as tl
@@ -32,19 +32,43 @@ def load_row(in_desc, bufs, bars, stage, row, pred, TILE_R: tl.constexpr,
 
 
 @ww.jit
-def softmax_tma_kernel(in_desc, out_ptr, n_rows, TILE_R: tl.constexpr, TILE_C: tl.constexpr,
-                       NUM_STAGES: tl.constexpr, STORE_EVICT: tl.constexpr = ""):
+def store_row(out_desc, out_ptr, out_bufs, y, row, i, TILE_R: tl.constexpr, TILE_C: tl.constexpr,
+              TMA_STORE: tl.constexpr, STORE_EVICT: tl.constexpr):
+    """Stores row `row` (the program's i-th), y [TILE_R, TILE_C] in the output's element type:
+    with TMA_STORE through two shared buffers that TMA copies out (one copy in flight while the
+    next row is written), else with vectorized stores."""
+    if TMA_STORE:
+        # The copy that read this buffer (two rows back) is done with it.
+        tlx.async_descriptor_store_wait(1)
+        out_buf = tlx.local_view(out_bufs, i % 2)
+        tlx.local_store(out_buf, y)
+        tlx.async_descriptor_store(out_desc, out_buf, [row * TILE_R, 0])
+    else:
+        # Offsets built here rather than once before the row loop: the layout pass then gives
+        # the pointers y's layout instead of converting 64-bit pointers through shared memory.
+        offsets = tl.arange(0, TILE_R)[:, None] * TILE_C + tl.arange(0, TILE_C)[None, :]
+        tl.store(out_ptr + row.to(tl.int64) * (TILE_R * TILE_C) + offsets, y,
+                 eviction_policy=STORE_EVICT)
+
+
+@ww.jit
+def softmax_tma_kernel(in_desc, out_desc, out_ptr, n_rows, TILE_R: tl.constexpr,
+                       TILE_C: tl.constexpr, NUM_STAGES: tl.constexpr,
+                       TMA_STORE: tl.constexpr = False, STORE_EVICT: tl.constexpr = ""):
     tl.static_assert(NUM_STAGES >= 1)
     dtype: tl.constexpr = tlx.dtype_of(in_desc)
     ROW_BYTES: tl.constexpr = TILE_R * TILE_C * tlx.size_of(dtype)
     bufs = tlx.local_alloc((TILE_R, TILE_C), dtype, NUM_STAGES)
     bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
+    if TMA_STORE:
+        out_bufs = tlx.local_alloc((TILE_R, TILE_C), tlx.dtype_of(out_desc), 2)
+    else:
+        out_bufs = bufs
     pid = tl.program_id(0)
     step = tl.num_programs(0)
     n_mine = tl.cdiv(n_rows - pid, step)
     for s in tl.static_range(NUM_STAGES):
         load_row(in_desc, bufs, bars, s, pid + s * step, s < n_mine, TILE_R, ROW_BYTES)
-    offsets = tl.arange(0, TILE_R)[:, None] * TILE_C + tl.arange(0, TILE_C)[None, :]
     for i in range(0, n_mine):
         stage = i % NUM_STAGES
         # Each barrier completes once per trip around the ring: its phase flips every trip.
@@ -57,6 +81,8 @@ def softmax_tma_kernel(in_desc, out_ptr, n_rows, TILE_R: tl.constexpr, TILE_C: t
         row_max = tl.max(tl.max(x, axis=1), axis=0)
         numerator = tl.exp(x - row_max)
         y = numerator * (1.0 / tl.sum(tl.sum(numerator, axis=1), axis=0))
-        row = pid + i * step
-        tl.store(out_ptr + row.to(tl.int64) * (TILE_R * TILE_C) + offsets,
-                 y.to(out_ptr.dtype.element_ty), eviction_policy=STORE_EVICT)
+        store_row(out_desc, out_ptr, out_bufs, y.to(out_ptr.dtype.element_ty), pid + i * step, i,
+                  TILE_R, TILE_C, TMA_STORE, STORE_EVICT)
+    if TMA_STORE:
+        # The shared buffers outlive the program's last copies out of them.
+        tlx.async_descriptor_store_wait(0)

@@ -189,17 +189,21 @@ TMA_ROW_CASES = [("float32", (13, 256)), ("float16", (1, 1024)), ("float16", (8,
 
 
 def tma_cases():
+    """(dtype, shape, config): stages 1, 2 and 4, the rows written back by plain stores and, at
+    2 stages, by TMA copies out of shared memory."""
     for dtype, shape in TMA_ROW_CASES:
-        for stages in (1, 2, 4):
+        for stages, tma_store in ((1, False), (2, False), (4, False), (2, True)):
             marks = [needs_bf16] if dtype == "bfloat16" else []
-            yield pytest.param(dtype, shape, stages, marks=marks,
-                               id=f"{dtype}-{shape[0]}x{shape[1]}-stages{stages}")
+            config = dict(tma=True, num_stages=stages, num_warps=4, tma_store=tma_store)
+            yield pytest.param(dtype, shape, config, marks=marks,
+                               id=f"{dtype}-{shape[0]}x{shape[1]}-stages{stages}"
+                               + ("-tma_store" if tma_store else ""))
 
 
-@pytest.mark.parametrize("dtype,shape,stages", list(tma_cases()))
-def test_softmax_tma(rng, tma_launches, dtype, shape, stages):
+@pytest.mark.parametrize("dtype,shape,config", list(tma_cases()))
+def test_softmax_tma(rng, tma_launches, dtype, shape, config):
     x = randn(rng, shape, dtype, scale=3.0)
-    out = ops.softmax(x, config=dict(tma=True, num_stages=stages, num_warps=4))
+    out = ops.softmax(x, config=config)
     assert [name for name, _ in tma_launches] == ["softmax_tma_kernel"]
     assert out.dtype == x.dtype and out.shape == x.shape
     assert_close(out, softmax_ref(x), TOL[dtype], "softmax")
@@ -309,12 +313,11 @@ def test_layernorm_bwd(rng, shape, dtype):
     assert_close(db, db_ref, TOL[dtype], "db")
 
 
-@pytest.mark.parametrize("dtype,shape,stages", list(tma_cases()))
-def test_layernorm_tma(rng, tma_launches, dtype, shape, stages):
+@pytest.mark.parametrize("dtype,shape,config", list(tma_cases()))
+def test_layernorm_tma(rng, tma_launches, dtype, shape, config):
     n = shape[-1]
     x = randn(rng, shape, dtype, scale=2.0) + np.asarray(3.0, np_dtype(dtype))
     w, b, dy = randn(rng, (n,), dtype), randn(rng, (n,), dtype), randn(rng, shape, dtype)
-    config = dict(tma=True, num_stages=stages, num_warps=4)
     y, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5, config=config)
     y_ref, mean_ref, rstd_ref = layernorm_ref(x, w, b, 1e-5)
     assert_close(y, y_ref, TOL[dtype], "y")
