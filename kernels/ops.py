@@ -844,19 +844,23 @@ def _descriptor(t, block_shape):
     return ww.TensorDescriptor(t, list(t.shape), list(_strides(t)), block_shape)
 
 
-# Tile shapes of the TLX GEMMs (chosen on the H200 at 4096^3 and 8192^3 fp16): 64x256 wgmma
-# tiles per consumer where two consumers share a tile. The cooperative kernels store C in four
-# 64-column chunks, which leaves shared memory for 4 stages of 128x256x64 instead of 3.
-# bench/sweep_gemm.py times these choices against the alternatives.
-_WS_CONFIG = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=4,
-                  SMEM_EPILOGUE=True, EPI_SUBTILE=4)
+# Tile shapes of the TLX GEMMs: 64x256 wgmma tiles per consumer where two consumers share a
+# tile. Chosen with bench/sweep_gemm.py on the H200 (2026-11-30, fp16/bf16 at 4096^3 and 8192^3,
+# median ratio to cuBLAS timed beside each): the cooperative kernel stores C in four 64-column
+# chunks, which leaves shared memory for a 4th stage of 128x256x64 (geomean 0.88x -> 0.99x
+# cuBLAS; the chunks alone, at 3 stages, 0.90x), and takes 16 tile-rows per group (1.02x; 16
+# rows without the 4th stage: 0.89x). The 2-CTA cluster variants measured 0.67x (A shared) and
+# 0.72x (B shared) at 3 stages and slower with 4: they keep 3.
 TLX_GEMM_CONFIGS = {
     # Two consumer warp groups split a 128x256 tile along M.
-    "ws": _WS_CONFIG,
+    "ws": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=16, NUM_STAGES=4,
+               SMEM_EPILOGUE=True, EPI_SUBTILE=4),
     # "ws" in 2-CTA clusters on N-neighbour tiles: each CTA multicasts one A half to both.
-    "ws_cluster": dict(_WS_CONFIG, CLUSTER_N=2),
+    "ws_cluster": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=3,
+                       SMEM_EPILOGUE=True, CLUSTER_N=2),
     # "ws" in 2-CTA clusters on M-neighbour tiles: each CTA multicasts one column half of B.
-    "ws_cluster_m": dict(_WS_CONFIG, CLUSTER_M=2),
+    "ws_cluster_m": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=3,
+                         SMEM_EPILOGUE=True, CLUSTER_M=2),
     # Each consumer owns whole 128x128 tiles (two m64n128 wgmmas a step); the two alternate.
     "pingpong": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, NUM_STAGES=4),
     # No specialization: two warp groups (num_warps=8) split a 128x256 tile.

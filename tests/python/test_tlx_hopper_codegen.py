@@ -122,7 +122,7 @@ def test_host_box_is_one_swizzle_span_wide(block, dtype, swizzle, box):
 
 GEMM_WS = ("gemm_ws.py", "gemm_ws_kernel",
            "a_desc:desc<fp16,64x64>, b_desc:desc<fp16,64x256>, c_desc:desc<fp16,64x64>, M:i32, "
-           "N:i32, K:i32, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=4, "
+           "N:i32, K:i32, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=16, NUM_STAGES=4, "
            "NUM_SMS=132, SMEM_EPILOGUE=1, EPI_SUBTILE=4", 4)
 GEMM_PINGPONG = ("gemm_ws_pingpong.py", "gemm_ws_pingpong_kernel",
                  "a_desc:desc<fp16,128x64>, b_desc:desc<fp16,64x128>, "
