@@ -332,9 +332,10 @@ def softmax(x, online=None, config=None):
     """Softmax over the last dimension of x (fp16, bf16 or fp32), computed in fp32 and returned
     in x's dtype and shape. `online` forces (True) or forbids (False) the two-pass kernel for
     long rows; by default rows longer than SOFTMAX_FUSED_MAX_COLS take it. `config` (for
-    bench/sweep_memory.py) overrides num_warps and programs_per_sm, and tma=False keeps rows
-    that the TMA kernel could take (sm_90 and later; contiguous rows of 8 to 256 times 128
-    bytes, a power of two; num_stages rows loading per program) on the register kernel."""
+    bench/sweep_memory.py) overrides num_warps and programs_per_sm; tma=True streams rows
+    through shared memory with TMA where one copy moves a row (sm_90 and later; contiguous rows
+    of 8 to 256 times 128 bytes, a power of two; num_stages rows loading per program, tma_store
+    writes them back by TMA too; other rows stay on the register kernel)."""
     config = config or {}
     place = _Place("softmax", {"x": x})
     dt = _check_dtype("softmax", "x", x, _FLOATS)
@@ -348,12 +349,12 @@ def softmax(x, online=None, config=None):
     if online is None:
         # The fused kernel's row offsets are 32-bit.
         online = n_cols > SOFTMAX_FUSED_MAX_COLS or n_rows * max(in_stride, n_cols) >= 1 << 31
-    tiles = _tma_row_tiles(place, x2) if config.get("tma", True) else None
+    tiles = _tma_row_tiles(place, x2) if config.get("tma") else None
     if not online and tiles is not None:
-        # Rows stream through a ring of shared buffers (kernels/hopper/softmax_tma.py). On the
-        # H200 at 16384x4096 fp16 (bench/sweep_memory.py): 4 warps, 2 stages, 8 programs per SM
-        # 3.55 TB/s (0.86x copy) against 3.42 for softmax_kernel; 8 warps 2 to 4 stages (6 per
-        # SM) 2.43 to 3.45; 16 warps 3.03 to 3.11.
+        # Rows stream through a ring of shared buffers (kernels/hopper/softmax_tma.py). Not the
+        # default: on the H200 at 16384x4096 fp16 its timings scatter from run to run (4 warps,
+        # 2 stages, 8 programs per SM: 3.55 and 3.60 TB/s in two runs, 2.66-2.82 in a third)
+        # where softmax_kernel stays at 3.39-3.42.
         tile_r, tile_c = tiles
         warps = config.get("num_warps") or 4
         stages = config.get("num_stages") or 2
@@ -402,9 +403,8 @@ def _layernorm_fwd_block(n_cols: int) -> int:
 def layernorm_fwd(x, w, b, eps=1e-5, config=None):
     """Layer norm over the last dimension: returns (y, mean, rstd), y in x's dtype and shape,
     mean and rstd fp32 with one entry per row (x's leading dimensions). `config` (for
-    bench/sweep_memory.py) overrides num_warps and programs_per_sm, and tma=False keeps rows that
-    the TMA kernel could take (as softmax's; num_stages rows loading per program) on the one-pass
-    register kernel."""
+    bench/sweep_memory.py) overrides num_warps and programs_per_sm; tma=True (with num_stages,
+    tma_store) streams rows through shared memory with TMA, as softmax's option does."""
     config = config or {}
     op = "layernorm_fwd"
     place = _Place(op, {"x": x, "w": w, "b": b})
@@ -423,12 +423,12 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
     y = place.empty((n_rows, n_cols), dt)
     mean = place.empty((n_rows,), "float32")
     rstd = place.empty((n_rows,), "float32")
-    tiles = _tma_row_tiles(place, x2) if config.get("tma", True) and n_rows > 0 else None
+    tiles = _tma_row_tiles(place, x2) if config.get("tma") and n_rows > 0 else None
     if tiles is not None:
-        # Rows stream through a ring of shared buffers (kernels/hopper/layernorm_tma.py). On the
-        # H200 at 16384x4096 fp16 (bench/sweep_memory.py): 4 warps (121 registers, 4 programs
-        # per SM) 3.55 TB/s (0.86x copy) at 2 or 3 stages against 3.38 for the fused kernel;
-        # 8 warps 3.44-3.50 at 2-3 stages; 16 warps 1.5-2.7.
+        # Rows stream through a ring of shared buffers (kernels/hopper/layernorm_tma.py). Not the
+        # default: on the H200 at 16384x4096 fp16, 4 warps 2 stages measured 3.55 and 3.54 TB/s
+        # in two runs (the second with a 122% spread) and 1.69-2.03 in a third, where the fused
+        # kernel stays at 3.38-3.39.
         tile_r, tile_c = tiles
         warps = config.get("num_warps") or 4
         stages = config.get("num_stages") or 2
@@ -579,12 +579,12 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
 
 def _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_partials, n_cols):
     """dw and db from the backward kernels' per-program partial sums."""
-    # Narrow column blocks: enough programs to spread the partial sums over the SMs. On the H200
-    # (bench/sweep_memory.py's dwdb_alone, 264 x 4096 partials) 64 partial rows of 16 columns per
-    # step take 11.2 us, 32 of 32 15.6 us.
+    # Narrow column blocks: enough programs to spread the partial sums over the SMs, and many
+    # partial rows per step in flight. On the H200 (bench/sweep_memory.py's dwdb_alone, 264 x 4096
+    # partials) 256 partial rows of 8 columns per step take 9.8 us, 64 of 16 11.3, 32 of 32 14.9.
     block_n = config.get("block_n") or (
-        16 if place.on_gpu else min(128, ww.next_power_of_2(n_cols)))
-    block_p = config.get("block_p") or (64 if place.on_gpu else 32)
+        8 if place.on_gpu else min(128, ww.next_power_of_2(n_cols)))
+    block_p = config.get("block_p") or (256 if place.on_gpu else 32)
     _layernorm.layernorm_bwd_dwdb_kernel[lambda m: (ww.cdiv(n_cols, m["BLOCK_N"]),)](
         partial_dw, partial_db, dw, db, n_partials, n_cols, BLOCK_P=block_p, BLOCK_N=block_n,
         num_warps=4 if block_p * block_n <= 4096 else 8)
