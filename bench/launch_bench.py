@@ -316,9 +316,9 @@ def _native_module():
 
 def _torch_stream_functions(torch):
     """The current-device and raw-stream functions warpweave's launch path calls."""
-    from warpweave import jit
+    import importlib
 
-    return jit._stream_source()
+    return importlib.import_module("warpweave.jit")._stream_source()
 
 
 def disk_cache_hit_ms(torch, ww_mod, runs):
