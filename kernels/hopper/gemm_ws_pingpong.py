@@ -9,6 +9,14 @@ ring and one consumer's epilogue (convert, store C) overlaps the other's MMAs. S
 (default): C goes through a swizzled buffer per consumer and a TMA store that is waited for only
 before the consumer's next epilogue; otherwise through the descriptor's own store.
 
+Why it trails the cooperative kernel (0.80x vs 1.02x cuBLAS on the H200, bench/sweep_gemm.py,
+2026-11-30): a model that fits both numbers is shared-memory bandwidth, 128 bytes per clock per
+SM against 2048 fp16 FMA per clock. A consumer's 128x128 tile issues two m64n128k16 wgmmas per
+k16 step, each reading its A rows and the same B from shared memory: 12 KB per 128 clocks, 96
+B/clk, plus the TMA writes of 32 KB per 128x128x64 stage, 64 B/clk: 160 B/clk, so at most 0.8
+of the tensor rate. The cooperative 128x256 tile needs 80 + 48 = 128 B/clk. Not yet checked with
+hardware counters.
+
 Per stage, full_bars[s] (1 arrival: the producer's expect-bytes, completed by the TMA bytes) and
 empty_bars[s] (1 arrival: the one consumer that read the stage). The producer counts ring steps
 across all of the program's tiles; a consumer's tile j starts at ring step j * num_k.
