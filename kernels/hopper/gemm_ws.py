@@ -33,12 +33,13 @@ empty_bars then take 4 arrivals (both consumers of both CTAs: the peer's produce
 CTA's stage too), and the CTAs meet at a cluster barrier before they exit.
 
 Descriptors: a_desc block [BLOCK_M // 2, BLOCK_K], b_desc block [BLOCK_K, BLOCK_N // CLUSTER_M],
-             c_desc block [BLOCK_M // 2, BLOCK_N // EPI_SUBTILE]
+             c_desc block [BLOCK_M // 2, BLOCK_N // EPI_SUBTILE] (BLOCK_N without SMEM_EPILOGUE)
     grid = (min(NUM_SMS, number of cluster tiles * cluster size),) rounded to whole clusters
     constexprs: BLOCK_M=128, BLOCK_N=256 (each consumer a 64x256 wgmma tile), BLOCK_K=64,
-                GROUP_M=8, NUM_STAGES=3, NUM_SMS (the number of SMs, 132 on H100/H200),
-                SMEM_EPILOGUE (default False: C leaves through the descriptor's own store),
-                EPI_SUBTILE=1, CLUSTER_N=1, CLUSTER_M=1, RASTER_N=False
+                GROUP_M=16, NUM_STAGES=4 with EPI_SUBTILE=4 (3 with whole-tile C buffers),
+                NUM_SMS (the number of SMs, 132 on H100/H200), SMEM_EPILOGUE (default False:
+                C leaves through the descriptor's own store), CLUSTER_N=1, CLUSTER_M=1,
+                RASTER_N=False
     signature: a_desc:desc<fp16,64x64>, b_desc:desc<fp16,64x256>, c_desc:desc<fp16,64x64>,
                M:i32, N:i32, K:i32, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=16,
                NUM_STAGES=4, NUM_SMS=132, SMEM_EPILOGUE=1, EPI_SUBTILE=4 (kernels/ops.py's)
