@@ -352,9 +352,11 @@ def softmax(x, online=None, config=None):
     tiles = _tma_row_tiles(place, x2) if config.get("tma") else None
     if not online and tiles is not None:
         # Rows stream through a ring of shared buffers (kernels/hopper/softmax_tma.py). Not the
-        # default: on the H200 at 16384x4096 fp16 its timings scatter from run to run (4 warps,
-        # 2 stages, 8 programs per SM: 3.55 and 3.60 TB/s in two runs, 2.66-2.82 in a third)
-        # where softmax_kernel stays at 3.39-3.42.
+        # default: on the H200 at 16384x4096 fp16, timed per launch after an L2 flush
+        # (do_bench), 4 warps 2 stages 8 programs per SM gave 3.55 / 2.66-2.82 / 3.57 TB/s in
+        # three runs and other configurations fell to half speed in some runs, where
+        # softmax_kernel stays at 3.39-3.43; as CUDA-graph replays (sweep_memory.py --graph)
+        # 3.61 against 3.57.
         tile_r, tile_c = tiles
         warps = config.get("num_warps") or 4
         stages = config.get("num_stages") or 2
@@ -426,9 +428,9 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
     tiles = _tma_row_tiles(place, x2) if config.get("tma") and n_rows > 0 else None
     if tiles is not None:
         # Rows stream through a ring of shared buffers (kernels/hopper/layernorm_tma.py). Not the
-        # default: on the H200 at 16384x4096 fp16, 4 warps 2 stages measured 3.55 and 3.54 TB/s
-        # in two runs (the second with a 122% spread) and 1.69-2.03 in a third, where the fused
-        # kernel stays at 3.38-3.39.
+        # default: on the H200 at 16384x4096 fp16 (do_bench, as softmax's), 4 warps 2 stages
+        # gave 3.55 / 1.69-2.03 / 3.26 TB/s in three runs, where the fused kernel stays at
+        # 3.38-3.39; as CUDA-graph replays 3.63 against 3.52.
         tile_r, tile_c = tiles
         warps = config.get("num_warps") or 4
         stages = config.get("num_stages") or 2
@@ -468,7 +470,9 @@ def _layernorm_bwd_warps(block: int) -> int:
     # without rows loaded ahead take 124 registers (ptxas -v), two programs per SM: on the H200
     # 2.92 TB/s against 1.58 for one 32-warp program per SM loading three rows ahead
     # (bench/sweep_memory.py, 16384x4096); 16 warps one row ahead with dw and db summed before
-    # the row reduction (64 registers, two per SM) 3.01. Past 4096 columns 16 warps.
+    # the row reduction (64 registers, two per SM) 3.01-3.07 in three runs. (The TMA kernel with
+    # TMA stores, 8 warps, 2 stages, 2 per SM: 3.60 as CUDA-graph replays against 3.23 for
+    # this one, but 1.45 and 3.03 per launch with do_bench.) Past 4096 columns 16 warps.
     if block < 4096:
         return 4 if block <= 1024 else 8
     return 16
