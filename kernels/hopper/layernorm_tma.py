@@ -11,16 +11,18 @@ layernorm_fwd_tma_kernel: y = (x - mean) * rstd * w + b, storing mean and rstd (
 w and b stay in registers (as [TILE_R, TILE_C] tiles).
     grid = (min(n_rows, NUM_SMS * programs per SM),)
     x_desc: block [TILE_R, TILE_C] over x.view(n_rows * TILE_R, TILE_C)
+    y_desc: the same over y, used with TMA_STORE only
     constexprs: TILE_R, TILE_C, NUM_STAGES (rows loading per program), TMA_STORE and
-                STORE_EVICT (as softmax_tma.py's; y_desc / dx_desc: the output's descriptor,
-                used with TMA_STORE only)
+                STORE_EVICT (as softmax_tma.py's)
 
 layernorm_bwd_tma_kernel: dx = rstd * (w dy - mean(w dy) - xhat * mean(xhat * w dy)) per row;
 each program sums dy * xhat and dy over its rows in registers and writes them to row `pid` of
 partial_dw / partial_db [num_programs, n_cols] (fp32), which layernorm.layernorm_bwd_dwdb_kernel
 sums. The statistics are loaded three rows ahead.
     grid = (min(n_rows, NUM_SMS * programs per SM),)
-    x_desc, dy_desc: block [TILE_R, TILE_C] over x and dy viewed as [n_rows * TILE_R, TILE_C]
+    x_desc, dy_desc, dx_desc: block [TILE_R, TILE_C] over x, dy and dx viewed as
+                              [n_rows * TILE_R, TILE_C] (dx_desc used with TMA_STORE only)
+    constexprs: as the forward kernel's
 """
 import warpweave as ww
 import warpweave.language as tl
