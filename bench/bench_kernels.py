@@ -7,8 +7,10 @@ process on the same inputs, plus the device-to-device copy bandwidth of the same
 Prints a table (median time, achieved TB/s or TFLOP/s, ratio to torch and to Triton) and writes
 JSON (and a PNG when matplotlib is present). Outputs are checked against torch once per case and a
 wrong result is marked in the table; timings are never asserted (this is not a test). Every
-timing is taken twice; the 'spread' column is the relative difference between the two medians,
-below which a ratio is noise. Memory-bound cases use inputs well past the 60 MB L2, and the timer
+case's columns are timed in ROUNDS interleaved rounds (each a do_bench median); a ratio is the
+median of the per-round ratios, so that the GPU's clock drift moves both sides of it together, and
+the 'spread' column is the range of a column's rounds relative to its fastest, below which a ratio
+is noise. Memory-bound cases use inputs well past the 60 MB L2, and the timer
 flushes L2 before every run.
 """
 
@@ -19,6 +21,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import sys
 import time
 import traceback
@@ -43,6 +46,7 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
+ROUNDS = 3  # interleaved timing rounds per case
 KERNELS = ("copy", "add", "softmax", "layernorm_fwd", "layernorm_bwd", "matmul", "attention",
            "embedding_bag", "row_sum", "row_max")
 
@@ -433,23 +437,42 @@ def run(args):
                     problem = case.check(out) if case.check else None
                     if problem:
                         entry["wrong"] = problem
-                    times = [bench(fn) for _ in range(2)]
-                    entry["ms"] = min(times)
-                    entry["ms_runs"] = times
-                    entry["spread"] = abs(times[0] - times[1]) / min(times)
-                    entry["rate"] = case.amount / (entry["ms"] * 1e-3) / 1e12
+                    entry["ms_runs"] = []
                 except Exception as e:  # a compile or launch failure is a result, not a crash
                     entry["error"] = f"{type(e).__name__}: {str(e)[:4000]}"
                     if os.environ.get("WW_BENCH_TRACEBACK"):
                         traceback.print_exc()
                     torch.cuda.synchronize()
                 row["columns"][column] = entry
+            # The GPU's clock drifts by up to a quarter within a minute under sustained load, so
+            # columns are timed in interleaved rounds (the order rotating each round) and ratios
+            # are taken per round: a drift then moves both sides of a ratio together.
+            timed = [c for c, e in row["columns"].items() if "error" not in e]
+            for r in range(ROUNDS):
+                turn = r % max(1, len(timed))
+                for column in timed[turn:] + timed[:turn]:
+                    entry = row["columns"][column]
+                    if "error" in entry:
+                        continue
+                    try:
+                        entry["ms_runs"].append(bench(case.fns[column]))
+                    except Exception as e:
+                        entry["error"] = f"{type(e).__name__}: {str(e)[:4000]}"
+                        torch.cuda.synchronize()
+            for column, entry in row["columns"].items():
+                if "error" in entry:
+                    continue
+                runs = entry["ms_runs"]
+                entry["ms"] = statistics.median(runs)
+                entry["spread"] = (max(runs) - min(runs)) / min(runs)
+                entry["rate"] = case.amount / (entry["ms"] * 1e-3) / 1e12
             for column, entry in row["columns"].items():
                 if "ms" in entry and column.startswith("warpweave"):
                     for other in ("torch", "triton"):
-                        o = row["columns"].get(other, {}).get("ms")
-                        if o is not None:
-                            entry[f"vs_{other}"] = o / entry["ms"]  # > 1: warpweave is faster
+                        o = row["columns"].get(other, {})
+                        if "ms" in o:  # > 1: warpweave is faster; the median of per-round ratios
+                            entry[f"vs_{other}"] = statistics.median(
+                                a / b for a, b in zip(o["ms_runs"], entry["ms_runs"]))
                     if case.unit == "TB/s":
                         entry["vs_copy"] = entry["rate"] / copy_tbs
                 print(format_row(case, column, entry))
