@@ -92,6 +92,7 @@ struct Dim3 {
 /// passed whole (CU_LAUNCH_PARAM_BUFFER_POINTER in `extra`).
 enum class LaunchForm { KernelParams, LaunchEx, ParamBuffer };
 /// The form every GpuKernel launch uses from now on (process-wide; benchmarks compare them).
+/// KernelParams unless set.
 void setLaunchForm(LaunchForm form);
 LaunchForm launchForm();
 /// "params", "ex", "buffer"; parseLaunchForm throws std::invalid_argument naming them.
