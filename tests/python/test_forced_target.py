@@ -13,6 +13,7 @@ import pytest
 
 import warpweave as ww
 import warpweave.language as tl
+from test_kernels_interp import gpu_compiles  # noqa: F401 (a fixture)
 
 pytest.importorskip("warpweave._native")
 jitmod = importlib.import_module("warpweave.jit")
@@ -118,3 +119,29 @@ def test_fp8_dot_for_sm80_is_a_located_error(cache_dir, monkeypatch):
         jitmod.native().compile(files=env.files, kernel="dot_kernel", signature=fp8,
                                 globals=env.globals, target="sm_80", stage="ptx")
     assert "test_forced_target.py:" in str(e.value)
+
+
+def _kernel_library_sm80_cases():
+    from test_kernels_interp import GPU_CALLS, HOPPER_ONLY
+
+    return [name for name in GPU_CALLS if name not in HOPPER_ONLY]
+
+
+@pytest.mark.parametrize("name", _kernel_library_sm80_cases())
+def test_kernel_library_sm80_ptx_assembles_for_the_hopper_device(gpu_compiles, tmp_path, name):
+    """Each kernels/ops.py wrapper's GPU configuration, compiled for sm_80, is PTX the H200's
+    driver JIT accepts (ptxas for sm_90 as a stand-in for it)."""
+    from test_kernels_interp import GPU_CALLS
+
+    gpu_compiles.target = "sm_80"
+    gpu_compiles.kernels = []
+    GPU_CALLS[name]()
+    assert gpu_compiles.kernels, "the wrapper launched nothing"
+    for i, compiled in enumerate(gpu_compiles.kernels):
+        ptx = compiled.kernel.ptx
+        assert ".target sm_80" in ptx and "wgmma" not in ptx
+        src, out = tmp_path / f"k{i}.ptx", tmp_path / f"k{i}.cubin"
+        src.write_text(ptx)
+        r = subprocess.run([PTXAS, "--gpu-name", "sm_90", "-o", str(out), str(src)],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, f"{compiled.fn.__name__}: {r.stderr}"
