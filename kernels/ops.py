@@ -944,13 +944,6 @@ def _matmul_tlx(op, a, b, variant, config, compile_only):
     return c
 
 
-def _attention_tlx_programs(place, tiles, causal):
-    """Programs of the TLX attention kernel: one per SM, each looping over its tiles (the next
-    tile's Q, K and V load under the last one's tail); causal tiles differ in length, so there
-    the hardware hands out one tile per program as SMs free up."""
-    return tiles if causal else min(tiles, place.num_sms())
-
-
 def attention_tlx(q, k, v, sm_scale=None, return_lse=False, causal=False):
     """Attention with the Hopper warp-specialized ping-pong kernel
     (kernels/hopper/attention_ws.py): q, k, v [Z, H, N_CTX, HEAD_DIM] fp16 or bf16 CUDA tensors,
@@ -981,9 +974,8 @@ def attention_tlx(q, k, v, sm_scale=None, return_lse=False, causal=False):
     o2 = out.reshape(-1, head_dim)
     descs = [_descriptor(t, [rows, head_dim])
              for t, rows in ((q2, block_m), (k2, block_n), (v2, block_n), (o2, block_m))]
-    programs = _attention_tlx_programs(place, n_ctx // (2 * block_m) * z * h, causal)
-    _attention_ws.attention_ws_kernel[(programs,)](
-        *descs, lse, float(sm_scale), n_ctx, z * h, HEAD_DIM=head_dim, BLOCK_M=block_m,
+    _attention_ws.attention_ws_kernel[(n_ctx // (2 * block_m), z * h)](
+        *descs, lse, float(sm_scale), n_ctx, HEAD_DIM=head_dim, BLOCK_M=block_m,
         BLOCK_N=block_n, NUM_STAGES=2, CAUSAL=bool(causal), num_warps=4)
     if return_lse:
         return out, lse.reshape(z, h, n_ctx)
