@@ -207,6 +207,7 @@ def launch_overheads(torch, ww, ww_mod, tr_mod, quick):
     native = _native_module()
     get_device, get_raw_stream = _torch_stream_functions(torch)
     device = get_device()
+    torch_get_device = torch._C._cuda_getDevice
     packed = compiled.kernel._packed_launch(1, stream, args)
     kernel_launch = compiled.kernel.launch
     # The decomposition of one launch (DECOMPOSITION below): every piece in the same bursts.
@@ -215,7 +216,8 @@ def launch_overheads(torch, ww, ww_mod, tr_mod, quick):
         "Kernel_launch_raw_py": lambda: kernel_launch(1, 1, 1, stream, args),
         "launchPacked_prepacked_py": packed,
         "torch_raw_stream_query": lambda: get_raw_stream(device),
-        "torch_device_query": lambda: get_device(),
+        "torch_device_query": lambda: torch_get_device(),
+        "launch_path_device_query": lambda: get_device(),
         "three_data_ptr_reads": lambda: (x.data_ptr(), y.data_ptr(), out.data_ptr()),
         "three_tensor_reads": lambda: (x.is_cuda, x.dtype, x.data_ptr(), y.is_cuda, y.dtype,
                                        y.data_ptr(), out.is_cuda, out.dtype, out.data_ptr()),
@@ -300,6 +302,7 @@ DECOMPOSITION = (
     ("(b) Kernel.launch(ints) from Python", "Kernel_launch_raw_py", True),
     ("(c) torch raw-stream query", "torch_raw_stream_query", True),
     ("(c) torch current-device query", "torch_device_query", True),
+    ("(c) the launch path's device query (one GPU: 0)", "launch_path_device_query", True),
     ("(d) three data_ptr() reads", "three_data_ptr_reads", True),
     ("(d) three tensors' is_cuda, dtype, data_ptr()", "three_tensor_reads", True),
     ("(e) kernel[(1,)](...), cuLaunchKernel", "warpweave_kernel_grid_tuple[params]", True),

@@ -468,3 +468,32 @@ def test_a_forced_target_is_part_of_the_key(env, monkeypatch):
     assert add_kernel[(1,)](x, x, x, 10, BLOCK=64) is hopper and len(slow) == 2
     assert [r["target"] for r in rec.requests] == ["sm_90a", "sm_80"]
     assert len(rec.launches) == 4
+
+
+def test_one_visible_gpu_makes_the_device_query_a_constant(monkeypatch):
+    """With one visible GPU the current device can only be 0: launches then call a C function
+    returning 0 instead of torch's device query (0.13 us on the H200); with more, torch's."""
+    import sys
+    import types
+
+    cuda = types.SimpleNamespace(device_count=lambda: 1, current_device=lambda: 4)
+    fake_torch = types.SimpleNamespace(
+        _C=types.SimpleNamespace(_cuda_getDevice=lambda: 5,
+                                 _cuda_getCurrentRawStream=lambda dev: 70 + dev),
+        cuda=cuda)
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+    monkeypatch.setattr(jitmod, "_torch_cuda", None)
+    get_device, get_raw = jitmod._torch_cuda_fns()
+    assert get_device() == 0 and type(get_device).__name__ == "builtin_function_or_method"
+    assert get_raw(get_device()) == 70
+    for count in (2, 0):
+        cuda.device_count = lambda: count  # noqa: B023
+        monkeypatch.setattr(jitmod, "_torch_cuda", None)
+        assert jitmod._torch_cuda_fns()[0]() == 5
+
+    def broken():
+        raise RuntimeError("no driver")
+
+    cuda.device_count = broken
+    monkeypatch.setattr(jitmod, "_torch_cuda", None)
+    assert jitmod._torch_cuda_fns()[0]() == 5
