@@ -6,8 +6,9 @@ the same GPU, clocks and inputs. A benchmark: prints a table, never fails on a t
         --variant old=/tmp/old_attention_ws.py:2 [--sass-dir DIR]
 
 Each variant is FILE[:NUM_STAGES]; the file must define attention_ws_kernel with the signature
-of kernels/hopper/attention_ws.py. --sass-dir writes each variant's cubin, ptxas report and SASS
-(cuobjdump) at D=128, causal and not.
+and grid of kernels/hopper/attention_ws.py. --sass-dir writes each variant's cubin, ptxas report
+and SASS (cuobjdump) at D=128, causal and not. The H200's clock drifts within a run: use
+--passes 2 or more and compare columns within a pass.
 """
 import argparse
 import importlib.util
@@ -88,6 +89,11 @@ def main(argv=None):
     parser.add_argument("--profile", action="store_true",
                         help="launch each variant once on the first shape, untimed (for ncu)")
     parser.add_argument("--rep", type=int, default=100)
+    parser.add_argument("--shapes", default="",
+                        help="comma-separated indices into the shape list (default: all)")
+    parser.add_argument("--passes", type=int, default=1,
+                        help="time each shape this often, rotating the order of the columns "
+                             "each pass (clock drift then shows as spread, not as a bias)")
     args = parser.parse_args(argv)
     specs = args.variant or [f"lib={ROOT / 'kernels/hopper/attention_ws.py'}:2"]
     variants = [load_variant(s) for s in specs]
@@ -111,7 +117,8 @@ def main(argv=None):
             launcher(ops, module, stages, q, k, v, 1 / math.sqrt(d), causal)()
         torch.cuda.synchronize()
         return 0
-    for z, h, n_ctx, d, causal in SHAPES:
+    shapes = [SHAPES[int(i)] for i in args.shapes.split(",")] if args.shapes else SHAPES
+    for z, h, n_ctx, d, causal in shapes:
         q, k, v = (torch.randn(z, h, n_ctx, d, device="cuda").half() for _ in range(3))
         scale = 1 / math.sqrt(d)
         flops = 4 * z * h * n_ctx * n_ctx * d * (0.5 if causal else 1.0)
@@ -119,22 +126,25 @@ def main(argv=None):
         fns = {"cudnn": lambda: sdpa(q, k, v, is_causal=causal, scale=scale)}
         for name, _, module, stages in variants:
             fns[name] = launcher(ops, module, stages, q, k, v, scale, causal)
-        cells, base = [], None
-        for name in names:
-            try:
-                err = rel_err(torch, fns[name](), ref)
-                ms = ww.testing.do_bench(fns[name], warmup=25, rep=args.rep,
-                                         return_mode="median")
-            except Exception as e:  # a variant that does not compile is reported, not fatal
-                cells.append(f"{type(e).__name__}"[:15])
-                print(f"  {name}: {e}", file=sys.stderr)
-                continue
-            tflops = flops / ms * 1e-9
-            base = base or tflops
-            bad = "!" if err > 2e-3 else ""
-            cells.append(f"{tflops:7.0f} {tflops / base:4.2f}x{bad}")
         label = f"Z{z} H{h} S{n_ctx} D{d}{' causal' if causal else ''}"
-        print(f"{label:34s}" + "".join(f"{c:>16s}" for c in cells), flush=True)
+        for turn in range(args.passes):
+            cells = {}
+            for name in names[turn % len(names):] + names[:turn % len(names)]:
+                try:
+                    err = rel_err(torch, fns[name](), ref)
+                    ms = ww.testing.do_bench(fns[name], warmup=25, rep=args.rep,
+                                             return_mode="median")
+                except Exception as e:  # a variant that does not compile is reported
+                    cells[name] = f"{type(e).__name__}"[:15]
+                    print(f"  {name}: {e}", file=sys.stderr)
+                    continue
+                bad = "!" if err > 2e-3 else ""
+                cells[name] = (flops / ms * 1e-9, bad)
+            base = cells["cudnn"][0] if isinstance(cells.get("cudnn"), tuple) else None
+            text = [c if isinstance(c, str) else
+                    f"{c[0]:7.0f} {c[0] / base:4.2f}x{c[1]}" if base else f"{c[0]:7.0f}{c[1]}"
+                    for c in (cells[n] for n in names)]
+            print(f"{label:34s}" + "".join(f"{c:>16s}" for c in text), flush=True)
         del q, k, v, ref
     return 0
 
