@@ -284,6 +284,7 @@ enum KeyTag : uint64_t {
   kTagSingleton, // + the address of None, True or False
   kTagObject,    // + the type's address, and the object, compared with ==
   kTagNoOptions, // no launch option given (instead of one constant per option)
+  kTagEnvValue,  // + the index of a keyed environment variable that is set, then its value
 };
 
 /// What one call computed: the bound values, the key, and the launch values of runtime params.
@@ -677,11 +678,17 @@ private:
         st.values[i] = defaults_[i].ptr();
       }
     if (!envAllowsFastPath()) return false;
-    // Variables that choose the kernel (WARPWEAVE_TARGET): their values, or None, are keyed.
-    for (const nb::bytes& k : envKeyed_) {
-      PyObject* v = PyDict_GetItemWithError(envData_.ptr(), k.ptr());
-      if (!v && PyErr_Occurred()) return clearAndRefuse();
-      if (!st.addConstant(v ? v : Py_None)) return false;
+    // Variables that choose the kernel (WARPWEAVE_TARGET): those set are keyed with their
+    // values; the usual case, none set, adds nothing to the key.
+    for (size_t i = 0; i < envKeyed_.size(); ++i) {
+      PyObject* v = PyDict_GetItemWithError(envData_.ptr(), envKeyed_[i].ptr());
+      if (!v) {
+        if (PyErr_Occurred()) return clearAndRefuse();
+        continue;
+      }
+      st.add(kTagEnvValue);
+      st.add(i);
+      if (!st.addConstant(v)) return false;
     }
     if (!st.options[0] && !st.options[1] && !st.options[2] && !st.options[3]) {
       st.add(kTagNoOptions);

@@ -455,19 +455,28 @@ def test_alternating_keys_each_find_their_own_kernel(env):
 
 
 def test_a_forced_target_is_part_of_the_key(env, monkeypatch):
-    """WARPWEAVE_TARGET chooses the kernel (as in the compile caches): changing it mid-process
-    must not launch the other target's kernel from the fast path."""
+    """WARPWEAVE_TARGET chooses the kernel (as in the compile caches): setting, changing or
+    unsetting it mid-process must not launch another target's kernel from the fast path."""
+    import os
+
     rec, slow = env
+    monkeypatch.delenv("WARPWEAVE_TARGET")
+    monkeypatch.setattr(jitmod, "_gpu_target",
+                        lambda: os.environ.get("WARPWEAVE_TARGET") or "sm_90a")  # the device's
     x = FakeCudaTensor(0x10000)
     hopper = add_kernel[(1,)](x, x, x, 10, BLOCK=64)
+    assert add_kernel[(1,)](x, x, x, 10, BLOCK=64) is hopper and len(slow) == 1
     monkeypatch.setenv("WARPWEAVE_TARGET", "sm_80")
     ampere = add_kernel[(1,)](x, x, x, 10, BLOCK=64)
     assert ampere is not hopper and ampere.kernel.target == "sm_80" and len(slow) == 2
     assert add_kernel[(1,)](x, x, x, 10, BLOCK=64) is ampere and len(slow) == 2  # fast again
-    monkeypatch.setenv("WARPWEAVE_TARGET", "sm_90a")  # an equal value, a new bytes object
-    assert add_kernel[(1,)](x, x, x, 10, BLOCK=64) is hopper and len(slow) == 2
+    monkeypatch.setenv("WARPWEAVE_TARGET", "sm_90a")  # set: another key, the same kernel
+    assert add_kernel[(1,)](x, x, x, 10, BLOCK=64) is hopper and len(slow) == 3
+    assert add_kernel[(1,)](x, x, x, 10, BLOCK=64) is hopper and len(slow) == 3
+    monkeypatch.delenv("WARPWEAVE_TARGET")
+    assert add_kernel[(1,)](x, x, x, 10, BLOCK=64) is hopper and len(slow) == 3
     assert [r["target"] for r in rec.requests] == ["sm_90a", "sm_80"]
-    assert len(rec.launches) == 4
+    assert len(rec.launches) == 7
 
 
 def test_one_visible_gpu_makes_the_device_query_a_constant(monkeypatch):
