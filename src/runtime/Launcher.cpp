@@ -430,6 +430,14 @@ struct GpuKernel::Impl {
           d.funcSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, sharedBytes),
           "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
     }
+    // Without a preference the driver may size an SM's shared memory for fewer resident blocks
+    // than a persistent grid was planned for (the suspected cause of TMA softmax running at half
+    // speed right after an L2-flushing memset), so kernels that use shared memory ask for the
+    // largest carveout; the L1 they give up matters little to kernels that stage data in smem.
+    if (staticShared + sharedBytes > 0)
+      runtime::check(d.funcSetAttribute(fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+                                        CU_SHAREDMEM_CARVEOUT_MAX_SHARED),
+                     "cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT)");
     if (numCtas > 8)
       runtime::check(d.funcSetAttribute(fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
                      "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)");

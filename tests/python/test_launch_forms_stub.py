@@ -104,3 +104,21 @@ def test_a_kernel_no_image_of_which_runs_on_the_device_is_a_launch_error(tmp_pat
         "kernel 'k' was compiled for sm_80, which cannot run on this device (compute capability "
         "9.0): its cubin is for another architecture and no PTX came with it for the driver to "
         "compile; compile it for sm_90a (WARPWEAVE_TARGET, wwc --target)")
+
+
+def test_kernels_that_use_shared_memory_ask_for_the_largest_carveout(tmp_path):
+    res = run_with_stub(tmp_path, '''
+        @ww.jit
+        def row_total(x_ptr, out_ptr, BLOCK: tl.constexpr):
+            tl.store(out_ptr, tl.sum(tl.load(x_ptr + tl.arange(0, BLOCK)), axis=0))
+
+
+        add4[(1,)](x, y, out, 1000, BLOCK=256)  # registers only
+        plain = dict(sets=stub.record.carveout_sets, shared=stub.record.shared_bytes)
+        row_total[(1,)](x, out, BLOCK=1024, num_warps=4)  # partial sums meet in shared memory
+        r = stub.record
+        print(json.dumps(dict(plain=plain, sets=r.carveout_sets, carveout=r.carveout,
+                              shared=r.shared_bytes)))
+    ''')
+    assert res["plain"] == dict(sets=0, shared=0)
+    assert res["shared"] > 0 and res["sets"] == 1 and res["carveout"] == 100

@@ -27,6 +27,8 @@ struct wwstub_record {
   unsigned long long params[WWSTUB_MAX_PARAMS]; // each value's bytes, zero-extended
   unsigned long long launch_buffer; // launches that passed one parameter buffer (`extra`)
   unsigned long long ptx_loads;     // module loads of PTX text (the driver JIT), not cubins
+  unsigned long long carveout_sets; // cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT) calls
+  int carveout;                     // the value the last of them set
 };
 
 static struct wwstub_record g_record;
@@ -275,7 +277,11 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule module, const char*
 }
 
 CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute attr, int value) {
-  (void)f, (void)attr, (void)value;
+  (void)f;
+  if (attr == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) {
+    g_record.carveout_sets++;
+    g_record.carveout = value;
+  }
   return CUDA_SUCCESS;
 }
 

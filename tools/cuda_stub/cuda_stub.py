@@ -59,7 +59,8 @@ class Record(ctypes.Structure):
                 ("block", ctypes.c_uint * 3), ("shared_bytes", ctypes.c_uint),
                 ("cluster", ctypes.c_uint * 3), ("num_params", ctypes.c_uint),
                 ("params", ctypes.c_ulonglong * MAX_PARAMS),
-                ("launch_buffer", ctypes.c_ulonglong), ("ptx_loads", ctypes.c_ulonglong)]
+                ("launch_buffer", ctypes.c_ulonglong), ("ptx_loads", ctypes.c_ulonglong),
+                ("carveout_sets", ctypes.c_ulonglong), ("carveout", ctypes.c_int)]
 
 
 class Stub:
