@@ -47,6 +47,14 @@ def parse_args(argv=None):
 
 
 ROUNDS = 3  # interleaved timing rounds per case
+# The TMA row-streaming variants (kernels/hopper/*_tma.py) at the configurations that were best
+# in bench/sweep_memory.py on the H200; a column of their own until they are the defaults (on
+# other GPUs ops falls back to the register kernels).
+TMA_CONFIGS = {
+    "softmax": dict(tma=True, num_warps=4, num_stages=2, programs_per_sm=8),
+    "layernorm_fwd": dict(tma=True, num_warps=4, num_stages=2),
+    "layernorm_bwd": dict(tma=True, tma_store=True, num_warps=8, num_stages=2, programs_per_sm=2),
+}
 KERNELS = ("copy", "add", "softmax", "layernorm_fwd", "layernorm_bwd", "matmul", "attention",
            "embedding_bag", "row_sum", "row_max")
 
@@ -120,10 +128,11 @@ def make_cases(torch, ops, tref, quick, only):
             for dt in ((F16,) if quick else (F16, F32)):
                 x = randn(m, n, dtype=dt)
                 ref = torch.softmax(x.float(), -1)
+                fns = cols(lambda: ops.softmax(x), lambda: torch.softmax(x, -1),
+                           tref and n <= 32768 and (lambda: tref.softmax(x)))
+                fns["warpweave-tma"] = lambda: ops.softmax(x, config=TMA_CONFIGS["softmax"])
                 yield Case("softmax", f"{dt_name(dt)} {m}x{n}", 2 * x.numel() * x.element_size(),
-                           "TB/s", cols(lambda: ops.softmax(x), lambda: torch.softmax(x, -1),
-                                        tref and n <= 32768 and (lambda: tref.softmax(x))),
-                           checker(ref, tol[dt]))
+                           "TB/s", fns, checker(ref, tol[dt]))
                 del x, ref
 
     if want("layernorm_fwd") or want("layernorm_bwd"):
@@ -135,11 +144,13 @@ def make_cases(torch, ops, tref, quick, only):
             size = x.element_size()
             y_ref = F.layer_norm(x.float(), (n,), w.float(), b.float(), 1e-5)
             if want("layernorm_fwd"):
+                fns = cols(lambda: ops.layernorm_fwd(x, w, b, 1e-5),
+                           lambda: F.layer_norm(x, (n,), w, b, 1e-5),
+                           tref and (lambda: tref.layernorm_fwd(x, w, b, 1e-5)))
+                fns["warpweave-tma"] = lambda: ops.layernorm_fwd(
+                    x, w, b, 1e-5, config=TMA_CONFIGS["layernorm_fwd"])
                 yield Case("layernorm_fwd", f"{dt_name(dt)} {m}x{n}", 2 * x.numel() * size,
-                           "TB/s", cols(lambda: ops.layernorm_fwd(x, w, b, 1e-5),
-                                        lambda: F.layer_norm(x, (n,), w, b, 1e-5),
-                                        tref and (lambda: tref.layernorm_fwd(x, w, b, 1e-5))),
-                           checker(y_ref, tol[dt]))
+                           "TB/s", fns, checker(y_ref, tol[dt]))
             if want("layernorm_bwd"):
                 # Statistics from torch: a failing warpweave forward must not stop the run.
                 x32 = x.float()
@@ -155,11 +166,12 @@ def make_cases(torch, ops, tref, quick, only):
                     return torch.ops.aten.native_layer_norm_backward(
                         dy, x, [n], mean[:, None], rstd[:, None], w, b, [True, True, True])
 
+                fns = cols(lambda: ops.layernorm_bwd(dy, x, w, mean, rstd), aten_bwd,
+                           tref and (lambda: tref.layernorm_bwd(dy, x, w, mean, rstd)))
+                fns["warpweave-tma"] = lambda: ops.layernorm_bwd(
+                    dy, x, w, mean, rstd, config=TMA_CONFIGS["layernorm_bwd"])
                 yield Case("layernorm_bwd", f"{dt_name(dt)} {m}x{n}", 3 * x.numel() * size,
-                           "TB/s", cols(lambda: ops.layernorm_bwd(dy, x, w, mean, rstd), aten_bwd,
-                                        tref and (lambda: tref.layernorm_bwd(dy, x, w, mean,
-                                                                             rstd))),
-                           checker(dx_ref, tol[dt]))
+                           "TB/s", fns, checker(dx_ref, tol[dt]))
                 del dx_ref
             del x, w, b, dy, y_ref
 
