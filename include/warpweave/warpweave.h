@@ -106,6 +106,12 @@ public:
 /// Runs the pipeline up to request.stage. Thread-safe. Throws CompileFailure on user errors.
 CompiledKernel compile(const CompileRequest& request);
 
+/// A kernel file and, transitively, the files its relative imports name (`from .helpers import
+/// f`, `from ..layernorm import g`), in the order CompileRequest::files wants them. Throws
+/// std::runtime_error when `path` cannot be read; imports that name no file are left to the
+/// compile, which reports their use.
+std::vector<SourceFile> readSourceWithImports(const std::string& path);
+
 /// JSON metadata written beside a cubin (`wwc --meta`): entry, warps, shared memory, params.
 std::string kernelMetadataJson(const CompiledKernel& kernel);
 

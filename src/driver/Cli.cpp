@@ -137,16 +137,13 @@ int runCli(const std::vector<std::string>& args) {
     return 1;
   }
 
-  std::ifstream in(file, std::ios::binary);
-  if (!in) {
+  CompileRequest req;
+  try {
+    req.files = readSourceWithImports(file);
+  } catch (const std::runtime_error&) {
     std::cerr << file << ": error: cannot open file\n";
     return 1;
   }
-  std::stringstream buf;
-  buf << in.rdbuf();
-
-  CompileRequest req;
-  req.files.push_back({file, buf.str()});
   req.kernel = kernel;
   req.options = opts;
   req.stage = emit == "tile-ir" ? Stage::TileIR : emit == "ptx" ? Stage::Ptx : Stage::Cubin;

@@ -282,6 +282,11 @@ Val Specializer::callValue(const Val& callee, CallSite& call) {
   case Val::Kind::Method:
     return callMethod(callee.elts[0], callee.s, call);
   default:
+    if (callee.kind == Val::Kind::Namespace && callee.s.starts_with("external:"))
+      raiseError(call.loc, "'" + callee.s.substr(9) +
+                               "' is imported from a module the compiler was not given: a @jit "
+                               "helper must be defined in the kernel's file or in a file its "
+                               "relative imports name (from .helpers import f)");
     raiseError(call.loc, describe(callee) + " is not callable");
   }
 }

@@ -301,7 +301,7 @@ TEST(Fuzz, SeedKernelsSpecializeWithGuessedSignatures) {
       if (!ast::isJitFunction(*fn) || returns) continue;
       ++kernels;
       CompileRequest req;
-      req.files.push_back({path, text});
+      req.files = readSourceWithImports(path); // helpers imported from sibling files too
       req.kernel = fn->name;
       req.stage = Stage::TileIR;
       try {

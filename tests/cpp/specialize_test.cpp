@@ -278,6 +278,27 @@ const std::vector<KernelCase>& kernelCases() {
        "K:i32,BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,NUM_STAGES=4,NUM_SMS=132",
        4,
        {"async_tasks", "replica = 1", "named_barrier_wait", "async_dot"}},
+      {"kernels/hopper/softmax_tma.py",
+       "softmax_tma_kernel",
+       "in_desc:desc<fp16,64x64>,out_desc:desc<fp16,64x64>,out_ptr:*fp16:16,n_rows:i32,TILE_R=64,"
+       "TILE_C=64,NUM_STAGES=2,TMA_STORE=True",
+       4,
+       {"alloc_barriers", "async_desc_load", "barrier_wait", "async_desc_store", "exp"}},
+      {"kernels/hopper/layernorm_tma.py",
+       "layernorm_fwd_tma_kernel",
+       "x_desc:desc<fp16,64x64>,y_desc:desc<fp16,64x64>,y_ptr:*fp16:16,w_ptr:*fp16:16,"
+       "b_ptr:*fp16:16,mean_ptr:*fp32:16,rstd_ptr:*fp32:16,n_rows:i32,eps:fp32,TILE_R=64,"
+       "TILE_C=64,NUM_STAGES=2",
+       4,
+       {"async_desc_load", "barrier_wait", "= sqrt", "= reduce"}},
+      {"kernels/hopper/layernorm_tma.py",
+       "layernorm_bwd_tma_kernel",
+       "x_desc:desc<fp16,64x64>,dy_desc:desc<fp16,64x64>,dx_desc:desc<fp16,64x64>,"
+       "dx_ptr:*fp16:16,partial_dw_ptr:*fp32:16,partial_db_ptr:*fp32:16,w_ptr:*fp16:16,"
+       "mean_ptr:*fp32:16,rstd_ptr:*fp32:16,n_rows:i32,TILE_R=64,TILE_C=64,NUM_STAGES=2,"
+       "TMA_STORE=True",
+       8,
+       {"async_desc_load", "async_desc_store", "reduce"}},
       {"kernels/hopper/attention_ws.py",
        "attention_ws_kernel",
        "q_desc:desc<fp16,128x128>,k_desc:desc<fp16,128x128>,v_desc:desc<fp16,128x128>,"
@@ -305,11 +326,14 @@ TEST(SpecializeKernels, EveryKernelFileHasACase) {
 TEST(SpecializeKernels, AllSpecializeAndVerify) {
   for (const KernelCase& c : kernelCases()) {
     SCOPED_TRACE(std::string(c.file) + ":" + c.kernel + " [" + c.signature + "]");
-    std::string src = readFile(std::string(WW_SOURCE_DIR) + "/" + c.file);
-    ASSERT_FALSE(src.empty());
+    std::vector<SourceFile> files =
+        readSourceWithImports(std::string(WW_SOURCE_DIR) + "/" + c.file);
+    ASSERT_FALSE(files[0].text.empty());
+    std::vector<Extra> imported; // helpers the kernel imports from sibling files
+    for (size_t i = 1; i < files.size(); ++i) imported.push_back({files[i].path, files[i].text});
     CompileOptions o;
     o.numWarps = c.numWarps;
-    Result r = specializeSource(src, c.kernel, c.signature, {}, o);
+    Result r = specializeSource(files[0].text, c.kernel, c.signature, imported, o);
     ASSERT_EQ(r.error, "");
     for (const char* e : c.expect)
       EXPECT_NE(r.ir.find(e), std::string::npos) << "missing '" << e << "' in\n" << r.ir;

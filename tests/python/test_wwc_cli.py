@@ -105,3 +105,27 @@ def test_cubin_and_metadata_for_every_target(tmp_path, target):
     assert m["registers"] > 0 and m["spill_bytes"] == 0
     assert [p["name"] for p in m["params"]] == ["x_ptr", "y_ptr", "out_ptr", "n"]
     assert m["folded"] == ["BLOCK"]
+
+
+def test_helpers_from_relative_imports_compile_as_from_python(tmp_path):
+    """wwc reads the sibling modules a kernel's relative imports name (as @ww.jit does from
+    Python), transitively; a helper it cannot find is a located error at its use."""
+    header = "import warpweave as ww\nimport warpweave.language as tl\n"
+    (tmp_path / "scale.py").write_text(header + "@ww.jit\ndef scale(x, s):\n    return x * s\n")
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "shift.py").write_text(header + "from ..scale import scale\n\n"
+                                  "@ww.jit\ndef shift(x):\n    return scale(x, 3.0) + 1.0\n")
+    kern = sub / "kern.py"
+    kern.write_text(header + "from .shift import shift\nfrom .absent import gone\n\n"
+                    "@ww.jit\ndef k(x_ptr, GONE: tl.constexpr):\n"
+                    "    v = tl.load(x_ptr)\n"
+                    "    if GONE:\n        v = gone(v)\n"
+                    "    tl.store(x_ptr, shift(v))\n")
+    r = wwc(kern, "--kernel", "k", "--signature", "x_ptr:*fp32,GONE=0", "--emit", "tile-ir")
+    assert r.returncode == 0, r.stderr
+    assert "mul" in r.stdout and "add" in r.stdout
+    r = wwc(kern, "--kernel", "k", "--signature", "x_ptr:*fp32,GONE=1", "--emit", "tile-ir")
+    assert r.returncode == 1
+    assert f"{kern}:10:13: error: 'absent.gone' is imported from a module the compiler was not " \
+           "given" in r.stderr, r.stderr
