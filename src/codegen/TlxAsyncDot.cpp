@@ -2,6 +2,7 @@
 #include "codegen/Lowering.h"
 #include "codegen/Wgmma.h"
 
+#include <climits>
 #include <stdexcept>
 
 namespace ww::codegen {
@@ -195,21 +196,41 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
   auto descriptor = [&](const std::string& hw, int32_t hwBits, const std::string& buffer,
                         int64_t byteOffset, uint64_t fixedBits) {
     std::string addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(byteOffset)));
-    addr = b_.pure("add.s32", RegClass::B32, {addr, buffer});
-    std::string field = b_.pure("shr.u32", RegClass::B32, {addr, "4"});
-    field = b_.pure("and.b32", RegClass::B32, {field, "16383"});
-    std::string wide = b_.pure("cvt.u64.u32", RegClass::B64, {field});
-    return b_.pure("or.b64", RegClass::B64, {wide, immInt(static_cast<int64_t>(fixedBits))});
+    return wgmmaDescriptor(b_, b_.pure("add.s32", RegClass::B32, {addr, buffer}), fixedBits);
   };
+  const WgmmaTiles tiles = wgmmaTiles(accL, instrN);
+  // Each operand's descriptors are one base descriptor (the warp group's origin in the buffer,
+  // built once per async_dot) plus a 64-bit add per tile and k step, rather than a descriptor
+  // rebuilt from the address each step. That needs every step to add to the warp group's
+  // offset: a step sharing bits with it is xor'ed in (xorConst), and then the operand keeps
+  // the full descriptor per step.
+  auto stepsFromBase = [&](int32_t hwBits, auto byteOffsetOf) {
+    for (const auto& [origin, regs] : tiles)
+      for (int64_t k0 = 0; k0 < K; k0 += instrK) {
+        int64_t off = byteOffsetOf(origin, k0);
+        if ((off & hwBits) != 0 || !isWgmmaDescriptorStep(off) || off > INT32_MAX) return false;
+      }
+    return true;
+  };
+  using Origin = std::pair<int64_t, int64_t>;
+  bool aSteps = !aInRegs && stepsFromBase(aBits, [&](const Origin& o, int64_t k0) {
+    return aByte(o.first, k0);
+  });
+  bool bSteps =
+      stepsFromBase(bBits, [&](const Origin& o, int64_t k0) { return bByte(k0, o.second); });
+  std::string aDescBase = aSteps ? descriptor(aHw, aBits, aBase, 0, aFixed) : std::string();
+  std::string bDescBase = bSteps ? descriptor(bHw, bBits, bBase, 0, bFixed) : std::string();
   std::string abType = at.elem == DType::F16 ? "f16" : "bf16";
   std::string opcode = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(instrN) + "k" +
                        std::to_string(instrK) + ".f32." + abType + "." + abType;
   b_.inst("wgmma.fence.sync.aligned", {});
-  for (const auto& [origin, regs] : wgmmaTiles(accL, instrN)) {
+  for (const auto& [origin, regs] : tiles) {
     std::string accumulate = firstAccumulate;
     std::string list = wgmmaAccumulatorList(regs, live);
     for (int64_t k0 = 0; k0 < K; k0 += instrK) {
-      std::string db = descriptor(bHw, bBits, bBase, bByte(k0, origin.second), bFixed);
+      int64_t bOff = bByte(k0, origin.second);
+      std::string db = bSteps ? wgmmaDescriptorStep(b_, bDescBase, bOff)
+                              : descriptor(bHw, bBits, bBase, bOff, bFixed);
       std::string bTrans = bKMajor ? "0" : "1"; // B transposed unless it is K-major
       if (aInRegs) {
         auto words = aWords.find({origin.first, k0 / 16});
@@ -221,7 +242,9 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
         aList += "}";
         b_.inst(opcode, {list, aList, db, accumulate, "1", "1", bTrans});
       } else {
-        std::string da = descriptor(aHw, aBits, aBase, aByte(origin.first, k0), aFixed);
+        int64_t aOff = aByte(origin.first, k0);
+        std::string da = aSteps ? wgmmaDescriptorStep(b_, aDescBase, aOff)
+                                : descriptor(aHw, aBits, aBase, aOff, aFixed);
         b_.inst(opcode, {list, da, db, accumulate, "1", "1", "0", bTrans}); // A K-major
       }
       // Later k steps add to what the first wrote.

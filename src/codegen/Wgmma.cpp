@@ -2,6 +2,7 @@
 #include "codegen/Wgmma.h"
 
 #include "codegen/Lowering.h"
+#include "codegen/PtxBuilder.h"
 
 #include "layout/Layouts.h"
 
@@ -55,6 +56,25 @@ std::string wgmmaAccumulatorList(const std::vector<int32_t>& regs,
 uint64_t swizzleModeBits(int bytes) {
   uint64_t mode = bytes == 128 ? 1 : bytes == 64 ? 2 : 3;
   return mode << 62;
+}
+
+std::string wgmmaDescriptor(PtxBuilder& b, const std::string& address, uint64_t fixedBits) {
+  std::string field = b.pure("shr.u32", RegClass::B32, {address, "4"});
+  field = b.pure("and.b32", RegClass::B32, {field, "16383"});
+  std::string wide = b.pure("cvt.u64.u32", RegClass::B64, {field});
+  return b.pure("or.b64", RegClass::B64, {wide, immInt(static_cast<int64_t>(fixedBits))});
+}
+
+bool isWgmmaDescriptorStep(int64_t byteOffset) {
+  return byteOffset >= 0 && byteOffset % 16 == 0;
+}
+
+std::string wgmmaDescriptorStep(PtxBuilder& b, const std::string& base, int64_t byteOffset) {
+  if (!isWgmmaDescriptorStep(byteOffset))
+    throw std::logic_error("codegen: wgmma descriptor step of " + std::to_string(byteOffset) +
+                           " bytes is not a non-negative multiple of 16");
+  if (byteOffset == 0) return base;
+  return b.pure("add.s64", RegClass::B64, {base, immInt(byteOffset >> 4)});
 }
 
 } // namespace ww::codegen

@@ -12,6 +12,8 @@
 
 namespace ww::codegen {
 
+class PtxBuilder;
+
 /// Accumulator registers of each m64nN wgmma tile (keyed by the tile's (row, col) origin), in
 /// the PTX fragment order: d[i] at row groupID + 8 * ((i >> 1) & 1), column
 /// 2 * tig + (i & 1) + 8 * (i >> 2).
@@ -30,5 +32,20 @@ void requireFragmentLanes(const layout::LinearLayout& l, int tigDim, int32_t tig
 /// A wgmma matrix descriptor's swizzle-mode field (bits 62-63) for a swizzle of `bytes`
 /// (128 or 64; anything else gets the 32-byte mode).
 uint64_t swizzleModeBits(int bytes);
+
+/// The 64-bit wgmma matrix descriptor of the shared-memory (shared::cta window) byte address
+/// `address`: its start-address field (address >> 4 in bits 0-13) or'ed with `fixedBits`
+/// (leading/stride byte offsets, swizzle mode).
+std::string wgmmaDescriptor(PtxBuilder& b, const std::string& address, uint64_t fixedBits);
+
+/// Whether `wgmmaDescriptorStep` may reach `byteOffset` from a base descriptor: a non-negative
+/// multiple of 16 bytes.
+bool isWgmmaDescriptorStep(int64_t byteOffset);
+
+/// The descriptor of the matrix `byteOffset` bytes past the one `base` describes: one 64-bit add
+/// of byteOffset >> 4 to the start-address field. No carry leaves the 14-bit field as long as
+/// the stepped address is a shared-memory address (below 256 KiB, more than a CTA can have),
+/// so the other fields are unchanged.
+std::string wgmmaDescriptorStep(PtxBuilder& b, const std::string& base, int64_t byteOffset);
 
 } // namespace ww::codegen

@@ -1184,6 +1184,111 @@ TEST(Codegen, TlxAsyncDotTakesAFromRegisters) {
       << ptx;
 }
 
+/// One wgmma descriptor operand as the PTX builds it: the fixed bits (LBO, SBO, swizzle) of the
+/// base descriptor it comes from, and the start-address step (16-byte units) added to that base.
+struct DescriptorUse {
+  int64_t fixedBits;
+  int64_t step;
+  bool operator==(const DescriptorUse&) const = default;
+};
+
+/// The A and B descriptor operands of each wgmma with both operands in shared memory, in
+/// emission order. A descriptor is either a base (`or.b64 d, x, fixedBits`) or one
+/// `add.s64 d, base, step` from a base; anything else fails the test.
+std::vector<std::pair<DescriptorUse, DescriptorUse>> wgmmaDescriptorUses(const std::string& ptx) {
+  std::map<std::string, int64_t> bases;
+  std::map<std::string, std::pair<std::string, int64_t>> steps;
+  std::regex baseRe(R"(or\.b64\s+(%rd\d+),\s*%rd\d+,\s*(-?\d+);)");
+  for (std::sregex_iterator it(ptx.begin(), ptx.end(), baseRe), end; it != end; ++it)
+    bases[(*it)[1]] = std::stoll((*it)[2]);
+  std::regex stepRe(R"(add\.s64\s+(%rd\d+),\s*(%rd\d+),\s*(\d+);)");
+  for (std::sregex_iterator it(ptx.begin(), ptx.end(), stepRe), end; it != end; ++it)
+    steps[(*it)[1]] = {(*it)[2], std::stoll((*it)[3])};
+  auto use = [&](const std::string& reg) {
+    if (bases.count(reg)) return DescriptorUse{bases.at(reg), 0};
+    auto s = steps.find(reg);
+    if (s == steps.end() || !bases.count(s->second.first)) {
+      ADD_FAILURE() << reg << " is neither a base descriptor nor one add from one";
+      return DescriptorUse{0, -1};
+    }
+    return DescriptorUse{bases.at(s->second.first), s->second.second};
+  };
+  std::vector<std::pair<DescriptorUse, DescriptorUse>> uses;
+  std::regex wgmmaRe(R"(wgmma\.mma_async[^;]*\}, (%rd\d+), (%rd\d+), )");
+  for (std::sregex_iterator it(ptx.begin(), ptx.end(), wgmmaRe), end; it != end; ++it)
+    uses.push_back({use((*it)[1]), use((*it)[2])});
+  return uses;
+}
+
+/// Each async_dot builds one descriptor per operand from the buffer address (for the runtime
+/// stage index of the local_view) and reaches every other tile and k step by one 64-bit add
+/// to its start-address field, instead of rebuilding a descriptor per wgmma.
+TEST(Codegen, TlxAsyncDotStepsDescriptorsFromOneBase) {
+  // A [128, 64] K-major in 128-byte rows: element (m, k) at m * 128 + k * 2 bytes. B [64, 128]
+  // N-major in two 64-column blocks: element (k, n < 64) at k * 128 + n * 2 bytes.
+  int64_t aFixed =
+      static_cast<int64_t>((uint64_t(1) << 62) | (uint64_t(64) << 32) | (uint64_t(1) << 16));
+  int64_t bFixed =
+      static_cast<int64_t>((uint64_t(1) << 62) | (uint64_t(64) << 32) | (uint64_t(512) << 16));
+  for (int numWarps : {4, 8}) {
+    SCOPED_TRACE(numWarps);
+    auto fn = tlxAsyncDotKernel(numWarps);
+    codegen::PtxKernel k = emitAndAssemble(*fn, Target::SM90a);
+    // The start-address field is masked once per operand, not once per wgmma.
+    EXPECT_EQ(count(k.ptx, ", 16383;"), 2) << k.ptx;
+    std::vector<std::pair<DescriptorUse, DescriptorUse>> expected;
+    // 4 warps: one warp group walks both 64-row tiles; 8 warps: each group has one tile (its
+    // rows are in the base descriptor).
+    for (int64_t m0 = 0; m0 < (numWarps == 4 ? 128 : 64); m0 += 64)
+      for (int64_t k0 = 0; k0 < 64; k0 += 16)
+        expected.push_back({{aFixed, (m0 * 128 + k0 * 2) >> 4}, {bFixed, (k0 * 128) >> 4}});
+    EXPECT_EQ(wgmmaDescriptorUses(k.ptx), expected) << k.ptx;
+  }
+}
+
+/// K^T as attention reads it: a local_trans of a [128, 128] buffer is a K-major B whose rows
+/// (256 bytes) are two 128-byte swizzle column blocks; k steps past 64 move to the second block.
+TEST(Codegen, TlxAsyncDotStepsKMajorDescriptorsAcrossColumnBlocks) {
+  KernelBuilder k("tlx_qk_wide", 4);
+  Value* q = k.arg("q", Type::ptr(DType::F16), 16);
+  Value* kp = k.arg("k", Type::ptr(DType::F16), 16);
+  Value* c = k.arg("c", Type::ptr(DType::F32), 16);
+  Value* qBuf = k.b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F16, {64, 128}, 1),
+                            {{"storage", std::string("smem")}});
+  Value* kBufs = k.b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F16, {128, 128}, 2),
+                             {{"storage", std::string("smem")}});
+  Value* stage = k.b.binary(OpCode::Rem, k.b.programId(0), k.b.i32(2));
+  Value* kBuf =
+      k.b.create1(OpCode::LocalView, {kBufs, stage}, Type::buffer(DType::F16, {128, 128}, 1));
+  k.b.create(OpCode::LocalStore, {qBuf, k.b.load(tilePtrs(k, q, tileOffsets(k, 64, 128, 128)))},
+             {});
+  k.b.create(OpCode::LocalStore, {kBuf, k.b.load(tilePtrs(k, kp, tileOffsets(k, 128, 128, 128)))},
+             {});
+  k.b.create(OpCode::Fence, {}, {}, {{"kind", std::string("async_shared")}});
+  k.b.create(OpCode::DebugBarrier, {}, {});
+  Value* kT = k.b.create1(OpCode::LocalTrans, {kBuf}, Type::buffer(DType::F16, {128, 128}, 1),
+                          {{"order", std::vector<int64_t>{1, 0}}});
+  Value* zero = k.b.constFloat(0.0, Type::tensor(DType::F32, {64, 128}));
+  Value* acc = k.b.create1(OpCode::AsyncDot, {qBuf, kT, zero}, zero->type(),
+                           {{"has_use_acc", int64_t(0)}, {"has_pred", int64_t(0)}});
+  Value* done = k.b.create1(OpCode::AsyncDotWait, {acc}, acc->type(), {{"pendings", int64_t(0)}});
+  k.b.store(tilePtrs(k, c, tileOffsets(k, 64, 128, 128)), done);
+  k.b.ret();
+  codegen::PtxKernel ptxK = emitAndAssemble(*k.fn, Target::SM90a);
+  // Both K-major, 128-byte swizzle, SBO 1024 bytes, LBO field 1. A column block of Q is 64 rows
+  // x 128 bytes (8 KiB), one of K is 128 rows x 128 bytes (16 KiB).
+  int64_t kMajor =
+      static_cast<int64_t>((uint64_t(1) << 62) | (uint64_t(64) << 32) | (uint64_t(1) << 16));
+  std::vector<std::pair<DescriptorUse, DescriptorUse>> expected;
+  for (int64_t k0 = 0; k0 < 128; k0 += 16) {
+    int64_t inBlock = (k0 % 64) * 2;
+    expected.push_back({{kMajor, ((k0 / 64) * 8192 + inBlock) >> 4},
+                        {kMajor, ((k0 / 64) * 16384 + inBlock) >> 4}});
+  }
+  EXPECT_EQ(wgmmaDescriptorUses(ptxK.ptx), expected) << ptxK.ptx;
+  EXPECT_EQ(count(ptxK.ptx, ", 16383;"), 2) << ptxK.ptx;
+}
+
 TEST(Codegen, SharedMemoryBeyondTheTargetLimitIsAUserError) {
   KernelBuilder k("too_big", 4);
   k.fn->loc = SourceLoc{0, 3, 1};
