@@ -15,7 +15,9 @@ say() { echo "$@" | tee -a "$log"; }
 
 say "== scripts/gpu-test"
 SECONDS=0
-timeout "${WW_GPU_TEST_LIMIT:-300}" bash scripts/gpu-test > "$OUT/gpu-test.log" 2>&1
+# WW_PYTEST_ARGS (e.g. "-n 8" where pytest-xdist is installed) go to pytest.
+# shellcheck disable=SC2086
+timeout "${WW_GPU_TEST_LIMIT:-300}" bash scripts/gpu-test ${WW_PYTEST_ARGS:-} > "$OUT/gpu-test.log" 2>&1
 say "gpu-test exit code $? after ${SECONDS} s"
 grep -E "tests passed|tests failed|^[0-9]+ (passed|failed)|passed|failed|error" "$OUT/gpu-test.log" | tail -n 8 | tee -a "$log"
 
