@@ -5,6 +5,7 @@ IR), of the PTX codegen on top, and of ptxas on top (cubin), medians over repeat
     python bench/compile_bench.py [--repeat N] [--json PATH]
 """
 import argparse
+import importlib
 import json
 import statistics
 import subprocess
@@ -68,6 +69,15 @@ def synthetic_kernel(lines=200):
     return "\n".join(body) + "\n"
 
 
+def library_kernel(path, kernel):
+    """The @ww.jit function `kernel` of the repository file `path` (imported as a module so that
+    its relative imports resolve)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    module = importlib.import_module(".".join(Path(path).with_suffix("").parts))
+    return getattr(module, kernel)
+
+
 def median_ms(fn, repeat):
     times = []
     for _ in range(repeat):
@@ -105,10 +115,10 @@ def main():
           f"{ms:.2f} ms (median of {args.repeat})")
     print(f"{'kernel':24} {'lines':>5} {'tile-ir ms':>10} {'+ptx ms':>8} {'+cubin ms':>9}")
     for path, kernel, sig, warps, target in CASES:
-        text = (ROOT / path).read_text()
-        req = dict(files=[(str(ROOT / path), text)], kernel=kernel, signature=sig, globals={},
+        env = library_kernel(path, kernel).environment()  # the files @ww.jit compiles with
+        req = dict(files=env.files, kernel=kernel, signature=sig, globals=env.globals,
                    target=target or "sm_90a", num_warps=warps, num_stages=3, num_ctas=1)
-        row = {"kernel": kernel, "lines": text.count("\n")}
+        row = {"kernel": kernel, "lines": env.files[0][1].count("\n")}
         row["tile_ir_ms"] = median_ms(lambda: nat.compile(**req, stage="tile-ir"), args.repeat)
         for stage, key in (("ptx", "ptx_ms"), ("cubin", "cubin_ms")):
             try:

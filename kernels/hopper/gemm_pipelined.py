@@ -19,17 +19,7 @@ import warpweave as ww
 import warpweave.language as tl
 from warpweave import tlx
 
-
-@ww.jit
-def grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
-    """(pid_m, pid_n) of `tile_id` in grouped order: GROUP_M tile-rows at a time, column-major."""
-    tiles_per_group = GROUP_M * num_pid_n
-    group = tile_id // tiles_per_group
-    first_pid_m = group * GROUP_M
-    group_rows = min(num_pid_m - first_pid_m, GROUP_M)
-    pid_m = first_pid_m + (tile_id % tiles_per_group) % group_rows
-    pid_n = (tile_id % tiles_per_group) // group_rows
-    return pid_m, pid_n
+from ..matmul import grouped_tile
 
 
 @ww.jit

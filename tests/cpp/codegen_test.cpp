@@ -11,12 +11,10 @@
 #include <bit>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
 #include <regex>
-#include <sstream>
 
 namespace ww {
 namespace {
@@ -1757,14 +1755,12 @@ TEST(CodegenGpu, DescriptorCopiesMoveBlocks) {
   for (int64_t i = 0; i < rows * cols; ++i) ASSERT_EQ(out[i], hin[i] + 1.0f) << i;
 }
 
-/// Compiles a kernel of kernels/ through the whole pipeline (front end to cubin) for sm_90a.
+/// Compiles a kernel of kernels/, with the sibling files its relative imports name, through the
+/// whole pipeline (front end to cubin) for sm_90a.
 CompiledKernel compileLibraryKernel(const std::string& file, const std::string& kernel,
                                     const std::string& signature, int numWarps) {
-  std::ifstream in(std::string(WW_SOURCE_DIR) + "/kernels/" + file);
-  std::stringstream text;
-  text << in.rdbuf();
   CompileRequest req;
-  req.files = {{"kernels/" + file, text.str()}};
+  req.files = readSourceWithImports(std::string(WW_SOURCE_DIR) + "/kernels/" + file);
   req.kernel = kernel;
   req.signature = parseSignature(signature);
   req.options.target = Target::SM90a;

@@ -2,6 +2,7 @@
 #include "frontend/AstDump.h"
 #include "frontend/Lexer.h"
 #include "frontend/Parser.h"
+#include "warpweave/warpweave.h"
 
 #include <gtest/gtest.h>
 
@@ -978,11 +979,10 @@ TEST(KernelLibrary, EveryKernelFileParsesAndHoldsOnlyJitFunctions) {
       {"attention.py", {"attend_block_range", "attention_fwd_kernel"}},
       {"embedding_bag.py", {"embedding_bag_kernel"}},
       {"reduction.py", {"row_sum_kernel", "row_max_kernel"}},
-      {"gemm_pipelined.py", {"grouped_tile", "load_stage", "gemm_pipelined_kernel"}},
+      {"gemm_pipelined.py", {"load_stage", "gemm_pipelined_kernel"}},
       {"gemm_ws.py",
-       {"grouped_tile", "rastered_tile", "release", "split_columns", "store_chunk",
-        "gemm_ws_kernel"}},
-      {"gemm_ws_pingpong.py", {"grouped_tile", "gemm_ws_pingpong_kernel"}},
+       {"rastered_tile", "release", "split_columns", "store_chunk", "gemm_ws_kernel"}},
+      {"gemm_ws_pingpong.py", {"gemm_ws_pingpong_kernel"}},
       {"attention_ws.py",
        {"wait_turn", "pass_turn", "online_softmax", "attend_block", "attention_ws_kernel"}},
       {"softmax_tma.py", {"load_row", "store_row", "softmax_tma_kernel"}},
@@ -1023,6 +1023,37 @@ TEST(KernelLibrary, EveryKernelFileParsesAndHoldsOnlyJitFunctions) {
     EXPECT_TRUE(importsTl);
   }
   EXPECT_EQ(kernelFiles, expected.size());
+}
+
+TEST(KernelLibrary, RelativeImportsNameJitFunctionsOfTheFilesTheyName) {
+  // `from ..matmul import grouped_tile`: the helper is compiled from the file the import names
+  // (readSourceWithImports), so that file must define it; one definition serves every kernel.
+  int imported = 0;
+  for (const std::string& path : pythonFilesUnder(std::string(WW_SOURCE_DIR) + "/kernels")) {
+    SCOPED_TRACE(path);
+    std::vector<SourceFile> files = readSourceWithImports(path);
+    SourceManager sm;
+    std::vector<ast::Module> modules;
+    for (const SourceFile& f : files)
+      modules.push_back(frontend::parseModule(sm, sm.addFile(f.path, f.text)));
+    if (std::none_of(modules[0].functions.begin(), modules[0].functions.end(),
+                     [](const auto& fn) { return ast::isJitFunction(*fn); }))
+      continue; // host modules (ops.py) import kernel modules, not helpers
+    for (const auto& imp : modules[0].imports)
+      for (const ast::ImportAlias& alias : imp->names) {
+        if (alias.module.empty() || alias.module[0] != '.' || alias.module.back() == '.')
+          continue; // absolute imports, and `from . import module`
+        std::string stem = alias.module.substr(alias.module.rfind('.') + 1);
+        bool defined = false;
+        for (size_t i = 1; i < files.size(); ++i)
+          if (std::filesystem::path(files[i].path).stem() == stem)
+            for (const auto& fn : modules[i].functions)
+              defined |= fn->name == alias.name && ast::isJitFunction(*fn);
+        EXPECT_TRUE(defined) << "from " << alias.module << " import " << alias.name;
+        ++imported;
+      }
+  }
+  EXPECT_GE(imported, 5); // the Hopper GEMMs' grouped_tile, the TMA kernels' row helpers
 }
 
 TEST(KernelLibrary, HostModulesBesideTheKernelsParse) {

@@ -78,13 +78,16 @@ std::string guessSignature(const ast::FunctionDef& fn) {
 } // namespace
 
 /// Specializes every @jit function of a parsed input through the public compile API (parse,
-/// specialize, clean-up passes). Returns "" when each either compiles or fails with a rendered
-/// diagnostic that points into the input.
-std::string fuzzSpecializer(const std::string& text, const ast::Module& module) {
+/// specialize, clean-up passes), with `imported` (the unmutated files the seed's relative imports
+/// name) beside it. Returns "" when each either compiles or fails with a rendered diagnostic that
+/// points into the input or into an imported file.
+std::string fuzzSpecializer(const std::string& text, const ast::Module& module,
+                            const std::vector<SourceFile>& imported) {
   for (const auto& fn : module.functions) {
     if (!ast::isJitFunction(*fn)) continue;
     CompileRequest req;
     req.files.push_back({"fuzz.py", text});
+    req.files.insert(req.files.end(), imported.begin(), imported.end());
     req.kernel = fn->name;
     req.stage = Stage::TileIR;
     try {
@@ -96,7 +99,10 @@ std::string fuzzSpecializer(const std::string& text, const ast::Module& module) 
       compile(req);
     } catch (const CompileFailure& e) {
       std::string what = e.what();
-      if (what.rfind("fuzz.py:", 0) != 0 && what.rfind("<global", 0) != 0 &&
+      bool inImported = std::any_of(imported.begin(), imported.end(), [&](const SourceFile& f) {
+        return what.rfind(f.path + ":", 0) == 0;
+      });
+      if (what.rfind("fuzz.py:", 0) != 0 && !inImported && what.rfind("<global", 0) != 0 &&
           what.rfind("<signature", 0) != 0 && what.rfind("error:", 0) != 0)
         return "specializing '" + fn->name + "': diagnostic without FILE:LINE:COL: " + what;
     } catch (const std::exception& e) {
@@ -108,16 +114,17 @@ std::string fuzzSpecializer(const std::string& text, const ast::Module& module) 
   return "";
 }
 
-/// Runs the front end and the specializer on one input. Returns "" when the outcome is acceptable
-/// (compiled, or a CompileError with a valid location), else what went wrong.
-std::string fuzzOne(const std::string& text) {
+/// Runs the front end and the specializer on one input (with the files its seed imports from).
+/// Returns "" when the outcome is acceptable (compiled, or a CompileError with a valid location),
+/// else what went wrong.
+std::string fuzzOne(const std::string& text, const std::vector<SourceFile>& imported = {}) {
   SourceManager sm;
   uint32_t file = sm.addFile("fuzz.py", text);
   try {
     ast::Module module = frontend::parseModule(sm, file);
     // Dumping visits every node: a half-built tree (a null child) would surface here.
     if (ast::dump(module).empty()) return "empty AST dump";
-    return fuzzSpecializer(text, module);
+    return fuzzSpecializer(text, module, imported);
   } catch (CompileError& e) {
     std::string bad =
         checkLocation(sm, file, e.diagnostic().loc, "error '" + e.diagnostic().message + "'");
@@ -141,6 +148,13 @@ std::string readFile(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+/// The files the relative imports of the kernel file `path` name (its helpers' modules).
+std::vector<SourceFile> importedFiles(const std::string& path) {
+  std::vector<SourceFile> files = readSourceWithImports(path);
+  files.erase(files.begin());
+  return files;
 }
 
 std::vector<std::string> corpusFiles() {
@@ -281,7 +295,8 @@ private:
 TEST(Fuzz, SeedsAreAccepted) {
   std::vector<std::string> files = corpusFiles();
   ASSERT_FALSE(files.empty());
-  for (const std::string& path : files) EXPECT_EQ(fuzzOne(readFile(path)), "") << path;
+  for (const std::string& path : files)
+    EXPECT_EQ(fuzzOne(readFile(path), importedFiles(path)), "") << path;
 }
 
 // The guessed signatures must let the unmutated kernels through, or the mutants would only ever
@@ -383,11 +398,12 @@ TEST(Fuzz, BoundedMutationLoop) {
   int total = 0, parsed = 0;
   for (size_t f = 0; f < files.size(); ++f) {
     std::string seed = readFile(files[f]);
+    std::vector<SourceFile> imported = importedFiles(files[f]); // mutants call helpers there too
     Mutator mutator(seed, 12345u + static_cast<uint32_t>(f));
     for (int i = 0; i < kMutantsPerFile; ++i) {
       std::string mutant = mutator.next();
       auto t0 = std::chrono::steady_clock::now();
-      std::string bad = fuzzOne(mutant);
+      std::string bad = fuzzOne(mutant, imported);
       double ms =
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       slowestMs = std::max(slowestMs, ms);

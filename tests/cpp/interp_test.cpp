@@ -9,13 +9,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <random>
-#include <sstream>
 
 using namespace ww;
 using namespace ww::ir;
@@ -1373,6 +1372,19 @@ TEST(InterpTasks, ExpandedReplicasRunOncePerOp) {
 
 namespace {
 
+/// A kernel file of the repository (`kernels/...`) with the sibling files its relative imports
+/// name, as @ww.jit compiles it.
+std::vector<SourceFile> kernelFiles(const std::string& path) {
+  return readSourceWithImports(std::string(WW_SOURCE_DIR) + "/" + path);
+}
+
+/// The 1-based line of `source` holding `part`.
+int lineOf(const std::string& source, const std::string& part) {
+  size_t at = source.find(part);
+  EXPECT_NE(at, std::string::npos) << part;
+  return 1 + int(std::count(source.begin(), source.begin() + std::ptrdiff_t(at), '\n'));
+}
+
 struct SourceKernel {
   SourceManager sm;
   std::vector<ast::Module> modules;
@@ -1381,15 +1393,15 @@ struct SourceKernel {
 
   SourceKernel(const std::string& path, const std::string& kernel, const std::string& sig,
                int numWarps = 4) {
-    std::ifstream file(std::string(WW_SOURCE_DIR) + "/" + path);
-    std::stringstream text;
-    text << file.rdbuf();
-    modules.reserve(1);
+    std::vector<SourceFile> files = kernelFiles(path);
+    modules.reserve(files.size()); // the specializer keeps the modules' addresses
     try {
-      modules.push_back(frontend::parseModule(sm, sm.addFile(path, text.str())));
       specialize::SpecializeInput in;
+      for (const SourceFile& f : files) {
+        modules.push_back(frontend::parseModule(sm, sm.addFile(f.path, f.text)));
+        in.modules.push_back(&modules.back());
+      }
       in.sources = &sm;
-      in.modules.push_back(&modules[0]);
       in.kernel = kernel;
       in.signature = parseSignature(sig);
       in.options.numWarps = numWarps;
@@ -1713,11 +1725,8 @@ TEST(InterpTasks, SchedulingIsDeterministic) {
 }
 
 TEST(InterpPublicApi, CompileToTileIrThenInterpret) {
-  std::ifstream file(std::string(WW_SOURCE_DIR) + "/kernels/vector_add.py");
-  std::stringstream text;
-  text << file.rdbuf();
   CompileRequest req;
-  req.files.push_back({"vector_add.py", text.str()});
+  req.files = kernelFiles("kernels/vector_add.py");
   req.kernel = "add_kernel";
   req.signature = parseSignature("x_ptr:*fp32:16, y_ptr:*fp32:16, out_ptr:*fp32:16, n:i32, "
                                  "BLOCK=256");
@@ -2102,12 +2111,12 @@ TEST(InterpRaces, NamedBarrierHandoffIsCleanAndItsBugsAreReported) {
 TEST(InterpRaces, RefillingAStageAnUnretiredWgmmaReadsIsReported) {
   // kernels/hopper/gemm_pipelined.py with one MMA too many left in flight: the stage of step
   // k - 1 is refilled while its wgmma may still read it.
-  std::ifstream file(std::string(WW_SOURCE_DIR) + "/kernels/hopper/gemm_pipelined.py");
-  std::stringstream text;
-  text << file.rdbuf();
-  std::string source = text.str();
+  std::vector<SourceFile> files = kernelFiles("kernels/hopper/gemm_pipelined.py");
+  std::string source = files[0].text;
   const std::string retire = "acc = tlx.async_dot_wait(1, acc)";
   ASSERT_NE(source.find(retire), std::string::npos);
+  const int refill = lineOf(source, "tlx.async_descriptor_load(a_desc");
+  const int dot = lineOf(source, "acc = tlx.async_dot(");
   CompileRequest req;
   req.kernel = "gemm_pipelined_kernel";
   req.signature = parseSignature(
@@ -2128,7 +2137,7 @@ TEST(InterpRaces, RefillingAStageAnUnretiredWgmmaReadsIsReported) {
                                   InterpArg::integer(K)};
   };
   // As written the kernel runs clean, also under seeded schedules.
-  req.files = {{"gemm_pipelined.py", source}};
+  req.files = files;
   CompiledKernel clean = compile(req);
   interp::RunOptions o;
   o.seed = 3;
@@ -2136,17 +2145,20 @@ TEST(InterpRaces, RefillingAStageAnUnretiredWgmmaReadsIsReported) {
   interp::run(*clean.module->functions.front(), clean.module->sources, grid, args(), o);
 
   source.replace(source.find(retire), retire.size(), "acc = tlx.async_dot_wait(2, acc)");
-  req.files = {{"gemm_pipelined.py", source}};
+  req.files = files;
+  req.files[0].text = source;
   CompiledKernel buggy = compile(req);
   try {
     interpret(buggy, grid, args());
     FAIL() << "expected an InterpreterError";
   } catch (const InterpreterError& e) {
     std::string err = e.what();
-    EXPECT_TRUE(contains(err, "gemm_pipelined.py:41:5: error: async_desc_load overwrites shared "
-                              "memory that async_dot by the program may still be reading"))
+    EXPECT_TRUE(contains(err, "gemm_pipelined.py:" + std::to_string(refill) +
+                                  ":5: error: async_desc_load overwrites shared memory that "
+                                  "async_dot by the program may still be reading"))
         << err;
-    EXPECT_TRUE(contains(err, "gemm_pipelined.py:74:")) << err; // the async_dot's note
+    EXPECT_TRUE(contains(err, "gemm_pipelined.py:" + std::to_string(dot) + ":"))
+        << err; // the async_dot's note
   }
 }
 
@@ -2155,20 +2167,6 @@ TEST(InterpRaces, RefillingAStageAnUnretiredWgmmaReadsIsReported) {
 // ---------------------------------------------------------------------------------------------
 
 namespace {
-
-std::string readSource(const std::string& path) {
-  std::ifstream file(std::string(WW_SOURCE_DIR) + "/" + path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
-/// The 1-based line of `source` holding `part`.
-int lineOf(const std::string& source, const std::string& part) {
-  size_t at = source.find(part);
-  EXPECT_NE(at, std::string::npos) << part;
-  return 1 + int(std::count(source.begin(), source.begin() + std::ptrdiff_t(at), '\n'));
-}
 
 /// kernels/hopper/gemm_pipelined.py (with `from` replaced by `to` when given) on a 64x32x80
 /// product at `numWarps` under the schedules of `options`: the error, or "" once C is checked
@@ -2182,7 +2180,8 @@ std::string runPipelinedGemm(const std::string& source, int numWarps,
       "K:i32, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, NUM_STAGES=3");
   req.stage = Stage::TileIR;
   req.options.numWarps = numWarps;
-  req.files = {{"gemm_pipelined.py", source}};
+  req.files = kernelFiles("kernels/hopper/gemm_pipelined.py"); // with matmul.py's grouped_tile
+  req.files[0].text = source;
   CompiledKernel kernel = compile(req);
   const int M = 64, N = 32, K = 80;
   auto a = randomHalves(size_t(M) * K, 61, 8, 0.125f),
@@ -2218,7 +2217,7 @@ std::string replaced(std::string source, const std::string& from, const std::str
 } // namespace
 
 TEST(InterpRaces, PipelinedGemmOnTwoWarpGroupsIsCleanUnderSeeds) {
-  const std::string source = readSource("kernels/hopper/gemm_pipelined.py");
+  const std::string source = kernelFiles("kernels/hopper/gemm_pipelined.py")[0].text;
   for (uint64_t seed : {0, 1, 7, 42}) {
     interp::RunOptions o;
     o.seed = seed;
@@ -2234,7 +2233,7 @@ TEST(InterpRaces, PipelinedGemmOnTwoWarpGroupsIsCleanUnderSeeds) {
 TEST(InterpRaces, RefillBeforeBothWarpGroupsRetiredTheirWgmmaIsReported) {
   // The kernel before its fix: thread 0 refills the stage of step k - 1 right after
   // async_dot_wait(1), which only the issuing warp group's wgmmas are past.
-  const std::string fixed = readSource("kernels/hopper/gemm_pipelined.py");
+  const std::string fixed = kernelFiles("kernels/hopper/gemm_pipelined.py")[0].text;
   const std::string source = replaced(fixed, "tl.debug_barrier()", "pass");
   const int refill = lineOf(source, "tlx.async_descriptor_load(a_desc");
   const int wait = lineOf(source, "acc = tlx.async_dot_wait(1, acc)");

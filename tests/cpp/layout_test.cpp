@@ -19,11 +19,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <random>
 #include <set>
-#include <sstream>
 
 using namespace ww;
 using namespace ww::layout;
@@ -1359,18 +1357,21 @@ const RealKernel kRealKernels[] = {
      4},
 };
 
-/// Parses and specializes one kernel (cleanup passes applied); null with a message on failure.
+/// Parses and specializes one kernel (cleanup passes applied) with the sibling files its relative
+/// imports name; null with a message on failure. `modules` (empty) receives the parsed files.
 std::unique_ptr<ir::Function> specializeKernel(const RealKernel& k, SourceManager& sm,
                                                std::vector<ast::Module>& modules,
                                                std::string& error) {
-  std::ifstream f(std::string(WW_SOURCE_DIR) + "/" + k.file);
-  std::stringstream text;
-  text << f.rdbuf();
   try {
-    modules.push_back(frontend::parseModule(sm, sm.addFile(k.file, text.str())));
+    std::vector<SourceFile> files =
+        readSourceWithImports(std::string(WW_SOURCE_DIR) + "/" + k.file);
+    modules.reserve(files.size()); // the specializer keeps the modules' addresses
     specialize::SpecializeInput in;
+    for (const SourceFile& f : files) {
+      modules.push_back(frontend::parseModule(sm, sm.addFile(f.path, f.text)));
+      in.modules.push_back(&modules.back());
+    }
     in.sources = &sm;
-    in.modules.push_back(&modules.back());
     in.kernel = k.kernel;
     in.signature = parseSignature(k.signature);
     in.options.numWarps = k.numWarps;
@@ -1391,7 +1392,6 @@ TEST(LayoutAssignmentOnKernels, EveryTensorGetsALayoutOnEveryTarget) {
     SCOPED_TRACE(std::string(k.file) + ":" + k.kernel);
     SourceManager sm;
     std::vector<ast::Module> modules;
-    modules.reserve(1);
     std::string error;
     std::unique_ptr<ir::Function> fn = specializeKernel(k, sm, modules, error);
     if (!fn) {
@@ -1468,7 +1468,6 @@ TEST(LayoutAssignmentOnKernels, OnHopperOnlyEpiloguesMoveDataThroughSharedMemory
     ASSERT_NE(k, nullptr);
     SourceManager sm;
     std::vector<ast::Module> modules;
-    modules.reserve(1);
     std::string error;
     std::unique_ptr<ir::Function> fn = specializeKernel(*k, sm, modules, error);
     ASSERT_TRUE(fn) << error;
@@ -1510,7 +1509,6 @@ TEST(LayoutAssignmentOnKernels, KeyChoicesOnRealKernels) {
     // Vector add: every load and store moves 16 bytes per vector.
     SourceManager sm;
     std::vector<ast::Module> modules;
-    modules.reserve(1);
     std::unique_ptr<ir::Function> fn;
     LayoutMap map = assign(kRealKernels[0], Target::SM90a, sm, modules, fn);
     ASSERT_TRUE(fn);
@@ -1529,7 +1527,6 @@ TEST(LayoutAssignmentOnKernels, KeyChoicesOnRealKernels) {
     for (Target target : {Target::SM90a, Target::SM80}) {
       SourceManager sm;
       std::vector<ast::Module> modules;
-      modules.reserve(1);
       std::unique_ptr<ir::Function> fn;
       LayoutMap map = assign(kRealKernels[5], target, sm, modules, fn);
       ASSERT_TRUE(fn);

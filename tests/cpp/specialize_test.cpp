@@ -1183,7 +1183,7 @@ namespace {
 CompiledKernel compileFile(const std::string& file, const std::string& kernel,
                            const std::string& sig) {
   CompileRequest req;
-  req.files = {{file, readFile(std::string(WW_SOURCE_DIR) + "/" + file)}};
+  req.files = readSourceWithImports(std::string(WW_SOURCE_DIR) + "/" + file);
   req.kernel = kernel;
   req.signature = parseSignature(sig);
   req.stage = Stage::TileIR;

@@ -6,6 +6,7 @@ import importlib
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,17 @@ TMA_STORE = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
 
 
 def compile_source(path, kernel, signature, num_warps=4, stage="cubin", num_ctas=1):
-    files = [(str(path), Path(path).read_text())]
-    return native_loader.native().compile(files, kernel, signature, {}, target="sm_90a",
+    """Compiles `kernel` of the file `path`; a library kernel (under kernels/) comes with the
+    files its relative imports name and its module's globals, as @ww.jit compiles it."""
+    path = Path(path)
+    files, globals_ = [(str(path), path.read_text())], {}
+    if path.is_relative_to(ROOT / "kernels"):
+        if str(ROOT) not in sys.path:
+            sys.path.insert(0, str(ROOT))
+        module = importlib.import_module(".".join(path.relative_to(ROOT).with_suffix("").parts))
+        env = getattr(module, kernel).environment()
+        files, globals_ = env.files, env.globals
+    return native_loader.native().compile(files, kernel, signature, globals_, target="sm_90a",
                                           num_warps=num_warps, stage=stage, num_ctas=num_ctas)
 
 
