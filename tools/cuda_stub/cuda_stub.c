@@ -209,6 +209,9 @@ CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attr, CUdev
   case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
     *value = 232448;
     break;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
+    *value = 233472;
+    break;
   case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
     *value = 1024;
     break;
