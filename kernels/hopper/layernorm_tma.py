@@ -29,17 +29,7 @@ import warpweave.language as tl
 from warpweave import tlx
 
 from ..layernorm import _add_pair
-from .softmax_tma import store_row
-
-
-@ww.jit
-def load_row(desc, bufs, bars, stage, row, pred, TILE_R: tl.constexpr, ROW_BYTES: tl.constexpr):
-    """Starts the TMA copy of row `row` into `stage` (when pred), completing the stage's barrier
-    (which expects ROW_BYTES: the bytes of every copy that completes it)."""
-    bar = tlx.local_view(bars, stage)
-    tlx.barrier_expect_bytes(bar, ROW_BYTES, pred=pred)
-    tlx.async_descriptor_load(desc, tlx.local_view(bufs, stage), [row * TILE_R, 0], bar,
-                              pred=pred, eviction_policy="evict_first")
+from .softmax_tma import load_row, store_row
 
 
 @ww.jit
