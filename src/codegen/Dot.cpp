@@ -290,10 +290,7 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
                         int64_t byteOffset) {
     std::string addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(byteOffset)));
     addr = b_.pure("add.s32", RegClass::B32, {addr, immInt(regionBase)});
-    std::string field = b_.pure("shr.u32", RegClass::B32, {addr, "4"});
-    field = b_.pure("and.b32", RegClass::B32, {field, "16383"});
-    std::string wide = b_.pure("cvt.u64.u32", RegClass::B64, {field});
-    return b_.pure("or.b64", RegClass::B64, {wide, immInt(static_cast<int64_t>(fixedBits))});
+    return wgmmaDescriptor(b_, addr, fixedBits);
   };
   std::string abType = at.elem == DType::F16 ? "f16" : at.elem == DType::BF16 ? "bf16" : "tf32";
   std::string opcode = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(instrN) + "k" +
