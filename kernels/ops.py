@@ -729,10 +729,31 @@ def _reduction_config(n_cols: int, on_gpu: bool) -> dict:
     return dict(BLOCK_M=4, BLOCK_N=min(256, max(16, ww.next_power_of_2(n_cols))), num_warps=4)
 
 
+def _reduction_chunks(place, partial_kernel, key, n_rows, n_cols, config, args) -> int:
+    """Column chunks per row: 1 while the row programs alone fill the GPU (4 per SM), else
+    enough chunks for about one full wave of resident partial programs, each chunk at least
+    four blocks of columns wide (fewer, longer chunks would leave the combine less to do but
+    the SMs idle)."""
+    row_programs = ww.cdiv(n_rows, config["BLOCK_M"])
+    if row_programs >= 4 * place.num_sms():
+        return 1
+    resident = _resident_programs(place, partial_kernel, (*key, tuple(sorted(config.items()))),
+                                  args, **config)
+    wanted = ww.cdiv(place.num_sms() * min(8, resident), row_programs)
+    return max(1, min(wanted, n_cols // (4 * config["BLOCK_N"])))
+
+
+def _reduction_chunk_cols(n_cols: int, n_chunks: int, block_n: int) -> tuple:
+    """(columns per chunk, chunk count): chunks whole blocks wide, none left empty."""
+    chunk_cols = ww.cdiv(ww.cdiv(n_cols, n_chunks), block_n) * block_n
+    return chunk_cols, ww.cdiv(n_cols, chunk_cols)
+
+
 def row_sum(x, config=None):
     """Sum of each row of a 2-D x (fp16, bf16 or fp32; rows may be strided), accumulated and
     returned in fp32, shape [n_rows]. `config` (for bench/sweep_memory.py) overrides BLOCK_M,
-    BLOCK_N and num_warps."""
+    BLOCK_N, num_warps and chunks (column chunks per row, split across programs and combined
+    by a second launch; by default from the SM count, 1 when the rows fill the GPU)."""
     op = "row_sum"
     place = _Place(op, {"x": x})
     _check_dtype(op, "x", x, _FLOATS)
@@ -743,6 +764,19 @@ def row_sum(x, config=None):
     if n_rows == 0:
         return out
     config = {**_reduction_config(n_cols, place.on_gpu), **(config or {})}
+    n_chunks = config.pop("chunks", None) or _reduction_chunks(
+        place, _reduction.row_sum_partial_kernel, (op, str(x.dtype)), n_rows, n_cols, config,
+        (x, out, n_rows, n_cols, _strides(x)[0], n_cols))
+    if n_chunks > 1:
+        chunk_cols, n_chunks = _reduction_chunk_cols(n_cols, n_chunks, config["BLOCK_N"])
+    if n_chunks > 1:
+        partial = place.empty((n_rows, n_chunks), "float32")
+        _reduction.row_sum_partial_kernel[lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]), n_chunks)](
+            x, partial, n_rows, n_cols, _strides(x)[0], chunk_cols, **config)
+        # Summing the partials in chunk order, one program per rows: deterministic.
+        _reduction.row_sum_kernel[lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]),)](
+            partial, out, n_rows, n_chunks, n_chunks, **_reduction_config(n_chunks, place.on_gpu))
+        return out
     _reduction.row_sum_kernel[lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]),)](
         x, out, n_rows, n_cols, _strides(x)[0], **config)
     return out
@@ -750,8 +784,9 @@ def row_sum(x, config=None):
 
 def row_max(x, config=None):
     """(values, indices) of each row's maximum of a 2-D x (fp16, bf16 or fp32): values fp32,
-    indices int32, the first column holding the maximum. Rows must not be empty. `config` (for
-    bench/sweep_memory.py) overrides BLOCK_M, BLOCK_N and num_warps."""
+    indices int32, the first column holding the maximum (NaN compares false, so it never
+    replaces a number). Rows must not be empty. `config` (for bench/sweep_memory.py) overrides
+    BLOCK_M, BLOCK_N, num_warps and chunks (as row_sum's)."""
     op = "row_max"
     place = _Place(op, {"x": x})
     _check_dtype(op, "x", x, _FLOATS)
@@ -766,6 +801,22 @@ def row_max(x, config=None):
     if n_rows == 0:
         return values, indices
     config = {**_reduction_config(n_cols, place.on_gpu), **(config or {})}
+    n_chunks = config.pop("chunks", None) or _reduction_chunks(
+        place, _reduction.row_max_partial_kernel, (op, str(x.dtype)), n_rows, n_cols, config,
+        (x, values, indices, n_rows, n_cols, _strides(x)[0], n_cols))
+    if n_chunks > 1:
+        chunk_cols, n_chunks = _reduction_chunk_cols(n_cols, n_chunks, config["BLOCK_N"])
+    if n_chunks > 1:
+        partial = place.empty((n_rows, n_chunks), "float32")
+        partial_index = place.empty((n_rows, n_chunks), "int32")
+        _reduction.row_max_partial_kernel[lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]), n_chunks)](
+            x, partial, partial_index, n_rows, n_cols, _strides(x)[0], chunk_cols, **config)
+        block_c = max(16, ww.next_power_of_2(n_chunks))
+        block_m = max(1, min(64, 4096 // block_c))
+        _reduction.row_max_combine_kernel[(ww.cdiv(n_rows, block_m),)](
+            partial, partial_index, values, indices, n_rows, n_chunks, BLOCK_M=block_m,
+            BLOCK_C=block_c, num_warps=4)
+        return values, indices
     _reduction.row_max_kernel[lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]),)](
         x, values, indices, n_rows, n_cols, _strides(x)[0], **config)
     return values, indices

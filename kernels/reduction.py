@@ -9,6 +9,13 @@ rows are both served by one kernel.
     constexprs: BLOCK_M (e.g. 4), BLOCK_N (e.g. 1024); BLOCK_M * BLOCK_N elements per step
     signature: x_ptr:*fp32:16, out_ptr:*fp32:16, n_rows:i32, n_cols:i32, stride_row:i32,
                BLOCK_M=4, BLOCK_N=1024
+
+Too few rows to fill the GPU (64 rows of 4M columns) take two launches instead: the *_partial
+kernels give each program BLOCK_M rows of one chunk of chunk_cols columns (program_id(1) is
+the chunk) and write one partial per row and chunk to an fp32 workspace [n_rows, n_chunks];
+row_sum_kernel then sums the partials, row_max_combine_kernel picks the best chunk. No atomics:
+the result does not depend on which program finishes first.
+    grid = (cdiv(n_rows, BLOCK_M), n_chunks), chunk_cols a multiple of BLOCK_N
 """
 import warpweave as ww
 import warpweave.language as tl
@@ -46,5 +53,71 @@ def row_max_kernel(x_ptr, out_ptr, out_index_ptr, n_rows, n_cols, stride_row,
         better = block_best > best
         best_index = tl.where(better, start + block_index, best_index)
         best = tl.where(better, block_best, best)
+    tl.store(out_ptr + rows, best, mask=row_mask)
+    tl.store(out_index_ptr + rows, best_index, mask=row_mask)
+
+
+@ww.jit
+def row_sum_partial_kernel(x_ptr, partial_ptr, n_rows, n_cols, stride_row, chunk_cols,
+                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    chunk = tl.program_id(1)
+    n_chunks = tl.num_programs(1)
+    row_mask = rows < n_rows
+    row_base = x_ptr + rows.to(tl.int64)[:, None] * stride_row
+    # chunk_cols is whole blocks: saying so lets the loads be vectors (as in the one-launch kernel).
+    col_begin = tl.multiple_of(chunk * chunk_cols, BLOCK_N)
+    col_end = col_begin + chunk_cols
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for start in range(col_begin, tl.minimum(col_end, n_cols), BLOCK_N):
+        cols = start + tl.arange(0, BLOCK_N)
+        # Two bounds rather than one minimum: each keeps its known alignment.
+        mask = row_mask[:, None] & (cols[None, :] < col_end) & (cols[None, :] < n_cols)
+        acc += tl.load(row_base + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+    tl.store(partial_ptr + rows * n_chunks + chunk, tl.sum(acc, axis=1), mask=row_mask)
+
+
+@ww.jit
+def row_max_partial_kernel(x_ptr, partial_ptr, partial_index_ptr, n_rows, n_cols, stride_row,
+                           chunk_cols, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    chunk = tl.program_id(1)
+    n_chunks = tl.num_programs(1)
+    row_mask = rows < n_rows
+    row_base = x_ptr + rows.to(tl.int64)[:, None] * stride_row
+    # chunk_cols is whole blocks: saying so lets the loads be vectors (as in the one-launch kernel).
+    col_begin = tl.multiple_of(chunk * chunk_cols, BLOCK_N)
+    col_end = col_begin + chunk_cols
+    best = tl.full([BLOCK_M], -float("inf"), dtype=tl.float32)
+    # A chunk with no value above -inf names its first column, as a whole row of -inf names 0.
+    best_index = tl.zeros([BLOCK_M], dtype=tl.int32) + col_begin
+    for start in range(col_begin, tl.minimum(col_end, n_cols), BLOCK_N):
+        cols = start + tl.arange(0, BLOCK_N)
+        # Two bounds rather than one minimum: each keeps its known alignment.
+        mask = row_mask[:, None] & (cols[None, :] < col_end) & (cols[None, :] < n_cols)
+        x = tl.load(row_base + cols[None, :], mask=mask, other=-float("inf")).to(tl.float32)
+        block_best, block_index = tl.max(x, axis=1, return_indices=True)
+        # The same rule as row_max_kernel's, so a row's result does not depend on the split.
+        better = block_best > best
+        best_index = tl.where(better, start + block_index, best_index)
+        best = tl.where(better, block_best, best)
+    slots = rows * n_chunks + chunk
+    tl.store(partial_ptr + slots, best, mask=row_mask)
+    tl.store(partial_index_ptr + slots, best_index, mask=row_mask)
+
+
+@ww.jit
+def row_max_combine_kernel(partial_ptr, partial_index_ptr, out_ptr, out_index_ptr, n_rows,
+                           n_chunks, BLOCK_M: tl.constexpr, BLOCK_C: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    chunks = tl.arange(0, BLOCK_C)
+    row_mask = rows < n_rows
+    slots = rows[:, None] * n_chunks + chunks[None, :]
+    mask = row_mask[:, None] & (chunks[None, :] < n_chunks)
+    partial = tl.load(partial_ptr + slots, mask=mask, other=-float("inf"))
+    # Partials are never NaN (a NaN never passes `>`); equal maxima go to the lower chunk, whose
+    # columns all come before the higher chunk's, so the first column still wins.
+    best, best_chunk = tl.max(partial, axis=1, return_indices=True)
+    best_index = tl.load(partial_index_ptr + rows * n_chunks + best_chunk, mask=row_mask, other=0)
     tl.store(out_ptr + rows, best, mask=row_mask)
     tl.store(out_index_ptr + rows, best_index, mask=row_mask)

@@ -172,7 +172,9 @@ def test_embedding_bag(num_bags, dim, num_embeddings, max_bag, dtype, mode, weig
     assert_close(out, ref, TOL[dtype], "bags")
 
 
-@pytest.mark.parametrize("shape", [(1, 1), (3, 17), (1000, 781), (8192, 8192), (7, 100_003)])
+# (64, 1 << 20) and (7, 100_003): too few rows to fill the GPU, split into column chunks.
+@pytest.mark.parametrize("shape", [(1, 1), (3, 17), (1000, 781), (8192, 8192), (7, 100_003),
+                                   (64, 1 << 20)])
 @pytest.mark.parametrize("dtype", [F32, F16, BF16])
 def test_row_reductions(shape, dtype):
     x = randn(*shape, dtype=dtype, shift=0.5)
@@ -188,6 +190,24 @@ def test_row_reductions(shape, dtype):
     first = torch.where(x.float() == ref_values[:, None], cols, shape[1]).min(1).values
     assert torch.equal(indices.long(), first)
 
+
+
+def test_row_max_split_ties_and_nan():
+    # 64 rows of 2^20 split into column chunks: equal maxima within and across chunks keep the
+    # first column; NaN gives exactly the one-launch kernel's answer (same blocks, same rule).
+    n = 1 << 20
+    x = randn(64, n)
+    x[3, 7] = x[3, n - 1] = 50.0
+    x[5, 500_000] = x[5, 600_000] = x[5, 600_001] = 50.0
+    x[9, [0, 1 << 19, n - 1]] = float("nan")
+    values, indices = ops.row_max(x)
+    whole_values, whole_indices = ops.row_max(x, config={"chunks": 1})
+    torch.cuda.synchronize()
+    assert indices[3].item() == 7 and indices[5].item() == 500_000
+    assert torch.equal(values, whole_values) and torch.equal(indices, whole_indices)
+    finite = torch.ones(64, dtype=torch.bool, device=DEV)
+    finite[9] = False
+    assert torch.equal(values[finite], x[finite].max(1).values)
 
 # Every launch configuration bench/sweep_memory.py times (any may become a default), at 4000
 # columns (the 4096-column block of the sweep's sizes, masked) and a row count that leaves the

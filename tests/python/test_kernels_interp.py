@@ -489,6 +489,103 @@ def test_row_reductions_of_strided_rows(rng):
     np.testing.assert_array_equal(indices, x.argmax(axis=1))
 
 
+class LaunchSpy:
+    """Wraps a kernel and records the grid of each launch, so a test can tell which path ran."""
+
+    def __init__(self, kernel):
+        self.kernel, self.grids = kernel, []
+
+    def __getitem__(self, grid):
+        def launch(*args, **meta):
+            self.grids.append(tuple(grid(meta) if callable(grid) else grid))
+            return self.kernel[grid](*args, **meta)
+        return launch
+
+
+@pytest.fixture
+def partial_spies(monkeypatch):
+    spies = {}
+    for name in ("row_sum_partial_kernel", "row_max_partial_kernel"):
+        spies[name] = LaunchSpy(getattr(ops._reduction, name))
+        monkeypatch.setattr(ops._reduction, name, spies[name])
+    return spies["row_sum_partial_kernel"], spies["row_max_partial_kernel"]
+
+
+def first_max_ref(x):
+    return f64(x).max(axis=1), f64(x).argmax(axis=1)
+
+
+@pytest.mark.parametrize("shape,chunks", [((3, 5000), 3), ((3, 5000), 7), ((5, 3001), 4),
+                                          ((1, 1024), 4), ((6, 700), 2)])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_row_reductions_split_into_chunks(rng, partial_spies, shape, chunks, dtype):
+    x = randn(rng, shape, dtype) + np.asarray(0.5, np_dtype(dtype))
+    # Chunks are whole 256-column blocks (the interpreter's BLOCK_N here): fewer when the row
+    # has fewer blocks than the chunks asked for.
+    expected_chunks = ops.ww.cdiv(shape[1], ops.ww.cdiv(ops.ww.cdiv(shape[1], chunks), 256) * 256)
+    assert_close(ops.row_sum(x, config={"chunks": chunks}), f64(x).sum(axis=1), 1e-5, "sums")
+    values, indices = ops.row_max(x, config={"chunks": chunks})
+    ref_values, ref_indices = first_max_ref(x)
+    np.testing.assert_array_equal(values, ref_values)
+    np.testing.assert_array_equal(indices, ref_indices)
+    sums_spy, max_spy = partial_spies
+    launched = [g[1] for g in sums_spy.grids + max_spy.grids]
+    assert launched == ([expected_chunks] * 2 if expected_chunks > 1 else [])
+
+
+def test_row_max_split_keeps_the_first_of_equal_maxima(rng, partial_spies):
+    x = randn(rng, (6, 3000), "float32")
+    # Chunks of 768 columns (3000 over 4 chunks): equal maxima within a chunk, across chunks,
+    # at a chunk's first column, in the last (partial) chunk, and a row of -inf.
+    for r, cols in enumerate(((5, 2999), (800, 1600), (768, 1536), (2400, 2304), (2999,))):
+        x[r, list(cols)] = 9.0
+    x[5] = -np.inf
+    values, indices = ops.row_max(x, config={"chunks": 4})
+    assert partial_spies[1].grids == [(2, 4)]
+    np.testing.assert_array_equal(values, [9, 9, 9, 9, 9, -np.inf])
+    np.testing.assert_array_equal(indices, [5, 800, 768, 2304, 2999, 0])
+
+
+def test_row_max_split_treats_nan_as_the_whole_row_kernel_does(rng):
+    # NaN compares false, so it never replaces a number: the split path must give exactly the
+    # one-launch kernel's answer, whose blocks are the same columns.
+    x = randn(rng, (5, 2100), "float32")
+    for r, cols in enumerate(((3,), (256, 1000), (0, 511), (2099,), tuple(range(2100)))):
+        x[r, list(cols)] = np.nan
+    whole = ops.row_max(x, config={"chunks": 1})
+    split = ops.row_max(x, config={"chunks": 3})
+    np.testing.assert_array_equal(split[0], whole[0])
+    np.testing.assert_array_equal(split[1], whole[1])
+    # A NaN that is not the first of a block is passed over by the interpreter's argmax.
+    assert split[0][0] == np.nanmax(x[0]) and split[1][0] == np.nanargmax(x[0])
+    assert split[0][4] == -np.inf and split[1][4] == 0
+    sums = ops.row_sum(x, config={"chunks": 3})
+    assert np.isnan(sums).all()
+
+
+def test_row_reductions_split_strided_rows(rng, partial_spies):
+    base = randn(rng, (7, 6000), "float16")
+    x = base[::3, 5:5900]
+    assert_close(ops.row_sum(x, config={"chunks": 5}), f64(x).sum(axis=1), 1e-5)
+    values, indices = ops.row_max(x, config={"chunks": 5})
+    np.testing.assert_array_equal(values, f64(x).max(axis=1))
+    np.testing.assert_array_equal(indices, f64(x).argmax(axis=1))
+    assert [g[1] for g in partial_spies[0].grids + partial_spies[1].grids] == [5, 5]
+
+
+@pytest.mark.parametrize("shape,split", [((3, 5000), True), ((1000, 781), False),
+                                         ((2, 600), False)])
+def test_row_reductions_split_only_when_rows_cannot_fill_the_gpu(rng, partial_spies, shape, split):
+    # The interpreter stands in 4 SMs of 2 resident programs: 3 rows of 5000 (one program of
+    # 4 rows) want 8 chunks but get 4 (chunks of at least four 256-column blocks); 1000 rows
+    # fill the stand-in; 600 columns are too few blocks to split.
+    x = randn(rng, shape, "float32")
+    assert_close(ops.row_sum(x), f64(x).sum(axis=1), 1e-5)
+    np.testing.assert_array_equal(ops.row_max(x)[1], f64(x).argmax(axis=1))
+    launched = [g[1] for g in partial_spies[0].grids + partial_spies[1].grids]
+    assert launched == ([4, 4] if split else [])
+
+
 # ------------------------------------------------------------------------------------------------
 # attention
 # ------------------------------------------------------------------------------------------------
