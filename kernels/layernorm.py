@@ -24,7 +24,16 @@ No atomics: the result is deterministic.
     constexprs: BLOCK = next_power_of_2(N) (the row must fit a block),
                 PREFETCH (rows loaded ahead, 0 to 3; default 3; 0 for rows too wide to hold more
                 in registers), ACCUMULATE_EARLY (dw and db summed before the row reduction
-                rather than after it: fewer registers; default False, not yet timed)
+                rather than after it: fewer registers; default False, not yet timed),
+                RELOAD_DY (dy and w read again after the row reduction instead of w * dy held
+                across it: fewer registers; default False), PARTIALS (False: dx only, the partial
+                sums left to layernorm_bwd_partials_kernel, for rows too wide to keep dw and db
+                sums in registers beside the row)
+
+layernorm_bwd_partials_kernel: the partial sums of dw and db for rows whose dx kernel does not
+keep them: program (j, k) reads x and dy in [BLOCK_R, BLOCK_N] tiles of columns j * BLOCK_N on,
+rows k * rows_per_program on, and writes row k of partial_dw / partial_db [n_chunks, N].
+    grid = (cdiv(N, BLOCK_N), cdiv(n_rows, rows_per_program))
 
 layernorm_bwd_dwdb_kernel: sums the partial rows into dw and db.
     grid = (cdiv(N, BLOCK_N),)
@@ -118,7 +127,8 @@ def _row_or_zeros(ptr, row, row_end, stride, cols, mask):
 def layernorm_bwd_dx_kernel(dx_ptr, dy_ptr, partial_dw_ptr, partial_db_ptr, x_ptr, w_ptr,
                             mean_ptr, rstd_ptr, stride, n_rows, n_cols, rows_per_program,
                             BLOCK: tl.constexpr,
-                            PREFETCH: tl.constexpr = 3, ACCUMULATE_EARLY: tl.constexpr = False):
+                            PREFETCH: tl.constexpr = 3, ACCUMULATE_EARLY: tl.constexpr = False,
+                            RELOAD_DY: tl.constexpr = False, PARTIALS: tl.constexpr = True):
     pid = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
@@ -182,7 +192,7 @@ def layernorm_bwd_dx_kernel(dx_ptr, dy_ptr, partial_dw_ptr, partial_db_ptr, x_pt
             mean = tl.load(mean_ptr + row)
             rstd = tl.load(rstd_ptr + row)
         xhat = tl.where(mask, (x - mean) * rstd, 0.0)
-        if ACCUMULATE_EARLY:
+        if PARTIALS and ACCUMULATE_EARLY:
             # dy is then dead across the reduction: ptxas -v at 4096 fp16 columns gives 104
             # registers instead of 124 on 8 warps, 64 instead of 76 on 16 warps one row ahead.
             dw_acc += dy * xhat
@@ -194,14 +204,50 @@ def layernorm_bwd_dx_kernel(dx_ptr, dy_ptr, partial_dw_ptr, partial_db_ptr, x_pt
         s1, s2 = tl.reduce((xhat * wdy, wdy), 0, _add_pair)
         c1 = s1 / n_cols
         c2 = s2 / n_cols
+        if RELOAD_DY:
+            # wdy is not held across the reduction: dy and w are read again (the row was just
+            # loaded: L1 or L2), which keeps the widest rows within registers.
+            dy_again = tl.load(dy_ptr + row.to(tl.int64) * stride + cols, mask=mask, other=0.0)
+            w_again = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+            wdy = w_again * dy_again.to(tl.float32)
         dx = (wdy - (xhat * c1 + c2)) * rstd
         tl.store(dx_ptr + row.to(tl.int64) * stride + cols, dx.to(dx_ptr.dtype.element_ty),
                  mask=mask)
-        if not ACCUMULATE_EARLY:
+        if PARTIALS and not ACCUMULATE_EARLY:
             dw_acc += dy * xhat
             db_acc += dy
-    tl.store(partial_dw_ptr + pid * n_cols + cols, dw_acc, mask=mask)
-    tl.store(partial_db_ptr + pid * n_cols + cols, db_acc, mask=mask)
+    if PARTIALS:
+        tl.store(partial_dw_ptr + pid * n_cols + cols, dw_acc, mask=mask)
+        tl.store(partial_db_ptr + pid * n_cols + cols, db_acc, mask=mask)
+
+
+@ww.jit
+def layernorm_bwd_partials_kernel(partial_dw_ptr, partial_db_ptr, dy_ptr, x_ptr, mean_ptr,
+                                  rstd_ptr, stride, n_rows, n_cols, rows_per_program,
+                                  BLOCK_R: tl.constexpr, BLOCK_N: tl.constexpr):
+    # Program (column block, row chunk) sums dy * xhat and dy over its rows into row
+    # program_id(1) of the partial buffers.
+    cols = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    col_mask = cols < n_cols
+    chunk = tl.program_id(1)
+    row_begin = chunk * rows_per_program
+    row_end = min(row_begin + rows_per_program, n_rows)
+    dw = tl.zeros([BLOCK_R, BLOCK_N], dtype=tl.float32)
+    db = tl.zeros([BLOCK_R, BLOCK_N], dtype=tl.float32)
+    for start in range(row_begin, row_end, BLOCK_R):
+        rows = start + tl.arange(0, BLOCK_R)
+        row_mask = rows < row_end
+        mask = row_mask[:, None] & col_mask[None, :]
+        offsets = rows.to(tl.int64)[:, None] * stride + cols[None, :]
+        x = tl.load(x_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_first")
+        dy = tl.load(dy_ptr + offsets, mask=mask, other=0.0, eviction_policy="evict_first")
+        mean = tl.load(mean_ptr + rows, mask=row_mask, other=0.0)
+        rstd = tl.load(rstd_ptr + rows, mask=row_mask, other=0.0)
+        xhat = (x.to(tl.float32) - mean[:, None]) * rstd[:, None]
+        dw += dy.to(tl.float32) * xhat
+        db += dy.to(tl.float32)
+    tl.store(partial_dw_ptr + chunk * n_cols + cols, tl.sum(dw, axis=0), mask=col_mask)
+    tl.store(partial_db_ptr + chunk * n_cols + cols, tl.sum(db, axis=0), mask=col_mask)
 
 
 @ww.jit

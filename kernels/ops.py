@@ -44,9 +44,10 @@ _FLOATS = ("float16", "bfloat16", "float32")
 _HALF_FLOATS = ("float16", "bfloat16")
 _INDEX_TYPES = ("int32", "int64")
 
-# Rows up to this many columns keep the whole row in one block (softmax_kernel); longer rows take
-# the two-pass online kernel, whose block size does not grow with the row.
-SOFTMAX_FUSED_MAX_COLS = 16384
+# Rows up to this many columns keep the whole row in one block (softmax_kernel, up to 32 warps
+# and no rows loaded ahead: 32768 fp32 columns take 63 registers per thread, no spills); longer
+# rows take the two-pass online kernel, whose block size does not grow with the row.
+SOFTMAX_FUSED_MAX_COLS = 32768
 
 # ------------------------------------------------------------------------------------------------
 # Where a call's arrays live
@@ -260,11 +261,27 @@ def add(x, y):
 
 
 def _softmax_warps(block: int) -> int:
+    if block >= 32768:
+        return 32
     if block >= 8192:
         return 16
     if block >= 2048:
         return 8
     return 4
+
+
+def _softmax_rows_ahead(block: int, itemsize: int) -> int:
+    """Rows softmax_kernel loads ahead: 2 while the rows in registers (those ahead and the fp32
+    one reduced) stay within half the register file; ptxas -v on 32 warps at BLOCK=32768:
+    fp16 one row ahead 64 registers, fp32 none ahead 63, one ahead 64 with 500 bytes spilled."""
+    return max(0, min(2, 131072 // (block * itemsize) - 1))
+
+
+# The online softmax's block and warps on the GPU: 47 registers per thread (fp16, 38 fp32) on 32
+# warps, so one program per SM, whose row (200 KB at 100000 fp16 columns) stays in L2 for the
+# second pass; 4096 columns on 16 warps kept four rows per SM in flight, more than L2 holds.
+SOFTMAX_ONLINE_BLOCK = 8192
+SOFTMAX_ONLINE_WARPS = 32
 
 
 _resident_programs_cache = {}
@@ -306,6 +323,32 @@ def _tma_row_tiles(place, x2):
     return tile_r, tile_c
 
 
+# Shared memory a block may use on sm_90a.
+_MAX_SHARED_PER_BLOCK = 232448
+
+
+def _tma_rows_fit(x2, config, inputs: int) -> bool:
+    """Whether a TMA row kernel takes x2's rows on config's warps: each thread holds at most 64
+    of the row's fp32 values (layernorm_fwd_tma_kernel at 16384 columns on 4 warps, 128 per
+    thread, spilled 1168 bytes), and its shared memory fits one block: num_stages row buffers
+    per input, two output rows with tma_store, and the fp32 row of scratch its row reduction
+    takes (the compiler's figure: layernorm_bwd_tma_kernel at 16384 fp16 columns, 2 stages with
+    TMA stores, needs 6 * 32 KB + 64 KB + 1 KB = 263168 bytes). Other rows stay on the register
+    kernels."""
+    n_cols = x2.shape[1]
+    if n_cols > 64 * 32 * (config.get("num_warps") or 4):
+        return False
+    rows = inputs * (config.get("num_stages") or 2) + (2 if config.get("tma_store") else 0)
+    return rows * n_cols * _itemsize(x2) + 4 * n_cols + 2048 <= _MAX_SHARED_PER_BLOCK
+
+
+def _register_fallback(config, tiles):
+    """The configuration of the register kernel that takes rows the TMA option asked for but the
+    TMA kernel cannot take: its own defaults, since the warps, stages and programs per SM given
+    with tma=True are the TMA kernel's (4 warps on 32768 fp16 columns spilled 14 KB)."""
+    return {} if config.get("tma") and tiles is None else config
+
+
 def _resident_programs(place, kernel, key, args, **meta) -> int:
     """Programs of one configuration that an SM runs at once, from the compiled kernel's
     registers and shared memory (64 warps, 65536 registers and 227 KiB per SM), as the Triton
@@ -334,8 +377,9 @@ def softmax(x, online=None, config=None):
     long rows; by default rows longer than SOFTMAX_FUSED_MAX_COLS take it. `config` (for
     bench/sweep_memory.py) overrides num_warps and programs_per_sm; tma=True streams rows
     through shared memory with TMA where one copy moves a row (sm_90 and later; contiguous rows
-    of 8 to 256 times 128 bytes, a power of two; num_stages rows loading per program, tma_store
-    writes them back by TMA too; other rows stay on the register kernel)."""
+    of 8 to 256 times 128 bytes, a power of two, whose shared buffers fit; num_stages rows
+    loading per program, tma_store writes them back by TMA too; other rows stay on the register
+    kernel). rows_ahead (0-2) overrides the rows the register kernel loads ahead."""
     config = config or {}
     place = _Place("softmax", {"x": x})
     dt = _check_dtype("softmax", "x", x, _FLOATS)
@@ -350,6 +394,9 @@ def softmax(x, online=None, config=None):
         # The fused kernel's row offsets are 32-bit.
         online = n_cols > SOFTMAX_FUSED_MAX_COLS or n_rows * max(in_stride, n_cols) >= 1 << 31
     tiles = _tma_row_tiles(place, x2) if config.get("tma") else None
+    if tiles is not None and not _tma_rows_fit(x2, config, inputs=1):
+        tiles = None
+    config = _register_fallback(config, tiles)
     if not online and tiles is not None:
         # Rows stream through a ring of shared buffers (kernels/hopper/softmax_tma.py). Not the
         # default: on the H200 at 16384x4096 fp16, timed per launch after an L2 flush
@@ -375,15 +422,21 @@ def softmax(x, online=None, config=None):
         # would take 32 registers for the same bytes in flight, but twice the per-row
         # reduction work across warps.)
         warps = config.get("num_warps") or _softmax_warps(block)
+        ahead = config.get("rows_ahead", _softmax_rows_ahead(block, _itemsize(x2)))
         args = (out, x2, in_stride, n_cols, n_rows, n_cols)
         programs = place.num_sms() * (config.get("programs_per_sm") or _resident_programs(
-            place, _softmax.softmax_kernel, ("softmax", dt, block, warps), args, BLOCK=block,
-            num_warps=warps))
-        _softmax.softmax_kernel[(min(n_rows, programs),)](*args, BLOCK=block, num_warps=warps)
+            place, _softmax.softmax_kernel, ("softmax", dt, block, warps, ahead), args,
+            BLOCK=block, ROWS_AHEAD=ahead, num_warps=warps))
+        _softmax.softmax_kernel[(min(n_rows, programs),)](*args, BLOCK=block, ROWS_AHEAD=ahead,
+                                                          num_warps=warps)
     else:
-        block = 4096 if place.on_gpu else min(256, ww.next_power_of_2(n_cols))
+        if place.on_gpu:
+            block, warps = SOFTMAX_ONLINE_BLOCK, SOFTMAX_ONLINE_WARPS
+        else:
+            block = min(256, ww.next_power_of_2(n_cols))
+            warps = _softmax_warps(block)
         _softmax.softmax_online_kernel[(n_rows,)](
-            out, x2, in_stride, n_cols, n_cols, BLOCK=block, num_warps=_softmax_warps(block))
+            out, x2, in_stride, n_cols, n_cols, BLOCK=block, num_warps=warps)
     return out.reshape(shape)
 
 
@@ -392,8 +445,17 @@ def softmax(x, online=None, config=None):
 # ------------------------------------------------------------------------------------------------
 
 
-# Rows up to this long are normalized by the one-pass persistent kernel.
-LAYERNORM_FUSED_MAX_COLS = 8192
+# Rows up to this long, and up to LAYERNORM_FUSED_MAX_BYTES, are normalized by the one-pass
+# persistent kernel; longer rows are read three times. ptxas -v on 32 warps at 16384 columns:
+# fp16 62 registers, no spills; fp32 132 bytes spilled.
+LAYERNORM_FUSED_MAX_COLS = 16384
+LAYERNORM_FUSED_MAX_BYTES = 32768
+
+# Backward rows up to this long keep their dw and db sums in registers beside the row (16 warps at
+# 8192 columns: 102 registers); longer rows leave them to layernorm_bwd_partials_kernel, as
+# holding them spilled (16384 fp16 columns: 2856 bytes on 16 warps, 192 on 32 with the sums
+# taken early, and the 0.11x-of-copy time on the H200).
+LAYERNORM_BWD_PARTIALS_MAX_COLS = 8192
 
 
 def _layernorm_fwd_block(n_cols: int) -> int:
@@ -426,6 +488,9 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
     mean = place.empty((n_rows,), "float32")
     rstd = place.empty((n_rows,), "float32")
     tiles = _tma_row_tiles(place, x2) if config.get("tma") and n_rows > 0 else None
+    if tiles is not None and not _tma_rows_fit(x2, config, inputs=1):
+        tiles = None
+    config = _register_fallback(config, tiles)
     if tiles is not None:
         # Rows stream through a ring of shared buffers (kernels/hopper/layernorm_tma.py). Not the
         # default: on the H200 at 16384x4096 fp16 (do_bench, as softmax's), 4 warps 2 stages
@@ -443,12 +508,13 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
             place, _layernorm_tma.layernorm_fwd_tma_kernel,
             ("layernorm_fwd_tma", dt, _dtype_name(w), n_cols, stages, warps), args, **meta))
         _layernorm_tma.layernorm_fwd_tma_kernel[(min(n_rows, programs),)](*args, **meta)
-    elif n_rows > 0 and n_cols <= LAYERNORM_FUSED_MAX_COLS:
+    elif (n_rows > 0 and n_cols <= LAYERNORM_FUSED_MAX_COLS
+          and ww.next_power_of_2(n_cols) * _itemsize(x2) <= LAYERNORM_FUSED_MAX_BYTES):
         # The row fits one block: persistent programs read each row once.
         block = ww.next_power_of_2(n_cols)
         # ptxas -v: 80 registers per thread at BLOCK=4096 on 8 warps (fp16, two rows in flight):
-        # three programs per SM.
-        warps = config.get("num_warps") or min(max(block // 512, 1), 16)
+        # three programs per SM; 62 at 16384 on 32 warps.
+        warps = config.get("num_warps") or min(max(block // 512, 1), 32)
         args = (x2, y, _contiguous(w), _contiguous(b), mean, rstd, n_cols, n_rows, n_cols,
                 float(eps))
         programs = place.num_sms() * (config.get("programs_per_sm") or _resident_programs(
@@ -472,10 +538,12 @@ def _layernorm_bwd_warps(block: int) -> int:
     # (bench/sweep_memory.py, 16384x4096); 16 warps one row ahead with dw and db summed before
     # the row reduction (64 registers, two per SM) 3.01-3.07 in three runs. (The TMA kernel with
     # TMA stores, 8 warps, 2 stages, 2 per SM: 3.60 as CUDA-graph replays against 3.23 for
-    # this one, but 1.45 and 3.03 per launch with do_bench.) Past 4096 columns 16 warps.
+    # this one, but 1.45 and 3.03 per launch with do_bench.) Past 4096 columns 16 warps, and 32
+    # past LAYERNORM_BWD_PARTIALS_MAX_COLS, where the kernel holds only the row (16384 fp16
+    # columns one row ahead: 64 registers, no spills).
     if block < 4096:
         return 4 if block <= 1024 else 8
-    return 16
+    return 16 if block <= LAYERNORM_BWD_PARTIALS_MAX_COLS else 32
 
 
 def layernorm_bwd(dy, x, w, mean, rstd, config=None):
@@ -519,18 +587,30 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
         dw[...] = 0
         db[...] = 0
         return dx.reshape(shape), dw, db
+    # Past LAYERNORM_BWD_PARTIALS_MAX_COLS the dx kernel keeps no dw and db sums (a second kernel
+    # takes them from x and dy: two more reads of the rows, but no spills).
+    sums_in_dx = block <= LAYERNORM_BWD_PARTIALS_MAX_COLS
+    tiles = _tma_row_tiles(place, x2) if config.get("tma") else None
+    # The TMA kernel keeps dw and db sums in registers, and its buffers must fit shared memory:
+    # other rows take the register kernels.
+    if tiles is not None and (not sums_in_dx or not _tma_rows_fit(x2, config, inputs=2)
+                              or _tma_row_tiles(place, dy2) != tiles):
+        tiles = None
+    config = _register_fallback(config, tiles)
     warps = config.get("num_warps") or _layernorm_bwd_warps(block)
     # Rows are loaded ahead only in the narrower blocks; at 4096 columns a second program per SM
     # hides more latency than rows loaded ahead within one (on 16 warps with dw and db summed
     # early, 64 registers, one row ahead still fits two programs per SM).
-    prefetch = config.get("prefetch", 3 if block <= 2048 else 1 if block == 4096 else 0)
+    prefetch = config.get("prefetch", 3 if block <= 2048 else
+                          1 if block == 4096 or not sums_in_dx else 0)
     accumulate_early = config.get("accumulate_early", block == 4096)
-    # Two programs per SM up to 2048 columns, as many as fit at 4096, one past it;
+    # As many programs per SM as fit up to 4096 columns (at 1024 fp16 columns on 4 warps three
+    # rows ahead, 94 registers: five, where two left 8 warps per SM to hide the latency of each
+    # row's reduction; 0.47x of copy on the H200 at 65536x1024), one past it;
     # programs_per_sm=0 asks for as many as the compiled kernel's registers allow.
-    per_sm = config.get("programs_per_sm", 2 if block <= 2048 else 0 if block <= 4096 else 1)
+    per_sm = config.get("programs_per_sm", 0 if block <= 4096 else 1)
     w2, mean2, rstd2 = _contiguous(w), _contiguous(mean.reshape(-1)), _contiguous(rstd.reshape(-1))
-    tiles = _tma_row_tiles(place, x2) if config.get("tma") else None
-    if tiles is not None and _tma_row_tiles(place, dy2) == tiles:
+    if tiles is not None:
         # x and dy rows stream through rings of shared buffers (kernels/hopper/layernorm_tma.py);
         # each persistent program keeps its dw and db sums in registers.
         tile_r, tile_c = tiles
@@ -556,7 +636,7 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
         _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_partials, n_cols)
         return dx.reshape(shape), dw, db
     meta = dict(BLOCK=block, PREFETCH=prefetch,
-                ACCUMULATE_EARLY=bool(accumulate_early), num_warps=warps)
+                ACCUMULATE_EARLY=bool(accumulate_early), PARTIALS=sums_in_dx, num_warps=warps)
     if not place.on_gpu:
         target_programs = 8
     elif per_sm:
@@ -567,16 +647,36 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
         args = (dx, dy2, stand_in, stand_in, x2, w2, mean2, rstd2, n_cols, n_rows, n_cols, 3)
         target_programs = place.num_sms() * _resident_programs(
             place, _layernorm.layernorm_bwd_dx_kernel,
-            ("layernorm_bwd", dt, wdt, block, prefetch, meta["ACCUMULATE_EARLY"], warps), args,
-            **meta)
+            ("layernorm_bwd", dt, wdt, block, prefetch, meta["ACCUMULATE_EARLY"], sums_in_dx,
+             warps), args, **meta)
     # Every program takes an equal share of the rows: one wave of programs.
     rows_per_program = ww.cdiv(n_rows, target_programs)
-    n_partials = ww.cdiv(n_rows, rows_per_program)
+    n_programs = ww.cdiv(n_rows, rows_per_program)
+    if sums_in_dx:
+        partial_dw = place.empty((n_programs, n_cols), "float32")
+        partial_db = place.empty((n_programs, n_cols), "float32")
+        _layernorm.layernorm_bwd_dx_kernel[(n_programs,)](
+            dx, dy2, partial_dw, partial_db, x2, w2, mean2, rstd2, n_cols, n_rows, n_cols,
+            rows_per_program, **meta)
+        _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_programs, n_cols)
+        return dx.reshape(shape), dw, db
+    stand_in = place.empty((1,), "float32")
+    _layernorm.layernorm_bwd_dx_kernel[(n_programs,)](
+        dx, dy2, stand_in, stand_in, x2, w2, mean2, rstd2, n_cols, n_rows, n_cols,
+        rows_per_program, **meta)
+    # Tiles of 16 rows by 256 columns on 8 warps (64 registers, no spills at fp16): about eight
+    # programs per SM over the column blocks and row chunks; each chunk leaves one partial row.
+    block_r = 16
+    block_n = 256 if place.on_gpu else min(64, ww.next_power_of_2(n_cols))
+    col_blocks = ww.cdiv(n_cols, block_n)
+    chunks = max(1, min(ww.cdiv(n_rows, block_r), ww.cdiv(place.num_sms() * 8, col_blocks)))
+    chunk_rows = ww.cdiv(ww.cdiv(n_rows, chunks), block_r) * block_r
+    n_partials = ww.cdiv(n_rows, chunk_rows)
     partial_dw = place.empty((n_partials, n_cols), "float32")
     partial_db = place.empty((n_partials, n_cols), "float32")
-    _layernorm.layernorm_bwd_dx_kernel[(n_partials,)](
-        dx, dy2, partial_dw, partial_db, x2, w2, mean2, rstd2, n_cols, n_rows, n_cols,
-        rows_per_program, **meta)
+    _layernorm.layernorm_bwd_partials_kernel[(col_blocks, n_partials)](
+        partial_dw, partial_db, dy2, x2, mean2, rstd2, n_cols, n_rows, n_cols, chunk_rows,
+        BLOCK_R=block_r, BLOCK_N=block_n, num_warps=8 if place.on_gpu else 4)
     _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_partials, n_cols)
     return dx.reshape(shape), dw, db
 

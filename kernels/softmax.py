@@ -6,14 +6,15 @@ arithmetic runs in fp32 and the result is stored in the output's element type.
 softmax_kernel: the whole row fits one block; programs loop over rows (persistent), loading rows
 two iterations before they are reduced.
     grid = (min(n_rows, NUM_SMS * PROGRAMS_PER_SM),)
-    constexprs: BLOCK = next_power_of_2(n_cols)
+    constexprs: BLOCK = next_power_of_2(n_cols), ROWS_AHEAD (rows loaded ahead, 0 to 2; default 2)
     signature: out_ptr:*fp32:16, in_ptr:*fp32:16, in_row_stride:i32, out_row_stride:i32,
                n_rows:i32, n_cols:i32, BLOCK=1024
 
 softmax_online_kernel: rows too long for one block; one program per row makes one pass for the
-running max and sum (rescaling the sum whenever the max grows) and a second pass for the output.
+running max and sum (rescaling the sum whenever the max grows; each block loaded one iteration
+ahead) and a second pass for the output.
     grid = (n_rows,)
-    constexprs: BLOCK (e.g. 4096)
+    constexprs: BLOCK (e.g. 8192)
 """
 import warpweave as ww
 import warpweave.language as tl
@@ -21,25 +22,38 @@ import warpweave.language as tl
 
 @ww.jit
 def softmax_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_rows, n_cols,
-                   BLOCK: tl.constexpr):
+                   BLOCK: tl.constexpr, ROWS_AHEAD: tl.constexpr = 2):
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols
     step = tl.num_programs(0)
-    # Rows are loaded two iterations ahead, so that two rows' loads are in flight while the
-    # reductions of the current one wait on each other.
+    # Rows are loaded ROWS_AHEAD (0 to 2) iterations ahead, so that their loads are in flight
+    # while the reductions of the current one wait on each other; wide rows take fewer ahead,
+    # since every row ahead holds BLOCK more elements in registers.
+    # Padding lanes read -inf so that they neither win the max nor add to the sum.
     row = tl.program_id(0)
-    x_a = tl.load(in_ptr + row * in_row_stride + cols, mask=mask & (row < n_rows),
-                  other=-float("inf"), eviction_policy="evict_first")
-    x_b = tl.load(in_ptr + (row + step) * in_row_stride + cols,
-                  mask=mask & (row + step < n_rows), other=-float("inf"),
-                  eviction_policy="evict_first")
-    for row in tl.range(tl.program_id(0), n_rows, step):
-        x = x_a.to(tl.float32)
-        x_a = x_b
-        ahead = row + 2 * step
-        # Padding lanes read -inf so that they neither win the max nor add to the sum.
-        x_b = tl.load(in_ptr + ahead * in_row_stride + cols, mask=mask & (ahead < n_rows),
+    if ROWS_AHEAD >= 1:
+        x_a = tl.load(in_ptr + row * in_row_stride + cols, mask=mask & (row < n_rows),
                       other=-float("inf"), eviction_policy="evict_first")
+    if ROWS_AHEAD >= 2:
+        x_b = tl.load(in_ptr + (row + step) * in_row_stride + cols,
+                      mask=mask & (row + step < n_rows), other=-float("inf"),
+                      eviction_policy="evict_first")
+    for row in tl.range(tl.program_id(0), n_rows, step):
+        if ROWS_AHEAD == 0:
+            x = tl.load(in_ptr + row * in_row_stride + cols, mask=mask, other=-float("inf"),
+                        eviction_policy="evict_first").to(tl.float32)
+        else:
+            x = x_a.to(tl.float32)
+            ahead = row + ROWS_AHEAD * step
+            if ROWS_AHEAD == 1:
+                x_a = tl.load(in_ptr + ahead * in_row_stride + cols,
+                              mask=mask & (ahead < n_rows), other=-float("inf"),
+                              eviction_policy="evict_first")
+            else:
+                x_a = x_b
+                x_b = tl.load(in_ptr + ahead * in_row_stride + cols,
+                              mask=mask & (ahead < n_rows), other=-float("inf"),
+                              eviction_policy="evict_first")
         shifted = x - tl.max(x, axis=0)
         numerator = tl.exp(shifted)
         y = numerator * (1.0 / tl.sum(numerator, axis=0))
@@ -57,9 +71,14 @@ def softmax_online_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_cols
     # Per-lane running max and sum; lanes are combined once at the end.
     running_max = tl.full([BLOCK], -float("inf"), dtype=tl.float32)
     running_sum = tl.zeros([BLOCK], dtype=tl.float32)
+    # Each block is loaded one iteration ahead, so that a load is in flight while the previous
+    # block computes (the grid may hold one program per SM, to keep its rows in L2 for the second
+    # pass); the block past the row is fully masked and reads nothing.
+    x_next = tl.load(row_in + cols, mask=cols < n_cols, other=-float("inf"))
     for start in range(0, n_cols, BLOCK):
-        offs = start + cols
-        x = tl.load(row_in + offs, mask=offs < n_cols, other=-float("inf")).to(tl.float32)
+        x = x_next.to(tl.float32)
+        offs = start + BLOCK + cols
+        x_next = tl.load(row_in + offs, mask=offs < n_cols, other=-float("inf"))
         new_max = tl.maximum(running_max, x)
         # A lane that has only seen -inf keeps a zero sum (and avoids inf - inf).
         rescale = tl.where(new_max == -float("inf"), 0.0, tl.exp(running_max - new_max))

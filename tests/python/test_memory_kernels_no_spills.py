@@ -1,0 +1,128 @@
+"""The configurations kernels/ops.py launches for softmax and layer norm at bench/bench_kernels.py's
+full sizes, compiled for sm_90a as on a 132-SM H200 (no GPU: ptxas): none spills registers, and
+the TMA options fall back to the register kernels where their shared buffers do not fit. The
+wide-row paths those configurations take are checked for results in the interpreter."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from test_kernels_interp import (TOL, assert_close, gpu_compiles,  # noqa: F401 (a fixture)
+                                 layernorm_bwd_ref, layernorm_ref, randn, softmax_ref)
+from kernels import ops
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+if os.path.join(ROOT, "bench") not in sys.path:
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+import bench_kernels  # noqa: E402
+
+pytest.importorskip("warpweave._native")
+
+SOFTMAX_SHAPES = [(32768, 4096), (65536, 1024), (4096, 32768), (2048, 100000), (16384, 4096)]
+LAYERNORM_SHAPES = [(32768, 4096), (65536, 1024), (8192, 16384), (16384, 4096)]
+
+
+def empty(shape, dtype):
+    # Never touched: the launches only compile.
+    return np.empty(shape, dtype)
+
+
+def softmax_call(shape, dtype, config):
+    return lambda: ops.softmax(empty(shape, dtype), config=config)
+
+
+def layernorm_fwd_call(shape, dtype, config):
+    n = shape[1]
+    return lambda: ops.layernorm_fwd(empty(shape, dtype), empty(n, dtype), empty(n, dtype),
+                                     config=config)
+
+
+def layernorm_bwd_call(shape, dtype, config):
+    n = shape[1]
+    return lambda: ops.layernorm_bwd(empty(shape, dtype), empty(shape, dtype), empty(n, dtype),
+                                     empty(shape[0], np.float32), empty(shape[0], np.float32),
+                                     config=config)
+
+
+def cases():
+    for variant in ("default", "tma"):
+        for dtype in (np.float16, np.float32):
+            for shape in SOFTMAX_SHAPES:
+                config = bench_kernels.TMA_CONFIGS["softmax"] if variant == "tma" else None
+                name = f"softmax-{variant}-{np.dtype(dtype).name}-{shape[0]}x{shape[1]}"
+                yield pytest.param(softmax_call(shape, dtype, config), id=name)
+        for shape in LAYERNORM_SHAPES:
+            for name, call in (("layernorm_fwd", layernorm_fwd_call),
+                               ("layernorm_bwd", layernorm_bwd_call)):
+                config = bench_kernels.TMA_CONFIGS[name] if variant == "tma" else None
+                yield pytest.param(call(shape, np.float16, config),
+                                   id=f"{name}-{variant}-float16-{shape[0]}x{shape[1]}")
+
+
+@pytest.mark.parametrize("call", list(cases()))
+def test_benchmark_configurations_do_not_spill(gpu_compiles, call):
+    gpu_compiles.target = "sm_90a"
+    gpu_compiles.kernels = []
+    call()
+    assert gpu_compiles.kernels, "the wrapper launched nothing"
+    for kernel in gpu_compiles.kernels:
+        assert kernel.n_spills == 0, (
+            f"{kernel.fn.__name__} (num_warps={kernel.options[0]}): {kernel.n_regs} "
+            f"registers, {kernel.n_spills} spill bytes")
+
+
+def test_wide_rows_take_the_register_kernels_when_tma_buffers_do_not_fit(gpu_compiles):
+    gpu_compiles.target = "sm_90a"
+    gpu_compiles.kernels = []
+    layernorm_bwd_call((8192, 16384), np.float16, bench_kernels.TMA_CONFIGS["layernorm_bwd"])()
+    names = [kernel.fn.__name__ for kernel in gpu_compiles.kernels]
+    assert names == ["layernorm_bwd_dx_kernel", "layernorm_bwd_partials_kernel",
+                     "layernorm_bwd_dwdb_kernel"]
+    # Rows whose buffers fit still take the TMA kernel.
+    gpu_compiles.kernels = []
+    layernorm_bwd_call((8192, 4096), np.float16, bench_kernels.TMA_CONFIGS["layernorm_bwd"])()
+    assert gpu_compiles.kernels[0].fn.__name__ == "layernorm_bwd_tma_kernel"
+
+
+def test_layernorm_bwd_wide_rows_take_dw_db_from_a_second_kernel(rng):
+    # Past LAYERNORM_BWD_PARTIALS_MAX_COLS the dx kernel keeps no sums; odd sizes mask both the
+    # row tiles and the column blocks of layernorm_bwd_partials_kernel.
+    m, n = 37, ops.LAYERNORM_BWD_PARTIALS_MAX_COLS + 77
+    x = randn(rng, (m, n), "float32", scale=2.0)
+    w, b, dy = randn(rng, (n,), "float32"), randn(rng, (n,), "float32"), randn(rng, (m, n),
+                                                                                 "float32")
+    _, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5)
+    dx, dw, db = ops.layernorm_bwd(dy, x, w, mean, rstd)
+    dx_ref, dw_ref, db_ref = layernorm_bwd_ref(dy, x, w, mean, rstd)
+    assert_close(dx, dx_ref, TOL["float32"], "dx")
+    assert_close(dw, dw_ref, TOL["float32"], "dw")
+    assert_close(db, db_ref, TOL["float32"], "db")
+
+
+@pytest.mark.parametrize("rows_ahead", [0, 1, 2])
+def test_softmax_rows_ahead(rng, rows_ahead):
+    x = randn(rng, (23, 300), "float32", scale=3.0)
+    out = ops.softmax(x, config=dict(rows_ahead=rows_ahead))
+    assert_close(out, softmax_ref(x), TOL["float32"], f"rows_ahead={rows_ahead}")
+
+
+def test_wide_row_gpu_configurations_compute_the_same_results(rng, monkeypatch):
+    # GPU block sizes, warps and grids (a 132-SM H200) run in the interpreter on rows as wide as
+    # the benchmark's: fused softmax at 32768 columns (no rows ahead in fp32), the online
+    # kernel's 8192-column blocks, the fused layer norm at 16384.
+    monkeypatch.setattr(ops._Place, "on_gpu", property(lambda self: True))
+    monkeypatch.setattr(ops._Place, "num_sms", lambda self: 132)
+    x = randn(rng, (3, 32768), "float32", scale=3.0)
+    # The interpreter sums a row's 32768 fp32 terms one after another (error growing with the
+    # count: 1.3e-6 at 4096 columns, 2.9e-5 at 32768, whatever the rows ahead), hence 1e-4.
+    assert_close(ops.softmax(x), softmax_ref(x), 1e-4, "fused 32768")
+    x = randn(rng, (2, 20000), "float16", scale=3.0)
+    assert_close(ops.softmax(x), softmax_ref(x), TOL["float16"], "online")
+    x = randn(rng, (3, 16384), "float16", scale=2.0)
+    w, b = randn(rng, (16384,), "float16"), randn(rng, (16384,), "float16")
+    y, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5)
+    y_ref, mean_ref, rstd_ref = layernorm_ref(x, w, b, 1e-5)
+    assert_close(y, y_ref, TOL["float16"], "layernorm y")
+    assert_close(rstd, rstd_ref, TOL["float32"], "layernorm rstd")
