@@ -72,7 +72,8 @@ def test_add(n, dtype):
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (3, 17), (1000, 781), (4096, 4096), (8192, 1000),
-                                   (64, 40000), (2, 3, 515)])
+                                   (64, 40000), (2, 3, 515), (600, 32768), (300, 20000),
+                                   (40, 100000)])
 @pytest.mark.parametrize("dtype", [F32, F16, BF16])
 def test_softmax(shape, dtype):
     x = randn(*shape, dtype=dtype, scale=3.0)
@@ -89,7 +90,7 @@ def test_softmax_strided_rows(online):
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (3, 17), (1000, 781), (4096, 8192), (2, 7, 1536),
-                                   (16, 50000)])
+                                   (16, 50000), (1000, 16384), (300, 12000)])
 @pytest.mark.parametrize("dtype", [F32, F16, BF16])
 def test_layernorm_fwd(shape, dtype):
     n = shape[-1]
@@ -106,7 +107,7 @@ def test_layernorm_fwd(shape, dtype):
 
 
 @pytest.mark.parametrize("shape", [(1, 1), (3, 17), (1000, 781), (4096, 4096), (8192, 1024),
-                                   (2, 7, 1536)])
+                                   (2, 7, 1536), (1000, 16384), (300, 12000)])
 @pytest.mark.parametrize("dtype", [F32, F16, BF16])
 def test_layernorm_bwd_matches_autograd(shape, dtype):
     n = shape[-1]
@@ -192,22 +193,27 @@ def test_row_reductions(shape, dtype):
 
 
 
-def test_row_max_split_ties_and_nan():
-    # 64 rows of 2^20 split into column chunks: equal maxima within and across chunks keep the
-    # first column; NaN gives exactly the one-launch kernel's answer (same blocks, same rule).
+@pytest.mark.parametrize("chunks", [None, 1])
+def test_row_max_ties_and_nan(chunks):
+    # 64 rows of 2^20, split into column chunks by default: equal maxima within and across
+    # chunks keep the first column; NaN is skipped (the largest number wins, a row of only NaN
+    # gives -inf at column 0), split or not.
     n = 1 << 20
     x = randn(64, n)
     x[3, 7] = x[3, n - 1] = 50.0
     x[5, 500_000] = x[5, 600_000] = x[5, 600_001] = 50.0
     x[9, [0, 1 << 19, n - 1]] = float("nan")
-    values, indices = ops.row_max(x)
-    whole_values, whole_indices = ops.row_max(x, config={"chunks": 1})
+    x[9, 12345] = 60.0
+    x[10] = float("nan")
+    values, indices = ops.row_max(x, config=chunks and {"chunks": chunks})
     torch.cuda.synchronize()
-    assert indices[3].item() == 7 and indices[5].item() == 500_000
-    assert torch.equal(values, whole_values) and torch.equal(indices, whole_indices)
-    finite = torch.ones(64, dtype=torch.bool, device=DEV)
-    finite[9] = False
-    assert torch.equal(values[finite], x[finite].max(1).values)
+    numbers = torch.nan_to_num(x, nan=-float("inf"))
+    ref_values = numbers.max(1).values
+    cols = torch.arange(n, device=DEV).expand(64, -1)
+    first = torch.where(numbers == ref_values[:, None], cols, n).min(1).values
+    assert torch.equal(values, ref_values)
+    assert torch.equal(indices.long(), first)
+    assert indices[3].item() == 7 and indices[5].item() == 500_000 and indices[9].item() == 12345
 
 # Every launch configuration bench/sweep_memory.py times (any may become a default), at 4000
 # columns (the 4096-column block of the sweep's sizes, masked) and a row count that leaves the
@@ -260,6 +266,32 @@ def _tma_sweep_cases():
             for dtype in (F16, BF16, F32) if i == 0 else (F16,):
                 yield pytest.param(name, config, dtype,
                                    id=f"{name}-{sweep_memory.config_label(config)}-{dtype}")
+
+
+@pytest.mark.parametrize("name", ["softmax", "layernorm_fwd", "layernorm_bwd"])
+def test_tma_option_falls_back_on_rows_the_tma_kernels_do_not_take(name):
+    # bench_kernels.py's TMA configurations at rows whose TMA buffers do not fit shared memory
+    # (or that would spill): the register kernels take them, with their own configurations.
+    import bench_kernels
+
+    config = bench_kernels.TMA_CONFIGS[name]
+    n = 32768 if name == "softmax" else 16384
+    x = randn(700, n, dtype=F16, scale=2.0, shift=1.0)
+    if name == "softmax":
+        assert_close(ops.softmax(x, config=config), torch.softmax(x.double(), -1), TOL[F16])
+        return
+    w, b, dy = randn(n, dtype=F16), randn(n, dtype=F16), randn(700, n, dtype=F16)
+    x64, w64, b64 = (t.double().requires_grad_() for t in (x, w, b))
+    ref = torch.nn.functional.layer_norm(x64, (n,), w64, b64, 1e-5)
+    if name == "layernorm_fwd":
+        assert_close(ops.layernorm_fwd(x, w, b, 1e-5, config=config)[0], ref, TOL[F16], "y")
+        return
+    ref.backward(dy.double())
+    _, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5)
+    dx, dw, db = ops.layernorm_bwd(dy, x, w, mean, rstd, config=config)
+    assert_close(dx, x64.grad, TOL[F16], "dx")
+    assert_close(dw, w64.grad, TOL[F16], "dw")
+    assert_close(db, b64.grad, TOL[F16], "db")
 
 
 @pytest.mark.parametrize("name,config,dtype", list(_tma_sweep_cases()))
