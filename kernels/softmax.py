@@ -11,7 +11,7 @@ two iterations before they are reduced.
                n_rows:i32, n_cols:i32, BLOCK=1024
 
 softmax_online_kernel: rows too long for one block; one program per row makes one pass for the
-running max and sum (rescaling the sum whenever the max grows; each block loaded one iteration
+running max and sum (rescaling the sum whenever the max grows; each block loaded two iterations
 ahead) and a second pass for the output.
     grid = (n_rows,)
     constexprs: BLOCK (e.g. 8192)
@@ -71,14 +71,16 @@ def softmax_online_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_cols
     # Per-lane running max and sum; lanes are combined once at the end.
     running_max = tl.full([BLOCK], -float("inf"), dtype=tl.float32)
     running_sum = tl.zeros([BLOCK], dtype=tl.float32)
-    # Each block is loaded one iteration ahead, so that a load is in flight while the previous
-    # block computes (the grid may hold one program per SM, to keep its rows in L2 for the second
-    # pass); the block past the row is fully masked and reads nothing.
+    # Each block is loaded two iterations ahead, so that two loads are in flight while a block
+    # computes (the grid may hold one program per SM, to keep its rows in L2 for the second
+    # pass); blocks past the row are fully masked and read nothing.
     x_next = tl.load(row_in + cols, mask=cols < n_cols, other=-float("inf"))
+    x_after = tl.load(row_in + BLOCK + cols, mask=BLOCK + cols < n_cols, other=-float("inf"))
     for start in range(0, n_cols, BLOCK):
         x = x_next.to(tl.float32)
-        offs = start + BLOCK + cols
-        x_next = tl.load(row_in + offs, mask=offs < n_cols, other=-float("inf"))
+        x_next = x_after
+        offs = start + 2 * BLOCK + cols
+        x_after = tl.load(row_in + offs, mask=offs < n_cols, other=-float("inf"))
         new_max = tl.maximum(running_max, x)
         # A lane that has only seen -inf keeps a zero sum (and avoids inf - inf).
         rescale = tl.where(new_max == -float("inf"), 0.0, tl.exp(running_max - new_max))
