@@ -270,10 +270,14 @@ def _softmax_warps(block: int) -> int:
     return 4
 
 
-def _softmax_rows_ahead(block: int, itemsize: int) -> int:
+def _softmax_rows_ahead(block: int, dt: str) -> int:
     """Rows softmax_kernel loads ahead: 2 while the rows in registers (those ahead and the fp32
     one reduced) stay within half the register file; ptxas -v on 32 warps at BLOCK=32768:
-    fp16 one row ahead 64 registers, fp32 none ahead 63, one ahead 64 with 500 bytes spilled."""
+    fp16 one row ahead 64 registers, fp32 none ahead 63, one ahead 64 with 500 bytes spilled.
+    bf16 widens to fp32 in more registers than fp16: one row ahead at 32768 spilled 16 bytes."""
+    if dt == "bfloat16" and block >= 32768:
+        return 0
+    itemsize = 4 if dt == "float32" else 2
     return max(0, min(2, 131072 // (block * itemsize) - 1))
 
 
@@ -422,7 +426,7 @@ def softmax(x, online=None, config=None):
         # would take 32 registers for the same bytes in flight, but twice the per-row
         # reduction work across warps.)
         warps = config.get("num_warps") or _softmax_warps(block)
-        ahead = config.get("rows_ahead", _softmax_rows_ahead(block, _itemsize(x2)))
+        ahead = config.get("rows_ahead", _softmax_rows_ahead(block, dt))
         args = (out, x2, in_stride, n_cols, n_rows, n_cols)
         programs = place.num_sms() * (config.get("programs_per_sm") or _resident_programs(
             place, _softmax.softmax_kernel, ("softmax", dt, block, warps, ahead), args,
@@ -600,9 +604,12 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
     warps = config.get("num_warps") or _layernorm_bwd_warps(block)
     # Rows are loaded ahead only in the narrower blocks; at 4096 columns a second program per SM
     # hides more latency than rows loaded ahead within one (on 16 warps with dw and db summed
-    # early, 64 registers, one row ahead still fits two programs per SM).
-    prefetch = config.get("prefetch", 3 if block <= 2048 else
-                          1 if block == 4096 or not sums_in_dx else 0)
+    # early, 64 registers, one row ahead still fits two programs per SM). Without the sums, 16384
+    # columns on 32 warps: 16-bit rows one ahead 64 registers; fp32 rows none ahead 56, one
+    # ahead 416 bytes spilled.
+    wide_ahead = 1 if _itemsize(x2) == 2 else 0
+    prefetch = config.get("prefetch", 3 if block <= 2048 else 1 if block == 4096 else
+                          0 if sums_in_dx else wide_ahead)
     accumulate_early = config.get("accumulate_early", block == 4096)
     # As many programs per SM as fit up to 4096 columns (at 1024 fp16 columns on 4 warps three
     # rows ahead, 94 registers: five, where two left 8 warps per SM to hide the latency of each

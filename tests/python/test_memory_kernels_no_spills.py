@@ -61,7 +61,23 @@ def cases():
                                    id=f"{name}-{variant}-float16-{shape[0]}x{shape[1]}")
 
 
-@pytest.mark.parametrize("call", list(cases()))
+def wide_dtype_cases():
+    # The wide-row paths in the dtypes the benchmark does not time (tests/gpu runs them).
+    import ml_dtypes
+
+    for dtype in (np.float32, ml_dtypes.bfloat16):
+        name = np.dtype(dtype).name
+        yield pytest.param(softmax_call((600, 32768), dtype, None), id=f"softmax-{name}-32768")
+        yield pytest.param(softmax_call((300, 16384), dtype, None), id=f"softmax-{name}-16384")
+        yield pytest.param(softmax_call((40, 100000), dtype, None), id=f"softmax-{name}-100000")
+        for shape in ((1000, 16384), (300, 12000)):
+            yield pytest.param(layernorm_fwd_call(shape, dtype, None),
+                               id=f"layernorm_fwd-{name}-{shape[1]}")
+            yield pytest.param(layernorm_bwd_call(shape, dtype, None),
+                               id=f"layernorm_bwd-{name}-{shape[1]}")
+
+
+@pytest.mark.parametrize("call", list(cases()) + list(wide_dtype_cases()))
 def test_benchmark_configurations_do_not_spill(gpu_compiles, call):
     gpu_compiles.target = "sm_90a"
     gpu_compiles.kernels = []
