@@ -3,7 +3,11 @@ configuration of CONFIGS at bench_kernels.py's --quick sizes, beside the copy ba
 the same process, and reports TB/s, x-copy and the best configuration per kernel.
 
     python bench/sweep_memory.py [--json out.json] [--only softmax,layernorm_bwd] [--dry-run]
-        [--graph] [--kernel-budget 30] [--total-budget 100]
+        [--graph] [--kernel-budget 30] [--total-budget 100] [--shape 4096x32768]
+
+--shape sets softmax's and layer norm's rows and columns (bench_kernels.py's full sizes include
+4096x32768, 2048x100000 and 8192x16384: the wide rows; the TMA configurations fall back to the
+register kernels on rows they do not take).
 
 Each configuration is a `config` dict of the kernels/ops.py wrapper (None: the wrapper's default),
 checked against torch (max error and norm-wise relative error) before it is timed with
@@ -44,13 +48,14 @@ TMA_STAGES = _product(num_warps=[4, 8], num_stages=[2, 3])
 CONFIGS = {
     "softmax": [None] + [dict(tma=True, **c) for c in TMA_STAGES]
     + [dict(tma=True, programs_per_sm=8), dict(tma=True, tma_store=True),
-       dict(tma=True, num_warps=8, num_stages=4), dict(num_warps=16), None],
+       dict(tma=True, num_warps=8, num_stages=4), dict(num_warps=16), dict(num_warps=32),
+       dict(rows_ahead=0), dict(rows_ahead=1), None],
     "layernorm_fwd": [None] + [dict(tma=True, **c) for c in TMA_STAGES]
     + [dict(tma=True, tma_store=True), None],
     # block_p / block_n: the dw/db sum's partial rows per step and columns per program.
     "layernorm_bwd": [None]
     + [dict(num_warps=8, prefetch=0, accumulate_early=False, block_p=32, block_n=32),
-       dict(block_p=64, block_n=16), dict(num_warps=16, prefetch=2)]
+       dict(block_p=64, block_n=16), dict(num_warps=16, prefetch=2), dict(prefetch=0)]
     + [dict(tma=True, num_warps=8, num_stages=s) for s in (1, 2)]
     + [dict(tma=True, tma_store=True, num_warps=w, num_stages=s, programs_per_sm=p)
        for w, s, p in ((8, 2, 2), (16, 3, 1))] + [None],
@@ -88,13 +93,22 @@ def parse_args(argv=None):
                    help="seconds per kernel before its remaining configurations are skipped")
     p.add_argument("--total-budget", type=float, default=100.0,
                    help="seconds for the whole sweep before remaining kernels are skipped")
-    return p.parse_args(argv)
+    p.add_argument("--shape", default="16384x4096",
+                   help="ROWSxCOLS of softmax's and layer norm's fp16 input (default 16384x4096)")
+    args = p.parse_args(argv)
+    try:
+        args.shape = tuple(int(v) for v in args.shape.lower().split("x"))
+    except ValueError:
+        args.shape = ()
+    if len(args.shape) != 2 or min(args.shape) < 1:
+        p.error("--shape takes ROWSxCOLS, e.g. 4096x32768")
+    return args
 
 
-def make_case(torch, ops, name):
+def make_case(torch, ops, name, shape=(16384, 4096)):
     """(bytes moved, {label: fn(config)}, check(out) -> (max error, rel error), tolerance) at
-    bench_kernels.py's --quick size of kernel `name`; bytes are counted as the bench counts
-    them."""
+    bench_kernels.py's --quick size of kernel `name` (softmax and layer norm: `shape`); bytes are
+    counted as the bench counts them."""
     F16, F32 = torch.float16, torch.float32
     F = torch.nn.functional
 
@@ -109,19 +123,20 @@ def make_case(torch, ops, name):
         return ((out - ref).abs().max().item(),
                 (out - ref).norm().item() / (norm if norm > 0 else 1.0))
 
+    label = f"fp16 {shape[0]}x{shape[1]}"
     if name == "softmax":
-        x = randn(16384, 4096, dtype=F16)
+        x = randn(*shape, dtype=F16)
         ref = torch.softmax(x.float(), -1)
         return (2 * x.numel() * x.element_size(), lambda c: ops.softmax(x, config=c),
-                lambda out: errors(out, ref), 2e-3, "fp16 16384x4096")
+                lambda out: errors(out, ref), 2e-3, label)
     if name in ("layernorm_fwd", "layernorm_bwd"):
-        m, n = 16384, 4096
+        m, n = shape
         x, w, b, dy = randn(m, n, dtype=F16), randn(n, dtype=F16), randn(n, dtype=F16), randn(
             m, n, dtype=F16)
         if name == "layernorm_fwd":
             ref = F.layer_norm(x.float(), (n,), w.float(), b.float(), 1e-5)
             return (2 * x.numel() * 2, lambda c: ops.layernorm_fwd(x, w, b, 1e-5, config=c),
-                    lambda out: errors(out[0], ref), 2e-3, "fp16 16384x4096")
+                    lambda out: errors(out[0], ref), 2e-3, label)
         x32 = x.float()
         mean = x32.mean(-1)
         rstd = torch.rsqrt(x32.var(-1, unbiased=False) + 1e-5)
@@ -137,7 +152,7 @@ def make_case(torch, ops, name):
             return max(dx_err[0], dw_err[0]), max(dx_err[1], dw_err[1])
 
         return (3 * x.numel() * 2, lambda c: ops.layernorm_bwd(dy, x, w, mean, rstd, config=c),
-                check, 2e-3, "fp16 16384x4096")
+                check, 2e-3, label)
     if name in ("row_sum", "row_max"):
         x = randn(16384, 4096)
         if name == "row_sum":
@@ -237,7 +252,7 @@ def main(argv=None):
             report["kernels"][name] = {"skipped": True}
             continue
         kernel_start = time.perf_counter()
-        amount, run, check, tol, case = make_case(torch, ops, name)
+        amount, run, check, tol, case = make_case(torch, ops, name, args.shape)
         print(f"## {name} {case}")
         rows = []
         for config in CONFIGS[name]:
