@@ -880,9 +880,12 @@ def row_sum(x, config=None):
         partial = place.empty((n_rows, n_chunks), "float32")
         _reduction.row_sum_partial_kernel[lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]), n_chunks)](
             x, partial, n_rows, n_cols, _strides(x)[0], chunk_cols, **config)
-        # Summing the partials in chunk order, one program per rows: deterministic.
+        # Summing the partials in chunk order, one program per rows: deterministic. Few rows of
+        # a block each (the combine moves little; 128 rows of 32 chunks took 254 registers).
+        block_c = min(1024, max(16, ww.next_power_of_2(n_chunks)))
         _reduction.row_sum_kernel[lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]),)](
-            partial, out, n_rows, n_chunks, n_chunks, **_reduction_config(n_chunks, place.on_gpu))
+            partial, out, n_rows, n_chunks, n_chunks, BLOCK_M=max(1, min(16, 2048 // block_c)),
+            BLOCK_N=block_c, num_warps=4)
         return out
     _reduction.row_sum_kernel[lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]),)](
         x, out, n_rows, n_cols, _strides(x)[0], **config)
@@ -919,7 +922,7 @@ def row_max(x, config=None):
         _reduction.row_max_partial_kernel[lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]), n_chunks)](
             x, partial, partial_index, n_rows, n_cols, _strides(x)[0], chunk_cols, **config)
         block_c = max(16, ww.next_power_of_2(n_chunks))
-        block_m = max(1, min(64, 4096 // block_c))
+        block_m = max(1, min(16, 2048 // block_c))
         _reduction.row_max_combine_kernel[(ww.cdiv(n_rows, block_m),)](
             partial, partial_index, values, indices, n_rows, n_chunks, BLOCK_M=block_m,
             BLOCK_C=block_c, num_warps=4)

@@ -699,6 +699,8 @@ GPU_CALLS = {
     "row_max": lambda: ops.row_max(s(64, 4096)),
     "row_sum_narrow": lambda: ops.row_sum(s(4096, 100)),
     "row_max_narrow": lambda: ops.row_max(s(4096, 100)),
+    "row_sum_split": lambda: ops.row_sum(h(64, 1 << 16)),  # partials, then row_sum_kernel
+    "row_max_split": lambda: ops.row_max(h(64, 1 << 16)),  # partials, then the combine
     "attention_d64": lambda: ops.attention(h(1, 2, 1024, 64), h(1, 2, 1024, 64),
                                            h(1, 2, 1024, 64)),
     "attention_d128_causal": lambda: ops.attention(h(1, 2, 1024, 128), h(1, 2, 1024, 128),
@@ -768,7 +770,7 @@ def test_gpu_configurations_compute_the_same_results(gpu_configs, rng):
     indices, offsets = random_bags(rng, 11, 97, np.int64)
     assert_close(ops.embedding_bag(weight, indices, offsets),
                  embedding_bag_ref(weight, indices, offsets, None, "sum"), TOL["float16"], "bags")
-    for shape in ((9, 2500), (100, 37)):
+    for shape in ((9, 2500), (100, 37), (6, 40000)):  # (6, 40000): 4 column chunks a row
         xs = randn(rng, shape, "float32")
         assert_close(ops.row_sum(xs), f64(xs).sum(axis=1), 1e-5, "row_sum")
         np.testing.assert_array_equal(ops.row_max(xs)[1], xs.argmax(axis=1))
