@@ -826,14 +826,26 @@ def embedding_bag(weight, indices, offsets, per_sample_weights=None, mode="sum",
 # ------------------------------------------------------------------------------------------------
 
 
-def _reduction_config(n_cols: int, on_gpu: bool) -> dict:
+def _reduction_config(n_cols: int, on_gpu: bool, vector_rows: bool = True) -> dict:
     if on_gpu:
         # 4096 elements per step: narrow rows trade columns for rows instead of masking most of
         # a wide block. Two rows of 2048 per step on the H200 (16384x4096 fp32): row_max 3.64
         # TB/s against 3.46 for four of 1024, row_sum 3.70 against 3.65 (bench/sweep_memory.py).
         block_n = 2048 if n_cols >= 2048 else min(1024, max(16, ww.next_power_of_2(n_cols)))
-        return dict(BLOCK_M=4096 // block_n, BLOCK_N=block_n, num_warps=4)
+        # Rows the loads cannot take 16 bytes at a time (see _rows_vectorizable) load one
+        # element per instruction, each with its own address: at 4096 elements the narrow
+        # blocks took 96 to 254 registers (sm_90a, fp32, 32 x 128: 254, two programs an SM),
+        # at 1024 they take 32 to 40 (64 x 16: 72).
+        elements = 4096 if vector_rows or block_n >= 1024 else 1024
+        return dict(BLOCK_M=max(1, elements // block_n), BLOCK_N=block_n, num_warps=4)
     return dict(BLOCK_M=4, BLOCK_N=min(256, max(16, ww.next_power_of_2(n_cols))), num_warps=4)
+
+
+def _rows_vectorizable(x) -> bool:
+    """Whether the specializer can prove x's rows 16-byte aligned (column count, row stride
+    and base address multiples of 16), which the row kernels' vector loads need."""
+    address = x.ctypes.data if _is_numpy(x) else x.data_ptr()
+    return x.shape[1] % 16 == 0 and _strides(x)[0] % 16 == 0 and address % 16 == 0
 
 
 def _reduction_chunks(place, partial_kernel, key, n_rows, n_cols, config, args) -> int:
@@ -842,12 +854,12 @@ def _reduction_chunks(place, partial_kernel, key, n_rows, n_cols, config, args) 
     four blocks of columns wide (fewer, longer chunks would leave the combine less to do but
     the SMs idle)."""
     row_programs = ww.cdiv(n_rows, config["BLOCK_M"])
-    if row_programs >= 4 * place.num_sms():
+    most = n_cols // (4 * config["BLOCK_N"])
+    if row_programs >= 4 * place.num_sms() or most <= 1:
         return 1
     resident = _resident_programs(place, partial_kernel, (*key, tuple(sorted(config.items()))),
                                   args, **config)
-    wanted = ww.cdiv(place.num_sms() * min(8, resident), row_programs)
-    return max(1, min(wanted, n_cols // (4 * config["BLOCK_N"])))
+    return min(most, ww.cdiv(place.num_sms() * min(8, resident), row_programs))
 
 
 def _reduction_chunk_cols(n_cols: int, n_chunks: int, block_n: int) -> tuple:
@@ -870,7 +882,7 @@ def row_sum(x, config=None):
     out = place.empty((n_rows,), "float32")
     if n_rows == 0:
         return out
-    config = {**_reduction_config(n_cols, place.on_gpu), **(config or {})}
+    config = {**_reduction_config(n_cols, place.on_gpu, _rows_vectorizable(x)), **(config or {})}
     n_chunks = config.pop("chunks", None) or _reduction_chunks(
         place, _reduction.row_sum_partial_kernel, (op, str(x.dtype)), n_rows, n_cols, config,
         (x, out, n_rows, n_cols, _strides(x)[0], n_cols))
@@ -910,7 +922,7 @@ def row_max(x, config=None):
     indices = place.empty((n_rows,), "int32")
     if n_rows == 0:
         return values, indices
-    config = {**_reduction_config(n_cols, place.on_gpu), **(config or {})}
+    config = {**_reduction_config(n_cols, place.on_gpu, _rows_vectorizable(x)), **(config or {})}
     n_chunks = config.pop("chunks", None) or _reduction_chunks(
         place, _reduction.row_max_partial_kernel, (op, str(x.dtype)), n_rows, n_cols, config,
         (x, values, indices, n_rows, n_cols, _strides(x)[0], n_cols))

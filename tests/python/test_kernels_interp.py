@@ -572,6 +572,17 @@ def test_row_reductions_split_strided_rows(rng, partial_spies):
     assert [g[1] for g in partial_spies[0].grids + partial_spies[1].grids] == [5, 5]
 
 
+@pytest.mark.parametrize("op", [ops.row_sum, ops.row_max])
+@pytest.mark.parametrize("cols", [100, 130])
+def test_unaligned_narrow_rows_compile_to_few_registers(gpu_compiles, op, cols):
+    # Rows whose loads cannot be 16-byte vectors take 1024-element blocks: 4096 of them took
+    # up to 254 registers a thread (two programs an SM).
+    op(np.ones((4096, cols), np.float32))
+    assert gpu_compiles.kernels
+    for kernel in gpu_compiles.kernels:
+        assert kernel.n_regs <= 64, (kernel.fn.__name__, kernel.n_regs)
+
+
 @pytest.mark.parametrize("shape,split", [((3, 5000), True), ((1000, 781), False),
                                          ((2, 600), False)])
 def test_row_reductions_split_only_when_rows_cannot_fill_the_gpu(rng, partial_spies, shape, split):
