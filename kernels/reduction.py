@@ -42,8 +42,9 @@ def _block_max(x, cols):
     """Each row's maximum of the [BLOCK_M, BLOCK_N] block x and the first of cols holding it.
     A max reduction then a min over the matching columns: on sm_90a 583 PTX instructions and
     80 shuffles per [32, 128] block against 869 and 120 for tl.max(return_indices=True), whose
-    combine carries and compares (value, index) pairs (1M rows of 128 columns were bound by that
-    work: 0.71x of copy against row_sum's 0.86x). NaN counts as -inf (tl.max propagates NaN on
+    combine carries and compares (value, index) pairs; row_sum takes 371. That work is the
+    likely gap at 1M rows of 128 columns (row_max 0.71x of copy, row_sum 0.86x; an estimate from
+    instruction counts, not yet timed). NaN counts as -inf (tl.max propagates NaN on
     the GPU but not in the interpreter; this way both skip it), so NaN never wins and a block of
     only NaN gives -inf, which the callers' strict `>` leaves at their initial column."""
     x = tl.where(x == x, x, -float("inf"))
