@@ -44,9 +44,9 @@ def _block_max(x, cols):
     80 shuffles per [32, 128] block against 869 and 120 for tl.max(return_indices=True), whose
     combine carries and compares (value, index) pairs; row_sum takes 371. That work is the
     likely gap at 1M rows of 128 columns (row_max 0.71x of copy, row_sum 0.86x; an estimate from
-    instruction counts, not yet timed). NaN counts as -inf (tl.max propagates NaN on
-    the GPU but not in the interpreter; this way both skip it), so NaN never wins and a block of
-    only NaN gives -inf, which the callers' strict `>` leaves at their initial column."""
+    instruction counts, not yet timed). NaN counts as -inf (tl.max skips NaN operands, but a
+    block of only NaN would still give NaN), so NaN never wins and a block of only NaN gives
+    -inf, which the callers' strict `>` leaves at their initial column."""
     x = tl.where(x == x, x, -float("inf"))
     best = tl.max(x, axis=1)
     first = tl.min(tl.where(x == best[:, None], cols[None, :], 2147483647), axis=1)

@@ -299,9 +299,14 @@ std::string floatBinary(ScalarContext& cx, const ir::Op& op, const std::string& 
   case OpCode::Max:
   case OpCode::Min: {
     const char* name = op.code() == OpCode::Max ? "max" : "min";
-    if (t == DType::F32) return cx.b.pure(std::string(name) + ".NaN.f32", rc, {a, b});
-    // max.f64 has no NaN-propagating form: a + b is NaN when either is.
+    // Plain max/min return the non-NaN operand (Triton's default, and the interpreter's);
+    // [propagate_nan] asks for NaN to win.
+    bool propagate = op.hasAttr("propagate_nan") && op.intAttr("propagate_nan") != 0;
+    if (t == DType::F32)
+      return cx.b.pure(std::string(name) + (propagate ? ".NaN.f32" : ".f32"), rc, {a, b});
     std::string m = cx.b.pure(std::string(name) + ".f64", rc, {a, b});
+    if (!propagate) return m;
+    // max.f64 has no NaN-propagating form: a + b is NaN when either is.
     std::string nan = cx.b.pure("setp.nan.f64", RegClass::Pred, {a, b});
     std::string sum = cx.b.pure("add.f64", rc, {a, b});
     return cx.b.pure("selp.f64", rc, {sum, m, nan});

@@ -619,7 +619,20 @@ Val Specializer::callTl(const std::string& name, CallSite& call) {
       Val less = constCompare(ast::CmpOpKind::Lt, y, x, loc);
       return (name == "minimum") == truthy(less) ? y : x;
     }
-    return Val::runtime(minMax(name == "maximum", x, y, loc));
+    ir::Value* r = minMax(name == "maximum", x, y, loc);
+    // As Triton's default (PropagateNan.NONE), a NaN operand yields the other one; a true
+    // propagate_nan (Triton's PropagateNan.ALL) makes NaN win.
+    if (a.has("propagate_nan")) {
+      const Val& p = a.get("propagate_nan");
+      if (!p.isConstexpr())
+        raiseError(a.loc("propagate_nan"), "tl." + name +
+                                               "'s propagate_nan must be a compile-time "
+                                               "constant (True or False)");
+      if (truthy(p) && r->def() &&
+          (r->def()->code() == OpCode::Max || r->def()->code() == OpCode::Min))
+        r->def()->setAttr("propagate_nan", int64_t(1));
+    }
+    return Val::runtime(r);
   }
   if (name == "clamp") {
     BoundArgs a(call, {"x", "min", "max", "propagate_nan="});

@@ -974,7 +974,7 @@ TEST(KernelLibrary, EveryKernelFileParsesAndHoldsOnlyJitFunctions) {
       {"softmax.py", {"softmax_kernel", "softmax_online_kernel"}},
       {"layernorm.py",
        {"layernorm_fwd_kernel", "layernorm_fwd_fused_kernel", "_add_pair", "_row_or_zeros",
-        "layernorm_bwd_dx_kernel", "layernorm_bwd_dwdb_kernel"}},
+        "layernorm_bwd_dx_kernel", "layernorm_bwd_partials_kernel", "layernorm_bwd_dwdb_kernel"}},
       {"matmul.py", {"grouped_tile", "leaky_relu", "matmul_kernel"}},
       {"attention.py", {"attend_block_range", "attention_fwd_kernel"}},
       {"embedding_bag.py", {"embedding_bag_kernel"}},
