@@ -160,6 +160,23 @@ std::string evictionPolicy(const Val& v, SourceLoc loc) {
   return v.s == "evict_normal" ? "" : v.s;
 }
 
+/// Whether a call's propagate_nan asks NaN to win (Triton's PropagateNan.ALL). Absent or false:
+/// a NaN operand yields the other one, Triton's default.
+bool propagatesNan(const BoundArgs& a, const std::string& what) {
+  if (!a.has("propagate_nan")) return false;
+  const Val& p = a.get("propagate_nan");
+  if (!p.isConstexpr())
+    raiseError(a.loc("propagate_nan"),
+               what + "'s propagate_nan must be a compile-time constant (True or False)");
+  return truthy(p);
+}
+
+/// Sets [propagate_nan] on the max/min op that produced v (constants folded away have none).
+void markPropagatesNan(ir::Value* v) {
+  if (v->def() && (v->def()->code() == ir::OpCode::Max || v->def()->code() == ir::OpCode::Min))
+    v->def()->setAttr("propagate_nan", int64_t(1));
+}
+
 } // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -620,24 +637,18 @@ Val Specializer::callTl(const std::string& name, CallSite& call) {
       return (name == "minimum") == truthy(less) ? y : x;
     }
     ir::Value* r = minMax(name == "maximum", x, y, loc);
-    // As Triton's default (PropagateNan.NONE), a NaN operand yields the other one; a true
-    // propagate_nan (Triton's PropagateNan.ALL) makes NaN win.
-    if (a.has("propagate_nan")) {
-      const Val& p = a.get("propagate_nan");
-      if (!p.isConstexpr())
-        raiseError(a.loc("propagate_nan"), "tl." + name +
-                                               "'s propagate_nan must be a compile-time "
-                                               "constant (True or False)");
-      if (truthy(p) && r->def() &&
-          (r->def()->code() == OpCode::Max || r->def()->code() == OpCode::Min))
-        r->def()->setAttr("propagate_nan", int64_t(1));
-    }
+    if (propagatesNan(a, "tl." + name)) markPropagatesNan(r);
     return Val::runtime(r);
   }
   if (name == "clamp") {
     BoundArgs a(call, {"x", "min", "max", "propagate_nan="});
     ir::Value* lo = minMax(true, a.get("x"), a.get("min"), loc);
-    return Val::runtime(minMax(false, Val::runtime(lo), a.get("max"), loc));
+    ir::Value* r = minMax(false, Val::runtime(lo), a.get("max"), loc);
+    if (propagatesNan(a, "tl.clamp")) {
+      markPropagatesNan(lo);
+      markPropagatesNan(r);
+    }
+    return Val::runtime(r);
   }
   if (name == "sum" || name == "max" || name == "min" || name == "argmax" || name == "argmin" ||
       name == "xor_sum") {

@@ -1,4 +1,4 @@
-"""tl.maximum / tl.minimum / tl.max with NaN operands: as Triton's default, a NaN yields the other
+"""tl.maximum / tl.minimum / tl.clamp / tl.max with NaN operands: as Triton's default, a NaN yields the other
 operand (PTX max.f32 on the GPU, the same rule in the interpreter); propagate_nan=True makes NaN
 win (max.NaN.f32). The interpreter runs the kernel; the PTX is checked for every target."""
 
@@ -18,6 +18,7 @@ def nan_kernel(x_ptr, y_ptr, out_ptr, row_ptr, PROPAGATE: tl.constexpr):
     y = tl.load(y_ptr + offs)
     tl.store(out_ptr + offs, tl.maximum(x, y, propagate_nan=PROPAGATE))
     tl.store(out_ptr + 16 + offs, tl.minimum(x, y, propagate_nan=PROPAGATE))
+    tl.store(out_ptr + 32 + offs, tl.clamp(x, -1.0, 5.0, propagate_nan=PROPAGATE))
     tl.store(row_ptr, tl.max(x, axis=0))
 
 
@@ -32,7 +33,7 @@ def _inputs():
 def test_nan_yields_the_other_operand_unless_propagated():
     x, y = _inputs()
     for propagate in (False, True):
-        out = np.zeros(32, np.float32)
+        out = np.zeros(48, np.float32)
         row = np.zeros(1, np.float32)
         nan_kernel[(1,)](x, y, out, row, PROPAGATE=propagate)
         if propagate:
@@ -40,7 +41,10 @@ def test_nan_yields_the_other_operand_unless_propagated():
         else:
             expect_max, expect_min = np.fmax(x, y), np.fmin(x, y)
         np.testing.assert_array_equal(out[:16], expect_max)
-        np.testing.assert_array_equal(out[16:], expect_min)
+        np.testing.assert_array_equal(out[16:32], expect_min)
+        clamped = np.minimum(np.maximum(x, -1.0), 5.0) if propagate else np.clip(
+            np.nan_to_num(x, nan=-1.0), -1.0, 5.0)
+        np.testing.assert_array_equal(out[32:], clamped)
         assert row[0] == np.nanmax(x)  # tl.max skips NaN (Triton's default)
 
 
@@ -49,7 +53,7 @@ def test_the_ptx_uses_max_f32_and_max_nan_f32_as_asked(target, monkeypatch):
     monkeypatch.setenv("WARPWEAVE_TARGET", target)
     monkeypatch.setenv("WARPWEAVE_CACHE_DISABLE", "1")
     x, y = _inputs()
-    out, row = np.zeros(32, np.float32), np.zeros(1, np.float32)
+    out, row = np.zeros(48, np.float32), np.zeros(1, np.float32)
     for propagate, wanted, unwanted in ((False, "max.f32", "max.NaN.f32"),
                                         (True, "max.NaN.f32", None)):
         values = nan_kernel.bind((x, y, out, row), {"PROPAGATE": propagate})
