@@ -1105,6 +1105,27 @@ TEST(Codegen, TlxAsyncDotOntoZeroSkipsTheAccumulatorInit) {
   EXPECT_EQ(count(ptx, "mov.f32"), 0) << ptx;
 }
 
+/// Q K^T as attention issues it: a [64, headDim] Q tile and a [128, headDim] K tile stored into
+/// qBuf and kBuf, K's local_trans as wgmma's B, and the fp32 [64, 128] result stored to c.
+codegen::PtxKernel emitQkTransposed(KernelBuilder& k, Value* q, Value* kp, Value* c, Value* qBuf,
+                                    Value* kBuf, int64_t headDim) {
+  k.b.create(OpCode::LocalStore,
+             {qBuf, k.b.load(tilePtrs(k, q, tileOffsets(k, 64, headDim, headDim)))}, {});
+  k.b.create(OpCode::LocalStore,
+             {kBuf, k.b.load(tilePtrs(k, kp, tileOffsets(k, 128, headDim, headDim)))}, {});
+  k.b.create(OpCode::Fence, {}, {}, {{"kind", std::string("async_shared")}});
+  k.b.create(OpCode::DebugBarrier, {}, {});
+  Value* kT = k.b.create1(OpCode::LocalTrans, {kBuf}, Type::buffer(DType::F16, {headDim, 128}, 1),
+                          {{"order", std::vector<int64_t>{1, 0}}});
+  Value* zero = k.b.constFloat(0.0, Type::tensor(DType::F32, {64, 128}));
+  Value* acc = k.b.create1(OpCode::AsyncDot, {qBuf, kT, zero}, zero->type(),
+                           {{"has_use_acc", int64_t(0)}, {"has_pred", int64_t(0)}});
+  Value* done = k.b.create1(OpCode::AsyncDotWait, {acc}, acc->type(), {{"pendings", int64_t(0)}});
+  k.b.store(tilePtrs(k, c, tileOffsets(k, 64, 128, 128)), done);
+  k.b.ret();
+  return emitAndAssemble(*k.fn, Target::SM90a);
+}
+
 /// Q K^T as in attention: K is stored [N, K] and its local_trans feeds wgmma as a K-major B.
 TEST(Codegen, TlxAsyncDotReadsATransposedBufferAsKMajorB) {
   KernelBuilder k("tlx_qk", 4);
@@ -1115,20 +1136,7 @@ TEST(Codegen, TlxAsyncDotReadsATransposedBufferAsKMajorB) {
                             {{"storage", std::string("smem")}});
   Value* kBuf = k.b.create1(OpCode::LocalAlloc, {}, Type::buffer(DType::F16, {128, 64}, 1),
                             {{"storage", std::string("smem")}});
-  k.b.create(OpCode::LocalStore, {qBuf, k.b.load(tilePtrs(k, q, tileOffsets(k, 64, 64, 64)))}, {});
-  k.b.create(OpCode::LocalStore, {kBuf, k.b.load(tilePtrs(k, kp, tileOffsets(k, 128, 64, 64)))},
-             {});
-  k.b.create(OpCode::Fence, {}, {}, {{"kind", std::string("async_shared")}});
-  k.b.create(OpCode::DebugBarrier, {}, {});
-  Value* kT = k.b.create1(OpCode::LocalTrans, {kBuf}, Type::buffer(DType::F16, {64, 128}, 1),
-                          {{"order", std::vector<int64_t>{1, 0}}});
-  Value* zero = k.b.constFloat(0.0, Type::tensor(DType::F32, {64, 128}));
-  Value* acc = k.b.create1(OpCode::AsyncDot, {qBuf, kT, zero}, zero->type(),
-                           {{"has_use_acc", int64_t(0)}, {"has_pred", int64_t(0)}});
-  Value* done = k.b.create1(OpCode::AsyncDotWait, {acc}, acc->type(), {{"pendings", int64_t(0)}});
-  k.b.store(tilePtrs(k, c, tileOffsets(k, 64, 128, 128)), done);
-  k.b.ret();
-  codegen::PtxKernel ptxK = emitAndAssemble(*k.fn, Target::SM90a);
+  codegen::PtxKernel ptxK = emitQkTransposed(k, q, kp, c, qBuf, kBuf, 64);
   const std::string& ptx = ptxK.ptx;
   EXPECT_EQ(count(ptx, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"), 4) << ptx;
   // Both operands K-major: no transpose immediates, LBO field 1 in both descriptors.
@@ -1259,21 +1267,7 @@ TEST(Codegen, TlxAsyncDotStepsKMajorDescriptorsAcrossColumnBlocks) {
   Value* stage = k.b.binary(OpCode::Rem, k.b.programId(0), k.b.i32(2));
   Value* kBuf =
       k.b.create1(OpCode::LocalView, {kBufs, stage}, Type::buffer(DType::F16, {128, 128}, 1));
-  k.b.create(OpCode::LocalStore, {qBuf, k.b.load(tilePtrs(k, q, tileOffsets(k, 64, 128, 128)))},
-             {});
-  k.b.create(OpCode::LocalStore, {kBuf, k.b.load(tilePtrs(k, kp, tileOffsets(k, 128, 128, 128)))},
-             {});
-  k.b.create(OpCode::Fence, {}, {}, {{"kind", std::string("async_shared")}});
-  k.b.create(OpCode::DebugBarrier, {}, {});
-  Value* kT = k.b.create1(OpCode::LocalTrans, {kBuf}, Type::buffer(DType::F16, {128, 128}, 1),
-                          {{"order", std::vector<int64_t>{1, 0}}});
-  Value* zero = k.b.constFloat(0.0, Type::tensor(DType::F32, {64, 128}));
-  Value* acc = k.b.create1(OpCode::AsyncDot, {qBuf, kT, zero}, zero->type(),
-                           {{"has_use_acc", int64_t(0)}, {"has_pred", int64_t(0)}});
-  Value* done = k.b.create1(OpCode::AsyncDotWait, {acc}, acc->type(), {{"pendings", int64_t(0)}});
-  k.b.store(tilePtrs(k, c, tileOffsets(k, 64, 128, 128)), done);
-  k.b.ret();
-  codegen::PtxKernel ptxK = emitAndAssemble(*k.fn, Target::SM90a);
+  codegen::PtxKernel ptxK = emitQkTransposed(k, q, kp, c, qBuf, kBuf, 128);
   // Both K-major, 128-byte swizzle, SBO 1024 bytes, LBO field 1. A column block of Q is 64 rows
   // x 128 bytes (8 KiB), one of K is 128 rows x 128 bytes (16 KiB).
   int64_t kMajor =
