@@ -75,16 +75,24 @@ def row_max_kernel(x_ptr, out_ptr, out_index_ptr, n_rows, n_cols, stride_row,
 
 
 @ww.jit
-def row_sum_partial_kernel(x_ptr, partial_ptr, n_rows, n_cols, stride_row, chunk_cols,
-                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+def _chunk_of_rows(x_ptr, n_rows, stride_row, chunk_cols, BLOCK_M: tl.constexpr,
+                   BLOCK_N: tl.constexpr):
+    """The split kernels' share: this program's BLOCK_M rows (and their mask and base pointers)
+    and its chunk's columns [col_begin, col_end)."""
     rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     chunk = tl.program_id(1)
-    n_chunks = tl.num_programs(1)
-    row_mask = rows < n_rows
     row_base = x_ptr + rows.to(tl.int64)[:, None] * stride_row
     # chunk_cols is whole blocks: saying so lets the loads be vectors (as in the one-launch kernel).
     col_begin = tl.multiple_of(chunk * chunk_cols, BLOCK_N)
-    col_end = col_begin + chunk_cols
+    return rows, rows < n_rows, row_base, chunk, col_begin, col_begin + chunk_cols
+
+
+@ww.jit
+def row_sum_partial_kernel(x_ptr, partial_ptr, n_rows, n_cols, stride_row, chunk_cols,
+                           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    rows, row_mask, row_base, chunk, col_begin, col_end = _chunk_of_rows(
+        x_ptr, n_rows, stride_row, chunk_cols, BLOCK_M, BLOCK_N)
+    n_chunks = tl.num_programs(1)
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for start in range(col_begin, tl.minimum(col_end, n_cols), BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N)
@@ -97,14 +105,9 @@ def row_sum_partial_kernel(x_ptr, partial_ptr, n_rows, n_cols, stride_row, chunk
 @ww.jit
 def row_max_partial_kernel(x_ptr, partial_ptr, partial_index_ptr, n_rows, n_cols, stride_row,
                            chunk_cols, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    chunk = tl.program_id(1)
+    rows, row_mask, row_base, chunk, col_begin, col_end = _chunk_of_rows(
+        x_ptr, n_rows, stride_row, chunk_cols, BLOCK_M, BLOCK_N)
     n_chunks = tl.num_programs(1)
-    row_mask = rows < n_rows
-    row_base = x_ptr + rows.to(tl.int64)[:, None] * stride_row
-    # chunk_cols is whole blocks: saying so lets the loads be vectors (as in the one-launch kernel).
-    col_begin = tl.multiple_of(chunk * chunk_cols, BLOCK_N)
-    col_end = col_begin + chunk_cols
     best = tl.full([BLOCK_M], -float("inf"), dtype=tl.float32)
     # A chunk with no value above -inf names its first column, as a whole row of -inf names 0.
     best_index = tl.zeros([BLOCK_M], dtype=tl.int32) + col_begin
