@@ -160,14 +160,15 @@ std::string evictionPolicy(const Val& v, SourceLoc loc) {
   return v.s == "evict_normal" ? "" : v.s;
 }
 
-/// Whether a call's propagate_nan asks NaN to win (Triton's PropagateNan.ALL). Absent or false:
-/// a NaN operand yields the other one, Triton's default.
+/// Whether a call's propagate_nan asks NaN to win (tl.PropagateNan.ALL or True). Absent, NONE or
+/// False: a NaN operand yields the other one, Triton's default.
 bool propagatesNan(const BoundArgs& a, const std::string& what) {
   if (!a.has("propagate_nan")) return false;
   const Val& p = a.get("propagate_nan");
-  if (!p.isConstexpr())
-    raiseError(a.loc("propagate_nan"),
-               what + "'s propagate_nan must be a compile-time constant (True or False)");
+  if (p.kind == Val::Kind::Enum && (p.s == "ALL" || p.s == "NONE")) return p.s == "ALL";
+  if (p.kind == Val::Kind::Enum || !p.isConstexpr())
+    raiseError(a.loc("propagate_nan"), what + "'s propagate_nan must be tl.PropagateNan.ALL / NONE "
+                                              "or a compile-time True / False");
   return truthy(p);
 }
 
@@ -188,6 +189,7 @@ std::optional<Val> Specializer::namespaceMember(const std::string& ns, const std
     if (auto d = ir::parseTlDType(name)) return Val::dtypeOf(*d);
     if (name == "math") return Val::ns("tl");
     if (name == "extra") return Val::ns("tl.extra");
+    if (name == "PropagateNan") return Val::ns("tl.PropagateNan");
     const auto& f = tlFunctions();
     if (std::find(f.begin(), f.end(), name) != f.end()) return Val::builtin("tl." + name);
     return std::nullopt;
@@ -207,6 +209,10 @@ std::optional<Val> Specializer::namespaceMember(const std::string& ns, const std
   }
   if (ns == "tlx.storage_kind") {
     if (name == "smem" || name == "tmem") return Val::enumValue(name);
+    return std::nullopt;
+  }
+  if (ns == "tl.PropagateNan") {
+    if (name == "ALL" || name == "NONE") return Val::enumValue(name);
     return std::nullopt;
   }
   if (ns == "math") {
@@ -256,6 +262,8 @@ void Specializer::unknownMember(const std::string& ns, const std::string& name, 
     candidates.insert(candidates.end(), {"pi", "e", "inf", "nan", "tau"});
   } else if (ns == "tlx.storage_kind") {
     candidates = {"smem", "tmem"};
+  } else if (ns == "tl.PropagateNan") {
+    candidates = {"ALL", "NONE"};
   } else if (ns == "ww") {
     candidates = {"language", "tlx", "cdiv", "next_power_of_2", "jit"};
   }

@@ -69,5 +69,24 @@ def test_propagate_nan_must_be_a_constant():
         v = tl.load(x_ptr)
         tl.store(x_ptr, tl.maximum(v, v, propagate_nan=flag))
 
-    with pytest.raises(ww.CompilationError, match="propagate_nan must be a compile-time constant"):
+    with pytest.raises(ww.CompilationError, match="propagate_nan must be tl.PropagateNan.ALL / "
+                                                  "NONE or a compile-time True / False"):
         bad[(1,)](np.zeros(1, np.float32), 1)
+
+
+@ww.jit
+def triton_style(x_ptr, y_ptr, out_ptr):
+    # As Triton (and PyTorch Inductor's helpers) spell it: the third argument, positional.
+    offs = tl.arange(0, 16)
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    tl.store(out_ptr + offs, tl.maximum(x, y, tl.PropagateNan.ALL))
+    tl.store(out_ptr + 16 + offs, tl.minimum(x, y, propagate_nan=tl.PropagateNan.NONE))
+
+
+def test_triton_propagate_nan_enum():
+    x, y = _inputs()
+    out = np.zeros(32, np.float32)
+    triton_style[(1,)](x, y, out)
+    np.testing.assert_array_equal(out[:16], np.maximum(x, y))
+    np.testing.assert_array_equal(out[16:], np.fmin(x, y))
