@@ -12,6 +12,12 @@ median of the per-round ratios, so that the GPU's clock drift moves both sides o
 the 'spread' column is the range of a column's rounds relative to its fastest, below which a ratio
 is noise. Memory-bound cases use inputs well past the 60 MB L2, and the timer
 flushes L2 before every run.
+
+Memory-bound cases (unit TB/s) carry a 'copy' column: a device-to-device copy of the same number of
+bytes (half read, half written), timed in the same rounds, and 'vs copy' is the median of the
+per-round ratios against it, so that what a run's flush and size cost every kernel (see --flush)
+is charged to the copy too; 'vs large copy' is the rate over the large copy of the header line.
+`--only copy` times the copy alone at several sizes under each flush mode.
 """
 
 from __future__ import annotations
@@ -43,6 +49,9 @@ def parse_args(argv=None):
     p.add_argument("--no-triton", action="store_true", help="skip the Triton column")
     p.add_argument("--timer", choices=("warpweave", "triton"), default="warpweave",
                    help="which do_bench times every column (default: ww.testing.do_bench)")
+    p.add_argument("--flush", choices=("write", "read", "none"), default="write",
+                   help="how ww.testing.do_bench empties L2 before each run (default 'write', "
+                        "Triton's: zeroing a buffer, whose dirty lines the timed run writes back)")
     return p.parse_args(argv)
 
 
@@ -298,6 +307,33 @@ def copy_bandwidth(torch, bench, quick):
     return 2 * n, times
 
 
+def copy_of(torch, moved):
+    """A zero-argument copy that moves `moved` bytes (half read, half written)."""
+    src = torch.empty(max(1, moved // 8), device="cuda", dtype=torch.float32).normal_()
+    dst = torch.empty_like(src)
+    return lambda: dst.copy_(src)
+
+
+def copy_study(torch, ww, warmup, rep):
+    """Copy bandwidth by size and flush mode: what a timed run's size and the L2 flush cost."""
+    sizes = [1 << 27, 1 << 28, 1 << 29, 1 << 30, 1 << 31]  # bytes moved
+    print(f"# copy by bytes moved (TB/s) under each flush mode of ww.testing.do_bench")
+    print(f"{'moved':>10} " + " ".join(f"{m:>8}" for m in ("write", "read", "none")))
+    rows = []
+    for moved in sizes:
+        fn = copy_of(torch, moved)
+        rates = {}
+        for mode in ("write", "read", "none"):
+            ms = ww.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median",
+                                     flush=mode)
+            rates[mode] = moved / (ms * 1e-3) / 1e12
+        rows.append({"moved": moved, "TBps": rates})
+        print(f"{moved / 1e9:>8.2f}GB " + " ".join(f"{rates[m]:>8.3f}" for m in rates))
+        del fn
+        torch.cuda.empty_cache()
+    return rows
+
+
 def overheads(torch, ww, ops, quick):
     """Host-side costs PERFORMANCE.md sets targets for: a cold compile of the vector add (source
     to a loaded kernel, memory and disk caches off), a compile served by the disk cache, and the
@@ -382,7 +418,8 @@ def run(args):
             return triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
     else:
         def bench(fn):
-            return ww.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
+            return ww.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median",
+                                       flush=args.flush)
 
     only = set(KERNELS if not args.only else args.only.split(","))
     unknown = only - set(KERNELS)
@@ -394,10 +431,11 @@ def run(args):
     props = torch.cuda.get_device_properties(0)
     meta = {"gpu": props.name, "sms": props.multi_processor_count, "torch": torch.__version__,
             "cuda": torch.version.cuda, "triton": triton_note, "warpweave": ww.__version__,
-            "quick": args.quick, "timer": args.timer, "python": platform.python_version(),
+            "quick": args.quick, "timer": args.timer, "flush": args.flush, "python": platform.python_version(),
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     print(f"# {meta['gpu']} ({meta['sms']} SMs), torch {meta['torch']}, CUDA {meta['cuda']}, "
-          f"Triton {triton_note}, timer {args.timer}, {'quick' if args.quick else 'full'} run")
+          f"Triton {triton_note}, timer {args.timer}, flush {args.flush}, "
+          f"{'quick' if args.quick else 'full'} run")
 
     results = []
     copy_bytes, copy_times = copy_bandwidth(torch, bench, args.quick)
@@ -410,6 +448,8 @@ def run(args):
     print(f"# device-to-device copy: {copy_tbs:.2f} TB/s (read + write), "
           f"{copy_times[0]:.3f} / {copy_times[1]:.3f} ms for {copy_bytes / 1e9:.2f} GB")
 
+    if "copy" in only:
+        meta["copy_study"] = copy_study(torch, ww, warmup, rep)
     try:
         meta["overheads"] = overheads(torch, ww, ops, args.quick)
         o = meta["overheads"]
@@ -422,7 +462,8 @@ def run(args):
         print(f"# overheads not measured: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}")
 
     header = (f"{'kernel':<14} {'case':<36} {'column':<14} {'ms':>9} {'rate':>9} {'unit':<8} "
-              f"{'spread':>6} {'vs torch':>8} {'vs triton':>9} {'vs copy':>7}  note")
+              f"{'spread':>6} {'vs torch':>8} {'vs triton':>9} {'vs copy':>7} "
+              f"{'vs large copy':>13}  note")
     print(header)
     print("-" * len(header))
     t_start = time.time()
@@ -439,6 +480,8 @@ def run(args):
                 print(f"{kernel:<14} set-up failed: {type(e).__name__}: {e}")
                 results.append({"kernel": kernel, "setup_error": f"{type(e).__name__}: {e}"})
                 break
+            if case.unit == "TB/s":
+                case.fns["copy"] = copy_of(torch, case.amount)
             row = {"kernel": case.kernel, "case": case.label, "unit": case.unit,
                    "amount": case.amount, "columns": {}}
             for column, fn in case.fns.items():
@@ -480,15 +523,16 @@ def run(args):
                 entry["rate"] = case.amount / (entry["ms"] * 1e-3) / 1e12
             for column, entry in row["columns"].items():
                 if "ms" in entry and column.startswith("warpweave"):
-                    for other in ("torch", "triton"):
+                    for other in ("torch", "triton", "copy"):
                         o = row["columns"].get(other, {})
                         if "ms" in o:  # > 1: warpweave is faster; the median of per-round ratios
                             entry[f"vs_{other}"] = statistics.median(
                                 a / b for a, b in zip(o["ms_runs"], entry["ms_runs"]))
                     if case.unit == "TB/s":
-                        entry["vs_copy"] = entry["rate"] / copy_tbs
+                        entry["vs_large_copy"] = entry["rate"] / copy_tbs
                 print(format_row(case, column, entry))
             results.append(row)
+            case.fns.pop("copy", None)  # frees the copy's buffers
             torch.cuda.empty_cache()
     meta["seconds"] = time.time() - t_start
     print(f"# {len(results)} cases in {meta['seconds']:.0f} s; ratios > 1 mean warpweave is "
@@ -507,13 +551,14 @@ def run(args):
 def format_row(case, column, entry):
     if "error" in entry:
         return f"{case.kernel:<14} {case.label:<36} {column:<14} {'-':>9} {'-':>9} {'':<8} " \
-               f"{'':>6} {'':>8} {'':>9} {'':>7}  FAILED {entry['error'].splitlines()[0][:120]}"
+               f"{'':>6} {'':>8} {'':>9} {'':>7} {'':>13}  FAILED " \
+               f"{entry['error'].splitlines()[0][:120]}"
     ratios = [f"{entry[k]:.2f}x" if k in entry else "" for k in ("vs_torch", "vs_triton",
-                                                                  "vs_copy")]
+                                                                  "vs_copy", "vs_large_copy")]
     note = f"WRONG ({entry['wrong']})" if "wrong" in entry else ""
     return (f"{case.kernel:<14} {case.label:<36} {column:<14} {entry['ms']:>9.4f} "
             f"{entry['rate']:>9.3f} {case.unit:<8} {entry['spread'] * 100:>5.1f}% "
-            f"{ratios[0]:>8} {ratios[1]:>9} {ratios[2]:>7}  {note}")
+            f"{ratios[0]:>8} {ratios[1]:>9} {ratios[2]:>7} {ratios[3]:>13}  {note}")
 
 
 def write_plot(report, path):

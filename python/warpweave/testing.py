@@ -49,23 +49,40 @@ def _flush_buffer(torch, device):
     return buf
 
 
-def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean"):
+_FLUSH_MODES = ("write", "read", "none")
+
+
+def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean",
+             flush="write"):
     """Runs `fn` for about `warmup` ms, then about `rep` ms of timed runs, each after an L2 flush
     and each timed alone with CUDA events; returns ms per run summarized by `return_mode`
-    ('min', 'max', 'mean', 'median', 'all') or the requested `quantiles`."""
+    ('min', 'max', 'mean', 'median', 'all') or the requested `quantiles`.
+
+    flush: how L2 is emptied before each run. 'write' (Triton's convention) zeroes a 256 MB
+    buffer, which leaves L2 full of dirty lines that the timed run then writes back to memory (up
+    to the L2's size of extra traffic, charged to `fn`); 'read' sums the buffer instead, leaving
+    clean lines that `fn` evicts for free; 'none' times with whatever L2 holds."""
     import torch
 
     if return_mode not in _RETURN_MODES:
         raise ValueError(f"return_mode={return_mode!r}: expected one of {_RETURN_MODES}")
+    if flush not in _FLUSH_MODES:
+        raise ValueError(f"flush={flush!r}: expected one of {_FLUSH_MODES}")
     fn()
     torch.cuda.synchronize()
-    cache = _flush_buffer(torch, torch.cuda.current_device())
+    buf = _flush_buffer(torch, torch.cuda.current_device())
+
+    def flush_l2():
+        if flush == "write":
+            buf.zero_()
+        elif flush == "read":
+            torch.sum(buf)
 
     # Estimate one run's time to size the warm-up and measurement loops.
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(5):
-        cache.zero_()
+        flush_l2()
         fn()
     end.record()
     torch.cuda.synchronize()
@@ -80,7 +97,7 @@ def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_m
         if grad_to_none is not None:
             for x in grad_to_none:
                 x.grad = None
-        cache.zero_()
+        flush_l2()
         starts[i].record()
         fn()
         ends[i].record()

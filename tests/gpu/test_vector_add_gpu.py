@@ -117,6 +117,10 @@ def test_do_bench_modes():
     assert isinstance(ww.testing.do_bench(fn, warmup=5, rep=20, return_mode="all"), list)
     with pytest.raises(ValueError):
         ww.testing.do_bench(fn, return_mode="average")
+    for flush in ("read", "none"):
+        assert 0 < ww.testing.do_bench(fn, warmup=5, rep=20, flush=flush) < 100
+    with pytest.raises(ValueError, match="flush"):
+        ww.testing.do_bench(fn, flush="evict")
     assert ww.testing.do_bench_cudagraph(fn, rep=5) > 0
 
 
