@@ -51,11 +51,15 @@ CONFIGS = {
        dict(tma=True, num_warps=8, num_stages=4), dict(num_warps=16), dict(num_warps=32),
        dict(rows_ahead=0), dict(rows_ahead=1), None],
     "layernorm_fwd": [None] + [dict(tma=True, **c) for c in TMA_STAGES]
-    + [dict(tma=True, tma_store=True), None],
+    + [dict(tma=True, tma_store=True)]
+    + _product(num_warps=[8, 16, 32], programs_per_sm=[1, 2]) + [None],
     # block_p / block_n: the dw/db sum's partial rows per step and columns per program.
     "layernorm_bwd": [None]
     + [dict(num_warps=8, prefetch=0, accumulate_early=False, block_p=32, block_n=32),
        dict(block_p=64, block_n=16), dict(num_warps=16, prefetch=2), dict(prefetch=0)]
+    + _product(num_warps=[2, 4, 8], prefetch=[1, 2, 3])
+    + [dict(num_warps=4, prefetch=3, accumulate_early=True),
+       dict(num_warps=4, prefetch=3, programs_per_sm=4)]
     + [dict(tma=True, num_warps=8, num_stages=s) for s in (1, 2)]
     + [dict(tma=True, tma_store=True, num_warps=w, num_stages=s, programs_per_sm=p)
        for w, s, p in ((8, 2, 2), (16, 3, 1))] + [None],
@@ -89,6 +93,8 @@ def parse_args(argv=None):
     p.add_argument("--graph", action="store_true",
                    help="time replays of a CUDA graph of the call (ww.testing.do_bench_cudagraph: "
                         "the GPU's time alone, without the host's launch cost or L2 flushes)")
+    p.add_argument("--flush", choices=("write", "read", "none"), default="write",
+                   help="how do_bench empties L2 before each run (ww.testing.do_bench's flush)")
     p.add_argument("--kernel-budget", type=float, default=30.0,
                    help="seconds per kernel before its remaining configurations are skipped")
     p.add_argument("--total-budget", type=float, default=100.0,
@@ -238,7 +244,8 @@ def main(argv=None):
     def bench(fn):
         if args.graph:
             return ww.testing.do_bench_cudagraph(fn, rep=20, return_mode="median")
-        return ww.testing.do_bench(fn, warmup=5, rep=25, return_mode="median")
+        return ww.testing.do_bench(fn, warmup=5, rep=25, return_mode="median",
+                                   flush=args.flush)
 
     props = torch.cuda.get_device_properties(0)
     copy_before = copy_tbps(torch, bench)
