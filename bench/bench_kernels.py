@@ -393,6 +393,19 @@ def overheads(torch, ww, ops, quick):
     out["launch_kernel_us"] = per_call(
         lambda: kernel[(1,)](x, x, y, 1024, BLOCK=1024, num_warps=4))
     out["launch_torch_add_us"] = per_call(lambda: torch.add(x, x, out=y))
+    # The row kernels' wrappers on a small input, whose GPU time is below the host's: a wrapper
+    # whose host cost exceeds the time the GPU spends on the flush before each timed run (about
+    # 60 us for 256 MB) shows up in do_bench's per-launch times.
+    rows = torch.randn(256, 4096, device="cuda", dtype=torch.float16)
+    w, b = rows[0].clone(), rows[1].clone()
+    mean, rstd = rows.float().mean(-1), torch.ones(256, device="cuda")
+    iters = iters // 10
+    for name, fn in (("softmax", lambda c: ops.softmax(rows, config=c)),
+                     ("layernorm_fwd", lambda c: ops.layernorm_fwd(rows, w, b, config=c)),
+                     ("layernorm_bwd", lambda c: ops.layernorm_bwd(rows, rows, w, mean, rstd,
+                                                                   config=c))):
+        out[f"host_{name}_us"] = per_call(lambda: fn(None))
+        out[f"host_{name}_tma_us"] = per_call(lambda: fn(TMA_CONFIGS[name]))
     return out
 
 
@@ -469,6 +482,9 @@ def run(args):
               f"{o['compile_disk_cached_s'] * 1e3:.1f} ms; launch from Python: ops.add "
               f"{o['launch_ops_add_us']:.1f} us, kernel[grid] {o['launch_kernel_us']:.1f} us, "
               f"torch.add {o['launch_torch_add_us']:.1f} us per call")
+        print("# row wrappers per call on 256x4096 fp16 (host-bound), register / TMA kernels: " +
+              ", ".join(f"{k} {o[f'host_{k}_us']:.1f} / {o[f'host_{k}_tma_us']:.1f} us"
+                        for k in ("softmax", "layernorm_fwd", "layernorm_bwd")))
     except Exception as e:
         meta["overheads"] = {"error": f"{type(e).__name__}: {e}"}
         print(f"# overheads not measured: {type(e).__name__}: {(str(e).splitlines() or [''])[0]}")
