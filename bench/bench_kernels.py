@@ -51,6 +51,9 @@ def parse_args(argv=None):
     p.add_argument("--no-triton", action="store_true", help="skip the Triton column")
     p.add_argument("--timer", choices=("warpweave", "triton"), default="warpweave",
                    help="which do_bench times every column (default: ww.testing.do_bench)")
+    p.add_argument("--graph", action="store_true",
+                   help="time replays of a CUDA graph of each call (ww.testing.do_bench_cudagraph): "
+                        "the GPU's time alone, without the host's cost per call or L2 flushes")
     p.add_argument("--flush", choices=("write", "read", "none"), default="write",
                    help="how ww.testing.do_bench empties L2 before each run (default 'write', "
                         "Triton's: zeroing a buffer, whose dirty lines the timed run writes back)")
@@ -441,6 +444,9 @@ def run(args):
 
         def bench(fn):
             return triton.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median")
+    elif args.graph:
+        def bench(fn):
+            return ww.testing.do_bench_cudagraph(fn, rep=rep, return_mode="median")
     else:
         def bench(fn):
             return ww.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median",
@@ -456,10 +462,11 @@ def run(args):
     props = torch.cuda.get_device_properties(0)
     meta = {"gpu": props.name, "sms": props.multi_processor_count, "torch": torch.__version__,
             "cuda": torch.version.cuda, "triton": triton_note, "warpweave": ww.__version__,
-            "quick": args.quick, "timer": args.timer, "flush": args.flush, "python": platform.python_version(),
+            "quick": args.quick, "timer": "cuda graph replays" if args.graph else args.timer,
+            "flush": "none" if args.graph else args.flush, "python": platform.python_version(),
             "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     print(f"# {meta['gpu']} ({meta['sms']} SMs), torch {meta['torch']}, CUDA {meta['cuda']}, "
-          f"Triton {triton_note}, timer {args.timer}, flush {args.flush}, "
+          f"Triton {triton_note}, timer {meta['timer']}, flush {meta['flush']}, "
           f"{'quick' if args.quick else 'full'} run")
 
     results = []

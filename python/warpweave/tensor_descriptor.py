@@ -30,6 +30,11 @@ def box_shape(block_shape, dtype: str, swizzle: int) -> list:
     return list(block_shape)
 
 
+# CUtensorMap bytes by (dtype, address, shape, strides, block shape, swizzle), oldest dropped first.
+_encoded_maps: dict = {}
+_ENCODED_MAPS_KEPT = 256
+
+
 class TensorDescriptor:
     def __init__(self, base, shape, strides, block_shape, padding: str = "zero"):
         if padding not in ("zero",):
@@ -102,10 +107,18 @@ class TensorDescriptor:
             inner = self.block_shape[-1] * max(DTYPES[dtype].bits // 8, 1)
             swizzle = default_swizzle(inner)
         address = self.base.data_ptr()
-        key = (address, tuple(self.shape), tuple(self.strides), tuple(self.block_shape), swizzle)
+        key = (dtype, address, tuple(self.shape), tuple(self.strides), tuple(self.block_shape),
+               swizzle)
         if self._encoded is None or self._encoded[0] != key:
-            data = native().encode_tensor_map(dtype, address, self.shape, self.strides,
-                                              box, swizzle)
+            # Wrappers build a new descriptor per call over tensors that the caching allocator
+            # often places at the same address: the bytes depend on the key alone.
+            data = _encoded_maps.get(key)
+            if data is None:
+                data = native().encode_tensor_map(dtype, address, self.shape, self.strides,
+                                                  box, swizzle)
+                if len(_encoded_maps) >= _ENCODED_MAPS_KEPT:
+                    del _encoded_maps[next(iter(_encoded_maps))]
+                _encoded_maps[key] = data
             self._encoded = (key, data)
         return self._encoded[1]
 

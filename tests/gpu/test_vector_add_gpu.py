@@ -150,3 +150,9 @@ def test_tensor_descriptor_encodes_at_launch_time():
     assert d.encode() != first
     with pytest.raises(ww.LaunchError):
         ww.TensorDescriptor(a, [256, 128], [128, 1], [64, 512]).encode()
+    # A new descriptor over the same memory and shape reuses the encoded bytes; one over another
+    # tensor (another address) or in another dtype gets its own.
+    assert ww.TensorDescriptor.from_tensor(a, [64, 64]).encode() == first
+    b = torch.randn(256, 128, device="cuda", dtype=torch.float16)
+    assert ww.TensorDescriptor.from_tensor(b, [64, 64]).encode() != first
+    assert ww.TensorDescriptor.from_tensor(a.view(torch.bfloat16), [64, 64]).encode() != first
