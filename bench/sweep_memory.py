@@ -70,6 +70,32 @@ CONFIGS = {
     + [dict(BLOCK_I=32, BLOCK_D=64, num_warps=1), dict(BLOCK_I=8, num_warps=1)],
 }
 CONFIGS["row_max"] = list(CONFIGS["row_sum"])
+# Rows split over the CTAs of a thread-block cluster (kernels/hopper/rows_cluster.py, sm_90+):
+# cluster=C CTAs a row (0: the one-CTA kernels), num_warps per CTA; programs_per_sm makes the
+# clusters persistent (that many CTAs per SM; else one cluster per row), clusters sets their
+# count. For the wide --shape runs (4096x32768, 2048x100000, 8192x16384); slices are
+# cdiv(cols, C) columns in the next power of two of lanes.
+CLUSTER_CONFIGS = {
+    "softmax": [dict(cluster=0)]
+    + [dict(cluster=c, num_warps=w) for c, w in ((2, 32), (4, 8), (4, 16), (4, 32), (7, 8),
+                                                 (7, 16), (8, 8), (8, 16), (13, 8), (16, 8))]
+    + [dict(cluster=c, num_warps=w, programs_per_sm=p)
+       for c, w, p in ((4, 16, 1), (4, 8, 2), (8, 16, 1), (8, 16, 2), (8, 8, 2))],
+    "layernorm_fwd": [dict(cluster=0)]
+    + [dict(cluster=c, num_warps=w) for c, w in ((2, 8), (2, 16), (4, 4), (4, 8), (4, 16),
+                                                 (8, 4), (8, 8))]
+    + [dict(cluster=c, num_warps=w, programs_per_sm=p)
+       for c, w, p in ((2, 16, 1), (4, 8, 2), (4, 8, 3), (8, 4, 4))],
+    # The backward's clusters are persistent: each leaves one row of dw / db partials.
+    "layernorm_bwd": [dict(cluster=0)]
+    + [dict(cluster=c, num_warps=w, programs_per_sm=p)
+       for c, w, p in ((2, 16, 1), (2, 32, 1), (4, 8, 1), (4, 8, 2), (4, 16, 1), (4, 16, 2),
+                       (8, 4, 2), (8, 4, 4), (8, 8, 1), (8, 8, 2))]
+    + [dict(cluster=4, num_warps=8, clusters=32), dict(cluster=4, num_warps=8, programs_per_sm=2,
+                                                       rows_ahead=0)],
+}
+for _name, _configs in CLUSTER_CONFIGS.items():
+    CONFIGS[_name][-1:-1] = _configs  # before the default's second timing
 # The kernel furthest behind the copy first, so that a budget cut falls on the others.
 KERNELS = ("layernorm_bwd", "softmax", "layernorm_fwd", "row_max", "row_sum", "embedding_bag")
 

@@ -33,6 +33,7 @@ from .hopper import gemm_pipelined as _gemm_pipelined
 from .hopper import gemm_ws as _gemm_ws
 from .hopper import gemm_ws_pingpong as _gemm_ws_pingpong
 from .hopper import layernorm_tma as _layernorm_tma
+from .hopper import rows_cluster as _rows_cluster
 from .hopper import softmax_tma as _softmax_tma
 
 __all__ = [
@@ -306,16 +307,8 @@ def _tma_row_tiles(place, x2):
     elements, the buffer's swizzle span): rows contiguous and back to back, TILE_R a power of two
     from 8 (one swizzle atom) to 256 (the TMA box limit), a 16-byte aligned base, a GPU with
     TMA; else None."""
-    if place.on_gpu and place.kind == "torch":
-        has_tma = _tma_devices.get(place.torch_device)
-        if has_tma is None:
-            import torch
-
-            # TMA: sm_90 and later.
-            has_tma = torch.cuda.get_device_capability(place.torch_device)[0] >= 9
-            _tma_devices[place.torch_device] = has_tma
-        if not has_tma:
-            return None
+    if place.on_gpu and place.kind == "torch" and not _sm90_or_later(place):
+        return None
     n_rows, n_cols = x2.shape
     tile_c = 128 // _itemsize(x2)
     tile_r = n_cols // tile_c
@@ -375,6 +368,76 @@ def _resident_programs(place, kernel, key, args, **meta) -> int:
     return count
 
 
+# Wide rows on sm_90+ GPUs are split over the CTAs of a thread-block cluster
+# (kernels/hopper/rows_cluster.py): each CTA holds a slice of the row in registers, the width at
+# which the one-CTA kernels already run near the copy bandwidth, and the CTAs exchange partial
+# statistics per row. Per op: rows longer than `from_cols` take it, in clusters of
+# cdiv(n_cols, slice_cols) CTAs, at most max_ctas (8 is the portable cluster size; up to
+# ROWS_CLUSTER_MAX_CTAS, 16 on sm_90, the launcher allows non-portable sizes).
+# programs_per_sm: CTAs per SM of persistent clusters, 0 for one cluster per row (the backward's
+# per-cluster dw / db partials need few clusters). The backward goes to 16 CTAs: its slices
+# hold x, dy and the dw / db sums, and 12512-column slices (100000 over 8) spilled 304 bytes on
+# 32 warps.
+ROWS_CLUSTER_MAX_CTAS = 16
+ROWS_CLUSTER_DEFAULTS = {
+    "softmax": dict(from_cols=16384, slice_cols=8192, max_ctas=8, programs_per_sm=0),
+    "layernorm_fwd": dict(from_cols=8192, slice_cols=4096, max_ctas=8, programs_per_sm=0),
+    "layernorm_bwd": dict(from_cols=8192, slice_cols=4096, max_ctas=16, programs_per_sm=1),
+}
+
+
+def _sm90_or_later(place) -> bool:
+    """Whether the call runs on a GPU of compute capability 9.0 or later (TMA, clusters)."""
+    if not (place.on_gpu and place.kind == "torch"):
+        return False
+    found = _tma_devices.get(place.torch_device)
+    if found is None:
+        import torch
+
+        found = torch.cuda.get_device_capability(place.torch_device)[0] >= 9
+        _tma_devices[place.torch_device] = found
+    return found
+
+
+def _cluster_ctas(op: str, place, n_cols: int, config) -> int:
+    """CTAs per cluster that split each row of `op` (0: the one-CTA kernels take the rows):
+    config's `cluster` (0 or 1: never; 2 to ROWS_CLUSTER_MAX_CTAS: always, the interpreter
+    included), else ROWS_CLUSTER_DEFAULTS on sm_90+ GPUs."""
+    ctas = config.get("cluster")
+    if ctas is not None:
+        if (isinstance(ctas, bool) or not isinstance(ctas, int)
+                or not 0 <= ctas <= ROWS_CLUSTER_MAX_CTAS):
+            raise ValueError(f"{op}: config 'cluster' must be an int from 0 to "
+                             f"{ROWS_CLUSTER_MAX_CTAS} (CTAs per row; 0 or 1: no cluster), got "
+                             f"{ctas!r}")
+        return ctas if ctas >= 2 else 0
+    defaults = ROWS_CLUSTER_DEFAULTS[op]
+    if not _sm90_or_later(place) or n_cols <= defaults["from_cols"]:
+        return 0
+    return max(2, min(defaults["max_ctas"], ww.cdiv(n_cols, defaults["slice_cols"])))
+
+
+def _cluster_launch(op: str, place, n_rows: int, n_cols: int, ctas: int, config,
+                    warps_for_block, wide_ahead_block: int = 0):
+    """(slice_cols, n_clusters, launch options) of a rows_cluster kernel: slices of
+    cdiv(n_cols, ctas) columns rounded up to 16 (16-byte vectors at every slice start); one
+    cluster per row, or persistent clusters when programs_per_sm (config's, else the op's
+    default) asks for that many CTAs per SM or config's `clusters` for that many clusters (rows
+    loaded one ahead by default, none from wide_ahead_block lanes on when that is given);
+    num_warps, rows_ahead override."""
+    slice_cols = ww.cdiv(ww.cdiv(n_cols, ctas), 16) * 16
+    block = ww.next_power_of_2(slice_cols)
+    per_sm = config.get("programs_per_sm", ROWS_CLUSTER_DEFAULTS[op]["programs_per_sm"])
+    n_clusters = config.get("clusters") or (place.num_sms() * per_sm // ctas if per_sm else n_rows)
+    n_clusters = max(1, min(n_rows, n_clusters))
+    meta = dict(BLOCK=block, C=ctas, PEERS=ww.next_power_of_2(ctas),
+                ROWS_AHEAD=config.get("rows_ahead", int(
+                    n_clusters < n_rows and not 0 < wide_ahead_block <= block)),
+                num_warps=config.get("num_warps") or warps_for_block(block),
+                ctas_per_cga=(ctas, 1, 1))
+    return slice_cols, n_clusters, meta
+
+
 def softmax(x, online=None, config=None):
     """Softmax over the last dimension of x (fp16, bf16 or fp32), computed in fp32 and returned
     in x's dtype and shape. `online` forces (True) or forbids (False) the two-pass kernel for
@@ -383,7 +446,11 @@ def softmax(x, online=None, config=None):
     through shared memory with TMA where one copy moves a row (sm_90 and later; contiguous rows
     of 8 to 256 times 128 bytes, a power of two, whose shared buffers fit; num_stages rows
     loading per program, tma_store writes them back by TMA too; other rows stay on the register
-    kernel). rows_ahead (0-2) overrides the rows the register kernel loads ahead."""
+    kernel). rows_ahead (0-2) overrides the rows the register kernel loads ahead. On sm_90+ GPUs
+    rows longer than ROWS_CLUSTER_DEFAULTS["softmax"]["from_cols"] are split over the CTAs of a
+    thread-block cluster and read once (kernels/hopper/rows_cluster.py); config's cluster=C (2 to
+    16) forces that split, 0 forbids it, and with it programs_per_sm or clusters make the clusters
+    persistent (see _cluster_launch), num_warps and rows_ahead (0-1) apply to that kernel."""
     config = config or {}
     place = _Place("softmax", {"x": x})
     dt = _check_dtype("softmax", "x", x, _FLOATS)
@@ -394,6 +461,8 @@ def softmax(x, online=None, config=None):
     if n_rows == 0 or n_cols == 0:
         return out.reshape(shape)
     in_stride = _strides(x2)[0]
+    ctas = 0 if online else _cluster_ctas("softmax", place, n_cols, config)
+    cluster_asked = bool(config.get("cluster"))
     if online is None:
         # The fused kernel's row offsets are 32-bit.
         online = n_cols > SOFTMAX_FUSED_MAX_COLS or n_rows * max(in_stride, n_cols) >= 1 << 31
@@ -401,7 +470,14 @@ def softmax(x, online=None, config=None):
     if tiles is not None and not _tma_rows_fit(x2, config, inputs=1):
         tiles = None
     config = _register_fallback(config, tiles)
-    if not online and tiles is not None:
+    if ctas and (tiles is None or cluster_asked):
+        # Each row split over a cluster of `ctas` CTAs, read once (kernels/hopper/rows_cluster.py).
+        slice_cols, n_clusters, meta = _cluster_launch("softmax", place, n_rows, n_cols, ctas,
+                                                       config, _softmax_warps)
+        scratch = place.empty((n_rows, ctas, 2), "float32")
+        _rows_cluster.softmax_cluster_kernel[(n_clusters * ctas,)](
+            out, x2, scratch, in_stride, n_cols, n_rows, n_cols, slice_cols, **meta)
+    elif not online and tiles is not None:
         # Rows stream through a ring of shared buffers (kernels/hopper/softmax_tma.py). Not the
         # default: on the H200 at 16384x4096 fp16, timed per launch after an L2 flush
         # (do_bench), 4 warps 2 stages 8 programs per SM gave 3.55 / 2.66-2.82 / 3.57 TB/s in
@@ -472,7 +548,9 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
     """Layer norm over the last dimension: returns (y, mean, rstd), y in x's dtype and shape,
     mean and rstd fp32 with one entry per row (x's leading dimensions). `config` (for
     bench/sweep_memory.py) overrides num_warps and programs_per_sm; tma=True (with num_stages,
-    tma_store) streams rows through shared memory with TMA, as softmax's option does."""
+    tma_store) streams rows through shared memory with TMA, as softmax's option does; cluster=C
+    splits each row over a thread-block cluster, as softmax's option does (the default on sm_90+
+    GPUs past ROWS_CLUSTER_DEFAULTS["layernorm_fwd"]["from_cols"] columns)."""
     config = config or {}
     op = "layernorm_fwd"
     place = _Place(op, {"x": x, "w": w, "b": b})
@@ -491,11 +569,21 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
     y = place.empty((n_rows, n_cols), dt)
     mean = place.empty((n_rows,), "float32")
     rstd = place.empty((n_rows,), "float32")
+    ctas = _cluster_ctas(op, place, n_cols, config) if n_rows > 0 else 0
+    cluster_asked = bool(config.get("cluster"))
     tiles = _tma_row_tiles(place, x2) if config.get("tma") and n_rows > 0 else None
     if tiles is not None and not _tma_rows_fit(x2, config, inputs=1):
         tiles = None
     config = _register_fallback(config, tiles)
-    if tiles is not None:
+    if ctas and (tiles is None or cluster_asked):
+        # Each row split over a cluster of `ctas` CTAs, read once (kernels/hopper/rows_cluster.py).
+        slice_cols, n_clusters, meta = _cluster_launch(
+            op, place, n_rows, n_cols, ctas, config, lambda block: min(max(block // 512, 1), 32))
+        scratch = place.empty((n_rows, ctas, 2), "float32")
+        _rows_cluster.layernorm_fwd_cluster_kernel[(n_clusters * ctas,)](
+            x2, y, _contiguous(w), _contiguous(b), mean, rstd, scratch, n_cols, n_rows, n_cols,
+            slice_cols, float(eps), **meta)
+    elif tiles is not None:
         # Rows stream through a ring of shared buffers (kernels/hopper/layernorm_tma.py). Not the
         # default: on the H200 at 16384x4096 fp16 (do_bench, as softmax's), 4 warps 2 stages
         # gave 3.55 / 1.69-2.03 / 3.26 TB/s in three runs, where the fused kernel stays at
@@ -553,12 +641,15 @@ def _layernorm_bwd_warps(block: int) -> int:
 def layernorm_bwd(dy, x, w, mean, rstd, config=None):
     """Gradients of layernorm_fwd: returns (dx, dw, db); dx in x's dtype and shape, dw and db in
     w's dtype. mean and rstd are layernorm_fwd's fp32 outputs. Rows must fit one block (up to
-    65536 bytes of x's elements). `config` (for bench/sweep_memory.py) overrides num_warps,
-    prefetch (rows loaded ahead, 0-3), accumulate_early (dw and db summed before the row
-    reduction), programs_per_sm (0: as many as fit), block_n and block_p (columns per program
-    and partial rows per step of the dw/db sum); tma=True streams x and dy through shared memory
-    with TMA, num_stages rows loading per program (sm_90a; inputs softmax's tma option does not
-    take ignore it)."""
+    65536 bytes of x's elements) unless split over a cluster. `config` (for
+    bench/sweep_memory.py) overrides num_warps, prefetch (rows loaded ahead, 0-3),
+    accumulate_early (dw and db summed before the row reduction), programs_per_sm (0: as many as
+    fit), block_n and block_p (columns per program and partial rows per step of the dw/db sum);
+    tma=True streams x and dy through shared memory with TMA, num_stages rows loading per
+    program (sm_90a; inputs softmax's tma option does not take ignore it). cluster=C splits
+    each row over a thread-block cluster, as softmax's option does, rows of any width included
+    (the default on sm_90+ GPUs past ROWS_CLUSTER_DEFAULTS["layernorm_bwd"]["from_cols"]
+    columns; persistent clusters, each leaving one row of dw / db partials)."""
     config = config or {}
     op = "layernorm_bwd"
     place = _Place(op, {"dy": dy, "x": x, "w": w, "mean": mean, "rstd": rstd})
@@ -581,7 +672,9 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
             raise ValueError(f"{op}: '{name}' must have one entry per row of x ({n_rows}), got "
                              f"shape {tuple(stat.shape)}")
     block = ww.next_power_of_2(n_cols)
-    if block > 65536 // _itemsize(x2):
+    ctas = _cluster_ctas(op, place, n_cols, config)
+    cluster_asked = bool(config.get("cluster"))
+    if not ctas and block > 65536 // _itemsize(x2):
         raise ValueError(f"{op}: 'x' rows of {n_cols} columns do not fit one block; the backward "
                          f"kernel takes rows of up to {65536 // _itemsize(x2)} elements")
     dx = place.empty((n_rows, n_cols), dt)
@@ -601,6 +694,24 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
                               or _tma_row_tiles(place, dy2) != tiles):
         tiles = None
     config = _register_fallback(config, tiles)
+    w2, mean2, rstd2 = _contiguous(w), _contiguous(mean.reshape(-1)), _contiguous(rstd.reshape(-1))
+    if ctas and (tiles is None or cluster_asked):
+        # Each row split over a cluster of `ctas` CTAs (kernels/hopper/rows_cluster.py): x and dy
+        # read once; each cluster leaves one row of dw / db partials.
+        # 16 warps a CTA up to 4096-column slices, 32 past: a slice of x, dy and the dw / db
+        # sums, one row ahead, take 64 registers a thread at 4096 and 8192 fp16 columns (fp32:
+        # 76, and none ahead at 8192, where one ahead spilled 92 bytes).
+        slice_cols, n_clusters, meta = _cluster_launch(
+            op, place, n_rows, n_cols, ctas, config, lambda block: 16 if block <= 4096 else 32,
+            wide_ahead_block=8192 if _itemsize(x2) == 4 else 0)
+        scratch = place.empty((n_rows, ctas, 2), "float32")
+        partial_dw = place.empty((n_clusters, n_cols), "float32")
+        partial_db = place.empty((n_clusters, n_cols), "float32")
+        _rows_cluster.layernorm_bwd_cluster_kernel[(n_clusters * ctas,)](
+            dx, dy2, partial_dw, partial_db, x2, w2, mean2, rstd2, scratch, n_cols, n_rows,
+            n_cols, slice_cols, **meta)
+        _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_clusters, n_cols)
+        return dx.reshape(shape), dw, db
     warps = config.get("num_warps") or _layernorm_bwd_warps(block)
     # Rows are loaded ahead only in the narrower blocks; at 4096 columns a second program per SM
     # hides more latency than rows loaded ahead within one (on 16 warps with dw and db summed
@@ -616,7 +727,6 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
     # row's reduction; 0.47x of copy on the H200 at 65536x1024), one past it;
     # programs_per_sm=0 asks for as many as the compiled kernel's registers allow.
     per_sm = config.get("programs_per_sm", 0 if block <= 4096 else 1)
-    w2, mean2, rstd2 = _contiguous(w), _contiguous(mean.reshape(-1)), _contiguous(rstd.reshape(-1))
     if tiles is not None:
         # x and dy rows stream through rings of shared buffers (kernels/hopper/layernorm_tma.py);
         # each persistent program keeps its dw and db sums in registers.

@@ -150,3 +150,85 @@ def test_wide_row_gpu_configurations_compute_the_same_results(rng, monkeypatch):
     assert_close(dx, dx_ref, TOL["float16"], "dx")
     assert_close(dw, dw_ref, TOL["float16"], "dw")
     assert_close(db, db_ref, TOL["float16"], "db")
+
+
+# ------------------------------------------------------------------------------------------------
+# Rows split over a thread-block cluster (kernels/hopper/rows_cluster.py): what ops launches on an
+# sm_90 GPU at the benchmark's wide rows, compiled as there.
+# ------------------------------------------------------------------------------------------------
+
+CLUSTER_CASES = [("softmax", softmax_call, (4096, 32768)),
+                 ("softmax", softmax_call, (2048, 100000)),
+                 ("layernorm_fwd", layernorm_fwd_call, (8192, 16384)),
+                 ("layernorm_bwd", layernorm_bwd_call, (8192, 16384))]
+
+
+def cluster_cases():
+    import ml_dtypes
+
+    for name, call, shape in CLUSTER_CASES:
+        for dtype in (np.float16, ml_dtypes.bfloat16, np.float32):
+            yield pytest.param(call, shape, dtype,
+                               id=f"{name}-{np.dtype(dtype).name}-{shape[0]}x{shape[1]}")
+    # The backward's rows past one block, which only the cluster split takes.
+    yield pytest.param(layernorm_bwd_call, (2048, 100000), np.float16, id="layernorm_bwd-100000")
+
+
+@pytest.fixture
+def sm90_wrappers(gpu_compiles, monkeypatch):
+    """gpu_compiles, with the wrappers routing rows as on an sm_90 GPU (where NumPy arrays never
+    take the cluster kernels)."""
+    monkeypatch.setattr(ops, "_sm90_or_later", lambda place: True)
+    gpu_compiles.target = "sm_90a"
+    gpu_compiles.kernels = []
+    return gpu_compiles
+
+
+@pytest.mark.parametrize("call,shape,dtype", list(cluster_cases()))
+def test_cluster_split_configurations_do_not_spill(sm90_wrappers, call, shape, dtype):
+    call(shape, dtype, None)()
+    names = [kernel.fn.__name__ for kernel in sm90_wrappers.kernels]
+    assert names[0].endswith("_cluster_kernel"), names
+    for kernel in sm90_wrappers.kernels:
+        assert kernel.n_spills == 0, (
+            f"{kernel.fn.__name__} (num_warps={kernel.options[0]}): {kernel.n_regs} "
+            f"registers, {kernel.n_spills} spill bytes")
+    cluster = sm90_wrappers.kernels[0]
+    # The partials cross CTAs through a cluster barrier (release / acquire) and L2 loads; the
+    # slices load as 16-byte vectors (slice starts are multiples of 16 columns).
+    ptx = cluster.kernel.ptx
+    assert "barrier.cluster.arrive.release" in ptx and "barrier.cluster.wait.acquire" in ptx
+    assert "ld.global.cg" in ptx
+    assert ".v4.b32" in ptx or ".v4.u32" in ptx or ".v4.f32" in ptx, "no 16-byte vector loads"
+    assert cluster.options[2] >= 2, f"launched in clusters of {cluster.options[2]}"
+
+
+def test_cluster_split_options_in_sweep_configurations(sm90_wrappers):
+    # The sweep's forcing keys: cluster=C at any C from 2 to 8 (7 slices of 100000 columns take
+    # 14288-column slices in 16384 lanes), persistent clusters with rows loaded one ahead.
+    softmax_call((2048, 100000), np.float16, dict(cluster=7, num_warps=16))()
+    layernorm_fwd_call((8192, 16384), np.float16,
+                       dict(cluster=2, programs_per_sm=1, rows_ahead=1))()
+    layernorm_bwd_call((8192, 16384), np.float16, dict(cluster=8, rows_ahead=0))()
+    assert [k.options[2] for k in sm90_wrappers.kernels[:2]] == [7, 2]
+    for kernel in sm90_wrappers.kernels:
+        assert kernel.n_spills == 0, f"{kernel.fn.__name__}: {kernel.n_spills} spill bytes"
+
+
+def test_cluster_config_errors_name_the_key():
+    x = np.ones((4, 64), np.float32)
+    for bad in (17, -1, 2.0, True):
+        with pytest.raises(ValueError, match="config 'cluster'"):
+            ops.softmax(x, config=dict(cluster=bad))
+
+
+def test_numpy_rows_keep_the_one_cta_kernels(gpu_compiles):
+    # Without an sm_90 GPU (here NumPy arrays under gpu_compiles) the wide rows take the kernels
+    # they took before the cluster split.
+    gpu_compiles.target = "sm_90a"
+    gpu_compiles.kernels = []
+    softmax_call((2048, 100000), np.float16, None)()
+    layernorm_bwd_call((8192, 16384), np.float16, None)()
+    assert [k.fn.__name__ for k in gpu_compiles.kernels] == [
+        "softmax_online_kernel", "layernorm_bwd_dx_kernel", "layernorm_bwd_partials_kernel",
+        "layernorm_bwd_dwdb_kernel"]
