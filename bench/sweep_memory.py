@@ -77,22 +77,20 @@ CONFIGS["row_max"] = list(CONFIGS["row_sum"])
 # cdiv(cols, C) columns in the next power of two of lanes.
 CLUSTER_CONFIGS = {
     "softmax": [dict(cluster=0)]
-    + [dict(cluster=c, num_warps=w) for c, w in ((2, 32), (4, 8), (4, 16), (4, 32), (7, 8),
-                                                 (7, 16), (8, 8), (8, 16), (13, 8), (16, 8))]
+    + [dict(cluster=c, num_warps=w) for c, w in ((2, 32), (4, 32), (7, 8), (7, 16), (8, 8),
+                                                 (13, 8), (16, 8))]
     + [dict(cluster=c, num_warps=w, programs_per_sm=p)
-       for c, w, p in ((4, 16, 1), (4, 8, 2), (8, 16, 1), (8, 16, 2), (8, 8, 2))],
+       for c, w, p in ((4, 16, 1), (8, 16, 1), (8, 16, 2))],
     "layernorm_fwd": [dict(cluster=0)]
-    + [dict(cluster=c, num_warps=w) for c, w in ((2, 8), (2, 16), (4, 4), (4, 8), (4, 16),
-                                                 (8, 4), (8, 8))]
+    + [dict(cluster=c, num_warps=w) for c, w in ((2, 16), (4, 4), (4, 16), (8, 4), (8, 8))]
     + [dict(cluster=c, num_warps=w, programs_per_sm=p)
        for c, w, p in ((2, 16, 1), (4, 8, 2), (4, 8, 3), (8, 4, 4))],
     # The backward's clusters are persistent: each leaves one row of dw / db partials.
     "layernorm_bwd": [dict(cluster=0)]
     + [dict(cluster=c, num_warps=w, programs_per_sm=p)
-       for c, w, p in ((2, 16, 1), (2, 32, 1), (4, 8, 1), (4, 8, 2), (4, 16, 1), (4, 16, 2),
-                       (8, 4, 2), (8, 4, 4), (8, 8, 1), (8, 8, 2))]
-    + [dict(cluster=4, num_warps=8, clusters=32), dict(cluster=4, num_warps=8, programs_per_sm=2,
-                                                       rows_ahead=0)],
+       for c, w, p in ((2, 32, 1), (4, 8, 2), (4, 16, 2), (8, 4, 4), (8, 8, 1), (8, 8, 2))]
+    + [dict(cluster=4, num_warps=16, clusters=32), dict(cluster=4, num_warps=8, programs_per_sm=2,
+                                                        rows_ahead=0)],
 }
 for _name, _configs in CLUSTER_CONFIGS.items():
     CONFIGS[_name][-1:-1] = _configs  # before the default's second timing
