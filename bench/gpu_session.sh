@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One GPU-machine session in one command: GPU tests (scripts/gpu-test: build, C++ tests, CPU and GPU
 # pytest), the demo, the C++ ahead-of-time example, SASS checks, the quick benchmark table and the
-# host-overhead benchmark. Logs go to $OUT (or out/gpu): gpu-test.log, session.log, bench.log,
-# bench.json, launch.log, launch.json. Each step has a time limit so one hang cannot eat the session.
+# host-overhead benchmark (with WW_FULL_MEMORY=1 also the memory-bound kernels at full sizes, per
+# launch and as CUDA graphs). Logs go to $OUT (or out/gpu): gpu-test.log, session.log, bench.log,
+# bench.json, launch.log, launch.json, memory*.log/json. Each step has a time limit so one hang cannot eat the session.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-out/gpu}"
@@ -46,6 +47,21 @@ SECONDS=0
 timeout "${WW_BENCH_LIMIT:-240}" python3 bench/bench_kernels.py --quick --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1
 say "bench exit code $? after ${SECONDS} s"
 tail -n 70 "$OUT/bench.log"
+
+if [ -n "${WW_FULL_MEMORY:-}" ]; then
+  # The memory-bound kernels at the full sizes, timed per launch (Triton's do_bench convention,
+  # host cost included where it exceeds the flush) and as CUDA-graph replays (the GPU's time).
+  say "== memory-bound kernels, full sizes: per launch, then CUDA graphs"
+  kinds="copy,add,softmax,layernorm_fwd,layernorm_bwd,embedding_bag,row_sum,row_max"
+  SECONDS=0
+  timeout "${WW_FULL_LIMIT:-200}" python3 bench/bench_kernels.py --only "$kinds" \
+    --json "$OUT/memory.json" > "$OUT/memory.log" 2>&1
+  say "memory (per launch) exit code $? after ${SECONDS} s"
+  SECONDS=0
+  timeout "${WW_FULL_LIMIT:-200}" python3 bench/bench_kernels.py --graph --only "$kinds" \
+    --json "$OUT/memory_graph.json" > "$OUT/memory_graph.log" 2>&1
+  say "memory (CUDA graphs) exit code $? after ${SECONDS} s"
+fi
 
 say "== host overheads (launch, import, compile, new process)"
 SECONDS=0
