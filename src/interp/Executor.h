@@ -45,17 +45,29 @@ struct KernelState {
   uint64_t seed = 0; // of the schedulers; 0: deterministic round-robin
 };
 
+struct CtaState;
+
+/// Where a TMA load lands: a buffer and the barrier that counts its bytes, in one CTA (the
+/// issuing one, or each CTA of a multicast's mask).
+struct CopyTarget {
+  CtaState* cta = nullptr;
+  BufferView dst;
+  BarrierView bar;
+  uint64_t token = 0; // of its in-flight write
+};
+
 /// A TMA load in flight; it lands in shared memory and completes its barrier's transaction bytes
 /// when the scheduler runs the memory system (when every agent is blocked).
 struct AsyncCopy {
   const ir::Op* op = nullptr;
   std::shared_ptr<const Descriptor> desc;
-  BufferView dst;
+  std::vector<CopyTarget> targets;
   std::vector<int64_t> offsets;
-  BarrierView bar;
   int64_t bytes = 0;
-  std::string where;  // program and task that issued it, for errors
-  uint64_t token = 0; // of its in-flight write
+  std::string where; // program and task that issued it, for errors
+  /// The issuer's clock at issue: a landing in a peer CTA carries it to that CTA's barrier (its
+  /// waiters are ordered after whatever let the issuer go ahead, as the data they get is).
+  VectorClock issuer;
 };
 
 /// A cp.async (async_load) in flight until async_wait_group retires its group.
@@ -75,18 +87,54 @@ struct NamedBarrierUse {
   int64_t taskThreads = 0; // threads of that task (replica)
 };
 
+struct ClusterState;
+
 /// The state of one program (CTA).
 struct CtaState {
   int pid[3] = {0, 0, 0};
+  /// The cluster it runs in when the launch has clusters of several CTAs; null otherwise.
+  ClusterState* cluster = nullptr;
+  int rank = 0;        // in its cluster
+  bool exited = false; // its program has returned
+  /// The storage each local_alloc / alloc_barriers op made here last: a peer's multicast copy or
+  /// remote arrive reaches the same allocation (the same shared-memory offset on the GPU).
+  std::unordered_map<const ir::Op*, std::shared_ptr<SharedAlloc>> allocs;
+  std::unordered_map<const ir::Op*, std::shared_ptr<MBarrierArray>> barrierArrays;
   std::deque<AsyncCopy> copies;
   std::map<int64_t, NamedBarrier> namedBarriers;
   /// While async tasks run: every named-barrier use in their code, by id; ids used with a count
   /// that is not a constant are left out, and so is everything when some id is not a constant.
   std::map<int64_t, std::vector<NamedBarrierUse>> namedBarrierUses;
   std::set<int64_t> namedBarrierIdsChecked;
-  Scheduler* scheduler = nullptr; // set while async tasks run
+  Scheduler* scheduler = nullptr; // set while async tasks run, and always in a cluster
   size_t nextClockIndex = 2;      // vector-clock components handed out; 1 is the program
   uint64_t nextToken = 1;         // names in-flight copies and dots
+
+  /// A fresh vector-clock component (unique across the cluster, whose CTAs share clocks).
+  size_t newClockIndex();
+  /// A fresh name for an in-flight copy or dot (unique across the cluster).
+  uint64_t newToken();
+  /// "program (1, 0, 0)"
+  std::string name() const;
+};
+
+/// The CTAs of one thread-block cluster (a launch with num_ctas > 1), run together: the agents
+/// of all of them under one scheduler, and the cluster-wide barrier they meet at.
+struct ClusterState {
+  std::vector<CtaState*> ctas; // by rank
+  size_t nextClockIndex = 1;
+  uint64_t nextToken = 1;
+  // barrier.cluster: every CTA's program arrives (cluster_barrier inside an async task is
+  // refused, as codegen refuses it), then all proceed.
+  int64_t generation = 0; // completed phases
+  std::vector<bool> arrived;
+  int64_t arrivedCount = 0;
+  std::vector<SourceLoc> arrivedAt; // by rank, in the phase in progress
+  std::vector<std::string> arrivedWhat;
+  VectorClock arrivals;  // of the phase in progress
+  VectorClock completed; // acquired by every CTA that passes
+  /// "the cluster of programs (0, 0, 0) to (1, 0, 0)"
+  std::string describe() const;
 };
 
 class Executor {
@@ -101,6 +149,8 @@ public:
 
   /// Completes every TMA load in flight; returns whether there was one.
   static bool completeAsyncCopies(KernelState& k, CtaState& cta);
+  /// The same for every CTA of `cluster`.
+  static bool completeAsyncCopies(KernelState& k, ClusterState& cluster);
 
 private:
   void exec(const ir::Op& op);
@@ -111,6 +161,26 @@ private:
   void execDot(const ir::Op& op);
   void execTlx(const ir::Op& op);
   void execAsyncTasks(const ir::Op& op);
+  /// execAsyncTasks in a cluster: `agents` join the cluster's scheduler.
+  void runTasksInCluster(const ir::Op& op, std::vector<std::unique_ptr<Agent>> agents,
+                         std::map<int64_t, std::vector<NamedBarrierUse>> namedUses,
+                         bool dynamicNamedBarrier);
+  /// After every async task of `tasks` has finished: what follows is ordered after them, and
+  /// no named barrier may be left with a phase in progress.
+  void finishTasks(const std::vector<Agent*>& tasks);
+  /// barrier.cluster.arrive + wait: waits for the program of every CTA of the cluster to arrive
+  /// (at `what`, "cluster_barrier" or the one alloc_barriers lowers with), acquiring what they
+  /// released. Nothing to meet without a cluster.
+  void clusterBarrier(const ir::Op& op, const std::string& what);
+  /// The CTA of cluster rank `rank` for `op` to reach (refused outside a cluster or for a rank
+  /// beyond it, or a CTA that has exited).
+  CtaState& peer(const ir::Op& op, int64_t rank, const std::string& what);
+  /// `view` as CTA `peer` has it: the same allocation offsets in that CTA's shared memory.
+  BufferView peerBuffer(const ir::Op& op, const BufferView& view, CtaState& peer);
+  BarrierView peerBarrier(const ir::Op& op, const BarrierView& view, CtaState& peer);
+  /// barrier_arrive's `count` arrivals on `view`, a barrier of this CTA or (`whose`: " of
+  /// program (1, 0, 0)") of a peer.
+  void arriveOn(const ir::Op& op, const BarrierView& view, int64_t count, const std::string& whose);
   void execDebug(const ir::Op& op);
 
   RtValue& slot(const ir::Value* v) { return env_[k_.slots.at(v)]; }

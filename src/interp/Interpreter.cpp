@@ -4,6 +4,7 @@
 #include "interp/Elementwise.h"
 #include "interp/Executor.h"
 #include "ir/OpTraits.h"
+#include "warpweave/runtime.h"
 
 #include <cerrno>
 #include <cmath>
@@ -27,8 +28,26 @@ void raiseInterpError(const SourceManager* sm, SourceLoc loc, const std::string&
 std::string Executor::where() const {
   std::ostringstream os;
   os << "program (" << cta_.pid[0] << ", " << cta_.pid[1] << ", " << cta_.pid[2] << ")";
-  if (agent_.scheduler) os << " " << agent_.label;
+  if (agent_.isTask) os << " " << agent_.label;
   return os.str();
+}
+
+std::string CtaState::name() const {
+  return "program (" + std::to_string(pid[0]) + ", " + std::to_string(pid[1]) + ", " +
+         std::to_string(pid[2]) + ")";
+}
+
+size_t CtaState::newClockIndex() {
+  return cluster ? cluster->nextClockIndex++ : nextClockIndex++;
+}
+
+uint64_t CtaState::newToken() {
+  return cluster ? cluster->nextToken++ : nextToken++;
+}
+
+std::string ClusterState::describe() const {
+  return "the cluster of programs " + ctas.front()->name().substr(8) + " to " +
+         ctas.back()->name().substr(8);
 }
 
 void Executor::fail(SourceLoc loc, const std::string& message,
@@ -709,6 +728,7 @@ uint64_t environmentNumber(const char* name, uint64_t fallback) {
 
 void runOnce(const ir::Function& fn, const SourceManager* sources, const int grid[3],
              const std::vector<InterpArg>& args, uint64_t seed, bool quiet);
+void runCluster(KernelState& k, int x0, int y, int z, int ctas);
 
 bool hasAsyncTasks(const ir::Block& block) {
   for (const auto& op : block.ops()) {
@@ -739,7 +759,8 @@ void run(const ir::Function& fn, const SourceManager* sources, const int grid[3]
 void run(const ir::Function& fn, const SourceManager* sources, const int grid[3],
          const std::vector<InterpArg>& args, const RunOptions& options) {
   // Without async tasks there is one agent and one schedule: a seed changes nothing.
-  const bool tasks = hasAsyncTasks(fn.body);
+  // The CTAs of a cluster interleave too.
+  const bool tasks = hasAsyncTasks(fn.body) || fn.numCtas > 1;
   const int schedules = tasks ? std::max(1, options.schedules) : 1;
   for (int s = 0; s < schedules; ++s) {
     // Seed 0 stays round-robin for the first run only; later runs need distinct nonzero seeds.
@@ -791,9 +812,18 @@ void runOnce(const ir::Function& fn, const SourceManager* sources, const int gri
   for (size_t i = 0; i < params.size(); ++i)
     k.boundArgs.emplace_back(k.slots.at(params[i]->value), bindArgument(k, *params[i], args[i]));
 
+  const int ctas = std::max(1, fn.numCtas);
+  if (ctas > 1 && grid[0] % ctas != 0)
+    throw LaunchError("kernel '" + fn.name + "' runs in clusters of " + std::to_string(ctas) +
+                      " CTAs (ctas_per_cga): grid[0] = " + std::to_string(grid[0]) +
+                      " must be a multiple of " + std::to_string(ctas));
   for (int z = 0; z < grid[2]; ++z)
     for (int y = 0; y < grid[1]; ++y)
-      for (int x = 0; x < grid[0]; ++x) {
+      for (int x = 0; x < grid[0]; x += ctas) {
+        if (ctas > 1) {
+          runCluster(k, x, y, z, ctas);
+          continue;
+        }
         CtaState cta;
         cta.pid[0] = x;
         cta.pid[1] = y;
@@ -806,6 +836,102 @@ void runOnce(const ir::Function& fn, const SourceManager* sources, const int gri
         Executor exec(k, cta, main, std::move(env));
         exec.runBlock(fn.body);
       }
+}
+
+/// "program (1, 0, 0)", plus the task for an async task's agent.
+std::string agentName(const Agent& a) {
+  return a.isTask ? a.program + " " + a.label : a.program;
+}
+
+/// Raises the deadlock of a cluster whose agents are all blocked (or finished) with no copy in
+/// flight; when some CTA waits at the cluster barrier, the report says who never reaches it.
+[[noreturn]] void reportClusterDeadlock(KernelState& k, ClusterState& cluster,
+                                        const Scheduler& scheduler,
+                                        const std::vector<Agent*>& blocked) {
+  std::vector<Diagnostic> notes;
+  for (Agent* a : blocked) {
+    notes.push_back(note(a->site.loc, agentName(*a) + " " + a->site.what));
+    notes.insert(notes.end(), a->site.notes.begin(), a->site.notes.end());
+  }
+  for (Agent* a : scheduler.agents())
+    if (a->state == Agent::State::Done) notes.push_back(note({}, agentName(*a) + " has finished"));
+  SourceLoc loc = blocked.empty() ? SourceLoc{} : blocked.front()->site.loc;
+  std::string message = "deadlock in " + cluster.describe();
+  if (cluster.arrivedCount > 0) {
+    std::string waiting, exited, elsewhere, barrier;
+    auto add = [](std::string& list, const std::string& name) {
+      list += (list.empty() ? "" : ", ") + name;
+    };
+    for (CtaState* cta : cluster.ctas) {
+      if (cluster.arrived[size_t(cta->rank)]) {
+        if (waiting.empty()) {
+          loc = cluster.arrivedAt[size_t(cta->rank)];
+          barrier = cluster.arrivedWhat[size_t(cta->rank)];
+        }
+        add(waiting, cta->name());
+      } else {
+        add(cta->exited ? exited : elsewhere, cta->name());
+      }
+    }
+    message += ": " + waiting + " wait" + (cluster.arrivedCount == 1 ? "s" : "") + " at " +
+               barrier + ", which every CTA of the cluster must reach, but ";
+    if (!exited.empty()) message += exited + " exited without reaching it";
+    if (!exited.empty() && !elsewhere.empty()) message += " and ";
+    if (!elsewhere.empty()) message += elsewhere + " is blocked elsewhere";
+  } else {
+    message += ": every program and async task is blocked and no copy is in flight";
+  }
+  raiseInterpError(k.sources, loc, message, std::move(notes));
+}
+
+void runCluster(KernelState& k, int x0, int y, int z, int ctas) {
+  ClusterState cluster;
+  std::vector<std::unique_ptr<CtaState>> states;
+  std::vector<std::unique_ptr<Agent>> mains;
+  std::vector<std::unique_ptr<Executor>> executors;
+  for (int r = 0; r < ctas; ++r) {
+    auto cta = std::make_unique<CtaState>();
+    cta->pid[0] = x0 + r;
+    cta->pid[1] = y;
+    cta->pid[2] = z;
+    cta->cluster = &cluster;
+    cta->rank = r;
+    auto main = std::make_unique<Agent>();
+    main->label = "program";
+    main->program = cta->name();
+    main->numWarps = k.fn->numWarps;
+    main->clockIndex = cta->newClockIndex();
+    main->clock.set(main->clockIndex, 1);
+    std::vector<RtValue> env(k.slots.size());
+    for (auto& [slot, value] : k.boundArgs) env[slot] = value;
+    auto exec = std::make_unique<Executor>(k, *cta, *main, std::move(env));
+    main->body = [exec = exec.get(), cta = cta.get(), &k] {
+      exec->runBlock(k.fn->body);
+      cta->exited = true;
+    };
+    cluster.ctas.push_back(cta.get());
+    states.push_back(std::move(cta));
+    mains.push_back(std::move(main));
+    executors.push_back(std::move(exec));
+  }
+  cluster.arrived.assign(size_t(ctas), false);
+  cluster.arrivedAt.assign(size_t(ctas), SourceLoc{});
+  cluster.arrivedWhat.assign(size_t(ctas), "");
+  // Each cluster gets its own stream of choices; a zero mix would mean round-robin.
+  uint64_t seed = 0;
+  if (k.seed != 0) {
+    uint64_t first = uint64_t(x0) + uint64_t(y) * 65536 + uint64_t(z) * 65536 * 65536;
+    seed = (k.seed ^ (first * 0x9E3779B97F4A7C15ull)) | 1;
+  }
+  Scheduler scheduler(seed);
+  for (auto& cta : states) cta->scheduler = &scheduler;
+  std::vector<Agent*> raw;
+  for (auto& m : mains) raw.push_back(m.get());
+  scheduler.run(
+      raw, [&] { return Executor::completeAsyncCopies(k, cluster); },
+      [&](const std::vector<Agent*>& blocked) {
+        reportClusterDeadlock(k, cluster, scheduler, blocked);
+      });
 }
 
 } // namespace

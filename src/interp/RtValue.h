@@ -13,6 +13,10 @@
 #include <variant>
 #include <vector>
 
+namespace ww::ir {
+class Op;
+}
+
 namespace ww::interp {
 
 /// A scalar or block tensor. Pointers are 64-bit addresses in the interpreter's global address
@@ -62,7 +66,8 @@ void writeScalar(Tensor& t, int64_t index, const Scalar& v);
 struct SharedAlloc {
   std::vector<unsigned char> bytes;
   std::string name;
-  AccessLog log; // for race checks
+  AccessLog log;                   // for race checks
+  const ir::Op* allocOp = nullptr; // the local_alloc that made it (a peer CTA's is the same op)
 };
 
 /// A view of shared-memory tiles: `count` tiles of `shape` with element `strides`, tile i at

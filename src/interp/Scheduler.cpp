@@ -2,30 +2,41 @@
 
 namespace ww::interp {
 
+void Scheduler::start(Agent* a) {
+  a->scheduler = this;
+  a->thread = std::thread([this, a] {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return running_ == a || abort_; });
+    if (!abort_) {
+      lock.unlock();
+      try {
+        a->body();
+        a->state = Agent::State::Done;
+      } catch (const AgentAbort&) {
+        a->state = Agent::State::Done;
+      } catch (...) {
+        a->error = std::current_exception();
+        a->state = Agent::State::Failed;
+      }
+      lock.lock();
+    }
+    running_ = nullptr;
+    cv_.notify_all();
+  });
+}
+
+Agent* Scheduler::spawn(std::unique_ptr<Agent> agent) {
+  Agent* a = agent.get();
+  spawned_.push_back(std::move(agent));
+  start(a);
+  agents_.push_back(a);
+  return a;
+}
+
 void Scheduler::run(std::vector<Agent*> agents, const std::function<bool()>& progress,
                     const std::function<void(const std::vector<Agent*>&)>& deadlock) {
-  for (Agent* a : agents) {
-    a->scheduler = this;
-    a->thread = std::thread([this, a] {
-      std::unique_lock<std::mutex> lock(mutex_);
-      cv_.wait(lock, [&] { return running_ == a || abort_; });
-      if (!abort_) {
-        lock.unlock();
-        try {
-          a->body();
-          a->state = Agent::State::Done;
-        } catch (const AgentAbort&) {
-          a->state = Agent::State::Done;
-        } catch (...) {
-          a->error = std::current_exception();
-          a->state = Agent::State::Failed;
-        }
-        lock.lock();
-      }
-      running_ = nullptr;
-      cv_.notify_all();
-    });
-  }
+  agents_ = std::move(agents);
+  for (Agent* a : agents_) start(a);
   size_t next = 0;
   try {
     for (;;) {
@@ -34,24 +45,24 @@ void Scheduler::run(std::vector<Agent*> agents, const std::function<bool()>& pro
       Agent* chosen = nullptr;
       size_t chosenIndex = 0;
       std::vector<size_t> runnable;
-      for (size_t j = 0; j < agents.size(); ++j) {
-        size_t k = (next + j) % agents.size();
-        Agent* a = agents[k];
+      for (size_t j = 0; j < agents_.size(); ++j) {
+        size_t k = (next + j) % agents_.size();
+        Agent* a = agents_[k];
         if (a->state == Agent::State::Ready ||
             (a->state == Agent::State::Blocked && a->blockedEpoch != epoch_))
           runnable.push_back(k);
       }
       if (!runnable.empty()) {
         chosenIndex = seed_ == 0 ? runnable.front() : runnable[rng_() % runnable.size()];
-        chosen = agents[chosenIndex];
+        chosen = agents_[chosenIndex];
       }
       if (!chosen) {
         bool allDone = true;
-        for (Agent* a : agents) allDone &= a->state == Agent::State::Done;
+        for (Agent* a : agents_) allDone &= a->state == Agent::State::Done;
         if (allDone) break;
         if (progress()) continue;
         std::vector<Agent*> blocked;
-        for (Agent* a : agents)
+        for (Agent* a : agents_)
           if (a->state == Agent::State::Blocked) blocked.push_back(a);
         deadlock(blocked); // throws
         throw std::logic_error("deadlock handler returned");
@@ -67,19 +78,19 @@ void Scheduler::run(std::vector<Agent*> agents, const std::function<bool()>& pro
       next = chosenIndex + 1;
     }
   } catch (...) {
-    abortAll(agents);
+    abortAll();
     throw;
   }
-  for (Agent* a : agents) a->thread.join();
+  for (Agent* a : agents_) a->thread.join();
 }
 
-void Scheduler::abortAll(std::vector<Agent*>& agents) {
+void Scheduler::abortAll() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     abort_ = true;
     cv_.notify_all();
   }
-  for (Agent* a : agents)
+  for (Agent* a : agents_)
     if (a->thread.joinable()) a->thread.join();
 }
 

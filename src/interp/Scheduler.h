@@ -33,7 +33,10 @@ class Scheduler;
 
 /// One agent: an async task replica, or the whole program when it has no async tasks.
 struct Agent {
-  std::string label; // "task 'producer' replica 1"
+  std::string label;   // "task 'producer' replica 1"
+  bool isTask = false; // an async task replica (else a program's own code)
+  /// "program (1, 0, 0)" when the agents of several programs (a cluster) share a scheduler.
+  std::string program;
   int numWarps = 4;
   int replica = 0;
   Scheduler* scheduler = nullptr; // null: the only agent, running on the caller's thread
@@ -69,6 +72,12 @@ public:
   void run(std::vector<Agent*> agents, const std::function<bool()>& progress,
            const std::function<void(const std::vector<Agent*>&)>& deadlock);
 
+  /// Agent side, while `run` is under way: adds an agent that the scheduler owns from now on
+  /// (its thread is joined when `run` ends), as a program of a cluster starts its async tasks.
+  Agent* spawn(std::unique_ptr<Agent> agent);
+  /// Every agent of the run so far, spawned ones included.
+  const std::vector<Agent*>& agents() const { return agents_; }
+
   /// Agent side: gives the baton back and parks until the scheduler resumes this agent.
   void block(Agent& self, BlockSite site);
   void yield(Agent& self);
@@ -78,7 +87,11 @@ public:
 
 private:
   void park(Agent& self, std::unique_lock<std::mutex>& lock);
-  void abortAll(std::vector<Agent*>& agents);
+  void start(Agent* a);
+  void abortAll();
+
+  std::vector<Agent*> agents_;
+  std::vector<std::unique_ptr<Agent>> spawned_;
 
   std::mutex mutex_;
   std::condition_variable cv_;

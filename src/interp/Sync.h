@@ -10,6 +10,10 @@
 #include <utility>
 #include <vector>
 
+namespace ww::ir {
+class Op;
+}
+
 namespace ww::interp {
 
 /// One mbarrier. A phase completes when its pending arrivals and its outstanding transaction
@@ -66,8 +70,9 @@ struct MBarrier {
 
 struct MBarrierArray {
   std::vector<MBarrier> barriers;
-  SourceLoc allocAt; // the alloc_barriers that initialized them
-  std::string name;  // of its value in the source ("full"), may be empty
+  SourceLoc allocAt;               // the alloc_barriers that initialized them
+  const ir::Op* allocOp = nullptr; // that alloc_barriers op (a peer CTA's array is the same op)
+  std::string name;                // of its value in the source ("full"), may be empty
   /// "barrier 1 of 'full'"
   std::string describe(int64_t index) const {
     return "barrier " + std::to_string(index) + (name.empty() ? "" : " of '" + name + "'");

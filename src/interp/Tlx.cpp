@@ -197,7 +197,7 @@ bool Executor::orderedBefore(const SharedAccess& a) const {
 }
 
 std::string Executor::accessor() const {
-  return agent_.scheduler ? agent_.label : "the program";
+  return agent_.isTask ? agent_.label : "the program";
 }
 
 void Executor::checkedRead(const ir::Op& op, const BufferView& view, int64_t tiles,
@@ -392,6 +392,108 @@ void Executor::checkNoExcessBytes(const ir::Op& op, const MBarrier& bar) const {
          expectNotes(bar));
 }
 
+void Executor::arriveOn(const ir::Op& op, const BarrierView& view, int64_t count,
+                        const std::string& whose) {
+  MBarrier& bar = view.array->barriers.at(size_t(view.first));
+  checkArrivalOrdered(op, view, "barrier_arrive");
+  int64_t weight = count * arrivalWeight(bar);
+  bar.pendingArrivals -= weight;
+  if (bar.pendingArrivals < 0) {
+    bar.pendingArrivals += weight;
+    fail(op.loc(),
+         "over-arrival: barrier_arrive of " + std::to_string(weight) + " arrivals on " +
+             view.array->describe(view.first) + whose + " in " + bar.describe() +
+             ": more arrivals than the phase expects, in " + where(),
+         initNote(*view.array, bar));
+  }
+  release(bar.arrivals);
+  checkNoExcessBytes(op, bar);
+  completePhase(k_.sources, view, op.loc(), "barrier_arrive", accessor(), where());
+  bump();
+}
+
+CtaState& Executor::peer(const ir::Op& op, int64_t rank, const std::string& what) {
+  const int64_t size = cta_.cluster ? int64_t(cta_.cluster->ctas.size()) : 1;
+  if (rank < 0 || rank >= size)
+    fail(op.loc(), what + " names CTA rank " + std::to_string(rank) + ", outside the cluster of " +
+                       std::to_string(size) + " CTA" + (size == 1 ? "" : "s") + " (ranks 0.." +
+                       std::to_string(size - 1) + ")" +
+                       (size == 1 ? "; launch with ctas_per_cga=(n, 1, 1) for clusters of n" : "") +
+                       " in " + where());
+  if (!cta_.cluster) return cta_;
+  CtaState& p = *cta_.cluster->ctas[size_t(rank)];
+  if (p.exited)
+    fail(op.loc(), what + " reaches " + p.name() + " (cluster rank " + std::to_string(rank) +
+                       "), which has exited: a CTA must not leave while its peers may still "
+                       "arrive on its barriers or write its shared memory (end the kernel with "
+                       "tlx.cluster_barrier()), in " +
+                       where());
+  return p;
+}
+
+BufferView Executor::peerBuffer(const ir::Op& op, const BufferView& view, CtaState& p) {
+  if (&p == &cta_) return view;
+  auto it = p.allocs.find(view.alloc->allocOp);
+  if (it == p.allocs.end())
+    fail(op.loc(), std::string(op.name()) + " reaches a shared buffer of " + p.name() +
+                       " before that CTA allocated it (its local_alloc has not run yet), in " +
+                       where());
+  BufferView v = view;
+  v.alloc = it->second;
+  return v;
+}
+
+BarrierView Executor::peerBarrier(const ir::Op& op, const BarrierView& view, CtaState& p) {
+  if (&p == &cta_) return view;
+  auto it = p.barrierArrays.find(view.array->allocOp);
+  if (it == p.barrierArrays.end())
+    fail(op.loc(), std::string(op.name()) + " reaches " + view.array->describe(view.first) +
+                       " of " + p.name() +
+                       " before that CTA initialized it (its alloc_barriers has not run yet; "
+                       "alloc_barriers outside async tasks is followed by a cluster barrier), in " +
+                       where());
+  return BarrierView{it->second, view.first, view.count};
+}
+
+void Executor::clusterBarrier(const ir::Op& op, const std::string& what) {
+  ClusterState* cl = cta_.cluster;
+  if (!cl) return; // a cluster of one CTA: nobody else to meet
+  if (agent_.isTask)
+    fail(op.loc(), "tlx.cluster_barrier inside an async task: every thread of every CTA in the "
+                   "cluster must reach a cluster barrier; call it outside 'with "
+                   "tlx.async_tasks()' (" +
+                       where() + ")");
+  const size_t r = size_t(cta_.rank);
+  const int64_t size = int64_t(cl->ctas.size());
+  const int64_t generation = cl->generation;
+  cl->arrived[r] = true;
+  ++cl->arrivedCount;
+  cl->arrivedAt[r] = op.loc();
+  cl->arrivedWhat[r] = what;
+  release(cl->arrivals); // barrier.cluster.arrive.release
+  if (cl->arrivedCount == size) {
+    ++cl->generation;
+    cl->completed.join(cl->arrivals);
+    cl->arrivals = VectorClock();
+    cl->arrived.assign(cl->arrived.size(), false);
+    cl->arrivedCount = 0;
+  }
+  bump();
+  waitUntil([&] { return cl->generation != generation; },
+            [&] {
+              std::string missing;
+              for (CtaState* c : cl->ctas)
+                if (!cl->arrived[size_t(c->rank)])
+                  missing += (missing.empty() ? "" : ", ") + c->name();
+              return BlockSite{op.loc(),
+                               "waits at " + what + " (" + std::to_string(cl->arrivedCount) +
+                                   " of the " + std::to_string(size) +
+                                   " CTAs of the cluster arrived; not " + missing + ")",
+                               {}};
+            });
+  acquire(cl->completed); // barrier.cluster.wait.acquire
+}
+
 int64_t Executor::arrivalWeight(const MBarrier& bar) const {
   // A warp barrier counts every thread; a plain one counts each warp group once (the group
   // synchronizes and one thread arrives).
@@ -406,43 +508,63 @@ bool Executor::completeAsyncCopies(KernelState& k, CtaState& cta) {
     cta.copies.pop_front();
     Tensor box(c.desc->elem, false, c.desc->blockShape);
     descriptorTransfer(k, *c.op, c.where, *c.desc, c.offsets, &box, nullptr);
-    // The box lands in row-major order whatever the view's shape (a 3-D box may fill a 2-D tile).
-    const size_t w = size_t(c.dst.elemBytes());
-    if (size_t(c.dst.tileElements()) * w != box.bytes.size())
-      raiseInterpError(k.sources, c.op->loc(),
-                       "async_descriptor_load of a " + std::to_string(box.bytes.size()) +
-                           "-byte box into a " + std::to_string(size_t(c.dst.tileElements()) * w) +
-                           "-byte buffer in " + c.where);
-    for (int64_t i = 0; i < c.dst.tileElements(); ++i)
-      std::memcpy(c.dst.alloc->bytes.data() + c.dst.byteOffsetOf(0, i),
-                  box.bytes.data() + size_t(i) * w, w);
-    MBarrier& bar = c.bar.array->barriers.at(size_t(c.bar.first));
-    // The landing is a write on the barrier's copy clock, released by the barrier's phase.
-    if (bar.copyClock == SIZE_MAX) bar.copyClock = cta.nextClockIndex++;
-    ++bar.copyTicks;
-    bar.arrivals.set(bar.copyClock, bar.copyTicks);
-    for (SharedAccess& a : c.dst.alloc->log.accesses)
-      if (a.inFlight && a.token == c.token) {
-        a.inFlight = false;
-        a.agent = bar.copyClock;
-        a.epoch = bar.copyTicks;
-      }
-    bar.txBytes -= c.bytes;
-    bar.deliveredBytes += c.bytes;
-    if (bar.pendingArrivals == 0 && bar.txBytes < 0)
-      raiseInterpError(k.sources, c.op->loc(),
-                       "async_descriptor_load delivers " + std::to_string(c.bytes) + " bytes to " +
-                           c.bar.array->describe(c.bar.first) + ", " +
-                           std::to_string(-bar.txBytes) +
-                           " more than its phase expects (barrier_expect_bytes too small?); the "
-                           "barrier is in " +
-                           bar.describe() + ", in " + c.where,
-                       expectNotes(bar));
-    completePhase(k.sources, c.bar, c.op->loc(), "the landing of the TMA load",
-                  "the copy issued in " + c.where, c.where);
+    // A multicast lands the same box in every CTA of its mask, each counting it on its barrier.
+    for (CopyTarget& t : c.targets) {
+      if (t.cta->exited)
+        raiseInterpError(k.sources, c.op->loc(),
+                         "async_descriptor_load multicasts into " + t.cta->name() +
+                             ", which has exited: a CTA must not leave while a peer's copy may "
+                             "still write its shared memory (end the kernel with "
+                             "tlx.cluster_barrier()); the copy was issued in " +
+                             c.where);
+      // The box lands in row-major order whatever the view's shape (a 3-D box may fill a 2-D
+      // tile).
+      const size_t w = size_t(t.dst.elemBytes());
+      if (size_t(t.dst.tileElements()) * w != box.bytes.size())
+        raiseInterpError(
+            k.sources, c.op->loc(),
+            "async_descriptor_load of a " + std::to_string(box.bytes.size()) + "-byte box into a " +
+                std::to_string(size_t(t.dst.tileElements()) * w) + "-byte buffer in " + c.where);
+      for (int64_t i = 0; i < t.dst.tileElements(); ++i)
+        std::memcpy(t.dst.alloc->bytes.data() + t.dst.byteOffsetOf(0, i),
+                    box.bytes.data() + size_t(i) * w, w);
+      MBarrier& bar = t.bar.array->barriers.at(size_t(t.bar.first));
+      // The landing is a write on the barrier's copy clock, released by the barrier's phase.
+      if (bar.copyClock == SIZE_MAX) bar.copyClock = t.cta->newClockIndex();
+      ++bar.copyTicks;
+      bar.arrivals.set(bar.copyClock, bar.copyTicks);
+      if (t.cta != &cta) bar.arrivals.join(c.issuer);
+      for (SharedAccess& a : t.dst.alloc->log.accesses)
+        if (a.inFlight && a.token == t.token) {
+          a.inFlight = false;
+          a.agent = bar.copyClock;
+          a.epoch = bar.copyTicks;
+        }
+      bar.txBytes -= c.bytes;
+      bar.deliveredBytes += c.bytes;
+      const std::string in = t.cta == &cta ? "" : " of " + t.cta->name();
+      if (bar.pendingArrivals == 0 && bar.txBytes < 0)
+        raiseInterpError(k.sources, c.op->loc(),
+                         "async_descriptor_load delivers " + std::to_string(c.bytes) +
+                             " bytes to " + t.bar.array->describe(t.bar.first) + in + ", " +
+                             std::to_string(-bar.txBytes) +
+                             " more than its phase expects (barrier_expect_bytes too small?); "
+                             "the barrier is in " +
+                             bar.describe() + ", in " + c.where,
+                         expectNotes(bar));
+      completePhase(k.sources, t.bar, c.op->loc(), "the landing of the TMA load",
+                    "the copy issued in " + c.where, c.where);
+      if (t.cta->scheduler) t.cta->scheduler->bump();
+    }
   }
   if (cta.scheduler) cta.scheduler->bump();
   return true;
+}
+
+bool Executor::completeAsyncCopies(KernelState& k, ClusterState& cluster) {
+  bool any = false;
+  for (CtaState* cta : cluster.ctas) any |= completeAsyncCopies(k, *cta);
+  return any;
 }
 
 void Executor::completeDot(PendingDot& d) {
@@ -507,6 +629,8 @@ void Executor::execTlx(const ir::Op& op) {
     // Fresh shared memory holds garbage on the GPU: poison it (NaN for floats, -1 for ints) so
     // that reads before writes show up in results.
     v.alloc->bytes.assign(size_t(v.count * v.tileStrideBytes), 0xFF);
+    v.alloc->allocOp = &op;
+    if (cta_.cluster) cta_.allocs[&op] = v.alloc;
     set(op.result(), v);
     return;
   }
@@ -631,7 +755,15 @@ void Executor::execTlx(const ir::Op& op) {
     arr->barriers.assign(size_t(op.result()->type().count), b);
     arr->allocAt = op.loc();
     arr->name = op.result()->name;
+    arr->allocOp = &op;
     set(op.result(), BarrierView{arr, 0, op.result()->type().count});
+    if (cta_.cluster) {
+      cta_.barrierArrays[&op] = arr;
+      // Codegen follows the inits with a cluster barrier (outside async tasks), so that no
+      // peer arrives on a barrier before its CTA has initialized it.
+      if (!agent_.isTask)
+        clusterBarrier(op, "the cluster barrier that follows alloc_barriers in a cluster launch");
+    }
     return;
   }
   case OpCode::BarrierExpectBytes: {
@@ -658,32 +790,25 @@ void Executor::execTlx(const ir::Op& op) {
     return;
   }
   case OpCode::BarrierArrive: {
+    std::optional<int64_t> remoteRank;
     for (unsigned i = 1; i < op.numOperands(); ++i) {
       const ir::Type& t = op.operand(i)->type();
       if (t.elem == ir::DType::I1) {
         if (readScalar(*tensor(op, i), 0).i == 0) return;
-      } else if (scalarInt(op, i) != int64_t(cta_.pid[0]) % std::max(1, k_.fn->numCtas)) {
-        fail(op.loc(), "barrier_arrive on another CTA of the cluster is not supported by the "
-                       "interpreter, which runs one program at a time");
+      } else {
+        remoteRank = scalarInt(op, i);
       }
     }
-    const BarrierView& view = barrierView(op, 0);
-    MBarrier& bar = barrier(op, 0);
-    checkArrivalOrdered(op, view, "barrier_arrive");
-    int64_t weight = op.intAttr("arrive_count", 1) * arrivalWeight(bar);
-    bar.pendingArrivals -= weight;
-    if (bar.pendingArrivals < 0) {
-      bar.pendingArrivals += weight;
-      fail(op.loc(),
-           "over-arrival: barrier_arrive of " + std::to_string(weight) + " arrivals on " +
-               view.array->describe(view.first) + " in " + bar.describe() +
-               ": more arrivals than the phase expects, in " + where(),
-           initNote(*view.array, bar));
+    BarrierView view = barrierView(op, 0);
+    std::string whose;
+    if (remoteRank && (cta_.cluster || *remoteRank != 0)) {
+      CtaState& target = peer(op, *remoteRank, "barrier_arrive with remote_cta_rank");
+      if (&target != &cta_) {
+        view = peerBarrier(op, view, target);
+        whose = " of " + target.name();
+      }
     }
-    release(bar.arrivals);
-    checkNoExcessBytes(op, bar);
-    completePhase(k_.sources, view, op.loc(), "barrier_arrive", accessor(), where());
-    bump();
+    arriveOn(op, view, op.intAttr("arrive_count", 1), whose);
     return;
   }
   case OpCode::BarrierWait: {
@@ -725,7 +850,7 @@ void Executor::execTlx(const ir::Op& op) {
   case OpCode::NamedBarrierArrive:
   case OpCode::NamedBarrierWait: {
     int64_t id = scalarInt(op, 0), numThreads = scalarInt(op, 1);
-    if (agent_.scheduler) checkNamedBarrierCounts(op, id);
+    if (agent_.isTask) checkNamedBarrierCounts(op, id);
     NamedBarrier& nb = cta_.namedBarriers[id];
     int64_t threads = int64_t(agent_.numWarps) * 32;
     if (nb.expectedThreads == 0) {
@@ -773,10 +898,7 @@ void Executor::execTlx(const ir::Op& op) {
   case OpCode::DebugBarrier:
     return;
   case OpCode::ClusterBarrier:
-    if (k_.fn->numCtas > 1)
-      fail(op.loc(), "cluster_barrier across " + std::to_string(k_.fn->numCtas) +
-                         " CTAs is not supported by the interpreter, which runs one program at "
-                         "a time");
+    clusterBarrier(op, "cluster_barrier");
     return;
 
   // ---- async copies ----
@@ -788,16 +910,37 @@ void Executor::execTlx(const ir::Op& op) {
     AsyncCopy c;
     c.op = &op;
     c.desc = desc;
-    c.dst = buffer(op, 1);
-    c.bar = barrierView(op, 2);
+    const BufferView& dst = buffer(op, 1);
+    const BarrierView& bar = barrierView(op, 2);
     for (size_t i = 0; i < rank; ++i) c.offsets.push_back(scalarInt(op, unsigned(3 + i)));
     c.bytes = ir::byteWidth(desc->elem);
     for (int64_t d : desc->blockShape) c.bytes *= d;
     c.where = where();
-    c.token = cta_.nextToken++;
-    checkedWrite(op, c.dst, 1, c.token);
-    for (SharedAccess& a : c.dst.alloc->log.accesses)
-      if (a.inFlight && a.token == c.token) a.permission = lastPassedWait_;
+    if (cta_.cluster) c.issuer = agent_.clock;
+    // A multicast (cp.async.bulk.tensor .multicast::cluster) lands at the buffer's offset in
+    // every CTA of the mask and completes the barrier at the same offset in each of them.
+    std::vector<CtaState*> ctas{&cta_};
+    if (const int64_t mask = op.intAttr("multicast_mask")) {
+      const int64_t size = std::max(1, k_.fn->numCtas);
+      if (size < 2)
+        fail(op.loc(), std::string("'") + op.name() +
+                           "' with multicast_targets needs a cluster launch; launch with "
+                           "ctas_per_cga of 2 or more, or load without multicast_targets");
+      if (mask >> size)
+        fail(op.loc(), std::string("'") + op.name() + "' multicasts to CTA ranks beyond the " +
+                           std::to_string(size) + " CTAs of the cluster");
+      ctas.clear();
+      for (int64_t r = 0; r < size; ++r)
+        if ((mask >> r) & 1) ctas.push_back(&peer(op, r, "async_descriptor_load's multicast"));
+    }
+    for (CtaState* target : ctas) {
+      CopyTarget t{target, peerBuffer(op, dst, *target), peerBarrier(op, bar, *target),
+                   cta_.newToken()};
+      checkedWrite(op, t.dst, 1, t.token);
+      for (SharedAccess& a : t.dst.alloc->log.accesses)
+        if (a.inFlight && a.token == t.token) a.permission = lastPassedWait_;
+      c.targets.push_back(std::move(t));
+    }
     cta_.copies.push_back(std::move(c));
     return;
   }
@@ -825,7 +968,7 @@ void Executor::execTlx(const ir::Op& op) {
     c.dst = buffer(op, 1);
     if (hasMask) c.mask = tensor(op, 2);
     if (hasOther) c.other = tensor(op, hasMask ? 3 : 2);
-    c.token = cta_.nextToken++;
+    c.token = cta_.newToken();
     checkedWrite(op, c.dst, tilesOf(c.dst, c.ptrs->numel()), c.token);
     uncommitted_.push_back(std::move(c));
     if (op.numResults()) set(op.result(), TokenValue{});
@@ -875,7 +1018,7 @@ void Executor::execTlx(const ir::Op& op) {
       return;
     }
     d->acc = acc;
-    d->token = cta_.nextToken++;
+    d->token = cta_.newToken();
     if (auto* av = std::get_if<BufferView>(&d->a)) checkedRead(op, *av, 1, d->token);
     checkedRead(op, d->b, 1, d->token);
     dots_.push_back(d);
@@ -961,9 +1104,8 @@ void Executor::checkNamedBarrierCounts(const ir::Op& op, int64_t id) {
 }
 
 void Executor::execAsyncTasks(const ir::Op& op) {
-  if (agent_.scheduler) fail(op.loc(), "async_tasks nested inside an async task is not supported");
+  if (agent_.isTask) fail(op.loc(), "async_tasks nested inside an async task is not supported");
   std::vector<std::unique_ptr<Agent>> agents;
-  std::vector<std::unique_ptr<Executor>> executors;
   std::map<int64_t, std::vector<NamedBarrierUse>> namedUses;
   bool dynamicNamedBarrier = false;
   int taskIndex = 0;
@@ -991,13 +1133,19 @@ void Executor::execAsyncTasks(const ir::Op& op) {
       a->label = label + (replicate > 1 ? " replica " + std::to_string(r) : "");
       a->numWarps = isDefault ? k_.fn->numWarps : int(taskOp->intAttr("num_warps", 4));
       a->replica = int(r);
-      a->clockIndex = cta_.nextClockIndex++;
+      a->isTask = true;
+      if (cta_.cluster) a->program = cta_.name();
+      a->clockIndex = cta_.newClockIndex();
       a->clock = agent_.clock; // what the program did before async_tasks precedes every task
       a->clock.set(a->clockIndex, 1);
-      auto ex = std::make_unique<Executor>(k_, cta_, *a, env_);
-      Executor* exp = ex.get();
+      auto ex = std::make_shared<Executor>(k_, cta_, *a, env_);
       const ir::Block* body = taskOp->region(0);
-      a->body = [exp, body] { exp->runBlock(*body); };
+      // In a cluster the scheduler owns the agent, and the agent (its body) its executor; the
+      // program waiting for its tasks checks again when one finishes.
+      a->body = [ex, body, cta = &cta_] {
+        ex->runBlock(*body);
+        if (cta->cluster) cta->scheduler->bump();
+      };
       const int64_t threads = int64_t(a->numWarps) * 32;
       ir::walk(*body, [&](const ir::Op& use) {
         if (use.code() != OpCode::NamedBarrierArrive && use.code() != OpCode::NamedBarrierWait)
@@ -1009,11 +1157,14 @@ void Executor::execAsyncTasks(const ir::Op& op) {
         namedUses[*id].push_back({*count, &use, a->label, agents.size(), threads});
       });
       agents.push_back(std::move(a));
-      executors.push_back(std::move(ex));
     }
   }
   std::vector<Agent*> raw;
   for (auto& a : agents) raw.push_back(a.get());
+  if (cta_.cluster) {
+    runTasksInCluster(op, std::move(agents), std::move(namedUses), dynamicNamedBarrier);
+    return;
+  }
   // Each program gets its own stream of choices; a zero mix would mean round-robin.
   uint64_t seed = 0;
   if (k_.seed != 0) {
@@ -1050,8 +1201,39 @@ void Executor::execAsyncTasks(const ir::Op& op) {
                  "flight",
              std::move(notes));
       });
-  for (Agent* a : raw) agent_.clock.join(a->clock); // the tasks all end before what follows
-  ++agent_.agentBarriers;                           // every warp meets after the tasks
+  finishTasks(raw);
+}
+
+void Executor::runTasksInCluster(const ir::Op& op, std::vector<std::unique_ptr<Agent>> agents,
+                                 std::map<int64_t, std::vector<NamedBarrierUse>> namedUses,
+                                 bool dynamicNamedBarrier) {
+  // The tasks join the agents of the cluster's other CTAs under the cluster's scheduler; this
+  // program's agent waits for them.
+  release(agent_.clock); // the program's accesses so far precede the tasks' own
+  if (!dynamicNamedBarrier) cta_.namedBarrierUses = std::move(namedUses);
+  struct Reset {
+    CtaState& c;
+    ~Reset() {
+      c.namedBarrierUses.clear();
+      c.namedBarrierIdsChecked.clear();
+    }
+  } reset{cta_};
+  std::vector<Agent*> raw;
+  for (auto& a : agents) raw.push_back(cta_.scheduler->spawn(std::move(a)));
+  waitUntil(
+      [&] {
+        return std::all_of(raw.begin(), raw.end(),
+                           [](const Agent* a) { return a->state == Agent::State::Done; });
+      },
+      [&] {
+        return BlockSite{op.loc(), "waits for its async tasks to finish", {}};
+      });
+  finishTasks(raw);
+}
+
+void Executor::finishTasks(const std::vector<Agent*>& tasks) {
+  for (Agent* a : tasks) agent_.clock.join(a->clock); // the tasks all end before what follows
+  ++agent_.agentBarriers;                             // every warp meets after the tasks
   // A phase still in progress when every task has finished never completed: its thread counts
   // disagree with who arrives (which side notices first depends on the schedule).
   for (auto& [id, nb] : cta_.namedBarriers)
