@@ -99,15 +99,32 @@ void Executor::writeBuffer(const BufferView& view, const Tensor& value) const {
 
 namespace {
 
-/// Bytes [lo, hi) of the allocation that `tiles` tiles of `view` span (a bounding range).
-std::pair<int64_t, int64_t> byteRange(const BufferView& view, int64_t tiles) {
+/// The bytes of the allocation that `tiles` tiles of `view` touch: a bounding range, narrowed to
+/// the rows' bytes when the view is rows of contiguous elements, one every pitch bytes (a column
+/// slice of a row-major tile).
+ByteSpan bytesOf(const BufferView& view, int64_t tiles) {
+  ByteSpan span;
   int64_t last = 0;
   for (size_t d = 0; d < view.shape.size(); ++d) {
-    if (view.shape[d] == 0) return {view.byteOffset, view.byteOffset};
+    if (view.shape[d] == 0) return ByteSpan{view.byteOffset, view.byteOffset};
     last += view.strides[d] * (view.shape[d] - 1);
   }
-  int64_t lo = view.byteOffset;
-  return {lo, lo + (tiles - 1) * view.tileStrideBytes + (last + 1) * view.elemBytes()};
+  const int64_t w = view.elemBytes();
+  span.lo = view.byteOffset;
+  span.hi = span.lo + (tiles - 1) * view.tileStrideBytes + (last + 1) * w;
+  const size_t rank = view.shape.size();
+  if (rank < 2 || view.strides[rank - 1] != 1) return span;
+  const int64_t pitch = view.strides[rank - 2] * w, row = view.shape[rank - 1] * w;
+  if (pitch <= row) return span;
+  // Rows at every pitch from the first to the last: the outer dimensions (and tiles) follow on
+  // from one another.
+  for (size_t d = 0; d + 2 < rank; ++d)
+    if (view.strides[d] != view.strides[d + 1] * view.shape[d + 1]) return span;
+  if (tiles > 1 && view.tileStrideBytes != view.strides[0] * view.shape[0] * w) return span;
+  span.period = pitch;
+  span.phase = span.lo % pitch;
+  span.width = row;
+  return span;
 }
 
 int64_t tilesOf(const BufferView& view, int64_t elements) {
@@ -202,12 +219,12 @@ std::string Executor::accessor() const {
 
 void Executor::checkedRead(const ir::Op& op, const BufferView& view, int64_t tiles,
                            uint64_t token) {
-  auto [lo, hi] = byteRange(view, tiles);
-  if (lo >= hi) return;
+  const ByteSpan span = bytesOf(view, tiles);
+  if (span.lo >= span.hi) return;
   AccessLog& log = view.alloc->log;
   bool written = false;
   for (const SharedAccess& a : log.accesses) {
-    if (!a.write || a.hi <= lo || hi <= a.lo) continue;
+    if (!a.write || !a.bytes.overlaps(span)) continue;
     written = true;
     if (a.inFlight)
       fail(op.loc(),
@@ -230,25 +247,24 @@ void Executor::checkedRead(const ir::Op& op, const BufferView& view, int64_t til
   r.token = token;
   r.agent = agent_.clockIndex;
   r.epoch = agent_.clock.at(agent_.clockIndex);
-  r.lo = lo;
-  r.hi = hi;
+  r.bytes = span;
   r.loc = op.loc();
   r.what = std::string(op.name()) + " by " + accessor();
   // An earlier finished read of the same bytes by this agent adds nothing the new one lacks.
   std::erase_if(log.accesses, [&](const SharedAccess& a) {
     return !a.write && !a.inFlight && !retiredForOneWarpGroupOnly(a) && a.agent == r.agent &&
-           lo <= a.lo && a.hi <= hi;
+           span.covers(a.bytes);
   });
   log.accesses.push_back(std::move(r));
 }
 
 void Executor::checkedWrite(const ir::Op& op, const BufferView& view, int64_t tiles,
                             uint64_t token) {
-  auto [lo, hi] = byteRange(view, tiles);
-  if (lo >= hi) return;
+  const ByteSpan span = bytesOf(view, tiles);
+  if (span.lo >= span.hi) return;
   AccessLog& log = view.alloc->log;
   for (const SharedAccess& a : log.accesses) {
-    if (a.hi <= lo || hi <= a.lo) continue;
+    if (!a.bytes.overlaps(span)) continue;
     if (a.inFlight)
       fail(op.loc(),
            std::string(op.name()) + " overwrites shared memory that " + a.what +
@@ -280,15 +296,14 @@ void Executor::checkedWrite(const ir::Op& op, const BufferView& view, int64_t ti
                ", with no barrier ordering that access before this write (" + where() + ")",
            {note(a.loc, a.write ? "the earlier write" : "the read")});
   }
-  std::erase_if(log.accesses, [&](const SharedAccess& a) { return lo <= a.lo && a.hi <= hi; });
+  std::erase_if(log.accesses, [&](const SharedAccess& a) { return span.covers(a.bytes); });
   SharedAccess w;
   w.write = true;
   w.inFlight = token != 0;
   w.token = token;
   w.agent = agent_.clockIndex;
   w.epoch = agent_.clock.at(agent_.clockIndex);
-  w.lo = lo;
-  w.hi = hi;
+  w.bytes = span;
   w.loc = op.loc();
   w.what = std::string(op.name()) + " by " + accessor();
   log.accesses.push_back(std::move(w));

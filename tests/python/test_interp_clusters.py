@@ -172,3 +172,121 @@ def test_multicast_halves_land_in_both_ctas(clusters, cols):
 def halves(rng, shape, scale=8):
     # Multiples of 1/scale in [-1, 1]: products and their sums over K are exact in fp32.
     return (rng.integers(-scale, scale + 1, shape) / scale).astype(np.float16)
+
+
+def halves(rng, shape, scale=8):
+    # Multiples of 1/scale in [-1, 1]: products and their sums over K are exact in fp32.
+    return (rng.integers(-scale, scale + 1, shape) / scale).astype(np.float16)
+
+
+def cluster_gemm(a, b, variant, config=None, num_sms=132):
+    """ops.matmul_tlx(a, b, variant, config)'s launch of gemm_ws_kernel, on NumPy arrays (the op
+    itself takes CUDA tensors only)."""
+    from kernels import ops
+    from kernels.hopper import gemm_ws
+
+    cfg = dict(ops.TLX_GEMM_CONFIGS[variant], **(config or {}))
+    m, k = a.shape
+    n = b.shape[1]
+    c = np.full((m, n), np.nan, np.float16)
+    cluster_m, cluster_n = cfg.get("CLUSTER_M", 1), cfg.get("CLUSTER_N", 1)
+    cluster = cluster_m * cluster_n
+    half, bn, bk = cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], cfg["BLOCK_K"]
+    c_cols = bn // cfg.get("EPI_SUBTILE", 1) if cfg.get("SMEM_EPILOGUE") else bn
+    sms = cfg.pop("NUM_SMS", num_sms) // cluster * cluster
+    work = ww.cdiv(ww.cdiv(m, cfg["BLOCK_M"]), cluster_m) * ww.cdiv(ww.cdiv(n, bn), cluster_n)
+    gemm_ws.gemm_ws_kernel[(min(sms // cluster, work) * cluster,)](
+        descriptor(a, [half, bk]), descriptor(b, [bk, bn // cluster_m]), descriptor(c, [half, c_cols]),
+        m, n, k, **cfg, NUM_SMS=sms, num_warps=4, ctas_per_cga=(cluster, 1, 1))
+    return c
+
+
+@pytest.mark.parametrize("variant", ["ws_cluster", "ws_cluster_m"])
+@pytest.mark.parametrize("m,n,k,config", [
+    # The library's configuration (128 x 256 tiles): one cluster, the second CTA's tile clipped.
+    (200, 136, 64, None),
+    # Small tiles, two clusters walking several tiles each: the stages go round the ring many
+    # times, every release reaching both CTAs' empty barriers.
+    (72, 104, 56, dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, NUM_STAGES=2, NUM_SMS=4,
+                       EPI_SUBTILE=2)),
+])
+def test_cluster_gemm_matches_numpy(variant, m, n, k, config):
+    rng = np.random.default_rng(m + n + k)
+    a, b = halves(rng, (m, k)), halves(rng, (k, n))
+    c = cluster_gemm(a, b, variant, config)
+    np.testing.assert_array_equal(c, (a.astype(np.float64) @ b).astype(np.float16))
+
+
+@ww.jit
+def multicast_ring(in_desc, out_desc, HALF: tl.constexpr, COLS: tl.constexpr,
+                   STEPS: tl.constexpr, PEER_RELEASE: tl.constexpr):
+    """Per step, each CTA of a 2-CTA cluster multicasts one half of the step's tile into both
+    CTAs' one-stage buffer, reads the whole tile and stores it. The stage is free again once both
+    CTAs read it (PEER_RELEASE: each arrives on its own and its peer's empty barrier); without
+    that, a CTA refills its peer's stage before the peer has read it."""
+    dtype: tl.constexpr = tlx.dtype_of(in_desc)
+    bufs = tlx.local_alloc((HALF, COLS), dtype, 2)
+    full = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    empty = tlx.alloc_barriers(num_barriers=1, arrive_count=2 if PEER_RELEASE else 1)
+    rank = tlx.cluster_cta_rank()
+    pid = tl.program_id(0)
+    first_row = (pid // 2) * STEPS * 2 * HALF
+    for step in range(STEPS):
+        tlx.barrier_wait(empty[0], (step & 1) ^ 1)
+        tlx.barrier_expect_bytes(full[0], 2 * HALF * COLS * tlx.size_of(dtype))
+        tlx.async_descriptor_load(in_desc, bufs[rank], [first_row + step * 2 * HALF + rank * HALF, 0],
+                                  full[0], multicast_targets=[0, 1])
+        tlx.barrier_wait(full[0], step & 1)
+        for h in tl.static_range(2):
+            out_desc.store([(pid * STEPS + step) * 2 * HALF + h * HALF, 0], tlx.local_load(bufs[h]))
+        tlx.barrier_arrive(empty[0])
+        if PEER_RELEASE:
+            tlx.barrier_arrive(empty[0], 1, remote_cta_rank=1 - rank)
+    tlx.cluster_barrier()
+
+
+def run_multicast_ring(peer_release, clusters=2, steps=3, half=16, cols=32):
+    x = np.arange(clusters * steps * 2 * half * cols, dtype=np.float32).reshape(-1, cols)
+    out = np.full((2 * x.shape[0], cols), np.nan, np.float32)
+    multicast_ring[(2 * clusters,)](descriptor(x, [half, cols]), descriptor(out, [half, cols]),
+                                    HALF=half, COLS=cols, STEPS=steps, PEER_RELEASE=peer_release,
+                                    ctas_per_cga=(2, 1, 1))
+    tiles = x.reshape(clusters, steps * 2 * half, cols)
+    return out, np.stack([tiles, tiles], 1).reshape(-1, cols)
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_multicast_ring_with_peer_release_runs_clean(seed, monkeypatch):
+    monkeypatch.setenv("WARPWEAVE_INTERP_SEED", str(seed))
+    monkeypatch.setenv("WARPWEAVE_INTERP_SCHEDULES", "4")
+    out, expect = run_multicast_ring(peer_release=True)
+    np.testing.assert_array_equal(out, expect)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_refilling_a_peer_stage_before_it_was_read_is_a_race(seed, monkeypatch):
+    monkeypatch.setenv("WARPWEAVE_INTERP_SEED", str(seed))
+    monkeypatch.setenv("WARPWEAVE_INTERP_SCHEDULES", "3")
+    # Shared memory stays per CTA, but a multicast writes the peer's: its race checks see the
+    # peer's accesses, which only the peer's remote arrive orders before the refill.
+    with pytest.raises(ww.InterpreterError) as e:
+        run_multicast_ring(peer_release=False)
+    msg = str(e.value)
+    # The peer's read, and its copies' landings before it, are unordered with the refill.
+    assert re.search(r"error: async_desc_load overwrites shared memory that (async_desc_load|"
+                     r"local_load) by the program (wrote|read), with no barrier ordering that "
+                     r"access before this write \(program \(\d, 0, 0\)\)", msg), msg
+    assert f":{line_of(multicast_ring, 'tlx.async_descriptor_load(in_desc')}:" in msg, msg
+
+
+@pytest.mark.parametrize("variant", ["ws_cluster", "ws_cluster_m"])
+def test_cluster_gemm_under_seeded_schedules(variant, monkeypatch):
+    # Other interleavings of the two CTAs' producers and consumers (and early TMA landings) find
+    # no race or over-arrival either.
+    monkeypatch.setenv("WARPWEAVE_INTERP_SEED", "21")
+    monkeypatch.setenv("WARPWEAVE_INTERP_SCHEDULES", "6")
+    rng = np.random.default_rng(3)
+    a, b = halves(rng, (72, 40)), halves(rng, (40, 72))
+    c = cluster_gemm(a, b, variant, dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, GROUP_M=2,
+                                         NUM_STAGES=2, NUM_SMS=4, EPI_SUBTILE=2))
+    np.testing.assert_array_equal(c, (a.astype(np.float64) @ b).astype(np.float16))
