@@ -3,9 +3,11 @@
 #include "frontend/Parser.h"
 #include "interp/Interpreter.h"
 #include "interp/Numerics.h"
+#include "interp/Races.h"
 #include "ir/Builder.h"
 #include "specialize/Specializer.h"
 #include "transforms/Passes.h"
+#include "warpweave/runtime.h"
 
 #include <gtest/gtest.h>
 
@@ -1392,7 +1394,7 @@ struct SourceKernel {
   std::string error;
 
   SourceKernel(const std::string& path, const std::string& kernel, const std::string& sig,
-               int numWarps = 4) {
+               int numWarps = 4, int numCtas = 1) {
     std::vector<SourceFile> files = kernelFiles(path);
     modules.reserve(files.size()); // the specializer keeps the modules' addresses
     try {
@@ -1405,6 +1407,7 @@ struct SourceKernel {
       in.kernel = kernel;
       in.signature = parseSignature(sig);
       in.options.numWarps = numWarps;
+      in.options.numCtas = numCtas;
       fn = specialize::specialize(in);
       transforms::runCleanupPipeline(*fn);
     } catch (CompileError& e) {
@@ -2479,4 +2482,63 @@ TEST(InterpTlx, LocalLoadOfAShapeTheViewDoesNotHoldIsALocatedError) {
             "elements: the shapes must match one buffer or all of them (program (0, 0, 0))\n"
             "      x = tlx.local_load(bufs[0])\n"
             "          ^");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Thread-block clusters: the CTAs of a cluster run together.
+// ---------------------------------------------------------------------------------------------
+
+TEST(InterpRaces, ColumnSlicesOfOneTileAreDisjointRows) {
+  // Two column halves of a [4, 8] fp16 tile (16-byte rows): bytes 0..7 and 8..15 of each row.
+  interp::ByteSpan left{0, 3 * 16 + 8, 16, 0, 8}, right{8, 4 * 16, 16, 8, 8};
+  interp::ByteSpan whole{0, 64}, secondRow{16, 32};
+  EXPECT_FALSE(left.overlaps(right));
+  EXPECT_FALSE(right.overlaps(left));
+  EXPECT_TRUE(left.overlaps(whole) && whole.overlaps(right));
+  EXPECT_TRUE(secondRow.overlaps(left) && secondRow.overlaps(right));
+  EXPECT_TRUE(whole.covers(left) && whole.covers(right));
+  EXPECT_FALSE(left.covers(right) || left.covers(whole) || left.covers(secondRow));
+  // A quarter inside the left half (bytes 4..7 of rows 1 and 2) is covered by it, not by the
+  // right half; a left half of another pitch is assumed to meet it.
+  interp::ByteSpan quarter{16 + 4, 2 * 16 + 8, 16, 4, 4};
+  EXPECT_TRUE(left.covers(quarter));
+  EXPECT_FALSE(right.covers(quarter) || right.overlaps(quarter));
+  EXPECT_TRUE(interp::ByteSpan({0, 64, 32, 0, 8}).overlaps(right));
+}
+
+TEST(InterpClusters, TwoCtaClusterGemmWithMulticastAndRemoteArrives) {
+  // gemm_ws CLUSTER_N=2 at small tiles: each CTA multicasts one half of A into both CTAs and its
+  // consumers release every stage on both CTAs' empty barriers. Odd tile counts leave the
+  // second CTA of the last cluster past the edge.
+  const int M = 136, N = 104, K = 56;
+  SourceKernel k("kernels/hopper/gemm_ws.py", "gemm_ws_kernel",
+                 "a_desc:desc<fp16,16x16>, b_desc:desc<fp16,16x32>, c_desc:desc<fp16,16x32>, "
+                 "M:i32, N:i32, K:i32, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, "
+                 "NUM_STAGES=2, NUM_SMS=4, CLUSTER_N=2",
+                 4, 2);
+  ASSERT_TRUE(k.ok()) << k.error;
+  std::vector<uint16_t> a = randomHalves(size_t(M) * K, 31, 8, 0.125f);
+  std::vector<uint16_t> b = randomHalves(size_t(K) * N, 32, 8, 0.125f);
+  std::vector<uint16_t> c(size_t(M) * N, 0xFFFF);
+  std::vector<InterpArg> args = {InterpArg::descriptor(a.data(), a.size() * 2, {M, K}, {K, 1}),
+                                 InterpArg::descriptor(b.data(), b.size() * 2, {K, N}, {N, 1}),
+                                 InterpArg::descriptor(c.data(), c.size() * 2, {M, N}, {N, 1}),
+                                 InterpArg::integer(M),
+                                 InterpArg::integer(N),
+                                 InterpArg::integer(K)};
+  k.run({4}, args);
+  for (int m = 0; m < M; ++m)
+    for (int n = 0; n < N; ++n) {
+      double ref = 0; // multiples of 1/64 summed over K = 56: exact in fp32
+      for (int kk = 0; kk < K; ++kk) ref += double(h2f(a[m * K + kk])) * h2f(b[kk * N + n]);
+      ASSERT_EQ(c[m * N + n], interp::encodeSmallFloat(DType::F16, ref)) << m << "," << n;
+    }
+  // The launcher's rule: whole clusters only.
+  try {
+    k.run({3}, args);
+    FAIL() << "expected a LaunchError";
+  } catch (const LaunchError& e) {
+    EXPECT_STREQ(e.what(), "kernel 'gemm_ws_kernel' runs in clusters of 2 CTAs (ctas_per_cga): "
+                           "grid[0] = 3 must be a multiple of 2");
+  }
 }

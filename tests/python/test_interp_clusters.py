@@ -89,6 +89,66 @@ def test_cta_that_skips_the_cluster_barrier_is_a_located_deadlock(skipper):
 
 
 @ww.jit
+def task_blocks_while_peer_waits(out_ptr):
+    """Rank 1's default task waits on a barrier nobody arrives on, so its program never reaches
+    the cluster barrier rank 0 waits at."""
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    rank = tlx.cluster_cta_rank()
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            if rank == 1:
+                tlx.barrier_wait(bars[0], 0)
+        with tlx.async_task(num_warps=4):
+            tl.store(out_ptr + tl.program_id(0), rank)
+    tlx.cluster_barrier()
+
+
+def test_peer_blocked_in_its_async_tasks_is_a_located_deadlock():
+    with pytest.raises(ww.InterpreterError) as e:
+        task_blocks_while_peer_waits[(2,)](np.zeros(2, np.int32), ctas_per_cga=(2, 1, 1))
+    msg = str(e.value)
+    assert "deadlock in the cluster of programs (0, 0, 0) to (1, 0, 0): program (0, 0, 0) waits " \
+           "at cluster_barrier, which every CTA of the cluster must reach, but program (1, 0, 0) " \
+           "is blocked elsewhere" in msg, msg
+    wait_line = line_of(task_blocks_while_peer_waits, "tlx.barrier_wait(bars[0], 0)")
+    assert re.search(rf":{wait_line}:\d+: note: program \(1, 0, 0\) default task waits on barrier 0 "
+                     r"of 'bars'", msg), msg
+
+
+@ww.jit
+def cluster_barrier_in_task(out_ptr):
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            tl.store(out_ptr + tl.program_id(0), 1)
+        with tlx.async_task(num_warps=4):
+            tlx.cluster_barrier()
+
+
+def test_cluster_barrier_inside_an_async_task_is_refused_as_codegen_does():
+    with pytest.raises(ww.InterpreterError, match=re.escape(
+            "tlx.cluster_barrier inside an async task: every thread of every CTA in the cluster "
+            "must reach a cluster barrier; call it outside 'with tlx.async_tasks()'")):
+        cluster_barrier_in_task[(2,)](np.zeros(2, np.int32), ctas_per_cga=(2, 1, 1))
+
+
+@ww.jit
+def fault_in_one_cta(out_ptr):
+    rank = tlx.cluster_cta_rank()
+    if rank == 1:
+        tl.store(out_ptr + 100, rank)
+    tlx.cluster_barrier()
+    tl.store(out_ptr + tl.program_id(0), rank)
+
+
+def test_a_fault_in_one_cta_is_reported_while_its_peer_waits():
+    # The peer blocked at the cluster barrier is abandoned; the fault is the error, not a hang.
+    with pytest.raises(ww.InterpreterError, match=re.escape(
+            "out-of-bounds store of 4 bytes at offset 400 past the end of argument 'out_ptr' "
+            "(8 bytes) in program (1, 0, 0)")):
+        fault_in_one_cta[(2,)](np.zeros(2, np.int32), ctas_per_cga=(2, 1, 1))
+
+
+@ww.jit
 def ring_handoff(token_ptr, out_ptr):
     """CTA r stores a token, then arrives on the barrier of CTA r + 1 (mod the cluster size); each
     CTA waits on its own barrier and then reads the token of the CTA before it."""
@@ -120,6 +180,25 @@ def arrive_on_rank_one(out_ptr):
     bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
     tlx.barrier_arrive(bars[0], 1, remote_cta_rank=1)
     tl.store(out_ptr + tl.program_id(0), 1)
+
+
+@ww.jit
+def arrive_after_peer_exits(out_ptr):
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    rank = tlx.cluster_cta_rank()
+    if rank == 0:
+        tlx.barrier_arrive(bars[0], 1, remote_cta_rank=1)
+    tl.store(out_ptr + tl.program_id(0), rank)
+
+
+def test_remote_arrive_on_an_exited_cta_is_reported():
+    # Round-robin: rank 0 meets rank 1 at the cluster barrier after alloc_barriers, rank 1 runs
+    # on to its end, then rank 0 arrives on its barrier.
+    with pytest.raises(ww.InterpreterError, match=re.escape(
+            "barrier_arrive with remote_cta_rank reaches program (1, 0, 0) (cluster rank 1), "
+            "which has exited: a CTA must not leave while its peers may still arrive on its "
+            "barriers or write its shared memory (end the kernel with tlx.cluster_barrier())")):
+        arrive_after_peer_exits[(2,)](np.zeros(2, np.int32), ctas_per_cga=(2, 1, 1))
 
 
 def test_remote_arrive_without_a_cluster_launch_is_refused():
