@@ -374,15 +374,18 @@ def _resident_programs(place, kernel, key, args, **meta) -> int:
 # statistics per row. Per op: rows longer than `from_cols` take it, in clusters of
 # cdiv(n_cols, slice_cols) CTAs, at most max_ctas (8 is the portable cluster size; up to
 # ROWS_CLUSTER_MAX_CTAS, 16 on sm_90, the launcher allows non-portable sizes).
-# programs_per_sm: CTAs per SM of persistent clusters, 0 for one cluster per row (the backward's
-# per-cluster dw / db partials need few clusters). The backward goes to 16 CTAs: its slices
-# hold x, dy and the dw / db sums, and 12512-column slices (100000 over 8) spilled 304 bytes on
-# 32 warps.
+# rows_per_cluster: consecutive rows a cluster takes (the backward's clusters each leave one row
+# of dw / db partials: few clusters); rows_ahead: rows a CTA keeps loading ahead. Past 8 CTAs
+# clusters take a non-portable size (sm_90 allows 16): 100000 columns over 13 CTAs are slices of
+# 7696 columns in 8192 lanes (over 8: 12512 in 16384).
 ROWS_CLUSTER_MAX_CTAS = 16
 ROWS_CLUSTER_DEFAULTS = {
-    "softmax": dict(from_cols=16384, slice_cols=8192, max_ctas=8, programs_per_sm=0),
-    "layernorm_fwd": dict(from_cols=8192, slice_cols=4096, max_ctas=8, programs_per_sm=0),
-    "layernorm_bwd": dict(from_cols=8192, slice_cols=4096, max_ctas=16, programs_per_sm=1),
+    "softmax": dict(from_cols=32768, slice_cols=8192, max_ctas=16, rows_per_cluster=8,
+                    rows_ahead=2),
+    "layernorm_fwd": dict(from_cols=16384, slice_cols=8192, max_ctas=16, rows_per_cluster=8,
+                          rows_ahead=2),
+    "layernorm_bwd": dict(from_cols=8192, slice_cols=8192, max_ctas=16, rows_per_cluster=32,
+                          rows_ahead=1),
 }
 
 
@@ -419,23 +422,28 @@ def _cluster_ctas(op: str, place, n_cols: int, config) -> int:
 
 def _cluster_launch(op: str, place, n_rows: int, n_cols: int, ctas: int, config,
                     warps_for_block, wide_ahead_block: int = 0):
-    """(slice_cols, n_clusters, launch options) of a rows_cluster kernel: slices of
-    cdiv(n_cols, ctas) columns rounded up to 16 (16-byte vectors at every slice start); one
-    cluster per row, or persistent clusters when programs_per_sm (config's, else the op's
-    default) asks for that many CTAs per SM or config's `clusters` for that many clusters (rows
-    loaded one ahead by default, none from wide_ahead_block lanes on when that is given);
-    num_warps, rows_ahead override."""
+    """(slice_cols, rows_per_cluster, n_clusters, launch options) of a rows_cluster kernel:
+    slices of cdiv(n_cols, ctas) columns rounded up to 16 (16-byte vectors at every slice
+    start); each cluster takes rows_per_cluster consecutive rows (config's, else one share of
+    the rows per cluster when config gives `clusters` or programs_per_sm CTAs per SM, else the
+    op's default), loading the op's default rows_ahead when it has more than one (none from
+    wide_ahead_block lanes on when that is given); num_warps, rows_ahead override."""
     slice_cols = ww.cdiv(ww.cdiv(n_cols, ctas), 16) * 16
     block = ww.next_power_of_2(slice_cols)
-    per_sm = config.get("programs_per_sm", ROWS_CLUSTER_DEFAULTS[op]["programs_per_sm"])
-    n_clusters = config.get("clusters") or (place.num_sms() * per_sm // ctas if per_sm else n_rows)
-    n_clusters = max(1, min(n_rows, n_clusters))
-    meta = dict(BLOCK=block, C=ctas, PEERS=ww.next_power_of_2(ctas),
-                ROWS_AHEAD=config.get("rows_ahead", int(
-                    n_clusters < n_rows and not 0 < wide_ahead_block <= block)),
+    rows_per_cluster = config.get("rows_per_cluster")
+    if not rows_per_cluster:
+        clusters = config.get("clusters") or place.num_sms() * config.get("programs_per_sm",
+                                                                           0) // ctas
+        rows_per_cluster = (ww.cdiv(n_rows, clusters) if clusters else
+                            ROWS_CLUSTER_DEFAULTS[op]["rows_per_cluster"])
+    rows_per_cluster = max(1, min(n_rows, rows_per_cluster))
+    meta = dict(BLOCK=block, C=ctas,
+                ROWS_AHEAD=config.get("rows_ahead", ROWS_CLUSTER_DEFAULTS[op]["rows_ahead"] if
+                                      rows_per_cluster > 1 and not 0 < wide_ahead_block <= block
+                                      else 0),
                 num_warps=config.get("num_warps") or warps_for_block(block),
                 ctas_per_cga=(ctas, 1, 1))
-    return slice_cols, n_clusters, meta
+    return slice_cols, rows_per_cluster, ww.cdiv(n_rows, rows_per_cluster), meta
 
 
 def softmax(x, online=None, config=None):
@@ -449,8 +457,9 @@ def softmax(x, online=None, config=None):
     kernel). rows_ahead (0-2) overrides the rows the register kernel loads ahead. On sm_90+ GPUs
     rows longer than ROWS_CLUSTER_DEFAULTS["softmax"]["from_cols"] are split over the CTAs of a
     thread-block cluster and read once (kernels/hopper/rows_cluster.py); config's cluster=C (2 to
-    16) forces that split, 0 forbids it, and with it programs_per_sm or clusters make the clusters
-    persistent (see _cluster_launch), num_warps and rows_ahead (0-1) apply to that kernel."""
+    16) forces that split, 0 forbids it, and with it rows_per_cluster (or clusters, or
+    programs_per_sm: see _cluster_launch), num_warps and rows_ahead (0-2) apply to that
+    kernel."""
     config = config or {}
     place = _Place("softmax", {"x": x})
     dt = _check_dtype("softmax", "x", x, _FLOATS)
@@ -472,11 +481,16 @@ def softmax(x, online=None, config=None):
     config = _register_fallback(config, tiles)
     if ctas and (tiles is None or cluster_asked):
         # Each row split over a cluster of `ctas` CTAs, read once (kernels/hopper/rows_cluster.py).
-        slice_cols, n_clusters, meta = _cluster_launch("softmax", place, n_rows, n_cols, ctas,
-                                                       config, _softmax_warps)
+        # A warp per 1024 lanes: 7696-column fp16 slices in 8192 lanes on 8 warps, two rows
+        # ahead, take 118 registers a thread (two CTAs per SM).
+        slice_cols, rows_per_cluster, n_clusters, meta = _cluster_launch(
+            "softmax", place, n_rows, n_cols, ctas, config,
+            lambda block: min(max(block // 1024, 4), 32), wide_ahead_block=(
+                8192 if _itemsize(x2) == 4 else 0))
         scratch = place.empty((n_rows, ctas, 2), "float32")
         _rows_cluster.softmax_cluster_kernel[(n_clusters * ctas,)](
-            out, x2, scratch, in_stride, n_cols, n_rows, n_cols, slice_cols, **meta)
+            out, x2, scratch, in_stride, n_cols, n_rows, rows_per_cluster, n_cols, slice_cols,
+            **meta)
     elif not online and tiles is not None:
         # Rows stream through a ring of shared buffers (kernels/hopper/softmax_tma.py). Not the
         # default: on the H200 at 16384x4096 fp16, timed per launch after an L2 flush
@@ -577,12 +591,12 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
     config = _register_fallback(config, tiles)
     if ctas and (tiles is None or cluster_asked):
         # Each row split over a cluster of `ctas` CTAs, read once (kernels/hopper/rows_cluster.py).
-        slice_cols, n_clusters, meta = _cluster_launch(
+        slice_cols, rows_per_cluster, n_clusters, meta = _cluster_launch(
             op, place, n_rows, n_cols, ctas, config, lambda block: min(max(block // 512, 1), 32))
         scratch = place.empty((n_rows, ctas, 2), "float32")
         _rows_cluster.layernorm_fwd_cluster_kernel[(n_clusters * ctas,)](
-            x2, y, _contiguous(w), _contiguous(b), mean, rstd, scratch, n_cols, n_rows, n_cols,
-            slice_cols, float(eps), **meta)
+            x2, y, _contiguous(w), _contiguous(b), mean, rstd, scratch, n_cols, n_rows,
+            rows_per_cluster, n_cols, slice_cols, float(eps), **meta)
     elif tiles is not None:
         # Rows stream through a ring of shared buffers (kernels/hopper/layernorm_tma.py). Not the
         # default: on the H200 at 16384x4096 fp16 (do_bench, as softmax's), 4 warps 2 stages
@@ -649,7 +663,7 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
     program (sm_90a; inputs softmax's tma option does not take ignore it). cluster=C splits
     each row over a thread-block cluster, as softmax's option does, rows of any width included
     (the default on sm_90+ GPUs past ROWS_CLUSTER_DEFAULTS["layernorm_bwd"]["from_cols"]
-    columns; persistent clusters, each leaving one row of dw / db partials)."""
+    columns; each cluster leaves one row of dw / db partials)."""
     config = config or {}
     op = "layernorm_bwd"
     place = _Place(op, {"dy": dy, "x": x, "w": w, "mean": mean, "rstd": rstd})
@@ -700,16 +714,17 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
         # read once; each cluster leaves one row of dw / db partials.
         # 16 warps a CTA up to 4096-column slices, 32 past: a slice of x, dy and the dw / db
         # sums, one row ahead, take 64 registers a thread at 4096 and 8192 fp16 columns (fp32:
-        # 76, and none ahead at 8192, where one ahead spilled 92 bytes).
-        slice_cols, n_clusters, meta = _cluster_launch(
+        # 76, and none ahead at 8192, where one ahead spilled 92 bytes, bf16 16; 100000 fp16
+        # columns over 13 CTAs one ahead spilled 76).
+        slice_cols, rows_per_cluster, n_clusters, meta = _cluster_launch(
             op, place, n_rows, n_cols, ctas, config, lambda block: 16 if block <= 4096 else 32,
-            wide_ahead_block=8192 if _itemsize(x2) == 4 else 0)
+            wide_ahead_block=8192 if dt != "float16" or ctas > 8 else 0)
         scratch = place.empty((n_rows, ctas, 2), "float32")
         partial_dw = place.empty((n_clusters, n_cols), "float32")
         partial_db = place.empty((n_clusters, n_cols), "float32")
         _rows_cluster.layernorm_bwd_cluster_kernel[(n_clusters * ctas,)](
             dx, dy2, partial_dw, partial_db, x2, w2, mean2, rstd2, scratch, n_cols, n_rows,
-            n_cols, slice_cols, **meta)
+            rows_per_cluster, n_cols, slice_cols, **meta)
         _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_clusters, n_cols)
         return dx.reshape(shape), dw, db
     warps = config.get("num_warps") or _layernorm_bwd_warps(block)

@@ -12,21 +12,25 @@ cluster meets at a cluster barrier (release / acquire: the stores are visible to
 it), and every CTA reads the row's C pairs from L2 (.cg, never from a possibly stale L1 line) and
 combines them alike.
 
-C may be any cluster size from 2 to 16 (past 8 a non-portable size, which sm_90 allows); PEERS =
-next_power_of_2(C) lanes hold the exchanged pairs.
-Cluster k of n_clusters takes rows k, k + n_clusters, ... (grid = (n_clusters * C,),
-ctas_per_cga=(C, 1, 1)); with ROWS_AHEAD=1 a CTA loads its slice of the next row before the
-current row's exchange, so that those loads are in flight while it waits on its peers. With one
-cluster per row (n_clusters = n_rows) the loop runs once and the hardware schedules the clusters.
+Every thread reads the C pairs itself (C scalar loads from L2) and folds them in registers, so the
+combine needs no further CTA barrier. C may be any cluster size from 2 to 16 (past 8 a
+non-portable size, which sm_90 allows).
 
-softmax_cluster_kernel: pairs (slice max m_i, sum over the slice of exp(x - m_i)); the row's
-    M = max m_i and S = sum s_i * exp(m_i - M).
-layernorm_fwd_cluster_kernel: pairs (slice mean, slice sum of squared deviations M2_i), combined
-    by Chan's parallel formula (mean = sum n_i mean_i / N, M2 = sum M2_i + n_i (mean_i - mean)^2);
-    rank 0 stores the row's mean and rstd.
+Cluster k takes the rows_per_cluster consecutive rows from k * rows_per_cluster on (grid =
+(cdiv(n_rows, rows_per_cluster) * C,), ctas_per_cga=(C, 1, 1)); the hardware schedules the
+clusters, so a grid of more clusters than fit at once (clusters must fit in one GPC) costs no
+second wave of whole clusters' rows. With ROWS_AHEAD = 1 or 2 a CTA keeps its slices of that many
+rows ahead loading. Those loads are issued just after a row's cluster barrier, not before it: the
+barrier's release waits for the thread's earlier memory operations, loads in flight included.
+
+softmax_cluster_kernel: pairs (slice max m_i, sum over the slice of exp(x - m_i)), folded as the
+    online softmax folds blocks: M = max m_i, S = sum s_i * exp(m_i - M).
+layernorm_fwd_cluster_kernel: pairs (slice mean, slice sum of squared deviations M2_i), folded
+    pairwise by Chan et al.'s formula (n = n_a + n_b, d = mean_b - mean_a, mean = mean_a +
+    d n_b / n, M2 = M2_a + M2_b + d^2 n_a n_b / n); rank 0 stores the row's mean and rstd.
 layernorm_bwd_cluster_kernel: pairs (sum xhat * w * dy, sum w * dy) over the slice, summed; each
     CTA keeps the dw / db sums of its own columns over its cluster's rows and writes them to row k
-    of partial_dw / partial_db [n_clusters, n_cols] (layernorm_bwd_dwdb_kernel sums those).
+    of partial_dw / partial_db [number of clusters, n_cols] (layernorm_bwd_dwdb_kernel sums those).
 """
 import warpweave as ww
 import warpweave.language as tl
@@ -36,104 +40,133 @@ from ..layernorm import _add_pair
 
 
 @ww.jit
-def exchange_partials(scratch_ptr, row, rank, a, b, a_absent, C: tl.constexpr,
-                      PEERS: tl.constexpr):
-    """Publishes this CTA's partial pair (a, b) of row `row` and returns the pairs of all C CTAs of
-    the cluster as two [PEERS] fp32 tensors in rank order (PEERS = next_power_of_2(C); the lanes
-    past C hold a_absent and 0)."""
+def publish_partials(scratch_ptr, row, rank, a, b, C: tl.constexpr):
+    """Publishes this CTA's partial pair (a, b) of row `row` to its scratch slot and waits at the
+    cluster barrier, after which every peer's pair of the row can be read (peer_partials)."""
     slot = scratch_ptr + (row.to(tl.int64) * C + rank) * 2
     tl.store(slot, a)
     tl.store(slot + 1, b)
     tlx.cluster_barrier()
-    ranks = tl.arange(0, PEERS)
-    peers = scratch_ptr + (row.to(tl.int64) * C + ranks) * 2
-    return (tl.load(peers, mask=ranks < C, other=a_absent, cache_modifier=".cg"),
-            tl.load(peers + 1, mask=ranks < C, other=0.0, cache_modifier=".cg"))
 
 
 @ww.jit
-def _slice_of_row(ptr, row, n_rows, stride, cols, mask, other):
-    """This CTA's slice of row `row` (lanes past the slice, the row end or n_rows read `other`)."""
-    return tl.load(ptr + row.to(tl.int64) * stride + cols, mask=mask & (row < n_rows),
+def peer_partials(scratch_ptr, row, peer, C: tl.constexpr):
+    """The pair that CTA `peer` published for row `row` (after publish_partials), read from L2."""
+    slot = scratch_ptr + (row.to(tl.int64) * C + peer) * 2
+    return tl.load(slot, cache_modifier=".cg"), tl.load(slot + 1, cache_modifier=".cg")
+
+
+@ww.jit
+def _slice_of_row(ptr, row, row_end, stride, cols, mask, other):
+    """This CTA's slice of row `row` (lanes past the slice or the row, and rows from row_end on,
+    read `other`)."""
+    return tl.load(ptr + row.to(tl.int64) * stride + cols, mask=mask & (row < row_end),
                    other=other, eviction_policy="evict_first")
 
 
 @ww.jit
 def softmax_cluster_kernel(out_ptr, in_ptr, scratch_ptr, in_row_stride, out_row_stride, n_rows,
-                           n_cols, slice_cols, BLOCK: tl.constexpr, C: tl.constexpr,
-                           PEERS: tl.constexpr, ROWS_AHEAD: tl.constexpr = 1):
+                           rows_per_cluster, n_cols, slice_cols, BLOCK: tl.constexpr,
+                           C: tl.constexpr, ROWS_AHEAD: tl.constexpr = 1):
     rank = tlx.cluster_cta_rank()
     cluster = tl.program_id(0) // C
-    n_clusters = tl.num_programs(0) // C
+    row_begin = cluster * rows_per_cluster
+    row_end = tl.minimum(row_begin + rows_per_cluster, n_rows)
     lanes = tl.arange(0, BLOCK)
     cols = rank * slice_cols + lanes
     # Padding lanes read -inf, so that they neither win the max nor add to the sum.
     mask = (lanes < slice_cols) & (cols < n_cols)
-    row = cluster
+    row = row_begin
     if ROWS_AHEAD >= 1:
-        x_next = _slice_of_row(in_ptr, row, n_rows, in_row_stride, cols, mask, -float("inf"))
-    for row in tl.range(cluster, n_rows, n_clusters):
+        x_a = _slice_of_row(in_ptr, row, row_end, in_row_stride, cols, mask, -float("inf"))
+    if ROWS_AHEAD >= 2:
+        x_b = _slice_of_row(in_ptr, row + 1, row_end, in_row_stride, cols, mask,
+                            -float("inf"))
+    for row in range(row_begin, row_end):
         if ROWS_AHEAD >= 1:
-            x = x_next.to(tl.float32)
-            x_next = _slice_of_row(in_ptr, row + n_clusters, n_rows, in_row_stride, cols, mask,
-                                   -float("inf"))
+            x = x_a.to(tl.float32)
         else:
-            x = _slice_of_row(in_ptr, row, n_rows, in_row_stride, cols, mask,
+            x = _slice_of_row(in_ptr, row, row_end, in_row_stride, cols, mask,
                               -float("inf")).to(tl.float32)
         slice_max = tl.max(x, axis=0)
         # A slice past the row end (all -inf) shifts by 0: its exponentials are then 0, not NaN,
-        # and it publishes max -inf with sum 0, which the combine weighs by exp(-inf) = 0.
+        # and it publishes max -inf with sum 0, which the fold weighs by exp(-inf) = 0.
         shift = tl.where(slice_max == -float("inf"), 0.0, slice_max)
         numerator = tl.exp(x - shift)
-        maxes, sums = exchange_partials(scratch_ptr, row, rank, slice_max,
-                                        tl.sum(numerator, axis=0), -float("inf"), C, PEERS)
-        row_max = tl.max(maxes, axis=0)
-        row_sum = tl.sum(sums * tl.exp(maxes - row_max), axis=0)
+        publish_partials(scratch_ptr, row, rank, slice_max, tl.sum(numerator, axis=0), C)
+        ahead = row + ROWS_AHEAD
+        if ROWS_AHEAD == 1:
+            x_a = _slice_of_row(in_ptr, ahead, row_end, in_row_stride, cols, mask, -float("inf"))
+        if ROWS_AHEAD == 2:
+            x_a = x_b
+            x_b = _slice_of_row(in_ptr, ahead, row_end, in_row_stride, cols, mask, -float("inf"))
+        row_max, row_sum = peer_partials(scratch_ptr, row, 0, C)
+        for peer in tl.static_range(1, C):
+            peer_max, peer_sum = peer_partials(scratch_ptr, row, peer, C)
+            new_max = tl.maximum(row_max, peer_max)
+            # exp(-inf - -inf) would be NaN: a side that has seen only -inf adds nothing.
+            row_sum = (tl.where(row_max == -float("inf"), 0.0,
+                                row_sum * tl.exp(row_max - new_max))
+                       + tl.where(peer_max == -float("inf"), 0.0,
+                                  peer_sum * tl.exp(peer_max - new_max)))
+            row_max = new_max
         y = numerator * (tl.exp(shift - row_max) / row_sum)
         tl.store(out_ptr + row.to(tl.int64) * out_row_stride + cols,
                  y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @ww.jit
-def _slice_counts(ranks, slice_cols, n_cols):
-    """Columns of the row that the slices of `ranks` hold (0 for slices past the row end)."""
-    return tl.minimum(tl.maximum(n_cols - ranks * slice_cols, 0), slice_cols)
+def _slice_count(rank, slice_cols, n_cols):
+    """Columns of the row that the slice of CTA `rank` holds (0 for a slice past the row end)."""
+    return tl.minimum(tl.maximum(n_cols - rank * slice_cols, 0), slice_cols).to(tl.float32)
 
 
 @ww.jit
 def layernorm_fwd_cluster_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, scratch_ptr,
-                                 stride, n_rows, n_cols, slice_cols, eps, BLOCK: tl.constexpr,
-                                 C: tl.constexpr, PEERS: tl.constexpr,
+                                 stride, n_rows, rows_per_cluster, n_cols, slice_cols, eps,
+                                 BLOCK: tl.constexpr, C: tl.constexpr,
                                  ROWS_AHEAD: tl.constexpr = 1):
     rank = tlx.cluster_cta_rank()
     cluster = tl.program_id(0) // C
-    n_clusters = tl.num_programs(0) // C
+    row_begin = cluster * rows_per_cluster
+    row_end = tl.minimum(row_begin + rows_per_cluster, n_rows)
     lanes = tl.arange(0, BLOCK)
     cols = rank * slice_cols + lanes
     mask = (lanes < slice_cols) & (cols < n_cols)
-    # Each slice's column count weighs its mean in the combine; an empty slice's mean is 0 and
-    # weighs nothing.
-    count = tl.maximum(_slice_counts(rank, slice_cols, n_cols), 1).to(tl.float32)
-    ranks = tl.arange(0, PEERS)
-    peer_counts = tl.where(ranks < C, _slice_counts(ranks, slice_cols, n_cols), 0).to(tl.float32)
-    row = cluster
+    # An empty slice's mean is 0 and weighs nothing.
+    count = tl.maximum(_slice_count(rank, slice_cols, n_cols), 1.0)
+    row = row_begin
     if ROWS_AHEAD >= 1:
-        x_next = _slice_of_row(x_ptr, row, n_rows, stride, cols, mask, 0.0)
-    for row in tl.range(cluster, n_rows, n_clusters):
+        x_a = _slice_of_row(x_ptr, row, row_end, stride, cols, mask, 0.0)
+    if ROWS_AHEAD >= 2:
+        x_b = _slice_of_row(x_ptr, row + 1, row_end, stride, cols, mask, 0.0)
+    for row in range(row_begin, row_end):
         if ROWS_AHEAD >= 1:
-            x = x_next.to(tl.float32)
-            x_next = _slice_of_row(x_ptr, row + n_clusters, n_rows, stride, cols, mask, 0.0)
+            x = x_a.to(tl.float32)
         else:
-            x = _slice_of_row(x_ptr, row, n_rows, stride, cols, mask, 0.0).to(tl.float32)
+            x = _slice_of_row(x_ptr, row, row_end, stride, cols, mask, 0.0).to(tl.float32)
         slice_mean = tl.sum(x, axis=0) / count
         centered = tl.where(mask, x - slice_mean, 0.0)
-        means, m2s = exchange_partials(scratch_ptr, row, rank, slice_mean,
-                                       tl.sum(centered * centered, axis=0), 0.0, C, PEERS)
-        # Chan et al.'s combine of (count, mean, M2) triples: no E[x^2] - E[x]^2 cancellation.
-        mean = tl.sum(means * peer_counts, axis=0) / n_cols
-        spread = means - mean
-        var = tl.sum(m2s + peer_counts * spread * spread, axis=0) / n_cols
-        rstd = 1.0 / tl.sqrt(var + eps)
+        publish_partials(scratch_ptr, row, rank, slice_mean,
+                         tl.sum(centered * centered, axis=0), C)
+        ahead = row + ROWS_AHEAD
+        if ROWS_AHEAD == 1:
+            x_a = _slice_of_row(x_ptr, ahead, row_end, stride, cols, mask, 0.0)
+        if ROWS_AHEAD == 2:
+            x_a = x_b
+            x_b = _slice_of_row(x_ptr, ahead, row_end, stride, cols, mask, 0.0)
+        # Chan et al.'s pairwise fold of (count, mean, M2): no E[x^2] - E[x]^2 cancellation.
+        mean, m2 = peer_partials(scratch_ptr, row, 0, C)
+        seen = _slice_count(0, slice_cols, n_cols)
+        for peer in tl.static_range(1, C):
+            peer_mean, peer_m2 = peer_partials(scratch_ptr, row, peer, C)
+            peer_count = _slice_count(peer, slice_cols, n_cols)
+            total = tl.maximum(seen + peer_count, 1.0)
+            delta = peer_mean - mean
+            mean += delta * (peer_count / total)
+            m2 += peer_m2 + delta * delta * (seen * peer_count / total)
+            seen += peer_count
+        rstd = 1.0 / tl.sqrt(m2 / n_cols + eps)
         tl.store(mean_ptr + row, mean, mask=rank == 0)
         tl.store(rstd_ptr + row, rstd, mask=rank == 0)
         # w and b are read again for every row (from L1) rather than held in registers.
@@ -145,38 +178,43 @@ def layernorm_fwd_cluster_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr,
 
 
 @ww.jit
+def _stats_or_zero(mean_ptr, rstd_ptr, row, row_end):
+    return (tl.load(mean_ptr + row, mask=row < row_end, other=0.0),
+            tl.load(rstd_ptr + row, mask=row < row_end, other=0.0))
+
+
+@ww.jit
 def layernorm_bwd_cluster_kernel(dx_ptr, dy_ptr, partial_dw_ptr, partial_db_ptr, x_ptr, w_ptr,
-                                 mean_ptr, rstd_ptr, scratch_ptr, stride, n_rows, n_cols,
-                                 slice_cols, BLOCK: tl.constexpr, C: tl.constexpr,
-                                 PEERS: tl.constexpr, ROWS_AHEAD: tl.constexpr = 1):
+                                 mean_ptr, rstd_ptr, scratch_ptr, stride, n_rows,
+                                 rows_per_cluster, n_cols, slice_cols, BLOCK: tl.constexpr,
+                                 C: tl.constexpr, ROWS_AHEAD: tl.constexpr = 1):
     rank = tlx.cluster_cta_rank()
     cluster = tl.program_id(0) // C
-    n_clusters = tl.num_programs(0) // C
+    row_begin = cluster * rows_per_cluster
+    row_end = tl.minimum(row_begin + rows_per_cluster, n_rows)
     lanes = tl.arange(0, BLOCK)
     cols = rank * slice_cols + lanes
     mask = (lanes < slice_cols) & (cols < n_cols)
     dw_acc = tl.zeros([BLOCK], dtype=tl.float32)
     db_acc = tl.zeros([BLOCK], dtype=tl.float32)
-    row = cluster
+    row = row_begin
     if ROWS_AHEAD >= 1:
-        x_next = _slice_of_row(x_ptr, row, n_rows, stride, cols, mask, 0.0)
-        dy_next = _slice_of_row(dy_ptr, row, n_rows, stride, cols, mask, 0.0)
-        mean_next = tl.load(mean_ptr + row, mask=row < n_rows, other=0.0)
-        rstd_next = tl.load(rstd_ptr + row, mask=row < n_rows, other=0.0)
-    for row in tl.range(cluster, n_rows, n_clusters):
+        x_a = _slice_of_row(x_ptr, row, row_end, stride, cols, mask, 0.0)
+        dy_a = _slice_of_row(dy_ptr, row, row_end, stride, cols, mask, 0.0)
+        mean_a, rstd_a = _stats_or_zero(mean_ptr, rstd_ptr, row, row_end)
+    if ROWS_AHEAD >= 2:
+        x_b = _slice_of_row(x_ptr, row + 1, row_end, stride, cols, mask, 0.0)
+        dy_b = _slice_of_row(dy_ptr, row + 1, row_end, stride, cols, mask, 0.0)
+        mean_b, rstd_b = _stats_or_zero(mean_ptr, rstd_ptr, row + 1, row_end)
+    for row in range(row_begin, row_end):
         if ROWS_AHEAD >= 1:
-            x = x_next.to(tl.float32)
-            dy = dy_next.to(tl.float32)
-            mean = mean_next
-            rstd = rstd_next
-            ahead = row + n_clusters
-            x_next = _slice_of_row(x_ptr, ahead, n_rows, stride, cols, mask, 0.0)
-            dy_next = _slice_of_row(dy_ptr, ahead, n_rows, stride, cols, mask, 0.0)
-            mean_next = tl.load(mean_ptr + ahead, mask=ahead < n_rows, other=0.0)
-            rstd_next = tl.load(rstd_ptr + ahead, mask=ahead < n_rows, other=0.0)
+            x = x_a.to(tl.float32)
+            dy = dy_a.to(tl.float32)
+            mean = mean_a
+            rstd = rstd_a
         else:
-            x = _slice_of_row(x_ptr, row, n_rows, stride, cols, mask, 0.0).to(tl.float32)
-            dy = _slice_of_row(dy_ptr, row, n_rows, stride, cols, mask, 0.0).to(tl.float32)
+            x = _slice_of_row(x_ptr, row, row_end, stride, cols, mask, 0.0).to(tl.float32)
+            dy = _slice_of_row(dy_ptr, row, row_end, stride, cols, mask, 0.0).to(tl.float32)
             mean = tl.load(mean_ptr + row)
             rstd = tl.load(rstd_ptr + row)
         xhat = tl.where(mask, (x - mean) * rstd, 0.0)
@@ -187,10 +225,26 @@ def layernorm_bwd_cluster_kernel(dx_ptr, dy_ptr, partial_dw_ptr, partial_db_ptr,
         wdy = w * dy
         # dx = rstd * (wdy - mean(wdy) - xhat * mean(xhat * wdy)), both means over the whole row.
         s1, s2 = tl.reduce((xhat * wdy, wdy), 0, _add_pair)
-        s1s, s2s = exchange_partials(scratch_ptr, row, rank, s1, s2, 0.0, C, PEERS)
-        c1 = tl.sum(s1s, axis=0) / n_cols
-        c2 = tl.sum(s2s, axis=0) / n_cols
-        dx = (wdy - (xhat * c1 + c2)) * rstd
+        publish_partials(scratch_ptr, row, rank, s1, s2, C)
+        ahead = row + ROWS_AHEAD
+        if ROWS_AHEAD == 1:
+            x_a = _slice_of_row(x_ptr, ahead, row_end, stride, cols, mask, 0.0)
+            dy_a = _slice_of_row(dy_ptr, ahead, row_end, stride, cols, mask, 0.0)
+            mean_a, rstd_a = _stats_or_zero(mean_ptr, rstd_ptr, ahead, row_end)
+        if ROWS_AHEAD == 2:
+            x_a = x_b
+            dy_a = dy_b
+            mean_a = mean_b
+            rstd_a = rstd_b
+            x_b = _slice_of_row(x_ptr, ahead, row_end, stride, cols, mask, 0.0)
+            dy_b = _slice_of_row(dy_ptr, ahead, row_end, stride, cols, mask, 0.0)
+            mean_b, rstd_b = _stats_or_zero(mean_ptr, rstd_ptr, ahead, row_end)
+        c1, c2 = peer_partials(scratch_ptr, row, 0, C)
+        for peer in tl.static_range(1, C):
+            peer_s1, peer_s2 = peer_partials(scratch_ptr, row, peer, C)
+            c1 += peer_s1
+            c2 += peer_s2
+        dx = (wdy - (xhat * (c1 / n_cols) + c2 / n_cols)) * rstd
         tl.store(dx_ptr + row.to(tl.int64) * stride + cols, dx.to(dx_ptr.dtype.element_ty),
                  mask=mask)
     tl.store(partial_dw_ptr + cluster * n_cols + cols, dw_acc, mask=mask)

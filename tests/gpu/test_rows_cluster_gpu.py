@@ -46,7 +46,7 @@ def poisoned_outputs_and_launch_log(monkeypatch):
 
     def recorded(op, place, n_rows, n_cols, ctas, config, warps_for_block):
         result = launch(op, place, n_rows, n_cols, ctas, config, warps_for_block)
-        launches.append((op, ctas, result[1]))
+        launches.append((op, ctas, result[2]))
         return result
 
     monkeypatch.setattr(ops, "_cluster_launch", recorded)
@@ -77,10 +77,11 @@ def layernorm_bwd_ref(dy, x, w, eps=1e-5):
 # (rows, cols, config): the benchmark's shapes with the wrapper's defaults, odd widths, every
 # cluster size, persistent clusters (rows loaded one ahead or not), rows fewer than clusters.
 SOFTMAX_CASES = [
-    (2048, 100000, None), (4096, 32768, None), (37, 100003, None), (5, 40961, None),
-    (37, 100003, dict(cluster=2)), (37, 100003, dict(cluster=7, num_warps=16)),
+    (2048, 100000, None), (4096, 32768, dict(cluster=2, num_warps=32)), (37, 100003, None),
+    (5, 40961, None), (37, 100003, dict(cluster=2)), (37, 100003, dict(cluster=7, num_warps=16)),
     (64, 40961, dict(cluster=8, programs_per_sm=1)),
-    (64, 40961, dict(cluster=4, programs_per_sm=2, rows_ahead=0)),
+    (64, 40961, dict(cluster=4, rows_per_cluster=5, rows_ahead=0)),
+    (64, 40961, dict(cluster=16, rows_per_cluster=7, rows_ahead=1)),
     (3, 50000, dict(cluster=4, programs_per_sm=4)), (1, 20, dict(cluster=4)),
     (9, 33, dict(cluster=8, clusters=2)),
 ]
@@ -109,8 +110,10 @@ def test_softmax_cluster_strided_rows_and_far_negative_values(poisoned_outputs_a
 
 
 LAYERNORM_CASES = [
-    (8192, 16384, None), (37, 100003, None), (5, 40961, None), (37, 12000, dict(cluster=2)),
-    (64, 16384, dict(cluster=8, rows_ahead=0)), (64, 16384, dict(cluster=3, programs_per_sm=2)),
+    (8192, 16384, dict(cluster=2)), (37, 100003, None), (5, 40961, None),
+    (37, 12000, dict(cluster=2)), (64, 16384, dict(cluster=8, rows_ahead=0)),
+    (64, 16384, dict(cluster=3, rows_per_cluster=9, rows_ahead=2)),
+    (64, 16384, dict(cluster=13, rows_per_cluster=64, rows_ahead=1)),
     (2, 16384, dict(cluster=4, programs_per_sm=4)), (3, 20, dict(cluster=4)),
 ]
 
@@ -140,7 +143,8 @@ def test_layernorm_fwd_cluster_variance_beside_a_large_mean(poisoned_outputs_and
 
 
 @pytest.mark.parametrize("dtype", [F16, BF16, F32], ids=["fp16", "bf16", "fp32"])
-@pytest.mark.parametrize("rows,cols,config", LAYERNORM_CASES + [(300, 100000, None)])
+@pytest.mark.parametrize("rows,cols,config",
+                         LAYERNORM_CASES + [(8192, 16384, None), (300, 100000, None)])
 def test_layernorm_bwd_cluster(poisoned_outputs_and_launch_log, rows, cols, config, dtype):
     if rows * cols > 50_000_000 and dtype != F16:
         pytest.skip("benchmark shapes in fp16 only")

@@ -157,10 +157,11 @@ def test_wide_row_gpu_configurations_compute_the_same_results(rng, monkeypatch):
 # sm_90 GPU at the benchmark's wide rows, compiled as there.
 # ------------------------------------------------------------------------------------------------
 
-CLUSTER_CASES = [("softmax", softmax_call, (4096, 32768)),
-                 ("softmax", softmax_call, (2048, 100000)),
-                 ("layernorm_fwd", layernorm_fwd_call, (8192, 16384)),
-                 ("layernorm_bwd", layernorm_bwd_call, (8192, 16384))]
+CLUSTER_CASES = [("softmax", softmax_call, (2048, 100000)),
+                 ("layernorm_fwd", layernorm_fwd_call, (2048, 100000)),
+                 ("layernorm_bwd", layernorm_bwd_call, (8192, 16384)),
+                 # Rows past one block, which only the cluster split takes in the backward.
+                 ("layernorm_bwd", layernorm_bwd_call, (2048, 100000))]
 
 
 def cluster_cases():
@@ -170,8 +171,6 @@ def cluster_cases():
         for dtype in (np.float16, ml_dtypes.bfloat16, np.float32):
             yield pytest.param(call, shape, dtype,
                                id=f"{name}-{np.dtype(dtype).name}-{shape[0]}x{shape[1]}")
-    # The backward's rows past one block, which only the cluster split takes.
-    yield pytest.param(layernorm_bwd_call, (2048, 100000), np.float16, id="layernorm_bwd-100000")
 
 
 @pytest.fixture
@@ -204,13 +203,14 @@ def test_cluster_split_configurations_do_not_spill(sm90_wrappers, call, shape, d
 
 
 def test_cluster_split_options_in_sweep_configurations(sm90_wrappers):
-    # The sweep's forcing keys: cluster=C at any C from 2 to 8 (7 slices of 100000 columns take
-    # 14288-column slices in 16384 lanes), persistent clusters with rows loaded one ahead.
+    # The sweep's forcing keys: cluster=C at any C from 2 to 16 (7 slices of 100000 columns take
+    # 14288-column slices in 16384 lanes), rows per cluster or clusters, rows ahead.
     softmax_call((2048, 100000), np.float16, dict(cluster=7, num_warps=16))()
     layernorm_fwd_call((8192, 16384), np.float16,
                        dict(cluster=2, programs_per_sm=1, rows_ahead=1))()
-    layernorm_bwd_call((8192, 16384), np.float16, dict(cluster=8, rows_ahead=0))()
-    assert [k.options[2] for k in sm90_wrappers.kernels[:2]] == [7, 2]
+    layernorm_bwd_call((8192, 16384), np.float16, dict(cluster=8, rows_per_cluster=64))()
+    softmax_call((4096, 32768), np.float16, dict(cluster=2, num_warps=32, rows_ahead=2))()
+    assert [k.options[2] for k in sm90_wrappers.kernels if k.options[2] > 1] == [7, 2, 8, 2]
     for kernel in sm90_wrappers.kernels:
         assert kernel.n_spills == 0, f"{kernel.fn.__name__}: {kernel.n_spills} spill bytes"
 
