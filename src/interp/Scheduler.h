@@ -1,7 +1,9 @@
 // Agents and the deterministic scheduler that interleaves them: each async task (and replica) of
 // a program runs as an agent on its own thread, but only the one holding the baton runs, and the
 // baton moves round-robin at blocking points (barrier waits, named barriers, async_dot_wait).
-// The run is therefore a deterministic function of the kernel and its inputs. With a nonzero
+// In a cluster launch the programs of the cluster's CTAs are agents of one scheduler too, and
+// their async tasks join it (Scheduler::spawn). The run is therefore a deterministic function of
+// the kernel and its inputs. With a nonzero
 // seed the scheduler instead picks a random runnable agent at each switch, and may let the memory
 // system land copies early, so that different seeds explore different legal interleavings.
 #pragma once

@@ -12,6 +12,13 @@
 // read of bytes a copy or nothing has written, or a write over bytes an unretired async_dot
 // reads is an InterpreterError at the kernel's line.
 //
+// Clusters (num_ctas > 1): the programs of a cluster's CTAs, and their async tasks, are agents of
+// one scheduler; each CTA keeps its own shared memory, mbarriers and named barriers. A remote
+// barrier_arrive and a multicast TMA load reach a peer's allocation made by the same op (the same
+// shared-memory offset on the GPU). cluster_barrier (and the one alloc_barriers lowers with in a
+// cluster launch) waits for every CTA's program; vector clocks are numbered across the cluster,
+// so race checks of a CTA's shared memory see the peers' multicast writes and remote releases.
+//
 // An agent of several warp groups (num_warps > 4, of the program or of its task) runs as one, but
 // wgmma.wait_group waits only for the calling warp group's own wgmmas: a dot retired by
 // async_dot_wait stays unretired for the agent's own later writes (a one-thread TMA issue, or
