@@ -6,7 +6,7 @@ void Scheduler::start(Agent* a) {
   a->scheduler = this;
   a->thread = std::thread([this, a] {
     std::unique_lock<std::mutex> lock(mutex_);
-    cv_.wait(lock, [&] { return running_ == a || abort_; });
+    a->wake.wait(lock, [&] { return running_ == a || abort_; });
     if (!abort_) {
       lock.unlock();
       try {
@@ -21,7 +21,7 @@ void Scheduler::start(Agent* a) {
       lock.lock();
     }
     running_ = nullptr;
-    cv_.notify_all();
+    cv_.notify_one();
   });
 }
 
@@ -71,7 +71,7 @@ void Scheduler::run(std::vector<Agent*> agents, const std::function<bool()>& pro
         std::unique_lock<std::mutex> lock(mutex_);
         chosen->state = Agent::State::Running;
         running_ = chosen;
-        cv_.notify_all();
+        chosen->wake.notify_one();
         cv_.wait(lock, [&] { return running_ == nullptr; });
       }
       if (chosen->state == Agent::State::Failed) std::rethrow_exception(chosen->error);
@@ -88,7 +88,7 @@ void Scheduler::abortAll() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     abort_ = true;
-    cv_.notify_all();
+    for (Agent* a : agents_) a->wake.notify_all();
   }
   for (Agent* a : agents_)
     if (a->thread.joinable()) a->thread.join();
@@ -96,8 +96,8 @@ void Scheduler::abortAll() {
 
 void Scheduler::park(Agent& self, std::unique_lock<std::mutex>& lock) {
   running_ = nullptr;
-  cv_.notify_all();
-  cv_.wait(lock, [&] { return running_ == &self || abort_; });
+  cv_.notify_one();
+  self.wake.wait(lock, [&] { return running_ == &self || abort_; });
   if (abort_) throw AgentAbort{};
 }
 

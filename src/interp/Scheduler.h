@@ -57,6 +57,9 @@ struct Agent {
   std::exception_ptr error;
   std::function<void()> body;
   std::thread thread;
+  /// Wakes this agent's thread alone when the baton (or an abort) reaches it: one condition
+  /// variable for all would wake every agent of a cluster at each hand-over.
+  std::condition_variable wake;
 };
 
 /// Thrown inside an agent's thread to unwind it when the run is abandoned.
@@ -96,7 +99,7 @@ private:
   std::vector<std::unique_ptr<Agent>> spawned_;
 
   std::mutex mutex_;
-  std::condition_variable cv_;
+  std::condition_variable cv_; // the scheduler's own: the baton came back
   Agent* running_ = nullptr;
   bool abort_ = false;
   uint64_t epoch_ = 0;

@@ -499,19 +499,13 @@ void Executor::clusterBarrier(const ir::Op& op, const std::string& what) {
     cl->arrivals = VectorClock();
     cl->arrived.assign(cl->arrived.size(), false);
     cl->arrivedCount = 0;
+    // Only a completion changes what the waiters wait for: waking them at every arrival would
+    // cost a hand-over per waiter per arrival.
+    bump();
   }
-  bump();
   waitUntil([&] { return cl->generation != generation; },
             [&] {
-              std::string missing;
-              for (CtaState* c : cl->ctas)
-                if (!cl->arrived[size_t(c->rank)])
-                  missing += (missing.empty() ? "" : ", ") + c->name();
-              return BlockSite{op.loc(),
-                               "waits at " + what + " (" + std::to_string(cl->arrivedCount) +
-                                   " of the " + std::to_string(size) +
-                                   " CTAs of the cluster arrived; not " + missing + ")",
-                               {}};
+              return BlockSite{op.loc(), "waits at " + what, {}};
             });
   acquire(cl->completed); // barrier.cluster.wait.acquire
 }
