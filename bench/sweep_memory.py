@@ -72,27 +72,25 @@ CONFIGS = {
 CONFIGS["row_max"] = list(CONFIGS["row_sum"])
 # Rows split over the CTAs of a thread-block cluster (kernels/hopper/rows_cluster.py, sm_90+):
 # cluster=C CTAs a row (0: the one-CTA kernels), num_warps per CTA, rows_per_cluster consecutive
-# rows a cluster takes, rows_ahead (0-2) rows a CTA keeps loading. For the wide --shape runs
-# (4096x32768, 2048x100000, 8192x16384); slices are cdiv(cols, C) columns in the next power of
-# two of lanes. ptxas (sm_90a, fp16): softmax at 100000 columns over 13 or 16 CTAs of 8 warps
-# two rows ahead 118 registers (two CTAs per SM), over 8 of 16 warps one ahead 75; at 32768 over
-# 2 CTAs of 32 warps two ahead 58; layer norm forward at 16384 over 2 CTAs of 16 warps two ahead
-# 64, over 4 of 8 warps 80; backward over 2 CTAs of 32 warps 64, over 8 of 8 warps 72.
+# rows a cluster takes, rows_ahead (0-2) rows a CTA keeps loading, defer_store a row's output
+# stored after the next row's cluster barrier. For the wide --shape runs (4096x32768,
+# 2048x100000, 8192x16384); slices are cdiv(cols, C) columns in the next power of two of lanes.
 CLUSTER_CONFIGS = {
     "softmax": [dict(cluster=0)]
-    + [dict(cluster=c, num_warps=w, rows_ahead=a, rows_per_cluster=r)
-       for c, w, a, r in ((13, 8, 2, 8), (13, 8, 2, 32), (13, 8, 1, 8), (16, 8, 2, 8),
-                          (8, 16, 1, 8), (8, 16, 2, 16), (7, 16, 1, 8), (8, 8, 0, 1),
-                          (2, 32, 2, 8), (2, 32, 2, 32), (4, 16, 2, 8))],
+    + [dict(cluster=c, num_warps=w, rows_ahead=a, rows_per_cluster=r, defer_store=d)
+       for c, w, a, r, d in ((13, 8, 0, 1, False), (16, 8, 0, 1, False), (8, 16, 0, 1, False),
+                             (13, 8, 2, 8, True), (13, 8, 1, 8, True), (8, 16, 1, 8, True),
+                             (16, 8, 2, 4, True), (2, 32, 2, 8, True), (4, 16, 2, 8, True))],
     "layernorm_fwd": [dict(cluster=0)]
-    + [dict(cluster=c, num_warps=w, rows_ahead=a, rows_per_cluster=r)
-       for c, w, a, r in ((2, 16, 2, 8), (2, 16, 2, 32), (2, 32, 2, 8), (4, 8, 2, 8),
-                          (4, 8, 2, 32), (4, 16, 2, 8), (4, 8, 1, 8), (8, 8, 2, 8))],
+    + [dict(cluster=c, num_warps=w, rows_ahead=a, rows_per_cluster=r, defer_store=d)
+       for c, w, a, r, d in ((2, 16, 0, 1, False), (4, 8, 0, 1, False), (8, 4, 0, 1, False),
+                             (2, 16, 2, 8, True), (4, 8, 2, 8, True), (4, 8, 1, 16, True))],
     # Each cluster of the backward leaves one row of dw / db partials.
     "layernorm_bwd": [dict(cluster=0)]
-    + [dict(cluster=c, num_warps=w, rows_ahead=a, rows_per_cluster=r)
-       for c, w, a, r in ((2, 32, 1, 32), (2, 32, 1, 64), (2, 32, 2, 32), (2, 32, 0, 32),
-                          (4, 16, 1, 32), (4, 16, 1, 64), (8, 8, 1, 32), (8, 8, 2, 32))],
+    + [dict(cluster=c, num_warps=w, rows_ahead=a, rows_per_cluster=r, defer_store=d)
+       for c, w, a, r, d in ((2, 32, 1, 64, False), (2, 32, 0, 64, False), (2, 32, 1, 32, True),
+                             (2, 32, 0, 128, True), (4, 16, 1, 64, True), (4, 16, 2, 64, True),
+                             (8, 8, 1, 32, True))],
 }
 for _name, _configs in CLUSTER_CONFIGS.items():
     CONFIGS[_name][-1:-1] = _configs  # before the default's second timing

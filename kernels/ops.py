@@ -374,18 +374,24 @@ def _resident_programs(place, kernel, key, args, **meta) -> int:
 # statistics per row. Per op: rows longer than `from_cols` take it, in clusters of
 # cdiv(n_cols, slice_cols) CTAs, at most max_ctas (8 is the portable cluster size; up to
 # ROWS_CLUSTER_MAX_CTAS, 16 on sm_90, the launcher allows non-portable sizes).
-# rows_per_cluster: consecutive rows a cluster takes (the backward's clusters each leave one row
-# of dw / db partials: few clusters); rows_ahead: rows a CTA keeps loading ahead. Past 8 CTAs
-# clusters take a non-portable size (sm_90 allows 16): 100000 columns over 13 CTAs are slices of
-# 7696 columns in 8192 lanes (over 8: 12512 in 16384).
+# Each cluster takes rows_per_cluster consecutive rows, or, with programs_per_sm, one share of
+# the rows per cluster when num_sms * programs_per_sm / C clusters take them all (the backward's
+# clusters each leave one row of dw / db partials: few clusters); rows_ahead: rows a CTA keeps
+# loading. On the H200 (bench/sweep_memory.py, fp16): softmax at 2048x100000 over 8 CTAs of 8
+# warps, one row per cluster, 2.57 TB/s (0.62x copy; the online kernel 2.34; 13 or 16 CTAs
+# 2.55 / 2.54; clusters of 8 or 13 taking 8 rows each, rows loaded ahead, 1.4-1.7); backward at
+# 8192x16384 over 2 CTAs of 32 warps, one cluster per 2 SMs, 1.85 (0.45x; before 1.50); at
+# 32768 (softmax) and 16384 (layer norm forward) columns the one-CTA kernels stay ahead (3.47
+# against 2.63, 2.86 against 2.23), so the split starts past those widths.
 ROWS_CLUSTER_MAX_CTAS = 16
 ROWS_CLUSTER_DEFAULTS = {
-    "softmax": dict(from_cols=32768, slice_cols=8192, max_ctas=16, rows_per_cluster=8,
-                    rows_ahead=2),
-    "layernorm_fwd": dict(from_cols=16384, slice_cols=8192, max_ctas=16, rows_per_cluster=8,
-                          rows_ahead=2),
-    "layernorm_bwd": dict(from_cols=8192, slice_cols=8192, max_ctas=16, rows_per_cluster=32,
-                          rows_ahead=1),
+    "softmax": dict(from_cols=32768, slice_cols=12800, max_ctas=8, rows_per_cluster=1,
+                    programs_per_sm=0, rows_ahead=0, defer_store=False),
+    "layernorm_fwd": dict(from_cols=16384, slice_cols=12800, max_ctas=8, rows_per_cluster=1,
+                          programs_per_sm=0, rows_ahead=0, defer_store=False),
+    # Deferred dx stores: 8192-column fp16 slices one row ahead spilled 8 bytes without.
+    "layernorm_bwd": dict(from_cols=8192, slice_cols=8192, max_ctas=16, rows_per_cluster=0,
+                          programs_per_sm=1, rows_ahead=1, defer_store=True),
 }
 
 
@@ -424,26 +430,32 @@ def _cluster_launch(op: str, place, n_rows: int, n_cols: int, ctas: int, config,
                     warps_for_block, wide_ahead_block: int = 0):
     """(slice_cols, rows_per_cluster, n_clusters, launch options) of a rows_cluster kernel:
     slices of cdiv(n_cols, ctas) columns rounded up to 16 (16-byte vectors at every slice
-    start); each cluster takes rows_per_cluster consecutive rows (config's, else one share of
-    the rows per cluster when config gives `clusters` or programs_per_sm CTAs per SM, else the
-    op's default), loading the op's default rows_ahead when it has more than one (none from
-    wide_ahead_block lanes on when that is given); num_warps, rows_ahead override."""
+    start); each cluster takes rows_per_cluster consecutive rows (config's; else one share of
+    the rows per cluster when config's `clusters`, or programs_per_sm CTAs per SM, set the
+    cluster count; else the op's defaults), loading the op's default rows_ahead when it has more
+    than one (none from wide_ahead_block lanes on when that is given); num_warps, rows_ahead and
+    defer_store (a row's output stored after the next row's cluster barrier) override."""
+    defaults = ROWS_CLUSTER_DEFAULTS[op]
     slice_cols = ww.cdiv(ww.cdiv(n_cols, ctas), 16) * 16
     block = ww.next_power_of_2(slice_cols)
     rows_per_cluster = config.get("rows_per_cluster")
     if not rows_per_cluster:
-        clusters = config.get("clusters") or place.num_sms() * config.get("programs_per_sm",
-                                                                           0) // ctas
-        rows_per_cluster = (ww.cdiv(n_rows, clusters) if clusters else
-                            ROWS_CLUSTER_DEFAULTS[op]["rows_per_cluster"])
+        clusters = config.get("clusters") or place.num_sms() * config.get(
+            "programs_per_sm", defaults["programs_per_sm"]) // ctas
+        rows_per_cluster = ww.cdiv(n_rows, clusters) if clusters else defaults["rows_per_cluster"]
     rows_per_cluster = max(1, min(n_rows, rows_per_cluster))
-    meta = dict(BLOCK=block, C=ctas,
-                ROWS_AHEAD=config.get("rows_ahead", ROWS_CLUSTER_DEFAULTS[op]["rows_ahead"] if
-                                      rows_per_cluster > 1 and not 0 < wide_ahead_block <= block
-                                      else 0),
+    ahead = defaults["rows_ahead"] if not 0 < wide_ahead_block <= block else 0
+    meta = dict(BLOCK=block, C=ctas, PEERS=ww.next_power_of_2(ctas),
+                ROWS_AHEAD=config.get("rows_ahead", ahead if rows_per_cluster > 1 else 0),
+                DEFER_STORE=bool(config.get("defer_store", defaults["defer_store"])),
                 num_warps=config.get("num_warps") or warps_for_block(block),
                 ctas_per_cga=(ctas, 1, 1))
     return slice_cols, rows_per_cluster, ww.cdiv(n_rows, rows_per_cluster), meta
+
+
+def _cluster_warps(block: int) -> int:
+    # A warp per 2048 lanes (4 to 16): 12512-column fp16 slices in 16384 lanes on 8 warps.
+    return min(max(block // 2048, 4), 16)
 
 
 def softmax(x, online=None, config=None):
@@ -458,8 +470,8 @@ def softmax(x, online=None, config=None):
     rows longer than ROWS_CLUSTER_DEFAULTS["softmax"]["from_cols"] are split over the CTAs of a
     thread-block cluster and read once (kernels/hopper/rows_cluster.py); config's cluster=C (2 to
     16) forces that split, 0 forbids it, and with it rows_per_cluster (or clusters, or
-    programs_per_sm: see _cluster_launch), num_warps and rows_ahead (0-2) apply to that
-    kernel."""
+    programs_per_sm: see _cluster_launch), num_warps, rows_ahead (0-2) and defer_store apply to
+    that kernel."""
     config = config or {}
     place = _Place("softmax", {"x": x})
     dt = _check_dtype("softmax", "x", x, _FLOATS)
@@ -481,12 +493,8 @@ def softmax(x, online=None, config=None):
     config = _register_fallback(config, tiles)
     if ctas and (tiles is None or cluster_asked):
         # Each row split over a cluster of `ctas` CTAs, read once (kernels/hopper/rows_cluster.py).
-        # A warp per 1024 lanes: 7696-column fp16 slices in 8192 lanes on 8 warps, two rows
-        # ahead, take 118 registers a thread (two CTAs per SM).
         slice_cols, rows_per_cluster, n_clusters, meta = _cluster_launch(
-            "softmax", place, n_rows, n_cols, ctas, config,
-            lambda block: min(max(block // 1024, 4), 32), wide_ahead_block=(
-                8192 if _itemsize(x2) == 4 else 0))
+            "softmax", place, n_rows, n_cols, ctas, config, _cluster_warps)
         scratch = place.empty((n_rows, ctas, 2), "float32")
         _rows_cluster.softmax_cluster_kernel[(n_clusters * ctas,)](
             out, x2, scratch, in_stride, n_cols, n_rows, rows_per_cluster, n_cols, slice_cols,
@@ -592,7 +600,7 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
     if ctas and (tiles is None or cluster_asked):
         # Each row split over a cluster of `ctas` CTAs, read once (kernels/hopper/rows_cluster.py).
         slice_cols, rows_per_cluster, n_clusters, meta = _cluster_launch(
-            op, place, n_rows, n_cols, ctas, config, lambda block: min(max(block // 512, 1), 32))
+            op, place, n_rows, n_cols, ctas, config, _cluster_warps)
         scratch = place.empty((n_rows, ctas, 2), "float32")
         _rows_cluster.layernorm_fwd_cluster_kernel[(n_clusters * ctas,)](
             x2, y, _contiguous(w), _contiguous(b), mean, rstd, scratch, n_cols, n_rows,

@@ -44,8 +44,8 @@ def poisoned_outputs_and_launch_log(monkeypatch):
     launches = []
     launch = ops._cluster_launch
 
-    def recorded(op, place, n_rows, n_cols, ctas, config, warps_for_block):
-        result = launch(op, place, n_rows, n_cols, ctas, config, warps_for_block)
+    def recorded(op, place, n_rows, n_cols, ctas, *args, **kwargs):
+        result = launch(op, place, n_rows, n_cols, ctas, *args, **kwargs)
         launches.append((op, ctas, result[2]))
         return result
 
@@ -82,6 +82,7 @@ SOFTMAX_CASES = [
     (64, 40961, dict(cluster=8, programs_per_sm=1)),
     (64, 40961, dict(cluster=4, rows_per_cluster=5, rows_ahead=0)),
     (64, 40961, dict(cluster=16, rows_per_cluster=7, rows_ahead=1)),
+    (64, 40961, dict(cluster=4, rows_per_cluster=6, rows_ahead=2, defer_store=True)),
     (3, 50000, dict(cluster=4, programs_per_sm=4)), (1, 20, dict(cluster=4)),
     (9, 33, dict(cluster=8, clusters=2)),
 ]
@@ -114,6 +115,7 @@ LAYERNORM_CASES = [
     (37, 12000, dict(cluster=2)), (64, 16384, dict(cluster=8, rows_ahead=0)),
     (64, 16384, dict(cluster=3, rows_per_cluster=9, rows_ahead=2)),
     (64, 16384, dict(cluster=13, rows_per_cluster=64, rows_ahead=1)),
+    (64, 16384, dict(cluster=2, rows_per_cluster=10, rows_ahead=2, defer_store=True)),
     (2, 16384, dict(cluster=4, programs_per_sm=4)), (3, 20, dict(cluster=4)),
 ]
 
