@@ -175,8 +175,9 @@ private:
   /// The CTA of cluster rank `rank` for `op` to reach (refused outside a cluster or for a rank
   /// beyond it, or a CTA that has exited).
   CtaState& peer(const ir::Op& op, int64_t rank, const std::string& what);
-  /// `view` as CTA `peer` has it: the same allocation offsets in that CTA's shared memory.
-  BufferView peerBuffer(const ir::Op& op, const BufferView& view, CtaState& peer);
+  /// `view` as CTA `peer` has it: the same allocation offsets in that CTA's shared memory (made
+  /// there now when its local_alloc has not run yet).
+  BufferView peerBuffer(const BufferView& view, CtaState& peer);
   BarrierView peerBarrier(const ir::Op& op, const BarrierView& view, CtaState& peer);
   /// barrier_arrive's `count` arrivals on `view`, a barrier of this CTA or (`whose`: " of
   /// program (1, 0, 0)") of a peer.

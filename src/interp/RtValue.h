@@ -68,6 +68,9 @@ struct SharedAlloc {
   std::string name;
   AccessLog log;                   // for race checks
   const ir::Op* allocOp = nullptr; // the local_alloc that made it (a peer CTA's is the same op)
+  /// Made when a peer CTA's multicast reached it before this CTA ran its local_alloc, which then
+  /// takes it over.
+  bool reachedFirstByPeer = false;
 };
 
 /// A view of shared-memory tiles: `count` tiles of `shape` with element `strides`, tile i at

@@ -221,6 +221,8 @@ bool Executor::orderedBefore(const SharedAccess& a) const {
 }
 
 std::string Executor::accessor() const {
+  // In a cluster an access may be a peer's (a multicast into this CTA): name the program.
+  if (cta_.cluster) return where();
   return agent_.isTask ? agent_.label : "the program";
 }
 
@@ -453,15 +455,19 @@ CtaState& Executor::peer(const ir::Op& op, int64_t rank, const std::string& what
   return p;
 }
 
-BufferView Executor::peerBuffer(const ir::Op& op, const BufferView& view, CtaState& p) {
+BufferView Executor::peerBuffer(const BufferView& view, CtaState& p) {
   if (&p == &cta_) return view;
-  auto it = p.allocs.find(view.alloc->allocOp);
-  if (it == p.allocs.end())
-    fail(op.loc(), std::string(op.name()) + " reaches a shared buffer of " + p.name() +
-                       " before that CTA allocated it (its local_alloc has not run yet), in " +
-                       where());
+  std::shared_ptr<SharedAlloc>& alloc = p.allocs[view.alloc->allocOp];
+  if (!alloc) {
+    // The peer has not run this local_alloc yet; its shared memory is there all the same.
+    alloc = std::make_shared<SharedAlloc>();
+    alloc->bytes.assign(view.alloc->bytes.size(), 0xFF);
+    alloc->name = view.alloc->name;
+    alloc->allocOp = view.alloc->allocOp;
+    alloc->reachedFirstByPeer = true;
+  }
   BufferView v = view;
-  v.alloc = it->second;
+  v.alloc = alloc;
   return v;
 }
 
@@ -646,7 +652,17 @@ void Executor::execTlx(const ir::Op& op) {
     // that reads before writes show up in results.
     v.alloc->bytes.assign(size_t(v.count * v.tileStrideBytes), 0xFF);
     v.alloc->allocOp = &op;
-    if (cta_.cluster) cta_.allocs[&op] = v.alloc;
+    if (cta_.cluster) {
+      // A peer's multicast may have reached this buffer first: shared memory is laid out
+      // statically on the GPU, so its bytes are already there.
+      auto [it, fresh] = cta_.allocs.try_emplace(&op, v.alloc);
+      if (!fresh && it->second->reachedFirstByPeer) {
+        it->second->reachedFirstByPeer = false;
+        v.alloc = it->second;
+      } else {
+        it->second = v.alloc;
+      }
+    }
     set(op.result(), v);
     return;
   }
@@ -950,7 +966,7 @@ void Executor::execTlx(const ir::Op& op) {
         if ((mask >> r) & 1) ctas.push_back(&peer(op, r, "async_descriptor_load's multicast"));
     }
     for (CtaState* target : ctas) {
-      CopyTarget t{target, peerBuffer(op, dst, *target), peerBarrier(op, bar, *target),
+      CopyTarget t{target, peerBuffer(dst, *target), peerBarrier(op, bar, *target),
                    cta_.newToken()};
       checkedWrite(op, t.dst, 1, t.token);
       for (SharedAccess& a : t.dst.alloc->log.accesses)
