@@ -282,6 +282,8 @@ void Executor::execControl(const ir::Op& op) {
       }
       for (unsigned i = 0; i < after.numArgs(); ++i) set(after.arg(i), vals[i]);
       iters = yieldedValues(runBlock(after), 0);
+      // A CTA spinning on a flag a peer of its cluster sets must let the peer run.
+      if (cta_.cluster && trip % 64 == 63) yieldToOthers();
     }
   }
   default:

@@ -89,6 +89,31 @@ def test_cta_that_skips_the_cluster_barrier_is_a_located_deadlock(skipper):
 
 
 @ww.jit
+def spin_on_peer_flag(flag_ptr, out_ptr):
+    """Rank 0 spins until rank 1 raises a flag in global memory (both CTAs of a cluster are
+    resident together on the GPU, so the spin ends)."""
+    rank = tlx.cluster_cta_rank()
+    pid = tl.program_id(0)
+    first = pid - rank
+    if rank == 0:
+        seen = tl.atomic_add(flag_ptr + first, 0)
+        while seen == 0:
+            seen = tl.atomic_add(flag_ptr + first, 0)
+        tl.store(out_ptr + pid, seen)
+    else:
+        tl.atomic_xchg(flag_ptr + first, pid + 10)
+        tl.store(out_ptr + pid, -1)
+    tlx.cluster_barrier()
+
+
+def test_a_cta_spinning_on_its_peers_flag_lets_the_peer_run():
+    flags = np.zeros(4, np.int32)
+    out = np.zeros(4, np.int32)
+    spin_on_peer_flag[(4,)](flags, out, ctas_per_cga=(2, 1, 1))
+    np.testing.assert_array_equal(out, [11, -1, 13, -1])
+
+
+@ww.jit
 def task_blocks_while_peer_waits(out_ptr):
     """Rank 1's default task waits on a barrier nobody arrives on, so its program never reaches
     the cluster barrier rank 0 waits at."""
