@@ -377,21 +377,29 @@ def _resident_programs(place, kernel, key, args, **meta) -> int:
 # Each cluster takes rows_per_cluster consecutive rows, or, with programs_per_sm, one share of
 # the rows per cluster when num_sms * programs_per_sm / C clusters take them all (the backward's
 # clusters each leave one row of dw / db partials: few clusters); rows_ahead: rows a CTA keeps
-# loading. On the H200 (bench/sweep_memory.py, fp16): softmax at 2048x100000 over 8 CTAs of 8
-# warps, one row per cluster, 2.57 TB/s (0.62x copy; the online kernel 2.34; 13 or 16 CTAs
-# 2.55 / 2.54; clusters of 8 or 13 taking 8 rows each, rows loaded ahead, 1.4-1.7); backward at
-# 8192x16384 over 2 CTAs of 32 warps, one cluster per 2 SMs, 1.85 (0.45x; before 1.50); at
-# 32768 (softmax) and 16384 (layer norm forward) columns the one-CTA kernels stay ahead (3.47
-# against 2.63, 2.86 against 2.23), so the split starts past those widths.
+# loading. Rows of `dtypes` longer than from_cols take the split by default (None: only when
+# config asks). On the H200 (bench/sweep_memory.py and bench_kernels.py, fp16):
+# - softmax at 2048x100000 over 8 CTAs of 8 warps, one row per cluster: 2.53-2.57 TB/s (0.61x
+#   copy) against 2.33-2.37 for the online kernel; 13 CTAs 2.55-2.61, 16 2.54-2.56; clusters
+#   taking 4-8 rows each with rows loaded ahead 1.4-2.4. In fp32 2.39 (0.56x), where the online
+#   kernel gave 2.55 (0.60x, an earlier run): fp32 stays on it. At 4096x32768 the one-CTA kernel
+#   stays ahead (3.47 against 2.63).
+# - layer norm backward at 8192x16384 over 2 CTAs of 32 warps, one cluster per 2 SMs:
+#   1.74-1.85 (0.42-0.45x) against 1.49-1.50 (0.36x) for the dx + partials kernels.
+# - layer norm forward at 8192x16384: the fused one-CTA kernel 2.86-2.88 (0.69x), the best split
+#   2.14-2.23 (8 CTAs of 4 warps, 4 of 4); at 2048x100000 the split (8 CTAs of 8 warps) gave 1.33
+#   (0.32x), not timed against the three-pass kernel: not a default.
 ROWS_CLUSTER_MAX_CTAS = 16
 ROWS_CLUSTER_DEFAULTS = {
-    "softmax": dict(from_cols=32768, slice_cols=12800, max_ctas=8, rows_per_cluster=1,
-                    programs_per_sm=0, rows_ahead=0, defer_store=False),
-    "layernorm_fwd": dict(from_cols=16384, slice_cols=12800, max_ctas=8, rows_per_cluster=1,
-                          programs_per_sm=0, rows_ahead=0, defer_store=False),
+    "softmax": dict(from_cols=32768, dtypes=_HALF_FLOATS, slice_cols=12800,
+                    max_ctas=8, rows_per_cluster=1, programs_per_sm=0, rows_ahead=0,
+                    defer_store=False),
+    "layernorm_fwd": dict(from_cols=None, dtypes=_FLOATS, slice_cols=12800, max_ctas=8,
+                          rows_per_cluster=1, programs_per_sm=0, rows_ahead=0,
+                          defer_store=False),
     # Deferred dx stores: 8192-column fp16 slices one row ahead spilled 8 bytes without.
-    "layernorm_bwd": dict(from_cols=8192, slice_cols=8192, max_ctas=16, rows_per_cluster=0,
-                          programs_per_sm=1, rows_ahead=1, defer_store=True),
+    "layernorm_bwd": dict(from_cols=8192, dtypes=_FLOATS, slice_cols=8192, max_ctas=16,
+                          rows_per_cluster=0, programs_per_sm=1, rows_ahead=1, defer_store=True),
 }
 
 
@@ -408,10 +416,10 @@ def _sm90_or_later(place) -> bool:
     return found
 
 
-def _cluster_ctas(op: str, place, n_cols: int, config) -> int:
+def _cluster_ctas(op: str, place, n_cols: int, dt: str, config) -> int:
     """CTAs per cluster that split each row of `op` (0: the one-CTA kernels take the rows):
     config's `cluster` (0 or 1: never; 2 to ROWS_CLUSTER_MAX_CTAS: always, the interpreter
-    included), else ROWS_CLUSTER_DEFAULTS on sm_90+ GPUs."""
+    included), else ROWS_CLUSTER_DEFAULTS on sm_90+ GPUs for rows of dtype `dt`."""
     ctas = config.get("cluster")
     if ctas is not None:
         if (isinstance(ctas, bool) or not isinstance(ctas, int)
@@ -421,7 +429,8 @@ def _cluster_ctas(op: str, place, n_cols: int, config) -> int:
                              f"{ctas!r}")
         return ctas if ctas >= 2 else 0
     defaults = ROWS_CLUSTER_DEFAULTS[op]
-    if not _sm90_or_later(place) or n_cols <= defaults["from_cols"]:
+    if (defaults["from_cols"] is None or n_cols <= defaults["from_cols"]
+            or dt not in defaults["dtypes"] or not _sm90_or_later(place)):
         return 0
     return max(2, min(defaults["max_ctas"], ww.cdiv(n_cols, defaults["slice_cols"])))
 
@@ -467,11 +476,11 @@ def softmax(x, online=None, config=None):
     of 8 to 256 times 128 bytes, a power of two, whose shared buffers fit; num_stages rows
     loading per program, tma_store writes them back by TMA too; other rows stay on the register
     kernel). rows_ahead (0-2) overrides the rows the register kernel loads ahead. On sm_90+ GPUs
-    rows longer than ROWS_CLUSTER_DEFAULTS["softmax"]["from_cols"] are split over the CTAs of a
-    thread-block cluster and read once (kernels/hopper/rows_cluster.py); config's cluster=C (2 to
-    16) forces that split, 0 forbids it, and with it rows_per_cluster (or clusters, or
-    programs_per_sm: see _cluster_launch), num_warps, rows_ahead (0-2) and defer_store apply to
-    that kernel."""
+    16-bit rows longer than ROWS_CLUSTER_DEFAULTS["softmax"]["from_cols"] are split over the CTAs
+    of a thread-block cluster and read once (kernels/hopper/rows_cluster.py); config's
+    cluster=C (2 to 16) forces that split, 0 forbids it, and with it rows_per_cluster (or
+    clusters, or programs_per_sm: see _cluster_launch), num_warps, rows_ahead (0-2) and
+    defer_store apply to that kernel."""
     config = config or {}
     place = _Place("softmax", {"x": x})
     dt = _check_dtype("softmax", "x", x, _FLOATS)
@@ -482,7 +491,7 @@ def softmax(x, online=None, config=None):
     if n_rows == 0 or n_cols == 0:
         return out.reshape(shape)
     in_stride = _strides(x2)[0]
-    ctas = 0 if online else _cluster_ctas("softmax", place, n_cols, config)
+    ctas = 0 if online else _cluster_ctas("softmax", place, n_cols, dt, config)
     cluster_asked = bool(config.get("cluster"))
     if online is None:
         # The fused kernel's row offsets are 32-bit.
@@ -571,8 +580,8 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
     mean and rstd fp32 with one entry per row (x's leading dimensions). `config` (for
     bench/sweep_memory.py) overrides num_warps and programs_per_sm; tma=True (with num_stages,
     tma_store) streams rows through shared memory with TMA, as softmax's option does; cluster=C
-    splits each row over a thread-block cluster, as softmax's option does (the default on sm_90+
-    GPUs past ROWS_CLUSTER_DEFAULTS["layernorm_fwd"]["from_cols"] columns)."""
+    splits each row over a thread-block cluster, as softmax's option does (not a default: see
+    ROWS_CLUSTER_DEFAULTS)."""
     config = config or {}
     op = "layernorm_fwd"
     place = _Place(op, {"x": x, "w": w, "b": b})
@@ -591,7 +600,7 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
     y = place.empty((n_rows, n_cols), dt)
     mean = place.empty((n_rows,), "float32")
     rstd = place.empty((n_rows,), "float32")
-    ctas = _cluster_ctas(op, place, n_cols, config) if n_rows > 0 else 0
+    ctas = _cluster_ctas(op, place, n_cols, dt, config) if n_rows > 0 else 0
     cluster_asked = bool(config.get("cluster"))
     tiles = _tma_row_tiles(place, x2) if config.get("tma") and n_rows > 0 else None
     if tiles is not None and not _tma_rows_fit(x2, config, inputs=1):
@@ -694,7 +703,7 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
             raise ValueError(f"{op}: '{name}' must have one entry per row of x ({n_rows}), got "
                              f"shape {tuple(stat.shape)}")
     block = ww.next_power_of_2(n_cols)
-    ctas = _cluster_ctas(op, place, n_cols, config)
+    ctas = _cluster_ctas(op, place, n_cols, dt, config)
     cluster_asked = bool(config.get("cluster"))
     if not ctas and block > 65536 // _itemsize(x2):
         raise ValueError(f"{op}: 'x' rows of {n_cols} columns do not fit one block; the backward "

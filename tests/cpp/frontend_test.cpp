@@ -991,8 +991,8 @@ TEST(KernelLibrary, EveryKernelFileParsesAndHoldsOnlyJitFunctions) {
       {"layernorm_tma.py",
        {"load_row_pair", "layernorm_fwd_tma_kernel", "layernorm_bwd_tma_kernel"}},
       {"rows_cluster.py",
-       {"publish_partials", "peer_partials", "_slice_of_row", "softmax_cluster_kernel",
-        "_slice_count", "layernorm_fwd_cluster_kernel", "_stats_or_zero",
+       {"publish_partials", "peer_partials", "_slice_of_row", "_store_slice",
+        "softmax_cluster_kernel", "_slice_counts", "layernorm_fwd_cluster_kernel", "_stats_or_zero",
         "layernorm_bwd_cluster_kernel"}},
   };
   std::vector<std::string> files = pythonFilesUnder(std::string(WW_SOURCE_DIR) + "/kernels");

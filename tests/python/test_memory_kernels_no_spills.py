@@ -157,20 +157,23 @@ def test_wide_row_gpu_configurations_compute_the_same_results(rng, monkeypatch):
 # sm_90 GPU at the benchmark's wide rows, compiled as there.
 # ------------------------------------------------------------------------------------------------
 
-CLUSTER_CASES = [("softmax", softmax_call, (2048, 100000)),
-                 ("layernorm_fwd", layernorm_fwd_call, (2048, 100000)),
-                 ("layernorm_bwd", layernorm_bwd_call, (8192, 16384)),
-                 # Rows past one block, which only the cluster split takes in the backward.
-                 ("layernorm_bwd", layernorm_bwd_call, (2048, 100000))]
-
-
 def cluster_cases():
+    # (call, shape, config): what ops launches at the benchmark's wide rows, and the cluster
+    # configurations the GPU tests force where the split is not the default (fp32 softmax, layer
+    # norm forward).
     import ml_dtypes
 
-    for name, call, shape in CLUSTER_CASES:
-        for dtype in (np.float16, ml_dtypes.bfloat16, np.float32):
-            yield pytest.param(call, shape, dtype,
-                               id=f"{name}-{np.dtype(dtype).name}-{shape[0]}x{shape[1]}")
+    for dtype in (np.float16, ml_dtypes.bfloat16, np.float32):
+        name = np.dtype(dtype).name
+        for label, call, shape, config in (
+                ("softmax", softmax_call, (2048, 100000),
+                 dict(cluster=8) if dtype == np.float32 else None),
+                ("layernorm_fwd", layernorm_fwd_call, (2048, 100000), dict(cluster=8)),
+                ("layernorm_bwd", layernorm_bwd_call, (8192, 16384), None),
+                # Rows past one block, which only the cluster split takes in the backward.
+                ("layernorm_bwd", layernorm_bwd_call, (2048, 100000), None)):
+            yield pytest.param(call, shape, dtype, config,
+                               id=f"{label}-{name}-{shape[0]}x{shape[1]}")
 
 
 @pytest.fixture
@@ -183,9 +186,9 @@ def sm90_wrappers(gpu_compiles, monkeypatch):
     return gpu_compiles
 
 
-@pytest.mark.parametrize("call,shape,dtype", list(cluster_cases()))
-def test_cluster_split_configurations_do_not_spill(sm90_wrappers, call, shape, dtype):
-    call(shape, dtype, None)()
+@pytest.mark.parametrize("call,shape,dtype,config", list(cluster_cases()))
+def test_cluster_split_configurations_do_not_spill(sm90_wrappers, call, shape, dtype, config):
+    call(shape, dtype, config)()
     names = [kernel.fn.__name__ for kernel in sm90_wrappers.kernels]
     assert names[0].endswith("_cluster_kernel"), names
     for kernel in sm90_wrappers.kernels:
@@ -220,6 +223,29 @@ def test_cluster_config_errors_name_the_key():
     for bad in (17, -1, 2.0, True):
         with pytest.raises(ValueError, match="config 'cluster'"):
             ops.softmax(x, config=dict(cluster=bad))
+
+
+def test_cluster_split_defaults_on_sm90(sm90_wrappers):
+    # 16-bit softmax rows past 32768 columns and backward rows past 8192 take the split; fp32
+    # softmax keeps the online kernel, the layer norm forward its one-CTA kernels, and rows up to
+    # those widths the kernels they took before.
+    softmax_call((2048, 100000), np.float16, None)()
+    softmax_call((2048, 100000), np.float32, None)()
+    softmax_call((4096, 32768), np.float16, None)()
+    layernorm_fwd_call((8192, 16384), np.float16, None)()
+    layernorm_fwd_call((2048, 100000), np.float16, None)()
+    layernorm_bwd_call((8192, 8192), np.float16, None)()
+    layernorm_bwd_call((8192, 16384), np.float16, None)()
+    # (A kernel whose grid follows its registers is compiled twice: warmup, then launch.)
+    names = [k.fn.__name__ for i, k in enumerate(sm90_wrappers.kernels)
+             if i == 0 or k is not sm90_wrappers.kernels[i - 1]]
+    assert names == ["softmax_cluster_kernel", "softmax_online_kernel", "softmax_kernel",
+                     "layernorm_fwd_fused_kernel", "layernorm_fwd_kernel",
+                     "layernorm_bwd_dx_kernel", "layernorm_bwd_dwdb_kernel",
+                     "layernorm_bwd_cluster_kernel", "layernorm_bwd_dwdb_kernel"], names
+    # Backward: 2 CTAs of 32 warps, one cluster per 2 SMs (66 clusters of 125 or fewer rows).
+    cluster = [k for k in sm90_wrappers.kernels if k.fn.__name__ == names[7]][0]
+    assert (cluster.options[0], cluster.options[2]) == (32, 2)
 
 
 def test_numpy_rows_keep_the_one_cta_kernels(gpu_compiles):
