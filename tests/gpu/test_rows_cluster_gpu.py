@@ -1,7 +1,7 @@
 """Softmax and layer norm (forward, backward) with each row split over a thread-block cluster
 (kernels/hopper/rows_cluster.py) on an sm_90 GPU, against float64 PyTorch: the benchmark's wide
-rows, odd widths (short and empty last slices), every cluster size, persistent clusters, rows
-fewer than clusters, strided rows, fp16 / bf16 / fp32."""
+rows, odd widths (short and empty last slices), cluster sizes 2 to 16, chunks of rows per
+cluster, rows fewer than clusters, strided rows, fp16 / bf16 / fp32."""
 
 import os
 import sys
@@ -74,8 +74,9 @@ def layernorm_bwd_ref(dy, x, w, eps=1e-5):
     return xr.grad, wr.grad, br.grad
 
 
-# (rows, cols, config): the benchmark's shapes with the wrapper's defaults, odd widths, every
-# cluster size, persistent clusters (rows loaded one ahead or not), rows fewer than clusters.
+# (rows, cols, config): the benchmark's shapes with the wrapper's defaults, odd widths, cluster
+# sizes 2 to 16, clusters taking chunks of rows (loaded 0-2 ahead, outputs stored late), rows
+# fewer than clusters.
 SOFTMAX_CASES = [
     (2048, 100000, None), (4096, 32768, dict(cluster=2, num_warps=32)), (37, 100003, None),
     (5, 40961, None), (37, 100003, dict(cluster=2)), (37, 100003, dict(cluster=7, num_warps=16)),
