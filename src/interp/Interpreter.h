@@ -9,8 +9,11 @@ namespace ww::interp {
 /// Runs `fn` for every program of `grid`. `args` follow fn.args minus folded ones.
 /// Throws InterpreterError (formatted with source locations) on out-of-bounds accesses and other
 /// faults the kernel commits.
+/// With fn.numCtas > 1 the programs of each cluster (grid[0] must be a multiple of it, else
+/// LaunchError) run together, clusters one after another.
 /// The environment picks the options: WARPWEAVE_INTERP_SEED (a seeded random interleaving of
-/// async tasks; unset or 0: deterministic) and WARPWEAVE_INTERP_SCHEDULES (how many to explore).
+/// async tasks and of a cluster's programs; unset or 0: deterministic) and
+/// WARPWEAVE_INTERP_SCHEDULES (how many to explore).
 void run(const ir::Function& fn, const SourceManager* sources, const int grid[3],
          const std::vector<InterpArg>& args);
 
