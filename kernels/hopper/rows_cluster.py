@@ -22,8 +22,9 @@ Cluster k takes the rows_per_cluster consecutive rows from k * rows_per_cluster 
 clusters, so a grid of more clusters than fit at once (clusters must fit in one GPC) costs no
 second wave of whole clusters' rows. With ROWS_AHEAD = 1 or 2 a CTA keeps its slices of that many
 rows ahead loading. Those loads are issued just after a row's cluster barrier, not before it: the
-barrier's release waits for the thread's earlier memory operations, loads in flight included, and
-so with DEFER_STORE the CTA stores a row's output just after the next row's barrier.
+barrier's release orders the thread's earlier memory operations, loads in flight included, before
+it (PTX memory model), and for the same reason DEFER_STORE stores a row's output just after the
+next row's barrier. (On the H200 neither made chunks of rows beat one-row clusters.)
 
 softmax_cluster_kernel: pairs (slice max m_i, sum over the slice of exp(x - m_i)); the row's
     M = max m_i and S = sum s_i * exp(m_i - M).
