@@ -339,6 +339,30 @@ def _tma_rows_fit(x2, config, inputs: int) -> bool:
     return rows * n_cols * _itemsize(x2) + 4 * n_cols + 2048 <= _MAX_SHARED_PER_BLOCK
 
 
+def _tma_row_defaults(op: str, place, x2) -> dict:
+    """The configuration a call without one (config=None) takes on an sm_90+ GPU: the TMA row
+    kernel where it was faster than the register kernel on the H200, at rows of 2 to 16 KB, else
+    {} (the register kernels' own defaults). Measured as CUDA-graph replays (bench/sweep_memory.py
+    --graph, fp16, against the copy of the same bytes): softmax 0.92 / 0.87 / 0.87x at 1024 / 4096
+    / 8192 columns on 4 warps, 2 stages (register kernel 0.90 / 0.84 / 0.86x); layer norm forward
+    0.88 / 0.89 / 0.86x (0.84 / 0.84 / 0.83x); backward 0.86x at 1024 on 4 warps, 2 stages, 0.96x
+    at 4096 on 8 warps with TMA stores and two programs per SM, 0.92x at 8192 on 8 warps, 3
+    stages (0.74 / 0.81 / 0.66x)."""
+    if not _sm90_or_later(place):
+        return {}
+    tiles = _tma_row_tiles(place, x2)
+    row_bytes = x2.shape[1] * _itemsize(x2)
+    if tiles is None or not 2048 <= row_bytes <= 16384:
+        return {}
+    if op != "layernorm_bwd":
+        return dict(tma=True, num_warps=4, num_stages=2)
+    if row_bytes <= 4096:
+        return dict(tma=True, num_warps=4, num_stages=2)
+    if row_bytes <= 8192:
+        return dict(tma=True, tma_store=True, num_warps=8, num_stages=2, programs_per_sm=2)
+    return dict(tma=True, num_warps=8, num_stages=3)
+
+
 def _register_fallback(config, tiles):
     """The configuration of the register kernel that takes rows the TMA option asked for but the
     TMA kernel cannot take: its own defaults, since the warps, stages and programs per SM given
@@ -355,6 +379,8 @@ def _resident_programs(place, kernel, key, args, **meta) -> int:
         return 2
     count = _resident_programs_cache.get(key)
     if count is None:
+        if callable(args):  # built only here: stand-in arguments cost a call's host time
+            args = args()
         compiled = kernel.warmup(*args, grid=(1,), **meta)
         warps = meta["num_warps"]
         if compiled is None or not getattr(compiled, "n_regs", 0):
@@ -480,7 +506,9 @@ def softmax(x, online=None, config=None):
     of a thread-block cluster and read once (kernels/hopper/rows_cluster.py); config's
     cluster=C (2 to 16) forces that split, 0 forbids it, and with it rows_per_cluster (or
     clusters, or programs_per_sm: see _cluster_launch), num_warps, rows_ahead (0-2) and
-    defer_store apply to that kernel."""
+    defer_store apply to that kernel. Without a config, sm_90+ GPUs take the TMA kernel at rows
+    of 2 to 16 KB (_tma_row_defaults), as layernorm_fwd and layernorm_bwd do; config=dict(tma=False)
+    keeps the register kernel."""
     config = config or {}
     place = _Place("softmax", {"x": x})
     dt = _check_dtype("softmax", "x", x, _FLOATS)
@@ -490,6 +518,8 @@ def softmax(x, online=None, config=None):
     out = place.empty((n_rows, n_cols), dt)
     if n_rows == 0 or n_cols == 0:
         return out.reshape(shape)
+    if not config and not online:
+        config = _tma_row_defaults("softmax", place, x2)
     in_stride = _strides(x2)[0]
     ctas = 0 if online else _cluster_ctas("softmax", place, n_cols, dt, config)
     cluster_asked = bool(config.get("cluster"))
@@ -509,12 +539,11 @@ def softmax(x, online=None, config=None):
             out, x2, scratch, in_stride, n_cols, n_rows, rows_per_cluster, n_cols, slice_cols,
             **meta)
     elif not online and tiles is not None:
-        # Rows stream through a ring of shared buffers (kernels/hopper/softmax_tma.py). Not the
-        # default: on the H200 at 16384x4096 fp16, timed per launch after an L2 flush
-        # (do_bench), 4 warps 2 stages 8 programs per SM gave 3.55 / 2.66-2.82 / 3.57 TB/s in
-        # three runs and other configurations fell to half speed in some runs, where
-        # softmax_kernel stays at 3.39-3.43; as CUDA-graph replays (sweep_memory.py --graph)
-        # 3.61 against 3.57.
+        # Rows stream through a ring of shared buffers (kernels/hopper/softmax_tma.py); the
+        # default at rows of 2-16 KB on sm_90+ (_tma_row_defaults). Its per-launch timings once
+        # scattered between runs (2.66-3.57 TB/s at 16384x4096): the wrapper's host cost, ~75 us
+        # a call against ~20 for the register kernel's, shows when it exceeds the GPU time of the
+        # L2 flush before each timed run; as CUDA-graph replays it is steady.
         tile_r, tile_c = tiles
         warps = config.get("num_warps") or 4
         stages = config.get("num_stages") or 2
@@ -597,6 +626,8 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
     _check_shape(op, "b", b, (n_cols,), " (x's last dimension)")
     if n_cols == 0:
         raise ValueError(f"{op}: 'x' has an empty last dimension; there is nothing to normalize")
+    if not config and n_rows > 0:
+        config = _tma_row_defaults(op, place, x2)
     y = place.empty((n_rows, n_cols), dt)
     mean = place.empty((n_rows,), "float32")
     rstd = place.empty((n_rows,), "float32")
@@ -615,10 +646,9 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
             x2, y, _contiguous(w), _contiguous(b), mean, rstd, scratch, n_cols, n_rows,
             rows_per_cluster, n_cols, slice_cols, float(eps), **meta)
     elif tiles is not None:
-        # Rows stream through a ring of shared buffers (kernels/hopper/layernorm_tma.py). Not the
-        # default: on the H200 at 16384x4096 fp16 (do_bench, as softmax's), 4 warps 2 stages
-        # gave 3.55 / 1.69-2.03 / 3.26 TB/s in three runs, where the fused kernel stays at
-        # 3.38-3.39; as CUDA-graph replays 3.63 against 3.52.
+        # Rows stream through a ring of shared buffers (kernels/hopper/layernorm_tma.py); the
+        # default at rows of 2-16 KB on sm_90+ (_tma_row_defaults; on the per-launch scatter see
+        # softmax's).
         tile_r, tile_c = tiles
         warps = config.get("num_warps") or 4
         stages = config.get("num_stages") or 2
@@ -661,7 +691,8 @@ def _layernorm_bwd_warps(block: int) -> int:
     # (bench/sweep_memory.py, 16384x4096); 16 warps one row ahead with dw and db summed before
     # the row reduction (64 registers, two per SM) 3.01-3.07 in three runs. (The TMA kernel with
     # TMA stores, 8 warps, 2 stages, 2 per SM: 3.60 as CUDA-graph replays against 3.23 for
-    # this one, but 1.45 and 3.03 per launch with do_bench.) Past 4096 columns 16 warps, and 32
+    # this one, but 1.45 and 3.03 per launch with do_bench: its wrapper's host cost; it is
+    # the default on sm_90+, see _tma_row_defaults.) Past 4096 columns 16 warps, and 32
     # past LAYERNORM_BWD_PARTIALS_MAX_COLS, where the kernel holds only the row (16384 fp16
     # columns one row ahead: 64 registers, no spills).
     if block < 4096:
@@ -702,6 +733,8 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
         if _numel(stat) != n_rows:
             raise ValueError(f"{op}: '{name}' must have one entry per row of x ({n_rows}), got "
                              f"shape {tuple(stat.shape)}")
+    if not config and n_rows > 0:
+        config = _tma_row_defaults(op, place, x2)
     block = ww.next_power_of_2(n_cols)
     ctas = _cluster_ctas(op, place, n_cols, dt, config)
     cluster_asked = bool(config.get("cluster"))
@@ -767,17 +800,19 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
         tma_meta = dict(TILE_R=tile_r, TILE_C=tile_c, NUM_STAGES=stages, num_warps=warps,
                         TMA_STORE=bool(config.get("tma_store")),
                         STORE_EVICT=config.get("store_evict", ""))
-        stand_in = place.empty((1,), "float32")
 
         def tma_args(partial_dw, partial_db):
             return (_row_descriptor(x2, tiles), _row_descriptor(dy2, tiles),
                     _row_descriptor(dx, tiles), dx, partial_dw, partial_db, w2, mean2, rstd2,
                     n_rows)
 
+        def stand_in_args():
+            stand_in = place.empty((1,), "float32")
+            return tma_args(stand_in, stand_in)
+
         n_partials = min(n_rows, place.num_sms() * (per_sm or _resident_programs(
             place, _layernorm_tma.layernorm_bwd_tma_kernel,
-            ("layernorm_bwd_tma", dt, wdt, n_cols, stages, warps), tma_args(stand_in, stand_in),
-            **tma_meta)))
+            ("layernorm_bwd_tma", dt, wdt, n_cols, stages, warps), stand_in_args, **tma_meta)))
         partial_dw = place.empty((n_partials, n_cols), "float32")
         partial_db = place.empty((n_partials, n_cols), "float32")
         _layernorm_tma.layernorm_bwd_tma_kernel[(n_partials,)](
@@ -792,12 +827,14 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
         target_programs = place.num_sms() * per_sm
     else:
         # Compiled (not launched) with stand-in partial buffers and a row count that is not 1.
-        stand_in = place.empty((1,), "float32")
-        args = (dx, dy2, stand_in, stand_in, x2, w2, mean2, rstd2, n_cols, n_rows, n_cols, 3)
+        def stand_in_args():
+            stand_in = place.empty((1,), "float32")
+            return (dx, dy2, stand_in, stand_in, x2, w2, mean2, rstd2, n_cols, n_rows, n_cols, 3)
+
         target_programs = place.num_sms() * _resident_programs(
             place, _layernorm.layernorm_bwd_dx_kernel,
             ("layernorm_bwd", dt, wdt, block, prefetch, meta["ACCUMULATE_EARLY"], sums_in_dx,
-             warps), args, **meta)
+             warps), stand_in_args, **meta)
     # Every program takes an equal share of the rows: one wave of programs.
     rows_per_program = ww.cdiv(n_rows, target_programs)
     n_programs = ww.cdiv(n_rows, rows_per_program)
@@ -838,7 +875,7 @@ def _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_partial
     block_n = config.get("block_n") or (
         8 if place.on_gpu else min(128, ww.next_power_of_2(n_cols)))
     block_p = config.get("block_p") or (256 if place.on_gpu else 32)
-    _layernorm.layernorm_bwd_dwdb_kernel[lambda m: (ww.cdiv(n_cols, m["BLOCK_N"]),)](
+    _layernorm.layernorm_bwd_dwdb_kernel[(ww.cdiv(n_cols, block_n),)](
         partial_dw, partial_db, dw, db, n_partials, n_cols, BLOCK_P=block_p, BLOCK_N=block_n,
         num_warps=4 if block_p * block_n <= 4096 else 8)
 

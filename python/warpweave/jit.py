@@ -17,6 +17,7 @@ import types
 
 from . import language as tl
 from ._native_loader import native
+from .tensor_descriptor import TensorDescriptor as _TensorDescriptor
 
 __all__ = ["jit", "JITFunction", "KernelInterface"]
 
@@ -54,8 +55,16 @@ def _torch_sig(dt, name: str) -> str:
     return sig
 
 
+_numpy_dtype_cache: dict = {}
+
+
 def _numpy_sig(dt, name: str) -> str:
+    sig = _numpy_dtype_cache.get(dt)  # dt.name costs microseconds per call
+    if sig is not None:
+        return sig
     sig = _NUMPY_DTYPES.get(dt.name)
+    if sig is not None:
+        _numpy_dtype_cache[dt] = sig
     if sig is None:
         raise TypeError(
             f"argument '{name}' has NumPy dtype {dt}, which warpweave kernels cannot take; "
@@ -155,6 +164,10 @@ def _int_spec(v: int, specialize: bool) -> str:
     if v % 16 == 0:
         return base + ":16"
     return base
+
+
+# Descriptor signature text by (base dtype, *block shape).
+_descriptor_specs: dict = {}
 
 
 class _Arg:
@@ -708,6 +721,24 @@ class JITFunction(KernelInterface):
                     has_cuda = True
                 elif cpu_tensor is None:
                     cpu_tensor = i
+            elif t is _TensorDescriptor:  # the signature by base dtype and block: cached
+                base = v.base
+                spec_key = (getattr(base, "dtype", None), *v.block_shape)
+                spec = _descriptor_specs.get(spec_key)
+                if spec is None:
+                    spec = v.signature_type()  # raises, naming the argument, for a bad base
+                    _descriptor_specs[spec_key] = spec
+                key.append(spec)
+                kinds.append((name, _Arg.DESC))
+                passed.append(v)
+                if _is_numpy(base):
+                    has_numpy = True
+                else:
+                    cuda = getattr(base, "is_cuda", None)
+                    if cuda:
+                        has_cuda = True
+                    elif cuda is False and cpu_tensor is None:
+                        cpu_tensor = i
             else:
                 spec, kind = runtime_spec(v, name, self.specialize[i])
                 key.append(spec)

@@ -30,7 +30,9 @@ def box_shape(block_shape, dtype: str, swizzle: int) -> list:
     return list(block_shape)
 
 
-# CUtensorMap bytes by (dtype, address, shape, strides, block shape, swizzle), oldest dropped first.
+# CUtensorMap bytes by (base dtype, address, shape, strides, block shape, swizzle), oldest dropped
+# first: wrappers build a new descriptor per call over tensors that the caching allocator often
+# places at the same address, and the bytes depend on the key alone.
 _encoded_maps: dict = {}
 _ENCODED_MAPS_KEPT = 256
 
@@ -98,6 +100,23 @@ class TensorDescriptor:
 
     def encode(self, swizzle: int | None = None) -> bytes:
         """The CUtensorMap bytes for the current base, shape, strides and block shape."""
+        base = self.base
+        address = base.data_ptr()
+        # Keyed by the base's dtype object: the signature spelling is worked out on a miss only.
+        key = (base.dtype, address, tuple(self.shape), tuple(self.strides),
+               tuple(self.block_shape), swizzle)
+        if self._encoded is not None and self._encoded[0] == key:
+            return self._encoded[1]
+        data = _encoded_maps.get(key)
+        if data is None:
+            data = self._encode_new(address, swizzle)
+            if len(_encoded_maps) >= _ENCODED_MAPS_KEPT:
+                del _encoded_maps[next(iter(_encoded_maps))]
+            _encoded_maps[key] = data
+        self._encoded = (key, data)
+        return data
+
+    def _encode_new(self, address: int, swizzle: int | None) -> bytes:
         dtype = self.dtype_sig
         # Only a kernel's declared swizzle may narrow the box (see box_shape).
         box = self.block_shape if swizzle is None else box_shape(self.block_shape, dtype, swizzle)
@@ -106,21 +125,8 @@ class TensorDescriptor:
 
             inner = self.block_shape[-1] * max(DTYPES[dtype].bits // 8, 1)
             swizzle = default_swizzle(inner)
-        address = self.base.data_ptr()
-        key = (dtype, address, tuple(self.shape), tuple(self.strides), tuple(self.block_shape),
-               swizzle)
-        if self._encoded is None or self._encoded[0] != key:
-            # Wrappers build a new descriptor per call over tensors that the caching allocator
-            # often places at the same address: the bytes depend on the key alone.
-            data = _encoded_maps.get(key)
-            if data is None:
-                data = native().encode_tensor_map(dtype, address, self.shape, self.strides,
-                                                  box, swizzle)
-                if len(_encoded_maps) >= _ENCODED_MAPS_KEPT:
-                    del _encoded_maps[next(iter(_encoded_maps))]
-                _encoded_maps[key] = data
-            self._encoded = (key, data)
-        return self._encoded[1]
+        return native().encode_tensor_map(dtype, address, self.shape, self.strides, box,
+                                          swizzle)
 
     def __repr__(self):
         return (f"TensorDescriptor(shape={self.shape}, strides={self.strides}, "

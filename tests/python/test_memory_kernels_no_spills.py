@@ -228,7 +228,7 @@ def test_cluster_config_errors_name_the_key():
 def test_cluster_split_defaults_on_sm90(sm90_wrappers):
     # 16-bit softmax rows past 32768 columns and backward rows past 8192 take the split; fp32
     # softmax keeps the online kernel, the layer norm forward its one-CTA kernels, and rows up to
-    # those widths the kernels they took before.
+    # those widths the kernels they took before (the TMA kernel at 8192 backward columns).
     softmax_call((2048, 100000), np.float16, None)()
     softmax_call((2048, 100000), np.float32, None)()
     softmax_call((4096, 32768), np.float16, None)()
@@ -241,7 +241,7 @@ def test_cluster_split_defaults_on_sm90(sm90_wrappers):
              if i == 0 or k is not sm90_wrappers.kernels[i - 1]]
     assert names == ["softmax_cluster_kernel", "softmax_online_kernel", "softmax_kernel",
                      "layernorm_fwd_fused_kernel", "layernorm_fwd_kernel",
-                     "layernorm_bwd_dx_kernel", "layernorm_bwd_dwdb_kernel",
+                     "layernorm_bwd_tma_kernel", "layernorm_bwd_dwdb_kernel",
                      "layernorm_bwd_cluster_kernel", "layernorm_bwd_dwdb_kernel"], names
     # Backward: 2 CTAs of 32 warps, one cluster per 2 SMs (66 clusters of 125 or fewer rows).
     cluster = [k for k in sm90_wrappers.kernels if k.fn.__name__ == names[7]][0]
@@ -258,3 +258,45 @@ def test_numpy_rows_keep_the_one_cta_kernels(gpu_compiles):
     assert [k.fn.__name__ for k in gpu_compiles.kernels] == [
         "softmax_online_kernel", "layernorm_bwd_dx_kernel", "layernorm_bwd_partials_kernel",
         "layernorm_bwd_dwdb_kernel"]
+
+
+@pytest.mark.parametrize("call,shape,dtype,kernel,warps,stages", [
+    (softmax_call, (65536, 1024), np.float16, "softmax_tma_kernel", 4, 2),
+    (softmax_call, (32768, 4096), np.float16, "softmax_tma_kernel", 4, 2),
+    (softmax_call, (32768, 4096), np.float32, "softmax_tma_kernel", 4, 2),
+    (softmax_call, (8192, 8192), np.float16, "softmax_tma_kernel", 4, 2),
+    (softmax_call, (8192, 8192), np.float32, "softmax_kernel", None, None),  # 32 KB rows
+    (softmax_call, (8192, 512), np.float16, "softmax_kernel", None, None),  # 1 KB rows
+    (layernorm_fwd_call, (32768, 4096), np.float16, "layernorm_fwd_tma_kernel", 4, 2),
+    (layernorm_fwd_call, (8192, 16384), np.float16, "layernorm_fwd_fused_kernel", None, None),
+    (layernorm_bwd_call, (65536, 1024), np.float16, "layernorm_bwd_tma_kernel", 4, 2),
+    (layernorm_bwd_call, (32768, 4096), np.float16, "layernorm_bwd_tma_kernel", 8, 2),
+    (layernorm_bwd_call, (8192, 8192), np.float16, "layernorm_bwd_tma_kernel", 8, 3),
+])
+def test_tma_row_kernels_are_the_sm90_defaults(sm90_wrappers, call, shape, dtype, kernel, warps,
+                                               stages):
+    # Rows of 2 to 16 KB take the TMA kernels at the configurations measured best on the H200
+    # (ops._tma_row_defaults), without spills; wider or narrower rows keep the register kernels.
+    call(shape, dtype, None)()
+    first = sm90_wrappers.kernels[0]
+    assert first.fn.__name__ == kernel
+    if warps is not None:
+        assert first.options[0] == warps and f"NUM_STAGES={stages}," in first.signature + ",", (
+            first.options, first.signature)
+    for compiled in sm90_wrappers.kernels:
+        assert compiled.n_spills == 0, (compiled.fn.__name__, compiled.n_spills)
+
+
+def test_tma_row_defaults_stay_off_with_a_config_and_off_sm90(gpu_compiles, monkeypatch):
+    # An explicit config (here only tma=False) keeps the register kernels; so does a GPU before
+    # sm_90 (the wrappers' capability check says no).
+    monkeypatch.setattr(ops, "_sm90_or_later", lambda place: True)
+    gpu_compiles.target = "sm_90a"
+    gpu_compiles.kernels = []
+    softmax_call((32768, 4096), np.float16, dict(tma=False))()
+    assert gpu_compiles.kernels[0].fn.__name__ == "softmax_kernel"
+    monkeypatch.setattr(ops, "_sm90_or_later", lambda place: False)
+    gpu_compiles.target = "sm_80"
+    gpu_compiles.kernels = []
+    layernorm_bwd_call((32768, 4096), np.float16, None)()
+    assert gpu_compiles.kernels[0].fn.__name__ == "layernorm_bwd_dx_kernel"
