@@ -55,8 +55,18 @@ SOFTMAX_FUSED_MAX_COLS = 32768
 # ------------------------------------------------------------------------------------------------
 
 
+_numpy_array_type = None  # numpy.ndarray, once one has been seen (numpy is imported lazily)
+
+
 def _is_numpy(value) -> bool:
-    return type(value).__module__ == "numpy" and type(value).__name__ == "ndarray"
+    global _numpy_array_type
+    t = type(value)
+    if t is _numpy_array_type:
+        return True
+    if t.__name__ == "ndarray" and t.__module__ == "numpy":
+        _numpy_array_type = t
+        return True
+    return False
 
 
 def _is_torch(value) -> bool:
@@ -153,11 +163,17 @@ def _numpy_dtype(name: str):
     return np.dtype(name)
 
 
+_dtype_names: dict = {}  # dtype object -> name: str() and .name cost microseconds a call
+
+
 def _dtype_name(value) -> str:
     """'float16', 'bfloat16', 'int64'... for a NumPy array or a torch tensor."""
-    if _is_numpy(value):
-        return value.dtype.name
-    return str(value.dtype).replace("torch.", "")
+    dtype = value.dtype
+    name = _dtype_names.get(dtype)
+    if name is None:
+        name = dtype.name if _is_numpy(value) else str(dtype).replace("torch.", "")
+        _dtype_names[dtype] = name
+    return name
 
 
 def _strides(value) -> tuple:
