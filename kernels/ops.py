@@ -357,21 +357,24 @@ def _tma_rows_fit(x2, config, inputs: int) -> bool:
 
 def _tma_row_defaults(op: str, place, x2) -> dict:
     """The configuration a call without one (config=None) takes on an sm_90+ GPU: the TMA row
-    kernel where it was faster than the register kernel on the H200, at rows of 2 to 16 KB, else
-    {} (the register kernels' own defaults). Measured as CUDA-graph replays (bench/sweep_memory.py
-    --graph, fp16, against the copy of the same bytes): softmax 0.92 / 0.87 / 0.87x at 1024 / 4096
-    / 8192 columns on 4 warps, 2 stages (register kernel 0.90 / 0.84 / 0.86x); layer norm forward
-    0.88 / 0.89 / 0.86x (0.84 / 0.84 / 0.83x); backward 0.86x at 1024 on 4 warps, 2 stages, 0.96x
-    at 4096 on 8 warps with TMA stores and two programs per SM, 0.92x at 8192 on 8 warps, 3
-    stages (0.74 / 0.81 / 0.66x)."""
+    kernel where it was faster than the register kernel on the H200 (rows of 2 to 32 KB; the
+    backward's to 16 KB, past which its dw / db sums do not fit registers), else {} (the
+    register kernels' own defaults). Measured as CUDA-graph replays (bench/sweep_memory.py
+    --graph, fp16, against the copy of the same bytes): softmax 0.92 / 0.87 / 0.87 / 0.89x at
+    1024 / 4096 / 8192 / 16384 columns (register kernel 0.90 / 0.84 / 0.86 / 0.87x); layer norm
+    forward 0.88 / 0.89 / 0.86 / 0.88x (0.84 / 0.84 / 0.83 / 0.69x); backward 0.86x at 1024 on 4
+    warps, 2 stages, 0.96x at 4096 on 8 warps with TMA stores and two programs per SM, 0.92x at
+    8192 on 8 warps, 3 stages (0.74 / 0.81 / 0.66x). Rows of 32 KB take 8 warps (the kernels
+    hold at most 64 of a row's fp32 values a thread)."""
     if not _sm90_or_later(place):
         return {}
     tiles = _tma_row_tiles(place, x2)
     row_bytes = x2.shape[1] * _itemsize(x2)
-    if tiles is None or not 2048 <= row_bytes <= 16384:
+    widest = 16384 if op == "layernorm_bwd" else 32768
+    if tiles is None or not 2048 <= row_bytes <= widest:
         return {}
     if op != "layernorm_bwd":
-        return dict(tma=True, num_warps=4, num_stages=2)
+        return dict(tma=True, num_warps=4 if row_bytes <= 16384 else 8, num_stages=2)
     if row_bytes <= 4096:
         return dict(tma=True, num_warps=4, num_stages=2)
     if row_bytes <= 8192:

@@ -228,7 +228,8 @@ def test_cluster_config_errors_name_the_key():
 def test_cluster_split_defaults_on_sm90(sm90_wrappers):
     # 16-bit softmax rows past 32768 columns and backward rows past 8192 take the split; fp32
     # softmax keeps the online kernel, the layer norm forward its one-CTA kernels, and rows up to
-    # those widths the kernels they took before (the TMA kernel at 8192 backward columns).
+    # those widths the kernels they took before (the TMA kernels at 16384 forward and 8192
+    # backward columns).
     softmax_call((2048, 100000), np.float16, None)()
     softmax_call((2048, 100000), np.float32, None)()
     softmax_call((4096, 32768), np.float16, None)()
@@ -240,7 +241,7 @@ def test_cluster_split_defaults_on_sm90(sm90_wrappers):
     names = [k.fn.__name__ for i, k in enumerate(sm90_wrappers.kernels)
              if i == 0 or k is not sm90_wrappers.kernels[i - 1]]
     assert names == ["softmax_cluster_kernel", "softmax_online_kernel", "softmax_kernel",
-                     "layernorm_fwd_fused_kernel", "layernorm_fwd_kernel",
+                     "layernorm_fwd_tma_kernel", "layernorm_fwd_kernel",
                      "layernorm_bwd_tma_kernel", "layernorm_bwd_dwdb_kernel",
                      "layernorm_bwd_cluster_kernel", "layernorm_bwd_dwdb_kernel"], names
     # Backward: 2 CTAs of 32 warps, one cluster per 2 SMs (66 clusters of 125 or fewer rows).
@@ -265,10 +266,14 @@ def test_numpy_rows_keep_the_one_cta_kernels(gpu_compiles):
     (softmax_call, (32768, 4096), np.float16, "softmax_tma_kernel", 4, 2),
     (softmax_call, (32768, 4096), np.float32, "softmax_tma_kernel", 4, 2),
     (softmax_call, (8192, 8192), np.float16, "softmax_tma_kernel", 4, 2),
-    (softmax_call, (8192, 8192), np.float32, "softmax_kernel", None, None),  # 32 KB rows
+    (softmax_call, (8192, 8192), np.float32, "softmax_tma_kernel", 8, 2),  # 32 KB rows
+    (softmax_call, (4096, 16384), np.float16, "softmax_tma_kernel", 8, 2),
+    (softmax_call, (4096, 32768), np.float16, "softmax_kernel", None, None),  # 64 KB rows
     (softmax_call, (8192, 512), np.float16, "softmax_kernel", None, None),  # 1 KB rows
     (layernorm_fwd_call, (32768, 4096), np.float16, "layernorm_fwd_tma_kernel", 4, 2),
-    (layernorm_fwd_call, (8192, 16384), np.float16, "layernorm_fwd_fused_kernel", None, None),
+    (layernorm_fwd_call, (8192, 16384), np.float16, "layernorm_fwd_tma_kernel", 8, 2),
+    (layernorm_fwd_call, (4096, 32768), np.float16, "layernorm_fwd_kernel", None, None),
+    (layernorm_bwd_call, (8192, 16384), np.float16, "layernorm_bwd_cluster_kernel", None, None),
     (layernorm_bwd_call, (65536, 1024), np.float16, "layernorm_bwd_tma_kernel", 4, 2),
     (layernorm_bwd_call, (32768, 4096), np.float16, "layernorm_bwd_tma_kernel", 8, 2),
     (layernorm_bwd_call, (8192, 8192), np.float16, "layernorm_bwd_tma_kernel", 8, 3),
