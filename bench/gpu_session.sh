@@ -2,8 +2,10 @@
 # One GPU-machine session in one command: GPU tests (scripts/gpu-test: build, C++ tests, CPU and GPU
 # pytest), the demo, the C++ ahead-of-time example, SASS checks, the quick benchmark table and the
 # host-overhead benchmark (with WW_FULL_MEMORY=1 also the memory-bound kernels at full sizes, per
-# launch and as CUDA graphs). Logs go to $OUT (or out/gpu): gpu-test.log, session.log, bench.log,
-# bench.json, launch.log, launch.json, memory*.log/json. Each step has a time limit so one hang cannot eat the session.
+# launch and as CUDA graphs; WW_GPU_TEST_MODE=pytest runs only the GPU tests after a package build;
+# WW_SKIP_LAUNCH=1 leaves out the host-overhead benchmark). Logs go to $OUT (or out/gpu):
+# gpu-test.log, session.log, bench.log, bench.json, launch.log, launch.json, memory*.log/json.
+# Each step has a time limit so one hang cannot eat the session.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-out/gpu}"
@@ -14,11 +16,21 @@ log="$OUT/session.log"
 : > "$log"
 say() { echo "$@" | tee -a "$log"; }
 
-say "== scripts/gpu-test"
 SECONDS=0
 # WW_PYTEST_ARGS (e.g. "-n 8" where pytest-xdist is installed) go to pytest.
-# shellcheck disable=SC2086
-timeout "${WW_GPU_TEST_LIMIT:-300}" bash scripts/gpu-test ${WW_PYTEST_ARGS:-} > "$OUT/gpu-test.log" 2>&1
+if [ "${WW_GPU_TEST_MODE:-}" = pytest ]; then
+  # Only the GPU tests (and the TLX SASS checks) after a package build: CI runs the CPU ones.
+  say "== package build, GPU pytest"
+  python3 -m pip install -q --no-build-isolation --no-deps -Cbuild-dir=build/py . \
+    > "$OUT/pip.log" 2>&1 || say "package build failed (see pip.log)"
+  # shellcheck disable=SC2086
+  timeout "${WW_GPU_TEST_LIMIT:-300}" python3 -m pytest -q ${WW_PYTEST_ARGS:-} tests/gpu \
+    tests/python/test_tlx_hopper_codegen.py > "$OUT/gpu-test.log" 2>&1
+else
+  say "== scripts/gpu-test"
+  # shellcheck disable=SC2086
+  timeout "${WW_GPU_TEST_LIMIT:-300}" bash scripts/gpu-test ${WW_PYTEST_ARGS:-} > "$OUT/gpu-test.log" 2>&1
+fi
 say "gpu-test exit code $? after ${SECONDS} s"
 grep -E "tests passed|tests failed|^[0-9]+ (passed|failed)|passed|failed|error" "$OUT/gpu-test.log" | tail -n 8 | tee -a "$log"
 
@@ -63,9 +75,11 @@ if [ -n "${WW_FULL_MEMORY:-}" ]; then
   say "memory (CUDA graphs) exit code $? after ${SECONDS} s"
 fi
 
-say "== host overheads (launch, import, compile, new process)"
-SECONDS=0
-timeout "${WW_LAUNCH_LIMIT:-120}" python3 bench/launch_bench.py --quick --runs 2 --json "$OUT/launch.json" > "$OUT/launch.log" 2>&1
-say "launch_bench exit code $? after ${SECONDS} s"
-tail -n 40 "$OUT/launch.log"
+if [ -z "${WW_SKIP_LAUNCH:-}" ]; then
+  say "== host overheads (launch, import, compile, new process)"
+  SECONDS=0
+  timeout "${WW_LAUNCH_LIMIT:-120}" python3 bench/launch_bench.py --quick --runs 2 --json "$OUT/launch.json" > "$OUT/launch.log" 2>&1
+  say "launch_bench exit code $? after ${SECONDS} s"
+  tail -n 40 "$OUT/launch.log"
+fi
 rm -rf "$work"
