@@ -21,8 +21,9 @@ SECONDS=0
 if [ "${WW_GPU_TEST_MODE:-}" = pytest ]; then
   # Only the GPU tests (and the TLX SASS checks) after a package build: CI runs the CPU ones.
   say "== package build, GPU pytest"
-  python3 -m pip install -q --no-build-isolation --no-deps -Cbuild-dir=build/py . \
-    > "$OUT/pip.log" 2>&1 || say "package build failed (see pip.log)"
+  # The build scripts/demo's set-up makes too, so that the demo finds it up to date.
+  (source scripts/lib/setup.sh && cd "$WW_ROOT" && ww_setup) > "$OUT/pip.log" 2>&1 \
+    || say "package build failed (see pip.log)"
   # shellcheck disable=SC2086
   timeout "${WW_GPU_TEST_LIMIT:-300}" python3 -m pytest -q ${WW_PYTEST_ARGS:-} tests/gpu \
     tests/python/test_tlx_hopper_codegen.py > "$OUT/gpu-test.log" 2>&1
