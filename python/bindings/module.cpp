@@ -258,11 +258,11 @@ void launch(PyKernel& self, unsigned gx, unsigned gy, unsigned gz, uintptr_t str
 //
 // A FastLauncher belongs to one @jit function; bound to a grid (FastLauncher.bind) it is what
 // kernel[grid] returns. A call binds the arguments, computes the specialization key from cheap
-// checks (argument types, tensor dtypes and 16-byte alignment, int classes, constexpr values,
-// launch options) and, for a key seen before, packs the parameter buffer and launches on the
-// current torch stream. Everything else (a first launch, NumPy arrays, descriptors, the
-// interpreter, errors) goes to the Python general path, whose GPU kernels are remembered here
-// under their key.
+// checks (argument types, tensor dtypes and 16-byte alignment, int classes, TensorDescriptors'
+// base dtypes and block shapes, constexpr values, launch options) and, for a key seen before,
+// packs the parameter buffer and launches on the current torch stream. Everything else (a first
+// launch, NumPy arrays, descriptors over anything but CUDA tensors, the interpreter, errors) goes
+// to the Python general path, whose GPU kernels are remembered here under their key.
 
 PyObject* gLaunchErrorType = nullptr;
 PyObject* gCudaErrorType = nullptr;
@@ -280,24 +280,26 @@ enum KeyTag : uint64_t {
   kTagInt,        // + class: == 1, i32/i64/u64, divisible by 16
   kTagFloat,
   kTagBool,
-  kTagIntValue,  // + the value (constexprs, options)
-  kTagSingleton, // + the address of None, True or False
-  kTagObject,    // + the type's address, and the object, compared with ==
-  kTagNoOptions, // no launch option given (instead of one constant per option)
-  kTagEnvValue,  // + the index of a keyed environment variable that is set, then its value
+  kTagIntValue,   // + the value (constexprs, options)
+  kTagSingleton,  // + the address of None, True or False
+  kTagObject,     // + the type's address, and the object, compared with ==
+  kTagNoOptions,  // no launch option given (instead of one constant per option)
+  kTagEnvValue,   // + the index of a keyed environment variable that is set, then its value
+  kTagDescriptor, // bits 8+: the rank; + the base's dtype address (pinned), then each block dim
 };
 
 /// What one call computed: the bound values, the key, and the launch values of runtime params.
 struct CallState {
   PyObject* values[kMaxFastParams]; // borrowed
   PyObject* options[kNumOptions];   // borrowed; nullptr when not given
-  // Room for every param and option, the keyed environment variables and the device.
-  uint64_t words[3 * (kMaxFastParams + kNumOptions + kMaxKeyedEnv + 1)];
+  // Room for every param (a descriptor's takes 2 + its rank, at most 5) and option, the keyed
+  // environment variables and the device.
+  uint64_t words[7 * (kMaxFastParams + kNumOptions + kMaxKeyedEnv + 1)];
   PyObject* objects[kMaxFastParams + kNumOptions + kMaxKeyedEnv + 1]; // borrowed
   uint64_t bits[kMaxFastParams];                                      // addresses, ints, bools
   double reals[kMaxFastParams];                                       // floats
   uint8_t tags[kMaxFastParams];   // KeyTag of each runtime param
-  PyObject* held[kMaxFastParams]; // owned: tensor dtypes, whose addresses are in `words`
+  PyObject* held[kMaxFastParams]; // owned: tensor and descriptor base dtypes, keyed by address
   int numHeld = 0;
   PyObject* device = nullptr; // owned: torch's current device index
   int numWords = 0;
@@ -494,6 +496,10 @@ struct FastEntry {
   PyObject* options = nullptr;           // (num_warps, num_stages, num_ctas), for grid functions
   const ww::GpuKernel* kernel = nullptr; // owned by compiled.kernel
   std::vector<uint16_t> slotParam;       // the parameter passed in each launch slot
+  /// Per slot: the swizzle (an int or None) a descriptor slot's encode() is given, as the
+  /// general launch gives CompiledKernel.swizzles; nullptr for other slots.
+  std::vector<PyObject*> swizzles;
+  bool encodes = false; // some slot is a descriptor: launches run TensorDescriptor.encode
 
   FastEntry() = default;
   FastEntry(const FastEntry&) = delete;
@@ -501,6 +507,7 @@ struct FastEntry {
   ~FastEntry() { // entries are dropped only from calls into the extension, with the GIL held
     for (PyObject* o : objects) Py_DECREF(o);
     for (PyObject* o : pinned) Py_DECREF(o);
+    for (PyObject* o : swizzles) Py_XDECREF(o);
     Py_XDECREF(compiledRef);
     Py_XDECREF(options);
   }
@@ -546,6 +553,9 @@ public:
     isCudaName_ = nb::steal<nb::str>(PyUnicode_InternFromString("is_cuda"));
     dataPtrName_ = nb::steal<nb::str>(PyUnicode_InternFromString("data_ptr"));
     generalName_ = nb::steal<nb::str>(PyUnicode_InternFromString("_launch_general"));
+    baseName_ = nb::steal<nb::str>(PyUnicode_InternFromString("base"));
+    blockShapeName_ = nb::steal<nb::str>(PyUnicode_InternFromString("block_shape"));
+    encodeName_ = nb::steal<nb::str>(PyUnicode_InternFromString("encode"));
     if (envKeyed_.size() > kMaxKeyedEnv)
       throw std::invalid_argument("FastLauncher: at most " + std::to_string(kMaxKeyedEnv) +
                                   " keyed environment variables");
@@ -553,9 +563,12 @@ public:
       throw std::invalid_argument("FastLauncher: owner must be a weakref.ref to the @jit function");
   }
 
-  /// torch.Tensor and torch's current-device and raw-stream functions (tests give fakes).
-  void configure(nb::object tensorType, nb::object getDevice, nb::object getRawStream) {
+  /// torch.Tensor and torch's current-device and raw-stream functions (tests give fakes), and
+  /// the TensorDescriptor class (None: descriptors take the general path).
+  void configure(nb::object tensorType, nb::object getDevice, nb::object getRawStream,
+                 nb::object descriptorType) {
     tensorType_ = std::move(tensorType);
+    descriptorType_ = descriptorType.is_none() ? nb::object() : std::move(descriptorType);
     tensors_.reset(tensorType_.ptr(), isCudaName_.ptr(), dtypeName_.ptr(), dataPtrName_.ptr());
     getDevice_ = std::move(getDevice);
     getRawStream_ = std::move(getRawStream);
@@ -569,8 +582,8 @@ public:
 
   /// The cyclic GC's view: a grid or stream function may reach back to the @jit function.
   int traverse(visitproc visit, void* arg) const {
-    for (const nb::object* o :
-         {&owner_, &normalizeGrid_, &envData_, &tensorType_, &getDevice_, &getRawStream_})
+    for (const nb::object* o : {&owner_, &normalizeGrid_, &envData_, &tensorType_, &descriptorType_,
+                                &getDevice_, &getRawStream_})
       Py_VISIT(o->ptr());
     for (const nb::object& d : defaults_) Py_VISIT(d.ptr());
     if (int r = tensors_.traverse(visit, arg)) return r;
@@ -578,6 +591,7 @@ public:
       for (const auto& e : bucket) {
         for (PyObject* o : e->objects) Py_VISIT(o);
         for (PyObject* o : e->pinned) Py_VISIT(o);
+        for (PyObject* o : e->swizzles) Py_VISIT(o);
         Py_VISIT(e->options);
         Py_VISIT(e->compiledRef);
       }
@@ -586,7 +600,8 @@ public:
   void dropReferences() {
     clear();
     tensors_.clear();
-    for (nb::object* o : {&normalizeGrid_, &envData_, &tensorType_, &getDevice_, &getRawStream_})
+    for (nb::object* o :
+         {&normalizeGrid_, &envData_, &tensorType_, &descriptorType_, &getDevice_, &getRawStream_})
       *o = nb::object();
     defaults_.assign(defaults_.size(), nb::object());
   }
@@ -606,7 +621,8 @@ public:
       return compiled.release().ptr();
     }
     // The stream comes first: from here to the driver call no Python code runs for a fixed
-    // grid, so the entry found below cannot be dropped under us.
+    // grid and no descriptors, so the entry found below cannot be dropped under us (else it
+    // is kept alive below).
     uintptr_t stream;
     if (!currentStream(st, stream)) return general(grid, args, nargs, kwnames, nullptr);
     const std::shared_ptr<FastEntry>* found = find(st);
@@ -614,11 +630,12 @@ public:
     const FastEntry* entry = found->get();
     nb::object compiled = nb::borrow(PyWeakref_GetObject(entry->compiledRef));
     unsigned g[3];
-    std::shared_ptr<FastEntry> kept; // a grid function may run anything, even clear()
+    // A grid function or a descriptor's encode may run anything, even clear().
+    std::shared_ptr<FastEntry> kept;
+    if (!dims || entry->encodes) kept = *found;
     if (dims) {
       g[0] = dims[0], g[1] = dims[1], g[2] = dims[2];
     } else {
-      kept = *found;
       if (!gridFromFunction(grid, st, *entry, g))
         return general(grid, args, nargs, kwnames, nullptr);
     }
@@ -629,7 +646,14 @@ public:
       const ww::ParamSlot& s = slots[i];
       const uint16_t p = entry->slotParam[i];
       uint8_t* dst = buffer.data() + s.offset;
-      if (s.kind == ww::ParamSlot::Kind::Float) {
+      if (s.kind == ww::ParamSlot::Kind::Tensor) {
+        // The general launch's bytes: encode(swizzle) caches the maps, so this is a lookup.
+        PyObject* encodeArgs[2] = {st.values[p], entry->swizzles[i]};
+        nb::object map =
+            nb::steal(PyObject_VectorcallMethod(encodeName_.ptr(), encodeArgs, 2, nullptr));
+        if (!map.is_valid()) throw nb::python_error();
+        packSlot(s, map.ptr(), buffer.data());
+      } else if (s.kind == ww::ParamSlot::Kind::Float) {
         float f = static_cast<float>(st.reals[p]);
         std::memcpy(dst, &f, 4);
       } else if (s.kind == ww::ParamSlot::Kind::Double) {
@@ -738,8 +762,11 @@ private:
         st.bits[i] = v == Py_True ? 1 : 0;
         st.add(kTagBool);
         st.tags[i] = kTagBool;
+      } else if (tensorType && reinterpret_cast<PyObject*>(t) == descriptorType_.ptr()) {
+        if (!addDescriptor(v, st)) return false;
+        st.tags[i] = kTagDescriptor;
       } else {
-        return false; // NumPy arrays, descriptors, subclasses: the general path
+        return false; // NumPy arrays, subclasses: the general path
       }
     }
     // The current device (torch's): its stream is the launch's, and its architecture chose the
@@ -748,6 +775,41 @@ private:
     st.device = PyObject_CallNoArgs(getDevice_.ptr());
     if (!st.device) return clearAndRefuse(); // the general path reports it
     return st.addConstant(st.device);
+  }
+
+  /// A TensorDescriptor over a CUDA torch tensor, keyed as _scan keys it: by its signature
+  /// `desc<dtype,BxC>`, i.e. the base's dtype and the block shape. False for the general path
+  /// (NumPy or CPU bases, which it runs or reports; block shapes that are not lists of ints).
+  bool addDescriptor(PyObject* v, CallState& st) {
+    nb::object base = nb::steal(PyObject_GetAttr(v, baseName_.ptr()));
+    if (!base.is_valid()) return clearAndRefuse();
+    if (reinterpret_cast<PyObject*>(Py_TYPE(base.ptr())) != tensorType_.ptr()) return false;
+    PyObject* isCuda = tensors_.isCuda(base.ptr());
+    if (!isCuda) return clearAndRefuse();
+    Py_DECREF(isCuda);
+    if (isCuda != Py_True) return false;
+    nb::object block = nb::steal(PyObject_GetAttr(v, blockShapeName_.ptr()));
+    if (!block.is_valid()) return clearAndRefuse();
+    if (!PyList_CheckExact(block.ptr()) && !PyTuple_CheckExact(block.ptr())) return false;
+    const Py_ssize_t rank = PySequence_Fast_GET_SIZE(block.ptr());
+    if (rank < 1 || rank > 5) return false;
+    PyObject** items = PySequence_Fast_ITEMS(block.ptr());
+    uint64_t dims[5];
+    for (Py_ssize_t d = 0; d < rank; ++d) {
+      if (!PyLong_CheckExact(items[d])) return false;
+      int overflow = 0;
+      long long b = PyLong_AsLongLongAndOverflow(items[d], &overflow);
+      if (overflow) return false;
+      if (b == -1 && PyErr_Occurred()) return clearAndRefuse();
+      dims[d] = static_cast<uint64_t>(b);
+    }
+    PyObject* dtype = tensors_.dtype(base.ptr());
+    if (!dtype) return clearAndRefuse();
+    st.held[st.numHeld++] = dtype; // by identity, as for tensors
+    st.add(kTagDescriptor | static_cast<uint64_t>(rank) << 8);
+    st.add(reinterpret_cast<uintptr_t>(dtype));
+    for (Py_ssize_t d = 0; d < rank; ++d) st.add(dims[d]);
+    return true;
   }
 
   static bool clearAndRefuse() {
@@ -872,8 +934,7 @@ private:
   void remember(const CallState& st, nb::handle compiled) {
     if (find(st)) return;
     nb::object interpret = nb::getattr(compiled, "interpret", nb::none());
-    nb::object plain = nb::getattr(compiled, "gpu_plain", nb::none());
-    if (!interpret.is(nb::handle(Py_False)) || !plain.is(nb::handle(Py_True))) return;
+    if (!interpret.is(nb::handle(Py_False))) return;
     PyKernel* pk = nullptr;
     if (!nb::try_cast<PyKernel*>(nb::getattr(compiled, "kernel", nb::none()), pk) || !pk) return;
     nb::object options = nb::getattr(compiled, "options", nb::none());
@@ -888,6 +949,7 @@ private:
     }
     const ww::GpuKernel& k = *kernel;
     if (index.size() != k.slots().size()) return;
+    nb::object swizzles = nb::getattr(compiled, "swizzles", nb::none());
     auto e = std::make_shared<FastEntry>();
     for (size_t i = 0; i < index.size(); ++i) {
       const int p = index[i];
@@ -904,8 +966,19 @@ private:
       case ww::ParamSlot::Kind::Double:
         if (tag != kTagFloat) return;
         break;
-      case ww::ParamSlot::Kind::Tensor:
-        return;
+      case ww::ParamSlot::Kind::Tensor: {
+        if (tag != kTagDescriptor || !PyDict_Check(swizzles.ptr())) return;
+        PyObject* swizzle = PyDict_GetItemString(swizzles.ptr(), k.slots()[i].name.c_str());
+        if (!swizzle) {
+          if (PyErr_Occurred()) PyErr_Clear();
+          swizzle = Py_None;
+        }
+        e->swizzles.resize(index.size(), nullptr);
+        Py_INCREF(swizzle);
+        e->swizzles[i] = swizzle;
+        e->encodes = true;
+        break;
+      }
       }
       e->slotParam.push_back(static_cast<uint16_t>(p));
     }
@@ -942,7 +1015,9 @@ private:
   std::vector<nb::str> optionNames_;
   std::vector<nb::str> metaNames_; // the options a grid function sees in its dict
   nb::str dtypeName_, isCudaName_, dataPtrName_, generalName_;
+  nb::str baseName_, blockShapeName_, encodeName_; // TensorDescriptor's
   nb::object tensorType_, getDevice_, getRawStream_;
+  nb::object descriptorType_; // TensorDescriptor; invalid: descriptors take the general path
   TensorReader tensors_;
   std::unordered_map<uint64_t, std::vector<std::shared_ptr<FastEntry>>> entries_;
   size_t numEntries_ = 0;
@@ -1314,7 +1389,9 @@ NB_MODULE(_native, m) {
            "env_keyed"_a = std::vector<nb::bytes>())
       .def("bind", &bindLaunch, "grid"_a, "kernel[grid]: a callable launching on that grid")
       .def("configure", &FastLauncher::configure, "tensor_type"_a, "get_device"_a,
-           "get_raw_stream"_a)
+           "get_raw_stream"_a, "descriptor_type"_a = nb::none(),
+           "descriptor_type: warpweave.TensorDescriptor, whose instances over CUDA tensors the "
+           "fast path then serves")
       .def_prop_ro("configured", &FastLauncher::configured)
       .def("clear", &FastLauncher::clear, "Forgets every remembered kernel.")
       .def_prop_ro("num_kernels", &FastLauncher::size, "Kernels remembered under their keys.");

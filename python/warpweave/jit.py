@@ -437,8 +437,8 @@ class CompiledKernel:
 
         self.swizzles = {p[0]: swizzle_of(p[1]) for p in native_kernel.params
                          if p[1].startswith("desc")} if not interpret else {}
-        # The parameter passed in each launch slot, and whether all are plain values (no
-        # descriptors to encode): what the native launch path remembers of this kernel.
+        # The parameter passed in each launch slot (what the native launch path remembers of
+        # this kernel, with `swizzles`), and whether all are plain values (no descriptors).
         self.gpu_index = [i for i, _, _ in self.binder]
         self.gpu_plain = all(kind != _Arg.DESC for _, kind, _ in self.binder)
 
@@ -977,10 +977,11 @@ def _make_native_launcher(jitfn: "JITFunction"):
 
 
 def _configure_launcher(launcher):
-    """Hands the launcher torch's tensor type and stream functions once torch is imported."""
+    """Hands the launcher torch's tensor type and stream functions once torch is imported, and
+    the TensorDescriptor class: descriptors over CUDA tensors then take the fast path too."""
     tensor_type = _torch_tensor_type()
     if tensor_type is not None:
-        launcher.configure(tensor_type, *_stream_source())
+        launcher.configure(tensor_type, *_stream_source(), descriptor_type=_TensorDescriptor)
 
 
 class _PythonBoundLaunch:

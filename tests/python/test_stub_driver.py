@@ -5,6 +5,7 @@ test runs in a fresh process, since the runtime loads its driver once per proces
 
 import json
 import os
+import struct
 import subprocess
 import sys
 import textwrap
@@ -17,15 +18,16 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(REPO, "tools", "cuda_stub"))
 import cuda_stub  # noqa: E402
 
-# What every test process starts with: the stub as the driver, two kernels compiled from this
-# text, stand-ins for torch's tensors (dtype, is_cuda, data_ptr()), current device and stream.
+# What every test process starts with: the stub as the driver, kernels compiled from this text
+# (two plain ones, two that take TensorDescriptors), stand-ins for torch's tensors (dtype,
+# is_cuda, data_ptr()), current device and stream.
 PRELUDE = '''
 import importlib, json, os, struct, sys
 sys.path.insert(0, {stub_dir!r})
 import cuda_stub
 import warpweave as ww
 import warpweave.language as tl
-from warpweave import _native
+from warpweave import _native, tlx
 jit = importlib.import_module("warpweave.jit")
 stub = cuda_stub.Stub(os.environ["WARPWEAVE_LIBCUDA"]) \
     if os.path.exists(os.environ["WARPWEAVE_LIBCUDA"]) else None
@@ -46,20 +48,41 @@ def scale(x_ptr, a, flag, big, n, BLOCK: tl.constexpr):
     tl.store(x_ptr + offs + big * flag, v, mask=offs < n)
 
 
+@ww.jit
+def tma_scale(a, in_desc, out_desc, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # in_desc fills a swizzled TLX buffer (it declares its swizzle); out_desc is stored plainly.
+    bufs = tlx.local_alloc((BLOCK_M, BLOCK_N), tl.float16, 1)
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    row = tl.program_id(0) * BLOCK_M
+    tlx.barrier_expect_bytes(tlx.local_view(bars, 0), BLOCK_M * BLOCK_N * 2)
+    tlx.async_descriptor_load(in_desc, tlx.local_view(bufs, 0), [row, 0], tlx.local_view(bars, 0))
+    tlx.barrier_wait(tlx.local_view(bars, 0), 0)
+    out_desc.store([row, 0], tlx.local_load(tlx.local_view(bufs, 0)) * a)
+
+
+@ww.jit
+def tma_double(in_desc, out_desc):
+    out_desc.store([0, 0], in_desc.load([0, 0]) * 2)
+
+
 class DType:
+    def __init__(self, name):
+        self.name = name
+
     def __str__(self):
-        return "torch.float32"
+        return "torch." + self.name
 
 
-F32 = DType()
+F32, F16 = DType("float32"), DType("float16")
 
 
 class Tensor:
     is_cuda = True
 
-    def __init__(self, address):
+    def __init__(self, address, dtype=F32, cuda=True):
         self.address = address
-        self.dtype = F32
+        self.dtype = dtype
+        self.is_cuda = cuda
 
     def data_ptr(self):
         return self.address
@@ -69,6 +92,10 @@ jit._tensor_type = Tensor
 device = [0]
 jit._stream_source = lambda: (lambda: device[0], lambda dev: 0x5000 + dev)
 x, y, out = Tensor(0x7f0000010000), Tensor(0x7f0000020000), Tensor(0x7f0000030000)
+
+
+def desc(base, block, shape=(256, 128)):
+    return ww.TensorDescriptor(base, list(shape), [shape[1], 1], list(block))
 
 
 def last():
@@ -217,3 +244,83 @@ def test_a_missing_override_library_is_reported_by_name(tmp_path):
     assert res["why"].startswith("CUDA driver WARPWEAVE_LIBCUDA=/nonexistent/libcuda_stub.so "
                                  "cannot be loaded: ")
     assert res["err"] == res["why"]
+
+
+def test_descriptor_kernels_take_the_fast_path_with_the_general_paths_tensor_maps(tmp_path):
+    res = run_with_stub(tmp_path, '''
+        stub.record_params([4, 128, 128])
+        general = []
+        real = jit.JITFunction._launch_general
+        jit.JITFunction._launch_general = lambda self, *a: general.append(1) or real(self, *a)
+        a, o = Tensor(0x7f0000100000, F16), Tensor(0x7f0000200000, F16)
+        launches = []
+        for scale in (2.0, 0.5, 0.5):  # general path, then fast; new descriptors every call
+            c = tma_scale[(4,)](scale, desc(a, [64, 128]), desc(o, [64, 128]), BLOCK_M=64,
+                                BLOCK_N=128)
+            launches.append([b.hex() for b in stub.last_param_bytes()])
+        expected = [desc(a, [64, 128]).encode(c.swizzles["in_desc"]).hex(),
+                    desc(o, [64, 128]).encode(c.swizzles["out_desc"]).hex()]
+        print(json.dumps(dict(launches=launches, expected=expected, swizzles=c.swizzles,
+                              general=len(general), kernels=tma_scale._launcher.num_kernels,
+                              count=stub.record.launches)))
+    ''')
+    assert res["general"] == 1 and res["kernels"] == 1 and res["count"] == 3
+    assert res["swizzles"] == {"in_desc": 128, "out_desc": 0}
+    f2, f05 = (struct.pack("<f", v).hex() for v in (2.0, 0.5))
+    assert res["launches"] == [[f2] + res["expected"]] + [[f05] + res["expected"]] * 2
+    in_map, out_map = (bytes.fromhex(m) for m in res["expected"])
+    # The stub's map keeps its inputs: in_desc got its declared 128-byte swizzle (3:
+    # CU_TENSOR_MAP_SWIZZLE_128B) and a box one swizzle span (64 halves) wide; out_desc none.
+    assert int.from_bytes(in_map[:8], "little") == 0x7f0000100000
+    assert struct.unpack_from("<I", in_map, 16)[0] == 3
+    assert struct.unpack_from("<2I", in_map, 96) == (64, 64)
+    assert int.from_bytes(out_map[:8], "little") == 0x7f0000200000
+    assert struct.unpack_from("<I", out_map, 16)[0] == 0
+    assert struct.unpack_from("<2I", out_map, 96) == (128, 64)
+
+
+def test_descriptor_dtype_and_block_shape_select_kernels_and_cpu_bases_are_refused(tmp_path):
+    res = run_with_stub(tmp_path, '''
+        stub.record_params([128, 128])
+        general = []
+        real = jit.JITFunction._launch_general
+        jit.JITFunction._launch_general = lambda self, *a: general.append(1) or real(self, *a)
+        a, o = Tensor(0x7f0000100000, F16), Tensor(0x7f0000200000, F16)
+        a32, o32 = Tensor(0x7f0000300000, F32), Tensor(0x7f0000400000, F32)
+        mutable = desc(a, [8, 32])
+        calls = [lambda: tma_double[(1,)](desc(a, [8, 32]), desc(o, [8, 32])),
+                 lambda: tma_double[(1,)](desc(a, [16, 32]), desc(o, [16, 32])),
+                 lambda: tma_double[(1,)](desc(a32, [8, 32]), desc(o32, [8, 32])),
+                 lambda: tma_double[(1,)](mutable, desc(o, [8, 64]))]
+        seen = []
+        for i, call in enumerate(calls):
+            if i == 3:
+                mutable.block_shape = [8, 64]  # as autotuning does
+            for _ in range(2):
+                call()
+                seen.append(dict(general=len(general), compiles=tma_double.compile_count,
+                                 first=stub.last_param_bytes()[0][:8].hex()))
+        errors = []
+        for base in (Tensor(0x7f0000500000, F16, cuda=False), o):  # a CPU base, either side
+            try:
+                tma_double[(1,)](desc(base, [8, 32]), desc(Tensor(0x10, F16, cuda=False), [8, 32]))
+            except ValueError as e:
+                errors.append(str(e))
+        print(json.dumps(dict(seen=seen, errors=errors, kernels=tma_double._launcher.num_kernels,
+                              sigs=sorted(k.signature for k in tma_double.cache.values()))))
+    ''')
+    assert [s["compiles"] for s in res["seen"]] == [1, 1, 2, 2, 3, 3, 4, 4]
+    assert [s["general"] for s in res["seen"]] == [1, 1, 2, 2, 3, 3, 4, 4]
+    assert [s["first"] for s in res["seen"]] == \
+        [(0x7f0000100000).to_bytes(8, "little").hex()] * 4 + \
+        [(0x7f0000300000).to_bytes(8, "little").hex()] * 2 + \
+        [(0x7f0000100000).to_bytes(8, "little").hex()] * 2
+    assert res["kernels"] == 4
+    assert res["sigs"] == ["in_desc:desc<fp16,16x32>,out_desc:desc<fp16,16x32>",
+                           "in_desc:desc<fp16,8x32>,out_desc:desc<fp16,8x32>",
+                           "in_desc:desc<fp16,8x64>,out_desc:desc<fp16,8x64>",
+                           "in_desc:desc<fp32,8x32>,out_desc:desc<fp32,8x32>"]
+    assert res["errors"] == [
+        f"argument '{n}' of tma_double is a CPU tensor; GPU launches need CUDA tensors (move it "
+        f"with .cuda(), pass NumPy arrays, or set WARPWEAVE_INTERPRET=1 to run in the interpreter)"
+        for n in ("in_desc", "out_desc")]

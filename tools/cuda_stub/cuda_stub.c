@@ -8,6 +8,7 @@
 #include <string.h>
 
 #define WWSTUB_MAX_PARAMS 64
+#define WWSTUB_MAP_BYTES 128 // a CUtensorMap: the largest parameter recorded
 #define WWSTUB_EXPORT __attribute__((visibility("default")))
 
 /// What tests read back (through ctypes): the last launch, and counts of the calls that matter.
@@ -29,6 +30,8 @@ struct wwstub_record {
   unsigned long long ptx_loads;     // module loads of PTX text (the driver JIT), not cubins
   unsigned long long carveout_sets; // cuFuncSetAttribute(PREFERRED_SHARED_MEMORY_CARVEOUT) calls
   int carveout;                     // the value the last of them set
+  // Each recorded value's bytes in full (tensor maps are WWSTUB_MAP_BYTES), zero-padded.
+  unsigned char param_bytes[WWSTUB_MAX_PARAMS][WWSTUB_MAP_BYTES];
 };
 
 static struct wwstub_record g_record;
@@ -55,12 +58,13 @@ WWSTUB_EXPORT void wwstub_set_compute_capability(int major, int minor) {
   g_cc_major = major, g_cc_minor = minor;
 }
 
-/// Launches from now on copy `n` parameter values of these byte sizes (each at most 8) into the
-/// record; n = 0 records none (the benchmark's setting: the driver's own cost is then nil).
+/// Launches from now on copy `n` parameter values of these byte sizes (1 to 8, or 128 for a
+/// CUtensorMap) into the record; n = 0 records none (the benchmark's setting: the driver's own
+/// cost is then nil).
 WWSTUB_EXPORT int wwstub_record_params(int n, const int* sizes) {
   if (n < 0 || n > WWSTUB_MAX_PARAMS) return -1;
   for (int i = 0; i < n; ++i) {
-    if (sizes[i] < 1 || sizes[i] > 8) return -1;
+    if ((sizes[i] < 1 || sizes[i] > 8) && sizes[i] != WWSTUB_MAP_BYTES) return -1;
     g_param_sizes[i] = sizes[i];
   }
   g_num_param_sizes = n;
@@ -98,17 +102,21 @@ static void record_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, u
   size_t size = 0;
   const unsigned char* buffer = params ? NULL : extra_buffer(extra, &size);
   if (buffer) g_record.launch_buffer++;
-  size_t offset = 0; // in a packed buffer each value sits at its natural alignment
+  size_t offset = 0; // in a packed buffer each value sits at its natural alignment (64 for maps)
   for (int i = 0; i < g_num_param_sizes; ++i) {
     const size_t n = (size_t)g_param_sizes[i];
-    g_record.params[i] = 0;
+    const size_t align = n > 64 ? 64 : n;
+    unsigned char* bytes = g_record.param_bytes[i];
+    memset(bytes, 0, WWSTUB_MAP_BYTES);
     if (buffer) {
-      offset = (offset + n - 1) / n * n;
-      if (offset + n <= size) memcpy(&g_record.params[i], buffer + offset, n);
+      offset = (offset + align - 1) / align * align;
+      if (offset + n <= size) memcpy(bytes, buffer + offset, n);
       offset += n;
     } else if (params) {
-      memcpy(&g_record.params[i], params[i], n);
+      memcpy(bytes, params[i], n);
     }
+    g_record.params[i] = 0;
+    memcpy(&g_record.params[i], bytes, n < 8 ? n : 8);
   }
 }
 
@@ -306,13 +314,23 @@ CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap* map, CUtensorMapDataType ty
                                         CUtensorMapInterleave interleave,
                                         CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2,
                                         CUtensorMapFloatOOBfill fill) {
-  (void)type, (void)dims, (void)strides, (void)box, (void)elementStrides, (void)interleave;
-  (void)swizzle, (void)l2, (void)fill;
-  // Recognisable bytes: the address, then the rank.
+  if (rank < 1 || rank > 5) return CUDA_ERROR_INVALID_VALUE;
+  // Recognisable bytes, each input at a fixed place: address (0), rank (8), data type (12),
+  // swizzle (16), OOB fill (20), dims (24, 8 bytes each), byte strides of the outer dims (64),
+  // box (96, 4 bytes each), element strides (116, 1 byte each), interleave (121), L2 (122).
+  unsigned char* out = (unsigned char*)map;
   memset(map, 0, sizeof *map);
   uint64_t a = (uint64_t)(uintptr_t)address;
-  memcpy(map, &a, 8);
-  memcpy((char*)map + 8, &rank, 4);
+  uint32_t words[4] = {rank, (uint32_t)type, (uint32_t)swizzle, (uint32_t)fill};
+  memcpy(out, &a, 8);
+  memcpy(out + 8, words, sizeof words);
+  memcpy(out + 24, dims, rank * sizeof *dims);
+  memcpy(out + 64, strides, (rank - 1) * sizeof *strides);
+  memcpy(out + 96, box, rank * sizeof *box);
+  for (cuuint32_t i = 0; elementStrides && i < rank; ++i)
+    out[116 + i] = (unsigned char)elementStrides[i];
+  out[121] = (unsigned char)interleave;
+  out[122] = (unsigned char)l2;
   return CUDA_SUCCESS;
 }
 

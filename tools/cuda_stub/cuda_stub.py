@@ -18,6 +18,7 @@ import tempfile
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_stub.c")
 MAX_PARAMS = 64
+MAP_BYTES = 128  # a CUtensorMap
 
 
 def _cuda_include() -> str:
@@ -60,7 +61,8 @@ class Record(ctypes.Structure):
                 ("cluster", ctypes.c_uint * 3), ("num_params", ctypes.c_uint),
                 ("params", ctypes.c_ulonglong * MAX_PARAMS),
                 ("launch_buffer", ctypes.c_ulonglong), ("ptx_loads", ctypes.c_ulonglong),
-                ("carveout_sets", ctypes.c_ulonglong), ("carveout", ctypes.c_int)]
+                ("carveout_sets", ctypes.c_ulonglong), ("carveout", ctypes.c_int),
+                ("param_bytes", (ctypes.c_ubyte * MAP_BYTES) * MAX_PARAMS)]
 
 
 class Stub:
@@ -71,15 +73,21 @@ class Stub:
         self.lib.wwstub_record.restype = ctypes.POINTER(Record)
         self.lib.wwstub_record_params.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
         self.record = self.lib.wwstub_record().contents  # live: reads see later launches
+        self.record_sizes = ()  # what record_params set
+
 
     def reset(self):
         self.lib.wwstub_reset()
+        self.record_sizes = ()
 
     def record_params(self, sizes):
-        """Launches from now on keep their first len(sizes) params, of these byte sizes."""
+        """Launches from now on keep their first len(sizes) params, of these byte sizes (1 to 8,
+        or 128 for a tensor map)."""
         arr = (ctypes.c_int * max(len(sizes), 1))(*sizes)
         if self.lib.wwstub_record_params(len(sizes), arr) != 0:
-            raise ValueError(f"record_params: sizes must be 1..8 bytes, at most {MAX_PARAMS}")
+            raise ValueError(f"record_params: sizes must be 1..8 or {MAP_BYTES} bytes, at most "
+                             f"{MAX_PARAMS}")
+        self.record_sizes = tuple(sizes)
 
     def set_compute_capability(self, major: int, minor: int):
         """The device reports this compute capability from now on (reset() restores 9.0)."""
@@ -90,4 +98,10 @@ class Stub:
         self.lib.wwstub_fail_launches(result)
 
     def last_params(self) -> tuple:
+        """Each recorded value of the last launch as an int (a tensor map's first 8 bytes)."""
         return tuple(self.record.params[i] for i in range(self.record.num_params))
+
+    def last_param_bytes(self) -> tuple:
+        """Each recorded value of the last launch as its bytes (tensor maps in full)."""
+        sizes = self.record_sizes
+        return tuple(bytes(self.record.param_bytes[i])[:sizes[i]] for i in range(len(sizes)))
