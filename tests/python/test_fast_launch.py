@@ -6,6 +6,8 @@ built from metadata; tensors are stand-ins and launches are recorded instead of 
 import importlib
 import json
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -14,6 +16,7 @@ import warpweave.language as tl
 
 native = pytest.importorskip("warpweave._native")
 jitmod = importlib.import_module("warpweave.jit")
+descmod = importlib.import_module("warpweave.tensor_descriptor")
 
 
 class FakeDType:
@@ -47,15 +50,32 @@ _PARAM_TYPES = {"i1": ("i1", 1), "i32": ("i32", 4), "i64": ("i64", 8), "u64": ("
                 "fp32": ("fp32", 4)}
 
 
+def signature_entries(signature):
+    """The signature's entries: split at commas outside `desc<...>`."""
+    entries, depth, start = [], 0, 0
+    for i, ch in enumerate(signature):
+        depth += {"<": 1, ">": -1}.get(ch, 0)
+        if ch == "," and depth == 0:
+            entries.append(signature[start:i])
+            start = i + 1
+    return entries + [signature[start:]]
+
+
 def kernel_for(req):
-    """A launchable native kernel with the params and folded args the signature implies."""
+    """A launchable native kernel with the params and folded args the signature implies;
+    descriptor params named sw_* declare a 64-byte swizzle, others none."""
     params, folded = [], []
-    for entry in req["signature"].split(","):
-        if "=" in entry:
+    for entry in signature_entries(req["signature"]):
+        if "=" in entry and "desc<" not in entry:
             folded.append(entry.split("=")[0])
             continue
         name, ty, *hints = entry.split(":")
-        if hints == ["1"]:
+        if ty.startswith("desc<"):
+            dtype, block = ty[5:-1].split(",")
+            swizzle = ", swizzle=64" if name.startswith("sw_") else ""
+            params.append({"name": name, "size": 128, "type": f"desc<{dtype}, {block}, "
+                           f"rank={block.count('x') + 1}{swizzle}>"})
+        elif hints == ["1"]:
             folded.append(name)
         elif ty.startswith("*"):
             params.append({"name": name, "type": f"ptr<{ty[1:]}>", "size": 8})
@@ -116,7 +136,22 @@ def tuned(x_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
     pass
 
 
-KERNELS = (add_kernel, scalars, plain_n, tuned.fn.fn)
+@ww.jit
+def tma_kernel(sw_in, out_desc, x_ptr, scale, BLOCK: tl.constexpr = 8):
+    pass
+
+
+KERNELS = (add_kernel, scalars, plain_n, tuned.fn.fn, tma_kernel)
+
+
+def fake_map(address, swizzle, block):
+    """What the stand-in encode below gives: the inputs that decide a map, in 128 bytes."""
+    return repr((address, swizzle, tuple(block))).encode().ljust(128, b"\0")
+
+
+def tdesc(base, block=(4, 8)):
+    return ww.TensorDescriptor(base, [64, 8][-len(block):] if len(block) < 3 else [2, 64, 8],
+                               [8, 1] if len(block) < 3 else [512, 8, 1], list(block))
 
 
 def grid_of_n(meta):
@@ -130,6 +165,10 @@ def env(monkeypatch):
     monkeypatch.setattr(jitmod, "_tensor_type", FakeCudaTensor)
     r.device = 3  # torch's current device, as the stand-in stream source reports it
     monkeypatch.setattr(jitmod, "_stream_source", lambda: (lambda: r.device, lambda dev: 74 + dev))
+    # TensorDescriptor.encode's own caching, over a stand-in for the driver's encode.
+    monkeypatch.setattr(descmod, "_encoded_maps", {})
+    monkeypatch.setattr(descmod.TensorDescriptor, "_encode_new",
+                        lambda d, address, swizzle: fake_map(address, swizzle, d.block_shape))
     monkeypatch.setenv("WARPWEAVE_TARGET", "sm_90a")
     monkeypatch.setenv("WARPWEAVE_CACHE_DISABLE", "1")
     monkeypatch.delenv("WARPWEAVE_INTERPRET", raising=False)
@@ -506,3 +545,88 @@ def test_one_visible_gpu_makes_the_device_query_a_constant(monkeypatch):
     cuda.device_count = broken
     monkeypatch.setattr(jitmod, "_torch_cuda", None)
     assert jitmod._torch_cuda_fns()[0]() == 5
+
+
+def test_descriptor_kernels_take_the_fast_path_with_the_general_paths_maps(env):
+    rec, slow = env
+    a, o, x = FakeCudaTensor(0x10000, F16), FakeCudaTensor(0x20000), FakeCudaTensor(0x30000)
+    c1 = tma_kernel[(2,)](tdesc(a), tdesc(o), x, 2.0)
+    d_in, d_out = tdesc(a), tdesc(o)  # new descriptors, as wrappers make them per call
+    c2 = tma_kernel[(2,)](d_in, d_out, x, 0.5)  # (each descriptor keeps its last map)
+    refs = sys.getrefcount(F16), sys.getrefcount(d_in), sys.getrefcount(d_out)
+    for _ in range(49):
+        assert tma_kernel[(2,)](d_in, d_out, x, 0.5) is c2
+    assert (sys.getrefcount(F16), sys.getrefcount(d_in), sys.getrefcount(d_out)) == refs
+    assert c1 is c2 and len(slow) == 1 and tma_kernel._launcher.num_kernels == 1
+    assert rec.requests[0]["signature"] == \
+        "sw_in:desc<fp16,4x8>,out_desc:desc<fp32,4x8>,x_ptr:*fp32:16,scale:fp32,BLOCK=8"
+    assert c1.swizzles == {"sw_in": 64, "out_desc": None}
+    maps = (fake_map(0x10000, 64, (4, 8)), fake_map(0x20000, None, (4, 8)))
+    assert rec.launches == [("tma_kernel", (2, 1, 1), 77, maps + (0x30000, 2.0))] + \
+        [("tma_kernel", (2, 1, 1), 77, maps + (0x30000, 0.5))] * 50
+    # Another tensor (the address is not in the key), by keyword: the same kernel, its own map.
+    tma_kernel[(3,)](out_desc=d_out, sw_in=tdesc(FakeCudaTensor(0x50008, F16)), x_ptr=x, scale=1.0)
+    assert len(slow) == 1
+    assert rec.launches[-1][3] == (fake_map(0x50008, 64, (4, 8)), maps[1], 0x30000, 1.0)
+
+
+@pytest.mark.parametrize("change", ["block", "dtype", "rank", "mutated_block", "out_dtype"])
+def test_descriptor_dtype_and_block_shape_select_a_new_kernel(env, change):
+    rec, slow = env
+    a, o, x = FakeCudaTensor(0x10000, F16), FakeCudaTensor(0x20000), FakeCudaTensor(0x30000)
+    d_in = tdesc(a)
+    base = tma_kernel[(1,)](d_in, tdesc(o), x, 1.0)
+    d_out = tdesc(o)
+    if change == "block":
+        d_in = tdesc(a, (8, 8))
+    elif change == "dtype":
+        d_in = tdesc(FakeCudaTensor(0x10000, F32))
+    elif change == "rank":
+        d_in = tdesc(a, (1, 4, 8))
+    elif change == "mutated_block":
+        d_in.block_shape = [2, 8]  # as autotuning does, on the same object
+    else:
+        d_out = tdesc(FakeCudaTensor(0x20000, F16))
+    other = tma_kernel[(1,)](d_in, d_out, x, 1.0)
+    assert other is not base and len(rec.requests) == 2 and len(slow) == 2
+    assert tma_kernel[(1,)](d_in, d_out, x, 1.0) is other and len(slow) == 2
+    assert rec.launches[-1] == rec.launches[-2]
+    assert rec.launches[-1][3][0] == fake_map(0x10000, 64, d_in.block_shape)
+
+
+def test_unusual_descriptors_fall_back_and_report_errors(env, monkeypatch):
+    rec, slow = env
+    a, o, x = FakeCudaTensor(0x10000, F16), FakeCudaTensor(0x20000), FakeCudaTensor(0x30000)
+    tma_kernel[(1,)](tdesc(a), tdesc(o), x, 1.0)
+    tma_kernel[(1,)](tdesc(a), tdesc(o), x, 1.0)
+    assert len(slow) == 1
+    # A CPU base: the general path's error, from the fast path's kernel key as from a new one.
+    for block in ((4, 8), (2, 8)):
+        with pytest.raises(ValueError, match="'out_desc' of tma_kernel is a CPU tensor"):
+            tma_kernel[(1,)](tdesc(a, block), tdesc(FakeCudaTensor(0x20000, cuda=False), block),
+                             x, 1.0)
+    # NumPy bases run in the interpreter, through the general path.
+    h, h32 = np.zeros((64, 8), np.float16), np.zeros((64, 8), np.float32)
+    xs = np.zeros(4, np.float32)
+    assert tma_kernel[(1,)](tdesc(h), tdesc(h32), xs, 1.0).interpret
+    assert len(slow) == 4
+    # A block shape that is not a list of ints, and a subclass of TensorDescriptor: launched
+    # correctly, by the general path.
+    odd = tdesc(a)
+    odd.block_shape = [np.int64(4), 8]
+    tma_kernel[(1,)](odd, tdesc(o), x, 1.0)
+
+    class MyDescriptor(ww.TensorDescriptor):
+        pass
+
+    tma_kernel[(1,)](MyDescriptor(a, [64, 8], [8, 1], [4, 8]), tdesc(o), x, 1.0)
+    assert len(slow) == 6 and len(rec.requests) == 2
+    assert rec.launches[-1] == rec.launches[-2] == rec.launches[0]
+    # An encode that fails raises its error on the fast path, as on the general one.
+    def refuse(d, address, swizzle):
+        raise native.LaunchError(f"cannot encode a map at {address:#x}")
+
+    monkeypatch.setattr(descmod.TensorDescriptor, "_encode_new", refuse)
+    with pytest.raises(native.LaunchError, match="cannot encode a map at 0x60000"):
+        tma_kernel[(1,)](tdesc(FakeCudaTensor(0x60000, F16)), tdesc(o), x, 1.0)
+    assert len(slow) == 6 and len(rec.launches) == 4

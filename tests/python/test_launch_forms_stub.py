@@ -39,6 +39,31 @@ def test_every_launch_form_passes_the_same_launch(tmp_path):
     assert (res["buffer"]["ex"], res["buffer"]["buffer"]) == (0, 2)
 
 
+def test_every_launch_form_passes_descriptor_kernels_the_same_tensor_maps(tmp_path):
+    res = run_with_stub(tmp_path, '''
+        a, o = Tensor(0x7f0000100000, F16), Tensor(0x7f0000200000, F16)
+        out_by_form = {}
+        # fp32, then two maps: the buffer form must place the maps at 64-byte alignment.
+        stub.record_params([4, 128, 128])
+        for form in ("params", "ex", "buffer"):
+            _native._set_launch_form(form)
+            before = stub.record.launches
+            for _ in range(2):  # the general path the first time (each form: a new kernel)
+                c = tma_scale[(4,)](1.5, desc(a, [64, 128]), desc(o, [64, 128]), BLOCK_M=64,
+                                    BLOCK_N=128, num_warps=4 << len(out_by_form))
+            out_by_form[form] = dict(
+                params=[b.hex() for b in stub.last_param_bytes()],
+                kernels=tma_scale._launcher.num_kernels, launches=stub.record.launches - before)
+        _native._set_launch_form("params")
+        expected = [struct.pack("<f", 1.5).hex(),
+                    desc(a, [64, 128]).encode(c.swizzles["in_desc"]).hex(),
+                    desc(o, [64, 128]).encode(c.swizzles["out_desc"]).hex()]
+        print(json.dumps(dict(forms=out_by_form, expected=expected)))
+    ''')
+    for kernels, (form, r) in enumerate(res["forms"].items(), 1):
+        assert r == dict(params=res["expected"], kernels=kernels, launches=2), form
+
+
 def test_clusters_take_cuLaunchKernelEx_in_every_form(tmp_path):
     res = run_with_stub(tmp_path, '''
         _native._set_launch_form("buffer")
