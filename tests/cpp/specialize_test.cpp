@@ -306,6 +306,13 @@ const std::vector<KernelCase>& kernelCases() {
        "BLOCK_M=128,BLOCK_N=128,NUM_STAGES=2",
        4,
        {"async_tasks", "named_barrier_wait", "named_barrier_arrive", "async_dot"}},
+      {"kernels/hopper/rows_cluster.py",
+       "softmax_cluster_kernel",
+       "out_ptr:*fp16:16,in_ptr:*fp16:16,scratch_ptr:*fp32:16,in_row_stride:i32,"
+       "out_row_stride:i32,n_rows:i32,rows_per_cluster:i32,n_cols:i32,slice_cols:i32:16,"
+       "BLOCK=2048,C=2,PEERS=2",
+       8,
+       {"cluster_cta_rank", "cluster_barrier", "exp"}},
   };
   return cases;
 }
