@@ -150,8 +150,10 @@ def fake_map(address, swizzle, block):
 
 
 def tdesc(base, block=(4, 8)):
-    return ww.TensorDescriptor(base, [64, 8][-len(block):] if len(block) < 3 else [2, 64, 8],
-                               [8, 1] if len(block) < 3 else [512, 8, 1], list(block))
+    """A descriptor over base seen as [64, 8] (or [2, 64, 8] for a 3-D block)."""
+    if len(block) == 3:
+        return ww.TensorDescriptor(base, [2, 64, 8], [512, 8, 1], list(block))
+    return ww.TensorDescriptor(base, [64, 8], [8, 1], list(block))
 
 
 def grid_of_n(meta):
@@ -622,6 +624,7 @@ def test_unusual_descriptors_fall_back_and_report_errors(env, monkeypatch):
     tma_kernel[(1,)](MyDescriptor(a, [64, 8], [8, 1], [4, 8]), tdesc(o), x, 1.0)
     assert len(slow) == 6 and len(rec.requests) == 2
     assert rec.launches[-1] == rec.launches[-2] == rec.launches[0]
+
     # An encode that fails raises its error on the fast path, as on the general one.
     def refuse(d, address, swizzle):
         raise native.LaunchError(f"cannot encode a map at {address:#x}")
