@@ -1,8 +1,10 @@
 """What every GPU test module needs before it runs: PyTorch, warpweave's extension, a CUDA GPU the
 driver can use (and, for some, a minimum compute capability). Each missing piece skips the calling
-module with its reason, so a CPU machine reports why nothing ran."""
+module with its reason, so a CPU machine reports why nothing ran. Also the set-up the kernel
+library's GPU tests share: a fresh printed seed and poisoned outputs."""
 
 import importlib
+import os
 
 import pytest
 
@@ -22,3 +24,21 @@ def require_cuda(capability=None, why=None):
     if capability and torch.cuda.get_device_capability() < tuple(capability):
         pytest.skip(why or f"needs compute capability {capability}", allow_module_level=True)
     return torch
+
+
+def seed_and_poison_outputs(monkeypatch, torch, ops):
+    """Seeds torch from os.urandom (printed, to reproduce a failure), makes every output the
+    kernel library allocates start as NaN (-7777 for integers) so that an element a kernel never
+    writes fails its test, and runs on the GPU even where WARPWEAVE_INTERPRET is set."""
+    seed = int.from_bytes(os.urandom(4), "little")
+    print(f"random seed {seed}")
+    torch.manual_seed(seed)
+    allocate = ops._Place.empty
+
+    def poisoned(self, shape, dtype):
+        out = allocate(self, shape, dtype)
+        out.fill_(float("nan") if out.is_floating_point() else -7777)
+        return out
+
+    monkeypatch.setattr(ops._Place, "empty", poisoned)
+    monkeypatch.delenv("WARPWEAVE_INTERPRET", raising=False)

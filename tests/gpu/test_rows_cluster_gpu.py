@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from gpu_requirements import require_cuda
+from gpu_requirements import require_cuda, seed_and_poison_outputs
 
 torch = require_cuda()
 if torch.cuda.get_device_capability()[0] < 9:
@@ -29,18 +29,7 @@ F = torch.nn.functional
 def poisoned_outputs_and_launch_log(monkeypatch):
     """Fresh seed, outputs (and scratch) filled with NaN, and the cluster launches recorded in
     the returned list as (op, CTAs per cluster, clusters)."""
-    seed = int.from_bytes(os.urandom(4), "little")
-    print(f"random seed {seed}")
-    torch.manual_seed(seed)
-    allocate = ops._Place.empty
-
-    def poisoned(self, shape, dtype):
-        out = allocate(self, shape, dtype)
-        out.fill_(float("nan"))
-        return out
-
-    monkeypatch.setattr(ops._Place, "empty", poisoned)
-    monkeypatch.delenv("WARPWEAVE_INTERPRET", raising=False)
+    seed_and_poison_outputs(monkeypatch, torch, ops)
     launches = []
     launch = ops._cluster_launch
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from gpu_requirements import require_cuda
+from gpu_requirements import require_cuda, seed_and_poison_outputs
 
 torch = require_cuda((8, 0), "the sm_80 code path needs a GPU of compute capability 8.0 or newer")
 
@@ -45,17 +45,7 @@ def forced_sm80():
 
 @pytest.fixture(autouse=True)
 def fresh_seed_and_poisoned_outputs(monkeypatch):
-    seed = int.from_bytes(os.urandom(4), "little")
-    print(f"random seed {seed}")
-    torch.manual_seed(seed)
-    allocate = ops._Place.empty
-
-    def poisoned(self, shape, dtype):
-        out = allocate(self, shape, dtype)
-        out.fill_(float("nan") if out.is_floating_point() else -7777)
-        return out
-
-    monkeypatch.setattr(ops._Place, "empty", poisoned)
+    seed_and_poison_outputs(monkeypatch, torch, ops)
 
 
 def randn(*shape, dtype=F32, scale=1.0, shift=0.0):
