@@ -55,12 +55,6 @@ timeout 120 wwc kernels/matmul.py --kernel matmul_kernel --target sm_90a --num-w
   && cuobjdump --dump-sass "$work/mm.cubin" > "$work/matmul.sass" 2>&1 \
   && say "tl.dot matmul: $(grep -c HGMMA "$work/matmul.sass") HGMMA, $(grep -c LDGSTS "$work/matmul.sass") LDGSTS, $(grep -c -E 'LDL|STL' "$work/matmul.sass") local-memory ops, $(python3 -c "import json; m=json.load(open('$work/mm.json')); print(m['registers'], 'registers,', m['spill_bytes'], 'B spilled')")"
 
-say "== benchmarks (quick)"
-SECONDS=0
-timeout "${WW_BENCH_LIMIT:-240}" python3 bench/bench_kernels.py --quick --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1
-say "bench exit code $? after ${SECONDS} s"
-tail -n 70 "$OUT/bench.log"
-
 if [ -n "${WW_FULL_MEMORY:-}" ]; then
   # The memory-bound kernels at the full sizes, timed per launch (Triton's do_bench convention,
   # host cost included where it exceeds the flush) and as CUDA-graph replays (the GPU's time).
@@ -75,6 +69,13 @@ if [ -n "${WW_FULL_MEMORY:-}" ]; then
     --json "$OUT/memory_graph.json" > "$OUT/memory_graph.log" 2>&1
   say "memory (CUDA graphs) exit code $? after ${SECONDS} s"
 fi
+
+say "== benchmarks (quick)"
+SECONDS=0
+timeout "${WW_BENCH_LIMIT:-240}" python3 bench/bench_kernels.py --quick --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1
+say "bench exit code $? after ${SECONDS} s"
+tail -n 70 "$OUT/bench.log"
+
 
 if [ -z "${WW_SKIP_LAUNCH:-}" ]; then
   say "== host overheads (launch, import, compile, new process)"
