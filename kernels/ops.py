@@ -358,8 +358,8 @@ def _tma_rows_fit(x2, config, inputs: int) -> bool:
 def _tma_row_defaults(op: str, place, x2) -> dict:
     """The configuration a call without one (config=None) takes on an sm_90+ GPU: the TMA row
     kernel where it was faster than the register kernel on the H200 (rows of 2 to 32 KB; the
-    backward's to 16 KB, past which its dw / db sums do not fit registers), else {} (the
-    register kernels' own defaults). Measured as CUDA-graph replays (bench/sweep_memory.py
+    backward's rows of 32 KB split over a 2-CTA cluster, since one CTA's registers do not hold
+    the dw / db sums of 16384 columns), else {} (the register kernels' own defaults). Measured as CUDA-graph replays (bench/sweep_memory.py
     --graph, fp16, against the copy of the same bytes): softmax 0.92 / 0.87 / 0.87 / 0.89x at
     1024 / 4096 / 8192 / 16384 columns (register kernel 0.90 / 0.84 / 0.86 / 0.87x); layer norm
     forward 0.88 / 0.89 / 0.86 / 0.88x (0.84 / 0.84 / 0.83 / 0.69x); backward 0.86x at 1024 on 4
@@ -370,8 +370,7 @@ def _tma_row_defaults(op: str, place, x2) -> dict:
         return {}
     tiles = _tma_row_tiles(place, x2)
     row_bytes = x2.shape[1] * _itemsize(x2)
-    widest = 16384 if op == "layernorm_bwd" else 32768
-    if tiles is None or not 2048 <= row_bytes <= widest:
+    if tiles is None or not 2048 <= row_bytes <= 32768:
         return {}
     if op != "layernorm_bwd":
         return dict(tma=True, num_warps=4 if row_bytes <= 16384 else 8, num_stages=2)
@@ -379,7 +378,10 @@ def _tma_row_defaults(op: str, place, x2) -> dict:
         return dict(tma=True, num_warps=4, num_stages=2)
     if row_bytes <= 8192:
         return dict(tma=True, tma_store=True, num_warps=8, num_stages=2, programs_per_sm=2)
-    return dict(tma=True, num_warps=8, num_stages=3)
+    if row_bytes <= 16384:
+        return dict(tma=True, num_warps=8, num_stages=3)
+    # Each row split over a 2-CTA cluster, each CTA streaming half of it as at 16 KB.
+    return dict(tma=True, split=2, num_warps=8, num_stages=3)
 
 
 def _register_fallback(config, tiles):
@@ -770,12 +772,24 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
     # Past LAYERNORM_BWD_PARTIALS_MAX_COLS the dx kernel keeps no dw and db sums (a second kernel
     # takes them from x and dy: two more reads of the rows, but no spills).
     sums_in_dx = block <= LAYERNORM_BWD_PARTIALS_MAX_COLS
-    tiles = _tma_row_tiles(place, x2) if config.get("tma") else None
-    # The TMA kernel keeps dw and db sums in registers, and its buffers must fit shared memory:
-    # other rows take the register kernels.
-    if tiles is not None and (not sums_in_dx or not _tma_rows_fit(x2, config, inputs=2)
-                              or _tma_row_tiles(place, dy2) != tiles):
-        tiles = None
+    split = config.get("split", 1)
+    if type(split) is not int or split not in (1, 2, 4, 8):
+        raise ValueError(f"{op}: config 'split' must be 1, 2, 4 or 8 (the CTAs of a cluster that "
+                         f"share each row in the TMA kernel), got {split!r}")
+    tiles = None
+    if config.get("tma") and n_cols % split == 0:
+        # With split > 1 the TMA kernel takes each row as `split` slices: the rows viewed as
+        # [n_rows * split, n_cols / split].
+        slices = (n_rows * split, n_cols // split)
+        x_rows, dy_rows = (x2, dy2) if split == 1 else (x2.reshape(slices), dy2.reshape(slices))
+        tiles = _tma_row_tiles(place, x_rows)
+        # The TMA kernel keeps dw and db sums of its columns in registers, and its buffers must
+        # fit shared memory: other rows take the register kernels.
+        if tiles is not None and (
+                ww.next_power_of_2(n_cols // split) > LAYERNORM_BWD_PARTIALS_MAX_COLS
+                or not _tma_rows_fit(x_rows, config, inputs=2)
+                or _tma_row_tiles(place, dy_rows) != tiles):
+            tiles = None
     config = _register_fallback(config, tiles)
     w2, mean2, rstd2 = _contiguous(w), _contiguous(mean.reshape(-1)), _contiguous(rstd.reshape(-1))
     if ctas and (tiles is None or cluster_asked):
@@ -818,24 +832,32 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
         stages = config.get("num_stages") or 2
         tma_meta = dict(TILE_R=tile_r, TILE_C=tile_c, NUM_STAGES=stages, num_warps=warps,
                         TMA_STORE=bool(config.get("tma_store")),
-                        STORE_EVICT=config.get("store_evict", ""))
+                        STORE_EVICT=config.get("store_evict", ""), SPLIT=split, PEERS=split)
+        if split > 1:
+            tma_meta["ctas_per_cga"] = (split, 1, 1)
+        dx_rows = dx if split == 1 else dx.reshape(slices)
 
-        def tma_args(partial_dw, partial_db):
-            return (_row_descriptor(x2, tiles), _row_descriptor(dy2, tiles),
-                    _row_descriptor(dx, tiles), dx, partial_dw, partial_db, w2, mean2, rstd2,
-                    n_rows)
+        def tma_args(partial_dw, partial_db, scratch):
+            return (_row_descriptor(x_rows, tiles), _row_descriptor(dy_rows, tiles),
+                    _row_descriptor(dx_rows, tiles), dx, partial_dw, partial_db, w2, mean2,
+                    rstd2, n_rows, scratch)
 
         def stand_in_args():
             stand_in = place.empty((1,), "float32")
-            return tma_args(stand_in, stand_in)
+            return tma_args(stand_in, stand_in, stand_in)
 
-        n_partials = min(n_rows, place.num_sms() * (per_sm or _resident_programs(
+        programs = place.num_sms() * (per_sm or _resident_programs(
             place, _layernorm_tma.layernorm_bwd_tma_kernel,
-            ("layernorm_bwd_tma", dt, wdt, n_cols, stages, warps), stand_in_args, **tma_meta)))
+            ("layernorm_bwd_tma", dt, wdt, n_cols, stages, warps, split), stand_in_args,
+            **tma_meta))
+        # One partial row per program, or per cluster of `split` programs.
+        n_partials = max(1, min(n_rows, programs // split))
         partial_dw = place.empty((n_partials, n_cols), "float32")
         partial_db = place.empty((n_partials, n_cols), "float32")
-        _layernorm_tma.layernorm_bwd_tma_kernel[(n_partials,)](
-            *tma_args(partial_dw, partial_db), **tma_meta)
+        # The per-row exchange of split rows (unused, and not allocated, without a split).
+        scratch = place.empty((n_rows, split, 2), "float32") if split > 1 else partial_db
+        _layernorm_tma.layernorm_bwd_tma_kernel[(n_partials * split,)](
+            *tma_args(partial_dw, partial_db, scratch), **tma_meta)
         _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_partials, n_cols)
         return dx.reshape(shape), dw, db
     meta = dict(BLOCK=block, PREFETCH=prefetch,

@@ -23,12 +23,20 @@ sums. The statistics are loaded three rows ahead.
     x_desc, dy_desc, dx_desc: block [TILE_R, TILE_C] over x, dy and dx viewed as
                               [n_rows * TILE_R, TILE_C] (dx_desc used with TMA_STORE only)
     constexprs: as the forward kernel's
+With SPLIT > 1 (a cluster launch, ctas_per_cga=(SPLIT, 1, 1), grid a multiple of SPLIT) each row
+is SPLIT slices of TILE_R * TILE_C columns (the tensors viewed as [n_rows * SPLIT * TILE_R,
+TILE_C]): CTA r of a cluster streams slice r of its cluster's rows and keeps the dw / db sums of
+those columns, and the two row sums of dx are exchanged per row through scratch_ptr ([n_rows,
+SPLIT, 2] fp32) and a cluster barrier (rows_cluster.publish_partials / peer_partials), so rows
+whose dw / db sums would not fit one CTA's registers still stream once. PEERS =
+next_power_of_2(SPLIT); partial_dw / partial_db get one row per cluster.
 """
 import warpweave as ww
 import warpweave.language as tl
 from warpweave import tlx
 
 from ..layernorm import _add_pair
+from .rows_cluster import peer_partials, publish_partials
 from .softmax_tma import load_row, store_row
 
 
@@ -93,11 +101,13 @@ def layernorm_fwd_tma_kernel(x_desc, y_desc, y_ptr, w_ptr, b_ptr, mean_ptr, rstd
 
 @ww.jit
 def layernorm_bwd_tma_kernel(x_desc, dy_desc, dx_desc, dx_ptr, partial_dw_ptr, partial_db_ptr,
-                             w_ptr, mean_ptr, rstd_ptr, n_rows, TILE_R: tl.constexpr,
+                             w_ptr, mean_ptr, rstd_ptr, n_rows, scratch_ptr, TILE_R: tl.constexpr,
                              TILE_C: tl.constexpr, NUM_STAGES: tl.constexpr,
-                             TMA_STORE: tl.constexpr = False, STORE_EVICT: tl.constexpr = ""):
+                             TMA_STORE: tl.constexpr = False, STORE_EVICT: tl.constexpr = "",
+                             SPLIT: tl.constexpr = 1, PEERS: tl.constexpr = 1):
     tl.static_assert(NUM_STAGES >= 1)
     dtype: tl.constexpr = tlx.dtype_of(x_desc)
+    # With SPLIT > 1 each row is SPLIT slices of N columns, slice r held by the cluster's CTA r.
     N: tl.constexpr = TILE_R * TILE_C
     ROW_BYTES: tl.constexpr = N * tlx.size_of(dtype)
     x_bufs = tlx.local_alloc((TILE_R, TILE_C), dtype, NUM_STAGES)
@@ -108,26 +118,31 @@ def layernorm_bwd_tma_kernel(x_desc, dy_desc, dx_desc, dx_ptr, partial_dw_ptr, p
         out_bufs = tlx.local_alloc((TILE_R, TILE_C), tlx.dtype_of(dx_desc), 2)
     else:
         out_bufs = x_bufs
-    pid = tl.program_id(0)
-    step = tl.num_programs(0)
-    n_mine = tl.cdiv(n_rows - pid, step)
+    if SPLIT > 1:
+        rank = tlx.cluster_cta_rank()
+    else:
+        rank = 0
+    # The program's (its cluster's) rows: first, first + step, ...
+    first = tl.program_id(0) // SPLIT
+    step = tl.num_programs(0) // SPLIT
+    n_mine = tl.cdiv(n_rows - first, step)
     for s in tl.static_range(NUM_STAGES):
-        load_row_pair(x_desc, dy_desc, x_bufs, dy_bufs, bars, s, pid + s * step, s < n_mine,
-                      TILE_R, ROW_BYTES)
+        load_row_pair(x_desc, dy_desc, x_bufs, dy_bufs, bars, s, (first + s * step) * SPLIT + rank,
+                      s < n_mine, TILE_R, ROW_BYTES)
     offsets = tl.arange(0, TILE_R)[:, None] * TILE_C + tl.arange(0, TILE_C)[None, :]
-    w = tl.load(w_ptr + offsets).to(tl.float32)
+    w = tl.load(w_ptr + rank * N + offsets).to(tl.float32)
     dw_acc = tl.zeros([TILE_R, TILE_C], dtype=tl.float32)
     db_acc = tl.zeros([TILE_R, TILE_C], dtype=tl.float32)
     # The statistics load three rows ahead: the rows arrive through the ring without waiting, so
     # a scalar load issued one row ahead would still expose its whole latency on every row.
-    mean_a = tl.load(mean_ptr + pid, mask=pid < n_rows, other=0.0)
-    rstd_a = tl.load(rstd_ptr + pid, mask=pid < n_rows, other=0.0)
-    mean_b = tl.load(mean_ptr + pid + step, mask=pid + step < n_rows, other=0.0)
-    rstd_b = tl.load(rstd_ptr + pid + step, mask=pid + step < n_rows, other=0.0)
-    mean_c = tl.load(mean_ptr + pid + 2 * step, mask=pid + 2 * step < n_rows, other=0.0)
-    rstd_c = tl.load(rstd_ptr + pid + 2 * step, mask=pid + 2 * step < n_rows, other=0.0)
+    mean_a = tl.load(mean_ptr + first, mask=first < n_rows, other=0.0)
+    rstd_a = tl.load(rstd_ptr + first, mask=first < n_rows, other=0.0)
+    mean_b = tl.load(mean_ptr + first + step, mask=first + step < n_rows, other=0.0)
+    rstd_b = tl.load(rstd_ptr + first + step, mask=first + step < n_rows, other=0.0)
+    mean_c = tl.load(mean_ptr + first + 2 * step, mask=first + 2 * step < n_rows, other=0.0)
+    rstd_c = tl.load(rstd_ptr + first + 2 * step, mask=first + 2 * step < n_rows, other=0.0)
     for i in range(0, n_mine):
-        row = pid + i * step
+        row = first + i * step
         mean = mean_a
         rstd = rstd_a
         mean_a = mean_b
@@ -143,7 +158,8 @@ def layernorm_bwd_tma_kernel(x_desc, dy_desc, dx_desc, dx_ptr, partial_dw_ptr, p
         dy = tlx.local_load(tlx.local_view(dy_bufs, stage)).to(tl.float32)
         tl.debug_barrier()
         load_row_pair(x_desc, dy_desc, x_bufs, dy_bufs, bars, stage,
-                      pid + (i + NUM_STAGES) * step, i + NUM_STAGES < n_mine, TILE_R, ROW_BYTES)
+                      (row + NUM_STAGES * step) * SPLIT + rank, i + NUM_STAGES < n_mine, TILE_R,
+                      ROW_BYTES)
         xhat = (x - mean) * rstd
         dw_acc += dy * xhat
         db_acc += dy
@@ -151,12 +167,19 @@ def layernorm_bwd_tma_kernel(x_desc, dy_desc, dx_desc, dx_ptr, partial_dw_ptr, p
         # Both sums in one reduction.
         s1, s2 = tl.reduce((xhat * wdy, wdy), 1, _add_pair)
         s1, s2 = tl.reduce((s1, s2), 0, _add_pair)
-        c1 = s1 / N
-        c2 = s2 / N
+        if SPLIT > 1:
+            # The row's sums over all slices: the stage loads stay in flight meanwhile.
+            publish_partials(scratch_ptr, row, rank, s1, s2, SPLIT)
+            s1_all, s2_all = peer_partials(scratch_ptr, row, 0.0, SPLIT, PEERS)
+            s1 = tl.sum(s1_all, axis=0)
+            s2 = tl.sum(s2_all, axis=0)
+        c1 = s1 / (N * SPLIT)
+        c2 = s2 / (N * SPLIT)
         dx = (wdy - (xhat * c1 + c2)) * rstd
-        store_row(dx_desc, dx_ptr, out_bufs, dx.to(dx_ptr.dtype.element_ty), row, i, TILE_R,
-                  TILE_C, TMA_STORE, STORE_EVICT)
+        store_row(dx_desc, dx_ptr, out_bufs, dx.to(dx_ptr.dtype.element_ty), row * SPLIT + rank,
+                  i, TILE_R, TILE_C, TMA_STORE, STORE_EVICT)
     if TMA_STORE:
         tlx.async_descriptor_store_wait(0)
-    tl.store(partial_dw_ptr + pid * N + offsets, dw_acc)
-    tl.store(partial_db_ptr + pid * N + offsets, db_acc)
+    mine = first * (N * SPLIT) + rank * N + offsets
+    tl.store(partial_dw_ptr + mine, dw_acc)
+    tl.store(partial_db_ptr + mine, db_acc)

@@ -142,7 +142,7 @@ def test_layernorm_fwd_cluster_variance_beside_a_large_mean(poisoned_outputs_and
 
 @pytest.mark.parametrize("dtype", [F16, BF16, F32], ids=["fp16", "bf16", "fp32"])
 @pytest.mark.parametrize("rows,cols,config",
-                         LAYERNORM_CASES + [(8192, 16384, None), (300, 100000, None)])
+                         LAYERNORM_CASES + [(300, 100000, None)])
 def test_layernorm_bwd_cluster(poisoned_outputs_and_launch_log, rows, cols, config, dtype):
     if rows * cols > 50_000_000 and dtype != F16:
         pytest.skip("benchmark shapes in fp16 only")
@@ -158,3 +158,35 @@ def test_layernorm_bwd_cluster(poisoned_outputs_and_launch_log, rows, cols, conf
     assert_close(dw, dw_ref, TOL[dtype], "dw")
     assert_close(db, db_ref, TOL[dtype], "db")
     assert [op for op, _, _ in poisoned_outputs_and_launch_log] == ["layernorm_bwd"]
+
+
+@pytest.mark.parametrize("rows,cols,dtype", [(8192, 16384, F16), (37, 16384, BF16),
+                                             (3, 16384, F16), (301, 8192, F32)])
+def test_layernorm_bwd_rows_of_32kb_default_to_the_tma_kernel_over_2_cta_clusters(
+        poisoned_outputs_and_launch_log, monkeypatch, rows, cols, dtype):
+    # Rows of 32 KB: each row's halves streamed by the two CTAs of a cluster (TMA), the row sums
+    # exchanged per row; not the rows_cluster kernels (no _cluster_launch).
+    launched = []
+    kernel = ops._layernorm_tma.layernorm_bwd_tma_kernel
+
+    class Spy:
+        def __getitem__(self, grid):
+            launched.append(grid)
+            return kernel[grid]
+
+        def warmup(self, *args, **kwargs):
+            return kernel.warmup(*args, **kwargs)
+
+    monkeypatch.setattr(ops._layernorm_tma, "layernorm_bwd_tma_kernel", Spy())
+    x = randn(rows, cols, dtype=dtype, scale=2.0, shift=0.5)
+    w, dy = randn(cols, dtype=dtype), randn(rows, cols, dtype=dtype)
+    x64 = x.float()
+    mean = x64.mean(-1)
+    rstd = torch.rsqrt(x64.var(-1, unbiased=False) + 1e-5)
+    dx, dw, db = ops.layernorm_bwd(dy, x, w, mean, rstd)
+    dx_ref, dw_ref, db_ref = layernorm_bwd_ref(dy, x, w)
+    assert_close(dx, dx_ref, TOL[dtype], "dx")
+    assert_close(dw, dw_ref, TOL[dtype], "dw")
+    assert_close(db, db_ref, TOL[dtype], "db")
+    assert len(launched) == 1 and launched[0][0] % 2 == 0, launched
+    assert poisoned_outputs_and_launch_log == []

@@ -332,6 +332,34 @@ def test_layernorm_tma(rng, tma_launches, dtype, shape, config):
         assert_close(got, ref, TOL[dtype], what)
 
 
+@pytest.mark.parametrize("dtype,shape,split,stages", [
+    ("float16", (37, 2048), 2, 3), ("float16", (3, 1024), 2, 1), ("float32", (11, 1024), 2, 2),
+    ("float16", (9, 4096), 4, 2)])
+def test_layernorm_bwd_tma_rows_split_over_a_cluster(rng, tma_launches, dtype, shape, split,
+                                                     stages):
+    # Each row's slices streamed by the CTAs of a cluster, the row sums exchanged per row; row
+    # counts below and above the interpreter's clusters (4 SMs x 2 programs / split).
+    n = shape[-1]
+    x = randn(rng, shape, dtype, scale=2.0) + np.asarray(1.0, np_dtype(dtype))
+    w, b, dy = randn(rng, (n,), dtype), randn(rng, (n,), dtype), randn(rng, shape, dtype)
+    _, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5)
+    config = dict(tma=True, split=split, num_warps=4, num_stages=stages)
+    dx, dw, db = ops.layernorm_bwd(dy, x, w, mean, rstd, config=config)
+    (name, grid), = tma_launches
+    assert name == "layernorm_bwd_tma_kernel" and grid[0] % split == 0, tma_launches
+    for got, ref, what in zip((dx, dw, db), layernorm_bwd_ref(dy, x, w, mean, rstd),
+                              ("dx", "dw", "db")):
+        assert_close(got, ref, TOL[dtype], what)
+
+
+def test_layernorm_bwd_split_must_be_a_cluster_size(rng):
+    x = randn(rng, (4, 1024), "float16")
+    stats = np.zeros(4, np.float32)
+    for bad in (3, 0, 16, True, 2.0):
+        with pytest.raises(ValueError, match="config 'split'"):
+            ops.layernorm_bwd(x, x, x[0], stats, stats, config=dict(tma=True, split=bad))
+
+
 @pytest.mark.parametrize("prefetch", [0, 1, 2, 3])
 @pytest.mark.parametrize("shape", [(37, 300), (9, 64), (2, 40)])
 def test_layernorm_bwd_prefetch_depths(rng, shape, prefetch):

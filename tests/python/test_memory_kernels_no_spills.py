@@ -169,7 +169,8 @@ def cluster_cases():
                 ("softmax", softmax_call, (2048, 100000),
                  dict(cluster=8) if dtype == np.float32 else None),
                 ("layernorm_fwd", layernorm_fwd_call, (2048, 100000), dict(cluster=8)),
-                ("layernorm_bwd", layernorm_bwd_call, (8192, 16384), None),
+                # (16-bit rows of 16384 default to the TMA kernel over 2-CTA clusters.)
+                ("layernorm_bwd", layernorm_bwd_call, (8192, 16384), dict(cluster=2)),
                 # Rows past one block, which only the cluster split takes in the backward.
                 ("layernorm_bwd", layernorm_bwd_call, (2048, 100000), None)):
             yield pytest.param(call, shape, dtype, config,
@@ -226,10 +227,10 @@ def test_cluster_config_errors_name_the_key():
 
 
 def test_cluster_split_defaults_on_sm90(sm90_wrappers):
-    # 16-bit softmax rows past 32768 columns and backward rows past 8192 take the split; fp32
+    # 16-bit softmax rows past 32768 columns and backward rows past 32 KB take the split; fp32
     # softmax keeps the online kernel, the layer norm forward its one-CTA kernels, and rows up to
     # those widths the kernels they took before (the TMA kernels at 16384 forward and 8192
-    # backward columns).
+    # backward columns, and at 16384 backward columns over 2-CTA clusters).
     softmax_call((2048, 100000), np.float16, None)()
     softmax_call((2048, 100000), np.float32, None)()
     softmax_call((4096, 32768), np.float16, None)()
@@ -237,16 +238,21 @@ def test_cluster_split_defaults_on_sm90(sm90_wrappers):
     layernorm_fwd_call((2048, 100000), np.float16, None)()
     layernorm_bwd_call((8192, 8192), np.float16, None)()
     layernorm_bwd_call((8192, 16384), np.float16, None)()
+    layernorm_bwd_call((4096, 32768), np.float16, None)()
     # (A kernel whose grid follows its registers is compiled twice: warmup, then launch.)
     names = [k.fn.__name__ for i, k in enumerate(sm90_wrappers.kernels)
              if i == 0 or k is not sm90_wrappers.kernels[i - 1]]
     assert names == ["softmax_cluster_kernel", "softmax_online_kernel", "softmax_kernel",
                      "layernorm_fwd_tma_kernel", "layernorm_fwd_kernel",
                      "layernorm_bwd_tma_kernel", "layernorm_bwd_dwdb_kernel",
+                     "layernorm_bwd_tma_kernel", "layernorm_bwd_dwdb_kernel",
                      "layernorm_bwd_cluster_kernel", "layernorm_bwd_dwdb_kernel"], names
-    # Backward: 2 CTAs of 32 warps, one cluster per 2 SMs (66 clusters of 125 or fewer rows).
-    cluster = [k for k in sm90_wrappers.kernels if k.fn.__name__ == names[7]][0]
-    assert (cluster.options[0], cluster.options[2]) == (32, 2)
+    # Backward at 16384 columns: the TMA kernel on 8 warps in 2-CTA clusters.
+    split = [k for k in sm90_wrappers.kernels
+             if k.fn.__name__ == "layernorm_bwd_tma_kernel" and k.options[2] > 1]
+    assert split and (split[0].options[0], split[0].options[2]) == (8, 2)
+    cluster = [k for k in sm90_wrappers.kernels if k.fn.__name__ == names[9]][0]
+    assert cluster.options[2] >= 2
 
 
 def test_numpy_rows_keep_the_one_cta_kernels(gpu_compiles):
@@ -273,7 +279,8 @@ def test_numpy_rows_keep_the_one_cta_kernels(gpu_compiles):
     (layernorm_fwd_call, (32768, 4096), np.float16, "layernorm_fwd_tma_kernel", 4, 2),
     (layernorm_fwd_call, (8192, 16384), np.float16, "layernorm_fwd_tma_kernel", 8, 2),
     (layernorm_fwd_call, (4096, 32768), np.float16, "layernorm_fwd_kernel", None, None),
-    (layernorm_bwd_call, (8192, 16384), np.float16, "layernorm_bwd_cluster_kernel", None, None),
+    (layernorm_bwd_call, (8192, 16384), np.float16, "layernorm_bwd_tma_kernel", 8, 3),
+    (layernorm_bwd_call, (4096, 8192), np.float32, "layernorm_bwd_tma_kernel", 8, 3),
     (layernorm_bwd_call, (65536, 1024), np.float16, "layernorm_bwd_tma_kernel", 4, 2),
     (layernorm_bwd_call, (32768, 4096), np.float16, "layernorm_bwd_tma_kernel", 8, 2),
     (layernorm_bwd_call, (8192, 8192), np.float16, "layernorm_bwd_tma_kernel", 8, 3),
