@@ -357,31 +357,52 @@ def _tma_rows_fit(x2, config, inputs: int) -> bool:
 
 def _tma_row_defaults(op: str, place, x2) -> dict:
     """The configuration a call without one (config=None) takes on an sm_90+ GPU: the TMA row
-    kernel where it was faster than the register kernel on the H200 (rows of 2 to 32 KB; the
-    backward's rows of 32 KB split over a 2-CTA cluster, since one CTA's registers do not hold
-    the dw / db sums of 16384 columns), else {} (the register kernels' own defaults). Measured as CUDA-graph replays (bench/sweep_memory.py
-    --graph, fp16, against the copy of the same bytes): softmax 0.92 / 0.87 / 0.87 / 0.89x at
-    1024 / 4096 / 8192 / 16384 columns (register kernel 0.90 / 0.84 / 0.86 / 0.87x); layer norm
-    forward 0.88 / 0.89 / 0.86 / 0.88x (0.84 / 0.84 / 0.83 / 0.69x); backward 0.86x at 1024 on 4
-    warps, 2 stages, 0.96x at 4096 on 8 warps with TMA stores and two programs per SM, 0.92x at
-    8192 on 8 warps, 3 stages (0.74 / 0.81 / 0.66x). Rows of 32 KB take 8 warps (the kernels
-    hold at most 64 of a row's fp32 values a thread)."""
+    kernel where it was faster than the register kernel on the H200, at contiguous rows of 2 to
+    32 KB (64 KB for softmax), else {} (the register kernels' own defaults). Rows past what one
+    CTA holds are split over a 2-CTA cluster: the backward's rows of 32 KB (one CTA's registers
+    do not hold the dw / db sums of 16384 columns) and softmax's of 64 KB. Measured as CUDA-graph
+    replays (bench/sweep_memory.py --graph, fp16, against the copy of the same bytes): softmax
+    0.92 / 0.87 / 0.87 / 0.89x at 1024 / 4096 / 8192 / 16384 columns (register kernel 0.90 /
+    0.84 / 0.86 / 0.87x); layer norm forward 0.88 / 0.89 / 0.86 / 0.88x (0.84 / 0.84 / 0.83 /
+    0.69x); backward 0.86x at 1024 on 4 warps, 2 stages, 0.96x at 4096 on 8 warps with TMA
+    stores and two programs per SM, 0.92x at 8192 on 8 warps, 3 stages (0.74 / 0.81 / 0.66x).
+    Rows (or slices) of 32 KB take 8 warps: the kernels hold at most 64 of a row's fp32 values
+    a thread."""
     if not _sm90_or_later(place):
         return {}
-    tiles = _tma_row_tiles(place, x2)
     row_bytes = x2.shape[1] * _itemsize(x2)
-    if tiles is None or not 2048 <= row_bytes <= 32768:
+    split = 2 if (op, row_bytes) in (("softmax", 65536), ("layernorm_bwd", 32768)) else 1
+    if not 2048 <= row_bytes <= 32768 * split or _strides(x2) != (x2.shape[1], 1):
         return {}
+    if _tma_row_tiles(place, _row_slices(x2, split)) is None:
+        return {}
+    if split > 1:
+        # Each CTA streams half of each row, as one CTA does rows of 32 (softmax) or 16 KB.
+        return dict(tma=True, split=2, num_warps=8, num_stages=2 if op == "softmax" else 3)
     if op != "layernorm_bwd":
         return dict(tma=True, num_warps=4 if row_bytes <= 16384 else 8, num_stages=2)
     if row_bytes <= 4096:
         return dict(tma=True, num_warps=4, num_stages=2)
     if row_bytes <= 8192:
         return dict(tma=True, tma_store=True, num_warps=8, num_stages=2, programs_per_sm=2)
-    if row_bytes <= 16384:
-        return dict(tma=True, num_warps=8, num_stages=3)
-    # Each row split over a 2-CTA cluster, each CTA streaming half of it as at 16 KB.
-    return dict(tma=True, split=2, num_warps=8, num_stages=3)
+    return dict(tma=True, num_warps=8, num_stages=3)
+
+
+def _row_split(op: str, config) -> int:
+    """config's `split`: the CTAs of a cluster that share each row in the TMA row kernels."""
+    split = config.get("split", 1)
+    if type(split) is not int or split not in (1, 2, 4, 8):
+        raise ValueError(f"{op}: config 'split' must be 1, 2, 4 or 8 (the CTAs of a cluster that "
+                         f"share each row in the TMA kernel), got {split!r}")
+    return split
+
+
+def _row_slices(t, split: int):
+    """The rows of the contiguous 2-D array t as `split` slices each: [n_rows * split, n_cols /
+    split] (t itself for split 1)."""
+    if split == 1:
+        return t
+    return t.reshape(t.shape[0] * split, t.shape[1] // split)
 
 
 def _register_fallback(config, tiles):
@@ -547,9 +568,14 @@ def softmax(x, online=None, config=None):
     if online is None:
         # The fused kernel's row offsets are 32-bit.
         online = n_cols > SOFTMAX_FUSED_MAX_COLS or n_rows * max(in_stride, n_cols) >= 1 << 31
-    tiles = _tma_row_tiles(place, x2) if config.get("tma") else None
-    if tiles is not None and not _tma_rows_fit(x2, config, inputs=1):
-        tiles = None
+    split = _row_split("softmax", config)
+    tiles = None
+    if config.get("tma") and n_cols % split == 0 and _strides(x2) == (n_cols, 1):
+        # With split > 1 the TMA kernel takes each row as `split` slices.
+        x_rows = _row_slices(x2, split)
+        tiles = _tma_row_tiles(place, x_rows)
+        if tiles is not None and not _tma_rows_fit(x_rows, config, inputs=1):
+            tiles = None
     config = _register_fallback(config, tiles)
     if ctas and (tiles is None or cluster_asked):
         # Each row split over a cluster of `ctas` CTAs, read once (kernels/hopper/rows_cluster.py).
@@ -568,14 +594,20 @@ def softmax(x, online=None, config=None):
         tile_r, tile_c = tiles
         warps = config.get("num_warps") or 4
         stages = config.get("num_stages") or 2
-        args = (_row_descriptor(x2, tiles), _row_descriptor(out, tiles), out, n_rows)
+        # The per-row exchange of split rows (unused, and not allocated, without a split).
+        scratch = place.empty((n_rows, split, 2), "float32") if split > 1 else out
+        args = (_row_descriptor(x_rows, tiles), _row_descriptor(_row_slices(out, split), tiles),
+                out, n_rows, scratch)
         meta = dict(TILE_R=tile_r, TILE_C=tile_c, NUM_STAGES=stages, num_warps=warps,
                     TMA_STORE=bool(config.get("tma_store")),
-                    STORE_EVICT=config.get("store_evict", ""))
+                    STORE_EVICT=config.get("store_evict", ""), SPLIT=split, PEERS=split)
+        if split > 1:
+            meta["ctas_per_cga"] = (split, 1, 1)
         programs = place.num_sms() * (config.get("programs_per_sm") or min(8, _resident_programs(
-            place, _softmax_tma.softmax_tma_kernel, ("softmax_tma", dt, n_cols, stages, warps),
-            args, **meta)))
-        _softmax_tma.softmax_tma_kernel[(min(n_rows, programs),)](*args, **meta)
+            place, _softmax_tma.softmax_tma_kernel,
+            ("softmax_tma", dt, n_cols, stages, warps, split), args, **meta)))
+        clusters = max(1, min(n_rows, programs // split))
+        _softmax_tma.softmax_tma_kernel[(clusters * split,)](*args, **meta)
     elif not online:
         block = ww.next_power_of_2(n_cols)
         # With two rows in flight per program, ptxas -v gives 62 registers per thread at
@@ -772,16 +804,11 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
     # Past LAYERNORM_BWD_PARTIALS_MAX_COLS the dx kernel keeps no dw and db sums (a second kernel
     # takes them from x and dy: two more reads of the rows, but no spills).
     sums_in_dx = block <= LAYERNORM_BWD_PARTIALS_MAX_COLS
-    split = config.get("split", 1)
-    if type(split) is not int or split not in (1, 2, 4, 8):
-        raise ValueError(f"{op}: config 'split' must be 1, 2, 4 or 8 (the CTAs of a cluster that "
-                         f"share each row in the TMA kernel), got {split!r}")
+    split = _row_split(op, config)
     tiles = None
     if config.get("tma") and n_cols % split == 0:
-        # With split > 1 the TMA kernel takes each row as `split` slices: the rows viewed as
-        # [n_rows * split, n_cols / split].
-        slices = (n_rows * split, n_cols // split)
-        x_rows, dy_rows = (x2, dy2) if split == 1 else (x2.reshape(slices), dy2.reshape(slices))
+        # With split > 1 the TMA kernel takes each row as `split` slices.
+        x_rows, dy_rows = _row_slices(x2, split), _row_slices(dy2, split)
         tiles = _tma_row_tiles(place, x_rows)
         # The TMA kernel keeps dw and db sums of its columns in registers, and its buffers must
         # fit shared memory: other rows take the register kernels.
@@ -835,7 +862,7 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
                         STORE_EVICT=config.get("store_evict", ""), SPLIT=split, PEERS=split)
         if split > 1:
             tma_meta["ctas_per_cga"] = (split, 1, 1)
-        dx_rows = dx if split == 1 else dx.reshape(slices)
+        dx_rows = _row_slices(dx, split)
 
         def tma_args(partial_dw, partial_db, scratch):
             return (_row_descriptor(x_rows, tiles), _row_descriptor(dy_rows, tiles),

@@ -15,10 +15,17 @@ before the row is reduced and stored (vectorized stores, or TMA copies out of sh
                 elements), NUM_STAGES (rows loading per program, e.g. 3), TMA_STORE (rows
                 written back by TMA from two shared buffers), STORE_EVICT (the plain stores'
                 eviction_policy: "" or "evict_first")
+With SPLIT > 1 (a cluster launch, ctas_per_cga=(SPLIT, 1, 1), grid a multiple of SPLIT) each row
+is SPLIT slices of TILE_R * TILE_C columns (x / out viewed as [n_rows * SPLIT * TILE_R, TILE_C]):
+CTA r of a cluster streams slice r of its cluster's rows, and the slices' (max, sum of
+exp(x - max)) pairs are exchanged per row through scratch_ptr ([n_rows, SPLIT, 2] fp32) and a
+cluster barrier (rows_cluster.publish_partials / peer_partials). PEERS = next_power_of_2(SPLIT).
 """
 import warpweave as ww
 import warpweave.language as tl
 from warpweave import tlx
+
+from .rows_cluster import peer_partials, publish_partials
 
 
 @ww.jit
@@ -52,9 +59,10 @@ def store_row(out_desc, out_ptr, out_bufs, y, row, i, TILE_R: tl.constexpr, TILE
 
 
 @ww.jit
-def softmax_tma_kernel(in_desc, out_desc, out_ptr, n_rows, TILE_R: tl.constexpr,
+def softmax_tma_kernel(in_desc, out_desc, out_ptr, n_rows, scratch_ptr, TILE_R: tl.constexpr,
                        TILE_C: tl.constexpr, NUM_STAGES: tl.constexpr,
-                       TMA_STORE: tl.constexpr = False, STORE_EVICT: tl.constexpr = ""):
+                       TMA_STORE: tl.constexpr = False, STORE_EVICT: tl.constexpr = "",
+                       SPLIT: tl.constexpr = 1, PEERS: tl.constexpr = 1):
     tl.static_assert(NUM_STAGES >= 1)
     dtype: tl.constexpr = tlx.dtype_of(in_desc)
     ROW_BYTES: tl.constexpr = TILE_R * TILE_C * tlx.size_of(dtype)
@@ -64,25 +72,44 @@ def softmax_tma_kernel(in_desc, out_desc, out_ptr, n_rows, TILE_R: tl.constexpr,
         out_bufs = tlx.local_alloc((TILE_R, TILE_C), tlx.dtype_of(out_desc), 2)
     else:
         out_bufs = bufs
-    pid = tl.program_id(0)
-    step = tl.num_programs(0)
-    n_mine = tl.cdiv(n_rows - pid, step)
+    if SPLIT > 1:
+        rank = tlx.cluster_cta_rank()
+    else:
+        rank = 0
+    # The program's (its cluster's) rows: first, first + step, ...; slice rank of each.
+    first = tl.program_id(0) // SPLIT
+    step = tl.num_programs(0) // SPLIT
+    n_mine = tl.cdiv(n_rows - first, step)
     for s in tl.static_range(NUM_STAGES):
-        load_row(in_desc, bufs, bars, s, pid + s * step, s < n_mine, TILE_R, ROW_BYTES)
+        load_row(in_desc, bufs, bars, s, (first + s * step) * SPLIT + rank, s < n_mine, TILE_R,
+                 ROW_BYTES)
     for i in range(0, n_mine):
+        row = first + i * step
         stage = i % NUM_STAGES
         # Each barrier completes once per trip around the ring: its phase flips every trip.
         tlx.barrier_wait(tlx.local_view(bars, stage), (i // NUM_STAGES) & 1)
         x = tlx.local_load(tlx.local_view(bufs, stage)).to(tl.float32)
         # Every thread has read the stage before the one issuing thread refills it.
         tl.debug_barrier()
-        load_row(in_desc, bufs, bars, stage, pid + (i + NUM_STAGES) * step,
+        load_row(in_desc, bufs, bars, stage, (row + NUM_STAGES * step) * SPLIT + rank,
                  i + NUM_STAGES < n_mine, TILE_R, ROW_BYTES)
-        row_max = tl.max(tl.max(x, axis=1), axis=0)
-        numerator = tl.exp(x - row_max)
-        y = numerator * (1.0 / tl.sum(tl.sum(numerator, axis=1), axis=0))
-        store_row(out_desc, out_ptr, out_bufs, y.to(out_ptr.dtype.element_ty), pid + i * step, i,
-                  TILE_R, TILE_C, TMA_STORE, STORE_EVICT)
+        slice_max = tl.max(tl.max(x, axis=1), axis=0)
+        # A slice of -inf only (a split row's, or a whole row) contributes exp(-inf) = 0, not
+        # exp(-inf - -inf) = NaN; a row of -inf only still comes out NaN, as torch's does.
+        numerator = tl.exp(x - tl.where(slice_max == -float("inf"), 0.0, slice_max))
+        slice_sum = tl.sum(tl.sum(numerator, axis=1), axis=0)
+        if SPLIT > 1:
+            # The row's max and sum from the slices' (max, sum of exp(x - max)) pairs.
+            publish_partials(scratch_ptr, row, rank, slice_max, slice_sum, SPLIT)
+            maxes, sums = peer_partials(scratch_ptr, row, -float("inf"), SPLIT, PEERS)
+            row_max = tl.max(maxes, axis=0)
+            row_sum = tl.sum(sums * tl.exp(maxes - row_max), axis=0)
+            scale = tl.exp(slice_max - row_max) / row_sum
+        else:
+            scale = 1.0 / slice_sum
+        y = numerator * scale
+        store_row(out_desc, out_ptr, out_bufs, y.to(out_ptr.dtype.element_ty), row * SPLIT + rank,
+                  i, TILE_R, TILE_C, TMA_STORE, STORE_EVICT)
     if TMA_STORE:
         # The shared buffers outlive the program's last copies out of them.
         tlx.async_descriptor_store_wait(0)

@@ -280,8 +280,8 @@ const std::vector<KernelCase>& kernelCases() {
        {"async_tasks", "replica = 1", "named_barrier_wait", "async_dot"}},
       {"kernels/hopper/softmax_tma.py",
        "softmax_tma_kernel",
-       "in_desc:desc<fp16,64x64>,out_desc:desc<fp16,64x64>,out_ptr:*fp16:16,n_rows:i32,TILE_R=64,"
-       "TILE_C=64,NUM_STAGES=2,TMA_STORE=True",
+       "in_desc:desc<fp16,64x64>,out_desc:desc<fp16,64x64>,out_ptr:*fp16:16,n_rows:i32,"
+       "scratch_ptr:*fp32:16,TILE_R=64,TILE_C=64,NUM_STAGES=2,TMA_STORE=True",
        4,
        {"alloc_barriers", "async_desc_load", "barrier_wait", "async_desc_store", "exp"}},
       {"kernels/hopper/layernorm_tma.py",

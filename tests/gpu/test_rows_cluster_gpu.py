@@ -166,18 +166,7 @@ def test_layernorm_bwd_rows_of_32kb_default_to_the_tma_kernel_over_2_cta_cluster
         poisoned_outputs_and_launch_log, monkeypatch, rows, cols, dtype):
     # Rows of 32 KB: each row's halves streamed by the two CTAs of a cluster (TMA), the row sums
     # exchanged per row; not the rows_cluster kernels (no _cluster_launch).
-    launched = []
-    kernel = ops._layernorm_tma.layernorm_bwd_tma_kernel
-
-    class Spy:
-        def __getitem__(self, grid):
-            launched.append(grid)
-            return kernel[grid]
-
-        def warmup(self, *args, **kwargs):
-            return kernel.warmup(*args, **kwargs)
-
-    monkeypatch.setattr(ops._layernorm_tma, "layernorm_bwd_tma_kernel", Spy())
+    launched = spy_launches(monkeypatch, ops._layernorm_tma, "layernorm_bwd_tma_kernel")
     x = randn(rows, cols, dtype=dtype, scale=2.0, shift=0.5)
     w, dy = randn(cols, dtype=dtype), randn(rows, cols, dtype=dtype)
     x64 = x.float()
@@ -188,5 +177,38 @@ def test_layernorm_bwd_rows_of_32kb_default_to_the_tma_kernel_over_2_cta_cluster
     assert_close(dx, dx_ref, TOL[dtype], "dx")
     assert_close(dw, dw_ref, TOL[dtype], "dw")
     assert_close(db, db_ref, TOL[dtype], "db")
+    assert len(launched) == 1 and launched[0][0] % 2 == 0, launched
+    assert poisoned_outputs_and_launch_log == []
+
+
+def spy_launches(monkeypatch, module, name):
+    """The grids kernel `name` of `module` is launched with, from now on."""
+    launched = []
+    kernel = getattr(module, name)
+
+    class Spy:
+        def __getitem__(self, grid):
+            launched.append(grid)
+            return kernel[grid]
+
+        def warmup(self, *args, **kwargs):
+            return kernel.warmup(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, Spy())
+    return launched
+
+
+@pytest.mark.parametrize("rows,cols,dtype", [(4096, 32768, F16), (37, 32768, BF16),
+                                             (3, 32768, F16), (301, 16384, F32)])
+def test_softmax_rows_of_64kb_default_to_the_tma_kernel_over_2_cta_clusters(
+        poisoned_outputs_and_launch_log, monkeypatch, rows, cols, dtype):
+    # Each row's halves streamed by the two CTAs of a cluster, the halves' (max, sum) pairs
+    # exchanged per row; a half of -inf only and a large entry in the other half included.
+    launched = spy_launches(monkeypatch, ops._softmax_tma, "softmax_tma_kernel")
+    x = randn(rows, cols, dtype=dtype, scale=3.0)
+    x[0, : cols // 2] = float("-inf")
+    x[-1, -1] = 40.0
+    out = ops.softmax(x)
+    assert_close(out, torch.softmax(x.double(), -1), TOL[dtype], "softmax")
     assert len(launched) == 1 and launched[0][0] % 2 == 0, launched
     assert poisoned_outputs_and_launch_log == []

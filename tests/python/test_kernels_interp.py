@@ -209,6 +209,23 @@ def test_softmax_tma(rng, tma_launches, dtype, shape, config):
     assert_close(out, softmax_ref(x), TOL[dtype], "softmax")
 
 
+@pytest.mark.parametrize("dtype,shape,split,stages", [
+    ("float16", (37, 2048), 2, 2), ("float32", (5, 1024), 2, 1), ("float16", (9, 4096), 4, 3),
+    ("bfloat16", (2, 2048), 2, 2)])
+def test_softmax_tma_rows_split_over_a_cluster(rng, tma_launches, dtype, shape, split, stages):
+    # The slices' (max, sum) pairs exchanged per row; rows with large and -inf entries, so that
+    # a slice's own max differs from the row's.
+    if dtype == "bfloat16":
+        pytest.importorskip("ml_dtypes")
+    x = randn(rng, shape, dtype, scale=4.0)
+    x[0, : shape[1] // 2] = -np.inf
+    x[-1, -1] = 30.0
+    out = ops.softmax(x, config=dict(tma=True, split=split, num_warps=4, num_stages=stages))
+    (name, grid), = tma_launches
+    assert name == "softmax_tma_kernel" and grid[0] % split == 0, tma_launches
+    assert_close(out, softmax_ref(x), TOL[dtype], "softmax")
+
+
 def test_tma_option_falls_back_where_rows_do_not_fit_one_copy(rng, tma_launches):
     base = randn(rng, (6, 1024), "float16")
     for x in (base[:, :1000], base[:, :512], randn(rng, (5, 768), "float16")):

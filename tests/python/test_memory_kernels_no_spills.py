@@ -230,7 +230,7 @@ def test_cluster_split_defaults_on_sm90(sm90_wrappers):
     # 16-bit softmax rows past 32768 columns and backward rows past 32 KB take the split; fp32
     # softmax keeps the online kernel, the layer norm forward its one-CTA kernels, and rows up to
     # those widths the kernels they took before (the TMA kernels at 16384 forward and 8192
-    # backward columns, and at 16384 backward columns over 2-CTA clusters).
+    # backward columns, and over 2-CTA clusters at 16384 backward and 32768 softmax columns).
     softmax_call((2048, 100000), np.float16, None)()
     softmax_call((2048, 100000), np.float32, None)()
     softmax_call((4096, 32768), np.float16, None)()
@@ -242,7 +242,7 @@ def test_cluster_split_defaults_on_sm90(sm90_wrappers):
     # (A kernel whose grid follows its registers is compiled twice: warmup, then launch.)
     names = [k.fn.__name__ for i, k in enumerate(sm90_wrappers.kernels)
              if i == 0 or k is not sm90_wrappers.kernels[i - 1]]
-    assert names == ["softmax_cluster_kernel", "softmax_online_kernel", "softmax_kernel",
+    assert names == ["softmax_cluster_kernel", "softmax_online_kernel", "softmax_tma_kernel",
                      "layernorm_fwd_tma_kernel", "layernorm_fwd_kernel",
                      "layernorm_bwd_tma_kernel", "layernorm_bwd_dwdb_kernel",
                      "layernorm_bwd_tma_kernel", "layernorm_bwd_dwdb_kernel",
@@ -267,31 +267,34 @@ def test_numpy_rows_keep_the_one_cta_kernels(gpu_compiles):
         "layernorm_bwd_dwdb_kernel"]
 
 
-@pytest.mark.parametrize("call,shape,dtype,kernel,warps,stages", [
-    (softmax_call, (65536, 1024), np.float16, "softmax_tma_kernel", 4, 2),
-    (softmax_call, (32768, 4096), np.float16, "softmax_tma_kernel", 4, 2),
-    (softmax_call, (32768, 4096), np.float32, "softmax_tma_kernel", 4, 2),
-    (softmax_call, (8192, 8192), np.float16, "softmax_tma_kernel", 4, 2),
-    (softmax_call, (8192, 8192), np.float32, "softmax_tma_kernel", 8, 2),  # 32 KB rows
-    (softmax_call, (4096, 16384), np.float16, "softmax_tma_kernel", 8, 2),
-    (softmax_call, (4096, 32768), np.float16, "softmax_kernel", None, None),  # 64 KB rows
-    (softmax_call, (8192, 512), np.float16, "softmax_kernel", None, None),  # 1 KB rows
-    (layernorm_fwd_call, (32768, 4096), np.float16, "layernorm_fwd_tma_kernel", 4, 2),
-    (layernorm_fwd_call, (8192, 16384), np.float16, "layernorm_fwd_tma_kernel", 8, 2),
-    (layernorm_fwd_call, (4096, 32768), np.float16, "layernorm_fwd_kernel", None, None),
-    (layernorm_bwd_call, (8192, 16384), np.float16, "layernorm_bwd_tma_kernel", 8, 3),
-    (layernorm_bwd_call, (4096, 8192), np.float32, "layernorm_bwd_tma_kernel", 8, 3),
-    (layernorm_bwd_call, (65536, 1024), np.float16, "layernorm_bwd_tma_kernel", 4, 2),
-    (layernorm_bwd_call, (32768, 4096), np.float16, "layernorm_bwd_tma_kernel", 8, 2),
-    (layernorm_bwd_call, (8192, 8192), np.float16, "layernorm_bwd_tma_kernel", 8, 3),
+@pytest.mark.parametrize("call,shape,dtype,kernel,warps,stages,ctas", [
+    (softmax_call, (65536, 1024), np.float16, "softmax_tma_kernel", 4, 2, 1),
+    (softmax_call, (32768, 4096), np.float16, "softmax_tma_kernel", 4, 2, 1),
+    (softmax_call, (32768, 4096), np.float32, "softmax_tma_kernel", 4, 2, 1),
+    (softmax_call, (8192, 8192), np.float16, "softmax_tma_kernel", 4, 2, 1),
+    (softmax_call, (8192, 8192), np.float32, "softmax_tma_kernel", 8, 2, 1),  # 32 KB rows
+    (softmax_call, (4096, 16384), np.float16, "softmax_tma_kernel", 8, 2, 1),
+    (softmax_call, (4096, 32768), np.float16, "softmax_tma_kernel", 8, 2, 2),  # 64 KB rows
+    (softmax_call, (4096, 16384), np.float32, "softmax_tma_kernel", 8, 2, 2),
+    (softmax_call, (8192, 512), np.float16, "softmax_kernel", None, None, 1),  # 1 KB rows
+    (layernorm_fwd_call, (32768, 4096), np.float16, "layernorm_fwd_tma_kernel", 4, 2, 1),
+    (layernorm_fwd_call, (8192, 16384), np.float16, "layernorm_fwd_tma_kernel", 8, 2, 1),
+    (layernorm_fwd_call, (4096, 32768), np.float16, "layernorm_fwd_kernel", None, None, 1),
+    (layernorm_bwd_call, (8192, 16384), np.float16, "layernorm_bwd_tma_kernel", 8, 3, 2),
+    (layernorm_bwd_call, (4096, 8192), np.float32, "layernorm_bwd_tma_kernel", 8, 3, 2),
+    (layernorm_bwd_call, (65536, 1024), np.float16, "layernorm_bwd_tma_kernel", 4, 2, 1),
+    (layernorm_bwd_call, (32768, 4096), np.float16, "layernorm_bwd_tma_kernel", 8, 2, 1),
+    (layernorm_bwd_call, (8192, 8192), np.float16, "layernorm_bwd_tma_kernel", 8, 3, 1),
 ])
 def test_tma_row_kernels_are_the_sm90_defaults(sm90_wrappers, call, shape, dtype, kernel, warps,
-                                               stages):
-    # Rows of 2 to 16 KB take the TMA kernels at the configurations measured best on the H200
-    # (ops._tma_row_defaults), without spills; wider or narrower rows keep the register kernels.
+                                               stages, ctas):
+    # Rows of 2 to 32 KB take the TMA kernels at the configurations measured best on the H200
+    # (ops._tma_row_defaults), without spills, wider rows of softmax and the backward split over
+    # 2-CTA clusters; other rows keep the register kernels.
     call(shape, dtype, None)()
     first = sm90_wrappers.kernels[0]
     assert first.fn.__name__ == kernel
+    assert first.options[2] == ctas, first.options
     if warps is not None:
         assert first.options[0] == warps and f"NUM_STAGES={stages}," in first.signature + ",", (
             first.options, first.signature)
