@@ -358,27 +358,30 @@ def _tma_rows_fit(x2, config, inputs: int) -> bool:
 def _tma_row_defaults(op: str, place, x2) -> dict:
     """The configuration a call without one (config=None) takes on an sm_90+ GPU: the TMA row
     kernel where it was faster than the register kernel on the H200, at contiguous rows of 2 to
-    32 KB (64 KB for softmax), else {} (the register kernels' own defaults). Rows past what one
-    CTA holds are split over a 2-CTA cluster: the backward's rows of 32 KB (one CTA's registers
-    do not hold the dw / db sums of 16384 columns) and softmax's of 64 KB. Measured as CUDA-graph
+    32 KB, else {} (the register kernels' own defaults). The backward's rows of 32 KB are split
+    over a 2-CTA cluster: one CTA's registers do not hold the dw / db sums of 16384 columns
+    (0.61x of a same-size copy at 8192x16384 fp16 per launch, against 0.42x for the rows_cluster
+    kernel and 0.35x for the register kernels before this session). Measured as CUDA-graph
     replays (bench/sweep_memory.py --graph, fp16, against the copy of the same bytes): softmax
     0.92 / 0.87 / 0.87 / 0.89x at 1024 / 4096 / 8192 / 16384 columns (register kernel 0.90 /
     0.84 / 0.86 / 0.87x); layer norm forward 0.88 / 0.89 / 0.86 / 0.88x (0.84 / 0.84 / 0.83 /
     0.69x); backward 0.86x at 1024 on 4 warps, 2 stages, 0.96x at 4096 on 8 warps with TMA
     stores and two programs per SM, 0.92x at 8192 on 8 warps, 3 stages (0.74 / 0.81 / 0.66x).
     Rows (or slices) of 32 KB take 8 warps: the kernels hold at most 64 of a row's fp32 values
-    a thread."""
+    a thread. (Softmax rows of 64 KB split over 2-CTA clusters, 8 warps, 2 stages, ran 0.78x at
+    4096x32768 fp16 and 0.87x at 8192x16384 fp32, where the register kernel ran 0.86 / 0.91x:
+    not a default.)"""
     if not _sm90_or_later(place):
         return {}
     row_bytes = x2.shape[1] * _itemsize(x2)
-    split = 2 if (op, row_bytes) in (("softmax", 65536), ("layernorm_bwd", 32768)) else 1
-    if not 2048 <= row_bytes <= 32768 * split or _strides(x2) != (x2.shape[1], 1):
+    split = 2 if (op, row_bytes) == ("layernorm_bwd", 32768) else 1
+    if not 2048 <= row_bytes <= 32768 or _strides(x2) != (x2.shape[1], 1):
         return {}
     if _tma_row_tiles(place, _row_slices(x2, split)) is None:
         return {}
     if split > 1:
-        # Each CTA streams half of each row, as one CTA does rows of 32 (softmax) or 16 KB.
-        return dict(tma=True, split=2, num_warps=8, num_stages=2 if op == "softmax" else 3)
+        # Each CTA streams half of each row, as one CTA does rows of 16 KB.
+        return dict(tma=True, split=2, num_warps=8, num_stages=3)
     if op != "layernorm_bwd":
         return dict(tma=True, num_warps=4 if row_bytes <= 16384 else 8, num_stages=2)
     if row_bytes <= 4096:

@@ -230,7 +230,7 @@ def test_cluster_split_defaults_on_sm90(sm90_wrappers):
     # 16-bit softmax rows past 32768 columns and backward rows past 32 KB take the split; fp32
     # softmax keeps the online kernel, the layer norm forward its one-CTA kernels, and rows up to
     # those widths the kernels they took before (the TMA kernels at 16384 forward and 8192
-    # backward columns, and over 2-CTA clusters at 16384 backward and 32768 softmax columns).
+    # backward columns, and over 2-CTA clusters at 16384 backward columns).
     softmax_call((2048, 100000), np.float16, None)()
     softmax_call((2048, 100000), np.float32, None)()
     softmax_call((4096, 32768), np.float16, None)()
@@ -242,7 +242,7 @@ def test_cluster_split_defaults_on_sm90(sm90_wrappers):
     # (A kernel whose grid follows its registers is compiled twice: warmup, then launch.)
     names = [k.fn.__name__ for i, k in enumerate(sm90_wrappers.kernels)
              if i == 0 or k is not sm90_wrappers.kernels[i - 1]]
-    assert names == ["softmax_cluster_kernel", "softmax_online_kernel", "softmax_tma_kernel",
+    assert names == ["softmax_cluster_kernel", "softmax_online_kernel", "softmax_kernel",
                      "layernorm_fwd_tma_kernel", "layernorm_fwd_kernel",
                      "layernorm_bwd_tma_kernel", "layernorm_bwd_dwdb_kernel",
                      "layernorm_bwd_tma_kernel", "layernorm_bwd_dwdb_kernel",
@@ -274,8 +274,8 @@ def test_numpy_rows_keep_the_one_cta_kernels(gpu_compiles):
     (softmax_call, (8192, 8192), np.float16, "softmax_tma_kernel", 4, 2, 1),
     (softmax_call, (8192, 8192), np.float32, "softmax_tma_kernel", 8, 2, 1),  # 32 KB rows
     (softmax_call, (4096, 16384), np.float16, "softmax_tma_kernel", 8, 2, 1),
-    (softmax_call, (4096, 32768), np.float16, "softmax_tma_kernel", 8, 2, 2),  # 64 KB rows
-    (softmax_call, (4096, 16384), np.float32, "softmax_tma_kernel", 8, 2, 2),
+    (softmax_call, (4096, 32768), np.float16, "softmax_kernel", None, None, 1),  # 64 KB rows
+    (softmax_call, (4096, 16384), np.float32, "softmax_kernel", None, None, 1),
     (softmax_call, (8192, 512), np.float16, "softmax_kernel", None, None, 1),  # 1 KB rows
     (layernorm_fwd_call, (32768, 4096), np.float16, "layernorm_fwd_tma_kernel", 4, 2, 1),
     (layernorm_fwd_call, (8192, 16384), np.float16, "layernorm_fwd_tma_kernel", 8, 2, 1),
@@ -289,8 +289,8 @@ def test_numpy_rows_keep_the_one_cta_kernels(gpu_compiles):
 def test_tma_row_kernels_are_the_sm90_defaults(sm90_wrappers, call, shape, dtype, kernel, warps,
                                                stages, ctas):
     # Rows of 2 to 32 KB take the TMA kernels at the configurations measured best on the H200
-    # (ops._tma_row_defaults), without spills, wider rows of softmax and the backward split over
-    # 2-CTA clusters; other rows keep the register kernels.
+    # (ops._tma_row_defaults), without spills, the backward's rows of 32 KB split over 2-CTA
+    # clusters; other rows keep the register kernels.
     call(shape, dtype, None)()
     first = sm90_wrappers.kernels[0]
     assert first.fn.__name__ == kernel
