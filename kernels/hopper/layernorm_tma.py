@@ -37,7 +37,7 @@ from warpweave import tlx
 
 from ..layernorm import _add_pair
 from .rows_cluster import peer_partials, publish_partials
-from .softmax_tma import load_row, store_row
+from .softmax_tma import load_row, rows_of_program, store_row
 
 
 @ww.jit
@@ -118,14 +118,7 @@ def layernorm_bwd_tma_kernel(x_desc, dy_desc, dx_desc, dx_ptr, partial_dw_ptr, p
         out_bufs = tlx.local_alloc((TILE_R, TILE_C), tlx.dtype_of(dx_desc), 2)
     else:
         out_bufs = x_bufs
-    if SPLIT > 1:
-        rank = tlx.cluster_cta_rank()
-    else:
-        rank = 0
-    # The program's (its cluster's) rows: first, first + step, ...
-    first = tl.program_id(0) // SPLIT
-    step = tl.num_programs(0) // SPLIT
-    n_mine = tl.cdiv(n_rows - first, step)
+    rank, first, step, n_mine = rows_of_program(n_rows, SPLIT)
     for s in tl.static_range(NUM_STAGES):
         load_row_pair(x_desc, dy_desc, x_bufs, dy_bufs, bars, s, (first + s * step) * SPLIT + rank,
                       s < n_mine, TILE_R, ROW_BYTES)

@@ -39,6 +39,20 @@ def load_row(in_desc, bufs, bars, stage, row, pred, TILE_R: tl.constexpr,
 
 
 @ww.jit
+def rows_of_program(n_rows, SPLIT: tl.constexpr):
+    """(rank, first, step, n_mine): this CTA's slice of each row (its rank in the cluster; 0
+    without a split) and the rows its program, or cluster of SPLIT programs, takes: first,
+    first + step, ..., n_mine of them."""
+    if SPLIT > 1:
+        rank = tlx.cluster_cta_rank()
+    else:
+        rank = 0
+    first = tl.program_id(0) // SPLIT
+    step = tl.num_programs(0) // SPLIT
+    return rank, first, step, tl.cdiv(n_rows - first, step)
+
+
+@ww.jit
 def store_row(out_desc, out_ptr, out_bufs, y, row, i, TILE_R: tl.constexpr, TILE_C: tl.constexpr,
               TMA_STORE: tl.constexpr, STORE_EVICT: tl.constexpr):
     """Stores row `row` (the program's i-th), y [TILE_R, TILE_C] in the output's element type:
@@ -72,14 +86,7 @@ def softmax_tma_kernel(in_desc, out_desc, out_ptr, n_rows, scratch_ptr, TILE_R: 
         out_bufs = tlx.local_alloc((TILE_R, TILE_C), tlx.dtype_of(out_desc), 2)
     else:
         out_bufs = bufs
-    if SPLIT > 1:
-        rank = tlx.cluster_cta_rank()
-    else:
-        rank = 0
-    # The program's (its cluster's) rows: first, first + step, ...; slice rank of each.
-    first = tl.program_id(0) // SPLIT
-    step = tl.num_programs(0) // SPLIT
-    n_mine = tl.cdiv(n_rows - first, step)
+    rank, first, step, n_mine = rows_of_program(n_rows, SPLIT)
     for s in tl.static_range(NUM_STAGES):
         load_row(in_desc, bufs, bars, s, (first + s * step) * SPLIT + rank, s < n_mine, TILE_R,
                  ROW_BYTES)

@@ -987,7 +987,7 @@ TEST(KernelLibrary, EveryKernelFileParsesAndHoldsOnlyJitFunctions) {
       {"gemm_ws_pingpong.py", {"gemm_ws_pingpong_kernel"}},
       {"attention_ws.py",
        {"wait_turn", "pass_turn", "online_softmax", "attend_block", "attention_ws_kernel"}},
-      {"softmax_tma.py", {"load_row", "store_row", "softmax_tma_kernel"}},
+      {"softmax_tma.py", {"load_row", "rows_of_program", "store_row", "softmax_tma_kernel"}},
       {"layernorm_tma.py",
        {"load_row_pair", "layernorm_fwd_tma_kernel", "layernorm_bwd_tma_kernel"}},
       {"rows_cluster.py",
