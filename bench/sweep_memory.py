@@ -103,7 +103,21 @@ SPLIT_CONFIGS = {
                                              (4, 8, 2, dict(tma_store=True, programs_per_sm=2)),
                                              (4, 8, 3, {}), (4, 4, 2, {}))],
 }
-for _table in (CLUSTER_CONFIGS, SPLIT_CONFIGS):
+# Softmax with each row's slices in shared memory (kernels/hopper/rows_smem.py, config smem=True):
+# split CTAs of a cluster per row, chunks of `block` columns, a ring of num_stages slices per CTA
+# (configurations whose ring does not fit at the shape's width are reported as errors).
+SMEM_CONFIGS = {
+    "softmax": [dict(smem=True, split=c, block=b, num_stages=n, num_warps=w)
+                for c, b, n, w in ((1, 4096, 3, 8), (2, 4096, 2, 8), (2, 2048, 2, 8),
+                                   (2, 4096, 2, 16), (2, 4096, 4, 8), (2, 2048, 6, 8),
+                                   (3, 2048, 3, 8), (4, 2048, 4, 8), (4, 4096, 3, 8),
+                                   (4, 2048, 2, 8), (4, 1024, 2, 8), (8, 2048, 3, 8),
+                                   (8, 2048, 4, 8))]
+    + [dict(smem=True, split=c, block=b, num_stages=n, num_warps=w, programs_per_sm=2)
+       for c, b, n, w in ((4, 2048, 2, 8), (8, 2048, 3, 8), (2, 2048, 3, 8))],
+}
+TABLES = {"cluster": CLUSTER_CONFIGS, "split": SPLIT_CONFIGS, "smem": SMEM_CONFIGS}
+for _table in (CLUSTER_CONFIGS, SPLIT_CONFIGS, SMEM_CONFIGS):
     for _name, _configs in _table.items():
         CONFIGS[_name][-1:-1] = _configs  # before the default's second timing
 # The kernel furthest behind the copy first, so that a budget cut falls on the others.
@@ -135,6 +149,10 @@ def parse_args(argv=None):
                    help="seconds per kernel before its remaining configurations are skipped")
     p.add_argument("--total-budget", type=float, default=100.0,
                    help="seconds for the whole sweep before remaining kernels are skipped")
+    p.add_argument("--table", choices=("all",) + tuple(TABLES), default="all",
+                   help="time only one table's configurations (and the default) instead of all")
+    p.add_argument("--dtype", choices=("float16", "float32"), default="float16",
+                   help="softmax's and layer norm's element type (default float16)")
     p.add_argument("--shape", default="16384x4096",
                    help="ROWSxCOLS of softmax's and layer norm's fp16 input (default 16384x4096)")
     args = p.parse_args(argv)
@@ -147,11 +165,11 @@ def parse_args(argv=None):
     return args
 
 
-def make_case(torch, ops, name, shape=(16384, 4096)):
+def make_case(torch, ops, name, shape=(16384, 4096), dtype="float16"):
     """(bytes moved, {label: fn(config)}, check(out) -> (max error, rel error), tolerance) at
     bench_kernels.py's --quick size of kernel `name` (softmax and layer norm: `shape`); bytes are
     counted as the bench counts them."""
-    F16, F32 = torch.float16, torch.float32
+    F16, F32 = getattr(torch, dtype), torch.float32
     F = torch.nn.functional
 
     def randn(*shape, dtype=F32):
@@ -165,7 +183,7 @@ def make_case(torch, ops, name, shape=(16384, 4096)):
         return ((out - ref).abs().max().item(),
                 (out - ref).norm().item() / (norm if norm > 0 else 1.0))
 
-    label = f"fp16 {shape[0]}x{shape[1]}"
+    label = f"{dtype} {shape[0]}x{shape[1]}"
     if name == "softmax":
         x = randn(*shape, dtype=F16)
         ref = torch.softmax(x.float(), -1)
@@ -237,9 +255,18 @@ def dwdb_alone(torch, ops, bench):
     return rows
 
 
-def copy_tbps(torch, bench):
-    """Device-to-device copy of 256 MB (bench_kernels.py's --quick copy), read plus write."""
-    n = 1 << 28
+def table_configs(table, name):
+    """The configurations of kernel `name` to time: all of CONFIGS, or the default and one
+    table's (TABLES)."""
+    if table == "all":
+        return CONFIGS[name]
+    return [None] + TABLES[table].get(name, [])
+
+
+def copy_tbps(torch, bench, n=1 << 28):
+    """TB/s of a device-to-device copy of n bytes, counting its reads and writes (default 256 MB:
+    bench_kernels.py's --quick copy)."""
+    n = n // 8 * 8
     src = torch.empty(n // 4, device="cuda", dtype=torch.float32).normal_()
     dst = torch.empty_like(src)
     ms = min(bench(lambda: dst.copy_(src)) for _ in range(2))
@@ -257,8 +284,9 @@ def main(argv=None):
         return 2
     if args.dry_run:
         for name in only:
-            print(f"{name}: {len(CONFIGS[name])} configurations")
-            for config in CONFIGS[name]:
+            configs = table_configs(args.table, name)
+            print(f"{name}: {len(configs)} configurations")
+            for config in configs:
                 print(f"    {config_label(config)}")
         return 0
 
@@ -295,10 +323,11 @@ def main(argv=None):
             report["kernels"][name] = {"skipped": True}
             continue
         kernel_start = time.perf_counter()
-        amount, run, check, tol, case = make_case(torch, ops, name, args.shape)
-        print(f"## {name} {case}")
+        amount, run, check, tol, case = make_case(torch, ops, name, args.shape, args.dtype)
+        same_size = copy_tbps(torch, bench, amount // 2)
+        print(f"## {name} {case} (a copy of the same bytes: {same_size:.2f} TB/s)")
         rows = []
-        for config in CONFIGS[name]:
+        for config in table_configs(args.table, name):
             label = config_label(config)
             spent = time.perf_counter() - kernel_start
             if spent > args.kernel_budget or time.perf_counter() - started > args.total_budget:
@@ -318,11 +347,13 @@ def main(argv=None):
                     ms = bench(lambda: run(config))
                     row.update(status="ok", ms=ms, TBps=amount / (ms * 1e-3) / 1e12)
                     row["x_copy"] = row["TBps"] / copy_before
+                    row["x_same_size_copy"] = row["TBps"] / same_size
             except Exception as e:  # a configuration that does not compile or launch
                 row.update(status="error", error=f"{type(e).__name__}: {e}"[:300])
             rows.append(row)
             if row["status"] == "ok":
                 print(f"   {label:<55} {row['TBps']:5.2f} TB/s {row['x_copy']:5.2f}x copy "
+                      f"{row['x_same_size_copy']:5.2f}x same-size "
                       f"({row['ms'] * 1e3:7.1f} us, max err {row['max_err']:.2g})")
             else:
                 print(f"   {label:<55} {row['status']}: {row.get('error') or row.get('rel_err')}")

@@ -34,6 +34,7 @@ from .hopper import gemm_ws as _gemm_ws
 from .hopper import gemm_ws_pingpong as _gemm_ws_pingpong
 from .hopper import layernorm_tma as _layernorm_tma
 from .hopper import rows_cluster as _rows_cluster
+from .hopper import rows_smem as _rows_smem
 from .hopper import softmax_tma as _softmax_tma
 
 __all__ = [
@@ -566,6 +567,9 @@ def softmax(x, online=None, config=None):
     if not config and not online:
         config = _tma_row_defaults("softmax", place, x2)
     in_stride = _strides(x2)[0]
+    if config.get("smem"):
+        _softmax_smem(place, x2, out, in_stride, config)
+        return out.reshape(shape)
     ctas = 0 if online else _cluster_ctas("softmax", place, n_cols, dt, config)
     cluster_asked = bool(config.get("cluster"))
     if online is None:
@@ -634,6 +638,43 @@ def softmax(x, online=None, config=None):
         _softmax.softmax_online_kernel[(n_rows,)](
             out, x2, in_stride, n_cols, n_cols, BLOCK=block, num_warps=warps)
     return out.reshape(shape)
+
+
+def _softmax_smem(place, x2, out, in_stride: int, config) -> None:
+    """Softmax with each row's slices held in shared memory (kernels/hopper/rows_smem.py):
+    config's split (CTAs of a cluster per row, 1 to 16), block (columns per chunk, a power of
+    two from 16), num_stages (slices in each CTA's ring, at least 2), num_warps, and the
+    persistent grid's clusters (default: programs_per_sm (1) CTAs per SM over split, at most a
+    cluster per row)."""
+    n_rows, n_cols = x2.shape
+    split = config.get("split", 2)
+    if type(split) is not int or not 1 <= split <= ROWS_CLUSTER_MAX_CTAS:
+        raise ValueError(f"softmax: config 'split' must be an int from 1 to "
+                         f"{ROWS_CLUSTER_MAX_CTAS} (CTAs per row), got {split!r}")
+    block = config.get("block", 4096)
+    stages = config.get("num_stages", 2)
+    if type(block) is not int or block < 16 or block & (block - 1):
+        raise ValueError(f"softmax: config 'block' must be a power of two >= 16, got {block!r}")
+    if type(stages) is not int or stages < 2:
+        raise ValueError(f"softmax: config 'num_stages' must be an int >= 2, got {stages!r}")
+    slice_cols = ww.cdiv(ww.cdiv(n_cols, split), 16) * 16
+    chunks = ww.cdiv(slice_cols, block)
+    ring_bytes = stages * chunks * block * _itemsize(x2)
+    if ring_bytes + 2048 > _MAX_SHARED_PER_BLOCK:
+        raise ValueError(f"softmax: config {config!r} needs {ring_bytes} bytes of shared memory "
+                         f"for its ring at {n_cols} columns (at most "
+                         f"{_MAX_SHARED_PER_BLOCK - 2048}); raise split or lower num_stages")
+    clusters = config.get("clusters") or max(
+        1, place.num_sms() * config.get("programs_per_sm", 1) // split)
+    clusters = max(1, min(n_rows, clusters))
+    scratch = place.empty((n_rows, split, 2), "float32") if split > 1 else out
+    meta = dict(BLOCK=block, K=chunks, NUM_STAGES=stages, C=split,
+                PEERS=ww.next_power_of_2(split), STORE_EVICT=config.get("store_evict", ""),
+                num_warps=config.get("num_warps") or 8)
+    if split > 1:
+        meta["ctas_per_cga"] = (split, 1, 1)
+    _rows_smem.softmax_smem_kernel[(clusters * split,)](
+        out, x2, scratch, in_stride, n_cols, n_rows, n_cols, slice_cols, **meta)
 
 
 # ------------------------------------------------------------------------------------------------
