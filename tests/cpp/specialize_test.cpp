@@ -322,6 +322,13 @@ const std::vector<KernelCase>& kernelCases() {
        "BLOCK=2048,C=2,PEERS=2",
        8,
        {"cluster_cta_rank", "cluster_barrier", "exp"}},
+      {"kernels/hopper/rows_smem.py",
+       "softmax_smem_kernel",
+       "out_ptr:*fp16:16,in_ptr:*fp16:16,scratch_ptr:*fp32:16,in_row_stride:i32:16,"
+       "out_row_stride:i32:16,n_rows:i32,n_cols:i32:16,slice_cols:i32:16,BLOCK=4096,K=13,"
+       "NUM_STAGES=2,C=2,PEERS=2",
+       8,
+       {"cluster_cta_rank", "async_load", "exp"}},
   };
   return cases;
 }
