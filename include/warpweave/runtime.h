@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -120,6 +121,16 @@ public:
   int numWarps() const;
   int numCtas() const;
   int sharedBytes() const;
+
+  /// How many clusters of `clusterSize` CTAs of this kernel can be resident at once on the
+  /// current context's device: cuOccupancyMaxActiveClusters for numWarps*32 threads and the
+  /// kernel's shared memory, after the function attributes a launch sets. A persistent cluster
+  /// kernel runs in one wave with at most that many clusters; it can be below
+  /// numSMs / clusterSize, since a cluster must fit inside one GPC. 0: no cluster of this size
+  /// fits. std::nullopt when the driver predates the query (unknown). A kernel compiled for
+  /// clusters (numCtas > 1) answers for its own cluster size only; other sizes, and sizes
+  /// below 1, throw LaunchError.
+  std::optional<int> maxActiveClusters(int clusterSize) const;
 
   /// Launches `grid` CTAs (grid.x counts CTAs, not clusters) of numWarps*32 threads on `stream`
   /// (a CUstream; nullptr = the legacy default stream).

@@ -5,6 +5,7 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -1334,6 +1335,15 @@ NB_MODULE(_native, m) {
       .def(
           "prepare", [](PyKernel& k) { k.gpuKernel().prepare(); },
           "Loads the kernel into the current CUDA context.")
+      .def(
+          "max_active_clusters",
+          [](PyKernel& self, int clusterSize) -> std::optional<int> {
+            return self.gpuKernel().maxActiveClusters(clusterSize);
+          },
+          "cluster_size"_a,
+          "Clusters of cluster_size CTAs that can be resident at once on the current context's "
+          "device (cuOccupancyMaxActiveClusters with this kernel's warps and shared memory); "
+          "None when the driver predates the query.")
       .def("launch", &launch, "gx"_a, "gy"_a, "gz"_a, "stream"_a, "args"_a,
            "Launches on the GPU; args follow `params` (ints for pointers, 128-byte descriptors).")
       .def(

@@ -459,6 +459,30 @@ class CompiledKernel:
     def shared(self) -> int:
         return self.kernel.shared_bytes
 
+    def max_active_clusters(self, cluster_size=None):
+        """How many clusters of `cluster_size` CTAs (default: the kernel's ctas_per_cga) can be
+        resident at once on the current CUDA device, with this kernel's num_warps and shared
+        memory (cuOccupancyMaxActiveClusters): a persistent cluster kernel's grid[0] is at most
+        that many clusters times cluster_size CTAs. Since a cluster must fit inside one GPC, it
+        can be less than num_sms // cluster_size. A kernel compiled for clusters answers for its
+        own cluster size only (ValueError for others, and for sizes below 1); 0 means no cluster
+        of this kernel fits. Returns None when there is no device to ask: a kernel compiled for
+        the interpreter, or a CUDA driver older than the query (11.8)."""
+        import operator
+
+        if cluster_size is None:
+            cluster_size = max(1, self.kernel.num_ctas)
+        try:
+            if isinstance(cluster_size, bool):
+                raise TypeError
+            cluster_size = operator.index(cluster_size)
+        except TypeError:
+            raise TypeError(f"max_active_clusters: cluster_size must be an int (CTAs per "
+                            f"cluster), got {cluster_size!r}") from None
+        if self.interpret:
+            return None
+        return self.kernel.max_active_clusters(cluster_size)
+
     def launch_gpu(self, grid, values, passed=None):
         """Launches on PyTorch's current stream. `passed` holds what _scan already extracted
         (device addresses, ints); descriptors are encoded here, at launch."""

@@ -105,6 +105,8 @@ LoadState loadDriver() {
   WW_RESOLVE(memsetD8, "cuMemsetD8", "cuMemsetD8_v2")
   WW_RESOLVE(pointerGetAttribute, "cuPointerGetAttribute", "cuPointerGetAttribute")
 #undef WW_RESOLVE
+  resolve(lib, v2, v1, version, "cuOccupancyMaxActiveClusters", "cuOccupancyMaxActiveClusters",
+          d.occupancyMaxActiveClusters);
   if (!missing.empty()) {
     s.error = "CUDA driver (" + path + ", version " + std::to_string(driverVersion) +
               ") lacks entry points:" + missing + "; warpweave needs a CUDA 12.0 or newer driver";

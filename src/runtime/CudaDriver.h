@@ -40,6 +40,9 @@ struct CudaDriver {
   decltype(&::cuMemcpyDtoH) memcpyDtoH = nullptr;
   decltype(&::cuMemsetD8) memsetD8 = nullptr;
   decltype(&::cuPointerGetAttribute) pointerGetAttribute = nullptr;
+  /// Optional (CUDA 11.8+): nullptr when the driver lacks it, and only the cluster occupancy
+  /// query then answers "unknown"; every other use of the driver goes on.
+  decltype(&::cuOccupancyMaxActiveClusters) occupancyMaxActiveClusters = nullptr;
 
   int driverVersion = 0; // e.g. 13000
 };

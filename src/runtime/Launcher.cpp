@@ -569,6 +569,17 @@ CUlaunchConfig launchConfig(Dim3 grid, unsigned threads, int64_t sharedBytes, CU
   return config;
 }
 
+/// The launch attribute that makes clusters of `ctas` CTAs along x (the kernels' only shape).
+CUlaunchAttribute clusterDimension(unsigned ctas) {
+  CUlaunchAttribute cluster;
+  std::memset(&cluster, 0, sizeof cluster);
+  cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  cluster.value.clusterDim.x = ctas;
+  cluster.value.clusterDim.y = 1;
+  cluster.value.clusterDim.z = 1;
+  return cluster;
+}
+
 } // namespace
 
 namespace {
@@ -647,16 +658,52 @@ void GpuKernel::launchPacked(Dim3 grid, void* stream, const uint8_t* params) con
     return;
   }
   ParamPointers pointers(k.slots, params);
-  CUlaunchAttribute cluster;
-  std::memset(&cluster, 0, sizeof cluster);
-  cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  cluster.value.clusterDim.x = static_cast<unsigned>(k.numCtas);
-  cluster.value.clusterDim.y = 1;
-  cluster.value.clusterDim.z = 1;
+  CUlaunchAttribute cluster = clusterDimension(static_cast<unsigned>(k.numCtas));
   CUlaunchConfig config = launchConfig(grid, threads, k.sharedBytes, s);
   config.attrs = &cluster;
   config.numAttrs = 1;
   runtime::check(d.launchKernelEx(&config, fn, pointers.data(), nullptr), "cuLaunchKernelEx");
+}
+
+std::optional<int> GpuKernel::maxActiveClusters(int clusterSize) const {
+  const Impl& k = *impl_;
+  if (clusterSize < 1)
+    throw LaunchError("max_active_clusters: a cluster has at least 1 CTA, got cluster size " +
+                      std::to_string(clusterSize));
+  // The PTX declares a cluster kernel's shape (.reqnctapercluster), and the driver answers
+  // for that shape alone.
+  if (k.numCtas > 1 && clusterSize != k.numCtas)
+    throw LaunchError("max_active_clusters: kernel '" + k.name + "' is compiled for clusters of " +
+                      std::to_string(k.numCtas) +
+                      " CTAs (ctas_per_cga), so it can be asked about clusters of " +
+                      std::to_string(k.numCtas) + " only, not " + std::to_string(clusterSize));
+  // Loading configures the function as for a launch (dynamic shared memory above 48 KB, the
+  // carveout, non-portable cluster sizes), which is what the occupancy depends on.
+  CUfunction fn = k.function();
+  const runtime::CudaDriver& d = runtime::driver();
+  if (!d.occupancyMaxActiveClusters) return std::nullopt;
+  // A kernel without a declared cluster shape may be asked about any size; above 8 CTAs the
+  // driver counts only functions that allow non-portable sizes (launches in clusters do already).
+  if (clusterSize > 8 && k.numCtas <= 8)
+    runtime::check(d.funcSetAttribute(fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+                   "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)");
+  const unsigned ctas = static_cast<unsigned>(clusterSize);
+  CUlaunchAttribute cluster = clusterDimension(ctas);
+  // One cluster's grid: the driver wants a grid that the cluster shape divides.
+  CUlaunchConfig config =
+      launchConfig({ctas, 1, 1}, static_cast<unsigned>(k.numWarps) * 32, k.sharedBytes, nullptr);
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  int clusters = 0;
+  CUresult r = d.occupancyMaxActiveClusters(&clusters, fn, &config);
+  if (r == CUDA_ERROR_INVALID_CLUSTER_SIZE)
+    throw LaunchError("max_active_clusters: kernel '" + k.name + "' cannot run in clusters of " +
+                      std::to_string(clusterSize) +
+                      " CTAs on this device (cuOccupancyMaxActiveClusters: "
+                      "CUDA_ERROR_INVALID_CLUSTER_SIZE; Hopper allows up to 8, or 16 "
+                      "non-portably)");
+  runtime::check(r, "cuOccupancyMaxActiveClusters");
+  return clusters;
 }
 
 double GpuKernel::timeDriverLaunches(Dim3 grid, void* stream, const uint8_t* params, int count,

@@ -32,6 +32,13 @@ struct wwstub_record {
   int carveout;                     // the value the last of them set
   // Each recorded value's bytes in full (tensor maps are WWSTUB_MAP_BYTES), zero-padded.
   unsigned char param_bytes[WWSTUB_MAX_PARAMS][WWSTUB_MAP_BYTES];
+  // The last cuOccupancyMaxActiveClusters call (counted when it succeeded or failed).
+  unsigned long long occupancy_queries;
+  unsigned long long occupancy_function;
+  unsigned occupancy_grid[3];
+  unsigned occupancy_block[3];
+  unsigned occupancy_shared;
+  unsigned occupancy_cluster[3]; // 0 0 0 when the query named no cluster
 };
 
 static struct wwstub_record g_record;
@@ -41,9 +48,42 @@ static CUresult g_launch_result = CUDA_SUCCESS;
 static CUcontext g_current;
 static unsigned long long g_next_module = 0x1000;
 static int g_cc_major = 9, g_cc_minor = 0;
+static int g_num_regs; // what cuFuncGetAttribute(NUM_REGS) reports for every function
+
+// The attributes launches and occupancy depend on, per function (driver state: a record reset
+// keeps them, as a real driver would keep a loaded function's attributes).
+#define WWSTUB_MAX_FUNCTIONS 4096
+static struct function_state {
+  CUfunction function;
+  int max_dynamic_shared; // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+  int non_portable;       // CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+} g_functions[WWSTUB_MAX_FUNCTIONS];
+static int g_num_functions;
+
+// The device modelled for occupancy: an H100/H200-class part (132 SMs, 228 KB of shared memory
+// and 64K registers per SM; kGpcSms below).
+#define WWSTUB_SHARED_PER_SM 233472
+#define WWSTUB_SHARED_OPTIN 232448
+#define WWSTUB_SHARED_RESERVED 1024 // per block, as on Hopper
+#define WWSTUB_DEFAULT_SHARED 49152 // dynamic shared memory allowed without the attribute
 
 WWSTUB_EXPORT const struct wwstub_record* wwstub_record(void) {
   return &g_record;
+}
+
+static struct function_state* function_state(CUfunction f, int create) {
+  for (int i = 0; i < g_num_functions; ++i)
+    if (g_functions[i].function == f) return &g_functions[i];
+  if (!create || g_num_functions == WWSTUB_MAX_FUNCTIONS) return NULL;
+  struct function_state* s = &g_functions[g_num_functions++];
+  memset(s, 0, sizeof *s);
+  s->function = f;
+  return s;
+}
+
+/// Every function reports `regs` registers per thread from now on (0 until set: no limit).
+WWSTUB_EXPORT void wwstub_set_num_regs(int regs) {
+  g_num_regs = regs;
 }
 
 WWSTUB_EXPORT void wwstub_reset(void) {
@@ -51,6 +91,7 @@ WWSTUB_EXPORT void wwstub_reset(void) {
   g_num_param_sizes = 0;
   g_launch_result = CUDA_SUCCESS;
   g_cc_major = 9, g_cc_minor = 0;
+  g_num_regs = 0;
 }
 
 /// The device's compute capability from now on (9.0 until set, and after a reset).
@@ -169,6 +210,7 @@ static const struct {
     {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
      "too many resources requested for launch"},
     {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_INVALID_CLUSTER_SIZE, "CUDA_ERROR_INVALID_CLUSTER_SIZE", "invalid cluster size"},
 };
 
 CUresult CUDAAPI cuGetErrorName(CUresult r, const char** out) {
@@ -288,19 +330,80 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule module, const char*
 }
 
 CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute attr, int value) {
-  (void)f;
   if (attr == CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT) {
     g_record.carveout_sets++;
     g_record.carveout = value;
+  } else if (attr == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+    if (value < 0 || value > WWSTUB_SHARED_OPTIN) return CUDA_ERROR_INVALID_VALUE;
+    struct function_state* s = function_state(f, 1);
+    if (s) s->max_dynamic_shared = value;
+  } else if (attr == CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED) {
+    struct function_state* s = function_state(f, 1);
+    if (s) s->non_portable = value != 0;
   }
   return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuFuncGetAttribute(int* value, CUfunction_attribute attr, CUfunction f) {
-  (void)attr, (void)f;
-  *value = 0;
+  (void)f;
+  *value = attr == CU_FUNC_ATTRIBUTE_NUM_REGS ? g_num_regs : 0;
   return CUDA_SUCCESS;
 }
+
+#ifndef WWSTUB_NO_CLUSTER_OCCUPANCY // built without it, the stub is a driver older than CUDA 11.8
+/// The modelled device's GPCs differ in size, as the H200's do, so clusters, which must fit in
+/// one GPC, can leave SMs idle: 2 GPCs of 18 SMs and 6 of 16 (132 SMs).
+static const int kGpcSms[] = {18, 18, 16, 16, 16, 16, 16, 16};
+
+/// The clusters of `c` that fit at once: per GPC, the blocks its SMs hold (limited by threads,
+/// registers and shared memory) divided by the cluster's CTAs, summed over the GPCs.
+CUresult CUDAAPI cuOccupancyMaxActiveClusters(int* clusters, CUfunction f,
+                                              const CUlaunchConfig* c) {
+  if (!clusters || !c) return CUDA_ERROR_INVALID_VALUE;
+  g_record.occupancy_queries++;
+  g_record.occupancy_function = (unsigned long long)(uintptr_t)f;
+  g_record.occupancy_grid[0] = c->gridDimX, g_record.occupancy_grid[1] = c->gridDimY;
+  g_record.occupancy_grid[2] = c->gridDimZ;
+  g_record.occupancy_block[0] = c->blockDimX, g_record.occupancy_block[1] = c->blockDimY;
+  g_record.occupancy_block[2] = c->blockDimZ;
+  g_record.occupancy_shared = c->sharedMemBytes;
+  unsigned dims[3] = {0, 0, 0};
+  for (unsigned i = 0; i < c->numAttrs; ++i)
+    if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+      dims[0] = c->attrs[i].value.clusterDim.x;
+      dims[1] = c->attrs[i].value.clusterDim.y;
+      dims[2] = c->attrs[i].value.clusterDim.z;
+    }
+  memcpy(g_record.occupancy_cluster, dims, sizeof dims);
+  // Functions here declare no cluster shape, so the configuration must name one.
+  const unsigned long long ctas = (unsigned long long)dims[0] * dims[1] * dims[2];
+  if (ctas == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (c->gridDimX % dims[0] || c->gridDimY % dims[1] || c->gridDimZ % dims[2])
+    return CUDA_ERROR_INVALID_VALUE;
+  const struct function_state* s = function_state(f, 0);
+  if (ctas > 16 || (ctas > 8 && !(s && s->non_portable))) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  const unsigned threads = c->blockDimX * c->blockDimY * c->blockDimZ;
+  if (threads == 0 || threads > 1024) return CUDA_ERROR_INVALID_VALUE;
+  const unsigned shared = c->sharedMemBytes;
+  if (shared > WWSTUB_DEFAULT_SHARED && !(s && (unsigned)s->max_dynamic_shared >= shared))
+    return CUDA_ERROR_INVALID_VALUE; // as a launch: more than the function was allowed
+  const int warps = (int)((threads + 31) / 32);
+  int blocks = 32;
+  if (2048 / (int)threads < blocks) blocks = 2048 / (int)threads;
+  if (g_num_regs > 0) {
+    const int regs_per_warp = (g_num_regs * 32 + 255) / 256 * 256;
+    const int by_regs = 65536 / regs_per_warp / warps;
+    if (by_regs < blocks) blocks = by_regs;
+  }
+  const int by_shared = WWSTUB_SHARED_PER_SM / ((int)shared + WWSTUB_SHARED_RESERVED);
+  if (by_shared < blocks) blocks = by_shared;
+  int total = 0;
+  for (size_t i = 0; i < sizeof kGpcSms / sizeof kGpcSms[0]; ++i)
+    total += (int)((unsigned long long)kGpcSms[i] * (unsigned long long)blocks / ctas);
+  *clusters = total;
+  return CUDA_SUCCESS;
+}
+#endif
 
 CUresult CUDAAPI cuStreamSynchronize(CUstream stream) {
   (void)stream;

@@ -28,11 +28,13 @@ def _cuda_include() -> str:
     raise RuntimeError("cuda.h not found (set CUDA_HOME): the stub driver is built against it")
 
 
-def build(out_dir: str | None = None) -> str:
+def build(out_dir: str | None = None, defines=()) -> str:
     """Compiles the stub once per source version; returns the path of the shared library (a
-    libcuda.so.1 beside it serves LD_LIBRARY_PATH for builds without WARPWEAVE_LIBCUDA)."""
+    libcuda.so.1 beside it serves LD_LIBRARY_PATH for builds without WARPWEAVE_LIBCUDA).
+    `defines` (e.g. ["WWSTUB_NO_CLUSTER_OCCUPANCY"]: a driver older than CUDA 11.8) build a
+    variant of the stub, kept apart from the plain one."""
     with open(SOURCE, "rb") as f:
-        digest = hashlib.sha256(f.read()).hexdigest()[:16]
+        digest = hashlib.sha256(f.read() + repr(sorted(defines)).encode()).hexdigest()[:16]
     out_dir = out_dir or os.path.join(tempfile.gettempdir(), f"warpweave-cuda-stub-{digest}")
     lib = os.path.join(out_dir, "libcuda_stub.so")
     if os.path.exists(lib):
@@ -41,7 +43,8 @@ def build(out_dir: str | None = None) -> str:
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or "clang"
     tmp = f"{lib}.{os.getpid()}.tmp"
     subprocess.run([cc, "-O2", "-fPIC", "-shared", "-Wall", "-Wextra", f"-I{_cuda_include()}",
-                    SOURCE, "-o", tmp], check=True, capture_output=True, text=True)
+                    *[f"-D{d}" for d in defines], SOURCE, "-o", tmp],
+                   check=True, capture_output=True, text=True)
     os.replace(tmp, lib)  # atomic: concurrent builders never see half a library
     alias = os.path.join(out_dir, "libcuda.so.1")
     if not os.path.exists(alias):
@@ -62,7 +65,11 @@ class Record(ctypes.Structure):
                 ("params", ctypes.c_ulonglong * MAX_PARAMS),
                 ("launch_buffer", ctypes.c_ulonglong), ("ptx_loads", ctypes.c_ulonglong),
                 ("carveout_sets", ctypes.c_ulonglong), ("carveout", ctypes.c_int),
-                ("param_bytes", (ctypes.c_ubyte * MAP_BYTES) * MAX_PARAMS)]
+                ("param_bytes", (ctypes.c_ubyte * MAP_BYTES) * MAX_PARAMS),
+                ("occupancy_queries", ctypes.c_ulonglong),
+                ("occupancy_function", ctypes.c_ulonglong),
+                ("occupancy_grid", ctypes.c_uint * 3), ("occupancy_block", ctypes.c_uint * 3),
+                ("occupancy_shared", ctypes.c_uint), ("occupancy_cluster", ctypes.c_uint * 3)]
 
 
 class Stub:
@@ -92,6 +99,11 @@ class Stub:
     def set_compute_capability(self, major: int, minor: int):
         """The device reports this compute capability from now on (reset() restores 9.0)."""
         self.lib.wwstub_set_compute_capability(major, minor)
+
+    def set_num_regs(self, regs: int):
+        """Every function reports this many registers per thread from now on (0, the default
+        and what reset() restores: no register limit on occupancy)."""
+        self.lib.wwstub_set_num_regs(regs)
 
     def fail_launches(self, result: int):
         """Launches from now on return this CUresult (0 restores success)."""
