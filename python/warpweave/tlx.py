@@ -38,6 +38,7 @@ named_barrier_wait named_barrier_arrive fence_async_shared fence fence_mbarrier_
 async_descriptor_load async_descriptor_store async_descriptor_store_wait async_load
 async_load_commit_group async_load_wait_group async_dot async_dot_wait
 async_tasks async_task async_task_replica_id cluster_cta_rank cluster_size_1d cluster_barrier
+async_remote_shmem_store remote_shmem_store
 thread_id clock64 dtype_of size_of vote_ballot_sync
 tmem_copy async_dot_scaled clc_create_context clc_producer clc_consumer
 """.split()

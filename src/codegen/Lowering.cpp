@@ -119,6 +119,7 @@ FunctionLowering::FunctionLowering(const ir::Function& fn, const CompileOptions&
   if (!isPowerOf2(fn.numWarps) || fn.numWarps > 32)
     raiseError(fn.loc, "num_warps=" + std::to_string(fn.numWarps) +
                            " is not supported; use a power of two from 1 to 32");
+  refuseRemoteStoresOn(fn, options.target);
   CompileOptions layoutOptions = options;
   layoutOptions.numWarps = fn.numWarps;
   layouts_ = layout::assignLayouts(fn, layoutOptions);
@@ -285,6 +286,9 @@ void FunctionLowering::lowerOp(const ir::Op& op) {
   case OpCode::ClusterSize:
   case OpCode::ClusterBarrier:
     return lowerTlxCluster(op);
+  case OpCode::AsyncRemoteStore:
+  case OpCode::RemoteStore:
+    return lowerTlxRemoteStore(op);
   case OpCode::AsyncDot:
     return lowerAsyncDot(op);
   case OpCode::AsyncTasks:

@@ -35,6 +35,11 @@ std::string bracketed(const std::string& address);
 /// The op that created the barriers a barrier view comes from (through local_view ops).
 const ir::Op* barrierRoot(const ir::Value* v);
 
+/// A user error at the first remote shared-memory store of `fn` when `target` has no clusters
+/// (sm_80), raised before anything else is lowered so that it names the store, not the buffers
+/// and barriers it needs (TlxRemoteStore.cpp).
+void refuseRemoteStoresOn(const ir::Function& fn, Target target);
+
 class FunctionLowering {
 public:
   FunctionLowering(const ir::Function& fn, const CompileOptions& options,
@@ -150,6 +155,9 @@ private:
   void lowerTlxAsyncCopy(const ir::Op& op);
   /// Clusters: cluster_cta_rank, cluster_size_1d, cluster_barrier (TlxCluster.cpp).
   void lowerTlxCluster(const ir::Op& op);
+  /// Distributed shared memory: async_remote_shmem_store (st.async with complete_tx on the
+  /// peer's mbarrier) and remote_shmem_store (st.shared::cluster) (TlxRemoteStore.cpp).
+  void lowerTlxRemoteStore(const ir::Op& op);
   /// tlx.vote_ballot_sync: vote.sync.ballot over a per-thread scalar predicate (WarpVote.cpp).
   void lowerVoteBallot(const ir::Op& op);
   /// The shared-memory allocation behind a buffer or barrier operand; a user error if none.

@@ -57,10 +57,13 @@ struct CopyTarget {
 };
 
 /// A TMA load in flight; it lands in shared memory and completes its barrier's transaction bytes
-/// when the scheduler runs the memory system (when every agent is blocked).
+/// when the scheduler runs the memory system (when every agent is blocked). An
+/// async_remote_shmem_store (st.async) is one too: its `data` (no descriptor) lands in a peer's
+/// buffer and completes that CTA's barrier.
 struct AsyncCopy {
   const ir::Op* op = nullptr;
   std::shared_ptr<const Descriptor> desc;
+  TensorPtr data; // what an async_remote_shmem_store stores, read at issue
   std::vector<CopyTarget> targets;
   std::vector<int64_t> offsets;
   int64_t bytes = 0;

@@ -14,10 +14,12 @@
 //
 // Clusters (num_ctas > 1): the programs of a cluster's CTAs, and their async tasks, are agents of
 // one scheduler; each CTA keeps its own shared memory, mbarriers and named barriers. A remote
-// barrier_arrive and a multicast TMA load reach a peer's allocation made by the same op (the same
-// shared-memory offset on the GPU). cluster_barrier (and the one alloc_barriers lowers with in a
-// cluster launch) waits for every CTA's program; vector clocks are numbered across the cluster,
-// so race checks of a CTA's shared memory see the peers' multicast writes and remote releases.
+// barrier_arrive, a multicast TMA load and the remote shared-memory stores reach a peer's
+// allocation made by the same op (the same shared-memory offset on the GPU); an
+// async_remote_shmem_store lands as a TMA load does. cluster_barrier (and the one alloc_barriers
+// lowers with in a cluster launch) waits for every CTA's program; vector clocks are numbered across
+// the cluster, so race checks of a CTA's shared memory see the peers' multicast writes and remote
+// releases.
 //
 // An agent of several warp groups (num_warps > 4, of the program or of its task) runs as one, but
 // wgmma.wait_group waits only for the calling warp group's own wgmmas: a dot retired by
@@ -528,13 +530,19 @@ bool Executor::completeAsyncCopies(KernelState& k, CtaState& cta) {
   while (!cta.copies.empty()) {
     AsyncCopy c = std::move(cta.copies.front());
     cta.copies.pop_front();
-    Tensor box(c.desc->elem, false, c.desc->blockShape);
-    descriptorTransfer(k, *c.op, c.where, *c.desc, c.offsets, &box, nullptr);
+    // A TMA load reads its box from global memory now; a remote store carries its value.
+    const std::string name = c.op->name();
+    Tensor loaded;
+    if (!c.data) {
+      loaded = Tensor(c.desc->elem, false, c.desc->blockShape);
+      descriptorTransfer(k, *c.op, c.where, *c.desc, c.offsets, &loaded, nullptr);
+    }
+    const Tensor& box = c.data ? *c.data : loaded;
     // A multicast lands the same box in every CTA of its mask, each counting it on its barrier.
     for (CopyTarget& t : c.targets) {
       if (t.cta->exited)
         raiseInterpError(k.sources, c.op->loc(),
-                         "async_descriptor_load multicasts into " + t.cta->name() +
+                         name + (c.data ? " stores into " : " multicasts into ") + t.cta->name() +
                              ", which has exited: a CTA must not leave while a peer's copy may "
                              "still write its shared memory (end the kernel with "
                              "tlx.cluster_barrier()); the copy was issued in " +
@@ -543,10 +551,10 @@ bool Executor::completeAsyncCopies(KernelState& k, CtaState& cta) {
       // tile).
       const size_t w = size_t(t.dst.elemBytes());
       if (size_t(t.dst.tileElements()) * w != box.bytes.size())
-        raiseInterpError(
-            k.sources, c.op->loc(),
-            "async_descriptor_load of a " + std::to_string(box.bytes.size()) + "-byte box into a " +
-                std::to_string(size_t(t.dst.tileElements()) * w) + "-byte buffer in " + c.where);
+        raiseInterpError(k.sources, c.op->loc(),
+                         name + " of a " + std::to_string(box.bytes.size()) + "-byte box into a " +
+                             std::to_string(size_t(t.dst.tileElements()) * w) + "-byte buffer in " +
+                             c.where);
       for (int64_t i = 0; i < t.dst.tileElements(); ++i)
         std::memcpy(t.dst.alloc->bytes.data() + t.dst.byteOffsetOf(0, i),
                     box.bytes.data() + size_t(i) * w, w);
@@ -567,14 +575,15 @@ bool Executor::completeAsyncCopies(KernelState& k, CtaState& cta) {
       const std::string in = t.cta == &cta ? "" : " of " + t.cta->name();
       if (bar.pendingArrivals == 0 && bar.txBytes < 0)
         raiseInterpError(k.sources, c.op->loc(),
-                         "async_descriptor_load delivers " + std::to_string(c.bytes) +
-                             " bytes to " + t.bar.array->describe(t.bar.first) + in + ", " +
+                         name + " delivers " + std::to_string(c.bytes) + " bytes to " +
+                             t.bar.array->describe(t.bar.first) + in + ", " +
                              std::to_string(-bar.txBytes) +
                              " more than its phase expects (barrier_expect_bytes too small?); "
                              "the barrier is in " +
                              bar.describe() + ", in " + c.where,
                          expectNotes(bar));
-      completePhase(k.sources, t.bar, c.op->loc(), "the landing of the TMA load",
+      completePhase(k.sources, t.bar, c.op->loc(),
+                    c.data ? "the landing of the remote store" : "the landing of the TMA load",
                     "the copy issued in " + c.where, c.where);
       if (t.cta->scheduler) t.cta->scheduler->bump();
     }
@@ -991,6 +1000,38 @@ void Executor::execTlx(const ir::Op& op) {
   }
   case OpCode::AsyncDescStoreWait:
     return;
+
+  // ---- distributed shared memory ----
+  case OpCode::AsyncRemoteStore:
+  case OpCode::RemoteStore: {
+    // The store reaches the buffer made by the same local_alloc in CTA `rank` (the same offset
+    // on the GPU). The synchronous form writes it now (a peer sees it after a cluster barrier);
+    // st.async lands like a TMA load, when every agent is blocked, and completes its bytes on
+    // the peer's barrier at the same offset, so a peer that reads before its wait is caught.
+    const BufferView& dst = buffer(op, 0);
+    TensorPtr value = tensor(op, 1);
+    checkViewElements(op, dst, value->numel());
+    CtaState& target = peer(op, scalarInt(op, 2), std::string(op.name()));
+    BufferView view = peerBuffer(dst, target);
+    if (op.code() == OpCode::RemoteStore) {
+      checkedWrite(op, view, tilesOf(view, value->numel()));
+      writeBuffer(view, *value);
+      return;
+    }
+    AsyncCopy c;
+    c.op = &op;
+    c.data = value;
+    c.bytes = value->numel() * dst.elemBytes();
+    c.where = where();
+    if (cta_.cluster) c.issuer = agent_.clock;
+    CopyTarget t{&target, view, peerBarrier(op, barrierView(op, 3), target), cta_.newToken()};
+    checkedWrite(op, t.dst, 1, t.token);
+    for (SharedAccess& a : t.dst.alloc->log.accesses)
+      if (a.inFlight && a.token == t.token) a.permission = lastPassedWait_;
+    c.targets.push_back(std::move(t));
+    cta_.copies.push_back(std::move(c));
+    return;
+  }
   case OpCode::AsyncLoad: {
     bool hasMask = op.intAttr("has_mask", op.numOperands() > 2);
     bool hasOther = op.intAttr("has_other", op.numOperands() > 3);

@@ -110,6 +110,8 @@ bool lowersWithAgentBarrier(OpCode c) {
   case OpCode::DescLoad:
   case OpCode::DescStore:
   case OpCode::BarrierArrive:
+  case OpCode::AsyncRemoteStore:
+  case OpCode::RemoteStore:
     return true;
   default:
     return false;

@@ -25,8 +25,9 @@ bool isBufferView(OpCode c);
 /// Ops the PTX backend always lowers with a bar.sync of every thread of the agent running them
 /// (the CTA, or an async task's warps) before their shared-memory effect: debug_barrier,
 /// local_store, async_load_wait_group, async_descriptor_store(_wait), alloc_barriers (a cluster
-/// barrier in cluster launches), cluster_barrier, descriptor load/store, and barrier_arrive
-/// except on warp barriers (where every thread arrives for itself: callers check). A named
+/// barrier in cluster launches), cluster_barrier, descriptor load/store, barrier_arrive
+/// except on warp barriers (where every thread arrives for itself: callers check), and the
+/// remote shared-memory stores (async_remote_shmem_store, remote_shmem_store). A named
 /// barrier wait syncs the agent when its count is the agent's thread count (callers check).
 /// Ops whose barrier depends on layouts or targets (cross-warp reductions and scans, layout
 /// conversions through shared memory, tl.dot, scalar atomics) are left out. This list must follow

@@ -676,6 +676,18 @@ private:
       for (unsigned i = 0; i < op.numResults() && i < op.numOperands(); ++i)
         if (const LinearLayout* l = layoutOf(op.operand(i))) setLayout(op.result(i), *l);
       return;
+    case OpCode::AsyncRemoteStore:
+    case OpCode::RemoteStore: {
+      // st.async stores 32-bit units at least: a 16-bit value goes as packed pairs, so each
+      // thread holds consecutive elements along the last dim (16 bytes where the shape allows).
+      const ir::Value* v = op.operand(1);
+      if (!isTensor(v) || v->type().elemBytes() != 2) return;
+      const LinearLayout* have = layoutOf(v);
+      int last = static_cast<int>(v->type().shape.size()) - 1;
+      if (have && have->numConsecutiveInOut(dimName(last)) >= 2) return;
+      require(op, 1, defaultBlockedLayout(v->type().shape, numWarps(), 8));
+      return;
+    }
     case OpCode::LocalLoad:
     case OpCode::DescLoad:
       if (isTensor(op.result()))

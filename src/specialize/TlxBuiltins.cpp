@@ -28,6 +28,8 @@ const std::vector<std::string>& tlxFunctionNames() {
                                                  "fence",
                                                  "fence_mbarrier_init_cluster",
                                                  "cluster_barrier",
+                                                 "async_remote_shmem_store",
+                                                 "remote_shmem_store",
                                                  "async_descriptor_load",
                                                  "async_descriptor_store",
                                                  "async_descriptor_store_wait",
@@ -163,6 +165,41 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
                  "tlx.local_store: the value is " + x->type().str() + " but the buffer holds " +
                      std::string(ir::tlName(buf->type().elem)) + "; convert it with .to(...)");
     b.create(OpCode::LocalStore, {buf, x}, {});
+    return Val::none();
+  }
+  if (name == "async_remote_shmem_store" || name == "remote_shmem_store") {
+    // dst names a buffer of this CTA; the store goes to the same offset in the shared memory of
+    // cluster CTA remote_cta_rank (and, for the async form, completes its bytes on that CTA's
+    // barrier at the offset of `barrier`).
+    bool async = name == "async_remote_shmem_store";
+    BoundArgs a = async ? BoundArgs(call, {"dst", "src", "remote_cta_rank", "barrier"})
+                        : BoundArgs(call, {"dst", "src", "remote_cta_rank"});
+    ir::Value* buf = oneBuffer(a, "dst");
+    if (buf->type().space != ir::MemorySpace::Shared)
+      raiseError(a.loc("dst"), fn +
+                                   "'s dst must be a shared-memory buffer "
+                                   "(tlx.storage_kind.smem), got " +
+                                   buf->type().str());
+    const Val& v = a.get("src");
+    ir::Value* x = v.isNumber() ? constant(v, ir::Type::tensor(buf->type().elem, buf->type().shape))
+                                : requireTensorOrScalar(v, a.loc("src"), fn + "'s src");
+    if (x->type().isScalar()) x = broadcastTo(x, buf->type().shape, loc);
+    if (x->type().shape != buf->type().shape)
+      raiseError(a.loc("src"), fn + ": src is " + x->type().str() + " but dst holds " +
+                                   dims(buf->type().shape) + " tiles; the shapes must match");
+    if (x->type().elem != buf->type().elem)
+      raiseError(a.loc("src"), fn + ": src is " + x->type().str() + " but dst holds " +
+                                   std::string(ir::tlName(buf->type().elem)) +
+                                   "; convert it with .to(...)");
+    const Val& r = a.get("remote_cta_rank");
+    if (r.isIntLike() && r.i < 0)
+      raiseError(a.loc("remote_cta_rank"),
+                 fn + "'s remote_cta_rank must be a CTA rank (0 or more), got " +
+                     std::to_string(r.i));
+    std::vector<ir::Value*> ops{
+        buf, x, requireScalarI32(r, a.loc("remote_cta_rank"), fn + "'s remote_cta_rank")};
+    if (async) ops.push_back(oneBarrier(a, "barrier"));
+    b.create(async ? OpCode::AsyncRemoteStore : OpCode::RemoteStore, ops, {});
     return Val::none();
   }
   if (name == "local_trans") {

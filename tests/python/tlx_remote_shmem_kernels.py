@@ -1,0 +1,206 @@
+"""Cluster kernels that exchange per-CTA partials through distributed shared memory
+(tlx.async_remote_shmem_store / tlx.remote_shmem_store), with their NumPy references; used by the
+interpreter tests (tests/python/test_tlx_remote_shmem.py) and the GPU tests
+(tests/gpu/test_tlx_remote_shmem_gpu.py)."""
+
+import numpy as np
+
+import warpweave as ww
+import warpweave.language as tl
+from warpweave import tlx
+
+
+@ww.jit
+def exchange_pairs(x_ptr, out_ptr, C: tl.constexpr, N: tl.constexpr, SELF: tl.constexpr):
+    """Row `cluster` of x is split over the C CTAs of a cluster, N elements each. Every CTA
+    reduces its slice to a (max, sum) pair and pushes it into slot `rank` of the exchange buffer
+    of every peer (its own too when SELF); each then combines the C pairs into the row's
+    (max, sum) and writes it to out[program]."""
+    pid = tl.program_id(0)
+    rank = tlx.cluster_cta_rank()
+    row = pid // C
+    xs = tl.load(x_ptr + (row * C + rank) * N + tl.arange(0, N))
+    pair = tl.where(tl.arange(0, 2) == 0, tl.max(xs, 0), tl.sum(xs, 0))
+    slots = tlx.local_alloc((2,), tl.float32, C)
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    bar = tlx.local_view(bars, 0)
+    if SELF:
+        tlx.barrier_expect_bytes(bar, C * 8)
+    else:
+        tlx.barrier_expect_bytes(bar, (C - 1) * 8)
+    mine = tlx.local_view(slots, rank)
+    for peer in tl.static_range(C):
+        if SELF:
+            tlx.async_remote_shmem_store(mine, pair, peer, bar)
+        elif peer != rank:
+            tlx.async_remote_shmem_store(mine, pair, peer, bar)
+    tlx.barrier_wait(bar, 0)
+    best = tl.full([2], -float("inf"), tl.float32)
+    total = tl.zeros([2], tl.float32)
+    for peer in tl.static_range(C):
+        got = pair
+        if SELF:
+            got = tlx.local_load(tlx.local_view(slots, peer))
+        elif peer != rank:
+            got = tlx.local_load(tlx.local_view(slots, peer))
+        best = tl.maximum(best, got)
+        total += got
+    tl.store(out_ptr + pid * 2 + tl.arange(0, 2), tl.where(tl.arange(0, 2) == 0, best, total))
+
+
+def exchange_pairs_reference(x, c):
+    """out[program] for exchange_pairs on x of shape (clusters, c * n)."""
+    row = np.stack([x.max(1), x.sum(1, dtype=np.float64)], 1)
+    return np.repeat(row, c, axis=0)
+
+
+@ww.jit
+def exchange_rounds(x_ptr, out_ptr, C: tl.constexpr, N: tl.constexpr, ROUNDS: tl.constexpr,
+                    SLOTS: tl.constexpr):
+    """ROUNDS rows per cluster, each split over its C CTAs: per round every CTA pushes its
+    slice's (max, sum) pair to every CTA of the cluster (itself included) through SLOTS exchange
+    slots and barriers used in turn (phase (round // SLOTS) & 1), waits, and writes the combined
+    pair to out[(cluster * ROUNDS + round) * C + rank]."""
+    pid = tl.program_id(0)
+    rank = tlx.cluster_cta_rank()
+    cluster = pid // C
+    slots = tlx.local_alloc((2,), tl.float32, C * SLOTS)
+    bars = tlx.alloc_barriers(num_barriers=SLOTS, arrive_count=1)
+    lane = tl.arange(0, 2)
+    for i in range(ROUNDS):
+        s = i % SLOTS
+        bar = tlx.local_view(bars, s)
+        xs = tl.load(x_ptr + ((cluster * ROUNDS + i) * C + rank) * N + tl.arange(0, N))
+        pair = tl.where(lane == 0, tl.max(xs, 0), tl.sum(xs, 0))
+        tlx.barrier_expect_bytes(bar, C * 8)
+        mine = tlx.local_view(slots, s * C + rank)
+        for peer in tl.static_range(C):
+            tlx.async_remote_shmem_store(mine, pair, peer, bar)
+        tlx.barrier_wait(bar, (i // SLOTS) & 1)
+        best = tl.full([2], -float("inf"), tl.float32)
+        total = tl.zeros([2], tl.float32)
+        for peer in tl.static_range(C):
+            got = tlx.local_load(tlx.local_view(slots, s * C + peer))
+            best = tl.maximum(best, got)
+            total += got
+        tl.store(out_ptr + ((cluster * ROUNDS + i) * C + rank) * 2 + lane,
+                 tl.where(lane == 0, best, total))
+
+
+def exchange_rounds_reference(x, c, rounds):
+    """out for exchange_rounds on x of shape (clusters * rounds, c * n)."""
+    return exchange_pairs_reference(x, c).reshape(-1, rounds * c, 2)
+
+
+@ww.jit
+def exchange_sync(x_ptr, out_ptr, C: tl.constexpr, N: tl.constexpr):
+    """exchange_pairs with the synchronous store: every CTA writes its pair into slot `rank` of
+    every CTA of the cluster, then a cluster barrier makes the writes visible to their readers."""
+    pid = tl.program_id(0)
+    rank = tlx.cluster_cta_rank()
+    row = pid // C
+    xs = tl.load(x_ptr + (row * C + rank) * N + tl.arange(0, N))
+    pair = tl.where(tl.arange(0, 2) == 0, tl.max(xs, 0), tl.sum(xs, 0))
+    slots = tlx.local_alloc((2,), tl.float32, C)
+    mine = tlx.local_view(slots, rank)
+    for peer in tl.static_range(C):
+        tlx.remote_shmem_store(mine, pair, peer)
+    tlx.cluster_barrier()
+    best = tl.full([2], -float("inf"), tl.float32)
+    total = tl.zeros([2], tl.float32)
+    for peer in tl.static_range(C):
+        got = tlx.local_load(tlx.local_view(slots, peer))
+        best = tl.maximum(best, got)
+        total += got
+    tl.store(out_ptr + pid * 2 + tl.arange(0, 2), tl.where(tl.arange(0, 2) == 0, best, total))
+    # Nobody leaves while a peer may still read: the slots stay until every CTA has read them.
+    tlx.cluster_barrier()
+
+
+@ww.jit
+def read_before_wait(out_ptr, C: tl.constexpr):
+    """Reads a peer's slot after a cluster barrier but before waiting on the exchange barrier:
+    the cluster barrier does not order st.async, only the barrier's phase does."""
+    pid = tl.program_id(0)
+    rank = tlx.cluster_cta_rank()
+    slots = tlx.local_alloc((2,), tl.float32, C)
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    bar = tlx.local_view(bars, 0)
+    tlx.barrier_expect_bytes(bar, C * 8)
+    pair = tl.full([2], 1.0, tl.float32) * (rank + 1)
+    for peer in tl.static_range(C):
+        tlx.async_remote_shmem_store(tlx.local_view(slots, rank), pair, peer, bar)
+    tlx.cluster_barrier()
+    got = tlx.local_load(tlx.local_view(slots, (rank + 1) % C))
+    tlx.barrier_wait(bar, 0)
+    tl.store(out_ptr + pid * 2 + tl.arange(0, 2), got)
+
+
+@ww.jit
+def expect_too_many(out_ptr, C: tl.constexpr, EXTRA: tl.constexpr):
+    """Arms the exchange barrier for EXTRA bytes more than the C pushes deliver."""
+    pid = tl.program_id(0)
+    rank = tlx.cluster_cta_rank()
+    slots = tlx.local_alloc((2,), tl.float32, C)
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    bar = tlx.local_view(bars, 0)
+    tlx.barrier_expect_bytes(bar, C * 8 + EXTRA)
+    pair = tl.full([2], 1.0, tl.float32) * (rank + 1)
+    for peer in tl.static_range(C):
+        tlx.async_remote_shmem_store(tlx.local_view(slots, rank), pair, peer, bar)
+    tlx.barrier_wait(bar, 0)
+    tl.store(out_ptr + pid * 2 + tl.arange(0, 2), tlx.local_load(tlx.local_view(slots, 0)))
+
+
+@ww.jit
+def push_tile(x_ptr, out_ptr, R: tl.constexpr, K: tl.constexpr, C: tl.constexpr):
+    """Each CTA pushes its [R, K] tile of x into slot `rank` of every CTA of the cluster (a wide,
+    vectorizable value: K consecutive elements per row), waits, and writes the C tiles it
+    received to out[program] in rank order."""
+    pid = tl.program_id(0)
+    rank = tlx.cluster_cta_rank()
+    rows = tl.arange(0, R)[:, None] * K + tl.arange(0, K)[None, :]
+    tile = tl.load(x_ptr + pid * R * K + rows)
+    slots = tlx.local_alloc((R, K), tlx.dtype_of(x_ptr), C)
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    bar = tlx.local_view(bars, 0)
+    tlx.barrier_expect_bytes(bar, C * R * K * tlx.size_of(tlx.dtype_of(x_ptr)))
+    for peer in tl.static_range(C):
+        tlx.async_remote_shmem_store(tlx.local_view(slots, rank), tile, peer, bar)
+    tlx.barrier_wait(bar, 0)
+    for peer in tl.static_range(C):
+        got = tlx.local_load(tlx.local_view(slots, peer))
+        tl.store(out_ptr + (pid * C + peer) * R * K + rows, got)
+
+
+@ww.jit
+def bad_rank(out_ptr):
+    slots = tlx.local_alloc((2,), tl.float32, 1)
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    tlx.async_remote_shmem_store(slots[0], tl.zeros([2], tl.float32), 1.5, bars[0])
+
+
+@ww.jit
+def bad_shape(out_ptr):
+    slots = tlx.local_alloc((2,), tl.float32, 1)
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    tlx.async_remote_shmem_store(slots[0], tl.zeros([4], tl.float32), 0, bars[0])
+
+
+@ww.jit
+def bad_dtype(out_ptr):
+    slots = tlx.local_alloc((2,), tl.float32, 1)
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    tlx.async_remote_shmem_store(slots[0], tl.zeros([2], tl.float16), 0, bars[0])
+
+
+@ww.jit
+def bad_barrier(out_ptr):
+    slots = tlx.local_alloc((2,), tl.float32, 2)
+    tlx.async_remote_shmem_store(slots[0], tl.zeros([2], tl.float32), 0, slots[1])
+
+
+@ww.jit
+def bad_dst(out_ptr):
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    tlx.async_remote_shmem_store(out_ptr, tl.zeros([2], tl.float32), 0, bars[0])
