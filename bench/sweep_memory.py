@@ -108,13 +108,17 @@ SPLIT_CONFIGS = {
 # (configurations whose ring does not fit at the shape's width are reported as errors).
 SMEM_CONFIGS = {
     "softmax": [dict(smem=True, split=c, block=b, num_stages=n, num_warps=w)
-                for c, b, n, w in ((1, 4096, 3, 8), (2, 4096, 2, 8), (2, 2048, 2, 8),
-                                   (2, 4096, 2, 16), (2, 4096, 4, 8), (2, 2048, 6, 8),
-                                   (3, 2048, 3, 8), (4, 2048, 4, 8), (4, 4096, 3, 8),
-                                   (4, 2048, 2, 8), (4, 1024, 2, 8), (8, 2048, 3, 8),
-                                   (8, 2048, 4, 8))]
-    + [dict(smem=True, split=c, block=b, num_stages=n, num_warps=w, programs_per_sm=2)
-       for c, b, n, w in ((4, 2048, 2, 8), (8, 2048, 3, 8), (2, 2048, 3, 8))],
+                for c, b, n, w in ((1, 4096, 3, 8), (1, 4096, 3, 16), (2, 4096, 2, 8),
+                                   (2, 2048, 2, 16), (2, 4096, 2, 16), (2, 2048, 3, 16),
+                                   (2, 2048, 6, 8), (4, 2048, 2, 16), (4, 1024, 2, 8),
+                                   (8, 2048, 3, 8))]
+    # Cluster counts under the SMs' count over split: the clusters that fit at once when
+    # they must sit in one GPC each.
+    + [dict(smem=True, split=c, block=b, num_stages=n, num_warps=w, clusters=k)
+       for c, b, n, w, k in ((3, 2048, 3, 16, 40), (4, 2048, 4, 16, 32), (4, 2048, 2, 16, 32),
+                             (4, 2048, 2, 16, 30), (8, 2048, 3, 8, 16))]
+    + [dict(smem=True, split=c, block=b, num_stages=n, num_warps=w, clusters=k)
+       for c, b, n, w, k in ((4, 2048, 2, 8, 64), (2, 2048, 3, 8, 128))],
 }
 TABLES = {"cluster": CLUSTER_CONFIGS, "split": SPLIT_CONFIGS, "smem": SMEM_CONFIGS}
 for _table in (CLUSTER_CONFIGS, SPLIT_CONFIGS, SMEM_CONFIGS):
