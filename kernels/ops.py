@@ -440,6 +440,23 @@ def _resident_programs(place, kernel, key, args, **meta) -> int:
     return count
 
 
+def _resident_clusters(place, kernel, key, args, cluster_size: int, **meta) -> int:
+    """Clusters of `cluster_size` CTAs of one configuration that the GPU runs at once
+    (cuOccupancyMaxActiveClusters: a cluster sits in one GPC, so this can be less than the SMs'
+    count over cluster_size), the grid of a persistent cluster kernel; the interpreter gets 2.
+    Compiles the kernel once per key without launching."""
+    if not place.on_gpu:
+        return 2
+    count = _resident_programs_cache.get(key)
+    if count is None:
+        compiled = kernel.warmup(*args, grid=(cluster_size,), **meta)
+        count = compiled.max_active_clusters() if compiled is not None else None
+        if not count:  # no answer (an old driver), or none fits: the SMs' share
+            count = max(1, place.num_sms() // cluster_size)
+        _resident_programs_cache[key] = count
+    return count
+
+
 # Wide rows on sm_90+ GPUs are split over the CTAs of a thread-block cluster
 # (kernels/hopper/rows_cluster.py): each CTA holds a slice of the row in registers, the width at
 # which the one-CTA kernels already run near the copy bandwidth, and the CTAs exchange partial
@@ -664,17 +681,19 @@ def _softmax_smem(place, x2, out, in_stride: int, config) -> None:
         raise ValueError(f"softmax: config {config!r} needs {ring_bytes} bytes of shared memory "
                          f"for its ring at {n_cols} columns (at most "
                          f"{_MAX_SHARED_PER_BLOCK - 2048}); raise split or lower num_stages")
-    clusters = config.get("clusters") or max(
-        1, place.num_sms() * config.get("programs_per_sm", 1) // split)
-    clusters = max(1, min(n_rows, clusters))
     scratch = place.empty((n_rows, split, 2), "float32") if split > 1 else out
     meta = dict(BLOCK=block, K=chunks, NUM_STAGES=stages, C=split,
                 PEERS=ww.next_power_of_2(split), STORE_EVICT=config.get("store_evict", ""),
                 num_warps=config.get("num_warps") or 8)
     if split > 1:
         meta["ctas_per_cga"] = (split, 1, 1)
-    _rows_smem.softmax_smem_kernel[(clusters * split,)](
-        out, x2, scratch, in_stride, n_cols, n_rows, n_cols, slice_cols, **meta)
+    args = (out, x2, scratch, in_stride, n_cols, n_rows, n_cols, slice_cols)
+    clusters = config.get("clusters") or _resident_clusters(
+        place, _rows_smem.softmax_smem_kernel,
+        ("softmax_smem", _dtype_name(x2), n_cols, split, block, stages, meta["num_warps"]),
+        args, split, **meta)
+    clusters = max(1, min(n_rows, clusters))
+    _rows_smem.softmax_smem_kernel[(clusters * split,)](*args, **meta)
 
 
 # ------------------------------------------------------------------------------------------------
