@@ -204,3 +204,72 @@ def bad_barrier(out_ptr):
 def bad_dst(out_ptr):
     bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
     tlx.async_remote_shmem_store(out_ptr, tl.zeros([2], tl.float32), 0, bars[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU checks (tests/gpu/test_tlx_remote_shmem_gpu.py runs each in a subprocess)
+# ---------------------------------------------------------------------------------------------
+
+
+def _small_ints(torch, shape):
+    # Integers keep every sum exact in float32, whatever order the kernel adds in.
+    return torch.randint(-50, 51, shape, device="cuda").to(torch.float32)
+
+
+def check_exchange_pairs(c, clusters, self_push, num_warps=4):
+    """Raises AssertionError unless exchange_pairs on the GPU gives every CTA its row's
+    (max, sum)."""
+    import torch
+
+    n = 64
+    x = _small_ints(torch, (clusters, c * n))
+    out = torch.full((clusters * c, 2), float("nan"), device="cuda")
+    exchange_pairs[(clusters * c,)](x, out, C=c, N=n, SELF=self_push, num_warps=num_warps,
+                                    ctas_per_cga=(c, 1, 1))
+    torch.cuda.synchronize()
+    expect = exchange_pairs_reference(x.cpu().numpy(), c)
+    got = out.cpu().numpy()
+    assert np.array_equal(got, expect), f"C={c} SELF={self_push}: {got} != {expect}"
+
+
+def check_exchange_rounds(c, slots, rounds, clusters, num_warps=4):
+    """Raises AssertionError unless every round of exchange_rounds on the GPU combines the right
+    pairs (slots and barrier phases reused across rounds)."""
+    import torch
+
+    n = 32
+    x = _small_ints(torch, (clusters * rounds, c * n))
+    out = torch.full((clusters, rounds * c, 2), float("nan"), device="cuda")
+    exchange_rounds[(clusters * c,)](x, out, C=c, N=n, ROUNDS=rounds, SLOTS=slots,
+                                     num_warps=num_warps, ctas_per_cga=(c, 1, 1))
+    torch.cuda.synchronize()
+    expect = exchange_rounds_reference(x.cpu().numpy(), c, rounds)
+    got = out.cpu().numpy()
+    bad = np.argwhere(got != expect)
+    assert bad.size == 0, f"C={c} SLOTS={slots}: {len(bad)} wrong values, first at {bad[:4]}"
+
+
+def check_exchange_sync(c, clusters):
+    """Raises AssertionError unless exchange_sync (st.shared::cluster + cluster barrier) on the
+    GPU gives every CTA its row's (max, sum)."""
+    import torch
+
+    n = 64
+    x = _small_ints(torch, (clusters, c * n))
+    out = torch.full((clusters * c, 2), float("nan"), device="cuda")
+    exchange_sync[(clusters * c,)](x, out, C=c, N=n, ctas_per_cga=(c, 1, 1))
+    torch.cuda.synchronize()
+    assert np.array_equal(out.cpu().numpy(), exchange_pairs_reference(x.cpu().numpy(), c))
+
+
+def check_push_tile(dtype_name, rows, c):
+    """Raises AssertionError unless every CTA receives every CTA's tile through push_tile."""
+    import torch
+
+    k = 64
+    x = torch.randn(c, rows, k, device="cuda").to(getattr(torch, dtype_name))
+    out = torch.full((c, c, rows, k), float("nan"), device="cuda", dtype=x.dtype)
+    push_tile[(c,)](x, out, R=rows, K=k, C=c, ctas_per_cga=(c, 1, 1))
+    torch.cuda.synchronize()
+    for pid in range(c):
+        assert torch.equal(out[pid], x), f"program {pid} received other tiles"

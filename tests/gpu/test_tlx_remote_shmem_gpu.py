@@ -1,0 +1,59 @@
+"""Distributed shared memory on the H200: cluster CTAs exchanging (max, sum) pairs through
+tlx.async_remote_shmem_store (one exchange, and many rounds through reused slots and barrier
+phases) and tlx.remote_shmem_store, against NumPy (checks in
+tests/python/tlx_remote_shmem_kernels.py). Each check runs in a subprocess with
+WARPWEAVE_TRAP_HANGS set: a wrong transaction count traps instead of hanging, and the trap cannot
+leave this process's CUDA context unusable for the tests after it."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gpu_requirements import require_cuda
+
+require_cuda((9, 0), "distributed shared memory (st.async, mapa) needs an sm_90 or newer GPU")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PATHS = [os.path.join(HERE, "..", "python"), os.path.join(HERE, "..", "..")]
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    # One private cache for these subprocesses: their kernels carry the trap-on-hang check.
+    return tmp_path_factory.mktemp("cache")
+
+
+def run_check(call, cache_dir):
+    env = dict(os.environ)
+    env.pop("WARPWEAVE_INTERPRET", None)
+    env["WARPWEAVE_TRAP_HANGS"] = "4000000"
+    env["WARPWEAVE_CACHE_DIR"] = str(cache_dir)
+    env["PYTHONPATH"] = os.pathsep.join(PATHS + [env.get("PYTHONPATH", "")])
+    code = f"import torch; torch.manual_seed(11); import tlx_remote_shmem_kernels as k; k.{call}"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+
+
+@pytest.mark.parametrize("c", [2, 4])
+@pytest.mark.parametrize("self_push", [False, True])
+@pytest.mark.parametrize("num_warps", [4, 8])
+def test_exchange_of_pairs(c, self_push, num_warps, cache_dir):
+    run_check(f"check_exchange_pairs({c}, 33, {self_push}, num_warps={num_warps})", cache_dir)
+
+
+@pytest.mark.parametrize("c,slots", [(2, 2), (4, 2), (4, 3)])
+def test_many_rounds_through_reused_slots(c, slots, cache_dir):
+    run_check(f"check_exchange_rounds({c}, {slots}, 64, 33)", cache_dir)
+
+
+@pytest.mark.parametrize("c", [2, 4])
+def test_synchronous_store(c, cache_dir):
+    run_check(f"check_exchange_sync({c}, 33)", cache_dir)
+
+
+@pytest.mark.parametrize("dtype,rows", [("float32", 8), ("float16", 16), ("float64", 8)])
+def test_wide_tiles(dtype, rows, cache_dir):
+    run_check(f"check_push_tile({dtype!r}, {rows}, 2)", cache_dir)
