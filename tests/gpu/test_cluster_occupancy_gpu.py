@@ -17,22 +17,25 @@ from warpweave import _native, tlx  # noqa: E402
 
 CLUSTER_SIZES = range(1, 9)
 TIMEOUT_NS = 1_000_000_000  # how long a CTA waits for the others before it reports a shortfall
-TIMEOUT_CYCLES = 2_000_000_000  # the same for the jit kernel's clock64 (the H200 runs <= 1.98 GHz)
+MAX_POLLS = 1_000_000  # the same for the jit kernel: about 1 s of polls (an atomic and 2 barriers)
 
 
 @ww.jit
-def wait_for_all(counter_ptr, seen_ptr, total, timeout_cycles, ROWS: tl.constexpr,
+def wait_for_all(counter_ptr, seen_ptr, total, max_polls, ROWS: tl.constexpr,
                  COLS: tl.constexpr, NUM: tl.constexpr):
-    """Arrives on the counter, then waits until `total` CTAs have (or `timeout_cycles` of the SM
-    clock pass) and writes the count it saw. Holds NUM buffers of ROWS x COLS floats of shared
-    memory, so that an SM has room for one CTA."""
+    """Arrives on the counter, then polls it until `total` CTAs have arrived (or `max_polls`
+    polls have gone by) and writes the count it saw. Holds NUM buffers of ROWS x COLS floats of
+    shared memory, so that an SM has room for one CTA."""
     bufs = tlx.local_alloc((ROWS, COLS), tl.float32, NUM)
     tlx.local_store(tlx.local_view(bufs, NUM - 1), tl.zeros((ROWS, COLS), tl.float32))
     tl.atomic_add(counter_ptr, 1)
-    start = tlx.clock64()
     seen = tl.atomic_add(counter_ptr, 0)
-    while (seen < total) & (tlx.clock64() - start < timeout_cycles):
+    polls = 0
+    # The poll count, not a clock, ends the wait: it is the same in every thread, so they all
+    # leave the loop (and its barriers) together.
+    while (seen < total) & (polls < max_polls):
         seen = tl.atomic_add(counter_ptr, 0)
+        polls += 1
     tl.store(seen_ptr + tl.program_id(0), seen)
 
 
@@ -152,7 +155,7 @@ def test_a_jit_kernel_counts_its_clusters_and_that_many_run_at_once(ctas):
     meta = dict(ROWS=64, COLS=256, NUM=3, ctas_per_cga=(ctas, 1, 1))
     # The launch below may compile another specialization (of `total`); it has the same warps
     # and shared memory, which is all the count depends on.
-    ck = wait_for_all.warmup(counter, counter, 2, TIMEOUT_CYCLES, grid=(ctas,), **meta)
+    ck = wait_for_all.warmup(counter, counter, 2, MAX_POLLS, grid=(ctas,), **meta)
     assert ck.shared >= 192 * 1024
     clusters = ck.max_active_clusters()
     assert clusters == ck.max_active_clusters(ctas)
@@ -160,7 +163,7 @@ def test_a_jit_kernel_counts_its_clusters_and_that_many_run_at_once(ctas):
     assert clusters == ptx_kernel(ctas).max_active_clusters(ctas)
     total = ctas * clusters
     seen = torch.full((total,), -1, dtype=torch.int32, device="cuda")
-    wait_for_all[(total,)](counter, seen, total, TIMEOUT_CYCLES, **meta)
+    wait_for_all[(total,)](counter, seen, total, MAX_POLLS, **meta)
     torch.cuda.synchronize()
     assert counter.item() == total
     assert seen.tolist() == [total] * total
