@@ -678,14 +678,23 @@ private:
       return;
     case OpCode::AsyncRemoteStore:
     case OpCode::RemoteStore: {
+      const ir::Value* v = op.operand(1);
+      if (!isTensor(v)) return;
+      const std::vector<int64_t>& shape = v->type().shape;
+      int64_t eb = v->type().elemBytes(), n = numElements(shape);
+      // A value of at most 16 bytes (a pair of partial statistics) goes from one thread as one
+      // vector store: each remote store also updates the peer's mbarrier, so fewer is faster.
+      if (n >= 2 && n * eb <= 16 && n == shape.back() && isPowerOf2(n)) {
+        require(op, 1, defaultBlockedLayout(shape, numWarps(), static_cast<int32_t>(n)));
+        return;
+      }
       // st.async stores 32-bit units at least: a 16-bit value goes as packed pairs, so each
       // thread holds consecutive elements along the last dim (16 bytes where the shape allows).
-      const ir::Value* v = op.operand(1);
-      if (!isTensor(v) || v->type().elemBytes() != 2) return;
+      if (eb != 2) return;
       const LinearLayout* have = layoutOf(v);
-      int last = static_cast<int>(v->type().shape.size()) - 1;
+      int last = static_cast<int>(shape.size()) - 1;
       if (have && have->numConsecutiveInOut(dimName(last)) >= 2) return;
-      require(op, 1, defaultBlockedLayout(v->type().shape, numWarps(), 8));
+      require(op, 1, defaultBlockedLayout(shape, numWarps(), 8));
       return;
     }
     case OpCode::LocalLoad:

@@ -155,10 +155,13 @@ def test_ptx_has_st_async_to_mapped_addresses_and_assembles(target, c):
     assert k.cubin
     stores = re.findall(re.escape(ST_ASYNC) + r"(\.v[24])?\.(\w+)\s+\[(%r\d+)\], [^;]*, \[(%r\d+)\];",
                         k.ptx)
-    assert len(stores) == c, k.ptx  # one per peer: the pair in one vector store
+    # One per peer: the 8-byte pair from one thread as one vector store (each st.async also
+    # updates the peer's barrier).
+    assert len(stores) == c, k.ptx
     mapped = set(re.findall(r"mapa\.shared::cluster\.u32\s+(%r\d+),", k.ptx))
-    for _vec, _type, addr, bar in stores:
-        assert bar in mapped, (bar, k.ptx)
+    for vec, type_, addr, bar in stores:
+        assert (vec, type_) == (".v2", "f32"), k.ptx
+        assert addr in mapped and bar in mapped, (addr, bar, k.ptx)
     assert "barrier.cluster" in k.ptx  # after alloc_barriers
 
 
@@ -286,22 +289,29 @@ def stores_per_thread(ptx, threads, rank=0):
 
 @pytest.mark.parametrize("num_warps", [1, 4, 8])
 @pytest.mark.parametrize("rank", [0, 1])
-def test_each_element_is_stored_exactly_once_per_peer(num_warps, rank):
-    # A [2] pair is held by many threads (every warp, several lanes): st.async must store each
-    # of its 8 bytes once per peer, since the bytes count toward the peer's transaction count.
+@pytest.mark.parametrize("kernel,signature,nbytes", [
+    # A [2] pair held by every thread: one thread stores it.
+    ("exchange_pairs", PAIRS_SIG.format(c=2, self_push=True), 8),
+    # 64 fp32 over up to 256 threads: warps (and lanes) hold copies of each other's elements.
+    ("push_tile", "x_ptr:*fp32:16, out_ptr:*fp32:16, R=2, K=32, C=2", 256),
+    # fp16 stored in packed pairs.
+    ("push_tile", "x_ptr:*fp16:16, out_ptr:*fp16:16, R=4, K=32, C=2", 256),
+])
+def test_each_element_is_stored_exactly_once_per_peer(num_warps, rank, kernel, signature, nbytes):
+    # The bytes count toward the peer's transaction count: each must be stored once per peer,
+    # by one thread, whatever the layout replicates over lanes and warps.
     c = 2
-    ptx = compile_here("exchange_pairs", PAIRS_SIG.format(c=c, self_push=True),
-                       num_warps=num_warps, num_ctas=c, stage="ptx").ptx
+    ptx = compile_here(kernel, signature, num_warps=num_warps, num_ctas=c, stage="ptx").ptx
     stores = stores_per_thread(ptx, num_warps * 32, rank=rank)
     assert stores, ptx
     slot = None
     for peer in range(c):
-        written = np.zeros(1 << 12, np.int32)
-        for _tid, p, offset, nbytes in stores:
+        written = np.zeros(1 << 14, np.int32)
+        for _tid, p, offset, size in stores:
             if p == peer:
-                written[offset:offset + nbytes] += 1
+                written[offset:offset + size] += 1
         hit = np.nonzero(written)[0]
-        assert len(hit) == 8 and hit[-1] - hit[0] == 7, (peer, hit, stores)
+        assert len(hit) == nbytes and hit[-1] - hit[0] == nbytes - 1, (peer, hit, stores)
         assert (written[hit] == 1).all(), (peer, written[hit], stores)
         # The same slot (this CTA's: `rank`) of every peer.
         slot = hit[0] if slot is None else slot
