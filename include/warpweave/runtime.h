@@ -127,9 +127,9 @@ public:
   /// kernel's shared memory, after the function attributes a launch sets. A persistent cluster
   /// kernel runs in one wave with at most that many clusters; it can be below
   /// numSMs / clusterSize, since a cluster must fit inside one GPC. 0: no cluster of this size
-  /// fits. std::nullopt when the driver predates the query (unknown). A kernel compiled for
-  /// clusters (numCtas > 1) answers for its own cluster size only; other sizes, and sizes
-  /// below 1, throw LaunchError.
+  /// fits. Kept per context and cluster size after the first driver call. std::nullopt when
+  /// the driver predates the query (unknown). A kernel compiled for clusters (numCtas > 1)
+  /// answers for its own cluster size only; other sizes, and sizes below 1, throw LaunchError.
   std::optional<int> maxActiveClusters(int clusterSize) const;
 
   /// Launches `grid` CTAs (grid.x counts CTAs, not clusters) of numWarps*32 threads on `stream`

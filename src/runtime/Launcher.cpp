@@ -339,6 +339,14 @@ struct GpuKernel::Impl {
   /// The last context's record, checked without the mutex (records are never freed before
   /// the kernel, so a stale pointer still names a valid pair).
   mutable std::atomic<const Loaded*> last{nullptr};
+  /// maxActiveClusters' answers by context and cluster size (under `mutex`): they hold for the
+  /// life of the context, and persistent kernels' wrappers ask before every launch.
+  struct ClusterCount {
+    CUcontext context;
+    int clusterSize;
+    int clusters;
+  };
+  mutable std::vector<ClusterCount> clusterCounts;
 
   ~Impl() {
     // Best effort: at process exit the driver may already have torn the contexts down.
@@ -682,6 +690,10 @@ std::optional<int> GpuKernel::maxActiveClusters(int clusterSize) const {
   CUfunction fn = k.function();
   const runtime::CudaDriver& d = runtime::driver();
   if (!d.occupancyMaxActiveClusters) return std::nullopt;
+  const CUcontext ctx = runtime::ensureContext();
+  std::lock_guard<std::mutex> lock(k.mutex);
+  for (const Impl::ClusterCount& c : k.clusterCounts)
+    if (c.context == ctx && c.clusterSize == clusterSize) return c.clusters;
   // A kernel without a declared cluster shape may be asked about any size; above 8 CTAs the
   // driver counts only functions that allow non-portable sizes (launches in clusters do already).
   if (clusterSize > 8 && k.numCtas <= 8)
@@ -703,6 +715,7 @@ std::optional<int> GpuKernel::maxActiveClusters(int clusterSize) const {
                       "CUDA_ERROR_INVALID_CLUSTER_SIZE; Hopper allows up to 8, or 16 "
                       "non-portably)");
   runtime::check(r, "cuOccupancyMaxActiveClusters");
+  k.clusterCounts.push_back({ctx, clusterSize, clusters});
   return clusters;
 }
 

@@ -54,9 +54,10 @@ def test_a_192kb_kernel_gets_the_clusters_that_fit_in_the_gpcs(tmp_path):
             # A launch after the query uses the function the query was answered for.
             big_shared[(c * n,)](x, BLOCK=64, ctas_per_cga=(c, 1, 1))
             result[c] = dict(n=n, default=ck.max_active_clusters(), record=rec,
-                          shared=ck.shared, launched=stub.record.function,
-                          launch_cluster=list(stub.record.cluster), grid=list(stub.record.grid),
-                          loads=stub.record.module_loads)
+                             queries_after=stub.record.occupancy_queries,
+                             shared=ck.shared, launched=stub.record.function,
+                             launch_cluster=list(stub.record.cluster),
+                             grid=list(stub.record.grid), loads=stub.record.module_loads)
         print(json.dumps(result))
     ''')
     loads = 0
@@ -64,6 +65,8 @@ def test_a_192kb_kernel_gets_the_clusters_that_fit_in_the_gpcs(tmp_path):
         assert r["shared"] > 190 * 1024, r  # one CTA per SM in the stub's model (and on an H200)
         assert r["n"] == expected_clusters(1, c), (c, r)
         assert r["default"] == r["n"]  # cluster_size defaults to the kernel's ctas_per_cga
+        # One driver query per kernel: later calls (a wrapper's, before every launch) reuse it.
+        assert r["record"]["queries"] == r["queries_after"] == c, r
         assert r["n"] <= 132 // c
         rec = r["record"]
         assert rec["cluster"] == [c, 1, 1] and rec["grid"] == [c, 1, 1], (c, rec)
@@ -81,7 +84,8 @@ def test_a_192kb_kernel_gets_the_clusters_that_fit_in_the_gpcs(tmp_path):
 def test_blocks_per_sm_come_from_threads_registers_and_shared_memory(tmp_path):
     res = run(tmp_path, '''
         rows = []
-        for warps, regs in ((4, 0), (4, 128), (8, 64), (1, 255)):
+        # A new kernel each time (its warps differ), loaded while the stub reports `regs`.
+        for warps, regs in ((4, 0), (2, 128), (8, 64), (1, 255)):
             stub.set_num_regs(regs)
             ck = add4.warmup(x, y, out, 1000, BLOCK=256, grid=(2,), num_warps=warps,
                              ctas_per_cga=(2, 1, 1))
@@ -98,7 +102,7 @@ def test_blocks_per_sm_come_from_threads_registers_and_shared_memory(tmp_path):
             blocks = min(blocks, 65536 // per_warp // r["warps"])
         assert r["block"] == [threads, 1, 1] and r["shared"] == 0, r
         assert r["n"] == expected_clusters(blocks, 2), r
-    assert [r["n"] for r in res] == [1056, 264, 264, 528]
+    assert [r["n"] for r in res] == [1056, 528, 264, 528]
 
 
 def test_a_kernel_without_clusters_can_be_asked_about_any_size_up_to_16(tmp_path):
