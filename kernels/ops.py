@@ -660,8 +660,9 @@ def softmax(x, online=None, config=None):
 def _softmax_smem(place, x2, out, in_stride: int, config) -> None:
     """Softmax with each row's slices held in shared memory (kernels/hopper/rows_smem.py):
     config's split (CTAs of a cluster per row, 1 to 16), block (columns per chunk, a power of
-    two from 16), num_stages (slices in each CTA's ring, at least 2), num_warps, and the
-    persistent grid's clusters (default: programs_per_sm (1) CTAs per SM over split, at most a
+    two from 16), num_stages (slices in each CTA's ring, at least 2), num_warps, dsmem (the
+    CTAs exchange partials through each other's shared memory; False: global scratch and a
+    cluster barrier), and the persistent grid's clusters (default: programs_per_sm (1) CTAs per SM over split, at most a
     cluster per row)."""
     n_rows, n_cols = x2.shape
     split = config.get("split", 2)
@@ -684,7 +685,7 @@ def _softmax_smem(place, x2, out, in_stride: int, config) -> None:
     scratch = place.empty((n_rows, split, 2), "float32") if split > 1 else out
     meta = dict(BLOCK=block, K=chunks, NUM_STAGES=stages, C=split,
                 PEERS=ww.next_power_of_2(split), STORE_EVICT=config.get("store_evict", ""),
-                num_warps=config.get("num_warps") or 8)
+                DSMEM=bool(config.get("dsmem", True)), num_warps=config.get("num_warps") or 8)
     if split > 1:
         meta["ctas_per_cga"] = (split, 1, 1)
     args = (out, x2, scratch, in_stride, n_cols, n_rows, n_cols, slice_cols)

@@ -92,13 +92,51 @@ def _store_chunks(out_row, bufs, stage, k_begin, k_end, scale, col0, slice_end, 
 
 
 @ww.jit
+def push_pair(pairs, bars, slot, rank, a, b, C: tl.constexpr, PEERS: tl.constexpr):
+    """Stores this CTA's pair (a, b) into buffer slot * PEERS + rank of `pairs` ([2] fp32 each) in
+    every CTA of the cluster, itself included, completing 8 bytes on each one's barrier `slot`
+    (st.async: no cluster barrier; the receivers wait on their own barrier, take_pairs)."""
+    pair = tl.where(tl.arange(0, 2) == 0, a, b)
+    dst = tlx.local_view(pairs, slot * PEERS + rank)
+    bar = tlx.local_view(bars, slot)
+    for r in tl.static_range(C):
+        tlx.async_remote_shmem_store(dst, pair, r, bar)
+
+
+@ww.jit
+def wait_pairs(bars, slot, phase, C: tl.constexpr):
+    """Waits until the C pairs of exchange slot `slot` have landed (its barrier's phase `phase`:
+    the slot's uses alternate it)."""
+    bar = tlx.local_view(bars, slot)
+    tlx.barrier_expect_bytes(bar, C * 8)
+    tlx.barrier_wait(bar, phase)
+
+
+@ww.jit
+def pair_of(pairs, slot, r, PEERS: tl.constexpr):
+    """(a, b): the pair that CTA r pushed into exchange slot `slot`."""
+    pair = tlx.local_load(tlx.local_view(pairs, slot * PEERS + r))
+    first = tl.arange(0, 2) == 0
+    return tl.sum(tl.where(first, pair, 0.0), axis=0), tl.sum(tl.where(first, 0.0, pair), axis=0)
+
+
+@ww.jit
 def softmax_smem_kernel(out_ptr, in_ptr, scratch_ptr, in_row_stride, out_row_stride, n_rows,
                         n_cols, slice_cols, BLOCK: tl.constexpr, K: tl.constexpr,
                         NUM_STAGES: tl.constexpr, C: tl.constexpr = 1, PEERS: tl.constexpr = 1,
-                        STORE_EVICT: tl.constexpr = ""):
+                        STORE_EVICT: tl.constexpr = "", DSMEM: tl.constexpr = True):
     tl.static_assert(NUM_STAGES >= 2)
     bufs = tlx.local_alloc((BLOCK,), in_ptr.dtype.element_ty, NUM_STAGES * K)
     rank, first, step, n_mine = rows_of_program(n_rows, C)
+    if DSMEM:
+        # Two exchange slots: a peer pushes row i + 1's pair only after it has row i's pairs,
+        # ours among them, which this CTA sends after it has read slot (i - 1) % 2.
+        pairs = tlx.local_alloc((2,), tl.float32, 2 * PEERS)
+        pair_bars = tlx.alloc_barriers(num_barriers=2, arrive_count=1)
+        if C > 1:
+            # The peers' barriers are initialized before anyone pushes to them.
+            tlx.fence_mbarrier_init_cluster()
+            tlx.cluster_barrier()
     col0 = rank * slice_cols
     slice_end = tl.minimum(col0 + slice_cols, n_cols)
     for s in tl.static_range(NUM_STAGES):
@@ -129,7 +167,20 @@ def softmax_smem_kernel(out_ptr, in_ptr, scratch_ptr, in_row_stride, out_row_str
         total = _exp_of_chunks(bufs, stage, full, K, total, shift_log2, col0, slice_end, K,
                                BLOCK, True)
         slice_sum = tl.sum(total, axis=0)
-        if C > 1:
+        if C > 1 and DSMEM:
+            slot = i % 2
+            push_pair(pairs, pair_bars, slot, rank, slice_max, slice_sum, C, PEERS)
+            wait_pairs(pair_bars, slot, (i // 2) & 1, C)
+            row_max = slice_max
+            for r in tl.static_range(C):
+                m_r, s_r = pair_of(pairs, slot, r, PEERS)
+                row_max = tl.maximum(row_max, m_r)
+            row_sum = 0.0
+            for r in tl.static_range(C):
+                m_r, s_r = pair_of(pairs, slot, r, PEERS)
+                row_sum += tl.where(m_r == -float("inf"), 0.0, s_r * tl.exp(m_r - row_max))
+            scale = tl.exp(shift - row_max) / row_sum
+        elif C > 1:
             publish_partials(scratch_ptr, row, rank, slice_max, slice_sum, C)
             maxes, sums = peer_partials(scratch_ptr, row, -float("inf"), C, PEERS)
             row_max = tl.max(maxes, axis=0)
