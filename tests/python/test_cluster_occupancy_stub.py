@@ -168,3 +168,16 @@ def test_the_interpreter_answers_none(tmp_path):
                               queries=stub.record.occupancy_queries)))
     ''')
     assert res == dict(interpret=True, n=None, queries=0)
+
+
+def test_an_aot_kernel_from_metadata_answers_the_same(tmp_path):
+    res = run(tmp_path, '''
+        ck = big_shared.warmup(x, BLOCK=64, grid=(3,), ctas_per_cga=(3, 1, 1))
+        aot = _native.kernel_from_metadata(ck.kernel.metadata_json(), ck.kernel.cubin)
+        print(json.dumps(dict(jit=ck.max_active_clusters(), aot=aot.max_active_clusters(3),
+                              queries=stub.record.occupancy_queries,
+                              shared=stub.record.occupancy_shared)))
+    ''')
+    # Two GpuKernels (one per object), one query each.
+    assert res["jit"] == res["aot"] == expected_clusters(1, 3)
+    assert res["queries"] == 2 and res["shared"] > 190 * 1024
