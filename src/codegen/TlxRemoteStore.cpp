@@ -4,6 +4,8 @@
 #include "codegen/Lowering.h"
 #include "ir/OpTraits.h"
 
+#include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 namespace ww::codegen {
@@ -89,6 +91,13 @@ void FunctionLowering::lowerTlxRemoteStore(const ir::Op& op) {
                              " is not supported; use power-of-two dims");
   if (!src->type().isTensor())
     throw std::logic_error("codegen: a remote store of a scalar (the specializer broadcasts it)");
+  const int64_t clusterSize = std::max(1, fn_.numCtas);
+  if (std::optional<int64_t> r = ir::constantInt(op.operand(2)); r && *r >= clusterSize)
+    raiseError(op.loc(), what + "'s remote_cta_rank " + std::to_string(*r) +
+                             " is outside the cluster of " + std::to_string(clusterSize) + " CTA" +
+                             (clusterSize == 1 ? "" : "s") + " (ranks 0.." +
+                             std::to_string(clusterSize - 1) +
+                             "); launch with ctas_per_cga=(n, 1, 1) for clusters of n");
   DType elem = dst->type().elem;
   int bytes = ir::byteWidth(elem);
   const LinearLayout& l = operandLayoutOf(op, 1);

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 import warpweave as ww
-from tlx_remote_shmem_kernels import (exchange_pairs, exchange_pairs_reference, exchange_rounds,
+from tlx_remote_shmem_kernels import (constant_rank, exchange_in_task, exchange_pairs,
+                                      exchange_pairs_reference, exchange_rounds,
                                       exchange_rounds_reference, exchange_sync, expect_too_many,
                                       push_tile, read_before_wait)
 
@@ -103,6 +104,15 @@ def test_wide_tile_pushed_to_every_peer(dtype):
         np.testing.assert_array_equal(out[pid], x)
 
 
+@pytest.mark.parametrize("c", [2, 4])
+def test_exchange_from_an_async_task(c):
+    n = 32
+    x = small_ints(np.random.default_rng(c + 100), (2, c * n))
+    out = np.full((2 * c, 2), np.nan, np.float32)
+    exchange_in_task[(2 * c,)](x, out, C=c, N=n, ctas_per_cga=(c, 1, 1))
+    np.testing.assert_array_equal(out, exchange_pairs_reference(x, c))
+
+
 def test_reading_before_the_barrier_wait_is_a_located_race():
     out = np.zeros((2, 2), np.float32)
     with pytest.raises(ww.InterpreterError) as e:
@@ -190,6 +200,25 @@ def test_wide_tiles_go_as_16_byte_vectors(dtype, rows, vector):
     # 16-bit ones in packed pairs).
     k = compile_here("push_tile", f"x_ptr:*{dtype}:16, out_ptr:*{dtype}:16, R={rows}, K=64, C=2")
     assert k.cubin and ST_ASYNC + vector in k.ptx, k.ptx
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
+def test_store_from_an_async_task_assembles(target):
+    k = compile_here("exchange_in_task", "x_ptr:*fp32:16, out_ptr:*fp32:16, C=2, N=32",
+                     target=target)
+    assert k.cubin and k.ptx.count(ST_ASYNC) == 2, k.ptx
+    # The task's barrier before its stores is its own named barrier, not bar.sync 0 of the CTA.
+    first = k.ptx.index(ST_ASYNC)
+    assert re.search(r"bar\.sync\s+[1-9]\d*, 128;", k.ptx[:first]), k.ptx
+
+
+@pytest.mark.parametrize("rank,num_ctas", [(2, 2), (1, 1)])
+def test_constant_rank_outside_the_cluster_is_refused(rank, num_ctas):
+    with pytest.raises(Exception) as e:
+        compile_here("constant_rank", f"out_ptr:*fp32:16, RANK={rank}", num_ctas=num_ctas)
+    msg = str(e.value)
+    assert f"remote_cta_rank {rank} is outside the cluster of {num_ctas} CTA" in msg, msg
+    assert f":{line_of(constant_rank, 'tlx.async_remote_shmem_store')}:" in msg, msg
 
 
 @pytest.mark.parametrize("kernel,fragment", [

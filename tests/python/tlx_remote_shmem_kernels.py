@@ -273,3 +273,39 @@ def check_push_tile(dtype_name, rows, c):
     torch.cuda.synchronize()
     for pid in range(c):
         assert torch.equal(out[pid], x), f"program {pid} received other tiles"
+
+
+@ww.jit
+def exchange_in_task(x_ptr, out_ptr, C: tl.constexpr, N: tl.constexpr):
+    """exchange_pairs (every CTA stores to every CTA) run by a 4-warp async task beside an idle
+    default task: the task's own warps store, once per element."""
+    slots = tlx.local_alloc((2,), tl.float32, C)
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            pass
+        with tlx.async_task(num_warps=4):
+            pid = tl.program_id(0)
+            rank = tlx.cluster_cta_rank()
+            xs = tl.load(x_ptr + ((pid // C) * C + rank) * N + tl.arange(0, N))
+            pair = tl.where(tl.arange(0, 2) == 0, tl.max(xs, 0), tl.sum(xs, 0))
+            bar = tlx.local_view(bars, 0)
+            tlx.barrier_expect_bytes(bar, C * 8)
+            for peer in tl.static_range(C):
+                tlx.async_remote_shmem_store(tlx.local_view(slots, rank), pair, peer, bar)
+            tlx.barrier_wait(bar, 0)
+            best = tl.full([2], -float("inf"), tl.float32)
+            total = tl.zeros([2], tl.float32)
+            for peer in tl.static_range(C):
+                got = tlx.local_load(tlx.local_view(slots, peer))
+                best = tl.maximum(best, got)
+                total += got
+            tl.store(out_ptr + pid * 2 + tl.arange(0, 2),
+                     tl.where(tl.arange(0, 2) == 0, best, total))
+
+
+@ww.jit
+def constant_rank(out_ptr, RANK: tl.constexpr):
+    slots = tlx.local_alloc((2,), tl.float32, 1)
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    tlx.async_remote_shmem_store(slots[0], tl.zeros([2], tl.float32), RANK, bars[0])
