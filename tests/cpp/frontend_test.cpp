@@ -994,7 +994,7 @@ TEST(KernelLibrary, EveryKernelFileParsesAndHoldsOnlyJitFunctions) {
        {"publish_partials", "peer_partials", "_slice_of_row", "_store_slice",
         "softmax_cluster_kernel", "_slice_counts", "layernorm_fwd_cluster_kernel", "_stats_or_zero",
         "layernorm_bwd_cluster_kernel"}},
-      {"rows_smem.py", {"load_slice", "chunk_view", "_max_of_chunks", "_exp_of_chunks", "_store_chunks",
+      {"rows_smem.py", {"load_slice", "chunk_view", "push_pair", "wait_pairs", "pair_of", "_max_of_chunks", "_exp_of_chunks", "_store_chunks",
         "softmax_smem_kernel"}},
   };
   std::vector<std::string> files = pythonFilesUnder(std::string(WW_SOURCE_DIR) + "/kernels");
