@@ -15,8 +15,9 @@ import pytest
 import warpweave as ww
 from tlx_remote_shmem_kernels import (constant_rank, exchange_in_task, exchange_pairs,
                                       exchange_pairs_reference, exchange_rounds,
-                                      exchange_rounds_reference, exchange_sync, expect_too_many,
-                                      push_tile, read_before_wait)
+                                      exchange_rounds_reference, exchange_scalars, exchange_sync,
+                                      expect_too_many, push_tile, read_before_wait,
+                                      sync_store_without_barrier)
 
 native_loader = importlib.import_module("warpweave._native_loader")
 pytestmark = pytest.mark.skipif(not native_loader.available(),
@@ -113,6 +114,27 @@ def test_exchange_from_an_async_task(c):
     np.testing.assert_array_equal(out, exchange_pairs_reference(x, c))
 
 
+@pytest.mark.parametrize("c", [2, 4])
+def test_scalars_into_one_element_slots(c):
+    n = 32
+    x = small_ints(np.random.default_rng(c + 200), (3, c * n))
+    out = np.full((3 * c, 2), np.nan, np.float32)
+    exchange_scalars[(3 * c,)](x, out, C=c, N=n, ctas_per_cga=(c, 1, 1))
+    np.testing.assert_array_equal(out, exchange_pairs_reference(x, c))
+
+
+def test_synchronous_store_read_without_a_cluster_barrier_is_a_located_race():
+    out = np.zeros((2, 2), np.float32)
+    with pytest.raises(ww.InterpreterError) as e:
+        sync_store_without_barrier[(2,)](out, C=2, ctas_per_cga=(2, 1, 1))
+    msg = str(e.value)
+    # Whichever CTA reads first: its peer's store has not happened yet, or is not ordered
+    # before the read.
+    assert re.search(r"local_load reads shared memory that (nothing wrote|remote_shmem_store "
+                     r"by program \(\d, 0, 0\) wrote, with no barrier ordering)", msg), msg
+    assert f":{line_of(sync_store_without_barrier, 'got = tlx.local_load')}:" in msg, msg
+
+
 def test_reading_before_the_barrier_wait_is_a_located_race():
     out = np.zeros((2, 2), np.float32)
     with pytest.raises(ww.InterpreterError) as e:
@@ -155,6 +177,21 @@ def compile_here(kernel, signature, target="sm_90a", num_warps=4, num_ctas=2, st
 
 
 PAIRS_SIG = "x_ptr:*fp32:16, out_ptr:*fp32:16, C={c}, N=64, SELF={self_push}"
+
+
+@pytest.mark.parametrize("num_warps", [4, 8])
+def test_scalar_store_is_one_4_byte_store_by_one_thread(num_warps):
+    k = compile_here("exchange_scalars", "x_ptr:*fp32:16, out_ptr:*fp32:16, C=2, N=32",
+                     num_warps=num_warps)
+    assert k.cubin and k.ptx.count(ST_ASYNC + ".f32 [") == 4, k.ptx
+    body = k.ptx[k.ptx.index(".entry"):]
+    guards = set(re.findall(r"@(%p\d+) " + re.escape(ST_ASYNC), body))
+    assert len(guards) == 1, body
+    # The guard holds for thread 0 alone: (tid & (threads - 1)) == 0.
+    guard = guards.pop()
+    m = re.search(r"setp\.eq\.u32\s+" + re.escape(guard) + r", (%r\d+), 0;", body)
+    assert m, body
+    assert re.search(re.escape(m.group(1)) + rf", %r\d+, {num_warps * 32 - 1};", body), body
 
 
 @pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])

@@ -309,3 +309,40 @@ def constant_rank(out_ptr, RANK: tl.constexpr):
     slots = tlx.local_alloc((2,), tl.float32, 1)
     bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
     tlx.async_remote_shmem_store(slots[0], tl.zeros([2], tl.float32), RANK, bars[0])
+
+
+@ww.jit
+def exchange_scalars(x_ptr, out_ptr, C: tl.constexpr, N: tl.constexpr):
+    """exchange_pairs with the max and the sum stored as two scalars into 1-element slots."""
+    pid = tl.program_id(0)
+    rank = tlx.cluster_cta_rank()
+    xs = tl.load(x_ptr + ((pid // C) * C + rank) * N + tl.arange(0, N))
+    maxes = tlx.local_alloc((1,), tl.float32, C)
+    sums = tlx.local_alloc((1,), tl.float32, C)
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    tlx.barrier_expect_bytes(bars[0], C * 8)
+    for peer in tl.static_range(C):
+        tlx.async_remote_shmem_store(maxes[rank], tl.max(xs, 0), peer, bars[0])
+        tlx.async_remote_shmem_store(sums[rank], tl.sum(xs, 0), peer, bars[0])
+    tlx.barrier_wait(bars[0], 0)
+    best = tl.full([1], -float("inf"), tl.float32)
+    total = tl.zeros([1], tl.float32)
+    for peer in tl.static_range(C):
+        best = tl.maximum(best, tlx.local_load(maxes[peer]))
+        total += tlx.local_load(sums[peer])
+    tl.store(out_ptr + pid * 2 + tl.arange(0, 1), best)
+    tl.store(out_ptr + pid * 2 + 1 + tl.arange(0, 1), total)
+
+
+@ww.jit
+def sync_store_without_barrier(out_ptr, C: tl.constexpr):
+    """remote_shmem_store, then reading the peers' slots with no cluster barrier between."""
+    pid = tl.program_id(0)
+    rank = tlx.cluster_cta_rank()
+    slots = tlx.local_alloc((2,), tl.float32, C)
+    pair = tl.full([2], 1.0, tl.float32) * (rank + 1)
+    for peer in tl.static_range(C):
+        tlx.remote_shmem_store(slots[rank], pair, peer)
+    got = tlx.local_load(slots[(rank + 1) % C])
+    tl.store(out_ptr + pid * 2 + tl.arange(0, 2), got)
+    tlx.cluster_barrier()
