@@ -44,6 +44,10 @@ def test_exchange_of_pairs(c, self_push, num_warps, cache_dir):
     run_check(f"check_exchange_pairs({c}, 33, {self_push}, num_warps={num_warps})", cache_dir)
 
 
+def test_store_to_itself_without_a_cluster_launch(cache_dir):
+    run_check("check_exchange_pairs(1, 65, True)", cache_dir)
+
+
 @pytest.mark.parametrize("c,slots", [(2, 2), (4, 2), (4, 3)])
 def test_many_rounds_through_reused_slots(c, slots, cache_dir):
     run_check(f"check_exchange_rounds({c}, {slots}, 64, 33)", cache_dir)

@@ -224,8 +224,10 @@ def check_exchange_pairs(c, clusters, self_push, num_warps=4):
     n = 64
     x = _small_ints(torch, (clusters, c * n))
     out = torch.full((clusters * c, 2), float("nan"), device="cuda")
+    # C = 1: a plain launch (no cluster), each CTA storing to itself (rank 0).
+    cluster = {"ctas_per_cga": (c, 1, 1)} if c > 1 else {}
     exchange_pairs[(clusters * c,)](x, out, C=c, N=n, SELF=self_push, num_warps=num_warps,
-                                    ctas_per_cga=(c, 1, 1))
+                                    **cluster)
     torch.cuda.synchronize()
     expect = exchange_pairs_reference(x.cpu().numpy(), c)
     got = out.cpu().numpy()
