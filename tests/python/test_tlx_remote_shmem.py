@@ -15,6 +15,7 @@ import pytest
 import warpweave as ww
 from tlx_remote_shmem_kernels import (constant_rank, exchange_in_task, exchange_pairs,
                                       exchange_pairs_reference, exchange_rounds,
+                                      exchange_row_sums,
                                       exchange_rounds_reference, exchange_scalars, exchange_sync,
                                       expect_too_many, push_tile, read_before_wait,
                                       sync_store_without_barrier)
@@ -135,6 +136,16 @@ def test_synchronous_store_read_without_a_cluster_barrier_is_a_located_race():
     assert f":{line_of(sync_store_without_barrier, 'got = tlx.local_load')}:" in msg, msg
 
 
+@pytest.mark.parametrize("c", [2, 4])
+@pytest.mark.parametrize("m", [1, 16])
+def test_row_sums_with_own_slot_by_local_store(c, m):
+    n = 32
+    x = small_ints(np.random.default_rng(c * m), (2, m, c * n))
+    out = np.full((2 * c, m), np.nan, np.float32)
+    exchange_row_sums[(2 * c,)](x, out, M=m, N=n, C=c, ctas_per_cga=(c, 1, 1))
+    np.testing.assert_array_equal(out, np.repeat(x.sum(2), c, axis=0))
+
+
 def test_reading_before_the_barrier_wait_is_a_located_race():
     out = np.zeros((2, 2), np.float32)
     with pytest.raises(ww.InterpreterError) as e:
@@ -237,6 +248,14 @@ def test_wide_tiles_go_as_16_byte_vectors(dtype, rows, vector):
     # 16-bit ones in packed pairs).
     k = compile_here("push_tile", f"x_ptr:*{dtype}:16, out_ptr:*{dtype}:16, R={rows}, K=64, C=2")
     assert k.cubin and ST_ASYNC + vector in k.ptx, k.ptx
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
+@pytest.mark.parametrize("m", [1, 16, 64])
+def test_row_sums_of_shape_m_by_1_assemble(target, m):
+    k = compile_here("exchange_row_sums", f"x_ptr:*fp32:16, out_ptr:*fp32:16, M={m}, N=32, C=2",
+                     target=target, num_warps=8)
+    assert k.cubin and ST_ASYNC in k.ptx, k.ptx
 
 
 @pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
@@ -362,6 +381,8 @@ def stores_per_thread(ptx, threads, rank=0):
     ("push_tile", "x_ptr:*fp32:16, out_ptr:*fp32:16, R=2, K=32, C=2", 256),
     # fp16 stored in packed pairs.
     ("push_tile", "x_ptr:*fp16:16, out_ptr:*fp16:16, R=4, K=32, C=2", 256),
+    # An [M, 1] column of row sums (TLX's pattern), in a 2-D buffer.
+    ("push_tile", "x_ptr:*fp32:16, out_ptr:*fp32:16, R=16, K=1, C=2", 64),
 ])
 def test_each_element_is_stored_exactly_once_per_peer(num_warps, rank, kernel, signature, nbytes):
     # The bytes count toward the peer's transaction count: each must be stored once per peer,

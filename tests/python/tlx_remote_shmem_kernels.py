@@ -348,3 +348,28 @@ def sync_store_without_barrier(out_ptr, C: tl.constexpr):
     got = tlx.local_load(slots[(rank + 1) % C])
     tl.store(out_ptr + pid * 2 + tl.arange(0, 2), got)
     tlx.cluster_barrier()
+
+
+@ww.jit
+def exchange_row_sums(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, C: tl.constexpr):
+    """TLX's pattern for row sums split over a cluster: each CTA sums its [M, N] slice of M rows
+    into an [M, 1] partial, keeps it in its own slot with local_store and stores it into its slot
+    of every other CTA; then each adds the C partials in rank order."""
+    pid = tl.program_id(0)
+    rank = tlx.cluster_cta_rank()
+    rows = tl.arange(0, M)[:, None] * (C * N) + rank * N + tl.arange(0, N)[None, :]
+    data = tl.load(x_ptr + (pid // C) * M * C * N + rows)
+    partial = tl.reshape(tl.sum(data, axis=1), (M, 1))
+    sums = tlx.local_alloc((M, 1), tl.float32, C)
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    tlx.barrier_expect_bytes(bars[0], (C - 1) * M * 4)
+    tlx.local_store(sums[rank], partial)
+    for peer in tl.static_range(C):
+        if rank != peer:
+            tlx.async_remote_shmem_store(dst=sums[rank], src=partial, remote_cta_rank=peer,
+                                         barrier=bars[0])
+    tlx.barrier_wait(bars[0], 0)
+    total = tl.zeros((M, 1), tl.float32)
+    for peer in tl.static_range(C):
+        total += tlx.local_load(sums[peer])
+    tl.store(out_ptr + pid * M + tl.arange(0, M)[:, None], total)
