@@ -101,7 +101,8 @@ SPLIT_CONFIGS = {
     "layernorm_bwd": [dict(tma=True, split=s, num_warps=w, num_stages=n, **extra)
                       for s, w, n, extra in ((2, 8, 2, {}), (2, 16, 3, {}),
                                              (4, 8, 2, dict(tma_store=True, programs_per_sm=2)),
-                                             (4, 8, 3, {}), (4, 4, 2, {}))],
+                                             (4, 8, 3, {}), (4, 4, 2, {}), (4, 4, 3, {}),
+                                             (8, 8, 3, {}), (8, 4, 3, {}), (2, 8, 3, {}))],
 }
 # Softmax with each row's slices in shared memory (kernels/hopper/rows_smem.py, config smem=True):
 # split CTAs of a cluster per row, chunks of `block` columns, a ring of num_stages slices per CTA,

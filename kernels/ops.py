@@ -375,14 +375,16 @@ def _tma_row_defaults(op: str, place, x2) -> dict:
     if not _sm90_or_later(place):
         return {}
     row_bytes = x2.shape[1] * _itemsize(x2)
-    split = 2 if (op, row_bytes) == ("layernorm_bwd", 32768) else 1
-    if not 2048 <= row_bytes <= 32768 or _strides(x2) != (x2.shape[1], 1):
+    # The backward's rows past 16 KB are split over clusters into slices of 16 KB.
+    split = max(1, row_bytes // 16384) if op == "layernorm_bwd" else 1
+    if (not 2048 <= row_bytes <= (131072 if op == "layernorm_bwd" else 32768)
+            or _strides(x2) != (x2.shape[1], 1) or x2.shape[1] % split):
         return {}
     if _tma_row_tiles(place, _row_slices(x2, split)) is None:
         return {}
     if split > 1:
-        # Each CTA streams half of each row, as one CTA does rows of 16 KB.
-        return dict(tma=True, split=2, num_warps=8, num_stages=3)
+        # Each CTA streams its slices as one CTA does rows of 16 KB.
+        return dict(tma=True, split=split, num_warps=8, num_stages=3)
     if op != "layernorm_bwd":
         return dict(tma=True, num_warps=4 if row_bytes <= 16384 else 8, num_stages=2)
     if row_bytes <= 4096:
@@ -449,6 +451,8 @@ def _resident_clusters(place, kernel, key, args, cluster_size: int, **meta) -> i
         return 2
     count = _resident_programs_cache.get(key)
     if count is None:
+        if callable(args):  # built only here: stand-in arguments cost a call's host time
+            args = args()
         compiled = kernel.warmup(*args, grid=(cluster_size,), **meta)
         count = compiled.max_active_clusters() if compiled is not None else None
         if not count:  # no answer (an old driver), or none fits: the SMs' share
@@ -582,7 +586,7 @@ def softmax(x, online=None, config=None):
     if n_rows == 0 or n_cols == 0:
         return out.reshape(shape)
     if not config and not online:
-        config = _tma_row_defaults("softmax", place, x2)
+        config = _tma_row_defaults("softmax", place, x2) or _softmax_smem_defaults(place, x2)
     in_stride = _strides(x2)[0]
     if config.get("smem"):
         _softmax_smem(place, x2, out, in_stride, config)
@@ -618,19 +622,23 @@ def softmax(x, online=None, config=None):
         tile_r, tile_c = tiles
         warps = config.get("num_warps") or 4
         stages = config.get("num_stages") or 2
-        # The per-row exchange of split rows (unused, and not allocated, without a split).
-        scratch = place.empty((n_rows, split, 2), "float32") if split > 1 else out
         args = (_row_descriptor(x_rows, tiles), _row_descriptor(_row_slices(out, split), tiles),
-                out, n_rows, scratch)
+                out, n_rows)
         meta = dict(TILE_R=tile_r, TILE_C=tile_c, NUM_STAGES=stages, num_warps=warps,
                     TMA_STORE=bool(config.get("tma_store")),
                     STORE_EVICT=config.get("store_evict", ""), SPLIT=split, PEERS=split)
         if split > 1:
             meta["ctas_per_cga"] = (split, 1, 1)
-        programs = place.num_sms() * (config.get("programs_per_sm") or min(8, _resident_programs(
-            place, _softmax_tma.softmax_tma_kernel,
-            ("softmax_tma", dt, n_cols, stages, warps, split), args, **meta)))
-        clusters = max(1, min(n_rows, programs // split))
+        key = ("softmax_tma", dt, n_cols, stages, warps, split)
+        if split > 1 and not config.get("programs_per_sm"):
+            # The clusters that fit at once (a cluster sits in one GPC).
+            clusters = _resident_clusters(place, _softmax_tma.softmax_tma_kernel, key, args,
+                                          split, **meta)
+        else:
+            programs = place.num_sms() * (config.get("programs_per_sm") or min(
+                8, _resident_programs(place, _softmax_tma.softmax_tma_kernel, key, args, **meta)))
+            clusters = programs // split
+        clusters = max(1, min(n_rows, clusters))
         _softmax_tma.softmax_tma_kernel[(clusters * split,)](*args, **meta)
     elif not online:
         block = ww.next_power_of_2(n_cols)
@@ -655,6 +663,27 @@ def softmax(x, online=None, config=None):
         _softmax.softmax_online_kernel[(n_rows,)](
             out, x2, in_stride, n_cols, n_cols, BLOCK=block, num_warps=warps)
     return out.reshape(shape)
+
+
+def _softmax_smem_defaults(place, x2) -> dict:
+    """The smem softmax's configuration for rows wider than the TMA kernels take (32 KB) on
+    sm_90+ GPUs, else {}: the fewest CTAs per row whose slices (in chunks of 8 KB) fit a ring of
+    two or three in 216 KB, 8 warps (16 from 4 CTAs a row). Measured on the H200 against a copy of
+    the same bytes (bench/sweep_memory.py --table smem): 0.90x at 4096x32768 fp16 (one CTA a row,
+    three slices of 64 KB), 0.87x at 2048x100000 fp16 (2 CTAs, two of 104 KB) and 0.92x in fp32
+    (4 CTAs of 16 warps), where the kernels before ran 0.84x, 0.61x and 0.62x."""
+    item = _itemsize(x2)
+    n_cols = x2.shape[1]
+    if n_cols * item <= 32768 or not _sm90_or_later(place):
+        return {}
+    block = 8192 // item
+    for split in (1, 2, 4, 8):
+        slice_bytes = ww.cdiv(ww.cdiv(ww.cdiv(n_cols, split), 16) * 16, block) * 8192
+        stages = min(3, 221184 // slice_bytes)
+        if stages >= 2:
+            return dict(smem=True, split=split, block=block, num_stages=stages,
+                        num_warps=16 if split >= 4 else 8)
+    return {}
 
 
 def _softmax_smem(place, x2, out, in_stride: int, config) -> None:
@@ -928,27 +957,30 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
             tma_meta["ctas_per_cga"] = (split, 1, 1)
         dx_rows = _row_slices(dx, split)
 
-        def tma_args(partial_dw, partial_db, scratch):
+        def tma_args(partial_dw, partial_db):
             return (_row_descriptor(x_rows, tiles), _row_descriptor(dy_rows, tiles),
                     _row_descriptor(dx_rows, tiles), dx, partial_dw, partial_db, w2, mean2,
-                    rstd2, n_rows, scratch)
+                    rstd2, n_rows)
 
         def stand_in_args():
             stand_in = place.empty((1,), "float32")
-            return tma_args(stand_in, stand_in, stand_in)
+            return tma_args(stand_in, stand_in)
 
-        programs = place.num_sms() * (per_sm or _resident_programs(
-            place, _layernorm_tma.layernorm_bwd_tma_kernel,
-            ("layernorm_bwd_tma", dt, wdt, n_cols, stages, warps, split), stand_in_args,
-            **tma_meta))
+        key = ("layernorm_bwd_tma", dt, wdt, n_cols, stages, warps, split)
+        if split > 1 and not per_sm:
+            # The clusters that fit at once (a cluster sits in one GPC).
+            clusters = _resident_clusters(place, _layernorm_tma.layernorm_bwd_tma_kernel, key,
+                                          stand_in_args, split, **tma_meta)
+        else:
+            clusters = place.num_sms() * (per_sm or _resident_programs(
+                place, _layernorm_tma.layernorm_bwd_tma_kernel, key, stand_in_args,
+                **tma_meta)) // split
         # One partial row per program, or per cluster of `split` programs.
-        n_partials = max(1, min(n_rows, programs // split))
+        n_partials = max(1, min(n_rows, clusters))
         partial_dw = place.empty((n_partials, n_cols), "float32")
         partial_db = place.empty((n_partials, n_cols), "float32")
-        # The per-row exchange of split rows (unused, and not allocated, without a split).
-        scratch = place.empty((n_rows, split, 2), "float32") if split > 1 else partial_db
         _layernorm_tma.layernorm_bwd_tma_kernel[(n_partials * split,)](
-            *tma_args(partial_dw, partial_db, scratch), **tma_meta)
+            *tma_args(partial_dw, partial_db), **tma_meta)
         _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_partials, n_cols)
         return dx.reshape(shape), dw, db
     meta = dict(BLOCK=block, PREFETCH=prefetch,

@@ -26,9 +26,9 @@ sums. The statistics are loaded three rows ahead.
 With SPLIT > 1 (a cluster launch, ctas_per_cga=(SPLIT, 1, 1), grid a multiple of SPLIT) each row
 is SPLIT slices of TILE_R * TILE_C columns (the tensors viewed as [n_rows * SPLIT * TILE_R,
 TILE_C]): CTA r of a cluster streams slice r of its cluster's rows and keeps the dw / db sums of
-those columns, and the two row sums of dx are exchanged per row through scratch_ptr ([n_rows,
-SPLIT, 2] fp32) and a cluster barrier (rows_cluster.publish_partials / peer_partials), so rows
-whose dw / db sums would not fit one CTA's registers still stream once. PEERS =
+those columns, and the two row sums of dx are pushed per row into every CTA's shared memory
+(softmax_tma.exchange_slots, rows_cluster.push_pair / wait_pairs), so rows whose dw / db sums
+would not fit one CTA's registers still stream once. PEERS =
 next_power_of_2(SPLIT); partial_dw / partial_db get one row per cluster.
 """
 import warpweave as ww
@@ -36,8 +36,8 @@ import warpweave.language as tl
 from warpweave import tlx
 
 from ..layernorm import _add_pair
-from .rows_cluster import peer_partials, publish_partials
-from .softmax_tma import load_row, rows_of_program, store_row
+from .rows_cluster import pair_of, push_pair, wait_pairs
+from .softmax_tma import exchange_slots, load_row, rows_of_program, store_row
 
 
 @ww.jit
@@ -101,7 +101,7 @@ def layernorm_fwd_tma_kernel(x_desc, y_desc, y_ptr, w_ptr, b_ptr, mean_ptr, rstd
 
 @ww.jit
 def layernorm_bwd_tma_kernel(x_desc, dy_desc, dx_desc, dx_ptr, partial_dw_ptr, partial_db_ptr,
-                             w_ptr, mean_ptr, rstd_ptr, n_rows, scratch_ptr, TILE_R: tl.constexpr,
+                             w_ptr, mean_ptr, rstd_ptr, n_rows, TILE_R: tl.constexpr,
                              TILE_C: tl.constexpr, NUM_STAGES: tl.constexpr,
                              TMA_STORE: tl.constexpr = False, STORE_EVICT: tl.constexpr = "",
                              SPLIT: tl.constexpr = 1, PEERS: tl.constexpr = 1):
@@ -119,6 +119,8 @@ def layernorm_bwd_tma_kernel(x_desc, dy_desc, dx_desc, dx_ptr, partial_dw_ptr, p
     else:
         out_bufs = x_bufs
     rank, first, step, n_mine = rows_of_program(n_rows, SPLIT)
+    if SPLIT > 1:
+        pairs, pair_bars = exchange_slots(PEERS)
     for s in tl.static_range(NUM_STAGES):
         load_row_pair(x_desc, dy_desc, x_bufs, dy_bufs, bars, s, (first + s * step) * SPLIT + rank,
                       s < n_mine, TILE_R, ROW_BYTES)
@@ -162,10 +164,14 @@ def layernorm_bwd_tma_kernel(x_desc, dy_desc, dx_desc, dx_ptr, partial_dw_ptr, p
         s1, s2 = tl.reduce((s1, s2), 0, _add_pair)
         if SPLIT > 1:
             # The row's sums over all slices: the stage loads stay in flight meanwhile.
-            publish_partials(scratch_ptr, row, rank, s1, s2, SPLIT)
-            s1_all, s2_all = peer_partials(scratch_ptr, row, 0.0, SPLIT, PEERS)
-            s1 = tl.sum(s1_all, axis=0)
-            s2 = tl.sum(s2_all, axis=0)
+            push_pair(pairs, pair_bars, i % 2, rank, s1, s2, SPLIT, PEERS)
+            wait_pairs(pair_bars, i % 2, (i // 2) & 1, SPLIT)
+            s1 = 0.0
+            s2 = 0.0
+            for r in tl.static_range(SPLIT):
+                s1_r, s2_r = pair_of(pairs, i % 2, r, PEERS)
+                s1 += s1_r
+                s2 += s2_r
         c1 = s1 / (N * SPLIT)
         c2 = s2 / (N * SPLIT)
         dx = (wdy - (xhat * c1 + c2)) * rstd

@@ -63,6 +63,51 @@ def peer_partials(scratch_ptr, row, a_absent, C: tl.constexpr, PEERS: tl.constex
 
 
 @ww.jit
+def push_pair(pairs, bars, slot, rank, a, b, C: tl.constexpr, PEERS: tl.constexpr):
+    """Stores this CTA's pair (a, b) into buffer slot * PEERS + rank of `pairs` ([2] fp32 each) in
+    every CTA of the cluster, itself included, completing 8 bytes on each one's barrier `slot`
+    (st.async: no cluster barrier; the receivers wait on their own barrier, take_pairs)."""
+    pair = tl.where(tl.arange(0, 2) == 0, a, b)
+    dst = tlx.local_view(pairs, slot * PEERS + rank)
+    bar = tlx.local_view(bars, slot)
+    for r in tl.static_range(C):
+        tlx.async_remote_shmem_store(dst, pair, r, bar)
+
+
+@ww.jit
+def wait_pairs(bars, slot, phase, C: tl.constexpr):
+    """Waits until the C pairs of exchange slot `slot` have landed (its barrier's phase `phase`:
+    the slot's uses alternate it)."""
+    bar = tlx.local_view(bars, slot)
+    tlx.barrier_expect_bytes(bar, C * 8)
+    tlx.barrier_wait(bar, phase)
+
+
+@ww.jit
+def pair_of(pairs, slot, r, PEERS: tl.constexpr):
+    """(a, b): the pair that CTA r pushed into exchange slot `slot`."""
+    pair = tlx.local_load(tlx.local_view(pairs, slot * PEERS + r))
+    first = tl.arange(0, 2) == 0
+    return tl.sum(tl.where(first, pair, 0.0), axis=0), tl.sum(tl.where(first, 0.0, pair), axis=0)
+
+
+@ww.jit
+def softmax_stats_of_pairs(pairs, slot, slice_max, C: tl.constexpr, PEERS: tl.constexpr):
+    """(row max M, row sum S) from the C slices' (max m_r, sum of exp(x - m_r)) pairs in exchange
+    slot `slot` (slice_max: this CTA's m_r, a starting point for M): M = max m_r and S = sum
+    s_r * exp(m_r - M), slices of -inf only adding 0."""
+    row_max = slice_max
+    for r in tl.static_range(C):
+        m_r, s_r = pair_of(pairs, slot, r, PEERS)
+        row_max = tl.maximum(row_max, m_r)
+    row_sum = 0.0
+    for r in tl.static_range(C):
+        m_r, s_r = pair_of(pairs, slot, r, PEERS)
+        row_sum += tl.where(m_r == -float("inf"), 0.0, s_r * tl.exp(m_r - row_max))
+    return row_max, row_sum
+
+
+@ww.jit
 def _slice_of_row(ptr, row, row_end, stride, cols, mask, other):
     """This CTA's slice of row `row` (lanes past the slice or the row, and rows from row_end on,
     read `other`)."""

@@ -22,7 +22,8 @@ import warpweave as ww
 import warpweave.language as tl
 from warpweave import tlx
 
-from .rows_cluster import peer_partials, publish_partials
+from .rows_cluster import (peer_partials, publish_partials, push_pair, softmax_stats_of_pairs,
+                           wait_pairs)
 from .softmax_tma import rows_of_program
 
 
@@ -92,35 +93,6 @@ def _store_chunks(out_row, bufs, stage, k_begin, k_end, scale, col0, slice_end, 
 
 
 @ww.jit
-def push_pair(pairs, bars, slot, rank, a, b, C: tl.constexpr, PEERS: tl.constexpr):
-    """Stores this CTA's pair (a, b) into buffer slot * PEERS + rank of `pairs` ([2] fp32 each) in
-    every CTA of the cluster, itself included, completing 8 bytes on each one's barrier `slot`
-    (st.async: no cluster barrier; the receivers wait on their own barrier, take_pairs)."""
-    pair = tl.where(tl.arange(0, 2) == 0, a, b)
-    dst = tlx.local_view(pairs, slot * PEERS + rank)
-    bar = tlx.local_view(bars, slot)
-    for r in tl.static_range(C):
-        tlx.async_remote_shmem_store(dst, pair, r, bar)
-
-
-@ww.jit
-def wait_pairs(bars, slot, phase, C: tl.constexpr):
-    """Waits until the C pairs of exchange slot `slot` have landed (its barrier's phase `phase`:
-    the slot's uses alternate it)."""
-    bar = tlx.local_view(bars, slot)
-    tlx.barrier_expect_bytes(bar, C * 8)
-    tlx.barrier_wait(bar, phase)
-
-
-@ww.jit
-def pair_of(pairs, slot, r, PEERS: tl.constexpr):
-    """(a, b): the pair that CTA r pushed into exchange slot `slot`."""
-    pair = tlx.local_load(tlx.local_view(pairs, slot * PEERS + r))
-    first = tl.arange(0, 2) == 0
-    return tl.sum(tl.where(first, pair, 0.0), axis=0), tl.sum(tl.where(first, 0.0, pair), axis=0)
-
-
-@ww.jit
 def softmax_smem_kernel(out_ptr, in_ptr, scratch_ptr, in_row_stride, out_row_stride, n_rows,
                         n_cols, slice_cols, BLOCK: tl.constexpr, K: tl.constexpr,
                         NUM_STAGES: tl.constexpr, C: tl.constexpr = 1, PEERS: tl.constexpr = 1,
@@ -171,14 +143,7 @@ def softmax_smem_kernel(out_ptr, in_ptr, scratch_ptr, in_row_stride, out_row_str
             slot = i % 2
             push_pair(pairs, pair_bars, slot, rank, slice_max, slice_sum, C, PEERS)
             wait_pairs(pair_bars, slot, (i // 2) & 1, C)
-            row_max = slice_max
-            for r in tl.static_range(C):
-                m_r, s_r = pair_of(pairs, slot, r, PEERS)
-                row_max = tl.maximum(row_max, m_r)
-            row_sum = 0.0
-            for r in tl.static_range(C):
-                m_r, s_r = pair_of(pairs, slot, r, PEERS)
-                row_sum += tl.where(m_r == -float("inf"), 0.0, s_r * tl.exp(m_r - row_max))
+            row_max, row_sum = softmax_stats_of_pairs(pairs, slot, slice_max, C, PEERS)
             scale = tl.exp(shift - row_max) / row_sum
         elif C > 1:
             publish_partials(scratch_ptr, row, rank, slice_max, slice_sum, C)

@@ -18,14 +18,14 @@ before the row is reduced and stored (vectorized stores, or TMA copies out of sh
 With SPLIT > 1 (a cluster launch, ctas_per_cga=(SPLIT, 1, 1), grid a multiple of SPLIT) each row
 is SPLIT slices of TILE_R * TILE_C columns (x / out viewed as [n_rows * SPLIT * TILE_R, TILE_C]):
 CTA r of a cluster streams slice r of its cluster's rows, and the slices' (max, sum of
-exp(x - max)) pairs are exchanged per row through scratch_ptr ([n_rows, SPLIT, 2] fp32) and a
-cluster barrier (rows_cluster.publish_partials / peer_partials). PEERS = next_power_of_2(SPLIT).
+exp(x - max)) pairs are pushed per row into every CTA's shared memory (exchange_slots,
+rows_cluster.push_pair / wait_pairs). PEERS = next_power_of_2(SPLIT).
 """
 import warpweave as ww
 import warpweave.language as tl
 from warpweave import tlx
 
-from .rows_cluster import peer_partials, publish_partials
+from .rows_cluster import push_pair, softmax_stats_of_pairs, wait_pairs
 
 
 @ww.jit
@@ -53,6 +53,20 @@ def rows_of_program(n_rows, SPLIT: tl.constexpr):
 
 
 @ww.jit
+def exchange_slots(PEERS: tl.constexpr):
+    """(pairs, bars): the two exchange slots of a CTA whose cluster trades a pair per row
+    (rows_cluster.push_pair / wait_pairs): a [2] fp32 buffer per slot and peer and a barrier per
+    slot. A peer pushes row i + 1's pair only once it holds row i's pairs, this CTA's among them,
+    which this CTA sends after reading slot (i - 1) % 2: two slots never collide. The cluster
+    meets once here, so that every barrier is initialized before any peer pushes to it."""
+    pairs = tlx.local_alloc((2,), tl.float32, 2 * PEERS)
+    bars = tlx.alloc_barriers(num_barriers=2, arrive_count=1)
+    tlx.fence_mbarrier_init_cluster()
+    tlx.cluster_barrier()
+    return pairs, bars
+
+
+@ww.jit
 def store_row(out_desc, out_ptr, out_bufs, y, row, i, TILE_R: tl.constexpr, TILE_C: tl.constexpr,
               TMA_STORE: tl.constexpr, STORE_EVICT: tl.constexpr):
     """Stores row `row` (the program's i-th), y [TILE_R, TILE_C] in the output's element type:
@@ -73,7 +87,7 @@ def store_row(out_desc, out_ptr, out_bufs, y, row, i, TILE_R: tl.constexpr, TILE
 
 
 @ww.jit
-def softmax_tma_kernel(in_desc, out_desc, out_ptr, n_rows, scratch_ptr, TILE_R: tl.constexpr,
+def softmax_tma_kernel(in_desc, out_desc, out_ptr, n_rows, TILE_R: tl.constexpr,
                        TILE_C: tl.constexpr, NUM_STAGES: tl.constexpr,
                        TMA_STORE: tl.constexpr = False, STORE_EVICT: tl.constexpr = "",
                        SPLIT: tl.constexpr = 1, PEERS: tl.constexpr = 1):
@@ -87,6 +101,8 @@ def softmax_tma_kernel(in_desc, out_desc, out_ptr, n_rows, scratch_ptr, TILE_R: 
     else:
         out_bufs = bufs
     rank, first, step, n_mine = rows_of_program(n_rows, SPLIT)
+    if SPLIT > 1:
+        pairs, pair_bars = exchange_slots(PEERS)
     for s in tl.static_range(NUM_STAGES):
         load_row(in_desc, bufs, bars, s, (first + s * step) * SPLIT + rank, s < n_mine, TILE_R,
                  ROW_BYTES)
@@ -106,11 +122,11 @@ def softmax_tma_kernel(in_desc, out_desc, out_ptr, n_rows, scratch_ptr, TILE_R: 
         numerator = tl.exp(x - tl.where(slice_max == -float("inf"), 0.0, slice_max))
         slice_sum = tl.sum(tl.sum(numerator, axis=1), axis=0)
         if SPLIT > 1:
-            # The row's max and sum from the slices' (max, sum of exp(x - max)) pairs.
-            publish_partials(scratch_ptr, row, rank, slice_max, slice_sum, SPLIT)
-            maxes, sums = peer_partials(scratch_ptr, row, -float("inf"), SPLIT, PEERS)
-            row_max = tl.max(maxes, axis=0)
-            row_sum = tl.sum(sums * tl.exp(maxes - row_max), axis=0)
+            # The row's max and sum from the slices' (max, sum of exp(x - max)) pairs, pushed
+            # into every CTA's shared memory; the stage loads stay in flight meanwhile.
+            push_pair(pairs, pair_bars, i % 2, rank, slice_max, slice_sum, SPLIT, PEERS)
+            wait_pairs(pair_bars, i % 2, (i // 2) & 1, SPLIT)
+            row_max, row_sum = softmax_stats_of_pairs(pairs, i % 2, slice_max, SPLIT, PEERS)
             scale = tl.exp(slice_max - row_max) / row_sum
         else:
             scale = 1.0 / slice_sum

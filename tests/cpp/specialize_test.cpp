@@ -281,7 +281,7 @@ const std::vector<KernelCase>& kernelCases() {
       {"kernels/hopper/softmax_tma.py",
        "softmax_tma_kernel",
        "in_desc:desc<fp16,64x64>,out_desc:desc<fp16,64x64>,out_ptr:*fp16:16,n_rows:i32,"
-       "scratch_ptr:*fp32:16,TILE_R=64,TILE_C=64,NUM_STAGES=2,TMA_STORE=True",
+       "TILE_R=64,TILE_C=64,NUM_STAGES=2,TMA_STORE=True",
        4,
        {"alloc_barriers", "async_desc_load", "barrier_wait", "async_desc_store", "exp"}},
       {"kernels/hopper/layernorm_tma.py",
@@ -295,7 +295,7 @@ const std::vector<KernelCase>& kernelCases() {
        "layernorm_bwd_tma_kernel",
        "x_desc:desc<fp16,64x64>,dy_desc:desc<fp16,64x64>,dx_desc:desc<fp16,64x64>,"
        "dx_ptr:*fp16:16,partial_dw_ptr:*fp32:16,partial_db_ptr:*fp32:16,w_ptr:*fp16:16,"
-       "mean_ptr:*fp32:16,rstd_ptr:*fp32:16,n_rows:i32,scratch_ptr:*fp32:16,TILE_R=64,"
+       "mean_ptr:*fp32:16,rstd_ptr:*fp32:16,n_rows:i32,TILE_R=64,"
        "TILE_C=64,NUM_STAGES=2,"
        "TMA_STORE=True",
        8,
@@ -304,10 +304,10 @@ const std::vector<KernelCase>& kernelCases() {
        "layernorm_bwd_tma_kernel",
        "x_desc:desc<fp16,128x64>,dy_desc:desc<fp16,128x64>,dx_desc:desc<fp16,128x64>,"
        "dx_ptr:*fp16:16,partial_dw_ptr:*fp32:16,partial_db_ptr:*fp32:16,w_ptr:*fp16:16,"
-       "mean_ptr:*fp32:16,rstd_ptr:*fp32:16,n_rows:i32,scratch_ptr:*fp32:16,TILE_R=128,"
+       "mean_ptr:*fp32:16,rstd_ptr:*fp32:16,n_rows:i32,TILE_R=128,"
        "TILE_C=64,NUM_STAGES=3,SPLIT=2,PEERS=2",
        8,
-       {"cluster_cta_rank", "cluster_barrier", "async_desc_load"}},
+       {"cluster_cta_rank", "async_remote_shmem_store", "async_desc_load"}},
       {"kernels/hopper/attention_ws.py",
        "attention_ws_kernel",
        "q_desc:desc<fp16,128x128>,k_desc:desc<fp16,128x128>,v_desc:desc<fp16,128x128>,"

@@ -166,8 +166,8 @@ def cluster_cases():
     for dtype in (np.float16, ml_dtypes.bfloat16, np.float32):
         name = np.dtype(dtype).name
         for label, call, shape, config in (
-                ("softmax", softmax_call, (2048, 100000),
-                 dict(cluster=8) if dtype == np.float32 else None),
+                # (Softmax rows of 100000 default to rows_smem's kernel: forced here.)
+                ("softmax", softmax_call, (2048, 100000), dict(cluster=8)),
                 ("layernorm_fwd", layernorm_fwd_call, (2048, 100000), dict(cluster=8)),
                 # (16-bit rows of 16384 default to the TMA kernel over 2-CTA clusters.)
                 ("layernorm_bwd", layernorm_bwd_call, (8192, 16384), dict(cluster=2)),
@@ -227,10 +227,10 @@ def test_cluster_config_errors_name_the_key():
 
 
 def test_cluster_split_defaults_on_sm90(sm90_wrappers):
-    # 16-bit softmax rows past 32768 columns and backward rows past 32 KB take the split; fp32
-    # softmax keeps the online kernel, the layer norm forward its one-CTA kernels, and rows up to
-    # those widths the kernels they took before (the TMA kernels at 16384 forward and 8192
-    # backward columns, and over 2-CTA clusters at 16384 backward columns).
+    # Softmax rows past 32 KB take rows_smem's kernel (one CTA a row at 64 KB, clusters wider);
+    # backward rows of 32 and 64 KB the TMA kernel over clusters of 2 and 4 CTAs (16 KB slices),
+    # wider ones the rows_cluster split; the layer norm forward keeps its one-CTA kernels (the
+    # TMA kernel at 16384 columns).
     softmax_call((2048, 100000), np.float16, None)()
     softmax_call((2048, 100000), np.float32, None)()
     softmax_call((4096, 32768), np.float16, None)()
@@ -242,17 +242,24 @@ def test_cluster_split_defaults_on_sm90(sm90_wrappers):
     # (A kernel whose grid follows its registers is compiled twice: warmup, then launch.)
     names = [k.fn.__name__ for i, k in enumerate(sm90_wrappers.kernels)
              if i == 0 or k is not sm90_wrappers.kernels[i - 1]]
-    assert names == ["softmax_cluster_kernel", "softmax_online_kernel", "softmax_kernel",
+    assert names == ["softmax_smem_kernel", "softmax_smem_kernel", "softmax_smem_kernel",
                      "layernorm_fwd_tma_kernel", "layernorm_fwd_kernel",
                      "layernorm_bwd_tma_kernel", "layernorm_bwd_dwdb_kernel",
                      "layernorm_bwd_tma_kernel", "layernorm_bwd_dwdb_kernel",
-                     "layernorm_bwd_cluster_kernel", "layernorm_bwd_dwdb_kernel"], names
-    # Backward at 16384 columns: the TMA kernel on 8 warps in 2-CTA clusters.
-    split = [k for k in sm90_wrappers.kernels
-             if k.fn.__name__ == "layernorm_bwd_tma_kernel" and k.options[2] > 1]
-    assert split and (split[0].options[0], split[0].options[2]) == (8, 2)
-    cluster = [k for k in sm90_wrappers.kernels if k.fn.__name__ == names[9]][0]
-    assert cluster.options[2] >= 2
+                     "layernorm_bwd_tma_kernel", "layernorm_bwd_dwdb_kernel"], names
+    # (warps, CTAs per row): softmax 100000 fp16 over 2 CTAs, fp32 over 4 of 16 warps, 32768
+    # fp16 one CTA; backward at 8192 / 16384 / 32768 columns on 8 warps over 1 / 2 / 4 CTAs.
+    smem = [k for k in sm90_wrappers.kernels if k.fn.__name__ == "softmax_smem_kernel"]
+    assert sorted({(k.options[0], k.options[2]) for k in smem}) == [(8, 1), (8, 2), (16, 4)]
+    split = [k for k in sm90_wrappers.kernels if k.fn.__name__ == "layernorm_bwd_tma_kernel"]
+    assert sorted({(k.options[0], k.options[2]) for k in split}) == [(8, 1), (8, 2), (8, 4)]
+    for k in smem + split:
+        assert k.n_spills == 0, f"{k.fn.__name__}: {k.n_spills} spill bytes"
+        if k.options[2] > 1:
+            # The partials travel through the peers' shared memory, not a cluster barrier a row.
+            assert "st.async.shared::cluster.mbarrier::complete_tx::bytes" in k.kernel.ptx
+    # The slices arrive as 16-byte copies.
+    assert all("cp.async.cg.shared.global" in k.kernel.ptx for k in smem)
 
 
 def test_numpy_rows_keep_the_one_cta_kernels(gpu_compiles):
@@ -274,8 +281,8 @@ def test_numpy_rows_keep_the_one_cta_kernels(gpu_compiles):
     (softmax_call, (8192, 8192), np.float16, "softmax_tma_kernel", 4, 2, 1),
     (softmax_call, (8192, 8192), np.float32, "softmax_tma_kernel", 8, 2, 1),  # 32 KB rows
     (softmax_call, (4096, 16384), np.float16, "softmax_tma_kernel", 8, 2, 1),
-    (softmax_call, (4096, 32768), np.float16, "softmax_kernel", None, None, 1),  # 64 KB rows
-    (softmax_call, (4096, 16384), np.float32, "softmax_kernel", None, None, 1),
+    (softmax_call, (4096, 32768), np.float16, "softmax_smem_kernel", 8, 3, 1),  # 64 KB rows
+    (softmax_call, (4096, 16384), np.float32, "softmax_smem_kernel", 8, 3, 1),
     (softmax_call, (8192, 512), np.float16, "softmax_kernel", None, None, 1),  # 1 KB rows
     (layernorm_fwd_call, (32768, 4096), np.float16, "layernorm_fwd_tma_kernel", 4, 2, 1),
     (layernorm_fwd_call, (8192, 16384), np.float16, "layernorm_fwd_tma_kernel", 8, 2, 1),

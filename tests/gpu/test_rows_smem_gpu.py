@@ -1,0 +1,133 @@
+"""Softmax with each row's slices held in shared memory (kernels/hopper/rows_smem.py) on an sm_90
+GPU, against float64 PyTorch: the defaults at rows past 32 KB (one CTA a row, clusters of 2 and 4
+exchanging through distributed shared memory), odd widths (short last chunks and slices, an
+empty last slice), more rows than resident clusters, fewer rows than clusters, strided rows,
+the scratch exchange (dsmem=False), fp16 / bf16 / fp32; and the layer norm backward's TMA kernel
+over clusters of 2 and 4 CTAs (its default at rows of 32 and 64 KB), which exchanges the same
+way."""
+
+import os
+import sys
+
+import pytest
+
+from gpu_requirements import require_cuda, seed_and_poison_outputs
+
+torch = require_cuda()
+if torch.cuda.get_device_capability()[0] < 9:
+    pytest.skip("thread-block clusters need sm_90 or later", allow_module_level=True)
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from kernels import ops  # noqa: E402
+
+F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
+TOL = {F32: 1e-5, F16: 2e-3, BF16: 1e-2}
+
+
+@pytest.fixture(autouse=True)
+def poisoned_outputs(monkeypatch):
+    seed_and_poison_outputs(monkeypatch, torch, ops)
+
+
+def randn(*shape, dtype=F32, scale=1.0, shift=0.0):
+    return (torch.randn(*shape, device="cuda", dtype=torch.float32) * scale + shift).to(dtype)
+
+
+def assert_close(out, ref, tol, what=""):
+    torch.cuda.synchronize()
+    out64, ref64 = out.double(), ref.double()
+    assert out.shape == ref.shape, (tuple(out.shape), tuple(ref.shape))
+    assert not torch.isnan(out64).any(), f"{what}: NaN in the output"
+    err = (out64 - ref64).norm().item() / max(ref64.norm().item(), 1e-300)
+    assert err <= tol, f"{what}: relative error {err:.3g} > {tol:g}"
+
+
+class RecordedKernel:
+    """Stands in for the smem kernel in ops: records each launch as (grid, constexprs and
+    options) and runs it; everything else (warmup) goes to the kernel."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+        self.launches = []
+
+    def __getitem__(self, grid):
+        def run(*args, **meta):
+            self.launches.append((grid, meta))
+            return self.kernel[grid](*args, **meta)
+
+        return run
+
+    def __getattr__(self, name):
+        return getattr(self.kernel, name)
+
+
+def launched(monkeypatch):
+    recorded = RecordedKernel(ops._rows_smem.softmax_smem_kernel)
+    monkeypatch.setattr(ops._rows_smem, "softmax_smem_kernel", recorded)
+    return recorded.launches
+
+
+@pytest.mark.parametrize("rows,cols,dtype,ctas", [
+    (4096, 32768, F16, 1), (2048, 100000, F16, 2), (2048, 100000, F32, 4),
+    (1000, 16384, F32, 1), (300, 100000, BF16, 2), (77, 70001, F32, 4), (5, 130003, F16, 2),
+])
+def test_softmax_smem_defaults(monkeypatch, rows, cols, dtype, ctas):
+    seen = launched(monkeypatch)
+    x = randn(rows, cols, dtype=dtype, scale=3.0)
+    out = ops.softmax(x)
+    assert_close(out, torch.softmax(x.double(), -1), TOL[dtype], f"{rows}x{cols}")
+    assert len(seen) == 1 and seen[0][1]["C"] == ctas, seen
+    # A persistent grid of whole clusters, no more than fit at once.
+    grid = seen[0][0][0]
+    assert grid % ctas == 0 and grid // ctas <= max(1, 132 // ctas * 2), grid
+
+
+@pytest.mark.parametrize("config", [
+    dict(smem=True, split=2, block=4096, num_stages=2, dsmem=False),
+    dict(smem=True, split=3, block=2048, num_stages=3),
+    dict(smem=True, split=8, block=1024, num_stages=3),
+    dict(smem=True, split=4, block=2048, num_stages=2, clusters=3),
+    dict(smem=True, split=1, block=4096, num_stages=2, num_warps=16),
+])
+def test_softmax_smem_configurations(config):
+    x = randn(999, 40000, dtype=F16, scale=3.0)
+    assert_close(ops.softmax(x, config=config), torch.softmax(x.double(), -1), TOL[F16],
+                 str(config))
+
+
+def test_softmax_smem_strided_and_extreme_rows():
+    base = randn(64, 50000, dtype=F32, scale=3.0)
+    x = base[:, :45000]
+    config = dict(smem=True, split=2, block=2048, num_stages=2)
+    assert_close(ops.softmax(x, config=config), torch.softmax(x.double(), -1), TOL[F32],
+                 "strided rows")
+    # Huge magnitudes and a slice of -inf only: no overflow, no NaN from -inf - -inf.
+    y = randn(8, 65536, dtype=F32, scale=1000.0)
+    y[:, 32768:] = -float("inf")
+    out = ops.softmax(y, config=dict(smem=True, split=2, block=2048, num_stages=2))
+    assert_close(out, torch.softmax(y.double(), -1), TOL[F32], "a slice of -inf")
+    # Fewer rows than clusters.
+    z = randn(3, 100000, dtype=F16, scale=3.0)
+    assert_close(ops.softmax(z), torch.softmax(z.double(), -1), TOL[F16], "3 rows")
+
+
+@pytest.mark.parametrize("rows,cols,dtype", [(8192, 16384, F16), (4096, 32768, F16),
+                                             (999, 16384, BF16), (301, 32768, F16)])
+def test_layernorm_bwd_tma_split_defaults(rows, cols, dtype):
+    x = randn(rows, cols, dtype=dtype, scale=2.0, shift=0.5)
+    w = randn(cols, dtype=dtype)
+    dy = randn(rows, cols, dtype=dtype)
+    x64 = x.double()
+    mean = x64.mean(-1)
+    rstd = torch.rsqrt(x64.var(-1, unbiased=False) + 1e-5)
+    dx, dw, db = ops.layernorm_bwd(dy, x, w, mean.float(), rstd.float())
+    xr = x64.clone().requires_grad_()
+    wr = w.double().requires_grad_()
+    br = torch.zeros(cols, dtype=torch.float64, device="cuda", requires_grad=True)
+    torch.nn.functional.layer_norm(xr, (cols,), wr, br, 1e-5).backward(dy.double())
+    assert_close(dx, xr.grad, TOL[dtype], "dx")
+    assert_close(dw, wr.grad, TOL[dtype], "dw")
+    assert_close(db, br.grad, TOL[dtype], "db")
