@@ -86,8 +86,9 @@ def test_softmax_cluster(poisoned_outputs_and_launch_log, rows, cols, config, dt
     x = randn(rows, cols, dtype=dtype, scale=4.0)
     out = ops.softmax(x, config=config)
     assert_close(out, torch.softmax(x.double(), -1), TOL[dtype], "softmax")
-    # fp32 rows take the split only when config asks (by default the online kernel).
-    split = bool(config) or dtype != F32
+    # Rows take the split only when config asks (by default rows_smem's kernel:
+    # tests/gpu/test_rows_smem_gpu.py).
+    split = bool(config)
     assert [op for op, _, _ in poisoned_outputs_and_launch_log] == ["softmax"] * split
 
 
