@@ -559,6 +559,28 @@ bool Executor::completeAsyncCopies(KernelState& k, CtaState& cta) {
         std::memcpy(t.dst.alloc->bytes.data() + t.dst.byteOffsetOf(0, i),
                     box.bytes.data() + size_t(i) * w, w);
       MBarrier& bar = t.bar.array->barriers.at(size_t(t.bar.first));
+      // A remote store is sent for a phase only once its sender knows the receiver saw the
+      // phase before complete (that is what frees the slot). Bytes counted on a phase whose
+      // predecessor no wait has seen mean the predecessor completed short of bytes sent for it:
+      // its waiter may read a slot before this store lands on the GPU.
+      if (c.data && bar.phase >= 1 && bar.observedPhase < bar.phase) {
+        std::vector<Diagnostic> notes;
+        if (bar.lastCompletedAt.valid())
+          notes.push_back(note(bar.lastCompletedAt, "phase " + std::to_string(bar.phase - 1) +
+                                                        " was completed here by " +
+                                                        bar.lastCompletedBy));
+        raiseInterpError(
+            k.sources, c.op->loc(),
+            name + " delivers " + std::to_string(c.bytes) + " bytes to phase " +
+                std::to_string(bar.phase) + " of " + t.bar.array->describe(t.bar.first) +
+                (t.cta == &cta ? "" : " of " + t.cta->name()) +
+                " before any barrier_wait has seen phase " + std::to_string(bar.phase - 1) +
+                " complete: that phase completed without these bytes (barrier_expect_bytes too "
+                "small, e.g. a store to itself not counted?), so its waiter may read the slot "
+                "before the store lands; the store was issued in " +
+                c.where,
+            std::move(notes));
+      }
       // The landing is a write on the barrier's copy clock, released by the barrier's phase.
       if (bar.copyClock == SIZE_MAX) bar.copyClock = t.cta->newClockIndex();
       ++bar.copyTicks;

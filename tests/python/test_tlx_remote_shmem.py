@@ -17,7 +17,7 @@ from tlx_remote_shmem_kernels import (constant_rank, exchange_in_task, exchange_
                                       exchange_pairs_reference, exchange_rounds,
                                       exchange_row_sums,
                                       exchange_rounds_reference, exchange_scalars, exchange_sync,
-                                      expect_too_many, push_tile, read_before_wait,
+                                      expect_too_few, expect_too_many, push_tile, read_before_wait,
                                       sync_store_without_barrier)
 
 native_loader = importlib.import_module("warpweave._native_loader")
@@ -166,6 +166,20 @@ def test_expecting_too_many_bytes_is_a_located_deadlock(c):
     assert "deadlock" in msg, msg
     assert f":{line_of(expect_too_many, 'tlx.barrier_wait(bar, 0)')}:" in msg, msg
     assert "still expects 8 transaction bytes" in msg, msg
+
+
+@pytest.mark.parametrize("c", [2, 4])
+def test_expecting_too_few_bytes_is_reported_at_the_late_store(c):
+    # The phase completes before the last store lands: on the GPU the reader may see the slot
+    # before it is written. The interpreter lands every store before the reader runs, so only
+    # the byte count can tell.
+    out = np.zeros((c, 2), np.float32)
+    with pytest.raises(ww.InterpreterError) as e:
+        expect_too_few[(c,)](out, C=c, ctas_per_cga=(c, 1, 1))
+    msg = str(e.value)
+    assert re.search(r"async_remote_shmem_store delivers 8 bytes to phase 1 of barrier 0 of "
+                     r"'bars'.* before any barrier_wait has seen phase 0 complete", msg), msg
+    assert f":{line_of(expect_too_few, 'tlx.async_remote_shmem_store')}:" in msg, msg
 
 
 def test_outside_a_cluster_only_rank_zero_exists():

@@ -373,3 +373,22 @@ def exchange_row_sums(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, C: tl.co
     for peer in tl.static_range(C):
         total += tlx.local_load(sums[peer])
     tl.store(out_ptr + pid * M + tl.arange(0, M)[:, None], total)
+
+
+@ww.jit
+def expect_too_few(out_ptr, C: tl.constexpr):
+    """Stores to every CTA including itself but arms for the peers' bytes only ((C - 1) * 8)."""
+    pid = tl.program_id(0)
+    rank = tlx.cluster_cta_rank()
+    slots = tlx.local_alloc((2,), tl.float32, C)
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    bar = tlx.local_view(bars, 0)
+    tlx.barrier_expect_bytes(bar, (C - 1) * 8)
+    pair = tl.full([2], 1.0, tl.float32) * (rank + 1)
+    for peer in tl.static_range(C):
+        tlx.async_remote_shmem_store(tlx.local_view(slots, rank), pair, peer, bar)
+    tlx.barrier_wait(bar, 0)
+    total = tl.zeros([2], tl.float32)
+    for peer in tl.static_range(C):
+        total += tlx.local_load(tlx.local_view(slots, peer))
+    tl.store(out_ptr + pid * 2 + tl.arange(0, 2), total)
