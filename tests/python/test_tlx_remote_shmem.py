@@ -225,8 +225,8 @@ def test_ptx_has_st_async_to_mapped_addresses_and_assembles(target, c):
     k = compile_here("exchange_pairs", PAIRS_SIG.format(c=c, self_push=True), target=target,
                      num_ctas=c)
     assert k.cubin
-    stores = re.findall(re.escape(ST_ASYNC) + r"(\.v[24])?\.(\w+)\s+\[(%r\d+)\], [^;]*, \[(%r\d+)\];",
-                        k.ptx)
+    store = re.escape(ST_ASYNC) + r"(\.v[24])?\.(\w+)\s+\[(%r\d+)\], [^;]*, \[(%r\d+)\];"
+    stores = re.findall(store, k.ptx)
     # One per peer: the 8-byte pair from one thread as one vector store (each st.async also
     # updates the peer's barrier).
     assert len(stores) == c, k.ptx
