@@ -67,12 +67,15 @@ std::string unitType(DType elem, int elemBytes, bool packed) {
 } // namespace
 
 void refuseRemoteStoresOn(const ir::Function& fn, Target target) {
-  if (target != Target::SM80) return;
-  ir::walk(fn.body, [](const ir::Op& op) {
-    if (isRemoteStore(op.code()))
+  ir::walk(fn.body, [&](const ir::Op& op) {
+    if (!isRemoteStore(op.code())) return;
+    if (target == Target::SM80)
       raiseError(op.loc(), std::string("tlx.") + op.name() +
                                " needs sm_90 or later (thread-block clusters and distributed "
                                "shared memory); compile for sm_90a or sm_100a");
+    // The H200 raises an illegal instruction for st.async in a kernel launched without a
+    // cluster, even into its own CTA.
+    if (fn.numCtas <= 1) raiseError(op.loc(), ir::remoteStoreWithoutClusterMessage(op));
   });
 }
 

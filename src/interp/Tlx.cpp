@@ -28,6 +28,7 @@
 // which ops codegen lowers with one.
 #include "interp/Elementwise.h"
 #include "interp/Executor.h"
+#include "ir/OpTraits.h"
 
 #include <algorithm>
 #include <cstring>
@@ -1030,6 +1031,7 @@ void Executor::execTlx(const ir::Op& op) {
     // on the GPU). The synchronous form writes it now (a peer sees it after a cluster barrier);
     // st.async lands like a TMA load, when every agent is blocked, and completes its bytes on
     // the peer's barrier at the same offset, so a peer that reads before its wait is caught.
+    if (k_.fn->numCtas <= 1) fail(op.loc(), ir::remoteStoreWithoutClusterMessage(op));
     const BufferView& dst = buffer(op, 0);
     TensorPtr value = tensor(op, 1);
     checkViewElements(op, dst, value->numel());

@@ -118,4 +118,11 @@ bool lowersWithAgentBarrier(OpCode c) {
   }
 }
 
+std::string remoteStoreWithoutClusterMessage(const Op& op) {
+  return std::string("tlx.") + op.name() +
+         " needs a cluster launch: launch with ctas_per_cga=(n, 1, 1), n >= 2 (the GPU refuses "
+         "distributed shared memory stores outside a cluster, even into the CTA's own shared "
+         "memory, which tlx.local_store writes)";
+}
+
 } // namespace ww::ir

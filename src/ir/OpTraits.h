@@ -35,4 +35,8 @@ bool isBufferView(OpCode c);
 /// when an async_dot retired by one warp group is retired for the whole agent.
 bool lowersWithAgentBarrier(OpCode c);
 
+/// The error for tlx.async_remote_shmem_store / remote_shmem_store in a kernel compiled for one
+/// CTA per cluster (no cluster launch), which the GPU and the interpreter both refuse.
+std::string remoteStoreWithoutClusterMessage(const Op& op);
+
 } // namespace ww::ir
