@@ -418,47 +418,51 @@ def _register_fallback(config, tiles):
     return {} if config.get("tma") and tiles is None else config
 
 
+def _compiled_once(place, kernel, key, args, count_of, **meta):
+    """count_of(compiled kernel), computed once per key (the kernel compiled without launching,
+    from `args` or, when callable, what it returns: stand-in arguments cost a call's host time
+    and are built only here); None in the interpreter."""
+    if not place.on_gpu:
+        return None
+    count = _resident_programs_cache.get(key)
+    if count is None:
+        compiled = kernel.warmup(*(args() if callable(args) else args), **meta)
+        count = count_of(compiled)
+        _resident_programs_cache[key] = count
+    return count
+
+
 def _resident_programs(place, kernel, key, args, **meta) -> int:
     """Programs of one configuration that an SM runs at once, from the compiled kernel's
     registers and shared memory (64 warps, 65536 registers and 227 KiB per SM), as the Triton
-    tutorials size their persistent grids. Compiles the kernel (once per key) without launching;
-    the interpreter gets a small stand-in."""
-    if not place.on_gpu:
-        return 2
-    count = _resident_programs_cache.get(key)
-    if count is None:
-        if callable(args):  # built only here: stand-in arguments cost a call's host time
-            args = args()
-        compiled = kernel.warmup(*args, grid=(1,), **meta)
-        warps = meta["num_warps"]
+    tutorials size their persistent grids; the interpreter gets a small stand-in."""
+    warps = meta["num_warps"]
+
+    def per_sm(compiled):
         if compiled is None or not getattr(compiled, "n_regs", 0):
             return max(1, 32 // warps)  # no ptxas report (interpreted or not compiled here)
         registers = max(8, (compiled.n_regs + 7) // 8 * 8)
         count = min(64 // warps, 65536 // (warps * 32 * registers))
         if compiled.shared:
             count = min(count, 232448 // (compiled.shared + 1024))
-        count = max(1, count)
-        _resident_programs_cache[key] = count
-    return count
+        return max(1, count)
+
+    count = _compiled_once(place, kernel, key, args, per_sm, grid=(1,), **meta)
+    return 2 if count is None else count
 
 
 def _resident_clusters(place, kernel, key, args, cluster_size: int, **meta) -> int:
     """Clusters of `cluster_size` CTAs of one configuration that the GPU runs at once
     (cuOccupancyMaxActiveClusters: a cluster sits in one GPC, so this can be less than the SMs'
-    count over cluster_size), the grid of a persistent cluster kernel; the interpreter gets 2.
-    Compiles the kernel once per key without launching."""
-    if not place.on_gpu:
-        return 2
-    count = _resident_programs_cache.get(key)
-    if count is None:
-        if callable(args):  # built only here: stand-in arguments cost a call's host time
-            args = args()
-        compiled = kernel.warmup(*args, grid=(cluster_size,), **meta)
+    count over cluster_size), the grid of a persistent cluster kernel; the interpreter gets 2."""
+
+    def clusters(compiled):
         count = compiled.max_active_clusters() if compiled is not None else None
-        if not count:  # no answer (an old driver), or none fits: the SMs' share
-            count = max(1, place.num_sms() // cluster_size)
-        _resident_programs_cache[key] = count
-    return count
+        # No answer (an old driver), or none fits: the SMs' share.
+        return count or max(1, place.num_sms() // cluster_size)
+
+    count = _compiled_once(place, kernel, key, args, clusters, grid=(cluster_size,), **meta)
+    return 2 if count is None else count
 
 
 # Wide rows on sm_90+ GPUs are split over the CTAs of a thread-block cluster
@@ -695,8 +699,8 @@ def _softmax_smem(place, x2, out, in_stride: int, config) -> None:
     config's split (CTAs of a cluster per row, 1 to 16), block (columns per chunk, a power of
     two from 16), num_stages (slices in each CTA's ring, at least 2), num_warps, dsmem (the
     CTAs exchange partials through each other's shared memory; False: global scratch and a
-    cluster barrier), and the persistent grid's clusters (default: programs_per_sm (1) CTAs per SM over split, at most a
-    cluster per row)."""
+    cluster barrier), and the persistent grid's clusters (default: as many as fit at once,
+    at most one per row)."""
     n_rows, n_cols = x2.shape
     split = config.get("split", 2)
     if type(split) is not int or not 1 <= split <= ROWS_CLUSTER_MAX_CTAS:
@@ -971,7 +975,9 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
             return tma_args(stand_in, stand_in)
 
         key = ("layernorm_bwd_tma", dt, wdt, n_cols, stages, warps, split)
-        if split > 1 and not per_sm:
+        # (per_sm defaults to 1 past 4096 columns; 4-CTA clusters of one CTA per SM fit 30 at
+        # once on the H200, not 132 / 4: only an explicit programs_per_sm overrides the count.)
+        if split > 1 and not config.get("programs_per_sm"):
             # The clusters that fit at once (a cluster sits in one GPC).
             clusters = _resident_clusters(place, _layernorm_tma.layernorm_bwd_tma_kernel, key,
                                           stand_in_args, split, **tma_meta)
