@@ -118,7 +118,8 @@ SMEM_CONFIGS = {
                     (2, 2048, 2, 8, True), (2, 4096, 4, 8, True), (2, 2048, 6, 8, True),
                     (4, 1024, 2, 8, False), (4, 1024, 2, 8, True), (4, 2048, 2, 16, True),
                     (4, 2048, 4, 8, True), (4, 2048, 3, 8, True), (8, 2048, 3, 8, True),
-                    (8, 1024, 3, 8, True))],
+                    (8, 1024, 3, 8, True), (8, 4096, 3, 16, True), (8, 4096, 2, 8, True),
+                    (16, 2048, 3, 8, True), (16, 4096, 3, 8, True), (16, 2048, 4, 16, True))],
 }
 TABLES = {"cluster": CLUSTER_CONFIGS, "split": SPLIT_CONFIGS, "smem": SMEM_CONFIGS}
 for _table in (CLUSTER_CONFIGS, SPLIT_CONFIGS, SMEM_CONFIGS):
