@@ -192,8 +192,11 @@ def make_case(torch, ops, name, shape=(16384, 4096), dtype="float16"):
     if name == "softmax":
         x = randn(*shape, dtype=F16)
         ref = torch.softmax(x.float(), -1)
+        # 16-bit outputs of rows past ~100000 columns are mostly subnormal (1 / n_cols < 6e-5
+        # in fp16): rounding alone leaves 2.7e-3 norm-wise at 262144 columns, torch's too.
+        tol = 2e-3 if dtype == "float32" or shape[1] < 100000 else 5e-3
         return (2 * x.numel() * x.element_size(), lambda c: ops.softmax(x, config=c),
-                lambda out: errors(out, ref), 2e-3, label)
+                lambda out: errors(out, ref), tol, label)
     if name in ("layernorm_fwd", "layernorm_bwd"):
         m, n = shape
         x, w, b, dy = randn(m, n, dtype=F16), randn(n, dtype=F16), randn(n, dtype=F16), randn(
