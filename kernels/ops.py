@@ -671,11 +671,12 @@ def softmax(x, online=None, config=None):
 
 def _softmax_smem_defaults(place, x2) -> dict:
     """The smem softmax's configuration for rows wider than the TMA kernels take (32 KB) on
-    sm_90+ GPUs, else {}: the fewest CTAs per row whose slices (in chunks of 8 KB) fit a ring of
-    two or three in 216 KB, 8 warps (16 from 4 CTAs a row). Measured on the H200 against a copy of
-    the same bytes (bench/sweep_memory.py --table smem): 0.90x at 4096x32768 fp16 (one CTA a row,
-    three slices of 64 KB), 0.87x at 2048x100000 fp16 (2 CTAs, two of 104 KB) and 0.92x in fp32
-    (4 CTAs of 16 warps), where the kernels before ran 0.84x, 0.61x and 0.62x."""
+    sm_90+ GPUs, else {}: the fewest CTAs per row (1, 2, 4 or 16) whose slices (in chunks of
+    8 KB) fit a ring of two or three in 216 KB, 8 warps (16 at 4 CTAs a row). Measured on the
+    H200 against a copy of the same bytes (bench/sweep_memory.py --table smem): 0.90x at
+    4096x32768 fp16 (one CTA a row, three slices of 64 KB), 0.87x at 2048x100000 fp16 (2 CTAs,
+    two of 104 KB) and 0.92x in fp32 (4 CTAs of 16 warps), 0.80 / 0.79x at 1024x262144 fp16 /
+    fp32 (16 CTAs), where the kernels before ran 0.84x, 0.61x, 0.62x and 0.73 / 0.65x."""
     item = _itemsize(x2)
     n_cols = x2.shape[1]
     if n_cols * item <= 32768 or not _sm90_or_later(place):
@@ -685,12 +686,14 @@ def _softmax_smem_defaults(place, x2) -> dict:
         # fp32 rows of 64 KB ran 0.96x over 2 CTAs with four 32 KB slices in 16 KB chunks,
         # against 0.90x for one CTA a row (8192x16384; in fp16 one CTA a row stayed ahead).
         return dict(smem=True, split=2, block=4096, num_stages=4, num_warps=8)
-    for split in (1, 2, 4, 8):
+    # (Past 4 CTAs a row, 16 (a non-portable cluster size) with three slices beat 8 with two or
+    # three: 0.80 / 0.78 / 0.73x at 1024x262144 fp16, 0.79x in fp32 where 8 do not fit.)
+    for split in (1, 2, 4, 16):
         slice_bytes = ww.cdiv(ww.cdiv(ww.cdiv(n_cols, split), 16) * 16, block) * 8192
         stages = min(3, 221184 // slice_bytes)
         if stages >= 2:
             return dict(smem=True, split=split, block=block, num_stages=stages,
-                        num_warps=16 if split >= 4 else 8)
+                        num_warps=16 if split == 4 else 8)
     return {}
 
 

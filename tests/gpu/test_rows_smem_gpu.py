@@ -73,6 +73,7 @@ def launched(monkeypatch):
 @pytest.mark.parametrize("rows,cols,dtype,ctas", [
     (4096, 32768, F16, 1), (2048, 100000, F16, 2), (2048, 100000, F32, 4),
     (1000, 16384, F32, 2), (300, 100000, BF16, 2), (77, 70001, F32, 4), (5, 130003, F16, 4),
+    (40, 262144, F32, 16), (33, 262144, BF16, 16),
 ])
 def test_softmax_smem_defaults(monkeypatch, rows, cols, dtype, ctas):
     seen = launched(monkeypatch)

@@ -283,6 +283,8 @@ def test_numpy_rows_keep_the_one_cta_kernels(gpu_compiles):
     (softmax_call, (4096, 16384), np.float16, "softmax_tma_kernel", 8, 2, 1),
     (softmax_call, (4096, 32768), np.float16, "softmax_smem_kernel", 8, 3, 1),  # 64 KB rows
     (softmax_call, (4096, 16384), np.float32, "softmax_smem_kernel", 8, 4, 2),
+    (softmax_call, (1024, 262144), np.float16, "softmax_smem_kernel", 8, 3, 16),  # 512 KB rows
+    (softmax_call, (1024, 262144), np.float32, "softmax_smem_kernel", 8, 3, 16),
     (softmax_call, (8192, 512), np.float16, "softmax_kernel", None, None, 1),  # 1 KB rows
     (layernorm_fwd_call, (32768, 4096), np.float16, "layernorm_fwd_tma_kernel", 4, 2, 1),
     (layernorm_fwd_call, (8192, 16384), np.float16, "layernorm_fwd_tma_kernel", 8, 2, 1),
