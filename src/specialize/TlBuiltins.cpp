@@ -586,6 +586,18 @@ Val Specializer::callTl(const std::string& name, CallSite& call) {
     if (s.empty() || s.back() != 2)
       raiseError(loc, "tl.split needs a tensor whose last dimension is 2, got " + x->type().str());
     std::vector<int64_t> shape(s.begin(), s.end() - 1);
+    if (shape.empty()) {
+      // A [2] tensor splits into two scalars: split [1, 2] into two [1] tensors, then take each
+      // one's only element as a scalar (a max over one element: exact, every thread gets it).
+      ir::Value* row = reshape(x, {1, 2}, loc);
+      ir::Op* halves =
+          b.create(OpCode::Split, {row}, {row->type().withShape({1}), row->type().withShape({1})});
+      auto only = [&](ir::Value* v) {
+        return Val::runtime(b.create1(OpCode::Reduce, {v}, ir::Type::tensor(v->type().elem, {}),
+                                      {{"axis", int64_t{0}}, {"kind", std::string("max")}}));
+      };
+      return Val::tuple({only(halves->result(0)), only(halves->result(1))});
+    }
     ir::Op* op =
         b.create(OpCode::Split, {x}, {x->type().withShape(shape), x->type().withShape(shape)});
     return Val::tuple({Val::runtime(op->result(0)), Val::runtime(op->result(1))});
