@@ -22,27 +22,13 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from kernels import ops  # noqa: E402
-
-F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
-TOL = {F32: 1e-5, F16: 2e-3, BF16: 1e-2}
+# The float64 checks and inputs of the register split's tests.
+from test_rows_cluster_gpu import BF16, F16, F32, TOL, assert_close, randn  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
 def poisoned_outputs(monkeypatch):
     seed_and_poison_outputs(monkeypatch, torch, ops)
-
-
-def randn(*shape, dtype=F32, scale=1.0, shift=0.0):
-    return (torch.randn(*shape, device="cuda", dtype=torch.float32) * scale + shift).to(dtype)
-
-
-def assert_close(out, ref, tol, what=""):
-    torch.cuda.synchronize()
-    out64, ref64 = out.double(), ref.double()
-    assert out.shape == ref.shape, (tuple(out.shape), tuple(ref.shape))
-    assert not torch.isnan(out64).any(), f"{what}: NaN in the output"
-    err = (out64 - ref64).norm().item() / max(ref64.norm().item(), 1e-300)
-    assert err <= tol, f"{what}: relative error {err:.3g} > {tol:g}"
 
 
 class RecordedKernel:
