@@ -7,16 +7,19 @@ columns (K * BLOCK >= slice_cols; slice_cols a multiple of 16 so that slices sta
 vectors). The chunks arrive by cp.async (tlx.async_load), one commit group per slice, and a slice
 is read from shared memory three times: its max m; exp(x - m), written back in place and summed;
 and the output, those exponentials times exp(m - row max) / row sum. Between the second and third
-pass the cluster's CTAs exchange their (max, sum) pairs (rows_cluster.publish_partials /
-peer_partials) while the ring's other slices load. (Recomputing the exponentials in the third
-pass instead, two per element, made the kernel compute-bound on the H200: 0.70x of a copy at
-2048x100000 fp16 over 2 CTAs, and 0.75x for one CTA per row of 4096x32768.)
+pass the cluster's CTAs push their (max, sum) pairs into each other's shared memory
+(softmax_tma.exchange_slots, rows_cluster.push_pair / wait_pairs) while the ring's other slices
+load. (Recomputing the exponentials in the third pass instead, two per element, made the kernel
+compute-bound on the H200: 0.70x of a copy at 2048x100000 fp16 over 2 CTAs, and 0.75x for one
+CTA per row of 4096x32768.)
 
 softmax_smem_kernel: persistent clusters (grid = clusters * C, ctas_per_cga=(C, 1, 1)); cluster k
-takes rows k, k + clusters, ... (rows_smem_rows_of_program); scratch_ptr [n_rows, C, 2] fp32.
+takes rows k, k + clusters, ... (softmax_tma.rows_of_program).
     constexprs: BLOCK (columns per chunk, a power of two), K (chunks per slice), NUM_STAGES (slices
     in the ring, >= 2), C (CTAs per row: 1 for no cluster), PEERS (next_power_of_2(C)),
-    STORE_EVICT (the output stores' eviction_policy).
+    STORE_EVICT (the output stores' eviction_policy), DSMEM (False: the pairs go through
+    scratch_ptr, [n_rows, C, 2] fp32, and a cluster barrier a row, rows_cluster.publish_partials /
+    peer_partials; otherwise scratch_ptr is unused).
 """
 import warpweave as ww
 import warpweave.language as tl
@@ -24,7 +27,7 @@ from warpweave import tlx
 
 from .rows_cluster import (peer_partials, publish_partials, push_pair, softmax_stats_of_pairs,
                            wait_pairs)
-from .softmax_tma import rows_of_program
+from .softmax_tma import exchange_slots, rows_of_program
 
 
 @ww.jit
@@ -100,15 +103,8 @@ def softmax_smem_kernel(out_ptr, in_ptr, scratch_ptr, in_row_stride, out_row_str
     tl.static_assert(NUM_STAGES >= 2)
     bufs = tlx.local_alloc((BLOCK,), in_ptr.dtype.element_ty, NUM_STAGES * K)
     rank, first, step, n_mine = rows_of_program(n_rows, C)
-    if DSMEM:
-        # Two exchange slots: a peer pushes row i + 1's pair only after it has row i's pairs,
-        # ours among them, which this CTA sends after it has read slot (i - 1) % 2.
-        pairs = tlx.local_alloc((2,), tl.float32, 2 * PEERS)
-        pair_bars = tlx.alloc_barriers(num_barriers=2, arrive_count=1)
-        if C > 1:
-            # The peers' barriers are initialized before anyone pushes to them.
-            tlx.fence_mbarrier_init_cluster()
-            tlx.cluster_barrier()
+    if C > 1 and DSMEM:
+        pairs, pair_bars = exchange_slots(PEERS)
     col0 = rank * slice_cols
     slice_end = tl.minimum(col0 + slice_cols, n_cols)
     for s in tl.static_range(NUM_STAGES):
