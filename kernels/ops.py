@@ -722,10 +722,12 @@ def _softmax_smem(place, x2, out, in_stride: int, config) -> None:
         raise ValueError(f"softmax: config {config!r} needs {ring_bytes} bytes of shared memory "
                          f"for its ring at {n_cols} columns (at most "
                          f"{_MAX_SHARED_PER_BLOCK - 2048}); raise split or lower num_stages")
-    scratch = place.empty((n_rows, split, 2), "float32") if split > 1 else out
+    dsmem = bool(config.get("dsmem", True))
+    # The scratch exchange's slots (dsmem=False; unused, and not allocated, otherwise).
+    scratch = place.empty((n_rows, split, 2), "float32") if split > 1 and not dsmem else out
     meta = dict(BLOCK=block, K=chunks, NUM_STAGES=stages, C=split,
                 PEERS=ww.next_power_of_2(split), STORE_EVICT=config.get("store_evict", ""),
-                DSMEM=bool(config.get("dsmem", True)), num_warps=config.get("num_warps") or 8)
+                DSMEM=dsmem, num_warps=config.get("num_warps") or 8)
     if split > 1:
         meta["ctas_per_cga"] = (split, 1, 1)
     args = (out, x2, scratch, in_stride, n_cols, n_rows, n_cols, slice_cols)

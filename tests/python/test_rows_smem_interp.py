@@ -1,7 +1,8 @@
 """Softmax with row slices held in shared memory (kernels/hopper/rows_smem.py) in the interpreter,
 through ops.softmax(config=dict(smem=True, ...)), against NumPy: clusters of 1 to 4 CTAs, slices
 of several chunks with a short last chunk, rings of 2 and 3 slices, more rows than programs (the
-ring wraps), fewer rows than programs, 16-CTA clusters, strided rows, and the configurations it refuses."""
+ring wraps), fewer rows than programs, 16-CTA clusters, the scratch exchange (dsmem=False), strided rows,
+and the configurations it refuses."""
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ CASES = [
     (9, 200, dict(smem=True, split=2, block=32, clusters=2, num_warps=4)),
     (3, 130, dict(smem=True, split=2, block=32, clusters=4, num_warps=4)),
     (2, 700, dict(smem=True, split=16, block=16, num_stages=3, clusters=1, num_warps=4)),
+    (7, 300, dict(smem=True, split=3, block=32, clusters=2, num_warps=4, dsmem=False)),
 ]
 
 
