@@ -1,8 +1,8 @@
 """Softmax with row slices held in shared memory (kernels/hopper/rows_smem.py) in the interpreter,
-through ops.softmax(config=dict(smem=True, ...)), against NumPy: clusters of 1 to 4 CTAs, slices
+through ops.softmax(config=dict(smem=True, ...)), against NumPy: clusters of 1 to 16 CTAs, slices
 of several chunks with a short last chunk, rings of 2 and 3 slices, more rows than programs (the
-ring wraps), fewer rows than programs, 16-CTA clusters, the scratch exchange (dsmem=False), strided rows,
-and the configurations it refuses."""
+ring wraps), fewer rows than programs, the scratch exchange (dsmem=False), strided rows, and the
+configurations it refuses."""
 
 import numpy as np
 import pytest
