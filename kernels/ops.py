@@ -578,7 +578,9 @@ def softmax(x, online=None, config=None):
     cluster=C (2 to 16) forces that split, 0 forbids it, and with it rows_per_cluster (or
     clusters, or programs_per_sm: see _cluster_launch), num_warps, rows_ahead (0-2) and
     defer_store apply to that kernel. Without a config, sm_90+ GPUs take the TMA kernel at rows
-    of 2 to 16 KB (_tma_row_defaults), as layernorm_fwd and layernorm_bwd do; config=dict(tma=False)
+    of 2 to 32 KB (_tma_row_defaults), as layernorm_fwd and layernorm_bwd do, and wider rows
+    held in shared memory over clusters (kernels/hopper/rows_smem.py, _softmax_smem_defaults);
+    config=dict(smem=True, ...) forces that kernel (see _softmax_smem), config=dict(tma=False)
     keeps the register kernel."""
     config = config or {}
     place = _Place("softmax", {"x": x})
@@ -869,8 +871,9 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
     tma=True streams x and dy through shared memory with TMA, num_stages rows loading per
     program (sm_90a; inputs softmax's tma option does not take ignore it). cluster=C splits
     each row over a thread-block cluster, as softmax's option does, rows of any width included
-    (the default on sm_90+ GPUs past ROWS_CLUSTER_DEFAULTS["layernorm_bwd"]["from_cols"]
-    columns; each cluster leaves one row of dw / db partials)."""
+    (each cluster leaves one row of dw / db partials). On sm_90+ GPUs rows of 32 to 128 KB take
+    the TMA kernel split over clusters of row bytes / 16 KB CTAs by default (_tma_row_defaults),
+    wider ones the cluster split."""
     config = config or {}
     op = "layernorm_bwd"
     place = _Place(op, {"dy": dy, "x": x, "w": w, "mean": mean, "rstd": rstd})
