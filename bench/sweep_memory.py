@@ -120,6 +120,11 @@ SMEM_CONFIGS = {
                     (4, 2048, 4, 8, True), (4, 2048, 3, 8, True), (8, 2048, 3, 8, True),
                     (8, 1024, 3, 8, True), (8, 4096, 3, 16, True), (8, 4096, 2, 8, True),
                     (16, 2048, 3, 8, True), (16, 4096, 3, 8, True), (16, 2048, 4, 16, True))],
+    # The layer norm forward over the same slices (an option, not yet timed on the GPU).
+    "layernorm_fwd": [dict(smem=True, split=c, block=b, num_stages=n, num_warps=w)
+                      for c, b, n, w in ((1, 4096, 3, 8), (1, 4096, 3, 16), (2, 4096, 2, 8),
+                                         (2, 4096, 4, 8), (4, 2048, 2, 16), (4, 4096, 3, 8),
+                                         (16, 4096, 3, 8))],
 }
 TABLES = {"cluster": CLUSTER_CONFIGS, "split": SPLIT_CONFIGS, "smem": SMEM_CONFIGS}
 for _table in (CLUSTER_CONFIGS, SPLIT_CONFIGS, SMEM_CONFIGS):

@@ -699,46 +699,60 @@ def _softmax_smem_defaults(place, x2) -> dict:
     return {}
 
 
-def _softmax_smem(place, x2, out, in_stride: int, config) -> None:
-    """Softmax with each row's slices held in shared memory (kernels/hopper/rows_smem.py):
-    config's split (CTAs of a cluster per row, 1 to 16), block (columns per chunk, a power of
-    two from 16), num_stages (slices in each CTA's ring, at least 2), num_warps, dsmem (the
-    CTAs exchange partials through each other's shared memory; False: global scratch and a
-    cluster barrier), and the persistent grid's clusters (default: as many as fit at once,
-    at most one per row)."""
+def _smem_rows_meta(op: str, place, x2, config, kernel, args_of, **constexprs) -> tuple:
+    """(grid, meta, slice_cols) of a rows_smem kernel from config: split (CTAs of a cluster per
+    row, 1 to 16), block (columns per chunk, a power of two from 16), num_stages (slices in each
+    CTA's ring, at least 2), num_warps, and the persistent grid's clusters (default: as many as
+    fit at once, at most one per row); `constexprs` join meta. args_of(slice_cols) gives the
+    kernel's arguments (for the occupancy query)."""
     n_rows, n_cols = x2.shape
     split = config.get("split", 2)
     if type(split) is not int or not 1 <= split <= ROWS_CLUSTER_MAX_CTAS:
-        raise ValueError(f"softmax: config 'split' must be an int from 1 to "
+        raise ValueError(f"{op}: config 'split' must be an int from 1 to "
                          f"{ROWS_CLUSTER_MAX_CTAS} (CTAs per row), got {split!r}")
     block = config.get("block", 4096)
     stages = config.get("num_stages", 2)
     if type(block) is not int or block < 16 or block & (block - 1):
-        raise ValueError(f"softmax: config 'block' must be a power of two >= 16, got {block!r}")
+        raise ValueError(f"{op}: config 'block' must be a power of two >= 16, got {block!r}")
     if type(stages) is not int or stages < 2:
-        raise ValueError(f"softmax: config 'num_stages' must be an int >= 2, got {stages!r}")
+        raise ValueError(f"{op}: config 'num_stages' must be an int >= 2, got {stages!r}")
     slice_cols = ww.cdiv(ww.cdiv(n_cols, split), 16) * 16
     chunks = ww.cdiv(slice_cols, block)
     ring_bytes = stages * chunks * block * _itemsize(x2)
     if ring_bytes + 2048 > _MAX_SHARED_PER_BLOCK:
-        raise ValueError(f"softmax: config {config!r} needs {ring_bytes} bytes of shared memory "
+        raise ValueError(f"{op}: config {config!r} needs {ring_bytes} bytes of shared memory "
                          f"for its ring at {n_cols} columns (at most "
                          f"{_MAX_SHARED_PER_BLOCK - 2048}); raise split or lower num_stages")
-    dsmem = bool(config.get("dsmem", True))
-    # The scratch exchange's slots (dsmem=False; unused, and not allocated, otherwise).
-    scratch = place.empty((n_rows, split, 2), "float32") if split > 1 and not dsmem else out
     meta = dict(BLOCK=block, K=chunks, NUM_STAGES=stages, C=split,
                 PEERS=ww.next_power_of_2(split), STORE_EVICT=config.get("store_evict", ""),
-                DSMEM=dsmem, num_warps=config.get("num_warps") or 8)
+                num_warps=config.get("num_warps") or 8, **constexprs)
     if split > 1:
         meta["ctas_per_cga"] = (split, 1, 1)
-    args = (out, x2, scratch, in_stride, n_cols, n_rows, n_cols, slice_cols)
     clusters = config.get("clusters") or _resident_clusters(
-        place, _rows_smem.softmax_smem_kernel,
-        ("softmax_smem", _dtype_name(x2), n_cols, split, block, stages, meta["num_warps"]),
-        args, split, **meta)
-    clusters = max(1, min(n_rows, clusters))
-    _rows_smem.softmax_smem_kernel[(clusters * split,)](*args, **meta)
+        place, kernel, (kernel.__name__, _dtype_name(x2), n_cols, split, block, stages,
+                        meta["num_warps"], tuple(sorted(constexprs.items()))),
+        lambda: args_of(slice_cols), split, **meta)
+    return (max(1, min(n_rows, clusters)) * split,), meta, slice_cols
+
+
+def _softmax_smem(place, x2, out, in_stride: int, config) -> None:
+    """Softmax with each row's slices held in shared memory (kernels/hopper/rows_smem.py), as
+    _smem_rows_meta configures it; config's dsmem=False exchanges the partials through global
+    scratch and a cluster barrier a row instead of the peers' shared memory."""
+    n_rows, n_cols = x2.shape
+    dsmem = bool(config.get("dsmem", True))
+    split = config.get("split", 2)  # (checked by _smem_rows_meta)
+    # The scratch exchange's slots (dsmem=False; unused, and not allocated, otherwise).
+    scratch = (place.empty((n_rows, split, 2), "float32")
+               if type(split) is int and split > 1 and not dsmem else out)
+
+    def args_of(slice_cols):
+        return (out, x2, scratch, in_stride, n_cols, n_rows, n_cols, slice_cols)
+
+    kernel = _rows_smem.softmax_smem_kernel
+    grid, meta, slice_cols = _smem_rows_meta("softmax", place, x2, config, kernel, args_of,
+                                             DSMEM=dsmem)
+    kernel[grid](*args_of(slice_cols), **meta)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -771,7 +785,8 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
     bench/sweep_memory.py) overrides num_warps and programs_per_sm; tma=True (with num_stages,
     tma_store) streams rows through shared memory with TMA, as softmax's option does; cluster=C
     splits each row over a thread-block cluster, as softmax's option does (not a default: see
-    ROWS_CLUSTER_DEFAULTS)."""
+    ROWS_CLUSTER_DEFAULTS); smem=True holds rows in shared memory over clusters, as softmax's
+    smem option does (split, block, num_stages, num_warps, clusters; not yet a default)."""
     config = config or {}
     op = "layernorm_fwd"
     place = _Place(op, {"x": x, "w": w, "b": b})
@@ -792,6 +807,19 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
     y = place.empty((n_rows, n_cols), dt)
     mean = place.empty((n_rows,), "float32")
     rstd = place.empty((n_rows,), "float32")
+    if config.get("smem") and n_rows > 0:
+        # Rows held in shared memory over clusters (kernels/hopper/rows_smem.py): an option,
+        # not yet timed on the GPU.
+        w2, b2 = _contiguous(w), _contiguous(b)
+
+        def args_of(slice_cols):
+            return (x2, y, w2, b2, mean, rstd, _strides(x2)[0], n_cols, n_rows, n_cols,
+                    slice_cols, float(eps))
+
+        kernel = _rows_smem.layernorm_fwd_smem_kernel
+        grid, meta, slice_cols = _smem_rows_meta(op, place, x2, config, kernel, args_of)
+        kernel[grid](*args_of(slice_cols), **meta)
+        return y.reshape(shape), mean.reshape(shape[:-1]), rstd.reshape(shape[:-1])
     ctas = _cluster_ctas(op, place, n_cols, dt, config) if n_rows > 0 else 0
     cluster_asked = bool(config.get("cluster"))
     tiles = _tma_row_tiles(place, x2) if config.get("tma") and n_rows > 0 else None

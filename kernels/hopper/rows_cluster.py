@@ -176,7 +176,7 @@ def softmax_cluster_kernel(out_ptr, in_ptr, scratch_ptr, in_row_stride, out_row_
 
 
 @ww.jit
-def _slice_counts(ranks, slice_cols, n_cols):
+def slice_counts(ranks, slice_cols, n_cols):
     """Columns of the row that the slices of CTAs `ranks` hold (0 for slices past the row end)."""
     return tl.minimum(tl.maximum(n_cols - ranks * slice_cols, 0), slice_cols).to(tl.float32)
 
@@ -195,9 +195,9 @@ def layernorm_fwd_cluster_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr,
     mask = (lanes < slice_cols) & (cols < n_cols)
     # Each slice's column count weighs its mean in the combine; an empty slice's mean is 0 and
     # weighs nothing.
-    count = tl.maximum(_slice_counts(rank, slice_cols, n_cols), 1.0)
+    count = tl.maximum(slice_counts(rank, slice_cols, n_cols), 1.0)
     ranks = tl.arange(0, PEERS)
-    peer_counts = tl.where(ranks < C, _slice_counts(ranks, slice_cols, n_cols), 0.0)
+    peer_counts = tl.where(ranks < C, slice_counts(ranks, slice_cols, n_cols), 0.0)
     row = row_begin
     if ROWS_AHEAD >= 1:
         x_a = _slice_of_row(x_ptr, row, row_end, stride, cols, mask, 0.0)

@@ -25,8 +25,8 @@ import warpweave as ww
 import warpweave.language as tl
 from warpweave import tlx
 
-from .rows_cluster import (peer_partials, publish_partials, push_pair, softmax_stats_of_pairs,
-                           wait_pairs)
+from .rows_cluster import (slice_counts, pair_of, peer_partials, publish_partials, push_pair,
+                           softmax_stats_of_pairs, wait_pairs)
 from .softmax_tma import exchange_slots, rows_of_program
 
 
@@ -163,4 +163,115 @@ def softmax_smem_kernel(out_ptr, in_ptr, scratch_ptr, in_row_stride, out_row_str
         load_slice(in_ptr, bufs, stage, first + ahead * step, ahead < n_mine, in_row_stride, col0,
                    slice_end, K, BLOCK)
     # No copy may still be writing shared memory when the CTA exits.
+    tlx.async_load_wait_group(0)
+
+
+@ww.jit
+def _sum_of_chunks(bufs, stage, total, K: tl.constexpr):
+    """total plus the slice's K chunks, lane-wise (lanes past the slice were filled with 0)."""
+    for k in range(0, K):
+        total += tlx.local_load(chunk_view(bufs, stage, k, K)).to(tl.float32)
+    return total
+
+
+@ww.jit
+def _squares_of_chunks(bufs, stage, k_begin, k_end, total, mean, col0, slice_end,
+                       K: tl.constexpr, BLOCK: tl.constexpr, MASKED: tl.constexpr):
+    """total plus (x - mean)^2 over chunks [k_begin, k_end), lane-wise (MASKED: lanes past the
+    slice add 0)."""
+    for k in range(k_begin, k_end):
+        d = tlx.local_load(chunk_view(bufs, stage, k, K)).to(tl.float32) - mean
+        if MASKED:
+            d = tl.where(col0 + k * BLOCK + tl.arange(0, BLOCK) < slice_end, d, 0.0)
+        total += d * d
+    return total
+
+
+@ww.jit
+def _normalize_chunks(y_row, w_ptr, b_ptr, bufs, stage, k_begin, k_end, mean, rstd, col0,
+                      slice_end, K: tl.constexpr, BLOCK: tl.constexpr, MASKED: tl.constexpr,
+                      STORE_EVICT: tl.constexpr):
+    """Stores (x - mean) * rstd * w + b of chunks [k_begin, k_end) to y_row (w and b come from
+    L2 for every row; MASKED: only the lanes of the slice)."""
+    for k in range(k_begin, k_end):
+        cols = col0 + k * BLOCK + tl.arange(0, BLOCK)
+        x = tlx.local_load(chunk_view(bufs, stage, k, K)).to(tl.float32)
+        if MASKED:
+            valid = cols < slice_end
+            w = tl.load(w_ptr + cols, mask=valid, other=0.0).to(tl.float32)
+            b = tl.load(b_ptr + cols, mask=valid, other=0.0).to(tl.float32)
+            y = ((x - mean) * rstd * w + b).to(y_row.dtype.element_ty)
+            tl.store(y_row + cols, y, mask=valid, eviction_policy=STORE_EVICT)
+        else:
+            w = tl.load(w_ptr + cols).to(tl.float32)
+            b = tl.load(b_ptr + cols).to(tl.float32)
+            y = ((x - mean) * rstd * w + b).to(y_row.dtype.element_ty)
+            tl.store(y_row + cols, y, eviction_policy=STORE_EVICT)
+
+
+@ww.jit
+def layernorm_fwd_smem_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, x_row_stride,
+                              y_row_stride, n_rows, n_cols, slice_cols, eps,
+                              BLOCK: tl.constexpr, K: tl.constexpr, NUM_STAGES: tl.constexpr,
+                              C: tl.constexpr = 1, PEERS: tl.constexpr = 1,
+                              STORE_EVICT: tl.constexpr = ""):
+    """Layer norm forward over rows held in shared memory as softmax_smem_kernel holds them:
+    per slice its mean and M2 = sum (x - mean)^2 (two passes over shared memory), the cluster's
+    (mean, M2) pairs combined by Chan et al.'s formula (weighted by each slice's column count),
+    then the output pass; rank 0 stores the row's mean and rstd."""
+    tl.static_assert(NUM_STAGES >= 2)
+    bufs = tlx.local_alloc((BLOCK,), x_ptr.dtype.element_ty, NUM_STAGES * K)
+    rank, first, step, n_mine = rows_of_program(n_rows, C)
+    if C > 1:
+        pairs, pair_bars = exchange_slots(PEERS)
+    col0 = rank * slice_cols
+    slice_end = tl.minimum(col0 + slice_cols, n_cols)
+    # An empty slice (past the row end) has mean 0 and weighs nothing in the combine.
+    count = tl.maximum(slice_counts(rank, slice_cols, n_cols), 1.0)
+    for s in tl.static_range(NUM_STAGES):
+        load_slice(x_ptr, bufs, s, first + s * step, s < n_mine, x_row_stride, col0, slice_end,
+                   K, BLOCK)
+    full = tl.maximum(slice_end - col0, 0) // BLOCK
+    for i in range(0, n_mine):
+        row = first + i * step
+        stage = i % NUM_STAGES
+        tlx.async_load_wait_group(NUM_STAGES - 1)
+        slice_mean = tl.sum(_sum_of_chunks(bufs, stage, tl.zeros([BLOCK], tl.float32), K),
+                            axis=0) / count
+        m2 = tl.zeros([BLOCK], tl.float32)
+        m2 = _squares_of_chunks(bufs, stage, 0, full, m2, slice_mean, col0, slice_end, K, BLOCK,
+                                False)
+        m2 = _squares_of_chunks(bufs, stage, full, K, m2, slice_mean, col0, slice_end, K, BLOCK,
+                                True)
+        slice_m2 = tl.sum(m2, axis=0)
+        if C > 1:
+            push_pair(pairs, pair_bars, i % 2, rank, slice_mean, slice_m2, C, PEERS)
+            wait_pairs(pair_bars, i % 2, (i // 2) & 1, C)
+            mean = 0.0
+            for r in tl.static_range(C):
+                mean_r, m2_r = pair_of(pairs, i % 2, r, PEERS)
+                mean += mean_r * slice_counts(r, slice_cols, n_cols)
+            mean = mean / n_cols
+            var = 0.0
+            for r in tl.static_range(C):
+                mean_r, m2_r = pair_of(pairs, i % 2, r, PEERS)
+                spread = mean_r - mean
+                var += m2_r + slice_counts(r, slice_cols, n_cols) * spread * spread
+            var = var / n_cols
+        else:
+            mean = slice_mean
+            var = slice_m2 / n_cols
+        rstd = 1.0 / tl.sqrt(var + eps)
+        tl.store(mean_ptr + row, mean, mask=rank == 0)
+        tl.store(rstd_ptr + row, rstd, mask=rank == 0)
+        y_row = y_ptr + row.to(tl.int64) * y_row_stride
+        _normalize_chunks(y_row, w_ptr, b_ptr, bufs, stage, 0, full, mean, rstd, col0, slice_end,
+                          K, BLOCK, False, STORE_EVICT)
+        _normalize_chunks(y_row, w_ptr, b_ptr, bufs, stage, full, K, mean, rstd, col0,
+                          slice_end, K, BLOCK, True, STORE_EVICT)
+        # Every thread is done reading the stage before any copy refills it.
+        tl.debug_barrier()
+        ahead = i + NUM_STAGES
+        load_slice(x_ptr, bufs, stage, first + ahead * step, ahead < n_mine, x_row_stride, col0,
+                   slice_end, K, BLOCK)
     tlx.async_load_wait_group(0)

@@ -118,3 +118,24 @@ def test_layernorm_bwd_tma_split_defaults(rows, cols, dtype):
     assert_close(dx, xr.grad, TOL[dtype], "dx")
     assert_close(dw, wr.grad, TOL[dtype], "dw")
     assert_close(db, br.grad, TOL[dtype], "db")
+
+
+@pytest.mark.parametrize("rows,cols,config", [
+    (4096, 32768, dict(smem=True, split=1, block=4096, num_stages=3)),
+    (2048, 100000, dict(smem=True, split=2, block=4096, num_stages=2)),
+    (301, 70001, dict(smem=True, split=4, block=2048, num_stages=2, num_warps=16)),
+    (64, 262144, dict(smem=True, split=16, block=4096, num_stages=3)),
+])
+@pytest.mark.parametrize("dtype", [F16, F32])
+def test_layernorm_fwd_smem_option(rows, cols, config, dtype):
+    if dtype == F32 and cols * 4 // config["split"] > 110_000:
+        pytest.skip("fp32 slices of this split do not fit two in shared memory")
+    x = randn(rows, cols, dtype=dtype, scale=2.0, shift=0.5)
+    w, b = randn(cols, dtype=dtype), randn(cols, dtype=dtype)
+    y, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5, config=config)
+    x64 = x.double()
+    ref = torch.nn.functional.layer_norm(x64, (cols,), w.double(), b.double(), 1e-5)
+    assert_close(y, ref, TOL[dtype], "y")
+    assert_close(mean, x64.mean(-1), TOL[F32], "mean")
+    assert_close(rstd, torch.rsqrt(x64.var(-1, unbiased=False) + 1e-5), TOL[F32], "rstd")
+

@@ -324,3 +324,21 @@ def test_tma_row_defaults_stay_off_with_a_config_and_off_sm90(gpu_compiles, monk
     gpu_compiles.kernels = []
     layernorm_bwd_call((32768, 4096), np.float16, None)()
     assert gpu_compiles.kernels[0].fn.__name__ == "layernorm_bwd_dx_kernel"
+
+
+@pytest.mark.parametrize("shape,config,ctas", [
+    ((4096, 32768), dict(smem=True, split=1, block=4096, num_stages=3), 1),
+    ((2048, 100000), dict(smem=True, split=2, block=4096, num_stages=2), 2),
+    ((1024, 262144), dict(smem=True, split=16, block=4096, num_stages=3), 16),
+])
+def test_layernorm_fwd_smem_option_compiles_without_spills(sm90_wrappers, shape, config, ctas):
+    # The option (not a default yet): rows of 16-bit values in shared memory over clusters, the
+    # slices arriving as 16-byte copies, the (mean, M2) pairs pushed to the peers' shared memory.
+    layernorm_fwd_call(shape, np.float16, config)()
+    kernel = sm90_wrappers.kernels[-1]
+    assert kernel.fn.__name__ == "layernorm_fwd_smem_kernel" and kernel.options[2] == ctas
+    assert kernel.n_spills == 0, f"{kernel.n_regs} registers, {kernel.n_spills} spill bytes"
+    ptx = kernel.kernel.ptx
+    assert "cp.async.cg.shared.global" in ptx
+    assert ("st.async.shared::cluster" in ptx) == (ctas > 1)
+

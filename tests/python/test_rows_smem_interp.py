@@ -7,7 +7,7 @@ configurations it refuses."""
 import numpy as np
 import pytest
 
-from test_kernels_interp import TOL, assert_close, randn, softmax_ref
+from test_kernels_interp import TOL, assert_close, layernorm_ref, randn, softmax_ref
 from kernels import ops
 
 pytest.importorskip("warpweave._native")
@@ -57,3 +57,39 @@ def test_softmax_smem_refuses_bad_configs(rng, config, message):
     x = randn(rng, (2, 100000), "float32")
     with pytest.raises(ValueError, match=message):
         ops.softmax(x, config=config)
+
+
+# ------------------------------------------------------------------------------------------------
+# Layer norm forward over the same slices (config smem=True; an option)
+# ------------------------------------------------------------------------------------------------
+
+LAYERNORM_CASES = [
+    (5, 300, dict(smem=True, split=2, block=64, clusters=2, num_warps=4)),
+    (7, 1000, dict(smem=True, split=3, block=128, num_stages=3, clusters=2, num_warps=4)),
+    (6, 100, dict(smem=True, split=1, block=32, clusters=2, num_warps=4)),
+    (4, 20, dict(smem=True, split=4, block=16, clusters=1, num_warps=4)),
+    (9, 200, dict(smem=True, split=2, block=32, clusters=2, num_warps=4)),
+]
+
+
+@pytest.mark.parametrize("rows,cols,config", LAYERNORM_CASES)
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_layernorm_fwd_smem(rng, rows, cols, config, dtype):
+    x = randn(rng, (rows, cols), dtype, scale=2.0) + np.asarray(0.5, dtype)
+    w, b = randn(rng, (cols,), dtype), randn(rng, (cols,), dtype)
+    y, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5, config=config)
+    y_ref, mean_ref, rstd_ref = layernorm_ref(x, w, b, 1e-5)
+    assert_close(y, y_ref, TOL[dtype], "y")
+    assert_close(mean, mean_ref, TOL["float32"], "mean")
+    assert_close(rstd, rstd_ref, TOL["float32"], "rstd")
+
+
+def test_layernorm_fwd_smem_variance_beside_a_large_mean(rng):
+    # Mean 1000, deviation 0.01: the slices' (mean, M2) combine keeps the variance that
+    # E[x^2] - E[x]^2 in fp32 would lose.
+    x = randn(rng, (2, 900), "float32", scale=0.01) + np.float32(1000.0)
+    ones, zeros = np.ones(900, np.float32), np.zeros(900, np.float32)
+    _, _, rstd = ops.layernorm_fwd(x, ones, zeros, 0.0,
+                                   config=dict(smem=True, split=3, block=64, clusters=1))
+    ref = 1.0 / np.sqrt(x.astype(np.float64).var(axis=1))
+    assert np.allclose(rstd, ref, rtol=2e-3), (rstd, ref)
