@@ -45,6 +45,20 @@ def load_slice(in_ptr, bufs, stage, row, pred, row_stride, col0, slice_end, K: t
 
 
 @ww.jit
+def start_ring(ptr, bufs, rank, first, step, n_mine, row_stride, slice_cols, n_cols,
+               NUM_STAGES: tl.constexpr, K: tl.constexpr, BLOCK: tl.constexpr):
+    """(col0, slice_end, full): this CTA's slice of each row, columns [col0, slice_end), and how
+    many of its chunks lie wholly inside it (those skip the lane masks; the slice's end differs
+    between ranks); starts the copies of its first NUM_STAGES rows' slices, one group each."""
+    col0 = rank * slice_cols
+    slice_end = tl.minimum(col0 + slice_cols, n_cols)
+    for s in tl.static_range(NUM_STAGES):
+        load_slice(ptr, bufs, s, first + s * step, s < n_mine, row_stride, col0, slice_end, K,
+                   BLOCK)
+    return col0, slice_end, tl.maximum(slice_end - col0, 0) // BLOCK
+
+
+@ww.jit
 def chunk_view(bufs, stage, k, K: tl.constexpr):
     """Chunk k of the slice in ring stage `stage`."""
     return tlx.local_view(bufs, stage * K + k)
@@ -105,14 +119,8 @@ def softmax_smem_kernel(out_ptr, in_ptr, scratch_ptr, in_row_stride, out_row_str
     rank, first, step, n_mine = rows_of_program(n_rows, C)
     if C > 1 and DSMEM:
         pairs, pair_bars = exchange_slots(PEERS)
-    col0 = rank * slice_cols
-    slice_end = tl.minimum(col0 + slice_cols, n_cols)
-    for s in tl.static_range(NUM_STAGES):
-        load_slice(in_ptr, bufs, s, first + s * step, s < n_mine, in_row_stride, col0, slice_end,
-                   K, BLOCK)
-    # Chunks wholly inside the slice skip the lane masks (the slice's end may not be the same
-    # on every rank).
-    full = tl.maximum(slice_end - col0, 0) // BLOCK
+    col0, slice_end, full = start_ring(in_ptr, bufs, rank, first, step, n_mine, in_row_stride,
+                                       slice_cols, n_cols, NUM_STAGES, K, BLOCK)
     for i in range(0, n_mine):
         row = first + i * step
         stage = i % NUM_STAGES
@@ -224,14 +232,10 @@ def layernorm_fwd_smem_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, x_
     rank, first, step, n_mine = rows_of_program(n_rows, C)
     if C > 1:
         pairs, pair_bars = exchange_slots(PEERS)
-    col0 = rank * slice_cols
-    slice_end = tl.minimum(col0 + slice_cols, n_cols)
+    col0, slice_end, full = start_ring(x_ptr, bufs, rank, first, step, n_mine, x_row_stride,
+                                       slice_cols, n_cols, NUM_STAGES, K, BLOCK)
     # An empty slice (past the row end) has mean 0 and weighs nothing in the combine.
     count = tl.maximum(slice_counts(rank, slice_cols, n_cols), 1.0)
-    for s in tl.static_range(NUM_STAGES):
-        load_slice(x_ptr, bufs, s, first + s * step, s < n_mine, x_row_stride, col0, slice_end,
-                   K, BLOCK)
-    full = tl.maximum(slice_end - col0, 0) // BLOCK
     for i in range(0, n_mine):
         row = first + i * step
         stage = i % NUM_STAGES
