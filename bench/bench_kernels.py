@@ -60,13 +60,34 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.shapes:
         try:
-            args.shapes = [tuple(int(v) for v in s.lower().split("x")) for s in
-                           args.shapes.split(",")]
+            args.shapes = [parse_shape(s) for s in args.shapes.split(",")]
         except ValueError:
-            args.shapes = [()]
-        if any(len(s) != 2 or min(s) < 1 for s in args.shapes):
             p.error("--shapes takes ROWSxCOLS[,ROWSxCOLS...], e.g. 32768x4096,8192x16384")
     return args
+
+
+def parse_shape(text: str) -> tuple:
+    """(rows, cols) from "ROWSxCOLS", both at least 1 (the bench tools' --shape / --shapes);
+    ValueError otherwise."""
+    shape = tuple(int(v) for v in text.lower().split("x"))
+    if len(shape) != 2 or min(shape) < 1:
+        raise ValueError(f"not ROWSxCOLS: {text!r}")
+    return shape
+
+
+def gpu_torch(tool: str, hint: str = ""):
+    """PyTorch with a CUDA GPU visible, or None after saying on stderr which is missing (the
+    bench tools then exit with 2); `hint` ends both messages."""
+    try:
+        import torch
+    except ImportError:
+        print(f"{tool}: PyTorch is not installed; it needs PyTorch and a CUDA GPU{hint}",
+              file=sys.stderr)
+        return None
+    if not torch.cuda.is_available():
+        print(f"{tool}: no CUDA GPU visible to PyTorch{hint}", file=sys.stderr)
+        return None
+    return torch
 
 
 ROUNDS = 3  # interleaved timing rounds per case
@@ -415,14 +436,8 @@ def overheads(torch, ww, ops, quick):
 
 
 def run(args):
-    try:
-        import torch
-    except ImportError:
-        print("bench_kernels: PyTorch is not installed; the benchmarks need it and a CUDA GPU",
-              file=sys.stderr)
-        return 2
-    if not torch.cuda.is_available():
-        print("bench_kernels: no CUDA GPU visible to PyTorch; nothing to measure", file=sys.stderr)
+    torch = gpu_torch("bench_kernels", "; nothing to measure")
+    if torch is None:
         return 2
     import warpweave as ww
 

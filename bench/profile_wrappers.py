@@ -15,8 +15,11 @@ import sys
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+for path in (ROOT, os.path.join(ROOT, "bench")):
+    if path not in sys.path:
+        sys.path.insert(0, path)
+
+from bench_kernels import gpu_torch, parse_shape  # noqa: E402
 
 WRAPPERS = ("softmax", "layernorm_fwd", "layernorm_bwd")
 
@@ -29,10 +32,8 @@ def parse_args(argv=None):
     p.add_argument("--only", help="comma-separated wrappers (default: all)")
     args = p.parse_args(argv)
     try:
-        args.shape = tuple(int(v) for v in args.shape.lower().split("x"))
+        args.shape = parse_shape(args.shape)
     except ValueError:
-        args.shape = ()
-    if len(args.shape) != 2 or min(args.shape) < 1:
         p.error("--shape takes ROWSxCOLS, e.g. 65536x1024")
     args.only = tuple(args.only.split(",")) if args.only else WRAPPERS
     unknown = set(args.only) - set(WRAPPERS)
@@ -66,14 +67,8 @@ def calls(torch, ops, shape, names):
 
 def main(argv=None):
     args = parse_args(argv)
-    try:
-        import torch
-    except ImportError:
-        print("profile_wrappers: PyTorch is not installed; it needs PyTorch and a CUDA GPU",
-              file=sys.stderr)
-        return 2
-    if not torch.cuda.is_available():
-        print("profile_wrappers: no CUDA GPU visible to PyTorch", file=sys.stderr)
+    torch = gpu_torch("profile_wrappers")
+    if torch is None:
         return 2
     from kernels import ops
 

@@ -27,6 +27,8 @@ for path in (ROOT, os.path.join(ROOT, "bench")):
     if path not in sys.path:
         sys.path.insert(0, path)
 
+from bench_kernels import gpu_torch, parse_shape  # noqa: E402
+
 
 def _product(**axes):
     """Every combination of the axes' values, as config dicts (in the order given)."""
@@ -167,10 +169,8 @@ def parse_args(argv=None):
                    help="ROWSxCOLS of softmax's and layer norm's fp16 input (default 16384x4096)")
     args = p.parse_args(argv)
     try:
-        args.shape = tuple(int(v) for v in args.shape.lower().split("x"))
+        args.shape = parse_shape(args.shape)
     except ValueError:
-        args.shape = ()
-    if len(args.shape) != 2 or min(args.shape) < 1:
         p.error("--shape takes ROWSxCOLS, e.g. 4096x32768")
     return args
 
@@ -303,14 +303,8 @@ def main(argv=None):
                 print(f"    {config_label(config)}")
         return 0
 
-    try:
-        import torch
-    except ImportError:
-        print("sweep_memory: PyTorch is not installed; the sweep needs it and a CUDA GPU (try "
-              "--dry-run)", file=sys.stderr)
-        return 2
-    if not torch.cuda.is_available():
-        print("sweep_memory: no CUDA GPU visible to PyTorch (try --dry-run)", file=sys.stderr)
+    torch = gpu_torch("sweep_memory", " (try --dry-run)")
+    if torch is None:
         return 2
     import warpweave as ww
 
