@@ -91,7 +91,10 @@ def main(argv=None):
         profile.disable()
         torch.cuda.synchronize()
         text = io.StringIO()
-        pstats.Stats(profile, stream=text).sort_stats("tottime").print_stats(args.top)
+        stats = pstats.Stats(profile, stream=text)
+        # Own time first (where the host spends it), then cumulative (which wrapper step).
+        stats.sort_stats("tottime").print_stats(args.top)
+        stats.sort_stats("cumulative").print_stats(args.top)
         print(text.getvalue().strip())
     return 0
 
