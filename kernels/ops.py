@@ -699,7 +699,8 @@ def _softmax_smem_defaults(place, x2) -> dict:
     return {}
 
 
-def _smem_rows_meta(op: str, place, x2, config, kernel, args_of, **constexprs) -> tuple:
+def _smem_rows_meta(op: str, place, x2, config, kernel, args_of, resident_slices: int = 0,
+                    resident_itemsize: int = 0, **constexprs) -> tuple:
     """(grid, meta, slice_cols) of a rows_smem kernel from config: split (CTAs of a cluster per
     row, 1 to 16), block (columns per chunk, a power of two from 16), num_stages (slices in each
     CTA's ring, at least 2), num_warps, and the persistent grid's clusters (default: as many as
@@ -718,7 +719,9 @@ def _smem_rows_meta(op: str, place, x2, config, kernel, args_of, **constexprs) -
         raise ValueError(f"{op}: config 'num_stages' must be an int >= 2, got {stages!r}")
     slice_cols = ww.cdiv(ww.cdiv(n_cols, split), 16) * 16
     chunks = ww.cdiv(slice_cols, block)
-    ring_bytes = stages * chunks * block * _itemsize(x2)
+    # The ring of slices, and `resident_slices` more slices of `resident_itemsize` bytes an
+    # element that the kernel keeps for every row (the layer norm's w and b with WB_SMEM).
+    ring_bytes = (stages * _itemsize(x2) + resident_slices * resident_itemsize) * chunks * block
     if ring_bytes + 2048 > _MAX_SHARED_PER_BLOCK:
         raise ValueError(f"{op}: config {config!r} needs {ring_bytes} bytes of shared memory "
                          f"for its ring at {n_cols} columns (at most "
@@ -817,7 +820,11 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
                     slice_cols, float(eps))
 
         kernel = _rows_smem.layernorm_fwd_smem_kernel
-        grid, meta, slice_cols = _smem_rows_meta(op, place, x2, config, kernel, args_of)
+        # wb_smem=True: each CTA keeps its w and b slices in shared memory for all its rows.
+        wb_smem = bool(config.get("wb_smem", False))
+        grid, meta, slice_cols = _smem_rows_meta(
+            op, place, x2, config, kernel, args_of, resident_slices=2 if wb_smem else 0,
+            resident_itemsize=max(_itemsize(w2), _itemsize(b2)), WB_SMEM=wb_smem)
         kernel[grid](*args_of(slice_cols), **meta)
         return y.reshape(shape), mean.reshape(shape[:-1]), rstd.reshape(shape[:-1])
     ctas = _cluster_ctas(op, place, n_cols, dt, config) if n_rows > 0 else 0

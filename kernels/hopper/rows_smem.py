@@ -222,7 +222,7 @@ def layernorm_fwd_smem_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, x_
                               y_row_stride, n_rows, n_cols, slice_cols, eps,
                               BLOCK: tl.constexpr, K: tl.constexpr, NUM_STAGES: tl.constexpr,
                               C: tl.constexpr = 1, PEERS: tl.constexpr = 1,
-                              STORE_EVICT: tl.constexpr = ""):
+                              STORE_EVICT: tl.constexpr = "", WB_SMEM: tl.constexpr = False):
     """Layer norm forward over rows held in shared memory as softmax_smem_kernel holds them:
     per slice its mean and M2 = sum (x - mean)^2 (two passes over shared memory), the cluster's
     (mean, M2) pairs combined by Chan et al.'s formula (weighted by each slice's column count),
