@@ -1,7 +1,8 @@
 """Host time of the row wrappers of kernels/ops.py (softmax, layer norm forward and backward) on
 the GPU machine: per call, with the GPU kept busy, then cProfile's heaviest entries. The TMA row
 wrappers cost 60-170 us per call on the H200 host (session 5), enough to make per-launch timings
-of small rows host-bound; this says where that time goes.
+of small rows host-bound; this says where that time goes, with and without launch plans (the
+cProfile entries are of calls with them).
 
     python bench/profile_wrappers.py [--shape 65536x1024] [--calls 300] [--top 18] [--only softmax]
 """
@@ -73,17 +74,21 @@ def main(argv=None):
     from kernels import ops
 
     for label, fn in calls(torch, ops, args.shape, args.only).items():
-        for _ in range(10):
-            fn()
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        for _ in range(args.calls):
-            fn()
-        host = (time.perf_counter() - start) / args.calls * 1e6
-        torch.cuda.synchronize()
-        total = (time.perf_counter() - start) / args.calls * 1e6
-        print(f"## {label} at {args.shape[0]}x{args.shape[1]} fp16: {host:.1f} us of host time "
-              f"per call, {total:.1f} us per call with the GPU's")
+        for plans in (False, True):
+            # Without launch plans every call takes the wrapper's full path.
+            ops.LAUNCH_PLANS = plans
+            for _ in range(10):
+                fn()
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            for _ in range(args.calls):
+                fn()
+            host = (time.perf_counter() - start) / args.calls * 1e6
+            torch.cuda.synchronize()
+            total = (time.perf_counter() - start) / args.calls * 1e6
+            print(f"## {label} at {args.shape[0]}x{args.shape[1]} fp16, "
+                  f"{'launch plans' if plans else 'full path'}: {host:.1f} us of host time per "
+                  f"call, {total:.1f} us per call with the GPU's")
         profile = cProfile.Profile()
         profile.enable()
         for _ in range(args.calls):

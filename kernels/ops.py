@@ -16,8 +16,10 @@ padding lanes of a large block over a small input are pure waste there.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
+import threading
 
 import warpweave as ww
 
@@ -83,12 +85,18 @@ _sm_counts: dict = {}
 
 class _Place:
     """The library (NumPy or torch) and device of one call's arrays: outputs are allocated here,
-    and the interpreter or the GPU runs the kernels."""
+    and the interpreter or the GPU runs the kernels (launch). Under a _planned wrapper's first
+    call it also tells the call's _PlanRecorder what it allocated and launched."""
 
     def __init__(self, op: str, arrays: dict):
         self.op = op
         self.torch_device = None
         self.kind = None  # "numpy" or "torch"
+        # Only the call's first place records (a nested call's places do not).
+        self.recorder = getattr(_recording, "recorder", None)
+        if self.recorder is not None:
+            _recording.recorder = None
+            self.recorder.place = self
         first = None
         for name, value in arrays.items():
             if value is None:
@@ -127,10 +135,23 @@ class _Place:
         if self.kind == "numpy":
             import numpy as np
 
-            return np.empty(shape, _numpy_dtype(dtype))
-        import torch
+            out = np.empty(shape, _numpy_dtype(dtype))
+        else:
+            import torch
 
-        return torch.empty(shape, dtype=getattr(torch, dtype), device=self.torch_device)
+            out = torch.empty(shape, dtype=getattr(torch, dtype), device=self.torch_device)
+        if self.recorder is not None:
+            self.recorder.allocated(out, shape, dtype)
+        return out
+
+    def launch(self, kernel, grid, /, *args, **meta):
+        """kernel[grid](*args, **meta); a grid function is called with `meta` (the launch's
+        keyword arguments: its constexprs and options)."""
+        if callable(grid):
+            grid = grid(meta)
+        if self.recorder is not None:
+            self.recorder.launched(kernel, grid, args, meta)
+        kernel[grid](*args, **meta)
 
     def num_sms(self) -> int:
         """The GPU's SM count, or a small stand-in for the interpreter (where persistent grids only
@@ -149,6 +170,193 @@ class _Place:
             count = torch.cuda.get_device_properties(index).multi_processor_count
             _sm_counts[index] = count
         return count
+
+
+# ------------------------------------------------------------------------------------------------
+# Launch plans: a wrapper's host work, done once per argument signature
+# ------------------------------------------------------------------------------------------------
+#
+# The row wrappers' checks, routing, tile and grid choices and occupancy lookups cost 35-160 us of
+# host time per call on the H200's host (bench/profile_wrappers.py), more than the GPU takes for
+# a 256 MB layer norm: per-launch timings then measure the host. All of that depends only on the
+# arguments' dtypes, shapes, strides, 16-byte alignment and device, and on the other arguments'
+# values. A _planned wrapper's first call with a signature records what its place allocated and
+# launched (each tensor argument traced back to an input or an allocation by address); later calls
+# with that signature allocate the same outputs and replay the launches on the new arrays. A call
+# is not recorded when anything it launched cannot be traced (a copy made by .contiguous(), a view
+# starting inside an array), when it launched nothing, or when an argument is not a plain value;
+# such calls always take the wrapper's full path. Wrappers under _planned must do all their device
+# work through place.launch and place.empty.
+
+_recording = threading.local()
+_launch_plans: dict = {}
+_LAUNCH_PLANS_KEPT = 256
+# False: every call takes the full path (tests that spy on the routing or the kernels set it).
+LAUNCH_PLANS = True
+
+
+def _array_key(value):
+    """The signature part of one array argument, or None for a value that is not an array."""
+    if _is_numpy(value):
+        return ("numpy", value.dtype.str, value.shape, value.strides, value.ctypes.data & 15)
+    if _is_torch(value):
+        return (value.dtype, value.shape, value.stride(), value.data_ptr() & 15, value.device)
+    return None
+
+
+def _frozen(value):
+    """A hashable stand-in for a plain argument value (numbers, strings, None, and dicts, lists
+    and tuples of them); raises TypeError for anything else."""
+    if value is None or type(value) in (bool, int, float, str):
+        return (type(value), value)
+    if type(value) is dict:
+        return ("dict", tuple(sorted((k, _frozen(v)) for k, v in value.items())))
+    if type(value) in (list, tuple):
+        return (type(value).__name__, tuple(_frozen(v) for v in value))
+    raise TypeError
+
+
+def _address(value) -> int:
+    return value.ctypes.data if _is_numpy(value) else value.data_ptr()
+
+
+class _PlanRecorder:
+    """Traces one wrapper call's launches back to its inputs and allocations."""
+
+    def __init__(self, inputs):
+        self.traceable = True
+        self.place = None  # the call's first _Place
+        self.allocations = []  # (shape, dtype)
+        self.by_address = {}  # address -> ("in", index, dtype, numel) or ("alloc", ...)
+        self.launches = []  # (kernel, grid, argument sources, meta)
+        for i, value in enumerate(inputs):
+            self._name(value, ("in", i))
+
+    def _name(self, value, source):
+        address = _address(value)
+        entry = (*source, _dtype_name(value), _numel(value))
+        known = self.by_address.get(address, ())
+        # Two inputs at one address (or empty arrays): which one a launch took is unknown. (An
+        # allocation may take the address of one freed during the call: the latest counts.)
+        self.by_address[address] = None if known is None or known[:1] == ("in",) else entry
+
+    def allocated(self, value, shape, dtype):
+        self.allocations.append((shape, dtype))
+        self._name(value, ("alloc", len(self.allocations) - 1))
+
+    def source(self, value):
+        """Where an array argument comes from: ("in" | "alloc", index), or None."""
+        entry = self.by_address.get(_address(value))
+        if entry is None or entry[2] != _dtype_name(value) or entry[3] != _numel(value):
+            return None
+        return entry[:2]
+
+    def launched(self, kernel, grid, args, meta):
+        sources = []
+        for value in args:
+            if _is_numpy(value) or _is_torch(value):
+                source = self.source(value)
+                if source is None:
+                    self.traceable = False
+                    return
+                sources.append(("array", source))
+            elif type(value) is ww.TensorDescriptor:
+                source = self.source(value.base)
+                if source is None:
+                    self.traceable = False
+                    return
+                sources.append(("descriptor", (source, value.shape, value.strides,
+                                               value.block_shape, value.padding)))
+            elif value is None or type(value) in (bool, int, float, str):
+                sources.append(("value", value))
+            else:
+                self.traceable = False
+                return
+        self.launches.append((kernel, grid, tuple(sources), dict(meta)))
+
+    def plan(self, place, result):
+        """The _LaunchPlan of the recorded call, or None when it cannot be replayed."""
+        if not self.traceable or not self.launches or place is None:
+            return None
+        many = type(result) is tuple
+        results = []
+        for value in (result if many else (result,)):
+            source = self.source(value) if (_is_numpy(value) or _is_torch(value)) else None
+            if source is None:
+                return None
+            results.append((source, tuple(value.shape)))
+        return _LaunchPlan(place, self.allocations, self.launches, results, many)
+
+
+class _LaunchPlan:
+    """One recorded call: the allocations to make and the launches to replay on new arrays."""
+
+    def __init__(self, place, allocations, launches, results, many):
+        self.place = place
+        self.allocations = allocations
+        self.launches = launches
+        self.results = results
+        self.many = many
+
+    def run(self, inputs):
+        made = [self.place.empty(shape, dtype) for shape, dtype in self.allocations]
+        arrays = {"in": inputs, "alloc": made}
+        for kernel, grid, sources, meta in self.launches:
+            args = []
+            for kind, value in sources:
+                if kind == "value":
+                    args.append(value)
+                elif kind == "array":
+                    args.append(arrays[value[0]][value[1]])
+                else:
+                    (where, index), shape, strides, block, padding = value
+                    args.append(ww.TensorDescriptor(arrays[where][index], shape, strides, block,
+                                                    padding))
+            kernel[grid](*args, **meta)
+        out = tuple(arrays[where][index].reshape(shape) for (where, index), shape in self.results)
+        return out if self.many else out[0]
+
+
+def _planned(wrapper):
+    """Records wrapper's first call per argument signature as a _LaunchPlan and replays it on
+    later calls with that signature (see the section's comment)."""
+    name = wrapper.__name__
+
+    @functools.wraps(wrapper)
+    def planned(*args, **kwargs):
+        if not LAUNCH_PLANS:
+            return wrapper(*args, **kwargs)
+        inputs = []
+        key = [name, _interpret_env()]
+        try:
+            for value in (*args, *kwargs.values()):
+                array = _array_key(value)
+                if array is not None:
+                    inputs.append(value)
+                key.append(array if array is not None else _frozen(value))
+            key.append(tuple(kwargs))
+            key = tuple(key)
+            plan = _launch_plans.get(key)
+        except TypeError:  # an argument that is not a plain value: no plan
+            return wrapper(*args, **kwargs)
+        if plan is not None:
+            return plan.run(inputs)
+        recorder = _PlanRecorder(inputs)
+        _recording.recorder = recorder
+        try:
+            result = wrapper(*args, **kwargs)
+        finally:
+            _recording.recorder = None
+            if recorder.place is not None:  # the plan allocates through it: no more recording
+                recorder.place.recorder = None
+        plan = recorder.plan(recorder.place, result)
+        if plan is not None:
+            if len(_launch_plans) >= _LAUNCH_PLANS_KEPT:
+                del _launch_plans[next(iter(_launch_plans))]
+            _launch_plans[key] = plan
+        return result
+
+    return planned
 
 
 def _numpy_dtype(name: str):
@@ -249,6 +457,7 @@ ADD_PERSISTENT_FROM = (1 << 31) - 4096
 _ADD_DTYPES = ("float16", "bfloat16", "float32", "float64", "int32", "int64")
 
 
+@_planned
 def add(x, y):
     """x + y element-wise (same shape and dtype); returns a new contiguous array."""
     place = _Place("add", {"x": x, "y": y})
@@ -264,12 +473,12 @@ def add(x, y):
         return out
     xf, yf = _contiguous(x).reshape(-1), _contiguous(y).reshape(-1)
     if n < ADD_PERSISTENT_FROM:
-        _vector_add.add_kernel[lambda m: (ww.cdiv(n, m["BLOCK"]),)](
-            xf, yf, out.reshape(-1), n, BLOCK=1024, num_warps=4)
+        place.launch(_vector_add.add_kernel, (ww.cdiv(n, 1024),), xf, yf, out.reshape(-1), n,
+                     BLOCK=1024, num_warps=4)
     else:
         programs = place.num_sms() * 4
-        _vector_add.add_kernel_persistent[lambda m: (min(programs, ww.cdiv(n, m["BLOCK"])),)](
-            xf, yf, out.reshape(-1), n, BLOCK=4096, num_warps=8)
+        place.launch(_vector_add.add_kernel_persistent, (min(programs, ww.cdiv(n, 4096)),), xf,
+                     yf, out.reshape(-1), n, BLOCK=4096, num_warps=8)
     return out
 
 
@@ -378,6 +587,7 @@ def _tma_row_defaults(op: str, place, x2) -> dict:
     # The backward's rows past 16 KB are split over clusters into slices of 16 KB.
     split = max(1, row_bytes // 16384) if op == "layernorm_bwd" else 1
     if (not 2048 <= row_bytes <= (131072 if op == "layernorm_bwd" else 32768)
+            or split not in (1, 2, 4, 8)  # cluster sizes the TMA kernel takes (_row_split)
             or _strides(x2) != (x2.shape[1], 1) or x2.shape[1] % split):
         return {}
     if _tma_row_tiles(place, _row_slices(x2, split)) is None:
@@ -564,6 +774,7 @@ def _cluster_warps(block: int) -> int:
     return min(max(block // 2048, 4), 16)
 
 
+@_planned
 def softmax(x, online=None, config=None):
     """Softmax over the last dimension of x (fp16, bf16 or fp32), computed in fp32 and returned
     in x's dtype and shape. `online` forces (True) or forbids (False) the two-pass kernel for
@@ -616,7 +827,7 @@ def softmax(x, online=None, config=None):
         slice_cols, rows_per_cluster, n_clusters, meta = _cluster_launch(
             "softmax", place, n_rows, n_cols, ctas, config, _cluster_warps)
         scratch = place.empty((n_rows, ctas, 2), "float32")
-        _rows_cluster.softmax_cluster_kernel[(n_clusters * ctas,)](
+        place.launch(_rows_cluster.softmax_cluster_kernel, (n_clusters * ctas,),
             out, x2, scratch, in_stride, n_cols, n_rows, rows_per_cluster, n_cols, slice_cols,
             **meta)
     elif not online and tiles is not None:
@@ -645,7 +856,7 @@ def softmax(x, online=None, config=None):
                 8, _resident_programs(place, _softmax_tma.softmax_tma_kernel, key, args, **meta)))
             clusters = programs // split
         clusters = max(1, min(n_rows, clusters))
-        _softmax_tma.softmax_tma_kernel[(clusters * split,)](*args, **meta)
+        place.launch(_softmax_tma.softmax_tma_kernel, (clusters * split,), *args, **meta)
     elif not online:
         block = ww.next_power_of_2(n_cols)
         # With two rows in flight per program, ptxas -v gives 62 registers per thread at
@@ -658,15 +869,15 @@ def softmax(x, online=None, config=None):
         programs = place.num_sms() * (config.get("programs_per_sm") or _resident_programs(
             place, _softmax.softmax_kernel, ("softmax", dt, block, warps, ahead), args,
             BLOCK=block, ROWS_AHEAD=ahead, num_warps=warps))
-        _softmax.softmax_kernel[(min(n_rows, programs),)](*args, BLOCK=block, ROWS_AHEAD=ahead,
-                                                          num_warps=warps)
+        place.launch(_softmax.softmax_kernel, (min(n_rows, programs),), *args, BLOCK=block,
+                     ROWS_AHEAD=ahead, num_warps=warps)
     else:
         if place.on_gpu:
             block, warps = SOFTMAX_ONLINE_BLOCK, SOFTMAX_ONLINE_WARPS
         else:
             block = min(256, ww.next_power_of_2(n_cols))
             warps = _softmax_warps(block)
-        _softmax.softmax_online_kernel[(n_rows,)](
+        place.launch(_softmax.softmax_online_kernel, (n_rows,),
             out, x2, in_stride, n_cols, n_cols, BLOCK=block, num_warps=warps)
     return out.reshape(shape)
 
@@ -755,7 +966,7 @@ def _softmax_smem(place, x2, out, in_stride: int, config) -> None:
     kernel = _rows_smem.softmax_smem_kernel
     grid, meta, slice_cols = _smem_rows_meta("softmax", place, x2, config, kernel, args_of,
                                              DSMEM=dsmem)
-    kernel[grid](*args_of(slice_cols), **meta)
+    place.launch(kernel, grid, *args_of(slice_cols), **meta)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -782,6 +993,7 @@ def _layernorm_fwd_block(n_cols: int) -> int:
     return min(ww.next_power_of_2(n_cols), 8192)
 
 
+@_planned
 def layernorm_fwd(x, w, b, eps=1e-5, config=None):
     """Layer norm over the last dimension: returns (y, mean, rstd), y in x's dtype and shape,
     mean and rstd fp32 with one entry per row (x's leading dimensions). `config` (for
@@ -825,7 +1037,7 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
         grid, meta, slice_cols = _smem_rows_meta(
             op, place, x2, config, kernel, args_of, resident_slices=2 if wb_smem else 0,
             resident_itemsize=max(_itemsize(w2), _itemsize(b2)), WB_SMEM=wb_smem)
-        kernel[grid](*args_of(slice_cols), **meta)
+        place.launch(kernel, grid, *args_of(slice_cols), **meta)
         return y.reshape(shape), mean.reshape(shape[:-1]), rstd.reshape(shape[:-1])
     ctas = _cluster_ctas(op, place, n_cols, dt, config) if n_rows > 0 else 0
     cluster_asked = bool(config.get("cluster"))
@@ -838,7 +1050,7 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
         slice_cols, rows_per_cluster, n_clusters, meta = _cluster_launch(
             op, place, n_rows, n_cols, ctas, config, _cluster_warps)
         scratch = place.empty((n_rows, ctas, 2), "float32")
-        _rows_cluster.layernorm_fwd_cluster_kernel[(n_clusters * ctas,)](
+        place.launch(_rows_cluster.layernorm_fwd_cluster_kernel, (n_clusters * ctas,),
             x2, y, _contiguous(w), _contiguous(b), mean, rstd, scratch, n_cols, n_rows,
             rows_per_cluster, n_cols, slice_cols, float(eps), **meta)
     elif tiles is not None:
@@ -856,7 +1068,8 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
         programs = place.num_sms() * (config.get("programs_per_sm") or _resident_programs(
             place, _layernorm_tma.layernorm_fwd_tma_kernel,
             ("layernorm_fwd_tma", dt, _dtype_name(w), n_cols, stages, warps), args, **meta))
-        _layernorm_tma.layernorm_fwd_tma_kernel[(min(n_rows, programs),)](*args, **meta)
+        place.launch(_layernorm_tma.layernorm_fwd_tma_kernel, (min(n_rows, programs),), *args,
+                     **meta)
     elif (n_rows > 0 and n_cols <= LAYERNORM_FUSED_MAX_COLS
           and ww.next_power_of_2(n_cols) * _itemsize(x2) <= LAYERNORM_FUSED_MAX_BYTES):
         # The row fits one block: persistent programs read each row once.
@@ -870,11 +1083,11 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
             place, _layernorm.layernorm_fwd_fused_kernel,
             ("layernorm_fwd", dt, _dtype_name(w), block, warps), args, BLOCK=block,
             num_warps=warps))
-        _layernorm.layernorm_fwd_fused_kernel[(min(n_rows, programs),)](
+        place.launch(_layernorm.layernorm_fwd_fused_kernel, (min(n_rows, programs),),
             *args, BLOCK=block, num_warps=warps)
     elif n_rows > 0:
         block = _layernorm_fwd_block(n_cols)
-        _layernorm.layernorm_fwd_kernel[(n_rows,)](
+        place.launch(_layernorm.layernorm_fwd_kernel, (n_rows,),
             x2, y, _contiguous(w), _contiguous(b), mean, rstd, n_cols, n_cols, float(eps),
             BLOCK=block, num_warps=min(max(block // 256, 1), 8))
     return y.reshape(shape), mean.reshape(shape[:-1]), rstd.reshape(shape[:-1])
@@ -896,6 +1109,7 @@ def _layernorm_bwd_warps(block: int) -> int:
     return 16 if block <= LAYERNORM_BWD_PARTIALS_MAX_COLS else 32
 
 
+@_planned
 def layernorm_bwd(dy, x, w, mean, rstd, config=None):
     """Gradients of layernorm_fwd: returns (dx, dw, db); dx in x's dtype and shape, dw and db in
     w's dtype. mean and rstd are layernorm_fwd's fp32 outputs. Rows must fit one block (up to
@@ -976,7 +1190,7 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
         scratch = place.empty((n_rows, ctas, 2), "float32")
         partial_dw = place.empty((n_clusters, n_cols), "float32")
         partial_db = place.empty((n_clusters, n_cols), "float32")
-        _rows_cluster.layernorm_bwd_cluster_kernel[(n_clusters * ctas,)](
+        place.launch(_rows_cluster.layernorm_bwd_cluster_kernel, (n_clusters * ctas,),
             dx, dy2, partial_dw, partial_db, x2, w2, mean2, rstd2, scratch, n_cols, n_rows,
             rows_per_cluster, n_cols, slice_cols, **meta)
         _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_clusters, n_cols)
@@ -1032,7 +1246,7 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
         n_partials = max(1, min(n_rows, clusters))
         partial_dw = place.empty((n_partials, n_cols), "float32")
         partial_db = place.empty((n_partials, n_cols), "float32")
-        _layernorm_tma.layernorm_bwd_tma_kernel[(n_partials * split,)](
+        place.launch(_layernorm_tma.layernorm_bwd_tma_kernel, (n_partials * split,),
             *tma_args(partial_dw, partial_db), **tma_meta)
         _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_partials, n_cols)
         return dx.reshape(shape), dw, db
@@ -1058,13 +1272,13 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
     if sums_in_dx:
         partial_dw = place.empty((n_programs, n_cols), "float32")
         partial_db = place.empty((n_programs, n_cols), "float32")
-        _layernorm.layernorm_bwd_dx_kernel[(n_programs,)](
+        place.launch(_layernorm.layernorm_bwd_dx_kernel, (n_programs,),
             dx, dy2, partial_dw, partial_db, x2, w2, mean2, rstd2, n_cols, n_rows, n_cols,
             rows_per_program, **meta)
         _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_programs, n_cols)
         return dx.reshape(shape), dw, db
     stand_in = place.empty((1,), "float32")
-    _layernorm.layernorm_bwd_dx_kernel[(n_programs,)](
+    place.launch(_layernorm.layernorm_bwd_dx_kernel, (n_programs,),
         dx, dy2, stand_in, stand_in, x2, w2, mean2, rstd2, n_cols, n_rows, n_cols,
         rows_per_program, **meta)
     # Tiles of 16 rows by 256 columns on 8 warps (64 registers, no spills at fp16): about eight
@@ -1077,7 +1291,7 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
     n_partials = ww.cdiv(n_rows, chunk_rows)
     partial_dw = place.empty((n_partials, n_cols), "float32")
     partial_db = place.empty((n_partials, n_cols), "float32")
-    _layernorm.layernorm_bwd_partials_kernel[(col_blocks, n_partials)](
+    place.launch(_layernorm.layernorm_bwd_partials_kernel, (col_blocks, n_partials),
         partial_dw, partial_db, dy2, x2, mean2, rstd2, n_cols, n_rows, n_cols, chunk_rows,
         BLOCK_R=block_r, BLOCK_N=block_n, num_warps=8 if place.on_gpu else 4)
     _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_partials, n_cols)
@@ -1092,7 +1306,7 @@ def _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_partial
     block_n = config.get("block_n") or (
         8 if place.on_gpu else min(128, ww.next_power_of_2(n_cols)))
     block_p = config.get("block_p") or (256 if place.on_gpu else 32)
-    _layernorm.layernorm_bwd_dwdb_kernel[(ww.cdiv(n_cols, block_n),)](
+    place.launch(_layernorm.layernorm_bwd_dwdb_kernel, (ww.cdiv(n_cols, block_n),),
         partial_dw, partial_db, dw, db, n_partials, n_cols, BLOCK_P=block_p, BLOCK_N=block_n,
         num_warps=4 if block_p * block_n <= 4096 else 8)
 
@@ -1144,7 +1358,8 @@ def matmul(a, b, activation=None):
     else:
         config = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=4, num_warps=4)
     sa, sb, sc = _strides(a), _strides(b), _strides(c)
-    _matmul.matmul_kernel[lambda m: (ww.cdiv(M, m["BLOCK_M"]) * ww.cdiv(N, m["BLOCK_N"]),)](
+    place.launch(
+        _matmul.matmul_kernel, lambda m: (ww.cdiv(M, m["BLOCK_M"]) * ww.cdiv(N, m["BLOCK_N"]),),
         a, b, c, M, N, K, sa[0], sa[1], sb[0], sb[1], sc[0], sc[1],
         ACTIVATION=_ACTIVATIONS[activation], **config)
     return c
@@ -1208,7 +1423,8 @@ def embedding_bag(weight, indices, offsets, per_sample_weights=None, mode="sum",
     # the shapes alone: reading the offsets would synchronize the GPU.
     average_bag = ww.cdiv(indices.shape[0], num_bags)
     block_i = config.get("BLOCK_I") or min(32, max(8, ww.next_power_of_2(average_bag)))
-    _embedding_bag.embedding_bag_kernel[lambda m: (num_bags, ww.cdiv(dim, m["BLOCK_D"]))](
+    place.launch(
+        _embedding_bag.embedding_bag_kernel, lambda m: (num_bags, ww.cdiv(dim, m["BLOCK_D"])),
         weight, _contiguous(indices), _contiguous(offsets),
         _contiguous(per_sample_weights) if has_weights else weight, out,
         dim, _strides(weight)[0], dim,
@@ -1264,6 +1480,7 @@ def _reduction_chunk_cols(n_cols: int, n_chunks: int, block_n: int) -> tuple:
     return chunk_cols, ww.cdiv(n_cols, chunk_cols)
 
 
+@_planned
 def row_sum(x, config=None):
     """Sum of each row of a 2-D x (fp16, bf16 or fp32; rows may be strided), accumulated and
     returned in fp32, shape [n_rows]. `config` (for bench/sweep_memory.py) overrides BLOCK_M,
@@ -1286,20 +1503,22 @@ def row_sum(x, config=None):
         chunk_cols, n_chunks = _reduction_chunk_cols(n_cols, n_chunks, config["BLOCK_N"])
     if n_chunks > 1:
         partial = place.empty((n_rows, n_chunks), "float32")
-        _reduction.row_sum_partial_kernel[lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]), n_chunks)](
+        place.launch(
+            _reduction.row_sum_partial_kernel, lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]), n_chunks),
             x, partial, n_rows, n_cols, _strides(x)[0], chunk_cols, **config)
         # Summing the partials in chunk order, one program per rows: deterministic. Few rows of
         # a block each (the combine moves little; 128 rows of 32 chunks took 254 registers).
         block_c = min(1024, max(16, ww.next_power_of_2(n_chunks)))
-        _reduction.row_sum_kernel[lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]),)](
+        place.launch(_reduction.row_sum_kernel, lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]),),
             partial, out, n_rows, n_chunks, n_chunks, BLOCK_M=max(1, min(16, 2048 // block_c)),
             BLOCK_N=block_c, num_warps=4)
         return out
-    _reduction.row_sum_kernel[lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]),)](
+    place.launch(_reduction.row_sum_kernel, lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]),),
         x, out, n_rows, n_cols, _strides(x)[0], **config)
     return out
 
 
+@_planned
 def row_max(x, config=None):
     """(values, indices) of each row's maximum of a 2-D x (fp16, bf16 or fp32): values fp32,
     indices int32, the first column holding the maximum (NaN compares false, so it never
@@ -1327,15 +1546,16 @@ def row_max(x, config=None):
     if n_chunks > 1:
         partial = place.empty((n_rows, n_chunks), "float32")
         partial_index = place.empty((n_rows, n_chunks), "int32")
-        _reduction.row_max_partial_kernel[lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]), n_chunks)](
+        place.launch(
+            _reduction.row_max_partial_kernel, lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]), n_chunks),
             x, partial, partial_index, n_rows, n_cols, _strides(x)[0], chunk_cols, **config)
         block_c = max(16, ww.next_power_of_2(n_chunks))
         block_m = max(1, min(16, 2048 // block_c))
-        _reduction.row_max_combine_kernel[(ww.cdiv(n_rows, block_m),)](
+        place.launch(_reduction.row_max_combine_kernel, (ww.cdiv(n_rows, block_m),),
             partial, partial_index, values, indices, n_rows, n_chunks, BLOCK_M=block_m,
             BLOCK_C=block_c, num_warps=4)
         return values, indices
-    _reduction.row_max_kernel[lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]),)](
+    place.launch(_reduction.row_max_kernel, lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]),),
         x, values, indices, n_rows, n_cols, _strides(x)[0], **config)
     return values, indices
 
@@ -1383,7 +1603,8 @@ def attention(q, k, v, causal=False, sm_scale=None, return_lse=False):
         else:
             config = dict(BLOCK_M=32, BLOCK_N=16, num_warps=4)
         sq, sk, sv, so = (_strides(t) for t in (q, k, v, out))
-        _attention.attention_fwd_kernel[lambda m: (ww.cdiv(n_ctx, m["BLOCK_M"]), z * h)](
+        place.launch(
+            _attention.attention_fwd_kernel, lambda m: (ww.cdiv(n_ctx, m["BLOCK_M"]), z * h),
             q, k, v, out, lse, float(sm_scale), sq[0], sq[1], sq[2], sk[0], sk[1], sk[2],
             sv[0], sv[1], sv[2], so[0], so[1], so[2], h, n_ctx,
             HEAD_DIM=head_dim, CAUSAL=causal, **config)

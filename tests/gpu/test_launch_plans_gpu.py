@@ -1,0 +1,90 @@
+"""kernels/ops.py's launch plans on the GPU: repeated calls of the row wrappers with one argument
+signature replay the first call's launches (TMA descriptors rebuilt over the new tensors on
+sm_90+) and match PyTorch on new data every time; outputs are fresh tensors per call."""
+
+import os
+import sys
+
+import pytest
+
+from gpu_requirements import require_cuda, seed_and_poison_outputs
+
+torch = require_cuda()
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from kernels import ops  # noqa: E402
+
+F = torch.nn.functional
+TOL = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5}
+
+
+@pytest.fixture
+def full_path_calls(monkeypatch):
+    """Outputs poisoned with NaN, and the ops whose calls took the full path (not a plan)."""
+    seed_and_poison_outputs(monkeypatch, torch, ops)
+    calls = []
+    check = ops._check_dtype
+
+    def counted(op, name, value, allowed):
+        if name == "x":
+            calls.append(op)
+        return check(op, name, value, allowed)
+
+    monkeypatch.setattr(ops, "_check_dtype", counted)
+    return calls
+
+
+def close(out, ref, dtype, what):
+    torch.cuda.synchronize()
+    assert not torch.isnan(out.double()).any(), f"{what}: NaN (an element never written)"
+    err = (out.double() - ref.double()).norm().item() / max(ref.double().norm().item(), 1e-300)
+    assert err <= TOL[dtype], f"{what}: relative error {err:.3g}"
+
+
+def uses_descriptors(op):
+    return any(kind == "descriptor" for key, plan in ops._launch_plans.items() if key[0] == op
+               for _, _, sources, _ in plan.launches for kind, _ in sources)
+
+
+@pytest.mark.parametrize("rows,cols,dtype", [
+    (4096, 1024, torch.float16), (1000, 4096, torch.bfloat16), (513, 2048, torch.float32),
+    (300, 3000, torch.float16), (64, 50000, torch.float16),
+    # 96 KB rows: six 16 KB slices, not a cluster size the backward's TMA split takes.
+    (40, 49152, torch.float16),
+])
+def test_row_wrappers_replay_on_new_data(full_path_calls, rows, cols, dtype):
+    w = torch.randn(cols, device="cuda", dtype=dtype)
+    b = torch.randn(cols, device="cuda", dtype=dtype)
+    outputs = []
+    for call in range(3):
+        x = (torch.randn(rows, cols, device="cuda") * (call + 1)).to(dtype)
+        dy = torch.randn(rows, cols, device="cuda").to(dtype)
+        out = ops.softmax(x)
+        close(out, torch.softmax(x.double(), dim=-1), dtype, f"softmax call {call}")
+        y, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5)
+        close(y, F.layer_norm(x.double(), (cols,), w.double(), b.double(), 1e-5), dtype,
+              f"layernorm_fwd call {call}")
+        xr = x.double().requires_grad_()
+        wr, br = w.double().requires_grad_(), b.double().requires_grad_()
+        F.layer_norm(xr, (cols,), wr, br, 1e-5).backward(dy.double())
+        dx, dw, db = ops.layernorm_bwd(dy, x, w, mean, rstd)
+        close(dx, xr.grad, dtype, f"dx call {call}")
+        close(dw, wr.grad, dtype, f"dw call {call}")
+        close(db, br.grad, dtype, f"db call {call}")
+        outputs.append(out)
+    assert full_path_calls == ["softmax", "layernorm_fwd", "layernorm_bwd"]
+    assert outputs[0].data_ptr() != outputs[1].data_ptr() != outputs[2].data_ptr()
+    if torch.cuda.get_device_capability()[0] >= 9 and cols * x.element_size() <= 32768:
+        # The TMA row kernels' plans rebuild their descriptors over each call's tensors.
+        assert uses_descriptors("softmax") and uses_descriptors("layernorm_fwd")
+
+
+def test_views_and_strides_are_their_own_signatures(full_path_calls):
+    wide = torch.randn(2048, 1536, device="cuda", dtype=torch.float16)
+    for x in (wide, wide[:, :1024], wide[:, :1024], wide[1:, :1024], wide.T.contiguous()):
+        close(ops.softmax(x), torch.softmax(x.double(), dim=-1), torch.float16, "softmax")
+    # Only the repeated view replays: the others differ in shape or strides.
+    assert len(full_path_calls) == 4

@@ -1,0 +1,163 @@
+"""kernels/ops.py's launch plans in the interpreter: a wrapper's second call with the same argument
+signature replays the first call's launches on the new arrays, with the same results as the full
+path, and calls whose launches cannot be traced to their arrays are never replayed."""
+
+import importlib
+
+import numpy as np
+import pytest
+
+from kernels import ops
+
+pytestmark = pytest.mark.skipif(not importlib.import_module("warpweave._native_loader").available(),
+                                reason="needs warpweave's C++ extension (the interpreter)")
+
+
+@pytest.fixture
+def full_path_calls(monkeypatch):
+    """How many calls took the wrappers' full path (each checks x's dtype first)."""
+    calls = []
+    check = ops._check_dtype
+
+    def counted(op, name, value, allowed):
+        if name == "x":
+            calls.append(op)
+        return check(op, name, value, allowed)
+
+    monkeypatch.setattr(ops, "_check_dtype", counted)
+    return calls
+
+
+def softmax_ref(x):
+    x = x.astype(np.float64)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def layernorm_ref(x, w, b, eps):
+    x = x.astype(np.float64)
+    mean = x.mean(axis=-1, keepdims=True)
+    rstd = 1.0 / np.sqrt(((x - mean) ** 2).mean(axis=-1, keepdims=True) + eps)
+    return (x - mean) * rstd * w + b, mean[..., 0], rstd[..., 0]
+
+
+@pytest.mark.parametrize("shape", [(37, 200), (3, 5, 64), (1, 1)])
+def test_repeated_softmax_replays_with_new_data(rng, full_path_calls, shape):
+    first = rng.standard_normal(shape).astype(np.float32)
+    out1 = ops.softmax(first)
+    assert full_path_calls == ["softmax"]
+    outs = []
+    for scale in (2.0, -3.0):
+        x = (rng.standard_normal(shape) * scale).astype(np.float32)
+        out = ops.softmax(x)
+        np.testing.assert_allclose(out, softmax_ref(x), rtol=2e-6, atol=1e-7)
+        assert out.shape == shape and out.dtype == np.float32
+        outs.append(out)
+    assert full_path_calls == ["softmax"], "the later calls replayed the plan"
+    # Each replay allocates its own output.
+    assert not np.shares_memory(outs[0], outs[1]) and not np.shares_memory(out1, outs[0])
+    np.testing.assert_allclose(out1, softmax_ref(first), rtol=2e-6, atol=1e-7)
+
+
+def test_signature_changes_take_the_full_path(rng, full_path_calls):
+    x = rng.standard_normal((16, 96)).astype(np.float32)
+    ops.softmax(x)
+    ops.softmax(x[:, :64])  # another shape and row stride
+    ops.softmax(x.astype(np.float16))  # another dtype
+    ops.softmax(np.ascontiguousarray(x[:8]))  # another shape
+    unaligned = np.frombuffer(np.zeros(16 * 96 + 1, np.float32).tobytes(), np.float32)[1:]
+    ops.softmax(unaligned.reshape(16, 96))  # a base address off 16 bytes
+    ops.softmax(x, config=dict(num_warps=2))  # another config
+    assert full_path_calls == ["softmax"] * 6
+    ops.softmax(x * 2, config=dict(num_warps=2))
+    ops.softmax((-x)[:, :64])
+    assert len(full_path_calls) == 6
+
+
+def test_layernorm_eps_is_part_of_the_signature(rng, full_path_calls):
+    x = rng.standard_normal((24, 80)).astype(np.float32) * 3 + 1
+    w = rng.standard_normal(80).astype(np.float32)
+    b = rng.standard_normal(80).astype(np.float32)
+    for eps in (1e-5, 0.5, 1e-5, 0.5):
+        y, mean, rstd = ops.layernorm_fwd(x, w, b, eps)
+        y_ref, mean_ref, rstd_ref = layernorm_ref(x, w, b, eps)
+        np.testing.assert_allclose(y, y_ref, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(mean, mean_ref, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(rstd, rstd_ref, rtol=1e-4)
+    assert full_path_calls == ["layernorm_fwd"] * 2
+
+
+def test_layernorm_bwd_replays_and_aliased_inputs(rng, full_path_calls):
+    rows, cols = 40, 128
+    w = rng.standard_normal(cols).astype(np.float32)
+    b = np.zeros(cols, np.float32)
+
+    def run(x, dy):
+        _, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5)
+        return ops.layernorm_bwd(dy, x, w, mean, rstd)
+
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    reference = run(x, x.copy())  # full path
+    replayed = run(x.copy(), x.copy())
+    aliased = run(x, x)  # dy is x: the plan passes each input its own slot
+    for got in (replayed, aliased):
+        for g, r in zip(got, reference):
+            np.testing.assert_allclose(g, r, rtol=1e-5, atol=1e-5)
+    assert full_path_calls == ["layernorm_fwd", "layernorm_bwd"]
+
+
+def test_aliased_inputs_are_not_recorded(rng, full_path_calls):
+    x = rng.standard_normal((40, 128)).astype(np.float32)
+    w = rng.standard_normal(128).astype(np.float32)
+    _, mean, rstd = ops.layernorm_fwd(x, w, w, 1e-5)
+    assert full_path_calls == ["layernorm_fwd"]
+    # w and b at one address: the recorded launches cannot tell them apart.
+    ops.layernorm_fwd(x, w, w, 1e-5)
+    assert full_path_calls == ["layernorm_fwd"] * 2
+    dx1 = ops.layernorm_bwd(x, x, w, mean, rstd)[0]
+    dx2 = ops.layernorm_bwd(x, x, w, mean, rstd)[0]
+    assert full_path_calls == ["layernorm_fwd"] * 2 + ["layernorm_bwd"] * 2
+    np.testing.assert_array_equal(dx1, dx2)
+
+
+def test_copied_inputs_are_not_recorded(rng, full_path_calls):
+    # A transposed (column-strided) input is copied by the wrapper: the launch takes the copy.
+    x = rng.standard_normal((64, 48)).astype(np.float32).T
+    for _ in range(2):
+        np.testing.assert_allclose(ops.softmax(x), softmax_ref(x), rtol=2e-6, atol=1e-7)
+    assert full_path_calls == ["softmax"] * 2
+
+
+def test_tuple_results_and_two_launch_plans(rng, full_path_calls):
+    x = rng.standard_normal((6, 5000)).astype(np.float32)
+    config = dict(chunks=3)  # partial rows, then their combine: two launches
+    for _ in range(2):
+        x = rng.standard_normal((6, 5000)).astype(np.float32)
+        values, indices = ops.row_max(x, config=config)
+        np.testing.assert_array_equal(values, x.max(axis=1))
+        np.testing.assert_array_equal(indices, x.argmax(axis=1))
+        np.testing.assert_allclose(ops.row_sum(x, config=config), x.sum(axis=1), rtol=1e-5)
+    assert full_path_calls == ["row_max", "row_sum"]
+
+
+def test_add_and_disabled_plans(rng, full_path_calls, monkeypatch):
+    x = rng.standard_normal((3, 7, 11)).astype(np.float32)
+    y = rng.standard_normal((3, 7, 11)).astype(np.float32)
+    for _ in range(2):
+        np.testing.assert_array_equal(ops.add(x, y), x + y)
+    monkeypatch.setattr(ops, "LAUNCH_PLANS", False)
+    for _ in range(2):
+        np.testing.assert_array_equal(ops.add(y, x), x + y)
+    assert full_path_calls == ["add"] * 3
+
+
+def test_empty_inputs_and_errors_are_not_recorded(full_path_calls):
+    empty = np.zeros((0, 8), np.float32)
+    assert ops.softmax(empty).shape == (0, 8)
+    assert ops.softmax(empty).shape == (0, 8)
+    bad = np.zeros((4, 8), np.int32)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="softmax: 'x' has dtype int32"):
+            ops.softmax(bad)
+    assert full_path_calls == ["softmax"] * 4
+    assert not ops._launch_plans
