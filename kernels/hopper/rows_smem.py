@@ -196,23 +196,32 @@ def _squares_of_chunks(bufs, stage, k_begin, k_end, total, mean, col0, slice_end
 
 
 @ww.jit
-def _normalize_chunks(y_row, w_ptr, b_ptr, bufs, stage, k_begin, k_end, mean, rstd, col0,
+def _normalize_chunks(y_row, w_src, b_src, bufs, stage, k_begin, k_end, mean, rstd, col0,
                       slice_end, K: tl.constexpr, BLOCK: tl.constexpr, MASKED: tl.constexpr,
-                      STORE_EVICT: tl.constexpr):
-    """Stores (x - mean) * rstd * w + b of chunks [k_begin, k_end) to y_row (w and b come from
-    L2 for every row; MASKED: only the lanes of the slice)."""
+                      STORE_EVICT: tl.constexpr, WB_SMEM: tl.constexpr = False):
+    """Stores (x - mean) * rstd * w + b of chunks [k_begin, k_end) to y_row (MASKED: only the
+    lanes of the slice). w_src and b_src are w_ptr and b_ptr, read from L2 for every row, or with
+    WB_SMEM the CTA's K chunks of its w and b slices in shared memory (0 past the slice)."""
     for k in range(k_begin, k_end):
         cols = col0 + k * BLOCK + tl.arange(0, BLOCK)
         x = tlx.local_load(chunk_view(bufs, stage, k, K)).to(tl.float32)
-        if MASKED:
+        if WB_SMEM:
+            w = tlx.local_load(tlx.local_view(w_src, k)).to(tl.float32)
+            b = tlx.local_load(tlx.local_view(b_src, k)).to(tl.float32)
+            y = ((x - mean) * rstd * w + b).to(y_row.dtype.element_ty)
+            if MASKED:
+                tl.store(y_row + cols, y, mask=cols < slice_end, eviction_policy=STORE_EVICT)
+            else:
+                tl.store(y_row + cols, y, eviction_policy=STORE_EVICT)
+        elif MASKED:
             valid = cols < slice_end
-            w = tl.load(w_ptr + cols, mask=valid, other=0.0).to(tl.float32)
-            b = tl.load(b_ptr + cols, mask=valid, other=0.0).to(tl.float32)
+            w = tl.load(w_src + cols, mask=valid, other=0.0).to(tl.float32)
+            b = tl.load(b_src + cols, mask=valid, other=0.0).to(tl.float32)
             y = ((x - mean) * rstd * w + b).to(y_row.dtype.element_ty)
             tl.store(y_row + cols, y, mask=valid, eviction_policy=STORE_EVICT)
         else:
-            w = tl.load(w_ptr + cols).to(tl.float32)
-            b = tl.load(b_ptr + cols).to(tl.float32)
+            w = tl.load(w_src + cols).to(tl.float32)
+            b = tl.load(b_src + cols).to(tl.float32)
             y = ((x - mean) * rstd * w + b).to(y_row.dtype.element_ty)
             tl.store(y_row + cols, y, eviction_policy=STORE_EVICT)
 
@@ -226,12 +235,26 @@ def layernorm_fwd_smem_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, x_
     """Layer norm forward over rows held in shared memory as softmax_smem_kernel holds them:
     per slice its mean and M2 = sum (x - mean)^2 (two passes over shared memory), the cluster's
     (mean, M2) pairs combined by Chan et al.'s formula (weighted by each slice's column count),
-    then the output pass; rank 0 stores the row's mean and rstd."""
+    then the output pass; rank 0 stores the row's mean and rstd. WB_SMEM: w and b are read from
+    shared memory, where each CTA copies its slices of them once, instead of from L2 a row."""
     tl.static_assert(NUM_STAGES >= 2)
     bufs = tlx.local_alloc((BLOCK,), x_ptr.dtype.element_ty, NUM_STAGES * K)
     rank, first, step, n_mine = rows_of_program(n_rows, C)
     if C > 1:
         pairs, pair_bars = exchange_slots(PEERS)
+    if WB_SMEM:
+        # A CTA takes the same column slice of every row, so its w and b slices are read once.
+        # They are copied as one "row" each (row stride 0), in the two commit groups ahead of
+        # the ring's, which the first row's wait_group(NUM_STAGES - 1) therefore covers too.
+        w_src = tlx.local_alloc((BLOCK,), w_ptr.dtype.element_ty, K)
+        b_src = tlx.local_alloc((BLOCK,), b_ptr.dtype.element_ty, K)
+        wb_col0 = rank * slice_cols
+        wb_end = tl.minimum(wb_col0 + slice_cols, n_cols)
+        load_slice(w_ptr, w_src, 0, first, True, 0, wb_col0, wb_end, K, BLOCK)
+        load_slice(b_ptr, b_src, 0, first, True, 0, wb_col0, wb_end, K, BLOCK)
+    else:
+        w_src = w_ptr
+        b_src = b_ptr
     col0, slice_end, full = start_ring(x_ptr, bufs, rank, first, step, n_mine, x_row_stride,
                                        slice_cols, n_cols, NUM_STAGES, K, BLOCK)
     # An empty slice (past the row end) has mean 0 and weighs nothing in the combine.
@@ -269,10 +292,10 @@ def layernorm_fwd_smem_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, x_
         tl.store(mean_ptr + row, mean, mask=rank == 0)
         tl.store(rstd_ptr + row, rstd, mask=rank == 0)
         y_row = y_ptr + row.to(tl.int64) * y_row_stride
-        _normalize_chunks(y_row, w_ptr, b_ptr, bufs, stage, 0, full, mean, rstd, col0, slice_end,
-                          K, BLOCK, False, STORE_EVICT)
-        _normalize_chunks(y_row, w_ptr, b_ptr, bufs, stage, full, K, mean, rstd, col0,
-                          slice_end, K, BLOCK, True, STORE_EVICT)
+        _normalize_chunks(y_row, w_src, b_src, bufs, stage, 0, full, mean, rstd, col0, slice_end,
+                          K, BLOCK, False, STORE_EVICT, WB_SMEM)
+        _normalize_chunks(y_row, w_src, b_src, bufs, stage, full, K, mean, rstd, col0,
+                          slice_end, K, BLOCK, True, STORE_EVICT, WB_SMEM)
         # Every thread is done reading the stage before any copy refills it.
         tl.debug_barrier()
         ahead = i + NUM_STAGES

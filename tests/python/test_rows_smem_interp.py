@@ -7,7 +7,8 @@ configurations it refuses."""
 import numpy as np
 import pytest
 
-from test_kernels_interp import TOL, assert_close, layernorm_ref, randn, softmax_ref
+from test_kernels_interp import (TOL, assert_close, layernorm_ref, needs_bf16, np_dtype, randn,
+                                 softmax_ref)
 from kernels import ops
 
 pytest.importorskip("warpweave._native")
@@ -77,6 +78,35 @@ LAYERNORM_CASES = [
 def test_layernorm_fwd_smem(rng, rows, cols, config, dtype):
     x = randn(rng, (rows, cols), dtype, scale=2.0) + np.asarray(0.5, dtype)
     w, b = randn(rng, (cols,), dtype), randn(rng, (cols,), dtype)
+    y, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5, config=config)
+    y_ref, mean_ref, rstd_ref = layernorm_ref(x, w, b, 1e-5)
+    assert_close(y, y_ref, TOL[dtype], "y")
+    assert_close(mean, mean_ref, TOL["float32"], "mean")
+    assert_close(rstd, rstd_ref, TOL["float32"], "rstd")
+
+
+# wb_smem=True: each CTA reads its w and b slices into shared memory once (zero past the slice)
+# and normalizes every row from them. Odd sizes with short last chunks, empty slices (4 CTAs over
+# 20 columns), rings that wrap, and w / b in a dtype other than x's.
+WB_SMEM_CASES = [
+    (5, 300, dict(smem=True, wb_smem=True, split=2, block=64, clusters=2, num_warps=4)),
+    (7, 1001, dict(smem=True, wb_smem=True, split=4, block=128, num_stages=3, clusters=2,
+                   num_warps=4)),
+    (6, 97, dict(smem=True, wb_smem=True, split=1, block=32, clusters=2, num_warps=4)),
+    (4, 20, dict(smem=True, wb_smem=True, split=4, block=16, clusters=1, num_warps=4)),
+    (9, 203, dict(smem=True, wb_smem=True, split=2, block=32, clusters=2, num_warps=4)),
+]
+
+
+@pytest.mark.parametrize("rows,cols,config", WB_SMEM_CASES)
+@pytest.mark.parametrize("dtype,wb_dtype", [
+    ("float32", "float32"), ("float16", "float16"), ("float16", "float32"),
+    ("float32", "float16"), pytest.param("float32", "bfloat16", marks=needs_bf16),
+    pytest.param("bfloat16", "bfloat16", marks=needs_bf16)])
+def test_layernorm_fwd_smem_wb_in_shared_memory(rng, rows, cols, config, dtype, wb_dtype):
+    x = randn(rng, (rows, cols), dtype, scale=2.0) + np.asarray(0.5, dtype)
+    w = (rng.standard_normal(cols) + 1.0).astype(np_dtype(wb_dtype))
+    b = randn(rng, (cols,), wb_dtype)
     y, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5, config=config)
     y_ref, mean_ref, rstd_ref = layernorm_ref(x, w, b, 1e-5)
     assert_close(y, y_ref, TOL[dtype], "y")
