@@ -964,8 +964,14 @@ def _softmax_smem(place, x2, out, in_stride: int, config) -> None:
         return (out, x2, scratch, in_stride, n_cols, n_rows, n_cols, slice_cols)
 
     kernel = _rows_smem.softmax_smem_kernel
+    # The output pass refills the stage for a later row in refill_parts parts, each as soon as
+    # the pass is done with its chunks (1: after the whole slice).
+    parts = config.get("refill_parts", 1)
+    if type(parts) is not int or parts < 1:
+        raise ValueError(f"softmax: config 'refill_parts' must be an int >= 1 (parts of a slice "
+                         f"refilled as the output pass finishes each), got {parts!r}")
     grid, meta, slice_cols = _smem_rows_meta("softmax", place, x2, config, kernel, args_of,
-                                             DSMEM=dsmem)
+                                             DSMEM=dsmem, REFILL_PARTS=parts)
     place.launch(kernel, grid, *args_of(slice_cols), **meta)
 
 
