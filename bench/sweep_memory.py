@@ -126,7 +126,12 @@ SMEM_CONFIGS = {
     "layernorm_fwd": [dict(smem=True, split=c, block=b, num_stages=n, num_warps=w)
                       for c, b, n, w in ((1, 4096, 3, 8), (1, 4096, 3, 16), (2, 4096, 2, 8),
                                          (2, 4096, 4, 8), (4, 2048, 2, 16), (4, 4096, 3, 8),
-                                         (16, 4096, 3, 8))],
+                                         (16, 4096, 3, 8))]
+    # wb_smem: each CTA keeps its w and b slices in shared memory beside the ring (2 x 32 KB at
+    # 32768 fp16 columns over 2 CTAs; 2 x 52 KB at 100000 over 4, where 3 stages do not fit).
+    + [dict(smem=True, wb_smem=True, split=c, block=b, num_stages=n, num_warps=w)
+       for c, b, n, w in ((2, 4096, 2, 8), (2, 4096, 2, 16), (4, 4096, 2, 8), (4, 4096, 3, 8),
+                          (4, 2048, 2, 16))],
 }
 # The one-CTA TMA row kernels at narrow rows (the layer norm backward at 65536x1024 ran 0.84-0.86x
 # on 4 warps, 2 stages, as many programs per SM as fit): stages, TMA stores, programs per SM

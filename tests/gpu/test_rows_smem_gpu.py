@@ -139,3 +139,29 @@ def test_layernorm_fwd_smem_option(rows, cols, config, dtype):
     assert_close(mean, x64.mean(-1), TOL[F32], "mean")
     assert_close(rstd, torch.rsqrt(x64.var(-1, unbiased=False) + 1e-5), TOL[F32], "rstd")
 
+
+
+@pytest.mark.parametrize("rows,cols,config", [
+    (4096, 32768, dict(smem=True, wb_smem=True, split=2, block=4096, num_stages=2)),
+    (4096, 32768, dict(smem=True, wb_smem=True, split=4, block=4096, num_stages=3)),
+    (2048, 100000, dict(smem=True, wb_smem=True, split=4, block=4096, num_stages=2)),
+    (301, 70001, dict(smem=True, wb_smem=True, split=4, block=2048, num_stages=2, num_warps=16)),
+])
+@pytest.mark.parametrize("dtype,wb_dtype", [(F16, F16), (BF16, BF16), (F16, F32)])
+def test_layernorm_fwd_smem_wb_smem(rows, cols, config, dtype, wb_dtype):
+    # w and b copied once per CTA into shared memory (odd widths: masked tails, zero past the
+    # slice), also in a dtype wider than x's, against float64 PyTorch.
+    slice_cols = -(-(-(-cols // config["split"])) // 16) * 16
+    chunks = -(-slice_cols // config["block"])
+    itemsize = torch.tensor([], dtype=dtype).element_size()
+    wb_itemsize = torch.tensor([], dtype=wb_dtype).element_size()
+    if (config["num_stages"] * itemsize + 2 * wb_itemsize) * chunks * config["block"] > 230_400:
+        pytest.skip("the ring and fp32 w and b slices of this split do not fit in shared memory")
+    x = randn(rows, cols, dtype=dtype, scale=2.0, shift=0.5)
+    w, b = randn(cols, dtype=wb_dtype, shift=1.0), randn(cols, dtype=wb_dtype)
+    y, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5, config=config)
+    x64 = x.double()
+    ref = torch.nn.functional.layer_norm(x64, (cols,), w.double(), b.double(), 1e-5)
+    assert_close(y, ref, TOL[dtype], "y")
+    assert_close(mean, x64.mean(-1), TOL[F32], "mean")
+    assert_close(rstd, torch.rsqrt(x64.var(-1, unbiased=False) + 1e-5), TOL[F32], "rstd")

@@ -342,3 +342,21 @@ def test_layernorm_fwd_smem_option_compiles_without_spills(sm90_wrappers, shape,
     assert "cp.async.cg.shared.global" in ptx
     assert ("st.async.shared::cluster" in ptx) == (ctas > 1)
 
+
+@pytest.mark.parametrize("shape,config,ctas", [
+    ((4096, 32768), dict(smem=True, wb_smem=True, split=2, block=4096, num_stages=2), 2),
+    ((4096, 32768), dict(smem=True, wb_smem=True, split=4, block=4096, num_stages=3), 4),
+    ((2048, 100000), dict(smem=True, wb_smem=True, split=4, block=4096, num_stages=2), 4),
+])
+def test_layernorm_fwd_smem_wb_smem_compiles_without_spills(sm90_wrappers, shape, config, ctas):
+    # wb_smem=True: each CTA copies its w and b slices into shared memory once (16-byte cp.async
+    # copies beside the ring's) and the output pass reads them there, so the kernel has no
+    # global loads left (without it, w and b are ld.global.v4 for every row).
+    layernorm_fwd_call(shape, np.float16, config)()
+    kernel = sm90_wrappers.kernels[-1]
+    assert kernel.fn.__name__ == "layernorm_fwd_smem_kernel" and kernel.options[2] == ctas
+    assert "WB_SMEM=True" in kernel.signature, kernel.signature
+    assert kernel.n_spills == 0, f"{kernel.n_regs} registers, {kernel.n_spills} spill bytes"
+    ptx = kernel.kernel.ptx
+    assert "cp.async.cg.shared.global" in ptx
+    assert "ld.global" not in ptx
