@@ -136,17 +136,15 @@ SMEM_CONFIGS = {
 # The one-CTA TMA row kernels at narrow rows (the layer norm backward at 65536x1024 ran 0.84-0.86x
 # on 4 warps, 2 stages, as many programs per SM as fit): stages, TMA stores, programs per SM
 # (each program leaves one row of dw / db partials).
-# The softmax's output pass refilling its stage in parts (refill_parts): 13 chunks a slice at
-# 2048x100000 fp16 over 2 CTAs, 8 at 4096x32768 over one.
-SMEM_CONFIGS["softmax"] += [dict(smem=True, split=c, block=4096, num_stages=n, num_warps=8,
-                                 refill_parts=p)
-                            for c, n, p in ((2, 2, 2), (2, 2, 4), (2, 2, 13), (1, 3, 2), (1, 3, 8))]
 TMA_CONFIGS = {
     "layernorm_bwd": [dict(tma=True, num_warps=w, num_stages=n, tma_store=t, programs_per_sm=p)
-                      for w, n, t, p in ((4, 2, False, 0), (4, 3, False, 0), (4, 4, False, 0),
-                                         (4, 2, True, 0), (4, 3, True, 0), (8, 2, False, 0),
-                                         (8, 3, False, 0), (2, 3, False, 0), (4, 2, False, 4),
-                                         (4, 3, False, 4), (4, 4, False, 6), (8, 3, True, 2))],
+                      for w, n, t, p in ((4, 2, False, 0), (4, 4, False, 0), (4, 2, True, 0),
+                                         (2, 3, False, 0), (4, 2, False, 4), (4, 2, False, 8),
+                                         (4, 2, False, 10), (4, 2, False, 12), (4, 3, False, 8),
+                                         (4, 3, False, 12))]
+    # dw / db partial rows summed with other blocks (_layernorm_bwd_dwdb).
+    + [dict(tma=True, num_warps=4, num_stages=2, block_p=p, block_n=n)
+       for p, n in ((128, 16), (64, 32), (512, 8), (256, 16))],
     "layernorm_fwd": [dict(tma=True, num_warps=w, num_stages=n, tma_store=t)
                       for w, n, t in ((4, 2, False), (4, 3, False), (4, 4, False), (4, 2, True),
                                       (8, 3, False), (2, 3, False))],

@@ -964,14 +964,8 @@ def _softmax_smem(place, x2, out, in_stride: int, config) -> None:
         return (out, x2, scratch, in_stride, n_cols, n_rows, n_cols, slice_cols)
 
     kernel = _rows_smem.softmax_smem_kernel
-    # The output pass refills the stage for a later row in refill_parts parts, each as soon as
-    # the pass is done with its chunks (1: after the whole slice).
-    parts = config.get("refill_parts", 1)
-    if type(parts) is not int or parts < 1:
-        raise ValueError(f"softmax: config 'refill_parts' must be an int >= 1 (parts of a slice "
-                         f"refilled as the output pass finishes each), got {parts!r}")
     grid, meta, slice_cols = _smem_rows_meta("softmax", place, x2, config, kernel, args_of,
-                                             DSMEM=dsmem, REFILL_PARTS=parts)
+                                             DSMEM=dsmem)
     place.launch(kernel, grid, *args_of(slice_cols), **meta)
 
 
@@ -993,6 +987,28 @@ LAYERNORM_FUSED_MAX_BYTES = 32768
 LAYERNORM_BWD_PARTIALS_MAX_COLS = 8192
 
 
+def _layernorm_fwd_smem_defaults(place, x2, w, b) -> dict:
+    """The layer norm forward's configuration for rows wider than the TMA kernels take (32 KB)
+    on sm_90+ GPUs, else {}: rows held in shared memory (kernels/hopper/rows_smem.py) over the
+    fewest CTAs (2 to 16) whose ring of two slices and w and b slices fit, in chunks of 8 KB,
+    8 warps. Measured on the H200 against a copy of the same bytes (bench/sweep_memory.py
+    --table smem, fp16): 0.85x at 4096x32768 (2 CTAs; with or without w and b in shared
+    memory), 0.75x at 2048x100000 (4 CTAs, where 2 without them ran 0.56x), against 0.68 /
+    0.44x for the register kernels; one CTA a row (three 64 KB slices) ran 0.70x."""
+    item = _itemsize(x2)
+    n_cols = x2.shape[1]
+    if n_cols * item <= 32768 or not _sm90_or_later(place):
+        return {}
+    block = 8192 // item
+    wb_item = max(_itemsize(w), _itemsize(b))
+    for split in (2, 4, 8, 16):
+        chunks = ww.cdiv(ww.cdiv(ww.cdiv(n_cols, split), 16) * 16, block)
+        if (2 * item + 2 * wb_item) * chunks * block + 2048 <= _MAX_SHARED_PER_BLOCK:
+            return dict(smem=True, wb_smem=True, split=split, block=block, num_stages=2,
+                        num_warps=8)
+    return {}
+
+
 def _layernorm_fwd_block(n_cols: int) -> int:
     # Longer rows are walked 8192 columns at a time: ptxas -v gives 96 registers per thread for
     # an fp16 block of 8192 on 8 warps but 222 for 32768, which leaves one program per SM.
@@ -1007,7 +1023,9 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
     tma_store) streams rows through shared memory with TMA, as softmax's option does; cluster=C
     splits each row over a thread-block cluster, as softmax's option does (not a default: see
     ROWS_CLUSTER_DEFAULTS); smem=True holds rows in shared memory over clusters, as softmax's
-    smem option does (split, block, num_stages, num_warps, clusters; not yet a default)."""
+    smem option does (split, block, num_stages, num_warps, clusters, and wb_smem: w and b
+    slices in shared memory too), the default on sm_90+ GPUs for rows wider than 32 KB
+    (_layernorm_fwd_smem_defaults)."""
     config = config or {}
     op = "layernorm_fwd"
     place = _Place(op, {"x": x, "w": w, "b": b})
@@ -1024,13 +1042,12 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
     if n_cols == 0:
         raise ValueError(f"{op}: 'x' has an empty last dimension; there is nothing to normalize")
     if not config and n_rows > 0:
-        config = _tma_row_defaults(op, place, x2)
+        config = _tma_row_defaults(op, place, x2) or _layernorm_fwd_smem_defaults(place, x2, w, b)
     y = place.empty((n_rows, n_cols), dt)
     mean = place.empty((n_rows,), "float32")
     rstd = place.empty((n_rows,), "float32")
     if config.get("smem") and n_rows > 0:
-        # Rows held in shared memory over clusters (kernels/hopper/rows_smem.py): an option,
-        # not yet timed on the GPU.
+        # Rows held in shared memory over clusters (kernels/hopper/rows_smem.py).
         w2, b2 = _contiguous(w), _contiguous(b)
 
         def args_of(slice_cols):

@@ -229,8 +229,8 @@ def test_cluster_config_errors_name_the_key():
 def test_cluster_split_defaults_on_sm90(sm90_wrappers):
     # Softmax rows past 32 KB take rows_smem's kernel (one CTA a row at 64 KB, clusters wider);
     # backward rows of 32 and 64 KB the TMA kernel over clusters of 2 and 4 CTAs (16 KB slices),
-    # wider ones the rows_cluster split; the layer norm forward keeps its one-CTA kernels (the
-    # TMA kernel at 16384 columns).
+    # wider ones the rows_cluster split; the layer norm forward's the TMA kernel at 16384
+    # columns, rows_smem's past it.
     softmax_call((2048, 100000), np.float16, None)()
     softmax_call((2048, 100000), np.float32, None)()
     softmax_call((4096, 32768), np.float16, None)()
@@ -243,7 +243,7 @@ def test_cluster_split_defaults_on_sm90(sm90_wrappers):
     names = [k.fn.__name__ for i, k in enumerate(sm90_wrappers.kernels)
              if i == 0 or k is not sm90_wrappers.kernels[i - 1]]
     assert names == ["softmax_smem_kernel", "softmax_smem_kernel", "softmax_smem_kernel",
-                     "layernorm_fwd_tma_kernel", "layernorm_fwd_kernel",
+                     "layernorm_fwd_tma_kernel", "layernorm_fwd_smem_kernel",
                      "layernorm_bwd_tma_kernel", "layernorm_bwd_dwdb_kernel",
                      "layernorm_bwd_tma_kernel", "layernorm_bwd_dwdb_kernel",
                      "layernorm_bwd_tma_kernel", "layernorm_bwd_dwdb_kernel"], names
@@ -288,7 +288,10 @@ def test_numpy_rows_keep_the_one_cta_kernels(gpu_compiles):
     (softmax_call, (8192, 512), np.float16, "softmax_kernel", None, None, 1),  # 1 KB rows
     (layernorm_fwd_call, (32768, 4096), np.float16, "layernorm_fwd_tma_kernel", 4, 2, 1),
     (layernorm_fwd_call, (8192, 16384), np.float16, "layernorm_fwd_tma_kernel", 8, 2, 1),
-    (layernorm_fwd_call, (4096, 32768), np.float16, "layernorm_fwd_kernel", None, None, 1),
+    # Rows past 32 KB: held in shared memory with w and b, over 2 / 4 CTAs.
+    (layernorm_fwd_call, (4096, 32768), np.float16, "layernorm_fwd_smem_kernel", 8, 2, 2),
+    (layernorm_fwd_call, (2048, 100000), np.float16, "layernorm_fwd_smem_kernel", 8, 2, 4),
+    (layernorm_fwd_call, (1024, 32768), np.float32, "layernorm_fwd_smem_kernel", 8, 2, 4),
     (layernorm_bwd_call, (8192, 16384), np.float16, "layernorm_bwd_tma_kernel", 8, 3, 2),
     (layernorm_bwd_call, (4096, 8192), np.float32, "layernorm_bwd_tma_kernel", 8, 3, 2),
     (layernorm_bwd_call, (65536, 1024), np.float16, "layernorm_bwd_tma_kernel", 4, 2, 1),
