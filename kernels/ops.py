@@ -196,11 +196,14 @@ LAUNCH_PLANS = True
 
 
 def _array_key(value):
-    """The signature part of one array argument, or None for a value that is not an array."""
+    """(signature part, address) of one array argument, or None for a value that is not an
+    array."""
     if _is_numpy(value):
-        return ("numpy", value.dtype.str, value.shape, value.strides, value.ctypes.data & 15)
+        address = value.ctypes.data
+        return ("numpy", value.dtype.str, value.shape, value.strides, address & 15), address
     if _is_torch(value):
-        return (value.dtype, value.shape, value.stride(), value.data_ptr() & 15, value.device)
+        address = value.data_ptr()
+        return (value.dtype, value.shape, value.stride(), address & 15, value.device), address
     return None
 
 
@@ -236,8 +239,12 @@ class _PlanRecorder:
         address = _address(value)
         entry = (*source, _dtype_name(value), _numel(value))
         known = self.by_address.get(address, ())
-        # Two inputs at one address (or empty arrays): which one a launch took is unknown. (An
-        # allocation may take the address of one freed during the call: the latest counts.)
+        if source[0] == "in" and known:
+            # Inputs at one address: the plan key holds which inputs share addresses, so any of
+            # them serves a replay; the first is named.
+            return
+        # An allocation may take the address of one freed during the call (the latest counts),
+        # but not an input's (empty arrays: which one a launch took is unknown).
         self.by_address[address] = None if known is None or known[:1] == ("in",) else entry
 
     def allocated(self, value, shape, dtype):
@@ -327,14 +334,21 @@ def _planned(wrapper):
         if not LAUNCH_PLANS:
             return wrapper(*args, **kwargs)
         inputs = []
+        addresses = []
         key = [name, _interpret_env()]
         try:
             for value in (*args, *kwargs.values()):
                 array = _array_key(value)
-                if array is not None:
+                if array is None:
+                    key.append(_frozen(value))
+                else:
                     inputs.append(value)
-                key.append(array if array is not None else _frozen(value))
+                    addresses.append(array[1])
+                    key.append(array[0])
             key.append(tuple(kwargs))
+            # Which inputs share an address (x passed as both operands): a plan recorded with
+            # one pattern is replayed only with it.
+            key.append(tuple(addresses.index(a) for a in addresses))
             key = tuple(key)
             plan = _launch_plans.get(key)
         except TypeError:  # an argument that is not a plain value: no plan
