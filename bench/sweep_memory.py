@@ -144,7 +144,7 @@ TMA_CONFIGS = {
                                          (4, 3, False, 12))]
     # dw / db partial rows summed with other blocks (_layernorm_bwd_dwdb).
     + [dict(tma=True, num_warps=4, num_stages=2, block_p=p, block_n=n)
-       for p, n in ((128, 16), (64, 32), (512, 8), (256, 16))],
+       for p, n in ((512, 8), (1024, 8), (2048, 8), (1024, 4), (2048, 4))],
     "layernorm_fwd": [dict(tma=True, num_warps=w, num_stages=n, tma_store=t)
                       for w, n, t in ((4, 2, False), (4, 3, False), (4, 4, False), (4, 2, True),
                                       (8, 3, False), (2, 3, False))],
@@ -270,22 +270,23 @@ def make_case(torch, ops, name, shape=(16384, 4096), dtype="float16"):
     raise ValueError(name)
 
 
-def dwdb_alone(torch, ops, bench):
+def dwdb_alone(torch, ops, bench, n_cols):
     """The time of layernorm backward's second kernel (the sum of the per-program dw/db partials)
-    alone, for the partial counts that one or two programs per SM give at 4096 columns: the part
-    of the backward's time that moves almost no bytes."""
+    alone at n_cols columns, for the partial counts that one, two and eight programs per SM
+    give: the part of the backward's time that moves few bytes."""
     rows = []
-    for partials in (132, 264):
-        pdw = torch.randn(partials, 4096, device="cuda")
-        pdb = torch.randn(partials, 4096, device="cuda")
-        dw = torch.empty(4096, device="cuda", dtype=torch.float16)
+    for partials in (132, 264, 1056):
+        pdw = torch.randn(partials, n_cols, device="cuda")
+        pdb = torch.randn(partials, n_cols, device="cuda")
+        dw = torch.empty(n_cols, device="cuda", dtype=torch.float16)
         db = torch.empty_like(dw)
-        for block_p, block_n in ((32, 32), (64, 16), (128, 16), (256, 8), (256, 16), (512, 8)):
+        for block_p, block_n in ((64, 16), (256, 8), (512, 8), (1024, 8), (2048, 8), (1024, 4),
+                                 (2048, 4)):
             config = dict(block_p=block_p, block_n=block_n)
             ms = bench(lambda: ops._layernorm_bwd_dwdb(ops._Place("dwdb", {"p": pdw}), config,
-                                                      pdw, pdb, dw, db, partials, 4096))
+                                                      pdw, pdb, dw, db, partials, n_cols))
             rows.append(dict(partials=partials, block_p=block_p, block_n=block_n, us=ms * 1e3))
-            print(f"   dw/db sum alone: {partials} partials, block_p={block_p} "
+            print(f"   dw/db sum alone: {partials} partials of {n_cols}, block_p={block_p} "
                   f"block_n={block_n}: {ms * 1e3:.1f} us")
     return rows
 
@@ -405,7 +406,7 @@ def main(argv=None):
                                    "best": ok[0] if ok else None, "default": default,
                                    "seconds": time.perf_counter() - kernel_start}
         if name == "layernorm_bwd":
-            report["dwdb_alone"] = dwdb_alone(torch, ops, bench)
+            report["dwdb_alone"] = dwdb_alone(torch, ops, bench, args.shape[1])
         del run, check
         torch.cuda.empty_cache()
     copy_after = copy_tbps(torch, bench)
