@@ -842,8 +842,8 @@ def softmax(x, online=None, config=None):
             "softmax", place, n_rows, n_cols, ctas, config, _cluster_warps)
         scratch = place.empty((n_rows, ctas, 2), "float32")
         place.launch(_rows_cluster.softmax_cluster_kernel, (n_clusters * ctas,),
-            out, x2, scratch, in_stride, n_cols, n_rows, rows_per_cluster, n_cols, slice_cols,
-            **meta)
+                     out, x2, scratch, in_stride, n_cols, n_rows, rows_per_cluster, n_cols,
+                     slice_cols, **meta)
     elif not online and tiles is not None:
         # Rows stream through a ring of shared buffers (kernels/hopper/softmax_tma.py); the
         # default at rows of 2-16 KB on sm_90+ (_tma_row_defaults). Its per-launch timings once
@@ -892,7 +892,7 @@ def softmax(x, online=None, config=None):
             block = min(256, ww.next_power_of_2(n_cols))
             warps = _softmax_warps(block)
         place.launch(_softmax.softmax_online_kernel, (n_rows,),
-            out, x2, in_stride, n_cols, n_cols, BLOCK=block, num_warps=warps)
+                     out, x2, in_stride, n_cols, n_cols, BLOCK=block, num_warps=warps)
     return out.reshape(shape)
 
 
@@ -1088,8 +1088,8 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
             op, place, n_rows, n_cols, ctas, config, _cluster_warps)
         scratch = place.empty((n_rows, ctas, 2), "float32")
         place.launch(_rows_cluster.layernorm_fwd_cluster_kernel, (n_clusters * ctas,),
-            x2, y, _contiguous(w), _contiguous(b), mean, rstd, scratch, n_cols, n_rows,
-            rows_per_cluster, n_cols, slice_cols, float(eps), **meta)
+                     x2, y, _contiguous(w), _contiguous(b), mean, rstd, scratch, n_cols, n_rows,
+                     rows_per_cluster, n_cols, slice_cols, float(eps), **meta)
     elif tiles is not None:
         # Rows stream through a ring of shared buffers (kernels/hopper/layernorm_tma.py); the
         # default at rows of 2-16 KB on sm_90+ (_tma_row_defaults; on the per-launch scatter see
@@ -1121,12 +1121,12 @@ def layernorm_fwd(x, w, b, eps=1e-5, config=None):
             ("layernorm_fwd", dt, _dtype_name(w), block, warps), args, BLOCK=block,
             num_warps=warps))
         place.launch(_layernorm.layernorm_fwd_fused_kernel, (min(n_rows, programs),),
-            *args, BLOCK=block, num_warps=warps)
+                     *args, BLOCK=block, num_warps=warps)
     elif n_rows > 0:
         block = _layernorm_fwd_block(n_cols)
         place.launch(_layernorm.layernorm_fwd_kernel, (n_rows,),
-            x2, y, _contiguous(w), _contiguous(b), mean, rstd, n_cols, n_cols, float(eps),
-            BLOCK=block, num_warps=min(max(block // 256, 1), 8))
+                     x2, y, _contiguous(w), _contiguous(b), mean, rstd, n_cols, n_cols, float(eps),
+                     BLOCK=block, num_warps=min(max(block // 256, 1), 8))
     return y.reshape(shape), mean.reshape(shape[:-1]), rstd.reshape(shape[:-1])
 
 
@@ -1228,8 +1228,8 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
         partial_dw = place.empty((n_clusters, n_cols), "float32")
         partial_db = place.empty((n_clusters, n_cols), "float32")
         place.launch(_rows_cluster.layernorm_bwd_cluster_kernel, (n_clusters * ctas,),
-            dx, dy2, partial_dw, partial_db, x2, w2, mean2, rstd2, scratch, n_cols, n_rows,
-            rows_per_cluster, n_cols, slice_cols, **meta)
+                     dx, dy2, partial_dw, partial_db, x2, w2, mean2, rstd2, scratch, n_cols, n_rows,
+                     rows_per_cluster, n_cols, slice_cols, **meta)
         _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_clusters, n_cols)
         return dx.reshape(shape), dw, db
     warps = config.get("num_warps") or _layernorm_bwd_warps(block)
@@ -1284,7 +1284,7 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
         partial_dw = place.empty((n_partials, n_cols), "float32")
         partial_db = place.empty((n_partials, n_cols), "float32")
         place.launch(_layernorm_tma.layernorm_bwd_tma_kernel, (n_partials * split,),
-            *tma_args(partial_dw, partial_db), **tma_meta)
+                     *tma_args(partial_dw, partial_db), **tma_meta)
         _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_partials, n_cols)
         return dx.reshape(shape), dw, db
     meta = dict(BLOCK=block, PREFETCH=prefetch,
@@ -1310,14 +1310,14 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
         partial_dw = place.empty((n_programs, n_cols), "float32")
         partial_db = place.empty((n_programs, n_cols), "float32")
         place.launch(_layernorm.layernorm_bwd_dx_kernel, (n_programs,),
-            dx, dy2, partial_dw, partial_db, x2, w2, mean2, rstd2, n_cols, n_rows, n_cols,
-            rows_per_program, **meta)
+                     dx, dy2, partial_dw, partial_db, x2, w2, mean2, rstd2, n_cols, n_rows, n_cols,
+                     rows_per_program, **meta)
         _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_programs, n_cols)
         return dx.reshape(shape), dw, db
     stand_in = place.empty((1,), "float32")
     place.launch(_layernorm.layernorm_bwd_dx_kernel, (n_programs,),
-        dx, dy2, stand_in, stand_in, x2, w2, mean2, rstd2, n_cols, n_rows, n_cols,
-        rows_per_program, **meta)
+                 dx, dy2, stand_in, stand_in, x2, w2, mean2, rstd2, n_cols, n_rows, n_cols,
+                 rows_per_program, **meta)
     # Tiles of 16 rows by 256 columns on 8 warps (64 registers, no spills at fp16): about eight
     # programs per SM over the column blocks and row chunks; each chunk leaves one partial row.
     block_r = 16
@@ -1329,8 +1329,8 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
     partial_dw = place.empty((n_partials, n_cols), "float32")
     partial_db = place.empty((n_partials, n_cols), "float32")
     place.launch(_layernorm.layernorm_bwd_partials_kernel, (col_blocks, n_partials),
-        partial_dw, partial_db, dy2, x2, mean2, rstd2, n_cols, n_rows, n_cols, chunk_rows,
-        BLOCK_R=block_r, BLOCK_N=block_n, num_warps=8 if place.on_gpu else 4)
+                 partial_dw, partial_db, dy2, x2, mean2, rstd2, n_cols, n_rows, n_cols, chunk_rows,
+                 BLOCK_R=block_r, BLOCK_N=block_n, num_warps=8 if place.on_gpu else 4)
     _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_partials, n_cols)
     return dx.reshape(shape), dw, db
 
@@ -1340,12 +1340,16 @@ def _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_partial
     # Narrow column blocks: enough programs to spread the partial sums over the SMs, and many
     # partial rows per step in flight. On the H200 (bench/sweep_memory.py's dwdb_alone, 264 x 4096
     # partials) 256 partial rows of 8 columns per step take 9.8 us, 64 of 16 11.3, 32 of 32 14.9.
+    # Past 512 partial rows (the TMA kernel's 8 programs per SM at 1024 columns leave 1056),
+    # 1024 per step: 11.7 us against 14.5 for 256 at 1056 x 1024 (0.85x of a copy for the whole
+    # backward at 65536x1024 fp16 against 0.84x).
     block_n = config.get("block_n") or (
         8 if place.on_gpu else min(128, ww.next_power_of_2(n_cols)))
-    block_p = config.get("block_p") or (256 if place.on_gpu else 32)
+    block_p = config.get("block_p") or (
+        (1024 if n_partials > 512 else 256) if place.on_gpu else 32)
     place.launch(_layernorm.layernorm_bwd_dwdb_kernel, (ww.cdiv(n_cols, block_n),),
-        partial_dw, partial_db, dw, db, n_partials, n_cols, BLOCK_P=block_p, BLOCK_N=block_n,
-        num_warps=4 if block_p * block_n <= 4096 else 8)
+                 partial_dw, partial_db, dw, db, n_partials, n_cols, BLOCK_P=block_p,
+                 BLOCK_N=block_n, num_warps=4 if block_p * block_n <= 4096 else 8)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1547,11 +1551,11 @@ def row_sum(x, config=None):
         # a block each (the combine moves little; 128 rows of 32 chunks took 254 registers).
         block_c = min(1024, max(16, ww.next_power_of_2(n_chunks)))
         place.launch(_reduction.row_sum_kernel, lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]),),
-            partial, out, n_rows, n_chunks, n_chunks, BLOCK_M=max(1, min(16, 2048 // block_c)),
-            BLOCK_N=block_c, num_warps=4)
+                     partial, out, n_rows, n_chunks, n_chunks,
+                     BLOCK_M=max(1, min(16, 2048 // block_c)), BLOCK_N=block_c, num_warps=4)
         return out
     place.launch(_reduction.row_sum_kernel, lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]),),
-        x, out, n_rows, n_cols, _strides(x)[0], **config)
+                 x, out, n_rows, n_cols, _strides(x)[0], **config)
     return out
 
 
@@ -1589,11 +1593,11 @@ def row_max(x, config=None):
         block_c = max(16, ww.next_power_of_2(n_chunks))
         block_m = max(1, min(16, 2048 // block_c))
         place.launch(_reduction.row_max_combine_kernel, (ww.cdiv(n_rows, block_m),),
-            partial, partial_index, values, indices, n_rows, n_chunks, BLOCK_M=block_m,
-            BLOCK_C=block_c, num_warps=4)
+                     partial, partial_index, values, indices, n_rows, n_chunks, BLOCK_M=block_m,
+                     BLOCK_C=block_c, num_warps=4)
         return values, indices
     place.launch(_reduction.row_max_kernel, lambda m: (ww.cdiv(n_rows, m["BLOCK_M"]),),
-        x, values, indices, n_rows, n_cols, _strides(x)[0], **config)
+                 x, values, indices, n_rows, n_cols, _strides(x)[0], **config)
     return values, indices
 
 
