@@ -131,14 +131,17 @@ def test_layernorm_fwd_smem_option(rows, cols, config, dtype):
     if dtype == F32 and cols * 4 // config["split"] > 110_000:
         pytest.skip("fp32 slices of this split do not fit two in shared memory")
     x = randn(rows, cols, dtype=dtype, scale=2.0, shift=0.5)
-    w, b = randn(cols, dtype=dtype), randn(cols, dtype=dtype)
+    check_layernorm_fwd(x, randn(cols, dtype=dtype), randn(cols, dtype=dtype), config, dtype)
+
+
+def check_layernorm_fwd(x, w, b, config, dtype):
+    """ops.layernorm_fwd(x, w, b) under config against float64 PyTorch: y, mean and rstd."""
     y, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5, config=config)
     x64 = x.double()
-    ref = torch.nn.functional.layer_norm(x64, (cols,), w.double(), b.double(), 1e-5)
+    ref = torch.nn.functional.layer_norm(x64, (x.shape[-1],), w.double(), b.double(), 1e-5)
     assert_close(y, ref, TOL[dtype], "y")
     assert_close(mean, x64.mean(-1), TOL[F32], "mean")
     assert_close(rstd, torch.rsqrt(x64.var(-1, unbiased=False) + 1e-5), TOL[F32], "rstd")
-
 
 
 @pytest.mark.parametrize("rows,cols,config", [
@@ -158,10 +161,5 @@ def test_layernorm_fwd_smem_wb_smem(rows, cols, config, dtype, wb_dtype):
     if (config["num_stages"] * itemsize + 2 * wb_itemsize) * chunks * config["block"] > 230_400:
         pytest.skip("the ring and fp32 w and b slices of this split do not fit in shared memory")
     x = randn(rows, cols, dtype=dtype, scale=2.0, shift=0.5)
-    w, b = randn(cols, dtype=wb_dtype, shift=1.0), randn(cols, dtype=wb_dtype)
-    y, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5, config=config)
-    x64 = x.double()
-    ref = torch.nn.functional.layer_norm(x64, (cols,), w.double(), b.double(), 1e-5)
-    assert_close(y, ref, TOL[dtype], "y")
-    assert_close(mean, x64.mean(-1), TOL[F32], "mean")
-    assert_close(rstd, torch.rsqrt(x64.var(-1, unbiased=False) + 1e-5), TOL[F32], "rstd")
+    check_layernorm_fwd(x, randn(cols, dtype=wb_dtype, shift=1.0), randn(cols, dtype=wb_dtype),
+                        config, dtype)
