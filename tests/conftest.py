@@ -13,3 +13,21 @@ def fresh_launch_plans():
     ops = sys.modules.get("kernels.ops")
     if ops is not None:
         ops._launch_plans.clear()
+
+
+@pytest.fixture
+def full_path_calls(monkeypatch):
+    """The ops whose calls took the wrapper's full path, not a launch plan, in call order (each
+    full path checks x's dtype first)."""
+    from kernels import ops
+
+    calls = []
+    check = ops._check_dtype
+
+    def counted(op, name, value, allowed):
+        if name == "x":
+            calls.append(op)
+        return check(op, name, value, allowed)
+
+    monkeypatch.setattr(ops, "_check_dtype", counted)
+    return calls

@@ -13,21 +13,6 @@ pytestmark = pytest.mark.skipif(not importlib.import_module("warpweave._native_l
                                 reason="needs warpweave's C++ extension (the interpreter)")
 
 
-@pytest.fixture
-def full_path_calls(monkeypatch):
-    """How many calls took the wrappers' full path (each checks x's dtype first)."""
-    calls = []
-    check = ops._check_dtype
-
-    def counted(op, name, value, allowed):
-        if name == "x":
-            calls.append(op)
-        return check(op, name, value, allowed)
-
-    monkeypatch.setattr(ops, "_check_dtype", counted)
-    return calls
-
-
 def softmax_ref(x):
     x = x.astype(np.float64)
     e = np.exp(x - x.max(axis=-1, keepdims=True))
