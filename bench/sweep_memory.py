@@ -142,6 +142,9 @@ TMA_CONFIGS = {
                                          (2, 3, False, 0), (4, 2, False, 4), (4, 2, False, 8),
                                          (4, 2, False, 10), (4, 2, False, 12), (4, 3, False, 8),
                                          (4, 3, False, 12))]
+    # The sums of combine=C CTAs added in a cluster before one partial row is stored.
+    + [dict(tma=True, num_warps=4, num_stages=n, combine=c) for n, c in ((2, 2), (2, 4), (2, 8),
+                                                                        (3, 2), (3, 4))]
     # dw / db partial rows summed with other blocks (_layernorm_bwd_dwdb).
     + [dict(tma=True, num_warps=4, num_stages=2, block_p=p, block_n=n)
        for p, n in ((512, 8), (1024, 8), (2048, 8), (1024, 4), (2048, 4))],

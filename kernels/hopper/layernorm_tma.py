@@ -30,6 +30,10 @@ those columns, and the two row sums of dx are pushed per row into every CTA's sh
 (softmax_tma.exchange_slots, rows_cluster.push_pair / wait_pairs), so rows whose dw / db sums
 would not fit one CTA's registers still stream once. PEERS =
 next_power_of_2(SPLIT); partial_dw / partial_db get one row per cluster.
+With COMBINE > 1 (SPLIT = 1; a cluster launch, ctas_per_cga=(COMBINE, 1, 1), grid a multiple of
+COMBINE) each CTA still takes whole rows, and the CTAs of a cluster add their dw / db sums in
+rank 0's shared memory (store_combined_sums) before one partial row per cluster is stored: the
+second kernel sums COMBINE times fewer partial rows.
 """
 import warpweave as ww
 import warpweave.language as tl
@@ -104,8 +108,10 @@ def layernorm_bwd_tma_kernel(x_desc, dy_desc, dx_desc, dx_ptr, partial_dw_ptr, p
                              w_ptr, mean_ptr, rstd_ptr, n_rows, TILE_R: tl.constexpr,
                              TILE_C: tl.constexpr, NUM_STAGES: tl.constexpr,
                              TMA_STORE: tl.constexpr = False, STORE_EVICT: tl.constexpr = "",
-                             SPLIT: tl.constexpr = 1, PEERS: tl.constexpr = 1):
+                             SPLIT: tl.constexpr = 1, PEERS: tl.constexpr = 1,
+                             COMBINE: tl.constexpr = 1):
     tl.static_assert(NUM_STAGES >= 1)
+    tl.static_assert(SPLIT == 1 or COMBINE == 1)
     dtype: tl.constexpr = tlx.dtype_of(x_desc)
     # With SPLIT > 1 each row is SPLIT slices of N columns, slice r held by the cluster's CTA r.
     N: tl.constexpr = TILE_R * TILE_C
@@ -121,6 +127,13 @@ def layernorm_bwd_tma_kernel(x_desc, dy_desc, dx_desc, dx_ptr, partial_dw_ptr, p
     rank, first, step, n_mine = rows_of_program(n_rows, SPLIT)
     if SPLIT > 1:
         pairs, pair_bars = exchange_slots(PEERS)
+    if COMBINE > 1:
+        # Rank 0 of each cluster receives the others' dw / db sums here at the end.
+        sums = tlx.local_alloc((TILE_R, TILE_C), tl.float32, 2 * (COMBINE - 1))
+        sums_bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+        # Every barrier is initialized before any peer pushes to it.
+        tlx.fence_mbarrier_init_cluster()
+        tlx.cluster_barrier()
     for s in tl.static_range(NUM_STAGES):
         load_row_pair(x_desc, dy_desc, x_bufs, dy_bufs, bars, s, (first + s * step) * SPLIT + rank,
                       s < n_mine, TILE_R, ROW_BYTES)
@@ -179,6 +192,31 @@ def layernorm_bwd_tma_kernel(x_desc, dy_desc, dx_desc, dx_ptr, partial_dw_ptr, p
                   i, TILE_R, TILE_C, TMA_STORE, STORE_EVICT)
     if TMA_STORE:
         tlx.async_descriptor_store_wait(0)
-    mine = first * (N * SPLIT) + rank * N + offsets
-    tl.store(partial_dw_ptr + mine, dw_acc)
-    tl.store(partial_db_ptr + mine, db_acc)
+    if COMBINE > 1:
+        store_combined_sums(partial_dw_ptr, partial_db_ptr, dw_acc, db_acc, sums, sums_bars,
+                            offsets, N, COMBINE)
+    else:
+        mine = first * (N * SPLIT) + rank * N + offsets
+        tl.store(partial_dw_ptr + mine, dw_acc)
+        tl.store(partial_db_ptr + mine, db_acc)
+
+
+@ww.jit
+def store_combined_sums(partial_dw_ptr, partial_db_ptr, dw_acc, db_acc, sums, sums_bars, offsets,
+                        N: tl.constexpr, COMBINE: tl.constexpr):
+    """The cluster's dw / db sums as one partial row (the cluster's index): each CTA but rank 0
+    pushes its sums into rank 0's shared memory, which adds them to its own and stores them."""
+    member = tlx.cluster_cta_rank()
+    bar = tlx.local_view(sums_bars, 0)
+    if member > 0:
+        tlx.async_remote_shmem_store(tlx.local_view(sums, 2 * (member - 1)), dw_acc, 0, bar)
+        tlx.async_remote_shmem_store(tlx.local_view(sums, 2 * (member - 1) + 1), db_acc, 0, bar)
+    else:
+        tlx.barrier_expect_bytes(bar, 2 * (COMBINE - 1) * N * 4)
+        tlx.barrier_wait(bar, 0)
+        for r in tl.static_range(COMBINE - 1):
+            dw_acc += tlx.local_load(tlx.local_view(sums, 2 * r))
+            db_acc += tlx.local_load(tlx.local_view(sums, 2 * r + 1))
+        mine = (tl.program_id(0) // COMBINE) * N + offsets
+        tl.store(partial_dw_ptr + mine, dw_acc)
+        tl.store(partial_db_ptr + mine, db_acc)

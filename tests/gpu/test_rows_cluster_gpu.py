@@ -182,6 +182,28 @@ def test_layernorm_bwd_rows_of_32kb_default_to_the_tma_kernel_over_2_cta_cluster
     assert poisoned_outputs_and_launch_log == []
 
 
+@pytest.mark.parametrize("rows,cols,dtype,combine", [
+    (65536, 1024, F16, 2), (4099, 1024, F16, 4), (1000, 2048, BF16, 8), (301, 4096, F32, 2),
+    (5, 1024, F16, 4)])
+def test_layernorm_bwd_tma_sums_combined_in_clusters(
+        poisoned_outputs_and_launch_log, monkeypatch, rows, cols, dtype, combine):
+    # Whole rows per CTA; the CTAs of each cluster add their dw / db sums in rank 0's shared
+    # memory (st.async) before one partial row per cluster is stored.
+    launched = spy_launches(monkeypatch, ops._layernorm_tma, "layernorm_bwd_tma_kernel")
+    x = randn(rows, cols, dtype=dtype, scale=2.0, shift=0.5)
+    w, dy = randn(cols, dtype=dtype), randn(rows, cols, dtype=dtype)
+    x64 = x.float()
+    mean = x64.mean(-1)
+    rstd = torch.rsqrt(x64.var(-1, unbiased=False) + 1e-5)
+    dx, dw, db = ops.layernorm_bwd(dy, x, w, mean, rstd,
+                                   config=dict(tma=True, combine=combine, num_warps=4))
+    dx_ref, dw_ref, db_ref = layernorm_bwd_ref(dy, x, w)
+    assert_close(dx, dx_ref, TOL[dtype], "dx")
+    assert_close(dw, dw_ref, TOL[dtype], "dw")
+    assert_close(db, db_ref, TOL[dtype], "db")
+    assert len(launched) == 1 and launched[0][0] % combine == 0, launched
+
+
 def spy_launches(monkeypatch, module, name):
     """The grids kernel `name` of `module` is launched with, from now on."""
     launched = []

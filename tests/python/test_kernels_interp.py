@@ -369,6 +369,34 @@ def test_layernorm_bwd_tma_rows_split_over_a_cluster(rng, tma_launches, dtype, s
         assert_close(got, ref, TOL[dtype], what)
 
 
+@pytest.mark.parametrize("dtype,shape,combine,stages,tma_store", [
+    ("float16", (37, 1024), 2, 2, False), ("float16", (5, 1024), 4, 2, True),
+    ("float32", (64, 1024), 2, 3, False), ("float16", (3, 2048), 8, 1, False)])
+def test_layernorm_bwd_tma_sums_combined_in_a_cluster(rng, tma_launches, dtype, shape, combine,
+                                                      stages, tma_store):
+    # Whole rows per CTA, dw / db sums added in rank 0's shared memory, one partial row per
+    # cluster; row counts above and below the CTAs launched (some CTAs take no rows).
+    n = shape[-1]
+    x = randn(rng, shape, dtype, scale=2.0) + np.asarray(1.0, np_dtype(dtype))
+    w, b, dy = randn(rng, (n,), dtype), randn(rng, (n,), dtype), randn(rng, shape, dtype)
+    _, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5)
+    config = dict(tma=True, combine=combine, num_warps=4, num_stages=stages, tma_store=tma_store)
+    dx, dw, db = ops.layernorm_bwd(dy, x, w, mean, rstd, config=config)
+    (name, grid), = tma_launches
+    assert name == "layernorm_bwd_tma_kernel" and grid[0] % combine == 0, tma_launches
+    for got, ref, what in zip((dx, dw, db), layernorm_bwd_ref(dy, x, w, mean, rstd),
+                              ("dx", "dw", "db")):
+        assert_close(got, ref, TOL[dtype], what)
+
+
+def test_layernorm_bwd_combine_is_checked(rng):
+    x = randn(rng, (4, 1024), "float16")
+    stats = np.zeros(4, np.float32)
+    for config in (dict(combine=3), dict(combine=0), dict(combine=2.0), dict(combine=2, split=2)):
+        with pytest.raises(ValueError, match="config 'combine'"):
+            ops.layernorm_bwd(x, x, x[0], stats, stats, config=dict(tma=True, **config))
+
+
 def test_layernorm_bwd_split_must_be_a_cluster_size(rng):
     x = randn(rng, (4, 1024), "float16")
     stats = np.zeros(4, np.float32)
