@@ -53,6 +53,7 @@ CompiledKernel compile(const CompileRequest& req) {
     // wgmma reads its operands from shared memory: stage them there ahead of the MMA.
     if (req.options.target == Target::SM90a && transforms::pipelineDotLoops(*fn))
       transforms::runCleanupPipeline(*fn);
+    if (transforms::unrollLoops(*fn)) transforms::runCleanupPipeline(*fn);
     out.tileIR = ir::print(*fn);
     for (const SignatureEntry& e : req.signature) {
       bool kept = false;

@@ -97,6 +97,48 @@ bool isPositiveZeroConstant(const Value* v) {
   return false;
 }
 
+void spliceOps(Block& from, Block& to, size_t at) {
+  auto& src = from.ops();
+  for (auto& op : src) op->setParentBlock(&to);
+  to.ops().insert(to.ops().begin() + static_cast<std::ptrdiff_t>(at),
+                  std::make_move_iterator(src.begin()), std::make_move_iterator(src.end()));
+  src.clear();
+}
+
+size_t positionOf(const Block& block, const Op* op) {
+  for (size_t i = 0; i < block.ops().size(); ++i)
+    if (block.ops()[i].get() == op) return i;
+  throw std::logic_error(std::string("op '") + op->name() + "' is not in the block searched");
+}
+
+Op* cloneOp(Builder& b, const Op& op, std::unordered_map<const Value*, Value*>& map) {
+  std::vector<Value*> operands;
+  for (Value* o : op.operands()) {
+    auto it = map.find(o);
+    operands.push_back(it == map.end() ? o : it->second);
+  }
+  std::vector<Type> types;
+  for (const auto& r : op.results()) types.push_back(r->type());
+  SourceLoc loc = b.loc();
+  b.setLoc(op.loc());
+  Op* copy = b.create(op.code(), std::move(operands), std::move(types), op.attrs());
+  b.setLoc(loc);
+  for (unsigned r = 0; r < op.numResults(); ++r) {
+    copy->result(r)->name = op.result(r)->name;
+    map[op.result(r)] = copy->result(r);
+  }
+  Block* outer = b.insertionBlock();
+  for (unsigned r = 0; r < op.numRegions(); ++r) {
+    const Block& from = *op.region(r);
+    Block* to = copy->addRegion();
+    for (const auto& arg : from.args()) map[arg.get()] = to->addArg(arg->type(), arg->name);
+    b.setInsertionBlock(to);
+    for (const auto& inner : from.ops()) cloneOp(b, *inner, map);
+  }
+  b.setInsertionBlock(outer);
+  return copy;
+}
+
 unsigned replaceAllUses(Block& block, Value* from, Value* to) {
   unsigned n = 0;
   walk(block, [&](Op& op) {

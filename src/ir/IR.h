@@ -25,6 +25,7 @@ const char* opName(OpCode c);
 
 class Op;
 class Block;
+class Builder;
 
 /// An SSA value: the result of an Op or an argument of a Block (loop variables, kernel args).
 class Value {
@@ -182,6 +183,14 @@ template <typename F> void walk(const Block& block, F&& fn) {
 /// Replaces every use of `from` by `to` in `block` and its nested regions; returns how many.
 /// One walk per call: passes that rewrite many values use a UseMap instead.
 unsigned replaceAllUses(Block& block, Value* from, Value* to);
+
+/// Moves the ops of `from` into `to` before position `at`.
+void spliceOps(Block& from, Block& to, size_t at);
+/// The index of `op` in `block`'s op list; throws std::logic_error when it is not there.
+size_t positionOf(const Block& block, const Op* op);
+/// Appends to b's block a copy of `op`, its regions copied too, with each operand replaced by
+/// its entry in `map` where it has one; records every copied result and region argument there.
+Op* cloneOp(Builder& b, const Op& op, std::unordered_map<const Value*, Value*>& map);
 
 /// The integer held by `v` when it is the result of a Constant op with an integer value.
 std::optional<int64_t> constantInt(const Value* v);

@@ -30,6 +30,11 @@ void lowerDeviceDescriptors(ir::Function& fn);
 /// from them. Loops of other shapes are left alone. Returns how many loops were rewritten.
 int pipelineDotLoops(ir::Function& fn);
 
+/// Unrolls each for loop that tl.range(..., loop_unroll_factor=U) marked (U >= 2): U copies of
+/// the body per iteration of a new loop over the whole groups of U iterations, then the original
+/// loop over the rest. Returns how many loops were unrolled.
+int unrollLoops(ir::Function& fn);
+
 /// True for ops without side effects (safe to CSE and DCE).
 bool isPure(const ir::Op& op);
 

@@ -431,21 +431,6 @@ private:
     return found;
   }
 
-  /// Moves the ops of `from` into `to` before position `at`.
-  static void splice(Block& from, Block& to, size_t at) {
-    auto& src = from.ops();
-    for (auto& op : src) op->setParentBlock(&to);
-    to.ops().insert(to.ops().begin() + static_cast<std::ptrdiff_t>(at),
-                    std::make_move_iterator(src.begin()), std::make_move_iterator(src.end()));
-    src.clear();
-  }
-
-  static size_t positionOf(const Block& block, const Op* op) {
-    for (size_t i = 0; i < block.ops().size(); ++i)
-      if (block.ops()[i].get() == op) return i;
-    throw std::logic_error("software pipeliner: op not in its parent block");
-  }
-
   /// The multi-buffered copies of a rewritten loop: the two buffers of S slots, the loop's
   /// slot counter, and how many iterations ahead the copies are issued.
   struct Pipeline {
@@ -492,7 +477,7 @@ private:
     }
     b.setLoc(loop.loc());
     Value* firstSlot = b.i32(0);
-    splice(pre, outer, positionOf(outer, &loop));
+    ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
 
     for (unsigned iter : plan.addressIters) loop.setOperand(3 + iter, carried[iter]);
     loop.addOperand(firstSlot);
@@ -555,7 +540,7 @@ private:
 
   void erase(Block& body, const Op* op) {
     auto& ops = body.ops();
-    ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(positionOf(body, op)));
+    ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(ir::positionOf(body, op)));
   }
 
   /// Whether `block` runs inside a loop. Then a warp group may start the next pass's prologue
@@ -576,7 +561,7 @@ private:
       ir::Builder mb(&meet);
       mb.setLoc(loop.loc());
       mb.create(OpCode::DebugBarrier, {}, {}, {});
-      splice(meet, outer, positionOf(outer, &loop));
+      ir::spliceOps(meet, outer, ir::positionOf(outer, &loop));
     }
     const char* const names[2] = {"pipeline_a", "pipeline_b"};
     Pipeline p = startPipeline(plan, plan.stages - 2, names);
@@ -596,7 +581,7 @@ private:
             ->result();
     body.terminator()->setOperand(plan.accIter, retired);
     yieldPipeline(b, plan, p, map);
-    splice(mid, body, positionOf(body, plan.dot));
+    ir::spliceOps(mid, body, ir::positionOf(body, plan.dot));
 
     // The dot and its loads are replaced; the original address computation is dead now.
     if (plan.accumulatingAdd) erase(body, plan.accumulatingAdd);
@@ -614,7 +599,7 @@ private:
     b.create(OpCode::AsyncWaitGroup, {}, {}, {{"pendings", int64_t(0)}});
     wait->result()->name = result->name;
     replaceAllUses(fn_.body, result, wait->result());
-    splice(post, outer, positionOf(outer, &loop) + 1);
+    ir::spliceOps(post, outer, ir::positionOf(outer, &loop) + 1);
   }
 
   /// Attention: Q is stored once into a swizzled buffer before the loop; K and V tiles are
@@ -650,7 +635,7 @@ private:
     Value* qView = slotView(b, qBuffer, b.i32(0));
     if (nestedInLoop(outer)) b.create(OpCode::DebugBarrier, {}, {}, {});
     b.create(OpCode::LocalStore, {qView, q}, {}, {});
-    splice(pre, outer, positionOf(outer, &loop));
+    ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
 
     const char* const names[2] = {"pipeline_k", "pipeline_v"};
     Pipeline p = startPipeline(plan, plan.stages - 1, names);
@@ -671,7 +656,7 @@ private:
     replaceAllUses(body, plan.scoreDot->result(), sWait->result());
     yieldPipeline(b, plan, p, map);
     // yieldPipeline's ops (the next slot) may sit here: they read only the slot.
-    splice(mid, body, positionOf(body, plan.scoreDot));
+    ir::spliceOps(mid, body, ir::positionOf(body, plan.scoreDot));
 
     Block late;
     b.setInsertionBlock(&late);
@@ -682,7 +667,7 @@ private:
     // P V is retired just before its result is first read (the yield, in kernels/attention.py),
     // so that what comes between (the row sums of P) runs while the MMA does.
     const Op* firstUser = body.terminator();
-    for (size_t i = positionOf(body, plan.dot) + 1; i < body.ops().size(); ++i)
+    for (size_t i = ir::positionOf(body, plan.dot) + 1; i < body.ops().size(); ++i)
       if (reads(*body.ops()[i], plan.dot->result())) {
         firstUser = body.ops()[i].get();
         break;
@@ -692,8 +677,8 @@ private:
     Op* oWait = b.create(OpCode::AsyncDotWait, {o}, {o->type()}, {{"pendings", int64_t(0)}});
     oWait->result()->name = plan.dot->result()->name;
     replaceAllUses(body, plan.dot->result(), oWait->result());
-    splice(retire, body, positionOf(body, firstUser));
-    splice(late, body, positionOf(body, plan.dot));
+    ir::spliceOps(retire, body, ir::positionOf(body, firstUser));
+    ir::spliceOps(late, body, ir::positionOf(body, plan.dot));
 
     erase(body, plan.dot);
     erase(body, plan.scoreDot);
@@ -706,7 +691,7 @@ private:
     b.setInsertionBlock(&post);
     b.setLoc(loop.loc());
     b.create(OpCode::AsyncWaitGroup, {}, {}, {{"pendings", int64_t(0)}});
-    splice(post, outer, positionOf(outer, &loop) + 1);
+    ir::spliceOps(post, outer, ir::positionOf(outer, &loop) + 1);
   }
 
   ir::Function& fn_;

@@ -153,3 +153,38 @@ TEST(Verifier, RejectsUseBeforeDefinitionAndMissingTerminator) {
     EXPECT_THROW(verify(k.fn), std::logic_error);
   }
 }
+
+TEST(LoopUnroll, CopiesTheBodyAndKeepsTheRemainderLoop) {
+  // for i in tl.range(lo, hi, 2, loop_unroll_factor=3): acc += i   (acc carried, i32)
+  Kernel k;
+  Value* p = k.addArg("p", Type::ptr(DType::I32));
+  Value* lo = k.addArg("lo", Type::scalar(DType::I32));
+  Value* hi = k.addArg("hi", Type::scalar(DType::I32));
+  Op* loop = k.b.create(OpCode::For, {lo, hi, k.b.i32(2), k.b.i32(0)}, {Type::scalar(DType::I32)},
+                        {{"unroll", int64_t{3}}});
+  Block* body = loop->addRegion();
+  Value* iv = body->addArg(Type::scalar(DType::I32), "i");
+  Value* acc = body->addArg(Type::scalar(DType::I32), "acc");
+  Builder inner(body);
+  inner.create(OpCode::Yield, {inner.binary(OpCode::Add, acc, iv)}, {});
+  k.b.store(p, loop->result());
+  k.b.ret();
+  EXPECT_EQ(unrollLoops(k.fn), 1);
+  verify(k.fn);
+  std::string ir = print(k.fn);
+  // The unrolled loop (three adds of the carried value, two advanced induction variables), then
+  // the original one over the rest, from where the unrolled loop stops, fed by its result.
+  ASSERT_EQ(countOps(k.fn, OpCode::For), 2) << ir;
+  const Op* unrolled = nullptr;
+  for (const auto& op : k.fn.body.ops())
+    if (op->code() == OpCode::For && op.get() != loop) unrolled = op.get();
+  ASSERT_NE(unrolled, nullptr) << ir;
+  EXPECT_EQ(loop->operand(3), unrolled->result(0)) << ir;
+  EXPECT_EQ(loop->operand(0), unrolled->operand(1)) << ir;
+  EXPECT_EQ(loop->intAttr("unroll"), 1) << ir;
+  int adds = 0;
+  walk(*unrolled->region(0), [&](const Op& op) { adds += op.code() == OpCode::Add; });
+  EXPECT_EQ(adds, 3 + 2) << ir;
+  // Run again: nothing is left to unroll.
+  EXPECT_EQ(unrollLoops(k.fn), 0);
+}
