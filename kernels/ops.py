@@ -805,7 +805,8 @@ def softmax(x, online=None, config=None):
     defer_store apply to that kernel. Without a config, sm_90+ GPUs take the TMA kernel at rows
     of 2 to 32 KB (_tma_row_defaults), as layernorm_fwd and layernorm_bwd do, and wider rows
     held in shared memory over clusters (kernels/hopper/rows_smem.py, _softmax_smem_defaults);
-    config=dict(smem=True, ...) forces that kernel (see _softmax_smem), config=dict(tma=False)
+    config=dict(smem=True, ...) forces that kernel (see _softmax_smem; unroll=U unrolls its
+    passes over a slice's chunks), config=dict(tma=False)
     keeps the register kernel."""
     config = config or {}
     place = _Place("softmax", {"x": x})
@@ -978,8 +979,13 @@ def _softmax_smem(place, x2, out, in_stride: int, config) -> None:
         return (out, x2, scratch, in_stride, n_cols, n_rows, n_cols, slice_cols)
 
     kernel = _rows_smem.softmax_smem_kernel
+    # unroll=U: the passes over a slice's whole chunks unrolled U times (not yet timed).
+    unroll = config.get("unroll", 1)
+    if type(unroll) is not int or unroll < 1:
+        raise ValueError(f"softmax: config 'unroll' must be an int >= 1 (the loop_unroll_factor "
+                         f"of the passes over a slice's chunks), got {unroll!r}")
     grid, meta, slice_cols = _smem_rows_meta("softmax", place, x2, config, kernel, args_of,
-                                             DSMEM=dsmem)
+                                             DSMEM=dsmem, UNROLL=unroll)
     place.launch(kernel, grid, *args_of(slice_cols), **meta)
 
 

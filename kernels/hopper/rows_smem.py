@@ -19,7 +19,8 @@ takes rows k, k + clusters, ... (softmax_tma.rows_of_program).
     in the ring, >= 2), C (CTAs per row: 1 for no cluster), PEERS (next_power_of_2(C)),
     STORE_EVICT (the output stores' eviction_policy), DSMEM (False: the pairs go through
     scratch_ptr, [n_rows, C, 2] fp32, and a cluster barrier a row, rows_cluster.publish_partials /
-    peer_partials; otherwise scratch_ptr is unused).
+    peer_partials; otherwise scratch_ptr is unused), UNROLL (the loop_unroll_factor of the passes
+    over a slice's whole chunks).
 """
 import warpweave as ww
 import warpweave.language as tl
@@ -66,10 +67,11 @@ def chunk_view(bufs, stage, k, K: tl.constexpr):
 
 @ww.jit
 def _max_of_chunks(bufs, stage, k_begin, k_end, m, col0, slice_end, K: tl.constexpr,
-                   BLOCK: tl.constexpr, MASKED: tl.constexpr):
+                   BLOCK: tl.constexpr, MASKED: tl.constexpr, UNROLL: tl.constexpr = 1):
     """m folded with chunks [k_begin, k_end) of the slice, lane-wise (MASKED: lanes past the
-    slice count as -inf; only the chunks at the slice's end need it)."""
-    for k in range(k_begin, k_end):
+    slice count as -inf; only the chunks at the slice's end need it; UNROLL: the loop's
+    loop_unroll_factor)."""
+    for k in tl.range(k_begin, k_end, loop_unroll_factor=UNROLL):
         x = tlx.local_load(chunk_view(bufs, stage, k, K)).to(tl.float32)
         if MASKED:
             x = tl.where(col0 + k * BLOCK + tl.arange(0, BLOCK) < slice_end, x, -float("inf"))
@@ -79,11 +81,12 @@ def _max_of_chunks(bufs, stage, k_begin, k_end, m, col0, slice_end, K: tl.conste
 
 @ww.jit
 def _exp_of_chunks(bufs, stage, k_begin, k_end, total, shift_log2, col0, slice_end,
-                   K: tl.constexpr, BLOCK: tl.constexpr, MASKED: tl.constexpr):
+                   K: tl.constexpr, BLOCK: tl.constexpr, MASKED: tl.constexpr,
+                   UNROLL: tl.constexpr = 1):
     """Replaces chunks [k_begin, k_end) of the slice by exp(x - shift) (shift_log2 = shift *
     log2(e)) in the slice's element type and returns total plus them, lane-wise (MASKED: lanes
     past the slice add 0)."""
-    for k in range(k_begin, k_end):
+    for k in tl.range(k_begin, k_end, loop_unroll_factor=UNROLL):
         view = chunk_view(bufs, stage, k, K)
         x = tlx.local_load(view)
         e = tl.exp2(x.to(tl.float32) * 1.4426950408889634 - shift_log2)
@@ -96,10 +99,11 @@ def _exp_of_chunks(bufs, stage, k_begin, k_end, total, shift_log2, col0, slice_e
 
 @ww.jit
 def _store_chunks(out_row, bufs, stage, k_begin, k_end, scale, col0, slice_end, K: tl.constexpr,
-                  BLOCK: tl.constexpr, MASKED: tl.constexpr, STORE_EVICT: tl.constexpr):
+                  BLOCK: tl.constexpr, MASKED: tl.constexpr, STORE_EVICT: tl.constexpr,
+                  UNROLL: tl.constexpr = 1):
     """Stores chunks [k_begin, k_end) of the slice (its exponentials) times scale to out_row
     (MASKED: only the lanes of the slice)."""
-    for k in range(k_begin, k_end):
+    for k in tl.range(k_begin, k_end, loop_unroll_factor=UNROLL):
         cols = col0 + k * BLOCK + tl.arange(0, BLOCK)
         y = (tlx.local_load(chunk_view(bufs, stage, k, K)).to(tl.float32) * scale).to(
             out_row.dtype.element_ty)
@@ -113,7 +117,8 @@ def _store_chunks(out_row, bufs, stage, k_begin, k_end, scale, col0, slice_end, 
 def softmax_smem_kernel(out_ptr, in_ptr, scratch_ptr, in_row_stride, out_row_stride, n_rows,
                         n_cols, slice_cols, BLOCK: tl.constexpr, K: tl.constexpr,
                         NUM_STAGES: tl.constexpr, C: tl.constexpr = 1, PEERS: tl.constexpr = 1,
-                        STORE_EVICT: tl.constexpr = "", DSMEM: tl.constexpr = True):
+                        STORE_EVICT: tl.constexpr = "", DSMEM: tl.constexpr = True,
+                        UNROLL: tl.constexpr = 1):
     tl.static_assert(NUM_STAGES >= 2)
     bufs = tlx.local_alloc((BLOCK,), in_ptr.dtype.element_ty, NUM_STAGES * K)
     rank, first, step, n_mine = rows_of_program(n_rows, C)
@@ -128,7 +133,7 @@ def softmax_smem_kernel(out_ptr, in_ptr, scratch_ptr, in_row_stride, out_row_str
         # NUM_STAGES - 1 rows loading behind it. (The wait meets the CTA's other threads too.)
         tlx.async_load_wait_group(NUM_STAGES - 1)
         m = tl.full([BLOCK], -float("inf"), tl.float32)
-        m = _max_of_chunks(bufs, stage, 0, full, m, col0, slice_end, K, BLOCK, False)
+        m = _max_of_chunks(bufs, stage, 0, full, m, col0, slice_end, K, BLOCK, False, UNROLL)
         m = _max_of_chunks(bufs, stage, full, K, m, col0, slice_end, K, BLOCK, True)
         slice_max = tl.max(m, axis=0)
         # A slice of -inf only (or none: past the row end) contributes exp(-inf) = 0, not
@@ -139,7 +144,7 @@ def softmax_smem_kernel(out_ptr, in_ptr, scratch_ptr, in_row_stride, out_row_str
         # types they round once more than the output, within its tolerance).
         total = tl.zeros([BLOCK], tl.float32)
         total = _exp_of_chunks(bufs, stage, 0, full, total, shift_log2, col0, slice_end, K,
-                               BLOCK, False)
+                               BLOCK, False, UNROLL)
         total = _exp_of_chunks(bufs, stage, full, K, total, shift_log2, col0, slice_end, K,
                                BLOCK, True)
         slice_sum = tl.sum(total, axis=0)
@@ -162,7 +167,7 @@ def softmax_smem_kernel(out_ptr, in_ptr, scratch_ptr, in_row_stride, out_row_str
             scale = 1.0 / slice_sum
         out_row = out_ptr + row.to(tl.int64) * out_row_stride
         _store_chunks(out_row, bufs, stage, 0, full, scale, col0, slice_end, K, BLOCK, False,
-                      STORE_EVICT)
+                      STORE_EVICT, UNROLL)
         _store_chunks(out_row, bufs, stage, full, K, scale, col0, slice_end, K, BLOCK, True,
                       STORE_EVICT)
         # Every thread is done reading the stage before any copy refills it. (Refilling it in

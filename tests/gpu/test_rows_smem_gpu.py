@@ -78,6 +78,10 @@ def test_softmax_smem_defaults(monkeypatch, rows, cols, dtype, ctas):
     dict(smem=True, split=8, block=1024, num_stages=3),
     dict(smem=True, split=4, block=2048, num_stages=2, clusters=3),
     dict(smem=True, split=1, block=4096, num_stages=2, num_warps=16),
+    # The passes over whole chunks unrolled: 4 whole chunks a slice, one group of 4, or none of
+    # 13 (every chunk in the remainder loop).
+    dict(smem=True, split=2, block=4096, num_stages=2, unroll=4),
+    dict(smem=True, split=2, block=4096, num_stages=2, unroll=13),
 ])
 def test_softmax_smem_configurations(config):
     x = randn(999, 40000, dtype=F16, scale=3.0)

@@ -206,6 +206,15 @@ def test_cluster_split_configurations_do_not_spill(sm90_wrappers, call, shape, d
     assert cluster.options[2] >= 2, f"launched in clusters of {cluster.options[2]}"
 
 
+@pytest.mark.parametrize("unroll", [4, 13])
+def test_smem_softmax_unrolled_passes_compile_without_spills(sm90_wrappers, unroll):
+    softmax_call((2048, 100000), np.float16, dict(smem=True, split=2, block=4096, num_stages=2,
+                                                  num_warps=8, unroll=unroll))()
+    kernel = next(k for k in sm90_wrappers.kernels if k.fn.__name__ == "softmax_smem_kernel")
+    assert f"UNROLL={unroll}" in kernel.signature and kernel.n_spills == 0, (
+        kernel.signature, kernel.n_spills)
+
+
 @pytest.mark.parametrize("combine", [2, 4, 8])
 def test_layernorm_bwd_combined_sums_compile_without_spills(sm90_wrappers, combine):
     # The backward's TMA kernel at 1024 fp16 columns on 4 warps with the dw / db sums of

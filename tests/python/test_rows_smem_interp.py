@@ -25,6 +25,12 @@ CASES = [
     (3, 130, dict(smem=True, split=2, block=32, clusters=4, num_warps=4)),
     (2, 700, dict(smem=True, split=16, block=16, num_stages=3, clusters=1, num_warps=4)),
     (7, 300, dict(smem=True, split=3, block=32, clusters=2, num_warps=4, dsmem=False)),
+    # The passes over whole chunks unrolled: 5 whole chunks by 2 (a remainder of one), 3 by 4
+    # (none in the unrolled loop), the last slice's whole chunks fewer than the others'.
+    (5, 700, dict(smem=True, split=2, block=64, clusters=2, num_warps=4, unroll=2)),
+    (6, 400, dict(smem=True, split=1, block=128, clusters=2, num_warps=4, unroll=4)),
+    (4, 1000, dict(smem=True, split=3, block=32, num_stages=3, clusters=2, num_warps=4,
+                   unroll=3)),
 ]
 
 
@@ -53,6 +59,8 @@ def test_softmax_smem_strided_rows_and_extremes(rng):
     (dict(smem=True, block=100), "block"),
     (dict(smem=True, num_stages=1), "num_stages"),
     (dict(smem=True, split=1, block=4096, num_stages=2), "shared memory"),
+    (dict(smem=True, split=4, unroll=0), "config 'unroll'"),
+    (dict(smem=True, split=4, unroll=2.0), "config 'unroll'"),
 ])
 def test_softmax_smem_refuses_bad_configs(rng, config, message):
     x = randn(rng, (2, 100000), "float32")
