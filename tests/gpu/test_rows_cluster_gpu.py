@@ -168,18 +168,22 @@ def test_layernorm_bwd_rows_of_32kb_default_to_the_tma_kernel_over_2_cta_cluster
     # Rows of 32 KB: each row's halves streamed by the two CTAs of a cluster (TMA), the row sums
     # exchanged per row; not the rows_cluster kernels (no _cluster_launch).
     launched = spy_launches(monkeypatch, ops._layernorm_tma, "layernorm_bwd_tma_kernel")
+    check_layernorm_bwd(rows, cols, dtype)
+    assert len(launched) == 1 and launched[0][0] % 2 == 0, launched
+    assert poisoned_outputs_and_launch_log == []
+
+
+def check_layernorm_bwd(rows, cols, dtype, config=None):
+    """ops.layernorm_bwd under config on random rows (mean and rstd from torch) against float64
+    autograd: dx, dw and db."""
     x = randn(rows, cols, dtype=dtype, scale=2.0, shift=0.5)
     w, dy = randn(cols, dtype=dtype), randn(rows, cols, dtype=dtype)
     x64 = x.float()
     mean = x64.mean(-1)
     rstd = torch.rsqrt(x64.var(-1, unbiased=False) + 1e-5)
-    dx, dw, db = ops.layernorm_bwd(dy, x, w, mean, rstd)
-    dx_ref, dw_ref, db_ref = layernorm_bwd_ref(dy, x, w)
-    assert_close(dx, dx_ref, TOL[dtype], "dx")
-    assert_close(dw, dw_ref, TOL[dtype], "dw")
-    assert_close(db, db_ref, TOL[dtype], "db")
-    assert len(launched) == 1 and launched[0][0] % 2 == 0, launched
-    assert poisoned_outputs_and_launch_log == []
+    dx, dw, db = ops.layernorm_bwd(dy, x, w, mean, rstd, config=config)
+    for got, ref, what in zip((dx, dw, db), layernorm_bwd_ref(dy, x, w), ("dx", "dw", "db")):
+        assert_close(got, ref, TOL[dtype], what)
 
 
 @pytest.mark.parametrize("rows,cols,dtype,combine", [
@@ -190,17 +194,7 @@ def test_layernorm_bwd_tma_sums_combined_in_clusters(
     # Whole rows per CTA; the CTAs of each cluster add their dw / db sums in rank 0's shared
     # memory (st.async) before one partial row per cluster is stored.
     launched = spy_launches(monkeypatch, ops._layernorm_tma, "layernorm_bwd_tma_kernel")
-    x = randn(rows, cols, dtype=dtype, scale=2.0, shift=0.5)
-    w, dy = randn(cols, dtype=dtype), randn(rows, cols, dtype=dtype)
-    x64 = x.float()
-    mean = x64.mean(-1)
-    rstd = torch.rsqrt(x64.var(-1, unbiased=False) + 1e-5)
-    dx, dw, db = ops.layernorm_bwd(dy, x, w, mean, rstd,
-                                   config=dict(tma=True, combine=combine, num_warps=4))
-    dx_ref, dw_ref, db_ref = layernorm_bwd_ref(dy, x, w)
-    assert_close(dx, dx_ref, TOL[dtype], "dx")
-    assert_close(dw, dw_ref, TOL[dtype], "dw")
-    assert_close(db, db_ref, TOL[dtype], "db")
+    check_layernorm_bwd(rows, cols, dtype, dict(tma=True, combine=combine, num_warps=4))
     assert len(launched) == 1 and launched[0][0] % combine == 0, launched
 
 

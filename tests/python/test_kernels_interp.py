@@ -356,14 +356,20 @@ def test_layernorm_bwd_tma_rows_split_over_a_cluster(rng, tma_launches, dtype, s
                                                      stages):
     # Each row's slices streamed by the CTAs of a cluster, the row sums exchanged per row; row
     # counts below and above the interpreter's clusters (4 SMs x 2 programs / split).
+    check_layernorm_bwd_tma(rng, dtype, shape, dict(tma=True, split=split, num_warps=4,
+                                                     num_stages=stages), split, tma_launches)
+
+
+def check_layernorm_bwd_tma(rng, dtype, shape, config, cluster, tma_launches):
+    """The backward under config (one TMA kernel launch in clusters of `cluster` CTAs) on random
+    rows against NumPy."""
     n = shape[-1]
     x = randn(rng, shape, dtype, scale=2.0) + np.asarray(1.0, np_dtype(dtype))
     w, b, dy = randn(rng, (n,), dtype), randn(rng, (n,), dtype), randn(rng, shape, dtype)
     _, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5)
-    config = dict(tma=True, split=split, num_warps=4, num_stages=stages)
     dx, dw, db = ops.layernorm_bwd(dy, x, w, mean, rstd, config=config)
     (name, grid), = tma_launches
-    assert name == "layernorm_bwd_tma_kernel" and grid[0] % split == 0, tma_launches
+    assert name == "layernorm_bwd_tma_kernel" and grid[0] % cluster == 0, tma_launches
     for got, ref, what in zip((dx, dw, db), layernorm_bwd_ref(dy, x, w, mean, rstd),
                               ("dx", "dw", "db")):
         assert_close(got, ref, TOL[dtype], what)
@@ -376,17 +382,9 @@ def test_layernorm_bwd_tma_sums_combined_in_a_cluster(rng, tma_launches, dtype, 
                                                       stages, tma_store):
     # Whole rows per CTA, dw / db sums added in rank 0's shared memory, one partial row per
     # cluster; row counts above and below the CTAs launched (some CTAs take no rows).
-    n = shape[-1]
-    x = randn(rng, shape, dtype, scale=2.0) + np.asarray(1.0, np_dtype(dtype))
-    w, b, dy = randn(rng, (n,), dtype), randn(rng, (n,), dtype), randn(rng, shape, dtype)
-    _, mean, rstd = ops.layernorm_fwd(x, w, b, 1e-5)
-    config = dict(tma=True, combine=combine, num_warps=4, num_stages=stages, tma_store=tma_store)
-    dx, dw, db = ops.layernorm_bwd(dy, x, w, mean, rstd, config=config)
-    (name, grid), = tma_launches
-    assert name == "layernorm_bwd_tma_kernel" and grid[0] % combine == 0, tma_launches
-    for got, ref, what in zip((dx, dw, db), layernorm_bwd_ref(dy, x, w, mean, rstd),
-                              ("dx", "dw", "db")):
-        assert_close(got, ref, TOL[dtype], what)
+    check_layernorm_bwd_tma(rng, dtype, shape, dict(tma=True, combine=combine, num_warps=4,
+                                                     num_stages=stages, tma_store=tma_store),
+                            combine, tma_launches)
 
 
 def test_layernorm_bwd_combine_is_checked(rng):
