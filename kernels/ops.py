@@ -191,7 +191,8 @@ class _Place:
 _recording = threading.local()
 _launch_plans: dict = {}
 _LAUNCH_PLANS_KEPT = 256
-# False: every call takes the full path (tests that spy on the routing or the kernels set it).
+# False: every call takes the full path. (tests/conftest.py clears _launch_plans before each
+# test instead, so that tests patching the routing see their first call take it.)
 LAUNCH_PLANS = True
 
 
