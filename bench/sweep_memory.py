@@ -133,11 +133,14 @@ SMEM_CONFIGS = {
        for c, b, n, w in ((2, 4096, 2, 8), (2, 4096, 2, 16), (4, 4096, 2, 8), (4, 4096, 3, 8),
                           (4, 2048, 2, 16))],
 }
-# The smem softmax's passes over whole chunks unrolled (unroll=U; not yet timed).
+# The smem kernels' passes over whole chunks unrolled (unroll=U; not yet timed).
 SMEM_CONFIGS["softmax"] += [dict(smem=True, split=c, block=4096, num_stages=n, num_warps=w,
                                  unroll=u)
                             for c, n, w, u in ((2, 2, 8, 2), (2, 2, 8, 4), (2, 2, 8, 13),
                                                (2, 2, 16, 4), (1, 3, 8, 4), (1, 3, 8, 8))]
+SMEM_CONFIGS["layernorm_fwd"] += [dict(smem=True, wb_smem=True, split=c, block=4096, num_stages=2,
+                                       num_warps=8, unroll=u)
+                                  for c, u in ((2, 2), (2, 4), (4, 2), (4, 7))]
 # The one-CTA TMA row kernels at narrow rows (the layer norm backward at 65536x1024 ran 0.84-0.86x
 # on 4 warps, 2 stages, as many programs per SM as fit): stages, TMA stores, programs per SM
 # (each program leaves one row of dw / db partials).

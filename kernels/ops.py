@@ -930,8 +930,9 @@ def _smem_rows_meta(op: str, place, x2, config, kernel, args_of, resident_slices
                     resident_itemsize: int = 0, **constexprs) -> tuple:
     """(grid, meta, slice_cols) of a rows_smem kernel from config: split (CTAs of a cluster per
     row, 1 to 16), block (columns per chunk, a power of two from 16), num_stages (slices in each
-    CTA's ring, at least 2), num_warps, and the persistent grid's clusters (default: as many as
-    fit at once, at most one per row); `constexprs` join meta. args_of(slice_cols) gives the
+    CTA's ring, at least 2), num_warps, unroll (the passes' loop_unroll_factor) and the
+    persistent grid's clusters (default: as many as fit at once, at most one per row);
+    `constexprs` join meta. args_of(slice_cols) gives the
     kernel's arguments (for the occupancy query)."""
     n_rows, n_cols = x2.shape
     split = config.get("split", 2)
@@ -953,14 +954,19 @@ def _smem_rows_meta(op: str, place, x2, config, kernel, args_of, resident_slices
         raise ValueError(f"{op}: config {config!r} needs {ring_bytes} bytes of shared memory "
                          f"for its ring at {n_cols} columns (at most "
                          f"{_MAX_SHARED_PER_BLOCK - 2048}); raise split or lower num_stages")
+    # unroll=U: the passes over a slice's whole chunks unrolled U times (not yet timed).
+    unroll = config.get("unroll", 1)
+    if type(unroll) is not int or unroll < 1:
+        raise ValueError(f"{op}: config 'unroll' must be an int >= 1 (the loop_unroll_factor of "
+                         f"the passes over a slice's chunks), got {unroll!r}")
     meta = dict(BLOCK=block, K=chunks, NUM_STAGES=stages, C=split,
                 PEERS=ww.next_power_of_2(split), STORE_EVICT=config.get("store_evict", ""),
-                num_warps=config.get("num_warps") or 8, **constexprs)
+                num_warps=config.get("num_warps") or 8, UNROLL=unroll, **constexprs)
     if split > 1:
         meta["ctas_per_cga"] = (split, 1, 1)
     clusters = config.get("clusters") or _resident_clusters(
         place, kernel, (kernel.__name__, _dtype_name(x2), n_cols, split, block, stages,
-                        meta["num_warps"], tuple(sorted(constexprs.items()))),
+                        meta["num_warps"], unroll, tuple(sorted(constexprs.items()))),
         lambda: args_of(slice_cols), split, **meta)
     return (max(1, min(n_rows, clusters)) * split,), meta, slice_cols
 
@@ -980,13 +986,8 @@ def _softmax_smem(place, x2, out, in_stride: int, config) -> None:
         return (out, x2, scratch, in_stride, n_cols, n_rows, n_cols, slice_cols)
 
     kernel = _rows_smem.softmax_smem_kernel
-    # unroll=U: the passes over a slice's whole chunks unrolled U times (not yet timed).
-    unroll = config.get("unroll", 1)
-    if type(unroll) is not int or unroll < 1:
-        raise ValueError(f"softmax: config 'unroll' must be an int >= 1 (the loop_unroll_factor "
-                         f"of the passes over a slice's chunks), got {unroll!r}")
     grid, meta, slice_cols = _smem_rows_meta("softmax", place, x2, config, kernel, args_of,
-                                             DSMEM=dsmem, UNROLL=unroll)
+                                             DSMEM=dsmem)
     place.launch(kernel, grid, *args_of(slice_cols), **meta)
 
 

@@ -182,19 +182,20 @@ def softmax_smem_kernel(out_ptr, in_ptr, scratch_ptr, in_row_stride, out_row_str
 
 
 @ww.jit
-def _sum_of_chunks(bufs, stage, total, K: tl.constexpr):
+def _sum_of_chunks(bufs, stage, total, K: tl.constexpr, UNROLL: tl.constexpr = 1):
     """total plus the slice's K chunks, lane-wise (lanes past the slice were filled with 0)."""
-    for k in range(0, K):
+    for k in tl.range(0, K, loop_unroll_factor=UNROLL):
         total += tlx.local_load(chunk_view(bufs, stage, k, K)).to(tl.float32)
     return total
 
 
 @ww.jit
 def _squares_of_chunks(bufs, stage, k_begin, k_end, total, mean, col0, slice_end,
-                       K: tl.constexpr, BLOCK: tl.constexpr, MASKED: tl.constexpr):
+                       K: tl.constexpr, BLOCK: tl.constexpr, MASKED: tl.constexpr,
+                       UNROLL: tl.constexpr = 1):
     """total plus (x - mean)^2 over chunks [k_begin, k_end), lane-wise (MASKED: lanes past the
     slice add 0)."""
-    for k in range(k_begin, k_end):
+    for k in tl.range(k_begin, k_end, loop_unroll_factor=UNROLL):
         d = tlx.local_load(chunk_view(bufs, stage, k, K)).to(tl.float32) - mean
         if MASKED:
             d = tl.where(col0 + k * BLOCK + tl.arange(0, BLOCK) < slice_end, d, 0.0)
@@ -205,11 +206,12 @@ def _squares_of_chunks(bufs, stage, k_begin, k_end, total, mean, col0, slice_end
 @ww.jit
 def _normalize_chunks(y_row, w_src, b_src, bufs, stage, k_begin, k_end, mean, rstd, col0,
                       slice_end, K: tl.constexpr, BLOCK: tl.constexpr, MASKED: tl.constexpr,
-                      STORE_EVICT: tl.constexpr, WB_SMEM: tl.constexpr = False):
+                      STORE_EVICT: tl.constexpr, WB_SMEM: tl.constexpr = False,
+                      UNROLL: tl.constexpr = 1):
     """Stores (x - mean) * rstd * w + b of chunks [k_begin, k_end) to y_row (MASKED: only the
     lanes of the slice). w_src and b_src are w_ptr and b_ptr, read from L2 for every row, or with
     WB_SMEM the CTA's K chunks of its w and b slices in shared memory (0 past the slice)."""
-    for k in range(k_begin, k_end):
+    for k in tl.range(k_begin, k_end, loop_unroll_factor=UNROLL):
         cols = col0 + k * BLOCK + tl.arange(0, BLOCK)
         x = tlx.local_load(chunk_view(bufs, stage, k, K)).to(tl.float32)
         if WB_SMEM:
@@ -238,12 +240,14 @@ def layernorm_fwd_smem_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, x_
                               y_row_stride, n_rows, n_cols, slice_cols, eps,
                               BLOCK: tl.constexpr, K: tl.constexpr, NUM_STAGES: tl.constexpr,
                               C: tl.constexpr = 1, PEERS: tl.constexpr = 1,
-                              STORE_EVICT: tl.constexpr = "", WB_SMEM: tl.constexpr = False):
+                              STORE_EVICT: tl.constexpr = "", WB_SMEM: tl.constexpr = False,
+                              UNROLL: tl.constexpr = 1):
     """Layer norm forward over rows held in shared memory as softmax_smem_kernel holds them:
     per slice its mean and M2 = sum (x - mean)^2 (two passes over shared memory), the cluster's
     (mean, M2) pairs combined by Chan et al.'s formula (weighted by each slice's column count),
     then the output pass; rank 0 stores the row's mean and rstd. WB_SMEM: w and b are read from
-    shared memory, where each CTA copies its slices of them once, instead of from L2 a row."""
+    shared memory, where each CTA copies its slices of them once, instead of from L2 a row;
+    UNROLL: the loop_unroll_factor of the passes over whole chunks."""
     tl.static_assert(NUM_STAGES >= 2)
     bufs = tlx.local_alloc((BLOCK,), x_ptr.dtype.element_ty, NUM_STAGES * K)
     rank, first, step, n_mine = rows_of_program(n_rows, C)
@@ -270,11 +274,11 @@ def layernorm_fwd_smem_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, x_
         row = first + i * step
         stage = i % NUM_STAGES
         tlx.async_load_wait_group(NUM_STAGES - 1)
-        slice_mean = tl.sum(_sum_of_chunks(bufs, stage, tl.zeros([BLOCK], tl.float32), K),
-                            axis=0) / count
+        slice_mean = tl.sum(_sum_of_chunks(bufs, stage, tl.zeros([BLOCK], tl.float32), K,
+                                           UNROLL), axis=0) / count
         m2 = tl.zeros([BLOCK], tl.float32)
         m2 = _squares_of_chunks(bufs, stage, 0, full, m2, slice_mean, col0, slice_end, K, BLOCK,
-                                False)
+                                False, UNROLL)
         m2 = _squares_of_chunks(bufs, stage, full, K, m2, slice_mean, col0, slice_end, K, BLOCK,
                                 True)
         slice_m2 = tl.sum(m2, axis=0)
@@ -300,7 +304,7 @@ def layernorm_fwd_smem_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, x_
         tl.store(rstd_ptr + row, rstd, mask=rank == 0)
         y_row = y_ptr + row.to(tl.int64) * y_row_stride
         _normalize_chunks(y_row, w_src, b_src, bufs, stage, 0, full, mean, rstd, col0, slice_end,
-                          K, BLOCK, False, STORE_EVICT, WB_SMEM)
+                          K, BLOCK, False, STORE_EVICT, WB_SMEM, UNROLL)
         _normalize_chunks(y_row, w_src, b_src, bufs, stage, full, K, mean, rstd, col0,
                           slice_end, K, BLOCK, True, STORE_EVICT, WB_SMEM)
         # Every thread is done reading the stage before any copy refills it.

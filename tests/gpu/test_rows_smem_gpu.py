@@ -153,6 +153,7 @@ def check_layernorm_fwd(x, w, b, config, dtype):
     (4096, 32768, dict(smem=True, wb_smem=True, split=4, block=4096, num_stages=3)),
     (2048, 100000, dict(smem=True, wb_smem=True, split=4, block=4096, num_stages=2)),
     (301, 70001, dict(smem=True, wb_smem=True, split=4, block=2048, num_stages=2, num_warps=16)),
+    (2048, 100000, dict(smem=True, wb_smem=True, split=4, block=4096, num_stages=2, unroll=4)),
 ])
 @pytest.mark.parametrize("dtype,wb_dtype", [(F16, F16), (BF16, BF16), (F16, F32)])
 def test_layernorm_fwd_smem_wb_smem(rows, cols, config, dtype, wb_dtype):

@@ -206,12 +206,17 @@ def test_cluster_split_configurations_do_not_spill(sm90_wrappers, call, shape, d
     assert cluster.options[2] >= 2, f"launched in clusters of {cluster.options[2]}"
 
 
-@pytest.mark.parametrize("unroll", [4, 13])
-def test_smem_softmax_unrolled_passes_compile_without_spills(sm90_wrappers, unroll):
-    softmax_call((2048, 100000), np.float16, dict(smem=True, split=2, block=4096, num_stages=2,
-                                                  num_warps=8, unroll=unroll))()
-    kernel = next(k for k in sm90_wrappers.kernels if k.fn.__name__ == "softmax_smem_kernel")
-    assert f"UNROLL={unroll}" in kernel.signature and kernel.n_spills == 0, (
+@pytest.mark.parametrize("call,name,config", [
+    (softmax_call, "softmax_smem_kernel", dict(split=2, unroll=4)),
+    (softmax_call, "softmax_smem_kernel", dict(split=2, unroll=13)),
+    (layernorm_fwd_call, "layernorm_fwd_smem_kernel", dict(split=4, wb_smem=True, unroll=2)),
+    (layernorm_fwd_call, "layernorm_fwd_smem_kernel", dict(split=4, wb_smem=True, unroll=7)),
+])
+def test_smem_rows_unrolled_passes_compile_without_spills(sm90_wrappers, call, name, config):
+    call((2048, 100000), np.float16, dict(smem=True, block=4096, num_stages=2, num_warps=8,
+                                          **config))()
+    kernel = next(k for k in sm90_wrappers.kernels if k.fn.__name__ == name)
+    assert f"UNROLL={config['unroll']}" in kernel.signature and kernel.n_spills == 0, (
         kernel.signature, kernel.n_spills)
 
 

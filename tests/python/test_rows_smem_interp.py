@@ -78,6 +78,10 @@ LAYERNORM_CASES = [
     (6, 100, dict(smem=True, split=1, block=32, clusters=2, num_warps=4)),
     (4, 20, dict(smem=True, split=4, block=16, clusters=1, num_warps=4)),
     (9, 200, dict(smem=True, split=2, block=32, clusters=2, num_warps=4)),
+    # The passes over whole chunks unrolled (with w and b in shared memory too).
+    (5, 700, dict(smem=True, split=2, block=64, clusters=2, num_warps=4, unroll=2)),
+    (6, 1000, dict(smem=True, wb_smem=True, split=3, block=32, num_stages=3, clusters=2,
+                   num_warps=4, unroll=4)),
 ]
 
 
