@@ -182,6 +182,10 @@ private:
   /// there now when its local_alloc has not run yet).
   BufferView peerBuffer(const BufferView& view, CtaState& peer);
   BarrierView peerBarrier(const ir::Op& op, const BarrierView& view, CtaState& peer);
+  /// Adds to `copy` a target in CTA `cta`: its buffer `dst`, written in flight from now (the write
+  /// permitted by the last barrier wait passed), and the barrier `bar` that counts its bytes.
+  void addCopyTarget(const ir::Op& op, AsyncCopy& copy, CtaState& cta, BufferView dst,
+                     BarrierView bar);
   /// barrier_arrive's `count` arrivals on `view`, a barrier of this CTA or (`whose`: " of
   /// program (1, 0, 0)") of a peer.
   void arriveOn(const ir::Op& op, const BarrierView& view, int64_t count, const std::string& whose);

@@ -474,6 +474,15 @@ BufferView Executor::peerBuffer(const BufferView& view, CtaState& p) {
   return v;
 }
 
+void Executor::addCopyTarget(const ir::Op& op, AsyncCopy& copy, CtaState& cta, BufferView dst,
+                             BarrierView bar) {
+  CopyTarget t{&cta, std::move(dst), std::move(bar), cta_.newToken()};
+  checkedWrite(op, t.dst, 1, t.token);
+  for (SharedAccess& a : t.dst.alloc->log.accesses)
+    if (a.inFlight && a.token == t.token) a.permission = lastPassedWait_;
+  copy.targets.push_back(std::move(t));
+}
+
 BarrierView Executor::peerBarrier(const ir::Op& op, const BarrierView& view, CtaState& p) {
   if (&p == &cta_) return view;
   auto it = p.barrierArrays.find(view.array->allocOp);
@@ -997,14 +1006,8 @@ void Executor::execTlx(const ir::Op& op) {
       for (int64_t r = 0; r < size; ++r)
         if ((mask >> r) & 1) ctas.push_back(&peer(op, r, "async_descriptor_load's multicast"));
     }
-    for (CtaState* target : ctas) {
-      CopyTarget t{target, peerBuffer(dst, *target), peerBarrier(op, bar, *target),
-                   cta_.newToken()};
-      checkedWrite(op, t.dst, 1, t.token);
-      for (SharedAccess& a : t.dst.alloc->log.accesses)
-        if (a.inFlight && a.token == t.token) a.permission = lastPassedWait_;
-      c.targets.push_back(std::move(t));
-    }
+    for (CtaState* target : ctas)
+      addCopyTarget(op, c, *target, peerBuffer(dst, *target), peerBarrier(op, bar, *target));
     cta_.copies.push_back(std::move(c));
     return;
   }
@@ -1048,11 +1051,7 @@ void Executor::execTlx(const ir::Op& op) {
     c.bytes = value->numel() * dst.elemBytes();
     c.where = where();
     if (cta_.cluster) c.issuer = agent_.clock;
-    CopyTarget t{&target, view, peerBarrier(op, barrierView(op, 3), target), cta_.newToken()};
-    checkedWrite(op, t.dst, 1, t.token);
-    for (SharedAccess& a : t.dst.alloc->log.accesses)
-      if (a.inFlight && a.token == t.token) a.permission = lastPassedWait_;
-    c.targets.push_back(std::move(t));
+    addCopyTarget(op, c, target, view, peerBarrier(op, barrierView(op, 3), target));
     cta_.copies.push_back(std::move(c));
     return;
   }

@@ -5,6 +5,8 @@ library's GPU tests share: a fresh printed seed and poisoned outputs."""
 
 import importlib
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -42,3 +44,27 @@ def seed_and_poison_outputs(monkeypatch, torch, ops):
 
     monkeypatch.setattr(ops._Place, "empty", poisoned)
     monkeypatch.delenv("WARPWEAVE_INTERPRET", raising=False)
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    """One private kernel cache for a module's trapped subprocesses (run_trapped_check): their
+    kernels carry the trap-on-hang check."""
+    return tmp_path_factory.mktemp("cache")
+
+
+def run_trapped_check(module, call, cache_dir, seed):
+    """Runs `module.call` (a check in tests/python/<module>.py) in a fresh Python with PyTorch
+    seeded and WARPWEAVE_TRAP_HANGS set, so that a wrong cluster protocol traps instead of
+    hanging and the trap cannot leave this process's CUDA context unusable; asserts it passed."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    paths = [os.path.join(here, "..", "python"), os.path.join(here, "..", "..")]
+    env = dict(os.environ)
+    env.pop("WARPWEAVE_INTERPRET", None)
+    env["WARPWEAVE_TRAP_HANGS"] = "4000000"
+    env["WARPWEAVE_CACHE_DIR"] = str(cache_dir)
+    env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")])
+    code = f"import torch; torch.manual_seed({seed}); import {module} as k; k.{call}"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]

@@ -10,9 +10,7 @@ import pytest
 
 from gpu_requirements import require_cuda, seed_and_poison_outputs
 
-torch = require_cuda()
-if torch.cuda.get_device_capability()[0] < 9:
-    pytest.skip("thread-block clusters need sm_90 or later", allow_module_level=True)
+torch = require_cuda((9, 0), "thread-block clusters need sm_90 or later")
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 if ROOT not in sys.path:

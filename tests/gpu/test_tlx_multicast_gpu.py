@@ -5,11 +5,10 @@ WARPWEAVE_TRAP_HANGS set: a wrong cluster protocol traps instead of hanging, and
 cannot leave this process's CUDA context unusable for the tests after it."""
 
 import importlib
-import os
-import subprocess
-import sys
 
 import pytest
+
+from gpu_requirements import cache_dir, run_trapped_check  # noqa: F401 (fixture)
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed")
 native_loader = importlib.import_module("warpweave._native_loader")
@@ -18,26 +17,9 @@ if not native_loader.available():
 if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
     pytest.skip("multicast TMA needs an sm_90 GPU", allow_module_level=True)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PATHS = [os.path.join(HERE, "..", "python"), os.path.join(HERE, "..", "..")]
-
-
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    # One private cache for these subprocesses: their kernels carry the trap-on-hang check.
-    return tmp_path_factory.mktemp("cache")
-
 
 def run_check(call, cache_dir):
-    env = dict(os.environ)
-    env.pop("WARPWEAVE_INTERPRET", None)
-    env["WARPWEAVE_TRAP_HANGS"] = "4000000"
-    env["WARPWEAVE_CACHE_DIR"] = str(cache_dir)
-    env["PYTHONPATH"] = os.pathsep.join(PATHS + [env.get("PYTHONPATH", "")])
-    code = f"import torch; torch.manual_seed(7); import tlx_multicast_kernels as k; k.{call}"
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       timeout=300, env=env)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    run_trapped_check("tlx_multicast_kernels", call, cache_dir, seed=7)
 
 
 @pytest.mark.parametrize("clusters,cols", [(1, 64), (5, 128)])

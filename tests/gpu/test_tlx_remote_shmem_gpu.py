@@ -5,36 +5,15 @@ tests/python/tlx_remote_shmem_kernels.py). Each check runs in a subprocess with
 WARPWEAVE_TRAP_HANGS set: a wrong transaction count traps instead of hanging, and the trap cannot
 leave this process's CUDA context unusable for the tests after it."""
 
-import os
-import subprocess
-import sys
-
 import pytest
 
-from gpu_requirements import require_cuda
+from gpu_requirements import cache_dir, require_cuda, run_trapped_check  # noqa: F401 (fixture)
 
 require_cuda((9, 0), "distributed shared memory (st.async, mapa) needs an sm_90 or newer GPU")
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-PATHS = [os.path.join(HERE, "..", "python"), os.path.join(HERE, "..", "..")]
-
-
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    # One private cache for these subprocesses: their kernels carry the trap-on-hang check.
-    return tmp_path_factory.mktemp("cache")
-
 
 def run_check(call, cache_dir):
-    env = dict(os.environ)
-    env.pop("WARPWEAVE_INTERPRET", None)
-    env["WARPWEAVE_TRAP_HANGS"] = "4000000"
-    env["WARPWEAVE_CACHE_DIR"] = str(cache_dir)
-    env["PYTHONPATH"] = os.pathsep.join(PATHS + [env.get("PYTHONPATH", "")])
-    code = f"import torch; torch.manual_seed(11); import tlx_remote_shmem_kernels as k; k.{call}"
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       timeout=300, env=env)
-    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    run_trapped_check("tlx_remote_shmem_kernels", call, cache_dir, seed=11)
 
 
 @pytest.mark.parametrize("c", [2, 4])
