@@ -133,11 +133,16 @@ SMEM_CONFIGS = {
        for c, b, n, w in ((2, 4096, 2, 8), (2, 4096, 2, 16), (4, 4096, 2, 8), (4, 4096, 3, 8),
                           (4, 2048, 2, 16))],
 }
-# The smem kernels' passes over whole chunks unrolled (unroll=U; not yet timed).
-SMEM_CONFIGS["softmax"] += [dict(smem=True, split=c, block=4096, num_stages=n, num_warps=w,
-                                 unroll=u)
-                            for c, n, w, u in ((2, 2, 8, 2), (2, 2, 8, 4), (2, 2, 8, 13),
-                                               (2, 2, 16, 4), (1, 3, 8, 4), (1, 3, 8, 8))]
+# The smem kernels' passes over whole chunks unrolled (unroll=U): at 2048x100000 fp16 (2 CTAs a
+# row) unroll=4 ran 0.88x of copy against the default's 0.86x; the others are the defaults of
+# 4096x32768 fp16 (1 CTA a row), 1024x262144 (16 CTAs; fp32 in 2048-column chunks) and
+# 2048x100000 fp32 (4 CTAs of 16 warps) unrolled.
+SMEM_CONFIGS["softmax"] += [dict(smem=True, split=c, block=b, num_stages=n, num_warps=w, unroll=u)
+                            for c, b, n, w, u in (
+                                (2, 4096, 2, 8, 2), (2, 4096, 2, 8, 4), (2, 4096, 2, 8, 13),
+                                (2, 4096, 2, 16, 4), (1, 4096, 3, 8, 2), (1, 4096, 3, 8, 4),
+                                (1, 4096, 3, 8, 8), (16, 4096, 3, 8, 2), (16, 4096, 3, 8, 4),
+                                (4, 2048, 2, 16, 2), (4, 2048, 2, 16, 4), (16, 2048, 3, 8, 4))]
 SMEM_CONFIGS["layernorm_fwd"] += [dict(smem=True, wb_smem=True, split=c, block=4096, num_stages=2,
                                        num_warps=8, unroll=u)
                                   for c, u in ((2, 2), (2, 4), (4, 2), (4, 7))]
@@ -149,7 +154,9 @@ TMA_CONFIGS = {
                       for w, n, t, p in ((4, 2, False, 0), (4, 4, False, 0), (4, 2, True, 0),
                                          (2, 3, False, 0), (4, 2, False, 4), (4, 2, False, 8),
                                          (4, 2, False, 10), (4, 2, False, 12), (4, 3, False, 8),
-                                         (4, 3, False, 12))]
+                                         (4, 3, False, 12), (4, 4, False, 4), (4, 6, False, 4),
+                                         (8, 4, False, 4), (8, 6, False, 2), (4, 8, False, 2),
+                                         (4, 3, False, 6), (4, 4, False, 6))]
     # The sums of combine=C CTAs added in a cluster before one partial row is stored.
     + [dict(tma=True, num_warps=4, num_stages=n, combine=c) for n, c in ((2, 2), (2, 4), (2, 8),
                                                                         (3, 2), (3, 4))]
@@ -196,6 +203,9 @@ def parse_args(argv=None):
                    help="seconds for the whole sweep before remaining kernels are skipped")
     p.add_argument("--table", choices=("all",) + tuple(TABLES), default="all",
                    help="time only one table's configurations (and the default) instead of all")
+    p.add_argument("--kernel-times", action="store_true",
+                   help="also print each configuration's kernels and their mean GPU time "
+                        "(torch.profiler over 20 calls): where a multi-kernel call spends it")
     p.add_argument("--dtype", choices=("float16", "float32"), default="float16",
                    help="softmax's and layer norm's element type (default float16)")
     p.add_argument("--shape", default="16384x4096",
@@ -302,6 +312,23 @@ def dwdb_alone(torch, ops, bench, n_cols):
     return rows
 
 
+def kernel_times(torch, fn, calls=20):
+    """[(kernel name, mean us per call)] of the GPU kernels that fn launches, from CUPTI through
+    torch.profiler, in launch order."""
+    fn()
+    torch.cuda.synchronize()
+    activities = [torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=activities) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    totals = {}
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            totals[event.name] = totals.get(event.name, 0.0) + event.time_range.elapsed_us()
+    return [(name, us / calls) for name, us in totals.items()]
+
+
 def table_configs(table, name):
     """The configurations of kernel `name` to time: all of CONFIGS, or the default and one
     table's (TABLES)."""
@@ -396,6 +423,10 @@ def main(argv=None):
                 print(f"   {label:<55} {row['TBps']:5.2f} TB/s {row['x_copy']:5.2f}x copy "
                       f"{row['x_same_size_copy']:5.2f}x same-size "
                       f"({row['ms'] * 1e3:7.1f} us, max err {row['max_err']:.2g})")
+                if args.kernel_times:
+                    row["kernels"] = kernel_times(torch, lambda: run(config))
+                    print("      " + ", ".join(f"{kernel[:40]} {us:.1f} us"
+                                               for kernel, us in row["kernels"]))
             else:
                 print(f"   {label:<55} {row['status']}: {row.get('error') or row.get('rel_err')}")
         ok = sorted((r for r in rows if r["status"] == "ok"), key=lambda r: -r["TBps"])
