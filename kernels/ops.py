@@ -917,12 +917,18 @@ def _softmax_smem_defaults(place, x2) -> dict:
         return dict(smem=True, split=2, block=4096, num_stages=4, num_warps=8)
     # (Past 4 CTAs a row, 16 (a non-portable cluster size) with three slices beat 8 with two or
     # three: 0.80 / 0.78 / 0.73x at 1024x262144 fp16, 0.79x in fp32 where 8 do not fit.)
+    # The passes over a slice's chunks unrolled (unroll, as the sweep's unroll=U entries ran on
+    # the H200 against the same configuration without): 2048x100000 fp16 over 2 CTAs 0.87-0.88x
+    # of copy at 4 against 0.85-0.86x, 1024x262144 over 16 CTAs 0.80x at 4 (fp16) and 0.81x at
+    # 2 (fp32) against 0.79 / 0.78x; one CTA a row (4096x32768 fp16) and 4 (2048x100000 fp32)
+    # within the run's noise.
+    unroll = {2: 4, 16: 4 if item == 2 else 2}
     for split in (1, 2, 4, 16):
         slice_bytes = ww.cdiv(ww.cdiv(ww.cdiv(n_cols, split), 16) * 16, block) * 8192
         stages = min(3, 221184 // slice_bytes)
         if stages >= 2:
             return dict(smem=True, split=split, block=block, num_stages=stages,
-                        num_warps=16 if split == 4 else 8)
+                        num_warps=16 if split == 4 else 8, unroll=unroll.get(split, 1))
     return {}
 
 
@@ -954,7 +960,7 @@ def _smem_rows_meta(op: str, place, x2, config, kernel, args_of, resident_slices
         raise ValueError(f"{op}: config {config!r} needs {ring_bytes} bytes of shared memory "
                          f"for its ring at {n_cols} columns (at most "
                          f"{_MAX_SHARED_PER_BLOCK - 2048}); raise split or lower num_stages")
-    # unroll=U: the passes over a slice's whole chunks unrolled U times (not yet timed).
+    # unroll=U: the passes over a slice's whole chunks unrolled U times.
     unroll = config.get("unroll", 1)
     if type(unroll) is not int or unroll < 1:
         raise ValueError(f"{op}: config 'unroll' must be an int >= 1 (the loop_unroll_factor of "

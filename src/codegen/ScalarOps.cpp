@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 
 namespace ww::codegen {
@@ -272,6 +273,25 @@ std::string intBinary(ScalarContext& cx, const ir::Op& op, const std::string& a,
   return normalizeByte(cx, r, t);
 }
 
+/// The reciprocal of a float immediate (0f... / 0d...) that is a power of two whose reciprocal
+/// is a normal number too, else nothing: x / 2^k and x * 2^-k round the same exact value, so
+/// the multiply (one instruction) gives div.rn's result bit for bit (a row mean's / N).
+std::optional<std::string> exactReciprocal(const std::string& imm) {
+  bool f64 = imm.size() == 18 && imm.compare(0, 2, "0d") == 0;
+  if (!f64 && !(imm.size() == 10 && imm.compare(0, 2, "0f") == 0)) return std::nullopt;
+  uint64_t bits = std::stoull(imm.substr(2), nullptr, 16);
+  int mantissaBits = f64 ? 52 : 23, signBit = f64 ? 63 : 31;
+  // 2^(e - bias) has the reciprocal 2^(bias - e), whose biased exponent is 2 * bias - e: a
+  // normal number for e from 1 to 2 * bias - 1.
+  uint64_t twiceBias = f64 ? 2046 : 254;
+  uint64_t exponent = (bits >> mantissaBits) & (twiceBias + 1);
+  if ((bits & ((uint64_t(1) << mantissaBits) - 1)) != 0 || exponent < 1 || exponent >= twiceBias)
+    return std::nullopt;
+  uint64_t reciprocal = (bits >> signBit) << signBit | (twiceBias - exponent) << mantissaBits;
+  if (f64) return immF64(std::bit_cast<double>(reciprocal));
+  return immF32(std::bit_cast<float>(static_cast<uint32_t>(reciprocal)));
+}
+
 std::string floatBinary(ScalarContext& cx, const ir::Op& op, const std::string& a,
                         const std::string& b, DType t) {
   if (isLowFloat(t))
@@ -286,6 +306,7 @@ std::string floatBinary(ScalarContext& cx, const ir::Op& op, const std::string& 
   case OpCode::Mul:
     return cx.b.pure("mul." + ft, rc, {a, b});
   case OpCode::Div:
+    if (auto reciprocal = exactReciprocal(b)) return cx.b.pure("mul." + ft, rc, {a, *reciprocal});
     return cx.b.pure("div.rn." + ft, rc, {a, b});
   case OpCode::FloorDiv:
     return cx.b.pure("cvt.rmi." + ft + "." + ft, rc, {cx.b.pure("div.rn." + ft, rc, {a, b})});

@@ -359,6 +359,30 @@ TEST(Codegen, DivisionByAPowerOfTwoShifts) {
   }
 }
 
+TEST(Codegen, FloatDivisionByAPowerOfTwoMultiplies) {
+  // x / 1024 and x / -0.25 round the same exact value as x * 2^-10 and x * -4: one multiply.
+  // Divisors whose reciprocal is not a normal number (or that are not powers of two) keep
+  // div.rn.
+  for (DType t : {DType::F32, DType::F64}) {
+    SCOPED_TRACE(std::string(ir::tlName(t)));
+    auto fn = elementwiseKernel("float_pow2_div", {t}, [t](KernelBuilder& k, auto v) {
+      std::vector<Value*> r;
+      for (double d : {1024.0, -0.25, 3.0, std::ldexp(1.0, t == DType::F32 ? 127 : 1023)})
+        r.push_back(binop(k, OpCode::Div, v[0], k.b.constFloat(d, v[0]->type())));
+      return r;
+    });
+    codegen::PtxKernel k = emitAndAssemble(*fn, Target::SM90a);
+    std::string ft = t == DType::F32 ? "f32" : "f64";
+    std::string reciprocal = t == DType::F32 ? "0f3A800000" : "0d3F50000000000000";
+    std::string minusFour = t == DType::F32 ? "0fC0800000" : "0dC010000000000000";
+    // Each divisor is used once per element a thread holds.
+    int perDivisor = count(k.ptx, reciprocal);
+    EXPECT_GT(perDivisor, 0) << k.ptx;
+    EXPECT_EQ(count(k.ptx, minusFour), perDivisor) << k.ptx;
+    EXPECT_EQ(count(k.ptx, "div.rn." + ft), 2 * perDivisor) << k.ptx;
+  }
+}
+
 TEST(Codegen, FloatArithmeticAndComparisons) {
   for (DType t : {DType::F16, DType::BF16, DType::F32, DType::F64}) {
     SCOPED_TRACE(std::string(ir::tlName(t)));

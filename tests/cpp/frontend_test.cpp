@@ -991,7 +991,7 @@ TEST(KernelLibrary, EveryKernelFileParsesAndHoldsOnlyJitFunctions) {
        {"load_row", "rows_of_program", "exchange_slots", "store_row", "softmax_tma_kernel"}},
       {"layernorm_tma.py",
        {"load_row_pair", "layernorm_fwd_tma_kernel", "layernorm_bwd_tma_kernel",
-        "store_combined_sums"}},
+        "stream_bwd_rows", "store_combined_sums"}},
       {"rows_cluster.py",
        {"publish_partials", "peer_partials", "push_pair", "wait_pairs", "pair_of",
         "softmax_stats_of_pairs", "_slice_of_row", "_store_slice", "softmax_cluster_kernel",
