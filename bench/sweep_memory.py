@@ -157,12 +157,6 @@ TMA_CONFIGS = {
                                          (4, 3, False, 12), (4, 4, False, 4), (4, 6, False, 4),
                                          (8, 4, False, 4), (8, 6, False, 2), (4, 8, False, 2),
                                          (4, 3, False, 6), (4, 4, False, 6))]
-    # The sums of combine=C CTAs added in a cluster before one partial row is stored.
-    + [dict(tma=True, num_warps=4, num_stages=n, combine=c) for n, c in ((2, 2), (2, 4), (2, 8),
-                                                                        (3, 2), (3, 4))]
-    # The sums of groups=G warp groups of a CTA added in shared memory (one partial row per CTA).
-    + [dict(tma=True, num_warps=4, num_stages=n, groups=g) for n, g in ((2, 8), (3, 8), (4, 8),
-                                                                       (2, 4), (3, 4), (2, 2))]
     # dw / db partial rows summed with other blocks (_layernorm_bwd_dwdb).
     + [dict(tma=True, num_warps=4, num_stages=2, block_p=p, block_n=n)
        for p, n in ((512, 8), (1024, 8), (2048, 8), (1024, 4), (2048, 4))],

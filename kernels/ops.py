@@ -1170,11 +1170,7 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
     fit), block_n and block_p (columns per program and partial rows per step of the dw/db sum);
     tma=True streams x and dy through shared memory with TMA, num_stages rows loading per
     program (sm_90a; inputs softmax's tma option does not take ignore it), with split=C each row
-    over a C-CTA cluster, or with combine=C (2, 4 or 8) whole rows per CTA and the dw / db sums
-    of each C-CTA cluster added before one partial row is stored (C times fewer for the second
-    kernel to sum; 0.84x of copy at C=2 on the H200 at 65536x1024 fp16, against 0.85x without),
-    or with groups=G (2, 4 or 8; num_warps=4) G warp groups per CTA streaming rows as programs of
-    their own and adding their sums in shared memory. cluster=C splits
+    over a C-CTA cluster. cluster=C splits
     each row over a thread-block cluster, as softmax's option does, rows of any width included
     (each cluster leaves one row of dw / db partials). On sm_90+ GPUs rows of 32 to 128 KB take
     the TMA kernel split over clusters of row bytes / 16 KB CTAs by default (_tma_row_defaults),
@@ -1271,27 +1267,11 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
         # each persistent program keeps its dw and db sums in registers.
         tile_r, tile_c = tiles
         stages = config.get("num_stages") or 2
-        # combine=C: clusters of C CTAs (each taking whole rows) add their dw / db sums before
-        # storing one partial row, so the second kernel sums C times fewer.
-        combine = config.get("combine", 1)
-        if type(combine) is not int or combine not in (1, 2, 4, 8) or (combine > 1 and split > 1):
-            raise ValueError(f"{op}: config 'combine' must be 1, 2, 4 or 8 (CTAs of a cluster "
-                             f"that add their dw / db sums), and 1 with split > 1; got "
-                             f"{combine!r}")
-        # groups=G: G warp groups per CTA, each streaming rows as a program of its own would,
-        # add their dw / db sums in shared memory: one partial row per CTA.
-        groups = config.get("groups", 1)
-        if type(groups) is not int or groups not in (1, 2, 4, 8) or (groups > 1 and (
-                split * combine > 1 or warps != 4 or config.get("tma_store"))):
-            raise ValueError(f"{op}: config 'groups' must be 1, 2, 4 or 8 (warp groups of a CTA "
-                             f"that add their dw / db sums), and 1 with split, combine, "
-                             f"tma_store or num_warps other than 4; got {groups!r}")
         tma_meta = dict(TILE_R=tile_r, TILE_C=tile_c, NUM_STAGES=stages, num_warps=warps,
                         TMA_STORE=bool(config.get("tma_store")),
-                        STORE_EVICT=config.get("store_evict", ""), SPLIT=split, PEERS=split,
-                        COMBINE=combine, GROUPS=groups)
-        if split * combine > 1:
-            tma_meta["ctas_per_cga"] = (split * combine, 1, 1)
+                        STORE_EVICT=config.get("store_evict", ""), SPLIT=split, PEERS=split)
+        if split > 1:
+            tma_meta["ctas_per_cga"] = (split, 1, 1)
         dx_rows = _row_slices(dx, split)
 
         def tma_args(partial_dw, partial_db):
@@ -1303,26 +1283,22 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
             stand_in = place.empty((1,), "float32")
             return tma_args(stand_in, stand_in)
 
-        key = ("layernorm_bwd_tma", dt, wdt, n_cols, stages, warps, split, combine, groups)
-        cluster = split * combine
+        key = ("layernorm_bwd_tma", dt, wdt, n_cols, stages, warps, split)
         # (per_sm defaults to 1 past 4096 columns; 4-CTA clusters of one CTA per SM fit 30 at
         # once on the H200, not 132 / 4: only an explicit programs_per_sm overrides the count.)
-        if cluster > 1 and not config.get("programs_per_sm"):
+        if split > 1 and not config.get("programs_per_sm"):
             # The clusters that fit at once (a cluster sits in one GPC).
             clusters = _resident_clusters(place, _layernorm_tma.layernorm_bwd_tma_kernel, key,
-                                          stand_in_args, cluster, **tma_meta)
+                                          stand_in_args, split, **tma_meta)
         else:
             clusters = place.num_sms() * (per_sm or _resident_programs(
                 place, _layernorm_tma.layernorm_bwd_tma_kernel, key, stand_in_args,
-                **tma_meta)) // cluster
-        # One partial row per program, or per cluster of `split` or `combine` programs (a
-        # cluster of `combine` whole-row programs, or a program of `groups`, needs no more of
-        # them than rows).
-        n_partials = max(1, min(n_rows if split > 1 else ww.cdiv(n_rows, combine * groups),
-                                clusters))
+                **tma_meta)) // split
+        # One partial row per program, or per cluster of `split` programs.
+        n_partials = max(1, min(n_rows, clusters))
         partial_dw = place.empty((n_partials, n_cols), "float32")
         partial_db = place.empty((n_partials, n_cols), "float32")
-        place.launch(_layernorm_tma.layernorm_bwd_tma_kernel, (n_partials * cluster,),
+        place.launch(_layernorm_tma.layernorm_bwd_tma_kernel, (n_partials * split,),
                      *tma_args(partial_dw, partial_db), **tma_meta)
         _layernorm_bwd_dwdb(place, config, partial_dw, partial_db, dw, db, n_partials, n_cols)
         return dx.reshape(shape), dw, db

@@ -30,14 +30,6 @@ those columns, and the two row sums of dx are pushed per row into every CTA's sh
 (softmax_tma.exchange_slots, rows_cluster.push_pair / wait_pairs), so rows whose dw / db sums
 would not fit one CTA's registers still stream once. PEERS =
 next_power_of_2(SPLIT); partial_dw / partial_db get one row per cluster.
-With COMBINE > 1 (SPLIT = 1; a cluster launch, ctas_per_cga=(COMBINE, 1, 1), grid a multiple of
-COMBINE) each CTA still takes whole rows, and the CTAs of a cluster add their dw / db sums in
-rank 0's shared memory (store_combined_sums) before one partial row per cluster is stored: the
-second kernel sums COMBINE times fewer partial rows.
-With GROUPS > 1 (SPLIT = COMBINE = 1, no TMA_STORE, num_warps=4) each CTA runs GROUPS warp
-groups as async tasks, each streaming rows through its own NUM_STAGES stages as a program of its
-own would (stream_bwd_rows); the groups add their dw / db sums in shared memory and the CTA stores
-one partial row: GROUPS times fewer for the second kernel to sum than as many one-group programs.
 """
 import warpweave as ww
 import warpweave.language as tl
@@ -107,115 +99,31 @@ def layernorm_fwd_tma_kernel(x_desc, y_desc, y_ptr, w_ptr, b_ptr, mean_ptr, rstd
         tlx.async_descriptor_store_wait(0)
 
 
-# The named barrier on which the warp groups of a GROUPS > 1 program meet to add their sums (the
-# async tasks take 15 down for their own barriers; 0 is the CTA's).
-SUMS_BAR: tl.constexpr = 1
-
-
 @ww.jit
 def layernorm_bwd_tma_kernel(x_desc, dy_desc, dx_desc, dx_ptr, partial_dw_ptr, partial_db_ptr,
                              w_ptr, mean_ptr, rstd_ptr, n_rows, TILE_R: tl.constexpr,
                              TILE_C: tl.constexpr, NUM_STAGES: tl.constexpr,
                              TMA_STORE: tl.constexpr = False, STORE_EVICT: tl.constexpr = "",
-                             SPLIT: tl.constexpr = 1, PEERS: tl.constexpr = 1,
-                             COMBINE: tl.constexpr = 1, GROUPS: tl.constexpr = 1):
+                             SPLIT: tl.constexpr = 1, PEERS: tl.constexpr = 1):
     tl.static_assert(NUM_STAGES >= 1)
-    tl.static_assert(SPLIT == 1 or COMBINE == 1)
-    tl.static_assert(GROUPS == 1 or (SPLIT == 1 and COMBINE == 1 and not TMA_STORE))
     dtype: tl.constexpr = tlx.dtype_of(x_desc)
     # With SPLIT > 1 each row is SPLIT slices of N columns, slice r held by the cluster's CTA r.
     N: tl.constexpr = TILE_R * TILE_C
-    # A ring of NUM_STAGES stages per warp group.
-    x_bufs = tlx.local_alloc((TILE_R, TILE_C), dtype, NUM_STAGES * GROUPS)
-    dy_bufs = tlx.local_alloc((TILE_R, TILE_C), dtype, NUM_STAGES * GROUPS)
+    ROW_BYTES: tl.constexpr = N * tlx.size_of(dtype)
+    x_bufs = tlx.local_alloc((TILE_R, TILE_C), dtype, NUM_STAGES)
+    dy_bufs = tlx.local_alloc((TILE_R, TILE_C), dtype, NUM_STAGES)
     # One barrier per stage completes when both the x and the dy row have landed.
-    bars = tlx.alloc_barriers(num_barriers=NUM_STAGES * GROUPS, arrive_count=1)
+    bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
     if TMA_STORE:
         out_bufs = tlx.local_alloc((TILE_R, TILE_C), tlx.dtype_of(dx_desc), 2)
     else:
         out_bufs = x_bufs
+    rank, first, step, n_mine = rows_of_program(n_rows, SPLIT)
     if SPLIT > 1:
         pairs, pair_bars = exchange_slots(PEERS)
-    else:
-        pairs, pair_bars = bars, bars  # (unused)
-    # (offsets are made where they are used: a tile made before the tasks would stay live, in
-    # ptxas's view, through every task's code before the last that uses it.)
-    if GROUPS > 1:
-        # GROUPS warp groups (async tasks of 4 warps), each streaming its own rows as a program
-        # of its own would, add their dw / db sums in shared memory: one partial row per CTA
-        # rather than per warp group for the second kernel to sum.
-        sums = tlx.local_alloc((TILE_R, TILE_C), tl.float32, 2 * (GROUPS - 1))
-        with tlx.async_tasks():
-            with tlx.async_task("default"):
-                dw_acc, db_acc = stream_bwd_rows(
-                    x_desc, dy_desc, dx_desc, dx_ptr, w_ptr, mean_ptr, rstd_ptr, n_rows, x_bufs,
-                    dy_bufs, bars, out_bufs, pairs, pair_bars, 0, TILE_R, TILE_C, NUM_STAGES,
-                    TMA_STORE, STORE_EVICT, SPLIT, PEERS, GROUPS)
-                # The other groups have stored their sums once they all arrive.
-                tlx.named_barrier_wait(SUMS_BAR, GROUPS * 128)
-                for g in tl.static_range(GROUPS - 1):
-                    dw_acc += tlx.local_load(tlx.local_view(sums, 2 * g))
-                    db_acc += tlx.local_load(tlx.local_view(sums, 2 * g + 1))
-                offsets = tl.arange(0, TILE_R)[:, None] * TILE_C + tl.arange(0, TILE_C)[None, :]
-                mine = tl.program_id(0) * N + offsets
-                tl.store(partial_dw_ptr + mine, dw_acc)
-                tl.store(partial_db_ptr + mine, db_acc)
-            with tlx.async_task(num_warps=4, replicate=GROUPS - 1):
-                g = tlx.async_task_replica_id()
-                dw_acc, db_acc = stream_bwd_rows(
-                    x_desc, dy_desc, dx_desc, dx_ptr, w_ptr, mean_ptr, rstd_ptr, n_rows, x_bufs,
-                    dy_bufs, bars, out_bufs, pairs, pair_bars, g + 1, TILE_R, TILE_C, NUM_STAGES,
-                    TMA_STORE, STORE_EVICT, SPLIT, PEERS, GROUPS)
-                tlx.local_store(tlx.local_view(sums, 2 * g), dw_acc)
-                tlx.local_store(tlx.local_view(sums, 2 * g + 1), db_acc)
-                tlx.named_barrier_arrive(SUMS_BAR, GROUPS * 128)
-    else:
-        if COMBINE > 1:
-            # Rank 0 of each cluster receives the others' dw / db sums here at the end.
-            sums = tlx.local_alloc((TILE_R, TILE_C), tl.float32, 2 * (COMBINE - 1))
-            sums_bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
-            # Every barrier is initialized before any peer pushes to it.
-            tlx.fence_mbarrier_init_cluster()
-            tlx.cluster_barrier()
-        dw_acc, db_acc = stream_bwd_rows(
-            x_desc, dy_desc, dx_desc, dx_ptr, w_ptr, mean_ptr, rstd_ptr, n_rows, x_bufs, dy_bufs,
-            bars, out_bufs, pairs, pair_bars, 0, TILE_R, TILE_C, NUM_STAGES, TMA_STORE,
-            STORE_EVICT, SPLIT, PEERS, 1)
-        offsets = tl.arange(0, TILE_R)[:, None] * TILE_C + tl.arange(0, TILE_C)[None, :]
-        if COMBINE > 1:
-            store_combined_sums(partial_dw_ptr, partial_db_ptr, dw_acc, db_acc, sums, sums_bars,
-                                offsets, N, COMBINE)
-        else:
-            # One partial row per program, or per cluster of SPLIT (each CTA its slice's).
-            rank, first, step, n_mine = rows_of_program(n_rows, SPLIT)
-            mine = first * (N * SPLIT) + rank * N + offsets
-            tl.store(partial_dw_ptr + mine, dw_acc)
-            tl.store(partial_db_ptr + mine, db_acc)
-
-
-@ww.jit
-def stream_bwd_rows(x_desc, dy_desc, dx_desc, dx_ptr, w_ptr, mean_ptr, rstd_ptr, n_rows, x_bufs,
-                    dy_bufs, bars, out_bufs, pairs, pair_bars, group, TILE_R: tl.constexpr,
-                    TILE_C: tl.constexpr, NUM_STAGES: tl.constexpr, TMA_STORE: tl.constexpr,
-                    STORE_EVICT: tl.constexpr, SPLIT: tl.constexpr, PEERS: tl.constexpr,
-                    GROUPS: tl.constexpr):
-    """(dw sums, db sums) over the rows of warp group `group` of this program (all of them with
-    GROUPS = 1), each row's dx stored: the group streams its rows through its NUM_STAGES stages
-    of the ring, from stage group * NUM_STAGES, as a program of its own among num_programs *
-    GROUPS would."""
-    N: tl.constexpr = TILE_R * TILE_C
-    ROW_BYTES: tl.constexpr = N * tlx.size_of(tlx.dtype_of(x_desc))
-    if GROUPS > 1:
-        rank = 0
-        first = tl.program_id(0) * GROUPS + group
-        step = tl.num_programs(0) * GROUPS
-        n_mine = tl.cdiv(n_rows - first, step)
-    else:
-        rank, first, step, n_mine = rows_of_program(n_rows, SPLIT)
-    base = group * NUM_STAGES
     for s in tl.static_range(NUM_STAGES):
-        load_row_pair(x_desc, dy_desc, x_bufs, dy_bufs, bars, base + s,
-                      (first + s * step) * SPLIT + rank, s < n_mine, TILE_R, ROW_BYTES)
+        load_row_pair(x_desc, dy_desc, x_bufs, dy_bufs, bars, s, (first + s * step) * SPLIT + rank,
+                      s < n_mine, TILE_R, ROW_BYTES)
     offsets = tl.arange(0, TILE_R)[:, None] * TILE_C + tl.arange(0, TILE_C)[None, :]
     w = tl.load(w_ptr + rank * N + offsets).to(tl.float32)
     dw_acc = tl.zeros([TILE_R, TILE_C], dtype=tl.float32)
@@ -239,11 +147,10 @@ def stream_bwd_rows(x_desc, dy_desc, dx_desc, dx_ptr, w_ptr, mean_ptr, rstd_ptr,
         ahead = row + 3 * step
         mean_c = tl.load(mean_ptr + ahead, mask=ahead < n_rows, other=0.0)
         rstd_c = tl.load(rstd_ptr + ahead, mask=ahead < n_rows, other=0.0)
-        stage = base + i % NUM_STAGES
+        stage = i % NUM_STAGES
         tlx.barrier_wait(tlx.local_view(bars, stage), (i // NUM_STAGES) & 1)
         x = tlx.local_load(tlx.local_view(x_bufs, stage)).to(tl.float32)
         dy = tlx.local_load(tlx.local_view(dy_bufs, stage)).to(tl.float32)
-        # Every thread of the group has read the stage before the one issuing thread refills it.
         tl.debug_barrier()
         load_row_pair(x_desc, dy_desc, x_bufs, dy_bufs, bars, stage,
                       (row + NUM_STAGES * step) * SPLIT + rank, i + NUM_STAGES < n_mine, TILE_R,
@@ -272,25 +179,6 @@ def stream_bwd_rows(x_desc, dy_desc, dx_desc, dx_ptr, w_ptr, mean_ptr, rstd_ptr,
                   i, TILE_R, TILE_C, TMA_STORE, STORE_EVICT)
     if TMA_STORE:
         tlx.async_descriptor_store_wait(0)
-    return dw_acc, db_acc
-
-
-@ww.jit
-def store_combined_sums(partial_dw_ptr, partial_db_ptr, dw_acc, db_acc, sums, sums_bars, offsets,
-                        N: tl.constexpr, COMBINE: tl.constexpr):
-    """The cluster's dw / db sums as one partial row (the cluster's index): each CTA but rank 0
-    pushes its sums into rank 0's shared memory, which adds them to its own and stores them."""
-    member = tlx.cluster_cta_rank()
-    bar = tlx.local_view(sums_bars, 0)
-    if member > 0:
-        tlx.async_remote_shmem_store(tlx.local_view(sums, 2 * (member - 1)), dw_acc, 0, bar)
-        tlx.async_remote_shmem_store(tlx.local_view(sums, 2 * (member - 1) + 1), db_acc, 0, bar)
-    else:
-        tlx.barrier_expect_bytes(bar, 2 * (COMBINE - 1) * N * 4)
-        tlx.barrier_wait(bar, 0)
-        for r in tl.static_range(COMBINE - 1):
-            dw_acc += tlx.local_load(tlx.local_view(sums, 2 * r))
-            db_acc += tlx.local_load(tlx.local_view(sums, 2 * r + 1))
-        mine = (tl.program_id(0) // COMBINE) * N + offsets
-        tl.store(partial_dw_ptr + mine, dw_acc)
-        tl.store(partial_db_ptr + mine, db_acc)
+    mine = first * (N * SPLIT) + rank * N + offsets
+    tl.store(partial_dw_ptr + mine, dw_acc)
+    tl.store(partial_db_ptr + mine, db_acc)

@@ -184,18 +184,6 @@ def check_layernorm_bwd(rows, cols, dtype, config=None):
         assert_close(got, ref, TOL[dtype], what)
 
 
-@pytest.mark.parametrize("rows,cols,dtype,combine", [
-    (65536, 1024, F16, 2), (4099, 1024, F16, 4), (1000, 2048, BF16, 8), (301, 4096, F32, 2),
-    (5, 1024, F16, 4)])
-def test_layernorm_bwd_tma_sums_combined_in_clusters(
-        poisoned_outputs_and_launch_log, monkeypatch, rows, cols, dtype, combine):
-    # Whole rows per CTA; the CTAs of each cluster add their dw / db sums in rank 0's shared
-    # memory (st.async) before one partial row per cluster is stored.
-    launched = spy_launches(monkeypatch, ops._layernorm_tma, "layernorm_bwd_tma_kernel")
-    check_layernorm_bwd(rows, cols, dtype, dict(tma=True, combine=combine, num_warps=4))
-    assert len(launched) == 1 and launched[0][0] % combine == 0, launched
-
-
 def spy_launches(monkeypatch, module, name):
     """The grids kernel `name` of `module` is launched with, from now on."""
     launched = []

@@ -375,46 +375,6 @@ def check_layernorm_bwd_tma(rng, dtype, shape, config, cluster, tma_launches):
         assert_close(got, ref, TOL[dtype], what)
 
 
-@pytest.mark.parametrize("dtype,shape,combine,stages,tma_store", [
-    ("float16", (37, 1024), 2, 2, False), ("float16", (5, 1024), 4, 2, True),
-    ("float32", (64, 1024), 2, 3, False), ("float16", (3, 2048), 8, 1, False)])
-def test_layernorm_bwd_tma_sums_combined_in_a_cluster(rng, tma_launches, dtype, shape, combine,
-                                                      stages, tma_store):
-    # Whole rows per CTA, dw / db sums added in rank 0's shared memory, one partial row per
-    # cluster; row counts above and below the CTAs launched (some CTAs take no rows).
-    check_layernorm_bwd_tma(rng, dtype, shape, dict(tma=True, combine=combine, num_warps=4,
-                                                     num_stages=stages, tma_store=tma_store),
-                            combine, tma_launches)
-
-
-@pytest.mark.parametrize("dtype,shape,groups,stages", [
-    ("float16", (37, 1024), 2, 2), ("float16", (5, 1024), 4, 2), ("float32", (64, 1024), 8, 3),
-    ("float16", (3, 2048), 8, 1)])
-def test_layernorm_bwd_tma_sums_of_warp_groups(rng, tma_launches, dtype, shape, groups, stages):
-    # Warp groups of a CTA streaming rows as programs of their own, their dw / db sums added in
-    # shared memory; row counts above and below the groups launched (some take no rows).
-    check_layernorm_bwd_tma(rng, dtype, shape, dict(tma=True, groups=groups, num_warps=4,
-                                                     num_stages=stages), 1, tma_launches)
-
-
-def test_layernorm_bwd_groups_is_checked(rng):
-    x = randn(rng, (4, 1024), "float16")
-    stats = np.zeros(4, np.float32)
-    for config in (dict(groups=3), dict(groups=0), dict(groups=2.0), dict(groups=2, split=2),
-                   dict(groups=2, combine=2), dict(groups=2, num_warps=8),
-                   dict(groups=2, tma_store=True)):
-        with pytest.raises(ValueError, match="config 'groups'"):
-            ops.layernorm_bwd(x, x, x[0], stats, stats, config=dict(tma=True, **config))
-
-
-def test_layernorm_bwd_combine_is_checked(rng):
-    x = randn(rng, (4, 1024), "float16")
-    stats = np.zeros(4, np.float32)
-    for config in (dict(combine=3), dict(combine=0), dict(combine=2.0), dict(combine=2, split=2)):
-        with pytest.raises(ValueError, match="config 'combine'"):
-            ops.layernorm_bwd(x, x, x[0], stats, stats, config=dict(tma=True, **config))
-
-
 def test_layernorm_bwd_split_must_be_a_cluster_size(rng):
     x = randn(rng, (4, 1024), "float16")
     stats = np.zeros(4, np.float32)

@@ -220,33 +220,6 @@ def test_smem_rows_unrolled_passes_compile_without_spills(sm90_wrappers, call, n
         kernel.signature, kernel.n_spills)
 
 
-@pytest.mark.parametrize("combine", [2, 4, 8])
-def test_layernorm_bwd_combined_sums_compile_without_spills(sm90_wrappers, combine):
-    # The backward's TMA kernel at 1024 fp16 columns on 4 warps with the dw / db sums of
-    # `combine` CTAs added in rank 0's shared memory: pushed by st.async, one cluster launch.
-    layernorm_bwd_call((65536, 1024), np.float16,
-                       dict(tma=True, combine=combine, num_warps=4, num_stages=2))()
-    kernel = next(k for k in sm90_wrappers.kernels
-                  if k.fn.__name__ == "layernorm_bwd_tma_kernel")
-    assert kernel.options[2] == combine and kernel.n_spills == 0, (kernel.options,
-                                                                   kernel.n_spills)
-    assert "st.async.shared::cluster.mbarrier::complete_tx::bytes" in kernel.kernel.ptx
-
-
-@pytest.mark.parametrize("groups", [2, 4, 8])
-def test_layernorm_bwd_warp_group_sums_compile_without_spills(sm90_wrappers, groups):
-    # `groups` warp groups of a CTA (async tasks) streaming rows at 1024 fp16 columns: 4 warps
-    # each, their dw / db sums added through shared memory after a named barrier.
-    layernorm_bwd_call((65536, 1024), np.float16,
-                       dict(tma=True, groups=groups, num_warps=4, num_stages=2))()
-    kernel = next(k for k in sm90_wrappers.kernels
-                  if k.fn.__name__ == "layernorm_bwd_tma_kernel")
-    assert kernel.kernel.num_warps == 4 * groups and kernel.n_spills <= 64, (
-        kernel.kernel.num_warps, kernel.n_regs, kernel.n_spills)
-    assert f".reqntid {128 * groups}" in kernel.kernel.ptx
-    assert f"bar.arrive 1, {128 * groups}" in kernel.kernel.ptx
-
-
 def test_cluster_split_options_in_sweep_configurations(sm90_wrappers):
     # The sweep's forcing keys: cluster=C at any C from 2 to 16 (7 slices of 100000 columns take
     # 14288-column slices in 16384 lanes), rows per cluster or clusters, rows ahead.
