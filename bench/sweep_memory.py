@@ -146,6 +146,13 @@ SMEM_CONFIGS["softmax"] += [dict(smem=True, split=c, block=b, num_stages=n, num_
 SMEM_CONFIGS["layernorm_fwd"] += [dict(smem=True, wb_smem=True, split=c, block=4096, num_stages=2,
                                        num_warps=8, unroll=u)
                                   for c, u in ((2, 2), (2, 4), (4, 2), (4, 7))]
+# More CTAs a row, so that two or three CTAs (w and b slices beside the ring) fit an SM at
+# 2048x100000: 8 CTAs in 1024-column chunks (104 KB each), 16 in 2048 (80 / 64 KB).
+SMEM_CONFIGS["layernorm_fwd"] += [dict(smem=True, wb_smem=True, split=c, block=b, num_stages=n,
+                                       num_warps=w)
+                                  for c, b, n, w in ((8, 1024, 2, 8), (8, 2048, 2, 8),
+                                                     (16, 2048, 3, 8), (16, 2048, 2, 8),
+                                                     (16, 2048, 2, 4), (8, 1024, 3, 8))]
 # The one-CTA TMA row kernels at narrow rows (the layer norm backward at 65536x1024 ran 0.84-0.86x
 # on 4 warps, 2 stages, as many programs per SM as fit): stages, TMA stores, programs per SM
 # (each program leaves one row of dw / db partials).
