@@ -147,7 +147,8 @@ SMEM_CONFIGS["layernorm_fwd"] += [dict(smem=True, wb_smem=True, split=c, block=4
                                        num_warps=8, unroll=u)
                                   for c, u in ((2, 2), (2, 4), (4, 2), (4, 7))]
 # More CTAs a row, so that two or three CTAs (w and b slices beside the ring) fit an SM at
-# 2048x100000: 8 CTAs in 1024-column chunks (104 KB each), 16 in 2048 (80 / 64 KB).
+# 2048x100000: 8 CTAs in 1024-column chunks (104 KB each), 16 in 2048 (80 / 64 KB). All ran
+# slower than 4 CTAs of one per SM (0.75x of copy): 0.38-0.58x on the H200 (session 7).
 SMEM_CONFIGS["layernorm_fwd"] += [dict(smem=True, wb_smem=True, split=c, block=b, num_stages=n,
                                        num_warps=w)
                                   for c, b, n, w in ((8, 1024, 2, 8), (8, 2048, 2, 8),
