@@ -154,9 +154,10 @@ SMEM_CONFIGS["layernorm_fwd"] += [dict(smem=True, wb_smem=True, split=c, block=b
                                   for c, b, n, w in ((8, 1024, 2, 8), (8, 2048, 2, 8),
                                                      (16, 2048, 3, 8), (16, 2048, 2, 8),
                                                      (16, 2048, 2, 4), (8, 1024, 3, 8))]
-# The one-CTA TMA row kernels at narrow rows (the layer norm backward at 65536x1024 ran 0.84-0.86x
-# on 4 warps, 2 stages, as many programs per SM as fit): stages, TMA stores, programs per SM
-# (each program leaves one row of dw / db partials).
+# The one-CTA TMA row kernels at narrow rows (the layer norm backward at 65536x1024 ran 0.89x on 4
+# warps, 2 stages, as many programs per SM as fit; 8 fit): stages, TMA stores, programs per SM
+# (each program leaves one row of dw / db partials). Two to six programs per SM with deeper rings
+# ran 0.43-0.82x in session 7: the rows' reductions want the warps more than the bytes in flight.
 TMA_CONFIGS = {
     "layernorm_bwd": [dict(tma=True, num_warps=w, num_stages=n, tma_store=t, programs_per_sm=p)
                       for w, n, t, p in ((4, 2, False, 0), (4, 4, False, 0), (4, 2, True, 0),
