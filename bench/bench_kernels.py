@@ -13,10 +13,13 @@ the 'spread' column is the range of a column's rounds relative to its fastest, b
 is noise. Memory-bound cases use inputs well past the 60 MB L2, and the timer
 flushes L2 before every run.
 
-Memory-bound cases (unit TB/s) carry a 'copy' column: a device-to-device copy of the same number of
-bytes (half read, half written), timed in the same rounds, and 'vs copy' is the median of the
-per-round ratios against it, so that what a run's flush and size cost every kernel (see --flush)
-is charged to the copy too; 'vs large copy' is the rate over the large copy of the header line.
+Memory-bound cases (unit TB/s) carry two copy columns that move the same number of bytes (half
+read, half written), timed in the same rounds: 'copy', torch's device-to-device copy_ (a
+cudaMemcpyAsync), and 'copy-kernel', torch's elementwise kernel writing -src (captured in a CUDA
+graph, a memcpy of 512 MB or more runs at 2.7 TB/s where the kernel keeps 4.2). 'vs copy' is the
+median of the per-round ratios against the faster of the two in each round, so that what a run's
+flush and size cost every kernel (see --flush) is charged to the copy too; 'vs large copy' is
+the rate over the large copy of the header line (the faster of the two as well).
 `--only copy` times the copy alone at several sizes under each flush mode.
 """
 
@@ -101,6 +104,7 @@ TMA_CONFIGS = {
     "layernorm_fwd": dict(tma=True, num_warps=4, num_stages=2),
     "layernorm_bwd": dict(tma=True, tma_store=True, num_warps=8, num_stages=2, programs_per_sm=2),
 }
+COPY_COLUMNS = ("copy", "copy-kernel")
 KERNELS = ("copy", "add", "softmax", "layernorm_fwd", "layernorm_bwd", "matmul", "attention",
            "embedding_bag", "row_sum", "row_max")
 
@@ -338,18 +342,20 @@ def sdpa_fn(torch):
 
 def copy_bandwidth(torch, bench, quick):
     n = (1 << 28) if quick else (1 << 30)  # bytes per buffer: 256 MB or 1 GB
-    src = torch.empty(n // 4, device="cuda", dtype=torch.float32).normal_()
-    dst = torch.empty_like(src)
-    times = [bench(lambda: dst.copy_(src)) for _ in range(2)]
-    del src, dst
+    copies = copies_of(torch, 2 * n)
+    # Each round's faster copy (the two, as in the per-case columns).
+    times = [min(bench(fn) for fn in copies.values()) for _ in range(2)]
+    del copies
     return 2 * n, times
 
 
-def copy_of(torch, moved):
-    """A zero-argument copy that moves `moved` bytes (half read, half written)."""
+def copies_of(torch, moved):
+    """{'copy': torch's copy_, 'copy-kernel': an elementwise kernel}: zero-argument functions
+    that each move `moved` bytes (half read, half written) between the same two buffers."""
     src = torch.empty(max(1, moved // 8), device="cuda", dtype=torch.float32).normal_()
     dst = torch.empty_like(src)
-    return lambda: dst.copy_(src)
+    return {"copy": lambda: dst.copy_(src), "copy-kernel": lambda: torch.neg(src, out=dst)}
+
 
 
 def copy_study(torch, ww, warmup, rep):
@@ -359,7 +365,7 @@ def copy_study(torch, ww, warmup, rep):
     print(f"{'moved':>10} " + " ".join(f"{m:>8}" for m in ("write", "read", "none")))
     rows = []
     for moved in sizes:
-        fn = copy_of(torch, moved)
+        fn = copies_of(torch, moved)["copy"]
         rates = {}
         for mode in ("write", "read", "none"):
             ms = ww.testing.do_bench(fn, warmup=warmup, rep=rep, return_mode="median",
@@ -535,7 +541,7 @@ def run(args):
                 results.append({"kernel": kernel, "setup_error": f"{type(e).__name__}: {e}"})
                 break
             if case.unit == "TB/s":
-                case.fns["copy"] = copy_of(torch, case.amount)
+                case.fns.update(copies_of(torch, case.amount))
             row = {"kernel": case.kernel, "case": case.label, "unit": case.unit,
                    "amount": case.amount, "columns": {}}
             for column, fn in case.fns.items():
@@ -543,8 +549,9 @@ def run(args):
                 try:
                     out = fn()
                     torch.cuda.synchronize()
-                    # The copy column moves the case's bytes; it computes nothing to check.
-                    problem = case.check(out) if case.check and column != "copy" else None
+                    # The copy columns move the case's bytes; they compute nothing to check.
+                    problem = (case.check(out) if case.check and column not in COPY_COLUMNS
+                               else None)
                     if problem:
                         entry["wrong"] = problem
                     entry["ms_runs"] = []
@@ -576,18 +583,24 @@ def run(args):
                 entry["ms"] = statistics.median(runs)
                 entry["spread"] = (max(runs) - min(runs)) / min(runs)
                 entry["rate"] = case.amount / (entry["ms"] * 1e-3) / 1e12
+            # Each round's faster copy is the one the kernels are held to.
+            copy_runs = [min(times) for times in zip(*(
+                row["columns"][c]["ms_runs"] for c in COPY_COLUMNS
+                if "ms" in row["columns"].get(c, {})))]
             for column, entry in row["columns"].items():
                 if "ms" in entry and column.startswith("warpweave"):
                     for other in ("torch", "triton", "copy"):
-                        o = row["columns"].get(other, {})
-                        if "ms" in o:  # > 1: warpweave is faster; the median of per-round ratios
+                        runs = (copy_runs if other == "copy"
+                                else row["columns"].get(other, {}).get("ms_runs"))
+                        if runs:  # > 1: warpweave is faster; the median of per-round ratios
                             entry[f"vs_{other}"] = statistics.median(
-                                a / b for a, b in zip(o["ms_runs"], entry["ms_runs"]))
+                                a / b for a, b in zip(runs, entry["ms_runs"]))
                     if case.unit == "TB/s":
                         entry["vs_large_copy"] = entry["rate"] / copy_tbs
                 print(format_row(case, column, entry))
             results.append(row)
-            case.fns.pop("copy", None)  # frees the copy's buffers
+            for column in COPY_COLUMNS:
+                case.fns.pop(column, None)  # frees the copies' buffers
             torch.cuda.empty_cache()
     meta["seconds"] = time.time() - t_start
     print(f"# {len(results)} cases in {meta['seconds']:.0f} s; ratios > 1 mean warpweave is "

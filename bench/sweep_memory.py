@@ -27,7 +27,7 @@ for path in (ROOT, os.path.join(ROOT, "bench")):
     if path not in sys.path:
         sys.path.insert(0, path)
 
-from bench_kernels import gpu_torch, parse_shape  # noqa: E402
+from bench_kernels import copies_of, gpu_torch, parse_shape  # noqa: E402
 
 
 def _product(**axes):
@@ -344,13 +344,11 @@ def table_configs(table, name):
 
 
 def copy_tbps(torch, bench, n=1 << 28):
-    """TB/s of a device-to-device copy of n bytes, counting its reads and writes (default 256 MB:
-    bench_kernels.py's --quick copy)."""
-    n = n // 8 * 8
-    src = torch.empty(n // 4, device="cuda", dtype=torch.float32).normal_()
-    dst = torch.empty_like(src)
-    ms = min(bench(lambda: dst.copy_(src)) for _ in range(2))
-    del src, dst
+    """TB/s of the faster of bench_kernels.copies_of's copies of n bytes per buffer, counting
+    reads and writes (default 256 MB: bench_kernels.py's --quick copy)."""
+    copies = copies_of(torch, 2 * n)
+    ms = min(bench(fn) for fn in copies.values() for _ in range(2))
+    del copies
     return 2 * n / (ms * 1e-3) / 1e12
 
 
