@@ -1621,6 +1621,29 @@ def row_max(x, config=None):
 # ------------------------------------------------------------------------------------------------
 
 
+def _check_attention_args(op, q, k, v, causal, sm_scale, head_dims) -> tuple:
+    """(dtype name, q's shape, sm_scale) of an attention call, after checking q, k and v (one
+    shape [Z, H, N_CTX, HEAD_DIM] and one 16-bit float dtype, HEAD_DIM one of `head_dims`),
+    causal and sm_scale (default 1 / sqrt(HEAD_DIM))."""
+    dt = _check_dtype(op, "q", q, _HALF_FLOATS)
+    _check_ndim(op, "q", q, (4,), " [Z, H, N_CTX, HEAD_DIM]")
+    for name, t in (("k", k), ("v", v)):
+        if _dtype_name(t) != dt:
+            raise ValueError(f"{op}: '{name}' has dtype {_dtype_name(t)} but 'q' has {dt}")
+        _check_shape(op, name, t, tuple(q.shape), " (q's shape)")
+    head_dim = q.shape[3]
+    if head_dim not in head_dims:
+        raise ValueError(f"{op}: 'q' has HEAD_DIM {head_dim}; the kernel takes "
+                         f"{', '.join(map(str, head_dims[:-1]))} or {head_dims[-1]}")
+    if sm_scale is None:
+        sm_scale = 1.0 / math.sqrt(head_dim)
+    if not isinstance(sm_scale, (int, float)) or not math.isfinite(sm_scale):
+        raise ValueError(f"{op}: 'sm_scale' must be a finite number, got {sm_scale!r}")
+    if not isinstance(causal, bool):
+        raise ValueError(f"{op}: 'causal' must be True or False, got {causal!r}")
+    return dt, tuple(q.shape), sm_scale
+
+
 def attention(q, k, v, causal=False, sm_scale=None, return_lse=False):
     """softmax(q @ k^T * sm_scale [+ causal mask]) @ v for q, k, v [Z, H, N_CTX, HEAD_DIM], all
     fp16 or all bf16, of one shape, with HEAD_DIM a power of two in 16..256. sm_scale defaults to
@@ -1628,22 +1651,8 @@ def attention(q, k, v, causal=False, sm_scale=None, return_lse=False):
     [Z, H, N_CTX] base-2 log-sum-exp of the scaled scores."""
     op = "attention"
     place = _Place(op, {"q": q, "k": k, "v": v})
-    dt = _check_dtype(op, "q", q, _HALF_FLOATS)
-    _check_ndim(op, "q", q, (4,), " [Z, H, N_CTX, HEAD_DIM]")
-    for name, t in (("k", k), ("v", v)):
-        if _dtype_name(t) != dt:
-            raise ValueError(f"{op}: '{name}' has dtype {_dtype_name(t)} but 'q' has {dt}")
-        _check_shape(op, name, t, tuple(q.shape), " (q's shape)")
-    z, h, n_ctx, head_dim = q.shape
-    if head_dim not in (16, 32, 64, 128, 256):
-        raise ValueError(f"{op}: 'q' has HEAD_DIM {head_dim}; the kernel takes 16, 32, 64, 128 "
-                         f"or 256")
-    if sm_scale is None:
-        sm_scale = 1.0 / math.sqrt(head_dim)
-    if not isinstance(sm_scale, (int, float)) or not math.isfinite(sm_scale):
-        raise ValueError(f"{op}: 'sm_scale' must be a finite number, got {sm_scale!r}")
-    if not isinstance(causal, bool):
-        raise ValueError(f"{op}: 'causal' must be True or False, got {causal!r}")
+    dt, (z, h, n_ctx, head_dim), sm_scale = _check_attention_args(
+        op, q, k, v, causal, sm_scale, (16, 32, 64, 128, 256))
     q, k, v = (t if _strides(t)[3] == 1 and min(_strides(t)) >= 0 else _contiguous(t)
                for t in (q, k, v))
     out = place.empty((z, h, n_ctx, head_dim), dt)
@@ -1796,23 +1805,14 @@ def attention_tlx(q, k, v, sm_scale=None, return_lse=False, causal=False):
     HEAD_DIM 64 or 128, N_CTX a multiple of 128. Same results as attention(causal=causal)."""
     op = "attention_tlx"
     place = _Place(op, {"q": q, "k": k, "v": v})
-    dt = _check_dtype(op, "q", q, _HALF_FLOATS)
-    _check_ndim(op, "q", q, (4,), " [Z, H, N_CTX, HEAD_DIM]")
-    for name, t in (("k", k), ("v", v)):
-        if _dtype_name(t) != dt:
-            raise ValueError(f"{op}: '{name}' has dtype {_dtype_name(t)} but 'q' has {dt}")
-        _check_shape(op, name, t, tuple(q.shape), " (q's shape)")
-    z, h, n_ctx, head_dim = q.shape
-    if head_dim not in (64, 128):
-        raise ValueError(f"{op}: 'q' has HEAD_DIM {head_dim}; the kernel takes 64 or 128")
+    dt, (z, h, n_ctx, head_dim), sm_scale = _check_attention_args(op, q, k, v, causal, sm_scale,
+                                                                   (64, 128))
     # 64 query rows per consumer warp group: its S and O tiles (64x128 and 64xHEAD_DIM fp32)
     # then fit in registers beside P.
     block_m, block_n = 64, 128
     if n_ctx % block_n or n_ctx == 0:
         raise ValueError(f"{op}: 'q' has N_CTX {n_ctx}; the kernel needs a positive multiple of "
                          f"{block_n} (use attention() for other lengths)")
-    if sm_scale is None:
-        sm_scale = 1.0 / math.sqrt(head_dim)
     q2, k2, v2 = (_tma_operand(op, name, t, place).reshape(-1, head_dim)
                   for name, t in (("q", q), ("k", k), ("v", v)))
     out = place.empty((z, h, n_ctx, head_dim), dt)
