@@ -260,36 +260,24 @@ private:
   static std::optional<ConstValue> compare(const Op& op, const ConstValue& a, const ConstValue& b) {
     std::string p = op.strAttr("pred");
     DType t = op.operand(0)->type().elem;
+    // 1 or 0 for the predicate over two values of one C++ type; -1 for an unknown predicate.
+    auto evaluate = [&p](auto x, auto y) -> int {
+      return p == "eq"   ? x == y
+             : p == "ne" ? x != y
+             : p == "lt" ? x < y
+             : p == "le" ? x <= y
+             : p == "gt" ? x > y
+             : p == "ge" ? x >= y
+                         : -1;
+    };
     int r;
     if (ir::isFloat(t)) {
       if (!foldableFloat(t)) return std::nullopt;
-      double x = a.f, y = b.f;
-      r = p == "eq"   ? x == y
-          : p == "ne" ? x != y
-          : p == "lt" ? x < y
-          : p == "le" ? x <= y
-          : p == "gt" ? x > y
-          : p == "ge" ? x >= y
-                      : -1;
+      r = evaluate(a.f, b.f);
     } else if (ir::isSigned(t)) {
-      int64_t x = wrapInt(a.i, t), y = wrapInt(b.i, t);
-      r = p == "eq"   ? x == y
-          : p == "ne" ? x != y
-          : p == "lt" ? x < y
-          : p == "le" ? x <= y
-          : p == "gt" ? x > y
-          : p == "ge" ? x >= y
-                      : -1;
+      r = evaluate(wrapInt(a.i, t), wrapInt(b.i, t));
     } else {
-      uint64_t x = static_cast<uint64_t>(wrapInt(a.i, t)),
-               y = static_cast<uint64_t>(wrapInt(b.i, t));
-      r = p == "eq"   ? x == y
-          : p == "ne" ? x != y
-          : p == "lt" ? x < y
-          : p == "le" ? x <= y
-          : p == "gt" ? x > y
-          : p == "ge" ? x >= y
-                      : -1;
+      r = evaluate(static_cast<uint64_t>(wrapInt(a.i, t)), static_cast<uint64_t>(wrapInt(b.i, t)));
     }
     if (r < 0) return std::nullopt;
     ConstValue c;

@@ -61,6 +61,26 @@ TEST(Fold, FoldsSplatsComparisonsAndIdentities) {
   EXPECT_NE(ir.find("constant {value = 42} : tensor<4xi32>"), std::string::npos) << ir;
 }
 
+TEST(Fold, ComparesUnsignedSignedAndFloatConstantsByTheirType) {
+  Kernel k;
+  Value* p = k.addArg("p", Type::ptr(DType::I32));
+  Type i32 = Type::scalar(DType::I32), u64 = Type::scalar(DType::U64);
+  Type f32 = Type::scalar(DType::F32);
+  auto digit = [&](Value* c, int64_t weight) {
+    return k.b.create1(OpCode::Select, {c, k.b.i32(weight), k.b.i32(0)}, i32);
+  };
+  // 2^64 - 1 > 1 as u64 (100), -1 > 1 as i32 is false (0), 1.5 >= 1.5 (1): 101.
+  Value* u = digit(k.b.cmp("gt", k.b.constInt(-1, u64), k.b.constInt(1, u64)), 100);
+  Value* i = digit(k.b.cmp("gt", k.b.constInt(-1, i32), k.b.constInt(1, i32)), 10);
+  Value* f = digit(k.b.cmp("ge", k.b.constFloat(1.5, f32), k.b.constFloat(1.5, f32)), 1);
+  k.b.store(p, k.b.binary(OpCode::Add, k.b.binary(OpCode::Add, u, i), f));
+  k.b.ret();
+  runCleanupPipeline(k.fn);
+  std::string ir = print(k.fn);
+  EXPECT_EQ(countOps(k.fn, OpCode::Cmp), 0) << ir;
+  EXPECT_NE(ir.find("constant {value = 101} : i32"), std::string::npos) << ir;
+}
+
 TEST(Fold, KeepsDivisionByZeroAndNarrowFloats) {
   Kernel k;
   Value* p = k.addArg("p", Type::ptr(DType::I32));
