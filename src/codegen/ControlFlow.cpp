@@ -47,6 +47,23 @@ struct FlatRegs {
 
 } // namespace
 
+std::vector<Regs> FunctionLowering::freshResultRegisters(const ir::Op& op,
+                                                         std::vector<std::string>& flat,
+                                                         std::vector<RegClass>& classes) {
+  std::vector<Regs> results(op.numResults());
+  for (unsigned k = 0; k < op.numResults(); ++k) {
+    const ir::Type& t = op.result(k)->type();
+    int32_t n = t.isTensor() ? layoutOf(op.result(k)).getInDimSize(layout::kRegister) : 1;
+    RegClass c = regClassOf(t.elem, t.pointer);
+    for (int32_t r = 0; r < n; ++r) {
+      results[k].push_back(b_.newReg(c));
+      flat.push_back(results[k].back());
+      classes.push_back(c);
+    }
+  }
+  return results;
+}
+
 void FunctionLowering::lowerFor(const ir::Op& op) {
   const ir::Block& body = *op.region(0);
   const ir::Type& ivType = op.operand(0)->type();
@@ -100,18 +117,8 @@ void FunctionLowering::lowerFor(const ir::Op& op) {
 
 void FunctionLowering::lowerIf(const ir::Op& op) {
   std::string cond = b_.materialize(operand(op, 0).at(0), RegClass::Pred);
-  std::vector<Regs> results(op.numResults());
   FlatRegs flat;
-  for (unsigned k = 0; k < op.numResults(); ++k) {
-    const ir::Type& t = op.result(k)->type();
-    int32_t n = t.isTensor() ? layoutOf(op.result(k)).getInDimSize(layout::kRegister) : 1;
-    RegClass c = regClassOf(t.elem, t.pointer);
-    for (int32_t r = 0; r < n; ++r) {
-      results[k].push_back(b_.newReg(c));
-      flat.regs.push_back(results[k].back());
-      flat.classes.push_back(c);
-    }
-  }
+  std::vector<Regs> results = freshResultRegisters(op, flat.regs, flat.classes);
   std::string elseLabel = b_.newLabel("else"), endLabel = b_.newLabel("endif");
   b_.inst("bra", {elseLabel}, cond, /*negateGuard=*/true);
   auto lowerBranch = [&](const ir::Block& region) {
@@ -165,18 +172,8 @@ void FunctionLowering::lowerWhile(const ir::Op& op) {
   parallelCopy(flat.regs, initFlat, flat.classes);
   // The values passed on by `condition` are the loop's results (when it exits) and the after
   // region's arguments (when it continues).
-  std::vector<Regs> passed(op.numResults());
   FlatRegs passedFlat;
-  for (unsigned k = 0; k < op.numResults(); ++k) {
-    const ir::Type& t = op.result(k)->type();
-    int32_t n = t.isTensor() ? layoutOf(op.result(k)).getInDimSize(layout::kRegister) : 1;
-    RegClass c = regClassOf(t.elem, t.pointer);
-    for (int32_t r = 0; r < n; ++r) {
-      passed[k].push_back(b_.newReg(c));
-      passedFlat.regs.push_back(passed[k].back());
-      passedFlat.classes.push_back(c);
-    }
-  }
+  std::vector<Regs> passed = freshResultRegisters(op, passedFlat.regs, passedFlat.classes);
   std::string head = b_.newLabel("while"), exit = b_.newLabel("endwhile");
   b_.pushScope();
   b_.label(head);

@@ -183,6 +183,10 @@ private:
   /// Inlines a combine region (reduce/scan) on scalar registers; returns the yielded registers.
   Regs inlineCombine(const ir::Op& op, const Regs& lhs, const Regs& rhs,
                      const std::vector<ir::DType>& types);
+  /// Fresh registers for each result of `op` (as many as its layout gives a thread), also
+  /// appended in order to `flat` and their classes to `classes` (for parallelCopy).
+  std::vector<Regs> freshResultRegisters(const ir::Op& op, std::vector<std::string>& flat,
+                                         std::vector<RegClass>& classes);
   /// Moves `values` into `dst` with parallel-copy semantics (for loop-carried registers).
   void parallelCopy(const std::vector<std::string>& dst, const std::vector<std::string>& values,
                     const std::vector<RegClass>& classes);
