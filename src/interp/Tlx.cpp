@@ -68,20 +68,35 @@ MBarrier& Executor::barrier(const ir::Op& op, unsigned i) {
   return v.array->barriers.at(size_t(v.first));
 }
 
-TensorPtr Executor::readBuffer(const BufferView& view, const ir::Type& rt) const {
-  Tensor raw(view.elem, false, rt.shape);
+namespace {
+
+/// Calls fn(byte offset in a dense tensor of `elements` elements, byte offset in the view's
+/// allocation) for each element of `view` that such a tensor holds: one tile, or all `count`
+/// tiles. `what` names the operation in the errors.
+template <class Fn>
+void forEachBufferElement(const BufferView& view, int64_t elements, const char* what, Fn fn) {
   const int64_t tile = view.tileElements();
-  const int64_t tiles = raw.numel() == tile ? 1 : view.count;
-  if (raw.numel() != tile * tiles)
-    throw std::logic_error("local_load: result shape does not match the buffer");
+  const int64_t tiles = elements == tile ? 1 : view.count;
+  if (elements != tile * tiles)
+    throw std::logic_error(std::string(what) + ": the value's shape does not match the buffer");
   const size_t w = size_t(view.elemBytes());
   for (int64_t t = 0; t < tiles; ++t)
     for (int64_t i = 0; i < tile; ++i) {
       int64_t off = view.byteOffsetOf(t, i);
       if (off < 0 || size_t(off) + w > view.alloc->bytes.size())
         throw std::logic_error("buffer view outside its allocation");
-      std::memcpy(raw.bytes.data() + size_t(t * tile + i) * w, view.alloc->bytes.data() + off, w);
+      fn(size_t(t * tile + i) * w, size_t(off));
     }
+}
+
+} // namespace
+
+TensorPtr Executor::readBuffer(const BufferView& view, const ir::Type& rt) const {
+  Tensor raw(view.elem, false, rt.shape);
+  const size_t w = size_t(view.elemBytes());
+  forEachBufferElement(view, raw.numel(), "local_load", [&](size_t dense, size_t off) {
+    std::memcpy(raw.bytes.data() + dense, view.alloc->bytes.data() + off, w);
+  });
   if (raw.elem == rt.elem) return std::make_shared<Tensor>(std::move(raw));
   return evalCast(raw, rt, Rounding::NearestEven);
 }
@@ -93,18 +108,10 @@ void Executor::writeBuffer(const BufferView& view, const Tensor& value) const {
     converted = evalCast(value, ir::Type::tensor(view.elem, value.shape), Rounding::NearestEven);
     v = converted.get();
   }
-  const int64_t tile = view.tileElements();
-  const int64_t tiles = v->numel() == tile ? 1 : view.count;
-  if (v->numel() != tile * tiles)
-    throw std::logic_error("local_store: value shape does not match the buffer");
   const size_t w = size_t(view.elemBytes());
-  for (int64_t t = 0; t < tiles; ++t)
-    for (int64_t i = 0; i < tile; ++i) {
-      int64_t off = view.byteOffsetOf(t, i);
-      if (off < 0 || size_t(off) + w > view.alloc->bytes.size())
-        throw std::logic_error("buffer view outside its allocation");
-      std::memcpy(view.alloc->bytes.data() + off, v->bytes.data() + size_t(t * tile + i) * w, w);
-    }
+  forEachBufferElement(view, v->numel(), "local_store", [&](size_t dense, size_t off) {
+    std::memcpy(view.alloc->bytes.data() + off, v->bytes.data() + dense, w);
+  });
 }
 
 namespace {
