@@ -92,7 +92,12 @@ CLUSTER_CONFIGS = {
     + [dict(cluster=c, num_warps=w, rows_ahead=a, rows_per_cluster=r, defer_store=d)
        for c, w, a, r, d in ((2, 32, 1, 64, False), (2, 32, 0, 64, False), (2, 32, 1, 32, True),
                              (2, 32, 0, 128, True), (4, 16, 1, 64, True), (4, 16, 2, 64, True),
-                             (8, 8, 1, 32, True))],
+                             (8, 8, 1, 32, True))]
+    # The row sums pushed into the peers' shared memory (dsmem=True) instead of global scratch
+    # and a cluster barrier a row: the default cluster size and more, rows ahead.
+    + [dict(dsmem=True), dict(dsmem=True, rows_ahead=1), dict(dsmem=True, rows_per_cluster=64)]
+    + [dict(cluster=c, num_warps=w, rows_ahead=a, dsmem=True)
+       for c, w, a in ((16, 32, 0), (16, 16, 0), (8, 32, 0), (13, 32, 1))],
 }
 # The TMA row kernels with each row split over the CTAs of a cluster (config split=C): at rows
 # of 32 KB (layer norm backward, 16384 16-bit columns: 2 CTAs of 8 warps, 3 stages is the default)

@@ -1239,7 +1239,10 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
         slice_cols, rows_per_cluster, n_clusters, meta = _cluster_launch(
             op, place, n_rows, n_cols, ctas, config, lambda block: 16 if block <= 4096 else 32,
             wide_ahead_block=8192 if dt != "float16" or ctas > 8 else 0)
-        scratch = place.empty((n_rows, ctas, 2), "float32")
+        # dsmem=True: the row sums pushed into the peers' shared memory (st.async) rather than
+        # exchanged through global scratch and a cluster barrier a row.
+        meta["DSMEM"] = bool(config.get("dsmem", False))
+        scratch = dx if meta["DSMEM"] else place.empty((n_rows, ctas, 2), "float32")
         partial_dw = place.empty((n_clusters, n_cols), "float32")
         partial_db = place.empty((n_clusters, n_cols), "float32")
         place.launch(_rows_cluster.layernorm_bwd_cluster_kernel, (n_clusters * ctas,),

@@ -27,7 +27,7 @@ With SPLIT > 1 (a cluster launch, ctas_per_cga=(SPLIT, 1, 1), grid a multiple of
 is SPLIT slices of TILE_R * TILE_C columns (the tensors viewed as [n_rows * SPLIT * TILE_R,
 TILE_C]): CTA r of a cluster streams slice r of its cluster's rows and keeps the dw / db sums of
 those columns, and the two row sums of dx are pushed per row into every CTA's shared memory
-(softmax_tma.exchange_slots, rows_cluster.push_pair / wait_pairs), so rows whose dw / db sums
+(rows_cluster.exchange_slots / push_pair / wait_pairs), so rows whose dw / db sums
 would not fit one CTA's registers still stream once. PEERS =
 next_power_of_2(SPLIT); partial_dw / partial_db get one row per cluster.
 """
@@ -36,8 +36,8 @@ import warpweave.language as tl
 from warpweave import tlx
 
 from ..layernorm import _add_pair
-from .rows_cluster import pair_of, push_pair, wait_pairs
-from .softmax_tma import exchange_slots, load_row, rows_of_program, store_row
+from .rows_cluster import exchange_slots, pair_sums, push_pair, wait_pairs
+from .softmax_tma import load_row, rows_of_program, store_row
 
 
 @ww.jit
@@ -166,12 +166,7 @@ def layernorm_bwd_tma_kernel(x_desc, dy_desc, dx_desc, dx_ptr, partial_dw_ptr, p
             # The row's sums over all slices: the stage loads stay in flight meanwhile.
             push_pair(pairs, pair_bars, i % 2, rank, s1, s2, SPLIT, PEERS)
             wait_pairs(pair_bars, i % 2, (i // 2) & 1, SPLIT)
-            s1 = 0.0
-            s2 = 0.0
-            for r in tl.static_range(SPLIT):
-                s1_r, s2_r = pair_of(pairs, i % 2, r, PEERS)
-                s1 += s1_r
-                s2 += s2_r
+            s1, s2 = pair_sums(pairs, i % 2, SPLIT, PEERS)
         c1 = s1 / (N * SPLIT)
         c2 = s2 / (N * SPLIT)
         dx = (wdy - (xhat * c1 + c2)) * rstd

@@ -34,6 +34,9 @@ layernorm_fwd_cluster_kernel: pairs (slice mean, slice sum of squared deviations
 layernorm_bwd_cluster_kernel: pairs (sum xhat * w * dy, sum w * dy) over the slice, summed; each
     CTA keeps the dw / db sums of its own columns over its cluster's rows and writes them to row k
     of partial_dw / partial_db [number of clusters, n_cols] (layernorm_bwd_dwdb_kernel sums those).
+    With DSMEM the pairs are pushed into every CTA's shared memory (exchange_slots, push_pair,
+    wait_pairs) instead of the scratch slots and a cluster barrier a row; scratch_ptr is then
+    unused.
 """
 import warpweave as ww
 import warpweave.language as tl
@@ -63,6 +66,20 @@ def peer_partials(scratch_ptr, row, a_absent, C: tl.constexpr, PEERS: tl.constex
 
 
 @ww.jit
+def exchange_slots(PEERS: tl.constexpr):
+    """(pairs, bars): the two exchange slots of a CTA whose cluster trades a pair per row
+    (rows_cluster.push_pair / wait_pairs): a [2] fp32 buffer per slot and peer and a barrier per
+    slot. A peer pushes row i + 1's pair only once it holds row i's pairs, this CTA's among them,
+    which this CTA sends after reading slot (i - 1) % 2: two slots never collide. The cluster
+    meets once here, so that every barrier is initialized before any peer pushes to it."""
+    pairs = tlx.local_alloc((2,), tl.float32, 2 * PEERS)
+    bars = tlx.alloc_barriers(num_barriers=2, arrive_count=1)
+    tlx.fence_mbarrier_init_cluster()
+    tlx.cluster_barrier()
+    return pairs, bars
+
+
+@ww.jit
 def push_pair(pairs, bars, slot, rank, a, b, C: tl.constexpr, PEERS: tl.constexpr):
     """Stores this CTA's pair (a, b) into buffer slot * PEERS + rank of `pairs` ([2] fp32 each) in
     every CTA of the cluster, itself included, completing 8 bytes on each one's barrier `slot`
@@ -89,6 +106,17 @@ def pair_of(pairs, slot, r, PEERS: tl.constexpr):
     pair = tlx.local_load(tlx.local_view(pairs, slot * PEERS + r))
     first = tl.arange(0, 2) == 0
     return tl.sum(tl.where(first, pair, 0.0), axis=0), tl.sum(tl.where(first, 0.0, pair), axis=0)
+
+
+@ww.jit
+def pair_sums(pairs, slot, C: tl.constexpr, PEERS: tl.constexpr):
+    """(sum of a, sum of b) over the C pairs in exchange slot `slot`, added in rank order as [2]
+    tensors and split once."""
+    both = tl.zeros([2], dtype=tl.float32)
+    for r in tl.static_range(C):
+        both += tlx.local_load(tlx.local_view(pairs, slot * PEERS + r))
+    first = tl.arange(0, 2) == 0
+    return tl.sum(tl.where(first, both, 0.0), axis=0), tl.sum(tl.where(first, 0.0, both), axis=0)
 
 
 @ww.jit
@@ -253,7 +281,8 @@ def layernorm_bwd_cluster_kernel(dx_ptr, dy_ptr, partial_dw_ptr, partial_db_ptr,
                                  mean_ptr, rstd_ptr, scratch_ptr, stride, n_rows,
                                  rows_per_cluster, n_cols, slice_cols, BLOCK: tl.constexpr,
                                  C: tl.constexpr, PEERS: tl.constexpr,
-                                 ROWS_AHEAD: tl.constexpr = 1, DEFER_STORE: tl.constexpr = False):
+                                 ROWS_AHEAD: tl.constexpr = 1, DEFER_STORE: tl.constexpr = False,
+                                 DSMEM: tl.constexpr = False):
     rank = tlx.cluster_cta_rank()
     cluster = tl.program_id(0) // C
     row_begin = cluster * rows_per_cluster
@@ -261,6 +290,8 @@ def layernorm_bwd_cluster_kernel(dx_ptr, dy_ptr, partial_dw_ptr, partial_db_ptr,
     lanes = tl.arange(0, BLOCK)
     cols = rank * slice_cols + lanes
     mask = (lanes < slice_cols) & (cols < n_cols)
+    if DSMEM:
+        pairs, pair_bars = exchange_slots(PEERS)
     dw_acc = tl.zeros([BLOCK], dtype=tl.float32)
     db_acc = tl.zeros([BLOCK], dtype=tl.float32)
     row = row_begin
@@ -293,7 +324,11 @@ def layernorm_bwd_cluster_kernel(dx_ptr, dy_ptr, partial_dw_ptr, partial_db_ptr,
         wdy = w * dy
         # dx = rstd * (wdy - mean(wdy) - xhat * mean(xhat * wdy)), both means over the whole row.
         s1, s2 = tl.reduce((xhat * wdy, wdy), 0, _add_pair)
-        publish_partials(scratch_ptr, row, rank, s1, s2, C)
+        slot = (row - row_begin) % 2
+        if DSMEM:
+            push_pair(pairs, pair_bars, slot, rank, s1, s2, C, PEERS)
+        else:
+            publish_partials(scratch_ptr, row, rank, s1, s2, C)
         if DEFER_STORE:
             _store_slice(dx_ptr, row - 1, row_begin, stride, cols, mask, dx_held)
         ahead = row + ROWS_AHEAD
@@ -309,9 +344,15 @@ def layernorm_bwd_cluster_kernel(dx_ptr, dy_ptr, partial_dw_ptr, partial_db_ptr,
             x_b = _slice_of_row(x_ptr, ahead, row_end, stride, cols, mask, 0.0)
             dy_b = _slice_of_row(dy_ptr, ahead, row_end, stride, cols, mask, 0.0)
             mean_b, rstd_b = _stats_or_zero(mean_ptr, rstd_ptr, ahead, row_end)
-        s1s, s2s = peer_partials(scratch_ptr, row, 0.0, C, PEERS)
-        c1 = tl.sum(s1s, axis=0) / n_cols
-        c2 = tl.sum(s2s, axis=0) / n_cols
+        if DSMEM:
+            wait_pairs(pair_bars, slot, ((row - row_begin) // 2) & 1, C)
+            row_s1, row_s2 = pair_sums(pairs, slot, C, PEERS)
+        else:
+            s1s, s2s = peer_partials(scratch_ptr, row, 0.0, C, PEERS)
+            row_s1 = tl.sum(s1s, axis=0)
+            row_s2 = tl.sum(s2s, axis=0)
+        c1 = row_s1 / n_cols
+        c2 = row_s2 / n_cols
         dx = ((wdy - (xhat * c1 + c2)) * rstd).to(dx_ptr.dtype.element_ty)
         if DEFER_STORE:
             dx_held = dx

@@ -8,7 +8,7 @@ vectors). The chunks arrive by cp.async (tlx.async_load), one commit group per s
 is read from shared memory three times: its max m; exp(x - m), written back in place and summed;
 and the output, those exponentials times exp(m - row max) / row sum. Between the second and third
 pass the cluster's CTAs push their (max, sum) pairs into each other's shared memory
-(softmax_tma.exchange_slots, rows_cluster.push_pair / wait_pairs) while the ring's other slices
+(rows_cluster.exchange_slots / push_pair / wait_pairs) while the ring's other slices
 load. (Recomputing the exponentials in the third pass instead, two per element, made the kernel
 compute-bound on the H200: 0.70x of a copy at 2048x100000 fp16 over 2 CTAs, and 0.75x for one
 CTA per row of 4096x32768.)
@@ -26,9 +26,9 @@ import warpweave as ww
 import warpweave.language as tl
 from warpweave import tlx
 
-from .rows_cluster import (slice_counts, pair_of, peer_partials, publish_partials, push_pair,
-                           softmax_stats_of_pairs, wait_pairs)
-from .softmax_tma import exchange_slots, rows_of_program
+from .rows_cluster import (exchange_slots, slice_counts, pair_of, peer_partials, publish_partials,
+                           push_pair, softmax_stats_of_pairs, wait_pairs)
+from .softmax_tma import rows_of_program
 
 
 @ww.jit

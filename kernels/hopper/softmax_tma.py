@@ -18,14 +18,14 @@ before the row is reduced and stored (vectorized stores, or TMA copies out of sh
 With SPLIT > 1 (a cluster launch, ctas_per_cga=(SPLIT, 1, 1), grid a multiple of SPLIT) each row
 is SPLIT slices of TILE_R * TILE_C columns (x / out viewed as [n_rows * SPLIT * TILE_R, TILE_C]):
 CTA r of a cluster streams slice r of its cluster's rows, and the slices' (max, sum of
-exp(x - max)) pairs are pushed per row into every CTA's shared memory (exchange_slots,
-rows_cluster.push_pair / wait_pairs). PEERS = next_power_of_2(SPLIT).
+exp(x - max)) pairs are pushed per row into every CTA's shared memory
+(rows_cluster.exchange_slots / push_pair / wait_pairs). PEERS = next_power_of_2(SPLIT).
 """
 import warpweave as ww
 import warpweave.language as tl
 from warpweave import tlx
 
-from .rows_cluster import push_pair, softmax_stats_of_pairs, wait_pairs
+from .rows_cluster import exchange_slots, push_pair, softmax_stats_of_pairs, wait_pairs
 
 
 @ww.jit
@@ -50,20 +50,6 @@ def rows_of_program(n_rows, SPLIT: tl.constexpr):
     first = tl.program_id(0) // SPLIT
     step = tl.num_programs(0) // SPLIT
     return rank, first, step, tl.cdiv(n_rows - first, step)
-
-
-@ww.jit
-def exchange_slots(PEERS: tl.constexpr):
-    """(pairs, bars): the two exchange slots of a CTA whose cluster trades a pair per row
-    (rows_cluster.push_pair / wait_pairs): a [2] fp32 buffer per slot and peer and a barrier per
-    slot. A peer pushes row i + 1's pair only once it holds row i's pairs, this CTA's among them,
-    which this CTA sends after reading slot (i - 1) % 2: two slots never collide. The cluster
-    meets once here, so that every barrier is initialized before any peer pushes to it."""
-    pairs = tlx.local_alloc((2,), tl.float32, 2 * PEERS)
-    bars = tlx.alloc_barriers(num_barriers=2, arrive_count=1)
-    tlx.fence_mbarrier_init_cluster()
-    tlx.cluster_barrier()
-    return pairs, bars
 
 
 @ww.jit

@@ -140,8 +140,12 @@ def test_layernorm_fwd_cluster_variance_beside_a_large_mean(poisoned_outputs_and
 
 
 @pytest.mark.parametrize("dtype", [F16, BF16, F32], ids=["fp16", "bf16", "fp32"])
-@pytest.mark.parametrize("rows,cols,config",
-                         LAYERNORM_CASES + [(300, 100000, None)])
+@pytest.mark.parametrize("rows,cols,config", LAYERNORM_CASES + [(300, 100000, None)] + [
+    # The row sums pushed into the peers' shared memory (st.async) instead of global scratch.
+    (300, 100000, dict(dsmem=True)), (37, 100003, dict(dsmem=True)),
+    (64, 16384, dict(cluster=16, rows_per_cluster=9, rows_ahead=2, dsmem=True)),
+    (64, 16384, dict(cluster=2, rows_per_cluster=10, defer_store=True, dsmem=True)),
+    (3, 20, dict(cluster=4, dsmem=True))])
 def test_layernorm_bwd_cluster(poisoned_outputs_and_launch_log, rows, cols, config, dtype):
     if rows * cols > 50_000_000 and dtype != F16:
         pytest.skip("benchmark shapes in fp16 only")

@@ -220,6 +220,20 @@ def test_smem_rows_unrolled_passes_compile_without_spills(sm90_wrappers, call, n
         kernel.signature, kernel.n_spills)
 
 
+@pytest.mark.parametrize("shape,dtype", [((2048, 100000), np.float16), ((1500, 70000), np.float16)])
+def test_layernorm_bwd_cluster_dsmem_exchange_compiles_without_spills(sm90_wrappers, shape, dtype):
+    # dsmem=True: each row's two sums pushed into every peer's shared memory by st.async and
+    # waited for on an mbarrier, instead of scratch stores, a cluster barrier and L2 loads.
+    layernorm_bwd_call(shape, dtype, dict(dsmem=True))()
+    kernel = sm90_wrappers.kernels[0]
+    assert kernel.fn.__name__ == "layernorm_bwd_cluster_kernel", kernel.fn.__name__
+    assert "DSMEM=True" in kernel.signature and kernel.n_spills == 0, (kernel.signature,
+                                                                       kernel.n_spills)
+    ptx = kernel.kernel.ptx
+    assert "st.async.shared::cluster.mbarrier::complete_tx::bytes" in ptx
+    assert "ld.global.cg" not in ptx
+
+
 def test_cluster_split_options_in_sweep_configurations(sm90_wrappers):
     # The sweep's forcing keys: cluster=C at any C from 2 to 16 (7 slices of 100000 columns take
     # 14288-column slices in 16384 lanes), rows per cluster or clusters, rows ahead.

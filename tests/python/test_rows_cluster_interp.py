@@ -61,7 +61,13 @@ def test_layernorm_fwd_cluster_variance_beside_a_large_mean(rng):
     assert_close(rstd, ref, 1e-2, "rstd")
 
 
-@pytest.mark.parametrize("rows,cols,config", CASES)
+@pytest.mark.parametrize("rows,cols,config", CASES + [
+    # The row sums pushed into the peers' shared memory (dsmem): more rows than the exchange's
+    # two slots, rows ahead, deferred stores, empty last slices.
+    (rows, cols, dict(config, dsmem=True)) for rows, cols, config in (
+        (5, 300, dict(cluster=2)), (7, 1000, dict(cluster=3, rows_per_cluster=4)),
+        (3, 20, dict(cluster=4)), (7, 300, dict(cluster=2, rows_per_cluster=4, rows_ahead=2,
+                                                defer_store=True)))])
 def test_layernorm_bwd_cluster(rng, rows, cols, config):
     x = randn(rng, (rows, cols), "float32", scale=2.0)
     w, b = randn(rng, (cols,), "float32"), randn(rng, (cols,), "float32")
