@@ -1240,7 +1240,9 @@ def layernorm_bwd(dy, x, w, mean, rstd, config=None):
             op, place, n_rows, n_cols, ctas, config, lambda block: 16 if block <= 4096 else 32,
             wide_ahead_block=8192 if dt != "float16" or ctas > 8 else 0)
         # dsmem=True: the row sums pushed into the peers' shared memory (st.async) rather than
-        # exchanged through global scratch and a cluster barrier a row.
+        # exchanged through global scratch and a cluster barrier a row (an option: 0.19x of copy
+        # at 2048x100000 fp16 on the H200 against 0.18x; ptxas spills 484 bytes against 424 at
+        # 262144 columns over 16 CTAs, not timed).
         meta["DSMEM"] = bool(config.get("dsmem", False))
         scratch = dx if meta["DSMEM"] else place.empty((n_rows, ctas, 2), "float32")
         partial_dw = place.empty((n_clusters, n_cols), "float32")
