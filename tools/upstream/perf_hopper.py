@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Times TLX's Hopper tutorial kernels (a copy prepared by run_upstream.py, run through warpweave)
+beside cuBLAS (torch.matmul) and cuDNN SDPA, in one process, as medians of interleaved rounds.
+
+    python3 tools/upstream/perf_hopper.py --tutorials SCRATCH/tlx-hopper/third_party/tlx/tutorials
+
+Prints one table: each kernel's time, TFLOP/s and its ratio to the reference of the same shape.
+The tutorial modules are loaded from their files; each GEMM runs its tutorial configuration
+(the one its correctness test uses, or its autotuner), each attention its test configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import sys
+import traceback
+from pathlib import Path
+
+GEMM_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
+ATTN_SHAPE = (4, 32, 4096, 128)  # Z, H, N_CTX, HEAD_DIM
+
+# The configurations their correctness tests pass (None: the tutorial's own autotuning).
+GEMM_TUTORIALS = {
+    "hopper_gemm_pipelined": ("matmul", {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256,
+                                         "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8, "NUM_STAGES": 3}),
+    "hopper_gemm_ws": ("matmul", {"BM": 128, "BN": 256, "BK": 64, "GROUP_SIZE_M": 8,
+                                  "NUM_STAGES": 3, "NUM_MMA_WARPS": 8, "NUM_MMA_GROUPS": 2,
+                                  "EPILOGUE_SUBTILE": False, "NUM_CTAS": 1}),
+    "hopper-persistent-gemm-ws-cooperative": ("matmul_tlx_ws_persistent", None),
+    "hopper-persistent-gemm-ws-pingpong": ("matmul_tlx_ws_persistent", None),
+}
+ATTN_TUTORIALS = {
+    "hopper_fa_ws": {"BLOCK_M": 128, "BLOCK_N": 128, "NUM_BUFFERS": 2, "NUM_MMA_WARPS": 8,
+                     "NUM_MMA_GROUPS": 2},
+    "hopper_fa_ws_pipelined": {"BLOCK_M": 128, "BLOCK_N": 128, "NUM_BUFFERS": 2,
+                               "NUM_MMA_WARPS": 8, "NUM_MMA_GROUPS": 2},
+    "hopper_fa_ws_pipelined_pingpong": {"BLOCK_M": 128, "BLOCK_N": 128, "NUM_BUFFERS": 2,
+                                        "NUM_MMA_WARPS": 8, "NUM_MMA_GROUPS": 2},
+    "hopper_fa_ws_pipelined_pingpong_persistent": {"BLOCK_M": 128, "BLOCK_N": 128,
+                                                   "NUM_BUFFERS_Q": 1, "NUM_BUFFERS_KV": 2,
+                                                   "NUM_MMA_WARPS": 8, "NUM_MMA_GROUPS": 2},
+}
+
+
+def load(path: Path):
+    spec = importlib.util.spec_from_file_location(path.stem.replace("-", "_"), path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def time_rounds(fns, rounds, inner):
+    """Median milliseconds of each callable, timed in interleaved rounds with CUDA events."""
+    import torch
+    times = [[] for _ in fns]
+    for f in fns:  # warm-up (compiles, autotunes)
+        for _ in range(3):
+            f()
+    torch.cuda.synchronize()
+    for _ in range(rounds):
+        for i, f in enumerate(fns):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(inner):
+                f()
+            end.record()
+            end.synchronize()
+            times[i].append(start.elapsed_time(end) / inner)
+    return [statistics.median(t) for t in times]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--tutorials", type=Path, required=True)
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--only", default="", help="comma-separated tutorial names")
+    args = ap.parse_args()
+    import torch
+    import torch.nn.functional as F
+    sys.path.insert(0, str(args.tutorials))
+    only = set(filter(None, args.only.split(",")))
+    rows = []
+
+    for name, (fn_name, config) in GEMM_TUTORIALS.items():
+        if only and name not in only:
+            continue
+        try:
+            mod = load(args.tutorials / f"{name}.py")
+            fn = getattr(mod, fn_name)
+        except Exception as e:  # noqa: BLE001 - reported in the table
+            rows.append((name, "-", "load failed", f"{type(e).__name__}: {e}"[:90]))
+            continue
+        for (M, N, K) in GEMM_SHAPES:
+            a = torch.randn((M, K), device="cuda", dtype=torch.float16) / 8
+            b = torch.randn((K, N), device="cuda", dtype=torch.float16) / 8
+            call = (lambda: fn(a, b, config=config)) if config is not None else (lambda: fn(a, b))
+            try:
+                out = call()
+                ref = torch.matmul(a, b)
+                err = ((out.float() - ref.float()).norm() / ref.float().norm()).item()
+                ms_ref, ms = time_rounds([lambda: torch.matmul(a, b), call], args.rounds, 5)
+                tf = 2 * M * N * K / ms / 1e9
+                rows.append((name, f"{M}x{N}x{K}", f"{ms:.3f} ms {tf:.0f} TF/s",
+                             f"{ms_ref / ms:.2f}x cuBLAS (rel err {err:.1e})"))
+            except Exception as e:  # noqa: BLE001
+                traceback.print_exc()
+                rows.append((name, f"{M}x{N}x{K}", "failed", f"{type(e).__name__}: {e}"[:90]))
+
+    Z, H, S, D = ATTN_SHAPE
+    for name, config in ATTN_TUTORIALS.items():
+        if only and name not in only:
+            continue
+        try:
+            mod = load(args.tutorials / f"{name}.py")
+        except Exception as e:  # noqa: BLE001
+            rows.append((name, "-", "load failed", f"{type(e).__name__}: {e}"[:90]))
+            continue
+        q, k, v = (torch.randn((Z, H, S, D), device="cuda", dtype=torch.float16) for _ in range(3))
+        sm_scale = 1.0 / D ** 0.5
+        call = lambda: mod.attention(q, k, v, sm_scale, config=config)  # noqa: E731
+
+        def sdpa():
+            with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):
+                return F.scaled_dot_product_attention(q, k, v, scale=sm_scale)
+        try:
+            out = call()
+            ref = sdpa()
+            err = (out.float() - ref.float()).abs().max().item()
+            ms_ref, ms = time_rounds([sdpa, call], args.rounds, 3)
+            tf = 4 * Z * H * S * S * D / ms / 1e9
+            rows.append((name, f"{Z}x{H}x{S}x{D}", f"{ms:.3f} ms {tf:.0f} TF/s",
+                         f"{ms_ref / ms:.2f}x cuDNN (max err {err:.1e})"))
+        except Exception as e:  # noqa: BLE001
+            traceback.print_exc()
+            rows.append((name, f"{Z}x{H}x{S}x{D}", "failed", f"{type(e).__name__}: {e}"[:90]))
+
+    print("\n| tutorial | shape | warpweave | vs reference |\n|---|---|---|---|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Runs Triton's and TLX's own programs (tutorials and unit tests, from a checkout of the TLX
+repository that the caller provides) against warpweave, unchanged but for the word `triton`.
+
+Nothing of theirs lives in this repository: the suites are copied into a scratch folder, run from
+there, and the results summarised (one line per test id in a JUnit XML, a count table on stdout).
+
+Two ways to read `triton` as `warpweave`, as a user would:
+  --mode replace   every `triton` word in the copied .py files becomes `warpweave` (a sed);
+  --mode run       the files stay as they are; `python -m warpweave run -m pytest` binds their
+                   `triton` imports to warpweave at load time.
+
+Upstream installs its tutorials as the package `triton.language.extra.tlx.tutorials`; the scratch
+folder's conftest.py gives `warpweave.language.extra.tlx` the same subpackage, pointing at the
+copied tutorials, as the upstream install does.
+
+    python3 tools/upstream/run_upstream.py --upstream UPSTREAM_DIR --suite tlx-hopper \
+        --mode replace --out OUT_DIR [-- extra pytest args]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+TUTORIALS = Path("third_party/tlx/tutorials")
+LANG_TESTS = Path("python/test/unit/language")
+TRITON_TUTORIALS = Path("python/tutorials")
+
+# The suites: (folder to copy, pytest targets inside it, -k expression or None).
+SUITES = {
+    # TLX's Hopper tutorials: their correctness tests and the two tutorials that carry their own.
+    "tlx-hopper": (TUTORIALS, ["testing/test_correctness.py",
+                               "hopper-persistent-gemm-ws-cooperative.py",
+                               "hopper-persistent-gemm-ws-pingpong.py"], "hopper"),
+    # TLX's unit tests (those that apply to Hopper skip themselves elsewhere).
+    "tlx-unit": (LANG_TESTS, ["test_tlx_*.py"], None),
+    # Triton's language tests.
+    "triton-core": (LANG_TESTS, ["test_core.py", "test_standard.py"], None),
+}
+
+_WORD = re.compile(r"\btriton\b")
+
+CONFTEST = '''\
+# Written by warpweave's tools/upstream/run_upstream.py: the upstream install places the TLX
+# tutorials at triton.language.extra.tlx.tutorials; give warpweave's tlx the same subpackage.
+import os, sys
+import warpweave.language.extra.tlx as _tlx
+_here = os.path.dirname(os.path.abspath(__file__))
+_tut = os.path.join(_here, "__tlx_tutorials_root__")
+if hasattr(_tlx, "__path__") and _tut not in list(_tlx.__path__):
+    _tlx.__path__.append(_tut)
+'''
+
+
+def copy_tree(src: Path, dst: Path, replace: bool) -> int:
+    """Copies the .py files (and data files) of `src` to `dst`; with `replace`, rewrites the word
+    `triton` in .py files. Returns how many files were rewritten."""
+    changed = 0
+    for path in src.rglob("*"):
+        if path.is_dir():
+            continue
+        rel = path.relative_to(src)
+        out = dst / rel
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if replace and path.suffix == ".py":
+            text = path.read_text(encoding="utf-8", errors="surrogateescape")
+            new = _WORD.sub("warpweave", text)
+            changed += new != text
+            out.write_text(new, encoding="utf-8", errors="surrogateescape")
+        else:
+            shutil.copy2(path, out)
+    return changed
+
+
+def copy_tree_file(src: Path, dst: Path, replace: bool) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    text = src.read_text(encoding="utf-8", errors="surrogateescape")
+    dst.write_text(_WORD.sub("warpweave", text) if replace else text, encoding="utf-8",
+                   errors="surrogateescape")
+
+
+def prepare(upstream: Path, work: Path, suite: str, replace: bool) -> Path:
+    folder, _, _ = SUITES[suite]
+    root = work / suite
+    if root.exists():
+        shutil.rmtree(root)
+    # The upstream layout is kept, so that the suites find their own conftest.py files.
+    dst = root / folder
+    n = copy_tree(upstream / folder, dst, replace)
+    for conftest in (Path("python/test/conftest.py"), Path("python/test/unit/conftest.py")):
+        if (upstream / conftest).exists() and not (root / conftest).exists():
+            copy_tree_file(upstream / conftest, root / conftest, replace)
+    # The tutorials, wherever the suite is, as the upstream install lays them out.
+    tut_root = root / "__tlx_tutorials_root__" / "tutorials"
+    copy_tree(upstream / TUTORIALS, tut_root, replace)
+    (tut_root / "__init__.py").touch()
+    (root / "conftest.py").write_text(CONFTEST)
+    print(f"[upstream] {suite}: copied {upstream / folder} to {dst} ({n} files rewritten)",
+          flush=True)
+    return dst
+
+
+def summarise(xml_path: Path, table_name: str) -> dict:
+    counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}
+    failures = []
+    if not xml_path.exists():
+        print(f"[upstream] {table_name}: no JUnit XML (pytest did not finish)")
+        return counts
+    for case in ET.parse(xml_path).getroot().iter("testcase"):
+        name = f"{case.get('classname')}::{case.get('name')}"
+        kids = {child.tag for child in case}
+        if "failure" in kids:
+            counts["failed"] += 1
+            el = case.find("failure")
+            failures.append((name, (el.get("message") or "")[:200]))
+        elif "error" in kids:
+            counts["error"] += 1
+            el = case.find("error")
+            failures.append((name, (el.get("message") or "")[:200]))
+        elif "skipped" in kids:
+            counts["skipped"] += 1
+        else:
+            counts["passed"] += 1
+    print(f"\n[upstream] {table_name}: " + ", ".join(f"{v} {k}" for k, v in counts.items()))
+    for name, msg in failures[:60]:
+        print(f"  FAIL {name}: {msg}")
+    if len(failures) > 60:
+        print(f"  ... {len(failures) - 60} more")
+    return counts
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--upstream", required=True, type=Path,
+                    help="a checkout of the TLX repository (or its third_party/tlx/tutorials, "
+                         "python/test/unit/language and python/tutorials folders)")
+    ap.add_argument("--suite", choices=sorted(SUITES), required=True)
+    ap.add_argument("--mode", choices=["replace", "run"], default="replace")
+    ap.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temp dir)")
+    ap.add_argument("--out", type=Path, default=Path("."), help="where the JUnit XML goes")
+    ap.add_argument("--timeout", type=int, default=300, help="per-test limit in seconds")
+    ap.add_argument("-k", default=None, help="pytest -k expression (overrides the suite's)")
+    ap.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
+    args = ap.parse_args()
+
+    work = args.work or Path(tempfile.mkdtemp(prefix="ww-upstream-"))
+    dst = prepare(args.upstream.resolve(), work.resolve(), args.suite, args.mode == "replace")
+    _, targets, kexpr = SUITES[args.suite]
+    files = []
+    for t in targets:
+        files += sorted(str(p.relative_to(dst)) for p in dst.glob(t))
+    args.out.mkdir(parents=True, exist_ok=True)
+    xml = (args.out / f"{args.suite}-{args.mode}.xml").resolve()
+    pytest = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", f"--junitxml={xml}",
+              "-o", "junit_family=xunit1", f"--rootdir={work.resolve() / args.suite}"]
+    if args.timeout:
+        try:
+            import pytest_timeout  # noqa: F401
+            pytest += [f"--timeout={args.timeout}"]
+        except ImportError:
+            pass
+    k = args.k if args.k is not None else kexpr
+    if k:
+        pytest += ["-k", k]
+    cmd = [sys.executable]
+    if args.mode == "run":
+        cmd += ["-m", "warpweave", "run"]
+    cmd += pytest + files + list(args.pytest_args)
+    print("[upstream] " + " ".join(cmd), flush=True)
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    rc = subprocess.call(cmd, cwd=dst, env=env)
+    summarise(xml, f"{args.suite} ({args.mode})")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
