@@ -14,32 +14,27 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from . import _env  # noqa: E402
+
+_env.mirror()  # TRITON_ spellings of warpweave's variables (see _env.py)
+
 from . import language, tlx  # noqa: E402
 from .autotuner import Config, autotune, heuristics  # noqa: E402
-from .jit import JITFunction, jit  # noqa: E402
+from .jit import JITFunction, KernelInterface, jit  # noqa: E402
 from .language import cdiv, constexpr, next_power_of_2  # noqa: E402
 from .tensor_descriptor import TensorDescriptor  # noqa: E402
+from .errors import (AutotunerError, CompilationError, CudaError, InterpreterError,  # noqa: E402
+                     LaunchError, OutOfResources, PTXASError, TritonError)
+from .language import extra as _extra  # noqa: E402,F401  (language.extra.tlx is tlx)
 from . import testing  # noqa: E402
-from ._native_loader import available as _native_available  # noqa: E402
-
-if _native_available():
-    from ._native import (CompilationError, CudaError, InterpreterError,  # noqa: E402
-                          LaunchError)
-else:
-    class CompilationError(Exception):
-        """A kernel failed to compile (the C++ extension is not built)."""
-
-    class InterpreterError(Exception):
-        """The interpreter found a fault in a kernel."""
-
-    class CudaError(RuntimeError):
-        """A CUDA driver call failed."""
-
-    class LaunchError(ValueError):
-        """A launch was refused before reaching the driver."""
+from . import runtime, tools, knobs  # noqa: E402
+from .runtime._allocation import set_allocator  # noqa: E402
+from .compiler import compile  # noqa: E402,A001  (Triton's name)
 
 __all__ = [
-    "jit", "JITFunction", "Config", "autotune", "heuristics", "cdiv", "next_power_of_2",
-    "constexpr", "TensorDescriptor", "testing", "language", "tlx", "CompilationError",
-    "InterpreterError", "CudaError", "LaunchError", "__version__",
+    "jit", "JITFunction", "KernelInterface", "Config", "autotune", "heuristics", "cdiv",
+    "next_power_of_2", "constexpr", "TensorDescriptor", "testing", "language", "tlx", "runtime",
+    "tools", "knobs", "set_allocator", "compile", "CompilationError", "InterpreterError",
+    "CudaError", "LaunchError", "OutOfResources", "PTXASError", "AutotunerError", "TritonError",
+    "__version__",
 ]

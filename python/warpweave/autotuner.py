@@ -1,21 +1,49 @@
 """`ww.autotune`, `ww.Config` and `ww.heuristics`, with Triton's meaning: pick the fastest of
 several launch configurations per value of `key`, compiling the candidates in parallel (the C++
-compiler releases the GIL) and timing them with `ww.testing.do_bench`."""
+compiler releases the GIL) and timing them with `ww.testing.do_bench`.
+
+Triton's keywords and call forms are accepted: `prune_configs_by={'early_config_prune': f,
+'perf_model': m, 'top_k': k}` with `f(configs, named_args, **kwargs)`, autotune-level
+`pre_hook(kwargs, reset_only=False)` and `post_hook(kwargs, exception)` (replacing the default
+reset_to_zero / restore_value handling, as in Triton), `do_bench(fn, quantiles=...)`, and
+`warmup`, `rep`, `use_cuda_graph`. WARPWEAVE_PRINT_AUTOTUNING=1 (or TRITON_PRINT_AUTOTUNING)
+prints each candidate's time and the choice."""
 
 from __future__ import annotations
 
+import inspect
 import os
+import time
 
 from .jit import JITFunction, KernelInterface, _interpret_env, _is_numpy, _is_torch_tensor
 
 __all__ = ["Config", "autotune", "heuristics", "Autotuner", "Heuristics"]
 
+# Triton's Config keywords that tune Triton's own compiler passes (automatic warp specialization,
+# register reallocation, TMA lowering...): accepted and kept on the Config, but warpweave's
+# compiler has no such passes, so they do not change the kernel.
+_TRITON_HINTS = {
+    "minRegAutoWS": None, "maxRegAutoWS": None, "pingpongAutoWS": None,
+    "num_buffers_warp_spec": 0, "num_consumer_groups": 0, "reg_dec_producer": 0,
+    "reg_inc_consumer": 0, "early_tma_store_lowering": None, "tma_store_pipelining": None,
+    "generate_subtiled_region": None, "preferred_ctas_per_cga": None, "multicast": False,
+    "auto_tma": None, "enable_tree_reduction": None, "allowDependentTwoCTA": None,
+}
+
 
 class Config:
-    """One candidate: constexpr kwargs plus launch options."""
+    """One candidate: constexpr kwargs plus launch options (Triton's signature:
+    `Config(kwargs, num_warps=4, num_stages=3, num_ctas=1, maxnreg=None, pre_hook=None, ...)`).
+    `maxnreg` and the Triton compiler hints above are recorded but not applied."""
 
-    def __init__(self, kwargs, num_warps=4, num_stages=3, ctas_per_cga=None, num_ctas=None,
-                 pre_hook=None, maxnreg=None):
+    def __init__(self, kwargs, num_warps=4, num_stages=3, num_ctas=None, maxnreg=None,
+                 pre_hook=None, ir_override=None, ctas_per_cga=None, **hints):
+        unknown = sorted(set(hints) - set(_TRITON_HINTS))
+        if unknown:
+            raise TypeError(f"Config() got unexpected keyword arguments {unknown}")
+        if ir_override is not None:
+            raise NotImplementedError("Config(ir_override=...): warpweave compiles from Python "
+                                      "source only and cannot load IR files")
         self.kwargs = dict(kwargs)
         self.num_warps = num_warps
         self.num_stages = num_stages
@@ -23,8 +51,12 @@ class Config:
         self.num_ctas = num_ctas
         self.pre_hook = pre_hook
         self.maxnreg = maxnreg
+        self.ir_override = None
+        for name, default in _TRITON_HINTS.items():
+            setattr(self, name, hints.get(name, default))
 
     def all_kwargs(self) -> dict:
+        """The kwargs and the launch options a launch with this config passes."""
         out = dict(self.kwargs)
         out["num_warps"] = self.num_warps
         out["num_stages"] = self.num_stages
@@ -37,15 +69,36 @@ class Config:
     def __repr__(self):
         parts = [f"{k}: {v}" for k, v in self.kwargs.items()]
         parts += [f"num_warps: {self.num_warps}", f"num_stages: {self.num_stages}"]
+        if self.num_ctas is not None:
+            parts.append(f"num_ctas: {self.num_ctas}")
         if self.ctas_per_cga is not None:
             parts.append(f"ctas_per_cga: {self.ctas_per_cga}")
+        if self.maxnreg is not None:
+            parts.append(f"maxnreg: {self.maxnreg}")
         return ", ".join(parts)
 
+    __str__ = __repr__
+
     def __eq__(self, other):
-        return isinstance(other, Config) and self.all_kwargs() == other.all_kwargs()
+        return (isinstance(other, Config) and self.all_kwargs() == other.all_kwargs()
+                and self.pre_hook is other.pre_hook)
 
     def __hash__(self):
         return hash(tuple(sorted((k, repr(v)) for k, v in self.all_kwargs().items())))
+
+
+def _print_autotuning() -> bool:
+    from . import _env
+
+    return _env.get("PRINT_AUTOTUNING", "0") not in ("", "0", "false", "False")
+
+
+def _accepts_reset_only(fn) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return "reset_only" in params or any(p.kind == p.VAR_KEYWORD for p in params.values())
 
 
 def _base_jit(fn) -> JITFunction:
@@ -62,20 +115,27 @@ class Autotuner(KernelInterface):
             configs = [Config({})]
         self.fn = fn
         self.base = _base_jit(fn)
+        self.arg_names = self.base.arg_names
         self.configs = list(configs)
         self.key = [key] if isinstance(key, str) else list(key)
+        self.keys = self.key
         unknown = [k for k in self.key if k not in self.base.arg_names]
         if unknown:
             raise ValueError(f"autotune key names unknown parameters {unknown} of "
                              f"{self.base.__name__}")
         prune_configs_by = prune_configs_by or {}
         self.perf_model = prune_configs_by.get("perf_model")
-        self.top_k = prune_configs_by.get("top_k")
+        self.top_k = prune_configs_by.get("top_k", 1.0)
+        self.configs_top_k = self.top_k
         self.early_config_prune = prune_configs_by.get("early_config_prune")
         self.reset_to_zero = list(reset_to_zero or [])
         self.restore_value = list(restore_value or [])
+        # A user pre_hook / post_hook replaces the reset_to_zero / restore_value handling.
         self.user_pre_hook = pre_hook
-        self.post_hook = post_hook
+        self.user_post_hook = post_hook
+        self.user_defined_pre_hook = pre_hook is not None
+        self.user_defined_post_hook = post_hook is not None
+        self._restore_copies: dict = {}
         self.warmup = 25 if warmup is None else warmup
         self.rep = 100 if rep is None else rep
         self.use_cuda_graph = use_cuda_graph
@@ -83,7 +143,36 @@ class Autotuner(KernelInterface):
         self.cache: dict = {}
         self.configs_timings: dict | None = None
         self.best_config: Config | None = None
+        self.bench_time = None
+        self.nargs = None
         self.__name__ = self.base.__name__
+
+    # -- hooks (Triton's contract) ---------------------------------------------------------------
+
+    def pre_hook(self, kwargs, reset_only=False):
+        if self.user_pre_hook is not None:
+            if reset_only:
+                if _accepts_reset_only(self.user_pre_hook):
+                    self.user_pre_hook(kwargs, reset_only=True)
+            else:
+                self.user_pre_hook(kwargs)
+            return
+        for name in self.reset_to_zero:
+            if kwargs.get(name) is not None:
+                kwargs[name].zero_()
+        if not reset_only:
+            self._restore_copies = {n: kwargs[n].clone() for n in self.restore_value
+                                    if kwargs.get(n) is not None}
+
+    def post_hook(self, kwargs, exception):
+        if self.user_post_hook is not None:
+            self.user_post_hook(kwargs, exception)
+            return
+        for name, value in self._restore_copies.items():
+            kwargs[name].copy_(value)
+        self._restore_copies = {}
+
+    # -- choosing --------------------------------------------------------------------------------
 
     def _key(self, named: dict):
         parts = []
@@ -99,14 +188,29 @@ class Autotuner(KernelInterface):
                 parts.append(str(v.dtype))
         return tuple(parts)
 
-    def prune_configs(self, named: dict) -> list:
+    def prune_configs(self, named: dict, kwargs=None) -> list:
+        """The configs left by early_config_prune(configs, named, **kwargs) and then the perf
+        model's top_k (an int, or a fraction of the configs when a float <= 1). `named` holds the
+        arguments by name, `kwargs` the keyword arguments of the call."""
         configs = self.configs
+        kwargs = kwargs or {}
         if self.early_config_prune:
-            configs = list(self.early_config_prune(configs, named))
-        if self.perf_model and self.top_k:
-            k = self.top_k if isinstance(self.top_k, int) else int(len(configs) * self.top_k)
+            configs = list(self.early_config_prune(configs, named, **kwargs))
+            if not configs:
+                from .errors import AutotunerError
+
+                raise AutotunerError("no configurations left after early_config_prune; it must "
+                                     "return at least one")
+        if self.perf_model:
+            k = self.top_k
+            if isinstance(k, float) and k <= 1.0:
+                k = max(1, int(len(configs) * k))
+            elif not isinstance(k, int):
+                raise TypeError(f"prune_configs_by top_k must be an int or a float <= 1.0, "
+                                f"got {k!r}")
             if len(configs) > k:
-                est = {c: self.perf_model(**named, **c.all_kwargs()) for c in configs}
+                est = {c: self.perf_model(**{**named, **kwargs}, **c.all_kwargs())
+                       for c in configs}
                 configs = sorted(configs, key=lambda c: est[c])[:k]
         return configs
 
@@ -115,42 +219,45 @@ class Autotuner(KernelInterface):
         named.update(kwargs)
         return named
 
-    def _hooks_before(self, named, config):
-        for name in self.reset_to_zero:
-            named[name].zero_()
-        if config.pre_hook:
-            config.pre_hook({**named, **config.all_kwargs()})
-        if self.user_pre_hook:
-            self.user_pre_hook({**named, **config.all_kwargs()})
-
     def _bench(self, args, kwargs, grid, config, named):
         from . import testing
 
-        saved = {n: named[n].clone() for n in self.restore_value}
+        conflicts = set(kwargs) & set(config.kwargs)
+        if conflicts:
+            raise ValueError(f"conflicting meta-parameters: {', '.join(sorted(conflicts))} are "
+                             f"both passed to {self.__name__} and set by the autotuner's configs")
+        full = {**named, **config.all_kwargs()}
+        if _print_autotuning():
+            print(f"Autotuning kernel {self.__name__} with config {config}")
 
         def call():
-            self._hooks_before(named, config)
-            self.fn.run(*args, grid=grid, **kwargs, **config.all_kwargs())
+            if config.pre_hook:
+                config.pre_hook(full)
+            self.pre_hook(full)
+            try:
+                self.fn.run(*args, grid=grid, **kwargs, **config.all_kwargs())
+            except Exception as e:
+                self.post_hook(full, e)
+                raise
+            self.post_hook(full, None)
 
         try:
             if self.custom_bench is not None:
-                t = self.custom_bench(call)
+                t = self.custom_bench(call, quantiles=(0.5, 0.2, 0.8))
             elif self.use_cuda_graph:
-                t = testing.do_bench_cudagraph(call, rep=self.rep, return_mode="median")
+                t = testing.do_bench_cudagraph(call, rep=self.rep, quantiles=(0.5, 0.2, 0.8))
             else:
                 t = testing.do_bench(call, warmup=self.warmup, rep=self.rep,
-                                     return_mode="median")
+                                     quantiles=(0.5, 0.2, 0.8))
         except Exception as e:  # a config that cannot compile or launch is skipped, not fatal
-            if type(e).__name__ in ("CompilationError", "LaunchError", "CudaError"):
-                t = float("inf")
+            if type(e).__name__ in ("CompilationError", "LaunchError", "CudaError",
+                                    "OutOfResources", "PTXASError"):
+                if _print_autotuning():
+                    print(f"Autotuning failed with {e}")
+                t = [float("inf")] * 3
             else:
                 raise
-        finally:
-            for n, v in saved.items():
-                named[n].copy_(v)
-        if self.post_hook:
-            self.post_hook(named, None)
-        return t
+        return list(t) if isinstance(t, (list, tuple)) else [t]
 
     def _precompile(self, args, kwargs, configs):
         """Compiles every candidate in parallel; failures surface again when benchmarked."""
@@ -172,18 +279,27 @@ class Autotuner(KernelInterface):
 
     def run(self, *args, grid, **kwargs):
         named = self._named(args, kwargs)
+        self.nargs = dict(zip(self.base.arg_names, args))
         key = self._key(named)
         config = self.cache.get(key)
         if config is None:
-            configs = self.prune_configs(named)
+            configs = self.prune_configs(named, kwargs)
             interpreting = _interpret_env() or any(_is_numpy(v) for v in named.values())
             if len(configs) == 1 or interpreting:
                 config = configs[0]
             else:
+                start = time.time()
                 self._precompile(args, kwargs, configs)
                 timings = {c: self._bench(args, kwargs, grid, c, named) for c in configs}
-                config = min(timings, key=timings.get)
+                self.bench_time = time.time() - start
+                config = min(timings, key=lambda c: timings[c][0])
                 self.configs_timings = timings
+                self.pre_hook({**named, **config.all_kwargs()}, reset_only=True)
+                if _print_autotuning():
+                    for c in sorted(timings, key=lambda c: timings[c][0]):
+                        print(f"  config [{c}]: {timings[c][0]:.4f} ms")
+                    print(f"Autotuning {self.__name__} for key {key} took "
+                          f"{self.bench_time:.2f}s; best config: {config}")
             self.cache[key] = config
         self.best_config = config
         if config.pre_hook:
@@ -193,7 +309,7 @@ class Autotuner(KernelInterface):
 
     def warmup(self, *args, grid=(1,), **kwargs):
         return [self.fn.run(*args, grid=grid, warmup=True, **kwargs, **c.all_kwargs())
-                for c in self.prune_configs(self._named(args, kwargs))]
+                for c in self.prune_configs(self._named(args, kwargs), kwargs)]
 
 
 def _heuristic_kwargs(fn, args, kwargs) -> dict:
@@ -212,9 +328,11 @@ def _heuristic_kwargs(fn, args, kwargs) -> dict:
 
 def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_value=None,
              pre_hook=None, post_hook=None, warmup=None, rep=None, use_cuda_graph=False,
-             do_bench=None):
+             do_bench=None, cache_results=False, include_npot=False):
     """Decorator: tries each Config (constexpr kwargs + launch options) the first time a new
-    value of `key` is seen, and launches with the fastest from then on."""
+    value of `key` is seen, and launches with the fastest from then on. Triton's keywords are
+    accepted (see the module docstring); `cache_results` and `include_npot` (Triton's disk cache
+    of tuning results and its non-power-of-2 candidates) are accepted and have no effect."""
 
     def decorate(fn):
         return Autotuner(fn, configs, key, prune_configs_by, reset_to_zero, restore_value,

@@ -1034,10 +1034,23 @@ class _KernelCache(dict):
             launcher.clear()
 
 
-def jit(fn=None, *, do_not_specialize=(), noinline=False, debug=None):
-    """Marks a function as a warpweave kernel (or a helper called from kernels)."""
+def jit(fn=None, *, version=None, repr=None, launch_metadata=None, do_not_specialize=(),
+        do_not_specialize_on_alignment=(), debug=None, noinline=None):
+    """Marks a function as a warpweave kernel (or a helper called from kernels). Takes Triton's
+    keywords: `do_not_specialize` (names or indices of arguments compiled without value
+    specialization), `do_not_specialize_on_alignment` (compiled without the 16-byte alignment
+    hint; warpweave then drops every value specialization of those arguments, which is always
+    correct), `noinline`, `debug`, and `version`, `repr`, `launch_metadata` (kept on the
+    function, for tools that read them)."""
 
     def decorate(f):
-        return JITFunction(f, do_not_specialize=do_not_specialize, noinline=noinline, debug=debug)
+        names = list(do_not_specialize) + [d for d in do_not_specialize_on_alignment
+                                           if d not in do_not_specialize]
+        jf = JITFunction(f, do_not_specialize=names, noinline=bool(noinline), debug=debug)
+        jf.version = version
+        jf._repr = repr
+        jf.launch_metadata = launch_metadata
+        jf.do_not_specialize_on_alignment = tuple(do_not_specialize_on_alignment)
+        return jf
 
     return decorate(fn) if fn is not None else decorate

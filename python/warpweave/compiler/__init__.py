@@ -1,0 +1,144 @@
+"""`warpweave.compiler`: ahead-of-time compilation in Triton's form,
+
+    src = compiler.ASTSource(fn=kernel, signature={"x": "*fp32", "n": "i32", "BLOCK": "constexpr"},
+                             constexprs={"BLOCK": 128})
+    k = warpweave.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+    k.asm["ptx"]
+
+through warpweave's compiler (the same one kernel launches use). `asm` holds warpweave's stages:
+"ttir" (warpweave's tile IR, the stage Triton's TTIR corresponds to), "ptx" and "cubin" (absent
+when ptxas is not installed); Triton's "ttgir" and "llir" have no warpweave counterpart.
+"""
+
+from __future__ import annotations
+
+from ..errors import CompilationError  # noqa: F401
+from . import errors  # noqa: F401
+
+__all__ = ["ASTSource", "CompiledKernel", "CompilationError", "compile"]
+
+
+class ASTSource:
+    """A @jit function and the specialization to compile: `signature` maps parameter names to
+    types ('*fp16', 'i32', 'fp32', 'i1', 'constexpr', or a tensor-descriptor type), `constexprs`
+    maps names (or 1-tuples of indices) to values, `attrs` maps (index,) to Triton's attribute
+    lists ([["tt.divisibility", 16]] marks a pointer 16-byte aligned, an int divisible by 16)."""
+
+    def __init__(self, fn, signature, constexprs=None, attrs=None):
+        from ..jit import JITFunction
+
+        if not isinstance(fn, JITFunction):
+            raise TypeError(f"ASTSource expects a @jit function, got {type(fn).__name__}")
+        for k in signature:
+            if not isinstance(k, str):
+                raise TypeError("ASTSource signature keys must be parameter names (str)")
+        self.fn = fn
+        self.name = fn.__name__
+        self.signature = dict(signature)
+        self.constants = {}
+        for k, v in (constexprs or {}).items():
+            if isinstance(k, str):
+                k = (fn.arg_names.index(k),)
+            self.constants[tuple(k)] = v
+        self.attrs = dict(attrs or {})
+
+    def _divisible(self, index: int) -> bool:
+        for attr in self.attrs.get((index,), []):
+            if list(attr[:1]) == ["tt.divisibility"] and int(attr[1]) % 16 == 0:
+                return True
+        return False
+
+    def signature_text(self) -> str:
+        """The `wwc --signature` text of this specialization."""
+        from ..jit import literal
+
+        parts = []
+        for i, name in enumerate(self.fn.arg_names):
+            if (i,) in self.constants:
+                parts.append(f"{name}={literal(self.constants[(i,)], name)}")
+                continue
+            ty = self.signature.get(name)
+            if ty is None:
+                default = self.fn.defaults[i]
+                if self.fn.constexprs[i] and default is not _missing():
+                    parts.append(f"{name}={literal(default, name)}")
+                    continue
+                raise TypeError(f"ASTSource: parameter '{name}' of {self.name} has no type in "
+                                f"the signature and no constexpr value")
+            if ty == "constexpr":
+                raise TypeError(f"ASTSource: constexpr '{name}' of {self.name} needs a value in "
+                                f"constexprs")
+            if self._divisible(i) and not ty.startswith("desc") and ":" not in ty:
+                ty += ":16"
+            parts.append(f"{name}:{ty}")
+        return ",".join(parts)
+
+
+def _missing():
+    from ..jit import _MISSING
+
+    return _MISSING
+
+
+class CompiledKernel:
+    """What compile() returns: the stages (`asm`) and the resources of the compiled kernel."""
+
+    def __init__(self, native_kernel, name: str, options: dict):
+        self.kernel = native_kernel
+        self.name = name
+        self.metadata = dict(options)
+        self.metadata["shared"] = getattr(native_kernel, "shared_bytes", 0)
+
+    @property
+    def asm(self) -> dict:
+        out = {"ttir": self.kernel.tile_ir, "ptx": self.kernel.ptx}
+        cubin = getattr(self.kernel, "cubin", b"")
+        if cubin:
+            out["cubin"] = cubin
+        return out
+
+    @property
+    def n_regs(self) -> int:
+        return self.kernel.registers
+
+    @property
+    def n_spills(self) -> int:
+        return self.kernel.spill_bytes
+
+    @property
+    def shared(self) -> int:
+        return self.kernel.shared_bytes
+
+
+def compile(src, target=None, options=None):  # noqa: A001  (Triton's name)
+    """Compiles an ASTSource for `target` (a GPUTarget; default: the active driver's) with
+    `options` (num_warps, num_stages, num_ctas or ctas_per_cga)."""
+    import shutil
+
+    from .._native_loader import native
+    from ..runtime.driver import driver
+
+    if not isinstance(src, ASTSource):
+        raise TypeError(f"compile expects an ASTSource, got {type(src).__name__} (warpweave "
+                        f"compiles Python kernels only, not IR files)")
+    options = dict(options or {})
+    if target is None:
+        target = driver.active.get_current_target()
+    num_warps = int(options.get("num_warps", 4))
+    num_stages = int(options.get("num_stages", 3))
+    num_ctas = options.get("num_ctas") or 1
+    cga = options.get("ctas_per_cga")
+    if cga is not None:
+        dims = tuple(cga) if isinstance(cga, (tuple, list)) else (cga,)
+        if any(d != 1 for d in dims[1:]):
+            raise ValueError(f"ctas_per_cga={cga!r}: only 1-D clusters (n, 1, 1) are supported")
+        num_ctas = int(dims[0])
+    env = src.fn.environment()
+    has_ptxas = shutil.which("ptxas") is not None or bool(
+        __import__("os").environ.get("WARPWEAVE_PTXAS"))
+    kernel = native().compile(files=env.files, kernel=src.name, signature=src.signature_text(),
+                              globals=env.globals, target=target.sm(), num_warps=num_warps,
+                              num_stages=num_stages, num_ctas=int(num_ctas),
+                              stage="cubin" if has_ptxas else "ptx")
+    return CompiledKernel(kernel, src.name, {"num_warps": num_warps, "num_stages": num_stages,
+                                             "num_ctas": int(num_ctas), "target": target})

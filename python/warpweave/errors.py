@@ -1,0 +1,66 @@
+"""warpweave's exception classes in one place (the package root and `warpweave.runtime.errors`
+re-export them). The first four are the C++ extension's when it is built; the rest carry
+Triton's names for the errors Triton host code catches."""
+
+from __future__ import annotations
+
+from ._native_loader import available as _native_available
+
+__all__ = ["CompilationError", "InterpreterError", "CudaError", "LaunchError", "TritonError",
+           "OutOfResources", "PTXASError", "AutotunerError"]
+
+if _native_available():
+    from ._native import CompilationError, CudaError, InterpreterError, LaunchError  # noqa: F401
+else:
+    class CompilationError(Exception):
+        """A kernel failed to compile (the C++ extension is not built)."""
+
+    class InterpreterError(Exception):
+        """The interpreter found a fault in a kernel."""
+
+    class CudaError(RuntimeError):
+        """A CUDA driver call failed."""
+
+    class LaunchError(ValueError):
+        """A launch was refused before reaching the driver."""
+
+
+class TritonError(Exception):
+    """Base of the Triton-named errors below (Triton's `triton.errors.TritonError`)."""
+
+
+class OutOfResources(TritonError):
+    """A kernel needs more of a resource (`name`: shared memory, registers...) than the hardware
+    has: `required` against `limit`."""
+
+    def __init__(self, required, limit, name):
+        super().__init__(required, limit, name)
+        self.required = required
+        self.limit = limit
+        self.name = name
+
+    def __str__(self):
+        return (f"out of resource: {self.name}, required {self.required}, hardware limit "
+                f"{self.limit}; smaller blocks or fewer stages may fit")
+
+
+class PTXASError(TritonError):
+    """ptxas rejected the generated PTX."""
+
+    def __init__(self, error_message=None):
+        super().__init__(error_message)
+        self.error_message = error_message
+
+    def __str__(self):
+        return f"PTXAS error: {self.error_message or ''}"
+
+
+class AutotunerError(TritonError):
+    """The autotuner was left without a configuration to run."""
+
+    def __init__(self, error_message=None):
+        super().__init__(error_message)
+        self.error_message = error_message
+
+    def __str__(self):
+        return f"Autotuner error: {self.error_message or ''}"

@@ -1,0 +1,1 @@
+"""`warpweave.experimental`: importable placeholders for Triton's experimental namespaces."""

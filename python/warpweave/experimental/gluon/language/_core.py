@@ -1,0 +1,5 @@
+"""Placeholder of gluon.language._core: `builtin` leaves the function as it is."""
+
+
+def builtin(fn):
+    return fn

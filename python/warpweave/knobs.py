@@ -1,0 +1,107 @@
+"""`warpweave.knobs`: Triton's `triton.knobs` settings object, for host code and tests that read
+or patch it. Knobs that warpweave honours are views of its environment variables (so the C++
+runtime sees them too):
+
+    cache.dir                   WARPWEAVE_CACHE_DIR
+    compilation.always_compile  WARPWEAVE_CACHE_DISABLE (compile instead of reading the disk cache)
+    runtime.interpret           WARPWEAVE_INTERPRET
+    autotuning.print            WARPWEAVE_PRINT_AUTOTUNING (the autotuner prints its timings)
+
+Every other knob (Triton compiler switches such as `nvidia.use_meta_ws`) can be read and set, and
+`scope()` restores them, but warpweave's compiler does not look at them. Reading a knob Triton
+has that is not listed here gives None.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+__all__ = ["cache", "compilation", "runtime", "autotuning", "nvidia", "amd", "language"]
+
+_TRUE = ("1", "true", "True", "on", "ON", "yes")
+
+
+class _EnvKnob:
+    """A knob stored in an environment variable (bool or str)."""
+
+    def __init__(self, var: str, kind=str, default=None):
+        self.var = var
+        self.kind = kind
+        self.default = default
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        value = os.environ.get(self.var)
+        if value is None:
+            return self.default
+        if self.kind is bool:
+            return value in _TRUE
+        return value
+
+    def __set__(self, obj, value):
+        if value is None or (self.kind is bool and not value):
+            os.environ.pop(self.var, None)
+        elif self.kind is bool:
+            os.environ[self.var] = "1"
+        else:
+            os.environ[self.var] = str(value)
+
+
+class _Namespace:
+    """One group of knobs: known ones are class attributes; `scope()` puts back every knob of
+    the group that was changed inside it."""
+
+    _lenient = True
+
+    def __getattr__(self, name):
+        if name.startswith("__") or not type(self)._lenient:
+            raise AttributeError(name)
+        return None
+
+    def _snapshot(self) -> dict:
+        names = {n for n in dir(type(self)) if not n.startswith("_") and n != "scope"}
+        names |= set(self.__dict__)
+        return {n: getattr(self, n) for n in names}
+
+    @contextlib.contextmanager
+    def scope(self):
+        saved = self._snapshot()
+        try:
+            yield self
+        finally:
+            for name in list(self.__dict__):
+                if name not in saved:
+                    del self.__dict__[name]
+            for name, value in saved.items():
+                setattr(self, name, value)
+
+
+class _Cache(_Namespace):
+    dir = _EnvKnob("WARPWEAVE_CACHE_DIR", str,
+                   os.path.join(os.path.expanduser("~"), ".cache", "warpweave"))
+
+
+class _Compilation(_Namespace):
+    always_compile = _EnvKnob("WARPWEAVE_CACHE_DISABLE", bool, False)
+
+
+class _Runtime(_Namespace):
+    interpret = _EnvKnob("WARPWEAVE_INTERPRET", bool, False)
+
+
+class _Autotuning(_Namespace):
+    print = _EnvKnob("WARPWEAVE_PRINT_AUTOTUNING", bool, False)
+    warmup = 25
+    rep = 100
+    cache = False
+
+
+cache = _Cache()
+compilation = _Compilation()
+runtime = _Runtime()
+autotuning = _Autotuning()
+nvidia = _Namespace()
+amd = _Namespace()
+language = _Namespace()
