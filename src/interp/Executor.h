@@ -259,6 +259,10 @@ private:
   std::deque<PendingDotPtr> dots_;
   /// Notes on the barrier_wait this agent passed last and the arrival that let it pass.
   std::vector<Diagnostic> lastPassedWait_;
+  /// A note on this agent's latest barrier_wait when it passed at once (a wrong parity passes
+  /// at once), added to race reports at its reads.
+  std::vector<Diagnostic> lastWait_;
+  std::vector<Diagnostic> withWaitNotes(std::vector<Diagnostic> notes) const;
   /// Per barrier, its phase count when this agent last passed a wait on it.
   std::map<const MBarrier*, int64_t> phaseSeen_;
   std::vector<AsyncLoadCopy> uncommitted_;

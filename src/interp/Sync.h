@@ -21,6 +21,11 @@ namespace ww::interp {
 /// is re-armed. barrier_wait(parity p) passes once the phase of parity p has completed, i.e. while
 /// the current phase's parity differs from p.
 struct MBarrier {
+  /// An arrival on a phase: who arrived, and where.
+  struct Arrival {
+    SourceLoc at;
+    std::string by;
+  };
   int64_t arriveCount = 1;     // arrivals per phase, from init
   int64_t pendingArrivals = 1; // arrivals still missing in the current phase
   int64_t txBytes = 0;         // expected transaction bytes not yet delivered (may go negative)
@@ -52,6 +57,9 @@ struct MBarrier {
   int64_t deliveredBytes = 0;
   SourceLoc expectAt;
   std::string expectBy;
+  /// The arrivals of the phase in progress and of the phase before, so that a deadlock report
+  /// can name who has arrived and who arrived last time but not yet this time.
+  std::vector<Arrival> phaseArrivals, previousArrivals;
 
   bool waitPasses(int64_t parity) const { return (phase & 1) != (parity & 1); }
   /// Completes the phase when it can; returns whether it did.
@@ -62,6 +70,8 @@ struct MBarrier {
     completed.join(arrivals);
     arrivals = VectorClock();
     expectedBytes = deliveredBytes = 0;
+    previousArrivals = std::move(phaseArrivals);
+    phaseArrivals.clear();
     return true;
   }
   /// "phase 3 (parity 1): 1 of 2 arrivals pending, 1024 transaction bytes outstanding"

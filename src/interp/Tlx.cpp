@@ -156,6 +156,24 @@ std::vector<Diagnostic> initNote(const MBarrierArray& array, const MBarrier& bar
                                   (bar.arriveCount == 1 ? "" : "s") + " per phase")};
 }
 
+/// Notes naming who arrived on `bar`'s phase in progress, and who arrived on the phase before but
+/// not yet on this one: the arrivers a blocked wait is most likely missing.
+std::vector<Diagnostic> arrivalNotes(const MBarrier& bar) {
+  std::vector<Diagnostic> notes;
+  for (const MBarrier::Arrival& a : bar.phaseArrivals)
+    notes.push_back(note(a.at, "arrived on the phase in progress: " + a.by));
+  for (const MBarrier::Arrival& a : bar.previousArrivals) {
+    bool again = std::any_of(bar.phaseArrivals.begin(), bar.phaseArrivals.end(),
+                             [&](const MBarrier::Arrival& b) { return b.by == a.by; });
+    if (!again)
+      notes.push_back(note(a.at, "arrived on the phase before but not yet on this one: " + a.by));
+  }
+  if (bar.phaseArrivals.empty() && bar.previousArrivals.empty() && bar.arriveCount > 0 &&
+      bar.pendingArrivals == bar.arriveCount && bar.phase == 0)
+    notes.push_back(note(SourceLoc(), "nothing has arrived on this barrier yet"));
+  return notes;
+}
+
 /// `first`, then the notes on what let the copy of `a` be issued.
 std::vector<Diagnostic> withPermission(Diagnostic first, const SharedAccess& a) {
   std::vector<Diagnostic> notes{std::move(first)};
@@ -220,6 +238,11 @@ std::vector<Diagnostic> Executor::lappedNotes(const MBarrier& bar) const {
                    "initialized for fewer?)")};
 }
 
+std::vector<Diagnostic> Executor::withWaitNotes(std::vector<Diagnostic> notes) const {
+  notes.insert(notes.end(), lastWait_.begin(), lastWait_.end());
+  return notes;
+}
+
 void Executor::release(VectorClock& into) {
   into.join(agent_.clock);
   agent_.clock.set(agent_.clockIndex, agent_.clock.at(agent_.clockIndex) + 1);
@@ -251,12 +274,12 @@ void Executor::checkedRead(const ir::Op& op, const BufferView& view, int64_t til
                " is still writing: wait for the copy (its barrier, or async_wait_group) before "
                "reading (" +
                where() + ")",
-           withPermission(note(a.loc, "the copy was issued here"), a));
+           withWaitNotes(withPermission(note(a.loc, "the copy was issued here"), a)));
     if (!orderedBefore(a))
       fail(op.loc(),
            std::string(op.name()) + " reads shared memory that " + a.what +
                " wrote, with no barrier ordering that write before this read (" + where() + ")",
-           withPermission(note(a.loc, "the write"), a));
+           withWaitNotes(withPermission(note(a.loc, "the write"), a)));
   }
   if (!written)
     fail(op.loc(),
@@ -441,6 +464,7 @@ void Executor::arriveOn(const ir::Op& op, const BarrierView& view, int64_t count
          initNote(*view.array, bar));
   }
   release(bar.arrivals);
+  bar.phaseArrivals.push_back({op.loc(), accessor() + whose});
   checkNoExcessBytes(op, bar);
   completePhase(k_.sources, view, op.loc(), "barrier_arrive", accessor(), where());
   bump();
@@ -896,12 +920,18 @@ void Executor::execTlx(const ir::Op& op) {
     const BarrierView view = barrierView(op, 0);
     MBarrier& bar = view.array->barriers.at(size_t(view.first));
     int64_t parity = scalarInt(op, 1);
+    const bool atOnce = bar.waitPasses(parity);
+    const int64_t phaseAtWait = bar.phase;
     waitUntil([&] { return bar.waitPasses(parity); },
               [&] {
                 std::vector<Diagnostic> notes = lappedNotes(bar);
                 if (bar.txBytes > 0) {
                   std::vector<Diagnostic> bytes = expectNotes(bar);
                   notes.insert(notes.end(), bytes.begin(), bytes.end());
+                }
+                if (bar.pendingArrivals > 0) {
+                  for (Diagnostic& d : initNote(*view.array, bar)) notes.push_back(std::move(d));
+                  for (Diagnostic& d : arrivalNotes(bar)) notes.push_back(std::move(d));
                 }
                 return BlockSite{op.loc(),
                                  "waits on " + view.array->describe(view.first) +
@@ -925,6 +955,26 @@ void Executor::execTlx(const ir::Op& op) {
     if (bar.lastCompletedAt.valid())
       lastPassedWait_.push_back(note(bar.lastCompletedAt, "whose phase was completed by " +
                                                               bar.lastCompletedBy + " here"));
+    lastWait_.clear();
+    if (atOnce) {
+      const std::string p = std::to_string(parity & 1), other = std::to_string((parity & 1) ^ 1);
+      std::string why =
+          phaseAtWait == 0
+              ? "no phase of it had completed, so this wait named a phase that never ran (a wait "
+                "for parity " +
+                    p + " passes while the phase in progress has parity " + other +
+                    "); to wait for the phase in progress, wait for parity " + other
+              : "phase " + std::to_string(phaseAtWait - 1) + " (parity " + p +
+                    ") had completed before it";
+      lastWait_.push_back(note(op.loc(), accessor() +
+                                             "'s last barrier_wait before this passed "
+                                             "at once: it waited on " +
+                                             view.array->describe(view.first) + " for parity " + p +
+                                             " while the barrier was in "
+                                             "phase " +
+                                             std::to_string(phaseAtWait) + " (parity " + other +
+                                             "); " + why));
+    }
     return;
   }
   case OpCode::NamedBarrierArrive:
