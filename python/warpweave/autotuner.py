@@ -93,6 +93,17 @@ def _print_autotuning() -> bool:
     return _env.get("PRINT_AUTOTUNING", "0") not in ("", "0", "false", "False")
 
 
+def _runs_in_interpreter(named: dict) -> bool:
+    """Whether a launch with these arguments runs in the interpreter (forced, or given NumPy
+    arrays or descriptors over them), where timing configurations would measure nothing."""
+    if _interpret_env():
+        return True
+    for v in named.values():
+        if _is_numpy(v) or _is_numpy(getattr(v, "base", None)):
+            return True
+    return False
+
+
 def _accepts_reset_only(fn) -> bool:
     try:
         params = inspect.signature(fn).parameters
@@ -284,8 +295,7 @@ class Autotuner(KernelInterface):
         config = self.cache.get(key)
         if config is None:
             configs = self.prune_configs(named, kwargs)
-            interpreting = _interpret_env() or any(_is_numpy(v) for v in named.values())
-            if len(configs) == 1 or interpreting:
+            if len(configs) == 1 or _runs_in_interpreter(named):
                 config = configs[0]
             else:
                 start = time.time()

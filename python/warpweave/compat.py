@@ -21,6 +21,7 @@ triton. Rewritten modules are compiled in memory (no .pyc is written for them).
 from __future__ import annotations
 
 import ast
+import importlib._bootstrap_external
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -280,13 +281,33 @@ def _pytest_assertion_config(fullname, path):
 
 
 _installed = []
+# spec_from_file_location's "not given" marker for submodule_search_locations.
+_POPULATE = getattr(importlib._bootstrap_external, "_POPULATE", None)
+_plain_spec_from_file_location = importlib.util.spec_from_file_location
+
+
+def _spec_from_file_location(name, location=None, *, loader=None,
+                             submodule_search_locations=_POPULATE):
+    """importlib.util.spec_from_file_location while a finder is installed: a file under its roots
+    (a script loading a sibling by path, e.g. a tutorial whose name has hyphens) gets the
+    rewriting loader, as an import of it would."""
+    if loader is None and location is not None:
+        path = os.fspath(location)
+        for finder in _installed:
+            if finder.wants(path):
+                loader = _RewritingLoader(name, path)
+                break
+    return _plain_spec_from_file_location(name, location, loader=loader,
+                                          submodule_search_locations=submodule_search_locations)
 
 
 def install(roots, tutorials=None) -> RewritingFinder:
-    """Puts a RewritingFinder for `roots` first on sys.meta_path (returned; see uninstall)."""
+    """Puts a RewritingFinder for `roots` first on sys.meta_path (returned; see uninstall), and
+    routes importlib.util.spec_from_file_location of files under the roots to it."""
     finder = RewritingFinder(roots, tutorials)
     sys.meta_path.insert(0, finder)
     _installed.append(finder)
+    importlib.util.spec_from_file_location = _spec_from_file_location
     return finder
 
 
@@ -295,6 +316,8 @@ def uninstall(finder) -> None:
         sys.meta_path.remove(finder)
     if finder in _installed:
         _installed.remove(finder)
+    if not _installed:
+        importlib.util.spec_from_file_location = _plain_spec_from_file_location
 
 
 # ------------------------------------------------------------------------------------------------

@@ -201,6 +201,23 @@ def test_run_script_launches_triton_kernels_in_the_interpreter(tmp_path):
     assert r.stdout.strip() == "ok"
 
 
+def test_scripts_loading_siblings_by_path_get_them_rewritten(tmp_path):
+    _write(tmp_path, {
+        "my-tutorial.py": "import triton\nWHO = triton.__name__\n",
+        "main.py": """
+            import importlib.util, os
+            path = os.path.join(os.path.dirname(__file__), "my-tutorial.py")
+            spec = importlib.util.spec_from_file_location("my_tutorial", path)
+            mod = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(mod)
+            print(mod.WHO)
+            """,
+    })
+    r = _ww_run([str(tmp_path / "main.py")], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "warpweave"
+
+
 def test_tutorials_folder_is_the_tlx_tutorials_package(tmp_path):
     _write(tmp_path, {
         "tutorials/gemm_a.py": """

@@ -574,6 +574,15 @@ def test_autotune_reset_to_zero_and_user_hooks(monkeypatch):
                      ("pre", True, 32)]
 
 
+def test_autotune_does_not_time_interpreter_launches(monkeypatch):
+    monkeypatch.delenv("WARPWEAVE_INTERPRET", raising=False)
+    tuner, fake = _tuner()
+    x = _Buf(5)
+    x.base = np.zeros(4, np.float32)  # like a TensorDescriptor over a NumPy array
+    tuner[(1,)](x, 7)
+    assert fake.runs == [("launch", 16, 5)]  # the first config, untimed
+
+
 def test_autotune_refuses_kwargs_that_the_configs_set(monkeypatch):
     monkeypatch.delenv("WARPWEAVE_INTERPRET", raising=False)
     tuner, _ = _tuner()
