@@ -232,7 +232,7 @@ class RewritingFinder(importlib.abc.MetaPathFinder):
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname == TUTORIALS_PACKAGE:
-            return self._tutorials_spec()
+            return self._tutorials_spec(path)
         spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
         # Modules left alone are left to the finders after this one (pytest's assertion
         # rewriter among them), as if this finder were not there.
@@ -246,7 +246,14 @@ class RewritingFinder(importlib.abc.MetaPathFinder):
             submodule_search_locations=spec.submodule_search_locations)
         return new
 
-    def _tutorials_spec(self):
+    def _tutorials_spec(self, path=None):
+        if not self.tutorials:
+            # A `tutorials` folder on tlx's package path (a conftest may put one there, as
+            # Triton's install does) serves, and is rewritten like the others.
+            found = importlib.machinery.PathFinder.find_spec(TUTORIALS_PACKAGE, path)
+            if found is not None and found.submodule_search_locations:
+                self.tutorials = _real(list(found.submodule_search_locations)[0])
+                self.add_root(self.tutorials)
         if not self.tutorials:
             raise ModuleNotFoundError(
                 f"{TUTORIALS_PACKAGE} (triton.language.extra.tlx.tutorials): no TLX tutorials "

@@ -244,6 +244,16 @@ def test_tutorials_folder_is_the_tlx_tutorials_package(tmp_path):
                  str(tmp_path / "other" / "script.py")], cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "42"
+    # A folder put on tlx's package path (as a conftest can do) serves too, rewritten.
+    _write(tmp_path, {"other/setup_path.py": f"""
+        import warpweave.language.extra.tlx as tlx
+        tlx.__path__.append({str(tmp_path)!r})
+        """})
+    (tmp_path / "other" / "script.py").write_text(
+        "import setup_path\n" + (tmp_path / "other" / "script.py").read_text())
+    r = _ww_run([str(tmp_path / "other" / "script.py")], cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "42"
 
 
 def test_run_m_pytest_rewrites_tests_and_conftest_and_keeps_assertion_messages(tmp_path):
