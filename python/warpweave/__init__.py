@@ -31,10 +31,20 @@ from . import runtime, tools, knobs  # noqa: E402
 from .runtime._allocation import set_allocator  # noqa: E402
 from .compiler import compile  # noqa: E402,A001  (Triton's name)
 
+
+def constexpr_function(fn):
+    """Triton's decorator for a plain Python function of compile-time values (layouts, block
+    shapes) that kernels may call. The function is returned unchanged, so host code calls it as
+    usual; warpweave's compiler does not evaluate Python functions inside kernels, so a kernel
+    that calls one gets a compile error naming the call."""
+    fn.__warpweave_constexpr_function__ = True
+    return fn
+
+
 __all__ = [
     "jit", "JITFunction", "KernelInterface", "Config", "autotune", "heuristics", "cdiv",
     "next_power_of_2", "constexpr", "TensorDescriptor", "testing", "language", "tlx", "runtime",
-    "tools", "knobs", "set_allocator", "compile", "CompilationError", "InterpreterError",
-    "CudaError", "LaunchError", "OutOfResources", "PTXASError", "AutotunerError", "TritonError",
-    "__version__",
+    "tools", "knobs", "set_allocator", "compile", "constexpr_function", "CompilationError",
+    "InterpreterError", "CudaError", "LaunchError", "OutOfResources", "PTXASError",
+    "AutotunerError", "TritonError", "__version__",
 ]
