@@ -11,6 +11,7 @@ import warpweave as ww
 import warpweave.language as tl
 from warpweave.language.extra.cuda.inline_ptx_lib import (_fma_f32x2, _mul_f32x2, _reduce_fadd2,
                                                           _sub_f32x2, tanh_approx_fp32)
+from warpweave.language.extra import libdevice
 from warpweave.language.extra.subtile_ops import _join_n_2D, _split_n_2D
 
 native_loader = importlib.import_module("warpweave._native_loader")
@@ -91,3 +92,28 @@ def test_constexpr_function_is_callable_from_host_code():
         return min(128, ww.next_power_of_2(n))
 
     assert block_for(100) == 128 and block_for(3) == 4
+
+
+@ww.jit
+def _libdevice_exp(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(y_ptr + offs, libdevice.exp(tl.load(x_ptr + offs)))
+
+
+@ww.jit
+def _libdevice_unknown(x_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, libdevice.fast_dividef(tl.load(x_ptr + offs), 2.0))
+
+
+def test_libdevice_module_names_the_compilers_functions():
+    x = np.linspace(-3, 3, 32, dtype=np.float32)
+    y = np.zeros_like(x)
+    _libdevice_exp[(1,)](x, y, BLOCK=32)
+    np.testing.assert_allclose(y, np.exp(x), rtol=1e-5)
+    from warpweave.language.extra.cuda.libdevice import fast_dividef, tanh  # noqa: F401
+
+    with pytest.raises(RuntimeError, match="inside a @ww.jit kernel"):
+        libdevice.exp(1.0)
+    with pytest.raises(ww.CompilationError, match="fast_dividef"):
+        _libdevice_unknown[(1,)](np.zeros(32, np.float32), BLOCK=32)
