@@ -159,7 +159,7 @@ def main() -> int:
         files += sorted(str(p.relative_to(dst)) for p in dst.glob(t))
     args.out.mkdir(parents=True, exist_ok=True)
     xml = (args.out / f"{args.suite}-{args.mode}.xml").resolve()
-    pytest = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", f"--junitxml={xml}",
+    pytest = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfE", "--continue-on-collection-errors", f"--junitxml={xml}",
               "-o", "junit_family=xunit1", f"--rootdir={work.resolve() / args.suite}"]
     if args.timeout:
         try:
