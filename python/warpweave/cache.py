@@ -1,8 +1,11 @@
 """The on-disk kernel cache: compiled cubins and their launch metadata, keyed by a hash of
 everything that determines the compile (sources, globals, signature, options, compiler version,
 target). Entries carry a SHA-256 of their contents, so a truncated or corrupted file is detected
-and recompiled; writes go to a temp file renamed into place, so concurrent processes never see a
-partial entry.
+and recompiled, and the key they were stored under, so an entry found under another key (files
+swapped or copied between cache directories) is discarded with a warning instead of serving
+another kernel's cubin. Writes go to a temp file renamed into place, so concurrent processes never
+see a partial entry; a write that fails (full disk, read-only directory) warns once per directory
+and the compiled kernel is used uncached.
 
 WARPWEAVE_CACHE_DIR picks the directory (default ~/.cache/warpweave); WARPWEAVE_CACHE_DISABLE=1
 turns the cache off.
@@ -14,10 +17,11 @@ import hashlib
 import json
 import os
 import tempfile
+import warnings
 
 from ._native_loader import native
 
-_FORMAT = 1
+_FORMAT = 2  # 2: the header records the entry's key
 
 
 def cache_dir() -> str | None:
@@ -67,38 +71,60 @@ def _entry_path(key: str) -> str | None:
     return None if d is None else os.path.join(d, key[:2], key + ".wwk")
 
 
-def _encode(kernel) -> bytes:
+def _encode(kernel, key: str) -> bytes:
     meta = kernel.metadata_json().encode()
     ptx = kernel.ptx.encode()
     cubin = bytes(kernel.cubin)
     payload = meta + ptx + cubin
-    header = {"format": _FORMAT, "sha256": hashlib.sha256(payload).hexdigest(),
+    header = {"format": _FORMAT, "key": key, "sha256": hashlib.sha256(payload).hexdigest(),
               "meta": len(meta), "ptx": len(ptx), "cubin": len(cubin)}
     return json.dumps(header).encode() + b"\n" + payload
 
 
 def _decode(data: bytes):
-    """(metadata JSON, PTX, cubin), or None when the entry is damaged or of another format."""
+    """(key the entry was stored under, metadata JSON, PTX, cubin), or None when the entry is
+    damaged or of another format."""
     nl = data.find(b"\n")
     if nl < 0:
         return None
     try:
         header = json.loads(data[:nl])
-        if header.get("format") != _FORMAT:
+        if header.get("format") != _FORMAT or not isinstance(header.get("key"), str):
             return None
         payload = data[nl + 1:]
-        if len(payload) != header["meta"] + header["ptx"] + header["cubin"]:
+        m, p, c = header["meta"], header["ptx"], header["cubin"]
+        if not all(type(n) is int and n >= 0 for n in (m, p, c)) or len(payload) != m + p + c:
             return None
         if hashlib.sha256(payload).hexdigest() != header["sha256"]:
             return None
-        m, p = header["meta"], header["ptx"]
-        return payload[:m].decode(), payload[m:m + p].decode(), payload[m + p:]
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+        return header["key"], payload[:m].decode(), payload[m:m + p].decode(), payload[m + p:]
+    # RecursionError: a header of deeply nested JSON.
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
 
 
+def _remove(path: str):
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def discard(key: str, why: str):
+    """Removes `key`'s entry, with one warning line saying why (an entry that decoded but cannot
+    serve its kernel: it is recompiled and stored again)."""
+    path = _entry_path(key)
+    if path is None:
+        return
+    warnings.warn(f"warpweave: discarded the kernel cache entry {path}: {why}; recompiling",
+                  RuntimeWarning, stacklevel=3)
+    _remove(path)
+
+
 def load(key: str):
-    """The cached native kernel for `key`, or None (missing, damaged: it is then removed)."""
+    """The cached native kernel for `key`, or None: missing, damaged or of an older format (then
+    removed), or stored under another key or unreadable by this build (then removed with a
+    warning)."""
     path = _entry_path(key)
     if path is None:
         return None
@@ -109,20 +135,25 @@ def load(key: str):
         return None
     decoded = _decode(data)
     if decoded is None:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
+        _remove(path)
         return None
-    meta, ptx, cubin = decoded
+    stored_key, meta, ptx, cubin = decoded
+    if stored_key != key:
+        discard(key, f"it holds the entry of key {stored_key[:16]}..., not {key[:16]}...")
+        return None
     try:
         return native().kernel_from_metadata(meta, cubin, ptx)
-    except ValueError:
+    except Exception as e:  # whatever the metadata holds, never worse than a recompile
+        discard(key, f"its metadata cannot be read ({type(e).__name__}: {e})".replace("\n", " "))
         return None
+
+
+_STORE_WARNED: set = set()  # directories whose failed writes were reported
 
 
 def store(key: str, kernel) -> bool:
-    """Writes `kernel` (compiled to a cubin) atomically; returns False when it could not."""
+    """Writes `kernel` (compiled to a cubin) atomically; returns False when it could not (the
+    first failure in a directory warns once)."""
     path = _entry_path(key)
     if path is None or not kernel.cubin:
         return False
@@ -132,7 +163,7 @@ def store(key: str, kernel) -> bool:
         fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=".wwk")
         try:
             with os.fdopen(fd, "wb") as f:
-                f.write(_encode(kernel))
+                f.write(_encode(kernel, key))
             os.replace(tmp, path)
         except BaseException:
             try:
@@ -141,5 +172,12 @@ def store(key: str, kernel) -> bool:
                 pass
             raise
         return True
-    except OSError:
+    except OSError as e:
+        root = os.path.dirname(d)
+        if root not in _STORE_WARNED:
+            _STORE_WARNED.add(root)
+            warnings.warn(f"warpweave: cannot write the kernel cache in {root} "
+                          f"({e.strerror or e}); compiled kernels are used without caching them "
+                          f"(set WARPWEAVE_CACHE_DIR to a writable directory, or "
+                          f"WARPWEAVE_CACHE_DISABLE=1)", RuntimeWarning, stacklevel=3)
         return False

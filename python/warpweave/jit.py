@@ -855,6 +855,10 @@ class JITFunction(KernelInterface):
 
             disk_key = cache.cache_key(request, nat.compiler_version() + cache.build_id(nat))
             kernel = cache.load(disk_key)
+            if kernel is not None and any(p[0] not in self._index for p in kernel.params):
+                # Keys match but the entry is not this kernel's: never serve it again.
+                cache.discard(disk_key, f"its parameters are not those of {self.__name__}")
+                kernel = None
         if kernel is None:
             kernel = nat.compile(**request)
             self.compile_count += 1

@@ -1,9 +1,12 @@
-// Reads `wwc --meta` JSON back into a CompiledKernel for AOT launches. The project has no JSON
-// dependency and the metadata is small and written by kernelMetadataJson, so a compact
-// recursive-descent reader of standard JSON suffices here.
+// Reads `wwc --meta` JSON back into a CompiledKernel for AOT launches and the disk cache. The
+// project has no JSON dependency and the metadata is small and written by kernelMetadataJson, so
+// a compact recursive-descent reader of standard JSON suffices here; since a cache file can hold
+// anything, its nesting is bounded (kMaxJsonDepth) and its numbers range-checked, so no input
+// can exhaust the stack or convert out of range.
 #include "warpweave/runtime.h"
 
 #include <cctype>
+#include <climits>
 #include <cstdlib>
 #include <map>
 #include <variant>
@@ -19,6 +22,9 @@ using JsonArray = std::vector<JsonValue>;
 struct JsonValue {
   std::variant<std::nullptr_t, bool, double, std::string, JsonArray, JsonObject> v;
 };
+
+/// Metadata nests three levels (document, params, param); far deeper input is not metadata.
+constexpr int kMaxJsonDepth = 64;
 
 class JsonReader {
 public:
@@ -55,8 +61,14 @@ private:
     skipSpace();
     if (pos_ >= s_.size()) fail("unexpected end");
     char c = s_[pos_];
-    if (c == '{') return {object()};
-    if (c == '[') return {array()};
+    if (c == '{' || c == '[') {
+      if (depth_ >= kMaxJsonDepth)
+        fail("nesting deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+      ++depth_;
+      JsonValue v = c == '{' ? JsonValue{object()} : JsonValue{array()};
+      --depth_;
+      return v;
+    }
     if (c == '"') return {string()};
     if (s_.compare(pos_, 4, "true") == 0) {
       pos_ += 4;
@@ -164,6 +176,7 @@ private:
 
   const std::string& s_;
   size_t pos_ = 0;
+  int depth_ = 0; // objects and arrays open around pos_
 };
 
 const JsonValue* field(const JsonObject& o, const std::string& key) {
@@ -184,7 +197,12 @@ int intField(const JsonObject& o, const std::string& key, int fallback) {
   if (!v) return fallback;
   if (!std::holds_alternative<double>(v->v))
     throw std::invalid_argument("kernel metadata JSON: \"" + key + "\" must be a number");
-  return static_cast<int>(std::get<double>(v->v));
+  const double d = std::get<double>(v->v);
+  // In range before the conversion (which is undefined outside it); NaN fails both tests.
+  if (!(d >= INT_MIN && d <= INT_MAX) || d != static_cast<double>(static_cast<int>(d)))
+    throw std::invalid_argument("kernel metadata JSON: \"" + key + "\" must be an integer " +
+                                "that fits in 32 bits");
+  return static_cast<int>(d);
 }
 
 } // namespace
