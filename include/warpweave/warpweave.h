@@ -131,6 +131,7 @@ struct InterpArg {
   double f = 0;
   std::vector<int64_t> shape;   // Descriptor: the global tensor's shape
   std::vector<int64_t> strides; // Descriptor: its strides, in elements
+  bool readOnly = false;        // Buffer, Descriptor: stores through it fail (InterpreterError)
   static InterpArg buffer(void* p, size_t n) { return {Kind::Buffer, p, n, 0, 0, {}, {}}; }
   static InterpArg integer(int64_t v) { return {Kind::Int, nullptr, 0, v, 0, {}, {}}; }
   static InterpArg real(double v) { return {Kind::Float, nullptr, 0, 0, v, {}, {}}; }
@@ -151,6 +152,11 @@ public:
 /// Runs a compiled kernel (its Tile IR) on the CPU over the grid, one program at a time. `args`
 /// follow `kernel.params`.
 void interpret(const CompiledKernel& kernel, const int grid[3], const std::vector<InterpArg>& args);
+
+/// The pointer and descriptor parameters (names) through which `kernel` may write global memory
+/// (stores, atomics, descriptor stores), from its Tile IR; an over-approximation (every one of
+/// them without Tile IR). Read-only host buffers for the others are safe to interpret.
+std::vector<std::string> writtenParams(const CompiledKernel& kernel);
 
 // ---------------------------------------------------------------------------------------------
 // Command line (`wwc`, `python -m warpweave`)

@@ -287,24 +287,31 @@ enum KeyTag : uint64_t {
   kTagNoOptions,  // no launch option given (instead of one constant per option)
   kTagEnvValue,   // + the index of a keyed environment variable that is set, then its value
   kTagDescriptor, // bits 8+: the rank; + the base's dtype address (pinned), then each block dim
+  kTagTuple,      // bits 8+: the size; then each item as a constant
 };
+
+/// Tuples nested deeper than this are keyed as objects (by == only).
+constexpr int kMaxTupleDepth = 4;
 
 /// What one call computed: the bound values, the key, and the launch values of runtime params.
 struct CallState {
   PyObject* values[kMaxFastParams]; // borrowed
   PyObject* options[kNumOptions];   // borrowed; nullptr when not given
   // Room for every param (a descriptor's takes 2 + its rank, at most 5) and option, the keyed
-  // environment variables and the device.
-  uint64_t words[7 * (kMaxFastParams + kNumOptions + kMaxKeyedEnv + 1)];
-  PyObject* objects[kMaxFastParams + kNumOptions + kMaxKeyedEnv + 1]; // borrowed
-  uint64_t bits[kMaxFastParams];                                      // addresses, ints, bools
-  double reals[kMaxFastParams];                                       // floats
+  // environment variables and the device; tuples may take more (then `full`: no key).
+  static constexpr int kMaxWords = 7 * (kMaxFastParams + kNumOptions + kMaxKeyedEnv + 1);
+  uint64_t words[kMaxWords];
+  static constexpr int kMaxObjects = kMaxFastParams + kNumOptions + kMaxKeyedEnv + 1;
+  PyObject* objects[kMaxObjects]; // borrowed
+  uint64_t bits[kMaxFastParams];  // addresses, ints, bools
+  double reals[kMaxFastParams];   // floats
   uint8_t tags[kMaxFastParams];   // KeyTag of each runtime param
   PyObject* held[kMaxFastParams]; // owned: tensor and descriptor base dtypes, keyed by address
   int numHeld = 0;
   PyObject* device = nullptr; // owned: torch's current device index
   int numWords = 0;
   int numObjects = 0;
+  bool full = false; // words ran out: the general path takes the call
   uint64_t hash = 1469598103934665603ull;
 
   CallState() = default;
@@ -316,11 +323,16 @@ struct CallState {
   }
 
   void add(uint64_t w) {
+    if (numWords == kMaxWords) {
+      full = true;
+      return;
+    }
     words[numWords++] = w;
     hash = (hash ^ w) * 1099511628211ull;
   }
-  /// False (with no Python error left set) for an unhashable value.
+  /// False (with no Python error left set) for an unhashable value, or when there is no room.
   bool addObject(PyObject* o) {
+    if (numObjects == kMaxObjects) return false; // tuples of many objects: the general path
     Py_hash_t h = PyObject_Hash(o);
     if (h == -1 && PyErr_Occurred()) {
       PyErr_Clear();
@@ -332,8 +344,10 @@ struct CallState {
     objects[numObjects++] = o;
     return true;
   }
-  /// A compile-time value: ints by value, None/True/False by identity, anything else by ==.
-  bool addConstant(PyObject* o) {
+  /// A compile-time value: ints by value, None/True/False by identity, tuples item by item (so
+  /// that (1, 2) and (True, 2.0), equal under ==, are told apart as their literals are),
+  /// anything else by ==.
+  bool addConstant(PyObject* o, int depth = 0) {
     if (o == Py_None || o == Py_True || o == Py_False) {
       add(kTagSingleton);
       add(reinterpret_cast<uintptr_t>(o));
@@ -348,6 +362,13 @@ struct CallState {
         return true;
       }
       PyErr_Clear();
+    }
+    if (PyTuple_CheckExact(o) && depth < kMaxTupleDepth) {
+      const Py_ssize_t n = PyTuple_GET_SIZE(o);
+      add(kTagTuple | static_cast<uint64_t>(n) << 8);
+      for (Py_ssize_t i = 0; i < n; ++i)
+        if (!addConstant(PyTuple_GET_ITEM(o, i), depth + 1)) return false;
+      return true;
     }
     return addObject(o);
   }
@@ -385,10 +406,12 @@ bool intClass(PyObject* o, bool specialize, uint64_t& bits, uint64_t& cls) {
   return true;
 }
 
-/// grid as (x, y, z): an int or a tuple/list of 1 to 3 ints in 0..2^32-1; false otherwise.
+/// grid as (x, y, z): an int or a tuple/list of 1 to 3 ints within CUDA's limits (2^31 - 1,
+/// 65535, 65535, as jit._GRID_LIMITS); false otherwise, for the general path to report.
 bool parseGrid(PyObject* g, unsigned dims[3]) {
+  static constexpr long long kLimits[3] = {0x7FFFFFFF, 0xFFFF, 0xFFFF};
   dims[0] = dims[1] = dims[2] = 1;
-  auto dim = [](PyObject* o, unsigned& out) {
+  auto dim = [](PyObject* o, int axis, unsigned& out) {
     if (!PyLong_Check(o) && !PyIndex_Check(o)) return false;
     nb::object i = nb::steal(PyNumber_Index(o));
     if (!i.is_valid()) {
@@ -397,7 +420,7 @@ bool parseGrid(PyObject* g, unsigned dims[3]) {
     }
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
-    if (overflow || v < 0 || v > UINT32_MAX) return false;
+    if (overflow || v < 0 || v > kLimits[axis]) return false;
     out = static_cast<unsigned>(v);
     return true;
   };
@@ -406,11 +429,11 @@ bool parseGrid(PyObject* g, unsigned dims[3]) {
     if (n < 1 || n > 3) return false;
     PyObject** items = PySequence_Fast_ITEMS(g);
     for (Py_ssize_t i = 0; i < n; ++i)
-      if (!dim(items[i], dims[i])) return false;
+      if (!dim(items[i], static_cast<int>(i), dims[i])) return false;
     return true;
   }
   if (PyCallable_Check(g)) return false;
-  return dim(g, dims[0]);
+  return dim(g, 0, dims[0]);
 }
 
 /// Reads a tensor's is_cuda, dtype and data_ptr() as Python would, minus the lookups: the
@@ -775,7 +798,7 @@ private:
     if (!configured()) return false;
     st.device = PyObject_CallNoArgs(getDevice_.ptr());
     if (!st.device) return clearAndRefuse(); // the general path reports it
-    return st.addConstant(st.device);
+    return st.addConstant(st.device) && !st.full;
   }
 
   /// A TensorDescriptor over a CUDA torch tensor, keyed as _scan keys it: by its signature
@@ -890,7 +913,7 @@ private:
     nb::object normalized = normalizeGrid_(r, name_); // raises the general path's errors
     if (parseGrid(normalized.ptr(), g)) return true;
     throw nb::value_error(
-        (std::string(name_) + ": grid " + nb::repr(r).c_str() + " has a dimension above 2^32 - 1")
+        (std::string(name_) + ": grid " + nb::repr(r).c_str() + " is outside CUDA's grid limits")
             .c_str());
   }
 
@@ -1239,30 +1262,49 @@ nb::object makeSubscript(nb::handle fallback) {
   return nb::steal(reinterpret_cast<PyObject*>(s));
 }
 
-/// Interpreter arguments: ints, floats, (address, nbytes) tuples for host buffers, and
-/// (address, nbytes, shape, strides) tuples for host tensor descriptors (strides in elements).
+/// Interpreter arguments: ints (i64, or u64 from 2^63 on, passed by their bits), floats,
+/// (address, nbytes[, writable]) tuples for host buffers, and (address, nbytes, shape,
+/// strides[, writable]) tuples for host tensor descriptors (strides in elements); a buffer
+/// whose `writable` is False refuses the kernel's stores.
 void interpretKernel(PyKernel& self, std::tuple<int, int, int> grid, nb::list args) {
   std::vector<ww::InterpArg> converted;
   for (nb::handle a : args) {
+    const size_t n = nb::isinstance<nb::tuple>(a) ? nb::len(a) : 0;
     if (PyBool_Check(a.ptr()) || PyLong_Check(a.ptr())) {
-      converted.push_back(ww::InterpArg::integer(nb::cast<int64_t>(a)));
+      int overflow = 0;
+      long long v = PyLong_AsLongLongAndOverflow(a.ptr(), &overflow);
+      if (overflow > 0) {
+        unsigned long long u = PyLong_AsUnsignedLongLong(a.ptr());
+        if (u == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+          PyErr_Clear();
+          overflow = -1;
+        }
+        v = static_cast<long long>(u);
+      }
+      if (overflow < 0 || (v == -1 && PyErr_Occurred()))
+        throw nb::value_error(("interpret: integer argument " + std::string(nb::str(a).c_str()) +
+                               " does not fit in 64 bits")
+                                  .c_str());
+      converted.push_back(ww::InterpArg::integer(v));
     } else if (PyFloat_Check(a.ptr())) {
       converted.push_back(ww::InterpArg::real(nb::cast<double>(a)));
-    } else if (nb::isinstance<nb::tuple>(a) && nb::len(a) == 2) {
-      auto t = nb::cast<std::tuple<uintptr_t, size_t>>(a);
+    } else if (n == 2 || n == 3) {
+      auto t = nb::cast<std::tuple<uintptr_t, size_t>>(a[nb::slice(0, 2)]);
       converted.push_back(
           ww::InterpArg::buffer(reinterpret_cast<void*>(std::get<0>(t)), std::get<1>(t)));
-    } else if (nb::isinstance<nb::tuple>(a) && nb::len(a) == 4) {
-      auto t =
-          nb::cast<std::tuple<uintptr_t, size_t, std::vector<int64_t>, std::vector<int64_t>>>(a);
+      converted.back().readOnly = n == 3 && !nb::cast<bool>(a[2]);
+    } else if (n == 4 || n == 5) {
+      auto t = nb::cast<std::tuple<uintptr_t, size_t, std::vector<int64_t>, std::vector<int64_t>>>(
+          a[nb::slice(0, 4)]);
       converted.push_back(ww::InterpArg::descriptor(reinterpret_cast<void*>(std::get<0>(t)),
                                                     std::get<1>(t), std::move(std::get<2>(t)),
                                                     std::move(std::get<3>(t))));
+      converted.back().readOnly = n == 5 && !nb::cast<bool>(a[4]);
     } else {
       throw nb::type_error(("interpret: argument of type " +
                             std::string(Py_TYPE(a.ptr())->tp_name) +
-                            " is not an int, a float, an (address, nbytes) buffer or an "
-                            "(address, nbytes, shape, strides) descriptor")
+                            " is not an int, a float, an (address, nbytes[, writable]) buffer or "
+                            "an (address, nbytes, shape, strides[, writable]) descriptor")
                                .c_str());
     }
   }
@@ -1323,6 +1365,10 @@ NB_MODULE(_native, m) {
           },
           "(name, type, size in bytes, divisibility) of each runtime parameter")
       .def_prop_ro("folded_args", [](const PyKernel& k) { return k.compiled->foldedArgs; })
+      .def_prop_ro(
+          "written_params", [](const PyKernel& k) { return ww::writtenParams(*k.compiled); },
+          "The pointer and descriptor params the kernel may store to (from its Tile IR; all of "
+          "them without it)")
       .def_prop_ro("num_warps", [](const PyKernel& k) { return k.compiled->numWarps; })
       .def_prop_ro("num_ctas", [](const PyKernel& k) { return k.compiled->numCtas; })
       .def_prop_ro("shared_bytes", [](const PyKernel& k) { return k.compiled->sharedBytes; })
@@ -1397,7 +1443,8 @@ NB_MODULE(_native, m) {
            "name"_a, "names"_a, "constexprs"_a, "specialize"_a, "defaults"_a, "missing"_a,
            "owner"_a, "normalize_grid"_a, "env_data"_a, "env_keys"_a,
            "env_keyed"_a = std::vector<nb::bytes>())
-      .def("bind", &bindLaunch, "grid"_a, "kernel[grid]: a callable launching on that grid")
+      .def("bind", &bindLaunch, "grid"_a.none(),
+           "kernel[grid]: a callable launching on that grid (whose calls report a bad grid)")
       .def("configure", &FastLauncher::configure, "tensor_type"_a, "get_device"_a,
            "get_raw_stream"_a, "descriptor_type"_a = nb::none(),
            "descriptor_type: warpweave.TensorDescriptor, whose instances over CUDA tensors the "

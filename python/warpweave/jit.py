@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import operator
 import os
 import textwrap
 import types
@@ -108,6 +109,8 @@ def literal(value, name: str = "value") -> str:
     """Python value -> the literal text the front end parses for constexprs and globals."""
     if isinstance(value, tl.constexpr):
         value = value.value
+    if type(value).__module__ == "numpy":
+        value = _plain_scalar(value)
     if value is None:
         return "None"
     if value is True or value is False:
@@ -148,15 +151,39 @@ def _is_literal_global(value) -> bool:
 # ------------------------------------------------------------------------------------------------
 
 
-def _int_spec(v: int, specialize: bool) -> str:
+def _plain_scalar(value):
+    """The Python bool, int or float a NumPy scalar stands for (np.int64(256) -> 256, np.float32
+    -> float, np.bool_ -> bool), so that it specializes and passes as that value; anything else
+    unchanged."""
+    import numpy as np
+
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, np.str_):
+        return str(value)
+    return value
+
+
+class IntArgumentRangeError(ValueError, OverflowError):
+    """An int argument outside what a kernel parameter can hold (-2**63 to 2**64 - 1). An
+    OverflowError as Triton raises for it, and a ValueError as warpweave's other bad values."""
+
+
+def _int_spec(v: int, specialize: bool, name: str = "value") -> str:
     if -(1 << 31) <= v < (1 << 31):
         base = "i32"
     elif -(1 << 63) <= v < (1 << 63):
         base = "i64"
-    elif v < (1 << 64):
+    elif 0 <= v < (1 << 64):  # as Triton: beyond i64, unsigned
         base = "u64"
     else:
-        raise OverflowError(f"integer argument {v} does not fit in 64 bits")
+        raise IntArgumentRangeError(
+            f"argument '{name}' = {v} does not fit in 64 bits: a kernel int takes -2**63 to "
+            f"2**64 - 1 (i32, i64, and u64 from 2**63 on)")
     if not specialize:
         return base
     if v == 1:
@@ -180,10 +207,13 @@ def runtime_spec(value, name: str, specialize: bool = True):
     """(signature type text, argument kind) of a runtime argument; raises TypeError naming the
     argument for values a kernel cannot take."""
     t = type(value)
+    if t.__module__ == "numpy" and not _is_numpy(value):
+        value = _plain_scalar(value)
+        t = type(value)
     if t is bool:
         return "i1", _Arg.BOOL
     if t is int:
-        return _int_spec(value, specialize), _Arg.INT
+        return _int_spec(value, specialize, name), _Arg.INT
     if t is float:
         return "fp32", _Arg.FLOAT
     if _is_torch_tensor(value):
@@ -200,8 +230,8 @@ def runtime_spec(value, name: str, specialize: bool = True):
 
     if isinstance(value, TensorDescriptor):
         return value.signature_type(), _Arg.DESC
-    if isinstance(value, int):  # numpy integers, IntEnum...
-        return _int_spec(int(value), specialize), _Arg.INT
+    if isinstance(value, int):  # IntEnum...
+        return _int_spec(int(value), specialize, name), _Arg.INT
     if isinstance(value, float):
         return "fp32", _Arg.FLOAT
     raise TypeError(
@@ -523,42 +553,96 @@ class CompiledKernel:
                     keep.append(base)
                     if back is not None:
                         write_back.append((v.base, back))
-                address, nbytes = _host_buffer(base, name)
-                args.append((address, nbytes, list(v.shape), list(v.strides)))
+                address, nbytes, *writable = _host_buffer(base, name)
+                args.append((address, nbytes, list(v.shape), list(v.strides), *writable))
             elif kind == _Arg.BOOL:
                 args.append(int(v))
             elif kind == _Arg.INT:
                 args.append(int(v))
             else:
                 args.append(float(v))
+        read_only = [name for (_, _, name), a in zip(self.binder, args)
+                     if type(a) is tuple and a[-1] is False]
+        if read_only:
+            self._refuse_read_only_writes(read_only, values)
         self.kernel.interpret(tuple(grid), args)
         for tensor, host in write_back:
             tensor.copy_(host)
         del keep
 
+    def _refuse_read_only_writes(self, read_only, values):
+        """ValueError naming the first read-only array the kernel may store to (the interpreter
+        would refuse the store mid-run, after other arguments were written)."""
+        written = getattr(self, "_written", None)
+        if written is None:
+            written = self._written = frozenset(getattr(self.kernel, "written_params", ()))
+        for name in read_only:
+            if name in written:
+                v = values[self.fn._index[name]]
+                what = "a TensorDescriptor over a read-only array" if isinstance(
+                    v, _TensorDescriptor) else "a read-only array"
+                raise ValueError(
+                    f"argument '{name}' of {self.fn.__name__} is {what} (its NumPy "
+                    f"flags.writeable is False, or it views immutable memory such as bytes), but "
+                    f"the kernel may store to it; pass a writable copy, e.g. np.array({name})")
+
 
 def _host_buffer(arr, name: str):
-    """(address, nbytes) of a NumPy array for the interpreter: the array's first element and every
-    byte of its underlying allocation from there on, so strided views index as on the GPU."""
+    """(address, nbytes) of a NumPy array for the interpreter, (address, nbytes, False) when it is
+    read-only: from the array's first element to the end of the memory that really lies behind
+    it, so that strided views index as on the GPU and no access leaves that memory (an
+    np.lib.stride_tricks.as_strided view may claim more than its buffer holds)."""
+    start = arr.ctypes.data
+    writable = bool(arr.flags.writeable)
     if arr.size == 0:
-        return (arr.ctypes.data, 0)
+        return (start, 0) if writable else (start, 0, False)
     if any(s < 0 for s in arr.strides):
         raise ValueError(f"argument '{name}': arrays with negative strides are not supported; "
                          f"pass np.ascontiguousarray(...)")
-    base = arr
-    while getattr(base, "base", None) is not None and hasattr(base.base, "__array_interface__"):
-        base = base.base
-    start = arr.ctypes.data
+    # The end of the .base chain owns the memory: an array that owns its data, or the object a
+    # view was made from (bytes, bytearray, mmap, memoryview...), whose buffer is the truth.
+    # Views and as_strided's DummyArray in between only claim a shape.
+    owner, array = arr, arr
+    while getattr(owner, "base", None) is not None:
+        owner = owner.base
+        if _is_numpy(owner):
+            array = owner
+    extent = _exported_memory(owner) if owner is not array else None
+    if extent is None:  # an array at the end, or an exporter without the buffer protocol
+        extent = _array_span(array)
+    lo, hi, exporter_writable = extent
+    if not lo <= start < hi:
+        raise ValueError(f"argument '{name}': the array's first element lies outside the memory "
+                         f"of the object it views ({type(owner).__name__})")
+    if writable and exporter_writable:
+        return (start, hi - start)
+    return (start, hi - start, False)
+
+
+def _exported_memory(obj):
+    """(first address, end address, writable) of what `obj` exports through the buffer
+    protocol, or None when it exports nothing C-contiguous."""
+    import numpy as np
+
     try:
-        base_start = base.__array_interface__["data"][0]
-        base_end = base_start + base.nbytes
-    except (AttributeError, TypeError, KeyError):
-        base_start, base_end = start, start + arr.nbytes
-    if not (base_start <= start < base_end):
-        base_end = start + arr.nbytes
-    span = (max(arr.shape[i] - 1, 0) * arr.strides[i] for i in range(arr.ndim))
-    end = max(base_end, start + sum(span) + arr.itemsize)
-    return (start, end - start)
+        raw = np.frombuffer(obj, dtype=np.uint8)
+    except (TypeError, ValueError, BufferError):
+        return None
+    start = raw.ctypes.data
+    return start, start + raw.size, bool(raw.flags.writeable)
+
+
+def _array_span(arr):
+    """(first address, end address, writable) of the bytes an array's own shape and strides
+    reach (for an array that owns its data, its allocation)."""
+    start = arr.ctypes.data
+    lo = hi = start
+    for n, s in zip(arr.shape, arr.strides):
+        if s < 0:
+            lo += (n - 1) * s
+        else:
+            hi += (n - 1) * s
+    return lo, hi + arr.itemsize, bool(arr.flags.writeable)
 
 
 def _torch_host_view(t):
@@ -732,7 +816,7 @@ class JITFunction(KernelInterface):
                 continue
             t = type(v)
             if t is int:
-                key.append(_int_spec(v, self.specialize[i]))
+                key.append(_int_spec(v, self.specialize[i], name))
                 kinds.append((name, _Arg.INT))
                 passed.append(v)
             elif hasattr(v, "data_ptr") and hasattr(v, "is_cuda"):
@@ -764,6 +848,8 @@ class JITFunction(KernelInterface):
                     elif cuda is False and cpu_tensor is None:
                         cpu_tensor = i
             else:
+                if t.__module__ == "numpy" and not _is_numpy(v):
+                    v = _plain_scalar(v)  # np.int64(5) is passed as 5
                 spec, kind = runtime_spec(v, name, self.specialize[i])
                 key.append(spec)
                 kinds.append((name, kind))
@@ -804,23 +890,36 @@ class JITFunction(KernelInterface):
     # -- compile + launch ------------------------------------------------------------------------
 
     def _options(self, num_warps, num_stages, ctas_per_cga, num_ctas):
-        if num_warps is None:
-            num_warps = 4
-        if not isinstance(num_warps, int) or num_warps < 1 or num_warps & (num_warps - 1):
-            raise ValueError(f"num_warps must be a power of 2, got {num_warps!r}")
-        if num_stages is None:
-            num_stages = 3
+        """(num_warps, num_stages, CTAs per cluster) of a launch's options, each checked."""
+        num_warps = _option_int("num_warps", num_warps, 4)
+        if not 1 <= num_warps <= 32 or num_warps & (num_warps - 1):
+            raise ValueError(f"num_warps must be a power of 2 from 1 to 32, got {num_warps!r}")
+        num_stages = _option_int("num_stages", num_stages, 3)
+        if not 0 <= num_stages <= _MAX_STAGES:
+            raise ValueError(f"num_stages must be from 0 to {_MAX_STAGES} (0 and 1: loops are not "
+                             f"pipelined), got {num_stages!r}")
         ctas = 1
         if ctas_per_cga is not None:
-            dims = tuple(ctas_per_cga) if isinstance(ctas_per_cga, (tuple, list)) else (
-                ctas_per_cga,)
-            if any(d != 1 for d in dims[1:]) or dims[0] < 1:
-                raise ValueError(f"ctas_per_cga={ctas_per_cga!r}: only 1-D clusters (n, 1, 1) are "
+            given = ctas_per_cga
+            dims = tuple(given) if isinstance(given, (tuple, list)) else (given,)
+            if not 1 <= len(dims) <= 3:
+                raise ValueError(f"ctas_per_cga={given!r}: expected (n,), (n, 1) or (n, 1, 1)")
+            dims = tuple(_option_int("ctas_per_cga", d, None, given) for d in dims)
+            if any(d != 1 for d in dims[1:]):
+                raise ValueError(f"ctas_per_cga={given!r}: only 1-D clusters (n, 1, 1) are "
                                  f"supported")
-            ctas = int(dims[0])
-        if num_ctas is not None and num_ctas != 1:
-            ctas = int(num_ctas)
-        return int(num_warps), int(num_stages), ctas
+            ctas = dims[0]
+            if not 1 <= ctas <= _MAX_CLUSTER:
+                raise ValueError(f"ctas_per_cga={given!r}: a cluster holds 1 to {_MAX_CLUSTER} "
+                                 f"CTAs")
+        if num_ctas is not None:
+            n = _option_int("num_ctas", num_ctas, 1)
+            if not 1 <= n <= _MAX_CLUSTER:
+                raise ValueError(f"num_ctas must be from 1 to {_MAX_CLUSTER} (CTAs per cluster), "
+                                 f"got {num_ctas!r}")
+            if n != 1:
+                ctas = n
+        return num_warps, num_stages, ctas
 
     def compile_for(self, values, interpret: bool, options, target=None):
         """Compiled kernel for bound `values` (served by the memory and disk caches)."""
@@ -874,11 +973,17 @@ class JITFunction(KernelInterface):
             values = self.bind(args, kwargs)
         else:
             values = args
-        opt_key = (num_warps, num_stages, ctas_per_cga, num_ctas)
-        options = self._option_cache.get(opt_key)
+        # Keyed with the types too: 4.0 and True must not find the options of 4 and 1.
+        opt_key = (num_warps, num_stages, ctas_per_cga, num_ctas, type(num_warps),
+                   type(num_stages), type(ctas_per_cga), type(num_ctas))
+        try:
+            options = self._option_cache.get(opt_key)
+        except TypeError:  # unhashable: checked below, never cached
+            options = opt_key = None
         if options is None:
             options = self._options(num_warps, num_stages, ctas_per_cga, num_ctas)
-            self._option_cache[opt_key] = options
+            if opt_key is not None and (ctas_per_cga is None or type(ctas_per_cga) is int):
+                self._option_cache[opt_key] = options
         key_part, kinds, passed, has_numpy, has_cuda, cpu_tensor = self._scan(values)
         interpret = has_numpy or _interpret_env()
         if interpret:
@@ -906,8 +1011,7 @@ class JITFunction(KernelInterface):
             meta = dict(zip(self.arg_names, values))
             meta["num_warps"], meta["num_stages"], meta["num_ctas"] = options
             g = g(meta)
-        if type(g) is not tuple or len(g) != 3:
-            g = _normalize_grid(g, self.__name__)
+        g = _normalize_grid(g, self.__name__)
         if interpret:
             compiled.run_interpreter(g, values)
         else:
@@ -920,8 +1024,10 @@ class JITFunction(KernelInterface):
 
 
 def _hashable(v):
-    if isinstance(v, list):
-        return tuple(_hashable(x) for x in v)
+    """A key part for a constexpr's value; tuples and lists item by item with the items' types,
+    as their literal text differs: (1, 2) and (True, 2.0) are equal but not one kernel."""
+    if isinstance(v, (list, tuple)):
+        return tuple((type(x), _hashable(x)) for x in v)
     try:
         hash(v)
         return v
@@ -929,19 +1035,64 @@ def _hashable(v):
         return repr(v)
 
 
-def _normalize_grid(g, name):
-    if isinstance(g, int):
-        g = (g,)
+# The largest num_stages and CTAs per cluster a launch may ask for: 16 CTAs is sm_90's largest
+# (non-portable) cluster; 16 stages is far deeper than any useful software pipeline, and bounds
+# what a mistaken value can make the compiler allocate.
+_MAX_STAGES = 16
+_MAX_CLUSTER = 16
+
+
+def _option_int(option, value, default, shown=None):
+    """A launch option's int value (`default` for None); TypeError naming the option for
+    anything but an int (NumPy ints included; bools and floats refused)."""
+    if type(value) is int:
+        return value
+    if value is None and default is not None:
+        return default
     try:
-        g = tuple(int(x) for x in g)
+        if isinstance(value, bool):
+            raise TypeError
+        return operator.index(value)
     except TypeError:
-        raise TypeError(f"{name}: the grid must be a tuple of 1 to 3 ints or a function returning "
-                        f"one, got {g!r}") from None
+        raise TypeError(f"{option} must be an int, got {shown if shown is not None else value!r}"
+                        f" ({type(value).__name__})") from None
+
+
+# CUDA's limits on a launch grid (x, y, z), which the interpreter keeps too.
+_GRID_LIMITS = ((1 << 31) - 1, 65535, 65535)
+
+
+def _normalize_grid(g, name):
+    """The (x, y, z) ints of a launch grid: an int or a tuple/list of 1 to 3 ints (NumPy ints
+    too), each from 0 to CUDA's limit; TypeError or ValueError naming the entry otherwise."""
+    if type(g) is tuple and len(g) == 3 and type(g[0]) is int and type(g[1]) is int and \
+            type(g[2]) is int and 0 <= g[0] <= 0x7FFFFFFF and 0 <= g[1] <= 0xFFFF and \
+            0 <= g[2] <= 0xFFFF:  # the usual grid, checked inline (_GRID_LIMITS)
+        return g
+    if not isinstance(g, (tuple, list)):
+        try:
+            g = (operator.index(g),)
+        except TypeError:
+            raise TypeError(f"{name}: the grid must be an int, a tuple of 1 to 3 ints or a "
+                            f"function returning one, got {g!r}") from None
     if not 1 <= len(g) <= 3:
         raise ValueError(f"{name}: the grid must have 1 to 3 dimensions, got {g!r}")
-    if any(x < 0 for x in g):
-        raise ValueError(f"{name}: grid dimensions must be >= 0, got {g!r}")
-    return g + (1,) * (3 - len(g))
+    dims = []
+    for i, x in enumerate(g):
+        try:
+            v = operator.index(x)
+        except TypeError:
+            hint = "; round it up explicitly (ww.cdiv)" if isinstance(x, float) else ""
+            raise TypeError(f"{name}: grid[{i}] = {x!r} of type {type(x).__name__} is not an int "
+                            f"(grid {tuple(g)!r}){hint}") from None
+        if v < 0:
+            raise ValueError(f"{name}: grid dimensions must be >= 0, got grid[{i}] = {v} in "
+                             f"{tuple(g)!r}")
+        if v > _GRID_LIMITS[i]:
+            raise ValueError(f"{name}: grid[{i}] = {v} is above CUDA's limit of {_GRID_LIMITS[i]} "
+                             f"programs in that dimension (grid {tuple(g)!r})")
+        dims.append(v)
+    return tuple(dims) + (1,) * (3 - len(dims))
 
 
 # ------------------------------------------------------------------------------------------------

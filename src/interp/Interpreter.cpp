@@ -690,7 +690,7 @@ RtValue bindArgument(KernelState& k, const ir::KernelArg& a, const InterpArg& v)
       bad("a descriptor whose shape and strides have the descriptor's rank");
     auto d = std::make_shared<Descriptor>();
     d->elem = t.elem;
-    d->base = k.memory.addRegion(a.name, v.data, v.bytes);
+    d->base = k.memory.addRegion(a.name, v.data, v.bytes, v.readOnly);
     d->shape = v.shape;
     d->strides = v.strides;
     d->blockShape = t.shape;
@@ -700,7 +700,7 @@ RtValue bindArgument(KernelState& k, const ir::KernelArg& a, const InterpArg& v)
   Tensor s = Tensor::ofType(t);
   if (t.pointer) {
     if (v.kind != InterpArg::Kind::Buffer) bad("InterpArg::buffer(data, bytes)");
-    *s.data<uint64_t>() = k.memory.addRegion(a.name, v.data, v.bytes);
+    *s.data<uint64_t>() = k.memory.addRegion(a.name, v.data, v.bytes, v.readOnly);
   } else if (v.kind == InterpArg::Kind::Int) {
     writeScalar(s, 0, Scalar{false, v.i, 0});
   } else if (v.kind == InterpArg::Kind::Float) {

@@ -4,9 +4,9 @@
 
 namespace ww::interp {
 
-uint64_t GlobalMemory::addRegion(std::string name, void* data, size_t bytes) {
+uint64_t GlobalMemory::addRegion(std::string name, void* data, size_t bytes, bool readOnly) {
   uint64_t base = uint64_t(regions_.size() + 1) << kWindowShift;
-  regions_.push_back({std::move(name), static_cast<unsigned char*>(data), bytes, base});
+  regions_.push_back({std::move(name), static_cast<unsigned char*>(data), bytes, base, readOnly});
   return base;
 }
 
@@ -34,6 +34,9 @@ std::string GlobalMemory::describeFault(uint64_t addr, int width, const char* ac
   } else if (uint64_t(off) + uint64_t(width) > r.bytes) {
     os << "out-of-bounds " << access << " of " << width << " bytes at offset " << off
        << " past the end of argument '" << name << "' (" << r.bytes << " bytes)";
+  } else if (r.readOnly && !isLoad(access) && off % width == 0) {
+    os << access << " of " << width << " bytes at offset " << off << " into argument '" << name
+       << "', which is read-only (a NumPy array that is not writeable)";
   } else {
     os << "misaligned " << access << " of " << width << " bytes at offset " << off
        << " of argument '" << name << "' (the address must be a multiple of " << width << ")";
