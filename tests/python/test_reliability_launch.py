@@ -5,6 +5,7 @@ truncated value or an accepted nonsense option. GPU launches are recorded (tests
 test_fast_launch.py's stand-ins); interpreter launches run for real."""
 
 import importlib
+import json
 
 import numpy as np
 import pytest
@@ -266,3 +267,55 @@ def test_valid_options_in_every_spelling(gpu):
     assert [(r["num_warps"], r["num_stages"], r["num_ctas"]) for r in rec.requests] == [
         (8, 3, 1), (4, 0, 1), (4, 16, 1), (4, 3, 2), (4, 3, 16)]
     assert len(rec.launches) == 6
+
+
+# ---- constexpr tuples on the fast path -------------------------------------------------------
+
+
+@ww.jit
+def take_shape(x_ptr, SHAPE: tl.constexpr):
+    pass
+
+
+def shape_kernels(rec):
+    """take_shape's compiles recorded (the stand-in compile cannot split tuple constexprs)."""
+    take_shape.cache.clear()
+    take_shape._launcher = None
+    take_shape._bound.clear()
+
+    def compile(**req):
+        rec.requests.append(req)
+        meta = {"name": "take_shape", "target": req["target"], "num_warps": req["num_warps"],
+                "params": [{"name": "x_ptr", "type": "ptr<fp32>", "size": 8}],
+                "folded": ["SHAPE"]}
+        return native.kernel_from_metadata(json.dumps(meta), b"\x7fELF not a real cubin", "")
+
+    rec.compile = compile
+
+
+def test_equal_tuples_of_other_item_types_are_other_kernels(gpu):
+    """(2, 4), (2.0, 4) and (True, 4) compare equal, but their literals differ: one kernel each,
+    on the general path and on the fast path once each is known."""
+    rec, slow = gpu
+    shape_kernels(rec)
+    shapes = [(2, 4), (2.0, 4), (True, 4), ((2, 4), 1), ((2.0, 4), 1)]
+    for _ in range(2):
+        for shape in shapes:
+            take_shape[(1,)](X, SHAPE=shape)
+    assert [r["signature"].split(",", 1)[1] for r in rec.requests] == [
+        "SHAPE=(2, 4)", "SHAPE=(2.0, 4)", "SHAPE=(True, 4)", "SHAPE=((2, 4), 1)",
+        "SHAPE=((2.0, 4), 1)"]
+    assert len(slow) == len(shapes)  # the second round was served fast, each by its own kernel
+    assert len(rec.launches) == 2 * len(shapes)
+
+
+def test_long_constexpr_tuples_take_the_general_path_correctly(gpu):
+    rec, slow = gpu
+    shape_kernels(rec)
+    long_tuple = tuple(range(400))  # more key words than the fast path holds
+    many_floats = tuple(float(i) for i in range(100))  # more objects than it holds
+    for shape in (long_tuple, many_floats):
+        for _ in range(2):
+            take_shape[(1,)](X, SHAPE=shape)
+    assert len(rec.requests) == 2 and len(rec.launches) == 4
+    assert rec.requests[0]["signature"].endswith("399)")
