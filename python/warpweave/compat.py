@@ -397,43 +397,27 @@ def _module_roots(args):
     return roots or [os.getcwd()]
 
 
-class _PytestPlugin:
-    """Keeps the RewritingFinder ahead of pytest's assertion-rewriting import hook, which pytest
-    puts first on sys.meta_path before it loads conftest files and test modules."""
-
-    def __init__(self, finder):
-        self.finder = finder
-
-    def _front(self):
-        if self.finder in sys.meta_path:
-            sys.meta_path.remove(self.finder)
-        sys.meta_path.insert(0, self.finder)
-
-    def pytest_load_initial_conftests(self, early_config, parser, args):
-        self._front()
-
-    def pytest_configure(self, config):
-        self._front()
-
-
 def run_module(module, args, tutorials=None) -> int:
     """Runs `module` as `python -m module args` does, with the modules under the given paths (and
-    the tutorials folder) rewritten. pytest runs through pytest.main with a plugin that keeps the
-    rewrite ahead of its own import hook; returns the exit code."""
+    the tutorials folder) rewritten. pytest runs through pytest.main with the plugin
+    warpweave._pytest_run, which keeps the rewrite ahead of pytest's own import hook (in
+    pytest-xdist workers too); returns the exit code."""
     from . import _env
 
     _env.mirror()
     roots = _module_roots(args)
-    finder = install(roots, find_tutorials(roots, tutorials))
+    tutorials = find_tutorials(roots, tutorials)
+    if tutorials:  # pytest-xdist workers find it here
+        os.environ["WARPWEAVE_TLX_TUTORIALS"] = os.path.abspath(tutorials)
+    finder = install(roots, tutorials)
     for r in roots:
         finder.add_conftest_dirs(r)
     sys.path.insert(0, os.getcwd())
     if module in ("pytest", "py.test"):
         import pytest
 
-        plugin = _PytestPlugin(finder)
         sys.argv = ["pytest"] + list(args)
-        return int(pytest.main(list(args), plugins=[plugin]))
+        return int(pytest.main(["-p", "warpweave._pytest_run"] + list(args)))
     import runpy
 
     sys.argv = [module] + list(args)

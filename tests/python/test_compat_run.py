@@ -289,6 +289,24 @@ def test_run_m_pytest_rewrites_tests_and_conftest_and_keeps_assertion_messages(t
     assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout + r.stderr
 
 
+def test_the_pytest_plugin_alone_rewrites_as_in_a_worker(tmp_path):
+    # pytest-xdist workers get `-p warpweave._pytest_run` from the command line, not `run`.
+    _write(tmp_path, {
+        "t/conftest.py": "import triton\nNAME = triton.__name__\n",
+        "t/test_y.py": """
+            import triton
+            import conftest
+
+            def test_names():
+                assert conftest.NAME == "warpweave" and triton.__name__ == "warpweave"
+            """,
+    })
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "warpweave._pytest_run", "-q",
+                        "-p", "no:cacheprovider", str(tmp_path / "t")], cwd=tmp_path, env=_env(),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout + r.stderr
+
+
 def test_run_m_runs_other_modules_and_usage_errors(tmp_path):
     _write(tmp_path, {"mymod.py": "import sys, triton\nprint(triton.__name__, sys.argv[1:])\n"})
     r = _ww_run(["-m", "mymod", "x"], cwd=tmp_path)
