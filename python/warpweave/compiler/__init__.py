@@ -113,8 +113,6 @@ class CompiledKernel:
 def compile(src, target=None, options=None):  # noqa: A001  (Triton's name)
     """Compiles an ASTSource for `target` (a GPUTarget; default: the active driver's) with
     `options` (num_warps, num_stages, num_ctas or ctas_per_cga)."""
-    import shutil
-
     from .._native_loader import native
     from ..runtime.driver import driver
 
@@ -134,11 +132,14 @@ def compile(src, target=None, options=None):  # noqa: A001  (Triton's name)
             raise ValueError(f"ctas_per_cga={cga!r}: only 1-D clusters (n, 1, 1) are supported")
         num_ctas = int(dims[0])
     env = src.fn.environment()
-    has_ptxas = shutil.which("ptxas") is not None or bool(
-        __import__("os").environ.get("WARPWEAVE_PTXAS"))
-    kernel = native().compile(files=env.files, kernel=src.name, signature=src.signature_text(),
-                              globals=env.globals, target=target.sm(), num_warps=num_warps,
-                              num_stages=num_stages, num_ctas=int(num_ctas),
-                              stage="cubin" if has_ptxas else "ptx")
+    request = dict(files=env.files, kernel=src.name, signature=src.signature_text(),
+                   globals=env.globals, target=target.sm(), num_warps=num_warps,
+                   num_stages=num_stages, num_ctas=int(num_ctas))
+    try:
+        kernel = native().compile(**request, stage="cubin")
+    except CompilationError as e:  # no ptxas on this machine: the PTX is still worth having
+        if "ptxas not found" not in str(e):
+            raise
+        kernel = native().compile(**request, stage="ptx")
     return CompiledKernel(kernel, src.name, {"num_warps": num_warps, "num_stages": num_stages,
                                              "num_ctas": int(num_ctas), "target": target})
