@@ -11,9 +11,9 @@ Where the files live decides what is rewritten ("roots"): the script's folder an
 it; for `-m`, each path argument that exists (a file's folder, or the folder) and the conftest.py
 files above them; and the TLX tutorials folder, which is also importable as
 `triton.language.extra.tlx.tutorials` (Triton installs it there). That folder is found from
---tlx-tutorials DIR, else WARPWEAVE_TLX_TUTORIALS, else the nearest folder named `tutorials`
-among the script's (or path's) enclosing folders, else `third_party/tlx/tutorials` under one of
-them (the Triton repository's layout). Modules under the interpreter's own prefix (site-packages,
+--tlx-tutorials DIR, else WARPWEAVE_TLX_TUTORIALS, else `third_party/tlx/tutorials` under one of
+the script's (or path's) enclosing folders (the Triton repository's layout), else the nearest
+enclosing folder named `tutorials`, else a `tutorials` folder on tlx's package path. Modules under the interpreter's own prefix (site-packages,
 the standard library) and warpweave's package are never rewritten, nor files that do not mention
 triton. Rewritten modules are compiled in memory (no .pyc is written for them).
 """
@@ -339,18 +339,27 @@ def find_tutorials(start_paths, explicit=None):
     env = os.environ.get("WARPWEAVE_TLX_TUTORIALS") or os.environ.get("TRITON_TLX_TUTORIALS")
     if env:
         return env
-    for p in start_paths:
+
+    def ancestors(p):
         d = _real(p if os.path.isdir(p) else os.path.dirname(p) or ".")
         while True:
-            if os.path.basename(d) == "tutorials":
-                return d
+            yield d
+            parent = os.path.dirname(d)
+            if parent == d:
+                return
+            d = parent
+
+    # A Triton checkout's third_party/tlx/tutorials first (its python/tutorials folder holds
+    # Triton's own tutorials), then the nearest enclosing folder named `tutorials`.
+    for p in start_paths:
+        for d in ancestors(p):
             candidate = os.path.join(d, "third_party", "tlx", "tutorials")
             if os.path.isdir(candidate):
                 return candidate
-            parent = os.path.dirname(d)
-            if parent == d:
-                break
-            d = parent
+    for p in start_paths:
+        for d in ancestors(p):
+            if os.path.basename(d) == "tutorials":
+                return d
     return None
 
 
