@@ -13,9 +13,10 @@ files above them; and the TLX tutorials folder, which is also importable as
 `triton.language.extra.tlx.tutorials` (Triton installs it there). That folder is found from
 --tlx-tutorials DIR, else WARPWEAVE_TLX_TUTORIALS, else `third_party/tlx/tutorials` under one of
 the script's (or path's) enclosing folders (the Triton repository's layout), else the nearest
-enclosing folder named `tutorials`, else a `tutorials` folder on tlx's package path. Modules under the interpreter's own prefix (site-packages,
-the standard library) and warpweave's package are never rewritten, nor files that do not mention
-triton. Rewritten modules are compiled in memory (no .pyc is written for them).
+enclosing folder named `tutorials`, else a `tutorials` folder on tlx's package path. Modules
+under the interpreter's own prefix (site-packages, the standard library) and warpweave's package
+are never rewritten, nor files that do not mention triton. Rewritten modules are compiled in
+memory (no .pyc is written for them).
 """
 
 from __future__ import annotations

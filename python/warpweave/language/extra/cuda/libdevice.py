@@ -1,4 +1,4 @@
-"""`triton.language.extra.cuda.libdevice`: the same functions as warpweave.language.extra.libdevice."""
+"""`triton.language.extra.cuda.libdevice`: the functions of warpweave.language.extra.libdevice."""
 
 from ..libdevice import *  # noqa: F401,F403
 from ..libdevice import SUPPORTED, __getattr__  # noqa: F401
