@@ -234,6 +234,9 @@ class RewritingFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path=None, target=None):
         if fullname == TUTORIALS_PACKAGE:
             return self._tutorials_spec(path)
+        if fullname.startswith(TARGET_PACKAGE + ".") and not fullname.startswith(
+                TUTORIALS_PACKAGE + "."):
+            return None  # warpweave's own modules, wherever its source tree lies
         spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
         # Modules left alone are left to the finders after this one (pytest's assertion
         # rewriter among them), as if this finder were not there.
