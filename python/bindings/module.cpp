@@ -290,17 +290,18 @@ enum KeyTag : uint64_t {
   kTagTuple,      // bits 8+: the size; then each item as a constant
 };
 
-/// Tuples nested deeper than this are keyed as objects (by == only).
+/// Tuples nested deeper than this are keyed as objects (by == only); a call's tuples may add at
+/// most kMaxTupleWords words to its key (more: the general path takes the call).
 constexpr int kMaxTupleDepth = 4;
+constexpr int kMaxTupleWords = 256;
 
 /// What one call computed: the bound values, the key, and the launch values of runtime params.
 struct CallState {
   PyObject* values[kMaxFastParams]; // borrowed
   PyObject* options[kNumOptions];   // borrowed; nullptr when not given
   // Room for every param (a descriptor's takes 2 + its rank, at most 5) and option, the keyed
-  // environment variables and the device; tuples may take more (then `full`: no key).
-  static constexpr int kMaxWords = 7 * (kMaxFastParams + kNumOptions + kMaxKeyedEnv + 1);
-  uint64_t words[kMaxWords];
+  // environment variables and the device, and for what tuples add beyond that.
+  uint64_t words[7 * (kMaxFastParams + kNumOptions + kMaxKeyedEnv + 1) + kMaxTupleWords];
   static constexpr int kMaxObjects = kMaxFastParams + kNumOptions + kMaxKeyedEnv + 1;
   PyObject* objects[kMaxObjects]; // borrowed
   uint64_t bits[kMaxFastParams];  // addresses, ints, bools
@@ -311,7 +312,7 @@ struct CallState {
   PyObject* device = nullptr; // owned: torch's current device index
   int numWords = 0;
   int numObjects = 0;
-  bool full = false; // words ran out: the general path takes the call
+  int tupleWords = 0; // an upper bound of the words tuples added
   uint64_t hash = 1469598103934665603ull;
 
   CallState() = default;
@@ -323,10 +324,6 @@ struct CallState {
   }
 
   void add(uint64_t w) {
-    if (numWords == kMaxWords) {
-      full = true;
-      return;
-    }
     words[numWords++] = w;
     hash = (hash ^ w) * 1099511628211ull;
   }
@@ -364,7 +361,10 @@ struct CallState {
       PyErr_Clear();
     }
     if (PyTuple_CheckExact(o) && depth < kMaxTupleDepth) {
+      // At most 2 words an item (an item that is a tuple counts its own words on top).
       const Py_ssize_t n = PyTuple_GET_SIZE(o);
+      tupleWords += 1 + 2 * (n > kMaxTupleWords ? kMaxTupleWords : static_cast<int>(n));
+      if (tupleWords > kMaxTupleWords) return false;
       add(kTagTuple | static_cast<uint64_t>(n) << 8);
       for (Py_ssize_t i = 0; i < n; ++i)
         if (!addConstant(PyTuple_GET_ITEM(o, i), depth + 1)) return false;
@@ -798,7 +798,7 @@ private:
     if (!configured()) return false;
     st.device = PyObject_CallNoArgs(getDevice_.ptr());
     if (!st.device) return clearAndRefuse(); // the general path reports it
-    return st.addConstant(st.device) && !st.full;
+    return st.addConstant(st.device);
   }
 
   /// A TensorDescriptor over a CUDA torch tensor, keyed as _scan keys it: by its signature
