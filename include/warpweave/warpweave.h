@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -37,9 +38,30 @@ struct SignatureEntry {
 /// Parses `x:*fp32:16,n:i32,BLOCK=1024`. Throws CompileFailure naming the bad entry.
 std::vector<SignatureEntry> parseSignature(const std::string& sig);
 
+/// What one module-level name of a source file is bound to, as the caller sees the live module:
+/// @ww.jit reads each function's globals and closure at launch, so aliases, conditional and
+/// re-exported imports and import hooks bind what Python bound, whatever the import text says.
+struct NameBinding {
+  enum class Kind {
+    Module,   // a module by its dotted name: warpweave.language, math... (others: an error at use)
+    Member,   // `target` "MODULE.NAME": a member of a language module (from ... import arange)
+    Helper,   // a helper module, compiled from files[`file`] (its @jit functions and globals)
+    Function, // a @jit function: `target` is its name in files[`file`]
+    Value,    // a compile-time value: `target` is its literal text (1024, 1e-06, tl.float16)
+    Opaque,   // a Python object kernels cannot use: `target` says what it is, for the error
+  };
+  Kind kind = Kind::Value;
+  std::string target;
+  int file = -1;
+};
+
 struct SourceFile {
   std::string path;
   std::string text;
+  /// The file's module-level names as the caller resolved them. When present, names bind from
+  /// here only and the file's import statements are not consulted; without them (wwc) the
+  /// imports' text decides.
+  std::optional<std::map<std::string, NameBinding>> names = std::nullopt;
 };
 
 struct CompileOptions {
@@ -61,7 +83,7 @@ struct CompileRequest {
   std::vector<SourceFile> files;
   std::string kernel;
   std::vector<SignatureEntry> signature;
-  /// Module-level names resolved by the caller (the Python side sees the module's globals):
+  /// Module-level values of files[0] resolved by a caller that gives no SourceFile::names:
   /// name -> literal text as for constexpr values. They override what the front end parses.
   std::map<std::string, std::string> globals;
   CompileOptions options;
@@ -106,10 +128,14 @@ public:
 /// Runs the pipeline up to request.stage. Thread-safe. Throws CompileFailure on user errors.
 CompiledKernel compile(const CompileRequest& request);
 
-/// A kernel file and, transitively, the files its relative imports name (`from .helpers import
-/// f`, `from ..layernorm import g`), in the order CompileRequest::files wants them. Throws
-/// std::runtime_error when `path` cannot be read; imports that name no file are left to the
-/// compile, which reports their use.
+/// A kernel file and, transitively, the files its imports name, in the order
+/// CompileRequest::files wants them: relative imports (`from .helpers import f`, `from ..ln
+/// import g`) beside the importing file, and absolute ones (`from pkg.helpers import f`, `import
+/// pkg.helpers as h`) as MODULE.py or MODULE/__init__.py under, in order: the importing file's
+/// folder, the kernel file's folder and each folder above it, the PYTHONPATH entries and the
+/// working directory. warpweave, triton and math are the language, never files. Imports under
+/// `if`/`try`/`with` count too. Throws std::runtime_error when `path` cannot be read; imports
+/// that name no file are left to the compile, which reports their use.
 std::vector<SourceFile> readSourceWithImports(const std::string& path);
 
 /// JSON metadata written beside a cubin (`wwc --meta`): entry, warps, shared memory, params.

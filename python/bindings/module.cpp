@@ -13,6 +13,7 @@
 
 #include <structmember.h>
 
+#include <array>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -43,13 +44,39 @@ ww::Stage parseStage(const std::string& s) {
   throw std::invalid_argument("unknown stage '" + s + "': expected tile-ir, ptx or cubin");
 }
 
+/// One file's names as jit.collect_environment gives them: name -> (kind, target, file).
+using PyNames = std::map<std::string, std::tuple<std::string, std::string, int>>;
+
+std::map<std::string, ww::NameBinding> nameBindings(const PyNames& names) {
+  using Kind = ww::NameBinding::Kind;
+  static const std::map<std::string, Kind> kinds = {
+      {"module", Kind::Module}, {"member", Kind::Member}, {"helper", Kind::Helper},
+      {"function", Kind::Function}, {"value", Kind::Value}, {"opaque", Kind::Opaque}};
+  std::map<std::string, ww::NameBinding> out;
+  for (const auto& [name, binding] : names) {
+    const auto& [kind, target, file] = binding;
+    auto k = kinds.find(kind);
+    if (k == kinds.end())
+      throw std::invalid_argument("names: binding of '" + name + "' has kind '" + kind +
+                                  "'; expected module, member, helper, function, value or opaque");
+    out[name] = ww::NameBinding{k->second, target, file};
+  }
+  return out;
+}
+
 PyKernel* compileKernel(const std::vector<std::pair<std::string, std::string>>& files,
                         const std::string& kernel, const std::string& signature,
                         const std::map<std::string, std::string>& globals,
                         const std::string& target, int numWarps, int numStages, int numCtas,
-                        const std::string& stage, bool lineInfo, int mbarrierTrapTries) {
+                        const std::string& stage, bool lineInfo, int mbarrierTrapTries,
+                        const std::optional<std::vector<std::optional<PyNames>>>& names) {
   ww::CompileRequest req;
-  for (const auto& [path, text] : files) req.files.push_back({path, text});
+  if (names && names->size() != files.size())
+    throw std::invalid_argument("names: one entry (a dict or None) per file");
+  for (size_t i = 0; i < files.size(); ++i) {
+    req.files.push_back({files[i].first, files[i].second, std::nullopt});
+    if (names && (*names)[i]) req.files.back().names = nameBindings(*(*names)[i]);
+  }
   req.kernel = kernel;
   req.globals = globals;
   req.options.target = ww::parseTarget(target);
@@ -524,6 +551,9 @@ struct FastEntry {
   /// general launch gives CompiledKernel.swizzles; nullptr for other slots.
   std::vector<PyObject*> swizzles;
   bool encodes = false; // some slot is a descriptor: launches run TensorDescriptor.encode
+  /// The global values the kernel was compiled with (CompiledKernel.used_globals): per value,
+  /// its module dict and name, or its closure cell and nullptr, then the value; all strong.
+  std::vector<std::array<PyObject*, 3>> guards;
 
   FastEntry() = default;
   FastEntry(const FastEntry&) = delete;
@@ -532,8 +562,28 @@ struct FastEntry {
     for (PyObject* o : objects) Py_DECREF(o);
     for (PyObject* o : pinned) Py_DECREF(o);
     for (PyObject* o : swizzles) Py_XDECREF(o);
+    for (const auto& g : guards)
+      for (PyObject* o : g) Py_XDECREF(o);
     Py_XDECREF(compiledRef);
     Py_XDECREF(options);
+  }
+
+  /// Every guarded global still holds its value (the same object, or one of the same type that
+  /// compares equal: JITFunction._check_environment's test). False sends the launch to the
+  /// general path, which recompiles. The comparison may run Python code.
+  bool guardsHold() const {
+    for (const auto& [holder, name, value] : guards) {
+      PyObject* now = name ? PyDict_GetItemWithError(holder, name) : PyCell_GET(holder);
+      if (now == value) continue;
+      if (!now || Py_TYPE(now) != Py_TYPE(value)) {
+        PyErr_Clear();
+        return false;
+      }
+      int eq = PyObject_RichCompareBool(now, value, Py_EQ);
+      if (eq < 0) PyErr_Clear();
+      if (eq != 1) return false;
+    }
+    return true;
   }
 
   bool matches(const CallState& st) const {
@@ -618,6 +668,8 @@ public:
         for (PyObject* o : e->swizzles) Py_VISIT(o);
         Py_VISIT(e->options);
         Py_VISIT(e->compiledRef);
+        for (const auto& g : e->guards)
+          for (PyObject* o : g) Py_VISIT(o);
       }
     return 0;
   }
@@ -652,11 +704,15 @@ public:
     const std::shared_ptr<FastEntry>* found = find(st);
     if (!found) return general(grid, args, nargs, kwnames, &st);
     const FastEntry* entry = found->get();
+    // A grid function, a descriptor's encode or a guard's == may run anything, even clear().
+    std::shared_ptr<FastEntry> kept;
+    if (!entry->guards.empty()) {
+      kept = *found;
+      if (!entry->guardsHold()) return general(grid, args, nargs, kwnames, &st);
+    }
     nb::object compiled = nb::borrow(PyWeakref_GetObject(entry->compiledRef));
     unsigned g[3];
-    // A grid function or a descriptor's encode may run anything, even clear().
-    std::shared_ptr<FastEntry> kept;
-    if (!dims || entry->encodes) kept = *found;
+    if (!kept && (!dims || entry->encodes)) kept = *found;
     if (dims) {
       g[0] = dims[0], g[1] = dims[1], g[2] = dims[2];
     } else {
@@ -1022,6 +1078,23 @@ private:
     }
     e->options = options.release().ptr();
     e->kernel = &k;
+    // Guards come as ((dict, name, value) or (cell, None, value), ...); anything else leaves
+    // the kernel to the general path, which checks them itself.
+    nb::object used = nb::getattr(compiled, "used_globals", nb::none());
+    if (!used.is_none()) {
+      if (!PyTuple_Check(used.ptr())) return;
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(used.ptr()); ++i) {
+        PyObject* g = PyTuple_GET_ITEM(used.ptr(), i);
+        if (!PyTuple_Check(g) || PyTuple_GET_SIZE(g) != 3) return;
+        PyObject* holder = PyTuple_GET_ITEM(g, 0);
+        PyObject* name = PyTuple_GET_ITEM(g, 1);
+        bool cell = PyCell_Check(holder) && name == Py_None;
+        if (!cell && !(PyDict_Check(holder) && PyUnicode_Check(name))) return;
+        std::array<PyObject*, 3> guard = {holder, cell ? nullptr : name, PyTuple_GET_ITEM(g, 2)};
+        for (PyObject* o : guard) Py_XINCREF(o);
+        e->guards.push_back(guard);
+      }
+    }
     // Bounded, should keys never match again (constexpr objects equal only to themselves).
     if (numEntries_ >= kMaxEntries) clear();
     entries_[st.hash].push_back(std::move(e));
@@ -1466,8 +1539,10 @@ NB_MODULE(_native, m) {
   m.def("compile", &compileKernel, "files"_a, "kernel"_a, "signature"_a, "globals"_a,
         "target"_a = "sm_90a", "num_warps"_a = 4, "num_stages"_a = 3, "num_ctas"_a = 1,
         "stage"_a = "cubin", "line_info"_a = true, "mbarrier_trap_tries"_a = 0,
-        nb::rv_policy::take_ownership,
-        "Compiles `kernel` from `files` [(path, text), ...] for a signature string.");
+        "names"_a = nb::none(), nb::rv_policy::take_ownership,
+        "Compiles `kernel` from `files` [(path, text), ...] for a signature string. `names`, one "
+        "per file (None: its imports' text decides), maps module-level names to (kind, target, "
+        "file index): module, member, helper, function, value or opaque (ww::NameBinding).");
   m.def("kernel_from_metadata", &kernelFromMetadata, "metadata_json"_a, "cubin"_a, "ptx"_a = "",
         nb::rv_policy::take_ownership,
         "Rebuilds a launchable kernel from `wwc --meta` JSON and its cubin (the disk cache).");

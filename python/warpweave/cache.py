@@ -59,6 +59,9 @@ def cache_key(request: dict, compiler_version: str) -> str:
         h.update(text.encode("utf-8", "surrogatepass"))
     for name in sorted(request["globals"]):
         h.update(f"global\0{name}\0{request['globals'][name]}\0".encode())
+    for i, names in enumerate(request.get("names") or ()):  # how each file's names are bound
+        for name in sorted(names or ()):
+            h.update(f"name\0{i}\0{name}\0{names[name]!r}\0".encode())
     for field in ("kernel", "signature", "target", "num_warps", "num_stages", "num_ctas", "stage"):
         h.update(f"{field}\0{request[field]}\0".encode())
     # Absent from requests that do not trap on hangs (WARPWEAVE_TRAP_HANGS).

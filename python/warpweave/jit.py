@@ -126,6 +126,8 @@ def literal(value, name: str = "value") -> str:
         return repr(value)
     if isinstance(value, tl.dtype):
         return f"tl.{value.name}"
+    if type(value).__name__ == "_EnumValue" and type(value).__module__ == "warpweave.tlx":
+        return f"tlx.{value.kind}.{value.name}"
     if isinstance(value, (tuple, list)):
         inner = ", ".join(literal(v, name) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
@@ -138,12 +140,6 @@ def literal(value, name: str = "value") -> str:
     raise TypeError(
         f"constexpr '{name}' = {value!r} of type {type(value).__name__}: compile-time values must "
         f"be int, float, bool, str, None, a tl dtype, or tuples of these")
-
-
-def _is_literal_global(value) -> bool:
-    if isinstance(value, (bool, int, float, str, tl.dtype, tl.constexpr)):
-        return not (isinstance(value, float) and not math.isfinite(value))
-    return False
 
 
 # ------------------------------------------------------------------------------------------------
@@ -285,54 +281,236 @@ def _module_imports(lines):
 
 
 class _Environment:
-    """The files and global values a kernel's compile needs."""
+    """What a kernel's compile needs from Python: the files holding its code and its helpers'
+    (files[0] holds the kernel), and for each file the module-level names that code uses, bound
+    as the live Python objects are (not as the import statements read): names[i] maps a name of
+    files[i] to (kind, target, file index), ww::NameBinding's fields. `globals` is every value
+    binding as literal text (for callers that pass no names); `guards` holds where each value was
+    read, to tell at launch that one changed."""
 
-    def __init__(self, files, globals_):
-        self.files = files  # [(path, text)], the kernel's first
+    def __init__(self, files, names, globals_, guards):
+        self.files = files  # [(path, text)]
+        self.names = names  # [{name: (kind, target, file)}], one per file
         self.globals = globals_  # name -> literal text
+        self.guards = guards  # ((module dict, name, value) or (closure cell, None, value), ...)
+
+    def current(self) -> bool:
+        """No value the compile read has been rebound since (the native launch path checks the
+        same: an object of the same type that compares equal, or the very object)."""
+        for holder, name, value in self.guards:
+            if name is None:
+                try:
+                    now = holder.cell_contents
+                except ValueError:
+                    return False
+            else:
+                now = holder.get(name, _MISSING)
+            if now is value:
+                continue
+            try:
+                if type(now) is not type(value) or not (now == value):
+                    return False
+            except Exception:
+                return False
+        return True
+
+
+def _is_language_module(module) -> bool:
+    """warpweave's and triton's modules and math: the compiler knows them by name."""
+    name = getattr(module, "__name__", "") or ""
+    return name.split(".")[0] in ("warpweave", "triton") or name == "math"
+
+
+def _language_members() -> dict:
+    """id(object) -> "module.attr" for the functions, classes and objects of the language modules
+    loaded (`from warpweave.language import arange` binds one of these)."""
+    import sys
+
+    first = ("warpweave.language", "warpweave.language.math", "warpweave.tlx")
+    loaded = [n for n in list(sys.modules)
+              if n.startswith(("warpweave.language", "warpweave.tlx", "triton.language"))]
+    out: dict = {}
+    for modname in list(first) + sorted(set(loaded) - set(first)):
+        module = sys.modules.get(modname)
+        if module is None or not _is_language_module(module):
+            continue
+        for attr, v in list(vars(module).items()):
+            if attr.startswith("_") or isinstance(v, (bool, int, float, str, types.ModuleType)):
+                continue
+            out.setdefault(id(v), f"{modname}.{attr}")
+    return out
+
+
+def _referenced_names(fn):
+    """(names, dotted chains) that `fn`'s source reads from outside itself: the names its code
+    uses that are not its locals (defaults and annotations are evaluated outside, so all of their
+    names), and each `a.b.c` whose base is such a name, as ("a", "b", "c")."""
+    import ast
+
+    code = fn.__code__
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        names: set = set()
+        _code_names(code, names)
+        return names | set(code.co_freevars), []
+    local = set(code.co_varnames) | set(code.co_cellvars)
+    outside: list = []  # default values and annotations: evaluated where the def is
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            a = node.args
+            outside += a.defaults + [d for d in a.kw_defaults if d is not None]
+            outside += [x.annotation for x in a.posonlyargs + a.args + a.kwonlyargs
+                        if getattr(x, "annotation", None) is not None]
+    outside_ids = {id(n) for root in outside for n in ast.walk(root)}
+    names = set()
+    chains = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if node.id not in local or id(node) in outside_ids:
+                names.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            attrs = []
+            base = node
+            while isinstance(base, ast.Attribute):
+                attrs.append(base.attr)
+                base = base.value
+            if isinstance(base, ast.Name) and (base.id not in local or id(base) in outside_ids):
+                chains.add((base.id, *reversed(attrs)))
+    return names, sorted(chains)
+
+
+def _read_file(path: str) -> str | None:
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    return None
+
+
+def _describe(value) -> str:
+    """What a Python object is, for the compiler's "kernel code cannot use" error."""
+    if callable(value) and hasattr(value, "__code__"):
+        return f"the Python function {getattr(value, '__qualname__', '?')} (not @jit)"
+    t = type(value)
+    return f"a {t.__module__}.{t.__qualname__} object" if t.__module__ != "builtins" else \
+        f"a {t.__qualname__}"
 
 
 def collect_environment(jitfn: "JITFunction") -> _Environment:
-    files: list = []
-    seen_paths: set = set()
+    """The kernel's compile environment, read from the live Python objects: starting at the
+    kernel, every name its code uses is looked up in its closure and globals (as Python would at
+    run time) and recorded with what it is; @jit functions reached that way add their files and
+    names in turn, as do helper modules reached through attributes (`helpers.f`)."""
+    files: list = []  # [[path, text]]
+    names: list = []
+    entries: dict = {}  # ("module", id(globals dict)) or ("function", id(fn)) -> file index
+    functions: dict = {}  # id(fn) -> file index
     globals_: dict = {}
-    visited: set = set()
+    guards: list = []
+    guarded: set = set()
+    members = _language_members()
 
-    def visit(fn, add_whole_file: bool):
-        if id(fn) in visited:
-            return
-        visited.add(id(fn))
-        path, text = _read_source(fn)
-        if "<locals>" in fn.__qualname__ or path not in seen_paths:
-            if path not in seen_paths or "<locals>" in fn.__qualname__:
-                files.append((path, text))
-            seen_paths.add(path)
-            if "<locals>" in fn.__qualname__ and os.path.isfile(path) and add_whole_file:
-                # Module-level helpers of a nested kernel live in the rest of its file.
-                with open(path, encoding="utf-8") as f:
-                    files.append((path, f.read()))
-        names: set = set()
-        _code_names(fn.__code__, names)
+    def add(key, path, text):
+        entries[key] = len(files)
+        files.append([path, text])
+        names.append({})
+        return entries[key]
+
+    def module_entry(g: dict, path: str, with_text: bool):
+        """The file entry of the module whose globals are `g` (its text once it is needed)."""
+        i = entries.get(("module", id(g)))
+        if i is None:
+            i = add(("module", id(g)), path, "")
+        if with_text and not files[i][1]:
+            files[i][1] = _read_file(path) or ""
+        return i
+
+    def visit(fn) -> int:
+        """The file index defining `fn` (added, with its names, on the first visit)."""
+        i = functions.get(id(fn))
+        if i is not None:
+            return i
+        path = inspect.getsourcefile(fn) or f"<{fn.__name__}>"
+        if "<locals>" in fn.__qualname__ or not os.path.isfile(path):
+            # Its own dedented source (line numbers kept): a nested kernel or helper has its
+            # closure as well as its module's globals.
+            i = add(("function", id(fn)), *_read_source(fn))
+        else:
+            i = module_entry(fn.__globals__, path, True)
+        functions[id(fn)] = i
+        free = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
         g = fn.__globals__
-        for name in sorted(names):
-            if name not in g:
-                continue
-            value = g[name]
-            if isinstance(value, JITFunction):
-                visit(value.fn, True)
-            elif _is_literal_global(value) and name not in globals_:
-                globals_[name] = literal(value, name)
-        # Defaults of nested helpers and closures: closure cells holding jit helpers.
-        for cell in fn.__closure__ or ():
-            try:
-                v = cell.cell_contents
-            except ValueError:
-                continue
-            if isinstance(v, JITFunction):
-                visit(v.fn, True)
 
-    visit(jitfn.fn, True)
-    return _Environment(files, globals_)
+        def lookup(name):
+            if name in free:
+                try:
+                    return free[name].cell_contents, free[name], None
+                except ValueError:  # a cell not yet filled
+                    return _MISSING, None, None
+            return g.get(name, _MISSING), g, name
+
+        refs, chains = _referenced_names(fn)
+        for name in sorted(refs):
+            value, holder, key = lookup(name)
+            if value is not _MISSING:
+                bind(i, name, value, holder, key)
+        for chain in chains:
+            value = lookup(chain[0])[0]
+            for attr in chain[1:]:
+                if not isinstance(value, types.ModuleType) or _is_language_module(value):
+                    break
+                d = vars(value)
+                if attr not in d:
+                    break
+                bind(module_of(value), attr, d[attr], d, attr)
+                value = d[attr]
+        return i
+
+    def module_of(module) -> int:
+        """The entry of a helper module: its file's text when it defines @jit functions."""
+        d = vars(module)
+        path = getattr(module, "__file__", None) or f"<module {module.__name__}>"
+        has_jit = any(isinstance(v, JITFunction) for v in list(d.values()))
+        return module_entry(d, path, has_jit and path.endswith(".py"))
+
+    def bind(i, name, value, holder, key):
+        table = names[i]
+        if name in table:
+            return
+        table[name] = ("opaque", "", -1)  # a placeholder while a helper is visited
+        table[name] = binding = classify(value)
+        if binding[0] == "value":
+            globals_.setdefault(name, binding[1])
+            if (id(holder), key) not in guarded:
+                guarded.add((id(holder), key))
+                guards.append((holder, key, value))
+
+    def classify(value):
+        if isinstance(value, JITFunction):
+            return ("function", value.fn.__name__, visit(value.fn))
+        if isinstance(value, types.ModuleType):
+            if _is_language_module(value):
+                return ("module", value.__name__, -1)
+            return ("helper", value.__name__, module_of(value))
+        if _is_numpy(value) or _is_torch_tensor(value):
+            return ("opaque", _describe(value), -1)  # literal() would take their dtypes
+        if type(value) is float and not math.isfinite(value):  # NEG_INF = float("-inf")
+            return ("value", f"float('{value!r}')", -1)
+        if not callable(value) or isinstance(value, (tl.dtype, tl.constexpr)):
+            try:
+                return ("value", literal(value), -1)
+            except (TypeError, ValueError):
+                pass
+        member = members.get(id(value))
+        if member is not None:
+            return ("member", member, -1)
+        try:
+            return ("value", literal(value), -1)  # numpy/torch dtype classes
+        except (TypeError, ValueError):
+            return ("opaque", _describe(value), -1)
+
+    visit(jitfn.fn)
+    return _Environment([tuple(f) for f in files], names, globals_, tuple(guards))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -443,6 +621,9 @@ def trap_hang_tries() -> int:
 
 class CompiledKernel:
     """A kernel compiled for one specialization, with what a launch needs precomputed."""
+
+    # The guards of the environment it was compiled in (_Environment.guards).
+    used_globals = ()
 
     def __init__(self, jitfn, native_kernel, signature: str, arg_kinds, interpret: bool, options):
         self.fn = jitfn
@@ -887,6 +1068,15 @@ class JITFunction(KernelInterface):
             self._env = collect_environment(self)
         return self._env
 
+    def _check_environment(self):
+        """Forgets the compiled kernels (and the environment) once a global value they were
+        compiled with has been rebound, so that the launch recompiles with the new value, as
+        Triton checks its used_global_vals; the native launch path checks the same guards."""
+        env = self._env
+        if env is not None and env.guards and not env.current():
+            self._env = None
+            self.cache.clear()
+
     # -- compile + launch ------------------------------------------------------------------------
 
     def _options(self, num_warps, num_stages, ctas_per_cga, num_ctas):
@@ -929,6 +1119,7 @@ class JITFunction(KernelInterface):
             target = "interp" if interpret else _gpu_target()
         trap = trap_hang_tries()
         key = (interpret, target, options, trap, key_part)
+        self._check_environment()
         compiled = self.cache.get(key)
         if compiled is None:
             compiled = self._compile(values, key_part, kinds, interpret, options, target, trap)
@@ -944,7 +1135,7 @@ class JITFunction(KernelInterface):
         compile_target = "sm_90a" if interpret else target
         request = dict(files=env.files, kernel=self.fn.__name__, signature=signature,
                        globals=env.globals, target=compile_target, num_warps=num_warps,
-                       num_stages=num_stages, num_ctas=num_ctas, stage=stage)
+                       num_stages=num_stages, num_ctas=num_ctas, stage=stage, names=env.names)
         if trap:
             request["mbarrier_trap_tries"] = trap
         kernel = None
@@ -965,7 +1156,9 @@ class JITFunction(KernelInterface):
                 from . import cache
 
                 cache.store(disk_key, kernel)
-        return CompiledKernel(self, kernel, signature, kinds, interpret, options)
+        compiled = CompiledKernel(self, kernel, signature, kinds, interpret, options)
+        compiled.used_globals = env.guards  # what the native launch path checks on each launch
+        return compiled
 
     def run(self, *args, grid, num_warps=None, num_stages=None, ctas_per_cga=None, num_ctas=None,
             warmup=False, **kwargs):
@@ -1000,6 +1193,7 @@ class JITFunction(KernelInterface):
             target = _gpu_target()
         trap = trap_hang_tries()
         key = (interpret, target, options, trap, key_part)
+        self._check_environment()
         compiled = self.cache.get(key)
         if compiled is None:
             compiled = self._compile(values, key_part, kinds, interpret, options, target, trap)

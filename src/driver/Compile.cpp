@@ -41,7 +41,10 @@ CompiledKernel compile(const CompileRequest& req) {
     }
     specialize::SpecializeInput in;
     in.sources = &sm;
-    for (const auto& m : asts) in.modules.push_back(&m);
+    for (size_t i = 0; i < asts.size(); ++i) {
+      in.modules.push_back(&asts[i]);
+      in.names.push_back(req.files[i].names ? &*req.files[i].names : nullptr);
+    }
     in.kernel = req.kernel;
     in.signature = req.signature;
     in.globals = req.globals;

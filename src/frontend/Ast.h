@@ -321,6 +321,7 @@ struct Import : Stmt {
 /// host-side functions it cannot parse) is skipped without error: it is host code, not kernel code.
 struct Module {
   uint32_t file = 0; // SourceManager id
+  // Imports at the top level and under top-level if/try/with.
   std::vector<std::unique_ptr<Import>> imports;
   std::vector<StmtPtr> constants; // Assign / AnnAssign at module level
   std::vector<std::unique_ptr<FunctionDef>> functions;

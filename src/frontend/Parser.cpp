@@ -81,6 +81,8 @@ public:
         parseTopLevelFunction(module, start);
       } else if (atKeyword("import") || atKeyword("from")) {
         parseHostOrSkip(start, [&] { module.imports.push_back(parseImport()); });
+      } else if (atKeyword("if") || atKeyword("try") || atKeyword("with")) {
+        parseHostOrSkip(start, [&] { collectBlockImports(module); });
       } else if (at(TokenKind::Name)) {
         parseHostOrSkip(start, [&] { parseTopLevelAssignments(module); });
       } else {
@@ -215,6 +217,64 @@ private:
         return;
       }
     }
+  }
+
+  /// A top-level `if`/`try`/`with` statement with its clauses: the imports its blocks hold join
+  /// the module's imports (which of them ran is Python's to know; the compiler binds each name
+  /// to the last one in the file, as running them all would); everything else is skipped.
+  /// `if __name__ == "__main__":` is script code and is skipped whole.
+  void collectBlockImports(Module& module) {
+    const size_t start = pos_;
+    do {
+      advance(); // if, elif, else, try, except, finally, with
+      int brackets = 0;
+      while (!(brackets == 0 && atOp(":"))) {
+        if (at(TokenKind::Newline) || at(TokenKind::EndOfFile)) errorExpected("':'");
+        if (atOp("(") || atOp("[") || atOp("{")) ++brackets;
+        if (atOp(")") || atOp("]") || atOp("}")) --brackets;
+        if (at(TokenKind::Name) && cur().text == "__name__") {
+          pos_ = start;
+          skipStatement();
+          return;
+        }
+        advance();
+      }
+      advance(); // ':'
+      collectSuiteImports(module);
+    } while (atKeyword("elif") || atKeyword("else") || atKeyword("except") || atKeyword("finally"));
+  }
+
+  void collectSuiteImports(Module& module) {
+    if (!at(TokenKind::Newline)) { // `try: import x` on one line
+      const size_t start = pos_;
+      if (atKeyword("import") || atKeyword("from")) {
+        try {
+          module.imports.push_back(parseImport());
+          return;
+        } catch (const CompileError&) {
+          pos_ = start;
+          depth_ = 0;
+        }
+      }
+      while (!at(TokenKind::Newline) && !at(TokenKind::EndOfFile)) advance();
+      if (at(TokenKind::Newline)) advance();
+      return;
+    }
+    advance();
+    if (!at(TokenKind::Indent)) errorExpected("an indented block");
+    advance();
+    while (!at(TokenKind::Dedent) && !at(TokenKind::EndOfFile)) {
+      const size_t start = pos_;
+      if (at(TokenKind::Newline))
+        advance();
+      else if (atKeyword("import") || atKeyword("from"))
+        parseHostOrSkip(start, [&] { module.imports.push_back(parseImport()); });
+      else if (atKeyword("if") || atKeyword("try") || atKeyword("with"))
+        parseHostOrSkip(start, [&] { collectBlockImports(module); });
+      else
+        skipStatement();
+    }
+    if (at(TokenKind::Dedent)) advance();
   }
 
   void parseTopLevelAssignments(Module& module) {

@@ -36,7 +36,10 @@ Val Specializer::evalName(const Name* e) {
   const ModuleInfo& mi = modules[frame->module];
   for (const auto& [n, f] : mi.functions) candidates.push_back(n);
   for (const auto& [n, c] : mi.constants) candidates.push_back(n);
-  for (const auto& [n, c] : mi.imports) candidates.push_back(n);
+  if (mi.names)
+    for (const auto& [n, b] : *mi.names) candidates.push_back(n);
+  else
+    for (const auto& [n, c] : mi.imports) candidates.push_back(n);
   std::string msg = "undefined name '" + e->id + "'";
   std::string near = closestMatch(e->id, candidates);
   if (!near.empty()) msg += "; did you mean '" + near + "'?";
@@ -47,51 +50,232 @@ static std::string moduleStem(const SourceManager& sm, const ast::Module& m) {
   return std::filesystem::path(sm.path(m.file)).stem().string();
 }
 
+/// The namespace a module stands for in kernel code ("tl", "tlx", "math", "libdevice", "ww",
+/// "tl.extra") by its dotted name; "" for any other module. triton.X names the same module as
+/// warpweave.X: a kernel ports by changing that word.
+static std::string languageNamespace(const std::string& dotted) {
+  static const std::map<std::string, std::string> known = {
+      {"warpweave", "ww"},
+      {"warpweave.language", "tl"},
+      {"warpweave.language.math", "tl"},
+      {"warpweave.tlx", "tlx"},
+      {"warpweave.language.tlx", "tlx"},
+      {"warpweave.language.extra.tlx", "tlx"},
+      {"warpweave.language.extra", "tl.extra"},
+      {"warpweave.language.extra.cuda", "tl.extra"},
+      {"warpweave.language.libdevice", "libdevice"},
+      {"warpweave.language.extra.libdevice", "libdevice"},
+      {"warpweave.language.extra.cuda.libdevice", "libdevice"},
+      {"math", "math"},
+  };
+  std::string m = dotted;
+  if (m == "triton" || m.starts_with("triton.")) m = "warpweave" + m.substr(6);
+  auto k = known.find(m);
+  return k == known.end() ? std::string() : k->second;
+}
+
+/// The given file that is module `dotted` (pkg.helpers: .../pkg/helpers.py or
+/// .../pkg/helpers/__init__.py), else the one whose file name is its last component.
+std::optional<size_t> Specializer::findModule(const std::string& dotted) const {
+  std::string rel = dotted;
+  std::replace(rel.begin(), rel.end(), '.', '/');
+  auto named = [&](size_t m, const std::string& tail) {
+    std::string p = std::filesystem::path(in.sources->path(in.modules[m]->file)).generic_string();
+    return p == tail || p.ends_with("/" + tail);
+  };
+  for (size_t m = 0; m < in.modules.size(); ++m)
+    if (named(m, rel + ".py") || named(m, rel + "/__init__.py")) return m;
+  std::string stem =
+      dotted.substr(dotted.rfind('.') == std::string::npos ? 0 : dotted.rfind('.') + 1);
+  for (size_t m = 0; m < in.modules.size(); ++m)
+    if (moduleStem(*in.sources, *in.modules[m]) == stem) return m;
+  return std::nullopt;
+}
+
+Val Specializer::moduleValue(const std::string& dotted) {
+  if (std::string ns = languageNamespace(dotted); !ns.empty()) return Val::ns(ns);
+  if (auto m = findModule(dotted)) return Val::ns("module:" + std::to_string(*m));
+  // A package whose own file was not given, holding modules that were (`import pkg.helpers`
+  // binds pkg).
+  std::string dir = "/" + dotted + "/";
+  std::replace(dir.begin(), dir.end(), '.', '/');
+  for (const ast::Module* m : in.modules)
+    if (std::filesystem::path(in.sources->path(m->file)).generic_string().find(dir) !=
+        std::string::npos)
+      return Val::ns("package:" + dotted);
+  return Val::ns("external:" + dotted);
+}
+
+Val Specializer::importedValue(size_t module, const ImportAlias& a, SourceLoc loc) {
+  std::string mod = a.module;
+  while (!mod.empty() && mod[0] == '.') mod.erase(0, 1);
+  if (a.name.empty()) {
+    // `import a.b` binds the package a (the parser names it asName); `import a.b as x`, a.b.
+    std::string top = mod.substr(0, mod.find('.'));
+    return moduleValue(a.asName == top ? top : mod);
+  }
+  std::string full = mod.empty() ? a.name : mod + "." + a.name;
+  if (std::string ns = languageNamespace(full); !ns.empty()) return Val::ns(ns);
+  if (std::string ns = languageNamespace(mod); !ns.empty()) {
+    // `from warpweave.language import constexpr`: a member of a known namespace.
+    if (auto m = namespaceMember(ns, a.name)) return *m;
+    return Val::ns("external:" + full);
+  }
+  // `from .utils import helper`, `from pkg.utils import helper`: the helper module by its
+  // path or file name, else any module defining it.
+  std::optional<size_t> from = mod.empty() ? std::nullopt : findModule(mod);
+  if (from) {
+    if (modules[*from].functions.count(a.name))
+      return Val::function({modules[*from].functions[a.name], *from});
+    if (*from != module && (modules[*from].constants.count(a.name) || modules[*from].names))
+      if (auto v = lookupGlobal(*from, a.name, loc)) return *v;
+  }
+  // `from . import helpers`, `from pkg import helpers`: a module.
+  Val sub = moduleValue(full);
+  if (!sub.s.starts_with("external:")) return sub;
+  for (size_t m = 0; m < in.modules.size(); ++m)
+    if (modules[m].functions.count(a.name)) return Val::function({modules[m].functions[a.name], m});
+  return Val::ns("external:" + full);
+}
+
+Val Specializer::evalLiteralExpr(const Expr* e) {
+  // tl and tlx name the language here whatever the kernel's file binds them to.
+  Frame literalFrame;
+  literalFrame.env["tl"] = Val::ns("tl");
+  literalFrame.env["tlx"] = Val::ns("tlx");
+  Frame* saved = frame;
+  frame = &literalFrame;
+  try {
+    Val v = eval(e);
+    frame = saved;
+    return v;
+  } catch (...) {
+    frame = saved;
+    throw;
+  }
+}
+
+Val Specializer::evalLiteral(const std::string& text, const std::string& what, SourceLoc loc) {
+  SourceManager local;
+  uint32_t id = local.addFile("<" + what + ">", text);
+  Val v;
+  try {
+    ExprPtr e = frontend::parseExpression(local, id);
+    v = evalLiteralExpr(e.get());
+  } catch (CompileError& err) {
+    raiseError(loc, "bad value '" + text + "' for " + what + ": " + err.diagnostic().message);
+  }
+  if (!v.isConstexpr())
+    raiseError(loc, "the value '" + text + "' of " + what + " is not a compile-time constant");
+  return v;
+}
+
+std::optional<Val> Specializer::boundValue(size_t module, const std::string& name,
+                                           const NameBinding& binding, SourceLoc loc) {
+  auto fileIndex = [&]() -> size_t {
+    if (binding.file < 0 || static_cast<size_t>(binding.file) >= in.modules.size())
+      raiseError(loc, "'" + name + "' is bound to file " + std::to_string(binding.file) +
+                          ", which the compiler was not given (" +
+                          std::to_string(in.modules.size()) + " files)");
+    return static_cast<size_t>(binding.file);
+  };
+  switch (binding.kind) {
+  case NameBinding::Kind::Module:
+    return moduleValue(binding.target);
+  case NameBinding::Kind::Member: {
+    size_t dot = binding.target.rfind('.');
+    std::string ns =
+        languageNamespace(binding.target.substr(0, dot == std::string::npos ? 0 : dot));
+    if (!ns.empty())
+      if (auto m = namespaceMember(ns, binding.target.substr(dot + 1))) return *m;
+    raiseError(loc,
+               "'" + name + "' is " + binding.target + ", which is not available in kernel code");
+  }
+  case NameBinding::Kind::Helper:
+    return Val::ns("module:" + std::to_string(fileIndex()));
+  case NameBinding::Kind::Function: {
+    size_t m = fileIndex();
+    auto f = modules[m].functions.find(binding.target);
+    if (f == modules[m].functions.end())
+      raiseError(loc, "'" + name + "' is the @jit function '" + binding.target + "' of " +
+                          in.sources->path(in.modules[m]->file) +
+                          ", but that file does not define it at the top level");
+    return Val::function({f->second, m});
+  }
+  case NameBinding::Kind::Value:
+    return evalLiteral(binding.target, "global '" + name + "'", loc);
+  case NameBinding::Kind::Opaque: {
+    // A plain function the file defines: the call says it is not @jit, pointing at it.
+    ModuleInfo& mi = modules[module];
+    if (auto f = mi.functions.find(name); f != mi.functions.end())
+      return Val::function({f->second, module});
+    raiseError(loc, "global '" + name + "' is " + binding.target +
+                        ", which kernel code cannot use; kernels use @jit functions, the "
+                        "language modules (tl, tlx, math) and compile-time constants (int, float, "
+                        "bool, str, None, dtypes and tuples of these)");
+  }
+  }
+  return std::nullopt;
+}
+
+Val Specializer::textConstant(size_t module, const std::string& name, SourceLoc loc) {
+  const Stmt* s = modules[module].constants.at(name);
+  return evalGlobalOnce(module, name, loc, [&]() -> Val {
+    const Expr* value = nullptr;
+    if (auto* a = dyn_cast<Assign>(s))
+      value = a->value.get();
+    else
+      value = ast::cast<AnnAssign>(s)->value.get();
+    Val v = eval(value);
+    if (!v.isConstexpr())
+      raiseError(value->loc, "module-level '" + name + "' must be a compile-time constant");
+    return v;
+  });
+}
+
+Val Specializer::evalGlobalOnce(size_t module, const std::string& name, SourceLoc loc,
+                                const std::function<Val()>& fn) {
+  ModuleInfo& mi = modules[module];
+  if (mi.evaluating.count(name))
+    raiseError(loc, "global '" + name + "' is defined in terms of itself");
+  mi.evaluating.insert(name);
+  Frame tmp;
+  tmp.module = module;
+  Frame* saved = frame;
+  frame = &tmp;
+  Val v;
+  try {
+    v = fn();
+  } catch (...) {
+    frame = saved;
+    mi.evaluating.erase(name);
+    throw;
+  }
+  frame = saved;
+  mi.evaluating.erase(name);
+  mi.constantCache[name] = v;
+  return v;
+}
+
 std::optional<Val> Specializer::lookupGlobal(size_t module, const std::string& name,
                                              SourceLoc loc) {
   ModuleInfo& mi = modules[module];
   if (auto c = mi.constantCache.find(name); c != mi.constantCache.end()) return c->second;
-  auto evalIn = [&](auto&& fn) -> Val {
-    if (mi.evaluating.count(name))
-      raiseError(loc, "global '" + name + "' is defined in terms of itself");
-    mi.evaluating.insert(name);
-    Frame tmp;
-    tmp.module = module;
-    Frame* saved = frame;
-    frame = &tmp;
-    Val v;
-    try {
-      v = fn();
-    } catch (...) {
-      frame = saved;
-      mi.evaluating.erase(name);
-      throw;
-    }
-    frame = saved;
-    mi.evaluating.erase(name);
-    mi.constantCache[name] = v;
+  if (mi.names) {
+    auto b = mi.names->find(name);
+    if (b == mi.names->end()) return std::nullopt;
+    std::optional<Val> v = boundValue(module, name, b->second, loc);
+    if (v) mi.constantCache[name] = *v;
     return v;
-  };
+  }
   if (module == 0) {
     auto g = in.globals.find(name);
     if (g != in.globals.end()) {
-      return evalIn([&]() -> Val {
+      return evalGlobalOnce(module, name, loc, [&]() -> Val {
         auto f = in.globalFiles.find(name);
-        Val v;
-        if (f != in.globalFiles.end()) {
-          ExprPtr e = frontend::parseExpression(*in.sources, f->second);
-          v = eval(e.get());
-        } else {
-          SourceManager local;
-          uint32_t id = local.addFile("<global " + name + ">", g->second);
-          try {
-            ExprPtr e = frontend::parseExpression(local, id);
-            v = eval(e.get());
-          } catch (CompileError& err) {
-            raiseError(loc, "bad value '" + g->second + "' for global '" + name +
-                                "': " + err.diagnostic().message);
-          }
-        }
+        if (f == in.globalFiles.end()) return evalLiteral(g->second, "global '" + name + "'", loc);
+        ExprPtr e = frontend::parseExpression(*in.sources, f->second);
+        Val v = evalLiteralExpr(e.get());
         if (!v.isConstexpr())
           raiseError(loc, "global '" + name + "' is not a compile-time constant");
         return v;
@@ -99,68 +283,13 @@ std::optional<Val> Specializer::lookupGlobal(size_t module, const std::string& n
     }
   }
   if (auto imp = mi.imports.find(name); imp != mi.imports.end()) {
-    const ImportAlias& a = *imp->second;
-    std::string mod = a.module;
-    while (!mod.empty() && mod[0] == '.') mod.erase(0, 1);
-    std::string full = a.name.empty() ? (a.asName.empty() ? mod.substr(0, mod.find('.')) : mod)
-                                      : (mod.empty() ? a.name : mod + "." + a.name);
-    static const std::map<std::string, std::string> known = {
-        {"warpweave.language", "tl"},
-        {"triton.language", "tl"},
-        {"warpweave.language.math", "tl"},
-        {"triton.language.math", "tl"},
-        {"warpweave.tlx", "tlx"},
-        {"warpweave.language.tlx", "tlx"},
-        {"triton.language.extra.tlx", "tlx"},
-        {"warpweave.language.extra.tlx", "tlx"},
-        {"warpweave", "ww"},
-        {"triton", "ww"},
-        {"math", "math"},
-        {"triton.language.extra", "tl.extra"},
-        {"triton.language.extra.libdevice", "libdevice"},
-        {"triton.language.extra.cuda.libdevice", "libdevice"},
-        {"warpweave.language.libdevice", "libdevice"},
-        {"warpweave.language.extra.libdevice", "libdevice"},
-    };
-    if (auto k = known.find(full); k != known.end()) return Val::ns(k->second);
-    if (!a.name.empty()) {
-      // `from warpweave.language import constexpr`: a member of a known namespace.
-      if (auto k = known.find(mod); k != known.end())
-        if (auto m = namespaceMember(k->second, a.name)) return *m;
-      // `from .utils import helper`: the helper module by file name, else any module.
-      std::string stem = mod.substr(mod.rfind('.') == std::string::npos ? 0 : mod.rfind('.') + 1);
-      for (int pass = 0; pass < 2; ++pass)
-        for (size_t m = 0; m < in.modules.size(); ++m) {
-          if (pass == 0 && moduleStem(*in.sources, *in.modules[m]) != stem) continue;
-          if (modules[m].functions.count(a.name))
-            return Val::function({modules[m].functions[a.name], m});
-          if (pass == 0 && modules[m].constants.count(a.name) && m != module)
-            return lookupGlobal(m, a.name, loc);
-        }
-      return Val::ns("external:" + full);
-    }
-    std::string stem = full.substr(full.rfind('.') == std::string::npos ? 0 : full.rfind('.') + 1);
-    for (size_t m = 0; m < in.modules.size(); ++m)
-      if (m != module && moduleStem(*in.sources, *in.modules[m]) == stem)
-        return Val::ns("module:" + std::to_string(m));
-    return Val::ns("external:" + full);
+    Val v = importedValue(module, *imp->second, loc);
+    mi.constantCache[name] = v;
+    return v;
   }
   if (auto f = mi.functions.find(name); f != mi.functions.end())
     return Val::function({f->second, module});
-  if (auto c = mi.constants.find(name); c != mi.constants.end()) {
-    const Stmt* s = c->second;
-    return evalIn([&]() -> Val {
-      const Expr* value = nullptr;
-      if (auto* a = dyn_cast<Assign>(s))
-        value = a->value.get();
-      else
-        value = ast::cast<AnnAssign>(s)->value.get();
-      Val v = eval(value);
-      if (!v.isConstexpr())
-        raiseError(value->loc, "module-level '" + name + "' must be a compile-time constant");
-      return v;
-    });
-  }
+  if (mi.constants.count(name)) return textConstant(module, name, loc);
   return std::nullopt;
 }
 
@@ -286,7 +415,8 @@ Val Specializer::callValue(const Val& callee, CallSite& call) {
       raiseError(call.loc, "'" + callee.s.substr(9) +
                                "' is imported from a module the compiler was not given: a @jit "
                                "helper must be defined in the kernel's file or in a file its "
-                               "relative imports name (from .helpers import f)");
+                               "imports name (from .helpers import f, from pkg.helpers import "
+                               "f), which wwc looks for beside the kernel and on PYTHONPATH");
     raiseError(call.loc, describe(callee) + " is not callable");
   }
 }
@@ -325,10 +455,26 @@ Val Specializer::getAttr(const Val& base, const std::string& name, SourceLoc loc
     if (base.s.starts_with("module:")) {
       size_t m = std::stoul(base.s.substr(7));
       if (auto v = lookupGlobal(m, name, loc)) return *v;
+      // A package's submodule, given as a file of its own (`import pkg.helpers`, pkg given).
+      std::filesystem::path file(in.sources->path(in.modules[m]->file));
+      if (!modules[m].names && file.filename() == "__init__.py")
+        for (size_t sub = 0; sub < in.modules.size(); ++sub) {
+          std::filesystem::path p(in.sources->path(in.modules[sub]->file));
+          if (p == file.parent_path() / (name + ".py") ||
+              p == file.parent_path() / name / "__init__.py")
+            return Val::ns("module:" + std::to_string(sub));
+        }
       raiseError(loc, "module '" + moduleStem(*in.sources, *in.modules[m]) +
                           "' has no @jit "
                           "function or constant '" +
                           name + "'");
+    }
+    if (base.s.starts_with("package:")) {
+      Val v = moduleValue(base.s.substr(8) + "." + name);
+      if (v.s.starts_with("external:"))
+        raiseError(loc, "package '" + base.s.substr(8) + "' has no module '" + name +
+                            "' among the files the compiler was given");
+      return v;
     }
     if (base.s.starts_with("external:"))
       raiseError(loc, "module '" + base.s.substr(9) +

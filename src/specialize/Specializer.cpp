@@ -97,6 +97,7 @@ Specializer::Specializer(const SpecializeInput& input) : in(input) {
     const ast::Module& mod = *in.modules[m];
     ModuleInfo& info = modules[m];
     for (const auto& f : mod.functions) info.functions[f->name] = f.get();
+    if (m < in.names.size()) info.names = in.names[m]; // then its imports are not consulted
     for (const auto& imp : mod.imports)
       for (const auto& alias : imp->names) {
         std::string bound = alias.asName;
@@ -215,19 +216,7 @@ std::unique_ptr<ir::Function> Specializer::run() {
       continue;
     }
     if (entry->isConstexpr) {
-      SourceManager local;
-      uint32_t id = local.addFile("<signature " + entry->name + ">", entry->value);
-      Val v;
-      try {
-        ExprPtr e = frontend::parseExpression(local, id);
-        v = eval(e.get());
-      } catch (CompileError& err) {
-        raiseError(p.loc, "bad value '" + entry->value + "' for constexpr '" + entry->name +
-                              "' in the signature: " + err.diagnostic().message);
-      }
-      if (!v.isConstexpr())
-        raiseError(p.loc, "the signature value '" + entry->value + "' of '" + entry->name +
-                              "' is not a compile-time constant");
+      Val v = evalLiteral(entry->value, "constexpr '" + entry->name + "' in the signature", p.loc);
       frame->env[p.name] = v;
       signatureConstexprs[p.name] = v;
       continue;

@@ -17,6 +17,8 @@ struct SpecializeInput {
   const SourceManager* sources = nullptr;
   /// modules[0] holds the kernel; the others may hold @jit helpers it calls.
   std::vector<const ast::Module*> modules;
+  /// Per module (missing or null: none), the names the caller bound (SourceFile::names).
+  std::vector<const std::map<std::string, NameBinding>*> names;
   std::string kernel;
   std::vector<SignatureEntry> signature;
   /// Caller-resolved module-level values (name -> literal text).

@@ -7,6 +7,7 @@
 #include "specialize/Specializer.h"
 #include "specialize/Values.h"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -104,8 +105,30 @@ public:
   Val getAttr(const Val& base, const std::string& name, SourceLoc loc);
   Val callValue(const Val& callee, CallSite& call);
   Val callMethod(const Val& self, const std::string& name, CallSite& call);
-  /// Looks `name` up as a global of module `module`: caller globals, imports, functions, constants.
+  /// Looks `name` up as a global of module `module`: its caller-given names when it has them;
+  /// else caller globals, imports, functions, constants from its text.
   std::optional<Val> lookupGlobal(size_t module, const std::string& name, SourceLoc loc);
+  /// What a caller-given binding stands for; `module` holds the name.
+  std::optional<Val> boundValue(size_t module, const std::string& name, const NameBinding& binding,
+                                SourceLoc loc);
+  /// What an import statement binds, read from its text: language namespaces by module name,
+  /// helper modules and their functions among the files given.
+  Val importedValue(size_t module, const ast::ImportAlias& alias, SourceLoc loc);
+  /// Module `dotted` in kernel code: a language namespace, a given file ("module:N"), a package
+  /// of given files ("package:a.b"), or "external:a.b" (an error where it is used).
+  Val moduleValue(const std::string& dotted);
+  std::optional<size_t> findModule(const std::string& dotted) const;
+  /// A module-level constant assignment of module `module`'s text, evaluated once.
+  Val textConstant(size_t module, const std::string& name, SourceLoc loc);
+  /// Runs `fn` in a fresh frame of module `module`, caching its value as the global `name` and
+  /// reporting a global defined in terms of itself.
+  Val evalGlobalOnce(size_t module, const std::string& name, SourceLoc loc,
+                     const std::function<Val()>& fn);
+  /// A compile-time value the caller gave as text (a signature constexpr, a global): literals,
+  /// tuples and tl./tlx. names (the language, whatever the kernel's file binds tl to). Errors say
+  /// "bad value 'TEXT' for WHAT" at `loc`.
+  Val evalLiteral(const std::string& text, const std::string& what, SourceLoc loc);
+  Val evalLiteralExpr(const ast::Expr* e);
 
   // ---- compile-time arithmetic (ConstEval.cpp) ----
   Val constBinary(ast::BinOpKind op, const Val& a, const Val& b, SourceLoc loc);
@@ -183,7 +206,8 @@ public:
   std::map<std::string, Val> signatureConstexprs;
   struct ModuleInfo {
     std::map<std::string, const ast::FunctionDef*> functions;
-    std::map<std::string, const ast::ImportAlias*> imports;
+    std::map<std::string, const ast::ImportAlias*> imports;    // unused when `names` is set
+    const std::map<std::string, NameBinding>* names = nullptr; // SourceFile::names
     std::map<std::string, const ast::Stmt*> constants;
     std::map<std::string, Val> constantCache;
     std::set<std::string> evaluating;
