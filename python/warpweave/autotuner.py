@@ -130,10 +130,8 @@ class Autotuner(KernelInterface):
         self.configs = list(configs)
         self.key = [key] if isinstance(key, str) else list(key)
         self.keys = self.key
-        unknown = [k for k in self.key if k not in self.base.arg_names]
-        if unknown:
-            raise ValueError(f"autotune key names unknown parameters {unknown} of "
-                             f"{self.base.__name__}")
+        # As in Triton, key names that are not parameters of the kernel select nothing (TLX's
+        # HSTU tutorial names keys its launcher never passes).
         prune_configs_by = prune_configs_by or {}
         self.perf_model = prune_configs_by.get("perf_model")
         self.top_k = prune_configs_by.get("top_k", 1.0)
@@ -188,6 +186,8 @@ class Autotuner(KernelInterface):
     def _key(self, named: dict):
         parts = []
         for k in self.key:
+            if k not in named:
+                continue
             v = named[k]
             if _is_torch_tensor(v) or _is_numpy(v):
                 parts.append(str(v.dtype))

@@ -28,6 +28,51 @@ class _EnumValue:
 
 storage_kind = _Enum("storage_kind", ["smem", "tmem"])
 
+
+class layout:
+    """A register layout TLX's AMD kernels name (`tlx.layout(shape=, stride=)`, in CuTe's
+    notation) for `tlx.require_layout`. It is a host-side value here: warpweave targets NVIDIA
+    GPUs, which pick their own layouts, and a kernel that requires one gets the compiler's
+    error at the call."""
+
+    def __init__(self, shape, stride):
+        self.shape = shape
+        self.stride = stride
+
+    def __repr__(self):
+        return f"tlx.layout(shape={self.shape!r}, stride={self.stride!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, layout) and (self.shape, self.stride) == (other.shape,
+                                                                            other.stride)
+
+    def __hash__(self):
+        return hash((repr(self.shape), repr(self.stride)))
+
+
+class padded_shared_layout_encoding:
+    """AMD's padded shared-memory layout (LDS padding intervals and offset bases), as TLX's AMD
+    kernels build it. Host-side value only, like `layout`: local_alloc on NVIDIA targets takes
+    the swizzled layouts warpweave chooses."""
+
+    def __init__(self, intervals_paddings, offset_bases, shape, order=None):
+        self.intervals_paddings = [tuple(p) for p in intervals_paddings]
+        self.offset_bases = offset_bases
+        self.shape = list(shape)
+        self.order = order
+
+    @classmethod
+    def with_bases(cls, intervals_paddings, offset_bases, shape):
+        return cls(intervals_paddings, offset_bases, shape)
+
+    @classmethod
+    def with_identity_for(cls, intervals_paddings, shape, order):
+        return cls(intervals_paddings, None, shape, order)
+
+    def __repr__(self):
+        return (f"tlx.padded_shared_layout_encoding({self.intervals_paddings!r}, "
+                f"{self.offset_bases!r}, {self.shape!r})")
+
 # Exactly the names the compiler knows (src/specialize/TlxBuiltins.cpp, tlxFunctionNames). The
 # Blackwell ones at the end (LANGUAGE.md's compile-checked list) are recognized but not
 # implemented: a kernel using them gets the compiler's "not supported" error at the call.
@@ -43,7 +88,8 @@ thread_id clock64 dtype_of size_of vote_ballot_sync
 tmem_copy async_dot_scaled clc_create_context clc_producer clc_consumer
 """.split()
 
-__all__ = ["storage_kind", "constexpr", "dtype"] + _FUNCTIONS
+__all__ = ["storage_kind", "constexpr", "dtype", "layout",
+           "padded_shared_layout_encoding"] + _FUNCTIONS
 
 for _name in _FUNCTIONS:
     globals()[_name] = _kernel_only("tlx", _name)

@@ -45,9 +45,11 @@ def test_pruning_early_prune_then_perf_model_top_k():
                                                                         num_warps=4)]
 
 
-def test_autotune_key_must_name_parameters():
-    with pytest.raises(ValueError, match=r"unknown parameters \['m'\]"):
-        ww.autotune([ww.Config({"BLOCK": 32})], key=["m"])(k)
+def test_autotune_key_not_a_parameter_selects_nothing():
+    # Triton's rule: a key that names no parameter is left out of the tuning key.
+    tuner = ww.autotune([ww.Config({"BLOCK": 32})], key=["m", "n"])(k)
+    assert tuner._key({"x_ptr": None, "n": 100}) == (100,)
+    assert tuner._key({"x_ptr": None, "n": 7}) != tuner._key({"x_ptr": None, "n": 100})
 
 
 def test_quantiles_interpolate_like_torch_quantile():

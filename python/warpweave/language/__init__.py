@@ -9,7 +9,7 @@ host code passes them as compile-time arguments (`DTYPE=tl.float16`).
 from __future__ import annotations
 
 __all__ = [
-    "constexpr", "dtype", "pointer_type", "cdiv", "next_power_of_2", "PropagateNan",
+    "constexpr", "dtype", "pointer_type", "tensor", "cdiv", "next_power_of_2", "PropagateNan",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float8e4nv", "float8e5", "float16", "bfloat16", "float32", "float64",
 ]
@@ -113,6 +113,14 @@ float64 = dtype("float64", "fp64", 64)
 
 DTYPES = {d.sig: d for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
                              float8e4nv, float8e5, float16, bfloat16, float32, float64)}
+
+
+class tensor:
+    """The type of kernel values (`x: tl.tensor` annotations, `isinstance` checks in host code).
+    Kernels are compiled, not run, so no instance exists on the host."""
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("tl.tensor values exist only inside @jit kernels")
 
 
 class PropagateNan:
