@@ -9,7 +9,7 @@ namespace {
 
 class Printer {
 public:
-  explicit Printer(std::ostringstream& os) : os_(os) {}
+  Printer(std::ostringstream& os, const PrintOptions& options) : os_(os), options_(options) {}
 
   void printFunction(const Function& fn) {
     os_ << "kernel @" << fn.name << "(";
@@ -26,6 +26,9 @@ public:
     }
     os_ << ") num_warps=" << fn.numWarps;
     if (fn.numCtas > 1) os_ << " num_ctas=" << fn.numCtas;
+    // The software pipeliner reads it; 3 (Function's default) is left out.
+    if (fn.numStages != Function{}.numStages) os_ << " num_stages=" << fn.numStages;
+    printLoc(fn.loc);
     os_ << " {\n";
     printOps(fn.body, 1);
     os_ << "}\n";
@@ -39,6 +42,17 @@ private:
     s += std::to_string(it->second); // not "%" + ...: GCC 12 warns falsely (-Wrestrict)
     if (!v->name.empty()) s += "_" + v->name;
     return s;
+  }
+
+  void printLoc(SourceLoc loc) {
+    const SourceManager* sm = options_.locations;
+    if (!sm) return;
+    // Every op says where it is, so that the parser gives none a location of its own.
+    if (!loc.valid() || loc.file >= sm->numFiles()) {
+      os_ << " loc(unknown)";
+      return;
+    }
+    os_ << " loc(" << quoteString(sm->path(loc.file)) << ":" << loc.line << ":" << loc.col << ")";
   }
 
   void indent(int depth) {
@@ -56,7 +70,7 @@ private:
       if (s.find_first_of(".eEn") == std::string::npos) s += ".0"; // keep floats visibly float
       os << s;
     } else if (auto* s = std::get_if<std::string>(&a))
-      os << '"' << *s << '"';
+      os << quoteString(*s);
     else if (auto* v = std::get_if<std::vector<int64_t>>(&a)) {
       os << '[';
       for (size_t i = 0; i < v->size(); ++i) os << (i ? ", " : "") << (*v)[i];
@@ -101,25 +115,50 @@ private:
       indent(depth);
       os_ << "}";
     }
+    printLoc(op.loc());
     os_ << "\n";
   }
 
   std::ostringstream& os_;
+  const PrintOptions& options_;
   std::unordered_map<const Value*, int> ids_;
   int next_ = 0;
 };
 
 } // namespace
 
-std::string print(const Function& fn) {
+std::string quoteString(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      const char* hex = "0123456789abcdef";
+      out += "\\x";
+      out += hex[u >> 4];
+      out += hex[u & 15];
+    } else {
+      out += c; // UTF-8 bytes pass through
+    }
+  }
+  return out + "\"";
+}
+
+std::string print(const Function& fn, const PrintOptions& options) {
   std::ostringstream os;
-  Printer(os).printFunction(fn);
+  Printer(os, options).printFunction(fn);
   return os.str();
 }
 
-std::string print(const Module& module) {
+std::string print(const Module& module, const PrintOptions& options) {
   std::ostringstream os;
-  for (const auto& fn : module.functions) Printer(os).printFunction(*fn);
+  for (const auto& fn : module.functions) Printer(os, options).printFunction(*fn);
   return os.str();
 }
 
