@@ -58,10 +58,13 @@ def test_mxfp8_quantize_matches_reference(rng, per_32x32):
     np.testing.assert_array_equal(data.astype(np.float32), ref_data.astype(np.float32))
     if per_32x32:
         return  # rows of 1e-3 share a scale with rows of 300 there: they underflow, as intended
-    # Dequantized, each row's blocks come back within fp8's precision.
+    # Dequantized, each block comes back within half an fp8 step at its largest value (e4m3
+    # keeps 3 mantissa bits; values far below the block's largest are subnormal there).
+    blocks = x.reshape(M, K // 32, 32)
     back = data.astype(np.float32).reshape(M, K // 32, 32) * np.exp2(
         scale.astype(np.float32) - 127)[:, :, None]
-    np.testing.assert_allclose(back.reshape(M, K), x, rtol=0.07, atol=1e-30)
+    bound = np.abs(blocks).max(axis=2, keepdims=True) * 2.0**-4
+    assert np.all(np.abs(back - blocks) <= bound)
 
 
 def test_amd_layout_descriptors_are_host_values():
