@@ -8,8 +8,8 @@ export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
 
 ww_log() { printf '[warpweave] %s\n' "$*" >&2; }
 
-# System packages: a C++20 compiler, CMake, Ninja, GoogleTest. Installed only when missing, so a
-# machine without network (the GPU machine) or without root passes through when they are there.
+# System packages: a C++20 compiler, CMake, Ninja, GoogleTest, FileCheck. Installed only when
+# missing, so a machine without network (the GPU machine) or without root passes through when they are there.
 ww_apt_deps() {
   local missing=()
   command -v g++ >/dev/null || missing+=(g++)
@@ -24,12 +24,25 @@ ww_apt_deps() {
       ww_log "missing system packages (${missing[*]}); install them or the build may fail"
     fi
   fi
+  # LLVM's FileCheck for the lit tests (tests/lit); on its own so that a missing package skips
+  # only those tests.
+  if ! command -v FileCheck >/dev/null && ! ls /usr/lib/llvm-*/bin/FileCheck >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+      ww_log "installing FileCheck (llvm-14-tools)"
+      { apt-get update -qq &&
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq llvm-14-tools >/dev/null; } ||
+        ww_log "llvm-14-tools could not be installed: the lit tests will be skipped"
+    else
+      ww_log "FileCheck not found (llvm-14-tools): the lit tests will be skipped"
+    fi
+  fi
   if ! command -v ptxas >/dev/null && [ ! -x /usr/local/cuda/bin/ptxas ] && [ -z "${CUDA_HOME:-}" ]; then
     ww_log "no CUDA toolkit found (ptxas): PTX is still emitted, cubins and ptxas checks are skipped"
   fi
 }
 
-# Python packages for building (nanobind, scikit-build-core) and testing (numpy, pytest, ml-dtypes).
+# Python packages for building (nanobind, scikit-build-core) and testing (numpy, pytest, ml-dtypes,
+# lit).
 ww_pip_deps() {
   local need=()
   "$WW_PY" -c 'import nanobind' 2>/dev/null || need+=(nanobind)
@@ -37,6 +50,7 @@ ww_pip_deps() {
   "$WW_PY" -c 'import numpy' 2>/dev/null || need+=(numpy)
   "$WW_PY" -c 'import pytest' 2>/dev/null || need+=(pytest)
   "$WW_PY" -c 'import ml_dtypes' 2>/dev/null || need+=(ml-dtypes) # bf16/fp8 NumPy arrays
+  "$WW_PY" -c 'import lit' 2>/dev/null || need+=(lit)                 # tests/lit
   if [ ${#need[@]} -gt 0 ]; then
     ww_log "installing Python packages: ${need[*]}"
     "$WW_PY" -m pip install -q --disable-pip-version-check "${need[@]}"
