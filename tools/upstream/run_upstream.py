@@ -164,7 +164,9 @@ def main() -> int:
     if args.timeout:
         try:
             import pytest_timeout  # noqa: F401
-            pytest += [f"--timeout={args.timeout}"]
+            # A kernel that hangs blocks in the driver, where a signal cannot interrupt it: the
+            # thread method ends the process (with pytest-xdist, the worker, which is replaced).
+            pytest += [f"--timeout={args.timeout}", "--timeout-method=thread"]
         except ImportError:
             pass
     k = args.k if args.k is not None else kexpr
