@@ -371,7 +371,7 @@ struct CallState {
   /// A compile-time value: ints by value, None/True/False by identity, tuples item by item (so
   /// that (1, 2) and (True, 2.0), equal under ==, are told apart as their literals are),
   /// anything else by ==.
-  bool addConstant(PyObject* o, int depth = 0) {
+  bool addConstant(PyObject* o) {
     if (o == Py_None || o == Py_True || o == Py_False) {
       add(kTagSingleton);
       add(reinterpret_cast<uintptr_t>(o));
@@ -387,17 +387,24 @@ struct CallState {
       }
       PyErr_Clear();
     }
-    if (PyTuple_CheckExact(o) && depth < kMaxTupleDepth) {
-      // At most 2 words an item (an item that is a tuple counts its own words on top).
-      const Py_ssize_t n = PyTuple_GET_SIZE(o);
-      tupleWords += 1 + 2 * (n > kMaxTupleWords ? kMaxTupleWords : static_cast<int>(n));
-      if (tupleWords > kMaxTupleWords) return false;
-      add(kTagTuple | static_cast<uint64_t>(n) << 8);
-      for (Py_ssize_t i = 0; i < n; ++i)
-        if (!addConstant(PyTuple_GET_ITEM(o, i), depth + 1)) return false;
-      return true;
-    }
+    if (PyTuple_CheckExact(o)) return addTuple(o, 1);
     return addObject(o);
+  }
+  /// Out of line, so that addConstant stays small enough to inline where every launch calls it.
+  [[gnu::noinline]] bool addTuple(PyObject* t, int depth) {
+    // At most 2 words an item (an item that is a tuple counts its own words on top).
+    const Py_ssize_t n = PyTuple_GET_SIZE(t);
+    tupleWords += 1 + 2 * (n > kMaxTupleWords ? kMaxTupleWords : static_cast<int>(n));
+    if (tupleWords > kMaxTupleWords) return false;
+    add(kTagTuple | static_cast<uint64_t>(n) << 8);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* item = PyTuple_GET_ITEM(t, i);
+      const bool ok = !PyTuple_CheckExact(item) ? addConstant(item)
+                      : depth < kMaxTupleDepth  ? addTuple(item, depth + 1)
+                                                : addObject(item);
+      if (!ok) return false;
+    }
+    return true;
   }
 };
 
