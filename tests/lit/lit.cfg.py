@@ -2,6 +2,7 @@
 # check the printed IR with FileCheck. ww-opt comes from $WW_OPT (run_lit.py, ctest) or PATH.
 import os
 import shutil
+import subprocess
 import sys
 
 import lit.formats
@@ -24,6 +25,12 @@ if not ww_opt:
 filecheck = find_filecheck()
 if not filecheck:
     lit_config.fatal("FileCheck not found (apt-get install llvm-14-tools)")
+
+# `REQUIRES: pass-NAME` marks a test of a pass this ww-opt may not have registered yet.
+help_text = subprocess.run([ww_opt, "--help"], capture_output=True, text=True).stdout
+for line in help_text.split("passes:", 1)[-1].splitlines():
+    if line.strip():
+        config.available_features.add("pass-" + line.split()[0])
 
 path = [os.path.dirname(os.path.abspath(ww_opt)), os.path.dirname(filecheck),
         config.environment.get("PATH", os.environ.get("PATH", ""))]
