@@ -50,8 +50,8 @@ using PyNames = std::map<std::string, std::tuple<std::string, std::string, int>>
 std::map<std::string, ww::NameBinding> nameBindings(const PyNames& names) {
   using Kind = ww::NameBinding::Kind;
   static const std::map<std::string, Kind> kinds = {
-      {"module", Kind::Module}, {"member", Kind::Member}, {"helper", Kind::Helper},
-      {"function", Kind::Function}, {"value", Kind::Value}, {"opaque", Kind::Opaque}};
+      {"module", Kind::Module},     {"member", Kind::Member}, {"helper", Kind::Helper},
+      {"function", Kind::Function}, {"value", Kind::Value},   {"opaque", Kind::Opaque}};
   std::map<std::string, ww::NameBinding> out;
   for (const auto& [name, binding] : names) {
     const auto& [kind, target, file] = binding;
@@ -575,18 +575,28 @@ struct FastEntry {
     Py_XDECREF(options);
   }
 
-  /// Every guarded global still holds its value (the same object, or one of the same type that
-  /// compares equal: JITFunction._check_environment's test). False sends the launch to the
+  /// The current value of guard `g` (borrowed; nullptr when gone).
+  static PyObject* guardedNow(const std::array<PyObject*, 3>& g) {
+    PyObject* now = g[1] ? PyDict_GetItemWithError(g[0], g[1]) : PyCell_GET(g[0]);
+    if (!now) PyErr_Clear();
+    return now;
+  }
+  /// Every guarded global still holds the very object it held (the usual case: no Python code
+  /// runs to say so).
+  bool guardsIdentical() const {
+    for (const auto& g : guards)
+      if (guardedNow(g) != g[2]) return false;
+    return true;
+  }
+  /// Every guarded global holds its value: the same object, or one of the same type that
+  /// compares equal (JITFunction._check_environment's test). False sends the launch to the
   /// general path, which recompiles. The comparison may run Python code.
   bool guardsHold() const {
-    for (const auto& [holder, name, value] : guards) {
-      PyObject* now = name ? PyDict_GetItemWithError(holder, name) : PyCell_GET(holder);
-      if (now == value) continue;
-      if (!now || Py_TYPE(now) != Py_TYPE(value)) {
-        PyErr_Clear();
-        return false;
-      }
-      int eq = PyObject_RichCompareBool(now, value, Py_EQ);
+    for (const auto& g : guards) {
+      PyObject* now = guardedNow(g);
+      if (now == g[2]) continue;
+      if (!now || Py_TYPE(now) != Py_TYPE(g[2])) return false;
+      int eq = PyObject_RichCompareBool(now, g[2], Py_EQ);
       if (eq < 0) PyErr_Clear();
       if (eq != 1) return false;
     }
@@ -713,7 +723,7 @@ public:
     const FastEntry* entry = found->get();
     // A grid function, a descriptor's encode or a guard's == may run anything, even clear().
     std::shared_ptr<FastEntry> kept;
-    if (!entry->guards.empty()) {
+    if (!entry->guards.empty() && !entry->guardsIdentical()) {
       kept = *found;
       if (!entry->guardsHold()) return general(grid, args, nargs, kwnames, &st);
     }

@@ -316,9 +316,13 @@ class _Environment:
 
 
 def _is_language_module(module) -> bool:
-    """warpweave's and triton's modules and math: the compiler knows them by name."""
+    """warpweave's and triton's modules and math, which the compiler knows by name; not those
+    of them that hold @jit helpers (language.extra.cuda.inline_ptx_lib): they are helper
+    modules, compiled from their files."""
     name = getattr(module, "__name__", "") or ""
-    return name.split(".")[0] in ("warpweave", "triton") or name == "math"
+    if not (name.split(".")[0] in ("warpweave", "triton") or name == "math"):
+        return False
+    return not any(isinstance(v, JITFunction) for v in list(vars(module).values()))
 
 
 def _language_members() -> dict:

@@ -58,6 +58,7 @@ static std::string languageNamespace(const std::string& dotted) {
       {"warpweave", "ww"},
       {"warpweave.language", "tl"},
       {"warpweave.language.math", "tl"},
+      {"warpweave.language.core", "tl"},
       {"warpweave.tlx", "tlx"},
       {"warpweave.language.tlx", "tlx"},
       {"warpweave.language.extra.tlx", "tlx"},

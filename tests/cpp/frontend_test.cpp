@@ -703,8 +703,10 @@ x = [
      2]
 weird = 1 if True else 2
 )py";
+  // The try block's import is kept (imports under if/try/with bind, as far as text can tell).
   EXPECT_EQ(dumpModule(src), "(module\n"
                              "  (import (warpweave as ww))\n"
+                             "  (import (torch as torch))\n"
                              "  (= x (list 1 2))\n"
                              "  (= weird (ifexp True 1 2))\n"
                              "  (def plain (a (b = 2))\n"

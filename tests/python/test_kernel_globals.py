@@ -32,11 +32,11 @@ def write(path, text):
 def pkgdir(tmp_path, monkeypatch):
     """A folder on sys.path for the test's modules; they leave sys.modules afterwards."""
     monkeypatch.syspath_prepend(str(tmp_path))
-    before = set(sys.modules)
     importlib.invalidate_caches()
     yield tmp_path
-    for name in set(sys.modules) - before:
-        del sys.modules[name]
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", None) or "").startswith(str(tmp_path)):
+            del sys.modules[name]
 
 
 def load(path, name, aliases=None):
@@ -203,6 +203,28 @@ def test_helpers_reached_by_absolute_imports(pkgdir):
     ops = [i for i, (p, _) in enumerate(env.files) if p.endswith("ops.py")]
     assert len(ops) == 1
     assert env.names[ops[0]]["FACTOR"] == ("value", "3", -1)
+
+
+def test_warpweave_module_holding_helpers_is_a_helper_module(pkgdir):
+    # Under warpweave's name, but not a language namespace: its @jit helpers compile from its file.
+    path = write(pkgdir / "k_ptxlib.py", """
+        import warpweave as ww
+        import warpweave.language as tl
+        from warpweave.language.extra.cuda import inline_ptx_lib as lib
+
+
+        @ww.jit
+        def mul(x_ptr, out_ptr, N: tl.constexpr):
+            offs = tl.arange(0, N)
+            x = tl.load(x_ptr + offs)
+            tl.store(out_ptr + offs, lib._mul_f32x2(x, x))
+    """)
+    mod = load(path, "k_ptxlib")
+    x = np.arange(8, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    mod.mul[(1,)](x, out, N=8)
+    np.testing.assert_array_equal(out, x * x)
+    assert mod.mul.environment().names[0]["lib"][0] == "helper"
 
 
 def test_nested_kernel_calls_a_helper_of_its_module_and_its_closure(pkgdir):
