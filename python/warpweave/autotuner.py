@@ -315,7 +315,11 @@ class Autotuner(KernelInterface):
         if config.pre_hook:
             config.pre_hook({**named, **config.all_kwargs()})
         # fn[grid](...) rather than fn.run: a JITFunction launches through its native path.
-        return self.fn[grid](*args, **kwargs, **config.all_kwargs())
+        try:
+            return self.fn[grid](*args, **kwargs, **config.all_kwargs())
+        finally:
+            # As Triton: the call's arguments are not kept alive past the call.
+            self.nargs = None
 
     def warmup(self, *args, grid=(1,), **kwargs):
         return [self.fn.run(*args, grid=grid, warmup=True, **kwargs, **c.all_kwargs())

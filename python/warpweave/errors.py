@@ -25,6 +25,25 @@ else:
         """A launch was refused before reaching the driver."""
 
 
+class CompilationErrorDetail(Exception):
+    """The message of a CompilationError without its location and source excerpt, chained as
+    its `__cause__`: Triton chains the exception a builtin raised there, and code that reports
+    compile errors reads `str(err.__cause__)` for the bare reason."""
+
+
+def chain_error_detail(err):
+    """Sets err.__cause__ to a CompilationErrorDetail of its first error's message, unless
+    it already has a cause."""
+    if err.__cause__ is not None:
+        return
+    text = str(err)
+    for line in text.splitlines():
+        head, sep, message = line.partition("error: ")
+        if sep:
+            err.__cause__ = CompilationErrorDetail(message)
+            return
+
+
 class TritonError(Exception):
     """Base of the Triton-named errors below (Triton's `triton.errors.TritonError`)."""
 

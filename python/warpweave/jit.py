@@ -1154,7 +1154,13 @@ class JITFunction(KernelInterface):
                 cache.discard(disk_key, f"its parameters are not those of {self.__name__}")
                 kernel = None
         if kernel is None:
-            kernel = nat.compile(**request)
+            try:
+                kernel = nat.compile(**request)
+            except nat.CompilationError as e:
+                from .errors import chain_error_detail
+
+                chain_error_detail(e)
+                raise
             self.compile_count += 1
             if disk_key is not None:
                 from . import cache

@@ -45,16 +45,11 @@ def _summarize(times, quantiles, return_mode):
             "median": statistics.median}[return_mode](times)
 
 
-_l2_flush = {}
-
-
 def _flush_buffer(torch, device):
-    buf = _l2_flush.get(device)
-    if buf is None:
-        # 256 MB is well beyond the L2 of any current GPU (60 MB on H200).
-        buf = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device=device)
-        _l2_flush[device] = buf
-    return buf
+    # 256 MB is well beyond the L2 of any current GPU (60 MB on H200). Allocated per benchmark, as
+    # Triton's do_bench does, so that no tensor outlives it (torch's caching allocator keeps the
+    # memory for the next one); a module-level cache held 256 MB of live tensors forever.
+    return torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device=device)
 
 
 _FLUSH_MODES = ("write", "read", "none")

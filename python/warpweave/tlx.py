@@ -86,6 +86,7 @@ async_tasks async_task async_task_replica_id cluster_cta_rank cluster_size_1d cl
 async_remote_shmem_store remote_shmem_store
 thread_id clock64 dtype_of size_of vote_ballot_sync
 tmem_copy async_dot_scaled clc_create_context clc_producer clc_consumer
+get_fp8_format_name local_gather local_scatter remote_view
 """.split()
 
 __all__ = ["storage_kind", "constexpr", "dtype", "layout",

@@ -266,6 +266,9 @@ void FunctionLowering::lowerOp(const ir::Op& op) {
   case OpCode::LocalSlice:
   case OpCode::LocalReinterpret:
     return lowerTlxBuffer(op);
+  case OpCode::LocalGather:
+  case OpCode::LocalScatter:
+    return lowerLocalGatherScatter(op);
   case OpCode::AllocBarriers:
   case OpCode::BarrierExpectBytes:
   case OpCode::BarrierWait:

@@ -147,6 +147,12 @@ private:
   // ---- TLX: buffers and barriers are one register, their byte offset in dynamic shared
   // memory. Buffers in Tlx.cpp, barriers in TlxBarriers.cpp ----
   void lowerTlxBuffer(const ir::Op& op);
+  /// tlx.local_gather / tlx.local_scatter: one shared-memory access per element at a run-time
+  /// index along one axis (TlxGatherScatter.cpp).
+  void lowerLocalGatherScatter(const ir::Op& op);
+  /// Element offsets of the buffer view operand `i` of `op` (as local_load uses them), XORed
+  /// with `*constant`; a user error when the view's elements are not contiguous (Tlx.cpp).
+  OffsetFn bufferElementOffsets(const ir::Op& op, unsigned i, int64_t* constant);
   void lowerTlxBarrier(const ir::Op& op);
   /// The retry loop of barrier_wait on the mbarrier at `bar` for parity `phase`
   /// (MbarrierWait.cpp).

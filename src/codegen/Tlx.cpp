@@ -358,4 +358,11 @@ void FunctionLowering::lowerTlxBuffer(const ir::Op& op) {
   }
 }
 
+FunctionLowering::OffsetFn FunctionLowering::bufferElementOffsets(const ir::Op& op, unsigned i,
+                                                                  int64_t* constant) {
+  allocationOf(op, i);
+  return elementOffsets(addressingOf(layouts_, op.operand(i), op), op.operand(i)->type().elem, op,
+                        constant);
+}
+
 } // namespace ww::codegen

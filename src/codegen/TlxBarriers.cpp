@@ -40,9 +40,12 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
                                " is out of range; use 1 to 2^20-1");
     std::string leader = electedThread();
     std::string base = sharedAddress("0");
+    // Each barrier's address in a register of its own (as Triton's PTX has it): tools that
+    // match the inits in the PTX tell barriers apart by register.
     for (int64_t i = 0; i < a->count; ++i)
       b_.inst("mbarrier.init.shared::cta.b64",
-              {"[" + base + "+" + std::to_string(a->offset + i * a->bytesPerBuffer) + "]",
+              {bracketed(b_.pure("add.s32", RegClass::B32,
+                                 {base, immInt(a->offset + i * a->bytesPerBuffer)})),
                immInt(arriveCount)},
               leader);
     // The initialized barriers become visible to the async proxy (TMA complete_tx) and to the
@@ -120,6 +123,9 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
     std::string kind = op.strAttr("kind");
     if (kind == "async_shared") return b_.inst("fence.proxy.async.shared::cta", {});
     if (kind == "mbarrier_init_cluster") return b_.inst("fence.mbarrier_init.release.cluster", {});
+    // tlx.fence("gpu") / ("sys"): orders this thread's memory accesses for the device or the
+    // whole system (CUDA's __threadfence / __threadfence_system).
+    if (kind == "gpu" || kind == "sys") return b_.inst("fence.acq_rel." + kind, {});
     raiseError(op.loc(), "fence kind '" + kind +
                              "' is not supported; use \"async_shared\" or "
                              "\"mbarrier_init_cluster\"");

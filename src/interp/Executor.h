@@ -163,6 +163,8 @@ private:
   void execReduce(const ir::Op& op);
   void execDot(const ir::Op& op);
   void execTlx(const ir::Op& op);
+  /// tlx.local_gather / tlx.local_scatter (TlxGatherScatter.cpp).
+  void execLocalGatherScatter(const ir::Op& op);
   void execAsyncTasks(const ir::Op& op);
   /// execAsyncTasks in a cluster: `agents` join the cluster's scheduler.
   void runTasksInCluster(const ir::Op& op, std::vector<std::unique_ptr<Agent>> agents,

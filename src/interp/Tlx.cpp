@@ -784,6 +784,9 @@ void Executor::execTlx(const ir::Op& op) {
     writeBuffer(v, *value);
     return;
   }
+  case OpCode::LocalGather:
+  case OpCode::LocalScatter:
+    return execLocalGatherScatter(op);
   case OpCode::LocalTrans: {
     BufferView v = buffer(op, 0);
     std::vector<int64_t> order = op.intsAttr("order");

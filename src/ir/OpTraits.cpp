@@ -102,6 +102,7 @@ bool lowersWithAgentBarrier(OpCode c) {
   switch (c) {
   case OpCode::DebugBarrier:
   case OpCode::LocalStore:
+  case OpCode::LocalScatter:
   case OpCode::AsyncWaitGroup:
   case OpCode::AsyncDescStore:
   case OpCode::AsyncDescStoreWait:

@@ -697,6 +697,15 @@ private:
       require(op, 1, defaultBlockedLayout(shape, numWarps(), 8));
       return;
     }
+    case OpCode::LocalGather: // each element of the result is read at its index's element
+      if (const LinearLayout* l = layoutOf(op.operand(1))) {
+        setLayout(op.result(), *l);
+        return;
+      }
+      break;
+    case OpCode::LocalScatter:
+      if (const LinearLayout* l = layoutOf(op.operand(2))) require(op, 1, *l);
+      return;
     case OpCode::LocalLoad:
     case OpCode::DescLoad:
       if (isTensor(op.result()))

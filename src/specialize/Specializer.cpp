@@ -609,7 +609,8 @@ std::vector<ir::Value*> loopYields(Frame& frame, const LoopCarried& lc, SourceLo
       if (leaves[i]->type() != initLeaves[i]->type())
         raiseError(where, "loop-carried '" + c.name + "' changes type from " +
                               initLeaves[i]->type().str() + " to " + leaves[i]->type().str() +
-                              " in the loop body; cast it (.to(...)) so the type stays the same");
+                              " in the loop body. Please make sure that the type stays consistent: "
+                              "cast it (.to(...)) or assign a value of the initial type");
     yields.insert(yields.end(), leaves.begin(), leaves.end());
   }
   for (auto& [n, v] : lc.constBefore)

@@ -166,6 +166,8 @@ public:
   Val callBuiltin(const std::string& name, CallSite& call);
   Val callTl(const std::string& name, CallSite& call);
   Val callTlx(const std::string& name, CallSite& call);
+  /// tlx.local_gather / tlx.local_scatter (TlxGatherScatter.cpp).
+  Val callTlxGatherScatter(const std::string& name, CallSite& call);
   Val callPython(const std::string& name, CallSite& call);
   /// Attribute `name` of namespace `ns` ("tl", "tlx", "math", ...); nullopt when unknown.
   std::optional<Val> namespaceMember(const std::string& ns, const std::string& name);

@@ -52,11 +52,21 @@ const std::vector<std::string>& tlxFunctionNames() {
                                                  "async_dot_scaled",
                                                  "clc_create_context",
                                                  "clc_producer",
-                                                 "clc_consumer"};
+                                                 "clc_consumer",
+                                                 "get_fp8_format_name",
+                                                 "local_gather",
+                                                 "local_scatter",
+                                                 "remote_view"};
   return names;
 }
 
 namespace {
+
+/// A tlx.remote_view of a barrier: a view op marked remote_view.
+bool isRemoteBarrierView(const ir::Value* v) {
+  const ir::Op* def = v->def();
+  return def && def->code() == OpCode::LocalView && def->intAttr("remote_view") != 0;
+}
 
 std::string dims(const std::vector<int64_t>& s) {
   std::string r;
@@ -84,6 +94,12 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
   };
   auto oneBarrier = [&](const BoundArgs& a, const char* arg) {
     ir::Value* bar = requireBarrier(a.get(arg), a.loc(arg), fn + "'s " + arg);
+    if (isRemoteBarrierView(bar))
+      raiseError(a.loc(arg), fn + " does not support a tlx.remote_view of an mbarrier; pass the "
+                                  "local mbarrier" +
+                                  (name == "barrier_arrive"
+                                       ? std::string(" and the peer's rank as remote_cta_rank=")
+                                       : std::string(" (this CTA's)")));
     if (bar->type().count != 1)
       raiseError(a.loc(arg), fn + " needs a single barrier, got " + bar->type().str() +
                                  "; select one with bars[i] or tlx.local_view(bars, i)");
@@ -126,9 +142,26 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
         b.create1(OpCode::LocalAlloc, {}, ir::Type::buffer(dt, shape, num, space),
                   {{"storage", std::string(space == ir::MemorySpace::Tmem ? "tmem" : "smem")}}));
   }
+  if (name == "remote_view") {
+    // A peer CTA's copy of a barrier. No Hopper operation takes one (as in TLX: barrier_arrive
+    // maps the barrier itself, given remote_cta_rank=); every barrier operand refuses it.
+    BoundArgs a(call, {"local_allocated_buffer", "remote_cta_rank"});
+    ir::Value* bar = requireBarrier(a.get("local_allocated_buffer"),
+                                    a.loc("local_allocated_buffer"), "tlx.remote_view's buffer");
+    if (bar->type().count != 1)
+      raiseError(a.loc("local_allocated_buffer"),
+                 "tlx.remote_view needs a single barrier, got " + bar->type().str() +
+                     "; select one with bars[i] or tlx.local_view(bars, i)");
+    requireScalarI32(a.get("remote_cta_rank"), a.loc("remote_cta_rank"), "remote_cta_rank");
+    return Val::runtime(b.create1(OpCode::LocalView, {bar, b.i32(0)}, bar->type(),
+                                  {{"remote_view", int64_t(1)}}));
+  }
   if (name == "local_view") {
     BoundArgs a(call, {"local_allocated_buffers", "buffer_idx"});
     const Val& base = a.get("local_allocated_buffers");
+    if (base.isRuntime() && isRemoteBarrierView(base.v))
+      raiseError(a.loc("local_allocated_buffers"),
+                 "tlx.local_view of a tlx.remote_view is not supported; view the local barrier");
     if (!base.isRuntime() ||
         (base.type().kind != ir::TypeKind::Buffer && base.type().kind != ir::TypeKind::Barrier))
       raiseError(a.loc("local_allocated_buffers"),
@@ -346,11 +379,19 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
                        : name == "fence_mbarrier_init_cluster" ? "mbarrier_init_cluster"
                                                                : "";
     if (name == "fence") {
-      BoundArgs a(call, {"kind"});
-      const Val& k = a.get("kind");
-      if (k.kind != Val::Kind::String || (k.s != "async_shared" && k.s != "mbarrier_init_cluster"))
-        raiseError(a.loc("kind"), "tlx.fence's kind must be \"async_shared\" or "
-                                  "\"mbarrier_init_cluster\"");
+      // TLX names the argument scope; kind is warpweave's earlier name for it.
+      BoundArgs a(call, {"scope=", "kind="});
+      const char* arg = a.has("scope") ? "scope" : "kind";
+      if (a.has("scope") == a.has("kind"))
+        raiseError(loc, "tlx.fence takes one scope: \"gpu\", \"sys\", \"async_shared\" or "
+                        "\"mbarrier_init_cluster\"");
+      const Val& k = a.get(arg);
+      if (k.kind != Val::Kind::String ||
+          (k.s != "async_shared" && k.s != "mbarrier_init_cluster" && k.s != "gpu" &&
+           k.s != "sys"))
+        raiseError(a.loc(arg), "tlx.fence's scope must be \"gpu\", \"sys\", \"async_shared\" or "
+                               "\"mbarrier_init_cluster\", got " +
+                                   describe(k));
       kind = k.s;
     } else {
       BoundArgs a(call, {});
@@ -583,6 +624,18 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
       return Val::integer(d.dtypeIsPointer ? 8 : ir::byteWidth(d.dtype));
     raiseError(a.loc("dtype"), "tlx.size_of needs a dtype such as tl.float16, got " + describe(d));
   }
+  if (name == "get_fp8_format_name") {
+    BoundArgs a(call, {"dtype"});
+    const Val& d = a.get("dtype");
+    if (d.kind == Val::Kind::DType && !d.dtypeIsPointer && d.dtype == DType::F8E5M2)
+      return Val::string("e5m2");
+    if (d.kind == Val::Kind::DType && !d.dtypeIsPointer && d.dtype == DType::F8E4M3)
+      return Val::string("e4m3");
+    raiseError(a.loc("dtype"), "tlx.get_fp8_format_name only supports tl.float8e5 (e5m2) and "
+                               "tl.float8e4nv (e4m3), but got " +
+                                   describe(d));
+  }
+  if (name == "local_gather" || name == "local_scatter") return callTlxGatherScatter(name, call);
   if (name == "vote_ballot_sync") {
     BoundArgs a(call, {"mask", "pred"});
     ir::Value* m = requireScalarI32(a.get("mask"), a.loc("mask"), "the lane mask");

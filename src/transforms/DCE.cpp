@@ -17,6 +17,7 @@ bool removableWhenUnused(const Op& op) {
   case OpCode::Load:
     return op.intAttr("volatile") == 0;
   case OpCode::LocalLoad:
+  case OpCode::LocalGather:
   case OpCode::DescLoad:
     return true;
   default:

@@ -469,12 +469,13 @@ TEST(SpecializeDiagnostics, UserErrorsPointAtTheirSource) {
       {"    acc = tl.zeros([BLOCK], dtype=tl.float32)\n    for i in range(n):\n"
        "        acc = acc.to(tl.float16)\n",
        "test.py:8:9: error: loop-carried 'acc' changes type from tensor<128xfp32> to "
-       "tensor<128xfp16> in the loop body; cast it (.to(...)) so the type stays the same",
+       "tensor<128xfp16> in the loop body. Please make sure that the type stays consistent: "
+       "cast it (.to(...)) or assign a value of the initial type",
        ""},
       {"    i = 0\n    while i < n:\n        i = i.to(tl.int64) + 1\n",
-       "test.py:8:9: error: loop-carried 'i' changes type from i32 to i64 in the loop body; cast "
-       "it "
-       "(.to(...)) so the type stays the same",
+       "test.py:8:9: error: loop-carried 'i' changes type from i32 to i64 in the loop body. "
+       "Please make sure that the type stays consistent: cast it (.to(...)) or assign a value "
+       "of the initial type",
        ""},
       {"    for i in range(n):\n        break\n",
        "test.py:7:9: error: 'break' is not supported: loops compile to structured loops without "
