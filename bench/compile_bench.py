@@ -117,7 +117,8 @@ def main():
     for path, kernel, sig, warps, target in CASES:
         env = library_kernel(path, kernel).environment()  # the files @ww.jit compiles with
         req = dict(files=env.files, kernel=kernel, signature=sig, globals=env.globals,
-                   target=target or "sm_90a", num_warps=warps, num_stages=3, num_ctas=1)
+                   target=target or "sm_90a", num_warps=warps, num_stages=3, num_ctas=1,
+                   names=env.names)
         row = {"kernel": kernel, "lines": env.files[0][1].count("\n")}
         row["tile_ir_ms"] = median_ms(lambda: nat.compile(**req, stage="tile-ir"), args.repeat)
         for stage, key in (("ptx", "ptx_ms"), ("cubin", "cubin_ms")):

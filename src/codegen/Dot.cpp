@@ -226,6 +226,8 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
     accL = layout::wgmmaAccumulatorLayout({M, N}, instrN, warps);
   }
   requireFragmentLanes(accL, 1, 2, 0, "wgmma accumulator");
+  requireLaunchRegisters(op, wgmmaRegisterNeed(instrN / 2, 0),
+                         "tl.dot's m64n" + std::to_string(instrN) + " wgmma");
 
   // Operands staged K-major in core matrices of 8 rows x 16 bytes, no swizzle: element (r, k)
   // of an R x K operand (B is stored transposed, N x K) at

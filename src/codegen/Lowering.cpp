@@ -125,9 +125,17 @@ FunctionLowering::FunctionLowering(const ir::Function& fn, const CompileOptions&
   layouts_ = layout::assignLayouts(fn, layoutOptions);
   sharedBytes_ = layouts_.sharedBytes();
   totalWarps_ = fn.numWarps;
+  bool tasks = false;
   ir::walk(fn.body, [&](const ir::Op& op) {
     for (const ir::Value* v : op.operands()) ++uses_[v];
+    tasks |= op.code() == OpCode::AsyncTasks;
   });
+  // The warps and registers of the launch come from the async tasks' plan (TlxTasks.cpp).
+  if (tasks) {
+    taskPlan_ = ir::planAsyncTasks(fn);
+    totalWarps_ = taskPlan_->totalWarps;
+    maxRegisters_ = taskPlan_->maxRegisters;
+  }
 }
 
 void FunctionLowering::bind(const ir::Value* v, Regs regs) {

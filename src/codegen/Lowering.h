@@ -6,11 +6,13 @@
 #include "codegen/Codegen.h"
 #include "codegen/PtxBuilder.h"
 #include "codegen/ScalarOps.h"
+#include "ir/TaskPlan.h"
 #include "layout/LayoutAssignment.h"
 #include "layout/Layouts.h"
 #include "layout/LinearLayout.h"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -176,6 +178,9 @@ private:
   /// Warp specialization (TlxTasks.cpp): each async_task runs on its own warp range (branch on
   /// %tid), with setmaxnreg for its register budget and named barriers for its internal syncs.
   void lowerAsyncTasks(const ir::Op& op);
+  /// A user error at `op` when `what` needs more registers a thread than the kernel's .maxnreg:
+  /// ptxas compiles every instruction within it, whatever setmaxnreg gives a task.
+  void requireLaunchRegisters(const ir::Op& op, int need, const std::string& what);
   /// TMA copies between a descriptor and a TLX buffer (async_descriptor_load/store, store_wait;
   /// TlxTma.cpp).
   void lowerTlxDescriptorCopy(const ir::Op& op);
@@ -221,6 +226,8 @@ private:
   // earlier ones (-1: the layout map's region).
   int64_t scratchBase_ = -1;
   int maxRegisters_ = 0; // .maxnreg when tasks use setmaxnreg
+  // Where the async tasks run and their register budgets (when the kernel has async tasks).
+  std::optional<ir::TaskPlan> taskPlan_;
   // Descriptor argument -> swizzle bytes of the shared tiles its TMA copies use.
   std::unordered_map<const ir::Value*, int> descriptorSwizzle_;
 };

@@ -20,22 +20,7 @@ std::string taskLabel(const ir::Op& op) {
   const ir::Op* task = op.parentBlock() ? op.parentBlock()->parentOp() : nullptr;
   while (task && task->code() != ir::OpCode::AsyncTask)
     task = task->parentBlock() ? task->parentBlock()->parentOp() : nullptr;
-  if (!task || !task->parentBlock()) return {};
-  int index = 0;
-  for (const auto& t : task->parentBlock()->ops()) {
-    if (t->code() != ir::OpCode::AsyncTask) continue;
-    bool isDefault = t->intAttr("default") != 0;
-    if (t->intAttr("replica", 0) == 0 && !isDefault) ++index;
-    if (t.get() != task) continue;
-    std::string name = t->strAttr("name");
-    std::string label = !name.empty() && name != "task" && name != "default" ? "task '" + name + "'"
-                        : isDefault ? std::string("default task")
-                                    : "async task " + std::to_string(index);
-    if (t->intAttr("replicate", 1) > 1)
-      label += " replica " + std::to_string(t->intAttr("replica", 0));
-    return label;
-  }
-  return {};
+  return task && task->parentBlock() ? ir::asyncTaskLabel(*task) : std::string();
 }
 
 /// Whether a peer CTA of the cluster arrives on the barrier `bar`: a remote barrier_arrive on a

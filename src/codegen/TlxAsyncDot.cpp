@@ -103,6 +103,9 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
                    "; use M a multiple of 64 and num_warps a multiple of 4");
   const LinearLayout& accL = dl->acc;
   int32_t instrN = dl->instrN;
+  // Each wgmma: instrN / 2 accumulator registers, and 4 of A when A comes from registers.
+  requireLaunchRegisters(op, wgmmaRegisterNeed(instrN / 2, aInRegs ? 4 : 0),
+                         "tlx.async_dot's m64n" + std::to_string(instrN) + " wgmma");
   int bytes = ir::byteWidth(at.elem);
   int64_t instrK = 32 / bytes;
   int64_t sa = aAlloc.swizzleBytes, sb = bAlloc.swizzleBytes;

@@ -12,6 +12,22 @@ using ir::DType;
 using ir::OpCode;
 using layout::LinearLayout;
 
+namespace {
+
+/// Whether `v` is known to be 0 or 1: a constant, `x & 1`, or `^` / `|` of two such.
+bool isParity(const ir::Value* v, int depth = 0) {
+  if (std::optional<int64_t> c = ir::constantInt(v)) return *c == 0 || *c == 1;
+  const ir::Op* def = v->def();
+  if (!def || depth > 4 || def->numOperands() != 2) return false;
+  if (def->code() == OpCode::And)
+    return isParity(def->operand(0), depth + 1) || isParity(def->operand(1), depth + 1);
+  if (def->code() == OpCode::Xor || def->code() == OpCode::Or)
+    return isParity(def->operand(0), depth + 1) && isParity(def->operand(1), depth + 1);
+  return false;
+}
+
+} // namespace
+
 const ir::Op* barrierRoot(const ir::Value* v) {
   const ir::Op* def = v->def();
   while (def && def->code() == OpCode::LocalView && def->numOperands())
@@ -70,7 +86,13 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
   }
   case OpCode::BarrierWait: {
     std::string bar = barrierAddress(op, 0);
+    // The parity to wait for is the phase's lowest bit, as the interpreter reads it (the
+    // specializer refuses constants other than 0 and 1; try_wait.parity takes only those).
     std::string phase = operand(op, 1).at(0);
+    if (std::optional<int64_t> c = ir::constantInt(op.operand(1)))
+      phase = immInt(*c & 1);
+    else if (!isParity(op.operand(1)))
+      phase = b_.pure("and.b32", RegClass::B32, {b_.materialize(phase, RegClass::B32), "1"});
     bool hasPred = op.intAttr("has_pred") != 0;
     std::string skip = b_.newLabel("wait_done");
     if (hasPred) {

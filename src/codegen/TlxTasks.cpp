@@ -1,102 +1,104 @@
-// Lowering of tlx.async_tasks: warp-specialized tasks on warp ranges, with setmaxnreg budgets.
+// Lowering of tlx.async_tasks: warp-specialized tasks on the warp ranges of the kernel's task
+// plan (ir/TaskPlan.h), with their setmaxnreg budgets.
 #include "codegen/Lowering.h"
 
 #include <algorithm>
-#include <bit>
 #include <stdexcept>
 
 namespace ww::codegen {
 
-using ir::DType;
 using ir::OpCode;
-using layout::LinearLayout;
+
+namespace {
+
+/// Whether code other than the kernel's return runs after `op` (all warps run it, so they
+/// must hold the launch's registers again).
+bool codeFollows(const ir::Op& op, const ir::Function& fn) {
+  const ir::Block* block = op.parentBlock();
+  if (block != &fn.body) return true;
+  size_t at = ir::positionOf(*block, &op);
+  for (size_t i = at + 1; i < block->ops().size(); ++i)
+    if (block->ops()[i]->code() != OpCode::Return) return true;
+  return false;
+}
+
+} // namespace
 
 void FunctionLowering::lowerAsyncTasks(const ir::Op& op) {
   if (options_.target == Target::SM80)
     raiseError(op.loc(), "tlx.async_tasks needs sm_90a or sm_100a (setmaxnreg, warp-group "
                          "barriers)");
   if (taskWarps_) raiseError(op.loc(), "tlx.async_tasks cannot be nested inside an async task");
-  struct Task {
-    const ir::Op* op;
-    int firstWarp, warps, regs;
-  };
-  // The default task runs on warps [0, num_warps); the others follow in program order unless
-  // they name their first warp group.
-  std::vector<Task> tasks;
-  int nextWarp = fn_.numWarps;
-  for (const auto& t : op.region(0)->ops()) {
-    if (t->code() != OpCode::AsyncTask)
-      raiseError(t->loc(), std::string("'") + t->name() +
-                               "' directly inside tlx.async_tasks; only async_task blocks may "
-                               "appear there");
-    bool isDefault = t->intAttr("default") != 0;
-    int warps = isDefault ? fn_.numWarps : static_cast<int>(t->intAttr("num_warps"));
-    int first = isDefault ? 0 : nextWarp;
-    if (!isDefault && t->intAttr("warp_group_start_id", -1) >= 0)
-      // Replicas of a task sit side by side from its first warp group.
-      first = static_cast<int>(t->intAttr("warp_group_start_id")) * 4 +
-              static_cast<int>(t->intAttr("replica", 0)) * warps;
-    if (!isDefault) nextWarp = std::max(nextWarp, first + warps);
-    if (warps < 1 || !std::has_single_bit(static_cast<unsigned>(warps)) || warps > 32)
-      raiseError(t->loc(), "async_task num_warps=" + std::to_string(warps) +
-                               " is not supported; use a power of two from 1 to 32");
-    int regs = static_cast<int>(t->intAttr("num_regs"));
-    if (regs && (warps % 4 != 0 || first % 4 != 0))
-      raiseError(t->loc(), "an async_task with a register budget must cover whole warp groups "
-                           "(num_warps a multiple of 4 starting at a warp group), got " +
-                               std::to_string(warps) + " warps from warp " + std::to_string(first));
-    tasks.push_back({t.get(), first, warps, regs});
-  }
-  for (size_t i = 0; i < tasks.size(); ++i)
-    for (size_t j = 0; j < i; ++j)
-      if (tasks[i].firstWarp < tasks[j].firstWarp + tasks[j].warps &&
-          tasks[j].firstWarp < tasks[i].firstWarp + tasks[i].warps)
-        raiseError(tasks[i].op->loc(), "this async_task's warps overlap another task's; adjust "
-                                       "warp_group_start_id");
-  for (const Task& t : tasks) totalWarps_ = std::max(totalWarps_, t.firstWarp + t.warps);
-  if (totalWarps_ > 32)
-    raiseError(op.loc(), "the async tasks need " + std::to_string(totalWarps_) +
-                             " warps; a CTA has at most 32");
-  if (tasks.size() > 8)
+  if (!taskPlan_) throw std::logic_error("codegen: async_tasks without the kernel's task plan");
+  const ir::AsyncTasksPlan& plan = taskPlan_->of(op);
+  if (plan.tasks.size() > 8)
     raiseError(op.loc(), "more than 8 async tasks are not supported (each takes a named "
                          "barrier from 15 down)");
-  // Registers the launch grants each thread (64K per SM, in steps of 8): tasks above it
-  // take registers with setmaxnreg.inc, tasks below give theirs back with .dec.
-  int budget = std::min(255, 65536 / (totalWarps_ * 32)) / 8 * 8;
-  bool anyRegs = false;
-  for (const Task& t : tasks) anyRegs |= t.regs != 0;
-  if (anyRegs) maxRegisters_ = budget;
-
+  // Every thread starts with the launch's registers (.maxnreg): warp groups above it take
+  // registers with setmaxnreg.inc, those below give theirs back with .dec (the increases wait
+  // until the decreases have freed enough). Where code follows, each goes back at its end.
+  const int launch = taskPlan_->maxRegisters;
+  const bool restore = launch && codeFollows(op, fn_);
+  auto setRegisters = [&](int from, int to) {
+    if (!from || !to || from == to) return;
+    b_.inst(std::string("setmaxnreg.") + (to > from ? "inc" : "dec") + ".sync.aligned.u32",
+            {immInt(to)});
+  };
   std::string threadId = b_.pure("mov.u32", RegClass::B32, {"%tid.x"});
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    const Task& t = tasks[i];
+  // Runs `body` on warps [first, first + warps) only (unsigned wrap-around below them).
+  auto onWarps = [&](int first, int warps, const std::function<void()>& body) {
     std::string skip = b_.newLabel("task_end");
-    b_.setLoc(t.op->loc());
-    // Threads outside [first, first + warps) * 32 skip the task (unsigned wrap-around below).
-    std::string rel = b_.pure("sub.u32", RegClass::B32, {threadId, immInt(t.firstWarp * 32)});
-    std::string outside = b_.pure("setp.ge.u32", RegClass::Pred, {rel, immInt(t.warps * 32)});
+    std::string rel = b_.pure("sub.u32", RegClass::B32, {threadId, immInt(first * 32)});
+    std::string outside = b_.pure("setp.ge.u32", RegClass::Pred, {rel, immInt(warps * 32)});
     b_.inst("bra", {skip}, outside);
     b_.pushScope();
-    taskWarps_ = t.warps;
-    taskFirstWarp_ = t.firstWarp;
-    taskBarrierId_ = 15 - static_cast<int>(i);
-    // Tasks run concurrently: each later task's scratch (conversions, reductions, descriptor
-    // copies) starts after everything the earlier tasks used.
-    if (i > 0)
-      scratchBase_ = (std::max(sharedBytes_, layouts_.scratchOffset()) + 1023) / 1024 * 1024;
-    if (t.regs && t.regs != budget)
-      b_.inst(std::string("setmaxnreg.") + (t.regs > budget ? "inc" : "dec") + ".sync.aligned.u32",
-              {immInt(t.regs)});
-    lowerBlock(*t.op->region(0));
-    taskWarps_ = 0;
-    taskFirstWarp_ = 0;
-    taskBarrierId_ = -1;
-    scratchBase_ = -1;
+    body();
     b_.popScope();
     b_.label(skip);
+  };
+  // Warps without a task give their registers up first: the tasks' increases wait for them.
+  b_.setLoc(op.loc());
+  for (const ir::IdleWarps& idle : plan.idle)
+    if (idle.regs != launch)
+      onWarps(idle.firstWarp, idle.numWarps, [&] {
+        setRegisters(launch, idle.regs);
+        if (restore) setRegisters(idle.regs, launch);
+      });
+  for (size_t i = 0; i < plan.tasks.size(); ++i) {
+    const ir::TaskPlacement& t = plan.tasks[i];
+    b_.setLoc(t.task->loc());
+    onWarps(t.firstWarp, t.numWarps, [&] {
+      taskWarps_ = t.numWarps;
+      taskFirstWarp_ = t.firstWarp;
+      taskBarrierId_ = 15 - static_cast<int>(i);
+      // Tasks run concurrently: each later task's scratch (conversions, reductions, descriptor
+      // copies) starts after everything the earlier tasks used.
+      if (i > 0)
+        scratchBase_ = (std::max(sharedBytes_, layouts_.scratchOffset()) + 1023) / 1024 * 1024;
+      setRegisters(launch, t.regs);
+      lowerBlock(*t.task->region(0));
+      if (restore) setRegisters(t.regs, launch);
+      taskWarps_ = 0;
+      taskFirstWarp_ = 0;
+      taskBarrierId_ = -1;
+      scratchBase_ = -1;
+    });
   }
   // Warps meet again after their tasks (the code after async_tasks runs on every warp).
   barrier();
+}
+
+void FunctionLowering::requireLaunchRegisters(const ir::Op& op, int need, const std::string& what) {
+  if (!maxRegisters_ || need <= maxRegisters_) return;
+  raiseError(op.loc(), what + " needs " + std::to_string(need) +
+                           " registers a thread, but ptxas compiles every instruction within the "
+                           "kernel's .maxnreg of " +
+                           std::to_string(maxRegisters_) + " (65,536 registers over the " +
+                           std::to_string(totalWarps_ * 32) + " threads of its " +
+                           std::to_string(totalWarps_) +
+                           " warps, rounded down to a multiple of 8), even where setmaxnreg "
+                           "raises a task's registers; launch fewer warps (num_warps=" +
+                           std::to_string(fn_.numWarps) + " here) or use a narrower tile");
 }
 
 } // namespace ww::codegen

@@ -24,6 +24,12 @@ WgmmaTiles wgmmaTiles(const layout::LinearLayout& accL, int32_t instrN);
 std::string wgmmaAccumulatorList(const std::vector<int32_t>& regs,
                                  const std::vector<std::string>& live);
 
+/// Registers a thread ptxas needs to compile one wgmma: its accumulator's and A fragment's
+/// registers and 26 more (ptxas of CUDA 13 asks exactly that for every m64nN shape, f16, bf16
+/// and tf32, A in registers or shared memory). ptxas holds each instruction to .maxnreg, even
+/// where setmaxnreg raised the task's registers above it.
+constexpr int wgmmaRegisterNeed(int accRegs, int aRegs) { return accRegs + aRegs + 26; }
+
 /// Checks that the lane bits of `l` follow an mma.sync fragment: lanes 0-1 (threadID_in_group)
 /// step the column-like dim `tigDim` by `tigStep`, lanes 2-4 (groupID) step `groupDim` by 1.
 void requireFragmentLanes(const layout::LinearLayout& l, int tigDim, int32_t tigStep, int groupDim,

@@ -3,6 +3,7 @@
 #include "specialize/SpecializerImpl.h"
 
 #include "frontend/Parser.h"
+#include "ir/TaskPlan.h"
 
 #include <algorithm>
 #include <functional>
@@ -248,6 +249,8 @@ std::unique_ptr<ir::Function> Specializer::run() {
   b.setLoc(def->loc);
   b.ret();
   frame = nullptr;
+  // Where the async tasks run and whether their register budgets fit: errors at their source.
+  ir::planAsyncTasks(*fn);
   return fn;
 }
 
@@ -947,6 +950,9 @@ void Specializer::visitAsyncTask(const With* s, const CallSite& call) {
   if (!isDefault && numWarps <= 0)
     raiseError(call.loc, "a non-default async task needs num_warps=N (N > 0): "
                          "tlx.async_task(num_warps=1, num_regs=40)");
+  if (!isDefault && (numWarps > 32 || (numWarps & (numWarps - 1)) != 0))
+    raiseError(a.loc("num_warps"), "async_task num_warps=" + std::to_string(numWarps) +
+                                       " is not supported; use a power of two from 1 to 32");
   if (replicate < 1) raiseError(a.loc("replicate"), "replicate must be at least 1");
   if (numRegs != 0 && (numRegs < 24 || numRegs > 256 || numRegs % 8 != 0))
     raiseError(a.loc(a.has("num_regs") ? "num_regs" : "registers"),

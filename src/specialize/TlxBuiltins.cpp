@@ -334,7 +334,14 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
   if (name == "barrier_wait") {
     BoundArgs a(call, {"bar", "phase", "pred="});
     ir::Value* bar = oneBarrier(a, "bar");
-    std::vector<ir::Value*> ops{bar, requireScalarI32(a.get("phase"), a.loc("phase"), "the phase")};
+    // A phase is a parity: the lowest bit of a run-time phase counts (codegen and interpreter
+    // alike); a constant other than 0 or 1 is a mistake (ptxas refuses it).
+    const Val& phase = a.get("phase");
+    if (phase.isIntLike() && phase.i != 0 && phase.i != 1)
+      raiseError(a.loc("phase"), "tlx.barrier_wait's phase is the parity of the phase to wait "
+                                 "for: 0 or 1, got " +
+                                     std::to_string(phase.i) + " (write (n) & 1 for phase n)");
+    std::vector<ir::Value*> ops{bar, requireScalarI32(phase, a.loc("phase"), "the phase")};
     int64_t hasPred = predicate(a, ops);
     b.create(OpCode::BarrierWait, ops, {}, {{"has_pred", hasPred}});
     return Val::none();

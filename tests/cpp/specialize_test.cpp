@@ -1095,7 +1095,7 @@ def k(x_ptr, n):
     with tlx.async_tasks():
         with tlx.async_task("default"):
             tlx.barrier_arrive(bars[0])
-        with tlx.async_task(num_warps=4, num_regs=232, replicate=2, warp_group_start_id=1):
+        with tlx.async_task(num_warps=4, num_regs=232, replicate=2, warp_group_start_id=4):
             rid: tl.constexpr = tlx.async_task_replica_id()
             tl.static_assert(rid < 2)
             tlx.barrier_wait(bars[rid], 0)
@@ -1112,9 +1112,9 @@ def k(x_ptr, n):
   EXPECT_HAS(ir, "  async_tasks {\n    async_task {default = 1, num_warps = 4, num_regs = 0, "
                  "replicate = 1, replica = 0, warp_group_start_id = -1, name = \"default\"} {\n");
   EXPECT_HAS(ir, "async_task {default = 0, num_warps = 4, num_regs = 232, replicate = 2, replica = "
-                 "0, warp_group_start_id = 1, name = \"task\"}");
+                 "0, warp_group_start_id = 4, name = \"task\"}");
   EXPECT_HAS(ir, "async_task {default = 0, num_warps = 4, num_regs = 232, replicate = 2, replica = "
-                 "1, warp_group_start_id = 1, name = \"task\"}");
+                 "1, warp_group_start_id = 4, name = \"task\"}");
   // Each replica sees its own id as a constant; the outer `base` is captured by use.
   EXPECT_EQ(count(ir, "constant {value = 1} : i32"), 2);
   EXPECT_EQ(count(ir, "addptr %0_x_ptr, %4_base"), 2);

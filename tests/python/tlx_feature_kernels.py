@@ -104,11 +104,12 @@ def replica_ids(out_ptr, N: tl.constexpr):
 
 @ww.jit
 def replica_ids_from_group(out_ptr, N: tl.constexpr):
-    """Replicas placed from warp group 2 on (warp_group_start_id): side by side from there."""
+    """Replicas placed from warp 8 on (warp_group_start_id counts warps, as in TLX): side by
+    side from there."""
     with tlx.async_tasks():
         with tlx.async_task("default"):
             pass
-        with tlx.async_task(num_warps=4, replicate=2, warp_group_start_id=2):
+        with tlx.async_task(num_warps=4, replicate=2, warp_group_start_id=8):
             r: tl.constexpr = tlx.async_task_replica_id()
             tl.store(out_ptr + r * N + tl.arange(0, N), tl.full([N], r * 10 + 1, tl.int32))
 

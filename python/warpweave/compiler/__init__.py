@@ -134,7 +134,7 @@ def compile(src, target=None, options=None):  # noqa: A001  (Triton's name)
     env = src.fn.environment()
     request = dict(files=env.files, kernel=src.name, signature=src.signature_text(),
                    globals=env.globals, target=target.sm(), num_warps=num_warps,
-                   num_stages=num_stages, num_ctas=int(num_ctas))
+                   num_stages=num_stages, num_ctas=int(num_ctas), names=env.names)
     try:
         kernel = native().compile(**request, stage="cubin")
     except CompilationError as e:  # no ptxas on this machine: the PTX is still worth having
