@@ -54,6 +54,10 @@ class Config:
         self.ir_override = None
         for name, default in _TRITON_HINTS.items():
             setattr(self, name, hints.get(name, default))
+        for name in ("minRegAutoWS", "maxRegAutoWS"):  # setmaxnreg counts, as in Triton
+            if getattr(self, name) is not None and getattr(self, name) % 8 != 0:
+                raise ValueError(f"Config({name}={getattr(self, name)}): register counts "
+                                 f"must be divisible by 8")
 
     def all_kwargs(self) -> dict:
         """The kwargs and the launch options a launch with this config passes."""

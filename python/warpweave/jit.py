@@ -663,6 +663,20 @@ class CompiledKernel:
         return {"ttir": self.kernel.tile_ir, "ptx": self.kernel.ptx, "cubin": self.kernel.cubin}
 
     @property
+    def metadata(self):
+        """Triton's launch metadata fields: num_warps, num_stages, shared (bytes), name, and the
+        cluster as ctas_per_cga / cluster_dims (n, 1, 1). num_ctas is Triton's CTA-split count,
+        which warpweave does not have (its num_ctas option sets the cluster size): always 1."""
+        from types import SimpleNamespace
+
+        cluster = (max(1, self.kernel.num_ctas), 1, 1)
+        return SimpleNamespace(
+            name=self.kernel.name, num_warps=self.kernel.num_warps, num_stages=self.options[1],
+            num_ctas=1, ctas_per_cga=cluster, cluster_dims=cluster,
+            preferred_ctas_per_cga=None, shared=self.kernel.shared_bytes,
+            target=self.kernel.target)
+
+    @property
     def n_regs(self) -> int:
         return self.kernel.registers
 

@@ -11,8 +11,15 @@ from .language import _kernel_only, constexpr, dtype  # noqa: F401  (re-exported
 class _Enum:
     def __init__(self, kind: str, names):
         self._kind = kind
-        for n in names:
-            setattr(self, n, _EnumValue(kind, n))
+        self._members = [_EnumValue(kind, n) for n in names]
+        for m in self._members:
+            setattr(self, m.name, m)
+
+    def __iter__(self):
+        return iter(self._members)
+
+    def __len__(self):
+        return len(self._members)
 
 
 class _EnumValue:
@@ -22,11 +29,21 @@ class _EnumValue:
         self.kind = kind
         self.name = name
 
+    @property
+    def value(self):
+        return self.name  # as TLX's enum.Enum members, whose values are their names
+
     def __repr__(self):
         return f"tlx.{self.kind}.{self.name}"
 
 
-storage_kind = _Enum("storage_kind", ["smem", "tmem"])
+storage_kind = _Enum("storage_kind", ["smem", "tmem", "smemCluster"])
+reuse_group_type = _Enum("reuse_group_type", ["shared", "distinct"])
+
+from ._tlx_host import (  # noqa: E402  (host-side values; see the module)
+    async_task, async_tasks, buffered_tensor, reuse_group, storage_alias_spec_type,
+    swizzled_shared_layout_encoding)
+from ._tlx_host import storage_alias_spec as storage_alias_spec_type_class  # noqa: E402
 
 
 class layout:
@@ -82,16 +99,36 @@ alloc_barriers alloc_warp_barrier barrier_expect_bytes barrier_wait barrier_arri
 named_barrier_wait named_barrier_arrive fence_async_shared fence fence_mbarrier_init_cluster
 async_descriptor_load async_descriptor_store async_descriptor_store_wait async_load
 async_load_commit_group async_load_wait_group async_dot async_dot_wait
-async_tasks async_task async_task_replica_id cluster_cta_rank cluster_size_1d cluster_barrier
+async_task_replica_id cluster_cta_rank cluster_size_1d cluster_barrier
 async_remote_shmem_store remote_shmem_store
 thread_id clock64 dtype_of size_of vote_ballot_sync
 tmem_copy async_dot_scaled clc_create_context clc_producer clc_consumer
-get_fp8_format_name local_gather local_scatter remote_view
 """.split()
 
-__all__ = ["storage_kind", "constexpr", "dtype", "layout",
-           "padded_shared_layout_encoding"] + _FUNCTIONS
+# Values host code builds and kernels do not call (the compiler does not know these names).
+_HOST_ONLY = ["layout", "padded_shared_layout_encoding", "reuse_group_type", "buffered_tensor",
+              "reuse_group", "storage_alias_spec_type", "storage_alias_spec_type_class",
+              "swizzled_shared_layout_encoding"]
+
+__all__ = ["storage_kind", "constexpr", "dtype", "async_task", "async_tasks"] + _HOST_ONLY + \
+    _FUNCTIONS
 
 for _name in _FUNCTIONS:
     globals()[_name] = _kernel_only("tlx", _name)
 del _name
+
+
+def _local_alloc_signature():
+    # TLX's parameter list, for code that inspects it (the call itself is compiled).
+    import inspect
+
+    P = inspect.Parameter
+    params = [("shape", P.empty, "tuple"), ("dtype", P.empty, "tl.dtype"),
+              ("num", P.empty, "tl.constexpr"), ("storage", storage_kind.smem, "tlx.storage_kind"),
+              ("reuse", None, "Optional[tlx.buffered_tensor | tlx.storage_alias_spec]"),
+              ("layout", None, "Optional[tlx.shared_layout_encoding]")]
+    return inspect.Signature([P(n, P.POSITIONAL_OR_KEYWORD, default=d, annotation=a)
+                              for n, d, a in params], return_annotation="tlx.buffered_tensor")
+
+
+local_alloc.__signature__ = _local_alloc_signature()  # noqa: F821  (set in the loop above)
