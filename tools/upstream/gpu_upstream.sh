@@ -15,6 +15,8 @@ steps="${*:-build hopper-replace hopper-run unit perf}"
 work="$(mktemp -d)"
 SECONDS=0
 say() { echo "[gpu_upstream ${SECONDS}s] $*"; }
+# pytest-xdist workers when it is installed: a worker ended by a hung test is replaced.
+xdist_args() { python3 -c "import xdist" 2>/dev/null && echo "-n $1"; }
 
 for step in $steps; do
   case "$step" in
@@ -26,21 +28,20 @@ for step in $steps; do
       say "TLX Hopper tutorials, word replacement"
       timeout -s KILL "${WW_HOPPER_LIMIT:-420}" python3 tools/upstream/run_upstream.py \
         --upstream "$UPSTREAM" --suite tlx-hopper --mode replace --work "$work/r" --out "$OUT" \
-        > "$OUT/hopper-replace.log" 2>&1
+        --timeout "${WW_TEST_TIMEOUT:-150}" -- $(xdist_args 4) > "$OUT/hopper-replace.log" 2>&1
       say "exit $?"; grep -A80 "^\[upstream\] tlx-hopper" "$OUT/hopper-replace.log" | head -40 ;;
     hopper-run)
       say "TLX Hopper tutorials, python -m warpweave run"
       timeout -s KILL "${WW_HOPPER_LIMIT:-420}" python3 tools/upstream/run_upstream.py \
         --upstream "$UPSTREAM" --suite tlx-hopper --mode run --work "$work/m" --out "$OUT" \
-        > "$OUT/hopper-run.log" 2>&1
+        --timeout "${WW_TEST_TIMEOUT:-150}" -- $(xdist_args 4) > "$OUT/hopper-run.log" 2>&1
       say "exit $?"; grep -A80 "^\[upstream\] tlx-hopper" "$OUT/hopper-run.log" | head -40 ;;
     unit)
       say "TLX unit tests, word replacement"
-      xdist=""; python3 -c "import xdist" 2>/dev/null && xdist="-n 8"
-      # shellcheck disable=SC2086
+      # shellcheck disable=SC2046
       timeout -s KILL "${WW_UNIT_LIMIT:-480}" python3 tools/upstream/run_upstream.py \
         --upstream "$UPSTREAM" --suite tlx-unit --mode replace --work "$work/u" --out "$OUT" \
-        --timeout 120 -- $xdist > "$OUT/unit.log" 2>&1
+        --timeout 120 -- $(xdist_args 8) > "$OUT/unit.log" 2>&1
       say "exit $?"; grep -A70 "^\[upstream\] tlx-unit" "$OUT/unit.log" | head -70 ;;
     perf)
       say "Hopper tutorials beside cuBLAS / cuDNN"
