@@ -879,33 +879,47 @@ void Specializer::visitWith(const With* s) {
   taskContext = TaskContext::Tasks;
   frame->loopDepth++;
   SourceLoc firstDefault;
-  for (const auto& st : s->body) {
-    if (isa<Pass>(st.get())) continue;
-    if (auto* es = dyn_cast<ExprStmt>(st.get()))
-      if (auto* c = dyn_cast<Constant>(es->value.get()); c && c->type == Constant::Type::String)
+  // The region's statements: task blocks, and 'if's on compile-time conditions that choose
+  // among them (as in TLX, tasks are counted after those conditions are resolved).
+  std::function<void(const StmtList&)> visitTaskList = [&](const StmtList& body) {
+    for (const ast::Stmt* st : body) {
+      if (isa<Pass>(st)) continue;
+      if (auto* es = dyn_cast<ExprStmt>(st))
+        if (auto* c = dyn_cast<Constant>(es->value.get()); c && c->type == Constant::Type::String)
+          continue;
+      if (auto* ifs = dyn_cast<If>(st)) {
+        Val cond = eval(ifs->test.get());
+        if (!cond.isConstexpr())
+          raiseError(ifs->test->loc, "an 'if' directly inside 'with tlx.async_tasks():' chooses "
+                                     "tasks at compile time, so its condition must be a constexpr; "
+                                     "put a run-time 'if' inside a task");
+        visitTaskList(pointers(truthy(cond) ? ifs->body : ifs->orelse));
         continue;
-    auto* w = dyn_cast<With>(st.get());
-    const Call* tc =
-        w && w->items.size() == 1 ? dyn_cast<Call>(w->items[0].context.get()) : nullptr;
-    Val tcallee = tc ? eval(tc->func.get()) : Val::none();
-    if (!tc || tcallee.kind != Val::Kind::Builtin || tcallee.s != "tlx.async_task")
-      raiseError(st->loc, "only 'with tlx.async_task(...):' blocks may appear directly inside "
-                          "'with tlx.async_tasks():'; move this statement into a task or before "
-                          "the async_tasks block");
-    CallSite tcs = evalCallSite(*this, tc, "tlx.async_task");
-    bool isDefault =
-        !tcs.args.empty() && tcs.args[0].kind == Val::Kind::String && tcs.args[0].s == "default";
-    if (isDefault) {
-      if (firstDefault.valid())
-        raiseError(tc->loc,
-                   "two default async tasks; only one 'tlx.async_task(\"default\")' is "
-                   "allowed",
-                   {note(firstDefault, "the first default task is here")});
-      firstDefault = tc->loc;
+      }
+      auto* w = dyn_cast<With>(st);
+      const Call* tc =
+          w && w->items.size() == 1 ? dyn_cast<Call>(w->items[0].context.get()) : nullptr;
+      Val tcallee = tc ? eval(tc->func.get()) : Val::none();
+      if (!tc || tcallee.kind != Val::Kind::Builtin || tcallee.s != "tlx.async_task")
+        raiseError(st->loc, "only 'with tlx.async_task(...):' blocks may appear directly inside "
+                            "'with tlx.async_tasks():'; move this statement into a task or before "
+                            "the async_tasks block");
+      CallSite tcs = evalCallSite(*this, tc, "tlx.async_task");
+      bool isDefault =
+          !tcs.args.empty() && tcs.args[0].kind == Val::Kind::String && tcs.args[0].s == "default";
+      if (isDefault) {
+        if (firstDefault.valid())
+          raiseError(tc->loc,
+                     "two default async tasks; only one 'tlx.async_task(\"default\")' is "
+                     "allowed",
+                     {note(firstDefault, "the first default task is here")});
+        firstDefault = tc->loc;
+      }
+      b.setLoc(w->loc);
+      visitAsyncTask(w, tcs);
     }
-    b.setLoc(w->loc);
-    visitAsyncTask(w, tcs);
-  }
+  };
+  visitTaskList(pointers(s->body));
   frame->loopDepth--;
   taskContext = TaskContext::None;
   b.setInsertionBlock(outer);
