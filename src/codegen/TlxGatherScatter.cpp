@@ -64,8 +64,7 @@ void FunctionLowering::lowerLocalGatherScatter(const ir::Op& op) {
     axisBases.push_back(offsetOf(c) * bytes);
   }
   bool contiguousBits = true; // bases k * 2^j: the index's part is one shift
-  for (size_t j = 0; j < axisBases.size(); ++j)
-    contiguousBits &= axisBases[j] == axisBases[0] << j;
+  for (size_t j = 0; j < axisBases.size(); ++j) contiguousBits &= axisBases[j] == axisBases[0] << j;
 
   const LinearLayout& l = gather ? layoutOf(op.result()) : operandLayoutOf(op, 1);
   const ir::Type& it = op.operand(idxOperand)->type();
@@ -84,9 +83,9 @@ void FunctionLowering::lowerLocalGatherScatter(const ir::Op& op) {
   // are undefined in TLX, and this keeps them inside the buffer).
   auto indexPart = [&](const std::string& reg) -> std::string {
     if (axisBases.empty()) return "0";
-    std::string i = wideIndex ? b_.pure("cvt.u32.u64", RegClass::B32,
-                                        {b_.materialize(reg, RegClass::B64)})
-                              : b_.materialize(reg, RegClass::B32);
+    std::string i =
+        wideIndex ? b_.pure("cvt.u32.u64", RegClass::B32, {b_.materialize(reg, RegClass::B64)})
+                  : b_.materialize(reg, RegClass::B32);
     if (contiguousBits) {
       int64_t mask = (int64_t(1) << axisBases.size()) - 1;
       std::string m = b_.pure("and.b32", RegClass::B32, {i, immInt(mask)});
@@ -109,7 +108,7 @@ void FunctionLowering::lowerLocalGatherScatter(const ir::Op& op) {
     int64_t off = (offsetOfOthers(registerCoords(l, r)) ^ constant) * bytes;
     std::string others = xorConst(hw, hwBits, static_cast<int32_t>(off));
     std::string part = indexPart(idx.at(size_t(r)));
-    std::string o = part == "0"    ? others
+    std::string o = part == "0"     ? others
                     : others == "0" ? part
                                     : b_.pure("xor.b32", RegClass::B32,
                                               {b_.materialize(others, RegClass::B32), part});
@@ -124,8 +123,7 @@ void FunctionLowering::lowerLocalGatherScatter(const ir::Op& op) {
       std::string addr = addressOf(r);
       std::string dst = b_.newReg(elem == DType::I1 ? RegClass::B16 : cls);
       b_.inst("ld.shared." + type, {dst, bracketed(addr)});
-      out[size_t(r)] =
-          elem == DType::I1 ? b_.pure("setp.ne.u16", RegClass::Pred, {dst, "0"}) : dst;
+      out[size_t(r)] = elem == DType::I1 ? b_.pure("setp.ne.u16", RegClass::Pred, {dst, "0"}) : dst;
     }
     return bind(op.result(), std::move(out));
   }

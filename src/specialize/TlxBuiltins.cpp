@@ -95,11 +95,12 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
   auto oneBarrier = [&](const BoundArgs& a, const char* arg) {
     ir::Value* bar = requireBarrier(a.get(arg), a.loc(arg), fn + "'s " + arg);
     if (isRemoteBarrierView(bar))
-      raiseError(a.loc(arg), fn + " does not support a tlx.remote_view of an mbarrier; pass the "
-                                  "local mbarrier" +
-                                  (name == "barrier_arrive"
-                                       ? std::string(" and the peer's rank as remote_cta_rank=")
-                                       : std::string(" (this CTA's)")));
+      raiseError(a.loc(arg), fn +
+                                 " does not support a tlx.remote_view of an mbarrier; pass the "
+                                 "local mbarrier" +
+                                 (name == "barrier_arrive"
+                                      ? std::string(" and the peer's rank as remote_cta_rank=")
+                                      : std::string(" (this CTA's)")));
     if (bar->type().count != 1)
       raiseError(a.loc(arg), fn + " needs a single barrier, got " + bar->type().str() +
                                  "; select one with bars[i] or tlx.local_view(bars, i)");
@@ -153,8 +154,8 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
                  "tlx.remote_view needs a single barrier, got " + bar->type().str() +
                      "; select one with bars[i] or tlx.local_view(bars, i)");
     requireScalarI32(a.get("remote_cta_rank"), a.loc("remote_cta_rank"), "remote_cta_rank");
-    return Val::runtime(b.create1(OpCode::LocalView, {bar, b.i32(0)}, bar->type(),
-                                  {{"remote_view", int64_t(1)}}));
+    return Val::runtime(
+        b.create1(OpCode::LocalView, {bar, b.i32(0)}, bar->type(), {{"remote_view", int64_t(1)}}));
   }
   if (name == "local_view") {
     BoundArgs a(call, {"local_allocated_buffers", "buffer_idx"});
@@ -394,8 +395,7 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
                         "\"mbarrier_init_cluster\"");
       const Val& k = a.get(arg);
       if (k.kind != Val::Kind::String ||
-          (k.s != "async_shared" && k.s != "mbarrier_init_cluster" && k.s != "gpu" &&
-           k.s != "sys"))
+          (k.s != "async_shared" && k.s != "mbarrier_init_cluster" && k.s != "gpu" && k.s != "sys"))
         raiseError(a.loc(arg), "tlx.fence's scope must be \"gpu\", \"sys\", \"async_shared\" or "
                                "\"mbarrier_init_cluster\", got " +
                                    describe(k));

@@ -54,9 +54,8 @@ Val Specializer::callTlxGatherScatter(const std::string& name, CallSite& call) {
     raiseError(a.loc("src"), fn + "'s values must be numbers, got " + x->type().str());
   if (x->type().shape != it.shape) x = broadcastTo(x, it.shape, a.loc("src"));
   if (x->type().elem != bt.elem)
-    raiseError(a.loc("src"), fn + ": the values are " + x->type().str() +
-                                 " but the buffer holds " + std::string(ir::tlName(bt.elem)) +
-                                 "; convert them with .to(...)");
+    raiseError(a.loc("src"), fn + ": the values are " + x->type().str() + " but the buffer holds " +
+                                 std::string(ir::tlName(bt.elem)) + "; convert them with .to(...)");
   b.create(OpCode::LocalScatter, {buf, x, idx}, {}, attrs);
   return Val::none();
 }

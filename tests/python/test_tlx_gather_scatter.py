@@ -10,7 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tlx_gather_scatter_kernels import gather_1d, gather_2d, scatter_2d, scatter_gather_3d
+import warpweave as ww
+from tlx_gather_scatter_kernels import (gather_1d, gather_2d, scatter_2d, scatter_gather_3d,
+                                        tma_then_gather)
 
 native_loader = importlib.import_module("warpweave._native_loader")
 pytestmark = pytest.mark.skipif(not native_loader.available(),
@@ -115,6 +117,15 @@ def test_gather_index_out_of_range_is_reported():
         gather_1d[(1,)](x, idx, np.zeros(16, np.float32), N=64, K=16)
 
 
+def test_gather_from_a_tma_tile_interp():
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((64, 64)).astype(np.float16)
+    idx = rng.integers(0, 64, (64, 64)).astype(np.int32)
+    out = np.zeros((64, 64), np.float16)
+    tma_then_gather[(1,)](ww.TensorDescriptor.from_tensor(x, [64, 64]), idx, out, R=64, C=64)
+    np.testing.assert_array_equal(out, np.take_along_axis(x, idx, 0))
+
+
 # ---------------------------------------------------------------------------------------------
 # PTX for sm_90a (ptxas)
 # ---------------------------------------------------------------------------------------------
@@ -162,7 +173,8 @@ def compile_error(kernel, signature):
 def test_axis_out_of_range():
     msg = compile_error("gather_2d", "x_ptr:*fp32:16, idx_ptr:*i32:16, out_ptr:*fp32:16, R=32, "
                         "C=32, IR=32, IC=32, AXIS=2")
-    assert "tlx.local_gather's axis 2 is out of range for buffer<1x32x32xfp32, smem> (valid: 0..1)" in msg
+    assert ("tlx.local_gather's axis 2 is out of range for buffer<1x32x32xfp32, smem> "
+            "(valid: 0..1)") in msg
     assert "tlx_gather_scatter_kernels.py:" in msg
 
 
@@ -183,3 +195,14 @@ def test_values_of_another_type_refused():
                         "out_ptr:*fp32:16, R=32, C=32, IR=32, IC=32, AXIS=0")
     assert "tlx.local_scatter: the values are tensor<32x32xfp16> but the buffer holds " \
            "float32" in msg
+
+
+def test_gather_from_a_swizzled_tile_ptx():
+    # TMA's 128-byte swizzle: row r of a 64x64 fp16 tile starts at r * 128 XOR (r % 8) * 16, so
+    # the index's bits select XORed row bases (row 1: 144, row 2: 288, row 4: 576, row 8: 1024).
+    k = compile_here("tma_then_gather", "desc:desc<fp16,64x64>, idx_ptr:*i32:16, "
+                     "out_ptr:*fp16:16, R=64, C=64", num_warps=4)
+    assert k.cubin
+    for base in (144, 288, 576, 1024, 2048, 4096):
+        assert re.search(rf"selp\.b32 %r\d+, {base}, 0, %p\d+;", k.ptx), base
+    assert k.ptx.count("ld.shared.b16") == 64 * 64 // 128

@@ -57,3 +57,16 @@ def scatter_gather_3d(x_ptr, idx_ptr, out_ptr, N: tl.constexpr, M: tl.constexpr,
     tlx.local_scatter(buf[0], tl.load(x_ptr + o), idx, AXIS)
     tl.store(out_ptr + o, tlx.local_gather(buf[0], idx, AXIS))
     tl.store(out_ptr + N * M * P + o, tlx.local_load(buf[0]))
+
+
+@ww.jit
+def tma_then_gather(desc, idx_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
+    """A [R, C] fp16 tile brought by TMA (so its buffer is swizzled), gathered along rows:
+    out[i, j] = tile[idx[i, j], j]."""
+    buf = tlx.local_alloc((R, C), tl.float16, 1)
+    bars = tlx.alloc_barriers(1)
+    tlx.barrier_expect_bytes(bars[0], R * C * 2)
+    tlx.async_descriptor_load(desc, buf[0], [0, 0], bars[0])
+    tlx.barrier_wait(bars[0], 0)
+    io = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    tl.store(out_ptr + io, tlx.local_gather(buf[0], tl.load(idx_ptr + io), 0))
