@@ -86,7 +86,15 @@ class async_tasks:
         return False
 
 
-class swizzled_shared_layout_encoding:
+class layout_encoding:
+    """Base of every TLX layout record (the layouts host code names; see the end of the file)."""
+
+
+class shared_layout_encoding(layout_encoding):
+    """Base of the shared-memory layouts."""
+
+
+class swizzled_shared_layout_encoding(shared_layout_encoding):
     """A shared-memory layout in TLX's terms (vector size, phase, order and the CTA split of a
     cluster). `make_default(rank)` is the unswizzled row-major one."""
 
@@ -228,3 +236,189 @@ class reuse_group:
     def __repr__(self):
         size = f", group_size={self._group_size}" if self._group_size != 1 else ""
         return f"reuse_group({self._args}, group_type={self._group_type.value}{size})"
+
+
+# ------------------------------------------------------------------------------------------------
+# Layouts host code names. warpweave picks its own register and shared-memory layouts on NVIDIA
+# targets; these records carry TLX's fields so that code building them (and reading them back)
+# works, and a kernel given one gets the compiler's error where it uses it.
+# ------------------------------------------------------------------------------------------------
+
+
+class swizzled_layout:
+    """CuTe's Swizzle<B, M, S> as a shared-memory layout: `bits` (B, maxPhase = 2**B), `base`
+    (M, vector = 2**M elements), `shift` (S, on the flat offset). Triton's per-row perPhase
+    depends on the contiguous extent, so `_to_encoding(shape)` resolves it for a buffer shape:
+    perPhase = 2**(S + M) / shape[order[0]]."""
+
+    def __init__(self, bits, base=0, shift=0, order=None):
+        self.bits, self.base, self.shift = int(_plain(bits)), int(_plain(base)), int(_plain(shift))
+        order = _plain(order)
+        self.order = None if order is None else [int(_plain(d)) for d in order]
+
+    @classmethod
+    def make_default(cls, rank):
+        return cls(0, 0, 0, order=list(range(rank - 1, -1, -1)))
+
+    maxPhase = property(lambda self: 1 << self.bits)
+    vectorSize = property(lambda self: 1 << self.base)
+
+    def _to_encoding(self, shape=None):
+        if self.order is None and shape is None:
+            raise ValueError("swizzled_layout: needs an order or a buffer shape to resolve")
+        rank = len(self.order) if self.order is not None else len(shape)
+        order = list(self.order) if self.order is not None else list(range(rank - 1, -1, -1))
+        per_phase = 1
+        if self.maxPhase > 1:
+            if shape is None:
+                raise ValueError("swizzled_layout: a real swizzle (bits > 0) resolves only "
+                                 "against the buffer shape")
+            contiguous = int(shape[order[0]])
+            span = 1 << (self.shift + self.base)
+            # AssertionError, as TLX raises for a swizzle finer than one row.
+            assert span % contiguous == 0, (
+                f"swizzled_layout Swizzle<{self.bits},{self.base},{self.shift}>: 2**(shift+base) "
+                f"= {span} is not a multiple of the contiguous extent {contiguous} (perPhase < 1)")
+            per_phase = span // contiguous
+        ones = [1] * rank
+        return swizzled_shared_layout_encoding(self.vectorSize, per_phase, self.maxPhase, order,
+                                               ones, list(ones), list(ones),
+                                               list(range(rank - 1, -1, -1)))
+
+    def _key(self):
+        return (self.bits, self.base, self.shift, None if self.order is None else tuple(self.order))
+
+    def __eq__(self, other):
+        return isinstance(other, swizzled_layout) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
+
+    def __repr__(self):
+        return f"swizzled_layout(Swizzle<{self.bits},{self.base},{self.shift}>, order={self.order})"
+
+
+class layout(layout_encoding):
+    """A register layout in CuTe's thread-value notation, `tlx.layout(shape=(thread_shape,
+    value_shape), stride=(thread_stride, value_stride))`. Given a swizzled_layout instead it is
+    that shared layout (resolved now when it does not swizzle)."""
+
+    def __new__(cls, spec=None, *, shape=None, stride=None):
+        if isinstance(spec, swizzled_layout):
+            return spec._to_encoding() if spec.maxPhase == 1 else spec
+        return super().__new__(cls)
+
+    def __init__(self, spec=None, *, shape=None, stride=None):
+        # AssertionError, as TLX raises for a layout with neither form.
+        assert shape is not None and stride is not None, (
+            "tlx.layout takes a swizzled_layout(...) or shape=/stride= (a register layout)")
+        assert len(shape) == 2 and len(stride) == 2, (
+            "tlx.layout: shape and stride are each (thread, value)")
+        self.shape, self.stride = shape, stride
+        self.thread_shape, self.value_shape = shape
+        self.thread_stride, self.value_stride = stride
+
+    def __repr__(self):
+        return f"tlx.layout(shape={self.shape!r}, stride={self.stride!r})"
+
+    def __eq__(self, other):
+        return isinstance(other, layout) and (self.shape, self.stride) == (other.shape,
+                                                                            other.stride)
+
+    def __hash__(self):
+        return hash((repr(self.shape), repr(self.stride)))
+
+
+class padded_shared_layout_encoding(shared_layout_encoding):
+    """AMD's padded shared layout: after every `intervals[i]` elements, `paddings[i]` elements of
+    padding; either the identity map over {order, shape} or explicit `offset_bases` (one base
+    vector per offset bit) and `block_bases`."""
+
+    def __init__(self, intervals, paddings, order, shape, numCTAsPerCGA, numCTASplit, numCTAOrder,
+                 offset_bases=None, block_bases=None):
+        assert len(intervals) == len(paddings), "intervals and paddings differ in length"
+        self.intervals, self.paddings = list(intervals), list(paddings)
+        self.order, self.shape = list(order), list(shape)
+        self.numCTAsPerCGA = list(numCTAsPerCGA)
+        self.numCTASplit = list(numCTASplit)
+        self.numCTAOrder = list(numCTAOrder)
+        self.offset_bases = None if offset_bases is None else [list(b) for b in offset_bases]
+        self.block_bases = None if block_bases is None else [list(b) for b in block_bases]
+
+    @property
+    def intervals_paddings(self):
+        return list(zip(self.intervals, self.paddings))
+
+    @staticmethod
+    def _split(pairs):
+        return [int(p[0]) for p in pairs], [int(p[1]) for p in pairs]
+
+    @classmethod
+    def with_bases(cls, interval_padding_pairs, offset_bases, shape, block_bases=None):
+        rank = len(shape)
+        assert rank > 0 and offset_bases, "with_bases needs a shape and offset bases"
+        for b in list(offset_bases) + list(block_bases or []):
+            assert len(b) == rank, f"base vector {b} does not have the shape's rank {rank}"
+        intervals, paddings = cls._split(interval_padding_pairs)
+        return cls(intervals, paddings, list(range(rank - 1, -1, -1)), list(shape), [1] * rank,
+                   [1] * rank, list(range(rank)),
+                   offset_bases=[[int(x) for x in b] for b in offset_bases],
+                   block_bases=[[int(x) for x in b] for b in (block_bases or [])])
+
+    @classmethod
+    def with_identity_for(cls, interval_padding_pairs, shape, order=None):
+        rank = len(shape)
+        intervals, paddings = cls._split(interval_padding_pairs)
+        order = list(range(rank - 1, -1, -1)) if order is None else list(order)
+        return cls(intervals, paddings, order, list(shape), [1] * rank, [1] * rank,
+                   list(range(rank)))
+
+    def make_permute(self, dims):
+        return padded_shared_layout_encoding(
+            self.intervals, self.paddings, [self.order[d] for d in dims],
+            [self.shape[d] for d in dims], self.numCTAsPerCGA, self.numCTASplit, self.numCTAOrder)
+
+    def __repr__(self):
+        return (f"tlx.padded_shared_layout_encoding({self.intervals_paddings!r}, "
+                f"{self.offset_bases!r}, {self.shape!r})")
+
+
+class shared_linear_layout_encoding(shared_layout_encoding):
+    """An explicit linear shared-memory map (Gluon's): one base vector per offset bit, optional
+    block bases, and the alignment (a power of two) of the buffer."""
+
+    def __init__(self, offset_bases, block_bases=None, alignment=16):
+        self.offset_bases = [[int(x) for x in b] for b in offset_bases]
+        self.block_bases = [[int(x) for x in b] for b in (block_bases or [])]
+        self.alignment = int(alignment)
+        assert self.offset_bases and self.offset_bases[0], "offset_bases must be non-empty"
+        rank = len(self.offset_bases[0])
+        assert all(len(b) == rank for b in self.offset_bases + self.block_bases), (
+            "every base vector must have the same rank")
+        assert self.alignment > 0 and self.alignment & (self.alignment - 1) == 0, (
+            "alignment must be a power of two")
+
+    def make_permute(self, dims):
+        return self  # a physical image: views describe the permutation
+
+
+class amd_mfma_layout(layout_encoding):
+    """AMD's MFMA register layout (gfx9 matrix cores), recorded for code that builds one;
+    warpweave generates NVIDIA code only."""
+
+    def __init__(self, version, instr_shape, transposed, warps_per_cta, element_bitwidth=32,
+                 tiles_per_warp=None, cga_layout=None):
+        self.version = int(version)
+        self.instr_shape = [int(x) for x in instr_shape]
+        self.transposed = bool(transposed)
+        self.warps_per_cta = [int(x) for x in warps_per_cta]
+        self.element_bitwidth = int(element_bitwidth)
+        # One tile factor per warp axis (M, N); the instruction's K is not one.
+        self.tiles_per_warp = [int(x) for x in (tiles_per_warp or [1] * len(self.warps_per_cta))]
+        self.cga_layout = [[int(x) for x in b] for b in (cga_layout or [])]
+        assert 1 <= self.version <= 4, "MFMA version is 1 to 4"
+        assert len(self.instr_shape) == 3 and self.instr_shape[:2] in (
+            [32, 32], [16, 16], [64, 4], [4, 64]), f"unsupported MFMA shape {self.instr_shape}"
+        assert self.element_bitwidth in (32, 64)
+        assert len(self.tiles_per_warp) == len(self.warps_per_cta)
+        assert all(len(b) == len(self.warps_per_cta) for b in self.cga_layout)

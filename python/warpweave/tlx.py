@@ -41,54 +41,12 @@ storage_kind = _Enum("storage_kind", ["smem", "tmem", "smemCluster"])
 reuse_group_type = _Enum("reuse_group_type", ["shared", "distinct"])
 
 from ._tlx_host import (  # noqa: E402  (host-side values; see the module)
-    async_task, async_tasks, buffered_tensor, reuse_group, storage_alias_spec_type,
+    amd_mfma_layout, async_task, async_tasks, buffered_tensor, layout, layout_encoding,
+    padded_shared_layout_encoding, reuse_group, shared_layout_encoding,
+    shared_linear_layout_encoding, storage_alias_spec_type, swizzled_layout,
     swizzled_shared_layout_encoding)
 from ._tlx_host import storage_alias_spec as storage_alias_spec_type_class  # noqa: E402
 
-
-class layout:
-    """A register layout TLX's AMD kernels name (`tlx.layout(shape=, stride=)`, in CuTe's
-    notation) for `tlx.require_layout`. It is a host-side value here: warpweave targets NVIDIA
-    GPUs, which pick their own layouts, and a kernel that requires one gets the compiler's
-    error at the call."""
-
-    def __init__(self, shape, stride):
-        self.shape = shape
-        self.stride = stride
-
-    def __repr__(self):
-        return f"tlx.layout(shape={self.shape!r}, stride={self.stride!r})"
-
-    def __eq__(self, other):
-        return isinstance(other, layout) and (self.shape, self.stride) == (other.shape,
-                                                                            other.stride)
-
-    def __hash__(self):
-        return hash((repr(self.shape), repr(self.stride)))
-
-
-class padded_shared_layout_encoding:
-    """AMD's padded shared-memory layout (LDS padding intervals and offset bases), as TLX's AMD
-    kernels build it. Host-side value only, like `layout`: local_alloc on NVIDIA targets takes
-    the swizzled layouts warpweave chooses."""
-
-    def __init__(self, intervals_paddings, offset_bases, shape, order=None):
-        self.intervals_paddings = [tuple(p) for p in intervals_paddings]
-        self.offset_bases = offset_bases
-        self.shape = list(shape)
-        self.order = order
-
-    @classmethod
-    def with_bases(cls, intervals_paddings, offset_bases, shape):
-        return cls(intervals_paddings, offset_bases, shape)
-
-    @classmethod
-    def with_identity_for(cls, intervals_paddings, shape, order):
-        return cls(intervals_paddings, None, shape, order)
-
-    def __repr__(self):
-        return (f"tlx.padded_shared_layout_encoding({self.intervals_paddings!r}, "
-                f"{self.offset_bases!r}, {self.shape!r})")
 
 # Exactly the names the compiler knows (src/specialize/TlxBuiltins.cpp, tlxFunctionNames). The
 # Blackwell ones at the end (LANGUAGE.md's compile-checked list) are recognized but not
@@ -103,13 +61,13 @@ async_task_replica_id cluster_cta_rank cluster_size_1d cluster_barrier
 async_remote_shmem_store remote_shmem_store
 thread_id clock64 dtype_of size_of vote_ballot_sync
 tmem_copy async_dot_scaled clc_create_context clc_producer clc_consumer
-get_fp8_format_name local_gather local_scatter remote_view
 """.split()
 
 # Values host code builds and kernels do not call (the compiler does not know these names).
 _HOST_ONLY = ["layout", "padded_shared_layout_encoding", "reuse_group_type", "buffered_tensor",
               "reuse_group", "storage_alias_spec_type", "storage_alias_spec_type_class",
-              "swizzled_shared_layout_encoding"]
+              "swizzled_shared_layout_encoding", "swizzled_layout", "layout_encoding",
+              "shared_layout_encoding", "shared_linear_layout_encoding", "amd_mfma_layout"]
 
 __all__ = ["storage_kind", "constexpr", "dtype", "async_task", "async_tasks"] + _HOST_ONLY + \
     _FUNCTIONS

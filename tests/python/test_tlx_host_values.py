@@ -143,3 +143,48 @@ def test_host_task_objects_still_compile_in_kernels():
     out = np.zeros(2, dtype=np.int32)
     ws[(1,)](out)
     assert out.tolist() == [1, 2]
+
+
+def test_swizzled_layout_resolves_per_row_phase_from_the_shape():
+    enc = tlx.swizzled_layout(3, 0, 6, order=[1, 0])._to_encoding(shape=[128, 64])
+    assert (enc.vectorSize, enc.perPhase, enc.maxPhase, enc.order) == (1, 1, 8, [1, 0])
+    enc = tlx.swizzled_layout(2, 1, 3, order=[1, 0])._to_encoding(shape=[8, 8])
+    assert (enc.vectorSize, enc.perPhase, enc.maxPhase) == (2, 2, 4)
+    with pytest.raises(AssertionError):
+        tlx.swizzled_layout(2, 0, 0, order=[1, 0])._to_encoding(shape=[4, 8])
+    with pytest.raises(ValueError, match="buffer shape"):
+        tlx.swizzled_layout(1, 0, 4)._to_encoding()
+
+
+def test_layout_of_a_swizzle_is_a_shared_layout():
+    plain = tlx.layout(tlx.swizzled_layout.make_default(rank=2))
+    assert type(plain) is tlx.swizzled_shared_layout_encoding
+    assert isinstance(plain, tlx.shared_layout_encoding)
+    real = tlx.swizzled_layout(2, 0, 2, order=[1, 0])
+    assert tlx.layout(real) is real
+    reg = tlx.layout(shape=((32, 4), (8,)), stride=((1, 32), (128,)))
+    assert reg.thread_shape == (32, 4) and reg.value_stride == (128,)
+    assert not isinstance(reg, tlx.shared_layout_encoding)
+    with pytest.raises(AssertionError):
+        tlx.layout()
+
+
+def test_padded_and_linear_shared_layouts_keep_their_fields():
+    bases = [[0, 1], [0, 2], [1, 0]]
+    enc = tlx.padded_shared_layout_encoding.with_bases([(256, 8)], bases, [2, 4])
+    assert (enc.intervals, enc.paddings, enc.order, enc.block_bases) == ([256], [8], [1, 0], [])
+    assert enc.offset_bases == bases and enc.intervals_paddings == [(256, 8)]
+    ident = tlx.padded_shared_layout_encoding.with_identity_for([(64, 4)], [32, 64], [0, 1])
+    assert (ident.order, ident.offset_bases, ident.shape) == ([0, 1], None, [32, 64])
+    lin = tlx.shared_linear_layout_encoding(offset_bases=bases, alignment=32)
+    assert (lin.offset_bases, lin.block_bases, lin.alignment) == (bases, [], 32)
+    with pytest.raises(AssertionError):
+        tlx.shared_linear_layout_encoding(offset_bases=bases, alignment=24)
+
+
+def test_amd_mfma_layout_tiles_per_warp_follow_the_warp_axes():
+    assert tlx.amd_mfma_layout(4, [16, 16, 32], False, [2, 2]).tiles_per_warp == [1, 1]
+    assert tlx.amd_mfma_layout(4, [32, 32, 16], True, [4, 1],
+                               tiles_per_warp=[2, 1]).tiles_per_warp == [2, 1]
+    with pytest.raises(AssertionError):
+        tlx.amd_mfma_layout(4, [8, 8, 4], True, [4, 1])
