@@ -11,6 +11,13 @@ using ir::OpCode;
 
 namespace {
 
+/// The class of each register of a value of type `t` carried by a loop or chosen by an if: a
+/// TLX buffer or barrier view is one register, its byte offset in shared memory.
+RegClass carriedClass(const ir::Type& t) {
+  if (t.kind == ir::TypeKind::Buffer || t.kind == ir::TypeKind::Barrier) return RegClass::B32;
+  return regClassOf(t.elem, t.pointer);
+}
+
 /// Lowers every op of `block` but its terminator, which it returns.
 const ir::Op* terminatorOf(const ir::Block& block, OpCode expected) {
   const ir::Op* t = block.terminator();
@@ -54,7 +61,7 @@ std::vector<Regs> FunctionLowering::freshResultRegisters(const ir::Op& op,
   for (unsigned k = 0; k < op.numResults(); ++k) {
     const ir::Type& t = op.result(k)->type();
     int32_t n = t.isTensor() ? layoutOf(op.result(k)).getInDimSize(layout::kRegister) : 1;
-    RegClass c = regClassOf(t.elem, t.pointer);
+    RegClass c = carriedClass(t);
     for (int32_t r = 0; r < n; ++r) {
       results[k].push_back(b_.newReg(c));
       flat.push_back(results[k].back());
@@ -78,7 +85,7 @@ void FunctionLowering::lowerFor(const ir::Op& op) {
   std::vector<std::string> initFlat;
   for (unsigned k = 0; k < numIters; ++k) {
     const Regs& init = operand(op, 3 + k);
-    RegClass c = regClassOf(op.result(k)->type().elem, op.result(k)->type().pointer);
+    RegClass c = carriedClass(op.result(k)->type());
     for (const auto& x : init) {
       carried[k].push_back(b_.newReg(c));
       flat.regs.push_back(carried[k].back());
@@ -160,8 +167,7 @@ void FunctionLowering::lowerWhile(const ir::Op& op) {
   FlatRegs flat;
   std::vector<std::string> initFlat;
   for (unsigned k = 0; k < numIters; ++k) {
-    const ir::Type& t = before.arg(k)->type();
-    RegClass c = regClassOf(t.elem, t.pointer);
+    RegClass c = carriedClass(before.arg(k)->type());
     for (const auto& x : operand(op, k)) {
       carried[k].push_back(b_.newReg(c));
       flat.regs.push_back(carried[k].back());

@@ -294,9 +294,9 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
     addr = b_.pure("add.s32", RegClass::B32, {addr, immInt(regionBase)});
     return wgmmaDescriptor(b_, addr, fixedBits);
   };
-  std::string abType = at.elem == DType::F16 ? "f16" : at.elem == DType::BF16 ? "bf16" : "tf32";
   std::string opcode = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(instrN) + "k" +
-                       std::to_string(instrK) + ".f32." + abType + "." + abType;
+                       std::to_string(instrK) + ".f32." + wgmmaTypeName(at.elem) + "." +
+                       wgmmaTypeName(bt.elem);
   std::string accumulate = b_.pure("setp.ne.u32", RegClass::Pred, {"1", "0"});
   b_.inst("wgmma.fence.sync.aligned", {});
   for (const auto& [origin, regs] : tiles) {
@@ -305,7 +305,7 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
       std::string da = descriptor(aHw, aBits, aBase, coreMatrixOffset(origin.first, k0) * bytes);
       std::string db = descriptor(bHw, bBits, bBase, coreMatrixOffset(origin.second, k0) * bytes);
       std::vector<std::string> operands{list, da, db, accumulate, "1", "1"};
-      if (sixteen) {
+      if (wgmmaCanTranspose(at.elem)) {
         operands.push_back("0"); // A and B are K-major: no transpose
         operands.push_back("0");
       }

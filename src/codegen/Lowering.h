@@ -23,9 +23,14 @@ namespace ww::codegen {
 /// index of the value's layout for a tensor.
 using Regs = std::vector<std::string>;
 
-/// True when `v` is a TLX buffer or a local_view of one: its elements sit where the
-/// allocation's layout puts them (local_trans and other views reorder them).
+/// True when `v` is a TLX buffer or a local_view of one (or a run-time if's choice between
+/// such views): its elements sit where the allocation's layout puts them (local_trans and other
+/// views reorder them).
 bool isPlainBuffer(const ir::Value* v);
+
+/// The values the branches of run-time if `ifOp` yield as its result `result` (a buffer or
+/// barrier view chosen at run time, say).
+std::vector<const ir::Value*> ifChoices(const ir::Op& ifOp, const ir::Value* result);
 
 /// The coordinates held by register `reg` of layout `l`: the XOR of the register bases of the
 /// set bits of `reg`.

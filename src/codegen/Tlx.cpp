@@ -1,11 +1,13 @@
 // Lowering of TLX shared-memory buffers (sm_90a and later): local_alloc, local_view, and the views
-// local_trans, local_slice and local_reinterpret, read and written by local_load / local_store.
+// local_trans, local_slice and local_reinterpret (or one a run-time if chooses), read and written
+// by local_load / local_store.
 #include "codegen/Lowering.h"
 
 #include "layout/Layouts.h"
 
 #include <algorithm>
 #include <bit>
+#include <functional>
 #include <stdexcept>
 
 namespace ww::codegen {
@@ -30,7 +32,23 @@ bool isPlainBuffer(const ir::Value* v) {
   while (def && (def->code() == OpCode::LocalView || def->code() == OpCode::LocalSlice ||
                  def->code() == OpCode::LocalReinterpret))
     def = def->operand(0)->def();
+  if (def && def->code() == OpCode::If) {
+    std::vector<const ir::Value*> chosen = ifChoices(*def, v);
+    return !chosen.empty() && std::all_of(chosen.begin(), chosen.end(), isPlainBuffer);
+  }
   return def && def->code() == OpCode::LocalAlloc;
+}
+
+std::vector<const ir::Value*> ifChoices(const ir::Op& ifOp, const ir::Value* result) {
+  unsigned i = 0;
+  while (i < ifOp.numResults() && ifOp.result(i) != result) ++i;
+  std::vector<const ir::Value*> chosen;
+  if (i == ifOp.numResults()) return chosen;
+  for (unsigned r = 0; r < ifOp.numRegions(); ++r) {
+    const ir::Op* t = ifOp.region(r)->terminator();
+    if (t && t->code() == OpCode::Yield && i < t->numOperands()) chosen.push_back(t->operand(i));
+  }
+  return chosen;
 }
 
 namespace {
@@ -111,6 +129,23 @@ ViewAddressing addressingOf(const layout::LayoutMap& layouts, const ir::Value* v
       raiseError(at.loc(), std::string("'") + at.name() + "' of a buffer of shape " + t.str() +
                                " is not supported; use power-of-two dims");
     return {bytesOfSharedLayout(a->layout, rank, ir::byteWidth(t.elem)), 0, 0, rank};
+  }
+  if (def->code() == OpCode::If) {
+    // A view chosen at run time: its register is the chosen view's, so every choice must lie
+    // alike relative to its register (slices at different offsets of whole tiles do).
+    std::vector<const ir::Value*> chosen = ifChoices(*def, v);
+    if (chosen.empty()) throw std::logic_error("codegen: an if result without yields");
+    ViewAddressing first = addressingOf(layouts, chosen[0], at);
+    for (size_t c = 1; c < chosen.size(); ++c) {
+      ViewAddressing other = addressingOf(layouts, chosen[c], at);
+      if (!(other.bytes == first.bytes) || other.xorBytes != first.xorBytes ||
+          other.rank != first.rank)
+        raiseError(def->loc(), "the buffer views this if chooses between (" + t.str() +
+                                   ") lie differently in shared memory; '" + at.name() +
+                                   "' needs views whose elements sit alike from their start, "
+                                   "e.g. slices of whole swizzle atoms");
+    }
+    return first;
   }
   const ir::Value* src = def->operand(0);
   ViewAddressing parent = addressingOf(layouts, src, at);
@@ -239,9 +274,14 @@ bool isWholeTile(const ViewAddressing& v, const ir::Type& t, const layout::Share
 /// The first TMA copy or async_dot that reads or writes `view` as a tile (directly or through
 /// local_view / local_trans), with the operand index; null if none.
 const ir::Op* tileUserOf(const ir::Function& fn, const ir::Value* view) {
-  auto reaches = [view](const ir::Value* v) {
+  std::function<bool(const ir::Value*)> reaches = [&](const ir::Value* v) {
     for (const ir::Op* d = v->def(); v; d = v->def()) {
       if (v == view) return true;
+      if (d && d->code() == OpCode::If) {
+        for (const ir::Value* c : ifChoices(*d, v))
+          if (reaches(c)) return true;
+        return false;
+      }
       if (!d || (d->code() != OpCode::LocalView && d->code() != OpCode::LocalTrans)) return false;
       v = d->operand(0);
     }

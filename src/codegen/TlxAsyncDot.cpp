@@ -15,8 +15,9 @@ using layout::LinearLayout;
 // tlx.async_dot: wgmma.mma_async straight from TLX buffers. The allocator gives 2-D buffers the
 // NVMMA layout (contiguous last dim, 1024-byte aligned, swizzled in rows of S bytes, wider
 // rows split into column blocks of S bytes); the matrix descriptors describe that layout: A
-// [M, K] is K-major, B [K, N] is N-major (transposed-B mode). The accumulator registers stay
-// in flight until async_dot_wait.
+// [M, K] is K-major, B [K, N] is N-major (transposed-B mode), and a local_trans view swaps
+// that (a column-major A held as [K, M], transposed-A mode; B held as [N, K], K-major). 8-bit
+// operands must be K-major. The accumulator registers stay in flight until async_dot_wait.
 // ---------------------------------------------------------------------------------------------
 
 namespace {
@@ -51,6 +52,29 @@ bool accumulatesInPlace(const ir::Block& body, const ir::Op& op) {
   }
 }
 
+bool isFp8(DType t) {
+  return t == DType::F8E4M3 || t == DType::F8E5M2;
+}
+
+/// How an async_dot operand lies in shared memory: `ok` when it is a buffer as allocated (from
+/// local_alloc, its local_view or a whole-tile slice) or the 2-D local_trans of one; `kMajor`
+/// when K is its contiguous dim. Buffers keep their last dim contiguous: A [M, K] and the
+/// local_trans of a [N, K] B are K-major, B [K, N] and the local_trans of a [K, M] A
+/// (a column-major A) are MN-major.
+struct SmemOperand {
+  bool ok = false;
+  bool kMajor = false;
+};
+
+SmemOperand smemOperand(const ir::Value* v, bool isA) {
+  if (isPlainBuffer(v)) return {true, isA};
+  const ir::Op* def = v->def();
+  if (def && def->code() == OpCode::LocalTrans &&
+      def->intsAttr("order") == std::vector<int64_t>{1, 0} && isPlainBuffer(def->operand(0)))
+    return {true, !isA};
+  return {};
+}
+
 /// Whether `v` is the all-zero constant that async_dot without `acc` accumulates onto.
 bool isZeroConstant(const ir::Value* v) {
   const ir::Op* def = v->def();
@@ -74,21 +98,35 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
   bool aInRegs = at.kind != ir::TypeKind::Buffer;
   if (bt.kind != ir::TypeKind::Buffer)
     raiseError(op.loc(), "tlx.async_dot needs B in a shared-memory buffer");
-  if ((at.elem != DType::F16 && at.elem != DType::BF16) || bt.elem != at.elem)
+  bool sixteen = (at.elem == DType::F16 || at.elem == DType::BF16) && bt.elem == at.elem;
+  bool eight = isFp8(at.elem) && isFp8(bt.elem);
+  if (!sixteen && !eight)
     raiseError(op.loc(), "tlx.async_dot of " + at.str() + " and " + bt.str() +
-                             " is not supported yet; use fp16 or bf16 operands of one type");
+                             " is not supported; wgmma takes fp16 or bf16 operands of one type, "
+                             "or fp8 ones (fp8e4nv / fp8e5)");
   if (rt.elem != DType::F32)
     raiseError(op.loc(), "tlx.async_dot accumulates in fp32 only, got " + rt.str());
-  // B is N-major as allocated ([K, N], N contiguous), or K-major when it is local_trans of an
-  // [N, K] buffer (K^T in attention).
-  const ir::Op* bDef = op.operand(1)->def();
-  bool bKMajor = bDef && bDef->code() == OpCode::LocalTrans &&
-                 bDef->intsAttr("order") == std::vector<int64_t>{1, 0} &&
-                 isPlainBuffer(bDef->operand(0));
-  if ((!aInRegs && !isPlainBuffer(op.operand(0))) || (!bKMajor && !isPlainBuffer(op.operand(1))))
+  if (eight && aInRegs)
+    raiseError(op.loc(), "tlx.async_dot with an fp8 A in registers is not supported yet; pass A "
+                         "in a shared-memory buffer");
+  SmemOperand aS = aInRegs ? SmemOperand{true, true} : smemOperand(op.operand(0), true);
+  SmemOperand bS = smemOperand(op.operand(1), false);
+  if (!aS.ok || !bS.ok)
     raiseError(op.loc(), "tlx.async_dot operands must be buffers from tlx.local_alloc, their "
-                         "local_view, or (for B) its 2-D local_trans; other views are not "
+                         "local_view, or the 2-D local_trans of one; other views are not "
                          "supported yet");
+  // wgmma reads 8-bit (and tf32) operands K-major only: it has no transpose for them.
+  if (!wgmmaCanTranspose(at.elem) && (!aS.kMajor || !bS.kMajor)) {
+    std::string why = !aS.kMajor ? "A is the local_trans of a [K, M] buffer (M contiguous); "
+                                   "store A as an [M, K] buffer"
+                                 : "B is a [K, N] buffer (N contiguous); store B as an [N, K] "
+                                   "buffer and pass its tlx.local_trans";
+    raiseError(op.loc(), "tlx.async_dot of " + std::string(ir::sigName(at.elem)) + " and " +
+                             std::string(ir::sigName(bt.elem)) +
+                             " operands: wgmma reads 8-bit operands from shared memory with K "
+                             "contiguous only, but " +
+                             why);
+  }
   const layout::SharedAllocation& bAlloc = allocationOf(op, 1);
   const layout::SharedAllocation& aAlloc = aInRegs ? bAlloc : allocationOf(op, 0);
   if (!aAlloc.swizzleBytes || !bAlloc.swizzleBytes)
@@ -107,16 +145,18 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
   requireLaunchRegisters(op, wgmmaRegisterNeed(instrN / 2, aInRegs ? 4 : 0),
                          "tlx.async_dot's m64n" + std::to_string(instrN) + " wgmma");
   int bytes = ir::byteWidth(at.elem);
-  int64_t instrK = 32 / bytes;
+  int64_t instrK = 32 / bytes; // 32 bytes of K per instruction (rows of 32 bytes or more)
   int64_t sa = aAlloc.swizzleBytes, sb = bAlloc.swizzleBytes;
-  int64_t rowA = sa / bytes, rowB = sb / bytes;
   // Byte offsets of elements in the unswizzled NVMMA layout (the hardware applies the swizzle
-  // to the address bits, so descriptor start addresses use these).
-  auto aByte = [&](int64_t m, int64_t k) { return ((k / rowA) * M + m) * sa + (k % rowA) * bytes; };
-  auto bByte = [&](int64_t k, int64_t n) {
-    if (bKMajor) return ((k / rowB) * N + n) * sb + (k % rowB) * bytes;
-    return ((n / rowB) * K + k) * sb + (n % rowB) * bytes;
+  // to the address bits, so descriptor start addresses use these): element (mn, k) of an
+  // operand whose M or N extent is `extent`, K contiguous in rows of `s` bytes or the other way.
+  auto tileByte = [&](const SmemOperand& o, int64_t s, int64_t extent, int64_t mn, int64_t k) {
+    int64_t row = s / bytes;
+    if (o.kMajor) return ((k / row) * extent + mn) * s + (k % row) * bytes;
+    return ((mn / row) * K + k) * s + (mn % row) * bytes;
   };
+  auto aByte = [&](int64_t m, int64_t k) { return tileByte(aS, sa, M, m, k); };
+  auto bByte = [&](int64_t k, int64_t n) { return tileByte(bS, sb, N, n, k); };
 
   unsigned next = 3;
   // A zero accumulator (S = Q K^T) is never written to registers: each tile's first k step
@@ -191,11 +231,8 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
       }
   }
   std::string bBase = b_.materialize(regsOf(op.operand(1)).at(0), RegClass::B32);
-  // A (K-major): LBO unused (1), SBO = next 8 rows. B (N-major): LBO = next column block of
-  // the swizzle width along N, SBO = next 8 rows along K.
-  uint64_t aFixed = (uint64_t(1) << 16) | (uint64_t((8 * sa) >> 4) << 32) | swizzleModeBits(sa);
-  uint64_t bFixed = (uint64_t(bKMajor ? 1 : (K * sb) >> 4) << 16) |
-                    (uint64_t((8 * sb) >> 4) << 32) | swizzleModeBits(sb);
+  uint64_t aFixed = wgmmaLayoutBits(aS.kMajor, static_cast<int>(sa), K);
+  uint64_t bFixed = wgmmaLayoutBits(bS.kMajor, static_cast<int>(sb), K);
   auto descriptor = [&](const std::string& hw, int32_t hwBits, const std::string& buffer,
                         int64_t byteOffset, uint64_t fixedBits) {
     std::string addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(byteOffset)));
@@ -223,9 +260,11 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
       stepsFromBase(bBits, [&](const Origin& o, int64_t k0) { return bByte(k0, o.second); });
   std::string aDescBase = aSteps ? descriptor(aHw, aBits, aBase, 0, aFixed) : std::string();
   std::string bDescBase = bSteps ? descriptor(bHw, bBits, bBase, 0, bFixed) : std::string();
-  std::string abType = at.elem == DType::F16 ? "f16" : "bf16";
   std::string opcode = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(instrN) + "k" +
-                       std::to_string(instrK) + ".f32." + abType + "." + abType;
+                       std::to_string(instrK) + ".f32." + wgmmaTypeName(at.elem) + "." +
+                       wgmmaTypeName(bt.elem);
+  // The transpose immediates (16-bit types only): 1 reads the operand MN-major.
+  std::string aTrans = aS.kMajor ? "0" : "1", bTrans = bS.kMajor ? "0" : "1";
   b_.inst("wgmma.fence.sync.aligned", {});
   for (const auto& [origin, regs] : tiles) {
     std::string accumulate = firstAccumulate;
@@ -234,7 +273,6 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
       int64_t bOff = bByte(k0, origin.second);
       std::string db = bSteps ? wgmmaDescriptorStep(b_, bDescBase, bOff)
                               : descriptor(bHw, bBits, bBase, bOff, bFixed);
-      std::string bTrans = bKMajor ? "0" : "1"; // B transposed unless it is K-major
       if (aInRegs) {
         auto words = aWords.find({origin.first, k0 / 16});
         if (words == aWords.end())
@@ -243,12 +281,19 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
         for (size_t i = 0; i < words->second.size(); ++i)
           aList += (i ? ", " : "") + words->second[i];
         aList += "}";
-        b_.inst(opcode, {list, aList, db, accumulate, "1", "1", bTrans});
+        std::vector<std::string> operands{list, aList, db, accumulate, "1", "1"};
+        if (sixteen) operands.push_back(bTrans);
+        b_.inst(opcode, operands);
       } else {
         int64_t aOff = aByte(origin.first, k0);
         std::string da = aSteps ? wgmmaDescriptorStep(b_, aDescBase, aOff)
                                 : descriptor(aHw, aBits, aBase, aOff, aFixed);
-        b_.inst(opcode, {list, da, db, accumulate, "1", "1", "0", bTrans}); // A K-major
+        std::vector<std::string> operands{list, da, db, accumulate, "1", "1"};
+        if (sixteen) {
+          operands.push_back(aTrans);
+          operands.push_back(bTrans);
+        }
+        b_.inst(opcode, operands);
       }
       // Later k steps add to what the first wrote.
       accumulate = b_.pure("setp.ne.u32", RegClass::Pred, {"1", "0"});

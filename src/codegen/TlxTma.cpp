@@ -48,7 +48,9 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
   int rank = static_cast<int>(dt.shape.size());
   unsigned firstOffset = isLoad ? 3 : 2;
   bool hasPred = isLoad && op.intAttr("has_pred") != 0;
-  if (rank < 1 || rank > 5 || op.numOperands() != firstOffset + rank + (hasPred ? 1 : 0))
+  unsigned runtimeTargets = isLoad ? static_cast<unsigned>(op.intAttr("multicast_operands")) : 0;
+  unsigned firstTarget = firstOffset + rank + (hasPred ? 1 : 0);
+  if (rank < 1 || rank > 5 || op.numOperands() != firstTarget + runtimeTargets)
     raiseError(op.loc(), std::string("'") + op.name() + "' through a descriptor of block rank " +
                              std::to_string(rank) + " takes " + std::to_string(rank) + " offsets");
   if (bt.shape != dt.shape || bt.elem != dt.elem)
@@ -80,7 +82,8 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
   // Multicast: the copy lands at the buffer's offset in every CTA of the mask (cluster ranks)
   // and completes the barrier at the same offset in each of them.
   int64_t multicastMask = isLoad ? op.intAttr("multicast_mask") : 0;
-  if (multicastMask) {
+  bool multicast = multicastMask || runtimeTargets;
+  if (multicast) {
     if (fn_.numCtas < 2)
       raiseError(op.loc(), std::string("'") + op.name() +
                                "' with multicast_targets needs a cluster launch; launch with "
@@ -119,14 +122,26 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
     std::string opcode = "cp.async.bulk.tensor." + dims +
                          ".shared::cluster.global.tile.mbarrier::complete_tx::bytes";
     std::string mask;
-    if (multicastMask) {
+    if (multicast) {
       opcode += ".multicast::cluster";
-      mask = b_.pure("mov.b16", RegClass::B16, {immInt(multicastMask)});
+      // The constant ranks' bits, then 1 << rank for each rank known at run time. A rank past
+      // the cluster is the kernel's error (the interpreter reports it); here its bit is dropped
+      // with the bits above 15.
+      std::string bits = immInt(multicastMask);
+      for (unsigned t = 0; t < runtimeTargets; ++t) {
+        std::string rank = b_.materialize(operand(op, firstTarget + t).at(0), RegClass::B32);
+        std::string bit = b_.pure("shl.b32", RegClass::B32, {"1", rank});
+        bits = multicastMask || t
+                   ? b_.pure("or.b32", RegClass::B32, {b_.materialize(bits, RegClass::B32), bit})
+                   : bit;
+      }
+      mask = runtimeTargets ? b_.pure("cvt.u16.u32", RegClass::B16, {bits})
+                            : b_.pure("mov.b16", RegClass::B16, {bits});
     }
     for (int64_t c = 0; c < columnBlocks; ++c) {
       auto [global, tile] = blockOperands(c);
       std::vector<std::string> operands = {tile, global, bar};
-      if (multicastMask) operands.push_back(mask);
+      if (multicast) operands.push_back(mask);
       b_.inst(opcode, operands, leader);
     }
     return;

@@ -53,6 +53,35 @@ std::string wgmmaAccumulatorList(const std::vector<int32_t>& regs,
   return list + "}";
 }
 
+std::string wgmmaTypeName(ir::DType t) {
+  switch (t) {
+  case ir::DType::F16:
+    return "f16";
+  case ir::DType::BF16:
+    return "bf16";
+  case ir::DType::F32:
+    return "tf32";
+  case ir::DType::F8E4M3:
+    return "e4m3";
+  case ir::DType::F8E5M2:
+    return "e5m2";
+  default:
+    return "";
+  }
+}
+
+bool wgmmaCanTranspose(ir::DType t) {
+  return t == ir::DType::F16 || t == ir::DType::BF16;
+}
+
+uint64_t wgmmaLayoutBits(bool kMajor, int swizzleBytes, int64_t kRows) {
+  // K-major: an instruction's K (32 bytes) lies inside one swizzle row, so the leading offset
+  // is unused (1). MN-major: the leading offset steps to the next column block along M / N.
+  uint64_t leading = kMajor ? 1 : uint64_t(kRows * swizzleBytes) >> 4;
+  uint64_t stride = uint64_t(8 * swizzleBytes) >> 4;
+  return (leading << 16) | (stride << 32) | swizzleModeBits(swizzleBytes);
+}
+
 uint64_t swizzleModeBits(int bytes) {
   uint64_t mode = bytes == 128 ? 1 : bytes == 64 ? 2 : 3;
   return mode << 62;

@@ -2,6 +2,7 @@
 // (Dot.cpp) and the tlx.async_dot lowering (TlxAsyncDot.cpp).
 #pragma once
 
+#include "ir/Type.h"
 #include "layout/LinearLayout.h"
 
 #include <cstdint>
@@ -36,6 +37,19 @@ constexpr int wgmmaRegisterNeed(int accRegs, int aRegs) {
 /// step the column-like dim `tigDim` by `tigStep`, lanes 2-4 (groupID) step `groupDim` by 1.
 void requireFragmentLanes(const layout::LinearLayout& l, int tigDim, int32_t tigStep, int groupDim,
                           const char* what);
+
+/// wgmma's name of an operand type: f16, bf16, tf32 (fp32), e4m3, e5m2; empty for the others.
+std::string wgmmaTypeName(ir::DType t);
+
+/// Whether wgmma can read operands of type `t` from shared memory MN-major (its transpose
+/// immediates): 16-bit types only; tf32 and the 8-bit types must be K-major.
+bool wgmmaCanTranspose(ir::DType t);
+
+/// The leading / stride byte-offset and swizzle fields of the descriptor of an operand tile in
+/// the NVMMA layout with rows of `swizzleBytes` (see nvmmaSharedLayout): K-major (rows along M
+/// or N, K contiguous) or MN-major (`kRows` rows along K, M or N contiguous, column blocks of
+/// the swizzle width `kRows * swizzleBytes` bytes apart). Both step 8 rows by 8 * swizzleBytes.
+uint64_t wgmmaLayoutBits(bool kMajor, int swizzleBytes, int64_t kRows);
 
 /// A wgmma matrix descriptor's swizzle-mode field (bits 62-63) for a swizzle of `bytes`
 /// (128 or 64; anything else gets the 32-byte mode).

@@ -1038,8 +1038,10 @@ void Executor::execTlx(const ir::Op& op) {
   case OpCode::AsyncDescLoad: {
     auto desc = descriptor(op, 0);
     const size_t rank = desc->shape.size();
-    if (op.numOperands() > 3 + rank && readScalar(*tensor(op, unsigned(3 + rank)), 0).i == 0)
-      return;
+    const bool hasPred = op.intAttr("has_pred", op.numOperands() > 3 + rank);
+    if (hasPred && readScalar(*tensor(op, unsigned(3 + rank)), 0).i == 0) return;
+    const unsigned firstTarget = unsigned(3 + rank + (hasPred ? 1 : 0));
+    const int64_t runtimeTargets = op.intAttr("multicast_operands");
     AsyncCopy c;
     c.op = &op;
     c.desc = desc;
@@ -1053,7 +1055,7 @@ void Executor::execTlx(const ir::Op& op) {
     // A multicast (cp.async.bulk.tensor .multicast::cluster) lands at the buffer's offset in
     // every CTA of the mask and completes the barrier at the same offset in each of them.
     std::vector<CtaState*> ctas{&cta_};
-    if (const int64_t mask = op.intAttr("multicast_mask")) {
+    if (int64_t mask = op.intAttr("multicast_mask"); mask || runtimeTargets) {
       const int64_t size = std::max(1, k_.fn->numCtas);
       if (size < 2)
         fail(op.loc(), std::string("'") + op.name() +
@@ -1062,6 +1064,12 @@ void Executor::execTlx(const ir::Op& op) {
       if (mask >> size)
         fail(op.loc(), std::string("'") + op.name() + "' multicasts to CTA ranks beyond the " +
                            std::to_string(size) + " CTAs of the cluster");
+      // Ranks computed at run time (the peer of cluster_cta_rank(), say) add their bits.
+      for (int64_t t = 0; t < runtimeTargets; ++t) {
+        const int64_t r = scalarInt(op, firstTarget + unsigned(t));
+        peer(op, r, "async_descriptor_load's multicast target");
+        mask |= int64_t(1) << r;
+      }
       ctas.clear();
       for (int64_t r = 0; r < size; ++r)
         if ((mask >> r) & 1) ctas.push_back(&peer(op, r, "async_descriptor_load's multicast"));

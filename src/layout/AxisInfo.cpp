@@ -339,12 +339,15 @@ void AxisInfoAnalysis::visitOp(const ir::Op& op) {
     std::optional<int> k = constantLog2(b);
     for (int d = 0; d < rank; ++d) {
       r.constancy[d] = std::gcd(a.constancy[d], b.constancy[d]);
-      if (!k) continue;
-      int64_t p = int64_t(1) << *k;
+      // x % n wraps only at multiples of n: a constant 2^k, or a divisor n known to be a multiple
+      // of 2^j over runs of at least 2^j (as Triton's rule, offsets are taken as non-negative:
+      // (pid * BLOCK + arange) % N stays contiguous in runs of N's divisibility).
+      int64_t p = k ? int64_t(1) << *k : std::min(elementDiv(b, d), b.constancy[d]);
+      if (!k && p <= 1) continue;
       int64_t run = std::min(a.contiguity[d], p);
       if (a.divisibility[d] >= run) r.contiguity[d] = run;
       r.divisibility[d] = std::min(divOnGrid(a, d, r.contiguity[d]), p);
-      r.constancy[d] = std::max(r.constancy[d], a.constancy[d]);
+      if (k) r.constancy[d] = std::max(r.constancy[d], a.constancy[d]);
     }
     if (a.constantValue && b.constantValue && *b.constantValue != 0)
       r.constantValue = *a.constantValue % *b.constantValue;

@@ -147,7 +147,9 @@ private:
                                std::to_string(N) + "x" + std::to_string(K) +
                                ": dot dimensions must be powers of two");
     int bits = elemBits(at);
-    bool sameType = at.elem == bt.elem;
+    auto isFp8 = [](ir::DType t) { return t == ir::DType::F8E4M3 || t == ir::DType::F8E5M2; };
+    // wgmma multiplies e4m3 by e5m2 as well.
+    bool sameType = at.elem == bt.elem || (isFp8(at.elem) && isFp8(bt.elem));
     bool tf32 = at.elem == ir::DType::F32 && op.strAttr("input_precision", "tf32") != "ieee";
     bool sixteen = at.elem == ir::DType::F16 || at.elem == ir::DType::BF16;
     bool eight = at.elem == ir::DType::F8E4M3 || at.elem == ir::DType::F8E5M2 ||
@@ -930,6 +932,9 @@ private:
         if (op.numOperands() && op.numResults())
           map_.viewRoots_[op.result()] = rootOf(op.operand(0));
         return;
+      case OpCode::Yield:
+        chooseViewRoots(op);
+        return;
       default:
         return;
       }
@@ -939,6 +944,33 @@ private:
     map_.scratchBytes_ = scratch;
     map_.scratchOffset_ = scratch ? alignTo(end, wgmmaStaging_ ? 1024 : 128) : end;
     map_.sharedBytes_ = map_.scratchOffset_ + scratch;
+  }
+
+  /// A run-time if that yields buffer or barrier views (a CTA's half of a tile, chosen by its
+  /// cluster rank): its result views the allocation its branches' views come from. Views of
+  /// two allocations are chosen between only when the allocations lie alike.
+  void chooseViewRoots(const ir::Op& yield) {
+    const ir::Block* block = yield.parentBlock();
+    const ir::Op* parent = block ? block->parentOp() : nullptr;
+    if (!parent || parent->code() != OpCode::If) return;
+    for (unsigned i = 0; i < yield.numOperands() && i < parent->numResults(); ++i) {
+      const ir::Type& t = yield.operand(i)->type();
+      if (t.kind != ir::TypeKind::Buffer && t.kind != ir::TypeKind::Barrier) continue;
+      const ir::Value* root = rootOf(yield.operand(i));
+      auto [it, fresh] = map_.viewRoots_.emplace(parent->result(i), root);
+      if (fresh || it->second == root) continue;
+      auto a = map_.allocations_.find(it->second), b = map_.allocations_.find(root);
+      bool alike = a != map_.allocations_.end() && b != map_.allocations_.end() &&
+                   a->second.layout == b->second.layout &&
+                   a->second.swizzleBytes == b->second.swizzleBytes &&
+                   a->second.bytesPerBuffer == b->second.bytesPerBuffer;
+      if (!alike)
+        raiseError(parent->loc(), "this if chooses between views of two allocations that lie "
+                                  "differently in shared memory (" +
+                                      t.str() +
+                                      "); choose between views of one tlx.local_alloc, "
+                                      "or of allocations of one shape and dtype");
+    }
   }
 
   const ir::Function& fn_;

@@ -428,15 +428,30 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
     for (const Val& o : offs.elts)
       ops.push_back(requireScalarI32(o, a.loc("offsets"), "an offset"));
     int64_t hasPred = predicate(a, ops);
-    int64_t mask = 0;
-    if (a.has("multicast_targets"))
-      for (const Val& t : a.get("multicast_targets").elts) {
+    // Constant target ranks make the mask attribute; ranks known only at run time (the peer
+    // of cluster_cta_rank(), say) follow the predicate as i32 operands.
+    int64_t mask = 0, runtimeTargets = 0;
+    if (a.has("multicast_targets")) {
+      const Val& targets = a.get("multicast_targets");
+      if (targets.kind != Val::Kind::Tuple)
+        raiseError(a.loc("multicast_targets"),
+                   "multicast_targets is a list of CTA ranks in the cluster, got " +
+                       kindName(targets));
+      for (const Val& t : targets.elts) {
+        if (!t.isConstexpr()) {
+          ops.push_back(
+              requireScalarI32(t, a.loc("multicast_targets"), "a multicast target CTA rank"));
+          ++runtimeTargets;
+          continue;
+        }
         int64_t r = constInt(t, a.loc("multicast_targets"), "a multicast target CTA rank");
         if (r < 0 || r > 15)
           raiseError(a.loc("multicast_targets"), "multicast CTA ranks run from 0 to 15");
         mask |= int64_t(1) << r;
       }
-    std::vector<ir::NamedAttr> attrs = {{"has_pred", hasPred}, {"multicast_mask", mask}};
+    }
+    std::vector<ir::NamedAttr> attrs = {
+        {"has_pred", hasPred}, {"multicast_mask", mask}, {"multicast_operands", runtimeTargets}};
     const Val& cm = a.get("cache_modifier");
     if (cm.kind == Val::Kind::String && !cm.s.empty())
       attrs.push_back({"cache", cm.s[0] == '.' ? cm.s.substr(1) : cm.s});
@@ -526,9 +541,10 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
       raiseError(loc, "tlx.async_dot shape mismatch: A is " + dims(sa) + " and B is " + dims(sb) +
                           " (A's K = " + std::to_string(sa[1]) +
                           " must equal B's K = " + std::to_string(sb[0]) + ")");
-    if (A->type().elem != B->type().elem)
-      raiseError(loc, "tlx.async_dot operands must have one dtype, got " + A->type().str() +
-                          " and " + B->type().str());
+    auto fp8 = [](DType t) { return t == DType::F8E4M3 || t == DType::F8E5M2; };
+    if (A->type().elem != B->type().elem && !(fp8(A->type().elem) && fp8(B->type().elem)))
+      raiseError(loc, "tlx.async_dot operands must have one dtype (or both be fp8), got " +
+                          A->type().str() + " and " + B->type().str());
     if (a.has("mBarriers") && !a.get("mBarriers").elts.empty())
       raiseError(a.loc("mBarriers"), "tlx.async_dot's mBarriers (Blackwell completion barriers) "
                                      "are not supported yet");
