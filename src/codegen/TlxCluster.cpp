@@ -19,15 +19,12 @@ void FunctionLowering::lowerTlxCluster(const ir::Op& op) {
   case OpCode::ClusterSize:
     return bind(op.result(), {b_.pure("mov.u32", RegClass::B32, {"%cluster_nctarank"})});
   case OpCode::ClusterBarrier: {
-    // Every thread of every CTA of the cluster arrives: a task's warps alone would wait forever.
-    if (taskWarps_)
-      raiseError(op.loc(), "tlx.cluster_barrier inside an async task: every thread of every CTA "
-                           "in the cluster must reach a cluster barrier; call it outside "
-                           "'with tlx.async_tasks()'");
+    // Every thread of every CTA of the cluster arrives: inside async tasks, as in TLX, every task
+    // must call it (a task's warps alone would wait forever).
     // Release/acquire: shared-memory writes and mbarrier inits before the barrier are visible to
     // the cluster's other CTAs after it. .aligned (the threads of a warp execute it together)
-    // holds for straight-line kernel code, not inside run-time branches and loops.
-    std::string aligned = op.parentBlock() == &fn_.body ? ".aligned" : "";
+    // holds for straight-line kernel code, not inside run-time branches, loops and tasks.
+    std::string aligned = op.parentBlock() == &fn_.body && !taskWarps_ ? ".aligned" : "";
     b_.inst("barrier.cluster.arrive.release" + aligned, {});
     return b_.inst("barrier.cluster.wait.acquire" + aligned, {});
   }

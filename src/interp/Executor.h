@@ -99,6 +99,9 @@ struct CtaState {
   ClusterState* cluster = nullptr;
   int rank = 0;        // in its cluster
   bool exited = false; // its program has returned
+  /// While its async_tasks region runs in a cluster: how many task agents it has, and how many
+  /// of them have reached the cluster barrier's phase in progress (the CTA arrives with the last).
+  int clusterTasks = 0, clusterTaskArrivals = 0;
   /// The storage each local_alloc / alloc_barriers op made here last: a peer's multicast copy or
   /// remote arrive reaches the same allocation (the same shared-memory offset on the GPU).
   std::unordered_map<const ir::Op*, std::shared_ptr<SharedAlloc>> allocs;
@@ -127,8 +130,8 @@ struct ClusterState {
   std::vector<CtaState*> ctas; // by rank
   size_t nextClockIndex = 1;
   uint64_t nextToken = 1;
-  // barrier.cluster: every CTA's program arrives (cluster_barrier inside an async task is
-  // refused, as codegen refuses it), then all proceed.
+  // barrier.cluster: every CTA arrives (its program, or inside async tasks every one of its
+  // tasks, as every thread arrives on the GPU), then all proceed.
   int64_t generation = 0; // completed phases
   std::vector<bool> arrived;
   int64_t arrivedCount = 0;

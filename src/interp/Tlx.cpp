@@ -529,28 +529,30 @@ BarrierView Executor::peerBarrier(const ir::Op& op, const BarrierView& view, Cta
 void Executor::clusterBarrier(const ir::Op& op, const std::string& what) {
   ClusterState* cl = cta_.cluster;
   if (!cl) return; // a cluster of one CTA: nobody else to meet
-  if (agent_.isTask)
-    fail(op.loc(), "tlx.cluster_barrier inside an async task: every thread of every CTA in the "
-                   "cluster must reach a cluster barrier; call it outside 'with "
-                   "tlx.async_tasks()' (" +
-                       where() + ")");
   const size_t r = size_t(cta_.rank);
   const int64_t size = int64_t(cl->ctas.size());
   const int64_t generation = cl->generation;
-  cl->arrived[r] = true;
-  ++cl->arrivedCount;
-  cl->arrivedAt[r] = op.loc();
-  cl->arrivedWhat[r] = what;
-  release(cl->arrivals); // barrier.cluster.arrive.release
-  if (cl->arrivedCount == size) {
-    ++cl->generation;
-    cl->completed.join(cl->arrivals);
-    cl->arrivals = VectorClock();
-    cl->arrived.assign(cl->arrived.size(), false);
-    cl->arrivedCount = 0;
-    // Only a completion changes what the waiters wait for: waking them at every arrival would
-    // cost a hand-over per waiter per arrival.
-    bump();
+  // Inside async tasks every task arrives (all threads do on the GPU): the CTA's arrival is its
+  // last task's; a task that never comes leaves the others blocked (a reported deadlock).
+  bool ctaArrives = !agent_.isTask || ++cta_.clusterTaskArrivals == cta_.clusterTasks;
+  if (agent_.isTask && ctaArrives) cta_.clusterTaskArrivals = 0;
+  if (!ctaArrives) release(cl->arrivals);
+  if (ctaArrives) {
+    cl->arrived[r] = true;
+    ++cl->arrivedCount;
+    cl->arrivedAt[r] = op.loc();
+    cl->arrivedWhat[r] = what;
+    release(cl->arrivals); // barrier.cluster.arrive.release
+    if (cl->arrivedCount == size) {
+      ++cl->generation;
+      cl->completed.join(cl->arrivals);
+      cl->arrivals = VectorClock();
+      cl->arrived.assign(cl->arrived.size(), false);
+      cl->arrivedCount = 0;
+      // Only a completion changes what the waiters wait for: waking them at every arrival would
+      // cost a hand-over per waiter per arrival.
+      bump();
+    }
   }
   waitUntil([&] { return cl->generation != generation; },
             [&] {
@@ -1383,6 +1385,8 @@ void Executor::runTasksInCluster(const ir::Op& op, std::vector<std::unique_ptr<A
     }
   } reset{cta_};
   std::vector<Agent*> raw;
+  cta_.clusterTasks = int(agents.size());
+  cta_.clusterTaskArrivals = 0;
   for (auto& a : agents) raw.push_back(cta_.scheduler->spawn(std::move(a)));
   waitUntil(
       [&] {

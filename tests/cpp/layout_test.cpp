@@ -775,6 +775,27 @@ TEST(AxisInfo, HintsDivisionAndLoops) {
   EXPECT_FALSE(ai.get(acc).constantValue.has_value());
 }
 
+TEST(AxisInfo, RemainderByARunTimeDivisorKeepsRunsOfItsDivisibility) {
+  // (pid * 256 + arange(256)) % N with N a multiple of 16 (an i32:16 argument) wraps only at
+  // multiples of N: runs of 16 stay contiguous, so offs % N vectorizes as Triton's does.
+  KernelBuilder k;
+  auto& b = k.b;
+  ir::Value* n16 = k.arg("N", Type::scalar(DType::I32), 16);
+  ir::Value* n = k.arg("n", Type::scalar(DType::I32), 1);
+  ir::Value* pid = b.programId(0);
+  ir::Value* offs = b.binary(OpCode::Add, b.splat(b.binary(OpCode::Mul, pid, b.i32(256)), {256}),
+                             b.arange(0, 256));
+  ir::Value* wrapped = b.binary(OpCode::Rem, offs, b.splat(n16, {256}));
+  ir::Value* unknown = b.binary(OpCode::Rem, offs, b.splat(n, {256}));
+  ir::Value* byTensor = b.binary(OpCode::Rem, offs, b.arange(0, 256));
+  b.ret();
+  AxisInfoAnalysis ai(k.fn);
+  EXPECT_EQ(ai.get(wrapped).contiguity[0], 16);
+  EXPECT_EQ(ai.get(wrapped).divisibility[0], 16);
+  EXPECT_EQ(ai.get(unknown).contiguity[0], 1);
+  EXPECT_EQ(ai.get(byTensor).contiguity[0], 1); // a divisor that varies along the run
+}
+
 TEST(LayoutAssignment, VectorAddGetsSixteenByteBlockedLayout) {
   VectorAdd va(16, 16);
   CompileOptions opts;

@@ -149,11 +149,12 @@ def cluster_barrier_in_task(out_ptr):
             tlx.cluster_barrier()
 
 
-def test_cluster_barrier_inside_an_async_task_is_refused_as_codegen_does():
-    with pytest.raises(ww.InterpreterError, match=re.escape(
-            "tlx.cluster_barrier inside an async task: every thread of every CTA in the cluster "
-            "must reach a cluster barrier; call it outside 'with tlx.async_tasks()'")):
+def test_cluster_barrier_in_one_task_only_is_a_located_deadlock():
+    # Inside async tasks every task must reach it (every thread arrives on the GPU); the default
+    # task here finishes without it.
+    with pytest.raises(ww.InterpreterError, match="deadlock") as e:
         cluster_barrier_in_task[(2,)](np.zeros(2, np.int32), ctas_per_cga=(2, 1, 1))
+    assert "cluster_barrier" in str(e.value), str(e.value)
 
 
 @ww.jit
