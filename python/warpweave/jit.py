@@ -345,23 +345,49 @@ def _language_members() -> dict:
     return out
 
 
-def _referenced_names(fn):
+def _top_level_def(tree, fn):
+    """The `def` of module-level function `fn` in its module's parsed file, or None."""
+    import ast
+
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fn.__name__:
+            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            if first == fn.__code__.co_firstlineno:
+                return node
+    return None
+
+
+def _referenced_names(fn, tree=None):
     """(names, dotted chains) that `fn`'s source reads from outside itself: the names its code
     uses that are not its locals (defaults and annotations are evaluated outside, so all of their
-    names), and each `a.b.c` whose base is such a name, as ("a", "b", "c")."""
+    names), and each `a.b.c` whose base is such a name, as ("a", "b", "c"). `tree`: fn's def,
+    when the caller has it."""
     import ast
 
     code = fn.__code__
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        if tree is None:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError, IndentationError):
         names: set = set()
         _code_names(code, names)
         return names | set(code.co_freevars), []
     local = set(code.co_varnames) | set(code.co_cellvars)
     outside: list = []  # default values and annotations: evaluated where the def is
+    found: list = []  # (Name node, attribute chain above it)
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        t = type(node)
+        if t is ast.Name:
+            found.append((node, ()))
+        elif t is ast.Attribute and type(node.value) in (ast.Name, ast.Attribute):
+            attrs = []
+            base = node
+            while type(base) is ast.Attribute:
+                attrs.append(base.attr)
+                base = base.value
+            if type(base) is ast.Name:
+                found.append((base, tuple(reversed(attrs))))
+        elif t in (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda):
             a = node.args
             outside += a.defaults + [d for d in a.kw_defaults if d is not None]
             outside += [x.annotation for x in a.posonlyargs + a.args + a.kwonlyargs
@@ -369,18 +395,12 @@ def _referenced_names(fn):
     outside_ids = {id(n) for root in outside for n in ast.walk(root)}
     names = set()
     chains = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            if node.id not in local or id(node) in outside_ids:
-                names.add(node.id)
-        elif isinstance(node, ast.Attribute):
-            attrs = []
-            base = node
-            while isinstance(base, ast.Attribute):
-                attrs.append(base.attr)
-                base = base.value
-            if isinstance(base, ast.Name) and (base.id not in local or id(base) in outside_ids):
-                chains.add((base.id, *reversed(attrs)))
+    for base, attrs in found:
+        if base.id not in local or id(base) in outside_ids:
+            if attrs:
+                chains.add((base.id, *attrs))
+            else:
+                names.add(base.id)
     return names, sorted(chains)
 
 
@@ -413,6 +433,25 @@ def collect_environment(jitfn: "JITFunction") -> _Environment:
     guards: list = []
     guarded: set = set()
     members = _language_members()
+    trees: dict = {}  # file index -> its parsed text (module files), or None
+    language: dict = {}  # id(module) -> _is_language_module(module)
+
+    def is_language(module) -> bool:
+        r = language.get(id(module))
+        if r is None:
+            r = language[id(module)] = _is_language_module(module)
+        return r
+
+    def def_of(i, fn):
+        """fn's def from the parsed file i (one parse per file), or None."""
+        if i not in trees:
+            import ast
+
+            try:
+                trees[i] = ast.parse(files[i][1])
+            except (SyntaxError, ValueError):
+                trees[i] = None
+        return None if trees[i] is None else _top_level_def(trees[i], fn)
 
     def add(key, path, text):
         entries[key] = len(files)
@@ -435,12 +474,14 @@ def collect_environment(jitfn: "JITFunction") -> _Environment:
         if i is not None:
             return i
         path = inspect.getsourcefile(fn) or f"<{fn.__name__}>"
+        tree = None
         if "<locals>" in fn.__qualname__ or not os.path.isfile(path):
             # Its own dedented source (line numbers kept): a nested kernel or helper has its
             # closure as well as its module's globals.
             i = add(("function", id(fn)), *_read_source(fn))
         else:
             i = module_entry(fn.__globals__, path, True)
+            tree = def_of(i, fn)
         functions[id(fn)] = i
         free = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
         g = fn.__globals__
@@ -453,7 +494,7 @@ def collect_environment(jitfn: "JITFunction") -> _Environment:
                     return _MISSING, None, None
             return g.get(name, _MISSING), g, name
 
-        refs, chains = _referenced_names(fn)
+        refs, chains = _referenced_names(fn, tree)
         for name in sorted(refs):
             value, holder, key = lookup(name)
             if value is not _MISSING:
@@ -461,7 +502,7 @@ def collect_environment(jitfn: "JITFunction") -> _Environment:
         for chain in chains:
             value = lookup(chain[0])[0]
             for attr in chain[1:]:
-                if not isinstance(value, types.ModuleType) or _is_language_module(value):
+                if not isinstance(value, types.ModuleType) or is_language(value):
                     break
                 d = vars(value)
                 if attr not in d:
@@ -493,7 +534,7 @@ def collect_environment(jitfn: "JITFunction") -> _Environment:
         if isinstance(value, JITFunction):
             return ("function", value.fn.__name__, visit(value.fn))
         if isinstance(value, types.ModuleType):
-            if _is_language_module(value):
+            if is_language(value):
                 return ("module", value.__name__, -1)
             return ("helper", value.__name__, module_of(value))
         if _is_numpy(value) or _is_torch_tensor(value):
