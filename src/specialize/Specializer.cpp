@@ -866,8 +866,23 @@ void Specializer::visitWith(const With* s) {
     visitAsyncTask(s, cs);
     return;
   }
-  if (!cs.args.empty() || !cs.kwNames.empty())
-    raiseError(call->loc, "tlx.async_tasks() takes no arguments");
+  if (!cs.args.empty())
+    raiseError(call->loc, "tlx.async_tasks() takes keyword options only: exclusive=, "
+                          "no_ending_cluster_sync=, mbarrier_try_wait_suspend_ns=");
+  // TLX's hints to its lowering (worker dispatch strategy, skipping an ending cluster sync, the
+  // mbarrier try_wait suspend time): checked as TLX checks them; warpweave's task lowering has
+  // one dispatch, inserts no ending cluster sync and waits without a suspend-time hint, so they
+  // change nothing.
+  BoundArgs hints(cs, {"exclusive=", "no_ending_cluster_sync=", "mbarrier_try_wait_suspend_ns="});
+  for (const char* flag : {"exclusive", "no_ending_cluster_sync"})
+    if (hints.has(flag) && !hints.get(flag).isConstexpr())
+      raiseError(hints.loc(flag),
+                 std::string("tlx.async_tasks(") + flag + "=...) must be a compile-time bool");
+  if (hints.has("mbarrier_try_wait_suspend_ns") &&
+      constInt(hints.get("mbarrier_try_wait_suspend_ns"), hints.loc("mbarrier_try_wait_suspend_ns"),
+               "mbarrier_try_wait_suspend_ns", hints.expr("mbarrier_try_wait_suspend_ns")) < 0)
+    raiseError(hints.loc("mbarrier_try_wait_suspend_ns"),
+               "mbarrier_try_wait_suspend_ns must be a non-negative integer");
   if (taskContext != TaskContext::None)
     raiseError(s->loc, "'with tlx.async_tasks()' cannot be nested inside another async task "
                        "region");

@@ -66,3 +66,34 @@ def test_runtime_if_inside_async_tasks_is_a_located_error():
     with pytest.raises(ww.CompilationError, match=r"test_tlx_task_regions\.py:\d+:\d+: .*must be a "
                                                   r"constexpr"):
         runtime_if[(1,)](np.zeros(1, np.int32), 1)
+
+
+@ww.jit
+def _hinted(out_ptr, EXCLUSIVE: tl.constexpr, NS: tl.constexpr):
+    with tlx.async_tasks(exclusive=EXCLUSIVE, no_ending_cluster_sync=True,
+                         mbarrier_try_wait_suspend_ns=NS):
+        with tlx.async_task("default"):
+            tl.store(out_ptr, 1)
+        with tlx.async_task(num_warps=1):
+            tl.store(out_ptr + 1, 2)
+
+
+@pytest.mark.parametrize("exclusive", [True, False])
+def test_async_tasks_lowering_hints_are_accepted(exclusive):
+    out = np.zeros(2, np.int32)
+    _hinted[(1,)](out, EXCLUSIVE=exclusive, NS=1000)
+    assert out.tolist() == [1, 2]
+
+
+def test_async_tasks_hint_errors_are_located():
+    with pytest.raises(ww.CompilationError, match=r"\.py:\d+:\d+: .*non-negative integer"):
+        _hinted[(1,)](np.zeros(2, np.int32), EXCLUSIVE=False, NS=-1)
+
+    @ww.jit
+    def unknown_option(out_ptr):
+        with tlx.async_tasks(warp_specialize=True):
+            with tlx.async_task("default"):
+                tl.store(out_ptr, 1)
+
+    with pytest.raises(ww.CompilationError, match="warp_specialize"):
+        unknown_option[(1,)](np.zeros(1, np.int32))
