@@ -461,9 +461,20 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
     return Val::none();
   }
   if (name == "async_descriptor_store") {
-    BoundArgs a(call, {"desc", "source", "offsets"});
+    BoundArgs a(call, {"desc", "source", "offsets", "eviction_policy="});
     ir::Value* d = requireDescriptor(a.get("desc"), a.loc("desc"), fn + "'s desc");
     ir::Value* buf = oneBuffer(a, "source");
+    // An L2 hint, recorded as async_descriptor_load records its own.
+    std::vector<ir::NamedAttr> attrs;
+    if (a.has("eviction_policy")) {
+      const Val& ev = a.get("eviction_policy");
+      if (ev.kind != Val::Kind::String ||
+          (!ev.s.empty() && ev.s != "evict_first" && ev.s != "evict_last"))
+        raiseError(a.loc("eviction_policy"),
+                   fn + "'s eviction_policy must be \"\", \"evict_first\" or \"evict_last\", got " +
+                       describe(ev));
+      if (!ev.s.empty()) attrs.push_back({"evict", ev.s});
+    }
     if (buf->type().shape != d->type().shape || buf->type().elem != d->type().elem)
       raiseError(a.loc("source"), fn + ": the buffer " + buf->type().str() +
                                       " does not match the descriptor's block " + d->type().str());
@@ -473,7 +484,7 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
     std::vector<ir::Value*> ops{d, buf};
     for (const Val& o : offs.elts)
       ops.push_back(requireScalarI32(o, a.loc("offsets"), "an offset"));
-    b.create(OpCode::AsyncDescStore, ops, {});
+    b.create(OpCode::AsyncDescStore, ops, {}, attrs);
     return Val::none();
   }
   if (name == "async_descriptor_store_wait" || name == "async_load_wait_group") {

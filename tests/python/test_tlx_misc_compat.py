@@ -96,3 +96,28 @@ def test_loop_carried_type_change_message():
     assert "loop-carried 'x' changes type from buffer<2x16x16xi16, smem> to " \
            "buffer<1x16x16xi16, smem> in the loop body. Please make sure that the type stays " \
            "consistent" in msg
+
+
+@pytest.mark.parametrize("policy", ["", "evict_first", "evict_last"])
+def test_descriptor_store_takes_an_eviction_policy(policy):
+    # Recorded on the store as on the load (the PTX has no L2 cache hint yet); the copy is
+    # the same whatever the hint.
+    sig = f"in_desc:desc<fp16,64x64>, out_desc:desc<fp16,64x64>, POLICY='{policy}'"
+    files = [(str(KERNELS), KERNELS.read_text())]
+    ir = native_loader.native().compile(files, "store_with_eviction_policy", sig, {},
+                                        target="sm_90a", stage="tile-ir").tile_ir
+    store = [line for line in ir.splitlines() if " async_desc_store " in line][0]
+    assert (f'evict = "{policy}"' in store) == bool(policy)
+    assert compile_here("store_with_eviction_policy", sig).cubin
+    x = np.random.default_rng(3).standard_normal((64, 64)).astype(np.float16)
+    y = np.zeros_like(x)
+    from tlx_misc_compat_kernels import store_with_eviction_policy
+    store_with_eviction_policy[(1,)](ww.TensorDescriptor.from_tensor(x, [64, 64]),
+                                     ww.TensorDescriptor.from_tensor(y, [64, 64]), POLICY=policy)
+    np.testing.assert_array_equal(x, y)
+
+
+def test_descriptor_store_refuses_other_policies():
+    sig = "in_desc:desc<fp16,64x64>, out_desc:desc<fp16,64x64>, POLICY='evict_normal'"
+    with pytest.raises(Exception, match="eviction_policy must be"):
+        compile_here("store_with_eviction_policy", sig)

@@ -59,3 +59,15 @@ def buffer_view_changes_type():
     for _ in range(0, 4):
         x = tlx.local_view(y, 0)
         tlx.local_store(x, tl.zeros((16, 16), dtype=tl.int16))
+
+
+@ww.jit
+def store_with_eviction_policy(in_desc, out_desc, POLICY: tl.constexpr):
+    buf = tlx.local_alloc((64, 64), tl.float16, 1)
+    bars = tlx.alloc_barriers(1)
+    tlx.barrier_expect_bytes(bars[0], 64 * 64 * 2)
+    tlx.async_descriptor_load(in_desc, buf[0], [0, 0], bars[0], eviction_policy=POLICY)
+    tlx.barrier_wait(bars[0], 0)
+    tlx.fence("async_shared")
+    tlx.async_descriptor_store(out_desc, buf[0], [0, 0], eviction_policy=POLICY)
+    tlx.async_descriptor_store_wait(0)
