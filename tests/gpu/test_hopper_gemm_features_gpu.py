@@ -67,6 +67,11 @@ def test_tma_into_a_view_chosen_at_run_time(which, cache_dir):
     run_check(f"check_runtime_view_load({which})", cache_dir)
 
 
+@pytest.mark.parametrize("which", [0, 1])
+def test_tma_into_a_buffer_and_barrier_chosen_at_run_time(which, cache_dir):
+    run_check(f"check_runtime_stage_load({which})", cache_dir)
+
+
 @pytest.mark.parametrize("mnk", [(128, 256, 64), (1000, 776, 328), (4096, 4096, 4096)])
 def test_pipelined_gemm_on_8_warps(mnk, cache_dir):
     run_check(f"check_pipelined_gemm({mnk[0]}, {mnk[1]}, {mnk[2]})", cache_dir)

@@ -268,6 +268,27 @@ def runtime_view_load(in_desc, out_desc, which, ROWS: tl.constexpr, COLS: tl.con
     tlx.async_descriptor_store_wait(0)
 
 
+@ww.jit
+def runtime_stage_load(in_desc, out_desc, which, ROWS: tl.constexpr, COLS: tl.constexpr):
+    """TMA-loads in's [ROWS, COLS] block into buffer `which` (0 or 1, a run-time value) of a
+    pair, completing one of two separately allocated barriers, both chosen by one run-time if,
+    and stores that buffer to out."""
+    dtype: tl.constexpr = tlx.dtype_of(in_desc)
+    bufs = tlx.local_alloc((ROWS, COLS), dtype, 2)
+    first = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    second = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    if which == 0:
+        bar = tlx.local_view(first, 0)
+        dst = tlx.local_view(bufs, 0)
+    else:
+        bar = tlx.local_view(second, 0)
+        dst = tlx.local_view(bufs, 1)
+    tlx.barrier_expect_bytes(bar, ROWS * COLS * tlx.size_of(dtype))
+    tlx.async_descriptor_load(in_desc, dst, [0, 0], bar)
+    tlx.barrier_wait(bar, 0)
+    tlx.async_descriptor_store(out_desc, dst, [0, 0])
+    tlx.async_descriptor_store_wait(0)
+
 # ------------------------------------------------------------------------------------------------
 # Checks on the GPU (tests/gpu/test_hopper_gemm_features_gpu.py runs each in a subprocess with
 # WARPWEAVE_TRAP_HANGS set); each raises AssertionError on a wrong result.
@@ -374,6 +395,17 @@ def check_runtime_view_load(which):
     expect = torch.zeros_like(x)
     expect[:, which * cols // 2:(which + 1) * cols // 2] = x[:, :cols // 2]
     assert torch.equal(out, expect), f"which={which}: the copy missed its half"
+
+
+def check_runtime_stage_load(which):
+    import torch
+
+    x = torch.randn(64, 64, device="cuda", dtype=torch.float16)
+    out = torch.full((64, 64), float("nan"), device="cuda", dtype=torch.float16)
+    runtime_stage_load[(1,)](_descriptor(x, [64, 64]), _descriptor(out, [64, 64]), which, ROWS=64,
+                             COLS=64)
+    torch.cuda.synchronize()
+    assert torch.equal(out, x), f"which={which}: the copy missed its buffer"
 
 
 def check_pipelined_gemm(m, n, k, num_warps=8):

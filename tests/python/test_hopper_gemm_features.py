@@ -170,6 +170,15 @@ def test_tma_load_into_a_view_chosen_at_run_time(which, cut):
     np.testing.assert_array_equal(out, expect)
 
 
+@pytest.mark.parametrize("which", [0, 1])
+def test_tma_into_a_buffer_and_barrier_chosen_at_run_time(which):
+    x = np.arange(32 * 64, dtype=np.float32).reshape(32, 64).astype(np.float16)
+    out = np.full_like(x, np.nan)
+    hk.runtime_stage_load[(1,)](descriptor(x, [32, 64]), descriptor(out, [32, 64]), which,
+                                ROWS=32, COLS=64)
+    np.testing.assert_array_equal(out, x)
+
+
 def test_pipelined_gemm_on_clipped_tiles():
     rng = np.random.default_rng(6)
     M, N, K = 80, 48, 72
@@ -311,6 +320,22 @@ def test_tma_into_a_run_time_view_takes_the_chosen_slice_register():
     assert m, k.ptx
     assert re.search(r"mov\.b32\s+" + re.escape(m.group(3)) + r",\s*" + re.escape(m.group(2)) +
                      ";", k.ptx)
+
+
+def test_a_barrier_and_buffer_chosen_at_run_time_are_one_register_each():
+    sig = "in_desc:desc<fp16,64x64>, out_desc:desc<fp16,64x64>, which:i32, ROWS=64, COLS=64"
+    k = compile_kernel("runtime_stage_load", sig)
+    assert k.spill_bytes == 0
+    # The copy's destination and barrier are shared-memory offsets that both branches of the if
+    # move into one register each (the second barrier sits 8 bytes past the first).
+    copy = re.search(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\S*\s+\[(%r\d+)\],\s*"
+                     r"\[[^]]*\],\s*\[(%r\d+)\];", k.ptx)
+    assert copy, k.ptx
+    for address in copy.groups():
+        offset = re.search(r"add\.s32\s+" + re.escape(address) + r",\s*%r\d+,\s*(%r\d+);", k.ptx)
+        assert offset, (address, k.ptx)
+        moves = re.findall(r"mov\.b32\s+" + re.escape(offset.group(1)) + r",\s*%r\d+;", k.ptx)
+        assert len(moves) == 2, (offset.group(1), k.ptx)
 
 
 def test_run_time_view_that_cuts_the_swizzle_is_refused_at_the_copy():
