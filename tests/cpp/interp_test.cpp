@@ -976,7 +976,8 @@ TEST(InterpTlx, WaitingOnAnIncompletePhaseIsADeadlock) {
             "2 arrivals pending, 0 transaction bytes outstanding, and nothing else can make "
             "progress\n"
             "      tlx.barrier_wait(bar, 0)\n"
-            "      ^");
+            "      ^\n"
+            "note: arrived on the phase in progress: the program");
 }
 
 TEST(InterpTlx, TooManyArrivalsInAPhaseAreReported) {
@@ -1227,11 +1228,13 @@ TEST(InterpTasks, MissingArriveIsReportedAsDeadlockNamingEveryTask) {
             "transaction bytes outstanding\n"
             "      tlx.barrier_wait(full[s], phase)      # consumer\n"
             "      ^\n"
+            "note: nothing has arrived on this barrier yet\n"
             "pipeline.py:3:5: note: task 'producer' waits on barrier 0 for the phase of parity 0 "
             "to complete; the barrier is in phase 0 (parity 0): 1 of 1 arrivals pending, 0 "
             "transaction bytes outstanding\n"
             "      tlx.barrier_wait(empty[s], phase ^ 1) # producer\n"
-            "      ^");
+            "      ^\n"
+            "note: nothing has arrived on this barrier yet");
 }
 
 TEST(InterpTasks, NamedBarrierOrdersWriterBeforeReaderAndReplicasSeeTheirIds) {

@@ -1065,7 +1065,7 @@ def k(a_desc, x_ptr, n, BM: tl.constexpr, BK: tl.constexpr, NS: tl.constexpr):
   EXPECT_HAS(ir,
              "constant {value = 8192} : i32\n  barrier_expect_bytes %10_bar, %11 {has_pred = 0}");
   EXPECT_HAS(ir, "async_desc_load %0_a_desc, %9_buf, %10_bar, %14, %2_n, %13 {has_pred = 1, "
-                 "multicast_mask = 3}");
+                 "multicast_mask = 3, multicast_operands = 0}");
   EXPECT_HAS(ir, "barrier_wait %10_bar, %15 {has_pred = 0}");
   EXPECT_HAS(ir, "{arrive_count = 1, has_remote_cta_rank = 1, has_pred = 0}");
   EXPECT_HAS(ir, "_v = local_load %9_buf : tensor<64x64xfp16>");
