@@ -57,7 +57,9 @@ def test_ws_gemm_with_fp8_operands(a_dtype, b_dtype, ctas, cache_dir):
     run_check(f"check_fp8_ws_gemms({a_dtype!r}, {b_dtype!r}, {ctas})", cache_dir)
 
 
-@pytest.mark.parametrize("clusters,cols", [(1, 64), (5, 128)])
+# 128 columns of fp16 split by rows is not a whole-swizzle-atom view, which TMA needs here (the
+# compiler refuses it with a located error); the run-time multicast itself is the same at 64.
+@pytest.mark.parametrize("clusters,cols", [(1, 64), (5, 64)])
 def test_multicast_targets_computed_at_run_time(clusters, cols, cache_dir):
     run_check(f"check_multicast_halves_runtime({clusters}, {cols})", cache_dir)
 
