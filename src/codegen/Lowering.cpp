@@ -195,7 +195,21 @@ const Regs& FunctionLowering::operand(const ir::Op& op, unsigned i) {
 }
 
 void FunctionLowering::lowerBlock(const ir::Block& block) {
-  for (const auto& op : block.ops()) lowerOp(*op);
+  // A block starts at a join of paths (loop back edges, branches): no barrier is known met.
+  sharedSinceBarrier_ = true;
+  for (const auto& op : block.ops()) {
+    lowerOp(*op);
+    switch (op->code()) {
+    case OpCode::For:
+    case OpCode::If:
+    case OpCode::While:
+    case OpCode::AsyncTasks:
+      sharedSinceBarrier_ = true;
+      break;
+    default:
+      break;
+    }
+  }
 }
 
 std::string FunctionLowering::movOpcode(RegClass c) const {
@@ -206,6 +220,7 @@ std::string FunctionLowering::movOpcode(RegClass c) const {
 
 void FunctionLowering::lowerOp(const ir::Op& op) {
   b_.setLoc(op.loc());
+  if (ir::accessesSharedBuffers(op.code())) sharedSinceBarrier_ = true;
   // Value hints are elementwise too but only forward their operand (handled below).
   if (ir::isElementwise(op.code()) && !ir::isValueHint(op.code())) return lowerElementwise(op);
   switch (op.code()) {
@@ -265,6 +280,9 @@ void FunctionLowering::lowerOp(const ir::Op& op) {
   case OpCode::While:
     return lowerWhile(op);
   case OpCode::DebugBarrier:
+    // One the hazard pass inserted is already met when a barrier of the op before (a
+    // reduction's, a conversion's through shared memory) came after every shared-buffer access.
+    if (op.intAttr("smem_hazard") != 0 && !sharedSinceBarrier_) return;
     return barrier();
   case OpCode::LocalAlloc:
   case OpCode::LocalView:
@@ -429,6 +447,7 @@ bool FunctionLowering::isDuplicateRegister(const LinearLayout& l, int32_t reg) c
 // ---------------------------------------------------------------------------------------------
 
 void FunctionLowering::barrier() {
+  sharedSinceBarrier_ = false;
   // Inside an async task only its own warps meet: a named barrier of its thread count.
   if (taskBarrierId_ >= 0)
     return b_.inst("bar.sync", {immInt(taskBarrierId_), immInt(numThreads())});

@@ -231,6 +231,10 @@ private:
   // earlier ones (-1: the layout map's region).
   int64_t scratchBase_ = -1;
   int maxRegisters_ = 0; // .maxnreg when tasks use setmaxnreg
+  // Whether an op touching TLX shared buffers (ir::accessesSharedBuffers), or a control-flow
+  // join, came since the last barrier() in straight-line code: a barrier the shared-memory
+  // hazard pass inserted is emitted only then.
+  bool sharedSinceBarrier_ = true;
   // Where the async tasks run and their register budgets (when the kernel has async tasks).
   std::optional<ir::TaskPlan> taskPlan_;
   // Descriptor argument -> swizzle bytes of the shared tiles its TMA copies use.

@@ -57,6 +57,8 @@ CompiledKernel compile(const CompileRequest& req) {
     if (req.options.target == Target::SM90a && transforms::pipelineDotLoops(*fn))
       transforms::runCleanupPipeline(*fn);
     if (transforms::unrollLoops(*fn)) transforms::runCleanupPipeline(*fn);
+    // Last: the barriers follow the accesses the passes above leave.
+    transforms::insertSharedMemoryBarriers(*fn);
     out.tileIR = ir::print(*fn);
     for (const SignatureEntry& e : req.signature) {
       bool kept = false;

@@ -173,8 +173,8 @@ private:
   void runTasksInCluster(const ir::Op& op, std::vector<std::unique_ptr<Agent>> agents,
                          std::map<int64_t, std::vector<NamedBarrierUse>> namedUses,
                          bool dynamicNamedBarrier);
-  /// After every async task of `tasks` has finished: what follows is ordered after them, and
-  /// no named barrier may be left with a phase in progress.
+  /// After every async task of `tasks` has finished: what follows is ordered after them. A named
+  /// barrier may be left with arrivals of a phase nobody waits for (bar.arrive does not block).
   void finishTasks(const std::vector<Agent*>& tasks);
   /// barrier.cluster.arrive + wait: waits for the program of every CTA of the cluster to arrive
   /// (at `what`, "cluster_barrier" or the one alloc_barriers lowers with), acquiring what they

@@ -119,6 +119,27 @@ bool lowersWithAgentBarrier(OpCode c) {
   }
 }
 
+bool accessesSharedBuffers(OpCode c) {
+  switch (c) {
+  case OpCode::LocalLoad:
+  case OpCode::LocalStore:
+  case OpCode::LocalGather:
+  case OpCode::LocalScatter:
+  case OpCode::AsyncLoad:
+  case OpCode::AsyncDescLoad:
+  case OpCode::AsyncDescStore:
+  case OpCode::AsyncDot:
+  case OpCode::AsyncDotWait:
+  case OpCode::AsyncWaitGroup:
+  case OpCode::AsyncDescStoreWait:
+  case OpCode::AsyncRemoteStore:
+  case OpCode::RemoteStore:
+    return true;
+  default:
+    return false;
+  }
+}
+
 std::string remoteStoreWithoutClusterMessage(const Op& op) {
   return std::string("tlx.") + op.name() +
          " needs a cluster launch: launch with ctas_per_cga=(n, 1, 1), n >= 2 (the GPU refuses "

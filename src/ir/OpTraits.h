@@ -35,6 +35,13 @@ bool isBufferView(OpCode c);
 /// when an async_dot retired by one warp group is retired for the whole agent.
 bool lowersWithAgentBarrier(OpCode c);
 
+/// Ops that read or write a TLX shared buffer, or retire asynchronous accesses to one:
+/// local_load local_store async_load async_descriptor_load/store async_dot async_dot_wait
+/// async_load_wait_group async_descriptor_store_wait async_remote_shmem_store remote_shmem_store.
+/// A CTA barrier that src/transforms/SharedMemoryBarriers.cpp inserts is redundant when none of
+/// them ran since the last barrier (a reduction's, say) in straight-line code.
+bool accessesSharedBuffers(OpCode c);
+
 /// The error for tlx.async_remote_shmem_store / remote_shmem_store in a kernel compiled for one
 /// CTA per cluster (no cluster launch), which the GPU and the interpreter both refuse.
 std::string remoteStoreWithoutClusterMessage(const Op& op);

@@ -35,6 +35,13 @@ int pipelineDotLoops(ir::Function& fn);
 /// loop over the rest. Returns how many loops were unrolled.
 int unrollLoops(ir::Function& fn);
 
+/// Inserts a CTA barrier (debug_barrier {smem_hazard = 1}) before each cp.async or TMA load
+/// outside async tasks that may overwrite shared memory other threads read since the last barrier
+/// of every thread: a local_load, or an async_dot retired for one warp group only (num_warps > 4).
+/// Runs last on Tile IR, so the interpreter and the PTX backend see the same barriers. Returns how
+/// many it inserted.
+int insertSharedMemoryBarriers(ir::Function& fn);
+
 /// True for ops without side effects (safe to CSE and DCE).
 bool isPure(const ir::Op& op);
 

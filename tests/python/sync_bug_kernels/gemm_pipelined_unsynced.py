@@ -1,7 +1,9 @@
 """kernels/hopper/gemm_pipelined.py as it was before its fix (commit 22b1ec5): with num_warps=8
 (two consumer warp groups, no async tasks) thread 0 refills a stage by TMA right after
 async_dot_wait(1), which retires only its own warp group's wgmmas, while the other group's wgmma
-of the step before may still read that stage. Correct with num_warps=4 (one warp group).
+of the step before may still read that stage. Correct with num_warps=4 (one warp group). Since
+issue 16 the compiler inserts the missing CTA barrier itself (SharedMemoryBarriers.cpp), as
+Triton's does.
     signature: a_desc:desc<fp16,BMxBK>, b_desc:desc<fp16,BKxBN>, c_desc:desc<fp16,BMxBN>,
                M:i32, N:i32, K:i32, BLOCK_M, BLOCK_N, BLOCK_K, NUM_STAGES
 """
