@@ -1109,14 +1109,16 @@ PtxKernel FunctionLowering::run() {
   if (!files.empty()) out += "\n" + files;
   k.numWarps = totalWarps_;
   k.ptx = std::move(out);
-  k.sharedBytes = static_cast<int>((sharedBytes_ + 15) / 16 * 16);
-  // Opt-in dynamic shared memory per block: 227 KiB on sm_90a/sm_100a, 163 KiB on sm_80.
-  int maxShared = options_.target == Target::SM80 ? 166912 : 232448;
-  if (k.sharedBytes > maxShared)
-    raiseError(fn_.loc, "kernel '" + fn_.name + "' needs " + std::to_string(k.sharedBytes) +
+  // Opt-in dynamic shared memory per block: 227 KiB on sm_90a/sm_100a, 163 KiB on sm_80. Checked
+  // in 64 bits before PtxKernel's int holds it (4 GiB once wrapped to 0 there).
+  int64_t shared = (sharedBytes_ + 15) / 16 * 16;
+  int64_t maxShared = options_.target == Target::SM80 ? 166912 : 232448;
+  if (shared > maxShared)
+    raiseError(fn_.loc, "kernel '" + fn_.name + "' needs " + std::to_string(shared) +
                             " bytes of shared memory, more than the " + std::to_string(maxShared) +
                             " a block may use on " + targetName(options_.target) +
                             "; use fewer pipeline stages or smaller blocks");
+  k.sharedBytes = static_cast<int>(shared);
   return k;
 }
 

@@ -1,13 +1,36 @@
 #include "frontend/Diagnostics.h"
 
+#include "frontend/Utf8.h"
+
 #include <sstream>
 
 namespace ww {
+
+namespace {
+
+/// Python reads source with universal newlines: "\r\n" and a lone "\r" end a line as "\n" does.
+/// Translating them here gives the lexer, the line table and every quoted line one convention.
+void translateNewlines(std::string& text) {
+  size_t out = text.find('\r');
+  if (out == std::string::npos) return;
+  for (size_t i = out; i < text.size(); ++i) {
+    if (text[i] != '\r') {
+      text[out++] = text[i];
+      continue;
+    }
+    text[out++] = '\n';
+    if (i + 1 < text.size() && text[i + 1] == '\n') ++i;
+  }
+  text.resize(out);
+}
+
+} // namespace
 
 uint32_t SourceManager::addFile(std::string path, std::string text) {
   File f;
   f.path = std::move(path);
   f.text = std::move(text);
+  translateNewlines(f.text);
   f.lineStarts.push_back(0);
   for (size_t i = 0; i < f.text.size(); ++i)
     if (f.text[i] == '\n') f.lineStarts.push_back(i + 1);
@@ -22,9 +45,7 @@ std::string_view SourceManager::lineText(SourceLoc loc) const {
   size_t begin = f.lineStarts[loc.line - 1];
   size_t end = f.text.find('\n', begin);
   if (end == std::string::npos) end = f.text.size();
-  std::string_view line(f.text.data() + begin, end - begin);
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  return line;
+  return std::string_view(f.text.data() + begin, end - begin);
 }
 
 static const char* severityName(Diagnostic::Severity s) {
@@ -42,13 +63,21 @@ static const char* severityName(Diagnostic::Severity s) {
 static void formatOne(std::ostringstream& os, const SourceManager& sm, const Diagnostic& d) {
   if (d.loc.valid() && d.loc.file < sm.numFiles())
     os << sm.path(d.loc.file) << ':' << d.loc.line << ':' << d.loc.col << ": ";
-  os << severityName(d.severity) << ": " << d.message << '\n';
+  // Messages quote names and strings of the source, which may hold any bytes.
+  os << severityName(d.severity) << ": " << escapeUnprintable(d.message) << '\n';
   std::string_view line = sm.numFiles() ? sm.lineText(d.loc) : std::string_view{};
   if (!line.empty()) {
-    os << "  " << line << '\n' << "  ";
-    // Keep tabs so the caret lines up under the quoted text.
-    for (uint32_t i = 1; i < d.loc.col && i - 1 < line.size(); ++i)
-      os << (line[i - 1] == '\t' ? '\t' : ' ');
+    os << "  " << escapeUnprintable(line) << '\n' << "  ";
+    // The caret lines up under the quoted text: tabs kept, a character one column however many
+    // bytes it takes, an escaped byte four.
+    for (size_t i = 0; i + 1 < d.loc.col && i < line.size();) {
+      unsigned char c = static_cast<unsigned char>(line[i]);
+      uint32_t cp = 0;
+      size_t n = c < 0x80 ? 1 : decodeUtf8(line, i, cp);
+      bool escaped = (c < 0x20 && c != '\t') || c == 0x7F || n == 0;
+      os << (c == '\t' ? "\t" : escaped ? "    " : " ");
+      i += n == 0 ? 1 : n;
+    }
     os << "^\n";
   }
 }

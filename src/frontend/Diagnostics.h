@@ -22,7 +22,8 @@ struct SourceLoc {
 /// Owns the text of every file the compiler reads, so that diagnostics can quote source lines.
 class SourceManager {
 public:
-  /// Registers a file and returns its id for SourceLoc::file.
+  /// Registers a file and returns its id for SourceLoc::file. Its line endings ("\r\n", "\r")
+  /// read as "\n", as Python reads source; text() returns the translated text.
   uint32_t addFile(std::string path, std::string text);
   const std::string& path(uint32_t file) const { return files_.at(file).path; }
   const std::string& text(uint32_t file) const { return files_.at(file).text; }

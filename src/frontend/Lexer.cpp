@@ -1,5 +1,7 @@
 #include "frontend/Lexer.h"
 
+#include "frontend/Utf8.h"
+
 #include <array>
 #include <charconv>
 
@@ -27,6 +29,38 @@ int digitValue(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return 99;
+}
+
+/// Whether a non-ASCII code point may appear in an identifier (`start`: begin one). Python's rule
+/// is Unicode's XID_Start / XID_Continue; this approximation refuses what is plainly not a letter
+/// or digit (controls, spaces, punctuation, symbols, arrows, emoji, private use, specials) and
+/// accepts the scripts' letters and marks.
+bool isUnicodeIdentChar(uint32_t cp, bool start) {
+  auto in = [cp](uint32_t lo, uint32_t hi) { return cp >= lo && cp <= hi; };
+  if (in(0x80, 0xBF)) // C1 controls and Latin-1 punctuation: only ª µ º, and · inside a name
+    return cp == 0xAA || cp == 0xB5 || cp == 0xBA || (!start && cp == 0xB7);
+  if (cp == 0xD7 || cp == 0xF7) return false;  // × ÷
+  if (start && in(0x300, 0x36F)) return false; // combining marks continue a name only
+  if (in(0x2000, 0x206F)) // general punctuation: zero-width joiners continue, ‿ ⁀ ⁔ connect
+    return (!start && (cp == 0x200C || cp == 0x200D)) || cp == 0x203F || cp == 0x2040 ||
+           cp == 0x2054;
+  if (in(0x20A0, 0x20FF)) return !start && in(0x20D0, 0x20FF); // currency; combining marks
+  if (in(0x2190, 0x2BFF) || in(0x2E00, 0x2E7F) || in(0x3000, 0x3004) || in(0x3008, 0x3020) ||
+      in(0xE000, 0xF8FF) || in(0xFE10, 0xFE1F) || in(0xFE50, 0xFE6F) || in(0xFFF0, 0xFFFF) ||
+      in(0x1F000, 0x1FAFF) || in(0xE0000, 0xE007F) || in(0xF0000, 0x10FFFF) || cp == 0xFEFF)
+    return false;
+  if (in(0xFE30, 0xFE4F)) return cp == 0xFE33 || cp == 0xFE34 || in(0xFE4D, 0xFE4F);
+  if (in(0xFF01, 0xFF0F) || in(0xFF1A, 0xFF20) || in(0xFF3B, 0xFF3E) || cp == 0xFF40 ||
+      in(0xFF5B, 0xFF65))
+    return false;
+  return true;
+}
+
+std::string codePointName(uint32_t cp) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string digits;
+  for (int shift = cp > 0xFFFF ? 20 : 12; shift >= 0; shift -= 4) digits += hex[(cp >> shift) & 15];
+  return "U+" + digits;
 }
 
 std::string quoteChar(unsigned char c) {
@@ -68,6 +102,7 @@ public:
     indents_.push_back({0, 0});
     // A UTF-8 byte order mark, as some editors write, is not part of the first line's text.
     if (src_.substr(0, 3) == "\xEF\xBB\xBF") pos_ = lineStart_ = 3;
+    checkEncoding();
     tokens_.reserve(src_.size() / 4 + 16); // about one token per four bytes of Python
     while (true) {
       if (atLineStart_ && brackets_.empty()) {
@@ -105,6 +140,33 @@ private:
     SourceLoc loc;
   };
 
+  /// Python decodes the whole file before tokenizing: a NUL byte or bytes that are not UTF-8 are
+  /// errors wherever they are, comments and strings included.
+  void checkEncoding() const {
+    uint32_t line = 1;
+    size_t lineStart = pos_;
+    for (size_t p = pos_; p < src_.size();) {
+      unsigned char c = static_cast<unsigned char>(src_[p]);
+      SourceLoc loc{file_, line, static_cast<uint32_t>(p - lineStart + 1)};
+      if (c == 0) raiseError(loc, "source code cannot contain null bytes");
+      if (c == '\n') {
+        ++line;
+        lineStart = ++p;
+        continue;
+      }
+      if (c < 0x80) {
+        ++p;
+        continue;
+      }
+      uint32_t cp = 0;
+      size_t n = decodeUtf8(src_, p, cp);
+      if (n == 0)
+        raiseError(loc, "invalid UTF-8: byte " + quoteChar(c) +
+                            " does not start a well-formed sequence (source files are UTF-8)");
+      p += n;
+    }
+  }
+
   SourceLoc here() const { return locAt(pos_); }
   SourceLoc locAt(size_t p) const {
     return SourceLoc{file_, line_, static_cast<uint32_t>(p - lineStart_ + 1)};
@@ -129,8 +191,7 @@ private:
   }
 
   void skipSpaces() {
-    while (pos_ < src_.size() &&
-           (src_[pos_] == ' ' || src_[pos_] == '\t' || src_[pos_] == '\f' || src_[pos_] == '\r'))
+    while (pos_ < src_.size() && (src_[pos_] == ' ' || src_[pos_] == '\t' || src_[pos_] == '\f'))
       ++pos_;
   }
 
@@ -148,7 +209,7 @@ private:
         ++width1;
       } else if (c == '\f') {
         width8 = width1 = 0;
-      } else if (c != '\r') {
+      } else {
         break;
       }
       ++pos_;
@@ -160,7 +221,7 @@ private:
       if (pos_ < src_.size()) newline();
       return false;
     }
-    if (c == '\\' && (peek(1) == '\n' || (peek(1) == '\r' && peek(2) == '\n'))) {
+    if (c == '\\' && peek(1) == '\n') {
       // A continuation right after the indentation joins with the next physical line.
       atLineStart_ = false;
       pendingIndent_ = {width8, width1};
@@ -202,7 +263,6 @@ private:
   void lexContinuation() {
     SourceLoc loc = here();
     ++pos_;
-    if (peek() == '\r') ++pos_;
     if (pos_ >= src_.size())
       raiseError(loc, "unexpected end of file after line continuation character '\\'");
     if (src_[pos_] != '\n')
@@ -238,9 +298,25 @@ private:
       applyIndent(pendingIndent_, here());
     }
     unsigned char c = static_cast<unsigned char>(src_[pos_]);
+    if (c >= 0x80) {
+      uint32_t cp = 0;
+      decodeUtf8(src_, pos_, cp); // checkEncoding() made sure it decodes
+      if (!isUnicodeIdentChar(cp, true)) invalidCharacter(cp);
+    }
     if (isIdentStart(c)) {
       size_t begin = pos_;
-      while (pos_ < src_.size() && isIdentChar(static_cast<unsigned char>(src_[pos_]))) ++pos_;
+      while (pos_ < src_.size()) {
+        unsigned char ch = static_cast<unsigned char>(src_[pos_]);
+        if (ch < 0x80) {
+          if (!isIdentChar(ch)) break;
+          ++pos_;
+          continue;
+        }
+        uint32_t cp = 0;
+        size_t n = decodeUtf8(src_, pos_, cp);
+        if (!isUnicodeIdentChar(cp, false)) break; // the next token reports it
+        pos_ += n;
+      }
       std::string word(src_.substr(begin, pos_ - begin));
       if (pos_ < src_.size() && (src_[pos_] == '\'' || src_[pos_] == '"') && isStringPrefix(word)) {
         lexString(begin, word);
@@ -272,6 +348,19 @@ private:
       return;
     }
     raiseError(here(), "invalid character " + quoteChar(c) + " in source");
+  }
+
+  [[noreturn]] void invalidCharacter(uint32_t cp) {
+    bool printable =
+        !(cp <= 0xA0 || cp == 0xAD || (cp >= 0x2000 && cp <= 0x200F) ||
+          (cp >= 0x2028 && cp <= 0x202F) || (cp >= 0x2060 && cp <= 0x206F) || cp == 0xFEFF ||
+          cp == 0x3000 || (cp >= 0xE000 && cp <= 0xF8FF) || cp >= 0xF0000 ||
+          (cp >= 0xFFF0 && cp <= 0xFFFF) || (cp >= 0xE0000 && cp <= 0xE007F));
+    if (!printable) raiseError(here(), "invalid non-printable character " + codePointName(cp));
+    uint32_t ignored = 0;
+    size_t n = decodeUtf8(src_, pos_, ignored);
+    raiseError(here(), "invalid character '" + std::string(src_.substr(pos_, n)) + "' (" +
+                           codePointName(cp) + ")");
   }
 
   void trackBracket(char ch, size_t len, SourceLoc loc) {
@@ -435,10 +524,6 @@ private:
     while (true) {
       if (pos_ >= src_.size()) unterminated(loc, triple);
       char ch = src_[pos_];
-      if (ch == '\r' && peek(1) == '\n') { // CRLF inside a literal reads as LF, as in Python
-        ++pos_;
-        continue;
-      }
       if (ch == '\n') {
         if (!triple) unterminated(loc, triple);
         value += '\n';

@@ -1,5 +1,6 @@
 #include "ir/IR.h"
 #include "ir/Builder.h"
+#include "ir/Limits.h"
 
 #include <cmath>
 
@@ -181,8 +182,39 @@ bool UseMap::used(const Value* v) const {
 // Builder
 // ---------------------------------------------------------------------------------------------
 
+namespace {
+
+/// Refuses a result type past the limits of ir/Limits.h at `loc` (the construct that asked for
+/// it): nothing downstream allocates per element or per buffer for a type that got this far.
+void checkTypeSize(const Type& t, SourceLoc loc) {
+  auto bytes = [](int64_t count, int64_t each) {
+    return each > 0 && count > INT64_MAX / each ? INT64_MAX : count * each;
+  };
+  if (t.kind == TypeKind::Value && t.numElements() > kMaxTensorElements)
+    raiseError(loc, "this makes a " + t.str() + " of " + std::to_string(t.numElements()) +
+                        " elements; a block tensor has at most " +
+                        std::to_string(kMaxTensorElements) + " (2**20)");
+  if (t.kind == TypeKind::Buffer) {
+    bool tmem = t.space == MemorySpace::Tmem;
+    int64_t limit = tmem ? kMaxTensorMemoryBytes : kMaxSharedBytes;
+    int64_t total = bytes(t.count, bytes(t.numElements(), byteWidth(t.elem)));
+    if (total > limit)
+      raiseError(loc, "this allocates " + t.str() + ": " + std::to_string(total) + " bytes of " +
+                          (tmem ? "tensor memory" : "shared memory") + ", more than the " +
+                          std::to_string(limit) + " a block can have on any target");
+  }
+  if (t.kind == TypeKind::Barrier && bytes(t.count, 8) > kMaxSharedBytes)
+    raiseError(loc, "this allocates " + std::to_string(t.count) +
+                        " mbarriers (8 bytes each), more than the " +
+                        std::to_string(kMaxSharedBytes) +
+                        " bytes of shared memory a block can have on any target");
+}
+
+} // namespace
+
 Op* Builder::create(OpCode code, std::vector<Value*> operands, std::vector<Type> resultTypes,
                     std::vector<NamedAttr> attrs) {
+  for (const Type& t : resultTypes) checkTypeSize(t, loc_);
   auto op = std::make_unique<Op>(code, loc_);
   op->setOperands(std::move(operands));
   for (auto& t : resultTypes) op->addResult(std::move(t));

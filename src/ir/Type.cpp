@@ -1,5 +1,6 @@
 #include "ir/Type.h"
 
+#include <cstdint>
 #include <sstream>
 
 namespace ww::ir {
@@ -72,8 +73,13 @@ std::optional<DType> parseTlDType(std::string_view s) {
 }
 
 int64_t Type::numElements() const {
+  // Saturates: an absurd shape (2**40 x 2**40) must compare as too large, never wrap.
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape) {
+    if (d <= 0) return 0;
+    if (n > INT64_MAX / d) return INT64_MAX;
+    n *= d;
+  }
   return n;
 }
 

@@ -3,6 +3,7 @@
 #include "specialize/SpecializerImpl.h"
 
 #include "frontend/Parser.h"
+#include "ir/Limits.h"
 #include "ir/TaskPlan.h"
 
 #include <algorithm>
@@ -158,6 +159,21 @@ static ir::Type parseArgType(const SignatureEntry& e, SourceLoc loc) {
   return ir::Type::scalar(*d);
 }
 
+/// The launch options bound what the kernel becomes (layouts over the warps, a cluster, the
+/// pipeline's buffers): values past ir/Limits.h are refused at the kernel's def.
+void Specializer::checkOptions(SourceLoc loc) const {
+  const CompileOptions& o = in.options;
+  if (o.numWarps < 1 || o.numWarps > ir::kMaxWarpsPerCta || (o.numWarps & (o.numWarps - 1)))
+    raiseError(loc, "num_warps=" + std::to_string(o.numWarps) +
+                        ": a CTA runs a power of two from 1 to 32 warps");
+  if (o.numCtas < 1 || o.numCtas > ir::kMaxCtasPerCluster)
+    raiseError(loc, "num_ctas=" + std::to_string(o.numCtas) + ": a cluster has 1 to " +
+                        std::to_string(ir::kMaxCtasPerCluster) + " CTAs");
+  if (o.numStages < 0 || o.numStages > ir::kMaxPipelineStages)
+    raiseError(loc, "num_stages=" + std::to_string(o.numStages) + ": at most " +
+                        std::to_string(ir::kMaxPipelineStages) + " pipeline stages");
+}
+
 std::unique_ptr<ir::Function> Specializer::run() {
   if (in.modules.empty() || !in.sources) throw std::logic_error("specialize: no modules");
   const ast::FunctionDef* def = nullptr;
@@ -169,9 +185,13 @@ std::unique_ptr<ir::Function> Specializer::run() {
         "kernel '" + in.kernel + "' is not defined in " + in.sources->path(in.modules[0]->file);
     std::string near = closestMatch(in.kernel, names);
     if (!near.empty()) msg += "; did you mean '" + near + "'?";
-    raiseError(SourceLoc{}, msg);
+    // At the near miss's def, else at the file's start: every error names a place in the source.
+    SourceLoc where{in.modules[0]->file, 1, 1};
+    if (!near.empty()) where = modules[0].functions.at(near)->loc;
+    raiseError(where, msg);
   }
   def = it->second;
+  checkOptions(def->loc);
 
   auto fn = std::make_unique<ir::Function>();
   fn->name = def->name;
@@ -682,14 +702,18 @@ void Specializer::visitFor(const For* s) {
     int64_t h = constInt(hi, hiLoc, "tl.static_range's end", hiExpr);
     int64_t st = constInt(step, stepLoc, "tl.static_range's step", a.expr("step"));
     if (st == 0) raiseError(stepLoc, "tl.static_range's step must not be zero");
-    int64_t trips = (h - l) / st + ((h - l) % st != 0);
-    if (trips > 0 && (trips > 4096 || unrolledIterations + trips > 65536))
+    // In 128 bits: range(-2**63, 2**63 - 1) must count its trips, not overflow.
+    __int128 span = static_cast<__int128>(h) - l;
+    __int128 wide = span / st + (span % st != 0);
+    int64_t trips =
+        wide > INT64_MAX ? INT64_MAX : static_cast<int64_t>(std::max<__int128>(wide, 0));
+    if (trips > 0 && (trips > ir::kMaxUnrollPerLoop || unrolledIterations + trips > 65536))
       raiseError(call->loc, "tl.static_range would unroll " + std::to_string(trips) +
                                 " more iterations (at most 4096 per loop and 65536 in a kernel)");
-    if (trips > 0) unrolledIterations += trips;
+    unrolledIterations += trips;
     frame->loopDepth++;
-    for (int64_t i = l; st > 0 ? i < h : i > h; i += st) {
-      frame->env[target->id] = Val::integer(i);
+    for (int64_t t = 0; t < trips; ++t) {
+      frame->env[target->id] = Val::integer(l + t * st);
       visitStmts(pointers(s->body));
     }
     frame->loopDepth--;
@@ -726,12 +750,23 @@ void Specializer::visitFor(const For* s) {
   std::vector<ir::Value*> operands{lb, ub, st};
   operands.insert(operands.end(), inits.begin(), inits.end());
   std::vector<ir::NamedAttr> attrs;
-  if (a.has("num_stages"))
-    attrs.push_back({"num_stages", constInt(a.get("num_stages"), a.loc("num_stages"), "num_stages",
-                                            a.expr("num_stages"))});
-  if (a.has("loop_unroll_factor"))
-    attrs.push_back({"unroll", constInt(a.get("loop_unroll_factor"), a.loc("loop_unroll_factor"),
-                                        "loop_unroll_factor", a.expr("loop_unroll_factor"))});
+  if (a.has("num_stages")) {
+    int64_t n =
+        constInt(a.get("num_stages"), a.loc("num_stages"), "num_stages", a.expr("num_stages"));
+    if (n < 0 || n > ir::kMaxPipelineStages)
+      raiseError(a.loc("num_stages"), "tl.range's num_stages=" + std::to_string(n) + ": use 0 to " +
+                                          std::to_string(ir::kMaxPipelineStages));
+    attrs.push_back({"num_stages", n});
+  }
+  if (a.has("loop_unroll_factor")) {
+    int64_t u = constInt(a.get("loop_unroll_factor"), a.loc("loop_unroll_factor"),
+                         "loop_unroll_factor", a.expr("loop_unroll_factor"));
+    if (u < 0 || u > ir::kMaxUnrollPerLoop)
+      raiseError(a.loc("loop_unroll_factor"),
+                 "tl.range's loop_unroll_factor=" + std::to_string(u) + ": use 0 to " +
+                     std::to_string(ir::kMaxUnrollPerLoop) + " copies of the loop body");
+    attrs.push_back({"unroll", u});
+  }
   std::vector<ir::Type> types;
   for (ir::Value* v : inits) types.push_back(v->type());
   ir::Op* op = b.create(ir::OpCode::For, operands, types, attrs);
@@ -983,6 +1018,10 @@ void Specializer::visitAsyncTask(const With* s, const CallSite& call) {
     raiseError(a.loc("num_warps"), "async_task num_warps=" + std::to_string(numWarps) +
                                        " is not supported; use a power of two from 1 to 32");
   if (replicate < 1) raiseError(a.loc("replicate"), "replicate must be at least 1");
+  if (replicate > ir::kMaxWarpsPerCta) // each replica is a task of at least one warp
+    raiseError(a.loc("replicate"), "replicate=" + std::to_string(replicate) +
+                                       ": each replica runs on warps of its own, and a CTA has "
+                                       "at most 32 warps");
   if (numRegs != 0 && (numRegs < 24 || numRegs > 256 || numRegs % 8 != 0))
     raiseError(a.loc(a.has("num_regs") ? "num_regs" : "registers"),
                "a register budget must be a multiple of 8 between 24 and 256, got " +

@@ -72,6 +72,7 @@ class Specializer {
 public:
   explicit Specializer(const SpecializeInput& input);
   std::unique_ptr<ir::Function> run();
+  void checkOptions(SourceLoc loc) const;
 
   // ---- statements (Specializer.cpp) ----
   using StmtList = std::vector<const ast::Stmt*>;

@@ -120,7 +120,7 @@ void checkPow2(const std::vector<int64_t>& shape, SourceLoc loc, const std::stri
     if (!isPow2(d))
       raiseError(loc, what + " must have power-of-2 dimensions, got " + shapeStr(shape) + " (" +
                           std::to_string(d) + " is not a power of 2)");
-    numel = std::min<int64_t>(numel * d, int64_t(1) << 40);
+    numel = numel > (int64_t(1) << 40) / d ? int64_t(1) << 40 : numel * d; // no overflow
   }
   if (numel > (int64_t(1) << 20))
     raiseError(loc, what + " " + shapeStr(shape) +

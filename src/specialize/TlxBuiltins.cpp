@@ -2,6 +2,8 @@
 // mbarriers, TMA and async copies, wgmma, warp-specialization helpers, cluster queries.
 #include "specialize/SpecializerImpl.h"
 
+#include "ir/Limits.h"
+
 #include <algorithm>
 
 namespace ww::specialize {
@@ -77,6 +79,23 @@ std::string dims(const std::vector<int64_t>& s) {
   return r;
 }
 
+/// tlx.local_alloc's buffers must fit in one block's shared (or tensor) memory on some target;
+/// checked before the type exists, as `num` x the tile's bytes may not even fit in 64 bits.
+void checkLocalAllocSize(const std::vector<int64_t>& shape, DType dt, int64_t num,
+                         ir::MemorySpace space, SourceLoc loc) {
+  int64_t bytes = ir::byteWidth(dt);
+  for (int64_t d : shape) bytes = d > 0 && bytes > INT64_MAX / d ? INT64_MAX : bytes * d;
+  int64_t total = num > 0 && bytes > INT64_MAX / num ? INT64_MAX : bytes * num;
+  bool tmem = space == ir::MemorySpace::Tmem;
+  int64_t limit = tmem ? ir::kMaxTensorMemoryBytes : ir::kMaxSharedBytes;
+  if (total > limit)
+    raiseError(loc, "tlx.local_alloc of " + std::to_string(num) + " buffers of " + dims(shape) +
+                        " " + std::string(ir::tlName(dt)) + " needs " +
+                        (total == INT64_MAX ? std::string("over 2**63") : std::to_string(total)) +
+                        " bytes; a block has at most " + std::to_string(limit) + " bytes of " +
+                        (tmem ? "tensor memory" : "shared memory") + " on any target");
+}
+
 } // namespace
 
 Val Specializer::callTlx(const std::string& name, CallSite& call) {
@@ -135,6 +154,7 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
                                          describe(s));
       if (s.s == "tmem") space = ir::MemorySpace::Tmem;
     }
+    checkLocalAllocSize(shape, dt, num, space, loc);
     if (a.has("reuse")) raiseError(a.loc("reuse"), "tlx.local_alloc's reuse= is not supported yet");
     if (a.has("layout"))
       raiseError(a.loc("layout"), "tlx.local_alloc's layout= is not supported; the compiler "
@@ -302,6 +322,11 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
     int64_t n = constInt(a.get("num_barriers"), a.loc("num_barriers"), fn + "'s num_barriers",
                          a.expr("num_barriers"));
     if (n < 1) raiseError(a.loc("num_barriers"), fn + "'s num_barriers must be at least 1");
+    if (n > ir::kMaxSharedBytes / 8)
+      raiseError(a.loc("num_barriers"),
+                 fn + "'s num_barriers=" + std::to_string(n) + " needs " + std::to_string(n) +
+                     " x 8 bytes of shared memory; a block has at most " +
+                     std::to_string(ir::kMaxSharedBytes) + " bytes on any target");
     std::vector<ir::NamedAttr> attrs;
     if (warp) {
       int64_t w =

@@ -2,6 +2,7 @@
 // copies of the original (the induction variable advanced by one step in each), followed by the
 // original loop over the iterations left (fewer than U), so any trip count stays exact.
 #include "ir/Builder.h"
+#include "ir/Limits.h"
 #include "transforms/Passes.h"
 
 #include <unordered_map>
@@ -87,8 +88,24 @@ int unrollLoops(ir::Function& fn) {
     if (op.code() == OpCode::For && op.intAttr("unroll", 1) >= 2)
       loops.push_back({&op, op.intAttr("unroll", 1)});
   });
+  auto countOps = [](Block& block) {
+    int64_t n = 0;
+    ir::walk(block, [&](Op&) { ++n; });
+    return n;
+  };
+  int64_t total = countOps(fn.body);
   // Inner loops first: an outer loop's copies then hold the inner loops already unrolled.
-  for (auto it = loops.rbegin(); it != loops.rend(); ++it) unroll(*it->first, it->second);
+  for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
+    // Nested factors multiply: the kernel's size is checked before each loop's copies exist.
+    int64_t body = countOps(*it->first->region(0));
+    if (body > (ir::kMaxUnrolledOps - total) / it->second)
+      raiseError(it->first->loc(),
+                 "loop_unroll_factor=" + std::to_string(it->second) + " copies a body of " +
+                     std::to_string(body) + " Tile IR ops (inner loops unrolled): the kernel " +
+                     "would pass " + std::to_string(ir::kMaxUnrolledOps) + " ops; unroll less");
+    unroll(*it->first, it->second);
+    total += body * it->second;
+  }
   return static_cast<int>(loops.size());
 }
 
