@@ -44,6 +44,8 @@ const char* outcomeName(Outcome o) {
     return "hang";
   case Outcome::PtxasReject:
     return "ptxas-reject";
+  case Outcome::PtxasSlow:
+    return "ptxas-slow";
   }
   return "?";
 }
@@ -184,6 +186,10 @@ PtxasCheck checkPtx(const std::string& ptx, Target target, int timeoutSeconds) {
       rl.rlim_cur = rl.rlim_max;
       setrlimit(RLIMIT_AS, &rl);
     }
+    if (getrlimit(RLIMIT_CPU, &rl) == 0) {
+      rl.rlim_cur = static_cast<rlim_t>(timeoutSeconds);
+      setrlimit(RLIMIT_CPU, &rl);
+    }
     int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     if (fd >= 0) {
       dup2(fd, 1);
@@ -194,7 +200,7 @@ PtxasCheck checkPtx(const std::string& ptx, Target target, int timeoutSeconds) {
     _exit(127);
   }
   if (pid < 0) return r;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeoutSeconds);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10 * timeoutSeconds);
   int status = 0;
   while (true) {
     pid_t w = waitpid(pid, &status, WNOHANG);
@@ -202,12 +208,15 @@ PtxasCheck checkPtx(const std::string& ptx, Target target, int timeoutSeconds) {
     if (std::chrono::steady_clock::now() > deadline) {
       kill(pid, SIGKILL);
       waitpid(pid, &status, 0);
-      r.ok = false;
-      r.timedOut = true;
-      r.log = "ptxas took over " + std::to_string(timeoutSeconds) + " s";
-      return r;
+      break;
     }
     usleep(2000);
+  }
+  if (WIFSIGNALED(status) && (WTERMSIG(status) == SIGXCPU || WTERMSIG(status) == SIGKILL)) {
+    r.ok = false;
+    r.timedOut = true;
+    r.log = "ptxas took over " + std::to_string(timeoutSeconds) + " s";
+    return r;
   }
   runtime::readFile(log, r.log);
   r.ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
@@ -1159,9 +1168,20 @@ void writeAll(int fd, const std::string& s) {
     if (rl.rlim_max != RLIM_INFINITY && rl.rlim_cur > rl.rlim_max) rl.rlim_cur = rl.rlim_max;
     setrlimit(RLIMIT_AS, &rl);
   }
+  struct rlimit core = {0, 0}; // crashes and hangs are expected here: no core files
+  setrlimit(RLIMIT_CORE, &core);
   std::unordered_set<uint64_t> seen = checked;
   for (int64_t i = from; i < to; ++i) {
     Case c = makeCase(seeds, o.seed, i);
+    // A hang is hangSeconds of CPU time in this compile (SIGXCPU), however busy the machine.
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    struct rlimit cpu;
+    getrlimit(RLIMIT_CPU, &cpu);
+    cpu.rlim_cur = static_cast<rlim_t>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec + 1) +
+                   static_cast<rlim_t>(o.hangSeconds);
+    if (cpu.rlim_max != RLIM_INFINITY && cpu.rlim_cur > cpu.rlim_max) cpu.rlim_cur = cpu.rlim_max;
+    setrlimit(RLIMIT_CPU, &cpu);
     writeAll(fd, "B " + std::to_string(i) + "\n");
     Verdict v = compileCase(c);
     uint64_t hash = 0;
@@ -1171,7 +1191,7 @@ void writeAll(int fd, const std::string& s) {
         writeAll(fd, "P " + std::to_string(i) + "\n");
         PtxasCheck p = checkPtx(v.ptx, c.options.target, o.ptxasTimeout);
         if (!p.ok) {
-          v.outcome = Outcome::PtxasReject;
+          v.outcome = p.timedOut ? Outcome::PtxasSlow : Outcome::PtxasReject;
           v.detail = p.log;
         }
       } else {
@@ -1285,10 +1305,11 @@ CampaignStats runCampaign(const std::vector<Seed>& seeds, const CampaignOptions&
       if (tag == 'B') {
         current = i;
         started = std::chrono::steady_clock::now();
-        deadline = started + std::chrono::milliseconds(static_cast<int64_t>(o.hangSeconds * 1000));
+        deadline = started + std::chrono::milliseconds(static_cast<int64_t>(o.hangSeconds * 10000));
       } else if (tag == 'P') {
         st.ptxasRuns++;
-        deadline = std::chrono::steady_clock::now() + std::chrono::seconds(o.ptxasTimeout + 10);
+        deadline =
+            std::chrono::steady_clock::now() + std::chrono::seconds(10 * o.ptxasTimeout + 10);
       } else if (tag == 'R') {
         int outcome = 0;
         double ms = 0;
@@ -1313,9 +1334,10 @@ CampaignStats runCampaign(const std::vector<Seed>& seeds, const CampaignOptions&
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
               .count();
       Case c = makeCase(seeds, o.seed, current);
-      if (hung)
+      if (hung || (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU))
         record(current, Outcome::Hang,
-               "over " + std::to_string(o.hangSeconds) + " s: " + c.files[0].path + " " + c.kernel,
+               "over " + std::to_string(static_cast<int>(o.hangSeconds)) +
+                   " s of CPU time: " + c.files[0].path + " " + c.kernel,
                ms);
       else if (WIFSIGNALED(status))
         record(current, Outcome::Crash, signalName(WTERMSIG(status)), ms);

@@ -44,8 +44,9 @@ enum class Outcome {
   Crash,             // the compiling process died from a signal
   Hang,              // over the time limit
   PtxasReject,       // wwc accepted the kernel, ptxas rejected its PTX
+  PtxasSlow,         // ptxas ran past its time limit on accepted PTX (reported, not a finding)
 };
-constexpr int kNumOutcomes = 8;
+constexpr int kNumOutcomes = 9;
 const char* outcomeName(Outcome o);
 /// The outcomes that are bugs of the compiler.
 inline bool isFinding(Outcome o) {
@@ -72,7 +73,8 @@ struct PtxasCheck {
   bool timedOut = false;
   std::string log;
 };
-/// Runs ptxas (runtime::findPtxas) on `ptx` for `target` with a time limit. ok when no ptxas.
+/// Runs ptxas (runtime::findPtxas) on `ptx` for `target` with a limit of `timeoutSeconds` of CPU
+/// time (10x that of wall time). ok when there is no ptxas.
 PtxasCheck checkPtx(const std::string& ptx, Target target, int timeoutSeconds);
 /// A hash of the PTX without its line-info directives (mutants that only move lines share it).
 uint64_t ptxHash(const std::string& ptx);
@@ -92,10 +94,10 @@ struct CampaignOptions {
   uint64_t seed = 1;
   int64_t first = 0; // mutant numbers [first, first + count)
   int64_t count = 1000;
-  double hangSeconds = 10; // a compile taking longer is a hang
-  int batch = 200;         // compiles per forked child
-  bool ptxas = true;       // check accepted PTX with ptxas
-  int ptxasTimeout = 60;
+  double hangSeconds = 10;     // a compile taking more CPU time is a hang (wall time: 10x that)
+  int batch = 200;             // compiles per forked child
+  bool ptxas = true;           // check accepted PTX with ptxas
+  int ptxasTimeout = 120;      // CPU seconds
   size_t memoryLimitMb = 4096; // address-space limit of the compiling child
   std::string findingsDir;     // where to write findings (empty: nowhere)
   int examplesPerBucket = 3;

@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
     if (v.outcome == Outcome::Compiled && o.ptxas) {
       PtxasCheck p = checkPtx(v.ptx, c.options.target, o.ptxasTimeout);
       if (!p.ok) {
-        v.outcome = Outcome::PtxasReject;
+        v.outcome = p.timedOut ? Outcome::PtxasSlow : Outcome::PtxasReject;
         v.detail = p.log;
       }
     }
