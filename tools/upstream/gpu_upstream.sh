@@ -49,7 +49,7 @@ for step in $steps; do
         --suite tlx-hopper --mode replace --work "$work/r" --out "$OUT" -k nothing_at_all \
         > /dev/null 2>&1
       timeout -s KILL "${WW_PERF_LIMIT:-420}" python3 tools/upstream/perf_hopper.py \
-        --tutorials "$work/r/tlx-hopper/third_party/tlx/tutorials" > "$OUT/perf.log" 2>&1
+        --tutorials "$work/r/tlx-hopper/third_party/tlx/tutorials" ${WW_PERF_ARGS:-} > "$OUT/perf.log" 2>&1
       say "exit $?"; grep "^|" "$OUT/perf.log" ;;
     *) say "unknown step $step" ;;
   esac
