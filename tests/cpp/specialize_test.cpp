@@ -624,8 +624,9 @@ TEST(SpecializeDiagnostics, SignatureErrors) {
   EXPECT_EQ(
       firstLine(specializeSource(full, "k", "x_ptr:*fp32,n:i32,BLOCK=4+").error).substr(0, 60),
       "test.py:5:17: error: bad value '4+' for constexpr 'BLOCK' in");
-  EXPECT_EQ(specializeSource(full, "kk", "x_ptr:*fp32,n:i32,BLOCK=4").error,
-            "error: kernel 'kk' is not defined in test.py; did you mean 'k'?");
+  // Located at the definition the suggestion names, so editors can jump to it.
+  EXPECT_EQ(firstLine(specializeSource(full, "kk", "x_ptr:*fp32,n:i32,BLOCK=4").error),
+            "test.py:5:1: error: kernel 'kk' is not defined in test.py; did you mean 'k'?");
 }
 
 TEST(SpecializeDiagnostics, ErrorsInsideHelpersNameTheCallSite) {
