@@ -973,6 +973,9 @@ std::string paramDecl(const ir::KernelArg& a, const std::string& name) {
   case DType::I8:
   case DType::U8:
     return ".param .u8 " + name;
+  case DType::F8E4M3: // one byte, as the launchers pack it (paramBytes)
+  case DType::F8E5M2:
+    return ".param .b8 " + name;
   case DType::I16:
   case DType::U16:
   case DType::F16:

@@ -136,6 +136,16 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
   }
   case OpCode::NamedBarrierWait:
   case OpCode::NamedBarrierArrive: {
+    // An id or count the clean-up passes folded to a constant is checked as the specializer
+    // checks literals (ptxas refuses bar.sync 1048584, ...).
+    std::optional<int64_t> constId = ir::constantInt(op.operand(0));
+    std::optional<int64_t> constCount = ir::constantInt(op.operand(1));
+    if (constId && (*constId < 0 || *constId > 15))
+      raiseError(op.loc(), "named barrier ids run from 0 to 15, got " + std::to_string(*constId));
+    if (constCount && (*constCount <= 0 || *constCount % 32 != 0))
+      raiseError(op.loc(), "a named barrier's num_threads must be a positive multiple of 32 "
+                           "(whole warps), got " +
+                               std::to_string(*constCount));
     // Immediates or i32 registers: both forms are valid bar operands.
     std::string id = operand(op, 0).at(0);
     std::string count = operand(op, 1).at(0);

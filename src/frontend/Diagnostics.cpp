@@ -2,6 +2,7 @@
 
 #include "frontend/Utf8.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace ww {
@@ -67,10 +68,25 @@ static void formatOne(std::ostringstream& os, const SourceManager& sm, const Dia
   os << severityName(d.severity) << ": " << escapeUnprintable(d.message) << '\n';
   std::string_view line = sm.numFiles() ? sm.lineText(d.loc) : std::string_view{};
   if (!line.empty()) {
-    os << "  " << escapeUnprintable(line) << '\n' << "  ";
+    // A long line is quoted around the column only (a generated or mangled file may have lines
+    // of megabytes), starting on a character boundary.
+    constexpr size_t kWindow = 160;
+    size_t col = d.loc.col ? d.loc.col - 1 : 0;
+    size_t begin = 0;
+    if (line.size() > kWindow && col > kWindow / 2) {
+      begin = std::min(col - kWindow / 2, line.size() - kWindow);
+      while (begin < col && (static_cast<unsigned char>(line[begin]) & 0xC0) == 0x80) ++begin;
+    }
+    size_t end = std::min(line.size(), begin + kWindow);
+    while (end < line.size() && (static_cast<unsigned char>(line[end]) & 0xC0) == 0x80) ++end;
+    const char* before = begin > 0 ? "..." : "";
+    os << "  " << before << escapeUnprintable(line.substr(begin, end - begin))
+       << (end < line.size() ? "..." : "") << '\n'
+       << "  " << (begin > 0 ? "   " : "");
+    line = line.substr(begin, end - begin);
     // The caret lines up under the quoted text: tabs kept, a character one column however many
     // bytes it takes, an escaped byte four.
-    for (size_t i = 0; i + 1 < d.loc.col && i < line.size();) {
+    for (size_t i = 0; i < col - begin && i < line.size();) {
       unsigned char c = static_cast<unsigned char>(line[i]);
       uint32_t cp = 0;
       size_t n = c < 0x80 ? 1 : decodeUtf8(line, i, cp);

@@ -12,6 +12,9 @@ namespace {
 // CPython refuses deeper nesting too; the limit keeps the parser's recursion bounded.
 constexpr size_t kMaxIndentLevels = 100;
 constexpr size_t kMaxBracketDepth = 200;
+// Kernel files are kilobytes; a mangled or generated file of hundreds of megabytes would take the
+// front end minutes and gigabytes before any error.
+constexpr size_t kMaxSourceBytes = size_t(16) << 20;
 
 bool isIdentStart(unsigned char c) {
   // Bytes >= 0x80 belong to UTF-8 encoded non-ASCII identifiers, which Python accepts.
@@ -143,6 +146,10 @@ private:
   /// Python decodes the whole file before tokenizing: a NUL byte or bytes that are not UTF-8 are
   /// errors wherever they are, comments and strings included.
   void checkEncoding() const {
+    if (src_.size() > kMaxSourceBytes)
+      raiseError(SourceLoc{file_, 1, 1}, "this file has " + std::to_string(src_.size()) +
+                                             " bytes; a source file may have at most " +
+                                             std::to_string(kMaxSourceBytes) + " (16 MiB)");
     uint32_t line = 1;
     size_t lineStart = pos_;
     for (size_t p = pos_; p < src_.size();) {

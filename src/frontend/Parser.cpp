@@ -8,6 +8,7 @@
 
 #include "frontend/Lexer.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 namespace ww::frontend {
@@ -20,6 +21,67 @@ using namespace ast;
 constexpr int kMaxExprDepth = 200;
 // Left-associative chains build trees this deep; their destructors recurse.
 constexpr int kMaxOperatorChain = 5000;
+// Bounds the depth of the expression trees built (binary-operator and postfix chains nest their
+// nodes without recursing here): the specializer evaluates them recursively, and 20000 chained
+// subscripts overflowed its stack. CPython refuses such trees too (RecursionError).
+constexpr int kMaxTreeDepth = 5000;
+
+/// The depth of `e`'s tree, counted no further than `limit + 1` (so the walk itself recurses at
+/// most that deep).
+int treeDepth(const Expr* e, int limit) {
+  if (!e) return 0;
+  if (limit < 0) return 1;
+  int below = 0;
+  auto visit = [&](const Expr* c) { below = std::max(below, treeDepth(c, limit - 1)); };
+  switch (e->kind) {
+  case ExprKind::Name:
+  case ExprKind::Constant:
+    break;
+  case ExprKind::BinOp:
+    visit(cast<BinOp>(e)->lhs.get());
+    visit(cast<BinOp>(e)->rhs.get());
+    break;
+  case ExprKind::UnaryOp:
+    visit(cast<UnaryOp>(e)->operand.get());
+    break;
+  case ExprKind::BoolOp:
+    for (const auto& v : cast<BoolOp>(e)->values) visit(v.get());
+    break;
+  case ExprKind::Compare:
+    visit(cast<Compare>(e)->left.get());
+    for (const auto& v : cast<Compare>(e)->comparators) visit(v.get());
+    break;
+  case ExprKind::IfExp:
+    visit(cast<IfExp>(e)->test.get());
+    visit(cast<IfExp>(e)->body.get());
+    visit(cast<IfExp>(e)->orelse.get());
+    break;
+  case ExprKind::Call:
+    visit(cast<Call>(e)->func.get());
+    for (const auto& a : cast<Call>(e)->args) visit(a.get());
+    for (const auto& k : cast<Call>(e)->keywords) visit(k.value.get());
+    break;
+  case ExprKind::Attribute:
+    visit(cast<Attribute>(e)->value.get());
+    break;
+  case ExprKind::Subscript:
+    visit(cast<Subscript>(e)->value.get());
+    visit(cast<Subscript>(e)->index.get());
+    break;
+  case ExprKind::Slice:
+    visit(cast<Slice>(e)->lower.get());
+    visit(cast<Slice>(e)->upper.get());
+    visit(cast<Slice>(e)->step.get());
+    break;
+  case ExprKind::Tuple:
+    for (const auto& v : cast<Tuple>(e)->elts) visit(v.get());
+    break;
+  case ExprKind::List:
+    for (const auto& v : cast<List>(e)->elts) visit(v.get());
+    break;
+  }
+  return below + 1;
+}
 
 struct AugOp {
   const char* text;
@@ -178,6 +240,14 @@ private:
     DepthGuard& operator=(const DepthGuard&) = delete;
     Parser& parser;
   };
+
+  /// Binary-operator and postfix chains nest their trees without recursing here, so a whole
+  /// expression's depth is checked once it is built (the specializer evaluates it recursively).
+  void checkTreeDepth(const Expr& e) {
+    if (treeDepth(&e, kMaxTreeDepth) > kMaxTreeDepth)
+      raiseError(e.loc, "expression is nested too deeply (more than 5000 levels of operators, "
+                        "calls, subscripts and attributes)");
+  }
 
   // ------------------------------------------------------------------------------------------
   // Module level: host code around the kernels
@@ -771,7 +841,9 @@ private:
 
   ExprPtr parseTarget() {
     rejectStar();
-    return parseBitOr();
+    ExprPtr e = parseBitOr();
+    if (depth_ == 0) checkTreeDepth(*e);
+    return e;
   }
 
   // ------------------------------------------------------------------------------------------
@@ -832,12 +904,15 @@ private:
       raiseError(cur().loc, "lambda expressions are not supported in kernel code; define a @jit "
                             "helper at module level");
     ExprPtr body = parseOrTest();
-    if (!atKeyword("if")) return body;
-    SourceLoc loc = advance().loc;
-    ExprPtr test = parseOrTest();
-    if (!acceptKeyword("else")) errorExpected("'else' in conditional expression 'x if c else y'");
-    ExprPtr orelse = parseTest();
-    return std::make_unique<IfExp>(loc, std::move(test), std::move(body), std::move(orelse));
+    if (atKeyword("if")) {
+      SourceLoc loc = advance().loc;
+      ExprPtr test = parseOrTest();
+      if (!acceptKeyword("else")) errorExpected("'else' in conditional expression 'x if c else y'");
+      ExprPtr orelse = parseTest();
+      body = std::make_unique<IfExp>(loc, std::move(test), std::move(body), std::move(orelse));
+    }
+    if (depth_ == 1) checkTreeDepth(*body); // the outermost expression of a statement
+    return body;
   }
 
   ExprPtr parseBoolChain(BoolOpKind op, const char* word, ExprPtr (Parser::*next)()) {

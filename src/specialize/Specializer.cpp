@@ -16,6 +16,8 @@ using namespace ww::ast;
 
 namespace {
 
+constexpr size_t kMaxInlineDepth = 200;
+
 bool isConstexprAnnotation(const Expr* e) {
   if (!e) return false;
   if (auto* n = dyn_cast<Name>(e)) return n->id == "constexpr";
@@ -1069,6 +1071,10 @@ Val Specializer::callFunction(const FunctionRef& fn, const CallSite& call) {
                    "' is not a @jit function; only functions decorated "
                    "with @ww.jit (or @triton.jit) can be called from a kernel",
                {note(def->loc, "'" + def->name + "' is defined here")});
+  // Inlining recurses through the specializer; CPython's own limit on nested calls is 1000.
+  if (callStack.size() >= kMaxInlineDepth)
+    raiseError(call.loc, "calls to @jit helpers nest more than " + std::to_string(kMaxInlineDepth) +
+                             " deep; helpers are inlined, so the chain of calls must be shorter");
   for (const FunctionRef& f : callStack)
     if (f.def == def)
       raiseError(call.loc, "recursive call to '" + def->name +

@@ -1,6 +1,8 @@
 // Bounded mutation fuzzing of the front end and the specializer over the kernel library and the
 // examples: every mutant must parse and specialize, or fail with a CompileError whose location lies
-// inside the file; nothing may crash, hang or throw anything else.
+// inside the file; nothing may crash, hang or throw anything else. Fuzz.CompilerCampaign runs the
+// whole-pipeline fuzzer of tools/fuzz (wwfuzz) for a bounded number of compiles.
+#include "FuzzCore.h"
 #include "frontend/AstDump.h"
 #include "frontend/Lexer.h"
 #include "frontend/Parser.h"
@@ -392,7 +394,7 @@ TEST(Fuzz, HandWrittenNastyInputs) {
 TEST(Fuzz, BoundedMutationLoop) {
   std::vector<std::string> files = corpusFiles();
   ASSERT_FALSE(files.empty());
-  constexpr int kMutantsPerFile = 600;
+  constexpr int kMutantsPerFile = 300;
   auto start = std::chrono::steady_clock::now();
   double slowestMs = 0;
   int total = 0, parsed = 0;
@@ -424,4 +426,33 @@ TEST(Fuzz, BoundedMutationLoop) {
               total, files.size(), seconds, parsed, total - parsed, slowestMs);
   // A hang shows up as one mutant taking far longer than parsing a whole file should.
   EXPECT_LT(slowestMs, 1000.0);
+}
+
+// The compiler fuzzer of tools/fuzz (wwfuzz) for a bounded number of compiles: mutants of the
+// seed kernels' source, signatures and options go through the whole pipeline to PTX, each batch
+// in a forked child; new PTX goes to ptxas. Any crash, hang (10 s of CPU time), internal error,
+// error without FILE:LINE:COL or PTX that ptxas rejects fails the test, naming the mutant
+// (`wwfuzz --replay N` regenerates it; docs/status.md, "Fuzzing", has the full campaign).
+TEST(Fuzz, CompilerCampaign) {
+  std::string log;
+  std::vector<fuzz::Seed> seeds = fuzz::loadSeeds(
+      WW_SOURCE_DIR, std::string(WW_SOURCE_DIR) + "/tools/fuzz/seeds.txt", true, &log);
+  ASSERT_GE(seeds.size(), 20u) << log;
+  fuzz::CampaignOptions o;
+  o.seed = 20;
+  o.count = 1500;
+  o.batch = 250;
+  fuzz::CampaignStats st = fuzz::runCampaign(seeds, o);
+  std::printf("%s", st.summary().c_str());
+  EXPECT_EQ(st.total, o.count);
+  for (int i = 0; i < fuzz::kNumOutcomes; ++i) {
+    if (fuzz::isFinding(static_cast<fuzz::Outcome>(i))) {
+      EXPECT_EQ(st.counts[i], 0) << fuzz::outcomeName(static_cast<fuzz::Outcome>(i));
+    }
+  }
+  for (const auto& [bucket, n] : st.buckets)
+    ADD_FAILURE() << n.first << " x " << bucket << " (first: wwfuzz --seed " << o.seed
+                  << " --replay " << n.second << ")";
+  // The mutants reach the back end: a good share compiles to PTX.
+  EXPECT_GE(st.counts[static_cast<int>(fuzz::Outcome::Compiled)], o.count / 20);
 }

@@ -243,3 +243,89 @@ TEST(ReliabilityCompiler, LaunchOptionsOutOfRangeAreLocatedAtTheKernel) {
   o.numStages = 1 << 30;
   expectLocatedError(compileText(text, "k", "x_ptr:*fp32", Stage::Ptx, o), text, "num_stages=", 7);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Deep and long inputs
+// ---------------------------------------------------------------------------------------------
+
+TEST(ReliabilityCompiler, LongChainsAreRefusedBeforeTheyOverflowTheStack) {
+  // 20000 chained subscripts or attributes crashed the specializer (stack overflow).
+  for (const char* link : {"[0]", ".T", "(1)"}) {
+    std::string chain = "a";
+    for (int i = 0; i < 20000; ++i) chain += link;
+    std::string text = kernelWith("    a = tl.arange(0, 64)\n    y = " + chain + "\n");
+    expectLocatedError(compileText(text, "k", "x_ptr:*fp32"), text, "nested too deeply", 9);
+  }
+  // Chains and parentheses add up: 150 levels of parentheses around chains of 100 operators.
+  std::string expr = "a";
+  for (int i = 0; i < 150; ++i) {
+    std::string inner = "(" + expr + ")";
+    expr = inner;
+    for (int j = 0; j < 100; ++j) expr += " + a";
+  }
+  std::string text = kernelWith("    a = tl.arange(0, 64)\n    y = " + expr + "\n");
+  expectLocatedError(compileText(text, "k", "x_ptr:*fp32"), text, "nested too deeply", 9);
+  // Below the limit a long chain still compiles.
+  std::string ok = "a";
+  for (int i = 0; i < 3000; ++i) ok += " + a";
+  text = kernelWith("    a = tl.arange(0, 64)\n    tl.store(x_ptr + a, " + ok + ")\n");
+  Outcome o = compileText(text, "k", "x_ptr:*i32", Stage::TileIR);
+  EXPECT_TRUE(o.ok) << o.message.substr(0, 300);
+}
+
+TEST(ReliabilityCompiler, DeepHelperChainsAreRefused) {
+  std::string text = kHeader;
+  for (int i = 0; i < 300; ++i)
+    text += "@ww.jit\ndef h" + std::to_string(i) + "(x):\n    return h" + std::to_string(i + 1) +
+            "(x)\n\n";
+  text += "@ww.jit\ndef h300(x):\n    return x\n\n@ww.jit\ndef k(x_ptr):\n"
+          "    tl.store(x_ptr, h0(1.0))\n";
+  Outcome o = compileText(text, "k", "x_ptr:*fp32");
+  ASSERT_FALSE(o.ok);
+  EXPECT_EQ(fuzz::checkLocated(o.message, {{"k.py", text}}), "") << o.message.substr(0, 300);
+  EXPECT_NE(o.message.find("nest more than 200 deep"), std::string::npos)
+      << o.message.substr(0, 300);
+}
+
+TEST(ReliabilityCompiler, HugeFilesAreRefusedAtTheirStart) {
+  std::string text = kernelWith("    pass\n") + std::string(size_t(17) << 20, '#') + "\n";
+  expectLocatedError(compileText(text, "k", "x_ptr:*fp32"), text, "at most 16777216", 1);
+}
+
+TEST(ReliabilityCompiler, LongLinesAreQuotedAroundTheColumn) {
+  std::string text = kernelWith("    y = " + std::string(100000, 'a') + "\n");
+  Outcome o = compileText(text, "k", "x_ptr:*fp32");
+  expectLocatedError(o, text, "undefined name", 8);
+  // The quoted line is a window of the source, and the caret still points at column 9.
+  std::string quoted = o.message.substr(o.message.find('\n') + 1);
+  quoted = quoted.substr(0, quoted.find('\n'));
+  EXPECT_LT(quoted.size(), 200u) << quoted;
+  EXPECT_EQ(quoted.rfind("      y = aaaa", 0), 0u) << quoted;
+  EXPECT_NE(quoted.find("..."), std::string::npos) << quoted;
+}
+
+TEST(ReliabilityCompiler, FoldedNamedBarrierIdsAreChecked) {
+  // The id is a run-time expression until the clean-up passes fold it (ptxas refused
+  // bar.arrive 1048584).
+  std::string text = kernelWith("    me = tl.program_id(0) * 0\n"
+                                "    tlx.named_barrier_arrive(8 + 2**20 - me, 256)\n");
+  expectLocatedError(compileText(text, "k", "x_ptr:*fp32"), text,
+                     "named barrier ids run from 0 to 15, got 1048584", 9);
+}
+
+// ---------------------------------------------------------------------------------------------
+// PTX that ptxas refused after the compiler said OK
+// ---------------------------------------------------------------------------------------------
+
+TEST(ReliabilityCompiler, Fp8ScalarParametersAreOneByteParams) {
+  // Declared .u32 but loaded into a 16-bit register: ptxas "Arguments mismatch for 'ld'".
+  std::string text = kernelWith("    tl.store(x_ptr, a.to(tl.float32))\n", "x_ptr, a");
+  for (const char* t : {"fp8e4nv", "fp8e5"}) {
+    Outcome o = compileText(text, "k", std::string("x_ptr:*fp32,a:") + t);
+    ASSERT_TRUE(o.ok) << o.message;
+    EXPECT_NE(o.kernel.ptx.find(".param .b8 k_param_1"), std::string::npos) << o.kernel.ptx;
+    EXPECT_EQ(o.kernel.params.at(1).sizeBytes, 1);
+    fuzz::PtxasCheck p = fuzz::checkPtx(o.kernel.ptx, Target::SM90a, 60);
+    EXPECT_TRUE(p.ok) << p.log;
+  }
+}

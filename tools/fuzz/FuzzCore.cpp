@@ -917,12 +917,18 @@ private:
       if (pick(rng_, 2) == 0) {
         std::string once = s;
         int n = 2 + static_cast<int>(pick(rng_, 30));
+        n = static_cast<int>(
+            std::min<size_t>(n, (size_t(20) << 20) / std::max<size_t>(once.size(), 1)));
         for (int i = 1; i < n; ++i) s += once;
         note(log, "file repeated " + std::to_string(n) + " times");
       } else {
         auto [b, e] = lineAt(s, pick(rng_, s.size()));
         std::string line = s.substr(b, e - b);
         int n = pick(rng_, 2) ? 2000 : 20000;
+        // Past the compiler's 16 MiB file limit (a CR-only file is one "line" here) only costs
+        // the fuzzer memory: a little past it is enough.
+        n = static_cast<int>(
+            std::min<size_t>(n, (size_t(20) << 20) / std::max<size_t>(line.size(), 1)));
         std::string many;
         for (int i = 0; i < n; ++i) many += line;
         s.insert(b, many);
@@ -1071,6 +1077,8 @@ namespace {
 /// one bug reached from many mutants counts once.
 std::string bucketOf(Outcome o, const std::string& detail) {
   std::string first = detail.substr(0, detail.find('\n'));
+  // ptxas names its temporary file: keep only what it says is wrong.
+  if (size_t e = first.find("error   : "); e != std::string::npos) first = first.substr(e + 10);
   // Drop the FILE:LINE:COL prefix.
   if (size_t e = first.find(": error: "); e != std::string::npos) first = first.substr(e + 9);
   if (first.rfind("error: ", 0) == 0) first = first.substr(7);
@@ -1222,7 +1230,8 @@ void writeFinding(const CampaignOptions& o, const std::vector<Seed>& seeds, int6
   fs::create_directories(dir, ec);
   Case c = makeCase(seeds, o.seed, index);
   std::string base = (dir / std::to_string(index)).string();
-  std::ofstream(base + ".py", std::ios::binary) << c.files[0].text;
+  constexpr size_t kMaxSaved = size_t(32) << 20;
+  std::ofstream(base + ".py", std::ios::binary) << c.files[0].text.substr(0, kMaxSaved);
   std::ofstream info(base + ".txt", std::ios::binary);
   info << "mutant " << index << " of campaign seed " << o.seed << "\n"
        << "file: " << c.files[0].path << "\nkernel: " << c.kernel << "\nsignature: " << c.signature
@@ -1350,8 +1359,13 @@ CampaignStats runCampaign(const std::vector<Seed>& seeds, const CampaignOptions&
     }
     if (progress && (next - o.first) / 1000 != reported) {
       reported = (next - o.first) / 1000;
-      progress(std::to_string(next - o.first) + " / " + std::to_string(o.count) + " compiles, " +
-               std::to_string(st.buckets.size()) + " distinct findings");
+      // The counts so far, so that a campaign cut short still tells what it found.
+      std::string counts;
+      for (int i = 0; i < kNumOutcomes; ++i)
+        counts += std::string(i ? ", " : "") + outcomeName(static_cast<Outcome>(i)) + " " +
+                  std::to_string(st.counts[i]);
+      progress(std::to_string(next - o.first) + " / " + std::to_string(o.count) + " compiles (" +
+               counts + "), " + std::to_string(st.buckets.size()) + " distinct findings");
     }
   }
   st.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
