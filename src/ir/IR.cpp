@@ -210,11 +210,18 @@ void checkTypeSize(const Type& t, SourceLoc loc) {
                         " bytes of shared memory a block can have on any target");
 }
 
+thread_local int64_t tOpsCreated = 0;
+
 } // namespace
+
+int64_t opsCreatedOnThisThread() {
+  return tOpsCreated;
+}
 
 Op* Builder::create(OpCode code, std::vector<Value*> operands, std::vector<Type> resultTypes,
                     std::vector<NamedAttr> attrs) {
   for (const Type& t : resultTypes) checkTypeSize(t, loc_);
+  ++tOpsCreated;
   auto op = std::make_unique<Op>(code, loc_);
   op->setOperands(std::move(operands));
   for (auto& t : resultTypes) op->addResult(std::move(t));

@@ -176,6 +176,15 @@ void Specializer::checkOptions(SourceLoc loc) const {
                         std::to_string(ir::kMaxPipelineStages) + " pipeline stages");
 }
 
+void Specializer::checkKernelSize(SourceLoc loc) const {
+  int64_t ops = ir::opsCreatedOnThisThread() - opsAtStart;
+  if (ops > ir::kMaxKernelOps)
+    raiseError(loc, "the kernel has grown to " + std::to_string(ops) +
+                        " Tile IR ops here (helpers are inlined, tl.static_range loops unrolled); "
+                        "a kernel may have at most " +
+                        std::to_string(ir::kMaxKernelOps));
+}
+
 std::unique_ptr<ir::Function> Specializer::run() {
   if (in.modules.empty() || !in.sources) throw std::logic_error("specialize: no modules");
   const ast::FunctionDef* def = nullptr;
@@ -194,6 +203,7 @@ std::unique_ptr<ir::Function> Specializer::run() {
   }
   def = it->second;
   checkOptions(def->loc);
+  opsAtStart = ir::opsCreatedOnThisThread();
 
   auto fn = std::make_unique<ir::Function>();
   fn->name = def->name;
@@ -288,12 +298,13 @@ std::unique_ptr<ir::Function> specialize(const SpecializeInput& input) {
 void Specializer::visitStmts(const StmtList& stmts) {
   for (size_t i = 0; i < stmts.size(); ++i) {
     if (frame->returned) return; // code after `return` never runs
-    StmtList rest(stmts.begin() + static_cast<long>(i) + 1, stmts.end());
-    if (visitStmt(stmts[i], rest)) return;
+    // The rest of the block as a view: a copy per statement made long blocks quadratic.
+    if (visitStmt(stmts[i], std::span(stmts).subspan(i + 1))) return;
+    checkKernelSize(stmts[i]->loc);
   }
 }
 
-bool Specializer::visitStmt(const Stmt* s, const StmtList& rest) {
+bool Specializer::visitStmt(const Stmt* s, std::span<const Stmt* const> rest) {
   b.setLoc(s->loc);
   switch (s->kind) {
   case StmtKind::Assign: {
@@ -446,7 +457,7 @@ void Specializer::assign(const Expr* target, Val value, SourceLoc loc, bool keep
 // if
 // ---------------------------------------------------------------------------------------------
 
-void Specializer::visitIf(const If* s, const StmtList& rest, bool absorbRest) {
+void Specializer::visitIf(const If* s, std::span<const Stmt* const> rest, bool absorbRest) {
   Val cond = eval(s->test.get());
   StmtList thenList = pointers(s->body), elseList = pointers(s->orelse);
   if (absorbRest) {

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -73,14 +74,17 @@ public:
   explicit Specializer(const SpecializeInput& input);
   std::unique_ptr<ir::Function> run();
   void checkOptions(SourceLoc loc) const;
+  /// Refuses, at `loc`, a kernel grown past ir::kMaxKernelOps (inlined helpers, static loops).
+  void checkKernelSize(SourceLoc loc) const;
 
   // ---- statements (Specializer.cpp) ----
   using StmtList = std::vector<const ast::Stmt*>;
   void visitStmts(const StmtList& stmts);
   /// Visits `stmts[i]` with `rest` = the statements after it, which an `if` containing a
   /// `return` absorbs into its branches. Returns true when it consumed `rest`.
-  bool visitStmt(const ast::Stmt* s, const StmtList& rest);
-  void visitIf(const ast::If* s, const StmtList& rest, bool absorbRest);
+  /// `rest`: the statements after `s` in its block (an `if` that returns absorbs them).
+  bool visitStmt(const ast::Stmt* s, std::span<const ast::Stmt* const> rest);
+  void visitIf(const ast::If* s, std::span<const ast::Stmt* const> rest, bool absorbRest);
   void visitFor(const ast::For* s);
   void visitWhile(const ast::While* s);
   void visitWith(const ast::With* s);
@@ -205,6 +209,7 @@ public:
   TaskContext taskContext = TaskContext::None;
   std::optional<int64_t> replicaId;
   int64_t unrolledIterations = 0; // bounds static unrolling so no input can blow up the IR
+  int64_t opsAtStart = 0;         // ir::opsCreatedOnThisThread() when specialization began
   std::set<const ir::Value*> kernelArgValues; // for "declare it tl.constexpr" notes
   std::map<std::string, Val> signatureConstexprs;
   struct ModuleInfo {

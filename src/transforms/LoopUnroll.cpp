@@ -98,11 +98,11 @@ int unrollLoops(ir::Function& fn) {
   for (auto it = loops.rbegin(); it != loops.rend(); ++it) {
     // Nested factors multiply: the kernel's size is checked before each loop's copies exist.
     int64_t body = countOps(*it->first->region(0));
-    if (body > (ir::kMaxUnrolledOps - total) / it->second)
+    if (body > (ir::kMaxKernelOps - total) / it->second)
       raiseError(it->first->loc(),
                  "loop_unroll_factor=" + std::to_string(it->second) + " copies a body of " +
                      std::to_string(body) + " Tile IR ops (inner loops unrolled): the kernel " +
-                     "would pass " + std::to_string(ir::kMaxUnrolledOps) + " ops; unroll less");
+                     "would pass " + std::to_string(ir::kMaxKernelOps) + " ops; unroll less");
     unroll(*it->first, it->second);
     total += body * it->second;
   }

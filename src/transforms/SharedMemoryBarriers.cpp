@@ -362,11 +362,14 @@ private:
         break;
       default:
         // local_load, and any other op reading a buffer it takes (not a view): a read done here.
+        // Which op read a place does not matter once the read is done: one entry per place keeps
+        // the state (copied at every loop's fixed point) as small as the buffers, not as large as
+        // the kernel (2000 inlined helper calls that read one ring took seconds).
         if (!ir::isBufferView(op.code()))
           for (const Value* v : op.operands())
             if (v->type().kind == ir::TypeKind::Buffer) {
               Place p = placeOf(v);
-              if (p.shared) s.insert({p, -1, &op});
+              if (p.shared) s.insert({p, -1, nullptr});
             }
         break;
       }

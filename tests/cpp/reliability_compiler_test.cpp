@@ -222,7 +222,7 @@ TEST(ReliabilityCompiler, HugeLoopFactorsAreRefused) {
   text = kernelWith("    for i in tl.range(0, 10, 1, loop_unroll_factor=4096):\n"
                     "        for j in tl.range(0, 10, 1, loop_unroll_factor=4096):\n"
                     "            tl.store(x_ptr + i + j, 1.0)\n");
-  expectLocatedError(compileText(text, "k", "x_ptr:*fp32"), text, "would pass 1048576 ops", 8);
+  expectLocatedError(compileText(text, "k", "x_ptr:*fp32"), text, "would pass 131072 ops", 8);
   // tl.static_range's trip count over the whole int64 range does not overflow.
   text = kernelWith("    for i in tl.static_range(-9223372036854775807 - 1, "
                     "9223372036854775807, 4611686018427387904):\n"
@@ -285,6 +285,24 @@ TEST(ReliabilityCompiler, DeepHelperChainsAreRefused) {
   EXPECT_EQ(fuzz::checkLocated(o.message, {{"k.py", text}}), "") << o.message.substr(0, 300);
   EXPECT_NE(o.message.find("nest more than 200 deep"), std::string::npos)
       << o.message.substr(0, 300);
+}
+
+TEST(ReliabilityCompiler, KernelsGrownPastTheOpBudgetAreRefused) {
+  // 20000 inlined calls of a helper (one line of a kernel repeated): minutes in the backend.
+  std::string text = std::string(kHeader) +
+                     "@ww.jit\ndef h(x):\n    return (x * 2 + 1) * (x - 3) ^ (x // 5)\n\n"
+                     "@ww.jit\ndef k(x_ptr):\n    a = tl.arange(0, 64)\n";
+  for (int i = 0; i < 20000; ++i) text += "    a = h(a)\n";
+  text += "    tl.store(x_ptr + a, a)\n";
+  Outcome o = compileText(text, "k", "x_ptr:*i32");
+  expectLocatedError(o, text, "a kernel may have at most 131072");
+  // A static_range nest of 65536 trips of a few ops each, the most it may unroll, hits it too.
+  text = kernelWith("    a = tl.arange(0, 64)\n"
+                    "    for i in tl.static_range(4096):\n"
+                    "        for j in tl.static_range(16):\n"
+                    "            a = a * 3 + i + j\n"
+                    "    tl.store(x_ptr + a, a)\n");
+  expectLocatedError(compileText(text, "k", "x_ptr:*i32"), text, "Tile IR ops here");
 }
 
 TEST(ReliabilityCompiler, HugeFilesAreRefusedAtTheirStart) {
