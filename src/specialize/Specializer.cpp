@@ -146,13 +146,23 @@ static ir::Type parseArgType(const SignatureEntry& e, SourceLoc loc) {
     if (!d) bad("unknown element type '" + parts[0] + "'");
     std::vector<int64_t> shape;
     std::stringstream dims(parts[1]);
+    // Digits only, and few of them: the numbers stay far from what std::stoll would refuse.
+    auto digits = [](const std::string& x, size_t most) {
+      return !x.empty() && x.size() <= most && x.find_first_not_of("0123456789") == x.npos;
+    };
     for (std::string dim; std::getline(dims, dim, 'x');) {
-      if (dim.empty() || dim.find_first_not_of("0123456789") != std::string::npos)
-        bad("block shape '" + parts[1] + "' is not like 128x64");
+      if (!digits(dim, 9)) bad("block shape '" + parts[1] + "' is not like 128x64");
       shape.push_back(std::stoll(dim));
+      if (shape.back() < 1) bad("block dimensions must be positive");
     }
+    // TMA descriptors have 1 to 5 dimensions.
+    if (shape.empty() || shape.size() > 5) bad("a block shape has 1 to 5 dimensions");
     int rank = static_cast<int>(shape.size());
-    if (parts.size() > 2 && parts[2].starts_with("rank=")) rank = std::stoi(parts[2].substr(5));
+    if (parts.size() > 2 && parts[2].starts_with("rank=")) {
+      if (!digits(parts[2].substr(5), 1)) bad("'" + parts[2] + "' is not rank=1 ... rank=5");
+      rank = std::stoi(parts[2].substr(5));
+      if (rank < 1 || rank > 5) bad("'" + parts[2] + "' is not rank=1 ... rank=5");
+    }
     return ir::Type::descriptor(*d, shape, rank);
   }
   auto d = ir::parseSigDType(t);

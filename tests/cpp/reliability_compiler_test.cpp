@@ -347,3 +347,18 @@ TEST(ReliabilityCompiler, Fp8ScalarParametersAreOneByteParams) {
     EXPECT_TRUE(p.ok) << p.log;
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Signatures
+// ---------------------------------------------------------------------------------------------
+
+TEST(ReliabilityCompiler, DescriptorBlockShapesAreCheckedNotThrown) {
+  // std::stoll threw out_of_range on 99999999999999999999 (an internal compiler error).
+  std::string text = kernelWith("    pass\n", "d");
+  for (const char* type :
+       {"desc<fp16,99999999999999999999x2>", "desc<fp16,0x64>", "desc<fp16,64x64,rank=9999999999>",
+        "desc<fp16,1x1x1x1x1x1>", "desc<fp16,64x64,rank=0>"}) {
+    Outcome o = compileText(text, "k", std::string("d:") + type);
+    expectLocatedError(o, text, "bad signature type", 7);
+  }
+}
