@@ -71,7 +71,7 @@ void FunctionLowering::lowerLocalGatherScatter(const ir::Op& op) {
   Regs idx = operand(op, idxOperand);
   const LinearLayout& idxLayout = operandLayoutOf(op, idxOperand);
   if (!(idxLayout == l)) idx = convert(idx, idxLayout, l, it.elem, op);
-  const bool wideIndex = ir::byteWidth(it.elem) == 8;
+  const RegClass idxClass = regClassOf(it.elem);
 
   std::string baseReg = b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32);
   int32_t hwBits = 0;
@@ -83,9 +83,15 @@ void FunctionLowering::lowerLocalGatherScatter(const ir::Op& op) {
   // are undefined in TLX, and this keeps them inside the buffer).
   auto indexPart = [&](const std::string& reg) -> std::string {
     if (axisBases.empty()) return "0";
-    std::string i =
-        wideIndex ? b_.pure("cvt.u32.u64", RegClass::B32, {b_.materialize(reg, RegClass::B64)})
-                  : b_.materialize(reg, RegClass::B32);
+    // The index as 32 bits, whatever register holds it (ptxas refused i8 indices' 16-bit
+    // registers in and.b32).
+    std::string i;
+    if (idxClass == RegClass::B64)
+      i = b_.pure("cvt.u32.u64", RegClass::B32, {b_.materialize(reg, RegClass::B64)});
+    else if (idxClass == RegClass::B16)
+      i = b_.pure("cvt.u32.u16", RegClass::B32, {b_.materialize(reg, RegClass::B16)});
+    else
+      i = b_.materialize(reg, RegClass::B32);
     if (contiguousBits) {
       int64_t mask = (int64_t(1) << axisBases.size()) - 1;
       std::string m = b_.pure("and.b32", RegClass::B32, {i, immInt(mask)});

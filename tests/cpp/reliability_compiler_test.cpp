@@ -362,3 +362,19 @@ TEST(ReliabilityCompiler, DescriptorBlockShapesAreCheckedNotThrown) {
     expectLocatedError(o, text, "bad signature type", 7);
   }
 }
+
+TEST(ReliabilityCompiler, NarrowGatherIndicesAreWidened) {
+  // i8 / i16 indices live in 16-bit registers: and.b32 on them was refused by ptxas.
+  std::string text =
+      kernelWith("    io = tl.arange(0, 64)[:, None] * 64 + tl.arange(0, 64)[None, :]\n"
+                 "    buf = tlx.local_alloc((64, 64), tl.float16, 1)\n"
+                 "    tlx.local_store(buf[0], tl.load(x_ptr + io))\n"
+                 "    tl.store(x_ptr + io, tlx.local_gather(buf[0], tl.load(idx_ptr + io), 0))\n",
+                 "x_ptr, idx_ptr");
+  for (const char* t : {"i8", "u8", "i16", "i64"}) {
+    Outcome o = compileText(text, "k", std::string("x_ptr:*fp16,idx_ptr:*") + t);
+    ASSERT_TRUE(o.ok) << t << ": " << o.message;
+    fuzz::PtxasCheck p = fuzz::checkPtx(o.kernel.ptx, Target::SM90a, 60);
+    EXPECT_TRUE(p.ok) << t << ": " << p.log;
+  }
+}
