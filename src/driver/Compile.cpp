@@ -32,6 +32,7 @@ CompiledKernel compile(const CompileRequest& req) {
   SourceManager& sm = owner->sources;
   CompiledKernel out;
   out.target = req.options.target;
+  SourceLoc kernelLoc{0, 1, 1}; // the kernel's def once known, else the file's start
   try {
     std::vector<ast::Module> asts;
     asts.reserve(req.files.size());
@@ -52,6 +53,7 @@ CompiledKernel compile(const CompileRequest& req) {
       in.globalFiles[name] = sm.addFile("<global " + name + ">", text);
     in.options = req.options;
     std::unique_ptr<ir::Function> fn = specialize::specialize(in);
+    if (fn->loc.valid()) kernelLoc = fn->loc;
     transforms::runCleanupPipeline(*fn);
     // wgmma reads its operands from shared memory: stage them there ahead of the MMA.
     if (req.options.target == Target::SM90a && transforms::pipelineDotLoops(*fn))
@@ -81,14 +83,24 @@ CompiledKernel compile(const CompileRequest& req) {
     owner->module.functions.push_back(std::move(fn));
     owner->module.sources = &sm;
   } catch (CompileError& e) {
+    // Every error names a place in the source: one raised on an op the compiler made (without
+    // a location of its own) points at the kernel.
+    if (!e.diagnostic().loc.valid()) {
+      CompileError located(kernelLoc, e.diagnostic().message, e.diagnostic().notes);
+      located.render(sm);
+      throw CompileFailure(located.what());
+    }
     e.render(sm);
     throw CompileFailure(e.what());
   }
   if (req.stage == Stage::Cubin) {
     runtime::PtxasResult r = runtime::runPtxas(out.ptx, req.options.target, out.name);
-    if (!r.ok)
-      throw CompileFailure("error: ptxas rejected kernel '" + out.name + "' for " +
-                           targetName(req.options.target) + ":\n" + r.log);
+    if (!r.ok) { // located at the kernel, as every error of a compile is
+      CompileError e(kernelLoc, "ptxas rejected kernel '" + out.name + "' for " +
+                                    targetName(req.options.target) + ":\n" + r.log);
+      e.render(sm);
+      throw CompileFailure(e.what());
+    }
     out.cubin = std::move(r.cubin);
     out.registers = r.registers;
     out.spillBytes = r.spillBytes;

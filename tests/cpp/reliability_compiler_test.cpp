@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 using namespace ww;
 
 namespace {
@@ -377,4 +379,18 @@ TEST(ReliabilityCompiler, NarrowGatherIndicesAreWidened) {
     fuzz::PtxasCheck p = fuzz::checkPtx(o.kernel.ptx, Target::SM90a, 60);
     EXPECT_TRUE(p.ok) << t << ": " << p.log;
   }
+}
+
+TEST(ReliabilityCompiler, PtxasFailuresAreLocatedAtTheKernel) {
+  // A ptxas that refuses everything: the compile's error still points into the source.
+  std::string text = kernelWith("    tl.store(x_ptr, 1.0)\n");
+  const char* old = std::getenv("WARPWEAVE_PTXAS");
+  std::string saved = old ? old : "";
+  setenv("WARPWEAVE_PTXAS", "/bin/false", 1);
+  Outcome o = compileText(text, "k", "x_ptr:*fp32", Stage::Cubin);
+  if (old)
+    setenv("WARPWEAVE_PTXAS", saved.c_str(), 1);
+  else
+    unsetenv("WARPWEAVE_PTXAS");
+  expectLocatedError(o, text, "ptxas rejected kernel 'k'", 7);
 }
