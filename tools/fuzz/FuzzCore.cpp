@@ -1192,6 +1192,9 @@ void writeAll(int fd, const std::string& s) {
     setrlimit(RLIMIT_CPU, &cpu);
     writeAll(fd, "B " + std::to_string(i) + "\n");
     Verdict v = compileCase(c);
+    // No limit outside the compile: the next mutant's generation must not use up this budget.
+    cpu.rlim_cur = cpu.rlim_max;
+    setrlimit(RLIMIT_CPU, &cpu);
     uint64_t hash = 0;
     if (v.outcome == Outcome::Compiled && o.ptxas && !v.ptx.empty()) {
       hash = ptxHash(v.ptx);
@@ -1280,7 +1283,7 @@ CampaignStats runCampaign(const std::vector<Seed>& seeds, const CampaignOptions&
     if (fresh && progress) progress("new finding #" + std::to_string(index) + ": " + b);
   };
 
-  int64_t next = o.first, end = o.first + o.count, reported = 0;
+  int64_t next = o.first, end = o.first + o.count, reported = 0, diedBefore = -1;
   while (next < end) {
     int64_t to = std::min(end, next + o.batch);
     int fds[2];
@@ -1355,7 +1358,20 @@ CampaignStats runCampaign(const std::vector<Seed>& seeds, const CampaignOptions&
                "exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1), ms);
       next = current + 1;
     } else if (next < to) {
-      break; // the child died between mutants: nothing to blame, stop rather than loop
+      // The child died outside a compile (generating mutant `next`, or writing its report):
+      // once is retried, twice at the same mutant is that mutant's crash.
+      if (diedBefore == next) {
+        record(next, Outcome::Crash,
+               "the fuzzer's child died before compiling it (" +
+                   (WIFSIGNALED(status) ? signalName(WTERMSIG(status))
+                                        : "exit status " + std::to_string(WEXITSTATUS(status))) +
+                   ")",
+               0);
+        ++next;
+        diedBefore = -1;
+      } else {
+        diedBefore = next;
+      }
     }
     if (progress && (next - o.first) / 1000 != reported) {
       reported = (next - o.first) / 1000;
