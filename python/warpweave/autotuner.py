@@ -44,6 +44,12 @@ class Config:
         if ir_override is not None:
             raise NotImplementedError("Config(ir_override=...): warpweave compiles from Python "
                                       "source only and cannot load IR files")
+        if not isinstance(kwargs, dict):
+            raise TypeError(f"Config(kwargs=...) expects a dict of constexpr values, got "
+                            f"{type(kwargs).__name__}")
+        if pre_hook is not None and not callable(pre_hook):
+            raise TypeError(f"Config(pre_hook=...) expects a function or None, got "
+                            f"{type(pre_hook).__name__}")
         self.kwargs = dict(kwargs)
         self.num_warps = num_warps
         self.num_stages = num_stages
@@ -122,6 +128,25 @@ def _base_jit(fn) -> JITFunction:
     return fn
 
 
+def _checked_configs(configs) -> list:
+    if isinstance(configs, Config) or not isinstance(configs, (list, tuple)):
+        raise TypeError(f"autotune(configs=...) expects a list of Config, got "
+                        f"{type(configs).__name__}")
+    for i, c in enumerate(configs):
+        if not isinstance(c, Config):
+            raise TypeError(f"autotune(configs=...): configs[{i}] is a {type(c).__name__}, "
+                            f"not a Config")
+    return list(configs)
+
+
+def _checked_key(key) -> list:
+    if isinstance(key, str):
+        key = [key]
+    if not isinstance(key, (list, tuple)) or not all(isinstance(k, str) for k in key):
+        raise TypeError(f"autotune(key=...) expects a list of argument names, got {key!r}")
+    return list(key)
+
+
 class Autotuner(KernelInterface):
     def __init__(self, fn, configs, key, prune_configs_by=None, reset_to_zero=None,
                  restore_value=None, pre_hook=None, post_hook=None, warmup=None, rep=None,
@@ -131,8 +156,8 @@ class Autotuner(KernelInterface):
         self.fn = fn
         self.base = _base_jit(fn)
         self.arg_names = self.base.arg_names
-        self.configs = list(configs)
-        self.key = [key] if isinstance(key, str) else list(key)
+        self.configs = _checked_configs(configs)
+        self.key = _checked_key(key)
         self.keys = self.key
         # As in Triton, key names that are not parameters of the kernel select nothing (TLX's
         # HSTU tutorial names keys its launcher never passes).
@@ -351,6 +376,8 @@ def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_va
     value of `key` is seen, and launches with the fastest from then on. Triton's keywords are
     accepted (see the module docstring); `cache_results` and `include_npot` (Triton's disk cache
     of tuning results and its non-power-of-2 candidates) are accepted and have no effect."""
+    _checked_configs(configs or [])
+    _checked_key(key)
 
     def decorate(fn):
         return Autotuner(fn, configs, key, prune_configs_by, reset_to_zero, restore_value,
@@ -380,6 +407,13 @@ class Heuristics(KernelInterface):
 
 def heuristics(values: dict):
     """Decorator: computes constexpr arguments from the others, `{name: f(args_dict)}`."""
+    if not isinstance(values, dict):
+        raise TypeError(f"heuristics(values=...) expects a dict {{name: function(args)}}, "
+                        f"got {type(values).__name__}")
+    for name, f in values.items():
+        if not callable(f):
+            raise TypeError(f"heuristics: the value for '{name}' must be a function of the "
+                            f"arguments' dict, got {type(f).__name__}")
 
     def decorate(fn):
         return Heuristics(fn, values)

@@ -944,7 +944,15 @@ class JITFunction(KernelInterface):
         self.constexprs = [self._is_constexpr(p.annotation) for p in self.params]
         self.defaults = [p.default if p.default is not p.empty else _MISSING for p in self.params]
         dns = set()
+        if isinstance(do_not_specialize, (str, int)):
+            do_not_specialize = [do_not_specialize]
         for d in do_not_specialize:
+            if isinstance(d, bool) or not isinstance(d, (int, str)):
+                raise TypeError(f"do_not_specialize: {d!r} is neither a parameter name nor an "
+                                f"index of kernel '{fn.__name__}'")
+            if isinstance(d, int) and not -len(self.arg_names) <= d < len(self.arg_names):
+                raise ValueError(f"do_not_specialize: index {d} is out of range; kernel "
+                                 f"'{fn.__name__}' has {len(self.arg_names)} parameters")
             dns.add(self.arg_names[d] if isinstance(d, int) else d)
         unknown = dns - set(self.arg_names)
         if unknown:
@@ -1457,9 +1465,19 @@ def jit(fn=None, *, version=None, repr=None, launch_metadata=None, do_not_specia
     correct), `noinline`, `debug`, and `version`, `repr`, `launch_metadata` (kept on the
     function, for tools that read them)."""
 
+    def as_list(what, value):
+        if isinstance(value, (str, int)):
+            return [value]
+        if isinstance(value, (bytes, bytearray)) or not hasattr(value, "__iter__"):
+            raise TypeError(f"jit({what}=...) expects parameter names or indices, got "
+                            f"{type(value).__name__}")
+        return list(value)
+
+    dns = as_list("do_not_specialize", do_not_specialize)
+    dnsa = as_list("do_not_specialize_on_alignment", do_not_specialize_on_alignment)
+
     def decorate(f):
-        names = list(do_not_specialize) + [d for d in do_not_specialize_on_alignment
-                                           if d not in do_not_specialize]
+        names = dns + [d for d in dnsa if d not in dns]
         jf = JITFunction(f, do_not_specialize=names, noinline=bool(noinline), debug=debug)
         jf.version = version
         jf._repr = repr

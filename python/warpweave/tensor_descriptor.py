@@ -37,14 +37,30 @@ _encoded_maps: dict = {}
 _ENCODED_MAPS_KEPT = 256
 
 
+def _int_list(name: str, values) -> list:
+    """A descriptor's shape / strides / block_shape as ints, or a TypeError naming it."""
+    if isinstance(values, (str, bytes, bytearray)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"TensorDescriptor: {name} must be a sequence of ints, got "
+                        f"{type(values).__name__}")
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not hasattr(v, "__index__"):
+            raise TypeError(f"TensorDescriptor: {name} must be a sequence of ints, got "
+                            f"{v!r} in {list(values)!r}")
+        out.append(int(v))
+    return out
+
+
 class TensorDescriptor:
     def __init__(self, base, shape, strides, block_shape, padding: str = "zero"):
         if padding not in ("zero",):
             raise ValueError(f"TensorDescriptor padding={padding!r}: only 'zero' is supported")
         self.base = base
-        self.shape = [int(s) for s in shape]
-        self.strides = [int(s) for s in strides]
-        self.block_shape = [int(b) for b in block_shape]
+        self.shape = _int_list("shape", shape)
+        self.strides = _int_list("strides", strides)
+        self.block_shape = _int_list("block_shape", block_shape)
+        if any(b <= 0 for b in self.block_shape):
+            raise ValueError(f"TensorDescriptor: block_shape {self.block_shape} must be positive")
         self.padding = padding
         if not (len(self.shape) == len(self.strides) == len(self.block_shape)):
             raise ValueError(f"TensorDescriptor: shape {self.shape}, strides {self.strides} and "
@@ -56,6 +72,10 @@ class TensorDescriptor:
     @staticmethod
     def from_tensor(tensor, block_shape):
         """Over a whole torch tensor or NumPy array (NumPy strides are in bytes: converted)."""
+        if not hasattr(tensor, "shape") or not (callable(getattr(tensor, "stride", None))
+                                                or hasattr(tensor, "strides")):
+            raise TypeError(f"TensorDescriptor.from_tensor expects a torch tensor or a NumPy "
+                            f"array, got {type(tensor).__name__}")
         if callable(getattr(tensor, "stride", None)):
             strides = list(tensor.stride())
         else:

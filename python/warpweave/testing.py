@@ -8,6 +8,7 @@ benchmark script runs."""
 
 from __future__ import annotations
 
+import math
 import os
 import time
 
@@ -55,6 +56,17 @@ def _flush_buffer(torch, device):
 _FLUSH_MODES = ("write", "read", "none")
 
 
+def _check_bench_args(fn, **times):
+    """TypeError / ValueError naming a bad do_bench argument, before anything runs."""
+    if not callable(fn):
+        raise TypeError(f"do_bench: fn must be callable, got {type(fn).__name__}")
+    for name, value in times.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"do_bench: {name} is a time in ms, got {type(value).__name__}")
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f"do_bench: {name}={value!r} must be a finite time >= 0 ms")
+
+
 def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean",
              flush="write"):
     """Runs `fn` for about `warmup` ms, then about `rep` ms of timed runs, each after an L2 flush
@@ -65,6 +77,7 @@ def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_m
     buffer, which leaves L2 full of dirty lines that the timed run then writes back to memory (up
     to the L2's size of extra traffic, charged to `fn`); 'read' sums the buffer instead, leaving
     clean lines that `fn` evicts for free; 'none' times with whatever L2 holds."""
+    _check_bench_args(fn, warmup=warmup, rep=rep)
     if return_mode not in _RETURN_MODES:
         raise ValueError(f"return_mode={return_mode!r}: expected one of {_RETURN_MODES}")
     if flush not in _FLUSH_MODES:
@@ -113,6 +126,7 @@ def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_m
 def do_bench_cudagraph(fn, rep=20, grad_to_none=None, quantiles=None, return_mode="mean"):
     """Like do_bench, but captures `fn` in a CUDA graph (on a side stream) and times replays of
     the graph, which removes launch overhead from the measurement."""
+    _check_bench_args(fn, rep=rep)
     if return_mode not in _RETURN_MODES:
         raise ValueError(f"return_mode={return_mode!r}: expected one of {_RETURN_MODES}")
     torch = _cuda_torch()

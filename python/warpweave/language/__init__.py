@@ -139,6 +139,9 @@ def cdiv(x, y):
 
 def next_power_of_2(n: int) -> int:
     """The smallest power of 2 >= n (1 for n <= 1); usable in host code."""
+    n = n.value if isinstance(n, constexpr) else n
+    if isinstance(n, bool) or not hasattr(n, "__index__"):
+        raise TypeError(f"next_power_of_2 expects an int, got {n!r}")
     n = int(n)
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
