@@ -77,12 +77,25 @@ def main() -> int:
     ap.add_argument("--tutorials", type=Path, required=True)
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--only", default="", help="comma-separated tutorial names")
+    ap.add_argument("--profile-once", action="store_true",
+                    help="for a profiler (ncu --profile-from-start off): warm each kernel up, "
+                         "then run it once at the first shape between cudaProfilerStart / Stop; "
+                         "no timing, no references")
     args = ap.parse_args()
     import torch
     import torch.nn.functional as F
     sys.path.insert(0, str(args.tutorials))
     only = set(filter(None, args.only.split(",")))
     rows = []
+
+    def profile_once(call):
+        for _ in range(3):
+            call()
+        torch.cuda.synchronize()
+        torch.cuda.profiler.start()
+        call()
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
 
     for name, (fn_name, config) in GEMM_TUTORIALS.items():
         if only and name not in only:
@@ -97,6 +110,9 @@ def main() -> int:
             a = torch.randn((M, K), device="cuda", dtype=torch.float16) / 8
             b = torch.randn((K, N), device="cuda", dtype=torch.float16) / 8
             call = (lambda: fn(a, b, config=config)) if config is not None else (lambda: fn(a, b))
+            if args.profile_once:
+                profile_once(call)
+                break
             try:
                 out = call()
                 ref = torch.matmul(a, b)
@@ -125,6 +141,9 @@ def main() -> int:
         def sdpa():
             with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.CUDNN_ATTENTION):
                 return F.scaled_dot_product_attention(q, k, v, scale=sm_scale)
+        if args.profile_once:
+            profile_once(call)
+            continue
         try:
             out = call()
             ref = sdpa()
