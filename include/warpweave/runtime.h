@@ -27,6 +27,11 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+/// Throws LaunchError unless `grid` is a whole number of clusters of the shape `cluster` (x, y,
+/// z) along every axis, as the driver requires; `kernel` names the kernel in the message.
+void checkClusterGrid(const std::string& kernel, const std::array<unsigned, 3>& cluster,
+                      const std::array<unsigned, 3>& grid);
+
 /// True when libcuda.so.1 loads, cuInit succeeds and at least one device exists. Otherwise false,
 /// with the reason in *reason (e.g. "CUDA driver not found (libcuda.so.1): ...").
 bool cudaAvailable(std::string* reason = nullptr);

@@ -2,6 +2,7 @@
 // interpreter. The CUDA launch API is in warpweave/runtime.h.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -68,7 +69,10 @@ struct CompileOptions {
   Target target = Target::SM90a;
   int numWarps = 4;
   int numStages = 3;
-  int numCtas = 1; // ctas_per_cga
+  int numCtas = 1; // CTAs per cluster: the product of ctas_per_cga
+  /// ctas_per_cga's shape (x, y, z), x fastest in the cluster rank; {0, 0, 0}: (numCtas, 1, 1).
+  /// When given, numCtas is 1 or the product.
+  std::array<int, 3> clusterDims = {0, 0, 0};
   bool lineInfo = true;
   /// 0: barrier_wait spins until its phase completes. N > 0: after N failed try_wait rounds
   /// the waiting thread prints the block, task, barrier, phase and source line, then traps
@@ -108,8 +112,10 @@ struct CompiledKernel {
   std::vector<KernelParam> params;
   /// Signature arguments folded at compile time (constexprs, ints equal to 1): not passed.
   std::vector<std::string> foldedArgs;
-  int numWarps = 4;    // total warps per CTA, async tasks included
-  int numCtas = 1;     // CTAs per cluster
+  int numWarps = 4; // total warps per CTA, async tasks included
+  int numCtas = 1;  // CTAs per cluster
+  /// The cluster's shape (x, y, z), x fastest in the cluster rank; the product is numCtas.
+  std::array<int, 3> clusterDims = {1, 1, 1};
   int sharedBytes = 0; // dynamic shared memory the kernel needs
   int registers = 0;   // from ptxas, when it ran
   int spillBytes = 0;  // from ptxas, when it ran

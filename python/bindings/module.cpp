@@ -69,7 +69,8 @@ PyKernel* compileKernel(const std::vector<std::pair<std::string, std::string>>& 
                         const std::map<std::string, std::string>& globals,
                         const std::string& target, int numWarps, int numStages, int numCtas,
                         const std::string& stage, bool lineInfo, int mbarrierTrapTries,
-                        const std::optional<std::vector<std::optional<PyNames>>>& names) {
+                        const std::optional<std::vector<std::optional<PyNames>>>& names,
+                        const std::optional<std::vector<int>>& clusterDims) {
   ww::CompileRequest req;
   if (names && names->size() != files.size())
     throw std::invalid_argument("names: one entry (a dict or None) per file");
@@ -83,6 +84,12 @@ PyKernel* compileKernel(const std::vector<std::pair<std::string, std::string>>& 
   req.options.numWarps = numWarps;
   req.options.numStages = numStages;
   req.options.numCtas = numCtas;
+  if (clusterDims) {
+    if (clusterDims->size() != 3)
+      throw std::invalid_argument("cluster_dims: expected (x, y, z), got " +
+                                  std::to_string(clusterDims->size()) + " sizes");
+    req.options.clusterDims = {(*clusterDims)[0], (*clusterDims)[1], (*clusterDims)[2]};
+  }
   req.options.lineInfo = lineInfo;
   if (mbarrierTrapTries < 0)
     throw std::invalid_argument("mbarrier_trap_tries must be >= 0 (0: waits never trap), got " +
@@ -551,7 +558,7 @@ struct FastEntry {
   /// function's cache owns it, and a strong one would close a cycle through the function.
   PyObject* compiledRef = nullptr;
 
-  PyObject* options = nullptr;           // (num_warps, num_stages, num_ctas), for grid functions
+  PyObject* options = nullptr;           // (num_warps, num_stages, num_ctas, ...): grid functions
   const ww::GpuKernel* kernel = nullptr; // owned by compiled.kernel
   std::vector<uint16_t> slotParam;       // the parameter passed in each launch slot
   /// Per slot: the swizzle (an int or None) a descriptor slot's encode() is given, as the
@@ -1035,7 +1042,8 @@ private:
     PyKernel* pk = nullptr;
     if (!nb::try_cast<PyKernel*>(nb::getattr(compiled, "kernel", nb::none()), pk) || !pk) return;
     nb::object options = nb::getattr(compiled, "options", nb::none());
-    if (!PyTuple_Check(options.ptr()) || PyTuple_GET_SIZE(options.ptr()) != 3) return;
+    // (num_warps, num_stages, num_ctas, cluster shape): a grid function sees the first three.
+    if (!PyTuple_Check(options.ptr()) || PyTuple_GET_SIZE(options.ptr()) < 3) return;
     std::vector<int> index;
     if (!nb::try_cast(nb::getattr(compiled, "gpu_index", nb::none()), index)) return;
     const ww::GpuKernel* kernel = nullptr;
@@ -1461,6 +1469,13 @@ NB_MODULE(_native, m) {
           "them without it)")
       .def_prop_ro("num_warps", [](const PyKernel& k) { return k.compiled->numWarps; })
       .def_prop_ro("num_ctas", [](const PyKernel& k) { return k.compiled->numCtas; })
+      .def_prop_ro(
+          "cluster_dims",
+          [](const PyKernel& k) {
+            const std::array<int, 3>& d = k.compiled->clusterDims;
+            return std::make_tuple(d[0], d[1], d[2]);
+          },
+          "The cluster's shape (x, y, z) the kernel was compiled for: ctas_per_cga")
       .def_prop_ro("shared_bytes", [](const PyKernel& k) { return k.compiled->sharedBytes; })
       .def_prop_ro("registers", [](const PyKernel& k) { return k.compiled->registers; })
       .def_prop_ro("spill_bytes", [](const PyKernel& k) { return k.compiled->spillBytes; })
@@ -1556,7 +1571,7 @@ NB_MODULE(_native, m) {
   m.def("compile", &compileKernel, "files"_a, "kernel"_a, "signature"_a, "globals"_a,
         "target"_a = "sm_90a", "num_warps"_a = 4, "num_stages"_a = 3, "num_ctas"_a = 1,
         "stage"_a = "cubin", "line_info"_a = true, "mbarrier_trap_tries"_a = 0,
-        "names"_a = nb::none(), nb::rv_policy::take_ownership,
+        "names"_a = nb::none(), "cluster_dims"_a = nb::none(), nb::rv_policy::take_ownership,
         "Compiles `kernel` from `files` [(path, text), ...] for a signature string. `names`, one "
         "per file (None: its imports' text decides), maps module-level names to (kind, target, "
         "file index): module, member, helper, function, value or opaque (ww::NameBinding).");

@@ -706,11 +706,11 @@ class CompiledKernel:
     @property
     def metadata(self):
         """Triton's launch metadata fields: num_warps, num_stages, shared (bytes), name, and the
-        cluster as ctas_per_cga / cluster_dims (n, 1, 1). num_ctas is Triton's CTA-split count,
+        cluster as ctas_per_cga / cluster_dims (x, y, z). num_ctas is Triton's CTA-split count,
         which warpweave does not have (its num_ctas option sets the cluster size): always 1."""
         from types import SimpleNamespace
 
-        cluster = (max(1, self.kernel.num_ctas), 1, 1)
+        cluster = tuple(self.kernel.cluster_dims)
         return SimpleNamespace(
             name=self.kernel.name, num_warps=self.kernel.num_warps, num_stages=self.options[1],
             num_ctas=1, ctas_per_cga=cluster, cluster_dims=cluster,
@@ -1147,7 +1147,8 @@ class JITFunction(KernelInterface):
     # -- compile + launch ------------------------------------------------------------------------
 
     def _options(self, num_warps, num_stages, ctas_per_cga, num_ctas):
-        """(num_warps, num_stages, CTAs per cluster) of a launch's options, each checked."""
+        """(num_warps, num_stages, CTAs per cluster, the cluster's (x, y, z) shape) of a launch's
+        options, each checked."""
         num_warps = _option_int("num_warps", num_warps, 4)
         if not 1 <= num_warps <= 32 or num_warps & (num_warps - 1):
             raise ValueError(f"num_warps must be a power of 2 from 1 to 32, got {num_warps!r}")
@@ -1155,28 +1156,29 @@ class JITFunction(KernelInterface):
         if not 0 <= num_stages <= _MAX_STAGES:
             raise ValueError(f"num_stages must be from 0 to {_MAX_STAGES} (0 and 1: loops are not "
                              f"pipelined), got {num_stages!r}")
-        ctas = 1
+        ctas, shape = 1, (1, 1, 1)
         if ctas_per_cga is not None:
             given = ctas_per_cga
             dims = tuple(given) if isinstance(given, (tuple, list)) else (given,)
             if not 1 <= len(dims) <= 3:
-                raise ValueError(f"ctas_per_cga={given!r}: expected (n,), (n, 1) or (n, 1, 1)")
+                raise ValueError(f"ctas_per_cga={given!r}: expected (x,), (x, y) or (x, y, z)")
             dims = tuple(_option_int("ctas_per_cga", d, None, given) for d in dims)
-            if any(d != 1 for d in dims[1:]):
-                raise ValueError(f"ctas_per_cga={given!r}: only 1-D clusters (n, 1, 1) are "
-                                 f"supported")
-            ctas = dims[0]
-            if not 1 <= ctas <= _MAX_CLUSTER:
+            shape = dims + (1,) * (3 - len(dims))
+            ctas = shape[0] * shape[1] * shape[2]
+            if any(d < 1 for d in shape) or ctas > _MAX_CLUSTER:
                 raise ValueError(f"ctas_per_cga={given!r}: a cluster holds 1 to {_MAX_CLUSTER} "
-                                 f"CTAs")
+                                 f"CTAs, each dimension at least 1")
         if num_ctas is not None:
             n = _option_int("num_ctas", num_ctas, 1)
             if not 1 <= n <= _MAX_CLUSTER:
                 raise ValueError(f"num_ctas must be from 1 to {_MAX_CLUSTER} (CTAs per cluster), "
                                  f"got {num_ctas!r}")
-            if n != 1:
-                ctas = n
-        return num_warps, num_stages, ctas
+            if n != 1 and ctas_per_cga is not None and n != ctas:
+                raise ValueError(f"num_ctas={n} and ctas_per_cga={ctas_per_cga!r} ({ctas} CTAs) "
+                                 f"disagree; give one of them")
+            if n != 1 and ctas_per_cga is None:
+                ctas, shape = n, (n, 1, 1)
+        return num_warps, num_stages, ctas, shape
 
     def compile_for(self, values, interpret: bool, options, target=None):
         """Compiled kernel for bound `values` (served by the memory and disk caches)."""
@@ -1196,13 +1198,15 @@ class JITFunction(KernelInterface):
     def _compile(self, values, key_part, kinds, interpret, options, target, trap=0):
         signature = self.signature_string(values, kinds, key_part)
         env = self.environment()
-        num_warps, num_stages, num_ctas = options
+        num_warps, num_stages, num_ctas, shape = options
         nat = native()
         stage = "tile-ir" if interpret else "cubin"
         compile_target = "sm_90a" if interpret else target
         request = dict(files=env.files, kernel=self.fn.__name__, signature=signature,
                        globals=env.globals, target=compile_target, num_warps=num_warps,
                        num_stages=num_stages, num_ctas=num_ctas, stage=stage, names=env.names)
+        if shape[1:] != (1, 1):  # 1-D clusters keep the request (and disk-cache key) they had
+            request["cluster_dims"] = list(shape)
         if trap:
             request["mbarrier_trap_tries"] = trap
         kernel = None
@@ -1276,7 +1280,7 @@ class JITFunction(KernelInterface):
         g = grid
         if callable(g):
             meta = dict(zip(self.arg_names, values))
-            meta["num_warps"], meta["num_stages"], meta["num_ctas"] = options
+            meta["num_warps"], meta["num_stages"], meta["num_ctas"] = options[:3]
             g = g(meta)
         g = _normalize_grid(g, self.__name__)
         if interpret:

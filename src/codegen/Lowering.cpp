@@ -1096,10 +1096,11 @@ PtxKernel FunctionLowering::run() {
                               std::to_string(fn_.numCtas) +
                               " CTAs (ctas_per_cga / num_ctas), which sm_80 does not have; "
                               "compile for sm_90a or sm_100a, or use one CTA per cluster");
-    // The cluster shape, declared as nvcc declares __cluster_dims__: the same 1-D shape along
-    // x that the launcher passes to cuLaunchKernelEx (Launcher.cpp); the two must agree.
+    // The cluster shape, declared as nvcc declares __cluster_dims__: the same (x, y, z) shape
+    // that the launcher passes to cuLaunchKernelEx (Launcher.cpp); the two must agree.
     out += ".explicitcluster\n";
-    out += ".reqnctapercluster " + std::to_string(fn_.numCtas) + ", 1, 1\n";
+    out += ".reqnctapercluster " + std::to_string(fn_.clusterDims[0]) + ", " +
+           std::to_string(fn_.clusterDims[1]) + ", " + std::to_string(fn_.clusterDims[2]) + "\n";
   }
   // setmaxnreg only moves registers within the budget the launch grants every thread.
   if (maxRegisters_) out += ".maxnreg " + std::to_string(maxRegisters_) + "\n";

@@ -11,12 +11,13 @@ namespace {
 
 const char* kUsage =
     "usage: wwc FILE.py --kernel NAME --signature SIG --target sm_90a|sm_80|sm_100a\n"
-    "           [--num-warps N] [--num-stages N] [--num-ctas N]\n"
+    "           [--num-warps N] [--num-stages N] [--num-ctas N] [--ctas-per-cga X,Y,Z]\n"
     "           [--trap-hangs[=N]]\n"
     "           --emit tile-ir|ptx|cubin [-o OUT] [--meta OUT.json]\n"
     "  SIG: comma-separated 'name:TYPE' (runtime) and 'name=VALUE' (constexpr) entries;\n"
     "       TYPE: *fp16 *bf16 *fp32 *i32 ... (pointers, optional :16), i1 i32 i64 fp32\n"
     "       (scalars, optional :16 or :1), desc<fp16,128x64> (TMA descriptor).\n"
+    "  --ctas-per-cga X,Y,Z: the cluster's shape (CTAs per cluster along each grid axis).\n"
     "  --trap-hangs[=N]: a barrier_wait that fails N try_wait rounds (default 131072, about\n"
     "       half a second on an H200) prints its block, thread, task, barrier, phase and\n"
     "       source line, then traps instead of hanging the GPU (a debugging aid).\n";
@@ -61,9 +62,12 @@ std::string kernelMetadataJson(const CompiledKernel& k) {
   std::ostringstream os;
   os << "{\n  \"name\": \"" << jsonEscape(k.name) << "\",\n  \"target\": \"" << targetName(k.target)
      << "\",\n  \"num_warps\": " << k.numWarps << ",\n  \"num_ctas\": " << k.numCtas
-     << ",\n  \"shared_bytes\": " << k.sharedBytes << ",\n  \"registers\": " << k.registers
-     << ",\n  \"spill_bytes\": " << k.spillBytes << ",\n  \"compiler\": \"" << compilerVersion()
-     << "\",\n  \"params\": [";
+     << ",\n  \"cluster_dims\": [" << k.clusterDims[0] << ", " << k.clusterDims[1] << ", "
+     << k.clusterDims[2] << "]"
+     << ",\n  \"shared_bytes\": " << k.sharedBytes
+     << ",\n  \"global_scratch_bytes\": " << k.globalScratchBytes
+     << ",\n  \"registers\": " << k.registers << ",\n  \"spill_bytes\": " << k.spillBytes
+     << ",\n  \"compiler\": \"" << compilerVersion() << "\",\n  \"params\": [";
   for (size_t i = 0; i < k.params.size(); ++i) {
     const KernelParam& p = k.params[i];
     os << (i ? "," : "") << "\n    {\"name\": \"" << jsonEscape(p.name) << "\", \"type\": \""
@@ -102,7 +106,15 @@ int runCli(const std::vector<std::string>& args) {
         opts.numStages = parseInt(a, value());
       else if (a == "--num-ctas")
         opts.numCtas = parseInt(a, value());
-      else if (a == "--trap-hangs")
+      else if (a == "--ctas-per-cga") {
+        std::string v = value();
+        size_t c1 = v.find(','), c2 = c1 == std::string::npos ? c1 : v.find(',', c1 + 1);
+        if (c2 == std::string::npos || v.find(',', c2 + 1) != std::string::npos)
+          throw CliError{"--ctas-per-cga expects X,Y,Z (three positive integers), got '" + v + "'"};
+        opts.clusterDims = {parseInt(a, v.substr(0, c1)),
+                            parseInt(a, v.substr(c1 + 1, c2 - c1 - 1)),
+                            parseInt(a, v.substr(c2 + 1))};
+      } else if (a == "--trap-hangs")
         opts.mbarrierTrapTries = kDefaultTrapTries;
       else if (a.rfind("--trap-hangs=", 0) == 0)
         opts.mbarrierTrapTries = parseInt("--trap-hangs", a.substr(13));

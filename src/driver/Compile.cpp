@@ -71,6 +71,7 @@ CompiledKernel compile(const CompileRequest& req) {
     out.name = fn->name;
     out.numWarps = fn->numWarps;
     out.numCtas = fn->numCtas;
+    out.clusterDims = fn->clusterDims;
     if (req.stage != Stage::TileIR) {
       transforms::lowerDeviceDescriptors(*fn);
       codegen::PtxKernel ptx = codegen::emitPtx(*fn, req.options, &sm);

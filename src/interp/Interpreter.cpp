@@ -730,7 +730,7 @@ uint64_t environmentNumber(const char* name, uint64_t fallback) {
 
 void runOnce(const ir::Function& fn, const SourceManager* sources, const int grid[3],
              const std::vector<InterpArg>& args, uint64_t seed, bool quiet);
-void runCluster(KernelState& k, int x0, int y, int z, int ctas);
+void runCluster(KernelState& k, int x0, int y0, int z0, const std::array<int, 3>& dims);
 
 bool hasAsyncTasks(const ir::Block& block) {
   for (const auto& op : block.ops()) {
@@ -815,15 +815,16 @@ void runOnce(const ir::Function& fn, const SourceManager* sources, const int gri
     k.boundArgs.emplace_back(k.slots.at(params[i]->value), bindArgument(k, *params[i], args[i]));
 
   const int ctas = std::max(1, fn.numCtas);
-  if (ctas > 1 && grid[0] % ctas != 0)
-    throw LaunchError("kernel '" + fn.name + "' runs in clusters of " + std::to_string(ctas) +
-                      " CTAs (ctas_per_cga): grid[0] = " + std::to_string(grid[0]) +
-                      " must be a multiple of " + std::to_string(ctas));
-  for (int z = 0; z < grid[2]; ++z)
-    for (int y = 0; y < grid[1]; ++y)
-      for (int x = 0; x < grid[0]; x += ctas) {
+  // A 1-CTA launch runs its programs one by one; clusters step over the grid by their shape.
+  const std::array<int, 3> dims = ctas > 1 ? fn.clusterDims : std::array<int, 3>{1, 1, 1};
+  if (ctas > 1)
+    checkClusterGrid(fn.name, {unsigned(dims[0]), unsigned(dims[1]), unsigned(dims[2])},
+                     {unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2])});
+  for (int z = 0; z < grid[2]; z += dims[2])
+    for (int y = 0; y < grid[1]; y += dims[1])
+      for (int x = 0; x < grid[0]; x += dims[0]) {
         if (ctas > 1) {
-          runCluster(k, x, y, z, ctas);
+          runCluster(k, x, y, z, dims);
           continue;
         }
         CtaState cta;
@@ -886,16 +887,18 @@ std::string agentName(const Agent& a) {
   raiseInterpError(k.sources, loc, message, std::move(notes));
 }
 
-void runCluster(KernelState& k, int x0, int y, int z, int ctas) {
+void runCluster(KernelState& k, int x0, int y0, int z0, const std::array<int, 3>& dims) {
   ClusterState cluster;
   std::vector<std::unique_ptr<CtaState>> states;
   std::vector<std::unique_ptr<Agent>> mains;
   std::vector<std::unique_ptr<Executor>> executors;
+  const int ctas = dims[0] * dims[1] * dims[2];
   for (int r = 0; r < ctas; ++r) {
     auto cta = std::make_unique<CtaState>();
-    cta->pid[0] = x0 + r;
-    cta->pid[1] = y;
-    cta->pid[2] = z;
+    // %cluster_ctarank: x fastest, then y, then z.
+    cta->pid[0] = x0 + r % dims[0];
+    cta->pid[1] = y0 + r / dims[0] % dims[1];
+    cta->pid[2] = z0 + r / (dims[0] * dims[1]);
     cta->cluster = &cluster;
     cta->rank = r;
     auto main = std::make_unique<Agent>();
@@ -922,7 +925,7 @@ void runCluster(KernelState& k, int x0, int y, int z, int ctas) {
   // Each cluster gets its own stream of choices; a zero mix would mean round-robin.
   uint64_t seed = 0;
   if (k.seed != 0) {
-    uint64_t first = uint64_t(x0) + uint64_t(y) * 65536 + uint64_t(z) * 65536 * 65536;
+    uint64_t first = uint64_t(x0) + uint64_t(y0) * 65536 + uint64_t(z0) * 65536 * 65536;
     seed = (k.seed ^ (first * 0x9E3779B97F4A7C15ull)) | 1;
   }
   Scheduler scheduler(seed);

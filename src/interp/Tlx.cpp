@@ -1215,7 +1215,7 @@ void Executor::execTlx(const ir::Op& op) {
   case OpCode::ClusterSize: {
     int ctas = std::max(1, k_.fn->numCtas);
     Tensor t(ir::DType::I32, false, {});
-    *t.data<int32_t>() = op.code() == OpCode::ClusterSize ? ctas : cta_.pid[0] % ctas;
+    *t.data<int32_t>() = op.code() == OpCode::ClusterSize ? ctas : cta_.rank;
     set(op.result(), std::make_shared<Tensor>(std::move(t)));
     return;
   }

@@ -6,6 +6,7 @@
 #include "frontend/Diagnostics.h"
 #include "ir/Type.h"
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -156,7 +157,8 @@ public:
   /// Launch configuration the kernel was specialized for.
   int numWarps = 4;
   int numStages = 3;
-  int numCtas = 1; // ctas_per_cga: CTAs per cluster
+  int numCtas = 1; // ctas_per_cga: CTAs per cluster (the product of clusterDims)
+  std::array<int, 3> clusterDims = {1, 1, 1}; // the cluster's shape, x fastest in the rank
 };
 
 class Module {

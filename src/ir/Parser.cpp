@@ -380,6 +380,7 @@ private:
       while (c_.consume(','));
       expect(c_, ')', "to close the kernel's parameters");
     }
+    bool clusterDimsGiven = false;
     for (;;) {
       c_.skipBlanks();
       if (c_.peek() == '{' || c_.atLineEnd()) break;
@@ -389,12 +390,29 @@ private:
       }
       SourceLoc keyAt = c_.loc();
       std::string key(c_.identifier());
+      if (key == "cluster_dims") {
+        expect(c_, '=', "after 'cluster_dims'");
+        for (int i = 0; i < 3; ++i) {
+          if (i) expect(c_, 'x', "between cluster_dims' sizes (XxYxZ)");
+          fn->clusterDims[size_t(i)] = positiveInt(c_, "a cluster dimension");
+        }
+        clusterDimsGiven = true;
+        continue;
+      }
       if (key != "num_warps" && key != "num_ctas" && key != "num_stages")
-        fail(keyAt, "expected num_warps=N, num_ctas=N, num_stages=N or '{', found " + found(c_));
+        fail(keyAt, "expected num_warps=N, num_ctas=N, num_stages=N, cluster_dims=XxYxZ or '{', "
+                    "found " +
+                        found(c_));
       expect(c_, '=', "after '" + key + "'");
       int v = positiveInt(c_, key);
       (key == "num_warps" ? fn->numWarps : key == "num_ctas" ? fn->numCtas : fn->numStages) = v;
     }
+    if (clusterDimsGiven) {
+      int64_t ctas = int64_t(fn->clusterDims[0]) * fn->clusterDims[1] * fn->clusterDims[2];
+      if (ctas > (1 << 20)) fail(at, "cluster_dims: at most 2**20 CTAs a cluster");
+      fn->numCtas = static_cast<int>(ctas);
+    } else
+      fn->clusterDims = {fn->numCtas, 1, 1};
     SourceLoc open = c_.loc();
     expect(c_, '{', "to open the kernel's body");
     if (!c_.atLineEnd()) fail(c_.loc(), "expected a line end after '{', found " + found(c_));

@@ -26,6 +26,9 @@ public:
     }
     os_ << ") num_warps=" << fn.numWarps;
     if (fn.numCtas > 1) os_ << " num_ctas=" << fn.numCtas;
+    if (fn.clusterDims != std::array<int, 3>{fn.numCtas, 1, 1})
+      os_ << " cluster_dims=" << fn.clusterDims[0] << "x" << fn.clusterDims[1] << "x"
+          << fn.clusterDims[2];
     // The software pipeliner reads it; 3 (Function's default) is left out.
     if (fn.numStages != Function{}.numStages) os_ << " num_stages=" << fn.numStages;
     printLoc(fn.loc);

@@ -218,7 +218,23 @@ CompiledKernel parseKernelMetadata(const std::string& json) {
   if (!target.empty()) k.target = parseTarget(target);
   k.numWarps = intField(o, "num_warps", 4);
   k.numCtas = intField(o, "num_ctas", 1);
+  k.clusterDims = {k.numCtas, 1, 1};
+  if (const JsonValue* dims = field(o, "cluster_dims")) {
+    const auto* a = std::get_if<JsonArray>(&dims->v);
+    bool ok = a && a->size() == 3;
+    int64_t product = 1;
+    for (size_t i = 0; ok && i < 3; ++i) {
+      const auto* d = std::get_if<double>(&(*a)[i].v);
+      ok = d && *d >= 1 && *d <= 16 && *d == static_cast<double>(static_cast<int>(*d));
+      if (ok) k.clusterDims[i] = static_cast<int>(*d);
+      if (ok) product *= k.clusterDims[i];
+    }
+    if (!ok || product != k.numCtas)
+      throw std::invalid_argument("kernel metadata JSON: \"cluster_dims\" must be [x, y, z], "
+                                  "each 1 to 16, whose product is num_ctas");
+  }
   k.sharedBytes = intField(o, "shared_bytes", 0);
+  k.globalScratchBytes = intField(o, "global_scratch_bytes", 0);
   k.registers = intField(o, "registers", 0);
   k.spillBytes = intField(o, "spill_bytes", 0);
   if (const JsonValue* params = field(o, "params")) {

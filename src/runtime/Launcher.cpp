@@ -11,6 +11,23 @@
 
 namespace ww {
 
+void checkClusterGrid(const std::string& kernel, const std::array<unsigned, 3>& cluster,
+                      const std::array<unsigned, 3>& grid) {
+  const unsigned ctas = cluster[0] * cluster[1] * cluster[2];
+  const bool oneD = cluster[1] == 1 && cluster[2] == 1;
+  for (size_t axis = 0; axis < 3; ++axis) {
+    if (cluster[axis] == 0 || grid[axis] % cluster[axis] == 0) continue;
+    std::string shape = oneD ? ""
+                             : "=(" + std::to_string(cluster[0]) + ", " +
+                                   std::to_string(cluster[1]) + ", " + std::to_string(cluster[2]) +
+                                   ")";
+    throw LaunchError("kernel '" + kernel + "' runs in clusters of " + std::to_string(ctas) +
+                      " CTAs (ctas_per_cga" + shape + "): grid[" + std::to_string(axis) +
+                      "] = " + std::to_string(grid[axis]) + " must be a multiple of " +
+                      std::to_string(cluster[axis]));
+  }
+}
+
 namespace {
 
 constexpr int kDefaultSharedLimit = 48 * 1024;
@@ -324,6 +341,7 @@ struct GpuKernel::Impl {
   int paramBytes = 0;
   int numWarps = 4;
   int numCtas = 1;
+  std::array<unsigned, 3> clusterDims = {1, 1, 1}; // product: numCtas
   int sharedBytes = 0;
   Target target = Target::SM90a;
   std::vector<uint8_t> cubin;
@@ -500,6 +518,13 @@ GpuKernel::GpuKernel(const CompiledKernel& k) : impl_(std::make_unique<Impl>()) 
   impl_->slots = layoutParams(k.params, &impl_->paramBytes);
   impl_->numWarps = k.numWarps;
   impl_->numCtas = k.numCtas < 1 ? 1 : k.numCtas;
+  // A kernel from older metadata (or a caller that set numCtas alone) clusters along x.
+  const std::array<int, 3>& dims = k.clusterDims;
+  if (int64_t(dims[0]) * dims[1] * dims[2] == impl_->numCtas && dims[0] >= 1 && dims[1] >= 1 &&
+      dims[2] >= 1)
+    impl_->clusterDims = {unsigned(dims[0]), unsigned(dims[1]), unsigned(dims[2])};
+  else
+    impl_->clusterDims = {unsigned(impl_->numCtas), 1, 1};
   impl_->sharedBytes = k.sharedBytes;
   impl_->target = k.target;
   impl_->cubin = k.cubin;
@@ -577,14 +602,14 @@ CUlaunchConfig launchConfig(Dim3 grid, unsigned threads, int64_t sharedBytes, CU
   return config;
 }
 
-/// The launch attribute that makes clusters of `ctas` CTAs along x (the kernels' only shape).
-CUlaunchAttribute clusterDimension(unsigned ctas) {
+/// The launch attribute that makes clusters of the shape `dims` (x, y, z).
+CUlaunchAttribute clusterDimension(const std::array<unsigned, 3>& dims) {
   CUlaunchAttribute cluster;
   std::memset(&cluster, 0, sizeof cluster);
   cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  cluster.value.clusterDim.x = ctas;
-  cluster.value.clusterDim.y = 1;
-  cluster.value.clusterDim.z = 1;
+  cluster.value.clusterDim.x = dims[0];
+  cluster.value.clusterDim.y = dims[1];
+  cluster.value.clusterDim.z = dims[2];
   return cluster;
 }
 
@@ -640,10 +665,7 @@ const char* driverCallName(LaunchForm form) {
 void GpuKernel::launchPacked(Dim3 grid, void* stream, const uint8_t* params) const {
   const Impl& k = *impl_;
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) return; // nothing to run, as in Triton
-  if (k.numCtas > 1 && grid.x % static_cast<unsigned>(k.numCtas) != 0)
-    throw LaunchError("kernel '" + k.name + "' runs in clusters of " + std::to_string(k.numCtas) +
-                      " CTAs (ctas_per_cga): grid[0] = " + std::to_string(grid.x) +
-                      " must be a multiple of " + std::to_string(k.numCtas));
+  if (k.numCtas > 1) checkClusterGrid(k.name, k.clusterDims, {grid.x, grid.y, grid.z});
   CUfunction fn = k.function();
   const runtime::CudaDriver& d = runtime::driver();
   const unsigned threads = static_cast<unsigned>(k.numWarps) * 32;
@@ -666,7 +688,7 @@ void GpuKernel::launchPacked(Dim3 grid, void* stream, const uint8_t* params) con
     return;
   }
   ParamPointers pointers(k.slots, params);
-  CUlaunchAttribute cluster = clusterDimension(static_cast<unsigned>(k.numCtas));
+  CUlaunchAttribute cluster = clusterDimension(k.clusterDims);
   CUlaunchConfig config = launchConfig(grid, threads, k.sharedBytes, s);
   config.attrs = &cluster;
   config.numAttrs = 1;
@@ -699,11 +721,13 @@ std::optional<int> GpuKernel::maxActiveClusters(int clusterSize) const {
   if (clusterSize > 8 && k.numCtas <= 8)
     runtime::check(d.funcSetAttribute(fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
                    "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)");
-  const unsigned ctas = static_cast<unsigned>(clusterSize);
-  CUlaunchAttribute cluster = clusterDimension(ctas);
+  // A cluster kernel is asked about its own shape (the .reqnctapercluster it declares).
+  const std::array<unsigned, 3> dims =
+      k.numCtas > 1 ? k.clusterDims : std::array<unsigned, 3>{unsigned(clusterSize), 1, 1};
+  CUlaunchAttribute cluster = clusterDimension(dims);
   // One cluster's grid: the driver wants a grid that the cluster shape divides.
-  CUlaunchConfig config =
-      launchConfig({ctas, 1, 1}, static_cast<unsigned>(k.numWarps) * 32, k.sharedBytes, nullptr);
+  CUlaunchConfig config = launchConfig(
+      {dims[0], dims[1], dims[2]}, static_cast<unsigned>(k.numWarps) * 32, k.sharedBytes, nullptr);
   config.attrs = &cluster;
   config.numAttrs = 1;
   int clusters = 0;

@@ -181,6 +181,24 @@ void Specializer::checkOptions(SourceLoc loc) const {
   if (o.numCtas < 1 || o.numCtas > ir::kMaxCtasPerCluster)
     raiseError(loc, "num_ctas=" + std::to_string(o.numCtas) + ": a cluster has 1 to " +
                         std::to_string(ir::kMaxCtasPerCluster) + " CTAs");
+  const std::array<int, 3>& d = o.clusterDims;
+  if (d != std::array<int, 3>{0, 0, 0}) {
+    const std::string shape = "ctas_per_cga=(" + std::to_string(d[0]) + ", " +
+                              std::to_string(d[1]) + ", " + std::to_string(d[2]) + ")";
+    int64_t product = 1;
+    for (int n : d) {
+      if (n < 1 || n > ir::kMaxCtasPerCluster)
+        raiseError(loc, shape + ": each cluster dimension is 1 to " +
+                            std::to_string(ir::kMaxCtasPerCluster));
+      product *= n;
+    }
+    if (product > ir::kMaxCtasPerCluster)
+      raiseError(loc, shape + ": a cluster has 1 to " + std::to_string(ir::kMaxCtasPerCluster) +
+                          " CTAs, this one " + std::to_string(product));
+    if (o.numCtas != 1 && o.numCtas != product)
+      raiseError(loc, shape + " holds " + std::to_string(product) +
+                          " CTAs, but num_ctas=" + std::to_string(o.numCtas));
+  }
   if (o.numStages < 0 || o.numStages > ir::kMaxPipelineStages)
     raiseError(loc, "num_stages=" + std::to_string(o.numStages) + ": at most " +
                         std::to_string(ir::kMaxPipelineStages) + " pipeline stages");
@@ -221,6 +239,11 @@ std::unique_ptr<ir::Function> Specializer::run() {
   fn->numWarps = in.options.numWarps;
   fn->numStages = in.options.numStages;
   fn->numCtas = in.options.numCtas;
+  fn->clusterDims = {fn->numCtas, 1, 1};
+  if (in.options.clusterDims != std::array<int, 3>{0, 0, 0}) {
+    fn->clusterDims = in.options.clusterDims;
+    fn->numCtas = fn->clusterDims[0] * fn->clusterDims[1] * fn->clusterDims[2];
+  }
   b.setInsertionBlock(&fn->body);
   b.setLoc(def->loc);
 

@@ -126,15 +126,19 @@ def compile(src, target=None, options=None):  # noqa: A001  (Triton's name)
     num_stages = int(options.get("num_stages", 3))
     num_ctas = options.get("num_ctas") or 1
     cga = options.get("ctas_per_cga")
+    shape = None
     if cga is not None:
         dims = tuple(cga) if isinstance(cga, (tuple, list)) else (cga,)
-        if any(d != 1 for d in dims[1:]):
-            raise ValueError(f"ctas_per_cga={cga!r}: only 1-D clusters (n, 1, 1) are supported")
-        num_ctas = int(dims[0])
+        if not 1 <= len(dims) <= 3:
+            raise ValueError(f"ctas_per_cga={cga!r}: expected (x,), (x, y) or (x, y, z)")
+        shape = tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+        num_ctas = shape[0] * shape[1] * shape[2]
     env = src.fn.environment()
     request = dict(files=env.files, kernel=src.name, signature=src.signature_text(),
                    globals=env.globals, target=target.sm(), num_warps=num_warps,
                    num_stages=num_stages, num_ctas=int(num_ctas), names=env.names)
+    if shape is not None and shape[1:] != (1, 1):
+        request["cluster_dims"] = list(shape)
     try:
         kernel = native().compile(**request, stage="cubin")
     except CompilationError as e:  # no ptxas on this machine: the PTX is still worth having
