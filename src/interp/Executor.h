@@ -106,6 +106,8 @@ struct CtaState {
   /// remote arrive reaches the same allocation (the same shared-memory offset on the GPU).
   std::unordered_map<const ir::Op*, std::shared_ptr<SharedAlloc>> allocs;
   std::unordered_map<const ir::Op*, std::shared_ptr<MBarrierArray>> barrierArrays;
+  /// The region of each tlx.storage_alias_spec (local_alloc's "alias" attribute) here.
+  std::map<int64_t, std::shared_ptr<SharedAlloc>> aliasRegions;
   std::deque<AsyncCopy> copies;
   std::map<int64_t, NamedBarrier> namedBarriers;
   /// While async tasks run: every named-barrier use in their code, by id; ids used with a count

@@ -723,6 +723,25 @@ void Executor::execTlx(const ir::Op& op) {
     v.count = rt.count;
     v.tileStrideBytes = v.tileElements() * v.elemBytes();
     // Fresh shared memory holds garbage on the GPU: poison it (NaN for floats, -1 for ints) so
+    if (op.hasAttr("alias")) {
+      // A member of a storage_alias_spec: its buffers lie in the spec's one region, at the
+      // offset and spacing the compiler gave it (see specialize/TlxStorageAlias.cpp).
+      if (int64_t stride = op.intAttr("alias_stride")) v.tileStrideBytes = stride;
+      v.byteOffset = op.intAttr("alias_offset");
+      std::shared_ptr<SharedAlloc>& region = cta_.aliasRegions[op.intAttr("alias")];
+      if (!region) {
+        region = std::make_shared<SharedAlloc>();
+        region->allocOp = &op;
+        if (cta_.cluster) cta_.allocs[&op] = region;
+      }
+      size_t need = size_t(
+          std::max(op.intAttr("alias_bytes"), v.byteOffset + (v.count - 1) * v.tileStrideBytes +
+                                                  v.tileElements() * v.elemBytes()));
+      if (region->bytes.size() < need) region->bytes.resize(need, 0xFF);
+      v.alloc = region;
+      set(op.result(), v);
+      return;
+    }
     // that reads before writes show up in results.
     v.alloc->bytes.assign(size_t(v.count * v.tileStrideBytes), 0xFF);
     v.alloc->allocOp = &op;

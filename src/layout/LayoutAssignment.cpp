@@ -907,11 +907,15 @@ private:
         } else if (pow2 && !t.shape.empty()) {
           a.layout = swizzledSharedLayout(t.shape, 1, 1, 1, order);
         }
-        a.alignment = a.swizzleBytes ? 1024 : 128;
+        a.alignment = sharedTileAlignment(t.shape, eb);
         a.bytesPerBuffer = alignTo(numElements(t.shape) * eb, a.alignment);
         a.count = t.count;
-        a.offset = alignTo(end, a.alignment);
-        end = a.offset + a.bytes();
+        if (op.hasAttr("alias")) {
+          placeAliased(op, a, end);
+        } else {
+          a.offset = alignTo(end, a.alignment);
+          end = a.offset + a.bytes();
+        }
         map_.allocations_[op.result()] = std::move(a);
         return;
       }
@@ -964,6 +968,36 @@ private:
                    a->second.layout == b->second.layout &&
                    a->second.swizzleBytes == b->second.swizzleBytes &&
                    a->second.bytesPerBuffer == b->second.bytesPerBuffer;
+  /// A member of a tlx.storage_alias_spec: the spec's region is placed at its first member,
+  /// sized for every member (alias_bytes, and each member's last buffer), and each member lies
+  /// at its alias_offset in it, alias_stride bytes apart (0: its own buffer size).
+  void placeAliased(const ir::Op& op, SharedAllocation& a, int64_t& end) {
+    int64_t id = op.intAttr("alias");
+    auto [it, fresh] = aliasRegions_.try_emplace(id, 0);
+    if (fresh) {
+      int64_t bytes = 0;
+      walk(fn_.body, [&](const ir::Op& m) {
+        if (m.code() != OpCode::LocalAlloc || m.intAttr("alias", -1) != id) return;
+        const ir::Type& t = m.result()->type();
+        int64_t eb = ir::byteWidth(t.elem), tile = numElements(t.shape) * eb;
+        int64_t stride = m.intAttr("alias_stride");
+        if (stride == 0) stride = alignTo(tile, sharedTileAlignment(t.shape, int(eb)));
+        bytes = std::max({bytes, m.intAttr("alias_bytes"),
+                          m.intAttr("alias_offset") + (t.count - 1) * stride + tile});
+      });
+      it->second = alignTo(end, 1024);
+      end = it->second + alignTo(bytes, 128);
+    }
+    if (int64_t stride = op.intAttr("alias_stride")) a.bytesPerBuffer = stride;
+    a.offset = it->second + op.intAttr("alias_offset");
+    if (a.offset % a.alignment != 0)
+      raiseError(op.loc(), "this tlx.local_alloc of " + op.result()->type().str() +
+                               " would start at byte " + std::to_string(a.offset) +
+                               " of its storage_alias_spec's region, not a multiple of its "
+                               "alignment " +
+                               std::to_string(a.alignment));
+  }
+
       if (!alike)
         raiseError(parent->loc(), "this if chooses between views of two allocations that lie "
                                   "differently in shared memory (" +
@@ -1001,6 +1035,7 @@ const LinearLayout& LayoutMap::layout(const ir::Value* v) const {
   return it->second;
 }
 
+  std::map<int64_t, int64_t> aliasRegions_; // storage_alias_spec -> its region's offset
 const LinearLayout& LayoutMap::operandLayout(const ir::Op& user, unsigned i) const {
   auto it = conversionIndex_.find({&user, i});
   if (it != conversionIndex_.end()) return conversions_[it->second].dst;

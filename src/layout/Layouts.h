@@ -147,6 +147,10 @@ LinearLayout nvmmaSharedLayout(const std::vector<int64_t>& shape, int elemBytes,
 int nvmmaSwizzleBytes(const std::vector<int64_t>& shape, int elemBytes,
                       const std::vector<int32_t>& order = {1, 0});
 
+/// The alignment (bytes) of a tlx.local_alloc of this tile: 1024 where the tile gets an NVMMA
+/// swizzle (whole swizzle atoms, as TMA and wgmma address them), else 128.
+int64_t sharedTileAlignment(const std::vector<int64_t>& shape, int elemBytes);
+
 /// Generic XOR-swizzled shared layout (Triton's swizzled_shared: vec, perPhase, maxPhase) over a
 /// row-major (order) tile; vec=1, maxPhase=1 is plain row-major.
 LinearLayout swizzledSharedLayout(const std::vector<int64_t>& shape, int32_t vec, int32_t perPhase,

@@ -541,12 +541,15 @@ Val Specializer::getAttr(const Val& base, const std::string& name, SourceLoc loc
   case Val::Kind::Tuple:
     if (name == "value") return base; // tl.constexpr(x).value
     raiseError(loc, describe(base) + " has no attribute '" + name + "'");
+  case Val::Kind::Object:
+    return storageAliasAttr(base, name, loc);
   default:
     raiseError(loc, describe(base) + " has no attribute '" + name + "'");
   }
 }
 
 Val Specializer::callMethod(const Val& self, const std::string& name, CallSite& call) {
+  if (self.kind == Val::Kind::Object) return storageAliasMethod(self, name, call);
   if (self.kind == Val::Kind::DType) {
     if (!call.args.empty() || !call.kwNames.empty())
       raiseError(call.loc, "dtype." + name + "() takes no arguments");

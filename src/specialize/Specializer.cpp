@@ -75,6 +75,11 @@ bool sameVal(const Val& a, const Val& b) {
   case Val::Kind::Builtin:
   case Val::Kind::Enum:
     return a.s == b.s;
+  case Val::Kind::Object:
+    if (a.s != b.s || a.i != b.i || a.b != b.b || a.elts.size() != b.elts.size()) return false;
+    for (size_t i = 0; i < a.elts.size(); ++i)
+      if (!sameVal(a.elts[i], b.elts[i])) return false;
+    return true;
   default:
     return constexprEqual(a, b);
   }

@@ -174,6 +174,12 @@ public:
   /// tlx.local_gather / tlx.local_scatter (TlxGatherScatter.cpp).
   Val callTlxGatherScatter(const std::string& name, CallSite& call);
   Val callPython(const std::string& name, CallSite& call);
+  /// tlx.storage_alias_spec, tlx.reuse_group, local_alloc(reuse=spec) and
+  /// spec.set_buffer_overlap (TlxStorageAlias.cpp).
+  Val callStorageAlias(const std::string& name, CallSite& call);
+  void joinStorageAlias(const Val& spec, ir::Op* alloc, SourceLoc loc);
+  Val storageAliasAttr(const Val& spec, const std::string& name, SourceLoc loc);
+  Val storageAliasMethod(const Val& spec, const std::string& name, CallSite& call);
   /// Attribute `name` of namespace `ns` ("tl", "tlx", "math", ...); nullopt when unknown.
   std::optional<Val> namespaceMember(const std::string& ns, const std::string& name);
   /// "unknown function 'tl.arnge'; did you mean 'tl.arange'?" for namespace `ns`.
@@ -208,6 +214,14 @@ public:
   std::vector<FunctionRef> callStack;
   TaskContext taskContext = TaskContext::None;
   std::optional<int64_t> replicaId;
+  /// The kernel's tlx.storage_alias_spec objects (a Val::Kind::Object indexes this).
+  struct AliasSpec {
+    bool tmem = false;
+    int64_t sizeBytes = 0;        // buffer_size_bytes= (0: the compiler sizes it)
+    std::vector<ir::Op*> members; // local_allocs with reuse= this spec
+    bool overlapSet = false;
+  };
+  std::vector<AliasSpec> aliasSpecs;
   int64_t unrolledIterations = 0; // bounds static unrolling so no input can blow up the IR
   int64_t opsAtStart = 0;         // ir::opsCreatedOnThisThread() when specialization began
   std::set<const ir::Value*> kernelArgValues; // for "declare it tl.constexpr" notes

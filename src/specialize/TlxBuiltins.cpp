@@ -58,7 +58,9 @@ const std::vector<std::string>& tlxFunctionNames() {
                                                  "get_fp8_format_name",
                                                  "local_gather",
                                                  "local_scatter",
-                                                 "remote_view"};
+                                                 "remote_view",
+                                                 "storage_alias_spec",
+                                                 "reuse_group"};
   return names;
 }
 
@@ -145,6 +147,7 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
     DType dt = constDType(a.get("dtype"), a.loc("dtype"), "tlx.local_alloc's dtype");
     int64_t num = constInt(a.get("num"), a.loc("num"), "tlx.local_alloc's num", a.expr("num"));
     if (num < 1) raiseError(a.loc("num"), "tlx.local_alloc's num must be at least 1");
+  if (name == "storage_alias_spec" || name == "reuse_group") return callStorageAlias(name, call);
     ir::MemorySpace space = ir::MemorySpace::Shared;
     if (a.has("storage")) {
       const Val& s = a.get("storage");
@@ -155,13 +158,21 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
       if (s.s == "tmem") space = ir::MemorySpace::Tmem;
     }
     checkLocalAllocSize(shape, dt, num, space, loc);
-    if (a.has("reuse")) raiseError(a.loc("reuse"), "tlx.local_alloc's reuse= is not supported yet");
+    const Val* reuse = a.has("reuse") && !a.get("reuse").isNone() ? &a.get("reuse") : nullptr;
+    if (reuse && !(reuse->kind == Val::Kind::Object && reuse->s == "storage_alias_spec"))
+      raiseError(a.loc("reuse"), "tlx.local_alloc's reuse= takes a tlx.storage_alias_spec, got " +
+                                     describe(*reuse) +
+                                     " (reuse of a buffered_tensor is not supported; make a "
+                                     "storage_alias_spec and pass it to every local_alloc that "
+                                     "shares the memory)");
     if (a.has("layout"))
       raiseError(a.loc("layout"), "tlx.local_alloc's layout= is not supported; the compiler "
                                   "chooses shared-memory layouts from the buffer's users");
-    return Val::runtime(
+    ir::Value* alloc =
         b.create1(OpCode::LocalAlloc, {}, ir::Type::buffer(dt, shape, num, space),
-                  {{"storage", std::string(space == ir::MemorySpace::Tmem ? "tmem" : "smem")}}));
+                  {{"storage", std::string(space == ir::MemorySpace::Tmem ? "tmem" : "smem")}});
+    if (reuse) joinStorageAlias(*reuse, alloc->def(), a.loc("reuse"));
+    return Val::runtime(alloc);
   }
   if (name == "remote_view") {
     // A peer CTA's copy of a barrier. No Hopper operation takes one (as in TLX: barrier_arrive

@@ -115,6 +115,11 @@ std::string describe(const Val& v) {
     return "storage kind '" + v.s + "'";
   case Val::Kind::Slice:
     return "a slice";
+  case Val::Kind::Object:
+    if (v.s == "reuse_group")
+      return std::string("tlx.reuse_group (") + (v.b ? "distinct" : "shared") + ", " +
+             std::to_string(v.elts.size()) + " members)";
+    return "tlx." + v.s;
   }
   return "?";
 }

@@ -34,6 +34,9 @@ struct Val {
     Method,    // `receiver.name`, bound to its receiver (elts[0])
     Enum,      // tlx.storage_kind.smem -> "smem"
     Slice,     // `:` inside a subscript
+    Object,    // a TLX compile-time object: `s` "storage_alias_spec" (`i`: its index in the
+               // specializer's table) or "reuse_group" (`elts`: members, `i`: group_size,
+               // `b`: distinct)
   };
 
   Kind kind = Kind::None;
@@ -114,6 +117,15 @@ struct Val {
     r.kind = Kind::Method;
     r.s = std::move(name);
     r.elts.push_back(std::move(receiver));
+    return r;
+  }
+  static Val object(std::string cls, int64_t i, std::vector<Val> members = {}, bool flag = false) {
+    Val r;
+    r.kind = Kind::Object;
+    r.s = std::move(cls);
+    r.i = i;
+    r.elts = std::move(members);
+    r.b = flag;
     return r;
   }
   static Val enumValue(std::string x) {

@@ -86,7 +86,9 @@ struct Place {
   bool shared = true; // false for tensor memory, which this pass does not order
 
   bool mayOverlap(const Place& o) const {
-    if (alloc && o.alloc && alloc != o.alloc) return false;
+    // Members of one tlx.storage_alias_spec share their bytes: any of their slots may meet.
+    if (alloc && o.alloc && alloc != o.alloc)
+      return alloc->hasAttr("alias") && alloc->intAttr("alias") == o.alloc->intAttr("alias", -1);
     return !alloc || !o.alloc || slot.mayOverlap(o.slot);
   }
 };
