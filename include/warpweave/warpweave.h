@@ -94,6 +94,12 @@ struct CompileRequest {
   Stage stage = Stage::Cubin;
 };
 
+/// The name of the last parameter of a kernel that builds tensor maps in device code (TMA
+/// through tl.make_tensor_descriptor): a pointer to CompiledKernel::globalScratchBytes times the
+/// number of programs in the grid, 128-byte aligned (Triton's global scratch; from
+/// warpweave.set_allocator in Python). It is not an argument of the kernel's source.
+inline constexpr const char* kGlobalScratchParam = "__ww_global_scratch";
+
 /// A runtime kernel parameter, in PTX parameter order.
 struct KernelParam {
   std::string name;
@@ -117,8 +123,10 @@ struct CompiledKernel {
   /// The cluster's shape (x, y, z), x fastest in the cluster rank; the product is numCtas.
   std::array<int, 3> clusterDims = {1, 1, 1};
   int sharedBytes = 0; // dynamic shared memory the kernel needs
-  int registers = 0;   // from ptxas, when it ran
-  int spillBytes = 0;  // from ptxas, when it ran
+  /// Global scratch per program (the kGlobalScratchParam parameter); 0 without it.
+  int globalScratchBytes = 0;
+  int registers = 0;  // from ptxas, when it ran
+  int spillBytes = 0; // from ptxas, when it ran
   std::string ptxasLog;
   /// The specialized Tile IR, for the interpreter.
   std::shared_ptr<ir::Module> module;

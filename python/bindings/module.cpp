@@ -1477,6 +1477,8 @@ NB_MODULE(_native, m) {
           },
           "The cluster's shape (x, y, z) the kernel was compiled for: ctas_per_cga")
       .def_prop_ro("shared_bytes", [](const PyKernel& k) { return k.compiled->sharedBytes; })
+      .def_prop_ro("global_scratch_size",
+                   [](const PyKernel& k) { return k.compiled->globalScratchBytes; })
       .def_prop_ro("registers", [](const PyKernel& k) { return k.compiled->registers; })
       .def_prop_ro("spill_bytes", [](const PyKernel& k) { return k.compiled->spillBytes; })
       .def_prop_ro("ptxas_log", [](const PyKernel& k) { return k.compiled->ptxasLog; })

@@ -619,6 +619,11 @@ def _stream_source():
     return _torch_cuda_fns()
 
 
+# The parameter through which a kernel that builds tensor maps gets its global scratch
+# (kGlobalScratchParam in warpweave.h).
+_GLOBAL_SCRATCH = "__ww_global_scratch"
+
+
 def _current_stream() -> int:
     get_device, get_raw = _stream_source()
     return get_raw(get_device())
@@ -681,7 +686,7 @@ class CompiledKernel:
         if interpret:
             runtime = [n for n, kind in arg_kinds if kind is not None and n not in folded]
         else:
-            runtime = [p[0] for p in native_kernel.params]
+            runtime = [p[0] for p in native_kernel.params if p[0] != _GLOBAL_SCRATCH]
             for n in runtime:
                 if n not in index:
                     raise RuntimeError(f"internal error: kernel parameter '{n}' is not an argument "
@@ -697,6 +702,10 @@ class CompiledKernel:
         # this kernel, with `swizzles`), and whether all are plain values (no descriptors).
         self.gpu_index = [i for i, _, _ in self.binder]
         self.gpu_plain = all(kind != _Arg.DESC for _, kind, _ in self.binder)
+        # Global scratch per program for tensor maps built in the kernel, passed after the
+        # arguments (the native fast path, which passes arguments only, never serves it).
+        self.scratch_size = 0 if interpret else getattr(native_kernel, "global_scratch_size", 0)
+        self._scratch = None
 
     # Properties Triton users look at.
     @property
@@ -767,7 +776,19 @@ class CompiledKernel:
                     args.append(values[i].encode(self.swizzles.get(name)))
                 else:
                     args.append(passed[i])
-        self.kernel.launch(grid[0], grid[1], grid[2], _current_stream(), args)
+        stream = _current_stream()
+        if self.scratch_size:
+            args.append(self._global_scratch(grid, stream))
+        self.kernel.launch(grid[0], grid[1], grid[2], stream, args)
+
+    def _global_scratch(self, grid, stream):
+        """The device address of scratch_size bytes per program from set_allocator's function
+        (Triton's: fn(size, alignment=128, stream)); the buffer is kept until the next launch."""
+        from .runtime._allocation import get_allocator
+
+        self._scratch = get_allocator()(self.scratch_size * grid[0] * grid[1] * grid[2], 128,
+                                        stream)
+        return self._scratch.data_ptr()
 
     def run_interpreter(self, grid, values):
         args = []
@@ -1216,7 +1237,8 @@ class JITFunction(KernelInterface):
 
             disk_key = cache.cache_key(request, nat.compiler_version() + cache.build_id(nat))
             kernel = cache.load(disk_key)
-            if kernel is not None and any(p[0] not in self._index for p in kernel.params):
+            if kernel is not None and any(p[0] not in self._index and p[0] != _GLOBAL_SCRATCH
+                                          for p in kernel.params):
                 # Keys match but the entry is not this kernel's: never serve it again.
                 cache.discard(disk_key, f"its parameters are not those of {self.__name__}")
                 kernel = None

@@ -192,6 +192,17 @@ private:
   /// Records the tensor-map swizzle a descriptor argument is used with; a user error when two
   /// uses need different ones.
   void requireDescriptorSwizzle(const ir::Op& op, const ir::Value* desc, int swizzleBytes);
+  /// Prefetch hints, 1-D bulk copies (TlxTmaExtras.cpp).
+  void lowerTlxTmaExtras(const ir::Op& op);
+  /// A make_desc that TMA copies or prefetches use: its tensor map, written in this program's
+  /// slot of the global scratch (TlxTmaExtras.cpp).
+  void lowerDeviceTensorMap(const ir::Op& op);
+  /// The createpolicy register for a TMA op's eviction_policy ("" without an L2 hint).
+  std::string l2CachePolicy(const ir::Op& op);
+  /// The swizzle of the shared tiles the TMA copies through `desc` use (0 without any).
+  int tmaSwizzleOf(const ir::Value* desc);
+  /// (column blocks, inner box elements) of a TMA box of block `dt` into tiles of `swizzle`.
+  static std::pair<int64_t, int64_t> tmaColumnBlocks(const ir::Type& dt, int swizzle);
   /// Predicate: this thread is the one that issues single-thread operations (thread 0).
   std::string electedThread();
   /// tl.dot on sm_90a: operands staged in shared memory, wgmma.mma_async per warp group.
@@ -231,6 +242,11 @@ private:
   // earlier ones (-1: the layout map's region).
   int64_t scratchBase_ = -1;
   int maxRegisters_ = 0; // .maxnreg when tasks use setmaxnreg
+  // Tensor maps built in the kernel (128 bytes each per program in the global scratch, which
+  // the parameter `scratchParam_` points at), and whether the PTX needs ISA 8.6.
+  int deviceTensorMaps_ = 0;
+  std::string scratchParam_;
+  bool needsPtx86_ = false;
   // Whether an op touching TLX shared buffers (ir::accessesSharedBuffers), or a control-flow
   // join, came since the last barrier() in straight-line code: a barrier the shared-memory
   // hazard pass inserted is emitted only then.

@@ -112,6 +112,9 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
         c ? b_.pure("add.s32", RegClass::B32, {buffer, immInt(c * blockBytes)}) : buffer;
     return std::pair{"[" + tmap + ", " + coords + "]", bracketed(sharedAddress(offset))};
   };
+  // eviction_policy: an L2 cache hint through a createpolicy register (the last operand).
+  std::string policy = l2CachePolicy(op);
+  const std::string hint = policy.empty() ? "" : ".L2::cache_hint";
   if (isLoad) {
     if (hasPred) {
       std::string p = b_.materialize(operand(op, firstOffset + rank).at(0), RegClass::Pred);
@@ -142,7 +145,8 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
       auto [global, tile] = blockOperands(c);
       std::vector<std::string> operands = {tile, global, bar};
       if (multicast) operands.push_back(mask);
-      b_.inst(opcode, operands, leader);
+      if (!policy.empty()) operands.push_back(policy);
+      b_.inst(opcode + hint, operands, leader);
     }
     return;
   }
@@ -151,7 +155,9 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
   barrier();
   for (int64_t c = 0; c < columnBlocks; ++c) {
     auto [global, tile] = blockOperands(c);
-    b_.inst("cp.async.bulk.tensor." + dims + ".global.shared::cta.tile.bulk_group", {global, tile},
+    std::vector<std::string> operands = {global, tile};
+    if (!policy.empty()) operands.push_back(policy);
+    b_.inst("cp.async.bulk.tensor." + dims + ".global.shared::cta.tile.bulk_group" + hint, operands,
             leader);
   }
   // One bulk group per store, so that async_descriptor_store_wait(n) counts stores.

@@ -79,6 +79,7 @@ CompiledKernel compile(const CompileRequest& req) {
       out.name = ptx.entry;
       out.numWarps = ptx.numWarps;
       out.sharedBytes = ptx.sharedBytes;
+      out.globalScratchBytes = ptx.globalScratchBytes;
       out.params = std::move(ptx.params);
     }
     owner->module.functions.push_back(std::move(fn));

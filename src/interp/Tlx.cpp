@@ -1116,6 +1116,79 @@ void Executor::execTlx(const ir::Op& op) {
   case OpCode::AsyncDescStoreWait:
     return;
 
+  // ---- 1-D bulk copies (cp.async.bulk) and prefetch hints ----
+  case OpCode::AsyncBulkLoad:
+  case OpCode::AsyncBulkStore: {
+    // Both move `bytes` between a scalar global address and the start of a 1-D buffer, in
+    // 16-byte units at 16-byte aligned addresses, as the hardware requires.
+    const bool isLoad = op.code() == OpCode::AsyncBulkLoad;
+    const uint64_t addr = tensor(op, 0)->data<uint64_t>()[0];
+    const BufferView& view = buffer(op, 1);
+    const int64_t bytes = scalarInt(op, isLoad ? 3 : 2);
+    const int64_t capacity = view.tileElements() * view.elemBytes();
+    const std::string what = isLoad ? "tlx.async_load(bulk=True)" : "tlx.async_store";
+    if (bytes <= 0 || bytes % 16 != 0 || bytes > capacity)
+      fail(op.loc(), what + " copies " + std::to_string(bytes) +
+                         " bytes; a bulk copy moves a positive multiple of 16 bytes, at most the "
+                         "buffer's " +
+                         std::to_string(capacity) + " (" + where() + ")");
+    std::vector<unsigned char*> chunks;
+    std::string why;
+    for (int64_t off = 0; off < bytes; off += 16) {
+      unsigned char* p =
+          k_.memory.resolve(addr + uint64_t(off), 16, isLoad ? "load" : "store", &why);
+      if (!p)
+        fail(op.loc(),
+             what + ": " + why + " (the global address must be 16-byte aligned) in " + where());
+      chunks.push_back(p);
+    }
+    BufferView prefix = view;
+    prefix.shape = {bytes / view.elemBytes()};
+    if (!isLoad) {
+      checkedRead(op, prefix, 1);
+      TensorPtr data = readBuffer(prefix, ir::Type::tensor(view.elem, prefix.shape));
+      for (size_t c = 0; c < chunks.size(); ++c)
+        std::memcpy(chunks[c], data->bytes.data() + c * 16, 16);
+      return;
+    }
+    // The data is read at issue and lands like a TMA load, counting its bytes on the barrier.
+    auto data = std::make_shared<Tensor>(view.elem, false, prefix.shape);
+    for (size_t c = 0; c < chunks.size(); ++c)
+      std::memcpy(data->bytes.data() + c * 16, chunks[c], 16);
+    AsyncCopy c;
+    c.op = &op;
+    c.data = data;
+    c.bytes = bytes;
+    c.where = where();
+    if (cta_.cluster) c.issuer = agent_.clock;
+    addCopyTarget(op, c, cta_, prefix, barrierView(op, 2));
+    cta_.copies.push_back(std::move(c));
+    return;
+  }
+  case OpCode::Prefetch: {
+    // A hint: nothing changes, but every address it names must be one a load could read.
+    TensorPtr ptrs = tensor(op, 0);
+    TensorPtr mask = op.intAttr("has_mask") ? tensor(op, 1) : nullptr;
+    const uint64_t* addrs = ptrs->data<uint64_t>();
+    const int w = ir::byteWidth(op.operand(0)->type().elem);
+    std::string why;
+    for (int64_t i = 0; i < ptrs->numel(); ++i) {
+      if (mask && !mask->data<uint8_t>()[mask->numel() == 1 ? 0 : i]) continue;
+      if (!k_.memory.resolve(addrs[i], w, "load", &why))
+        fail(op.loc(), "tlx.prefetch: " + why + " in " + where() + ", element " +
+                           formatIndex(ptrs->shape, i));
+    }
+    return;
+  }
+  case OpCode::PrefetchTensormap:
+    descriptor(op, 0);
+    return;
+  case OpCode::AsyncDescPrefetch: {
+    auto desc = descriptor(op, 0);
+    for (size_t i = 0; i < desc->shape.size(); ++i) scalarInt(op, unsigned(1 + i));
+    return;
+  }
+
   // ---- distributed shared memory ----
   case OpCode::AsyncRemoteStore:
   case OpCode::RemoteStore: {

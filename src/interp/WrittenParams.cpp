@@ -67,6 +67,7 @@ public:
       case OpCode::AtomicCas:
       case OpCode::DescStore:
       case OpCode::AsyncDescStore:
+      case OpCode::AsyncBulkStore:
         out.merge(of(op.operand(0)));
         break;
       default:

@@ -105,6 +105,7 @@ bool lowersWithAgentBarrier(OpCode c) {
   case OpCode::LocalScatter:
   case OpCode::AsyncWaitGroup:
   case OpCode::AsyncDescStore:
+  case OpCode::AsyncBulkStore:
   case OpCode::AsyncDescStoreWait:
   case OpCode::AllocBarriers:
   case OpCode::ClusterBarrier:
@@ -128,6 +129,8 @@ bool accessesSharedBuffers(OpCode c) {
   case OpCode::AsyncLoad:
   case OpCode::AsyncDescLoad:
   case OpCode::AsyncDescStore:
+  case OpCode::AsyncBulkLoad:
+  case OpCode::AsyncBulkStore:
   case OpCode::AsyncDot:
   case OpCode::AsyncDotWait:
   case OpCode::AsyncWaitGroup:

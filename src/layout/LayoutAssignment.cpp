@@ -117,6 +117,7 @@ private:
   static const ir::Value* maskOf(const ir::Op& op) {
     switch (op.code()) {
     case OpCode::Load:
+    case OpCode::Prefetch: // (ptrs, mask)
       return op.intAttr("has_mask") && op.numOperands() > 1 ? op.operand(1) : nullptr;
     case OpCode::AsyncLoad: // (ptrs, buffer, mask, other)
       return op.intAttr("has_mask") && op.numOperands() > 2 ? op.operand(2) : nullptr;
@@ -130,7 +131,8 @@ private:
 
   static bool isMemoryAnchor(const ir::Op& op) {
     bool memory = op.code() == OpCode::Load || op.code() == OpCode::Store ||
-                  op.code() == OpCode::AtomicRMW || op.code() == OpCode::AsyncLoad;
+                  op.code() == OpCode::AtomicRMW || op.code() == OpCode::AsyncLoad ||
+                  op.code() == OpCode::Prefetch;
     return memory && op.numOperands() > 0 && isTensor(op.operand(0));
   }
 
@@ -1063,7 +1065,7 @@ int32_t LayoutMap::vectorElems(const ir::Op& op) const {
   if (hasMask) {
     // Load (ptr, mask, ...); Store and AtomicRMW (ptr, value, mask); AsyncLoad (ptrs, buffer,
     // mask).
-    unsigned maskIndex = op.code() == OpCode::Load ? 1 : 2;
+    unsigned maskIndex = op.code() == OpCode::Load || op.code() == OpCode::Prefetch ? 1 : 2;
     if (maskIndex < op.numOperands()) mask = op.operand(maskIndex);
   }
   int64_t axis = axisInfo_->vectorElems(ptr, mask, dim);

@@ -954,13 +954,16 @@ void Specializer::visitWith(const With* s) {
   }
   if (!cs.args.empty())
     raiseError(call->loc, "tlx.async_tasks() takes keyword options only: exclusive=, "
-                          "no_ending_cluster_sync=, mbarrier_try_wait_suspend_ns=");
+                          "no_ending_cluster_sync=, mbarrier_try_wait_suspend_ns=, "
+                          "warp_specialize=");
   // TLX's hints to its lowering (worker dispatch strategy, skipping an ending cluster sync, the
   // mbarrier try_wait suspend time): checked as TLX checks them; warpweave's task lowering has
   // one dispatch, inserts no ending cluster sync and waits without a suspend-time hint, so they
-  // change nothing.
-  BoundArgs hints(cs, {"exclusive=", "no_ending_cluster_sync=", "mbarrier_try_wait_suspend_ns="});
-  for (const char* flag : {"exclusive", "no_ending_cluster_sync"})
+  // change nothing. TLX's async_tasks also takes warp_specialize= (tasks are always
+  // warp-specialized there and here), so it too is only checked.
+  BoundArgs hints(cs, {"exclusive=", "no_ending_cluster_sync=", "mbarrier_try_wait_suspend_ns=",
+                       "warp_specialize="});
+  for (const char* flag : {"exclusive", "no_ending_cluster_sync", "warp_specialize"})
     if (hints.has(flag) && !hints.get(flag).isConstexpr())
       raiseError(hints.loc(flag),
                  std::string("tlx.async_tasks(") + flag + "=...) must be a compile-time bool");

@@ -174,6 +174,11 @@ public:
   /// tlx.local_gather / tlx.local_scatter (TlxGatherScatter.cpp).
   Val callTlxGatherScatter(const std::string& name, CallSite& call);
   Val callPython(const std::string& name, CallSite& call);
+  /// tlx.async_load(bulk=True) and tlx.async_store: 1-D bulk copies (TlxTmaExtras.cpp).
+  Val asyncBulkCopy(const BoundArgs& a, bool isLoad);
+  /// tlx.allocate_tensor_descriptor, tlx.make_tensor_descriptor and
+  /// tlx.reinterpret_tensor_descriptor (TlxTmaExtras.cpp).
+  Val tensorDescriptorSlots(const std::string& name, CallSite& call);
   /// tlx.storage_alias_spec, tlx.reuse_group, local_alloc(reuse=spec) and
   /// spec.set_buffer_overlap (TlxStorageAlias.cpp).
   Val callStorageAlias(const std::string& name, CallSite& call);
@@ -226,6 +231,14 @@ public:
   int64_t opsAtStart = 0;         // ir::opsCreatedOnThisThread() when specialization began
   std::set<const ir::Value*> kernelArgValues; // for "declare it tl.constexpr" notes
   std::map<std::string, Val> signatureConstexprs;
+  /// tlx.allocate_tensor_descriptor's slots ("tensor_descriptor_ptr N[i]"): the descriptor
+  /// tlx.make_tensor_descriptor made in each, and the block it was made in.
+  struct DescriptorSlot {
+    ir::Value* desc = nullptr;
+    ir::Block* block = nullptr;
+  };
+  std::map<std::string, DescriptorSlot> descriptorSlots;
+  int64_t descriptorAllocations = 0;
   struct ModuleInfo {
     std::map<std::string, const ast::FunctionDef*> functions;
     std::map<std::string, const ast::ImportAlias*> imports;    // unused when `names` is set

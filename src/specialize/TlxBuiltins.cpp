@@ -60,7 +60,13 @@ const std::vector<std::string>& tlxFunctionNames() {
                                                  "local_scatter",
                                                  "remote_view",
                                                  "storage_alias_spec",
-                                                 "reuse_group"};
+                                                 "reuse_group",
+                                                 "prefetch",
+                                                 "async_descriptor_prefetch_tensor",
+                                                 "async_store",
+                                                 "allocate_tensor_descriptor",
+                                                 "make_tensor_descriptor",
+                                                 "reinterpret_tensor_descriptor"};
   return names;
 }
 
@@ -535,7 +541,12 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
     return Val::none();
   }
   if (name == "async_load") {
-    BoundArgs a(call, {"src", "result", "mask=", "other="});
+    BoundArgs a(call, {"src", "result", "mask=", "other=", "bulk=", "bulk_size=", "barrier="});
+    if (a.has("bulk") && constBool(a.get("bulk"), a.loc("bulk"), "tlx.async_load's bulk"))
+      return asyncBulkCopy(a, true);
+    for (const char* arg : {"bulk_size", "barrier"})
+      if (a.has(arg))
+        raiseError(a.loc(arg), std::string("tlx.async_load's ") + arg + "= needs bulk=True");
     const Val& src = a.get("src");
     if (!src.isRuntime() || !src.type().isPointer())
       raiseError(a.loc("src"),
@@ -566,6 +577,70 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
     return Val::runtime(b.create1(OpCode::AsyncLoad, ops, ir::Type::token(),
                                   {{"has_mask", hasMask}, {"has_other", hasOther}}));
   }
+  if (name == "async_store") {
+    BoundArgs a(call, {"dst_global_ptr", "src_smem", "size"});
+    return asyncBulkCopy(a, false);
+  }
+  if (name == "prefetch") {
+    BoundArgs a(call, {"pointer", "level=", "mask=", "tensormap="});
+    if (a.has("tensormap") &&
+        constBool(a.get("tensormap"), a.loc("tensormap"), fn + "'s tensormap")) {
+      ir::Value* d = requireDescriptor(a.get("pointer"), a.loc("pointer"),
+                                       fn + "(..., tensormap=True)'s pointer");
+      b.create(OpCode::PrefetchTensormap, {d}, {});
+      return Val::none();
+    }
+    std::string level = "L2";
+    if (a.has("level")) {
+      const Val& l = a.get("level");
+      if (l.kind != Val::Kind::String || (l.s != "L1" && l.s != "L2"))
+        raiseError(a.loc("level"), fn + "'s level must be \"L1\" or \"L2\", got " + describe(l));
+      level = l.s;
+    }
+    const Val& p = a.get("pointer");
+    if (!p.isRuntime() || !p.type().isPointer())
+      raiseError(a.loc("pointer"),
+                 fn + "'s pointer must be a pointer or a tensor of pointers, got " + kindName(p) +
+                     " (a tensor descriptor's tensor map takes tensormap=True)");
+    ir::Value* ptr = p.v;
+    std::vector<ir::Value*> ops{ptr};
+    int64_t hasMask = 0;
+    if (a.has("mask")) {
+      ir::Value* m = toI1(requireTensorOrScalar(a.get("mask"), a.loc("mask"), fn + "'s mask"), loc);
+      std::vector<int64_t> shape =
+          broadcastShapes(ptr->type().shape, m->type().shape, loc, "tlx.prefetch");
+      ops = {broadcastTo(ptr, shape, a.loc("pointer")), broadcastTo(m, shape, a.loc("mask"))};
+      hasMask = 1;
+    }
+    b.create(OpCode::Prefetch, ops, {}, {{"level", level}, {"has_mask", hasMask}});
+    return Val::none();
+  }
+  if (name == "async_descriptor_prefetch_tensor") {
+    BoundArgs a(call, {"desc", "offsets", "pred=", "eviction_policy="});
+    ir::Value* d = requireDescriptor(a.get("desc"), a.loc("desc"), fn + "'s desc");
+    const Val& offs = a.get("offsets");
+    if (offs.kind != Val::Kind::Tuple || offs.elts.size() != d->type().shape.size())
+      raiseError(a.loc("offsets"), fn + " needs " + std::to_string(d->type().shape.size()) +
+                                       " offsets, one per dimension of " + d->type().str());
+    std::vector<ir::Value*> ops{d};
+    for (const Val& o : offs.elts)
+      ops.push_back(requireScalarI32(o, a.loc("offsets"), "an offset"));
+    std::vector<ir::NamedAttr> attrs = {{"has_pred", predicate(a, ops)}};
+    if (a.has("eviction_policy")) {
+      const Val& ev = a.get("eviction_policy");
+      if (ev.kind != Val::Kind::String ||
+          (!ev.s.empty() && ev.s != "evict_first" && ev.s != "evict_last"))
+        raiseError(a.loc("eviction_policy"),
+                   fn + "'s eviction_policy must be \"\", \"evict_first\" or \"evict_last\", got " +
+                       describe(ev));
+      if (!ev.s.empty()) attrs.push_back({"evict", ev.s});
+    }
+    b.create(OpCode::AsyncDescPrefetch, ops, {}, attrs);
+    return Val::none();
+  }
+  if (name == "allocate_tensor_descriptor" || name == "make_tensor_descriptor" ||
+      name == "reinterpret_tensor_descriptor")
+    return tensorDescriptorSlots(name, call);
   if (name == "async_load_commit_group") {
     BoundArgs a(call, {"tokens="});
     return Val::runtime(b.create1(OpCode::AsyncCommitGroup, {}, ir::Type::token()));

@@ -208,6 +208,7 @@ const Value* writtenBuffer(const Op& op) {
   switch (op.code()) {
   case OpCode::AsyncLoad:
   case OpCode::AsyncDescLoad:
+  case OpCode::AsyncBulkLoad:
     return op.operand(1);
   case OpCode::LocalStore:
   case OpCode::LocalScatter:
@@ -320,6 +321,7 @@ private:
       switch (op.code()) {
       case OpCode::AsyncLoad:
       case OpCode::AsyncDescLoad:
+      case OpCode::AsyncBulkLoad:
         write(b, i, s, placeOf(writtenBuffer(op)));
         break;
       case OpCode::AsyncDot: {

@@ -91,9 +91,9 @@ def test_async_tasks_hint_errors_are_located():
 
     @ww.jit
     def unknown_option(out_ptr):
-        with tlx.async_tasks(warp_specialize=True):
+        with tlx.async_tasks(overlap=True):
             with tlx.async_task("default"):
                 tl.store(out_ptr, 1)
 
-    with pytest.raises(ww.CompilationError, match="warp_specialize"):
+    with pytest.raises(ww.CompilationError, match="overlap"):
         unknown_option[(1,)](np.zeros(1, np.int32))
