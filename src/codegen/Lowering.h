@@ -159,6 +159,8 @@ private:
   void lowerLocalGatherScatter(const ir::Op& op);
   /// Element offsets of the buffer view operand `i` of `op` (as local_load uses them), XORed
   /// with `*constant`; a user error when the view's elements are not contiguous (Tlx.cpp).
+  /// Bytes between rows of the view a local_view subview indexes (Tlx.cpp).
+  int64_t subviewRowBytes(const ir::Op& op);
   OffsetFn bufferElementOffsets(const ir::Op& op, unsigned i, int64_t* constant);
   void lowerTlxBarrier(const ir::Op& op);
   /// The retry loop of barrier_wait on the mbarrier at `bar` for parity `phase`

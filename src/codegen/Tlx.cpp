@@ -122,6 +122,17 @@ ViewAddressing addressingOf(const layout::LayoutMap& layouts, const ir::Value* v
   const ir::Op* def = v->def();
   const ir::Type& t = v->type();
   int rank = static_cast<int>(t.shape.size());
+  if (def && def->code() == OpCode::LocalView && def->intAttr("subview")) {
+    // Row i of one buffer: the parent without its dim 0, whose offset the register adds (see
+    // subviewRowBytes).
+    ViewAddressing parent = addressingOf(layouts, def->operand(0), at);
+    std::vector<std::vector<std::vector<int32_t>>> dims;
+    for (int d = 1; d < parent.rank; ++d)
+      dims.push_back(basesOfIn(parent.bytes, layout::dimName(d)));
+    if (parent.rank == 1) dims.emplace_back();
+    return {byteLayout(basesOfIn(parent.bytes, kByte), dims), parent.xorBytes, parent.addedBytes,
+            rank};
+  }
   if (def && def->code() == OpCode::LocalView) return addressingOf(layouts, def->operand(0), at);
   if (!def || def->code() == OpCode::LocalAlloc) {
     const layout::SharedAllocation* a = layouts.sharedAllocation(v);
@@ -200,7 +211,8 @@ ViewAddressing addressingOf(const layout::LayoutMap& layouts, const ir::Value* v
                      [](int64_t s) { return std::has_single_bit(uint64_t(s)); }))
       raiseError(def->loc(), "tlx.local_reinterpret as " + t.str() +
                                  " is not supported by the PTX backend; use power-of-two dims");
-    if (st.count > 1 && tile != srcTile)
+    bool whole = def->intAttr("whole") != 0;
+    if (st.count > 1 && tile != srcTile && !whole)
       raiseError(def->loc(), "tlx.local_reinterpret of " + st.str() + " as " + t.str() +
                                  " changes the size of each buffer (" + std::to_string(srcTile) +
                                  " to " + std::to_string(tile) +
@@ -210,6 +222,16 @@ ViewAddressing addressingOf(const layout::LayoutMap& layouts, const ir::Value* v
     std::vector<std::vector<int32_t>> flat = basesOfIn(parent.bytes, kByte);
     for (int d = static_cast<int>(st.shape.size()); d-- > 0;)
       for (const auto& b : dimBases(parent, d)) flat.push_back(b);
+    if (whole) {
+      // All buffers of the allocation as one tile: the buffer index is the highest bits.
+      const layout::SharedAllocation* a = layouts.sharedAllocation(src);
+      if (!a || !std::has_single_bit(uint64_t(st.count)) || !std::has_single_bit(uint64_t(srcTile)))
+        raiseError(def->loc(), "tlx.local_reinterpret of all " + std::to_string(st.count) +
+                                   " buffers of " + st.str() +
+                                   " as one tile needs a power-of-two count and tile size");
+      for (int64_t k = 1; k < st.count; k *= 2)
+        flat.push_back({static_cast<int32_t>(a->bytesPerBuffer * k)});
+    }
     flat.resize(size_t(std::countr_zero(uint64_t(tile))));
     size_t next = 0;
     std::vector<std::vector<int32_t>> byteBases;
@@ -223,6 +245,31 @@ ViewAddressing addressingOf(const layout::LayoutMap& layouts, const ir::Value* v
     throw std::logic_error("codegen: not a buffer view");
   }
 }
+
+} // namespace
+
+/// The bytes from row i to row i + 1 of the buffer view a subview (bufs[j][i]) indexes: rows
+/// must lie a constant stride apart and never share address bits with the rest of the row (an
+/// unswizzled layout), so that the row's start is an addition to the register.
+int64_t FunctionLowering::subviewRowBytes(const ir::Op& op) {
+  ViewAddressing parent = addressingOf(layouts_, op.operand(0), op);
+  auto rows = basesOfIn(parent.bytes, layout::dimName(0));
+  int64_t stride = rows.empty() ? 0 : rows[0][0], reach = parent.xorBytes;
+  for (const std::string& in : parent.bytes.inDimNames())
+    if (in != layout::dimName(0))
+      for (const auto& b : basesOfIn(parent.bytes, in)) reach |= b[0];
+  bool ok = true;
+  for (size_t k = 0; k < rows.size(); ++k)
+    ok &= rows[k][0] == (stride << k) && (rows[k][0] & reach) == 0;
+  if (!ok)
+    raiseError(op.loc(), "indexing the buffer view " + op.operand(0)->type().str() +
+                             " (bufs[j][i]) is not supported by the PTX backend: its rows are "
+                             "swizzled in shared memory; use tlx.local_slice with constant "
+                             "offsets, or a buffer of fewer than 8 rows");
+  return stride;
+}
+
+namespace {
 
 /// Element offsets (in elements of `elem`) of the view: a user error when a view element's bytes
 /// are not contiguous and aligned (a reinterpret to a wider type across the swizzle).
@@ -341,6 +388,9 @@ void FunctionLowering::lowerTlxBuffer(const ir::Op& op) {
     const layout::SharedAllocation& a = allocationOf(op, 0);
     std::string base = b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32);
     std::string index = b_.materialize(operand(op, 1).at(0), RegClass::B32);
+    if (op.intAttr("subview"))
+      return bind(op.result(), {b_.pure("mad.lo.s32", RegClass::B32,
+                                        {index, immInt(subviewRowBytes(op)), base})});
     // Views of one buffer of a multi-buffered allocation: base + index * bytesPerBuffer.
     return bind(op.result(),
                 {b_.pure("mad.lo.s32", RegClass::B32, {index, immInt(a.bytesPerBuffer), base})});

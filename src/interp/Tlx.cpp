@@ -722,7 +722,6 @@ void Executor::execTlx(const ir::Op& op) {
     v.strides = rowMajorStrides(rt.shape);
     v.count = rt.count;
     v.tileStrideBytes = v.tileElements() * v.elemBytes();
-    // Fresh shared memory holds garbage on the GPU: poison it (NaN for floats, -1 for ints) so
     if (op.hasAttr("alias")) {
       // A member of a storage_alias_spec: its buffers lie in the spec's one region, at the
       // offset and spacing the compiler gave it (see specialize/TlxStorageAlias.cpp).
@@ -742,6 +741,7 @@ void Executor::execTlx(const ir::Op& op) {
       set(op.result(), v);
       return;
     }
+    // Fresh shared memory holds garbage on the GPU: poison it (NaN for floats, -1 for ints) so
     // that reads before writes show up in results.
     v.alloc->bytes.assign(size_t(v.count * v.tileStrideBytes), 0xFF);
     v.alloc->allocOp = &op;
@@ -762,6 +762,25 @@ void Executor::execTlx(const ir::Op& op) {
   case OpCode::LocalView: {
     int64_t index = scalarInt(op, 1);
     const RtValue& src = slot(op.operand(0));
+    if (auto* b = std::get_if<BufferView>(&src); b && op.intAttr("subview")) {
+      // Row `index` of one buffer (element `index` of a 1-D one, as a [1] view).
+      int64_t rows = b->shape.empty() ? 1 : b->shape[0];
+      if (index < 0 || index >= rows)
+        fail(op.loc(), "local_view index " + std::to_string(index) +
+                           " is out of range for dimension 0 (size " + std::to_string(rows) +
+                           ") of the buffer view in " + where());
+      BufferView v = *b;
+      v.byteOffset += index * (b->strides.empty() ? 1 : b->strides[0]) * b->elemBytes();
+      if (v.shape.size() > 1) {
+        v.shape.erase(v.shape.begin());
+        v.strides.erase(v.strides.begin());
+      } else {
+        v.shape = {1};
+      }
+      v.tileStrideBytes = v.tileElements() * v.elemBytes();
+      set(op.result(), v);
+      return;
+    }
     if (auto* b = std::get_if<BufferView>(&src)) {
       if (index < 0 || index >= b->count)
         fail(op.loc(), "local_view index " + std::to_string(index) + " is out of range for " +

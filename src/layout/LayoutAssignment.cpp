@@ -952,24 +952,6 @@ private:
     map_.sharedBytes_ = map_.scratchOffset_ + scratch;
   }
 
-  /// A run-time if that yields buffer or barrier views (a CTA's half of a tile, chosen by its
-  /// cluster rank): its result views the allocation its branches' views come from. Views of
-  /// two allocations are chosen between only when the allocations lie alike.
-  void chooseViewRoots(const ir::Op& yield) {
-    const ir::Block* block = yield.parentBlock();
-    const ir::Op* parent = block ? block->parentOp() : nullptr;
-    if (!parent || parent->code() != OpCode::If) return;
-    for (unsigned i = 0; i < yield.numOperands() && i < parent->numResults(); ++i) {
-      const ir::Type& t = yield.operand(i)->type();
-      if (t.kind != ir::TypeKind::Buffer && t.kind != ir::TypeKind::Barrier) continue;
-      const ir::Value* root = rootOf(yield.operand(i));
-      auto [it, fresh] = map_.viewRoots_.emplace(parent->result(i), root);
-      if (fresh || it->second == root) continue;
-      auto a = map_.allocations_.find(it->second), b = map_.allocations_.find(root);
-      bool alike = a != map_.allocations_.end() && b != map_.allocations_.end() &&
-                   a->second.layout == b->second.layout &&
-                   a->second.swizzleBytes == b->second.swizzleBytes &&
-                   a->second.bytesPerBuffer == b->second.bytesPerBuffer;
   /// A member of a tlx.storage_alias_spec: the spec's region is placed at its first member,
   /// sized for every member (alias_bytes, and each member's last buffer), and each member lies
   /// at its alias_offset in it, alias_stride bytes apart (0: its own buffer size).
@@ -1000,6 +982,24 @@ private:
                                std::to_string(a.alignment));
   }
 
+  /// A run-time if that yields buffer or barrier views (a CTA's half of a tile, chosen by its
+  /// cluster rank): its result views the allocation its branches' views come from. Views of
+  /// two allocations are chosen between only when the allocations lie alike.
+  void chooseViewRoots(const ir::Op& yield) {
+    const ir::Block* block = yield.parentBlock();
+    const ir::Op* parent = block ? block->parentOp() : nullptr;
+    if (!parent || parent->code() != OpCode::If) return;
+    for (unsigned i = 0; i < yield.numOperands() && i < parent->numResults(); ++i) {
+      const ir::Type& t = yield.operand(i)->type();
+      if (t.kind != ir::TypeKind::Buffer && t.kind != ir::TypeKind::Barrier) continue;
+      const ir::Value* root = rootOf(yield.operand(i));
+      auto [it, fresh] = map_.viewRoots_.emplace(parent->result(i), root);
+      if (fresh || it->second == root) continue;
+      auto a = map_.allocations_.find(it->second), b = map_.allocations_.find(root);
+      bool alike = a != map_.allocations_.end() && b != map_.allocations_.end() &&
+                   a->second.layout == b->second.layout &&
+                   a->second.swizzleBytes == b->second.swizzleBytes &&
+                   a->second.bytesPerBuffer == b->second.bytesPerBuffer;
       if (!alike)
         raiseError(parent->loc(), "this if chooses between views of two allocations that lie "
                                   "differently in shared memory (" +
@@ -1019,6 +1019,7 @@ private:
   std::unordered_map<const ir::Value*, bool> cheap_;
   bool wgmmaStaging_ = false;
   int taskWarps_ = 0;
+  std::map<int64_t, int64_t> aliasRegions_; // storage_alias_spec -> its region's offset
 };
 
 // -------------------------------------------------------------------------------------------
@@ -1037,7 +1038,6 @@ const LinearLayout& LayoutMap::layout(const ir::Value* v) const {
   return it->second;
 }
 
-  std::map<int64_t, int64_t> aliasRegions_; // storage_alias_spec -> its region's offset
 const LinearLayout& LayoutMap::operandLayout(const ir::Op& user, unsigned i) const {
   auto it = conversionIndex_.find({&user, i});
   if (it != conversionIndex_.end()) return conversions_[it->second].dst;

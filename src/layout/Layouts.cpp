@@ -645,13 +645,13 @@ int nvmmaSwizzleBytes(const std::vector<int64_t>& shape, int elemBytes,
   int64_t rowBytes = shape[order[0]] * elemBytes;
   for (int s : {128, 64, 32})
     if (rowBytes >= s) return s;
+  return 0;
+}
+
 int64_t sharedTileAlignment(const std::vector<int64_t>& shape, int elemBytes) {
   bool pow2 = std::all_of(shape.begin(), shape.end(), isPowerOf2);
   bool swizzled = pow2 && shape.size() == 2 && shape[0] >= 8 && nvmmaSwizzleBytes(shape, elemBytes);
   return swizzled ? 1024 : 128;
-}
-
-  return 0;
 }
 
 LinearLayout swizzledSharedLayout(const std::vector<int64_t>& shape, int32_t vec, int32_t perPhase,

@@ -213,12 +213,6 @@ public:
   ir::Value* requireScalarI32(const Val& v, SourceLoc loc, const std::string& what);
 
   // ---- state ----
-  const SpecializeInput& in;
-  ir::Builder b;
-  Frame* frame = nullptr;
-  std::vector<FunctionRef> callStack;
-  TaskContext taskContext = TaskContext::None;
-  std::optional<int64_t> replicaId;
   /// The kernel's tlx.storage_alias_spec objects (a Val::Kind::Object indexes this).
   struct AliasSpec {
     bool tmem = false;
@@ -227,6 +221,12 @@ public:
     bool overlapSet = false;
   };
   std::vector<AliasSpec> aliasSpecs;
+  const SpecializeInput& in;
+  ir::Builder b;
+  Frame* frame = nullptr;
+  std::vector<FunctionRef> callStack;
+  TaskContext taskContext = TaskContext::None;
+  std::optional<int64_t> replicaId;
   int64_t unrolledIterations = 0; // bounds static unrolling so no input can blow up the IR
   int64_t opsAtStart = 0;         // ir::opsCreatedOnThisThread() when specialization began
   std::set<const ir::Value*> kernelArgValues; // for "declare it tl.constexpr" notes

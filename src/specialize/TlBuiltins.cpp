@@ -200,9 +200,9 @@ std::optional<Val> Specializer::namespaceMember(const std::string& ns, const std
     if (name == "cuda") return Val::ns("tl.extra");
     return std::nullopt;
   }
-    if (name == "reuse_group_type") return Val::ns("tlx.reuse_group_type");
   if (ns == "tlx") {
     if (name == "storage_kind") return Val::ns("tlx.storage_kind");
+    if (name == "reuse_group_type") return Val::ns("tlx.reuse_group_type");
     if (auto d = ir::parseTlDType(name)) return Val::dtypeOf(*d);
     const auto& f = tlxFunctionNames();
     if (std::find(f.begin(), f.end(), name) != f.end()) return Val::builtin("tlx." + name);
@@ -210,10 +210,10 @@ std::optional<Val> Specializer::namespaceMember(const std::string& ns, const std
   }
   if (ns == "tlx.storage_kind") {
     if (name == "smem" || name == "tmem") return Val::enumValue(name);
-  if (ns == "tlx.reuse_group_type") {
-    if (name == "shared" || name == "distinct") return Val::enumValue(name);
     return std::nullopt;
   }
+  if (ns == "tlx.reuse_group_type") {
+    if (name == "shared" || name == "distinct") return Val::enumValue(name);
     return std::nullopt;
   }
   if (ns == "tl.PropagateNan") {
@@ -260,11 +260,11 @@ void Specializer::unknownMember(const std::string& ns, const std::string& name, 
           "float8e4nv", "float8e5", "float16", "bfloat16", "float32", "float64"})
       candidates.push_back(d);
   } else if (ns == "tlx") {
+    candidates = tlxFunctionNames();
+    candidates.push_back("storage_kind");
     candidates.push_back("reuse_group_type");
   } else if (ns == "tlx.reuse_group_type") {
     candidates = {"shared", "distinct"};
-    candidates = tlxFunctionNames();
-    candidates.push_back("storage_kind");
   } else if (ns == "math") {
     candidates = mathFunctions();
     candidates.insert(candidates.end(), {"pi", "e", "inf", "nan", "tau"});

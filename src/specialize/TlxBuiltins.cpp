@@ -78,6 +78,16 @@ bool isRemoteBarrierView(const ir::Value* v) {
   return def && def->code() == OpCode::LocalView && def->intAttr("remote_view") != 0;
 }
 
+/// A view of one buffer (local_view / bufs[i], or a view of one), not an allocation: indexing
+/// it selects inside the buffer.
+bool isBufferView(const ir::Value* v) {
+  for (const ir::Op* d = v->def(); d; d = d->operand(0)->def()) {
+    if (d->code() == OpCode::LocalView) return true;
+    if (d->code() != OpCode::LocalTrans && d->code() != OpCode::LocalSlice) return false;
+  }
+  return false;
+}
+
 std::string dims(const std::vector<int64_t>& s) {
   std::string r;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -146,6 +156,7 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
     return 1;
   };
 
+  if (name == "storage_alias_spec" || name == "reuse_group") return callStorageAlias(name, call);
   if (name == "local_alloc") {
     BoundArgs a(call, {"shape", "dtype", "num", "storage=", "reuse=", "layout="});
     std::vector<int64_t> shape =
@@ -153,7 +164,6 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
     DType dt = constDType(a.get("dtype"), a.loc("dtype"), "tlx.local_alloc's dtype");
     int64_t num = constInt(a.get("num"), a.loc("num"), "tlx.local_alloc's num", a.expr("num"));
     if (num < 1) raiseError(a.loc("num"), "tlx.local_alloc's num must be at least 1");
-  if (name == "storage_alias_spec" || name == "reuse_group") return callStorageAlias(name, call);
     ir::MemorySpace space = ir::MemorySpace::Shared;
     if (a.has("storage")) {
       const Val& s = a.get("storage");
@@ -212,6 +222,18 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
                  "index " + std::to_string(idx.i) + " is out of range for " + base.type().str());
     ir::Value* i = requireScalarI32(idx, a.loc("buffer_idx"), "a buffer index");
     ir::Type t = base.type();
+    if (t.kind == ir::TypeKind::Buffer && isBufferView(base.v)) {
+      // Indexing one buffer (a view, as TLX's num == 0): row i of it, or element i of a 1-D
+      // buffer as a [1] view.
+      int64_t rows = t.shape.empty() ? 1 : t.shape[0];
+      if (idx.isIntLike() && (idx.i < 0 || idx.i >= rows))
+        raiseError(a.loc("buffer_idx"), "index " + std::to_string(idx.i) +
+                                            " is out of range for dimension 0 of the view " +
+                                            t.str());
+      t.shape = t.shape.size() > 1 ? std::vector<int64_t>(t.shape.begin() + 1, t.shape.end())
+                                   : std::vector<int64_t>{1};
+      return Val::runtime(b.create1(OpCode::LocalView, {base.v, i}, t, {{"subview", int64_t(1)}}));
+    }
     t.count = 1;
     return Val::runtime(b.create1(OpCode::LocalView, {base.v, i}, t));
   }
@@ -327,6 +349,12 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
     int64_t oldBytes = t.numElements() * ir::byteWidth(t.elem);
     ir::Type nt = ir::Type::buffer(dt, shape, t.count, t.space);
     int64_t newBytes = nt.numElements() * ir::byteWidth(dt);
+    if (t.count > 1 && newBytes > oldBytes && newBytes <= oldBytes * t.count) {
+      // As TLX's memdesc_reinterpret of the whole allocation: one tile over all its buffers.
+      nt.count = 1;
+      return Val::runtime(
+          b.create1(OpCode::LocalReinterpret, {buf}, nt, {{"whole", int64_t(1)}}));
+    }
     if (newBytes > oldBytes)
       raiseError(loc, "tlx.local_reinterpret: " + nt.str() + " needs " + std::to_string(newBytes) +
                           " bytes per buffer but " + t.str() + " has " + std::to_string(oldBytes));
