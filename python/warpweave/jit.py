@@ -1219,7 +1219,8 @@ class JITFunction(KernelInterface):
     def _compile(self, values, key_part, kinds, interpret, options, target, trap=0):
         signature = self.signature_string(values, kinds, key_part)
         env = self.environment()
-        num_warps, num_stages, num_ctas, shape = options
+        num_warps, num_stages, num_ctas = options[:3]
+        shape = options[3] if len(options) > 3 else (num_ctas, 1, 1)  # callers giving three
         nat = native()
         stage = "tile-ir" if interpret else "cubin"
         compile_target = "sm_90a" if interpret else target

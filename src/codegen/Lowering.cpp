@@ -325,6 +325,7 @@ void FunctionLowering::lowerOp(const ir::Op& op) {
     return lowerTlxCluster(op);
   case OpCode::AsyncRemoteStore:
   case OpCode::RemoteStore:
+  case OpCode::AsyncRemoteCopy:
     return lowerTlxRemoteStore(op);
   case OpCode::AsyncDot:
     return lowerAsyncDot(op);
@@ -336,6 +337,8 @@ void FunctionLowering::lowerOp(const ir::Op& op) {
     return bind(op.result(), {b_.pure("mov.u64", RegClass::B64, {"%clock64"})});
   case OpCode::VoteBallot:
     return lowerVoteBallot(op);
+  case OpCode::InlineAsm:
+    return lowerInlineAsm(op);
   case OpCode::Return:
     return b_.inst("ret", {});
   case OpCode::Yield:

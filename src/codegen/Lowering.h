@@ -173,6 +173,10 @@ private:
   /// Distributed shared memory: async_remote_shmem_store (st.async with complete_tx on the
   /// peer's mbarrier) and remote_shmem_store (st.shared::cluster) (TlxRemoteStore.cpp).
   void lowerTlxRemoteStore(const ir::Op& op);
+  /// async_remote_shmem_copy: one cp.async.bulk.shared::cluster (TlxRemoteStore.cpp).
+  void lowerTlxRemoteCopy(const ir::Op& op);
+  /// tl.inline_asm_elementwise: the user's PTX once per `pack` elements (InlineAsm.cpp).
+  void lowerInlineAsm(const ir::Op& op);
   /// tlx.vote_ballot_sync: vote.sync.ballot over a per-thread scalar predicate (WarpVote.cpp).
   void lowerVoteBallot(const ir::Op& op);
   /// The shared-memory allocation behind a buffer or barrier operand; a user error if none.

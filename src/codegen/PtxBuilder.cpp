@@ -238,8 +238,19 @@ void PtxBuilder::eliminateDeadInstructions() {
   std::unordered_map<std::string, std::vector<size_t>> definers;
   std::vector<std::string> work;
   std::set<std::string> live;
+  bool inAsm = false; // between kInlineAsmBegin and kInlineAsmEnd: the user's text, all kept
   for (size_t i = 0; i < lines.size(); ++i) {
-    parsed.push_back(parseLine(lines[i]));
+    std::string_view trimmed(lines[i]);
+    while (!trimmed.empty() && (trimmed[0] == '\t' || trimmed[0] == ' ')) trimmed.remove_prefix(1);
+    if (trimmed == kInlineAsmBegin || trimmed == kInlineAsmEnd) inAsm = trimmed == kInlineAsmBegin;
+    if (inAsm) {
+      ParsedLine opaque;
+      opaque.instruction = true;
+      collectRegisters(lines[i], opaque.uses);
+      parsed.push_back(std::move(opaque));
+    } else {
+      parsed.push_back(parseLine(lines[i]));
+    }
     const ParsedLine& p = parsed.back();
     if (!p.instruction) continue;
     if (p.removable) {

@@ -32,6 +32,11 @@ inline bool isImmediate(std::string_view operand) {
   return !operand.empty() && operand[0] != '%';
 }
 
+/// The lines that enclose tl.inline_asm_elementwise's text (as LLVM marks inline asm): the dead
+/// instruction elimination keeps what lies between them and counts every register there used.
+inline constexpr std::string_view kInlineAsmBegin = "// begin inline asm";
+inline constexpr std::string_view kInlineAsmEnd = "// end inline asm";
+
 class PtxBuilder {
 public:
   /// A fresh virtual register of class `c`.

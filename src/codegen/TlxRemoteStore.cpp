@@ -25,7 +25,7 @@ bool isAllocationOrView(const ir::Value* v) {
 }
 
 bool isRemoteStore(OpCode c) {
-  return c == OpCode::AsyncRemoteStore || c == OpCode::RemoteStore;
+  return c == OpCode::AsyncRemoteStore || c == OpCode::RemoteStore || c == OpCode::AsyncRemoteCopy;
 }
 
 /// Whether `op` follows another remote store of its block with only register arithmetic in
@@ -73,15 +73,28 @@ void refuseRemoteStoresOn(const ir::Function& fn, Target target) {
       raiseError(op.loc(), std::string("tlx.") + op.name() +
                                " needs sm_90 or later (thread-block clusters and distributed "
                                "shared memory); compile for sm_90a or sm_100a");
-    // The H200 raises an illegal instruction for st.async in a kernel launched without a
-    // cluster, even into its own CTA.
-    if (fn.numCtas <= 1) raiseError(op.loc(), ir::remoteStoreWithoutClusterMessage(op));
   });
 }
 
 void FunctionLowering::lowerTlxRemoteStore(const ir::Op& op) {
   bool async = op.code() == OpCode::AsyncRemoteStore;
   const std::string what = std::string("tlx.") + op.name();
+  if (fn_.numCtas <= 1) {
+    // As in TLX, a kernel without a cluster compiles (the store may sit in a branch that a
+    // 1-CTA launch never takes, as a rank != 0 test). The H200 raised an illegal instruction
+    // for st.async launched without a cluster, even into the CTA's own shared memory: a store
+    // that runs reports its line and traps instead.
+    const SourceLoc& l = op.loc();
+    std::string where = fn_.name;
+    if (sources_ && l.valid() && l.file < sources_->numFiles())
+      where = sources_->path(l.file) + ":" + std::to_string(l.line);
+    b_.printf(PtxBuilder::escapePrintf(where + ": " + ir::remoteStoreWithoutClusterMessage(op)) +
+                  "\n",
+              {}, electedThread());
+    b_.inst("trap", {});
+    return;
+  }
+  if (op.code() == OpCode::AsyncRemoteCopy) return lowerTlxRemoteCopy(op);
   // sm_80 was refused before lowering began (refuseRemoteStoresOn).
   const ir::Value* dst = op.operand(0);
   const ir::Value* src = op.operand(1);
@@ -176,6 +189,37 @@ void FunctionLowering::lowerTlxRemoteStore(const ir::Op& op) {
     if (async) operands.push_back(remoteBar);
     b_.inst(opcode + vec + "." + unitType(elem, bytes, packed), operands, owner);
   }
+}
+
+void FunctionLowering::lowerTlxRemoteCopy(const ir::Op& op) {
+  const std::string what = std::string("tlx.") + op.name();
+  for (unsigned i : {0u, 1u})
+    if (!isAllocationOrView(op.operand(i)))
+      raiseError(op.loc(), what + "'s " + (i == 0 ? "dst" : "src") +
+                               " must be a buffer from tlx.local_alloc or a local_view of one; "
+                               "slices, transposes and reinterprets are not supported");
+  const ir::Type& st = op.operand(1)->type();
+  int64_t bytes = ir::byteWidth(st.elem);
+  for (int64_t d : st.shape) bytes *= d;
+  const int64_t clusterSize = std::max(1, fn_.numCtas);
+  if (std::optional<int64_t> r = ir::constantInt(op.operand(2)); r && *r >= clusterSize)
+    raiseError(op.loc(), what + "'s remote_cta_rank " + std::to_string(*r) +
+                             " is outside the cluster of " + std::to_string(clusterSize) +
+                             " CTAs (ranks 0.." + std::to_string(clusterSize - 1) + ")");
+  allocationOf(op, 0);
+  allocationOf(op, 1);
+  allocationOf(op, 3);
+  // Every thread's earlier writes of src (and their proxy fences) are done before one thread
+  // starts the copy, which reads src through the async proxy.
+  barrier();
+  std::string rank = b_.materialize(operand(op, 2).at(0), RegClass::B32);
+  auto local = [&](unsigned i) {
+    return sharedAddress(b_.materialize(regsOf(op.operand(i)).at(0), RegClass::B32));
+  };
+  std::string dst = b_.pure("mapa.shared::cluster.u32", RegClass::B32, {local(0), rank});
+  std::string bar = b_.pure("mapa.shared::cluster.u32", RegClass::B32, {local(3), rank});
+  b_.inst("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes",
+          {bracketed(dst), bracketed(local(1)), immInt(bytes), bracketed(bar)}, electedThread());
 }
 
 } // namespace ww::codegen

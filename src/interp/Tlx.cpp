@@ -28,6 +28,7 @@
 // which ops codegen lowers with one.
 #include "interp/Elementwise.h"
 #include "interp/Executor.h"
+#include "interp/InlineAsm.h"
 #include "ir/OpTraits.h"
 
 #include <algorithm>
@@ -1210,14 +1211,28 @@ void Executor::execTlx(const ir::Op& op) {
 
   // ---- distributed shared memory ----
   case OpCode::AsyncRemoteStore:
-  case OpCode::RemoteStore: {
+  case OpCode::RemoteStore:
+  case OpCode::AsyncRemoteCopy: {
     // The store reaches the buffer made by the same local_alloc in CTA `rank` (the same offset
     // on the GPU). The synchronous form writes it now (a peer sees it after a cluster barrier);
     // st.async lands like a TMA load, when every agent is blocked, and completes its bytes on
     // the peer's barrier at the same offset, so a peer that reads before its wait is caught.
     if (k_.fn->numCtas <= 1) fail(op.loc(), ir::remoteStoreWithoutClusterMessage(op));
     const BufferView& dst = buffer(op, 0);
-    TensorPtr value = tensor(op, 1);
+    TensorPtr value;
+    if (op.code() == OpCode::AsyncRemoteCopy) {
+      // The bulk copy reads this CTA's src when it is issued; its bytes land as a store's.
+      const BufferView& src = buffer(op, 1);
+      checkedRead(op, src, tilesOf(src, src.tileElements()));
+      TensorPtr bytes = readBuffer(src, ir::Type::tensor(src.elem, src.shape));
+      auto moved = std::make_shared<Tensor>(dst.elem, false, dst.shape);
+      if (moved->bytes.size() != bytes->bytes.size())
+        throw std::logic_error("async_remote_shmem_copy: src and dst sizes differ");
+      moved->bytes = bytes->bytes;
+      value = moved;
+    } else {
+      value = tensor(op, 1);
+    }
     checkViewElements(op, dst, value->numel());
     CtaState& target = peer(op, scalarInt(op, 2), std::string(op.name()));
     BufferView view = peerBuffer(dst, target);
@@ -1335,6 +1350,20 @@ void Executor::execTlx(const ir::Op& op) {
     fail(op.loc(), std::string(op.name()) +
                        " has no single value in the interpreter, which runs each warp group as "
                        "one agent over whole tensors");
+  case OpCode::InlineAsm: {
+    std::vector<TensorPtr> args;
+    for (unsigned i = 0; i < op.numOperands(); ++i) args.push_back(tensor(op, i));
+    std::vector<Tensor> results;
+    std::string bad;
+    if (!runInlineAsm(op, args, results, bad))
+      fail(op.loc(), "tl.inline_asm_elementwise: the interpreter cannot run PTX; it runs only "
+                     "'mov' between operands or from an immediate and 'nanosleep' (pack=1), "
+                     "not " +
+                         bad + "; run this kernel on the GPU");
+    for (unsigned r = 0; r < op.numResults(); ++r)
+      set(op.result(r), std::make_shared<Tensor>(std::move(results[r])));
+    return;
+  }
   case OpCode::AsyncTask:
     fail(op.loc(), "tlx.async_task outside 'with tlx.async_tasks()': a task runs only as part of "
                    "an async_tasks block");

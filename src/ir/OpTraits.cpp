@@ -114,6 +114,7 @@ bool lowersWithAgentBarrier(OpCode c) {
   case OpCode::BarrierArrive:
   case OpCode::AsyncRemoteStore:
   case OpCode::RemoteStore:
+  case OpCode::AsyncRemoteCopy:
     return true;
   default:
     return false;
@@ -137,6 +138,7 @@ bool accessesSharedBuffers(OpCode c) {
   case OpCode::AsyncDescStoreWait:
   case OpCode::AsyncRemoteStore:
   case OpCode::RemoteStore:
+  case OpCode::AsyncRemoteCopy:
     return true;
   default:
     return false;
@@ -145,9 +147,9 @@ bool accessesSharedBuffers(OpCode c) {
 
 std::string remoteStoreWithoutClusterMessage(const Op& op) {
   return std::string("tlx.") + op.name() +
-         " needs a cluster launch: launch with ctas_per_cga=(n, 1, 1), n >= 2 (the GPU refuses "
-         "distributed shared memory stores outside a cluster, even into the CTA's own shared "
-         "memory, which tlx.local_store writes)";
+         " needs a cluster launch: launch with ctas_per_cga=(n, 1, 1), n >= 2, or another shape "
+         "of 2 or more CTAs (the GPU refuses distributed shared memory stores outside a cluster, "
+         "even into the CTA's own shared memory, which tlx.local_store writes)";
 }
 
 } // namespace ww::ir

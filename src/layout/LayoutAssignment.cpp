@@ -638,6 +638,25 @@ private:
     case OpCode::Split:
       assignSplit(op);
       return;
+    case OpCode::InlineAsm: {
+      // Elementwise over several results: every operand and result in one layout, the first
+      // operand's (a deferred one is fixed to its natural layout).
+      if (!isTensor(op.result(0))) return;
+      LinearLayout chosen;
+      bool found = false;
+      for (const ir::Value* v : op.operands())
+        if (!found && isTensor(v))
+          if (const LinearLayout* l = layoutOf(v)) {
+            chosen = *l;
+            found = true;
+          }
+      if (!found)
+        chosen = preferred(op.result(0)) ? *preferred(op.result(0)) : freeLayout(op.result(0));
+      for (unsigned i = 0; i < op.numOperands(); ++i)
+        if (isTensor(op.operand(i))) require(op, i, chosen);
+      for (unsigned i = 0; i < op.numResults(); ++i) setLayout(op.result(i), chosen);
+      return;
+    }
     case OpCode::Cat: {
       const LinearLayout* a = layoutOf(op.operand(0));
       if (!a) return;

@@ -191,6 +191,7 @@ public:
   [[noreturn]] void unknownMember(const std::string& ns, const std::string& name, SourceLoc loc);
   Val reduceOp(const std::string& kind, const Val& input, const BoundArgs& a, SourceLoc loc);
   Val dot(const BoundArgs& a, SourceLoc loc);
+  Val inlineAsmElementwise(CallSite& call); // InlineAsm.cpp
   Val loadOp(const BoundArgs& a, SourceLoc loc);
   void storeOp(const BoundArgs& a, SourceLoc loc);
   Val customReduce(const std::vector<ir::Value*>& inputs, int64_t axis, const Val& combine,

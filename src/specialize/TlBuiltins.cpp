@@ -87,6 +87,7 @@ const std::vector<std::string>& tlFunctions() {
                                                  "constexpr",
                                                  "pointer_type",
                                                  "umulhi",
+                                                 "inline_asm_elementwise",
                                                  "div_rn",
                                                  "fdiv",
                                                  "ravel",
@@ -789,6 +790,7 @@ Val Specializer::callTl(const std::string& name, CallSite& call) {
     BoundArgs a(call, {"x", "y", "ieee_rounding="});
     return evalBinOp(ast::BinOpKind::Div, a.get("x"), a.get("y"), loc);
   }
+  if (name == "inline_asm_elementwise") return inlineAsmElementwise(call);
   if (name == "umulhi") {
     BoundArgs a(call, {"x", "y"});
     auto [x, y] = unify(a.get("x"), a.get("y"), loc, std::nullopt, "tl.umulhi");

@@ -32,6 +32,7 @@ const std::vector<std::string>& tlxFunctionNames() {
                                                  "cluster_barrier",
                                                  "async_remote_shmem_store",
                                                  "remote_shmem_store",
+                                                 "async_remote_shmem_copy",
                                                  "async_descriptor_load",
                                                  "async_descriptor_store",
                                                  "async_descriptor_store_wait",
@@ -258,6 +259,42 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
                  "tlx.local_store: the value is " + x->type().str() + " but the buffer holds " +
                      std::string(ir::tlName(buf->type().elem)) + "; convert it with .to(...)");
     b.create(OpCode::LocalStore, {buf, x}, {});
+    return Val::none();
+  }
+  if (name == "async_remote_shmem_copy") {
+    // One bulk copy of this CTA's src buffer to dst's offset in CTA remote_cta_rank, its bytes
+    // completed on that CTA's barrier at the offset of `barrier`.
+    BoundArgs a(call, {"dst", "src", "remote_cta_rank", "barrier"});
+    ir::Value* dst = oneBuffer(a, "dst");
+    ir::Value* src = oneBuffer(a, "src");
+    for (auto [buf, arg] : {std::pair{dst, "dst"}, std::pair{src, "src"}})
+      if (buf->type().space != ir::MemorySpace::Shared)
+        raiseError(a.loc(arg), fn + "'s " + arg +
+                                   " must be a shared-memory buffer (tlx.storage_kind.smem), got " +
+                                   buf->type().str());
+    auto bytesOf = [](const ir::Type& t) {
+      int64_t n = ir::byteWidth(t.elem);
+      for (int64_t d : t.shape) n *= d;
+      return n;
+    };
+    if (bytesOf(dst->type()) != bytesOf(src->type()))
+      raiseError(a.loc("dst"),
+                 fn + ": dst is " + dst->type().str() + " (" +
+                     std::to_string(bytesOf(dst->type())) + " bytes) but src is " +
+                     src->type().str() + " (" + std::to_string(bytesOf(src->type())) +
+                     " bytes); the copy moves src's bytes into a buffer of that size");
+    if (bytesOf(src->type()) % 16 != 0)
+      raiseError(a.loc("src"), fn + ": src holds " + std::to_string(bytesOf(src->type())) +
+                                   " bytes; a bulk copy moves a multiple of 16 bytes");
+    const Val& r = a.get("remote_cta_rank");
+    if (r.isIntLike() && r.i < 0)
+      raiseError(a.loc("remote_cta_rank"),
+                 fn + "'s remote_cta_rank must be a CTA rank (0 or more), got " +
+                     std::to_string(r.i));
+    b.create(OpCode::AsyncRemoteCopy,
+             {dst, src, requireScalarI32(r, a.loc("remote_cta_rank"), fn + "'s remote_cta_rank"),
+              oneBarrier(a, "barrier")},
+             {});
     return Val::none();
   }
   if (name == "async_remote_shmem_store" || name == "remote_shmem_store") {

@@ -21,6 +21,8 @@ bool isPure(const ir::Op& op) {
   case OpCode::ClusterSize:
   case OpCode::MakeDescriptor: // only describes memory; the accesses through it are the effects
     return true;
+  case OpCode::InlineAsm:
+    return op.intAttr("pure") != 0;
   case OpCode::Reduce:
   case OpCode::Scan:
     // Pure when the combine region is (it only ever holds arithmetic and a yield).

@@ -214,6 +214,7 @@ const Value* writtenBuffer(const Op& op) {
   case OpCode::LocalScatter:
   case OpCode::AsyncRemoteStore:
   case OpCode::RemoteStore:
+  case OpCode::AsyncRemoteCopy:
     return op.operand(0);
   default:
     return nullptr;

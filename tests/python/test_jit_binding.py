@@ -279,8 +279,8 @@ def test_launch_option_errors(recorder):
     x = np.zeros(16, np.float32)
     with pytest.raises(ValueError, match="power of 2"):
         no_spec[(1,)](x, 16, num_warps=3)
-    with pytest.raises(ValueError, match="1-D clusters"):
-        no_spec[(1,)](x, 16, ctas_per_cga=(2, 2, 1))
+    with pytest.raises(ValueError, match="a cluster holds 1 to 16 CTAs"):
+        no_spec[(1,)](x, 16, ctas_per_cga=(4, 4, 4))
 
 
 def test_cpu_torch_tensor_to_gpu_launch_is_refused(recorder):

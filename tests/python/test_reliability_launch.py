@@ -230,8 +230,8 @@ BAD_OPTIONS = [
     (dict(num_ctas=2.5), TypeError, r"num_ctas must be an int"),
     (dict(ctas_per_cga=(2.5, 1, 1)), TypeError, r"ctas_per_cga must be an int, got \(2.5, 1, 1\)"),
     (dict(ctas_per_cga=(0, 1, 1)), ValueError, r"ctas_per_cga=\(0, 1, 1\): a cluster holds 1 to"),
-    (dict(ctas_per_cga=(2, 2, 1)), ValueError, r"only 1-D clusters"),
-    (dict(ctas_per_cga=(1, 1, 1, 1)), ValueError, r"expected \(n,\), \(n, 1\) or \(n, 1, 1\)"),
+    (dict(ctas_per_cga=(4, 4, 2)), ValueError, r"a cluster holds 1 to 16 CTAs"),
+    (dict(ctas_per_cga=(1, 1, 1, 1)), ValueError, r"expected \(x,\), \(x, y\) or \(x, y, z\)"),
     (dict(ctas_per_cga=[2, "1"]), TypeError, r"ctas_per_cga must be an int"),
 ]
 

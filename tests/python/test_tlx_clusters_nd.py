@@ -222,3 +222,107 @@ def test_metadata_whose_shape_disagrees_with_num_ctas_is_refused():
                 folded=[], params=[])
     with pytest.raises(ValueError, match="cluster_dims"):
         native.kernel_from_metadata(json.dumps(meta), b"x", "")
+
+
+# ---- a cluster of one CTA: the remote store compiles and, when never reached, runs ----
+
+@pytest.mark.parametrize("c", [1, 2])
+def test_a_store_a_one_cta_cluster_never_reaches_compiles_and_runs(c):
+    # At (1, 1, 1) rank 0 keeps its own partial and never stores (TLX accepts the kernel too).
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((16, 64)).astype(np.float32)
+    out = np.zeros(16, np.float32)
+    row_sums_over_y[(1, c)](x, out, N=64, ROWS=16, C=c, ctas_per_cga=(1, c, 1))
+    np.testing.assert_allclose(out, x.sum(axis=1), rtol=1e-5, atol=1e-5)
+    k = compile_ptx(row_sums_over_y, ({"x_ptr": "*fp32", "out_ptr": "*fp32"},
+                                      {"N": 64, "ROWS": 16, "C": c}), (1, c, 1))
+    ptx = k.asm["ptx"]
+    if c == 1:  # no cluster launch: a store that ran would report itself and trap
+        assert ".reqnctapercluster" not in ptx and "st.async" not in ptx and "trap;" in ptx
+    else:
+        assert ".reqnctapercluster 1, 2, 1" in ptx and "st.async" in ptx
+
+
+# ---- async_remote_shmem_copy: one bulk copy of a shared buffer into a peer's ----
+
+@ww.jit
+def bulk_to_peer(x_ptr, out_ptr, N: tl.constexpr):
+    """Cluster (1, 2, 1): rank 0 stages x in its shared memory and copies it to rank 1's buffer,
+    completing the bytes on rank 1's barrier; rank 1 writes what arrived."""
+    buf = tlx.local_alloc((N,), tl.float32, 1)
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    rank = tlx.cluster_cta_rank()
+    if rank == 1:
+        tlx.barrier_expect_bytes(bars[0], N * 4)
+    tlx.cluster_barrier()
+    if rank == 0:
+        tlx.local_store(buf[0], tl.load(x_ptr + tl.arange(0, N)) * 2.0)
+        tlx.fence("async_shared")
+        tlx.async_remote_shmem_copy(dst=buf[0], src=buf[0], remote_cta_rank=1, barrier=bars[0])
+    if rank == 1:
+        tlx.barrier_wait(bars[0], 0)
+        tl.store(out_ptr + tl.arange(0, N), tlx.local_load(buf[0]))
+    tlx.cluster_barrier()
+
+
+def test_bulk_copy_into_a_peer_lands_on_its_barrier():
+    x = np.arange(256, dtype=np.float32)
+    out = np.zeros(256, np.float32)
+    bulk_to_peer[(1, 2)](x, out, N=256, ctas_per_cga=(1, 2, 1))
+    np.testing.assert_array_equal(out, 2 * x)
+
+
+def test_bulk_copy_ptx_maps_both_addresses_and_copies_once():
+    k = compile_ptx(bulk_to_peer, ({"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"N": 256}),
+                    (1, 2, 1))
+    ptx = k.asm["ptx"]
+    assert ptx.count("mapa.shared::cluster") == 2
+    copies = re.findall(r"(@%p\d+ )?cp\.async\.bulk\.shared::cluster\.shared::cta\.mbarrier::"
+                        r"complete_tx::bytes \[%r\d+\], \[%r\d+\], 1024, \[%r\d+\];", ptx)
+    assert len(copies) == 1 and copies[0], ptx  # one elected thread issues it
+    # The kernel's fence (alloc_barriers' own follows the mbarrier init) precedes the copy.
+    copy_at = ptx.index("cp.async.bulk.shared::cluster")
+    assert ptx.rfind("fence.proxy.async.shared::cta", 0, copy_at) > ptx.rfind("st.shared", 0,
+                                                                              copy_at)
+    assert k.asm["cubin"]
+
+
+@ww.jit
+def bulk_copy_too_small(out_ptr):
+    buf = tlx.local_alloc((2,), tl.float32, 1)
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    tlx.async_remote_shmem_copy(buf[0], buf[0], 1, bars[0])
+
+
+def test_bulk_copy_of_less_than_16_bytes_is_refused_at_the_call():
+    with pytest.raises(ww.CompilationError, match=r"test_tlx_clusters_nd\.py:\d+:\d+.*a bulk copy "
+                                                   r"moves a multiple of 16 bytes"):
+        compile_ptx(bulk_copy_too_small, ({"out_ptr": "*fp32"}, {}), (2, 1, 1))
+
+
+# ---- remote_shmem_store with an inline-asm delay, in the interpreter's subset ----
+
+@ww.jit
+def swap_after_delay(x_ptr, y_ptr):
+    """Cluster of 2: each CTA writes -1 into its own slot, rank 1 after a nanosleep; after a
+    cluster barrier each stores its value into the peer's slot, then reads its own."""
+    slots = tlx.local_alloc((1,), tl.float32, 2)
+    rank = tlx.cluster_cta_rank()
+    value = tl.load(x_ptr + rank + tl.arange(0, 1)) + (rank + 1) * 10
+    if rank == 1:
+        tl.inline_asm_elementwise("nanosleep.u32 1000; mov.u32 $0, 0;", "=r", [], dtype=tl.int32,
+                                  is_pure=False, pack=1)
+    tlx.local_store(tlx.local_view(slots, rank), tl.full((1,), -1.0, tl.float32))
+    tlx.cluster_barrier()
+    tlx.remote_shmem_store(dst=tlx.local_view(slots, rank ^ 1), src=value, remote_cta_rank=rank ^ 1)
+    tlx.cluster_barrier()
+    tl.store(y_ptr + rank + tl.arange(0, 1), tlx.local_load(tlx.local_view(slots, rank)))
+
+
+def test_remote_store_after_an_asm_delay():
+    x = np.array([1.0, 2.0], np.float32)
+    y = np.zeros(2, np.float32)
+    swap_after_delay[(2,)](x, y, ctas_per_cga=(2, 1, 1))
+    np.testing.assert_array_equal(y, [22.0, 11.0])
+    k = compile_ptx(swap_after_delay, ({"x_ptr": "*fp32", "y_ptr": "*fp32"}, {}), (2, 1, 1))
+    assert "nanosleep.u32 1000;" in k.asm["ptx"] and k.asm["cubin"]
