@@ -45,6 +45,15 @@ void FunctionLowering::parallelCopy(const std::vector<std::string>& dst,
     if (sources[i] != dst[i]) b_.inst(movOpcode(classes[i]), {dst[i], sources[i]});
 }
 
+bool FunctionLowering::carriesInitInPlace(const ir::Op& loop, unsigned i, const Regs& init) {
+  // Only a wgmma accumulator, and only as its own registers (not a layout conversion of them).
+  if (!isUnsharedAsyncDotResult(fn_.body, loop.operand(i), &loop)) return false;
+  if (&init != &regsOf(loop.operand(i))) return false;
+  for (const auto& x : init)
+    if (x.empty() || x[0] != '%') return false;
+  return true;
+}
+
 namespace {
 
 struct FlatRegs {
@@ -86,8 +95,9 @@ void FunctionLowering::lowerFor(const ir::Op& op) {
   for (unsigned k = 0; k < numIters; ++k) {
     const Regs& init = operand(op, 3 + k);
     RegClass c = carriedClass(op.result(k)->type());
+    bool reuse = carriesInitInPlace(op, 3 + k, init);
     for (const auto& x : init) {
-      carried[k].push_back(b_.newReg(c));
+      carried[k].push_back(reuse ? x : b_.newReg(c));
       flat.regs.push_back(carried[k].back());
       flat.classes.push_back(c);
       initFlat.push_back(x);
@@ -168,18 +178,16 @@ void FunctionLowering::lowerWhile(const ir::Op& op) {
   std::vector<std::string> initFlat;
   for (unsigned k = 0; k < numIters; ++k) {
     RegClass c = carriedClass(before.arg(k)->type());
-    for (const auto& x : operand(op, k)) {
-      carried[k].push_back(b_.newReg(c));
+    const Regs& init = operand(op, k);
+    bool reuse = carriesInitInPlace(op, k, init);
+    for (const auto& x : init) {
+      carried[k].push_back(reuse ? x : b_.newReg(c));
       flat.regs.push_back(carried[k].back());
       flat.classes.push_back(c);
       initFlat.push_back(x);
     }
   }
   parallelCopy(flat.regs, initFlat, flat.classes);
-  // The values passed on by `condition` are the loop's results (when it exits) and the after
-  // region's arguments (when it continues).
-  FlatRegs passedFlat;
-  std::vector<Regs> passed = freshResultRegisters(op, passedFlat.regs, passedFlat.classes);
   std::string head = b_.newLabel("while"), exit = b_.newLabel("endwhile");
   b_.pushScope();
   b_.label(head);
@@ -189,6 +197,23 @@ void FunctionLowering::lowerWhile(const ir::Op& op) {
   const ir::Op* condOp = terminatorOf(before, OpCode::Condition);
   b_.setLoc(condOp->loc());
   std::string cond = b_.materialize(operand(*condOp, 0).at(0), RegClass::Pred);
+  // The values passed on by `condition` are the loop's results (when it exits) and the after
+  // region's arguments (when it continues). A loop-carried value passed on once, as it is, stays
+  // in its registers: nothing writes them again before the yield, when the after region's
+  // arguments are dead. (A copy of a wgmma accumulator in flight would serialize the wgmmas.)
+  FlatRegs passedFlat;
+  std::vector<Regs> passed = freshResultRegisters(op, passedFlat.regs, passedFlat.classes);
+  passedFlat.regs.clear();
+  for (unsigned k = 0; k < op.numResults(); ++k) {
+    const ir::Value* v = condOp->operand(1 + k);
+    unsigned times = 0;
+    for (unsigned i = 1; i < condOp->numOperands(); ++i) times += condOp->operand(i) == v;
+    for (unsigned j = 0; j < numIters; ++j)
+      if (times == 1 && v == before.arg(j) && &operand(*condOp, 1 + k) == &regsOf(v) &&
+          carried[j].size() == passed[k].size())
+        passed[k] = carried[j];
+    passedFlat.regs.insert(passedFlat.regs.end(), passed[k].begin(), passed[k].end());
+  }
   std::vector<std::string> vals;
   for (unsigned k = 1; k < condOp->numOperands(); ++k)
     for (const auto& x : operand(*condOp, k)) vals.push_back(x);

@@ -42,6 +42,12 @@ std::string bracketed(const std::string& address);
 /// The op that created the barriers a barrier view comes from (through local_view ops).
 const ir::Op* barrierRoot(const ir::Value* v);
 
+/// Whether `v` is the result of a tlx.async_dot (directly or through async_dot_wait, which
+/// renames its registers) that no op of `body` but `user` reads, and `user` reads once: its
+/// registers, possibly still written by a wgmma in flight, may become `user`'s own without a
+/// copy (TlxAsyncDot.cpp).
+bool isUnsharedAsyncDotResult(const ir::Block& body, const ir::Value* v, const ir::Op* user);
+
 /// A user error at the first remote shared-memory store of `fn` when `target` has no clusters
 /// (sm_80), raised before anything else is lowered so that it names the store, not the buffers
 /// and barriers it needs (TlxRemoteStore.cpp).
@@ -220,6 +226,11 @@ private:
   /// appended in order to `flat` and their classes to `classes` (for parallelCopy).
   std::vector<Regs> freshResultRegisters(const ir::Op& op, std::vector<std::string>& flat,
                                          std::vector<RegClass>& classes);
+  /// Whether loop `loop` may carry its operand `i` (registers `init`) in those registers
+  /// instead of copies: a tlx.async_dot accumulator nothing else reads. Copying it would read
+  /// registers a wgmma may still be writing; ptxas then waits there and serializes every wgmma
+  /// of the kernel (a main loop after a peeled first k step, as TLX's GEMM tutorials write it).
+  bool carriesInitInPlace(const ir::Op& loop, unsigned i, const Regs& init);
   /// Moves `values` into `dst` with parallel-copy semantics (for loop-carried registers).
   void parallelCopy(const std::vector<std::string>& dst, const std::vector<std::string>& values,
                     const std::vector<RegClass>& classes);

@@ -2,6 +2,7 @@
 // masks, with cache and eviction hints.
 #include "codegen/Lowering.h"
 
+#include <algorithm>
 #include <bit>
 #include <stdexcept>
 
@@ -12,6 +13,18 @@ using ir::OpCode;
 using layout::LinearLayout;
 
 namespace {
+
+/// Whether every op of `block` (and nested regions) that reads `desc` is a register store
+/// through it (a descriptor's .store): then its tensor map may take any swizzle.
+bool onlyStoredThrough(const ir::Block& block, const ir::Value* desc) {
+  for (const auto& op : block.ops()) {
+    for (unsigned i = 0; i < op->numOperands(); ++i)
+      if (op->operand(i) == desc && (op->code() != OpCode::DescStore || i != 0)) return false;
+    for (unsigned r = 0; r < op->numRegions(); ++r)
+      if (!onlyStoredThrough(*op->region(r), desc)) return false;
+  }
+  return true;
+}
 
 std::string vecSuffix(int n) {
   return n == 1 ? std::string() : ".v" + std::to_string(n);
@@ -448,24 +461,62 @@ void FunctionLowering::lowerDescriptorCopy(const ir::Op& op) {
   if (dt.shape.back() * bytes % 16 != 0)
     raiseError(op.loc(), "descriptor block " + dt.str() +
                              ": the innermost block dim must span a multiple of 16 bytes");
-  // Scratch: the tile (128-byte aligned), then the mbarrier.
-  int64_t start = scratch(tileBytes + 128 + 16);
-  int64_t base = (start + 127) / 128 * 128;
+  // A store through a kernel argument's descriptor that nothing else uses stages its tile in
+  // the NVMMA swizzle (rows wider than the swizzle as column blocks, one TMA box each): the
+  // accumulator's rows then land in distinct banks, where unswizzled rows of 128 bytes put the 8
+  // rows of each 32-bit store in one bank.
+  int swizzle = 0;
+  bool isArgument = std::any_of(fn_.args.begin(), fn_.args.end(),
+                                [&](const ir::KernelArg& a) { return a.value == op.operand(0); });
+  if (!isLoad && isArgument && rank == 2 && dt.shape[0] >= 8 &&
+      std::has_single_bit(uint64_t(dt.shape[0])) && std::has_single_bit(uint64_t(dt.shape[1])) &&
+      onlyStoredThrough(fn_.body, op.operand(0)))
+    swizzle = layout::nvmmaSwizzleBytes(dt.shape, bytes);
+  // Scratch: the tile (128-byte aligned), then the mbarrier. A swizzled tile must start on
+  // 1024 bytes (whole swizzle atoms); where the scratch region does not, the descriptor's first
+  // store stays unswizzled rather than make the kernel's shared memory grow, and its later
+  // stores follow the first's choice (one tensor map serves them all).
+  int64_t start = scratch(0);
+  if (auto known = descriptorSwizzle_.find(op.operand(0)); known != descriptorSwizzle_.end())
+    swizzle = isLoad ? 0 : known->second;
+  else if (start % 1024 != 0)
+    swizzle = 0;
+  int64_t innerBytes = dt.shape.back() * bytes;
+  int64_t columnBlocks = swizzle && innerBytes > swizzle ? innerBytes / swizzle : 1;
+  int64_t boxInner = dt.shape.back() / columnBlocks;
+  int64_t blockBytes = tileBytes / columnBlocks;
+  int64_t align = swizzle ? 1024 : 128;
+  int64_t base = (start + align - 1) / align * align;
   int64_t barrierOffset = base + (tileBytes + 15) / 16 * 16;
   scratch(barrierOffset + 16 - start);
   std::vector<int64_t> shape = dt.shape;
-  OffsetFn rowMajorOffset = [&shape](const std::vector<int32_t>& c) {
+  OffsetFn tileOffset = [&shape](const std::vector<int32_t>& c) {
     int64_t idx = 0;
     for (size_t d = 0; d < shape.size(); ++d) idx = idx * shape[d] + c[d];
     return idx;
   };
-  requireDescriptorSwizzle(op, op.operand(0), 0);
-  std::string tmap = operand(op, 0).at(0);
-  std::string coords = "{";
-  for (int d = rank - 1; d >= 0; --d) {
-    std::string c = b_.materialize(operand(op, firstOffset + d).at(0), RegClass::B32);
-    coords += c + (d ? ", " : "}");
+  if (swizzle) {
+    LinearLayout toOffset = layout::nvmmaSharedLayout(shape, bytes, swizzle).invert();
+    tileOffset = [toOffset](const std::vector<int32_t>& c) -> int64_t {
+      return toOffset.apply({c.at(0), c.at(1)}).at(0);
+    };
   }
+  requireDescriptorSwizzle(op, op.operand(0), swizzle);
+  std::string tmap = operand(op, 0).at(0);
+  std::vector<std::string> offsets(rank);
+  for (int d = 0; d < rank; ++d)
+    offsets[d] = b_.materialize(operand(op, firstOffset + d).at(0), RegClass::B32);
+  // Coordinates of column block `c`, innermost first.
+  auto coordsOf = [&](int64_t c) {
+    std::string coords = "{";
+    for (int d = rank - 1; d >= 0; --d) {
+      std::string x = offsets[d];
+      if (d == rank - 1 && c) x = b_.pure("add.s32", RegClass::B32, {x, immInt(c * boxInner)});
+      coords += x + (d ? ", " : "}");
+    }
+    return coords;
+  };
+  std::string coords = coordsOf(0);
   std::string leader = b_.pure("setp.eq.u32", RegClass::Pred, {tid(), "0"});
   std::string smemBase = sharedAddress("0");
   std::string tile = "[" + smemBase + "+" + std::to_string(base) + "]";
@@ -486,7 +537,7 @@ void FunctionLowering::lowerDescriptorCopy(const ir::Op& op) {
     b_.label(retry);
     b_.inst("mbarrier.try_wait.parity.shared::cta.b64", {done, mbar, "0"});
     b_.inst("bra", {retry}, done, /*negateGuard=*/true);
-    Regs regs = loadShared(layoutOf(op.result()), rowMajorOffset, base, 0, dt.elem);
+    Regs regs = loadShared(layoutOf(op.result()), tileOffset, base, 0, dt.elem);
     barrier();
     b_.inst("mbarrier.inval.shared::cta.b64", {mbar}, leader);
     return bind(op.result(), std::move(regs));
@@ -495,12 +546,15 @@ void FunctionLowering::lowerDescriptorCopy(const ir::Op& op) {
   if (vt.shape != dt.shape || vt.elem != dt.elem)
     raiseError(op.loc(), "descriptor store of " + vt.str() + " through " + dt.str() +
                              ": the value must have the descriptor's block shape and type");
-  storeShared(operand(op, 1), operandLayoutOf(op, 1), rowMajorOffset, base, dt.elem);
+  storeShared(operand(op, 1), operandLayoutOf(op, 1), tileOffset, base, dt.elem);
   // Generic-proxy writes become visible to the bulk copy (async proxy).
   b_.inst("fence.proxy.async.shared::cta", {});
   barrier();
-  b_.inst("cp.async.bulk.tensor." + dims + ".global.shared::cta.tile.bulk_group",
-          {"[" + tmap + ", " + coords + "]", tile}, leader);
+  for (int64_t c = 0; c < columnBlocks; ++c)
+    b_.inst("cp.async.bulk.tensor." + dims + ".global.shared::cta.tile.bulk_group",
+            {"[" + tmap + ", " + (c ? coordsOf(c) : coords) + "]",
+             "[" + smemBase + "+" + std::to_string(base + c * blockBytes) + "]"},
+            leader);
   b_.inst("cp.async.bulk.commit_group", {}, leader);
   // The tile may be overwritten once the copy has read it.
   b_.inst("cp.async.bulk.wait_group.read", {"0"}, leader);

@@ -52,6 +52,28 @@ bool accumulatesInPlace(const ir::Block& body, const ir::Op& op) {
   }
 }
 
+} // namespace
+
+bool isUnsharedAsyncDotResult(const ir::Block& body, const ir::Value* v, const ir::Op* user) {
+  unsigned uses = 0;
+  for (const ir::Value* operand : user->operands()) uses += operand == v;
+  if (uses != 1) return false;
+  while (true) {
+    if (readElsewhere(body, v, user)) return false;
+    const ir::Op* def = v->def();
+    if (!def) return false;
+    if (def->code() == OpCode::AsyncDot) return true;
+    if (def->code() != OpCode::AsyncDotWait) return false;
+    unsigned i = 0;
+    while (def->result(i) != v) ++i;
+    if (i >= def->numOperands()) return false;
+    v = def->operand(i);
+    user = def;
+  }
+}
+
+namespace {
+
 bool isFp8(DType t) {
   return t == DType::F8E4M3 || t == DType::F8E5M2;
 }
