@@ -246,3 +246,42 @@ def test_constraint_mistakes_are_located_errors(kernel, message):
     msg = str(e.value)
     assert message in msg, msg
     assert re.search(r"test_inline_asm\.py:\d+:\d+", msg), msg
+
+
+# ---- the same kernels on the GPU (tests/gpu/test_inline_asm_gpu.py runs these) ----
+
+def gpu_check_inline_asm():
+    import torch
+
+    x = torch.randint(0, 2**31, (256,), dtype=torch.int32, device="cuda")
+    out = torch.zeros_like(x)
+    rotate_left[(1,)](x, out, BLOCK=256)
+    xs = x.cpu().numpy().view(np.uint32).astype(np.uint64)
+    s = (np.arange(256) % 32).astype(np.uint64)
+    want = ((xs << s) | (xs >> (32 - s))) & 0xFFFFFFFF  # 64-bit: s = 0 shifts x out whole
+    np.testing.assert_array_equal(out.cpu().numpy().view(np.uint32), want.astype(np.uint32))
+
+    a = torch.randint(-1000, 1000, (128,), dtype=torch.int32, device="cuda")
+    b = torch.randint(-1000, 1000, (128,), dtype=torch.int32, device="cuda")
+    lo, hi = torch.zeros_like(a), torch.zeros_like(a)
+    halves_and_sum[(1,)](a, b, lo, hi, BLOCK=128)
+    assert torch.equal(lo, a + b) and torch.equal(hi, a - b)
+
+    u = torch.randint(0, 256, (1024,), dtype=torch.uint8, device="cuda")
+    v = torch.zeros_like(u)
+    bytes_times_eight[(1,)](u, v, BLOCK=1024)
+    assert torch.equal(v, ((u & 0x1F) << 3).to(torch.uint8))
+
+    h = torch.randn(256, dtype=torch.float16, device="cuda")
+    y, z = torch.zeros_like(h), torch.zeros(256, dtype=torch.int16, device="cuda")
+    widen_pairs[(1,)](h, y, z, BLOCK=256, num_warps=2)
+    assert torch.equal(y, h) and torch.equal(z, h.view(torch.int16))
+
+    p = torch.randint(-128, 128, (128,), dtype=torch.int8, device="cuda")
+    q = torch.zeros_like(p)
+    copy_bytes_through_pointers[(1,)](p, q, BLOCK=128)
+    assert torch.equal(p, q)
+
+    t = torch.zeros(3, dtype=torch.int32, device="cuda")
+    scalar_sleep[(3,)](t)
+    assert t.tolist() == [7, 7, 7]

@@ -326,3 +326,55 @@ def test_remote_store_after_an_asm_delay():
     np.testing.assert_array_equal(y, [22.0, 11.0])
     k = compile_ptx(swap_after_delay, ({"x_ptr": "*fp32", "y_ptr": "*fp32"}, {}), (2, 1, 1))
     assert "nanosleep.u32 1000;" in k.asm["ptx"] and k.asm["cubin"]
+
+
+# ---- the same kernels on the GPU (tests/gpu/test_tlx_clusters_nd_gpu.py runs these) ----
+
+def gpu_check_ranks(shape, grid):
+    import torch
+
+    out = torch.full(grid[::-1], -1, dtype=torch.int32, device="cuda")
+    rank_map[grid](out, grid[0], grid[1], ctas_per_cga=shape)
+    x, y, z = np.meshgrid(*(np.arange(g) for g in grid), indexing="ij")
+    cx, cy, cz = shape
+    expected = cx * cy * cz * 100 + (x % cx) + cx * ((y % cy) + cy * (z % cz))
+    np.testing.assert_array_equal(out.cpu().numpy().transpose(2, 1, 0), expected)
+
+
+def gpu_check_row_sums(c):
+    import torch
+
+    x = torch.randn(64, 128, device="cuda")
+    out = torch.zeros(64, device="cuda")
+    row_sums_over_y[(4, c)](x, out, N=128, ROWS=16, C=c, ctas_per_cga=(1, c, 1))
+    torch.testing.assert_close(out, x.sum(dim=1), rtol=1e-5, atol=1e-4)
+
+
+def gpu_check_bulk_copy():
+    import torch
+
+    x = torch.randn(256, device="cuda")
+    out = torch.zeros(256, device="cuda")
+    bulk_to_peer[(2, 2)](x, out, N=256, ctas_per_cga=(1, 2, 1))
+    torch.testing.assert_close(out, 2 * x)
+
+
+def gpu_check_multicast():
+    import torch
+
+    b = 16
+    x = torch.arange(4 * b * b, dtype=torch.float32, device="cuda").reshape(4 * b, b)
+    out = torch.full((4 * b, 4 * b), float("nan"), device="cuda")
+    desc = ww.TensorDescriptor.from_tensor
+    multicast_down_columns[(4, 4)](desc(x, [b, b]), desc(out, [b, b]), B=b,
+                                   ctas_per_cga=(2, 2, 1))
+    torch.testing.assert_close(out, x.repeat(1, 4))
+
+
+def gpu_check_swap_after_delay():
+    import torch
+
+    x = torch.tensor([1.0, 2.0], device="cuda")
+    y = torch.zeros(2, device="cuda")
+    swap_after_delay[(2,)](x, y, ctas_per_cga=(2, 1, 1))
+    assert y.tolist() == [22.0, 11.0], y
