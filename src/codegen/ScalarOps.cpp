@@ -182,8 +182,11 @@ std::string intBinary(ScalarContext& cx, const ir::Op& op, const std::string& a,
   auto shiftAmount = [&](const std::string& s) -> std::string {
     if (isImmediate(s)) return s;
     if (regBits(t) == 32) return s;
+    // shl / shr take a 32-bit amount and clamp it to the width (ir/ScalarNumerics.h): clamp a
+    // 64-bit amount first, or 2^32 would shift by 0.
+    std::string n = regBits(t) == 64 ? cx.b.pure("min.u64", RegClass::B64, {s, "64"}) : s;
     return cx.b.pure("cvt.u32." + std::string(regBits(t) == 64 ? "u64" : "u16"), RegClass::B32,
-                     {s});
+                     {n});
   };
   // Division by a power-of-two immediate becomes shifts and masks: ptxas expands div.s32 by an
   // immediate 2 on the uniform datapath into a full reciprocal-based division (about 25

@@ -99,18 +99,8 @@ inline int64_t broadcastMask(const Tensor& operand, int64_t n) {
   throw std::logic_error("elementwise operand shape does not match the result");
 }
 
-/// tl.maximum / tl.minimum on floats: NaN is ignored unless propagated; -0 < +0 as in PTX.
-template <typename C> C floatMax(C x, C y, bool propagateNan) {
-  if (std::isnan(x)) return propagateNan ? x : y;
-  if (std::isnan(y)) return propagateNan ? y : x;
-  if (x == y) return std::signbit(x) ? y : x; // max(-0, +0) = +0, as PTX max does
-  return x > y ? x : y;
-}
-template <typename C> C floatMin(C x, C y, bool propagateNan) {
-  if (std::isnan(x)) return propagateNan ? x : y;
-  if (std::isnan(y)) return propagateNan ? y : x;
-  if (x == y) return std::signbit(x) ? x : y;
-  return x < y ? x : y;
-}
+// Op arithmetic is the shared contract of ir/ScalarNumerics.h (constant folding uses it too).
+using ir::numerics::floatMax;
+using ir::numerics::floatMin;
 
 } // namespace ww::interp::detail

@@ -7,6 +7,7 @@
 
 namespace ww::interp {
 using namespace detail;
+namespace num = ir::numerics;
 
 using ir::DType;
 using ir::OpCode;
@@ -67,7 +68,6 @@ TensorPtr binaryInt(OpCode op, const Tensor& a, const Tensor& b, const ir::Type&
   using C = typename E::C;
   using U = uint64_t;
   constexpr int W = E::bits;
-  constexpr bool uns = E::isUnsigned;
   switch (op) {
   // Wrapping arithmetic: compute in uint64 (defined overflow), truncate on store.
   case OpCode::Add:
@@ -76,73 +76,31 @@ TensorPtr binaryInt(OpCode op, const Tensor& a, const Tensor& b, const ir::Type&
     return map2<E>(a, b, rt, [](C x, C y) { return C(U(x) - U(y)); });
   case OpCode::Mul:
     return map2<E>(a, b, rt, [](C x, C y) { return C(U(x) * U(y)); });
-  // Division by zero is undefined in PTX; we define x/0 = all ones and x%0 = x, which is what
-  // the sm_90 integer division sequence produces, so that the interpreter never traps.
+  // Division, shifts, min / max, pow, umulhi: the shared contract (ir/ScalarNumerics.h).
   case OpCode::Div:
-    return map2<E>(a, b, rt, [](C x, C y) -> C {
-      if (y == 0) return C(~U(0));
-      if constexpr (!uns)
-        if (y == -1) return C(U(0) - U(x)); // INT_MIN / -1 wraps
-      return x / y;
-    });
+    return map2<E>(a, b, rt, [](C x, C y) { return num::intDiv(x, y); });
   case OpCode::Rem:
-    return map2<E>(a, b, rt, [](C x, C y) -> C {
-      if (y == 0) return x;
-      if constexpr (!uns)
-        if (y == -1) return 0;
-      return x % y;
-    });
+    return map2<E>(a, b, rt, [](C x, C y) { return num::intRem(x, y); });
   case OpCode::FloorDiv:
-    return map2<E>(a, b, rt, [](C x, C y) -> C {
-      if (y == 0) return C(~U(0));
-      if constexpr (!uns) {
-        if (y == -1) return C(U(0) - U(x));
-        C q = x / y;
-        if (x % y != 0 && ((x < 0) != (y < 0))) --q;
-        return q;
-      }
-      return x / y;
-    });
+    return map2<E>(a, b, rt, [](C x, C y) { return num::intFloorDiv(x, y); });
   case OpCode::And:
     return map2<E>(a, b, rt, [](C x, C y) { return C(x & y); });
   case OpCode::Or:
     return map2<E>(a, b, rt, [](C x, C y) { return C(x | y); });
   case OpCode::Xor:
     return map2<E>(a, b, rt, [](C x, C y) { return C(x ^ y); });
-  // PTX clamps shift amounts to the width: shl gives 0, shr gives the sign fill.
   case OpCode::Shl:
-    return map2<E>(a, b, rt, [](C x, C y) -> C {
-      if (U(y) >= U(W)) return 0;
-      return C(U(x) << U(y));
-    });
+    return map2<E>(a, b, rt, [](C x, C y) { return num::shiftLeft(x, y, W); });
   case OpCode::Shr:
-    return map2<E>(a, b, rt, [](C x, C y) -> C {
-      if (U(y) >= U(W)) {
-        if constexpr (uns)
-          return 0;
-        else
-          return x < 0 ? C(-1) : C(0);
-      }
-      return C(x >> y);
-    });
+    return map2<E>(a, b, rt, [](C x, C y) { return num::shiftRight(x, y, W); });
   case OpCode::Max:
-    return map2<E>(a, b, rt, [](C x, C y) { return std::max(x, y); });
+    return map2<E>(a, b, rt, [](C x, C y) { return num::intMax(x, y); });
   case OpCode::Min:
-    return map2<E>(a, b, rt, [](C x, C y) { return std::min(x, y); });
+    return map2<E>(a, b, rt, [](C x, C y) { return num::intMin(x, y); });
   case OpCode::Pow:
-    return map2<E>(a, b, rt, [](C x, C y) -> C {
-      if (y < 0) return x == 1 ? 1 : (x == C(-1) ? ((U(-y) & 1) ? C(-1) : C(1)) : 0);
-      U result = 1, base = U(x);
-      for (U e = U(y); e; e >>= 1, base *= base)
-        if (e & 1) result *= base;
-      return C(result);
-    });
+    return map2<E>(a, b, rt, [](C x, C y) { return num::intPow(x, y); });
   case OpCode::Umulhi:
-    return map2<E>(a, b, rt, [](C x, C y) -> C {
-      U mask = W == 64 ? ~U(0) : ((U(1) << W) - 1);
-      unsigned __int128 p = (unsigned __int128)(U(x) & mask) * (U(y) & mask);
-      return C(U(p >> W));
-    });
+    return map2<E>(a, b, rt, [](C x, C y) { return num::umulhi(x, y, W); });
   default:
     throw std::logic_error(std::string("op '") + ir::opName(op) + "' does not apply to integers");
   }
@@ -246,21 +204,8 @@ TensorPtr evalFma(const Tensor& a, const Tensor& b, const Tensor& c, const ir::T
 }
 
 TensorPtr evalCmp(const std::string& pred, const Tensor& a, const Tensor& b, const ir::Type& rt) {
-  enum { EQ, NE, LT, LE, GT, GE } p;
-  if (pred == "eq")
-    p = EQ;
-  else if (pred == "ne")
-    p = NE;
-  else if (pred == "lt")
-    p = LT;
-  else if (pred == "le")
-    p = LE;
-  else if (pred == "gt")
-    p = GT;
-  else if (pred == "ge")
-    p = GE;
-  else
-    throw std::logic_error("cmp: unknown predicate '" + pred + "'");
+  std::optional<num::CmpPred> p = num::parseCmpPred(pred);
+  if (!p) throw std::logic_error("cmp: unknown predicate '" + pred + "'");
   return dispatch(computeType(a), [&](auto e) -> TensorPtr {
     using E = decltype(e);
     auto r = std::make_shared<Tensor>(Tensor::ofType(rt));
@@ -269,27 +214,29 @@ TensorPtr evalCmp(const std::string& pred, const Tensor& a, const Tensor& b, con
     const auto* pa = a.data<typename E::S>();
     const auto* pb = b.data<typename E::S>();
     auto* pr = r->template data<uint8_t>();
-    auto loop = [&](auto f) {
-      for (int64_t i = 0; i < n; ++i) pr[i] = f(E::load(pa[i & ma]), E::load(pb[i & mb]));
+    auto loop = [&](auto pc) {
+      for (int64_t i = 0; i < n; ++i)
+        pr[i] = num::compare(decltype(pc)::value, E::load(pa[i & ma]), E::load(pb[i & mb]));
     };
-    switch (p) {
-    case EQ:
-      loop([](auto x, auto y) { return x == y; });
+    // One loop per predicate, so that the comparison is not chosen per element.
+    switch (*p) {
+    case num::CmpPred::EQ:
+      loop(std::integral_constant<num::CmpPred, num::CmpPred::EQ>{});
       break;
-    case NE:
-      loop([](auto x, auto y) { return x != y; });
+    case num::CmpPred::NE:
+      loop(std::integral_constant<num::CmpPred, num::CmpPred::NE>{});
       break;
-    case LT:
-      loop([](auto x, auto y) { return x < y; });
+    case num::CmpPred::LT:
+      loop(std::integral_constant<num::CmpPred, num::CmpPred::LT>{});
       break;
-    case LE:
-      loop([](auto x, auto y) { return x <= y; });
+    case num::CmpPred::LE:
+      loop(std::integral_constant<num::CmpPred, num::CmpPred::LE>{});
       break;
-    case GT:
-      loop([](auto x, auto y) { return x > y; });
+    case num::CmpPred::GT:
+      loop(std::integral_constant<num::CmpPred, num::CmpPred::GT>{});
       break;
-    case GE:
-      loop([](auto x, auto y) { return x >= y; });
+    case num::CmpPred::GE:
+      loop(std::integral_constant<num::CmpPred, num::CmpPred::GE>{});
       break;
     }
     return r;
@@ -361,7 +308,6 @@ TensorPtr evalCast(const Tensor& x, const ir::Type& rt, Rounding rounding) {
   const int64_t mx = broadcastMask(x, n);
   DType src = computeType(x), dst = computeType(*r);
   bool srcFloat = ir::isFloat(src);
-  bool srcUnsigned = !srcFloat && !ir::isSigned(src);
   std::vector<int64_t> ints;
   std::vector<double> reals;
   if (srcFloat)
@@ -375,24 +321,14 @@ TensorPtr evalCast(const Tensor& x, const ir::Type& rt, Rounding rounding) {
     for (int64_t i = 0; i < n; ++i) {
       int64_t j = i & mx;
       if constexpr (E::isFloat) {
+        // The conversions of the shared contract, which round as the codegen's cvt chain does.
         if (srcFloat) {
-          if constexpr (std::is_same_v<S, float>)
-            pr[i] = roundToFloat(reals[j], rounding);
-          else if constexpr (std::is_same_v<S, double>)
-            pr[i] = reals[j];
+          if constexpr (std::is_same_v<S, float> || std::is_same_v<S, double>)
+            pr[i] = S(num::castFloatToFloat(reals[j], src, dst, rounding));
           else
-            pr[i] = S(encodeSmallFloat(dst, reals[j], rounding));
-        } else if (srcUnsigned) {
-          uint64_t v = uint64_t(ints[j]);
-          if constexpr (std::is_same_v<S, float>)
-            pr[i] = static_cast<float>(v);
-          else
-            pr[i] = E::store(static_cast<double>(v));
+            pr[i] = S(num::castFloatToSmallFloat(reals[j], src, dst, rounding));
         } else {
-          if constexpr (std::is_same_v<S, float>)
-            pr[i] = static_cast<float>(ints[j]);
-          else
-            pr[i] = E::store(static_cast<double>(ints[j]));
+          pr[i] = E::store(typename E::C(num::castIntToFloat(ints[j], src, dst, rounding)));
         }
       } else if (dst == DType::I1) {
         pr[i] = srcFloat ? S(reals[j] != 0) : S(ints[j] != 0);

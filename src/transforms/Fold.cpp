@@ -1,4 +1,7 @@
-// Constant folding and algebraic identities on scalars and splat constants.
+// Constant folding and algebraic identities on scalars and splat constants. What an op computes
+// comes from ir/ScalarNumerics.h, the contract the interpreter and the codegen share, so a folded
+// constant is what the op would have computed at run time.
+#include "ir/ScalarNumerics.h"
 #include "transforms/Passes.h"
 
 #include <cmath>
@@ -11,6 +14,7 @@ using ir::Op;
 using ir::OpCode;
 using ir::Type;
 using ir::Value;
+namespace num = ir::numerics;
 
 namespace {
 
@@ -20,40 +24,38 @@ struct ConstValue {
   double f = 0;
 };
 
+/// The value of a constant op, canonical for its type: integers wrapped to the type's width and
+/// extended by its signedness, floats rounded to the type (hand-written IR may say 0.1 : fp16).
 std::optional<ConstValue> constantOf(const Value* v) {
   const Op* def = v->def();
   if (!def || def->code() != OpCode::Constant) return std::nullopt;
   const ir::Attr* a = def->attr("value");
   if (!a) return std::nullopt;
+  DType t = v->type().elem;
+  if (!v->type().isValue() || v->type().pointer) return std::nullopt;
   ConstValue c;
-  if (auto* i = std::get_if<int64_t>(a))
-    c.i = *i, c.f = static_cast<double>(*i);
-  else if (auto* d = std::get_if<double>(a))
-    c.isFloat = true, c.f = *d;
-  else
+  c.isFloat = ir::isFloat(t);
+  if (auto* i = std::get_if<int64_t>(a)) {
+    if (c.isFloat)
+      c.f = num::castIntToFloat(*i, DType::I64, t);
+    else
+      c.i = num::wrapInt(*i, t);
+  } else if (auto* d = std::get_if<double>(a)) {
+    if (c.isFloat)
+      c.f = num::castFloatToFloat(*d, DType::F64, t);
+    else
+      c.i = num::castFloatToInt(*d, t);
+  } else {
     return std::nullopt;
+  }
   return c;
 }
 
-/// Wraps an integer to the bit width and signedness of `t`, as the hardware would.
-int64_t wrapInt(int64_t v, DType t) {
-  int bits = ir::bitWidth(t);
-  if (bits >= 64) return v;
-  uint64_t mask = (uint64_t(1) << bits) - 1;
-  uint64_t u = static_cast<uint64_t>(v) & mask;
-  if (t == DType::I1) return static_cast<int64_t>(u);
-  if (ir::isSigned(t) && (u >> (bits - 1)) & 1) u |= ~mask;
-  return static_cast<int64_t>(u);
-}
-
-/// Floats we fold: fp32 (rounded through float) and fp64. Narrower types keep their ops, whose
-/// rounding the codegen and interpreter own.
+/// Floats we fold: those whose ops the codegen computes in a format at least 2p+2 bits wide and
+/// rounds once (fp16 and bf16 in fp32), so one rounding of the exact result is what it gives.
+/// fp8 has no arithmetic of its own.
 bool foldableFloat(DType t) {
-  return t == DType::F32 || t == DType::F64;
-}
-
-double roundFloat(double v, DType t) {
-  return t == DType::F32 ? static_cast<double>(static_cast<float>(v)) : v;
+  return t == DType::F16 || t == DType::BF16 || t == DType::F32 || t == DType::F64;
 }
 
 bool isIntValue(const ConstValue& c, int64_t v) {
@@ -91,10 +93,11 @@ private:
         // Insert the constant before the op so it dominates every use of the result.
         auto k = std::make_unique<Op>(OpCode::Constant, op->loc());
         k->addResult(result->type(), result->name);
-        if (isInt(result->type().elem))
-          k->setAttr("value", wrapInt(c->i, result->type().elem));
+        DType re = result->type().elem;
+        if (ir::isInt(re))
+          k->setAttr("value", num::wrapInt(c->i, re));
         else
-          k->setAttr("value", roundFloat(c->f, result->type().elem));
+          k->setAttr("value", num::roundToType(c->f, re));
         k->setParentBlock(&block);
         Value* kv = k->result();
         ops.insert(ops.begin() + static_cast<long>(i), std::move(k));
@@ -131,22 +134,18 @@ private:
     case OpCode::Cast: {
       DType from = op.operand(0)->type().elem;
       ConstValue c;
+      auto r =
+          op.strAttr("rounding") == "rtz" ? num::Rounding::TowardZero : num::Rounding::NearestEven;
       if (ir::isInt(re)) {
-        if (ir::isFloat(from)) {
-          if (!std::isfinite(in[0].f) || std::fabs(in[0].f) > 9.2e18) return std::nullopt;
-          c.i = static_cast<int64_t>(in[0].f);
-        } else {
-          c.i = in[0].i;
-        }
+        c.i = ir::isFloat(from) ? num::castFloatToInt(in[0].f, re) : num::wrapInt(in[0].i, re);
+        if (re == DType::I1 && !ir::isFloat(from)) c.i = in[0].i != 0;
         return c;
       }
+      if (ir::isFloat(from) ? !foldableFloat(from) : false) return std::nullopt;
       if (!foldableFloat(re)) return std::nullopt;
       c.isFloat = true;
-      if (ir::isFloat(from))
-        c.f = in[0].f;
-      else
-        c.f = ir::isSigned(from) ? static_cast<double>(in[0].i)
-                                 : static_cast<double>(static_cast<uint64_t>(in[0].i));
+      c.f = ir::isFloat(from) ? num::castFloatToFloat(in[0].f, from, re, r)
+                              : num::castIntToFloat(in[0].i, from, re, r);
       return c;
     }
     case OpCode::Neg:
@@ -156,7 +155,8 @@ private:
         return ConstValue{true, 0, -in[0].f};
       }
       ConstValue c;
-      c.i = op.code() == OpCode::Neg ? -in[0].i : (re == DType::I1 ? !in[0].i : ~in[0].i);
+      c.i = op.code() == OpCode::Neg ? static_cast<int64_t>(uint64_t(0) - uint64_t(in[0].i))
+                                     : (re == DType::I1 ? !in[0].i : ~in[0].i);
       return c;
     }
     case OpCode::Cmp:
@@ -167,11 +167,15 @@ private:
       break;
     }
     if (in.size() != 2) return std::nullopt;
-    if (ir::isFloat(re)) return binaryFloat(op.code(), in[0].f, in[1].f, re);
-    return binaryInt(op.code(), in[0].i, in[1].i, re);
+    bool propagateNan = op.hasAttr("propagate_nan") && op.intAttr("propagate_nan") != 0;
+    if (ir::isFloat(re)) return binaryFloat(op.code(), in[0].f, in[1].f, re, propagateNan);
+    if (ir::isSigned(re)) return binaryInt<int64_t>(op.code(), in[0].i, in[1].i, re);
+    return binaryInt<uint64_t>(op.code(), uint64_t(in[0].i), uint64_t(in[1].i), re);
   }
 
-  static std::optional<ConstValue> binaryFloat(OpCode code, double a, double b, DType t) {
+  /// The exact result rounded once to `t` (see foldableFloat).
+  static std::optional<ConstValue> binaryFloat(OpCode code, double a, double b, DType t,
+                                               bool propagateNan) {
     if (!foldableFloat(t)) return std::nullopt;
     ConstValue c;
     c.isFloat = true;
@@ -189,99 +193,91 @@ private:
       c.f = a / b;
       break;
     case OpCode::Max:
-      c.f = (std::isnan(a) || std::isnan(b)) ? NAN : std::fmax(a, b);
+      c.f = num::floatMax(a, b, propagateNan);
       break;
     case OpCode::Min:
-      c.f = (std::isnan(a) || std::isnan(b)) ? NAN : std::fmin(a, b);
+      c.f = num::floatMin(a, b, propagateNan);
       break;
     default:
       return std::nullopt;
     }
+    // fp64: one IEEE operation already; narrower types: the double result rounds once more, which
+    // for + - * / of operands of at most 24 bits is the correctly rounded result.
+    c.f = num::roundToType(c.f, t);
     return c;
   }
 
-  static std::optional<ConstValue> binaryInt(OpCode code, int64_t a, int64_t b, DType t) {
-    bool sgn = ir::isSigned(t);
+  /// Operands canonical for `t` (C is int64_t for signed types, uint64_t for unsigned ones); the
+  /// result is wrapped to `t` when it is materialised.
+  template <typename C> static std::optional<ConstValue> binaryInt(OpCode code, C a, C b, DType t) {
     int bits = ir::bitWidth(t);
-    uint64_t ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
-    if (bits < 64 && !sgn) {
-      uint64_t mask = (uint64_t(1) << bits) - 1;
-      ua &= mask;
-      ub &= mask;
-    }
-    ConstValue c;
+    using U = uint64_t;
+    C r;
     switch (code) {
     case OpCode::Add:
-      c.i = static_cast<int64_t>(ua + ub);
+      r = C(U(a) + U(b));
       break;
     case OpCode::Sub:
-      c.i = static_cast<int64_t>(ua - ub);
+      r = C(U(a) - U(b));
       break;
     case OpCode::Mul:
-      c.i = static_cast<int64_t>(ua * ub);
+      r = C(U(a) * U(b));
       break;
+    // Division by zero has no value PTX specifies: the op stays, and the hardware decides.
     case OpCode::Div:
+      if (num::isDivisionByZero(b)) return std::nullopt;
+      r = num::intDiv(a, b);
+      break;
     case OpCode::Rem:
-      if (b == 0 || (sgn && a == INT64_MIN && b == -1)) return std::nullopt; // leave traps alone
-      if (sgn)
-        c.i = code == OpCode::Div ? a / b : a % b;
-      else
-        c.i = static_cast<int64_t>(code == OpCode::Div ? ua / ub : ua % ub);
+      if (num::isDivisionByZero(b)) return std::nullopt;
+      r = num::intRem(a, b);
+      break;
+    case OpCode::FloorDiv:
+      if (num::isDivisionByZero(b)) return std::nullopt;
+      r = num::intFloorDiv(a, b);
       break;
     case OpCode::And:
-      c.i = a & b;
+      r = a & b;
       break;
     case OpCode::Or:
-      c.i = a | b;
+      r = a | b;
       break;
     case OpCode::Xor:
-      c.i = a ^ b;
+      r = a ^ b;
       break;
     case OpCode::Shl:
-      if (b < 0 || b >= bits) return std::nullopt;
-      c.i = static_cast<int64_t>(ua << b);
+      r = num::shiftLeft(a, b, bits);
       break;
     case OpCode::Shr:
-      if (b < 0 || b >= bits) return std::nullopt;
-      c.i = sgn ? (a >> b) : static_cast<int64_t>(ua >> b);
+      r = num::shiftRight(a, b, bits);
       break;
     case OpCode::Max:
-      c.i = sgn ? std::max(a, b) : static_cast<int64_t>(std::max(ua, ub));
+      r = num::intMax(a, b);
       break;
     case OpCode::Min:
-      c.i = sgn ? std::min(a, b) : static_cast<int64_t>(std::min(ua, ub));
+      r = num::intMin(a, b);
       break;
     default:
       return std::nullopt;
     }
+    ConstValue c;
+    c.i = static_cast<int64_t>(r);
     return c;
   }
 
   static std::optional<ConstValue> compare(const Op& op, const ConstValue& a, const ConstValue& b) {
-    std::string p = op.strAttr("pred");
+    auto p = num::parseCmpPred(op.strAttr("pred"));
+    if (!p) return std::nullopt;
     DType t = op.operand(0)->type().elem;
-    // 1 or 0 for the predicate over two values of one C++ type; -1 for an unknown predicate.
-    auto evaluate = [&p](auto x, auto y) -> int {
-      return p == "eq"   ? x == y
-             : p == "ne" ? x != y
-             : p == "lt" ? x < y
-             : p == "le" ? x <= y
-             : p == "gt" ? x > y
-             : p == "ge" ? x >= y
-                         : -1;
-    };
-    int r;
+    ConstValue c;
     if (ir::isFloat(t)) {
       if (!foldableFloat(t)) return std::nullopt;
-      r = evaluate(a.f, b.f);
+      c.i = num::compare(*p, a.f, b.f);
     } else if (ir::isSigned(t)) {
-      r = evaluate(wrapInt(a.i, t), wrapInt(b.i, t));
+      c.i = num::compare(*p, a.i, b.i);
     } else {
-      r = evaluate(static_cast<uint64_t>(wrapInt(a.i, t)), static_cast<uint64_t>(wrapInt(b.i, t)));
+      c.i = num::compare(*p, uint64_t(a.i), uint64_t(b.i));
     }
-    if (r < 0) return std::nullopt;
-    ConstValue c;
-    c.i = r;
     return c;
   }
 

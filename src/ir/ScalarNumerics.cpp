@@ -1,11 +1,13 @@
-#include "interp/Numerics.h"
+// Out-of-line parts of the scalar numerics contract (ScalarNumerics.h): small-float encodings,
+// roundings and conversions.
+#include "ir/ScalarNumerics.h"
 
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
 
-namespace ww::interp {
+namespace ww::ir::numerics {
 
 namespace {
 
@@ -25,15 +27,15 @@ struct SmallFloatFormat {
   }
 };
 
-SmallFloatFormat formatOf(ir::DType t) {
+SmallFloatFormat formatOf(DType t) {
   switch (t) {
-  case ir::DType::F16:
+  case DType::F16:
     return {5, 10, true, false, 0x7FFF};
-  case ir::DType::BF16:
+  case DType::BF16:
     return {8, 7, true, false, 0x7FFF};
-  case ir::DType::F8E5M2:
+  case DType::F8E5M2:
     return {5, 2, true, true, 0x7F};
-  case ir::DType::F8E4M3:
+  case DType::F8E4M3:
     return {4, 3, false, true, 0x7F};
   default:
     throw std::logic_error("not a small float type");
@@ -42,7 +44,7 @@ SmallFloatFormat formatOf(ir::DType t) {
 
 } // namespace
 
-double decodeSmallFloat(ir::DType t, uint32_t bits) {
+double decodeSmallFloat(DType t, uint32_t bits) {
   SmallFloatFormat f = formatOf(t);
   const uint32_t mantMask = (1u << f.mantBits) - 1;
   const uint32_t expMax = (1u << f.expBits) - 1;
@@ -62,7 +64,7 @@ double decodeSmallFloat(ir::DType t, uint32_t bits) {
   return negative ? -v : v;
 }
 
-uint32_t encodeSmallFloat(ir::DType t, double x, Rounding r) {
+uint32_t encodeSmallFloat(DType t, double x, Rounding r) {
   SmallFloatFormat f = formatOf(t);
   if (std::isnan(x)) return f.nanBits;
   const uint32_t sign = std::signbit(x) ? 1u << (f.totalBits() - 1) : 0;
@@ -123,9 +125,9 @@ float truncateToTf32(float x) {
   return x;
 }
 
-int64_t floatToIntSaturating(double x, ir::DType t) {
+int64_t floatToIntSaturating(double x, DType t) {
   if (std::isnan(x)) return 0;
-  int bits = ir::bitWidth(t);
+  int bits = bitWidth(t);
   double lo = -std::ldexp(1.0, bits - 1);
   double hiExclusive = std::ldexp(1.0, bits - 1);
   x = std::trunc(x);
@@ -135,9 +137,9 @@ int64_t floatToIntSaturating(double x, ir::DType t) {
   return static_cast<int64_t>(x);
 }
 
-uint64_t floatToUintSaturating(double x, ir::DType t) {
+uint64_t floatToUintSaturating(double x, DType t) {
   if (std::isnan(x)) return 0;
-  int bits = ir::bitWidth(t);
+  int bits = bitWidth(t);
   double hiExclusive = std::ldexp(1.0, bits);
   x = std::trunc(x);
   if (x <= 0) return 0;
@@ -146,4 +148,62 @@ uint64_t floatToUintSaturating(double x, ir::DType t) {
   return static_cast<uint64_t>(x);
 }
 
-} // namespace ww::interp
+int64_t wrapInt(int64_t v, DType t) {
+  int bits = bitWidth(t);
+  if (bits >= 64) return v;
+  uint64_t mask = (uint64_t(1) << bits) - 1;
+  uint64_t u = static_cast<uint64_t>(v) & mask;
+  if (t != DType::I1 && isSigned(t) && (u >> (bits - 1)) & 1) u |= ~mask;
+  return static_cast<int64_t>(u);
+}
+
+std::optional<CmpPred> parseCmpPred(std::string_view p) {
+  if (p == "eq") return CmpPred::EQ;
+  if (p == "ne") return CmpPred::NE;
+  if (p == "lt") return CmpPred::LT;
+  if (p == "le") return CmpPred::LE;
+  if (p == "gt") return CmpPred::GT;
+  if (p == "ge") return CmpPred::GE;
+  return std::nullopt;
+}
+
+double roundToType(double x, DType t, Rounding r) {
+  switch (t) {
+  case DType::F64:
+    return x;
+  case DType::F32:
+    return roundToFloat(x, r);
+  case DType::F16:
+  case DType::BF16:
+  case DType::F8E4M3:
+  case DType::F8E5M2:
+    return decodeSmallFloat(t, encodeSmallFloat(t, x, r));
+  default:
+    throw std::logic_error("roundToType: not a float type");
+  }
+}
+
+uint32_t castFloatToSmallFloat(double x, DType from, DType to, Rounding r) {
+  if (from == DType::F64) x = roundToFloat(x, r); // the codegen narrows fp64 through fp32
+  return encodeSmallFloat(to, x, r);
+}
+
+double castFloatToFloat(double x, DType from, DType to, Rounding r) {
+  if (to == DType::F64 || to == DType::F32) return roundToType(x, to, r);
+  return decodeSmallFloat(to, castFloatToSmallFloat(x, from, to, r));
+}
+
+double castIntToFloat(int64_t v, DType from, DType to, Rounding r) {
+  bool uns = !isSigned(from) || from == DType::I1;
+  if (to == DType::F64) return uns ? static_cast<double>(uint64_t(v)) : static_cast<double>(v);
+  float f = uns ? static_cast<float>(uint64_t(v)) : static_cast<float>(v); // cvt.rn.f32.s64 ...
+  return to == DType::F32 ? f : roundToType(f, to, r);
+}
+
+int64_t castFloatToInt(double x, DType t) {
+  if (t == DType::I1) return x != 0;
+  if (isSigned(t)) return floatToIntSaturating(x, t);
+  return static_cast<int64_t>(floatToUintSaturating(x, t));
+}
+
+} // namespace ww::ir::numerics
