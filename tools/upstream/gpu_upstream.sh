@@ -39,7 +39,7 @@ for step in $steps; do
     unit)
       say "TLX unit tests, word replacement"
       # shellcheck disable=SC2046
-      timeout -s KILL "${WW_UNIT_LIMIT:-480}" python3 tools/upstream/run_upstream.py \
+      CUDA_LAUNCH_BLOCKING=1 timeout -s KILL "${WW_UNIT_LIMIT:-480}" python3 tools/upstream/run_upstream.py \
         --upstream "$UPSTREAM" --suite tlx-unit --mode replace --work "$work/u" --out "$OUT" \
         --timeout 120 -- $(xdist_args 8) > "$OUT/unit.log" 2>&1
       say "exit $?"; grep -A70 "^\[upstream\] tlx-unit" "$OUT/unit.log" | head -70 ;;

@@ -57,6 +57,24 @@ _here = os.path.dirname(os.path.abspath(__file__))
 _tut = os.path.join(_here, "__tlx_tutorials_root__")
 if hasattr(_tlx, "__path__") and _tut not in list(_tlx.__path__):
     _tlx.__path__.append(_tut)
+
+# A CUDA error is sticky: every later test of the process would fail with it. After each test
+# the device is synchronized; on an error the worker process ends (pytest-xdist reports the test
+# as crashed and starts a fresh worker), so the failure stays with the test that caused it.
+import pytest as _pytest
+
+
+@_pytest.fixture(autouse=True)
+def _cuda_error_isolation(request):
+    yield
+    try:
+        import torch
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+    except Exception as e:  # noqa: BLE001
+        print(f"\\n[upstream] CUDA error after {request.node.nodeid}: {e}", flush=True)
+        if os.environ.get("PYTEST_XDIST_WORKER"):
+            os._exit(3)
 '''
 
 
