@@ -467,7 +467,9 @@ void FunctionLowering::barrier() {
 
 int64_t FunctionLowering::scratch(int64_t bytes) {
   usesShared_ = true;
-  int64_t offset = scratchBase_ >= 0 ? scratchBase_ : layouts_.scratchOffset();
+  // The layout pass places the scratch it planned at 128 bytes or more; a conversion it did not
+  // plan (scratchOffset() is then the unaligned end of the buffers) still needs vector alignment.
+  int64_t offset = scratchBase_ >= 0 ? scratchBase_ : (layouts_.scratchOffset() + 127) / 128 * 128;
   sharedBytes_ = std::max(sharedBytes_, offset + bytes);
   return offset;
 }
