@@ -2,6 +2,7 @@
 #include "ir/OpTraits.h"
 
 #include "layout/Layouts.h"
+#include "support/MathExtras.h"
 
 #include <algorithm>
 #include <bit>
@@ -17,10 +18,6 @@ using layout::LinearLayout;
 namespace {
 
 const char* const kSharedBase = "global_smem";
-
-bool isPowerOf2(int64_t v) {
-  return v > 0 && (v & (v - 1)) == 0;
-}
 
 int log2Exact(int64_t v) {
   return std::countr_zero(static_cast<uint64_t>(v));

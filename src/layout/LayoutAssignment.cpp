@@ -9,6 +9,7 @@
 #include "frontend/Diagnostics.h"
 #include "ir/OpTraits.h"
 #include "layout/Layouts.h"
+#include "support/MathExtras.h"
 
 #include <algorithm>
 #include <sstream>
@@ -33,10 +34,6 @@ int64_t numElements(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
   return n;
-}
-
-bool isPowerOf2(int64_t v) {
-  return v > 0 && (v & (v - 1)) == 0;
 }
 
 /// Bits of one element as an MMA operand.

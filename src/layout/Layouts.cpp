@@ -1,6 +1,7 @@
 // Concrete layouts as LinearLayouts: blocked, slice, broadcast, MMA fragments, shared swizzles,
 // and the bank-conflict model used to choose swizzles.
 #include "layout/Layouts.h"
+#include "support/MathExtras.h"
 
 #include <algorithm>
 #include <bit>
@@ -13,10 +14,6 @@
 namespace ww::layout {
 
 namespace {
-
-bool isPowerOf2(int64_t v) {
-  return v > 0 && (v & (v - 1)) == 0;
-}
 
 int log2Of(int64_t v) {
   int l = 0;

@@ -1,6 +1,7 @@
 // LinearLayout algebra. Linear-algebra steps (inversion, free variables) flatten the layout to a
 // GF(2) matrix whose columns are input bits and whose rows are output bits (first out dim minor).
 #include "layout/LinearLayout.h"
+#include "support/MathExtras.h"
 
 #include <algorithm>
 #include <map>
@@ -21,10 +22,6 @@ std::vector<std::string> dimNames(int rank) {
 }
 
 namespace {
-
-bool isPowerOf2(int64_t v) {
-  return v > 0 && (v & (v - 1)) == 0;
-}
 
 int log2Exact(int64_t v) {
   if (!isPowerOf2(v))

@@ -1,6 +1,7 @@
 // The `tl.*` surface (and Python builtins, `math`, libdevice) lowered to Tile IR ops, with the
 // argument checks and diagnostics each needs.
 #include "specialize/SpecializerImpl.h"
+#include "support/MathExtras.h"
 
 #include <algorithm>
 #include <cmath>
@@ -111,14 +112,10 @@ std::string shapeStr(const std::vector<int64_t>& s) {
   return r.empty() ? "scalar" : r;
 }
 
-bool isPow2(int64_t x) {
-  return x > 0 && (x & (x - 1)) == 0;
-}
-
 void checkPow2(const std::vector<int64_t>& shape, SourceLoc loc, const std::string& what) {
   int64_t numel = 1;
   for (int64_t d : shape) {
-    if (!isPow2(d))
+    if (!isPowerOf2(d))
       raiseError(loc, what + " must have power-of-2 dimensions, got " + shapeStr(shape) + " (" +
                           std::to_string(d) + " is not a power of 2)");
     numel = numel > (int64_t(1) << 40) / d ? int64_t(1) << 40 : numel * d; // no overflow
@@ -460,7 +457,7 @@ Val Specializer::callTl(const std::string& name, CallSite& call) {
     if (hi <= lo)
       raiseError(loc, "tl.arange needs end > start, got arange(" + std::to_string(lo) + ", " +
                           std::to_string(hi) + ")");
-    if (!isPow2(hi - lo))
+    if (!isPowerOf2(hi - lo))
       raiseError(loc, "tl.arange's range must have a power-of-2 size, got " +
                           std::to_string(hi - lo) + " (end - start)");
     if (hi - lo > (1 << 20))

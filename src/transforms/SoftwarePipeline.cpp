@@ -27,6 +27,7 @@
 // buffer, S read from K's buffer as a K-major operand and P from registers; see
 // rewriteAttention for the schedule.
 #include "ir/Builder.h"
+#include "support/MathExtras.h"
 #include "transforms/Passes.h"
 
 #include <algorithm>
@@ -62,10 +63,6 @@ bool isTlxAsync(OpCode c) {
   default:
     return false;
   }
-}
-
-bool isPowerOf2(int64_t x) {
-  return x > 0 && (x & (x - 1)) == 0;
 }
 
 /// The integer value of a scalar constant, if `v` is one.
