@@ -1,6 +1,7 @@
 #include "ir/Type.h"
 
 #include <cstdint>
+#include <functional>
 #include <sstream>
 
 namespace ww::ir {
@@ -139,6 +140,19 @@ std::string Type::str() const {
     return "token";
   }
   return os.str();
+}
+
+size_t Type::hash() const {
+  // The binding names every field: a field added to Type stops this compiling until it is hashed.
+  const auto& [k, e, p, sh, n, sp, r] = *this;
+  size_t h = std::hash<int>()(static_cast<int>(k));
+  h = hashCombine(h, static_cast<size_t>(e));
+  h = hashCombine(h, p);
+  h = hashCombine(h, sh.size());
+  for (int64_t d : sh) h = hashCombine(h, std::hash<int64_t>()(d));
+  h = hashCombine(h, std::hash<int64_t>()(n));
+  h = hashCombine(h, static_cast<size_t>(sp));
+  return hashCombine(h, std::hash<int>()(r));
 }
 
 } // namespace ww::ir

@@ -106,6 +106,18 @@ struct Type {
   /// `buffer<3x128x64xfp16, smem>`, `barrier<2>`, `desc<fp16, 128x64, rank=2>`, `token`.
   std::string str() const;
   bool operator==(const Type& o) const = default;
+  /// A hash agreeing with ==: every field that == compares takes part.
+  size_t hash() const;
 };
+
+/// For unordered containers keyed by types.
+struct TypeHash {
+  size_t operator()(const Type& t) const { return t.hash(); }
+};
+
+/// Mixes `v` into the running hash `seed` (boost::hash_combine's recipe, 64-bit constant).
+inline size_t hashCombine(size_t seed, size_t v) {
+  return seed ^ (v + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
+}
 
 } // namespace ww::ir
