@@ -47,6 +47,8 @@ const PassInfo kPasses[] = {
      [](Function& f, const PassContext&) { ww::transforms::unrollLoops(f); }},
     {"lower-device-descriptors", "desc_load/desc_store through make_desc -> masked loads/stores",
      [](Function& f, const PassContext&) { ww::transforms::lowerDeviceDescriptors(f); }},
+    {"shared-memory-barriers", "CTA barriers before async copies that overwrite shared memory read",
+     [](Function& f, const PassContext&) { ww::transforms::insertSharedMemoryBarriers(f); }},
 };
 
 const char* kUsage =
