@@ -352,8 +352,24 @@ Val Specializer::runtimeBinary(BinOpKind op, const Val& a, const Val& c, SourceL
     return Val::runtime(b.binary(OpCode::Xor, x, y));
   case BinOpKind::LShift:
     return Val::runtime(b.binary(OpCode::Shl, x, y));
-  case BinOpKind::RShift:
-    return Val::runtime(b.binary(OpCode::Shr, x, y));
+  case BinOpKind::RShift: {
+    // Triton shifts arithmetically when the tensor operand (the left one, unless it is a Python
+    // number) is signed, whatever promotion gave: i32 >> u32 shifts u32 bits arithmetically.
+    // Shr follows its type's signedness (ir/ScalarNumerics.h), so shift in the same-width type of
+    // that signedness; the casts keep the bits.
+    bool arithmetic = ir::isSigned(aPy && !cPy ? ct : at);
+    if (dt == DType::I1 || arithmetic == ir::isSigned(dt))
+      return Val::runtime(b.binary(OpCode::Shr, x, y));
+    static const std::pair<DType, DType> kSignedUnsigned[] = {{DType::I8, DType::U8},
+                                                              {DType::I16, DType::U16},
+                                                              {DType::I32, DType::U32},
+                                                              {DType::I64, DType::U64}};
+    DType shiftType = dt;
+    for (auto [sgn, uns] : kSignedUnsigned)
+      if (dt == sgn || dt == uns) shiftType = arithmetic ? sgn : uns;
+    ir::Value* r = b.binary(OpCode::Shr, cast(x, shiftType, loc), cast(y, shiftType, loc));
+    return Val::runtime(cast(r, dt, loc));
+  }
   default:
     break;
   }

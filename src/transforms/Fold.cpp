@@ -167,7 +167,9 @@ private:
       break;
     }
     if (in.size() != 2) return std::nullopt;
-    bool propagateNan = op.hasAttr("propagate_nan") && op.intAttr("propagate_nan") != 0;
+    // [propagate_nan] belongs to max / min only.
+    bool minMax = op.code() == OpCode::Max || op.code() == OpCode::Min;
+    bool propagateNan = minMax && op.hasAttr("propagate_nan") && op.intAttr("propagate_nan") != 0;
     if (ir::isFloat(re)) return binaryFloat(op.code(), in[0].f, in[1].f, re, propagateNan);
     if (ir::isSigned(re)) return binaryInt<int64_t>(op.code(), in[0].i, in[1].i, re);
     return binaryInt<uint64_t>(op.code(), uint64_t(in[0].i), uint64_t(in[1].i), re);
