@@ -18,16 +18,25 @@ def default_swizzle(inner_bytes: int) -> int:
     return 0
 
 
-def box_shape(block_shape, dtype: str, swizzle: int) -> list:
+def box_shape(block_shape, dtype: str, swizzle: int | None) -> list:
     """The TMA box for `block_shape` under `swizzle`: a kernel whose swizzled tile rows are wider
     than the swizzle span lays the tile out as column blocks of that span and copies one block
-    at a time, so the box is one span wide (the compiler declares the swizzle per descriptor)."""
+    at a time, so the box is one span wide (the compiler declares the swizzle per descriptor).
+    A box has at most 256 elements per dim: the kernel copies a longer block as several boxes,
+    each a contiguous part of its tile, so past the first dim (innermost first) longer than 256
+    the box is 1 wide (the compiler's tmaBoxes makes the same split)."""
     from .language import DTYPES
 
     elem = max(DTYPES[dtype].bits // 8, 1)
-    if swizzle and block_shape[-1] * elem > swizzle:
-        return list(block_shape[:-1]) + [swizzle // elem]
-    return list(block_shape)
+    box = list(block_shape)
+    if swizzle and box[-1] * elem > swizzle:
+        box[-1] = swizzle // elem
+    for d in reversed(range(len(box))):
+        if box[d] > 256:
+            box[d] = 256
+            box[:d] = [1] * d
+            break
+    return box
 
 
 # CUtensorMap bytes by (base dtype, address, shape, strides, block shape, swizzle), oldest dropped
@@ -93,8 +102,9 @@ class TensorDescriptor:
             problem = f"the innermost (last) dimension must have stride 1, got {self.strides[-1]}"
         elif any(d <= 0 for d in self.shape):
             problem = f"every dimension must be positive, got shape {self.shape}"
-        elif any(not 1 <= b <= 256 for b in self.block_shape):
-            problem = f"block_shape {self.block_shape} has a dimension outside 1..256"
+        elif any(b < 1 or (b > 256 and b % 256) for b in self.block_shape):
+            problem = (f"block_shape {self.block_shape} has a dimension that is not in 1..256 "
+                       f"or a multiple of 256 (copied as boxes of 256)")
         else:
             for dim, stride in enumerate(self.strides[:-1]):
                 if stride * elem <= 0 or stride * elem % 16 != 0:
@@ -139,7 +149,7 @@ class TensorDescriptor:
     def _encode_new(self, address: int, swizzle: int | None) -> bytes:
         dtype = self.dtype_sig
         # Only a kernel's declared swizzle may narrow the box (see box_shape).
-        box = self.block_shape if swizzle is None else box_shape(self.block_shape, dtype, swizzle)
+        box = box_shape(self.block_shape, dtype, swizzle)
         if swizzle is None:
             from .language import DTYPES
 

@@ -520,21 +520,26 @@ Regs FunctionLowering::gather(const Regs& src, const LinearLayout& srcLayout,
     return shuffle(src, *plan, gatherMap, elem);
 
   // Through shared memory, swizzled so that the writes (src's vectors) and the reads (dst's)
-  // avoid bank conflicts.
-  std::vector<int64_t> shape;
-  for (int d = 0; d < srcLayout.numOutDims(); ++d)
-    shape.push_back(srcLayout.getOutDimSize(layout::dimName(d)));
-  int64_t total = 1;
-  for (int64_t s : shape) total *= s;
-  int64_t base = scratch(total * bytes);
-  LinearLayout toOffset = layout::conversionSharedLayout(srcLayout, gatherMap, bytes).invert();
+  // avoid bank conflicts; a tensor larger than the scratch bound goes through in rounds.
+  layout::ConversionRounds rounds = layout::conversionRounds(
+      srcLayout, gatherMap, constant, layout::kMaxConversionScratchBytes / bytes);
+  int64_t base = scratch(rounds.elements() * bytes);
+  LinearLayout toOffset = layout::conversionSharedLayout(rounds.src, rounds.dst, bytes).invert();
   OffsetFn offsetOf = [&](const std::vector<int32_t>& c) {
     return static_cast<int64_t>(toOffset.apply(c).at(0));
   };
-  barrier(); // earlier readers of the scratch region are done
-  storeShared(src, srcLayout, offsetOf, base, elem);
-  barrier();
-  out = loadShared(gatherMap, offsetOf, base, offsetOf(constant), elem);
+  int64_t constantOffset = offsetOf(rounds.project(constant));
+  int32_t srcRegs = rounds.src.getInDimSize(layout::kRegister);
+  int32_t dstRegs = rounds.dst.getInDimSize(layout::kRegister);
+  for (int64_t round = 0; round < rounds.rounds(); ++round) {
+    Regs part(srcRegs);
+    for (int32_t r = 0; r < srcRegs; ++r) part[r] = src.at(rounds.fullRegister(r, round, true));
+    barrier(); // earlier readers of the scratch region are done
+    storeShared(part, rounds.src, offsetOf, base, elem);
+    barrier();
+    Regs got = loadShared(rounds.dst, offsetOf, base, constantOffset, elem);
+    for (int32_t r = 0; r < dstRegs; ++r) out[rounds.fullRegister(r, round, false)] = got[r];
+  }
   (void)at;
   return out;
 }

@@ -213,8 +213,18 @@ private:
   std::string l2CachePolicy(const ir::Op& op);
   /// The swizzle of the shared tiles the TMA copies through `desc` use (0 without any).
   int tmaSwizzleOf(const ir::Value* desc);
-  /// (column blocks, inner box elements) of a TMA box of block `dt` into tiles of `swizzle`.
-  static std::pair<int64_t, int64_t> tmaColumnBlocks(const ir::Type& dt, int swizzle);
+  /// How a TMA copy of block `dt` to or from a tile of `swizzle` splits into copies of one box:
+  /// at most 256 elements per dim and, where rows are wider than the swizzle span, one span
+  /// wide (the tile's column blocks). Each box lands on a contiguous part of the tile: past the
+  /// first dim (innermost first) longer than 256 the box is 1 wide. Copies list their
+  /// coordinate offsets (row-major dims) and byte offset in the tile; python/warpweave's
+  /// box_shape encodes the same box on the host.
+  struct TmaBoxes {
+    std::vector<int64_t> box;
+    std::vector<std::pair<std::vector<int64_t>, int64_t>> copies;
+    std::string problem; // why the block cannot be split this way ("" when it can)
+  };
+  static TmaBoxes tmaBoxes(const ir::Type& dt, int swizzle);
   /// Predicate: this thread is the one that issues single-thread operations (thread 0).
   std::string electedThread();
   /// tl.dot on sm_90a: operands staged in shared memory, wgmma.mma_async per warp group.

@@ -62,11 +62,10 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
   // the host encodes the box one block wide and each copy here moves one column block.
   int64_t elemBytes = ir::byteWidth(dt.elem);
   int64_t innerBytes = dt.shape.back() * elemBytes;
-  int64_t columnBlocks = 1, boxInner = dt.shape.back(), blockBytes = 0;
   if (a.swizzleBytes && innerBytes > a.swizzleBytes) {
     int64_t rows = 1;
     for (int d = 0; d + 1 < rank; ++d) rows *= dt.shape[d];
-    blockBytes = rows * a.swizzleBytes;
+    int64_t blockBytes = rows * a.swizzleBytes;
     // Each block must start on a swizzle atom (8 rows of S bytes, at most 1024 bytes).
     if (rank != 2 || innerBytes % a.swizzleBytes || blockBytes % (8 * a.swizzleBytes))
       raiseError(op.loc(), std::string("'") + op.name() + "' of a " + dt.str() +
@@ -76,9 +75,15 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
                                "-byte swizzle, which needs a 2-D block with a multiple of 8 rows "
                                "and rows a multiple of " +
                                std::to_string(a.swizzleBytes) + " bytes");
-    columnBlocks = innerBytes / a.swizzleBytes;
-    boxInner = a.swizzleBytes / elemBytes;
   }
+  // Blocks longer than 256 elements along a dim go as several boxes (one mbarrier, whose
+  // expected bytes count them all; one bulk group per store).
+  const TmaBoxes boxes = tmaBoxes(dt, a.swizzleBytes);
+  if (!boxes.problem.empty())
+    raiseError(op.loc(), std::string("'") + op.name() + "' of a " + dt.str() +
+                             " block splits into TMA boxes of at most 256 elements per "
+                             "dimension, but " +
+                             boxes.problem);
   // Multicast: the copy lands at the buffer's offset in every CTA of the mask (cluster ranks)
   // and completes the barrier at the same offset in each of them.
   int64_t multicastMask = isLoad ? op.intAttr("multicast_mask") : 0;
@@ -100,16 +105,16 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
   std::string buffer = b_.materialize(regsOf(op.operand(1)).at(0), RegClass::B32);
   std::string dims = std::to_string(rank) + "d";
   std::string leader = electedThread();
-  // The tensor map and shared address of column block `c`: coordinates innermost first.
-  auto blockOperands = [&](int64_t c) {
+  // The tensor map and shared address of one box: coordinates innermost first.
+  auto blockOperands = [&](const std::pair<std::vector<int64_t>, int64_t>& copy) {
     std::string coords = "{";
     for (int d = rank - 1; d >= 0; --d) {
       std::string x = offsets[d];
-      if (d == rank - 1 && c) x = b_.pure("add.s32", RegClass::B32, {x, immInt(c * boxInner)});
+      if (int64_t delta = copy.first[d]) x = b_.pure("add.s32", RegClass::B32, {x, immInt(delta)});
       coords += x + (d ? ", " : "}");
     }
     std::string offset =
-        c ? b_.pure("add.s32", RegClass::B32, {buffer, immInt(c * blockBytes)}) : buffer;
+        copy.second ? b_.pure("add.s32", RegClass::B32, {buffer, immInt(copy.second)}) : buffer;
     return std::pair{"[" + tmap + ", " + coords + "]", bracketed(sharedAddress(offset))};
   };
   // eviction_policy: an L2 cache hint through a createpolicy register (the last operand).
@@ -120,7 +125,7 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
       std::string p = b_.materialize(operand(op, firstOffset + rank).at(0), RegClass::Pred);
       leader = b_.pure("and.pred", RegClass::Pred, {leader, p});
     }
-    // The barrier's expected bytes are the whole block's: every column copy completes a part.
+    // The barrier's expected bytes are the whole block's: every box completes a part.
     std::string bar = barrierAddress(op, 2);
     std::string opcode = "cp.async.bulk.tensor." + dims +
                          ".shared::cluster.global.tile.mbarrier::complete_tx::bytes";
@@ -141,8 +146,8 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
       mask = runtimeTargets ? b_.pure("cvt.u16.u32", RegClass::B16, {bits})
                             : b_.pure("mov.b16", RegClass::B16, {bits});
     }
-    for (int64_t c = 0; c < columnBlocks; ++c) {
-      auto [global, tile] = blockOperands(c);
+    for (const auto& copy : boxes.copies) {
+      auto [global, tile] = blockOperands(copy);
       std::vector<std::string> operands = {tile, global, bar};
       if (multicast) operands.push_back(mask);
       if (!policy.empty()) operands.push_back(policy);
@@ -153,8 +158,8 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
   // Every thread's generic-proxy writes of the buffer are visible to the bulk copy.
   b_.inst("fence.proxy.async.shared::cta", {});
   barrier();
-  for (int64_t c = 0; c < columnBlocks; ++c) {
-    auto [global, tile] = blockOperands(c);
+  for (const auto& copy : boxes.copies) {
+    auto [global, tile] = blockOperands(copy);
     std::vector<std::string> operands = {global, tile};
     if (!policy.empty()) operands.push_back(policy);
     b_.inst("cp.async.bulk.tensor." + dims + ".global.shared::cta.tile.bulk_group" + hint, operands,

@@ -79,11 +79,51 @@ int FunctionLowering::tmaSwizzleOf(const ir::Value* desc) {
   return swizzle;
 }
 
-std::pair<int64_t, int64_t> FunctionLowering::tmaColumnBlocks(const ir::Type& dt, int swizzle) {
-  int64_t elemBytes = ir::byteWidth(dt.elem);
-  int64_t innerBytes = dt.shape.back() * elemBytes;
-  if (!swizzle || innerBytes <= swizzle) return {1, dt.shape.back()};
-  return {innerBytes / swizzle, swizzle / elemBytes};
+FunctionLowering::TmaBoxes FunctionLowering::tmaBoxes(const ir::Type& dt, int swizzle) {
+  TmaBoxes t;
+  const int rank = static_cast<int>(dt.shape.size());
+  const int64_t elemBytes = ir::byteWidth(dt.elem);
+  // One column block of the tile (all of it when rows fit the swizzle span).
+  std::vector<int64_t> region = dt.shape;
+  int64_t columnBlocks = 1;
+  if (swizzle && region.back() * elemBytes > swizzle) {
+    region.back() = swizzle / elemBytes;
+    columnBlocks = dt.shape.back() / region.back();
+  }
+  t.box = region;
+  for (int d = rank - 1; d >= 0; --d) {
+    if (t.box[d] <= 256) continue;
+    if (t.box[d] % 256)
+      t.problem = "dimension " + std::to_string(d) + " of " + std::to_string(t.box[d]) +
+                  " elements is not a multiple of the 256-element TMA box";
+    t.box[d] = 256;
+    for (int o = 0; o < d; ++o) t.box[o] = 1;
+    break;
+  }
+  int64_t boxBytes = elemBytes, regionBytes = elemBytes, chunks = 1;
+  std::vector<int64_t> grid(rank);
+  for (int d = 0; d < rank; ++d) {
+    boxBytes *= t.box[d];
+    regionBytes *= region[d];
+    grid[d] = region[d] / t.box[d];
+    chunks *= grid[d];
+  }
+  if (t.problem.empty() && chunks > 1 && boxBytes % (swizzle ? 8 * swizzle : 128))
+    t.problem = "its boxes of " + std::to_string(boxBytes) + " bytes would not start on " +
+                (swizzle ? "a swizzle atom (" + std::to_string(8 * swizzle) + " bytes)"
+                         : std::string("128-byte boundaries"));
+  for (int64_t c = 0; c < columnBlocks; ++c)
+    for (int64_t k = 0; k < chunks; ++k) {
+      std::vector<int64_t> coords(rank);
+      for (int d = rank - 1; d >= 0; --d) {
+        int64_t inner = 1;
+        for (int e = d + 1; e < rank; ++e) inner *= grid[e];
+        coords[d] = (k / inner) % grid[d] * t.box[d];
+      }
+      coords.back() += c * region.back();
+      t.copies.emplace_back(std::move(coords), c * regionBytes + k * boxBytes);
+    }
+  return t;
 }
 
 void FunctionLowering::lowerTlxTmaExtras(const ir::Op& op) {
@@ -138,12 +178,12 @@ void FunctionLowering::lowerTlxTmaExtras(const ir::Op& op) {
     if (!policy.empty()) opcode += ".L2::cache_hint";
     // The tensor map's box is one column block of a swizzled tile: prefetch each block. One
     // instruction covers the whole tile otherwise.
-    auto [blocks, boxInner] = tmaColumnBlocks(dt, tmaSwizzleOf(op.operand(0)));
-    for (int64_t c = 0; c < blocks; ++c) {
+    for (const auto& copy : tmaBoxes(dt, tmaSwizzleOf(op.operand(0))).copies) {
       std::string coords = "{";
       for (int d = rank - 1; d >= 0; --d) {
         std::string x = offsets[d];
-        if (d == rank - 1 && c) x = b_.pure("add.s32", RegClass::B32, {x, immInt(c * boxInner)});
+        if (int64_t delta = copy.first[d])
+          x = b_.pure("add.s32", RegClass::B32, {x, immInt(delta)});
         coords += x + (d ? ", " : "}");
       }
       std::vector<std::string> operands = {bracketed(tmap + ", " + coords)};
@@ -205,12 +245,12 @@ void FunctionLowering::lowerDeviceTensorMap(const ir::Op& op) {
                          "last block dimension, got " +
                              std::to_string(dt.shape.back()) + " x " + std::to_string(elemBytes));
   const int swizzle = tmaSwizzleOf(op.result());
-  const int64_t boxInner = tmaColumnBlocks(dt, swizzle).second;
-  for (int64_t d : dt.shape)
-    if (d > 256)
-      raiseError(op.loc(), "a tensor descriptor used by TMA copies has blocks of at most 256 "
-                           "elements per dimension, got " +
-                               dt.str());
+  const TmaBoxes boxes = tmaBoxes(dt, swizzle);
+  if (!boxes.problem.empty())
+    raiseError(op.loc(), "a tensor descriptor of " + dt.str() +
+                             " cannot be split into TMA boxes (at most 256 elements per "
+                             "dimension): " +
+                             boxes.problem);
 
   // This program's 128 bytes of slot `slot`: slots are laid out one after another, each
   // holding every program's tensor map (program ids linearized x fastest).
@@ -249,7 +289,7 @@ void FunctionLowering::lowerDeviceTensorMap(const ir::Op& op) {
   replace("rank", "b32", {immInt(rank - 1)});
   // Dimensions innermost first, as the driver's encoding lists them.
   for (int i = 0; i < rank; ++i)
-    replace("box_dim", "b32", {immInt(i), immInt(i == 0 ? boxInner : dt.shape[rank - 1 - i])});
+    replace("box_dim", "b32", {immInt(i), immInt(boxes.box[rank - 1 - i])});
   for (int i = 0; i < rank; ++i)
     replace("global_dim", "b32",
             {immInt(i), b_.materialize(operand(op, rank - i).at(0), RegClass::B32)});

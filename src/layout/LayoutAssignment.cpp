@@ -430,8 +430,13 @@ private:
     else
       c.remat.clear();
     c.hoistBefore = invariantLoop(v, user);
-    if (c.kind == ConversionKind::SharedMemory)
-      needScratch(user, numElements(v->type().shape) * v->type().elemBytes());
+    if (c.kind == ConversionKind::SharedMemory) {
+      int64_t bytes = v->type().elemBytes();
+      ConversionRounds rounds =
+          conversionRounds(c.src, c.dst, std::vector<int32_t>(c.src.numOutDims(), 0),
+                           kMaxConversionScratchBytes / std::max<int64_t>(bytes, 1));
+      needScratch(user, rounds.elements() * bytes);
+    }
     map_.conversionIndex_[{&user, i}] = map_.conversions_.size();
     map_.conversions_.push_back(std::move(c));
   }

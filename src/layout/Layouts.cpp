@@ -739,4 +739,102 @@ LinearLayout conversionSharedLayout(const LinearLayout& src, const LinearLayout&
   return best;
 }
 
+std::vector<int32_t> ConversionRounds::project(std::vector<int32_t> coord) const {
+  // Highest bits first, so that the lower bits of one dim keep their positions.
+  for (size_t i = dropped.size(); i-- > 0;) {
+    auto [d, bit] = dropped[i];
+    int32_t c = coord.at(d);
+    coord[d] = (c & (bit - 1)) | ((c >> 1) & ~(bit - 1));
+  }
+  return coord;
+}
+
+int32_t ConversionRounds::fullRegister(int32_t r, int64_t round, bool ofSrc) const {
+  const std::vector<int>& bits = ofSrc ? srcRegisterBits : dstRegisterBits;
+  std::vector<std::pair<int, int32_t>> inserts;
+  for (size_t i = 0; i < bits.size(); ++i)
+    inserts.emplace_back(bits[i], static_cast<int32_t>((round >> i) & 1));
+  std::sort(inserts.begin(), inserts.end());
+  for (auto [p, v] : inserts) {
+    int32_t low = r & ((int32_t(1) << p) - 1);
+    r = low | (v << p) | ((r >> p) << (p + 1));
+  }
+  return r;
+}
+
+ConversionRounds conversionRounds(const LinearLayout& src, const LinearLayout& dst,
+                                  const std::vector<int32_t>& constant, int64_t maxElements) {
+  ConversionRounds plan;
+  plan.src = src;
+  plan.dst = dst;
+  int rank = src.numOutDims();
+  if (dst.numOutDims() != rank || !src.hasInDim(kRegister) || !dst.hasInDim(kRegister)) return plan;
+  // A coordinate bit may be iterated when exactly one register basis of each layout is that
+  // bit alone and no other basis of either layout touches it.
+  auto uses = [&](const LinearLayout& l, int d, int32_t bit) {
+    int n = 0;
+    for (const auto& [name, bases] : l.getBases())
+      for (const auto& b : bases) n += (b[d] & bit) != 0;
+    return n;
+  };
+  auto singleRegister = [&](const LinearLayout& l, int d, int32_t bit) {
+    for (int i = 0; i < l.getInDimSizeLog2(kRegister); ++i) {
+      const auto& b = l.getBasis(kRegister, i);
+      bool only = true;
+      for (int o = 0; o < rank; ++o) only = only && b[o] == (o == d ? bit : 0);
+      if (only) return i;
+    }
+    return -1;
+  };
+  int64_t elements = src.getTotalOutDimSize();
+  // Outer dims and high bits first: they are the least likely to be vectorized.
+  for (int d = 0; d < rank && elements > maxElements; ++d) {
+    for (int32_t bit = src.outDimSizes()[d] / 2; bit >= 1 && elements > maxElements; bit /= 2) {
+      if (d < static_cast<int>(constant.size()) && (constant[d] & bit)) continue;
+      if (uses(src, d, bit) != 1 || uses(dst, d, bit) != 1) continue;
+      int rs = singleRegister(src, d, bit), rd = singleRegister(dst, d, bit);
+      if (rs < 0 || rd < 0) continue;
+      plan.srcRegisterBits.push_back(rs);
+      plan.dstRegisterBits.push_back(rd);
+      plan.dropped.emplace_back(d, bit);
+      elements /= 2;
+    }
+  }
+  if (plan.dropped.empty()) return plan;
+  // `dropped` in ascending (dim, bit) order for project(); the register bits follow it.
+  std::vector<size_t> order(plan.dropped.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return plan.dropped[a] < plan.dropped[b]; });
+  ConversionRounds sorted;
+  for (size_t i : order) {
+    sorted.dropped.push_back(plan.dropped[i]);
+    sorted.srcRegisterBits.push_back(plan.srcRegisterBits[i]);
+    sorted.dstRegisterBits.push_back(plan.dstRegisterBits[i]);
+  }
+  auto reduce = [&](const LinearLayout& l, const std::vector<int>& removed) {
+    LinearLayout::Bases bases = l.getBases();
+    for (auto& [name, list] : bases) {
+      std::vector<std::vector<int32_t>> kept;
+      for (size_t i = 0; i < list.size(); ++i) {
+        if (name == kRegister &&
+            std::find(removed.begin(), removed.end(), static_cast<int>(i)) != removed.end())
+          continue;
+        kept.push_back(sorted.project(list[i]));
+      }
+      list = std::move(kept);
+    }
+    LinearLayout::NamedSizes outs;
+    for (int d = 0; d < rank; ++d) {
+      int32_t size = l.outDimSizes()[d];
+      for (auto [dd, bit] : sorted.dropped) size /= dd == d ? 2 : 1;
+      outs.emplace_back(l.outDimNames()[d], size);
+    }
+    return LinearLayout(std::move(bases), std::move(outs));
+  };
+  sorted.src = reduce(src, sorted.srcRegisterBits);
+  sorted.dst = reduce(dst, sorted.dstRegisterBits);
+  return sorted;
+}
+
 } // namespace ww::layout

@@ -162,6 +162,33 @@ LinearLayout swizzledSharedLayout(const std::vector<int64_t>& shape, int32_t vec
 LinearLayout conversionSharedLayout(const LinearLayout& src, const LinearLayout& dst,
                                     int elemBytes);
 
+/// The most scratch one conversion through shared memory takes at once; larger tensors go
+/// through it in rounds (see conversionRounds).
+inline constexpr int64_t kMaxConversionScratchBytes = 64 * 1024;
+
+/// A conversion from `src` to `dst` through shared memory in rounds, as Triton's ConvertLayout
+/// does for tensors too large for one pass: tensor coordinate bits that both layouts hold in
+/// registers (and no other basis of either touches) are fixed per round, so each round moves
+/// the elements with one value of those bits through a scratch of `elements()`. `src` / `dst`
+/// here are the per-round layouts: without those register bits, and with those coordinate bits
+/// removed from their outputs (`project` maps a full coordinate there).
+struct ConversionRounds {
+  LinearLayout src, dst;
+  std::vector<int> srcRegisterBits, dstRegisterBits; // register bit of round bit i, ascending
+  std::vector<std::pair<int, int32_t>> dropped;      // (dim, coordinate bit) of round bit i
+  int64_t rounds() const { return int64_t(1) << dropped.size(); }
+  int64_t elements() const { return src.getTotalOutDimSize(); }
+  std::vector<int32_t> project(std::vector<int32_t> coord) const;
+  /// The full register index of per-round register `r` of `round` (src: the source layout).
+  int32_t fullRegister(int32_t r, int64_t round, bool ofSrc) const;
+};
+
+/// Rounds so that one holds at most `maxElements` (when the layouts allow; `constant`: the
+/// coordinates XOR'ed into every read, whose bits are never iterated). One round when the
+/// whole tensor fits.
+ConversionRounds conversionRounds(const LinearLayout& src, const LinearLayout& dst,
+                                  const std::vector<int32_t>& constant, int64_t maxElements);
+
 /// Shared-memory wavefronts one warp needs to access `distributed`'s elements through `shared`
 /// with vectors of `vecElems` elements of `elemBytes` (register bits 0.. form a vector): lanes
 /// are served in phases of 128 bytes, each costing as many wavefronts as the most distinct
