@@ -1,6 +1,7 @@
 // Global-memory loads, stores and atomics: vectorized by the layout and AxisInfo, predicated by
 // masks, with cache and eviction hints.
 #include "codegen/Lowering.h"
+#include "ir/OpAttrs.h"
 
 #include <algorithm>
 #include <bit>
@@ -136,21 +137,17 @@ int32_t layoutVectorLimit(const LinearLayout& l) {
 
 void FunctionLowering::lowerLoad(const ir::Op& op) {
   const ir::Type& rt = op.result()->type();
-  bool hasMask = op.intAttr("has_mask") != 0, hasOther = op.intAttr("has_other") != 0;
+  // The verifier keeps cache and evict within Ops.def's values, each a PTX qualifier.
+  bool hasMask = ir::attr::Load::hasMask(op), hasOther = ir::attr::Load::hasOther(op);
   const Regs& ptrs = operand(op, 0);
   const Regs* mask = hasMask ? &operand(op, 1) : nullptr;
   const Regs* other = hasOther ? &operand(op, hasMask ? 2 : 1) : nullptr;
-  std::string cache = op.strAttr("cache"), evict = op.strAttr("evict");
-  bool isVolatile = op.intAttr("volatile") != 0;
-  if (cache != "" && cache != "ca" && cache != "cg" && cache != "cv")
-    raiseError(op.loc(), "load cache_modifier '" + cache + "' is not one of '.ca', '.cg', '.cv'");
-  if (evict != "" && evict != "evict_first" && evict != "evict_last" && evict != "evict_normal")
-    raiseError(op.loc(), "load eviction_policy '" + evict +
-                             "' is not one of 'evict_first', 'evict_last', 'evict_normal'");
+  std::string cache = ir::attr::Load::cache(op), evict = ir::attr::Load::evict(op);
+  bool isVolatile = ir::attr::Load::isVolatile(op);
   std::string opcode = isVolatile ? "ld.volatile.global" : "ld.global";
   if (!cache.empty() && !isVolatile) opcode += "." + cache;
   std::string policy;
-  if (!evict.empty() && evict != "evict_normal" && !isVolatile) {
+  if (!evict.empty() && !isVolatile) {
     policy = b_.pure("createpolicy.fractional.L2::" + evict + ".b64", RegClass::B64, {"1.0"});
     opcode += ".L2::cache_hint";
   }
@@ -218,21 +215,15 @@ void FunctionLowering::lowerLoad(const ir::Op& op) {
 void FunctionLowering::lowerStore(const ir::Op& op) {
   const ir::Value* value = op.operand(1);
   const ir::Type& vt = value->type();
-  bool hasMask = op.intAttr("has_mask") != 0;
+  bool hasMask = ir::attr::Store::hasMask(op);
   const Regs& ptrs = operand(op, 0);
   const Regs& vals = operand(op, 1);
   const Regs* mask = hasMask ? &operand(op, 2) : nullptr;
-  std::string cache = op.strAttr("cache"), evict = op.strAttr("evict");
-  if (cache != "" && cache != "wb" && cache != "cg" && cache != "cs" && cache != "wt")
-    raiseError(op.loc(),
-               "store cache_modifier '" + cache + "' is not one of '.wb', '.cg', '.cs', '.wt'");
-  if (evict != "" && evict != "evict_first" && evict != "evict_last" && evict != "evict_normal")
-    raiseError(op.loc(), "store eviction_policy '" + evict +
-                             "' is not one of 'evict_first', 'evict_last', 'evict_normal'");
+  std::string cache = ir::attr::Store::cache(op), evict = ir::attr::Store::evict(op);
   std::string opcode = "st.global";
   if (!cache.empty()) opcode += "." + cache;
   std::string policy;
-  if (!evict.empty() && evict != "evict_normal") {
+  if (!evict.empty()) {
     policy = b_.pure("createpolicy.fractional.L2::" + evict + ".b64", RegClass::B64, {"1.0"});
     opcode += ".L2::cache_hint";
   }
@@ -284,20 +275,15 @@ void FunctionLowering::lowerAtomic(const ir::Op& op) {
   const ir::Value* ptr = op.operand(0);
   const ir::Type& vt = op.operand(1)->type();
   DType elem = vt.elem;
-  std::string kind = isCas ? "cas" : op.strAttr("kind");
-  std::string sem = op.strAttr("sem"), scope = op.strAttr("scope");
-  if (sem != "" && sem != "relaxed" && sem != "acquire" && sem != "release" && sem != "acq_rel")
-    raiseError(op.loc(),
-               "atomic sem '" + sem + "' is not one of 'relaxed', 'acquire', 'release', 'acq_rel'");
-  if (scope != "" && scope != "gpu" && scope != "cta" && scope != "sys")
-    raiseError(op.loc(), "atomic scope '" + scope + "' is not one of 'gpu', 'cta', 'sys'");
-  if (sem.empty()) sem = "acq_rel";
-  if (scope.empty()) scope = "gpu";
+  std::string kind = isCas ? "cas" : ir::attr::AtomicRMW::kind(op);
+  // Absent: Ops.def's defaults, acq_rel at gpu scope (Triton's).
+  std::string sem = isCas ? ir::attr::AtomicCas::sem(op) : ir::attr::AtomicRMW::sem(op);
+  std::string scope = isCas ? ir::attr::AtomicCas::scope(op) : ir::attr::AtomicRMW::scope(op);
   const Regs& ptrs = operand(op, 0);
   const Regs& vals = operand(op, 1);
   const Regs* cmpVals = isCas ? &operand(op, 1) : nullptr;
   const Regs* newVals = isCas ? &operand(op, 2) : nullptr;
-  const Regs* mask = !isCas && op.intAttr("has_mask") ? &operand(op, 2) : nullptr;
+  const Regs* mask = !isCas && ir::attr::AtomicRMW::hasMask(op) ? &operand(op, 2) : nullptr;
   bool resultUsed = op.numResults() > 0 && uses_.count(op.result()) > 0;
 
   int bits = ir::bitWidth(elem);

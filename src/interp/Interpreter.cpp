@@ -3,6 +3,7 @@
 #include "interp/Interpreter.h"
 #include "interp/Elementwise.h"
 #include "interp/Executor.h"
+#include "ir/OpAttrs.h"
 #include "ir/OpTraits.h"
 #include "warpweave/runtime.h"
 
@@ -107,8 +108,8 @@ void Executor::exec(const ir::Op& op) {
     if (!bar || !bar->array->barriers.at(size_t(bar->first)).warpBarrier) ++agent_.agentBarriers;
   }
   if (ir::isBinaryArithmetic(op.code()) || op.code() == OpCode::Umulhi) {
-    set(op.result(), evalBinary(op.code(), *tensor(op, 0), *tensor(op, 1), rt,
-                                op.intAttr("propagate_nan") != 0));
+    set(op.result(),
+        evalBinary(op.code(), *tensor(op, 0), *tensor(op, 1), rt, ir::propagatesNan(op)));
     return;
   }
   if (ir::isUnaryMath(op.code())) {
@@ -500,8 +501,7 @@ Scalar atomicCombine(const std::string& kind, ir::DType t, const Scalar& old, co
 void Executor::execMemory(const ir::Op& op) {
   switch (op.code()) {
   case OpCode::Load: {
-    bool hasMask = op.intAttr("has_mask", op.numOperands() > 1);
-    bool hasOther = op.intAttr("has_other", op.numOperands() > 2);
+    bool hasMask = ir::attr::Load::hasMask(op), hasOther = ir::attr::Load::hasOther(op);
     TensorPtr ptrs = tensor(op, 0);
     TensorPtr mask = hasMask ? tensor(op, 1) : nullptr;
     TensorPtr other = hasOther ? tensor(op, hasMask ? 2 : 1) : nullptr;
@@ -509,8 +509,7 @@ void Executor::execMemory(const ir::Op& op) {
     return;
   }
   case OpCode::Store: {
-    bool hasMask = op.intAttr("has_mask", op.numOperands() > 2);
-    TensorPtr mask = hasMask ? tensor(op, 2) : nullptr;
+    TensorPtr mask = ir::attr::Store::hasMask(op) ? tensor(op, 2) : nullptr;
     storeGlobal(op, *tensor(op, 0), *tensor(op, 1), mask.get());
     return;
   }
@@ -520,11 +519,11 @@ void Executor::execMemory(const ir::Op& op) {
     TensorPtr ptrs = tensor(op, 0);
     TensorPtr cmp = cas ? tensor(op, 1) : nullptr;
     TensorPtr val = tensor(op, cas ? 2 : 1);
-    bool hasMask = !cas && op.intAttr("has_mask", op.numOperands() > 2);
+    bool hasMask = !cas && ir::attr::AtomicRMW::hasMask(op);
     TensorPtr mask = hasMask ? tensor(op, 2) : nullptr;
     const ir::Type& rt = op.result()->type();
     auto r = std::make_shared<Tensor>(Tensor::ofType(rt));
-    std::string kind = op.strAttr("kind");
+    std::string kind = cas ? "cas" : ir::attr::AtomicRMW::kind(op);
     const int w = r->elemBytes();
     auto at = [](const TensorPtr& t, int64_t i) { return t->numel() == 1 ? 0 : i; };
     std::string why;

@@ -1,8 +1,10 @@
 #include "ir/IR.h"
 #include "ir/Builder.h"
 #include "ir/Limits.h"
+#include "ir/OpAttrs.h"
 
 #include <cmath>
+#include <stdexcept>
 
 namespace ww::ir {
 
@@ -47,6 +49,12 @@ void Op::setAttr(const std::string& name, Attr value) {
 }
 
 const Attr* Op::attr(const std::string& name) const {
+  // Reads by name go through Ops.def's table, so a misspelled name is a compiler bug reported
+  // here rather than a silent default. (Some stages read one name on several ops, e.g. "axis" on
+  // any shape op, so the name need only be declared for some op; typed accessors pin the op.)
+  if (!isDeclaredAttrName(name))
+    throw std::logic_error(std::string("attribute '") + name + "' (read on '" + opName(code_) +
+                           "') is not declared for any op in ir/Ops.def");
   for (const auto& a : attrs_)
     if (a.name == name) return &a.value;
   return nullptr;

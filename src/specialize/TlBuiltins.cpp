@@ -1,5 +1,7 @@
 // The `tl.*` surface (and Python builtins, `math`, libdevice) lowered to Tile IR ops, with the
 // argument checks and diagnostics each needs.
+#include "ir/OpAttrs.h"
+#include "specialize/OpAttrChecks.h"
 #include "specialize/SpecializerImpl.h"
 #include "support/MathExtras.h"
 
@@ -134,28 +136,6 @@ int64_t normAxis(int64_t axis, size_t rank, SourceLoc loc, const std::string& wh
                         "rank " +
                         std::to_string(rank));
   return axis < 0 ? axis + r : axis;
-}
-
-std::string cacheModifier(const Val& v, SourceLoc loc) {
-  if (v.isNone()) return "";
-  if (v.kind != Val::Kind::String) raiseError(loc, "cache_modifier must be a string");
-  std::string s = v.s;
-  if (!s.empty() && s[0] == '.') s.erase(0, 1);
-  if (s != "" && s != "ca" && s != "cg" && s != "cv" && s != "cs" && s != "wb" && s != "wt")
-    raiseError(loc, "unknown cache_modifier '" + v.s +
-                        "'; expected '.ca', '.cg', '.cv', '.cs', "
-                        "'.wb' or '.wt'");
-  return s;
-}
-
-std::string evictionPolicy(const Val& v, SourceLoc loc) {
-  if (v.isNone()) return "";
-  if (v.kind != Val::Kind::String) raiseError(loc, "eviction_policy must be a string");
-  if (v.s != "" && v.s != "evict_first" && v.s != "evict_last" && v.s != "evict_normal")
-    raiseError(loc, "unknown eviction_policy '" + v.s +
-                        "'; expected 'evict_first', "
-                        "'evict_last' or 'evict_normal'");
-  return v.s == "evict_normal" ? "" : v.s;
 }
 
 /// Whether a call's propagate_nan asks NaN to win (tl.PropagateNan.ALL or True). Absent, NONE or
@@ -1107,11 +1087,13 @@ Val Specializer::loadOp(const BoundArgs& a, SourceLoc loc) {
       a.has("volatile") && constBool(a.get("volatile"), a.loc("volatile"), "volatile");
   std::vector<ir::NamedAttr> attrs = {{"has_mask", int64_t(mask != nullptr)},
                                       {"has_other", int64_t(other != nullptr)}};
-  std::string cache = cacheModifier(a.get("cache_modifier"), a.loc("cache_modifier"));
-  std::string evict = evictionPolicy(a.get("eviction_policy"), a.loc("eviction_policy"));
-  if (!cache.empty()) attrs.push_back({"cache", cache});
-  if (!evict.empty()) attrs.push_back({"evict", evict});
-  if (isVolatile) attrs.push_back({"volatile", int64_t(1)});
+  std::string cache =
+      cacheModifier(a.get("cache_modifier"), a.loc("cache_modifier"), OpCode::Load, "tl.load");
+  std::string evict =
+      evictionPolicy(a.get("eviction_policy"), a.loc("eviction_policy"), OpCode::Load, "tl.load");
+  if (!cache.empty()) attrs.push_back({ir::attr::Load::kcache, cache});
+  if (!evict.empty()) attrs.push_back({ir::attr::Load::kevict, evict});
+  if (isVolatile) attrs.push_back({ir::attr::Load::kisVolatile, int64_t(1)});
   if (a.has("padding_option") && a.get("padding_option").kind == Val::Kind::String &&
       !a.get("padding_option").s.empty())
     raiseError(a.loc("padding_option"), "padding_option applies to block pointers, which are not "
@@ -1151,10 +1133,12 @@ void Specializer::storeOp(const BoundArgs& a, SourceLoc loc) {
   std::vector<ir::Value*> ops{broadcastTo(p.v, shape, loc), broadcastTo(value, shape, loc)};
   if (mask) ops.push_back(mask);
   std::vector<ir::NamedAttr> attrs = {{"has_mask", int64_t(mask != nullptr)}};
-  std::string cache = cacheModifier(a.get("cache_modifier"), a.loc("cache_modifier"));
-  std::string evict = evictionPolicy(a.get("eviction_policy"), a.loc("eviction_policy"));
-  if (!cache.empty()) attrs.push_back({"cache", cache});
-  if (!evict.empty()) attrs.push_back({"evict", evict});
+  std::string cache =
+      cacheModifier(a.get("cache_modifier"), a.loc("cache_modifier"), OpCode::Store, "tl.store");
+  std::string evict =
+      evictionPolicy(a.get("eviction_policy"), a.loc("eviction_policy"), OpCode::Store, "tl.store");
+  if (!cache.empty()) attrs.push_back({ir::attr::Store::kcache, cache});
+  if (!evict.empty()) attrs.push_back({ir::attr::Store::kevict, evict});
   b.create(OpCode::Store, ops, {}, attrs);
 }
 

@@ -1,5 +1,7 @@
 // The `tlx.*` surface for Hopper (and the storage kinds Blackwell adds): shared-memory buffers,
 // mbarriers, TMA and async copies, wgmma, warp-specialization helpers, cluster queries.
+#include "ir/OpAttrs.h"
+#include "specialize/OpAttrChecks.h"
 #include "specialize/SpecializerImpl.h"
 
 #include "ir/Limits.h"
@@ -559,11 +561,12 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
     }
     std::vector<ir::NamedAttr> attrs = {
         {"has_pred", hasPred}, {"multicast_mask", mask}, {"multicast_operands", runtimeTargets}};
-    const Val& cm = a.get("cache_modifier");
-    if (cm.kind == Val::Kind::String && !cm.s.empty())
-      attrs.push_back({"cache", cm.s[0] == '.' ? cm.s.substr(1) : cm.s});
-    const Val& ev = a.get("eviction_policy");
-    if (ev.kind == Val::Kind::String && !ev.s.empty()) attrs.push_back({"evict", ev.s});
+    std::string cache =
+        cacheModifier(a.get("cache_modifier"), a.loc("cache_modifier"), OpCode::AsyncDescLoad, fn);
+    std::string evict = evictionPolicy(a.get("eviction_policy"), a.loc("eviction_policy"),
+                                       OpCode::AsyncDescLoad, fn);
+    if (!cache.empty()) attrs.push_back({ir::attr::AsyncDescLoad::kcache, cache});
+    if (!evict.empty()) attrs.push_back({ir::attr::AsyncDescLoad::kevict, evict});
     b.create(OpCode::AsyncDescLoad, ops, {}, attrs);
     return Val::none();
   }

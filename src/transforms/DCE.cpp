@@ -1,4 +1,5 @@
 // Dead-code elimination: removes ops whose results are unused and that have no side effects.
+#include "ir/OpAttrs.h"
 #include "transforms/Passes.h"
 
 #include <unordered_map>
@@ -15,7 +16,7 @@ bool removableWhenUnused(const Op& op) {
   if (isPure(op)) return true;
   switch (op.code()) {
   case OpCode::Load:
-    return op.intAttr("volatile") == 0;
+    return !ir::attr::Load::isVolatile(op);
   case OpCode::LocalLoad:
   case OpCode::LocalGather:
   case OpCode::DescLoad:

@@ -1,4 +1,5 @@
 // Which ops have side effects: the one table fold, CSE and DCE consult.
+#include "ir/OpAttrs.h"
 #include "ir/OpTraits.h"
 #include "transforms/Passes.h"
 
@@ -22,7 +23,7 @@ bool isPure(const ir::Op& op) {
   case OpCode::MakeDescriptor: // only describes memory; the accesses through it are the effects
     return true;
   case OpCode::InlineAsm:
-    return op.intAttr("pure") != 0;
+    return ir::attr::InlineAsm::pure(op);
   case OpCode::Reduce:
   case OpCode::Scan:
     // Pure when the combine region is (it only ever holds arithmetic and a yield).

@@ -1,5 +1,7 @@
-// Structural checks of Tile IR, run after every pass: terminators, region arguments, dominance and
-// the operand/result type rules of Ops.def. A failure is a compiler bug.
+// Structural checks of Tile IR, run after every pass: terminators, region arguments, dominance,
+// the operand/result type rules of Ops.def and every attribute against Ops.def's ATTR lines. A
+// failure is a compiler bug.
+#include "ir/OpAttrs.h"
 #include "ir/OpTraits.h"
 #include "ir/Printer.h"
 #include "transforms/Passes.h"
@@ -96,12 +98,42 @@ private:
     return t;
   }
 
+  /// An op of `fixed` operands followed by one optional operand per has_* flag.
+  void expectOptionalOperands(const Op& op, unsigned fixed, std::initializer_list<bool> present,
+                              const char* shape) {
+    unsigned want = fixed;
+    for (bool p : present) want += p ? 1 : 0;
+    if (op.numOperands() != want)
+      fail(&op, std::to_string(op.numOperands()) + " operands, expected " + shape);
+  }
+
   void verifyRegionYield(const Op& op, const Block& region, const std::vector<Type>& want) {
     const Op* t = region.terminator();
     if (t && t->code() == OpCode::Yield) expectTypes(op, t->operands(), want, "yielded value");
   }
 
+  /// Every attribute is declared for the op in Ops.def, of its kind and within its allowed
+  /// values; every required one is present.
+  void verifyAttrs(const Op& op) {
+    for (const ir::NamedAttr& a : op.attrs()) {
+      const ir::AttrSpec* spec = ir::findAttrSpec(op.code(), a.name);
+      if (!spec) {
+        std::string known;
+        for (const ir::AttrSpec* s : ir::attrSpecs(op.code()))
+          known += std::string(known.empty() ? "" : ", ") + s->name;
+        fail(&op, "unknown attribute '" + a.name + "' (Ops.def declares " +
+                      (known.empty() ? std::string("none") : known) + ")");
+      }
+      std::string why = ir::checkAttr(*spec, a.value);
+      if (!why.empty()) fail(&op, "attribute '" + a.name + "' " + why);
+    }
+    for (const ir::AttrSpec* s : ir::attrSpecs(op.code()))
+      if (s->required && !op.hasAttr(s->name))
+        fail(&op, std::string("missing required attribute '") + s->name + "'");
+  }
+
   void verifyOp(const Op& op) {
+    verifyAttrs(op);
     if (ir::isBinaryArithmetic(op.code())) {
       if (op.numOperands() != 2 || op.numResults() != 1) fail(&op, "expects 2 operands, 1 result");
       if (!(op.operand(0)->type() == op.operand(1)->type()))
@@ -138,7 +170,9 @@ private:
     case OpCode::Load:
       if (op.numOperands() < 1 || !op.operand(0)->type().isPointer())
         fail(&op, "expects a pointer");
-      if (op.intAttr("has_mask") && op.operand(1)->type().shape != op.operand(0)->type().shape)
+      expectOptionalOperands(op, 1, {ir::attr::Load::hasMask(op), ir::attr::Load::hasOther(op)},
+                             "(ptr, [mask], [other]) as has_mask and has_other say");
+      if (ir::attr::Load::hasMask(op) && op.operand(1)->type().shape != op.operand(0)->type().shape)
         fail(&op, "mask shape differs from pointer shape");
       break;
     case OpCode::Store:
@@ -146,6 +180,12 @@ private:
         fail(&op, "expects a pointer");
       if (op.operand(1)->type().shape != op.operand(0)->type().shape)
         fail(&op, "value shape differs from pointer shape");
+      expectOptionalOperands(op, 2, {ir::attr::Store::hasMask(op)},
+                             "(ptr, value, [mask]) as has_mask says");
+      break;
+    case OpCode::AtomicRMW:
+      expectOptionalOperands(op, 2, {ir::attr::AtomicRMW::hasMask(op)},
+                             "(ptr, value, [mask]) as has_mask says");
       break;
     case OpCode::For: {
       if (op.numOperands() < 3 || op.numRegions() != 1)
