@@ -1,5 +1,6 @@
 #include "codegen/ScalarOps.h"
 #include "ir/OpTraits.h"
+#include "support/MathExtras.h"
 
 #include <bit>
 #include <cmath>
@@ -216,6 +217,38 @@ std::string intBinary(ScalarContext& cx, const ir::Op& op, const std::string& a,
     std::string rounded =
         cx.b.pure("and." + bits, rc, {biased, immInt(~((int64_t(1) << log2Divisor) - 1))});
     return cx.b.pure("sub." + it, rc, {x, rounded});
+  }
+  // Any other positive 32-bit immediate divides through a multiply-high (support/MathExtras.h):
+  // ptxas expands div / rem by an immediate 3 into I2F, MUFU.RCP and an IMAD chain, which a
+  // stage index `k % NUM_STAGES` pays on the critical path of every pipelined iteration.
+  int64_t divisor = 0;
+  if (regBits(t) == 32 && isImmediate(b) &&
+      b.find_first_not_of("0123456789") == std::string::npos && b.size() < 11)
+    divisor = std::stoll(b);
+  if (divisor > 2 && !isPowerOf2(divisor) && divisor < (ir::isSigned(t) ? 1ll << 31 : 1ll << 32) &&
+      (op.code() == OpCode::Div || op.code() == OpCode::Rem || op.code() == OpCode::FloorDiv)) {
+    std::string x = cx.b.materialize(a, rc);
+    std::string q;
+    if (ir::isSigned(t)) {
+      DivisionMagic m = signedDivisionMagic(static_cast<uint32_t>(divisor));
+      q = cx.b.pure("mul.hi.s32", rc, {x, immInt(static_cast<int32_t>(m.multiplier))});
+      if (static_cast<int32_t>(m.multiplier) < 0) q = cx.b.pure("add.s32", rc, {q, x});
+      if (m.shift > 0) q = cx.b.pure("shr.s32", rc, {q, immInt(m.shift)});
+      // Truncation toward zero: a negative dividend's floored quotient moves up by one.
+      q = cx.b.pure("add.s32", rc, {q, cx.b.pure("shr.u32", rc, {x, "31"})});
+    } else {
+      DivisionMagic m = unsignedDivisionMagic(static_cast<uint32_t>(divisor));
+      std::string hi = cx.b.pure("mul.hi.u32", rc, {x, immInt(m.multiplier)});
+      std::string half = cx.b.pure("shr.u32", rc, {cx.b.pure("sub.s32", rc, {x, hi}), "1"});
+      q = cx.b.pure("add.s32", rc, {hi, half});
+      if (m.shift > 0) q = cx.b.pure("shr.u32", rc, {q, immInt(m.shift)});
+    }
+    if (op.code() == OpCode::Div || (op.code() == OpCode::FloorDiv && !ir::isSigned(t))) return q;
+    std::string rem = cx.b.pure("mad.lo.s32", rc, {q, immInt(-divisor), x});
+    if (op.code() == OpCode::Rem) return rem;
+    // Python floors: with a positive divisor, a negative remainder steps the quotient down.
+    std::string neg = cx.b.pure("setp.lt.s32", RegClass::Pred, {rem, "0"});
+    return cx.b.pure("selp.b32", rc, {cx.b.pure("sub.s32", rc, {q, "1"}), q, neg});
   }
   std::string r;
   switch (op.code()) {
