@@ -227,8 +227,8 @@ void FunctionLowering::lowerTlxTmaExtras(const ir::Op& op) {
 
 void FunctionLowering::lowerDeviceTensorMap(const ir::Op& op) {
   if (options_.target == Target::SM80)
-    raiseError(op.loc(), "a tensor descriptor made in the kernel and used by TMA copies or "
-                         "prefetches needs sm_90a or sm_100a");
+    raiseError(op.loc(), "'make_desc': a tensor descriptor made in the kernel and used by TMA "
+                         "copies or prefetches needs sm_90a or sm_100a; sm_80 has no TMA");
   const ir::Type& dt = op.result()->type();
   const int rank = static_cast<int>(dt.shape.size());
   if (rank < 1 || rank > 5 || op.numOperands() != 1u + 2 * rank)
