@@ -10,9 +10,9 @@ namespace ww::codegen {
 
 struct PtxKernel {
   std::string ptx;
-  std::string entry;   // the .entry name
-  int numWarps = 4;    // total warps, async tasks included
-  int sharedBytes = 0; // dynamic shared memory
+  std::string entry;          // the .entry name
+  int numWarps = 4;           // total warps, async tasks included
+  int sharedBytes = 0;        // dynamic shared memory
   int globalScratchBytes = 0; // per program, behind the kGlobalScratchParam parameter
   std::vector<KernelParam> params;
 };
