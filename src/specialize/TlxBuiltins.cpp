@@ -391,8 +391,7 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
     if (t.count > 1 && newBytes > oldBytes && newBytes <= oldBytes * t.count) {
       // As TLX's memdesc_reinterpret of the whole allocation: one tile over all its buffers.
       nt.count = 1;
-      return Val::runtime(
-          b.create1(OpCode::LocalReinterpret, {buf}, nt, {{"whole", int64_t(1)}}));
+      return Val::runtime(b.create1(OpCode::LocalReinterpret, {buf}, nt, {{"whole", int64_t(1)}}));
     }
     if (newBytes > oldBytes)
       raiseError(loc, "tlx.local_reinterpret: " + nt.str() + " needs " + std::to_string(newBytes) +
