@@ -900,7 +900,7 @@ TEST(Codegen, DescriptorLoadsAndStoresUseTma) {
     SCOPED_TRACE(targetName(target));
     codegen::PtxKernel k = emitAndAssemble(*fn, target);
     EXPECT_NE(k.ptx.find(".param .align 64 .b8 tma_copy_param_0[128]"), std::string::npos) << k.ptx;
-    EXPECT_NE(k.ptx.find("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+    EXPECT_NE(k.ptx.find("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
                          "complete_tx::bytes"),
               std::string::npos);
     EXPECT_NE(k.ptx.find("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"),
@@ -1014,7 +1014,7 @@ TEST(Codegen, TlxTmaCopiesUseTheBufferSwizzle) {
     SCOPED_TRACE(targetName(target));
     codegen::PtxKernel k = emitAndAssemble(*fn, target);
     const std::string& ptx = k.ptx;
-    EXPECT_EQ(count(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+    EXPECT_EQ(count(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
                          "complete_tx::bytes"),
               1)
         << ptx;
@@ -1044,7 +1044,7 @@ TEST(Codegen, TlxTmaCopiesUseTheBufferSwizzle) {
              {{"multicast_mask", int64_t(0)}, {"has_pred", int64_t(0)}});
   w.b.ret();
   codegen::PtxKernel wide = emitAndAssemble(*w.fn, Target::SM90a);
-  EXPECT_EQ(count(wide.ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+  EXPECT_EQ(count(wide.ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
                             "complete_tx::bytes"),
             2)
       << wide.ptx;
@@ -1964,7 +1964,7 @@ TEST(Codegen, TlxPipelinedGemmCompilesForSm90a) {
     EXPECT_FALSE(k.cubin.empty()) << k.ptxasLog;
     const std::string& ptx = k.ptx;
     EXPECT_EQ(count(ptx, "mbarrier.init.shared::cta.b64"), 4) << ptx;
-    EXPECT_GE(count(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::"
+    EXPECT_GE(count(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::"
                          "complete_tx::bytes"),
               2);
     EXPECT_NE(ptx.find("mbarrier.try_wait.parity.shared::cta.b64"), std::string::npos);

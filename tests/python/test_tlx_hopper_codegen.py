@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(not native_loader.available(),
 
 ROOT = Path(__file__).resolve().parents[2]
 HOPPER = ROOT / "kernels" / "hopper"
-TMA_LOAD = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+TMA_LOAD = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
 TMA_STORE = "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"
 
 

@@ -231,7 +231,7 @@ def test_device_tensor_maps_ptx(prefetch):
     assert ptx.count("tensormap.replace.tile.swizzle_mode.global.b1024.b32") == 2
     assert ptx.count("fence.proxy.tensormap::generic.release.gpu") == 2
     assert ptx.count("fence.proxy.tensormap::generic.acquire.gpu") == 2
-    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.tile") == 1
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier") == 1
     assert ptx.count("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group") == 1
     assert ptx.count("cp.async.bulk.prefetch.tensor") == (1 if prefetch else 0)
     assert ptx.count("prefetch.tensormap") == (2 if prefetch else 0)
