@@ -3,7 +3,8 @@
 //
 // Compile the kernel ahead of time (one command line):
 //   wwc examples/vector_add.py --kernel add_kernel --target sm_90a --emit cubin -o add.cubin
-//       --meta add.json --signature "x_ptr:*fp32:16,y_ptr:*fp32:16,out_ptr:*fp32:16,n:i32,BLOCK=1024"
+//       --meta add.json --signature
+//       "x_ptr:*fp32:16,y_ptr:*fp32:16,out_ptr:*fp32:16,n:i32,BLOCK=1024"
 // then run this program (CMake target aot_launch, e.g. build/py/aot_launch after scripts/test):
 //   aot_launch add.cubin add.json 1000003
 #include "warpweave/runtime.h"

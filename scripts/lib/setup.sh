@@ -36,6 +36,17 @@ ww_apt_deps() {
       ww_log "FileCheck not found (llvm-14-tools): the lit tests will be skipped"
     fi
   fi
+  # clang-format for scripts/test's format check (the repository's .clang-format).
+  if ! command -v clang-format >/dev/null; then
+    if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+      ww_log "installing clang-format"
+      { apt-get update -qq &&
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq clang-format >/dev/null; } ||
+        ww_log "clang-format could not be installed: the format check will fail"
+    else
+      ww_log "clang-format not found: the format check will fail"
+    fi
+  fi
   if ! command -v ptxas >/dev/null && [ ! -x /usr/local/cuda/bin/ptxas ] && [ -z "${CUDA_HOME:-}" ]; then
     ww_log "no CUDA toolkit found (ptxas): PTX is still emitted, cubins and ptxas checks are skipped"
   fi

@@ -514,8 +514,7 @@ void FunctionLowering::lowerDescriptorCopy(const ir::Op& op) {
     b_.inst("fence.mbarrier_init.release.cluster", {});
     barrier();
     b_.inst("mbarrier.arrive.expect_tx.shared::cta.b64", {"_", mbar, immInt(tileBytes)}, leader);
-    b_.inst("cp.async.bulk.tensor." + dims +
-                ".shared::cluster.global.mbarrier::complete_tx::bytes",
+    b_.inst("cp.async.bulk.tensor." + dims + ".shared::cluster.global.mbarrier::complete_tx::bytes",
             {tile, "[" + tmap + ", " + coords + "]", mbar}, leader);
     // Every thread waits for phase 0 of the barrier to complete.
     std::string retry = b_.newLabel("tma_wait");

@@ -127,8 +127,8 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
     }
     // The barrier's expected bytes are the whole block's: every box completes a part.
     std::string bar = barrierAddress(op, 2);
-    std::string opcode = "cp.async.bulk.tensor." + dims +
-                         ".shared::cluster.global.mbarrier::complete_tx::bytes";
+    std::string opcode =
+        "cp.async.bulk.tensor." + dims + ".shared::cluster.global.mbarrier::complete_tx::bytes";
     std::string mask;
     if (multicast) {
       opcode += ".multicast::cluster";

@@ -31,7 +31,21 @@ enum class ExprKind {
   List,      // [a, b]
 };
 
-enum class BinOpKind { Add, Sub, Mul, Div, FloorDiv, Mod, Pow, MatMul, LShift, RShift, BitAnd, BitOr, BitXor };
+enum class BinOpKind {
+  Add,
+  Sub,
+  Mul,
+  Div,
+  FloorDiv,
+  Mod,
+  Pow,
+  MatMul,
+  LShift,
+  RShift,
+  BitAnd,
+  BitOr,
+  BitXor
+};
 enum class UnaryOpKind { Neg, Pos, Not, Invert };
 enum class BoolOpKind { And, Or };
 enum class CmpOpKind { Eq, NotEq, Lt, LtE, Gt, GtE, Is, IsNot, In, NotIn };
@@ -95,8 +109,8 @@ struct Compare : Expr {
   static constexpr ExprKind Kind = ExprKind::Compare;
   explicit Compare(SourceLoc l) : Expr(Kind, l) {}
   ExprPtr left;
-  std::vector<CmpOpKind> ops;         // a < b <= c: ops = {Lt, LtE}
-  std::vector<ExprPtr> comparators;   // {b, c}
+  std::vector<CmpOpKind> ops;       // a < b <= c: ops = {Lt, LtE}
+  std::vector<ExprPtr> comparators; // {b, c}
 };
 
 struct IfExp : Expr {
@@ -189,7 +203,7 @@ using Body = std::vector<StmtPtr>;
 struct Param {
   SourceLoc loc;
   std::string name;
-  ExprPtr annotation; // may be null; `tl.constexpr` marks a compile-time parameter
+  ExprPtr annotation;   // may be null; `tl.constexpr` marks a compile-time parameter
   ExprPtr defaultValue; // may be null
 };
 
@@ -287,7 +301,7 @@ struct Assert : Stmt {
 };
 
 struct WithItem {
-  ExprPtr context;  // tlx.async_tasks(), tlx.async_task("default"), ...
+  ExprPtr context;     // tlx.async_tasks(), tlx.async_task("default"), ...
   ExprPtr optionalVar; // `as x`, may be null
 };
 
@@ -344,10 +358,18 @@ bool isJitFunction(const FunctionDef& fn);
 // isa / cast / dyn_cast in the LLVM style
 // ---------------------------------------------------------------------------------------------
 
-template <typename T, typename N> bool isa(const N* n) { return n && n->kind == T::Kind; }
-template <typename T, typename N> T* cast(N* n) { return static_cast<T*>(n); }
-template <typename T, typename N> const T* cast(const N* n) { return static_cast<const T*>(n); }
-template <typename T, typename N> T* dyn_cast(N* n) { return isa<T>(n) ? static_cast<T*>(n) : nullptr; }
+template <typename T, typename N> bool isa(const N* n) {
+  return n && n->kind == T::Kind;
+}
+template <typename T, typename N> T* cast(N* n) {
+  return static_cast<T*>(n);
+}
+template <typename T, typename N> const T* cast(const N* n) {
+  return static_cast<const T*>(n);
+}
+template <typename T, typename N> T* dyn_cast(N* n) {
+  return isa<T>(n) ? static_cast<T*>(n) : nullptr;
+}
 template <typename T, typename N> const T* dyn_cast(const N* n) {
   return isa<T>(n) ? static_cast<const T*>(n) : nullptr;
 }

@@ -388,8 +388,8 @@ void AxisInfoAnalysis::visitOp(const ir::Op& op) {
       // Each element of a max / min is one of its operands' elements, so it keeps the
       // divisibility both share (slice ends min(start + width, n) stay 16-aligned).
       if (op.code() == OpCode::Max || op.code() == OpCode::Min)
-        r.divisibility[d] = std::min(elementDiv(operandAsResult(0), d),
-                                     elementDiv(operandAsResult(1), d));
+        r.divisibility[d] =
+            std::min(elementDiv(operandAsResult(0), d), elementDiv(operandAsResult(1), d));
     }
     set(op.result(), r);
     return;
