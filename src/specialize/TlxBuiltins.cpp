@@ -576,13 +576,9 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
     // An L2 hint, recorded as async_descriptor_load records its own.
     std::vector<ir::NamedAttr> attrs;
     if (a.has("eviction_policy")) {
-      const Val& ev = a.get("eviction_policy");
-      if (ev.kind != Val::Kind::String ||
-          (!ev.s.empty() && ev.s != "evict_first" && ev.s != "evict_last"))
-        raiseError(a.loc("eviction_policy"),
-                   fn + "'s eviction_policy must be \"\", \"evict_first\" or \"evict_last\", got " +
-                       describe(ev));
-      if (!ev.s.empty()) attrs.push_back({"evict", ev.s});
+      std::string evict = evictionPolicy(a.get("eviction_policy"), a.loc("eviction_policy"),
+                                         OpCode::AsyncDescStore, fn);
+      if (!evict.empty()) attrs.push_back({ir::attr::AsyncDescStore::kevict, evict});
     }
     if (buf->type().shape != d->type().shape || buf->type().elem != d->type().elem)
       raiseError(a.loc("source"), fn + ": the buffer " + buf->type().str() +
@@ -694,13 +690,9 @@ Val Specializer::callTlx(const std::string& name, CallSite& call) {
       ops.push_back(requireScalarI32(o, a.loc("offsets"), "an offset"));
     std::vector<ir::NamedAttr> attrs = {{"has_pred", predicate(a, ops)}};
     if (a.has("eviction_policy")) {
-      const Val& ev = a.get("eviction_policy");
-      if (ev.kind != Val::Kind::String ||
-          (!ev.s.empty() && ev.s != "evict_first" && ev.s != "evict_last"))
-        raiseError(a.loc("eviction_policy"),
-                   fn + "'s eviction_policy must be \"\", \"evict_first\" or \"evict_last\", got " +
-                       describe(ev));
-      if (!ev.s.empty()) attrs.push_back({"evict", ev.s});
+      std::string evict = evictionPolicy(a.get("eviction_policy"), a.loc("eviction_policy"),
+                                         OpCode::AsyncDescPrefetch, fn);
+      if (!evict.empty()) attrs.push_back({ir::attr::AsyncDescPrefetch::kevict, evict});
     }
     b.create(OpCode::AsyncDescPrefetch, ops, {}, attrs);
     return Val::none();
