@@ -1,6 +1,7 @@
 // Lowering of TLX barriers (sm_90a and later): mbarrier init, expect-bytes, wait and arrive,
 // named barriers and proxy fences.
 #include "codegen/Lowering.h"
+#include "ir/OpAttrs.h"
 
 #include <algorithm>
 #include <bit>
@@ -50,7 +51,7 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
   case OpCode::AllocBarriers: {
     const layout::SharedAllocation* a = layouts_.sharedAllocation(op.result());
     if (!a) throw std::logic_error("codegen: alloc_barriers without an allocation");
-    int64_t arriveCount = op.intAttr("arrive_count", 1);
+    int64_t arriveCount = ir::attr::AllocBarriers::arriveCount(op);
     if (arriveCount < 1 || arriveCount >= (int64_t(1) << 20))
       raiseError(op.loc(), "alloc_barriers arrive_count " + std::to_string(arriveCount) +
                                " is out of range; use 1 to 2^20-1");
@@ -81,7 +82,7 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
   case OpCode::BarrierExpectBytes: {
     std::string bar = barrierAddress(op, 0);
     std::string bytes = operand(op, 1).at(0);
-    std::string pred = guarded(electedThread(), 2, op.intAttr("has_pred") != 0);
+    std::string pred = guarded(electedThread(), 2, ir::attr::BarrierExpectBytes::hasPred(op));
     return b_.inst("mbarrier.arrive.expect_tx.shared::cta.b64", {"_", bar, bytes}, pred);
   }
   case OpCode::BarrierWait: {
@@ -93,7 +94,7 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
       phase = immInt(*c & 1);
     else if (!isParity(op.operand(1)))
       phase = b_.pure("and.b32", RegClass::B32, {b_.materialize(phase, RegClass::B32), "1"});
-    bool hasPred = op.intAttr("has_pred") != 0;
+    bool hasPred = ir::attr::BarrierWait::hasPred(op);
     std::string skip = b_.newLabel("wait_done");
     if (hasPred) {
       std::string p = b_.materialize(operand(op, 2).at(0), RegClass::Pred);
@@ -104,13 +105,14 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
     return;
   }
   case OpCode::BarrierArrive: {
-    bool remote = op.intAttr("has_remote_cta_rank") != 0;
+    bool remote = ir::attr::BarrierArrive::hasRemoteCtaRank(op);
     std::string bar = barrierAddress(op, 0);
     const ir::Op* root = barrierRoot(op.operand(0));
-    bool warpBarrier = root && root->code() == OpCode::AllocBarriers && root->intAttr("warp");
-    int64_t count = op.intAttr("arrive_count", 1);
+    bool warpBarrier =
+        root && root->code() == OpCode::AllocBarriers && ir::attr::AllocBarriers::warp(*root);
+    int64_t count = ir::attr::BarrierArrive::arriveCount(op);
     unsigned predIndex = remote ? 2 : 1;
-    bool hasPred = op.intAttr("has_pred") != 0;
+    bool hasPred = ir::attr::BarrierArrive::hasPred(op);
     std::string opcode = "mbarrier.arrive.shared::cta.b64";
     if (remote) {
       // The peer CTA's barrier at the same offset of its shared memory (mapa), arrived on with
@@ -152,7 +154,7 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
     return b_.inst(op.code() == OpCode::NamedBarrierWait ? "bar.sync" : "bar.arrive", {id, count});
   }
   case OpCode::Fence: {
-    std::string kind = op.strAttr("kind");
+    std::string kind = ir::attr::Fence::kind(op);
     if (kind == "async_shared") return b_.inst("fence.proxy.async.shared::cta", {});
     if (kind == "mbarrier_init_cluster") return b_.inst("fence.mbarrier_init.release.cluster", {});
     // tlx.fence("gpu") / ("sys"): orders this thread's memory accesses for the device or the
