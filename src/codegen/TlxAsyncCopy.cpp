@@ -2,6 +2,7 @@
 // groups: written by tlx.async_load and by the software pipeliner of tl.dot loops.
 #include "codegen/Lowering.h"
 #include "codegen/Wgmma.h"
+#include "ir/OpAttrs.h"
 
 #include <cmath>
 #include <stdexcept>
@@ -19,7 +20,7 @@ void FunctionLowering::lowerTlxAsyncCopy(const ir::Op& op) {
     if (op.numResults()) bind(op.result(), {"0"});
     return;
   case OpCode::AsyncWaitGroup: {
-    int64_t pendings = op.intAttr("pendings");
+    int64_t pendings = ir::attr::AsyncWaitGroup::pendings(op);
     if (pendings < 0 || pendings > 255)
       raiseError(op.loc(), "async_load_wait_group(" + std::to_string(pendings) +
                                ") is out of range; cp.async.wait_group takes 0 to 255");
@@ -46,7 +47,7 @@ void FunctionLowering::lowerTlxAsyncCopy(const ir::Op& op) {
   if (alloc.layout.getTotalOutDimSize() == 0 || alloc.layout.numOutDims() == 0)
     raiseError(op.loc(), "async_load into a buffer of shape " + buffer->type().str() +
                              " is not supported; use power-of-two dims");
-  bool hasMask = op.intAttr("has_mask") != 0, hasOther = op.intAttr("has_other") != 0;
+  bool hasMask = ir::attr::AsyncLoad::hasMask(op), hasOther = ir::attr::AsyncLoad::hasOther(op);
   const Regs& ptrs = operand(op, 0);
   const Regs* mask = hasMask ? &operand(op, 2) : nullptr;
   const ir::Value* otherValue = hasOther ? op.operand(hasMask ? 3 : 2) : nullptr;

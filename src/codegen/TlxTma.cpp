@@ -1,6 +1,7 @@
 // Lowering of TLX TMA copies (sm_90a and later): async_descriptor_load into a buffer with an
 // mbarrier (multicast to CTAs of a cluster), async_descriptor_store and its wait.
 #include "codegen/Lowering.h"
+#include "ir/OpAttrs.h"
 
 #include <algorithm>
 #include <bit>
@@ -31,7 +32,8 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
   if (op.code() == OpCode::AsyncDescStoreWait) {
     // Only the issuing thread tracks its bulk groups; the others wait for it at the barrier
     // before they may overwrite the source buffers.
-    b_.inst("cp.async.bulk.wait_group.read", {immInt(op.intAttr("pendings"))}, electedThread());
+    b_.inst("cp.async.bulk.wait_group.read", {immInt(ir::attr::AsyncDescStoreWait::pendings(op))},
+            electedThread());
     barrier();
     return;
   }
@@ -47,8 +49,9 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
   const ir::Type& bt = op.operand(1)->type();
   int rank = static_cast<int>(dt.shape.size());
   unsigned firstOffset = isLoad ? 3 : 2;
-  bool hasPred = isLoad && op.intAttr("has_pred") != 0;
-  unsigned runtimeTargets = isLoad ? static_cast<unsigned>(op.intAttr("multicast_operands")) : 0;
+  bool hasPred = isLoad && ir::attr::AsyncDescLoad::hasPred(op);
+  unsigned runtimeTargets =
+      isLoad ? static_cast<unsigned>(ir::attr::AsyncDescLoad::multicastOperands(op)) : 0;
   unsigned firstTarget = firstOffset + rank + (hasPred ? 1 : 0);
   if (rank < 1 || rank > 5 || op.numOperands() != firstTarget + runtimeTargets)
     raiseError(op.loc(), std::string("'") + op.name() + "' through a descriptor of block rank " +
@@ -86,7 +89,7 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
                              boxes.problem);
   // Multicast: the copy lands at the buffer's offset in every CTA of the mask (cluster ranks)
   // and completes the barrier at the same offset in each of them.
-  int64_t multicastMask = isLoad ? op.intAttr("multicast_mask") : 0;
+  int64_t multicastMask = isLoad ? ir::attr::AsyncDescLoad::multicastMask(op) : 0;
   bool multicast = multicastMask || runtimeTargets;
   if (multicast) {
     if (fn_.numCtas < 2)
