@@ -466,7 +466,7 @@ int64_t FunctionLowering::scratch(int64_t bytes) {
   usesShared_ = true;
   // The layout pass places the scratch it planned at 128 bytes or more; a conversion it did not
   // plan (scratchOffset() is then the unaligned end of the buffers) still needs vector alignment.
-  int64_t offset = scratchBase_ >= 0 ? scratchBase_ : (layouts_.scratchOffset() + 127) / 128 * 128;
+  int64_t offset = scratchBase_ >= 0 ? scratchBase_ : alignTo(layouts_.scratchOffset(), 128);
   sharedBytes_ = std::max(sharedBytes_, offset + bytes);
   return offset;
 }
@@ -1140,7 +1140,7 @@ PtxKernel FunctionLowering::run() {
   k.ptx = std::move(out);
   // Opt-in dynamic shared memory per block: 227 KiB on sm_90a/sm_100a, 163 KiB on sm_80. Checked
   // in 64 bits before PtxKernel's int holds it (4 GiB once wrapped to 0 there).
-  int64_t shared = (sharedBytes_ + 15) / 16 * 16;
+  int64_t shared = alignTo(sharedBytes_, 16);
   int64_t maxShared = options_.target == Target::SM80 ? 166912 : 232448;
   if (shared > maxShared)
     raiseError(fn_.loc, "kernel '" + fn_.name + "' needs " + std::to_string(shared) +

@@ -2,6 +2,7 @@
 // masks, with cache and eviction hints.
 #include "codegen/Lowering.h"
 #include "ir/OpAttrs.h"
+#include "support/MathExtras.h"
 
 #include <algorithm>
 #include <bit>
@@ -472,8 +473,8 @@ void FunctionLowering::lowerDescriptorCopy(const ir::Op& op) {
   int64_t boxInner = dt.shape.back() / columnBlocks;
   int64_t blockBytes = tileBytes / columnBlocks;
   int64_t align = swizzle ? 1024 : 128;
-  int64_t base = (start + align - 1) / align * align;
-  int64_t barrierOffset = base + (tileBytes + 15) / 16 * 16;
+  int64_t base = alignTo(start, align);
+  int64_t barrierOffset = base + alignTo(tileBytes, 16);
   scratch(barrierOffset + 16 - start);
   std::vector<int64_t> shape = dt.shape;
   OffsetFn tileOffset = [&shape](const std::vector<int32_t>& c) {

@@ -1,6 +1,7 @@
 // Lowering of tlx.async_tasks: warp-specialized tasks on the warp ranges of the kernel's task
 // plan (ir/TaskPlan.h), with their setmaxnreg budgets.
 #include "codegen/Lowering.h"
+#include "support/MathExtras.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -73,8 +74,7 @@ void FunctionLowering::lowerAsyncTasks(const ir::Op& op) {
       taskBarrierId_ = 15 - static_cast<int>(i);
       // Tasks run concurrently: each later task's scratch (conversions, reductions, descriptor
       // copies) starts after everything the earlier tasks used.
-      if (i > 0)
-        scratchBase_ = (std::max(sharedBytes_, layouts_.scratchOffset()) + 1023) / 1024 * 1024;
+      if (i > 0) scratchBase_ = alignTo(std::max(sharedBytes_, layouts_.scratchOffset()), 1024);
       setRegisters(launch, t.regs);
       lowerBlock(*t.task->region(0));
       if (restore) setRegisters(t.regs, launch);

@@ -26,10 +26,6 @@ bool isTensor(const ir::Value* v) {
   return v && v->type().isTensor();
 }
 
-int64_t alignTo(int64_t v, int64_t a) {
-  return (v + a - 1) / a * a;
-}
-
 int64_t numElements(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t s : shape) n *= s;

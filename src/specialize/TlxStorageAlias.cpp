@@ -15,6 +15,7 @@
 
 #include "ir/Limits.h"
 #include "layout/Layouts.h"
+#include "support/MathExtras.h"
 
 #include <algorithm>
 #include <functional>
@@ -24,10 +25,6 @@
 namespace ww::specialize {
 
 namespace {
-
-int64_t alignUp(int64_t v, int64_t a) {
-  return (v + a - 1) / a * a;
-}
 
 int64_t tileBytes(const ir::Type& t) {
   return t.numElements() * ir::byteWidth(t.elem);
@@ -55,7 +52,7 @@ int64_t sizeOf(const Val& node, int64_t alignment) {
   int64_t size = 0;
   for (const Val& c : node.elts) {
     if (node.b) // distinct
-      size = alignUp(size, alignment) + sizeOf(c, alignment);
+      size = alignTo(size, alignment) + sizeOf(c, alignment);
     else
       size = std::max(size, sizeOf(c, alignment));
   }
@@ -210,7 +207,7 @@ Val Specializer::storageAliasMethod(const Val& obj, const std::string& name, Cal
   check(root);
 
   int64_t alignment = alignmentOf(root);
-  int64_t between = alignUp(sizeOf(root, alignment), alignment);
+  int64_t between = alignTo(sizeOf(root, alignment), alignment);
   std::vector<std::pair<const Val*, Placement>> placed;
   std::function<void(const Val&, Placement)> place = [&](const Val& n, Placement p) {
     if (!isGroup(n)) {
@@ -220,7 +217,7 @@ Val Specializer::storageAliasMethod(const Val& obj, const std::string& name, Cal
     if (n.b) { // distinct: one after another
       int64_t at = p.offset;
       for (const Val& c : n.elts) {
-        at = alignUp(at, alignment);
+        at = alignTo(at, alignment);
         Placement q = p;
         q.offset = at;
         place(c, q);

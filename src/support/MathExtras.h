@@ -11,6 +11,11 @@ constexpr bool isPowerOf2(int64_t v) {
   return v > 0 && (v & (v - 1)) == 0;
 }
 
+/// v rounded up to a multiple of a (a > 0; v >= 0).
+constexpr int64_t alignTo(int64_t v, int64_t a) {
+  return (v + a - 1) / a * a;
+}
+
 /// Multiplier and shift that turn a 32-bit division by a constant into a multiply-high (Hacker's
 /// Delight, chapter 10): ptxas expands div / rem by an immediate into a reciprocal-based division
 /// (I2F, MUFU.RCP, a chain of IMADs) instead.
