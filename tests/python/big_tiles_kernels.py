@@ -70,12 +70,10 @@ def row_gather_device_desc(x, y, M, N, BM: tl.constexpr, BN: tl.constexpr):
 
 
 @ww.jit
-def tile_round_trip_device_desc(x, y, M, N, BM: tl.constexpr, BN: tl.constexpr):
-    """Each program loads a [BM, BN] tile of x with TMA (descriptor made here), adds 1 in
-    registers and stores it to y with TMA."""
-    dt: tl.constexpr = tlx.dtype_of(x)
-    src = tl.make_tensor_descriptor(x, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
-    dst = tl.make_tensor_descriptor(y, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+def _tile_plus_one(src, dst, BM: tl.constexpr, BN: tl.constexpr):
+    """Loads this program's [BM, BN] tile through src with TMA, adds 1 in registers and stores it
+    through dst with TMA."""
+    dt: tl.constexpr = tlx.dtype_of(src)
     tile = tlx.local_alloc((BM, BN), dt, 1)[0]
     bar = tlx.alloc_barriers(1)[0]
     row = tl.program_id(0) * BM
@@ -90,17 +88,14 @@ def tile_round_trip_device_desc(x, y, M, N, BM: tl.constexpr, BN: tl.constexpr):
 
 
 @ww.jit
+def tile_round_trip_device_desc(x, y, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """_tile_plus_one through descriptors made here."""
+    src = tl.make_tensor_descriptor(x, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    dst = tl.make_tensor_descriptor(y, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    _tile_plus_one(src, dst, BM, BN)
+
+
+@ww.jit
 def tile_round_trip_host_desc(src, dst, BM: tl.constexpr, BN: tl.constexpr):
-    """As tile_round_trip_device_desc through host descriptors."""
-    dt: tl.constexpr = tlx.dtype_of(src)
-    tile = tlx.local_alloc((BM, BN), dt, 1)[0]
-    bar = tlx.alloc_barriers(1)[0]
-    row = tl.program_id(0) * BM
-    col = tl.program_id(1) * BN
-    tlx.barrier_expect_bytes(bar, BM * BN * tlx.size_of(dt))
-    tlx.async_descriptor_load(src, tile, [row, col], bar)
-    tlx.barrier_wait(bar, 0)
-    tlx.local_store(tile, tlx.local_load(tile) + 1)
-    tlx.fence("async_shared")
-    tlx.async_descriptor_store(dst, tile, [row, col])
-    tlx.async_descriptor_store_wait(0)
+    """_tile_plus_one through host descriptors."""
+    _tile_plus_one(src, dst, BM, BN)
