@@ -201,48 +201,26 @@ def test_the_interpreter_names_the_statement_it_cannot_run():
 
 
 @ww.jit
-def bad_count(x_ptr, BLOCK: tl.constexpr):
+def asm_with(x_ptr, ASM: tl.constexpr, CONSTRAINTS: tl.constexpr, PACK: tl.constexpr,
+             BLOCK: tl.constexpr):
     x = tl.load(x_ptr + tl.arange(0, BLOCK))
     tl.store(x_ptr + tl.arange(0, BLOCK),
-             tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r,r", [x], dtype=tl.int32,
-                                       is_pure=True, pack=1))
+             tl.inline_asm_elementwise(ASM, CONSTRAINTS, [x], dtype=tl.int32, is_pure=True,
+                                       pack=PACK))
 
 
-@ww.jit
-def bad_width(x_ptr, BLOCK: tl.constexpr):
-    x = tl.load(x_ptr + tl.arange(0, BLOCK))
-    tl.store(x_ptr + tl.arange(0, BLOCK),
-             tl.inline_asm_elementwise("mov.b64 $0, $1;", "=l,r", [x], dtype=tl.int32,
-                                       is_pure=True, pack=1))
-
-
-@ww.jit
-def bad_operand(x_ptr, BLOCK: tl.constexpr):
-    x = tl.load(x_ptr + tl.arange(0, BLOCK))
-    tl.store(x_ptr + tl.arange(0, BLOCK),
-             tl.inline_asm_elementwise("mov.b32 $0, $2;", "=r,r", [x], dtype=tl.int32,
-                                       is_pure=True, pack=1))
-
-
-@ww.jit
-def bad_pack(x_ptr, BLOCK: tl.constexpr):
-    x = tl.load(x_ptr + tl.arange(0, BLOCK))
-    tl.store(x_ptr + tl.arange(0, BLOCK),
-             tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=tl.int32,
-                                       is_pure=True, pack=3))
-
-
-@pytest.mark.parametrize("kernel,message", [
-    (bad_count, "the constraints name 3 operands, but 1 result(s) and 1 argument(s) at pack=1 "
-                "take 2"),
-    (bad_width, "operand $0 is result 0 (int32), 32 bits: its constraint must be '=r or f', "
-                "got '=l'"),
-    (bad_operand, "the asm names $2 but has 2 operands ($0..$1)"),
-    (bad_pack, "pack must be a power of two from 1 to 32, got 3"),
+@pytest.mark.parametrize("asm,constraints,pack,message", [
+    ("mov.b32 $0, $1;", "=r,r,r", 1,
+     "the constraints name 3 operands, but 1 result(s) and 1 argument(s) at pack=1 take 2"),
+    ("mov.b64 $0, $1;", "=l,r", 1,
+     "operand $0 is result 0 (int32), 32 bits: its constraint must be '=r or f', got '=l'"),
+    ("mov.b32 $0, $2;", "=r,r", 1, "the asm names $2 but has 2 operands ($0..$1)"),
+    ("mov.b32 $0, $1;", "=r,r", 3, "pack must be a power of two from 1 to 32, got 3"),
 ])
-def test_constraint_mistakes_are_located_errors(kernel, message):
+def test_constraint_mistakes_are_located_errors(asm, constraints, pack, message):
     with pytest.raises(ww.CompilationError) as e:
-        compile_for(kernel, {"x_ptr": "*i32"}, {"BLOCK": 64}, 90)
+        compile_for(asm_with, {"x_ptr": "*i32"},
+                    {"ASM": asm, "CONSTRAINTS": constraints, "PACK": pack, "BLOCK": 64}, 90)
     msg = str(e.value)
     assert message in msg, msg
     assert re.search(r"test_inline_asm\.py:\d+:\d+", msg), msg
