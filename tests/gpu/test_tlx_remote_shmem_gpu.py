@@ -28,10 +28,11 @@ def test_store_to_itself_in_a_cluster_of_one_is_refused(cache_dir):
     # instruction on the H200: such a store compiles (as in TLX, where a 1-CTA launch may never
     # reach it) and, when it runs, prints its line ("... needs a cluster launch") and traps. On
     # the H200 (session 9) the trap ended the launch before the device printf buffer reached the
-    # host, so the check accepts the failed launch alone; the interpreter reports the line
-    # (tests/python/test_tlx_remote_shmem.py).
-    with pytest.raises(AssertionError,
-                       match="needs a cluster launch|CUDA_ERROR_LAUNCH_FAILED"):
+    # host, so the check accepts the failed launch alone, as our launcher words it or as
+    # PyTorch does when its synchronize is the first call to see it (session 10); the
+    # interpreter reports the line (tests/python/test_tlx_remote_shmem.py).
+    with pytest.raises(AssertionError, match="needs a cluster launch|CUDA_ERROR_LAUNCH_FAILED"
+                                             "|unspecified launch failure"):
         run_check("check_exchange_pairs(1, 65, True)", cache_dir)
 
 
