@@ -48,6 +48,10 @@ _ENCODED_MAPS_KEPT = 256
 
 def _int_list(name: str, values) -> list:
     """A descriptor's shape / strides / block_shape as ints, or a TypeError naming it."""
+    # Wrappers build descriptors on every call: plain lists / tuples / torch.Size of ints take
+    # one pass (bool is an int subclass, not `int` itself, so it still reaches the check below).
+    if isinstance(values, (list, tuple)) and all(type(v) is int for v in values):
+        return list(values)
     if isinstance(values, (str, bytes, bytearray)) or not hasattr(values, "__iter__"):
         raise TypeError(f"TensorDescriptor: {name} must be a sequence of ints, got "
                         f"{type(values).__name__}")
