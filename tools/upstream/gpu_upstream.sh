@@ -3,7 +3,7 @@
 # tools/upstream/run_upstream.py (their Hopper tutorial tests in both modes, TLX's unit tests)
 # and times the Hopper tutorials beside cuBLAS / cuDNN. Usage:
 #   UPSTREAM=DIR OUT=DIR bash tools/upstream/gpu_upstream.sh [steps...]
-# Steps (default all): build hopper-replace hopper-run unit perf. Each has a time limit so that
+# Steps (default all but triton-perf): build hopper-replace hopper-run unit perf triton-perf. Each has a time limit so that
 # one hang cannot eat the session; logs and JUnit XML go to $OUT.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -51,6 +51,11 @@ for step in $steps; do
       timeout -s KILL "${WW_PERF_LIMIT:-420}" python3 tools/upstream/perf_hopper.py \
         --tutorials "$work/r/tlx-hopper/third_party/tlx/tutorials" ${WW_PERF_ARGS:-} > "$OUT/perf.log" 2>&1
       say "exit $?"; grep "^|" "$OUT/perf.log" ;;
+    triton-perf)
+      say "Triton's tutorials 03 / 09 / 06: warpweave beside the installed Triton"
+      timeout -s KILL "${WW_TRITON_PERF_LIMIT:-540}" python3 tools/upstream/perf_triton.py \
+        --tutorials "$UPSTREAM/python/tutorials" ${WW_TRITON_PERF_ARGS:-} > "$OUT/triton-perf.log" 2>&1
+      say "exit $?"; grep "^|" "$OUT/triton-perf.log" ;;
     *) say "unknown step $step" ;;
   esac
 done
