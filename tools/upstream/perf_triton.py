@@ -59,6 +59,17 @@ def ensure_profiler_module():
         sys.modules["warpweave.profiler"] = types.ModuleType("warpweave.profiler")
 
 
+def ensure_triton_target_api():
+    """The TLX repository's tutorials ask `get_current_target().is_cuda_backend()`, which Triton
+    3.6's GPUTarget lacks: added here (backend == "cuda") so that the same files run on both."""
+    try:
+        from triton.backends.compiler import GPUTarget
+    except ImportError:
+        return
+    if not hasattr(GPUTarget, "is_cuda_backend"):
+        GPUTarget.is_cuda_backend = lambda self: self.backend == "cuda"
+
+
 def gemm_cases(mods, shapes):
     """(label, shape text, flops, {provider: callable}) for 03 and 09."""
     import torch
@@ -144,6 +155,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="ww_perf_triton_"))
     tri_dir, ww_dir = copy_tutorials(args.tutorials, work)
     ensure_profiler_module()
+    ensure_triton_target_api()
     mods: dict = {}
     rows = []
     for key in filter(None, args.only.split(",")):
