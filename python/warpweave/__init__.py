@@ -30,6 +30,7 @@ from . import testing  # noqa: E402
 from . import runtime, tools, knobs  # noqa: E402
 from .runtime._allocation import set_allocator  # noqa: E402
 from .compiler import compile  # noqa: E402,A001  (Triton's name)
+from .runtime.jit import TensorWrapper, reinterpret  # noqa: E402
 
 
 def constexpr_function(fn):
@@ -46,5 +47,5 @@ __all__ = [
     "next_power_of_2", "constexpr", "TensorDescriptor", "testing", "language", "tlx", "runtime",
     "tools", "knobs", "set_allocator", "compile", "constexpr_function", "CompilationError",
     "InterpreterError", "CudaError", "LaunchError", "OutOfResources", "PTXASError",
-    "AutotunerError", "TritonError", "__version__",
+    "AutotunerError", "TritonError", "TensorWrapper", "reinterpret", "__version__",
 ]

@@ -16,7 +16,8 @@ __all__ = [
     "is_hip_rdna", "is_hip_rdna3", "is_hip_rdna4", "is_hip_gfx1250", "is_xpu",
     "get_hip_lds_size", "int_dtypes", "uint_dtypes", "integral_dtypes", "float_dtypes",
     "float_dtypes_with_bfloat16", "dtypes", "dtypes_with_bfloat16", "torch_float8_dtypes",
-    "torch_dtypes", "tma_dtypes", "numpy_random",
+    "torch_dtypes", "tma_dtypes", "numpy_random", "str_to_triton_dtype", "torch_dtype_name",
+    "to_triton", "to_numpy", "unwrap_tensor", "supports_tma", "supports_ws", "tma_skip_msg",
 ]
 
 int_dtypes = ["int8", "int16", "int32", "int64"]
@@ -108,8 +109,10 @@ def get_hip_lds_size() -> int:
 
 
 def numpy_random(shape, dtype_str, rs=None, low=None, high=None):
-    """A random NumPy array of `dtype_str` (a name above): integers over the type's range (or
-    [low, high)) with no zeros, floats from a normal distribution."""
+    """A random NumPy array of `dtype_str` (a name above), as Triton's tests expect: integers over
+    the type's range (or [low, high)) with no zeros; floats from a normal distribution (bfloat16
+    ones exactly representable in bfloat16, as float32); float8 names give int8 bit patterns
+    from 20 to 39; bool from the sign of a normal sample."""
     import numpy as np
 
     if isinstance(shape, int):
@@ -123,9 +126,96 @@ def numpy_random(shape, dtype_str, rs=None, low=None, high=None):
         x = rs.randint(lo, hi, shape, dtype=getattr(np, dtype_str))
         x[x == 0] = 1  # division tests never see a zero
         return x
-    if dtype_str == "bool":
-        return rs.randint(0, 2, shape).astype(bool)
-    if dtype_str in float_dtypes_with_bfloat16:
-        dt = np.float32 if dtype_str == "bfloat16" else getattr(np, dtype_str)
-        return rs.normal(0, 1, shape).astype(dt)
+    if dtype_str and "float8" in dtype_str:
+        return rs.randint(20, 40, shape, dtype=np.int8)
+    if dtype_str in float_dtypes:
+        return rs.normal(0, 1, shape).astype(dtype_str)
+    if dtype_str == "bfloat16":
+        bits = rs.normal(0, 1, shape).astype(np.float32).view(np.uint32) & np.uint32(0xFFFF0000)
+        return bits.view(np.float32)
+    if dtype_str in ("bool", "int1", "bool_"):
+        return rs.normal(0, 1, shape) > 0.0
     raise ValueError(f"numpy_random: unknown dtype {dtype_str!r}")
+
+
+def str_to_triton_dtype(name: str):
+    """The tl dtype of a type name in any of Triton's spellings (int32, i32, float16, fp16...)."""
+    from . import language as tl
+    from .runtime.jit import type_canonicalisation_dict
+
+    sig = type_canonicalisation_dict.get(name, name)
+    if sig not in tl.DTYPES:
+        raise ValueError(f"unknown element type {name!r}")
+    return tl.DTYPES[sig]
+
+
+def torch_dtype_name(dtype) -> str:
+    """'int64' for torch.int64 or tl.int64."""
+    from . import language as tl
+
+    if isinstance(dtype, tl.dtype):
+        return dtype.name
+    text = str(dtype)
+    if type(dtype).__module__ == "torch" and text.startswith("torch."):
+        return text[len("torch."):]
+    raise TypeError(f"not a tl or torch dtype: {type(dtype).__name__}")
+
+
+def to_triton(x, device, dst_type=None):
+    """A torch tensor on `device` holding NumPy array `x`: unsigned arrays (which torch lacks
+    beyond uint8) and float8 bit patterns (`dst_type` float8...) as reinterpret()ed wrappers,
+    float32 with `dst_type` 'bfloat16' converted."""
+    import numpy as np
+    import torch
+
+    from . import language as tl
+    from .runtime.jit import reinterpret
+
+    t = x.dtype.name
+    if t in uint_dtypes:
+        signed = x.astype(getattr(np, t[1:]))
+        return reinterpret(torch.tensor(signed, device=device), getattr(tl, t))
+    if dst_type and "float8" in dst_type:
+        return reinterpret(torch.tensor(x, device=device), str_to_triton_dtype(dst_type))
+    if t == "float32" and dst_type == "bfloat16":
+        return torch.tensor(x, device=device).bfloat16()
+    return torch.tensor(x, device=device)
+
+
+def to_numpy(x):
+    """A NumPy array of a torch tensor or reinterpret()ed wrapper (bfloat16 as float32)."""
+    import numpy as np
+    import torch
+
+    from .runtime.jit import TensorWrapper
+
+    if isinstance(x, TensorWrapper):
+        return x.base.cpu().numpy().astype(getattr(np, torch_dtype_name(x.dtype)))
+    if isinstance(x, torch.Tensor):
+        if x.dtype is torch.bfloat16:
+            return x.cpu().float().numpy()
+        return x.cpu().numpy()
+    raise ValueError(f"not a tensor: {type(x).__name__}")
+
+
+def unwrap_tensor(t):
+    """The torch tensor under a reinterpret()ed wrapper (or `t` itself)."""
+    from .runtime.jit import TensorWrapper
+
+    return t.base if isinstance(t, TensorWrapper) else t
+
+
+def supports_tma(byval_only=False) -> bool:
+    """Whether tensor descriptors run here: in the interpreter always, on a GPU from sm_90."""
+    if is_interpreter():
+        return True
+    a = _arch()
+    return a is not None and a >= 90
+
+
+def supports_ws() -> bool:
+    return supports_tma()
+
+
+def tma_skip_msg(byval_only=False) -> str:
+    return "tensor descriptors need an sm_90 or newer GPU (or the interpreter)"

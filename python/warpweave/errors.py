@@ -9,13 +9,28 @@ from ._native_loader import available as _native_available
 __all__ = ["CompilationError", "InterpreterError", "CudaError", "LaunchError", "TritonError",
            "OutOfResources", "PTXASError", "AutotunerError"]
 
+
+class TritonError(Exception):
+    """Base of compile, interpreter and the Triton-named errors (Triton's
+    `triton.errors.TritonError`): host code catches any of them through it."""
+
+    __slots__ = ()  # Exception's own layout, so the extension's classes can take it as base
+
+
 if _native_available():
     from ._native import CompilationError, CudaError, InterpreterError, LaunchError  # noqa: F401
+
+    # The extension's two error classes are plain Exception subclasses; Triton derives both
+    # from TritonError, so they take it as their base here (their layout is Exception's).
+    for _cls in (CompilationError, InterpreterError):
+        if TritonError not in _cls.__mro__:
+            _cls.__bases__ = (TritonError,)
+    del _cls
 else:
-    class CompilationError(Exception):
+    class CompilationError(TritonError):
         """A kernel failed to compile (the C++ extension is not built)."""
 
-    class InterpreterError(Exception):
+    class InterpreterError(TritonError):
         """The interpreter found a fault in a kernel."""
 
     class CudaError(RuntimeError):
@@ -42,10 +57,6 @@ def chain_error_detail(err):
         if sep:
             err.__cause__ = CompilationErrorDetail(message)
             return
-
-
-class TritonError(Exception):
-    """Base of the Triton-named errors below (Triton's `triton.errors.TritonError`)."""
 
 
 class OutOfResources(TritonError):

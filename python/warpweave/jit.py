@@ -47,6 +47,8 @@ _torch_dtype_cache: dict = {}
 def _torch_sig(dt, name: str) -> str:
     sig = _torch_dtype_cache.get(dt)
     if sig is None:
+        if isinstance(dt, tl.dtype):  # a reinterpret()ed tensor's element type
+            return dt.sig
         sig = _TORCH_DTYPE_NAMES.get(str(dt))
         if sig is None:
             raise TypeError(
@@ -912,6 +914,9 @@ def _torch_host_view(t):
     import torch
 
     back = None
+    base = getattr(t, "base", None)
+    if base is not None and not hasattr(t, "detach"):  # a TensorWrapper: the same bytes
+        t = base
     host = t.detach()
     if host.is_cuda:
         host = host.cpu()

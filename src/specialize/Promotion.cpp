@@ -37,11 +37,11 @@ DType Specializer::pythonScalarDType(const Val& v) {
 }
 
 namespace {
-/// bool < unsigned < signed < float, as Triton orders kinds for scalar promotion.
+/// bool < integer < float, as Triton orders kinds for scalar promotion: a python number of a
+/// kind no higher than the tensor's takes the tensor's type (an int with a uint8 tensor too).
 int kindRank(DType t) {
   if (t == DType::I1) return 0;
-  if (ir::isFloat(t)) return 3;
-  return ir::isSigned(t) ? 2 : 1;
+  return ir::isFloat(t) ? 2 : 1;
 }
 bool isFp8(DType t) {
   return t == DType::F8E4M3 || t == DType::F8E5M2;
@@ -105,11 +105,26 @@ DType Specializer::computationType(DType a, bool aIsPython, DType b, bool bIsPyt
                         " is not supported; cast the fp8 "
                         "operand to a wider float first");
   if (divOrMod && ir::isSigned(a) != ir::isSigned(b) && a != DType::I1 && b != DType::I1)
-    raiseError(loc, std::string("'") + opSymbol + "' between " + std::string(ir::tlName(a)) +
-                        " and " + std::string(ir::tlName(b)) +
-                        " mixes signed and unsigned "
-                        "integers; cast one operand first");
+    raiseError(loc, std::string("Cannot use '") + opSymbol + "' with " +
+                        std::string(ir::tlName(a)) + " and " + std::string(ir::tlName(b)) +
+                        " because they have different signedness; cast one operand to the "
+                        "other's type first");
   return integerPromote(a, b);
+}
+
+/// Triton's checks of a python int operand against the type an operation computes in: no
+/// negative number with an unsigned type, and a value the type can hold.
+static void checkScalarOperand(const Val& v, DType dt, SourceLoc loc, const char* opSymbol) {
+  if (v.kind != Val::Kind::Int || !ir::isInt(dt) || dt == DType::I1) return;
+  if (v.i < 0 && !ir::isSigned(dt))
+    raiseError(loc, std::string("'") + opSymbol +
+                        "' between an unsigned tensor and the negative "
+                        "number " +
+                        std::to_string(v.i) + " is not allowed");
+  if (!fitsIn(v.i, dt))
+    raiseError(loc, "Scalar " + std::to_string(v.i) + " is out of range for type " +
+                        std::string(ir::tlName(dt)) + " in '" + opSymbol +
+                        "'; cast the tensor to a wider type first");
 }
 
 ir::Value* Specializer::constant(const Val& v, const ir::Type& type) {
@@ -301,15 +316,12 @@ Val Specializer::runtimeBinary(BinOpKind op, const Val& a, const Val& c, SourceL
                     "and tl.log, or multiply explicitly");
   DType dt;
   if (op == BinOpKind::Div) {
-    // True division: ints divide as fp32; a python scalar adopts a float tensor's type.
-    if (!ir::isFloat(at) && !ir::isFloat(ct))
-      dt = DType::F32;
-    else if (aPy != cPy && ir::isFloat(aPy ? ct : at))
-      dt = aPy ? ct : at;
-    else if (ir::isFloat(at) && ir::isFloat(ct))
-      dt = computationType(at, false, ct, false, false, loc, sym);
-    else
-      dt = ir::isFloat(at) ? at : ct;
+    // True division promotes as '%' does (16-bit floats and ints divide as fp32, signed and
+    // unsigned ints do not mix), then ints divide as fp32.
+    dt = computationType(at, aPy, ct, cPy, true, loc, sym);
+    checkScalarOperand(a, dt, loc, sym);
+    checkScalarOperand(c, dt, loc, sym);
+    if (!ir::isFloat(dt)) dt = DType::F32;
     auto [x, y] = unify(a, c, loc, dt, "'/'");
     return Val::runtime(b.binary(OpCode::Div, x, y));
   }
@@ -319,16 +331,9 @@ Val Specializer::runtimeBinary(BinOpKind op, const Val& a, const Val& c, SourceL
     raiseError(loc, std::string("'") + sym + "' needs integer operands, got " +
                         std::string(ir::tlName(at)) + " and " + std::string(ir::tlName(ct)));
   bool divOrMod = op == BinOpKind::FloorDiv || op == BinOpKind::Mod;
-  // A python int that does not fit the tensor's type takes part in promotion (i64).
-  bool aPy2 = aPy && !(a.kind == Val::Kind::Int && ir::isInt(ct) && !fitsIn(a.i, ct));
-  bool cPy2 = cPy && !(c.kind == Val::Kind::Int && ir::isInt(at) && !fitsIn(c.i, at));
-  dt = computationType(at, aPy2, ct, cPy2, divOrMod, loc, sym);
-  for (const Val* v : {&a, &c})
-    if (v->kind == Val::Kind::Int && v->i < 0 && ir::isInt(dt) && !ir::isSigned(dt))
-      raiseError(loc, std::string("'") + sym +
-                          "' between an unsigned tensor and the negative "
-                          "number " +
-                          std::to_string(v->i) + " is not allowed");
+  dt = computationType(at, aPy, ct, cPy, divOrMod, loc, sym);
+  checkScalarOperand(a, dt, loc, sym);
+  checkScalarOperand(c, dt, loc, sym);
   std::string what = std::string("'") + sym + "'";
   auto [x, y] = unify(a, c, loc, dt, what.c_str());
   switch (op) {
@@ -413,9 +418,9 @@ Val Specializer::runtimeCompare(CmpOpKind op, const Val& a, const Val& c, Source
   }
   auto [at, aPy] = operandType(a);
   auto [ct, cPy] = operandType(c);
-  bool aPy2 = aPy && !(a.kind == Val::Kind::Int && ir::isInt(ct) && !fitsIn(a.i, ct));
-  bool cPy2 = cPy && !(c.kind == Val::Kind::Int && ir::isInt(at) && !fitsIn(c.i, at));
-  DType dt = computationType(at, aPy2, ct, cPy2, false, loc, ast::cmpOpSymbol(op));
+  DType dt = computationType(at, aPy, ct, cPy, false, loc, ast::cmpOpSymbol(op));
+  checkScalarOperand(a, dt, loc, ast::cmpOpSymbol(op));
+  checkScalarOperand(c, dt, loc, ast::cmpOpSymbol(op));
   auto [x, y] = unify(a, c, loc, dt, "a comparison");
   return Val::runtime(b.cmp(pred, x, y));
 }

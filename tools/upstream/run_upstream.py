@@ -58,6 +58,32 @@ _tut = os.path.join(_here, "__tlx_tutorials_root__")
 if hasattr(_tlx, "__path__") and _tut not in list(_tlx.__path__):
     _tlx.__path__.append(_tut)
 
+# Triton's interpreter runs kernels as Python, so Triton's tests build interpreter kernels by
+# exec()ing edited source text. warpweave compiles a kernel from its source text, which Python
+# keeps nowhere for exec'd strings: each one is registered in linecache under a name of its own
+# (as IPython does for its cells), so that inspect.getsource finds it.
+import builtins as _builtins
+import itertools as _itertools
+import linecache as _linecache
+
+_plain_exec = _builtins.exec
+_exec_ids = _itertools.count()
+
+
+def _exec_keeping_source(source, globals=None, locals=None, *args, **kwargs):
+    if globals is None:  # exec's default: the caller's namespaces
+        caller = sys._getframe(1)
+        globals = caller.f_globals
+        locals = caller.f_locals if locals is None else locals
+    if isinstance(source, str):
+        name = f"<exec-{next(_exec_ids)}>"
+        _linecache.cache[name] = (len(source), None, source.splitlines(True), name)
+        source = compile(source, name, "exec")
+    return _plain_exec(source, globals, locals, *args, **kwargs)
+
+
+_builtins.exec = _exec_keeping_source
+
 # A CUDA error is sticky: every later test of the process would fail with it. After each test
 # the device is synchronized; on an error the worker process ends (pytest-xdist reports the test
 # as crashed and starts a fresh worker), so the failure stays with the test that caused it.
@@ -165,6 +191,9 @@ def main() -> int:
     ap.add_argument("--work", type=Path, default=None, help="scratch folder (default: a temp dir)")
     ap.add_argument("--out", type=Path, default=Path("."), help="where the JUnit XML goes")
     ap.add_argument("--timeout", type=int, default=300, help="per-test limit in seconds")
+    ap.add_argument("--interpret", action="store_true",
+                    help="run in warpweave's CPU interpreter (WARPWEAVE_INTERPRET=1, the suites' "
+                         "--device cpu), as Triton's own interpreter runs these tests")
     ap.add_argument("-k", default=None, help="pytest -k expression (overrides the suite's)")
     ap.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
     args = ap.parse_args()
@@ -194,8 +223,12 @@ def main() -> int:
     if args.mode == "run":
         cmd += ["-m", "warpweave", "run"]
     cmd += pytest + files + list(args.pytest_args)
+    if args.interpret:
+        cmd += ["--device", "cpu"]
     print("[upstream] " + " ".join(cmd), flush=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1")
+    if args.interpret:
+        env["WARPWEAVE_INTERPRET"] = "1"
     rc = subprocess.call(cmd, cwd=dst, env=env)
     summarise(xml, f"{args.suite} ({args.mode})")
     return rc

@@ -11,7 +11,7 @@ from __future__ import annotations
 __all__ = [
     "constexpr", "dtype", "pointer_type", "tensor", "cdiv", "next_power_of_2", "PropagateNan",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-    "float8e4nv", "float8e5", "float16", "bfloat16", "float32", "float64",
+    "float8e4nv", "float8e5", "float8e4b15", "float8e4b8", "float8e5b16", "float16", "bfloat16", "float32", "float64",
 ]
 
 
@@ -49,7 +49,28 @@ class dtype:
 
     __slots__ = ("name", "sig", "bits")
 
-    def __init__(self, name: str, sig: str, bits: int):
+    # Triton's names of the element types, by kind (`tl.dtype(name)` takes any of them).
+    SINT_TYPES = ["int8", "int16", "int32", "int64"]
+    UINT_TYPES = ["int1", "uint8", "uint16", "uint32", "uint64"]
+    FP_TYPES = ["fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp16", "bf16", "fp32",
+                "fp64"]
+    STANDARD_FP_TYPES = ["fp16", "bf16", "fp32", "fp64"]
+    OTHER_TYPES = ["void"]
+
+    def __new__(cls, name: str, sig: str | None = None, bits: int | None = None):
+        if sig is not None:
+            return super().__new__(cls)
+        # tl.dtype("fp16") / tl.dtype("float16"): the one object of that type.
+        from ..runtime.jit import type_canonicalisation_dict
+
+        found = DTYPES.get(type_canonicalisation_dict.get(name, name))
+        if found is None:
+            raise ValueError(f"tl.dtype: unknown element type {name!r}")
+        return found
+
+    def __init__(self, name: str, sig: str | None = None, bits: int | None = None):
+        if sig is None:  # an existing dtype returned by __new__
+            return
         self.name = name
         self.sig = sig
         self.bits = bits
@@ -68,9 +89,12 @@ class dtype:
         return self.sig.startswith("i")
 
     def __repr__(self):
-        return f"tl.{self.name}"
+        # An expression that evaluates back to this dtype, as Triton's.
+        return f"warpweave.language.{self.name}"
 
-    __str__ = __repr__
+    def __str__(self):
+        # Triton's short name: int32, uint8, fp16, bf16, fp8e4nv...
+        return self.name if self.sig[0] in "iu" else self.sig
 
     def __eq__(self, other):
         return isinstance(other, dtype) and other.sig == self.sig
@@ -106,13 +130,19 @@ uint32 = dtype("uint32", "u32", 32)
 uint64 = dtype("uint64", "u64", 64)
 float8e4nv = dtype("float8e4nv", "fp8e4nv", 8)
 float8e5 = dtype("float8e5", "fp8e5", 8)
+# Float8 variants Triton names but warpweave's compiler does not implement: host code can name
+# them (lists, parameters); a kernel signature using one is refused by the compiler.
+float8e4b15 = dtype("float8e4b15", "fp8e4b15", 8)
+float8e4b8 = dtype("float8e4b8", "fp8e4b8", 8)
+float8e5b16 = dtype("float8e5b16", "fp8e5b16", 8)
 float16 = dtype("float16", "fp16", 16)
 bfloat16 = dtype("bfloat16", "bf16", 16)
 float32 = dtype("float32", "fp32", 32)
 float64 = dtype("float64", "fp64", 64)
 
 DTYPES = {d.sig: d for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-                             float8e4nv, float8e5, float16, bfloat16, float32, float64)}
+                             float8e4nv, float8e5, float8e4b15, float8e4b8, float8e5b16, float16,
+                             bfloat16, float32, float64)}
 
 
 class tensor:
