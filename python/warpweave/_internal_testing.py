@@ -17,7 +17,7 @@ __all__ = [
     "get_hip_lds_size", "int_dtypes", "uint_dtypes", "integral_dtypes", "float_dtypes",
     "float_dtypes_with_bfloat16", "dtypes", "dtypes_with_bfloat16", "torch_float8_dtypes",
     "torch_dtypes", "tma_dtypes", "numpy_random", "str_to_triton_dtype", "torch_dtype_name",
-    "to_triton", "to_numpy", "unwrap_tensor", "supports_tma", "supports_ws", "tma_skip_msg",
+    "to_triton", "to_numpy", "unwrap_tensor", "default_alloc_fn", "supports_tma", "supports_ws", "tma_skip_msg",
 ]
 
 int_dtypes = ["int8", "int16", "int32", "int64"]
@@ -203,6 +203,15 @@ def unwrap_tensor(t):
     from .runtime.jit import TensorWrapper
 
     return t.base if isinstance(t, TensorWrapper) else t
+
+
+def default_alloc_fn(size: int, align: int, stream):
+    """The scratch allocator Triton's tests install (set_allocator): int8 torch memory on the
+    GPU, or on the CPU where there is none (the interpreter)."""
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() and not is_interpreter() else "cpu"
+    return torch.empty(size, dtype=torch.int8, device=device)
 
 
 def supports_tma(byval_only=False) -> bool:

@@ -328,8 +328,9 @@ Val Specializer::runtimeBinary(BinOpKind op, const Val& a, const Val& c, SourceL
   bool bitwise = op == BinOpKind::BitAnd || op == BinOpKind::BitOr || op == BinOpKind::BitXor ||
                  op == BinOpKind::LShift || op == BinOpKind::RShift;
   if (bitwise && (ir::isFloat(at) || ir::isFloat(ct)))
-    raiseError(loc, std::string("'") + sym + "' needs integer operands, got " +
-                        std::string(ir::tlName(at)) + " and " + std::string(ir::tlName(ct)));
+    raiseError(loc, std::string("invalid operands of type ") + std::string(ir::tlName(at)) +
+                        " and " + std::string(ir::tlName(ct)) + " for '" + sym +
+                        "': bitwise operators need integers");
   bool divOrMod = op == BinOpKind::FloorDiv || op == BinOpKind::Mod;
   dt = computationType(at, aPy, ct, cPy, divOrMod, loc, sym);
   checkScalarOperand(a, dt, loc, sym);

@@ -3,6 +3,7 @@
 #include "ir/OpAttrs.h"
 #include "specialize/OpAttrChecks.h"
 #include "specialize/SpecializerImpl.h"
+#include "specialize/TlStandard.h"
 #include "support/MathExtras.h"
 
 #include <algorithm>
@@ -94,7 +95,13 @@ const std::vector<std::string>& tlFunctions() {
                                                  "div_rn",
                                                  "fdiv",
                                                  "ravel",
-                                                 "xor_sum"};
+                                                 "xor_sum",
+                                                 "flip",
+                                                 "interleave",
+                                                 "squeeze",
+                                                 "unsqueeze",
+                                                 "histogram",
+                                                 "assume"};
   return names;
 }
 
@@ -420,6 +427,13 @@ Val Specializer::callTl(const std::string& name, CallSite& call) {
   SourceLoc loc = call.loc;
   if (call.callee.empty()) call.callee = "tl." + name;
   const std::string& fn = call.callee;
+
+  // Triton's standard-library shape functions (TlStandard.cpp).
+  if (name == "flip") return tlFlip(*this, name, call);
+  if (name == "interleave") return tlInterleave(*this, name, call);
+  if (name == "squeeze" || name == "unsqueeze") return tlSqueezeUnsqueeze(*this, name, call);
+  if (name == "histogram") return tlHistogram(*this, name, call);
+  if (name == "assume") return tlAssume(*this, name, call);
 
   if (name == "program_id" || name == "num_programs") {
     BoundArgs a(call, {"axis"});

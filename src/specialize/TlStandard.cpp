@@ -1,0 +1,175 @@
+// Triton's standard-library shape functions (tl.flip, tl.interleave, tl.squeeze, tl.unsqueeze,
+// tl.histogram, tl.assume) built from the Tile IR ops other builtins already use (reshape,
+// permute, split, join, compare, reduce), so that every back end runs them without ops of their
+// own.
+#include "specialize/TlStandard.h"
+
+#include "specialize/SpecializerImpl.h"
+#include "support/MathExtras.h"
+
+#include <numeric>
+
+namespace ww::specialize {
+
+using ir::DType;
+using ir::OpCode;
+
+namespace {
+
+std::string shapeText(const std::vector<int64_t>& s) {
+  std::string r = "[";
+  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + "]";
+}
+
+/// `dim` of a tensor of `rank`, negative counting from the end, checked.
+int64_t normalizeDim(int64_t dim, size_t rank, SourceLoc loc, const std::string& fn) {
+  int64_t r = static_cast<int64_t>(rank);
+  if (dim < -r || dim >= r)
+    raiseError(loc, fn + "'s dim " + std::to_string(dim) +
+                        " is out of range for a tensor of rank " + std::to_string(r));
+  return dim < 0 ? dim + r : dim;
+}
+
+ir::Value* permute(Specializer& sp, ir::Value* x, const std::vector<int64_t>& order) {
+  bool identity = true;
+  for (size_t i = 0; i < order.size(); ++i) identity = identity && order[i] == int64_t(i);
+  if (identity) return x;
+  std::vector<int64_t> shape;
+  for (int64_t d : order) shape.push_back(x->type().shape[static_cast<size_t>(d)]);
+  return sp.b.create1(OpCode::Permute, {x}, x->type().withShape(shape), {{"order", order}});
+}
+
+/// Swaps the two halves of axis `axis` (of size 2) of `x`: the axis is moved last, split into
+/// its halves, joined the other way round and moved back.
+ir::Value* swapPair(Specializer& sp, ir::Value* x, int64_t axis) {
+  size_t rank = x->type().shape.size();
+  std::vector<int64_t> order;
+  for (size_t i = 0; i < rank; ++i)
+    if (int64_t(i) != axis) order.push_back(int64_t(i));
+  order.push_back(axis);
+  ir::Value* moved = permute(sp, x, order);
+  std::vector<int64_t> half(moved->type().shape.begin(), moved->type().shape.end() - 1);
+  ir::Op* halves = sp.b.create(OpCode::Split, {moved},
+                               {moved->type().withShape(half), moved->type().withShape(half)});
+  ir::Value* swapped =
+      sp.b.create1(OpCode::Join, {halves->result(1), halves->result(0)}, moved->type());
+  std::vector<int64_t> inverse(rank);
+  for (size_t i = 0; i < rank; ++i) inverse[static_cast<size_t>(order[i])] = int64_t(i);
+  return permute(sp, swapped, inverse);
+}
+
+} // namespace
+
+Val tlFlip(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string& fn = call.callee;
+  BoundArgs a(call, {"x", "dim="});
+  ir::Value* x = sp.requireTensorOrScalar(a.get("x"), a.loc("x"), fn + "'s input");
+  std::vector<int64_t> shape = x->type().shape;
+  if (shape.empty()) raiseError(loc, fn + " needs a tensor, got a scalar");
+  int64_t dim = static_cast<int64_t>(shape.size()) - 1;
+  if (a.has("dim")) dim = sp.constInt(a.get("dim"), a.loc("dim"), fn + "'s dim", a.expr("dim"));
+  dim = normalizeDim(dim, shape.size(), a.loc("dim"), fn);
+  int64_t n = shape[static_cast<size_t>(dim)];
+  if (!isPowerOf2(n))
+    raiseError(loc, fn + " needs a power-of-2 size along dim " + std::to_string(dim) + ", got " +
+                        shapeText(shape));
+  if (n == 1) return Val::runtime(x);
+  // Element i of the axis goes to n-1-i: with the axis viewed as log2(n) axes of size 2 (a
+  // leading 1 keeps every split above rank 0), that complements each bit, i.e. swaps each pair.
+  int64_t steps = 0;
+  while ((int64_t(1) << steps) < n) ++steps;
+  std::vector<int64_t> bits = {1};
+  bits.insert(bits.end(), shape.begin(), shape.begin() + dim);
+  for (int64_t i = 0; i < steps; ++i) bits.push_back(2);
+  bits.insert(bits.end(), shape.begin() + dim + 1, shape.end());
+  ir::Value* y = sp.reshape(x, bits, loc);
+  for (int64_t i = 0; i < steps; ++i) y = swapPair(sp, y, 1 + dim + i);
+  return Val::runtime(sp.reshape(y, shape, loc));
+}
+
+Val tlInterleave(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"a", "b"});
+  const Val &va = a.get("a"), &vb = a.get("b");
+  for (const Val* v : {&va, &vb})
+    if (!(v->isNumber() || (v->isRuntime() && v->type().isValue())))
+      raiseError(loc, "tl.interleave needs numbers or tensors, got " + kindName(*v));
+  DType ta = va.isRuntime() ? va.type().elem : Specializer::pythonScalarDType(va);
+  DType tb = vb.isRuntime() ? vb.type().elem : Specializer::pythonScalarDType(vb);
+  DType dt =
+      sp.computationType(ta, !va.isRuntime(), tb, !vb.isRuntime(), false, loc, "tl.interleave");
+  auto [x, y] = sp.unify(va, vb, loc, dt, "tl.interleave");
+  std::vector<int64_t> shape = x->type().shape;
+  if (shape.empty()) {
+    // Two scalars interleave into a [2] tensor.
+    x = sp.reshape(x, {1}, loc);
+    y = sp.reshape(y, {1}, loc);
+  }
+  std::vector<int64_t> joined = x->type().shape;
+  joined.push_back(2);
+  ir::Value* j = sp.b.create1(OpCode::Join, {x, y}, x->type().withShape(joined));
+  std::vector<int64_t> out(joined.begin(), joined.end() - 1);
+  out.back() *= 2;
+  return Val::runtime(sp.reshape(j, out, loc));
+}
+
+Val tlSqueezeUnsqueeze(Specializer& sp, const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string& fn = call.callee;
+  BoundArgs a(call, {"x", "dim"});
+  ir::Value* x = sp.requireTensorOrScalar(a.get("x"), a.loc("x"), fn + "'s input");
+  int64_t dim = sp.constInt(a.get("dim"), a.loc("dim"), fn + "'s dim", a.expr("dim"));
+  std::vector<int64_t> shape = x->type().shape;
+  if (name == "unsqueeze") return Val::runtime(sp.expandDims(x, dim, loc));
+  if (shape.empty()) raiseError(loc, fn + " needs a tensor, got a scalar");
+  dim = normalizeDim(dim, shape.size(), a.loc("dim"), fn);
+  if (shape[static_cast<size_t>(dim)] != 1)
+    raiseError(loc, fn + " can only remove a dimension of size 1; dim " + std::to_string(dim) +
+                        " of " + shapeText(shape) + " has size " +
+                        std::to_string(shape[static_cast<size_t>(dim)]));
+  shape.erase(shape.begin() + dim);
+  return Val::runtime(sp.reshape(x, shape, loc));
+}
+
+Val tlHistogram(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string& fn = call.callee;
+  BoundArgs a(call, {"input", "num_bins", "mask="});
+  ir::Value* x = sp.requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
+  if (x->type().shape.size() != 1 || !ir::isInt(x->type().elem) || x->type().elem == DType::I1)
+    raiseError(a.loc("input"), fn + " needs a 1-D tensor of integers, got " + x->type().str());
+  int64_t bins =
+      sp.constInt(a.get("num_bins"), a.loc("num_bins"), fn + "'s num_bins", a.expr("num_bins"));
+  if (bins < 1 || !isPowerOf2(bins))
+    raiseError(a.loc("num_bins"),
+               fn + "'s num_bins must be a power of 2, got " + std::to_string(bins));
+  int64_t m = x->type().shape[0];
+  // Bin b counts the elements equal to b: compare every element with every bin ([M, bins]) and
+  // add up each bin's column; values outside [0, bins) and masked-off elements count nowhere.
+  ir::Value* binIds = sp.cast(sp.b.arange(0, bins), x->type().elem, loc);
+  std::vector<int64_t> grid = {m, bins};
+  ir::Value* xs = sp.broadcastTo(sp.expandDims(x, 1, loc), grid, loc);
+  ir::Value* bs = sp.broadcastTo(sp.expandDims(binIds, 0, loc), grid, loc);
+  ir::Value* hit = sp.b.cmp("eq", xs, bs);
+  if (a.has("mask")) {
+    ir::Value* mask =
+        sp.toI1(sp.requireTensorOrScalar(a.get("mask"), a.loc("mask"), fn + "'s mask"), loc);
+    mask = sp.broadcastTo(mask, {m}, loc);
+    hit = sp.b.binary(OpCode::And, hit, sp.broadcastTo(sp.expandDims(mask, 1, loc), grid, loc));
+  }
+  ir::Value* ones = sp.cast(hit, DType::I32, loc);
+  return Val::runtime(sp.b.create1(OpCode::Reduce, {ones}, ir::Type::tensor(DType::I32, {bins}),
+                                   {{"axis", int64_t{0}}, {"kind", std::string("sum")}}));
+}
+
+Val tlAssume(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  // A promise to the optimizer; warpweave checks that it is a condition and otherwise ignores it.
+  BoundArgs a(call, {"cond"});
+  const Val& c = a.get("cond");
+  if (c.isRuntime()) sp.toI1(c.v, a.loc("cond"));
+  return Val::none();
+}
+
+} // namespace ww::specialize

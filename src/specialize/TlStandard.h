@@ -1,0 +1,19 @@
+// Handlers of Triton's standard-library shape functions (TlStandard.cpp), rows of the tl table
+// (TlBuiltins.cpp).
+#pragma once
+
+#include <string>
+
+namespace ww::specialize {
+
+class Specializer;
+struct CallSite;
+struct Val;
+
+Val tlFlip(Specializer& sp, const std::string& name, CallSite& call);
+Val tlInterleave(Specializer& sp, const std::string& name, CallSite& call);
+Val tlSqueezeUnsqueeze(Specializer& sp, const std::string& name, CallSite& call);
+Val tlHistogram(Specializer& sp, const std::string& name, CallSite& call);
+Val tlAssume(Specializer& sp, const std::string& name, CallSite& call);
+
+} // namespace ww::specialize
