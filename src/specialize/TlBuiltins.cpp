@@ -101,7 +101,9 @@ const std::vector<std::string>& tlFunctions() {
                                                  "squeeze",
                                                  "unsqueeze",
                                                  "histogram",
-                                                 "assume"};
+                                                 "assume",
+                                                 "sort",
+                                                 "topk"};
   return names;
 }
 
@@ -434,6 +436,7 @@ Val Specializer::callTl(const std::string& name, CallSite& call) {
   if (name == "squeeze" || name == "unsqueeze") return tlSqueezeUnsqueeze(*this, name, call);
   if (name == "histogram") return tlHistogram(*this, name, call);
   if (name == "assume") return tlAssume(*this, name, call);
+  if (name == "sort" || name == "topk") return tlSortTopk(*this, name, call);
 
   if (name == "program_id" || name == "num_programs") {
     BoundArgs a(call, {"axis"});

@@ -1,7 +1,7 @@
 // Triton's standard-library shape functions (tl.flip, tl.interleave, tl.squeeze, tl.unsqueeze,
-// tl.histogram, tl.assume) built from the Tile IR ops other builtins already use (reshape,
-// permute, split, join, compare, reduce), so that every back end runs them without ops of their
-// own.
+// tl.histogram, tl.sort, tl.topk, tl.assume) built from the Tile IR ops other builtins already use
+// (reshape, permute, split, join, compare, reduce), so that every back end runs them without ops of
+// their own.
 #include "specialize/TlStandard.h"
 
 #include "specialize/SpecializerImpl.h"
@@ -59,7 +59,104 @@ ir::Value* swapPair(Specializer& sp, ir::Value* x, int64_t axis) {
   return permute(sp, swapped, inverse);
 }
 
+/// arange(0, 2) along axis rank-1-j of a rank-`rank` shape of ones, as i1: whether an element
+/// sits in the upper half of its pair along that axis.
+ir::Value* upperHalf(Specializer& sp, size_t rank, int64_t j, SourceLoc loc) {
+  std::vector<int64_t> shape(rank, 1);
+  shape[rank - 1 - static_cast<size_t>(j)] = 2;
+  return sp.toI1(sp.reshape(sp.b.arange(0, 2), shape, loc), loc);
+}
+
+/// One compare-and-swap step of a bitonic network on a [2, 2, ..., 2] tensor, between the pairs
+/// of its i-th innermost axis: a pair ends ascending where `flip` is false, descending where it
+/// is true.
+ir::Value* compareAndSwap(Specializer& sp, ir::Value* x, ir::Value* flip, int64_t i,
+                          SourceLoc loc) {
+  const std::vector<int64_t>& shape = x->type().shape;
+  size_t rank = shape.size();
+  ir::Value* y = swapPair(sp, x, static_cast<int64_t>(rank) - 1 - i);
+  ir::Value* right = sp.broadcastTo(upperHalf(sp, rank, i, loc), shape, loc);
+  ir::Value* order = sp.b.binary(OpCode::Xor, sp.broadcastTo(flip, shape, loc), right);
+  ir::Value* take = sp.b.binary(OpCode::Xor, sp.b.cmp("gt", x, y), order);
+  return sp.b.create1(OpCode::Select, {take, y, x}, x->type());
+}
+
+/// The bitonic merge of `stage` levels; order 0 ascending, 1 descending, 2 alternating by the
+/// bit above the merged ones.
+ir::Value* bitonicMerge(Specializer& sp, ir::Value* h, int64_t stage, int order, SourceLoc loc) {
+  size_t rank = h->type().shape.size();
+  ir::Value* flip = order == 2 ? upperHalf(sp, rank, stage, loc)
+                               : sp.b.constInt(order, ir::Type::scalar(DType::I1));
+  for (int64_t i = 0; i < stage; ++i) h = compareAndSwap(sp, h, flip, stage - 1 - i, loc);
+  return h;
+}
+
+int64_t log2Exact(int64_t n) {
+  int64_t r = 0;
+  while ((int64_t(1) << r) < n) ++r;
+  return r;
+}
+
 } // namespace
+
+Val tlSortTopk(Specializer& sp, const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string& fn = call.callee;
+  bool topk = name == "topk";
+  BoundArgs a = topk ? BoundArgs(call, {"x", "k", "dim=", "descending="})
+                     : BoundArgs(call, {"x", "dim=", "descending="});
+  ir::Value* x = sp.requireTensorOrScalar(a.get("x"), a.loc("x"), fn + "'s input");
+  std::vector<int64_t> shape = x->type().shape;
+  if (shape.empty()) raiseError(loc, fn + " needs a tensor, got a scalar");
+  int64_t last = static_cast<int64_t>(shape.size()) - 1;
+  if (a.has("dim")) {
+    int64_t dim =
+        normalizeDim(sp.constInt(a.get("dim"), a.loc("dim"), fn + "'s dim", a.expr("dim")),
+                     shape.size(), a.loc("dim"), fn);
+    if (dim != last)
+      raiseError(a.loc("dim"), fn + " sorts along the last dimension only (dim " +
+                                   std::to_string(last) + "), got dim " + std::to_string(dim));
+  }
+  bool descending = topk;
+  if (a.has("descending")) {
+    const Val& d = a.get("descending");
+    descending = d.kind == Val::Kind::Int
+                     ? d.i != 0
+                     : sp.constBool(d, a.loc("descending"), fn + "'s descending");
+  }
+  int64_t numel = x->type().numElements();
+  for (int64_t d : shape)
+    if (!isPowerOf2(d))
+      raiseError(loc, fn + " needs power-of-2 dimensions, got " + shapeText(shape));
+  int64_t n = shape.back();
+  int64_t logN = log2Exact(n), dims = log2Exact(numel);
+  int64_t logK = logN;
+  if (topk) {
+    int64_t k = sp.constInt(a.get("k"), a.loc("k"), fn + "'s k", a.expr("k"));
+    if (k < 1 || k > n || !isPowerOf2(k))
+      raiseError(a.loc("k"), fn + "'s k must be a power of 2 from 1 to " + std::to_string(n) +
+                                 ", got " + std::to_string(k));
+    logK = log2Exact(k);
+  }
+  // Bitonic sort on the tensor viewed as a hypercube of log2(numel) axes of size 2: the first
+  // log2(k) merges sort runs of k; each further level keeps the larger (smaller) half of a pair
+  // of runs and merges it again (bitonic top-k).
+  ir::Value* h =
+      sp.reshape(x, dims ? std::vector<int64_t>(size_t(dims), 2) : std::vector<int64_t>{1}, loc);
+  int order = descending ? 1 : 0;
+  for (int64_t i = 1; i <= logK; ++i) h = bitonicMerge(sp, h, i, i < logN ? 2 : order, loc);
+  for (int64_t i = logK + 1; i <= logN; ++i) {
+    std::vector<int64_t> hs = h->type().shape;
+    int64_t axis = static_cast<int64_t>(hs.size()) - 1 - logK;
+    hs.erase(hs.begin() + axis);
+    h = sp.b.create1(OpCode::Reduce, {h}, h->type().withShape(hs),
+                     {{"axis", axis}, {"kind", std::string(descending ? "max" : "min")}});
+    h = bitonicMerge(sp, h, logK, i < logN ? 2 : order, loc);
+  }
+  std::vector<int64_t> out = shape;
+  out.back() = int64_t(1) << logK;
+  return Val::runtime(sp.reshape(h, out, loc));
+}
 
 Val tlFlip(Specializer& sp, const std::string& /*name*/, CallSite& call) {
   SourceLoc loc = call.loc;

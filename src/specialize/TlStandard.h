@@ -14,6 +14,7 @@ Val tlFlip(Specializer& sp, const std::string& name, CallSite& call);
 Val tlInterleave(Specializer& sp, const std::string& name, CallSite& call);
 Val tlSqueezeUnsqueeze(Specializer& sp, const std::string& name, CallSite& call);
 Val tlHistogram(Specializer& sp, const std::string& name, CallSite& call);
+Val tlSortTopk(Specializer& sp, const std::string& name, CallSite& call);
 Val tlAssume(Specializer& sp, const std::string& name, CallSite& call);
 
 } // namespace ww::specialize

@@ -133,3 +133,51 @@ def test_assume_changes_nothing():
     x = np.arange(4, dtype=np.int32)
     assume_kernel[(1,)](x, 3)
     np.testing.assert_array_equal(x, [3, 4, 5, 6])
+
+
+@ww.jit
+def sort_rows_kernel(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                     DESCENDING: tl.constexpr, TOPK: tl.constexpr):
+    rows = tl.arange(0, M)[:, None]
+    x = tl.load(x_ptr + rows * N + tl.arange(0, N)[None, :])
+    if TOPK:
+        z = tl.topk(x, K, descending=DESCENDING)
+    else:
+        z = tl.sort(x, descending=DESCENDING)
+    tl.store(out_ptr + rows * K + tl.arange(0, K)[None, :], z)
+
+
+@pytest.mark.parametrize("m,n", [(1, 2), (4, 16), (2, 64), (8, 1)])
+@pytest.mark.parametrize("descending", [False, True])
+@pytest.mark.parametrize("dtype", [np.int32, np.float16, np.uint8])
+def test_sort_rows_matches_numpy(rng, m, n, descending, dtype):
+    x = rng.integers(0, 100, size=(m, n)).astype(dtype)  # with repeats
+    out = np.zeros_like(x)
+    sort_rows_kernel[(1,)](x, out, M=m, N=n, K=n, DESCENDING=descending, TOPK=False)
+    expect = np.sort(x, axis=1)
+    np.testing.assert_array_equal(out, expect[:, ::-1] if descending else expect)
+
+
+@pytest.mark.parametrize("k", [1, 4, 16])
+@pytest.mark.parametrize("descending", [True, False])
+def test_topk_keeps_the_k_largest_in_order(rng, k, descending):
+    x = rng.standard_normal((4, 32)).astype(np.float32)
+    out = np.zeros((4, k), np.float32)
+    sort_rows_kernel[(1,)](x, out, M=4, N=32, K=k, DESCENDING=descending, TOPK=True)
+    s = np.sort(x, axis=1)
+    expect = s[:, ::-1][:, :k] if descending else s[:, :k]
+    np.testing.assert_array_equal(out, expect)
+
+
+@ww.jit
+def sort_dim_kernel(x_ptr, DIM: tl.constexpr):
+    offs = tl.arange(0, 4)[:, None] * 4 + tl.arange(0, 4)[None, :]
+    tl.store(x_ptr + offs, tl.sort(tl.load(x_ptr + offs), dim=DIM))
+
+
+def test_sort_along_another_dimension_is_refused():
+    with pytest.raises(ww.CompilationError, match="last dimension only"):
+        sort_dim_kernel[(1,)](np.zeros(16, np.int32), DIM=0)
+    x = np.arange(16, dtype=np.int32)[::-1].copy()
+    sort_dim_kernel[(1,)](x, DIM=-1)
+    np.testing.assert_array_equal(x.reshape(4, 4), np.sort(np.arange(16)[::-1].reshape(4, 4)))

@@ -197,7 +197,7 @@ range multiple_of max_contiguous max_constancy make_tensor_descriptor atomic_add
 atomic_min atomic_and atomic_or atomic_xor atomic_xchg atomic_cas debug_barrier device_print
 static_print device_assert cumsum cumprod associative_scan sort histogram gather rand randn randint
 clamp erf tanh cos sin floor ceil div_rn fdiv umulhi inline_asm_elementwise make_block_ptr advance
-xor_sum flip interleave ravel swizzle2d assume squeeze unsqueeze
+xor_sum flip interleave ravel swizzle2d assume squeeze unsqueeze topk
 """.split()
 
 for _name in _KERNEL_FUNCTIONS:
