@@ -1,6 +1,7 @@
 // Lowering of tl.device_print (vprintf, one line per element as the interpreter prints it) and
 // of tl.device_assert / run-time assert (__assertfail: message, FILE:LINE, block and thread).
 #include "codegen/Lowering.h"
+#include "ir/OpAttrs.h"
 
 namespace ww::codegen {
 
@@ -62,7 +63,7 @@ void FunctionLowering::lowerDebugOp(const ir::Op& op) {
     // launch fails with a device-side assert.
     b_.declare(".extern .func __assertfail (.param .b64 message, .param .b64 file, .param .b32 "
                "line, .param .b64 function, .param .b64 charSize);");
-    std::string message = op.strAttr("message");
+    std::string message = ir::attr::Assert::message(op);
     if (message.empty()) message = "device_assert";
     std::string file = "<unknown>";
     SourceLoc loc = op.loc();
@@ -105,8 +106,8 @@ void FunctionLowering::lowerDebugOp(const ir::Op& op) {
 
   // Print: as the interpreter prints, "pid (x, y, z) idx [i, j] PREFIX: VALUE", one line per
   // element, each printed by the one thread that owns it.
-  const std::string prefix = PtxBuilder::escapePrintf(op.strAttr("prefix"));
-  const bool hex = op.intAttr("hex") != 0;
+  const std::string prefix = PtxBuilder::escapePrintf(ir::attr::Print::prefix(op));
+  const bool hex = ir::attr::Print::hex(op);
   std::vector<PtxBuilder::PrintArg> pid;
   for (const char* dim : {"%ctaid.x", "%ctaid.y", "%ctaid.z"})
     pid.push_back({b_.pure("mov.u32", RegClass::B32, {dim}), RegClass::B32});

@@ -2,6 +2,7 @@
 // operands moved into the fragment layouts; per-element FMAs for the other types.
 #include "codegen/Lowering.h"
 #include "codegen/Wgmma.h"
+#include "ir/OpAttrs.h"
 
 #include "layout/Layouts.h"
 
@@ -25,7 +26,10 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
   if (bt.shape[0] != K)
     raiseError(op.loc(), "dot operand shapes " + at.str() + " and " + bt.str() + " do not chain");
   DType accType = rt.elem;
-  std::string precision = op.strAttr("input_precision", "tf32");
+  // Without the attribute (hand-built IR; tl.dot always sets it) as the layout pass reads it.
+  std::string precision = op.hasAttr(ir::attr::Dot::kinputPrecision)
+                              ? ir::attr::Dot::inputPrecision(op)
+                              : std::string("tf32");
   const LinearLayout& D = layoutOf(op.result());
   Regs accIn = operand(op, 2);
   ScalarContext cx = scalarContext(op);

@@ -4,6 +4,7 @@
 // count is not a multiple of `pack` repeats its last element in the final instance.
 #include "ir/InlineAsm.h"
 #include "codegen/Lowering.h"
+#include "ir/OpAttrs.h"
 
 #include <cctype>
 
@@ -80,15 +81,15 @@ std::string substitute(const std::string& text, const std::vector<std::string>& 
 } // namespace
 
 void FunctionLowering::lowerInlineAsm(const ir::Op& op) {
-  const int pack = static_cast<int>(op.intAttr("pack", 1));
+  const int pack = static_cast<int>(ir::attr::InlineAsm::pack(op));
   std::vector<ir::AsmConstraint> constraints;
-  if (std::string bad = ir::parseAsmConstraints(op.strAttr("constraints"), constraints);
+  if (std::string bad = ir::parseAsmConstraints(ir::attr::InlineAsm::constraints(op), constraints);
       !bad.empty())
     raiseError(op.loc(), "tl.inline_asm_elementwise: " + bad);
   const ir::Value* first = op.result(0);
   const int32_t n = first->type().isTensor() ? layoutOf(first).getInDimSize(layout::kRegister) : 1;
   std::vector<Regs> results(op.numResults(), Regs(size_t(n)));
-  const std::string text = op.strAttr("asm");
+  const std::string text = ir::attr::InlineAsm::asmText(op);
   for (int32_t base = 0; base < n; base += pack) {
     // The element of this instance's slot k (the last real one past the thread's count).
     auto elem = [&](int k) { return std::min(base + k, n - 1); };

@@ -1,4 +1,5 @@
 #include "codegen/Lowering.h"
+#include "ir/OpAttrs.h"
 #include "ir/OpTraits.h"
 
 #include "layout/Layouts.h"
@@ -225,7 +226,8 @@ void FunctionLowering::lowerOp(const ir::Op& op) {
     return lowerConstant(op);
   case OpCode::ProgramId:
   case OpCode::NumPrograms: {
-    int64_t axis = op.intAttr("axis");
+    int64_t axis = op.code() == OpCode::ProgramId ? ir::attr::ProgramId::axis(op)
+                                                  : ir::attr::NumPrograms::axis(op);
     if (axis < 0 || axis > 2)
       raiseError(op.loc(),
                  std::string(op.name()) + " axis must be 0, 1 or 2, not " + std::to_string(axis));
@@ -234,7 +236,7 @@ void FunctionLowering::lowerOp(const ir::Op& op) {
     return bind(op.result(), {b_.pure("mov.u32", RegClass::B32, {sreg})});
   }
   case OpCode::ThreadId: {
-    if (op.intAttr("axis") != 0) return bind(op.result(), {"0"});
+    if (ir::attr::ThreadId::axis(op) != 0) return bind(op.result(), {"0"});
     return bind(op.result(), {tid()});
   }
   case OpCode::Arange:
@@ -279,7 +281,7 @@ void FunctionLowering::lowerOp(const ir::Op& op) {
   case OpCode::DebugBarrier:
     // One the hazard pass inserted is already met when a barrier of the op before (a
     // reduction's, a conversion's through shared memory) came after every shared-buffer access.
-    if (op.intAttr("smem_hazard") != 0 && !sharedSinceBarrier_) return;
+    if (ir::attr::DebugBarrier::smemHazard(op) && !sharedSinceBarrier_) return;
     return barrier();
   case OpCode::LocalAlloc:
   case OpCode::LocalView:
@@ -786,12 +788,12 @@ Regs FunctionLowering::loadShared(const LinearLayout& l, const OffsetFn& offsetO
 
 void FunctionLowering::lowerConstant(const ir::Op& op) {
   const ir::Type& t = op.result()->type();
-  const ir::Attr* a = op.attr("value");
+  const ir::Attr* a = op.attr(ir::attr::Constant::kvalue);
   if (!a) throw std::logic_error("codegen: constant without a value");
   bool isF = std::holds_alternative<double>(*a);
   ScalarContext cx = scalarContext(op);
-  std::string c =
-      emitConstant(cx, isF ? std::get<double>(*a) : 0, isF ? 0 : op.intAttr("value"), isF, t.elem);
+  std::string c = emitConstant(cx, isF ? std::get<double>(*a) : 0, isF ? 0 : std::get<int64_t>(*a),
+                               isF, t.elem);
   if (!t.isTensor()) return bind(op.result(), {c});
   int32_t n = layoutOf(op.result()).getInDimSize(layout::kRegister);
   bind(op.result(), Regs(n, c));
@@ -799,7 +801,7 @@ void FunctionLowering::lowerConstant(const ir::Op& op) {
 
 void FunctionLowering::lowerArange(const ir::Op& op) {
   const LinearLayout& l = layoutOf(op.result());
-  int64_t start = op.intAttr("start");
+  int64_t start = ir::attr::Arange::start(op);
   Regs regs;
   for (int32_t r = 0; r < l.getInDimSize(layout::kRegister); ++r) {
     std::string c = coordinate(l, 0, r);
@@ -902,8 +904,9 @@ void FunctionLowering::lowerShapeOp(const ir::Op& op) {
   case OpCode::Permute: {
     const LinearLayout& dst = layoutOf(res);
     const std::vector<int64_t>& dstShape = res->type().shape;
-    std::vector<int64_t> order = op.intsAttr("order");
-    int64_t axis = op.intAttr("axis");
+    std::vector<int64_t> order =
+        op.code() == OpCode::Permute ? ir::attr::Permute::order(op) : std::vector<int64_t>{};
+    int64_t axis = op.code() == OpCode::ExpandDims ? ir::attr::ExpandDims::axis(op) : 0;
     if (op.code() == OpCode::ExpandDims && axis < 0) axis += static_cast<int64_t>(dstShape.size());
     LinearLayout map = mapBases(dst, srcShape, [&](const std::vector<int32_t>& c) {
       std::vector<int32_t> s(srcShape.size(), 0);

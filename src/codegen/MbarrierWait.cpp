@@ -1,6 +1,7 @@
 // The wait loop of tlx.barrier_wait: try_wait.parity until the phase with the wanted parity has
 // completed; with CompileOptions::mbarrierTrapTries, a bounded loop that reports and traps.
 #include "codegen/Lowering.h"
+#include "ir/OpAttrs.h"
 
 namespace ww::codegen {
 
@@ -34,7 +35,8 @@ bool arrivedOnByPeers(const ir::Function& fn, const ir::Value* bar) {
   const ir::Op* root = barrierRoot(bar);
   bool arrived = false;
   ir::walk(fn.body, [&](const ir::Op& op) {
-    if (!arrived && op.code() == ir::OpCode::BarrierArrive && op.intAttr("has_remote_cta_rank"))
+    if (!arrived && op.code() == ir::OpCode::BarrierArrive &&
+        ir::attr::BarrierArrive::hasRemoteCtaRank(op))
       arrived = !root || barrierRoot(op.operand(0)) == root;
   });
   return arrived;

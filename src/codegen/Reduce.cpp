@@ -1,6 +1,7 @@
 // Reductions: combine within each thread, then across lanes with shfl.sync.bfly, then across
 // warps through shared memory; sum/max/min/argmax/argmin and custom combine regions.
 #include "codegen/Lowering.h"
+#include "ir/OpAttrs.h"
 
 #include "layout/Layouts.h"
 
@@ -70,13 +71,14 @@ std::string butterfly(PtxBuilder& b, const std::string& x, RegClass c, int laneM
 } // namespace
 
 void FunctionLowering::lowerReduce(const ir::Op& op) {
-  int64_t axis = op.intAttr("axis");
-  std::string kind = op.strAttr("kind", "sum");
+  const int64_t axisAttr = ir::attr::Reduce::axis(op);
+  int64_t axis = axisAttr;
+  std::string kind = ir::attr::Reduce::kind(op);
   const ir::Type& in0 = op.operand(0)->type();
   int rank = static_cast<int>(in0.shape.size());
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank)
-    raiseError(op.loc(), "reduce axis " + std::to_string(op.intAttr("axis")) +
+    raiseError(op.loc(), "reduce axis " + std::to_string(axisAttr) +
                              " is out of range for a tensor of rank " + std::to_string(rank));
   bool isArg = kind == "argmax" || kind == "argmin";
   if (!isArg && kind != "sum" && kind != "max" && kind != "min" && kind != "custom")
@@ -110,9 +112,9 @@ void FunctionLowering::lowerReduce(const ir::Op& op) {
     if (kind == "custom") return inlineCombine(op, a, b, types);
     if (isArg) {
       ir::Op gt(OpCode::Cmp, op.loc()), eq(OpCode::Cmp, op.loc()), lt(OpCode::Cmp, op.loc());
-      gt.setAttr("pred", std::string(kind == "argmax" ? "gt" : "lt"));
-      eq.setAttr("pred", std::string("eq"));
-      lt.setAttr("pred", std::string("lt"));
+      gt.setAttr(ir::attr::Cmp::kpred, std::string(kind == "argmax" ? "gt" : "lt"));
+      eq.setAttr(ir::attr::Cmp::kpred, std::string("eq"));
+      lt.setAttr(ir::attr::Cmp::kpred, std::string("lt"));
       std::string better = emitElementwise(cx, gt, {b[0], a[0]}, {types[0], types[0]}, DType::I1);
       std::string same = emitElementwise(cx, eq, {b[0], a[0]}, {types[0], types[0]}, DType::I1);
       std::string earlier = emitElementwise(cx, lt, {b[1], a[1]}, {types[1], types[1]}, DType::I1);

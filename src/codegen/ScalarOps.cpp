@@ -1,4 +1,5 @@
 #include "codegen/ScalarOps.h"
+#include "ir/OpAttrs.h"
 #include "ir/OpTraits.h"
 #include "support/MathExtras.h"
 
@@ -130,7 +131,7 @@ std::string floatMath(ScalarContext& cx, const ir::Op& op, const std::string& x,
   case OpCode::Log2:
     return f32(cx, "lg2.approx.f32", {x});
   case OpCode::Sqrt:
-    return f32(cx, op.intAttr("approx") ? "sqrt.approx.f32" : "sqrt.rn.f32", {x});
+    return f32(cx, ir::attr::Sqrt::approx(op) ? "sqrt.approx.f32" : "sqrt.rn.f32", {x});
   case OpCode::Rsqrt:
     return f32(cx, "rsqrt.approx.f32", {x});
   case OpCode::Abs:
@@ -358,7 +359,7 @@ std::string floatBinary(ScalarContext& cx, const ir::Op& op, const std::string& 
     const char* name = op.code() == OpCode::Max ? "max" : "min";
     // Plain max/min return the non-NaN operand (Triton's default, and the interpreter's);
     // [propagate_nan] asks for NaN to win.
-    bool propagate = op.hasAttr("propagate_nan") && op.intAttr("propagate_nan") != 0;
+    bool propagate = ir::propagatesNan(op);
     if (t == DType::F32)
       return cx.b.pure(std::string(name) + (propagate ? ".NaN.f32" : ".f32"), rc, {a, b});
     std::string m = cx.b.pure(std::string(name) + ".f64", rc, {a, b});
@@ -380,7 +381,7 @@ std::string floatBinary(ScalarContext& cx, const ir::Op& op, const std::string& 
 
 std::string compare(ScalarContext& cx, const ir::Op& op, const std::string& a, const std::string& b,
                     DType t) {
-  std::string pred = op.strAttr("pred");
+  std::string pred = ir::attr::Cmp::pred(op);
   static const char* const preds[] = {"eq", "ne", "lt", "le", "gt", "ge"};
   bool known = false;
   for (const char* p : preds) known |= pred == p;
@@ -506,7 +507,7 @@ std::string emitElementwise(ScalarContext& cx, const ir::Op& op,
     return cx.b.pure("mul.hi." + intType(t), regClassOf(t),
                      {cx.b.materialize(args[0], regClassOf(t)), args[1]});
   case OpCode::Cast:
-    return emitCast(cx, args[0], t, resultType, op.strAttr("rounding"));
+    return emitCast(cx, args[0], t, resultType, ir::attr::Cast::rounding(op));
   case OpCode::Bitcast: {
     if (ir::bitWidth(t) != ir::bitWidth(resultType))
       raiseError(cx.loc, "bitcast from " + std::string(ir::tlName(t)) + " to " +

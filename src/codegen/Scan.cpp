@@ -3,6 +3,7 @@
 // thread's leading axis registers, then one doubling step per remaining axis bit, exchanging
 // block totals between registers, lanes (shfl.sync) or warps (shared memory).
 #include "codegen/Lowering.h"
+#include "ir/OpAttrs.h"
 
 #include "layout/Layouts.h"
 
@@ -55,15 +56,15 @@ void FunctionLowering::lowerScan(const ir::Op& op) {
   const ir::Type& in0 = op.operand(0)->type();
   if (!in0.isTensor()) raiseError(op.loc(), "scan needs a tensor operand, got " + in0.str());
   int rank = static_cast<int>(in0.shape.size());
-  int64_t axisAttr = op.intAttr("axis");
+  int64_t axisAttr = ir::attr::Scan::axis(op);
   int axis = static_cast<int>(axisAttr < 0 ? axisAttr + rank : axisAttr);
   if (axis < 0 || axis >= rank)
     raiseError(op.loc(), "scan axis " + std::to_string(axisAttr) +
                              " is out of range for a tensor of rank " + std::to_string(rank));
-  std::string kind = op.strAttr("kind", "custom");
+  std::string kind = ir::attr::Scan::kind(op);
   if (kind != "sum" && kind != "prod" && kind != "custom")
     raiseError(op.loc(), "scan kind '" + kind + "' is not one of sum, prod, custom");
-  bool reverse = op.intAttr("reverse") != 0;
+  bool reverse = ir::attr::Scan::reverse(op);
   if (op.numResults() != op.numOperands())
     throw std::logic_error("codegen: scan with a result count unlike its operand count");
 

@@ -2,6 +2,7 @@
 // local_trans, local_slice and local_reinterpret (or one a run-time if chooses), read and written
 // by local_load / local_store.
 #include "codegen/Lowering.h"
+#include "ir/OpAttrs.h"
 
 #include "layout/Layouts.h"
 
@@ -122,7 +123,7 @@ ViewAddressing addressingOf(const layout::LayoutMap& layouts, const ir::Value* v
   const ir::Op* def = v->def();
   const ir::Type& t = v->type();
   int rank = static_cast<int>(t.shape.size());
-  if (def && def->code() == OpCode::LocalView && def->intAttr("subview")) {
+  if (def && def->code() == OpCode::LocalView && ir::attr::LocalView::subview(*def)) {
     // Row i of one buffer: the parent without its dim 0, whose offset the register adds (see
     // subviewRowBytes).
     ViewAddressing parent = addressingOf(layouts, def->operand(0), at);
@@ -165,7 +166,7 @@ ViewAddressing addressingOf(const layout::LayoutMap& layouts, const ir::Value* v
   };
   switch (def->code()) {
   case OpCode::LocalTrans: {
-    std::vector<int64_t> order = def->intsAttr("order");
+    std::vector<int64_t> order = ir::attr::LocalTrans::order(*def);
     if (order.size() != size_t(rank))
       throw std::logic_error("codegen: local_trans without a permutation of every dim");
     std::vector<std::vector<std::vector<int32_t>>> dims;
@@ -174,7 +175,8 @@ ViewAddressing addressingOf(const layout::LayoutMap& layouts, const ir::Value* v
             rank};
   }
   case OpCode::LocalSlice: {
-    std::vector<int64_t> offsets = def->intsAttr("offsets"), sizes = def->intsAttr("sizes");
+    std::vector<int64_t> offsets = ir::attr::LocalSlice::offsets(*def),
+                         sizes = ir::attr::LocalSlice::sizes(*def);
     std::vector<std::vector<std::vector<int32_t>>> dims;
     for (int d = 0; d < rank; ++d) {
       int64_t size = sizes[size_t(d)], off = offsets[size_t(d)];
@@ -211,7 +213,7 @@ ViewAddressing addressingOf(const layout::LayoutMap& layouts, const ir::Value* v
                      [](int64_t s) { return std::has_single_bit(uint64_t(s)); }))
       raiseError(def->loc(), "tlx.local_reinterpret as " + t.str() +
                                  " is not supported by the PTX backend; use power-of-two dims");
-    bool whole = def->intAttr("whole") != 0;
+    bool whole = ir::attr::LocalReinterpret::whole(*def);
     if (st.count > 1 && tile != srcTile && !whole)
       raiseError(def->loc(), "tlx.local_reinterpret of " + st.str() + " as " + t.str() +
                                  " changes the size of each buffer (" + std::to_string(srcTile) +
@@ -388,7 +390,7 @@ void FunctionLowering::lowerTlxBuffer(const ir::Op& op) {
     const layout::SharedAllocation& a = allocationOf(op, 0);
     std::string base = b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32);
     std::string index = b_.materialize(operand(op, 1).at(0), RegClass::B32);
-    if (op.intAttr("subview"))
+    if (ir::attr::LocalView::subview(op))
       return bind(op.result(), {b_.pure("mad.lo.s32", RegClass::B32,
                                         {index, immInt(subviewRowBytes(op)), base})});
     // Views of one buffer of a multi-buffered allocation: base + index * bytesPerBuffer.

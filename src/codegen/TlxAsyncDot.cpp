@@ -1,6 +1,7 @@
 // tlx.async_dot and tlx.async_dot_wait: wgmma.mma_async straight from TLX buffers (sm_90a).
 #include "codegen/Lowering.h"
 #include "codegen/Wgmma.h"
+#include "ir/OpAttrs.h"
 
 #include <climits>
 #include <stdexcept>
@@ -92,7 +93,8 @@ SmemOperand smemOperand(const ir::Value* v, bool isA) {
   if (isPlainBuffer(v)) return {true, isA};
   const ir::Op* def = v->def();
   if (def && def->code() == OpCode::LocalTrans &&
-      def->intsAttr("order") == std::vector<int64_t>{1, 0} && isPlainBuffer(def->operand(0)))
+      ir::attr::LocalTrans::order(*def) == std::vector<int64_t>{1, 0} &&
+      isPlainBuffer(def->operand(0)))
     return {true, !isA};
   return {};
 }
@@ -101,10 +103,11 @@ SmemOperand smemOperand(const ir::Value* v, bool isA) {
 bool isZeroConstant(const ir::Value* v) {
   const ir::Op* def = v->def();
   if (!def || def->code() != OpCode::Constant) return false;
-  const ir::Attr* a = def->attr("value");
+  const ir::Attr* a = def->attr(ir::attr::Constant::kvalue);
   if (!a) return false;
   if (const double* f = std::get_if<double>(a)) return *f == 0.0;
-  return def->intAttr("value") == 0;
+  const int64_t* i = std::get_if<int64_t>(a);
+  return i && *i == 0;
 }
 
 } // namespace
@@ -183,14 +186,14 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
   unsigned next = 3;
   // A zero accumulator (S = Q K^T) is never written to registers: each tile's first k step
   // ignores it (scale-d = 0). Not under `pred`, where the zeros must pass through.
-  bool zeroAcc = isZeroConstant(op.operand(2)) && !op.intAttr("has_pred");
+  bool zeroAcc = isZeroConstant(op.operand(2)) && !ir::attr::AsyncDot::hasPred(op);
   std::string firstAccumulate = b_.pure("setp.ne.u32", RegClass::Pred, {zeroAcc ? "0" : "1", "0"});
-  if (op.intAttr("has_use_acc")) {
+  if (ir::attr::AsyncDot::hasUseAcc(op)) {
     std::string useAcc = b_.materialize(operand(op, next++).at(0), RegClass::Pred);
     if (!zeroAcc) firstAccumulate = useAcc;
   }
   std::string skip;
-  if (op.intAttr("has_pred")) {
+  if (ir::attr::AsyncDot::hasPred(op)) {
     skip = b_.newLabel("async_dot_skip");
   }
   Regs acc = operand(op, 2);
@@ -332,7 +335,7 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
 void FunctionLowering::lowerAsyncDotWait(const ir::Op& op) {
   if (options_.target != Target::SM90a)
     raiseError(op.loc(), "tlx.async_dot_wait waits for wgmma, which only sm_90a has");
-  int64_t pendings = op.intAttr("pendings");
+  int64_t pendings = ir::attr::AsyncDotWait::pendings(op);
   if (pendings < 0 || pendings > 7)
     raiseError(op.loc(), "tlx.async_dot_wait(" + std::to_string(pendings) +
                              ") is out of range; wgmma.wait_group takes 0 to 7");

@@ -6,6 +6,7 @@
 // index's part (the XOR of the axis bases of its set bits).
 #include "codegen/Lowering.h"
 #include "codegen/ScalarOps.h"
+#include "ir/OpAttrs.h"
 
 #include <bit>
 
@@ -45,7 +46,8 @@ void FunctionLowering::lowerLocalGatherScatter(const ir::Op& op) {
   const ir::Type& bt = op.operand(0)->type();
   const DType elem = bt.elem;
   const int rank = static_cast<int>(bt.shape.size());
-  const int axis = static_cast<int>(op.intAttr("axis"));
+  const int axis =
+      static_cast<int>(gather ? ir::attr::LocalGather::axis(op) : ir::attr::LocalScatter::axis(op));
   const int bytes = ir::byteWidth(elem);
 
   int64_t constant = 0;

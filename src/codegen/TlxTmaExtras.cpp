@@ -2,6 +2,7 @@
 // prefetch.tensormap, cp.async.bulk.prefetch.tensor), 1-D bulk copies (cp.async.bulk) and
 // tensor maps that in-kernel descriptors build in global scratch for TMA copies.
 #include "codegen/Lowering.h"
+#include "ir/OpAttrs.h"
 
 #include <stdexcept>
 
@@ -62,7 +63,21 @@ int swizzleModeCode(int swizzleBytes) {
 } // namespace
 
 std::string FunctionLowering::l2CachePolicy(const ir::Op& op) {
-  std::string evict = op.strAttr("evict");
+  std::string evict;
+  switch (op.code()) {
+  case OpCode::AsyncDescLoad:
+    evict = ir::attr::AsyncDescLoad::evict(op);
+    break;
+  case OpCode::AsyncDescStore:
+    evict = ir::attr::AsyncDescStore::evict(op);
+    break;
+  case OpCode::AsyncDescPrefetch:
+    evict = ir::attr::AsyncDescPrefetch::evict(op);
+    break;
+  default:
+    throw std::logic_error(std::string("codegen: an L2 cache policy for '") + op.name() +
+                           "', which has no [evict]");
+  }
   if (evict != "evict_first" && evict != "evict_last") return {};
   return b_.pure("createpolicy.fractional.L2::" + evict + ".b64", RegClass::B64, {"1.0"});
 }
@@ -134,8 +149,8 @@ void FunctionLowering::lowerTlxTmaExtras(const ir::Op& op) {
                              ")");
   switch (op.code()) {
   case OpCode::Prefetch: {
-    const std::string opcode = "prefetch.global." + op.strAttr("level");
-    bool hasMask = op.intAttr("has_mask") != 0;
+    const std::string opcode = "prefetch.global." + ir::attr::Prefetch::level(op);
+    bool hasMask = ir::attr::Prefetch::hasMask(op);
     const Regs& ptrs = operand(op, 0);
     const Regs* mask = hasMask ? &operand(op, 1) : nullptr;
     const ir::Value* ptr = op.operand(0);
@@ -161,7 +176,7 @@ void FunctionLowering::lowerTlxTmaExtras(const ir::Op& op) {
   case OpCode::AsyncDescPrefetch: {
     const ir::Type& dt = op.operand(0)->type();
     int rank = static_cast<int>(dt.shape.size());
-    bool hasPred = op.intAttr("has_pred") != 0;
+    bool hasPred = ir::attr::AsyncDescPrefetch::hasPred(op);
     if (rank < 1 || rank > 5 || op.numOperands() != 1u + rank + (hasPred ? 1 : 0))
       throw std::logic_error("codegen: malformed async_desc_prefetch");
     std::string leader = electedThread();

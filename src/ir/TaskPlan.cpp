@@ -1,5 +1,6 @@
 // Warp ranges and register budgets of async tasks (see TaskPlan.h for the rule).
 #include "ir/TaskPlan.h"
+#include "ir/OpAttrs.h"
 
 #include <algorithm>
 #include <bit>
@@ -48,22 +49,22 @@ std::vector<Part> partsOf(const Function& fn, const Op& block) {
       raiseError(t->loc(), std::string("'") + t->name() +
                                "' directly inside tlx.async_tasks; only async_task blocks may "
                                "appear there");
-    bool isDefault = t->intAttr("default") != 0;
-    int64_t warps = isDefault ? fn.numWarps : t->intAttr("num_warps");
+    bool isDefault = attr::AsyncTask::isDefault(*t);
+    int64_t warps = isDefault ? fn.numWarps : attr::AsyncTask::numWarps(*t);
     if (warps < 1 || warps > 32 || !std::has_single_bit(static_cast<uint64_t>(warps)))
       raiseError(t->loc(), "async_task num_warps=" + std::to_string(warps) +
                                " is not supported; use a power of two from 1 to 32");
-    int64_t regs = t->intAttr("num_regs");
+    int64_t regs = attr::AsyncTask::numRegs(*t);
     if (regs != 0 && (regs < kMinRegs || regs > kMaxRegs || regs % 8 != 0))
       raiseError(t->loc(), "a register budget must be a multiple of 8 between 24 and 256, got " +
                                std::to_string(regs));
-    int64_t replicate = std::max<int64_t>(1, t->intAttr("replicate", 1));
-    bool expanded = t->hasAttr("replica");
-    int64_t firstReplica = expanded ? t->intAttr("replica") : 0;
+    int64_t replicate = std::max<int64_t>(1, attr::AsyncTask::replicate(*t));
+    bool expanded = t->hasAttr(attr::AsyncTask::kreplica);
+    int64_t firstReplica = expanded ? attr::AsyncTask::replica(*t) : 0;
     int64_t count = expanded ? 1 : replicate;
     for (int64_t r = firstReplica; r < firstReplica + count; ++r)
       parts.push_back({t.get(), static_cast<int>(r), isDefault && r == 0, static_cast<int>(warps),
-                       static_cast<int>(regs), t->intAttr("warp_group_start_id", -1)});
+                       static_cast<int>(regs), attr::AsyncTask::warpGroupStartId(*t)});
   }
   return parts;
 }
@@ -89,7 +90,7 @@ int place(const Function& fn, std::vector<Part>& parts) {
   if (named) {
     // A start id counts warps; replicas of the default task start at it, the others' after it.
     for (Part* p : others) {
-      int64_t nth = p->op->intAttr("default") ? p->replica - 1 : p->replica;
+      int64_t nth = attr::AsyncTask::isDefault(*p->op) ? p->replica - 1 : p->replica;
       int64_t first = p->start + nth * p->warps;
       if (first + p->warps > 32)
         raiseError(p->op->loc(), label(*p) + " would run on warps " + std::to_string(first) + "-" +
@@ -198,7 +199,7 @@ void assignRegisters(const Function& fn, const Op& block, std::vector<Part>& par
             at, (p.regs ? "this task asks " + std::to_string(p.regs) + " registers a thread for "
                         : std::string("this task names no budget for ")) +
                     warpsText(p.warps) +
-                    (p.op->intAttr("replicate", 1) > 1 ? " in each replica" : "")));
+                    (attr::AsyncTask::replicate(*p.op) > 1 ? " in each replica" : "")));
     }
     int idle = 0;
     for (int g = defaultGroups; g < groups; ++g)
@@ -299,15 +300,15 @@ std::string asyncTaskLabel(const Op& task, int replica) {
   if (block)
     for (const auto& t : block->ops()) {
       if (t->code() != OpCode::AsyncTask) continue;
-      if (t->intAttr("replica", 0) == 0 && !t->intAttr("default")) ++index;
+      if (attr::AsyncTask::replica(*t) == 0 && !attr::AsyncTask::isDefault(*t)) ++index;
       if (t.get() == &task) break;
     }
-  std::string name = task.strAttr("name");
+  std::string name = attr::AsyncTask::name(task);
   std::string label = !name.empty() && name != "task" && name != "default" ? "task '" + name + "'"
-                      : task.intAttr("default")                            ? "default task"
-                                                : "async task " + std::to_string(index);
-  if (task.intAttr("replicate", 1) > 1)
-    label += " replica " + std::to_string(replica >= 0 ? replica : task.intAttr("replica", 0));
+                      : attr::AsyncTask::isDefault(task)                   ? "default task"
+                                                         : "async task " + std::to_string(index);
+  if (attr::AsyncTask::replicate(task) > 1)
+    label += " replica " + std::to_string(replica >= 0 ? replica : attr::AsyncTask::replica(task));
   return label;
 }
 

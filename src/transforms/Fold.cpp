@@ -1,6 +1,7 @@
 // Constant folding and algebraic identities on scalars and splat constants. What an op computes
 // comes from ir/ScalarNumerics.h, the contract the interpreter and the codegen share, so a folded
 // constant is what the op would have computed at run time.
+#include "ir/OpAttrs.h"
 #include "ir/ScalarNumerics.h"
 #include "transforms/Passes.h"
 
@@ -29,7 +30,7 @@ struct ConstValue {
 std::optional<ConstValue> constantOf(const Value* v) {
   const Op* def = v->def();
   if (!def || def->code() != OpCode::Constant) return std::nullopt;
-  const ir::Attr* a = def->attr("value");
+  const ir::Attr* a = def->attr(ir::attr::Constant::kvalue);
   if (!a) return std::nullopt;
   DType t = v->type().elem;
   if (!v->type().isValue() || v->type().pointer) return std::nullopt;
@@ -95,9 +96,9 @@ private:
         k->addResult(result->type(), result->name);
         DType re = result->type().elem;
         if (ir::isInt(re))
-          k->setAttr("value", num::wrapInt(c->i, re));
+          k->setAttr(ir::attr::Constant::kvalue, num::wrapInt(c->i, re));
         else
-          k->setAttr("value", num::roundToType(c->f, re));
+          k->setAttr(ir::attr::Constant::kvalue, num::roundToType(c->f, re));
         k->setParentBlock(&block);
         Value* kv = k->result();
         ops.insert(ops.begin() + static_cast<long>(i), std::move(k));
@@ -134,8 +135,8 @@ private:
     case OpCode::Cast: {
       DType from = op.operand(0)->type().elem;
       ConstValue c;
-      auto r =
-          op.strAttr("rounding") == "rtz" ? num::Rounding::TowardZero : num::Rounding::NearestEven;
+      auto r = ir::attr::Cast::rounding(op) == "rtz" ? num::Rounding::TowardZero
+                                                     : num::Rounding::NearestEven;
       if (ir::isInt(re)) {
         c.i = ir::isFloat(from) ? num::castFloatToInt(in[0].f, re) : num::wrapInt(in[0].i, re);
         if (re == DType::I1 && !ir::isFloat(from)) c.i = in[0].i != 0;
@@ -167,9 +168,7 @@ private:
       break;
     }
     if (in.size() != 2) return std::nullopt;
-    // [propagate_nan] belongs to max / min only.
-    bool minMax = op.code() == OpCode::Max || op.code() == OpCode::Min;
-    bool propagateNan = minMax && op.hasAttr("propagate_nan") && op.intAttr("propagate_nan") != 0;
+    bool propagateNan = ir::propagatesNan(op);
     if (ir::isFloat(re)) return binaryFloat(op.code(), in[0].f, in[1].f, re, propagateNan);
     if (ir::isSigned(re)) return binaryInt<int64_t>(op.code(), in[0].i, in[1].i, re);
     return binaryInt<uint64_t>(op.code(), uint64_t(in[0].i), uint64_t(in[1].i), re);
@@ -268,7 +267,7 @@ private:
   }
 
   static std::optional<ConstValue> compare(const Op& op, const ConstValue& a, const ConstValue& b) {
-    auto p = num::parseCmpPred(op.strAttr("pred"));
+    auto p = num::parseCmpPred(ir::attr::Cmp::pred(op));
     if (!p) return std::nullopt;
     DType t = op.operand(0)->type().elem;
     ConstValue c;

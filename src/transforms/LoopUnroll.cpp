@@ -3,6 +3,7 @@
 // original loop over the iterations left (fewer than U), so any trip count stays exact.
 #include "ir/Builder.h"
 #include "ir/Limits.h"
+#include "ir/OpAttrs.h"
 #include "transforms/Passes.h"
 
 #include <unordered_map>
@@ -76,7 +77,7 @@ void unroll(Op& loop, int64_t factor) {
   // The original loop takes the remainder, from main_ub, starting from the unrolled results.
   loop.setOperand(0, mainUb);
   for (unsigned i = 3; i < loop.numOperands(); ++i) loop.setOperand(i, unrolled->result(i - 3));
-  loop.setAttr("unroll", int64_t{1});
+  loop.setAttr(ir::attr::For::kunroll, int64_t{1});
   ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
 }
 
@@ -85,8 +86,8 @@ void unroll(Op& loop, int64_t factor) {
 int unrollLoops(ir::Function& fn) {
   std::vector<std::pair<Op*, int64_t>> loops;
   ir::walk(fn.body, [&](Op& op) {
-    if (op.code() == OpCode::For && op.intAttr("unroll", 1) >= 2)
-      loops.push_back({&op, op.intAttr("unroll", 1)});
+    if (op.code() == OpCode::For && ir::attr::For::unroll(op) >= 2)
+      loops.push_back({&op, ir::attr::For::unroll(op)});
   });
   auto countOps = [](Block& block) {
     int64_t n = 0;

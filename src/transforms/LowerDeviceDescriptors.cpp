@@ -1,6 +1,7 @@
 // Rewrites loads and stores through in-kernel tensor descriptors (tl.make_tensor_descriptor) into
 // masked pointer loads and stores, so every target runs them without a device-built tensor map.
 #include "ir/Builder.h"
+#include "ir/OpAttrs.h"
 #include "transforms/Passes.h"
 
 #include <stdexcept>
@@ -18,7 +19,7 @@ namespace {
 /// of the descriptor made by `make` (operands: base, shape..., strides...).
 std::pair<Value*, Value*> boxPointers(ir::Builder& b, const ir::Op& make,
                                       const std::vector<Value*>& offsets) {
-  const std::vector<int64_t> block = make.intsAttr("block_shape");
+  const std::vector<int64_t> block = ir::attr::MakeDescriptor::blockShape(make);
   const size_t rank = block.size();
   if (make.numOperands() != 1 + 2 * rank || offsets.size() != rank)
     throw std::logic_error("lowerDeviceDescriptors: malformed make_desc or descriptor access");
@@ -33,7 +34,7 @@ std::pair<Value*, Value*> boxPointers(ir::Builder& b, const ir::Op& make,
       std::vector<int64_t> s = v->type().shape;
       s.insert(s.begin() + static_cast<std::ptrdiff_t>(a), 1);
       v = b.create1(OpCode::ExpandDims, {v}, v->type().withShape(s),
-                    {{"axis", static_cast<int64_t>(a)}});
+                    {{ir::attr::ExpandDims::kaxis, static_cast<int64_t>(a)}});
     }
     if (rank > 1) v = b.create1(OpCode::Broadcast, {v}, v->type().withShape(block));
     return v;

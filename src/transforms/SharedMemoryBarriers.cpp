@@ -29,6 +29,7 @@
 // unknown. Iterated to a fixed point. The code of async tasks is left alone: the user
 // synchronizes warp-specialized code.
 #include "ir/Builder.h"
+#include "ir/OpAttrs.h"
 #include "ir/OpTraits.h"
 #include "transforms/Passes.h"
 
@@ -88,7 +89,8 @@ struct Place {
   bool mayOverlap(const Place& o) const {
     // Members of one tlx.storage_alias_spec share their bytes: any of their slots may meet.
     if (alloc && o.alloc && alloc != o.alloc)
-      return alloc->hasAttr("alias") && alloc->intAttr("alias") == o.alloc->intAttr("alias", -1);
+      return alloc->hasAttr(ir::attr::LocalAlloc::kalias) &&
+             ir::attr::LocalAlloc::alias(*alloc) == ir::attr::LocalAlloc::alias(*o.alloc);
     return !alloc || !o.alloc || slot.mayOverlap(o.slot);
   }
 };
@@ -178,7 +180,7 @@ Place placeOf(const Value* v) {
   switch (def->code()) {
   case OpCode::LocalAlloc:
     p.alloc = def;
-    p.shared = def->strAttr("storage", "smem") != "tmem";
+    p.shared = ir::attr::LocalAlloc::storage(*def) != "tmem";
     if (v->type().count == 1) p.slot = Slot::make(nullptr, 0, 0, 1);
     return p;
   case OpCode::LocalView: {
@@ -279,7 +281,7 @@ private:
       const Value* bar = op.operand(0);
       while (bar->def() && bar->def()->code() == OpCode::LocalView) bar = bar->def()->operand(0);
       return !(bar->def() && bar->def()->code() == OpCode::AllocBarriers &&
-               bar->def()->intAttr("warp") != 0);
+               ir::attr::AllocBarriers::warp(*bar->def()));
     }
     if (ir::lowersWithAgentBarrier(op.code())) return true;
     if (op.code() == OpCode::NamedBarrierWait) {
@@ -298,7 +300,8 @@ private:
     Block tmp;
     ir::Builder builder(&tmp);
     builder.setLoc(b.ops()[i]->loc());
-    builder.create(OpCode::DebugBarrier, {}, {}, {{"smem_hazard", int64_t(1)}});
+    builder.create(OpCode::DebugBarrier, {}, {},
+                   {{ir::attr::DebugBarrier::ksmemHazard, int64_t(1)}});
     ir::spliceOps(tmp, b, i);
     ++i;
     ++inserted_;
@@ -340,7 +343,7 @@ private:
         break;
       }
       case OpCode::AsyncDotWait: {
-        int64_t keep = op.intAttr("pendings");
+        int64_t keep = ir::attr::AsyncDotWait::pendings(op);
         State next;
         for (Access a : s) {
           if (a.pending() && a.age >= keep) {

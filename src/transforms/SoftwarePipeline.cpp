@@ -27,11 +27,13 @@
 // buffer, S read from K's buffer as a K-major operand and P from registers; see
 // rewriteAttention for the schedule.
 #include "ir/Builder.h"
+#include "ir/OpAttrs.h"
 #include "support/MathExtras.h"
 #include "transforms/Passes.h"
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -67,13 +69,10 @@ bool isTlxAsync(OpCode c) {
 
 /// The integer value of a scalar constant, if `v` is one.
 bool constantInt(const Value* v, int64_t& out) {
-  const Op* def = v->def();
-  if (!def || def->code() != OpCode::Constant || !v->type().isScalar() ||
-      !ir::isInt(v->type().elem))
-    return false;
-  const ir::Attr* a = def->attr("value");
-  if (!a || !std::holds_alternative<int64_t>(*a)) return false;
-  out = std::get<int64_t>(*a);
+  if (!v->type().isScalar() || !ir::isInt(v->type().elem)) return false;
+  std::optional<int64_t> c = ir::constantInt(v);
+  if (!c) return false;
+  out = *c;
   return true;
 }
 
@@ -216,8 +215,8 @@ private:
   bool analyzeAddresses(Block& body, Plan& plan, int excludedIter) {
     const Op* yield = body.terminator();
     for (Op* load : plan.loads) {
-      if (load->intAttr("volatile")) return false;
-      bool hasMask = load->intAttr("has_mask") != 0, hasOther = load->intAttr("has_other") != 0;
+      if (ir::attr::Load::isVolatile(*load)) return false;
+      bool hasMask = ir::attr::Load::hasMask(*load), hasOther = ir::attr::Load::hasOther(*load);
       if (hasOther && !ir::isPositiveZeroConstant(load->operand(hasMask ? 2 : 1))) return false;
       if (!load->operand(0)->type().isTensor()) return false;
       if (!addToSlice(body, load->operand(0), plan)) return false;
@@ -245,7 +244,8 @@ private:
     if (!ivType.isScalar() || !ir::isInt(ivType.elem) || !(loop.operand(0)->type() == ivType) ||
         !(loop.operand(1)->type() == ivType))
       return false;
-    int64_t stages = loop.hasAttr("num_stages") ? loop.intAttr("num_stages") : fn_.numStages;
+    int64_t stages =
+        loop.hasAttr(ir::attr::For::knumStages) ? ir::attr::For::numStages(loop) : fn_.numStages;
     if (stages <= 1) return false;
     plan.loop = &loop;
     plan.step = step;
@@ -273,7 +273,8 @@ private:
     if (!q->type().isTensor() || !ir::isPositiveZeroConstant(scores->operand(2))) return false;
     Op* trans = scores->operand(1)->def();
     if (!trans || trans->code() != OpCode::Permute || trans->parentBlock() != &body ||
-        trans->intsAttr("order") != std::vector<int64_t>{1, 0} || usesOf(trans->result()) != 1)
+        ir::attr::Permute::order(*trans) != std::vector<int64_t>{1, 0} ||
+        usesOf(trans->result()) != 1)
       return false;
     Op* kLoad = trans->operand(0)->def();
     Op* vLoad = pv->operand(1)->def();
@@ -406,13 +407,14 @@ private:
       Value* ptr = mapped(map, load->operand(0));
       const std::vector<int64_t>& shape = ptr->type().shape;
       Value* mask = b.splat(inRange, shape);
-      if (load->intAttr("has_mask"))
+      if (ir::attr::Load::hasMask(*load))
         mask = b.binary(OpCode::And, mapped(map, load->operand(1)), mask);
       Type view = buffers[i]->type();
       view.count = 1;
       Value* dst = b.create1(OpCode::LocalView, {buffers[i], slot}, view);
       b.create1(OpCode::AsyncLoad, {ptr, dst, mask}, Type::token(),
-                {{"has_mask", int64_t(1)}, {"has_other", int64_t(0)}});
+                {{ir::attr::AsyncLoad::khasMask, int64_t(1)},
+                 {ir::attr::AsyncLoad::khasOther, int64_t(0)}});
     }
     b.create1(OpCode::AsyncCommitGroup, {}, Type::token());
   }
@@ -456,7 +458,7 @@ private:
     for (int i = 0; i < 2; ++i) {
       const Type& t = plan.loads[i]->result()->type();
       p.buffers[i] = b.create1(OpCode::LocalAlloc, {}, Type::buffer(t.elem, t.shape, plan.stages),
-                               {{"storage", std::string("smem")}});
+                               {{ir::attr::LocalAlloc::kstorage, std::string("smem")}});
       p.buffers[i]->name = names[i];
     }
     std::vector<Value*> carried;
@@ -529,9 +531,10 @@ private:
   }
 
   static std::vector<ir::NamedAttr> asyncDotAttrs(const Op& dot) {
-    std::vector<ir::NamedAttr> attrs = {{"has_use_acc", int64_t(0)}, {"has_pred", int64_t(0)}};
-    if (dot.hasAttr("input_precision"))
-      attrs.push_back({"input_precision", dot.strAttr("input_precision")});
+    std::vector<ir::NamedAttr> attrs = {{ir::attr::AsyncDot::khasUseAcc, int64_t(0)},
+                                        {ir::attr::AsyncDot::khasPred, int64_t(0)}};
+    if (dot.hasAttr(ir::attr::Dot::kinputPrecision))
+      attrs.push_back({ir::attr::AsyncDot::kinputPrecision, ir::attr::Dot::inputPrecision(dot)});
     return attrs;
   }
 
@@ -567,15 +570,16 @@ private:
     Block mid;
     ir::Builder b(&mid);
     b.setLoc(plan.dot->loc());
-    b.create(OpCode::AsyncWaitGroup, {}, {}, {{"pendings", int64_t(p.ahead - 1)}});
+    b.create(OpCode::AsyncWaitGroup, {}, {},
+             {{ir::attr::AsyncWaitGroup::kpendings, int64_t(p.ahead - 1)}});
     Value* a = slotView(b, p.buffers[0], p.slot);
     Value* bv = slotView(b, p.buffers[1], p.slot);
     Value* issued = b.create1(OpCode::AsyncDot, {a, bv, acc}, plan.dot->result()->type(),
                               asyncDotAttrs(*plan.dot));
     ValueMap map = refill(b, plan, p, plan.dot->loc());
-    Value* retired =
-        b.create(OpCode::AsyncDotWait, {issued}, {issued->type()}, {{"pendings", int64_t(1)}})
-            ->result();
+    Value* retired = b.create(OpCode::AsyncDotWait, {issued}, {issued->type()},
+                              {{ir::attr::AsyncDotWait::kpendings, int64_t(1)}})
+                         ->result();
     body.terminator()->setOperand(plan.accIter, retired);
     yieldPipeline(b, plan, p, map);
     ir::spliceOps(mid, body, ir::positionOf(body, plan.dot));
@@ -591,9 +595,9 @@ private:
     b.setInsertionBlock(&post);
     b.setLoc(loop.loc());
     Value* result = loop.result(plan.accIter);
-    Op* wait =
-        b.create(OpCode::AsyncDotWait, {result}, {result->type()}, {{"pendings", int64_t(0)}});
-    b.create(OpCode::AsyncWaitGroup, {}, {}, {{"pendings", int64_t(0)}});
+    Op* wait = b.create(OpCode::AsyncDotWait, {result}, {result->type()},
+                        {{ir::attr::AsyncDotWait::kpendings, int64_t(0)}});
+    b.create(OpCode::AsyncWaitGroup, {}, {}, {{ir::attr::AsyncWaitGroup::kpendings, int64_t(0)}});
     wait->result()->name = result->name;
     replaceAllUses(fn_.body, result, wait->result());
     ir::spliceOps(post, outer, ir::positionOf(outer, &loop) + 1);
@@ -627,7 +631,7 @@ private:
     b.setLoc(plan.scoreDot->loc());
     Value* qBuffer =
         b.create1(OpCode::LocalAlloc, {}, Type::buffer(q->type().elem, q->type().shape, 1),
-                  {{"storage", std::string("smem")}});
+                  {{ir::attr::LocalAlloc::kstorage, std::string("smem")}});
     qBuffer->name = "pipeline_q";
     Value* qView = slotView(b, qBuffer, b.i32(0));
     if (nestedInLoop(outer)) b.create(OpCode::DebugBarrier, {}, {}, {});
@@ -640,15 +644,18 @@ private:
     Block mid;
     b.setInsertionBlock(&mid);
     b.setLoc(plan.scoreDot->loc());
-    b.create(OpCode::AsyncWaitGroup, {}, {}, {{"pendings", int64_t(p.ahead - 1)}});
+    b.create(OpCode::AsyncWaitGroup, {}, {},
+             {{ir::attr::AsyncWaitGroup::kpendings, int64_t(p.ahead - 1)}});
     Value* k = slotView(b, p.buffers[0], p.slot);
     Type kt = k->type();
     std::swap(kt.shape[0], kt.shape[1]);
-    Value* kTrans = b.create1(OpCode::LocalTrans, {k}, kt, {{"order", std::vector<int64_t>{1, 0}}});
+    Value* kTrans = b.create1(OpCode::LocalTrans, {k}, kt,
+                              {{ir::attr::LocalTrans::korder, std::vector<int64_t>{1, 0}}});
     Value* s = b.create1(OpCode::AsyncDot, {qView, kTrans, plan.scoreDot->operand(2)},
                          plan.scoreDot->result()->type(), asyncDotAttrs(*plan.scoreDot));
     ValueMap map = refill(b, plan, p, plan.scoreDot->loc());
-    Op* sWait = b.create(OpCode::AsyncDotWait, {s}, {s->type()}, {{"pendings", int64_t(0)}});
+    Op* sWait = b.create(OpCode::AsyncDotWait, {s}, {s->type()},
+                         {{ir::attr::AsyncDotWait::kpendings, int64_t(0)}});
     sWait->result()->name = plan.scoreDot->result()->name;
     replaceAllUses(body, plan.scoreDot->result(), sWait->result());
     yieldPipeline(b, plan, p, map);
@@ -671,7 +678,8 @@ private:
       }
     Block retire;
     b.setInsertionBlock(&retire);
-    Op* oWait = b.create(OpCode::AsyncDotWait, {o}, {o->type()}, {{"pendings", int64_t(0)}});
+    Op* oWait = b.create(OpCode::AsyncDotWait, {o}, {o->type()},
+                         {{ir::attr::AsyncDotWait::kpendings, int64_t(0)}});
     oWait->result()->name = plan.dot->result()->name;
     replaceAllUses(body, plan.dot->result(), oWait->result());
     ir::spliceOps(retire, body, ir::positionOf(body, firstUser));
@@ -687,7 +695,7 @@ private:
     Block post;
     b.setInsertionBlock(&post);
     b.setLoc(loop.loc());
-    b.create(OpCode::AsyncWaitGroup, {}, {}, {{"pendings", int64_t(0)}});
+    b.create(OpCode::AsyncWaitGroup, {}, {}, {{ir::attr::AsyncWaitGroup::kpendings, int64_t(0)}});
     ir::spliceOps(post, outer, ir::positionOf(outer, &loop) + 1);
   }
 
