@@ -10,7 +10,7 @@ namespace ww::ir {
 
 const char* opName(OpCode c) {
   static const char* const names[] = {
-#define OP(name, str) str,
+#define OP(name, str, traits) str,
 #include "ir/Ops.def"
 #undef OP
   };
@@ -49,12 +49,13 @@ void Op::setAttr(const std::string& name, Attr value) {
 }
 
 const Attr* Op::attr(const std::string& name) const {
-  // Reads by name go through Ops.def's table, so a misspelled name is a compiler bug reported
-  // here rather than a silent default. (Some stages read one name on several ops, e.g. "axis" on
-  // any shape op, so the name need only be declared for some op; typed accessors pin the op.)
-  if (!isDeclaredAttrName(name))
-    throw std::logic_error(std::string("attribute '") + name + "' (read on '" + opName(code_) +
-                           "') is not declared for any op in ir/Ops.def");
+  // Reads by name go through Ops.def's table for this op, so reading an attribute the op does not
+  // declare (a misspelled name, or a name of another op) is a compiler bug reported here rather
+  // than a silent default. Stages that read one name on several ops need each of them to declare
+  // it.
+  if (!findAttrSpec(code_, name))
+    throw std::logic_error("reading an attribute of '" + std::string(opName(code_)) +
+                           "': " + undeclaredAttrMessage(code_, name));
   for (const auto& a : attrs_)
     if (a.name == name) return &a.value;
   return nullptr;

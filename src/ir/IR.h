@@ -18,10 +18,15 @@
 namespace ww::ir {
 
 enum class OpCode : uint16_t {
-#define OP(name, str) name,
+#define OP(name, str, traits) name,
 #include "ir/Ops.def"
 #undef OP
 };
+inline constexpr size_t kNumOpCodes = 0
+#define OP(name, str, traits) +1
+#include "ir/Ops.def"
+#undef OP
+    ;
 const char* opName(OpCode c);
 
 class Op;

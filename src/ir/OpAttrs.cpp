@@ -2,7 +2,6 @@
 #include "ir/OpAttrs.h"
 
 #include <array>
-#include <unordered_set>
 
 namespace ww::ir {
 
@@ -10,15 +9,9 @@ namespace {
 
 #define WW_ATTR_UNPACK(...) __VA_ARGS__
 
-constexpr size_t kNumOps = 0
-#define OP(name, str) +1
-#include "ir/Ops.def"
-#undef OP
-    ;
-
 struct Schema {
   std::vector<AttrSpec> specs;
-  std::array<std::vector<const AttrSpec*>, kNumOps> byOp;
+  std::array<std::vector<const AttrSpec*>, kNumOpCodes> byOp;
 
   Schema() {
     specs = {
@@ -72,13 +65,21 @@ const AttrSpec* findAttrSpec(OpCode op, std::string_view name) {
   return nullptr;
 }
 
-bool isDeclaredAttrName(std::string_view name) {
-  static const std::unordered_set<std::string_view> names = [] {
-    std::unordered_set<std::string_view> n;
-    for (const AttrSpec& s : schema().specs) n.insert(s.name);
-    return n;
-  }();
-  return names.count(name) != 0;
+std::string undeclaredAttrMessage(OpCode op, std::string_view name) {
+  auto join = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (size_t i = 0; i < v.size(); ++i) out += (i == 0 ? "" : ", ") + v[i];
+    return v.empty() ? std::string("none") : out;
+  };
+  std::vector<std::string> own, owners;
+  for (const AttrSpec* s : attrSpecs(op)) own.push_back(s->name);
+  for (const AttrSpec& s : schema().specs)
+    if (name == s.name) owners.push_back(std::string("'") + opName(s.op) + "'");
+  if (owners.empty())
+    return "unknown attribute '" + std::string(name) + "' (Ops.def declares " + join(own) + ")";
+  return "attribute '" + std::string(name) + "' is not declared for '" + opName(op) +
+         "' (Ops.def declares it for " + join(owners) + "; for '" + opName(op) + "': " + join(own) +
+         ")";
 }
 
 std::string allowedList(const AttrSpec& spec, const std::string& prefix) {

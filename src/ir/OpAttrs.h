@@ -2,8 +2,9 @@
 // attribute schema the verifier checks (attrSpecs / findAttrSpec) and one typed accessor per
 // (op, attribute), e.g. ir::attr::Load::cache(op) -> std::string, attr::Load::hasMask(op) -> bool.
 // An accessor exists only for an attribute Ops.def declares on that op, so a misspelled name is a
-// compile error; string lookups through Op::intAttr & co. are checked against the same table
-// at run time (a name no op declares throws instead of reading as 0).
+// compile error; string lookups through Op::intAttr & co. (and the accessors themselves) are
+// checked against the same table at run time: reading a name the op does not declare throws
+// instead of reading as 0.
 #pragma once
 
 #include "ir/IR.h"
@@ -29,8 +30,9 @@ struct AttrSpec {
 const std::vector<const AttrSpec*>& attrSpecs(OpCode op);
 /// The declaration of attribute `name` on `op`, or null when Ops.def declares none.
 const AttrSpec* findAttrSpec(OpCode op, std::string_view name);
-/// Whether Ops.def declares an attribute `name` for any op (what string lookups check).
-bool isDeclaredAttrName(std::string_view name);
+/// Why attribute `name` may not be on (or read from) `op`, which does not declare it: an unknown
+/// name, or one Ops.def declares for other ops only, naming them and what `op` declares.
+std::string undeclaredAttrMessage(OpCode op, std::string_view name);
 /// Checks `value` against `spec`; returns why it does not fit ("" when it does).
 std::string checkAttr(const AttrSpec& spec, const Attr& value);
 /// The allowed values of an Enum attribute as a message lists them: '"a", "b" or "c"'; `prefix`

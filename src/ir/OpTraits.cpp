@@ -1,149 +1,47 @@
+// Compile-time checks of the traits column of Ops.def (one static_assert per op, naming it), and
+// the messages shared by the stages that read the traits.
 #include "ir/OpTraits.h"
 
 namespace ww::ir {
 
-bool isBinaryArithmetic(OpCode c) {
-  switch (c) {
-  case OpCode::Add:
-  case OpCode::Sub:
-  case OpCode::Mul:
-  case OpCode::Div:
-  case OpCode::Rem:
-  case OpCode::FloorDiv:
-  case OpCode::And:
-  case OpCode::Or:
-  case OpCode::Xor:
-  case OpCode::Shl:
-  case OpCode::Shr:
-  case OpCode::Max:
-  case OpCode::Min:
-  case OpCode::Pow:
-    return true;
-  default:
-    return false;
-  }
+namespace {
+
+using namespace trait;
+
+constexpr Traits kEffects = ReadsMemory | WritesMemory | Synchronizing | SideEffects;
+constexpr Traits kStatesEffects =
+    Pure | PureIfBodyPure | PureIfMarked | kEffects | HasRegions | Terminator;
+
+constexpr bool implies(Traits t, Traits ifAll, Traits thenAll) {
+  return (t & ifAll) != ifAll || (t & thenAll) == thenAll;
 }
 
-bool isUnaryMath(OpCode c) {
-  switch (c) {
-  case OpCode::Neg:
-  case OpCode::Not:
-  case OpCode::Exp:
-  case OpCode::Exp2:
-  case OpCode::Log:
-  case OpCode::Log2:
-  case OpCode::Sqrt:
-  case OpCode::Rsqrt:
-  case OpCode::Abs:
-  case OpCode::Sin:
-  case OpCode::Cos:
-  case OpCode::Tanh:
-  case OpCode::Erf:
-  case OpCode::Floor:
-  case OpCode::Ceil:
-  case OpCode::Sigmoid:
-    return true;
-  default:
-    return false;
-  }
+/// Why an op's traits are inconsistent, or null when they are not.
+constexpr const char* inconsistency(Traits t) {
+  if (!(t & kStatesEffects))
+    return "states none of Pure, PureIf*, a memory / synchronizing / side effect, HasRegions or "
+           "Terminator";
+  if ((t & Pure) && (t & (kEffects | PureIfBodyPure | PureIfMarked | AgentBarrier)))
+    return "is Pure and has an effect";
+  for (Traits sub : {BinaryArith, UnaryMath, ValueHint})
+    if (!implies(t, sub, Elementwise | Pure)) return "is arithmetic or a hint but not Elementwise";
+  if ((t & BinaryArith) && (t & UnaryMath)) return "is both binary and unary";
+  if (!implies(t, Elementwise, Pure) || !implies(t, ShapeOp, Pure) || !implies(t, BufferView, Pure))
+    return "moves values or views but is not Pure";
+  if ((t & SharedBuffers) && !(t & (ReadsMemory | WritesMemory | Synchronizing)))
+    return "accesses shared buffers without a memory or synchronizing effect";
+  if ((t & AgentBarrier) && !(t & (kEffects))) return "lowers with a barrier but has no effect";
+  if ((t & PureIfBodyPure) && !(t & HasRegions)) return "has no body to be pure with";
+  return nullptr;
 }
 
-bool isValueHint(OpCode c) {
-  return c == OpCode::MultipleOf || c == OpCode::MaxContiguous;
-}
+#define OP(name, str, traits)                                                                      \
+  static_assert(inconsistency(detail::kOpTraits[static_cast<size_t>(OpCode::name)]) == nullptr,    \
+                "Ops.def: the traits of " #name " are inconsistent (see ir/OpTraits.cpp)");
+#include "ir/Ops.def"
+#undef OP
 
-bool isElementwise(OpCode c) {
-  if (isBinaryArithmetic(c) || isUnaryMath(c) || isValueHint(c)) return true;
-  switch (c) {
-  case OpCode::AddPtr:
-  case OpCode::Cmp:
-  case OpCode::Select:
-  case OpCode::Fma:
-  case OpCode::Umulhi:
-  case OpCode::Cast:
-  case OpCode::Bitcast:
-  case OpCode::PtrToInt:
-  case OpCode::IntToPtr:
-    return true;
-  default:
-    return false;
-  }
-}
-
-bool isShapeOp(OpCode c) {
-  switch (c) {
-  case OpCode::Splat:
-  case OpCode::Broadcast:
-  case OpCode::ExpandDims:
-  case OpCode::Reshape:
-  case OpCode::Permute:
-  case OpCode::Join:
-  case OpCode::Split:
-  case OpCode::Cat:
-    return true;
-  default:
-    return false;
-  }
-}
-
-bool isBufferView(OpCode c) {
-  switch (c) {
-  case OpCode::LocalView:
-  case OpCode::LocalTrans:
-  case OpCode::LocalSlice:
-  case OpCode::LocalReinterpret:
-    return true;
-  default:
-    return false;
-  }
-}
-
-bool lowersWithAgentBarrier(OpCode c) {
-  switch (c) {
-  case OpCode::DebugBarrier:
-  case OpCode::LocalStore:
-  case OpCode::LocalScatter:
-  case OpCode::AsyncWaitGroup:
-  case OpCode::AsyncDescStore:
-  case OpCode::AsyncBulkStore:
-  case OpCode::AsyncDescStoreWait:
-  case OpCode::AllocBarriers:
-  case OpCode::ClusterBarrier:
-  case OpCode::DescLoad:
-  case OpCode::DescStore:
-  case OpCode::BarrierArrive:
-  case OpCode::AsyncRemoteStore:
-  case OpCode::RemoteStore:
-  case OpCode::AsyncRemoteCopy:
-    return true;
-  default:
-    return false;
-  }
-}
-
-bool accessesSharedBuffers(OpCode c) {
-  switch (c) {
-  case OpCode::LocalLoad:
-  case OpCode::LocalStore:
-  case OpCode::LocalGather:
-  case OpCode::LocalScatter:
-  case OpCode::AsyncLoad:
-  case OpCode::AsyncDescLoad:
-  case OpCode::AsyncDescStore:
-  case OpCode::AsyncBulkLoad:
-  case OpCode::AsyncBulkStore:
-  case OpCode::AsyncDot:
-  case OpCode::AsyncDotWait:
-  case OpCode::AsyncWaitGroup:
-  case OpCode::AsyncDescStoreWait:
-  case OpCode::AsyncRemoteStore:
-  case OpCode::RemoteStore:
-  case OpCode::AsyncRemoteCopy:
-    return true;
-  default:
-    return false;
-  }
-}
+} // namespace
 
 std::string remoteStoreWithoutClusterMessage(const Op& op) {
   return std::string("tlx.") + op.name() +

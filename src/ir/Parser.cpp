@@ -628,7 +628,7 @@ private:
 std::optional<OpCode> opCodeByName(std::string_view name) {
   static const std::unordered_map<std::string_view, OpCode> byName = [] {
     std::unordered_map<std::string_view, OpCode> m;
-#define OP(id, str) m.emplace(str, OpCode::id);
+#define OP(id, str, traits) m.emplace(str, OpCode::id);
 #include "ir/Ops.def"
 #undef OP
     return m;

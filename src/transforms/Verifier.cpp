@@ -42,10 +42,6 @@ private:
     throw std::logic_error("Tile IR verifier:" + where + ": " + why + "\n" + ir::print(fn_));
   }
 
-  static bool isTerminator(OpCode c) {
-    return c == OpCode::Yield || c == OpCode::Condition || c == OpCode::Return;
-  }
-
   /// Checks the ops of `block`, whose terminator must be `term` (Yield for no-terminator regions
   /// that may also end without one).
   void verifyBlock(const Block& block, OpCode term, bool terminatorOptional = false) {
@@ -59,7 +55,7 @@ private:
       const Op& op = *ops[i];
       if (op.parentBlock() != &block) fail(&op, "parent block link is wrong");
       bool last = i + 1 == ops.size();
-      if (isTerminator(op.code()) && !last) fail(&op, "terminator in the middle of a block");
+      if (ir::isTerminator(op.code()) && !last) fail(&op, "terminator in the middle of a block");
       for (unsigned k = 0; k < op.numOperands(); ++k) {
         const Value* v = op.operand(k);
         if (!v) fail(&op, "null operand #" + std::to_string(k));
@@ -73,7 +69,7 @@ private:
       }
     }
     const Op* t = block.terminator();
-    bool hasTerm = t && isTerminator(t->code());
+    bool hasTerm = t && ir::isTerminator(t->code());
     if (!hasTerm && !terminatorOptional)
       fail(block.parentOp(), std::string("region does not end in '") + ir::opName(term) + "'");
     if (hasTerm && t->code() != term)
@@ -117,13 +113,7 @@ private:
   void verifyAttrs(const Op& op) {
     for (const ir::NamedAttr& a : op.attrs()) {
       const ir::AttrSpec* spec = ir::findAttrSpec(op.code(), a.name);
-      if (!spec) {
-        std::string known;
-        for (const ir::AttrSpec* s : ir::attrSpecs(op.code()))
-          known += std::string(known.empty() ? "" : ", ") + s->name;
-        fail(&op, "unknown attribute '" + a.name + "' (Ops.def declares " +
-                      (known.empty() ? std::string("none") : known) + ")");
-      }
+      if (!spec) fail(&op, ir::undeclaredAttrMessage(op.code(), a.name));
       std::string why = ir::checkAttr(*spec, a.value);
       if (!why.empty()) fail(&op, "attribute '" + a.name + "' " + why);
     }
@@ -134,6 +124,8 @@ private:
 
   void verifyOp(const Op& op) {
     verifyAttrs(op);
+    if (op.numRegions() && !ir::hasTraits(op.code(), ir::trait::HasRegions))
+      fail(&op, "has regions, but Ops.def does not give it the HasRegions trait");
     if (ir::isBinaryArithmetic(op.code())) {
       if (op.numOperands() != 2 || op.numResults() != 1) fail(&op, "expects 2 operands, 1 result");
       if (!(op.operand(0)->type() == op.operand(1)->type()))
