@@ -217,6 +217,15 @@ std::string FunctionLowering::movOpcode(RegClass c) const {
 }
 
 void FunctionLowering::lowerOp(const ir::Op& op) {
+  const uint64_t syncsBefore = agentSyncs_;
+  dispatchOp(op);
+  if (ir::lowersWithAgentBarrier(op.code()) && agentSyncs_ == syncsBefore)
+    throw std::logic_error(std::string("codegen: '") + op.name() +
+                           "' has Ops.def's AgentBarrier trait, but its lowering synced no agent "
+                           "(barrier(), or agentSynced() / agentSyncNotNeeded() where it may)");
+}
+
+void FunctionLowering::dispatchOp(const ir::Op& op) {
   b_.setLoc(op.loc());
   if (ir::accessesSharedBuffers(op.code())) sharedSinceBarrier_ = true;
   // Value hints are elementwise too but only forward their operand (handled below).
@@ -281,7 +290,7 @@ void FunctionLowering::lowerOp(const ir::Op& op) {
   case OpCode::DebugBarrier:
     // One the hazard pass inserted is already met when a barrier of the op before (a
     // reduction's, a conversion's through shared memory) came after every shared-buffer access.
-    if (ir::attr::DebugBarrier::smemHazard(op) && !sharedSinceBarrier_) return;
+    if (ir::attr::DebugBarrier::smemHazard(op) && !sharedSinceBarrier_) return agentSyncNotNeeded();
     return barrier();
   case OpCode::LocalAlloc:
   case OpCode::LocalView:
@@ -458,6 +467,7 @@ bool FunctionLowering::isDuplicateRegister(const LinearLayout& l, int32_t reg) c
 
 void FunctionLowering::barrier() {
   sharedSinceBarrier_ = false;
+  ++agentSyncs_;
   // Inside an async task only its own warps meet: a named barrier of its thread count.
   if (taskBarrierId_ >= 0)
     return b_.inst("bar.sync", {immInt(taskBarrierId_), immInt(numThreads())});

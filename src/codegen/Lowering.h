@@ -62,7 +62,11 @@ public:
 private:
   // ---- driving ----
   void lowerBlock(const ir::Block& block);
+  /// Lowers `op` (dispatchOp) and checks Ops.def's AgentBarrier trait against what its lowering
+  /// did (ir::lowersWithAgentBarrier, which the interpreter and the shared-memory barrier pass
+  /// rely on).
   void lowerOp(const ir::Op& op);
+  void dispatchOp(const ir::Op& op);
   /// Operand `i` of `op` in the layout `op` needs it in (converted when the map says so).
   const Regs& operand(const ir::Op& op, unsigned i);
   void bind(const ir::Value* v, Regs regs);
@@ -136,6 +140,13 @@ private:
   /// Shared memory: `.extern .shared` base plus byte offset register.
   std::string sharedAddress(const std::string& byteOffset);
   void barrier();
+  /// For lowerOp's check of AgentBarrier ops: the agent synced by other means than barrier()
+  /// (barrier.cluster).
+  void agentSynced() { ++agentSyncs_; }
+  /// For lowerOp's check: an AgentBarrier op that needs no sync where it is (the exceptions
+  /// ir::lowersWithAgentBarrier lists: warp-barrier arrives, a hazard barrier already met, a
+  /// remote store right after another, a remote store that traps outside a cluster).
+  void agentSyncNotNeeded() { ++agentSyncs_; }
   /// Scratch shared memory for one use at `op`: returns its byte offset, grows the kernel's total.
   int64_t scratch(int64_t bytes);
 
@@ -278,6 +289,8 @@ private:
   // join, came since the last barrier() in straight-line code: a barrier the shared-memory
   // hazard pass inserted is emitted only then.
   bool sharedSinceBarrier_ = true;
+  // Agent syncs so far (barrier(), agentSynced(), agentSyncNotNeeded()), for lowerOp's check.
+  uint64_t agentSyncs_ = 0;
   // Where the async tasks run and their register budgets (when the kernel has async tasks).
   std::optional<ir::TaskPlan> taskPlan_;
   // Descriptor argument -> swizzle bytes of the shared tiles its TMA copies use.

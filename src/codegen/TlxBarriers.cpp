@@ -74,6 +74,7 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
       std::string aligned = op.parentBlock() == &fn_.body ? ".aligned" : "";
       b_.inst("barrier.cluster.arrive.release" + aligned, {});
       b_.inst("barrier.cluster.wait.acquire" + aligned, {});
+      agentSynced();
     } else {
       barrier();
     }
@@ -125,7 +126,10 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
     }
     std::vector<std::string> operands = {"_", bar};
     if (count != 1) operands.push_back(immInt(count));
-    if (warpBarrier) return b_.inst(opcode, operands, guarded({}, predIndex, hasPred));
+    if (warpBarrier) {
+      agentSyncNotNeeded(); // every thread arrives for itself
+      return b_.inst(opcode, operands, guarded({}, predIndex, hasPred));
+    }
     // A plain barrier counts one arrival per warp group: every thread's earlier work is done
     // before the first thread of each warp group arrives.
     barrier();

@@ -26,7 +26,8 @@ void FunctionLowering::lowerTlxCluster(const ir::Op& op) {
     // holds for straight-line kernel code, not inside run-time branches, loops and tasks.
     std::string aligned = op.parentBlock() == &fn_.body && !taskWarps_ ? ".aligned" : "";
     b_.inst("barrier.cluster.arrive.release" + aligned, {});
-    return b_.inst("barrier.cluster.wait.acquire" + aligned, {});
+    b_.inst("barrier.cluster.wait.acquire" + aligned, {});
+    return agentSynced();
   }
   default:
     throw std::logic_error("codegen: not a cluster op");

@@ -92,7 +92,7 @@ void FunctionLowering::lowerTlxRemoteStore(const ir::Op& op) {
                   "\n",
               {}, electedThread());
     b_.inst("trap", {});
-    return;
+    return agentSyncNotNeeded(); // the kernel ends here
   }
   if (op.code() == OpCode::AsyncRemoteCopy) return lowerTlxRemoteCopy(op);
   // sm_80 was refused before lowering began (refuseRemoteStoresOn).
@@ -137,7 +137,10 @@ void FunctionLowering::lowerTlxRemoteStore(const ir::Op& op) {
   // Every thread of the agent is past its earlier reads of the buffer before any of them writes
   // it (a CTA that pushes to itself, or a peer that reuses a slot), as the interpreter runs the
   // agent's store as one step.
-  if (!followsRemoteStore(op)) barrier();
+  if (!followsRemoteStore(op))
+    barrier();
+  else
+    agentSyncNotNeeded();
 
   const Regs& values = operand(op, 1);
   RegClass cls = regClassOf(elem);
