@@ -764,7 +764,9 @@ void Specializer::visitFor(const For* s) {
     unrolledIterations += trips;
     frame->loopDepth++;
     for (int64_t t = 0; t < trips; ++t) {
-      frame->env[target->id] = Val::integer(l + t * st);
+      // In 128 bits as well: t * st may overflow where l + t * st, a value of the range, does not.
+      frame->env[target->id] =
+          Val::integer(static_cast<int64_t>(l + static_cast<__int128>(t) * st));
       visitStmts(pointers(s->body));
     }
     frame->loopDepth--;
