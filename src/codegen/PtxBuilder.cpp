@@ -1,4 +1,5 @@
 #include "codegen/PtxBuilder.h"
+#include "support/MathExtras.h"
 
 #include <bit>
 #include <cctype>
@@ -348,7 +349,7 @@ void PtxBuilder::printf(const std::string& format, const std::vector<PrintArg>& 
       if (a.cls != RegClass::B32 && a.cls != RegClass::B64 && a.cls != RegClass::F64)
         throw std::logic_error("printf arguments are 32-bit or 64-bit integers or doubles");
       int64_t size = a.cls == RegClass::B32 ? 4 : 8;
-      offset = (offset + size - 1) / size * size;
+      offset = alignTo(offset, size);
       const char* type = a.cls == RegClass::B32 ? ".b32" : a.cls == RegClass::B64 ? ".b64" : ".f64";
       std::string value = isImmediate(a.value) ? materialize(a.value, a.cls) : a.value;
       inst(std::string("st.local") + type,

@@ -2,6 +2,7 @@
 // dynamic shared memory above 48 KB, clusters through cuLaunchKernelEx, host TMA descriptors.
 #include "runtime/CudaDriver.h"
 #include "runtime/Process.h"
+#include "support/MathExtras.h"
 
 #include <algorithm>
 #include <atomic>
@@ -99,7 +100,7 @@ std::vector<ParamSlot> layoutParams(const std::vector<KernelParam>& params, int*
       throw std::logic_error("kernel parameter '" + p.name + "' of type '" + p.type + "' is " +
                              std::to_string(p.sizeBytes) + " bytes; the launcher expected " +
                              std::to_string(s.size));
-    offset = (offset + align - 1) / align * align;
+    offset = static_cast<int>(alignTo(offset, align));
     s.offset = offset;
     offset += s.size;
     slots.push_back(std::move(s));
@@ -579,7 +580,7 @@ void GpuKernel::launch(Dim3 grid, void* stream, const std::vector<LaunchArg>& ar
   uint8_t* buffer = small;
   if (impl_->paramBytes > static_cast<int>(sizeof small)) {
     large.resize(static_cast<size_t>(impl_->paramBytes) + 64);
-    buffer = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(large.data()) + 63) & ~63ull);
+    buffer = reinterpret_cast<uint8_t*>(alignTo(reinterpret_cast<intptr_t>(large.data()), 64));
   }
   packArgs(impl_->slots, args, buffer);
   launchPacked(grid, stream, buffer);
