@@ -1,6 +1,7 @@
 // Warp ranges and register budgets of async tasks (see TaskPlan.h for the rule).
 #include "ir/TaskPlan.h"
 #include "ir/OpAttrs.h"
+#include "support/MathExtras.h"
 
 #include <algorithm>
 #include <bit>
@@ -267,7 +268,7 @@ TaskPlan planAsyncTasks(const Function& fn) {
     budgeted.push_back(any);
   }
   const bool anyBudget = std::find(budgeted.begin(), budgeted.end(), true) != budgeted.end();
-  if (anyBudget) plan.totalWarps = (plan.totalWarps + 3) / 4 * 4;
+  if (anyBudget) plan.totalWarps = static_cast<int>(alignTo(plan.totalWarps, 4));
   if (plan.totalWarps > 32)
     raiseError(widest->loc(), "the async tasks need " + std::to_string(plan.totalWarps) +
                                   " warps; a CTA has at most 32");
