@@ -48,7 +48,7 @@ from ._tlx_host import (  # noqa: E402  (host-side values; see the module)
 from ._tlx_host import storage_alias_spec as storage_alias_spec_type_class  # noqa: E402
 
 
-# Exactly the names the compiler knows (src/specialize/TlxBuiltins.cpp, tlxFunctionNames). The
+# Exactly the names the compiler knows (src/specialize/TlxBuiltins.cpp, tlxBuiltins). The
 # Blackwell ones at the end (LANGUAGE.md's compile-checked list) are recognized but not
 # implemented: a kernel using them gets the compiler's "not supported" error at the call.
 _FUNCTIONS = """

@@ -167,7 +167,7 @@ public:
   ir::Value* expandDims(ir::Value* x, int64_t axis, SourceLoc loc);
   ir::Value* reshape(ir::Value* x, std::vector<int64_t> shape, SourceLoc loc);
 
-  // ---- builtins (TlBuiltins.cpp, TlxBuiltins.cpp) ----
+  // ---- builtins (TlBuiltins.cpp, TlxBuiltins.cpp; dispatched through BuiltinTable.h) ----
   Val callBuiltin(const std::string& name, CallSite& call);
   Val callTl(const std::string& name, CallSite& call);
   Val callTlx(const std::string& name, CallSite& call);
@@ -258,7 +258,5 @@ std::string closestMatch(const std::string& name, const std::vector<std::string>
 /// Names assigned anywhere in `body` (not descending into nested function definitions).
 void collectAssignedNames(const ast::Body& body, std::vector<std::string>& out);
 bool containsReturn(const ast::Body& body);
-/// Every tlx.* function name, for lookups and "did you mean" suggestions.
-const std::vector<std::string>& tlxFunctionNames();
 
 } // namespace ww::specialize

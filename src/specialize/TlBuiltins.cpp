@@ -1,6 +1,7 @@
 // The `tl.*` surface (and Python builtins, `math`, libdevice) lowered to Tile IR ops, with the
 // argument checks and diagnostics each needs.
 #include "ir/OpAttrs.h"
+#include "specialize/BuiltinTable.h"
 #include "specialize/OpAttrChecks.h"
 #include "specialize/SpecializerImpl.h"
 #include "specialize/TlStandard.h"
@@ -16,96 +17,6 @@ using ir::DType;
 using ir::OpCode;
 
 namespace {
-
-const std::vector<std::string>& tlFunctions() {
-  static const std::vector<std::string> names = {"program_id",
-                                                 "num_programs",
-                                                 "arange",
-                                                 "zeros",
-                                                 "zeros_like",
-                                                 "full",
-                                                 "full_like",
-                                                 "cdiv",
-                                                 "load",
-                                                 "store",
-                                                 "broadcast_to",
-                                                 "broadcast",
-                                                 "expand_dims",
-                                                 "reshape",
-                                                 "view",
-                                                 "permute",
-                                                 "trans",
-                                                 "split",
-                                                 "join",
-                                                 "cat",
-                                                 "where",
-                                                 "maximum",
-                                                 "minimum",
-                                                 "clamp",
-                                                 "sum",
-                                                 "max",
-                                                 "min",
-                                                 "argmax",
-                                                 "argmin",
-                                                 "reduce",
-                                                 "cumsum",
-                                                 "cumprod",
-                                                 "associative_scan",
-                                                 "dot",
-                                                 "exp",
-                                                 "exp2",
-                                                 "log",
-                                                 "log2",
-                                                 "sqrt",
-                                                 "sqrt_rn",
-                                                 "rsqrt",
-                                                 "abs",
-                                                 "fma",
-                                                 "sigmoid",
-                                                 "softmax",
-                                                 "sin",
-                                                 "cos",
-                                                 "erf",
-                                                 "tanh",
-                                                 "floor",
-                                                 "ceil",
-                                                 "cast",
-                                                 "multiple_of",
-                                                 "max_contiguous",
-                                                 "make_tensor_descriptor",
-                                                 "atomic_add",
-                                                 "atomic_max",
-                                                 "atomic_min",
-                                                 "atomic_and",
-                                                 "atomic_or",
-                                                 "atomic_xor",
-                                                 "atomic_xchg",
-                                                 "atomic_cas",
-                                                 "debug_barrier",
-                                                 "static_range",
-                                                 "range",
-                                                 "static_assert",
-                                                 "static_print",
-                                                 "device_print",
-                                                 "device_assert",
-                                                 "constexpr",
-                                                 "pointer_type",
-                                                 "umulhi",
-                                                 "inline_asm_elementwise",
-                                                 "div_rn",
-                                                 "fdiv",
-                                                 "ravel",
-                                                 "xor_sum",
-                                                 "flip",
-                                                 "interleave",
-                                                 "squeeze",
-                                                 "unsqueeze",
-                                                 "histogram",
-                                                 "assume",
-                                                 "sort",
-                                                 "topk"};
-  return names;
-}
 
 const std::vector<std::string>& mathFunctions() {
   static const std::vector<std::string> names = {"sqrt",  "exp",   "exp2",  "log",  "log2", "log10",
@@ -177,8 +88,7 @@ std::optional<Val> Specializer::namespaceMember(const std::string& ns, const std
     if (name == "math") return Val::ns("tl");
     if (name == "extra") return Val::ns("tl.extra");
     if (name == "PropagateNan") return Val::ns("tl.PropagateNan");
-    const auto& f = tlFunctions();
-    if (std::find(f.begin(), f.end(), name) != f.end()) return Val::builtin("tl." + name);
+    if (tlBuiltins().isMember(name)) return Val::builtin("tl." + name);
     return std::nullopt;
   }
   if (ns == "tl.extra") {
@@ -191,8 +101,7 @@ std::optional<Val> Specializer::namespaceMember(const std::string& ns, const std
     if (name == "storage_kind") return Val::ns("tlx.storage_kind");
     if (name == "reuse_group_type") return Val::ns("tlx.reuse_group_type");
     if (auto d = ir::parseTlDType(name)) return Val::dtypeOf(*d);
-    const auto& f = tlxFunctionNames();
-    if (std::find(f.begin(), f.end(), name) != f.end()) return Val::builtin("tlx." + name);
+    if (tlxBuiltins().isMember(name)) return Val::builtin("tlx." + name);
     return std::nullopt;
   }
   if (ns == "tlx.storage_kind") {
@@ -241,13 +150,13 @@ void Specializer::unknownMember(const std::string& ns, const std::string& name, 
   std::vector<std::string> candidates;
   std::string prefix = ns;
   if (ns == "tl") {
-    candidates = tlFunctions();
+    candidates = tlBuiltins().memberNames();
     for (const char* d :
          {"int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float8e4nv", "float8e5", "float16", "bfloat16", "float32", "float64"})
       candidates.push_back(d);
   } else if (ns == "tlx") {
-    candidates = tlxFunctionNames();
+    candidates = tlxBuiltins().memberNames();
     candidates.push_back("storage_kind");
     candidates.push_back("reuse_group_type");
   } else if (ns == "tlx.reuse_group_type") {
@@ -408,651 +317,837 @@ Val Specializer::callPython(const std::string& name, CallSite& call) {
 // tl.*
 // ---------------------------------------------------------------------------------------------
 
-static OpCode unaryMathOp(const std::string& n) {
-  if (n == "exp") return OpCode::Exp;
-  if (n == "exp2") return OpCode::Exp2;
-  if (n == "log") return OpCode::Log;
-  if (n == "log2") return OpCode::Log2;
-  if (n == "sqrt" || n == "sqrt_rn") return OpCode::Sqrt;
-  if (n == "rsqrt") return OpCode::Rsqrt;
-  if (n == "sin") return OpCode::Sin;
-  if (n == "cos") return OpCode::Cos;
-  if (n == "erf") return OpCode::Erf;
-  if (n == "tanh") return OpCode::Tanh;
-  if (n == "floor") return OpCode::Floor;
-  if (n == "ceil") return OpCode::Ceil;
-  if (n == "sigmoid") return OpCode::Sigmoid;
-  return OpCode::Return; // not a unary math function
+// One handler per builtin or family of builtins, registered in tlBuiltins() below.
+namespace {
+
+/// tl.program_id / tl.num_programs.
+Val tlProgramQuery(Specializer& sp, const std::string& name, CallSite& call) {
+  const std::string& fn = call.callee;
+  BoundArgs a(call, {"axis"});
+  int64_t axis = sp.constInt(a.get("axis"), a.loc("axis"), fn + "'s axis", a.expr("axis"));
+  if (axis < 0 || axis > 2)
+    raiseError(a.loc("axis"), fn + "'s axis must be 0, 1 or 2, got " + std::to_string(axis));
+  if (name == "program_id") return Val::runtime(sp.b.programId(static_cast<int>(axis)));
+  return Val::runtime(
+      sp.b.create1(OpCode::NumPrograms, {}, ir::Type::scalar(DType::I32), {{"axis", axis}}));
+}
+
+Val tlArange(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"start", "end"});
+  int64_t lo = sp.constInt(a.get("start"), a.loc("start"), "tl.arange's start", a.expr("start"));
+  int64_t hi = sp.constInt(a.get("end"), a.loc("end"), "tl.arange's end", a.expr("end"));
+  if (hi <= lo)
+    raiseError(loc, "tl.arange needs end > start, got arange(" + std::to_string(lo) + ", " +
+                        std::to_string(hi) + ")");
+  if (!isPowerOf2(hi - lo))
+    raiseError(loc, "tl.arange's range must have a power-of-2 size, got " +
+                        std::to_string(hi - lo) + " (end - start)");
+  if (hi - lo > (1 << 20))
+    raiseError(loc, "tl.arange's range is too large: " + std::to_string(hi - lo) + " elements");
+  return Val::runtime(sp.b.arange(lo, hi));
+}
+
+/// tl.zeros / tl.full.
+Val tlFull(Specializer& sp, const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string& fn = call.callee;
+  BoundArgs a = name == "zeros" ? BoundArgs(call, {"shape", "dtype"})
+                                : BoundArgs(call, {"shape", "value", "dtype"});
+  std::vector<int64_t> shape =
+      sp.constShape(a.get("shape"), a.loc("shape"), fn + "'s shape", a.expr("shape"));
+  if (a.get("shape").kind == Val::Kind::Tuple && a.get("shape").elts.empty()) shape.clear();
+  checkPow2(shape, a.loc("shape"), fn + "'s shape");
+  DType dt = sp.constDType(a.get("dtype"), a.loc("dtype"), fn + "'s dtype");
+  ir::Type t = ir::Type::tensor(dt, shape);
+  if (name == "zeros") return Val::runtime(sp.constant(Val::integer(0), t));
+  const Val& v = a.get("value");
+  if (v.isNumber()) return Val::runtime(sp.constant(v, t));
+  ir::Value* x = sp.requireTensorOrScalar(v, a.loc("value"), "tl.full's value");
+  if (!x->type().isScalar()) raiseError(a.loc("value"), "tl.full's value must be a scalar");
+  return Val::runtime(sp.broadcastTo(sp.cast(x, dt, loc), shape, loc));
+}
+
+/// tl.zeros_like / tl.full_like.
+Val tlFullLike(Specializer& sp, const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string& fn = call.callee;
+  BoundArgs a = name == "zeros_like" ? BoundArgs(call, {"input", "dtype="})
+                                     : BoundArgs(call, {"input", "value", "dtype="});
+  ir::Value* x = sp.requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
+  DType dt = a.has("dtype") ? sp.constDType(a.get("dtype"), a.loc("dtype"), fn + "'s dtype")
+                            : x->type().elem;
+  ir::Type t = ir::Type::tensor(dt, x->type().shape);
+  Val v = name == "zeros_like" ? Val::integer(0) : a.get("value");
+  if (!v.isNumber()) raiseError(loc, fn + "'s value must be a compile-time number");
+  return Val::runtime(sp.constant(v, t));
+}
+
+Val tlCdiv(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"x", "div"});
+  const Val &x = a.get("x"), &d = a.get("div");
+  if (x.isConstexpr() && d.isConstexpr()) {
+    if (!x.isIntLike() || !d.isIntLike())
+      raiseError(loc, "cdiv needs integers, got " + describe(x) + " and " + describe(d));
+    Val sum = sp.constBinary(ast::BinOpKind::Add, x, d, loc);
+    sum = sp.constBinary(ast::BinOpKind::Sub, sum, Val::integer(1), loc);
+    return sp.constBinary(ast::BinOpKind::FloorDiv, sum, d, loc);
+  }
+  Val sum = sp.evalBinOp(ast::BinOpKind::Add, x, d, loc);
+  sum = sp.evalBinOp(ast::BinOpKind::Sub, sum, Val::integer(1), loc);
+  return sp.evalBinOp(ast::BinOpKind::FloorDiv, sum, d, loc);
+}
+
+Val tlLoad(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"pointer", "mask=", "other=", "boundary_check=", "padding_option=",
+                     "cache_modifier=", "eviction_policy=", "volatile="});
+  return sp.loadOp(a, loc);
+}
+
+Val tlStore(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"pointer", "value",
+                     "mask=", "boundary_check=", "cache_modifier=", "eviction_policy="});
+  sp.storeOp(a, loc);
+  return Val::none();
+}
+
+Val tlBroadcastTo(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string& fn = call.callee;
+  BoundArgs a(call, {"input", "*shape"});
+  ir::Value* x = sp.requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
+  std::vector<int64_t> shape =
+      sp.constShape(a.get("shape"), a.loc("shape"), fn + "'s shape", a.expr("shape"));
+  checkPow2(shape, a.loc("shape"), fn + "'s shape");
+  return Val::runtime(sp.broadcastTo(x, shape, loc));
+}
+
+Val tlBroadcast(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"input", "other"});
+  auto [x, y] = sp.unify(a.get("input"), a.get("other"), loc, std::nullopt, "tl.broadcast");
+  return Val::tuple({Val::runtime(x), Val::runtime(y)});
+}
+
+Val tlExpandDims(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  const std::string& fn = call.callee;
+  BoundArgs a(call, {"input", "axis"});
+  ir::Value* x = sp.requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
+  std::vector<int64_t> axes;
+  const Val& ax = a.get("axis");
+  if (ax.kind == Val::Kind::Tuple)
+    for (const Val& e : ax.elts) axes.push_back(sp.constInt(e, a.loc("axis"), fn + "'s axis"));
+  else
+    axes.push_back(sp.constInt(ax, a.loc("axis"), fn + "'s axis", a.expr("axis")));
+  int64_t newRank = static_cast<int64_t>(x->type().shape.size() + axes.size());
+  for (int64_t& ax2 : axes) ax2 = ax2 < 0 ? ax2 + newRank : ax2;
+  std::sort(axes.begin(), axes.end());
+  for (int64_t ax2 : axes) x = sp.expandDims(x, ax2, a.loc("axis"));
+  return Val::runtime(x);
+}
+
+/// tl.reshape / tl.view.
+Val tlReshape(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string& fn = call.callee;
+  BoundArgs a(call, {"input", "*shape", "can_reorder="});
+  ir::Value* x = sp.requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
+  std::vector<int64_t> shape =
+      sp.constShape(a.get("shape"), a.loc("shape"), fn + "'s shape", a.expr("shape"));
+  checkPow2(shape, a.loc("shape"), fn + "'s shape");
+  return Val::runtime(sp.reshape(x, shape, loc));
+}
+
+Val tlRavel(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string& fn = call.callee;
+  BoundArgs a(call, {"x"});
+  ir::Value* x = sp.requireTensorOrScalar(a.get("x"), a.loc("x"), fn + "'s input");
+  return Val::runtime(sp.reshape(x, {x->type().numElements()}, loc));
+}
+
+/// tl.permute / tl.trans (trans without dims swaps the last two).
+Val tlPermute(Specializer& sp, const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string& fn = call.callee;
+  BoundArgs a(call, {"input", "*dims"});
+  ir::Value* x = sp.requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
+  size_t rank = x->type().shape.size();
+  std::vector<int64_t> order;
+  if (a.has("dims") && !a.get("dims").elts.empty()) {
+    for (const Val& d : a.get("dims").elts)
+      order.push_back(sp.constInt(d, a.loc("dims"), fn + "'s dims"));
+  } else if (name == "trans") {
+    if (rank < 2)
+      raiseError(loc, "tl.trans needs a tensor of rank 2 or more, got " + x->type().str());
+    for (size_t i = 0; i < rank; ++i) order.push_back(static_cast<int64_t>(i));
+    std::swap(order[rank - 1], order[rank - 2]);
+  } else {
+    raiseError(loc, "tl.permute needs the new order of the dimensions");
+  }
+  std::vector<int64_t> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  bool valid = order.size() == rank;
+  for (size_t i = 0; valid && i < rank; ++i) valid = sorted[i] == static_cast<int64_t>(i);
+  if (!valid)
+    raiseError(loc, fn + "'s dims must be a permutation of 0.." + std::to_string(rank - 1) +
+                        " for " + x->type().str());
+  std::vector<int64_t> shape;
+  for (int64_t d : order) shape.push_back(x->type().shape[static_cast<size_t>(d)]);
+  return Val::runtime(
+      sp.b.create1(OpCode::Permute, {x}, x->type().withShape(shape), {{"order", order}}));
+}
+
+Val tlSplit(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string& fn = call.callee;
+  BoundArgs a(call, {"a"});
+  ir::Value* x = sp.requireTensorOrScalar(a.get("a"), a.loc("a"), fn + "'s input");
+  const auto& s = x->type().shape;
+  if (s.empty() || s.back() != 2)
+    raiseError(loc, "tl.split needs a tensor whose last dimension is 2, got " + x->type().str());
+  std::vector<int64_t> shape(s.begin(), s.end() - 1);
+  if (shape.empty()) {
+    // A [2] tensor splits into two scalars: split [1, 2] into two [1] tensors, then take each
+    // one's only element as a scalar (a max over one element: exact, every thread gets it).
+    ir::Value* row = sp.reshape(x, {1, 2}, loc);
+    ir::Op* halves =
+        sp.b.create(OpCode::Split, {row}, {row->type().withShape({1}), row->type().withShape({1})});
+    auto only = [&](ir::Value* v) {
+      return Val::runtime(sp.b.create1(OpCode::Reduce, {v}, ir::Type::tensor(v->type().elem, {}),
+                                       {{"axis", int64_t{0}}, {"kind", std::string("max")}}));
+    };
+    return Val::tuple({only(halves->result(0)), only(halves->result(1))});
+  }
+  ir::Op* op =
+      sp.b.create(OpCode::Split, {x}, {x->type().withShape(shape), x->type().withShape(shape)});
+  return Val::tuple({Val::runtime(op->result(0)), Val::runtime(op->result(1))});
+}
+
+Val tlJoin(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"a", "b"});
+  auto [ta, pa] =
+      std::pair{a.get("a").isRuntime() ? a.get("a").type().elem : sp.pythonScalarDType(a.get("a")),
+                !a.get("a").isRuntime()};
+  auto [tb, pb] =
+      std::pair{a.get("b").isRuntime() ? a.get("b").type().elem : sp.pythonScalarDType(a.get("b")),
+                !a.get("b").isRuntime()};
+  DType dt = sp.computationType(ta, pa, tb, pb, false, loc, "tl.join");
+  auto [x, y] = sp.unify(a.get("a"), a.get("b"), loc, dt, "tl.join");
+  std::vector<int64_t> shape = x->type().shape;
+  shape.push_back(2);
+  return Val::runtime(sp.b.create1(OpCode::Join, {x, y}, x->type().withShape(shape)));
+}
+
+Val tlCat(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"input", "other", "can_reorder="});
+  ir::Value* x = sp.requireTensorOrScalar(a.get("input"), a.loc("input"), "tl.cat's input");
+  ir::Value* y = sp.requireTensorOrScalar(a.get("other"), a.loc("other"), "tl.cat's other");
+  if (x->type() != y->type() || x->type().isScalar())
+    raiseError(loc, "tl.cat needs two tensors of one type, got " + x->type().str() + " and " +
+                        y->type().str());
+  std::vector<int64_t> shape = x->type().shape;
+  shape[0] *= 2;
+  return Val::runtime(sp.b.create1(OpCode::Cat, {x, y}, x->type().withShape(shape)));
+}
+
+Val tlWhere(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"condition", "x", "y"});
+  ir::Value* c = sp.toI1(
+      sp.requireTensorOrScalar(a.get("condition"), a.loc("condition"), "tl.where's condition"),
+      loc);
+  const Val &x = a.get("x"), &y = a.get("y");
+  for (const Val* v : {&x, &y})
+    if (!(v->isNumber() || (v->isRuntime() && v->type().isValue())))
+      raiseError(loc, "tl.where's values must be numbers or tensors, got " + kindName(*v));
+  std::optional<DType> dt;
+  bool xp = x.isRuntime() && x.type().isPointer(), yp = y.isRuntime() && y.type().isPointer();
+  if (!xp && !yp) {
+    DType tx = x.isRuntime() ? x.type().elem : sp.pythonScalarDType(x);
+    DType ty = y.isRuntime() ? y.type().elem : sp.pythonScalarDType(y);
+    dt = sp.computationType(tx, !x.isRuntime(), ty, !y.isRuntime(), false, loc, "tl.where");
+  }
+  auto [p, q] = sp.unify(x, y, loc, dt, "tl.where");
+  std::vector<int64_t> shape =
+      sp.broadcastShapes(c->type().shape, p->type().shape, loc, "tl.where");
+  c = sp.broadcastTo(c, shape, loc);
+  p = sp.broadcastTo(p, shape, loc);
+  q = sp.broadcastTo(q, shape, loc);
+  return Val::runtime(sp.b.create1(OpCode::Select, {c, p, q}, p->type()));
+}
+
+/// tl.maximum / tl.minimum (compile-time operands fold).
+Val tlMaximumMinimum(Specializer& sp, const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"x", "y", "propagate_nan="});
+  const Val &x = a.get("x"), &y = a.get("y");
+  if (x.isConstexpr() && y.isConstexpr()) {
+    Val less = sp.constCompare(ast::CmpOpKind::Lt, y, x, loc);
+    return (name == "minimum") == truthy(less) ? y : x;
+  }
+  ir::Value* r = sp.minMax(name == "maximum", x, y, loc);
+  if (propagatesNan(a, "tl." + name)) markPropagatesNan(r);
+  return Val::runtime(r);
+}
+
+Val tlClamp(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"x", "min", "max", "propagate_nan="});
+  ir::Value* lo = sp.minMax(true, a.get("x"), a.get("min"), loc);
+  ir::Value* r = sp.minMax(false, Val::runtime(lo), a.get("max"), loc);
+  if (propagatesNan(a, "tl.clamp")) {
+    markPropagatesNan(lo);
+    markPropagatesNan(r);
+  }
+  return Val::runtime(r);
+}
+
+Val tlSum(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  BoundArgs a(call, {"input", "axis=", "keep_dims=", "dtype="});
+  return sp.reduceOp("sum", a.get("input"), a, call.loc);
+}
+
+/// tl.max / tl.min (with return_indices, the argmax / argmin too).
+Val tlMaxMin(Specializer& sp, const std::string& name, CallSite& call) {
+  BoundArgs a(
+      call, {"input", "axis=", "return_indices=", "return_indices_tie_break_left=", "keep_dims="});
+  return sp.reduceOp(name, a.get("input"), a, call.loc);
+}
+
+Val tlArgMaxMin(Specializer& sp, const std::string& name, CallSite& call) {
+  BoundArgs a(call, {"input", "axis", "tie_break_left=", "keep_dims="});
+  return sp.reduceOp(name, a.get("input"), a, call.loc);
+}
+
+Val tlXorSum(Specializer& /*sp*/, const std::string& /*name*/, CallSite& call) {
+  raiseError(call.loc, "tl.xor_sum is not supported yet");
+}
+
+/// tl.reduce / tl.associative_scan with a @jit combine_fn.
+Val tlCustomReduceOrScan(Specializer& sp, const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string& fn = call.callee;
+  bool scan = name == "associative_scan";
+  BoundArgs a = scan ? BoundArgs(call, {"input", "axis", "combine_fn", "reverse="})
+                     : BoundArgs(call, {"input", "axis", "combine_fn", "keep_dims="});
+  std::vector<ir::Value*> inputs;
+  const Val& in0 = a.get("input");
+  if (in0.kind == Val::Kind::Tuple)
+    for (const Val& e : in0.elts)
+      inputs.push_back(sp.requireTensorOrScalar(e, a.loc("input"), fn + "'s input"));
+  else
+    inputs.push_back(sp.requireTensorOrScalar(in0, a.loc("input"), fn + "'s input"));
+  int64_t axis = -1000;
+  if (a.has("axis"))
+    axis = sp.constInt(a.get("axis"), a.loc("axis"), fn + "'s axis", a.expr("axis"));
+  else if (scan)
+    raiseError(loc, "tl.associative_scan needs an axis");
+  bool flag =
+      scan ? (a.has("reverse") && sp.constBool(a.get("reverse"), a.loc("reverse"), "reverse"))
+           : (a.has("keep_dims") &&
+              sp.constBool(a.get("keep_dims"), a.loc("keep_dims"), "keep_dims"));
+  Val r = sp.customReduce(inputs, axis, a.get("combine_fn"), scan ? false : flag, scan,
+                          scan ? flag : false, loc);
+  return in0.kind == Val::Kind::Tuple ? r : (r.kind == Val::Kind::Tuple ? r.elts[0] : r);
+}
+
+/// tl.cumsum / tl.cumprod.
+Val tlCumulative(Specializer& sp, const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string& fn = call.callee;
+  BoundArgs a(call, {"input", "axis=", "reverse=", "dtype="});
+  ir::Value* x = sp.requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
+  if (x->type().isScalar()) raiseError(loc, fn + " needs a tensor");
+  int64_t axis = a.has("axis") ? sp.constInt(a.get("axis"), a.loc("axis"), fn + "'s axis") : 0;
+  axis = normAxis(axis, x->type().shape.size(), loc, fn);
+  bool reverse = a.has("reverse") && sp.constBool(a.get("reverse"), a.loc("reverse"), "reverse");
+  if (a.has("dtype"))
+    x = sp.cast(x, sp.constDType(a.get("dtype"), a.loc("dtype"), "dtype"), loc);
+  else if (ir::isInt(x->type().elem) && ir::bitWidth(x->type().elem) < 32)
+    x = sp.cast(x, ir::isSigned(x->type().elem) ? DType::I32 : DType::U32, loc);
+  return Val::runtime(sp.b.create1(OpCode::Scan, {x}, x->type(),
+                                   {{"axis", axis},
+                                    {"reverse", int64_t(reverse)},
+                                    {"kind", std::string(name == "cumsum" ? "sum" : "prod")}}));
+}
+
+Val tlDot(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"input", "other", "acc=", "input_precision=", "allow_tf32=",
+                     "max_num_imprecise_acc=", "out_dtype="});
+  return sp.dot(a, loc);
+}
+
+Val tlAbs(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  BoundArgs a(call, {"x"});
+  if (a.get("x").isConstexpr()) return sp.callPython("abs", call);
+  ir::Value* x = sp.requireTensorOrScalar(a.get("x"), a.loc("x"), "tl.abs's argument");
+  if (x->type().isPointer()) raiseError(a.loc("x"), "tl.abs needs a number, got a pointer");
+  if (ir::isInt(x->type().elem) && !ir::isSigned(x->type().elem)) return Val::runtime(x);
+  return Val::runtime(sp.b.create1(OpCode::Abs, {x}, x->type()));
+}
+
+Val tlFma(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"x", "y", "z"});
+  std::vector<Val> vs = {a.get("x"), a.get("y"), a.get("z")};
+  DType dt = DType::F32;
+  bool first = true;
+  for (const Val& v : vs) {
+    if (!v.isRuntime()) continue;
+    dt = first ? v.type().elem
+               : sp.computationType(dt, false, v.type().elem, false, false, loc, "tl.fma");
+    first = false;
+  }
+  if (!ir::isFloat(dt)) dt = DType::F32;
+  std::vector<int64_t> shape;
+  for (const Val& v : vs)
+    if (v.isRuntime()) shape = sp.broadcastShapes(shape, v.type().shape, loc, "tl.fma");
+  std::vector<ir::Value*> ops;
+  for (size_t i = 0; i < vs.size(); ++i) {
+    ir::Value* x = vs[i].isRuntime()
+                       ? sp.cast(sp.requireTensorOrScalar(vs[i], loc, "tl.fma's operand"), dt, loc)
+                       : sp.constant(vs[i], ir::Type::scalar(dt));
+    ops.push_back(sp.broadcastTo(x, shape, loc));
+  }
+  return Val::runtime(sp.b.create1(OpCode::Fma, ops, ops[0]->type()));
+}
+
+/// tl.fdiv / tl.div_rn (libdevice.div_rn too).
+Val tlFdiv(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"x", "y", "ieee_rounding="});
+  return sp.evalBinOp(ast::BinOpKind::Div, a.get("x"), a.get("y"), loc);
+}
+
+Val tlUmulhi(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"x", "y"});
+  auto [x, y] = sp.unify(a.get("x"), a.get("y"), loc, std::nullopt, "tl.umulhi");
+  if (!ir::isInt(x->type().elem) || x->type().elem != y->type().elem)
+    raiseError(loc, "tl.umulhi needs two integer operands of one type");
+  return Val::runtime(sp.b.binary(OpCode::Umulhi, x, y));
+}
+
+Val tlSoftmax(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"x", "dim=", "keep_dims=", "ieee_rounding="});
+  ir::Value* x = sp.requireTensorOrScalar(a.get("x"), a.loc("x"), "tl.softmax's input");
+  if (x->type().isScalar()) raiseError(loc, "tl.softmax needs a tensor");
+  int64_t axis = a.has("dim") ? sp.constInt(a.get("dim"), a.loc("dim"), "tl.softmax's dim")
+                              : static_cast<int64_t>(x->type().shape.size()) - 1;
+  CallSite mx;
+  mx.loc = loc;
+  mx.callee = "tl.max";
+  mx.args = {Val::runtime(x), Val::integer(axis)};
+  mx.argLocs = {loc, loc};
+  mx.argExprs = {nullptr, nullptr};
+  mx.kwNames = {"keep_dims"};
+  mx.kwVals = {Val::boolean(true)};
+  mx.kwLocs = {loc};
+  mx.kwExprs = {nullptr};
+  Val m = sp.callTl("max", mx);
+  Val z = sp.evalBinOp(ast::BinOpKind::Sub, Val::runtime(x), m, loc);
+  CallSite ex;
+  ex.loc = loc;
+  ex.callee = "tl.exp";
+  ex.args = {z};
+  ex.argLocs = {loc};
+  ex.argExprs = {nullptr};
+  Val num = sp.callTl("exp", ex);
+  CallSite sm = mx;
+  sm.callee = "tl.sum";
+  sm.args = {num, Val::integer(axis)};
+  Val den = sp.callTl("sum", sm);
+  return sp.evalBinOp(ast::BinOpKind::Div, num, den, loc);
+}
+
+Val tlCast(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string& fn = call.callee;
+  BoundArgs a(call, {"input", "dtype", "fp_downcast_rounding=", "bitcast="});
+  const Val& dv = a.get("dtype");
+  if (dv.kind != Val::Kind::DType)
+    raiseError(a.loc("dtype"),
+               fn + "'s dtype must be a dtype such as tl.float16, got " + describe(dv));
+  bool bitcast = a.has("bitcast") && sp.constBool(a.get("bitcast"), a.loc("bitcast"), "bitcast");
+  if (a.get("input").isNumber()) {
+    if (dv.dtypeIsPointer) raiseError(loc, "cannot cast a number to a pointer");
+    return Val::runtime(sp.toRuntime(a.get("input"), loc, dv.dtype));
+  }
+  ir::Value* x = sp.requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
+  if (dv.dtypeIsPointer) return Val::runtime(sp.castPtr(x, dv.dtype, loc));
+  ir::Value* r = sp.cast(x, dv.dtype, loc, bitcast);
+  if (a.has("fp_downcast_rounding") && r->def() && r->def()->code() == OpCode::Cast) {
+    const Val& rv = a.get("fp_downcast_rounding");
+    if (rv.kind != Val::Kind::String || (rv.s != "rtne" && rv.s != "rtz"))
+      raiseError(a.loc("fp_downcast_rounding"), "fp_downcast_rounding must be 'rtne' or 'rtz'");
+    r->def()->setAttr("rounding", rv.s);
+  }
+  return Val::runtime(r);
+}
+
+/// tl.multiple_of / tl.max_contiguous: hints carried as ops.
+Val tlHint(Specializer& sp, const std::string& name, CallSite& call) {
+  const std::string& fn = call.callee;
+  BoundArgs a(call, {"input", "values"});
+  ir::Value* x = sp.requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
+  std::vector<int64_t> values;
+  const Val& vs = a.get("values");
+  if (vs.kind == Val::Kind::Tuple)
+    for (const Val& v : vs.elts)
+      values.push_back(sp.constInt(v, a.loc("values"), fn + "'s values"));
+  else
+    values.push_back(sp.constInt(vs, a.loc("values"), fn + "'s values", a.expr("values")));
+  size_t rank = std::max<size_t>(1, x->type().shape.size());
+  if (values.size() != rank)
+    raiseError(a.loc("values"), fn + " needs one value per dimension (" + std::to_string(rank) +
+                                    ") of " + x->type().str() + ", got " +
+                                    std::to_string(values.size()));
+  return Val::runtime(
+      sp.b.create1(name == "multiple_of" ? OpCode::MultipleOf : OpCode::MaxContiguous, {x},
+                   x->type(), {{"values", values}}));
+}
+
+Val tlMakeTensorDescriptor(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"base", "shape", "strides", "block_shape", "padding_option="});
+  const Val& base = a.get("base");
+  if (!base.isRuntime() || !base.type().isPointer() || !base.type().isScalar())
+    raiseError(a.loc("base"),
+               "tl.make_tensor_descriptor's base must be a pointer, got " + kindName(base));
+  const Val &shape = a.get("shape"), &strides = a.get("strides");
+  if (shape.kind != Val::Kind::Tuple || strides.kind != Val::Kind::Tuple)
+    raiseError(loc, "tl.make_tensor_descriptor's shape and strides must be tuples or lists");
+  std::vector<int64_t> block =
+      sp.constShape(a.get("block_shape"), a.loc("block_shape"),
+                    "tl.make_tensor_descriptor's block_shape", a.expr("block_shape"));
+  checkPow2(block, a.loc("block_shape"), "a descriptor's block_shape");
+  if (shape.elts.size() != strides.elts.size() || shape.elts.size() != block.size())
+    raiseError(loc, "tl.make_tensor_descriptor: shape, strides and block_shape must have one "
+                    "rank, got " +
+                        std::to_string(shape.elts.size()) + ", " +
+                        std::to_string(strides.elts.size()) + " and " +
+                        std::to_string(block.size()));
+  if (block.size() < 1 || block.size() > 5) raiseError(loc, "tensor descriptors have rank 1 to 5");
+  std::vector<ir::Value*> ops{base.v};
+  for (const Val& s : shape.elts)
+    ops.push_back(
+        sp.cast(sp.requireScalarI32(s, a.loc("shape"), "a descriptor dimension"), DType::I32, loc));
+  for (const Val& s : strides.elts) {
+    ir::Value* v = s.isRuntime() ? s.v : sp.toRuntime(s, a.loc("strides"), DType::I64);
+    if (!v->type().isScalar() || !ir::isInt(v->type().elem))
+      raiseError(a.loc("strides"), "descriptor strides must be integer scalars");
+    ops.push_back(sp.cast(v, DType::I64, loc));
+  }
+  ir::Type t = ir::Type::descriptor(base.type().elem, block, static_cast<int>(block.size()));
+  return Val::runtime(sp.b.create1(OpCode::MakeDescriptor, ops, t, {{"block_shape", block}}));
+}
+
+/// desc.load(offsets) / desc.store(offsets, value): methods of a tensor descriptor.
+Val tlDescLoadStore(Specializer& sp, const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  bool isLoad = name == "desc.load";
+  BoundArgs a =
+      isLoad ? BoundArgs(call, {"desc", "offsets"}) : BoundArgs(call, {"desc", "offsets", "value"});
+  ir::Value* d = sp.requireDescriptor(a.get("desc"), a.loc("desc"), "the receiver");
+  const ir::Type& dt = d->type();
+  const Val& offs = a.get("offsets");
+  if (offs.kind != Val::Kind::Tuple || offs.elts.size() != dt.shape.size())
+    raiseError(a.loc("offsets"), std::string(isLoad ? "desc.load" : "desc.store") + " needs " +
+                                     std::to_string(dt.shape.size()) +
+                                     " offsets, one per "
+                                     "dimension of " +
+                                     dt.str());
+  std::vector<ir::Value*> offsets;
+  for (const Val& o : offs.elts)
+    offsets.push_back(sp.requireScalarI32(o, a.loc("offsets"), "a descriptor offset"));
+  ir::Type tile = ir::Type::tensor(dt.elem, dt.shape);
+  if (isLoad) {
+    std::vector<ir::Value*> ops{d};
+    ops.insert(ops.end(), offsets.begin(), offsets.end());
+    return Val::runtime(sp.b.create1(OpCode::DescLoad, ops, tile));
+  }
+  ir::Value* v = sp.requireTensorOrScalar(a.get("value"), a.loc("value"), "desc.store's value");
+  if (v->type().shape != dt.shape)
+    raiseError(a.loc("value"), "desc.store's value has type " + v->type().str() +
+                                   " but the descriptor's block is " + shapeStr(dt.shape));
+  v = sp.cast(v, dt.elem, loc);
+  std::vector<ir::Value*> ops{d, v};
+  ops.insert(ops.end(), offsets.begin(), offsets.end());
+  sp.b.create(OpCode::DescStore, ops, {});
+  return Val::none();
+}
+
+Val tlDebugBarrier(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  BoundArgs a(call, {});
+  sp.b.create(OpCode::DebugBarrier, {}, {});
+  return Val::none();
+}
+
+Val tlStaticAssert(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"cond", "msg="});
+  bool ok =
+      sp.constBool(a.get("cond"), a.loc("cond"), "tl.static_assert's condition", a.expr("cond"));
+  if (!ok) {
+    std::string msg =
+        a.has("msg")
+            ? (a.get("msg").kind == Val::Kind::String ? a.get("msg").s : describe(a.get("msg")))
+            : "";
+    raiseError(loc, "static assertion failed" + (msg.empty() ? std::string() : ": " + msg));
+  }
+  return Val::none();
+}
+
+Val tlStaticPrint(Specializer& /*sp*/, const std::string& /*name*/, CallSite& call) {
+  std::string line;
+  for (size_t i = 0; i < call.args.size(); ++i) {
+    if (i) line += ' ';
+    line += call.args[i].kind == Val::Kind::String ? call.args[i].s : describe(call.args[i]);
+  }
+  std::cerr << line << "\n";
+  return Val::none();
+}
+
+Val tlDevicePrint(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  BoundArgs a(call, {"prefix", "*args", "hex="});
+  const Val& prefix = a.get("prefix");
+  if (prefix.kind != Val::Kind::String)
+    raiseError(a.loc("prefix"), "tl.device_print's first argument must be a string prefix");
+  std::vector<ir::Value*> ops;
+  if (a.has("args"))
+    for (const Val& v : a.get("args").elts)
+      ops.push_back(sp.requireTensorOrScalar(v, a.loc("args"), "a printed value"));
+  bool hex = a.has("hex") && sp.constBool(a.get("hex"), a.loc("hex"), "hex");
+  sp.b.create(OpCode::Print, ops, {}, {{"prefix", prefix.s}, {"hex", int64_t(hex)}});
+  return Val::none();
+}
+
+Val tlDeviceAssert(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"cond", "msg="});
+  std::string msg = a.has("msg") && a.get("msg").kind == Val::Kind::String ? a.get("msg").s : "";
+  if (a.get("cond").isConstexpr()) {
+    if (!truthy(a.get("cond")))
+      raiseError(loc, "assertion failed" + (msg.empty() ? "" : ": " + msg));
+    return Val::none();
+  }
+  ir::Value* c = sp.toI1(
+      sp.requireTensorOrScalar(a.get("cond"), a.loc("cond"), "tl.device_assert's condition"), loc);
+  sp.b.create(OpCode::Assert, {c}, {}, {{"message", msg}});
+  return Val::none();
+}
+
+Val tlConstexpr(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  BoundArgs a(call, {"value"});
+  if (!a.get("value").isConstexpr())
+    sp.needConstexpr(a.loc("value"), "tl.constexpr's value", a.expr("value"));
+  return a.get("value");
+}
+
+Val tlPointerType(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  BoundArgs a(call, {"element_ty", "address_space="});
+  return Val::dtypeOf(
+      sp.constDType(a.get("element_ty"), a.loc("element_ty"), "tl.pointer_type's element type"),
+      true);
+}
+
+/// The elementwise math functions of one float argument (computed in fp32 for narrower floats).
+template <OpCode mop> Val tlUnaryMath(Specializer& sp, const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string& fn = call.callee;
+  BoundArgs a(call, {"x"});
+  ir::Value* x = sp.requireTensorOrScalar(a.get("x"), a.loc("x"), fn + "'s argument");
+  DType d = x->type().elem;
+  if (x->type().isPointer() || !ir::isFloat(d))
+    raiseError(a.loc("x"), fn + " needs a floating-point argument, got " + x->type().str() +
+                               "; convert it first (x.to(tl.float32))");
+  bool narrow = d != DType::F32 && d != DType::F64;
+  if (narrow) x = sp.cast(x, DType::F32, loc);
+  std::vector<ir::NamedAttr> attrs;
+  if (mop == OpCode::Sqrt) attrs.push_back({"approx", int64_t(name == "sqrt")});
+  ir::Value* r = sp.b.create1(mop, {x}, x->type(), attrs);
+  if (narrow) r = sp.cast(r, d, loc);
+  return Val::runtime(r);
+}
+
+/// atomic_add, ..., atomic_xchg (atomic_rmw) and atomic_cas.
+Val tlAtomic(Specializer& sp, const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string& fn = call.callee;
+  std::string kind = name.substr(7);
+  bool isCas = kind == "cas";
+  BoundArgs a = isCas ? BoundArgs(call, {"pointer", "cmp", "val", "sem=", "scope="})
+                      : BoundArgs(call, {"pointer", "val", "mask=", "sem=", "scope="});
+  const Val& p = a.get("pointer");
+  if (!p.isRuntime() || !p.type().isPointer())
+    raiseError(a.loc("pointer"),
+               fn + "'s pointer must be a pointer or pointer tensor, got " + kindName(p));
+  std::string sem = "acq_rel", scope = "gpu";
+  if (a.has("sem")) {
+    const Val& s = a.get("sem");
+    if (s.kind != Val::Kind::String ||
+        (s.s != "relaxed" && s.s != "acquire" && s.s != "release" && s.s != "acq_rel"))
+      raiseError(a.loc("sem"), "sem must be 'relaxed', 'acquire', 'release' or 'acq_rel'");
+    sem = s.s;
+  }
+  if (a.has("scope")) {
+    const Val& s = a.get("scope");
+    if (s.kind != Val::Kind::String || (s.s != "gpu" && s.s != "cta" && s.s != "sys"))
+      raiseError(a.loc("scope"), "scope must be 'gpu', 'cta' or 'sys'");
+    scope = s.s;
+  }
+  DType elem = p.type().elem;
+  std::vector<int64_t> shape = p.type().shape;
+  auto operand = [&](const char* n) {
+    const Val& v = a.get(n);
+    if (v.isRuntime()) shape = sp.broadcastShapes(shape, v.type().shape, loc, fn.c_str());
+    return v;
+  };
+  Val val = operand("val");
+  Val cmpv = isCas ? operand("cmp") : Val::none();
+  Val mask = !isCas && a.has("mask") ? operand("mask") : Val::none();
+  ir::Value* ptr = sp.broadcastTo(p.v, shape, loc);
+  auto asElem = [&](const Val& v, const char* what) {
+    ir::Value* x = v.isRuntime() ? sp.cast(sp.requireTensorOrScalar(v, loc, what), elem, loc)
+                                 : sp.constant(v, ir::Type::scalar(elem));
+    return sp.broadcastTo(x, shape, loc);
+  };
+  ir::Type rt = ir::Type::tensor(elem, shape);
+  if (isCas) {
+    ir::Value* c = asElem(cmpv, "atomic_cas's cmp");
+    ir::Value* v = asElem(val, "atomic_cas's val");
+    return Val::runtime(
+        sp.b.create1(OpCode::AtomicCas, {ptr, c, v}, rt, {{"sem", sem}, {"scope", scope}}));
+  }
+  if ((kind == "and" || kind == "or" || kind == "xor") && ir::isFloat(elem))
+    raiseError(loc, fn + " needs an integer pointer, got " + p.type().str());
+  std::vector<ir::Value*> ops{ptr, asElem(val, "the atomic's val")};
+  if (!mask.isNone())
+    ops.push_back(sp.broadcastTo(
+        sp.toI1(sp.requireTensorOrScalar(mask, a.loc("mask"), "mask"), loc), shape, loc));
+  return Val::runtime(sp.b.create1(
+      OpCode::AtomicRMW, ops, rt,
+      {{"kind", kind}, {"has_mask", int64_t(!mask.isNone())}, {"sem", sem}, {"scope", scope}}));
+}
+
+/// tl.range and tl.static_range exist only as the iterable of a for loop (Specializer.cpp).
+Val tlForIterableOnly(Specializer& /*sp*/, const std::string& name, CallSite& call) {
+  raiseError(call.loc, "tl." + name + "(...) can only be used as the iterable of a 'for' loop");
+}
+
+Val tlInlineAsmElementwise(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  return sp.inlineAsmElementwise(call);
+}
+
+} // namespace
+
+const BuiltinTable& tlBuiltins() {
+  // In the order "did you mean" prefers among equally near names.
+  static const BuiltinTable table({
+      {"program_id", &tlProgramQuery},
+      {"num_programs", &tlProgramQuery},
+      {"arange", &tlArange},
+      {"zeros", &tlFull},
+      {"zeros_like", &tlFullLike},
+      {"full", &tlFull},
+      {"full_like", &tlFullLike},
+      {"cdiv", &tlCdiv},
+      {"load", &tlLoad},
+      {"store", &tlStore},
+      {"broadcast_to", &tlBroadcastTo},
+      {"broadcast", &tlBroadcast},
+      {"expand_dims", &tlExpandDims},
+      {"reshape", &tlReshape},
+      {"view", &tlReshape},
+      {"permute", &tlPermute},
+      {"trans", &tlPermute},
+      {"split", &tlSplit},
+      {"join", &tlJoin},
+      {"cat", &tlCat},
+      {"where", &tlWhere},
+      {"maximum", &tlMaximumMinimum},
+      {"minimum", &tlMaximumMinimum},
+      {"clamp", &tlClamp},
+      {"sum", &tlSum},
+      {"max", &tlMaxMin},
+      {"min", &tlMaxMin},
+      {"argmax", &tlArgMaxMin},
+      {"argmin", &tlArgMaxMin},
+      {"reduce", &tlCustomReduceOrScan},
+      {"cumsum", &tlCumulative},
+      {"cumprod", &tlCumulative},
+      {"associative_scan", &tlCustomReduceOrScan},
+      {"dot", &tlDot},
+      {"exp", &tlUnaryMath<OpCode::Exp>},
+      {"exp2", &tlUnaryMath<OpCode::Exp2>},
+      {"log", &tlUnaryMath<OpCode::Log>},
+      {"log2", &tlUnaryMath<OpCode::Log2>},
+      {"sqrt", &tlUnaryMath<OpCode::Sqrt>},
+      {"sqrt_rn", &tlUnaryMath<OpCode::Sqrt>},
+      {"rsqrt", &tlUnaryMath<OpCode::Rsqrt>},
+      {"abs", &tlAbs},
+      {"fma", &tlFma},
+      {"sigmoid", &tlUnaryMath<OpCode::Sigmoid>},
+      {"softmax", &tlSoftmax},
+      {"sin", &tlUnaryMath<OpCode::Sin>},
+      {"cos", &tlUnaryMath<OpCode::Cos>},
+      {"erf", &tlUnaryMath<OpCode::Erf>},
+      {"tanh", &tlUnaryMath<OpCode::Tanh>},
+      {"floor", &tlUnaryMath<OpCode::Floor>},
+      {"ceil", &tlUnaryMath<OpCode::Ceil>},
+      {"cast", &tlCast},
+      {"multiple_of", &tlHint},
+      {"max_contiguous", &tlHint},
+      {"make_tensor_descriptor", &tlMakeTensorDescriptor},
+      {"atomic_add", &tlAtomic},
+      {"atomic_max", &tlAtomic},
+      {"atomic_min", &tlAtomic},
+      {"atomic_and", &tlAtomic},
+      {"atomic_or", &tlAtomic},
+      {"atomic_xor", &tlAtomic},
+      {"atomic_xchg", &tlAtomic},
+      {"atomic_cas", &tlAtomic},
+      {"debug_barrier", &tlDebugBarrier},
+      {"static_range", &tlForIterableOnly},
+      {"range", &tlForIterableOnly},
+      {"static_assert", &tlStaticAssert},
+      {"static_print", &tlStaticPrint},
+      {"device_print", &tlDevicePrint},
+      {"device_assert", &tlDeviceAssert},
+      {"constexpr", &tlConstexpr},
+      {"pointer_type", &tlPointerType},
+      {"umulhi", &tlUmulhi},
+      {"inline_asm_elementwise", &tlInlineAsmElementwise},
+      {"div_rn", &tlFdiv},
+      {"fdiv", &tlFdiv},
+      {"ravel", &tlRavel},
+      {"xor_sum", &tlXorSum},
+      {"flip", &tlFlip},
+      {"interleave", &tlInterleave},
+      {"squeeze", &tlSqueezeUnsqueeze},
+      {"unsqueeze", &tlSqueezeUnsqueeze},
+      {"histogram", &tlHistogram},
+      {"assume", &tlAssume},
+      {"sort", &tlSortTopk},
+      {"topk", &tlSortTopk},
+      {"desc.load", &tlDescLoadStore, /*member=*/false},
+      {"desc.store", &tlDescLoadStore, /*member=*/false},
+  });
+  return table;
 }
 
 Val Specializer::callTl(const std::string& name, CallSite& call) {
-  SourceLoc loc = call.loc;
   if (call.callee.empty()) call.callee = "tl." + name;
-  const std::string& fn = call.callee;
-
-  // Triton's standard-library shape functions (TlStandard.cpp).
-  if (name == "flip") return tlFlip(*this, name, call);
-  if (name == "interleave") return tlInterleave(*this, name, call);
-  if (name == "squeeze" || name == "unsqueeze") return tlSqueezeUnsqueeze(*this, name, call);
-  if (name == "histogram") return tlHistogram(*this, name, call);
-  if (name == "assume") return tlAssume(*this, name, call);
-  if (name == "sort" || name == "topk") return tlSortTopk(*this, name, call);
-
-  if (name == "program_id" || name == "num_programs") {
-    BoundArgs a(call, {"axis"});
-    int64_t axis = constInt(a.get("axis"), a.loc("axis"), fn + "'s axis", a.expr("axis"));
-    if (axis < 0 || axis > 2)
-      raiseError(a.loc("axis"), fn + "'s axis must be 0, 1 or 2, got " + std::to_string(axis));
-    if (name == "program_id") return Val::runtime(b.programId(static_cast<int>(axis)));
-    return Val::runtime(
-        b.create1(OpCode::NumPrograms, {}, ir::Type::scalar(DType::I32), {{"axis", axis}}));
-  }
-  if (name == "arange") {
-    BoundArgs a(call, {"start", "end"});
-    int64_t lo = constInt(a.get("start"), a.loc("start"), "tl.arange's start", a.expr("start"));
-    int64_t hi = constInt(a.get("end"), a.loc("end"), "tl.arange's end", a.expr("end"));
-    if (hi <= lo)
-      raiseError(loc, "tl.arange needs end > start, got arange(" + std::to_string(lo) + ", " +
-                          std::to_string(hi) + ")");
-    if (!isPowerOf2(hi - lo))
-      raiseError(loc, "tl.arange's range must have a power-of-2 size, got " +
-                          std::to_string(hi - lo) + " (end - start)");
-    if (hi - lo > (1 << 20))
-      raiseError(loc, "tl.arange's range is too large: " + std::to_string(hi - lo) + " elements");
-    return Val::runtime(b.arange(lo, hi));
-  }
-  if (name == "zeros" || name == "full") {
-    BoundArgs a = name == "zeros" ? BoundArgs(call, {"shape", "dtype"})
-                                  : BoundArgs(call, {"shape", "value", "dtype"});
-    std::vector<int64_t> shape =
-        constShape(a.get("shape"), a.loc("shape"), fn + "'s shape", a.expr("shape"));
-    if (a.get("shape").kind == Val::Kind::Tuple && a.get("shape").elts.empty()) shape.clear();
-    checkPow2(shape, a.loc("shape"), fn + "'s shape");
-    DType dt = constDType(a.get("dtype"), a.loc("dtype"), fn + "'s dtype");
-    ir::Type t = ir::Type::tensor(dt, shape);
-    if (name == "zeros") return Val::runtime(constant(Val::integer(0), t));
-    const Val& v = a.get("value");
-    if (v.isNumber()) return Val::runtime(constant(v, t));
-    ir::Value* x = requireTensorOrScalar(v, a.loc("value"), "tl.full's value");
-    if (!x->type().isScalar()) raiseError(a.loc("value"), "tl.full's value must be a scalar");
-    return Val::runtime(broadcastTo(cast(x, dt, loc), shape, loc));
-  }
-  if (name == "zeros_like" || name == "full_like") {
-    BoundArgs a = name == "zeros_like" ? BoundArgs(call, {"input", "dtype="})
-                                       : BoundArgs(call, {"input", "value", "dtype="});
-    ir::Value* x = requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
-    DType dt = a.has("dtype") ? constDType(a.get("dtype"), a.loc("dtype"), fn + "'s dtype")
-                              : x->type().elem;
-    ir::Type t = ir::Type::tensor(dt, x->type().shape);
-    Val v = name == "zeros_like" ? Val::integer(0) : a.get("value");
-    if (!v.isNumber()) raiseError(loc, fn + "'s value must be a compile-time number");
-    return Val::runtime(constant(v, t));
-  }
-  if (name == "cdiv") {
-    BoundArgs a(call, {"x", "div"});
-    const Val &x = a.get("x"), &d = a.get("div");
-    if (x.isConstexpr() && d.isConstexpr()) {
-      if (!x.isIntLike() || !d.isIntLike())
-        raiseError(loc, "cdiv needs integers, got " + describe(x) + " and " + describe(d));
-      Val sum = constBinary(ast::BinOpKind::Add, x, d, loc);
-      sum = constBinary(ast::BinOpKind::Sub, sum, Val::integer(1), loc);
-      return constBinary(ast::BinOpKind::FloorDiv, sum, d, loc);
-    }
-    Val sum = evalBinOp(ast::BinOpKind::Add, x, d, loc);
-    sum = evalBinOp(ast::BinOpKind::Sub, sum, Val::integer(1), loc);
-    return evalBinOp(ast::BinOpKind::FloorDiv, sum, d, loc);
-  }
-  if (name == "load") {
-    BoundArgs a(call, {"pointer", "mask=", "other=", "boundary_check=", "padding_option=",
-                       "cache_modifier=", "eviction_policy=", "volatile="});
-    return loadOp(a, loc);
-  }
-  if (name == "store") {
-    BoundArgs a(call, {"pointer", "value",
-                       "mask=", "boundary_check=", "cache_modifier=", "eviction_policy="});
-    storeOp(a, loc);
-    return Val::none();
-  }
-  if (name == "broadcast_to") {
-    BoundArgs a(call, {"input", "*shape"});
-    ir::Value* x = requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
-    std::vector<int64_t> shape =
-        constShape(a.get("shape"), a.loc("shape"), fn + "'s shape", a.expr("shape"));
-    checkPow2(shape, a.loc("shape"), fn + "'s shape");
-    return Val::runtime(broadcastTo(x, shape, loc));
-  }
-  if (name == "broadcast") {
-    BoundArgs a(call, {"input", "other"});
-    auto [x, y] = unify(a.get("input"), a.get("other"), loc, std::nullopt, "tl.broadcast");
-    return Val::tuple({Val::runtime(x), Val::runtime(y)});
-  }
-  if (name == "expand_dims") {
-    BoundArgs a(call, {"input", "axis"});
-    ir::Value* x = requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
-    std::vector<int64_t> axes;
-    const Val& ax = a.get("axis");
-    if (ax.kind == Val::Kind::Tuple)
-      for (const Val& e : ax.elts) axes.push_back(constInt(e, a.loc("axis"), fn + "'s axis"));
-    else
-      axes.push_back(constInt(ax, a.loc("axis"), fn + "'s axis", a.expr("axis")));
-    int64_t newRank = static_cast<int64_t>(x->type().shape.size() + axes.size());
-    for (int64_t& ax2 : axes) ax2 = ax2 < 0 ? ax2 + newRank : ax2;
-    std::sort(axes.begin(), axes.end());
-    for (int64_t ax2 : axes) x = expandDims(x, ax2, a.loc("axis"));
-    return Val::runtime(x);
-  }
-  if (name == "reshape" || name == "view") {
-    BoundArgs a(call, {"input", "*shape", "can_reorder="});
-    ir::Value* x = requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
-    std::vector<int64_t> shape =
-        constShape(a.get("shape"), a.loc("shape"), fn + "'s shape", a.expr("shape"));
-    checkPow2(shape, a.loc("shape"), fn + "'s shape");
-    return Val::runtime(reshape(x, shape, loc));
-  }
-  if (name == "ravel") {
-    BoundArgs a(call, {"x"});
-    ir::Value* x = requireTensorOrScalar(a.get("x"), a.loc("x"), fn + "'s input");
-    return Val::runtime(reshape(x, {x->type().numElements()}, loc));
-  }
-  if (name == "permute" || name == "trans") {
-    BoundArgs a(call, {"input", "*dims"});
-    ir::Value* x = requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
-    size_t rank = x->type().shape.size();
-    std::vector<int64_t> order;
-    if (a.has("dims") && !a.get("dims").elts.empty()) {
-      for (const Val& d : a.get("dims").elts)
-        order.push_back(constInt(d, a.loc("dims"), fn + "'s dims"));
-    } else if (name == "trans") {
-      if (rank < 2)
-        raiseError(loc, "tl.trans needs a tensor of rank 2 or more, got " + x->type().str());
-      for (size_t i = 0; i < rank; ++i) order.push_back(static_cast<int64_t>(i));
-      std::swap(order[rank - 1], order[rank - 2]);
-    } else {
-      raiseError(loc, "tl.permute needs the new order of the dimensions");
-    }
-    std::vector<int64_t> sorted = order;
-    std::sort(sorted.begin(), sorted.end());
-    bool valid = order.size() == rank;
-    for (size_t i = 0; valid && i < rank; ++i) valid = sorted[i] == static_cast<int64_t>(i);
-    if (!valid)
-      raiseError(loc, fn + "'s dims must be a permutation of 0.." + std::to_string(rank - 1) +
-                          " for " + x->type().str());
-    std::vector<int64_t> shape;
-    for (int64_t d : order) shape.push_back(x->type().shape[static_cast<size_t>(d)]);
-    return Val::runtime(
-        b.create1(OpCode::Permute, {x}, x->type().withShape(shape), {{"order", order}}));
-  }
-  if (name == "split") {
-    BoundArgs a(call, {"a"});
-    ir::Value* x = requireTensorOrScalar(a.get("a"), a.loc("a"), fn + "'s input");
-    const auto& s = x->type().shape;
-    if (s.empty() || s.back() != 2)
-      raiseError(loc, "tl.split needs a tensor whose last dimension is 2, got " + x->type().str());
-    std::vector<int64_t> shape(s.begin(), s.end() - 1);
-    if (shape.empty()) {
-      // A [2] tensor splits into two scalars: split [1, 2] into two [1] tensors, then take each
-      // one's only element as a scalar (a max over one element: exact, every thread gets it).
-      ir::Value* row = reshape(x, {1, 2}, loc);
-      ir::Op* halves =
-          b.create(OpCode::Split, {row}, {row->type().withShape({1}), row->type().withShape({1})});
-      auto only = [&](ir::Value* v) {
-        return Val::runtime(b.create1(OpCode::Reduce, {v}, ir::Type::tensor(v->type().elem, {}),
-                                      {{"axis", int64_t{0}}, {"kind", std::string("max")}}));
-      };
-      return Val::tuple({only(halves->result(0)), only(halves->result(1))});
-    }
-    ir::Op* op =
-        b.create(OpCode::Split, {x}, {x->type().withShape(shape), x->type().withShape(shape)});
-    return Val::tuple({Val::runtime(op->result(0)), Val::runtime(op->result(1))});
-  }
-  if (name == "join") {
-    BoundArgs a(call, {"a", "b"});
-    auto [ta, pa] =
-        std::pair{a.get("a").isRuntime() ? a.get("a").type().elem : pythonScalarDType(a.get("a")),
-                  !a.get("a").isRuntime()};
-    auto [tb, pb] =
-        std::pair{a.get("b").isRuntime() ? a.get("b").type().elem : pythonScalarDType(a.get("b")),
-                  !a.get("b").isRuntime()};
-    DType dt = computationType(ta, pa, tb, pb, false, loc, "tl.join");
-    auto [x, y] = unify(a.get("a"), a.get("b"), loc, dt, "tl.join");
-    std::vector<int64_t> shape = x->type().shape;
-    shape.push_back(2);
-    return Val::runtime(b.create1(OpCode::Join, {x, y}, x->type().withShape(shape)));
-  }
-  if (name == "cat") {
-    BoundArgs a(call, {"input", "other", "can_reorder="});
-    ir::Value* x = requireTensorOrScalar(a.get("input"), a.loc("input"), "tl.cat's input");
-    ir::Value* y = requireTensorOrScalar(a.get("other"), a.loc("other"), "tl.cat's other");
-    if (x->type() != y->type() || x->type().isScalar())
-      raiseError(loc, "tl.cat needs two tensors of one type, got " + x->type().str() + " and " +
-                          y->type().str());
-    std::vector<int64_t> shape = x->type().shape;
-    shape[0] *= 2;
-    return Val::runtime(b.create1(OpCode::Cat, {x, y}, x->type().withShape(shape)));
-  }
-  if (name == "where") {
-    BoundArgs a(call, {"condition", "x", "y"});
-    ir::Value* c = toI1(
-        requireTensorOrScalar(a.get("condition"), a.loc("condition"), "tl.where's condition"), loc);
-    const Val &x = a.get("x"), &y = a.get("y");
-    for (const Val* v : {&x, &y})
-      if (!(v->isNumber() || (v->isRuntime() && v->type().isValue())))
-        raiseError(loc, "tl.where's values must be numbers or tensors, got " + kindName(*v));
-    std::optional<DType> dt;
-    bool xp = x.isRuntime() && x.type().isPointer(), yp = y.isRuntime() && y.type().isPointer();
-    if (!xp && !yp) {
-      DType tx = x.isRuntime() ? x.type().elem : pythonScalarDType(x);
-      DType ty = y.isRuntime() ? y.type().elem : pythonScalarDType(y);
-      dt = computationType(tx, !x.isRuntime(), ty, !y.isRuntime(), false, loc, "tl.where");
-    }
-    auto [p, q] = unify(x, y, loc, dt, "tl.where");
-    std::vector<int64_t> shape = broadcastShapes(c->type().shape, p->type().shape, loc, "tl.where");
-    c = broadcastTo(c, shape, loc);
-    p = broadcastTo(p, shape, loc);
-    q = broadcastTo(q, shape, loc);
-    return Val::runtime(b.create1(OpCode::Select, {c, p, q}, p->type()));
-  }
-  if (name == "maximum" || name == "minimum") {
-    BoundArgs a(call, {"x", "y", "propagate_nan="});
-    const Val &x = a.get("x"), &y = a.get("y");
-    if (x.isConstexpr() && y.isConstexpr()) {
-      Val less = constCompare(ast::CmpOpKind::Lt, y, x, loc);
-      return (name == "minimum") == truthy(less) ? y : x;
-    }
-    ir::Value* r = minMax(name == "maximum", x, y, loc);
-    if (propagatesNan(a, "tl." + name)) markPropagatesNan(r);
-    return Val::runtime(r);
-  }
-  if (name == "clamp") {
-    BoundArgs a(call, {"x", "min", "max", "propagate_nan="});
-    ir::Value* lo = minMax(true, a.get("x"), a.get("min"), loc);
-    ir::Value* r = minMax(false, Val::runtime(lo), a.get("max"), loc);
-    if (propagatesNan(a, "tl.clamp")) {
-      markPropagatesNan(lo);
-      markPropagatesNan(r);
-    }
-    return Val::runtime(r);
-  }
-  if (name == "sum" || name == "max" || name == "min" || name == "argmax" || name == "argmin" ||
-      name == "xor_sum") {
-    if (name == "sum") {
-      BoundArgs a(call, {"input", "axis=", "keep_dims=", "dtype="});
-      return reduceOp("sum", a.get("input"), a, loc);
-    }
-    if (name == "max" || name == "min") {
-      BoundArgs a(call, {"input", "axis=", "return_indices=", "return_indices_tie_break_left=",
-                         "keep_dims="});
-      return reduceOp(name, a.get("input"), a, loc);
-    }
-    if (name == "xor_sum") raiseError(loc, "tl.xor_sum is not supported yet");
-    BoundArgs a(call, {"input", "axis", "tie_break_left=", "keep_dims="});
-    return reduceOp(name, a.get("input"), a, loc);
-  }
-  if (name == "reduce" || name == "associative_scan") {
-    bool scan = name == "associative_scan";
-    BoundArgs a = scan ? BoundArgs(call, {"input", "axis", "combine_fn", "reverse="})
-                       : BoundArgs(call, {"input", "axis", "combine_fn", "keep_dims="});
-    std::vector<ir::Value*> inputs;
-    const Val& in0 = a.get("input");
-    if (in0.kind == Val::Kind::Tuple)
-      for (const Val& e : in0.elts)
-        inputs.push_back(requireTensorOrScalar(e, a.loc("input"), fn + "'s input"));
-    else
-      inputs.push_back(requireTensorOrScalar(in0, a.loc("input"), fn + "'s input"));
-    int64_t axis = -1000;
-    if (a.has("axis"))
-      axis = constInt(a.get("axis"), a.loc("axis"), fn + "'s axis", a.expr("axis"));
-    else if (scan)
-      raiseError(loc, "tl.associative_scan needs an axis");
-    bool flag = scan
-                    ? (a.has("reverse") && constBool(a.get("reverse"), a.loc("reverse"), "reverse"))
-                    : (a.has("keep_dims") &&
-                       constBool(a.get("keep_dims"), a.loc("keep_dims"), "keep_dims"));
-    Val r = customReduce(inputs, axis, a.get("combine_fn"), scan ? false : flag, scan,
-                         scan ? flag : false, loc);
-    return in0.kind == Val::Kind::Tuple ? r : (r.kind == Val::Kind::Tuple ? r.elts[0] : r);
-  }
-  if (name == "cumsum" || name == "cumprod") {
-    BoundArgs a(call, {"input", "axis=", "reverse=", "dtype="});
-    ir::Value* x = requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
-    if (x->type().isScalar()) raiseError(loc, fn + " needs a tensor");
-    int64_t axis = a.has("axis") ? constInt(a.get("axis"), a.loc("axis"), fn + "'s axis") : 0;
-    axis = normAxis(axis, x->type().shape.size(), loc, fn);
-    bool reverse = a.has("reverse") && constBool(a.get("reverse"), a.loc("reverse"), "reverse");
-    if (a.has("dtype"))
-      x = cast(x, constDType(a.get("dtype"), a.loc("dtype"), "dtype"), loc);
-    else if (ir::isInt(x->type().elem) && ir::bitWidth(x->type().elem) < 32)
-      x = cast(x, ir::isSigned(x->type().elem) ? DType::I32 : DType::U32, loc);
-    return Val::runtime(b.create1(OpCode::Scan, {x}, x->type(),
-                                  {{"axis", axis},
-                                   {"reverse", int64_t(reverse)},
-                                   {"kind", std::string(name == "cumsum" ? "sum" : "prod")}}));
-  }
-  if (name == "dot") {
-    BoundArgs a(call, {"input", "other", "acc=", "input_precision=", "allow_tf32=",
-                       "max_num_imprecise_acc=", "out_dtype="});
-    return dot(a, loc);
-  }
-  if (OpCode mop = unaryMathOp(name); mop != OpCode::Return) {
-    BoundArgs a(call, {"x"});
-    ir::Value* x = requireTensorOrScalar(a.get("x"), a.loc("x"), fn + "'s argument");
-    DType d = x->type().elem;
-    if (x->type().isPointer() || !ir::isFloat(d))
-      raiseError(a.loc("x"), fn + " needs a floating-point argument, got " + x->type().str() +
-                                 "; convert it first (x.to(tl.float32))");
-    bool narrow = d != DType::F32 && d != DType::F64;
-    if (narrow) x = cast(x, DType::F32, loc);
-    std::vector<ir::NamedAttr> attrs;
-    if (mop == OpCode::Sqrt) attrs.push_back({"approx", int64_t(name == "sqrt")});
-    ir::Value* r = b.create1(mop, {x}, x->type(), attrs);
-    if (narrow) r = cast(r, d, loc);
-    return Val::runtime(r);
-  }
-  if (name == "abs") {
-    BoundArgs a(call, {"x"});
-    if (a.get("x").isConstexpr()) return callPython("abs", call);
-    ir::Value* x = requireTensorOrScalar(a.get("x"), a.loc("x"), "tl.abs's argument");
-    if (x->type().isPointer()) raiseError(a.loc("x"), "tl.abs needs a number, got a pointer");
-    if (ir::isInt(x->type().elem) && !ir::isSigned(x->type().elem)) return Val::runtime(x);
-    return Val::runtime(b.create1(OpCode::Abs, {x}, x->type()));
-  }
-  if (name == "fma") {
-    BoundArgs a(call, {"x", "y", "z"});
-    std::vector<Val> vs = {a.get("x"), a.get("y"), a.get("z")};
-    DType dt = DType::F32;
-    bool first = true;
-    for (const Val& v : vs) {
-      if (!v.isRuntime()) continue;
-      dt = first ? v.type().elem
-                 : computationType(dt, false, v.type().elem, false, false, loc, "tl.fma");
-      first = false;
-    }
-    if (!ir::isFloat(dt)) dt = DType::F32;
-    std::vector<int64_t> shape;
-    for (const Val& v : vs)
-      if (v.isRuntime()) shape = broadcastShapes(shape, v.type().shape, loc, "tl.fma");
-    std::vector<ir::Value*> ops;
-    for (size_t i = 0; i < vs.size(); ++i) {
-      ir::Value* x = vs[i].isRuntime()
-                         ? cast(requireTensorOrScalar(vs[i], loc, "tl.fma's operand"), dt, loc)
-                         : constant(vs[i], ir::Type::scalar(dt));
-      ops.push_back(broadcastTo(x, shape, loc));
-    }
-    return Val::runtime(b.create1(OpCode::Fma, ops, ops[0]->type()));
-  }
-  if (name == "fdiv" || name == "div_rn") {
-    BoundArgs a(call, {"x", "y", "ieee_rounding="});
-    return evalBinOp(ast::BinOpKind::Div, a.get("x"), a.get("y"), loc);
-  }
-  if (name == "inline_asm_elementwise") return inlineAsmElementwise(call);
-  if (name == "umulhi") {
-    BoundArgs a(call, {"x", "y"});
-    auto [x, y] = unify(a.get("x"), a.get("y"), loc, std::nullopt, "tl.umulhi");
-    if (!ir::isInt(x->type().elem) || x->type().elem != y->type().elem)
-      raiseError(loc, "tl.umulhi needs two integer operands of one type");
-    return Val::runtime(b.binary(OpCode::Umulhi, x, y));
-  }
-  if (name == "softmax") {
-    BoundArgs a(call, {"x", "dim=", "keep_dims=", "ieee_rounding="});
-    ir::Value* x = requireTensorOrScalar(a.get("x"), a.loc("x"), "tl.softmax's input");
-    if (x->type().isScalar()) raiseError(loc, "tl.softmax needs a tensor");
-    int64_t axis = a.has("dim") ? constInt(a.get("dim"), a.loc("dim"), "tl.softmax's dim")
-                                : static_cast<int64_t>(x->type().shape.size()) - 1;
-    CallSite mx;
-    mx.loc = loc;
-    mx.callee = "tl.max";
-    mx.args = {Val::runtime(x), Val::integer(axis)};
-    mx.argLocs = {loc, loc};
-    mx.argExprs = {nullptr, nullptr};
-    mx.kwNames = {"keep_dims"};
-    mx.kwVals = {Val::boolean(true)};
-    mx.kwLocs = {loc};
-    mx.kwExprs = {nullptr};
-    Val m = callTl("max", mx);
-    Val z = evalBinOp(ast::BinOpKind::Sub, Val::runtime(x), m, loc);
-    CallSite ex;
-    ex.loc = loc;
-    ex.callee = "tl.exp";
-    ex.args = {z};
-    ex.argLocs = {loc};
-    ex.argExprs = {nullptr};
-    Val num = callTl("exp", ex);
-    CallSite sm = mx;
-    sm.callee = "tl.sum";
-    sm.args = {num, Val::integer(axis)};
-    Val den = callTl("sum", sm);
-    return evalBinOp(ast::BinOpKind::Div, num, den, loc);
-  }
-  if (name == "cast") {
-    BoundArgs a(call, {"input", "dtype", "fp_downcast_rounding=", "bitcast="});
-    const Val& dv = a.get("dtype");
-    if (dv.kind != Val::Kind::DType)
-      raiseError(a.loc("dtype"),
-                 fn + "'s dtype must be a dtype such as tl.float16, got " + describe(dv));
-    bool bitcast = a.has("bitcast") && constBool(a.get("bitcast"), a.loc("bitcast"), "bitcast");
-    if (a.get("input").isNumber()) {
-      if (dv.dtypeIsPointer) raiseError(loc, "cannot cast a number to a pointer");
-      return Val::runtime(toRuntime(a.get("input"), loc, dv.dtype));
-    }
-    ir::Value* x = requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
-    if (dv.dtypeIsPointer) return Val::runtime(castPtr(x, dv.dtype, loc));
-    ir::Value* r = cast(x, dv.dtype, loc, bitcast);
-    if (a.has("fp_downcast_rounding") && r->def() && r->def()->code() == OpCode::Cast) {
-      const Val& rv = a.get("fp_downcast_rounding");
-      if (rv.kind != Val::Kind::String || (rv.s != "rtne" && rv.s != "rtz"))
-        raiseError(a.loc("fp_downcast_rounding"), "fp_downcast_rounding must be 'rtne' or 'rtz'");
-      r->def()->setAttr("rounding", rv.s);
-    }
-    return Val::runtime(r);
-  }
-  if (name == "multiple_of" || name == "max_contiguous") {
-    BoundArgs a(call, {"input", "values"});
-    ir::Value* x = requireTensorOrScalar(a.get("input"), a.loc("input"), fn + "'s input");
-    std::vector<int64_t> values;
-    const Val& vs = a.get("values");
-    if (vs.kind == Val::Kind::Tuple)
-      for (const Val& v : vs.elts) values.push_back(constInt(v, a.loc("values"), fn + "'s values"));
-    else
-      values.push_back(constInt(vs, a.loc("values"), fn + "'s values", a.expr("values")));
-    size_t rank = std::max<size_t>(1, x->type().shape.size());
-    if (values.size() != rank)
-      raiseError(a.loc("values"), fn + " needs one value per dimension (" + std::to_string(rank) +
-                                      ") of " + x->type().str() + ", got " +
-                                      std::to_string(values.size()));
-    return Val::runtime(
-        b.create1(name == "multiple_of" ? OpCode::MultipleOf : OpCode::MaxContiguous, {x},
-                  x->type(), {{"values", values}}));
-  }
-  if (name == "make_tensor_descriptor") {
-    BoundArgs a(call, {"base", "shape", "strides", "block_shape", "padding_option="});
-    const Val& base = a.get("base");
-    if (!base.isRuntime() || !base.type().isPointer() || !base.type().isScalar())
-      raiseError(a.loc("base"),
-                 "tl.make_tensor_descriptor's base must be a pointer, got " + kindName(base));
-    const Val &shape = a.get("shape"), &strides = a.get("strides");
-    if (shape.kind != Val::Kind::Tuple || strides.kind != Val::Kind::Tuple)
-      raiseError(loc, "tl.make_tensor_descriptor's shape and strides must be tuples or lists");
-    std::vector<int64_t> block =
-        constShape(a.get("block_shape"), a.loc("block_shape"),
-                   "tl.make_tensor_descriptor's block_shape", a.expr("block_shape"));
-    checkPow2(block, a.loc("block_shape"), "a descriptor's block_shape");
-    if (shape.elts.size() != strides.elts.size() || shape.elts.size() != block.size())
-      raiseError(loc, "tl.make_tensor_descriptor: shape, strides and block_shape must have one "
-                      "rank, got " +
-                          std::to_string(shape.elts.size()) + ", " +
-                          std::to_string(strides.elts.size()) + " and " +
-                          std::to_string(block.size()));
-    if (block.size() < 1 || block.size() > 5)
-      raiseError(loc, "tensor descriptors have rank 1 to 5");
-    std::vector<ir::Value*> ops{base.v};
-    for (const Val& s : shape.elts)
-      ops.push_back(
-          cast(requireScalarI32(s, a.loc("shape"), "a descriptor dimension"), DType::I32, loc));
-    for (const Val& s : strides.elts) {
-      ir::Value* v = s.isRuntime() ? s.v : toRuntime(s, a.loc("strides"), DType::I64);
-      if (!v->type().isScalar() || !ir::isInt(v->type().elem))
-        raiseError(a.loc("strides"), "descriptor strides must be integer scalars");
-      ops.push_back(cast(v, DType::I64, loc));
-    }
-    ir::Type t = ir::Type::descriptor(base.type().elem, block, static_cast<int>(block.size()));
-    return Val::runtime(b.create1(OpCode::MakeDescriptor, ops, t, {{"block_shape", block}}));
-  }
-  if (name == "desc.load" || name == "desc.store") {
-    bool isLoad = name == "desc.load";
-    BoundArgs a = isLoad ? BoundArgs(call, {"desc", "offsets"})
-                         : BoundArgs(call, {"desc", "offsets", "value"});
-    ir::Value* d = requireDescriptor(a.get("desc"), a.loc("desc"), "the receiver");
-    const ir::Type& dt = d->type();
-    const Val& offs = a.get("offsets");
-    if (offs.kind != Val::Kind::Tuple || offs.elts.size() != dt.shape.size())
-      raiseError(a.loc("offsets"), std::string(isLoad ? "desc.load" : "desc.store") + " needs " +
-                                       std::to_string(dt.shape.size()) +
-                                       " offsets, one per "
-                                       "dimension of " +
-                                       dt.str());
-    std::vector<ir::Value*> offsets;
-    for (const Val& o : offs.elts)
-      offsets.push_back(requireScalarI32(o, a.loc("offsets"), "a descriptor offset"));
-    ir::Type tile = ir::Type::tensor(dt.elem, dt.shape);
-    if (isLoad) {
-      std::vector<ir::Value*> ops{d};
-      ops.insert(ops.end(), offsets.begin(), offsets.end());
-      return Val::runtime(b.create1(OpCode::DescLoad, ops, tile));
-    }
-    ir::Value* v = requireTensorOrScalar(a.get("value"), a.loc("value"), "desc.store's value");
-    if (v->type().shape != dt.shape)
-      raiseError(a.loc("value"), "desc.store's value has type " + v->type().str() +
-                                     " but the descriptor's block is " + shapeStr(dt.shape));
-    v = cast(v, dt.elem, loc);
-    std::vector<ir::Value*> ops{d, v};
-    ops.insert(ops.end(), offsets.begin(), offsets.end());
-    b.create(OpCode::DescStore, ops, {});
-    return Val::none();
-  }
-  if (name.starts_with("atomic_")) {
-    std::string kind = name.substr(7);
-    bool isCas = kind == "cas";
-    static const std::vector<std::string> kinds = {"add", "max", "min",  "and",
-                                                   "or",  "xor", "xchg", "cas"};
-    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) unknownMember("tl", name, loc);
-    BoundArgs a = isCas ? BoundArgs(call, {"pointer", "cmp", "val", "sem=", "scope="})
-                        : BoundArgs(call, {"pointer", "val", "mask=", "sem=", "scope="});
-    const Val& p = a.get("pointer");
-    if (!p.isRuntime() || !p.type().isPointer())
-      raiseError(a.loc("pointer"),
-                 fn + "'s pointer must be a pointer or pointer tensor, got " + kindName(p));
-    std::string sem = "acq_rel", scope = "gpu";
-    if (a.has("sem")) {
-      const Val& s = a.get("sem");
-      if (s.kind != Val::Kind::String ||
-          (s.s != "relaxed" && s.s != "acquire" && s.s != "release" && s.s != "acq_rel"))
-        raiseError(a.loc("sem"), "sem must be 'relaxed', 'acquire', 'release' or 'acq_rel'");
-      sem = s.s;
-    }
-    if (a.has("scope")) {
-      const Val& s = a.get("scope");
-      if (s.kind != Val::Kind::String || (s.s != "gpu" && s.s != "cta" && s.s != "sys"))
-        raiseError(a.loc("scope"), "scope must be 'gpu', 'cta' or 'sys'");
-      scope = s.s;
-    }
-    DType elem = p.type().elem;
-    std::vector<int64_t> shape = p.type().shape;
-    auto operand = [&](const char* n) {
-      const Val& v = a.get(n);
-      if (v.isRuntime()) shape = broadcastShapes(shape, v.type().shape, loc, fn.c_str());
-      return v;
-    };
-    Val val = operand("val");
-    Val cmpv = isCas ? operand("cmp") : Val::none();
-    Val mask = !isCas && a.has("mask") ? operand("mask") : Val::none();
-    ir::Value* ptr = broadcastTo(p.v, shape, loc);
-    auto asElem = [&](const Val& v, const char* what) {
-      ir::Value* x = v.isRuntime() ? cast(requireTensorOrScalar(v, loc, what), elem, loc)
-                                   : constant(v, ir::Type::scalar(elem));
-      return broadcastTo(x, shape, loc);
-    };
-    ir::Type rt = ir::Type::tensor(elem, shape);
-    if (isCas) {
-      ir::Value* c = asElem(cmpv, "atomic_cas's cmp");
-      ir::Value* v = asElem(val, "atomic_cas's val");
-      return Val::runtime(
-          b.create1(OpCode::AtomicCas, {ptr, c, v}, rt, {{"sem", sem}, {"scope", scope}}));
-    }
-    if ((kind == "and" || kind == "or" || kind == "xor") && ir::isFloat(elem))
-      raiseError(loc, fn + " needs an integer pointer, got " + p.type().str());
-    std::vector<ir::Value*> ops{ptr, asElem(val, "the atomic's val")};
-    if (!mask.isNone())
-      ops.push_back(
-          broadcastTo(toI1(requireTensorOrScalar(mask, a.loc("mask"), "mask"), loc), shape, loc));
-    return Val::runtime(b.create1(
-        OpCode::AtomicRMW, ops, rt,
-        {{"kind", kind}, {"has_mask", int64_t(!mask.isNone())}, {"sem", sem}, {"scope", scope}}));
-  }
-  if (name == "debug_barrier") {
-    BoundArgs a(call, {});
-    b.create(OpCode::DebugBarrier, {}, {});
-    return Val::none();
-  }
-  if (name == "static_assert") {
-    BoundArgs a(call, {"cond", "msg="});
-    bool ok =
-        constBool(a.get("cond"), a.loc("cond"), "tl.static_assert's condition", a.expr("cond"));
-    if (!ok) {
-      std::string msg =
-          a.has("msg")
-              ? (a.get("msg").kind == Val::Kind::String ? a.get("msg").s : describe(a.get("msg")))
-              : "";
-      raiseError(loc, "static assertion failed" + (msg.empty() ? std::string() : ": " + msg));
-    }
-    return Val::none();
-  }
-  if (name == "static_print") {
-    std::string line;
-    for (size_t i = 0; i < call.args.size(); ++i)
-      line += (i ? " " : "") +
-              (call.args[i].kind == Val::Kind::String ? call.args[i].s : describe(call.args[i]));
-    std::cerr << line << "\n";
-    return Val::none();
-  }
-  if (name == "device_print") {
-    BoundArgs a(call, {"prefix", "*args", "hex="});
-    const Val& prefix = a.get("prefix");
-    if (prefix.kind != Val::Kind::String)
-      raiseError(a.loc("prefix"), "tl.device_print's first argument must be a string prefix");
-    std::vector<ir::Value*> ops;
-    if (a.has("args"))
-      for (const Val& v : a.get("args").elts)
-        ops.push_back(requireTensorOrScalar(v, a.loc("args"), "a printed value"));
-    bool hex = a.has("hex") && constBool(a.get("hex"), a.loc("hex"), "hex");
-    b.create(OpCode::Print, ops, {}, {{"prefix", prefix.s}, {"hex", int64_t(hex)}});
-    return Val::none();
-  }
-  if (name == "device_assert") {
-    BoundArgs a(call, {"cond", "msg="});
-    std::string msg = a.has("msg") && a.get("msg").kind == Val::Kind::String ? a.get("msg").s : "";
-    if (a.get("cond").isConstexpr()) {
-      if (!truthy(a.get("cond")))
-        raiseError(loc, "assertion failed" + (msg.empty() ? "" : ": " + msg));
-      return Val::none();
-    }
-    ir::Value* c = toI1(
-        requireTensorOrScalar(a.get("cond"), a.loc("cond"), "tl.device_assert's condition"), loc);
-    b.create(OpCode::Assert, {c}, {}, {{"message", msg}});
-    return Val::none();
-  }
-  if (name == "constexpr") {
-    BoundArgs a(call, {"value"});
-    if (!a.get("value").isConstexpr())
-      needConstexpr(a.loc("value"), "tl.constexpr's value", a.expr("value"));
-    return a.get("value");
-  }
-  if (name == "pointer_type") {
-    BoundArgs a(call, {"element_ty", "address_space="});
-    return Val::dtypeOf(
-        constDType(a.get("element_ty"), a.loc("element_ty"), "tl.pointer_type's element type"),
-        true);
-  }
-  unknownMember("tl", name, loc);
+  if (BuiltinHandler handler = tlBuiltins().find(name)) return handler(*this, name, call);
+  unknownMember("tl", name, call.loc);
 }
 
 // ---------------------------------------------------------------------------------------------

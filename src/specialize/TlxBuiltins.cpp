@@ -1,6 +1,7 @@
 // The `tlx.*` surface for Hopper (and the storage kinds Blackwell adds): shared-memory buffers,
 // mbarriers, TMA and async copies, wgmma, warp-specialization helpers, cluster queries.
 #include "ir/OpAttrs.h"
+#include "specialize/BuiltinTable.h"
 #include "specialize/OpAttrChecks.h"
 #include "specialize/SpecializerImpl.h"
 
@@ -12,66 +13,6 @@ namespace ww::specialize {
 
 using ir::DType;
 using ir::OpCode;
-
-const std::vector<std::string>& tlxFunctionNames() {
-  static const std::vector<std::string> names = {"local_alloc",
-                                                 "local_view",
-                                                 "local_load",
-                                                 "local_store",
-                                                 "local_trans",
-                                                 "local_slice",
-                                                 "local_reinterpret",
-                                                 "alloc_barriers",
-                                                 "alloc_warp_barrier",
-                                                 "barrier_expect_bytes",
-                                                 "barrier_wait",
-                                                 "barrier_arrive",
-                                                 "named_barrier_wait",
-                                                 "named_barrier_arrive",
-                                                 "fence_async_shared",
-                                                 "fence",
-                                                 "fence_mbarrier_init_cluster",
-                                                 "cluster_barrier",
-                                                 "async_remote_shmem_store",
-                                                 "remote_shmem_store",
-                                                 "async_remote_shmem_copy",
-                                                 "async_descriptor_load",
-                                                 "async_descriptor_store",
-                                                 "async_descriptor_store_wait",
-                                                 "async_load",
-                                                 "async_load_commit_group",
-                                                 "async_load_wait_group",
-                                                 "async_dot",
-                                                 "async_dot_wait",
-                                                 "async_tasks",
-                                                 "async_task",
-                                                 "async_task_replica_id",
-                                                 "thread_id",
-                                                 "clock64",
-                                                 "cluster_cta_rank",
-                                                 "cluster_size_1d",
-                                                 "dtype_of",
-                                                 "size_of",
-                                                 "vote_ballot_sync",
-                                                 "tmem_copy",
-                                                 "async_dot_scaled",
-                                                 "clc_create_context",
-                                                 "clc_producer",
-                                                 "clc_consumer",
-                                                 "get_fp8_format_name",
-                                                 "local_gather",
-                                                 "local_scatter",
-                                                 "remote_view",
-                                                 "storage_alias_spec",
-                                                 "reuse_group",
-                                                 "prefetch",
-                                                 "async_descriptor_prefetch_tensor",
-                                                 "async_store",
-                                                 "allocate_tensor_descriptor",
-                                                 "make_tensor_descriptor",
-                                                 "reinterpret_tensor_descriptor"};
-  return names;
-}
 
 namespace {
 
@@ -119,734 +60,884 @@ void checkLocalAllocSize(const std::vector<int64_t>& shape, DType dt, int64_t nu
 
 } // namespace
 
-Val Specializer::callTlx(const std::string& name, CallSite& call) {
+// One handler per builtin or family of builtins, registered in tlxBuiltins() below.
+namespace {
+
+/// A single buffer (a view, count 1), as local_load/store and async copies need.
+ir::Value* oneBuffer(Specializer& sp, const std::string& fn, const BoundArgs& a, const char* arg) {
+  ir::Value* buf = sp.requireBuffer(a.get(arg), a.loc(arg), fn + "'s " + arg);
+  if (buf->type().count != 1)
+    raiseError(a.loc(arg), fn + " needs a single buffer, got " + buf->type().str() +
+                               "; select one with bufs[i] or tlx.local_view(bufs, i)");
+  return buf;
+}
+
+/// A single mbarrier of this CTA.
+ir::Value* oneBarrier(Specializer& sp, const std::string& fn, const BoundArgs& a, const char* arg) {
+  ir::Value* bar = sp.requireBarrier(a.get(arg), a.loc(arg), fn + "'s " + arg);
+  if (isRemoteBarrierView(bar))
+    raiseError(a.loc(arg), fn +
+                               " does not support a tlx.remote_view of an mbarrier; pass the "
+                               "local mbarrier" +
+                               (fn == "tlx.barrier_arrive"
+                                    ? std::string(" and the peer's rank as remote_cta_rank=")
+                                    : std::string(" (this CTA's)")));
+  if (bar->type().count != 1)
+    raiseError(a.loc(arg), fn + " needs a single barrier, got " + bar->type().str() +
+                               "; select one with bars[i] or tlx.local_view(bars, i)");
+  return bar;
+}
+
+/// Appends the i1 operand of pred= to `ops`; returns the op's has_pred (0 without pred=).
+int64_t predicate(Specializer& sp, const std::string& fn, const BoundArgs& a,
+                  std::vector<ir::Value*>& ops) {
+  if (!a.has("pred")) return 0;
+  const Val& p = a.get("pred");
+  if (p.isConstexpr()) {
+    ops.push_back(sp.toRuntime(Val::boolean(truthy(p)), a.loc("pred"), DType::I1));
+    return 1;
+  }
+  ir::Value* v = sp.requireTensorOrScalar(p, a.loc("pred"), fn + "'s pred");
+  if (!v->type().isScalar()) raiseError(a.loc("pred"), fn + "'s pred must be a scalar");
+  ops.push_back(sp.toI1(v, a.call().loc));
+  return 1;
+}
+
+Val tlxLocalAlloc(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"shape", "dtype", "num", "storage=", "reuse=", "layout="});
+  std::vector<int64_t> shape =
+      sp.constShape(a.get("shape"), a.loc("shape"), "tlx.local_alloc's shape", a.expr("shape"));
+  DType dt = sp.constDType(a.get("dtype"), a.loc("dtype"), "tlx.local_alloc's dtype");
+  int64_t num = sp.constInt(a.get("num"), a.loc("num"), "tlx.local_alloc's num", a.expr("num"));
+  if (num < 1) raiseError(a.loc("num"), "tlx.local_alloc's num must be at least 1");
+  ir::MemorySpace space = ir::MemorySpace::Shared;
+  if (a.has("storage")) {
+    const Val& s = a.get("storage");
+    if (s.kind != Val::Kind::Enum)
+      raiseError(a.loc("storage"), "storage must be tlx.storage_kind.smem or "
+                                   "tlx.storage_kind.tmem, got " +
+                                       describe(s));
+    if (s.s == "tmem") space = ir::MemorySpace::Tmem;
+  }
+  checkLocalAllocSize(shape, dt, num, space, loc);
+  const Val* reuse = a.has("reuse") && !a.get("reuse").isNone() ? &a.get("reuse") : nullptr;
+  if (reuse && !(reuse->kind == Val::Kind::Object && reuse->s == "storage_alias_spec"))
+    raiseError(a.loc("reuse"), "tlx.local_alloc's reuse= takes a tlx.storage_alias_spec, got " +
+                                   describe(*reuse) +
+                                   " (reuse of a buffered_tensor is not supported; make a "
+                                   "storage_alias_spec and pass it to every local_alloc that "
+                                   "shares the memory)");
+  if (a.has("layout"))
+    raiseError(a.loc("layout"), "tlx.local_alloc's layout= is not supported; the compiler "
+                                "chooses shared-memory layouts from the buffer's users");
+  ir::Value* alloc =
+      sp.b.create1(OpCode::LocalAlloc, {}, ir::Type::buffer(dt, shape, num, space),
+                   {{"storage", std::string(space == ir::MemorySpace::Tmem ? "tmem" : "smem")}});
+  if (reuse) sp.joinStorageAlias(*reuse, alloc->def(), a.loc("reuse"));
+  return Val::runtime(alloc);
+}
+
+Val tlxRemoteView(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  // A peer CTA's copy of a barrier. No Hopper operation takes one (as in TLX: barrier_arrive
+  // maps the barrier itself, given remote_cta_rank=); every barrier operand refuses it.
+  BoundArgs a(call, {"local_allocated_buffer", "remote_cta_rank"});
+  ir::Value* bar = sp.requireBarrier(a.get("local_allocated_buffer"),
+                                     a.loc("local_allocated_buffer"), "tlx.remote_view's buffer");
+  if (bar->type().count != 1)
+    raiseError(a.loc("local_allocated_buffer"),
+               "tlx.remote_view needs a single barrier, got " + bar->type().str() +
+                   "; select one with bars[i] or tlx.local_view(bars, i)");
+  sp.requireScalarI32(a.get("remote_cta_rank"), a.loc("remote_cta_rank"), "remote_cta_rank");
+  return Val::runtime(sp.b.create1(OpCode::LocalView, {bar, sp.b.i32(0)}, bar->type(),
+                                   {{"remote_view", int64_t(1)}}));
+}
+
+Val tlxLocalView(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  BoundArgs a(call, {"local_allocated_buffers", "buffer_idx"});
+  const Val& base = a.get("local_allocated_buffers");
+  if (base.isRuntime() && isRemoteBarrierView(base.v))
+    raiseError(a.loc("local_allocated_buffers"),
+               "tlx.local_view of a tlx.remote_view is not supported; view the local barrier");
+  if (!base.isRuntime() ||
+      (base.type().kind != ir::TypeKind::Buffer && base.type().kind != ir::TypeKind::Barrier))
+    raiseError(a.loc("local_allocated_buffers"),
+               "tlx.local_view needs buffers (tlx.local_alloc) or barriers "
+               "(tlx.alloc_barriers), got " +
+                   kindName(base));
+  const Val& idx = a.get("buffer_idx");
+  if (idx.isIntLike() && (idx.i < 0 || idx.i >= base.type().count))
+    raiseError(a.loc("buffer_idx"),
+               "index " + std::to_string(idx.i) + " is out of range for " + base.type().str());
+  ir::Value* i = sp.requireScalarI32(idx, a.loc("buffer_idx"), "a buffer index");
+  ir::Type t = base.type();
+  if (t.kind == ir::TypeKind::Buffer && isBufferView(base.v)) {
+    // Indexing one buffer (a view, as TLX's num == 0): row i of it, or element i of a 1-D
+    // buffer as a [1] view.
+    int64_t rows = t.shape.empty() ? 1 : t.shape[0];
+    if (idx.isIntLike() && (idx.i < 0 || idx.i >= rows))
+      raiseError(a.loc("buffer_idx"), "index " + std::to_string(idx.i) +
+                                          " is out of range for dimension 0 of the view " +
+                                          t.str());
+    t.shape = t.shape.size() > 1 ? std::vector<int64_t>(t.shape.begin() + 1, t.shape.end())
+                                 : std::vector<int64_t>{1};
+    return Val::runtime(sp.b.create1(OpCode::LocalView, {base.v, i}, t, {{"subview", int64_t(1)}}));
+  }
+  t.count = 1;
+  return Val::runtime(sp.b.create1(OpCode::LocalView, {base.v, i}, t));
+}
+
+Val tlxLocalLoad(Specializer& sp, const std::string& name, CallSite& call) {
+  const std::string fn = "tlx." + name;
+  BoundArgs a(call, {"src", "token="});
+  ir::Value* buf = oneBuffer(sp, fn, a, "src");
+  return Val::runtime(sp.b.create1(OpCode::LocalLoad, {buf},
+                                   ir::Type::tensor(buf->type().elem, buf->type().shape)));
+}
+
+Val tlxLocalStore(Specializer& sp, const std::string& name, CallSite& call) {
   SourceLoc loc = call.loc;
   const std::string fn = "tlx." + name;
-  call.callee = fn;
+  BoundArgs a(call, {"dst", "src"});
+  ir::Value* buf = oneBuffer(sp, fn, a, "dst");
+  const Val& v = a.get("src");
+  ir::Value* x = v.isNumber()
+                     ? sp.constant(v, ir::Type::tensor(buf->type().elem, buf->type().shape))
+                     : sp.requireTensorOrScalar(v, a.loc("src"), "tlx.local_store's value");
+  if (x->type().isScalar()) x = sp.broadcastTo(x, buf->type().shape, loc);
+  if (x->type().shape != buf->type().shape)
+    raiseError(a.loc("src"), "tlx.local_store: the value is " + x->type().str() +
+                                 " but the buffer holds " + dims(buf->type().shape) + " tiles");
+  if (x->type().elem != buf->type().elem)
+    raiseError(a.loc("src"),
+               "tlx.local_store: the value is " + x->type().str() + " but the buffer holds " +
+                   std::string(ir::tlName(buf->type().elem)) + "; convert it with .to(...)");
+  sp.b.create(OpCode::LocalStore, {buf, x}, {});
+  return Val::none();
+}
 
-  // A single buffer (a view, count 1), as local_load/store and async copies need.
-  auto oneBuffer = [&](const BoundArgs& a, const char* arg) {
-    ir::Value* buf = requireBuffer(a.get(arg), a.loc(arg), fn + "'s " + arg);
-    if (buf->type().count != 1)
-      raiseError(a.loc(arg), fn + " needs a single buffer, got " + buf->type().str() +
-                                 "; select one with bufs[i] or tlx.local_view(bufs, i)");
-    return buf;
-  };
-  auto oneBarrier = [&](const BoundArgs& a, const char* arg) {
-    ir::Value* bar = requireBarrier(a.get(arg), a.loc(arg), fn + "'s " + arg);
-    if (isRemoteBarrierView(bar))
-      raiseError(a.loc(arg), fn +
-                                 " does not support a tlx.remote_view of an mbarrier; pass the "
-                                 "local mbarrier" +
-                                 (name == "barrier_arrive"
-                                      ? std::string(" and the peer's rank as remote_cta_rank=")
-                                      : std::string(" (this CTA's)")));
-    if (bar->type().count != 1)
-      raiseError(a.loc(arg), fn + " needs a single barrier, got " + bar->type().str() +
-                                 "; select one with bars[i] or tlx.local_view(bars, i)");
-    return bar;
-  };
-  auto predicate = [&](const BoundArgs& a, std::vector<ir::Value*>& ops) -> int64_t {
-    if (!a.has("pred")) return 0;
-    const Val& p = a.get("pred");
-    if (p.isConstexpr()) {
-      ops.push_back(toRuntime(Val::boolean(truthy(p)), a.loc("pred"), DType::I1));
-      return 1;
-    }
-    ir::Value* v = requireTensorOrScalar(p, a.loc("pred"), fn + "'s pred");
-    if (!v->type().isScalar()) raiseError(a.loc("pred"), fn + "'s pred must be a scalar");
-    ops.push_back(toI1(v, loc));
-    return 1;
-  };
-
-  if (name == "storage_alias_spec" || name == "reuse_group") return callStorageAlias(name, call);
-  if (name == "local_alloc") {
-    BoundArgs a(call, {"shape", "dtype", "num", "storage=", "reuse=", "layout="});
-    std::vector<int64_t> shape =
-        constShape(a.get("shape"), a.loc("shape"), "tlx.local_alloc's shape", a.expr("shape"));
-    DType dt = constDType(a.get("dtype"), a.loc("dtype"), "tlx.local_alloc's dtype");
-    int64_t num = constInt(a.get("num"), a.loc("num"), "tlx.local_alloc's num", a.expr("num"));
-    if (num < 1) raiseError(a.loc("num"), "tlx.local_alloc's num must be at least 1");
-    ir::MemorySpace space = ir::MemorySpace::Shared;
-    if (a.has("storage")) {
-      const Val& s = a.get("storage");
-      if (s.kind != Val::Kind::Enum)
-        raiseError(a.loc("storage"), "storage must be tlx.storage_kind.smem or "
-                                     "tlx.storage_kind.tmem, got " +
-                                         describe(s));
-      if (s.s == "tmem") space = ir::MemorySpace::Tmem;
-    }
-    checkLocalAllocSize(shape, dt, num, space, loc);
-    const Val* reuse = a.has("reuse") && !a.get("reuse").isNone() ? &a.get("reuse") : nullptr;
-    if (reuse && !(reuse->kind == Val::Kind::Object && reuse->s == "storage_alias_spec"))
-      raiseError(a.loc("reuse"), "tlx.local_alloc's reuse= takes a tlx.storage_alias_spec, got " +
-                                     describe(*reuse) +
-                                     " (reuse of a buffered_tensor is not supported; make a "
-                                     "storage_alias_spec and pass it to every local_alloc that "
-                                     "shares the memory)");
-    if (a.has("layout"))
-      raiseError(a.loc("layout"), "tlx.local_alloc's layout= is not supported; the compiler "
-                                  "chooses shared-memory layouts from the buffer's users");
-    ir::Value* alloc =
-        b.create1(OpCode::LocalAlloc, {}, ir::Type::buffer(dt, shape, num, space),
-                  {{"storage", std::string(space == ir::MemorySpace::Tmem ? "tmem" : "smem")}});
-    if (reuse) joinStorageAlias(*reuse, alloc->def(), a.loc("reuse"));
-    return Val::runtime(alloc);
-  }
-  if (name == "remote_view") {
-    // A peer CTA's copy of a barrier. No Hopper operation takes one (as in TLX: barrier_arrive
-    // maps the barrier itself, given remote_cta_rank=); every barrier operand refuses it.
-    BoundArgs a(call, {"local_allocated_buffer", "remote_cta_rank"});
-    ir::Value* bar = requireBarrier(a.get("local_allocated_buffer"),
-                                    a.loc("local_allocated_buffer"), "tlx.remote_view's buffer");
-    if (bar->type().count != 1)
-      raiseError(a.loc("local_allocated_buffer"),
-                 "tlx.remote_view needs a single barrier, got " + bar->type().str() +
-                     "; select one with bars[i] or tlx.local_view(bars, i)");
-    requireScalarI32(a.get("remote_cta_rank"), a.loc("remote_cta_rank"), "remote_cta_rank");
-    return Val::runtime(
-        b.create1(OpCode::LocalView, {bar, b.i32(0)}, bar->type(), {{"remote_view", int64_t(1)}}));
-  }
-  if (name == "local_view") {
-    BoundArgs a(call, {"local_allocated_buffers", "buffer_idx"});
-    const Val& base = a.get("local_allocated_buffers");
-    if (base.isRuntime() && isRemoteBarrierView(base.v))
-      raiseError(a.loc("local_allocated_buffers"),
-                 "tlx.local_view of a tlx.remote_view is not supported; view the local barrier");
-    if (!base.isRuntime() ||
-        (base.type().kind != ir::TypeKind::Buffer && base.type().kind != ir::TypeKind::Barrier))
-      raiseError(a.loc("local_allocated_buffers"),
-                 "tlx.local_view needs buffers (tlx.local_alloc) or barriers "
-                 "(tlx.alloc_barriers), got " +
-                     kindName(base));
-    const Val& idx = a.get("buffer_idx");
-    if (idx.isIntLike() && (idx.i < 0 || idx.i >= base.type().count))
-      raiseError(a.loc("buffer_idx"),
-                 "index " + std::to_string(idx.i) + " is out of range for " + base.type().str());
-    ir::Value* i = requireScalarI32(idx, a.loc("buffer_idx"), "a buffer index");
-    ir::Type t = base.type();
-    if (t.kind == ir::TypeKind::Buffer && isBufferView(base.v)) {
-      // Indexing one buffer (a view, as TLX's num == 0): row i of it, or element i of a 1-D
-      // buffer as a [1] view.
-      int64_t rows = t.shape.empty() ? 1 : t.shape[0];
-      if (idx.isIntLike() && (idx.i < 0 || idx.i >= rows))
-        raiseError(a.loc("buffer_idx"), "index " + std::to_string(idx.i) +
-                                            " is out of range for dimension 0 of the view " +
-                                            t.str());
-      t.shape = t.shape.size() > 1 ? std::vector<int64_t>(t.shape.begin() + 1, t.shape.end())
-                                   : std::vector<int64_t>{1};
-      return Val::runtime(b.create1(OpCode::LocalView, {base.v, i}, t, {{"subview", int64_t(1)}}));
-    }
-    t.count = 1;
-    return Val::runtime(b.create1(OpCode::LocalView, {base.v, i}, t));
-  }
-  if (name == "local_load") {
-    BoundArgs a(call, {"src", "token="});
-    ir::Value* buf = oneBuffer(a, "src");
-    return Val::runtime(
-        b.create1(OpCode::LocalLoad, {buf}, ir::Type::tensor(buf->type().elem, buf->type().shape)));
-  }
-  if (name == "local_store") {
-    BoundArgs a(call, {"dst", "src"});
-    ir::Value* buf = oneBuffer(a, "dst");
-    const Val& v = a.get("src");
-    ir::Value* x = v.isNumber() ? constant(v, ir::Type::tensor(buf->type().elem, buf->type().shape))
-                                : requireTensorOrScalar(v, a.loc("src"), "tlx.local_store's value");
-    if (x->type().isScalar()) x = broadcastTo(x, buf->type().shape, loc);
-    if (x->type().shape != buf->type().shape)
-      raiseError(a.loc("src"), "tlx.local_store: the value is " + x->type().str() +
-                                   " but the buffer holds " + dims(buf->type().shape) + " tiles");
-    if (x->type().elem != buf->type().elem)
-      raiseError(a.loc("src"),
-                 "tlx.local_store: the value is " + x->type().str() + " but the buffer holds " +
-                     std::string(ir::tlName(buf->type().elem)) + "; convert it with .to(...)");
-    b.create(OpCode::LocalStore, {buf, x}, {});
-    return Val::none();
-  }
-  if (name == "async_remote_shmem_copy") {
-    // One bulk copy of this CTA's src buffer to dst's offset in CTA remote_cta_rank, its bytes
-    // completed on that CTA's barrier at the offset of `barrier`.
-    BoundArgs a(call, {"dst", "src", "remote_cta_rank", "barrier"});
-    ir::Value* dst = oneBuffer(a, "dst");
-    ir::Value* src = oneBuffer(a, "src");
-    for (auto [buf, arg] : {std::pair{dst, "dst"}, std::pair{src, "src"}})
-      if (buf->type().space != ir::MemorySpace::Shared)
-        raiseError(a.loc(arg), fn + "'s " + arg +
-                                   " must be a shared-memory buffer (tlx.storage_kind.smem), got " +
-                                   buf->type().str());
-    auto bytesOf = [](const ir::Type& t) {
-      int64_t n = ir::byteWidth(t.elem);
-      for (int64_t d : t.shape) n *= d;
-      return n;
-    };
-    if (bytesOf(dst->type()) != bytesOf(src->type()))
-      raiseError(a.loc("dst"),
-                 fn + ": dst is " + dst->type().str() + " (" +
-                     std::to_string(bytesOf(dst->type())) + " bytes) but src is " +
-                     src->type().str() + " (" + std::to_string(bytesOf(src->type())) +
-                     " bytes); the copy moves src's bytes into a buffer of that size");
-    if (bytesOf(src->type()) % 16 != 0)
-      raiseError(a.loc("src"), fn + ": src holds " + std::to_string(bytesOf(src->type())) +
-                                   " bytes; a bulk copy moves a multiple of 16 bytes");
-    const Val& r = a.get("remote_cta_rank");
-    if (r.isIntLike() && r.i < 0)
-      raiseError(a.loc("remote_cta_rank"),
-                 fn + "'s remote_cta_rank must be a CTA rank (0 or more), got " +
-                     std::to_string(r.i));
-    b.create(OpCode::AsyncRemoteCopy,
-             {dst, src, requireScalarI32(r, a.loc("remote_cta_rank"), fn + "'s remote_cta_rank"),
-              oneBarrier(a, "barrier")},
-             {});
-    return Val::none();
-  }
-  if (name == "async_remote_shmem_store" || name == "remote_shmem_store") {
-    // dst names a buffer of this CTA; the store goes to the same offset in the shared memory of
-    // cluster CTA remote_cta_rank (and, for the async form, completes its bytes on that CTA's
-    // barrier at the offset of `barrier`).
-    bool async = name == "async_remote_shmem_store";
-    BoundArgs a = async ? BoundArgs(call, {"dst", "src", "remote_cta_rank", "barrier"})
-                        : BoundArgs(call, {"dst", "src", "remote_cta_rank"});
-    ir::Value* buf = oneBuffer(a, "dst");
+Val tlxAsyncRemoteShmemCopy(Specializer& sp, const std::string& name, CallSite& call) {
+  const std::string fn = "tlx." + name;
+  // One bulk copy of this CTA's src buffer to dst's offset in CTA remote_cta_rank, its bytes
+  // completed on that CTA's barrier at the offset of `barrier`.
+  BoundArgs a(call, {"dst", "src", "remote_cta_rank", "barrier"});
+  ir::Value* dst = oneBuffer(sp, fn, a, "dst");
+  ir::Value* src = oneBuffer(sp, fn, a, "src");
+  for (auto [buf, arg] : {std::pair{dst, "dst"}, std::pair{src, "src"}})
     if (buf->type().space != ir::MemorySpace::Shared)
-      raiseError(a.loc("dst"), fn +
-                                   "'s dst must be a shared-memory buffer "
-                                   "(tlx.storage_kind.smem), got " +
-                                   buf->type().str());
-    const Val& v = a.get("src");
-    ir::Value* x = v.isNumber() ? constant(v, ir::Type::tensor(buf->type().elem, buf->type().shape))
-                                : requireTensorOrScalar(v, a.loc("src"), fn + "'s src");
-    if (x->type().isScalar()) x = broadcastTo(x, buf->type().shape, loc);
-    if (x->type().shape != buf->type().shape)
-      raiseError(a.loc("src"), fn + ": src is " + x->type().str() + " but dst holds " +
-                                   dims(buf->type().shape) + " tiles; the shapes must match");
-    if (x->type().elem != buf->type().elem)
-      raiseError(a.loc("src"), fn + ": src is " + x->type().str() + " but dst holds " +
-                                   std::string(ir::tlName(buf->type().elem)) +
-                                   "; convert it with .to(...)");
-    const Val& r = a.get("remote_cta_rank");
-    if (r.isIntLike() && r.i < 0)
-      raiseError(a.loc("remote_cta_rank"),
-                 fn + "'s remote_cta_rank must be a CTA rank (0 or more), got " +
-                     std::to_string(r.i));
-    std::vector<ir::Value*> ops{
-        buf, x, requireScalarI32(r, a.loc("remote_cta_rank"), fn + "'s remote_cta_rank")};
-    if (async) ops.push_back(oneBarrier(a, "barrier"));
-    b.create(async ? OpCode::AsyncRemoteStore : OpCode::RemoteStore, ops, {});
-    return Val::none();
+      raiseError(a.loc(arg), fn + "'s " + arg +
+                                 " must be a shared-memory buffer (tlx.storage_kind.smem), got " +
+                                 buf->type().str());
+  auto bytesOf = [](const ir::Type& t) {
+    int64_t n = ir::byteWidth(t.elem);
+    for (int64_t d : t.shape) n *= d;
+    return n;
+  };
+  if (bytesOf(dst->type()) != bytesOf(src->type()))
+    raiseError(a.loc("dst"), fn + ": dst is " + dst->type().str() + " (" +
+                                 std::to_string(bytesOf(dst->type())) + " bytes) but src is " +
+                                 src->type().str() + " (" + std::to_string(bytesOf(src->type())) +
+                                 " bytes); the copy moves src's bytes into a buffer of that size");
+  if (bytesOf(src->type()) % 16 != 0)
+    raiseError(a.loc("src"), fn + ": src holds " + std::to_string(bytesOf(src->type())) +
+                                 " bytes; a bulk copy moves a multiple of 16 bytes");
+  const Val& r = a.get("remote_cta_rank");
+  if (r.isIntLike() && r.i < 0)
+    raiseError(a.loc("remote_cta_rank"),
+               fn + "'s remote_cta_rank must be a CTA rank (0 or more), got " +
+                   std::to_string(r.i));
+  sp.b.create(OpCode::AsyncRemoteCopy,
+              {dst, src,
+               sp.requireScalarI32(r, a.loc("remote_cta_rank"), fn + "'s remote_cta_rank"),
+               oneBarrier(sp, fn, a, "barrier")},
+              {});
+  return Val::none();
+}
+
+Val tlxRemoteShmemStore(Specializer& sp, const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string fn = "tlx." + name;
+  // dst names a buffer of this CTA; the store goes to the same offset in the shared memory of
+  // cluster CTA remote_cta_rank (and, for the async form, completes its bytes on that CTA's
+  // barrier at the offset of `barrier`).
+  bool async = name == "async_remote_shmem_store";
+  BoundArgs a = async ? BoundArgs(call, {"dst", "src", "remote_cta_rank", "barrier"})
+                      : BoundArgs(call, {"dst", "src", "remote_cta_rank"});
+  ir::Value* buf = oneBuffer(sp, fn, a, "dst");
+  if (buf->type().space != ir::MemorySpace::Shared)
+    raiseError(a.loc("dst"), fn +
+                                 "'s dst must be a shared-memory buffer "
+                                 "(tlx.storage_kind.smem), got " +
+                                 buf->type().str());
+  const Val& v = a.get("src");
+  ir::Value* x = v.isNumber()
+                     ? sp.constant(v, ir::Type::tensor(buf->type().elem, buf->type().shape))
+                     : sp.requireTensorOrScalar(v, a.loc("src"), fn + "'s src");
+  if (x->type().isScalar()) x = sp.broadcastTo(x, buf->type().shape, loc);
+  if (x->type().shape != buf->type().shape)
+    raiseError(a.loc("src"), fn + ": src is " + x->type().str() + " but dst holds " +
+                                 dims(buf->type().shape) + " tiles; the shapes must match");
+  if (x->type().elem != buf->type().elem)
+    raiseError(a.loc("src"), fn + ": src is " + x->type().str() + " but dst holds " +
+                                 std::string(ir::tlName(buf->type().elem)) +
+                                 "; convert it with .to(...)");
+  const Val& r = a.get("remote_cta_rank");
+  if (r.isIntLike() && r.i < 0)
+    raiseError(a.loc("remote_cta_rank"),
+               fn + "'s remote_cta_rank must be a CTA rank (0 or more), got " +
+                   std::to_string(r.i));
+  std::vector<ir::Value*> ops{
+      buf, x, sp.requireScalarI32(r, a.loc("remote_cta_rank"), fn + "'s remote_cta_rank")};
+  if (async) ops.push_back(oneBarrier(sp, fn, a, "barrier"));
+  sp.b.create(async ? OpCode::AsyncRemoteStore : OpCode::RemoteStore, ops, {});
+  return Val::none();
+}
+
+Val tlxLocalTrans(Specializer& sp, const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string fn = "tlx." + name;
+  BoundArgs a(call, {"input", "dims="});
+  ir::Value* buf = oneBuffer(sp, fn, a, "input");
+  std::vector<int64_t> s = buf->type().shape;
+  std::vector<int64_t> order;
+  if (a.has("dims"))
+    for (const Val& d : a.get("dims").elts) order.push_back(sp.constInt(d, a.loc("dims"), "dims"));
+  else
+    for (size_t i = s.size(); i-- > 0;) order.push_back(static_cast<int64_t>(i));
+  if (order.size() != s.size())
+    raiseError(loc, "tlx.local_trans's dims must permute all " + std::to_string(s.size()) +
+                        " dimensions");
+  std::vector<int64_t> ns;
+  for (int64_t d : order) {
+    if (d < 0 || d >= static_cast<int64_t>(s.size()))
+      raiseError(loc, "tlx.local_trans's dims must be a permutation");
+    ns.push_back(s[static_cast<size_t>(d)]);
   }
-  if (name == "local_trans") {
-    BoundArgs a(call, {"input", "dims="});
-    ir::Value* buf = oneBuffer(a, "input");
-    std::vector<int64_t> s = buf->type().shape;
-    std::vector<int64_t> order;
-    if (a.has("dims"))
-      for (const Val& d : a.get("dims").elts) order.push_back(constInt(d, a.loc("dims"), "dims"));
-    else
-      for (size_t i = s.size(); i-- > 0;) order.push_back(static_cast<int64_t>(i));
-    if (order.size() != s.size())
-      raiseError(loc, "tlx.local_trans's dims must permute all " + std::to_string(s.size()) +
-                          " dimensions");
-    std::vector<int64_t> ns;
-    for (int64_t d : order) {
-      if (d < 0 || d >= static_cast<int64_t>(s.size()))
-        raiseError(loc, "tlx.local_trans's dims must be a permutation");
-      ns.push_back(s[static_cast<size_t>(d)]);
-    }
-    ir::Type t = buf->type();
-    t.shape = ns;
-    return Val::runtime(b.create1(OpCode::LocalTrans, {buf}, t, {{"order", order}}));
+  ir::Type t = buf->type();
+  t.shape = ns;
+  return Val::runtime(sp.b.create1(OpCode::LocalTrans, {buf}, t, {{"order", order}}));
+}
+
+Val tlxLocalSlice(Specializer& sp, const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string fn = "tlx." + name;
+  BoundArgs a(call, {"input", "offsets", "shapes"});
+  ir::Value* buf = oneBuffer(sp, fn, a, "input");
+  std::vector<int64_t> offs, sizes;
+  for (const Val& o : a.get("offsets").elts)
+    offs.push_back(sp.constInt(o, a.loc("offsets"), "a slice offset"));
+  sizes = sp.constShape(a.get("shapes"), a.loc("shapes"), "tlx.local_slice's shapes");
+  const auto& s = buf->type().shape;
+  if (offs.size() != s.size() || sizes.size() != s.size())
+    raiseError(loc, "tlx.local_slice needs one offset and one size per dimension of " +
+                        buf->type().str());
+  for (size_t i = 0; i < s.size(); ++i)
+    if (offs[i] < 0 || offs[i] + sizes[i] > s[i])
+      raiseError(loc, "tlx.local_slice: the slice [" + std::to_string(offs[i]) + ", " +
+                          std::to_string(offs[i] + sizes[i]) + ") of dimension " +
+                          std::to_string(i) + " lies outside 0.." + std::to_string(s[i]));
+  ir::Type t = buf->type();
+  t.shape = sizes;
+  return Val::runtime(
+      sp.b.create1(OpCode::LocalSlice, {buf}, t, {{"offsets", offs}, {"sizes", sizes}}));
+}
+
+Val tlxLocalReinterpret(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"src", "dtype", "shape="});
+  ir::Value* buf = sp.requireBuffer(a.get("src"), a.loc("src"), "tlx.local_reinterpret's src");
+  DType dt = sp.constDType(a.get("dtype"), a.loc("dtype"), "tlx.local_reinterpret's dtype");
+  ir::Type t = buf->type();
+  std::vector<int64_t> shape = t.shape;
+  if (a.has("shape"))
+    shape = sp.constShape(a.get("shape"), a.loc("shape"), "tlx.local_reinterpret's shape");
+  int64_t oldBytes = t.numElements() * ir::byteWidth(t.elem);
+  ir::Type nt = ir::Type::buffer(dt, shape, t.count, t.space);
+  int64_t newBytes = nt.numElements() * ir::byteWidth(dt);
+  if (t.count > 1 && newBytes > oldBytes && newBytes <= oldBytes * t.count) {
+    // As TLX's memdesc_reinterpret of the whole allocation: one tile over all its buffers.
+    nt.count = 1;
+    return Val::runtime(sp.b.create1(OpCode::LocalReinterpret, {buf}, nt, {{"whole", int64_t(1)}}));
   }
-  if (name == "local_slice") {
-    BoundArgs a(call, {"input", "offsets", "shapes"});
-    ir::Value* buf = oneBuffer(a, "input");
-    std::vector<int64_t> offs, sizes;
-    for (const Val& o : a.get("offsets").elts)
-      offs.push_back(constInt(o, a.loc("offsets"), "a slice offset"));
-    sizes = constShape(a.get("shapes"), a.loc("shapes"), "tlx.local_slice's shapes");
-    const auto& s = buf->type().shape;
-    if (offs.size() != s.size() || sizes.size() != s.size())
-      raiseError(loc, "tlx.local_slice needs one offset and one size per dimension of " +
-                          buf->type().str());
-    for (size_t i = 0; i < s.size(); ++i)
-      if (offs[i] < 0 || offs[i] + sizes[i] > s[i])
-        raiseError(loc, "tlx.local_slice: the slice [" + std::to_string(offs[i]) + ", " +
-                            std::to_string(offs[i] + sizes[i]) + ") of dimension " +
-                            std::to_string(i) + " lies outside 0.." + std::to_string(s[i]));
-    ir::Type t = buf->type();
-    t.shape = sizes;
-    return Val::runtime(
-        b.create1(OpCode::LocalSlice, {buf}, t, {{"offsets", offs}, {"sizes", sizes}}));
+  if (newBytes > oldBytes)
+    raiseError(loc, "tlx.local_reinterpret: " + nt.str() + " needs " + std::to_string(newBytes) +
+                        " bytes per buffer but " + t.str() + " has " + std::to_string(oldBytes));
+  return Val::runtime(sp.b.create1(OpCode::LocalReinterpret, {buf}, nt));
+}
+
+Val tlxAllocBarriers(Specializer& sp, const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string fn = "tlx." + name;
+  bool warp = name == "alloc_warp_barrier";
+  BoundArgs a = warp ? BoundArgs(call, {"num_barriers", "num_warps=", "num_arrivals="})
+                     : BoundArgs(call, {"num_barriers", "arrive_count="});
+  int64_t n = sp.constInt(a.get("num_barriers"), a.loc("num_barriers"), fn + "'s num_barriers",
+                          a.expr("num_barriers"));
+  if (n < 1) raiseError(a.loc("num_barriers"), fn + "'s num_barriers must be at least 1");
+  if (n > ir::kMaxSharedBytes / 8)
+    raiseError(a.loc("num_barriers"),
+               fn + "'s num_barriers=" + std::to_string(n) + " needs " + std::to_string(n) +
+                   " x 8 bytes of shared memory; a block has at most " +
+                   std::to_string(ir::kMaxSharedBytes) + " bytes on any target");
+  std::vector<ir::NamedAttr> attrs;
+  if (warp) {
+    int64_t w =
+        a.has("num_warps") ? sp.constInt(a.get("num_warps"), a.loc("num_warps"), "num_warps") : 1;
+    int64_t k = a.has("num_arrivals")
+                    ? sp.constInt(a.get("num_arrivals"), a.loc("num_arrivals"), "num_arrivals")
+                    : 1;
+    if (w < 1 || k < 1) raiseError(loc, fn + "'s num_warps and num_arrivals must be positive");
+    attrs = {
+        {"arrive_count", w * 32 * k}, {"warp", int64_t(1)}, {"num_warps", w}, {"num_arrivals", k}};
+  } else {
+    int64_t c = a.has("arrive_count") ? sp.constInt(a.get("arrive_count"), a.loc("arrive_count"),
+                                                    "arrive_count", a.expr("arrive_count"))
+                                      : 1;
+    if (c < 1) raiseError(a.loc("arrive_count"), "arrive_count must be at least 1");
+    attrs = {{"arrive_count", c}, {"warp", int64_t(0)}};
   }
-  if (name == "local_reinterpret") {
-    BoundArgs a(call, {"src", "dtype", "shape="});
-    ir::Value* buf = requireBuffer(a.get("src"), a.loc("src"), "tlx.local_reinterpret's src");
-    DType dt = constDType(a.get("dtype"), a.loc("dtype"), "tlx.local_reinterpret's dtype");
-    ir::Type t = buf->type();
-    std::vector<int64_t> shape = t.shape;
-    if (a.has("shape"))
-      shape = constShape(a.get("shape"), a.loc("shape"), "tlx.local_reinterpret's shape");
-    int64_t oldBytes = t.numElements() * ir::byteWidth(t.elem);
-    ir::Type nt = ir::Type::buffer(dt, shape, t.count, t.space);
-    int64_t newBytes = nt.numElements() * ir::byteWidth(dt);
-    if (t.count > 1 && newBytes > oldBytes && newBytes <= oldBytes * t.count) {
-      // As TLX's memdesc_reinterpret of the whole allocation: one tile over all its buffers.
-      nt.count = 1;
-      return Val::runtime(b.create1(OpCode::LocalReinterpret, {buf}, nt, {{"whole", int64_t(1)}}));
-    }
-    if (newBytes > oldBytes)
-      raiseError(loc, "tlx.local_reinterpret: " + nt.str() + " needs " + std::to_string(newBytes) +
-                          " bytes per buffer but " + t.str() + " has " + std::to_string(oldBytes));
-    return Val::runtime(b.create1(OpCode::LocalReinterpret, {buf}, nt));
-  }
-  if (name == "alloc_barriers" || name == "alloc_warp_barrier") {
-    bool warp = name == "alloc_warp_barrier";
-    BoundArgs a = warp ? BoundArgs(call, {"num_barriers", "num_warps=", "num_arrivals="})
-                       : BoundArgs(call, {"num_barriers", "arrive_count="});
-    int64_t n = constInt(a.get("num_barriers"), a.loc("num_barriers"), fn + "'s num_barriers",
-                         a.expr("num_barriers"));
-    if (n < 1) raiseError(a.loc("num_barriers"), fn + "'s num_barriers must be at least 1");
-    if (n > ir::kMaxSharedBytes / 8)
-      raiseError(a.loc("num_barriers"),
-                 fn + "'s num_barriers=" + std::to_string(n) + " needs " + std::to_string(n) +
-                     " x 8 bytes of shared memory; a block has at most " +
-                     std::to_string(ir::kMaxSharedBytes) + " bytes on any target");
-    std::vector<ir::NamedAttr> attrs;
-    if (warp) {
-      int64_t w =
-          a.has("num_warps") ? constInt(a.get("num_warps"), a.loc("num_warps"), "num_warps") : 1;
-      int64_t k = a.has("num_arrivals")
-                      ? constInt(a.get("num_arrivals"), a.loc("num_arrivals"), "num_arrivals")
-                      : 1;
-      if (w < 1 || k < 1) raiseError(loc, fn + "'s num_warps and num_arrivals must be positive");
-      attrs = {{"arrive_count", w * 32 * k},
-               {"warp", int64_t(1)},
-               {"num_warps", w},
-               {"num_arrivals", k}};
-    } else {
-      int64_t c = a.has("arrive_count") ? constInt(a.get("arrive_count"), a.loc("arrive_count"),
-                                                   "arrive_count", a.expr("arrive_count"))
+  return Val::runtime(sp.b.create1(OpCode::AllocBarriers, {}, ir::Type::barrier(n), attrs));
+}
+
+Val tlxBarrierExpectBytes(Specializer& sp, const std::string& name, CallSite& call) {
+  const std::string fn = "tlx." + name;
+  BoundArgs a(call, {"bar", "size", "pred="});
+  ir::Value* bar = oneBarrier(sp, fn, a, "bar");
+  std::vector<ir::Value*> ops{bar,
+                              sp.requireScalarI32(a.get("size"), a.loc("size"), "the byte count")};
+  int64_t hasPred = predicate(sp, fn, a, ops);
+  sp.b.create(OpCode::BarrierExpectBytes, ops, {}, {{"has_pred", hasPred}});
+  return Val::none();
+}
+
+Val tlxBarrierWait(Specializer& sp, const std::string& name, CallSite& call) {
+  const std::string fn = "tlx." + name;
+  BoundArgs a(call, {"bar", "phase", "pred="});
+  ir::Value* bar = oneBarrier(sp, fn, a, "bar");
+  // A phase is a parity: the lowest bit of a run-time phase counts (codegen and interpreter
+  // alike); a constant other than 0 or 1 is a mistake (ptxas refuses it).
+  const Val& phase = a.get("phase");
+  if (phase.isIntLike() && phase.i != 0 && phase.i != 1)
+    raiseError(a.loc("phase"), "tlx.barrier_wait's phase is the parity of the phase to wait "
+                               "for: 0 or 1, got " +
+                                   std::to_string(phase.i) + " (write (n) & 1 for phase n)");
+  std::vector<ir::Value*> ops{bar, sp.requireScalarI32(phase, a.loc("phase"), "the phase")};
+  int64_t hasPred = predicate(sp, fn, a, ops);
+  sp.b.create(OpCode::BarrierWait, ops, {}, {{"has_pred", hasPred}});
+  return Val::none();
+}
+
+Val tlxBarrierArrive(Specializer& sp, const std::string& name, CallSite& call) {
+  const std::string fn = "tlx." + name;
+  BoundArgs a(call, {"bar", "arrive_count=", "remote_cta_rank=", "pred="});
+  ir::Value* bar = oneBarrier(sp, fn, a, "bar");
+  std::vector<ir::Value*> ops{bar};
+  int64_t count = a.has("arrive_count") ? sp.constInt(a.get("arrive_count"), a.loc("arrive_count"),
+                                                      "arrive_count", a.expr("arrive_count"))
                                         : 1;
-      if (c < 1) raiseError(a.loc("arrive_count"), "arrive_count must be at least 1");
-      attrs = {{"arrive_count", c}, {"warp", int64_t(0)}};
-    }
-    return Val::runtime(b.create1(OpCode::AllocBarriers, {}, ir::Type::barrier(n), attrs));
+  if (count < 1) raiseError(a.loc("arrive_count"), "arrive_count must be at least 1");
+  int64_t hasRemote = 0;
+  if (a.has("remote_cta_rank")) {
+    ops.push_back(
+        sp.requireScalarI32(a.get("remote_cta_rank"), a.loc("remote_cta_rank"), "remote_cta_rank"));
+    hasRemote = 1;
   }
-  if (name == "barrier_expect_bytes") {
-    BoundArgs a(call, {"bar", "size", "pred="});
-    ir::Value* bar = oneBarrier(a, "bar");
-    std::vector<ir::Value*> ops{bar,
-                                requireScalarI32(a.get("size"), a.loc("size"), "the byte count")};
-    int64_t hasPred = predicate(a, ops);
-    b.create(OpCode::BarrierExpectBytes, ops, {}, {{"has_pred", hasPred}});
-    return Val::none();
-  }
-  if (name == "barrier_wait") {
-    BoundArgs a(call, {"bar", "phase", "pred="});
-    ir::Value* bar = oneBarrier(a, "bar");
-    // A phase is a parity: the lowest bit of a run-time phase counts (codegen and interpreter
-    // alike); a constant other than 0 or 1 is a mistake (ptxas refuses it).
-    const Val& phase = a.get("phase");
-    if (phase.isIntLike() && phase.i != 0 && phase.i != 1)
-      raiseError(a.loc("phase"), "tlx.barrier_wait's phase is the parity of the phase to wait "
-                                 "for: 0 or 1, got " +
-                                     std::to_string(phase.i) + " (write (n) & 1 for phase n)");
-    std::vector<ir::Value*> ops{bar, requireScalarI32(phase, a.loc("phase"), "the phase")};
-    int64_t hasPred = predicate(a, ops);
-    b.create(OpCode::BarrierWait, ops, {}, {{"has_pred", hasPred}});
-    return Val::none();
-  }
-  if (name == "barrier_arrive") {
-    BoundArgs a(call, {"bar", "arrive_count=", "remote_cta_rank=", "pred="});
-    ir::Value* bar = oneBarrier(a, "bar");
-    std::vector<ir::Value*> ops{bar};
-    int64_t count = a.has("arrive_count") ? constInt(a.get("arrive_count"), a.loc("arrive_count"),
-                                                     "arrive_count", a.expr("arrive_count"))
-                                          : 1;
-    if (count < 1) raiseError(a.loc("arrive_count"), "arrive_count must be at least 1");
-    int64_t hasRemote = 0;
-    if (a.has("remote_cta_rank")) {
-      ops.push_back(
-          requireScalarI32(a.get("remote_cta_rank"), a.loc("remote_cta_rank"), "remote_cta_rank"));
-      hasRemote = 1;
-    }
-    int64_t hasPred = predicate(a, ops);
-    b.create(OpCode::BarrierArrive, ops, {},
-             {{"arrive_count", count}, {"has_remote_cta_rank", hasRemote}, {"has_pred", hasPred}});
-    return Val::none();
-  }
-  if (name == "named_barrier_wait" || name == "named_barrier_arrive") {
-    BoundArgs a(call, {"bar_id", "num_threads"});
-    const Val &id = a.get("bar_id"), &n = a.get("num_threads");
-    if (id.isIntLike() && (id.i < 0 || id.i > 15))
-      raiseError(a.loc("bar_id"),
-                 "named barrier ids run from 0 to 15, got " + std::to_string(id.i));
-    if (n.isIntLike() && (n.i <= 0 || n.i % 32 != 0))
-      raiseError(a.loc("num_threads"), "a named barrier's num_threads must be a positive multiple "
-                                       "of 32 (whole warps), got " +
-                                           std::to_string(n.i));
-    b.create(name == "named_barrier_wait" ? OpCode::NamedBarrierWait : OpCode::NamedBarrierArrive,
-             {requireScalarI32(id, a.loc("bar_id"), "bar_id"),
-              requireScalarI32(n, a.loc("num_threads"), "num_threads")},
-             {});
-    return Val::none();
-  }
-  if (name == "fence_async_shared" || name == "fence_mbarrier_init_cluster" || name == "fence") {
-    std::string kind = name == "fence_async_shared"            ? "async_shared"
-                       : name == "fence_mbarrier_init_cluster" ? "mbarrier_init_cluster"
-                                                               : "";
-    if (name == "fence") {
-      // TLX names the argument scope; kind is warpweave's earlier name for it.
-      BoundArgs a(call, {"scope=", "kind="});
-      const char* arg = a.has("scope") ? "scope" : "kind";
-      if (a.has("scope") == a.has("kind"))
-        raiseError(loc, "tlx.fence takes one scope: \"gpu\", \"sys\", \"async_shared\" or "
-                        "\"mbarrier_init_cluster\"");
-      const Val& k = a.get(arg);
-      if (k.kind != Val::Kind::String ||
-          (k.s != "async_shared" && k.s != "mbarrier_init_cluster" && k.s != "gpu" && k.s != "sys"))
-        raiseError(a.loc(arg), "tlx.fence's scope must be \"gpu\", \"sys\", \"async_shared\" or "
-                               "\"mbarrier_init_cluster\", got " +
-                                   describe(k));
-      kind = k.s;
-    } else {
-      BoundArgs a(call, {});
-    }
-    b.create(OpCode::Fence, {}, {}, {{"kind", kind}});
-    return Val::none();
-  }
-  if (name == "cluster_barrier") {
+  int64_t hasPred = predicate(sp, fn, a, ops);
+  sp.b.create(OpCode::BarrierArrive, ops, {},
+              {{"arrive_count", count}, {"has_remote_cta_rank", hasRemote}, {"has_pred", hasPred}});
+  return Val::none();
+}
+
+Val tlxNamedBarrier(Specializer& sp, const std::string& name, CallSite& call) {
+  BoundArgs a(call, {"bar_id", "num_threads"});
+  const Val &id = a.get("bar_id"), &n = a.get("num_threads");
+  if (id.isIntLike() && (id.i < 0 || id.i > 15))
+    raiseError(a.loc("bar_id"), "named barrier ids run from 0 to 15, got " + std::to_string(id.i));
+  if (n.isIntLike() && (n.i <= 0 || n.i % 32 != 0))
+    raiseError(a.loc("num_threads"), "a named barrier's num_threads must be a positive multiple "
+                                     "of 32 (whole warps), got " +
+                                         std::to_string(n.i));
+  sp.b.create(name == "named_barrier_wait" ? OpCode::NamedBarrierWait : OpCode::NamedBarrierArrive,
+              {sp.requireScalarI32(id, a.loc("bar_id"), "bar_id"),
+               sp.requireScalarI32(n, a.loc("num_threads"), "num_threads")},
+              {});
+  return Val::none();
+}
+
+Val tlxFence(Specializer& sp, const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  std::string kind = name == "fence_async_shared"            ? "async_shared"
+                     : name == "fence_mbarrier_init_cluster" ? "mbarrier_init_cluster"
+                                                             : "";
+  if (name == "fence") {
+    // TLX names the argument scope; kind is warpweave's earlier name for it.
+    BoundArgs a(call, {"scope=", "kind="});
+    const char* arg = a.has("scope") ? "scope" : "kind";
+    if (a.has("scope") == a.has("kind"))
+      raiseError(loc, "tlx.fence takes one scope: \"gpu\", \"sys\", \"async_shared\" or "
+                      "\"mbarrier_init_cluster\"");
+    const Val& k = a.get(arg);
+    if (k.kind != Val::Kind::String ||
+        (k.s != "async_shared" && k.s != "mbarrier_init_cluster" && k.s != "gpu" && k.s != "sys"))
+      raiseError(a.loc(arg), "tlx.fence's scope must be \"gpu\", \"sys\", \"async_shared\" or "
+                             "\"mbarrier_init_cluster\", got " +
+                                 describe(k));
+    kind = k.s;
+  } else {
     BoundArgs a(call, {});
-    b.create(OpCode::ClusterBarrier, {}, {});
-    return Val::none();
   }
-  if (name == "async_descriptor_load") {
-    BoundArgs a(call, {"desc", "result", "offsets", "barrier",
-                       "pred=", "cache_modifier=", "eviction_policy=", "multicast_targets="});
-    ir::Value* d = requireDescriptor(a.get("desc"), a.loc("desc"), fn + "'s desc");
-    ir::Value* buf = oneBuffer(a, "result");
-    ir::Value* bar = oneBarrier(a, "barrier");
-    if (buf->type().shape != d->type().shape || buf->type().elem != d->type().elem)
-      raiseError(a.loc("result"), fn + ": the buffer " + buf->type().str() +
-                                      " does not match the descriptor's block " + d->type().str());
-    const Val& offs = a.get("offsets");
-    if (offs.kind != Val::Kind::Tuple || offs.elts.size() != d->type().shape.size())
-      raiseError(a.loc("offsets"), fn + " needs " + std::to_string(d->type().shape.size()) +
-                                       " offsets, one per dimension of " + d->type().str());
-    std::vector<ir::Value*> ops{d, buf, bar};
-    for (const Val& o : offs.elts)
-      ops.push_back(requireScalarI32(o, a.loc("offsets"), "an offset"));
-    int64_t hasPred = predicate(a, ops);
-    // Constant target ranks make the mask attribute; ranks known only at run time (the peer
-    // of cluster_cta_rank(), say) follow the predicate as i32 operands.
-    int64_t mask = 0, runtimeTargets = 0;
-    if (a.has("multicast_targets")) {
-      const Val& targets = a.get("multicast_targets");
-      if (targets.kind != Val::Kind::Tuple)
-        raiseError(a.loc("multicast_targets"),
-                   "multicast_targets is a list of CTA ranks in the cluster, got " +
-                       kindName(targets));
-      for (const Val& t : targets.elts) {
-        if (!t.isConstexpr()) {
-          ops.push_back(
-              requireScalarI32(t, a.loc("multicast_targets"), "a multicast target CTA rank"));
-          ++runtimeTargets;
-          continue;
-        }
-        int64_t r = constInt(t, a.loc("multicast_targets"), "a multicast target CTA rank");
-        if (r < 0 || r > 15)
-          raiseError(a.loc("multicast_targets"), "multicast CTA ranks run from 0 to 15");
-        mask |= int64_t(1) << r;
+  sp.b.create(OpCode::Fence, {}, {}, {{"kind", kind}});
+  return Val::none();
+}
+
+Val tlxClusterBarrier(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  BoundArgs a(call, {});
+  sp.b.create(OpCode::ClusterBarrier, {}, {});
+  return Val::none();
+}
+
+Val tlxAsyncDescriptorLoad(Specializer& sp, const std::string& name, CallSite& call) {
+  const std::string fn = "tlx." + name;
+  BoundArgs a(call, {"desc", "result", "offsets", "barrier",
+                     "pred=", "cache_modifier=", "eviction_policy=", "multicast_targets="});
+  ir::Value* d = sp.requireDescriptor(a.get("desc"), a.loc("desc"), fn + "'s desc");
+  ir::Value* buf = oneBuffer(sp, fn, a, "result");
+  ir::Value* bar = oneBarrier(sp, fn, a, "barrier");
+  if (buf->type().shape != d->type().shape || buf->type().elem != d->type().elem)
+    raiseError(a.loc("result"), fn + ": the buffer " + buf->type().str() +
+                                    " does not match the descriptor's block " + d->type().str());
+  const Val& offs = a.get("offsets");
+  if (offs.kind != Val::Kind::Tuple || offs.elts.size() != d->type().shape.size())
+    raiseError(a.loc("offsets"), fn + " needs " + std::to_string(d->type().shape.size()) +
+                                     " offsets, one per dimension of " + d->type().str());
+  std::vector<ir::Value*> ops{d, buf, bar};
+  for (const Val& o : offs.elts)
+    ops.push_back(sp.requireScalarI32(o, a.loc("offsets"), "an offset"));
+  int64_t hasPred = predicate(sp, fn, a, ops);
+  // Constant target ranks make the mask attribute; ranks known only at run time (the peer
+  // of cluster_cta_rank(), say) follow the predicate as i32 operands.
+  int64_t mask = 0, runtimeTargets = 0;
+  if (a.has("multicast_targets")) {
+    const Val& targets = a.get("multicast_targets");
+    if (targets.kind != Val::Kind::Tuple)
+      raiseError(a.loc("multicast_targets"),
+                 "multicast_targets is a list of CTA ranks in the cluster, got " +
+                     kindName(targets));
+    for (const Val& t : targets.elts) {
+      if (!t.isConstexpr()) {
+        ops.push_back(
+            sp.requireScalarI32(t, a.loc("multicast_targets"), "a multicast target CTA rank"));
+        ++runtimeTargets;
+        continue;
       }
+      int64_t r = sp.constInt(t, a.loc("multicast_targets"), "a multicast target CTA rank");
+      if (r < 0 || r > 15)
+        raiseError(a.loc("multicast_targets"), "multicast CTA ranks run from 0 to 15");
+      mask |= int64_t(1) << r;
     }
-    std::vector<ir::NamedAttr> attrs = {
-        {"has_pred", hasPred}, {"multicast_mask", mask}, {"multicast_operands", runtimeTargets}};
-    std::string cache =
-        cacheModifier(a.get("cache_modifier"), a.loc("cache_modifier"), OpCode::AsyncDescLoad, fn);
+  }
+  std::vector<ir::NamedAttr> attrs = {
+      {"has_pred", hasPred}, {"multicast_mask", mask}, {"multicast_operands", runtimeTargets}};
+  std::string cache =
+      cacheModifier(a.get("cache_modifier"), a.loc("cache_modifier"), OpCode::AsyncDescLoad, fn);
+  std::string evict =
+      evictionPolicy(a.get("eviction_policy"), a.loc("eviction_policy"), OpCode::AsyncDescLoad, fn);
+  if (!cache.empty()) attrs.push_back({ir::attr::AsyncDescLoad::kcache, cache});
+  if (!evict.empty()) attrs.push_back({ir::attr::AsyncDescLoad::kevict, evict});
+  sp.b.create(OpCode::AsyncDescLoad, ops, {}, attrs);
+  return Val::none();
+}
+
+Val tlxAsyncDescriptorStore(Specializer& sp, const std::string& name, CallSite& call) {
+  const std::string fn = "tlx." + name;
+  BoundArgs a(call, {"desc", "source", "offsets", "eviction_policy="});
+  ir::Value* d = sp.requireDescriptor(a.get("desc"), a.loc("desc"), fn + "'s desc");
+  ir::Value* buf = oneBuffer(sp, fn, a, "source");
+  // An L2 hint, recorded as async_descriptor_load records its own.
+  std::vector<ir::NamedAttr> attrs;
+  if (a.has("eviction_policy")) {
     std::string evict = evictionPolicy(a.get("eviction_policy"), a.loc("eviction_policy"),
-                                       OpCode::AsyncDescLoad, fn);
-    if (!cache.empty()) attrs.push_back({ir::attr::AsyncDescLoad::kcache, cache});
-    if (!evict.empty()) attrs.push_back({ir::attr::AsyncDescLoad::kevict, evict});
-    b.create(OpCode::AsyncDescLoad, ops, {}, attrs);
+                                       OpCode::AsyncDescStore, fn);
+    if (!evict.empty()) attrs.push_back({ir::attr::AsyncDescStore::kevict, evict});
+  }
+  if (buf->type().shape != d->type().shape || buf->type().elem != d->type().elem)
+    raiseError(a.loc("source"), fn + ": the buffer " + buf->type().str() +
+                                    " does not match the descriptor's block " + d->type().str());
+  const Val& offs = a.get("offsets");
+  if (offs.kind != Val::Kind::Tuple || offs.elts.size() != d->type().shape.size())
+    raiseError(a.loc("offsets"), fn + " needs one offset per dimension of " + d->type().str());
+  std::vector<ir::Value*> ops{d, buf};
+  for (const Val& o : offs.elts)
+    ops.push_back(sp.requireScalarI32(o, a.loc("offsets"), "an offset"));
+  sp.b.create(OpCode::AsyncDescStore, ops, {}, attrs);
+  return Val::none();
+}
+
+Val tlxAsyncWait(Specializer& sp, const std::string& name, CallSite& call) {
+  BoundArgs a = name == "async_load_wait_group" ? BoundArgs(call, {"pendings=", "tokens="})
+                                                : BoundArgs(call, {"pendings="});
+  int64_t p = a.has("pendings") ? sp.constInt(a.get("pendings"), a.loc("pendings"), "pendings",
+                                              a.expr("pendings"))
+                                : 0;
+  if (p < 0) raiseError(a.loc("pendings"), "pendings must be >= 0");
+  sp.b.create(name == "async_load_wait_group" ? OpCode::AsyncWaitGroup : OpCode::AsyncDescStoreWait,
+              {}, {}, {{"pendings", p}});
+  return Val::none();
+}
+
+Val tlxAsyncLoad(Specializer& sp, const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string fn = "tlx." + name;
+  BoundArgs a(call, {"src", "result", "mask=", "other=", "bulk=", "bulk_size=", "barrier="});
+  if (a.has("bulk") && sp.constBool(a.get("bulk"), a.loc("bulk"), "tlx.async_load's bulk"))
+    return sp.asyncBulkCopy(a, true);
+  for (const char* arg : {"bulk_size", "barrier"})
+    if (a.has(arg))
+      raiseError(a.loc(arg), std::string("tlx.async_load's ") + arg + "= needs bulk=True");
+  const Val& src = a.get("src");
+  if (!src.isRuntime() || !src.type().isPointer())
+    raiseError(a.loc("src"),
+               "tlx.async_load's src must be a tensor of pointers, got " + kindName(src));
+  ir::Value* buf = oneBuffer(sp, fn, a, "result");
+  if (buf->type().elem != src.type().elem)
+    raiseError(a.loc("result"), "tlx.async_load: the buffer " + buf->type().str() +
+                                    " does not hold the pointee type " + src.type().str());
+  std::vector<int64_t> shape = buf->type().shape;
+  ir::Value* ptr = sp.broadcastTo(src.v, shape, a.loc("src"));
+  std::vector<ir::Value*> ops{ptr, buf};
+  int64_t hasMask = 0, hasOther = 0;
+  if (a.has("mask")) {
+    ops.push_back(sp.broadcastTo(
+        sp.toI1(sp.requireTensorOrScalar(a.get("mask"), a.loc("mask"), "mask"), loc), shape, loc));
+    hasMask = 1;
+  }
+  if (a.has("other")) {
+    if (!hasMask) raiseError(a.loc("other"), "tlx.async_load's 'other' needs a 'mask'");
+    const Val& o = a.get("other");
+    ops.push_back(o.isNumber()
+                      ? sp.constant(o, ir::Type::tensor(buf->type().elem, shape))
+                      : sp.broadcastTo(sp.cast(sp.requireTensorOrScalar(o, a.loc("other"), "other"),
+                                               buf->type().elem, loc),
+                                       shape, loc));
+    hasOther = 1;
+  }
+  return Val::runtime(sp.b.create1(OpCode::AsyncLoad, ops, ir::Type::token(),
+                                   {{"has_mask", hasMask}, {"has_other", hasOther}}));
+}
+
+Val tlxAsyncStore(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  BoundArgs a(call, {"dst_global_ptr", "src_smem", "size"});
+  return sp.asyncBulkCopy(a, false);
+}
+
+Val tlxPrefetch(Specializer& sp, const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string fn = "tlx." + name;
+  BoundArgs a(call, {"pointer", "level=", "mask=", "tensormap="});
+  if (a.has("tensormap") &&
+      sp.constBool(a.get("tensormap"), a.loc("tensormap"), fn + "'s tensormap")) {
+    ir::Value* d = sp.requireDescriptor(a.get("pointer"), a.loc("pointer"),
+                                        fn + "(..., tensormap=True)'s pointer");
+    sp.b.create(OpCode::PrefetchTensormap, {d}, {});
     return Val::none();
   }
-  if (name == "async_descriptor_store") {
-    BoundArgs a(call, {"desc", "source", "offsets", "eviction_policy="});
-    ir::Value* d = requireDescriptor(a.get("desc"), a.loc("desc"), fn + "'s desc");
-    ir::Value* buf = oneBuffer(a, "source");
-    // An L2 hint, recorded as async_descriptor_load records its own.
-    std::vector<ir::NamedAttr> attrs;
-    if (a.has("eviction_policy")) {
-      std::string evict = evictionPolicy(a.get("eviction_policy"), a.loc("eviction_policy"),
-                                         OpCode::AsyncDescStore, fn);
-      if (!evict.empty()) attrs.push_back({ir::attr::AsyncDescStore::kevict, evict});
-    }
-    if (buf->type().shape != d->type().shape || buf->type().elem != d->type().elem)
-      raiseError(a.loc("source"), fn + ": the buffer " + buf->type().str() +
-                                      " does not match the descriptor's block " + d->type().str());
-    const Val& offs = a.get("offsets");
-    if (offs.kind != Val::Kind::Tuple || offs.elts.size() != d->type().shape.size())
-      raiseError(a.loc("offsets"), fn + " needs one offset per dimension of " + d->type().str());
-    std::vector<ir::Value*> ops{d, buf};
-    for (const Val& o : offs.elts)
-      ops.push_back(requireScalarI32(o, a.loc("offsets"), "an offset"));
-    b.create(OpCode::AsyncDescStore, ops, {}, attrs);
-    return Val::none();
+  std::string level = "L2";
+  if (a.has("level")) {
+    const Val& l = a.get("level");
+    if (l.kind != Val::Kind::String || (l.s != "L1" && l.s != "L2"))
+      raiseError(a.loc("level"), fn + "'s level must be \"L1\" or \"L2\", got " + describe(l));
+    level = l.s;
   }
-  if (name == "async_descriptor_store_wait" || name == "async_load_wait_group") {
-    BoundArgs a = name == "async_load_wait_group" ? BoundArgs(call, {"pendings=", "tokens="})
-                                                  : BoundArgs(call, {"pendings="});
-    int64_t p = a.has("pendings")
-                    ? constInt(a.get("pendings"), a.loc("pendings"), "pendings", a.expr("pendings"))
-                    : 0;
-    if (p < 0) raiseError(a.loc("pendings"), "pendings must be >= 0");
-    b.create(name == "async_load_wait_group" ? OpCode::AsyncWaitGroup : OpCode::AsyncDescStoreWait,
-             {}, {}, {{"pendings", p}});
-    return Val::none();
+  const Val& p = a.get("pointer");
+  if (!p.isRuntime() || !p.type().isPointer())
+    raiseError(a.loc("pointer"), fn + "'s pointer must be a pointer or a tensor of pointers, got " +
+                                     kindName(p) +
+                                     " (a tensor descriptor's tensor map takes tensormap=True)");
+  ir::Value* ptr = p.v;
+  std::vector<ir::Value*> ops{ptr};
+  int64_t hasMask = 0;
+  if (a.has("mask")) {
+    ir::Value* m =
+        sp.toI1(sp.requireTensorOrScalar(a.get("mask"), a.loc("mask"), fn + "'s mask"), loc);
+    std::vector<int64_t> shape =
+        sp.broadcastShapes(ptr->type().shape, m->type().shape, loc, "tlx.prefetch");
+    ops = {sp.broadcastTo(ptr, shape, a.loc("pointer")), sp.broadcastTo(m, shape, a.loc("mask"))};
+    hasMask = 1;
   }
-  if (name == "async_load") {
-    BoundArgs a(call, {"src", "result", "mask=", "other=", "bulk=", "bulk_size=", "barrier="});
-    if (a.has("bulk") && constBool(a.get("bulk"), a.loc("bulk"), "tlx.async_load's bulk"))
-      return asyncBulkCopy(a, true);
-    for (const char* arg : {"bulk_size", "barrier"})
-      if (a.has(arg))
-        raiseError(a.loc(arg), std::string("tlx.async_load's ") + arg + "= needs bulk=True");
-    const Val& src = a.get("src");
-    if (!src.isRuntime() || !src.type().isPointer())
-      raiseError(a.loc("src"),
-                 "tlx.async_load's src must be a tensor of pointers, got " + kindName(src));
-    ir::Value* buf = oneBuffer(a, "result");
-    if (buf->type().elem != src.type().elem)
-      raiseError(a.loc("result"), "tlx.async_load: the buffer " + buf->type().str() +
-                                      " does not hold the pointee type " + src.type().str());
-    std::vector<int64_t> shape = buf->type().shape;
-    ir::Value* ptr = broadcastTo(src.v, shape, a.loc("src"));
-    std::vector<ir::Value*> ops{ptr, buf};
-    int64_t hasMask = 0, hasOther = 0;
-    if (a.has("mask")) {
-      ops.push_back(broadcastTo(
-          toI1(requireTensorOrScalar(a.get("mask"), a.loc("mask"), "mask"), loc), shape, loc));
-      hasMask = 1;
-    }
-    if (a.has("other")) {
-      if (!hasMask) raiseError(a.loc("other"), "tlx.async_load's 'other' needs a 'mask'");
-      const Val& o = a.get("other");
-      ops.push_back(o.isNumber()
-                        ? constant(o, ir::Type::tensor(buf->type().elem, shape))
-                        : broadcastTo(cast(requireTensorOrScalar(o, a.loc("other"), "other"),
-                                           buf->type().elem, loc),
-                                      shape, loc));
-      hasOther = 1;
-    }
-    return Val::runtime(b.create1(OpCode::AsyncLoad, ops, ir::Type::token(),
-                                  {{"has_mask", hasMask}, {"has_other", hasOther}}));
+  sp.b.create(OpCode::Prefetch, ops, {}, {{"level", level}, {"has_mask", hasMask}});
+  return Val::none();
+}
+
+Val tlxAsyncDescriptorPrefetchTensor(Specializer& sp, const std::string& name, CallSite& call) {
+  const std::string fn = "tlx." + name;
+  BoundArgs a(call, {"desc", "offsets", "pred=", "eviction_policy="});
+  ir::Value* d = sp.requireDescriptor(a.get("desc"), a.loc("desc"), fn + "'s desc");
+  const Val& offs = a.get("offsets");
+  if (offs.kind != Val::Kind::Tuple || offs.elts.size() != d->type().shape.size())
+    raiseError(a.loc("offsets"), fn + " needs " + std::to_string(d->type().shape.size()) +
+                                     " offsets, one per dimension of " + d->type().str());
+  std::vector<ir::Value*> ops{d};
+  for (const Val& o : offs.elts)
+    ops.push_back(sp.requireScalarI32(o, a.loc("offsets"), "an offset"));
+  std::vector<ir::NamedAttr> attrs = {{"has_pred", predicate(sp, fn, a, ops)}};
+  if (a.has("eviction_policy")) {
+    std::string evict = evictionPolicy(a.get("eviction_policy"), a.loc("eviction_policy"),
+                                       OpCode::AsyncDescPrefetch, fn);
+    if (!evict.empty()) attrs.push_back({ir::attr::AsyncDescPrefetch::kevict, evict});
   }
-  if (name == "async_store") {
-    BoundArgs a(call, {"dst_global_ptr", "src_smem", "size"});
-    return asyncBulkCopy(a, false);
+  sp.b.create(OpCode::AsyncDescPrefetch, ops, {}, attrs);
+  return Val::none();
+}
+
+Val tlxAsyncLoadCommitGroup(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  BoundArgs a(call, {"tokens="});
+  return Val::runtime(sp.b.create1(OpCode::AsyncCommitGroup, {}, ir::Type::token()));
+}
+
+Val tlxAsyncDot(Specializer& sp, const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string fn = "tlx." + name;
+  BoundArgs a(call, {"A", "B", "acc=", "use_acc=", "pred=", "mBarriers=", "two_ctas=",
+                     "force_async=", "input_precision=", "out_dtype="});
+  const Val& av = a.get("A");
+  if (!av.isRuntime() || !(av.type().kind == ir::TypeKind::Buffer || av.type().isTensor()))
+    raiseError(a.loc("A"), "tlx.async_dot's A must be a shared-memory buffer or a register "
+                           "tensor, got " +
+                               kindName(av));
+  ir::Value* A = av.type().kind == ir::TypeKind::Buffer ? oneBuffer(sp, fn, a, "A") : av.v;
+  ir::Value* B = oneBuffer(sp, fn, a, "B");
+  const auto &sa = A->type().shape, &sb = B->type().shape;
+  if (sa.size() != 2 || sb.size() != 2)
+    raiseError(loc, "tlx.async_dot needs 2-D operands, got " + A->type().str() + " and " +
+                        B->type().str());
+  if (sa[1] != sb[0])
+    raiseError(loc, "tlx.async_dot shape mismatch: A is " + dims(sa) + " and B is " + dims(sb) +
+                        " (A's K = " + std::to_string(sa[1]) +
+                        " must equal B's K = " + std::to_string(sb[0]) + ")");
+  auto fp8 = [](DType t) { return t == DType::F8E4M3 || t == DType::F8E5M2; };
+  if (A->type().elem != B->type().elem && !(fp8(A->type().elem) && fp8(B->type().elem)))
+    raiseError(loc, "tlx.async_dot operands must have one dtype (or both be fp8), got " +
+                        A->type().str() + " and " + B->type().str());
+  if (a.has("mBarriers") && !a.get("mBarriers").elts.empty())
+    raiseError(a.loc("mBarriers"), "tlx.async_dot's mBarriers (Blackwell completion barriers) "
+                                   "are not supported yet");
+  if (a.has("two_ctas") && sp.constBool(a.get("two_ctas"), a.loc("two_ctas"), "two_ctas"))
+    raiseError(a.loc("two_ctas"), "two-CTA MMA is not supported yet");
+  DType out = a.has("out_dtype")
+                  ? sp.constDType(a.get("out_dtype"), a.loc("out_dtype"), "out_dtype")
+                  : (ir::isInt(A->type().elem) ? DType::I32 : DType::F32);
+  std::vector<int64_t> outShape = {sa[0], sb[1]};
+  ir::Value* acc;
+  if (a.has("acc")) {
+    acc = sp.requireTensorOrScalar(a.get("acc"), a.loc("acc"), "tlx.async_dot's acc");
+    if (acc->type().shape != outShape)
+      raiseError(a.loc("acc"),
+                 "tlx.async_dot's acc is " + acc->type().str() + " but A @ B is " + dims(outShape));
+    out = acc->type().elem;
+  } else {
+    acc = sp.constant(Val::integer(0), ir::Type::tensor(out, outShape));
   }
-  if (name == "prefetch") {
-    BoundArgs a(call, {"pointer", "level=", "mask=", "tensormap="});
-    if (a.has("tensormap") &&
-        constBool(a.get("tensormap"), a.loc("tensormap"), fn + "'s tensormap")) {
-      ir::Value* d = requireDescriptor(a.get("pointer"), a.loc("pointer"),
-                                       fn + "(..., tensormap=True)'s pointer");
-      b.create(OpCode::PrefetchTensormap, {d}, {});
-      return Val::none();
-    }
-    std::string level = "L2";
-    if (a.has("level")) {
-      const Val& l = a.get("level");
-      if (l.kind != Val::Kind::String || (l.s != "L1" && l.s != "L2"))
-        raiseError(a.loc("level"), fn + "'s level must be \"L1\" or \"L2\", got " + describe(l));
-      level = l.s;
-    }
-    const Val& p = a.get("pointer");
-    if (!p.isRuntime() || !p.type().isPointer())
-      raiseError(a.loc("pointer"),
-                 fn + "'s pointer must be a pointer or a tensor of pointers, got " + kindName(p) +
-                     " (a tensor descriptor's tensor map takes tensormap=True)");
-    ir::Value* ptr = p.v;
-    std::vector<ir::Value*> ops{ptr};
-    int64_t hasMask = 0;
-    if (a.has("mask")) {
-      ir::Value* m = toI1(requireTensorOrScalar(a.get("mask"), a.loc("mask"), fn + "'s mask"), loc);
-      std::vector<int64_t> shape =
-          broadcastShapes(ptr->type().shape, m->type().shape, loc, "tlx.prefetch");
-      ops = {broadcastTo(ptr, shape, a.loc("pointer")), broadcastTo(m, shape, a.loc("mask"))};
-      hasMask = 1;
-    }
-    b.create(OpCode::Prefetch, ops, {}, {{"level", level}, {"has_mask", hasMask}});
-    return Val::none();
+  std::vector<ir::Value*> ops{A, B, acc};
+  int64_t hasUseAcc = 0;
+  if (a.has("use_acc")) {
+    const Val& u = a.get("use_acc");
+    ops.push_back(u.isConstexpr()
+                      ? sp.toRuntime(Val::boolean(truthy(u)), a.loc("use_acc"), DType::I1)
+                      : sp.toI1(sp.requireTensorOrScalar(u, a.loc("use_acc"), "use_acc"), loc));
+    hasUseAcc = 1;
   }
-  if (name == "async_descriptor_prefetch_tensor") {
-    BoundArgs a(call, {"desc", "offsets", "pred=", "eviction_policy="});
-    ir::Value* d = requireDescriptor(a.get("desc"), a.loc("desc"), fn + "'s desc");
-    const Val& offs = a.get("offsets");
-    if (offs.kind != Val::Kind::Tuple || offs.elts.size() != d->type().shape.size())
-      raiseError(a.loc("offsets"), fn + " needs " + std::to_string(d->type().shape.size()) +
-                                       " offsets, one per dimension of " + d->type().str());
-    std::vector<ir::Value*> ops{d};
-    for (const Val& o : offs.elts)
-      ops.push_back(requireScalarI32(o, a.loc("offsets"), "an offset"));
-    std::vector<ir::NamedAttr> attrs = {{"has_pred", predicate(a, ops)}};
-    if (a.has("eviction_policy")) {
-      std::string evict = evictionPolicy(a.get("eviction_policy"), a.loc("eviction_policy"),
-                                         OpCode::AsyncDescPrefetch, fn);
-      if (!evict.empty()) attrs.push_back({ir::attr::AsyncDescPrefetch::kevict, evict});
-    }
-    b.create(OpCode::AsyncDescPrefetch, ops, {}, attrs);
-    return Val::none();
-  }
-  if (name == "allocate_tensor_descriptor" || name == "make_tensor_descriptor" ||
-      name == "reinterpret_tensor_descriptor")
-    return tensorDescriptorSlots(name, call);
-  if (name == "async_load_commit_group") {
-    BoundArgs a(call, {"tokens="});
-    return Val::runtime(b.create1(OpCode::AsyncCommitGroup, {}, ir::Type::token()));
-  }
-  if (name == "async_dot") {
-    BoundArgs a(call, {"A", "B", "acc=", "use_acc=", "pred=", "mBarriers=", "two_ctas=",
-                       "force_async=", "input_precision=", "out_dtype="});
-    const Val& av = a.get("A");
-    if (!av.isRuntime() || !(av.type().kind == ir::TypeKind::Buffer || av.type().isTensor()))
-      raiseError(a.loc("A"), "tlx.async_dot's A must be a shared-memory buffer or a register "
-                             "tensor, got " +
-                                 kindName(av));
-    ir::Value* A = av.type().kind == ir::TypeKind::Buffer ? oneBuffer(a, "A") : av.v;
-    ir::Value* B = oneBuffer(a, "B");
-    const auto &sa = A->type().shape, &sb = B->type().shape;
-    if (sa.size() != 2 || sb.size() != 2)
-      raiseError(loc, "tlx.async_dot needs 2-D operands, got " + A->type().str() + " and " +
-                          B->type().str());
-    if (sa[1] != sb[0])
-      raiseError(loc, "tlx.async_dot shape mismatch: A is " + dims(sa) + " and B is " + dims(sb) +
-                          " (A's K = " + std::to_string(sa[1]) +
-                          " must equal B's K = " + std::to_string(sb[0]) + ")");
-    auto fp8 = [](DType t) { return t == DType::F8E4M3 || t == DType::F8E5M2; };
-    if (A->type().elem != B->type().elem && !(fp8(A->type().elem) && fp8(B->type().elem)))
-      raiseError(loc, "tlx.async_dot operands must have one dtype (or both be fp8), got " +
-                          A->type().str() + " and " + B->type().str());
-    if (a.has("mBarriers") && !a.get("mBarriers").elts.empty())
-      raiseError(a.loc("mBarriers"), "tlx.async_dot's mBarriers (Blackwell completion barriers) "
-                                     "are not supported yet");
-    if (a.has("two_ctas") && constBool(a.get("two_ctas"), a.loc("two_ctas"), "two_ctas"))
-      raiseError(a.loc("two_ctas"), "two-CTA MMA is not supported yet");
-    DType out = a.has("out_dtype") ? constDType(a.get("out_dtype"), a.loc("out_dtype"), "out_dtype")
-                                   : (ir::isInt(A->type().elem) ? DType::I32 : DType::F32);
-    std::vector<int64_t> outShape = {sa[0], sb[1]};
-    ir::Value* acc;
-    if (a.has("acc")) {
-      acc = requireTensorOrScalar(a.get("acc"), a.loc("acc"), "tlx.async_dot's acc");
-      if (acc->type().shape != outShape)
-        raiseError(a.loc("acc"), "tlx.async_dot's acc is " + acc->type().str() + " but A @ B is " +
-                                     dims(outShape));
-      out = acc->type().elem;
-    } else {
-      acc = constant(Val::integer(0), ir::Type::tensor(out, outShape));
-    }
-    std::vector<ir::Value*> ops{A, B, acc};
-    int64_t hasUseAcc = 0;
-    if (a.has("use_acc")) {
-      const Val& u = a.get("use_acc");
-      ops.push_back(u.isConstexpr()
-                        ? toRuntime(Val::boolean(truthy(u)), a.loc("use_acc"), DType::I1)
-                        : toI1(requireTensorOrScalar(u, a.loc("use_acc"), "use_acc"), loc));
-      hasUseAcc = 1;
-    }
-    int64_t hasPred = predicate(a, ops);
-    std::vector<ir::NamedAttr> attrs = {{"has_use_acc", hasUseAcc}, {"has_pred", hasPred}};
-    if (a.has("input_precision") && a.get("input_precision").kind == Val::Kind::String)
-      attrs.push_back({"input_precision", a.get("input_precision").s});
-    return Val::runtime(b.create1(OpCode::AsyncDot, ops, acc->type(), attrs));
-  }
-  if (name == "async_dot_wait") {
-    BoundArgs a(call, {"pendings", "inp"});
-    int64_t p = constInt(a.get("pendings"), a.loc("pendings"), "pendings", a.expr("pendings"));
-    const Val& inp = a.get("inp");
-    std::vector<ir::Value*> vals;
-    bool isTuple = inp.kind == Val::Kind::Tuple;
-    for (const Val& v : isTuple ? inp.elts : std::vector<Val>{inp})
-      vals.push_back(requireTensorOrScalar(v, a.loc("inp"), "tlx.async_dot_wait's value"));
-    std::vector<ir::Type> types;
-    for (ir::Value* v : vals) types.push_back(v->type());
-    ir::Op* op = b.create(OpCode::AsyncDotWait, vals, types, {{"pendings", p}});
-    std::vector<Val> outs;
-    for (unsigned i = 0; i < op->numResults(); ++i) outs.push_back(Val::runtime(op->result(i)));
-    return isTuple ? Val::tuple(std::move(outs)) : outs[0];
-  }
-  // Blackwell names of TLX that LANGUAGE.md lists but warpweave does not implement: a clear
-  // error rather than "unknown name".
-  if (name == "tmem_copy" || name == "async_dot_scaled" || name.starts_with("clc_")) {
-    std::string what = name == "tmem_copy" ? "shared-to-tensor-memory copies (tcgen05.cp)"
-                       : name == "async_dot_scaled"
-                           ? "block-scaled MMA (tcgen05.mma with scales)"
-                           : "cluster launch control (clusterlaunchcontrol)";
-    raiseError(loc, fn + " (Blackwell " + what +
-                        ") is not supported by warpweave yet, on any target; on Hopper use "
-                        "tlx.async_dot with shared-memory operands");
-  }
-  if (name == "async_tasks" || name == "async_task")
-    raiseError(loc, fn + "(...) is used as a context: 'with " + fn + "(...):'");
-  if (name == "async_task_replica_id") {
-    BoundArgs a(call, {});
-    if (!replicaId)
-      raiseError(loc, "tlx.async_task_replica_id() is only meaningful inside "
-                      "'with tlx.async_task(...)'");
-    return Val::integer(*replicaId);
-  }
-  if (name == "thread_id") {
-    BoundArgs a(call, {"axis"});
-    int64_t axis = constInt(a.get("axis"), a.loc("axis"), "tlx.thread_id's axis", a.expr("axis"));
-    if (axis < 0 || axis > 2) raiseError(a.loc("axis"), "tlx.thread_id's axis must be 0, 1 or 2");
-    return Val::runtime(
-        b.create1(OpCode::ThreadId, {}, ir::Type::scalar(DType::I32), {{"axis", axis}}));
-  }
-  if (name == "clock64") {
-    BoundArgs a(call, {});
-    return Val::runtime(b.create1(OpCode::Clock64, {}, ir::Type::scalar(DType::I64)));
-  }
-  if (name == "cluster_cta_rank") {
-    BoundArgs a(call, {});
-    return Val::runtime(b.create1(OpCode::ClusterCtaRank, {}, ir::Type::scalar(DType::I32)));
-  }
-  if (name == "cluster_size_1d") {
-    BoundArgs a(call, {});
-    return Val::runtime(b.create1(OpCode::ClusterSize, {}, ir::Type::scalar(DType::I32)));
-  }
-  if (name == "dtype_of") {
-    BoundArgs a(call, {"v"});
-    const Val& v = a.get("v");
-    if (!v.isRuntime())
-      raiseError(a.loc("v"),
-                 "tlx.dtype_of needs a tensor, pointer, buffer or descriptor, got " + kindName(v));
-    return Val::dtypeOf(v.type().elem);
-  }
-  if (name == "size_of") {
-    BoundArgs a(call, {"dtype"});
-    const Val& d = a.get("dtype");
-    if (d.kind == Val::Kind::DType)
-      return Val::integer(d.dtypeIsPointer ? 8 : ir::byteWidth(d.dtype));
-    raiseError(a.loc("dtype"), "tlx.size_of needs a dtype such as tl.float16, got " + describe(d));
-  }
-  if (name == "get_fp8_format_name") {
-    BoundArgs a(call, {"dtype"});
-    const Val& d = a.get("dtype");
-    if (d.kind == Val::Kind::DType && !d.dtypeIsPointer && d.dtype == DType::F8E5M2)
-      return Val::string("e5m2");
-    if (d.kind == Val::Kind::DType && !d.dtypeIsPointer && d.dtype == DType::F8E4M3)
-      return Val::string("e4m3");
-    raiseError(a.loc("dtype"), "tlx.get_fp8_format_name only supports tl.float8e5 (e5m2) and "
-                               "tl.float8e4nv (e4m3), but got " +
-                                   describe(d));
-  }
-  if (name == "local_gather" || name == "local_scatter") return callTlxGatherScatter(name, call);
-  if (name == "vote_ballot_sync") {
-    BoundArgs a(call, {"mask", "pred"});
-    ir::Value* m = requireScalarI32(a.get("mask"), a.loc("mask"), "the lane mask");
-    ir::Value* p = toI1(requireTensorOrScalar(a.get("pred"), a.loc("pred"), "pred"), loc);
-    return Val::runtime(b.create1(OpCode::VoteBallot, {m, p}, ir::Type::scalar(DType::I32)));
-  }
-  unknownMember("tlx", name, loc);
+  int64_t hasPred = predicate(sp, fn, a, ops);
+  std::vector<ir::NamedAttr> attrs = {{"has_use_acc", hasUseAcc}, {"has_pred", hasPred}};
+  if (a.has("input_precision") && a.get("input_precision").kind == Val::Kind::String)
+    attrs.push_back({"input_precision", a.get("input_precision").s});
+  return Val::runtime(sp.b.create1(OpCode::AsyncDot, ops, acc->type(), attrs));
+}
+
+Val tlxAsyncDotWait(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  BoundArgs a(call, {"pendings", "inp"});
+  int64_t p = sp.constInt(a.get("pendings"), a.loc("pendings"), "pendings", a.expr("pendings"));
+  const Val& inp = a.get("inp");
+  std::vector<ir::Value*> vals;
+  bool isTuple = inp.kind == Val::Kind::Tuple;
+  for (const Val& v : isTuple ? inp.elts : std::vector<Val>{inp})
+    vals.push_back(sp.requireTensorOrScalar(v, a.loc("inp"), "tlx.async_dot_wait's value"));
+  std::vector<ir::Type> types;
+  for (ir::Value* v : vals) types.push_back(v->type());
+  ir::Op* op = sp.b.create(OpCode::AsyncDotWait, vals, types, {{"pendings", p}});
+  std::vector<Val> outs;
+  for (unsigned i = 0; i < op->numResults(); ++i) outs.push_back(Val::runtime(op->result(i)));
+  return isTuple ? Val::tuple(std::move(outs)) : outs[0];
+}
+
+/// Blackwell names of TLX that LANGUAGE.md lists but warpweave does not implement: a clear
+/// error rather than "unknown name".
+Val tlxBlackwellOnly(Specializer& /*sp*/, const std::string& name, CallSite& call) {
+  SourceLoc loc = call.loc;
+  const std::string fn = "tlx." + name;
+  std::string what = name == "tmem_copy"          ? "shared-to-tensor-memory copies (tcgen05.cp)"
+                     : name == "async_dot_scaled" ? "block-scaled MMA (tcgen05.mma with scales)"
+                                                  : "cluster launch control (clusterlaunchcontrol)";
+  raiseError(loc, fn + " (Blackwell " + what +
+                      ") is not supported by warpweave yet, on any target; on Hopper use "
+                      "tlx.async_dot with shared-memory operands");
+}
+
+Val tlxAsyncTaskReplicaId(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {});
+  if (!sp.replicaId)
+    raiseError(loc, "tlx.async_task_replica_id() is only meaningful inside "
+                    "'with tlx.async_task(...)'");
+  return Val::integer(*sp.replicaId);
+}
+
+Val tlxThreadId(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  BoundArgs a(call, {"axis"});
+  int64_t axis = sp.constInt(a.get("axis"), a.loc("axis"), "tlx.thread_id's axis", a.expr("axis"));
+  if (axis < 0 || axis > 2) raiseError(a.loc("axis"), "tlx.thread_id's axis must be 0, 1 or 2");
+  return Val::runtime(
+      sp.b.create1(OpCode::ThreadId, {}, ir::Type::scalar(DType::I32), {{"axis", axis}}));
+}
+
+Val tlxClock64(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  BoundArgs a(call, {});
+  return Val::runtime(sp.b.create1(OpCode::Clock64, {}, ir::Type::scalar(DType::I64)));
+}
+
+Val tlxClusterCtaRank(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  BoundArgs a(call, {});
+  return Val::runtime(sp.b.create1(OpCode::ClusterCtaRank, {}, ir::Type::scalar(DType::I32)));
+}
+
+Val tlxClusterSize1d(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  BoundArgs a(call, {});
+  return Val::runtime(sp.b.create1(OpCode::ClusterSize, {}, ir::Type::scalar(DType::I32)));
+}
+
+Val tlxDtypeOf(Specializer& /*sp*/, const std::string& /*name*/, CallSite& call) {
+  BoundArgs a(call, {"v"});
+  const Val& v = a.get("v");
+  if (!v.isRuntime())
+    raiseError(a.loc("v"),
+               "tlx.dtype_of needs a tensor, pointer, buffer or descriptor, got " + kindName(v));
+  return Val::dtypeOf(v.type().elem);
+}
+
+Val tlxSizeOf(Specializer& /*sp*/, const std::string& /*name*/, CallSite& call) {
+  BoundArgs a(call, {"dtype"});
+  const Val& d = a.get("dtype");
+  if (d.kind == Val::Kind::DType)
+    return Val::integer(d.dtypeIsPointer ? 8 : ir::byteWidth(d.dtype));
+  raiseError(a.loc("dtype"), "tlx.size_of needs a dtype such as tl.float16, got " + describe(d));
+}
+
+Val tlxGetFp8FormatName(Specializer& /*sp*/, const std::string& /*name*/, CallSite& call) {
+  BoundArgs a(call, {"dtype"});
+  const Val& d = a.get("dtype");
+  if (d.kind == Val::Kind::DType && !d.dtypeIsPointer && d.dtype == DType::F8E5M2)
+    return Val::string("e5m2");
+  if (d.kind == Val::Kind::DType && !d.dtypeIsPointer && d.dtype == DType::F8E4M3)
+    return Val::string("e4m3");
+  raiseError(a.loc("dtype"), "tlx.get_fp8_format_name only supports tl.float8e5 (e5m2) and "
+                             "tl.float8e4nv (e4m3), but got " +
+                                 describe(d));
+}
+
+Val tlxVoteBallotSync(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"mask", "pred"});
+  ir::Value* m = sp.requireScalarI32(a.get("mask"), a.loc("mask"), "the lane mask");
+  ir::Value* p = sp.toI1(sp.requireTensorOrScalar(a.get("pred"), a.loc("pred"), "pred"), loc);
+  return Val::runtime(sp.b.create1(OpCode::VoteBallot, {m, p}, ir::Type::scalar(DType::I32)));
+}
+
+Val tlxStorageAlias(Specializer& sp, const std::string& name, CallSite& call) {
+  return sp.callStorageAlias(name, call);
+}
+
+Val tlxDescriptorSlots(Specializer& sp, const std::string& name, CallSite& call) {
+  return sp.tensorDescriptorSlots(name, call);
+}
+
+Val tlxGatherScatter(Specializer& sp, const std::string& name, CallSite& call) {
+  return sp.callTlxGatherScatter(name, call);
+}
+
+/// tlx.async_tasks / tlx.async_task open a `with` block (Specializer::visitWith), never a call.
+Val tlxContextOnly(Specializer& /*sp*/, const std::string& name, CallSite& call) {
+  const std::string fn = "tlx." + name;
+  raiseError(call.loc, fn + "(...) is used as a context: 'with " + fn + "(...):'");
+}
+
+} // namespace
+
+const BuiltinTable& tlxBuiltins() {
+  // In the order "did you mean" prefers among equally near names.
+  static const BuiltinTable table({
+      {"local_alloc", &tlxLocalAlloc},
+      {"local_view", &tlxLocalView},
+      {"local_load", &tlxLocalLoad},
+      {"local_store", &tlxLocalStore},
+      {"local_trans", &tlxLocalTrans},
+      {"local_slice", &tlxLocalSlice},
+      {"local_reinterpret", &tlxLocalReinterpret},
+      {"alloc_barriers", &tlxAllocBarriers},
+      {"alloc_warp_barrier", &tlxAllocBarriers},
+      {"barrier_expect_bytes", &tlxBarrierExpectBytes},
+      {"barrier_wait", &tlxBarrierWait},
+      {"barrier_arrive", &tlxBarrierArrive},
+      {"named_barrier_wait", &tlxNamedBarrier},
+      {"named_barrier_arrive", &tlxNamedBarrier},
+      {"fence_async_shared", &tlxFence},
+      {"fence", &tlxFence},
+      {"fence_mbarrier_init_cluster", &tlxFence},
+      {"cluster_barrier", &tlxClusterBarrier},
+      {"async_remote_shmem_store", &tlxRemoteShmemStore},
+      {"remote_shmem_store", &tlxRemoteShmemStore},
+      {"async_remote_shmem_copy", &tlxAsyncRemoteShmemCopy},
+      {"async_descriptor_load", &tlxAsyncDescriptorLoad},
+      {"async_descriptor_store", &tlxAsyncDescriptorStore},
+      {"async_descriptor_store_wait", &tlxAsyncWait},
+      {"async_load", &tlxAsyncLoad},
+      {"async_load_commit_group", &tlxAsyncLoadCommitGroup},
+      {"async_load_wait_group", &tlxAsyncWait},
+      {"async_dot", &tlxAsyncDot},
+      {"async_dot_wait", &tlxAsyncDotWait},
+      {"async_tasks", &tlxContextOnly},
+      {"async_task", &tlxContextOnly},
+      {"async_task_replica_id", &tlxAsyncTaskReplicaId},
+      {"thread_id", &tlxThreadId},
+      {"clock64", &tlxClock64},
+      {"cluster_cta_rank", &tlxClusterCtaRank},
+      {"cluster_size_1d", &tlxClusterSize1d},
+      {"dtype_of", &tlxDtypeOf},
+      {"size_of", &tlxSizeOf},
+      {"vote_ballot_sync", &tlxVoteBallotSync},
+      {"tmem_copy", &tlxBlackwellOnly},
+      {"async_dot_scaled", &tlxBlackwellOnly},
+      {"clc_create_context", &tlxBlackwellOnly},
+      {"clc_producer", &tlxBlackwellOnly},
+      {"clc_consumer", &tlxBlackwellOnly},
+      {"get_fp8_format_name", &tlxGetFp8FormatName},
+      {"local_gather", &tlxGatherScatter},
+      {"local_scatter", &tlxGatherScatter},
+      {"remote_view", &tlxRemoteView},
+      {"storage_alias_spec", &tlxStorageAlias},
+      {"reuse_group", &tlxStorageAlias},
+      {"prefetch", &tlxPrefetch},
+      {"async_descriptor_prefetch_tensor", &tlxAsyncDescriptorPrefetchTensor},
+      {"async_store", &tlxAsyncStore},
+      {"allocate_tensor_descriptor", &tlxDescriptorSlots},
+      {"make_tensor_descriptor", &tlxDescriptorSlots},
+      {"reinterpret_tensor_descriptor", &tlxDescriptorSlots},
+  });
+  return table;
+}
+
+Val Specializer::callTlx(const std::string& name, CallSite& call) {
+  call.callee = "tlx." + name;
+  if (BuiltinHandler handler = tlxBuiltins().find(name)) return handler(*this, name, call);
+  unknownMember("tlx", name, call.loc);
 }
 
 } // namespace ww::specialize
