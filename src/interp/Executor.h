@@ -18,6 +18,13 @@
 
 namespace ww::interp {
 
+/// An optional attribute read through its typed accessor `read` (ir/OpAttrs.h), or `absent` when
+/// `op` does not carry it: for the attributes whose absence means something other than Ops.def's
+/// default (IR written without has_* flags lists its optional operands by position).
+template <class T, class Read> T attrOr(const ir::Op& op, const char* name, Read read, T absent) {
+  return op.hasAttr(name) ? T(read(op)) : absent;
+}
+
 /// An async_dot in flight: its operands are read when it completes (async_dot_wait), as the
 /// tensor core may read shared memory any time until then.
 struct PendingDot {
@@ -160,17 +167,74 @@ public:
   /// The same for every CTA of `cluster`.
   static bool completeAsyncCopies(KernelState& k, ClusterState& cluster);
 
+  /// How the interpreter runs one op: a member handler, for one opcode or a family of them.
+  using OpHandler = void (Executor::*)(const ir::Op& op);
+  /// The interpreter's rule for `code` (the dispatch table in Interpreter.cpp), or null.
+  static OpHandler handlerFor(ir::OpCode code);
+
 private:
   void exec(const ir::Op& op);
+
+  // ---- op handlers, registered by opcode in handlerFor (Interpreter.cpp) ----
+  void execBinary(const ir::Op& op); // binary arithmetic and umulhi
+  void execUnaryMath(const ir::Op& op);
+  void execConstant(const ir::Op& op);
+  void execProgramQuery(const ir::Op& op); // program_id, num_programs
+  void execArange(const ir::Op& op);
+  void execAddPtr(const ir::Op& op);
+  void execCmp(const ir::Op& op);
+  void execSelect(const ir::Op& op);
+  void execFma(const ir::Op& op);
+  void execCast(const ir::Op& op);
+  void execBitcast(const ir::Op& op); // bitcast, ptr_to_int, int_to_ptr
+  void execHint(const ir::Op& op);    // multiple_of, max_contiguous
+  void execStrayTerminator(const ir::Op& op);
   void execControl(const ir::Op& op);
   void execShape(const ir::Op& op);
   void execMemory(const ir::Op& op);
-  void execReduce(const ir::Op& op);
-  void execDot(const ir::Op& op);
-  void execTlx(const ir::Op& op);
+  void execReduce(const ir::Op& op); // Reduce.cpp
+  void execDot(const ir::Op& op);    // Reduce.cpp
+  void execDebug(const ir::Op& op);  // print, assert
+  // TLX (Tlx.cpp)
+  void execLocalAlloc(const ir::Op& op);
+  void execLocalView(const ir::Op& op);
+  void execLocalLoad(const ir::Op& op);
+  void execLocalStore(const ir::Op& op);
   /// tlx.local_gather / tlx.local_scatter (TlxGatherScatter.cpp).
   void execLocalGatherScatter(const ir::Op& op);
+  void execLocalTrans(const ir::Op& op);
+  void execLocalSlice(const ir::Op& op);
+  void execLocalReinterpret(const ir::Op& op);
+  void execAllocBarriers(const ir::Op& op);
+  void execBarrierExpectBytes(const ir::Op& op);
+  void execBarrierArrive(const ir::Op& op);
+  void execBarrierWait(const ir::Op& op);
+  void execNamedBarrier(const ir::Op& op); // named_barrier_arrive / named_barrier_wait
+  /// fence, debug_barrier and async_desc_store_wait: nothing the interpreter can observe (its
+  /// memory is sequentially consistent; TMA stores complete at issue).
+  void execNoEffect(const ir::Op& op);
+  void execClusterBarrier(const ir::Op& op);
+  void execAsyncDescLoad(const ir::Op& op);
+  void execAsyncDescStore(const ir::Op& op);
+  void execBulkCopy(const ir::Op& op); // async_bulk_load / async_bulk_store
+  void execPrefetch(const ir::Op& op);
+  void execPrefetchTensormap(const ir::Op& op);
+  void execAsyncDescPrefetch(const ir::Op& op);
+  /// async_remote_shmem_store, remote_shmem_store, async_remote_shmem_copy.
+  void execRemoteStore(const ir::Op& op);
+  void execAsyncLoad(const ir::Op& op);
+  void execAsyncCommitGroup(const ir::Op& op);
+  void execAsyncWaitGroup(const ir::Op& op);
+  void execAsyncDot(const ir::Op& op);
+  void execAsyncDotWait(const ir::Op& op);
   void execAsyncTasks(const ir::Op& op);
+  void execAsyncTaskOutsideTasks(const ir::Op& op);
+  void execReplicaId(const ir::Op& op);
+  void execClock64(const ir::Op& op);
+  void execClusterQuery(const ir::Op& op); // cluster_cta_rank, cluster_size
+  void execPerThreadOp(const ir::Op& op);  // thread_id, vote_ballot: refused
+  void execInlineAsm(const ir::Op& op);
+
   /// execAsyncTasks in a cluster: `agents` join the cluster's scheduler.
   void runTasksInCluster(const ir::Op& op, std::vector<std::unique_ptr<Agent>> agents,
                          std::map<int64_t, std::vector<NamedBarrierUse>> namedUses,
@@ -196,7 +260,6 @@ private:
   /// barrier_arrive's `count` arrivals on `view`, a barrier of this CTA or (`whose`: " of
   /// program (1, 0, 0)") of a peer.
   void arriveOn(const ir::Op& op, const BarrierView& view, int64_t count, const std::string& whose);
-  void execDebug(const ir::Op& op);
 
   RtValue& slot(const ir::Value* v) { return env_[k_.slots.at(v)]; }
   void set(const ir::Value* v, RtValue x) { env_[k_.slots.at(v)] = std::move(x); }

@@ -4,6 +4,7 @@
 #include "interp/InlineAsm.h"
 
 #include "ir/IR.h"
+#include "ir/OpAttrs.h"
 
 #include <cctype>
 #include <cstring>
@@ -56,8 +57,8 @@ bool immediateBits(const std::string& s, uint64_t& bits) {
 bool runInlineAsm(const ir::Op& op, const std::vector<TensorPtr>& args,
                   std::vector<Tensor>& results, std::string& error) {
   const unsigned outs = op.numResults();
-  if (op.intAttr("pack", 1) != 1) {
-    error = "pack=" + std::to_string(op.intAttr("pack", 1)) + " (the interpreter runs pack=1)";
+  if (int64_t pack = ir::attr::InlineAsm::pack(op); pack != 1) {
+    error = "pack=" + std::to_string(pack) + " (the interpreter runs pack=1)";
     return false;
   }
   results.clear();
@@ -66,7 +67,7 @@ bool runInlineAsm(const ir::Op& op, const std::vector<TensorPtr>& args,
   std::string text;
   for (const std::string& line : [&] {
          std::vector<std::string> lines;
-         std::string all = op.strAttr("asm");
+         std::string all = ir::attr::InlineAsm::asmText(op);
          size_t start = 0;
          while (start <= all.size()) {
            size_t end = all.find('\n', start);

@@ -1,5 +1,6 @@
-// The interpreter's entry point, op dispatch, structured control flow, shape ops and global
-// memory access. TLX ops are in Tlx.cpp, reductions and dot in Reduce.cpp.
+// The interpreter's entry point, op dispatch (one handler per opcode or family, in one table),
+// scalar and elementwise ops, structured control flow, shape ops and global memory access. TLX
+// ops are in Tlx.cpp, reductions and dot in Reduce.cpp.
 #include "interp/Interpreter.h"
 #include "interp/Elementwise.h"
 #include "interp/Executor.h"
@@ -7,6 +8,7 @@
 #include "ir/OpTraits.h"
 #include "warpweave/runtime.h"
 
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -99,7 +101,6 @@ const ir::Op* Executor::runBlock(const ir::Block& block) {
 }
 
 void Executor::exec(const ir::Op& op) {
-  const ir::Type& rt = op.numResults() ? op.result()->type() : ir::Type();
   if (ir::lowersWithAgentBarrier(op.code())) {
     // Every thread of a warp barrier arrives for itself, with no barrier of the agent first.
     const auto* bar = op.code() == OpCode::BarrierArrive
@@ -107,114 +108,167 @@ void Executor::exec(const ir::Op& op) {
                           : nullptr;
     if (!bar || !bar->array->barriers.at(size_t(bar->first)).warpBarrier) ++agent_.agentBarriers;
   }
-  if (ir::isBinaryArithmetic(op.code()) || op.code() == OpCode::Umulhi) {
-    set(op.result(),
-        evalBinary(op.code(), *tensor(op, 0), *tensor(op, 1), rt, ir::propagatesNan(op)));
-    return;
-  }
-  if (ir::isUnaryMath(op.code())) {
-    set(op.result(), evalUnary(op.code(), *tensor(op, 0), rt));
-    return;
-  }
-  switch (op.code()) {
-  case OpCode::Constant:
-    set(op.result(), makeConstant(rt, *op.attr("value")));
-    return;
-  case OpCode::ProgramId:
-  case OpCode::NumPrograms: {
-    int64_t axis = op.intAttr("axis");
-    if (axis < 0 || axis > 2) throw std::logic_error("program_id axis out of range");
-    Tensor t(ir::DType::I32, false, {});
-    *t.data<int32_t>() = op.code() == OpCode::ProgramId ? cta_.pid[axis] : k_.grid[axis];
-    set(op.result(), std::make_shared<Tensor>(std::move(t)));
-    return;
-  }
-  case OpCode::Arange: {
-    auto t = std::make_shared<Tensor>(Tensor::ofType(rt));
-    int64_t start = op.intAttr("start");
-    int32_t* p = t->data<int32_t>();
-    for (int64_t i = 0; i < t->numel(); ++i) p[i] = int32_t(start + i);
-    set(op.result(), t);
-    return;
-  }
-  case OpCode::AddPtr:
-    set(op.result(), evalAddPtr(*tensor(op, 0), *tensor(op, 1), rt));
-    return;
-  case OpCode::Cmp:
-    set(op.result(), evalCmp(op.strAttr("pred"), *tensor(op, 0), *tensor(op, 1), rt));
-    return;
-  case OpCode::Select:
-    set(op.result(), evalSelect(*tensor(op, 0), *tensor(op, 1), *tensor(op, 2), rt));
-    return;
-  case OpCode::Fma:
-    set(op.result(), evalFma(*tensor(op, 0), *tensor(op, 1), *tensor(op, 2), rt));
-    return;
-  case OpCode::Cast:
-    set(op.result(),
-        evalCast(*tensor(op, 0), rt,
-                 op.strAttr("rounding") == "rtz" ? Rounding::TowardZero : Rounding::NearestEven));
-    return;
-  case OpCode::Bitcast:
-  case OpCode::PtrToInt:
-  case OpCode::IntToPtr:
-    set(op.result(), evalBitcast(*tensor(op, 0), rt));
-    return;
-  case OpCode::MultipleOf:
-  case OpCode::MaxContiguous:
-    set(op.result(), slot(op.operand(0)));
-    return;
+  OpHandler handler = handlerFor(op.code());
+  if (!handler)
+    throw std::logic_error(std::string("the interpreter does not implement op '") + op.name() +
+                           "'");
+  (this->*handler)(op);
+}
 
-  case OpCode::Splat:
-  case OpCode::Broadcast:
-  case OpCode::ExpandDims:
-  case OpCode::Reshape:
-  case OpCode::Permute:
-  case OpCode::Join:
-  case OpCode::Split:
-  case OpCode::Cat:
-    execShape(op);
-    return;
+Executor::OpHandler Executor::handlerFor(OpCode code) {
+  // One rule per opcode: a handler of its own or of its family (execShape, execMemory, ...).
+  // Adding an op to Ops.def means adding its row here (builtin_dispatch_test checks that every
+  // opcode has one).
+  static const std::array<OpHandler, ir::kNumOpCodes> table = [] {
+    std::array<OpHandler, ir::kNumOpCodes> t{};
+    auto on = [&t](std::initializer_list<OpCode> codes, OpHandler h) {
+      for (OpCode c : codes) {
+        if (t[size_t(c)])
+          throw std::logic_error(std::string("two interpreter rules for op '") + ir::opName(c) +
+                                 "'");
+        t[size_t(c)] = h;
+      }
+    };
+    for (size_t c = 0; c < t.size(); ++c) {
+      OpCode code = OpCode(c);
+      if (ir::isBinaryArithmetic(code) || code == OpCode::Umulhi)
+        on({code}, &Executor::execBinary);
+      else if (ir::isUnaryMath(code))
+        on({code}, &Executor::execUnaryMath);
+    }
+    on({OpCode::Constant}, &Executor::execConstant);
+    on({OpCode::ProgramId, OpCode::NumPrograms}, &Executor::execProgramQuery);
+    on({OpCode::Arange}, &Executor::execArange);
+    on({OpCode::AddPtr}, &Executor::execAddPtr);
+    on({OpCode::Cmp}, &Executor::execCmp);
+    on({OpCode::Select}, &Executor::execSelect);
+    on({OpCode::Fma}, &Executor::execFma);
+    on({OpCode::Cast}, &Executor::execCast);
+    on({OpCode::Bitcast, OpCode::PtrToInt, OpCode::IntToPtr}, &Executor::execBitcast);
+    on({OpCode::MultipleOf, OpCode::MaxContiguous}, &Executor::execHint);
+    on({OpCode::Splat, OpCode::Broadcast, OpCode::ExpandDims, OpCode::Reshape, OpCode::Permute,
+        OpCode::Join, OpCode::Split, OpCode::Cat},
+       &Executor::execShape);
+    on({OpCode::Load, OpCode::Store, OpCode::AtomicRMW, OpCode::AtomicCas, OpCode::DescLoad,
+        OpCode::DescStore, OpCode::MakeDescriptor},
+       &Executor::execMemory);
+    on({OpCode::Reduce, OpCode::Scan}, &Executor::execReduce);
+    on({OpCode::Dot}, &Executor::execDot);
+    on({OpCode::For, OpCode::If, OpCode::While}, &Executor::execControl);
+    on({OpCode::Yield, OpCode::Condition, OpCode::Return}, &Executor::execStrayTerminator);
+    on({OpCode::Print, OpCode::Assert}, &Executor::execDebug);
+    on({OpCode::InlineAsm}, &Executor::execInlineAsm);
+    // TLX (Tlx.cpp)
+    on({OpCode::LocalAlloc}, &Executor::execLocalAlloc);
+    on({OpCode::LocalView}, &Executor::execLocalView);
+    on({OpCode::LocalLoad}, &Executor::execLocalLoad);
+    on({OpCode::LocalStore}, &Executor::execLocalStore);
+    on({OpCode::LocalGather, OpCode::LocalScatter}, &Executor::execLocalGatherScatter);
+    on({OpCode::LocalTrans}, &Executor::execLocalTrans);
+    on({OpCode::LocalSlice}, &Executor::execLocalSlice);
+    on({OpCode::LocalReinterpret}, &Executor::execLocalReinterpret);
+    on({OpCode::AllocBarriers}, &Executor::execAllocBarriers);
+    on({OpCode::BarrierExpectBytes}, &Executor::execBarrierExpectBytes);
+    on({OpCode::BarrierArrive}, &Executor::execBarrierArrive);
+    on({OpCode::BarrierWait}, &Executor::execBarrierWait);
+    on({OpCode::NamedBarrierArrive, OpCode::NamedBarrierWait}, &Executor::execNamedBarrier);
+    on({OpCode::Fence, OpCode::DebugBarrier, OpCode::AsyncDescStoreWait}, &Executor::execNoEffect);
+    on({OpCode::ClusterBarrier}, &Executor::execClusterBarrier);
+    on({OpCode::AsyncDescLoad}, &Executor::execAsyncDescLoad);
+    on({OpCode::AsyncDescStore}, &Executor::execAsyncDescStore);
+    on({OpCode::AsyncBulkLoad, OpCode::AsyncBulkStore}, &Executor::execBulkCopy);
+    on({OpCode::Prefetch}, &Executor::execPrefetch);
+    on({OpCode::PrefetchTensormap}, &Executor::execPrefetchTensormap);
+    on({OpCode::AsyncDescPrefetch}, &Executor::execAsyncDescPrefetch);
+    on({OpCode::AsyncRemoteStore, OpCode::RemoteStore, OpCode::AsyncRemoteCopy},
+       &Executor::execRemoteStore);
+    on({OpCode::AsyncLoad}, &Executor::execAsyncLoad);
+    on({OpCode::AsyncCommitGroup}, &Executor::execAsyncCommitGroup);
+    on({OpCode::AsyncWaitGroup}, &Executor::execAsyncWaitGroup);
+    on({OpCode::AsyncDot}, &Executor::execAsyncDot);
+    on({OpCode::AsyncDotWait}, &Executor::execAsyncDotWait);
+    on({OpCode::AsyncTasks}, &Executor::execAsyncTasks);
+    on({OpCode::AsyncTask}, &Executor::execAsyncTaskOutsideTasks);
+    on({OpCode::ReplicaId}, &Executor::execReplicaId);
+    on({OpCode::Clock64}, &Executor::execClock64);
+    on({OpCode::ClusterCtaRank, OpCode::ClusterSize}, &Executor::execClusterQuery);
+    on({OpCode::ThreadId, OpCode::VoteBallot}, &Executor::execPerThreadOp);
+    return t;
+  }();
+  return size_t(code) < table.size() ? table[size_t(code)] : nullptr;
+}
 
-  case OpCode::Load:
-  case OpCode::Store:
-  case OpCode::AtomicRMW:
-  case OpCode::AtomicCas:
-  case OpCode::DescLoad:
-  case OpCode::DescStore:
-  case OpCode::MakeDescriptor:
-    execMemory(op);
-    return;
+bool implements(OpCode code) {
+  return Executor::handlerFor(code) != nullptr;
+}
 
-  case OpCode::Reduce:
-  case OpCode::Scan:
-    execReduce(op);
-    return;
-  case OpCode::Dot:
-    execDot(op);
-    return;
+// ---------------------------------------------------------------------------------------------
+// Elementwise and scalar ops
+// ---------------------------------------------------------------------------------------------
 
-  case OpCode::For:
-  case OpCode::If:
-  case OpCode::While:
-    execControl(op);
-    return;
-  case OpCode::Yield:
-  case OpCode::Condition:
-  case OpCode::Return:
-    throw std::logic_error(std::string("terminator '") + op.name() + "' in the middle of a block");
+void Executor::execBinary(const ir::Op& op) {
+  set(op.result(), evalBinary(op.code(), *tensor(op, 0), *tensor(op, 1), op.result()->type(),
+                              ir::propagatesNan(op)));
+}
 
-  case OpCode::Print:
-  case OpCode::Assert:
-    execDebug(op);
-    return;
+void Executor::execUnaryMath(const ir::Op& op) {
+  set(op.result(), evalUnary(op.code(), *tensor(op, 0), op.result()->type()));
+}
 
-  case OpCode::AsyncTasks:
-    execAsyncTasks(op);
-    return;
-  default:
-    execTlx(op);
-    return;
-  }
+void Executor::execConstant(const ir::Op& op) {
+  set(op.result(), makeConstant(op.result()->type(), ir::attr::Constant::value(op)));
+}
+
+void Executor::execProgramQuery(const ir::Op& op) {
+  const bool pid = op.code() == OpCode::ProgramId;
+  int64_t axis = pid ? ir::attr::ProgramId::axis(op) : ir::attr::NumPrograms::axis(op);
+  if (axis < 0 || axis > 2) throw std::logic_error("program_id axis out of range");
+  Tensor t(ir::DType::I32, false, {});
+  *t.data<int32_t>() = pid ? cta_.pid[axis] : k_.grid[axis];
+  set(op.result(), std::make_shared<Tensor>(std::move(t)));
+}
+
+void Executor::execArange(const ir::Op& op) {
+  auto t = std::make_shared<Tensor>(Tensor::ofType(op.result()->type()));
+  int64_t start = ir::attr::Arange::start(op);
+  int32_t* p = t->data<int32_t>();
+  for (int64_t i = 0; i < t->numel(); ++i) p[i] = int32_t(start + i);
+  set(op.result(), t);
+}
+
+void Executor::execAddPtr(const ir::Op& op) {
+  set(op.result(), evalAddPtr(*tensor(op, 0), *tensor(op, 1), op.result()->type()));
+}
+
+void Executor::execCmp(const ir::Op& op) {
+  set(op.result(),
+      evalCmp(ir::attr::Cmp::pred(op), *tensor(op, 0), *tensor(op, 1), op.result()->type()));
+}
+
+void Executor::execSelect(const ir::Op& op) {
+  set(op.result(), evalSelect(*tensor(op, 0), *tensor(op, 1), *tensor(op, 2), op.result()->type()));
+}
+
+void Executor::execFma(const ir::Op& op) {
+  set(op.result(), evalFma(*tensor(op, 0), *tensor(op, 1), *tensor(op, 2), op.result()->type()));
+}
+
+void Executor::execCast(const ir::Op& op) {
+  set(op.result(), evalCast(*tensor(op, 0), op.result()->type(),
+                            ir::attr::Cast::rounding(op) == "rtz" ? Rounding::TowardZero
+                                                                  : Rounding::NearestEven));
+}
+
+void Executor::execBitcast(const ir::Op& op) {
+  set(op.result(), evalBitcast(*tensor(op, 0), op.result()->type()));
+}
+
+void Executor::execHint(const ir::Op& op) {
+  set(op.result(), slot(op.operand(0)));
+}
+
+void Executor::execStrayTerminator(const ir::Op& op) {
+  throw std::logic_error(std::string("terminator '") + op.name() + "' in the middle of a block");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -353,7 +407,7 @@ void Executor::execShape(const ir::Op& op) {
   }
   case OpCode::Permute: {
     TensorPtr src = tensor(op, 0);
-    std::vector<int64_t> order = op.intsAttr("order");
+    std::vector<int64_t> order = ir::attr::Permute::order(op);
     if (order.empty()) order = {1, 0};
     std::vector<int64_t> srcStrides = rowMajorStrides(src->shape), strides(order.size());
     for (size_t d = 0; d < order.size(); ++d) strides[d] = srcStrides[size_t(order[d])];
@@ -555,7 +609,8 @@ void Executor::execMemory(const ir::Op& op) {
     unsigned rank = (op.numOperands() - 1) / 2;
     for (unsigned i = 0; i < rank; ++i) d->shape.push_back(scalarInt(op, 1 + i));
     for (unsigned i = 0; i < rank; ++i) d->strides.push_back(scalarInt(op, 1 + rank + i));
-    d->blockShape = op.hasAttr("block_shape") ? op.intsAttr("block_shape") : rt.shape;
+    d->blockShape = attrOr(op, ir::attr::MakeDescriptor::kblockShape,
+                           ir::attr::MakeDescriptor::blockShape, rt.shape);
     set(op.result(), std::shared_ptr<const Descriptor>(d));
     return;
   }
@@ -626,7 +681,7 @@ void Executor::execDebug(const ir::Op& op) {
     TensorPtr cond = tensor(op, 0);
     for (int64_t i = 0; i < cond->numel(); ++i) {
       if (readScalar(*cond, i).i != 0) continue;
-      std::string msg = op.strAttr("message");
+      std::string msg = ir::attr::Assert::message(op);
       fail(op.loc(), "device assertion failed" + (msg.empty() ? "" : ": " + msg) + " in " +
                          where() +
                          (cond->shape.empty() ? "" : ", element " + formatIndex(cond->shape, i)));
@@ -634,8 +689,8 @@ void Executor::execDebug(const ir::Op& op) {
     return;
   }
   std::ostream& os = k_.out ? *k_.out : std::cout;
-  std::string prefix = op.strAttr("prefix");
-  bool hex = op.intAttr("hex") != 0;
+  std::string prefix = ir::attr::Print::prefix(op);
+  bool hex = ir::attr::Print::hex(op);
   std::string pid = "pid (" + std::to_string(cta_.pid[0]) + ", " + std::to_string(cta_.pid[1]) +
                     ", " + std::to_string(cta_.pid[2]) + ")";
   if (op.numOperands() == 0) os << pid << " " << prefix << "\n";

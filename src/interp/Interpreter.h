@@ -27,6 +27,9 @@ struct RunOptions {
 void run(const ir::Function& fn, const SourceManager* sources, const int grid[3],
          const std::vector<InterpArg>& args, const RunOptions& options);
 
+/// Whether the interpreter has a rule for `code` (its dispatch table, Interpreter.cpp).
+bool implements(ir::OpCode code);
+
 /// Options from WARPWEAVE_INTERP_SEED and WARPWEAVE_INTERP_SCHEDULES; throws
 /// std::invalid_argument on values that are not non-negative integers.
 RunOptions runOptionsFromEnvironment();

@@ -9,6 +9,7 @@
 #include "interp/ElemTraits.h"
 #include "interp/Elementwise.h"
 #include "interp/Executor.h"
+#include "ir/OpAttrs.h"
 
 #include <cstring>
 
@@ -131,16 +132,18 @@ std::vector<TensorPtr> Executor::combine(const ir::Block& region,
 
 void Executor::execReduce(const ir::Op& op) {
   const bool scan = op.code() == OpCode::Scan;
-  const bool reverse = scan && op.intAttr("reverse") != 0;
+  const bool reverse = scan && ir::attr::Scan::reverse(op);
   std::vector<TensorPtr> xs;
   for (unsigned i = 0; i < op.numOperands(); ++i) xs.push_back(tensor(op, i));
   const std::vector<int64_t>& shape = xs[0]->shape;
-  int64_t axis = op.intAttr("axis");
+  int64_t axis = scan ? ir::attr::Scan::axis(op) : ir::attr::Reduce::axis(op);
   if (axis < 0) axis += int64_t(shape.size());
   if (axis < 0 || axis >= int64_t(shape.size()))
     throw std::logic_error(std::string(op.name()) + ": axis out of range");
   AxisSplit s = splitAt(shape, axis);
-  std::string kind = op.strAttr("kind", "custom");
+  std::string kind =
+      scan ? attrOr(op, ir::attr::Scan::kkind, ir::attr::Scan::kind, std::string("custom"))
+           : attrOr(op, ir::attr::Reduce::kkind, ir::attr::Reduce::kind, std::string("custom"));
 
   if (kind == "argmax" || kind == "argmin") {
     const ir::Type& indexType = op.result(op.numResults() - 1)->type();
@@ -259,7 +262,7 @@ TensorPtr computeDot(const Tensor& a, const Tensor& b, const Tensor* acc,
 void Executor::execDot(const ir::Op& op) {
   TensorPtr acc = op.numOperands() > 2 ? tensor(op, 2) : nullptr;
   set(op.result(), computeDot(*tensor(op, 0), *tensor(op, 1), acc.get(),
-                              op.strAttr("input_precision", "ieee"), op.result()->type()));
+                              ir::attr::Dot::inputPrecision(op), op.result()->type()));
 }
 
 } // namespace ww::interp

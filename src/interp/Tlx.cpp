@@ -29,6 +29,7 @@
 #include "interp/Elementwise.h"
 #include "interp/Executor.h"
 #include "interp/InlineAsm.h"
+#include "ir/OpAttrs.h"
 #include "ir/OpTraits.h"
 
 #include <algorithm>
@@ -40,6 +41,7 @@
 namespace ww::interp {
 
 using ir::OpCode;
+namespace attr = ir::attr;
 
 std::string MBarrier::describe() const {
   std::ostringstream os;
@@ -711,666 +713,650 @@ void Executor::completeLoadGroup(std::vector<AsyncLoadCopy>& group) {
   }
 }
 
-void Executor::execTlx(const ir::Op& op) {
-  switch (op.code()) {
-  // ---- buffers ----
-  case OpCode::LocalAlloc: {
-    const ir::Type& rt = op.result()->type();
-    BufferView v;
-    v.alloc = std::make_shared<SharedAlloc>();
-    v.elem = rt.elem;
-    v.shape = rt.shape;
-    v.strides = rowMajorStrides(rt.shape);
-    v.count = rt.count;
-    v.tileStrideBytes = v.tileElements() * v.elemBytes();
-    if (op.hasAttr("alias")) {
-      // A member of a storage_alias_spec: its buffers lie in the spec's one region, at the
-      // offset and spacing the compiler gave it (see specialize/TlxStorageAlias.cpp).
-      if (int64_t stride = op.intAttr("alias_stride")) v.tileStrideBytes = stride;
-      v.byteOffset = op.intAttr("alias_offset");
-      std::shared_ptr<SharedAlloc>& region = cta_.aliasRegions[op.intAttr("alias")];
-      if (!region) {
-        region = std::make_shared<SharedAlloc>();
-        region->allocOp = &op;
-        if (cta_.cluster) cta_.allocs[&op] = region;
-      }
-      size_t need = size_t(
-          std::max(op.intAttr("alias_bytes"), v.byteOffset + (v.count - 1) * v.tileStrideBytes +
-                                                  v.tileElements() * v.elemBytes()));
-      if (region->bytes.size() < need) region->bytes.resize(need, 0xFF);
-      v.alloc = region;
-      set(op.result(), v);
-      return;
+// ---- buffers ----
+void Executor::execLocalAlloc(const ir::Op& op) {
+  const ir::Type& rt = op.result()->type();
+  BufferView v;
+  v.alloc = std::make_shared<SharedAlloc>();
+  v.elem = rt.elem;
+  v.shape = rt.shape;
+  v.strides = rowMajorStrides(rt.shape);
+  v.count = rt.count;
+  v.tileStrideBytes = v.tileElements() * v.elemBytes();
+  if (op.hasAttr(attr::LocalAlloc::kalias)) {
+    // A member of a storage_alias_spec: its buffers lie in the spec's one region, at the
+    // offset and spacing the compiler gave it (see specialize/TlxStorageAlias.cpp).
+    if (int64_t stride = attr::LocalAlloc::aliasStride(op)) v.tileStrideBytes = stride;
+    v.byteOffset = attr::LocalAlloc::aliasOffset(op);
+    std::shared_ptr<SharedAlloc>& region = cta_.aliasRegions[attr::LocalAlloc::alias(op)];
+    if (!region) {
+      region = std::make_shared<SharedAlloc>();
+      region->allocOp = &op;
+      if (cta_.cluster) cta_.allocs[&op] = region;
     }
-    // Fresh shared memory holds garbage on the GPU: poison it (NaN for floats, -1 for ints) so
-    // that reads before writes show up in results.
-    v.alloc->bytes.assign(size_t(v.count * v.tileStrideBytes), 0xFF);
-    v.alloc->allocOp = &op;
-    if (cta_.cluster) {
-      // A peer's multicast may have reached this buffer first: shared memory is laid out
-      // statically on the GPU, so its bytes are already there.
-      auto [it, fresh] = cta_.allocs.try_emplace(&op, v.alloc);
-      if (!fresh && it->second->reachedFirstByPeer) {
-        it->second->reachedFirstByPeer = false;
-        v.alloc = it->second;
-      } else {
-        it->second = v.alloc;
-      }
-    }
+    size_t need = size_t(std::max(attr::LocalAlloc::aliasBytes(op),
+                                  v.byteOffset + (v.count - 1) * v.tileStrideBytes +
+                                      v.tileElements() * v.elemBytes()));
+    if (region->bytes.size() < need) region->bytes.resize(need, 0xFF);
+    v.alloc = region;
     set(op.result(), v);
     return;
   }
-  case OpCode::LocalView: {
-    int64_t index = scalarInt(op, 1);
-    const RtValue& src = slot(op.operand(0));
-    if (auto* b = std::get_if<BufferView>(&src); b && op.intAttr("subview")) {
-      // Row `index` of one buffer (element `index` of a 1-D one, as a [1] view).
-      int64_t rows = b->shape.empty() ? 1 : b->shape[0];
-      if (index < 0 || index >= rows)
-        fail(op.loc(), "local_view index " + std::to_string(index) +
-                           " is out of range for dimension 0 (size " + std::to_string(rows) +
-                           ") of the buffer view in " + where());
-      BufferView v = *b;
-      v.byteOffset += index * (b->strides.empty() ? 1 : b->strides[0]) * b->elemBytes();
-      if (v.shape.size() > 1) {
-        v.shape.erase(v.shape.begin());
-        v.strides.erase(v.strides.begin());
-      } else {
-        v.shape = {1};
-      }
-      v.tileStrideBytes = v.tileElements() * v.elemBytes();
-      set(op.result(), v);
-      return;
-    }
-    if (auto* b = std::get_if<BufferView>(&src)) {
-      if (index < 0 || index >= b->count)
-        fail(op.loc(), "local_view index " + std::to_string(index) + " is out of range for " +
-                           std::to_string(b->count) + " buffers (valid: 0.." +
-                           std::to_string(b->count - 1) + ") in " + where());
-      BufferView v = *b;
-      v.byteOffset += index * b->tileStrideBytes;
-      v.count = 1;
-      set(op.result(), v);
-      return;
-    }
-    const BarrierView& bars = barrierView(op, 0);
-    if (index < 0 || index >= bars.count)
-      fail(op.loc(),
-           "barrier index " + std::to_string(index) + " is out of range for " +
-               std::to_string(bars.count) + " barriers (valid: 0.." +
-               std::to_string(bars.count - 1) +
-               "): an arrival or wait there would use a barrier alloc_barriers never "
-               "initialized, in " +
-               where(),
-           {note(bars.array->allocAt, "alloc_barriers initialized " +
-                                          std::to_string(bars.array->barriers.size()) +
-                                          " barriers here")});
-    set(op.result(), BarrierView{bars.array, bars.first + index, 1});
-    return;
-  }
-  case OpCode::LocalLoad: {
-    const BufferView& v = buffer(op, 0);
-    int64_t n = 1;
-    for (int64_t d : op.result()->type().shape) n *= d;
-    checkViewElements(op, v, n);
-    checkedRead(op, v, tilesOf(v, n));
-    set(op.result(), readBuffer(v, op.result()->type()));
-    return;
-  }
-  case OpCode::LocalStore: {
-    const BufferView& v = buffer(op, 0);
-    TensorPtr value = tensor(op, 1);
-    checkViewElements(op, v, value->numel());
-    checkedWrite(op, v, tilesOf(v, value->numel()));
-    writeBuffer(v, *value);
-    return;
-  }
-  case OpCode::LocalGather:
-  case OpCode::LocalScatter:
-    return execLocalGatherScatter(op);
-  case OpCode::LocalTrans: {
-    BufferView v = buffer(op, 0);
-    std::vector<int64_t> order = op.intsAttr("order");
-    if (order.empty()) {
-      for (size_t d = 0; d < v.shape.size(); ++d) order.push_back(int64_t(d));
-      if (order.size() >= 2) std::swap(order[order.size() - 1], order[order.size() - 2]);
-    }
-    std::vector<int64_t> sorted = order;
-    std::sort(sorted.begin(), sorted.end());
-    for (size_t d = 0; d < sorted.size(); ++d)
-      if (sorted.size() != v.shape.size() || sorted[d] != int64_t(d))
-        fail(op.loc(), "tlx.local_trans's dims must be a permutation of the " +
-                           std::to_string(v.shape.size()) +
-                           " dimensions of the buffer (each of 0.." +
-                           std::to_string(int64_t(v.shape.size()) - 1) + " once)");
-    BufferView t = v;
-    for (size_t d = 0; d < order.size(); ++d) {
-      t.shape[d] = v.shape[size_t(order[d])];
-      t.strides[d] = v.strides[size_t(order[d])];
-    }
-    set(op.result(), t);
-    return;
-  }
-  case OpCode::LocalSlice: {
-    BufferView v = buffer(op, 0);
-    std::vector<int64_t> offsets = op.intsAttr("offsets"), sizes = op.intsAttr("sizes");
-    if (offsets.size() != v.shape.size() || sizes.size() != v.shape.size())
-      fail(op.loc(), "local_slice of a rank-" + std::to_string(v.shape.size()) + " buffer with " +
-                         std::to_string(offsets.size()) + " offsets and " +
-                         std::to_string(sizes.size()) + " sizes: give one of each per dimension");
-    for (size_t d = 0; d < v.shape.size(); ++d) {
-      if (offsets[d] < 0 || sizes[d] < 0 || offsets[d] + sizes[d] > v.shape[d])
-        fail(op.loc(), "local_slice [" + std::to_string(offsets[d]) + ", " +
-                           std::to_string(offsets[d] + sizes[d]) + ") of dimension " +
-                           std::to_string(d) + " leaves the buffer (size " +
-                           std::to_string(v.shape[d]) + ") in " + where());
-      v.byteOffset += offsets[d] * v.strides[d] * v.elemBytes();
-      v.shape[d] = sizes[d];
-    }
-    set(op.result(), v);
-    return;
-  }
-  case OpCode::LocalReinterpret: {
-    const BufferView& v = buffer(op, 0);
-    // The PTX backend's wording: it refuses every sliced or transposed source; the interpreter
-    // supports the contiguous ones exactly and refuses the rest as it does.
-    if (!v.contiguous())
-      fail(op.loc(), "tlx.local_reinterpret of a sliced, transposed or reinterpreted view is not "
-                     "supported; reinterpret the buffer and slice the result");
-    const ir::Type& rt = op.result()->type();
-    BufferView r;
-    r.alloc = v.alloc;
-    r.elem = rt.elem;
-    r.byteOffset = v.byteOffset;
-    r.shape = rt.shape;
-    r.strides = rowMajorStrides(rt.shape);
-    r.count = rt.count;
-    r.tileStrideBytes = r.tileElements() * r.elemBytes();
-    if (r.byteOffset + r.count * r.tileStrideBytes > int64_t(v.alloc->bytes.size()))
-      fail(op.loc(), "local_reinterpret as " + rt.str() + " needs " +
-                         std::to_string(r.count * r.tileStrideBytes) +
-                         " bytes, more than the buffer holds (" + where() + ")");
-    set(op.result(), r);
-    return;
-  }
-
-  // ---- mbarriers ----
-  case OpCode::AllocBarriers: {
-    auto arr = std::make_shared<MBarrierArray>();
-    MBarrier b;
-    b.arriveCount = b.pendingArrivals = op.intAttr("arrive_count", 1);
-    b.warpBarrier = op.intAttr("warp") != 0;
-    arr->barriers.assign(size_t(op.result()->type().count), b);
-    arr->allocAt = op.loc();
-    arr->name = op.result()->name;
-    arr->allocOp = &op;
-    set(op.result(), BarrierView{arr, 0, op.result()->type().count});
-    if (cta_.cluster) {
-      cta_.barrierArrays[&op] = arr;
-      // Codegen follows the inits with a cluster barrier (outside async tasks), so that no
-      // peer arrives on a barrier before its CTA has initialized it.
-      if (!agent_.isTask)
-        clusterBarrier(op, "the cluster barrier that follows alloc_barriers in a cluster launch");
-    }
-    return;
-  }
-  case OpCode::BarrierExpectBytes: {
-    if (op.numOperands() > 2 && readScalar(*tensor(op, 2), 0).i == 0) return;
-    const BarrierView& view = barrierView(op, 0);
-    MBarrier& bar = barrier(op, 0);
-    int64_t bytes = scalarInt(op, 1);
-    // barrier_expect_bytes is mbarrier.arrive.expect_tx: expect the bytes, then arrive once.
-    checkArrivalOrdered(op, view, "barrier_expect_bytes");
-    bar.txBytes += bytes;
-    bar.expectedBytes += bytes;
-    bar.expectAt = op.loc();
-    bar.expectBy = accessor();
-    release(bar.arrivals);
-    if (--bar.pendingArrivals < 0)
-      fail(op.loc(),
-           "over-arrival: barrier_expect_bytes arrives on " + view.array->describe(view.first) +
-               " whose " + bar.describe() +
-               " has no arrival left (too many arrivals in one phase) in " + where(),
-           initNote(*view.array, bar));
-    checkNoExcessBytes(op, bar);
-    completePhase(k_.sources, view, op.loc(), "barrier_expect_bytes", accessor(), where());
-    bump();
-    return;
-  }
-  case OpCode::BarrierArrive: {
-    std::optional<int64_t> remoteRank;
-    for (unsigned i = 1; i < op.numOperands(); ++i) {
-      const ir::Type& t = op.operand(i)->type();
-      if (t.elem == ir::DType::I1) {
-        if (readScalar(*tensor(op, i), 0).i == 0) return;
-      } else {
-        remoteRank = scalarInt(op, i);
-      }
-    }
-    BarrierView view = barrierView(op, 0);
-    std::string whose;
-    if (remoteRank && (cta_.cluster || *remoteRank != 0)) {
-      CtaState& target = peer(op, *remoteRank, "barrier_arrive with remote_cta_rank");
-      if (&target != &cta_) {
-        view = peerBarrier(op, view, target);
-        whose = " of " + target.name();
-      }
-    }
-    arriveOn(op, view, op.intAttr("arrive_count", 1), whose);
-    return;
-  }
-  case OpCode::BarrierWait: {
-    if (op.numOperands() > 2 && readScalar(*tensor(op, 2), 0).i == 0) return;
-    const BarrierView view = barrierView(op, 0);
-    MBarrier& bar = view.array->barriers.at(size_t(view.first));
-    int64_t parity = scalarInt(op, 1);
-    const bool atOnce = bar.waitPasses(parity);
-    const int64_t phaseAtWait = bar.phase;
-    waitUntil([&] { return bar.waitPasses(parity); },
-              [&] {
-                std::vector<Diagnostic> notes = lappedNotes(bar);
-                if (bar.txBytes > 0) {
-                  std::vector<Diagnostic> bytes = expectNotes(bar);
-                  notes.insert(notes.end(), bytes.begin(), bytes.end());
-                }
-                if (bar.pendingArrivals > 0) {
-                  for (Diagnostic& d : initNote(*view.array, bar)) notes.push_back(std::move(d));
-                  for (Diagnostic& d : arrivalNotes(bar)) notes.push_back(std::move(d));
-                }
-                return BlockSite{op.loc(),
-                                 "waits on " + view.array->describe(view.first) +
-                                     " for the phase of parity " + std::to_string(parity & 1) +
-                                     " to complete; the barrier is in " + bar.describe(),
-                                 std::move(notes)};
-              });
-    acquire(bar.completed);
-    phaseSeen_[&bar] = bar.phase;
-    bar.observedPhase = std::max(bar.observedPhase, bar.phase);
-    if (bar.observersPhase != bar.phase) {
-      bar.observersPhase = bar.phase;
-      bar.observers.clear();
-      bar.observedAt = op.loc();
-      bar.observedBy = accessor();
-    }
-    bar.observers.push_back({agent_.clockIndex, agent_.clock.at(agent_.clockIndex)});
-    lastPassedWait_ = {note(op.loc(), "issued after " + accessor() +
-                                          " passed this barrier_wait on " +
-                                          view.array->describe(view.first))};
-    if (bar.lastCompletedAt.valid())
-      lastPassedWait_.push_back(note(bar.lastCompletedAt, "whose phase was completed by " +
-                                                              bar.lastCompletedBy + " here"));
-    lastWait_.clear();
-    if (atOnce) {
-      const std::string p = std::to_string(parity & 1), other = std::to_string((parity & 1) ^ 1);
-      std::string why =
-          phaseAtWait == 0
-              ? "no phase of it had completed, so this wait named a phase that never ran (a wait "
-                "for parity " +
-                    p + " passes while the phase in progress has parity " + other +
-                    "); to wait for the phase in progress, wait for parity " + other
-              : "phase " + std::to_string(phaseAtWait - 1) + " (parity " + p +
-                    ") had completed before it";
-      lastWait_.push_back(note(op.loc(), accessor() +
-                                             "'s last barrier_wait before this passed "
-                                             "at once: it waited on " +
-                                             view.array->describe(view.first) + " for parity " + p +
-                                             " while the barrier was in "
-                                             "phase " +
-                                             std::to_string(phaseAtWait) + " (parity " + other +
-                                             "); " + why));
-    }
-    return;
-  }
-  case OpCode::NamedBarrierArrive:
-  case OpCode::NamedBarrierWait: {
-    int64_t id = scalarInt(op, 0), numThreads = scalarInt(op, 1);
-    if (agent_.isTask) checkNamedBarrierCounts(op, id);
-    NamedBarrier& nb = cta_.namedBarriers[id];
-    int64_t threads = int64_t(agent_.numWarps) * 32;
-    if (nb.expectedThreads == 0) {
-      nb.expectedThreads = numThreads;
-      nb.firstArrivalAt = op.loc();
-      nb.firstArrivalBy = accessor();
-    } else if (nb.expectedThreads != numThreads)
-      fail(op.loc(), std::string(op.name()) + " on named barrier " + std::to_string(id) + " with " +
-                         std::to_string(numThreads) + " threads while its current phase expects " +
-                         std::to_string(nb.expectedThreads) + " (" + where() + ")");
-    int64_t generation = nb.generation;
-    nb.arrivedThreads += threads;
-    release(nb.arrivals);
-    if (nb.arrivedThreads > nb.expectedThreads)
-      fail(op.loc(), std::string(op.name()) + ": " + std::to_string(nb.arrivedThreads) +
-                         " threads arrived at named barrier " + std::to_string(id) +
-                         ", more than its " + std::to_string(nb.expectedThreads) + " (" + where() +
-                         ")");
-    if (nb.arrivedThreads == nb.expectedThreads) {
-      ++nb.generation;
-      nb.completed.join(nb.arrivals);
-      nb.arrivals = VectorClock();
-      nb.arrivedThreads = 0;
-      nb.expectedThreads = 0;
-    }
-    bump();
-    if (op.code() == OpCode::NamedBarrierWait)
-      waitUntil([&] { return cta_.namedBarriers[id].generation != generation; },
-                [&] {
-                  const NamedBarrier& cur = cta_.namedBarriers[id];
-                  return BlockSite{op.loc(),
-                                   "waits at named barrier " + std::to_string(id) + " (" +
-                                       std::to_string(cur.arrivedThreads) + " of " +
-                                       std::to_string(numThreads) + " threads arrived)",
-                                   {}};
-                });
-    if (op.code() == OpCode::NamedBarrierWait) {
-      acquire(cta_.namedBarriers[id].completed);
-      if (numThreads == threads) ++agent_.agentBarriers; // all of this agent's threads met
-    } else
-      yieldToOthers();
-    return;
-  }
-  case OpCode::Fence:
-  case OpCode::DebugBarrier:
-    return;
-  case OpCode::ClusterBarrier:
-    clusterBarrier(op, "cluster_barrier");
-    return;
-
-  // ---- async copies ----
-  case OpCode::AsyncDescLoad: {
-    auto desc = descriptor(op, 0);
-    const size_t rank = desc->shape.size();
-    const bool hasPred = op.intAttr("has_pred", op.numOperands() > 3 + rank);
-    if (hasPred && readScalar(*tensor(op, unsigned(3 + rank)), 0).i == 0) return;
-    const unsigned firstTarget = unsigned(3 + rank + (hasPred ? 1 : 0));
-    const int64_t runtimeTargets = op.intAttr("multicast_operands");
-    AsyncCopy c;
-    c.op = &op;
-    c.desc = desc;
-    const BufferView& dst = buffer(op, 1);
-    const BarrierView& bar = barrierView(op, 2);
-    for (size_t i = 0; i < rank; ++i) c.offsets.push_back(scalarInt(op, unsigned(3 + i)));
-    c.bytes = ir::byteWidth(desc->elem);
-    for (int64_t d : desc->blockShape) c.bytes *= d;
-    c.where = where();
-    if (cta_.cluster) c.issuer = agent_.clock;
-    // A multicast (cp.async.bulk.tensor .multicast::cluster) lands at the buffer's offset in
-    // every CTA of the mask and completes the barrier at the same offset in each of them.
-    std::vector<CtaState*> ctas{&cta_};
-    if (int64_t mask = op.intAttr("multicast_mask"); mask || runtimeTargets) {
-      const int64_t size = std::max(1, k_.fn->numCtas);
-      if (size < 2)
-        fail(op.loc(), std::string("'") + op.name() +
-                           "' with multicast_targets needs a cluster launch; launch with "
-                           "ctas_per_cga of 2 or more, or load without multicast_targets");
-      if (mask >> size)
-        fail(op.loc(), std::string("'") + op.name() + "' multicasts to CTA ranks beyond the " +
-                           std::to_string(size) + " CTAs of the cluster");
-      // Ranks computed at run time (the peer of cluster_cta_rank(), say) add their bits.
-      for (int64_t t = 0; t < runtimeTargets; ++t) {
-        const int64_t r = scalarInt(op, firstTarget + unsigned(t));
-        peer(op, r, "async_descriptor_load's multicast target");
-        mask |= int64_t(1) << r;
-      }
-      ctas.clear();
-      for (int64_t r = 0; r < size; ++r)
-        if ((mask >> r) & 1) ctas.push_back(&peer(op, r, "async_descriptor_load's multicast"));
-    }
-    for (CtaState* target : ctas)
-      addCopyTarget(op, c, *target, peerBuffer(dst, *target), peerBarrier(op, bar, *target));
-    cta_.copies.push_back(std::move(c));
-    return;
-  }
-  case OpCode::AsyncDescStore: {
-    auto desc = descriptor(op, 0);
-    const BufferView& src = buffer(op, 1);
-    std::vector<int64_t> offsets;
-    for (unsigned i = 2; i < op.numOperands(); ++i) offsets.push_back(scalarInt(op, i));
-    int64_t n = 1;
-    for (int64_t d : desc->blockShape) n *= d;
-    checkViewElements(op, src, n);
-    checkedRead(op, src, tilesOf(src, n));
-    TensorPtr box = readBuffer(src, ir::Type::tensor(src.elem, desc->blockShape));
-    descriptorTransfer(k_, op, where(), *desc, offsets, nullptr, box.get());
-    return;
-  }
-  case OpCode::AsyncDescStoreWait:
-    return;
-
-  // ---- 1-D bulk copies (cp.async.bulk) and prefetch hints ----
-  case OpCode::AsyncBulkLoad:
-  case OpCode::AsyncBulkStore: {
-    // Both move `bytes` between a scalar global address and the start of a 1-D buffer, in
-    // 16-byte units at 16-byte aligned addresses, as the hardware requires.
-    const bool isLoad = op.code() == OpCode::AsyncBulkLoad;
-    const uint64_t addr = tensor(op, 0)->data<uint64_t>()[0];
-    const BufferView& view = buffer(op, 1);
-    const int64_t bytes = scalarInt(op, isLoad ? 3 : 2);
-    const int64_t capacity = view.tileElements() * view.elemBytes();
-    const std::string what = isLoad ? "tlx.async_load(bulk=True)" : "tlx.async_store";
-    if (bytes <= 0 || bytes % 16 != 0 || bytes > capacity)
-      fail(op.loc(), what + " copies " + std::to_string(bytes) +
-                         " bytes; a bulk copy moves a positive multiple of 16 bytes, at most the "
-                         "buffer's " +
-                         std::to_string(capacity) + " (" + where() + ")");
-    std::vector<unsigned char*> chunks;
-    std::string why;
-    for (int64_t off = 0; off < bytes; off += 16) {
-      unsigned char* p =
-          k_.memory.resolve(addr + uint64_t(off), 16, isLoad ? "load" : "store", &why);
-      if (!p)
-        fail(op.loc(),
-             what + ": " + why + " (the global address must be 16-byte aligned) in " + where());
-      chunks.push_back(p);
-    }
-    BufferView prefix = view;
-    prefix.shape = {bytes / view.elemBytes()};
-    if (!isLoad) {
-      checkedRead(op, prefix, 1);
-      TensorPtr data = readBuffer(prefix, ir::Type::tensor(view.elem, prefix.shape));
-      for (size_t c = 0; c < chunks.size(); ++c)
-        std::memcpy(chunks[c], data->bytes.data() + c * 16, 16);
-      return;
-    }
-    // The data is read at issue and lands like a TMA load, counting its bytes on the barrier.
-    auto data = std::make_shared<Tensor>(view.elem, false, prefix.shape);
-    for (size_t c = 0; c < chunks.size(); ++c)
-      std::memcpy(data->bytes.data() + c * 16, chunks[c], 16);
-    AsyncCopy c;
-    c.op = &op;
-    c.data = data;
-    c.bytes = bytes;
-    c.where = where();
-    if (cta_.cluster) c.issuer = agent_.clock;
-    addCopyTarget(op, c, cta_, prefix, barrierView(op, 2));
-    cta_.copies.push_back(std::move(c));
-    return;
-  }
-  case OpCode::Prefetch: {
-    // A hint: nothing changes, but every address it names must be one a load could read.
-    TensorPtr ptrs = tensor(op, 0);
-    TensorPtr mask = op.intAttr("has_mask") ? tensor(op, 1) : nullptr;
-    const uint64_t* addrs = ptrs->data<uint64_t>();
-    const int w = ir::byteWidth(op.operand(0)->type().elem);
-    std::string why;
-    for (int64_t i = 0; i < ptrs->numel(); ++i) {
-      if (mask && !mask->data<uint8_t>()[mask->numel() == 1 ? 0 : i]) continue;
-      if (!k_.memory.resolve(addrs[i], w, "load", &why))
-        fail(op.loc(), "tlx.prefetch: " + why + " in " + where() + ", element " +
-                           formatIndex(ptrs->shape, i));
-    }
-    return;
-  }
-  case OpCode::PrefetchTensormap:
-    descriptor(op, 0);
-    return;
-  case OpCode::AsyncDescPrefetch: {
-    auto desc = descriptor(op, 0);
-    for (size_t i = 0; i < desc->shape.size(); ++i) scalarInt(op, unsigned(1 + i));
-    return;
-  }
-
-  // ---- distributed shared memory ----
-  case OpCode::AsyncRemoteStore:
-  case OpCode::RemoteStore:
-  case OpCode::AsyncRemoteCopy: {
-    // The store reaches the buffer made by the same local_alloc in CTA `rank` (the same offset
-    // on the GPU). The synchronous form writes it now (a peer sees it after a cluster barrier);
-    // st.async lands like a TMA load, when every agent is blocked, and completes its bytes on
-    // the peer's barrier at the same offset, so a peer that reads before its wait is caught.
-    if (k_.fn->numCtas <= 1) fail(op.loc(), ir::remoteStoreWithoutClusterMessage(op));
-    const BufferView& dst = buffer(op, 0);
-    TensorPtr value;
-    if (op.code() == OpCode::AsyncRemoteCopy) {
-      // The bulk copy reads this CTA's src when it is issued; its bytes land as a store's.
-      const BufferView& src = buffer(op, 1);
-      checkedRead(op, src, tilesOf(src, src.tileElements()));
-      TensorPtr bytes = readBuffer(src, ir::Type::tensor(src.elem, src.shape));
-      auto moved = std::make_shared<Tensor>(dst.elem, false, dst.shape);
-      if (moved->bytes.size() != bytes->bytes.size())
-        throw std::logic_error("async_remote_shmem_copy: src and dst sizes differ");
-      moved->bytes = bytes->bytes;
-      value = moved;
+  // Fresh shared memory holds garbage on the GPU: poison it (NaN for floats, -1 for ints) so
+  // that reads before writes show up in results.
+  v.alloc->bytes.assign(size_t(v.count * v.tileStrideBytes), 0xFF);
+  v.alloc->allocOp = &op;
+  if (cta_.cluster) {
+    // A peer's multicast may have reached this buffer first: shared memory is laid out
+    // statically on the GPU, so its bytes are already there.
+    auto [it, fresh] = cta_.allocs.try_emplace(&op, v.alloc);
+    if (!fresh && it->second->reachedFirstByPeer) {
+      it->second->reachedFirstByPeer = false;
+      v.alloc = it->second;
     } else {
-      value = tensor(op, 1);
+      it->second = v.alloc;
     }
-    checkViewElements(op, dst, value->numel());
-    CtaState& target = peer(op, scalarInt(op, 2), std::string(op.name()));
-    BufferView view = peerBuffer(dst, target);
-    if (op.code() == OpCode::RemoteStore) {
-      checkedWrite(op, view, tilesOf(view, value->numel()));
-      writeBuffer(view, *value);
-      return;
-    }
-    AsyncCopy c;
-    c.op = &op;
-    c.data = value;
-    c.bytes = value->numel() * dst.elemBytes();
-    c.where = where();
-    if (cta_.cluster) c.issuer = agent_.clock;
-    addCopyTarget(op, c, target, view, peerBarrier(op, barrierView(op, 3), target));
-    cta_.copies.push_back(std::move(c));
-    return;
   }
-  case OpCode::AsyncLoad: {
-    bool hasMask = op.intAttr("has_mask", op.numOperands() > 2);
-    bool hasOther = op.intAttr("has_other", op.numOperands() > 3);
-    AsyncLoadCopy c;
-    c.op = &op;
-    c.ptrs = tensor(op, 0);
-    c.dst = buffer(op, 1);
-    if (hasMask) c.mask = tensor(op, 2);
-    if (hasOther) c.other = tensor(op, hasMask ? 3 : 2);
-    c.token = cta_.newToken();
-    checkedWrite(op, c.dst, tilesOf(c.dst, c.ptrs->numel()), c.token);
-    uncommitted_.push_back(std::move(c));
-    if (op.numResults()) set(op.result(), TokenValue{});
-    return;
-  }
-  case OpCode::AsyncCommitGroup:
-    loadGroups_.push_back(std::move(uncommitted_));
-    uncommitted_.clear();
-    if (op.numResults()) set(op.result(), TokenValue{});
-    return;
-  case OpCode::AsyncWaitGroup: {
-    size_t pendings = size_t(std::max<int64_t>(0, op.intAttr("pendings")));
-    while (loadGroups_.size() > pendings) {
-      completeLoadGroup(loadGroups_.front());
-      loadGroups_.pop_front();
-    }
-    return;
-  }
+  set(op.result(), v);
+}
 
-  // ---- tensor cores ----
-  case OpCode::AsyncDot: {
-    RtValue acc = slot(op.operand(2));
-    // Optional operands: use_acc then pred, each present when its has_ attribute says so
-    // (IR without the attributes lists them positionally).
-    bool hasUseAcc = op.intAttr("has_use_acc", op.numOperands() > 3);
-    bool hasPred = op.intAttr("has_pred", op.numOperands() > 4);
-    bool useAcc = !hasUseAcc || readScalar(*tensor(op, 3), 0).i != 0;
-    if (hasPred && readScalar(*tensor(op, hasUseAcc ? 4 : 3), 0).i == 0) {
-      set(op.result(), acc); // predicated off: the accumulator passes through
-      return;
+void Executor::execLocalView(const ir::Op& op) {
+  int64_t index = scalarInt(op, 1);
+  const RtValue& src = slot(op.operand(0));
+  if (auto* b = std::get_if<BufferView>(&src); b && attr::LocalView::subview(op)) {
+    // Row `index` of one buffer (element `index` of a 1-D one, as a [1] view).
+    int64_t rows = b->shape.empty() ? 1 : b->shape[0];
+    if (index < 0 || index >= rows)
+      fail(op.loc(), "local_view index " + std::to_string(index) +
+                         " is out of range for dimension 0 (size " + std::to_string(rows) +
+                         ") of the buffer view in " + where());
+    BufferView v = *b;
+    v.byteOffset += index * (b->strides.empty() ? 1 : b->strides[0]) * b->elemBytes();
+    if (v.shape.size() > 1) {
+      v.shape.erase(v.shape.begin());
+      v.strides.erase(v.strides.begin());
+    } else {
+      v.shape = {1};
     }
-    auto d = std::make_shared<PendingDot>();
-    d->op = &op;
-    d->a = slot(op.operand(0));
-    if (std::holds_alternative<PendingDotPtr>(d->a)) d->a = tensorOf(op, op.operand(0));
-    d->b = buffer(op, 1);
-    d->useAcc = useAcc;
-    d->precision = op.strAttr("input_precision");
-    d->resultType = op.result()->type();
-    if (auto* accBuf = std::get_if<BufferView>(&acc)) {
-      // Accumulator in TMEM (Blackwell): the dot updates the buffer in place, at issue.
-      d->acc = readBuffer(*accBuf, ir::Type::tensor(accBuf->elem, accBuf->shape));
-      d->resultType = ir::Type::tensor(accBuf->elem, accBuf->shape);
-      completeDot(*d);
-      writeBuffer(*accBuf, *d->result);
-      set(op.result(), acc);
-      return;
-    }
-    d->acc = acc;
-    d->token = cta_.newToken();
-    if (auto* av = std::get_if<BufferView>(&d->a)) checkedRead(op, *av, 1, d->token);
-    checkedRead(op, d->b, 1, d->token);
-    dots_.push_back(d);
-    set(op.result(), PendingDotPtr(d));
+    v.tileStrideBytes = v.tileElements() * v.elemBytes();
+    set(op.result(), v);
     return;
   }
-  case OpCode::AsyncDotWait: {
-    completeDotsDownTo(size_t(std::max<int64_t>(0, op.intAttr("pendings"))), op.loc());
-    for (unsigned i = 0; i < op.numResults(); ++i) set(op.result(i), slot(op.operand(i)));
+  if (auto* b = std::get_if<BufferView>(&src)) {
+    if (index < 0 || index >= b->count)
+      fail(op.loc(), "local_view index " + std::to_string(index) + " is out of range for " +
+                         std::to_string(b->count) + " buffers (valid: 0.." +
+                         std::to_string(b->count - 1) + ") in " + where());
+    BufferView v = *b;
+    v.byteOffset += index * b->tileStrideBytes;
+    v.count = 1;
+    set(op.result(), v);
+    return;
+  }
+  const BarrierView& bars = barrierView(op, 0);
+  if (index < 0 || index >= bars.count)
+    fail(op.loc(),
+         "barrier index " + std::to_string(index) + " is out of range for " +
+             std::to_string(bars.count) + " barriers (valid: 0.." + std::to_string(bars.count - 1) +
+             "): an arrival or wait there would use a barrier alloc_barriers never "
+             "initialized, in " +
+             where(),
+         {note(bars.array->allocAt, "alloc_barriers initialized " +
+                                        std::to_string(bars.array->barriers.size()) +
+                                        " barriers here")});
+  set(op.result(), BarrierView{bars.array, bars.first + index, 1});
+}
+
+void Executor::execLocalLoad(const ir::Op& op) {
+  const BufferView& v = buffer(op, 0);
+  int64_t n = 1;
+  for (int64_t d : op.result()->type().shape) n *= d;
+  checkViewElements(op, v, n);
+  checkedRead(op, v, tilesOf(v, n));
+  set(op.result(), readBuffer(v, op.result()->type()));
+}
+
+void Executor::execLocalStore(const ir::Op& op) {
+  const BufferView& v = buffer(op, 0);
+  TensorPtr value = tensor(op, 1);
+  checkViewElements(op, v, value->numel());
+  checkedWrite(op, v, tilesOf(v, value->numel()));
+  writeBuffer(v, *value);
+}
+
+void Executor::execLocalTrans(const ir::Op& op) {
+  BufferView v = buffer(op, 0);
+  std::vector<int64_t> order = attr::LocalTrans::order(op);
+  if (order.empty()) {
+    for (size_t d = 0; d < v.shape.size(); ++d) order.push_back(int64_t(d));
+    if (order.size() >= 2) std::swap(order[order.size() - 1], order[order.size() - 2]);
+  }
+  std::vector<int64_t> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t d = 0; d < sorted.size(); ++d)
+    if (sorted.size() != v.shape.size() || sorted[d] != int64_t(d))
+      fail(op.loc(), "tlx.local_trans's dims must be a permutation of the " +
+                         std::to_string(v.shape.size()) + " dimensions of the buffer (each of 0.." +
+                         std::to_string(int64_t(v.shape.size()) - 1) + " once)");
+  BufferView t = v;
+  for (size_t d = 0; d < order.size(); ++d) {
+    t.shape[d] = v.shape[size_t(order[d])];
+    t.strides[d] = v.strides[size_t(order[d])];
+  }
+  set(op.result(), t);
+}
+
+void Executor::execLocalSlice(const ir::Op& op) {
+  BufferView v = buffer(op, 0);
+  std::vector<int64_t> offsets = attr::LocalSlice::offsets(op), sizes = attr::LocalSlice::sizes(op);
+  if (offsets.size() != v.shape.size() || sizes.size() != v.shape.size())
+    fail(op.loc(), "local_slice of a rank-" + std::to_string(v.shape.size()) + " buffer with " +
+                       std::to_string(offsets.size()) + " offsets and " +
+                       std::to_string(sizes.size()) + " sizes: give one of each per dimension");
+  for (size_t d = 0; d < v.shape.size(); ++d) {
+    if (offsets[d] < 0 || sizes[d] < 0 || offsets[d] + sizes[d] > v.shape[d])
+      fail(op.loc(), "local_slice [" + std::to_string(offsets[d]) + ", " +
+                         std::to_string(offsets[d] + sizes[d]) + ") of dimension " +
+                         std::to_string(d) + " leaves the buffer (size " +
+                         std::to_string(v.shape[d]) + ") in " + where());
+    v.byteOffset += offsets[d] * v.strides[d] * v.elemBytes();
+    v.shape[d] = sizes[d];
+  }
+  set(op.result(), v);
+}
+
+void Executor::execLocalReinterpret(const ir::Op& op) {
+  const BufferView& v = buffer(op, 0);
+  // The PTX backend's wording: it refuses every sliced or transposed source; the interpreter
+  // supports the contiguous ones exactly and refuses the rest as it does.
+  if (!v.contiguous())
+    fail(op.loc(), "tlx.local_reinterpret of a sliced, transposed or reinterpreted view is not "
+                   "supported; reinterpret the buffer and slice the result");
+  const ir::Type& rt = op.result()->type();
+  BufferView r;
+  r.alloc = v.alloc;
+  r.elem = rt.elem;
+  r.byteOffset = v.byteOffset;
+  r.shape = rt.shape;
+  r.strides = rowMajorStrides(rt.shape);
+  r.count = rt.count;
+  r.tileStrideBytes = r.tileElements() * r.elemBytes();
+  if (r.byteOffset + r.count * r.tileStrideBytes > int64_t(v.alloc->bytes.size()))
+    fail(op.loc(), "local_reinterpret as " + rt.str() + " needs " +
+                       std::to_string(r.count * r.tileStrideBytes) +
+                       " bytes, more than the buffer holds (" + where() + ")");
+  set(op.result(), r);
+}
+
+// ---- mbarriers ----
+void Executor::execAllocBarriers(const ir::Op& op) {
+  auto arr = std::make_shared<MBarrierArray>();
+  MBarrier b;
+  b.arriveCount = b.pendingArrivals = attr::AllocBarriers::arriveCount(op);
+  b.warpBarrier = attr::AllocBarriers::warp(op);
+  arr->barriers.assign(size_t(op.result()->type().count), b);
+  arr->allocAt = op.loc();
+  arr->name = op.result()->name;
+  arr->allocOp = &op;
+  set(op.result(), BarrierView{arr, 0, op.result()->type().count});
+  if (cta_.cluster) {
+    cta_.barrierArrays[&op] = arr;
+    // Codegen follows the inits with a cluster barrier (outside async tasks), so that no
+    // peer arrives on a barrier before its CTA has initialized it.
+    if (!agent_.isTask)
+      clusterBarrier(op, "the cluster barrier that follows alloc_barriers in a cluster launch");
+  }
+}
+
+void Executor::execBarrierExpectBytes(const ir::Op& op) {
+  if (op.numOperands() > 2 && readScalar(*tensor(op, 2), 0).i == 0) return;
+  const BarrierView& view = barrierView(op, 0);
+  MBarrier& bar = barrier(op, 0);
+  int64_t bytes = scalarInt(op, 1);
+  // barrier_expect_bytes is mbarrier.arrive.expect_tx: expect the bytes, then arrive once.
+  checkArrivalOrdered(op, view, "barrier_expect_bytes");
+  bar.txBytes += bytes;
+  bar.expectedBytes += bytes;
+  bar.expectAt = op.loc();
+  bar.expectBy = accessor();
+  release(bar.arrivals);
+  if (--bar.pendingArrivals < 0)
+    fail(op.loc(),
+         "over-arrival: barrier_expect_bytes arrives on " + view.array->describe(view.first) +
+             " whose " + bar.describe() +
+             " has no arrival left (too many arrivals in one phase) in " + where(),
+         initNote(*view.array, bar));
+  checkNoExcessBytes(op, bar);
+  completePhase(k_.sources, view, op.loc(), "barrier_expect_bytes", accessor(), where());
+  bump();
+}
+
+void Executor::execBarrierArrive(const ir::Op& op) {
+  std::optional<int64_t> remoteRank;
+  for (unsigned i = 1; i < op.numOperands(); ++i) {
+    const ir::Type& t = op.operand(i)->type();
+    if (t.elem == ir::DType::I1) {
+      if (readScalar(*tensor(op, i), 0).i == 0) return;
+    } else {
+      remoteRank = scalarInt(op, i);
+    }
+  }
+  BarrierView view = barrierView(op, 0);
+  std::string whose;
+  if (remoteRank && (cta_.cluster || *remoteRank != 0)) {
+    CtaState& target = peer(op, *remoteRank, "barrier_arrive with remote_cta_rank");
+    if (&target != &cta_) {
+      view = peerBarrier(op, view, target);
+      whose = " of " + target.name();
+    }
+  }
+  arriveOn(op, view, attr::BarrierArrive::arriveCount(op), whose);
+}
+
+void Executor::execBarrierWait(const ir::Op& op) {
+  if (op.numOperands() > 2 && readScalar(*tensor(op, 2), 0).i == 0) return;
+  const BarrierView view = barrierView(op, 0);
+  MBarrier& bar = view.array->barriers.at(size_t(view.first));
+  int64_t parity = scalarInt(op, 1);
+  const bool atOnce = bar.waitPasses(parity);
+  const int64_t phaseAtWait = bar.phase;
+  waitUntil([&] { return bar.waitPasses(parity); },
+            [&] {
+              std::vector<Diagnostic> notes = lappedNotes(bar);
+              if (bar.txBytes > 0) {
+                std::vector<Diagnostic> bytes = expectNotes(bar);
+                notes.insert(notes.end(), bytes.begin(), bytes.end());
+              }
+              if (bar.pendingArrivals > 0) {
+                for (Diagnostic& d : initNote(*view.array, bar)) notes.push_back(std::move(d));
+                for (Diagnostic& d : arrivalNotes(bar)) notes.push_back(std::move(d));
+              }
+              return BlockSite{op.loc(),
+                               "waits on " + view.array->describe(view.first) +
+                                   " for the phase of parity " + std::to_string(parity & 1) +
+                                   " to complete; the barrier is in " + bar.describe(),
+                               std::move(notes)};
+            });
+  acquire(bar.completed);
+  phaseSeen_[&bar] = bar.phase;
+  bar.observedPhase = std::max(bar.observedPhase, bar.phase);
+  if (bar.observersPhase != bar.phase) {
+    bar.observersPhase = bar.phase;
+    bar.observers.clear();
+    bar.observedAt = op.loc();
+    bar.observedBy = accessor();
+  }
+  bar.observers.push_back({agent_.clockIndex, agent_.clock.at(agent_.clockIndex)});
+  lastPassedWait_ = {note(op.loc(), "issued after " + accessor() + " passed this barrier_wait on " +
+                                        view.array->describe(view.first))};
+  if (bar.lastCompletedAt.valid())
+    lastPassedWait_.push_back(
+        note(bar.lastCompletedAt, "whose phase was completed by " + bar.lastCompletedBy + " here"));
+  lastWait_.clear();
+  if (atOnce) {
+    const std::string p = std::to_string(parity & 1), other = std::to_string((parity & 1) ^ 1);
+    std::string why =
+        phaseAtWait == 0
+            ? "no phase of it had completed, so this wait named a phase that never ran (a wait "
+              "for parity " +
+                  p + " passes while the phase in progress has parity " + other +
+                  "); to wait for the phase in progress, wait for parity " + other
+            : "phase " + std::to_string(phaseAtWait - 1) + " (parity " + p +
+                  ") had completed before it";
+    lastWait_.push_back(note(op.loc(), accessor() +
+                                           "'s last barrier_wait before this passed "
+                                           "at once: it waited on " +
+                                           view.array->describe(view.first) + " for parity " + p +
+                                           " while the barrier was in "
+                                           "phase " +
+                                           std::to_string(phaseAtWait) + " (parity " + other +
+                                           "); " + why));
+  }
+}
+
+void Executor::execNamedBarrier(const ir::Op& op) {
+  int64_t id = scalarInt(op, 0), numThreads = scalarInt(op, 1);
+  if (agent_.isTask) checkNamedBarrierCounts(op, id);
+  NamedBarrier& nb = cta_.namedBarriers[id];
+  int64_t threads = int64_t(agent_.numWarps) * 32;
+  if (nb.expectedThreads == 0) {
+    nb.expectedThreads = numThreads;
+    nb.firstArrivalAt = op.loc();
+    nb.firstArrivalBy = accessor();
+  } else if (nb.expectedThreads != numThreads)
+    fail(op.loc(), std::string(op.name()) + " on named barrier " + std::to_string(id) + " with " +
+                       std::to_string(numThreads) + " threads while its current phase expects " +
+                       std::to_string(nb.expectedThreads) + " (" + where() + ")");
+  int64_t generation = nb.generation;
+  nb.arrivedThreads += threads;
+  release(nb.arrivals);
+  if (nb.arrivedThreads > nb.expectedThreads)
+    fail(op.loc(), std::string(op.name()) + ": " + std::to_string(nb.arrivedThreads) +
+                       " threads arrived at named barrier " + std::to_string(id) +
+                       ", more than its " + std::to_string(nb.expectedThreads) + " (" + where() +
+                       ")");
+  if (nb.arrivedThreads == nb.expectedThreads) {
+    ++nb.generation;
+    nb.completed.join(nb.arrivals);
+    nb.arrivals = VectorClock();
+    nb.arrivedThreads = 0;
+    nb.expectedThreads = 0;
+  }
+  bump();
+  if (op.code() == OpCode::NamedBarrierWait)
+    waitUntil([&] { return cta_.namedBarriers[id].generation != generation; },
+              [&] {
+                const NamedBarrier& cur = cta_.namedBarriers[id];
+                return BlockSite{op.loc(),
+                                 "waits at named barrier " + std::to_string(id) + " (" +
+                                     std::to_string(cur.arrivedThreads) + " of " +
+                                     std::to_string(numThreads) + " threads arrived)",
+                                 {}};
+              });
+  if (op.code() == OpCode::NamedBarrierWait) {
+    acquire(cta_.namedBarriers[id].completed);
+    if (numThreads == threads) ++agent_.agentBarriers; // all of this agent's threads met
+  } else
     yieldToOthers();
-    return;
-  }
+}
 
-  // ---- misc ----
-  case OpCode::ReplicaId: {
-    Tensor t(ir::DType::I32, false, {});
-    *t.data<int32_t>() = agent_.replica;
-    set(op.result(), std::make_shared<Tensor>(std::move(t)));
+void Executor::execNoEffect(const ir::Op& /*op*/) {}
+
+void Executor::execClusterBarrier(const ir::Op& op) {
+  clusterBarrier(op, "cluster_barrier");
+}
+
+// ---- async copies ----
+void Executor::execAsyncDescLoad(const ir::Op& op) {
+  auto desc = descriptor(op, 0);
+  const size_t rank = desc->shape.size();
+  const bool hasPred = attrOr(op, attr::AsyncDescLoad::khasPred, attr::AsyncDescLoad::hasPred,
+                              op.numOperands() > 3 + rank);
+  if (hasPred && readScalar(*tensor(op, unsigned(3 + rank)), 0).i == 0) return;
+  const unsigned firstTarget = unsigned(3 + rank + (hasPred ? 1 : 0));
+  const int64_t runtimeTargets = attr::AsyncDescLoad::multicastOperands(op);
+  AsyncCopy c;
+  c.op = &op;
+  c.desc = desc;
+  const BufferView& dst = buffer(op, 1);
+  const BarrierView& bar = barrierView(op, 2);
+  for (size_t i = 0; i < rank; ++i) c.offsets.push_back(scalarInt(op, unsigned(3 + i)));
+  c.bytes = ir::byteWidth(desc->elem);
+  for (int64_t d : desc->blockShape) c.bytes *= d;
+  c.where = where();
+  if (cta_.cluster) c.issuer = agent_.clock;
+  // A multicast (cp.async.bulk.tensor .multicast::cluster) lands at the buffer's offset in
+  // every CTA of the mask and completes the barrier at the same offset in each of them.
+  std::vector<CtaState*> ctas{&cta_};
+  if (int64_t mask = attr::AsyncDescLoad::multicastMask(op); mask || runtimeTargets) {
+    const int64_t size = std::max(1, k_.fn->numCtas);
+    if (size < 2)
+      fail(op.loc(), std::string("'") + op.name() +
+                         "' with multicast_targets needs a cluster launch; launch with "
+                         "ctas_per_cga of 2 or more, or load without multicast_targets");
+    if (mask >> size)
+      fail(op.loc(), std::string("'") + op.name() + "' multicasts to CTA ranks beyond the " +
+                         std::to_string(size) + " CTAs of the cluster");
+    // Ranks computed at run time (the peer of cluster_cta_rank(), say) add their bits.
+    for (int64_t t = 0; t < runtimeTargets; ++t) {
+      const int64_t r = scalarInt(op, firstTarget + unsigned(t));
+      peer(op, r, "async_descriptor_load's multicast target");
+      mask |= int64_t(1) << r;
+    }
+    ctas.clear();
+    for (int64_t r = 0; r < size; ++r)
+      if ((mask >> r) & 1) ctas.push_back(&peer(op, r, "async_descriptor_load's multicast"));
+  }
+  for (CtaState* target : ctas)
+    addCopyTarget(op, c, *target, peerBuffer(dst, *target), peerBarrier(op, bar, *target));
+  cta_.copies.push_back(std::move(c));
+}
+
+void Executor::execAsyncDescStore(const ir::Op& op) {
+  auto desc = descriptor(op, 0);
+  const BufferView& src = buffer(op, 1);
+  std::vector<int64_t> offsets;
+  for (unsigned i = 2; i < op.numOperands(); ++i) offsets.push_back(scalarInt(op, i));
+  int64_t n = 1;
+  for (int64_t d : desc->blockShape) n *= d;
+  checkViewElements(op, src, n);
+  checkedRead(op, src, tilesOf(src, n));
+  TensorPtr box = readBuffer(src, ir::Type::tensor(src.elem, desc->blockShape));
+  descriptorTransfer(k_, op, where(), *desc, offsets, nullptr, box.get());
+}
+
+// ---- 1-D bulk copies (cp.async.bulk) and prefetch hints ----
+void Executor::execBulkCopy(const ir::Op& op) {
+  // Both move `bytes` between a scalar global address and the start of a 1-D buffer, in
+  // 16-byte units at 16-byte aligned addresses, as the hardware requires.
+  const bool isLoad = op.code() == OpCode::AsyncBulkLoad;
+  const uint64_t addr = tensor(op, 0)->data<uint64_t>()[0];
+  const BufferView& view = buffer(op, 1);
+  const int64_t bytes = scalarInt(op, isLoad ? 3 : 2);
+  const int64_t capacity = view.tileElements() * view.elemBytes();
+  const std::string what = isLoad ? "tlx.async_load(bulk=True)" : "tlx.async_store";
+  if (bytes <= 0 || bytes % 16 != 0 || bytes > capacity)
+    fail(op.loc(), what + " copies " + std::to_string(bytes) +
+                       " bytes; a bulk copy moves a positive multiple of 16 bytes, at most the "
+                       "buffer's " +
+                       std::to_string(capacity) + " (" + where() + ")");
+  std::vector<unsigned char*> chunks;
+  std::string why;
+  for (int64_t off = 0; off < bytes; off += 16) {
+    unsigned char* p = k_.memory.resolve(addr + uint64_t(off), 16, isLoad ? "load" : "store", &why);
+    if (!p)
+      fail(op.loc(),
+           what + ": " + why + " (the global address must be 16-byte aligned) in " + where());
+    chunks.push_back(p);
+  }
+  BufferView prefix = view;
+  prefix.shape = {bytes / view.elemBytes()};
+  if (!isLoad) {
+    checkedRead(op, prefix, 1);
+    TensorPtr data = readBuffer(prefix, ir::Type::tensor(view.elem, prefix.shape));
+    for (size_t c = 0; c < chunks.size(); ++c)
+      std::memcpy(chunks[c], data->bytes.data() + c * 16, 16);
     return;
   }
-  case OpCode::Clock64: {
-    Tensor t(ir::DType::I64, false, {});
-    *t.data<int64_t>() = ++k_.clock;
-    set(op.result(), std::make_shared<Tensor>(std::move(t)));
+  // The data is read at issue and lands like a TMA load, counting its bytes on the barrier.
+  auto data = std::make_shared<Tensor>(view.elem, false, prefix.shape);
+  for (size_t c = 0; c < chunks.size(); ++c)
+    std::memcpy(data->bytes.data() + c * 16, chunks[c], 16);
+  AsyncCopy c;
+  c.op = &op;
+  c.data = data;
+  c.bytes = bytes;
+  c.where = where();
+  if (cta_.cluster) c.issuer = agent_.clock;
+  addCopyTarget(op, c, cta_, prefix, barrierView(op, 2));
+  cta_.copies.push_back(std::move(c));
+}
+
+void Executor::execPrefetch(const ir::Op& op) {
+  // A hint: nothing changes, but every address it names must be one a load could read.
+  TensorPtr ptrs = tensor(op, 0);
+  TensorPtr mask = attr::Prefetch::hasMask(op) ? tensor(op, 1) : nullptr;
+  const uint64_t* addrs = ptrs->data<uint64_t>();
+  const int w = ir::byteWidth(op.operand(0)->type().elem);
+  std::string why;
+  for (int64_t i = 0; i < ptrs->numel(); ++i) {
+    if (mask && !mask->data<uint8_t>()[mask->numel() == 1 ? 0 : i]) continue;
+    if (!k_.memory.resolve(addrs[i], w, "load", &why))
+      fail(op.loc(),
+           "tlx.prefetch: " + why + " in " + where() + ", element " + formatIndex(ptrs->shape, i));
+  }
+}
+
+void Executor::execPrefetchTensormap(const ir::Op& op) {
+  descriptor(op, 0);
+}
+
+void Executor::execAsyncDescPrefetch(const ir::Op& op) {
+  auto desc = descriptor(op, 0);
+  for (size_t i = 0; i < desc->shape.size(); ++i) scalarInt(op, unsigned(1 + i));
+}
+
+// ---- distributed shared memory ----
+void Executor::execRemoteStore(const ir::Op& op) {
+  // The store reaches the buffer made by the same local_alloc in CTA `rank` (the same offset
+  // on the GPU). The synchronous form writes it now (a peer sees it after a cluster barrier);
+  // st.async lands like a TMA load, when every agent is blocked, and completes its bytes on
+  // the peer's barrier at the same offset, so a peer that reads before its wait is caught.
+  if (k_.fn->numCtas <= 1) fail(op.loc(), ir::remoteStoreWithoutClusterMessage(op));
+  const BufferView& dst = buffer(op, 0);
+  TensorPtr value;
+  if (op.code() == OpCode::AsyncRemoteCopy) {
+    // The bulk copy reads this CTA's src when it is issued; its bytes land as a store's.
+    const BufferView& src = buffer(op, 1);
+    checkedRead(op, src, tilesOf(src, src.tileElements()));
+    TensorPtr bytes = readBuffer(src, ir::Type::tensor(src.elem, src.shape));
+    auto moved = std::make_shared<Tensor>(dst.elem, false, dst.shape);
+    if (moved->bytes.size() != bytes->bytes.size())
+      throw std::logic_error("async_remote_shmem_copy: src and dst sizes differ");
+    moved->bytes = bytes->bytes;
+    value = moved;
+  } else {
+    value = tensor(op, 1);
+  }
+  checkViewElements(op, dst, value->numel());
+  CtaState& target = peer(op, scalarInt(op, 2), std::string(op.name()));
+  BufferView view = peerBuffer(dst, target);
+  if (op.code() == OpCode::RemoteStore) {
+    checkedWrite(op, view, tilesOf(view, value->numel()));
+    writeBuffer(view, *value);
     return;
   }
-  case OpCode::ClusterCtaRank:
-  case OpCode::ClusterSize: {
-    int ctas = std::max(1, k_.fn->numCtas);
-    Tensor t(ir::DType::I32, false, {});
-    *t.data<int32_t>() = op.code() == OpCode::ClusterSize ? ctas : cta_.rank;
-    set(op.result(), std::make_shared<Tensor>(std::move(t)));
+  AsyncCopy c;
+  c.op = &op;
+  c.data = value;
+  c.bytes = value->numel() * dst.elemBytes();
+  c.where = where();
+  if (cta_.cluster) c.issuer = agent_.clock;
+  addCopyTarget(op, c, target, view, peerBarrier(op, barrierView(op, 3), target));
+  cta_.copies.push_back(std::move(c));
+}
+
+void Executor::execAsyncLoad(const ir::Op& op) {
+  bool hasMask =
+      attrOr(op, attr::AsyncLoad::khasMask, attr::AsyncLoad::hasMask, op.numOperands() > 2);
+  bool hasOther =
+      attrOr(op, attr::AsyncLoad::khasOther, attr::AsyncLoad::hasOther, op.numOperands() > 3);
+  AsyncLoadCopy c;
+  c.op = &op;
+  c.ptrs = tensor(op, 0);
+  c.dst = buffer(op, 1);
+  if (hasMask) c.mask = tensor(op, 2);
+  if (hasOther) c.other = tensor(op, hasMask ? 3 : 2);
+  c.token = cta_.newToken();
+  checkedWrite(op, c.dst, tilesOf(c.dst, c.ptrs->numel()), c.token);
+  uncommitted_.push_back(std::move(c));
+  if (op.numResults()) set(op.result(), TokenValue{});
+}
+
+void Executor::execAsyncCommitGroup(const ir::Op& op) {
+  loadGroups_.push_back(std::move(uncommitted_));
+  uncommitted_.clear();
+  if (op.numResults()) set(op.result(), TokenValue{});
+}
+
+void Executor::execAsyncWaitGroup(const ir::Op& op) {
+  size_t pendings = size_t(std::max<int64_t>(0, attr::AsyncWaitGroup::pendings(op)));
+  while (loadGroups_.size() > pendings) {
+    completeLoadGroup(loadGroups_.front());
+    loadGroups_.pop_front();
+  }
+}
+
+// ---- tensor cores ----
+void Executor::execAsyncDot(const ir::Op& op) {
+  RtValue acc = slot(op.operand(2));
+  // Optional operands: use_acc then pred, each present when its has_ attribute says so
+  // (IR without the attributes lists them positionally).
+  bool hasUseAcc =
+      attrOr(op, attr::AsyncDot::khasUseAcc, attr::AsyncDot::hasUseAcc, op.numOperands() > 3);
+  bool hasPred =
+      attrOr(op, attr::AsyncDot::khasPred, attr::AsyncDot::hasPred, op.numOperands() > 4);
+  bool useAcc = !hasUseAcc || readScalar(*tensor(op, 3), 0).i != 0;
+  if (hasPred && readScalar(*tensor(op, hasUseAcc ? 4 : 3), 0).i == 0) {
+    set(op.result(), acc); // predicated off: the accumulator passes through
     return;
   }
-  case OpCode::ThreadId:
-  case OpCode::VoteBallot:
-    fail(op.loc(), std::string(op.name()) +
-                       " has no single value in the interpreter, which runs each warp group as "
-                       "one agent over whole tensors");
-  case OpCode::InlineAsm: {
-    std::vector<TensorPtr> args;
-    for (unsigned i = 0; i < op.numOperands(); ++i) args.push_back(tensor(op, i));
-    std::vector<Tensor> results;
-    std::string bad;
-    if (!runInlineAsm(op, args, results, bad))
-      fail(op.loc(), "tl.inline_asm_elementwise: the interpreter cannot run PTX; it runs only "
-                     "'mov' between operands or from an immediate and 'nanosleep' (pack=1), "
-                     "not " +
-                         bad + "; run this kernel on the GPU");
-    for (unsigned r = 0; r < op.numResults(); ++r)
-      set(op.result(r), std::make_shared<Tensor>(std::move(results[r])));
+  auto d = std::make_shared<PendingDot>();
+  d->op = &op;
+  d->a = slot(op.operand(0));
+  if (std::holds_alternative<PendingDotPtr>(d->a)) d->a = tensorOf(op, op.operand(0));
+  d->b = buffer(op, 1);
+  d->useAcc = useAcc;
+  // Absent: tf32 for fp32 operands (PendingDot::precision), not Ops.def's "ieee".
+  d->precision =
+      attrOr(op, attr::AsyncDot::kinputPrecision, attr::AsyncDot::inputPrecision, std::string());
+  d->resultType = op.result()->type();
+  if (auto* accBuf = std::get_if<BufferView>(&acc)) {
+    // Accumulator in TMEM (Blackwell): the dot updates the buffer in place, at issue.
+    d->acc = readBuffer(*accBuf, ir::Type::tensor(accBuf->elem, accBuf->shape));
+    d->resultType = ir::Type::tensor(accBuf->elem, accBuf->shape);
+    completeDot(*d);
+    writeBuffer(*accBuf, *d->result);
+    set(op.result(), acc);
     return;
   }
-  case OpCode::AsyncTask:
-    fail(op.loc(), "tlx.async_task outside 'with tlx.async_tasks()': a task runs only as part of "
-                   "an async_tasks block");
-  default:
-    throw std::logic_error(std::string("the interpreter does not implement op '") + op.name() +
-                           "'");
-  }
+  d->acc = acc;
+  d->token = cta_.newToken();
+  if (auto* av = std::get_if<BufferView>(&d->a)) checkedRead(op, *av, 1, d->token);
+  checkedRead(op, d->b, 1, d->token);
+  dots_.push_back(d);
+  set(op.result(), PendingDotPtr(d));
+}
+
+void Executor::execAsyncDotWait(const ir::Op& op) {
+  completeDotsDownTo(size_t(std::max<int64_t>(0, attr::AsyncDotWait::pendings(op))), op.loc());
+  for (unsigned i = 0; i < op.numResults(); ++i) set(op.result(i), slot(op.operand(i)));
+  yieldToOthers();
+}
+
+// ---- misc ----
+void Executor::execReplicaId(const ir::Op& op) {
+  Tensor t(ir::DType::I32, false, {});
+  *t.data<int32_t>() = agent_.replica;
+  set(op.result(), std::make_shared<Tensor>(std::move(t)));
+}
+
+void Executor::execClock64(const ir::Op& op) {
+  Tensor t(ir::DType::I64, false, {});
+  *t.data<int64_t>() = ++k_.clock;
+  set(op.result(), std::make_shared<Tensor>(std::move(t)));
+}
+
+void Executor::execClusterQuery(const ir::Op& op) {
+  int ctas = std::max(1, k_.fn->numCtas);
+  Tensor t(ir::DType::I32, false, {});
+  *t.data<int32_t>() = op.code() == OpCode::ClusterSize ? ctas : cta_.rank;
+  set(op.result(), std::make_shared<Tensor>(std::move(t)));
+}
+
+void Executor::execPerThreadOp(const ir::Op& op) {
+  fail(op.loc(), std::string(op.name()) +
+                     " has no single value in the interpreter, which runs each warp group as "
+                     "one agent over whole tensors");
+}
+
+void Executor::execInlineAsm(const ir::Op& op) {
+  std::vector<TensorPtr> args;
+  for (unsigned i = 0; i < op.numOperands(); ++i) args.push_back(tensor(op, i));
+  std::vector<Tensor> results;
+  std::string bad;
+  if (!runInlineAsm(op, args, results, bad))
+    fail(op.loc(), "tl.inline_asm_elementwise: the interpreter cannot run PTX; it runs only "
+                   "'mov' between operands or from an immediate and 'nanosleep' (pack=1), "
+                   "not " +
+                       bad + "; run this kernel on the GPU");
+  for (unsigned r = 0; r < op.numResults(); ++r)
+    set(op.result(r), std::make_shared<Tensor>(std::move(results[r])));
+}
+
+void Executor::execAsyncTaskOutsideTasks(const ir::Op& op) {
+  fail(op.loc(), "tlx.async_task outside 'with tlx.async_tasks()': a task runs only as part of "
+                 "an async_tasks block");
 }
 
 void Executor::checkNamedBarrierCounts(const ir::Op& op, int64_t id) {
@@ -1418,15 +1404,15 @@ void Executor::execAsyncTasks(const ir::Op& op) {
   for (const auto& taskOp : op.region(0)->ops()) {
     if (taskOp->code() != OpCode::AsyncTask) continue;
     if (taskOp->numRegions() != 1) throw std::logic_error("async_task without its region");
-    bool isDefault = taskOp->intAttr("default") != 0;
-    int64_t replicate = std::max<int64_t>(1, taskOp->intAttr("replicate", 1));
+    bool isDefault = attr::AsyncTask::isDefault(*taskOp);
+    int64_t replicate = std::max<int64_t>(1, attr::AsyncTask::replicate(*taskOp));
     // The specializer emits one async_task per replica, numbered by [replica]; IR without that
     // attribute is expanded here.
-    bool expanded = taskOp->hasAttr("replica");
-    int64_t firstReplica = expanded ? taskOp->intAttr("replica") : 0;
+    bool expanded = taskOp->hasAttr(attr::AsyncTask::kreplica);
+    int64_t firstReplica = attr::AsyncTask::replica(*taskOp);
     int64_t count = expanded ? 1 : replicate;
     if (firstReplica == 0 && !isDefault) ++taskIndex;
-    std::string name = taskOp->strAttr("name");
+    std::string name = attr::AsyncTask::name(*taskOp);
     std::string label;
     if (!name.empty() && name != "task" && name != "default")
       label = "task '" + name + "'";
@@ -1437,7 +1423,9 @@ void Executor::execAsyncTasks(const ir::Op& op) {
     for (int64_t r = firstReplica; r < firstReplica + count; ++r) {
       auto a = std::make_unique<Agent>();
       a->label = label + (replicate > 1 ? " replica " + std::to_string(r) : "");
-      a->numWarps = isDefault ? k_.fn->numWarps : int(taskOp->intAttr("num_warps", 4));
+      a->numWarps = isDefault ? k_.fn->numWarps
+                              : int(attrOr(*taskOp, attr::AsyncTask::knumWarps,
+                                           attr::AsyncTask::numWarps, int64_t(4)));
       a->replica = int(r);
       a->isTask = true;
       if (cta_.cluster) a->program = cta_.name();

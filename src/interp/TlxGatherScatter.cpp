@@ -2,6 +2,7 @@
 // read, updated and written back) as one access, so the race checker sees what local_load and
 // local_store would; indices outside the buffer are reported, not wrapped.
 #include "interp/Executor.h"
+#include "ir/OpAttrs.h"
 
 #include <cstring>
 
@@ -13,7 +14,7 @@ void Executor::execLocalGatherScatter(const ir::Op& op) {
   const bool gather = op.code() == OpCode::LocalGather;
   const BufferView& v = buffer(op, 0);
   TensorPtr idx = tensor(op, gather ? 1 : 2);
-  const int64_t axis = op.intAttr("axis");
+  const int64_t axis = gather ? ir::attr::LocalGather::axis(op) : ir::attr::LocalScatter::axis(op);
   const std::vector<int64_t>& bshape = v.shape;
   const int64_t extent = bshape.at(size_t(axis));
   checkViewElements(op, v, v.tileElements());
