@@ -4,6 +4,7 @@
 #include "specialize/BuiltinTable.h"
 #include "specialize/OpAttrChecks.h"
 #include "specialize/SpecializerImpl.h"
+#include "specialize/TlDotScaled.h"
 #include "specialize/TlStandard.h"
 #include "support/MathExtras.h"
 
@@ -1086,6 +1087,7 @@ const BuiltinTable& tlBuiltins() {
       {"cumprod", &tlCumulative},
       {"associative_scan", &tlCustomReduceOrScan},
       {"dot", &tlDot},
+      {"dot_scaled", &tlDotScaled},
       {"exp", &tlUnaryMath<OpCode::Exp>},
       {"exp2", &tlUnaryMath<OpCode::Exp2>},
       {"log", &tlUnaryMath<OpCode::Log>},
