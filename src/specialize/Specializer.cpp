@@ -1138,16 +1138,12 @@ Val Specializer::callFunction(const FunctionRef& fn, const CallSite& call) {
   nf.module = fn.module;
   nf.def = def;
   std::vector<bool> bound(def->params.size(), false);
-  std::vector<SourceLoc> argLocs(def->params.size(), call.loc);
-  std::vector<const Expr*> argExprs(def->params.size(), nullptr);
   if (call.args.size() > def->params.size())
     raiseError(call.loc, "'" + def->name + "' takes " + std::to_string(def->params.size()) +
                              " arguments but " + std::to_string(call.args.size()) + " were given");
   for (size_t i = 0; i < call.args.size(); ++i) {
     nf.env[def->params[i].name] = call.args[i];
     bound[i] = true;
-    argLocs[i] = call.argLocs[i];
-    argExprs[i] = call.argExprs[i];
   }
   for (size_t k = 0; k < call.kwNames.size(); ++k) {
     size_t idx = def->params.size();
@@ -1166,8 +1162,6 @@ Val Specializer::callFunction(const FunctionRef& fn, const CallSite& call) {
                  "argument '" + call.kwNames[k] + "' of '" + def->name + "' is given twice");
     nf.env[call.kwNames[k]] = call.kwVals[k];
     bound[idx] = true;
-    argLocs[idx] = call.kwLocs[k];
-    argExprs[idx] = call.kwExprs[k];
   }
   Frame* caller = frame;
   frame = &nf;
@@ -1182,12 +1176,9 @@ Val Specializer::callFunction(const FunctionRef& fn, const CallSite& call) {
                      "missing argument '" + p.name + "' in the call to '" + def->name + "'");
         nf.env[p.name] = eval(p.defaultValue.get());
       }
-      if (isConstexprAnnotation(p.annotation.get()) && !nf.env[p.name].isConstexpr()) {
-        frame = caller;
-        needConstexpr(argLocs[i],
-                      "argument '" + p.name + "' of '" + def->name + "' (declared tl.constexpr)",
-                      argExprs[i]);
-      }
+      // A called @jit function's tl.constexpr annotation does not force its argument: as in
+      // Triton, the value decides (a run-time tensor stays a run-time value in the callee, and a
+      // use that needs a constant reports itself there). Only kernel parameters are bound by it.
     }
     visitStmts(pointers(def->body));
     auto it = nf.env.find("$ret");

@@ -2,6 +2,7 @@
 // argument checks and diagnostics each needs.
 #include "ir/OpAttrs.h"
 #include "specialize/BuiltinTable.h"
+#include "specialize/IsInstance.h"
 #include "specialize/OpAttrChecks.h"
 #include "specialize/SpecializerImpl.h"
 #include "specialize/TlDotScaled.h"
@@ -89,6 +90,7 @@ std::optional<Val> Specializer::namespaceMember(const std::string& ns, const std
     if (name == "math") return Val::ns("tl");
     if (name == "extra") return Val::ns("tl.extra");
     if (name == "PropagateNan") return Val::ns("tl.PropagateNan");
+    if (auto t = tlTypeObject(name)) return *t;
     if (tlBuiltins().isMember(name)) return Val::builtin("tl." + name);
     return std::nullopt;
   }
@@ -216,6 +218,10 @@ Val Specializer::callBuiltin(const std::string& name, CallSite& call) {
 
 Val Specializer::callPython(const std::string& name, CallSite& call) {
   SourceLoc loc = call.loc;
+  if (name == "isinstance") {
+    BoundArgs a(call, {"obj", "classinfo"});
+    return Val::boolean(kernelIsInstance(a.get("obj"), a.get("classinfo"), a.loc("classinfo")));
+  }
   if (name == "min" || name == "max") {
     if (!call.kwNames.empty()) raiseError(call.kwLocs[0], name + "() takes no keyword arguments");
     std::vector<Val> xs = call.args;

@@ -263,9 +263,15 @@ Val tlHistogram(Specializer& sp, const std::string& /*name*/, CallSite& call) {
 
 Val tlAssume(Specializer& sp, const std::string& /*name*/, CallSite& call) {
   // A promise to the optimizer; warpweave checks that it is a condition and otherwise ignores it.
+  // As in Triton (whose assume op takes an i1), a condition is a boolean: a comparison, a bool
+  // tensor or a constexpr bool (False is accepted, as Triton does: a broken promise, not a check).
+  (void)sp;
   BoundArgs a(call, {"cond"});
   const Val& c = a.get("cond");
-  if (c.isRuntime()) sp.toI1(c.v, a.loc("cond"));
+  bool boolean = c.isRuntime() ? c.type().elem == DType::I1 : c.kind == Val::Kind::Bool;
+  if (!boolean)
+    raiseError(a.loc("cond"),
+               "tl.assume expects a boolean condition (a comparison), got " + kindName(c));
   return Val::none();
 }
 

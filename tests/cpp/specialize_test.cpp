@@ -503,10 +503,6 @@ TEST(SpecializeDiagnostics, UserErrorsPointAtTheirSource) {
       {"    y = twice(n, factor=2)\n", "test.py:6:18: error: 'twice' has no parameter 'factor'",
        ""},
       {"    y = twice()\n", "test.py:6:9: error: missing argument 'x' in the call to 'twice'", ""},
-      {"    y = twice(n, n)\n",
-       "test.py:6:18: error: argument 'scale' of 'twice' (declared tl.constexpr) must be a "
-       "compile-time constant, but 'n' is a run-time value",
-       "declare the parameter as 'n: tl.constexpr'"},
       {"    if n > 0:\n        y = 1\n    z = y + 1\n",
        "test.py:8:9: error: undefined name 'y'; did you mean 'n'?", ""},
       {"    x = tl.arange(0, BLOCK)\n    if x > 0:\n        pass\n",
