@@ -202,6 +202,7 @@ def main() -> int:
                           f"(kernel {t['triton'][1] / kern:.2f}x)")
             rows.append((label, shape, provider, f"{wall:.3f} ms {flops / wall / 1e9:.0f} TF/s",
                          ", ".join(vs)))
+            print("row: | " + " | ".join(rows[-1]) + " |", flush=True)  # kept if a limit ends the run
     shutil.rmtree(work, ignore_errors=True)
     print("\n| case | shape | compiler | wall (median) | vs reference / Triton |\n"
           "|---|---|---|---|---|")
