@@ -25,6 +25,15 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
   int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
   if (bt.shape[0] != K)
     raiseError(op.loc(), "dot operand shapes " + at.str() + " and " + bt.str() + " do not chain");
+  // Triton's rule for NVIDIA targets (its min_dot_size): any M and N, K at least one 256-bit MMA
+  // k-step of the operand type (the interpreter, like Triton's, takes any K).
+  int bits = ir::bitWidth(at.elem);
+  int64_t minK = bits == 8 ? 32 : bits == 16 ? 16 : bits == 32 ? 8 : 4;
+  if (K < minK)
+    raiseError(op.loc(), "tl.dot of " + std::string(ir::tlName(at.elem)) + " operands needs K >= " +
+                             std::to_string(minK) + " on " + targetName(options_.target) +
+                             " (as Triton's NVIDIA back end), got K = " + std::to_string(K) +
+                             "; M and N may be as small as 1");
   DType accType = rt.elem;
   // Without the attribute (hand-built IR; tl.dot always sets it) as the layout pass reads it.
   std::string precision = op.hasAttr(ir::attr::Dot::kinputPrecision)

@@ -1389,16 +1389,13 @@ Val Specializer::dot(const BoundArgs& a, SourceLoc loc) {
     raiseError(loc, "tl.dot needs two 2-D (or two 3-D batched) tensors, got " + x->type().str() +
                         " and " + y->type().str());
   size_t r = sa.size();
-  int64_t M = sa[r - 2], K = sa[r - 1], K2 = sb[r - 2], N = sb[r - 1];
+  int64_t K = sa[r - 1], K2 = sb[r - 2], N = sb[r - 1];
   if (K != K2)
     raiseError(loc, "tl.dot shape mismatch: " + shapeStr(sa) + " @ " + shapeStr(sb) +
                         " (the first operand's K = " + std::to_string(K) +
                         " must equal the second operand's K = " + std::to_string(K2) + ")");
   if (r == 3 && sa[0] != sb[0])
     raiseError(loc, "tl.dot batch sizes differ: " + shapeStr(sa) + " @ " + shapeStr(sb));
-  if (M < 16 || N < 16 || K < 16)
-    raiseError(loc, "tl.dot needs M, N and K of at least 16, got M=" + std::to_string(M) +
-                        ", N=" + std::to_string(N) + ", K=" + std::to_string(K));
   DType da = x->type().elem, db = y->type().elem;
   bool fp8a = da == DType::F8E4M3 || da == DType::F8E5M2,
        fp8b = db == DType::F8E4M3 || db == DType::F8E5M2;
