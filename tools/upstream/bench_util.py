@@ -40,3 +40,10 @@ def kernel_ms(fn, calls=10):
     per_name = [e.device_time_total for e in prof.key_averages() if e.device_time_total > 0
                 and e.device_type == torch.autograd.DeviceType.CUDA]
     return sum(per_name) / 1000.0 / calls, max(per_name, default=0) / 1000.0 / calls
+
+
+def print_table(header, rows):
+    """A Markdown table: the header's cells, then one line per row."""
+    print("\n| " + " | ".join(header) + " |\n|" + "---|" * len(header))
+    for r in rows:
+        print("| " + " | ".join(r) + " |")

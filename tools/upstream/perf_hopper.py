@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_util import kernel_ms, time_rounds  # noqa: E402
+from bench_util import kernel_ms, print_table, time_rounds  # noqa: E402
 
 GEMM_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192)]
 ATTN_SHAPE = (4, 32, 4096, 128)  # Z, H, N_CTX, HEAD_DIM
@@ -149,10 +149,8 @@ def main() -> int:
             traceback.print_exc()
             rows.append((name, f"{Z}x{H}x{S}x{D}", "failed", f"{type(e).__name__}: {e}"[:90]))
 
-    print("\n| tutorial | shape | warpweave | vs reference (wall) | main kernel, ours / ref |\n"
-          "|---|---|---|---|---|")
-    for r in rows:
-        print("| " + " | ".join(r) + " |")
+    print_table(("tutorial", "shape", "warpweave", "vs reference (wall)",
+                 "main kernel, ours / ref"), rows)
     return 0
 
 

@@ -24,7 +24,7 @@ import types
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_util import kernel_ms, time_rounds  # noqa: E402
+from bench_util import kernel_ms, print_table, time_rounds  # noqa: E402
 
 _WORD = re.compile(r"\btriton\b")
 FILES = {"03": "03-matrix-multiplication.py", "09": "09-persistent-matmul.py",
@@ -204,10 +204,7 @@ def main() -> int:
                          ", ".join(vs)))
             print("row: | " + " | ".join(rows[-1]) + " |", flush=True)  # kept if a limit ends the run
     shutil.rmtree(work, ignore_errors=True)
-    print("\n| case | shape | compiler | wall (median) | vs reference / Triton |\n"
-          "|---|---|---|---|---|")
-    for r in rows:
-        print("| " + " | ".join(r) + " |")
+    print_table(("case", "shape", "compiler", "wall (median)", "vs reference / Triton"), rows)
     return 0
 
 
