@@ -424,8 +424,8 @@ TEST(Fuzz, BoundedMutationLoop) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("fuzz: %d mutants of %zu files in %.2f s (%d parsed, %d rejected), slowest %.2f ms\n",
               total, files.size(), seconds, parsed, total - parsed, slowestMs);
-  // A hang shows up as one mutant taking far longer than parsing a whole file should.
-  EXPECT_LT(slowestMs, 1000.0);
+  // The slowest mutant is printed, not asserted (a loaded or instrumented machine would make a
+  // bound flaky); a mutant that hangs the compiler is caught by ctest's time limit on this test.
 }
 
 // The compiler fuzzer of tools/fuzz (wwfuzz) for a bounded number of compiles: mutants of the

@@ -126,8 +126,8 @@ TEST(InterpVectorAdd, MatchesReferenceOverGridWithOddSize) {
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[i], x[i] + y[i]) << "element " << i;
   for (int64_t i = n; i < n + slack; ++i) ASSERT_TRUE(sameBits(out[i], poison)) << "element " << i;
+  // Printed, not asserted: tests check behaviour, and ctest's time limit catches a hang.
   std::printf("vector add of %lld elements: %.3f s\n", (long long)n, seconds);
-  EXPECT_LT(seconds, 1.0);
 }
 
 TEST(InterpVectorAdd, OutOfBoundsLoadIsReportedWithLocation) {
