@@ -2,26 +2,15 @@
 
 #include "frontend/Diagnostics.h"
 
-#include <array>
-
 namespace ww::specialize {
 
 namespace {
 
-// The type objects by the name a kernel spells (Python's builtins bare, the language's with
-// "tl.").
-constexpr std::array<const char*, 9> kTypeNames = {
-    "int",      "float",           "bool",        "tuple", "tl.tensor", "tl.tensor_descriptor",
-    "tl.dtype", "tl.pointer_type", "tl.constexpr"};
-
-bool isTypeName(const std::string& s) {
-  for (const char* n : kTypeNames)
-    if (s == n) return true;
-  return false;
-}
-
-bool instanceOf(const Val& x, const std::string& cls) {
+/// Whether x is an instance of the type object a kernel spells `cls` (Python's builtins bare, the
+/// language's with "tl."); nullopt when `cls` names no type isinstance accepts.
+std::optional<bool> instanceOf(const Val& x, const std::string& cls) {
   using K = Val::Kind;
+  bool descriptor = x.isRuntime() && x.type().kind == ir::TypeKind::Descriptor;
   if (cls == "int") return x.kind == K::Int || x.kind == K::Bool; // bool is an int in Python
   if (cls == "bool") return x.kind == K::Bool;
   if (cls == "float") return x.kind == K::Float;
@@ -30,10 +19,9 @@ bool instanceOf(const Val& x, const std::string& cls) {
   if (cls == "tl.pointer_type") return x.kind == K::DType && x.dtypeIsPointer;
   // Unwrapped by the builtin, as in Triton: no argument reaches isinstance as a constexpr.
   if (cls == "tl.constexpr") return false;
-  bool descriptor = x.isRuntime() && x.type().kind == ir::TypeKind::Descriptor;
   if (cls == "tl.tensor_descriptor") return descriptor;
   if (cls == "tl.tensor") return x.isRuntime() && !descriptor;
-  return false;
+  return std::nullopt;
 }
 
 } // namespace
@@ -50,8 +38,8 @@ bool kernelIsInstance(const Val& x, const Val& classinfo, SourceLoc loc) {
     for (const Val& c : classinfo.elts) any = kernelIsInstance(x, c, loc) || any;
     return any;
   }
-  if (classinfo.kind == Val::Kind::Builtin && isTypeName(classinfo.s))
-    return instanceOf(x, classinfo.s);
+  if (classinfo.kind == Val::Kind::Builtin)
+    if (std::optional<bool> answer = instanceOf(x, classinfo.s)) return *answer;
   raiseError(loc, "isinstance's second argument must be a type or a tuple of types: int, float, "
                   "bool, tuple, tl.tensor, tl.tensor_descriptor, tl.dtype, tl.pointer_type or "
                   "tl.constexpr; got " +

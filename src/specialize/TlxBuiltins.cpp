@@ -72,6 +72,16 @@ ir::Value* oneBuffer(Specializer& sp, const std::string& fn, const BoundArgs& a,
   return buf;
 }
 
+/// The i32 rank of the cluster CTA a remote copy or store goes to; a constant must be 0 or more.
+ir::Value* remoteCtaRank(Specializer& sp, const std::string& fn, const BoundArgs& a) {
+  const Val& r = a.get("remote_cta_rank");
+  if (r.isIntLike() && r.i < 0)
+    raiseError(a.loc("remote_cta_rank"),
+               fn + "'s remote_cta_rank must be a CTA rank (0 or more), got " +
+                   std::to_string(r.i));
+  return sp.requireScalarI32(r, a.loc("remote_cta_rank"), fn + "'s remote_cta_rank");
+}
+
 /// A single mbarrier of this CTA.
 ir::Value* oneBarrier(Specializer& sp, const std::string& fn, const BoundArgs& a, const char* arg) {
   ir::Value* bar = sp.requireBarrier(a.get(arg), a.loc(arg), fn + "'s " + arg);
@@ -241,16 +251,8 @@ Val tlxAsyncRemoteShmemCopy(Specializer& sp, const std::string& name, CallSite& 
   if (bytesOf(src->type()) % 16 != 0)
     raiseError(a.loc("src"), fn + ": src holds " + std::to_string(bytesOf(src->type())) +
                                  " bytes; a bulk copy moves a multiple of 16 bytes");
-  const Val& r = a.get("remote_cta_rank");
-  if (r.isIntLike() && r.i < 0)
-    raiseError(a.loc("remote_cta_rank"),
-               fn + "'s remote_cta_rank must be a CTA rank (0 or more), got " +
-                   std::to_string(r.i));
   sp.b.create(OpCode::AsyncRemoteCopy,
-              {dst, src,
-               sp.requireScalarI32(r, a.loc("remote_cta_rank"), fn + "'s remote_cta_rank"),
-               oneBarrier(sp, fn, a, "barrier")},
-              {});
+              {dst, src, remoteCtaRank(sp, fn, a), oneBarrier(sp, fn, a, "barrier")}, {});
   return Val::none();
 }
 
@@ -281,13 +283,7 @@ Val tlxRemoteShmemStore(Specializer& sp, const std::string& name, CallSite& call
     raiseError(a.loc("src"), fn + ": src is " + x->type().str() + " but dst holds " +
                                  std::string(ir::tlName(buf->type().elem)) +
                                  "; convert it with .to(...)");
-  const Val& r = a.get("remote_cta_rank");
-  if (r.isIntLike() && r.i < 0)
-    raiseError(a.loc("remote_cta_rank"),
-               fn + "'s remote_cta_rank must be a CTA rank (0 or more), got " +
-                   std::to_string(r.i));
-  std::vector<ir::Value*> ops{
-      buf, x, sp.requireScalarI32(r, a.loc("remote_cta_rank"), fn + "'s remote_cta_rank")};
+  std::vector<ir::Value*> ops{buf, x, remoteCtaRank(sp, fn, a)};
   if (async) ops.push_back(oneBarrier(sp, fn, a, "barrier"));
   sp.b.create(async ? OpCode::AsyncRemoteStore : OpCode::RemoteStore, ops, {});
   return Val::none();
