@@ -30,6 +30,9 @@ namespace {
 
 PyObject* gLaunchErrorType = nullptr;
 PyObject* gCudaErrorType = nullptr;
+// Set while launch hooks are installed (knobs.runtime.launch_enter_hook / launch_exit_hook, e.g.
+// by warpweave.profiler): every launch then takes the general path, which calls them.
+bool gLaunchHooks = false;
 
 constexpr int kMaxFastParams = 64;
 constexpr size_t kMaxEntries = 1024;
@@ -372,8 +375,11 @@ public:
       throw std::invalid_argument("FastLauncher: one name, constexpr flag, specialize flag and "
                                   "default per parameter");
     for (nb::object& d : defaults) defaults_.push_back(d.is(missing) ? nb::object() : d);
-    for (const char* o : kOptionNames)
+    for (const char* o : kOptionNames) {
       optionNames_.push_back(nb::steal<nb::str>(PyUnicode_InternFromString(o)));
+      // A parameter named like an option receives the option too: the general path binds both.
+      for (const std::string& n : names) paramIsOption_ = paramIsOption_ || n == o;
+    }
     for (const char* o : {"num_warps", "num_stages", "num_ctas"})
       metaNames_.push_back(nb::steal<nb::str>(PyUnicode_InternFromString(o)));
     dtypeName_ = nb::steal<nb::str>(PyUnicode_InternFromString("dtype"));
@@ -440,6 +446,7 @@ public:
   PyObject* call(PyObject* grid, const unsigned* dims, PyObject* const* args, size_t nargsf,
                  PyObject* kwnames) {
     const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (gLaunchHooks) return general(grid, args, nargs, kwnames, nullptr);
     CallState st;
     if (!computeKey(args, nargs, kwnames, st)) {
       if (configured()) return general(grid, args, nargs, kwnames, nullptr);
@@ -504,6 +511,7 @@ private:
   bool computeKey(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, CallState& st) {
     const size_t n = names_.size();
     if (n > kMaxFastParams || static_cast<size_t>(nargs) > n) return false;
+    if (paramIsOption_ && kwnames) return false;
     for (size_t i = 0; i < n; ++i)
       st.values[i] = i < static_cast<size_t>(nargs) ? args[i] : nullptr;
     for (PyObject*& o : st.options) o = nullptr;
@@ -864,6 +872,7 @@ private:
   std::vector<nb::bytes> envKeys_;  // set: the general path
   std::vector<nb::bytes> envKeyed_; // values in every key
   std::vector<nb::str> optionNames_;
+  bool paramIsOption_ = false;     // a parameter shares an option's name: keyword calls go general
   std::vector<nb::str> metaNames_; // the options a grid function sees in its dict
   nb::str dtypeName_, isCudaName_, dataPtrName_, generalName_;
   nb::str baseName_, blockShapeName_, encodeName_; // TensorDescriptor's
@@ -1127,6 +1136,9 @@ void wwpy::defineFastLauncher(nb::module_& m, PyObject* launchErrorType, PyObjec
       .def("clear", &FastLauncher::clear, "Forgets every remembered kernel.")
       .def_prop_ro("num_kernels", &FastLauncher::size, "Kernels remembered under their keys.");
 
+  m.def(
+      "set_launch_hooks", [](bool on) { gLaunchHooks = on; }, "on"_a,
+      "While on, every launch takes the Python general path (which calls the launch hooks).");
   m.def("make_subscript", &makeSubscript, "fallback"_a,
         "JITFunction.__getitem__ in C, falling back to `fallback(kernel, grid)`.");
 }

@@ -967,6 +967,9 @@ class JITFunction(KernelInterface):
                                 f"supported; list every parameter")
         self.arg_names = [p.name for p in self.params]
         self._index = {n: i for i, n in enumerate(self.arg_names)}
+        # Parameters named like a launch option (tutorial 02's `num_stages: tl.constexpr`)
+        # receive the option's value too, as Triton binds such a keyword to both.
+        self._option_params = tuple(o for o in _LAUNCH_OPTIONS if o in self._index)
         self.constexprs = [self._is_constexpr(p.annotation) for p in self.params]
         self.defaults = [p.default if p.default is not p.empty else _MISSING for p in self.params]
         dns = set()
@@ -1267,6 +1270,12 @@ class JITFunction(KernelInterface):
 
     def run(self, *args, grid, num_warps=None, num_stages=None, ctas_per_cga=None, num_ctas=None,
             warmup=False, **kwargs):
+        if self._option_params:
+            given = dict(num_warps=num_warps, num_stages=num_stages, ctas_per_cga=ctas_per_cga,
+                         num_ctas=num_ctas)
+            for name in self._option_params:
+                if given[name] is not None and name not in kwargs:
+                    kwargs[name] = given[name]
         if kwargs or len(args) != self._nargs:
             values = self.bind(args, kwargs)
         else:

@@ -315,6 +315,13 @@ def _make_table(columns, rows):
     return pd.DataFrame(rows, columns=columns)
 
 
+def _bench_points(x_vals):
+    # WARPWEAVE_BENCH_POINTS=N keeps the first N sizes of every table: harnesses that run whole
+    # tutorials to check that they work need not time every size.
+    limit = os.environ.get("WARPWEAVE_BENCH_POINTS")
+    return list(x_vals)[:int(limit)] if limit else list(x_vals)
+
+
 class Mark:
     """A function decorated with perf_report: `.run(...)` runs its benchmarks."""
 
@@ -327,7 +334,7 @@ class Mark:
         mins = [f"{n}-min ({bench.ylabel})" for n in bench.line_names]
         maxs = [f"{n}-max ({bench.ylabel})" for n in bench.line_names]
         rows = []
-        for x in bench.x_vals:
+        for x in _bench_points(bench.x_vals):
             xs = list(x) if isinstance(x, (list, tuple)) else [x] * len(bench.x_names)
             if len(xs) != len(bench.x_names):
                 raise ValueError(f"benchmark '{bench.plot_name}': x value {x!r} does not give one "

@@ -150,6 +150,22 @@ def test_perf_report_prints_a_table_of_every_x_and_line(capsys):
     assert "41" in out  # N=4, provider b
 
 
+def test_bench_points_keeps_the_first_sizes_of_each_table(monkeypatch):
+    seen = []
+
+    @ww.testing.perf_report(_bench())
+    def bench(N, provider, scale):
+        seen.append(N)
+        return float(N)
+
+    monkeypatch.setenv("WARPWEAVE_BENCH_POINTS", "2")
+    table = bench.run(return_df=True)
+    assert seen == [1, 1, 2, 2]
+    assert len(table) == 2
+    # Triton's spelling reaches the same knob.
+    assert ww._env.mirror({"TRITON_BENCH_POINTS": "1"}) == {"WARPWEAVE_BENCH_POINTS": "1"}
+
+
 def test_perf_report_saves_csv_and_returns_tables(tmp_path):
     @ww.testing.perf_report([_bench()])
     def bench(N, provider, scale):
@@ -651,3 +667,23 @@ def test_compile_an_ast_source_for_a_target():
     with pytest.raises(TypeError, match="constexpr"):
         ASTSource(fn=_scale, signature={"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32",
                                         "BLOCK": "constexpr"}).signature_text()
+
+
+# ------------------------------------------------------------------------------------------------
+# A parameter named like a launch option receives the option too (Triton's tutorial 02)
+# ------------------------------------------------------------------------------------------------
+
+
+@ww.jit
+def _stages_seen(out, num_stages: tl.constexpr, num_warps: tl.constexpr):
+    tl.store(out, num_stages * 10 + num_warps)
+
+
+def test_parameter_named_like_a_launch_option_receives_it():
+    out = np.zeros(1, np.int32)
+    _stages_seen[(1, )](out, num_stages=3, num_warps=4)
+    assert out[0] == 34
+    compiled = _stages_seen.warmup(out, num_stages=2, num_warps=8, grid=(1, ))
+    assert compiled.metadata.num_stages == 2 and compiled.metadata.num_warps == 8
+    with pytest.raises(TypeError, match="missing required constexpr 'num_warps'"):
+        _stages_seen[(1, )](out, num_stages=3)

@@ -44,7 +44,47 @@ SUITES = {
     "tlx-unit": (LANG_TESTS, ["test_tlx_*.py"], None),
     # Triton's language tests.
     "triton-core": (LANG_TESTS, ["test_core.py", "test_standard.py"], None),
+    # Triton's tutorials 01-12: each run as the script it is (its own checks; a generated test
+    # per script), and the pytest cases of those that carry them.
+    "triton-tutorials": (TRITON_TUTORIALS, ["test_tutorial_scripts.py", "06-fused-attention.py"],
+                         None),
 }
+
+# The tutorials of the triton-tutorials suite that run as scripts (file-name prefixes).
+TUTORIAL_SCRIPTS = [f"{i:02d}-" for i in range(1, 13)]
+
+# Generated into the copied tutorials folder: one test per tutorial script. A script passes when
+# it exits 0 and prints none of the tutorials' own mismatch marks. Their benchmark tables run at
+# their first WARPWEAVE_BENCH_POINTS sizes only (the checks come before them; the timings are
+# perf_triton.py's job).
+SCRIPT_TESTS = '''\
+import os, re, subprocess, sys, pytest
+HERE = os.path.dirname(os.path.abspath(__file__))
+PREFIXES = {prefixes!r}
+SCRIPTS = sorted(f for f in os.listdir(HERE) if f.endswith(".py") and f[:3] in PREFIXES)
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_script(script, tmp_path):
+    cmd = [sys.executable]
+    if os.environ.get("WW_TUTORIAL_MODE") == "run":
+        cmd += ["-m", "warpweave", "run"]
+    env = dict(os.environ, WARPWEAVE_BENCH_POINTS=os.environ.get("WARPWEAVE_BENCH_POINTS", "2"),
+               MPLBACKEND="Agg")
+    limit = int(os.environ.get("WW_SCRIPT_TIMEOUT", "240"))
+    try:
+        p = subprocess.run(cmd + [os.path.join(HERE, script)], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=limit)
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or b"")[-3000:]
+        pytest.fail(f"{{script}} ran past {{limit}} s: {{out!r}}")
+    out = p.stdout + p.stderr
+    print(out[-6000:])
+    assert p.returncode == 0, f"{{script}} exited {{p.returncode}}: {{out[-1500:]}}"
+    bad = [line for line in out.splitlines() if "\\u274c" in line or re.search(r"\\bdiffer\\b", line)]
+    assert not bad, f"{{script}} reports a mismatch: {{bad[:5]}}"
+'''
+
 
 _WORD = re.compile(r"\btriton\b")
 
@@ -147,6 +187,9 @@ def prepare(upstream: Path, work: Path, suite: str, replace: bool) -> Path:
     copy_tree(upstream / TUTORIALS, tut_root, replace)
     (tut_root / "__init__.py").touch()
     (root / "conftest.py").write_text(CONFTEST)
+    if suite == "triton-tutorials":
+        (dst / "test_tutorial_scripts.py").write_text(
+            SCRIPT_TESTS.format(prefixes=TUTORIAL_SCRIPTS))
     print(f"[upstream] {suite}: copied {upstream / folder} to {dst} ({n} files rewritten)",
           flush=True)
     return dst
@@ -223,10 +266,10 @@ def main() -> int:
     if args.mode == "run":
         cmd += ["-m", "warpweave", "run"]
     cmd += pytest + files + list(args.pytest_args)
-    if args.interpret:
+    if args.interpret and args.suite == "triton-core":  # the suite's own option
         cmd += ["--device", "cpu"]
     print("[upstream] " + " ".join(cmd), flush=True)
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env = dict(os.environ, PYTHONUNBUFFERED="1", WW_TUTORIAL_MODE=args.mode)
     if args.interpret:
         env["WARPWEAVE_INTERPRET"] = "1"
     rc = subprocess.call(cmd, cwd=dst, env=env)
