@@ -16,6 +16,7 @@ import os
 import textwrap
 import types
 
+from . import knobs as _knobs
 from . import language as tl
 from ._native_loader import native
 from .tensor_descriptor import TensorDescriptor as _TensorDescriptor
@@ -764,6 +765,19 @@ class CompiledKernel:
             return None
         return self.kernel.max_active_clusters(cluster_size)
 
+    def launch_metadata(self, grid, values):
+        """What launch hooks receive (Triton's): a LazyDict of name, function and stream (None in
+        the interpreter), to which the @jit function's `launch_metadata(grid, metadata, args)`
+        adds its dict (args by parameter name, constexprs included) when a hook asks."""
+        from .compiler import LazyDict
+
+        stream = None if self.interpret else _current_stream()
+        ret = LazyDict({"name": self.kernel.name, "function": self.kernel, "stream": stream})
+        fn = getattr(self.fn, "launch_metadata", None)
+        if fn is not None:
+            ret.add(fn, (grid, self.metadata, dict(zip(self.fn.arg_names, values))))
+        return ret
+
     def launch_gpu(self, grid, values, passed=None):
         """Launches on PyTorch's current stream. `passed` holds what _scan already extracted
         (device addresses, ints); descriptors are encoded here, at launch."""
@@ -1320,10 +1334,30 @@ class JITFunction(KernelInterface):
             meta["num_warps"], meta["num_stages"], meta["num_ctas"] = options[:3]
             g = g(meta)
         g = _normalize_grid(g, self.__name__)
+        runtime_knobs = _knobs.runtime
+        enter_hook, exit_hook = runtime_knobs.launch_enter_hook, runtime_knobs.launch_exit_hook
+        if enter_hook or exit_hook:
+            return self._run_hooked(compiled, g, values, passed, enter_hook, exit_hook)
         if interpret:
             compiled.run_interpreter(g, values)
         else:
             compiled.launch_gpu(g, values, passed)
+        return compiled
+
+    def _run_hooked(self, compiled, grid, values, passed, enter_hook, exit_hook):
+        """A launch between the launch hooks (Triton's order: enter, launch, exit; exit also
+        when the launch raises, so that a profiler's open launch is closed)."""
+        metadata = compiled.launch_metadata(grid, values)
+        if enter_hook:
+            enter_hook(metadata)
+        try:
+            if compiled.interpret:
+                compiled.run_interpreter(grid, values)
+            else:
+                compiled.launch_gpu(grid, values, passed)
+        finally:
+            if exit_hook:
+                exit_hook(metadata)
         return compiled
 
     def warmup(self, *args, grid=(1,), **kwargs):

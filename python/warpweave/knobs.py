@@ -6,6 +6,8 @@ runtime sees them too):
     compilation.always_compile  WARPWEAVE_CACHE_DISABLE (compile instead of reading the disk cache)
     runtime.interpret           WARPWEAVE_INTERPRET
     autotuning.print            WARPWEAVE_PRINT_AUTOTUNING (the autotuner prints its timings)
+    runtime.launch_enter_hook,  HookChains called before and after each launch with its
+    runtime.launch_exit_hook    metadata (warpweave.profiler installs its hooks there)
 
 Every other knob (Triton compiler switches such as `nvidia.use_meta_ws`) can be read and set, and
 `scope()` restores them, but warpweave's compiler does not look at them. Reading a knob Triton
@@ -17,7 +19,8 @@ from __future__ import annotations
 import contextlib
 import os
 
-__all__ = ["cache", "compilation", "runtime", "autotuning", "nvidia", "amd", "language"]
+__all__ = ["HookChain", "cache", "compilation", "runtime", "autotuning", "nvidia", "amd",
+           "language"]
 
 _TRUE = ("1", "true", "True", "on", "ON", "yes")
 
@@ -87,8 +90,56 @@ class _Compilation(_Namespace):
     always_compile = _EnvKnob("WARPWEAVE_CACHE_DISABLE", bool, False)
 
 
+class HookChain:
+    """Triton's chain of hooks of one kind, called in order (`reversed`: last added first).
+    A launch hook takes the launch's metadata, a `warpweave.compiler.LazyDict` of name, function
+    and stream (None for interpreter launches) plus what the kernel's `launch_metadata` adds."""
+
+    def __init__(self, reversed: bool = False):
+        self.calls: list = []
+        self.reversed = reversed
+
+    def add(self, func) -> None:
+        if func not in self.calls:
+            self.calls.append(func)
+            _launch_hooks_changed()
+
+    def remove(self, func) -> None:
+        if func in self.calls:
+            self.calls.remove(func)
+            _launch_hooks_changed()
+
+    def __bool__(self):
+        return len(self.calls) > 0
+
+    def __call__(self, *args, **kwargs):
+        for call in (reversed(self.calls) if self.reversed else self.calls):
+            call(*args, **kwargs)
+
+
 class _Runtime(_Namespace):
     interpret = _EnvKnob("WARPWEAVE_INTERPRET", bool, False)
+    # Called around every kernel launch while non-empty (a plain callable may replace a chain).
+    # Launches then all take the Python launch path; with none, the native path runs unhooked.
+    launch_enter_hook = HookChain()
+    launch_exit_hook = HookChain(reversed=True)
+
+    def __setattr__(self, name, value):
+        super().__setattr__(name, value)
+        if name in ("launch_enter_hook", "launch_exit_hook"):
+            _launch_hooks_changed()
+
+
+def _launch_hooks_changed():
+    """Tells the native launch path whether launches must go through the hooks."""
+    on = bool(runtime.launch_enter_hook) or bool(runtime.launch_exit_hook)
+    try:
+        from . import _native_loader
+
+        set_launch_hooks = _native_loader.native().set_launch_hooks
+    except (ImportError, AttributeError):
+        return  # no native launch path to divert
+    set_launch_hooks(on)
 
 
 class _Autotuning(_Namespace):

@@ -20,7 +20,6 @@ import shutil
 import sys
 import tempfile
 import traceback
-import types
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -48,15 +47,6 @@ def load(path: Path, module_name: str):
     sys.modules[module_name] = mod
     spec.loader.exec_module(mod)
     return mod
-
-
-def ensure_profiler_module():
-    """Tutorial 09 imports `triton.profiler` (proton) at the top; its benchmark entry points are
-    not called here. Where warpweave has no such module, an empty one lets the file import."""
-    try:
-        import warpweave.profiler  # noqa: F401
-    except ImportError:
-        sys.modules["warpweave.profiler"] = types.ModuleType("warpweave.profiler")
 
 
 def ensure_triton_target_api():
@@ -154,7 +144,6 @@ def main() -> int:
 
     work = Path(tempfile.mkdtemp(prefix="ww_perf_triton_"))
     tri_dir, ww_dir = copy_tutorials(args.tutorials, work)
-    ensure_profiler_module()
     ensure_triton_target_api()
     mods: dict = {}
     rows = []

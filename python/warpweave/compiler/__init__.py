@@ -15,7 +15,26 @@ from __future__ import annotations
 from ..errors import CompilationError  # noqa: F401
 from . import errors  # noqa: F401
 
-__all__ = ["ASTSource", "CompiledKernel", "CompilationError", "compile"]
+__all__ = ["ASTSource", "CompiledKernel", "CompilationError", "LazyDict", "compile"]
+
+
+class LazyDict:
+    """Launch metadata as launch hooks receive it (Triton's): `data` holds what is known at
+    once; `get()` adds what the functions given to `add` return (a kernel's launch_metadata),
+    evaluating them only when a hook asks."""
+
+    def __init__(self, data):
+        self.data = data
+        self.extras = []
+
+    def get(self):
+        for func, args in self.extras:
+            self.data = self.data | func(*args)
+        self.extras.clear()
+        return self.data
+
+    def add(self, func, args):
+        self.extras.append((func, args))
 
 
 class ASTSource:
