@@ -428,3 +428,77 @@ def test_a_plain_callable_launch_hook_is_kept_beside_the_profiler(tmp_path):
     assert seen == ["copy_kernel"]
     root, _ = _load(tmp_path / "plain_hook.hatchet")
     assert _child(root, "copy_kernel")["metrics"]["count"] == 1
+
+
+def test_data_get_and_context_depth(tmp_path):
+    assert proton.context.depth() is None  # not profiling
+    sid = proton.start(str(tmp_path / "mem"))
+    with proton.scope("a"):
+        with proton.scope("b"):
+            assert proton.context.depth(sid) == 2
+            _copy()
+    assert proton.context.depth(sid) == 0
+    root, devices = proton.data.get(sid)
+    b = _child(_child(root, "a"), "b")
+    assert _child(b, "copy_kernel")["metrics"]["count"] == 1
+    assert proton.data.get(None) is None
+    with pytest.raises(IndexError):
+        proton.data.get(sid + 100)
+    with pytest.raises(IndexError):
+        proton.context.depth(sid + 100)
+    proton.finalize()
+    assert json.loads((tmp_path / "mem.hatchet").read_text())[0] == root
+
+
+class _FakeEvent:
+    """torch.cuda.Event's surface on a fake clock that advances 1000 ns per record."""
+    clock = 0
+    made = 0
+
+    def __init__(self, enable_timing=False):
+        assert enable_timing
+        type(self).made += 1
+        self.t = None
+        self.device = None
+
+    def record(self):
+        type(self).clock += 1000
+        self.t = type(self).clock
+        self.device = type("Device", (), {"index": 0})()
+
+    def query(self):
+        return True
+
+    def synchronize(self):
+        pass
+
+    def elapsed_time(self, end):
+        return (end.t - self.t) / 1e6  # ms
+
+
+def test_gpu_timing_reads_cuda_events_and_reuses_them(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from warpweave.compiler import LazyDict
+    from warpweave.profiler import _data
+
+    fake = SimpleNamespace(cuda=SimpleNamespace(Event=_FakeEvent, current_device=lambda: 0))
+    monkeypatch.setattr(_data, "_cuda", lambda: fake)
+    _FakeEvent.made = 0
+    launch = LazyDict({"name": "k", "function": None, "stream": 7})
+    for name in ("one", "two"):
+        proton.start(str(tmp_path / name))
+        with proton.scope("torch work"):  # 2 records: 1000 ns
+            pass
+        with proton.scope("around"):  # its start event goes unused: back to the pool
+            _data.launch_enter(launch)
+            _data.launch_exit(launch)  # 1000 ns
+        assert _data._pending  # GPU timings are read at finalize
+        proton.finalize()
+        root, _ = _load(tmp_path / f"{name}.hatchet")
+        t = _child(root, "torch work")["metrics"]
+        assert (t["count"], t["time (ns)"], t["device_type"]) == (1, 1000, "CUDA")
+        k = _child(_child(root, "around"), "k")["metrics"]
+        assert (k["count"], k["time (ns)"], k["device_id"]) == (1, 1000, "0")
+        assert "count" not in _child(root, "around")["metrics"]
+    assert _FakeEvent.made == 5  # the second session recorded into the first one's events

@@ -8,9 +8,10 @@ Launches are timed by warpweave itself (CUDA events on the GPU, the host clock i
 interpreter) rather than by CUPTI; see _data.py for what is timed where.
 """
 
+from . import context, data  # noqa: F401
 from .flags import flags  # noqa: F401
 from .profile import DEFAULT_PROFILE_NAME, activate, deactivate, finalize, profile, start
 from .scope import cpu_timed_scope, enter_scope, exit_scope, scope
 
 __all__ = ["start", "activate", "deactivate", "finalize", "profile", "scope", "cpu_timed_scope",
-           "enter_scope", "exit_scope", "DEFAULT_PROFILE_NAME"]
+           "enter_scope", "exit_scope", "DEFAULT_PROFILE_NAME", "context", "data"]

@@ -218,7 +218,7 @@ def _cuda():
         return None
 
 
-_free_events: list = []
+_free_events: dict = {}  # CUDA device -> events whose timing was read, to record again
 _pending: list = []  # (nodes, start event, end event) of GPU timings not read yet
 _RESOLVE_AT = 4096  # pending GPU timings that make the profiler read the finished ones
 _WAIT_AT = 65536  # ... and that make it wait for all
@@ -228,9 +228,17 @@ def _mark(gpu):
     """A start or end mark: a recorded CUDA event (gpu is torch) or the host clock in ns."""
     if gpu is None:
         return time.perf_counter_ns()
-    event = _free_events.pop() if _free_events else gpu.cuda.Event(enable_timing=True)
+    free = _free_events.get(gpu.cuda.current_device())
+    event = free.pop() if free else gpu.cuda.Event(enable_timing=True)
     event.record()
     return event
+
+
+def _release(*events):
+    for event in events:
+        index = getattr(getattr(event, "device", None), "index", None)  # where it was recorded
+        if index is not None:
+            _free_events.setdefault(index, []).append(event)
 
 
 def _device_of(gpu):
@@ -262,7 +270,7 @@ def resolve_pending(wait: bool):
         ns = round(start.elapsed_time(end) * 1e6)
         for node in nodes:
             node.time_ns += ns
-        _free_events.extend((start, end))
+        _release(start, end)
         done += 1
     del _pending[:done]
 
@@ -333,7 +341,7 @@ def exit_scope(scope_id: int, metrics=None):
         timed = frame.timed_inside
         if timed:
             if frame.start is not None and not isinstance(frame.start, int):
-                _free_events.append(frame.start)  # its time is its launches': event unused
+                _release(frame.start)  # its time is its launches': the event is unused
         elif frame.start is not None and active:
             end = _mark(frame.gpu)
             _record([s.root.at(path) for s in active], _device_of(frame.gpu), frame.start, end)
