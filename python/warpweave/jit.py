@@ -729,6 +729,10 @@ class CompiledKernel:
             preferred_ctas_per_cga=None, shared=self.kernel.shared_bytes,
             target=self.kernel.target)
 
+    def _init_handles(self):
+        """Triton loads the module here before reading n_regs / n_spills; warpweave knows them
+        from ptxas at compile time and loads the module at the first launch."""
+
     @property
     def n_regs(self) -> int:
         return self.kernel.registers

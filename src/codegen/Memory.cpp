@@ -329,8 +329,9 @@ void FunctionLowering::lowerAtomic(const ir::Op& op) {
                              " is held by more threads than elements; use a block of at least "
                              "num_warps*32 elements or discard the result");
   RegClass cls = regClassOf(elem);
-  // The result (when used) needs an acquire-capable atom; otherwise red does the update.
-  bool useRed = !resultUsed && !isCas && !floatMinMax && sem != "acquire";
+  // The result (when used) needs an acquire-capable atom; otherwise red does the update. PTX's
+  // red has no exch: an exchange whose result is unused is still an atom.
+  bool useRed = !resultUsed && !isCas && !floatMinMax && sem != "acquire" && kind != "xchg";
   std::string semQ = "." + sem, scopeQ = "." + scope;
   if (useRed) semQ = sem == "relaxed" ? ".relaxed" : ".release";
   Regs out(n);

@@ -685,5 +685,7 @@ def test_parameter_named_like_a_launch_option_receives_it():
     assert out[0] == 34
     compiled = _stages_seen.warmup(out, num_stages=2, num_warps=8, grid=(1, ))
     assert compiled.metadata.num_stages == 2 and compiled.metadata.num_warps == 8
+    # Tutorial 02 then reads the register count after _init_handles(), as in Triton.
+    assert compiled._init_handles() is None and isinstance(compiled.n_regs, int)
     with pytest.raises(TypeError, match="missing required constexpr 'num_warps'"):
         _stages_seen[(1, )](out, num_stages=3)
