@@ -59,6 +59,7 @@ static std::string languageNamespace(const std::string& dotted) {
       {"warpweave.language", "tl"},
       {"warpweave.language.math", "tl"},
       {"warpweave.language.core", "tl"},
+      {"warpweave.language.random", "tl.random"},
       {"warpweave.tlx", "tlx"},
       {"warpweave.language.tlx", "tlx"},
       {"warpweave.language.extra.tlx", "tlx"},

@@ -6,6 +6,7 @@
 #include "specialize/OpAttrChecks.h"
 #include "specialize/SpecializerImpl.h"
 #include "specialize/TlDotScaled.h"
+#include "specialize/TlRandom.h"
 #include "specialize/TlStandard.h"
 #include "support/MathExtras.h"
 
@@ -88,10 +89,18 @@ std::optional<Val> Specializer::namespaceMember(const std::string& ns, const std
   if (ns == "tl") {
     if (auto d = ir::parseTlDType(name)) return Val::dtypeOf(*d);
     if (name == "math") return Val::ns("tl");
+    if (name == "random") return Val::ns("tl.random");
     if (name == "extra") return Val::ns("tl.extra");
     if (name == "PropagateNan") return Val::ns("tl.PropagateNan");
     if (auto t = tlTypeObject(name)) return *t;
     if (tlBuiltins().isMember(name)) return Val::builtin("tl." + name);
+    return std::nullopt;
+  }
+  if (ns == "tl.random") {
+    // triton.language.random: the random-number functions (tl members too) and the default round
+    // count their n_rounds takes.
+    if (name == "N_ROUNDS_DEFAULT") return Val::integer(kPhiloxDefaultRounds);
+    if (tlBuiltins().find(name) == &tlRandom) return Val::builtin("tl." + name);
     return std::nullopt;
   }
   if (ns == "tl.extra") {
@@ -158,6 +167,9 @@ void Specializer::unknownMember(const std::string& ns, const std::string& name, 
          {"int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float8e4nv", "float8e5", "float16", "bfloat16", "float32", "float64"})
       candidates.push_back(d);
+  } else if (ns == "tl.random") {
+    for (const BuiltinRow& r : tlBuiltins().rows())
+      if (r.handler == &tlRandom) candidates.push_back(r.name);
   } else if (ns == "tlx") {
     candidates = tlxBuiltins().memberNames();
     candidates.push_back("storage_kind");
@@ -1146,6 +1158,16 @@ const BuiltinTable& tlBuiltins() {
       {"assume", &tlAssume},
       {"sort", &tlSortTopk},
       {"topk", &tlSortTopk},
+      {"randint", &tlRandom},
+      {"randint4x", &tlRandom},
+      {"rand", &tlRandom},
+      {"rand4x", &tlRandom},
+      {"randn", &tlRandom},
+      {"randn4x", &tlRandom},
+      {"philox", &tlRandom},
+      {"philox_impl", &tlRandom},
+      {"uint_to_uniform_float", &tlRandom},
+      {"pair_uniform_to_normal", &tlRandom},
       {"desc.load", &tlDescLoadStore, /*member=*/false},
       {"desc.store", &tlDescLoadStore, /*member=*/false},
   });

@@ -198,6 +198,7 @@ atomic_min atomic_and atomic_or atomic_xor atomic_xchg atomic_cas debug_barrier 
 static_print device_assert cumsum cumprod associative_scan sort histogram gather rand randn randint
 clamp erf tanh cos sin floor ceil div_rn fdiv umulhi inline_asm_elementwise make_block_ptr advance
 xor_sum flip interleave ravel swizzle2d assume squeeze unsqueeze topk
+randint4x rand4x randn4x philox philox_impl uint_to_uniform_float pair_uniform_to_normal
 """.split()
 
 for _name in _KERNEL_FUNCTIONS:
@@ -206,5 +207,6 @@ for _name in _KERNEL_FUNCTIONS:
 del _name
 
 from . import math  # noqa: E402  (tl.math.*, also kernel-only)
+from . import random  # noqa: E402  (tl.random.*: the same functions as tl.rand...)
 
-__all__.append("math")
+__all__ += ["math", "random"]
