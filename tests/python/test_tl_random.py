@@ -18,7 +18,11 @@ import pytest
 import tl_random_reference as ref
 import warpweave as ww
 import warpweave.language as tl
-from warpweave.language.random import randint4x as imported_randint4x
+from tl_random_kernels import (box_muller_kernel, philox_impl_kernel, philox_kernel,
+                               rand4x_kernel, rand_kernel, randint4x_default_rounds_kernel,
+                               randint4x_kernel, randint_2d_kernel, randint_const_seed_kernel,
+                               randint_kernel, randint_scalar_kernel, randn4x_kernel, randn_kernel,
+                               to_uniform_kernel)
 
 native_loader = importlib.import_module("warpweave._native_loader")
 pytestmark = pytest.mark.skipif(not native_loader.available(),
@@ -28,138 +32,6 @@ pytestmark = pytest.mark.skipif(not native_loader.available(),
 # (a u64 argument) seeds.
 SEEDS = [0, 42, 0x7FFFFFFF, 0xFFFFFFFF, 0x0000000FCAFEB0BA, -1, -0x123456789ABCDEF,
          0xFEDCBA9876543210]
-
-
-@ww.jit
-def randint_kernel(off_ptr, out_ptr, seed, N: tl.constexpr):
-    i = tl.arange(0, N)
-    tl.store(out_ptr + i, tl.randint(seed, tl.load(off_ptr + i)))
-
-
-@ww.jit
-def randint_const_seed_kernel(off_ptr, out_ptr, SEED: tl.constexpr, N: tl.constexpr):
-    i = tl.arange(0, N)
-    tl.store(out_ptr + i, tl.randint(SEED, tl.load(off_ptr + i)))
-
-
-@ww.jit
-def randint4x_kernel(off_ptr, out_ptr, seed, N: tl.constexpr, ROUNDS: tl.constexpr):
-    i = tl.arange(0, N)
-    a, b, c, d = tl.randint4x(seed, tl.load(off_ptr + i), n_rounds=ROUNDS)
-    tl.store(out_ptr + i, a)
-    tl.store(out_ptr + N + i, b)
-    tl.store(out_ptr + 2 * N + i, c)
-    tl.store(out_ptr + 3 * N + i, d)
-
-
-@ww.jit
-def randint4x_default_rounds_kernel(off_ptr, out_ptr, seed, N: tl.constexpr):
-    i = tl.arange(0, N)
-    # Positional n_rounds, through the module's name and a from-import.
-    a, b, c, d = imported_randint4x(seed, tl.load(off_ptr + i), tl.random.N_ROUNDS_DEFAULT)
-    tl.store(out_ptr + i, a)
-    tl.store(out_ptr + N + i, b)
-    tl.store(out_ptr + 2 * N + i, c)
-    tl.store(out_ptr + 3 * N + i, d)
-
-
-@ww.jit
-def rand_kernel(off_ptr, out_ptr, seed, N: tl.constexpr, ROUNDS: tl.constexpr):
-    i = tl.arange(0, N)
-    tl.store(out_ptr + i, tl.rand(seed, tl.load(off_ptr + i), ROUNDS))
-
-
-@ww.jit
-def rand4x_kernel(off_ptr, out_ptr, seed, N: tl.constexpr):
-    i = tl.arange(0, N)
-    a, b, c, d = tl.random.rand4x(seed, tl.load(off_ptr + i))
-    tl.store(out_ptr + i, a)
-    tl.store(out_ptr + N + i, b)
-    tl.store(out_ptr + 2 * N + i, c)
-    tl.store(out_ptr + 3 * N + i, d)
-
-
-@ww.jit
-def randn_kernel(off_ptr, out_ptr, seed, N: tl.constexpr):
-    i = tl.arange(0, N)
-    tl.store(out_ptr + i, tl.randn(seed, tl.load(off_ptr + i)))
-
-
-@ww.jit
-def randn4x_kernel(off_ptr, out_ptr, seed, N: tl.constexpr):
-    i = tl.arange(0, N)
-    a, b, c, d = tl.randn4x(seed, tl.load(off_ptr + i))
-    tl.store(out_ptr + i, a)
-    tl.store(out_ptr + N + i, b)
-    tl.store(out_ptr + 2 * N + i, c)
-    tl.store(out_ptr + 3 * N + i, d)
-
-
-@ww.jit
-def randint_2d_kernel(out_ptr, seed, base, M: tl.constexpr, N: tl.constexpr):
-    offs = base + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
-    tl.store(out_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :],
-             tl.randint(seed, offs))
-
-
-@ww.jit
-def randint_scalar_kernel(out_ptr, seed, offset):
-    a, b, c, d = tl.randint4x(seed, offset)
-    tl.store(out_ptr, a)
-    tl.store(out_ptr + 1, b)
-    tl.store(out_ptr + 2, c)
-    tl.store(out_ptr + 3, d)
-    tl.store(out_ptr + 4, tl.randint(seed, 7))
-
-
-@ww.jit
-def philox_kernel(c_ptr, out_ptr, seed, N: tl.constexpr, ROUNDS: tl.constexpr):
-    i = tl.arange(0, N)
-    c0 = tl.load(c_ptr + i)
-    c1 = tl.load(c_ptr + N + i)
-    c2 = tl.load(c_ptr + 2 * N + i)
-    c3 = tl.load(c_ptr + 3 * N + i)
-    a, b, c, d = tl.philox(seed, c0, c1, c2, c3, ROUNDS)
-    tl.store(out_ptr + i, a)
-    tl.store(out_ptr + N + i, b)
-    tl.store(out_ptr + 2 * N + i, c)
-    tl.store(out_ptr + 3 * N + i, d)
-
-
-@ww.jit
-def philox_impl_kernel(c_ptr, out_ptr, k0, k1, N: tl.constexpr):
-    i = tl.arange(0, N)
-    c0 = tl.load(c_ptr + i)
-    c1 = tl.load(c_ptr + N + i)
-    c2 = tl.load(c_ptr + 2 * N + i)
-    c3 = tl.load(c_ptr + 3 * N + i)
-    a, b, c, d = tl.random.philox_impl(c0, c1, c2, c3, k0.to(tl.uint32), k1.to(tl.uint32))
-    tl.store(out_ptr + i, a)
-    tl.store(out_ptr + N + i, b)
-    tl.store(out_ptr + 2 * N + i, c)
-    tl.store(out_ptr + 3 * N + i, d)
-
-
-@ww.jit
-def to_uniform_kernel(x_ptr, out_ptr, N: tl.constexpr):
-    i = tl.arange(0, N)
-    tl.store(out_ptr + i, tl.random.uint_to_uniform_float(tl.load(x_ptr + i)))
-
-
-@ww.jit
-def box_muller_kernel(u_ptr, out_ptr, N: tl.constexpr):
-    i = tl.arange(0, N)
-    n1, n2 = tl.pair_uniform_to_normal(tl.load(u_ptr + i), tl.load(u_ptr + N + i))
-    tl.store(out_ptr + i, n1)
-    tl.store(out_ptr + N + i, n2)
-
-
-def offsets_of(dtype, n=256, base=0):
-    """n offsets of `dtype` from `base`, with the dtype's extremes mixed in."""
-    info = np.iinfo(dtype)
-    x = (np.arange(n, dtype=np.int64) + base).astype(dtype)
-    x[-4:] = [info.min, info.max, info.min + 1, info.max // 3]
-    return x
 
 
 def test_reference_matches_the_random123_known_answers():
@@ -179,7 +51,7 @@ def test_reference_matches_the_random123_known_answers():
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint32, np.uint64])
 def test_randint_is_philox_of_seed_and_offset(seed, dtype):
-    off = offsets_of(dtype, base=(1 << 33) + 5 if np.dtype(dtype).itemsize == 8 else 17)
+    off = ref.offsets_of(dtype, base=(1 << 33) + 5 if np.dtype(dtype).itemsize == 8 else 17)
     out = np.zeros(off.shape, np.uint32)
     randint_kernel[(1,)](off, out, seed, N=off.size)
     np.testing.assert_array_equal(out, ref.randint(seed, off))
@@ -187,7 +59,7 @@ def test_randint_is_philox_of_seed_and_offset(seed, dtype):
 
 @pytest.mark.parametrize("seed", [0, 0xFFFFFFFF, 0x0000000FCAFEB0BA, -1, -0x123456789ABCDEF])
 def test_randint_with_a_constexpr_seed(seed):
-    off = offsets_of(np.int64, base=-100)
+    off = ref.offsets_of(np.int64, base=-100)
     out = np.zeros(off.shape, np.uint32)
     randint_const_seed_kernel[(1,)](off, out, SEED=seed, N=off.size)
     np.testing.assert_array_equal(out, ref.randint(seed, off))
@@ -197,7 +69,7 @@ def test_randint_with_a_constexpr_seed(seed):
 @pytest.mark.parametrize("dtype", [np.int32, np.uint64])
 def test_randint4x_all_four_words_and_n_rounds(rounds, dtype):
     seed = 0x0000000FCAFEB0BA
-    off = offsets_of(dtype, n=128, base=3)
+    off = ref.offsets_of(dtype, n=128, base=3)
     out = np.zeros((4, off.size), np.uint32)
     randint4x_kernel[(1,)](off, out, seed, N=off.size, ROUNDS=rounds)
     for got, want in zip(out, ref.randint4x(seed, off, rounds)):
@@ -205,7 +77,7 @@ def test_randint4x_all_four_words_and_n_rounds(rounds, dtype):
 
 
 def test_randint4x_default_rounds_through_tl_random_names():
-    off = offsets_of(np.int32, n=64)
+    off = ref.offsets_of(np.int32, n=64)
     out = np.zeros((4, off.size), np.uint32)
     randint4x_default_rounds_kernel[(1,)](off, out, 1234, N=off.size)
     for got, want in zip(out, ref.randint4x(1234, off)):
@@ -234,7 +106,7 @@ def test_randint4x_of_a_scalar_offset(offset):
 @pytest.mark.parametrize("seed", [0, 42, 0xFFFFFFFF, 0x0000000FCAFEB0BA, -7])
 @pytest.mark.parametrize("dtype", [np.int32, np.int64])
 def test_rand_is_the_uniform_of_randint_bit_for_bit(seed, dtype):
-    off = offsets_of(dtype, n=1024)
+    off = ref.offsets_of(dtype, n=1024)
     out = np.zeros(off.shape, np.float32)
     rand_kernel[(1,)](off, out, seed, N=off.size, ROUNDS=10)
     want = ref.rand(seed, off)
@@ -261,7 +133,7 @@ def test_rand_is_uniform_in_the_open_unit_interval():
 
 
 def test_rand4x_is_four_uniforms():
-    off = offsets_of(np.int64, n=256, base=2**35)
+    off = ref.offsets_of(np.int64, n=256, base=2**35)
     out = np.zeros((4, off.size), np.float32)
     rand4x_kernel[(1,)](off, out, 5, N=off.size)
     for got, word in zip(out, ref.randint4x(5, off)):
@@ -271,7 +143,7 @@ def test_rand4x_is_four_uniforms():
 
 @pytest.mark.parametrize("seed", [0, 54, 0x0000000FCAFEB0BA])
 def test_randn_is_box_muller_of_the_first_two_words(seed):
-    off = offsets_of(np.int32, n=1024)
+    off = ref.offsets_of(np.int32, n=1024)
     out = np.zeros(off.shape, np.float32)
     randn_kernel[(1,)](off, out, seed, N=off.size)
     np.testing.assert_allclose(out, ref.randn(seed, off), rtol=2e-5, atol=2e-5)
@@ -428,6 +300,7 @@ def test_located_errors():
 # ------------------------------------------------------------------------------------------------
 
 HERE = Path(__file__)
+KERNELS = HERE.parent / "tl_random_kernels.py"
 
 # Compiled from its text (no Python objects): the names bind from the triton imports.
 DROPOUT = '''
@@ -457,12 +330,12 @@ def seeded_dropout(x_ptr, output_ptr, n_elements, p, seed, BLOCK_SIZE: tl.conste
 '''
 
 PTX_CASES = [
-    ("randint_kernel", "off_ptr:*i64:16,out_ptr:*u32:16,seed:i64,N=256", HERE),
-    ("randint4x_kernel", "off_ptr:*u32:16,out_ptr:*u32:16,seed:i32,N=128,ROUNDS=7", HERE),
-    ("rand_kernel", "off_ptr:*i32:16,out_ptr:*fp32:16,seed:u64,N=1024,ROUNDS=10", HERE),
-    ("randn4x_kernel", "off_ptr:*i32:16,out_ptr:*fp32:16,seed:i32,N=256", HERE),
-    ("philox_kernel", "c_ptr:*u64:16,out_ptr:*u64:16,seed:i64,N=64,ROUNDS=10", HERE),
-    ("randint_scalar_kernel", "out_ptr:*u32:16,seed:i64,offset:i64", HERE),
+    ("randint_kernel", "off_ptr:*i64:16,out_ptr:*u32:16,seed:i64,N=256", KERNELS),
+    ("randint4x_kernel", "off_ptr:*u32:16,out_ptr:*u32:16,seed:i32,N=128,ROUNDS=7", KERNELS),
+    ("rand_kernel", "off_ptr:*i32:16,out_ptr:*fp32:16,seed:u64,N=1024,ROUNDS=10", KERNELS),
+    ("randn4x_kernel", "off_ptr:*i32:16,out_ptr:*fp32:16,seed:i32,N=256", KERNELS),
+    ("philox_kernel", "c_ptr:*u64:16,out_ptr:*u64:16,seed:i64,N=64,ROUNDS=10", KERNELS),
+    ("randint_scalar_kernel", "out_ptr:*u32:16,seed:i64,offset:i64", KERNELS),
     ("seeded_dropout", "x_ptr:*fp32:16,output_ptr:*fp32:16,n_elements:i32,p:fp32,seed:i32,"
                        "BLOCK_SIZE=1024", None),
     ("noise", "out_ptr:*fp32:16,seed:i64,N=512", None),

@@ -99,3 +99,11 @@ def pair_uniform_to_normal(u1, u2):
 def randn(seed, offsets, rounds=10):
     i = randint4x(seed, offsets, rounds)
     return pair_uniform_to_normal(uint_to_uniform_float(i[0]), uint_to_uniform_float(i[1]))[0]
+
+
+def offsets_of(dtype, n=256, base=0):
+    """n offsets of `dtype` from `base`, with the dtype's extremes mixed in."""
+    info = np.iinfo(dtype)
+    x = (np.arange(n, dtype=np.int64) + base).astype(dtype)
+    x[-4:] = [info.min, info.max, info.min + 1, info.max // 3]
+    return x
