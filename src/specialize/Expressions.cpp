@@ -3,6 +3,7 @@
 #include "specialize/SpecializerImpl.h"
 
 #include "frontend/Parser.h"
+#include "specialize/TlBlockPtr.h"
 
 #include <algorithm>
 #include <cmath>
@@ -544,6 +545,8 @@ Val Specializer::getAttr(const Val& base, const std::string& name, SourceLoc loc
     raiseError(loc, describe(base) + " has no attribute '" + name + "'");
   case Val::Kind::Object:
     return storageAliasAttr(base, name, loc);
+  case Val::Kind::BlockPtr:
+    return blockPtrAttr(base, name, loc);
   default:
     raiseError(loc, describe(base) + " has no attribute '" + name + "'");
   }

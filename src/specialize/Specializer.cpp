@@ -44,17 +44,17 @@ Specializer::StmtList pointers(const Body& body) {
 void runtimeLeaves(const Val& v, std::vector<ir::Value*>& out) {
   if (v.isRuntime())
     out.push_back(v.v);
-  else if (v.kind == Val::Kind::Tuple)
+  else if (v.isAggregate())
     for (const Val& e : v.elts) runtimeLeaves(e, out);
 }
 
 /// `pattern` with its run-time leaves replaced, in order, by `values[next...]`.
 Val rebuild(const Val& pattern, const std::vector<ir::Value*>& values, size_t& next) {
   if (pattern.isRuntime()) return Val::runtime(values.at(next++));
-  if (pattern.kind != Val::Kind::Tuple) return pattern;
-  std::vector<Val> elts;
-  for (const Val& e : pattern.elts) elts.push_back(rebuild(e, values, next));
-  return Val::tuple(std::move(elts));
+  if (!pattern.isAggregate()) return pattern;
+  Val r = pattern;
+  for (Val& e : r.elts) e = rebuild(e, values, next);
+  return r;
 }
 
 bool sameVal(const Val& a, const Val& b) {
@@ -63,6 +63,7 @@ bool sameVal(const Val& a, const Val& b) {
   case Val::Kind::Runtime:
     return a.v == b.v;
   case Val::Kind::Tuple:
+  case Val::Kind::BlockPtr:
     if (a.elts.size() != b.elts.size()) return false;
     for (size_t i = 0; i < a.elts.size(); ++i)
       if (!sameVal(a.elts[i], b.elts[i])) return false;
@@ -557,11 +558,11 @@ void Specializer::visitIf(const If* s, std::span<const Stmt* const> rest, bool a
     }
     SourceLoc where = thenLocs.count(name) ? thenLocs[name] : s->loc;
     std::function<Val(const Val&, const Val&)> pair = [&](const Val& t, const Val& e) -> Val {
-      if (t.kind == Val::Kind::Tuple && e.kind == Val::Kind::Tuple &&
-          t.elts.size() == e.elts.size()) {
-        std::vector<Val> out;
-        for (size_t i = 0; i < t.elts.size(); ++i) out.push_back(pair(t.elts[i], e.elts[i]));
-        return Val::tuple(std::move(out));
+      if (t.isAggregate() && t.kind == e.kind && t.elts.size() == e.elts.size() &&
+          (t.kind != Val::Kind::BlockPtr || sameBlockPtrLayout(t, e))) {
+        Val out = t;
+        for (size_t i = 0; i < t.elts.size(); ++i) out.elts[i] = pair(t.elts[i], e.elts[i]);
+        return out;
       }
       if (sameVal(t, e)) return t;
       bool tOk = t.isRuntime() || t.isNumber(), eOk = e.isRuntime() || e.isNumber();
@@ -609,10 +610,10 @@ void Specializer::visitIf(const If* s, std::span<const Stmt* const> rest, bool a
   for (ir::Value* v : thenYield) results.push_back(op->addResult(v->type(), v->name));
   for (auto& [name, pattern] : patterns) {
     std::function<Val(const Val&)> re = [&](const Val& p) -> Val {
-      if (p.kind == Val::Kind::Tuple) {
-        std::vector<Val> out;
-        for (const Val& x : p.elts) out.push_back(re(x));
-        return Val::tuple(std::move(out));
+      if (p.isAggregate()) {
+        Val out = p;
+        for (Val& x : out.elts) x = re(x);
+        return out;
       }
       if (p.isRuntime() && !p.v) return Val::runtime(results.at(static_cast<size_t>(p.i)));
       return p;
@@ -676,7 +677,9 @@ std::vector<ir::Value*> loopYields(Frame& frame, const LoopCarried& lc, SourceLo
     runtimeLeaves(c.pattern, initLeaves);
     SourceLoc where = whereAssigned(c.name);
     if (leaves.size() != initLeaves.size() ||
-        (after.kind == Val::Kind::Tuple) != (c.pattern.kind == Val::Kind::Tuple))
+        (after.kind == Val::Kind::Tuple) != (c.pattern.kind == Val::Kind::Tuple) ||
+        (after.kind == Val::Kind::BlockPtr) != (c.pattern.kind == Val::Kind::BlockPtr) ||
+        (after.kind == Val::Kind::BlockPtr && !sameBlockPtrLayout(after, c.pattern)))
       raiseError(where, "loop-carried '" + c.name + "' changes from " + describe(c.pattern) +
                             " to " + describe(after) + " in the loop body");
     for (size_t i = 0; i < leaves.size(); ++i)
@@ -695,6 +698,74 @@ std::vector<ir::Value*> loopYields(Frame& frame, const LoopCarried& lc, SourceLo
                      "carry run-time values (assign it with a plain '" +
                      n + " = ...' before)");
   return yields;
+}
+/// A block pointer carried by a loop that only advances it yields its base, shape and strides
+/// unchanged; carrying them would keep them out of constant folding (a stride of 1) and cost
+/// registers. Rebuilds `op` without the iteration values of block pointers that the body yields
+/// unchanged (their uses read the value from before the loop). `args` / `yields` are the body's
+/// carried arguments and what it yields (pruned on return); `results` gets, for every carried
+/// leaf, the value after the loop.
+ir::Op* dropUnchangedBlockPtrParts(ir::Op* op, const LoopCarried& loop,
+                                   std::vector<ir::Value*>& args, std::vector<ir::Value*>& yields,
+                                   std::vector<ir::Value*>& results) {
+  const std::vector<ir::Value*>& inits = loop.inits;
+  std::vector<bool> keep(inits.size(), true);
+  size_t at = 0;
+  bool anyDropped = false;
+  for (const Carried& c : loop.carried) {
+    std::vector<ir::Value*> leaves;
+    runtimeLeaves(c.pattern, leaves);
+    for (size_t k = 0; k < leaves.size(); ++k, ++at)
+      if (c.pattern.kind == Val::Kind::BlockPtr && yields[at] == args[at]) {
+        keep[at] = false;
+        anyDropped = true;
+      }
+  }
+  if (!anyDropped) {
+    for (unsigned i = 0; i < op->numResults(); ++i) {
+      op->result(i)->name = args[i]->name;
+      results.push_back(op->result(i));
+    }
+    return op;
+  }
+  ir::Block* outer = op->parentBlock();
+  ir::Block* oldBody = op->region(0);
+  std::vector<ir::Value*> operands(op->operands().begin(), op->operands().begin() + 3);
+  std::vector<ir::Type> types;
+  for (size_t i = 0; i < inits.size(); ++i)
+    if (keep[i]) {
+      operands.push_back(inits[i]);
+      types.push_back(inits[i]->type());
+    }
+  ir::Builder nb(outer);
+  nb.setLoc(op->loc());
+  ir::Op* fresh = nb.create(ir::OpCode::For, operands, types, op->attrs());
+  ir::Block* body = fresh->addRegion();
+  ir::Value* iv = body->addArg(oldBody->arg(0)->type(), oldBody->arg(0)->name);
+  ir::replaceAllUses(*oldBody, oldBody->arg(0), iv);
+  std::vector<ir::Value*> keptArgs, keptYields;
+  std::map<ir::Value*, ir::Value*> moved; // the old body's arguments -> what replaces them
+  unsigned r = 0;
+  for (size_t i = 0; i < inits.size(); ++i) {
+    if (!keep[i]) {
+      moved[args[i]] = inits[i];
+      results.push_back(inits[i]);
+      continue;
+    }
+    ir::Value* a = body->addArg(args[i]->type(), args[i]->name);
+    moved[args[i]] = a;
+    keptArgs.push_back(a);
+    fresh->result(r)->name = args[i]->name;
+    results.push_back(fresh->result(r++));
+  }
+  for (auto& [from, to] : moved) ir::replaceAllUses(*oldBody, from, to);
+  for (size_t i = 0; i < inits.size(); ++i)
+    if (keep[i]) keptYields.push_back(moved.count(yields[i]) ? moved[yields[i]] : yields[i]);
+  ir::spliceOps(*oldBody, *body, 0);
+  outer->ops().erase(outer->ops().begin() + static_cast<long>(ir::positionOf(*outer, op)));
+  args = std::move(keptArgs);
+  yields = std::move(keptYields);
+  return fresh;
 }
 } // namespace
 
@@ -839,15 +910,15 @@ void Specializer::visitFor(const For* s) {
   frame->loopDepth--;
 
   std::vector<ir::Value*> yields = loopYields(*frame, loop, s->loc);
+  std::vector<ir::Value*> results;
+  op = dropUnchangedBlockPtrParts(op, loop, args, yields, results);
   b.setLoc(s->loc);
+  b.setInsertionBlock(op->region(0));
   b.create(ir::OpCode::Yield, yields, {});
   b.setInsertionBlock(outer);
   frame->env = std::move(before);
   next = 0;
-  std::vector<ir::Value*> results;
-  for (unsigned i = 0; i < op->numResults(); ++i) results.push_back(op->result(i));
   for (const Carried& c : carried) frame->env[c.name] = rebuild(c.pattern, results, next);
-  for (unsigned i = 0; i < op->numResults(); ++i) op->result(i)->name = args[i]->name;
 }
 
 void Specializer::visitWhile(const While* s) {

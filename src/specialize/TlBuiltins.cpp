@@ -5,6 +5,7 @@
 #include "specialize/IsInstance.h"
 #include "specialize/OpAttrChecks.h"
 #include "specialize/SpecializerImpl.h"
+#include "specialize/TlBlockPtr.h"
 #include "specialize/TlDotScaled.h"
 #include "specialize/TlRandom.h"
 #include "specialize/TlStandard.h"
@@ -1127,6 +1128,8 @@ const BuiltinTable& tlBuiltins() {
       {"multiple_of", &tlHint},
       {"max_contiguous", &tlHint},
       {"make_tensor_descriptor", &tlMakeTensorDescriptor},
+      {"make_block_ptr", &tlMakeBlockPtr},
+      {"advance", &tlAdvance},
       {"atomic_add", &tlAtomic},
       {"atomic_max", &tlAtomic},
       {"atomic_min", &tlAtomic},
@@ -1186,6 +1189,7 @@ Val Specializer::callTl(const std::string& name, CallSite& call) {
 
 Val Specializer::loadOp(const BoundArgs& a, SourceLoc loc) {
   const Val& p = a.get("pointer");
+  if (p.kind == Val::Kind::BlockPtr) return blockPtrLoad(*this, a, loc);
   if (p.isRuntime() && p.type().kind == ir::TypeKind::Descriptor)
     raiseError(a.loc("pointer"), "tl.load takes pointers; load from a tensor descriptor with "
                                  "desc.load([offsets])");
@@ -1194,8 +1198,9 @@ Val Specializer::loadOp(const BoundArgs& a, SourceLoc loc) {
                                  "got " +
                                      kindName(p));
   if (a.has("boundary_check") && !a.get("boundary_check").elts.empty())
-    raiseError(a.loc("boundary_check"), "boundary_check applies to block pointers, which are not "
-                                        "supported; use a mask");
+    raiseError(a.loc("boundary_check"),
+               "boundary_check applies to block pointers "
+               "(tl.make_block_ptr); with a tensor of pointers use a mask");
   if (a.has("other") && !a.has("mask"))
     raiseError(a.loc("other"), "tl.load's 'other' needs a 'mask' (other fills masked-off lanes)");
   std::vector<int64_t> shape = p.type().shape;
@@ -1238,13 +1243,15 @@ Val Specializer::loadOp(const BoundArgs& a, SourceLoc loc) {
   if (isVolatile) attrs.push_back({ir::attr::Load::kisVolatile, int64_t(1)});
   if (a.has("padding_option") && a.get("padding_option").kind == Val::Kind::String &&
       !a.get("padding_option").s.empty())
-    raiseError(a.loc("padding_option"), "padding_option applies to block pointers, which are not "
-                                        "supported; use mask and other");
+    raiseError(a.loc("padding_option"), "padding_option applies to block pointers "
+                                        "(tl.make_block_ptr); with a tensor of pointers use mask "
+                                        "and other");
   return Val::runtime(b.create1(OpCode::Load, ops, ir::Type::tensor(elem, shape), attrs));
 }
 
 void Specializer::storeOp(const BoundArgs& a, SourceLoc loc) {
   const Val& p = a.get("pointer");
+  if (p.kind == Val::Kind::BlockPtr) return blockPtrStore(*this, a, loc);
   if (p.isRuntime() && p.type().kind == ir::TypeKind::Descriptor)
     raiseError(a.loc("pointer"), "tl.store takes pointers; store to a tensor descriptor with "
                                  "desc.store([offsets], value)");
@@ -1253,8 +1260,9 @@ void Specializer::storeOp(const BoundArgs& a, SourceLoc loc) {
                                  "got " +
                                      kindName(p));
   if (a.has("boundary_check") && !a.get("boundary_check").elts.empty())
-    raiseError(a.loc("boundary_check"), "boundary_check applies to block pointers, which are not "
-                                        "supported; use a mask");
+    raiseError(a.loc("boundary_check"),
+               "boundary_check applies to block pointers "
+               "(tl.make_block_ptr); with a tensor of pointers use a mask");
   DType elem = p.type().elem;
   const Val& v = a.get("value");
   std::vector<int64_t> shape = p.type().shape;

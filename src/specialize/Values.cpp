@@ -9,7 +9,7 @@ namespace ww::specialize {
 
 bool Val::isConstexpr() const {
   if (kind == Kind::Runtime) return false;
-  if (kind == Kind::Tuple)
+  if (isAggregate())
     for (const Val& e : elts)
       if (!e.isConstexpr()) return false;
   if (kind == Kind::Method) return elts[0].isConstexpr();
@@ -72,6 +72,12 @@ bool constexprEqual(const Val& a, const Val& b) {
   }
 }
 
+bool sameBlockPtrLayout(const Val& a, const Val& b) {
+  return a.kind == Val::Kind::BlockPtr && b.kind == Val::Kind::BlockPtr &&
+         constexprEqual(a.elts[4], b.elts[4]) && constexprEqual(a.elts[5], b.elts[5]) &&
+         a.elts[0].type() == b.elts[0].type();
+}
+
 std::string describe(const Val& v) {
   std::ostringstream os;
   switch (v.kind) {
@@ -120,6 +126,13 @@ std::string describe(const Val& v) {
       return std::string("tlx.reuse_group (") + (v.b ? "distinct" : "shared") + ", " +
              std::to_string(v.elts.size()) + " members)";
     return "tlx." + v.s;
+  case Val::Kind::BlockPtr: {
+    os << "block pointer (" << (v.elts[0].v ? ir::tlName(v.elts[0].type().elem) : "?")
+       << ", block ";
+    for (size_t i = 0; i < v.elts[4].elts.size(); ++i) os << (i ? "x" : "") << v.elts[4].elts[i].i;
+    os << ")";
+    return os.str();
+  }
   }
   return "?";
 }
@@ -140,6 +153,8 @@ std::string kindName(const Val& v) {
     return "a dtype";
   case Val::Kind::Tuple:
     return "a tuple";
+  case Val::Kind::BlockPtr:
+    return "a " + describe(v);
   case Val::Kind::Runtime: {
     const ir::Type& t = v.v->type();
     switch (t.kind) {

@@ -37,6 +37,8 @@ struct Val {
     Object,    // a TLX compile-time object: `s` "storage_alias_spec" (`i`: its index in the
                // specializer's table) or "reuse_group" (`elts`: members, `i`: group_size,
                // `b`: distinct)
+    BlockPtr,  // tl.make_block_ptr: `elts` = {base, shape, strides, offsets, block_shape, order}
+               // (see blockPtr() below); an aggregate like Tuple for loops, `if`s and calls
   };
 
   Kind kind = Kind::None;
@@ -128,6 +130,16 @@ struct Val {
     r.b = flag;
     return r;
   }
+  /// A block pointer. `base` is a run-time scalar pointer; `shape`, `strides` and `offsets` are
+  /// tuples of run-time i64 scalars (so that tl.advance inside a loop keeps the structure the loop
+  /// carries); `blockShape` and `order` are tuples of ints.
+  static Val blockPtr(Val base, Val shape, Val strides, Val offsets, Val blockShape, Val order) {
+    Val r;
+    r.kind = Kind::BlockPtr;
+    r.elts = {std::move(base),    std::move(shape),      std::move(strides),
+              std::move(offsets), std::move(blockShape), std::move(order)};
+    return r;
+  }
   static Val enumValue(std::string x) {
     Val r;
     r.kind = Kind::Enum;
@@ -136,6 +148,8 @@ struct Val {
   }
 
   bool isRuntime() const { return kind == Kind::Runtime; }
+  /// Values whose `elts` hold run-time leaves that loops carry and `if`s merge element by element.
+  bool isAggregate() const { return kind == Kind::Tuple || kind == Kind::BlockPtr; }
   bool isNone() const { return kind == Kind::None; }
   bool isNumber() const { return kind == Kind::Bool || kind == Kind::Int || kind == Kind::Float; }
   bool isIntLike() const { return kind == Kind::Bool || kind == Kind::Int; }
@@ -148,6 +162,9 @@ struct Val {
 bool truthy(const Val& v);
 /// Python equality of two constexprs.
 bool constexprEqual(const Val& a, const Val& b);
+/// Whether two block pointers have one block shape, order and element type (so that an `if` or a
+/// loop can merge them leaf by leaf).
+bool sameBlockPtrLayout(const Val& a, const Val& b);
 /// How the value reads in messages: `1024`, `tl.float16`, `tensor<128xfp32>`, `(1, 2)`.
 std::string describe(const Val& v);
 /// The kind name used in "expected X, got Y" messages: "int", "tensor<...>", "a tuple", ...
