@@ -699,12 +699,14 @@ std::vector<ir::Value*> loopYields(Frame& frame, const LoopCarried& lc, SourceLo
                      n + " = ...' before)");
   return yields;
 }
+
 /// A block pointer carried by a loop that only advances it yields its base, shape and strides
 /// unchanged; carrying them would keep them out of constant folding (a stride of 1) and cost
-/// registers. Rebuilds `op` without the iteration values of block pointers that the body yields
-/// unchanged (their uses read the value from before the loop). `args` / `yields` are the body's
-/// carried arguments and what it yields (pruned on return); `results` gets, for every carried
-/// leaf, the value after the loop.
+/// registers. Builds, after `op`, a copy without the iteration values of block pointers that the
+/// body yields unchanged (their uses read the value from before the loop) and moves the body's
+/// ops into it; the caller erases `op`. Returns `op` itself when nothing is dropped. `args` and
+/// `yields` are the body's carried arguments and what it yields (pruned on return); `results`
+/// gets, for every carried leaf, the value after the loop.
 ir::Op* dropUnchangedBlockPtrParts(ir::Op* op, const LoopCarried& loop,
                                    std::vector<ir::Value*>& args, std::vector<ir::Value*>& yields,
                                    std::vector<ir::Value*>& results) {
@@ -762,7 +764,6 @@ ir::Op* dropUnchangedBlockPtrParts(ir::Op* op, const LoopCarried& loop,
   for (size_t i = 0; i < inits.size(); ++i)
     if (keep[i]) keptYields.push_back(moved.count(yields[i]) ? moved[yields[i]] : yields[i]);
   ir::spliceOps(*oldBody, *body, 0);
-  outer->ops().erase(outer->ops().begin() + static_cast<long>(ir::positionOf(*outer, op)));
   args = std::move(keptArgs);
   yields = std::move(keptYields);
   return fresh;
@@ -911,7 +912,13 @@ void Specializer::visitFor(const For* s) {
 
   std::vector<ir::Value*> yields = loopYields(*frame, loop, s->loc);
   std::vector<ir::Value*> results;
-  op = dropUnchangedBlockPtrParts(op, loop, args, yields, results);
+  if (ir::Op* kept = dropUnchangedBlockPtrParts(op, loop, args, yields, results); kept != op) {
+    // The body's ops moved to the new loop's block: so do the descriptor slots made there.
+    for (auto& [slotName, slot] : descriptorSlots)
+      if (slot.block == body) slot.block = kept->region(0);
+    outer->ops().erase(outer->ops().begin() + static_cast<long>(ir::positionOf(*outer, op)));
+    op = kept;
+  }
   b.setLoc(s->loc);
   b.setInsertionBlock(op->region(0));
   b.create(ir::OpCode::Yield, yields, {});

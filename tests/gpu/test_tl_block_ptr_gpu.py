@@ -152,6 +152,19 @@ def test_while_loop_if_and_helpers_carry_block_pointers(step):
     assert torch.equal(out, expect)
 
 
+@pytest.mark.parametrize("M,N", [(64, 64), (40, 56)])
+def test_nested_loops_and_block_pointers_remade_in_a_loop(M, N):
+    BM, BN = 16, 16
+    x = torch.randint(-4, 5, (M, N), device=DEV).float()
+    out = torch.zeros(2, BM, BN, device=DEV)
+    kern.tile_sums[(1,)](x, out, M, N, BM=BM, BN=BN)
+    pad = torch.zeros(cdiv(M, BM) * BM, cdiv(N, BN) * BN, device=DEV)
+    pad[:M, :N] = x
+    tiles = pad.reshape(pad.shape[0] // BM, BM, pad.shape[1] // BN, BN)
+    assert torch.equal(out[0], tiles.sum(dim=(0, 2)))
+    assert torch.equal(out[1], tiles[:, :, 0, :].sum(dim=0))
+
+
 def test_64_bit_offsets_and_shapes():
     BLOCK = 32
     x = torch.arange(1, 65, device=DEV, dtype=torch.float32)

@@ -175,6 +175,19 @@ def test_while_loop_if_and_helpers_carry_block_pointers(step):
     np.testing.assert_array_equal(out, expect)
 
 
+@pytest.mark.parametrize("M,N", [(64, 64), (40, 56)])
+def test_nested_loops_and_block_pointers_remade_in_a_loop(M, N):
+    BM, BN = 16, 16
+    x = np.random.default_rng(M).integers(-4, 5, (M, N)).astype(np.float32)
+    out = np.zeros((2, BM, BN), np.float32)
+    kern.tile_sums[(1,)](x, out, M, N, BM=BM, BN=BN)
+    pad = np.zeros(((M + BM - 1) // BM * BM, (N + BN - 1) // BN * BN), np.float32)
+    pad[:M, :N] = x
+    tiles = pad.reshape(pad.shape[0] // BM, BM, pad.shape[1] // BN, BN)
+    np.testing.assert_array_equal(out[0], tiles.sum(axis=(0, 2)))
+    np.testing.assert_array_equal(out[1], tiles[:, :, 0, :].sum(axis=0))
+
+
 def test_64_bit_offsets_and_shapes():
     BLOCK = 32
     x = np.arange(1, 65, dtype=np.float32)
@@ -373,6 +386,8 @@ def test_other_kernels_pass_ptxas(cap, target):
         (kern.wide_offsets, {"x_ptr": "*fp32", "y_ptr": "*fp32", "N": "i32", "BIG": "i64"},
          {"BLOCK": 32}),
         (kern.fill, {"y_ptr": "*fp32", "M": "i32", "N": "i32"}, {"VALUE": 2.0, "BM": 8, "BN": 16}),
+        (kern.tile_sums, {"x_ptr": "*fp32", "out_ptr": "*fp32", "M": "i32", "N": "i32"},
+         {"BM": 16, "BN": 16}),
         (kern.transpose_view, {"x_ptr": "*fp32", "y_ptr": "*fp32", "M": "i32", "N": "i32"},
          {"BM": 16, "BN": 16}),
     ]

@@ -184,3 +184,26 @@ def fill(y_ptr, M, N, VALUE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
     row = tl.arange(0, BN)[None, :].to(tl.float32)
     tl.store(tl.advance(y, (BM, 0)), row, boundary_check=(0, 1), cache_modifier=".cg",
              eviction_policy="evict_first")
+
+
+@ww.jit
+def tile_sums(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    # out[0] = the sum of x's (BM, BN) tiles, out[1] = the sum of its first BN columns' tiles
+    # again. Loops nest: the outer one advances `rows` down, the inner one a block pointer made
+    # from it across the columns; a third loop re-makes its block pointer every iteration.
+    acc = tl.zeros((BM, BN), tl.float32)
+    rows = tl.make_block_ptr(x_ptr, (M, N), (N, 1), (0, 0), (BM, BN), (1, 0))
+    for i in tl.range(0, M, BM, num_stages=2):
+        p = rows
+        for j in range(0, N, BN):
+            acc += tl.load(p, boundary_check=(0, 1), padding_option="zero")
+            p = tl.advance(p, (0, BN))
+        rows = tl.advance(rows, (BM, 0))
+    again = tl.zeros((BM, BN), tl.float32)
+    q = tl.make_block_ptr(x_ptr, (M, N), (N, 1), (0, 0), (BM, BN), (1, 0))
+    for i in range(0, M, BM):
+        q = tl.make_block_ptr(x_ptr + i * N, (M - i, N), (N, 1), (0, 0), (BM, BN), (1, 0))
+        again += tl.load(q, boundary_check=(0, 1), padding_option="zero")
+    o = tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :]
+    tl.store(out_ptr + o, acc)
+    tl.store(out_ptr + BM * BN + o, again)
