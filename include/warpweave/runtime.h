@@ -138,10 +138,14 @@ public:
   std::optional<int> maxActiveClusters(int clusterSize) const;
 
   /// Launches `grid` CTAs (grid.x counts CTAs, not clusters) of numWarps*32 threads on `stream`
-  /// (a CUstream; nullptr = the legacy default stream).
-  void launch(Dim3 grid, void* stream, const std::vector<LaunchArg>& args) const;
+  /// (a CUstream; nullptr = the legacy default stream). `programmaticDependent`: a programmatic
+  /// dependent launch (Triton's launch_pdl): the kernel may start before the previous kernel on
+  /// the stream has finished, and waits for it where it executes griddepcontrol.wait.
+  void launch(Dim3 grid, void* stream, const std::vector<LaunchArg>& args,
+              bool programmaticDependent = false) const;
   /// The fast path: `params` is a parameter buffer already packed with packArgs.
-  void launchPacked(Dim3 grid, void* stream, const uint8_t* params) const;
+  void launchPacked(Dim3 grid, void* stream, const uint8_t* params,
+                    bool programmaticDependent = false) const;
   /// Loads the module into the current context now (launch does it on first use).
   void prepare() const;
   /// Benchmarks the driver call alone: `count` launches of a packed buffer through

@@ -99,7 +99,7 @@ inline PyObject* gLaunchRecorder = nullptr;
 nb::list readBackParams(const ww::GpuKernel& k, const uint8_t* buffer);
 
 inline void launchOrRecord(const ww::GpuKernel& k, ww::Dim3 grid, uintptr_t stream,
-                           const uint8_t* buffer) {
+                           const uint8_t* buffer, bool programmaticDependent = false) {
   if (gLaunchRecorder) {
     nb::list values = readBackParams(k, buffer);
     nb::object r = nb::steal(
@@ -108,7 +108,7 @@ inline void launchOrRecord(const ww::GpuKernel& k, ww::Dim3 grid, uintptr_t stre
     if (!r) throw nb::python_error();
     return;
   }
-  k.launchPacked(grid, reinterpret_cast<void*>(stream), buffer);
+  k.launchPacked(grid, reinterpret_cast<void*>(stream), buffer, programmaticDependent);
 }
 
 } // namespace wwpy

@@ -183,7 +183,7 @@ private:
 /// with no intermediate LaunchArg objects (the general launch path; the fast one is in
 /// FastLauncher.cpp).
 void launch(PyKernel& self, unsigned gx, unsigned gy, unsigned gz, uintptr_t stream,
-            nb::handle args) {
+            nb::handle args, bool pdl) {
   const ww::GpuKernel& k = self.gpuKernel();
   const std::vector<ww::ParamSlot>& slots = k.slots();
   PyObject* seq = args.ptr();
@@ -200,7 +200,7 @@ void launch(PyKernel& self, unsigned gx, unsigned gy, unsigned gz, uintptr_t str
   ParamBuffer buffer(k.paramBytes());
   for (Py_ssize_t i = 0; i < n; ++i)
     packSlot(slots[static_cast<size_t>(i)], items[i], buffer.data());
-  launchOrRecord(k, {gx, gy, gz}, stream, buffer.data());
+  launchOrRecord(k, {gx, gy, gz}, stream, buffer.data(), pdl);
 }
 
 /// Interpreter arguments: ints (i64, or u64 from 2^63 on, passed by their bits), floats,
@@ -329,8 +329,9 @@ NB_MODULE(_native, m) {
           "Clusters of cluster_size CTAs that can be resident at once on the current context's "
           "device (cuOccupancyMaxActiveClusters with this kernel's warps and shared memory); "
           "None when the driver predates the query.")
-      .def("launch", &launch, "gx"_a, "gy"_a, "gz"_a, "stream"_a, "args"_a,
-           "Launches on the GPU; args follow `params` (ints for pointers, 128-byte descriptors).")
+      .def("launch", &launch, "gx"_a, "gy"_a, "gz"_a, "stream"_a, "args"_a, "pdl"_a = false,
+           "Launches on the GPU; args follow `params` (ints for pointers, 128-byte descriptors); "
+           "pdl: a programmatic dependent launch (Triton's launch_pdl).")
       .def(
           "_time_driver_launches",
           [](PyKernel& self, unsigned gx, uintptr_t stream, nb::handle args, int count,

@@ -782,7 +782,7 @@ class CompiledKernel:
             ret.add(fn, (grid, self.metadata, dict(zip(self.fn.arg_names, values))))
         return ret
 
-    def launch_gpu(self, grid, values, passed=None):
+    def launch_gpu(self, grid, values, passed=None, pdl=False):
         """Launches on PyTorch's current stream. `passed` holds what _scan already extracted
         (device addresses, ints); descriptors are encoded here, at launch."""
         if passed is None:
@@ -799,7 +799,7 @@ class CompiledKernel:
         stream = _current_stream()
         if self.scratch_size:
             args.append(self._global_scratch(grid, stream))
-        self.kernel.launch(grid[0], grid[1], grid[2], stream, args)
+        self.kernel.launch(grid[0], grid[1], grid[2], stream, args, pdl)
 
     def _global_scratch(self, grid, stream):
         """The device address of scratch_size bytes per program from set_allocator's function
@@ -1287,7 +1287,10 @@ class JITFunction(KernelInterface):
         return compiled
 
     def run(self, *args, grid, num_warps=None, num_stages=None, ctas_per_cga=None, num_ctas=None,
-            warmup=False, **kwargs):
+            warmup=False, launch_pdl=False, extern_libs=None, **kwargs):
+        # launch_pdl: a programmatic dependent launch (the kernel orders itself after the previous
+        # one with tl.extra.cuda.gdc_wait). extern_libs: Triton links the named bitcode libraries;
+        # warpweave implements libdevice itself, so the paths are not read.
         if self._option_params:
             given = dict(num_warps=num_warps, num_stages=num_stages, ctas_per_cga=ctas_per_cga,
                          num_ctas=num_ctas)
@@ -1341,14 +1344,15 @@ class JITFunction(KernelInterface):
         runtime_knobs = _knobs.runtime
         enter_hook, exit_hook = runtime_knobs.launch_enter_hook, runtime_knobs.launch_exit_hook
         if enter_hook or exit_hook:
-            return self._run_hooked(compiled, g, values, passed, enter_hook, exit_hook)
+            return self._run_hooked(compiled, g, values, passed, enter_hook, exit_hook,
+                                    launch_pdl)
         if interpret:
             compiled.run_interpreter(g, values)
         else:
-            compiled.launch_gpu(g, values, passed)
+            compiled.launch_gpu(g, values, passed, bool(launch_pdl))
         return compiled
 
-    def _run_hooked(self, compiled, grid, values, passed, enter_hook, exit_hook):
+    def _run_hooked(self, compiled, grid, values, passed, enter_hook, exit_hook, pdl=False):
         """A launch between the launch hooks (Triton's order: enter, launch, exit; exit also
         when the launch raises, so that a profiler's open launch is closed)."""
         metadata = compiled.launch_metadata(grid, values)
@@ -1358,7 +1362,7 @@ class JITFunction(KernelInterface):
             if compiled.interpret:
                 compiled.run_interpreter(grid, values)
             else:
-                compiled.launch_gpu(grid, values, passed)
+                compiled.launch_gpu(grid, values, passed, bool(pdl))
         finally:
             if exit_hook:
                 exit_hook(metadata)

@@ -95,6 +95,9 @@ bool runInlineAsm(const ir::Op& op, const std::vector<TensorPtr>& args,
     std::string opcode = stmt.substr(0, sp);
     std::string rest = sp == std::string::npos ? "" : stmt.substr(sp + 1);
     if (opcode.rfind("nanosleep", 0) == 0) continue;
+    // The interpreter runs launches one after another: the grids a programmatic dependent launch
+    // waits for have finished, and starting dependents early changes nothing.
+    if (opcode.rfind("griddepcontrol.", 0) == 0) continue;
     if (opcode.rfind("mov.", 0) == 0 && rest.find(',') != std::string::npos &&
         rest.find('{') == std::string::npos) {
       std::string a = trim(rest.substr(0, rest.find(','))),

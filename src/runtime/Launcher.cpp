@@ -573,7 +573,8 @@ void GpuKernel::prepare() const {
   impl_->function();
 }
 
-void GpuKernel::launch(Dim3 grid, void* stream, const std::vector<LaunchArg>& args) const {
+void GpuKernel::launch(Dim3 grid, void* stream, const std::vector<LaunchArg>& args,
+                       bool programmaticDependent) const {
   // 64-byte alignment keeps tensor maps at their natural alignment inside the buffer.
   alignas(64) uint8_t small[1024];
   std::vector<uint8_t> large;
@@ -583,7 +584,7 @@ void GpuKernel::launch(Dim3 grid, void* stream, const std::vector<LaunchArg>& ar
     buffer = reinterpret_cast<uint8_t*>(alignTo(reinterpret_cast<intptr_t>(large.data()), 64));
   }
   packArgs(impl_->slots, args, buffer);
-  launchPacked(grid, stream, buffer);
+  launchPacked(grid, stream, buffer, programmaticDependent);
 }
 
 namespace {
@@ -612,6 +613,15 @@ CUlaunchAttribute clusterDimension(const std::array<unsigned, 3>& dims) {
   cluster.value.clusterDim.y = dims[1];
   cluster.value.clusterDim.z = dims[2];
   return cluster;
+}
+
+/// The launch attribute of a programmatic dependent launch (PDL).
+CUlaunchAttribute programmaticSerialization() {
+  CUlaunchAttribute pdl;
+  std::memset(&pdl, 0, sizeof pdl);
+  pdl.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  pdl.value.programmaticStreamSerializationAllowed = 1;
+  return pdl;
 }
 
 } // namespace
@@ -663,7 +673,8 @@ const char* driverCallName(LaunchForm form) {
 
 } // namespace
 
-void GpuKernel::launchPacked(Dim3 grid, void* stream, const uint8_t* params) const {
+void GpuKernel::launchPacked(Dim3 grid, void* stream, const uint8_t* params,
+                             bool programmaticDependent) const {
   const Impl& k = *impl_;
   if (grid.x == 0 || grid.y == 0 || grid.z == 0) return; // nothing to run, as in Triton
   if (k.numCtas > 1) checkClusterGrid(k.name, k.clusterDims, {grid.x, grid.y, grid.z});
@@ -672,7 +683,7 @@ void GpuKernel::launchPacked(Dim3 grid, void* stream, const uint8_t* params) con
   const unsigned threads = static_cast<unsigned>(k.numWarps) * 32;
   const unsigned sharedBytes = static_cast<unsigned>(k.sharedBytes);
   CUstream s = static_cast<CUstream>(stream);
-  if (k.numCtas == 1) {
+  if (k.numCtas == 1 && !programmaticDependent) {
     const LaunchForm form = launchForm();
     if (form == LaunchForm::ParamBuffer) {
       size_t size = static_cast<size_t>(k.paramBytes);
@@ -688,11 +699,15 @@ void GpuKernel::launchPacked(Dim3 grid, void* stream, const uint8_t* params) con
         driverCallName(form));
     return;
   }
+  // Clusters and programmatic dependent launches need cuLaunchKernelEx's attributes.
   ParamPointers pointers(k.slots, params);
-  CUlaunchAttribute cluster = clusterDimension(k.clusterDims);
+  CUlaunchAttribute attrs[2];
+  unsigned numAttrs = 0;
+  if (k.numCtas > 1) attrs[numAttrs++] = clusterDimension(k.clusterDims);
+  if (programmaticDependent) attrs[numAttrs++] = programmaticSerialization();
   CUlaunchConfig config = launchConfig(grid, threads, k.sharedBytes, s);
-  config.attrs = &cluster;
-  config.numAttrs = 1;
+  config.attrs = attrs;
+  config.numAttrs = numAttrs;
   runtime::check(d.launchKernelEx(&config, fn, pointers.data(), nullptr), "cuLaunchKernelEx");
 }
 

@@ -135,4 +135,19 @@ Val Specializer::inlineAsmElementwise(CallSite& call) {
   return Val::tuple(std::move(results));
 }
 
+// Programmatic dependent launch (a kernel launched with launch_pdl=True): gdc_wait blocks until
+// the grids this one depends on have completed and their memory is visible; gdc_launch_dependents
+// lets the next launch on the stream start early. Both are the one PTX instruction, as inline asm
+// with side effects (an unused 32-bit result, as Triton writes them; sm_90 and newer).
+Val Specializer::gridDependencyControl(const std::string& name, CallSite& call) {
+  BoundArgs a(call, {});
+  const std::string text = name == "gdc_wait" ? "griddepcontrol.wait;"
+                                              : "griddepcontrol.launch_dependents;";
+  ir::Op* op = b.create(OpCode::InlineAsm, {}, {ir::Type::scalar(ir::DType::I32)},
+                        {{"asm", text}, {"constraints", std::string("=r")},
+                         {"pure", int64_t(0)}, {"pack", int64_t(1)}});
+  (void)op;
+  return Val::none();
+}
+
 } // namespace ww::specialize

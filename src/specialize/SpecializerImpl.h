@@ -192,6 +192,8 @@ public:
   Val reduceOp(const std::string& kind, const Val& input, const BoundArgs& a, SourceLoc loc);
   Val dot(const BoundArgs& a, SourceLoc loc);
   Val inlineAsmElementwise(CallSite& call); // InlineAsm.cpp
+  /// tl.extra.cuda.gdc_wait / gdc_launch_dependents (InlineAsm.cpp).
+  Val gridDependencyControl(const std::string& name, CallSite& call);
   Val loadOp(const BoundArgs& a, SourceLoc loc);
   void storeOp(const BoundArgs& a, SourceLoc loc);
   Val customReduce(const std::vector<ir::Value*>& inputs, int64_t axis, const Val& combine,
