@@ -1,7 +1,10 @@
-// tl.dot: mma.sync.aligned.m16n8k16 (fp16/bf16) and m16n8k8 (tf32) on tensor cores, with
-// operands moved into the fragment layouts; per-element FMAs for the other types.
+// tl.dot: wgmma on sm_90a (fp16/bf16, tf32, fp8 e4m3 / e5m2), mma.sync.aligned.m16n8k16
+// (fp16/bf16, and fp8 upcast to fp16 exactly as Triton's MMAv2 path does) and m16n8k8 (tf32) on
+// tensor cores, with operands moved into the fragment layouts; per-element FMAs for the other
+// types.
 #include "codegen/Lowering.h"
 #include "codegen/Wgmma.h"
+#include "ir/DotFp8.h"
 #include "ir/OpAttrs.h"
 
 #include "layout/Layouts.h"
@@ -15,6 +18,23 @@ namespace ww::codegen {
 using ir::DType;
 using ir::OpCode;
 using layout::LinearLayout;
+
+namespace {
+
+/// fp8 values as fp16 (exact): e5m2 is the high byte of an fp16, e4m3 goes through cvt (sm_89+).
+Regs upcastFp8ToF16(ScalarContext& cx, const Regs& regs, DType t) {
+  Regs out;
+  out.reserve(regs.size());
+  for (const auto& x : regs) {
+    if (t == DType::F8E5M2)
+      out.push_back(cx.b.pure("shl.b16", RegClass::B16, {cx.b.materialize(x, RegClass::B16), "8"}));
+    else
+      out.push_back(emitCast(cx, x, t, DType::F16));
+  }
+  return out;
+}
+
+} // namespace
 
 void FunctionLowering::lowerDot(const ir::Op& op) {
   const ir::Type& at = op.operand(0)->type();
@@ -47,10 +67,27 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
                  accType == DType::F32;
   bool tf32 = at.elem == DType::F32 && bt.elem == DType::F32 && accType == DType::F32 &&
               precision != "ieee";
-  int64_t instrK = sixteen ? 16 : 8;
-  if ((sixteen || tf32) && options_.target == Target::SM90a && warps() % 4 == 0 && M % 64 == 0 &&
-      N % 8 == 0 && K % instrK == 0)
+  // fp8 (e4m3, e5m2, mixed) into fp32, or into fp16 on wgmma (which then sums in fp32 and rounds
+  // once at the end).
+  bool fp8 = ir::isFp8Dot(at, bt);
+  bool fp8Wgmma =
+      fp8 && (accType == DType::F32 || accType == DType::F16) && !ir::fp8DotAvoidsWgmma(op);
+  int64_t wgmmaK = fp8 ? 32 : sixteen ? 16 : 8;
+  if ((sixteen || tf32 || fp8Wgmma) && options_.target == Target::SM90a && warps() % 4 == 0 &&
+      M % 64 == 0 && N % 8 == 0 && K % wgmmaK == 0)
     return lowerDotWgmma(op, operand(op, 0), operand(op, 1), accIn);
+  // Elsewhere an fp8 dot into fp32 multiplies fp16 operands (the upcast is exact), as Triton's
+  // MMAv2 path does on targets without fp8 mma.sync; Triton refuses fp8e4nv below sm_89.
+  bool fp8Mma = fp8 && accType == DType::F32;
+  if (fp8Mma && options_.target == Target::SM80 &&
+      (at.elem == DType::F8E4M3 || bt.elem == DType::F8E4M3))
+    raiseError(op.loc(), "tl.dot of " + std::string(ir::tlName(at.elem)) + " and " +
+                             std::string(ir::tlName(bt.elem)) +
+                             " operands is not supported on sm_80: fp8e4nv needs sm_89 or newer "
+                             "(Triton's fp8 types on sm_80 are fp8e5 and fp8e4b15); use fp8e5 or "
+                             "float16 operands, or compile for sm_90a");
+  if (fp8Mma) sixteen = true; // the fragments hold the fp16 upcasts
+  int64_t instrK = sixteen ? 16 : 8;
   if ((sixteen || tf32) && M % 16 == 0 && N % 8 == 0 && K % instrK == 0) {
     // Tensor cores: A, B and the accumulator in the mma.sync fragment layouts.
     const layout::DotLayouts* dl = layouts_.dot(op);
@@ -82,6 +119,10 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
     requireFragmentLanes(bL, 0, sixteen ? 2 : 1, 1, "B operand");
     Regs a = convert(operand(op, 0), operandLayoutOf(op, 0), aL, at.elem, op);
     Regs b = convert(operand(op, 1), operandLayoutOf(op, 1), bL, bt.elem, op);
+    if (fp8Mma) {
+      a = upcastFp8ToF16(cx, a, at.elem);
+      b = upcastFp8ToF16(cx, b, bt.elem);
+    }
     Regs acc = convert(accIn, operandLayoutOf(op, 2), accL, accType, op);
 
     // Registers of each instruction tile, in the fragment order of the PTX ISA tables, from the
@@ -116,7 +157,9 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
       ri[idx] = r;
     }
     std::string shapeName = sixteen ? "m16n8k16" : "m16n8k8";
-    std::string abType = at.elem == DType::F16 ? "f16" : at.elem == DType::BF16 ? "bf16" : "tf32";
+    std::string abType = at.elem == DType::F16 || fp8Mma ? "f16"
+                         : at.elem == DType::BF16        ? "bf16"
+                                                         : "tf32";
     std::string opcode =
         "mma.sync.aligned." + shapeName + ".row.col.f32." + abType + "." + abType + ".f32";
     auto pack = [&](const std::vector<std::string>& elems, size_t i) {
@@ -215,7 +258,7 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
   const ir::Type& bt = op.operand(1)->type();
   const ir::Type& rt = op.result()->type();
   int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
-  bool sixteen = at.elem != DType::F32;
+  bool sixteen = at.elem != DType::F32; // no tf32 rounding
   int bytes = ir::byteWidth(at.elem);
   int64_t instrK = 32 / bytes; // 32 bytes of K per instruction
   int64_t e = 16 / bytes;      // elements per 16-byte row of a core matrix
@@ -273,12 +316,21 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
   barrier();
 
   Regs acc = convert(accIn, operandLayoutOf(op, 2), accL, rt.elem, op);
-  // The accumulator registers are read and written in place by wgmma: private copies.
+  // The accumulator registers are read and written in place by wgmma: private copies (an fp16
+  // accumulator of an fp8 dot widened: the dot sums in fp32 and rounds once).
+  bool halfAcc = rt.elem == DType::F16;
   Regs live(acc.size());
   for (size_t r = 0; r < acc.size(); ++r) {
     live[r] = b_.newReg(RegClass::F32);
-    b_.inst("mov.f32", {live[r], acc[r]});
+    if (halfAcc)
+      b_.inst("cvt.f32.f16", {live[r], b_.materialize(acc[r], RegClass::B16)});
+    else
+      b_.inst("mov.f32", {live[r], acc[r]});
   }
+  // fp8 with max_num_imprecise_acc <= K: k-steps sum into zeroed partial registers, added to
+  // the result in fp32 once they cover `limit` elements of K (and after the last), as Triton's
+  // wgmma lowering does (see ir/DotFp8.h).
+  int64_t limit = ir::fp8PartialAccumulatorChunk(op);
 
   WgmmaTiles tiles = wgmmaTiles(accL, instrN);
   int32_t dup = accL.freeVariableMask(layout::kRegister);
@@ -311,24 +363,49 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
                        std::to_string(instrK) + ".f32." + wgmmaTypeName(at.elem) + "." +
                        wgmmaTypeName(bt.elem);
   std::string accumulate = b_.pure("setp.ne.u32", RegClass::Pred, {"1", "0"});
-  b_.inst("wgmma.fence.sync.aligned", {});
-  for (const auto& [origin, regs] : tiles) {
-    std::string list = wgmmaAccumulatorList(regs, live);
-    for (int64_t k0 = 0; k0 < K; k0 += instrK) {
-      std::string da = descriptor(aHw, aBits, aBase, coreMatrixOffset(origin.first, k0) * bytes);
-      std::string db = descriptor(bHw, bBits, bBase, coreMatrixOffset(origin.second, k0) * bytes);
-      std::vector<std::string> operands{list, da, db, accumulate, "1", "1"};
-      if (wgmmaCanTranspose(at.elem)) {
-        operands.push_back("0"); // A and B are K-major: no transpose
-        operands.push_back("0");
+  auto issue = [&](const std::pair<int64_t, int64_t>& origin, const std::string& list, int64_t k0,
+                   const std::string& scaleD) {
+    std::string da = descriptor(aHw, aBits, aBase, coreMatrixOffset(origin.first, k0) * bytes);
+    std::string db = descriptor(bHw, bBits, bBase, coreMatrixOffset(origin.second, k0) * bytes);
+    std::vector<std::string> operands{list, da, db, scaleD, "1", "1"};
+    if (wgmmaCanTranspose(at.elem)) {
+      operands.push_back("0"); // A and B are K-major: no transpose
+      operands.push_back("0");
+    }
+    b_.inst(opcode, operands);
+  };
+  if (limit == 0) {
+    b_.inst("wgmma.fence.sync.aligned", {});
+    for (const auto& [origin, regs] : tiles) {
+      std::string list = wgmmaAccumulatorList(regs, live);
+      for (int64_t k0 = 0; k0 < K; k0 += instrK) issue(origin, list, k0, accumulate);
+    }
+    b_.inst("wgmma.commit_group.sync.aligned", {});
+    b_.inst("wgmma.wait_group.sync.aligned", {"0"});
+  } else {
+    std::string fresh = b_.pure("setp.ne.u32", RegClass::Pred, {"0", "0"});
+    for (int64_t c0 = 0; c0 < K;) {
+      int64_t c1 = c0;
+      while (c1 < K && c1 - c0 < limit) c1 += instrK;
+      Regs partial(live.size());
+      for (auto& p : partial) p = b_.newReg(RegClass::F32);
+      b_.inst("wgmma.fence.sync.aligned", {});
+      for (const auto& [origin, regs] : tiles) {
+        std::string list = wgmmaAccumulatorList(regs, partial);
+        for (int64_t k0 = c0; k0 < c1; k0 += instrK)
+          issue(origin, list, k0, k0 == c0 ? fresh : accumulate);
       }
-      b_.inst(opcode, operands);
+      b_.inst("wgmma.commit_group.sync.aligned", {});
+      b_.inst("wgmma.wait_group.sync.aligned", {"0"});
+      for (const auto& [origin, regs] : tiles)
+        for (int32_t r : regs) b_.inst("add.f32", {live[r], live[r], partial[r]});
+      c0 = c1;
     }
   }
-  b_.inst("wgmma.commit_group.sync.aligned", {});
-  b_.inst("wgmma.wait_group.sync.aligned", {"0"});
   for (int32_t r = 0; r < static_cast<int32_t>(live.size()); ++r)
     if (r & dup) live[r] = live[r & ~dup];
+  if (halfAcc)
+    for (auto& x : live) x = b_.pure("cvt.rn.f16.f32", RegClass::B16, {x});
   bind(op.result(), convert(live, accL, layoutOf(op.result()), rt.elem, op));
 }
 

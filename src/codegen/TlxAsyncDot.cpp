@@ -131,9 +131,6 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
                              "or fp8 ones (fp8e4nv / fp8e5)");
   if (rt.elem != DType::F32)
     raiseError(op.loc(), "tlx.async_dot accumulates in fp32 only, got " + rt.str());
-  if (eight && aInRegs)
-    raiseError(op.loc(), "tlx.async_dot with an fp8 A in registers is not supported yet; pass A "
-                         "in a shared-memory buffer");
   SmemOperand aS = aInRegs ? SmemOperand{true, true} : smemOperand(op.operand(0), true);
   SmemOperand bS = smemOperand(op.operand(1), false);
   if (!aS.ok || !bS.ok)
@@ -229,30 +226,47 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
   std::string bHw = tidLinear(groupImages(false), &bBits);
   std::string aBase =
       aInRegs ? std::string() : b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32);
-  // A in registers: the thread's four 32-bit words of each (64-row, 16-k) tile, in the
-  // fragment order of mma.sync's m16n8k16 A (each warp of the group holds 16 rows).
+  // A in registers: the thread's four 32-bit words of each (64-row, instrK) tile, in the
+  // fragment order of mma.sync's m16n8k16 (16-bit) or m16n8k32 (8-bit) A, each warp of the
+  // group holding 16 rows: a word packs `perWord` consecutive k of one row.
   std::map<std::pair<int64_t, int64_t>, std::vector<std::string>> aWords;
   if (aInRegs) {
     const LinearLayout& aL = dl->a;
-    requireFragmentLanes(aL, 1, 2, 0, "wgmma A operand");
+    const int perWord = 4 / ir::byteWidth(at.elem);
+    const int64_t kStep = 8 * perWord; // instrK
+    requireFragmentLanes(aL, 1, perWord, 0, "wgmma A operand");
     const Regs& a = operand(op, 0);
     std::map<std::pair<int64_t, int64_t>, std::vector<std::string>> aElems;
     int32_t aDup = aL.freeVariableMask(layout::kRegister);
     for (int32_t r = 0; r < aL.getInDimSize(layout::kRegister); ++r) {
       if (r & aDup) continue;
       auto c = registerCoords(aL, r);
-      auto& t = aElems[{c[0] / 64 * 64, c[1] / 16}];
-      t.resize(8);
-      int idx = (c[1] % 2) + 2 * ((c[0] % 16) / 8) + 4 * ((c[1] % 16) / 8);
+      auto& t = aElems[{c[0] / 64 * 64, c[1] / kStep}];
+      t.resize(4 * perWord);
+      int idx = static_cast<int>((c[1] % perWord) + perWord * ((c[0] % 16) / 8) +
+                                 2 * perWord * ((c[1] % kStep) / (kStep / 2)));
       t.at(idx) = a.at(r);
     }
     for (auto& [key, elems] : aElems)
       for (int i = 0; i < 4; ++i) {
-        if (elems[2 * i].empty() || elems[2 * i + 1].empty())
-          throw std::logic_error("codegen: wgmma A fragment not covered by registers");
-        std::string lo = b_.materialize(elems[2 * i], RegClass::B16);
-        std::string hi = b_.materialize(elems[2 * i + 1], RegClass::B16);
-        aWords[key].push_back(b_.pure("mov.b32", RegClass::B32, {"{" + lo + ", " + hi + "}"}));
+        for (int j = 0; j < perWord; ++j)
+          if (elems[perWord * i + j].empty())
+            throw std::logic_error("codegen: wgmma A fragment not covered by registers");
+        if (perWord == 2) {
+          std::string lo = b_.materialize(elems[2 * i], RegClass::B16);
+          std::string hi = b_.materialize(elems[2 * i + 1], RegClass::B16);
+          aWords[key].push_back(b_.pure("mov.b32", RegClass::B32, {"{" + lo + ", " + hi + "}"}));
+          continue;
+        }
+        // Four bytes (each the low byte of a 16-bit register), lowest k in the lowest byte.
+        std::string x[4];
+        for (int j = 0; j < 4; ++j)
+          x[j] = b_.pure("cvt.u32.u16", RegClass::B32,
+                         {b_.materialize(elems[4 * i + j], RegClass::B16)});
+        // prmt picks bytes of {b, a} (a: 0-3, b: 4-7) by the selector's nibbles.
+        std::string lo = b_.pure("prmt.b32", RegClass::B32, {x[0], x[1], "64"});      // 0x0040
+        std::string hi = b_.pure("prmt.b32", RegClass::B32, {x[2], x[3], "64"});      // 0x0040
+        aWords[key].push_back(b_.pure("prmt.b32", RegClass::B32, {lo, hi, "21520"})); // 0x5410
       }
   }
   std::string bBase = b_.materialize(regsOf(op.operand(1)).at(0), RegClass::B32);
@@ -299,7 +313,7 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
       std::string db = bSteps ? wgmmaDescriptorStep(b_, bDescBase, bOff)
                               : descriptor(bHw, bBits, bBase, bOff, bFixed);
       if (aInRegs) {
-        auto words = aWords.find({origin.first, k0 / 16});
+        auto words = aWords.find({origin.first, k0 / instrK});
         if (words == aWords.end())
           throw std::logic_error("codegen: wgmma A fragment missing for a tile");
         std::string aList = "{";

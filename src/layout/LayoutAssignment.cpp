@@ -7,6 +7,7 @@
 #include "layout/LayoutAssignment.h"
 
 #include "frontend/Diagnostics.h"
+#include "ir/DotFp8.h"
 #include "ir/OpTraits.h"
 #include "layout/Layouts.h"
 #include "support/MathExtras.h"
@@ -154,7 +155,9 @@ private:
     DotLayouts dl;
     bool fp8 = at.elem == ir::DType::F8E4M3 || at.elem == ir::DType::F8E5M2;
     bool hopper = options_.target == Target::SM90a;
-    if (hopper && mmaTypes && M >= 64 && numWarps() % 4 == 0 && K >= instrK) {
+    // max_num_imprecise_acc < 32 keeps an fp8 dot off wgmma (ir/DotFp8.h).
+    if (hopper && mmaTypes && M >= 64 && numWarps() % 4 == 0 && K >= instrK &&
+        !ir::fp8DotAvoidsWgmma(op)) {
       int32_t wm = 4;
       while (wm * 2 <= numWarps() && M >= int64_t(wm) * 2 * 16) wm *= 2;
       int32_t wn = numWarps() / wm;
@@ -172,7 +175,15 @@ private:
         dl.bOrder = sixteen ? std::vector<int32_t>{1, 0} : std::vector<int32_t>{0, 1};
       }
     }
-    bool ampereTypes = mmaTypes && !(fp8 && options_.target == Target::SM80);
+    // mma.sync multiplies an fp8 dot's fp16 upcasts (Triton's MMAv2 rule); sm_80 has no
+    // fp8e4nv (the codegen reports it).
+    bool fp8OnSm80 = fp8 && options_.target == Target::SM80 &&
+                     (at.elem == ir::DType::F8E4M3 || bt.elem == ir::DType::F8E4M3);
+    bool ampereTypes = mmaTypes && !fp8OnSm80 && !(fp8 && ct.elem != ir::DType::F32);
+    if (fp8) {
+      bits = 16;
+      instrK = 16;
+    }
     if (dl.kind == MmaKind::Fma && ampereTypes && M >= 16 && N >= 8 && K >= instrK) {
       int32_t wm = 1, wn = 1;
       while (wm * wn < numWarps()) {

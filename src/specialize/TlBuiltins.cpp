@@ -1472,10 +1472,16 @@ Val Specializer::dot(const BoundArgs& a, SourceLoc loc) {
     acc = constant(Val::integer(0), ir::Type::tensor(out, outShape));
   }
   std::vector<ir::NamedAttr> attrs = {{"input_precision", precision}};
-  if (a.has("max_num_imprecise_acc"))
-    attrs.push_back({"max_num_imprecise_acc",
-                     constInt(a.get("max_num_imprecise_acc"), a.loc("max_num_imprecise_acc"),
-                              "max_num_imprecise_acc")});
+  // None is Triton's default (the target's: no limit on sm_90); a limit above K is an error
+  // for fp8 operands, and means nothing for the others.
+  if (a.has("max_num_imprecise_acc") && !a.get("max_num_imprecise_acc").isNone()) {
+    int64_t limit = constInt(a.get("max_num_imprecise_acc"), a.loc("max_num_imprecise_acc"),
+                             "max_num_imprecise_acc");
+    if (fp8a && fp8b && limit > K)
+      raiseError(a.loc("max_num_imprecise_acc"), "max_num_imprecise_acc (" + std::to_string(limit) +
+                                                     ") must be <= K (" + std::to_string(K) + ")");
+    attrs.push_back({"max_num_imprecise_acc", limit});
+  }
   return Val::runtime(b.create1(OpCode::Dot, {x, y, acc}, ir::Type::tensor(out, outShape), attrs));
 }
 

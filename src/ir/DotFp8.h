@@ -1,0 +1,56 @@
+// How a tl.dot of fp8 operands (fp8e4nv = e4m3, fp8e5 = e5m2) maps onto the tensor cores,
+// with Triton's rules: the layout pass, the software pipeliner and the codegen read it here so
+// that they agree on which instruction a dot becomes.
+//
+// On sm_90a an fp8 dot is a wgmma (.e4m3 / .e5m2, mixed allowed) unless its
+// max_num_imprecise_acc is below 32 with an fp32 result (Triton then upcasts to fp16 and uses
+// mma.sync). Hopper's fp8 wgmma accumulates with reduced precision: with max_num_imprecise_acc
+// <= K, every max_num_imprecise_acc elements of K are summed into a separate zeroed partial
+// accumulator that is then added to the fp32 result (Triton's needsPartialAccumulator). Without
+// the attribute the limit is Triton's sm_90 default, 2**30 (no partial accumulator).
+#pragma once
+
+#include "ir/IR.h"
+#include "ir/OpAttrs.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace ww::ir {
+
+inline bool isFp8(DType t) {
+  return t == DType::F8E4M3 || t == DType::F8E5M2;
+}
+
+/// A dot (or async_dot) whose two operands are fp8.
+inline bool isFp8Dot(const Type& a, const Type& b) {
+  return isFp8(a.elem) && isFp8(b.elem);
+}
+
+/// The dot's max_num_imprecise_acc; nullopt when absent (no limit).
+inline std::optional<int64_t> maxNumImpreciseAcc(const Op& dot) {
+  if (dot.code() != OpCode::Dot || !dot.hasAttr(attr::Dot::kmaxNumImpreciseAcc))
+    return std::nullopt;
+  return attr::Dot::maxNumImpreciseAcc(dot);
+}
+
+/// Whether an fp8 dot into fp32 must not use wgmma (max_num_imprecise_acc < 32): Triton's MMAv2
+/// fallback, fp16 operands on mma.sync.
+inline bool fp8DotAvoidsWgmma(const Op& dot) {
+  const Type& a = dot.operand(0)->type();
+  const Type& b = dot.operand(1)->type();
+  std::optional<int64_t> limit = maxNumImpreciseAcc(dot);
+  return isFp8Dot(a, b) && dot.result()->type().elem == DType::F32 && limit && *limit < 32;
+}
+
+/// The K elements after which an fp8 wgmma dot adds its partial accumulator into the fp32
+/// result; 0 when it accumulates in place (no limit, or the limit exceeds K).
+inline int64_t fp8PartialAccumulatorChunk(const Op& dot) {
+  const Type& a = dot.operand(0)->type();
+  if (!isFp8Dot(a, dot.operand(1)->type()) || dot.result()->type().elem != DType::F32) return 0;
+  std::optional<int64_t> limit = maxNumImpreciseAcc(dot);
+  if (!limit || *limit > a.shape.back()) return 0;
+  return *limit;
+}
+
+} // namespace ww::ir
