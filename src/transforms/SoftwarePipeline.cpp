@@ -25,9 +25,11 @@
 // Attention loops (`s = tl.dot(q, tl.trans(k))` with q loop-invariant, softmax, then
 // `o = tl.dot(p, v, o)`) get the same copies for K and V, with Q stored once into its own
 // buffer, S read from K's buffer as a K-major operand and P from registers; see
-// rewriteAttention for the schedule.
+// rewriteAttention for the schedule. When K and V are desc_loads through host descriptors (the
+// Hopper form of Triton's fused-attention tutorial) the copies are TMA loads instead, each slot
+// completing on a barrier of its own (expect-bytes, then wait on the slot's phase parity), and
+// copies past the end are predicated off rather than masked.
 #include "ir/Builder.h"
-#include "ir/DotFp8.h"
 #include "ir/OpAttrs.h"
 #include "support/MathExtras.h"
 #include "transforms/Passes.h"
@@ -54,6 +56,9 @@ using ValueMap = std::unordered_map<const Value*, Value*>;
 /// Dynamic shared memory one block may use on sm_90a (227 KB, the opt-in maximum).
 constexpr int64_t kSharedBytesPerBlock = 232448;
 
+/// What a TMA attention loop leaves beside its buffers: barriers, reduction scratch.
+constexpr int64_t kTmaLoopSlack = 4096;
+
 bool isTlxAsync(OpCode c) {
   switch (c) {
   case OpCode::AsyncLoad:
@@ -77,30 +82,18 @@ bool constantInt(const Value* v, int64_t& out) {
   return true;
 }
 
-/// The shapes the sm_90a async_dot lowering takes (wgmma from NVMMA-swizzled buffers): fp16 /
-/// bf16, or fp8 (e4m3 / e5m2, mixed) that accumulates in place (no max_num_imprecise_acc
-/// partial accumulator, see ir/DotFp8.h) and reads its operands K-major (checked by the callers).
+/// The shapes the sm_90a async_dot lowering takes (wgmma from NVMMA-swizzled buffers).
 bool wgmmaShaped(const Op& dot, int numWarps) {
   const Type& at = dot.operand(0)->type();
   const Type& bt = dot.operand(1)->type();
   const Type& rt = dot.result()->type();
   if (at.shape.size() != 2 || bt.shape.size() != 2 || rt.shape.size() != 2) return false;
-  bool sixteen = (at.elem == DType::F16 || at.elem == DType::BF16) && bt.elem == at.elem;
-  bool fp8 = ir::isFp8Dot(at, bt) && !ir::fp8DotAvoidsWgmma(dot) &&
-             ir::fp8PartialAccumulatorChunk(dot) == 0;
-  if ((!sixteen && !fp8) || rt.elem != DType::F32) return false;
+  if ((at.elem != DType::F16 && at.elem != DType::BF16) || bt.elem != at.elem ||
+      rt.elem != DType::F32)
+    return false;
   int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
-  return numWarps % 4 == 0 && M % 64 == 0 && N % 16 == 0 && K % (fp8 ? 32 : 16) == 0 &&
-         isPowerOf2(M) && isPowerOf2(N) && isPowerOf2(K);
-}
-
-/// The 2-D transpose `permute(x, (1, 0))` defining `v` in `body` when nothing else reads it.
-Op* singleUseTranspose(const Value* v, const Block& body, int uses) {
-  Op* def = v->def();
-  if (!def || def->code() != OpCode::Permute || def->parentBlock() != &body || uses != 1 ||
-      ir::attr::Permute::order(*def) != std::vector<int64_t>{1, 0})
-    return nullptr;
-  return def;
+  return numWarps % 4 == 0 && M % 64 == 0 && N % 16 == 0 && K % 16 == 0 && isPowerOf2(M) &&
+         isPowerOf2(N) && isPowerOf2(K);
 }
 
 /// One loop that fits the pipelining shape, and what the rewrite needs to know about it.
@@ -122,9 +115,12 @@ struct Plan {
   /// read through kTrans), with Q loop-invariant.
   Op* scoreDot = nullptr;
   Op* kTrans = nullptr;
-  /// B given as the transpose of a loaded [N, K] tile (`tl.load(...).T`): the buffer holds the
-  /// tile as loaded and the MMA reads its local_trans, K-major (what fp8 needs).
-  Op* bTrans = nullptr;
+  /// The loads are desc_loads through kernel-parameter (host) descriptors: the copies are TMA
+  /// loads completing on a barrier per slot instead of cp.async groups.
+  bool tma = false;
+  /// TMA: the index in Pipeliner::tmaRings_ of an earlier loop's buffers this loop reuses,
+  /// continuing its slots and phases (-1: new buffers).
+  int reuseRing = -1;
 };
 
 class Pipeliner {
@@ -215,12 +211,8 @@ private:
     plan.accIter = acc->index() - 1;
     if (yield->operand(plan.accIter) != next) return false;
 
-    plan.bTrans = singleUseTranspose(dot->operand(1), body, usesOf(dot->operand(1)));
-    // wgmma reads 8-bit operands K-major only: fp8 B must be the transpose of an [N, K] load.
-    if (ir::isFp8(dot->operand(1)->type().elem) && !plan.bTrans) return false;
     for (int i = 0; i < 2; ++i) {
-      Value* v = i == 1 && plan.bTrans ? plan.bTrans->operand(0) : dot->operand(i);
-      Op* load = v->def();
+      Op* load = dot->operand(i)->def();
       if (!load || load->code() != OpCode::Load || load->parentBlock() != &body ||
           usesOf(load->result()) != 1)
         return false;
@@ -235,6 +227,11 @@ private:
   bool analyzeAddresses(Block& body, Plan& plan, int excludedIter) {
     const Op* yield = body.terminator();
     for (Op* load : plan.loads) {
+      if (load->code() == OpCode::DescLoad) {
+        for (unsigned i = 1; i < load->numOperands(); ++i)
+          if (!addToSlice(body, load->operand(i), plan)) return false;
+        continue;
+      }
       if (ir::attr::Load::isVolatile(*load)) return false;
       bool hasMask = ir::attr::Load::hasMask(*load), hasOther = ir::attr::Load::hasOther(*load);
       if (hasOther && !ir::isPositiveZeroConstant(load->operand(hasMask ? 2 : 1))) return false;
@@ -297,14 +294,16 @@ private:
         usesOf(trans->result()) != 1)
       return false;
     Op* kLoad = trans->operand(0)->def();
-    // V as loaded ([N, D]) or, K-major as fp8 needs, the transpose of a [D, N] load.
-    plan.bTrans = singleUseTranspose(pv->operand(1), body, usesOf(pv->operand(1)));
-    if (ir::isFp8(pv->operand(1)->type().elem) && !plan.bTrans) return false;
-    Op* vLoad = (plan.bTrans ? plan.bTrans->operand(0) : pv->operand(1))->def();
+    Op* vLoad = pv->operand(1)->def();
     for (Op* load : {kLoad, vLoad})
-      if (!load || load->code() != OpCode::Load || load->parentBlock() != &body ||
-          usesOf(load->result()) != 1)
+      if (!load || (load->code() != OpCode::Load && !hostDescLoad(*load)) ||
+          load->parentBlock() != &body || usesOf(load->result()) != 1)
         return false;
+    // Both tl.loads (cp.async) or both host-descriptor loads (TMA, in a loop that runs once
+    // per kernel: its barriers' phases start at 0).
+    plan.tma = kLoad->code() == OpCode::DescLoad;
+    if (vLoad->code() != kLoad->code()) return false;
+    if (plan.tma && nestedInLoop(*loop.parentBlock())) return false;
     // P from registers (not a load this pass would move).
     if (!pv->operand(0)->type().isTensor()) return false;
     plan.dot = pv;
@@ -318,7 +317,24 @@ private:
     int64_t bytes = ir::byteWidth(kt.elem);
     int64_t stageBytes = 2 * kt.shape[0] * kt.shape[1] * bytes;
     int64_t budget = kSharedBytesPerBlock - qt.shape[0] * qt.shape[1] * (bytes + 2);
-    while (plan.stages > 3 && plan.stages * stageBytes > budget) --plan.stages;
+    // TMA loops also leave room for the buffers earlier TMA loops took (Q's included, which a
+    // loop with the same Q reuses), going down to two slots (one copy ahead) where needed: the
+    // second loop of causal attention.
+    for (size_t r = 0; plan.tma && r < tmaRings_.size(); ++r)
+      if (tmaRings_[r].outer == loop.parentBlock() &&
+          tmaRings_[r].types[0] == kLoad->result()->type() &&
+          tmaRings_[r].types[1] == vLoad->result()->type()) {
+        plan.reuseRing = static_cast<int>(r);
+        plan.stages = tmaRings_[r].stages;
+        return analyzeAddresses(body, plan, -1);
+      }
+    int minStages = 3;
+    if (plan.tma) {
+      minStages = 2;
+      budget -= sharedUsed_ + kTmaLoopSlack;
+      if (tmaQViews_.count(q)) budget += qt.shape[0] * qt.shape[1] * bytes;
+    }
+    while (plan.stages > minStages && plan.stages * stageBytes > budget) --plan.stages;
     if (plan.stages * stageBytes > budget) return false;
     return analyzeAddresses(body, plan, -1);
   }
@@ -358,6 +374,14 @@ private:
          b = b->parentOp() ? b->parentOp()->parentBlock() : nullptr)
       if (b == &body) return true;
     return false;
+  }
+
+  /// Whether `load` is a desc_load through a descriptor the kernel takes as a parameter (a
+  /// host tensor map; in-kernel descriptors become pointer loads later).
+  bool hostDescLoad(const Op& load) const {
+    if (load.code() != OpCode::DescLoad) return false;
+    const Value* d = load.operand(0);
+    return d->isBlockArg() && d->ownerBlock() == &fn_.body && d->type().shape.size() == 2;
   }
 
   /// The rotated address values (those carried and everything computed from them) change
@@ -423,7 +447,25 @@ private:
   /// Starts the copies of one iteration's A and B tiles into `slot`, masked off unless
   /// `inRange` holds; the map holds that iteration's cloned address values.
   void issueLoads(ir::Builder& b, const Plan& plan, const ValueMap& map, Value* inRange,
-                  Value* const buffers[2], Value* slot) {
+                  Value* const buffers[2], Value* const bars[2], Value* slot) {
+    if (plan.tma) {
+      for (int i = 0; i < 2; ++i) {
+        const Op* load = plan.loads[i];
+        b.setLoc(load->loc());
+        const Type& t = load->result()->type();
+        Value* bar = b.create1(OpCode::LocalView, {bars[i], slot}, Type::barrier(1));
+        int64_t bytes = t.shape[0] * t.shape[1] * ir::byteWidth(t.elem);
+        b.create(OpCode::BarrierExpectBytes, {bar, b.i32(bytes), inRange}, {},
+                 {{ir::attr::BarrierExpectBytes::khasPred, int64_t(1)}});
+        std::vector<Value*> operands{load->operand(0), slotView(b, buffers[i], slot), bar};
+        for (unsigned o = 1; o < load->numOperands(); ++o)
+          operands.push_back(mapped(map, load->operand(o)));
+        operands.push_back(inRange);
+        b.create(OpCode::AsyncDescLoad, operands, {},
+                 {{ir::attr::AsyncDescLoad::khasPred, int64_t(1)}});
+      }
+      return;
+    }
     for (int i = 0; i < 2; ++i) {
       const Op* load = plan.loads[i];
       b.setLoc(load->loc());
@@ -459,6 +501,9 @@ private:
     Value* buffers[2] = {nullptr, nullptr};
     Value* slot = nullptr;
     int ahead = 1;
+    /// TMA: a barrier per slot for each buffer, and the parity of the current slot's phase.
+    Value* bars[2] = {nullptr, nullptr};
+    Value* phase = nullptr;
   };
 
   /// Allocates the buffers and issues the first `ahead` iterations' copies before the loop,
@@ -478,11 +523,30 @@ private:
     Block pre;
     ir::Builder b(&pre);
     b.setLoc(loop.loc());
-    for (int i = 0; i < 2; ++i) {
+    // A loop reusing an earlier loop's ring starts at the slot and phase that loop ended on:
+    // each slot's barrier has completed one phase per copy consumed.
+    Value* firstSlot = nullptr;
+    Value* firstPhase = nullptr;
+    if (plan.reuseRing >= 0) {
+      const TmaRing& ring = tmaRings_[plan.reuseRing];
+      for (int i = 0; i < 2; ++i) {
+        p.buffers[i] = ring.buffers[i];
+        p.bars[i] = ring.bars[i];
+      }
+      firstSlot = ring.loop->result(ring.slotResult);
+      firstPhase = ring.loop->result(ring.slotResult + 1);
+    }
+    for (int i = 0; i < 2 && plan.reuseRing < 0; ++i) {
       const Type& t = plan.loads[i]->result()->type();
       p.buffers[i] = b.create1(OpCode::LocalAlloc, {}, Type::buffer(t.elem, t.shape, plan.stages),
                                {{ir::attr::LocalAlloc::kstorage, std::string("smem")}});
       p.buffers[i]->name = names[i];
+      if (plan.tma) {
+        p.bars[i] = b.create1(OpCode::AllocBarriers, {}, Type::barrier(plan.stages),
+                              {{ir::attr::AllocBarriers::karriveCount, int64_t(1)}});
+        p.bars[i]->name = std::string(names[i]) + "_full";
+      }
+      sharedUsed_ += t.shape[0] * t.shape[1] * ir::byteWidth(t.elem) * plan.stages;
     }
     std::vector<Value*> carried;
     for (unsigned k = 0; k < numIters; ++k) carried.push_back(loop.operand(3 + k));
@@ -494,18 +558,46 @@ private:
       for (unsigned iter : plan.addressIters) map[body.arg(iter + 1)] = carried[iter];
       cloneSlice(b, plan, map);
       b.setLoc(loop.loc());
-      issueLoads(b, plan, map, b.cmp("lt", iv, ub), p.buffers, b.i32(j));
+      Value* slot = b.i32(j);
+      if (firstSlot)
+        slot = j == 0 ? firstSlot : wrapSlot(b, plan, b.binary(OpCode::Add, firstSlot, slot));
+      issueLoads(b, plan, map, b.cmp("lt", iv, ub), p.buffers, p.bars, slot);
       for (unsigned iter : plan.addressIters) carried[iter] = mapped(map, yield->operand(iter));
     }
     b.setLoc(loop.loc());
-    Value* firstSlot = b.i32(0);
+    if (!firstSlot) firstSlot = firstPhase = b.i32(0);
     ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
 
     for (unsigned iter : plan.addressIters) loop.setOperand(3 + iter, carried[iter]);
+    const unsigned slotResult = loop.numResults();
     loop.addOperand(firstSlot);
     loop.addResult(i32, "pipeline_slot");
     p.slot = body.addArg(i32, "pipeline_slot");
+    if (plan.tma) {
+      loop.addOperand(firstPhase);
+      loop.addResult(i32, "pipeline_phase");
+      p.phase = body.addArg(i32, "pipeline_phase");
+      TmaRing ring{&outer,
+                   {p.buffers[0], p.buffers[1]},
+                   {p.bars[0], p.bars[1]},
+                   {plan.loads[0]->result()->type(), plan.loads[1]->result()->type()},
+                   plan.stages,
+                   &loop,
+                   slotResult};
+      if (plan.reuseRing >= 0)
+        tmaRings_[plan.reuseRing] = ring;
+      else
+        tmaRings_.push_back(ring);
+    }
     return p;
+  }
+
+  /// `slot` mod S for slot < 2 S, by a compare and subtract (S need not be a power of two,
+  /// and a remainder would cost a division every iteration).
+  static Value* wrapSlot(ir::Builder& b, const Plan& plan, Value* slot) {
+    Value* S = b.i32(plan.stages);
+    return b.create1(OpCode::Select, {b.cmp("ge", slot, S), b.binary(OpCode::Sub, slot, S), slot},
+                     Type::scalar(DType::I32));
   }
 
   /// Issues, with `b`, the copies of iteration i + ahead into slot (slot + ahead) mod S; the
@@ -513,19 +605,13 @@ private:
   ValueMap refill(ir::Builder& b, const Plan& plan, const Pipeline& p, SourceLoc loc) {
     Block& body = *plan.loop->region(0);
     Type ivType = body.arg(0)->type();
-    Type i32 = Type::scalar(DType::I32);
-    const int S = plan.stages;
     Value* ivAhead = b.binary(OpCode::Add, body.arg(0), b.constInt(p.ahead * plan.step, ivType));
     ValueMap map{{body.arg(0), ivAhead}};
     cloneSlice(b, plan, map);
     b.setLoc(loc);
-    // (slot + ahead) mod S for slot < S, by a compare and subtract (S need not be a power of
-    // two, and a remainder would cost a division every iteration).
-    Value* ahead = b.binary(OpCode::Add, p.slot, b.i32(p.ahead));
-    Value* writeSlot = b.create1(
-        OpCode::Select,
-        {b.cmp("ge", ahead, b.i32(S)), b.binary(OpCode::Sub, ahead, b.i32(S)), ahead}, i32);
-    issueLoads(b, plan, map, b.cmp("lt", ivAhead, plan.loop->operand(1)), p.buffers, writeSlot);
+    Value* writeSlot = wrapSlot(b, plan, b.binary(OpCode::Add, p.slot, b.i32(p.ahead)));
+    issueLoads(b, plan, map, b.cmp("lt", ivAhead, plan.loop->operand(1)), p.buffers, p.bars,
+               writeSlot);
     b.setLoc(loc);
     return map;
   }
@@ -535,8 +621,8 @@ private:
     Block& body = *plan.loop->region(0);
     Type i32 = Type::scalar(DType::I32);
     Value* next = b.binary(OpCode::Add, p.slot, b.i32(1));
-    Value* nextSlot =
-        b.create1(OpCode::Select, {b.cmp("eq", next, b.i32(plan.stages)), b.i32(0), next}, i32);
+    Value* wraps = b.cmp("eq", next, b.i32(plan.stages));
+    Value* nextSlot = b.create1(OpCode::Select, {wraps, b.i32(0), next}, i32);
     Op* bodyYield = body.terminator();
     std::vector<Value*> addressYields;
     for (unsigned iter : plan.addressIters)
@@ -544,6 +630,23 @@ private:
     for (size_t k = 0; k < plan.addressIters.size(); ++k)
       bodyYield->setOperand(plan.addressIters[k], addressYields[k]);
     bodyYield->addOperand(nextSlot);
+    if (p.phase)
+      bodyYield->addOperand(b.create1(
+          OpCode::Select, {wraps, b.binary(OpCode::Xor, p.phase, b.i32(1)), p.phase}, i32));
+  }
+
+  /// Waits until buffer `which` of the current slot has landed: the cp.async group of both
+  /// buffers (the lowering adds the proxy fence and the CTA barrier), or the slot's TMA
+  /// barrier.
+  static void waitForSlot(ir::Builder& b, const Pipeline& p, int which) {
+    if (!p.phase) {
+      b.create(OpCode::AsyncWaitGroup, {}, {},
+               {{ir::attr::AsyncWaitGroup::kpendings, int64_t(p.ahead - 1)}});
+      return;
+    }
+    Value* bar = b.create1(OpCode::LocalView, {p.bars[which], p.slot}, Type::barrier(1));
+    b.create(OpCode::BarrierWait, {bar, p.phase}, {},
+             {{ir::attr::BarrierWait::khasPred, int64_t(0)}});
   }
 
   /// A view of slot `slot` of `buffers`.
@@ -551,14 +654,6 @@ private:
     Type view = buffers->type();
     view.count = 1;
     return b.create1(OpCode::LocalView, {buffers, slot}, view);
-  }
-
-  /// The 2-D local_trans view of buffer view `v`.
-  static Value* localTrans(ir::Builder& b, Value* v) {
-    Type t = v->type();
-    std::swap(t.shape[0], t.shape[1]);
-    return b.create1(OpCode::LocalTrans, {v}, t,
-                     {{ir::attr::LocalTrans::korder, std::vector<int64_t>{1, 0}}});
   }
 
   static std::vector<ir::NamedAttr> asyncDotAttrs(const Op& dot) {
@@ -605,7 +700,6 @@ private:
              {{ir::attr::AsyncWaitGroup::kpendings, int64_t(p.ahead - 1)}});
     Value* a = slotView(b, p.buffers[0], p.slot);
     Value* bv = slotView(b, p.buffers[1], p.slot);
-    if (plan.bTrans) bv = localTrans(b, bv);
     Value* issued = b.create1(OpCode::AsyncDot, {a, bv, acc}, plan.dot->result()->type(),
                               asyncDotAttrs(*plan.dot));
     ValueMap map = refill(b, plan, p, plan.dot->loc());
@@ -619,7 +713,6 @@ private:
     // The dot and its loads are replaced; the original address computation is dead now.
     if (plan.accumulatingAdd) erase(body, plan.accumulatingAdd);
     erase(body, plan.dot);
-    if (plan.bTrans) erase(body, plan.bTrans);
     erase(body, plan.loads[0]);
     erase(body, plan.loads[1]);
 
@@ -662,14 +755,29 @@ private:
     Block pre;
     ir::Builder b(&pre);
     b.setLoc(plan.scoreDot->loc());
-    Value* qBuffer =
-        b.create1(OpCode::LocalAlloc, {}, Type::buffer(q->type().elem, q->type().shape, 1),
-                  {{ir::attr::LocalAlloc::kstorage, std::string("smem")}});
-    qBuffer->name = "pipeline_q";
-    Value* qView = slotView(b, qBuffer, b.i32(0));
-    if (nestedInLoop(outer)) b.create(OpCode::DebugBarrier, {}, {}, {});
-    b.create(OpCode::LocalStore, {qView, q}, {}, {});
-    ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
+    // A TMA loop after another one of the same block with the same Q (the two loops of causal
+    // attention) reads the buffer that loop stored.
+    auto stored = tmaQViews_.find(q);
+    Value* qView = nullptr;
+    if (plan.tma && stored != tmaQViews_.end() && stored->second->def()->parentBlock() == &outer) {
+      qView = stored->second;
+    } else {
+      Value* qBuffer =
+          b.create1(OpCode::LocalAlloc, {}, Type::buffer(q->type().elem, q->type().shape, 1),
+                    {{ir::attr::LocalAlloc::kstorage, std::string("smem")}});
+      qBuffer->name = "pipeline_q";
+      qView = slotView(b, qBuffer, b.i32(0));
+      if (nestedInLoop(outer)) b.create(OpCode::DebugBarrier, {}, {}, {});
+      b.create(OpCode::LocalStore, {qView, q}, {}, {});
+      if (plan.tma) {
+        // TMA waits do not fence: the MMAs (async proxy) must see Q's generic stores.
+        b.create(OpCode::Fence, {}, {}, {{ir::attr::Fence::kkind, std::string("async_shared")}});
+        b.create(OpCode::DebugBarrier, {}, {}, {});
+        tmaQViews_[q] = qView;
+        sharedUsed_ += q->type().shape[0] * q->type().shape[1] * ir::byteWidth(q->type().elem);
+      }
+      ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
+    }
 
     const char* const names[2] = {"pipeline_k", "pipeline_v"};
     Pipeline p = startPipeline(plan, plan.stages - 1, names);
@@ -677,9 +785,12 @@ private:
     Block mid;
     b.setInsertionBlock(&mid);
     b.setLoc(plan.scoreDot->loc());
-    b.create(OpCode::AsyncWaitGroup, {}, {},
-             {{ir::attr::AsyncWaitGroup::kpendings, int64_t(p.ahead - 1)}});
-    Value* kTrans = localTrans(b, slotView(b, p.buffers[0], p.slot));
+    waitForSlot(b, p, 0);
+    Value* k = slotView(b, p.buffers[0], p.slot);
+    Type kt = k->type();
+    std::swap(kt.shape[0], kt.shape[1]);
+    Value* kTrans = b.create1(OpCode::LocalTrans, {k}, kt,
+                              {{ir::attr::LocalTrans::korder, std::vector<int64_t>{1, 0}}});
     Value* s = b.create1(OpCode::AsyncDot, {qView, kTrans, plan.scoreDot->operand(2)},
                          plan.scoreDot->result()->type(), asyncDotAttrs(*plan.scoreDot));
     ValueMap map = refill(b, plan, p, plan.scoreDot->loc());
@@ -694,8 +805,8 @@ private:
     Block late;
     b.setInsertionBlock(&late);
     b.setLoc(plan.dot->loc());
+    if (plan.tma) waitForSlot(b, p, 1);
     Value* v = slotView(b, p.buffers[1], p.slot);
-    if (plan.bTrans) v = localTrans(b, v);
     Value* o = b.create1(OpCode::AsyncDot, {plan.dot->operand(0), v, plan.dot->operand(2)},
                          plan.dot->result()->type(), asyncDotAttrs(*plan.dot));
     // P V is retired just before its result is first read (the yield, in kernels/attention.py),
@@ -718,11 +829,12 @@ private:
     erase(body, plan.dot);
     erase(body, plan.scoreDot);
     erase(body, plan.kTrans);
-    if (plan.bTrans) erase(body, plan.bTrans);
     erase(body, plan.loads[0]);
     erase(body, plan.loads[1]);
 
-    // Drain the (masked-off) copies issued past the end.
+    // Drain the (masked-off) copies issued past the end; TMA copies past the end are not
+    // issued at all.
+    if (plan.tma) return;
     Block post;
     b.setInsertionBlock(&post);
     b.setLoc(loop.loc());
@@ -732,6 +844,22 @@ private:
 
   ir::Function& fn_;
   std::unordered_map<const Value*, int> uses_;
+  /// Shared memory the TMA attention rewrites allocated so far, and their Q buffers by Q.
+  int64_t sharedUsed_ = 0;
+  /// The K / V buffers of TMA attention loops, which a later loop of the same block with the
+  /// same tiles reuses (causal attention's second loop): its results `slotResult` and
+  /// `slotResult + 1` are the slot and phase it ended on.
+  struct TmaRing {
+    Block* outer;
+    Value* buffers[2];
+    Value* bars[2];
+    Type types[2];
+    int stages;
+    Op* loop;
+    unsigned slotResult;
+  };
+  std::vector<TmaRing> tmaRings_;
+  std::unordered_map<const Value*, Value*> tmaQViews_;
 };
 
 } // namespace
