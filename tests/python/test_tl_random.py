@@ -10,6 +10,7 @@ for sm_90a and sm_80."""
 import importlib
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -272,7 +273,7 @@ def float_to_uniform_kernel(out_ptr):
 
 
 def _error(kernel, *args):
-    with pytest.raises(Exception) as info:
+    with pytest.raises(ww.CompilationError) as info:
         kernel[(1,)](*args)
     return str(info.value)
 
@@ -390,6 +391,21 @@ def test_triton_tutorial_04_low_memory_dropout_compiles(target, tmp_path, monkey
     ptx = native_loader.native().compile([(str(path), path.read_text())], "_seeded_dropout", sig,
                                          {}, target=target, num_warps=4, stage="ptx").ptx
     _assemble(ptx, target, tmp_path)
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
+def test_wwc_builds_cubins(target, tmp_path):
+    # The command line (`python -m warpweave` is wwc) on the kernels file: PTX assembled by ptxas.
+    if _ptxas() is None:
+        pytest.skip("no ptxas (CUDA toolkit)")
+    for kernel, sig in [("randn4x_kernel", "off_ptr:*i64:16,out_ptr:*fp32:16,seed:i64,N=512"),
+                        ("philox_impl_kernel", "c_ptr:*u32:16,out_ptr:*u32:16,k0:i32,k1:i32,N=64")]:
+        r = subprocess.run([sys.executable, "-m", "warpweave", str(KERNELS), "--kernel", kernel,
+                            "--signature", sig, "--target", target, "--emit", "cubin", "-o",
+                            str(tmp_path / f"{kernel}.cubin")],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        assert (tmp_path / f"{kernel}.cubin").stat().st_size > 0
 
 
 @ww.jit
