@@ -5,6 +5,7 @@
 #include "frontend/Parser.h"
 #include "ir/Limits.h"
 #include "ir/TaskPlan.h"
+#include "specialize/TlBlockPtr.h"
 
 #include <algorithm>
 #include <functional>
@@ -918,6 +919,8 @@ void Specializer::visitFor(const For* s) {
       if (slot.block == body) slot.block = kept->region(0);
     outer->ops().erase(outer->ops().begin() + static_cast<long>(ir::positionOf(*outer, op)));
     op = kept;
+    // What the body computes from the parts no longer carried may now leave the loop.
+    hoistLoopInvariants(op->region(0), 0);
   }
   b.setLoc(s->loc);
   b.setInsertionBlock(op->region(0));

@@ -14,6 +14,7 @@
 #include "specialize/TlBlockPtr.h"
 
 #include "ir/OpAttrs.h"
+#include "ir/OpTraits.h"
 #include "specialize/OpAttrChecks.h"
 #include "specialize/SpecializerImpl.h"
 #include "support/MathExtras.h"
@@ -27,6 +28,53 @@ namespace ww::specialize {
 
 using ir::DType;
 using ir::OpCode;
+
+namespace {
+
+/// Whether `v` is defined inside `loop` (in one of its regions, at any depth).
+bool definedIn(const ir::Value* v, const ir::Op* loop) {
+  const ir::Block* blk = v->isBlockArg() ? v->ownerBlock() : v->def()->parentBlock();
+  for (; blk; blk = blk->parentOp() ? blk->parentOp()->parentBlock() : nullptr)
+    if (blk->parentOp() == loop) return true;
+  return false;
+}
+
+} // namespace
+
+/// Moves the pure ops appended to `block` from position `first` on out of the loops around it
+/// that they do not depend on, each in front of the outermost such loop. A load inside a loop
+/// through a block pointer whose offsets the loop advances along one dimension recomputes only
+/// that dimension's coordinates each iteration, as the equivalent pointer kernel does (whose
+/// other coordinates are computed before the loop).
+void hoistLoopInvariants(ir::Block* block, size_t first) {
+  auto& ops = block->ops();
+  for (size_t i = first; i < ops.size();) {
+    ir::Op* op = ops[i].get();
+    ir::Block* target = nullptr;
+    ir::Op* before = nullptr;
+    if (ir::hasTraits(op->code(), ir::trait::Pure) && op->numRegions() == 0) {
+      for (ir::Block* blk = block; blk->parentOp();) {
+        ir::Op* loop = blk->parentOp();
+        if (loop->code() != OpCode::For && loop->code() != OpCode::While) break;
+        bool invariant = true;
+        for (const ir::Value* v : op->operands()) invariant = invariant && !definedIn(v, loop);
+        if (!invariant) break;
+        target = loop->parentBlock();
+        before = loop;
+        blk = target;
+      }
+    }
+    if (!target) {
+      ++i;
+      continue;
+    }
+    std::unique_ptr<ir::Op> moved = std::move(ops[i]);
+    ops.erase(ops.begin() + static_cast<long>(i));
+    moved->setParentBlock(target);
+    auto& dst = target->ops();
+    dst.insert(dst.begin() + static_cast<long>(ir::positionOf(*target, before)), std::move(moved));
+  }
+}
 
 namespace {
 
@@ -109,11 +157,13 @@ ir::Value* alongDim(Specializer& sp, ir::Value* x, size_t d, size_t rank, Source
 /// The block's pointer tensor and, when `checked` is not empty, its in-bounds mask.
 std::pair<ir::Value*, ir::Value*> materialize(Specializer& sp, const Val& p,
                                               const std::set<int64_t>& checked, SourceLoc loc) {
-  std::vector<int64_t> block = ints(p.elts[kBlockShape]);
-  size_t rank = block.size();
+  ir::Block* block = sp.b.insertionBlock();
+  size_t first = block->ops().size();
+  std::vector<int64_t> shape = ints(p.elts[kBlockShape]);
+  size_t rank = shape.size();
   Val offset, mask;
   for (size_t d = 0; d < rank; ++d) {
-    ir::Value* lane = sp.cast(sp.b.arange(0, block[d]), DType::I64, loc);
+    ir::Value* lane = sp.cast(sp.b.arange(0, shape[d]), DType::I64, loc);
     Val coord =
         sp.evalBinOp(ast::BinOpKind::Add, p.elts[kOffsets].elts[d], Val::runtime(lane), loc);
     Val term = sp.evalBinOp(ast::BinOpKind::Mul, coord, p.elts[kStrides].elts[d], loc);
@@ -127,8 +177,10 @@ std::pair<ir::Value*, ir::Value*> materialize(Specializer& sp, const Val& p,
     mask = mask.isNone() ? inside : sp.evalBinOp(ast::BinOpKind::BitAnd, mask, inside, loc);
   }
   Val ptr = sp.evalBinOp(ast::BinOpKind::Add, p.elts[kBase], offset, loc);
-  ir::Value* m = mask.isNone() ? nullptr : sp.broadcastTo(mask.v, block, loc);
-  return {sp.broadcastTo(ptr.v, block, loc), m};
+  ir::Value* m = mask.isNone() ? nullptr : sp.broadcastTo(mask.v, shape, loc);
+  ir::Value* ptrs = sp.broadcastTo(ptr.v, shape, loc);
+  hoistLoopInvariants(block, first);
+  return {ptrs, m};
 }
 
 } // namespace

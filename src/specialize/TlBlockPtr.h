@@ -3,6 +3,7 @@
 #pragma once
 
 #include "frontend/Diagnostics.h"
+#include "ir/IR.h"
 
 #include <string>
 
@@ -19,6 +20,10 @@ Val tlAdvance(Specializer& sp, const std::string& name, CallSite& call);
 Val blockPtrLoad(Specializer& sp, const BoundArgs& a, SourceLoc loc);
 /// tl.store(block_ptr, value, boundary_check=, ...): `a` is bound as tl.store's.
 void blockPtrStore(Specializer& sp, const BoundArgs& a, SourceLoc loc);
+/// Moves the pure ops of `block` from position `first` on in front of the loops around `block`
+/// whose values they do not use (the address arithmetic of a block pointer's dimensions that a
+/// loop does not advance).
+void hoistLoopInvariants(ir::Block* block, size_t first);
 /// `p.name` for a block pointer `p`: its fields, `dtype`, and the methods advance / load / store.
 Val blockPtrAttr(const Val& p, const std::string& name, SourceLoc loc);
 

@@ -399,7 +399,8 @@ def test_other_kernels_pass_ptxas(cap, target):
 
 def test_a_loop_carries_only_the_offsets_it_advances():
     # base, shape and strides stay loop invariants (a stride of 1 folds away); only the offsets
-    # that tl.advance moves are carried.
+    # that tl.advance moves are carried, and the coordinates and masks of the dimensions the loop
+    # does not advance are computed before it.
     sig = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp32:16", "M": "i32:16",
            "N": "i32:16", "K": "i32:16", "sam": "i32:16", "sak": "i32:1", "sbk": "i32:16",
            "sbn": "i32:1", "scm": "i32:16", "scn": "i32:1"}
@@ -409,3 +410,9 @@ def test_a_loop_carries_only_the_offsets_it_advances():
     loop = next(line for line in ir.splitlines() if " = for " in line)
     carried = loop.split(" : ", 1)[1].split(" {", 1)[0]
     assert carried == "tensor<64x64xfp32>, i64, i64", loop
+    lines = ir.splitlines()
+    start = lines.index(loop)
+    body = lines[start + 1:lines.index("  }", start)]
+    assert not [op for op in body if "arange" in op], body
+    # Per load, the K coordinate's two bounds; M's (for a) and N's (for b) are loop invariants.
+    assert len([op for op in body if " = cmp " in op]) == 4, body
