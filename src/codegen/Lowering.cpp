@@ -34,7 +34,8 @@ int memBytes(const ir::Type& t) {
   return t.elemBytes();
 }
 
-/// ld/st type suffix of an element held in its register class.
+} // namespace
+
 std::string memType(const ir::Type& t) {
   if (t.pointer) return "b64";
   switch (t.elem) {
@@ -45,6 +46,9 @@ std::string memType(const ir::Type& t) {
     return "s8";
   case DType::F8E4M3:
   case DType::F8E5M2:
+  case DType::F8E4B15:
+  case DType::F8E4B8:
+  case DType::F8E5B16:
     return "b8";
   case DType::F32:
     return "f32";
@@ -54,6 +58,8 @@ std::string memType(const ir::Type& t) {
     return bitType(t.elem);
   }
 }
+
+namespace {
 
 /// The basis values of every bit of `inDim` along every out dim ([bit][outDim]).
 std::vector<std::vector<int32_t>> basesOf(const LinearLayout& l, const std::string& inDim) {
@@ -303,6 +309,10 @@ void FunctionLowering::dispatchOp(const ir::Op& op) {
   case OpCode::LocalGather:
   case OpCode::LocalScatter:
     return lowerLocalGatherScatter(op);
+  case OpCode::Gather:
+    return lowerGather(op);
+  case OpCode::MapElementwise:
+    return lowerMapElementwise(op);
   case OpCode::AllocBarriers:
   case OpCode::BarrierExpectBytes:
   case OpCode::BarrierWait:
@@ -1003,6 +1013,9 @@ std::string paramDecl(const ir::KernelArg& a, const std::string& name) {
     return ".param .u8 " + name;
   case DType::F8E4M3: // one byte, as the launchers pack it (paramBytes)
   case DType::F8E5M2:
+  case DType::F8E4B15:
+  case DType::F8E4B8:
+  case DType::F8E5B16:
     return ".param .b8 " + name;
   case DType::I16:
   case DType::U16:

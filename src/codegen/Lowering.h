@@ -36,6 +36,9 @@ std::vector<const ir::Value*> ifChoices(const ir::Op& ifOp, const ir::Value* res
 /// set bits of `reg`.
 std::vector<int32_t> registerCoords(const layout::LinearLayout& l, int32_t reg);
 
+/// ld/st type suffix of an element of type `t` held in its register class (i1 as a u8 byte).
+std::string memType(const ir::Type& t);
+
 /// `[address]`: a PTX memory operand.
 std::string bracketed(const std::string& address);
 
@@ -194,6 +197,12 @@ private:
   void lowerTlxRemoteCopy(const ir::Op& op);
   /// tl.inline_asm_elementwise: the user's PTX once per `pack` elements (InlineAsm.cpp).
   void lowerInlineAsm(const ir::Op& op);
+  /// tl.gather: the source through shared memory, then one load per result element at its
+  /// index (Gather.cpp).
+  void lowerGather(const ir::Op& op);
+  /// tl.map_elementwise: the region inlined once per `pack` of the thread's elements
+  /// (MapElementwise.cpp).
+  void lowerMapElementwise(const ir::Op& op);
   /// tlx.vote_ballot_sync: vote.sync.ballot over a per-thread scalar predicate (WarpVote.cpp).
   void lowerVoteBallot(const ir::Op& op);
   /// The shared-memory allocation behind a buffer or barrier operand; a user error if none.

@@ -23,6 +23,9 @@ RegClass regClassOf(ir::DType t, bool pointer) {
   case DType::U16:
   case DType::F8E4M3:
   case DType::F8E5M2:
+  case DType::F8E4B15:
+  case DType::F8E4B8:
+  case DType::F8E5B16:
   case DType::F16:
   case DType::BF16:
     return RegClass::B16;

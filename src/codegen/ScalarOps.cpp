@@ -5,6 +5,7 @@
 
 #include <bit>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 
@@ -19,10 +20,16 @@ constexpr double kLog2e = 1.4426950408889634;
 constexpr double kLn2 = 0.6931471805599453;
 
 bool isLowFloat(DType t) {
-  return t == DType::F16 || t == DType::BF16 || t == DType::F8E4M3 || t == DType::F8E5M2;
+  return t == DType::F16 || t == DType::BF16 || ir::isFp8(t);
 }
-bool isFp8(DType t) {
+/// The fp8 types with conversion instructions (sm_89+).
+bool isHardwareFp8(DType t) {
   return t == DType::F8E4M3 || t == DType::F8E5M2;
+}
+/// fp8e4b15 / fp8e4b8 / fp8e5b16: no target converts them, so integer ops do (as Triton's
+/// interpreter and its old pre-Hopper lowering did), with ScalarNumerics' encodings.
+bool isSoftwareFp8(DType t) {
+  return ir::isFp8(t) && !isHardwareFp8(t);
 }
 bool isByte(DType t) {
   return t == DType::I8 || t == DType::U8;
@@ -77,6 +84,72 @@ std::string fromF32(ScalarContext& cx, const std::string& x, DType to) {
 
 std::string f32(ScalarContext& cx, const char* opcode, const std::vector<std::string>& args) {
   return cx.b.pure(opcode, RegClass::F32, args);
+}
+
+std::string b32(ScalarContext& cx, const char* opcode, const std::vector<std::string>& args) {
+  return cx.b.pure(opcode, RegClass::B32, args);
+}
+
+/// A software fp8 byte (in its 16-bit register) to f32, exactly: the 7 magnitude bits shifted to
+/// the top of an f32 mantissa read as an f32 (subnormal for exponent 0) and scaled by 2^(127 -
+/// bias), which is exact for normals and subnormals alike; then the sign and the NaN encodings.
+std::string softwareFp8ToF32(ScalarContext& cx, const std::string& x, DType t) {
+  const int m = ir::mantissaBits(t), bias = ir::exponentBias(t);
+  const bool fnuz = t != DType::F8E4B15;
+  std::string w = b32(cx, "cvt.u32.u16", {cx.b.materialize(x, RegClass::B16)});
+  std::string mag = b32(cx, "and.b32", {w, "127"});
+  std::string f = f32(cx, "mov.b32", {b32(cx, "shl.b32", {mag, immInt(23 - m)})});
+  std::string v = f32(cx, "mul.rn.f32", {f, immF32(std::ldexp(1.0f, 127 - bias))});
+  std::string sign = b32(cx, "shl.b32", {b32(cx, "and.b32", {w, "128"}), "24"});
+  std::string signedV = f32(cx, "mov.b32", {b32(cx, "or.b32", {b32(cx, "mov.b32", {v}), sign})});
+  // fnuz: 0x80 is the NaN; e4b15: 0x7F and 0xFF.
+  std::string nan =
+      cx.b.pure("setp.eq.u32", RegClass::Pred, {fnuz ? w : mag, fnuz ? "128" : "127"});
+  return f32(cx, "selp.f32", {immF32(std::numeric_limits<float>::quiet_NaN()), signedV, nan});
+}
+
+/// f32 to a software fp8 byte with one rounding (to nearest even, or toward zero), saturating at
+/// the largest finite value as cvt.rn.satfinite does for e4m3 / e5m2; NaN to the format's NaN.
+/// The rounding works on the f32's integer mantissa (hidden bit included), shifted right by the
+/// mantissa bits fp8 drops plus, below fp8's normal range, the exponent deficit.
+std::string f32ToSoftwareFp8(ScalarContext& cx, const std::string& x, DType t, bool towardZero) {
+  const int m = ir::mantissaBits(t), bias = ir::exponentBias(t);
+  const bool fnuz = t != DType::F8E4B15;
+  const uint32_t maxMag = fnuz ? 0x7Fu : 0x7Eu;
+  const float maxFinite =
+      std::ldexp(float((maxMag & ((1u << m) - 1)) | (1u << m)), int(maxMag >> m) - bias - m);
+  std::string xf = cx.b.materialize(x, RegClass::F32);
+  std::string bits = b32(cx, "mov.b32", {xf});
+  std::string sign = b32(cx, "shr.u32", {b32(cx, "and.b32", {bits, "0x80000000"}), "24"});
+  // |x| clamped to the largest finite value (min.f32 of a NaN gives the bound; NaN is set last).
+  std::string a = f32(cx, "min.f32", {f32(cx, "abs.f32", {xf}), immF32(maxFinite)});
+  std::string ua = b32(cx, "mov.b32", {a});
+  std::string ea = b32(cx, "shr.u32", {ua, "23"});
+  std::string hidden = b32(
+      cx, "selp.b32", {immInt(0x800000), "0", cx.b.pure("setp.ne.u32", RegClass::Pred, {ea, "0"})});
+  std::string mant = b32(cx, "or.b32", {b32(cx, "and.b32", {ua, immInt(0x7FFFFF)}), hidden});
+  std::string e = b32(cx, "add.s32", {ea, immInt(bias - 127)}); // fp8's biased exponent
+  std::string deficit = b32(cx, "max.s32", {b32(cx, "sub.s32", {"1", e}), "0"});
+  std::string shift = b32(cx, "min.u32", {b32(cx, "add.s32", {deficit, immInt(23 - m)}), "31"});
+  std::string rounded;
+  if (towardZero) {
+    rounded = b32(cx, "shr.u32", {mant, shift});
+  } else {
+    std::string lsb = b32(cx, "and.b32", {b32(cx, "shr.u32", {mant, shift}), "1"});
+    std::string half = b32(cx, "shl.b32", {"1", b32(cx, "sub.s32", {shift, "1"})});
+    std::string biased = b32(cx, "add.s32", {b32(cx, "add.s32", {mant, half}), lsb});
+    rounded = b32(cx, "shr.u32", {b32(cx, "sub.s32", {biased, "1"}), shift});
+  }
+  // Normal: (e - 1) << m plus the rounded significand (its hidden bit carries into the exponent).
+  std::string expPart =
+      b32(cx, "shl.b32", {b32(cx, "sub.s32", {b32(cx, "max.s32", {e, "1"}), "1"}), immInt(m)});
+  std::string r = b32(cx, "add.s32", {expPart, rounded});
+  if (fnuz) // no -0: a zero result keeps no sign (0x80 is the NaN)
+    sign = b32(cx, "selp.b32", {sign, "0", cx.b.pure("setp.ne.u32", RegClass::Pred, {r, "0"})});
+  r = b32(cx, "or.b32", {r, sign});
+  std::string isNan = cx.b.pure("setp.nan.f32", RegClass::Pred, {xf, xf});
+  r = b32(cx, "selp.b32", {fnuz ? "128" : "127", r, isNan});
+  return cx.b.pure("cvt.u16.u32", RegClass::B16, {r});
 }
 
 std::string ex2Scaled(ScalarContext& cx, const std::string& x, double scale) {
@@ -563,7 +636,15 @@ std::string emitCast(ScalarContext& cx, const std::string& xIn, DType from, DTyp
     return normalizeByte(cx, r, to);
   }
   // fp8 goes through f16 with the paired conversions of sm_89+.
-  if (isFp8(from)) {
+  if (isSoftwareFp8(from)) {
+    std::string f = softwareFp8ToF32(cx, x, from);
+    return to == DType::F32 ? f : emitCast(cx, f, DType::F32, to, rounding);
+  }
+  if (isSoftwareFp8(to)) {
+    std::string f = from == DType::F32 ? x : emitCast(cx, x, from, DType::F32, rounding);
+    return f32ToSoftwareFp8(cx, f, to, rounding == "rtz");
+  }
+  if (isHardwareFp8(from)) {
     requireFp8Target(cx, from);
     std::string pair = cx.b.pure(
         from == DType::F8E4M3 ? "cvt.rn.f16x2.e4m3x2" : "cvt.rn.f16x2.e5m2x2", RegClass::B32, {x});
@@ -571,7 +652,7 @@ std::string emitCast(ScalarContext& cx, const std::string& xIn, DType from, DTyp
     std::string half = cx.b.pure("cvt.u16.u32", RegClass::B16, {pair});
     return emitCast(cx, half, DType::F16, to, rounding);
   }
-  if (isFp8(to)) {
+  if (isHardwareFp8(to)) {
     requireFp8Target(cx, to);
     std::string f = from == DType::F32 ? x : emitCast(cx, x, from, DType::F32);
     std::string zero = cx.b.materialize(immF32(0), RegClass::F32);

@@ -75,7 +75,7 @@ bool isUnsharedAsyncDotResult(const ir::Block& body, const ir::Value* v, const i
 
 namespace {
 
-bool isFp8(DType t) {
+bool isTensorCoreFp8(DType t) {
   return t == DType::F8E4M3 || t == DType::F8E5M2;
 }
 
@@ -124,7 +124,7 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
   if (bt.kind != ir::TypeKind::Buffer)
     raiseError(op.loc(), "tlx.async_dot needs B in a shared-memory buffer");
   bool sixteen = (at.elem == DType::F16 || at.elem == DType::BF16) && bt.elem == at.elem;
-  bool eight = isFp8(at.elem) && isFp8(bt.elem);
+  bool eight = isTensorCoreFp8(at.elem) && isTensorCoreFp8(bt.elem);
   if (!sixteen && !eight)
     raiseError(op.loc(), "tlx.async_dot of " + at.str() + " and " + bt.str() +
                              " is not supported; wgmma takes fp16 or bf16 operands of one type, "

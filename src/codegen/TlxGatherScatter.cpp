@@ -28,6 +28,9 @@ std::string sharedType(DType t) {
     return "s8";
   case DType::F8E4M3:
   case DType::F8E5M2:
+  case DType::F8E4B15:
+  case DType::F8E4B8:
+  case DType::F8E5B16:
     return "b8";
   case DType::F32:
     return "f32";

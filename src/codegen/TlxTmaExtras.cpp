@@ -41,6 +41,9 @@ int tensorMapElemType(DType t) {
   case DType::U8:
   case DType::F8E4M3:
   case DType::F8E5M2:
+  case DType::F8E4B15:
+  case DType::F8E4B8:
+  case DType::F8E5B16:
     return 0;
   default:
     return -1;

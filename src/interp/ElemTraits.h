@@ -83,6 +83,12 @@ template <typename F> decltype(auto) dispatch(DType t, F&& f) {
     return f(F32Elem{});
   case DType::F64:
     return f(F64Elem{});
+  case DType::F8E4B15:
+    return f(SmallFloatElem<DType::F8E4B15, uint8_t>{});
+  case DType::F8E4B8:
+    return f(SmallFloatElem<DType::F8E4B8, uint8_t>{});
+  case DType::F8E5B16:
+    return f(SmallFloatElem<DType::F8E5B16, uint8_t>{});
   }
   throw std::logic_error("unknown dtype");
 }

@@ -234,6 +234,8 @@ private:
   void execClusterQuery(const ir::Op& op); // cluster_cta_rank, cluster_size
   void execPerThreadOp(const ir::Op& op);  // thread_id, vote_ballot: refused
   void execInlineAsm(const ir::Op& op);
+  void execGather(const ir::Op& op);         // TlMisc.cpp
+  void execMapElementwise(const ir::Op& op); // TlMisc.cpp
 
   /// execAsyncTasks in a cluster: `agents` join the cluster's scheduler.
   void runTasksInCluster(const ir::Op& op, std::vector<std::unique_ptr<Agent>> agents,

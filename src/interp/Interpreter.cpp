@@ -158,6 +158,8 @@ Executor::OpHandler Executor::handlerFor(OpCode code) {
     on({OpCode::Yield, OpCode::Condition, OpCode::Return}, &Executor::execStrayTerminator);
     on({OpCode::Print, OpCode::Assert}, &Executor::execDebug);
     on({OpCode::InlineAsm}, &Executor::execInlineAsm);
+    on({OpCode::Gather}, &Executor::execGather);
+    on({OpCode::MapElementwise}, &Executor::execMapElementwise);
     // TLX (Tlx.cpp)
     on({OpCode::LocalAlloc}, &Executor::execLocalAlloc);
     on({OpCode::LocalView}, &Executor::execLocalView);

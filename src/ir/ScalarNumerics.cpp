@@ -14,14 +14,17 @@ namespace {
 struct SmallFloatFormat {
   int expBits;
   int mantBits;
-  bool hasInf;      // e4m3 (the "fn" variant) has no infinity
-  bool satFinite;   // overflow clamps to the largest finite value instead of infinity
-  uint32_t nanBits; // the canonical NaN the GPU produces
-  int bias() const { return (1 << (expBits - 1)) - 1; }
+  bool hasInf;       // e4m3 (the "fn" variant) has no infinity
+  bool satFinite;    // overflow clamps to the largest finite value instead of infinity
+  uint32_t nanBits;  // the canonical NaN the GPU produces
+  int biasValue;     // exponent bias
+  bool fnuz = false; // "fnuz" formats: 0x80 is the one NaN, no -0, the all-ones exponent finite
+  int bias() const { return biasValue; }
   int totalBits() const { return 1 + expBits + mantBits; }
   uint32_t infMagnitude() const { return ((1u << expBits) - 1) << mantBits; }
   uint32_t maxFiniteMagnitude() const {
     if (hasInf) return infMagnitude() - 1;
+    if (fnuz) return (1u << (expBits + mantBits)) - 1;
     // e4m3fn: the all-ones exponent is finite except for the all-ones mantissa (NaN).
     return (((1u << expBits) - 1) << mantBits) | ((1u << mantBits) - 2);
   }
@@ -30,13 +33,20 @@ struct SmallFloatFormat {
 SmallFloatFormat formatOf(DType t) {
   switch (t) {
   case DType::F16:
-    return {5, 10, true, false, 0x7FFF};
+    return {5, 10, true, false, 0x7FFF, 15};
   case DType::BF16:
-    return {8, 7, true, false, 0x7FFF};
+    return {8, 7, true, false, 0x7FFF, 127};
   case DType::F8E5M2:
-    return {5, 2, true, true, 0x7F};
+    return {5, 2, true, true, 0x7F, 15};
   case DType::F8E4M3:
-    return {4, 3, false, true, 0x7F};
+    return {4, 3, false, true, 0x7F, 7};
+  // Triton's other fp8 formats convert in software on every target, saturating as the two above.
+  case DType::F8E4B15:
+    return {4, 3, false, true, 0x7F, 15};
+  case DType::F8E4B8:
+    return {4, 3, false, true, 0x80, 8, true};
+  case DType::F8E5B16:
+    return {5, 2, false, true, 0x80, 16, true};
   default:
     throw std::logic_error("not a small float type");
   }
@@ -52,9 +62,11 @@ double decodeSmallFloat(DType t, uint32_t bits) {
   uint32_t expField = (bits >> f.mantBits) & expMax;
   uint32_t mant = bits & mantMask;
   double v;
+  if (f.fnuz && bits == (1u << (f.totalBits() - 1)))
+    return std::numeric_limits<double>::quiet_NaN();
   if (f.hasInf && expField == expMax) {
     v = mant ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
-  } else if (!f.hasInf && expField == expMax && mant == mantMask) {
+  } else if (!f.hasInf && !f.fnuz && expField == expMax && mant == mantMask) {
     v = std::numeric_limits<double>::quiet_NaN();
   } else if (expField == 0) {
     v = std::ldexp(double(mant), 1 - f.bias() - f.mantBits);
@@ -67,14 +79,16 @@ double decodeSmallFloat(DType t, uint32_t bits) {
 uint32_t encodeSmallFloat(DType t, double x, Rounding r) {
   SmallFloatFormat f = formatOf(t);
   if (std::isnan(x)) return f.nanBits;
+  // A fnuz format has no -0 (its sign bit on a zero magnitude is the NaN): zeros are +0.
   const uint32_t sign = std::signbit(x) ? 1u << (f.totalBits() - 1) : 0;
+  const uint32_t zero = f.fnuz ? 0 : sign;
   double a = std::fabs(x);
   auto overflow = [&]() -> uint32_t {
     if (f.satFinite || r == Rounding::TowardZero || !f.hasInf) return sign | f.maxFiniteMagnitude();
     return sign | f.infMagnitude();
   };
   if (std::isinf(a)) return (f.hasInf && !f.satFinite) ? (sign | f.infMagnitude()) : overflow();
-  if (a == 0) return sign;
+  if (a == 0) return zero;
   int e;
   std::frexp(a, &e); // a = m * 2^e with m in [0.5, 1)
   const int minExp = 1 - f.bias();
@@ -82,7 +96,7 @@ uint32_t encodeSmallFloat(DType t, double x, Rounding r) {
   double q = std::ldexp(a, -quantumExp);
   double rounded = r == Rounding::NearestEven ? std::nearbyint(q) : std::trunc(q);
   uint64_t units = static_cast<uint64_t>(rounded);
-  if (units == 0) return sign;
+  if (units == 0) return zero;
   if (units >= (uint64_t(1) << (f.mantBits + 1))) { // rounding carried into the next binade
     units >>= 1;
     ++quantumExp;
@@ -177,6 +191,9 @@ double roundToType(double x, DType t, Rounding r) {
   case DType::BF16:
   case DType::F8E4M3:
   case DType::F8E5M2:
+  case DType::F8E4B15:
+  case DType::F8E4B8:
+  case DType::F8E5B16:
     return decodeSmallFloat(t, encodeSmallFloat(t, x, r));
   default:
     throw std::logic_error("roundToType: not a float type");

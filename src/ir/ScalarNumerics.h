@@ -144,11 +144,12 @@ template <typename C> constexpr bool compare(CmpPred p, C x, C y) {
 
 enum class Rounding { NearestEven, TowardZero };
 
-/// Decodes an fp16 / bf16 / fp8e4nv / fp8e5 encoding (low bits of `bits`) to its exact value.
+/// Decodes an fp16 / bf16 / fp8 encoding (low bits of `bits`) to its exact value.
 double decodeSmallFloat(DType t, uint32_t bits);
-/// Encodes `x` as fp16 / bf16 / fp8e4nv / fp8e5 with one rounding. fp16 and bf16 overflow to
-/// infinity as cvt.rn.f16.f32 does; fp8 saturates to the largest finite value (cvt.rn.satfinite,
-/// what Triton emits on sm_90); NaN stays NaN.
+/// Encodes `x` as fp16 / bf16 / fp8 with one rounding. fp16 and bf16 overflow to infinity as
+/// cvt.rn.f16.f32 does; fp8 saturates to the largest finite value (cvt.rn.satfinite, what Triton
+/// emits on sm_90; the software conversions of fp8e4b15 / fp8e4b8 / fp8e5b16 do the same); NaN
+/// stays NaN (fp8e4b8 / fp8e5b16: 0x80, and a zero is +0).
 uint32_t encodeSmallFloat(DType t, double x, Rounding r = Rounding::NearestEven);
 
 inline float halfToFloat(uint16_t h) {

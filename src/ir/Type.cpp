@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <sstream>
 
 namespace ww::ir {
@@ -14,6 +15,8 @@ struct DTypeInfo {
   bool isSigned;
   std::string_view sig;
   std::string_view tl;
+  int mantissa = 0; // floats: explicit mantissa bits
+  int bias = 0;     // floats: exponent bias
 };
 constexpr DTypeInfo kDTypes[] = {
     {DType::I1, 1, false, true, "i1", "int1"},
@@ -25,13 +28,22 @@ constexpr DTypeInfo kDTypes[] = {
     {DType::U16, 16, false, false, "u16", "uint16"},
     {DType::U32, 32, false, false, "u32", "uint32"},
     {DType::U64, 64, false, false, "u64", "uint64"},
-    {DType::F8E4M3, 8, true, true, "fp8e4nv", "float8e4nv"},
-    {DType::F8E5M2, 8, true, true, "fp8e5", "float8e5"},
-    {DType::F16, 16, true, true, "fp16", "float16"},
-    {DType::BF16, 16, true, true, "bf16", "bfloat16"},
-    {DType::F32, 32, true, true, "fp32", "float32"},
-    {DType::F64, 64, true, true, "fp64", "float64"},
+    {DType::F8E4M3, 8, true, true, "fp8e4nv", "float8e4nv", 3, 7},
+    {DType::F8E5M2, 8, true, true, "fp8e5", "float8e5", 2, 15},
+    {DType::F16, 16, true, true, "fp16", "float16", 10, 15},
+    {DType::BF16, 16, true, true, "bf16", "bfloat16", 7, 127},
+    {DType::F32, 32, true, true, "fp32", "float32", 23, 127},
+    {DType::F64, 64, true, true, "fp64", "float64", 52, 1023},
+    {DType::F8E4B15, 8, true, true, "fp8e4b15", "float8e4b15", 3, 15},
+    {DType::F8E4B8, 8, true, true, "fp8e4b8", "float8e4b8", 3, 8},
+    {DType::F8E5B16, 8, true, true, "fp8e5b16", "float8e5b16", 2, 16},
 };
+constexpr bool tableFollowsEnum() {
+  for (size_t i = 0; i < std::size(kDTypes); ++i)
+    if (static_cast<size_t>(kDTypes[i].type) != i) return false;
+  return std::size(kDTypes) == static_cast<size_t>(DType::F8E5B16) + 1;
+}
+static_assert(tableFollowsEnum(), "kDTypes must list every DType in enum order");
 const DTypeInfo& info(DType t) {
   return kDTypes[static_cast<int>(t)];
 }
@@ -45,6 +57,16 @@ bool isFloat(DType t) {
 }
 bool isSigned(DType t) {
   return info(t).isSigned;
+}
+bool isFp8(DType t) {
+  return t == DType::F8E4M3 || t == DType::F8E5M2 || t == DType::F8E4B15 || t == DType::F8E4B8 ||
+         t == DType::F8E5B16;
+}
+int mantissaBits(DType t) {
+  return info(t).mantissa;
+}
+int exponentBias(DType t) {
+  return info(t).bias;
 }
 std::string_view sigName(DType t) {
   return info(t).sig;
@@ -70,6 +92,8 @@ std::optional<DType> parseTlDType(std::string_view s) {
     if (d.tl == s) return d.type;
   if (s == "float8e4m3fn") return DType::F8E4M3;
   if (s == "float8e5m2") return DType::F8E5M2;
+  if (s == "float8e4m3fnuz") return DType::F8E4B8;
+  if (s == "float8e5m2fnuz") return DType::F8E5B16;
   return std::nullopt;
 }
 

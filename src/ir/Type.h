@@ -27,6 +27,10 @@ enum class DType : uint8_t {
   BF16,
   F32,
   F64,
+  // Triton's other 8-bit floats (no tensor-core instructions; converted in software on the GPU):
+  F8E4B15, // tl.float8e4b15: e4m3 with bias 15, 0x7F / 0xFF NaN, no infinity
+  F8E4B8,  // tl.float8e4b8 (torch float8_e4m3fnuz): bias 8, 0x80 NaN, no -0 or infinity
+  F8E5B16, // tl.float8e5b16 (torch float8_e5m2fnuz): bias 16, 0x80 NaN, no -0 or infinity
 };
 
 int bitWidth(DType t);
@@ -38,7 +42,13 @@ inline bool isInt(DType t) {
   return !isFloat(t);
 } // I1 counts as an integer
 bool isSigned(DType t); // signed integers and floats
-/// Signature spelling: i1 i8 ... u64 fp8e4nv fp8e5 fp16 bf16 fp32 fp64.
+/// Any of the five 8-bit float types.
+bool isFp8(DType t);
+/// A float type's explicit mantissa bits and exponent bias (Triton's fp_mantissa_width and
+/// exponent_bias); 0 for integers.
+int mantissaBits(DType t);
+int exponentBias(DType t);
+/// Signature spelling: i1 i8 ... u64 fp8e4nv fp8e5 fp16 bf16 fp32 fp64 fp8e4b15 fp8e4b8 fp8e5b16.
 std::string_view sigName(DType t);
 /// Triton spelling: int1 ... uint64 float8e4nv float8e5 float16 bfloat16 float32 float64.
 std::string_view tlName(DType t);

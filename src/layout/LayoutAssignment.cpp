@@ -647,10 +647,13 @@ private:
     case OpCode::Split:
       assignSplit(op);
       return;
-    case OpCode::InlineAsm: {
+    case OpCode::InlineAsm:
+    case OpCode::MapElementwise: {
       // Elementwise over several results: every operand and result in one layout, the first
-      // operand's (a deferred one is fixed to its natural layout).
-      if (!isTensor(op.result(0))) return;
+      // operand's (a deferred one is fixed to its natural layout). A map_elementwise region
+      // computes on scalars.
+      for (unsigned r = 0; r < op.numRegions(); ++r) assignBlock(*op.region(r));
+      if (op.numResults() == 0 || !isTensor(op.result(0))) return;
       LinearLayout chosen;
       bool found = false;
       for (const ir::Value* v : op.operands())
@@ -727,6 +730,21 @@ private:
       int last = static_cast<int>(shape.size()) - 1;
       if (have && have->numConsecutiveInOut(dimName(last)) >= 2) return;
       require(op, 1, defaultBlockedLayout(shape, numWarps(), 8));
+      return;
+    }
+    case OpCode::Gather: {
+      // Each result element is read at its index's element, after the whole source went through
+      // shared memory (row-major, one element each).
+      const ir::Type& st = op.operand(0)->type();
+      needScratch(op, numElements(st.shape) * std::max(1, st.elemBytes()));
+      const LinearLayout* s = layoutOf(op.operand(0));
+      require(op, 0, s ? *s : freeLayout(op.operand(0)));
+      const LinearLayout* l = layoutOf(op.operand(1));
+      LinearLayout chosen = l                        ? *l
+                            : preferred(op.result()) ? *preferred(op.result())
+                                                     : freeLayout(op.result());
+      require(op, 1, chosen);
+      setLayout(op.result(), chosen);
       return;
     }
     case OpCode::LocalGather: // each element of the result is read at its index's element

@@ -64,13 +64,16 @@ bool scalarSlot(const std::string& type, ParamSlot::Kind& kind, int& size) {
 } // namespace
 
 int elementSize(const std::string& dtype) {
-  if (dtype == "fp8e4nv" || dtype == "fp8e5" || dtype == "i8" || dtype == "u8" || dtype == "i1")
+  if (dtype == "fp8e4nv" || dtype == "fp8e5" || dtype == "fp8e4b15" || dtype == "fp8e4b8" ||
+      dtype == "fp8e5b16" || dtype == "i8" || dtype == "u8" || dtype == "i1")
     return 1;
   if (dtype == "fp16" || dtype == "bf16" || dtype == "i16" || dtype == "u16") return 2;
   if (dtype == "fp32" || dtype == "i32" || dtype == "u32") return 4;
   if (dtype == "fp64" || dtype == "i64" || dtype == "u64") return 8;
-  throw LaunchError("unknown element type '" + dtype +
-                    "': expected fp16, bf16, fp32, fp64, fp8e4nv, fp8e5, i1, i8..i64 or u8..u64");
+  throw LaunchError(
+      "unknown element type '" + dtype +
+      "': expected fp16, bf16, fp32, fp64, fp8e4nv, fp8e5, fp8e4b15, fp8e4b8, fp8e5b16, i1, "
+      "i8..i64 or u8..u64");
 }
 
 std::vector<ParamSlot> layoutParams(const std::vector<KernelParam>& params, int* totalBytes) {
@@ -191,7 +194,7 @@ TensorMap encodeTensorMap(const std::string& dtype, uint64_t globalAddress,
     type = CU_TENSOR_MAP_DATA_TYPE_UINT64;
   else if (dtype == "i16" || dtype == "u16")
     type = CU_TENSOR_MAP_DATA_TYPE_UINT16;
-  else if (dtype == "i8" || dtype == "u8" || dtype == "fp8e4nv" || dtype == "fp8e5")
+  else if (elementSize(dtype) == 1 && dtype != "i1")
     type = CU_TENSOR_MAP_DATA_TYPE_UINT8;
   else
     throw LaunchError("tensor descriptor: element type '" + dtype + "' cannot be loaded by TMA");

@@ -18,9 +18,9 @@ using namespace ww::ast;
 // ---------------------------------------------------------------------------------------------
 
 static const std::vector<std::string>& pythonBuiltins() {
-  static const std::vector<std::string> names = {"range", "min",   "max",        "abs",
-                                                 "len",   "int",   "float",      "bool",
-                                                 "print", "round", "isinstance", "tuple"};
+  static const std::vector<std::string> names = {
+      "range", "min",   "max",   "abs",        "len",   "int",     "float",
+      "bool",  "print", "round", "isinstance", "tuple", "getattr", "hasattr"};
   return names;
 }
 
@@ -448,7 +448,8 @@ static const std::vector<std::string>& tensorMethods() {
                                                  "ceil",        "ravel",
                                                  "join",        "cast",
                                                  "softmax",     "associative_scan",
-                                                 "xor_sum"};
+                                                 "xor_sum",     "gather",
+                                                 "item"};
   return names;
 }
 
@@ -532,6 +533,16 @@ Val Specializer::getAttr(const Val& base, const std::string& name, SourceLoc loc
   case Val::Kind::DType: {
     if (name == "element_ty") return Val::dtypeOf(base.dtype);
     if (name == "primitive_bitwidth") return Val::integer(ir::bitWidth(base.dtype));
+    if (!base.dtypeIsPointer) {
+      // Triton's dtype fields: name ("fp16", "int32"), itemsize, and a float's layout.
+      ir::DType d = base.dtype;
+      if (name == "name")
+        return Val::string(std::string(ir::isFloat(d) ? ir::sigName(d) : ir::tlName(d)));
+      if (name == "itemsize") return Val::integer(ir::bitWidth(d) / 8);
+      if (name == "scalar") return base;
+      if (ir::isFloat(d) && name == "fp_mantissa_width") return Val::integer(ir::mantissaBits(d));
+      if (ir::isFloat(d) && name == "exponent_bias") return Val::integer(ir::exponentBias(d));
+    }
     if (name.starts_with("is_")) return Val::method(base, name);
     raiseError(loc, "a dtype has no attribute '" + name + "'");
   }
@@ -567,7 +578,7 @@ Val Specializer::callMethod(const Val& self, const std::string& name, CallSite& 
     if (name == "is_int_signed") return r(!ir::isFloat(d) && ir::isSigned(d));
     if (name == "is_int_unsigned") return r(!ir::isFloat(d) && !ir::isSigned(d));
     if (name == "is_bool") return r(d == ir::DType::I1);
-    if (name == "is_fp8") return r(d == ir::DType::F8E4M3 || d == ir::DType::F8E5M2);
+    if (name == "is_fp8") return r(ir::isFp8(d));
     if (name == "is_fp16") return r(d == ir::DType::F16);
     if (name == "is_bf16") return r(d == ir::DType::BF16);
     if (name == "is_fp32") return r(d == ir::DType::F32);

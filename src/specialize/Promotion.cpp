@@ -43,9 +43,6 @@ int kindRank(DType t) {
   if (t == DType::I1) return 0;
   return ir::isFloat(t) ? 2 : 1;
 }
-bool isFp8(DType t) {
-  return t == DType::F8E4M3 || t == DType::F8E5M2;
-}
 bool is16BitFloat(DType t) {
   return t == DType::F16 || t == DType::BF16;
 }
@@ -98,7 +95,7 @@ DType Specializer::computationType(DType a, bool aIsPython, DType b, bool bIsPyt
     if (divOrMod) return DType::F32;
     return is16BitFloat(a) ? a : b;
   }
-  if (isFp8(a) && isFp8(b)) return a == b ? a : DType::F16;
+  if (ir::isFp8(a) && ir::isFp8(b)) return a == b ? a : DType::F16;
   if (ir::isFloat(a) || ir::isFloat(b))
     raiseError(loc, std::string("'") + opSymbol + "' between " + std::string(ir::tlName(a)) +
                         " and " + std::string(ir::tlName(b)) +

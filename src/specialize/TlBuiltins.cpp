@@ -7,6 +7,7 @@
 #include "specialize/SpecializerImpl.h"
 #include "specialize/TlBlockPtr.h"
 #include "specialize/TlDotScaled.h"
+#include "specialize/TlMisc.h"
 #include "specialize/TlRandom.h"
 #include "specialize/TlStandard.h"
 #include "support/MathExtras.h"
@@ -237,6 +238,7 @@ Val Specializer::callPython(const std::string& name, CallSite& call) {
     BoundArgs a(call, {"obj", "classinfo"});
     return Val::boolean(kernelIsInstance(a.get("obj"), a.get("classinfo"), a.loc("classinfo")));
   }
+  if (name == "getattr" || name == "hasattr") return pythonGetAttr(*this, name, call);
   if (name == "min" || name == "max") {
     if (!call.kwNames.empty()) raiseError(call.kwLocs[0], name + "() takes no keyword arguments");
     std::vector<Val> xs = call.args;
@@ -1163,6 +1165,10 @@ const BuiltinTable& tlBuiltins() {
       {"assume", &tlAssume},
       {"sort", &tlSortTopk},
       {"topk", &tlSortTopk},
+      {"swizzle2d", &tlSwizzle2d},
+      {"gather", &tlGather},
+      {"map_elementwise", &tlMapElementwise},
+      {"item", &tlItem, /*member=*/false},
       {"randint", &tlRandom},
       {"randint4x", &tlRandom},
       {"rand", &tlRandom},

@@ -261,6 +261,39 @@ Val tlHistogram(Specializer& sp, const std::string& /*name*/, CallSite& call) {
                                    {{"axis", int64_t{0}}, {"kind", std::string("sum")}}));
 }
 
+Val tlSwizzle2d(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  // Row-major (i, j) of a size_i x size_j grid renumbered column-major within each group of
+  // size_g rows (the last group may be shorter), as Triton's standard library computes it; each
+  // step folds when its operands are compile-time values and is a run-time op otherwise.
+  using ast::BinOpKind;
+  SourceLoc loc = call.loc;
+  const std::string& fn = call.callee;
+  BoundArgs a(call, {"i", "j", "size_i", "size_j", "size_g"});
+  for (const char* p : {"i", "j", "size_i", "size_j", "size_g"}) {
+    const Val& v = a.get(p);
+    bool ok = v.isIntLike() || (v.isRuntime() && v.type().isValue() && !v.type().isPointer() &&
+                                ir::isInt(v.type().elem));
+    if (!ok)
+      raiseError(a.loc(p),
+                 fn + "'s " + p + " must be an integer or an integer tensor, got " + kindName(v));
+  }
+  auto op = [&](BinOpKind k, const Val& x, const Val& y) { return sp.evalBinOp(k, x, y, loc); };
+  Val sizeJ = a.get("size_j"), sizeG = a.get("size_g");
+  Val ij = op(BinOpKind::Add, op(BinOpKind::Mul, a.get("i"), sizeJ), a.get("j"));
+  Val sizeGJ = op(BinOpKind::Mul, sizeG, sizeJ);
+  Val offI = op(BinOpKind::Mul, op(BinOpKind::FloorDiv, ij, sizeGJ), sizeG);
+  Val rows = op(BinOpKind::Sub, a.get("size_i"), offI);
+  // The last group may have fewer rows.
+  Val groupRows =
+      rows.isConstexpr() && sizeG.isConstexpr()
+          ? (truthy(sp.constCompare(ast::CmpOpKind::Lt, rows, sizeG, loc)) ? rows : sizeG)
+          : Val::runtime(sp.minMax(false, rows, sizeG, loc));
+  Val inGroup = op(BinOpKind::Mod, ij, sizeGJ);
+  Val newI = op(BinOpKind::Add, offI, op(BinOpKind::Mod, inGroup, groupRows));
+  Val newJ = op(BinOpKind::FloorDiv, inGroup, groupRows);
+  return Val::tuple({newI, newJ});
+}
+
 Val tlAssume(Specializer& sp, const std::string& /*name*/, CallSite& call) {
   // A promise to the optimizer; warpweave checks that it is a condition and otherwise ignores it.
   // As in Triton (whose assume op takes an i1), a condition is a boolean: a comparison, a bool

@@ -15,6 +15,7 @@ Val tlInterleave(Specializer& sp, const std::string& name, CallSite& call);
 Val tlSqueezeUnsqueeze(Specializer& sp, const std::string& name, CallSite& call);
 Val tlHistogram(Specializer& sp, const std::string& name, CallSite& call);
 Val tlSortTopk(Specializer& sp, const std::string& name, CallSite& call);
+Val tlSwizzle2d(Specializer& sp, const std::string& name, CallSite& call);
 Val tlAssume(Specializer& sp, const std::string& name, CallSite& call);
 
 } // namespace ww::specialize

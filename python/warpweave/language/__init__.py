@@ -79,6 +79,24 @@ class dtype:
     def primitive_bitwidth(self) -> int:
         return self.bits
 
+    @property
+    def fp_mantissa_width(self) -> int:
+        """A float type's explicit mantissa bits (Triton's field; floats only)."""
+        if not self.is_floating():
+            raise AttributeError(f"{self.name} is not a floating-point type")
+        return _FP_LAYOUT[self.sig][0]
+
+    @property
+    def exponent_bias(self) -> int:
+        """A float type's exponent bias (Triton's field; floats only)."""
+        if not self.is_floating():
+            raise AttributeError(f"{self.name} is not a floating-point type")
+        return _FP_LAYOUT[self.sig][1]
+
+    @property
+    def itemsize(self) -> int:
+        return self.bits // 8
+
     def is_floating(self) -> bool:
         return self.sig.startswith(("fp", "bf"))
 
@@ -130,8 +148,8 @@ uint32 = dtype("uint32", "u32", 32)
 uint64 = dtype("uint64", "u64", 64)
 float8e4nv = dtype("float8e4nv", "fp8e4nv", 8)
 float8e5 = dtype("float8e5", "fp8e5", 8)
-# Float8 variants Triton names but warpweave's compiler does not implement: host code can name
-# them (lists, parameters); a kernel signature using one is refused by the compiler.
+# Triton's other float8 formats (fp8e4b15: bias 15, 0x7F NaN; fp8e4b8 / fp8e5b16: torch's fnuz
+# types, 0x80 NaN): kernels convert them in software (docs/language.md).
 float8e4b15 = dtype("float8e4b15", "fp8e4b15", 8)
 float8e4b8 = dtype("float8e4b8", "fp8e4b8", 8)
 float8e5b16 = dtype("float8e5b16", "fp8e5b16", 8)
@@ -139,6 +157,11 @@ float16 = dtype("float16", "fp16", 16)
 bfloat16 = dtype("bfloat16", "bf16", 16)
 float32 = dtype("float32", "fp32", 32)
 float64 = dtype("float64", "fp64", 64)
+
+# (mantissa bits, exponent bias) of each float type, as Triton's dtype reports them.
+_FP_LAYOUT = {"fp8e4nv": (3, 7), "fp8e5": (2, 15), "fp8e4b15": (3, 15), "fp8e4b8": (3, 8),
+              "fp8e5b16": (2, 16), "fp16": (10, 15), "bf16": (7, 127), "fp32": (23, 127),
+              "fp64": (52, 1023)}
 
 DTYPES = {d.sig: d for d in (int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
                              float8e4nv, float8e5, float8e4b15, float8e4b8, float8e5b16, float16,
@@ -197,7 +220,7 @@ range multiple_of max_contiguous max_constancy make_tensor_descriptor atomic_add
 atomic_min atomic_and atomic_or atomic_xor atomic_xchg atomic_cas debug_barrier device_print
 static_print device_assert cumsum cumprod associative_scan sort histogram gather rand randn randint
 clamp erf tanh cos sin floor ceil div_rn fdiv umulhi inline_asm_elementwise make_block_ptr advance
-xor_sum flip interleave ravel swizzle2d assume squeeze unsqueeze topk
+xor_sum flip interleave ravel swizzle2d assume squeeze unsqueeze topk map_elementwise
 randint4x rand4x randn4x philox philox_impl uint_to_uniform_float pair_uniform_to_normal
 """.split()
 
