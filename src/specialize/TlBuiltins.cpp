@@ -7,6 +7,7 @@
 #include "specialize/SpecializerImpl.h"
 #include "specialize/TlBlockPtr.h"
 #include "specialize/TlDotScaled.h"
+#include "specialize/TlLibdevice.h"
 #include "specialize/TlMisc.h"
 #include "specialize/TlRandom.h"
 #include "specialize/TlStandard.h"
@@ -150,6 +151,7 @@ std::optional<Val> Specializer::namespaceMember(const std::string& ns, const std
     return std::nullopt;
   }
   if (ns == "libdevice") {
+    if (isLibdeviceFunction(name)) return Val::builtin("libdevice." + name);
     static const std::vector<std::string> names = {
         "exp", "exp2", "log",    "log2",      "sqrt",      "rsqrt",  "sin",
         "cos", "tanh", "erf",    "floor",     "ceil",      "fma",    "fabs",
@@ -186,6 +188,8 @@ void Specializer::unknownMember(const std::string& ns, const std::string& name, 
     candidates = {"smem", "tmem"};
   } else if (ns == "tl.PropagateNan") {
     candidates = {"ALL", "NONE"};
+  } else if (ns == "libdevice") {
+    candidates = libdeviceFunctions();
   } else if (ns == "ww") {
     candidates = {"language", "tlx", "cdiv", "next_power_of_2", "jit"};
   }
@@ -208,6 +212,7 @@ Val Specializer::callBuiltin(const std::string& name, CallSite& call) {
   if (name.starts_with("cuda.")) return gridDependencyControl(name.substr(5), call);
   if (name.starts_with("libdevice.")) {
     std::string fn = name.substr(10);
+    if (isLibdeviceFunction(fn)) return callLibdevice(*this, fn, call);
     if (fn == "fabs") fn = "abs";
     if (fn == "fast_expf") fn = "exp";
     if (fn == "fast_logf") fn = "log";
