@@ -75,7 +75,8 @@ TEST(OpTraits, BarrierOpsSynchronize) {
 }
 
 TEST(OpTraits, RegionsAndTerminators) {
-  EXPECT_EQ(names(opsWith(trait::HasRegions)), "reduce scan for if while async_tasks async_task");
+  EXPECT_EQ(names(opsWith(trait::HasRegions)),
+            "reduce scan map_elementwise for if while async_tasks async_task");
   EXPECT_EQ(names(opsWith(trait::Terminator)), "yield condition return");
   EXPECT_TRUE(isTerminator(OpCode::Yield));
   EXPECT_FALSE(isTerminator(OpCode::Add));
