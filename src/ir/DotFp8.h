@@ -18,13 +18,15 @@
 
 namespace ww::ir {
 
-inline bool isFp8(DType t) {
+/// The fp8 types tensor cores multiply (e4m3, e5m2); ir::isFp8 also counts e4b15 / e4b8 /
+/// e5b16.
+inline bool isMmaFp8(DType t) {
   return t == DType::F8E4M3 || t == DType::F8E5M2;
 }
 
-/// A dot (or async_dot) whose two operands are fp8.
+/// A dot (or async_dot) whose two operands are fp8 that tensor cores multiply.
 inline bool isFp8Dot(const Type& a, const Type& b) {
-  return isFp8(a.elem) && isFp8(b.elem);
+  return isMmaFp8(a.elem) && isMmaFp8(b.elem);
 }
 
 /// The dot's max_num_imprecise_acc; nullopt when absent (no limit).

@@ -30,6 +30,7 @@
 // completing on a barrier of its own (expect-bytes, then wait on the slot's phase parity), and
 // copies past the end are predicated off rather than masked.
 #include "ir/Builder.h"
+#include "ir/DotFp8.h"
 #include "ir/OpAttrs.h"
 #include "support/MathExtras.h"
 #include "transforms/Passes.h"
@@ -82,18 +83,30 @@ bool constantInt(const Value* v, int64_t& out) {
   return true;
 }
 
-/// The shapes the sm_90a async_dot lowering takes (wgmma from NVMMA-swizzled buffers).
+/// The shapes the sm_90a async_dot lowering takes (wgmma from NVMMA-swizzled buffers): fp16 /
+/// bf16, or fp8 (e4m3 / e5m2, mixed) that accumulates in place (no max_num_imprecise_acc
+/// partial accumulator, see ir/DotFp8.h) and reads its operands K-major (checked by the callers).
 bool wgmmaShaped(const Op& dot, int numWarps) {
   const Type& at = dot.operand(0)->type();
   const Type& bt = dot.operand(1)->type();
   const Type& rt = dot.result()->type();
   if (at.shape.size() != 2 || bt.shape.size() != 2 || rt.shape.size() != 2) return false;
-  if ((at.elem != DType::F16 && at.elem != DType::BF16) || bt.elem != at.elem ||
-      rt.elem != DType::F32)
-    return false;
+  bool sixteen = (at.elem == DType::F16 || at.elem == DType::BF16) && bt.elem == at.elem;
+  bool fp8 = ir::isFp8Dot(at, bt) && !ir::fp8DotAvoidsWgmma(dot) &&
+             ir::fp8PartialAccumulatorChunk(dot) == 0;
+  if ((!sixteen && !fp8) || rt.elem != DType::F32) return false;
   int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
-  return numWarps % 4 == 0 && M % 64 == 0 && N % 16 == 0 && K % 16 == 0 && isPowerOf2(M) &&
-         isPowerOf2(N) && isPowerOf2(K);
+  return numWarps % 4 == 0 && M % 64 == 0 && N % 16 == 0 && K % (fp8 ? 32 : 16) == 0 &&
+         isPowerOf2(M) && isPowerOf2(N) && isPowerOf2(K);
+}
+
+/// The 2-D transpose `permute(x, (1, 0))` defining `v` in `body` when nothing else reads it.
+Op* singleUseTranspose(const Value* v, const Block& body, int uses) {
+  Op* def = v->def();
+  if (!def || def->code() != OpCode::Permute || def->parentBlock() != &body || uses != 1 ||
+      ir::attr::Permute::order(*def) != std::vector<int64_t>{1, 0})
+    return nullptr;
+  return def;
 }
 
 /// One loop that fits the pipelining shape, and what the rewrite needs to know about it.
@@ -121,6 +134,9 @@ struct Plan {
   /// TMA: the index in Pipeliner::tmaRings_ of an earlier loop's buffers this loop reuses,
   /// continuing its slots and phases (-1: new buffers).
   int reuseRing = -1;
+  /// B given as the transpose of a loaded [N, K] tile (`tl.load(...).T`): the buffer holds the
+  /// tile as loaded and the MMA reads its local_trans, K-major (what fp8 needs).
+  Op* bTrans = nullptr;
 };
 
 class Pipeliner {
@@ -211,8 +227,12 @@ private:
     plan.accIter = acc->index() - 1;
     if (yield->operand(plan.accIter) != next) return false;
 
+    plan.bTrans = singleUseTranspose(dot->operand(1), body, usesOf(dot->operand(1)));
+    // wgmma reads 8-bit operands K-major only: fp8 B must be the transpose of an [N, K] load.
+    if (ir::isMmaFp8(dot->operand(1)->type().elem) && !plan.bTrans) return false;
     for (int i = 0; i < 2; ++i) {
-      Op* load = dot->operand(i)->def();
+      Value* v = i == 1 && plan.bTrans ? plan.bTrans->operand(0) : dot->operand(i);
+      Op* load = v->def();
       if (!load || load->code() != OpCode::Load || load->parentBlock() != &body ||
           usesOf(load->result()) != 1)
         return false;
@@ -294,7 +314,10 @@ private:
         usesOf(trans->result()) != 1)
       return false;
     Op* kLoad = trans->operand(0)->def();
-    Op* vLoad = pv->operand(1)->def();
+    // V as loaded ([N, D]) or, K-major as fp8 needs, the transpose of a [D, N] load.
+    plan.bTrans = singleUseTranspose(pv->operand(1), body, usesOf(pv->operand(1)));
+    if (ir::isMmaFp8(pv->operand(1)->type().elem) && !plan.bTrans) return false;
+    Op* vLoad = (plan.bTrans ? plan.bTrans->operand(0) : pv->operand(1))->def();
     for (Op* load : {kLoad, vLoad})
       if (!load || (load->code() != OpCode::Load && !hostDescLoad(*load)) ||
           load->parentBlock() != &body || usesOf(load->result()) != 1)
@@ -656,6 +679,14 @@ private:
     return b.create1(OpCode::LocalView, {buffers, slot}, view);
   }
 
+  /// The 2-D local_trans view of buffer view `v`.
+  static Value* localTrans(ir::Builder& b, Value* v) {
+    Type t = v->type();
+    std::swap(t.shape[0], t.shape[1]);
+    return b.create1(OpCode::LocalTrans, {v}, t,
+                     {{ir::attr::LocalTrans::korder, std::vector<int64_t>{1, 0}}});
+  }
+
   static std::vector<ir::NamedAttr> asyncDotAttrs(const Op& dot) {
     std::vector<ir::NamedAttr> attrs = {{ir::attr::AsyncDot::khasUseAcc, int64_t(0)},
                                         {ir::attr::AsyncDot::khasPred, int64_t(0)}};
@@ -700,6 +731,7 @@ private:
              {{ir::attr::AsyncWaitGroup::kpendings, int64_t(p.ahead - 1)}});
     Value* a = slotView(b, p.buffers[0], p.slot);
     Value* bv = slotView(b, p.buffers[1], p.slot);
+    if (plan.bTrans) bv = localTrans(b, bv);
     Value* issued = b.create1(OpCode::AsyncDot, {a, bv, acc}, plan.dot->result()->type(),
                               asyncDotAttrs(*plan.dot));
     ValueMap map = refill(b, plan, p, plan.dot->loc());
@@ -713,6 +745,7 @@ private:
     // The dot and its loads are replaced; the original address computation is dead now.
     if (plan.accumulatingAdd) erase(body, plan.accumulatingAdd);
     erase(body, plan.dot);
+    if (plan.bTrans) erase(body, plan.bTrans);
     erase(body, plan.loads[0]);
     erase(body, plan.loads[1]);
 
@@ -786,11 +819,7 @@ private:
     b.setInsertionBlock(&mid);
     b.setLoc(plan.scoreDot->loc());
     waitForSlot(b, p, 0);
-    Value* k = slotView(b, p.buffers[0], p.slot);
-    Type kt = k->type();
-    std::swap(kt.shape[0], kt.shape[1]);
-    Value* kTrans = b.create1(OpCode::LocalTrans, {k}, kt,
-                              {{ir::attr::LocalTrans::korder, std::vector<int64_t>{1, 0}}});
+    Value* kTrans = localTrans(b, slotView(b, p.buffers[0], p.slot));
     Value* s = b.create1(OpCode::AsyncDot, {qView, kTrans, plan.scoreDot->operand(2)},
                          plan.scoreDot->result()->type(), asyncDotAttrs(*plan.scoreDot));
     ValueMap map = refill(b, plan, p, plan.scoreDot->loc());
@@ -807,6 +836,7 @@ private:
     b.setLoc(plan.dot->loc());
     if (plan.tma) waitForSlot(b, p, 1);
     Value* v = slotView(b, p.buffers[1], p.slot);
+    if (plan.bTrans) v = localTrans(b, v);
     Value* o = b.create1(OpCode::AsyncDot, {plan.dot->operand(0), v, plan.dot->operand(2)},
                          plan.dot->result()->type(), asyncDotAttrs(*plan.dot));
     // P V is retired just before its result is first read (the yield, in kernels/attention.py),
@@ -829,6 +859,7 @@ private:
     erase(body, plan.dot);
     erase(body, plan.scoreDot);
     erase(body, plan.kTrans);
+    if (plan.bTrans) erase(body, plan.bTrans);
     erase(body, plan.loads[0]);
     erase(body, plan.loads[1]);
 
