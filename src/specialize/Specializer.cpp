@@ -6,6 +6,7 @@
 #include "ir/Limits.h"
 #include "ir/TaskPlan.h"
 #include "specialize/TlBlockPtr.h"
+#include "specialize/TlMisc.h"
 
 #include <algorithm>
 #include <functional>
@@ -518,6 +519,8 @@ void Specializer::visitIf(const If* s, std::span<const Stmt* const> rest, bool a
   }
   b.setLoc(s->test->loc);
   ir::Value* c = requireTensorOrScalar(cond, s->test->loc, "an 'if' condition");
+  // A one-element tensor reads as its element (Triton's implicit item()).
+  if (!c->type().isScalar() && c->type().numElements() == 1) c = unsplat(*this, c, s->test->loc);
   if (!c->type().isScalar())
     raiseError(s->test->loc, "the condition of a run-time 'if' must be a scalar, got " +
                                  c->type().str() + "; use tl.where for element-wise choice");
@@ -848,9 +851,18 @@ void Specializer::visitFor(const For* s) {
 
   // A run-time loop (scf.for): bounds become scalars of one integer type.
   b.setLoc(call->loc);
-  if (step.isIntLike() && step.i <= 0 && step.kind == Val::Kind::Int)
-    raiseError(stepLoc,
-               "the step of a run-time loop must be positive, got " + std::to_string(step.i));
+  if (step.kind == Val::Kind::Int && step.i == 0)
+    raiseError(stepLoc, "the step of a loop must not be zero");
+  if (step.kind == Val::Kind::Int && step.i == INT64_MIN)
+    raiseError(stepLoc, "the step of a run-time loop must be greater than -2**63");
+  // A negative compile-time step, lowered as Triton does: the loop counts from `hi` up to `lo` by
+  // -step and the body sees lo + hi - iv, the values of range(lo, hi, step) in their order.
+  bool reversed = step.kind == Val::Kind::Int && step.i < 0;
+  if (reversed) {
+    std::swap(lo, hi);
+    std::swap(loLoc, hiLoc);
+    step = Val::integer(-step.i);
+  }
   ir::DType ivType = ir::DType::I32;
   for (const Val* v : {&lo, &hi, &step}) {
     if (v->isRuntime()) {
@@ -907,6 +919,9 @@ void Specializer::visitFor(const For* s) {
 
   ir::Block* outer = b.insertionBlock();
   b.setInsertionBlock(body);
+  if (reversed)
+    frame->env[target->id] =
+        Val::runtime(b.binary(ir::OpCode::Sub, b.binary(ir::OpCode::Add, lb, ub), iv));
   frame->loopDepth++;
   visitStmts(pointers(s->body));
   frame->loopDepth--;
@@ -965,6 +980,7 @@ void Specializer::visitWhile(const While* s) {
                              "supported); put the exit condition in the loop test");
   b.setLoc(s->test->loc);
   ir::Value* c = requireTensorOrScalar(cond, s->test->loc, "a 'while' condition");
+  if (!c->type().isScalar() && c->type().numElements() == 1) c = unsplat(*this, c, s->test->loc);
   if (!c->type().isScalar())
     raiseError(s->test->loc,
                "the condition of a 'while' loop must be a scalar, got " + c->type().str());
