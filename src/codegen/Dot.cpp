@@ -55,10 +55,7 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
                              " (as Triton's NVIDIA back end), got K = " + std::to_string(K) +
                              "; M and N may be as small as 1");
   DType accType = rt.elem;
-  // Without the attribute (hand-built IR; tl.dot always sets it) as the layout pass reads it.
-  std::string precision = op.hasAttr(ir::attr::Dot::kinputPrecision)
-                              ? ir::attr::Dot::inputPrecision(op)
-                              : std::string("tf32");
+  std::string precision = ir::attr::Dot::inputPrecision(op);
   const LinearLayout& D = layoutOf(op.result());
   Regs accIn = operand(op, 2);
   ScalarContext cx = scalarContext(op);

@@ -141,9 +141,7 @@ void Executor::execReduce(const ir::Op& op) {
   if (axis < 0 || axis >= int64_t(shape.size()))
     throw std::logic_error(std::string(op.name()) + ": axis out of range");
   AxisSplit s = splitAt(shape, axis);
-  std::string kind =
-      scan ? attrOr(op, ir::attr::Scan::kkind, ir::attr::Scan::kind, std::string("custom"))
-           : attrOr(op, ir::attr::Reduce::kkind, ir::attr::Reduce::kind, std::string("custom"));
+  std::string kind = scan ? ir::attr::Scan::kind(op) : ir::attr::Reduce::kind(op);
 
   if (kind == "argmax" || kind == "argmin") {
     const ir::Type& indexType = op.result(op.numResults() - 1)->type();

@@ -1070,8 +1070,7 @@ void Executor::execClusterBarrier(const ir::Op& op) {
 void Executor::execAsyncDescLoad(const ir::Op& op) {
   auto desc = descriptor(op, 0);
   const size_t rank = desc->shape.size();
-  const bool hasPred = attrOr(op, attr::AsyncDescLoad::khasPred, attr::AsyncDescLoad::hasPred,
-                              op.numOperands() > 3 + rank);
+  const bool hasPred = attr::AsyncDescLoad::hasPred(op);
   if (hasPred && readScalar(*tensor(op, unsigned(3 + rank)), 0).i == 0) return;
   const unsigned firstTarget = unsigned(3 + rank + (hasPred ? 1 : 0));
   const int64_t runtimeTargets = attr::AsyncDescLoad::multicastOperands(op);
@@ -1237,10 +1236,7 @@ void Executor::execRemoteStore(const ir::Op& op) {
 }
 
 void Executor::execAsyncLoad(const ir::Op& op) {
-  bool hasMask =
-      attrOr(op, attr::AsyncLoad::khasMask, attr::AsyncLoad::hasMask, op.numOperands() > 2);
-  bool hasOther =
-      attrOr(op, attr::AsyncLoad::khasOther, attr::AsyncLoad::hasOther, op.numOperands() > 3);
+  bool hasMask = attr::AsyncLoad::hasMask(op), hasOther = attr::AsyncLoad::hasOther(op);
   AsyncLoadCopy c;
   c.op = &op;
   c.ptrs = tensor(op, 0);
@@ -1270,12 +1266,8 @@ void Executor::execAsyncWaitGroup(const ir::Op& op) {
 // ---- tensor cores ----
 void Executor::execAsyncDot(const ir::Op& op) {
   RtValue acc = slot(op.operand(2));
-  // Optional operands: use_acc then pred, each present when its has_ attribute says so
-  // (IR without the attributes lists them positionally).
-  bool hasUseAcc =
-      attrOr(op, attr::AsyncDot::khasUseAcc, attr::AsyncDot::hasUseAcc, op.numOperands() > 3);
-  bool hasPred =
-      attrOr(op, attr::AsyncDot::khasPred, attr::AsyncDot::hasPred, op.numOperands() > 4);
+  // Optional operands: use_acc then pred, each present when its has_ attribute says so.
+  bool hasUseAcc = attr::AsyncDot::hasUseAcc(op), hasPred = attr::AsyncDot::hasPred(op);
   bool useAcc = !hasUseAcc || readScalar(*tensor(op, 3), 0).i != 0;
   if (hasPred && readScalar(*tensor(op, hasUseAcc ? 4 : 3), 0).i == 0) {
     set(op.result(), acc); // predicated off: the accumulator passes through
@@ -1287,9 +1279,7 @@ void Executor::execAsyncDot(const ir::Op& op) {
   if (std::holds_alternative<PendingDotPtr>(d->a)) d->a = tensorOf(op, op.operand(0));
   d->b = buffer(op, 1);
   d->useAcc = useAcc;
-  // Absent: tf32 for fp32 operands (PendingDot::precision), not Ops.def's "ieee".
-  d->precision =
-      attrOr(op, attr::AsyncDot::kinputPrecision, attr::AsyncDot::inputPrecision, std::string());
+  d->precision = attr::AsyncDot::inputPrecision(op);
   d->resultType = op.result()->type();
   if (auto* accBuf = std::get_if<BufferView>(&acc)) {
     // Accumulator in TMEM (Blackwell): the dot updates the buffer in place, at issue.
@@ -1423,9 +1413,9 @@ void Executor::execAsyncTasks(const ir::Op& op) {
     for (int64_t r = firstReplica; r < firstReplica + count; ++r) {
       auto a = std::make_unique<Agent>();
       a->label = label + (replicate > 1 ? " replica " + std::to_string(r) : "");
-      a->numWarps = isDefault ? k_.fn->numWarps
-                              : int(attrOr(*taskOp, attr::AsyncTask::knumWarps,
-                                           attr::AsyncTask::numWarps, int64_t(4)));
+      a->numWarps = isDefault ? k_.fn->numWarps : int(attr::AsyncTask::numWarps(*taskOp));
+      if (a->numWarps < 1) // the verifier refuses such a task
+        throw std::logic_error("interpreter: a non-default async_task without num_warps");
       a->replica = int(r);
       a->isTask = true;
       if (cta_.cluster) a->program = cta_.name();

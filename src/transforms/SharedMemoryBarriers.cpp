@@ -30,6 +30,7 @@
 // synchronizes warp-specialized code.
 #include "ir/Builder.h"
 #include "ir/OpAttrs.h"
+#include "ir/OpSignature.h"
 #include "ir/OpTraits.h"
 #include "transforms/Passes.h"
 
@@ -205,22 +206,9 @@ Place placeOf(const Value* v) {
   }
 }
 
-/// The buffer `op` writes in this CTA's shared memory, or null.
+/// The buffer `op` writes in shared memory (Ops.def marks it on the op's OPERANDS line), or null.
 const Value* writtenBuffer(const Op& op) {
-  switch (op.code()) {
-  case OpCode::AsyncLoad:
-  case OpCode::AsyncDescLoad:
-  case OpCode::AsyncBulkLoad:
-    return op.operand(1);
-  case OpCode::LocalStore:
-  case OpCode::LocalScatter:
-  case OpCode::AsyncRemoteStore:
-  case OpCode::RemoteStore:
-  case OpCode::AsyncRemoteCopy:
-    return op.operand(0);
-  default:
-    return nullptr;
-  }
+  return ir::writtenSharedBuffer(op);
 }
 
 /// Whether `v` is defined inside one of the regions of `op`.

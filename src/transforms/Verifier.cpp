@@ -1,7 +1,9 @@
 // Structural checks of Tile IR, run after every pass: terminators, region arguments, dominance,
-// the operand/result type rules of Ops.def and every attribute against Ops.def's ATTR lines. A
-// failure is a compiler bug.
+// every op's operand and result counts and kinds against Ops.def's OPERANDS / RESULTS lines, the
+// per-op type rules below and every attribute against Ops.def's ATTR lines. A failure is a
+// compiler bug.
 #include "ir/OpAttrs.h"
+#include "ir/OpSignature.h"
 #include "ir/OpTraits.h"
 #include "ir/Printer.h"
 #include "transforms/Passes.h"
@@ -94,15 +96,6 @@ private:
     return t;
   }
 
-  /// An op of `fixed` operands followed by one optional operand per has_* flag.
-  void expectOptionalOperands(const Op& op, unsigned fixed, std::initializer_list<bool> present,
-                              const char* shape) {
-    unsigned want = fixed;
-    for (bool p : present) want += p ? 1 : 0;
-    if (op.numOperands() != want)
-      fail(&op, std::to_string(op.numOperands()) + " operands, expected " + shape);
-  }
-
   void verifyRegionYield(const Op& op, const Block& region, const std::vector<Type>& want) {
     const Op* t = region.terminator();
     if (t && t->code() == OpCode::Yield) expectTypes(op, t->operands(), want, "yielded value");
@@ -122,12 +115,16 @@ private:
         fail(&op, std::string("missing required attribute '") + s->name + "'");
   }
 
+  /// The attributes first (the has_* flags among them decide the operand counts), then the
+  /// counts and kinds of Ops.def's OPERANDS / RESULTS lines, so that the type rules below may
+  /// index the operands they name.
   void verifyOp(const Op& op) {
     verifyAttrs(op);
+    std::string why = ir::checkSignature(op);
+    if (!why.empty()) fail(&op, why);
     if (op.numRegions() && !ir::hasTraits(op.code(), ir::trait::HasRegions))
       fail(&op, "has regions, but Ops.def does not give it the HasRegions trait");
     if (ir::isBinaryArithmetic(op.code())) {
-      if (op.numOperands() != 2 || op.numResults() != 1) fail(&op, "expects 2 operands, 1 result");
       if (!(op.operand(0)->type() == op.operand(1)->type()))
         fail(&op, "operand types differ: " + op.operand(0)->type().str() + " vs " +
                       op.operand(1)->type().str());
@@ -138,50 +135,35 @@ private:
     }
     switch (op.code()) {
     case OpCode::Cmp:
-      if (op.numOperands() != 2) fail(&op, "expects 2 operands");
       if (!(op.operand(0)->type() == op.operand(1)->type())) fail(&op, "operand types differ");
       if (op.result()->type().elem != ir::DType::I1 ||
           op.result()->type().shape != op.operand(0)->type().shape)
         fail(&op, "result must be i1 of the operands' shape");
       break;
     case OpCode::Select:
-      if (op.numOperands() != 3) fail(&op, "expects 3 operands");
       if (!(op.operand(1)->type() == op.operand(2)->type())) fail(&op, "branch types differ");
       if (op.operand(0)->type().elem != ir::DType::I1) fail(&op, "condition must be i1");
       break;
     case OpCode::AddPtr:
-      if (op.numOperands() != 2 || !op.operand(0)->type().isPointer())
-        fail(&op, "expects (pointer, offset)");
       if (op.operand(0)->type().shape != op.operand(1)->type().shape)
         fail(&op, "pointer and offset shapes differ");
       if (!ir::isInt(op.operand(1)->type().elem)) fail(&op, "offset must be an integer");
       break;
-    case OpCode::Splat:
-      if (op.numOperands() != 1 || !op.operand(0)->type().isScalar()) fail(&op, "expects a scalar");
-      break;
     case OpCode::Load:
-      if (op.numOperands() < 1 || !op.operand(0)->type().isPointer())
-        fail(&op, "expects a pointer");
-      expectOptionalOperands(op, 1, {ir::attr::Load::hasMask(op), ir::attr::Load::hasOther(op)},
-                             "(ptr, [mask], [other]) as has_mask and has_other say");
       if (ir::attr::Load::hasMask(op) && op.operand(1)->type().shape != op.operand(0)->type().shape)
         fail(&op, "mask shape differs from pointer shape");
       break;
     case OpCode::Store:
-      if (op.numOperands() < 2 || !op.operand(0)->type().isPointer())
-        fail(&op, "expects a pointer");
       if (op.operand(1)->type().shape != op.operand(0)->type().shape)
         fail(&op, "value shape differs from pointer shape");
-      expectOptionalOperands(op, 2, {ir::attr::Store::hasMask(op)},
-                             "(ptr, value, [mask]) as has_mask says");
       break;
-    case OpCode::AtomicRMW:
-      expectOptionalOperands(op, 2, {ir::attr::AtomicRMW::hasMask(op)},
-                             "(ptr, value, [mask]) as has_mask says");
+    case OpCode::AsyncTask:
+      // Ops.def's num_warps 0 means "the kernel's", which only the default task runs on.
+      if (!ir::attr::AsyncTask::isDefault(op) && ir::attr::AsyncTask::numWarps(op) < 1)
+        fail(&op, "a task other than the default one needs num_warps >= 1");
       break;
     case OpCode::For: {
-      if (op.numOperands() < 3 || op.numRegions() != 1)
-        fail(&op, "expects lb, ub, step and a body");
+      if (op.numRegions() != 1) fail(&op, "expects lb, ub, step and a body");
       if (op.region(0)->numArgs() != op.numOperands() - 2)
         fail(&op, "body needs (iv, iters...) arguments");
       break;

@@ -1287,7 +1287,8 @@ TEST(InterpTasks, ErrorInsideATaskNamesTheTask) {
   Op* tasks = k.b.create(OpCode::AsyncTasks, {}, {});
   Builder tb(tasks->addRegion());
   Op* t0 = tb.create(OpCode::AsyncTask, {}, {}, {{"default", int64_t(1)}});
-  Op* t1 = tb.create(OpCode::AsyncTask, {}, {}, {{"name", std::string("loader")}});
+  Op* t1 = tb.create(OpCode::AsyncTask, {}, {},
+                     {{"num_warps", int64_t(4)}, {"name", std::string("loader")}});
   // The default task waits for a barrier nobody completes; the loader's fault must win and
   // unwind it.
   Builder(t0->addRegion()).create(OpCode::NamedBarrierWait, {id, threads}, {});
