@@ -91,19 +91,20 @@ std::vector<int64_t> Op::intsAttr(const std::string& name) const {
 
 std::optional<int64_t> constantInt(const Value* v) {
   const Op* def = v->def();
-  if (!def || def->code() != OpCode::Constant) return std::nullopt;
-  const Attr* a = def->attr("value");
-  if (const auto* i = a ? std::get_if<int64_t>(a) : nullptr) return *i;
+  if (!def || def->code() != OpCode::Constant || !def->hasAttr(attr::Constant::kvalue))
+    return std::nullopt;
+  const Attr a = attr::Constant::value(*def);
+  if (const auto* i = std::get_if<int64_t>(&a)) return *i;
   return std::nullopt;
 }
 
 bool isPositiveZeroConstant(const Value* v) {
   const Op* def = v->def();
-  if (!def || def->code() != OpCode::Constant) return false;
-  const Attr* a = def->attr("value");
-  if (!a) return false;
-  if (const auto* i = std::get_if<int64_t>(a)) return *i == 0;
-  if (const auto* f = std::get_if<double>(a)) return *f == 0.0 && !std::signbit(*f);
+  if (!def || def->code() != OpCode::Constant || !def->hasAttr(attr::Constant::kvalue))
+    return false;
+  const Attr a = attr::Constant::value(*def);
+  if (const auto* i = std::get_if<int64_t>(&a)) return *i == 0;
+  if (const auto* f = std::get_if<double>(&a)) return *f == 0.0 && !std::signbit(*f);
   return false;
 }
 

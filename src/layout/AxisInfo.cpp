@@ -2,6 +2,8 @@
 // result's contiguity defines: when a run shrinks, so does what its start is known to divide.
 #include "layout/AxisInfo.h"
 
+#include "ir/OpAttrs.h"
+
 #include <algorithm>
 #include <numeric>
 
@@ -55,8 +57,8 @@ AxisInfo asTensor(const AxisInfo& x, const ir::Type& scalarType, const ir::Type&
 }
 
 std::optional<int64_t> constantOf(const ir::Op& op) {
-  const ir::Attr* a = op.attr("value");
-  if (a && std::holds_alternative<int64_t>(*a)) return std::get<int64_t>(*a);
+  const ir::Attr a = ir::attr::Constant::value(op);
+  if (const int64_t* i = std::get_if<int64_t>(&a)) return *i;
   return std::nullopt;
 }
 
@@ -156,7 +158,7 @@ void AxisInfoAnalysis::visitOp(const ir::Op& op) {
   case OpCode::Arange: {
     AxisInfo r = AxisInfo::unknown(1);
     r.contiguity[0] = dimSize(resultType, 0);
-    r.divisibility[0] = highestPowerOf2Divisor(op.intAttr("start"));
+    r.divisibility[0] = highestPowerOf2Divisor(ir::attr::Arange::start(op));
     set(op.result(), r);
     return;
   }
@@ -194,7 +196,7 @@ void AxisInfoAnalysis::visitOp(const ir::Op& op) {
   }
   case OpCode::ExpandDims: {
     AxisInfo s = in(0), r = s;
-    int axis = static_cast<int>(op.intAttr("axis"));
+    int axis = static_cast<int>(ir::attr::ExpandDims::axis(op));
     bool anyContiguous = false;
     for (int e = 0; e < s.rank(); ++e) anyContiguous |= s.contiguity[e] > 1;
     int64_t div =
@@ -211,7 +213,7 @@ void AxisInfoAnalysis::visitOp(const ir::Op& op) {
   }
   case OpCode::Permute: {
     AxisInfo s = in(0), r = s;
-    std::vector<int64_t> order = op.intsAttr("order");
+    std::vector<int64_t> order = ir::attr::Permute::order(op);
     for (size_t d = 0; d < order.size() && d < size_t(r.rank()); ++d) {
       r.contiguity[d] = s.contiguity[order[d]];
       r.divisibility[d] = s.divisibility[order[d]];
@@ -357,7 +359,7 @@ void AxisInfoAnalysis::visitOp(const ir::Op& op) {
   case OpCode::Cmp: {
     AxisInfo a = operandAsResult(0), b = operandAsResult(1);
     AxisInfo r = AxisInfo::unknown(rank);
-    std::string pred = op.strAttr("pred");
+    std::string pred = ir::attr::Cmp::pred(op);
     for (int d = 0; d < rank; ++d) {
       int64_t c = std::gcd(a.constancy[d], b.constancy[d]);
       // x < n (or x >= n) over a contiguous run of x starting at a multiple of L, with n a
@@ -421,7 +423,9 @@ void AxisInfoAnalysis::visitOp(const ir::Op& op) {
   case OpCode::MultipleOf:
   case OpCode::MaxContiguous: {
     AxisInfo r = in(0);
-    std::vector<int64_t> values = op.intsAttr("values");
+    std::vector<int64_t> values = op.code() == OpCode::MultipleOf
+                                      ? ir::attr::MultipleOf::values(op)
+                                      : ir::attr::MaxContiguous::values(op);
     for (int d = 0; d < r.rank() && d < static_cast<int>(values.size()); ++d) {
       if (op.code() == OpCode::MultipleOf)
         r.divisibility[d] = std::max(r.divisibility[d], highestPowerOf2Divisor(values[d]));

@@ -8,6 +8,7 @@
 
 #include "frontend/Diagnostics.h"
 #include "ir/DotFp8.h"
+#include "ir/OpAttrs.h"
 #include "ir/OpTraits.h"
 #include "layout/Layouts.h"
 #include "support/MathExtras.h"
@@ -31,6 +32,25 @@ int64_t numElements(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
   return n;
+}
+
+/// The mask operand of a load, store, atomic_rmw, async_load or prefetch; null when it has none.
+const ir::Value* maskOf(const ir::Op& op) {
+  switch (op.code()) {
+  // The verifier holds the operand counts to the has_mask flags (Ops.def's OPERANDS lines).
+  case OpCode::Load: // (ptrs, mask)
+    return ir::attr::Load::hasMask(op) ? op.operand(1) : nullptr;
+  case OpCode::Prefetch: // (ptrs, mask)
+    return ir::attr::Prefetch::hasMask(op) ? op.operand(1) : nullptr;
+  case OpCode::AsyncLoad: // (ptrs, buffer, mask, other)
+    return ir::attr::AsyncLoad::hasMask(op) ? op.operand(2) : nullptr;
+  case OpCode::Store: // (ptrs, value, mask)
+    return ir::attr::Store::hasMask(op) ? op.operand(2) : nullptr;
+  case OpCode::AtomicRMW: // (ptrs, value, mask)
+    return ir::attr::AtomicRMW::hasMask(op) ? op.operand(2) : nullptr;
+  default:
+    return nullptr;
+  }
 }
 
 /// Bits of one element as an MMA operand.
@@ -69,7 +89,7 @@ private:
   /// Runs `walk` over the task's region with the task's warp count.
   template <typename F> void inTask(const ir::Op& task, F walk) {
     int saved = taskWarps_;
-    int64_t warps = task.intAttr("num_warps", 0);
+    int64_t warps = ir::attr::AsyncTask::numWarps(task); // 0: the kernel's (the default task)
     if (warps > 0) taskWarps_ = static_cast<int>(warps);
     for (unsigned r = 0; r < task.numRegions(); ++r) walk(*task.region(r));
     taskWarps_ = saved;
@@ -108,21 +128,6 @@ private:
     return coalesced_[&op] = blockedLayoutForShape(shape, spt, order, numWarps());
   }
 
-  static const ir::Value* maskOf(const ir::Op& op) {
-    switch (op.code()) {
-    case OpCode::Load:
-    case OpCode::Prefetch: // (ptrs, mask)
-      return op.intAttr("has_mask") && op.numOperands() > 1 ? op.operand(1) : nullptr;
-    case OpCode::AsyncLoad: // (ptrs, buffer, mask, other)
-      return op.intAttr("has_mask") && op.numOperands() > 2 ? op.operand(2) : nullptr;
-    case OpCode::Store:
-    case OpCode::AtomicRMW:
-      return op.intAttr("has_mask") && op.numOperands() > 2 ? op.operand(2) : nullptr;
-    default:
-      return nullptr;
-    }
-  }
-
   static bool isMemoryAnchor(const ir::Op& op) {
     bool memory = op.code() == OpCode::Load || op.code() == OpCode::Store ||
                   op.code() == OpCode::AtomicRMW || op.code() == OpCode::AsyncLoad ||
@@ -146,7 +151,7 @@ private:
     auto isFp8 = [](ir::DType t) { return t == ir::DType::F8E4M3 || t == ir::DType::F8E5M2; };
     // wgmma multiplies e4m3 by e5m2 as well.
     bool sameType = at.elem == bt.elem || (isFp8(at.elem) && isFp8(bt.elem));
-    bool tf32 = at.elem == ir::DType::F32 && op.strAttr("input_precision", "tf32") != "ieee";
+    bool tf32 = at.elem == ir::DType::F32 && ir::attr::Dot::inputPrecision(op) != "ieee";
     bool sixteen = at.elem == ir::DType::F16 || at.elem == ir::DType::BF16;
     bool eight = at.elem == ir::DType::F8E4M3 || at.elem == ir::DType::F8E5M2 ||
                  at.elem == ir::DType::I8 || at.elem == ir::DType::U8;
@@ -294,12 +299,12 @@ private:
       return;
     case OpCode::ExpandDims:
       if (const LinearLayout* p = preferred(op.result()))
-        prefer(op.operand(0), sliceLayout(*p, static_cast<int>(op.intAttr("axis"))),
+        prefer(op.operand(0), sliceLayout(*p, static_cast<int>(ir::attr::ExpandDims::axis(op))),
                priorityOf(op.result()));
       return;
     case OpCode::Permute:
       if (const LinearLayout* p = preferred(op.result())) {
-        std::vector<int64_t> order = op.intsAttr("order"), inverse(order.size());
+        std::vector<int64_t> order = ir::attr::Permute::order(op), inverse(order.size());
         for (size_t i = 0; i < order.size(); ++i) inverse[order[i]] = static_cast<int64_t>(i);
         prefer(op.operand(0), permuteLayout(*p, inverse), priorityOf(op.result()));
       }
@@ -493,8 +498,9 @@ private:
       ok = !isTensor(op->operand(0));
       break;
     case OpCode::ExpandDims:
-      ok = operandsIn(
-          [&](const ir::Value*) { return sliceLayout(l, static_cast<int>(op->intAttr("axis"))); });
+      ok = operandsIn([&](const ir::Value*) {
+        return sliceLayout(l, static_cast<int>(ir::attr::ExpandDims::axis(*op)));
+      });
       break;
     case OpCode::Broadcast:
       ok = operandsIn([&](const ir::Value* o) {
@@ -624,13 +630,14 @@ private:
       return;
     case OpCode::ExpandDims:
       if (const LinearLayout* s = layoutOf(op.operand(0)))
-        setLayout(op.result(), expandDimsLayout(*s, static_cast<int>(op.intAttr("axis"))));
+        setLayout(op.result(),
+                  expandDimsLayout(*s, static_cast<int>(ir::attr::ExpandDims::axis(op))));
       else
         setLayout(op.result(), freeLayout(op.result()));
       return;
     case OpCode::Permute:
       if (const LinearLayout* s = layoutOf(op.operand(0)))
-        setLayout(op.result(), permuteLayout(*s, op.intsAttr("order")));
+        setLayout(op.result(), permuteLayout(*s, ir::attr::Permute::order(op)));
       return;
     case OpCode::Reshape:
       if (const LinearLayout* s = layoutOf(op.operand(0)))
@@ -830,7 +837,8 @@ private:
     LinearLayout src = *l0;
     for (unsigned i = 1; i < op.numOperands(); ++i) require(op, i, src);
     for (unsigned r = 0; r < op.numRegions(); ++r) assignBlock(*op.region(r));
-    int axis = static_cast<int>(op.intAttr("axis"));
+    int axis = static_cast<int>(op.code() == OpCode::Scan ? ir::attr::Scan::axis(op)
+                                                          : ir::attr::Reduce::axis(op));
     const std::vector<int64_t>& shape = op.operand(0)->type().shape;
     // Warps holding different parts of the reduced axis combine partials through shared memory.
     int warpsAlong = 1;
@@ -958,7 +966,7 @@ private:
         a.alignment = sharedTileAlignment(t.shape, eb);
         a.bytesPerBuffer = alignTo(numElements(t.shape) * eb, a.alignment);
         a.count = t.count;
-        if (op.hasAttr("alias")) {
+        if (op.hasAttr(ir::attr::LocalAlloc::kalias)) {
           placeAliased(op, a, end);
         } else {
           a.offset = alignTo(end, a.alignment);
@@ -1002,24 +1010,24 @@ private:
   /// sized for every member (alias_bytes, and each member's last buffer), and each member lies
   /// at its alias_offset in it, alias_stride bytes apart (0: its own buffer size).
   void placeAliased(const ir::Op& op, SharedAllocation& a, int64_t& end) {
-    int64_t id = op.intAttr("alias");
+    int64_t id = ir::attr::LocalAlloc::alias(op);
     auto [it, fresh] = aliasRegions_.try_emplace(id, 0);
     if (fresh) {
       int64_t bytes = 0;
       walk(fn_.body, [&](const ir::Op& m) {
-        if (m.code() != OpCode::LocalAlloc || m.intAttr("alias", -1) != id) return;
+        if (m.code() != OpCode::LocalAlloc || ir::attr::LocalAlloc::alias(m) != id) return;
         const ir::Type& t = m.result()->type();
         int64_t eb = ir::byteWidth(t.elem), tile = numElements(t.shape) * eb;
-        int64_t stride = m.intAttr("alias_stride");
+        int64_t stride = ir::attr::LocalAlloc::aliasStride(m);
         if (stride == 0) stride = alignTo(tile, sharedTileAlignment(t.shape, int(eb)));
-        bytes = std::max({bytes, m.intAttr("alias_bytes"),
-                          m.intAttr("alias_offset") + (t.count - 1) * stride + tile});
+        bytes = std::max({bytes, ir::attr::LocalAlloc::aliasBytes(m),
+                          ir::attr::LocalAlloc::aliasOffset(m) + (t.count - 1) * stride + tile});
       });
       it->second = alignTo(end, 1024);
       end = it->second + alignTo(bytes, 128);
     }
-    if (int64_t stride = op.intAttr("alias_stride")) a.bytesPerBuffer = stride;
-    a.offset = it->second + op.intAttr("alias_offset");
+    if (int64_t stride = ir::attr::LocalAlloc::aliasStride(op)) a.bytesPerBuffer = stride;
+    a.offset = it->second + ir::attr::LocalAlloc::aliasOffset(op);
     if (a.offset % a.alignment != 0)
       raiseError(op.loc(), "this tlx.local_alloc of " + op.result()->type().str() +
                                " would start at byte " + std::to_string(a.offset) +
@@ -1106,15 +1114,7 @@ int32_t LayoutMap::vectorElems(const ir::Op& op) const {
     for (int d = 0; d < rank; ++d)
       if (b[d] == 1) dim = d;
   }
-  const ir::Value* mask = nullptr;
-  bool hasMask = op.intAttr("has_mask") != 0;
-  if (hasMask) {
-    // Load (ptr, mask, ...); Store and AtomicRMW (ptr, value, mask); AsyncLoad (ptrs, buffer,
-    // mask).
-    unsigned maskIndex = op.code() == OpCode::Load || op.code() == OpCode::Prefetch ? 1 : 2;
-    if (maskIndex < op.numOperands()) mask = op.operand(maskIndex);
-  }
-  int64_t axis = axisInfo_->vectorElems(ptr, mask, dim);
+  int64_t axis = axisInfo_->vectorElems(ptr, maskOf(op), dim);
   return static_cast<int32_t>(std::min<int64_t>(axis, l.numConsecutiveInOut(dimName(dim))));
 }
 

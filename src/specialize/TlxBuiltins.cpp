@@ -19,7 +19,7 @@ namespace {
 /// A tlx.remote_view of a barrier: a view op marked remote_view.
 bool isRemoteBarrierView(const ir::Value* v) {
   const ir::Op* def = v->def();
-  return def && def->code() == OpCode::LocalView && def->intAttr("remote_view") != 0;
+  return def && def->code() == OpCode::LocalView && ir::attr::LocalView::remoteView(*def);
 }
 
 /// A view of one buffer (local_view / bufs[i], or a view of one), not an allocation: indexing

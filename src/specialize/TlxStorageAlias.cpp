@@ -14,6 +14,7 @@
 #include "specialize/SpecializerImpl.h"
 
 #include "ir/Limits.h"
+#include "ir/OpAttrs.h"
 #include "layout/Layouts.h"
 #include "support/MathExtras.h"
 
@@ -153,10 +154,10 @@ void Specializer::joinStorageAlias(const Val& spec, ir::Op* alloc, SourceLoc loc
     raiseError(loc, "this storage_alias_spec's set_buffer_overlap was already called; allocate "
                     "every buffer of the spec before defining the overlap");
   s.members.push_back(alloc);
-  alloc->setAttr("alias", spec.i);
-  alloc->setAttr("alias_offset", int64_t(0));
-  alloc->setAttr("alias_stride", int64_t(0));
-  alloc->setAttr("alias_bytes", s.sizeBytes);
+  alloc->setAttr(ir::attr::LocalAlloc::kalias, spec.i);
+  alloc->setAttr(ir::attr::LocalAlloc::kaliasOffset, int64_t(0));
+  alloc->setAttr(ir::attr::LocalAlloc::kaliasStride, int64_t(0));
+  alloc->setAttr(ir::attr::LocalAlloc::kaliasBytes, s.sizeBytes);
 }
 
 Val Specializer::storageAliasAttr(const Val& obj, const std::string& name, SourceLoc loc) {
@@ -195,7 +196,7 @@ Val Specializer::storageAliasMethod(const Val& obj, const std::string& name, Cal
       return;
     }
     const ir::Op* def = n.v->def();
-    if (!def || def->code() != ir::OpCode::LocalAlloc || def->intAttr("alias", -1) != obj.i)
+    if (!def || def->code() != ir::OpCode::LocalAlloc || ir::attr::LocalAlloc::alias(*def) != obj.i)
       raiseError(a.loc("overlap_def"),
                  "set_buffer_overlap: every buffer in the reuse_group must be a tlx.local_alloc "
                  "made with reuse= this storage_alias_spec; " +
@@ -263,8 +264,8 @@ Val Specializer::storageAliasMethod(const Val& obj, const std::string& name, Cal
                                  ", not a multiple of its alignment " + std::to_string(align));
       total = std::max(total, at + tileBytes(t));
     }
-    alloc->setAttr("alias_offset", p.offset);
-    alloc->setAttr("alias_stride", stride);
+    alloc->setAttr(ir::attr::LocalAlloc::kaliasOffset, p.offset);
+    alloc->setAttr(ir::attr::LocalAlloc::kaliasStride, stride);
   }
   if (spec.sizeBytes && spec.sizeBytes < total)
     raiseError(call.loc,
@@ -273,7 +274,8 @@ Val Specializer::storageAliasMethod(const Val& obj, const std::string& name, Cal
   if (total > ir::kMaxSharedBytes)
     raiseError(call.loc, "set_buffer_overlap: the reuse_group needs " + std::to_string(total) +
                              " bytes; a block has at most " + std::to_string(ir::kMaxSharedBytes));
-  for (ir::Op* m : spec.members) m->setAttr("alias_bytes", std::max(total, spec.sizeBytes));
+  for (ir::Op* m : spec.members)
+    m->setAttr(ir::attr::LocalAlloc::kaliasBytes, std::max(total, spec.sizeBytes));
   spec.overlapSet = true;
   return Val::none();
 }
