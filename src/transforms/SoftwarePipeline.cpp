@@ -32,6 +32,7 @@
 #include "ir/Builder.h"
 #include "ir/DotFp8.h"
 #include "ir/OpAttrs.h"
+#include "layout/AxisInfo.h"
 #include "support/MathExtras.h"
 #include "transforms/Passes.h"
 
@@ -137,6 +138,10 @@ struct Plan {
   /// B given as the transpose of a loaded [N, K] tile (`tl.load(...).T`): the buffer holds the
   /// tile as loaded and the MMA reads its local_trans, K-major (what fp8 needs).
   Op* bTrans = nullptr;
+  /// An fp8 B loaded as [K, N] from K-contiguous memory (tutorial 03's `b.T` operand): the copy
+  /// transposes the addresses into an [N, K] buffer, still one vector per run of K, and the MMA
+  /// reads its local_trans, K-major.
+  bool copyBTransposed = false;
 };
 
 class Pipeliner {
@@ -164,6 +169,7 @@ public:
         rewriteAttention(attention);
       }
       ++rewritten;
+      axisInfo_.reset(); // the rewrite made and erased values
     }
     return rewritten;
   }
@@ -228,8 +234,16 @@ private:
     if (yield->operand(plan.accIter) != next) return false;
 
     plan.bTrans = singleUseTranspose(dot->operand(1), body, usesOf(dot->operand(1)));
-    // wgmma reads 8-bit operands K-major only: fp8 B must be the transpose of an [N, K] load.
-    if (ir::isMmaFp8(dot->operand(1)->type().elem) && !plan.bTrans) return false;
+    // wgmma reads 8-bit operands K-major only: fp8 B must be the transpose of an [N, K] load,
+    // or a [K, N] load whose addresses run along K (copied transposed).
+    if (ir::isMmaFp8(dot->operand(1)->type().elem) && !plan.bTrans) {
+      const Op* load = dot->operand(1)->def();
+      if (!load || load->code() != OpCode::Load) return false;
+      if (!axisInfo_) axisInfo_.emplace(fn_);
+      // At least 4 bytes (a cp.async) consecutive along K.
+      if (axisInfo_->get(load->operand(0)).contiguity.at(0) < 4) return false;
+      plan.copyBTransposed = true;
+    }
     for (int i = 0; i < 2; ++i) {
       Value* v = i == 1 && plan.bTrans ? plan.bTrans->operand(0) : dot->operand(i);
       Op* load = v->def();
@@ -497,6 +511,10 @@ private:
       Value* mask = b.splat(inRange, shape);
       if (ir::attr::Load::hasMask(*load))
         mask = b.binary(OpCode::And, mapped(map, load->operand(1)), mask);
+      if (i == 1 && plan.copyBTransposed) {
+        ptr = transpose(b, ptr);
+        mask = transpose(b, mask);
+      }
       Type view = buffers[i]->type();
       view.count = 1;
       Value* dst = b.create1(OpCode::LocalView, {buffers[i], slot}, view);
@@ -560,7 +578,8 @@ private:
       firstPhase = ring.loop->result(ring.slotResult + 1);
     }
     for (int i = 0; i < 2 && plan.reuseRing < 0; ++i) {
-      const Type& t = plan.loads[i]->result()->type();
+      Type t = plan.loads[i]->result()->type();
+      if (i == 1 && plan.copyBTransposed) std::swap(t.shape[0], t.shape[1]);
       p.buffers[i] = b.create1(OpCode::LocalAlloc, {}, Type::buffer(t.elem, t.shape, plan.stages),
                                {{ir::attr::LocalAlloc::kstorage, std::string("smem")}});
       p.buffers[i]->name = names[i];
@@ -679,6 +698,14 @@ private:
     return b.create1(OpCode::LocalView, {buffers, slot}, view);
   }
 
+  /// The 2-D transpose of tensor `v`.
+  static Value* transpose(ir::Builder& b, Value* v) {
+    Type t = v->type();
+    std::swap(t.shape[0], t.shape[1]);
+    return b.create1(OpCode::Permute, {v}, t,
+                     {{ir::attr::Permute::korder, std::vector<int64_t>{1, 0}}});
+  }
+
   /// The 2-D local_trans view of buffer view `v`.
   static Value* localTrans(ir::Builder& b, Value* v) {
     Type t = v->type();
@@ -731,7 +758,7 @@ private:
              {{ir::attr::AsyncWaitGroup::kpendings, int64_t(p.ahead - 1)}});
     Value* a = slotView(b, p.buffers[0], p.slot);
     Value* bv = slotView(b, p.buffers[1], p.slot);
-    if (plan.bTrans) bv = localTrans(b, bv);
+    if (plan.bTrans || plan.copyBTransposed) bv = localTrans(b, bv);
     Value* issued = b.create1(OpCode::AsyncDot, {a, bv, acc}, plan.dot->result()->type(),
                               asyncDotAttrs(*plan.dot));
     ValueMap map = refill(b, plan, p, plan.dot->loc());
@@ -875,6 +902,8 @@ private:
 
   ir::Function& fn_;
   std::unordered_map<const Value*, int> uses_;
+  /// Contiguity of load addresses, computed once before the first rewrite that needs it.
+  std::optional<layout::AxisInfoAnalysis> axisInfo_;
   /// Shared memory the TMA attention rewrites allocated so far, and their Q buffers by Q.
   int64_t sharedUsed_ = 0;
   /// The K / V buffers of TMA attention loops, which a later loop of the same block with the

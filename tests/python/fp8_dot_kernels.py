@@ -64,3 +64,26 @@ def attention(q_ptr, k_ptr, vt_ptr, o_ptr, N_CTX, scale, D: tl.constexpr, BM: tl
         v = tl.load(vt_ptr + rd[:, None] * N_CTX + (start + rn)[None, :]).T
         acc = tl.dot(p.to(P_TYPE), v, acc)
     tl.store(o_ptr + rm[:, None] * D + rd[None, :], acc / l_i[:, None])
+
+
+@ww.jit
+def matmul_strided_b(a_ptr, b_ptr, c_ptr, M, N, K, stride_bk, stride_bn, BM: tl.constexpr,
+                     BN: tl.constexpr, BK: tl.constexpr):
+    """Tutorial 03's form: B [K, N] loaded as [BK, BN] tiles through its strides (K-contiguous
+    when B is handed over as the transpose of an [N, K] tensor, as the tutorial does in fp8)."""
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * K + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BK, other=0.0)
+        b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BK, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BK
+        b_ptrs += BK * stride_bk
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc,
+             mask=(rm[:, None] < M) & (rn[None, :] < N))

@@ -185,6 +185,26 @@ def test_k_loop_with_a_partial_accumulator_stays_unpipelined_on_wgmma():
     assert not re.search(r"cp\.async\.c[ag]", k.ptx)
 
 
+@pytest.mark.parametrize("k_major", [True, False])
+def test_k_loop_with_b_through_strides(k_major):
+    """Tutorial 03's fp8 form: B [K, N] read through its strides. K-contiguous (the tutorial's
+    `b.T`), the copy transposes the addresses into an [N, K] buffer and stays pipelined; N-major,
+    the dot is still a wgmma, unpipelined (its operands staged K-major through registers)."""
+    rng = np.random.default_rng(14)
+    M = N = K = 256
+    a, b = eighths(rng, (M, K), "fp8e5"), eighths(rng, (K, N), "fp8e4nv")
+    bb = np.ascontiguousarray(b.T).T if k_major else b
+    c = np.full((M, N), np.nan, np.float32)
+    args = (a, bb, c, M, N, K, bb.strides[0], bb.strides[1])
+    kw = dict(BM=128, BN=128, BK=64)
+    k = compiled(fk.matmul_strided_b, args, kw, "sm_90a", 4, 3)
+    assert mmas(k.ptx) == ["wgmma.mma_async.sync.aligned.m64n128k32.f32.e5m2.e4m3"]
+    assert bool(re.search(r"cp\.async\.c[ag]\.shared\.global", k.ptx)) == k_major
+    assert k.spill_bytes == 0
+    fk.matmul_strided_b[(2, 2)](*args, **kw, num_warps=4, num_stages=3)
+    np.testing.assert_array_equal(c, exact(a, b))
+
+
 # ---- the attention loop --------------------------------------------------------------------------
 
 
