@@ -357,11 +357,21 @@ V ldexpv(V x, I n) {
   return r;
 }
 
-/// e^x for fp32 (error ~1 ulp): x = n ln2 + r, |r| <= ln2/2; e^r = 1 + r + r^2 q(r).
+/// e^r - 1 for |r| <= ln2/2 (~1 ulp): r + r^2 q(r), q fitted for fp32 and for fp64.
 V expmCore(V r) {
-  V q = poly(r, {0.5, 0.1666666716337204, 0.041666463017463684, 0.008333373814821243,
-                 0.0013933839509263635, 0.00019849566160701215});
-  return fma(r * r, q, r); // e^r - 1
+  V q = r.c->f64() ? poly(r, {0.5, 0.1666666666666667, 0.04166666666666661, 0.008333333333326006,
+                              0.0013888888888923393, 0.00019841269875286896, 2.4801587233725637e-05,
+                              2.7557254794575413e-06, 2.755736043009973e-07, 2.510547348610389e-08,
+                              2.088598114239972e-09})
+                   : poly(r, {0.5, 0.1666666716337204, 0.041666463017463684, 0.008333373814821243,
+                              0.0013933839509263635, 0.00019849566160701215});
+  return fma(r * r, q, r);
+}
+/// A constant split into a head of the compute type and the rest (for Cody-Waite reductions).
+std::pair<double, double> split(Ctx& c, double hiPart, double loPart) {
+  if (c.f64()) return {hiPart, loPart};
+  float hi = float(hiPart);
+  return {hi, float((hiPart - double(hi)) + loPart)};
 }
 struct Reduced {
   V n; // integer-valued
@@ -370,36 +380,55 @@ struct Reduced {
 Reduced reduceLn2(V x) {
   Ctx& c = *x.c;
   V n = floorv(fma(x, kLog2e, 0.5));
-  float hi = float(kLn2);
-  float lo = float(kLn2 - double(hi));
+  auto [hi, lo] = split(c, kLn2, 2.3190468138462996e-17);
   V r = fma(-n, c.k(hi), x);
   r = fma(-n, c.k(lo), r);
   return {n, r};
 }
 V expv(V x) {
   Ctx& c = *x.c;
-  V xc = fmin(fmax(x, c.k(-104.0)), c.k(89.0));
+  V xc = c.f64() ? fmin(fmax(x, c.k(-746.0)), c.k(710.0)) : fmin(fmax(x, c.k(-104.0)), c.k(89.0));
   Reduced rd = reduceLn2(xc);
   V p = expmCore(rd.r) + 1.0;
-  auto [s1, s2] = pow2Pair(toInt(rd.n, DType::I32));
+  auto [s1, s2] = pow2Pair(toInt(rd.n, c.sintType()));
   V r = p * s1 * s2;
   return sel(isnan(x), x, r);
 }
 /// e^x * e^y with y small against x (for erfc's e^-x^2).
 V expm1v(V x) {
   Ctx& c = *x.c;
-  V xc = fmin(fmax(x, c.k(-18.0)), c.k(89.0));
+  V xc = c.f64() ? fmin(fmax(x, c.k(-40.0)), c.k(710.0)) : fmin(fmax(x, c.k(-18.0)), c.k(89.0));
   Reduced rd = reduceLn2(xc);
   V em = expmCore(rd.r);
-  auto [s1, s2] = pow2Pair(toInt(rd.n, DType::I32));
+  auto [s1, s2] = pow2Pair(toInt(rd.n, c.sintType()));
   V t = s1 * s2;
   V r = fma(t, em, t - 1.0);
   r = sel(x == 0.0, x, r);
   return sel(isnan(x), x, r);
 }
 /// log(x) for finite x > 0 (fp32, ~1 ulp); other inputs give anything.
+V logCore64(V x) {
+  Ctx& c = *x.c;
+  const int64_t sqrtHalf = 0x3fe6a09e667f3bcdll; // bits of sqrt(1/2)
+  B sub = x < two(-1022);
+  V xs = sel(sub, x * two(54), x);
+  I ix = bitsAs(bits(xs), DType::I64) - sqrtHalf;
+  I e = (ix >> 52) - as(sel(sub, c.ki(54, DType::I64), c.ki(0, DType::I64)), DType::I64);
+  V m = fromBits((ix & 0xfffffffffffffll) + sqrtHalf);
+  V f = m - 1.0;
+  V s = f / (m + 1.0);
+  V s2 = s + s;
+  V z = s * s;
+  V q = poly(z, {0.3333333333333333, 0.19999999999999996, 0.14285714285717924, 0.11111111109856468,
+                 0.09090909307413914, 0.07692286737563853, 0.06667855043257874, 0.05843264799416645,
+                 0.05948192279592784});
+  V lm = fma(s2 * z, q, s2);
+  V ef = toFloat(e);
+  return fma(ef, c.k(kLn2), fma(ef, c.k(2.3190468138462996e-17), lm));
+}
 V logCore(V x) {
   Ctx& c = *x.c;
+  if (c.f64()) return logCore64(x);
   B sub = x < two(-126);
   V xs = sel(sub, x * two(23), x);
   I ix = bitsAs(bits(xs), DType::I32) - 0x3f3504f3; // mantissa in [sqrt(1/2), sqrt(2))
@@ -557,6 +586,14 @@ V acosv(V x) {
 
 // ---- hyperbolic --------------------------------------------------------------------------------
 V sinhv(V x) {
+  if (x.c->f64())
+    return odd(x, [](V a) {
+      // (E + E / (E + 1)) / 2 with E = expm1(a); from 700 on, e^(a/2) squared.
+      V e = expm1v(a);
+      V small = (e + e / (e + 1.0)) * 0.5;
+      V h = expv(a * 0.5);
+      return sel(a < 700.0, small, (h * 0.5) * h);
+    });
   return odd(x, [](V a) {
     V z = a * a;
     V q = poly(z, {0.1666666716337204, 0.008333333767950535, 0.0001984128321055323,
@@ -575,6 +612,11 @@ V coshv(V x) {
   return h + 0.25 / h;
 }
 V tanhv(V x) {
+  if (x.c->f64())
+    return odd(x, [](V a) {
+      V e = expm1v(a * 2.0);
+      return sel(a > 22.0, a.c->k(1.0), e / (e + 2.0));
+    });
   return odd(x, [](V a) {
     V z = a * a;
     V q = poly(z, {-0.3333333432674408, 0.13333332538604736, -0.053968049585819244,
@@ -591,14 +633,14 @@ V asinhv(V x) {
     V z = a * a;
     V small = log1pv(a + z / (1.0 + sqrtv(1.0 + z)));
     V large = logv(a) + kLn2;
-    return sel(a > 4096.0, large, small);
+    return sel(a > (a.c->f64() ? two(28) : 4096.0), large, small);
   });
 }
 V acoshv(V x) {
   V t = x - 1.0;
   V small = log1pv(t + sqrtv(t * (x + 1.0)));
   V large = logv(x) + kLn2;
-  V r = sel(x > 4096.0, large, small);
+  V r = sel(x > (x.c->f64() ? two(28) : 4096.0), large, small);
   return sel(x < 1.0, kNan, r);
 }
 V atanhv(V x) {
@@ -915,6 +957,9 @@ const std::map<std::string, Spec>& table() {
           "mul_ru", "div_rz",    "div_rd",       "div_ru", "fmin",      "fmax"})
       m[n] = {Kind::FloatBinary, true};
     for (const char* n : {"atan2", "fast_powf", "fast_dividef"}) m[n].f64 = false;
+    for (const char* n :
+         {"expm1", "log1p", "log10", "exp10", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh"})
+      m[n].f64 = true;
     m["hypot"].f64 = m["rhypot"].f64 = true;
     for (const char* n : {"norm3d", "rnorm3d", "fma_rn"}) m[n] = {Kind::FloatTernary, true};
     for (const char* n : {"norm4d", "rnorm4d"}) m[n] = {Kind::FloatQuad, true};
@@ -991,16 +1036,14 @@ V unaryFloat(Ctx& c, const std::string& fn, V x) {
   if (fn == "exp10") {
     // 10^x = 2^n e^r with x log2(10) = n + f: r = (x - n log10(2)) ln 10.
     V x0 = x;
-    x = fmin(fmax(x, c.k(-50.0)), c.k(40.0));
+    x = c.f64() ? fmin(fmax(x, c.k(-330.0)), c.k(310.0)) : fmin(fmax(x, c.k(-50.0)), c.k(40.0));
     V n = floorv(fma(x, 3.3219280948873622, 0.5));
-    float hi = float(0.30102999566398120);
-    float lo = float(0.30102999566398120 - double(hi));
+    auto [hi, lo] = split(c, 0.30102999566398120, -2.8037281277851704e-18);
     V f = fma(-n, c.k(hi), x);
     f = fma(-n, c.k(lo), f);
     V r = f * 2.302585092994046;
     V p = expmCore(r) + 1.0;
-    V nn = fmin(fmax(n, c.k(-200.0)), c.k(200.0));
-    auto [s1, s2] = pow2Pair(toInt(nn, DType::I32));
+    auto [s1, s2] = pow2Pair(toInt(n, c.sintType()));
     V res = p * s1 * s2;
     return sel(isnan(x0), x0, res);
   }

@@ -161,3 +161,14 @@ def test_tutorial_07_asin_with_extern_libs():
                  extern_libs={"libdevice": "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc"})
     torch.testing.assert_close(y, torch.asin(x), rtol=3e-7, atol=1e-7)
     assert math.isnan(run_gpu("asin", np.array([1.5], F32))[0])
+
+
+@pytest.mark.parametrize("fn,ref,pts", m.FP64_CASES)
+def test_fp64_forms_on_gpu(fn, ref, pts):
+    x = np.asarray(pts, np.float64)
+    got = run_gpu(fn, x)
+    with m.mp.workdps(40):
+        want = [ref(m.mp.mpf(float(v))) for v in x]
+    err = m._ulp64(got, want)
+    worst = int(np.argmax(err))
+    assert err[worst] <= 4, (fn, x[worst], got[worst], want[worst], err[worst])

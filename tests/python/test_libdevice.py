@@ -646,3 +646,63 @@ def test_extern_libs_is_accepted_and_ignored():
     k[(1, )](x, y, BLOCK=16, extern_libs={"libdevice": "/nonexistent/libdevice.10.bc"})
     np.testing.assert_allclose(y, np.arcsin(x.astype(np.float64)), rtol=3e-7, atol=1e-7)
     k.warmup(x, y, BLOCK=16, extern_libs={"libdevice": "x"}, grid=(1, ))
+
+
+def _ulp64(got, ref):
+    errs = []
+    for g, r in zip(np.asarray(got, np.float64), ref):
+        if math.isnan(r) or math.isinf(r) or math.isinf(g) or math.isnan(g):
+            same = (math.isnan(r) and math.isnan(g)) or g == r
+            errs.append(0.0 if same else math.inf)
+        else:
+            errs.append(float(abs(mp.mpf(g) - r) / max(np.spacing(abs(float(r))), 5e-324)))
+    return np.array(errs)
+
+
+FP64_CASES = [
+    ("expm1", mp.expm1, np.r_[np.linspace(-40, 709, 500), 1e-300, -1e-10, 1e-5]),
+    ("log1p", mp.log1p, np.r_[np.linspace(-0.999, 50, 400), np.geomspace(1e-300, 1e300, 200)]),
+    ("log10", mp.log10, np.r_[np.geomspace(1e-320, 1e308, 400), 1.0, 10.0, 1000.0]),
+    ("exp10", lambda v: mp.power(10, v), np.linspace(-320, 308, 500)),
+    ("sinh", mp.sinh, np.r_[np.linspace(-710, 710, 500), 1e-300, 0.1, -0.7]),
+    ("cosh", mp.cosh, np.linspace(-710, 710, 501)),
+    ("tanh", mp.tanh, np.r_[np.linspace(-25, 25, 500), 1e-300]),
+    ("asinh", mp.asinh, np.r_[np.linspace(-50, 50, 400), np.geomspace(1e-300, 1e300, 100)]),
+    ("acosh", mp.acosh, np.r_[np.linspace(1, 50, 400), np.geomspace(1, 1e300, 100)]),
+    ("atanh", mp.atanh, np.linspace(-0.9999, 0.9999, 400)),
+]
+
+
+@pytest.mark.parametrize("fn,ref,pts", FP64_CASES)
+def test_fp64_transcendentals(fn, ref, pts, kdir):
+    x = np.asarray(pts, np.float64)
+    got = run(kdir, fn, x)
+    with mp.workdps(40):
+        want = [ref(mp.mpf(float(v))) for v in x]
+    err = _ulp64(got, want)
+    worst = int(np.argmax(err))
+    assert err[worst] <= 3, (fn, x[worst], got[worst], want[worst], err[worst])
+    assert np.isnan(run(kdir, fn, np.array([np.nan]))[0])
+
+
+FP64_FUNCTIONS = ["expm1", "log1p", "log10", "exp10", "sinh", "cosh", "tanh", "asinh", "acosh",
+                  "atanh", "cbrt", "rint", "round", "trunc", "logb", "hypot", "fmod", "remainder",
+                  "nextafter", "copysign", "add_ru", "div_rz", "sqrt_rd", "rcp_ru", "norm3d"]
+
+
+@pytest.mark.skipif(PTXAS is None, reason="ptxas not found")
+@pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
+def test_fp64_forms_compile_and_assemble(target, kdir, tmp_path, monkeypatch):
+    monkeypatch.setenv("WARPWEAVE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("WARPWEAVE_TARGET", target)
+    for fn in FP64_FUNCTIONS:
+        n = len(_signature(fn)[0])
+        k = make_kernel(kdir, fn, n)
+        args = tuple(np.zeros(128, np.float64) for _ in range(n + 1))
+        ptx = k.compile_for(k.bind(args, {"BLOCK": 128}), False, (1, 1, 1)).kernel.ptx
+        assert ".f64" in ptx
+        src, obj = tmp_path / f"{fn}.ptx", tmp_path / f"{fn}.cubin"
+        src.write_text(ptx)
+        r = subprocess.run([PTXAS, "--gpu-name", target, "-o", str(obj), str(src)],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, (fn, r.stderr[:300])
