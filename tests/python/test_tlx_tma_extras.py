@@ -336,7 +336,7 @@ def test_launch_asks_the_allocator_for_scratch(monkeypatch):
         folded_args = kernel.folded_args
         global_scratch_size = kernel.global_scratch_size
 
-        def launch(self, gx, gy, gz, stream, args):
+        def launch(self, gx, gy, gz, stream, args, pdl=False):
             launched.append(((gx, gy, gz), args))
 
     compiled = jit.CompiledKernel(tile_copy_device_desc, FakeKernel(),
