@@ -396,8 +396,8 @@ def test_fp16_goes_through_fp32(kdir):
 
 
 def test_fp64_transcendental_is_refused(kdir):
-    with pytest.raises(Exception, match=r"libdevice.asin is implemented for fp32"):
-        run(kdir, "asin", np.array([0.5], np.float64))
+    with pytest.raises(Exception, match=r"libdevice.erfinv is implemented for fp32"):
+        run(kdir, "erfinv", np.array([0.5], np.float64))
 
 
 # ---- integer functions ---------------------------------------------------------------------
@@ -670,6 +670,11 @@ FP64_CASES = [
     ("asinh", mp.asinh, np.r_[np.linspace(-50, 50, 400), np.geomspace(1e-300, 1e300, 100)]),
     ("acosh", mp.acosh, np.r_[np.linspace(1, 50, 400), np.geomspace(1, 1e300, 100)]),
     ("atanh", mp.atanh, np.linspace(-0.9999, 0.9999, 400)),
+    ("sin", mp.sin, np.r_[np.linspace(-1e4, 1e4, 999), np.geomspace(1e-300, 1e12, 200)]),
+    ("cos", mp.cos, np.r_[np.linspace(-1e4, 1e4, 999), np.geomspace(1e-300, 1e12, 200)]),
+    ("asin", mp.asin, np.r_[np.linspace(-1, 1, 801), 1e-300]),
+    ("acos", mp.acos, np.linspace(-1, 1, 801)),
+    ("atan", mp.atan, np.r_[np.linspace(-30, 30, 801), np.geomspace(1e-300, 1e300, 200)]),
 ]
 
 
@@ -685,7 +690,7 @@ def test_fp64_transcendentals(fn, ref, pts, kdir):
     assert np.isnan(run(kdir, fn, np.array([np.nan]))[0])
 
 
-FP64_FUNCTIONS = ["expm1", "log1p", "log10", "exp10", "sinh", "cosh", "tanh", "asinh", "acosh",
+FP64_FUNCTIONS = ["sin", "cos", "asin", "acos", "atan", "atan2", "expm1", "log1p", "log10", "exp10", "sinh", "cosh", "tanh", "asinh", "acosh",
                   "atanh", "cbrt", "rint", "round", "trunc", "logb", "hypot", "fmod", "remainder",
                   "nextafter", "copysign", "add_ru", "div_rz", "sqrt_rd", "rcp_ru", "norm3d"]
 
@@ -706,3 +711,16 @@ def test_fp64_forms_compile_and_assemble(target, kdir, tmp_path, monkeypatch):
         r = subprocess.run([PTXAS, "--gpu-name", target, "-o", str(obj), str(src)],
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, (fn, r.stderr[:300])
+
+
+def test_fp64_atan2(kdir):
+    v = [0.0, -0.0, 1.0, -1.0, 3.5, -1e-300, 1e300, INF, -INF, NAN, 0.1]
+    ys = np.array([a for a in v for _ in v], np.float64)
+    xs = np.array([b for _ in v for b in v], np.float64)
+    got = run(kdir, "atan2", ys, xs)
+    with mp.workdps(40):
+        want = [NAN if math.isnan(a) or math.isnan(b) else
+                (math.atan2(a, b) if (math.isinf(a) or math.isinf(b) or a == 0) else
+                 mp.atan2(mp.mpf(a), mp.mpf(b))) for a, b in zip(ys, xs)]
+    err = _ulp64(got, want)
+    assert err.max() <= 2, (ys[err.argmax()], xs[err.argmax()], got[err.argmax()])
