@@ -514,6 +514,12 @@ V sinCos(V x, bool cosine) {
 V tanv(V x) {
   auto [r, q] = reducePio2(x);
   V z = r * r;
+  if (x.c->f64()) { // sin / cos (fp64 tan's series converges too slowly on [-pi/4, pi/4])
+    V s = sinPoly(r, z), co = cosPoly(z);
+    V v = sel(icmp("ne", q & 1, 0), -co / s, s / co);
+    v = sel(x == 0.0, x, v);
+    return sel(isinfB(x), kNan, sel(isnan(x), x, v));
+  }
   V q7 = poly(z, {0.3333333432674408, 0.13333344459533691, 0.05396468564867973, 0.02191443182528019,
                   0.008589374832808971, 0.004478428978472948, -6.944467168068513e-05,
                   0.0018245336832478642});
@@ -525,14 +531,13 @@ V tanv(V x) {
 /// sin(pi x) / cos(pi x): exact reduction x = j/2 + r.
 V sinCosPi(V x0, bool cosine) {
   Ctx& c = *x0.c;
-  // From 2^24 on every float is an even integer: the same values as at 0.
-  V x = sel(fabs(x0) >= two(24), copysignv(c.k(0.0), x0), x0);
+  // From 2^(mantissa + 1) on every value is an even integer: the same results as at 0.
+  V x = sel(fabs(x0) >= two(mantBits(c) + 1), copysignv(c.k(0.0), x0), x0);
   V j = rintv(x * 2.0);
   V r = fma(j, -0.5, x); // exact
   V jm = j - floorv(j * 0.25) * 4.0;
   I q = toInt(jm, DType::I32);
-  float hi = float(kPi);
-  float lo = float(kPi - double(hi));
+  auto [hi, lo] = split(c, kPi, 1.2246467991473532e-16);
   V t = fma(r, c.k(hi), r * c.k(lo));
   V z = t * t;
   V s = sinPoly(t, z), co = cosPoly(z);
@@ -973,8 +978,9 @@ const std::map<std::string, Spec>& table() {
           "mul_ru", "div_rz",    "div_rd",       "div_ru", "fmin",      "fmax"})
       m[n] = {Kind::FloatBinary, true};
     for (const char* n : {"fast_powf", "fast_dividef"}) m[n].f64 = false;
-    for (const char* n : {"expm1", "log1p", "log10", "exp10", "sinh", "cosh", "tanh", "asinh",
-                          "acosh", "atanh", "sin", "cos", "asin", "acos", "atan", "atan2"})
+    for (const char* n :
+         {"expm1", "log1p", "log10", "exp10", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+          "sin", "cos", "asin", "acos", "atan", "atan2", "tan", "sinpi", "cospi"})
       m[n].f64 = true;
     m["hypot"].f64 = m["rhypot"].f64 = true;
     for (const char* n : {"norm3d", "rnorm3d", "fma_rn"}) m[n] = {Kind::FloatTernary, true};

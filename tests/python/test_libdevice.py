@@ -675,6 +675,9 @@ FP64_CASES = [
     ("asin", mp.asin, np.r_[np.linspace(-1, 1, 801), 1e-300]),
     ("acos", mp.acos, np.linspace(-1, 1, 801)),
     ("atan", mp.atan, np.r_[np.linspace(-30, 30, 801), np.geomspace(1e-300, 1e300, 200)]),
+    ("tan", mp.tan, np.r_[np.linspace(-1e4, 1e4, 999), np.geomspace(1e-300, 1e12, 200)]),
+    ("sinpi", mp.sinpi, np.r_[np.linspace(-40, 40, 999), np.geomspace(1e-300, 1e20, 200)]),
+    ("cospi", mp.cospi, np.r_[np.linspace(-40, 40, 999), np.geomspace(1e-300, 1e20, 200)]),
 ]
 
 
@@ -690,7 +693,7 @@ def test_fp64_transcendentals(fn, ref, pts, kdir):
     assert np.isnan(run(kdir, fn, np.array([np.nan]))[0])
 
 
-FP64_FUNCTIONS = ["sin", "cos", "asin", "acos", "atan", "atan2", "expm1", "log1p", "log10", "exp10", "sinh", "cosh", "tanh", "asinh", "acosh",
+FP64_FUNCTIONS = ["sin", "cos", "tan", "sinpi", "cospi", "asin", "acos", "atan", "atan2", "expm1", "log1p", "log10", "exp10", "sinh", "cosh", "tanh", "asinh", "acosh",
                   "atanh", "cbrt", "rint", "round", "trunc", "logb", "hypot", "fmod", "remainder",
                   "nextafter", "copysign", "add_ru", "div_rz", "sqrt_rd", "rcp_ru", "norm3d"]
 
