@@ -675,13 +675,13 @@ V erfSmall(V x) { // |x| <= 1
                      0.0001124087066273205, -9.593301911081653e-06});
   return x * q;
 }
-/// erfc(a) e^(a^2) for a >= 1 (erfcx): t P(t), t = 2 / (2 + a).
+/// erfc(a) e^(a^2) for a >= 0.5 (erfcx): t P(t), t = 2 / (2 + a).
 V erfcxLarge(V a) {
   V t = 2.0 / (a + 2.0);
-  V p = poly(t, {0.282094806432724, 0.28209468722343445, 0.24684011936187744, 0.17613796889781952,
-                 0.08580300956964493, -0.01843191869556904, 0.0004331724194344133,
-                 -0.19199851155281067, 0.1766217201948166, -0.022971294820308685,
-                 -0.016985934227705002});
+  V p = poly(t, {0.282094806432724, 0.28209471702575684, 0.2468368262052536, 0.17622333765029907,
+                 0.08467652648687363, -0.009825007990002632, -0.0402643196284771,
+                 -0.06926876306533813, -0.059596989303827286, 0.25765642523765564,
+                 -0.204356849193573, 0.053754329681396484});
   return t * p;
 }
 /// e^(-a^2) (sign -1) or e^(a^2) (sign 1) with a split so that the square is exact (a = hi + lo,
@@ -702,7 +702,7 @@ V erfv(V x) {
 }
 V erfcv(V x) {
   V a = fabs(x);
-  V pos = sel(a <= 1.0, 1.0 - erfSmall(a), erfcxLarge(a) * expNegSquare(a));
+  V pos = sel(a <= 0.5, 1.0 - erfSmall(a), erfcxLarge(a) * expNegSquare(a));
   pos = sel(a > 10.1, 0.0, pos);
   V r = sel(x < 0.0, 2.0 - pos, pos);
   return sel(isnan(x), x, r);
@@ -710,7 +710,7 @@ V erfcv(V x) {
 V erfcxv(V x) {
   V a = fabs(x);
   V ea = expSquare(a, 1.0);
-  V pos = sel(a <= 1.0, (1.0 - erfSmall(a)) * ea, erfcxLarge(a));
+  V pos = sel(a <= 0.5, (1.0 - erfSmall(a)) * ea, erfcxLarge(a));
   V e2 = ea * 2.0;
   V r = sel(x < 0.0, e2 - pos, pos);
   r = sel(x == -kInf, kInf, r);
