@@ -211,6 +211,10 @@ def _ref_unary():
                  np.r_[grid(-1000, 1000), grid(1e-44, 1e38, 100, True)]),
         "rcbrt": (limit(mpf1(lambda x: mp.sign(x) / mp.cbrt(abs(x))), [(INF, 0.0), (0.0, INF), (-0.0, -INF)]),
                   3, np.r_[grid(0.001, 1000), grid(1e-30, 1e30, 100, True)]),
+        "cyl_bessel_i0": (limit(mpf1(lambda x: mp.besseli(0, x)), [(INF, INF), (-INF, INF)]), 4,
+                          grid(-95, 95, 801)),
+        "cyl_bessel_i1": (limit(mpf1(lambda x: mp.besseli(1, x)), [(INF, INF), (-INF, -INF)]), 4,
+                          grid(-95, 95, 801)),
         "normcdf": (limit(mpf1(mp.ncdf), [(INF, 1.0), (-INF, 0.0)]), 6, grid(-13, 8)),
         "normcdfinv": (limit(lambda p: NAN if not 0 <= p <= 1 or math.isnan(p) else
                              -math.sqrt(2) * _erfcinv(2 * p), [(0.0, -INF), (1.0, INF)]), 6,

@@ -12,6 +12,7 @@ from .. import _kernel_only
 _BUILT = """
 acos acosh asin asinh atan atan2 atanh cbrt cos cosh cospi erf erfc erfcinv erfcx erfinv exp10
 expm1 hypot lgamma log10 log1p normcdf normcdfinv rcbrt rhypot sin sinh sinpi tan tanh tgamma
+cyl_bessel_i0 cyl_bessel_i1
 norm3d norm4d rnorm3d rnorm4d fmod remainder copysign nextafter fdim ldexp scalbn ilogb logb
 round rint nearbyint trunc llrint llround signbit isinf isnan finitef isfinited saturatef
 rsqrt_rn rcp_rn rcp_rz rcp_rd rcp_ru sqrt_rz sqrt_rd sqrt_ru fma_rn
