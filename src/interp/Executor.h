@@ -33,7 +33,7 @@ struct PendingDot {
   BufferView b;
   RtValue acc; // a tensor or an earlier pending dot of the same agent
   bool useAcc = true;
-  std::string precision; // input_precision; empty: tf32 for fp32 operands, as wgmma reads them
+  std::string precision; // input_precision (Ops.def's "tf32" when absent, as wgmma reads fp32)
   ir::Type resultType;
   TensorPtr result;   // set on completion
   uint64_t token = 0; // of its in-flight shared-memory reads

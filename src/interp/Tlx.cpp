@@ -685,9 +685,7 @@ void Executor::completeDot(PendingDot& d) {
     }
   }
   // wgmma reads fp32 operands as tf32 unless the kernel asked otherwise.
-  std::string precision = d.precision;
-  if (precision.empty()) precision = a->elem == ir::DType::F32 ? "tf32" : "ieee";
-  d.result = computeDot(*a, *b, acc.get(), precision, d.resultType);
+  d.result = computeDot(*a, *b, acc.get(), d.precision, d.resultType);
 }
 
 void Executor::completeDotsDownTo(size_t pendings, SourceLoc waitLoc) {
