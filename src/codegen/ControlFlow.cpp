@@ -2,7 +2,11 @@
 // in fixed registers updated by a parallel copy at the end of each iteration.
 #include "codegen/Lowering.h"
 
+#include <algorithm>
+#include <cctype>
+#include <map>
 #include <set>
+#include <string_view>
 
 namespace ww::codegen {
 
@@ -25,6 +29,117 @@ const ir::Op* terminatorOf(const ir::Block& block, OpCode expected) {
     throw std::logic_error(std::string("codegen: region does not end in ") +
                            (expected == OpCode::Yield ? "yield" : "condition"));
   return t;
+}
+
+bool isRegChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
+
+/// The registers (`%name`, not `%tid.x` and the like) on `line`, each with its offset.
+std::vector<std::pair<size_t, std::string>> registersOn(std::string_view line) {
+  std::vector<std::pair<size_t, std::string>> regs;
+  for (size_t i = 0; i < line.size(); ++i) {
+    if (line[i] != '%') continue;
+    size_t j = i + 1;
+    while (j < line.size() && isRegChar(line[j])) ++j;
+    if (j > i + 1 && (j == line.size() || line[j] != '.'))
+      regs.emplace_back(i, std::string(line.substr(i, j - i)));
+    i = j - 1;
+  }
+  return regs;
+}
+
+/// Whether register `reg` occurs in `text` before offset `end`.
+bool occursBefore(const std::string& text, const std::string& reg, size_t end) {
+  for (size_t at = text.find(reg); at != std::string::npos && at < end; at = text.find(reg, at + 1))
+    if (at + reg.size() >= text.size() || !isRegChar(text[at + reg.size()])) return true;
+  return false;
+}
+
+/// Loop-carried values without copies: where the body (the text from `from` on) computes the
+/// next value of carried register dst[i] (an `eligible` one) into a register of its own, renames
+/// that register to dst[i] in the body, so that the end-of-iteration copy is not needed (the
+/// accumulator of attention's P V, scaled by alpha, then accumulated by wgmma: 128 movs ptxas would
+/// not always coalesce, and a spill). A rename keeps the meaning when the register is the body's
+/// own (not used before it), yielded once, and dst[i] is not read after the register is first
+/// written: not on a later line, nor around a loop (a backward branch after the first write
+/// to a label at or before dst[i]'s last use). Returns the values to copy, renamed ones now
+/// equal to their destination.
+std::vector<std::string> coalesceCarried(std::string& text, size_t from,
+                                         const std::vector<std::string>& dst,
+                                         const std::vector<bool>& eligible,
+                                         std::vector<std::string> next) {
+  // Inline asm may hold labels and branches of its own: leave such bodies as they are.
+  if (text.find(kInlineAsmBegin, from) != std::string::npos) return next;
+  std::vector<size_t> lineStart;
+  for (size_t at = from; at < text.size();) {
+    lineStart.push_back(at);
+    size_t nl = text.find('\n', at);
+    at = nl == std::string::npos ? text.size() : nl + 1;
+  }
+  auto lineOf = [&](size_t i) {
+    size_t end = i + 1 < lineStart.size() ? lineStart[i + 1] : text.size();
+    return std::string_view(text).substr(lineStart[i], end - lineStart[i]);
+  };
+  std::map<std::string, std::pair<size_t, size_t>> span; // first and last line of each register
+  std::map<std::string, size_t> labels;
+  std::vector<std::pair<size_t, std::string>> branches; // line, target
+  for (size_t i = 0; i < lineStart.size(); ++i) {
+    std::string_view line = lineOf(i);
+    for (const auto& [off, reg] : registersOn(line)) {
+      auto [it, fresh] = span.emplace(reg, std::make_pair(i, i));
+      if (!fresh) it->second.second = i;
+    }
+    size_t colon = line.find(':');
+    if (!line.empty() && line[0] != '\t' && colon != std::string_view::npos)
+      labels[std::string(line.substr(0, colon))] = i;
+    size_t bra = line.find("bra");
+    if (bra != std::string_view::npos && line[0] == '\t') {
+      size_t t = line.find_first_not_of(" \t", line.find_first_of(" \t", bra));
+      size_t e = line.find(';', t);
+      if (t != std::string_view::npos && e != std::string_view::npos)
+        branches.emplace_back(i, std::string(line.substr(t, e - t)));
+    }
+  }
+  std::map<std::string, std::string> rename;
+  std::set<std::string> dsts(dst.begin(), dst.end());
+  for (size_t k = 0; k < dst.size(); ++k) {
+    const std::string& src = next[k];
+    if (!eligible[k] || src == dst[k] || src.empty() || src[0] != '%' || dsts.count(src)) continue;
+    if (std::count(next.begin(), next.end(), src) != 1) continue;
+    auto s = span.find(src);
+    if (s == span.end() || occursBefore(text, src, from)) continue;
+    size_t firstWrite = s->second.first;
+    auto d = span.find(dst[k]);
+    if (d != span.end()) {
+      size_t lastRead = d->second.second;
+      if (lastRead > firstWrite) continue;
+      bool aroundLoop = false;
+      for (const auto& [line, target] : branches) {
+        auto l = labels.find(target);
+        aroundLoop |= line >= firstWrite && l != labels.end() && l->second <= lastRead;
+      }
+      if (aroundLoop) continue;
+    }
+    rename[src] = dst[k];
+    next[k] = dst[k];
+  }
+  if (rename.empty()) return next;
+  std::string out = text.substr(0, from);
+  for (size_t i = 0; i < lineStart.size(); ++i) {
+    std::string_view line = lineOf(i);
+    size_t done = 0;
+    for (const auto& [off, reg] : registersOn(line)) {
+      auto r = rename.find(reg);
+      if (r == rename.end()) continue;
+      out.append(line.substr(done, off - done));
+      out += r->second;
+      done = off + reg.size();
+    }
+    out.append(line.substr(done));
+  }
+  text = std::move(out);
+  return next;
 }
 
 } // namespace
@@ -117,13 +232,23 @@ void FunctionLowering::lowerFor(const ir::Op& op) {
   b_.inst("bra", {exit}, done);
   bind(body.arg(0), {iv});
   for (unsigned k = 0; k < numIters; ++k) bind(body.arg(1 + k), carried[k]);
+  const size_t bodyStart = b_.mutableBody().size();
   for (const auto& inner : body.ops())
     if (inner.get() != body.terminator()) lowerOp(*inner);
   const ir::Op* yield = terminatorOf(body, OpCode::Yield);
   b_.setLoc(yield->loc());
   std::vector<std::string> next;
-  for (unsigned k = 0; k < numIters; ++k)
-    for (const auto& x : operand(*yield, k)) next.push_back(x);
+  std::vector<bool> accumulator;
+  for (unsigned k = 0; k < numIters; ++k) {
+    // Only wgmma accumulators: for other values ptxas coalesces the copies itself, and longer
+    // live ranges can cost registers where a kernel has few (64 at 32 warps).
+    bool acc = isUnsharedAsyncDotResult(body, yield->operand(k), yield);
+    for (const auto& x : operand(*yield, k)) {
+      next.push_back(x);
+      accumulator.push_back(acc);
+    }
+  }
+  next = coalesceCarried(b_.mutableBody(), bodyStart, flat.regs, accumulator, std::move(next));
   parallelCopy(flat.regs, next, flat.classes);
   b_.inst("add." + it, {iv, iv, step});
   b_.inst("bra.uni", {head});

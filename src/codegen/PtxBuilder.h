@@ -104,6 +104,9 @@ public:
   /// (`declare`, string constants, the printf argument buffer).
   std::string regDeclarations() const;
   const std::string& body() const { return body_; }
+  /// The text emitted so far, for rewriting what a region emitted (the for lowering coalesces
+  /// loop-carried registers in its body's text).
+  std::string& mutableBody() { return body_; }
 
 private:
   std::string body_;

@@ -115,3 +115,19 @@ def test_tutorial_configuration_is_pipelined_with_tma(stages, causal):
     # K and V are read by the MMAs where TMA put them: no shared-memory loads in the loop.
     loop = ptx[ptx.index("wgmma.fence"):ptx.rindex("wgmma.wait_group")]
     assert "ld.shared" not in loop
+
+
+@needs_ptxas
+@pytest.mark.parametrize("stages", [2, 3])
+@pytest.mark.parametrize("causal", [False, True])
+def test_tutorial_configuration_compiles_without_spills(stages, causal):
+    kernel = compile_sm90a(128, 128, 64, stages, 4, causal).kernel
+    print(f"stages {stages} causal {causal}: {kernel.registers} registers, "
+          f"{kernel.spill_bytes} spill bytes, {kernel.shared_bytes} B shared")
+    assert kernel.spill_bytes == 0
+    # The accumulator is scaled by alpha and accumulated by the P @ V wgmma in the loop-carried
+    # registers themselves: no copy of it (128 movs) at the end of the iteration.
+    ptx = kernel.ptx
+    for end in re.finditer(r"bra\.uni (\$L_for_\d+);", ptx):
+        tail = ptx[ptx.rindex("wgmma.wait_group", 0, end.start()):end.start()]
+        assert tail.count("mov.f32") <= 8, tail
