@@ -731,6 +731,21 @@ class CompiledKernel:
             preferred_ctas_per_cga=None, shared=self.kernel.shared_bytes,
             target=self.kernel.target)
 
+    def __getitem__(self, grid):
+        """Triton's `compiled[grid](*args)`: launches this very kernel with every argument of the
+        @jit function, constexprs included, in order (tutorial 02 launches the kernel its warmup
+        returned this way). As in Triton the arguments are not re-specialized: they must be those
+        it was compiled for."""
+        def runner(*args, stream=None):
+            values = self.fn.bind(args, {})
+            g = _normalize_grid(grid, self.fn.__name__)
+            if self.interpret:
+                self.run_interpreter(g, values)
+            else:
+                self.launch_gpu(g, values)
+
+        return runner
+
     def _init_handles(self):
         """Triton loads the module here before reading n_regs / n_spills; warpweave knows them
         from ptxas at compile time and loads the module at the first launch."""

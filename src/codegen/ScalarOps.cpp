@@ -577,7 +577,9 @@ std::string emitElementwise(ScalarContext& cx, const ir::Op& op,
   case OpCode::Umulhi:
     if (t != DType::I32 && t != DType::U32 && t != DType::I64 && t != DType::U64)
       unsupported(cx, op, t, "umulhi takes 32- or 64-bit integers");
-    return cx.b.pure("mul.hi." + intType(t), regClassOf(t),
+    // The unsigned high half whatever the signedness, as the interpreter and Triton compute it
+    // (mul.hi.s32 would be the signed product's).
+    return cx.b.pure(ir::bitWidth(t) == 64 ? "mul.hi.u64" : "mul.hi.u32", regClassOf(t),
                      {cx.b.materialize(args[0], regClassOf(t)), args[1]});
   case OpCode::Cast:
     return emitCast(cx, args[0], t, resultType, ir::attr::Cast::rounding(op));

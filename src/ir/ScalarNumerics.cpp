@@ -139,9 +139,12 @@ float truncateToTf32(float x) {
   return x;
 }
 
+// NaN converts as the GPU's cvt does: to 0 for 32 bits and fewer, to 0x8000000000000000 for 64
+// bits (measured on the H200: cvt.rni.s64.f32 of NaN; CUDA's __float2ll_* / __float2ull_* say
+// the same).
 int64_t floatToIntSaturating(double x, DType t) {
-  if (std::isnan(x)) return 0;
   int bits = bitWidth(t);
+  if (std::isnan(x)) return bits == 64 ? std::numeric_limits<int64_t>::min() : 0;
   double lo = -std::ldexp(1.0, bits - 1);
   double hiExclusive = std::ldexp(1.0, bits - 1);
   x = std::trunc(x);
@@ -152,8 +155,8 @@ int64_t floatToIntSaturating(double x, DType t) {
 }
 
 uint64_t floatToUintSaturating(double x, DType t) {
-  if (std::isnan(x)) return 0;
   int bits = bitWidth(t);
+  if (std::isnan(x)) return bits == 64 ? uint64_t(1) << 63 : 0;
   double hiExclusive = std::ldexp(1.0, bits);
   x = std::trunc(x);
   if (x <= 0) return 0;

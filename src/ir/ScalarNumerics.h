@@ -187,7 +187,8 @@ uint32_t castFloatToSmallFloat(double x, DType from, DType to, Rounding r = Roun
 double castIntToFloat(int64_t v, DType from, DType to, Rounding r = Rounding::NearestEven);
 
 /// Float -> integer as cvt.rzi does: truncation toward zero, saturation to the destination range,
-/// NaN -> 0. `t` is any integer DType but i1, which is x != 0 (the codegen's setp.neu).
+/// NaN -> 0 (0x8000000000000000 for 64-bit destinations, as the GPU). `t` is any integer DType
+/// but i1, which is x != 0 (the codegen's setp.neu).
 int64_t floatToIntSaturating(double x, DType t);
 uint64_t floatToUintSaturating(double x, DType t);
 /// Either of the above by `t`'s signedness, as an int64_t bit pattern; i1 gives x != 0.

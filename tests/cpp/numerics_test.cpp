@@ -224,3 +224,15 @@ TEST(Numerics, CastsFoldAsInterpreted) {
       for (DType to : kInts) expectAgree(OpCode::Cast, {v}, {from}, to);
     }
 }
+
+TEST(Numerics, NanToIntegerIsTheGpusValue) {
+  // The H200's cvt of NaN to a 64-bit integer gives 0x8000000000000000 (libdevice llrint /
+  // llround on the GPU); narrower destinations give 0.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_EQ(num::floatToIntSaturating(nan, DType::I64), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(num::floatToUintSaturating(nan, DType::U64), uint64_t(1) << 63);
+  for (DType t : {DType::I8, DType::I16, DType::I32})
+    EXPECT_EQ(num::floatToIntSaturating(nan, t), 0);
+  for (DType t : {DType::U8, DType::U16, DType::U32})
+    EXPECT_EQ(num::floatToUintSaturating(nan, t), 0u);
+}

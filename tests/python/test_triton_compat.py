@@ -685,7 +685,11 @@ def test_parameter_named_like_a_launch_option_receives_it():
     assert out[0] == 34
     compiled = _stages_seen.warmup(out, num_stages=2, num_warps=8, grid=(1, ))
     assert compiled.metadata.num_stages == 2 and compiled.metadata.num_warps == 8
-    # Tutorial 02 then reads the register count after _init_handles(), as in Triton.
+    # Tutorial 02 then reads the register count after _init_handles(), as in Triton, and launches
+    # the compiled kernel itself with every argument.
     assert compiled._init_handles() is None and isinstance(compiled.n_regs, int)
+    out[0] = 0
+    compiled[(1, 1, 1)](out, 2, 8)
+    assert out[0] == 28
     with pytest.raises(TypeError, match="missing required constexpr 'num_warps'"):
         _stages_seen[(1, )](out, num_stages=3)
