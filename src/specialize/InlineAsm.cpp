@@ -141,11 +141,13 @@ Val Specializer::inlineAsmElementwise(CallSite& call) {
 // with side effects (an unused 32-bit result, as Triton writes them; sm_90 and newer).
 Val Specializer::gridDependencyControl(const std::string& name, CallSite& call) {
   BoundArgs a(call, {});
-  const std::string text = name == "gdc_wait" ? "griddepcontrol.wait;"
-                                              : "griddepcontrol.launch_dependents;";
+  const std::string text =
+      name == "gdc_wait" ? "griddepcontrol.wait;" : "griddepcontrol.launch_dependents;";
   ir::Op* op = b.create(OpCode::InlineAsm, {}, {ir::Type::scalar(ir::DType::I32)},
-                        {{"asm", text}, {"constraints", std::string("=r")},
-                         {"pure", int64_t(0)}, {"pack", int64_t(1)}});
+                        {{"asm", text},
+                         {"constraints", std::string("=r")},
+                         {"pure", int64_t(0)},
+                         {"pack", int64_t(1)}});
   (void)op;
   return Val::none();
 }
