@@ -664,7 +664,9 @@ Val Specializer::evalSubscript(const Subscript* e) {
     if (auto* sl = dyn_cast<Slice>(idx); sl && !sl->lower && !sl->upper && !sl->step) {
       ++pos;
       ++slices;
-      if (slices > t.shape.size())
+      // Triton treats a scalar as a 0-d tensor whose ':' is a no-op (`z_ptr[None, None, :]`
+      // makes a 1x1 pointer); on a tensor more ':' than dimensions is a mistake worth naming.
+      if (slices > t.shape.size() && !t.shape.empty())
         raiseError(idx->loc, "too many ':' for a value of type " + t.str());
       continue;
     }

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <set>
 
 namespace ww::specialize {
 
@@ -91,6 +92,8 @@ void markPropagatesNan(ir::Value* v) {
 std::optional<Val> Specializer::namespaceMember(const std::string& ns, const std::string& name) {
   if (ns == "tl") {
     if (auto d = ir::parseTlDType(name)) return Val::dtypeOf(*d);
+    // triton.language.core's one named pointer type: pointer_type(int32).
+    if (name == "pi32_t") return Val::dtypeOf(DType::I32, true);
     if (name == "math") return Val::ns("tl");
     if (name == "random") return Val::ns("tl.random");
     if (name == "extra") return Val::ns("tl.extra");
@@ -472,7 +475,20 @@ Val tlExpandDims(Specializer& sp, const std::string& /*name*/, CallSite& call) {
   else
     axes.push_back(sp.constInt(ax, a.loc("axis"), fn + "'s axis", a.expr("axis")));
   int64_t newRank = static_cast<int64_t>(x->type().shape.size() + axes.size());
-  for (int64_t& ax2 : axes) ax2 = ax2 < 0 ? ax2 + newRank : ax2;
+  std::string normalized;
+  for (int64_t& ax2 : axes) {
+    // Triton's conditions: each axis within the result's rank, no axis twice after wrapping.
+    if (ax2 < -newRank || ax2 >= newRank)
+      raiseError(a.loc("axis"), fn + ": invalid axis " + std::to_string(ax2) + "; expected " +
+                                    std::to_string(-newRank) + " <= axis < " +
+                                    std::to_string(newRank) + " for a result of rank " +
+                                    std::to_string(newRank));
+    ax2 = ax2 < 0 ? ax2 + newRank : ax2;
+    normalized += (normalized.empty() ? "" : ", ") + std::to_string(ax2);
+  }
+  if (std::set<int64_t>(axes.begin(), axes.end()).size() != axes.size())
+    raiseError(a.loc("axis"),
+               fn + " received duplicate axes, normalized axes = [" + normalized + "]");
   std::sort(axes.begin(), axes.end());
   for (int64_t ax2 : axes) x = sp.expandDims(x, ax2, a.loc("axis"));
   return Val::runtime(x);
@@ -865,6 +881,14 @@ Val tlMakeTensorDescriptor(Specializer& sp, const std::string& /*name*/, CallSit
                         std::to_string(strides.elts.size()) + " and " +
                         std::to_string(block.size()));
   if (block.size() < 1 || block.size() > 5) raiseError(loc, "tensor descriptors have rank 1 to 5");
+  // TMA copies rows of at least 16 bytes; Triton refuses narrower blocks with this text.
+  int64_t elemBytes = ir::bitWidth(base.type().elem) / 8;
+  if (block.back() * elemBytes < 16)
+    raiseError(
+        a.loc("block_shape"),
+        "Descriptor block shape must have at least 16 bytes in the last dimension, but got " +
+            std::to_string(block.back()) + " * " + std::to_string(elemBytes) + " = " +
+            std::to_string(block.back() * elemBytes) + " bytes");
   std::vector<ir::Value*> ops{base.v};
   for (const Val& s : shape.elts)
     ops.push_back(
@@ -1058,6 +1082,15 @@ Val tlAtomic(Specializer& sp, const std::string& name, CallSite& call) {
   }
   if ((kind == "and" || kind == "or" || kind == "xor") && ir::isFloat(elem))
     raiseError(loc, fn + " needs an integer pointer, got " + p.type().str());
+  // Triton's element types for the read-modify-write atomics: no 8- or 16-bit integers, no fp8,
+  // and 16-bit floats only for atomic_add.
+  if (elem == DType::I16 || elem == DType::U16 || ir::bitWidth(elem) < 16)
+    raiseError(a.loc("pointer"), fn + " does not support " + std::string(ir::tlName(elem)) +
+                                     " elements; it takes 32- or 64-bit integers and floats "
+                                     "(and fp16/bf16 for atomic_add)");
+  if ((elem == DType::F16 || elem == DType::BF16) && kind != "add")
+    raiseError(a.loc("pointer"), fn + " does not support " + std::string(ir::tlName(elem)) +
+                                     " elements; only atomic_add takes fp16/bf16");
   std::vector<ir::Value*> ops{ptr, asElem(val, "the atomic's val")};
   if (!mask.isNone())
     ops.push_back(sp.broadcastTo(

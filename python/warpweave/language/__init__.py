@@ -12,6 +12,7 @@ __all__ = [
     "constexpr", "dtype", "pointer_type", "tensor", "cdiv", "next_power_of_2", "PropagateNan",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float8e4nv", "float8e5", "float8e4b15", "float8e4b8", "float8e5b16", "float16", "bfloat16", "float32", "float64",
+    "pi32_t",
 ]
 
 
@@ -157,6 +158,8 @@ float16 = dtype("float16", "fp16", 16)
 bfloat16 = dtype("bfloat16", "bf16", 16)
 float32 = dtype("float32", "fp32", 32)
 float64 = dtype("float64", "fp64", 64)
+# Triton's one named pointer type (triton.language.pi32_t).
+pi32_t = pointer_type(int32)
 
 # (mantissa bits, exponent bias) of each float type, as Triton's dtype reports them.
 _FP_LAYOUT = {"fp8e4nv": (3, 7), "fp8e5": (2, 15), "fp8e4b15": (3, 15), "fp8e4b8": (3, 8),

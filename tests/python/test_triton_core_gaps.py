@@ -1,0 +1,190 @@
+"""Gaps from Triton's test_core.py (issue 17), in the interpreter: None-indexing a scalar pointer
+(`p[None, None, :]` makes a 1x1 pointer, as Triton's 0-d tensor does), tl.pi32_t in kernels and on
+the host, and the programs Triton refuses (tl.expand_dims' axes, descriptor blocks under 16 bytes,
+atomics on narrow element types), each a compile error at the kernel's file:line:col."""
+
+import inspect
+import re
+
+import numpy as np
+import pytest
+
+import warpweave as ww
+import warpweave.language as tl
+
+pytest.importorskip("warpweave._native")
+
+
+def _line_of(fn, fragment):
+    """The file line of the first source line of `fn` that contains `fragment`."""
+    lines, start = inspect.getsourcelines(fn)
+    for i, text in enumerate(lines):
+        if fragment in text:
+            return start + i
+    raise AssertionError(fragment)
+
+
+def _expect_error(kernel, fragment, text, *args, **kwargs):
+    with pytest.raises(ww.CompilationError) as e:
+        kernel[(1,)](*args, **kwargs)
+    msg = str(e.value)
+    assert text in msg, msg
+    line = _line_of(kernel.fn if hasattr(kernel, "fn") else kernel, fragment)
+    assert re.search(r"test_triton_core_gaps\.py:%d:\d+" % line, msg), msg
+
+
+# ------------------------------------------------------------------------------------------------
+# Scalar pointers indexed with None and ':'
+# ------------------------------------------------------------------------------------------------
+
+
+@ww.jit
+def keep_dims_sum_kernel(X, Z, M: tl.constexpr, N: tl.constexpr):
+    x = tl.load(X + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :])
+    z = tl.sum(x, axis=None, keep_dims=True)
+    z_ptr = Z[None, None, :]
+    tl.store(z_ptr, z)
+
+
+def test_scalar_pointer_none_none_colon_is_a_1x1_pointer():
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    z = np.zeros(1, np.float32)
+    keep_dims_sum_kernel[(1,)](x, z, M=4, N=8)
+    np.testing.assert_array_equal(z, [x.sum()])
+
+
+@ww.jit
+def scalar_pointer_shapes_kernel(Z, OUT):
+    a = Z[None, :]  # 1
+    b = Z[None, None, None, :]  # 1x1x1
+    tl.store(OUT + tl.arange(0, 1), tl.reshape(tl.load(a), (1,)) + 1)
+    tl.store(OUT + 1 + tl.zeros([1, 1, 1], tl.int32), tl.load(b) + 2)
+
+
+def test_scalar_pointer_subscripts_load_and_store():
+    z = np.array([5.0], np.float32)
+    out = np.zeros(2, np.float32)
+    scalar_pointer_shapes_kernel[(1,)](z, out)
+    np.testing.assert_array_equal(out, [6.0, 7.0])
+
+
+@ww.jit
+def too_many_colons_kernel(X, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    y = offs[:, :]
+    tl.store(X + y, y)
+
+
+def test_more_colons_than_dimensions_of_a_tensor_is_still_an_error():
+    _expect_error(too_many_colons_kernel, "offs[:, :]", "too many ':'", np.zeros(8, np.int32), N=8)
+
+
+# ------------------------------------------------------------------------------------------------
+# tl.pi32_t
+# ------------------------------------------------------------------------------------------------
+
+
+@ww.jit
+def where_pointers_kernel(cond_ptr, a_ptr, b_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    a = tl.load(a_ptr + offs).to(tl.pi32_t)
+    b = tl.load(b_ptr + offs).to(tl.pi32_t)
+    out = tl.where(tl.load(cond_ptr + offs), a, b)
+    tl.store(out_ptr + offs, out)
+
+
+def test_pi32_t_casts_int64_to_pointers_and_back():
+    rs = np.random.RandomState(3)
+    cond = rs.rand(16) > 0.5
+    x = rs.randint(0, 1 << 40, 16).astype(np.int64)
+    y = rs.randint(0, 1 << 40, 16).astype(np.int64)
+    out = np.zeros(16, np.int64)
+    where_pointers_kernel[(1,)](cond, x, y, out, N=16)
+    np.testing.assert_array_equal(out, np.where(cond, x, y))
+
+
+def test_pi32_t_on_the_host_is_pointer_to_int32():
+    assert tl.pi32_t == tl.pointer_type(tl.int32)
+    assert tl.pi32_t.element_ty == tl.int32
+
+
+# ------------------------------------------------------------------------------------------------
+# Programs Triton refuses
+# ------------------------------------------------------------------------------------------------
+
+
+@ww.jit
+def expand_dims_axis_kernel(X, N: tl.constexpr, AXIS: tl.constexpr):
+    offs = tl.arange(0, N)
+    t = tl.expand_dims(offs, AXIS)
+    tl.store(X + offs, tl.sum(t, axis=None))
+
+
+@pytest.mark.parametrize("axis, text", [(-3, "invalid axis -3"), (2, "invalid axis 2"),
+                                        ((0, 0), "duplicate axes, normalized axes = [0, 0]"),
+                                        ((0, -3), "duplicate axes, normalized axes = [0, 0]")])
+def test_expand_dims_refuses_axes_out_of_range_or_twice(axis, text):
+    _expect_error(expand_dims_axis_kernel, "tl.expand_dims(offs, AXIS)", text,
+                  np.zeros(8, np.int32), N=8, AXIS=axis)
+
+
+@ww.jit
+def expand_dims_scalar_kernel(X):
+    s = tl.sum(tl.arange(0, 1))
+    t = tl.expand_dims(s, 1)
+    tl.store(X + tl.arange(0, 1), t)
+
+
+def test_expand_dims_of_a_scalar_takes_only_axis_0_or_minus_1():
+    _expect_error(expand_dims_scalar_kernel, "tl.expand_dims(s, 1)", "invalid axis 1",
+                  np.zeros(1, np.int32))
+
+
+@ww.jit
+def expand_dims_ok_kernel(X, OUT, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    t = tl.expand_dims(tl.load(X + offs), (0, -1))  # 1xNx1
+    tl.store(OUT + offs[None, :, None], t * 2)
+
+
+def test_expand_dims_accepts_distinct_wrapped_axes():
+    x = np.arange(8, dtype=np.int32)
+    out = np.zeros(8, np.int32)
+    expand_dims_ok_kernel[(1,)](x, out, N=8)
+    np.testing.assert_array_equal(out, x * 2)
+
+
+@ww.jit
+def narrow_descriptor_load_kernel(ptr):
+    desc = tl.make_tensor_descriptor(ptr, [16, 16], [16, 1], [1, 2])
+    desc.load([0, 0])
+
+
+def test_descriptor_block_rows_under_16_bytes_are_refused():
+    _expect_error(narrow_descriptor_load_kernel, "tl.make_tensor_descriptor(",
+                  "Descriptor block shape must have at least 16 bytes in the last dimension, "
+                  "but got 2 * 4 = 8 bytes", np.zeros((16, 16), np.int32))
+
+
+@ww.jit
+def atomic_add_kernel(I, O):
+    tl.atomic_add(O, tl.load(I))
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16])
+def test_atomic_add_refuses_8_and_16_bit_integers(dtype):
+    _expect_error(atomic_add_kernel, "tl.atomic_add(O", "does not support",
+                  np.zeros(1, dtype), np.zeros(1, dtype))
+
+
+@ww.jit
+def atomic_max_kernel(I, O):
+    tl.atomic_max(O, tl.load(I))
+
+
+def test_atomic_max_refuses_fp16_but_atomic_add_takes_it():
+    _expect_error(atomic_max_kernel, "tl.atomic_max(O", "only atomic_add takes fp16/bf16",
+                  np.ones(1, np.float16), np.zeros(1, np.float16))
+    o = np.zeros(1, np.float16)
+    atomic_add_kernel[(1,)](np.full(1, 1.5, np.float16), o)
+    np.testing.assert_array_equal(o, [1.5])
