@@ -108,15 +108,6 @@ int64_t applyBytes(const LinearLayout& bytes, int rank, const std::vector<int64_
   return bytes.apply(in).at(0);
 }
 
-std::string shapeText(const std::vector<int64_t>& s) {
-  std::string r;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i) r += 'x';
-    r += std::to_string(s[i]);
-  }
-  return r;
-}
-
 /// The addressing of buffer view `v` (see ViewAddressing); user errors name `at`.
 ViewAddressing addressingOf(const layout::LayoutMap& layouts, const ir::Value* v,
                             const ir::Op& at) {
@@ -184,7 +175,7 @@ ViewAddressing addressingOf(const layout::LayoutMap& layouts, const ir::Value* v
       // the low bits of each dim, plus a constant.
       if (!std::has_single_bit(uint64_t(size)) || off % size != 0)
         raiseError(def->loc(), "tlx.local_slice of " + src->type().str() + " at offsets " +
-                                   shapeText(offsets) + " with sizes " + shapeText(sizes) +
+                                   ir::shapeDims(offsets) + " with sizes " + ir::shapeDims(sizes) +
                                    " is not supported by the PTX backend: each size must be a "
                                    "power of two and each offset a multiple of its size");
       auto bases = dimBases(parent, d);

@@ -121,8 +121,26 @@ Type Type::withElem(DType e) const {
   return t;
 }
 
+std::string shapeText(const std::vector<int64_t>& shape) {
+  std::string r = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) r += ", ";
+    r += std::to_string(shape[i]);
+  }
+  return r + "]";
+}
+
+std::string shapeDims(const std::vector<int64_t>& shape) {
+  std::string r;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) r += 'x';
+    r += std::to_string(shape[i]);
+  }
+  return r;
+}
+
 static void printShape(std::ostringstream& os, const std::vector<int64_t>& shape) {
-  for (size_t i = 0; i < shape.size(); ++i) os << (i ? "x" : "") << shape[i];
+  os << shapeDims(shape);
 }
 
 std::string Type::str() const {

@@ -53,6 +53,9 @@ std::string_view sigName(DType t);
 /// Triton spelling: int1 ... uint64 float8e4nv float8e5 float16 bfloat16 float32 float64.
 std::string_view tlName(DType t);
 std::optional<DType> parseSigDType(std::string_view s);
+/// A shape as messages write it: "[2, 4]" (Python's list), and as IR types do: "2x4".
+std::string shapeText(const std::vector<int64_t>& shape);
+std::string shapeDims(const std::vector<int64_t>& shape);
 std::optional<DType> parseTlDType(std::string_view s);
 
 enum class TypeKind : uint8_t {

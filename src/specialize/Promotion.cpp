@@ -12,15 +12,6 @@ using ast::UnaryOpKind;
 using ir::DType;
 using ir::OpCode;
 
-static std::string shapeStr(const std::vector<int64_t>& s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i) r += ", ";
-    r += std::to_string(s[i]);
-  }
-  return r + "]";
-}
-
 DType Specializer::pythonScalarDType(const Val& v) {
   switch (v.kind) {
   case Val::Kind::Bool:
@@ -204,9 +195,9 @@ std::vector<int64_t> Specializer::broadcastShapes(const std::vector<int64_t>& a,
     int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t y = i < n - c.size() ? 1 : c[i - (n - c.size())];
     if (x != y && x != 1 && y != 1)
-      raiseError(loc, std::string("cannot broadcast shapes ") + shapeStr(a) + " and " +
-                          shapeStr(c) + " in " + what + " (dimension " + std::to_string(i) + ": " +
-                          std::to_string(x) + " vs " + std::to_string(y) + ")");
+      raiseError(loc, std::string("cannot broadcast shapes ") + ir::shapeText(a) + " and " +
+                          ir::shapeText(c) + " in " + what + " (dimension " + std::to_string(i) +
+                          ": " + std::to_string(x) + " vs " + std::to_string(y) + ")");
     out[i] = x == 1 ? y : x;
   }
   return out;
@@ -228,7 +219,7 @@ ir::Value* Specializer::reshape(ir::Value* x, std::vector<int64_t> shape, Source
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   if (n != x->type().numElements())
-    raiseError(loc, "cannot reshape " + x->type().str() + " to " + shapeStr(shape) +
+    raiseError(loc, "cannot reshape " + x->type().str() + " to " + ir::shapeText(shape) +
                         ": the number of elements differs");
   if (x->type().shape == shape) return x;
   if (x->type().isScalar()) return b.splat(x, shape);
@@ -241,12 +232,14 @@ ir::Value* Specializer::broadcastTo(ir::Value* x, const std::vector<int64_t>& sh
   if (t.shape == shape) return x;
   if (t.isScalar()) return b.splat(x, shape);
   if (t.shape.size() > shape.size())
-    raiseError(loc, "cannot broadcast " + t.str() + " to the smaller rank of " + shapeStr(shape));
+    raiseError(loc,
+               "cannot broadcast " + t.str() + " to the smaller rank of " + ir::shapeText(shape));
   while (x->type().shape.size() < shape.size()) x = expandDims(x, 0, loc);
   const std::vector<int64_t>& s = x->type().shape;
   for (size_t i = 0; i < shape.size(); ++i)
     if (s[i] != shape[i] && s[i] != 1)
-      raiseError(loc, "cannot broadcast shape " + shapeStr(t.shape) + " to " + shapeStr(shape));
+      raiseError(loc, "cannot broadcast shape " + ir::shapeText(t.shape) + " to " +
+                          ir::shapeText(shape));
   if (s == shape) return x;
   return b.create1(OpCode::Broadcast, {x}, x->type().withShape(shape));
 }

@@ -81,11 +81,7 @@ namespace {
 // Positions in a block pointer's `elts` (Val::blockPtr).
 enum Part : size_t { kBase, kShape, kStrides, kOffsets, kBlockShape, kOrder };
 
-std::string shapeText(const std::vector<int64_t>& s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
-}
+using ir::shapeText;
 
 /// A tuple or list argument's entries; a lone value counts as one entry (as in Triton).
 std::vector<Val> entries(const Val& v) {

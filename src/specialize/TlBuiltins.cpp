@@ -25,20 +25,16 @@ using ir::OpCode;
 
 namespace {
 
+/// A shape in a message: "2x4", or "scalar".
+std::string shapeStr(const std::vector<int64_t>& s) {
+  return s.empty() ? "scalar" : ir::shapeDims(s);
+}
+
 const std::vector<std::string>& mathFunctions() {
   static const std::vector<std::string> names = {"sqrt",  "exp",   "exp2",  "log",  "log2", "log10",
                                                  "pow",   "sin",   "cos",   "tanh", "fabs", "ceil",
                                                  "floor", "trunc", "isinf", "isnan"};
   return names;
-}
-
-std::string shapeStr(const std::vector<int64_t>& s) {
-  std::string r;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (i) r += 'x';
-    r += std::to_string(s[i]);
-  }
-  return r.empty() ? "scalar" : r;
 }
 
 void checkPow2(const std::vector<int64_t>& shape, SourceLoc loc, const std::string& what) {

@@ -32,11 +32,7 @@ constexpr Format kFormats[] = {
     {"fp16", DType::F16, DType::U16, false},
 };
 
-std::string shapeText(const std::vector<int64_t>& s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
-}
+using ir::shapeText;
 
 const Format& parseFormat(const Val& v, SourceLoc loc, const std::string& what) {
   if (v.kind == Val::Kind::String)

@@ -20,11 +20,7 @@ using ir::OpCode;
 
 namespace {
 
-std::string shapeText(const std::vector<int64_t>& s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
-}
+using ir::shapeText;
 
 /// The dtype predicates a kernel may call (`x.dtype.is_fp16()`).
 bool isDTypePredicate(const std::string& name) {

@@ -16,11 +16,7 @@ using ir::OpCode;
 
 namespace {
 
-std::string shapeText(const std::vector<int64_t>& s) {
-  std::string r = "[";
-  for (size_t i = 0; i < s.size(); ++i) r += (i ? ", " : "") + std::to_string(s[i]);
-  return r + "]";
-}
+using ir::shapeText;
 
 /// `dim` of a tensor of `rank`, negative counting from the end, checked.
 int64_t normalizeDim(int64_t dim, size_t rank, SourceLoc loc, const std::string& fn) {
