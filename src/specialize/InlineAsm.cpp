@@ -143,12 +143,11 @@ Val Specializer::gridDependencyControl(const std::string& name, CallSite& call) 
   BoundArgs a(call, {});
   const std::string text =
       name == "gdc_wait" ? "griddepcontrol.wait;" : "griddepcontrol.launch_dependents;";
-  ir::Op* op = b.create(OpCode::InlineAsm, {}, {ir::Type::scalar(ir::DType::I32)},
-                        {{"asm", text},
-                         {"constraints", std::string("=r")},
-                         {"pure", int64_t(0)},
-                         {"pack", int64_t(1)}});
-  (void)op;
+  b.create(OpCode::InlineAsm, {}, {ir::Type::scalar(ir::DType::I32)},
+           {{"asm", text},
+            {"constraints", std::string("=r")},
+            {"pure", int64_t(0)},
+            {"pack", int64_t(1)}});
   return Val::none();
 }
 

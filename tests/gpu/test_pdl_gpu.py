@@ -34,13 +34,9 @@ def _add_after_wait(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
 
 
 def _pair(x, y, out, n):
-    grid = (triton_cdiv(n, 1024), )
+    grid = (ww.cdiv(n, 1024), )
     _slow_fill[grid](x, n, 3.0, BLOCK=1024, ROUNDS=4096)
     _add_after_wait[grid](x, y, out, n, BLOCK=1024, launch_pdl=True)
-
-
-def triton_cdiv(a, b):
-    return (a + b - 1) // b
 
 
 def test_dependent_launch_sees_the_predecessor():
