@@ -737,14 +737,17 @@ class CompiledKernel:
         returned this way). As in Triton the arguments are not re-specialized: they must be those
         it was compiled for."""
         def runner(*args, stream=None):
-            values = self.fn.bind(args, {})
-            g = _normalize_grid(grid, self.fn.__name__)
-            if self.interpret:
-                self.run_interpreter(g, values)
-            else:
-                self.launch_gpu(g, values)
+            self.launch(_normalize_grid(grid, self.fn.__name__), self.fn.bind(args, {}))
 
         return runner
+
+    def launch(self, grid, values, passed=None, pdl=False):
+        """One launch of bound `values`: in the interpreter, or on the GPU (`passed`: what
+        JITFunction._scan extracted; `pdl`: a programmatic dependent launch)."""
+        if self.interpret:
+            self.run_interpreter(grid, values)
+        else:
+            self.launch_gpu(grid, values, passed, bool(pdl))
 
     def _init_handles(self):
         """Triton loads the module here before reading n_regs / n_spills; warpweave knows them
@@ -1363,10 +1366,7 @@ class JITFunction(KernelInterface):
         if enter_hook or exit_hook:
             return self._run_hooked(compiled, g, values, passed, enter_hook, exit_hook,
                                     launch_pdl)
-        if interpret:
-            compiled.run_interpreter(g, values)
-        else:
-            compiled.launch_gpu(g, values, passed, bool(launch_pdl))
+        compiled.launch(g, values, passed, launch_pdl)
         return compiled
 
     def _run_hooked(self, compiled, grid, values, passed, enter_hook, exit_hook, pdl=False):
@@ -1376,10 +1376,7 @@ class JITFunction(KernelInterface):
         if enter_hook:
             enter_hook(metadata)
         try:
-            if compiled.interpret:
-                compiled.run_interpreter(grid, values)
-            else:
-                compiled.launch_gpu(grid, values, passed, bool(pdl))
+            compiled.launch(grid, values, passed, pdl)
         finally:
             if exit_hook:
                 exit_hook(metadata)
