@@ -102,6 +102,16 @@ def test_scopes_and_launch_metadata_make_the_hatchet_tree(tmp_path):
     assert _child(inner, "add_kernel [n=40]")["metrics"]["flops16"] == 80.0
 
 
+def test_hook_warpweave_is_the_triton_hook(tmp_path):
+    # A Triton script whose word `triton` was replaced asks for hook="warpweave" (tutorial 09).
+    proton.start(str(tmp_path / "ww"), hook="warpweave")
+    _add(100)
+    proton.finalize()
+    root, _ = _load(tmp_path / "ww.hatchet")
+    k = _child(root, "add_kernel [n=100]")["metrics"]
+    assert k["count"] == 1 and k["flops16"] == 200.0
+
+
 def test_without_the_triton_hook_launches_keep_their_kernel_names(tmp_path):
     proton.start(str(tmp_path / "plain"))
     _add()

@@ -16,6 +16,7 @@ from .flags import flags
 DEFAULT_PROFILE_NAME = "proton"
 
 _BACKENDS = (None, "cupti")  # warpweave times launches itself, as the CUDA backend would
+_HOOKS = (None, "triton", "warpweave")  # "warpweave": a Triton script with the word replaced
 _OUTPUT_FORMATS = ("", "hatchet")
 
 
@@ -26,7 +27,8 @@ def start(name: Optional[str] = None, *, context: Optional[str] = "shadow",
     starting a name already profiled activates its session again. Returns the session id.
 
     context: "shadow" (the scope stack); data: "tree"; backend: None or "cupti"; mode: None;
-    hook: None or "triton" (name and metrics from each kernel's launch_metadata)."""
+    hook: None, "triton" or "warpweave" (name and metrics from each kernel's launch_metadata;
+    "warpweave" is what a Triton script reads after the word `triton` is replaced)."""
     if context != "shadow":
         raise ValueError(f"Unknown context source: {context} (warpweave.profiler supports "
                          f"context='shadow')")
@@ -37,13 +39,14 @@ def start(name: Optional[str] = None, *, context: Optional[str] = "shadow",
                          f"itself: backend None or 'cupti')")
     if mode is not None:
         raise ValueError(f"Unsupported mode: {mode!r} (warpweave.profiler has no modes)")
-    if hook is not None and hook != "triton":
-        raise ValueError(f"Unsupported hook: {hook!r}")
+    if hook not in _HOOKS:
+        raise ValueError(f"Unsupported hook: {hook!r} (warpweave.profiler takes hook=None, "
+                         f"'triton' or 'warpweave')")
     if flags.command_line:
         return None
     flags.profiling_on = True
     name = DEFAULT_PROFILE_NAME if name is None else str(name)
-    return _data.add_session(name, hook == "triton")
+    return _data.add_session(name, hook is not None)
 
 
 def activate(session: Optional[int] = None) -> None:
