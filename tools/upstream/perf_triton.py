@@ -122,7 +122,8 @@ def attention_cases(mods, Z, H, S, dims):
             # Backward: the forward once, then its backward timed alone (2.5x the forward's flops).
             outs = {}
 
-            def bwd_of(run_fwd, key):
+            # The case's own tensors bound now: the calls run after every case is built.
+            def bwd_of(run_fwd, key, outs=outs, q=q, k=k, v=v, do=do):
                 def call():
                     if key not in outs:
                         outs[key] = run_fwd()
