@@ -1,12 +1,12 @@
-"""Times variants of the TLX attention kernel (kernels/hopper/attention_ws.py, or copies of it
+"""Times variants of the TLX attention kernel (python/warpweave/ops/kernels/hopper/attention_ws.py, or copies of it
 named on the command line) beside cuDNN in one process, so that schedule changes are compared on
 the same GPU, clocks and inputs. A benchmark: prints a table, never fails on a timing.
 
-    python3 bench/bench_attention_variants.py --variant new=kernels/hopper/attention_ws.py \
+    python3 bench/bench_attention_variants.py --variant new=python/warpweave/ops/kernels/hopper/attention_ws.py \
         --variant old=/tmp/old_attention_ws.py:2 [--sass-dir DIR]
 
 Each variant is FILE[:NUM_STAGES]; the file must define attention_ws_kernel with the signature
-and grid of kernels/hopper/attention_ws.py. --sass-dir writes each variant's cubin, ptxas report
+and grid of python/warpweave/ops/kernels/hopper/attention_ws.py. --sass-dir writes each variant's cubin, ptxas report
 and SASS (cuobjdump) at D=128, causal and not. The H200's clock drifts within a run: use
 --passes 2 or more and compare columns within a pass.
 """
@@ -44,7 +44,7 @@ def launcher(ops, module, stages, q, k, v, scale, causal):
     out = q.new_empty(q.shape)
     lse = q.new_empty((z * h, n_ctx), dtype=torch.float32)
     o2 = out.reshape(-1, d)
-    descs = [ops._descriptor(t, [rows, d])
+    descs = [_common._descriptor(t, [rows, d])
              for t, rows in ((q2, BLOCK_M), (k2, BLOCK_N), (v2, BLOCK_N), (o2, BLOCK_M))]
     grid = (n_ctx // (2 * BLOCK_M), z * h)
 
@@ -95,7 +95,7 @@ def main(argv=None):
                         help="time each shape this often, rotating the order of the columns "
                              "each pass (clock drift then shows as spread, not as a bias)")
     args = parser.parse_args(argv)
-    specs = args.variant or [f"lib={ROOT / 'kernels/hopper/attention_ws.py'}:2"]
+    specs = args.variant or [f"lib={ROOT / 'python/warpweave/ops/kernels/hopper/attention_ws.py'}:2"]
     variants = [load_variant(s) for s in specs]
     if args.sass_dir:
         wanted = set(filter(None, args.sass_variants.split(",")))
@@ -103,7 +103,8 @@ def main(argv=None):
 
     import torch
     import warpweave as ww
-    from kernels import ops
+    from warpweave import ops
+    from warpweave.ops import _common
 
     from bench_kernels import rel_err, sdpa_fn
 

@@ -1,4 +1,4 @@
-"""Benchmarks of the kernel library on the GPU: each kernel of kernels/ops.py beside its PyTorch
+"""Benchmarks of the kernel library on the GPU: each kernel of warpweave.ops beside its PyTorch
 counterpart (cuBLAS, cuDNN, ATen) and our Triton port of it (bench/triton_ref.py), measured in one
 process on the same inputs, plus the device-to-device copy bandwidth of the same run.
 
@@ -94,9 +94,9 @@ def gpu_torch(tool: str, hint: str = ""):
 
 
 ROUNDS = 3  # interleaved timing rounds per case
-# The TMA row-streaming kernels (kernels/hopper/*_tma.py) at the configurations that were best in
+# The TMA row-streaming kernels (python/warpweave/ops/kernels/hopper/*_tma.py) at the configurations that were best in
 # bench/sweep_memory.py on the H200 at 4096 columns (tests compile them; ops takes its own defaults
-# per width, see kernels/ops.py _tma_row_defaults). REGISTERS: the configuration that keeps the
+# per width, see warpweave.ops _tma_row_defaults). REGISTERS: the configuration that keeps the
 # register kernels, a column of its own where the TMA kernels are the default.
 REGISTERS = {"tma": False}
 TMA_CONFIGS = {
@@ -383,7 +383,7 @@ def overheads(torch, ww, ops, quick):
     to a loaded kernel, memory and disk caches off), a compile served by the disk cache, and the
     per-call cost of launching from Python (ops.add on 1024 elements; the raw kernel[grid]
     launch; torch.add), each loop timed on the host and ended with one synchronize."""
-    from kernels import vector_add
+    from warpweave.ops.kernels import vector_add
 
     out = {}
     x = torch.randn(1024, device="cuda")
@@ -447,7 +447,7 @@ def run(args):
         return 2
     import warpweave as ww
 
-    from kernels import ops
+    from warpweave import ops
 
     tref, triton_note = None, "not requested"
     if not args.no_triton:

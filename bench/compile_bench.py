@@ -19,17 +19,17 @@ ROOT = Path(__file__).resolve().parents[1]
 CASES = [
     ("examples/vector_add.py", "add_kernel",
      "x_ptr:*fp32:16,y_ptr:*fp32:16,out_ptr:*fp32:16,n:i32:16,BLOCK=1024", 4, "sm_90a"),
-    ("kernels/softmax.py", "softmax_kernel",
+    ("python/warpweave/ops/kernels/softmax.py", "softmax_kernel",
      "out_ptr:*fp16:16,in_ptr:*fp16:16,in_row_stride:i32:16,out_row_stride:i32:16,n_rows:i32,"
      "n_cols:i32,BLOCK=4096", 8, "sm_90a"),
-    ("kernels/matmul.py", "matmul_kernel",
+    ("python/warpweave/ops/kernels/matmul.py", "matmul_kernel",
      "a_ptr:*fp16:16,b_ptr:*fp16:16,c_ptr:*fp16:16,M:i32:16,N:i32:16,K:i32:16,stride_am:i32:16,"
      "stride_ak:i32:1,stride_bk:i32:16,stride_bn:i32:1,stride_cm:i32:16,stride_cn:i32:1,"
      "BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,ACTIVATION=\"\"", 8, "sm_90a"),
-    ("kernels/hopper/gemm_ws.py", "gemm_ws_kernel",
+    ("python/warpweave/ops/kernels/hopper/gemm_ws.py", "gemm_ws_kernel",
      "a_desc:desc<fp16,128x64>,b_desc:desc<fp16,64x128>,c_desc:desc<fp16,128x128>,M:i32,N:i32,"
      "K:i32,BLOCK_M=256,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,NUM_STAGES=3,NUM_SMS=132", 4, None),
-    ("kernels/hopper/attention_ws.py", "attention_ws_kernel",
+    ("python/warpweave/ops/kernels/hopper/attention_ws.py", "attention_ws_kernel",
      "q_desc:desc<fp16,128x128>,k_desc:desc<fp16,128x128>,v_desc:desc<fp16,128x128>,"
      "o_desc:desc<fp16,128x128>,lse_ptr:*fp32:16,sm_scale:fp32,N_CTX:i32:16,HEAD_DIM=128,"
      "BLOCK_M=128,BLOCK_N=128,NUM_STAGES=2", 4, None),

@@ -50,7 +50,7 @@ say "== SASS"
 cuobjdump --dump-sass out/demo/add_kernel.sm_90a.cubin > "$work/add.sass" 2>&1
 say "vector add (n:i32:16): $(grep -c 'LDG.E.128' "$work/add.sass") LDG.E.128, $(grep -c 'STG.E.128' "$work/add.sass") STG.E.128, $(grep -c -E 'LDL|STL' "$work/add.sass") local-memory ops"
 # The tl.dot matmul at ops.matmul's sm_90a configuration: software-pipelined (cp.async + wgmma).
-timeout 120 wwc kernels/matmul.py --kernel matmul_kernel --target sm_90a --num-warps 8 --num-stages 5 --emit cubin -o "$work/mm.cubin" \
+timeout 120 wwc python/warpweave/ops/kernels/matmul.py --kernel matmul_kernel --target sm_90a --num-warps 8 --num-stages 5 --emit cubin -o "$work/mm.cubin" \
   --meta "$work/mm.json" --signature "a_ptr:*fp16:16,b_ptr:*fp16:16,c_ptr:*fp16:16,M:i32:16,N:i32:16,K:i32:16,stride_am:i32:16,stride_ak:i32:1,stride_bk:i32:16,stride_bn:i32:1,stride_cm:i32:16,stride_cn:i32:1,BLOCK_M=128,BLOCK_N=256,BLOCK_K=32,GROUP_M=8,ACTIVATION=\"\"" \
   && cuobjdump --dump-sass "$work/mm.cubin" > "$work/matmul.sass" 2>&1 \
   && say "tl.dot matmul: $(grep -c HGMMA "$work/matmul.sass") HGMMA, $(grep -c LDGSTS "$work/matmul.sass") LDGSTS, $(grep -c -E 'LDL|STL' "$work/matmul.sass") local-memory ops, $(python3 -c "import json; m=json.load(open('$work/mm.json')); print(m['registers'], 'registers,', m['spill_bytes'], 'B spilled')")"

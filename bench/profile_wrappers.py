@@ -1,4 +1,4 @@
-"""Host time of the row wrappers of kernels/ops.py (softmax, layer norm forward and backward) on
+"""Host time of the row wrappers of warpweave.ops (softmax, layer norm forward and backward) on
 the GPU machine: per call, with the GPU kept busy, then cProfile's heaviest entries. The TMA row
 wrappers cost 60-170 us per call on the H200 host (session 5), enough to make per-launch timings
 of small rows host-bound; this says where that time goes, with and without launch plans (the
@@ -71,12 +71,13 @@ def main(argv=None):
     torch = gpu_torch("profile_wrappers")
     if torch is None:
         return 2
-    from kernels import ops
+    from warpweave import ops
+    from warpweave.ops import _common
 
     for label, fn in calls(torch, ops, args.shape, args.only).items():
         for plans in (False, True):
             # Without launch plans every call takes the wrapper's full path.
-            ops.LAUNCH_PLANS = plans
+            _common.LAUNCH_PLANS = plans
             for _ in range(10):
                 fn()
             torch.cuda.synchronize()

@@ -1,4 +1,4 @@
-"""Sweep of the Hopper TLX GEMM configurations (kernels/hopper, through ops.matmul_tlx) on the GPU:
+"""Sweep of the Hopper TLX GEMM configurations (python/warpweave/ops/kernels/hopper, through ops.matmul_tlx) on the GPU:
 tile order (GROUP_M, raster along N), NUM_STAGES, tile shape, 2-CTA clusters sharing A or B
 through multicast TMA, and the epilogue (direct store, whole tile or column chunks through
 shared memory), for fp16 and bf16 at 4096^3 and 8192^3, timed beside cuBLAS in one process.
@@ -136,7 +136,7 @@ def run(args):
     import torch
 
     import warpweave as ww
-    from kernels import ops
+    from warpweave import ops
 
     if not torch.cuda.is_available() or torch.cuda.get_device_capability()[0] != 9:
         print("sweep_gemm: needs an sm_90 GPU (the TLX GEMMs use wgmma, TMA, setmaxnreg)",

@@ -9,7 +9,7 @@ the same process, and reports TB/s, x-copy and the best configuration per kernel
 4096x32768, 2048x100000 and 8192x16384: the wide rows; the TMA configurations fall back to the
 register kernels on rows they do not take).
 
-Each configuration is a `config` dict of the kernels/ops.py wrapper (None: the wrapper's default),
+Each configuration is a `config` dict of the warpweave.ops wrapper (None: the wrapper's default),
 checked against torch (max error and norm-wise relative error) before it is timed with
 ww.testing.do_bench (L2 flushed, median), or with --graph as replays of a CUDA graph of the call
 (the GPU's own time). Kernels are time-boxed: configurations left when a kernel's budget runs out
@@ -39,7 +39,7 @@ def _product(**axes):
 
 
 # programs_per_sm None: as many as the compiled kernel's registers and shared memory allow.
-# tma: rows streamed through a ring of num_stages shared buffers by TMA (kernels/hopper/*_tma.py;
+# tma: rows streamed through a ring of num_stages shared buffers by TMA (python/warpweave/ops/kernels/hopper/*_tma.py;
 # ptxas at 4096 fp16 columns: softmax 48 / 40 / 32 registers on 4 / 8 / 16 warps; layernorm
 # forward 121 / 80 / 50; backward 128 on 8 warps, 64-78 on 16); tma_store: rows written back by
 # TMA copies out of two shared buffers; store_evict: the plain stores' L2 policy. Their timings
@@ -72,7 +72,7 @@ CONFIGS = {
     + [dict(BLOCK_I=32, BLOCK_D=64, num_warps=1), dict(BLOCK_I=8, num_warps=1)],
 }
 CONFIGS["row_max"] = list(CONFIGS["row_sum"])
-# Rows split over the CTAs of a thread-block cluster (kernels/hopper/rows_cluster.py, sm_90+):
+# Rows split over the CTAs of a thread-block cluster (python/warpweave/ops/kernels/hopper/rows_cluster.py, sm_90+):
 # cluster=C CTAs a row (0: the one-CTA kernels), num_warps per CTA, rows_per_cluster consecutive
 # rows a cluster takes, rows_ahead (0-2) rows a CTA keeps loading, defer_store a row's output
 # stored after the next row's cluster barrier. For the wide --shape runs (4096x32768,
@@ -111,7 +111,7 @@ SPLIT_CONFIGS = {
                                              (4, 8, 3, {}), (4, 4, 2, {}), (4, 4, 3, {}),
                                              (8, 8, 3, {}), (8, 4, 3, {}), (2, 8, 3, {}))],
 }
-# Softmax with each row's slices in shared memory (kernels/hopper/rows_smem.py, config smem=True):
+# Softmax with each row's slices in shared memory (python/warpweave/ops/kernels/hopper/rows_smem.py, config smem=True):
 # split CTAs of a cluster per row, chunks of `block` columns, a ring of num_stages slices per CTA,
 # the partials exchanged through the peers' shared memory (dsmem=False: global scratch and a
 # cluster barrier); the grid is the clusters that fit at once (an explicit `clusters` above that
@@ -315,7 +315,7 @@ def dwdb_alone(torch, ops, bench, n_cols):
         for block_p, block_n in ((64, 16), (256, 8), (512, 8), (1024, 8), (2048, 8), (1024, 4),
                                  (2048, 4)):
             config = dict(block_p=block_p, block_n=block_n)
-            ms = bench(lambda: ops._layernorm_bwd_dwdb(ops._Place("dwdb", {"p": pdw}), config,
+            ms = bench(lambda: _layernorm._layernorm_bwd_dwdb(_common._Place("dwdb", {"p": pdw}), config,
                                                       pdw, pdb, dw, db, partials, n_cols))
             rows.append(dict(partials=partials, block_p=block_p, block_n=block_n, us=ms * 1e3))
             print(f"   dw/db sum alone: {partials} partials of {n_cols}, block_p={block_p} "
@@ -378,7 +378,8 @@ def main(argv=None):
         return 2
     import warpweave as ww
 
-    from kernels import ops
+    from warpweave import ops
+    from warpweave.ops import _common, _layernorm
 
     started = time.perf_counter()
 

@@ -1,5 +1,5 @@
 """Triton versions of the kernel library, the reference column of bench_kernels.py: the same
-algorithms as kernels/*.py written for Triton 3.x (after the Triton tutorials' designs: grouped
+algorithms as python/warpweave/ops/kernels/*.py written for Triton 3.x (after the Triton tutorials' designs: grouped
 GEMM, fused row softmax, row-per-program layer norm, FlashAttention-2 style forward), each with a
 host wrapper taking CUDA torch tensors and returning new outputs.
 

@@ -1781,7 +1781,8 @@ TEST(CodegenGpu, DescriptorCopiesMoveBlocks) {
 CompiledKernel compileLibraryKernel(const std::string& file, const std::string& kernel,
                                     const std::string& signature, int numWarps) {
   CompileRequest req;
-  req.files = readSourceWithImports(std::string(WW_SOURCE_DIR) + "/kernels/" + file);
+  req.files =
+      readSourceWithImports(std::string(WW_SOURCE_DIR) + "/python/warpweave/ops/kernels/" + file);
   req.kernel = kernel;
   req.signature = parseSignature(signature);
   req.options.target = Target::SM90a;

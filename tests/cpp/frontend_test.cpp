@@ -973,13 +973,15 @@ std::vector<std::string> pythonFilesUnder(const std::string& dir) {
 TEST(KernelLibrary, EveryKernelFileParsesAndHoldsOnlyJitFunctions) {
   std::map<std::string, std::vector<std::string>> expected = {
       {"vector_add.py", {"add_kernel", "add_kernel_persistent"}},
-      {"softmax.py", {"softmax_kernel", "softmax_online_kernel"}},
+      {"softmax.py", {"softmax_kernel", "softmax_online_kernel", "softmax_bwd_kernel"}},
       {"layernorm.py",
        {"layernorm_fwd_kernel", "layernorm_fwd_fused_kernel", "_add_pair", "_row_or_zeros",
         "layernorm_bwd_dx_kernel", "layernorm_bwd_partials_kernel", "layernorm_bwd_dwdb_kernel"}},
       {"matmul.py", {"grouped_tile", "leaky_relu", "matmul_kernel"}},
       {"attention.py", {"attend_block_range", "attention_fwd_kernel"}},
-      {"embedding_bag.py", {"embedding_bag_kernel"}},
+      {"attention_bwd.py",
+       {"attention_bwd_preprocess_kernel", "attention_bwd_dkdv_kernel", "attention_bwd_dq_kernel"}},
+      {"embedding_bag.py", {"embedding_bag_kernel", "embedding_bag_bwd_kernel"}},
       {"reduction.py",
        {"row_sum_kernel", "_block_max", "row_max_kernel", "_chunk_of_rows",
         "row_sum_partial_kernel", "row_max_partial_kernel", "row_max_combine_kernel"}},
@@ -1002,7 +1004,8 @@ TEST(KernelLibrary, EveryKernelFileParsesAndHoldsOnlyJitFunctions) {
         "_store_chunks", "softmax_smem_kernel", "_sum_of_chunks", "_squares_of_chunks",
         "_normalize_chunks", "layernorm_fwd_smem_kernel"}},
   };
-  std::vector<std::string> files = pythonFilesUnder(std::string(WW_SOURCE_DIR) + "/kernels");
+  std::vector<std::string> files =
+      pythonFilesUnder(std::string(WW_SOURCE_DIR) + "/python/warpweave/ops/kernels");
   size_t kernelFiles = 0;
   for (const std::string& path : files) {
     SCOPED_TRACE(path);
@@ -1042,7 +1045,8 @@ TEST(KernelLibrary, RelativeImportsNameJitFunctionsOfTheFilesTheyName) {
   // `from ..matmul import grouped_tile`: the helper is compiled from the file the import names
   // (readSourceWithImports), so that file must define it; one definition serves every kernel.
   int imported = 0;
-  for (const std::string& path : pythonFilesUnder(std::string(WW_SOURCE_DIR) + "/kernels")) {
+  for (const std::string& path :
+       pythonFilesUnder(std::string(WW_SOURCE_DIR) + "/python/warpweave/ops/kernels")) {
     SCOPED_TRACE(path);
     std::vector<SourceFile> files = readSourceWithImports(path);
     SourceManager sm;
@@ -1070,7 +1074,8 @@ TEST(KernelLibrary, RelativeImportsNameJitFunctionsOfTheFilesTheyName) {
 }
 
 TEST(KernelLibrary, HostModulesBesideTheKernelsParse) {
-  for (const std::string& path : pythonFilesUnder(std::string(WW_SOURCE_DIR) + "/kernels")) {
+  for (const std::string& path :
+       pythonFilesUnder(std::string(WW_SOURCE_DIR) + "/python/warpweave/ops/kernels")) {
     SCOPED_TRACE(path);
     SourceManager sm;
     uint32_t id = sm.addFile(path, readFile(path));

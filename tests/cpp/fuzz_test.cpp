@@ -161,7 +161,7 @@ std::vector<SourceFile> importedFiles(const std::string& path) {
 
 std::vector<std::string> corpusFiles() {
   std::vector<std::string> files;
-  for (const char* dir : {"/kernels", "/examples"}) {
+  for (const char* dir : {"/python/warpweave/ops/kernels", "/examples"}) {
     std::string root = std::string(WW_SOURCE_DIR) + dir;
     if (!std::filesystem::exists(root)) continue;
     for (const auto& entry : std::filesystem::recursive_directory_iterator(root))

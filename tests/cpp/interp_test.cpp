@@ -1440,7 +1440,7 @@ TEST(InterpKernels, VectorAddAndPersistentVectorAdd) {
   const int64_t n = 100003;
   std::vector<float> x = randomFloats(n, 5), y = randomFloats(n, 6);
   for (const char* name : {"add_kernel", "add_kernel_persistent"}) {
-    SourceKernel k("kernels/vector_add.py", name,
+    SourceKernel k("python/warpweave/ops/kernels/vector_add.py", name,
                    "x_ptr:*fp32:16, y_ptr:*fp32:16, out_ptr:*fp32:16, n:i32, BLOCK=1024");
     ASSERT_TRUE(k.ok()) << k.error;
     std::vector<float> out(n, std::nanf(""));
@@ -1452,7 +1452,7 @@ TEST(InterpKernels, VectorAddAndPersistentVectorAdd) {
 
 TEST(InterpKernels, SoftmaxMatchesFloat64Reference) {
   const int rows = 37, cols = 300, stride = 320;
-  SourceKernel k("kernels/softmax.py", "softmax_kernel",
+  SourceKernel k("python/warpweave/ops/kernels/softmax.py", "softmax_kernel",
                  "out_ptr:*fp32:16, in_ptr:*fp32:16, in_row_stride:i32, out_row_stride:i32, "
                  "n_rows:i32, n_cols:i32, BLOCK=512");
   ASSERT_TRUE(k.ok()) << k.error;
@@ -1477,7 +1477,7 @@ TEST(InterpKernels, WarpSpecializedHopperGemm) {
   // clipping is exercised, and 2 persistent programs walk 4 tiles each.
   const int M = 200, N = 136,
             K = 80; // tiles: BLOCK_M 64 (two halves of 32), BLOCK_N 32, BLOCK_K 16
-  SourceKernel k("kernels/hopper/gemm_ws.py", "gemm_ws_kernel",
+  SourceKernel k("python/warpweave/ops/kernels/hopper/gemm_ws.py", "gemm_ws_kernel",
                  "a_desc:desc<fp16,32x16>, b_desc:desc<fp16,16x32>, c_desc:desc<fp16,32x32>, "
                  "M:i32, N:i32, K:i32, BLOCK_M=64, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, "
                  "NUM_STAGES=3, NUM_SMS=2");
@@ -1518,7 +1518,7 @@ float h2f(uint16_t h) {
 
 TEST(InterpKernels, MatmulWithFoldedUnitStridesAndLeakyRelu) {
   const int M = 70, N = 40, K = 48;
-  SourceKernel k("kernels/matmul.py", "matmul_kernel",
+  SourceKernel k("python/warpweave/ops/kernels/matmul.py", "matmul_kernel",
                  "a_ptr:*fp16:16, b_ptr:*fp16:16, c_ptr:*fp16:16, M:i32, N:i32, K:i32, "
                  "stride_am:i32, stride_ak:i32:1, stride_bk:i32, stride_bn:i32:1, "
                  "stride_cm:i32, stride_cn:i32:1, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, "
@@ -1543,7 +1543,7 @@ TEST(InterpKernels, MatmulWithFoldedUnitStridesAndLeakyRelu) {
 
 TEST(InterpKernels, RowMaxKeepsTheFirstMaximum) {
   const int rows = 9, cols = 150, stride = 160;
-  SourceKernel k("kernels/reduction.py", "row_max_kernel",
+  SourceKernel k("python/warpweave/ops/kernels/reduction.py", "row_max_kernel",
                  "x_ptr:*fp32:16, out_ptr:*fp32:16, out_index_ptr:*i32:16, n_rows:i32, "
                  "n_cols:i32, stride_row:i32, BLOCK_M=4, BLOCK_N=64");
   ASSERT_TRUE(k.ok()) << k.error;
@@ -1566,7 +1566,7 @@ TEST(InterpKernels, RowMaxKeepsTheFirstMaximum) {
 
 TEST(InterpKernels, PipelinedHopperGemm) {
   const int M = 100, N = 72, K = 56;
-  SourceKernel k("kernels/hopper/gemm_pipelined.py", "gemm_pipelined_kernel",
+  SourceKernel k("python/warpweave/ops/kernels/hopper/gemm_pipelined.py", "gemm_pipelined_kernel",
                  "a_desc:desc<fp16,32x16>, b_desc:desc<fp16,16x32>, c_desc:desc<fp16,32x32>, "
                  "M:i32, N:i32, K:i32, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, "
                  "NUM_STAGES=3");
@@ -1592,7 +1592,7 @@ TEST(InterpKernels, PingPongWarpSpecializedAttention) {
   // two-stage ring. Checked against a float64 softmax attention.
   const int ZH = 2, NCTX = 64, D = 16;
   const double smScale = 0.3;
-  SourceKernel k("kernels/hopper/attention_ws.py", "attention_ws_kernel",
+  SourceKernel k("python/warpweave/ops/kernels/hopper/attention_ws.py", "attention_ws_kernel",
                  "q_desc:desc<fp16,16x16>, k_desc:desc<fp16,16x16>, v_desc:desc<fp16,16x16>, "
                  "o_desc:desc<fp16,16x16>, lse_ptr:*fp32:16, sm_scale:fp32, N_CTX:i32:16, "
                  "HEAD_DIM=16, BLOCK_M=16, BLOCK_N=16, NUM_STAGES=2");
@@ -1632,7 +1632,7 @@ TEST(InterpKernels, PingPongWarpSpecializedAttention) {
 
 TEST(InterpKernels, LayernormForwardMatchesFloat64Reference) {
   const int rows = 6, cols = 300;
-  SourceKernel k("kernels/layernorm.py", "layernorm_fwd_kernel",
+  SourceKernel k("python/warpweave/ops/kernels/layernorm.py", "layernorm_fwd_kernel",
                  "x_ptr:*fp32:16, y_ptr:*fp32:16, w_ptr:*fp32:16, b_ptr:*fp32:16, "
                  "mean_ptr:*fp32:16, rstd_ptr:*fp32:16, stride:i32, n_cols:i32, eps:fp32, "
                  "BLOCK=128");
@@ -1734,7 +1734,7 @@ TEST(InterpTasks, SchedulingIsDeterministic) {
 
 TEST(InterpPublicApi, CompileToTileIrThenInterpret) {
   CompileRequest req;
-  req.files = kernelFiles("kernels/vector_add.py");
+  req.files = kernelFiles("python/warpweave/ops/kernels/vector_add.py");
   req.kernel = "add_kernel";
   req.signature = parseSignature("x_ptr:*fp32:16, y_ptr:*fp32:16, out_ptr:*fp32:16, n:i32, "
                                  "BLOCK=256");
@@ -2016,7 +2016,7 @@ TEST(InterpRaces, ReleasingASlotBeforeReadingItIsReported) {
 
 TEST(InterpRaces, WarpSpecializedHopperGemmRunsCleanUnderSeededSchedules) {
   const int M = 100, N = 72, K = 48;
-  SourceKernel k("kernels/hopper/gemm_ws.py", "gemm_ws_kernel",
+  SourceKernel k("python/warpweave/ops/kernels/hopper/gemm_ws.py", "gemm_ws_kernel",
                  "a_desc:desc<fp16,32x16>, b_desc:desc<fp16,16x32>, c_desc:desc<fp16,32x32>, "
                  "M:i32, N:i32, K:i32, BLOCK_M=64, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, "
                  "NUM_STAGES=2, NUM_SMS=2");
@@ -2119,7 +2119,8 @@ TEST(InterpRaces, NamedBarrierHandoffIsCleanAndItsBugsAreReported) {
 TEST(InterpRaces, RefillingAStageAnUnretiredWgmmaReadsIsReported) {
   // kernels/hopper/gemm_pipelined.py with one MMA too many left in flight: the stage of step
   // k - 1 is refilled while its wgmma may still read it.
-  std::vector<SourceFile> files = kernelFiles("kernels/hopper/gemm_pipelined.py");
+  std::vector<SourceFile> files =
+      kernelFiles("python/warpweave/ops/kernels/hopper/gemm_pipelined.py");
   std::string source = files[0].text;
   const std::string retire = "acc = tlx.async_dot_wait(1, acc)";
   ASSERT_NE(source.find(retire), std::string::npos);
@@ -2190,7 +2191,8 @@ std::string runPipelinedGemm(const std::string& source, int numWarps,
       "K:i32, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, NUM_STAGES=3");
   req.stage = Stage::TileIR;
   req.options.numWarps = numWarps;
-  req.files = kernelFiles("kernels/hopper/gemm_pipelined.py"); // with matmul.py's grouped_tile
+  req.files = kernelFiles(
+      "python/warpweave/ops/kernels/hopper/gemm_pipelined.py"); // with matmul.py's grouped_tile
   req.files[0].text = source;
   CompiledKernel kernel = compile(req);
   if (withoutInsertedBarriers) {
@@ -2238,7 +2240,8 @@ std::string replaced(std::string source, const std::string& from, const std::str
 } // namespace
 
 TEST(InterpRaces, PipelinedGemmOnTwoWarpGroupsIsCleanUnderSeeds) {
-  const std::string source = kernelFiles("kernels/hopper/gemm_pipelined.py")[0].text;
+  const std::string source =
+      kernelFiles("python/warpweave/ops/kernels/hopper/gemm_pipelined.py")[0].text;
   for (uint64_t seed : {0, 1, 7, 42}) {
     interp::RunOptions o;
     o.seed = seed;
@@ -2254,7 +2257,8 @@ TEST(InterpRaces, PipelinedGemmOnTwoWarpGroupsIsCleanUnderSeeds) {
 TEST(InterpRaces, RefillBeforeBothWarpGroupsRetiredTheirWgmmaIsReported) {
   // The kernel before its fix: thread 0 refills the stage of step k - 1 right after
   // async_dot_wait(1), which only the issuing warp group's wgmmas are past.
-  const std::string fixed = kernelFiles("kernels/hopper/gemm_pipelined.py")[0].text;
+  const std::string fixed =
+      kernelFiles("python/warpweave/ops/kernels/hopper/gemm_pipelined.py")[0].text;
   const std::string source = replaced(fixed, "tl.debug_barrier()", "pass");
   const int refill = lineOf(source, "tlx.async_descriptor_load(a_desc");
   const int wait = lineOf(source, "acc = tlx.async_dot_wait(1, acc)");
@@ -2531,7 +2535,7 @@ TEST(InterpClusters, TwoCtaClusterGemmWithMulticastAndRemoteArrives) {
   // consumers release every stage on both CTAs' empty barriers. Odd tile counts leave the
   // second CTA of the last cluster past the edge.
   const int M = 136, N = 104, K = 56;
-  SourceKernel k("kernels/hopper/gemm_ws.py", "gemm_ws_kernel",
+  SourceKernel k("python/warpweave/ops/kernels/hopper/gemm_ws.py", "gemm_ws_kernel",
                  "a_desc:desc<fp16,16x16>, b_desc:desc<fp16,16x32>, c_desc:desc<fp16,16x32>, "
                  "M:i32, N:i32, K:i32, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, "
                  "NUM_STAGES=2, NUM_SMS=4, CLUSTER_N=2",

@@ -1325,53 +1325,53 @@ struct RealKernel {
 };
 
 const RealKernel kRealKernels[] = {
-    {"kernels/vector_add.py", "add_kernel",
+    {"python/warpweave/ops/kernels/vector_add.py", "add_kernel",
      "x_ptr:*fp32:16,y_ptr:*fp32:16,out_ptr:*fp32:16,n:i32:16,BLOCK=1024", 4},
-    {"kernels/softmax.py", "softmax_kernel",
+    {"python/warpweave/ops/kernels/softmax.py", "softmax_kernel",
      "out_ptr:*fp16:16,in_ptr:*fp16:16,in_row_stride:i32:16,out_row_stride:i32:16,n_rows:i32,"
      "n_cols:i32:16,BLOCK=1024",
      4},
-    {"kernels/softmax.py", "softmax_online_kernel",
+    {"python/warpweave/ops/kernels/softmax.py", "softmax_online_kernel",
      "out_ptr:*fp32:16,in_ptr:*fp32:16,in_row_stride:i32,out_row_stride:i32,n_cols:i32,BLOCK=4096",
      4},
-    {"kernels/layernorm.py", "layernorm_fwd_kernel",
+    {"python/warpweave/ops/kernels/layernorm.py", "layernorm_fwd_kernel",
      "x_ptr:*fp16:16,y_ptr:*fp16:16,w_ptr:*fp16:16,b_ptr:*fp16:16,mean_ptr:*fp32:16,"
      "rstd_ptr:*fp32:16,stride:i32:16,n_cols:i32:16,eps:fp32,BLOCK=1024",
      4},
-    {"kernels/layernorm.py", "layernorm_bwd_dx_kernel",
+    {"python/warpweave/ops/kernels/layernorm.py", "layernorm_bwd_dx_kernel",
      "dx_ptr:*fp16:16,dy_ptr:*fp16:16,partial_dw_ptr:*fp32:16,partial_db_ptr:*fp32:16,"
      "x_ptr:*fp16:16,w_ptr:*fp16:16,mean_ptr:*fp32:16,rstd_ptr:*fp32:16,stride:i32,n_rows:i32,"
      "n_cols:i32,rows_per_program:i32,BLOCK=1024",
      4},
-    {"kernels/matmul.py", "matmul_kernel",
+    {"python/warpweave/ops/kernels/matmul.py", "matmul_kernel",
      "a_ptr:*fp16:16,b_ptr:*fp16:16,c_ptr:*fp16:16,M:i32:16,N:i32:16,K:i32:16,stride_am:i32:16,"
      "stride_ak:i32:1,stride_bk:i32:16,stride_bn:i32:1,stride_cm:i32:16,stride_cn:i32:1,"
      "BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,ACTIVATION=\"leaky_relu\"",
      8},
-    {"kernels/reduction.py", "row_max_kernel",
+    {"python/warpweave/ops/kernels/reduction.py", "row_max_kernel",
      "x_ptr:*fp32:16,out_ptr:*fp32:16,out_index_ptr:*i32:16,n_rows:i32,n_cols:i32,"
      "stride_row:i32,BLOCK_M=4,BLOCK_N=1024",
      4},
-    {"kernels/embedding_bag.py", "embedding_bag_kernel",
+    {"python/warpweave/ops/kernels/embedding_bag.py", "embedding_bag_kernel",
      "weight_ptr:*fp16:16,indices_ptr:*i64:16,offsets_ptr:*i64:16,sample_weights_ptr:*fp32:16,"
      "out_ptr:*fp16:16,D:i32,stride_w:i32,stride_out:i32,BLOCK_I=8,BLOCK_D=128,"
      "HAS_SAMPLE_WEIGHTS=True,MEAN=True",
      4},
-    {"kernels/attention.py", "attention_fwd_kernel",
+    {"python/warpweave/ops/kernels/attention.py", "attention_fwd_kernel",
      "q_ptr:*fp16:16,k_ptr:*fp16:16,v_ptr:*fp16:16,out_ptr:*fp16:16,lse_ptr:*fp32:16,"
      "sm_scale:fp32,stride_qz:i32,stride_qh:i32,stride_qm:i32,stride_kz:i32,stride_kh:i32,"
      "stride_kn:i32,stride_vz:i32,stride_vh:i32,stride_vn:i32,stride_oz:i32,stride_oh:i32,"
      "stride_om:i32,H:i32,N_CTX:i32,HEAD_DIM=128,BLOCK_M=128,BLOCK_N=64,CAUSAL=True",
      8},
-    {"kernels/hopper/gemm_pipelined.py", "gemm_pipelined_kernel",
+    {"python/warpweave/ops/kernels/hopper/gemm_pipelined.py", "gemm_pipelined_kernel",
      "a_desc:desc<fp16,128x64>,b_desc:desc<fp16,64x128>,c_desc:desc<fp16,128x128>,M:i32,N:i32,"
      "K:i32,BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,NUM_STAGES=4",
      4},
-    {"kernels/hopper/gemm_ws.py", "gemm_ws_kernel",
+    {"python/warpweave/ops/kernels/hopper/gemm_ws.py", "gemm_ws_kernel",
      "a_desc:desc<fp16,128x64>,b_desc:desc<fp16,64x128>,c_desc:desc<fp16,128x128>,M:i32,N:i32,"
      "K:i32,BLOCK_M=256,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,NUM_STAGES=4,NUM_SMS=132",
      4},
-    {"kernels/hopper/attention_ws.py", "attention_ws_kernel",
+    {"python/warpweave/ops/kernels/hopper/attention_ws.py", "attention_ws_kernel",
      "q_desc:desc<fp16,128x128>,k_desc:desc<fp16,128x128>,v_desc:desc<fp16,128x128>,"
      "o_desc:desc<fp16,128x128>,lse_ptr:*fp32:16,sm_scale:fp32,N_CTX:i32:16,HEAD_DIM=128,"
      "BLOCK_M=128,BLOCK_N=128,NUM_STAGES=2",

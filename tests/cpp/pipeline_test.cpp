@@ -53,7 +53,8 @@ CompiledKernel compileSource(const std::string& path, const std::string& source,
 CompiledKernel compileMatmul(Target target, Stage stage, int bm, int bn, int bk, int numWarps,
                              int numStages, bool aligned = true) {
   CompileRequest req;
-  req.files.push_back({"kernels/matmul.py", readRepoFile("kernels/matmul.py")});
+  req.files.push_back({"python/warpweave/ops/kernels/matmul.py",
+                       readRepoFile("python/warpweave/ops/kernels/matmul.py")});
   req.kernel = "matmul_kernel";
   req.signature = parseSignature(matmulSignature(bm, bn, bk, aligned));
   req.options.target = target;
@@ -312,7 +313,8 @@ TEST(SoftwarePipeline, AccumulatingAddOfADotIsPipelined) {
 CompiledKernel compileAttention(Target target, Stage stage, int headDim, bool causal, int numStages,
                                 int numWarps = 8) {
   CompileRequest req;
-  req.files.push_back({"kernels/attention.py", readRepoFile("kernels/attention.py")});
+  req.files.push_back({"python/warpweave/ops/kernels/attention.py",
+                       readRepoFile("python/warpweave/ops/kernels/attention.py")});
   req.kernel = "attention_fwd_kernel";
   req.signature = parseSignature(
       "q_ptr:*fp16:16,k_ptr:*fp16:16,v_ptr:*fp16:16,out_ptr:*fp16:16,lse_ptr:*fp32:16,"

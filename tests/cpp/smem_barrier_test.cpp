@@ -445,8 +445,9 @@ TEST(SmemBarriers, ThePipelinersLoopsNeedNoMore) {
       "a_ptr:*fp16:16,b_ptr:*fp16:16,c_ptr:*fp16:16,M:i32,N:i32,K:i32:16,stride_am:i32:16,"
       "stride_ak:i32:1,stride_bk:i32:16,stride_bn:i32:1,stride_cm:i32:16,stride_cn:i32:1,"
       "BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,ACTIVATION=\"\"");
-  req.files = {{"kernels/matmul.py", [] {
-                  std::FILE* f = std::fopen(WW_SOURCE_DIR "/kernels/matmul.py", "rb");
+  req.files = {{"python/warpweave/ops/kernels/matmul.py", [] {
+                  std::FILE* f =
+                      std::fopen(WW_SOURCE_DIR "/python/warpweave/ops/kernels/matmul.py", "rb");
                   std::string text;
                   char chunk[4096];
                   for (size_t n; f && (n = std::fread(chunk, 1, sizeof chunk, f)) > 0;)

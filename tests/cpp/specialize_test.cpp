@@ -163,88 +163,88 @@ std::string readFile(const std::string& path) {
 
 const std::vector<KernelCase>& kernelCases() {
   static const std::vector<KernelCase> cases = {
-      {"kernels/vector_add.py",
+      {"python/warpweave/ops/kernels/vector_add.py",
        "add_kernel",
        "x_ptr:*fp32:16,y_ptr:*fp32:16,out_ptr:*fp32:16,n:i32,BLOCK=1024",
        4,
        {"= load ", "store "}},
-      {"kernels/vector_add.py",
+      {"python/warpweave/ops/kernels/vector_add.py",
        "add_kernel_persistent",
        "x_ptr:*fp32:16,y_ptr:*fp32:16,out_ptr:*fp32:16,n:i32,BLOCK=1024",
        4,
        {"  for %", "num_programs"}},
-      {"kernels/softmax.py",
+      {"python/warpweave/ops/kernels/softmax.py",
        "softmax_kernel",
        "out_ptr:*fp16:16,in_ptr:*fp16:16,in_row_stride:i32,out_row_stride:i32,n_rows:i32,"
        "n_cols:i32,BLOCK=1024",
        4,
        {"kind = \"max\"", "kind = \"sum\"", "= exp "}},
-      {"kernels/softmax.py",
+      {"python/warpweave/ops/kernels/softmax.py",
        "softmax_online_kernel",
        "out_ptr:*fp32:16,in_ptr:*fp32:16,in_row_stride:i32,out_row_stride:i32,n_cols:i32,BLOCK="
        "4096",
        4,
        {"= select ", "_running_max = for "}},
-      {"kernels/layernorm.py",
+      {"python/warpweave/ops/kernels/layernorm.py",
        "layernorm_fwd_kernel",
        "x_ptr:*fp16:16,y_ptr:*fp16:16,w_ptr:*fp16:16,b_ptr:*fp16:16,mean_ptr:*fp32:16,"
        "rstd_ptr:*fp32:16,stride:i32,n_cols:i32,eps:fp32,BLOCK=1024",
        4,
        {"= sqrt "}},
-      {"kernels/layernorm.py",
+      {"python/warpweave/ops/kernels/layernorm.py",
        "layernorm_bwd_dx_kernel",
        "dx_ptr:*fp16:16,dy_ptr:*fp16:16,partial_dw_ptr:*fp32:16,partial_db_ptr:*fp32:16,"
        "x_ptr:*fp16:16,w_ptr:*fp16:16,mean_ptr:*fp32:16,rstd_ptr:*fp32:16,stride:i32,n_rows:i32,"
        "n_cols:i32,rows_per_program:i32,BLOCK=1024",
        4,
        {" = for "}},
-      {"kernels/layernorm.py",
+      {"python/warpweave/ops/kernels/layernorm.py",
        "layernorm_bwd_dwdb_kernel",
        "partial_dw_ptr:*fp32:16,partial_db_ptr:*fp32:16,dw_ptr:*fp16:16,db_ptr:*fp16:16,"
        "n_partials:i32,n_cols:i32,BLOCK_P=32,BLOCK_N=128",
        4,
        {"kind = \"sum\""}},
-      {"kernels/matmul.py",
+      {"python/warpweave/ops/kernels/matmul.py",
        "matmul_kernel",
        "a_ptr:*fp16:16,b_ptr:*fp16:16,c_ptr:*fp16:16,M:i32,N:i32,K:i32,stride_am:i32,"
        "stride_ak:i32:1,stride_bk:i32,stride_bn:i32:1,stride_cm:i32,stride_cn:i32:1,"
        "BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,ACTIVATION=\"leaky_relu\"",
        8,
        {"= dot ", "input_precision = \"ieee\"", "tensor<128x128xfp32>", "= select "}},
-      {"kernels/matmul.py",
+      {"python/warpweave/ops/kernels/matmul.py",
        "matmul_kernel",
        "a_ptr:*bf16:16,b_ptr:*bf16:16,c_ptr:*bf16:16,M:i32,N:i32,K:i32,stride_am:i32,"
        "stride_ak:i32,stride_bk:i32,stride_bn:i32,stride_cm:i32,stride_cn:i32,"
        "BLOCK_M=64,BLOCK_N=64,BLOCK_K=32,GROUP_M=4,ACTIVATION=\"relu\"",
        4,
        {"= dot ", "= max "}},
-      {"kernels/reduction.py",
+      {"python/warpweave/ops/kernels/reduction.py",
        "row_sum_kernel",
        "x_ptr:*fp32:16,out_ptr:*fp32:16,n_rows:i32,n_cols:i32,stride_row:i32,BLOCK_M=4,"
        "BLOCK_N=1024",
        4,
        {"kind = \"sum\""}},
-      {"kernels/reduction.py",
+      {"python/warpweave/ops/kernels/reduction.py",
        "row_max_kernel",
        "x_ptr:*fp32:16,out_ptr:*fp32:16,out_index_ptr:*i32:16,n_rows:i32,n_cols:i32,"
        "stride_row:i32,BLOCK_M=4,BLOCK_N=1024",
        4,
        {"kind = \"max\""}},
-      {"kernels/embedding_bag.py",
+      {"python/warpweave/ops/kernels/embedding_bag.py",
        "embedding_bag_kernel",
        "weight_ptr:*fp16:16,indices_ptr:*i64:16,offsets_ptr:*i64:16,sample_weights_ptr:*fp32:16,"
        "out_ptr:*fp16:16,D:i32,stride_w:i32,stride_out:i32,BLOCK_I=8,BLOCK_D=128,"
        "HAS_SAMPLE_WEIGHTS=True,MEAN=True",
        4,
        {"= load "}},
-      {"kernels/embedding_bag.py",
+      {"python/warpweave/ops/kernels/embedding_bag.py",
        "embedding_bag_kernel",
        "weight_ptr:*fp16:16,indices_ptr:*i32:16,offsets_ptr:*i32:16,sample_weights_ptr:*fp32:16,"
        "out_ptr:*bf16:16,D:i32,stride_w:i32,stride_out:i32,BLOCK_I=8,BLOCK_D=128,"
        "HAS_SAMPLE_WEIGHTS=False,MEAN=False",
        4,
        {"= load "}},
-      {"kernels/attention.py",
+      {"python/warpweave/ops/kernels/attention.py",
        "attention_fwd_kernel",
        "q_ptr:*fp16:16,k_ptr:*fp16:16,v_ptr:*fp16:16,out_ptr:*fp16:16,lse_ptr:*fp32:16,"
        "sm_scale:fp32,stride_qz:i32,stride_qh:i32,stride_qm:i32,stride_kz:i32,stride_kh:i32,"
@@ -252,7 +252,7 @@ const std::vector<KernelCase>& kernelCases() {
        "stride_om:i32,H:i32,N_CTX:i32,HEAD_DIM=128,BLOCK_M=128,BLOCK_N=64,CAUSAL=True",
        8,
        {"= dot ", "= exp2 "}},
-      {"kernels/attention.py",
+      {"python/warpweave/ops/kernels/attention.py",
        "attention_fwd_kernel",
        "q_ptr:*bf16:16,k_ptr:*bf16:16,v_ptr:*bf16:16,out_ptr:*bf16:16,lse_ptr:*fp32:16,"
        "sm_scale:fp32,stride_qz:i32,stride_qh:i32,stride_qm:i32,stride_kz:i32,stride_kh:i32,"
@@ -260,38 +260,52 @@ const std::vector<KernelCase>& kernelCases() {
        "stride_om:i32,H:i32,N_CTX:i32,HEAD_DIM=64,BLOCK_M=128,BLOCK_N=64,CAUSAL=False",
        4,
        {"= dot "}},
-      {"kernels/hopper/gemm_pipelined.py",
+      {"python/warpweave/ops/kernels/attention_bwd.py",
+       "attention_bwd_dkdv_kernel",
+       "q_ptr:*fp16:16,k_ptr:*fp16:16,v_ptr:*fp16:16,do_ptr:*fp16:16,lse_ptr:*fp32:16,"
+       "delta_ptr:*fp32:16,dk_ptr:*fp16:16,dv_ptr:*fp16:16,sm_scale:fp32,N_CTX:i32,"
+       "HEAD_DIM=64,BLOCK_M=64,BLOCK_N=64,CAUSAL=True",
+       4,
+       {"= dot ", "= exp2 "}},
+      {"python/warpweave/ops/kernels/attention_bwd.py",
+       "attention_bwd_dq_kernel",
+       "q_ptr:*bf16:16,k_ptr:*bf16:16,v_ptr:*bf16:16,do_ptr:*bf16:16,lse_ptr:*fp32:16,"
+       "delta_ptr:*fp32:16,dq_ptr:*bf16:16,sm_scale:fp32,N_CTX:i32,"
+       "HEAD_DIM=128,BLOCK_M=64,BLOCK_N=64,CAUSAL=False",
+       8,
+       {"= dot "}},
+      {"python/warpweave/ops/kernels/hopper/gemm_pipelined.py",
        "gemm_pipelined_kernel",
        "a_desc:desc<fp16,128x64>,b_desc:desc<fp16,64x128>,c_desc:desc<fp16,128x128>,M:i32,N:i32,"
        "K:i32,BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,NUM_STAGES=4",
        4,
        {"local_alloc", "alloc_barriers", "async_desc_load", "async_dot", "barrier_wait"}},
-      {"kernels/hopper/gemm_ws.py",
+      {"python/warpweave/ops/kernels/hopper/gemm_ws.py",
        "gemm_ws_kernel",
        "a_desc:desc<fp16,128x64>,b_desc:desc<fp16,64x128>,c_desc:desc<fp16,128x128>,M:i32,N:i32,"
        "K:i32,BLOCK_M=256,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,NUM_STAGES=4,NUM_SMS=132",
        4,
        {"async_tasks", "async_task {default = 1", "replica = 1", "async_dot"}},
-      {"kernels/hopper/gemm_ws_pingpong.py",
+      {"python/warpweave/ops/kernels/hopper/gemm_ws_pingpong.py",
        "gemm_ws_pingpong_kernel",
        "a_desc:desc<fp16,128x64>,b_desc:desc<fp16,64x128>,c_desc:desc<fp16,128x128>,M:i32,N:i32,"
        "K:i32,BLOCK_M=128,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,NUM_STAGES=4,NUM_SMS=132",
        4,
        {"async_tasks", "replica = 1", "named_barrier_wait", "async_dot"}},
-      {"kernels/hopper/softmax_tma.py",
+      {"python/warpweave/ops/kernels/hopper/softmax_tma.py",
        "softmax_tma_kernel",
        "in_desc:desc<fp16,64x64>,out_desc:desc<fp16,64x64>,out_ptr:*fp16:16,n_rows:i32,"
        "TILE_R=64,TILE_C=64,NUM_STAGES=2,TMA_STORE=True",
        4,
        {"alloc_barriers", "async_desc_load", "barrier_wait", "async_desc_store", "exp"}},
-      {"kernels/hopper/layernorm_tma.py",
+      {"python/warpweave/ops/kernels/hopper/layernorm_tma.py",
        "layernorm_fwd_tma_kernel",
        "x_desc:desc<fp16,64x64>,y_desc:desc<fp16,64x64>,y_ptr:*fp16:16,w_ptr:*fp16:16,"
        "b_ptr:*fp16:16,mean_ptr:*fp32:16,rstd_ptr:*fp32:16,n_rows:i32,eps:fp32,TILE_R=64,"
        "TILE_C=64,NUM_STAGES=2",
        4,
        {"async_desc_load", "barrier_wait", "= sqrt", "= reduce"}},
-      {"kernels/hopper/layernorm_tma.py",
+      {"python/warpweave/ops/kernels/hopper/layernorm_tma.py",
        "layernorm_bwd_tma_kernel",
        "x_desc:desc<fp16,64x64>,dy_desc:desc<fp16,64x64>,dx_desc:desc<fp16,64x64>,"
        "dx_ptr:*fp16:16,partial_dw_ptr:*fp32:16,partial_db_ptr:*fp32:16,w_ptr:*fp16:16,"
@@ -300,7 +314,7 @@ const std::vector<KernelCase>& kernelCases() {
        "TMA_STORE=True",
        8,
        {"async_desc_load", "async_desc_store", "reduce"}},
-      {"kernels/hopper/layernorm_tma.py",
+      {"python/warpweave/ops/kernels/hopper/layernorm_tma.py",
        "layernorm_bwd_tma_kernel",
        "x_desc:desc<fp16,128x64>,dy_desc:desc<fp16,128x64>,dx_desc:desc<fp16,128x64>,"
        "dx_ptr:*fp16:16,partial_dw_ptr:*fp32:16,partial_db_ptr:*fp32:16,w_ptr:*fp16:16,"
@@ -308,21 +322,21 @@ const std::vector<KernelCase>& kernelCases() {
        "TILE_C=64,NUM_STAGES=3,SPLIT=2,PEERS=2",
        8,
        {"cluster_cta_rank", "async_remote_shmem_store", "async_desc_load"}},
-      {"kernels/hopper/attention_ws.py",
+      {"python/warpweave/ops/kernels/hopper/attention_ws.py",
        "attention_ws_kernel",
        "q_desc:desc<fp16,128x128>,k_desc:desc<fp16,128x128>,v_desc:desc<fp16,128x128>,"
        "o_desc:desc<fp16,128x128>,lse_ptr:*fp32:16,sm_scale:fp32,N_CTX:i32:16,HEAD_DIM=128,"
        "BLOCK_M=128,BLOCK_N=128,NUM_STAGES=2",
        4,
        {"async_tasks", "named_barrier_wait", "named_barrier_arrive", "async_dot"}},
-      {"kernels/hopper/rows_cluster.py",
+      {"python/warpweave/ops/kernels/hopper/rows_cluster.py",
        "softmax_cluster_kernel",
        "out_ptr:*fp16:16,in_ptr:*fp16:16,scratch_ptr:*fp32:16,in_row_stride:i32,"
        "out_row_stride:i32,n_rows:i32,rows_per_cluster:i32,n_cols:i32,slice_cols:i32:16,"
        "BLOCK=2048,C=2,PEERS=2",
        8,
        {"cluster_cta_rank", "cluster_barrier", "exp"}},
-      {"kernels/hopper/rows_smem.py",
+      {"python/warpweave/ops/kernels/hopper/rows_smem.py",
        "softmax_smem_kernel",
        "out_ptr:*fp16:16,in_ptr:*fp16:16,scratch_ptr:*fp32:16,in_row_stride:i32:16,"
        "out_row_stride:i32:16,n_rows:i32,n_cols:i32:16,slice_cols:i32:16,BLOCK=4096,K=13,"
@@ -337,8 +351,8 @@ const std::vector<KernelCase>& kernelCases() {
 TEST(SpecializeKernels, EveryKernelFileHasACase) {
   std::set<std::string> covered;
   for (const KernelCase& c : kernelCases()) covered.insert(c.file);
-  for (const auto& e :
-       std::filesystem::recursive_directory_iterator(std::string(WW_SOURCE_DIR) + "/kernels")) {
+  for (const auto& e : std::filesystem::recursive_directory_iterator(
+           std::string(WW_SOURCE_DIR) + "/python/warpweave/ops/kernels")) {
     if (e.path().extension() != ".py") continue;
     std::string rel = std::filesystem::relative(e.path(), WW_SOURCE_DIR).string();
     if (readFile(e.path().string()).find("@ww.jit") == std::string::npos) continue; // host code
@@ -533,9 +547,8 @@ TEST(SpecializeDiagnostics, UserErrorsPointAtTheirSource) {
        "int; pointers support 'ptr + int offsets' and 'ptr - int offsets'",
        ""},
       {"    y = tl.arange(0, BLOCK)[3]\n",
-       "test.py:6:29: error: tensor subscripts accept only None and ':' (as in x[:, None]); to "
-       "pick "
-       "elements, load them with pointers and offsets",
+       "test.py:6:29: error: unsupported tensor index: tensor subscripts accept only None and "
+       "':' (as in x[:, None]); to pick elements, load them with pointers and offsets",
        ""},
       {"    t: tl.constexpr = (1, 2)\n    y = t[2]\n",
        "test.py:7:11: error: tuple index 2 is out of range for a tuple of 2 elements", ""},
@@ -1231,8 +1244,9 @@ std::vector<float> randomFloats(size_t n, unsigned seed) {
 } // namespace
 
 TEST(SpecializeEndToEnd, VectorAddPersistentMatchesReference) {
-  CompiledKernel k = compileFile("kernels/vector_add.py", "add_kernel_persistent",
-                                 "x_ptr:*fp32:16,y_ptr:*fp32:16,out_ptr:*fp32:16,n:i32,BLOCK=64");
+  CompiledKernel k =
+      compileFile("python/warpweave/ops/kernels/vector_add.py", "add_kernel_persistent",
+                  "x_ptr:*fp32:16,y_ptr:*fp32:16,out_ptr:*fp32:16,n:i32,BLOCK=64");
   const int n = 1000;
   std::vector<float> x = randomFloats(n, 1), y = randomFloats(n, 2), out(n, NAN);
   int grid[3] = {3, 1, 1};
@@ -1241,7 +1255,7 @@ TEST(SpecializeEndToEnd, VectorAddPersistentMatchesReference) {
 }
 
 TEST(SpecializeEndToEnd, OnlineSoftmaxMatchesReference) {
-  CompiledKernel k = compileFile("kernels/softmax.py", "softmax_online_kernel",
+  CompiledKernel k = compileFile("python/warpweave/ops/kernels/softmax.py", "softmax_online_kernel",
                                  "out_ptr:*fp32:16,in_ptr:*fp32:16,in_row_stride:i32,"
                                  "out_row_stride:i32,n_cols:i32,BLOCK=64");
   const int rows = 3, cols = 150, stride = 160;
@@ -1261,7 +1275,7 @@ TEST(SpecializeEndToEnd, OnlineSoftmaxMatchesReference) {
 
 TEST(SpecializeEndToEnd, MatmulWithLeakyReluMatchesReference) {
   CompiledKernel k = compileFile(
-      "kernels/matmul.py", "matmul_kernel",
+      "python/warpweave/ops/kernels/matmul.py", "matmul_kernel",
       "a_ptr:*fp32:16,b_ptr:*fp32:16,c_ptr:*fp32:16,M:i32,N:i32,K:i32,stride_am:i32,"
       "stride_ak:i32:1,stride_bk:i32,stride_bn:i32:1,stride_cm:i32,stride_cn:i32:1,BLOCK_M=16,"
       "BLOCK_N=16,BLOCK_K=16,GROUP_M=2,ACTIVATION=\"leaky_relu\"");
@@ -1283,7 +1297,7 @@ TEST(SpecializeEndToEnd, MatmulWithLeakyReluMatchesReference) {
 }
 
 TEST(SpecializeEndToEnd, RowMaxWithIndicesMatchesReference) {
-  CompiledKernel k = compileFile("kernels/reduction.py", "row_max_kernel",
+  CompiledKernel k = compileFile("python/warpweave/ops/kernels/reduction.py", "row_max_kernel",
                                  "x_ptr:*fp32:16,out_ptr:*fp32:16,out_index_ptr:*i32:16,"
                                  "n_rows:i32,n_cols:i32,stride_row:i32,BLOCK_M=4,BLOCK_N=32");
   const int rows = 7, cols = 77;
@@ -1333,14 +1347,14 @@ void runTlxGemm(const std::string& file, const std::string& kernel, const std::s
 
 TEST(SpecializeEndToEnd, TlxPipelinedGemmMatchesReference) {
   // 64x48 in 32x16 tiles: 2 x 3 programs; K = 80 in 16-wide steps through a 3-stage ring.
-  runTlxGemm("kernels/hopper/gemm_pipelined.py", "gemm_pipelined_kernel",
+  runTlxGemm("python/warpweave/ops/kernels/hopper/gemm_pipelined.py", "gemm_pipelined_kernel",
              "BLOCK_M=32,BLOCK_N=16,BLOCK_K=16,GROUP_M=2,NUM_STAGES=3", 6, 32, 16, 16);
 }
 
 TEST(SpecializeEndToEnd, TlxWarpSpecializedGemmMatchesReference) {
   // A producer task and two replicated consumers, each owning half of a 32-row tile; two
   // persistent programs walk the 2 x 3 tiles.
-  runTlxGemm("kernels/hopper/gemm_ws.py", "gemm_ws_kernel",
+  runTlxGemm("python/warpweave/ops/kernels/hopper/gemm_ws.py", "gemm_ws_kernel",
              "BLOCK_M=32,BLOCK_N=16,BLOCK_K=16,GROUP_M=2,NUM_STAGES=3,NUM_SMS=2", 2, 16, 16, 16);
 }
 
@@ -1348,7 +1362,7 @@ TEST(SpecializeEndToEnd, TlxWarpSpecializedAttentionMatchesReference) {
   // Two heads of 64 positions, HEAD_DIM 16; each program owns 2 x 16 query rows.
   const int heads = 2, nctx = 64, d = 16, bm = 16;
   CompiledKernel k =
-      compileFile("kernels/hopper/attention_ws.py", "attention_ws_kernel",
+      compileFile("python/warpweave/ops/kernels/hopper/attention_ws.py", "attention_ws_kernel",
                   "q_desc:desc<fp32,16x16>,k_desc:desc<fp32,16x16>,v_desc:desc<fp32,16x16>,"
                   "o_desc:desc<fp32,16x16>,lse_ptr:*fp32:16,sm_scale:fp32,N_CTX:i32:16,HEAD_DIM=16,"
                   "BLOCK_M=16,BLOCK_N=16,NUM_STAGES=2");

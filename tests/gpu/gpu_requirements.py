@@ -32,17 +32,19 @@ def seed_and_poison_outputs(monkeypatch, torch, ops):
     """Seeds torch from os.urandom (printed, to reproduce a failure), makes every output the
     kernel library allocates start as NaN (-7777 for integers) so that an element a kernel never
     writes fails its test, and runs on the GPU even where WARPWEAVE_INTERPRET is set."""
+    from warpweave.ops import _common
+
     seed = int.from_bytes(os.urandom(4), "little")
     print(f"random seed {seed}")
     torch.manual_seed(seed)
-    allocate = ops._Place.empty
+    allocate = _common._Place.empty
 
     def poisoned(self, shape, dtype):
         out = allocate(self, shape, dtype)
         out.fill_(float("nan") if out.is_floating_point() else -7777)
         return out
 
-    monkeypatch.setattr(ops._Place, "empty", poisoned)
+    monkeypatch.setattr(_common._Place, "empty", poisoned)
     monkeypatch.delenv("WARPWEAVE_INTERPRET", raising=False)
 
 

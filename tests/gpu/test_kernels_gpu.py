@@ -1,4 +1,4 @@
-"""Every host wrapper of kernels/ops.py on the GPU, against PyTorch (fp64 or fp32 references on
+"""Every host wrapper of warpweave.ops on the GPU, against PyTorch (fp64 or fp32 references on
 the same device): real sizes and odd sizes, fresh random inputs, outputs poisoned before each run,
 relative error ||out - ref|| / ||ref|| within each dtype's threshold."""
 
@@ -16,7 +16,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from kernels import ops  # noqa: E402
+from warpweave import ops  # noqa: E402
+from warpweave.ops import _common, _rows  # noqa: E402
 
 import warpweave as ww  # noqa: E402
 
@@ -286,7 +287,7 @@ def test_tma_option_falls_back_on_rows_the_tma_kernels_do_not_take(name):
 @pytest.mark.parametrize("name,config,dtype", list(_tma_sweep_cases()))
 def test_tma_sweep_configs(name, config, dtype):
     x = randn(1000, 4096, dtype=dtype, scale=2.0, shift=1.0)
-    assert ops._tma_row_tiles(ops._Place(name, {"x": x}), x) is not None
+    assert _rows._tma_row_tiles(_common._Place(name, {"x": x}), x) is not None
     if name == "softmax":
         assert_close(ops.softmax(x, config=config), torch.softmax(x.double(), -1), TOL[dtype])
         return

@@ -1,4 +1,4 @@
-"""kernels/ops.py's launch plans on the GPU: repeated calls of the row wrappers with one argument
+"""warpweave.ops's launch plans on the GPU: repeated calls of the row wrappers with one argument
 signature replay the first call's launches (TMA descriptors rebuilt over the new tensors on
 sm_90+) and match PyTorch on new data every time; outputs are fresh tensors per call."""
 
@@ -15,7 +15,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from kernels import ops  # noqa: E402
+from warpweave import ops  # noqa: E402
+from warpweave.ops import _common  # noqa: E402
 
 F = torch.nn.functional
 TOL = {torch.float16: 2e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5}
@@ -35,7 +36,7 @@ def close(out, ref, dtype, what):
 
 
 def uses_descriptors(op):
-    return any(kind == "descriptor" for key, plan in ops._launch_plans.items() if key[0] == op
+    return any(kind == "descriptor" for key, plan in _common._launch_plans.items() if key[0] == op
                for _, _, sources, _ in plan.launches for kind, _ in sources)
 
 

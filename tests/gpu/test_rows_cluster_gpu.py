@@ -1,5 +1,5 @@
 """Softmax and layer norm (forward, backward) with each row split over a thread-block cluster
-(kernels/hopper/rows_cluster.py) on an sm_90 GPU, against float64 PyTorch: the benchmark's wide
+(python/warpweave/ops/kernels/hopper/rows_cluster.py) on an sm_90 GPU, against float64 PyTorch: the benchmark's wide
 rows, odd widths (short and empty last slices), cluster sizes 2 to 16, chunks of rows per
 cluster, rows fewer than clusters, strided rows, fp16 / bf16 / fp32."""
 
@@ -16,7 +16,10 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from kernels import ops  # noqa: E402
+from warpweave import ops  # noqa: E402
+from warpweave.ops import _rows  # noqa: E402
+from warpweave.ops.kernels.hopper import layernorm_tma  # noqa: E402
+from warpweave.ops.kernels.hopper import softmax_tma  # noqa: E402
 
 F32, F16, BF16 = torch.float32, torch.float16, torch.bfloat16
 TOL = {F32: 1e-5, F16: 2e-3, BF16: 1e-2}
@@ -29,14 +32,14 @@ def poisoned_outputs_and_launch_log(monkeypatch):
     the returned list as (op, CTAs per cluster, clusters)."""
     seed_and_poison_outputs(monkeypatch, torch, ops)
     launches = []
-    launch = ops._cluster_launch
+    launch = _rows._cluster_launch
 
     def recorded(op, place, n_rows, n_cols, ctas, *args, **kwargs):
         result = launch(op, place, n_rows, n_cols, ctas, *args, **kwargs)
         launches.append((op, ctas, result[2]))
         return result
 
-    monkeypatch.setattr(ops, "_cluster_launch", recorded)
+    monkeypatch.setattr(_rows, "_cluster_launch", recorded)
     return launches
 
 
@@ -169,7 +172,7 @@ def test_layernorm_bwd_rows_of_32kb_default_to_the_tma_kernel_over_2_cta_cluster
         poisoned_outputs_and_launch_log, monkeypatch, rows, cols, dtype):
     # Rows of 32 KB: each row's halves streamed by the two CTAs of a cluster (TMA), the row sums
     # exchanged per row; not the rows_cluster kernels (no _cluster_launch).
-    launched = spy_launches(monkeypatch, ops._layernorm_tma, "layernorm_bwd_tma_kernel")
+    launched = spy_launches(monkeypatch, layernorm_tma, "layernorm_bwd_tma_kernel")
     check_layernorm_bwd(rows, cols, dtype)
     assert len(launched) == 1 and launched[0][0] % 2 == 0, launched
     assert poisoned_outputs_and_launch_log == []
@@ -211,7 +214,7 @@ def test_softmax_tma_kernel_with_rows_split_over_2_cta_clusters(
         poisoned_outputs_and_launch_log, monkeypatch, rows, cols, dtype):
     # Each row's halves streamed by the two CTAs of a cluster, the halves' (max, sum) pairs
     # exchanged per row; a half of -inf only and a large entry in the other half included.
-    launched = spy_launches(monkeypatch, ops._softmax_tma, "softmax_tma_kernel")
+    launched = spy_launches(monkeypatch, softmax_tma, "softmax_tma_kernel")
     x = randn(rows, cols, dtype=dtype, scale=3.0)
     x[0, : cols // 2] = float("-inf")
     x[-1, -1] = 40.0

@@ -1,4 +1,4 @@
-"""Softmax with each row's slices held in shared memory (kernels/hopper/rows_smem.py) on an sm_90
+"""Softmax with each row's slices held in shared memory (python/warpweave/ops/kernels/hopper/rows_smem.py) on an sm_90
 GPU, against float64 PyTorch: the defaults at rows past 32 KB (one CTA a row, clusters of 2 and 4
 exchanging through distributed shared memory), odd widths (short last chunks and slices, an
 empty last slice), more rows than resident clusters, fewer rows than clusters, strided rows,
@@ -19,7 +19,8 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
-from kernels import ops  # noqa: E402
+from warpweave import ops  # noqa: E402
+from warpweave.ops.kernels.hopper import rows_smem  # noqa: E402
 # The float64 checks and inputs of the register split's tests.
 from test_rows_cluster_gpu import BF16, F16, F32, TOL, assert_close, randn  # noqa: E402
 
@@ -49,8 +50,8 @@ class RecordedKernel:
 
 
 def launched(monkeypatch):
-    recorded = RecordedKernel(ops._rows_smem.softmax_smem_kernel)
-    monkeypatch.setattr(ops._rows_smem, "softmax_smem_kernel", recorded)
+    recorded = RecordedKernel(rows_smem.softmax_smem_kernel)
+    monkeypatch.setattr(rows_smem, "softmax_smem_kernel", recorded)
     return recorded.launches
 
 

@@ -19,13 +19,13 @@ if ROOT not in sys.path:
 
 import scan_kernels  # noqa: E402
 
-from kernels import ops  # noqa: E402
-from kernels import attention as attention_kernels  # noqa: E402
-from kernels import layernorm as layernorm_kernels  # noqa: E402
-from kernels import matmul as matmul_kernels  # noqa: E402
-from kernels import reduction as reduction_kernels  # noqa: E402
-from kernels import softmax as softmax_kernels  # noqa: E402
-from kernels import vector_add as vector_add_kernels  # noqa: E402
+from warpweave import ops  # noqa: E402
+from warpweave.ops.kernels import attention as attention_kernels  # noqa: E402
+from warpweave.ops.kernels import layernorm as layernorm_kernels  # noqa: E402
+from warpweave.ops.kernels import matmul as matmul_kernels  # noqa: E402
+from warpweave.ops.kernels import reduction as reduction_kernels  # noqa: E402
+from warpweave.ops.kernels import softmax as softmax_kernels  # noqa: E402
+from warpweave.ops.kernels import vector_add as vector_add_kernels  # noqa: E402
 
 import warpweave as ww  # noqa: E402
 import warpweave.language as tl  # noqa: E402

@@ -1,4 +1,4 @@
-"""The software-pipelined tl.dot attention (sm_90a): kernels/attention.py at ops.attention's GPU
+"""The software-pipelined tl.dot attention (sm_90a): python/warpweave/ops/kernels/attention.py at ops.attention's GPU
 configuration, whose sm_90a Tile IR (Q stored once into a swizzled buffer, K and V copied by
 cp.async into multi-buffered buffers ahead of use, S = Q K^T and O += P V as async wgmma) runs in
 the interpreter here against a float64 NumPy reference on odd sequence lengths; and the
@@ -7,7 +7,6 @@ compiled PTX and cubin for the H200 (cp.async, wgmma, no spills)."""
 import importlib
 import math
 import os
-import shutil
 import subprocess
 import sys
 
@@ -22,16 +21,17 @@ native_loader = importlib.import_module("warpweave._native_loader")
 pytestmark = pytest.mark.skipif(not native_loader.available(),
                                 reason="warpweave._native is not built (pip install .)")
 
-from kernels import ops  # noqa: E402
+from warpweave import ops  # noqa: E402
+from warpweave.ops import _common  # noqa: E402
 
-ATTENTION = os.path.join(ROOT, "kernels", "attention.py")
+ATTENTION = os.path.join(ROOT, "python", "warpweave", "ops", "kernels", "attention.py")
 
 
 @pytest.fixture
 def gpu_config(monkeypatch):
     """ops.attention picks its GPU block sizes, warps and stages, but runs in the interpreter on
     the NumPy arrays (which executes the sm_90a Tile IR)."""
-    monkeypatch.setattr(ops._Place, "on_gpu", property(lambda self: True))
+    monkeypatch.setattr(_common._Place, "on_gpu", property(lambda self: True))
 
 
 def attention_ref(q, k, v, causal, sm_scale):
@@ -77,20 +77,10 @@ def test_pipelined_attention_in_interpreter(gpu_config, rng, shape, causal, dtyp
     np.testing.assert_allclose(lse, lse_ref, rtol=1e-4, atol=1e-4)
 
 
-def find_ptxas():
-    for candidate in (os.environ.get("WARPWEAVE_PTXAS"), "/usr/local/cuda/bin/ptxas",
-                      shutil.which("ptxas")):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    return None
-
-
 @pytest.fixture
-def compiled(monkeypatch):
+def compiled(monkeypatch, requires_ptxas):
     """ops.attention as on the H200, its launches replaced by compiles (to a cubin) for sm_90a;
     the compiled kernels are returned in a list."""
-    if find_ptxas() is None:
-        pytest.skip("no ptxas (CUDA toolkit) to assemble the PTX")
     jit_module = importlib.import_module("warpweave.jit")
     # Compiled here, not served from a disk cache that an older build of the pass may have
     # filled for the same source (the cache key holds the compiler's version, not its build).
@@ -104,7 +94,7 @@ def compiled(monkeypatch):
         kernels.append(self.compile_for(values, False, options, target="sm_90a"))
 
     monkeypatch.setattr(jit_module.JITFunction, "run", compile_instead_of_launch)
-    monkeypatch.setattr(ops._Place, "on_gpu", property(lambda self: True))
+    monkeypatch.setattr(_common._Place, "on_gpu", property(lambda self: True))
     return kernels
 
 

@@ -5,7 +5,6 @@ sm_80 kernel on an H200). No GPU needed; ptxas is."""
 
 import importlib
 import os
-import shutil
 import subprocess
 
 import numpy as np
@@ -20,17 +19,7 @@ jitmod = importlib.import_module("warpweave.jit")
 cache = importlib.import_module("warpweave.cache")
 
 
-def _ptxas():
-    candidates = (os.environ.get("WARPWEAVE_PTXAS"), "/usr/local/cuda/bin/ptxas",
-                  shutil.which("ptxas"))
-    for p in candidates:
-        if p and os.path.exists(p):
-            return p
-    return None
-
-
-PTXAS = _ptxas()
-pytestmark = pytest.mark.skipif(PTXAS is None, reason="ptxas not found (the compiles need it)")
+pytestmark = pytest.mark.usefixtures("requires_ptxas")  # the compiles run it (conftest.py)
 
 
 @ww.jit
@@ -88,21 +77,17 @@ def test_forced_sm80_reaches_the_ptx_and_the_cache_keys(cache_dir, monkeypatch):
     (np.float16, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"),
     (np.float32, "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32"),
 ])
-def test_sm80_ptx_assembles_for_the_hopper_device(cache_dir, monkeypatch, tmp_path, dtype,
+def test_sm80_ptx_assembles_for_the_hopper_device(cache_dir, monkeypatch, ptxas, dtype,
                                                   instruction):
     """The runtime hands sm_80 PTX to the driver's JIT on an sm_90 device; ptxas for sm_90 is
     the same compiler: it must accept the sm_80 PTX and keep the tensor-core MMAs (HMMA)."""
     monkeypatch.setenv("WARPWEAVE_TARGET", "sm_80")
     ptx = dot_kernel.compile_for(_values(dtype), False, (4, 3, 1)).kernel.ptx
     assert instruction in ptx
-    src, out = tmp_path / "k.ptx", tmp_path / "k.cubin"
-    src.write_text(ptx)
-    r = subprocess.run([PTXAS, "--gpu-name", "sm_90", "-o", str(out), str(src)],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    cuobjdump = os.path.join(os.path.dirname(PTXAS), "cuobjdump")
+    out = ptxas(ptx, "sm_90").output
+    cuobjdump = os.path.join(os.path.dirname(ptxas.path), "cuobjdump")
     if os.path.exists(cuobjdump):
-        sass = subprocess.run([cuobjdump, "--dump-sass", str(out)], capture_output=True,
+        sass = subprocess.run([cuobjdump, "--dump-sass", out], capture_output=True,
                               text=True, timeout=120).stdout
         assert "HMMA" in sass and "HGMMA" not in sass
 
@@ -128,8 +113,8 @@ def _kernel_library_sm80_cases():
 
 
 @pytest.mark.parametrize("name", _kernel_library_sm80_cases())
-def test_kernel_library_sm80_ptx_assembles_for_the_hopper_device(gpu_compiles, tmp_path, name):
-    """Each kernels/ops.py wrapper's GPU configuration, compiled for sm_80, is PTX the H200's
+def test_kernel_library_sm80_ptx_assembles_for_the_hopper_device(gpu_compiles, ptxas, name):
+    """Each warpweave.ops wrapper's GPU configuration, compiled for sm_80, is PTX the H200's
     driver JIT accepts (ptxas for sm_90 as a stand-in for it)."""
     from test_kernels_interp import GPU_CALLS
 
@@ -137,11 +122,8 @@ def test_kernel_library_sm80_ptx_assembles_for_the_hopper_device(gpu_compiles, t
     gpu_compiles.kernels = []
     GPU_CALLS[name]()
     assert gpu_compiles.kernels, "the wrapper launched nothing"
-    for i, compiled in enumerate(gpu_compiles.kernels):
+    for compiled in gpu_compiles.kernels:
         ptx = compiled.kernel.ptx
         assert ".target sm_80" in ptx and "wgmma" not in ptx
-        src, out = tmp_path / f"k{i}.ptx", tmp_path / f"k{i}.cubin"
-        src.write_text(ptx)
-        r = subprocess.run([PTXAS, "--gpu-name", "sm_90", "-o", str(out), str(src)],
-                           capture_output=True, text=True, timeout=300)
-        assert r.returncode == 0, f"{compiled.fn.__name__}: {r.stderr}"
+        r = ptxas(ptx, "sm_90", check=False)
+        assert r.returncode == 0, f"{compiled.fn.__name__}: {r.log}"

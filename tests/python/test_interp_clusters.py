@@ -315,8 +315,8 @@ def halves(rng, shape, scale=8):
 def cluster_gemm(a, b, variant, config=None, num_sms=132):
     """ops.matmul_tlx(a, b, variant, config)'s launch of gemm_ws_kernel, on NumPy arrays (the op
     itself takes CUDA tensors only)."""
-    from kernels import ops
-    from kernels.hopper import gemm_ws
+    from warpweave import ops
+    from warpweave.ops.kernels.hopper import gemm_ws
 
     cfg = dict(ops.TLX_GEMM_CONFIGS[variant], **(config or {}))
     m, k = a.shape

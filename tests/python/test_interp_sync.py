@@ -174,7 +174,7 @@ def test_fixed_pipelined_gemm_with_two_warp_groups_runs_clean(monkeypatch, seed)
     root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
     if root not in sys.path:
         sys.path.insert(0, root)
-    from kernels.hopper import gemm_pipelined
+    from warpweave.ops.kernels.hopper import gemm_pipelined
     monkeypatch.setenv("WARPWEAVE_INTERP_SEED", str(seed))
     monkeypatch.setenv("WARPWEAVE_INTERP_SCHEDULES", "2")
     a, b, c = run_gemm(gemm_pipelined.gemm_pipelined_kernel, num_warps=8, GROUP_M=2)

@@ -1,11 +1,10 @@
-"""Every host wrapper of kernels/ops.py, run in the CPU interpreter on NumPy arrays, against a
+"""Every host wrapper of warpweave.ops, run in the CPU interpreter on NumPy arrays, against a
 float64 NumPy reference: fresh random inputs (the seed is printed), odd sizes, outputs poisoned
 before each run, relative error ||out - ref|| / ||ref|| within each dtype's threshold."""
 
 import importlib
 import math
 import os
-import shutil
 import sys
 
 import numpy as np
@@ -21,7 +20,11 @@ native_loader = importlib.import_module("warpweave._native_loader")
 pytestmark = pytest.mark.skipif(not native_loader.available(),
                                 reason="warpweave._native is not built (pip install .)")
 
-from kernels import ops  # noqa: E402
+from warpweave import ops  # noqa: E402
+from warpweave.ops import _common, _elementwise  # noqa: E402
+from warpweave.ops.kernels.hopper import layernorm_tma  # noqa: E402
+from warpweave.ops.kernels import reduction as reduction_kernels  # noqa: E402
+from warpweave.ops.kernels.hopper import softmax_tma  # noqa: E402
 
 try:
     import ml_dtypes
@@ -56,14 +59,14 @@ def np_dtype(name):
 def poisoned_outputs(monkeypatch):
     """Every array the wrappers allocate starts as NaN (floats) or -7777 (ints), so an element
     the kernel fails to write cannot pass."""
-    allocate = ops._Place.empty
+    allocate = _common._Place.empty
 
     def poisoned(self, shape, dtype):
         out = allocate(self, shape, dtype)
         out[...] = np.nan if dtype in ("float16", "bfloat16", "float32", "float64") else -7777
         return out
 
-    monkeypatch.setattr(ops._Place, "empty", poisoned)
+    monkeypatch.setattr(_common._Place, "empty", poisoned)
 
 
 def randn(rng, shape, dtype, scale=1.0):
@@ -108,7 +111,7 @@ def test_add(rng, shape, dtype):
 
 def test_add_persistent_kernel(rng, monkeypatch):
     # Vectors past 2**31 elements take add_kernel_persistent; lower the threshold to run it here.
-    monkeypatch.setattr(ops, "ADD_PERSISTENT_FROM", 1000)
+    monkeypatch.setattr(_elementwise, "ADD_PERSISTENT_FROM", 1000)
     x, y = randn(rng, (5, 40001), "float32"), randn(rng, (5, 40001), "float32")
     np.testing.assert_array_equal(ops.add(x, y), x + y)
 
@@ -165,9 +168,9 @@ def tma_launches(monkeypatch):
     """The grids the TMA row kernels are launched with (to check that a tma=True call took them
     rather than falling back to the register kernels)."""
     launched = []
-    for module, name in ((ops._softmax_tma, "softmax_tma_kernel"),
-                         (ops._layernorm_tma, "layernorm_fwd_tma_kernel"),
-                         (ops._layernorm_tma, "layernorm_bwd_tma_kernel")):
+    for module, name in ((softmax_tma, "softmax_tma_kernel"),
+                         (layernorm_tma, "layernorm_fwd_tma_kernel"),
+                         (layernorm_tma, "layernorm_bwd_tma_kernel")):
         kernel = getattr(module, name)
 
         class Spy:
@@ -557,8 +560,8 @@ class LaunchSpy:
 def partial_spies(monkeypatch):
     spies = {}
     for name in ("row_sum_partial_kernel", "row_max_partial_kernel"):
-        spies[name] = LaunchSpy(getattr(ops._reduction, name))
-        monkeypatch.setattr(ops._reduction, name, spies[name])
+        spies[name] = LaunchSpy(getattr(reduction_kernels, name))
+        monkeypatch.setattr(reduction_kernels, name, spies[name])
     return spies["row_sum_partial_kernel"], spies["row_max_partial_kernel"]
 
 
@@ -573,7 +576,7 @@ def test_row_reductions_split_into_chunks(rng, partial_spies, shape, chunks, dty
     x = randn(rng, shape, dtype) + np.asarray(0.5, np_dtype(dtype))
     # Chunks are whole 256-column blocks (the interpreter's BLOCK_N here): fewer when the row
     # has fewer blocks than the chunks asked for.
-    expected_chunks = ops.ww.cdiv(shape[1], ops.ww.cdiv(ops.ww.cdiv(shape[1], chunks), 256) * 256)
+    expected_chunks = ww.cdiv(shape[1], ww.cdiv(ww.cdiv(shape[1], chunks), 256) * 256)
     assert_close(ops.row_sum(x, config={"chunks": chunks}), f64(x).sum(axis=1), 1e-5, "sums")
     values, indices = ops.row_max(x, config={"chunks": chunks})
     ref_values, ref_indices = first_max_ref(x)
@@ -692,21 +695,10 @@ def test_attention_default_scale_and_strided_inputs(rng):
 # ------------------------------------------------------------------------------------------------
 
 
-def find_ptxas():
-    for candidate in (os.environ.get("WARPWEAVE_PTXAS"),
-                      os.path.join(os.environ.get("CUDA_HOME", "/nonexistent"), "bin", "ptxas"),
-                      "/usr/local/cuda/bin/ptxas", shutil.which("ptxas")):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    return None
-
-
 @pytest.fixture
-def gpu_compiles(monkeypatch):
+def gpu_compiles(monkeypatch, requires_ptxas):
     """Makes the wrappers believe they run on the GPU and turns every launch into a compile for
     `gpu_compiles.target`; the compiled kernels are appended to `gpu_compiles.kernels`."""
-    if find_ptxas() is None:
-        pytest.skip("no ptxas (CUDA toolkit) to assemble the PTX")
     jit_module = importlib.import_module("warpweave.jit")
 
     class Record:
@@ -720,8 +712,8 @@ def gpu_compiles(monkeypatch):
         Record.kernels.append(self.compile_for(values, False, options, target=Record.target))
 
     monkeypatch.setattr(jit_module.JITFunction, "run", compile_instead_of_launch)
-    monkeypatch.setattr(ops._Place, "on_gpu", property(lambda self: True))
-    monkeypatch.setattr(ops._Place, "num_sms", lambda self: 132)
+    monkeypatch.setattr(_common._Place, "on_gpu", property(lambda self: True))
+    monkeypatch.setattr(_common._Place, "num_sms", lambda self: 132)
     return Record
 
 
@@ -734,12 +726,12 @@ def s(*shape):
 
 
 def add_as_if_longer_than_2_31(x, y):
-    saved = ops.ADD_PERSISTENT_FROM
-    ops.ADD_PERSISTENT_FROM = 0
+    saved = _elementwise.ADD_PERSISTENT_FROM
+    _elementwise.ADD_PERSISTENT_FROM = 0
     try:
         return ops.add(x, y)
     finally:
-        ops.ADD_PERSISTENT_FROM = saved
+        _elementwise.ADD_PERSISTENT_FROM = saved
 
 
 GPU_CALLS = {
@@ -811,8 +803,8 @@ def test_gpu_configuration_compiles(gpu_compiles, target, name):
 def gpu_configs(monkeypatch):
     """The wrappers choose their GPU block sizes and grids (as on a 132-SM H200) but, given NumPy
     arrays, still run in the interpreter: the GPU configurations' results are checked here."""
-    monkeypatch.setattr(ops._Place, "on_gpu", property(lambda self: True))
-    monkeypatch.setattr(ops._Place, "num_sms", lambda self: 132)
+    monkeypatch.setattr(_common._Place, "on_gpu", property(lambda self: True))
+    monkeypatch.setattr(_common._Place, "num_sms", lambda self: 132)
 
 
 def test_gpu_configurations_compute_the_same_results(gpu_configs, rng):

@@ -1,7 +1,7 @@
-"""Every kernel in kernels/ runs clean in the interpreter under several schedules: seeded random
+"""Every kernel in python/warpweave/ops/kernels/ runs clean in the interpreter under several schedules: seeded random
 interleavings of its async tasks (WARPWEAVE_INTERP_SEED, WARPWEAVE_INTERP_SCHEDULES) must bring
 no synchronization report (race, deadlock, over-arrival, byte count) and the right results. The
-plain kernels go through kernels/ops.py; the Hopper TLX kernels, whose wrappers are GPU-only,
+plain kernels go through warpweave.ops; the Hopper TLX kernels, whose wrappers are GPU-only,
 are launched directly with tensor descriptors over NumPy arrays at small block sizes."""
 
 import importlib
@@ -22,8 +22,8 @@ native_loader = importlib.import_module("warpweave._native_loader")
 pytestmark = pytest.mark.skipif(not native_loader.available(),
                                 reason="warpweave._native is not built (pip install .)")
 
-from kernels import ops  # noqa: E402
-from kernels.hopper import (attention_ws, gemm_pipelined, gemm_ws,  # noqa: E402
+from warpweave import ops  # noqa: E402
+from warpweave.ops.kernels.hopper import (attention_ws, gemm_pipelined, gemm_ws,  # noqa: E402
                             gemm_ws_pingpong)
 
 # (first seed, schedules): seed 0 alone is the deterministic round-robin schedule; the others

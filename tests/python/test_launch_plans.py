@@ -1,4 +1,4 @@
-"""kernels/ops.py's launch plans in the interpreter: a wrapper's second call with the same argument
+"""warpweave.ops's launch plans in the interpreter: a wrapper's second call with the same argument
 signature replays the first call's launches on the new arrays, with the same results as the full
 path, and calls whose launches cannot be traced to their arrays are never replayed."""
 
@@ -7,7 +7,8 @@ import importlib
 import numpy as np
 import pytest
 
-from kernels import ops
+from warpweave import ops
+from warpweave.ops import _common
 
 pytestmark = pytest.mark.skipif(not importlib.import_module("warpweave._native_loader").available(),
                                 reason="needs warpweave's C++ extension (the interpreter)")
@@ -133,7 +134,7 @@ def test_add_and_disabled_plans(rng, full_path_calls, monkeypatch):
     y = rng.standard_normal((3, 7, 11)).astype(np.float32)
     for _ in range(2):
         np.testing.assert_array_equal(ops.add(x, y), x + y)
-    monkeypatch.setattr(ops, "LAUNCH_PLANS", False)
+    monkeypatch.setattr(_common, "LAUNCH_PLANS", False)
     for _ in range(2):
         np.testing.assert_array_equal(ops.add(y, x), x + y)
     assert full_path_calls == ["add"] * 3
@@ -148,4 +149,4 @@ def test_empty_inputs_and_errors_are_not_recorded(full_path_calls):
         with pytest.raises(ValueError, match="softmax: 'x' has dtype int32"):
             ops.softmax(bad)
     assert full_path_calls == ["softmax"] * 4
-    assert not ops._launch_plans
+    assert not _common._launch_plans

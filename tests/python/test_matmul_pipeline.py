@@ -1,4 +1,4 @@
-"""The software-pipelined tl.dot matmul (sm_90a): kernels/matmul.py at its GPU block sizes, whose
+"""The software-pipelined tl.dot matmul (sm_90a): python/warpweave/ops/kernels/matmul.py at its GPU block sizes, whose
 sm_90a Tile IR (cp.async copies into multi-buffered shared memory, async wgmma with one MMA in
 flight) runs in the interpreter here, against a float64 NumPy reference on odd sizes; and the
 pipelined Tile IR and PTX as `python -m warpweave` emits them."""
@@ -19,10 +19,11 @@ native_loader = importlib.import_module("warpweave._native_loader")
 pytestmark = pytest.mark.skipif(not native_loader.available(),
                                 reason="warpweave._native is not built (pip install .)")
 
-from kernels import matmul as matmul_module  # noqa: E402
-from kernels import ops  # noqa: E402
+from warpweave.ops.kernels import matmul as matmul_module  # noqa: E402
+from warpweave import ops  # noqa: E402
+from warpweave.ops import _common  # noqa: E402
 
-MATMUL = os.path.join(ROOT, "kernels", "matmul.py")
+MATMUL = os.path.join(ROOT, "python", "warpweave", "ops", "kernels", "matmul.py")
 
 
 def rel_error(out, ref):
@@ -32,7 +33,7 @@ def rel_error(out, ref):
 
 
 def run_matmul(a, b, num_stages, block=(128, 128, 64), num_warps=8):
-    """Launches kernels/matmul.py's kernel at a GPU configuration on NumPy arrays (interpreter)."""
+    """Launches python/warpweave/ops/kernels/matmul.py's kernel at a GPU configuration on NumPy arrays (interpreter)."""
     M, K = a.shape
     N = b.shape[1]
     c = np.full((M, N), np.nan, np.float16)  # poisoned
@@ -62,7 +63,7 @@ def test_pipelined_matmul_in_interpreter(rng, mnk, num_stages):
 
 def test_ops_matmul_gpu_configuration_in_interpreter(rng, monkeypatch):
     # The wrapper's GPU block sizes and stages, computed by the interpreter.
-    monkeypatch.setattr(ops._Place, "on_gpu", property(lambda self: True))
+    monkeypatch.setattr(_common._Place, "on_gpu", property(lambda self: True))
     a = rng.standard_normal((260, 200)).astype(np.float16)
     b = rng.standard_normal((200, 300)).astype(np.float16)
     c = ops.matmul(a, b, activation="relu")

@@ -1,4 +1,4 @@
-"""The configurations kernels/ops.py launches for softmax and layer norm at bench/bench_kernels.py's
+"""The configurations warpweave.ops launches for softmax and layer norm at bench/bench_kernels.py's
 full sizes, compiled for sm_90a as on a 132-SM H200 (no GPU: ptxas): none spills registers, and
 the TMA options fall back to the register kernels where their shared buffers do not fit. The
 wide-row paths those configurations take are checked for results in the interpreter."""
@@ -11,7 +11,8 @@ import pytest
 
 from test_kernels_interp import (TOL, assert_close, gpu_compiles,  # noqa: F401 (a fixture)
                                  layernorm_bwd_ref, layernorm_ref, randn, softmax_ref)
-from kernels import ops
+from warpweave import ops
+from warpweave.ops import _common, _layernorm, _rows
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 if os.path.join(ROOT, "bench") not in sys.path:
@@ -105,7 +106,7 @@ def test_wide_rows_take_the_register_kernels_when_tma_buffers_do_not_fit(gpu_com
 def test_layernorm_bwd_wide_rows_take_dw_db_from_a_second_kernel(rng):
     # Past LAYERNORM_BWD_PARTIALS_MAX_COLS the dx kernel keeps no sums; odd sizes mask both the
     # row tiles and the column blocks of layernorm_bwd_partials_kernel.
-    m, n = 37, ops.LAYERNORM_BWD_PARTIALS_MAX_COLS + 77
+    m, n = 37, _layernorm.LAYERNORM_BWD_PARTIALS_MAX_COLS + 77
     x = randn(rng, (m, n), "float32", scale=2.0)
     w, b, dy = randn(rng, (n,), "float32"), randn(rng, (n,), "float32"), randn(rng, (m, n),
                                                                                  "float32")
@@ -128,8 +129,8 @@ def test_wide_row_gpu_configurations_compute_the_same_results(rng, monkeypatch):
     # GPU block sizes, warps and grids (a 132-SM H200) run in the interpreter on rows as wide as
     # the benchmark's: fused softmax at 32768 columns (no rows ahead in fp32), the online
     # kernel's 8192-column blocks, the fused layer norm at 16384.
-    monkeypatch.setattr(ops._Place, "on_gpu", property(lambda self: True))
-    monkeypatch.setattr(ops._Place, "num_sms", lambda self: 132)
+    monkeypatch.setattr(_common._Place, "on_gpu", property(lambda self: True))
+    monkeypatch.setattr(_common._Place, "num_sms", lambda self: 132)
     x = randn(rng, (3, 32768), "float32", scale=3.0)
     # The interpreter sums a row's 32768 fp32 terms one after another (error growing with the
     # count: 1.3e-6 at 4096 columns, 2.9e-5 at 32768, whatever the rows ahead), hence 1e-4.
@@ -153,7 +154,7 @@ def test_wide_row_gpu_configurations_compute_the_same_results(rng, monkeypatch):
 
 
 # ------------------------------------------------------------------------------------------------
-# Rows split over a thread-block cluster (kernels/hopper/rows_cluster.py): what ops launches on an
+# Rows split over a thread-block cluster (python/warpweave/ops/kernels/hopper/rows_cluster.py): what ops launches on an
 # sm_90 GPU at the benchmark's wide rows, compiled as there.
 # ------------------------------------------------------------------------------------------------
 
@@ -181,7 +182,7 @@ def cluster_cases():
 def sm90_wrappers(gpu_compiles, monkeypatch):
     """gpu_compiles, with the wrappers routing rows as on an sm_90 GPU (where NumPy arrays never
     take the cluster kernels)."""
-    monkeypatch.setattr(ops, "_sm90_or_later", lambda place: True)
+    monkeypatch.setattr(_common, "_sm90_or_later", lambda place: True)
     gpu_compiles.target = "sm_90a"
     gpu_compiles.kernels = []
     return gpu_compiles
@@ -329,7 +330,7 @@ def test_numpy_rows_keep_the_one_cta_kernels(gpu_compiles):
 def test_tma_row_kernels_are_the_sm90_defaults(sm90_wrappers, call, shape, dtype, kernel, warps,
                                                stages, ctas):
     # Rows of 2 to 32 KB take the TMA kernels at the configurations measured best on the H200
-    # (ops._tma_row_defaults), without spills, the backward's rows of 32 KB split over 2-CTA
+    # (_rows._tma_row_defaults), without spills, the backward's rows of 32 KB split over 2-CTA
     # clusters; other rows keep the register kernels.
     call(shape, dtype, None)()
     first = sm90_wrappers.kernels[0]
@@ -345,12 +346,12 @@ def test_tma_row_kernels_are_the_sm90_defaults(sm90_wrappers, call, shape, dtype
 def test_tma_row_defaults_stay_off_with_a_config_and_off_sm90(gpu_compiles, monkeypatch):
     # An explicit config (here only tma=False) keeps the register kernels; so does a GPU before
     # sm_90 (the wrappers' capability check says no).
-    monkeypatch.setattr(ops, "_sm90_or_later", lambda place: True)
+    monkeypatch.setattr(_common, "_sm90_or_later", lambda place: True)
     gpu_compiles.target = "sm_90a"
     gpu_compiles.kernels = []
     softmax_call((32768, 4096), np.float16, dict(tma=False))()
     assert gpu_compiles.kernels[0].fn.__name__ == "softmax_kernel"
-    monkeypatch.setattr(ops, "_sm90_or_later", lambda place: False)
+    monkeypatch.setattr(_common, "_sm90_or_later", lambda place: False)
     gpu_compiles.target = "sm_80"
     gpu_compiles.kernels = []
     layernorm_bwd_call((32768, 4096), np.float16, None)()

@@ -1,4 +1,4 @@
-"""The cluster row split (kernels/hopper/rows_cluster.py) in the interpreter, which runs the CTAs of
+"""The cluster row split (python/warpweave/ops/kernels/hopper/rows_cluster.py) in the interpreter, which runs the CTAs of
 a cluster together: softmax and layer norm forward / backward through ops with config cluster=C,
 against NumPy, at small sizes (odd widths, empty last slices, chunks of rows loaded ahead)."""
 
@@ -7,7 +7,7 @@ import pytest
 
 from test_kernels_interp import (TOL, assert_close, layernorm_bwd_ref, layernorm_ref, randn,
                                  softmax_ref)
-from kernels import ops
+from warpweave import ops
 
 pytest.importorskip("warpweave._native")
 

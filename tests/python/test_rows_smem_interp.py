@@ -1,4 +1,4 @@
-"""Softmax with row slices held in shared memory (kernels/hopper/rows_smem.py) in the interpreter,
+"""Softmax with row slices held in shared memory (python/warpweave/ops/kernels/hopper/rows_smem.py) in the interpreter,
 through ops.softmax(config=dict(smem=True, ...)), against NumPy: clusters of 1 to 16 CTAs, slices
 of several chunks with a short last chunk, rings of 2 and 3 slices, more rows than programs (the
 ring wraps), fewer rows than programs, the scratch exchange (dsmem=False), strided rows, and the
@@ -9,7 +9,7 @@ import pytest
 
 from test_kernels_interp import (TOL, assert_close, layernorm_ref, needs_bf16, np_dtype, randn,
                                  softmax_ref)
-from kernels import ops
+from warpweave import ops
 
 pytest.importorskip("warpweave._native")
 

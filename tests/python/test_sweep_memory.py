@@ -1,4 +1,4 @@
-"""Every configuration that bench/sweep_memory.py times on the GPU, run through its kernels/ops.py
+"""Every configuration that bench/sweep_memory.py times on the GPU, run through its warpweave.ops
 wrapper in the CPU interpreter on small odd shapes against a float64 NumPy reference, so that a
 configuration the sweep may pick as a default computes the right thing."""
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not native_loader.available(),
                                 reason="warpweave._native is not built (pip install .)")
 
 import sweep_memory  # noqa: E402
-from kernels import ops  # noqa: E402
+from warpweave import ops  # noqa: E402
 
 
 def cases(name):

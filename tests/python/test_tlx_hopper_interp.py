@@ -1,4 +1,4 @@
-"""The Hopper TLX kernels (kernels/hopper) in the interpreter at small tiles, against float64
+"""The Hopper TLX kernels (python/warpweave/ops/kernels/hopper) in the interpreter at small tiles, against float64
 references: the ping-pong GEMM's turn-taking over odd tile counts, the cooperative and pipelined
 GEMMs on sizes that clip, and causal / non-causal attention. The interpreter reports unmatched
 named-barrier phases and unordered shared-memory reads, so a broken hand-over fails here."""
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import warpweave as ww
-from kernels.hopper import attention_ws, gemm_pipelined, gemm_ws, gemm_ws_pingpong
+from warpweave.ops.kernels.hopper import attention_ws, gemm_pipelined, gemm_ws, gemm_ws_pingpong
 
 
 def descriptor(t, block):

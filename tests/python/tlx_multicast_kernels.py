@@ -55,7 +55,7 @@ def check_cluster_gemm(m, n, k, dtype_name, variant="ws_cluster", config=None):
     (variant "ws_cluster" shares A, "ws_cluster_m" shares B)."""
     import torch
 
-    from kernels import ops
+    from warpweave import ops
 
     dtype = getattr(torch, dtype_name)
     a = torch.randn(m, k, device="cuda", dtype=dtype)

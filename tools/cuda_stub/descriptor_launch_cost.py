@@ -16,7 +16,6 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))  # the repository: kernels/
 import cuda_stub  # noqa: E402
 
 os.environ["WARPWEAVE_LIBCUDA"] = cuda_stub.build()
@@ -57,7 +56,7 @@ class Tensor:
 jit._tensor_type = Tensor
 jit._stream_source = lambda: (lambda: 0, lambda dev: 0x5000)
 
-from kernels.hopper import layernorm_tma  # noqa: E402
+from warpweave.ops.kernels.hopper import layernorm_tma  # noqa: E402
 
 kernel = layernorm_tma.layernorm_bwd_tma_kernel
 ROWS, COLS, TILE_R, TILE_C, PROGRAMS = 65536, 1024, 16, 64, 264

@@ -341,7 +341,7 @@ bool reaches(const Case& c, Stage stage) {
 std::vector<Seed> loadSeeds(const std::string& root, const std::string& manifest, bool probe,
                             std::string* log) {
   std::vector<std::string> files;
-  for (const char* dir : {"kernels", "examples", "tests/python"}) {
+  for (const char* dir : {"python/warpweave/ops/kernels", "examples", "tests/python"}) {
     fs::path base = fs::path(root) / dir;
     if (!fs::exists(base)) continue;
     for (const auto& entry : fs::recursive_directory_iterator(base)) {

@@ -1,4 +1,4 @@
-"""kernels/hopper/gemm_pipelined.py as it was before its fix (commit 22b1ec5): with num_warps=8
+"""python/warpweave/ops/kernels/hopper/gemm_pipelined.py as it was before its fix (commit 22b1ec5): with num_warps=8
 (two consumer warp groups, no async tasks) thread 0 refills a stage by TMA right after
 async_dot_wait(1), which retires only its own warp group's wgmmas, while the other group's wgmma
 of the step before may still read that stage. Correct with num_warps=4 (one warp group). Since

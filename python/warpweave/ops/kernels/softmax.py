@@ -97,3 +97,31 @@ def softmax_online_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_cols
         x = tl.load(row_in + offs, mask=mask, other=-float("inf")).to(tl.float32)
         y = tl.exp(x - row_max) * inv_sum
         tl.store(row_out + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@ww.jit
+def softmax_bwd_kernel(dx_ptr, dy_ptr, y_ptr, dy_row_stride, y_row_stride, dx_row_stride, n_cols,
+                       BLOCK: tl.constexpr):
+    """The gradient of softmax, dx = y * (dy - sum(dy * y)) per row, for y = softmax(x): one
+    program per row, walking it BLOCK columns at a time twice (the row's dot, then dx), in fp32.
+        grid = (n_rows,)
+        constexprs: BLOCK (a power of two; next_power_of_2(n_cols) up to 8192)"""
+    row = tl.program_id(0).to(tl.int64)
+    offs = tl.arange(0, BLOCK)
+    y_row = y_ptr + row * y_row_stride
+    dy_row = dy_ptr + row * dy_row_stride
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + offs
+        mask = cols < n_cols
+        y = tl.load(y_row + cols, mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_row + cols, mask=mask, other=0.0).to(tl.float32)
+        acc += y * dy
+    dot = tl.sum(acc, axis=0)
+    dx_row = dx_ptr + row * dx_row_stride
+    for start in range(0, n_cols, BLOCK):
+        cols = start + offs
+        mask = cols < n_cols
+        y = tl.load(y_row + cols, mask=mask, other=0.0).to(tl.float32)
+        dy = tl.load(dy_row + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(dx_row + cols, (y * (dy - dot)).to(dx_ptr.dtype.element_ty), mask=mask)

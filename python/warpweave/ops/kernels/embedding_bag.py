@@ -48,3 +48,43 @@ def embedding_bag_kernel(weight_ptr, indices_ptr, offsets_ptr, sample_weights_pt
         total = total / tl.maximum(count, 1.0)
     out_row = out_ptr + bag.to(tl.int64) * stride_out
     tl.store(out_row + cols, total.to(out_ptr.dtype.element_ty), mask=col_mask)
+
+
+@ww.jit
+def embedding_bag_bwd_kernel(grad_out_ptr, indices_ptr, offsets_ptr, sample_weights_ptr,
+                             weight_ptr, grad_weight_ptr, grad_sample_weights_ptr,
+                             D, stride_grad_out, stride_w, stride_grad_w,
+                             BLOCK_I: tl.constexpr, BLOCK_D: tl.constexpr,
+                             HAS_SAMPLE_WEIGHTS: tl.constexpr, MEAN: tl.constexpr,
+                             SAMPLE_WEIGHTS_GRAD: tl.constexpr):
+    """The gradients of embedding_bag_kernel: grad_weight[indices[i], :] += s_i * g_b for each
+    position i of bag b, g_b = grad_out[b, :] (divided by the bag size when MEAN), added with fp32
+    atomics into grad_weight (fp32, zeroed by the caller: rows repeat across bags); with
+    SAMPLE_WEIGHTS_GRAD also grad_sample_weights[i] += dot(g_b, weight[indices[i], :]) over this
+    program's columns (fp32 atomics, zeroed by the caller).
+        grid = (num_bags, cdiv(D, BLOCK_D))"""
+    bag = tl.program_id(0)
+    cols = tl.program_id(1) * BLOCK_D + tl.arange(0, BLOCK_D)
+    col_mask = cols < D
+    begin = tl.load(offsets_ptr + bag)
+    end = tl.load(offsets_ptr + bag + 1)
+    g = tl.load(grad_out_ptr + bag.to(tl.int64) * stride_grad_out + cols, mask=col_mask,
+                other=0.0).to(tl.float32)
+    if MEAN:
+        g = g / tl.maximum((end - begin).to(tl.float32), 1.0)
+    for start in range(begin, end, BLOCK_I):
+        positions = start + tl.arange(0, BLOCK_I)
+        in_bag = positions < end
+        rows = tl.load(indices_ptr + positions, mask=in_bag, other=0).to(tl.int64)
+        tile_mask = in_bag[:, None] & col_mask[None, :]
+        contribution = tl.zeros([BLOCK_I, BLOCK_D], dtype=tl.float32) + g[None, :]
+        if HAS_SAMPLE_WEIGHTS:
+            scale = tl.load(sample_weights_ptr + positions, mask=in_bag, other=0.0)
+            contribution = contribution * scale.to(tl.float32)[:, None]
+        tl.atomic_add(grad_weight_ptr + rows[:, None] * stride_grad_w + cols[None, :],
+                      contribution, mask=tile_mask)
+        if SAMPLE_WEIGHTS_GRAD:
+            tile = tl.load(weight_ptr + rows[:, None] * stride_w + cols[None, :], mask=tile_mask,
+                           other=0.0).to(tl.float32)
+            tl.atomic_add(grad_sample_weights_ptr + positions, tl.sum(tile * g[None, :], axis=1),
+                          mask=in_bag)

@@ -42,7 +42,7 @@ Descriptors: a_desc block [BLOCK_M // 2, BLOCK_K], b_desc block [BLOCK_K, BLOCK_
                 RASTER_N=False
     signature: a_desc:desc<fp16,64x64>, b_desc:desc<fp16,64x256>, c_desc:desc<fp16,64x64>,
                M:i32, N:i32, K:i32, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=16,
-               NUM_STAGES=4, NUM_SMS=132, SMEM_EPILOGUE=1, EPI_SUBTILE=4 (kernels/ops.py's)
+               NUM_STAGES=4, NUM_SMS=132, SMEM_EPILOGUE=1, EPI_SUBTILE=4 (warpweave.ops's)
     launch: num_warps=4 (the default task; the consumers add 8 warps)
 """
 import warpweave as ww

@@ -1,0 +1,186 @@
+"""Matmul: the tl kernel (kernels/matmul.py, software-pipelined on sm_90a, any GPU) and the Hopper
+TLX GEMMs (kernels/hopper/gemm_ws.py, gemm_ws_pingpong.py, gemm_pipelined.py: sm_90 GPUs only,
+through host TMA descriptors)."""
+
+from __future__ import annotations
+
+import warpweave as ww
+
+from . import _common
+from ._common import (_HALF_FLOATS, _Place, _check_dtype, _check_ndim, _contiguous,
+                      _descriptor, _dtype_name, _strides, _tma_operand)
+from .kernels import matmul as matmul_kernels
+from .kernels.hopper import gemm_pipelined as gemm_pipelined_kernels
+from .kernels.hopper import gemm_ws as gemm_ws_kernels
+from .kernels.hopper import gemm_ws_pingpong as gemm_ws_pingpong_kernels
+
+
+def _matmul_operands(op: str, a, b):
+    """Checks the two operands of a matmul (2-D, fp16 or bf16, one dtype, inner dims equal):
+    returns where the result lives, its dtype and M, N, K."""
+    place = _Place(op, {"a": a, "b": b})
+    dt = _check_dtype(op, "a", a, _HALF_FLOATS)
+    if _dtype_name(b) != dt:
+        raise ValueError(f"{op}: 'b' has dtype {_dtype_name(b)} but 'a' has {dt}; both must be "
+                         f"float16 or both bfloat16")
+    _check_ndim(op, "a", a, (2,))
+    _check_ndim(op, "b", b, (2,))
+    M, K = a.shape
+    if b.shape[0] != K:
+        raise ValueError(f"{op}: 'b' has shape {tuple(b.shape)} but 'a' has {tuple(a.shape)}; "
+                         f"b's first dimension must equal a's second ({K})")
+    return place, dt, M, b.shape[1], K
+
+
+_ACTIVATIONS = {None: "", "relu": "relu", "leaky_relu": "leaky_relu"}
+
+
+# Where ops.matmul takes the warp-specialized TLX GEMM (TLX_GEMM_CONFIGS["ws"]) instead of the tl
+# kernel: on sm_90 GPUs, for calls it takes (no activation, K and N multiples of 8, K > 0). The
+# issue-21 measurements on the H200: the TLX GEMM 1.0x cuBLAS, the tl kernel 0.83-0.93x.
+MATMUL_TLX_ON_SM90 = True
+
+
+def _takes_tlx_gemm(place, a, b, activation, N, K) -> bool:
+    """Whether ops.matmul's automatic choice is the TLX GEMM (its operands must be addressable by
+    TMA: 16-byte rows and bases)."""
+    return (MATMUL_TLX_ON_SM90 and activation is None and _common._is_sm90(place) and K > 0
+            and K % 8 == 0 and N % 8 == 0 and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0)
+
+
+def matmul(a, b, activation=None, kernel=None):
+    """activation(a @ b) for fp16 or bf16 a [M, K] and b [K, N] (any strides), accumulated in fp32
+    and returned in a's dtype. activation: None, "relu" or "leaky_relu" (slope 0.01). kernel:
+    None picks (the TLX warp-specialized GEMM on sm_90 GPUs where it applies, see
+    MATMUL_TLX_ON_SM90; the tl kernel elsewhere and in the interpreter), "tl" forces the tl
+    kernel, "tlx" the TLX one (sm_90 CUDA tensors, no activation)."""
+    op = "matmul"
+    if activation not in _ACTIVATIONS:
+        raise ValueError(f"{op}: 'activation' must be None, 'relu' or 'leaky_relu', got "
+                         f"{activation!r}")
+    if kernel not in (None, "tl", "tlx"):
+        raise ValueError(f"{op}: 'kernel' must be None, 'tl' or 'tlx', got {kernel!r}")
+    place, dt, M, N, K = _matmul_operands(op, a, b)
+    if kernel == "tlx" and activation is not None:
+        raise ValueError(f"{op}: the TLX GEMM (kernel='tlx') takes no activation, got "
+                         f"{activation!r}")
+    if kernel == "tlx" or (kernel is None and place.on_gpu and M > 0
+                           and _takes_tlx_gemm(place, a, b, activation, N, K)):
+        return _matmul_tlx(op, a, b, "ws", None, compile_only=False)
+    c = place.empty((M, N), dt)
+    if M == 0 or N == 0:
+        return c
+    if min(_strides(a)) < 0:
+        a = _contiguous(a)
+    if min(_strides(b)) < 0:
+        b = _contiguous(b)
+    if place.on_gpu:
+        # On sm_90a the loop is software-pipelined: 5 stages of 128x32 + 32x256 tiles (cp.async,
+        # 3 k-steps loaded ahead of the MMA), two warp groups of wgmma splitting BLOCK_M.
+        config = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, GROUP_M=8, num_warps=8,
+                      num_stages=5)
+    else:
+        config = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=4, num_warps=4)
+    sa, sb, sc = _strides(a), _strides(b), _strides(c)
+    place.launch(
+        matmul_kernels.matmul_kernel,
+        lambda m: (ww.cdiv(M, m["BLOCK_M"]) * ww.cdiv(N, m["BLOCK_N"]),),
+        a, b, c, M, N, K, sa[0], sa[1], sb[0], sb[1], sc[0], sc[1],
+        ACTIVATION=_ACTIVATIONS[activation], **config)
+    return c
+
+
+# Tile shapes of the TLX GEMMs: 64x256 wgmma tiles per consumer where two consumers share a
+# tile. Chosen with bench/sweep_gemm.py on the H200 (2026-11-30, fp16/bf16 at 4096^3 and 8192^3,
+# median ratio to cuBLAS timed beside each): the cooperative kernel stores C in four 64-column
+# chunks, which leaves shared memory for a 4th stage of 128x256x64 (geomean 0.88x -> 0.99x
+# cuBLAS; the chunks alone, at 3 stages, 0.90x), and takes 16 tile-rows per group (1.02x; 16
+# rows without the 4th stage: 0.89x). The 2-CTA cluster variants measured 0.67x (A shared) and
+# 0.72x (B shared) at 3 stages and slower with 4: they keep 3.
+TLX_GEMM_CONFIGS = {
+    # Two consumer warp groups split a 128x256 tile along M.
+    "ws": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=16, NUM_STAGES=4,
+               SMEM_EPILOGUE=True, EPI_SUBTILE=4),
+    # "ws" in 2-CTA clusters on N-neighbour tiles: each CTA multicasts one A half to both.
+    "ws_cluster": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=3,
+                       SMEM_EPILOGUE=True, CLUSTER_N=2),
+    # "ws" in 2-CTA clusters on M-neighbour tiles: each CTA multicasts one column half of B.
+    "ws_cluster_m": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=3,
+                         SMEM_EPILOGUE=True, CLUSTER_M=2),
+    # Each consumer owns whole 128x128 tiles (two m64n128 wgmmas a step); the two alternate.
+    "pingpong": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, NUM_STAGES=4),
+    # No specialization: two warp groups (num_warps=8) split a 128x256 tile.
+    "pipelined": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=3),
+}
+
+
+def matmul_tlx(a, b, variant="ws", config=None):
+    """a @ b with a Hopper TLX GEMM: variant "ws" (persistent, warp-specialized, cooperative:
+    kernels/hopper/gemm_ws.py), "ws_cluster" / "ws_cluster_m" (the same in 2-CTA clusters that
+    share A / B through multicast TMA), "pingpong" (persistent, warp-specialized, consumers
+    alternate tiles: kernels/hopper/gemm_ws_pingpong.py) or "pipelined"
+    (kernels/hopper/gemm_pipelined.py). fp16 or bf16 CUDA tensors on an sm_90 GPU; rows must be
+    multiples of 16 bytes (K and N multiples of 8). `config` overrides entries of
+    TLX_GEMM_CONFIGS[variant]."""
+    return _matmul_tlx("matmul_tlx", a, b, variant, config, compile_only=False)
+
+
+def compile_matmul_tlx(a, b, variant="ws", config=None):
+    """Compiles the kernel that matmul_tlx(a, b, variant, config) would launch, without launching
+    it (sweeps compile their configurations in parallel threads first)."""
+    _matmul_tlx("compile_matmul_tlx", a, b, variant, config, compile_only=True)
+
+
+def _matmul_tlx(op, a, b, variant, config, compile_only):
+    if variant not in TLX_GEMM_CONFIGS:
+        raise ValueError(f"{op}: 'variant' must be one of {sorted(TLX_GEMM_CONFIGS)}, got "
+                         f"{variant!r}")
+    place, dt, M, N, K = _matmul_operands(op, a, b)
+    a = _tma_operand(op, "a", a, place)
+    b = _tma_operand(op, "b", b, place)
+    c = place.empty((M, N), dt)
+    if M == 0 or N == 0:
+        return c
+    c = _tma_operand(op, "c", c, place)
+    cfg = dict(TLX_GEMM_CONFIGS[variant], **(config or {}))
+    block_m, block_n, block_k = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    tiles = ww.cdiv(M, block_m) * ww.cdiv(N, block_n)
+
+    def launch(kernel, grid, *args, **kwargs):
+        if compile_only:
+            return kernel.warmup(*args, grid=grid, **kwargs)
+        return kernel[grid](*args, **kwargs)
+
+    if variant.startswith("ws"):
+        half = block_m // 2
+        cluster_m, cluster_n = cfg.get("CLUSTER_M", 1), cfg.get("CLUSTER_N", 1)
+        cluster = cluster_m * cluster_n
+        # The epilogue stores C in EPI_SUBTILE column chunks when it goes through shared memory.
+        c_cols = block_n // cfg.get("EPI_SUBTILE", 1) if cfg.get("SMEM_EPILOGUE") else block_n
+        a_desc = _descriptor(a, [half, block_k])
+        b_desc = _descriptor(b, [block_k, block_n // cluster_m])
+        c_desc = _descriptor(c, [half, c_cols])
+        # Whole clusters: NUM_SMS counts the CTAs of the clusters that fit on the GPU. A config
+        # may ask for fewer persistent programs (sweeps use it to see whether every cluster of
+        # the grid is resident at once).
+        sms = cfg.pop("NUM_SMS", None) or place.num_sms()
+        sms = sms // cluster * cluster
+        work = ww.cdiv(ww.cdiv(M, block_m), cluster_m) * ww.cdiv(ww.cdiv(N, block_n), cluster_n)
+        extra = {"ctas_per_cga": (cluster, 1, 1)} if cluster > 1 else {}
+        launch(gemm_ws_kernels.gemm_ws_kernel, (min(sms // cluster, work) * cluster,),
+               a_desc, b_desc, c_desc, M, N, K, **cfg, NUM_SMS=sms, num_warps=4, **extra)
+    elif variant == "pingpong":
+        a_desc = _descriptor(a, [block_m, block_k])
+        b_desc = _descriptor(b, [block_k, block_n])
+        c_desc = _descriptor(c, [block_m, block_n])
+        sms = place.num_sms()
+        launch(gemm_ws_pingpong_kernels.gemm_ws_pingpong_kernel, (min(sms, tiles),),
+               a_desc, b_desc, c_desc, M, N, K, **cfg, NUM_SMS=sms, num_warps=4)
+    else:
+        a_desc = _descriptor(a, [block_m, block_k])
+        b_desc = _descriptor(b, [block_k, block_n])
+        c_desc = _descriptor(c, [block_m, block_n])
+        # One warp group per 64 rows of the tile.
+        launch(gemm_pipelined_kernels.gemm_pipelined_kernel, (tiles,),
+               a_desc, b_desc, c_desc, M, N, K, **cfg, num_warps=max(4, block_m // 16))
+    return c
