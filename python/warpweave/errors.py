@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ._native_loader import available as _native_available
 
-__all__ = ["CompilationError", "InterpreterError", "CudaError", "LaunchError", "TritonError",
+__all__ = ["CompilationError", "InterpreterError", "KernelCompilationError", "CudaError", "LaunchError", "TritonError",
            "OutOfResources", "PTXASError", "AutotunerError"]
 
 
@@ -40,10 +40,29 @@ else:
         """A launch was refused before reaching the driver."""
 
 
+class KernelCompilationError(CompilationError, InterpreterError):
+    """A kernel's compile error in interpreter mode. Triton's interpreter runs a kernel as Python,
+    so an error its front end finds there surfaces as an InterpreterError (chained to the
+    builtin's exception); warpweave compiles the kernel first, and its CompilationError is then
+    also an InterpreterError, so code written for either catches it."""
+
+    __slots__ = ()
+
+
 class CompilationErrorDetail(Exception):
     """The message of a CompilationError without its location and source excerpt, chained as
     its `__cause__`: Triton chains the exception a builtin raised there, and code that reports
     compile errors reads `str(err.__cause__)` for the bare reason."""
+
+
+def as_interpreter_error(err):
+    """The CompilationError `err` as a KernelCompilationError (same message and cause), for
+    interpreter mode."""
+    if isinstance(err, InterpreterError):
+        return err
+    new = KernelCompilationError(*err.args)
+    new.__cause__ = err.__cause__
+    return new
 
 
 def chain_error_detail(err):

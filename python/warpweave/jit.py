@@ -1293,9 +1293,11 @@ class JITFunction(KernelInterface):
             try:
                 kernel = nat.compile(**request)
             except nat.CompilationError as e:
-                from .errors import chain_error_detail
+                from .errors import as_interpreter_error, chain_error_detail
 
                 chain_error_detail(e)
+                if interpret:  # Triton's interpreter reports it as an InterpreterError
+                    raise as_interpreter_error(e) from e.__cause__
                 raise
             self.compile_count += 1
             if disk_key is not None:
@@ -1307,10 +1309,14 @@ class JITFunction(KernelInterface):
         return compiled
 
     def run(self, *args, grid, num_warps=None, num_stages=None, ctas_per_cga=None, num_ctas=None,
-            warmup=False, launch_pdl=False, extern_libs=None, **kwargs):
+            warmup=False, launch_pdl=False, extern_libs=None, launch_cooperative_grid=False,
+            **kwargs):
         # launch_pdl: a programmatic dependent launch (the kernel orders itself after the previous
         # one with tl.extra.cuda.gdc_wait). extern_libs: Triton links the named bitcode libraries;
         # warpweave implements libdevice itself, so the paths are not read.
+        # launch_cooperative_grid: Triton's cooperative launch (all programs resident at once, for
+        # its grid-wide barrier, which warpweave's language does not have). The interpreter runs
+        # the programs one after another as Triton's does; a GPU launch is an ordinary one.
         if self._option_params:
             given = dict(num_warps=num_warps, num_stages=num_stages, ctas_per_cga=ctas_per_cga,
                          num_ctas=num_ctas)

@@ -655,13 +655,24 @@ Val Specializer::evalSubscript(const Subscript* e) {
   ir::Value* x = base.v;
   size_t pos = 0;
   size_t slices = 0;
+  // Triton's rule: an index that is None (a literal or a compile-time value) adds a dimension; a
+  // slice whose bounds and step are all absent or None keeps one; anything else is refused.
+  auto isNone = [&](const ExprPtr& bound) {
+    return !bound || eval(bound.get()).kind == Val::Kind::None;
+  };
   for (const Expr* idx : indices) {
-    if (auto* c = dyn_cast<Constant>(idx); c && c->type == Constant::Type::None) {
+    bool none = false;
+    if (auto* c = dyn_cast<Constant>(idx); c && c->type == Constant::Type::None)
+      none = true;
+    else if (!isa<Slice>(idx))
+      none = eval(idx).kind == Val::Kind::None;
+    if (none) {
       x = expandDims(x, static_cast<int64_t>(pos), idx->loc);
       ++pos;
       continue;
     }
-    if (auto* sl = dyn_cast<Slice>(idx); sl && !sl->lower && !sl->upper && !sl->step) {
+    if (auto* sl = dyn_cast<Slice>(idx);
+        sl && isNone(sl->lower) && isNone(sl->upper) && isNone(sl->step)) {
       ++pos;
       ++slices;
       // Triton treats a scalar as a 0-d tensor whose ':' is a no-op (`z_ptr[None, None, :]`
@@ -670,8 +681,9 @@ Val Specializer::evalSubscript(const Subscript* e) {
         raiseError(idx->loc, "too many ':' for a value of type " + t.str());
       continue;
     }
-    raiseError(idx->loc, "tensor subscripts accept only None and ':' (as in x[:, None]); to pick "
-                         "elements, load them with pointers and offsets");
+    raiseError(idx->loc, "unsupported tensor index: tensor subscripts accept only None and ':' "
+                         "(as in x[:, None]); to pick elements, load them with pointers and "
+                         "offsets");
   }
   return Val::runtime(x);
 }

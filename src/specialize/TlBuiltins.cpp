@@ -666,8 +666,43 @@ Val tlArgMaxMin(Specializer& sp, const std::string& name, CallSite& call) {
   return sp.reduceOp(name, a.get("input"), a, call.loc);
 }
 
-Val tlXorSum(Specializer& /*sp*/, const std::string& /*name*/, CallSite& call) {
-  raiseError(call.loc, "tl.xor_sum is not supported yet");
+/// tl.xor_sum: Triton's reduce with `a ^ b` as the combine function, for integers (bool
+/// included) only.
+Val tlXorSum(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  SourceLoc loc = call.loc;
+  BoundArgs a(call, {"input", "axis=", "keep_dims="});
+  ir::Value* x = sp.requireTensorOrScalar(a.get("input"), a.loc("input"), "tl.xor_sum's input");
+  if (x->type().isPointer() || !ir::isInt(x->type().elem))
+    raiseError(loc, "xor_sum only supported for integers");
+  if (x->type().isScalar()) return Val::runtime(x);
+  bool keepDims =
+      a.has("keep_dims") && sp.constBool(a.get("keep_dims"), a.loc("keep_dims"), "keep_dims");
+  std::vector<int64_t> origShape = x->type().shape;
+  int64_t axis;
+  if (!a.has("axis")) {
+    x = sp.reshape(x, {x->type().numElements()}, loc);
+    axis = 0;
+  } else {
+    axis = normAxis(sp.constInt(a.get("axis"), a.loc("axis"), "tl.xor_sum's axis", a.expr("axis")),
+                    origShape.size(), a.loc("axis"), "tl.xor_sum");
+  }
+  std::vector<int64_t> shape = x->type().shape;
+  shape.erase(shape.begin() + axis);
+  DType elem = x->type().elem;
+  ir::Op* op = sp.b.create(OpCode::Reduce, {x}, {ir::Type::tensor(elem, shape)},
+                           {{"axis", axis}, {"kind", std::string("custom")}});
+  ir::Block* region = op->addRegion();
+  ir::Value* lhs = region->addArg(ir::Type::scalar(elem));
+  ir::Value* rhs = region->addArg(ir::Type::scalar(elem));
+  ir::Block* outer = sp.b.insertionBlock();
+  sp.b.setInsertionBlock(region);
+  sp.b.create(OpCode::Yield, {sp.b.binary(OpCode::Xor, lhs, rhs)}, {});
+  sp.b.setInsertionBlock(outer);
+  ir::Value* r = op->result(0);
+  if (keepDims)
+    r = a.has("axis") ? sp.expandDims(r, axis, loc)
+                      : sp.reshape(r, std::vector<int64_t>(origShape.size(), 1), loc);
+  return Val::runtime(r);
 }
 
 /// tl.reduce / tl.associative_scan with a @jit combine_fn.

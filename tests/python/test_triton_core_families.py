@@ -1,0 +1,154 @@
+"""Triton language behaviours that Triton's test_core.py exercised and warpweave lacked (issue
+17), in the interpreter: tl.xor_sum (integers and booleans, any axis, keep_dims), slices whose
+bounds are None (`x[None, None:None]` keeps a dimension as ':' does; a real bound is refused as
+"unsupported tensor index"), compile errors in interpreter mode being InterpreterErrors too, and
+the launch option `launch_cooperative_grid`."""
+
+import numpy as np
+import pytest
+
+import warpweave as ww
+import warpweave.language as tl
+
+pytest.importorskip("warpweave._native")
+
+
+# ------------------------------------------------------------------------------------------------
+# tl.xor_sum
+# ------------------------------------------------------------------------------------------------
+
+
+@ww.jit
+def xor_sum_2d_kernel(X, Z, M: tl.constexpr, N: tl.constexpr, AXIS: tl.constexpr,
+                      KEEP: tl.constexpr):
+    rows = tl.arange(0, M)[:, None]
+    cols = tl.arange(0, N)[None, :]
+    x = tl.load(X + rows * N + cols)
+    z = tl.xor_sum(x, axis=AXIS, keep_dims=KEEP)
+    if KEEP:
+        if AXIS == 0:
+            tl.store(Z + cols, z)
+        else:
+            tl.store(Z + rows, z)
+    else:
+        if AXIS == 0:
+            tl.store(Z + tl.arange(0, N), z)
+        else:
+            tl.store(Z + tl.arange(0, M), z)
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.uint8, np.int32, np.int64])
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("keep", [False, True])
+def test_xor_sum_along_an_axis(dtype, axis, keep):
+    rng = np.random.default_rng(7)
+    if dtype is np.bool_:
+        x = rng.integers(0, 2, (4, 16)).astype(np.bool_)
+    else:
+        x = rng.integers(0, 120, (4, 16)).astype(dtype)
+    z = np.zeros(16 if axis == 0 else 4, dtype)
+    xor_sum_2d_kernel[(1,)](x, z, M=4, N=16, AXIS=axis, KEEP=keep)
+    np.testing.assert_array_equal(z, np.bitwise_xor.reduce(x, axis=axis))
+
+
+@ww.jit
+def xor_sum_all_kernel(X, Z, N: tl.constexpr):
+    x = tl.load(X + tl.arange(0, N))
+    tl.store(Z, tl.xor_sum(x))
+    tl.store(Z + 1, x.xor_sum(0))
+
+
+def test_xor_sum_of_everything_and_as_a_method():
+    x = np.array([3, 5, 9, 17, 33, 65, 129, 255], np.int32)
+    z = np.zeros(2, np.int32)
+    xor_sum_all_kernel[(1,)](x, z, N=8)
+    expect = np.bitwise_xor.reduce(x)
+    np.testing.assert_array_equal(z, [expect, expect])
+
+
+@ww.jit
+def xor_sum_float_kernel(X, Z):
+    tl.store(Z, tl.xor_sum(tl.load(X + tl.arange(0, 4))))
+
+
+def test_xor_sum_refuses_floats():
+    with pytest.raises(ww.CompilationError, match="xor_sum only supported for integers"):
+        xor_sum_float_kernel[(1,)](np.ones(4, np.float32), np.zeros(1, np.float32))
+
+
+# ------------------------------------------------------------------------------------------------
+# Slices with None bounds
+# ------------------------------------------------------------------------------------------------
+
+
+@ww.jit
+def none_slices_kernel(OUT, N: tl.constexpr):
+    data = tl.arange(0, N)
+    a = data[None, None:]  # 1 x N
+    b = data[None, :None, None]  # 1 x N x 1
+    c = data[None, None:None:None, None]  # 1 x N x 1
+    d = data[None, ::None]  # 1 x N
+    NOTHING: tl.constexpr = None
+    e = data[NOTHING, :]  # a compile-time None adds a dimension as the literal does
+    tl.static_assert(a.shape == [1, N])
+    tl.static_assert(b.shape == [1, N, 1])
+    tl.static_assert(c.shape == [1, N, 1])
+    tl.static_assert(e.shape == [1, N])
+    total = tl.reshape(a, [N]) + tl.reshape(b, [N]) + tl.reshape(c, [N]) + tl.reshape(d, [N])
+    tl.store(OUT + tl.arange(0, N), total + tl.reshape(e, [N]))
+
+
+def test_slices_with_none_bounds_keep_the_dimension():
+    out = np.zeros(8, np.int32)
+    none_slices_kernel[(1,)](out, N=8)
+    np.testing.assert_array_equal(out, 5 * np.arange(8))
+
+
+@ww.jit
+def real_slice_kernel(dst):
+    x = tl.arange(0, 16)
+    tl.store(dst + tl.arange(0, 16), x[1:])
+
+
+def test_a_slice_with_a_bound_is_an_unsupported_tensor_index():
+    with pytest.raises(ww.TritonError, match="unsupported tensor index"):
+        real_slice_kernel[(1,)](np.zeros(16, np.int32))
+
+
+# ------------------------------------------------------------------------------------------------
+# Interpreter mode: a compile error is an InterpreterError too
+# ------------------------------------------------------------------------------------------------
+
+
+@ww.jit
+def small_descriptor_kernel(ptr):
+    desc = tl.make_tensor_descriptor(ptr, [16, 16], [16, 1], [1, 2])
+    desc.load([0, 0])
+
+
+def test_compile_error_in_the_interpreter_is_both_error_classes():
+    for cls in (ww.InterpreterError, ww.CompilationError, ww.TritonError):
+        with pytest.raises(cls) as e:
+            small_descriptor_kernel[(1,)](np.zeros((16, 16), np.int32))
+        # the bare reason is the cause, as Triton chains the builtin's exception
+        assert "Descriptor block shape must have at least 16 bytes" in str(e.value.__cause__)
+        assert "small_descriptor_kernel" in str(e.value) or "desc" in str(e.value)
+
+
+# ------------------------------------------------------------------------------------------------
+# launch_cooperative_grid
+# ------------------------------------------------------------------------------------------------
+
+
+@ww.jit
+def copy_plus_pid_kernel(X, Y, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(Y + offs, tl.load(X + offs) + tl.program_id(0))
+
+
+@pytest.mark.parametrize("coop", [True, False])
+def test_launch_cooperative_grid_is_accepted(coop):
+    x = np.arange(64, dtype=np.float32)
+    y = np.zeros(64, np.float32)
+    copy_plus_pid_kernel[(4,)](x, y, BLOCK=16, launch_cooperative_grid=coop)
+    np.testing.assert_array_equal(y, x + np.repeat(np.arange(4), 16))
