@@ -128,6 +128,7 @@ FunctionLowering::FunctionLowering(const ir::Function& fn, const CompileOptions&
   layoutOptions.numWarps = fn.numWarps;
   layouts_ = layout::assignLayouts(fn, layoutOptions);
   sharedBytes_ = layouts_.sharedBytes();
+  planTensorMemory();
   totalWarps_ = fn.numWarps;
   bool tasks = false;
   ir::walk(fn.body, [&](const ir::Op& op) {
@@ -358,7 +359,11 @@ void FunctionLowering::dispatchOp(const ir::Op& op) {
   case OpCode::InlineAsm:
     return lowerInlineAsm(op);
   case OpCode::Return:
+    releaseTensorMemory();
     return b_.inst("ret", {});
+  case OpCode::Tcgen05Mma:
+  case OpCode::Tcgen05Commit:
+    return lowerTcgen05(op);
   case OpCode::Yield:
   case OpCode::Condition:
     throw std::logic_error("codegen: terminator lowered outside its parent op");

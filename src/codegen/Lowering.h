@@ -51,10 +51,23 @@ const ir::Op* barrierRoot(const ir::Value* v);
 /// copy (TlxAsyncDot.cpp).
 bool isUnsharedAsyncDotResult(const ir::Block& body, const ir::Value* v, const ir::Op* user);
 
+/// Whether a dot or async_dot `op` may accumulate straight into its accumulator operand's
+/// registers: no op of `body` but `op` reads that value (or, through async_dot_wait, the value
+/// it renames) (TlxAsyncDot.cpp).
+bool accumulatesInPlace(const ir::Block& body, const ir::Op& op);
+
 /// A user error at the first remote shared-memory store of `fn` when `target` has no clusters
 /// (sm_80), raised before anything else is lowered so that it names the store, not the buffers
 /// and barriers it needs (TlxRemoteStore.cpp).
 void refuseRemoteStoresOn(const ir::Function& fn, Target target);
+
+/// Whether `v` is a buffer in Blackwell tensor memory (TlxTmem.cpp).
+bool isTmemValue(const ir::Value* v);
+
+/// The 32-bit tcgen05.mma instruction descriptor (kind::f16 / tf32 / f8f6f4) of an M x N MMA of
+/// `a` x `b` into `d`, with A / B MN-major as given (TlxTmem.cpp).
+uint32_t tcgen05InstrDescriptor(ir::DType a, ir::DType b, ir::DType d, bool aMnMajor, bool bMnMajor,
+                                int64_t M, int64_t N);
 
 class FunctionLowering {
 public:
@@ -209,6 +222,18 @@ private:
   const layout::SharedAllocation& allocationOf(const ir::Op& op, unsigned operandIndex);
   /// `[address]` of the barrier view operand `i` of `op`.
   std::string barrierAddress(const ir::Op& op, unsigned i);
+  // ---- Blackwell tensor memory and tcgen05 (TlxTmem.cpp) ----
+  /// Column offsets of the kernel's TMEM local_allocs (at construction).
+  void planTensorMemory();
+  /// The TMEM address of the kernel's allocation, allocated at the first TMEM local_alloc `at`.
+  std::string tensorMemoryBase(const ir::Op& at);
+  /// tcgen05.dealloc before the kernel returns, when it allocated tensor memory.
+  void releaseTensorMemory();
+  /// local_alloc / local_view / local_slice / local_load / local_store of TMEM buffers.
+  void lowerTmemBuffer(const ir::Op& op);
+  void lowerTmemCopy(const ir::Op& op);
+  /// tcgen05_mma and tcgen05_commit.
+  void lowerTcgen05(const ir::Op& op);
   /// tlx.async_dot (wgmma from TLX buffers) and tlx.async_dot_wait (TlxAsyncDot.cpp).
   void lowerAsyncDot(const ir::Op& op);
   void lowerAsyncDotWait(const ir::Op& op);
@@ -302,6 +327,12 @@ private:
   uint64_t agentSyncs_ = 0;
   // Where the async tasks run and their register budgets (when the kernel has async tasks).
   std::optional<ir::TaskPlan> taskPlan_;
+  // Tensor memory: each TMEM local_alloc's first column, the columns all need, the power of
+  // two allocated, and the register holding the allocation's address once allocated.
+  std::unordered_map<const ir::Value*, int64_t> tmemOffsets_;
+  int64_t tmemColumns_ = 0;
+  int64_t tmemAllocColumns_ = 0;
+  std::string tmemBase_;
   // Descriptor argument -> swizzle bytes of the shared tiles its TMA copies use.
   std::unordered_map<const ir::Value*, int> descriptorSwizzle_;
 };

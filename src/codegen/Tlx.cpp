@@ -367,6 +367,8 @@ void FunctionLowering::lowerTlxBuffer(const ir::Op& op) {
     raiseError(op.loc(), std::string("'") + op.name() +
                              "' is supported on sm_90a and sm_100a only; on sm_80 stage data "
                              "with tl.load/tl.store");
+  if (isTmemValue(op.code() == OpCode::LocalAlloc ? op.result() : op.operand(0)))
+    return lowerTmemBuffer(op);
   switch (op.code()) {
   case OpCode::LocalAlloc: {
     const layout::SharedAllocation* a = layouts_.sharedAllocation(op.result());

@@ -39,6 +39,26 @@ struct PendingDot {
   uint64_t token = 0; // of its in-flight shared-memory reads
 };
 
+/// A tcgen05 MMA (tlx.async_dot into a TMEM accumulator) in flight: it reads its operands and
+/// updates the accumulator when its commit completes (the scheduler's memory system step), in
+/// issue order, as the tensor core may run it any time until then.
+struct PendingMma {
+  const ir::Op* op = nullptr;
+  BufferView a, b, acc;
+  bool useAcc = true;
+  std::string precision;
+  uint64_t token = 0; // of its in-flight reads of a, b and write of acc
+};
+
+/// A tcgen05.commit: the MMAs its thread issued since its previous commit, and the barrier that
+/// gets one arrival once they (and every earlier commit's) have completed.
+struct MmaCommit {
+  std::vector<PendingMma> mmas;
+  BarrierView bar;
+  SourceLoc at;
+  std::string where;
+};
+
 /// What every program of one run shares.
 struct KernelState {
   const ir::Function* fn = nullptr;
@@ -116,6 +136,11 @@ struct CtaState {
   /// The region of each tlx.storage_alias_spec (local_alloc's "alias" attribute) here.
   std::map<int64_t, std::shared_ptr<SharedAlloc>> aliasRegions;
   std::deque<AsyncCopy> copies;
+  /// tcgen05 commits in flight, completed in order; the tokens of every MMA issued (their
+  /// accesses to the accumulator are ordered among themselves).
+  std::deque<MmaCommit> mmaCommits;
+  std::set<uint64_t> mmaTokens;
+  VectorClock mmaCompleted; // the completion clocks of every commit completed so far
   std::map<int64_t, NamedBarrier> namedBarriers;
   /// While async tasks run: every named-barrier use in their code, by id; ids used with a count
   /// that is not a constant are left out, and so is everything when some id is not a constant.
@@ -227,6 +252,13 @@ private:
   void execAsyncWaitGroup(const ir::Op& op);
   void execAsyncDot(const ir::Op& op);
   void execAsyncDotWait(const ir::Op& op);
+  /// tcgen05_mma / tcgen05_commit (Blackwell; Tlx.cpp).
+  void execTcgen05Mma(const ir::Op& op);
+  void execTcgen05Commit(const ir::Op& op);
+  /// Queues a commit of this agent's uncommitted MMAs on `bar`.
+  void commitMmas(const ir::Op& op, const BarrierView& bar);
+  /// Completes the tcgen05 commits in flight in `cta`, in order; returns whether there was one.
+  static bool completeMmaCommits(KernelState& k, CtaState& cta);
   void execAsyncTasks(const ir::Op& op);
   void execAsyncTaskOutsideTasks(const ir::Op& op);
   void execReplicaId(const ir::Op& op);
@@ -285,8 +317,8 @@ private:
   /// Reports `op` moving `elements` elements through `view` unless that is one of its buffers
   /// or all of them (IR from the front end always is).
   void checkViewElements(const ir::Op& op, const BufferView& view, int64_t elements);
-  TensorPtr readBuffer(const BufferView& view, const ir::Type& resultType) const;
-  void writeBuffer(const BufferView& view, const Tensor& value) const;
+  static TensorPtr readBuffer(const BufferView& view, const ir::Type& resultType);
+  static void writeBuffer(const BufferView& view, const Tensor& value);
   /// Runs a combine region on scalars a..., b... and returns its yields.
   std::vector<TensorPtr> combine(const ir::Block& region, const std::vector<TensorPtr>& args);
   void completeDot(PendingDot& dot);
@@ -338,6 +370,7 @@ private:
   /// Per barrier, its phase count when this agent last passed a wait on it.
   std::map<const MBarrier*, int64_t> phaseSeen_;
   std::vector<AsyncLoadCopy> uncommitted_;
+  std::vector<PendingMma> uncommittedMmas_; // tcgen05 MMAs issued since this agent's last commit
   std::deque<std::vector<AsyncLoadCopy>> loadGroups_;
 };
 

@@ -189,6 +189,8 @@ Executor::OpHandler Executor::handlerFor(OpCode code) {
     on({OpCode::AsyncWaitGroup}, &Executor::execAsyncWaitGroup);
     on({OpCode::AsyncDot}, &Executor::execAsyncDot);
     on({OpCode::AsyncDotWait}, &Executor::execAsyncDotWait);
+    on({OpCode::Tcgen05Mma}, &Executor::execTcgen05Mma);
+    on({OpCode::Tcgen05Commit}, &Executor::execTcgen05Commit);
     on({OpCode::AsyncTasks}, &Executor::execAsyncTasks);
     on({OpCode::AsyncTask}, &Executor::execAsyncTaskOutsideTasks);
     on({OpCode::ReplicaId}, &Executor::execReplicaId);

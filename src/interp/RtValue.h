@@ -71,6 +71,7 @@ struct SharedAlloc {
   /// Made when a peer CTA's multicast reached it before this CTA ran its local_alloc, which then
   /// takes it over.
   bool reachedFirstByPeer = false;
+  bool tmem = false; // Blackwell tensor memory (local_alloc with storage tmem)
 };
 
 /// A view of shared-memory tiles: `count` tiles of `shape` with element `strides`, tile i at

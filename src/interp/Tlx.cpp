@@ -94,7 +94,7 @@ void forEachBufferElement(const BufferView& view, int64_t elements, const char* 
 
 } // namespace
 
-TensorPtr Executor::readBuffer(const BufferView& view, const ir::Type& rt) const {
+TensorPtr Executor::readBuffer(const BufferView& view, const ir::Type& rt) {
   Tensor raw(view.elem, false, rt.shape);
   const size_t w = size_t(view.elemBytes());
   forEachBufferElement(view, raw.numel(), "local_load", [&](size_t dense, size_t off) {
@@ -104,7 +104,7 @@ TensorPtr Executor::readBuffer(const BufferView& view, const ir::Type& rt) const
   return evalCast(raw, rt, Rounding::NearestEven);
 }
 
-void Executor::writeBuffer(const BufferView& view, const Tensor& value) const {
+void Executor::writeBuffer(const BufferView& view, const Tensor& value) {
   TensorPtr converted;
   const Tensor* v = &value;
   if (value.elem != view.elem) {
@@ -267,26 +267,31 @@ void Executor::checkedRead(const ir::Op& op, const BufferView& view, int64_t til
   const ByteSpan span = bytesOf(view, tiles);
   if (span.lo >= span.hi) return;
   AccessLog& log = view.alloc->log;
+  const bool tmem = view.alloc->tmem;
+  const std::string mem = tmem ? "tensor memory" : "shared memory";
   bool written = false;
   for (const SharedAccess& a : log.accesses) {
     if (!a.write || !a.bytes.overlaps(span)) continue;
     written = true;
     if (a.inFlight)
       fail(op.loc(),
-           std::string(op.name()) + " reads shared memory that " + a.what +
-               " is still writing: wait for the copy (its barrier, or async_wait_group) before "
-               "reading (" +
+           std::string(op.name()) + " reads " + mem + " that " + a.what +
+               (tmem ? " is still writing: wait on the barrier its tcgen05 commit (mBarriers, "
+                       "or tlx.tcgen05_commit) arrives on before reading ("
+                     : " is still writing: wait for the copy (its barrier, or async_wait_group) "
+                       "before reading (") +
                where() + ")",
-           withWaitNotes(withPermission(note(a.loc, "the copy was issued here"), a)));
+           withWaitNotes(withPermission(
+               note(a.loc, tmem ? "the MMA was issued here" : "the copy was issued here"), a)));
     if (!orderedBefore(a))
       fail(op.loc(),
-           std::string(op.name()) + " reads shared memory that " + a.what +
+           std::string(op.name()) + " reads " + mem + " that " + a.what +
                " wrote, with no barrier ordering that write before this read (" + where() + ")",
            withWaitNotes(withPermission(note(a.loc, "the write"), a)));
   }
   if (!written)
     fail(op.loc(),
-         std::string(op.name()) + " reads shared memory that nothing wrote (" + where() + ")");
+         std::string(op.name()) + " reads " + mem + " that nothing wrote (" + where() + ")");
   SharedAccess r;
   r.inFlight = token != 0;
   r.token = token;
@@ -310,16 +315,22 @@ void Executor::checkedWrite(const ir::Op& op, const BufferView& view, int64_t ti
   AccessLog& log = view.alloc->log;
   for (const SharedAccess& a : log.accesses) {
     if (!a.bytes.overlaps(span)) continue;
-    if (a.inFlight)
+    if (a.inFlight) {
+      const bool mma = cta_.mmaTokens.count(a.token) != 0;
       fail(op.loc(),
-           std::string(op.name()) + " overwrites shared memory that " + a.what +
-               (a.write ? " is still writing"
-                        : " may still be reading (not yet retired by "
-                          "async_dot_wait)") +
+           std::string(op.name()) + " overwrites " +
+               (view.alloc->tmem ? "tensor memory" : "shared memory") + " that " + a.what +
+               (mma ? (a.write ? " is still writing" : " may still be reading") +
+                          std::string(" (its tcgen05 commit has not completed: wait on the "
+                                      "barrier it arrives on first)")
+                : a.write ? " is still writing"
+                          : " may still be reading (not yet retired by async_dot_wait)") +
                " (" + where() + ")",
-           withPermission(
-               note(a.loc, a.write ? "the copy was issued here" : "the async_dot was issued here"),
-               a));
+           withPermission(note(a.loc, mma       ? "the MMA was issued here"
+                                      : a.write ? "the copy was issued here"
+                                                : "the async_dot was issued here"),
+                          a));
+    }
     if (retiredForOneWarpGroupOnly(a)) {
       const int groups = (agent_.numWarps + 3) / 4;
       fail(op.loc(),
@@ -572,7 +583,7 @@ int64_t Executor::arrivalWeight(const MBarrier& bar) const {
 }
 
 bool Executor::completeAsyncCopies(KernelState& k, CtaState& cta) {
-  if (cta.copies.empty()) return false;
+  if (cta.copies.empty()) return completeMmaCommits(k, cta);
   while (!cta.copies.empty()) {
     AsyncCopy c = std::move(cta.copies.front());
     cta.copies.pop_front();
@@ -656,7 +667,54 @@ bool Executor::completeAsyncCopies(KernelState& k, CtaState& cta) {
       if (t.cta->scheduler) t.cta->scheduler->bump();
     }
   }
+  completeMmaCommits(k, cta);
   if (cta.scheduler) cta.scheduler->bump();
+  return true;
+}
+
+bool Executor::completeMmaCommits(KernelState& k, CtaState& cta) {
+  if (cta.mmaCommits.empty()) return false;
+  while (!cta.mmaCommits.empty()) {
+    MmaCommit c = std::move(cta.mmaCommits.front());
+    cta.mmaCommits.pop_front();
+    MBarrier& bar = c.bar.array->barriers.at(size_t(c.bar.first));
+    if (bar.copyClock == SIZE_MAX) bar.copyClock = cta.newClockIndex();
+    ++bar.copyTicks;
+    // The tensor core runs the MMAs in issue order, reading the operands now.
+    for (PendingMma& m : c.mmas) {
+      TensorPtr a = readBuffer(m.a, ir::Type::tensor(m.a.elem, m.a.shape));
+      TensorPtr b = readBuffer(m.b, ir::Type::tensor(m.b.elem, m.b.shape));
+      TensorPtr acc;
+      if (m.useAcc) acc = readBuffer(m.acc, ir::Type::tensor(m.acc.elem, m.acc.shape));
+      TensorPtr d =
+          computeDot(*a, *b, acc.get(), m.precision, ir::Type::tensor(m.acc.elem, m.acc.shape));
+      writeBuffer(m.acc, *d);
+      // Its accesses become ordinary ones on the barrier's completion clock: a wait that sees
+      // this commit's phase is ordered after them.
+      for (const BufferView* v : {&m.a, &m.b, &m.acc})
+        for (SharedAccess& acc2 : v->alloc->log.accesses)
+          if (acc2.inFlight && acc2.token == m.token) {
+            acc2.inFlight = false;
+            acc2.agent = bar.copyClock;
+            acc2.epoch = bar.copyTicks;
+          }
+    }
+    // A commit tracks every earlier MMA of its thread: its arrival releases their completions,
+    // landed on other barriers' clocks too.
+    cta.mmaCompleted.set(bar.copyClock, bar.copyTicks);
+    bar.arrivals.join(cta.mmaCompleted);
+    bar.phaseArrivals.push_back({c.at, "the tcgen05 commit issued in " + c.where});
+    if (bar.pendingArrivals <= 0)
+      raiseInterpError(k.sources, c.at,
+                       "the tcgen05 commit arrives on " + c.bar.array->describe(c.bar.first) +
+                           " whose phase has all its arrivals already (" + bar.describe() +
+                           "): a commit barrier needs an arrival count of 1 per commit, in " +
+                           c.where);
+    --bar.pendingArrivals;
+    completePhase(k.sources, c.bar, c.at, "the tcgen05 commit's arrival",
+                  "the tcgen05 commit issued in " + c.where, c.where);
+    if (cta.scheduler) cta.scheduler->bump();
+  }
   return true;
 }
 
@@ -744,6 +802,7 @@ void Executor::execLocalAlloc(const ir::Op& op) {
   // that reads before writes show up in results.
   v.alloc->bytes.assign(size_t(v.count * v.tileStrideBytes), 0xFF);
   v.alloc->allocOp = &op;
+  v.alloc->tmem = attr::LocalAlloc::storage(op) == "tmem";
   if (cta_.cluster) {
     // A peer's multicast may have reached this buffer first: shared memory is laid out
     // statically on the GPU, so its bytes are already there.
@@ -1294,6 +1353,53 @@ void Executor::execAsyncDot(const ir::Op& op) {
   checkedRead(op, d->b, 1, d->token);
   dots_.push_back(d);
   set(op.result(), PendingDotPtr(d));
+}
+
+void Executor::execTcgen05Mma(const ir::Op& op) {
+  const bool hasUseAcc = attr::Tcgen05Mma::hasUseAcc(op), hasPred = attr::Tcgen05Mma::hasPred(op);
+  unsigned next = 3;
+  bool useAcc = true;
+  if (hasUseAcc) useAcc = readScalar(*tensor(op, next++), 0).i != 0;
+  if (hasPred && readScalar(*tensor(op, next++), 0).i == 0) return;
+  PendingMma m;
+  m.op = &op;
+  m.a = buffer(op, 0);
+  m.b = buffer(op, 1);
+  m.acc = buffer(op, 2);
+  m.useAcc = useAcc;
+  m.precision = attr::Tcgen05Mma::inputPrecision(op);
+  m.token = cta_.newToken();
+  // An earlier MMA writing the accumulator, in flight or done, is ordered before this one (the
+  // tensor core runs them in issue order): this one's in-flight write takes its place.
+  bool chained = false;
+  const ByteSpan accSpan = bytesOf(m.acc, 1);
+  std::erase_if(m.acc.alloc->log.accesses, [&](const SharedAccess& a) {
+    bool mine = a.write && cta_.mmaTokens.count(a.token) && accSpan.covers(a.bytes);
+    chained |= mine;
+    return mine;
+  });
+  checkedRead(op, m.a, 1, m.token);
+  checkedRead(op, m.b, 1, m.token);
+  if (useAcc && !chained) checkedRead(op, m.acc, 1);
+  checkedWrite(op, m.acc, 1, m.token);
+  cta_.mmaTokens.insert(m.token);
+  uncommittedMmas_.push_back(std::move(m));
+  for (unsigned i = next; i < op.numOperands(); ++i) commitMmas(op, barrierView(op, i));
+}
+
+void Executor::execTcgen05Commit(const ir::Op& op) {
+  if (attr::Tcgen05Commit::hasPred(op) && readScalar(*tensor(op, 1), 0).i == 0) return;
+  commitMmas(op, barrierView(op, 0));
+}
+
+void Executor::commitMmas(const ir::Op& op, const BarrierView& bar) {
+  MmaCommit c;
+  c.mmas = std::move(uncommittedMmas_);
+  uncommittedMmas_.clear();
+  c.bar = bar;
+  c.at = op.loc();
+  c.where = where();
+  cta_.mmaCommits.push_back(std::move(c));
 }
 
 void Executor::execAsyncDotWait(const ir::Op& op) {

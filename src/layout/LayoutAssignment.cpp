@@ -280,6 +280,10 @@ private:
     case OpCode::Dot:
       prefer(op.operand(2), dotLayouts(op).acc, kMma);
       return;
+    case OpCode::LocalStore:
+      if (op.operand(0)->type().space == ir::MemorySpace::Tmem && isTensor(op.operand(1)))
+        prefer(op.operand(1), tmemRegisterLayout(op.operand(1)->type().shape, numWarps()), kMma);
+      return;
     case OpCode::AsyncDot:
       if (!isTensor(op.result())) return;
       if (op.numOperands() > 2) prefer(op.operand(2), dotLayouts(op).acc, kMma);
@@ -763,7 +767,20 @@ private:
     case OpCode::LocalScatter:
       if (const LinearLayout* l = layoutOf(op.operand(2))) require(op, 1, *l);
       return;
+    case OpCode::LocalStore:
+      // tcgen05.st takes each thread's row of the tile (Blackwell tensor memory).
+      if (op.operand(0)->type().space == ir::MemorySpace::Tmem && isTensor(op.operand(1))) {
+        require(op, 1, tmemRegisterLayout(op.operand(1)->type().shape, numWarps()));
+        return;
+      }
+      break;
     case OpCode::LocalLoad:
+      // tcgen05.ld gives each thread one row of the tile (Blackwell tensor memory).
+      if (isTensor(op.result()) && op.operand(0)->type().space == ir::MemorySpace::Tmem) {
+        setLayout(op.result(), tmemRegisterLayout(op.result()->type().shape, numWarps()));
+        return;
+      }
+      [[fallthrough]];
     case OpCode::DescLoad:
       if (isTensor(op.result()))
         setLayout(op.result(),

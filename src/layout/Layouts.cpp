@@ -120,6 +120,12 @@ LinearLayout collapseDim(const LinearLayout& ll, int dim) {
 // blocked, slice, broadcast
 // ---------------------------------------------------------------------------------------------
 
+LinearLayout tmemRegisterLayout(const std::vector<int64_t>& shape, int numWarps) {
+  const int32_t groups = std::max(1, numWarps / 4);
+  const int32_t cols = static_cast<int32_t>(shape.at(1) / groups);
+  return blockedLayout(shape, {1, std::max(1, cols)}, {32, 1}, {4, groups}, {0, 1});
+}
+
 LinearLayout blockedLayout(const std::vector<int64_t>& shape,
                            const std::vector<int32_t>& sizePerThread,
                            const std::vector<int32_t>& threadsPerWarp,

@@ -37,6 +37,13 @@ LinearLayout blockedLayoutForShape(const std::vector<int64_t>& shape,
 LinearLayout defaultBlockedLayout(const std::vector<int64_t>& shape, int numWarps,
                                   int32_t vecElems = 1);
 
+/// The registers tcgen05.ld / tcgen05.st (shape 32x32b) move between a [128, N] tile of 32-bit
+/// elements in Blackwell tensor memory and the threads of `numWarps` warps (a multiple of 4):
+/// warp w % 4 of each warp group reaches lanes (rows) 32 (w % 4) to 32 (w % 4) + 31, one row per
+/// thread; the warp groups split the columns, each thread holding its row's N / (numWarps / 4)
+/// consecutive columns in registers.
+LinearLayout tmemRegisterLayout(const std::vector<int64_t>& shape, int numWarps);
+
 /// The layout of reduce(x, axis=dim) for x in `parent`: out dim `dim` removed (later dims
 /// renamed down), register bits that became duplicates dropped. Lanes/warps that covered `dim`
 /// become broadcast (zero bases).

@@ -690,6 +690,79 @@ Val tlxAsyncLoadCommitGroup(Specializer& sp, const std::string& /*name*/, CallSi
   return Val::runtime(sp.b.create1(OpCode::AsyncCommitGroup, {}, ir::Type::token()));
 }
 
+/// tlx.async_dot into a tensor-memory accumulator (Blackwell tcgen05.mma): A from shared or
+/// tensor memory, B from shared memory, acc a TMEM buffer updated in place; `mBarriers` each get
+/// one arrival when the MMA (and every earlier one of the issuing thread) completes.
+Val tcgen05Mma(Specializer& sp, const std::string& fn, const BoundArgs& a, ir::Value* A,
+               ir::Value* B) {
+  SourceLoc loc = a.call().loc;
+  ir::Value* acc = oneBuffer(sp, fn, a, "acc");
+  if (acc->type().space != ir::MemorySpace::Tmem)
+    raiseError(a.loc("acc"), fn + "'s acc is a shared-memory buffer; a Blackwell MMA "
+                                  "accumulates in tensor memory (tlx.storage_kind.tmem)");
+  if (A->type().kind != ir::TypeKind::Buffer)
+    raiseError(a.loc("A"), fn + " into a tensor-memory accumulator reads A from shared or "
+                                "tensor memory, not registers: store it with tlx.local_store");
+  if (B->type().space != ir::MemorySpace::Shared)
+    raiseError(a.loc("B"), fn + "'s B must be a shared-memory buffer");
+  const auto &sa = A->type().shape, &sb = B->type().shape;
+  std::vector<int64_t> outShape = {sa[0], sb[1]};
+  if (acc->type().shape != outShape)
+    raiseError(a.loc("acc"),
+               fn + "'s acc is " + acc->type().str() + " but A @ B is " + dims(outShape));
+  if (a.has("out_dtype")) {
+    DType out = sp.constDType(a.get("out_dtype"), a.loc("out_dtype"), "out_dtype");
+    if (out != acc->type().elem)
+      raiseError(a.loc("out_dtype"), fn + "'s out_dtype is " + std::string(ir::tlName(out)) +
+                                         " but the accumulator holds " +
+                                         std::string(ir::tlName(acc->type().elem)));
+  }
+  std::vector<ir::Value*> ops{A, B, acc};
+  int64_t hasUseAcc = 0;
+  if (a.has("use_acc")) {
+    const Val& u = a.get("use_acc");
+    ops.push_back(u.isConstexpr()
+                      ? sp.toRuntime(Val::boolean(truthy(u)), a.loc("use_acc"), DType::I1)
+                      : sp.toI1(sp.requireTensorOrScalar(u, a.loc("use_acc"), "use_acc"), loc));
+    hasUseAcc = 1;
+  }
+  int64_t hasPred = predicate(sp, fn, a, ops);
+  if (a.has("mBarriers")) {
+    const Val& bars = a.get("mBarriers");
+    if (bars.kind != Val::Kind::Tuple)
+      raiseError(a.loc("mBarriers"), fn + "'s mBarriers must be a list of mbarriers");
+    for (const Val& bar : bars.elts) {
+      ir::Value* v = sp.requireBarrier(bar, a.loc("mBarriers"), fn + "'s mBarriers");
+      if (v->type().count != 1)
+        raiseError(a.loc("mBarriers"), fn + "'s mBarriers needs single barriers, got " +
+                                           v->type().str() +
+                                           "; select one with bars[i] or tlx.local_view(bars, i)");
+      ops.push_back(v);
+    }
+  }
+  if (ops.size() == 3 + size_t(hasUseAcc + hasPred) &&
+      !(a.has("force_async") && truthy(a.get("force_async"))))
+    raiseError(loc, fn + " into a tensor-memory accumulator without mBarriers (a synchronous "
+                         "Blackwell MMA) is not supported yet; pass mBarriers=[bar] and wait "
+                         "on bar");
+  std::vector<ir::NamedAttr> attrs = {ir::attr::Tcgen05Mma::make::hasUseAcc(hasUseAcc),
+                                      ir::attr::Tcgen05Mma::make::hasPred(hasPred)};
+  if (a.has("input_precision") && a.get("input_precision").kind == Val::Kind::String)
+    attrs.push_back(ir::attr::Tcgen05Mma::make::inputPrecision(a.get("input_precision").s));
+  sp.b.create(OpCode::Tcgen05Mma, ops, {}, attrs);
+  return Val::none();
+}
+
+Val tlxTcgen05Commit(Specializer& sp, const std::string& name, CallSite& call) {
+  const std::string fn = "tlx." + name;
+  BoundArgs a(call, {"mBarrier", "two_ctas="});
+  if (a.has("two_ctas") && sp.constBool(a.get("two_ctas"), a.loc("two_ctas"), "two_ctas"))
+    raiseError(a.loc("two_ctas"), "two-CTA tcgen05_commit is not supported yet");
+  sp.b.create(OpCode::Tcgen05Commit, {oneBarrier(sp, fn, a, "mBarrier")}, {},
+              {{ir::attr::Tcgen05Commit::khasPred, int64_t(0)}});
+  return Val::none();
+}
+
 Val tlxAsyncDot(Specializer& sp, const std::string& name, CallSite& call) {
   SourceLoc loc = call.loc;
   const std::string fn = "tlx." + name;
@@ -714,11 +787,14 @@ Val tlxAsyncDot(Specializer& sp, const std::string& name, CallSite& call) {
   if (A->type().elem != B->type().elem && !(fp8(A->type().elem) && fp8(B->type().elem)))
     raiseError(loc, "tlx.async_dot operands must have one dtype (or both be fp8), got " +
                         A->type().str() + " and " + B->type().str());
-  if (a.has("mBarriers") && !a.get("mBarriers").elts.empty())
-    raiseError(a.loc("mBarriers"), "tlx.async_dot's mBarriers (Blackwell completion barriers) "
-                                   "are not supported yet");
   if (a.has("two_ctas") && sp.constBool(a.get("two_ctas"), a.loc("two_ctas"), "two_ctas"))
     raiseError(a.loc("two_ctas"), "two-CTA MMA is not supported yet");
+  if (a.has("acc") && a.get("acc").isRuntime() && a.get("acc").type().kind == ir::TypeKind::Buffer)
+    return tcgen05Mma(sp, fn, a, A, B);
+  if (a.has("mBarriers") && !a.get("mBarriers").elts.empty())
+    raiseError(a.loc("mBarriers"), "tlx.async_dot's mBarriers are the completion barriers of a "
+                                   "Blackwell MMA into a tensor-memory accumulator; pass acc as "
+                                   "a tlx.storage_kind.tmem buffer, or leave mBarriers out");
   DType out = a.has("out_dtype")
                   ? sp.constDType(a.get("out_dtype"), a.loc("out_dtype"), "out_dtype")
                   : (ir::isInt(A->type().elem) ? DType::I32 : DType::F32);
@@ -899,6 +975,7 @@ const BuiltinTable& tlxBuiltins() {
       {"async_load_wait_group", &tlxAsyncWait},
       {"async_dot", &tlxAsyncDot},
       {"async_dot_wait", &tlxAsyncDotWait},
+      {"tcgen05_commit", &tlxTcgen05Commit},
       {"async_tasks", &tlxContextOnly},
       {"async_task", &tlxContextOnly},
       {"async_task_replica_id", &tlxAsyncTaskReplicaId},

@@ -1,0 +1,376 @@
+// Blackwell (sm_100a) tensor memory and tcgen05: TMEM buffers (local_alloc with storage tmem, their
+// views and column slices), their loads and stores (tcgen05.ld / tcgen05.st with their waits),
+// the MMA into a TMEM accumulator (tcgen05.mma) and its commits (tcgen05.commit).
+//
+// Tensor memory is 128 lanes of 512 32-bit columns per CTA. The kernel allocates the columns all
+// its TMEM buffers need once, at its first TMEM local_alloc (tcgen05.alloc by warp 0, which then
+// gives up its permit to allocate more), and frees them before it returns (tcgen05.dealloc by
+// warp 0 after every warp has met). A [128, N] tile of 32-bit elements takes N columns, row r in
+// lane r; a TMEM buffer value is one register, its TMEM address (lane << 16 | column).
+//
+// Ordering: every tcgen05 op that follows a thread synchronization (barrier wait, bar.sync)
+// starts with tcgen05.fence::after_thread_sync, and every load / store ends with its wait and
+// tcgen05.fence::before_thread_sync, so that the mbarrier / bar.sync ordering the kernel writes
+// carries over to the tensor core.
+#include "codegen/Lowering.h"
+#include "codegen/Wgmma.h"
+#include "ir/OpAttrs.h"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+#include <stdexcept>
+
+namespace ww::codegen {
+
+using ir::DType;
+using ir::OpCode;
+using layout::LinearLayout;
+
+bool isTmemValue(const ir::Value* v) {
+  return v->type().kind == ir::TypeKind::Buffer && v->type().space == ir::MemorySpace::Tmem;
+}
+
+namespace {
+
+/// TMEM columns one buffer of type `t` ([M, N] of 32-bit elements) takes.
+int64_t tmemColumns(const ir::Type& t) {
+  return t.shape.size() == 2 ? t.shape[1] * ir::byteWidth(t.elem) / 4 : 0;
+}
+
+/// The user error for a TMEM tile the backend cannot place.
+void requireTmemTile(const ir::Op& at, const ir::Type& t) {
+  if (t.shape.size() != 2 || t.shape[0] != 128 || ir::byteWidth(t.elem) != 4 ||
+      !std::has_single_bit(uint64_t(t.shape[1])) || t.shape[1] < 1)
+    raiseError(at.loc(), std::string("'") + at.name() + "' of the tensor-memory buffer " + t.str() +
+                             " is not supported by the sm_100a backend yet: it places [128, N] "
+                             "tiles of 32-bit elements (fp32, int32) with N a power of two, one "
+                             "row per TMEM lane");
+}
+
+} // namespace
+
+void FunctionLowering::planTensorMemory() {
+  ir::walk(fn_.body, [&](const ir::Op& op) {
+    if (op.code() != OpCode::LocalAlloc || !isTmemValue(op.result())) return;
+    const ir::Type& t = op.result()->type();
+    requireTmemTile(op, t);
+    tmemOffsets_[op.result()] = tmemColumns_;
+    tmemColumns_ += tmemColumns(t) * t.count;
+    if (tmemColumns_ > 512)
+      raiseError(op.loc(), "the kernel's tensor-memory buffers need " +
+                               std::to_string(tmemColumns_) +
+                               " columns, more than the 512 of a CTA's tensor memory");
+  });
+}
+
+std::string FunctionLowering::tensorMemoryBase(const ir::Op& at) {
+  if (!tmemBase_.empty()) return tmemBase_;
+  if (taskWarps_ || at.parentBlock() != &fn_.body)
+    raiseError(at.loc(), "a tensor-memory local_alloc must be at the top level of the kernel, "
+                         "outside control flow and async tasks (every warp allocates it)");
+  // Columns are allocated in powers of two, 32 at least.
+  tmemAllocColumns_ = std::max<int64_t>(32, int64_t(std::bit_ceil(uint64_t(tmemColumns_))));
+  int64_t slot = scratch(16);
+  std::string addr = sharedAddress(immInt(slot));
+  std::string warp0 = b_.pure("setp.lt.u32", RegClass::Pred, {tid(), "32"});
+  std::string skip = b_.newLabel("tmem_alloc_done");
+  b_.inst("bra", {skip}, warp0, true);
+  b_.inst("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32",
+          {bracketed(addr), immInt(tmemAllocColumns_)});
+  b_.inst("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned", {});
+  b_.label(skip);
+  b_.inst("tcgen05.fence::before_thread_sync", {});
+  barrier();
+  b_.inst("tcgen05.fence::after_thread_sync", {});
+  tmemBase_ = b_.newReg(RegClass::B32);
+  b_.inst("ld.shared.b32", {tmemBase_, bracketed(addr)});
+  // The slot is scratch: every thread has read it before anything reuses it.
+  barrier();
+  return tmemBase_;
+}
+
+void FunctionLowering::releaseTensorMemory() {
+  if (tmemBase_.empty() || taskWarps_) return;
+  b_.inst("tcgen05.fence::before_thread_sync", {});
+  b_.inst("bar.sync", {"0"});
+  b_.inst("tcgen05.fence::after_thread_sync", {});
+  std::string warp0 = b_.pure("setp.lt.u32", RegClass::Pred, {tid(), "32"});
+  std::string skip = b_.newLabel("tmem_dealloc_done");
+  b_.inst("bra", {skip}, warp0, true);
+  b_.inst("tcgen05.dealloc.cta_group::1.sync.aligned.b32", {tmemBase_, immInt(tmemAllocColumns_)});
+  b_.label(skip);
+}
+
+void FunctionLowering::lowerTmemBuffer(const ir::Op& op) {
+  if (options_.target != Target::SM100a)
+    raiseError(op.loc(), std::string("'") + op.name() +
+                             "' of a tensor-memory buffer needs sm_100a (Blackwell); compile for "
+                             "sm_100a or use tlx.storage_kind.smem");
+  switch (op.code()) {
+  case OpCode::LocalAlloc: {
+    std::string base = tensorMemoryBase(op);
+    int64_t col = tmemOffsets_.at(op.result());
+    return bind(op.result(), {col ? b_.pure("add.u32", RegClass::B32, {base, immInt(col)}) : base});
+  }
+  case OpCode::LocalView: {
+    if (ir::attr::LocalView::subview(op))
+      raiseError(op.loc(), "indexing rows of a tensor-memory buffer view is not supported; use "
+                           "tlx.local_slice");
+    std::string base = b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32);
+    std::string index = b_.materialize(operand(op, 1).at(0), RegClass::B32);
+    return bind(op.result(), {b_.pure("mad.lo.s32", RegClass::B32,
+                                      {index, immInt(tmemColumns(op.operand(0)->type())), base})});
+  }
+  case OpCode::LocalSlice: {
+    const ir::Type& src = op.operand(0)->type();
+    std::vector<int64_t> offsets = ir::attr::LocalSlice::offsets(op),
+                         sizes = ir::attr::LocalSlice::sizes(op);
+    if (offsets.size() != 2 || offsets[0] != 0 || sizes[0] != src.shape[0])
+      raiseError(op.loc(), "tlx.local_slice of the tensor-memory buffer " + src.str() +
+                               " must keep every row (lane) and slice columns only");
+    requireTmemTile(op, op.result()->type());
+    int64_t col = offsets[1] * ir::byteWidth(src.elem) / 4;
+    std::string base = regsOf(op.operand(0)).at(0);
+    return bind(op.result(), {col ? b_.pure("add.u32", RegClass::B32,
+                                            {b_.materialize(base, RegClass::B32), immInt(col)})
+                                  : base});
+  }
+  case OpCode::LocalTrans:
+  case OpCode::LocalReinterpret:
+    raiseError(op.loc(), std::string("tlx.") + op.name() +
+                             " of a tensor-memory buffer is not supported by the sm_100a "
+                             "backend yet");
+  case OpCode::LocalLoad:
+  case OpCode::LocalStore:
+    return lowerTmemCopy(op);
+  default:
+    throw std::logic_error("codegen: not a TMEM buffer op");
+  }
+}
+
+void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
+  const bool load = op.code() == OpCode::LocalLoad;
+  const ir::Type& bt = op.operand(0)->type();
+  requireTmemTile(op, bt);
+  if (warps() % 4 != 0 || taskFirstWarp_ % 4 != 0)
+    raiseError(op.loc(), std::string("'") + op.name() +
+                             "' of tensor memory runs on whole warp groups: each warp of a group "
+                             "reaches its own 32 lanes; use num_warps a multiple of 4 (this code "
+                             "has " +
+                             std::to_string(warps()) + ")");
+  const ir::Value* value = load ? op.result() : op.operand(1);
+  const LinearLayout& l = load ? layoutOf(value) : operandLayoutOf(op, 1);
+  if (!(l == layout::tmemRegisterLayout(bt.shape, warps())))
+    throw std::logic_error("codegen: a TMEM load / store value not in the tcgen05 layout");
+  // Each thread's row (lane 32 (w % 4) + lane id) and its warp group's columns.
+  const int64_t groups = warps() / 4;
+  const int64_t cols = bt.shape[1] / groups;
+  std::vector<int32_t> regOfCol(size_t(cols), -1);
+  for (int32_t r = 0; r < l.getInDimSize(layout::kRegister); ++r) {
+    std::vector<int32_t> c = registerCoords(l, r);
+    if (c[0] != 0 || c[1] >= cols || regOfCol[size_t(c[1])] >= 0)
+      throw std::logic_error("codegen: unexpected tcgen05 register layout");
+    regOfCol[size_t(c[1])] = r;
+  }
+  std::string warp = b_.pure("shr.u32", RegClass::B32, {tid(), "5"});
+  std::string quad = b_.pure("and.b32", RegClass::B32, {warp, "3"});
+  std::string laneBits = b_.pure("shl.b32", RegClass::B32, {quad, "21"}); // 32 lanes << 16
+  std::string addr =
+      b_.pure("add.u32", RegClass::B32,
+              {b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32), laneBits});
+  if (groups > 1) {
+    std::string group = b_.pure("shr.u32", RegClass::B32, {warp, "2"});
+    addr = b_.pure("mad.lo.s32", RegClass::B32, {group, immInt(cols), addr});
+  }
+  const RegClass rc = regClassOf(bt.elem, false);
+  Regs regs;
+  if (load) {
+    regs.resize(size_t(l.getInDimSize(layout::kRegister)));
+    for (auto& r : regs) r = b_.newReg(rc);
+  } else {
+    const Regs& src = operand(op, 1);
+    for (const std::string& s : src) regs.push_back(b_.materialize(s, rc));
+    barrier(); // the agent's earlier accesses to the tile are done (as local_store's)
+  }
+  b_.inst("tcgen05.fence::after_thread_sync", {});
+  for (int64_t c0 = 0; c0 < cols; c0 += 128) {
+    int64_t n = std::min<int64_t>(128, cols - c0);
+    std::string list = "{";
+    for (int64_t j = 0; j < n; ++j)
+      list += (j ? ", " : "") + regs.at(size_t(regOfCol[size_t(c0 + j)]));
+    list += "}";
+    std::string at = c0 ? b_.pure("add.u32", RegClass::B32, {addr, immInt(c0)}) : addr;
+    std::string shape = ".32x32b.x" + std::to_string(n) + ".b32";
+    if (load)
+      b_.inst("tcgen05.ld.sync.aligned" + shape, {list, bracketed(at)});
+    else
+      b_.inst("tcgen05.st.sync.aligned" + shape, {bracketed(at), list});
+  }
+  b_.inst(load ? "tcgen05.wait::ld.sync.aligned" : "tcgen05.wait::st.sync.aligned", {});
+  b_.inst("tcgen05.fence::before_thread_sync", {});
+  if (load) return bind(op.result(), std::move(regs));
+  // The stores are visible to the thread that issues the next MMA only after the agent meets.
+  barrier();
+  b_.inst("tcgen05.fence::after_thread_sync", {});
+}
+
+namespace {
+
+/// The kind:: of a tcgen05.mma of operands `a` x `b` and the instruction descriptor's A / B
+/// format field value for it; empty when unsupported.
+std::pair<std::string, int> mmaKind(DType a, DType b) {
+  if (a != b &&
+      !((a == DType::F8E4M3 || a == DType::F8E5M2) && (b == DType::F8E4M3 || b == DType::F8E5M2)))
+    return {"", 0};
+  switch (a) {
+  case DType::F16:
+    return {"f16", 0};
+  case DType::BF16:
+    return {"f16", 1};
+  case DType::F32:
+    return {"tf32", 2};
+  case DType::F8E4M3:
+    return {"f8f6f4", 0};
+  case DType::F8E5M2:
+    return {"f8f6f4", 1};
+  default:
+    return {"", 0};
+  }
+}
+
+int mmaFormat(DType t) {
+  return t == DType::BF16 || t == DType::F8E5M2 ? 1 : t == DType::F32 ? 2 : 0;
+}
+
+} // namespace
+
+uint32_t tcgen05InstrDescriptor(DType a, DType b, DType d, bool aMnMajor, bool bMnMajor, int64_t M,
+                                int64_t N) {
+  // PTX ISA, tcgen05 instruction descriptor (kind::f16 / tf32 / f8f6f4): bits 4-5 the format
+  // of D (1: f32), 7-9 of A, 10-12 of B, 15 / 16 A / B MN-major ("transpose"), 17-22 N >> 3,
+  // 24-28 M >> 4; dense, no negation, no saturation.
+  uint32_t desc = 0;
+  desc |= uint32_t(d == DType::F32 ? 1 : 0) << 4;
+  desc |= uint32_t(mmaFormat(a)) << 7;
+  desc |= uint32_t(mmaFormat(b)) << 10;
+  desc |= uint32_t(aMnMajor) << 15;
+  desc |= uint32_t(bMnMajor) << 16;
+  desc |= uint32_t(N >> 3) << 17;
+  desc |= uint32_t(M >> 4) << 24;
+  return desc;
+}
+
+void FunctionLowering::lowerTcgen05(const ir::Op& op) {
+  if (options_.target != Target::SM100a)
+    raiseError(op.loc(), std::string("tlx.") +
+                             (op.code() == OpCode::Tcgen05Mma ? "async_dot into tensor memory"
+                                                              : "tcgen05_commit") +
+                             " lowers to tcgen05, which only sm_100a (Blackwell) has; compile for "
+                             "sm_100a");
+  std::string elected = electedThread();
+  if (op.code() == OpCode::Tcgen05Commit) {
+    std::string skip = b_.newLabel("tcgen05_commit_skip");
+    if (ir::attr::Tcgen05Commit::hasPred(op)) {
+      std::string p = b_.materialize(operand(op, 1).at(0), RegClass::Pred);
+      b_.inst("bra", {skip}, p, true);
+    }
+    b_.inst("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64",
+            {barrierAddress(op, 0)}, elected);
+    b_.label(skip);
+    return;
+  }
+  const ir::Type& at = op.operand(0)->type();
+  const ir::Type& bt = op.operand(1)->type();
+  const ir::Type& ct = op.operand(2)->type();
+  if (at.space != ir::MemorySpace::Shared)
+    raiseError(op.loc(), "tlx.async_dot with A in tensor memory is not supported by the sm_100a "
+                         "backend yet; pass A in shared memory");
+  auto [kind, fmt] = mmaKind(at.elem, bt.elem);
+  (void)fmt;
+  if (kind.empty())
+    raiseError(op.loc(), "tlx.async_dot of " + at.str() + " and " + bt.str() +
+                             " into tensor memory is not supported; tcgen05.mma takes fp16 or "
+                             "bf16 operands of one type, fp32 (as tf32), or fp8 ones");
+  if (ct.elem != DType::F32)
+    raiseError(op.loc(),
+               "tlx.async_dot into tensor memory accumulates in fp32 only, got " + ct.str());
+  requireTmemTile(op, ct);
+  const int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
+  if (M != 128 || N < 16 || N > 256 || N % 16 != 0)
+    raiseError(op.loc(), "tlx.async_dot of a " + std::to_string(M) + "x" + std::to_string(N) +
+                             " tile into tensor memory: the sm_100a backend issues tcgen05.mma "
+                             "with M = 128 and N a multiple of 16 up to 256");
+  // Operand layouts in shared memory, as for wgmma (TlxAsyncDot.cpp): A [M, K] K-major, B
+  // [K, N] N-major, a 2-D local_trans view swaps that.
+  auto operandMajor = [&](const ir::Value* v, bool isA, bool* kMajor) {
+    if (isPlainBuffer(v)) {
+      *kMajor = isA;
+      return true;
+    }
+    const ir::Op* def = v->def();
+    if (def && def->code() == OpCode::LocalTrans &&
+        ir::attr::LocalTrans::order(*def) == std::vector<int64_t>{1, 0} &&
+        isPlainBuffer(def->operand(0))) {
+      *kMajor = !isA;
+      return true;
+    }
+    return false;
+  };
+  bool aK = true, bK = false;
+  if (!operandMajor(op.operand(0), true, &aK) || !operandMajor(op.operand(1), false, &bK))
+    raiseError(op.loc(), "tlx.async_dot operands must be buffers from tlx.local_alloc, their "
+                         "local_view, or the 2-D local_trans of one");
+  int bytes = ir::byteWidth(at.elem);
+  if (bytes != 2 && (!aK || !bK))
+    raiseError(op.loc(), "tlx.async_dot of " + at.str() + " and " + bt.str() +
+                             ": tcgen05.mma reads tf32 and 8-bit operands with K contiguous "
+                             "only; store B as an [N, K] buffer and pass its tlx.local_trans");
+  const layout::SharedAllocation& aAlloc = allocationOf(op, 0);
+  const layout::SharedAllocation& bAlloc = allocationOf(op, 1);
+  if (!aAlloc.swizzleBytes || !bAlloc.swizzleBytes)
+    raiseError(op.loc(), "tlx.async_dot operands " + at.str() + " and " + bt.str() +
+                             " need rows of at least 32 bytes (a swizzled NVMMA layout)");
+  const int64_t sa = aAlloc.swizzleBytes, sb = bAlloc.swizzleBytes;
+  const int64_t instrK = 32 / bytes;
+  auto tileByte = [&](bool kMajor, int64_t s, int64_t extent, int64_t mn, int64_t k) {
+    int64_t row = s / bytes;
+    if (kMajor) return ((k / row) * extent + mn) * s + (k % row) * bytes;
+    return ((mn / row) * K + k) * s + (mn % row) * bytes;
+  };
+  // Shared-memory descriptors: wgmma's fields plus the tcgen05 version field (bits 46-48 = 1).
+  const uint64_t version = uint64_t(1) << 46;
+  const uint64_t aFixed = wgmmaLayoutBits(aK, static_cast<int>(sa), K) | version;
+  const uint64_t bFixed = wgmmaLayoutBits(bK, static_cast<int>(sb), K) | version;
+  std::string aBase = sharedAddress(b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32));
+  std::string bBase = sharedAddress(b_.materialize(regsOf(op.operand(1)).at(0), RegClass::B32));
+  std::string aDesc = wgmmaDescriptor(b_, aBase, aFixed);
+  std::string bDesc = wgmmaDescriptor(b_, bBase, bFixed);
+  const uint32_t idesc = tcgen05InstrDescriptor(at.elem, bt.elem, ct.elem, !aK, !bK, M, N);
+  std::string idescReg = b_.materialize(immInt(int64_t(idesc)), RegClass::B32);
+  std::string dAddr = b_.materialize(regsOf(op.operand(2)).at(0), RegClass::B32);
+
+  unsigned next = 3;
+  std::string firstAccumulate = b_.pure("setp.ne.u32", RegClass::Pred, {"1", "0"});
+  if (ir::attr::Tcgen05Mma::hasUseAcc(op))
+    firstAccumulate = b_.materialize(operand(op, next++).at(0), RegClass::Pred);
+  std::string skip = b_.newLabel("tcgen05_mma_skip");
+  if (ir::attr::Tcgen05Mma::hasPred(op))
+    b_.inst("bra", {skip}, b_.materialize(operand(op, next++).at(0), RegClass::Pred), true);
+  b_.inst("bra", {skip}, elected, true);
+  b_.inst("tcgen05.fence::after_thread_sync", {});
+  std::string accumulate = firstAccumulate;
+  const std::string opcode = "tcgen05.mma.cta_group::1.kind::" + kind;
+  for (int64_t k0 = 0; k0 < K; k0 += instrK) {
+    std::string da = wgmmaDescriptorStep(b_, aDesc, tileByte(aK, sa, M, 0, k0));
+    std::string db = wgmmaDescriptorStep(b_, bDesc, tileByte(bK, sb, N, 0, k0));
+    b_.inst(opcode, {bracketed(dAddr), da, db, idescReg, accumulate});
+    accumulate = b_.pure("setp.ne.u32", RegClass::Pred, {"1", "0"});
+  }
+  for (unsigned i = next; i < op.numOperands(); ++i)
+    b_.inst("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64",
+            {barrierAddress(op, i)});
+  b_.label(skip);
+}
+
+} // namespace ww::codegen

@@ -1,0 +1,61 @@
+"""Small Blackwell kernels of our own for tests/python/test_blackwell_tcgen05.py: a GEMM whose
+accumulator lives in tensor memory (tcgen05 MMA with completion barriers, a final commit), with
+a flag that plants the bug of reading the accumulator before its commit completes, and a kernel
+that reads tensor memory nothing wrote."""
+import warpweave as ww
+import warpweave.language as tl
+import warpweave.language.extra.tlx as tlx
+
+
+@ww.jit
+def tmem_gemm(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+              BK: tl.constexpr, READ_EARLY: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    a_tiles = tlx.local_alloc((BM, BK), tl.float16, 2)
+    b_tiles = tlx.local_alloc((BK, BN), tl.float16, 2)
+    acc_bufs = tlx.local_alloc((BM, BN), tl.float32, 1, tlx.storage_kind.tmem)
+    acc = tlx.local_view(acc_bufs, 0)
+    loaded = tlx.alloc_barriers(num_barriers=2, arrive_count=1)
+    mma_done = tlx.alloc_barriers(num_barriers=2, arrive_count=1)
+    all_done = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    steps = tl.cdiv(K, BK)
+    for k in range(steps):
+        slot = k % 2
+        if k >= 2:
+            # the MMA that read this slot two steps ago has completed
+            tlx.barrier_wait(tlx.local_view(mma_done, slot), ((k - 2) // 2) & 1)
+        bar = tlx.local_view(loaded, slot)
+        tlx.barrier_expect_bytes(bar, 2 * (BM + BN) * BK)
+        tlx.async_descriptor_load(a_desc, tlx.local_view(a_tiles, slot), [pid_m * BM, k * BK], bar)
+        tlx.async_descriptor_load(b_desc, tlx.local_view(b_tiles, slot), [k * BK, pid_n * BN], bar)
+        tlx.barrier_wait(bar, (k // 2) & 1)
+        tlx.async_dot(tlx.local_view(a_tiles, slot), tlx.local_view(b_tiles, slot), acc,
+                      use_acc=k > 0, mBarriers=[tlx.local_view(mma_done, slot)])
+    tlx.tcgen05_commit(tlx.local_view(all_done, 0))
+    if not READ_EARLY:
+        tlx.barrier_wait(tlx.local_view(all_done, 0), 0)
+    result = tlx.local_load(acc)
+    rows = pid_m * BM + tl.arange(0, BM)
+    cols = pid_n * BN + tl.arange(0, BN)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    tl.store(c_ptr + rows[:, None] * N + cols[None, :], result.to(tl.float16), mask=mask)
+
+
+@ww.jit
+def tmem_unwritten(out_ptr, BN: tl.constexpr):
+    bufs = tlx.local_alloc((128, BN), tl.float32, 2, tlx.storage_kind.tmem)
+    tlx.local_store(tlx.local_view(bufs, 0), tl.full((128, BN), 1.0, tl.float32))
+    x = tlx.local_load(tlx.local_view(bufs, 1))
+    tl.store(out_ptr + tl.arange(0, 128)[:, None] * BN + tl.arange(0, BN)[None, :], x)
+
+
+@ww.jit
+def tmem_round_trip(x_ptr, out_ptr, BN: tl.constexpr):
+    bufs = tlx.local_alloc((128, 2 * BN), tl.float32, 1, tlx.storage_kind.tmem)
+    offs = tl.arange(0, 128)[:, None] * BN + tl.arange(0, BN)[None, :]
+    x = tl.load(x_ptr + offs)
+    tile = tlx.local_view(bufs, 0)
+    tlx.local_store(tlx.local_slice(tile, [0, BN], [128, BN]), x * 2.0)
+    y = tlx.local_load(tlx.local_slice(tile, [0, BN], [128, BN]))
+    tl.store(out_ptr + offs, y + 1.0)

@@ -1,0 +1,137 @@
+"""Blackwell (sm_100a) tensor memory and tcgen05 MMA (issue 19): the interpreter's values against
+NumPy, its reports of planted synchronization bugs at the kernel's line, and the PTX of each new
+form (tcgen05.alloc / relinquish_alloc_permit / dealloc, tcgen05.st / ld with their waits,
+tcgen05.mma with its instruction descriptor, tcgen05.commit) checked against the PTX ISA's syntax
+and assembled by ptxas for sm_100a. No Blackwell GPU ran any of this."""
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import warpweave as ww
+
+import blackwell_tmem_kernels as bk
+
+native_loader = importlib.import_module("warpweave._native_loader")
+pytestmark = pytest.mark.skipif(not native_loader.available(),
+                                reason="warpweave._native is not built (pip install .)")
+
+
+def descriptor(t, block):
+    return ww.TensorDescriptor(t, list(t.shape), [int(s) // t.itemsize for s in t.strides], block)
+
+
+def eighths(rng, shape):
+    # Multiples of 1/8 in [-1, 1]: products and their sums over K are exact in fp32.
+    return (rng.integers(-8, 9, shape) / 8).astype(np.float16)
+
+
+def line_of(fn, text):
+    src, first = inspect.getsourcelines(fn)
+    return first + next(i for i, l in enumerate(src) if text in l)
+
+
+def run_gemm(M, N, K, read_early=False, BN=64, BK=32, monkeypatch=None):
+    rng = np.random.default_rng(M * 7 + N)
+    a, b = eighths(rng, (M, K)), eighths(rng, (K, N))
+    c = np.full((M, N), np.nan, np.float16)
+    bk.tmem_gemm[(ww.cdiv(M, 128), ww.cdiv(N, BN))](
+        descriptor(a, [128, BK]), descriptor(b, [BK, BN]), c, M, N, K, BM=128, BN=BN, BK=BK,
+        READ_EARLY=read_early, num_warps=4)
+    return a, b, c
+
+
+@pytest.fixture
+def interpret(monkeypatch):
+    monkeypatch.setenv("WARPWEAVE_INTERPRET", "1")
+
+
+@pytest.mark.parametrize("M,N,K,BN,BK", [(128, 64, 32, 64, 32), (200, 104, 96, 64, 32),
+                                         (130, 128, 160, 128, 64)])
+def test_tmem_gemm_matches_numpy(interpret, M, N, K, BN, BK):
+    a, b, c = run_gemm(M, N, K, BN=BN, BK=BK)
+    np.testing.assert_array_equal(c, (a.astype(np.float64) @ b).astype(np.float16))
+
+
+def test_reading_the_accumulator_before_its_commit_is_a_race(interpret):
+    with pytest.raises(ww.InterpreterError) as e:
+        run_gemm(128, 64, 96, read_early=True)
+    msg = str(e.value)
+    line = line_of(bk.tmem_gemm, "result = tlx.local_load(acc)")
+    assert f"blackwell_tmem_kernels.py:{line}:" in msg
+    assert "local_load reads tensor memory that tcgen05_mma" in msg
+    assert "tcgen05 commit" in msg and "the MMA was issued here" in msg
+
+
+def test_tensor_memory_read_before_written_is_reported(interpret):
+    out = np.zeros((128, 32), np.float32)
+    with pytest.raises(ww.InterpreterError) as e:
+        bk.tmem_unwritten[(1,)](out, BN=32, num_warps=4)
+    line = line_of(bk.tmem_unwritten, "x = tlx.local_load")
+    assert f"blackwell_tmem_kernels.py:{line}:" in str(e.value)
+    assert "reads tensor memory that nothing wrote" in str(e.value)
+
+
+def test_tmem_store_slice_and_load(interpret):
+    x = np.arange(128 * 32, dtype=np.float32).reshape(128, 32) / 64
+    out = np.zeros_like(x)
+    bk.tmem_round_trip[(1,)](x, out, BN=32, num_warps=4)
+    np.testing.assert_array_equal(out, x * 2 + 1)
+
+
+# ---- PTX for sm_100a ----
+
+def compile_kernel(name, signature, target="sm_100a", num_warps=4, stage="ptx"):
+    path = Path(bk.__file__)
+    return native_loader.native().compile([(str(path), path.read_text())], name, signature, {},
+                                          target=target, num_warps=num_warps, stage=stage)
+
+
+GEMM_SIG = ("a_desc:desc<fp16,128x32>,b_desc:desc<fp16,32x64>,c_ptr:*fp16:16,M:i32,N:i32,K:i32,"
+            "BM=128,BN=64,BK=32,READ_EARLY=0")
+
+
+def ptx_text(result):
+    return result if isinstance(result, str) else getattr(result, "ptx", None) or result["ptx"]
+
+
+def test_tcgen05_forms_in_the_ptx_and_ptxas_accepts(ptxas):
+    ptx = ptx_text(compile_kernel("tmem_gemm", GEMM_SIG))
+    # One allocation of a power of two (>= 32) columns by warp 0, its permit given up, and the
+    # matching dealloc before the kernel returns.
+    assert re.search(r"tcgen05\.alloc\.cta_group::1\.sync\.aligned\.shared::cta\.b32 \[%r\d+\], 64;",
+                     ptx)
+    assert "tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;" in ptx
+    assert re.search(r"tcgen05\.dealloc\.cta_group::1\.sync\.aligned\.b32 %r\d+, 64;", ptx)
+    # K = 32 of fp16 is two MMAs of K = 16: [d-tmem], a-desc, b-desc, idesc, enable-input-d.
+    mmas = re.findall(r"tcgen05\.mma\.cta_group::1\.kind::f16 \[%r\d+\], %rd\d+, %rd\d+, (%r\d+), "
+                      r"%p\d+;", ptx)
+    assert len(mmas) == 2
+    # Instruction descriptor: D f32 (bit 4), A / B fp16, B N-major (bit 16), N >> 3 at bit 17,
+    # M >> 4 at bit 24.
+    idesc = (1 << 4) | (1 << 16) | ((64 >> 3) << 17) | ((128 >> 4) << 24)
+    assert re.search(rf"mov\.b32 {re.escape(mmas[0])}, {idesc};", ptx) or f", {idesc};" in ptx
+    assert len(re.findall(r"tcgen05\.commit\.cta_group::1\.mbarrier::arrive::one\.shared::cluster"
+                          r"\.b64 \[%r\d+\];", ptx)) == 2  # the MMA's mBarriers and the final one
+    assert re.search(r"tcgen05\.ld\.sync\.aligned\.32x32b\.x64\.b32 \{(%f\d+, ){63}%f\d+\}, "
+                     r"\[%r\d+\];", ptx)
+    assert "tcgen05.wait::ld.sync.aligned;" in ptx
+    assert "tcgen05.fence::after_thread_sync;" in ptx
+    ptxas(ptx, arch="sm_100a")
+
+
+def test_tmem_store_and_slice_ptx(ptxas):
+    ptx = ptx_text(compile_kernel("tmem_round_trip", "x_ptr:*fp32:16,out_ptr:*fp32:16,BN=32"))
+    assert re.search(r"tcgen05\.st\.sync\.aligned\.32x32b\.x32\.b32 \[%r\d+\], \{(%f\d+, ){31}%f\d+\};",
+                     ptx)
+    assert "tcgen05.wait::st.sync.aligned;" in ptx
+    ptxas(ptx, arch="sm_100a")
+
+
+def test_tcgen05_needs_sm100a():
+    with pytest.raises(ww.CompilationError) as e:
+        compile_kernel("tmem_gemm", GEMM_SIG, target="sm_90a")
+    assert "sm_100a" in str(e.value)
