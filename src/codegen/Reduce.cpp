@@ -112,9 +112,9 @@ void FunctionLowering::lowerReduce(const ir::Op& op) {
     if (kind == "custom") return inlineCombine(op, a, b, types);
     if (isArg) {
       ir::Op gt(OpCode::Cmp, op.loc()), eq(OpCode::Cmp, op.loc()), lt(OpCode::Cmp, op.loc());
-      gt.setAttr(ir::attr::Cmp::kpred, std::string(kind == "argmax" ? "gt" : "lt"));
-      eq.setAttr(ir::attr::Cmp::kpred, std::string("eq"));
-      lt.setAttr(ir::attr::Cmp::kpred, std::string("lt"));
+      ir::attr::Cmp::set::pred(gt, kind == "argmax" ? "gt" : "lt");
+      ir::attr::Cmp::set::pred(eq, "eq");
+      ir::attr::Cmp::set::pred(lt, "lt");
       std::string better = emitElementwise(cx, gt, {b[0], a[0]}, {types[0], types[0]}, DType::I1);
       std::string same = emitElementwise(cx, eq, {b[0], a[0]}, {types[0], types[0]}, DType::I1);
       std::string earlier = emitElementwise(cx, lt, {b[1], a[1]}, {types[1], types[1]}, DType::I1);

@@ -248,20 +248,21 @@ Value* Builder::create1(OpCode code, std::vector<Value*> operands, Type resultTy
 }
 
 Value* Builder::constInt(int64_t v, const Type& t) {
-  return create1(OpCode::Constant, {}, t, {{"value", v}});
+  return create1(OpCode::Constant, {}, t, {attr::Constant::make::value(v)});
 }
 
 Value* Builder::constFloat(double v, const Type& t) {
-  return create1(OpCode::Constant, {}, t, {{"value", v}});
+  return create1(OpCode::Constant, {}, t, {attr::Constant::make::value(v)});
 }
 
 Value* Builder::programId(int axis) {
-  return create1(OpCode::ProgramId, {}, Type::scalar(DType::I32), {{"axis", int64_t(axis)}});
+  return create1(OpCode::ProgramId, {}, Type::scalar(DType::I32),
+                 {attr::ProgramId::make::axis(axis)});
 }
 
 Value* Builder::arange(int64_t start, int64_t end) {
   return create1(OpCode::Arange, {}, Type::tensor(DType::I32, {end - start}),
-                 {{"start", start}, {"end", end}});
+                 {attr::Arange::make::start(start), attr::Arange::make::end(end)});
 }
 
 Value* Builder::splat(Value* scalar, const std::vector<int64_t>& shape) {
@@ -273,7 +274,7 @@ Value* Builder::binary(OpCode code, Value* a, Value* b) {
 }
 
 Value* Builder::cmp(const std::string& pred, Value* a, Value* b) {
-  return create1(OpCode::Cmp, {a, b}, a->type().withElem(DType::I1), {{"pred", pred}});
+  return create1(OpCode::Cmp, {a, b}, a->type().withElem(DType::I1), {attr::Cmp::make::pred(pred)});
 }
 
 Value* Builder::addPtr(Value* ptr, Value* offset) {
@@ -290,13 +291,13 @@ Value* Builder::load(Value* ptr, Value* mask, Value* other) {
   t.pointer = false;
   return create1(
       OpCode::Load, ops, t,
-      {{"has_mask", int64_t(mask != nullptr)}, {"has_other", int64_t(other != nullptr)}});
+      {attr::Load::make::hasMask(mask != nullptr), attr::Load::make::hasOther(other != nullptr)});
 }
 
 void Builder::store(Value* ptr, Value* value, Value* mask) {
   std::vector<Value*> ops{ptr, value};
   if (mask) ops.push_back(mask);
-  create(OpCode::Store, ops, {}, {{"has_mask", int64_t(mask != nullptr)}});
+  create(OpCode::Store, ops, {}, {attr::Store::make::hasMask(mask != nullptr)});
 }
 
 void Builder::ret() {

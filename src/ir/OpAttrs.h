@@ -69,10 +69,23 @@ typename Cpp<K>::type read(const Op& op, const char* name, typename Cpp<K>::type
     return v ? *v : dflt;
   }
 }
+
+/// The stored form of a typed value (a Bool is the int 0 or 1).
+template <AttrKind K> Attr stored(typename Cpp<K>::type v) {
+  if constexpr (K == AttrKind::Bool)
+    return int64_t(v ? 1 : 0);
+  else
+    return Attr(std::move(v));
+}
 } // namespace attr::detail
 
 // ir::attr::<Op>::<accessor>(op): the attribute's value, its Ops.def default when absent.
-// ir::attr::<Op>::k<accessor>: its name, for builders (attr::Load::kcache == "cache").
+// ir::attr::<Op>::make::<accessor>(value): the attribute as a NamedAttr, for the attribute list of
+//   Builder::create (attr::Load::make::hasMask(true) is {"has_mask", 1}).
+// ir::attr::<Op>::set::<accessor>(op, value): sets it on an existing op.
+// ir::attr::<Op>::k<accessor>: its name (attr::Load::kcache == "cache").
+// Builders create attributes only through these, so each name is spelled once, on its ATTR line,
+// and a misspelt one, or one set on an op that does not declare it, does not compile.
 namespace attr {
 #define ATTR(OPC, ACCESSOR, NAME, KIND, REQ, DFLT, ALLOWED)                                        \
   namespace OPC {                                                                                  \
@@ -80,6 +93,16 @@ namespace attr {
     return detail::read<AttrKind::KIND>(op, NAME, DFLT);                                           \
   }                                                                                                \
   inline constexpr const char* k##ACCESSOR = NAME;                                                 \
+  namespace make {                                                                                 \
+  inline NamedAttr ACCESSOR(detail::Cpp<AttrKind::KIND>::type v) {                                 \
+    return NamedAttr{NAME, detail::stored<AttrKind::KIND>(std::move(v))};                          \
+  }                                                                                                \
+  }                                                                                                \
+  namespace set {                                                                                  \
+  inline void ACCESSOR(Op& op, detail::Cpp<AttrKind::KIND>::type v) {                              \
+    op.setAttr(NAME, detail::stored<AttrKind::KIND>(std::move(v)));                                \
+  }                                                                                                \
+  }                                                                                                \
   }
 #include "ir/Ops.def"
 #undef ATTR

@@ -3,6 +3,7 @@
 // one result per dtype, of that shape. The constraint string is checked here against the operand
 // model of ir/InlineAsm.h, so a wrong count or width is an error at the call, not a ptxas one.
 #include "ir/InlineAsm.h"
+#include "ir/OpAttrs.h"
 #include "specialize/SpecializerImpl.h"
 
 namespace ww::specialize {
@@ -124,11 +125,11 @@ Val Specializer::inlineAsmElementwise(CallSite& call) {
   std::vector<ir::Type> resultTypes;
   for (ir::DType d : dtypes)
     resultTypes.push_back(anyTensor ? ir::Type::tensor(d, shape) : ir::Type::scalar(d));
-  ir::Op* op = b.create(OpCode::InlineAsm, args, resultTypes,
-                        {{"asm", asmText.s},
-                         {"constraints", constraintText.s},
-                         {"pure", int64_t(pure)},
-                         {"pack", pack}});
+  ir::Op* op =
+      b.create(OpCode::InlineAsm, args, resultTypes,
+               {ir::attr::InlineAsm::make::asmText(asmText.s),
+                ir::attr::InlineAsm::make::constraints(constraintText.s),
+                ir::attr::InlineAsm::make::pure(pure), ir::attr::InlineAsm::make::pack(pack)});
   if (!multiple) return Val::runtime(op->result(0));
   std::vector<Val> results;
   for (unsigned r = 0; r < op->numResults(); ++r) results.push_back(Val::runtime(op->result(r)));
@@ -144,10 +145,8 @@ Val Specializer::gridDependencyControl(const std::string& name, CallSite& call) 
   const std::string text =
       name == "gdc_wait" ? "griddepcontrol.wait;" : "griddepcontrol.launch_dependents;";
   b.create(OpCode::InlineAsm, {}, {ir::Type::scalar(ir::DType::I32)},
-           {{"asm", text},
-            {"constraints", std::string("=r")},
-            {"pure", int64_t(0)},
-            {"pack", int64_t(1)}});
+           {ir::attr::InlineAsm::make::asmText(text), ir::attr::InlineAsm::make::constraints("=r"),
+            ir::attr::InlineAsm::make::pure(false), ir::attr::InlineAsm::make::pack(1)});
   return Val::none();
 }
 

@@ -2,6 +2,8 @@
 // dtype), casts, numpy broadcasting with splat/broadcast ops, and pointer arithmetic.
 #include "specialize/SpecializerImpl.h"
 
+#include "ir/OpAttrs.h"
+
 #include <limits>
 
 namespace ww::specialize {
@@ -212,7 +214,8 @@ ir::Value* Specializer::expandDims(ir::Value* x, int64_t axis, SourceLoc loc) {
                         std::to_string(rank));
   s.insert(s.begin() + axis, 1);
   if (rank == 0) return b.splat(x, s); // a scalar becomes a 1-element tensor
-  return b.create1(OpCode::ExpandDims, {x}, x->type().withShape(s), {{"axis", axis}});
+  return b.create1(OpCode::ExpandDims, {x}, x->type().withShape(s),
+                   {ir::attr::ExpandDims::make::axis(axis)});
 }
 
 ir::Value* Specializer::reshape(ir::Value* x, std::vector<int64_t> shape, SourceLoc loc) {

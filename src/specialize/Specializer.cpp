@@ -4,6 +4,7 @@
 
 #include "frontend/Parser.h"
 #include "ir/Limits.h"
+#include "ir/OpAttrs.h"
 #include "ir/TaskPlan.h"
 #include "specialize/TlBlockPtr.h"
 #include "specialize/TlMisc.h"
@@ -437,7 +438,7 @@ bool Specializer::visitStmt(const Stmt* s, std::span<const Stmt* const> rest) {
     }
     b.setLoc(s->loc);
     ir::Value* c = toI1(requireTensorOrScalar(cond, a->test->loc, "an assert condition"), s->loc);
-    b.create(ir::OpCode::Assert, {c}, {}, {{"message", msg}});
+    b.create(ir::OpCode::Assert, {c}, {}, {ir::attr::Assert::make::message(msg)});
     return false;
   }
   case StmtKind::With:
@@ -894,7 +895,7 @@ void Specializer::visitFor(const For* s) {
     if (n < 0 || n > ir::kMaxPipelineStages)
       raiseError(a.loc("num_stages"), "tl.range's num_stages=" + std::to_string(n) + ": use 0 to " +
                                           std::to_string(ir::kMaxPipelineStages));
-    attrs.push_back({"num_stages", n});
+    attrs.push_back(ir::attr::For::make::numStages(n));
   }
   if (a.has("loop_unroll_factor")) {
     int64_t u = constInt(a.get("loop_unroll_factor"), a.loc("loop_unroll_factor"),
@@ -903,7 +904,7 @@ void Specializer::visitFor(const For* s) {
       raiseError(a.loc("loop_unroll_factor"),
                  "tl.range's loop_unroll_factor=" + std::to_string(u) + ": use 0 to " +
                      std::to_string(ir::kMaxUnrollPerLoop) + " copies of the loop body");
-    attrs.push_back({"unroll", u});
+    attrs.push_back(ir::attr::For::make::unroll(u));
   }
   std::vector<ir::Type> types;
   for (ir::Value* v : inits) types.push_back(v->type());
@@ -1185,14 +1186,14 @@ void Specializer::visitAsyncTask(const With* s, const CallSite& call) {
   for (int64_t r = 0; r < replicate; ++r) {
     b.setInsertionBlock(outer);
     b.setLoc(s->loc);
-    ir::Op* op = b.create(ir::OpCode::AsyncTask, {}, {},
-                          {{"default", int64_t(isDefault)},
-                           {"num_warps", isDefault ? int64_t(in.options.numWarps) : numWarps},
-                           {"num_regs", numRegs},
-                           {"replicate", replicate},
-                           {"replica", r},
-                           {"warp_group_start_id", wgStart},
-                           {"name", std::string(isDefault ? "default" : "task")}});
+    ir::Op* op = b.create(
+        ir::OpCode::AsyncTask, {}, {},
+        {ir::attr::AsyncTask::make::isDefault(isDefault),
+         ir::attr::AsyncTask::make::numWarps(isDefault ? int64_t(in.options.numWarps) : numWarps),
+         ir::attr::AsyncTask::make::numRegs(numRegs),
+         ir::attr::AsyncTask::make::replicate(replicate), ir::attr::AsyncTask::make::replica(r),
+         ir::attr::AsyncTask::make::warpGroupStartId(wgStart),
+         ir::attr::AsyncTask::make::name(isDefault ? "default" : "task")});
     b.setInsertionBlock(op->addRegion());
     replicaId = r;
     taskContext = TaskContext::Task;

@@ -281,16 +281,16 @@ Val blockPtrLoad(Specializer& sp, const BoundArgs& a, SourceLoc loc) {
   std::vector<ir::Value*> ops{ptr};
   if (mask) ops.push_back(mask);
   if (other) ops.push_back(other);
-  std::vector<ir::NamedAttr> attrs = {{ir::attr::Load::khasMask, int64_t(mask != nullptr)},
-                                      {ir::attr::Load::khasOther, int64_t(other != nullptr)}};
+  std::vector<ir::NamedAttr> attrs = {ir::attr::Load::make::hasMask(mask != nullptr),
+                                      ir::attr::Load::make::hasOther(other != nullptr)};
   std::string cache =
       cacheModifier(a.get("cache_modifier"), a.loc("cache_modifier"), OpCode::Load, "tl.load");
   std::string evict =
       evictionPolicy(a.get("eviction_policy"), a.loc("eviction_policy"), OpCode::Load, "tl.load");
-  if (!cache.empty()) attrs.push_back({ir::attr::Load::kcache, cache});
-  if (!evict.empty()) attrs.push_back({ir::attr::Load::kevict, evict});
+  if (!cache.empty()) attrs.push_back(ir::attr::Load::make::cache(cache));
+  if (!evict.empty()) attrs.push_back(ir::attr::Load::make::evict(evict));
   if (a.has("volatile") && sp.constBool(a.get("volatile"), a.loc("volatile"), "volatile"))
-    attrs.push_back({ir::attr::Load::kisVolatile, int64_t(1)});
+    attrs.push_back(ir::attr::Load::make::isVolatile(true));
   return Val::runtime(sp.b.create1(OpCode::Load, ops, ir::Type::tensor(elem, block), attrs));
 }
 
@@ -319,13 +319,13 @@ void blockPtrStore(Specializer& sp, const BoundArgs& a, SourceLoc loc) {
   auto [ptr, mask] = materialize(sp, p, checked, loc);
   std::vector<ir::Value*> ops{ptr, value};
   if (mask) ops.push_back(mask);
-  std::vector<ir::NamedAttr> attrs = {{ir::attr::Store::khasMask, int64_t(mask != nullptr)}};
+  std::vector<ir::NamedAttr> attrs = {ir::attr::Store::make::hasMask(mask != nullptr)};
   std::string cache =
       cacheModifier(a.get("cache_modifier"), a.loc("cache_modifier"), OpCode::Store, "tl.store");
   std::string evict =
       evictionPolicy(a.get("eviction_policy"), a.loc("eviction_policy"), OpCode::Store, "tl.store");
-  if (!cache.empty()) attrs.push_back({ir::attr::Store::kcache, cache});
-  if (!evict.empty()) attrs.push_back({ir::attr::Store::kevict, evict});
+  if (!cache.empty()) attrs.push_back(ir::attr::Store::make::cache(cache));
+  if (!evict.empty()) attrs.push_back(ir::attr::Store::make::evict(evict));
   sp.b.create(OpCode::Store, ops, {}, attrs);
 }
 

@@ -75,8 +75,12 @@ bool propagatesNan(const BoundArgs& a, const std::string& what) {
 
 /// Sets [propagate_nan] on the max/min op that produced v (constants folded away have none).
 void markPropagatesNan(ir::Value* v) {
-  if (v->def() && (v->def()->code() == ir::OpCode::Max || v->def()->code() == ir::OpCode::Min))
-    v->def()->setAttr("propagate_nan", int64_t(1));
+  if (v->def() && (v->def()->code() == ir::OpCode::Max || v->def()->code() == ir::OpCode::Min)) {
+    if (v->def()->code() == ir::OpCode::Max)
+      ir::attr::Max::set::propagateNan(*v->def(), true);
+    else
+      ir::attr::Min::set::propagateNan(*v->def(), true);
+  }
 }
 
 } // namespace
@@ -356,8 +360,8 @@ Val tlProgramQuery(Specializer& sp, const std::string& name, CallSite& call) {
   if (axis < 0 || axis > 2)
     raiseError(a.loc("axis"), fn + "'s axis must be 0, 1 or 2, got " + std::to_string(axis));
   if (name == "program_id") return Val::runtime(sp.b.programId(static_cast<int>(axis)));
-  return Val::runtime(
-      sp.b.create1(OpCode::NumPrograms, {}, ir::Type::scalar(DType::I32), {{"axis", axis}}));
+  return Val::runtime(sp.b.create1(OpCode::NumPrograms, {}, ir::Type::scalar(DType::I32),
+                                   {ir::attr::NumPrograms::make::axis(axis)}));
 }
 
 Val tlArange(Specializer& sp, const std::string& /*name*/, CallSite& call) {
@@ -538,8 +542,8 @@ Val tlPermute(Specializer& sp, const std::string& name, CallSite& call) {
                         " for " + x->type().str());
   std::vector<int64_t> shape;
   for (int64_t d : order) shape.push_back(x->type().shape[static_cast<size_t>(d)]);
-  return Val::runtime(
-      sp.b.create1(OpCode::Permute, {x}, x->type().withShape(shape), {{"order", order}}));
+  return Val::runtime(sp.b.create1(OpCode::Permute, {x}, x->type().withShape(shape),
+                                   {ir::attr::Permute::make::order(order)}));
 }
 
 Val tlSplit(Specializer& sp, const std::string& /*name*/, CallSite& call) {
@@ -558,8 +562,9 @@ Val tlSplit(Specializer& sp, const std::string& /*name*/, CallSite& call) {
     ir::Op* halves =
         sp.b.create(OpCode::Split, {row}, {row->type().withShape({1}), row->type().withShape({1})});
     auto only = [&](ir::Value* v) {
-      return Val::runtime(sp.b.create1(OpCode::Reduce, {v}, ir::Type::tensor(v->type().elem, {}),
-                                       {{"axis", int64_t{0}}, {"kind", std::string("max")}}));
+      return Val::runtime(
+          sp.b.create1(OpCode::Reduce, {v}, ir::Type::tensor(v->type().elem, {}),
+                       {ir::attr::Reduce::make::axis(0), ir::attr::Reduce::make::kind("max")}));
     };
     return Val::tuple({only(halves->result(0)), only(halves->result(1))});
   }
@@ -689,8 +694,9 @@ Val tlXorSum(Specializer& sp, const std::string& /*name*/, CallSite& call) {
   std::vector<int64_t> shape = x->type().shape;
   shape.erase(shape.begin() + axis);
   DType elem = x->type().elem;
-  ir::Op* op = sp.b.create(OpCode::Reduce, {x}, {ir::Type::tensor(elem, shape)},
-                           {{"axis", axis}, {"kind", std::string("custom")}});
+  ir::Op* op =
+      sp.b.create(OpCode::Reduce, {x}, {ir::Type::tensor(elem, shape)},
+                  {ir::attr::Reduce::make::axis(axis), ir::attr::Reduce::make::kind("custom")});
   ir::Block* region = op->addRegion();
   ir::Value* lhs = region->addArg(ir::Type::scalar(elem));
   ir::Value* rhs = region->addArg(ir::Type::scalar(elem));
@@ -747,10 +753,10 @@ Val tlCumulative(Specializer& sp, const std::string& name, CallSite& call) {
     x = sp.cast(x, sp.constDType(a.get("dtype"), a.loc("dtype"), "dtype"), loc);
   else if (ir::isInt(x->type().elem) && ir::bitWidth(x->type().elem) < 32)
     x = sp.cast(x, ir::isSigned(x->type().elem) ? DType::I32 : DType::U32, loc);
-  return Val::runtime(sp.b.create1(OpCode::Scan, {x}, x->type(),
-                                   {{"axis", axis},
-                                    {"reverse", int64_t(reverse)},
-                                    {"kind", std::string(name == "cumsum" ? "sum" : "prod")}}));
+  return Val::runtime(
+      sp.b.create1(OpCode::Scan, {x}, x->type(),
+                   {ir::attr::Scan::make::axis(axis), ir::attr::Scan::make::reverse(reverse),
+                    ir::attr::Scan::make::kind(name == "cumsum" ? "sum" : "prod")}));
 }
 
 Val tlDot(Specializer& sp, const std::string& /*name*/, CallSite& call) {
@@ -864,7 +870,7 @@ Val tlCast(Specializer& sp, const std::string& /*name*/, CallSite& call) {
     const Val& rv = a.get("fp_downcast_rounding");
     if (rv.kind != Val::Kind::String || (rv.s != "rtne" && rv.s != "rtz"))
       raiseError(a.loc("fp_downcast_rounding"), "fp_downcast_rounding must be 'rtne' or 'rtz'");
-    r->def()->setAttr("rounding", rv.s);
+    ir::attr::Cast::set::rounding(*r->def(), rv.s);
   }
   return Val::runtime(r);
 }
@@ -886,9 +892,10 @@ Val tlHint(Specializer& sp, const std::string& name, CallSite& call) {
     raiseError(a.loc("values"), fn + " needs one value per dimension (" + std::to_string(rank) +
                                     ") of " + x->type().str() + ", got " +
                                     std::to_string(values.size()));
-  return Val::runtime(
-      sp.b.create1(name == "multiple_of" ? OpCode::MultipleOf : OpCode::MaxContiguous, {x},
-                   x->type(), {{"values", values}}));
+  return Val::runtime(sp.b.create1(
+      name == "multiple_of" ? OpCode::MultipleOf : OpCode::MaxContiguous, {x}, x->type(),
+      {name == "multiple_of" ? ir::attr::MultipleOf::make::values(values)
+                             : ir::attr::MaxContiguous::make::values(values)}));
 }
 
 Val tlMakeTensorDescriptor(Specializer& sp, const std::string& /*name*/, CallSite& call) {
@@ -931,7 +938,8 @@ Val tlMakeTensorDescriptor(Specializer& sp, const std::string& /*name*/, CallSit
     ops.push_back(sp.cast(v, DType::I64, loc));
   }
   ir::Type t = ir::Type::descriptor(base.type().elem, block, static_cast<int>(block.size()));
-  return Val::runtime(sp.b.create1(OpCode::MakeDescriptor, ops, t, {{"block_shape", block}}));
+  return Val::runtime(sp.b.create1(OpCode::MakeDescriptor, ops, t,
+                                   {ir::attr::MakeDescriptor::make::blockShape(block)}));
 }
 
 /// desc.load(offsets) / desc.store(offsets, value): methods of a tensor descriptor.
@@ -1010,7 +1018,8 @@ Val tlDevicePrint(Specializer& sp, const std::string& /*name*/, CallSite& call) 
     for (const Val& v : a.get("args").elts)
       ops.push_back(sp.requireTensorOrScalar(v, a.loc("args"), "a printed value"));
   bool hex = a.has("hex") && sp.constBool(a.get("hex"), a.loc("hex"), "hex");
-  sp.b.create(OpCode::Print, ops, {}, {{"prefix", prefix.s}, {"hex", int64_t(hex)}});
+  sp.b.create(OpCode::Print, ops, {},
+              {ir::attr::Print::make::prefix(prefix.s), ir::attr::Print::make::hex(hex)});
   return Val::none();
 }
 
@@ -1025,7 +1034,7 @@ Val tlDeviceAssert(Specializer& sp, const std::string& /*name*/, CallSite& call)
   }
   ir::Value* c = sp.toI1(
       sp.requireTensorOrScalar(a.get("cond"), a.loc("cond"), "tl.device_assert's condition"), loc);
-  sp.b.create(OpCode::Assert, {c}, {}, {{"message", msg}});
+  sp.b.create(OpCode::Assert, {c}, {}, {ir::attr::Assert::make::message(msg)});
   return Val::none();
 }
 
@@ -1056,7 +1065,7 @@ template <OpCode mop> Val tlUnaryMath(Specializer& sp, const std::string& name, 
   bool narrow = d != DType::F32 && d != DType::F64;
   if (narrow) x = sp.cast(x, DType::F32, loc);
   std::vector<ir::NamedAttr> attrs;
-  if (mop == OpCode::Sqrt) attrs.push_back({"approx", int64_t(name == "sqrt")});
+  if (mop == OpCode::Sqrt) attrs.push_back(ir::attr::Sqrt::make::approx(name == "sqrt"));
   ir::Value* r = sp.b.create1(mop, {x}, x->type(), attrs);
   if (narrow) r = sp.cast(r, d, loc);
   return Val::runtime(r);
@@ -1108,8 +1117,9 @@ Val tlAtomic(Specializer& sp, const std::string& name, CallSite& call) {
   if (isCas) {
     ir::Value* c = asElem(cmpv, "atomic_cas's cmp");
     ir::Value* v = asElem(val, "atomic_cas's val");
-    return Val::runtime(
-        sp.b.create1(OpCode::AtomicCas, {ptr, c, v}, rt, {{"sem", sem}, {"scope", scope}}));
+    return Val::runtime(sp.b.create1(
+        OpCode::AtomicCas, {ptr, c, v}, rt,
+        {ir::attr::AtomicCas::make::sem(sem), ir::attr::AtomicCas::make::scope(scope)}));
   }
   if ((kind == "and" || kind == "or" || kind == "xor") && ir::isFloat(elem))
     raiseError(loc, fn + " needs an integer pointer, got " + p.type().str());
@@ -1128,7 +1138,8 @@ Val tlAtomic(Specializer& sp, const std::string& name, CallSite& call) {
         sp.toI1(sp.requireTensorOrScalar(mask, a.loc("mask"), "mask"), loc), shape, loc));
   return Val::runtime(sp.b.create1(
       OpCode::AtomicRMW, ops, rt,
-      {{"kind", kind}, {"has_mask", int64_t(!mask.isNone())}, {"sem", sem}, {"scope", scope}}));
+      {ir::attr::AtomicRMW::make::kind(kind), ir::attr::AtomicRMW::make::hasMask(!mask.isNone()),
+       ir::attr::AtomicRMW::make::sem(sem), ir::attr::AtomicRMW::make::scope(scope)}));
 }
 
 /// tl.range and tl.static_range exist only as the iterable of a for loop (Specializer.cpp).
@@ -1309,15 +1320,15 @@ Val Specializer::loadOp(const BoundArgs& a, SourceLoc loc) {
   if (other) ops.push_back(other);
   bool isVolatile =
       a.has("volatile") && constBool(a.get("volatile"), a.loc("volatile"), "volatile");
-  std::vector<ir::NamedAttr> attrs = {{"has_mask", int64_t(mask != nullptr)},
-                                      {"has_other", int64_t(other != nullptr)}};
+  std::vector<ir::NamedAttr> attrs = {ir::attr::Load::make::hasMask(mask != nullptr),
+                                      ir::attr::Load::make::hasOther(other != nullptr)};
   std::string cache =
       cacheModifier(a.get("cache_modifier"), a.loc("cache_modifier"), OpCode::Load, "tl.load");
   std::string evict =
       evictionPolicy(a.get("eviction_policy"), a.loc("eviction_policy"), OpCode::Load, "tl.load");
-  if (!cache.empty()) attrs.push_back({ir::attr::Load::kcache, cache});
-  if (!evict.empty()) attrs.push_back({ir::attr::Load::kevict, evict});
-  if (isVolatile) attrs.push_back({ir::attr::Load::kisVolatile, int64_t(1)});
+  if (!cache.empty()) attrs.push_back(ir::attr::Load::make::cache(cache));
+  if (!evict.empty()) attrs.push_back(ir::attr::Load::make::evict(evict));
+  if (isVolatile) attrs.push_back(ir::attr::Load::make::isVolatile(true));
   if (a.has("padding_option") && a.get("padding_option").kind == Val::Kind::String &&
       !a.get("padding_option").s.empty())
     raiseError(a.loc("padding_option"), "padding_option applies to block pointers "
@@ -1359,13 +1370,13 @@ void Specializer::storeOp(const BoundArgs& a, SourceLoc loc) {
   }
   std::vector<ir::Value*> ops{broadcastTo(p.v, shape, loc), broadcastTo(value, shape, loc)};
   if (mask) ops.push_back(mask);
-  std::vector<ir::NamedAttr> attrs = {{"has_mask", int64_t(mask != nullptr)}};
+  std::vector<ir::NamedAttr> attrs = {ir::attr::Store::make::hasMask(mask != nullptr)};
   std::string cache =
       cacheModifier(a.get("cache_modifier"), a.loc("cache_modifier"), OpCode::Store, "tl.store");
   std::string evict =
       evictionPolicy(a.get("eviction_policy"), a.loc("eviction_policy"), OpCode::Store, "tl.store");
-  if (!cache.empty()) attrs.push_back({ir::attr::Store::kcache, cache});
-  if (!evict.empty()) attrs.push_back({ir::attr::Store::kevict, evict});
+  if (!cache.empty()) attrs.push_back(ir::attr::Store::make::cache(cache));
+  if (!evict.empty()) attrs.push_back(ir::attr::Store::make::evict(evict));
   b.create(OpCode::Store, ops, {}, attrs);
 }
 
@@ -1408,7 +1419,7 @@ Val Specializer::reduceOp(const std::string& kind, const Val& input, const Bound
   };
   auto reduce = [&](const std::string& k, DType resultElem) {
     return b.create1(OpCode::Reduce, {x}, ir::Type::tensor(resultElem, shape),
-                     {{"axis", axis}, {"kind", k}});
+                     {ir::attr::Reduce::make::axis(axis), ir::attr::Reduce::make::kind(k)});
   };
   if (kind == "argmax" || kind == "argmin") return Val::runtime(finish(reduce(kind, DType::I32)));
   bool withIndices = (kind == "max" || kind == "min") && a.has("return_indices") &&
@@ -1444,8 +1455,12 @@ Val Specializer::customReduce(const std::vector<ir::Value*>& inputs0, int64_t ax
   std::vector<ir::Type> types;
   for (ir::Value* v : inputs)
     types.push_back(scan ? v->type() : ir::Type::tensor(v->type().elem, rshape));
-  std::vector<ir::NamedAttr> attrs = {{"axis", axis}, {"kind", std::string("custom")}};
-  if (scan) attrs.push_back({"reverse", int64_t(reverse)});
+  std::vector<ir::NamedAttr> attrs =
+      scan ? std::vector<ir::NamedAttr>{ir::attr::Scan::make::axis(axis),
+                                        ir::attr::Scan::make::kind("custom"),
+                                        ir::attr::Scan::make::reverse(reverse)}
+           : std::vector<ir::NamedAttr>{ir::attr::Reduce::make::axis(axis),
+                                        ir::attr::Reduce::make::kind("custom")};
   ir::Op* op = b.create(scan ? OpCode::Scan : OpCode::Reduce, inputs, types, attrs);
   ir::Block* region = op->addRegion();
   CallSite cs;
@@ -1546,7 +1561,7 @@ Val Specializer::dot(const BoundArgs& a, SourceLoc loc) {
   } else {
     acc = constant(Val::integer(0), ir::Type::tensor(out, outShape));
   }
-  std::vector<ir::NamedAttr> attrs = {{"input_precision", precision}};
+  std::vector<ir::NamedAttr> attrs = {ir::attr::Dot::make::inputPrecision(precision)};
   // None is Triton's default (the target's: no limit on sm_90); a limit above K is an error
   // for fp8 operands, and means nothing for the others.
   if (a.has("max_num_imprecise_acc") && !a.get("max_num_imprecise_acc").isNone()) {
@@ -1555,7 +1570,7 @@ Val Specializer::dot(const BoundArgs& a, SourceLoc loc) {
     if (fp8a && fp8b && limit > K)
       raiseError(a.loc("max_num_imprecise_acc"), "max_num_imprecise_acc (" + std::to_string(limit) +
                                                      ") must be <= K (" + std::to_string(K) + ")");
-    attrs.push_back({"max_num_imprecise_acc", limit});
+    attrs.push_back(ir::attr::Dot::make::maxNumImpreciseAcc(limit));
   }
   return Val::runtime(b.create1(OpCode::Dot, {x, y, acc}, ir::Type::tensor(out, outShape), attrs));
 }

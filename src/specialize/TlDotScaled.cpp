@@ -7,6 +7,7 @@
 // it without an op of its own.
 #include "specialize/TlDotScaled.h"
 
+#include "ir/OpAttrs.h"
 #include "specialize/SpecializerImpl.h"
 
 #include <cmath>
@@ -69,7 +70,8 @@ ir::Value* unpackNibbles(Specializer& sp, ir::Value* x, size_t axis, SourceLoc l
       if (i < rank) order.push_back(int64_t(i));
     }
     for (int64_t d : order) permuted.push_back(joined[size_t(d)]);
-    j = sp.b.create1(OpCode::Permute, {j}, t.withShape(permuted), {{"order", order}});
+    j = sp.b.create1(OpCode::Permute, {j}, t.withShape(permuted),
+                     {ir::attr::Permute::make::order(order)});
   }
   std::vector<int64_t> out = t.shape;
   out[axis] *= 2;
@@ -170,7 +172,8 @@ ir::Value* transposeLast(Specializer& sp, ir::Value* x) {
   for (size_t i = 0; i < shape.size(); ++i) order.push_back(int64_t(i));
   std::swap(order[order.size() - 1], order[order.size() - 2]);
   std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
-  return sp.b.create1(OpCode::Permute, {x}, x->type().withShape(shape), {{"order", order}});
+  return sp.b.create1(OpCode::Permute, {x}, x->type().withShape(shape),
+                      {ir::attr::Permute::make::order(order)});
 }
 
 } // namespace
@@ -309,8 +312,8 @@ Val tlDotScaled(Specializer& sp, const std::string& /*name*/, CallSite& call) {
   } else {
     acc = sp.constant(Val::integer(0), outType);
   }
-  return Val::runtime(
-      sp.b.create1(OpCode::Dot, {in[0], in[1], acc}, outType, {{"input_precision", "ieee"}}));
+  return Val::runtime(sp.b.create1(OpCode::Dot, {in[0], in[1], acc}, outType,
+                                   {ir::attr::Dot::make::inputPrecision("ieee")}));
 }
 
 } // namespace ww::specialize

@@ -9,6 +9,7 @@
 // tests/python/test_libdevice.py.
 #include "specialize/TlLibdevice.h"
 
+#include "ir/OpAttrs.h"
 #include "specialize/SpecializerImpl.h"
 
 #include <algorithm>
@@ -121,7 +122,8 @@ V ceilv(V a) {
   return {a.c, a.c->un(OpCode::Ceil, a.v)};
 }
 V sqrtv(V a) {
-  return {a.c, a.c->sp.b.create1(OpCode::Sqrt, {a.v}, a.v->type(), {{"approx", int64_t(0)}})};
+  return {a.c, a.c->sp.b.create1(OpCode::Sqrt, {a.v}, a.v->type(),
+                                 {ir::attr::Sqrt::make::approx(false)})};
 }
 V fmax(V a, V b) {
   return {a.c, a.c->bin(OpCode::Max, a.v, b.v)};

@@ -9,6 +9,7 @@
 #include "specialize/TlMisc.h"
 
 #include "frontend/Diagnostics.h"
+#include "ir/OpAttrs.h"
 #include "specialize/SpecializerImpl.h"
 
 #include <algorithm>
@@ -61,15 +62,15 @@ Val tlGather(Specializer& sp, const std::string& /*name*/, CallSite& call) {
                      std::to_string(axis) + ": dimension " + std::to_string(d) + " is " +
                      std::to_string(is[size_t(d)]) + " in index " + shapeText(is) + " and " +
                      std::to_string(ss[size_t(d)]) + " in src " + shapeText(ss));
-  return Val::runtime(
-      sp.b.create1(OpCode::Gather, {src, index}, src->type().withShape(is), {{"axis", axis}}));
+  return Val::runtime(sp.b.create1(OpCode::Gather, {src, index}, src->type().withShape(is),
+                                   {ir::attr::Gather::make::axis(axis)}));
 }
 
 ir::Value* unsplat(Specializer& sp, ir::Value* x, SourceLoc loc) {
   // A max over the one element (exact; every thread gets it), as tl.split of a [2] tensor does.
   ir::Value* row = sp.reshape(x, {1}, loc);
   return sp.b.create1(OpCode::Reduce, {row}, ir::Type::tensor(x->type().elem, {}),
-                      {{"axis", int64_t{0}}, {"kind", std::string("max")}});
+                      {ir::attr::Reduce::make::axis(0), ir::attr::Reduce::make::kind("max")});
 }
 
 Val tlItem(Specializer& sp, const std::string& /*name*/, CallSite& call) {
@@ -109,7 +110,8 @@ Val tlMapElementwise(Specializer& sp, const std::string& /*name*/, CallSite& cal
   }
   for (ir::Value*& v : inputs) v = sp.broadcastTo(v, shape, loc);
 
-  ir::Op* op = sp.b.create(OpCode::MapElementwise, inputs, {}, {{"pack", pack}});
+  ir::Op* op =
+      sp.b.create(OpCode::MapElementwise, inputs, {}, {ir::attr::MapElementwise::make::pack(pack)});
   ir::Block* region = op->addRegion();
   CallSite cs;
   cs.loc = loc;

@@ -4,6 +4,7 @@
 // their own.
 #include "specialize/TlStandard.h"
 
+#include "ir/OpAttrs.h"
 #include "specialize/SpecializerImpl.h"
 #include "support/MathExtras.h"
 
@@ -33,7 +34,8 @@ ir::Value* permute(Specializer& sp, ir::Value* x, const std::vector<int64_t>& or
   if (identity) return x;
   std::vector<int64_t> shape;
   for (int64_t d : order) shape.push_back(x->type().shape[static_cast<size_t>(d)]);
-  return sp.b.create1(OpCode::Permute, {x}, x->type().withShape(shape), {{"order", order}});
+  return sp.b.create1(OpCode::Permute, {x}, x->type().withShape(shape),
+                      {ir::attr::Permute::make::order(order)});
 }
 
 /// Swaps the two halves of axis `axis` (of size 2) of `x`: the axis is moved last, split into
@@ -146,7 +148,8 @@ Val tlSortTopk(Specializer& sp, const std::string& name, CallSite& call) {
     int64_t axis = static_cast<int64_t>(hs.size()) - 1 - logK;
     hs.erase(hs.begin() + axis);
     h = sp.b.create1(OpCode::Reduce, {h}, h->type().withShape(hs),
-                     {{"axis", axis}, {"kind", std::string(descending ? "max" : "min")}});
+                     {ir::attr::Reduce::make::axis(axis),
+                      ir::attr::Reduce::make::kind(descending ? "max" : "min")});
     h = bitonicMerge(sp, h, logK, i < logN ? 2 : order, loc);
   }
   std::vector<int64_t> out = shape;
@@ -253,8 +256,9 @@ Val tlHistogram(Specializer& sp, const std::string& /*name*/, CallSite& call) {
     hit = sp.b.binary(OpCode::And, hit, sp.broadcastTo(sp.expandDims(mask, 1, loc), grid, loc));
   }
   ir::Value* ones = sp.cast(hit, DType::I32, loc);
-  return Val::runtime(sp.b.create1(OpCode::Reduce, {ones}, ir::Type::tensor(DType::I32, {bins}),
-                                   {{"axis", int64_t{0}}, {"kind", std::string("sum")}}));
+  return Val::runtime(
+      sp.b.create1(OpCode::Reduce, {ones}, ir::Type::tensor(DType::I32, {bins}),
+                   {ir::attr::Reduce::make::axis(0), ir::attr::Reduce::make::kind("sum")}));
 }
 
 Val tlSwizzle2d(Specializer& sp, const std::string& /*name*/, CallSite& call) {

@@ -141,9 +141,9 @@ Val tlxLocalAlloc(Specializer& sp, const std::string& /*name*/, CallSite& call) 
   if (a.has("layout"))
     raiseError(a.loc("layout"), "tlx.local_alloc's layout= is not supported; the compiler "
                                 "chooses shared-memory layouts from the buffer's users");
-  ir::Value* alloc =
-      sp.b.create1(OpCode::LocalAlloc, {}, ir::Type::buffer(dt, shape, num, space),
-                   {{"storage", std::string(space == ir::MemorySpace::Tmem ? "tmem" : "smem")}});
+  ir::Value* alloc = sp.b.create1(
+      OpCode::LocalAlloc, {}, ir::Type::buffer(dt, shape, num, space),
+      {ir::attr::LocalAlloc::make::storage(space == ir::MemorySpace::Tmem ? "tmem" : "smem")});
   if (reuse) sp.joinStorageAlias(*reuse, alloc->def(), a.loc("reuse"));
   return Val::runtime(alloc);
 }
@@ -160,7 +160,7 @@ Val tlxRemoteView(Specializer& sp, const std::string& /*name*/, CallSite& call) 
                    "; select one with bars[i] or tlx.local_view(bars, i)");
   sp.requireScalarI32(a.get("remote_cta_rank"), a.loc("remote_cta_rank"), "remote_cta_rank");
   return Val::runtime(sp.b.create1(OpCode::LocalView, {bar, sp.b.i32(0)}, bar->type(),
-                                   {{"remote_view", int64_t(1)}}));
+                                   {ir::attr::LocalView::make::remoteView(true)}));
 }
 
 Val tlxLocalView(Specializer& sp, const std::string& /*name*/, CallSite& call) {
@@ -191,7 +191,8 @@ Val tlxLocalView(Specializer& sp, const std::string& /*name*/, CallSite& call) {
                                           t.str());
     t.shape = t.shape.size() > 1 ? std::vector<int64_t>(t.shape.begin() + 1, t.shape.end())
                                  : std::vector<int64_t>{1};
-    return Val::runtime(sp.b.create1(OpCode::LocalView, {base.v, i}, t, {{"subview", int64_t(1)}}));
+    return Val::runtime(sp.b.create1(OpCode::LocalView, {base.v, i}, t,
+                                     {ir::attr::LocalView::make::subview(true)}));
   }
   t.count = 1;
   return Val::runtime(sp.b.create1(OpCode::LocalView, {base.v, i}, t));
@@ -311,7 +312,8 @@ Val tlxLocalTrans(Specializer& sp, const std::string& name, CallSite& call) {
   }
   ir::Type t = buf->type();
   t.shape = ns;
-  return Val::runtime(sp.b.create1(OpCode::LocalTrans, {buf}, t, {{"order", order}}));
+  return Val::runtime(
+      sp.b.create1(OpCode::LocalTrans, {buf}, t, {ir::attr::LocalTrans::make::order(order)}));
 }
 
 Val tlxLocalSlice(Specializer& sp, const std::string& name, CallSite& call) {
@@ -334,8 +336,9 @@ Val tlxLocalSlice(Specializer& sp, const std::string& name, CallSite& call) {
                           std::to_string(i) + " lies outside 0.." + std::to_string(s[i]));
   ir::Type t = buf->type();
   t.shape = sizes;
-  return Val::runtime(
-      sp.b.create1(OpCode::LocalSlice, {buf}, t, {{"offsets", offs}, {"sizes", sizes}}));
+  return Val::runtime(sp.b.create1(
+      OpCode::LocalSlice, {buf}, t,
+      {ir::attr::LocalSlice::make::offsets(offs), ir::attr::LocalSlice::make::sizes(sizes)}));
 }
 
 Val tlxLocalReinterpret(Specializer& sp, const std::string& /*name*/, CallSite& call) {
@@ -353,7 +356,8 @@ Val tlxLocalReinterpret(Specializer& sp, const std::string& /*name*/, CallSite& 
   if (t.count > 1 && newBytes > oldBytes && newBytes <= oldBytes * t.count) {
     // As TLX's memdesc_reinterpret of the whole allocation: one tile over all its buffers.
     nt.count = 1;
-    return Val::runtime(sp.b.create1(OpCode::LocalReinterpret, {buf}, nt, {{"whole", int64_t(1)}}));
+    return Val::runtime(sp.b.create1(OpCode::LocalReinterpret, {buf}, nt,
+                                     {ir::attr::LocalReinterpret::make::whole(true)}));
   }
   if (newBytes > oldBytes)
     raiseError(loc, "tlx.local_reinterpret: " + nt.str() + " needs " + std::to_string(newBytes) +
@@ -383,14 +387,16 @@ Val tlxAllocBarriers(Specializer& sp, const std::string& name, CallSite& call) {
                     ? sp.constInt(a.get("num_arrivals"), a.loc("num_arrivals"), "num_arrivals")
                     : 1;
     if (w < 1 || k < 1) raiseError(loc, fn + "'s num_warps and num_arrivals must be positive");
-    attrs = {
-        {"arrive_count", w * 32 * k}, {"warp", int64_t(1)}, {"num_warps", w}, {"num_arrivals", k}};
+    attrs = {ir::attr::AllocBarriers::make::arriveCount(w * 32 * k),
+             ir::attr::AllocBarriers::make::warp(true), ir::attr::AllocBarriers::make::numWarps(w),
+             ir::attr::AllocBarriers::make::numArrivals(k)};
   } else {
     int64_t c = a.has("arrive_count") ? sp.constInt(a.get("arrive_count"), a.loc("arrive_count"),
                                                     "arrive_count", a.expr("arrive_count"))
                                       : 1;
     if (c < 1) raiseError(a.loc("arrive_count"), "arrive_count must be at least 1");
-    attrs = {{"arrive_count", c}, {"warp", int64_t(0)}};
+    attrs = {ir::attr::AllocBarriers::make::arriveCount(c),
+             ir::attr::AllocBarriers::make::warp(false)};
   }
   return Val::runtime(sp.b.create1(OpCode::AllocBarriers, {}, ir::Type::barrier(n), attrs));
 }
@@ -402,7 +408,8 @@ Val tlxBarrierExpectBytes(Specializer& sp, const std::string& name, CallSite& ca
   std::vector<ir::Value*> ops{bar,
                               sp.requireScalarI32(a.get("size"), a.loc("size"), "the byte count")};
   int64_t hasPred = predicate(sp, fn, a, ops);
-  sp.b.create(OpCode::BarrierExpectBytes, ops, {}, {{"has_pred", hasPred}});
+  sp.b.create(OpCode::BarrierExpectBytes, ops, {},
+              {ir::attr::BarrierExpectBytes::make::hasPred(hasPred)});
   return Val::none();
 }
 
@@ -419,7 +426,7 @@ Val tlxBarrierWait(Specializer& sp, const std::string& name, CallSite& call) {
                                    std::to_string(phase.i) + " (write (n) & 1 for phase n)");
   std::vector<ir::Value*> ops{bar, sp.requireScalarI32(phase, a.loc("phase"), "the phase")};
   int64_t hasPred = predicate(sp, fn, a, ops);
-  sp.b.create(OpCode::BarrierWait, ops, {}, {{"has_pred", hasPred}});
+  sp.b.create(OpCode::BarrierWait, ops, {}, {ir::attr::BarrierWait::make::hasPred(hasPred)});
   return Val::none();
 }
 
@@ -440,7 +447,9 @@ Val tlxBarrierArrive(Specializer& sp, const std::string& name, CallSite& call) {
   }
   int64_t hasPred = predicate(sp, fn, a, ops);
   sp.b.create(OpCode::BarrierArrive, ops, {},
-              {{"arrive_count", count}, {"has_remote_cta_rank", hasRemote}, {"has_pred", hasPred}});
+              {ir::attr::BarrierArrive::make::arriveCount(count),
+               ir::attr::BarrierArrive::make::hasRemoteCtaRank(hasRemote),
+               ir::attr::BarrierArrive::make::hasPred(hasPred)});
   return Val::none();
 }
 
@@ -482,7 +491,7 @@ Val tlxFence(Specializer& sp, const std::string& name, CallSite& call) {
   } else {
     BoundArgs a(call, {});
   }
-  sp.b.create(OpCode::Fence, {}, {}, {{"kind", kind}});
+  sp.b.create(OpCode::Fence, {}, {}, {ir::attr::Fence::make::kind(kind)});
   return Val::none();
 }
 
@@ -533,13 +542,15 @@ Val tlxAsyncDescriptorLoad(Specializer& sp, const std::string& name, CallSite& c
     }
   }
   std::vector<ir::NamedAttr> attrs = {
-      {"has_pred", hasPred}, {"multicast_mask", mask}, {"multicast_operands", runtimeTargets}};
+      ir::attr::AsyncDescLoad::make::hasPred(hasPred),
+      ir::attr::AsyncDescLoad::make::multicastMask(mask),
+      ir::attr::AsyncDescLoad::make::multicastOperands(runtimeTargets)};
   std::string cache =
       cacheModifier(a.get("cache_modifier"), a.loc("cache_modifier"), OpCode::AsyncDescLoad, fn);
   std::string evict =
       evictionPolicy(a.get("eviction_policy"), a.loc("eviction_policy"), OpCode::AsyncDescLoad, fn);
-  if (!cache.empty()) attrs.push_back({ir::attr::AsyncDescLoad::kcache, cache});
-  if (!evict.empty()) attrs.push_back({ir::attr::AsyncDescLoad::kevict, evict});
+  if (!cache.empty()) attrs.push_back(ir::attr::AsyncDescLoad::make::cache(cache));
+  if (!evict.empty()) attrs.push_back(ir::attr::AsyncDescLoad::make::evict(evict));
   sp.b.create(OpCode::AsyncDescLoad, ops, {}, attrs);
   return Val::none();
 }
@@ -554,7 +565,7 @@ Val tlxAsyncDescriptorStore(Specializer& sp, const std::string& name, CallSite& 
   if (a.has("eviction_policy")) {
     std::string evict = evictionPolicy(a.get("eviction_policy"), a.loc("eviction_policy"),
                                        OpCode::AsyncDescStore, fn);
-    if (!evict.empty()) attrs.push_back({ir::attr::AsyncDescStore::kevict, evict});
+    if (!evict.empty()) attrs.push_back(ir::attr::AsyncDescStore::make::evict(evict));
   }
   if (buf->type().shape != d->type().shape || buf->type().elem != d->type().elem)
     raiseError(a.loc("source"), fn + ": the buffer " + buf->type().str() +
@@ -577,7 +588,9 @@ Val tlxAsyncWait(Specializer& sp, const std::string& name, CallSite& call) {
                                 : 0;
   if (p < 0) raiseError(a.loc("pendings"), "pendings must be >= 0");
   sp.b.create(name == "async_load_wait_group" ? OpCode::AsyncWaitGroup : OpCode::AsyncDescStoreWait,
-              {}, {}, {{"pendings", p}});
+              {}, {},
+              {name == "async_load_wait_group" ? ir::attr::AsyncWaitGroup::make::pendings(p)
+                                               : ir::attr::AsyncDescStoreWait::make::pendings(p)});
   return Val::none();
 }
 
@@ -618,7 +631,8 @@ Val tlxAsyncLoad(Specializer& sp, const std::string& name, CallSite& call) {
     hasOther = 1;
   }
   return Val::runtime(sp.b.create1(OpCode::AsyncLoad, ops, ir::Type::token(),
-                                   {{"has_mask", hasMask}, {"has_other", hasOther}}));
+                                   {ir::attr::AsyncLoad::make::hasMask(hasMask),
+                                    ir::attr::AsyncLoad::make::hasOther(hasOther)}));
 }
 
 Val tlxAsyncStore(Specializer& sp, const std::string& /*name*/, CallSite& call) {
@@ -660,7 +674,8 @@ Val tlxPrefetch(Specializer& sp, const std::string& name, CallSite& call) {
     ops = {sp.broadcastTo(ptr, shape, a.loc("pointer")), sp.broadcastTo(m, shape, a.loc("mask"))};
     hasMask = 1;
   }
-  sp.b.create(OpCode::Prefetch, ops, {}, {{"level", level}, {"has_mask", hasMask}});
+  sp.b.create(OpCode::Prefetch, ops, {},
+              {ir::attr::Prefetch::make::level(level), ir::attr::Prefetch::make::hasMask(hasMask)});
   return Val::none();
 }
 
@@ -675,11 +690,12 @@ Val tlxAsyncDescriptorPrefetchTensor(Specializer& sp, const std::string& name, C
   std::vector<ir::Value*> ops{d};
   for (const Val& o : offs.elts)
     ops.push_back(sp.requireScalarI32(o, a.loc("offsets"), "an offset"));
-  std::vector<ir::NamedAttr> attrs = {{"has_pred", predicate(sp, fn, a, ops)}};
+  std::vector<ir::NamedAttr> attrs = {
+      ir::attr::AsyncDescPrefetch::make::hasPred(predicate(sp, fn, a, ops))};
   if (a.has("eviction_policy")) {
     std::string evict = evictionPolicy(a.get("eviction_policy"), a.loc("eviction_policy"),
                                        OpCode::AsyncDescPrefetch, fn);
-    if (!evict.empty()) attrs.push_back({ir::attr::AsyncDescPrefetch::kevict, evict});
+    if (!evict.empty()) attrs.push_back(ir::attr::AsyncDescPrefetch::make::evict(evict));
   }
   sp.b.create(OpCode::AsyncDescPrefetch, ops, {}, attrs);
   return Val::none();
@@ -759,7 +775,7 @@ Val tlxTcgen05Commit(Specializer& sp, const std::string& name, CallSite& call) {
   if (a.has("two_ctas") && sp.constBool(a.get("two_ctas"), a.loc("two_ctas"), "two_ctas"))
     raiseError(a.loc("two_ctas"), "two-CTA tcgen05_commit is not supported yet");
   sp.b.create(OpCode::Tcgen05Commit, {oneBarrier(sp, fn, a, "mBarrier")}, {},
-              {{ir::attr::Tcgen05Commit::khasPred, int64_t(0)}});
+              {ir::attr::Tcgen05Commit::make::hasPred(false)});
   return Val::none();
 }
 
@@ -819,9 +835,10 @@ Val tlxAsyncDot(Specializer& sp, const std::string& name, CallSite& call) {
     hasUseAcc = 1;
   }
   int64_t hasPred = predicate(sp, fn, a, ops);
-  std::vector<ir::NamedAttr> attrs = {{"has_use_acc", hasUseAcc}, {"has_pred", hasPred}};
+  std::vector<ir::NamedAttr> attrs = {ir::attr::AsyncDot::make::hasUseAcc(hasUseAcc),
+                                      ir::attr::AsyncDot::make::hasPred(hasPred)};
   if (a.has("input_precision") && a.get("input_precision").kind == Val::Kind::String)
-    attrs.push_back({"input_precision", a.get("input_precision").s});
+    attrs.push_back(ir::attr::AsyncDot::make::inputPrecision(a.get("input_precision").s));
   return Val::runtime(sp.b.create1(OpCode::AsyncDot, ops, acc->type(), attrs));
 }
 
@@ -835,7 +852,8 @@ Val tlxAsyncDotWait(Specializer& sp, const std::string& /*name*/, CallSite& call
     vals.push_back(sp.requireTensorOrScalar(v, a.loc("inp"), "tlx.async_dot_wait's value"));
   std::vector<ir::Type> types;
   for (ir::Value* v : vals) types.push_back(v->type());
-  ir::Op* op = sp.b.create(OpCode::AsyncDotWait, vals, types, {{"pendings", p}});
+  ir::Op* op =
+      sp.b.create(OpCode::AsyncDotWait, vals, types, {ir::attr::AsyncDotWait::make::pendings(p)});
   std::vector<Val> outs;
   for (unsigned i = 0; i < op->numResults(); ++i) outs.push_back(Val::runtime(op->result(i)));
   return isTuple ? Val::tuple(std::move(outs)) : outs[0];
@@ -867,8 +885,8 @@ Val tlxThreadId(Specializer& sp, const std::string& /*name*/, CallSite& call) {
   BoundArgs a(call, {"axis"});
   int64_t axis = sp.constInt(a.get("axis"), a.loc("axis"), "tlx.thread_id's axis", a.expr("axis"));
   if (axis < 0 || axis > 2) raiseError(a.loc("axis"), "tlx.thread_id's axis must be 0, 1 or 2");
-  return Val::runtime(
-      sp.b.create1(OpCode::ThreadId, {}, ir::Type::scalar(DType::I32), {{"axis", axis}}));
+  return Val::runtime(sp.b.create1(OpCode::ThreadId, {}, ir::Type::scalar(DType::I32),
+                                   {ir::attr::ThreadId::make::axis(axis)}));
 }
 
 Val tlxClock64(Specializer& sp, const std::string& /*name*/, CallSite& call) {

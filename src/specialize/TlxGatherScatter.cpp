@@ -5,6 +5,8 @@
 // The indices have the buffer's rank and at most its extent along the other axes.
 #include "specialize/SpecializerImpl.h"
 
+#include "ir/OpAttrs.h"
+
 namespace ww::specialize {
 
 using ir::DType;
@@ -42,7 +44,8 @@ Val Specializer::callTlxGatherScatter(const std::string& name, CallSite& call) {
       raiseError(a.loc("indices"), fn + "'s indices " + it.str() + " are larger than the buffer " +
                                        bt.str() + " along axis " + std::to_string(d) +
                                        ", which is not the gathered axis " + std::to_string(axis));
-  const std::vector<ir::NamedAttr> attrs = {{"axis", axis}};
+  const std::vector<ir::NamedAttr> attrs = {gather ? ir::attr::LocalGather::make::axis(axis)
+                                                   : ir::attr::LocalScatter::make::axis(axis)};
   if (gather)
     return Val::runtime(
         b.create1(OpCode::LocalGather, {buf, idx}, ir::Type::tensor(bt.elem, it.shape), attrs));

@@ -154,10 +154,10 @@ void Specializer::joinStorageAlias(const Val& spec, ir::Op* alloc, SourceLoc loc
     raiseError(loc, "this storage_alias_spec's set_buffer_overlap was already called; allocate "
                     "every buffer of the spec before defining the overlap");
   s.members.push_back(alloc);
-  alloc->setAttr(ir::attr::LocalAlloc::kalias, spec.i);
-  alloc->setAttr(ir::attr::LocalAlloc::kaliasOffset, int64_t(0));
-  alloc->setAttr(ir::attr::LocalAlloc::kaliasStride, int64_t(0));
-  alloc->setAttr(ir::attr::LocalAlloc::kaliasBytes, s.sizeBytes);
+  ir::attr::LocalAlloc::set::alias(*alloc, spec.i);
+  ir::attr::LocalAlloc::set::aliasOffset(*alloc, 0);
+  ir::attr::LocalAlloc::set::aliasStride(*alloc, 0);
+  ir::attr::LocalAlloc::set::aliasBytes(*alloc, s.sizeBytes);
 }
 
 Val Specializer::storageAliasAttr(const Val& obj, const std::string& name, SourceLoc loc) {
@@ -264,8 +264,8 @@ Val Specializer::storageAliasMethod(const Val& obj, const std::string& name, Cal
                                  ", not a multiple of its alignment " + std::to_string(align));
       total = std::max(total, at + tileBytes(t));
     }
-    alloc->setAttr(ir::attr::LocalAlloc::kaliasOffset, p.offset);
-    alloc->setAttr(ir::attr::LocalAlloc::kaliasStride, stride);
+    ir::attr::LocalAlloc::set::aliasOffset(*alloc, p.offset);
+    ir::attr::LocalAlloc::set::aliasStride(*alloc, stride);
   }
   if (spec.sizeBytes && spec.sizeBytes < total)
     raiseError(call.loc,
@@ -275,7 +275,7 @@ Val Specializer::storageAliasMethod(const Val& obj, const std::string& name, Cal
     raiseError(call.loc, "set_buffer_overlap: the reuse_group needs " + std::to_string(total) +
                              " bytes; a block has at most " + std::to_string(ir::kMaxSharedBytes));
   for (ir::Op* m : spec.members)
-    m->setAttr(ir::attr::LocalAlloc::kaliasBytes, std::max(total, spec.sizeBytes));
+    ir::attr::LocalAlloc::set::aliasBytes(*m, std::max(total, spec.sizeBytes));
   spec.overlapSet = true;
   return Val::none();
 }

@@ -96,9 +96,9 @@ private:
         k->addResult(result->type(), result->name);
         DType re = result->type().elem;
         if (ir::isInt(re))
-          k->setAttr(ir::attr::Constant::kvalue, num::wrapInt(c->i, re));
+          ir::attr::Constant::set::value(*k, num::wrapInt(c->i, re));
         else
-          k->setAttr(ir::attr::Constant::kvalue, num::roundToType(c->f, re));
+          ir::attr::Constant::set::value(*k, num::roundToType(c->f, re));
         k->setParentBlock(&block);
         Value* kv = k->result();
         ops.insert(ops.begin() + static_cast<long>(i), std::move(k));

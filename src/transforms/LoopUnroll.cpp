@@ -77,7 +77,7 @@ void unroll(Op& loop, int64_t factor) {
   // The original loop takes the remainder, from main_ub, starting from the unrolled results.
   loop.setOperand(0, mainUb);
   for (unsigned i = 3; i < loop.numOperands(); ++i) loop.setOperand(i, unrolled->result(i - 3));
-  loop.setAttr(ir::attr::For::kunroll, int64_t{1});
+  ir::attr::For::set::unroll(loop, 1);
   ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
 }
 

@@ -34,7 +34,7 @@ std::pair<Value*, Value*> boxPointers(ir::Builder& b, const ir::Op& make,
       std::vector<int64_t> s = v->type().shape;
       s.insert(s.begin() + static_cast<std::ptrdiff_t>(a), 1);
       v = b.create1(OpCode::ExpandDims, {v}, v->type().withShape(s),
-                    {{ir::attr::ExpandDims::kaxis, static_cast<int64_t>(a)}});
+                    {ir::attr::ExpandDims::make::axis(static_cast<int64_t>(a))});
     }
     if (rank > 1) v = b.create1(OpCode::Broadcast, {v}, v->type().withShape(block));
     return v;

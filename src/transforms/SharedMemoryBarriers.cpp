@@ -288,8 +288,7 @@ private:
     Block tmp;
     ir::Builder builder(&tmp);
     builder.setLoc(b.ops()[i]->loc());
-    builder.create(OpCode::DebugBarrier, {}, {},
-                   {{ir::attr::DebugBarrier::ksmemHazard, int64_t(1)}});
+    builder.create(OpCode::DebugBarrier, {}, {}, {ir::attr::DebugBarrier::make::smemHazard(true)});
     ir::spliceOps(tmp, b, i);
     ++i;
     ++inserted_;
