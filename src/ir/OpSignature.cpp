@@ -4,8 +4,10 @@
 #include "ir/OpSignature.h"
 
 #include "ir/OpAttrs.h"
+#include "ir/OpTraits.h"
 
 #include <array>
+#include <string_view>
 
 namespace ww::ir {
 
@@ -55,21 +57,98 @@ constexpr Slot endSlot() {
     using namespace ::ww::ir::attr::OPC;                                                           \
     constexpr Slot results[] = {__VA_ARGS__ __VA_OPT__(, ) endSlot()};                             \
   }
+// TYPES and REGIONS lines: the rules and region specs, each list ended by a default element.
+constexpr SlotRef In(const char* name) {
+  return SlotRef{false, name};
+}
+constexpr SlotRef Out(const char* name) {
+  return SlotRef{true, name};
+}
+#define SameType(...)                                                                              \
+  TypeRule {                                                                                       \
+    TypeRule::Kind::SameType, {                                                                    \
+      __VA_ARGS__                                                                                  \
+    }                                                                                              \
+  }
+#define SameShape(...)                                                                             \
+  TypeRule {                                                                                       \
+    TypeRule::Kind::SameShape, {                                                                   \
+      __VA_ARGS__                                                                                  \
+    }                                                                                              \
+  }
+#define ElemI1(REF)                                                                                \
+  TypeRule {                                                                                       \
+    TypeRule::Kind::ElemI1, {                                                                      \
+      REF                                                                                          \
+    }                                                                                              \
+  }
+#define ElemInt(REF)                                                                               \
+  TypeRule {                                                                                       \
+    TypeRule::Kind::ElemInt, {                                                                     \
+      REF                                                                                          \
+    }                                                                                              \
+  }
+using Ends = RegionSpec::Ends;
+struct RegionArgs {
+  unsigned skip;
+  SlotRef ref;
+};
+constexpr RegionArgs AnyArgs{0, SlotRef{}};
+constexpr RegionArgs Args(unsigned skip, SlotRef ref) {
+  return RegionArgs{skip, ref};
+}
+constexpr SlotRef AnyYield{};
+constexpr SlotRef Yields(SlotRef ref) {
+  return ref;
+}
+constexpr RegionSpec makeRegion(const char* name, Ends ends, bool optional, RegionArgs args,
+                                SlotRef yields) {
+  return RegionSpec{name, ends, optional, args.skip, args.ref, yields};
+}
+#define Region(NAME, ENDS, ARGS, YIELDS) makeRegion(NAME, Ends::ENDS, false, ARGS, YIELDS)
+#define OptRegion(NAME, ENDS, ARGS, YIELDS) makeRegion(NAME, Ends::ENDS, true, ARGS, YIELDS)
+#define TYPES(OPC, ...)                                                                            \
+  namespace sig_##OPC {                                                                            \
+    constexpr TypeRule types[] = {__VA_ARGS__ __VA_OPT__(, ) TypeRule{}};                          \
+  }
+#define REGIONS(OPC, ...)                                                                          \
+  namespace sig_##OPC {                                                                            \
+    constexpr RegionSpec regions[] = {__VA_ARGS__ __VA_OPT__(, ) RegionSpec{}};                    \
+  }
 #include "ir/Ops.def"
 #undef OPERANDS
 #undef RESULTS
+#undef TYPES
+#undef REGIONS
 #undef Arg
 #undef Var
 #undef Opt
 #undef Count
+#undef SameType
+#undef SameShape
+#undef ElemI1
+#undef ElemInt
+#undef Region
+#undef OptRegion
+
+constexpr TypeRule kNoTypeRules[] = {TypeRule{}};
+constexpr RegionSpec kNoRegions[] = {RegionSpec{}};
 
 constexpr std::array<OpSignature, kNumOpCodes> kSignatures = [] {
   std::array<OpSignature, kNumOpCodes> a{};
+  for (OpSignature& s : a) {
+    s.types = kNoTypeRules;
+    s.regions = kNoRegions;
+  }
 #define OPERANDS(OPC, ...) a[static_cast<size_t>(OpCode::OPC)].operands = sig_##OPC::operands;
 #define RESULTS(OPC, ...) a[static_cast<size_t>(OpCode::OPC)].results = sig_##OPC::results;
+#define TYPES(OPC, ...) a[static_cast<size_t>(OpCode::OPC)].types = sig_##OPC::types;
+#define REGIONS(OPC, ...) a[static_cast<size_t>(OpCode::OPC)].regions = sig_##OPC::regions;
 #include "ir/Ops.def"
 #undef OPERANDS
 #undef RESULTS
+#undef TYPES
+#undef REGIONS
   return a;
 }();
 
@@ -84,11 +163,53 @@ constexpr const char* listProblem(const Slot* s) {
   return variadic > 1 ? "has more than one variadic slot (Var)" : nullptr;
 }
 
+constexpr bool sameName(const char* a, const char* b) {
+  return std::string_view(a) == std::string_view(b);
+}
+
+/// Whether `ref` names a slot of `sig`'s operand (In) or result (Out) list.
+constexpr bool refExists(const OpSignature& sig, SlotRef ref) {
+  for (const Slot* s = ref.result ? sig.results : sig.operands; s->arity != Arity::End; ++s)
+    if (sameName(s->name, ref.name)) return true;
+  return false;
+}
+
+/// Why a TYPES line is malformed (a rule names no slot, or a slot its lists lack), or null.
+constexpr const char* typesProblem(const OpSignature& sig) {
+  for (const TypeRule* r = sig.types; r->kind != TypeRule::Kind::End; ++r) {
+    if (!r->refs[0].name) return "has a rule that names no slot";
+    for (const SlotRef& ref : r->refs)
+      if (ref.name && !refExists(sig, ref)) return "names a slot its OPERANDS / RESULTS lack";
+  }
+  return nullptr;
+}
+
+/// Why a REGIONS line is malformed, or disagrees with the HasRegions trait, or null.
+constexpr const char* regionsProblem(const OpSignature& sig, bool hasRegionsTrait) {
+  bool any = sig.regions[0].name != nullptr;
+  if (any != hasRegionsTrait)
+    return "is missing (a HasRegions op) or present (an op without HasRegions)";
+  bool optionalSeen = false;
+  for (const RegionSpec* r = sig.regions; r->name; ++r) {
+    if (optionalSeen && !r->optional) return "has a Region after an OptRegion";
+    optionalSeen |= r->optional;
+    if (r->args.name && !refExists(sig, r->args)) return "names a slot its lists lack";
+    if (r->yields.name && !refExists(sig, r->yields)) return "names a slot its lists lack";
+  }
+  return nullptr;
+}
+
 #define OP(name, str, traits)                                                                      \
   static_assert(!listProblem(kSignatures[static_cast<size_t>(OpCode::name)].operands),             \
                 "Ops.def: the OPERANDS line of " #name " is missing or malformed");                \
   static_assert(!listProblem(kSignatures[static_cast<size_t>(OpCode::name)].results),              \
-                "Ops.def: the RESULTS line of " #name " is missing or malformed");
+                "Ops.def: the RESULTS line of " #name " is missing or malformed");                 \
+  static_assert(!typesProblem(kSignatures[static_cast<size_t>(OpCode::name)]),                     \
+                "Ops.def: the TYPES line of " #name " is malformed");                              \
+  static_assert(!regionsProblem(kSignatures[static_cast<size_t>(OpCode::name)],                    \
+                                hasTraits(OpCode::name, trait::HasRegions)),                       \
+                "Ops.def: the REGIONS line of " #name " is malformed, or disagrees with its "      \
+                "HasRegions trait");
 #include "ir/Ops.def"
 #undef OP
 
@@ -247,6 +368,238 @@ std::string checkSignature(const Op& op) {
   return checkList(
       op, s.results, op.results(),
       [](const std::unique_ptr<Value>& v) -> const Type& { return v->type(); }, "result");
+}
+
+namespace {
+
+/// The values of `slots` on `op`, one vector per slot, as its attributes and counts decide.
+template <class Values, class Get>
+std::vector<std::vector<const Value*>> perSlot(const Op& op, const Slot* slots, const Values& vs,
+                                               Get get) {
+  Counts c = countsOf(op, slots);
+  if (c.variadic >= 0 && vs.size() >= c.fixed) c.perSlot[size_t(c.variadic)] = vs.size() - c.fixed;
+  std::vector<std::vector<const Value*>> out(c.perSlot.size());
+  size_t i = 0;
+  for (size_t k = 0; k < c.perSlot.size(); ++k)
+    for (size_t j = 0; j < c.perSlot[k] && i < vs.size(); ++j, ++i) out[k].push_back(get(vs[i]));
+  return out;
+}
+
+std::string refText(const SlotRef& r) {
+  return r.name;
+}
+
+/// The values of each slot of `ref`'s list on `op`.
+std::vector<std::vector<const Value*>> valuesPerSlot(const Op& op, bool results) {
+  const OpSignature& sig = signatureOf(op.code());
+  if (results)
+    return perSlot(op, sig.results, op.results(),
+                   [](const std::unique_ptr<Value>& v) -> const Value* { return v.get(); });
+  return perSlot(op, sig.operands, op.operands(), [](const Value* v) { return v; });
+}
+
+/// The slot `ref` names in its list (its index), or -1.
+int slotIndex(const Op& op, const SlotRef& ref) {
+  const OpSignature& sig = signatureOf(op.code());
+  int k = 0;
+  for (const Slot* s = ref.result ? sig.results : sig.operands; s->arity != Arity::End; ++s, ++k)
+    if (ref.name && std::string_view(s->name) == ref.name) return k;
+  return -1;
+}
+
+/// "operand #1 (b)": operand (or result) `at` of `op` and the slot it fills.
+std::string positionText(const Op& op, bool result, size_t at) {
+  const OpSignature& sig = signatureOf(op.code());
+  std::vector<std::vector<const Value*>> values = valuesPerSlot(op, result);
+  std::string text = std::string(result ? "result #" : "operand #") + std::to_string(at);
+  size_t first = 0, k = 0;
+  for (const Slot* s = result ? sig.results : sig.operands; s->arity != Arity::End; ++s, ++k) {
+    if (at < first + values[k].size()) return text + " (" + s->name + ")";
+    first += values[k].size();
+  }
+  return text;
+}
+
+/// "operand #1 (b)" for the `i`th value of slot `ref` on `op`.
+std::string valueText(const Op& op, const SlotRef& ref, size_t i) {
+  std::vector<std::vector<const Value*>> values = valuesPerSlot(op, ref.result);
+  size_t at = i;
+  for (int k = 0; k < slotIndex(op, ref); ++k) at += values[size_t(k)].size();
+  return positionText(op, ref.result, at);
+}
+
+} // namespace
+
+std::vector<const Value*> slotValues(const Op& op, SlotRef ref) {
+  int k = slotIndex(op, ref);
+  if (k < 0) return {};
+  return valuesPerSlot(op, ref.result)[size_t(k)];
+}
+
+std::vector<TypeRule> typeRulesOf(OpCode c) {
+  std::vector<TypeRule> rules;
+  if (hasTraits(c, trait::BinaryArith) || hasTraits(c, trait::UnaryMath) ||
+      hasTraits(c, trait::ValueHint))
+    rules.push_back(TypeRule{TypeRule::Kind::AllSameType, {}});
+  else if (hasTraits(c, trait::Elementwise))
+    rules.push_back(TypeRule{TypeRule::Kind::AllSameShape, {}});
+  for (const TypeRule* r = signatureOf(c).types; r->kind != TypeRule::Kind::End; ++r)
+    rules.push_back(*r);
+  return rules;
+}
+
+std::string ruleText(const TypeRule& r) {
+  using K = TypeRule::Kind;
+  const char* name = "";
+  switch (r.kind) {
+  case K::AllSameType:
+    return "its operands and results have one type";
+  case K::AllSameShape:
+    return "its operands and results have one shape";
+  case K::SameType:
+    name = "SameType";
+    break;
+  case K::SameShape:
+    name = "SameShape";
+    break;
+  case K::ElemI1:
+    name = "ElemI1";
+    break;
+  case K::ElemInt:
+    name = "ElemInt";
+    break;
+  case K::End:
+    return "";
+  }
+  std::string t = std::string(name) + "(";
+  for (size_t i = 0; i < 4 && r.refs[i].name; ++i) t += (i ? ", " : "") + refText(r.refs[i]);
+  return t + ")";
+}
+
+std::string checkTypeRules(const Op& op) {
+  using K = TypeRule::Kind;
+  auto describe = [&](const TypeRule& r) { return " (Ops.def: " + ruleText(r) + ")"; };
+  for (const TypeRule& r : typeRulesOf(op.code())) {
+    switch (r.kind) {
+    case K::AllSameType:
+    case K::AllSameShape: {
+      bool type = r.kind == K::AllSameType;
+      std::vector<std::pair<std::string, const Value*>> all;
+      for (unsigned i = 0; i < op.numOperands(); ++i)
+        all.push_back({positionText(op, false, i), op.operand(i)});
+      for (unsigned i = 0; i < op.numResults(); ++i)
+        all.push_back({positionText(op, true, i), op.result(i)});
+      for (size_t i = 1; i < all.size(); ++i) {
+        const Type& a = all[0].second->type();
+        const Type& b = all[i].second->type();
+        if (type ? !(a == b) : a.shape != b.shape)
+          return all[i].first + " has " +
+                 (type ? "type " + b.str() : "shape " + shapeText(b.shape)) + ", " + all[0].first +
+                 " " + (type ? "type " + a.str() : "shape " + shapeText(a.shape)) + describe(r);
+      }
+      break;
+    }
+    case K::SameType:
+    case K::SameShape: {
+      bool type = r.kind == K::SameType;
+      std::vector<const Value*> first = slotValues(op, r.refs[0]);
+      for (size_t k = 1; k < 4 && r.refs[k].name; ++k) {
+        std::vector<const Value*> other = slotValues(op, r.refs[k]);
+        // An absent Opt slot has nothing to compare.
+        if (other.empty() || first.empty()) continue;
+        if (other.size() != first.size())
+          return std::to_string(other.size()) + " " + refText(r.refs[k]) + " for " +
+                 std::to_string(first.size()) + " " + refText(r.refs[0]) + describe(r);
+        for (size_t i = 0; i < first.size(); ++i) {
+          const Type& a = first[i]->type();
+          const Type& b = other[i]->type();
+          if (type ? !(a == b) : a.shape != b.shape)
+            return valueText(op, r.refs[k], i) + " has " +
+                   (type ? "type " + b.str() : "shape " + shapeText(b.shape)) + ", " +
+                   valueText(op, r.refs[0], i) + " " +
+                   (type ? "type " + a.str() : "shape " + shapeText(a.shape)) + describe(r);
+        }
+      }
+      break;
+    }
+    case K::ElemI1:
+    case K::ElemInt: {
+      std::vector<const Value*> vs = slotValues(op, r.refs[0]);
+      for (size_t i = 0; i < vs.size(); ++i) {
+        DType e = vs[i]->type().elem;
+        if (r.kind == K::ElemI1 ? e != DType::I1 : !isInt(e))
+          return valueText(op, r.refs[0], i) + " is " + vs[i]->type().str() + ", expected " +
+                 (r.kind == K::ElemI1 ? "i1 elements" : "integer elements") + describe(r);
+      }
+      break;
+    }
+    case K::End:
+      break;
+    }
+  }
+  return {};
+}
+
+const RegionSpec* regionSpec(const Op& op, unsigned r, OpCode& terminator, bool& optional) {
+  const RegionSpec* spec = signatureOf(op.code()).regions;
+  for (unsigned i = 0; i < r && spec->name; ++i) ++spec;
+  if (!spec->name) return nullptr;
+  terminator = spec->ends == RegionSpec::Ends::Condition ? OpCode::Condition : OpCode::Yield;
+  optional = spec->ends == RegionSpec::Ends::MayYield ||
+             (spec->ends == RegionSpec::Ends::YieldIfResults && op.numResults() == 0);
+  return spec;
+}
+
+std::string checkRegions(const Op& op) {
+  const RegionSpec* specs = signatureOf(op.code()).regions;
+  size_t required = 0, total = 0;
+  std::string names;
+  for (const RegionSpec* r = specs; r->name; ++r) {
+    required += !r->optional;
+    ++total;
+    names += std::string(names.empty() ? "" : ", ") + (r->optional ? "[" : "") + r->name +
+             (r->optional ? "]" : "");
+  }
+  const size_t n = op.numRegions();
+  if (n < required || n > total)
+    return std::to_string(n) + " region" + (n == 1 ? "" : "s") + ", expected " +
+           (required == total ? std::to_string(total)
+                              : std::to_string(required) + " to " + std::to_string(total)) +
+           ": (" + names + ")";
+  for (unsigned i = 0; i < n; ++i) {
+    const RegionSpec& spec = specs[i];
+    const Block& block = *op.region(i);
+    std::string where = std::string("region '") + spec.name + "'";
+    if (spec.args.name) {
+      std::vector<const Value*> want = slotValues(op, spec.args);
+      if (block.numArgs() != spec.argsSkip + want.size())
+        return where + " has " + std::to_string(block.numArgs()) + " arguments, expected " +
+               std::to_string(spec.argsSkip + want.size()) + " (" +
+               (spec.argsSkip ? std::to_string(spec.argsSkip) + ", then " : "") +
+               "one per value of " + spec.args.name + ")";
+      for (size_t k = 0; k < want.size(); ++k)
+        if (!(block.arg(unsigned(spec.argsSkip + k))->type() == want[k]->type()))
+          return where + " argument #" + std::to_string(spec.argsSkip + k) + " has type " +
+                 block.arg(unsigned(spec.argsSkip + k))->type().str() + ", expected " +
+                 want[k]->type().str() + ", the type of " + valueText(op, spec.args, k);
+    }
+    if (spec.yields.name) {
+      const Op* t = block.terminator();
+      OpCode term = spec.ends == RegionSpec::Ends::Condition ? OpCode::Condition : OpCode::Yield;
+      if (!t || t->code() != term) continue; // the verifier's walk reports a missing terminator
+      std::vector<const Value*> want = slotValues(op, spec.yields);
+      unsigned skip = term == OpCode::Condition ? 1 : 0;
+      if (t->numOperands() != skip + want.size())
+        return where + " yields " + std::to_string(t->numOperands() - skip) + " values, expected " +
+               std::to_string(want.size()) + " (one per value of " + spec.yields.name + ")";
+      for (size_t k = 0; k < want.size(); ++k)
+        if (!(t->operand(unsigned(skip + k))->type() == want[k]->type()))
+          return where + " yields " + t->operand(unsigned(skip + k))->type().str() + " as value #" +
+                 std::to_string(k) + ", expected " + want[k]->type().str() + ", the type of " +
+                 valueText(op, spec.yields, k);
+    }
+  }
+  return {};
 }
 
 } // namespace ww::ir

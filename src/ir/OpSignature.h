@@ -1,13 +1,16 @@
 // Operands and results of Tile IR ops, generated from the OPERANDS / RESULTS lines of Ops.def
 // (X-macros): how many each op takes (fixed, optional as a has_* attribute says, counted by an
 // int attribute, or variadic) and of which kinds (scalar, tensor, pointer, buffer, barrier,
-// descriptor, token). The verifier checks every op against them after every pass; the per-op type
-// rules (equal operand types, i1 conditions, shapes) stay in transforms/Verifier.cpp.
+// descriptor, token), plus its TYPES line (relations between its values: equal types and shapes,
+// i1 or integer elements, with those its traits imply) and its REGIONS line (how many regions, how
+// each ends, its arguments' and yielded values' types). The verifier checks every op against them
+// after every pass.
 #pragma once
 
 #include "ir/IR.h"
 
 #include <string>
+#include <vector>
 
 namespace ww::ir {
 
@@ -57,9 +60,48 @@ struct Slot {
   const char* attrName = nullptr;          // Optional / Counted
 };
 
+/// A slot of the op's OPERANDS (In) or RESULTS (Out) line, named in TYPES and REGIONS lines.
+struct SlotRef {
+  bool result = false;
+  const char* name = nullptr; // null: no slot
+};
+
+/// One relation of a TYPES line, or one the op's traits imply.
+struct TypeRule {
+  enum class Kind : uint8_t {
+    End,          // terminates a list
+    SameType,     // the values of `refs` have one type (Var slots: pairwise, and as many)
+    SameShape,    // the values of `refs` have one shape
+    ElemI1,       // the values of refs[0] have i1 elements
+    ElemInt,      // the values of refs[0] have integer elements
+    AllSameType,  // implied by BinaryArith / UnaryMath / ValueHint: every operand and result
+    AllSameShape, // implied by Elementwise: every operand and result
+  };
+  Kind kind = Kind::End;
+  SlotRef refs[4] = {};
+};
+
+/// One region of a REGIONS line.
+struct RegionSpec {
+  enum class Ends : uint8_t {
+    Yield,          // a yield, always
+    Condition,      // a condition, always
+    YieldIfResults, // a yield, which may be left out when the op has no results
+    MayYield,       // no terminator, or a yield
+  };
+  const char* name = nullptr; // null: terminates a list
+  Ends ends = Ends::Yield;
+  bool optional = false; // OptRegion: may be absent
+  unsigned argsSkip = 0; // Args(skip, ref): leading arguments not checked
+  SlotRef args;          // ... then one argument per value of this slot (null: not checked)
+  SlotRef yields;        // Yields(ref): the terminator's values have this slot's types
+};
+
 struct OpSignature {
   const Slot* operands; // each list ends in an Arity::End slot
   const Slot* results;
+  const TypeRule* types;     // the TYPES line; ends in a Kind::End rule
+  const RegionSpec* regions; // the REGIONS line; ends in a spec without a name
 };
 
 /// The OPERANDS / RESULTS lines Ops.def states for `c`.
@@ -72,5 +114,20 @@ const Value* writtenSharedBuffer(const Op& op);
 /// Why `op`'s operands or results do not fit its Ops.def lines (their count, as its attributes
 /// decide it, or a value's kind); "" when they fit.
 std::string checkSignature(const Op& op);
+/// The type rules `c` follows: those its traits imply, then its TYPES line.
+std::vector<TypeRule> typeRulesOf(OpCode c);
+/// "SameType(a, b, result)", "the types of every operand and result", ... as messages name it.
+std::string ruleText(const TypeRule& r);
+/// Why `op`'s values break one of its type rules; "" when they follow them. Call after
+/// checkSignature, whose counts it relies on.
+std::string checkTypeRules(const Op& op);
+/// The values of slot `ref` of `op` (none for an absent Opt slot); `op` must fit its signature.
+std::vector<const Value*> slotValues(const Op& op, SlotRef ref);
+/// Why `op`'s region count or a region's terminator, arguments or yielded values do not fit its
+/// REGIONS line; "" when they fit. Does not look inside the regions' other ops.
+std::string checkRegions(const Op& op);
+/// The spec of region `r` of `op` (null past its REGIONS line) and the terminator it ends in:
+/// Yield or Condition, with `optional` set when the block may end without one.
+const RegionSpec* regionSpec(const Op& op, unsigned r, OpCode& terminator, bool& optional);
 
 } // namespace ww::ir

@@ -1,7 +1,8 @@
-// Structural checks of Tile IR, run after every pass: terminators, region arguments, dominance,
-// every op's operand and result counts and kinds against Ops.def's OPERANDS / RESULTS lines, the
-// per-op type rules below and every attribute against Ops.def's ATTR lines. A failure is a
-// compiler bug.
+// Structural checks of Tile IR, run after every pass: terminators, dominance, and every op against
+// its Ops.def lines: operand and result counts and kinds (OPERANDS / RESULTS), the relations
+// between its values (TYPES, and those its traits imply), its regions (REGIONS: how many, how each
+// ends, their arguments' and yielded values' types) and its attributes (ATTR). The one per-op rule
+// written here is an attribute rule (async_task's num_warps). A failure is a compiler bug.
 #include "ir/OpAttrs.h"
 #include "ir/OpSignature.h"
 #include "ir/OpTraits.h"
@@ -79,28 +80,6 @@ private:
     for (const Value* v : added) visible_.erase(v);
   }
 
-  void expectTypes(const Op& op, const std::vector<Value*>& got, const std::vector<Type>& want,
-                   const char* what) {
-    if (got.size() != want.size())
-      fail(&op, std::string(what) + ": " + std::to_string(got.size()) + " values, expected " +
-                    std::to_string(want.size()));
-    for (size_t i = 0; i < got.size(); ++i)
-      if (!(got[i]->type() == want[i]))
-        fail(&op, std::string(what) + " #" + std::to_string(i) + " has type " +
-                      got[i]->type().str() + ", expected " + want[i].str());
-  }
-
-  static std::vector<Type> typesOf(const std::vector<std::unique_ptr<Value>>& vs) {
-    std::vector<Type> t;
-    for (const auto& v : vs) t.push_back(v->type());
-    return t;
-  }
-
-  void verifyRegionYield(const Op& op, const Block& region, const std::vector<Type>& want) {
-    const Op* t = region.terminator();
-    if (t && t->code() == OpCode::Yield) expectTypes(op, t->operands(), want, "yielded value");
-  }
-
   /// Every attribute is declared for the op in Ops.def, of its kind and within its allowed
   /// values; every required one is present.
   void verifyAttrs(const Op& op) {
@@ -116,99 +95,23 @@ private:
   }
 
   /// The attributes first (the has_* flags among them decide the operand counts), then the
-  /// counts and kinds of Ops.def's OPERANDS / RESULTS lines, so that the type rules below may
-  /// index the operands they name.
+  /// counts and kinds of Ops.def's OPERANDS / RESULTS lines, the relations of its TYPES line (and
+  /// those its traits imply), its REGIONS line, and then the ops of its regions.
   void verifyOp(const Op& op) {
     verifyAttrs(op);
     std::string why = ir::checkSignature(op);
+    if (why.empty()) why = ir::checkTypeRules(op);
+    if (why.empty()) why = ir::checkRegions(op);
     if (!why.empty()) fail(&op, why);
-    if (op.numRegions() && !ir::hasTraits(op.code(), ir::trait::HasRegions))
-      fail(&op, "has regions, but Ops.def does not give it the HasRegions trait");
-    if (ir::isBinaryArithmetic(op.code())) {
-      if (!(op.operand(0)->type() == op.operand(1)->type()))
-        fail(&op, "operand types differ: " + op.operand(0)->type().str() + " vs " +
-                      op.operand(1)->type().str());
-      if (!(op.result()->type() == op.operand(0)->type()))
-        fail(&op, "result type differs from operands");
-      verifyRegions(op);
-      return;
-    }
-    switch (op.code()) {
-    case OpCode::Cmp:
-      if (!(op.operand(0)->type() == op.operand(1)->type())) fail(&op, "operand types differ");
-      if (op.result()->type().elem != ir::DType::I1 ||
-          op.result()->type().shape != op.operand(0)->type().shape)
-        fail(&op, "result must be i1 of the operands' shape");
-      break;
-    case OpCode::Select:
-      if (!(op.operand(1)->type() == op.operand(2)->type())) fail(&op, "branch types differ");
-      if (op.operand(0)->type().elem != ir::DType::I1) fail(&op, "condition must be i1");
-      break;
-    case OpCode::AddPtr:
-      if (op.operand(0)->type().shape != op.operand(1)->type().shape)
-        fail(&op, "pointer and offset shapes differ");
-      if (!ir::isInt(op.operand(1)->type().elem)) fail(&op, "offset must be an integer");
-      break;
-    case OpCode::Load:
-      if (ir::attr::Load::hasMask(op) && op.operand(1)->type().shape != op.operand(0)->type().shape)
-        fail(&op, "mask shape differs from pointer shape");
-      break;
-    case OpCode::Store:
-      if (op.operand(1)->type().shape != op.operand(0)->type().shape)
-        fail(&op, "value shape differs from pointer shape");
-      break;
-    case OpCode::AsyncTask:
-      // Ops.def's num_warps 0 means "the kernel's", which only the default task runs on.
-      if (!ir::attr::AsyncTask::isDefault(op) && ir::attr::AsyncTask::numWarps(op) < 1)
-        fail(&op, "a task other than the default one needs num_warps >= 1");
-      break;
-    case OpCode::For: {
-      if (op.numRegions() != 1) fail(&op, "expects lb, ub, step and a body");
-      if (op.region(0)->numArgs() != op.numOperands() - 2)
-        fail(&op, "body needs (iv, iters...) arguments");
-      break;
-    }
-    default:
-      break;
-    }
-    verifyRegions(op);
-  }
-
-  void verifyRegions(const Op& op) {
-    switch (op.code()) {
-    case OpCode::For: {
-      const Block& body = *op.region(0);
-      std::vector<Type> iters;
-      for (unsigned i = 3; i < op.numOperands(); ++i) iters.push_back(op.operand(i)->type());
-      if (!(typesOf(op.results()) == iters)) fail(&op, "results differ from loop-carried inits");
-      for (unsigned i = 1; i < body.numArgs(); ++i)
-        if (!(body.arg(i)->type() == iters[i - 1]))
-          fail(&op, "body argument type differs from init");
-      verifyBlock(body, OpCode::Yield);
-      verifyRegionYield(op, body, iters);
-      break;
-    }
-    case OpCode::If:
-      if (op.numRegions() != 2) fail(&op, "expects then and else regions");
-      for (unsigned r = 0; r < 2; ++r) {
-        verifyBlock(*op.region(r), OpCode::Yield, op.numResults() == 0);
-        verifyRegionYield(op, *op.region(r), typesOf(op.results()));
-      }
-      break;
-    case OpCode::While:
-      if (op.numRegions() != 2) fail(&op, "expects before and after regions");
-      verifyBlock(*op.region(0), OpCode::Condition);
-      verifyBlock(*op.region(1), OpCode::Yield);
-      break;
-    case OpCode::Reduce:
-    case OpCode::Scan:
-      for (unsigned r = 0; r < op.numRegions(); ++r) verifyBlock(*op.region(r), OpCode::Yield);
-      break;
-    default:
-      // Async task regions and other region ops need no terminator.
-      for (unsigned r = 0; r < op.numRegions(); ++r)
-        verifyBlock(*op.region(r), OpCode::Yield, true);
-      break;
+    // Ops.def's num_warps 0 means "the kernel's", which only the default task runs on.
+    if (op.code() == OpCode::AsyncTask && !ir::attr::AsyncTask::isDefault(op) &&
+        ir::attr::AsyncTask::numWarps(op) < 1)
+      fail(&op, "a task other than the default one needs num_warps >= 1");
+    for (unsigned r = 0; r < op.numRegions(); ++r) {
+      OpCode term = OpCode::Yield;
+      bool optional = false;
+      ir::regionSpec(op, r, term, optional);
+      verifyBlock(*op.region(r), term, optional);
     }
   }
 

@@ -1,8 +1,10 @@
-// The OPERANDS / RESULTS lines of Ops.def as ir/OpSignature.h exposes them: representative
-// signatures, the verifier's count and kind checks on IR built in C++, and the shared buffers the
-// Written marks name for the shared-memory barrier pass.
+// The OPERANDS / RESULTS / TYPES / REGIONS lines of Ops.def as ir/OpSignature.h exposes them:
+// representative signatures, type rules and regions, the verifier's checks of them on IR built in
+// C++, and the shared buffers the Written marks name for the shared-memory barrier pass.
 #include "ir/Builder.h"
+#include "ir/OpAttrs.h"
 #include "ir/OpSignature.h"
+#include "ir/OpTraits.h"
 #include "transforms/Passes.h"
 
 #include <gtest/gtest.h>
@@ -79,6 +81,149 @@ TEST(OpSignature, VerifierChecksCountsAndKinds) {
               b.create(OpCode::Store, {p, x}, {x->type()});
             }),
             "Tile IR verifier: 'store': 1 result, expected 0: ()");
+}
+
+std::vector<std::string> ruleTexts(OpCode c) {
+  std::vector<std::string> t;
+  for (const TypeRule& r : typeRulesOf(c)) t.push_back(ruleText(r));
+  return t;
+}
+
+TEST(OpSignature, TypeRulesComeFromTheTypesLineAndTheTraits) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(ruleTexts(OpCode::Add), V{"its operands and results have one type"});
+  EXPECT_EQ(ruleTexts(OpCode::Exp), V{"its operands and results have one type"});
+  EXPECT_EQ(ruleTexts(OpCode::MultipleOf), V{"its operands and results have one type"});
+  EXPECT_EQ(ruleTexts(OpCode::Cmp),
+            (V{"its operands and results have one shape", "SameType(a, b)", "ElemI1(result)"}));
+  EXPECT_EQ(ruleTexts(OpCode::Select),
+            (V{"its operands and results have one shape", "SameType(a, b)", "ElemI1(cond)"}));
+  EXPECT_EQ(ruleTexts(OpCode::AddPtr),
+            (V{"its operands and results have one shape", "ElemInt(offset)"}));
+  EXPECT_EQ(ruleTexts(OpCode::Load), V{"SameShape(ptr, mask)"});
+  EXPECT_EQ(ruleTexts(OpCode::Store), V{"SameShape(ptr, value)"});
+  EXPECT_EQ(ruleTexts(OpCode::For), V{"SameType(inits, iters)"});
+  EXPECT_EQ(ruleTexts(OpCode::LocalAlloc), V{});
+}
+
+TEST(OpSignature, RegionsAreTheRegionsLineOfHasRegionsOpsOnly) {
+  for (size_t i = 0; i < kNumOpCodes; ++i) {
+    bool has = signatureOf(OpCode(i)).regions[0].name != nullptr;
+    EXPECT_EQ(has, hasTraits(OpCode(i), trait::HasRegions)) << opName(OpCode(i));
+  }
+  const RegionSpec* loop = signatureOf(OpCode::For).regions;
+  EXPECT_STREQ(loop[0].name, "body");
+  EXPECT_EQ(loop[0].ends, RegionSpec::Ends::Yield);
+  EXPECT_EQ(loop[0].argsSkip, 1u);
+  EXPECT_STREQ(loop[0].args.name, "iters");
+  EXPECT_EQ(loop[1].name, nullptr);
+  const RegionSpec* loopW = signatureOf(OpCode::While).regions;
+  EXPECT_EQ(loopW[0].ends, RegionSpec::Ends::Condition);
+  EXPECT_EQ(loopW[1].ends, RegionSpec::Ends::Yield);
+  EXPECT_TRUE(signatureOf(OpCode::Reduce).regions[0].optional);
+}
+
+TEST(OpSignature, VerifierChecksTheTypeRules) {
+  Value* i = nullptr;
+  auto withInt = [&](Builder& b, Value* p) {
+    (void)p;
+    i = b.i32(3);
+  };
+  // BinaryArith: one type.
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              withInt(b, p);
+              b.create(OpCode::Add, {b.load(p), i}, {Type::scalar(DType::F32)});
+            }),
+            "Tile IR verifier: 'add': operand #1 (b) has type i32, operand #0 (a) type fp32 "
+            "(Ops.def: its operands and results have one type)");
+  // Elementwise: one shape.
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              Value* t = b.load(b.splat(p, {4}));
+              b.create(OpCode::Exp, {t}, {Type::scalar(DType::F32)});
+            }),
+            "Tile IR verifier: 'exp': result #0 (result) has type fp32, operand #0 (x) type "
+            "tensor<4xfp32> (Ops.def: its operands and results have one type)");
+  // TYPES lines.
+  EXPECT_EQ(
+      verifyError([&](Builder& b, Value* p) {
+        withInt(b, p);
+        b.create(OpCode::Cmp, {i, i}, {Type::scalar(DType::I32)}, {attr::Cmp::make::pred("lt")});
+      }),
+      "Tile IR verifier: 'cmp': result #0 (result) is i32, expected i1 elements (Ops.def: "
+      "ElemI1(result))");
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              withInt(b, p);
+              Value* x = b.load(p);
+              b.create(OpCode::Select, {i, x, x}, {x->type()});
+            }),
+            "Tile IR verifier: 'select': operand #0 (cond) is i32, expected i1 elements (Ops.def: "
+            "ElemI1(cond))");
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              b.create(OpCode::AddPtr, {p, b.load(p)}, {p->type()});
+            }),
+            "Tile IR verifier: 'addptr': operand #1 (offset) is fp32, expected integer elements "
+            "(Ops.def: ElemInt(offset))");
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              Value* ptrs = b.splat(p, {4});
+              Value* mask = b.constInt(1, Type::scalar(DType::I1));
+              b.create(OpCode::Load, {ptrs, mask}, {Type::tensor(DType::F32, {4})},
+                       {attr::Load::make::hasMask(true)});
+            }),
+            "Tile IR verifier: 'load': operand #1 (mask) has shape [], operand #0 (ptr) shape [4] "
+            "(Ops.def: SameShape(ptr, mask))");
+}
+
+/// A for loop from 0 to 4 carrying one fp32 value, its body as `body` builds it (given the block
+/// and its arguments' types), its results as `results`.
+Op* loop(Builder& b, Value* init, const std::vector<Type>& bodyArgs,
+         const std::vector<Type>& results, bool yieldInt = false) {
+  Value* zero = b.i32(0);
+  Value* four = b.i32(4);
+  Value* one = b.i32(1);
+  Op* op = b.create(OpCode::For, {zero, four, one, init}, results);
+  Block* body = op->addRegion();
+  for (const Type& t : bodyArgs) body->addArg(t);
+  Builder in(body);
+  in.create(OpCode::Yield, {yieldInt ? body->arg(0) : body->arg(body->numArgs() - 1)}, {});
+  return op;
+}
+
+TEST(OpSignature, VerifierChecksTheRegions) {
+  const Type f32 = Type::scalar(DType::F32), i32 = Type::scalar(DType::I32);
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) { loop(b, b.load(p), {i32, f32}, {f32}); }), "");
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              loop(b, b.load(p), {i32, f32}, {i32});
+            }),
+            "Tile IR verifier: 'for': result #0 (iters) has type i32, operand #3 (inits) type "
+            "fp32 (Ops.def: SameType(inits, iters))");
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              loop(b, b.load(p), {i32, f32, f32}, {f32});
+            }),
+            "Tile IR verifier: 'for': region 'body' has 3 arguments, expected 2 (1, then one per "
+            "value of iters)");
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              loop(b, b.load(p), {i32, i32}, {f32});
+            }),
+            "Tile IR verifier: 'for': region 'body' argument #1 has type i32, expected fp32, the "
+            "type of result #0 (iters)");
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              loop(b, b.load(p), {i32, f32}, {f32}, true);
+            }),
+            "Tile IR verifier: 'for': region 'body' yields i32 as value #0, expected fp32, the "
+            "type of result #0 (iters)");
+  // An op whose REGIONS line is absent has none.
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              Value* x = b.load(p);
+              b.create(OpCode::Add, {x, x}, {f32})->addRegion();
+            }),
+            "Tile IR verifier: 'add': 1 region, expected 0: ()");
+  // if: then and else.
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              (void)p;
+              Op* op = b.create(OpCode::If, {b.constInt(1, Type::scalar(DType::I1))}, {});
+              op->addRegion();
+            }),
+            "Tile IR verifier: 'if': 1 region, expected 2: (then, else)");
 }
 
 TEST(OpSignature, WrittenSharedBufferIsTheMarkedOperand) {
