@@ -2,6 +2,9 @@
 source tree, whose pure-Python parts are tested on their own and whose native tests skip."""
 
 import os
+import re
+import shutil
+import subprocess
 import sys
 
 import pytest
@@ -20,3 +23,84 @@ def rng():
     seed = int.from_bytes(os.urandom(4), "little")
     print(f"random seed {seed}")
     return np.random.default_rng(seed)
+
+
+# ---- ptxas: one helper for every test that assembles PTX ----
+
+NO_PTXAS = ("no ptxas (CUDA toolkit) to assemble the PTX: set WARPWEAVE_PTXAS or CUDA_HOME, or put "
+            "ptxas on PATH")
+
+
+def find_ptxas():
+    """The ptxas warpweave's own compiles run (src/runtime/Ptxas.cpp looks in the same places, in
+    this order): $WARPWEAVE_PTXAS, $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin, then PATH;
+    None when there is none."""
+    candidates = [os.environ.get("WARPWEAVE_PTXAS")]
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            candidates.append(os.path.join(os.environ[var], "bin", "ptxas"))
+    candidates += ["/usr/local/cuda/bin/ptxas", shutil.which("ptxas")]
+    return next((p for p in candidates if p and os.path.isfile(p) and os.access(p, os.X_OK)), None)
+
+
+class PtxasRun:
+    """What one ptxas run gave: its exit status, its log (stdout and stderr), the object file."""
+
+    def __init__(self, returncode, log, output):
+        self.returncode = returncode
+        self.log = log
+        self.output = output
+
+    @property
+    def registers(self):
+        """Registers per thread of the (last) kernel in the -v log."""
+        return int(re.findall(r"Used (\d+) registers", self.log)[-1])
+
+    @property
+    def spill_bytes(self):
+        """Spill stores plus spill loads in the -v log."""
+        m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", self.log)
+        return int(m.group(1)) + int(m.group(2))
+
+
+class Ptxas:
+    """Runs ptxas on PTX text: ptxas(ptx, arch="sm_90a", verbose=False) assembles it in a fresh
+    folder and fails the test with ptxas's log when ptxas refuses it (check=False returns the
+    failed run instead). Where there is no ptxas the call skips the test, saying why, so that the
+    test's checks of the PTX text before it still run."""
+
+    def __init__(self, path, folders):
+        self.path = path
+        self._folders = folders
+
+    def __call__(self, ptx, arch="sm_90a", verbose=False, check=True, timeout=600):
+        if self.path is None:
+            pytest.skip(NO_PTXAS)
+        folder = str(self._folders.mktemp("ptxas"))
+        src = os.path.join(folder, "k.ptx")
+        out = os.path.join(folder, "k.cubin")
+        with open(src, "w") as f:
+            f.write(ptx)
+        cmd = [self.path, "--gpu-name", arch] + (["-v"] if verbose else []) + ["-o", out, src]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        run = PtxasRun(r.returncode, r.stdout + r.stderr, out)
+        if check:
+            assert r.returncode == 0, f"ptxas --gpu-name {arch} refused the PTX:\n{run.log}"
+        return run
+
+
+@pytest.fixture
+def ptxas(tmp_path_factory):
+    """A Ptxas runner for the test (it skips the test when it is called without a ptxas)."""
+    return Ptxas(find_ptxas(), tmp_path_factory)
+
+
+@pytest.fixture
+def requires_ptxas():
+    """Skips the test, saying why, where there is no ptxas: for tests whose compiles run it
+    themselves (a cubin, wwc --emit cubin); mark a whole module with
+    pytestmark = pytest.mark.usefixtures("requires_ptxas")."""
+    path = find_ptxas()
+    if path is None:
+        pytest.skip(NO_PTXAS)
+    return path

@@ -2,19 +2,13 @@
 stays an `atom` where it has none (exch; Triton's tutorial 05 backward swaps a lock with
 atomic_xchg and ignores the old value). ptxas checks the PTX; no GPU needed."""
 
-import os
-import shutil
-import subprocess
-
 import numpy as np
 import pytest
 
 import warpweave as ww
 import warpweave.language as tl
 
-PTXAS = next((p for p in (os.environ.get("WARPWEAVE_PTXAS"), "/usr/local/cuda/bin/ptxas",
-                          shutil.which("ptxas")) if p and os.path.exists(p)), None)
-pytestmark = pytest.mark.skipif(PTXAS is None, reason="ptxas not found (the compiles need it)")
+pytestmark = pytest.mark.usefixtures("requires_ptxas")  # the compiles run it (conftest.py)
 
 
 @ww.jit
@@ -26,7 +20,7 @@ def _unused_results(lock, counter, vals, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
-def test_unused_exchange_is_an_atom_and_assembles(target, tmp_path, monkeypatch):
+def test_unused_exchange_is_an_atom_and_assembles(target, tmp_path, monkeypatch, ptxas):
     monkeypatch.setenv("WARPWEAVE_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("WARPWEAVE_TARGET", target)
     values = _unused_results.bind((np.zeros(1, np.int32), np.zeros(1, np.int32),
@@ -36,12 +30,7 @@ def test_unused_exchange_is_an_atom_and_assembles(target, tmp_path, monkeypatch)
     assert not any(line.strip().startswith("red") and "exch" in line for line in ptx.splitlines())
     assert any(line.strip().lstrip("@%p0123456789 ").startswith("red") and ".add." in line
                for line in ptx.splitlines())
-    src, out = tmp_path / "k.ptx", tmp_path / "k.cubin"
-    src.write_text(ptx)
-    gpu = "sm_90a" if target == "sm_90a" else "sm_80"
-    r = subprocess.run([PTXAS, "--gpu-name", gpu, "-o", str(out), str(src)], capture_output=True,
-                       text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
+    ptxas(ptx, "sm_90a" if target == "sm_90a" else "sm_80")
 
 
 def test_unused_exchange_runs_in_the_interpreter():

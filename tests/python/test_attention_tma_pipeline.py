@@ -8,7 +8,6 @@ assembles for sm_90a without spills."""
 import math
 import os
 import re
-import shutil
 import sys
 
 import numpy as np
@@ -93,9 +92,7 @@ def compile_sm90a(head_dim, block_m, block_n, stages, warps, causal=False):
     return attention_tma_fwd.compile_for(values, False, (warps, stages, 1), target="sm_90a")
 
 
-needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None and
-                                 not os.environ.get("WARPWEAVE_PTXAS"),
-                                 reason="no ptxas (CUDA toolkit) to assemble the PTX")
+needs_ptxas = pytest.mark.usefixtures("requires_ptxas")  # the compiles run it (conftest.py)
 
 
 @needs_ptxas

@@ -3,8 +3,6 @@ tests/gpu/test_libdevice_gpu.py), pinned here: NaN converted to a 64-bit integer
 of a signed product (tl.umulhi on int32 / int64 is the unsigned product's, as in Triton, and
 libdevice.mulhi corrects it for the signs)."""
 
-import os
-import shutil
 
 import numpy as np
 import pytest
@@ -52,12 +50,9 @@ def test_high_halves_of_signed_products():
     np.testing.assert_array_equal(s, signed.astype(np.int32))
 
 
-@pytest.mark.skipif(not any(p and os.path.exists(p) for p in (os.environ.get("WARPWEAVE_PTXAS"),
-                                                             "/usr/local/cuda/bin/ptxas",
-                                                             shutil.which("ptxas"))),
-                    reason="ptxas not found (the compile needs it)")
 @pytest.mark.parametrize("dtype,instr", [(np.int32, "mul.hi.u32"), (np.int64, "mul.hi.u64")])
-def test_umulhi_of_signed_integers_is_unsigned_in_ptx(dtype, instr, tmp_path, monkeypatch):
+def test_umulhi_of_signed_integers_is_unsigned_in_ptx(dtype, instr, tmp_path, monkeypatch,
+                                                     requires_ptxas):
     monkeypatch.setenv("WARPWEAVE_CACHE_DIR", str(tmp_path))
     a = np.zeros(256, dtype)
     values = _high_halves.bind((a, a, a, a), {"N": 256})

@@ -7,8 +7,6 @@ cp.async GEMM on 8 warps (no spills)."""
 
 import importlib
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -357,24 +355,10 @@ PIPELINED = ("a_ptr:*fp16:16, b_ptr:*fp16:16, c_ptr:*fp16:16, M:i32:16, N:i32:16
              "NUM_STAGES=3")
 
 
-def ptxas_report(ptx, tmp_path):
-    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
-    if not Path(ptxas).exists():
-        pytest.skip("no ptxas (CUDA toolkit)")
-    path = tmp_path / "k.ptx"
-    path.write_text(ptx)
-    log = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(path), "-o", str(tmp_path / "k.o")],
-                         capture_output=True, text=True, timeout=600)
-    assert log.returncode == 0, log.stderr
-    text = log.stdout + log.stderr
-    registers = int(re.search(r"Used (\d+) registers", text).group(1))
-    spills = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", text)
-    return registers, int(spills.group(1)) + int(spills.group(2)), text
-
-
-def test_pipelined_gemm_128x256x64_on_8_warps_does_not_spill(tmp_path):
+def test_pipelined_gemm_128x256x64_on_8_warps_does_not_spill(ptxas):
     ptx = compile_kernel("pipelined_gemm", PIPELINED, num_warps=8, stage="ptx").ptx
-    registers, spills, text = ptxas_report(ptx, tmp_path)
+    run = ptxas(ptx, "sm_90a", verbose=True)
+    registers, spills, text = run.registers, run.spill_bytes, run.log
     assert spills == 0, text
     assert registers <= 255
     # Both operands stream in 16-byte cp.async copies: (x % M) and (y % N) offsets stay

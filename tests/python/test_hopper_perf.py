@@ -6,8 +6,6 @@ PTX and ptxas' report."""
 
 import importlib
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -46,18 +44,6 @@ def compile_ptx(sig):
                                           stage="ptx").ptx
 
 
-def ptxas_log(ptx, tmp_path):
-    ptxas = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
-    if not Path(ptxas).exists():
-        pytest.skip("no ptxas (CUDA toolkit)")
-    path = tmp_path / "k.ptx"
-    path.write_text(ptx)
-    log = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(path), "-o", str(tmp_path / "k.o")],
-                         capture_output=True, text=True, timeout=600)
-    assert log.returncode == 0, log.stderr
-    return log.stdout + log.stderr
-
-
 FLOAT_COPY = re.compile(r"mov\.f32\s+%f\d+,\s*%f\d+;")
 
 
@@ -83,12 +69,12 @@ def test_peeled_first_step_in_the_interpreter(zero_init, while_loop, keep_first)
 
 @pytest.mark.parametrize("zero_init", [True, False])
 @pytest.mark.parametrize("while_loop", [False, True])
-def test_in_flight_accumulator_enters_the_loop_without_a_copy(zero_init, while_loop, tmp_path):
+def test_in_flight_accumulator_enters_the_loop_without_a_copy(zero_init, while_loop, ptxas):
     ptx = compile_ptx(signature(zero_init, while_loop, keep_first=False))
     # No copy of an fp32 register anywhere: the peeled wgmma's accumulator is the loop's.
     assert not FLOAT_COPY.search(ptx)
     assert "wgmma.wait_group.sync.aligned 1;" in ptx
-    log = ptxas_log(ptx, tmp_path)
+    log = ptxas(ptx, "sm_90a", verbose=True).log
     assert "serialized" not in log and "C7511" not in log, log
     assert "C7517" not in log, log  # no warpgroup.wait injected by ptxas
     assert re.search(r"0 bytes spill stores, 0 bytes spill loads", log), log
@@ -131,7 +117,7 @@ def test_descriptor_store_stages_c_in_the_nvmma_swizzle(BN, swizzle, boxes):
         assert re.search(r"selp\.b32\s+%r\d+,\s*144,\s*0,", ptx), ptx
 
 
-def test_descriptor_loaded_and_stored_keeps_an_unswizzled_tile(tmp_path):
+def test_descriptor_loaded_and_stored_keeps_an_unswizzled_tile(ptxas):
     params, ptx = params_of("desc_load_store", "desc:desc<fp16,64x64>, ROWS=64, COLS=64")
     assert params["desc"].endswith("swizzle=0>"), params
-    ptxas_log(ptx, tmp_path)
+    ptxas(ptx, "sm_90a", verbose=True)

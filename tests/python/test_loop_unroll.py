@@ -4,8 +4,6 @@ of U plus a remainder), with run-time bounds and steps, loop-carried scalars and
 and an inner loop in the body; the unrolled Tile IR and sm_90a / sm_80 PTX that ptxas accepts."""
 
 import importlib
-import os
-import shutil
 
 import numpy as np
 import pytest
@@ -84,8 +82,6 @@ def test_tile_ir_holds_the_copies_and_the_remainder_loop():
 
 
 @pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
-def test_unrolled_loops_compile_for_the_gpu(target):
-    if shutil.which("ptxas") is None and not os.access("/usr/local/cuda/bin/ptxas", os.X_OK):
-        pytest.skip("no ptxas (CUDA toolkit) to assemble the PTX")
+def test_unrolled_loops_compile_for_the_gpu(target, requires_ptxas):
     kernel = compiled(4, target)
     assert kernel.n_spills == 0

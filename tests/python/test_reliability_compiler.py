@@ -6,7 +6,6 @@ extension under test."""
 import importlib
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -17,7 +16,6 @@ pytestmark = pytest.mark.skipif(not native_loader.available(),
                                 reason="warpweave._native is not built (pip install .)")
 
 HEADER = "import warpweave as ww\nimport warpweave.language as tl\nfrom warpweave import tlx\n\n\n"
-HAVE_PTXAS = bool(shutil.which("ptxas") or os.path.exists("/usr/local/cuda/bin/ptxas"))
 
 
 def wwc(path, kernel, signature, *extra, emit="ptx"):
@@ -122,8 +120,7 @@ def test_deep_expressions_are_refused_not_crashing(tmp_path):
     assert "nested too deeply" in first
 
 
-@pytest.mark.skipif(not HAVE_PTXAS, reason="no ptxas (CUDA toolkit)")
-def test_fp8_scalar_parameters_assemble(tmp_path):
+def test_fp8_scalar_parameters_assemble(tmp_path, requires_ptxas):
     src = write(tmp_path, kernel("    tl.store(x_ptr, a.to(tl.float32))\n", "x_ptr, a"))
     for t in ("fp8e4nv", "fp8e5"):
         r = wwc(src, "k", f"x_ptr:*fp32,a:{t}", emit="cubin")

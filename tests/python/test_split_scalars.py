@@ -7,7 +7,6 @@ import pytest
 
 import warpweave as ww
 import warpweave.language as tl
-from test_kernels_interp import find_ptxas
 
 pytest.importorskip("warpweave._native")
 
@@ -46,9 +45,7 @@ def test_split_of_rows():
 
 @pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
 @pytest.mark.parametrize("num_warps", [1, 4, 8])
-def test_split_of_a_pair_compiles(target, num_warps):
-    if find_ptxas() is None:
-        pytest.skip("no ptxas (CUDA toolkit) to assemble the PTX")
+def test_split_of_a_pair_compiles(target, num_warps, requires_ptxas):
     x, out = np.zeros(2, np.float32), np.zeros(5, np.float32)
     values = split_pair_kernel.bind((x, out), {})
     options = split_pair_kernel._options(num_warps, None, None, None)

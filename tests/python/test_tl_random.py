@@ -8,7 +8,6 @@ kernels using them (Triton's low-memory dropout among them) compile to PTX that 
 for sm_90a and sm_80."""
 
 import importlib
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -343,14 +342,9 @@ PTX_CASES = [
 ]
 
 
-def _ptxas():
-    found = shutil.which("ptxas") or "/usr/local/cuda/bin/ptxas"
-    return found if Path(found).exists() else None
-
-
 @pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
 @pytest.mark.parametrize("name,sig,path", PTX_CASES, ids=[c[0] for c in PTX_CASES])
-def test_ptx_assembles(name, sig, path, target, tmp_path, monkeypatch):
+def test_ptx_assembles(name, sig, path, target, tmp_path, monkeypatch, ptxas):
     monkeypatch.setenv("WARPWEAVE_CACHE_DISABLE", "1")
     if path is None:
         path = tmp_path / "dropout.py"
@@ -358,17 +352,7 @@ def test_ptx_assembles(name, sig, path, target, tmp_path, monkeypatch):
     ptx = native_loader.native().compile([(str(path), Path(path).read_text())], name, sig, {},
                                          target=target, num_warps=4, stage="ptx").ptx
     assert "mul.hi.u" in ptx  # the rounds' multiply-high
-    _assemble(ptx, target, tmp_path)
-
-
-def _assemble(ptx, target, tmp_path):
-    ptxas = _ptxas()
-    if ptxas is None:
-        pytest.skip("no ptxas (CUDA toolkit)")
-    (tmp_path / "k.ptx").write_text(ptx)
-    r = subprocess.run([ptxas, f"-arch={target}", str(tmp_path / "k.ptx"), "-o",
-                        str(tmp_path / "k.cubin")], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
+    ptxas(ptx, target)
 
 
 def _upstream_tutorial(name):
@@ -382,7 +366,7 @@ def _upstream_tutorial(name):
 
 
 @pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
-def test_triton_tutorial_04_low_memory_dropout_compiles(target, tmp_path, monkeypatch):
+def test_triton_tutorial_04_low_memory_dropout_compiles(target, monkeypatch, ptxas):
     path = _upstream_tutorial("04-low-memory-dropout.py")
     if path is None:
         pytest.skip("Triton's tutorials are not checked out beside the repository")
@@ -390,14 +374,12 @@ def test_triton_tutorial_04_low_memory_dropout_compiles(target, tmp_path, monkey
     sig = "x_ptr:*fp32:16,output_ptr:*fp32:16,n_elements:i32,p:fp32,seed:i32,BLOCK_SIZE=1024"
     ptx = native_loader.native().compile([(str(path), path.read_text())], "_seeded_dropout", sig,
                                          {}, target=target, num_warps=4, stage="ptx").ptx
-    _assemble(ptx, target, tmp_path)
+    ptxas(ptx, target)
 
 
 @pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
-def test_wwc_builds_cubins(target, tmp_path):
+def test_wwc_builds_cubins(target, tmp_path, requires_ptxas):
     # The command line (`python -m warpweave` is wwc) on the kernels file: PTX assembled by ptxas.
-    if _ptxas() is None:
-        pytest.skip("no ptxas (CUDA toolkit)")
     for kernel, sig in [("randn4x_kernel", "off_ptr:*i64:16,out_ptr:*fp32:16,seed:i64,N=512"),
                         ("philox_impl_kernel", "c_ptr:*u32:16,out_ptr:*u32:16,k0:i32,k1:i32,N=64")]:
         r = subprocess.run([sys.executable, "-m", "warpweave", str(KERNELS), "--kernel", kernel,

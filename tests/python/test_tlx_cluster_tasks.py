@@ -3,11 +3,8 @@ CTA calls it and all meet there (every thread arrives on the GPU); interpreter r
 PTX (the non-.aligned form, as a task's warps diverge from the others)."""
 
 import re
-import subprocess
-import shutil
 
 import numpy as np
-import pytest
 
 import warpweave as ww
 import warpweave.language as tl
@@ -61,18 +58,10 @@ def test_replicas_each_arrive_and_phases_repeat():
     assert out.tolist() == [1, 1, 1, 1]
 
 
-def test_sm90a_ptx_uses_the_unaligned_cluster_barrier_in_tasks():
+def test_sm90a_ptx_uses_the_unaligned_cluster_barrier_in_tasks(ptxas):
     k = native().compile([(__file__, open(__file__).read())], "_twice_in_tasks",
                          "out_ptr:*i32:16", {}, target="sm_90a", stage="ptx", num_ctas=2)
     body = k.ptx
     assert len(re.findall(r"barrier\.cluster\.arrive\.release;", body)) >= 2, body
     assert "barrier.cluster.arrive.release.aligned" not in body
-    if shutil.which("ptxas") is None:
-        pytest.skip("ptxas not installed")
-    ptx = __import__("pathlib").Path(__file__).parent / "__tlxb_cluster_tasks.ptx"
-    try:
-        ptx.write_text(body)
-        subprocess.run(["ptxas", "-arch=sm_90a", str(ptx), "-o", "/dev/null"], check=True,
-                       capture_output=True)
-    finally:
-        ptx.unlink(missing_ok=True)
+    ptxas(body, "sm_90a")
