@@ -728,7 +728,7 @@ class CompiledKernel:
         return SimpleNamespace(
             name=self.kernel.name, num_warps=self.kernel.num_warps, num_stages=self.options[1],
             num_ctas=1, ctas_per_cga=cluster, cluster_dims=cluster,
-            preferred_ctas_per_cga=None, shared=self.kernel.shared_bytes,
+            preferred_ctas_per_cga=None, shared=self.shared,
             target=self.kernel.target)
 
     def __getitem__(self, grid):
@@ -753,17 +753,41 @@ class CompiledKernel:
         """Triton loads the module here before reading n_regs / n_spills; warpweave knows them
         from ptxas at compile time and loads the module at the first launch."""
 
+    def _gpu_kernel(self):
+        """The kernel whose resources this one reports: itself on the GPU; in the interpreter,
+        the same kernel compiled once for the device the interpreter describes (the driver's
+        target: sm_90a unless WARPWEAVE_TARGET says otherwise), since host code sizes grids from
+        them (Triton's tutorial 02 divides by n_regs and metadata.shared). None when that
+        compile is not possible here (no ptxas): then they read 0."""
+        if not self.interpret:
+            return self.kernel
+        if not hasattr(self, "_gpu_build"):
+            self._gpu_build = None
+            request = getattr(self, "_request", None)
+            if request is not None:
+                try:
+                    request = dict(request, stage="cubin",
+                                   target=os.environ.get("WARPWEAVE_TARGET") or "sm_90a")
+                    self._gpu_build = native().compile(**request)
+                except Exception:  # noqa: BLE001 - no ptxas, or a kernel only the interpreter runs
+                    self._gpu_build = None
+        return self._gpu_build
+
+    def _resource(self, name) -> int:
+        k = self._gpu_kernel()
+        return getattr(k, name) if k is not None else 0
+
     @property
     def n_regs(self) -> int:
-        return self.kernel.registers
+        return self._resource("registers")
 
     @property
     def n_spills(self) -> int:
-        return self.kernel.spill_bytes
+        return self._resource("spill_bytes")
 
     @property
     def shared(self) -> int:
-        return self.kernel.shared_bytes
+        return self._resource("shared_bytes")
 
     def max_active_clusters(self, cluster_size=None):
         """How many clusters of `cluster_size` CTAs (default: the kernel's ctas_per_cga) can be
@@ -1305,6 +1329,8 @@ class JITFunction(KernelInterface):
 
                 cache.store(disk_key, kernel)
         compiled = CompiledKernel(self, kernel, signature, kinds, interpret, options)
+        if interpret:
+            compiled._request = request  # for the resources it reports (CompiledKernel.n_regs)
         compiled.used_globals = env.guards  # what the native launch path checks on each launch
         return compiled
 

@@ -152,3 +152,32 @@ def test_launch_cooperative_grid_is_accepted(coop):
     y = np.zeros(64, np.float32)
     copy_plus_pid_kernel[(4,)](x, y, BLOCK=16, launch_cooperative_grid=coop)
     np.testing.assert_array_equal(y, x + np.repeat(np.arange(4), 16))
+
+
+# ------------------------------------------------------------------------------------------------
+# Resources of an interpreted kernel (Triton's tutorial 02 sizes its grid from them)
+# ------------------------------------------------------------------------------------------------
+
+
+@ww.jit
+def row_softmax_kernel(Y, X, N: tl.constexpr):
+    row = tl.program_id(0)
+    x = tl.load(X + row * N + tl.arange(0, N))
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(Y + row * N + tl.arange(0, N), e / tl.sum(e, axis=0))
+
+
+@pytest.mark.usefixtures("requires_ptxas")
+def test_interpreted_kernel_reports_the_gpu_compiles_resources(monkeypatch):
+    monkeypatch.setenv("WARPWEAVE_INTERPRET", "1")
+    x = np.random.default_rng(3).standard_normal((4, 1024)).astype(np.float32)
+    y = np.zeros_like(x)
+    k = row_softmax_kernel.warmup(y, x, N=1024, num_warps=8, grid=(1,))
+    # what the sm_90a build of the same kernel uses: registers, and shared memory for the
+    # cross-warp reductions; never 0, which host code divides by
+    assert 0 < k.n_regs <= 255
+    assert k.metadata.shared == k.shared > 0
+    assert k.n_spills >= 0
+    k[(4,)](y, x, 1024)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5)
