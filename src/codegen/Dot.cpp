@@ -316,8 +316,17 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
   // The accumulator registers are read and written in place by wgmma: private copies (an fp16
   // accumulator of an fp8 dot widened: the dot sums in fp32 and rounds once).
   bool halfAcc = rt.elem == DType::F16;
+  // A loop's accumulator argument that nothing else reads (`acc = tl.dot(a, b, acc)`, or
+  // `acc += tl.dot(a, b)` after combine-dot-add) is summed into in place: the loop then carries
+  // wgmma's own registers, without a copy in and another back per iteration. (A region
+  // argument's registers are its own; an op result's may be shared with another value.)
+  bool inPlace = !halfAcc && op.operand(2)->def() == nullptr && accumulatesInPlace(fn_.body, op);
   Regs live(acc.size());
   for (size_t r = 0; r < acc.size(); ++r) {
+    if (inPlace && !acc[r].empty() && acc[r].rfind("%f", 0) == 0) {
+      live[r] = acc[r];
+      continue;
+    }
     live[r] = b_.newReg(RegClass::F32);
     if (halfAcc)
       b_.inst("cvt.f32.f16", {live[r], b_.materialize(acc[r], RegClass::B16)});

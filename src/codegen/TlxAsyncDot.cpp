@@ -35,6 +35,8 @@ bool readElsewhere(const ir::Block& block, const ir::Value* v, const ir::Op* use
   return false;
 }
 
+} // namespace
+
 /// Whether async_dot `op` may accumulate straight into its accumulator operand's registers:
 /// nothing else in `body` reads that value (or, through async_dot_wait, the value it renames).
 /// Copying the accumulator instead would read the registers of a wgmma still in flight, and
@@ -52,8 +54,6 @@ bool accumulatesInPlace(const ir::Block& body, const ir::Op& op) {
     user = def;
   }
 }
-
-} // namespace
 
 bool isUnsharedAsyncDotResult(const ir::Block& body, const ir::Value* v, const ir::Op* user) {
   unsigned uses = 0;

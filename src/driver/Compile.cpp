@@ -55,6 +55,7 @@ CompiledKernel compile(const CompileRequest& req) {
     std::unique_ptr<ir::Function> fn = specialize::specialize(in);
     if (fn->loc.valid()) kernelLoc = fn->loc;
     transforms::runCleanupPipeline(*fn);
+    if (transforms::combineDotAdd(*fn)) transforms::runCleanupPipeline(*fn);
     // wgmma reads its operands from shared memory: stage them there ahead of the MMA.
     if (req.options.target == Target::SM90a && transforms::pipelineDotLoops(*fn))
       transforms::runCleanupPipeline(*fn);

@@ -24,6 +24,10 @@ void runCleanupPipeline(ir::Function& fn);
 /// elements read as zero and are not written, as with TMA. Runs before code generation.
 void lowerDeviceDescriptors(ir::Function& fn);
 
+/// Folds `x + dot(a, b)` (a +0 accumulator, the product used once) into `dot(a, b, x)`, as
+/// Triton's combine pass does. Returns how many adds it folded.
+int combineDotAdd(ir::Function& fn);
+
 /// Software-pipelines (for sm_90a) each for loop whose body feeds two tl.loads into its one
 /// fp16/bf16 tl.dot: the loads become cp.async copies into S = max(num_stages, 3) shared buffers
 /// (fewer where they would not fit), issued S - 2 iterations ahead, and the dot an async wgmma

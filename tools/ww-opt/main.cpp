@@ -35,6 +35,8 @@ const PassInfo kPasses[] = {
      [](Function& f, const PassContext&) { ww::transforms::eliminateDeadCode(f); }},
     {"cleanup", "fold, CSE, DCE with verification: the driver's clean-up pipeline",
      [](Function& f, const PassContext&) { ww::transforms::runCleanupPipeline(f); }},
+    {"combine-dot-add", "folds x + dot(a, b) into dot(a, b, x)",
+     [](Function& f, const PassContext&) { ww::transforms::combineDotAdd(f); }},
     {"pipeline-dot-loops", "software-pipelines tl.dot loops into cp.async + wgmma (sm_90a only)",
      [](Function& f, const PassContext& ctx) {
        if (ctx.target != ww::Target::SM90a)
