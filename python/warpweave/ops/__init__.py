@@ -22,6 +22,8 @@ they launch, in the kernel language:
                                                     hopper/rows_cluster.py, hopper/rows_smem.py
     _layernorm.py      layernorm_fwd, _bwd          kernels/layernorm.py, hopper/layernorm_tma.py
     _matmul.py         matmul, matmul_tlx           kernels/matmul.py, hopper/gemm_*.py
+    _scaled_mm.py      scaled_mm (fp8)              kernels/scaled_mm.py
+    _grouped_mm.py     grouped_mm (MoE)             kernels/grouped_mm.py
     _embedding_bag.py  embedding_bag, _bwd          kernels/embedding_bag.py
     _reduction.py      row_sum, row_max             kernels/reduction.py
     _attention.py      attention, attention_bwd,    kernels/attention.py,
@@ -40,15 +42,17 @@ take the tl kernels.
 from ._attention import attention, attention_bwd, attention_tlx
 from ._elementwise import add
 from ._embedding_bag import embedding_bag, embedding_bag_bwd
+from ._grouped_mm import grouped_mm
 from ._layernorm import layernorm_bwd, layernorm_fwd
 from ._matmul import TLX_GEMM_CONFIGS, compile_matmul_tlx, matmul, matmul_tlx
 from ._reduction import row_max, row_sum
+from ._scaled_mm import scaled_mm
 from ._softmax import softmax, softmax_bwd
 
 __all__ = [
     "add", "softmax", "softmax_bwd", "layernorm_fwd", "layernorm_bwd", "matmul", "embedding_bag",
     "embedding_bag_bwd", "row_sum", "row_max", "attention", "attention_bwd", "matmul_tlx",
-    "compile_matmul_tlx", "attention_tlx", "TLX_GEMM_CONFIGS",
+    "compile_matmul_tlx", "attention_tlx", "TLX_GEMM_CONFIGS", "scaled_mm", "grouped_mm",
 ]
 
 

@@ -17,6 +17,11 @@ traces without graph breaks), and, where PyTorch differentiates through it, an a
     attention(q, k, v, causal, sm_scale)        attention_bwd(do, q, k, v, out, lse, causal,
         -> (out, lse)                             sm_scale) -> (dq, dk, dv)
     row_sum(x), row_max(x) -> (values, indices) row_sum: broadcast; row_max: none
+    scaled_mm(a, b, scale_a, scale_b, bias,     none (torch._scaled_mm has none)
+              out_dtype)   (fp8)
+    grouped_mm(a, b, offs)                      grouped_mm of the transposes: 2-D x 3-D gives
+                                                  dA (2-D x 3-D) and dB (ragged K, 2-D x 2-D),
+                                                  2-D x 2-D the other way round
 
 layernorm's mean and rstd and attention's lse are outputs for the backward; gradients flowing
 into them are not propagated (they are marked non-differentiable). matmul's bias is added (and
@@ -32,12 +37,14 @@ from typing import Optional
 
 import torch
 
-from . import _attention, _elementwise, _embedding_bag, _layernorm, _matmul, _reduction
-from . import _softmax
+from . import _attention, _elementwise, _embedding_bag, _grouped_mm, _layernorm, _matmul
+from . import _reduction, _scaled_mm, _softmax
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32)
 _HALF = (torch.float16, torch.bfloat16)
 _INDEX = (torch.int32, torch.int64)
+_FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+_FP8_NUMPY = {torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e5m2: "float8_e5m2"}
 _registered = False
 
 
@@ -73,6 +80,11 @@ def _to_numpy(t):
         import ml_dtypes
 
         return t.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    if t.dtype in _FP8_NUMPY:
+        import ml_dtypes
+
+        # (a view of the bytes keeps the strides: b of scaled_mm is column-major)
+        return t.view(torch.uint8).numpy().view(getattr(ml_dtypes, _FP8_NUMPY[t.dtype]))
     return t.numpy()
 
 
@@ -487,6 +499,111 @@ def _define():
                 x.new_empty((x.shape[0],), dtype=torch.int32))
 
 
+def _define_gemms():
+    lib_op = torch.library.custom_op
+
+    # scaled fp8 GEMM ---------------------------------------------------------------------------
+    @lib_op("warpweave::scaled_mm", mutates_args=())
+    def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor,
+                  scale_b: torch.Tensor, bias: Optional[torch.Tensor] = None,
+                  out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+        op = "scaled_mm"
+        check_scaled_mm(a, b, scale_a, scale_b, bias, out_dtype)
+        return _check_err(lambda: _run(op, _scaled_mm.scaled_mm,
+                                       {"a": a, "b": b, "scale_a": scale_a, "scale_b": scale_b,
+                                        "bias": bias}, out_dtype=out_dtype), op)
+
+    def check_scaled_mm(a, b, scale_a, scale_b, bias, out_dtype):
+        op = "scaled_mm"
+        _device_of(op, {"a": a, "b": b, "scale_a": scale_a, "scale_b": scale_b, "bias": bias})
+        _check_dtype(op, "a", a, _FP8)
+        _check_dtype(op, "b", b, _FP8)
+        _check_ndim(op, "a", a, 2, " [M, K]")
+        _check_ndim(op, "b", b, 2, " [K, N]")
+        if b.shape[0] != a.shape[1]:
+            raise ValueError(f"warpweave::{op}: 'b' has shape {tuple(b.shape)} but 'a' has "
+                             f"{tuple(a.shape)}; b's first dimension must equal a's second")
+        if out_dtype is not None and out_dtype not in _FLOATS:
+            raise ValueError(f"warpweave::{op}: 'out_dtype' must be bfloat16, float16 or "
+                             f"float32, got {out_dtype} (fp8 outputs are not produced)")
+        _check_dtype(op, "scale_a", scale_a, (torch.float32,))
+        _check_dtype(op, "scale_b", scale_b, (torch.float32,))
+        if bias is not None:
+            _check_dtype(op, "bias", bias, _FLOATS)
+            if tuple(bias.shape) != (b.shape[1],):
+                raise ValueError(f"warpweave::{op}: 'bias' must have shape ({b.shape[1]},) "
+                                 f"(b's second dimension), got {tuple(bias.shape)}")
+
+    @scaled_mm.register_fake
+    def _(a, b, scale_a, scale_b, bias=None, out_dtype=None):
+        check_scaled_mm(a, b, scale_a, scale_b, bias, out_dtype)
+        return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype or torch.bfloat16)
+
+    # grouped GEMM ------------------------------------------------------------------------------
+    @lib_op("warpweave::grouped_mm", mutates_args=())
+    def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
+        op = "grouped_mm"
+        check_grouped_mm(a, b, offs)
+        return _check_err(lambda: _run(op, _grouped_mm.grouped_mm,
+                                       {"a": a, "b": b, "offs": offs}), op)
+
+    def check_grouped_mm(a, b, offs):
+        op = "grouped_mm"
+        _device_of(op, {"a": a, "b": b, "offs": offs})
+        _check_dtype(op, "a", a, _FLOATS)
+        if b.dtype != a.dtype:
+            raise ValueError(f"warpweave::{op}: 'b' has dtype {b.dtype} but 'a' has {a.dtype}; "
+                             f"both must have one dtype")
+        _check_dtype(op, "offs", offs, (torch.int32,))
+        _check_ndim(op, "offs", offs, 1, " [G] (cumulative group ends)")
+        _check_ndim(op, "a", a, 2)
+        if offs.shape[0] == 0:
+            raise ValueError(f"warpweave::{op}: 'offs' is empty; it needs one entry per group")
+        if b.dim() == 3:
+            if b.shape[0] != offs.shape[0] or b.shape[1] != a.shape[1]:
+                raise ValueError(f"warpweave::{op}: 'b' has shape {tuple(b.shape)}; with 'a' "
+                                 f"{tuple(a.shape)} and {offs.shape[0]} groups it must be "
+                                 f"[{offs.shape[0]}, {a.shape[1]}, N]")
+        elif b.dim() == 2:
+            if b.shape[0] != a.shape[1]:
+                raise ValueError(f"warpweave::{op}: 'b' has shape {tuple(b.shape)} but 'a' "
+                                 f"has {tuple(a.shape)}; b's first dimension must equal a's "
+                                 f"second (the ragged K)")
+        else:
+            raise ValueError(f"warpweave::{op}: 'b' must be 3-D [G, K, N] or 2-D [K_total, N], "
+                             f"got shape {tuple(b.shape)}")
+
+    @grouped_mm.register_fake
+    def _(a, b, offs):
+        check_grouped_mm(a, b, offs)
+        if b.dim() == 3:
+            return a.new_empty((a.shape[0], b.shape[2]))
+        return a.new_empty((offs.shape[0], a.shape[0], b.shape[1]))
+
+    def grouped_mm_setup(ctx, inputs, output):
+        a, b, offs = inputs
+        ctx.save_for_backward(a, b, offs)
+
+    def grouped_mm_backward(ctx, grad):
+        a, b, offs = ctx.saved_tensors
+        grad = grad.to(a.dtype)
+        gmm = torch.ops.warpweave.grouped_mm
+        da = db = None
+        if b.dim() == 3:  # out [M_total, N] = rows of group g @ b[g]
+            if ctx.needs_input_grad[0]:
+                da = gmm(grad, b.transpose(1, 2), offs)
+            if ctx.needs_input_grad[1]:
+                db = gmm(a.t(), grad, offs)  # ragged K: [G, K, N]
+        else:  # out [G, M, N] = a[:, cols of g] @ b[rows of g]
+            if ctx.needs_input_grad[0]:
+                da = gmm(b, grad.transpose(1, 2), offs).t()  # [K_total, M] -> [M, K_total]
+            if ctx.needs_input_grad[1]:
+                db = gmm(a.t(), grad, offs)  # [K_total, N]
+        return da, db, None
+
+    grouped_mm.register_autograd(grouped_mm_backward, setup_context=grouped_mm_setup)
+
+
 def register() -> None:
     """Defines torch.ops.warpweave.* once per process."""
     global _registered
@@ -496,4 +613,5 @@ def register() -> None:
     if hasattr(torch.ops, "warpweave") and hasattr(torch.ops.warpweave, "softmax"):
         return  # (another copy of this module defined them)
     _define()
+    _define_gemms()
 

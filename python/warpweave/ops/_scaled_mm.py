@@ -1,0 +1,150 @@
+"""Scaled fp8 GEMM (kernels/scaled_mm.py): torch._scaled_mm's semantics, on any GPU that
+multiplies fp8 (sm_89+; wgmma fp8 on sm_90a) and in the interpreter."""
+
+from __future__ import annotations
+
+import warpweave as ww
+
+from ._common import _Place, _descriptor, _dtype_name, _is_numpy, _planned, _strides
+from .kernels import scaled_mm as scaled_mm_kernels
+
+_FP8 = ("float8_e4m3fn", "float8_e5m2")
+_OUT = ("bfloat16", "float16", "float32")
+_BIAS = ("bfloat16", "float16", "float32")
+
+# Tile shapes. GPU: 128x256 output tiles of 128-deep fp8 K steps (48 KB a stage, 4 stages), two
+# warp groups of wgmma splitting BLOCK_M, software-pipelined (cp.async 2 steps ahead). Problems
+# with fewer 128x256 tiles than SMs take 128x128 tiles (more programs to fill the GPU).
+SCALED_MM_GPU_CONFIG = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=128, GROUP_M=8, num_warps=8,
+                            num_stages=4)
+SCALED_MM_GPU_SMALL_CONFIG = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, GROUP_M=8,
+                                  num_warps=8, num_stages=4)
+_INTERPRETER_CONFIG = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=4, num_warps=4)
+
+
+def _out_dtype_name(op: str, out_dtype) -> str:
+    """'bfloat16' / 'float16' / 'float32' from a torch dtype, a NumPy dtype or a name."""
+    if out_dtype is None:
+        return "bfloat16"
+    if isinstance(out_dtype, str):
+        name = out_dtype
+    elif type(out_dtype).__module__.startswith("torch"):
+        name = str(out_dtype).replace("torch.", "")
+    else:
+        try:
+            import numpy as np
+
+            name = np.dtype(out_dtype).name
+        except TypeError:
+            name = repr(out_dtype)
+    if name not in _OUT:
+        raise ValueError(f"{op}: 'out_dtype' must be bfloat16, float16 or float32, got {name} "
+                         f"(fp8 outputs are not produced)")
+    return name
+
+
+def _scale_kind(op: str, name: str, scale, rows: int, along: str) -> bool:
+    """Whether scale is per row (True) or per tensor (False), after checking it: fp32, one
+    element, or [rows, 1] for scale_a / [1, rows] for scale_b, contiguous."""
+    if _dtype_name(scale) != "float32":
+        raise ValueError(f"{op}: '{name}' has dtype {_dtype_name(scale)}; scales are float32")
+    shape = tuple(scale.shape)
+    numel = 1
+    for d in shape:
+        numel *= d
+    if numel == 1 and rows != 1 or shape in ((), (1,), (1, 1)):
+        return False
+    want = (rows, 1) if along == "a" else (1, rows)
+    if shape != want:
+        what = "M, 1" if along == "a" else "1, N"
+        raise ValueError(f"{op}: '{name}' has shape {shape}; expected one element (per-tensor "
+                         f"scaling) or [{what}] = {list(want)} (rowwise scaling)")
+    if len(shape) == 2 and rows > 1 and _strides(scale)[0 if along == "a" else 1] != 1:
+        raise ValueError(f"{op}: '{name}' must be contiguous, got strides {_strides(scale)}")
+    return True
+
+
+def scaled_mm(a, b, scale_a, scale_b, out_dtype=None, bias=None, kernel=None):
+    """(a @ b) * scale_a * scale_b (+ bias) for fp8 a [M, K] and b [K, N], as torch._scaled_mm:
+    a and b float8_e4m3fn or float8_e5m2 (any pair: torch refuses e5m2 x e5m2, this op takes
+    it), a row-major (K contiguous), b column-major (K contiguous: b = bt.t() for a
+    contiguous bt [N, K]); products summed in fp32; scale_a and scale_b float32, each either
+    one element (per-tensor scaling) or scale_a [M, 1] and scale_b [1, N] (rowwise scaling;
+    one of each kind may be mixed); bias [N] (bfloat16, float16 or float32) added in fp32;
+    the result rounded once to out_dtype: bfloat16 (the default: torch's default, the fp8
+    input dtype, is not produced), float16 or float32. NumPy arrays (ml_dtypes fp8) run in the
+    interpreter, CUDA tensors on the GPU. kernel: None or "tl" (A and B^T tiles loaded through
+    pointers: cp.async stages on sm_90a), "tma" (the same loop over host TMA descriptors; K a
+    multiple of 16)."""
+    op = "scaled_mm"
+    out = _out_dtype_name(op, out_dtype)
+    if kernel not in (None, "tl", "tma"):
+        raise ValueError(f"{op}: 'kernel' must be None, 'tl' or 'tma', got {kernel!r}")
+    return _scaled_mm(a, b, scale_a, scale_b, bias, out, kernel or "tl")
+
+
+@_planned
+def _scaled_mm(a, b, scale_a, scale_b, bias, out, kernel):
+    op = "scaled_mm"
+    place = _Place(op, {"a": a, "b": b, "scale_a": scale_a, "scale_b": scale_b, "bias": bias})
+    for name, t in (("a", a), ("b", b)):
+        if _dtype_name(t) not in _FP8:
+            raise ValueError(f"{op}: '{name}' has dtype {_dtype_name(t)}; expected "
+                             f"float8_e4m3fn or float8_e5m2")
+        if t.ndim != 2:
+            raise ValueError(f"{op}: '{name}' must be 2-D, got shape {tuple(t.shape)}")
+    M, K = a.shape
+    if b.shape[0] != K:
+        raise ValueError(f"{op}: 'b' has shape {tuple(b.shape)} but 'a' has {tuple(a.shape)}; "
+                         f"b's first dimension must equal a's second ({K})")
+    N = b.shape[1]
+    sa, sb = _strides(a), _strides(b)
+    empty = M == 0 or N == 0 or K == 0
+    if not empty and not (sa[1] == 1 and (M == 1 or sa[0] >= K)):
+        raise ValueError(f"{op}: 'a' must be row-major (K contiguous), got strides {sa}; pass "
+                         f"a contiguous [M, K] array")
+    if not empty and not (sb[0] == 1 and (N == 1 or sb[1] >= K)):
+        raise ValueError(f"{op}: 'b' must be column-major (K contiguous), got strides {sb}; "
+                         f"pass b as bt.t() (or bt.T) of a contiguous [N, K] array")
+    rowwise_a = _scale_kind(op, "scale_a", scale_a, M, "a")
+    rowwise_b = _scale_kind(op, "scale_b", scale_b, N, "b")
+    if bias is not None:
+        if _dtype_name(bias) not in _BIAS:
+            raise ValueError(f"{op}: 'bias' has dtype {_dtype_name(bias)}; expected bfloat16, "
+                             f"float16 or float32")
+        if tuple(bias.shape) != (N,):
+            raise ValueError(f"{op}: 'bias' must have shape ({N},) (b's second dimension), "
+                             f"got {tuple(bias.shape)}")
+        if N > 1 and _strides(bias)[0] != 1:
+            raise ValueError(f"{op}: 'bias' must be contiguous, got strides {_strides(bias)}")
+    c = place.empty((M, N), out)
+    if M == 0 or N == 0:
+        return c
+    if place.on_gpu:
+        tiles = ww.cdiv(M, 128) * ww.cdiv(N, 256)
+        config = (SCALED_MM_GPU_CONFIG if tiles >= place.num_sms()
+                  else SCALED_MM_GPU_SMALL_CONFIG)
+    else:
+        config = _INTERPRETER_CONFIG
+    sc = _strides(c)
+    flags = dict(ROWWISE_A=rowwise_a, ROWWISE_B=rowwise_b, HAS_BIAS=bias is not None)
+    if kernel == "tma":
+        if K % 16:
+            raise ValueError(f"{op}: kernel='tma' needs K a multiple of 16 (16-byte rows), got "
+                             f"K={K}")
+        block_m, block_n, block_k = config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]
+        bt = b.T if _is_numpy(b) else b.t()
+        place.launch(
+            scaled_mm_kernels.scaled_mm_tma_kernel,
+            lambda m: (ww.cdiv(M, m["BLOCK_M"]) * ww.cdiv(N, m["BLOCK_N"]),),
+            _descriptor(a, [block_m, block_k]), _descriptor(bt, [block_n, block_k]), c,
+            scale_a.reshape(-1), scale_b.reshape(-1), bias, M, N, K, sc[0], sc[1],
+            **flags, **config)
+        return c
+    place.launch(
+        scaled_mm_kernels.scaled_mm_kernel,
+        lambda m: (ww.cdiv(M, m["BLOCK_M"]) * ww.cdiv(N, m["BLOCK_N"]),),
+        a, b, c, scale_a.reshape(-1), scale_b.reshape(-1), bias, M, N, K,
+        sa[0], sa[1], sb[0], sb[1], sc[0], sc[1],
+        **flags, **config)
+    return c
