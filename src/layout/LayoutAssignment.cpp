@@ -14,6 +14,7 @@
 #include "support/MathExtras.h"
 
 #include <algorithm>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -964,7 +965,13 @@ private:
 
   void allocateShared() {
     int64_t end = 0;
+    std::vector<const ir::Op*> allocs; // in the order they were placed
+    bool aliased = false, tasks = false;
     walk(fn_.body, [&](const ir::Op& op) {
+      if (op.code() == OpCode::LocalAlloc || op.code() == OpCode::AllocBarriers)
+        allocs.push_back(&op);
+      aliased |= op.code() == OpCode::LocalAlloc && op.hasAttr(ir::attr::LocalAlloc::kalias);
+      tasks |= op.code() == OpCode::AsyncTasks;
       switch (op.code()) {
       case OpCode::LocalAlloc: {
         const ir::Type& t = op.result()->type();
@@ -1021,6 +1028,162 @@ private:
     map_.scratchBytes_ = scratch;
     map_.scratchOffset_ = scratch ? alignTo(end, wgmmaStaging_ ? 1024 : 128) : end;
     map_.sharedBytes_ = map_.scratchOffset_ + scratch;
+    if (!aliased && !tasks) shareScratchWithDeadBuffers(allocs);
+  }
+
+  // ---- the scratch region over buffers no scratch user sees alive ----
+  //
+  // The scratch region (layout conversions, reductions, descriptor tiles; one base for all)
+  // may lie over a buffer that is dead wherever scratch is used: the software pipeliner's
+  // multi-buffered stages, dead after their loop, leave their bytes to the epilogue's
+  // conversion or descriptor store, as Triton's allocator reuses them. Such buffers are placed
+  // after the others and the scratch region starts where they start. Every scratch user starts
+  // with a CTA barrier, so what it writes comes after every thread's last use of the buffer;
+  // the buffer's asynchronous users must be drained before that barrier.
+
+  /// The op of `block` that `op` is, or is nested in; null when `op` is outside `block`.
+  static const ir::Op* ancestorIn(const ir::Block& block, const ir::Op* op) {
+    while (op && op->parentBlock() != &block) {
+      const ir::Op* up = op->parentBlock() ? op->parentBlock()->parentOp() : nullptr;
+      op = up;
+    }
+    return op;
+  }
+
+  /// Ops inside a dead buffer's live range must not use scratch: their lowering never does
+  /// (conversions at their operands are planned, and checked apart).
+  static bool neverUsesScratch(OpCode c) {
+    switch (c) {
+    case OpCode::Constant:
+    case OpCode::ProgramId:
+    case OpCode::NumPrograms:
+    case OpCode::Arange:
+    case OpCode::Splat:
+    case OpCode::Broadcast:
+    case OpCode::ExpandDims:
+    case OpCode::MultipleOf:
+    case OpCode::MaxContiguous:
+    case OpCode::Load:
+    case OpCode::Store:
+    case OpCode::For:
+    case OpCode::If:
+    case OpCode::Yield:
+    case OpCode::LocalAlloc:
+    case OpCode::AllocBarriers:
+    case OpCode::LocalView:
+    case OpCode::LocalTrans:
+    case OpCode::LocalLoad:
+    case OpCode::LocalStore:
+    case OpCode::AsyncLoad:
+    case OpCode::AsyncCommitGroup:
+    case OpCode::AsyncWaitGroup:
+    case OpCode::AsyncDescLoad:
+    case OpCode::AsyncDot:
+    case OpCode::AsyncDotWait:
+    case OpCode::BarrierExpectBytes:
+    case OpCode::BarrierWait:
+    case OpCode::DebugBarrier:
+    case OpCode::Fence:
+      return true;
+    default:
+      return isElementwise(c);
+    }
+  }
+
+  /// Where `alloc`'s buffer is live, as positions in its block: from the alloc to the last op
+  /// that uses it (or a view of it), then to the waits that drain its asynchronous users
+  /// (async_dot_wait 0 for wgmma reads, async_load_wait_group 0 for cp.async writes). None
+  /// when a user is one this reuse does not know, or a TMA copy into it is not predicated (the
+  /// pipeliner's copies past the end are never issued).
+  std::optional<std::pair<size_t, size_t>> deadAfter(const ir::Op& alloc) const {
+    const ir::Block& block = *alloc.parentBlock();
+    size_t first = ir::positionOf(block, &alloc), last = first;
+    bool wgmma = false, cpAsync = false, ok = true;
+    walk(fn_.body, [&](const ir::Op& op) {
+      bool uses = false;
+      for (const ir::Value* o : op.operands())
+        uses |= (o->type().kind == ir::TypeKind::Buffer) && rootOf(o) == alloc.result();
+      if (!uses) return;
+      switch (op.code()) {
+      case OpCode::LocalView:
+      case OpCode::LocalTrans:
+      case OpCode::LocalLoad:
+      case OpCode::LocalStore:
+        break;
+      case OpCode::AsyncDot:
+        wgmma = true;
+        break;
+      case OpCode::AsyncLoad:
+        cpAsync = true;
+        break;
+      case OpCode::AsyncDescLoad:
+        ok &= ir::attr::AsyncDescLoad::hasPred(op);
+        break;
+      default:
+        ok = false;
+        return;
+      }
+      const ir::Op* at = ancestorIn(block, &op);
+      if (!at) {
+        ok = false;
+        return;
+      }
+      last = std::max(last, ir::positionOf(block, at));
+    });
+    if (!ok) return std::nullopt;
+    const auto& ops = block.ops();
+    for (size_t i = last + 1; i < ops.size() && (wgmma || cpAsync); ++i) {
+      const ir::Op& op = *ops[i];
+      if (op.code() == OpCode::AsyncDotWait && ir::attr::AsyncDotWait::pendings(op) == 0 && wgmma) {
+        wgmma = false;
+        last = i;
+      } else if (op.code() == OpCode::AsyncWaitGroup &&
+                 ir::attr::AsyncWaitGroup::pendings(op) == 0 && cpAsync) {
+        cpAsync = false;
+        last = i;
+      }
+    }
+    if (wgmma || cpAsync) return std::nullopt;
+    return std::pair(first, last);
+  }
+
+  /// Whether any op from `from` to `to` of `block` (nested ones included) may use scratch.
+  bool usesScratch(const ir::Block& block, size_t from, size_t to) const {
+    bool any = false;
+    for (size_t i = from; i <= to && !any; ++i) {
+      auto check = [&](const ir::Op& op) {
+        any |= !neverUsesScratch(op.code()) || map_.scratchPerOp_.count(&op) != 0;
+      };
+      const ir::Op& top = *block.ops()[i];
+      check(top);
+      for (unsigned r = 0; r < top.numRegions(); ++r) walk(*top.region(r), check);
+    }
+    return any;
+  }
+
+  void shareScratchWithDeadBuffers(const std::vector<const ir::Op*>& allocs) {
+    std::vector<const ir::Op*> kept, dead;
+    for (const ir::Op* op : allocs) {
+      bool reusable = false;
+      if (op->code() == OpCode::LocalAlloc && op->result()->type().space != ir::MemorySpace::Tmem) {
+        auto range = deadAfter(*op);
+        reusable = range && !usesScratch(*op->parentBlock(), range->first, range->second);
+      }
+      (reusable ? dead : kept).push_back(op);
+    }
+    if (dead.empty()) return;
+    int64_t end = 0;
+    auto place = [&](const ir::Op* op) {
+      SharedAllocation& a = map_.allocations_.at(op->result());
+      a.offset = alignTo(end, a.alignment);
+      end = a.offset + a.bytes();
+    };
+    for (const ir::Op* op : kept) place(op);
+    // A whole number of swizzle atoms: descriptor stores stage their tiles swizzled there.
+    map_.scratchOffset_ = alignTo(end, 1024);
+    end = map_.scratchOffset_;
+    for (const ir::Op* op : dead) place(op);
+    map_.sharedBytes_ = std::max(end, map_.scratchOffset_ + map_.scratchBytes_);
   }
 
   /// A member of a tlx.storage_alias_spec: the spec's region is placed at its first member,

@@ -32,6 +32,7 @@
 #include "ir/Builder.h"
 #include "ir/DotFp8.h"
 #include "ir/OpAttrs.h"
+#include "ir/OpTraits.h"
 #include "layout/AxisInfo.h"
 #include "support/MathExtras.h"
 #include "transforms/Passes.h"
@@ -204,15 +205,6 @@ private:
     }
     if (!dot || !wgmmaShaped(*dot, fn_.numWarps)) return false;
     plan.dot = dot;
-    // Fewer stages when the buffers would not fit beside the epilogue's layout conversion of
-    // the M x N result (16-bit, as stored), which gets its own shared memory; a loop that does
-    // not fit even three is left alone (the plain dot needs one stage's worth).
-    const Type& at = dot->operand(0)->type();
-    int64_t M = at.shape[0], K = at.shape[1], N = dot->operand(1)->type().shape[1];
-    int64_t stageBytes = (M * K + K * N) * ir::byteWidth(at.elem);
-    int64_t budget = kSharedBytesPerBlock - M * N * 2;
-    while (plan.stages > 3 && plan.stages * stageBytes > budget) --plan.stages;
-    if (plan.stages * stageBytes > budget) return false;
 
     // The accumulator: a loop-carried value that only the dot reads and that the dot's result
     // (read by nothing else) replaces; or, for `acc += tl.dot(a, b)`, that only the add of the
@@ -247,12 +239,30 @@ private:
     for (int i = 0; i < 2; ++i) {
       Value* v = i == 1 && plan.bTrans ? plan.bTrans->operand(0) : dot->operand(i);
       Op* load = v->def();
-      if (!load || load->code() != OpCode::Load || load->parentBlock() != &body ||
-          usesOf(load->result()) != 1)
+      if (!load || (load->code() != OpCode::Load && !hostDescLoad(*load)) ||
+          load->parentBlock() != &body || usesOf(load->result()) != 1)
         return false;
       plan.loads[i] = load;
     }
-    return analyzeAddresses(body, plan, static_cast<int>(plan.accIter));
+    // Both tl.loads (cp.async) or both loads through host descriptors (TMA, the tiles landing
+    // on one barrier per slot). A TMA loop nested in loops carries its ring's slot and phase
+    // through them (its barriers live across the outer iterations), which only for loops do.
+    plan.tma = plan.loads[0]->code() == OpCode::DescLoad;
+    if (plan.loads[1]->code() != plan.loads[0]->code()) return false;
+    if (plan.tma && !enclosedByForLoopsOnly(*loop.parentBlock())) return false;
+    if (!analyzeAddresses(body, plan, static_cast<int>(plan.accIter))) return false;
+
+    // Fewer stages (down to two) where the buffers would not fit. A loop that computes nothing
+    // but its copies' addresses and the dot leaves the stages' bytes to the epilogue after it
+    // (the layout pass puts the scratch of the M x N result's conversion or descriptor store
+    // over them, dead by then); another keeps room beside them for a 16-bit M x N conversion.
+    const Type& at = dot->operand(0)->type();
+    int64_t M = at.shape[0], K = at.shape[1], N = dot->operand(1)->type().shape[1];
+    int64_t stageBytes = (M * K + K * N) * ir::byteWidth(at.elem);
+    int64_t budget = kSharedBytesPerBlock - kTmaLoopSlack - sharedUsed_;
+    if (!onlyPipelinedOps(body, plan)) budget -= M * N * 2;
+    while (plan.stages > 2 && plan.stages * stageBytes > budget) --plan.stages;
+    return plan.stages * stageBytes <= budget;
   }
 
   /// Whether the two loads of `plan` can become copies issued iterations ahead: zero-filled,
@@ -283,6 +293,31 @@ private:
     return addressesOnlyFeedLoads(body, plan);
   }
 
+  /// Whether `body` holds only what the rewrite replaces or keeps to compute the copies'
+  /// addresses: elementwise and shape ops, which need no scratch memory.
+  bool onlyPipelinedOps(const Block& body, const Plan& plan) const {
+    for (const auto& op : body.ops()) {
+      const Op* o = op.get();
+      if (o == plan.dot || o == plan.loads[0] || o == plan.loads[1] || o == plan.bTrans ||
+          o == plan.accumulatingAdd || o == body.terminator())
+        continue;
+      if (!plan.slice.count(o)) return false;
+      switch (o->code()) {
+      case OpCode::Constant:
+      case OpCode::Arange:
+      case OpCode::Splat:
+      case OpCode::Broadcast:
+      case OpCode::ExpandDims:
+      case OpCode::MultipleOf:
+      case OpCode::MaxContiguous:
+        break;
+      default:
+        if (!ir::isElementwise(o->code())) return false;
+      }
+    }
+    return true;
+  }
+
   /// The common loop header checks: a constant positive step, an integer induction variable,
   /// num_stages > 1.
   bool analyzeLoopHeader(Op& loop, Plan& plan) {
@@ -300,7 +335,7 @@ private:
     if (stages <= 1) return false;
     plan.loop = &loop;
     plan.step = step;
-    plan.stages = static_cast<int>(std::max<int64_t>(stages, 3));
+    plan.stages = static_cast<int>(std::max<int64_t>(stages, 2));
     return true;
   }
 
@@ -309,6 +344,7 @@ private:
   /// later `o = tl.dot(p, v, o_in)` with p computed in registers and v a tl.load.
   bool analyzeAttention(Op& loop, Plan& plan) {
     if (!analyzeLoopHeader(loop, plan)) return false;
+    plan.stages = std::max(plan.stages, 3);
     Block& body = *loop.region(0);
     std::vector<Op*> dots;
     for (auto& op : body.ops())
@@ -486,14 +522,23 @@ private:
   void issueLoads(ir::Builder& b, const Plan& plan, const ValueMap& map, Value* inRange,
                   Value* const buffers[2], Value* const bars[2], Value* slot) {
     if (plan.tma) {
+      // Both tiles complete on one barrier when the ring has one per slot (a matmul's A and B
+      // are read together): one expect of both tiles' bytes.
+      const bool oneBarrier = bars[0] == bars[1];
+      Value* bar = nullptr;
       for (int i = 0; i < 2; ++i) {
         const Op* load = plan.loads[i];
         b.setLoc(load->loc());
-        const Type& t = load->result()->type();
-        Value* bar = b.create1(OpCode::LocalView, {bars[i], slot}, Type::barrier(1));
-        int64_t bytes = t.shape[0] * t.shape[1] * ir::byteWidth(t.elem);
-        b.create(OpCode::BarrierExpectBytes, {bar, b.i32(bytes), inRange}, {},
-                 {{ir::attr::BarrierExpectBytes::khasPred, int64_t(1)}});
+        if (!oneBarrier || i == 0) {
+          bar = b.create1(OpCode::LocalView, {bars[i], slot}, Type::barrier(1));
+          int64_t bytes = 0;
+          for (int t = oneBarrier ? 0 : i; t <= i + (oneBarrier ? 1 : 0); ++t) {
+            const Type& tt = plan.loads[t]->result()->type();
+            bytes += tt.shape[0] * tt.shape[1] * ir::byteWidth(tt.elem);
+          }
+          b.create(OpCode::BarrierExpectBytes, {bar, b.i32(bytes), inRange}, {},
+                   {{ir::attr::BarrierExpectBytes::khasPred, int64_t(1)}});
+        }
         std::vector<Value*> operands{load->operand(0), slotView(b, buffers[i], slot), bar};
         for (unsigned o = 1; o < load->numOperands(); ++o)
           operands.push_back(mapped(map, load->operand(o)));
@@ -577,13 +622,45 @@ private:
       firstSlot = ring.loop->result(ring.slotResult);
       firstPhase = ring.loop->result(ring.slotResult + 1);
     }
+    // A matmul's TMA ring: one barrier per slot for both tiles, allocated once per kernel
+    // before the loops the K loop sits in, which carry the ring's slot and phase from one pass
+    // of the K loop to the next (re-initializing barriers in flight is not allowed).
+    const bool gemmTma = plan.tma && !plan.scoreDot;
+    std::vector<Op*> chain; // the enclosing for loops, outermost first
+    std::vector<unsigned> chainSlotResults;
+    if (gemmTma) {
+      for (Op* up = outer.parentOp(); up; up = up->parentBlock()->parentOp())
+        chain.insert(chain.begin(), up);
+      Block top;
+      ir::Builder tb(&top);
+      tb.setLoc(loop.loc());
+      p.bars[0] = p.bars[1] = tb.create1(OpCode::AllocBarriers, {}, Type::barrier(plan.stages),
+                                         {{ir::attr::AllocBarriers::karriveCount, int64_t(1)}});
+      p.bars[0]->name = "pipeline_full";
+      Value* slot = tb.i32(0);
+      Value* phase = slot;
+      Op* anchor = chain.empty() ? &loop : chain.front();
+      ir::spliceOps(top, *anchor->parentBlock(), ir::positionOf(*anchor->parentBlock(), anchor));
+      for (Op* up : chain) {
+        Block& upBody = *up->region(0);
+        chainSlotResults.push_back(up->numResults());
+        up->addOperand(slot);
+        up->addResult(i32, "pipeline_slot");
+        slot = upBody.addArg(i32, "pipeline_slot");
+        up->addOperand(phase);
+        up->addResult(i32, "pipeline_phase");
+        phase = upBody.addArg(i32, "pipeline_phase");
+      }
+      firstSlot = slot;
+      firstPhase = phase;
+    }
     for (int i = 0; i < 2 && plan.reuseRing < 0; ++i) {
       Type t = plan.loads[i]->result()->type();
       if (i == 1 && plan.copyBTransposed) std::swap(t.shape[0], t.shape[1]);
       p.buffers[i] = b.create1(OpCode::LocalAlloc, {}, Type::buffer(t.elem, t.shape, plan.stages),
                                {{ir::attr::LocalAlloc::kstorage, std::string("smem")}});
       p.buffers[i]->name = names[i];
-      if (plan.tma) {
+      if (plan.tma && !gemmTma) {
         p.bars[i] = b.create1(OpCode::AllocBarriers, {}, Type::barrier(plan.stages),
                               {{ir::attr::AllocBarriers::karriveCount, int64_t(1)}});
         p.bars[i]->name = std::string(names[i]) + "_full";
@@ -619,6 +696,15 @@ private:
       loop.addOperand(firstPhase);
       loop.addResult(i32, "pipeline_phase");
       p.phase = body.addArg(i32, "pipeline_phase");
+      // Each enclosing loop yields the slot and phase the loop inside it ended on.
+      for (size_t k = 0; k < chain.size(); ++k) {
+        Op* inner = k + 1 < chain.size() ? chain[k + 1] : &loop;
+        unsigned r = k + 1 < chain.size() ? chainSlotResults[k + 1] : slotResult;
+        Op* upYield = chain[k]->region(0)->terminator();
+        upYield->addOperand(inner->result(r));
+        upYield->addOperand(inner->result(r + 1));
+      }
+      if (gemmTma) return p;
       TmaRing ring{&outer,
                    {p.buffers[0], p.buffers[1]},
                    {p.bars[0], p.bars[1]},
@@ -727,6 +813,13 @@ private:
     ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(ir::positionOf(body, op)));
   }
 
+  /// Whether every op `block` is nested in is a for loop (none for the kernel's body).
+  static bool enclosedByForLoopsOnly(const Block& block) {
+    for (const Op* up = block.parentOp(); up; up = up->parentBlock()->parentOp())
+      if (up->code() != OpCode::For) return false;
+    return true;
+  }
+
   /// Whether `block` runs inside a loop. Then a warp group may start the next pass's prologue
   /// (refilling slots, Q's buffer) while another still runs its last MMA of the previous pass
   /// (each warp group retires only its own): the rewrites meet first with a CTA barrier.
@@ -744,27 +837,33 @@ private:
       Block meet;
       ir::Builder mb(&meet);
       mb.setLoc(loop.loc());
+      // The epilogue of the previous pass may have used these bytes (layout conversions share
+      // the stages' shared memory after the loop) through the generic proxy; TMA writes them
+      // through the async one.
+      if (plan.tma)
+        mb.create(OpCode::Fence, {}, {}, {{ir::attr::Fence::kkind, std::string("async_shared")}});
       mb.create(OpCode::DebugBarrier, {}, {}, {});
       ir::spliceOps(meet, outer, ir::positionOf(outer, &loop));
     }
     const char* const names[2] = {"pipeline_a", "pipeline_b"};
-    Pipeline p = startPipeline(plan, plan.stages - 2, names);
+    Pipeline p = startPipeline(plan, plan.stages - 1, names);
     Value* acc = body.arg(plan.accIter + 1);
 
     Block mid;
     ir::Builder b(&mid);
     b.setLoc(plan.dot->loc());
-    b.create(OpCode::AsyncWaitGroup, {}, {},
-             {{ir::attr::AsyncWaitGroup::kpendings, int64_t(p.ahead - 1)}});
+    waitForSlot(b, p, 0);
     Value* a = slotView(b, p.buffers[0], p.slot);
     Value* bv = slotView(b, p.buffers[1], p.slot);
     if (plan.bTrans || plan.copyBTransposed) bv = localTrans(b, bv);
     Value* issued = b.create1(OpCode::AsyncDot, {a, bv, acc}, plan.dot->result()->type(),
                               asyncDotAttrs(*plan.dot));
-    ValueMap map = refill(b, plan, p, plan.dot->loc());
     Value* retired = b.create(OpCode::AsyncDotWait, {issued}, {issued->type()},
                               {{ir::attr::AsyncDotWait::kpendings, int64_t(1)}})
                          ->result();
+    // The MMA of iteration i - 1 is retired: its slot, (i + S - 1) mod S, takes the copies of
+    // iteration i + S - 1.
+    ValueMap map = refill(b, plan, p, plan.dot->loc());
     body.terminator()->setOperand(plan.accIter, retired);
     yieldPipeline(b, plan, p, map);
     ir::spliceOps(mid, body, ir::positionOf(body, plan.dot));
@@ -783,7 +882,8 @@ private:
     Value* result = loop.result(plan.accIter);
     Op* wait = b.create(OpCode::AsyncDotWait, {result}, {result->type()},
                         {{ir::attr::AsyncDotWait::kpendings, int64_t(0)}});
-    b.create(OpCode::AsyncWaitGroup, {}, {}, {{ir::attr::AsyncWaitGroup::kpendings, int64_t(0)}});
+    if (!plan.tma)
+      b.create(OpCode::AsyncWaitGroup, {}, {}, {{ir::attr::AsyncWaitGroup::kpendings, int64_t(0)}});
     wait->result()->name = result->name;
     replaceAllUses(fn_.body, result, wait->result());
     ir::spliceOps(post, outer, ir::positionOf(outer, &loop) + 1);
