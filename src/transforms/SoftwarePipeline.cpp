@@ -3,24 +3,28 @@
 // multi-buffered shared memory, issued iterations ahead, and the dot becomes an async wgmma
 // straight from those buffers with one MMA left in flight.
 //
-// For a loop with S = max(num_stages, 3) stages (fewer, down to 3, where the buffers would not
-// fit in shared memory), D = S - 2 iterations are loaded ahead:
+// For a loop with S = max(num_stages, 2) stages (fewer, down to 2, where the buffers would not
+// fit in shared memory), D = S - 1 iterations are loaded ahead, as Triton does:
 //
-//   prologue:  for j < D: async_load(iteration j -> slot j, masked off past the end); commit
-//   loop i:    async_wait_group(D - 1)            iteration i has landed (the lowering adds the
-//                                                 proxy fence and the CTA barrier)
+//   prologue:  for j < D: copy iteration j -> slot j (masked / predicated off past the end)
+//   loop i:    wait for slot i % S                 (cp.async: async_wait_group(D - 1), whose
+//                                                  lowering adds the proxy fence and the CTA
+//                                                  barrier; TMA: the slot's mbarrier phase)
 //              acc = async_dot(slot i % S, acc)
-//              async_load(iteration i + D -> slot (i + D) % S); commit
 //              acc = async_dot_wait(1, acc)       the MMA of iteration i - 1 is retired
-//   epilogue:  acc = async_dot_wait(0, acc); async_wait_group(0)
+//              copy iteration i + D -> slot (i + D) % S = (i - 1) % S
+//   epilogue:  acc = async_dot_wait(0, acc); async_wait_group(0) for cp.async
 //
-// Slot (i + D) % S = (i - 2) % S was last read by the MMA of iteration i - 2: every warp retired
-// it (async_dot_wait(1) in iteration i - 1) before the barrier at the top of iteration i, so one
-// barrier per iteration orders both the copies and the refills. The loop-carried values the load
-// addresses come from (pointer tensors advanced each iteration) are rotated: they enter the loop
-// holding iteration D's values, the address computation is cloned with the induction variable
-// moved D steps ahead, and the original computation dies. A loop that does not fit this shape is
-// left as it is.
+// Slot (i - 1) % S was last read by the MMA of iteration i - 1, which the waiting warp group
+// just retired; with several warp groups the shared-memory hazard pass puts a CTA barrier before
+// the copies. The loop-carried values the load addresses come from (pointer tensors advanced
+// each iteration) are rotated: they enter the loop holding iteration D's values, the address
+// computation is cloned with the induction variable moved D steps ahead, and the original
+// computation dies. Loads through host descriptors (Triton's tutorial 09 form) become TMA
+// copies of both tiles completing on one barrier per slot; the barriers are allocated once,
+// before the for loops the K loop sits in (a persistent kernel's tile loop), which carry the
+// ring's slot and phase from one pass of the K loop to the next. A loop that does not fit this
+// shape is left as it is.
 //
 // Attention loops (`s = tl.dot(q, tl.trans(k))` with q loop-invariant, softmax, then
 // `o = tl.dot(p, v, o)`) get the same copies for K and V, with Q stored once into its own
