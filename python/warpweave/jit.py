@@ -674,6 +674,49 @@ def trap_hang_tries() -> int:
 # ------------------------------------------------------------------------------------------------
 
 
+def _split_signature(signature: str):
+    """The entries of a compile signature, split at its top-level commas (a descriptor's type,
+    desc<fp16,128x64>, has its own)."""
+    depth, start = 0, 0
+    for i, ch in enumerate(signature):
+        if ch in "<([":
+            depth += 1
+        elif ch in ">)]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            yield signature[start:i]
+            start = i + 1
+    if signature[start:]:
+        yield signature[start:]
+
+
+def _specialization_proxy(signature: str):
+    """What Triton hands a @jit(repr=...) function: `.signature` (argument name -> type, such as
+    "i64" or "*fp32"; "constexpr" for compile-time values) and `.constants` (argument name ->
+    value, for constexprs and the integers specialized as equal to 1)."""
+    import ast as _ast
+    from collections import namedtuple
+
+    types, constants = {}, {}
+    for entry in _split_signature(signature):
+        name, eq, value = entry.partition("=")
+        if eq and ":" not in name:
+            try:
+                constants[name] = _ast.literal_eval(value)
+            except (ValueError, SyntaxError):
+                constants[name] = value
+            types[name] = "constexpr"
+            continue
+        name, _, rest = entry.partition(":")
+        ty, _, hint = rest.partition(":")
+        if hint == "1" and not ty.startswith("*"):
+            constants[name] = 1
+            types[name] = "constexpr"
+        else:
+            types[name] = ty
+    return namedtuple("SpecializationProxy", ["constants", "signature"])(constants, types)
+
+
 class CompiledKernel:
     """A kernel compiled for one specialization, with what a launch needs precomputed."""
 
@@ -714,6 +757,15 @@ class CompiledKernel:
 
     # Properties Triton users look at.
     @property
+    def name(self) -> str:
+        """The kernel's name: the function's, or what its @jit(repr=...) function returns for
+        this specialization (Triton names the compiled kernel so)."""
+        make = getattr(self.fn, "_repr", None)
+        if make is None:
+            return self.kernel.name
+        return make(_specialization_proxy(self.signature))
+
+    @property
     def asm(self) -> dict:
         return {"ttir": self.kernel.tile_ir, "ptx": self.kernel.ptx, "cubin": self.kernel.cubin}
 
@@ -726,7 +778,7 @@ class CompiledKernel:
 
         cluster = tuple(self.kernel.cluster_dims)
         return SimpleNamespace(
-            name=self.kernel.name, num_warps=self.kernel.num_warps, num_stages=self.options[1],
+            name=self.name, num_warps=self.kernel.num_warps, num_stages=self.options[1],
             num_ctas=1, ctas_per_cga=cluster, cluster_dims=cluster,
             preferred_ctas_per_cga=None, shared=self.shared,
             target=self.kernel.target)

@@ -107,7 +107,10 @@ void argFold(bool isMax, const Tensor& x, Tensor* values, Tensor& indices, const
       C bestValue = E::load(px[s.index(o, 0, i)]);
       for (int64_t l = 1; l < s.length; ++l) {
         C v = E::load(px[s.index(o, l, i)]);
-        if (isMax ? v > bestValue : v < bestValue) { // strict: ties keep the lowest index
+        // NaN is a missing value (as fmaxf / fminf treat it, and tl.max / tl.min here): a NaN
+        // best gives way to any number. Strict comparisons: ties keep the lowest index.
+        bool better = bestValue != bestValue ? v == v : (isMax ? v > bestValue : v < bestValue);
+        if (better) {
           bestValue = v;
           best = l;
         }

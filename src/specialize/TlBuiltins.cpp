@@ -591,15 +591,37 @@ Val tlJoin(Specializer& sp, const std::string& /*name*/, CallSite& call) {
 
 Val tlCat(Specializer& sp, const std::string& /*name*/, CallSite& call) {
   SourceLoc loc = call.loc;
-  BoundArgs a(call, {"input", "other", "can_reorder="});
+  BoundArgs a(call, {"input", "other", "can_reorder=", "dim="});
   ir::Value* x = sp.requireTensorOrScalar(a.get("input"), a.loc("input"), "tl.cat's input");
   ir::Value* y = sp.requireTensorOrScalar(a.get("other"), a.loc("other"), "tl.cat's other");
   if (x->type() != y->type() || x->type().isScalar())
     raiseError(loc, "tl.cat needs two tensors of one type, got " + x->type().str() + " and " +
                         y->type().str());
   std::vector<int64_t> shape = x->type().shape;
-  shape[0] *= 2;
-  return Val::runtime(sp.b.create1(OpCode::Cat, {x, y}, x->type().withShape(shape)));
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  int64_t dim = 0;
+  bool reorder = a.has("can_reorder") &&
+                 sp.constBool(a.get("can_reorder"), a.loc("can_reorder"), "tl.cat's can_reorder");
+  if (!reorder && a.has("dim"))
+    dim = normAxis(sp.constInt(a.get("dim"), a.loc("dim"), "tl.cat's dim", a.expr("dim")),
+                   shape.size(), a.loc("dim"), "tl.cat");
+  if (dim == 0) {
+    shape[0] *= 2;
+    return Val::runtime(sp.b.create1(OpCode::Cat, {x, y}, x->type().withShape(shape)));
+  }
+  // Along another dimension, as Triton does: join (a new minor dimension of 2), move that
+  // dimension in front of `dim`, and merge the two.
+  std::vector<int64_t> joined = shape;
+  joined.push_back(2);
+  ir::Value* j = sp.b.create1(OpCode::Join, {x, y}, x->type().withShape(joined));
+  std::vector<int64_t> order, permuted;
+  for (int64_t i = 0; i < rank; ++i) order.push_back(i);
+  order.insert(order.begin() + dim, rank);
+  for (int64_t d : order) permuted.push_back(joined[static_cast<size_t>(d)]);
+  ir::Value* p = sp.b.create1(OpCode::Permute, {j}, x->type().withShape(permuted),
+                              {ir::attr::Permute::make::order(order)});
+  shape[static_cast<size_t>(dim)] *= 2;
+  return Val::runtime(sp.reshape(p, shape, loc));
 }
 
 Val tlWhere(Specializer& sp, const std::string& /*name*/, CallSite& call) {

@@ -181,3 +181,102 @@ def test_interpreted_kernel_reports_the_gpu_compiles_resources(monkeypatch):
     k[(4,)](y, x, 1024)
     e = np.exp(x - x.max(axis=1, keepdims=True))
     np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+# ------------------------------------------------------------------------------------------------
+# tl.cat along any dimension
+# ------------------------------------------------------------------------------------------------
+
+
+@ww.jit
+def cat_dim_kernel(X, Y, Z, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr,
+                   DIM: tl.constexpr):
+    i = tl.arange(0, A)[:, None, None]
+    j = tl.arange(0, B)[None, :, None]
+    k = tl.arange(0, C)[None, None, :]
+    offs = i * B * C + j * C + k
+    z = tl.cat(tl.load(X + offs), tl.load(Y + offs), dim=DIM)
+    zi = tl.arange(0, A * (2 if DIM == 0 else 1))[:, None, None]
+    zj = tl.arange(0, B * (2 if DIM == 1 else 1))[None, :, None]
+    zk = tl.arange(0, C * (2 if DIM == 2 else 1))[None, None, :]
+    zb = B * (2 if DIM == 1 else 1)
+    zc = C * (2 if DIM == 2 else 1)
+    tl.store(Z + zi * zb * zc + zj * zc + zk, z)
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1])
+def test_cat_along_a_dimension(dim):
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((2, 4, 8)).astype(np.float32)
+    y = rng.standard_normal((2, 4, 8)).astype(np.float32)
+    expect = np.concatenate([x, y], axis=dim)
+    z = np.zeros_like(expect)
+    cat_dim_kernel[(1,)](x, y, z, A=2, B=4, C=8, DIM=dim % 3)
+    np.testing.assert_array_equal(z, expect)
+    if dim == -1:  # a negative dim counts from the end, as the positive one does
+        z2 = np.zeros_like(expect)
+        cat_neg_kernel[(1,)](x, y, z2)
+        np.testing.assert_array_equal(z2, expect)
+
+
+@ww.jit
+def cat_neg_kernel(X, Y, Z):
+    i = tl.arange(0, 2)[:, None, None]
+    j = tl.arange(0, 4)[None, :, None]
+    k = tl.arange(0, 8)[None, None, :]
+    z = tl.cat(tl.load(X + i * 32 + j * 8 + k), tl.load(Y + i * 32 + j * 8 + k), dim=-1)
+    tl.store(Z + i * 64 + j * 16 + tl.arange(0, 16)[None, None, :], z)
+
+
+# ------------------------------------------------------------------------------------------------
+# CompiledKernel.name and @jit(repr=...)
+# ------------------------------------------------------------------------------------------------
+
+
+def _describe(spec):
+    ones = "_".join(k for k, v in spec.constants.items() if v == 1)
+    return f"k_{spec.signature['value']}_{spec.signature['X']}_{ones}_{spec.constants['C']}"
+
+
+def _named_kernel(value, is_one, X, C: tl.constexpr):
+    pass
+
+
+def test_compiled_kernel_name_follows_the_jit_repr_function():
+    named = ww.jit(repr=_describe)(_named_kernel)
+    plain = ww.jit(_named_kernel)
+    x = np.zeros(4, np.float32)
+    cases = [(-2**63, "i64"), (2**64 - 1, "u64"), (7, "i32"), (2.5, "fp32")]
+    for value, ty in cases:
+        k = named.warmup(value, 1, x, 3, grid=(1,))
+        assert k.name == f"k_{ty}_*fp32_is_one_3", k.name
+        assert k.metadata.name == k.name
+    assert plain.warmup(7, 1, x, 3, grid=(1,)).name == "_named_kernel"
+
+
+# ------------------------------------------------------------------------------------------------
+# argmax / argmin with NaN, tie_break_left=False
+# ------------------------------------------------------------------------------------------------
+
+
+@ww.jit
+def arg_nan_kernel(X, OUT, N: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x_max = tl.load(X + offs, mask=offs < N, other=-float("inf"))
+    x_min = tl.load(X + offs, mask=offs < N, other=float("inf"))
+    tl.store(OUT + 0, tl.argmax(x_max, axis=0, tie_break_left=False))
+    tl.store(OUT + 1, tl.argmin(x_min, axis=0, tie_break_left=False))
+    tl.store(OUT + 2, tl.argmax(x_max, axis=0))
+    tl.store(OUT + 3, tl.argmin(x_min, axis=0))
+
+
+@pytest.mark.parametrize("values, argmax, argmin", [
+    ([np.nan, 6.0, 8.0], 2, 1),
+    ([3.0, 5.0, np.nan], 1, 0),
+    ([3.0, np.nan, 1.0], 0, 2),
+    ([np.nan, np.nan, 4.0], 2, 2),
+])
+def test_argmax_argmin_skip_nan(values, argmax, argmin):
+    out = np.full(4, -1, np.int32)
+    arg_nan_kernel[(1,)](np.array(values, np.float32), out, N=3, BLOCK=4)
+    np.testing.assert_array_equal(out, [argmax, argmin, argmax, argmin])
