@@ -364,6 +364,9 @@ void FunctionLowering::dispatchOp(const ir::Op& op) {
   case OpCode::Tcgen05Mma:
   case OpCode::Tcgen05Commit:
     return lowerTcgen05(op);
+  case OpCode::ClcTryCancel:
+  case OpCode::ClcQuery:
+    return lowerClc(op);
   case OpCode::Yield:
   case OpCode::Condition:
     throw std::logic_error("codegen: terminator lowered outside its parent op");

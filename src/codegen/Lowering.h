@@ -234,6 +234,8 @@ private:
   void lowerTmemCopy(const ir::Op& op);
   /// tcgen05_mma and tcgen05_commit.
   void lowerTcgen05(const ir::Op& op);
+  /// clc_try_cancel and clc_query: cluster launch control (TlxClc.cpp).
+  void lowerClc(const ir::Op& op);
   /// tlx.async_dot (wgmma from TLX buffers) and tlx.async_dot_wait (TlxAsyncDot.cpp).
   void lowerAsyncDot(const ir::Op& op);
   void lowerAsyncDotWait(const ir::Op& op);

@@ -44,6 +44,16 @@ bool isLanguageModule(const std::string& dotted) {
   return top == "warpweave" || top == "triton" || top == "math";
 }
 
+/// The package's own helper modules of @jit functions (language.extra.tlx.warp_spec), named
+/// in warpweave's spelling (TLX kernels import them as triton.language.extra.tlx.*): their files
+/// join the compile as a user's helper files do. Empty for other modules.
+std::string packageHelperModule(const std::string& dotted) {
+  for (const char* prefix : {"warpweave.language.extra.tlx.", "triton.language.extra.tlx."})
+    if (dotted.starts_with(prefix) && dotted.size() > std::string(prefix).size())
+      return "warpweave.language.extra.tlx." + dotted.substr(std::string(prefix).size());
+  return {};
+}
+
 /// Where absolute imports are looked for, after the importing file's own folder: the kernel
 /// file's folder and each folder above it (a project root, wherever the command runs), the
 /// PYTHONPATH entries, and the working directory.
@@ -88,7 +98,11 @@ std::vector<fs::path> importedFiles(const fs::path& from, const ast::ImportAlias
     for (size_t i = 1; i < dots; ++i) dir = dir.parent_path();
     searched.push_back(dir);
   } else {
-    if (isLanguageModule(rest)) return {};
+    if (std::string helper = packageHelperModule(rest); !helper.empty()) {
+      candidates = {helper};
+    } else if (isLanguageModule(rest)) {
+      return {};
+    }
     searched.push_back(from.parent_path());
     searched.insert(searched.end(), roots.begin(), roots.end());
   }

@@ -70,6 +70,14 @@ struct KernelState {
   std::ostream* out = nullptr; // where print writes; stdout when null
   int64_t clock = 0;
   uint64_t seed = 0; // of the schedulers; 0: deterministic round-robin
+  /// Cluster launch control: the grid's clusters in launch order (x fastest; a 1-CTA launch's
+  /// programs), those a try_cancel canceled (the launch loop skips them), and how many the loop
+  /// has started. A try_cancel takes the first cluster not started nor canceled; with a nonzero
+  /// seed a random one, or none (it fails) one time in four, as a GPU whose remaining clusters
+  /// already run elsewhere answers.
+  std::vector<uint8_t> clcCanceled;
+  int64_t clcStarted = 0;
+  uint64_t clcDraws = 0; // random choices made so far (with the seed, the next one's input)
 };
 
 struct CtaState;
@@ -141,6 +149,9 @@ struct CtaState {
   std::deque<MmaCommit> mmaCommits;
   std::set<uint64_t> mmaTokens;
   VectorClock mmaCompleted; // the completion clocks of every commit completed so far
+  /// Where a clc_query of this CTA decoded a failed try_cancel (invalid: none yet): issuing
+  /// another try_cancel after that is undefined behaviour in PTX.
+  SourceLoc clcFailureSeenAt;
   std::map<int64_t, NamedBarrier> namedBarriers;
   /// While async tasks run: every named-barrier use in their code, by id; ids used with a count
   /// that is not a constant are left out, and so is everything when some id is not a constant.
@@ -255,6 +266,9 @@ private:
   /// tcgen05_mma / tcgen05_commit (Blackwell; Tlx.cpp).
   void execTcgen05Mma(const ir::Op& op);
   void execTcgen05Commit(const ir::Op& op);
+  /// clc_try_cancel / clc_query (cluster launch control, Blackwell; TlxClc.cpp).
+  void execClcTryCancel(const ir::Op& op);
+  void execClcQuery(const ir::Op& op);
   /// Queues a commit of this agent's uncommitted MMAs on `bar`.
   void commitMmas(const ir::Op& op, const BarrierView& bar);
   /// Completes the tcgen05 commits in flight in `cta`, in order; returns whether there was one.

@@ -191,6 +191,8 @@ Executor::OpHandler Executor::handlerFor(OpCode code) {
     on({OpCode::AsyncDotWait}, &Executor::execAsyncDotWait);
     on({OpCode::Tcgen05Mma}, &Executor::execTcgen05Mma);
     on({OpCode::Tcgen05Commit}, &Executor::execTcgen05Commit);
+    on({OpCode::ClcTryCancel}, &Executor::execClcTryCancel);
+    on({OpCode::ClcQuery}, &Executor::execClcQuery);
     on({OpCode::AsyncTasks}, &Executor::execAsyncTasks);
     on({OpCode::AsyncTask}, &Executor::execAsyncTaskOutsideTasks);
     on({OpCode::ReplicaId}, &Executor::execReplicaId);
@@ -878,9 +880,17 @@ void runOnce(const ir::Function& fn, const SourceManager* sources, const int gri
   if (ctas > 1)
     checkClusterGrid(fn.name, {unsigned(dims[0]), unsigned(dims[1]), unsigned(dims[2])},
                      {unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2])});
+  // Clusters start in launch order; those a try_cancel canceled never start (their tiles went
+  // to the canceling program).
+  k.clcCanceled.assign(
+      size_t((grid[0] / dims[0]) * int64_t(grid[1] / dims[1]) * (grid[2] / dims[2])), 0);
+  int64_t launchIndex = 0;
   for (int z = 0; z < grid[2]; z += dims[2])
     for (int y = 0; y < grid[1]; y += dims[1])
       for (int x = 0; x < grid[0]; x += dims[0]) {
+        const int64_t index = launchIndex++;
+        if (k.clcCanceled[size_t(index)]) continue;
+        k.clcStarted = index + 1;
         if (ctas > 1) {
           runCluster(k, x, y, z, dims);
           continue;

@@ -662,7 +662,9 @@ bool Executor::completeAsyncCopies(KernelState& k, CtaState& cta) {
                              bar.describe() + ", in " + c.where,
                          expectNotes(bar));
       completePhase(k.sources, t.bar, c.op->loc(),
-                    c.data ? "the landing of the remote store" : "the landing of the TMA load",
+                    c.op->code() == OpCode::ClcTryCancel ? "the landing of the try_cancel response"
+                    : c.data                             ? "the landing of the remote store"
+                                                         : "the landing of the TMA load",
                     "the copy issued in " + c.where, c.where);
       if (t.cta->scheduler) t.cta->scheduler->bump();
     }

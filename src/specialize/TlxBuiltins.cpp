@@ -4,6 +4,7 @@
 #include "specialize/BuiltinTable.h"
 #include "specialize/OpAttrChecks.h"
 #include "specialize/SpecializerImpl.h"
+#include "specialize/TlxClc.h"
 
 #include "ir/Limits.h"
 
@@ -864,9 +865,8 @@ Val tlxAsyncDotWait(Specializer& sp, const std::string& /*name*/, CallSite& call
 Val tlxBlackwellOnly(Specializer& /*sp*/, const std::string& name, CallSite& call) {
   SourceLoc loc = call.loc;
   const std::string fn = "tlx." + name;
-  std::string what = name == "tmem_copy"          ? "shared-to-tensor-memory copies (tcgen05.cp)"
-                     : name == "async_dot_scaled" ? "block-scaled MMA (tcgen05.mma with scales)"
-                                                  : "cluster launch control (clusterlaunchcontrol)";
+  std::string what = name == "tmem_copy" ? "shared-to-tensor-memory copies (tcgen05.cp)"
+                                         : "block-scaled MMA (tcgen05.mma with scales)";
   raiseError(loc, fn + " (Blackwell " + what +
                       ") is not supported by warpweave yet, on any target; on Hopper use "
                       "tlx.async_dot with shared-memory operands");
@@ -1006,9 +1006,9 @@ const BuiltinTable& tlxBuiltins() {
       {"vote_ballot_sync", &tlxVoteBallotSync},
       {"tmem_copy", &tlxBlackwellOnly},
       {"async_dot_scaled", &tlxBlackwellOnly},
-      {"clc_create_context", &tlxBlackwellOnly},
-      {"clc_producer", &tlxBlackwellOnly},
-      {"clc_consumer", &tlxBlackwellOnly},
+      {"clc_create_context", &tlxClusterLaunchControl},
+      {"clc_producer", &tlxClusterLaunchControl},
+      {"clc_consumer", &tlxClusterLaunchControl},
       {"get_fp8_format_name", &tlxGetFp8FormatName},
       {"local_gather", &tlxGatherScatter},
       {"local_scatter", &tlxGatherScatter},
