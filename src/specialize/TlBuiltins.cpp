@@ -771,6 +771,8 @@ Val tlCumulative(Specializer& sp, const std::string& name, CallSite& call) {
   int64_t axis = a.has("axis") ? sp.constInt(a.get("axis"), a.loc("axis"), fn + "'s axis") : 0;
   axis = normAxis(axis, x->type().shape.size(), loc, fn);
   bool reverse = a.has("reverse") && sp.constBool(a.get("reverse"), a.loc("reverse"), "reverse");
+  // Triton's cumsum / cumprod promote bfloat16 to fp32 first (the scan runs and returns fp32).
+  if (x->type().elem == DType::BF16) x = sp.cast(x, DType::F32, loc);
   if (a.has("dtype"))
     x = sp.cast(x, sp.constDType(a.get("dtype"), a.loc("dtype"), "dtype"), loc);
   else if (ir::isInt(x->type().elem) && ir::bitWidth(x->type().elem) < 32)
@@ -1422,6 +1424,8 @@ Val Specializer::reduceOp(const std::string& kind, const Val& input, const Bound
       x = cast(x, constDType(a.get("dtype"), a.loc("dtype"), "tl.sum's dtype"), loc);
     else if (ir::isInt(x->type().elem) && ir::bitWidth(x->type().elem) < 32)
       x = cast(x, ir::isSigned(x->type().elem) ? DType::I32 : DType::U32, loc);
+    // bfloat16 sums in (and returns) fp32, as the TLX repository's Triton does (torch.sum too)
+    if (x->type().elem == DType::BF16) x = cast(x, DType::F32, loc);
   }
   std::vector<int64_t> origShape = x->type().shape;
   int64_t axis;

@@ -280,3 +280,39 @@ def test_argmax_argmin_skip_nan(values, argmax, argmin):
     out = np.full(4, -1, np.int32)
     arg_nan_kernel[(1,)](np.array(values, np.float32), out, N=3, BLOCK=4)
     np.testing.assert_array_equal(out, [argmax, argmin, argmax, argmin])
+
+
+# ------------------------------------------------------------------------------------------------
+# bfloat16 sums and scans run in fp32 (Triton promotes bfloat16 first)
+# ------------------------------------------------------------------------------------------------
+
+torch = pytest.importorskip("torch")
+
+
+@ww.jit
+def bf16_sum_scan_kernel(X, S, CS, CP, N: tl.constexpr):
+    x = tl.load(X + tl.arange(0, N))
+    s = tl.sum(x, axis=0)
+    cs = tl.cumsum(x, axis=0)
+    cp = tl.cumprod(x, axis=0)
+    tl.static_assert(s.dtype == tl.float32)
+    tl.static_assert(cs.dtype == tl.float32)
+    tl.static_assert(cp.dtype == tl.float32)
+    tl.store(S, s)
+    tl.store(CS + tl.arange(0, N), cs)
+    tl.store(CP + tl.arange(0, N), cp)
+
+
+def test_bfloat16_sum_cumsum_cumprod_accumulate_in_fp32(monkeypatch):
+    monkeypatch.setenv("WARPWEAVE_INTERPRET", "1")
+    ones = torch.ones(1024, dtype=torch.bfloat16)
+    s, cs, cp = torch.zeros(1), torch.zeros(1024), torch.zeros(1024)
+    bf16_sum_scan_kernel[(1,)](ones, s, cs, cp, N=1024)
+    assert s.item() == 1024.0  # in bfloat16 the running sum sticks at 256
+    np.testing.assert_array_equal(cs.numpy(), np.arange(1, 1025, dtype=np.float32))
+    x = (torch.randn(1024, generator=torch.Generator().manual_seed(5)) * 0.01 + 1).bfloat16()
+    bf16_sum_scan_kernel[(1,)](x, s, cs, cp, N=1024)
+    xf = x.float().numpy()
+    np.testing.assert_allclose(cs.numpy(), np.cumsum(xf, dtype=np.float32), rtol=1e-5)
+    np.testing.assert_allclose(cp.numpy(), np.cumprod(xf, dtype=np.float32), rtol=1e-4)
+    np.testing.assert_allclose(s.item(), xf.sum(dtype=np.float32), rtol=1e-5)
