@@ -787,7 +787,42 @@ Val tlDot(Specializer& sp, const std::string& /*name*/, CallSite& call) {
   SourceLoc loc = call.loc;
   BoundArgs a(call, {"input", "other", "acc=", "input_precision=", "allow_tf32=",
                      "max_num_imprecise_acc=", "out_dtype="});
-  return sp.dot(a, loc);
+  const Val &x = a.get("input"), &y = a.get("other");
+  if (!x.isRuntime() || !y.isRuntime() || x.type().shape.size() <= 3) return sp.dot(a, loc);
+  // Triton's dot takes any number of leading batch dimensions. More than one are merged into one
+  // (a row-major reshape), the batched dot runs, and its result takes them back.
+  const std::vector<int64_t>&sx = x.type().shape, &sy = y.type().shape;
+  const size_t r = sx.size();
+  std::vector<int64_t> batch(sx.begin(), sx.end() - 2);
+  if (sy.size() != r || !std::equal(batch.begin(), batch.end(), sy.begin()))
+    raiseError(loc, "tl.dot's operands must have the same batch dimensions, got " + shapeStr(sx) +
+                        " and " + shapeStr(sy));
+  int64_t n = 1;
+  for (int64_t d : batch) n *= d;
+  auto merged = [&](ir::Value* v) {
+    const std::vector<int64_t>& s = v->type().shape;
+    return Val::runtime(sp.reshape(v, {n, s[r - 2], s[r - 1]}, loc));
+  };
+  CallSite c = call;
+  auto replace = [&](size_t pos, const char* name, const Val& v) {
+    if (pos < c.args.size()) {
+      c.args[pos] = v;
+      return;
+    }
+    for (size_t i = 0; i < c.kwNames.size(); ++i)
+      if (c.kwNames[i] == name) c.kwVals[i] = v;
+  };
+  replace(0, "input", merged(x.v));
+  replace(1, "other", merged(y.v));
+  if (a.has("acc") && a.get("acc").isRuntime() && a.get("acc").type().shape.size() == r)
+    replace(2, "acc", merged(a.get("acc").v));
+  BoundArgs b(c, {"input", "other", "acc=", "input_precision=", "allow_tf32=",
+                  "max_num_imprecise_acc=", "out_dtype="});
+  Val z = sp.dot(b, loc);
+  std::vector<int64_t> shape = batch;
+  shape.push_back(sx[r - 2]);
+  shape.push_back(sy[r - 1]);
+  return Val::runtime(sp.reshape(z.v, shape, loc));
 }
 
 Val tlAbs(Specializer& sp, const std::string& /*name*/, CallSite& call) {

@@ -316,3 +316,50 @@ def test_bfloat16_sum_cumsum_cumprod_accumulate_in_fp32(monkeypatch):
     np.testing.assert_allclose(cs.numpy(), np.cumsum(xf, dtype=np.float32), rtol=1e-5)
     np.testing.assert_allclose(cp.numpy(), np.cumprod(xf, dtype=np.float32), rtol=1e-4)
     np.testing.assert_allclose(s.item(), xf.sum(dtype=np.float32), rtol=1e-5)
+
+
+# ------------------------------------------------------------------------------------------------
+# tl.dot with several batch dimensions
+# ------------------------------------------------------------------------------------------------
+
+
+@ww.jit
+def dot_nd_kernel(X, Y, A, Z, RANK: tl.constexpr, TRANS_B: tl.constexpr, ACC: tl.constexpr):
+    n: tl.constexpr = 256 << (RANK - 2)
+    shape: tl.constexpr = [2] * (RANK - 2) + [16, 16]
+    x = tl.load(X + tl.arange(0, n)).reshape(shape)
+    y = tl.load(Y + tl.arange(0, n)).reshape(shape)
+    if TRANS_B:
+        y = tl.trans(y)
+    if ACC:
+        z = tl.dot(x, y, acc=tl.load(A + tl.arange(0, n)).reshape(shape))
+    else:
+        z = tl.dot(x, y)
+    tl.store(Z + tl.arange(0, n), z.reshape([n]))
+
+
+@pytest.mark.parametrize("rank", [3, 4, 5])
+@pytest.mark.parametrize("trans_b", [False, True])
+@pytest.mark.parametrize("acc", [False, True])
+def test_dot_with_several_batch_dimensions(rank, trans_b, acc):
+    rng = np.random.default_rng(rank)
+    shape = (2,) * (rank - 2) + (16, 16)
+    x = rng.integers(-4, 5, shape).astype(np.float32)
+    y = rng.integers(-4, 5, shape).astype(np.float32)
+    a = rng.integers(-4, 5, shape).astype(np.float32)
+    z = np.zeros(shape, np.float32)
+    dot_nd_kernel[(1,)](x, y, a, z, RANK=rank, TRANS_B=trans_b, ACC=acc)
+    yy = np.swapaxes(y, -1, -2) if trans_b else y
+    np.testing.assert_array_equal(z, x @ yy + (a if acc else 0))
+
+
+@ww.jit
+def dot_batch_mismatch_kernel(X, Z):
+    x = tl.load(X + tl.arange(0, 1024)).reshape([2, 2, 16, 16])
+    y = tl.load(X + tl.arange(0, 1024)).reshape([4, 1, 16, 16])
+    tl.store(Z + tl.arange(0, 1024), tl.dot(x, y).reshape([1024]))
+
+
+def test_dot_refuses_different_batch_dimensions():
+    with pytest.raises(ww.CompilationError, match="same batch dimensions"):
+        dot_batch_mismatch_kernel[(1,)](np.zeros(1024, np.float32), np.zeros(1024, np.float32))
