@@ -131,6 +131,8 @@ def literal(value, name: str = "value") -> str:
         return repr(value)
     if isinstance(value, tl.dtype):
         return f"tl.{value.name}"
+    if isinstance(value, tl.ReductionOrdering):
+        return f"tl.ReductionOrdering.{value.name.upper()}"
     if type(value).__name__ == "_EnumValue" and type(value).__module__ == "warpweave.tlx":
         return f"tlx.{value.kind}.{value.name}"
     if isinstance(value, (tuple, list)):

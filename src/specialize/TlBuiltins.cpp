@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <set>
 
@@ -98,6 +99,7 @@ std::optional<Val> Specializer::namespaceMember(const std::string& ns, const std
     if (name == "random") return Val::ns("tl.random");
     if (name == "extra") return Val::ns("tl.extra");
     if (name == "PropagateNan") return Val::ns("tl.PropagateNan");
+    if (name == "ReductionOrdering") return Val::ns("tl.ReductionOrdering");
     if (auto t = tlTypeObject(name)) return *t;
     if (tlBuiltins().isMember(name)) return Val::builtin("tl." + name);
     return std::nullopt;
@@ -133,6 +135,10 @@ std::optional<Val> Specializer::namespaceMember(const std::string& ns, const std
   }
   if (ns == "tl.PropagateNan") {
     if (name == "ALL" || name == "NONE") return Val::enumValue(name);
+    return std::nullopt;
+  }
+  if (ns == "tl.ReductionOrdering") {
+    if (name == "INNER_TREE" || name == "UNORDERED") return Val::enumValue(name);
     return std::nullopt;
   }
   if (ns == "math") {
@@ -191,6 +197,8 @@ void Specializer::unknownMember(const std::string& ns, const std::string& name, 
     candidates = {"smem", "tmem"};
   } else if (ns == "tl.PropagateNan") {
     candidates = {"ALL", "NONE"};
+  } else if (ns == "tl.ReductionOrdering") {
+    candidates = {"INNER_TREE", "UNORDERED"};
   } else if (ns == "libdevice") {
     candidates = libdeviceFunctions();
   } else if (ns == "ww") {
@@ -676,20 +684,89 @@ Val tlClamp(Specializer& sp, const std::string& /*name*/, CallSite& call) {
   return Val::runtime(r);
 }
 
+/// Whether a reduction's reduction_ordering asks for Triton's INNER_TREE order (absent or
+/// UNORDERED: any order).
+bool innerTreeOrdering(const BoundArgs& a, const std::string& what) {
+  if (!a.has("reduction_ordering")) return false;
+  const Val& o = a.get("reduction_ordering");
+  if (o.kind != Val::Kind::Enum || (o.s != "INNER_TREE" && o.s != "UNORDERED"))
+    raiseError(a.loc("reduction_ordering"),
+               what +
+                   "'s reduction_ordering must be tl.ReductionOrdering.INNER_TREE or "
+                   "UNORDERED, got " +
+                   describe(o));
+  return o.s == "INNER_TREE";
+}
+
+/// Triton's INNER_TREE order, spelled with ordinary ops so that every target keeps it: `xs`
+/// (tensors of one shape) are reduced along `axis` by adjacent pairs, then pairs of pairs, until
+/// the axis has length 1 (it stays, of length 1). `pairs(values, a)` reduces axis `a`, of length
+/// 2, of each value: a two-element reduction has one order.
+std::vector<ir::Value*> innerTree(
+    Specializer& sp, std::vector<ir::Value*> xs, int64_t axis, SourceLoc loc,
+    const std::function<std::vector<ir::Value*>(const std::vector<ir::Value*>&, int64_t)>& pairs) {
+  const size_t ax = static_cast<size_t>(axis);
+  while (xs[0]->type().shape[ax] > 1) {
+    std::vector<int64_t> shape = xs[0]->type().shape;
+    shape[ax] /= 2;
+    shape.insert(shape.begin() + axis + 1, 2);
+    for (ir::Value*& x : xs) x = sp.reshape(x, shape, loc);
+    xs = pairs(xs, axis + 1);
+  }
+  return xs;
+}
+
+/// The input of a reduction over `axis` (None: all elements, flattened) after INNER_TREE's
+/// steps: `x` with that axis of length 1, or all of it as [1, ..., 1].
+ir::Value* innerTreeInput(
+    Specializer& sp, ir::Value* x, const BoundArgs& a, const std::string& what, SourceLoc loc,
+    const std::function<std::vector<ir::Value*>(const std::vector<ir::Value*>&, int64_t)>& pairs) {
+  if (x->type().isScalar()) return x;
+  const size_t rank = x->type().shape.size();
+  if (!a.has("axis")) {
+    ir::Value* flat = sp.reshape(x, {x->type().numElements()}, loc);
+    ir::Value* one = innerTree(sp, {flat}, 0, loc, pairs)[0];
+    return sp.reshape(one, std::vector<int64_t>(rank, 1), loc);
+  }
+  int64_t axis = normAxis(sp.constInt(a.get("axis"), a.loc("axis"), what + "'s axis"), rank,
+                          a.loc("axis"), what);
+  return innerTree(sp, {x}, axis, loc, pairs)[0];
+}
+
 Val tlSum(Specializer& sp, const std::string& /*name*/, CallSite& call) {
-  BoundArgs a(call, {"input", "axis=", "keep_dims=", "dtype="});
-  return sp.reduceOp("sum", a.get("input"), a, call.loc);
+  BoundArgs a(call, {"input", "axis=", "keep_dims=", "dtype=", "reduction_ordering="});
+  if (!innerTreeOrdering(a, "tl.sum")) return sp.reduceOp("sum", a.get("input"), a, call.loc);
+  SourceLoc loc = call.loc;
+  ir::Value* x = sp.requireTensorOrScalar(a.get("input"), a.loc("input"), "tl.sum's input");
+  // The accumulation type first (reduceOp's rules), so that every partial sum has it.
+  if (a.has("dtype"))
+    x = sp.cast(x, sp.constDType(a.get("dtype"), a.loc("dtype"), "tl.sum's dtype"), loc);
+  else if (ir::isInt(x->type().elem) && ir::bitWidth(x->type().elem) < 32)
+    x = sp.cast(x, ir::isSigned(x->type().elem) ? DType::I32 : DType::U32, loc);
+  if (x->type().elem == DType::BF16) x = sp.cast(x, DType::F32, loc);
+  auto pairs = [&](const std::vector<ir::Value*>& xs, int64_t axis) {
+    std::vector<int64_t> shape = xs[0]->type().shape;
+    shape.erase(shape.begin() + axis);
+    return std::vector<ir::Value*>{
+        sp.b.create1(OpCode::Reduce, {xs[0]}, ir::Type::tensor(xs[0]->type().elem, shape),
+                     {ir::attr::Reduce::make::axis(axis), ir::attr::Reduce::make::kind("sum")})};
+  };
+  return sp.reduceOp("sum", Val::runtime(innerTreeInput(sp, x, a, "tl.sum", loc, pairs)), a, loc);
 }
 
 /// tl.max / tl.min (with return_indices, the argmax / argmin too).
 Val tlMaxMin(Specializer& sp, const std::string& name, CallSite& call) {
-  BoundArgs a(
-      call, {"input", "axis=", "return_indices=", "return_indices_tie_break_left=", "keep_dims="});
+  // reduction_ordering: max and min are exact, and ties keep the lowest index, so every order
+  // gives INNER_TREE's result.
+  BoundArgs a(call, {"input", "axis=", "return_indices=", "return_indices_tie_break_left=",
+                     "keep_dims=", "reduction_ordering="});
+  innerTreeOrdering(a, "tl." + name);
   return sp.reduceOp(name, a.get("input"), a, call.loc);
 }
 
 Val tlArgMaxMin(Specializer& sp, const std::string& name, CallSite& call) {
-  BoundArgs a(call, {"input", "axis", "tie_break_left=", "keep_dims="});
+  BoundArgs a(call, {"input", "axis", "tie_break_left=", "keep_dims=", "reduction_ordering="});
+  innerTreeOrdering(a, "tl." + name); // exact: every order gives INNER_TREE's result
   return sp.reduceOp(name, a.get("input"), a, call.loc);
 }
 
@@ -738,8 +815,9 @@ Val tlCustomReduceOrScan(Specializer& sp, const std::string& name, CallSite& cal
   SourceLoc loc = call.loc;
   const std::string& fn = call.callee;
   bool scan = name == "associative_scan";
-  BoundArgs a = scan ? BoundArgs(call, {"input", "axis", "combine_fn", "reverse="})
-                     : BoundArgs(call, {"input", "axis", "combine_fn", "keep_dims="});
+  BoundArgs a =
+      scan ? BoundArgs(call, {"input", "axis", "combine_fn", "reverse="})
+           : BoundArgs(call, {"input", "axis", "combine_fn", "keep_dims=", "reduction_ordering="});
   std::vector<ir::Value*> inputs;
   const Val& in0 = a.get("input");
   if (in0.kind == Val::Kind::Tuple)
@@ -756,6 +834,24 @@ Val tlCustomReduceOrScan(Specializer& sp, const std::string& name, CallSite& cal
       scan ? (a.has("reverse") && sp.constBool(a.get("reverse"), a.loc("reverse"), "reverse"))
            : (a.has("keep_dims") &&
               sp.constBool(a.get("keep_dims"), a.loc("keep_dims"), "keep_dims"));
+  if (!scan && innerTreeOrdering(a, fn) && !inputs[0]->type().isScalar()) {
+    const Val& combine = a.get("combine_fn");
+    auto pairs = [&](const std::vector<ir::Value*>& xs, int64_t ax) {
+      Val r = sp.customReduce(xs, ax, combine, false, false, false, loc);
+      std::vector<ir::Value*> out;
+      for (const Val& v : r.kind == Val::Kind::Tuple ? r.elts : std::vector<Val>{r})
+        out.push_back(v.v);
+      return out;
+    };
+    const size_t rank = inputs[0]->type().shape.size();
+    if (axis == -1000) {
+      for (ir::Value*& v : inputs) v = sp.reshape(v, {v->type().numElements()}, loc);
+      inputs = innerTree(sp, inputs, 0, loc, pairs);
+      for (ir::Value*& v : inputs) v = sp.reshape(v, std::vector<int64_t>(rank, 1), loc);
+    } else {
+      inputs = innerTree(sp, inputs, normAxis(axis, rank, loc, fn), loc, pairs);
+    }
+  }
   Val r = sp.customReduce(inputs, axis, a.get("combine_fn"), scan ? false : flag, scan,
                           scan ? flag : false, loc);
   return in0.kind == Val::Kind::Tuple ? r : (r.kind == Val::Kind::Tuple ? r.elts[0] : r);

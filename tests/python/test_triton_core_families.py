@@ -363,3 +363,85 @@ def dot_batch_mismatch_kernel(X, Z):
 def test_dot_refuses_different_batch_dimensions():
     with pytest.raises(ww.CompilationError, match="same batch dimensions"):
         dot_batch_mismatch_kernel[(1,)](np.zeros(1024, np.float32), np.zeros(1024, np.float32))
+
+
+# ------------------------------------------------------------------------------------------------
+# reduction_ordering=tl.ReductionOrdering.INNER_TREE
+# ------------------------------------------------------------------------------------------------
+
+
+def _adjacent_tree(x, axis, op):
+    """Adjacent pairs, then pairs of pairs, in float32, along `axis` (Triton's INNER_TREE)."""
+    x = np.moveaxis(x, axis, -1).astype(np.float32)
+    while x.shape[-1] > 1:
+        x = op(x[..., 0::2], x[..., 1::2]).astype(np.float32)
+    return x[..., 0]
+
+
+@ww.jit
+def _mul(a, b):
+    return a * b
+
+
+@ww.jit
+def inner_tree_kernel(X, S, P, M: tl.constexpr, N: tl.constexpr, AXIS: tl.constexpr,
+                      ORDER: tl.constexpr):
+    rows = tl.arange(0, M)[:, None]
+    cols = tl.arange(0, N)[None, :]
+    x = tl.load(X + rows * N + cols)
+    s = tl.sum(x, axis=AXIS, reduction_ordering=ORDER)
+    p = tl.reduce(x, AXIS, _mul, reduction_ordering=ORDER)
+    if AXIS == 0:
+        tl.store(S + tl.arange(0, N), s)
+        tl.store(P + tl.arange(0, N), p)
+    else:
+        tl.store(S + tl.arange(0, M), s)
+        tl.store(P + tl.arange(0, M), p)
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_inner_tree_sum_and_reduce_are_bitwise_the_adjacent_pair_tree(axis):
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal((8, 256)).astype(np.float32)
+    x[:, ::7] *= 1e4  # magnitudes far apart, so that the order shows in the bits
+    p_in = (1 + 0.01 * rng.standard_normal((8, 256))).astype(np.float32)
+    n = 256 if axis == 0 else 8
+    s = np.zeros(n, np.float32)
+    p = np.zeros(n, np.float32)
+    order = tl.ReductionOrdering.INNER_TREE
+    inner_tree_kernel[(1,)](x, s, np.zeros(n, np.float32), M=8, N=256, AXIS=axis, ORDER=order)
+    np.testing.assert_array_equal(s, _adjacent_tree(x, axis, np.add))
+    inner_tree_kernel[(1,)](p_in, np.zeros(n, np.float32), p, M=8, N=256, AXIS=axis, ORDER=order)
+    np.testing.assert_array_equal(p, _adjacent_tree(p_in, axis, np.multiply))
+    if axis == 1:  # the default order (in index order here) gives other bits for these rows
+        s2 = np.zeros(n, np.float32)
+        inner_tree_kernel[(1,)](x, s2, np.zeros(n, np.float32), M=8, N=256, AXIS=1,
+                                ORDER=tl.ReductionOrdering.UNORDERED)
+        assert not np.array_equal(s2, s)
+
+
+@ww.jit
+def inner_tree_all_kernel(X, S, N: tl.constexpr):
+    x = tl.load(X + tl.arange(0, N)[:, None] * 4 + tl.arange(0, 4)[None, :])
+    s = tl.sum(x, reduction_ordering=tl.ReductionOrdering.INNER_TREE, keep_dims=True)
+    tl.static_assert(s.shape == [1, 1])
+    tl.store(S + tl.arange(0, 1)[:, None], s)
+    tl.store(S + 1, tl.argmin(x.reshape([N * 4]), 0, reduction_ordering=tl.ReductionOrdering.INNER_TREE))
+
+
+def test_inner_tree_over_all_elements_in_a_kernel():
+    x = np.random.default_rng(4).standard_normal((64, 4)).astype(np.float32)
+    s = np.zeros(2, np.float32)
+    inner_tree_all_kernel[(1,)](x, s, N=64)
+    assert s[0] == _adjacent_tree(x.reshape(-1), 0, np.add)
+    assert s[1] == np.argmin(x.reshape(-1))
+
+
+@ww.jit
+def bad_ordering_kernel(X):
+    tl.store(X, tl.sum(tl.load(X + tl.arange(0, 4)), reduction_ordering=tl.PropagateNan.ALL))
+
+
+def test_reduction_ordering_refuses_other_values():
+    with pytest.raises(ww.CompilationError, match="must be tl.ReductionOrdering.INNER_TREE"):
+        bad_ordering_kernel[(1,)](np.zeros(4, np.float32))

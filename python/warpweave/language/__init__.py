@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __all__ = [
     "constexpr", "dtype", "pointer_type", "tensor", "cdiv", "next_power_of_2", "PropagateNan",
+    "ReductionOrdering",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float8e4nv", "float8e5", "float8e4b15", "float8e4b8", "float8e5b16", "float16", "bfloat16", "float32", "float64",
     "pi32_t",
@@ -184,6 +185,28 @@ class PropagateNan:
     other one) or ALL (NaN wins), as Triton's."""
     NONE = "NONE"
     ALL = "ALL"
+
+
+class ReductionOrdering:
+    """reduction_ordering of tl.sum / tl.reduce (and the other reductions), as Triton's:
+    UNORDERED (the default: any order) or INNER_TREE (adjacent pairs, then pairs of pairs, in
+    index order: the same bits whatever num_warps, layout or target)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __eq__(self, other):
+        return isinstance(other, ReductionOrdering) and self.name == other.name
+
+    def __hash__(self):
+        return hash(self.name)
+
+    def __repr__(self):
+        return f"ReductionOrdering.{self.name.upper()}"
+
+
+ReductionOrdering.UNORDERED = ReductionOrdering("unordered")
+ReductionOrdering.INNER_TREE = ReductionOrdering("inner_tree")
 
 
 def cdiv(x, y):
