@@ -982,6 +982,8 @@ TEST(KernelLibrary, EveryKernelFileParsesAndHoldsOnlyJitFunctions) {
       {"attention_bwd.py",
        {"attention_bwd_preprocess_kernel", "attention_bwd_dkdv_kernel", "attention_bwd_dq_kernel"}},
       {"embedding_bag.py", {"embedding_bag_kernel", "embedding_bag_bwd_kernel"}},
+      {"scaled_mm.py", {"scaled_mm_kernel", "scaled_mm_tma_kernel"}},
+      {"grouped_mm.py", {"group_bounds", "grouped_mm_kernel", "grouped_mm_ragged_k_kernel"}},
       {"reduction.py",
        {"row_sum_kernel", "_block_max", "row_max_kernel", "_chunk_of_rows",
         "row_sum_partial_kernel", "row_max_partial_kernel", "row_max_combine_kernel"}},

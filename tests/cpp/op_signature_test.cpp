@@ -228,10 +228,16 @@ TEST(OpSignature, VerifierChecksTheRegions) {
 
 TEST(OpSignature, WrittenSharedBufferIsTheMarkedOperand) {
   // What the shared-memory barrier pass listed by hand before the Written marks.
-  std::map<OpCode, unsigned> written = {{OpCode::AsyncLoad, 1},     {OpCode::AsyncDescLoad, 1},
-                                        {OpCode::AsyncBulkLoad, 1}, {OpCode::LocalStore, 0},
-                                        {OpCode::LocalScatter, 0},  {OpCode::AsyncRemoteStore, 0},
-                                        {OpCode::RemoteStore, 0},   {OpCode::AsyncRemoteCopy, 0}};
+  std::map<OpCode, unsigned> written = {{OpCode::AsyncLoad, 1},
+                                        {OpCode::AsyncDescLoad, 1},
+                                        {OpCode::AsyncBulkLoad, 1},
+                                        {OpCode::LocalStore, 0},
+                                        {OpCode::LocalScatter, 0},
+                                        {OpCode::AsyncRemoteStore, 0},
+                                        {OpCode::RemoteStore, 0},
+                                        {OpCode::AsyncRemoteCopy, 0},
+                                        // Added since: the try_cancel response lands there.
+                                        {OpCode::ClcTryCancel, 0}};
   for (size_t i = 0; i < kNumOpCodes; ++i) {
     unsigned at = 0;
     bool marked = false;

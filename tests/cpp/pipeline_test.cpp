@@ -102,13 +102,15 @@ void checkMatmulInInterpreter(const CompiledKernel& k, int M, int N, int K, int 
 TEST(SoftwarePipeline, MatmulLoopBecomesCpAsyncAndAsyncWgmma) {
   CompiledKernel k = compileMatmul(Target::SM90a, Stage::TileIR, 128, 128, 64, 8, 4);
   const std::string& ir = k.tileIR;
-  // Four stages: four slots per operand, two iterations in flight ahead of the MMA.
+  // Four stages: four slots per operand, three iterations (num_stages - 1, as Triton) in flight
+  // ahead of the MMA.
   EXPECT_EQ(count(ir, "local_alloc {storage = \"smem\"} : buffer<4x128x64xfp16, smem>"), 1) << ir;
   EXPECT_EQ(count(ir, "local_alloc {storage = \"smem\"} : buffer<4x64x128xfp16, smem>"), 1) << ir;
-  // Prologue (2 iterations) and loop body (1) each copy A and B and commit one group.
-  EXPECT_EQ(count(ir, "async_load "), 6) << ir;
-  EXPECT_EQ(count(ir, "async_commit_group"), 3) << ir;
-  EXPECT_EQ(count(ir, "async_wait_group {pendings = 1}"), 1) << ir;
+  // Prologue (3 iterations) and loop body (1) each copy A and B and commit one group; the loop
+  // waits for the oldest of the three groups in flight.
+  EXPECT_EQ(count(ir, "async_load "), 8) << ir;
+  EXPECT_EQ(count(ir, "async_commit_group"), 4) << ir;
+  EXPECT_EQ(count(ir, "async_wait_group {pendings = 2}"), 1) << ir;
   EXPECT_EQ(count(ir, "async_wait_group {pendings = 0}"), 1) << ir;
   EXPECT_EQ(count(ir, "async_dot "), 1) << ir;
   EXPECT_TRUE(std::regex_search(ir, std::regex("async_dot_wait [^\\n]*\\{pendings = 1\\}"))) << ir;
@@ -181,10 +183,11 @@ TEST(SoftwarePipeline, InterpreterRunsThePipelinedMatmul) {
 TEST(SoftwarePipeline, PtxHasCpAsyncSwizzledWgmmaAndOneMmaInFlight) {
   CompiledKernel k = compileMatmul(Target::SM90a, Stage::Cubin, 128, 128, 64, 8, 4);
   const std::string& ptx = k.ptx;
-  // A 128x64 fp16 tile is 1024 16-byte copies: 4 per thread of 256, and as many for B.
-  EXPECT_EQ(count(ptx, "cp.async.cg.shared.global"), 3 * 8) << ptx;
-  EXPECT_EQ(count(ptx, "cp.async.commit_group"), 3);
-  EXPECT_EQ(count(ptx, "cp.async.wait_group 1;"), 1);
+  // A 128x64 fp16 tile is 1024 16-byte copies: 4 per thread of 256, and as many for B; the
+  // prologue's three iterations and the loop's one.
+  EXPECT_EQ(count(ptx, "cp.async.cg.shared.global"), 4 * 8) << ptx;
+  EXPECT_EQ(count(ptx, "cp.async.commit_group"), 4);
+  EXPECT_EQ(count(ptx, "cp.async.wait_group 2;"), 1);
   EXPECT_EQ(count(ptx, "wgmma.wait_group.sync.aligned 1;"), 1);
   EXPECT_EQ(count(ptx, "wgmma.wait_group.sync.aligned 0;"), 1);
   EXPECT_EQ(count(ptx, "ld.global"), 0) << "the operands arrive by cp.async only";

@@ -437,8 +437,9 @@ TEST(SmemBarriers, TasksThatOverwriteWhatTheProgramReadStartAfterABarrier) {
 }
 
 TEST(SmemBarriers, ThePipelinersLoopsNeedNoMore) {
-  // kernels/matmul.py's loop, software-pipelined for sm_90a, already orders its refills with the
-  // wait group's barrier; kernels/hopper/gemm_pipelined.py places its own after the wgmma wait.
+  // The library matmul's loop, software-pipelined for sm_90a, orders its refills with the wait
+  // group's barrier (one warp group); kernels/hopper/gemm_pipelined.py places its own after the
+  // wgmma wait.
   CompileRequest req;
   req.kernel = "matmul_kernel";
   req.signature = parseSignature(
@@ -460,7 +461,10 @@ TEST(SmemBarriers, ThePipelinersLoopsNeedNoMore) {
     req.options.numWarps = warps;
     CompiledKernel k = compile(req);
     EXPECT_NE(count(k.tileIR, "async_dot "), 0) << "pipelined: " << k.tileIR;
-    EXPECT_EQ(count(k.tileIR, kHazardBarrier), 0) << k.tileIR;
+    // Since the refill follows async_dot_wait(1) (num_stages - 1 ahead), two warp groups may
+    // still read the slot it overwrites: one barrier there at 8 warps, as Triton's analysis
+    // places; one warp group has retired its own reads.
+    EXPECT_EQ(count(k.tileIR, kHazardBarrier), warps == 8 ? 1 : 0) << k.tileIR;
   }
 }
 

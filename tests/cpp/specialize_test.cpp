@@ -274,6 +274,38 @@ const std::vector<KernelCase>& kernelCases() {
        "HEAD_DIM=128,BLOCK_M=64,BLOCK_N=64,CAUSAL=False",
        8,
        {"= dot "}},
+      {"python/warpweave/ops/kernels/scaled_mm.py",
+       "scaled_mm_kernel",
+       "a_ptr:*fp8e4nv:16,b_ptr:*fp8e4nv:16,c_ptr:*bf16:16,scale_a_ptr:*fp32:16,"
+       "scale_b_ptr:*fp32:16,bias_ptr:*bf16:16,M:i32,N:i32,K:i32:16,stride_am:i32:16,"
+       "stride_ak:i32:1,stride_bk:i32:1,stride_bn:i32:16,stride_cm:i32:16,stride_cn:i32:1,"
+       "BLOCK_M=128,BLOCK_N=256,BLOCK_K=128,GROUP_M=8,ROWWISE_A=True,ROWWISE_B=True,"
+       "HAS_BIAS=True",
+       8,
+       {"= dot "}},
+      {"python/warpweave/ops/kernels/scaled_mm.py",
+       "scaled_mm_tma_kernel",
+       "a_desc:desc<fp8e5,128x128>,bt_desc:desc<fp8e4nv,256x128>,c_ptr:*fp16:16,"
+       "scale_a_ptr:*fp32:16,scale_b_ptr:*fp32:16,bias_ptr:*fp16:16,M:i32,N:i32,K:i32:16,"
+       "stride_cm:i32:16,stride_cn:i32:1,BLOCK_M=128,BLOCK_N=256,BLOCK_K=128,GROUP_M=8,"
+       "ROWWISE_A=False,ROWWISE_B=False,HAS_BIAS=False",
+       8,
+       {"= desc_load ", "= dot "}},
+      {"python/warpweave/ops/kernels/grouped_mm.py",
+       "grouped_mm_kernel",
+       "a_ptr:*bf16:16,b_ptr:*bf16:16,c_ptr:*bf16:16,offs_ptr:*i32:16,G:i32,M_total:i32,N:i32:16,"
+       "K:i32:16,stride_am:i32:16,stride_ak:i32:1,stride_bg:i32:16,stride_bk:i32:16,"
+       "stride_bn:i32:1,stride_cm:i32:16,stride_cn:i32:1,BLOCK_M=128,BLOCK_N=256,BLOCK_K=32,"
+       "BLOCK_G=16",
+       8,
+       {"= dot "}},
+      {"python/warpweave/ops/kernels/grouped_mm.py",
+       "grouped_mm_ragged_k_kernel",
+       "a_ptr:*fp16:16,b_ptr:*fp16:16,c_ptr:*fp32:16,offs_ptr:*i32:16,M:i32,N:i32,K_total:i32,"
+       "stride_am:i32:1,stride_ak:i32:16,stride_bk:i32:16,stride_bn:i32:1,stride_cg:i32:16,"
+       "stride_cm:i32:16,stride_cn:i32:1,BLOCK_M=128,BLOCK_N=256,BLOCK_K=32",
+       8,
+       {"= dot "}},
       {"python/warpweave/ops/kernels/hopper/gemm_pipelined.py",
        "gemm_pipelined_kernel",
        "a_desc:desc<fp16,128x64>,b_desc:desc<fp16,64x128>,c_desc:desc<fp16,128x128>,M:i32,N:i32,"
