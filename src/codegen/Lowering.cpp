@@ -699,13 +699,15 @@ std::vector<int32_t> FunctionLowering::offsetImages(const LinearLayout& l, const
 }
 
 int32_t FunctionLowering::sharedVectorWidth(const LinearLayout& l, const OffsetFn& offsetOf,
-                                            int bytes) const {
+                                            int bytes, bool fromRegisters) const {
   // Leading register bits at consecutive offsets, every other basis aligned to the vector; at
-  // most 4 elements and 16 bytes.
+  // most 16 bytes, and through registers at most 4 elements (16-bit ones go as packed 32-bit
+  // words, so up to 8 of them fill 16 bytes).
   auto regs = basesOf(l, layout::kRegister);
   int k = 0;
-  // 16-bit elements go as packed 32-bit words, so up to 8 of them fill 16 bytes.
-  int maxLog2 = bytes == 2 ? 3 : 2;
+  int maxLog2 = !fromRegisters ? std::countr_zero(static_cast<unsigned>(16 / bytes))
+                : bytes == 2   ? 3
+                               : 2;
   while (k < static_cast<int>(regs.size()) && (int64_t(1) << (k + 1)) * bytes <= 16 &&
          k < maxLog2 && offsetOf(regs[k]) == (int64_t(1) << k))
     ++k;

@@ -151,8 +151,11 @@ private:
                   int64_t constantOffset, ir::DType elem, const std::string& baseReg = {});
   std::vector<int32_t> offsetImages(const layout::LinearLayout& l, const OffsetFn& offsetOf,
                                     int bytes) const;
-  int32_t sharedVectorWidth(const layout::LinearLayout& l, const OffsetFn& offsetOf,
-                            int bytes) const;
+  /// Elements a thread moves at once to consecutive shared addresses (at most 16 bytes).
+  /// `fromRegisters`: the elements pass through registers (st/ld.shared), where 8-bit ones
+  /// go at most 4 to a word; copies from global memory (cp.async) have no such limit.
+  int32_t sharedVectorWidth(const layout::LinearLayout& l, const OffsetFn& offsetOf, int bytes,
+                            bool fromRegisters = true) const;
   /// Shared memory: `.extern .shared` base plus byte offset register.
   std::string sharedAddress(const std::string& byteOffset);
   void barrier();

@@ -63,7 +63,8 @@ void FunctionLowering::lowerTlxAsyncCopy(const ir::Op& op) {
   int bytes = elemType.elemBytes();
   // One copy moves elements consecutive both in global memory (AxisInfo, the layout's
   // registers, the mask's constancy) and in the buffer's swizzled layout.
-  int32_t v = std::min(layouts_.vectorElems(op), sharedVectorWidth(l, offsetOf, bytes));
+  int32_t v = std::min(layouts_.vectorElems(op),
+                       sharedVectorWidth(l, offsetOf, bytes, /*fromRegisters=*/false));
   while (v > 1 && v * bytes > 16) v /= 2;
   int copyBytes = v * bytes;
   bool zeroFill = !otherValue || ir::isPositiveZeroConstant(otherValue);

@@ -159,7 +159,11 @@ def test_k_loop_is_pipelined_with_fp8_wgmma(ta, tb):
     k = compiled(fk.matmul, args, dict(BM=128, BN=128, BK=64), "sm_90a", 4, 3)
     assert mmas(k.ptx) == [f"wgmma.mma_async.sync.aligned.m64n128k32.f32.{PTX_NAME[ta]}."
                            f"{PTX_NAME[tb]}"]
-    assert re.search(r"cp\.async\.c[ag]\.shared\.global", k.ptx)  # copies run iterations ahead
+    # The copies run iterations ahead, 16 bytes (16 fp8 elements) each: 8-bit elements are
+    # packed 4 to a register only when they pass through registers, which cp.async's do not.
+    sizes = re.findall(r"cp\.async\.c[ag]\.shared\.global \[[^]]*\], \[[^]]*\], (\d+)", k.ptx)
+    assert sizes and set(sizes) == {"16"}, sorted(set(sizes))
+    assert "cp.async.ca" not in k.ptx
     # B is read K-major straight from its copy: no fp8 tile passes through registers.
     assert not re.search(r"ld\.shared\S*\.b8", k.ptx)
     assert k.spill_bytes == 0
