@@ -18,6 +18,12 @@ say() { echo "[gpu_upstream ${SECONDS}s] $*"; }
 # pytest-xdist workers when it is installed: a worker ended by a hung test is replaced.
 xdist_args() { python3 -c "import xdist" 2>/dev/null && echo "-n $1"; }
 
+# TLX's testing/test_correctness.py imports torchao at module level (for its Blackwell mxfp8
+# case): without it the file does not load and six of the eight Hopper tutorials go untested.
+# The lent GPU machine has no network: carry a torchao wheel and install it (--no-deps) first.
+python3 -c "import torchao" 2>/dev/null ||
+  say "warning: torchao is not importable; TLX's test_correctness.py will not load"
+
 for step in $steps; do
   case "$step" in
     build)
