@@ -33,6 +33,14 @@
 // Hopper form of Triton's fused-attention tutorial) the copies are TMA loads instead, each slot
 // completing on a barrier of its own (expect-bytes, then wait on the slot's phase parity), and
 // copies past the end are predicated off rather than masked.
+//
+// Loops with several 16-bit dots whose B operands are two tl.loads of the iteration, read as
+// loaded or through tl.trans (attention's backward pass: dK / dV with qT and dO, dQ with kT and
+// vT; see analyzeMultiDot) get the same cp.async copies S - 1 iterations ahead; the dots' A
+// operands computed before the loop (k and v, q and dO) are stored once into buffers of their
+// own before it, A operands computed in the loop stay in registers, and every dot becomes an
+// async wgmma retired where it stood. A tile loaded [D, N] from [N, D] memory is copied
+// transposed (16-byte vectors along D) and read through local_trans.
 #include "ir/Builder.h"
 #include "ir/DotFp8.h"
 #include "ir/OpAttrs.h"
@@ -147,7 +155,26 @@ struct Plan {
   /// transposes the addresses into an [N, K] buffer, still one vector per run of K, and the MMA
   /// reads its local_trans, K-major.
   bool copyBTransposed = false;
+  /// Several dots (analyzeMultiDot): every dot of the body in order, the loop-invariant A
+  /// operands stored once before the loop, and the transposes of the two loads that dots read
+  /// as B.
+  std::vector<Op*> dots;
+  std::vector<Value*> invariantA;
+  std::vector<Op*> loadTransposes;
+  /// Several dots: load i's addresses run along its rows' first dimension (a [D, N] tile of an
+  /// [N, D] row-major tensor): the copy transposes the addresses into an [N, D] buffer (one
+  /// vector per run of D) and the dots read the transposed view.
+  bool copyTransposed[2] = {false, false};
 };
+
+/// Whether the copy of load `i` of `plan` lands transposed in its buffer.
+bool copiesTransposed(const Plan& plan, int i) {
+  return (i == 1 && plan.copyBTransposed) || plan.copyTransposed[i];
+}
+
+/// Internal switch: whether loops with several dots whose B operands come from two loads
+/// (attention's backward pass) are pipelined by analyzeMultiDot / rewriteMultiDot.
+constexpr bool kPipelineMultiDotLoops = true;
 
 class Pipeliner {
 public:
@@ -170,8 +197,13 @@ public:
         rewrite(plan);
       } else {
         Plan attention;
-        if (!analyzeAttention(*loop, attention)) continue;
-        rewriteAttention(attention);
+        if (analyzeAttention(*loop, attention)) {
+          rewriteAttention(attention);
+        } else {
+          Plan multi;
+          if (!analyzeMultiDot(*loop, multi)) continue;
+          rewriteMultiDot(multi);
+        }
       }
       ++rewritten;
       axisInfo_.reset(); // the rewrite made and erased values
@@ -416,6 +448,101 @@ private:
     return analyzeAddresses(body, plan, -1);
   }
 
+  /// Whether `v` is computed outside `body` (before the loop).
+  static bool invariantIn(const Value* v, const Block& body) {
+    return v->isBlockArg() ? v->ownerBlock() != &body : !definedInside(v->def(), body);
+  }
+
+  /// A loop with several 16-bit dots (attention's backward pass: dK / dV and dQ loops) whose B
+  /// operands are two tl.loads of the iteration, read as loaded or through their transposes:
+  /// the loads become copies S - 1 iterations ahead as in `analyze`, the A operands computed
+  /// before the loop are stored once into buffers of their own, and each dot becomes an async
+  /// wgmma retired in place. A operands computed in the loop (not loaded) stay in registers.
+  bool analyzeMultiDot(Op& loop, Plan& plan) {
+    if (!kPipelineMultiDotLoops || !analyzeLoopHeader(loop, plan)) return false;
+    Block& body = *loop.region(0);
+    if (nestedInLoop(*loop.parentBlock())) return false;
+    for (auto& op : body.ops())
+      if (op->code() == OpCode::Dot) plan.dots.push_back(op.get());
+    if (plan.dots.empty()) return false;
+    std::vector<Op*> loads;
+    int64_t invariantBytes = 0;
+    for (Op* dot : plan.dots) {
+      DType e = dot->operand(0)->type().elem;
+      if ((e != DType::F16 && e != DType::BF16) || !wgmmaShaped(*dot, fn_.numWarps)) return false;
+      if (ir::attr::Dot::maxNumImpreciseAcc(*dot) != 0) return false;
+      Value* a = dot->operand(0);
+      // An A loaded in the loop would want copies of its own (not done: such loops stay as
+      // they are).
+      const Op* aDef = a->def();
+      if (aDef && aDef->parentBlock() == &body &&
+          (aDef->code() == OpCode::Load || aDef->code() == OpCode::DescLoad))
+        return false;
+      if (invariantIn(a, body) &&
+          std::find(plan.invariantA.begin(), plan.invariantA.end(), a) == plan.invariantA.end()) {
+        plan.invariantA.push_back(a);
+        if (!stagedInvariants_.count(a))
+          invariantBytes += a->type().shape[0] * a->type().shape[1] * ir::byteWidth(e);
+      }
+      Op* def = dot->operand(1)->def();
+      if (def && def->code() == OpCode::Permute && def->parentBlock() == &body &&
+          ir::attr::Permute::order(*def) == std::vector<int64_t>{1, 0}) {
+        if (std::find(plan.loadTransposes.begin(), plan.loadTransposes.end(), def) ==
+            plan.loadTransposes.end())
+          plan.loadTransposes.push_back(def);
+        def = def->operand(0)->def();
+      }
+      if (!def || def->code() != OpCode::Load || def->parentBlock() != &body) return false;
+      if (std::find(loads.begin(), loads.end(), def) == loads.end()) loads.push_back(def);
+    }
+    if (loads.size() != 2) return false;
+    // Each load is read only as dots' B operands, directly or through transposes that only
+    // dots read as B.
+    auto bUses = [&](const Value* v) {
+      int n = 0;
+      for (Op* dot : plan.dots) {
+        if (dot->operand(0) == v || dot->operand(2) == v) return -1;
+        n += dot->operand(1) == v;
+      }
+      return n;
+    };
+    for (Op* t : plan.loadTransposes)
+      if (bUses(t->result()) != usesOf(t->result())) return false;
+    for (Op* load : loads) {
+      int n = bUses(load->result());
+      for (Op* t : plan.loadTransposes) n += t->operand(0) == load->result();
+      if (n != usesOf(load->result())) return false;
+    }
+    plan.loads[0] = loads[0];
+    plan.loads[1] = loads[1];
+    plan.dot = plan.dots.front();
+    // A tile whose addresses are consecutive down its columns only (`qT` loaded as [D, M]
+    // from [M, D] memory) is copied transposed, a vector per run of the columns, rather than
+    // an element at a time.
+    for (int i = 0; i < 2; ++i) {
+      if (!axisInfo_) axisInfo_.emplace(fn_);
+      const std::vector<int64_t>& contiguity = axisInfo_->get(loads[i]->operand(0)).contiguity;
+      int64_t vector = 16 / ir::byteWidth(loads[i]->result()->type().elem);
+      plan.copyTransposed[i] =
+          contiguity.size() == 2 && contiguity[1] < vector && contiguity[0] >= vector;
+    }
+    // The stages beside the invariant operands' buffers and room for a 16-bit conversion of
+    // the largest dot result.
+    int64_t stageBytes = 0, largest = 0;
+    for (Op* load : loads) {
+      const Type& t = load->result()->type();
+      stageBytes += t.shape[0] * t.shape[1] * ir::byteWidth(t.elem);
+    }
+    for (Op* dot : plan.dots) {
+      const Type& t = dot->result()->type();
+      largest = std::max(largest, t.shape[0] * t.shape[1] * 2);
+    }
+    int64_t budget = kSharedBytesPerBlock - kTmaLoopSlack - sharedUsed_ - invariantBytes - largest;
+    while (plan.stages > 2 && plan.stages * stageBytes > budget) --plan.stages;
+    if (plan.stages * stageBytes > budget) return false;
+    return analyzeAddresses(body, plan, -1);
+  }
+
   /// Adds the body ops `v` is computed from to the slice; false when one of them is not a pure
   /// op (a load, a dot) or holds regions.
   bool addToSlice(Block& body, Value* v, Plan& plan) {
@@ -560,7 +687,7 @@ private:
       Value* mask = b.splat(inRange, shape);
       if (ir::attr::Load::hasMask(*load))
         mask = b.binary(OpCode::And, mapped(map, load->operand(1)), mask);
-      if (i == 1 && plan.copyBTransposed) {
+      if (copiesTransposed(plan, i)) {
         ptr = transpose(b, ptr);
         mask = transpose(b, mask);
       }
@@ -660,7 +787,7 @@ private:
     }
     for (int i = 0; i < 2 && plan.reuseRing < 0; ++i) {
       Type t = plan.loads[i]->result()->type();
-      if (i == 1 && plan.copyBTransposed) std::swap(t.shape[0], t.shape[1]);
+      if (copiesTransposed(plan, i)) std::swap(t.shape[0], t.shape[1]);
       p.buffers[i] = b.create1(OpCode::LocalAlloc, {}, Type::buffer(t.elem, t.shape, plan.stages),
                                {{ir::attr::LocalAlloc::kstorage, std::string("smem")}});
       p.buffers[i]->name = names[i];
@@ -1004,6 +1131,89 @@ private:
     ir::spliceOps(post, outer, ir::positionOf(outer, &loop) + 1);
   }
 
+  /// Several dots (analyzeMultiDot). The invariant A operands are stored once before the
+  /// prologue; in iteration i:
+  ///
+  ///   async_wait_group(S - 2)                    both tiles of iteration i have landed
+  ///   d0 = async_dot(A0, slot view (or its local_trans), acc0)
+  ///   copies of iteration i + S - 1 -> slot (i - 1) mod S; commit
+  ///   d0 = async_dot_wait(0, d0)
+  ///   ... each later dot: async_dot from the slot, async_dot_wait(0) ...
+  ///
+  /// Every MMA of iteration i - 1 was retired within it, before the CTA barrier of iteration
+  /// i's wait, so slot (i - 1) mod S is free.
+  void rewriteMultiDot(const Plan& plan) {
+    Op& loop = *plan.loop;
+    Block& body = *loop.region(0);
+    Block& outer = *loop.parentBlock();
+
+    Block pre;
+    ir::Builder b(&pre);
+    b.setLoc(loop.loc());
+    std::unordered_map<const Value*, Value*> staged;
+    for (Value* a : plan.invariantA) {
+      // An earlier loop of the same block stored it already (the masked and unmasked loops of
+      // causal attention's backward pass).
+      auto done = stagedInvariants_.find(a);
+      if (done != stagedInvariants_.end() && done->second->def()->parentBlock() == &outer) {
+        staged[a] = done->second;
+        continue;
+      }
+      Value* buffer =
+          b.create1(OpCode::LocalAlloc, {}, Type::buffer(a->type().elem, a->type().shape, 1),
+                    {{ir::attr::LocalAlloc::kstorage, std::string("smem")}});
+      buffer->name = "pipeline_invariant";
+      Value* view = slotView(b, buffer, b.i32(0));
+      b.create(OpCode::LocalStore, {view, a}, {}, {});
+      staged[a] = view;
+      stagedInvariants_[a] = view;
+      sharedUsed_ += a->type().shape[0] * a->type().shape[1] * ir::byteWidth(a->type().elem);
+    }
+    ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
+
+    const char* const names[2] = {"pipeline_b0", "pipeline_b1"};
+    Pipeline p = startPipeline(plan, plan.stages - 1, names);
+
+    for (Op* dot : plan.dots) {
+      const bool first = dot == plan.dots.front();
+      Block mid;
+      b.setInsertionBlock(&mid);
+      b.setLoc(dot->loc());
+      if (first) waitForSlot(b, p, 0);
+      Value* a = dot->operand(0);
+      auto it = staged.find(a);
+      if (it != staged.end()) a = it->second;
+      Value* bOperand = dot->operand(1);
+      bool transposed = bOperand->def()->code() == OpCode::Permute;
+      const Op* load = transposed ? bOperand->def()->operand(0)->def() : bOperand->def();
+      const int which = load == plan.loads[0] ? 0 : 1;
+      Value* bv = slotView(b, p.buffers[which], p.slot);
+      // A transposed copy holds the transpose of the loaded tile.
+      if (transposed != plan.copyTransposed[which]) bv = localTrans(b, bv);
+      Value* issued = b.create1(OpCode::AsyncDot, {a, bv, dot->operand(2)}, dot->result()->type(),
+                                asyncDotAttrs(*dot));
+      ValueMap map;
+      if (first) map = refill(b, plan, p, dot->loc());
+      Op* wait = b.create(OpCode::AsyncDotWait, {issued}, {issued->type()},
+                          {{ir::attr::AsyncDotWait::kpendings, int64_t(0)}});
+      wait->result()->name = dot->result()->name;
+      replaceAllUses(body, dot->result(), wait->result());
+      if (first) yieldPipeline(b, plan, p, map);
+      ir::spliceOps(mid, body, ir::positionOf(body, dot));
+      erase(body, dot);
+    }
+    for (const Op* t : plan.loadTransposes) erase(body, t);
+    erase(body, plan.loads[0]);
+    erase(body, plan.loads[1]);
+
+    // Drain the (masked-off) copies issued past the end.
+    Block post;
+    b.setInsertionBlock(&post);
+    b.setLoc(loop.loc());
+    b.create(OpCode::AsyncWaitGroup, {}, {}, {{ir::attr::AsyncWaitGroup::kpendings, int64_t(0)}});
+    ir::spliceOps(post, outer, ir::positionOf(outer, &loop) + 1);
+  }
+
   ir::Function& fn_;
   std::unordered_map<const Value*, int> uses_;
   /// Contiguity of load addresses, computed once before the first rewrite that needs it.
@@ -1024,6 +1234,8 @@ private:
   };
   std::vector<TmaRing> tmaRings_;
   std::unordered_map<const Value*, Value*> tmaQViews_;
+  /// The buffers rewriteMultiDot stored loop-invariant dot operands into, by operand.
+  std::unordered_map<const Value*, Value*> stagedInvariants_;
 };
 
 } // namespace
