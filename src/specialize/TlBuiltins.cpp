@@ -366,7 +366,8 @@ Val tlProgramQuery(Specializer& sp, const std::string& name, CallSite& call) {
   BoundArgs a(call, {"axis"});
   int64_t axis = sp.constInt(a.get("axis"), a.loc("axis"), fn + "'s axis", a.expr("axis"));
   if (axis < 0 || axis > 2)
-    raiseError(a.loc("axis"), fn + "'s axis must be 0, 1 or 2, got " + std::to_string(axis));
+    raiseError(a.loc("axis"),
+               fn + " axis must be 0, 1, or 2 but got " + std::to_string(axis)); // Triton's words
   if (name == "program_id") return Val::runtime(sp.b.programId(static_cast<int>(axis)));
   return Val::runtime(sp.b.create1(OpCode::NumPrograms, {}, ir::Type::scalar(DType::I32),
                                    {ir::attr::NumPrograms::make::axis(axis)}));
@@ -854,7 +855,9 @@ Val tlCustomReduceOrScan(Specializer& sp, const std::string& name, CallSite& cal
   }
   Val r = sp.customReduce(inputs, axis, a.get("combine_fn"), scan ? false : flag, scan,
                           scan ? flag : false, loc);
-  return in0.kind == Val::Kind::Tuple ? r : (r.kind == Val::Kind::Tuple ? r.elts[0] : r);
+  // A tuple of inputs gives a tuple of results, a 1-tuple too (`(s,) = tl.reduce((x,), ...)`).
+  if (in0.kind == Val::Kind::Tuple) return r.kind == Val::Kind::Tuple ? r : Val::tuple({r});
+  return r.kind == Val::Kind::Tuple ? r.elts[0] : r;
 }
 
 /// tl.cumsum / tl.cumprod.

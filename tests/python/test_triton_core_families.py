@@ -445,3 +445,39 @@ def bad_ordering_kernel(X):
 def test_reduction_ordering_refuses_other_values():
     with pytest.raises(ww.CompilationError, match="must be tl.ReductionOrdering.INNER_TREE"):
         bad_ordering_kernel[(1,)](np.zeros(4, np.float32))
+
+
+# ------------------------------------------------------------------------------------------------
+# A 1-tuple given to tl.reduce gives a 1-tuple back; program_id's axis message is Triton's
+# ------------------------------------------------------------------------------------------------
+
+
+@ww.jit
+def _add(a, b):
+    return a + b
+
+
+@ww.jit
+def one_tuple_reduce_kernel(X, Z, N: tl.constexpr):
+    x = tl.load(X + tl.arange(0, N))
+    (s, ) = tl.reduce((x, ), 0, _add)
+    (c, ) = tl.associative_scan((x, ), 0, _add)
+    tl.store(Z, s)
+    tl.store(Z + 1 + tl.arange(0, N), c)
+
+
+def test_one_tuple_reduce_and_scan_unpack():
+    x = np.arange(1, 9, dtype=np.float32)
+    z = np.zeros(9, np.float32)
+    one_tuple_reduce_kernel[(1,)](x, z, N=8)
+    np.testing.assert_array_equal(z, np.concatenate([[x.sum()], np.cumsum(x)]))
+
+
+@ww.jit
+def bad_pid_kernel(X):
+    tl.store(X, tl.program_id(20))
+
+
+def test_program_id_axis_message():
+    with pytest.raises(ww.CompilationError, match="program_id axis must be 0, 1, or 2 but got 20"):
+        bad_pid_kernel[(1,)](np.zeros(1, np.int32))
