@@ -40,7 +40,10 @@
 // operands computed before the loop (k and v, q and dO) are stored once into buffers of their
 // own before it, A operands computed in the loop stay in registers, and every dot becomes an
 // async wgmma retired where it stood. A tile loaded [D, N] from [N, D] memory is copied
-// transposed (16-byte vectors along D) and read through local_trans.
+// transposed (16-byte vectors along D) and read through local_trans. The buffers of a block's
+// multi-dot loops, which run one after another, share their bytes by role (storage-alias
+// regions: the first invariant operand's, the second's, each ring's): the loop's closing
+// async_wait_group(0) meets every thread after its last reads, before the next loop writes.
 #include "ir/Builder.h"
 #include "ir/DotFp8.h"
 #include "ir/OpAttrs.h"
@@ -165,6 +168,10 @@ struct Plan {
   /// [N, D] row-major tensor): the copy transposes the addresses into an [N, D] buffer (one
   /// vector per run of D) and the dots read the transposed view.
   bool copyTransposed[2] = {false, false};
+  /// Several dots: the storage-alias ids of the invariant operands' buffers (one per
+  /// invariantA, reused ones included) and of the two rings' (ringAlias + i; -1: none).
+  std::vector<int64_t> invariantAlias;
+  int64_t ringAlias = -1;
 };
 
 /// Whether the copy of load `i` of `plan` lands transposed in its buffer.
@@ -175,6 +182,12 @@ bool copiesTransposed(const Plan& plan, int i) {
 /// Internal switch: whether loops with several dots whose B operands come from two loads
 /// (attention's backward pass) are pipelined by analyzeMultiDot / rewriteMultiDot.
 constexpr bool kPipelineMultiDotLoops = true;
+
+/// The storage-alias ids (tlx.storage_alias_spec's mechanism, LocalAlloc's `alias`) of the
+/// multi-dot rewrite's buffers: invariant operands from kMultiDotAlias, the two rings at
+/// kMultiDotAlias + kMultiDotRings (+ 1); far from the small ids TLX kernels number theirs with.
+constexpr int64_t kMultiDotAlias = int64_t(1) << 30;
+constexpr int64_t kMultiDotRings = 1024;
 
 class Pipeliner {
 public:
@@ -466,7 +479,6 @@ private:
       if (op->code() == OpCode::Dot) plan.dots.push_back(op.get());
     if (plan.dots.empty()) return false;
     std::vector<Op*> loads;
-    int64_t invariantBytes = 0;
     for (Op* dot : plan.dots) {
       DType e = dot->operand(0)->type().elem;
       if ((e != DType::F16 && e != DType::BF16) || !wgmmaShaped(*dot, fn_.numWarps)) return false;
@@ -479,11 +491,8 @@ private:
           (aDef->code() == OpCode::Load || aDef->code() == OpCode::DescLoad))
         return false;
       if (invariantIn(a, body) &&
-          std::find(plan.invariantA.begin(), plan.invariantA.end(), a) == plan.invariantA.end()) {
+          std::find(plan.invariantA.begin(), plan.invariantA.end(), a) == plan.invariantA.end())
         plan.invariantA.push_back(a);
-        if (!stagedInvariants_.count(a))
-          invariantBytes += a->type().shape[0] * a->type().shape[1] * ir::byteWidth(e);
-      }
       Op* def = dot->operand(1)->def();
       if (def && def->code() == OpCode::Permute && def->parentBlock() == &body &&
           ir::attr::Permute::order(*def) == std::vector<int64_t>{1, 0}) {
@@ -528,18 +537,44 @@ private:
     }
     // The stages beside the invariant operands' buffers and room for a 16-bit conversion of
     // the largest dot result.
-    int64_t stageBytes = 0, largest = 0;
-    for (Op* load : loads) {
-      const Type& t = load->result()->type();
-      stageBytes += t.shape[0] * t.shape[1] * ir::byteWidth(t.elem);
-    }
+    int64_t largest = 0;
     for (Op* dot : plan.dots) {
       const Type& t = dot->result()->type();
       largest = std::max(largest, t.shape[0] * t.shape[1] * 2);
     }
-    int64_t budget = kSharedBytesPerBlock - kTmaLoopSlack - sharedUsed_ - invariantBytes - largest;
-    while (plan.stages > 2 && plan.stages * stageBytes > budget) --plan.stages;
-    if (plan.stages * stageBytes > budget) return false;
+    // The buffers of the block's multi-dot loops share storage by role (each invariant
+    // operand's slot, each ring), the loops running one after another: what this loop adds is
+    // what its buffers need beyond the regions' sizes so far.
+    Block& outer = *loop.parentBlock();
+    int64_t invariantGrowth = 0;
+    for (Value* a : plan.invariantA) {
+      int64_t id = -1;
+      if (const StagedInvariant* done = stagedIn(a, outer)) id = done->alias;
+      plan.invariantAlias.push_back(id);
+    }
+    for (size_t j = 0; j < plan.invariantA.size(); ++j) {
+      if (plan.invariantAlias[j] >= 0) continue;
+      int64_t id = kMultiDotAlias;
+      while (std::find(plan.invariantAlias.begin(), plan.invariantAlias.end(), id) !=
+             plan.invariantAlias.end())
+        ++id;
+      plan.invariantAlias[j] = id;
+      const Type& t = plan.invariantA[j]->type();
+      invariantGrowth += aliasGrowth(id, t.shape[0] * t.shape[1] * ir::byteWidth(t.elem));
+    }
+    plan.ringAlias = kMultiDotAlias + kMultiDotRings;
+    auto ringGrowth = [&](int stages) {
+      int64_t grown = 0;
+      for (int i = 0; i < 2; ++i) {
+        const Type& t = loads[i]->result()->type();
+        grown += aliasGrowth(plan.ringAlias + i,
+                             stages * t.shape[0] * t.shape[1] * ir::byteWidth(t.elem));
+      }
+      return grown;
+    };
+    int64_t budget = kSharedBytesPerBlock - kTmaLoopSlack - sharedUsed_ - invariantGrowth - largest;
+    while (plan.stages > 2 && ringGrowth(plan.stages) > budget) --plan.stages;
+    if (ringGrowth(plan.stages) > budget) return false;
     return analyzeAddresses(body, plan, -1);
   }
 
@@ -788,8 +823,10 @@ private:
     for (int i = 0; i < 2 && plan.reuseRing < 0; ++i) {
       Type t = plan.loads[i]->result()->type();
       if (copiesTransposed(plan, i)) std::swap(t.shape[0], t.shape[1]);
-      p.buffers[i] = b.create1(OpCode::LocalAlloc, {}, Type::buffer(t.elem, t.shape, plan.stages),
-                               {{ir::attr::LocalAlloc::kstorage, std::string("smem")}});
+      std::vector<ir::NamedAttr> attrs = {{ir::attr::LocalAlloc::kstorage, std::string("smem")}};
+      if (plan.ringAlias >= 0) attrs.push_back({ir::attr::LocalAlloc::kalias, plan.ringAlias + i});
+      p.buffers[i] =
+          b.create1(OpCode::LocalAlloc, {}, Type::buffer(t.elem, t.shape, plan.stages), attrs);
       p.buffers[i]->name = names[i];
       if (plan.tma && !gemmTma) {
         p.bars[i] = b.create1(OpCode::AllocBarriers, {}, Type::barrier(plan.stages),
@@ -1151,28 +1188,40 @@ private:
     ir::Builder b(&pre);
     b.setLoc(loop.loc());
     std::unordered_map<const Value*, Value*> staged;
-    for (Value* a : plan.invariantA) {
+    for (size_t j = 0; j < plan.invariantA.size(); ++j) {
+      Value* a = plan.invariantA[j];
       // An earlier loop of the same block stored it already (the masked and unmasked loops of
       // causal attention's backward pass).
-      auto done = stagedInvariants_.find(a);
-      if (done != stagedInvariants_.end() && done->second->def()->parentBlock() == &outer) {
-        staged[a] = done->second;
+      if (const StagedInvariant* done = stagedIn(a, outer)) {
+        staged[a] = done->view;
         continue;
       }
+      // The buffer shares its bytes with those of earlier loops' invariants of the same role,
+      // which are dead now (the barrier pass orders the new store after their last reads).
+      const int64_t id = plan.invariantAlias[j];
+      for (auto it = stagedInvariants_.begin(); it != stagedInvariants_.end();)
+        it = it->second.alias == id ? stagedInvariants_.erase(it) : std::next(it);
       Value* buffer =
           b.create1(OpCode::LocalAlloc, {}, Type::buffer(a->type().elem, a->type().shape, 1),
-                    {{ir::attr::LocalAlloc::kstorage, std::string("smem")}});
+                    {{ir::attr::LocalAlloc::kstorage, std::string("smem")},
+                     {ir::attr::LocalAlloc::kalias, id}});
       buffer->name = "pipeline_invariant";
       Value* view = slotView(b, buffer, b.i32(0));
       b.create(OpCode::LocalStore, {view, a}, {}, {});
       staged[a] = view;
-      stagedInvariants_[a] = view;
-      sharedUsed_ += a->type().shape[0] * a->type().shape[1] * ir::byteWidth(a->type().elem);
+      stagedInvariants_[a] = {view, id};
+      growAlias(id, a->type().shape[0] * a->type().shape[1] * ir::byteWidth(a->type().elem));
     }
     ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
 
     const char* const names[2] = {"pipeline_b0", "pipeline_b1"};
+    const int64_t usedBefore = sharedUsed_;
     Pipeline p = startPipeline(plan, plan.stages - 1, names);
+    sharedUsed_ = usedBefore;
+    for (int i = 0; i < 2; ++i) {
+      const Type& t = plan.loads[i]->result()->type();
+      growAlias(plan.ringAlias + i, plan.stages * t.shape[0] * t.shape[1] * ir::byteWidth(t.elem));
+    }
 
     for (Op* dot : plan.dots) {
       const bool first = dot == plan.dots.front();
@@ -1234,8 +1283,31 @@ private:
   };
   std::vector<TmaRing> tmaRings_;
   std::unordered_map<const Value*, Value*> tmaQViews_;
-  /// The buffers rewriteMultiDot stored loop-invariant dot operands into, by operand.
-  std::unordered_map<const Value*, Value*> stagedInvariants_;
+  /// The buffers rewriteMultiDot stored loop-invariant dot operands into, by operand, with
+  /// their storage-alias ids; and the bytes of each of its alias regions so far.
+  struct StagedInvariant {
+    Value* view;
+    int64_t alias;
+  };
+  std::unordered_map<const Value*, StagedInvariant> stagedInvariants_;
+  std::unordered_map<int64_t, int64_t> aliasBytes_;
+
+  /// The buffer holding `a` that an earlier loop of `outer` stored, if one did.
+  const StagedInvariant* stagedIn(const Value* a, const Block& outer) const {
+    auto it = stagedInvariants_.find(a);
+    return it != stagedInvariants_.end() && it->second.view->def()->parentBlock() == &outer
+               ? &it->second
+               : nullptr;
+  }
+  /// What alias region `id` grows by to hold `bytes`.
+  int64_t aliasGrowth(int64_t id, int64_t bytes) const {
+    auto it = aliasBytes_.find(id);
+    return std::max<int64_t>(0, bytes - (it == aliasBytes_.end() ? 0 : it->second));
+  }
+  void growAlias(int64_t id, int64_t bytes) {
+    sharedUsed_ += aliasGrowth(id, bytes);
+    aliasBytes_[id] = std::max(aliasBytes_[id], bytes);
+  }
 };
 
 } // namespace

@@ -103,3 +103,23 @@ def test_dkdv_like_kernel_matches_torch(iters, num_stages):
         dk += (k64 @ do64.T).half().double() @ q64
     check("dk", out[:N * D].view(N, D), dk.float(), 2e-2)
     check("dv", out[N * D:].view(N, D), dv.float(), 2e-2)
+
+
+@pytest.mark.parametrize("iters,num_stages", [(1, 3), (6, 4)])
+def test_two_loops_kernel_matches_torch(iters, num_stages):
+    """Two multi-dot loops whose buffers share their bytes (the second's stores and copies
+    after the first's last reads)."""
+    torch.manual_seed(4)
+    M, D, N = 64, 32, 32
+    x, y = (torch.randn((M, D), device=DEV, dtype=torch.float16) * 0.5 for _ in range(2))
+    b = torch.randn((iters, D, N), device=DEV, dtype=torch.float16) * 0.5
+    c = torch.randn((iters, N, D), device=DEV, dtype=torch.float16) * 0.5
+    out = torch.full((M * D + M * N,), float("nan"), device=DEV)
+    multi.two_loops_kernel[(1,)](x, y, b, c, out, iters, M=M, D=D, N=N, num_warps=4,
+                                 num_stages=num_stages)
+    bn, cn = b.cpu().numpy(), c.cpu().numpy()
+    acc_x, side_x = multi.multi_dot_ref(x.cpu().numpy(), bn, cn)
+    acc_y, side_y = multi.multi_dot_ref(y.cpu().numpy(), bn, cn)
+    check("acc", out[:M * D].view(M, D).cpu(), torch.tensor(acc_x + acc_y).float(), 2e-2)
+    check("side", out[M * D:].view(M, N).cpu(), torch.tensor(2 * (side_x + side_y)).float(),
+          2e-3)

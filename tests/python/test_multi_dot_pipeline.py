@@ -57,6 +57,42 @@ def multi_dot_kernel(x_ptr, b_ptr, c_ptr, out_ptr, ITERS,
     tl.store(out_ptr + M * D + offs_m[:, None] * N + offs_n[None, :], side)
 
 
+@ww.jit
+def two_loops_kernel(x_ptr, y_ptr, b_ptr, c_ptr, out_ptr, ITERS,
+                     M: tl.constexpr, D: tl.constexpr, N: tl.constexpr):
+    """Two multi-dot loops one after the other, the second with other invariant operands (y),
+    whose buffers share their bytes with the first loop's (x's, and the rings)."""
+    offs_m = tl.arange(0, M)
+    offs_d = tl.arange(0, D)
+    offs_n = tl.arange(0, N)
+    x = tl.load(x_ptr + offs_m[:, None] * D + offs_d[None, :])
+    acc = tl.zeros([M, D], dtype=tl.float32)
+    side = tl.zeros([M, N], dtype=tl.float32)
+    b_ptrs = b_ptr + offs_d[:, None] * N + offs_n[None, :]
+    c_ptrs = c_ptr + offs_n[:, None] * D + offs_d[None, :]
+    for j in range(0, ITERS):
+        b = tl.load(b_ptrs)
+        c = tl.load(c_ptrs)
+        s = tl.dot(x, b)
+        acc = tl.dot(s.to(tl.float16), c, acc)
+        side = tl.dot(x, tl.trans(c), side)
+        b_ptrs += D * N
+        c_ptrs += N * D
+    y = tl.load(y_ptr + offs_m[:, None] * D + offs_d[None, :])
+    b_ptrs = b_ptr + offs_d[:, None] * N + offs_n[None, :]
+    c_ptrs = c_ptr + offs_n[:, None] * D + offs_d[None, :]
+    for j in range(0, ITERS):
+        b = tl.load(b_ptrs)
+        c = tl.load(c_ptrs)
+        s = tl.dot(y, b)
+        acc = tl.dot(s.to(tl.float16), c, acc)
+        side = tl.dot(y, tl.trans(c), side)
+        b_ptrs += D * N
+        c_ptrs += N * D
+    tl.store(out_ptr + offs_m[:, None] * D + offs_d[None, :], acc)
+    tl.store(out_ptr + M * D + offs_m[:, None] * N + offs_n[None, :], side)
+
+
 def multi_dot_ref(x, b, c):
     x64 = x.astype(np.float64)
     acc = np.zeros((x.shape[0], c.shape[2]))
@@ -139,9 +175,11 @@ def test_dkdv_like_loop_copies_qT_transposed():
     assert r.returncode == 0, r.stderr
     ir = r.stdout
     assert ir.count("async_dot ") == 4 and " = dot " not in ir
-    # qT's ring holds [M, D] tiles (q as in memory), do's [M, D] too.
-    assert "pipeline_b0 = local_alloc {storage = \"smem\"} : buffer<3x16x32xfp16, smem>" in ir
-    assert "pipeline_b1 = local_alloc {storage = \"smem\"} : buffer<3x16x32xfp16, smem>" in ir
+    # qT's ring holds [M, D] tiles (q as in memory), do's [M, D] too; each buffer in a storage
+    # alias region of its own role, which later multi-dot loops of the block would share.
+    rings = [line for line in ir.splitlines() if "pipeline_b" in line and "local_alloc" in line]
+    assert len(rings) == 2, rings
+    assert all("alias = " in line and "buffer<3x16x32xfp16, smem>" in line for line in rings)
     # k stored once, read by two dots.
     assert ir.count("local_store") == 1
     r = wwc(__file__, "--kernel", "dkdv_like_kernel", "--signature",
@@ -152,6 +190,35 @@ def test_dkdv_like_loop_copies_qT_transposed():
     # copy through registers; only k is loaded by plain loads.
     assert "cp.async.ca.shared.global" in r.stdout and "st.shared.b16" not in r.stdout
     assert r.stdout.count("ld.global") == 2
+
+
+@pytest.mark.parametrize("iters,num_stages", [(1, 3), (5, 4)])
+def test_two_loops_in_interpreter(rng, iters, num_stages):
+    M, D, N = 64, 32, 32
+    x, y = ((rng.standard_normal((M, D)) * 0.5).astype(np.float16) for _ in range(2))
+    b = (rng.standard_normal((iters, D, N)) * 0.5).astype(np.float16)
+    c = (rng.standard_normal((iters, N, D)) * 0.5).astype(np.float16)
+    out = np.full(M * D + M * N, np.nan, np.float32)  # poisoned
+    two_loops_kernel[(1,)](x, y, b, c, out, iters, M=M, D=D, N=N, num_warps=4,
+                           num_stages=num_stages)
+    acc_x, side_x = multi_dot_ref(x, b, c)
+    acc_y, side_y = multi_dot_ref(y, b, c)
+    np.testing.assert_allclose(out[:M * D].reshape(M, D), acc_x + acc_y, rtol=2e-2, atol=3e-2)
+    np.testing.assert_allclose(out[M * D:].reshape(M, N), 2 * (side_x + side_y), rtol=1e-3,
+                               atol=2e-3)
+
+
+def test_two_loops_share_their_buffers():
+    r = wwc(__file__, "--kernel", "two_loops_kernel", "--signature",
+            "x_ptr:*fp16:16,y_ptr:*fp16:16,b_ptr:*fp16:16,c_ptr:*fp16:16,out_ptr:*fp32:16,"
+            "ITERS:i32,M=64,D=32,N=32", "--target", "sm_90a", "--num-warps", 4,
+            "--num-stages", 3, "--emit", "tile-ir")
+    assert r.returncode == 0, r.stderr
+    allocs = [line.split("alias = ")[1].split("}")[0] for line in r.stdout.splitlines()
+              if "local_alloc" in line]
+    # x's and y's buffers, and the two loops' rings, pairwise in one region each.
+    assert len(allocs) == 6 and len(set(allocs)) == 3, allocs
+    assert r.stdout.count("async_dot ") == 6 and " = dot " not in r.stdout
 
 
 def reference(q, k, v, do, causal):
