@@ -143,6 +143,14 @@ private:
     const ir::Type& at = op.operand(0)->type();
     const ir::Type& bt = op.operand(1)->type();
     const ir::Type& ct = op.result()->type();
+    // Triton lowers batched dots (3-D, and more leading dims merged into one) to batched MMA
+    // layouts; ours are 2-D only. The interpreter runs them.
+    if (ct.shape.size() != 2)
+      raiseError(op.loc(), std::string("'") + op.name() + "' of " +
+                               std::to_string(ct.shape.size()) + "-D operands (a batch of " +
+                               ir::shapeDims(ct.shape) +
+                               ") is not supported by the GPU backends yet (the interpreter runs "
+                               "it); use 2-D tiles, one dot per batch element");
     int64_t M = ct.shape.at(0), N = ct.shape.at(1), K = at.shape.at(1);
     if (!isPowerOf2(M) || !isPowerOf2(N) || !isPowerOf2(K))
       raiseError(op.loc(), std::string("'") + op.name() + "' of shape " + std::to_string(M) + "x" +

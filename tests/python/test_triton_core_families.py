@@ -4,6 +4,8 @@ bounds are None (`x[None, None:None]` keeps a dimension as ':' does; a real boun
 "unsupported tensor index"), compile errors in interpreter mode being InterpreterErrors too, and
 the launch option `launch_cooperative_grid`."""
 
+import importlib
+
 import numpy as np
 import pytest
 
@@ -363,6 +365,33 @@ def dot_batch_mismatch_kernel(X, Z):
 def test_dot_refuses_different_batch_dimensions():
     with pytest.raises(ww.CompilationError, match="same batch dimensions"):
         dot_batch_mismatch_kernel[(1,)](np.zeros(1024, np.float32), np.zeros(1024, np.float32))
+
+
+BATCHED_DOT_SOURCE = """
+import warpweave as ww
+import warpweave.language as tl
+
+@ww.jit
+def batched(X, Z):
+    x = tl.load(X + tl.arange(0, 512)).reshape([2, 16, 16])
+    tl.store(Z + tl.arange(0, 512), tl.dot(x, x).reshape([512]))
+"""
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
+def test_batched_dot_on_gpu_targets_is_a_located_error(tmp_path, target):
+    # The interpreter runs batched dots (above); the GPU backends' dot layouts are 2-D. The
+    # compile stops at the dot with a user error, not an internal one in layout assignment.
+    native_loader = importlib.import_module("warpweave._native_loader")
+    path = tmp_path / "batched_dot.py"
+    path.write_text(BATCHED_DOT_SOURCE)
+    with pytest.raises(Exception) as err:
+        native_loader.native().compile([(str(path), BATCHED_DOT_SOURCE)], "batched",
+                                       "X:*fp16:16,Z:*fp32:16", {}, target=target, num_warps=4,
+                                       stage="ptx")
+    msg = str(err.value)
+    assert "batched_dot.py:8:37:" in msg and "3-D operands (a batch of 2x16x16)" in msg, msg
+    assert "internal compiler error" not in msg, msg
 
 
 # ------------------------------------------------------------------------------------------------
