@@ -31,6 +31,13 @@ ATTENTION_BWD = os.path.join(ROOT, "python", "warpweave", "ops", "kernels", "att
 F = torch.nn.functional
 
 
+@pytest.fixture(autouse=True)
+def fresh_compiles(monkeypatch):
+    """Compiled here, not served from a disk cache that an older build of the pass may have
+    filled for the same source (the cache key holds the compiler's version, not its build)."""
+    monkeypatch.setenv("WARPWEAVE_CACHE_DISABLE", "1")
+
+
 @ww.jit
 def multi_dot_kernel(x_ptr, b_ptr, c_ptr, out_ptr, ITERS,
                      M: tl.constexpr, D: tl.constexpr, N: tl.constexpr):
