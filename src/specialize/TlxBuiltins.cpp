@@ -99,6 +99,17 @@ ir::Value* oneBarrier(Specializer& sp, const std::string& fn, const BoundArgs& a
   return bar;
 }
 
+/// Appends the i1 operand of async_dot's use_acc= to `ops`; returns the op's has_use_acc (0
+/// without use_acc=).
+int64_t useAccumulator(Specializer& sp, const BoundArgs& a, std::vector<ir::Value*>& ops) {
+  if (!a.has("use_acc")) return 0;
+  const Val& u = a.get("use_acc");
+  ops.push_back(u.isConstexpr() ? sp.toRuntime(Val::boolean(truthy(u)), a.loc("use_acc"), DType::I1)
+                                : sp.toI1(sp.requireTensorOrScalar(u, a.loc("use_acc"), "use_acc"),
+                                          a.call().loc));
+  return 1;
+}
+
 /// Appends the i1 operand of pred= to `ops`; returns the op's has_pred (0 without pred=).
 int64_t predicate(Specializer& sp, const std::string& fn, const BoundArgs& a,
                   std::vector<ir::Value*>& ops) {
@@ -735,14 +746,7 @@ Val tcgen05Mma(Specializer& sp, const std::string& fn, const BoundArgs& a, ir::V
                                          std::string(ir::tlName(acc->type().elem)));
   }
   std::vector<ir::Value*> ops{A, B, acc};
-  int64_t hasUseAcc = 0;
-  if (a.has("use_acc")) {
-    const Val& u = a.get("use_acc");
-    ops.push_back(u.isConstexpr()
-                      ? sp.toRuntime(Val::boolean(truthy(u)), a.loc("use_acc"), DType::I1)
-                      : sp.toI1(sp.requireTensorOrScalar(u, a.loc("use_acc"), "use_acc"), loc));
-    hasUseAcc = 1;
-  }
+  int64_t hasUseAcc = useAccumulator(sp, a, ops);
   int64_t hasPred = predicate(sp, fn, a, ops);
   if (a.has("mBarriers")) {
     const Val& bars = a.get("mBarriers");
@@ -827,14 +831,7 @@ Val tlxAsyncDot(Specializer& sp, const std::string& name, CallSite& call) {
     acc = sp.constant(Val::integer(0), ir::Type::tensor(out, outShape));
   }
   std::vector<ir::Value*> ops{A, B, acc};
-  int64_t hasUseAcc = 0;
-  if (a.has("use_acc")) {
-    const Val& u = a.get("use_acc");
-    ops.push_back(u.isConstexpr()
-                      ? sp.toRuntime(Val::boolean(truthy(u)), a.loc("use_acc"), DType::I1)
-                      : sp.toI1(sp.requireTensorOrScalar(u, a.loc("use_acc"), "use_acc"), loc));
-    hasUseAcc = 1;
-  }
+  int64_t hasUseAcc = useAccumulator(sp, a, ops);
   int64_t hasPred = predicate(sp, fn, a, ops);
   std::vector<ir::NamedAttr> attrs = {ir::attr::AsyncDot::make::hasUseAcc(hasUseAcc),
                                       ir::attr::AsyncDot::make::hasPred(hasPred)};
