@@ -9,6 +9,21 @@ from ._common import (_FLOATS, _INDEX_TYPES, _Place, _check_dtype, _check_ndim, 
 from .kernels import embedding_bag as embedding_bag_kernels
 
 
+def _check_bag_inputs(op, weight, indices, offsets, mode):
+    """The checks the forward and the backward share; returns weight's element type."""
+    dt = _check_dtype(op, "weight", weight, _FLOATS)
+    _check_ndim(op, "weight", weight, (2,), " [num_embeddings, D]")
+    _check_dtype(op, "indices", indices, _INDEX_TYPES)
+    _check_dtype(op, "offsets", offsets, _INDEX_TYPES)
+    _check_ndim(op, "indices", indices, (1,))
+    _check_ndim(op, "offsets", offsets, (1,), " (num_bags + 1 entries)")
+    if mode not in ("sum", "mean"):
+        raise ValueError(f"{op}: 'mode' must be 'sum' or 'mean', got {mode!r}")
+    if offsets.shape[0] < 1:
+        raise ValueError(f"{op}: 'offsets' needs num_bags + 1 entries (at least 1), got none")
+    return dt
+
+
 def embedding_bag(weight, indices, offsets, per_sample_weights=None, mode="sum", config=None):
     """out[b] = sum over i in [offsets[b], offsets[b+1]) of s_i * weight[indices[i]], with s_i =
     per_sample_weights[i] (or 1), divided by the bag size when mode="mean" (an empty bag gives
@@ -23,16 +38,7 @@ def embedding_bag(weight, indices, offsets, per_sample_weights=None, mode="sum",
     op = "embedding_bag"
     place = _Place(op, {"weight": weight, "indices": indices, "offsets": offsets,
                         "per_sample_weights": per_sample_weights})
-    dt = _check_dtype(op, "weight", weight, _FLOATS)
-    _check_ndim(op, "weight", weight, (2,), " [num_embeddings, D]")
-    _check_dtype(op, "indices", indices, _INDEX_TYPES)
-    _check_dtype(op, "offsets", offsets, _INDEX_TYPES)
-    _check_ndim(op, "indices", indices, (1,))
-    _check_ndim(op, "offsets", offsets, (1,), " (num_bags + 1 entries)")
-    if mode not in ("sum", "mean"):
-        raise ValueError(f"{op}: 'mode' must be 'sum' or 'mean', got {mode!r}")
-    if offsets.shape[0] < 1:
-        raise ValueError(f"{op}: 'offsets' needs num_bags + 1 entries (at least 1), got none")
+    dt = _check_bag_inputs(op, weight, indices, offsets, mode)
     if per_sample_weights is not None:
         _check_dtype(op, "per_sample_weights", per_sample_weights, _FLOATS)
         _check_shape(op, "per_sample_weights", per_sample_weights, tuple(indices.shape),
@@ -85,16 +91,7 @@ def embedding_bag_bwd(grad_out, weight, indices, offsets, per_sample_weights=Non
     op = "embedding_bag_bwd"
     place = _Place(op, {"grad_out": grad_out, "weight": weight, "indices": indices,
                         "offsets": offsets, "per_sample_weights": per_sample_weights})
-    dt = _check_dtype(op, "weight", weight, _FLOATS)
-    _check_ndim(op, "weight", weight, (2,), " [num_embeddings, D]")
-    _check_dtype(op, "indices", indices, _INDEX_TYPES)
-    _check_dtype(op, "offsets", offsets, _INDEX_TYPES)
-    _check_ndim(op, "indices", indices, (1,))
-    _check_ndim(op, "offsets", offsets, (1,), " (num_bags + 1 entries)")
-    if mode not in ("sum", "mean"):
-        raise ValueError(f"{op}: 'mode' must be 'sum' or 'mean', got {mode!r}")
-    if offsets.shape[0] < 1:
-        raise ValueError(f"{op}: 'offsets' needs num_bags + 1 entries (at least 1), got none")
+    dt = _check_bag_inputs(op, weight, indices, offsets, mode)
     num_embeddings, dim = weight.shape
     num_bags = offsets.shape[0] - 1
     _check_dtype(op, "grad_out", grad_out, _FLOATS)
