@@ -132,9 +132,6 @@ struct Plan {
   Op* dot = nullptr;
   Op* loads[2] = {nullptr, nullptr}; // feeding A and B
   unsigned accIter = 0;              // loop-carried index of the accumulator
-  /// `acc += tl.dot(a, b)`: the add of a dot from zero, which the async dot's accumulation
-  /// replaces (null when the dot takes the accumulator itself).
-  Op* accumulatingAdd = nullptr;
   /// Loop-carried indices the load addresses depend on (with their yields' dependencies).
   std::vector<unsigned> addressIters;
   /// Body ops computing the load operands and the next values of addressIters.
@@ -256,20 +253,11 @@ private:
     plan.dot = dot;
 
     // The accumulator: a loop-carried value that only the dot reads and that the dot's result
-    // (read by nothing else) replaces; or, for `acc += tl.dot(a, b)`, that only the add of the
-    // dot's result reads and the add's result replaces.
+    // (read by nothing else) replaces. (`acc += tl.dot(a, b)` arrives here as tl.dot(a, b, acc):
+    // combine-dot-add runs first.)
     Value* acc = dot->operand(2);
     Value* next = dot->result();
     if (usesOf(dot->result()) != 1) return false;
-    if (ir::isPositiveZeroConstant(acc)) {
-      Op* add = userOf(body, dot->result());
-      if (add && add->code() == OpCode::Add && add->result()->type() == dot->result()->type()) {
-        acc = add->operand(add->operand(0) == dot->result() ? 1 : 0);
-        next = add->result();
-        plan.accumulatingAdd = add;
-        if (usesOf(next) != 1) return false;
-      }
-    }
     if (acc->ownerBlock() != &body || acc->index() == 0 || usesOf(acc) != 1) return false;
     plan.accIter = acc->index() - 1;
     if (yield->operand(plan.accIter) != next) return false;
@@ -348,7 +336,7 @@ private:
     for (const auto& op : body.ops()) {
       const Op* o = op.get();
       if (o == plan.dot || o == plan.loads[0] || o == plan.loads[1] || o == plan.bTrans ||
-          o == plan.accumulatingAdd || o == body.terminator())
+          o == body.terminator())
         continue;
       if (!plan.slice.count(o)) return false;
       switch (o->code()) {
@@ -597,14 +585,6 @@ private:
     for (Value* o : def->operands())
       if (!addToSlice(body, o, plan)) return false;
     return true;
-  }
-
-  /// The op of `body` (not nested) that reads `v`, when one does.
-  static Op* userOf(Block& body, const Value* v) {
-    for (auto& op : body.ops())
-      for (Value* o : op->operands())
-        if (o == v) return op.get();
-    return nullptr;
   }
 
   /// True when `op` sits in a region nested in `body`.
@@ -1037,7 +1017,6 @@ private:
     ir::spliceOps(mid, body, ir::positionOf(body, plan.dot));
 
     // The dot and its loads are replaced; the original address computation is dead now.
-    if (plan.accumulatingAdd) erase(body, plan.accumulatingAdd);
     erase(body, plan.dot);
     if (plan.bTrans) erase(body, plan.bTrans);
     erase(body, plan.loads[0]);
