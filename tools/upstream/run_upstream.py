@@ -182,6 +182,11 @@ def prepare(upstream: Path, work: Path, suite: str, replace: bool) -> Path:
     for conftest in (Path("python/test/conftest.py"), Path("python/test/unit/conftest.py")):
         if (upstream / conftest).exists() and not (root / conftest).exists():
             copy_tree_file(upstream / conftest, root / conftest, replace)
+    # The unit suites take their `device` fixture from python/test/conftest.py: a copy of the
+    # upstream tree without it errors every test at setup ("fixture 'device' not found").
+    if str(folder).startswith("python/test/") and not (upstream / "python/test/conftest.py").exists():
+        print(f"[upstream] warning: {upstream}/python/test/conftest.py is missing; the {suite} "
+              f"tests that take the 'device' fixture will error at setup", flush=True)
     # The tutorials, wherever the suite is, as the upstream install lays them out.
     tut_root = root / "__tlx_tutorials_root__" / "tutorials"
     copy_tree(upstream / TUTORIALS, tut_root, replace)

@@ -508,9 +508,12 @@ def _sm90_or_later(place) -> bool:
 
 
 def _is_sm90(place) -> bool:
-    """Whether the call runs on a GPU of compute capability 9.0 (Hopper), the target of the TLX
-    warp-specialized kernels (wgmma, TMA)."""
+    """Whether the call runs on a GPU of compute capability 9.0 (Hopper) and compiles for sm_90a,
+    the target of the TLX warp-specialized kernels (wgmma, TMA). WARPWEAVE_TARGET=sm_80 on a
+    Hopper GPU compiles for sm_80, where those kernels do not exist."""
     if not (place.on_gpu and place.kind == "torch"):
+        return False
+    if os.environ.get("WARPWEAVE_TARGET", "sm_90a") not in ("", "sm_90a"):
         return False
     found = _sm90_devices.get(place.torch_device)
     if found is None:
