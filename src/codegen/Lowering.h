@@ -280,8 +280,7 @@ private:
   /// tl.dot on sm_90a: operands staged in shared memory, wgmma.mma_async per warp group.
   void lowerDotWgmma(const ir::Op& op, const Regs& a, const Regs& b, const Regs& acc);
   /// Inlines a combine region (reduce/scan) on scalar registers; returns the yielded registers.
-  Regs inlineCombine(const ir::Op& op, const Regs& lhs, const Regs& rhs,
-                     const std::vector<ir::DType>& types);
+  Regs inlineCombine(const ir::Op& op, const Regs& lhs, const Regs& rhs);
   /// Fresh registers for each result of `op` (as many as its layout gives a thread), also
   /// appended in order to `flat` and their classes to `classes` (for parallelCopy).
   std::vector<Regs> freshResultRegisters(const ir::Op& op, std::vector<std::string>& flat,

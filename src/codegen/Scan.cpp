@@ -65,8 +65,6 @@ void FunctionLowering::lowerScan(const ir::Op& op) {
   if (kind != "sum" && kind != "prod" && kind != "custom")
     raiseError(op.loc(), "scan kind '" + kind + "' is not one of sum, prod, custom");
   bool reverse = ir::attr::Scan::reverse(op);
-  if (op.numResults() != op.numOperands())
-    throw std::logic_error("codegen: scan with a result count unlike its operand count");
 
   std::vector<DType> types;
   std::vector<Regs> inputs;
@@ -94,7 +92,7 @@ void FunctionLowering::lowerScan(const ir::Op& op) {
   size_t n = types.size();
 
   auto combine = [&](const Regs& earlier, const Regs& later) -> Regs {
-    if (kind == "custom") return inlineCombine(op, earlier, later, types);
+    if (kind == "custom") return inlineCombine(op, earlier, later);
     ScalarContext cx = scalarContext(op);
     ir::Op comb(kind == "sum" ? OpCode::Add : OpCode::Mul, op.loc());
     Regs out;

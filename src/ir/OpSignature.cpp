@@ -59,60 +59,71 @@ constexpr Slot endSlot() {
   }
 // TYPES and REGIONS lines: the rules and region specs, each list ended by a default element.
 constexpr SlotRef In(const char* name) {
-  return SlotRef{false, name};
+  return SlotRef{false, name, false};
 }
 constexpr SlotRef Out(const char* name) {
-  return SlotRef{true, name};
+  return SlotRef{true, name, false};
 }
+constexpr SlotRef Elems(SlotRef ref) {
+  ref.elems = true;
+  return ref;
+}
+// When(accessor, value): the op's attribute (its typed accessor, so a misspelt one does not
+// compile) has that value. `self` is the op's ir::attr namespace, which TYPES / REGIONS name.
+#define When(ACCESSOR, VALUE)                                                                      \
+  AttrCond {                                                                                       \
+    [](const Op& op) { return self::ACCESSOR(op) == VALUE; }, self::k##ACCESSOR, #VALUE            \
+  }
+constexpr TypeRule onlyIf(AttrCond when, TypeRule rule) {
+  rule.when = when;
+  return rule;
+}
+#define OnlyIf(WHEN, RULE) onlyIf(WHEN, RULE)
 #define SameType(...)                                                                              \
   TypeRule {                                                                                       \
-    TypeRule::Kind::SameType, {                                                                    \
-      __VA_ARGS__                                                                                  \
-    }                                                                                              \
+    TypeRule::Kind::SameType, {__VA_ARGS__}, AttrCond {}                                           \
   }
 #define SameShape(...)                                                                             \
   TypeRule {                                                                                       \
-    TypeRule::Kind::SameShape, {                                                                   \
-      __VA_ARGS__                                                                                  \
-    }                                                                                              \
+    TypeRule::Kind::SameShape, {__VA_ARGS__}, AttrCond {}                                          \
   }
 #define ElemI1(REF)                                                                                \
   TypeRule {                                                                                       \
-    TypeRule::Kind::ElemI1, {                                                                      \
-      REF                                                                                          \
-    }                                                                                              \
+    TypeRule::Kind::ElemI1, {REF}, AttrCond {}                                                     \
   }
 #define ElemInt(REF)                                                                               \
   TypeRule {                                                                                       \
-    TypeRule::Kind::ElemInt, {                                                                     \
-      REF                                                                                          \
-    }                                                                                              \
+    TypeRule::Kind::ElemInt, {REF}, AttrCond {}                                                    \
   }
 using Ends = RegionSpec::Ends;
 struct RegionArgs {
   unsigned skip;
-  SlotRef ref;
+  SlotRef refs[2];
 };
-constexpr RegionArgs AnyArgs{0, SlotRef{}};
-constexpr RegionArgs Args(unsigned skip, SlotRef ref) {
-  return RegionArgs{skip, ref};
+constexpr RegionArgs AnyArgs{0, {}};
+constexpr RegionArgs Args(unsigned skip, SlotRef ref, SlotRef then = SlotRef{}) {
+  return RegionArgs{skip, {ref, then}};
 }
 constexpr SlotRef AnyYield{};
 constexpr SlotRef Yields(SlotRef ref) {
   return ref;
 }
-constexpr RegionSpec makeRegion(const char* name, Ends ends, bool optional, RegionArgs args,
-                                SlotRef yields) {
-  return RegionSpec{name, ends, optional, args.skip, args.ref, yields};
+constexpr RegionSpec makeRegion(const char* name, Ends ends, bool optional, AttrCond when,
+                                RegionArgs args, SlotRef yields) {
+  return RegionSpec{name, ends, optional, when, args.skip, {args.refs[0], args.refs[1]}, yields};
 }
-#define Region(NAME, ENDS, ARGS, YIELDS) makeRegion(NAME, Ends::ENDS, false, ARGS, YIELDS)
-#define OptRegion(NAME, ENDS, ARGS, YIELDS) makeRegion(NAME, Ends::ENDS, true, ARGS, YIELDS)
+#define Region(NAME, ENDS, ARGS, YIELDS)                                                           \
+  makeRegion(NAME, Ends::ENDS, false, AttrCond{}, ARGS, YIELDS)
+#define OptRegion(NAME, ENDS, ARGS, YIELDS, WHEN)                                                  \
+  makeRegion(NAME, Ends::ENDS, true, WHEN, ARGS, YIELDS)
 #define TYPES(OPC, ...)                                                                            \
   namespace sig_##OPC {                                                                            \
+    namespace self = ::ww::ir::attr::OPC;                                                          \
     constexpr TypeRule types[] = {__VA_ARGS__ __VA_OPT__(, ) TypeRule{}};                          \
   }
 #define REGIONS(OPC, ...)                                                                          \
   namespace sig_##OPC {                                                                            \
+    namespace self = ::ww::ir::attr::OPC;                                                          \
     constexpr RegionSpec regions[] = {__VA_ARGS__ __VA_OPT__(, ) RegionSpec{}};                    \
   }
 #include "ir/Ops.def"
@@ -128,6 +139,8 @@ constexpr RegionSpec makeRegion(const char* name, Ends ends, bool optional, Regi
 #undef SameShape
 #undef ElemI1
 #undef ElemInt
+#undef When
+#undef OnlyIf
 #undef Region
 #undef OptRegion
 
@@ -193,7 +206,10 @@ constexpr const char* regionsProblem(const OpSignature& sig, bool hasRegionsTrai
   for (const RegionSpec* r = sig.regions; r->name; ++r) {
     if (optionalSeen && !r->optional) return "has a Region after an OptRegion";
     optionalSeen |= r->optional;
-    if (r->args.name && !refExists(sig, r->args)) return "names a slot its lists lack";
+    if (r->optional != (r->when.holds != nullptr)) return "has an OptRegion without When(...)";
+    for (const SlotRef& ref : r->args)
+      if (ref.name && !refExists(sig, ref)) return "names a slot its lists lack";
+    if (!r->args[0].name && r->args[1].name) return "has Args without a first slot";
     if (r->yields.name && !refExists(sig, r->yields)) return "names a slot its lists lack";
   }
   return nullptr;
@@ -386,7 +402,17 @@ std::vector<std::vector<const Value*>> perSlot(const Op& op, const Slot* slots, 
 }
 
 std::string refText(const SlotRef& r) {
-  return r.name;
+  return r.elems ? std::string("Elems(") + r.name + ")" : std::string(r.name);
+}
+
+/// The type `ref` gives value `v`: its own, or with Elems the scalar type of its elements.
+Type refType(const Value* v, const SlotRef& ref) {
+  return ref.elems ? v->type().withShape({}) : v->type();
+}
+
+/// " when kind = "custom"" for a rule or region with a condition, "" without one.
+std::string condText(const AttrCond& c) {
+  return c.holds ? std::string(" when ") + c.attr + " = " + c.value : std::string();
 }
 
 /// The values of each slot of `ref`'s list on `op`.
@@ -428,6 +454,40 @@ std::string valueText(const Op& op, const SlotRef& ref, size_t i) {
   return positionText(op, ref.result, at);
 }
 
+/// "operand #1 (b) has type fp32" (`has`) or "operand #1 (b) type fp32"; with Elems, "... has
+/// fp32 elements" / "... fp32 elements".
+std::string typedText(const Op& op, const SlotRef& ref, size_t i, const Type& t, bool has) {
+  std::string v = valueText(op, ref, i);
+  if (ref.elems) return v + (has ? " has " : " ") + t.str() + " elements";
+  return v + (has ? " has type " : " type ") + t.str();
+}
+
+/// "the type of result #0 (iters)", or with Elems "the element type of operand #0 (inputs)".
+std::string ofText(const Op& op, const SlotRef& ref, size_t i) {
+  return std::string(ref.elems ? "the element type of " : "the type of ") + valueText(op, ref, i);
+}
+
+/// The values of a region's argument refs in turn, each with the ref it comes from and its index
+/// there.
+struct RefValue {
+  SlotRef ref;
+  size_t index;
+  Type type;
+};
+std::vector<RefValue> refValues(const Op& op, const SlotRef* refs, size_t n) {
+  std::vector<RefValue> out;
+  for (size_t k = 0; k < n && refs[k].name; ++k) {
+    std::vector<const Value*> vs = slotValues(op, refs[k]);
+    for (size_t i = 0; i < vs.size(); ++i) out.push_back({refs[k], i, refType(vs[i], refs[k])});
+  }
+  return out;
+}
+
+/// "one per value of iters", "a scalar per value of inputs" (Elems).
+std::string perValueText(const SlotRef& ref) {
+  return std::string(ref.elems ? "a scalar per value of " : "one per value of ") + ref.name;
+}
+
 } // namespace
 
 std::vector<const Value*> slotValues(const Op& op, SlotRef ref) {
@@ -440,9 +500,9 @@ std::vector<TypeRule> typeRulesOf(OpCode c) {
   std::vector<TypeRule> rules;
   if (hasTraits(c, trait::BinaryArith) || hasTraits(c, trait::UnaryMath) ||
       hasTraits(c, trait::ValueHint))
-    rules.push_back(TypeRule{TypeRule::Kind::AllSameType, {}});
+    rules.push_back(TypeRule{TypeRule::Kind::AllSameType, {}, {}});
   else if (hasTraits(c, trait::Elementwise))
-    rules.push_back(TypeRule{TypeRule::Kind::AllSameShape, {}});
+    rules.push_back(TypeRule{TypeRule::Kind::AllSameShape, {}, {}});
   for (const TypeRule* r = signatureOf(c).types; r->kind != TypeRule::Kind::End; ++r)
     rules.push_back(*r);
   return rules;
@@ -473,13 +533,14 @@ std::string ruleText(const TypeRule& r) {
   }
   std::string t = std::string(name) + "(";
   for (size_t i = 0; i < 4 && r.refs[i].name; ++i) t += (i ? ", " : "") + refText(r.refs[i]);
-  return t + ")";
+  return t + ")" + condText(r.when);
 }
 
 std::string checkTypeRules(const Op& op) {
   using K = TypeRule::Kind;
   auto describe = [&](const TypeRule& r) { return " (Ops.def: " + ruleText(r) + ")"; };
   for (const TypeRule& r : typeRulesOf(op.code())) {
+    if (r.when.holds && !r.when.holds(op)) continue;
     switch (r.kind) {
     case K::AllSameType:
     case K::AllSameShape: {
@@ -511,13 +572,14 @@ std::string checkTypeRules(const Op& op) {
           return std::to_string(other.size()) + " " + refText(r.refs[k]) + " for " +
                  std::to_string(first.size()) + " " + refText(r.refs[0]) + describe(r);
         for (size_t i = 0; i < first.size(); ++i) {
-          const Type& a = first[i]->type();
-          const Type& b = other[i]->type();
-          if (type ? !(a == b) : a.shape != b.shape)
-            return valueText(op, r.refs[k], i) + " has " +
-                   (type ? "type " + b.str() : "shape " + shapeText(b.shape)) + ", " +
-                   valueText(op, r.refs[0], i) + " " +
-                   (type ? "type " + a.str() : "shape " + shapeText(a.shape)) + describe(r);
+          const Type a = refType(first[i], r.refs[0]);
+          const Type b = refType(other[i], r.refs[k]);
+          if (type && !(a == b))
+            return typedText(op, r.refs[k], i, b, true) + ", " +
+                   typedText(op, r.refs[0], i, a, false) + describe(r);
+          if (!type && a.shape != b.shape)
+            return valueText(op, r.refs[k], i) + " has shape " + shapeText(b.shape) + ", " +
+                   valueText(op, r.refs[0], i) + " shape " + shapeText(a.shape) + describe(r);
         }
       }
       break;
@@ -540,10 +602,23 @@ std::string checkTypeRules(const Op& op) {
   return {};
 }
 
+namespace {
+
+/// The specs of the regions `op` should have: its REGIONS line less the OptRegions whose
+/// condition does not hold on it.
+std::vector<const RegionSpec*> expectedRegions(const Op& op) {
+  std::vector<const RegionSpec*> out;
+  for (const RegionSpec* r = signatureOf(op.code()).regions; r->name; ++r)
+    if (!r->optional || r->when.holds(op)) out.push_back(r);
+  return out;
+}
+
+} // namespace
+
 const RegionSpec* regionSpec(const Op& op, unsigned r, OpCode& terminator, bool& optional) {
-  const RegionSpec* spec = signatureOf(op.code()).regions;
-  for (unsigned i = 0; i < r && spec->name; ++i) ++spec;
-  if (!spec->name) return nullptr;
+  std::vector<const RegionSpec*> specs = expectedRegions(op);
+  if (r >= specs.size()) return nullptr;
+  const RegionSpec* spec = specs[r];
   terminator = spec->ends == RegionSpec::Ends::Condition ? OpCode::Condition : OpCode::Yield;
   optional = spec->ends == RegionSpec::Ends::MayYield ||
              (spec->ends == RegionSpec::Ends::YieldIfResults && op.numResults() == 0);
@@ -551,52 +626,65 @@ const RegionSpec* regionSpec(const Op& op, unsigned r, OpCode& terminator, bool&
 }
 
 std::string checkRegions(const Op& op) {
-  const RegionSpec* specs = signatureOf(op.code()).regions;
-  size_t required = 0, total = 0;
-  std::string names;
-  for (const RegionSpec* r = specs; r->name; ++r) {
-    required += !r->optional;
-    ++total;
-    names += std::string(names.empty() ? "" : ", ") + (r->optional ? "[" : "") + r->name +
-             (r->optional ? "]" : "");
-  }
+  std::vector<const RegionSpec*> specs = expectedRegions(op);
   const size_t n = op.numRegions();
-  if (n < required || n > total)
+  if (n != specs.size()) {
+    // An OptRegion that its condition asks for and that is missing, or one present without it.
+    size_t total = 0;
+    for (const RegionSpec* r = signatureOf(op.code()).regions; r->name; ++r) {
+      ++total;
+      bool wanted = r->optional && r->when.holds(op);
+      if (n < specs.size() && wanted && r == specs[n])
+        return std::string("region '") + r->name + "' is missing (Ops.def: OptRegion, present" +
+               condText(r->when) + ")";
+      if (n > specs.size() && n <= total && r->optional && !wanted)
+        return std::string("region '") + r->name + "' is present, but Ops.def gives it only" +
+               condText(r->when) + " (OptRegion)";
+    }
+    std::string names;
+    for (const RegionSpec* r : specs) names += std::string(names.empty() ? "" : ", ") + r->name;
     return std::to_string(n) + " region" + (n == 1 ? "" : "s") + ", expected " +
-           (required == total ? std::to_string(total)
-                              : std::to_string(required) + " to " + std::to_string(total)) +
-           ": (" + names + ")";
+           std::to_string(specs.size()) + ": (" + names + ")";
+  }
   for (unsigned i = 0; i < n; ++i) {
-    const RegionSpec& spec = specs[i];
+    const RegionSpec& spec = *specs[i];
     const Block& block = *op.region(i);
     std::string where = std::string("region '") + spec.name + "'";
-    if (spec.args.name) {
-      std::vector<const Value*> want = slotValues(op, spec.args);
-      if (block.numArgs() != spec.argsSkip + want.size())
-        return where + " has " + std::to_string(block.numArgs()) + " arguments, expected " +
-               std::to_string(spec.argsSkip + want.size()) + " (" +
-               (spec.argsSkip ? std::to_string(spec.argsSkip) + ", then " : "") +
-               "one per value of " + spec.args.name + ")";
-      for (size_t k = 0; k < want.size(); ++k)
-        if (!(block.arg(unsigned(spec.argsSkip + k))->type() == want[k]->type()))
+    if (spec.args[0].name) {
+      std::vector<RefValue> want = refValues(op, spec.args, 2);
+      if (block.numArgs() != spec.argsSkip + want.size()) {
+        std::string parts = spec.argsSkip ? std::to_string(spec.argsSkip) : "";
+        for (const SlotRef& ref : spec.args)
+          if (ref.name) parts += (parts.empty() ? "" : ", then ") + perValueText(ref);
+        return where + " has " + std::to_string(block.numArgs()) + " argument" +
+               (block.numArgs() == 1 ? "" : "s") + ", expected " +
+               std::to_string(spec.argsSkip + want.size()) + " (" + parts + ")";
+      }
+      for (size_t k = 0; k < want.size(); ++k) {
+        const Type& got = block.arg(unsigned(spec.argsSkip + k))->type();
+        if (!(got == want[k].type))
           return where + " argument #" + std::to_string(spec.argsSkip + k) + " has type " +
-                 block.arg(unsigned(spec.argsSkip + k))->type().str() + ", expected " +
-                 want[k]->type().str() + ", the type of " + valueText(op, spec.args, k);
+                 got.str() + ", expected " + want[k].type.str() + ", " +
+                 ofText(op, want[k].ref, want[k].index);
+      }
     }
     if (spec.yields.name) {
       const Op* t = block.terminator();
       OpCode term = spec.ends == RegionSpec::Ends::Condition ? OpCode::Condition : OpCode::Yield;
       if (!t || t->code() != term) continue; // the verifier's walk reports a missing terminator
-      std::vector<const Value*> want = slotValues(op, spec.yields);
+      std::vector<RefValue> want = refValues(op, &spec.yields, 1);
       unsigned skip = term == OpCode::Condition ? 1 : 0;
+      if (t->numOperands() < skip) continue; // checkSignature reports the terminator's operands
       if (t->numOperands() != skip + want.size())
-        return where + " yields " + std::to_string(t->numOperands() - skip) + " values, expected " +
-               std::to_string(want.size()) + " (one per value of " + spec.yields.name + ")";
-      for (size_t k = 0; k < want.size(); ++k)
-        if (!(t->operand(unsigned(skip + k))->type() == want[k]->type()))
-          return where + " yields " + t->operand(unsigned(skip + k))->type().str() + " as value #" +
-                 std::to_string(k) + ", expected " + want[k]->type().str() + ", the type of " +
-                 valueText(op, spec.yields, k);
+        return where + " yields " + std::to_string(t->numOperands() - skip) + " value" +
+               (t->numOperands() - skip == 1 ? "" : "s") + ", expected " +
+               std::to_string(want.size()) + " (" + perValueText(spec.yields) + ")";
+      for (size_t k = 0; k < want.size(); ++k) {
+        const Type& got = t->operand(unsigned(skip + k))->type();
+        if (!(got == want[k].type))
+          return where + " yields " + got.str() + " as value #" + std::to_string(k) +
+                 ", expected " + want[k].type.str() + ", " + ofText(op, want[k].ref, want[k].index);
+      }
     }
   }
   return {};

@@ -64,6 +64,15 @@ struct Slot {
 struct SlotRef {
   bool result = false;
   const char* name = nullptr; // null: no slot
+  bool elems = false;         // Elems(ref): the scalar type of each value's elements
+};
+
+/// When(accessor, value) of a TYPES rule (OnlyIf) or an OptRegion: the op's attribute has that
+/// value. No condition (`holds` null) always holds.
+struct AttrCond {
+  bool (*holds)(const Op&) = nullptr;
+  const char* attr = nullptr;  // the attribute's name, "kind"
+  const char* value = nullptr; // the value as Ops.def spells it, "\"custom\""
 };
 
 /// One relation of a TYPES line, or one the op's traits imply.
@@ -79,6 +88,7 @@ struct TypeRule {
   };
   Kind kind = Kind::End;
   SlotRef refs[4] = {};
+  AttrCond when; // OnlyIf(When(...), rule): the rule applies only then
 };
 
 /// One region of a REGIONS line.
@@ -91,9 +101,10 @@ struct RegionSpec {
   };
   const char* name = nullptr; // null: terminates a list
   Ends ends = Ends::Yield;
-  bool optional = false; // OptRegion: may be absent
-  unsigned argsSkip = 0; // Args(skip, ref): leading arguments not checked
-  SlotRef args;          // ... then one argument per value of this slot (null: not checked)
+  bool optional = false; // OptRegion: present exactly when `when` holds
+  AttrCond when;
+  unsigned argsSkip = 0; // Args(skip, refs...): leading arguments not checked
+  SlotRef args[2];       // ... then one argument per value of each slot in turn (none: not checked)
   SlotRef yields;        // Yields(ref): the terminator's values have this slot's types
 };
 
@@ -126,8 +137,9 @@ std::vector<const Value*> slotValues(const Op& op, SlotRef ref);
 /// Why `op`'s region count or a region's terminator, arguments or yielded values do not fit its
 /// REGIONS line; "" when they fit. Does not look inside the regions' other ops.
 std::string checkRegions(const Op& op);
-/// The spec of region `r` of `op` (null past its REGIONS line) and the terminator it ends in:
-/// Yield or Condition, with `optional` set when the block may end without one.
+/// The spec of region `r` of `op` (null past its REGIONS line; an OptRegion whose condition does
+/// not hold on `op` takes no position) and the terminator it ends in: Yield or Condition, with
+/// `optional` set when the block may end without one.
 const RegionSpec* regionSpec(const Op& op, unsigned r, OpCode& terminator, bool& optional);
 
 } // namespace ww::ir

@@ -115,12 +115,31 @@ TEST(OpSignature, RegionsAreTheRegionsLineOfHasRegionsOpsOnly) {
   EXPECT_STREQ(loop[0].name, "body");
   EXPECT_EQ(loop[0].ends, RegionSpec::Ends::Yield);
   EXPECT_EQ(loop[0].argsSkip, 1u);
-  EXPECT_STREQ(loop[0].args.name, "iters");
+  EXPECT_STREQ(loop[0].args[0].name, "iters");
   EXPECT_EQ(loop[1].name, nullptr);
   const RegionSpec* loopW = signatureOf(OpCode::While).regions;
   EXPECT_EQ(loopW[0].ends, RegionSpec::Ends::Condition);
+  EXPECT_STREQ(loopW[0].args[0].name, "inits");
+  EXPECT_STREQ(loopW[0].yields.name, "results");
   EXPECT_EQ(loopW[1].ends, RegionSpec::Ends::Yield);
-  EXPECT_TRUE(signatureOf(OpCode::Reduce).regions[0].optional);
+  EXPECT_STREQ(loopW[1].args[0].name, "results");
+  EXPECT_STREQ(loopW[1].yields.name, "inits");
+  // A reduce's combine region: only for kind "custom", (a..., b...) of the inputs' elements.
+  for (OpCode c : {OpCode::Reduce, OpCode::Scan}) {
+    const RegionSpec& combine = signatureOf(c).regions[0];
+    EXPECT_TRUE(combine.optional) << opName(c);
+    EXPECT_STREQ(combine.when.attr, "kind") << opName(c);
+    EXPECT_STREQ(combine.when.value, "\"custom\"") << opName(c);
+    for (const SlotRef& ref : combine.args) {
+      EXPECT_STREQ(ref.name, "inputs") << opName(c);
+      EXPECT_TRUE(ref.elems) << opName(c);
+    }
+    EXPECT_TRUE(combine.yields.elems) << opName(c);
+  }
+  using V = std::vector<std::string>;
+  EXPECT_EQ(ruleTexts(OpCode::Reduce),
+            V{"SameType(Elems(inputs), Elems(reduced)) when kind = \"custom\""});
+  EXPECT_EQ(ruleTexts(OpCode::Scan), V{"SameType(inputs, scanned)"});
 }
 
 TEST(OpSignature, VerifierChecksTheTypeRules) {
@@ -224,6 +243,136 @@ TEST(OpSignature, VerifierChecksTheRegions) {
               op->addRegion();
             }),
             "Tile IR verifier: 'if': 1 region, expected 2: (then, else)");
+}
+
+/// A reduce (or scan) of `inputs` along axis 0 of kind `kind`, with results `results` and, when
+/// `args` is given, a combine region taking those arguments and yielding `yields` of them (by
+/// index).
+Op* reduction(Builder& b, OpCode code, const std::vector<Value*>& inputs,
+              const std::vector<Type>& results, const std::string& kind,
+              const std::vector<Type>* args = nullptr, const std::vector<unsigned>& yields = {}) {
+  std::vector<NamedAttr> attrs =
+      code == OpCode::Scan
+          ? std::vector<NamedAttr>{attr::Scan::make::axis(0), attr::Scan::make::kind(kind)}
+          : std::vector<NamedAttr>{attr::Reduce::make::axis(0), attr::Reduce::make::kind(kind)};
+  Op* op = b.create(code, inputs, results, attrs);
+  if (args) {
+    Block* region = op->addRegion();
+    for (const Type& t : *args) region->addArg(t);
+    std::vector<Value*> ys;
+    for (unsigned i : yields) ys.push_back(region->arg(i));
+    Builder(region).create(OpCode::Yield, ys, {});
+  }
+  return op;
+}
+
+TEST(OpSignature, VerifierChecksReduceScanAndWhileRegions) {
+  const Type f32 = Type::scalar(DType::F32), i32 = Type::scalar(DType::I32);
+  const Type tf32 = Type::tensor(DType::F32, {4}), ti32 = Type::tensor(DType::I32, {4});
+  const std::vector<Type> ab = {f32, f32};
+  auto vals = [](Builder& b, Value* p) { return b.load(b.splat(p, {4})); };
+  // Well formed: a custom reduce and scan with their regions, a max without one, an argmax.
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              Value* x = vals(b, p);
+              reduction(b, OpCode::Reduce, {x}, {f32}, "custom", &ab, {0});
+              reduction(b, OpCode::Scan, {x}, {tf32}, "custom", &ab, {1});
+              reduction(b, OpCode::Reduce, {x}, {f32}, "max");
+              reduction(b, OpCode::Reduce, {x}, {i32}, "argmax");
+            }),
+            "");
+  // The combine region is there exactly for kind "custom".
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              reduction(b, OpCode::Reduce, {vals(b, p)}, {f32}, "custom");
+            }),
+            "Tile IR verifier: 'reduce': region 'combine' is missing (Ops.def: OptRegion, present "
+            "when kind = \"custom\")");
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              reduction(b, OpCode::Scan, {vals(b, p)}, {tf32}, "sum", &ab, {0});
+            }),
+            "Tile IR verifier: 'scan': region 'combine' is present, but Ops.def gives it only when "
+            "kind = \"custom\" (OptRegion)");
+  // Its arguments: a scalar of each input's element type, twice.
+  EXPECT_EQ(
+      verifyError([&](Builder& b, Value* p) {
+        const std::vector<Type> three = {f32, f32, f32};
+        reduction(b, OpCode::Reduce, {vals(b, p)}, {f32}, "custom", &three, {0});
+      }),
+      "Tile IR verifier: 'reduce': region 'combine' has 3 arguments, expected 2 (a scalar per "
+      "value of inputs, then a scalar per value of inputs)");
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              const std::vector<Type> tensors = {tf32, tf32};
+              reduction(b, OpCode::Reduce, {vals(b, p)}, {f32}, "custom", &tensors, {0});
+            }),
+            "Tile IR verifier: 'reduce': region 'combine' argument #0 has type tensor<4xfp32>, "
+            "expected fp32, the element type of operand #0 (inputs)");
+  // What it yields: one per input, of its element type.
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              Value* x = vals(b, p);
+              Value* i = b.splat(b.i32(1), {4});
+              const std::vector<Type> args = {f32, i32, f32, i32};
+              reduction(b, OpCode::Reduce, {x, i}, {f32, i32}, "custom", &args, {1, 0});
+            }),
+            "Tile IR verifier: 'reduce': region 'combine' yields i32 as value #0, expected fp32, "
+            "the element type of operand #0 (inputs)");
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              reduction(b, OpCode::Scan, {vals(b, p)}, {tf32}, "custom", &ab, {0, 1});
+            }),
+            "Tile IR verifier: 'scan': region 'combine' yields 2 values, expected 1 (a scalar per "
+            "value of inputs)");
+  // Results: a custom reduce keeps the inputs' element types, a scan their types.
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              reduction(b, OpCode::Reduce, {vals(b, p)}, {i32}, "custom", &ab, {0});
+            }),
+            "Tile IR verifier: 'reduce': result #0 (reduced) has i32 elements, operand #0 (inputs) "
+            "fp32 elements (Ops.def: SameType(Elems(inputs), Elems(reduced)) when kind = "
+            "\"custom\")");
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              reduction(b, OpCode::Scan, {vals(b, p)}, {ti32}, "sum");
+            }),
+            "Tile IR verifier: 'scan': result #0 (scanned) has type tensor<4xi32>, operand #0 "
+            "(inputs) type tensor<4xfp32> (Ops.def: SameType(inputs, scanned))");
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              Value* x = vals(b, p);
+              reduction(b, OpCode::Scan, {x, x}, {tf32}, "sum");
+            }),
+            "Tile IR verifier: 'scan': 1 scanned for 2 inputs (Ops.def: SameType(inputs, "
+            "scanned))");
+  // while: before(inits...) -> condition(cond, results...); after(results...) -> yield(inits...).
+  auto whileLoop = [&](Builder& b, Value* p, const std::vector<Type>& afterArgs, bool swapYield) {
+    Value* n = b.i32(4);
+    Value* x = b.load(p);
+    Op* op = b.create(OpCode::While, {n, x}, {i32, f32});
+    Block* before = op->addRegion();
+    Block* after = op->addRegion();
+    Value* bn = before->addArg(i32);
+    Value* bx = before->addArg(f32);
+    Builder bb(before);
+    Value* go =
+        bb.create1(OpCode::Cmp, {bn, n}, Type::scalar(DType::I1), {attr::Cmp::make::pred("lt")});
+    bb.create(OpCode::Condition, {go, bn, bx}, {});
+    for (const Type& t : afterArgs) after->addArg(t);
+    Builder inAfter(after);
+    inAfter.create(
+        OpCode::Yield,
+        {after->arg(swapYield ? 1 : 0), after->arg(afterArgs.size() > 1 && !swapYield ? 1 : 0)},
+        {});
+  };
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) { whileLoop(b, p, {i32, f32}, false); }), "");
+  EXPECT_EQ(
+      verifyError([&](Builder& b, Value* p) { whileLoop(b, p, {i32}, false); }),
+      "Tile IR verifier: 'while': region 'after' has 1 argument, expected 2 (one per value of "
+      "results)");
+  EXPECT_EQ(
+      verifyError([&](Builder& b, Value* p) {
+        whileLoop(b, p, {f32, f32}, false);
+      }),
+      "Tile IR verifier: 'while': region 'after' argument #0 has type fp32, expected i32, the "
+      "type of result #0 (results)");
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              whileLoop(b, p, {i32, f32}, true);
+            }),
+            "Tile IR verifier: 'while': region 'after' yields fp32 as value #0, expected i32, the "
+            "type of operand #0 (inits)");
 }
 
 TEST(OpSignature, WrittenSharedBufferIsTheMarkedOperand) {
