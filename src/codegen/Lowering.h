@@ -237,6 +237,13 @@ private:
   void lowerTmemCopy(const ir::Op& op);
   /// tcgen05_mma and tcgen05_commit.
   void lowerTcgen05(const ir::Op& op);
+  /// One tcgen05.commit of the thread's MMAs to the mbarrier at `bar`, guarded by `guard`; in a
+  /// kernel of CTA-pair MMAs, multicast to the barrier in both CTAs of the pair.
+  void tcgen05Commit(const std::string& bar, const std::string& guard, const std::string& pairMask);
+  /// Predicate: this CTA leads its pair (even %cluster_ctarank); and the 16-bit mask of the
+  /// pair's two cluster ranks.
+  std::string leadsCtaPair();
+  std::string ctaPairMask();
   /// clc_try_cancel and clc_query: cluster launch control (TlxClc.cpp).
   void lowerClc(const ir::Op& op);
   /// tlx.async_dot (wgmma from TLX buffers) and tlx.async_dot_wait (TlxAsyncDot.cpp).
@@ -337,6 +344,8 @@ private:
   int64_t tmemColumns_ = 0;
   int64_t tmemAllocColumns_ = 0;
   std::string tmemBase_;
+  // Whether the kernel's tcgen05 ops are CTA pairs' (two_ctas=True): cta_group::2 throughout.
+  bool pairedMma_ = false;
   // Descriptor argument -> swizzle bytes of the shared tiles its TMA copies use.
   std::unordered_map<const ir::Value*, int> descriptorSwizzle_;
 };

@@ -132,6 +132,24 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
     std::string bar = barrierAddress(op, 2);
     std::string opcode =
         "cp.async.bulk.tensor." + dims + ".shared::cluster.global.mbarrier::complete_tx::bytes";
+    if (ir::attr::AsyncDescLoad::twoCtas(op)) {
+      // A CTA pair's operand (two_ctas): the box lands in this CTA's buffer and completes its
+      // bytes on the barrier at the same offset in the pair's leader (cluster rank & ~1), which
+      // .cta_group::2 lets the copy signal.
+      if (options_.target != Target::SM100a)
+        raiseError(op.loc(), std::string("'") + op.name() +
+                                 "' with two_ctas=True loads a Blackwell CTA pair's operand "
+                                 "(.cta_group::2), which only sm_100a has; compile for sm_100a");
+      if (fn_.numCtas < 2 || fn_.numCtas % 2)
+        raiseError(op.loc(), std::string("'") + op.name() +
+                                 "' with two_ctas=True runs on a pair of CTAs: launch with "
+                                 "clusters of an even number of CTAs, ctas_per_cga=(2, 1, 1)");
+      std::string rank = b_.pure("mov.u32", RegClass::B32, {"%cluster_ctarank"});
+      std::string leaderRank = b_.pure("and.b32", RegClass::B32, {rank, "0xFFFFFFFE"});
+      std::string local = sharedAddress(b_.materialize(regsOf(op.operand(2)).at(0), RegClass::B32));
+      bar = bracketed(b_.pure("mapa.shared::cluster.u32", RegClass::B32, {local, leaderRank}));
+      opcode += ".cta_group::2";
+    }
     std::string mask;
     if (multicast) {
       opcode += ".multicast::cluster";

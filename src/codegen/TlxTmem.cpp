@@ -51,6 +51,23 @@ void requireTmemTile(const ir::Op& at, const ir::Type& t) {
 } // namespace
 
 void FunctionLowering::planTensorMemory() {
+  // CTA pairs: every tcgen05 op of a kernel uses one cta_group (PTX ISA, tcgen05.alloc), so one
+  // two-CTA MMA or commit makes all of them the pair's.
+  const ir::Op* pairedAt = nullptr;
+  ir::walk(fn_.body, [&](const ir::Op& op) {
+    if (!pairedAt && ((op.code() == OpCode::Tcgen05Mma && ir::attr::Tcgen05Mma::twoCtas(op)) ||
+                      (op.code() == OpCode::Tcgen05Commit && ir::attr::Tcgen05Commit::twoCtas(op))))
+      pairedAt = &op;
+  });
+  pairedMma_ = pairedAt != nullptr;
+  if (pairedAt && options_.target == Target::SM100a && (fn_.numCtas < 2 || fn_.numCtas % 2))
+    raiseError(pairedAt->loc(),
+               std::string("tlx.") +
+                   (pairedAt->code() == OpCode::Tcgen05Mma ? "async_dot" : "tcgen05_commit") +
+                   " with two_ctas=True runs on a pair of CTAs: launch with "
+                   "clusters of an even number of CTAs, ctas_per_cga=(2, 1, 1) "
+                   "(this kernel has " +
+                   std::to_string(std::max(1, fn_.numCtas)) + " per cluster)");
   ir::walk(fn_.body, [&](const ir::Op& op) {
     if (op.code() != OpCode::LocalAlloc || !isTmemValue(op.result())) return;
     const ir::Type& t = op.result()->type();
@@ -76,9 +93,11 @@ std::string FunctionLowering::tensorMemoryBase(const ir::Op& at) {
   std::string warp0 = b_.pure("setp.lt.u32", RegClass::Pred, {tid(), "32"});
   std::string skip = b_.newLabel("tmem_alloc_done");
   b_.inst("bra", {skip}, warp0, true);
-  b_.inst("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32",
+  // A CTA pair's allocation is collective: warp 0 of each CTA of the pair allocates.
+  const std::string group = pairedMma_ ? ".cta_group::2" : ".cta_group::1";
+  b_.inst("tcgen05.alloc" + group + ".sync.aligned.shared::cta.b32",
           {bracketed(addr), immInt(tmemAllocColumns_)});
-  b_.inst("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned", {});
+  b_.inst("tcgen05.relinquish_alloc_permit" + group + ".sync.aligned", {});
   b_.label(skip);
   b_.inst("tcgen05.fence::before_thread_sync", {});
   barrier();
@@ -93,12 +112,21 @@ std::string FunctionLowering::tensorMemoryBase(const ir::Op& at) {
 void FunctionLowering::releaseTensorMemory() {
   if (tmemBase_.empty() || taskWarps_) return;
   b_.inst("tcgen05.fence::before_thread_sync", {});
-  b_.inst("bar.sync", {"0"});
+  if (pairedMma_) {
+    // The pair deallocates together, once neither CTA touches its tensor memory any more (the
+    // leader's MMAs write the peer's): every thread of the cluster meets first.
+    b_.inst("barrier.cluster.arrive.release", {});
+    b_.inst("barrier.cluster.wait.acquire", {});
+  } else {
+    b_.inst("bar.sync", {"0"});
+  }
   b_.inst("tcgen05.fence::after_thread_sync", {});
   std::string warp0 = b_.pure("setp.lt.u32", RegClass::Pred, {tid(), "32"});
   std::string skip = b_.newLabel("tmem_dealloc_done");
   b_.inst("bra", {skip}, warp0, true);
-  b_.inst("tcgen05.dealloc.cta_group::1.sync.aligned.b32", {tmemBase_, immInt(tmemAllocColumns_)});
+  b_.inst(std::string("tcgen05.dealloc") + (pairedMma_ ? ".cta_group::2" : ".cta_group::1") +
+              ".sync.aligned.b32",
+          {tmemBase_, immInt(tmemAllocColumns_)});
   b_.label(skip);
 }
 
@@ -261,6 +289,32 @@ uint32_t tcgen05InstrDescriptor(DType a, DType b, DType d, bool aMnMajor, bool b
   return desc;
 }
 
+std::string FunctionLowering::leadsCtaPair() {
+  std::string rank = b_.pure("mov.u32", RegClass::B32, {"%cluster_ctarank"});
+  std::string odd = b_.pure("and.b32", RegClass::B32, {rank, "1"});
+  return b_.pure("setp.eq.u32", RegClass::Pred, {odd, "0"});
+}
+
+std::string FunctionLowering::ctaPairMask() {
+  // The cluster ranks (rank & ~1) and (rank | 1) as a 16-bit CTA mask.
+  std::string rank = b_.pure("mov.u32", RegClass::B32, {"%cluster_ctarank"});
+  std::string first = b_.pure("and.b32", RegClass::B32, {rank, "0xFFFFFFFE"});
+  std::string bits = b_.pure("shl.b32", RegClass::B32, {"3", first});
+  return b_.pure("cvt.u16.u32", RegClass::B16, {bits});
+}
+
+void FunctionLowering::tcgen05Commit(const std::string& bar, const std::string& guard,
+                                     const std::string& pairMask) {
+  if (!pairedMma_) {
+    b_.inst("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64", {bar}, guard);
+    return;
+  }
+  // The pair's commit arrives on the barrier at this offset in both CTAs of the pair.
+  b_.inst("tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster."
+          "b64",
+          {bar, pairMask}, guard);
+}
+
 void FunctionLowering::lowerTcgen05(const ir::Op& op) {
   if (options_.target != Target::SM100a)
     raiseError(op.loc(), std::string("tlx.") +
@@ -268,18 +322,30 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
                                                               : "tcgen05_commit") +
                              " lowers to tcgen05, which only sm_100a (Blackwell) has; compile for "
                              "sm_100a");
+  // One thread issues; of a CTA pair, one thread of the leader.
   std::string elected = electedThread();
+  // (Registers computed before the branches below: a value first computed on a skipped path
+  // would be reused, undefined, after it.)
+  std::string pairMask;
+  if (pairedMma_) {
+    elected = b_.pure("and.pred", RegClass::Pred, {elected, leadsCtaPair()});
+    pairMask = ctaPairMask();
+  }
   if (op.code() == OpCode::Tcgen05Commit) {
     std::string skip = b_.newLabel("tcgen05_commit_skip");
     if (ir::attr::Tcgen05Commit::hasPred(op)) {
       std::string p = b_.materialize(operand(op, 1).at(0), RegClass::Pred);
       b_.inst("bra", {skip}, p, true);
     }
-    b_.inst("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64",
-            {barrierAddress(op, 0)}, elected);
+    tcgen05Commit(barrierAddress(op, 0), elected, pairMask);
     b_.label(skip);
     return;
   }
+  const bool pair = ir::attr::Tcgen05Mma::twoCtas(op);
+  if (pair != pairedMma_)
+    raiseError(op.loc(), "tlx.async_dot into tensor memory without two_ctas=True in a kernel "
+                         "whose other tcgen05 ops are a CTA pair's: every tcgen05 op of a kernel "
+                         "uses one cta_group (PTX ISA); pass two_ctas=True here too");
   const ir::Type& at = op.operand(0)->type();
   const ir::Type& bt = op.operand(1)->type();
   const ir::Type& ct = op.operand(2)->type();
@@ -296,11 +362,15 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
     raiseError(op.loc(),
                "tlx.async_dot into tensor memory accumulates in fp32 only, got " + ct.str());
   requireTmemTile(op, ct);
-  const int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
-  if (M != 128 || N < 16 || N > 256 || N % 16 != 0)
+  // Per CTA: A [M, K], B [K, bN], acc [M, N]; a pair's instruction is 2M x N, each CTA holding
+  // half of B's columns (bN = N / 2).
+  const int64_t M = at.shape[0], K = at.shape[1], bN = bt.shape[1], N = ct.shape[1];
+  if (M != 128 || N < 16 || N > 256 || N % 16 != 0 || (pair ? 2 * bN : bN) != N)
     raiseError(op.loc(), "tlx.async_dot of a " + std::to_string(M) + "x" + std::to_string(N) +
                              " tile into tensor memory: the sm_100a backend issues tcgen05.mma "
-                             "with M = 128 and N a multiple of 16 up to 256");
+                             "with M = 128 per CTA and N a multiple of 16 up to 256" +
+                             (pair ? std::string(" (a CTA pair's: 256 x N, B [K, N/2] per CTA)")
+                                   : std::string()));
   // Operand layouts in shared memory, as for wgmma (TlxAsyncDot.cpp): A [M, K] K-major, B
   // [K, N] N-major, a 2-D local_trans view swaps that.
   auto operandMajor = [&](const ir::Value* v, bool isA, bool* kMajor) {
@@ -339,6 +409,8 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
     return ((mn / row) * K + k) * s + (mn % row) * bytes;
   };
   // Shared-memory descriptors: wgmma's fields plus the tcgen05 version field (bits 46-48 = 1).
+  // A pair's descriptors are this CTA's tiles; the tensor core reads the peer's at the same
+  // shared-memory offsets.
   const uint64_t version = uint64_t(1) << 46;
   const uint64_t aFixed = wgmmaLayoutBits(aK, static_cast<int>(sa), K) | version;
   const uint64_t bFixed = wgmmaLayoutBits(bK, static_cast<int>(sb), K) | version;
@@ -346,7 +418,8 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
   std::string bBase = sharedAddress(b_.materialize(regsOf(op.operand(1)).at(0), RegClass::B32));
   std::string aDesc = wgmmaDescriptor(b_, aBase, aFixed);
   std::string bDesc = wgmmaDescriptor(b_, bBase, bFixed);
-  const uint32_t idesc = tcgen05InstrDescriptor(at.elem, bt.elem, ct.elem, !aK, !bK, M, N);
+  const uint32_t idesc =
+      tcgen05InstrDescriptor(at.elem, bt.elem, ct.elem, !aK, !bK, pair ? 2 * M : M, N);
   std::string idescReg = b_.materialize(immInt(int64_t(idesc)), RegClass::B32);
   std::string dAddr = b_.materialize(regsOf(op.operand(2)).at(0), RegClass::B32);
 
@@ -354,23 +427,45 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
   std::string firstAccumulate = b_.pure("setp.ne.u32", RegClass::Pred, {"1", "0"});
   if (ir::attr::Tcgen05Mma::hasUseAcc(op))
     firstAccumulate = b_.materialize(operand(op, next++).at(0), RegClass::Pred);
+  // The synchronous form waits on an mbarrier of its own in scratch shared memory: initialized
+  // here, committed to after the MMA, waited on by every thread, invalidated after.
+  const bool sync = ir::attr::Tcgen05Mma::sync(op);
+  std::string syncBar;
+  if (sync) {
+    syncBar = bracketed(sharedAddress(immInt(scratch(8))));
+    barrier(); // earlier users of the scratch region are done
+    b_.inst("mbarrier.init.shared::cta.b64", {syncBar, "1"}, electedThread());
+    barrier();
+  }
   std::string skip = b_.newLabel("tcgen05_mma_skip");
   if (ir::attr::Tcgen05Mma::hasPred(op))
     b_.inst("bra", {skip}, b_.materialize(operand(op, next++).at(0), RegClass::Pred), true);
   b_.inst("bra", {skip}, elected, true);
   b_.inst("tcgen05.fence::after_thread_sync", {});
   std::string accumulate = firstAccumulate;
-  const std::string opcode = "tcgen05.mma.cta_group::1.kind::" + kind;
+  const std::string opcode =
+      std::string("tcgen05.mma") + (pair ? ".cta_group::2" : ".cta_group::1") + ".kind::" + kind;
   for (int64_t k0 = 0; k0 < K; k0 += instrK) {
     std::string da = wgmmaDescriptorStep(b_, aDesc, tileByte(aK, sa, M, 0, k0));
-    std::string db = wgmmaDescriptorStep(b_, bDesc, tileByte(bK, sb, N, 0, k0));
+    std::string db = wgmmaDescriptorStep(b_, bDesc, tileByte(bK, sb, bN, 0, k0));
     b_.inst(opcode, {bracketed(dAddr), da, db, idescReg, accumulate});
     accumulate = b_.pure("setp.ne.u32", RegClass::Pred, {"1", "0"});
   }
   for (unsigned i = next; i < op.numOperands(); ++i)
-    b_.inst("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64",
-            {barrierAddress(op, i)});
+    tcgen05Commit(barrierAddress(op, i), "", pairMask);
   b_.label(skip);
+  if (sync) {
+    // Committed whether or not pred issued the MMA: the commit tracks every earlier MMA.
+    tcgen05Commit(syncBar, elected, pairMask);
+    std::string retry = b_.newLabel("tcgen05_mma_wait");
+    std::string done = b_.newReg(RegClass::Pred);
+    b_.label(retry);
+    b_.inst("mbarrier.try_wait.parity.shared::cta.b64", {done, syncBar, "0"});
+    b_.inst("bra", {retry}, done, /*negateGuard=*/true);
+    b_.inst("tcgen05.fence::after_thread_sync", {});
+    barrier(); // every thread has passed the wait
+    b_.inst("mbarrier.inval.shared::cta.b64", {syncBar}, electedThread());
+  }
 }
 
 } // namespace ww::codegen

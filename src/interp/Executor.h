@@ -25,6 +25,8 @@ template <class T, class Read> T attrOr(const ir::Op& op, const char* name, Read
   return op.hasAttr(name) ? T(read(op)) : absent;
 }
 
+struct CtaState;
+
 /// An async_dot in flight: its operands are read when it completes (async_dot_wait), as the
 /// tensor core may read shared memory any time until then.
 struct PendingDot {
@@ -48,6 +50,11 @@ struct PendingMma {
   bool useAcc = true;
   std::string precision;
   uint64_t token = 0; // of its in-flight reads of a, b and write of acc
+  /// A CTA pair's MMA (two_ctas, issued by the pair's leader): the peer's rows of a and acc and
+  /// its half of b's columns (b's columns are the leader's half, then the peer's). Null peer
+  /// otherwise.
+  CtaState* peer = nullptr;
+  BufferView peerA, peerB, peerAcc;
 };
 
 /// A tcgen05.commit: the MMAs its thread issued since its previous commit, and the barrier that
@@ -57,6 +64,13 @@ struct MmaCommit {
   BarrierView bar;
   SourceLoc at;
   std::string where;
+  /// The issuing agent's clock at the commit: its arrival is ordered after what the issuer did
+  /// before (the waits that let it issue the MMAs).
+  VectorClock issuer;
+  /// A CTA pair's commit (tcgen05.commit.cta_group::2 ... multicast::cluster): the barrier at
+  /// the same offset in the peer CTA gets its arrival too (null peer otherwise).
+  CtaState* peer = nullptr;
+  BarrierView peerBar;
 };
 
 /// What every program of one run shares.
@@ -78,6 +92,10 @@ struct KernelState {
   std::vector<uint8_t> clcCanceled;
   int64_t clcStarted = 0;
   uint64_t clcDraws = 0; // random choices made so far (with the seed, the next one's input)
+  /// Whether the kernel's tcgen05 MMAs are CTA pairs' (an async_dot or tcgen05_commit with
+  /// two_ctas=True): then every tcgen05 op is the pair's, issued by its leader (cta_group::2 on
+  /// the GPU, where all tcgen05 ops of a kernel use one cta_group). -1 until first asked.
+  int pairedMma = -1;
 };
 
 struct CtaState;
@@ -89,6 +107,9 @@ struct CopyTarget {
   BufferView dst;
   BarrierView bar;
   uint64_t token = 0; // of its in-flight write
+  /// The CTA whose barrier `bar` is when not `cta`'s (a two_ctas load completes on the pair
+  /// leader's barrier).
+  CtaState* barCta = nullptr;
 };
 
 /// A TMA load in flight; it lands in shared memory and completes its barrier's transaction bytes
@@ -196,6 +217,10 @@ public:
   /// Runs the ops of `block` up to its terminator; returns the terminator (yield, condition,
   /// return) or null when the block has none.
   const ir::Op* runBlock(const ir::Block& block);
+  /// What the program does after its last op, before it exits (`ret`: the kernel's return, may
+  /// be null): in a kernel of CTA-pair MMAs with tensor memory, the cluster barrier that
+  /// precedes the pair's tcgen05.dealloc.
+  void beforeExit(const ir::Op* ret);
   std::vector<RtValue>& env() { return env_; }
 
   /// Completes every TMA load in flight; returns whether there was one.
@@ -269,8 +294,14 @@ private:
   /// clc_try_cancel / clc_query (cluster launch control, Blackwell; TlxClc.cpp).
   void execClcTryCancel(const ir::Op& op);
   void execClcQuery(const ir::Op& op);
-  /// Queues a commit of this agent's uncommitted MMAs on `bar`.
+  /// Queues a commit of this agent's uncommitted MMAs on `bar` (and, in a kernel of CTA-pair
+  /// MMAs, on the peer's barrier at the same offset).
   void commitMmas(const ir::Op& op, const BarrierView& bar);
+  /// Whether the kernel's tcgen05 ops are CTA pairs' (KernelState::pairedMma).
+  bool pairedMma() const;
+  /// In a kernel of CTA-pair MMAs: the other CTA of this one's pair (its rank ^ 1); a user
+  /// error outside a cluster of CTA pairs.
+  CtaState& pairPeer(const ir::Op& op, const std::string& what);
   /// Completes the tcgen05 commits in flight in `cta`, in order; returns whether there was one.
   static bool completeMmaCommits(KernelState& k, CtaState& cta);
   void execAsyncTasks(const ir::Op& op);

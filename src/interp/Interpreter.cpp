@@ -977,7 +977,7 @@ void runCluster(KernelState& k, int x0, int y0, int z0, const std::array<int, 3>
     for (auto& [slot, value] : k.boundArgs) env[slot] = value;
     auto exec = std::make_unique<Executor>(k, *cta, *main, std::move(env));
     main->body = [exec = exec.get(), cta = cta.get(), &k] {
-      exec->runBlock(k.fn->body);
+      exec->beforeExit(exec->runBlock(k.fn->body));
       cta->exited = true;
     };
     cluster.ctas.push_back(cta.get());

@@ -512,6 +512,7 @@ BufferView Executor::peerBuffer(const BufferView& view, CtaState& p) {
     alloc->bytes.assign(view.alloc->bytes.size(), 0xFF);
     alloc->name = view.alloc->name;
     alloc->allocOp = view.alloc->allocOp;
+    alloc->tmem = view.alloc->tmem;
     alloc->reachedFirstByPeer = true;
   }
   BufferView v = view;
@@ -616,6 +617,7 @@ bool Executor::completeAsyncCopies(KernelState& k, CtaState& cta) {
         std::memcpy(t.dst.alloc->bytes.data() + t.dst.byteOffsetOf(0, i),
                     box.bytes.data() + size_t(i) * w, w);
       MBarrier& bar = t.bar.array->barriers.at(size_t(t.bar.first));
+      CtaState* barCta = t.barCta ? t.barCta : t.cta;
       // A remote store is sent for a phase only once its sender knows the receiver saw the
       // phase before complete (that is what frees the slot). Bytes counted on a phase whose
       // predecessor no wait has seen mean the predecessor completed short of bytes sent for it:
@@ -630,7 +632,7 @@ bool Executor::completeAsyncCopies(KernelState& k, CtaState& cta) {
             k.sources, c.op->loc(),
             name + " delivers " + std::to_string(c.bytes) + " bytes to phase " +
                 std::to_string(bar.phase) + " of " + t.bar.array->describe(t.bar.first) +
-                (t.cta == &cta ? "" : " of " + t.cta->name()) +
+                (barCta == &cta ? "" : " of " + barCta->name()) +
                 " before any barrier_wait has seen phase " + std::to_string(bar.phase - 1) +
                 " complete: that phase completed without these bytes (barrier_expect_bytes too "
                 "small, e.g. a store to itself not counted?), so its waiter may read the slot "
@@ -639,10 +641,10 @@ bool Executor::completeAsyncCopies(KernelState& k, CtaState& cta) {
             std::move(notes));
       }
       // The landing is a write on the barrier's copy clock, released by the barrier's phase.
-      if (bar.copyClock == SIZE_MAX) bar.copyClock = t.cta->newClockIndex();
+      if (bar.copyClock == SIZE_MAX) bar.copyClock = barCta->newClockIndex();
       ++bar.copyTicks;
       bar.arrivals.set(bar.copyClock, bar.copyTicks);
-      if (t.cta != &cta) bar.arrivals.join(c.issuer);
+      if (t.cta != &cta || barCta != &cta) bar.arrivals.join(c.issuer);
       for (SharedAccess& a : t.dst.alloc->log.accesses)
         if (a.inFlight && a.token == t.token) {
           a.inFlight = false;
@@ -651,7 +653,7 @@ bool Executor::completeAsyncCopies(KernelState& k, CtaState& cta) {
         }
       bar.txBytes -= c.bytes;
       bar.deliveredBytes += c.bytes;
-      const std::string in = t.cta == &cta ? "" : " of " + t.cta->name();
+      const std::string in = barCta == &cta ? "" : " of " + barCta->name();
       if (bar.pendingArrivals == 0 && bar.txBytes < 0)
         raiseInterpError(k.sources, c.op->loc(),
                          name + " delivers " + std::to_string(c.bytes) + " bytes to " +
@@ -674,6 +676,24 @@ bool Executor::completeAsyncCopies(KernelState& k, CtaState& cta) {
   return true;
 }
 
+namespace {
+
+/// [K, n] `left` and [K, m] `right` side by side: [K, n + m] (the columns of a CTA pair's B).
+TensorPtr sideBySide(const Tensor& left, const Tensor& right) {
+  const int64_t rows = left.shape.at(0), n = left.shape.at(1), m = right.shape.at(1);
+  auto out = std::make_shared<Tensor>(left.elem, false, std::vector<int64_t>{rows, n + m});
+  const size_t w = left.bytes.size() / size_t(std::max<int64_t>(1, rows * n));
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(out->bytes.data() + size_t(r * (n + m)) * w, left.bytes.data() + size_t(r * n) * w,
+                size_t(n) * w);
+    std::memcpy(out->bytes.data() + size_t(r * (n + m) + n) * w,
+                right.bytes.data() + size_t(r * m) * w, size_t(m) * w);
+  }
+  return out;
+}
+
+} // namespace
+
 bool Executor::completeMmaCommits(KernelState& k, CtaState& cta) {
   if (cta.mmaCommits.empty()) return false;
   while (!cta.mmaCommits.empty()) {
@@ -682,39 +702,73 @@ bool Executor::completeMmaCommits(KernelState& k, CtaState& cta) {
     MBarrier& bar = c.bar.array->barriers.at(size_t(c.bar.first));
     if (bar.copyClock == SIZE_MAX) bar.copyClock = cta.newClockIndex();
     ++bar.copyTicks;
+    auto whole = [](const BufferView& v) {
+      return readBuffer(v, ir::Type::tensor(v.elem, v.shape));
+    };
+    // acc = a @ b (+ acc when the MMA accumulates).
+    auto runMma = [&](const PendingMma& m, const BufferView& av, const Tensor& b,
+                      const BufferView& accv) {
+      TensorPtr acc = m.useAcc ? whole(accv) : nullptr;
+      writeBuffer(accv, *computeDot(*whole(av), b, acc.get(), m.precision,
+                                    ir::Type::tensor(accv.elem, accv.shape)));
+    };
     // The tensor core runs the MMAs in issue order, reading the operands now.
     for (PendingMma& m : c.mmas) {
-      TensorPtr a = readBuffer(m.a, ir::Type::tensor(m.a.elem, m.a.shape));
-      TensorPtr b = readBuffer(m.b, ir::Type::tensor(m.b.elem, m.b.shape));
-      TensorPtr acc;
-      if (m.useAcc) acc = readBuffer(m.acc, ir::Type::tensor(m.acc.elem, m.acc.shape));
-      TensorPtr d =
-          computeDot(*a, *b, acc.get(), m.precision, ir::Type::tensor(m.acc.elem, m.acc.shape));
-      writeBuffer(m.acc, *d);
+      if (m.peer && m.peer->exited)
+        raiseInterpError(k.sources, m.op->loc(),
+                         "a CTA pair's tlx.async_dot completes after " + m.peer->name() +
+                             ", whose operands and accumulator it uses, has exited: the pair's "
+                             "CTAs must wait for the MMA's commit before they leave; it was "
+                             "issued in " +
+                             c.where);
+      TensorPtr b = whole(m.b);
+      // A CTA pair's MMA: B's columns are the leader's half then the peer's; each CTA's rows of
+      // A give its rows of the accumulator.
+      if (m.peer) b = sideBySide(*b, *whole(m.peerB));
+      runMma(m, m.a, *b, m.acc);
+      if (m.peer) runMma(m, m.peerA, *b, m.peerAcc);
       // Its accesses become ordinary ones on the barrier's completion clock: a wait that sees
       // this commit's phase is ordered after them.
-      for (const BufferView* v : {&m.a, &m.b, &m.acc})
+      for (const BufferView* v : {&m.a, &m.b, &m.acc, &m.peerA, &m.peerB, &m.peerAcc}) {
+        if (!v->alloc) continue;
         for (SharedAccess& acc2 : v->alloc->log.accesses)
           if (acc2.inFlight && acc2.token == m.token) {
             acc2.inFlight = false;
             acc2.agent = bar.copyClock;
             acc2.epoch = bar.copyTicks;
           }
+      }
     }
     // A commit tracks every earlier MMA of its thread: its arrival releases their completions,
     // landed on other barriers' clocks too.
     cta.mmaCompleted.set(bar.copyClock, bar.copyTicks);
-    bar.arrivals.join(cta.mmaCompleted);
-    bar.phaseArrivals.push_back({c.at, "the tcgen05 commit issued in " + c.where});
-    if (bar.pendingArrivals <= 0)
-      raiseInterpError(k.sources, c.at,
-                       "the tcgen05 commit arrives on " + c.bar.array->describe(c.bar.first) +
-                           " whose phase has all its arrivals already (" + bar.describe() +
-                           "): a commit barrier needs an arrival count of 1 per commit, in " +
-                           c.where);
-    --bar.pendingArrivals;
-    completePhase(k.sources, c.bar, c.at, "the tcgen05 commit's arrival",
-                  "the tcgen05 commit issued in " + c.where, c.where);
+    // One arrival on the barrier, and on the peer's at the same offset for a CTA pair's commit
+    // (multicast to both CTAs of the pair).
+    auto arrive = [&](const BarrierView& view, const std::string& whose) {
+      MBarrier& b = view.array->barriers.at(size_t(view.first));
+      b.arrivals.join(cta.mmaCompleted);
+      b.arrivals.join(c.issuer);
+      b.phaseArrivals.push_back({c.at, "the tcgen05 commit issued in " + c.where});
+      if (b.pendingArrivals <= 0)
+        raiseInterpError(k.sources, c.at,
+                         "the tcgen05 commit arrives on " + view.array->describe(view.first) +
+                             whose + " whose phase has all its arrivals already (" + b.describe() +
+                             "): a commit barrier needs an arrival count of 1 per commit, in " +
+                             c.where);
+      --b.pendingArrivals;
+      completePhase(k.sources, view, c.at, "the tcgen05 commit's arrival",
+                    "the tcgen05 commit issued in " + c.where, c.where);
+    };
+    arrive(c.bar, "");
+    if (c.peer) {
+      if (c.peer->exited)
+        raiseInterpError(k.sources, c.at,
+                         "a CTA pair's tcgen05 commit arrives on the barrier of " + c.peer->name() +
+                             ", which has exited: the pair's CTAs must wait for the commit "
+                             "before they leave; it was issued in " +
+                             c.where);
+      arrive(c.peerBar, " of " + c.peer->name());
+    }
     if (cta.scheduler) cta.scheduler->bump();
   }
   return true;
@@ -1145,6 +1199,16 @@ void Executor::execAsyncDescLoad(const ir::Op& op) {
   if (cta_.cluster) c.issuer = agent_.clock;
   // A multicast (cp.async.bulk.tensor .multicast::cluster) lands at the buffer's offset in
   // every CTA of the mask and completes the barrier at the same offset in each of them.
+  if (attr::AsyncDescLoad::twoCtas(op)) {
+    // A CTA pair's operand: it lands in this CTA's buffer, and its bytes complete the barrier at
+    // the same offset in the pair's leader (cp.async.bulk.tensor .cta_group::2).
+    CtaState& other = pairPeer(op, "async_descriptor_load(two_ctas=True)");
+    CtaState& leader = cta_.rank % 2 == 0 ? cta_ : other;
+    addCopyTarget(op, c, cta_, dst, peerBarrier(op, bar, leader));
+    c.targets.back().barCta = &leader;
+    cta_.copies.push_back(std::move(c));
+    return;
+  }
   std::vector<CtaState*> ctas{&cta_};
   if (int64_t mask = attr::AsyncDescLoad::multicastMask(op); mask || runtimeTargets) {
     const int64_t size = std::max(1, k_.fn->numCtas);
@@ -1357,12 +1421,48 @@ void Executor::execAsyncDot(const ir::Op& op) {
   set(op.result(), PendingDotPtr(d));
 }
 
+bool Executor::pairedMma() const {
+  if (k_.pairedMma < 0) {
+    bool paired = false;
+    ir::walk(k_.fn->body, [&](const ir::Op& o) {
+      paired |= (o.code() == OpCode::Tcgen05Mma && attr::Tcgen05Mma::twoCtas(o)) ||
+                (o.code() == OpCode::Tcgen05Commit && attr::Tcgen05Commit::twoCtas(o));
+    });
+    k_.pairedMma = paired;
+  }
+  return k_.pairedMma != 0;
+}
+
+CtaState& Executor::pairPeer(const ir::Op& op, const std::string& what) {
+  const int64_t size = cta_.cluster ? int64_t(cta_.cluster->ctas.size()) : 1;
+  if (size % 2 != 0)
+    fail(op.loc(), what +
+                       " runs on a pair of CTAs (two_ctas=True), but the launch has clusters "
+                       "of " +
+                       std::to_string(size) + " CTA" + (size == 1 ? "" : "s") +
+                       ": launch with an even number per cluster, ctas_per_cga=(2, 1, 1), in " +
+                       where());
+  return peer(op, cta_.rank ^ 1, what);
+}
+
 void Executor::execTcgen05Mma(const ir::Op& op) {
   const bool hasUseAcc = attr::Tcgen05Mma::hasUseAcc(op), hasPred = attr::Tcgen05Mma::hasPred(op);
+  const bool sync = attr::Tcgen05Mma::sync(op);
+  // In a kernel of CTA-pair MMAs every tcgen05 op has cta_group::2 on the GPU.
+  const bool paired = pairedMma();
+  if (paired && !attr::Tcgen05Mma::twoCtas(op))
+    fail(op.loc(), "tlx.async_dot into tensor memory without two_ctas=True in a kernel whose "
+                   "other tcgen05 ops are a CTA pair's: every tcgen05 op of a kernel uses one "
+                   "cta_group; pass two_ctas=True here too (" +
+                       where() + ")");
+  CtaState* pairCta = paired ? &pairPeer(op, "tlx.async_dot(two_ctas=True)") : nullptr;
   unsigned next = 3;
   bool useAcc = true;
   if (hasUseAcc) useAcc = readScalar(*tensor(op, next++), 0).i != 0;
   if (hasPred && readScalar(*tensor(op, next++), 0).i == 0) return;
+  // A CTA pair's MMA is issued by the pair's leader (even rank) alone; the other CTA's call
+  // issues nothing, and the leader's commits arrive on its barriers.
+  if (paired && cta_.rank % 2 != 0) return;
   PendingMma m;
   m.op = &op;
   m.a = buffer(op, 0);
@@ -1371,26 +1471,80 @@ void Executor::execTcgen05Mma(const ir::Op& op) {
   m.useAcc = useAcc;
   m.precision = attr::Tcgen05Mma::inputPrecision(op);
   m.token = cta_.newToken();
+  if (pairCta) {
+    m.peer = pairCta;
+    m.peerA = peerBuffer(m.a, *pairCta);
+    m.peerB = peerBuffer(m.b, *pairCta);
+    m.peerAcc = peerBuffer(m.acc, *pairCta);
+  }
   // An earlier MMA writing the accumulator, in flight or done, is ordered before this one (the
   // tensor core runs them in issue order): this one's in-flight write takes its place.
-  bool chained = false;
-  const ByteSpan accSpan = bytesOf(m.acc, 1);
-  std::erase_if(m.acc.alloc->log.accesses, [&](const SharedAccess& a) {
-    bool mine = a.write && cta_.mmaTokens.count(a.token) && accSpan.covers(a.bytes);
-    chained |= mine;
-    return mine;
-  });
+  auto chainedOn = [&](const BufferView& acc) {
+    bool chained = false;
+    const ByteSpan accSpan = bytesOf(acc, 1);
+    std::erase_if(acc.alloc->log.accesses, [&](const SharedAccess& a) {
+      bool mine = a.write && cta_.mmaTokens.count(a.token) && accSpan.covers(a.bytes);
+      chained |= mine;
+      return mine;
+    });
+    return chained;
+  };
+  const bool chained = chainedOn(m.acc);
+  const bool peerChained = pairCta && chainedOn(m.peerAcc);
   checkedRead(op, m.a, 1, m.token);
   checkedRead(op, m.b, 1, m.token);
   if (useAcc && !chained) checkedRead(op, m.acc, 1);
   checkedWrite(op, m.acc, 1, m.token);
+  if (pairCta) {
+    // The peer's operands: ordered before the MMA by the pair's barriers (its two_ctas loads
+    // complete on the leader's).
+    checkedRead(op, m.peerA, 1, m.token);
+    checkedRead(op, m.peerB, 1, m.token);
+    if (useAcc && !peerChained) checkedRead(op, m.peerAcc, 1);
+    checkedWrite(op, m.peerAcc, 1, m.token);
+  }
   cta_.mmaTokens.insert(m.token);
   uncommittedMmas_.push_back(std::move(m));
+  if (sync) {
+    // The synchronous form: a commit on a barrier of its own, then a wait for it (the tensor
+    // core completes the MMAs in order, this one after every earlier one of this agent).
+    auto array = std::make_shared<MBarrierArray>();
+    array->barriers.resize(1);
+    array->allocAt = op.loc();
+    array->name = "the synchronous async_dot's own";
+    commitMmas(op, BarrierView{array, 0, 1});
+    MBarrier& bar = array->barriers[0];
+    waitUntil(
+        [&] { return bar.phase > 0; },
+        [&] {
+          return BlockSite{op.loc(), "waits for its synchronous tlx.async_dot to complete", {}};
+        });
+    acquire(bar.completed);
+    return;
+  }
   for (unsigned i = next; i < op.numOperands(); ++i) commitMmas(op, barrierView(op, i));
+}
+
+void Executor::beforeExit(const ir::Op* ret) {
+  if (!ret || agent_.isTask || !cta_.cluster || !pairedMma()) return;
+  bool tmem = false;
+  ir::walk(k_.fn->body, [&](const ir::Op& o) {
+    tmem |= o.code() == OpCode::LocalAlloc && attr::LocalAlloc::storage(o) == "tmem";
+  });
+  // Codegen meets the cluster before the pair's collective tcgen05.dealloc.cta_group::2.
+  if (tmem)
+    clusterBarrier(*ret, "the cluster barrier before the CTA pair's tensor memory is released "
+                         "(tcgen05.dealloc.cta_group::2)");
 }
 
 void Executor::execTcgen05Commit(const ir::Op& op) {
   if (attr::Tcgen05Commit::hasPred(op) && readScalar(*tensor(op, 1), 0).i == 0) return;
+  // In a kernel of CTA-pair MMAs the commit is the pair's: the leader's arrives on the barrier in
+  // both CTAs; the other CTA's commits nothing.
+  if (pairedMma()) {
+    pairPeer(op, "tlx.tcgen05_commit of a CTA pair's MMAs");
+    if (cta_.rank % 2 != 0) return;
+  }
   commitMmas(op, barrierView(op, 0));
 }
 
@@ -1401,6 +1555,13 @@ void Executor::commitMmas(const ir::Op& op, const BarrierView& bar) {
   c.bar = bar;
   c.at = op.loc();
   c.where = where();
+  release(c.issuer);
+  // (A synchronous MMA's own barrier is this CTA's alone; CTA pairs' MMAs have mBarriers.)
+  const bool ownBarrier = op.code() == OpCode::Tcgen05Mma && attr::Tcgen05Mma::sync(op);
+  if (pairedMma() && !ownBarrier) {
+    c.peer = &pairPeer(op, "a CTA pair's tcgen05 commit");
+    c.peerBar = peerBarrier(op, bar, *c.peer);
+  }
   cta_.mmaCommits.push_back(std::move(c));
 }
 

@@ -515,8 +515,8 @@ Val tlxClusterBarrier(Specializer& sp, const std::string& /*name*/, CallSite& ca
 
 Val tlxAsyncDescriptorLoad(Specializer& sp, const std::string& name, CallSite& call) {
   const std::string fn = "tlx." + name;
-  BoundArgs a(call, {"desc", "result", "offsets", "barrier",
-                     "pred=", "cache_modifier=", "eviction_policy=", "multicast_targets="});
+  BoundArgs a(call, {"desc", "result", "offsets", "barrier", "pred=", "cache_modifier=",
+                     "eviction_policy=", "multicast_targets=", "two_ctas="});
   ir::Value* d = sp.requireDescriptor(a.get("desc"), a.loc("desc"), fn + "'s desc");
   ir::Value* buf = oneBuffer(sp, fn, a, "result");
   ir::Value* bar = oneBarrier(sp, fn, a, "barrier");
@@ -557,6 +557,14 @@ Val tlxAsyncDescriptorLoad(Specializer& sp, const std::string& name, CallSite& c
       ir::attr::AsyncDescLoad::make::hasPred(hasPred),
       ir::attr::AsyncDescLoad::make::multicastMask(mask),
       ir::attr::AsyncDescLoad::make::multicastOperands(runtimeTargets)};
+  // two_ctas: a load of a CTA pair's operand (Blackwell 2-CTA MMA); its bytes complete on the
+  // pair leader's barrier.
+  if (a.has("two_ctas") && sp.constBool(a.get("two_ctas"), a.loc("two_ctas"), "two_ctas")) {
+    if (mask || runtimeTargets)
+      raiseError(a.loc("two_ctas"), fn + " with two_ctas=True and multicast_targets is not "
+                                         "supported; load each CTA's part without multicast");
+    attrs.push_back(ir::attr::AsyncDescLoad::make::twoCtas(true));
+  }
   std::string cache =
       cacheModifier(a.get("cache_modifier"), a.loc("cache_modifier"), OpCode::AsyncDescLoad, fn);
   std::string evict =
@@ -722,8 +730,7 @@ Val tlxAsyncLoadCommitGroup(Specializer& sp, const std::string& /*name*/, CallSi
 /// tensor memory, B from shared memory, acc a TMEM buffer updated in place; `mBarriers` each get
 /// one arrival when the MMA (and every earlier one of the issuing thread) completes.
 Val tcgen05Mma(Specializer& sp, const std::string& fn, const BoundArgs& a, ir::Value* A,
-               ir::Value* B) {
-  SourceLoc loc = a.call().loc;
+               ir::Value* B, bool twoCtas) {
   ir::Value* acc = oneBuffer(sp, fn, a, "acc");
   if (acc->type().space != ir::MemorySpace::Tmem)
     raiseError(a.loc("acc"), fn + "'s acc is a shared-memory buffer; a Blackwell MMA "
@@ -734,10 +741,14 @@ Val tcgen05Mma(Specializer& sp, const std::string& fn, const BoundArgs& a, ir::V
   if (B->type().space != ir::MemorySpace::Shared)
     raiseError(a.loc("B"), fn + "'s B must be a shared-memory buffer");
   const auto &sa = A->type().shape, &sb = B->type().shape;
-  std::vector<int64_t> outShape = {sa[0], sb[1]};
+  // A CTA pair's MMA: each CTA holds its rows of A and acc and half of B's columns.
+  std::vector<int64_t> outShape = {sa[0], twoCtas ? 2 * sb[1] : sb[1]};
   if (acc->type().shape != outShape)
-    raiseError(a.loc("acc"),
-               fn + "'s acc is " + acc->type().str() + " but A @ B is " + dims(outShape));
+    raiseError(a.loc("acc"), fn + "'s acc is " + acc->type().str() + " but A @ B is " +
+                                 dims(outShape) +
+                                 (twoCtas ? " (with two_ctas=True, B is this CTA's half of the "
+                                            "columns and acc holds them all)"
+                                          : ""));
   if (a.has("out_dtype")) {
     DType out = sp.constDType(a.get("out_dtype"), a.loc("out_dtype"), "out_dtype");
     if (out != acc->type().elem)
@@ -761,13 +772,17 @@ Val tcgen05Mma(Specializer& sp, const std::string& fn, const BoundArgs& a, ir::V
       ops.push_back(v);
     }
   }
-  if (ops.size() == 3 + size_t(hasUseAcc + hasPred) &&
-      !(a.has("force_async") && truthy(a.get("force_async"))))
-    raiseError(loc, fn + " into a tensor-memory accumulator without mBarriers (a synchronous "
-                         "Blackwell MMA) is not supported yet; pass mBarriers=[bar] and wait "
-                         "on bar");
+  // Without mBarriers (and force_async), the MMA is synchronous, as in TLX: it has completed
+  // when the call returns.
+  const bool sync = ops.size() == 3 + size_t(hasUseAcc + hasPred) &&
+                    !(a.has("force_async") && truthy(a.get("force_async")));
   std::vector<ir::NamedAttr> attrs = {ir::attr::Tcgen05Mma::make::hasUseAcc(hasUseAcc),
                                       ir::attr::Tcgen05Mma::make::hasPred(hasPred)};
+  if (twoCtas && sync)
+    raiseError(a.call().loc, fn + " with two_ctas=True needs mBarriers: the pair's leader issues "
+                                  "the MMA, and both CTAs wait for its commit on their barrier");
+  if (twoCtas) attrs.push_back(ir::attr::Tcgen05Mma::make::twoCtas(true));
+  if (sync) attrs.push_back(ir::attr::Tcgen05Mma::make::sync(true));
   if (a.has("input_precision") && a.get("input_precision").kind == Val::Kind::String)
     attrs.push_back(ir::attr::Tcgen05Mma::make::inputPrecision(a.get("input_precision").s));
   sp.b.create(OpCode::Tcgen05Mma, ops, {}, attrs);
@@ -777,10 +792,10 @@ Val tcgen05Mma(Specializer& sp, const std::string& fn, const BoundArgs& a, ir::V
 Val tlxTcgen05Commit(Specializer& sp, const std::string& name, CallSite& call) {
   const std::string fn = "tlx." + name;
   BoundArgs a(call, {"mBarrier", "two_ctas="});
+  std::vector<ir::NamedAttr> attrs = {ir::attr::Tcgen05Commit::make::hasPred(false)};
   if (a.has("two_ctas") && sp.constBool(a.get("two_ctas"), a.loc("two_ctas"), "two_ctas"))
-    raiseError(a.loc("two_ctas"), "two-CTA tcgen05_commit is not supported yet");
-  sp.b.create(OpCode::Tcgen05Commit, {oneBarrier(sp, fn, a, "mBarrier")}, {},
-              {ir::attr::Tcgen05Commit::make::hasPred(false)});
+    attrs.push_back(ir::attr::Tcgen05Commit::make::twoCtas(true));
+  sp.b.create(OpCode::Tcgen05Commit, {oneBarrier(sp, fn, a, "mBarrier")}, {}, attrs);
   return Val::none();
 }
 
@@ -808,10 +823,14 @@ Val tlxAsyncDot(Specializer& sp, const std::string& name, CallSite& call) {
   if (A->type().elem != B->type().elem && !(fp8(A->type().elem) && fp8(B->type().elem)))
     raiseError(loc, "tlx.async_dot operands must have one dtype (or both be fp8), got " +
                         A->type().str() + " and " + B->type().str());
-  if (a.has("two_ctas") && sp.constBool(a.get("two_ctas"), a.loc("two_ctas"), "two_ctas"))
-    raiseError(a.loc("two_ctas"), "two-CTA MMA is not supported yet");
+  const bool twoCtas =
+      a.has("two_ctas") && sp.constBool(a.get("two_ctas"), a.loc("two_ctas"), "two_ctas");
   if (a.has("acc") && a.get("acc").isRuntime() && a.get("acc").type().kind == ir::TypeKind::Buffer)
-    return tcgen05Mma(sp, fn, a, A, B);
+    return tcgen05Mma(sp, fn, a, A, B, twoCtas);
+  if (twoCtas)
+    raiseError(a.loc("two_ctas"), "tlx.async_dot with two_ctas=True is a Blackwell MMA of a CTA "
+                                  "pair into a tensor-memory accumulator; pass acc as a "
+                                  "tlx.storage_kind.tmem buffer");
   if (a.has("mBarriers") && !a.get("mBarriers").elts.empty())
     raiseError(a.loc("mBarriers"), "tlx.async_dot's mBarriers are the completion barriers of a "
                                    "Blackwell MMA into a tensor-memory accumulator; pass acc as "
