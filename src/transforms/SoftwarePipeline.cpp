@@ -683,14 +683,14 @@ private:
             bytes += tt.shape[0] * tt.shape[1] * ir::byteWidth(tt.elem);
           }
           b.create(OpCode::BarrierExpectBytes, {bar, b.i32(bytes), inRange}, {},
-                   {{ir::attr::BarrierExpectBytes::khasPred, int64_t(1)}});
+                   {ir::attr::BarrierExpectBytes::make::hasPred(true)});
         }
         std::vector<Value*> operands{load->operand(0), slotView(b, buffers[i], slot), bar};
         for (unsigned o = 1; o < load->numOperands(); ++o)
           operands.push_back(mapped(map, load->operand(o)));
         operands.push_back(inRange);
         b.create(OpCode::AsyncDescLoad, operands, {},
-                 {{ir::attr::AsyncDescLoad::khasPred, int64_t(1)}});
+                 {ir::attr::AsyncDescLoad::make::hasPred(true)});
       }
       return;
     }
@@ -709,9 +709,9 @@ private:
       Type view = buffers[i]->type();
       view.count = 1;
       Value* dst = b.create1(OpCode::LocalView, {buffers[i], slot}, view);
-      b.create1(OpCode::AsyncLoad, {ptr, dst, mask}, Type::token(),
-                {{ir::attr::AsyncLoad::khasMask, int64_t(1)},
-                 {ir::attr::AsyncLoad::khasOther, int64_t(0)}});
+      b.create1(
+          OpCode::AsyncLoad, {ptr, dst, mask}, Type::token(),
+          {ir::attr::AsyncLoad::make::hasMask(true), ir::attr::AsyncLoad::make::hasOther(false)});
     }
     b.create1(OpCode::AsyncCommitGroup, {}, Type::token());
   }
@@ -781,7 +781,7 @@ private:
       ir::Builder tb(&top);
       tb.setLoc(loop.loc());
       p.bars[0] = p.bars[1] = tb.create1(OpCode::AllocBarriers, {}, Type::barrier(plan.stages),
-                                         {{ir::attr::AllocBarriers::karriveCount, int64_t(1)}});
+                                         {ir::attr::AllocBarriers::make::arriveCount(1)});
       p.bars[0]->name = "pipeline_full";
       Value* slot = tb.i32(0);
       Value* phase = slot;
@@ -803,14 +803,15 @@ private:
     for (int i = 0; i < 2 && plan.reuseRing < 0; ++i) {
       Type t = plan.loads[i]->result()->type();
       if (copiesTransposed(plan, i)) std::swap(t.shape[0], t.shape[1]);
-      std::vector<ir::NamedAttr> attrs = {{ir::attr::LocalAlloc::kstorage, std::string("smem")}};
-      if (plan.ringAlias >= 0) attrs.push_back({ir::attr::LocalAlloc::kalias, plan.ringAlias + i});
+      std::vector<ir::NamedAttr> attrs = {ir::attr::LocalAlloc::make::storage("smem")};
+      if (plan.ringAlias >= 0)
+        attrs.push_back(ir::attr::LocalAlloc::make::alias(plan.ringAlias + i));
       p.buffers[i] =
           b.create1(OpCode::LocalAlloc, {}, Type::buffer(t.elem, t.shape, plan.stages), attrs);
       p.buffers[i]->name = names[i];
       if (plan.tma && !gemmTma) {
         p.bars[i] = b.create1(OpCode::AllocBarriers, {}, Type::barrier(plan.stages),
-                              {{ir::attr::AllocBarriers::karriveCount, int64_t(1)}});
+                              {ir::attr::AllocBarriers::make::arriveCount(1)});
         p.bars[i]->name = std::string(names[i]) + "_full";
       }
       sharedUsed_ += t.shape[0] * t.shape[1] * ir::byteWidth(t.elem) * plan.stages;
@@ -917,12 +918,12 @@ private:
   static void waitForSlot(ir::Builder& b, const Pipeline& p, int which) {
     if (!p.phase) {
       b.create(OpCode::AsyncWaitGroup, {}, {},
-               {{ir::attr::AsyncWaitGroup::kpendings, int64_t(p.ahead - 1)}});
+               {ir::attr::AsyncWaitGroup::make::pendings(p.ahead - 1)});
       return;
     }
     Value* bar = b.create1(OpCode::LocalView, {p.bars[which], p.slot}, Type::barrier(1));
     b.create(OpCode::BarrierWait, {bar, p.phase}, {},
-             {{ir::attr::BarrierWait::khasPred, int64_t(0)}});
+             {ir::attr::BarrierWait::make::hasPred(false)});
   }
 
   /// A view of slot `slot` of `buffers`.
@@ -936,23 +937,21 @@ private:
   static Value* transpose(ir::Builder& b, Value* v) {
     Type t = v->type();
     std::swap(t.shape[0], t.shape[1]);
-    return b.create1(OpCode::Permute, {v}, t,
-                     {{ir::attr::Permute::korder, std::vector<int64_t>{1, 0}}});
+    return b.create1(OpCode::Permute, {v}, t, {ir::attr::Permute::make::order({1, 0})});
   }
 
   /// The 2-D local_trans view of buffer view `v`.
   static Value* localTrans(ir::Builder& b, Value* v) {
     Type t = v->type();
     std::swap(t.shape[0], t.shape[1]);
-    return b.create1(OpCode::LocalTrans, {v}, t,
-                     {{ir::attr::LocalTrans::korder, std::vector<int64_t>{1, 0}}});
+    return b.create1(OpCode::LocalTrans, {v}, t, {ir::attr::LocalTrans::make::order({1, 0})});
   }
 
   static std::vector<ir::NamedAttr> asyncDotAttrs(const Op& dot) {
-    std::vector<ir::NamedAttr> attrs = {{ir::attr::AsyncDot::khasUseAcc, int64_t(0)},
-                                        {ir::attr::AsyncDot::khasPred, int64_t(0)}};
+    std::vector<ir::NamedAttr> attrs = {ir::attr::AsyncDot::make::hasUseAcc(false),
+                                        ir::attr::AsyncDot::make::hasPred(false)};
     if (dot.hasAttr(ir::attr::Dot::kinputPrecision))
-      attrs.push_back({ir::attr::AsyncDot::kinputPrecision, ir::attr::Dot::inputPrecision(dot)});
+      attrs.push_back(ir::attr::AsyncDot::make::inputPrecision(ir::attr::Dot::inputPrecision(dot)));
     return attrs;
   }
 
@@ -988,8 +987,7 @@ private:
       // The epilogue of the previous pass may have used these bytes (layout conversions share
       // the stages' shared memory after the loop) through the generic proxy; TMA writes them
       // through the async one.
-      if (plan.tma)
-        mb.create(OpCode::Fence, {}, {}, {{ir::attr::Fence::kkind, std::string("async_shared")}});
+      if (plan.tma) mb.create(OpCode::Fence, {}, {}, {ir::attr::Fence::make::kind("async_shared")});
       mb.create(OpCode::DebugBarrier, {}, {}, {});
       ir::spliceOps(meet, outer, ir::positionOf(outer, &loop));
     }
@@ -1007,7 +1005,7 @@ private:
     Value* issued = b.create1(OpCode::AsyncDot, {a, bv, acc}, plan.dot->result()->type(),
                               asyncDotAttrs(*plan.dot));
     Value* retired = b.create(OpCode::AsyncDotWait, {issued}, {issued->type()},
-                              {{ir::attr::AsyncDotWait::kpendings, int64_t(1)}})
+                              {ir::attr::AsyncDotWait::make::pendings(1)})
                          ->result();
     // The MMA of iteration i - 1 is retired: its slot, (i + S - 1) mod S, takes the copies of
     // iteration i + S - 1.
@@ -1028,9 +1026,9 @@ private:
     b.setLoc(loop.loc());
     Value* result = loop.result(plan.accIter);
     Op* wait = b.create(OpCode::AsyncDotWait, {result}, {result->type()},
-                        {{ir::attr::AsyncDotWait::kpendings, int64_t(0)}});
+                        {ir::attr::AsyncDotWait::make::pendings(0)});
     if (!plan.tma)
-      b.create(OpCode::AsyncWaitGroup, {}, {}, {{ir::attr::AsyncWaitGroup::kpendings, int64_t(0)}});
+      b.create(OpCode::AsyncWaitGroup, {}, {}, {ir::attr::AsyncWaitGroup::make::pendings(0)});
     wait->result()->name = result->name;
     replaceAllUses(fn_.body, result, wait->result());
     ir::spliceOps(post, outer, ir::positionOf(outer, &loop) + 1);
@@ -1071,14 +1069,14 @@ private:
     } else {
       Value* qBuffer =
           b.create1(OpCode::LocalAlloc, {}, Type::buffer(q->type().elem, q->type().shape, 1),
-                    {{ir::attr::LocalAlloc::kstorage, std::string("smem")}});
+                    {ir::attr::LocalAlloc::make::storage("smem")});
       qBuffer->name = "pipeline_q";
       qView = slotView(b, qBuffer, b.i32(0));
       if (nestedInLoop(outer)) b.create(OpCode::DebugBarrier, {}, {}, {});
       b.create(OpCode::LocalStore, {qView, q}, {}, {});
       if (plan.tma) {
         // TMA waits do not fence: the MMAs (async proxy) must see Q's generic stores.
-        b.create(OpCode::Fence, {}, {}, {{ir::attr::Fence::kkind, std::string("async_shared")}});
+        b.create(OpCode::Fence, {}, {}, {ir::attr::Fence::make::kind("async_shared")});
         b.create(OpCode::DebugBarrier, {}, {}, {});
         tmaQViews_[q] = qView;
         sharedUsed_ += q->type().shape[0] * q->type().shape[1] * ir::byteWidth(q->type().elem);
@@ -1098,7 +1096,7 @@ private:
                          plan.scoreDot->result()->type(), asyncDotAttrs(*plan.scoreDot));
     ValueMap map = refill(b, plan, p, plan.scoreDot->loc());
     Op* sWait = b.create(OpCode::AsyncDotWait, {s}, {s->type()},
-                         {{ir::attr::AsyncDotWait::kpendings, int64_t(0)}});
+                         {ir::attr::AsyncDotWait::make::pendings(0)});
     sWait->result()->name = plan.scoreDot->result()->name;
     replaceAllUses(body, plan.scoreDot->result(), sWait->result());
     yieldPipeline(b, plan, p, map);
@@ -1124,7 +1122,7 @@ private:
     Block retire;
     b.setInsertionBlock(&retire);
     Op* oWait = b.create(OpCode::AsyncDotWait, {o}, {o->type()},
-                         {{ir::attr::AsyncDotWait::kpendings, int64_t(0)}});
+                         {ir::attr::AsyncDotWait::make::pendings(0)});
     oWait->result()->name = plan.dot->result()->name;
     replaceAllUses(body, plan.dot->result(), oWait->result());
     ir::spliceOps(retire, body, ir::positionOf(body, firstUser));
@@ -1143,7 +1141,7 @@ private:
     Block post;
     b.setInsertionBlock(&post);
     b.setLoc(loop.loc());
-    b.create(OpCode::AsyncWaitGroup, {}, {}, {{ir::attr::AsyncWaitGroup::kpendings, int64_t(0)}});
+    b.create(OpCode::AsyncWaitGroup, {}, {}, {ir::attr::AsyncWaitGroup::make::pendings(0)});
     ir::spliceOps(post, outer, ir::positionOf(outer, &loop) + 1);
   }
 
@@ -1180,10 +1178,9 @@ private:
       const int64_t id = plan.invariantAlias[j];
       for (auto it = stagedInvariants_.begin(); it != stagedInvariants_.end();)
         it = it->second.alias == id ? stagedInvariants_.erase(it) : std::next(it);
-      Value* buffer =
-          b.create1(OpCode::LocalAlloc, {}, Type::buffer(a->type().elem, a->type().shape, 1),
-                    {{ir::attr::LocalAlloc::kstorage, std::string("smem")},
-                     {ir::attr::LocalAlloc::kalias, id}});
+      Value* buffer = b.create1(
+          OpCode::LocalAlloc, {}, Type::buffer(a->type().elem, a->type().shape, 1),
+          {ir::attr::LocalAlloc::make::storage("smem"), ir::attr::LocalAlloc::make::alias(id)});
       buffer->name = "pipeline_invariant";
       Value* view = slotView(b, buffer, b.i32(0));
       b.create(OpCode::LocalStore, {view, a}, {}, {});
@@ -1223,7 +1220,7 @@ private:
       ValueMap map;
       if (first) map = refill(b, plan, p, dot->loc());
       Op* wait = b.create(OpCode::AsyncDotWait, {issued}, {issued->type()},
-                          {{ir::attr::AsyncDotWait::kpendings, int64_t(0)}});
+                          {ir::attr::AsyncDotWait::make::pendings(0)});
       wait->result()->name = dot->result()->name;
       replaceAllUses(body, dot->result(), wait->result());
       if (first) yieldPipeline(b, plan, p, map);
@@ -1238,7 +1235,7 @@ private:
     Block post;
     b.setInsertionBlock(&post);
     b.setLoc(loop.loc());
-    b.create(OpCode::AsyncWaitGroup, {}, {}, {{ir::attr::AsyncWaitGroup::kpendings, int64_t(0)}});
+    b.create(OpCode::AsyncWaitGroup, {}, {}, {ir::attr::AsyncWaitGroup::make::pendings(0)});
     ir::spliceOps(post, outer, ir::positionOf(outer, &loop) + 1);
   }
 
