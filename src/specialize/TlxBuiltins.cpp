@@ -331,19 +331,34 @@ Val tlxLocalTrans(Specializer& sp, const std::string& name, CallSite& call) {
 Val tlxLocalSlice(Specializer& sp, const std::string& name, CallSite& call) {
   SourceLoc loc = call.loc;
   const std::string fn = "tlx." + name;
-  BoundArgs a(call, {"input", "offsets", "shapes"});
-  ir::Value* buf = oneBuffer(sp, fn, a, "input");
   std::vector<int64_t> offs, sizes;
-  for (const Val& o : a.get("offsets").elts)
-    offs.push_back(sp.constInt(o, a.loc("offsets"), "a slice offset"));
-  sizes = sp.constShape(a.get("shapes"), a.loc("shapes"), "tlx.local_slice's shapes");
+  ir::Value* buf;
+  if (name == "subslice") {
+    // tlx.subslice(buf, offset, size): TLX's column slice of a tensor-memory buffer, every row
+    // kept (local_slice with offsets [0, offset] and sizes [rows, size]).
+    BoundArgs a(call, {"local_allocated_buffer", "offset", "size"});
+    buf = oneBuffer(sp, fn, a, "local_allocated_buffer");
+    if (buf->type().space != ir::MemorySpace::Tmem || buf->type().shape.size() != 2)
+      raiseError(a.loc("local_allocated_buffer"),
+                 fn + " slices the columns of a 2-D tensor-memory buffer, got " +
+                     buf->type().str() + "; use tlx.local_slice");
+    offs = {0, sp.constInt(a.get("offset"), a.loc("offset"), "tlx.subslice's offset")};
+    sizes = {buf->type().shape[0],
+             sp.constInt(a.get("size"), a.loc("size"), "tlx.subslice's size")};
+  } else {
+    BoundArgs a(call, {"input", "offsets", "shapes"});
+    buf = oneBuffer(sp, fn, a, "input");
+    for (const Val& o : a.get("offsets").elts)
+      offs.push_back(sp.constInt(o, a.loc("offsets"), "a slice offset"));
+    sizes = sp.constShape(a.get("shapes"), a.loc("shapes"), "tlx.local_slice's shapes");
+  }
   const auto& s = buf->type().shape;
   if (offs.size() != s.size() || sizes.size() != s.size())
     raiseError(loc, "tlx.local_slice needs one offset and one size per dimension of " +
                         buf->type().str());
   for (size_t i = 0; i < s.size(); ++i)
     if (offs[i] < 0 || offs[i] + sizes[i] > s[i])
-      raiseError(loc, "tlx.local_slice: the slice [" + std::to_string(offs[i]) + ", " +
+      raiseError(loc, fn + ": the slice [" + std::to_string(offs[i]) + ", " +
                           std::to_string(offs[i] + sizes[i]) + ") of dimension " +
                           std::to_string(i) + " lies outside 0.." + std::to_string(s[i]));
   ir::Type t = buf->type();
@@ -986,6 +1001,7 @@ const BuiltinTable& tlxBuiltins() {
       {"local_store", &tlxLocalStore},
       {"local_trans", &tlxLocalTrans},
       {"local_slice", &tlxLocalSlice},
+      {"subslice", &tlxLocalSlice},
       {"local_reinterpret", &tlxLocalReinterpret},
       {"alloc_barriers", &tlxAllocBarriers},
       {"alloc_warp_barrier", &tlxAllocBarriers},

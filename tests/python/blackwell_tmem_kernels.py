@@ -59,3 +59,15 @@ def tmem_round_trip(x_ptr, out_ptr, BN: tl.constexpr):
     tlx.local_store(tlx.local_slice(tile, [0, BN], [128, BN]), x * 2.0)
     y = tlx.local_load(tlx.local_slice(tile, [0, BN], [128, BN]))
     tl.store(out_ptr + offs, y + 1.0)
+
+
+@ww.jit
+def tmem_subslice_halves(x_ptr, out_ptr, BN: tl.constexpr):
+    # tlx.subslice(buf, offset, size): TLX's column slice of a TMEM buffer; out = left + 2 * right.
+    tile = tlx.local_view(tlx.local_alloc((128, 2 * BN), tl.float32, 1, tlx.storage_kind.tmem), 0)
+    offs = tl.arange(0, 128)[:, None] * (2 * BN) + tl.arange(0, 2 * BN)[None, :]
+    tlx.local_store(tile, tl.load(x_ptr + offs))
+    left = tlx.local_load(tlx.subslice(tile, 0, BN))
+    right = tlx.local_load(tlx.subslice(tile, BN, BN))
+    half = tl.arange(0, 128)[:, None] * BN + tl.arange(0, BN)[None, :]
+    tl.store(out_ptr + half, left + 2.0 * right)

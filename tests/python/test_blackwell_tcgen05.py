@@ -135,3 +135,19 @@ def test_tcgen05_needs_sm100a():
     with pytest.raises(ww.CompilationError) as e:
         compile_kernel("tmem_gemm", GEMM_SIG, target="sm_90a")
     assert "sm_100a" in str(e.value)
+
+
+def test_tmem_subslice(interpret):
+    x = np.arange(128 * 64, dtype=np.float32).reshape(128, 64) / 16
+    out = np.zeros((128, 32), np.float32)
+    bk.tmem_subslice_halves[(1,)](x, out, BN=32, num_warps=4)
+    np.testing.assert_array_equal(out, x[:, :32] + 2 * x[:, 32:])
+
+
+def test_tmem_subslice_ptx(ptxas):
+    ptx = ptx_text(compile_kernel("tmem_subslice_halves", "x_ptr:*fp32:16,out_ptr:*fp32:16,BN=32"))
+    # Two loads of 32 columns, the second 32 columns further along the allocation.
+    loads = re.findall(r"tcgen05\.ld\.sync\.aligned\.32x32b\.x32\.b32 \{[^}]*\}, \[(%r\d+)\];", ptx)
+    assert len(loads) == 2
+    assert re.search(r"add\.u32 %r\d+, %r\d+, 32;", ptx)
+    ptxas(ptx, arch="sm_100a")

@@ -8,6 +8,7 @@ _NAMES = [
     "local_reinterpret", "async_load", "async_load_commit_group", "async_load_wait_group",
     "async_descriptor_load", "async_descriptor_store", "async_descriptor_store_wait",
     "remote_shmem_store", "async_remote_shmem_store", "tmem_copy", "fence", "fence_async_shared",
+    "subslice",
 ]
 __all__ = [n for n in _NAMES if hasattr(_tlx, n)]
 for _n in __all__:
