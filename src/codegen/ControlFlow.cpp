@@ -196,6 +196,7 @@ std::vector<Regs> FunctionLowering::freshResultRegisters(const ir::Op& op,
 }
 
 void FunctionLowering::lowerFor(const ir::Op& op) {
+  convertInvariantsBefore(op);
   const ir::Block& body = *op.region(0);
   const ir::Type& ivType = op.operand(0)->type();
   std::string it = arithType(ivType.elem);
@@ -295,6 +296,7 @@ void FunctionLowering::lowerIf(const ir::Op& op) {
 }
 
 void FunctionLowering::lowerWhile(const ir::Op& op) {
+  convertInvariantsBefore(op);
   const ir::Block& before = *op.region(0);
   const ir::Block& after = *op.region(1);
   unsigned numIters = op.numOperands();

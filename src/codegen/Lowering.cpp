@@ -183,6 +183,25 @@ Regs FunctionLowering::rematerialize(const layout::Conversion& c) {
   return out;
 }
 
+void FunctionLowering::convertInvariantsBefore(const ir::Op& loop) {
+  // Registers a converted value adds for the whole loop: small vectors (a row statistic
+  // broadcast against a tile, attention's m and Di) pay for themselves at once; a large tile
+  // converted once per iteration may fit where its converted copy held across the loop spills.
+  constexpr int32_t kMaxHeldRegisters = 16;
+  if (!rematLayouts_.empty()) return;
+  for (const layout::Conversion& c : layouts_.conversions()) {
+    if (c.hoistBefore != &loop || (c.kind != layout::ConversionKind::SharedMemory &&
+                                   c.kind != layout::ConversionKind::WarpShuffle))
+      continue;
+    const LinearLayout& to = layouts_.operandLayout(*c.user, c.operandIndex);
+    if (to.getInDimSize(layout::kRegister) > kMaxHeldRegisters) continue;
+    auto& perOp = converted_[c.user];
+    if (perOp.count(c.operandIndex)) continue;
+    DType elem = c.value->type().pointer ? DType::I64 : c.value->type().elem;
+    perOp[c.operandIndex] = convert(regsOf(c.value), layoutOf(c.value), to, elem, *c.user);
+  }
+}
+
 const Regs& FunctionLowering::operand(const ir::Op& op, unsigned i) {
   const ir::Value* v = op.operand(i);
   if (!rematLayouts_.empty() || !v->type().isTensor() || !layouts_.hasLayout(v) ||

@@ -92,6 +92,9 @@ private:
   const layout::LinearLayout& operandLayoutOf(const ir::Op& op, unsigned i) const;
   /// Recomputes a value in another layout from its arange/splat/constant chain.
   Regs rematerialize(const layout::Conversion& c);
+  /// Converts, right before `loop`, the loop-invariant values its body converts (the layout
+  /// map's Conversion::hoistBefore), so that each iteration reads the converted registers.
+  void convertInvariantsBefore(const ir::Op& loop);
   const Regs& regsOf(const ir::Value* v) const;
   ScalarContext scalarContext(const ir::Op& op) { return {b_, options_.target, op.loc()}; }
 

@@ -56,6 +56,7 @@ CompiledKernel compile(const CompileRequest& req) {
     if (fn->loc.valid()) kernelLoc = fn->loc;
     transforms::runCleanupPipeline(*fn);
     if (transforms::combineDotAdd(*fn)) transforms::runCleanupPipeline(*fn);
+    if (transforms::hoistLoopInvariants(*fn)) transforms::runCleanupPipeline(*fn);
     // wgmma reads its operands from shared memory: stage them there ahead of the MMA.
     if (req.options.target == Target::SM90a && transforms::pipelineDotLoops(*fn))
       transforms::runCleanupPipeline(*fn);

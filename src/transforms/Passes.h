@@ -28,6 +28,10 @@ void lowerDeviceDescriptors(ir::Function& fn);
 /// Triton's combine pass does. Returns how many adds it folded.
 int combineDotAdd(ir::Function& fn);
 
+/// Moves loop-invariant shape ops, constants and scalar arithmetic out of for loops (nested
+/// loops first, so an op can leave several levels). Returns how many ops moved.
+int hoistLoopInvariants(ir::Function& fn);
+
 /// Software-pipelines (for sm_90a) each for loop whose body feeds two tl.loads into its one
 /// fp16/bf16 tl.dot: the loads become cp.async copies into S = max(num_stages, 3) shared buffers
 /// (fewer where they would not fit), issued S - 2 iterations ahead, and the dot an async wgmma

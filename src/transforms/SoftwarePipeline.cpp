@@ -1230,6 +1230,7 @@ private:
     for (const Op* t : plan.loadTransposes) erase(body, t);
     erase(body, plan.loads[0]);
     erase(body, plan.loads[1]);
+    issueLoadsEarly(body);
 
     // Drain the (masked-off) copies issued past the end.
     Block post;
@@ -1237,6 +1238,60 @@ private:
     b.setLoc(loop.loc());
     b.create(OpCode::AsyncWaitGroup, {}, {}, {ir::attr::AsyncWaitGroup::make::pendings(0)});
     ir::spliceOps(post, outer, ir::positionOf(outer, &loop) + 1);
+  }
+
+  /// Moves the loads the copies left in a multi-dot loop (attention backward's rows of m and
+  /// Di) up to where their addresses are ready, ahead of the wait for the slot and the first
+  /// MMAs, so that their latency overlaps them instead of stalling the dot that reads them.
+  /// Only in a body that writes no global memory (every op pure, a load, or the pipeline's own
+  /// shared-memory traffic), where a load may run earlier with the same result.
+  static void issueLoadsEarly(Block& body) {
+    for (const auto& op : body.ops()) {
+      switch (op->code()) {
+      case OpCode::Load:
+      case OpCode::AsyncLoad:
+      case OpCode::AsyncCommitGroup:
+      case OpCode::AsyncWaitGroup:
+      case OpCode::AsyncDot:
+      case OpCode::AsyncDotWait:
+      case OpCode::LocalView:
+      case OpCode::LocalTrans:
+      case OpCode::Yield:
+        continue;
+      default:
+        if (op->numRegions() != 0 || !isPure(*op)) return;
+      }
+    }
+    auto& ops = body.ops();
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i]->code() != OpCode::Load || ir::attr::Load::isVolatile(*ops[i])) continue;
+      // The body ops its operands come from; the pure ones (its address arithmetic) move up
+      // with it, to just after the last of the others.
+      std::unordered_set<const Op*> deps;
+      std::vector<const Value*> work(ops[i]->operands().begin(), ops[i]->operands().end());
+      while (!work.empty()) {
+        const Op* d = work.back()->def();
+        work.pop_back();
+        if (!d || d->parentBlock() != &body || !deps.insert(d).second) continue;
+        work.insert(work.end(), d->operands().begin(), d->operands().end());
+      }
+      auto movable = [&](const Op& op) { return op.numRegions() == 0 && isPure(op); };
+      size_t to = 0;
+      for (size_t j = 0; j < i; ++j)
+        if (deps.count(ops[j].get()) && !movable(*ops[j])) to = j + 1;
+      std::vector<std::unique_ptr<Op>> moving;
+      for (size_t j = to; j <= i; ++j)
+        if (j == i || deps.count(ops[j].get())) moving.push_back(std::move(ops[j]));
+      if (moving.size() == i - to + 1) { // already in place
+        for (size_t j = to; j <= i; ++j) ops[j] = std::move(moving[j - to]);
+        continue;
+      }
+      ops.erase(std::remove(ops.begin() + static_cast<std::ptrdiff_t>(to),
+                            ops.begin() + static_cast<std::ptrdiff_t>(i) + 1, nullptr),
+                ops.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+      ops.insert(ops.begin() + static_cast<std::ptrdiff_t>(to),
+                 std::make_move_iterator(moving.begin()), std::make_move_iterator(moving.end()));
+    }
   }
 
   ir::Function& fn_;
