@@ -40,12 +40,15 @@ int64_t tmemColumns(const ir::Type& t) {
 
 /// The user error for a TMEM tile the backend cannot place.
 void requireTmemTile(const ir::Op& at, const ir::Type& t) {
-  if (t.shape.size() != 2 || t.shape[0] != 128 || ir::byteWidth(t.elem) != 4 ||
-      !std::has_single_bit(uint64_t(t.shape[1])) || t.shape[1] < 1)
+  const int bytes = ir::byteWidth(t.elem);
+  if (t.shape.size() != 2 || (t.shape[0] != 128 && t.shape[0] != 64) ||
+      (bytes != 4 && bytes != 2) || t.shape[1] < 1 || !std::has_single_bit(uint64_t(t.shape[1])) ||
+      t.shape[1] * bytes < 4 * (t.shape[0] == 64 ? 2 : 1))
     raiseError(at.loc(), std::string("'") + at.name() + "' of the tensor-memory buffer " + t.str() +
                              " is not supported by the sm_100a backend yet: it places [128, N] "
-                             "tiles of 32-bit elements (fp32, int32) with N a power of two, one "
-                             "row per TMEM lane");
+                             "and [64, N] tiles of 32-bit (fp32, int32) or 16-bit elements, N a "
+                             "power of two, 16-bit ones two to a 32-bit column ([64, N]: at "
+                             "least two columns)");
 }
 
 } // namespace
@@ -191,13 +194,22 @@ void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
   const LinearLayout& l = load ? layoutOf(value) : operandLayoutOf(op, 1);
   if (!(l == layout::tmemRegisterLayout(bt.shape, warps())))
     throw std::logic_error("codegen: a TMEM load / store value not in the tcgen05 layout");
-  // Each thread's row (lane 32 (w % 4) + lane id) and its warp group's columns.
+  // Each thread's row and its warp group's columns. [128, N]: .32x32b, row 32 (w % 4) + lane,
+  // the group's columns in order. [64, N]: .16x32bx2, row 16 (w % 4) + lane % 16 in lane
+  // 32 (w % 4) + lane % 16 (the PTX ISA's layout F), threads 16-31 the second half of the
+  // columns (immHalfSplitoff). 16-bit elements go two to a 32-bit column (packed, the lower
+  // column in the low half).
+  const bool rows64 = bt.shape[0] == 64;
+  const int bytes = ir::byteWidth(bt.elem);
   const int64_t groups = warps() / 4;
-  const int64_t cols = bt.shape[1] / groups;
-  std::vector<int32_t> regOfCol(size_t(cols), -1);
+  const int64_t cols = bt.shape[1] / groups;            // elements of the group's columns
+  const int64_t cells = cols * bytes / 4;               // their 32-bit TMEM columns
+  const int64_t perThread = rows64 ? cells / 2 : cells; // 32-bit registers a thread moves
+  const int64_t elemsPerThread = rows64 ? cols / 2 : cols;
+  std::vector<int32_t> regOfCol(size_t(elemsPerThread), -1);
   for (int32_t r = 0; r < l.getInDimSize(layout::kRegister); ++r) {
     std::vector<int32_t> c = registerCoords(l, r);
-    if (c[0] != 0 || c[1] >= cols || regOfCol[size_t(c[1])] >= 0)
+    if (c[0] != 0 || c[1] >= elemsPerThread || regOfCol[size_t(c[1])] >= 0)
       throw std::logic_error("codegen: unexpected tcgen05 register layout");
     regOfCol[size_t(c[1])] = r;
   }
@@ -209,35 +221,54 @@ void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
               {b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32), laneBits});
   if (groups > 1) {
     std::string group = b_.pure("shr.u32", RegClass::B32, {warp, "2"});
-    addr = b_.pure("mad.lo.s32", RegClass::B32, {group, immInt(cols), addr});
+    addr = b_.pure("mad.lo.s32", RegClass::B32, {group, immInt(cells), addr});
   }
   const RegClass rc = regClassOf(bt.elem, false);
-  Regs regs;
+  Regs regs; // the thread's elements, by register of the layout
+  Regs words = Regs(size_t(perThread));
   if (load) {
     regs.resize(size_t(l.getInDimSize(layout::kRegister)));
     for (auto& r : regs) r = b_.newReg(rc);
+    for (auto& w : words) w = bytes == 4 ? std::string() : b_.newReg(RegClass::B32);
   } else {
     const Regs& src = operand(op, 1);
     for (const std::string& s : src) regs.push_back(b_.materialize(s, rc));
-    barrier(); // the agent's earlier accesses to the tile are done (as local_store's)
   }
+  // The 32-bit word of register j of the message: the element itself, or two packed.
+  auto word = [&](int64_t j) -> std::string {
+    if (bytes == 4) return regs.at(size_t(regOfCol[size_t(j)]));
+    if (load) return words[size_t(j)];
+    std::string w = b_.newReg(RegClass::B32);
+    b_.inst("mov.b32", {w, "{" + regs.at(size_t(regOfCol[size_t(2 * j)])) + ", " +
+                               regs.at(size_t(regOfCol[size_t(2 * j + 1)])) + "}"});
+    return w;
+  };
+  if (!load) barrier(); // the agent's earlier accesses to the tile are done (as local_store's)
   b_.inst("tcgen05.fence::after_thread_sync", {});
-  for (int64_t c0 = 0; c0 < cols; c0 += 128) {
-    int64_t n = std::min<int64_t>(128, cols - c0);
+  for (int64_t c0 = 0; c0 < perThread; c0 += 128) {
+    int64_t n = std::min<int64_t>(128, perThread - c0);
     std::string list = "{";
-    for (int64_t j = 0; j < n; ++j)
-      list += (j ? ", " : "") + regs.at(size_t(regOfCol[size_t(c0 + j)]));
+    for (int64_t j = 0; j < n; ++j) list += (j ? ", " : "") + word(c0 + j);
     list += "}";
     std::string at = c0 ? b_.pure("add.u32", RegClass::B32, {addr, immInt(c0)}) : addr;
-    std::string shape = ".32x32b.x" + std::to_string(n) + ".b32";
-    if (load)
-      b_.inst("tcgen05.ld.sync.aligned" + shape, {list, bracketed(at)});
-    else
-      b_.inst("tcgen05.st.sync.aligned" + shape, {bracketed(at), list});
+    std::string shape = (rows64 ? ".16x32bx2.x" : ".32x32b.x") + std::to_string(n) + ".b32";
+    // .16x32bx2: the second half of the columns, immHalfSplitoff further along.
+    std::vector<std::string> operands = load ? std::vector<std::string>{list, bracketed(at)}
+                                             : std::vector<std::string>{bracketed(at)};
+    if (rows64) operands.push_back(immInt(perThread));
+    if (!load) operands.push_back(list);
+    b_.inst(std::string(load ? "tcgen05.ld" : "tcgen05.st") + ".sync.aligned" + shape, operands);
   }
   b_.inst(load ? "tcgen05.wait::ld.sync.aligned" : "tcgen05.wait::st.sync.aligned", {});
   b_.inst("tcgen05.fence::before_thread_sync", {});
-  if (load) return bind(op.result(), std::move(regs));
+  if (load) {
+    if (bytes != 4)
+      for (int64_t j = 0; j < perThread; ++j)
+        b_.inst("mov.b32", {"{" + regs.at(size_t(regOfCol[size_t(2 * j)])) + ", " +
+                                regs.at(size_t(regOfCol[size_t(2 * j + 1)])) + "}",
+                            words[size_t(j)]});
+    return bind(op.result(), std::move(regs));
+  }
   // The stores are visible to the thread that issues the next MMA only after the agent meets.
   barrier();
   b_.inst("tcgen05.fence::after_thread_sync", {});
@@ -349,9 +380,23 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
   const ir::Type& at = op.operand(0)->type();
   const ir::Type& bt = op.operand(1)->type();
   const ir::Type& ct = op.operand(2)->type();
-  if (at.space != ir::MemorySpace::Shared)
-    raiseError(op.loc(), "tlx.async_dot with A in tensor memory is not supported by the sm_100a "
-                         "backend yet; pass A in shared memory");
+  // A from tensor memory ([a-tmem]): 16-bit elements two to a column, K along the columns.
+  const bool aTmem = at.space == ir::MemorySpace::Tmem;
+  if (aTmem) {
+    requireTmemTile(op, at);
+    if (ir::byteWidth(at.elem) != 2)
+      raiseError(op.loc(), "tlx.async_dot with A " + at.str() +
+                               " in tensor memory: the sm_100a backend reads A from tensor "
+                               "memory as fp16 or bf16 (two to a 32-bit column)");
+    if (pair)
+      raiseError(op.loc(), "tlx.async_dot with two_ctas=True and A in tensor memory is not "
+                           "supported by the sm_100a backend yet; pass A in shared memory");
+    if (at.shape[0] != ct.shape[0])
+      raiseError(op.loc(), "tlx.async_dot with A " + at.str() + " in tensor memory into " +
+                               ct.str() +
+                               ": A and the accumulator take the same lanes, so "
+                               "they need the same rows");
+  }
   auto [kind, fmt] = mmaKind(at.elem, bt.elem);
   (void)fmt;
   if (kind.empty())
@@ -364,12 +409,18 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
   requireTmemTile(op, ct);
   // Per CTA: A [M, K], B [K, bN], acc [M, N]; a pair's instruction is 2M x N, each CTA holding
   // half of B's columns (bN = N / 2).
+  // The PTX ISA's shapes (kind::f16 / tf32 / f8f6f4, dense): M = 64 with N a multiple of 8, M =
+  // 128 with N a multiple of 16, up to 256; a pair's M = 256 (128 per CTA), N a multiple of 16.
   const int64_t M = at.shape[0], K = at.shape[1], bN = bt.shape[1], N = ct.shape[1];
-  if (M != 128 || N < 16 || N > 256 || N % 16 != 0 || (pair ? 2 * bN : bN) != N)
+  const int64_t nStep = M == 64 ? 8 : 16;
+  if (!(M == 128 || (M == 64 && !pair)) || N < nStep || N > 256 || N % nStep != 0 ||
+      (pair ? 2 * bN : bN) != N)
     raiseError(op.loc(), "tlx.async_dot of a " + std::to_string(M) + "x" + std::to_string(N) +
                              " tile into tensor memory: the sm_100a backend issues tcgen05.mma "
-                             "with M = 128 per CTA and N a multiple of 16 up to 256" +
-                             (pair ? std::string(" (a CTA pair's: 256 x N, B [K, N/2] per CTA)")
+                             "with M = 128 and N a multiple of 16, or M = 64 and N a multiple of "
+                             "8, up to 256" +
+                             (pair ? std::string(" (a CTA pair's: 128 rows per CTA, 256 x N, B "
+                                                 "[K, N/2] per CTA)")
                                    : std::string()));
   // Operand layouts in shared memory, as for wgmma (TlxAsyncDot.cpp): A [M, K] K-major, B
   // [K, N] N-major, a 2-D local_trans view swaps that.
@@ -388,7 +439,8 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
     return false;
   };
   bool aK = true, bK = false;
-  if (!operandMajor(op.operand(0), true, &aK) || !operandMajor(op.operand(1), false, &bK))
+  if ((!aTmem && !operandMajor(op.operand(0), true, &aK)) ||
+      !operandMajor(op.operand(1), false, &bK))
     raiseError(op.loc(), "tlx.async_dot operands must be buffers from tlx.local_alloc, their "
                          "local_view, or the 2-D local_trans of one");
   int bytes = ir::byteWidth(at.elem);
@@ -396,12 +448,11 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
     raiseError(op.loc(), "tlx.async_dot of " + at.str() + " and " + bt.str() +
                              ": tcgen05.mma reads tf32 and 8-bit operands with K contiguous "
                              "only; store B as an [N, K] buffer and pass its tlx.local_trans");
-  const layout::SharedAllocation& aAlloc = allocationOf(op, 0);
   const layout::SharedAllocation& bAlloc = allocationOf(op, 1);
-  if (!aAlloc.swizzleBytes || !bAlloc.swizzleBytes)
+  const int64_t sa = aTmem ? 0 : allocationOf(op, 0).swizzleBytes, sb = bAlloc.swizzleBytes;
+  if ((!aTmem && !sa) || !sb)
     raiseError(op.loc(), "tlx.async_dot operands " + at.str() + " and " + bt.str() +
                              " need rows of at least 32 bytes (a swizzled NVMMA layout)");
-  const int64_t sa = aAlloc.swizzleBytes, sb = bAlloc.swizzleBytes;
   const int64_t instrK = 32 / bytes;
   auto tileByte = [&](bool kMajor, int64_t s, int64_t extent, int64_t mn, int64_t k) {
     int64_t row = s / bytes;
@@ -412,11 +463,16 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
   // A pair's descriptors are this CTA's tiles; the tensor core reads the peer's at the same
   // shared-memory offsets.
   const uint64_t version = uint64_t(1) << 46;
-  const uint64_t aFixed = wgmmaLayoutBits(aK, static_cast<int>(sa), K) | version;
   const uint64_t bFixed = wgmmaLayoutBits(bK, static_cast<int>(sb), K) | version;
-  std::string aBase = sharedAddress(b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32));
+  std::string aDesc, aTmemAddr;
+  if (aTmem) {
+    aTmemAddr = b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32);
+  } else {
+    const uint64_t aFixed = wgmmaLayoutBits(aK, static_cast<int>(sa), K) | version;
+    std::string aBase = sharedAddress(b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32));
+    aDesc = wgmmaDescriptor(b_, aBase, aFixed);
+  }
   std::string bBase = sharedAddress(b_.materialize(regsOf(op.operand(1)).at(0), RegClass::B32));
-  std::string aDesc = wgmmaDescriptor(b_, aBase, aFixed);
   std::string bDesc = wgmmaDescriptor(b_, bBase, bFixed);
   const uint32_t idesc =
       tcgen05InstrDescriptor(at.elem, bt.elem, ct.elem, !aK, !bK, pair ? 2 * M : M, N);
@@ -441,18 +497,28 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
   if (ir::attr::Tcgen05Mma::hasPred(op))
     b_.inst("bra", {skip}, b_.materialize(operand(op, next++).at(0), RegClass::Pred), true);
   b_.inst("bra", {skip}, elected, true);
+  // What is computed from here to the label runs only in the issuing thread: nothing of it may be
+  // reused after the label.
+  b_.pushScope();
   b_.inst("tcgen05.fence::after_thread_sync", {});
   std::string accumulate = firstAccumulate;
   const std::string opcode =
       std::string("tcgen05.mma") + (pair ? ".cta_group::2" : ".cta_group::1") + ".kind::" + kind;
+  // A in tensor memory: K step k0 starts k0 * bytes / 4 columns further.
+  std::vector<std::string> aSteps;
+  for (int64_t k0 = 0; aTmem && k0 < K; k0 += instrK)
+    aSteps.push_back(bracketed(
+        k0 ? b_.pure("add.u32", RegClass::B32, {aTmemAddr, immInt(k0 * bytes / 4)}) : aTmemAddr));
   for (int64_t k0 = 0; k0 < K; k0 += instrK) {
-    std::string da = wgmmaDescriptorStep(b_, aDesc, tileByte(aK, sa, M, 0, k0));
+    std::string da = aTmem ? aSteps[size_t(k0 / instrK)]
+                           : wgmmaDescriptorStep(b_, aDesc, tileByte(aK, sa, M, 0, k0));
     std::string db = wgmmaDescriptorStep(b_, bDesc, tileByte(bK, sb, bN, 0, k0));
     b_.inst(opcode, {bracketed(dAddr), da, db, idescReg, accumulate});
     accumulate = b_.pure("setp.ne.u32", RegClass::Pred, {"1", "0"});
   }
   for (unsigned i = next; i < op.numOperands(); ++i)
     tcgen05Commit(barrierAddress(op, i), "", pairMask);
+  b_.popScope();
   b_.label(skip);
   if (sync) {
     // Committed whether or not pred issued the MMA: the commit tracks every earlier MMA.

@@ -123,6 +123,10 @@ LinearLayout collapseDim(const LinearLayout& ll, int dim) {
 LinearLayout tmemRegisterLayout(const std::vector<int64_t>& shape, int numWarps) {
   const int32_t groups = std::max(1, numWarps / 4);
   const int32_t cols = static_cast<int32_t>(shape.at(1) / groups);
+  if (shape.at(0) == 64)
+    // 64 rows (tcgen05.ld / st .16x32bx2): rows 16 w .. 16 w + 15 in lanes 0-15 of warp w's
+    // quarter; threads 0-15 take the first half of the group's columns, 16-31 the second.
+    return blockedLayout(shape, {1, std::max(1, cols / 2)}, {16, 2}, {4, groups}, {0, 1});
   return blockedLayout(shape, {1, std::max(1, cols)}, {32, 1}, {4, groups}, {0, 1});
 }
 

@@ -41,7 +41,9 @@ LinearLayout defaultBlockedLayout(const std::vector<int64_t>& shape, int numWarp
 /// elements in Blackwell tensor memory and the threads of `numWarps` warps (a multiple of 4):
 /// warp w % 4 of each warp group reaches lanes (rows) 32 (w % 4) to 32 (w % 4) + 31, one row per
 /// thread; the warp groups split the columns, each thread holding its row's N / (numWarps / 4)
-/// consecutive columns in registers.
+/// consecutive columns in registers. A [64, N] tile (tcgen05.mma M = 64, the PTX ISA's data path
+/// layout F) has rows 16 (w % 4) to 16 (w % 4) + 15 in the first 16 lanes of warp w's quarter;
+/// .16x32bx2 gives threads 0-15 the first half of the group's columns and 16-31 the second.
 LinearLayout tmemRegisterLayout(const std::vector<int64_t>& shape, int numWarps);
 
 /// The layout of reduce(x, axis=dim) for x in `parent`: out dim `dim` removed (later dims

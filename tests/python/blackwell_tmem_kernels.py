@@ -71,3 +71,29 @@ def tmem_subslice_halves(x_ptr, out_ptr, BN: tl.constexpr):
     right = tlx.local_load(tlx.subslice(tile, BN, BN))
     half = tl.arange(0, 128)[:, None] * BN + tl.arange(0, BN)[None, :]
     tl.store(out_ptr + half, left + 2.0 * right)
+
+
+@ww.jit
+def tmem_chain(a_desc, b_desc, v_desc, out_ptr, BM: tl.constexpr, BK: tl.constexpr,
+               BN: tl.constexpr, BD: tl.constexpr):
+    # out = ((a @ b) as fp16) @ v, with the fp16 product kept in tensor memory (two to a column)
+    # and read from there as the second MMA's A. BM is 128 or 64 (tcgen05.mma M = 64).
+    a = tlx.local_view(tlx.local_alloc((BM, BK), tl.float16, 1), 0)
+    b = tlx.local_view(tlx.local_alloc((BK, BN), tl.float16, 1), 0)
+    v = tlx.local_view(tlx.local_alloc((BN, BD), tl.float16, 1), 0)
+    s = tlx.local_view(tlx.local_alloc((BM, BN), tl.float32, 1, tlx.storage_kind.tmem), 0)
+    p = tlx.local_view(tlx.local_alloc((BM, BN), tl.float16, 1, tlx.storage_kind.tmem), 0)
+    o = tlx.local_view(tlx.local_alloc((BM, BD), tl.float32, 1, tlx.storage_kind.tmem), 0)
+    bars = tlx.alloc_barriers(num_barriers=3, arrive_count=1)
+    tlx.barrier_expect_bytes(bars[0], 2 * (BM * BK + BK * BN + BN * BD))
+    tlx.async_descriptor_load(a_desc, a, [0, 0], bars[0])
+    tlx.async_descriptor_load(b_desc, b, [0, 0], bars[0])
+    tlx.async_descriptor_load(v_desc, v, [0, 0], bars[0])
+    tlx.barrier_wait(bars[0], 0)
+    tlx.async_dot(a, b, s, use_acc=False, mBarriers=[bars[1]])
+    tlx.barrier_wait(bars[1], 0)
+    tlx.local_store(p, tlx.local_load(s).to(tl.float16))
+    tlx.async_dot(p, v, o, use_acc=False, mBarriers=[bars[2]])
+    tlx.barrier_wait(bars[2], 0)
+    result = tlx.local_load(o)
+    tl.store(out_ptr + tl.arange(0, BM)[:, None] * BD + tl.arange(0, BD)[None, :], result)

@@ -151,3 +151,66 @@ def test_tmem_subslice_ptx(ptxas):
     assert len(loads) == 2
     assert re.search(r"add\.u32 %r\d+, %r\d+, 32;", ptx)
     ptxas(ptx, arch="sm_100a")
+
+
+def run_chain(BM, BK, BN, BD):
+    rng = np.random.default_rng(BM + BN)
+    a = (rng.integers(-4, 5, (BM, BK)) / 4).astype(np.float16)
+    b = (rng.integers(-4, 5, (BK, BN)) / 4).astype(np.float16)
+    v = (rng.integers(-4, 5, (BN, BD)) / 4).astype(np.float16)
+    out = np.full((BM, BD), np.nan, np.float32)
+    bk.tmem_chain[(1,)](descriptor(a, [BM, BK]), descriptor(b, [BK, BN]), descriptor(v, [BN, BD]),
+                        out, BM=BM, BK=BK, BN=BN, BD=BD, num_warps=4)
+    p = (a.astype(np.float64) @ b).astype(np.float16)
+    np.testing.assert_array_equal(out, (p.astype(np.float64) @ v).astype(np.float32))
+
+
+@pytest.mark.parametrize("BM,BK,BN,BD", [(128, 64, 64, 32), (64, 32, 128, 64)])
+def test_fp16_tmem_tile_as_mma_a_operand(interpret, BM, BK, BN, BD):
+    run_chain(BM, BK, BN, BD)
+
+
+def chain_ptx(BM, BK, BN, BD):
+    return ptx_text(compile_kernel(
+        "tmem_chain", f"a_desc:desc<fp16,{BM}x{BK}>,b_desc:desc<fp16,{BK}x{BN}>,"
+        f"v_desc:desc<fp16,{BN}x{BD}>,out_ptr:*fp32:16,BM={BM},BK={BK},BN={BN},BD={BD}"))
+
+
+def test_fp16_tmem_and_a_from_tmem_ptx(ptxas):
+    ptx = chain_ptx(128, 64, 64, 32)
+    # The fp16 [128, 64] tile is 32 columns, two elements to a 32-bit word: stored packed.
+    st = re.search(r"tcgen05\.st\.sync\.aligned\.32x32b\.x32\.b32 \[%r\d+\], \{((%r\d+, ){31}%r\d+)\};",
+                   ptx)
+    assert st
+    first = st.group(1).split(", ")[0]
+    assert re.search(rf"mov\.b32 {re.escape(first)}, \{{%h\d+, %h\d+\}};", ptx)
+    # The second MMA reads A from tensor memory ([a-tmem]), K = 64 as four steps of 16 (8 columns
+    # each), A K-major: no transpose bit 15; M = 128, N = 32.
+    mmas = re.findall(r"tcgen05\.mma\.cta_group::1\.kind::f16 \[%r\d+\], (\[%r\d+\]), %rd\d+, "
+                      r"(%r\d+), %p\d+;", ptx)
+    assert len(mmas) == 4
+    idesc = (1 << 4) | (1 << 16) | ((32 >> 3) << 17) | ((128 >> 4) << 24)
+    assert f", {idesc};" in ptx
+    steps = [re.escape(m[0][1:-1]) for m in mmas[1:]]
+    for k, reg in zip((8, 16, 24), steps):
+        assert re.search(rf"add\.u32 {reg}, %r\d+, {k};", ptx)
+    ptxas(ptx, arch="sm_100a")
+
+
+def test_m64_tiles_ptx(ptxas):
+    ptx = chain_ptx(64, 32, 128, 64)
+    # [64, N] tiles (the PTX ISA's data path layout F): .16x32bx2 moves, threads 16-31 the second
+    # half of the columns (immHalfSplitoff). S [64, 128] fp32: 64 words a thread, split at 64;
+    # P [64, 128] fp16: 64 columns, 32 words, split at 32; O [64, 64] fp32: 32 words, split at 32.
+    assert re.search(r"tcgen05\.ld\.sync\.aligned\.16x32bx2\.x64\.b32 \{(%r\d+, ){63}%r\d+\}, "
+                     r"\[%r\d+\], 64;", ptx) or re.search(
+        r"tcgen05\.ld\.sync\.aligned\.16x32bx2\.x64\.b32 \{(%f\d+, ){63}%f\d+\}, \[%r\d+\], 64;", ptx)
+    assert re.search(r"tcgen05\.st\.sync\.aligned\.16x32bx2\.x32\.b32 \[%r\d+\], 32, "
+                     r"\{(%r\d+, ){31}%r\d+\};", ptx)
+    assert re.search(r"tcgen05\.ld\.sync\.aligned\.16x32bx2\.x32\.b32 \{(%f\d+, ){31}%f\d+\}, "
+                     r"\[%r\d+\], 32;", ptx)
+    # M = 64 in the instruction descriptors (M >> 4 at bit 24): N = 128 and N = 64.
+    for n in (128, 64):
+        idesc = (1 << 4) | (1 << 16) | ((n >> 3) << 17) | ((64 >> 4) << 24)
+        assert f", {idesc};" in ptx
+    ptxas(ptx, arch="sm_100a")
