@@ -78,6 +78,9 @@ struct CompileOptions {
   /// the waiting thread prints the block, task, barrier, phase and source line, then traps
   /// (a debugging aid for hangs; WARPWEAVE_TRAP_HANGS from Python, --trap-hangs in wwc).
   int mbarrierTrapTries = 0;
+  /// Whether float adds and multiplies may be contracted into FMAs (Triton's enable_fp_fusion):
+  /// false emits them with an explicit rounding (add.rn / mul.rn), which ptxas never contracts.
+  bool fpFusion = true;
 };
 
 enum class Stage { TileIR, Ptx, Cubin };

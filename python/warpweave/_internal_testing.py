@@ -18,6 +18,7 @@ __all__ = [
     "float_dtypes_with_bfloat16", "dtypes", "dtypes_with_bfloat16", "torch_float8_dtypes",
     "torch_dtypes", "tma_dtypes", "numpy_random", "str_to_triton_dtype", "torch_dtype_name",
     "to_triton", "to_numpy", "unwrap_tensor", "default_alloc_fn", "supports_tma", "supports_ws", "tma_skip_msg",
+    "_fresh_knobs_impl",
 ]
 
 int_dtypes = ["int8", "int16", "int32", "int64"]
@@ -228,3 +229,48 @@ def supports_ws() -> bool:
 
 def tma_skip_msg(byval_only=False) -> str:
     return "tensor descriptors need an sm_90 or newer GPU (or the interpreter)"
+
+
+def _fresh_knobs_impl(skipped_attr=None):
+    """Triton's test fixtures' helper: `(fresh, reset)`. `fresh()` puts a new, default-valued knob
+    group in place of each of `warpweave.knobs`' groups (cache, compilation, runtime, ...) whose
+    name is not in `skipped_attr`, removes the environment variables behind their knobs, and
+    returns the `knobs` module; `reset()` puts the old groups and the environment back (a
+    variable first set inside is removed again).
+
+    One difference from Triton: `runtime.interpret` (WARPWEAVE_INTERPRET / TRITON_INTERPRET) is
+    kept. warpweave reads it at each launch, so removing it would send a test run in the
+    interpreter to the GPU part way through; Triton decides it when `@jit` runs."""
+    from . import knobs
+
+    skipped = set(skipped_attr or ())
+    kept_vars = {"WARPWEAVE_INTERPRET", "TRITON_INTERPRET"}
+    groups = {name: group for name, group in vars(knobs).items()
+              if isinstance(group, knobs.base_knobs) and name not in skipped}
+    saved_env = dict(os.environ)
+    saved_propagate = getattr(knobs, "propagate_env", True)
+
+    def env_vars(group):
+        return [k.var for k in vars(type(group)).values() if isinstance(k, knobs._EnvKnob)]
+
+    def fresh():
+        for name, group in groups.items():
+            for var in env_vars(group):
+                if var not in kept_vars:
+                    os.environ.pop(var, None)
+            setattr(knobs, name, group._fresh())
+        knobs.propagate_env = True
+        knobs._launch_hooks_changed()
+        return knobs
+
+    def reset():
+        for name, group in groups.items():
+            setattr(knobs, name, group)
+        for var in list(os.environ):
+            if var not in saved_env:
+                del os.environ[var]
+        os.environ.update(saved_env)
+        knobs.propagate_env = saved_propagate
+        knobs._launch_hooks_changed()
+
+    return fresh, reset

@@ -40,6 +40,21 @@ else:
         """A launch was refused before reaching the driver."""
 
 
+def _error_message(err):
+    """The message of a compile error without its location and source excerpt (the text after
+    the first 'error: '): Triton's CompilationError.error_message, which its tests read."""
+    text = str(err)
+    for line in text.splitlines():
+        head, sep, message = line.partition("error: ")
+        if sep:
+            return message
+    return text or None
+
+
+if not hasattr(CompilationError, "error_message"):
+    CompilationError.error_message = property(_error_message)
+
+
 class KernelCompilationError(CompilationError, InterpreterError):
     """A kernel's compile error in interpreter mode. Triton's interpreter runs a kernel as Python,
     so an error its front end finds there surfaces as an InterpreterError (chained to the

@@ -176,6 +176,11 @@ class IntArgumentRangeError(ValueError, OverflowError):
     OverflowError as Triton raises for it, and a ValueError as warpweave's other bad values."""
 
 
+class LaunchOptionError(ValueError, AssertionError):
+    """A launch option out of its range (num_warps not a power of 2 ...). A ValueError as
+    warpweave's other bad values, and an AssertionError as Triton's option checks raise."""
+
+
 def _int_spec(v: int, specialize: bool, name: str = "value") -> str:
     if -(1 << 31) <= v < (1 << 31):
         base = "i32"
@@ -642,6 +647,8 @@ _ENV_DATA = getattr(os.environ, "_data", None)
 _INTERPRET_KEY = b"WARPWEAVE_INTERPRET"
 # A forced target chooses the kernel: the native launch path keys on its value.
 _TARGET_KEY = b"WARPWEAVE_TARGET"
+# knobs.language.default_fp_fusion once set: launches then take the general path, which reads it.
+_FP_FUSION_KEY = b"WARPWEAVE_DEFAULT_FP_FUSION"
 
 
 def _interpret_env() -> bool:
@@ -1296,7 +1303,8 @@ class JITFunction(KernelInterface):
         options, each checked."""
         num_warps = _option_int("num_warps", num_warps, 4)
         if not 1 <= num_warps <= 32 or num_warps & (num_warps - 1):
-            raise ValueError(f"num_warps must be a power of 2 from 1 to 32, got {num_warps!r}")
+            raise LaunchOptionError(
+                f"num_warps must be a power of 2 from 1 to 32, got {num_warps!r}")
         num_stages = _option_int("num_stages", num_stages, 3)
         if not 0 <= num_stages <= _MAX_STAGES:
             raise ValueError(f"num_stages must be from 0 to {_MAX_STAGES} (0 and 1: loops are not "
@@ -1345,6 +1353,7 @@ class JITFunction(KernelInterface):
         env = self.environment()
         num_warps, num_stages, num_ctas = options[:3]
         shape = options[3] if len(options) > 3 else (num_ctas, 1, 1)  # callers giving three
+        fp_fusion = options[4] if len(options) > 4 else True
         nat = native()
         stage = "tile-ir" if interpret else "cubin"
         compile_target = "sm_90a" if interpret else target
@@ -1355,6 +1364,8 @@ class JITFunction(KernelInterface):
             request["cluster_dims"] = list(shape)
         if trap:
             request["mbarrier_trap_tries"] = trap
+        if not fp_fusion:  # the default keeps the request (and disk-cache key) it had
+            request["fp_fusion"] = False
         kernel = None
         disk_key = None
         if not interpret:
@@ -1390,13 +1401,15 @@ class JITFunction(KernelInterface):
 
     def run(self, *args, grid, num_warps=None, num_stages=None, ctas_per_cga=None, num_ctas=None,
             warmup=False, launch_pdl=False, extern_libs=None, launch_cooperative_grid=False,
-            **kwargs):
+            enable_fp_fusion=None, **kwargs):
         # launch_pdl: a programmatic dependent launch (the kernel orders itself after the previous
         # one with tl.extra.cuda.gdc_wait). extern_libs: Triton links the named bitcode libraries;
         # warpweave implements libdevice itself, so the paths are not read.
         # launch_cooperative_grid: Triton's cooperative launch (all programs resident at once, for
         # its grid-wide barrier, which warpweave's language does not have). The interpreter runs
         # the programs one after another as Triton's does; a GPU launch is an ordinary one.
+        # enable_fp_fusion: whether float multiplies and adds may become FMAs on the GPU (None:
+        # knobs.language.default_fp_fusion, True unless set); the interpreter never fuses them.
         if self._option_params:
             given = dict(num_warps=num_warps, num_stages=num_stages, ctas_per_cga=ctas_per_cga,
                          num_ctas=num_ctas)
@@ -1418,6 +1431,10 @@ class JITFunction(KernelInterface):
             options = self._options(num_warps, num_stages, ctas_per_cga, num_ctas)
             if opt_key is not None and (ctas_per_cga is None or type(ctas_per_cga) is int):
                 self._option_cache[opt_key] = options
+        if enable_fp_fusion is None:
+            enable_fp_fusion = _knobs.language.default_fp_fusion
+        if not enable_fp_fusion:  # (..., False): keys and compiles apart from the default
+            options = options[:4] + (False,)
         key_part, kinds, passed, has_numpy, has_cuda, cpu_tensor = self._scan(values)
         interpret = has_numpy or _interpret_env()
         if interpret:
@@ -1594,7 +1611,8 @@ def _make_native_launcher(jitfn: "JITFunction"):
     launcher = fast_launcher(jitfn.__name__, jitfn.arg_names, [int(c) for c in jitfn.constexprs],
                              [int(s) for s in jitfn.specialize], list(jitfn.defaults), _MISSING,
                              weakref.ref(jitfn), _normalize_grid, _ENV_DATA,
-                             [_env_key(_INTERPRET_KEY), _env_key(_TRAP_HANGS_KEY)],
+                             [_env_key(_INTERPRET_KEY), _env_key(_TRAP_HANGS_KEY),
+                              _env_key(_FP_FUSION_KEY)],
                              [_env_key(_TARGET_KEY)])
     _configure_launcher(launcher)
     if type(JITFunction.__dict__["__getitem__"]) is types.FunctionType:

@@ -6,6 +6,8 @@ runtime sees them too):
     compilation.always_compile  WARPWEAVE_CACHE_DISABLE (compile instead of reading the disk cache)
     runtime.interpret           WARPWEAVE_INTERPRET
     autotuning.print            WARPWEAVE_PRINT_AUTOTUNING (the autotuner prints its timings)
+    language.default_fp_fusion  WARPWEAVE_DEFAULT_FP_FUSION (0: launches do not fuse mul + add
+                                into FMAs unless they pass enable_fp_fusion=True)
     runtime.launch_enter_hook,  HookChains called before and after each launch with its
     runtime.launch_exit_hook    metadata (warpweave.profiler installs its hooks there)
 
@@ -44,10 +46,10 @@ class _EnvKnob:
         return value
 
     def __set__(self, obj, value):
-        if value is None or (self.kind is bool and not value):
+        if value is None or (self.kind is bool and not value and not self.default):
             os.environ.pop(self.var, None)
         elif self.kind is bool:
-            os.environ[self.var] = "1"
+            os.environ[self.var] = "1" if value else "0"
         else:
             os.environ[self.var] = str(value)
 
@@ -67,6 +69,16 @@ class _Namespace:
         names = {n for n in dir(type(self)) if not n.startswith("_") and n != "scope"}
         names |= set(self.__dict__)
         return {n: getattr(self, n) for n in names}
+
+    def _fresh(self):
+        """A new group of this kind with every knob at its default (what a process that set
+        nothing sees): plain knobs as the class gives them, hook chains empty. Environment-backed
+        knobs read the environment, which the caller clears."""
+        group = type(self)()
+        for name, value in vars(type(self)).items():
+            if isinstance(value, HookChain):
+                object.__setattr__(group, name, HookChain(reversed=value.reversed))
+        return group
 
     @contextlib.contextmanager
     def scope(self):
@@ -149,10 +161,20 @@ class _Autotuning(_Namespace):
     cache = False
 
 
+# Triton's name for the knob groups' base class (`isinstance(knobs.runtime, knobs.base_knobs)`).
+base_knobs = _Namespace
+propagate_env = True
+
+class _Language(_Namespace):
+    # False: float multiplies and adds are not contracted into FMAs on the GPU, unless a launch
+    # says enable_fp_fusion=True (Triton's TRITON_DEFAULT_FP_FUSION).
+    default_fp_fusion = _EnvKnob("WARPWEAVE_DEFAULT_FP_FUSION", bool, True)
+
+
 cache = _Cache()
 compilation = _Compilation()
 runtime = _Runtime()
 autotuning = _Autotuning()
 nvidia = _Namespace()
 amd = _Namespace()
-language = _Namespace()
+language = _Language()

@@ -96,7 +96,9 @@ private:
   /// map's Conversion::hoistBefore), so that each iteration reads the converted registers.
   void convertInvariantsBefore(const ir::Op& loop);
   const Regs& regsOf(const ir::Value* v) const;
-  ScalarContext scalarContext(const ir::Op& op) { return {b_, options_.target, op.loc()}; }
+  ScalarContext scalarContext(const ir::Op& op) {
+    return {b_, options_.target, op.loc(), options_.fpFusion};
+  }
 
   // ---- thread-index arithmetic ----
   std::string tid();

@@ -408,15 +408,18 @@ std::string floatBinary(ScalarContext& cx, const ir::Op& op, const std::string& 
     return fromF32(cx, floatBinary(cx, op, toF32(cx, a, t), toF32(cx, b, t), DType::F32), t);
   RegClass rc = regClassOf(t);
   std::string ft = t == DType::F64 ? "f64" : "f32";
+  // Without a rounding modifier ptxas may contract a multiply and an add into an FMA.
+  std::string contractible = cx.fpFusion ? "" : "rn.";
   switch (op.code()) {
   case OpCode::Add:
-    return cx.b.pure("add." + ft, rc, {a, b});
+    return cx.b.pure("add." + contractible + ft, rc, {a, b});
   case OpCode::Sub:
-    return cx.b.pure("sub." + ft, rc, {a, b});
+    return cx.b.pure("sub." + contractible + ft, rc, {a, b});
   case OpCode::Mul:
-    return cx.b.pure("mul." + ft, rc, {a, b});
+    return cx.b.pure("mul." + contractible + ft, rc, {a, b});
   case OpCode::Div:
-    if (auto reciprocal = exactReciprocal(b)) return cx.b.pure("mul." + ft, rc, {a, *reciprocal});
+    if (auto reciprocal = exactReciprocal(b))
+      return cx.b.pure("mul." + contractible + ft, rc, {a, *reciprocal});
     return cx.b.pure("div.rn." + ft, rc, {a, b});
   case OpCode::FloorDiv:
     return cx.b.pure("cvt.rmi." + ft + "." + ft, rc, {cx.b.pure("div.rn." + ft, rc, {a, b})});

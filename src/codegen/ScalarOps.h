@@ -16,6 +16,9 @@ struct ScalarContext {
   PtxBuilder& b;
   Target target;
   SourceLoc loc; // of the op being lowered, for errors
+  /// CompileOptions::fpFusion: false gives fp32 / fp64 add, sub and mul an explicit rounding
+  /// (.rn), so that ptxas does not contract them into FMAs.
+  bool fpFusion = true;
 };
 
 /// One element of an elementwise op: `args` are operand strings (registers or immediates) of

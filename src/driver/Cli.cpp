@@ -12,7 +12,7 @@ namespace {
 const char* kUsage =
     "usage: wwc FILE.py --kernel NAME --signature SIG --target sm_90a|sm_80|sm_100a\n"
     "           [--num-warps N] [--num-stages N] [--num-ctas N] [--ctas-per-cga X,Y,Z]\n"
-    "           [--trap-hangs[=N]]\n"
+    "           [--trap-hangs[=N]] [--no-fp-fusion]\n"
     "           --emit tile-ir|ptx|cubin [-o OUT] [--meta OUT.json]\n"
     "  SIG: comma-separated 'name:TYPE' (runtime) and 'name=VALUE' (constexpr) entries;\n"
     "       TYPE: *fp16 *bf16 *fp32 *i32 ... (pointers, optional :16), i1 i32 i64 fp32\n"
@@ -20,7 +20,9 @@ const char* kUsage =
     "  --ctas-per-cga X,Y,Z: the cluster's shape (CTAs per cluster along each grid axis).\n"
     "  --trap-hangs[=N]: a barrier_wait that fails N try_wait rounds (default 131072, about\n"
     "       half a second on an H200) prints its block, thread, task, barrier, phase and\n"
-    "       source line, then traps instead of hanging the GPU (a debugging aid).\n";
+    "       source line, then traps instead of hanging the GPU (a debugging aid).\n"
+    "  --no-fp-fusion: float adds and multiplies are never contracted into FMAs\n"
+    "       (Triton's enable_fp_fusion=False).\n";
 
 /// try_wait rounds before --trap-hangs reports a hang. On the H200 a planted hang with 2^20
 /// rounds failed 4.8 s after the launch call (compile included), i.e. at most ~4.6 us per round
@@ -118,6 +120,8 @@ int runCli(const std::vector<std::string>& args) {
         opts.mbarrierTrapTries = kDefaultTrapTries;
       else if (a.rfind("--trap-hangs=", 0) == 0)
         opts.mbarrierTrapTries = parseInt("--trap-hangs", a.substr(13));
+      else if (a == "--no-fp-fusion")
+        opts.fpFusion = false;
       else if (a == "--emit")
         emit = value();
       else if (a == "-o")
