@@ -4,6 +4,7 @@
 
 #include "frontend/Parser.h"
 #include "specialize/TlBlockPtr.h"
+#include "specialize/TypeObjects.h"
 
 #include <algorithm>
 #include <cmath>
@@ -490,6 +491,7 @@ Val Specializer::getAttr(const Val& base, const std::string& name, SourceLoc loc
   }
   case Val::Kind::Runtime: {
     const ir::Type& t = base.type();
+    if (name == "type") return typeOf(base, loc);
     if (name == "dtype") return Val::dtypeOf(t.elem, t.isPointer());
     if (name == "shape") {
       std::vector<Val> dims;
@@ -553,8 +555,10 @@ Val Specializer::getAttr(const Val& base, const std::string& name, SourceLoc loc
   case Val::Kind::None:
   case Val::Kind::Tuple:
     if (name == "value") return base; // tl.constexpr(x).value
+    if (name == "type") return typeOf(base, loc);
     raiseError(loc, describe(base) + " has no attribute '" + name + "'");
   case Val::Kind::Object:
+    if (isTypeObject(base)) return typeObjectAttr(base, name, loc);
     return storageAliasAttr(base, name, loc);
   case Val::Kind::BlockPtr:
     return blockPtrAttr(base, name, loc);
@@ -564,6 +568,7 @@ Val Specializer::getAttr(const Val& base, const std::string& name, SourceLoc loc
 }
 
 Val Specializer::callMethod(const Val& self, const std::string& name, CallSite& call) {
+  if (isTypeObject(self)) return typeObjectMethod(self, name, call);
   if (self.kind == Val::Kind::Object) return storageAliasMethod(self, name, call);
   if (self.kind == Val::Kind::DType) {
     if (!call.args.empty() || !call.kwNames.empty())
@@ -810,9 +815,10 @@ Val Specializer::evalIfExp(const IfExp* e) {
   ir::Value* t = toRuntime(tv, e->body->loc, tv.isRuntime() ? std::nullopt : dt);
   b.setInsertionBlock(elseBlock);
   ir::Value* f = toRuntime(ev, e->orelse->loc, ev.isRuntime() ? std::nullopt : dt);
-  if (t->type() != f->type())
-    raiseError(e->loc, "the two sides of 'a if c else b' have different types: " + t->type().str() +
-                           " and " + f->type().str());
+  if (t->type() != f->type() || isConstPointer(t) != isConstPointer(f))
+    raiseError(e->loc, "Ternary expression with dynamic condition has inconsistent type: the two "
+                       "sides of 'a if c else b' are " +
+                           typeText(t) + " and " + typeText(f));
   b.setInsertionBlock(thenBlock);
   b.create(ir::OpCode::Yield, {t}, {});
   b.setInsertionBlock(elseBlock);

@@ -30,6 +30,17 @@ bool isConstexprAnnotation(const Expr* e) {
   return false;
 }
 
+/// `p: tl.const` (Triton's annotation of a pointer to constant data).
+bool isConstAnnotation(const Expr* e) {
+  if (!e) return false;
+  if (auto* n = dyn_cast<Name>(e)) return n->id == "const";
+  if (auto* a = dyn_cast<Attribute>(e)) return a->attr == "const";
+  if (auto* c = dyn_cast<Constant>(e))
+    return c->type == Constant::Type::String &&
+           (c->stringValue == "const" || c->stringValue.ends_with(".const"));
+  return false;
+}
+
 std::string lastComponent(const Expr* e) {
   if (auto* n = dyn_cast<Name>(e)) return n->id;
   if (auto* a = dyn_cast<Attribute>(e)) return a->attr;
@@ -312,6 +323,8 @@ std::unique_ptr<ir::Function> Specializer::run() {
     } else {
       arg.value = fn->body.addArg(arg.type, p.name);
       kernelArgValues.insert(arg.value);
+      if (arg.type.isPointer() && isConstAnnotation(p.annotation.get()))
+        constPointers.insert(arg.value);
       frame->env[p.name] = Val::runtime(arg.value);
     }
     fn->args.push_back(std::move(arg));
@@ -509,7 +522,7 @@ void Specializer::visitIf(const If* s, std::span<const Stmt* const> rest, bool a
   // A branch that absorbed the rest of the function ends where the function ends.
   auto finishBranch = [&]() {
     if (absorbRest && !frame->returned) {
-      frame->env["$ret"] = Val::none();
+      frame->env["$ret"] = fellOffTheEnd();
       frame->returned = true;
     }
   };
@@ -563,6 +576,14 @@ void Specializer::visitIf(const If* s, std::span<const Stmt* const> rest, bool a
     }
     SourceLoc where = thenLocs.count(name) ? thenLocs[name] : s->loc;
     std::function<Val(const Val&, const Val&)> pair = [&](const Val& t, const Val& e) -> Val {
+      if (name == "$ret" && isFellOffTheEnd(t) != isFellOffTheEnd(e)) {
+        // Triton: a path that ends without a `return` in a function that returns a value on
+        // another path returns poison of that value's type.
+        bool thenFell = isFellOffTheEnd(t);
+        b.setInsertionBlock(thenFell ? thenBlock : elseBlock);
+        Val poison = poisonLike(thenFell ? e : t, s->loc);
+        return thenFell ? pair(poison, e) : pair(t, poison);
+      }
       if (t.isAggregate() && t.kind == e.kind && t.elts.size() == e.elts.size() &&
           (t.kind != Val::Kind::BlockPtr || sameBlockPtrLayout(t, e))) {
         Val out = t;
@@ -597,6 +618,17 @@ void Specializer::visitIf(const If* s, std::span<const Stmt* const> rest, bool a
         raiseError(where, "'" + name + "' has type " + tv2->type().str() +
                               " after the then-branch but " + ev2->type().str() +
                               " after the else-branch of a run-time 'if'");
+      if (isConstPointer(tv2) != isConstPointer(ev2)) {
+        // A tl.const pointer and a writable one: one type in Triton's words.
+        if (name == "$ret")
+          raiseError(s->loc, "Return type mismatch: '" + frame->def->name + "' returns " +
+                                 typeText(tv2) + " when this run-time condition holds but " +
+                                 typeText(ev2) + " otherwise; return values of one type on " +
+                                 "every path");
+        raiseError(where, "Mismatched type for " + name + ": " + typeText(tv2) +
+                              " after the then-branch but " + typeText(ev2) +
+                              " after the else-branch of a run-time 'if'");
+      }
       thenYield.push_back(tv2);
       elseYield.push_back(ev2);
       Val placeholder = Val::runtime(nullptr); // replaced by result `i` below
@@ -628,6 +660,37 @@ void Specializer::visitIf(const If* s, std::span<const Stmt* const> rest, bool a
   frame->env = std::move(merged);
   frame->assignLocs = thenLocs;
   frame->returned = thenReturned && elseReturned;
+}
+
+Val Specializer::fellOffTheEnd() {
+  Val v = Val::none();
+  v.b = true; // not an explicit `return` / `return None`
+  return v;
+}
+
+bool Specializer::isFellOffTheEnd(const Val& v) {
+  return v.isNone() && v.b;
+}
+
+Val Specializer::poisonLike(const Val& ret, SourceLoc loc) {
+  // Any value refines poison: warpweave's is zero (a null pointer), and a compile-time return
+  // value is its own poison, as Triton's constexpr-typed poison is that value.
+  if (ret.isConstexpr() && !ret.isAggregate()) return ret;
+  if (ret.kind == Val::Kind::Tuple) {
+    std::vector<Val> elts;
+    for (const Val& e : ret.elts) elts.push_back(poisonLike(e, loc));
+    return Val::tuple(std::move(elts));
+  }
+  if (ret.isRuntime() && ret.type().isValue()) {
+    b.setLoc(loc);
+    const ir::Type& t = ret.type();
+    if (!t.isPointer()) return Val::runtime(constant(Val::integer(0), t));
+    ir::Value* zero = constant(Val::integer(0), ir::Type::tensor(ir::DType::I64, t.shape));
+    return Val::runtime(b.create1(ir::OpCode::IntToPtr, {zero}, t));
+  }
+  raiseError(loc, "'" + frame->def->name + "' returns " + describe(ret) +
+                      " on one path and nothing on another; a value of this kind has no "
+                      "placeholder for the path without a return: return it on every path");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -665,6 +728,17 @@ LoopCarried collectLoopCarried(const Frame& frame, const Body& body, const std::
     lc.inits.insert(lc.inits.end(), leaves.begin(), leaves.end());
   }
   return lc;
+}
+
+/// The name of the carried value each loop init belongs to, in the order of the inits.
+std::vector<std::string> carriedLeafNames(const std::vector<Carried>& carried) {
+  std::vector<std::string> names;
+  for (const Carried& c : carried) {
+    std::vector<ir::Value*> leaves;
+    runtimeLeaves(c.pattern, leaves);
+    names.insert(names.end(), leaves.size(), c.name);
+  }
+  return names;
 }
 
 /// After the body: the leaves every carried value yields, checking that each kept its structure
@@ -928,6 +1002,7 @@ void Specializer::visitFor(const For* s) {
   frame->loopDepth--;
 
   std::vector<ir::Value*> yields = loopYields(*frame, loop, s->loc);
+  checkLoopConstness(carriedLeafNames(carried), inits, yields, s->loc);
   std::vector<ir::Value*> results;
   if (ir::Op* kept = dropUnchangedBlockPtrParts(op, loop, args, yields, results); kept != op) {
     // The body's ops moved to the new loop's block: so do the descriptor slots made there.
@@ -997,6 +1072,7 @@ void Specializer::visitWhile(const While* s) {
   visitStmts(pointers(s->body));
   frame->loopDepth--;
   std::vector<ir::Value*> yields = loopYields(*frame, loop, s->loc);
+  checkLoopConstness(carriedLeafNames(carried), inits, yields, s->loc);
   b.setLoc(s->loc);
   b.create(ir::OpCode::Yield, yields, {});
   b.setInsertionBlock(outer);
@@ -1280,7 +1356,7 @@ Val Specializer::callFunction(const FunctionRef& fn, const CallSite& call) {
     }
     visitStmts(pointers(def->body));
     auto it = nf.env.find("$ret");
-    result = it == nf.env.end() ? Val::none() : it->second;
+    result = it == nf.env.end() || it->second.isNone() ? Val::none() : it->second;
   } catch (CompileError& e) {
     frame = caller;
     callStack.pop_back();

@@ -13,6 +13,8 @@
 #include <set>
 #include <span>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace ww::specialize {
@@ -215,7 +217,36 @@ public:
   ir::Value* requireDescriptor(const Val& v, SourceLoc loc, const std::string& what);
   ir::Value* requireScalarI32(const Val& v, SourceLoc loc, const std::string& what);
 
+  // ---- returns (Specializer.cpp) ----
+  /// The return value of a path that ends without a `return` in a function with an `if` that
+  /// returns: None, marked so that merging it with a value returned on the other path gives that
+  /// value's poison (Triton's rule) rather than an error.
+  static Val fellOffTheEnd();
+  static bool isFellOffTheEnd(const Val& v);
+  /// Poison of `ret`'s type at the insertion point: zero, a null pointer, or a compile-time
+  /// value itself; tuples element by element.
+  Val poisonLike(const Val& ret, SourceLoc loc);
+
+  // ---- pointers to constant data, tl.const (ConstPointers.cpp) ----
+  /// Whether `v` is a pointer (tensor) to constant data: a tl.const kernel argument, a value a
+  /// pointer-preserving op computed from one, or an `if` or loop result (and a loop's carried
+  /// value) merged from one.
+  bool isConstPointer(const ir::Value* v);
+  /// `v`'s type as messages show it: `const ptr<fp32>` for a pointer to constant data.
+  std::string typeText(const ir::Value* v);
+  /// Refuses a store or atomic through a pointer to constant data ("Cannot store to a constant
+  /// pointer", as Triton).
+  void checkStoreTarget(const ir::Value* ptr, SourceLoc loc);
+  /// Refuses a loop whose body turns a carried pointer to constant data into a writable one (or
+  /// back): `inits` and `yields` are the carried values before and after the body, `names` the
+  /// variable each belongs to.
+  void checkLoopConstness(const std::vector<std::string>& names,
+                          const std::vector<ir::Value*>& inits,
+                          const std::vector<ir::Value*>& yields, SourceLoc loc);
+
   // ---- state ----
+  std::unordered_set<const ir::Value*> constPointers;
+  std::unordered_map<const ir::Value*, bool> constPointerMemo;
   /// The kernel's tlx.storage_alias_spec objects (a Val::Kind::Object indexes this).
   struct AliasSpec {
     bool tmem = false;

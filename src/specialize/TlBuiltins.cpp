@@ -11,6 +11,7 @@
 #include "specialize/TlMisc.h"
 #include "specialize/TlRandom.h"
 #include "specialize/TlStandard.h"
+#include "specialize/TypeObjects.h"
 #include "support/MathExtras.h"
 
 #include <algorithm>
@@ -338,8 +339,10 @@ Val Specializer::callPython(const std::string& name, CallSite& call) {
     return Val::integer(x.kind == Val::Kind::Bool ? x.b : x.i);
   }
   if (name == "print") {
-    std::vector<Val> args = call.args;
+    // Triton's print is tl.device_print: a leading string is the prefix ('print("i", i)').
+    // Without one (print(x)), the prefix is empty.
     CallSite cs = call;
+    if (!cs.args.empty() && cs.args[0].kind == Val::Kind::String) return callTl("device_print", cs);
     cs.args.insert(cs.args.begin(), Val::string(""));
     cs.argLocs.insert(cs.argLocs.begin(), loc);
     cs.argExprs.insert(cs.argExprs.begin(), nullptr);
@@ -1203,6 +1206,14 @@ Val tlConstexpr(Specializer& sp, const std::string& /*name*/, CallSite& call) {
   return a.get("value");
 }
 
+Val tlConstexprType(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  // Triton's constexpr_type(v): the type of the compile-time value v (what `v.type` gives).
+  BoundArgs a(call, {"value"});
+  if (!a.get("value").isConstexpr())
+    sp.needConstexpr(a.loc("value"), "constexpr_type's value", a.expr("value"));
+  return typeOf(a.get("value"), a.loc("value"));
+}
+
 Val tlPointerType(Specializer& sp, const std::string& /*name*/, CallSite& call) {
   BoundArgs a(call, {"element_ty", "address_space="});
   return Val::dtypeOf(
@@ -1241,6 +1252,7 @@ Val tlAtomic(Specializer& sp, const std::string& name, CallSite& call) {
   if (!p.isRuntime() || !p.type().isPointer())
     raiseError(a.loc("pointer"),
                fn + "'s pointer must be a pointer or pointer tensor, got " + kindName(p));
+  if (!isCas) sp.checkStoreTarget(p.v, a.loc("pointer")); // as Triton: atomic_cas is not checked
   std::string sem = "acq_rel", scope = "gpu";
   if (a.has("sem")) {
     const Val& s = a.get("sem");
@@ -1388,6 +1400,7 @@ const BuiltinTable& tlBuiltins() {
       {"device_print", &tlDevicePrint},
       {"device_assert", &tlDeviceAssert},
       {"constexpr", &tlConstexpr},
+      {"constexpr_type", &tlConstexprType},
       {"pointer_type", &tlPointerType},
       {"umulhi", &tlUmulhi},
       {"inline_asm_elementwise", &tlInlineAsmElementwise},
@@ -1401,6 +1414,7 @@ const BuiltinTable& tlBuiltins() {
       {"unsqueeze", &tlSqueezeUnsqueeze},
       {"histogram", &tlHistogram},
       {"assume", &tlAssume},
+      {"condition", &tlCondition},
       {"sort", &tlSortTopk},
       {"topk", &tlSortTopk},
       {"swizzle2d", &tlSwizzle2d},
@@ -1505,6 +1519,7 @@ void Specializer::storeOp(const BoundArgs& a, SourceLoc loc) {
     raiseError(a.loc("pointer"), "tl.store's pointer must be a pointer or a tensor of pointers, "
                                  "got " +
                                      kindName(p));
+  checkStoreTarget(p.v, a.loc("pointer"));
   if (a.has("boundary_check") && !a.get("boundary_check").elts.empty())
     raiseError(a.loc("boundary_check"),
                "boundary_check applies to block pointers "

@@ -308,4 +308,22 @@ Val tlAssume(Specializer& sp, const std::string& /*name*/, CallSite& call) {
   return Val::none();
 }
 
+Val tlCondition(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  // Triton's wrapper of a while loop's condition, the `while` form of tl.range: its options are
+  // hints to Triton's loop passes (disable_licm: LLVM's loop-invariant code motion). warpweave
+  // neither pipelines while loops nor hoists out of them what those hints control, so the
+  // options must be compile-time values and change nothing; the wrapper is its condition.
+  (void)sp;
+  static const char* const kOptions[] = {
+      "num_stages", "loop_unroll_factor", "disallow_acc_multi_buffer",
+      "flatten",    "warp_specialize",    "disable_licm"};
+  BoundArgs a(call, {"arg1", "num_stages=", "loop_unroll_factor=", "disallow_acc_multi_buffer=",
+                     "flatten=", "warp_specialize=", "disable_licm="});
+  for (const char* k : kOptions)
+    if (a.has(k) && !a.get(k).isConstexpr())
+      raiseError(a.loc(k), std::string("tl.condition's ") + k +
+                               "= must be a compile-time value, got " + kindName(a.get(k)));
+  return a.get("arg1");
+}
+
 } // namespace ww::specialize

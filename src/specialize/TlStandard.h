@@ -17,5 +17,7 @@ Val tlHistogram(Specializer& sp, const std::string& name, CallSite& call);
 Val tlSortTopk(Specializer& sp, const std::string& name, CallSite& call);
 Val tlSwizzle2d(Specializer& sp, const std::string& name, CallSite& call);
 Val tlAssume(Specializer& sp, const std::string& name, CallSite& call);
+/// `while tl.condition(c, disable_licm=True, ...)`: the condition `c`, its options checked.
+Val tlCondition(Specializer& sp, const std::string& name, CallSite& call);
 
 } // namespace ww::specialize

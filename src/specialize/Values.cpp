@@ -1,5 +1,6 @@
 // The value model's helpers (truth, equality, descriptions) and the binding of builtin arguments.
 #include "specialize/SpecializerImpl.h"
+#include "specialize/TypeObjects.h"
 
 #include <cmath>
 #include <sstream>
@@ -67,6 +68,8 @@ bool constexprEqual(const Val& a, const Val& b) {
     return a.fn.def == b.fn.def;
   case Val::Kind::Runtime:
     return a.v == b.v;
+  case Val::Kind::Object:
+    return isTypeObject(a) && isTypeObject(b) && typeObjectsEqual(a, b);
   default:
     return false;
   }
@@ -122,6 +125,7 @@ std::string describe(const Val& v) {
   case Val::Kind::Slice:
     return "a slice";
   case Val::Kind::Object:
+    if (isTypeObject(v)) return describeTypeObject(v);
     if (v.s == "reuse_group")
       return std::string("tlx.reuse_group (") + (v.b ? "distinct" : "shared") + ", " +
              std::to_string(v.elts.size()) + " members)";

@@ -1200,11 +1200,13 @@ TEST(SpecializeTl, ScalarsGainDimensionsBySplatting) {
 }
 
 TEST(SpecializeHelpers, ReturnsOfDifferentKindsOnRunTimePathsAreAnError) {
+  // An explicit `return` (None) on one path and a value on the other.
   Result r = spec(R"(
 @ww.jit
 def f(c, a):
     if c > 0:
         return a
+    return
 
 @ww.jit
 def k(x_ptr, n):
@@ -1214,7 +1216,25 @@ def k(x_ptr, n):
   EXPECT_EQ(firstLine(r.error),
             "test.py:7:5: error: 'f' returns 1.0 when this run-time condition "
             "holds but None otherwise; return values of one type on every path");
-  EXPECT_HAS(r.error, "test.py:12:21: note: in 'f' called from here");
+  EXPECT_HAS(r.error, "test.py:13:21: note: in 'f' called from here");
+}
+
+TEST(SpecializeHelpers, APathWithoutReturnGivesPoison) {
+  // Triton: a path that ends without `return` in a function returning a value elsewhere returns
+  // poison of that value's type; here a zero (any value refines poison).
+  Result r = spec(R"(
+@ww.jit
+def f(c, a):
+    if c > 0:
+        return a + 1.0
+
+@ww.jit
+def k(x_ptr, n):
+    tl.store(x_ptr, f(n, tl.load(x_ptr)))
+)",
+                  "x_ptr:*fp32,n:i32");
+  ASSERT_EQ(r.error, "");
+  EXPECT_HAS(r.ir, "constant {value = 0.0} : fp32");
 }
 
 TEST(SpecializeConstexpr, TritonImportSpellingsResolve) {

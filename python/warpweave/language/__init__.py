@@ -13,7 +13,7 @@ __all__ = [
     "ReductionOrdering",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float8e4nv", "float8e5", "float8e4b15", "float8e4b8", "float8e5b16", "float16", "bfloat16", "float32", "float64",
-    "pi32_t",
+    "pi32_t", "const", "constexpr_type",
 ]
 
 
@@ -43,6 +43,34 @@ class constexpr:
 
     def __int__(self):
         return int(self.value)
+
+    @property
+    def type(self):
+        """Triton's type of a compile-time value: constexpr_type(value)."""
+        return constexpr_type(self.value)
+
+
+class constexpr_type:
+    """The type of a compile-time value (what `x.type` gives for a constexpr `x` in a kernel):
+    two are equal when their values are."""
+
+    def __init__(self, value):
+        self.value = value.value if isinstance(value, constexpr) else value
+
+    def __eq__(self, other):
+        return isinstance(other, constexpr_type) and self.value == other.value
+
+    def __hash__(self):
+        return hash(self.value)
+
+    def __repr__(self):
+        return f"constexpr_type[{self.value}]"
+
+
+class const:
+    """A parameter annotation (`in_ptr: tl.const`) marking a pointer to constant data: the kernel
+    cannot store or run atomics through it, and it does not mix with writable pointers where one
+    type is needed (both branches of an `if`, a helper's returns, loop-carried values)."""
 
 
 class dtype:
@@ -246,7 +274,7 @@ range multiple_of max_contiguous max_constancy make_tensor_descriptor atomic_add
 atomic_min atomic_and atomic_or atomic_xor atomic_xchg atomic_cas debug_barrier device_print
 static_print device_assert cumsum cumprod associative_scan sort histogram gather rand randn randint
 clamp erf tanh cos sin floor ceil div_rn fdiv umulhi inline_asm_elementwise make_block_ptr advance
-xor_sum flip interleave ravel swizzle2d assume squeeze unsqueeze topk map_elementwise
+xor_sum flip interleave ravel swizzle2d assume condition squeeze unsqueeze topk map_elementwise
 randint4x rand4x randn4x philox philox_impl uint_to_uniform_float pair_uniform_to_normal
 """.split()
 
