@@ -77,8 +77,9 @@ struct Constant : Expr {
   explicit Constant(SourceLoc l) : Expr(Kind, l) {}
   Type type = Type::None;
   bool boolValue = false;
-  int64_t intValue = 0;  // Int; literals past int64 range are a parse error
-  double floatValue = 0; // Float
+  int64_t intValue = 0;     // Int; literals past 2**64 - 1 are a parse error
+  bool intUnsigned = false; // Int from 2**63 to 2**64 - 1: intValue holds its bits
+  double floatValue = 0;    // Float
   std::string stringValue;
 };
 

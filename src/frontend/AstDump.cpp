@@ -230,7 +230,8 @@ std::string dump(const Expr& e) {
     case Constant::Type::Bool:
       return c.boolValue ? "True" : "False";
     case Constant::Type::Int:
-      return std::to_string(c.intValue);
+      return c.intUnsigned ? std::to_string(static_cast<uint64_t>(c.intValue))
+                           : std::to_string(c.intValue);
     case Constant::Type::Float:
       return formatFloat(c.floatValue);
     case Constant::Type::String:

@@ -505,13 +505,14 @@ private:
     uint64_t value = 0;
     for (char ch : digits) {
       uint64_t d = static_cast<uint64_t>(digitValue(ch));
-      if (value > (static_cast<uint64_t>(INT64_MAX) - d) / static_cast<uint64_t>(base)) {
+      if (value > (UINT64_MAX - d) / static_cast<uint64_t>(base)) {
         t.intOverflow = true;
         return;
       }
       value = value * static_cast<uint64_t>(base) + d;
     }
     t.intValue = static_cast<int64_t>(value);
+    t.intUnsigned = value > static_cast<uint64_t>(INT64_MAX);
   }
 
   void lexString(size_t begin, const std::string& prefix) {

@@ -30,7 +30,8 @@ struct Token {
   SourceLoc loc;
 
   int64_t intValue = 0;
-  bool intOverflow = false; // Python accepts big ints; the parser rejects them where it keeps them
+  bool intUnsigned = false; // from 2**63 to 2**64 - 1: intValue holds its bits
+  bool intOverflow = false; // past 2**64 - 1: Python accepts big ints; the parser rejects them
   double floatValue = 0;
   bool imaginary = false;
 

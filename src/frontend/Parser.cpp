@@ -1165,11 +1165,12 @@ private:
     case TokenKind::Int: {
       if (t.intOverflow)
         raiseError(loc, "integer literal " + t.text +
-                            " does not fit in a signed 64-bit "
-                            "integer");
+                            " does not fit in 64 bits (kernels take integers from -2**63 to "
+                            "2**64 - 1)");
       auto c = std::make_unique<Constant>(loc);
       c->type = Constant::Type::Int;
       c->intValue = t.intValue;
+      c->intUnsigned = t.intUnsigned;
       advance();
       return c;
     }

@@ -11,11 +11,8 @@ using ast::BinOpKind;
 using ast::CmpOpKind;
 using ast::UnaryOpKind;
 
-static int64_t asInt(const Val& v) {
-  return v.kind == Val::Kind::Bool ? int64_t(v.b) : v.i;
-}
 static double asReal(const Val& v) {
-  return v.kind == Val::Kind::Float ? v.f : static_cast<double>(asInt(v));
+  return v.kind == Val::Kind::Float ? v.f : static_cast<double>(intValue128(v));
 }
 
 Val Specializer::constBinary(BinOpKind op, const Val& a, const Val& c, SourceLoc loc) {
@@ -57,59 +54,68 @@ Val Specializer::constBinary(BinOpKind op, const Val& a, const Val& c, SourceLoc
       unsupported();
     }
   }
-  int64_t x = asInt(a), y = asInt(c);
+  // Ints are Python's, kept in [-2**63, 2**64) (the span of Triton's int64 and uint64
+  // constants): computed in 128 bits, a result outside that span is an overflow.
+  __int128 x = intValue128(a), y = intValue128(c);
   bool bothBool = a.kind == Val::Kind::Bool && c.kind == Val::Kind::Bool;
-  int64_t r = 0;
+  auto result = [&](__int128 r) -> Val {
+    Val v;
+    if (!intFromInt128(r, v)) overflow();
+    return v;
+  };
+  auto bitwise = [&](__int128 r) { return bothBool ? Val::boolean(r != 0) : result(r); };
+  __int128 r = 0;
   switch (op) {
   case BinOpKind::Add:
-    if (__builtin_add_overflow(x, y, &r)) overflow();
-    return Val::integer(r);
+    return result(x + y);
   case BinOpKind::Sub:
-    if (__builtin_sub_overflow(x, y, &r)) overflow();
-    return Val::integer(r);
+    return result(x - y);
   case BinOpKind::Mul:
     if (__builtin_mul_overflow(x, y, &r)) overflow();
-    return Val::integer(r);
+    return result(r);
   case BinOpKind::Div:
     if (y == 0) raiseError(loc, "division by zero in a compile-time expression");
     return Val::real(static_cast<double>(x) / static_cast<double>(y));
   case BinOpKind::FloorDiv: {
     if (y == 0) raiseError(loc, "division by zero in a compile-time expression");
-    int64_t q = x / y;
+    __int128 q = x / y;
     if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
-    return Val::integer(q);
+    return result(q);
   }
   case BinOpKind::Mod: {
     if (y == 0) raiseError(loc, "modulo by zero in a compile-time expression");
-    int64_t m = x % y;
+    __int128 m = x % y;
     if (m != 0 && ((m < 0) != (y < 0))) m += y;
-    return Val::integer(m);
+    return result(m);
   }
   case BinOpKind::Pow: {
-    if (y < 0) return Val::real(std::pow(double(x), double(y)));
-    // By squaring: a huge exponent (of 0, 1 or -1) must not loop for ever.
-    int64_t p = 1, base = x;
-    for (int64_t e = y; e > 0; e >>= 1) {
-      if ((e & 1) && __builtin_mul_overflow(p, base, &p)) overflow();
+    if (y < 0) return Val::real(std::pow(asReal(a), asReal(c)));
+    // By squaring: a huge exponent (of 0, 1 or -1) must not loop for ever. A base squared past
+    // 128 bits is only needed by a result past 2**64.
+    __int128 p = 1, base = x;
+    Val inRange;
+    for (__int128 e = y; e > 0; e >>= 1) {
+      if ((e & 1) && (__builtin_mul_overflow(p, base, &p) || !intFromInt128(p, inRange)))
+        overflow();
       if (e > 1 && __builtin_mul_overflow(base, base, &base)) overflow();
     }
-    return Val::integer(p);
+    return result(p);
   }
   case BinOpKind::LShift:
     if (y < 0) raiseError(loc, "negative shift count");
-    if (y >= 63 || (x != 0 && (x > (std::numeric_limits<int64_t>::max() >> y) ||
-                               x < (std::numeric_limits<int64_t>::min() >> y))))
+    if (x == 0) return Val::integer(0);
+    if (y > 64 || __builtin_mul_overflow(x, static_cast<__int128>(1) << static_cast<int>(y), &r))
       overflow();
-    return Val::integer(x << y);
+    return result(r);
   case BinOpKind::RShift:
     if (y < 0) raiseError(loc, "negative shift count");
-    return Val::integer(y >= 64 ? (x < 0 ? -1 : 0) : x >> y);
+    return result(y >= 127 ? (x < 0 ? -1 : 0) : x >> static_cast<int>(y));
   case BinOpKind::BitAnd:
-    return bothBool ? Val::boolean(x & y) : Val::integer(x & y);
+    return bitwise(x & y);
   case BinOpKind::BitOr:
-    return bothBool ? Val::boolean(x | y) : Val::integer(x | y);
+    return bitwise(x | y);
   case BinOpKind::BitXor:
-    return bothBool ? Val::boolean(x ^ y) : Val::integer(x ^ y);
+    return bitwise(x ^ y);
   default:
     unsupported();
   }
@@ -138,7 +144,7 @@ Val Specializer::constCompare(CmpOpKind op, const Val& a, const Val& c, SourceLo
         return false;
       }
     };
-    return Val::boolean(useReal ? cmp(asReal(a), asReal(c)) : cmp(asInt(a), asInt(c)));
+    return Val::boolean(useReal ? cmp(asReal(a), asReal(c)) : cmp(intValue128(a), intValue128(c)));
   }
   if (a.kind == Val::Kind::String && c.kind == Val::Kind::String && !eqOnly) {
     int r = a.s.compare(c.s);
@@ -164,16 +170,22 @@ Val Specializer::constUnary(UnaryOpKind op, const Val& a, SourceLoc loc) {
   if (op == UnaryOpKind::Not) return Val::boolean(!truthy(a));
   if (!a.isNumber()) raiseError(loc, "bad operand for a unary operator: " + kindName(a));
   switch (op) {
-  case UnaryOpKind::Neg:
+  case UnaryOpKind::Neg: {
     if (a.kind == Val::Kind::Float) return Val::real(-a.f);
-    if (asInt(a) == std::numeric_limits<int64_t>::min())
-      raiseError(loc, "compile-time integer overflow in unary '-'");
-    return Val::integer(-asInt(a));
+    Val r;
+    if (!intFromInt128(-intValue128(a), r))
+      raiseError(loc, "compile-time integer overflow in unary '-' (" + describe(a) + ")");
+    return r;
+  }
   case UnaryOpKind::Pos:
     return a.kind == Val::Kind::Bool ? Val::integer(a.b) : a;
-  case UnaryOpKind::Invert:
+  case UnaryOpKind::Invert: {
     if (a.kind == Val::Kind::Float) raiseError(loc, "bad operand for '~': a float");
-    return Val::integer(~asInt(a));
+    Val r;
+    if (!intFromInt128(~intValue128(a), r))
+      raiseError(loc, "compile-time integer overflow in unary '~' (" + describe(a) + ")");
+    return r;
+  }
   default:
     return a;
   }

@@ -313,7 +313,8 @@ Val Specializer::eval(const Expr* e) {
     case Constant::Type::Bool:
       return Val::boolean(c->boolValue);
     case Constant::Type::Int:
-      return Val::integer(c->intValue);
+      return c->intUnsigned ? Val::uinteger(static_cast<uint64_t>(c->intValue))
+                            : Val::integer(c->intValue);
     case Constant::Type::Float:
       return Val::real(c->floatValue);
     case Constant::Type::String:
@@ -865,6 +866,8 @@ void Specializer::needConstexpr(SourceLoc loc, const std::string& what, const Ex
 
 int64_t Specializer::constInt(const Val& v, SourceLoc loc, const std::string& what,
                               const Expr* expr) {
+  if (v.isBigUnsigned())
+    raiseError(loc, what + " must be an integer below 2**63, got " + describe(v));
   if (v.kind == Val::Kind::Int) return v.i;
   if (v.kind == Val::Kind::Bool) return v.b;
   if (v.isRuntime()) needConstexpr(loc, what, expr);

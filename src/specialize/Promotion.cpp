@@ -4,6 +4,7 @@
 
 #include "ir/OpAttrs.h"
 
+#include <cmath>
 #include <limits>
 
 namespace ww::specialize {
@@ -18,11 +19,22 @@ DType Specializer::pythonScalarDType(const Val& v) {
   switch (v.kind) {
   case Val::Kind::Bool:
     return DType::I1;
-  case Val::Kind::Float:
-    return DType::F32;
+  case Val::Kind::Float: {
+    // Triton's rule: fp32 unless the magnitude is outside fp32's normal range (then fp64);
+    // 0, inf and NaN are fp32.
+    double a = std::fabs(v.f);
+    if (a == 0 || std::isinf(a) || std::isnan(a) ||
+        (a >= 0x1p-126 && a <= static_cast<double>(std::numeric_limits<float>::max())))
+      return DType::F32;
+    return DType::F64;
+  }
   case Val::Kind::Int:
+    // Triton's rule: int32, then uint32 up to 2**32 - 1, int64, uint64 from 2**63.
+    if (v.isBigUnsigned()) return DType::U64;
     if (v.i >= std::numeric_limits<int32_t>::min() && v.i <= std::numeric_limits<int32_t>::max())
       return DType::I32;
+    if (v.i > 0 && v.i <= static_cast<int64_t>(std::numeric_limits<uint32_t>::max()))
+      return DType::U32;
     return DType::I64;
   default:
     throw std::logic_error("pythonScalarDType of a non-number");
@@ -106,6 +118,13 @@ DType Specializer::computationType(DType a, bool aIsPython, DType b, bool bIsPyt
 /// negative number with an unsigned type, and a value the type can hold.
 static void checkScalarOperand(const Val& v, DType dt, SourceLoc loc, const char* opSymbol) {
   if (v.kind != Val::Kind::Int || !ir::isInt(dt) || dt == DType::I1) return;
+  if (v.isBigUnsigned()) {
+    if (dt != DType::U64)
+      raiseError(loc, "Scalar " + describe(v) + " is out of range for type " +
+                          std::string(ir::tlName(dt)) + " in '" + opSymbol +
+                          "'; cast the tensor to a wider type first");
+    return;
+  }
   if (v.i < 0 && !ir::isSigned(dt))
     raiseError(loc, std::string("'") + opSymbol +
                         "' between an unsigned tensor and the negative "
@@ -119,7 +138,7 @@ static void checkScalarOperand(const Val& v, DType dt, SourceLoc loc, const char
 
 ir::Value* Specializer::constant(const Val& v, const ir::Type& type) {
   if (ir::isFloat(type.elem)) {
-    double x = v.kind == Val::Kind::Float ? v.f : v.kind == Val::Kind::Bool ? v.b : double(v.i);
+    double x = v.kind == Val::Kind::Float ? v.f : static_cast<double>(intValue128(v));
     return b.constFloat(x, type);
   }
   int64_t x = v.kind == Val::Kind::Float  ? static_cast<int64_t>(v.f)
@@ -291,7 +310,11 @@ Val Specializer::runtimeBinary(BinOpKind op, const Val& a, const Val& c, SourceL
       std::vector<int64_t> shape = broadcastShapes(
           p.type().shape, off.isRuntime() ? off.type().shape : std::vector<int64_t>{}, loc,
           "pointer arithmetic");
-      ir::Value* offset = off.isRuntime() ? off.v : toRuntime(off, loc);
+      // A python int offset past int32 is an i64 (not Triton's uint32 for up to 2**32 - 1, which
+      // 'ptr - offset' would wrap).
+      std::optional<DType> wide;
+      if (!off.isRuntime() && (od == DType::U32 || od == DType::U64)) wide = DType::I64;
+      ir::Value* offset = off.isRuntime() ? off.v : toRuntime(off, loc, wide);
       if (offset->type().elem == DType::I1) offset = cast(offset, DType::I32, loc);
       if (op == BinOpKind::Sub) offset = b.create1(OpCode::Neg, {offset}, offset->type());
       ir::Value* ptr = broadcastTo(p.v, shape, loc);

@@ -39,14 +39,13 @@ bool truthy(const Val& v) {
 }
 
 static double asDouble(const Val& v) {
-  return v.kind == Val::Kind::Float ? v.f : v.kind == Val::Kind::Bool ? double(v.b) : double(v.i);
+  return v.kind == Val::Kind::Float ? v.f : static_cast<double>(intValue128(v));
 }
 
 bool constexprEqual(const Val& a, const Val& b) {
   if (a.isNumber() && b.isNumber()) {
     if (a.kind == Val::Kind::Float || b.kind == Val::Kind::Float) return asDouble(a) == asDouble(b);
-    return (a.kind == Val::Kind::Bool ? int64_t(a.b) : a.i) ==
-           (b.kind == Val::Kind::Bool ? int64_t(b.b) : b.i);
+    return intValue128(a) == intValue128(b);
   }
   if (a.kind != b.kind) return false;
   switch (a.kind) {
@@ -89,7 +88,7 @@ std::string describe(const Val& v) {
   case Val::Kind::Bool:
     return v.b ? "True" : "False";
   case Val::Kind::Int:
-    return std::to_string(v.i);
+    return v.isBigUnsigned() ? std::to_string(static_cast<uint64_t>(v.i)) : std::to_string(v.i);
   case Val::Kind::Float: {
     if (std::isinf(v.f)) return v.f > 0 ? "inf" : "-inf";
     os.precision(17);

@@ -6,6 +6,7 @@
 #include "frontend/Ast.h"
 #include "ir/IR.h"
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,7 +43,7 @@ struct Val {
   };
 
   Kind kind = Kind::None;
-  bool b = false;
+  bool b = false; // Bool: the value; Int: set for an int from 2**63 to 2**64 - 1 (see uinteger)
   int64_t i = 0;
   double f = 0;
   std::string s; // String, Namespace path, Builtin / Method name, Enum value
@@ -63,6 +64,13 @@ struct Val {
     Val r;
     r.kind = Kind::Int;
     r.i = x;
+    return r;
+  }
+  /// A Python int up to 2**64 - 1: from 2**63 on (Triton's uint64 constants, `1 << 63`) `i`
+  /// holds its bits and `b` is set. Compile-time ints span [-2**63, 2**64); Python's are unbounded.
+  static Val uinteger(uint64_t x) {
+    Val r = integer(static_cast<int64_t>(x));
+    r.b = x > static_cast<uint64_t>(INT64_MAX);
     return r;
   }
   static Val real(double x) {
@@ -153,10 +161,25 @@ struct Val {
   bool isNone() const { return kind == Kind::None; }
   bool isNumber() const { return kind == Kind::Bool || kind == Kind::Int || kind == Kind::Float; }
   bool isIntLike() const { return kind == Kind::Bool || kind == Kind::Int; }
+  /// An int from 2**63 on (uinteger): its bits are in `i`, which reads as negative.
+  bool isBigUnsigned() const { return kind == Kind::Int && b; }
   /// A compile-time value: everything except Runtime (tuples when all elements are).
   bool isConstexpr() const;
   const ir::Type& type() const { return v->type(); }
 };
+
+/// The value of a Bool or Int constexpr, big unsigned ints included.
+inline __int128 intValue128(const Val& v) {
+  if (v.kind == Val::Kind::Bool) return v.b;
+  return v.b ? static_cast<__int128>(static_cast<uint64_t>(v.i)) : static_cast<__int128>(v.i);
+}
+/// `x` as an Int constexpr when it lies in [-2**63, 2**64); false otherwise.
+inline bool intFromInt128(__int128 x, Val& out) {
+  if (x < static_cast<__int128>(INT64_MIN) || x > static_cast<__int128>(UINT64_MAX)) return false;
+  out = x > INT64_MAX ? Val::uinteger(static_cast<uint64_t>(x))
+                      : Val::integer(static_cast<int64_t>(x));
+  return true;
+}
 
 /// Python's truth value of a constexpr; throws std::logic_error for runtime values.
 bool truthy(const Val& v);

@@ -227,7 +227,11 @@ TEST(Lexer, IntegerLiterals) {
   EXPECT_EQ(toks[5].intValue, 0);
   EXPECT_EQ(toks[6].intValue, INT64_MAX);
   EXPECT_FALSE(toks[6].intOverflow);
-  EXPECT_TRUE(toks[7].intOverflow);
+  EXPECT_FALSE(toks[6].intUnsigned);
+  // 2**63 to 2**64 - 1: Triton's uint64 constants; the bits are kept.
+  EXPECT_FALSE(toks[7].intOverflow);
+  EXPECT_TRUE(toks[7].intUnsigned);
+  EXPECT_EQ(static_cast<uint64_t>(toks[7].intValue), uint64_t(1) << 63);
   EXPECT_EQ(toks[8].intValue, 0xFFFF);
   for (int i = 0; i < 9; ++i) EXPECT_EQ(toks[i].kind, frontend::TokenKind::Int) << i;
   EXPECT_EQ(errorOf("x = 0777\n"),
@@ -818,8 +822,11 @@ TEST(KernelErrors, UnsupportedExpressions) {
             "3:5: '...' (Ellipsis) is not supported in kernel code; index every dimension with "
             "':' or None");
   EXPECT_EQ(kernelError("    y = 2j\n"), "3:9: complex literal 2j is not supported in kernel code");
-  EXPECT_EQ(kernelError("    y = 9223372036854775808\n"),
-            "3:9: integer literal 9223372036854775808 does not fit in a signed 64-bit integer");
+  EXPECT_EQ(kernelError("    y = 9223372036854775808\n"), "no error");
+  EXPECT_EQ(kernelError("    y = 18446744073709551615\n"), "no error");
+  EXPECT_EQ(kernelError("    y = 18446744073709551616\n"),
+            "3:9: integer literal 18446744073709551616 does not fit in 64 bits (kernels take "
+            "integers from -2**63 to 2**64 - 1)");
   EXPECT_EQ(kernelError("    y = 9223372036854775807\n"), "no error");
 }
 
@@ -1221,5 +1228,6 @@ TEST(Parser, ExpressionEntryPointErrors) {
   EXPECT_EQ(err("x = 1"), "1:3: unexpected '=' after the expression");
   EXPECT_EQ(err("tl.float16\n"), "no error");
   EXPECT_EQ(err("99999999999999999999"),
-            "1:1: integer literal 99999999999999999999 does not fit in a signed 64-bit integer");
+            "1:1: integer literal 99999999999999999999 does not fit in 64 bits (kernels take "
+            "integers from -2**63 to 2**64 - 1)");
 }

@@ -1,8 +1,9 @@
 """Triton 3.x semantics that Triton programs rely on and warpweave lacked (issue 17), checked in
 the interpreter (and, for code generation options, in the PTX): pointers to constant data
 (`tl.const`), `x.type` / `constexpr_type`, `while tl.condition(...)`, `print("prefix", x)`, the
-poison a helper returns on a path without `return`, pointer casts between pointee types, and
-`CompilationError.error_message`."""
+poison a helper returns on a path without `return`, Python ints up to 2**64 - 1 at compile time
+(`1 << 63`) and Triton's types for materialized Python numbers, pointer casts between pointee
+types, and `CompilationError.error_message`."""
 
 import importlib
 
@@ -289,6 +290,68 @@ def test_an_explicit_bare_return_does_not_merge_with_a_value():
     with pytest.raises(ww.CompilationError, match="returns i32 when this run-time condition holds "
                                                   "but None otherwise|returns .* but None"):
         explicit_none_kernel[(1,)](np.zeros(1, np.int32))
+
+
+# ------------------------------------------------------------------------------------------------
+# Python ints up to 2**64 - 1; Triton's types for materialized numbers
+# ------------------------------------------------------------------------------------------------
+
+
+@ww.jit
+def big_int_kernel(Y, Z, BIG: tl.constexpr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    y = tl.load(Y + offs)
+    tl.store(Z + offs, y + (1 << 63))
+    tl.store(Z + N + offs, y ^ 0xFFFFFFFFFFFFFFFF)
+    tl.store(Z + 2 * N + offs, y + (BIG - (1 << 63)))
+    tl.static_assert((1 << 63) + ((1 << 63) - 1) == 18446744073709551615)
+    tl.static_assert((1 << 63) // 2 == 1 << 62)
+    tl.static_assert(-(1 << 63) == -9223372036854775808)
+    tl.static_assert((1 << 63) > (1 << 62))
+
+
+def test_compile_time_ints_up_to_two_to_the_64():
+    y = np.array([0, 1, 63, 1 << 40], np.uint64)
+    z = np.zeros(12, np.uint64)
+    big = (1 << 63) + 5
+    big_int_kernel[(1,)](y, z, BIG=big, N=4)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(z[:4], y + np.uint64(1 << 63))
+        np.testing.assert_array_equal(z[4:8], y ^ np.uint64(0xFFFFFFFFFFFFFFFF))
+        np.testing.assert_array_equal(z[8:], y + np.uint64(5))
+
+
+@ww.jit
+def int_overflow_kernel(X):
+    tl.store(X, (1 << 64) + 0)
+
+
+def test_ints_past_two_to_the_64_overflow():
+    with pytest.raises(ww.CompilationError, match="compile-time integer overflow"):
+        int_overflow_kernel[(1,)](np.zeros(1, np.uint64))
+
+
+@ww.jit
+def materialized_types_kernel(X):
+    a = 3_000_000_000  # Triton: uint32
+    b = 1 << 40  # int64
+    c = 1 << 63  # uint64
+    d = 1e300  # beyond float32: float64
+    e = 1.5  # float32
+    f = 2**31 - 1  # int32
+    tl.static_assert(a.dtype == tl.uint32)
+    tl.static_assert(b.dtype == tl.int64)
+    tl.static_assert(c.dtype == tl.uint64)
+    tl.static_assert(d.dtype == tl.float64)
+    tl.static_assert(e.dtype == tl.float32)
+    tl.static_assert(f.dtype == tl.int32)
+    tl.store(X, a)
+
+
+def test_materialized_python_numbers_take_tritons_types():
+    x = np.zeros(1, np.uint32)
+    materialized_types_kernel[(1,)](x)
+    assert x[0] == 3_000_000_000
 
 
 # ------------------------------------------------------------------------------------------------
