@@ -75,6 +75,18 @@ void FunctionLowering::planTensorMemory() {
     if (op.code() != OpCode::LocalAlloc || !isTmemValue(op.result())) return;
     const ir::Type& t = op.result()->type();
     requireTmemTile(op, t);
+    if (ir::attr::LocalAlloc::hasReuse(op)) {
+      // reuse=: these buffers overlay the reused allocation's columns from its first one.
+      const ir::Value* reused = op.operand(0);
+      const ir::Type& rt = reused->type();
+      if (tmemColumns(t) * t.count > tmemColumns(rt) * rt.count)
+        raiseError(op.loc(), "tlx.local_alloc of " + t.str() + " reuses " + rt.str() +
+                                 ", but needs " + std::to_string(tmemColumns(t) * t.count) +
+                                 " tensor-memory columns where that allocation has " +
+                                 std::to_string(tmemColumns(rt) * rt.count));
+      tmemOffsets_[op.result()] = tmemOffsets_.at(reused);
+      return;
+    }
     tmemOffsets_[op.result()] = tmemColumns_;
     tmemColumns_ += tmemColumns(t) * t.count;
     if (tmemColumns_ > 512)
@@ -245,8 +257,15 @@ void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
   };
   if (!load) barrier(); // the agent's earlier accesses to the tile are done (as local_store's)
   b_.inst("tcgen05.fence::after_thread_sync", {});
-  for (int64_t c0 = 0; c0 < perThread; c0 += 128) {
-    int64_t n = std::min<int64_t>(128, perThread - c0);
+  // Messages of at most 128 registers; where the kernel caps registers (.maxnreg, with tasks'
+  // setmaxnreg), fewer, so that one message and its addresses fit the cap.
+  const int64_t message =
+      maxRegisters_ > 0
+          ? std::min<int64_t>(128,
+                              int64_t(std::bit_floor(uint64_t(std::max(1, maxRegisters_ - 32)))))
+          : 128;
+  for (int64_t c0 = 0; c0 < perThread; c0 += message) {
+    int64_t n = std::min<int64_t>(message, perThread - c0);
     std::string list = "{";
     for (int64_t j = 0; j < n; ++j) list += (j ? ", " : "") + word(c0 + j);
     list += "}";

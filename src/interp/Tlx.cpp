@@ -273,6 +273,7 @@ void Executor::checkedRead(const ir::Op& op, const BufferView& view, int64_t til
   for (const SharedAccess& a : log.accesses) {
     if (!a.write || !a.bytes.overlaps(span)) continue;
     written = true;
+    if (orderedByTensorCore(a)) continue;
     if (a.inFlight)
       fail(op.loc(),
            std::string(op.name()) + " reads " + mem + " that " + a.what +
@@ -289,7 +290,11 @@ void Executor::checkedRead(const ir::Op& op, const BufferView& view, int64_t til
                " wrote, with no barrier ordering that write before this read (" + where() + ")",
            withWaitNotes(withPermission(note(a.loc, "the write"), a)));
   }
-  if (!written)
+  // A local_load of tensor memory nothing wrote gets whatever the columns hold on the GPU, the
+  // poison of fresh memory here (NaN, -1): TLX's attention tutorials read their accumulator once
+  // before the first MMA overwrites it, and discard the value. An MMA accumulating into it, or
+  // reading A from it, is reported.
+  if (!written && !(tmem && op.code() == OpCode::LocalLoad))
     fail(op.loc(),
          std::string(op.name()) + " reads " + mem + " that nothing wrote (" + where() + ")");
   SharedAccess r;
@@ -314,7 +319,7 @@ void Executor::checkedWrite(const ir::Op& op, const BufferView& view, int64_t ti
   if (span.lo >= span.hi) return;
   AccessLog& log = view.alloc->log;
   for (const SharedAccess& a : log.accesses) {
-    if (!a.bytes.overlaps(span)) continue;
+    if (!a.bytes.overlaps(span) || orderedByTensorCore(a)) continue;
     if (a.inFlight) {
       const bool mma = cta_.mmaTokens.count(a.token) != 0;
       fail(op.loc(),
@@ -854,11 +859,46 @@ void Executor::execLocalAlloc(const ir::Op& op) {
     set(op.result(), v);
     return;
   }
+  if (attr::LocalAlloc::storage(op) == "tmem") {
+    // Tensor memory as the GPU has it: lanes of 32-bit columns, each buffer `cells` columns of
+    // every lane, one after another, a row of the tile per lane (a [64, N] tile's rows in the
+    // first 64 lanes here), 16-bit elements two to a column. reuse= overlays another
+    // allocation's columns from its first one, with that allocation's lane pitch.
+    const int64_t cells = std::max<int64_t>(1, rt.shape.back() * v.elemBytes() / 4);
+    int64_t pitch = cells * v.count * 4; // bytes of a lane
+    if (attr::LocalAlloc::hasReuse(op)) {
+      const BufferView& reused = buffer(op, 0);
+      pitch = reused.strides.at(0) * reused.elemBytes();
+      if (cells * v.count * 4 > pitch)
+        fail(op.loc(), "tlx.local_alloc of " + rt.str() + " reuses " + op.operand(0)->type().str() +
+                           " but needs more tensor-memory columns (" +
+                           std::to_string(cells * v.count) + ") than it has (" +
+                           std::to_string(pitch / 4) + ") in " + where());
+      v.alloc = reused.alloc;
+      v.byteOffset = reused.byteOffset;
+    } else {
+      v.alloc->bytes.assign(size_t(128 * pitch), 0xFF);
+      v.alloc->allocOp = &op;
+      v.alloc->tmem = true;
+    }
+    if (rt.shape.size() == 2) v.strides = {pitch / v.elemBytes(), 1};
+    v.tileStrideBytes = cells * 4;
+    if (cta_.cluster && !attr::LocalAlloc::hasReuse(op)) {
+      auto [it, fresh] = cta_.allocs.try_emplace(&op, v.alloc);
+      if (!fresh && it->second->reachedFirstByPeer) {
+        it->second->reachedFirstByPeer = false;
+        v.alloc = it->second;
+      } else {
+        it->second = v.alloc;
+      }
+    }
+    set(op.result(), v);
+    return;
+  }
   // Fresh shared memory holds garbage on the GPU: poison it (NaN for floats, -1 for ints) so
   // that reads before writes show up in results.
   v.alloc->bytes.assign(size_t(v.count * v.tileStrideBytes), 0xFF);
   v.alloc->allocOp = &op;
-  v.alloc->tmem = attr::LocalAlloc::storage(op) == "tmem";
   if (cta_.cluster) {
     // A peer's multicast may have reached this buffer first: shared memory is laid out
     // statically on the GPU, so its bytes are already there.
@@ -1491,6 +1531,10 @@ void Executor::execTcgen05Mma(const ir::Op& op) {
   };
   const bool chained = chainedOn(m.acc);
   const bool peerChained = pairCta && chainedOn(m.peerAcc);
+  // The tensor core runs one thread's MMAs in issue order (the PTX ISA's implicitly pipelined
+  // tcgen05.mma pairs): what this agent's earlier MMAs still read or write is ordered before
+  // this one's accesses.
+  mmaOrdered_ = true;
   checkedRead(op, m.a, 1, m.token);
   checkedRead(op, m.b, 1, m.token);
   if (useAcc && !chained) checkedRead(op, m.acc, 1);
@@ -1503,7 +1547,9 @@ void Executor::execTcgen05Mma(const ir::Op& op) {
     if (useAcc && !peerChained) checkedRead(op, m.peerAcc, 1);
     checkedWrite(op, m.peerAcc, 1, m.token);
   }
+  mmaOrdered_ = false;
   cta_.mmaTokens.insert(m.token);
+  myMmaTokens_.insert(m.token);
   uncommittedMmas_.push_back(std::move(m));
   if (sync) {
     // The synchronous form: a commit on a barrier of its own, then a wait for it (the tensor

@@ -144,19 +144,38 @@ Val tlxLocalAlloc(Specializer& sp, const std::string& /*name*/, CallSite& call) 
   }
   checkLocalAllocSize(shape, dt, num, space, loc);
   const Val* reuse = a.has("reuse") && !a.get("reuse").isNone() ? &a.get("reuse") : nullptr;
-  if (reuse && !(reuse->kind == Val::Kind::Object && reuse->s == "storage_alias_spec"))
+  // reuse= a tensor-memory buffered_tensor: TLX's overlay of another allocation's columns.
+  ir::Value* overlaid = nullptr;
+  if (reuse && reuse->isRuntime() && reuse->type().kind == ir::TypeKind::Buffer &&
+      space == ir::MemorySpace::Tmem) {
+    overlaid = reuse->v;
+    const ir::Op* def = overlaid->def();
+    if (overlaid->type().space != ir::MemorySpace::Tmem)
+      raiseError(a.loc("reuse"), "tlx.local_alloc in tensor memory reuses " +
+                                     overlaid->type().str() +
+                                     ", which is not in tensor memory (TLX: the storage kinds "
+                                     "must match)");
+    if (!def || def->code() != OpCode::LocalAlloc || ir::attr::LocalAlloc::hasReuse(*def))
+      raiseError(a.loc("reuse"), "tlx.local_alloc's reuse= takes the buffers a tensor-memory "
+                                 "local_alloc returned (not a view of them, nor an allocation "
+                                 "that itself reuses another)");
+  } else if (reuse && !(reuse->kind == Val::Kind::Object && reuse->s == "storage_alias_spec")) {
     raiseError(a.loc("reuse"), "tlx.local_alloc's reuse= takes a tlx.storage_alias_spec, got " +
                                    describe(*reuse) +
-                                   " (reuse of a buffered_tensor is not supported; make a "
-                                   "storage_alias_spec and pass it to every local_alloc that "
-                                   "shares the memory)");
+                                   " (reuse of a buffered_tensor is supported in tensor memory "
+                                   "only; in shared memory make a storage_alias_spec and pass it "
+                                   "to every local_alloc that shares the memory)");
+  }
   if (a.has("layout"))
     raiseError(a.loc("layout"), "tlx.local_alloc's layout= is not supported; the compiler "
                                 "chooses shared-memory layouts from the buffer's users");
+  std::vector<ir::NamedAttr> attrs = {
+      ir::attr::LocalAlloc::make::storage(space == ir::MemorySpace::Tmem ? "tmem" : "smem")};
+  if (overlaid) attrs.push_back(ir::attr::LocalAlloc::make::hasReuse(true));
   ir::Value* alloc = sp.b.create1(
-      OpCode::LocalAlloc, {}, ir::Type::buffer(dt, shape, num, space),
-      {ir::attr::LocalAlloc::make::storage(space == ir::MemorySpace::Tmem ? "tmem" : "smem")});
-  if (reuse) sp.joinStorageAlias(*reuse, alloc->def(), a.loc("reuse"));
+      OpCode::LocalAlloc, overlaid ? std::vector<ir::Value*>{overlaid} : std::vector<ir::Value*>{},
+      ir::Type::buffer(dt, shape, num, space), attrs);
+  if (reuse && !overlaid) sp.joinStorageAlias(*reuse, alloc->def(), a.loc("reuse"));
   return Val::runtime(alloc);
 }
 

@@ -43,9 +43,17 @@ def tmem_gemm(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr
 
 
 @ww.jit
-def tmem_unwritten(out_ptr, BN: tl.constexpr):
+def tmem_unwritten(out_ptr, BN: tl.constexpr, ACCUMULATE: tl.constexpr):
+    # Buffer 1 is never written: a local_load of it gets the memory's garbage (the interpreter's
+    # poison, NaN); with ACCUMULATE an MMA accumulates into it (use_acc=True), which is reported.
     bufs = tlx.local_alloc((128, BN), tl.float32, 2, tlx.storage_kind.tmem)
     tlx.local_store(tlx.local_view(bufs, 0), tl.full((128, BN), 1.0, tl.float32))
+    if ACCUMULATE:
+        a = tlx.local_view(tlx.local_alloc((128, 16), tl.float16, 1), 0)
+        b = tlx.local_view(tlx.local_alloc((16, BN), tl.float16, 1), 0)
+        tlx.local_store(a, tl.full((128, 16), 1.0, tl.float16))
+        tlx.local_store(b, tl.full((16, BN), 1.0, tl.float16))
+        tlx.async_dot(a, b, tlx.local_view(bufs, 1), use_acc=True)
     x = tlx.local_load(tlx.local_view(bufs, 1))
     tl.store(out_ptr + tl.arange(0, 128)[:, None] * BN + tl.arange(0, BN)[None, :], x)
 
@@ -97,3 +105,35 @@ def tmem_chain(a_desc, b_desc, v_desc, out_ptr, BM: tl.constexpr, BK: tl.constex
     tlx.barrier_wait(bars[2], 0)
     result = tlx.local_load(o)
     tl.store(out_ptr + tl.arange(0, BM)[:, None] * BD + tl.arange(0, BD)[None, :], result)
+
+
+@ww.jit
+def tmem_overlay(a_desc, b_desc, v_desc, out_ptr, rowmax_ptr, BM: tl.constexpr, BK: tl.constexpr,
+                 BN: tl.constexpr, BD: tl.constexpr, TOO_BIG: tl.constexpr):
+    # reuse= overlays an allocation's columns (TLX's attention pattern): S [BM, BN] fp32 takes BN
+    # columns; the fp16 P [BM, BN] takes BN / 2, so p[1] is S's upper half; the [BM, 1] tiles are
+    # S's columns one by one, m[1] its second. out = (S as fp16) @ v, rowmax = max of S's rows.
+    s_tiles = tlx.local_alloc((BM, BN), tl.float32, 1, tlx.storage_kind.tmem)
+    p_tiles = tlx.local_alloc((BM, BN), tl.float16, 2 + TOO_BIG, tlx.storage_kind.tmem,
+                              reuse=s_tiles)
+    m_tiles = tlx.local_alloc((BM, 1), tl.float32, BN, tlx.storage_kind.tmem, reuse=s_tiles)
+    o = tlx.local_view(tlx.local_alloc((BM, BD), tl.float32, 1, tlx.storage_kind.tmem), 0)
+    a = tlx.local_view(tlx.local_alloc((BM, BK), tl.float16, 1), 0)
+    b = tlx.local_view(tlx.local_alloc((BK, BN), tl.float16, 1), 0)
+    v = tlx.local_view(tlx.local_alloc((BN, BD), tl.float16, 1), 0)
+    bars = tlx.alloc_barriers(num_barriers=3, arrive_count=1)
+    tlx.barrier_expect_bytes(bars[0], 2 * (BM * BK + BK * BN + BN * BD))
+    tlx.async_descriptor_load(a_desc, a, [0, 0], bars[0])
+    tlx.async_descriptor_load(b_desc, b, [0, 0], bars[0])
+    tlx.async_descriptor_load(v_desc, v, [0, 0], bars[0])
+    tlx.barrier_wait(bars[0], 0)
+    tlx.async_dot(a, b, s_tiles[0], use_acc=False, mBarriers=[bars[1]])
+    tlx.barrier_wait(bars[1], 0)
+    s = tlx.local_load(s_tiles[0])
+    tlx.local_store(p_tiles[1], s.to(tl.float16))
+    tlx.local_store(m_tiles[1], tl.max(s, 1)[:, None])
+    tlx.async_dot(p_tiles[1], v, o, use_acc=False, mBarriers=[bars[2]])
+    tlx.barrier_wait(bars[2], 0)
+    rows = tl.arange(0, BM)
+    tl.store(out_ptr + rows[:, None] * BD + tl.arange(0, BD)[None, :], tlx.local_load(o))
+    tl.store(rowmax_ptr + rows[:, None], tlx.local_load(m_tiles[1]))

@@ -66,13 +66,21 @@ def test_reading_the_accumulator_before_its_commit_is_a_race(interpret):
     assert "tcgen05 commit" in msg and "the MMA was issued here" in msg
 
 
-def test_tensor_memory_read_before_written_is_reported(interpret):
+def test_accumulating_into_tensor_memory_nothing_wrote_is_reported(interpret):
     out = np.zeros((128, 32), np.float32)
     with pytest.raises(ww.InterpreterError) as e:
-        bk.tmem_unwritten[(1,)](out, BN=32, num_warps=4)
-    line = line_of(bk.tmem_unwritten, "x = tlx.local_load")
+        bk.tmem_unwritten[(1,)](out, BN=32, ACCUMULATE=True, num_warps=4)
+    line = line_of(bk.tmem_unwritten, "tlx.async_dot(a, b")
     assert f"blackwell_tmem_kernels.py:{line}:" in str(e.value)
-    assert "reads tensor memory that nothing wrote" in str(e.value)
+    assert "tcgen05_mma reads tensor memory that nothing wrote" in str(e.value)
+
+
+def test_loading_tensor_memory_nothing_wrote_gives_garbage(interpret):
+    # As on the GPU, whose columns hold whatever they held (TLX's attention tutorials load their
+    # accumulator once before the first MMA overwrites it): here the poison of fresh memory.
+    out = np.zeros((128, 32), np.float32)
+    bk.tmem_unwritten[(1,)](out, BN=32, ACCUMULATE=False, num_warps=4)
+    assert np.isnan(out).all()
 
 
 def test_tmem_store_slice_and_load(interpret):
@@ -214,3 +222,48 @@ def test_m64_tiles_ptx(ptxas):
         idesc = (1 << 4) | (1 << 16) | ((n >> 3) << 17) | ((64 >> 4) << 24)
         assert f", {idesc};" in ptx
     ptxas(ptx, arch="sm_100a")
+
+
+def run_overlay(too_big=False):
+    BM, BK, BN, BD = 128, 32, 64, 32
+    rng = np.random.default_rng(11)
+    a = (rng.integers(-4, 5, (BM, BK)) / 4).astype(np.float16)
+    b = (rng.integers(-4, 5, (BK, BN)) / 4).astype(np.float16)
+    v = (rng.integers(-4, 5, (BN, BD)) / 4).astype(np.float16)
+    out = np.full((BM, BD), np.nan, np.float32)
+    rowmax = np.full((BM, 1), np.nan, np.float32)
+    bk.tmem_overlay[(1,)](descriptor(a, [BM, BK]), descriptor(b, [BK, BN]), descriptor(v, [BN, BD]),
+                          out, rowmax, BM=BM, BK=BK, BN=BN, BD=BD, TOO_BIG=too_big, num_warps=4)
+    s = a.astype(np.float64) @ b
+    np.testing.assert_array_equal(out, (s.astype(np.float16).astype(np.float64) @ v))
+    np.testing.assert_array_equal(rowmax[:, 0], s.max(1))
+
+
+def test_tmem_reuse_overlays_columns(interpret):
+    run_overlay()
+
+
+def test_tmem_reuse_that_does_not_fit_is_reported(interpret):
+    with pytest.raises(ww.InterpreterError) as e:
+        run_overlay(too_big=True)
+    assert f"blackwell_tmem_kernels.py:{line_of(bk.tmem_overlay, 'p_tiles = tlx.local_alloc')}:" \
+        in str(e.value)
+    assert "needs more tensor-memory columns (96) than it has (64)" in str(e.value)
+
+
+def test_tmem_reuse_ptx(ptxas):
+    sig = ("a_desc:desc<fp16,128x32>,b_desc:desc<fp16,32x64>,v_desc:desc<fp16,64x32>,"
+           "out_ptr:*fp32:16,rowmax_ptr:*fp32:16,BM=128,BK=32,BN=64,BD=32,TOO_BIG=0")
+    ptx = ptx_text(compile_kernel("tmem_overlay", sig))
+    # S's 64 columns, then o's 32: 96, allocated as 128; the overlays add none.
+    assert re.search(r"tcgen05\.alloc\.cta_group::1\.sync\.aligned\.shared::cta\.b32 \[%r\d+\], "
+                     r"128;", ptx)
+    # p[1] starts 32 columns in (S's upper half), m[1] one column in: the packed fp16 store of 32
+    # words and the one-column load.
+    assert re.search(r"tcgen05\.st\.sync\.aligned\.32x32b\.x32\.b32", ptx)
+    assert re.search(r"tcgen05\.st\.sync\.aligned\.32x32b\.x1\.b32 \[%r\d+\], \{%f\d+\};", ptx)
+    assert re.search(r"tcgen05\.ld\.sync\.aligned\.32x32b\.x1\.b32 \{%f\d+\}, \[%r\d+\];", ptx)
+    ptxas(ptx, arch="sm_100a")
+    with pytest.raises(ww.CompilationError) as e:
+        compile_kernel("tmem_overlay", sig.replace("TOO_BIG=0", "TOO_BIG=1"))
+    assert "needs 96 tensor-memory columns where that allocation has 64" in str(e.value)
