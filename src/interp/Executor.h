@@ -417,12 +417,12 @@ private:
   std::vector<AsyncLoadCopy> uncommitted_;
   std::vector<PendingMma> uncommittedMmas_; // tcgen05 MMAs issued since this agent's last commit
   /// The tokens of the tcgen05 MMAs this agent issued; while mmaOrdered_ (the checks of a new
-  /// MMA of this agent), their in-flight accesses count as ordered before it, as the tensor core
-  /// runs one thread's MMAs in issue order.
+  /// MMA of this agent), their accesses, in flight or completed, count as ordered before it, as
+  /// the tensor core runs one thread's MMAs in issue order.
   std::set<uint64_t> myMmaTokens_;
   bool mmaOrdered_ = false;
   bool orderedByTensorCore(const SharedAccess& a) const {
-    return mmaOrdered_ && a.inFlight && myMmaTokens_.count(a.token) != 0;
+    return mmaOrdered_ && a.token != 0 && myMmaTokens_.count(a.token) != 0;
   }
   std::deque<std::vector<AsyncLoadCopy>> loadGroups_;
 };

@@ -352,7 +352,8 @@ void Executor::checkedWrite(const ir::Op& op, const BufferView& view, int64_t ti
     }
     if (!orderedBefore(a))
       fail(op.loc(),
-           std::string(op.name()) + " overwrites shared memory that " + a.what +
+           std::string(op.name()) + " overwrites " +
+               (view.alloc->tmem ? "tensor memory" : "shared memory") + " that " + a.what +
                (a.write ? " wrote" : " read") +
                ", with no barrier ordering that access before this write (" + where() + ")",
            {note(a.loc, a.write ? "the earlier write" : "the read")});

@@ -137,3 +137,36 @@ def tmem_overlay(a_desc, b_desc, v_desc, out_ptr, rowmax_ptr, BM: tl.constexpr, 
     rows = tl.arange(0, BM)
     tl.store(out_ptr + rows[:, None] * BD + tl.arange(0, BD)[None, :], tlx.local_load(o))
     tl.store(rowmax_ptr + rows[:, None], tlx.local_load(m_tiles[1]))
+
+
+@ww.jit
+def tmem_overlay_steps(a_desc, b_desc, v_desc, out_ptr, STEPS: tl.constexpr, BM: tl.constexpr,
+                       BK: tl.constexpr, BN: tl.constexpr, BD: tl.constexpr):
+    # out = sum over steps k of (a_k @ b_k as fp16) @ v_k, with P over S's upper half as in
+    # TLX's attention: step k's S MMA overwrites P while step k - 1's PV MMA may still read it,
+    # which the tensor core orders (one thread's MMAs run in issue order); the wait for S's
+    # commit then covers the PV MMA too (a commit tracks every earlier MMA).
+    s_tiles = tlx.local_alloc((BM, BN), tl.float32, 1, tlx.storage_kind.tmem)
+    p_tiles = tlx.local_alloc((BM, BN), tl.float16, 2, tlx.storage_kind.tmem, reuse=s_tiles)
+    o = tlx.local_view(tlx.local_alloc((BM, BD), tl.float32, 1, tlx.storage_kind.tmem), 0)
+    a = tlx.local_alloc((BM, BK), tl.float16, STEPS)
+    b = tlx.local_alloc((BK, BN), tl.float16, STEPS)
+    v = tlx.local_alloc((BN, BD), tl.float16, STEPS)
+    loaded = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    s_done = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    o_done = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    tlx.barrier_expect_bytes(loaded[0], 2 * STEPS * (BM * BK + BK * BN + BN * BD))
+    for k in tl.static_range(STEPS):
+        tlx.async_descriptor_load(a_desc, a[k], [0, k * BK], loaded[0])
+        tlx.async_descriptor_load(b_desc, b[k], [k * BK, 0], loaded[0])
+        tlx.async_descriptor_load(v_desc, v[k], [k * BN, 0], loaded[0])
+    tlx.barrier_wait(loaded[0], 0)
+    for k in tl.static_range(STEPS):
+        tlx.async_dot(a[k], b[k], s_tiles[0], use_acc=False, mBarriers=[s_done[0]])
+        tlx.barrier_wait(s_done[0], k % 2)
+        tlx.local_store(p_tiles[1], tlx.local_load(s_tiles[0]).to(tl.float16))
+        tlx.async_dot(p_tiles[1], v[k], o, use_acc=k > 0, force_async=True)
+    tlx.tcgen05_commit(o_done[0])
+    tlx.barrier_wait(o_done[0], 0)
+    tl.store(out_ptr + tl.arange(0, BM)[:, None] * BD + tl.arange(0, BD)[None, :],
+             tlx.local_load(o))

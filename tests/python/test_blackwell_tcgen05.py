@@ -267,3 +267,20 @@ def test_tmem_reuse_ptx(ptxas):
     with pytest.raises(ww.CompilationError) as e:
         compile_kernel("tmem_overlay", sig.replace("TOO_BIG=0", "TOO_BIG=1"))
     assert "needs 96 tensor-memory columns where that allocation has 64" in str(e.value)
+
+
+def test_one_threads_mmas_are_ordered_by_the_tensor_core(interpret):
+    STEPS, BM, BK, BN, BD = 3, 128, 32, 64, 32
+    rng = np.random.default_rng(5)
+    a = (rng.integers(-4, 5, (BM, STEPS * BK)) / 4).astype(np.float16)
+    b = (rng.integers(-4, 5, (STEPS * BK, BN)) / 4).astype(np.float16)
+    v = (rng.integers(-4, 5, (STEPS * BN, BD)) / 4).astype(np.float16)
+    out = np.full((BM, BD), np.nan, np.float32)
+    bk.tmem_overlay_steps[(1,)](descriptor(a, [BM, BK]), descriptor(b, [BK, BN]),
+                                descriptor(v, [BN, BD]), out, STEPS=STEPS, BM=BM, BK=BK, BN=BN,
+                                BD=BD, num_warps=4)
+    ref = np.zeros((BM, BD))
+    for k in range(STEPS):
+        s = a[:, k * BK:(k + 1) * BK].astype(np.float64) @ b[k * BK:(k + 1) * BK]
+        ref += s.astype(np.float16).astype(np.float64) @ v[k * BN:(k + 1) * BN]
+    np.testing.assert_array_equal(out, ref.astype(np.float32))
