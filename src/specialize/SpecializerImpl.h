@@ -192,6 +192,9 @@ public:
   /// "unknown function 'tl.arnge'; did you mean 'tl.arange'?" for namespace `ns`.
   [[noreturn]] void unknownMember(const std::string& ns, const std::string& name, SourceLoc loc);
   Val reduceOp(const std::string& kind, const Val& input, const BoundArgs& a, SourceLoc loc);
+  /// tl.dot of fp32 operands with input_precision bf16x3 (parts 2) or bf16x6 (parts 3): the
+  /// sum of bf16 products Triton's F32DotTC pass builds, plus `acc`.
+  ir::Value* bf16xNDot(ir::Value* x, ir::Value* y, ir::Value* acc, int parts, SourceLoc loc);
   Val dot(const BoundArgs& a, SourceLoc loc);
   Val inlineAsmElementwise(CallSite& call); // InlineAsm.cpp
   /// tl.extra.cuda.gdc_wait / gdc_launch_dependents (InlineAsm.cpp).

@@ -1678,6 +1678,41 @@ Val Specializer::customReduce(const std::vector<ir::Value*>& inputs0, int64_t ax
   return out.size() == 1 ? out[0] : Val::tuple(std::move(out));
 }
 
+ir::Value* Specializer::bf16xNDot(ir::Value* x, ir::Value* y, ir::Value* acc, int parts,
+                                  SourceLoc loc) {
+  // As Triton's F32DotTC pass (3xBF16, arXiv:1904.06376): each fp32 operand splits into `parts`
+  // bf16 terms (hi, then the rounded remainders); the products, smallest first, accumulate in
+  // fp32 from zero, NaNs of the small products become zeros (1.0 * inf gives hi * inf = inf but
+  // lo = 0 and 0 * inf = NaN), then hi * hi and the caller's acc are added.
+  auto split = [&](ir::Value* v) {
+    std::vector<ir::Value*> out;
+    for (int i = 0; i < parts; ++i) {
+      ir::Value* h = cast(v, DType::BF16, loc);
+      if (i != parts - 1) v = b.binary(OpCode::Sub, v, cast(h, DType::F32, loc));
+      out.push_back(h);
+    }
+    return out;
+  };
+  std::vector<ir::Value*> xs = split(x), ys = split(y);
+  const ir::Type& t = acc->type();
+  std::vector<ir::NamedAttr> ieee = {ir::attr::Dot::make::inputPrecision("ieee")};
+  auto mma = [&](ir::Value* p, ir::Value* q, ir::Value* c) {
+    return b.create1(OpCode::Dot, {p, q, c}, t, ieee);
+  };
+  ir::Value* r = constant(Val::integer(0), t);
+  const int hi = 0, mid = 1, lo = 2;
+  if (parts == 3) {
+    r = mma(xs[mid], ys[mid], r);
+    r = mma(xs[lo], ys[hi], r);
+    r = mma(xs[hi], ys[lo], r);
+  }
+  r = mma(xs[mid], ys[hi], r);
+  r = mma(xs[hi], ys[mid], r);
+  r = b.create1(OpCode::Select, {b.cmp("ne", r, r), constant(Val::integer(0), t), r}, t);
+  r = mma(xs[hi], ys[hi], r);
+  return b.binary(OpCode::Add, r, acc);
+}
+
 Val Specializer::dot(const BoundArgs& a, SourceLoc loc) {
   ir::Value* x = requireTensorOrScalar(a.get("input"), a.loc("input"), "tl.dot's first operand");
   ir::Value* y = requireTensorOrScalar(a.get("other"), a.loc("other"), "tl.dot's second operand");
@@ -1716,10 +1751,19 @@ Val Specializer::dot(const BoundArgs& a, SourceLoc loc) {
   }
   if (a.has("input_precision")) {
     const Val& p = a.get("input_precision");
-    if (p.kind != Val::Kind::String || (p.s != "tf32" && p.s != "tf32x3" && p.s != "ieee"))
+    if (p.kind != Val::Kind::String || (p.s != "tf32" && p.s != "tf32x3" && p.s != "ieee" &&
+                                        p.s != "bf16x3" && p.s != "bf16x6"))
       raiseError(a.loc("input_precision"),
-                 "input_precision must be 'tf32', 'tf32x3' or 'ieee', got " + describe(p));
+                 "input_precision must be 'tf32', 'tf32x3', 'bf16x3', 'bf16x6' or 'ieee', got " +
+                     describe(p));
     precision = p.s;
+  }
+  // bf16x3 / bf16x6 (fp32 operands): Triton's emulation of an fp32 product by bf16 ones; other
+  // operands ignore them, as Triton's lowering does.
+  int bf16Parts = 0;
+  if (precision == "bf16x3" || precision == "bf16x6") {
+    if (da == DType::F32 && db == DType::F32) bf16Parts = precision == "bf16x3" ? 2 : 3;
+    precision = "ieee";
   }
   std::vector<int64_t> outShape = sa;
   outShape[r - 1] = N;
@@ -1736,6 +1780,7 @@ Val Specializer::dot(const BoundArgs& a, SourceLoc loc) {
   } else {
     acc = constant(Val::integer(0), ir::Type::tensor(out, outShape));
   }
+  if (bf16Parts) return Val::runtime(bf16xNDot(x, y, acc, bf16Parts, loc));
   std::vector<ir::NamedAttr> attrs = {ir::attr::Dot::make::inputPrecision(precision)};
   // None is Triton's default (the target's: no limit on sm_90); a limit above K is an error
   // for fp8 operands, and means nothing for the others.

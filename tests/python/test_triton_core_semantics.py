@@ -389,3 +389,93 @@ def k(Out):
     ptx = native().compile([(str(path), src)], "k", "Out:*fp32:16", {}, target="sm_90a",
                            stage="ptx").ptx
     assert "st.global" in ptx
+
+
+# ------------------------------------------------------------------------------------------------
+# tl.dot(input_precision="bf16x3" / "bf16x6"): fp32 products emulated with bf16 ones
+# ------------------------------------------------------------------------------------------------
+
+
+@ww.jit
+def precision_dot_kernel(A, B, C, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                         PRECISION: tl.constexpr):
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    rk = tl.arange(0, K)
+    a = tl.load(A + rm * K + rk[None, :])
+    b = tl.load(B + rk[:, None] * N + rn)
+    acc = tl.full((M, N), 0.5, tl.float32)
+    tl.store(C + rm * N + rn, tl.dot(a, b, acc, input_precision=PRECISION))
+
+
+def _bf16_round(x):
+    """float32 -> the nearest bfloat16 (ties to even), as float32."""
+    bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def test_bf16x3_and_bf16x6_dots_approach_fp32():
+    rng = np.random.default_rng(11)
+    M = N = 32
+    K = 64
+    a = rng.standard_normal((M, K)).astype(np.float32)
+    b = rng.standard_normal((K, N)).astype(np.float32)
+    exact = a.astype(np.float64) @ b.astype(np.float64) + 0.5
+    errors = {}
+    for precision in ["bf16x3", "bf16x6", "ieee"]:
+        c = np.zeros((M, N), np.float32)
+        precision_dot_kernel[(1,)](a, b, c, M=M, N=N, K=K, PRECISION=precision)
+        errors[precision] = np.abs(c - exact).max()
+    one_bf16 = np.abs(_bf16_round(a).astype(np.float64) @ _bf16_round(b) + 0.5 - exact).max()
+    # One bf16 product keeps ~3 digits; three recover all but ~5e-5 of fp32, six all of it.
+    assert one_bf16 > 1e-2
+    assert errors["bf16x3"] < min(one_bf16 / 50, 1e-3), (errors, one_bf16)
+    assert errors["bf16x6"] <= 2 * errors["ieee"] + 1e-5, errors
+
+
+def test_bf16x3_small_products_do_not_turn_infinity_into_nan():
+    # a = 1 splits into hi = 1, lo = 0; lo * inf is NaN, which the emulation drops.
+    M = N = 16
+    K = 16
+    a = np.zeros((M, K), np.float32)
+    a[:, 0] = 1.0
+    b = np.zeros((K, N), np.float32)
+    b[0, :] = np.inf
+    for precision in ["bf16x3", "bf16x6"]:
+        c = np.zeros((M, N), np.float32)
+        precision_dot_kernel[(1,)](a, b, c, M=M, N=N, K=K, PRECISION=precision)
+        assert np.all(c == np.inf), precision
+
+
+def test_bf16x3_is_ignored_for_other_operand_types():
+    M = N = K = 16
+    a = np.ones((M, K), np.float64)
+    b = np.ones((K, N), np.float64)
+    c = np.zeros((M, N), np.float64)
+    precision_dot_kernel[(1,)](a, b, c, M=M, N=N, K=K, PRECISION="bf16x3")
+    np.testing.assert_array_equal(c, np.full((M, N), 16.5))
+
+
+BF16X3_SOURCE = '''import warpweave as ww
+import warpweave.language as tl
+
+
+@ww.jit
+def k(A, B, C):
+    rm = tl.arange(0, 64)[:, None]
+    rn = tl.arange(0, 64)[None, :]
+    rk = tl.arange(0, 32)
+    a = tl.load(A + rm * 32 + rk[None, :])
+    b = tl.load(B + rk[:, None] * 64 + rn)
+    tl.store(C + rm * 64 + rn, tl.dot(a, b, input_precision="bf16x3"))
+'''
+
+
+def test_bf16x3_dot_compiles_to_bf16_tensor_core_products(tmp_path):
+    path = tmp_path / "bf16x3.py"
+    path.write_text(BF16X3_SOURCE)
+    k = native().compile([(str(path), BF16X3_SOURCE)], "k", "A:*fp32:16,B:*fp32:16,C:*fp32:16",
+                         {}, target="sm_90a", stage="ptx")
+    assert k.tile_ir.count(" = dot ") == 3, k.tile_ir
+    assert "bf16" in k.ptx and ("wgmma" in k.ptx or "mma.sync" in k.ptx)
