@@ -339,7 +339,11 @@ Val Specializer::runtimeBinary(BinOpKind op, const Val& a, const Val& c, SourceL
     checkScalarOperand(c, dt, loc, sym);
     if (!ir::isFloat(dt)) dt = DType::F32;
     auto [x, y] = unify(a, c, loc, dt, "'/'");
-    return Val::runtime(b.binary(OpCode::Div, x, y));
+    // Triton divides fp32 with div.full.f32 (its arith.divf lowering), fp64 with IEEE
+    // rounding; tl.math.div_rn asks for IEEE rounding at fp32 too.
+    std::vector<ir::NamedAttr> attrs;
+    if (dt == DType::F32) attrs.push_back(ir::attr::Div::make::approx(true));
+    return Val::runtime(b.create1(OpCode::Div, {x, y}, x->type(), std::move(attrs)));
   }
   bool bitwise = op == BinOpKind::BitAnd || op == BinOpKind::BitOr || op == BinOpKind::BitXor ||
                  op == BinOpKind::LShift || op == BinOpKind::RShift;

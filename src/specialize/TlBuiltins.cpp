@@ -228,7 +228,6 @@ Val Specializer::callBuiltin(const std::string& name, CallSite& call) {
     if (fn == "fabs") fn = "abs";
     if (fn == "fast_expf") fn = "exp";
     if (fn == "fast_logf") fn = "log";
-    if (fn == "div_rn") fn = "fdiv";
     if (fn == "pow") {
       BoundArgs a(call, {"x", "y"});
       ir::Value* x = requireTensorOrScalar(a.get("x"), a.loc("x"), "libdevice.pow's x");
@@ -962,11 +961,18 @@ Val tlFma(Specializer& sp, const std::string& /*name*/, CallSite& call) {
   return Val::runtime(sp.b.create1(OpCode::Fma, ops, ops[0]->type()));
 }
 
-/// tl.fdiv / tl.div_rn (libdevice.div_rn too).
-Val tlFdiv(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+/// tl.fdiv / tl.div_rn (libdevice.div_rn too): `x / y`, with IEEE rounding for div_rn and
+/// fdiv(ieee_rounding=True) (plain fp32 `/` is Triton's approximate div.full.f32 on GPUs).
+Val tlFdiv(Specializer& sp, const std::string& name, CallSite& call) {
   SourceLoc loc = call.loc;
   BoundArgs a(call, {"x", "y", "ieee_rounding="});
-  return sp.evalBinOp(ast::BinOpKind::Div, a.get("x"), a.get("y"), loc);
+  bool ieee = name == "div_rn";
+  if (a.has("ieee_rounding"))
+    ieee = ieee || sp.constBool(a.get("ieee_rounding"), a.loc("ieee_rounding"), "ieee_rounding");
+  Val q = sp.evalBinOp(ast::BinOpKind::Div, a.get("x"), a.get("y"), loc);
+  if (ieee && q.v && q.v->def() && q.v->def()->code() == OpCode::Div)
+    ir::attr::Div::set::approx(*q.v->def(), false);
+  return q;
 }
 
 Val tlUmulhi(Specializer& sp, const std::string& /*name*/, CallSite& call) {
