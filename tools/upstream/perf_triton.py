@@ -188,6 +188,13 @@ def main() -> int:
             rows.append((label, shape, "-", "timing failed", f"{type(e).__name__}: {e}"[:100]))
             continue
         t = dict(zip(names, zip(walls, kernels)))
+        # The configurations each autotuner chose (Triton's and ours time their own compiles).
+        for key, by_provider in mods.items():
+            for provider, mod in by_provider.items():
+                for name, obj in sorted(vars(mod).items()):
+                    cfg = getattr(obj, "best_config", None)
+                    if cfg is not None and label.startswith(key):
+                        print(f"config: {label} {shape} {provider} {name}: {cfg}", flush=True)
         for provider in names[1:]:
             wall, kern = t[provider]
             vs = [f"{t['reference'][0] / wall:.2f}x ref"]
