@@ -258,6 +258,9 @@ private:
   void execDebug(const ir::Op& op);  // print, assert
   // TLX (Tlx.cpp)
   void execLocalAlloc(const ir::Op& op);
+  /// In a cluster, `v` takes the bytes a peer's multicast already wrote into this allocation
+  /// (allocations are static on the GPU), else records its own for the peers.
+  void adoptPeerBytes(const ir::Op& op, BufferView& v);
   void execLocalView(const ir::Op& op);
   void execLocalLoad(const ir::Op& op);
   void execLocalStore(const ir::Op& op);

@@ -884,15 +884,7 @@ void Executor::execLocalAlloc(const ir::Op& op) {
     }
     if (rt.shape.size() == 2) v.strides = {pitch / v.elemBytes(), 1};
     v.tileStrideBytes = cells * 4;
-    if (cta_.cluster && !attr::LocalAlloc::hasReuse(op)) {
-      auto [it, fresh] = cta_.allocs.try_emplace(&op, v.alloc);
-      if (!fresh && it->second->reachedFirstByPeer) {
-        it->second->reachedFirstByPeer = false;
-        v.alloc = it->second;
-      } else {
-        it->second = v.alloc;
-      }
-    }
+    if (cta_.cluster && !attr::LocalAlloc::hasReuse(op)) adoptPeerBytes(op, v);
     set(op.result(), v);
     return;
   }
@@ -900,18 +892,20 @@ void Executor::execLocalAlloc(const ir::Op& op) {
   // that reads before writes show up in results.
   v.alloc->bytes.assign(size_t(v.count * v.tileStrideBytes), 0xFF);
   v.alloc->allocOp = &op;
-  if (cta_.cluster) {
-    // A peer's multicast may have reached this buffer first: shared memory is laid out
-    // statically on the GPU, so its bytes are already there.
-    auto [it, fresh] = cta_.allocs.try_emplace(&op, v.alloc);
-    if (!fresh && it->second->reachedFirstByPeer) {
-      it->second->reachedFirstByPeer = false;
-      v.alloc = it->second;
-    } else {
-      it->second = v.alloc;
-    }
-  }
+  if (cta_.cluster) adoptPeerBytes(op, v);
   set(op.result(), v);
+}
+
+void Executor::adoptPeerBytes(const ir::Op& op, BufferView& v) {
+  // A peer's multicast may have reached this buffer first: shared memory (and tensor memory)
+  // is laid out statically on the GPU, so its bytes are already there.
+  auto [it, fresh] = cta_.allocs.try_emplace(&op, v.alloc);
+  if (!fresh && it->second->reachedFirstByPeer) {
+    it->second->reachedFirstByPeer = false;
+    v.alloc = it->second;
+  } else {
+    it->second = v.alloc;
+  }
 }
 
 void Executor::execLocalView(const ir::Op& op) {

@@ -8,7 +8,6 @@ planted bugs at the kernel's line (a pair out of step, a peer reading its accumu
 commit), and the PTX of each form against the PTX ISA's syntax, assembled by ptxas for sm_100a.
 No Blackwell GPU ran any of this."""
 import importlib
-import inspect
 import re
 from pathlib import Path
 
@@ -18,24 +17,13 @@ import pytest
 import warpweave as ww
 
 import blackwell_pair_kernels as pk
+from blackwell_testing import descriptor, eighths, line_of
 
 native_loader = importlib.import_module("warpweave._native_loader")
 pytestmark = pytest.mark.skipif(not native_loader.available(),
                                 reason="warpweave._native is not built (pip install .)")
 
 
-def descriptor(t, block):
-    return ww.TensorDescriptor(t, list(t.shape), [int(s) // t.itemsize for s in t.strides], block)
-
-
-def eighths(rng, shape):
-    # Multiples of 1/8 in [-1, 1]: products and their sums over K are exact in fp32.
-    return (rng.integers(-8, 9, shape) / 8).astype(np.float16)
-
-
-def line_of(fn, text):
-    src, first = inspect.getsourcelines(fn)
-    return first + next(i for i, l in enumerate(src) if text in l)
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ form (tcgen05.alloc / relinquish_alloc_permit / dealloc, tcgen05.st / ld with th
 tcgen05.mma with its instruction descriptor, tcgen05.commit) checked against the PTX ISA's syntax
 and assembled by ptxas for sm_100a. No Blackwell GPU ran any of this."""
 import importlib
-import inspect
 import re
 from pathlib import Path
 
@@ -14,24 +13,13 @@ import pytest
 import warpweave as ww
 
 import blackwell_tmem_kernels as bk
+from blackwell_testing import descriptor, eighths, line_of
 
 native_loader = importlib.import_module("warpweave._native_loader")
 pytestmark = pytest.mark.skipif(not native_loader.available(),
                                 reason="warpweave._native is not built (pip install .)")
 
 
-def descriptor(t, block):
-    return ww.TensorDescriptor(t, list(t.shape), [int(s) // t.itemsize for s in t.strides], block)
-
-
-def eighths(rng, shape):
-    # Multiples of 1/8 in [-1, 1]: products and their sums over K are exact in fp32.
-    return (rng.integers(-8, 9, shape) / 8).astype(np.float16)
-
-
-def line_of(fn, text):
-    src, first = inspect.getsourcelines(fn)
-    return first + next(i for i, l in enumerate(src) if text in l)
 
 
 def run_gemm(M, N, K, read_early=False, BN=64, BK=32, monkeypatch=None):
