@@ -15,10 +15,8 @@ void FunctionLowering::lowerMapElementwise(const ir::Op& op) {
   const int32_t pack = static_cast<int32_t>(ir::attr::MapElementwise::pack(op));
   const ir::Block& region = *op.region(0);
   const unsigned numInputs = op.numOperands();
-  if (region.numArgs() != numInputs * unsigned(pack))
-    raiseError(op.loc(), "map_elementwise's region takes " + std::to_string(region.numArgs()) +
-                             " arguments for " + std::to_string(numInputs) + " inputs of pack " +
-                             std::to_string(pack));
+  // The verifier has checked the region against Ops.def's REGIONS line: `pack` scalar arguments
+  // per input, and a yield of `pack` scalars per result.
   const ir::Value* first = op.numResults() ? op.result(0) : nullptr;
   const int32_t n =
       first && first->type().isTensor() ? layoutOf(first).getInDimSize(layout::kRegister) : 1;
@@ -34,9 +32,6 @@ void FunctionLowering::lowerMapElementwise(const ir::Op& op) {
     for (const auto& inner : region.ops())
       if (inner.get() != region.terminator()) lowerOp(*inner);
     const ir::Op* yield = region.terminator();
-    if (!yield || yield->numOperands() != op.numResults() * unsigned(pack))
-      raiseError(op.loc(), "map_elementwise's region must yield " +
-                               std::to_string(op.numResults() * unsigned(pack)) + " values");
     for (unsigned r = 0; r < op.numResults(); ++r)
       for (int32_t j = 0; j < pack && base + j < n; ++j) {
         results[r][size_t(base + j)] =

@@ -66,19 +66,13 @@ std::string butterfly(PtxBuilder& b, const std::string& x, RegClass c, int laneM
 } // namespace
 
 void FunctionLowering::lowerReduce(const ir::Op& op) {
-  const int64_t axisAttr = ir::attr::Reduce::axis(op);
-  int64_t axis = axisAttr;
+  int64_t axis = ir::attr::Reduce::axis(op);
   std::string kind = ir::attr::Reduce::kind(op);
   const ir::Type& in0 = op.operand(0)->type();
   int rank = static_cast<int>(in0.shape.size());
-  if (axis < 0) axis += rank;
-  if (axis < 0 || axis >= rank)
-    raiseError(op.loc(), "reduce axis " + std::to_string(axisAttr) +
-                             " is out of range for a tensor of rank " + std::to_string(rank));
+  if (axis < 0) axis += rank; // then in [0, rank): Ops.def's DropAxis rule, verified
+  // The kind is one of Ops.def's allowed values (the verifier's attribute check).
   bool isArg = kind == "argmax" || kind == "argmin";
-  if (!isArg && kind != "sum" && kind != "max" && kind != "min" && kind != "custom")
-    raiseError(op.loc(),
-               "reduce kind '" + kind + "' is not one of sum, max, min, argmax, argmin, custom");
   const LinearLayout& S = operandLayoutOf(op, 0);
   std::string axisName = layout::dimName(static_cast<int>(axis));
   int32_t numRegs = S.getInDimSize(layout::kRegister);

@@ -45,17 +45,10 @@ void foldBuiltin(const std::string& kind, const Tensor& x, Tensor& out, const Ax
   using C = typename E::C;
   const auto* px = x.data<typename E::S>();
   auto* po = out.data<typename E::S>();
-  enum { Sum, Prod, Max, Min } k;
-  if (kind == "sum")
-    k = Sum;
-  else if (kind == "prod")
-    k = Prod;
-  else if (kind == "max")
-    k = Max;
-  else if (kind == "min")
-    k = Min;
-  else
-    throw std::logic_error("reduce: unknown kind '" + kind + "'");
+  // A reduce's sum / max / min or a scan's sum / prod: the verifier allows no other built-in
+  // kind (Ops.def's allowed values; argmax / argmin and custom do not come here).
+  enum { Sum, Prod, Max, Min };
+  const auto k = kind == "sum" ? Sum : kind == "prod" ? Prod : kind == "max" ? Max : Min;
   // Every step rounds (or wraps) to the element type, as the GPU's combine does.
   auto step = [k](C acc, C v) -> C {
     switch (k) {

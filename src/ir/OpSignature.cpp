@@ -59,15 +59,23 @@ constexpr Slot endSlot() {
   }
 // TYPES and REGIONS lines: the rules and region specs, each list ended by a default element.
 constexpr SlotRef In(const char* name) {
-  return SlotRef{false, name, false};
+  return SlotRef{false, name, false, nullptr, nullptr};
 }
 constexpr SlotRef Out(const char* name) {
-  return SlotRef{true, name, false};
+  return SlotRef{true, name, false, nullptr, nullptr};
 }
 constexpr SlotRef Elems(SlotRef ref) {
   ref.elems = true;
   return ref;
 }
+constexpr SlotRef times(SlotRef ref, int64_t (*count)(const Op&), const char* attr) {
+  ref.times = count;
+  ref.timesAttr = attr;
+  return ref;
+}
+// Times(ref, accessor): each value of the slot stands for as many consecutive ones as the op's Int
+// attribute (its typed accessor) says.
+#define Times(REF, ACCESSOR) times(REF, &self::ACCESSOR, self::k##ACCESSOR)
 // When(accessor, value): the op's attribute (its typed accessor, so a misspelt one does not
 // compile) has that value. `self` is the op's ir::attr namespace, which TYPES / REGIONS name.
 #define When(ACCESSOR, VALUE)                                                                      \
@@ -79,38 +87,65 @@ constexpr TypeRule onlyIf(AttrCond when, TypeRule rule) {
   return rule;
 }
 #define OnlyIf(WHEN, RULE) onlyIf(WHEN, RULE)
-#define SameType(...)                                                                              \
-  TypeRule {                                                                                       \
-    TypeRule::Kind::SameType, {__VA_ARGS__}, AttrCond {}                                           \
-  }
-#define SameShape(...)                                                                             \
-  TypeRule {                                                                                       \
-    TypeRule::Kind::SameShape, {__VA_ARGS__}, AttrCond {}                                          \
-  }
-#define ElemI1(REF)                                                                                \
-  TypeRule {                                                                                       \
-    TypeRule::Kind::ElemI1, {REF}, AttrCond {}                                                     \
-  }
-#define ElemInt(REF)                                                                               \
-  TypeRule {                                                                                       \
-    TypeRule::Kind::ElemInt, {REF}, AttrCond {}                                                    \
-  }
+constexpr TypeRule rule(TypeRule::Kind kind, SlotRef a, SlotRef b = {}, SlotRef c = {},
+                        SlotRef d = {}) {
+  TypeRule r;
+  r.kind = kind;
+  r.refs[0] = a;
+  r.refs[1] = b;
+  r.refs[2] = c;
+  r.refs[3] = d;
+  return r;
+}
+constexpr TypeRule dropAxis(SlotRef from, SlotRef to, int64_t (*axis)(const Op&),
+                            const char* attr) {
+  TypeRule r = rule(TypeRule::Kind::DropAxis, from, to);
+  r.axis = axis;
+  r.axisAttr = attr;
+  return r;
+}
+#define SameType(...) rule(TypeRule::Kind::SameType, __VA_ARGS__)
+#define SameShape(...) rule(TypeRule::Kind::SameShape, __VA_ARGS__)
+#define ElemI1(REF) rule(TypeRule::Kind::ElemI1, REF)
+#define ElemI32(REF) rule(TypeRule::Kind::ElemI32, REF)
+#define ElemInt(REF) rule(TypeRule::Kind::ElemInt, REF)
+// DropAxis(from, to, accessor): the values of `to` have the one shape of `from`'s values less the
+// dimension the op's Int attribute (its typed accessor) names.
+#define DropAxis(FROM, TO, ACCESSOR) dropAxis(FROM, TO, &self::ACCESSOR, self::k##ACCESSOR)
 using Ends = RegionSpec::Ends;
 struct RegionArgs {
+  bool checked;
   unsigned skip;
   SlotRef refs[2];
 };
-constexpr RegionArgs AnyArgs{0, {}};
+struct RegionYields {
+  bool checked;
+  SlotRef ref;
+};
+constexpr RegionArgs AnyArgs{false, 0, {}};
+constexpr RegionArgs NoArgs{true, 0, {}};
 constexpr RegionArgs Args(unsigned skip, SlotRef ref, SlotRef then = SlotRef{}) {
-  return RegionArgs{skip, {ref, then}};
+  return RegionArgs{true, skip, {ref, then}};
 }
-constexpr SlotRef AnyYield{};
-constexpr SlotRef Yields(SlotRef ref) {
-  return ref;
+constexpr RegionYields AnyYield{false, {}};
+constexpr RegionYields NoYield{true, {}};
+constexpr RegionYields Yields(SlotRef ref) {
+  return RegionYields{true, ref};
 }
 constexpr RegionSpec makeRegion(const char* name, Ends ends, bool optional, AttrCond when,
-                                RegionArgs args, SlotRef yields) {
-  return RegionSpec{name, ends, optional, when, args.skip, {args.refs[0], args.refs[1]}, yields};
+                                RegionArgs args, RegionYields yields) {
+  RegionSpec r;
+  r.name = name;
+  r.ends = ends;
+  r.optional = optional;
+  r.when = when;
+  r.argsChecked = args.checked;
+  r.argsSkip = args.skip;
+  r.args[0] = args.refs[0];
+  r.args[1] = args.refs[1];
+  r.yieldsChecked = yields.checked;
+  r.yields = yields.ref;
+  return r;
 }
 #define Region(NAME, ENDS, ARGS, YIELDS)                                                           \
   makeRegion(NAME, Ends::ENDS, false, AttrCond{}, ARGS, YIELDS)
@@ -138,7 +173,10 @@ constexpr RegionSpec makeRegion(const char* name, Ends ends, bool optional, Attr
 #undef SameType
 #undef SameShape
 #undef ElemI1
+#undef ElemI32
 #undef ElemInt
+#undef DropAxis
+#undef Times
 #undef When
 #undef OnlyIf
 #undef Region
@@ -191,6 +229,8 @@ constexpr bool refExists(const OpSignature& sig, SlotRef ref) {
 constexpr const char* typesProblem(const OpSignature& sig) {
   for (const TypeRule* r = sig.types; r->kind != TypeRule::Kind::End; ++r) {
     if (!r->refs[0].name) return "has a rule that names no slot";
+    if (r->kind == TypeRule::Kind::DropAxis && !r->refs[1].name)
+      return "has a DropAxis rule without its second slot";
     for (const SlotRef& ref : r->refs)
       if (ref.name && !refExists(sig, ref)) return "names a slot its OPERANDS / RESULTS lack";
   }
@@ -402,7 +442,8 @@ std::vector<std::vector<const Value*>> perSlot(const Op& op, const Slot* slots, 
 }
 
 std::string refText(const SlotRef& r) {
-  return r.elems ? std::string("Elems(") + r.name + ")" : std::string(r.name);
+  std::string t = r.elems ? std::string("Elems(") + r.name + ")" : std::string(r.name);
+  return r.times ? "Times(" + t + ", " + r.timesAttr + ")" : t;
 }
 
 /// The type `ref` gives value `v`: its own, or with Elems the scalar type of its elements.
@@ -478,13 +519,22 @@ std::vector<RefValue> refValues(const Op& op, const SlotRef* refs, size_t n) {
   std::vector<RefValue> out;
   for (size_t k = 0; k < n && refs[k].name; ++k) {
     std::vector<const Value*> vs = slotValues(op, refs[k]);
-    for (size_t i = 0; i < vs.size(); ++i) out.push_back({refs[k], i, refType(vs[i], refs[k])});
+    const int64_t times = refs[k].times ? refs[k].times(op) : 1;
+    for (size_t i = 0; i < vs.size(); ++i)
+      for (int64_t j = 0; j < times; ++j) out.push_back({refs[k], i, refType(vs[i], refs[k])});
   }
   return out;
 }
 
-/// "one per value of iters", "a scalar per value of inputs" (Elems).
-std::string perValueText(const SlotRef& ref) {
+/// "one per value of iters", "a scalar per value of inputs" (Elems), "2 scalars per value of x,
+/// as pack = 2" (Times); "none" without a slot.
+std::string perValueText(const Op& op, const SlotRef& ref) {
+  if (!ref.name) return "none";
+  if (ref.times) {
+    std::string n = std::to_string(ref.times(op));
+    return n + (ref.elems ? " scalar" : " value") + (n == "1" ? "" : "s") + " per value of " +
+           ref.name + ", as " + ref.timesAttr + " = " + n;
+  }
   return std::string(ref.elems ? "a scalar per value of " : "one per value of ") + ref.name;
 }
 
@@ -500,9 +550,9 @@ std::vector<TypeRule> typeRulesOf(OpCode c) {
   std::vector<TypeRule> rules;
   if (hasTraits(c, trait::BinaryArith) || hasTraits(c, trait::UnaryMath) ||
       hasTraits(c, trait::ValueHint))
-    rules.push_back(TypeRule{TypeRule::Kind::AllSameType, {}, {}});
+    rules.push_back(rule(TypeRule::Kind::AllSameType, SlotRef{}));
   else if (hasTraits(c, trait::Elementwise))
-    rules.push_back(TypeRule{TypeRule::Kind::AllSameShape, {}, {}});
+    rules.push_back(rule(TypeRule::Kind::AllSameShape, SlotRef{}));
   for (const TypeRule* r = signatureOf(c).types; r->kind != TypeRule::Kind::End; ++r)
     rules.push_back(*r);
   return rules;
@@ -525,6 +575,12 @@ std::string ruleText(const TypeRule& r) {
   case K::ElemI1:
     name = "ElemI1";
     break;
+  case K::ElemI32:
+    name = "ElemI32";
+    break;
+  case K::DropAxis:
+    name = "DropAxis";
+    break;
   case K::ElemInt:
     name = "ElemInt";
     break;
@@ -533,6 +589,7 @@ std::string ruleText(const TypeRule& r) {
   }
   std::string t = std::string(name) + "(";
   for (size_t i = 0; i < 4 && r.refs[i].name; ++i) t += (i ? ", " : "") + refText(r.refs[i]);
+  if (r.axisAttr) t += std::string(", ") + r.axisAttr;
   return t + ")" + condText(r.when);
 }
 
@@ -585,14 +642,44 @@ std::string checkTypeRules(const Op& op) {
       break;
     }
     case K::ElemI1:
+    case K::ElemI32:
     case K::ElemInt: {
       std::vector<const Value*> vs = slotValues(op, r.refs[0]);
       for (size_t i = 0; i < vs.size(); ++i) {
         DType e = vs[i]->type().elem;
-        if (r.kind == K::ElemI1 ? e != DType::I1 : !isInt(e))
+        bool ok = r.kind == K::ElemI1    ? e == DType::I1
+                  : r.kind == K::ElemI32 ? e == DType::I32
+                                         : isInt(e);
+        if (!ok)
           return valueText(op, r.refs[0], i) + " is " + vs[i]->type().str() + ", expected " +
-                 (r.kind == K::ElemI1 ? "i1 elements" : "integer elements") + describe(r);
+                 (r.kind == K::ElemI1    ? "i1 elements"
+                  : r.kind == K::ElemI32 ? "i32 elements"
+                                         : "integer elements") +
+                 describe(r);
       }
+      break;
+    }
+    case K::DropAxis: {
+      std::vector<const Value*> from = slotValues(op, r.refs[0]), to = slotValues(op, r.refs[1]);
+      if (from.empty()) break;
+      const std::vector<int64_t>& shape = from[0]->type().shape;
+      for (size_t i = 1; i < from.size(); ++i)
+        if (from[i]->type().shape != shape)
+          return valueText(op, r.refs[0], i) + " has shape " + shapeText(from[i]->type().shape) +
+                 ", " + valueText(op, r.refs[0], 0) + " shape " + shapeText(shape) + describe(r);
+      const int64_t rank = int64_t(shape.size()), given = r.axis(op);
+      const int64_t axis = given < 0 ? given + rank : given;
+      if (axis < 0 || axis >= rank)
+        return std::string(r.axisAttr) + " " + std::to_string(given) + " is out of range for " +
+               valueText(op, r.refs[0], 0) + " of rank " + std::to_string(rank) + describe(r);
+      std::vector<int64_t> want = shape;
+      want.erase(want.begin() + axis);
+      for (size_t i = 0; i < to.size(); ++i)
+        if (to[i]->type().shape != want)
+          return valueText(op, r.refs[1], i) + " has shape " + shapeText(to[i]->type().shape) +
+                 ", expected " + shapeText(want) + ": " + valueText(op, r.refs[0], 0) + " shape " +
+                 shapeText(shape) + " less " + r.axisAttr + " " + std::to_string(axis) +
+                 describe(r);
       break;
     }
     case K::End:
@@ -650,12 +737,13 @@ std::string checkRegions(const Op& op) {
     const RegionSpec& spec = *specs[i];
     const Block& block = *op.region(i);
     std::string where = std::string("region '") + spec.name + "'";
-    if (spec.args[0].name) {
+    if (spec.argsChecked) {
       std::vector<RefValue> want = refValues(op, spec.args, 2);
       if (block.numArgs() != spec.argsSkip + want.size()) {
         std::string parts = spec.argsSkip ? std::to_string(spec.argsSkip) : "";
         for (const SlotRef& ref : spec.args)
-          if (ref.name) parts += (parts.empty() ? "" : ", then ") + perValueText(ref);
+          if (ref.name) parts += (parts.empty() ? "" : ", then ") + perValueText(op, ref);
+        if (parts.empty()) parts = "none";
         return where + " has " + std::to_string(block.numArgs()) + " argument" +
                (block.numArgs() == 1 ? "" : "s") + ", expected " +
                std::to_string(spec.argsSkip + want.size()) + " (" + parts + ")";
@@ -668,17 +756,17 @@ std::string checkRegions(const Op& op) {
                  ofText(op, want[k].ref, want[k].index);
       }
     }
-    if (spec.yields.name) {
+    if (spec.yieldsChecked) {
       const Op* t = block.terminator();
       OpCode term = spec.ends == RegionSpec::Ends::Condition ? OpCode::Condition : OpCode::Yield;
       if (!t || t->code() != term) continue; // the verifier's walk reports a missing terminator
-      std::vector<RefValue> want = refValues(op, &spec.yields, 1);
+      std::vector<RefValue> want = refValues(op, &spec.yields, 1); // none for NoYield
       unsigned skip = term == OpCode::Condition ? 1 : 0;
       if (t->numOperands() < skip) continue; // checkSignature reports the terminator's operands
       if (t->numOperands() != skip + want.size())
         return where + " yields " + std::to_string(t->numOperands() - skip) + " value" +
                (t->numOperands() - skip == 1 ? "" : "s") + ", expected " +
-               std::to_string(want.size()) + " (" + perValueText(spec.yields) + ")";
+               std::to_string(want.size()) + " (" + perValueText(op, spec.yields) + ")";
       for (size_t k = 0; k < want.size(); ++k) {
         const Type& got = t->operand(unsigned(skip + k))->type();
         if (!(got == want[k].type))

@@ -65,6 +65,10 @@ struct SlotRef {
   bool result = false;
   const char* name = nullptr; // null: no slot
   bool elems = false;         // Elems(ref): the scalar type of each value's elements
+  // Times(ref, accessor): each value stands for as many consecutive ones as the op's Int
+  // attribute says (map_elementwise's pack); null: one.
+  int64_t (*times)(const Op&) = nullptr;
+  const char* timesAttr = nullptr;
 };
 
 /// When(accessor, value) of a TYPES rule (OnlyIf) or an OptRegion: the op's attribute has that
@@ -82,13 +86,18 @@ struct TypeRule {
     SameType,     // the values of `refs` have one type (Var slots: pairwise, and as many)
     SameShape,    // the values of `refs` have one shape
     ElemI1,       // the values of refs[0] have i1 elements
+    ElemI32,      // the values of refs[0] have i32 elements
     ElemInt,      // the values of refs[0] have integer elements
+    DropAxis,     // the values of refs[0] have one shape; those of refs[1] have it less dimension
+                  // `axis` (the op's Int attribute; negative counts from the end)
     AllSameType,  // implied by BinaryArith / UnaryMath / ValueHint: every operand and result
     AllSameShape, // implied by Elementwise: every operand and result
   };
   Kind kind = Kind::End;
   SlotRef refs[4] = {};
-  AttrCond when; // OnlyIf(When(...), rule): the rule applies only then
+  AttrCond when;                        // OnlyIf(When(...), rule): the rule applies only then
+  int64_t (*axis)(const Op&) = nullptr; // DropAxis: the attribute's typed accessor
+  const char* axisAttr = nullptr;       // ... and its name
 };
 
 /// One region of a REGIONS line.
@@ -103,9 +112,11 @@ struct RegionSpec {
   Ends ends = Ends::Yield;
   bool optional = false; // OptRegion: present exactly when `when` holds
   AttrCond when;
-  unsigned argsSkip = 0; // Args(skip, refs...): leading arguments not checked
-  SlotRef args[2];       // ... then one argument per value of each slot in turn (none: not checked)
-  SlotRef yields;        // Yields(ref): the terminator's values have this slot's types
+  bool argsChecked = false;   // AnyArgs: not checked; NoArgs: none; Args(...): as below
+  unsigned argsSkip = 0;      // Args(skip, refs...): leading arguments not checked
+  SlotRef args[2];            // ... then one argument per value of each slot in turn
+  bool yieldsChecked = false; // AnyYield: not checked; NoYield: none; Yields(ref): as below
+  SlotRef yields;             // Yields(ref): the terminator's values have this slot's types
 };
 
 struct OpSignature {

@@ -137,8 +137,11 @@ TEST(OpSignature, RegionsAreTheRegionsLineOfHasRegionsOpsOnly) {
     EXPECT_TRUE(combine.yields.elems) << opName(c);
   }
   using V = std::vector<std::string>;
-  EXPECT_EQ(ruleTexts(OpCode::Reduce),
-            V{"SameType(Elems(inputs), Elems(reduced)) when kind = \"custom\""});
+  EXPECT_EQ(
+      ruleTexts(OpCode::Reduce),
+      (V{"DropAxis(inputs, reduced, axis)",
+         "SameType(Elems(inputs), Elems(reduced)) when kind = \"custom\"",
+         "ElemI32(reduced) when kind = \"argmax\"", "ElemI32(reduced) when kind = \"argmin\""}));
   EXPECT_EQ(ruleTexts(OpCode::Scan), V{"SameType(inputs, scanned)"});
 }
 
@@ -331,6 +334,17 @@ TEST(OpSignature, VerifierChecksReduceScanAndWhileRegions) {
             }),
             "Tile IR verifier: 'scan': result #0 (scanned) has type tensor<4xi32>, operand #0 "
             "(inputs) type tensor<4xfp32> (Ops.def: SameType(inputs, scanned))");
+  // A reduce's results have its inputs' shape less the axis; argmax / argmin give i32.
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              reduction(b, OpCode::Reduce, {vals(b, p)}, {tf32}, "max");
+            }),
+            "Tile IR verifier: 'reduce': result #0 (reduced) has shape [4], expected []: operand "
+            "#0 (inputs) shape [4] less axis 0 (Ops.def: DropAxis(inputs, reduced, axis))");
+  EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
+              reduction(b, OpCode::Reduce, {vals(b, p)}, {f32}, "argmin");
+            }),
+            "Tile IR verifier: 'reduce': result #0 (reduced) is fp32, expected i32 elements "
+            "(Ops.def: ElemI32(reduced) when kind = \"argmin\")");
   EXPECT_EQ(verifyError([&](Builder& b, Value* p) {
               Value* x = vals(b, p);
               reduction(b, OpCode::Scan, {x, x}, {tf32}, "sum");
