@@ -29,6 +29,7 @@ enum class ExprKind {
   Slice,     // lo:hi:step, only inside a Subscript
   Tuple,     // (a, b) or a, b
   List,      // [a, b]
+  ListComp,  // [elt for x in it]: parsed whole; the specializer accepts Triton's subset
 };
 
 enum class BinOpKind {
@@ -168,6 +169,23 @@ struct List : Expr {
   static constexpr ExprKind Kind = ExprKind::List;
   explicit List(SourceLoc l) : Expr(Kind, l) {}
   std::vector<ExprPtr> elts;
+};
+
+/// One `for target in iter if cond ...` clause of a comprehension.
+struct Comprehension {
+  SourceLoc loc; // the `for` (the `async` of `async for`)
+  bool isAsync = false;
+  ExprPtr target;                // a name, or a tuple of targets (`for a, b in ...`)
+  ExprPtr iter;                  // an or-test: `range(4)`, a tuple
+  std::vector<ExprPtr> ifs;      // filter conditions
+  std::vector<SourceLoc> ifLocs; // the `if` keyword of each
+};
+
+struct ListComp : Expr {
+  static constexpr ExprKind Kind = ExprKind::ListComp;
+  explicit ListComp(SourceLoc l) : Expr(Kind, l) {} // at the `[`
+  ExprPtr elt;
+  std::vector<Comprehension> generators; // one or more, in source order
 };
 
 // ---------------------------------------------------------------------------------------------

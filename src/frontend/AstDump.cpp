@@ -308,6 +308,17 @@ std::string dump(const Expr& e) {
     }
     return s + ")";
   }
+  case ExprKind::ListComp: {
+    const auto& c = *cast<ListComp>(&e);
+    std::string s = "(listcomp " + opt(c.elt);
+    for (const Comprehension& g : c.generators) {
+      s += g.isAsync ? " (async-for " : " (for ";
+      s += opt(g.target) + " " + opt(g.iter);
+      for (const ExprPtr& cond : g.ifs) s += " (if " + opt(cond) + ")";
+      s += ")";
+    }
+    return s + ")";
+  }
   }
   throw std::logic_error("dump: unknown ExprKind");
 }

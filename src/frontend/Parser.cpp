@@ -79,6 +79,14 @@ int treeDepth(const Expr* e, int limit) {
   case ExprKind::List:
     for (const auto& v : cast<List>(e)->elts) visit(v.get());
     break;
+  case ExprKind::ListComp:
+    visit(cast<ListComp>(e)->elt.get());
+    for (const auto& g : cast<ListComp>(e)->generators) {
+      visit(g.target.get());
+      visit(g.iter.get());
+      for (const auto& c : g.ifs) visit(c.get());
+    }
+    break;
   }
   return below + 1;
 }
@@ -122,6 +130,8 @@ const char* describeExpr(const Expr& e) {
     return "a tuple";
   case ExprKind::List:
     return "a list";
+  case ExprKind::ListComp:
+    return "a list comprehension";
   }
   return "an expression";
 }
@@ -1108,10 +1118,34 @@ private:
     return call;
   }
 
+  /// A generator expression (`f(x for x in t)`, `(x for x in t)`): Triton's front end has none.
   void rejectComprehension() {
     if (atKeyword("for") || atKeyword("async"))
-      raiseError(cur().loc, "comprehensions and generator expressions are not supported in "
-                            "kernel code; use a tl.static_range loop");
+      raiseError(cur().loc, "generator expressions are not supported in kernel code; use a list "
+                            "comprehension ('[f(i) for i in range(N)]', a tuple) or a "
+                            "tl.static_range loop");
+  }
+
+  /// The `for ... in ... if ...` clauses after the element of a comprehension, all of them (the
+  /// specializer decides what it accepts, with the location of each part).
+  void parseComprehensionClauses(ListComp& comp) {
+    while (atKeyword("for") || atKeyword("async")) {
+      Comprehension gen;
+      gen.loc = cur().loc;
+      if (acceptKeyword("async")) {
+        gen.isAsync = true;
+        if (!atKeyword("for")) errorExpected("'for' after 'async' in the comprehension");
+      }
+      advance(); // for
+      gen.target = parseTargetList();
+      if (!acceptKeyword("in")) errorExpected("'in' after the comprehension's target");
+      gen.iter = parseOrTest();
+      while (atKeyword("if")) {
+        gen.ifLocs.push_back(advance().loc);
+        gen.ifs.push_back(parseOrTest());
+      }
+      comp.generators.push_back(std::move(gen));
+    }
   }
 
   ExprPtr parseSubscript(ExprPtr value, SourceLoc start) {
@@ -1268,7 +1302,16 @@ private:
     while (!atOp("]")) {
       rejectStar();
       list->elts.push_back(parseNamedTest());
-      if (list->elts.size() == 1) rejectComprehension();
+      if (list->elts.size() == 1 && (atKeyword("for") || atKeyword("async"))) {
+        auto comp = std::make_unique<ListComp>(open.loc);
+        comp->elt = std::move(list->elts.front());
+        parseComprehensionClauses(*comp);
+        if (!atOp("]"))
+          errorExpected("']' to close the list comprehension",
+                        {note(open.loc, "the list comprehension opens here")});
+        advance();
+        return comp;
+      }
       if (acceptOp(",")) continue;
       if (!atOp("]"))
         errorExpected("',' or ']' in the list", {note(open.loc, "the list opens here")});

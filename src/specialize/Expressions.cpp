@@ -3,6 +3,7 @@
 #include "specialize/SpecializerImpl.h"
 
 #include "frontend/Parser.h"
+#include "ir/Limits.h"
 #include "specialize/TlBlockPtr.h"
 #include "specialize/TypeObjects.h"
 
@@ -378,8 +379,93 @@ Val Specializer::eval(const Expr* e) {
     for (const auto& x : elts) out.push_back(eval(x.get()));
     return Val::tuple(std::move(out));
   }
+  case ExprKind::ListComp:
+    return evalListComp(ast::cast<ListComp>(e));
   }
   raiseError(e->loc, "unsupported expression");
+}
+
+Val Specializer::evalListComp(const ListComp* e) {
+  // Triton's front end (CodeGenerator.visit_ListComp): one `for` clause over a tuple or over
+  // Python's range() with compile-time arguments; the element is evaluated once per item with
+  // the target bound to it, and the results form a tuple. The target stays bound to the last
+  // item afterwards, as in Triton (which binds it in the enclosing scope).
+  if (e->generators.size() != 1)
+    raiseError(e->generators[1].loc,
+               "a list comprehension in kernel code takes a single 'for' clause; nest a "
+               "comprehension in the element ('[[f(i, j) for j in range(M)] for i in "
+               "range(N)]') or use tl.static_range loops");
+  const ast::Comprehension& gen = e->generators[0];
+  if (gen.isAsync)
+    raiseError(gen.loc, "'async for' is not supported in kernel code; write '[... for x in ...]'");
+  if (!gen.ifs.empty())
+    raiseError(gen.ifLocs[0], "'if' filters in a list comprehension are not supported in kernel "
+                              "code (Triton's front end ignores them and keeps every item); "
+                              "choose the elements with a conditional expression "
+                              "('[a if c else b for ...]') or a tl.static_range loop");
+  auto* target = dyn_cast<Name>(gen.target.get());
+  if (!target)
+    raiseError(gen.target->loc,
+               "the target of a list comprehension in kernel code must be a "
+               "single name ('for i in ...'), not " +
+                   std::string(gen.target->kind == ExprKind::Tuple ? "a tuple of names"
+                                                                   : "an attribute or subscript"));
+  std::vector<Val> items;
+  bool isRange = false;
+  if (auto* call = dyn_cast<Call>(gen.iter.get())) {
+    Val callee = eval(call->func.get());
+    if (callee.kind == Val::Kind::Builtin &&
+        (callee.s == "tl.range" || callee.s == "tl.static_range"))
+      raiseError(gen.iter->loc, "a list comprehension in kernel code iterates over range(...) "
+                                "with compile-time arguments or over a tuple, not " +
+                                    callee.s + "(...); write range(...)");
+    if (callee.kind == Val::Kind::Builtin && callee.s == "range") {
+      isRange = true;
+      if (!call->keywords.empty())
+        raiseError(call->keywords[0].loc, "range() takes no keyword arguments");
+      if (call->args.empty() || call->args.size() > 3)
+        raiseError(call->loc,
+                   "range() takes 1 to 3 arguments, got " + std::to_string(call->args.size()));
+      static const char* const kWhat[3] = {"start", "end", "step"};
+      std::vector<int64_t> v;
+      for (size_t k = 0; k < call->args.size(); ++k) {
+        const char* what = kWhat[call->args.size() == 1 ? 1 : k];
+        v.push_back(constInt(eval(call->args[k].get()), call->args[k]->loc,
+                             std::string("the ") + what + " of range() in a list comprehension",
+                             call->args[k].get()));
+      }
+      int64_t lo = v.size() == 1 ? 0 : v[0], hi = v.size() == 1 ? v[0] : v[1];
+      int64_t st = v.size() == 3 ? v[2] : 1;
+      if (st == 0) raiseError(call->args[2]->loc, "range()'s step must not be zero");
+      __int128 span = static_cast<__int128>(hi) - lo;
+      __int128 wide = span / st + (span % st != 0);
+      int64_t trips =
+          wide > INT64_MAX ? INT64_MAX : static_cast<int64_t>(std::max<__int128>(wide, 0));
+      if (trips > 0 && (trips > ir::kMaxUnrollPerLoop || unrolledIterations + trips > 65536))
+        raiseError(call->loc, "this list comprehension would build " + std::to_string(trips) +
+                                  " more elements (at most 4096 per comprehension and 65536 "
+                                  "unrolled iterations in a kernel)");
+      unrolledIterations += trips;
+      for (int64_t t = 0; t < trips; ++t)
+        items.push_back(Val::integer(static_cast<int64_t>(lo + static_cast<__int128>(t) * st)));
+    }
+  }
+  if (!isRange) {
+    Val it = eval(gen.iter.get());
+    if (it.kind != Val::Kind::Tuple)
+      raiseError(gen.iter->loc, "a list comprehension in kernel code iterates over range(...) "
+                                "with compile-time arguments or over a tuple, not " +
+                                    describe(it));
+    items = std::move(it.elts);
+  }
+  std::vector<Val> out;
+  out.reserve(items.size());
+  for (Val& item : items) {
+    frame->env[target->id] = std::move(item);
+    frame->assignLocs[target->id] = target->loc;
+    out.push_back(eval(e->elt.get()));
+  }
+  return Val::tuple(std::move(out));
 }
 
 Val Specializer::evalCall(const Call* e) {

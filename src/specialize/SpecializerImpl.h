@@ -109,6 +109,8 @@ public:
   Val evalCompare(ast::CmpOpKind op, const Val& a, const Val& b, SourceLoc loc);
   Val evalBoolOp(const ast::BoolOp* e);
   Val evalIfExp(const ast::IfExp* e);
+  /// `[elt for x in range(...)]` / `[elt for x in some_tuple]`: a tuple, as in Triton.
+  Val evalListComp(const ast::ListComp* e);
   Val getAttr(const Val& base, const std::string& name, SourceLoc loc);
   Val callValue(const Val& callee, CallSite& call);
   Val callMethod(const Val& self, const std::string& name, CallSite& call);

@@ -867,6 +867,74 @@ def k(x_ptr, n):
   EXPECT_EQ(firstLine(bad.error), "test.py:9:21: error: undefined name 'fresh'");
 }
 
+TEST(SpecializeControlFlow, ListComprehensionsOverRangeAndTuplesBuildTuples) {
+  // Triton's subset: one `for` over range() with compile-time arguments or over a tuple; the
+  // result is a tuple, which a run-time loop carries leaf by leaf.
+  Result r = spec(R"(
+@ww.jit
+def k(x_ptr, n, BLOCK: tl.constexpr, PARTS: tl.constexpr):
+    accs = [tl.zeros([BLOCK], dtype=tl.float32) for _ in range(PARTS)]
+    for i in range(n):
+        xs = [tl.load(x_ptr + p * BLOCK + tl.arange(0, BLOCK)) for p in range(PARTS)]
+        accs = [accs[p] + xs[p] * (p + 1) for p in range(PARTS)]
+    scaled = [a * 2.0 for a in accs]
+    tl.static_assert([j for j in range(5, 0, -2)][2] == 1 and _ == PARTS - 1)
+    tl.static_assert(len([q for q in range(0)]) == 0)
+    for p in tl.static_range(PARTS):
+        tl.store(x_ptr + p * BLOCK + tl.arange(0, BLOCK), scaled[p])
+)",
+                  "x_ptr:*fp32,n:i32,BLOCK=64,PARTS=3");
+  ASSERT_EQ(r.error, "");
+  EXPECT_HAS(r.ir, ": tensor<64xfp32>, tensor<64xfp32>, tensor<64xfp32> { ^(%");
+  EXPECT_EQ(count(r.ir, " = load "), 3);
+  EXPECT_EQ(count(r.ir, " = store "), 0);
+  EXPECT_EQ(count(r.ir, "store "), 3);
+
+  const NegativeCase cases[] = {
+      {"    y = [i for i in range(2) for j in range(2)]\n",
+       "test.py:6:30: error: a list comprehension in kernel code takes a single 'for' clause; "
+       "nest a comprehension in the element ('[[f(i, j) for j in range(M)] for i in range(N)]') "
+       "or use tl.static_range loops",
+       ""},
+      {"    y = [i for i in range(4) if i > 1]\n",
+       "test.py:6:30: error: 'if' filters in a list comprehension are not supported in kernel "
+       "code (Triton's front end ignores them and keeps every item); choose the elements with a "
+       "conditional expression ('[a if c else b for ...]') or a tl.static_range loop",
+       ""},
+      {"    y = [i async for i in range(4)]\n",
+       "test.py:6:12: error: 'async for' is not supported in kernel code; write '[... for x in "
+       "...]'",
+       ""},
+      {"    y = [a for a, b in ((1, 2), (3, 4))]\n",
+       "test.py:6:16: error: the target of a list comprehension in kernel code must be a single "
+       "name ('for i in ...'), not a tuple of names",
+       ""},
+      {"    y = [i for i in range(n)]\n",
+       "test.py:6:27: error: the end of range() in a list comprehension must be a compile-time "
+       "constant, but 'n' is a run-time value",
+       ""},
+      {"    y = [i for i in tl.static_range(4)]\n",
+       "test.py:6:21: error: a list comprehension in kernel code iterates over range(...) with "
+       "compile-time arguments or over a tuple, not tl.static_range(...); write range(...)",
+       ""},
+      {"    y = [i for i in BLOCK]\n",
+       "test.py:6:21: error: a list comprehension in kernel code iterates over range(...) with "
+       "compile-time arguments or over a tuple, not 128",
+       ""},
+      {"    y = [i for i in range(0, 4, 0)]\n",
+       "test.py:6:33: error: range()'s step must not be zero", ""},
+      {"    y = [i for i in range(5000)]\n",
+       "test.py:6:21: error: this list comprehension would build 5000 more elements (at most 4096 "
+       "per comprehension and 65536 unrolled iterations in a kernel)",
+       ""},
+  };
+  for (const NegativeCase& c : cases) {
+    SCOPED_TRACE(c.body);
+    Result bad = kernelBody(c.body);
+    EXPECT_EQ(firstLine(bad.error), c.error) << bad.error;
+  }
+}
+
 TEST(SpecializeControlFlow, RunTimeConditionalExpressionBecomesAnIf) {
   Result r = spec("@ww.jit\ndef k(x_ptr, n):\n    tl.store(x_ptr, 1 if n > 2 else 2)\n",
                   "x_ptr:*i32,n:i32");
