@@ -53,14 +53,11 @@ std::optional<std::vector<AxisBitHolder>> axisBitHolders(const LinearLayout& l, 
 } // namespace
 
 void FunctionLowering::lowerScan(const ir::Op& op) {
-  const ir::Type& in0 = op.operand(0)->type();
-  if (!in0.isTensor()) raiseError(op.loc(), "scan needs a tensor operand, got " + in0.str());
+  const ir::Type& in0 = op.operand(0)->type(); // a tensor: Ops.def's OPERANDS line, verified
   int rank = static_cast<int>(in0.shape.size());
   int64_t axisAttr = ir::attr::Scan::axis(op);
+  // In [0, rank) after this: Ops.def's HasAxis rule, verified.
   int axis = static_cast<int>(axisAttr < 0 ? axisAttr + rank : axisAttr);
-  if (axis < 0 || axis >= rank)
-    raiseError(op.loc(), "scan axis " + std::to_string(axisAttr) +
-                             " is out of range for a tensor of rank " + std::to_string(rank));
   std::string kind = ir::attr::Scan::kind(op); // sum, prod or custom: Ops.def's, verified
   bool reverse = ir::attr::Scan::reverse(op);
 

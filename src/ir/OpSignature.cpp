@@ -97,9 +97,9 @@ constexpr TypeRule rule(TypeRule::Kind kind, SlotRef a, SlotRef b = {}, SlotRef 
   r.refs[3] = d;
   return r;
 }
-constexpr TypeRule dropAxis(SlotRef from, SlotRef to, int64_t (*axis)(const Op&),
-                            const char* attr) {
-  TypeRule r = rule(TypeRule::Kind::DropAxis, from, to);
+constexpr TypeRule axisRule(TypeRule::Kind kind, SlotRef from, SlotRef to,
+                            int64_t (*axis)(const Op&), const char* attr) {
+  TypeRule r = rule(kind, from, to);
   r.axis = axis;
   r.axisAttr = attr;
   return r;
@@ -111,7 +111,12 @@ constexpr TypeRule dropAxis(SlotRef from, SlotRef to, int64_t (*axis)(const Op&)
 #define ElemInt(REF) rule(TypeRule::Kind::ElemInt, REF)
 // DropAxis(from, to, accessor): the values of `to` have the one shape of `from`'s values less the
 // dimension the op's Int attribute (its typed accessor) names.
-#define DropAxis(FROM, TO, ACCESSOR) dropAxis(FROM, TO, &self::ACCESSOR, self::k##ACCESSOR)
+#define DropAxis(FROM, TO, ACCESSOR)                                                               \
+  axisRule(TypeRule::Kind::DropAxis, FROM, TO, &self::ACCESSOR, self::k##ACCESSOR)
+// HasAxis(ref, accessor): the values of `ref` have one shape, of which the op's Int attribute
+// names a dimension.
+#define HasAxis(REF, ACCESSOR)                                                                     \
+  axisRule(TypeRule::Kind::HasAxis, REF, SlotRef{}, &self::ACCESSOR, self::k##ACCESSOR)
 using Ends = RegionSpec::Ends;
 struct RegionArgs {
   bool checked;
@@ -176,6 +181,7 @@ constexpr RegionSpec makeRegion(const char* name, Ends ends, bool optional, Attr
 #undef ElemI32
 #undef ElemInt
 #undef DropAxis
+#undef HasAxis
 #undef Times
 #undef When
 #undef OnlyIf
@@ -581,6 +587,9 @@ std::string ruleText(const TypeRule& r) {
   case K::DropAxis:
     name = "DropAxis";
     break;
+  case K::HasAxis:
+    name = "HasAxis";
+    break;
   case K::ElemInt:
     name = "ElemInt";
     break;
@@ -659,7 +668,8 @@ std::string checkTypeRules(const Op& op) {
       }
       break;
     }
-    case K::DropAxis: {
+    case K::DropAxis:
+    case K::HasAxis: {
       std::vector<const Value*> from = slotValues(op, r.refs[0]), to = slotValues(op, r.refs[1]);
       if (from.empty()) break;
       const std::vector<int64_t>& shape = from[0]->type().shape;

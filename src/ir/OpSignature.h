@@ -90,13 +90,14 @@ struct TypeRule {
     ElemInt,      // the values of refs[0] have integer elements
     DropAxis,     // the values of refs[0] have one shape; those of refs[1] have it less dimension
                   // `axis` (the op's Int attribute; negative counts from the end)
+    HasAxis,      // the values of refs[0] have one shape, of which `axis` names a dimension
     AllSameType,  // implied by BinaryArith / UnaryMath / ValueHint: every operand and result
     AllSameShape, // implied by Elementwise: every operand and result
   };
   Kind kind = Kind::End;
   SlotRef refs[4] = {};
   AttrCond when;                        // OnlyIf(When(...), rule): the rule applies only then
-  int64_t (*axis)(const Op&) = nullptr; // DropAxis: the attribute's typed accessor
+  int64_t (*axis)(const Op&) = nullptr; // DropAxis / HasAxis: the attribute's typed accessor
   const char* axisAttr = nullptr;       // ... and its name
 };
 

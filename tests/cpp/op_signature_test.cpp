@@ -142,7 +142,7 @@ TEST(OpSignature, RegionsAreTheRegionsLineOfHasRegionsOpsOnly) {
       (V{"DropAxis(inputs, reduced, axis)",
          "SameType(Elems(inputs), Elems(reduced)) when kind = \"custom\"",
          "ElemI32(reduced) when kind = \"argmax\"", "ElemI32(reduced) when kind = \"argmin\""}));
-  EXPECT_EQ(ruleTexts(OpCode::Scan), V{"SameType(inputs, scanned)"});
+  EXPECT_EQ(ruleTexts(OpCode::Scan), (V{"HasAxis(inputs, axis)", "SameType(inputs, scanned)"}));
 }
 
 TEST(OpSignature, VerifierChecksTheTypeRules) {
