@@ -437,15 +437,10 @@ Val Specializer::evalListComp(const ListComp* e) {
       int64_t lo = v.size() == 1 ? 0 : v[0], hi = v.size() == 1 ? v[0] : v[1];
       int64_t st = v.size() == 3 ? v[2] : 1;
       if (st == 0) raiseError(call->args[2]->loc, "range()'s step must not be zero");
-      __int128 span = static_cast<__int128>(hi) - lo;
-      __int128 wide = span / st + (span % st != 0);
       int64_t trips =
-          wide > INT64_MAX ? INT64_MAX : static_cast<int64_t>(std::max<__int128>(wide, 0));
-      if (trips > 0 && (trips > ir::kMaxUnrollPerLoop || unrolledIterations + trips > 65536))
-        raiseError(call->loc, "this list comprehension would build " + std::to_string(trips) +
-                                  " more elements (at most 4096 per comprehension and 65536 "
-                                  "unrolled iterations in a kernel)");
-      unrolledIterations += trips;
+          unrollTrips(lo, hi, st, call->loc, "this list comprehension would build", "elements",
+                      "at most 4096 per comprehension and 65536 unrolled iterations "
+                      "in a kernel");
       for (int64_t t = 0; t < trips; ++t)
         items.push_back(Val::integer(static_cast<int64_t>(lo + static_cast<__int128>(t) * st)));
     }

@@ -904,15 +904,8 @@ void Specializer::visitFor(const For* s) {
     int64_t h = constInt(hi, hiLoc, "tl.static_range's end", hiExpr);
     int64_t st = constInt(step, stepLoc, "tl.static_range's step", a.expr("step"));
     if (st == 0) raiseError(stepLoc, "tl.static_range's step must not be zero");
-    // In 128 bits: range(-2**63, 2**63 - 1) must count its trips, not overflow.
-    __int128 span = static_cast<__int128>(h) - l;
-    __int128 wide = span / st + (span % st != 0);
-    int64_t trips =
-        wide > INT64_MAX ? INT64_MAX : static_cast<int64_t>(std::max<__int128>(wide, 0));
-    if (trips > 0 && (trips > ir::kMaxUnrollPerLoop || unrolledIterations + trips > 65536))
-      raiseError(call->loc, "tl.static_range would unroll " + std::to_string(trips) +
-                                " more iterations (at most 4096 per loop and 65536 in a kernel)");
-    unrolledIterations += trips;
+    int64_t trips = unrollTrips(l, h, st, call->loc, "tl.static_range would unroll", "iterations",
+                                "at most 4096 per loop and 65536 in a kernel");
     frame->loopDepth++;
     for (int64_t t = 0; t < trips; ++t) {
       // In 128 bits as well: t * st may overflow where l + t * st, a value of the range, does not.
@@ -1447,6 +1440,18 @@ std::string closestMatch(const std::string& name, const std::vector<std::string>
   }
   size_t limit = std::max<size_t>(1, std::min<size_t>(3, name.size() / 3 + 1));
   return bestDist <= limit ? best : std::string();
+}
+
+int64_t Specializer::unrollTrips(int64_t lo, int64_t hi, int64_t step, SourceLoc loc,
+                                 const std::string& what, const std::string& unit,
+                                 const std::string& limits) {
+  __int128 span = static_cast<__int128>(hi) - lo;
+  __int128 wide = span / step + (span % step != 0);
+  int64_t trips = wide > INT64_MAX ? INT64_MAX : static_cast<int64_t>(std::max<__int128>(wide, 0));
+  if (trips > 0 && (trips > ir::kMaxUnrollPerLoop || unrolledIterations + trips > 65536))
+    raiseError(loc, what + " " + std::to_string(trips) + " more " + unit + " (" + limits + ")");
+  unrolledIterations += trips;
+  return trips;
 }
 
 } // namespace ww::specialize

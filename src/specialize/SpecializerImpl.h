@@ -267,7 +267,13 @@ public:
   TaskContext taskContext = TaskContext::None;
   std::optional<int64_t> replicaId;
   int64_t unrolledIterations = 0; // bounds static unrolling so no input can blow up the IR
-  int64_t opsAtStart = 0;         // ir::opsCreatedOnThisThread() when specialization began
+  /// The trips of range(lo, hi, step) (step != 0; counted in 128 bits, so that
+  /// range(-2**63, 2**63 - 1) does not overflow), added to unrolledIterations; a located error
+  /// when they pass 4096 for one loop or 65536 in the kernel, reading "<what> N more <unit>
+  /// (<limits>)", e.g. "tl.static_range would unroll 5000 more iterations (...)".
+  int64_t unrollTrips(int64_t lo, int64_t hi, int64_t step, SourceLoc loc, const std::string& what,
+                      const std::string& unit, const std::string& limits);
+  int64_t opsAtStart = 0; // ir::opsCreatedOnThisThread() when specialization began
   std::set<const ir::Value*> kernelArgValues; // for "declare it tl.constexpr" notes
   std::map<std::string, Val> signatureConstexprs;
   /// tlx.allocate_tensor_descriptor's slots ("tensor_descriptor_ptr N[i]"): the descriptor
