@@ -54,7 +54,7 @@ def layernorm_fwd_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, stride,
     for start in range(0, n_cols, BLOCK):
         cols = start + tl.arange(0, BLOCK)
         partial += tl.load(x_row + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
-    mean = tl.sum(partial, axis=0) / n_cols
+    mean = tl.math.div_rn(tl.sum(partial, axis=0), n_cols)
 
     # Two-pass variance: subtracting the mean first avoids the cancellation of E[x^2] - E[x]^2.
     partial = tl.zeros([BLOCK], dtype=tl.float32)
@@ -64,8 +64,8 @@ def layernorm_fwd_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, stride,
         x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
         centered = tl.where(mask, x - mean, 0.0)
         partial += centered * centered
-    var = tl.sum(partial, axis=0) / n_cols
-    rstd = 1.0 / tl.sqrt(var + eps)
+    var = tl.math.div_rn(tl.sum(partial, axis=0), n_cols)
+    rstd = tl.math.div_rn(1.0, tl.sqrt(var + eps))
     tl.store(mean_ptr + row, mean)
     tl.store(rstd_ptr + row, rstd)
 
@@ -97,10 +97,10 @@ def layernorm_fwd_fused_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr, s
         ahead = row + 2 * step
         x_b = tl.load(x_ptr + ahead.to(tl.int64) * stride + cols,
                       mask=mask & (ahead < n_rows), other=0.0, eviction_policy="evict_first")
-        mean = tl.sum(x, axis=0) / n_cols
+        mean = tl.math.div_rn(tl.sum(x, axis=0), n_cols)
         centered = tl.where(mask, x - mean, 0.0)
-        var = tl.sum(centered * centered, axis=0) / n_cols
-        rstd = 1.0 / tl.sqrt(var + eps)
+        var = tl.math.div_rn(tl.sum(centered * centered, axis=0), n_cols)
+        rstd = tl.math.div_rn(1.0, tl.sqrt(var + eps))
         tl.store(mean_ptr + row, mean)
         tl.store(rstd_ptr + row, rstd)
         # w and b are read again for every row (from L1) rather than held in registers: fewer
@@ -202,8 +202,8 @@ def layernorm_bwd_dx_kernel(dx_ptr, dy_ptr, partial_dw_ptr, partial_db_ptr, x_pt
         wdy = w * dy
         # dx = rstd * (wdy - mean(wdy) - xhat * mean(xhat * wdy)); both sums in one reduction.
         s1, s2 = tl.reduce((xhat * wdy, wdy), 0, _add_pair)
-        c1 = s1 / n_cols
-        c2 = s2 / n_cols
+        c1 = tl.math.div_rn(s1, n_cols)
+        c2 = tl.math.div_rn(s2, n_cols)
         if RELOAD_DY:
             # wdy is not held across the reduction: dy and w are read again (the row was just
             # loaded: L1 or L2), which keeps the widest rows within registers.

@@ -56,7 +56,7 @@ def softmax_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_rows, n_col
                               eviction_policy="evict_first")
         shifted = x - tl.max(x, axis=0)
         numerator = tl.exp(shifted)
-        y = numerator * (1.0 / tl.sum(numerator, axis=0))
+        y = numerator * tl.math.div_rn(1.0, tl.sum(numerator, axis=0))
         row_out = out_ptr + row * out_row_stride
         tl.store(row_out + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 
@@ -90,7 +90,7 @@ def softmax_online_kernel(out_ptr, in_ptr, in_row_stride, out_row_stride, n_cols
     row_max = tl.max(running_max, axis=0)
     lane_scale = tl.where(running_max == -float("inf"), 0.0, tl.exp(running_max - row_max))
     row_sum = tl.sum(running_sum * lane_scale, axis=0)
-    inv_sum = 1.0 / row_sum
+    inv_sum = tl.math.div_rn(1.0, row_sum)
     for start in range(0, n_cols, BLOCK):
         offs = start + cols
         mask = offs < n_cols

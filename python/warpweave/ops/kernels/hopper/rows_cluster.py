@@ -194,7 +194,7 @@ def softmax_cluster_kernel(out_ptr, in_ptr, scratch_ptr, in_row_stride, out_row_
         row_max = tl.max(maxes, axis=0)
         row_sum = tl.sum(tl.where(maxes == -float("inf"), 0.0, sums * tl.exp(maxes - row_max)),
                          axis=0)
-        y = (numerator * (tl.exp(shift - row_max) / row_sum)).to(out_ptr.dtype.element_ty)
+        y = (numerator * tl.math.div_rn(tl.exp(shift - row_max), row_sum)).to(out_ptr.dtype.element_ty)
         if DEFER_STORE:
             y_held = y
         else:
@@ -238,7 +238,7 @@ def layernorm_fwd_cluster_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr,
             x = x_a.to(tl.float32)
         else:
             x = _slice_of_row(x_ptr, row, row_end, stride, cols, mask, 0.0).to(tl.float32)
-        slice_mean = tl.sum(x, axis=0) / count
+        slice_mean = tl.math.div_rn(tl.sum(x, axis=0), count)
         centered = tl.where(mask, x - slice_mean, 0.0)
         publish_partials(scratch_ptr, row, rank, slice_mean,
                          tl.sum(centered * centered, axis=0), C)
@@ -252,10 +252,10 @@ def layernorm_fwd_cluster_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr,
             x_b = _slice_of_row(x_ptr, ahead, row_end, stride, cols, mask, 0.0)
         means, m2s = peer_partials(scratch_ptr, row, 0.0, C, PEERS)
         # Chan et al.'s combine of (count, mean, M2) triples: no E[x^2] - E[x]^2 cancellation.
-        mean = tl.sum(means * peer_counts, axis=0) / n_cols
+        mean = tl.math.div_rn(tl.sum(means * peer_counts, axis=0), n_cols)
         spread = means - mean
-        var = tl.sum(m2s + peer_counts * spread * spread, axis=0) / n_cols
-        rstd = 1.0 / tl.sqrt(var + eps)
+        var = tl.math.div_rn(tl.sum(m2s + peer_counts * spread * spread, axis=0), n_cols)
+        rstd = tl.math.div_rn(1.0, tl.sqrt(var + eps))
         tl.store(mean_ptr + row, mean, mask=rank == 0)
         tl.store(rstd_ptr + row, rstd, mask=rank == 0)
         # w and b are read again for every row (from L1) rather than held in registers.
@@ -351,8 +351,8 @@ def layernorm_bwd_cluster_kernel(dx_ptr, dy_ptr, partial_dw_ptr, partial_db_ptr,
             s1s, s2s = peer_partials(scratch_ptr, row, 0.0, C, PEERS)
             row_s1 = tl.sum(s1s, axis=0)
             row_s2 = tl.sum(s2s, axis=0)
-        c1 = row_s1 / n_cols
-        c2 = row_s2 / n_cols
+        c1 = tl.math.div_rn(row_s1, n_cols)
+        c2 = tl.math.div_rn(row_s2, n_cols)
         dx = ((wdy - (xhat * c1 + c2)) * rstd).to(dx_ptr.dtype.element_ty)
         if DEFER_STORE:
             dx_held = dx
