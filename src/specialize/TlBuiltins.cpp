@@ -1757,8 +1757,8 @@ Val Specializer::dot(const BoundArgs& a, SourceLoc loc) {
   }
   if (a.has("input_precision")) {
     const Val& p = a.get("input_precision");
-    if (p.kind != Val::Kind::String || (p.s != "tf32" && p.s != "tf32x3" && p.s != "ieee" &&
-                                        p.s != "bf16x3" && p.s != "bf16x6"))
+    if (p.kind != Val::Kind::String ||
+        (p.s != "tf32" && p.s != "tf32x3" && p.s != "ieee" && p.s != "bf16x3" && p.s != "bf16x6"))
       raiseError(a.loc("input_precision"),
                  "input_precision must be 'tf32', 'tf32x3', 'bf16x3', 'bf16x6' or 'ieee', got " +
                      describe(p));

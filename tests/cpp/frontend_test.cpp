@@ -800,8 +800,7 @@ TEST(KernelErrors, UnsupportedExpressions) {
   EXPECT_EQ(kernelError("    y = (i for i in range(4))\n"),
             "3:12: generator expressions are not supported in kernel code; use a list "
             "comprehension ('[f(i) for i in range(N)]', a tuple) or a tl.static_range loop");
-  EXPECT_EQ(kernelError("    y = [i for i in range(4)\n"),
-            "3:9: '[' was never closed");
+  EXPECT_EQ(kernelError("    y = [i for i in range(4)\n"), "3:9: '[' was never closed");
   EXPECT_EQ(kernelError("    y = [i for i range(4)]\n"),
             "3:18: expected 'in' after the comprehension's target, found 'range'");
   EXPECT_EQ(kernelError("    d = {'a': 1}\n"),
