@@ -28,8 +28,9 @@ void lowerDeviceDescriptors(ir::Function& fn);
 /// Triton's combine pass does. Returns how many adds it folded.
 int combineDotAdd(ir::Function& fn);
 
-/// Moves loop-invariant shape ops, constants and scalar arithmetic out of for loops (nested
-/// loops first, so an op can leave several levels). Returns how many ops moved.
+/// Moves loop-invariant shape ops of tensors (broadcast, expand_dims, reshape, permute) and value
+/// hints out of for loops (nested loops first, so an op can leave several levels). Returns how
+/// many ops moved.
 int hoistLoopInvariants(ir::Function& fn);
 
 /// Software-pipelines (for sm_90a) each for loop whose body feeds two tl.loads into its one

@@ -37,7 +37,7 @@ const PassInfo kPasses[] = {
      [](Function& f, const PassContext&) { ww::transforms::runCleanupPipeline(f); }},
     {"combine-dot-add", "folds x + dot(a, b) into dot(a, b, x)",
      [](Function& f, const PassContext&) { ww::transforms::combineDotAdd(f); }},
-    {"hoist-loop-invariants", "moves loop-invariant shape ops and scalars out of for loops",
+    {"hoist-loop-invariants", "moves loop-invariant tensor shape ops out of for loops",
      [](Function& f, const PassContext&) { ww::transforms::hoistLoopInvariants(f); }},
     {"pipeline-dot-loops", "software-pipelines tl.dot loops into cp.async + wgmma (sm_90a only)",
      [](Function& f, const PassContext& ctx) {
