@@ -130,14 +130,11 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
       agentSyncNotNeeded(); // every thread arrives for itself
       return b_.inst(opcode, operands, guarded({}, predIndex, hasPred));
     }
-    // A plain barrier counts one arrival per warp group: every thread's earlier work is done
-    // before the first thread of each warp group arrives.
+    // A plain barrier counts one arrival per task (per CTA outside async tasks), as TLX lowers
+    // it: the task's threads meet, so all their earlier work is done, then its first thread
+    // arrives.
     barrier();
     std::string leader = electedThread();
-    if (warps() > 4) {
-      std::string lane = b_.pure("and.b32", RegClass::B32, {tid(), "127"});
-      leader = b_.pure("setp.eq.u32", RegClass::Pred, {lane, "0"});
-    }
     return b_.inst(opcode, operands, guarded(leader, predIndex, hasPred));
   }
   case OpCode::NamedBarrierWait:

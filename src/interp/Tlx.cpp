@@ -583,10 +583,10 @@ void Executor::clusterBarrier(const ir::Op& op, const std::string& what) {
 }
 
 int64_t Executor::arrivalWeight(const MBarrier& bar) const {
-  // A warp barrier counts every thread; a plain one counts each warp group once (the group
-  // synchronizes and one thread arrives).
+  // A warp barrier counts every thread; a plain one counts the task once (its threads meet and
+  // one of them arrives), whatever its number of warps, as in TLX.
   if (bar.warpBarrier) return int64_t(agent_.numWarps) * 32;
-  return std::max<int64_t>(1, agent_.numWarps / 4);
+  return 1;
 }
 
 bool Executor::completeAsyncCopies(KernelState& k, CtaState& cta) {

@@ -1,6 +1,6 @@
-"""TLX views, clusters and replica ids on the GPU (tests/python/tlx_feature_kernels.py): 2-CTA
-clusters (rank, size, an arrive on the peer CTA's barrier, cluster_barrier ordering global
-writes), local_slice / local_reinterpret / local_trans round trips through shared memory, and
+"""TLX views, clusters and replica ids on the GPU (tests/python/tlx_feature_kernels.py): plain
+barrier arrivals counted once per task, 2-CTA clusters (rank, size, an arrive on the peer CTA's
+barrier, cluster_barrier ordering global writes), local_slice / local_reinterpret / local_trans round trips through shared memory, and
 slices read and written by TMA and async_dot, against PyTorch."""
 
 import os
@@ -45,6 +45,18 @@ def test_cluster_rank_size_and_remote_arrive(clusters):
     torch.cuda.synchronize()
     expect = torch.tensor([[r, 2] for _ in range(clusters) for r in (0, 1)], dtype=torch.int32)
     assert torch.equal(out.cpu(), expect), out
+
+
+def test_plain_arrive_counts_once_per_task():
+    # 8 warps complete a count-1 barrier; an 8-warp task and a 4-warp one a count-2 barrier.
+    out = poisoned(64, dtype=torch.int32)
+    kern.arrive_once_per_task[(1,)](out, N=64, COUNT=1, num_warps=8)
+    torch.cuda.synchronize()
+    assert (out == 1).all().item(), out
+    out = poisoned(64, dtype=torch.int32)
+    kern.arrive_from_wide_task[(1,)](out, N=64, num_warps=4)
+    torch.cuda.synchronize()
+    assert (out == 1).all().item(), out
 
 
 def test_cluster_barrier_orders_global_writes():

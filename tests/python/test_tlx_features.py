@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tlx_feature_kernels import (arrive_per_warp_group, replica_ids, reinterpret_load,
-                                 reinterpret_store, slice_load,
+from tlx_feature_kernels import (arrive_from_wide_task, arrive_once_per_task, replica_ids,
+                                 reinterpret_load, reinterpret_store, slice_load,
                                  slice_of_3d_transposed, slice_store, trans_load, view_zoo)
 from warpweave import tlx
 
@@ -399,17 +399,29 @@ def test_replicas_get_their_own_warps_and_ids():
         assert re.search(rf"mov\.b32\s+%r\d+, {value};|, {value};", ptx), value
 
 
-def test_plain_arrive_counts_once_per_warp_group():
-    # The interpreter completes the count-2 barrier with 8 warps and deadlocks with 4 ...
+def test_plain_arrive_counts_once_per_task():
+    # As in TLX, 8 warps arrive once: a count-1 barrier completes, a count-2 one never does ...
     out = np.zeros(64, np.int32)
-    arrive_per_warp_group[(1,)](out, N=64, num_warps=8)
+    arrive_once_per_task[(1,)](out, N=64, COUNT=1, num_warps=8)
     assert (out == 1).all()
     with pytest.raises(Exception, match="deadlock"):
-        arrive_per_warp_group[(1,)](np.zeros(64, np.int32), N=64, num_warps=4)
-    # ... and the PTX arrives from the first thread of each warp group.
-    ptx = compile_here("arrive_per_warp_group", "out_ptr:*i32:16, N=64", num_warps=8).ptx
-    assert re.search(r"and\.b32\s+(%r\d+), %r\d+, 127;\s+setp\.eq\.u32\s+(%p\d+), \1, 0;\s+"
-                     r"@\2 mbarrier\.arrive\.shared::cta\.b64", ptx), ptx
+        arrive_once_per_task[(1,)](np.zeros(64, np.int32), N=64, COUNT=2, num_warps=8)
+    # ... and the PTX arrives from thread 0 alone (the predicate of the barrier's init), after
+    # the CTA meets.
+    ptx = compile_here("arrive_once_per_task", "out_ptr:*i32:16, N=64, COUNT=1", num_warps=8).ptx
+    m = re.search(r"bar\.sync\s+0;\s+@(%p\d+) mbarrier\.arrive\.shared::cta\.b64", ptx)
+    assert m, ptx
+    assert re.search(rf"{m.group(1)} mbarrier\.init\.shared::cta\.b64", ptx), ptx
+    assert ", 127;" not in ptx
+
+
+def test_plain_arrive_counts_once_per_wide_task():
+    # An 8-warp task and a 4-warp one complete a count-2 barrier between them.
+    out = np.zeros(64, np.int32)
+    arrive_from_wide_task[(1,)](out, N=64, num_warps=4)
+    assert (out == 1).all()
+    ptx = compile_here("arrive_from_wide_task", "out_ptr:*i32:16, N=64").ptx
+    assert ptx.count("mbarrier.arrive.shared::cta.b64") == 2, ptx
 
 
 def test_replicas_with_a_start_group_sit_side_by_side():

@@ -115,13 +115,29 @@ def replica_ids_from_group(out_ptr, N: tl.constexpr):
 
 
 @ww.jit
-def arrive_per_warp_group(out_ptr, N: tl.constexpr):
-    """A plain barrier_arrive counts once per warp group: 8 warps complete a count-2 barrier."""
-    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=2)
+def arrive_once_per_task(out_ptr, N: tl.constexpr, COUNT: tl.constexpr):
+    """A plain barrier_arrive counts once per task (here the whole CTA), whatever its warps."""
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=COUNT)
     bar = tlx.local_view(bars, 0)
     tlx.barrier_arrive(bar)
     tlx.barrier_wait(bar, 0)
     tl.store(out_ptr + tl.arange(0, N), tl.full([N], 1, tl.int32))
+
+
+@ww.jit
+def arrive_from_wide_task(out_ptr, N: tl.constexpr):
+    """An 8-warp task and a 4-warp task each arrive once on a count-2 barrier; the default task
+    waits for both."""
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=2)
+    bar = tlx.local_view(bars, 0)
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            tlx.barrier_wait(bar, 0)
+            tl.store(out_ptr + tl.arange(0, N), tl.full([N], 1, tl.int32))
+        with tlx.async_task(num_warps=8):
+            tlx.barrier_arrive(bar)
+        with tlx.async_task(num_warps=4):
+            tlx.barrier_arrive(bar)
 
 
 @ww.jit
