@@ -87,8 +87,9 @@ def attention(q, k, v, causal=False, sm_scale=None, return_lse=False, kernel=Non
 
 def attention_tlx(q, k, v, sm_scale=None, return_lse=False, causal=False):
     """Attention with the Hopper warp-specialized ping-pong kernel
-    (kernels/hopper/attention_ws.py): q, k, v [Z, H, N_CTX, HEAD_DIM] fp16 or bf16 CUDA tensors,
-    HEAD_DIM 64 or 128, N_CTX a multiple of 128. Same results as attention(causal=causal)."""
+    (kernels/hopper/attention_ws.py): q, k, v [Z, H, N_CTX, HEAD_DIM] fp16 or bf16 (CUDA tensors on
+    an sm_90 GPU; NumPy arrays in the interpreter), HEAD_DIM 64 or 128, N_CTX a multiple of 128.
+    Same results as attention(causal=causal)."""
     op = "attention_tlx"
     place = _Place(op, {"q": q, "k": k, "v": v})
     dt, (z, h, n_ctx, head_dim), sm_scale = _check_attention_args(op, q, k, v, causal, sm_scale,

@@ -530,11 +530,7 @@ def _is_sm90(place) -> bool:
 
 def _tma_operand(op: str, name: str, t, place: _Place):
     """t as a row-major tensor that a TMA descriptor can address: contiguous, 16-byte aligned
-    base and row pitch."""
-    if not place.on_gpu:
-        raise ValueError(f"{op}: '{name}' must be a CUDA tensor: the TLX kernels load through host "
-                         f"TMA descriptors, which only the GPU runs (use the non-TLX op for "
-                         f"NumPy arrays)")
+    base and row pitch (a CUDA tensor, or a NumPy array whose descriptor the interpreter runs)."""
     t = _contiguous(t)
     address = t.ctypes.data if _is_numpy(t) else t.data_ptr()
     if address % 16 or (t.shape[-1] * _itemsize(t)) % 16:
