@@ -36,9 +36,9 @@ say "gpu-test exit code $? after ${SECONDS} s"
 grep -E "tests passed|tests failed|^[0-9]+ (passed|failed)|passed|failed|error" "$OUT/gpu-test.log" | tail -n 8 | tee -a "$log"
 
 say "== scripts/demo"
-timeout 60 bash scripts/demo > "$work/demo.log" 2>&1
+timeout 180 bash scripts/demo > "$work/demo.log" 2>&1
 say "demo exit code $?"
-tail -n 6 "$work/demo.log" | tee -a "$log"
+tail -n 30 "$work/demo.log" | tee -a "$log"
 
 say "== C++ ahead-of-time example (no Python)"
 timeout 60 wwc examples/vector_add.py --kernel add_kernel --target sm_90a --emit cubin -o "$work/add.cubin" \
@@ -46,8 +46,10 @@ timeout 60 wwc examples/vector_add.py --kernel add_kernel --target sm_90a --emit
   && timeout 60 build/py/aot_launch "$work/add.cubin" "$work/add.json" 1000003 2>&1 | tee -a "$log"
 
 say "== SASS"
-# The demo's cubin declares x, y, out and n divisible by 16: 128-bit loads and stores expected.
-cuobjdump --dump-sass out/demo/add_kernel.sm_90a.cubin > "$work/add.sass" 2>&1
+# x, y, out and n declared divisible by 16: 128-bit loads and stores expected.
+wwc examples/vector_add.py --kernel add_kernel --target sm_90a --emit cubin -o "$work/add16.cubin" \
+  --signature "x_ptr:*fp32:16,y_ptr:*fp32:16,out_ptr:*fp32:16,n:i32:16,BLOCK=1024"
+cuobjdump --dump-sass "$work/add16.cubin" > "$work/add.sass" 2>&1
 say "vector add (n:i32:16): $(grep -c 'LDG.E.128' "$work/add.sass") LDG.E.128, $(grep -c 'STG.E.128' "$work/add.sass") STG.E.128, $(grep -c -E 'LDL|STL' "$work/add.sass") local-memory ops"
 # The tl.dot matmul at ops.matmul's sm_90a configuration: software-pipelined (cp.async + wgmma).
 timeout 120 wwc python/warpweave/ops/kernels/matmul.py --kernel matmul_kernel --target sm_90a --num-warps 8 --num-stages 5 --emit cubin -o "$work/mm.cubin" \
