@@ -27,8 +27,9 @@ they launch, in the kernel language:
     _embedding_bag.py  embedding_bag, _bwd          kernels/embedding_bag.py
     _reduction.py      row_sum, row_max             kernels/reduction.py
     _attention.py      attention, attention_bwd,    kernels/attention.py,
-                       attention_tlx                kernels/attention_bwd.py,
-                                                    hopper/attention_ws.py
+                       attention_tlx,               kernels/attention_bwd.py,
+                       attention_varlen, _bwd       hopper/attention_ws.py,
+                                                    kernels/attention_varlen.py
     _rows.py           routing the row ops share (TMA rows, clusters, shared-memory rows)
     _common.py         where arrays live, launch plans, argument checks, occupancy
     _library.py        the torch.library custom ops
@@ -39,7 +40,8 @@ apply to (matmul without activation, attention at HEAD_DIM 64 / 128 and N_CTX a 
 take the tl kernels.
 """
 
-from ._attention import attention, attention_bwd, attention_tlx
+from ._attention import (attention, attention_bwd, attention_tlx, attention_varlen,
+                         attention_varlen_bwd)
 from ._elementwise import add
 from ._embedding_bag import embedding_bag, embedding_bag_bwd
 from ._grouped_mm import grouped_mm
@@ -53,6 +55,7 @@ __all__ = [
     "add", "softmax", "softmax_bwd", "layernorm_fwd", "layernorm_bwd", "matmul", "embedding_bag",
     "embedding_bag_bwd", "row_sum", "row_max", "attention", "attention_bwd", "matmul_tlx",
     "compile_matmul_tlx", "attention_tlx", "TLX_GEMM_CONFIGS", "scaled_mm", "grouped_mm",
+    "attention_varlen", "attention_varlen_bwd",
 ]
 
 

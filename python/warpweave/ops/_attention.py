@@ -1,6 +1,7 @@
 """Attention: the tl FlashAttention-2 kernel (kernels/attention.py, software-pipelined on sm_90a,
-any GPU) and the Hopper warp-specialized ping-pong kernel (kernels/hopper/attention_ws.py, sm_90
-GPUs only)."""
+any GPU), the Hopper warp-specialized ping-pong kernel (kernels/hopper/attention_ws.py, sm_90
+GPUs only), and variable-length attention over packed sequences (kernels/attention_varlen.py,
+FlashAttention's flash_attn_varlen_func), each with its backward."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ._common import (_HALF_FLOATS, _Place, _check_dtype, _check_ndim, _check_sh
                       _contiguous, _descriptor, _dtype_name, _strides, _tma_operand)
 from .kernels import attention as attention_kernels
 from .kernels import attention_bwd as attention_bwd_kernels
+from .kernels import attention_varlen as attention_varlen_kernels
 from .kernels.hopper import attention_ws as attention_ws_kernels
 
 
@@ -155,4 +157,188 @@ def attention_bwd(do, q, k, v, out, lse, causal=False, sm_scale=None):
     place.launch(attention_bwd_kernels.attention_bwd_dq_kernel,
                  (ww.cdiv(n_ctx, block_m), z * h), q, k, v, do, lse, delta, dq,
                  float(sm_scale), n_ctx, **meta)
+    return dq, dk, dv
+
+
+# ------------------------------------------------------------------------------------------------
+# Variable-length attention (kernels/attention_varlen.py): FlashAttention's flash_attn_varlen_func
+# ------------------------------------------------------------------------------------------------
+
+
+def _host_ints(t):
+    """t's values as a NumPy array when they can be read without a device synchronization (a
+    NumPy array or a CPU tensor), else None."""
+    if _common._is_numpy(t):
+        return t
+    if t.device.type == "cpu":
+        return t.numpy()
+    return None
+
+
+def _check_varlen_args(op, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                       causal, sm_scale) -> tuple:
+    """(dtype name, (total_q, H, HEAD_DIM), (total_k, H_KV), B, sm_scale) of a varlen attention
+    call after checking its arguments; the values of cu_seqlens are checked against the totals
+    and the max_seqlen where they are in host memory (NumPy arrays, CPU tensors)."""
+    dt = _check_dtype(op, "q", q, _HALF_FLOATS)
+    _check_ndim(op, "q", q, (3,), " [total_q, H, HEAD_DIM]")
+    total_q, h, head_dim = q.shape
+    for name, t in (("k", k), ("v", v)):
+        if _dtype_name(t) != dt:
+            raise ValueError(f"{op}: '{name}' has dtype {_dtype_name(t)} but 'q' has {dt}")
+        _check_ndim(op, name, t, (3,), " [total_k, H_KV, HEAD_DIM]")
+    total_k, h_kv = k.shape[0], k.shape[1]
+    if k.shape[2] != head_dim:
+        raise ValueError(f"{op}: 'k' has shape {tuple(k.shape)}; its HEAD_DIM must be q's "
+                         f"({head_dim})")
+    _check_shape(op, "v", v, tuple(k.shape), " (k's shape)")
+    if h_kv == 0 or h % h_kv:
+        raise ValueError(f"{op}: 'k' has {h_kv} heads; q's head count ({h}) must be a multiple "
+                         f"of it (grouped-query attention)")
+    if head_dim not in (16, 32, 64, 128, 256):
+        raise ValueError(f"{op}: 'q' has HEAD_DIM {head_dim}; the kernel takes 16, 32, 64, 128 "
+                         f"or 256")
+    for name, t in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        _check_dtype(op, name, t, ("int32",))
+        _check_ndim(op, name, t, (1,), " [B + 1] (prefix sums of the sequence lengths)")
+        if t.shape[0] < 1:
+            raise ValueError(f"{op}: '{name}' is empty; it needs B + 1 entries (prefix sums "
+                             f"starting at 0)")
+    if cu_seqlens_k.shape[0] != cu_seqlens_q.shape[0]:
+        raise ValueError(f"{op}: 'cu_seqlens_k' has {cu_seqlens_k.shape[0]} entries but "
+                         f"'cu_seqlens_q' has {cu_seqlens_q.shape[0]}; both need B + 1")
+    for name, value in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{op}: '{name}' must be a non-negative int, got {value!r}")
+    for name, t, total, longest in (("cu_seqlens_q", cu_seqlens_q, total_q, max_seqlen_q),
+                                    ("cu_seqlens_k", cu_seqlens_k, total_k, max_seqlen_k)):
+        values = _host_ints(t)
+        if values is None:
+            continue  # (on the GPU: reading them would synchronize; the caller vouches)
+        values = values.astype("int64")
+        lengths = values[1:] - values[:-1]
+        if values[0] != 0 or (lengths < 0).any() or values[-1] != total:
+            raise ValueError(f"{op}: '{name}' must rise from 0 to {total} (the rows of "
+                             f"{'q' if name[-1] == 'q' else 'k'}), got {values.tolist()}")
+        if len(lengths) and lengths.max() > longest:
+            raise ValueError(f"{op}: 'max_seqlen_{name[-1]}' is {longest} but '{name}' holds "
+                             f"a sequence of {lengths.max()}")
+    if sm_scale is None:
+        sm_scale = 1.0 / math.sqrt(head_dim)
+    if isinstance(sm_scale, bool) or not isinstance(sm_scale, (int, float)) or \
+            not math.isfinite(sm_scale):
+        raise ValueError(f"{op}: 'sm_scale' must be a finite number, got {sm_scale!r}")
+    if not isinstance(causal, bool):
+        raise ValueError(f"{op}: 'causal' must be True or False, got {causal!r}")
+    return dt, (total_q, h, head_dim), (total_k, h_kv), cu_seqlens_q.shape[0] - 1, sm_scale
+
+
+def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                     causal=False, sm_scale=None, return_lse=False):
+    """Attention over B sequences of different lengths packed along the token dimension, with
+    the semantics of FlashAttention's flash_attn_varlen_func (kernels/attention_varlen.py):
+
+      q [total_q, H, HEAD_DIM], k and v [total_k, H_KV, HEAD_DIM], all fp16 or all bf16,
+        HEAD_DIM a power of two in 16..256, H a multiple of H_KV (grouped-query attention:
+        query head h reads key / value head h // (H // H_KV));
+      cu_seqlens_q, cu_seqlens_k int32 [B + 1]: sequence b owns q's rows cu_seqlens_q[b] ..
+        cu_seqlens_q[b + 1] and k's / v's rows cu_seqlens_k[b] .. cu_seqlens_k[b + 1]; both
+        rise from 0 to total_q / total_k; sequences may be empty;
+      max_seqlen_q, max_seqlen_k: at least the longest sequence's lengths (they size the grid);
+      causal: the mask is aligned to the bottom right corner of each sequence's Lq x Lk score
+        matrix, as in FlashAttention >= 2.1: query i sees key j when j <= i + Lk - Lq (the
+        usual lower triangle when Lq == Lk; with Lq > Lk the first Lq - Lk queries see no key);
+      sm_scale: defaults to 1 / sqrt(HEAD_DIM).
+
+    Returns out [total_q, H, HEAD_DIM] (q's dtype, contiguous), and with return_lse also the
+    fp32 [H, total_q] log-sum-exp of the scaled scores (natural log, FlashAttention's
+    softmax_lse layout). A query that sees no key gets zeros and an lse of +inf. The cu_seqlens
+    values are checked where they are in host memory (NumPy arrays, CPU tensors); on the GPU
+    they are read by the kernels only (no synchronization), and rows past max_seqlen are not
+    computed. NumPy arrays run in the interpreter, CUDA tensors on the GPU."""
+    op = "attention_varlen"
+    place = _Place(op, {"q": q, "k": k, "v": v, "cu_seqlens_q": cu_seqlens_q,
+                        "cu_seqlens_k": cu_seqlens_k})
+    dt, (total_q, h, head_dim), (_total_k, h_kv), batch, sm_scale = _check_varlen_args(
+        op, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, sm_scale)
+    q, k, v = (t if _strides(t)[2] == 1 and min(_strides(t)) >= 0 else _contiguous(t)
+               for t in (q, k, v))
+    cu_seqlens_q, cu_seqlens_k = _contiguous(cu_seqlens_q), _contiguous(cu_seqlens_k)
+    out = place.empty((total_q, h, head_dim), dt)
+    lse = place.empty((h, total_q), "float32")
+    if total_q > 0 and batch * h > 0 and max_seqlen_q > 0:
+        if place.on_gpu:
+            # The dense kernel's configuration (attention() above).
+            config = dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=4)
+        else:
+            config = dict(BLOCK_M=32, BLOCK_N=16, num_warps=4)
+        sq, sk, sv, so = (_strides(t) for t in (q, k, v, out))
+        place.launch(
+            attention_varlen_kernels.attention_varlen_fwd_kernel,
+            lambda m: (ww.cdiv(max_seqlen_q, m["BLOCK_M"]), batch * h),
+            q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, float(sm_scale),
+            sq[0], sq[1], sk[0], sk[1], sv[0], sv[1], so[0], so[1], h, h // h_kv, total_q,
+            HEAD_DIM=head_dim, CAUSAL=causal, **config)
+    if return_lse:
+        return out, lse
+    return out
+
+
+def attention_varlen_bwd(do, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                         max_seqlen_k, causal=False, sm_scale=None):
+    """Gradients (dq, dk, dv) of attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k,
+    max_seqlen_q, max_seqlen_k, causal, sm_scale) given the gradient `do` of its output, the
+    output `out` and its lse (attention_varlen(..., return_lse=True)'s fp32 [H, total_q]);
+    kernels/attention_varlen.py. do and out have q's shape and dtype; the gradients are
+    contiguous, in q's dtype, dk and dv summed over the query heads that share a key / value
+    head."""
+    op = "attention_varlen_bwd"
+    place = _Place(op, {"do": do, "q": q, "k": k, "v": v, "out": out, "lse": lse,
+                        "cu_seqlens_q": cu_seqlens_q, "cu_seqlens_k": cu_seqlens_k})
+    dt, (total_q, h, head_dim), (total_k, h_kv), batch, sm_scale = _check_varlen_args(
+        op, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, sm_scale)
+    for name, t in (("do", do), ("out", out)):
+        if _dtype_name(t) != dt:
+            raise ValueError(f"{op}: '{name}' has dtype {_dtype_name(t)} but 'q' has {dt}")
+        _check_shape(op, name, t, (total_q, h, head_dim), " (q's shape)")
+    _check_dtype(op, "lse", lse, ("float32",))
+    _check_shape(op, "lse", lse, (h, total_q), " [H, total_q]")
+    q, k, v = (t if _strides(t)[2] == 1 and min(_strides(t)) >= 0 else _contiguous(t)
+               for t in (q, k, v))
+    do, out, lse, cu_seqlens_q, cu_seqlens_k = (
+        _contiguous(t) for t in (do, out, lse, cu_seqlens_q, cu_seqlens_k))
+    dq = place.empty((total_q, h, head_dim), dt)
+    dk = place.empty((total_k, h_kv, head_dim), dt)
+    dv = place.empty((total_k, h_kv, head_dim), dt)
+    if batch * h == 0:
+        return dq, dk, dv
+    if place.on_gpu:
+        # Correctness-first, as attention_bwd's (not tuned).
+        block_m, block_n = 64, 64
+        warps = 4 if head_dim <= 64 else 8
+    else:
+        block_m, block_n, warps = 16, 16, 4
+    meta = dict(HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
+                num_warps=warps)
+    delta = place.empty((h, total_q), "float32")
+    lse2 = place.empty((h, total_q), "float32")
+    if total_q > 0:
+        place.launch(attention_varlen_kernels.attention_varlen_bwd_preprocess_kernel,
+                     (ww.cdiv(total_q, block_m), h), out, do, lse, delta, lse2, h, total_q,
+                     HEAD_DIM=head_dim, BLOCK_M=block_m, num_warps=warps)
+    sq, sk, sv, sdo = (_strides(t) for t in (q, k, v, do))
+    if max_seqlen_k > 0:
+        sdk, sdv = _strides(dk), _strides(dv)
+        place.launch(attention_varlen_kernels.attention_varlen_bwd_dkdv_kernel,
+                     (ww.cdiv(max_seqlen_k, block_n), batch * h_kv),
+                     q, k, v, do, lse2, delta, dk, dv, cu_seqlens_q, cu_seqlens_k,
+                     float(sm_scale), sq[0], sq[1], sk[0], sk[1], sv[0], sv[1], sdo[0], sdo[1],
+                     sdk[0], sdk[1], sdv[0], sdv[1], h_kv, h // h_kv, total_q, **meta)
+    if max_seqlen_q > 0 and total_q > 0:
+        sdq = _strides(dq)
+        place.launch(attention_varlen_kernels.attention_varlen_bwd_dq_kernel,
+                     (ww.cdiv(max_seqlen_q, block_m), batch * h),
+                     q, k, v, do, lse2, delta, dq, cu_seqlens_q, cu_seqlens_k,
+                     float(sm_scale), sq[0], sq[1], sk[0], sk[1], sv[0], sv[1], sdo[0], sdo[1],
+                     sdq[0], sdq[1], h, h // h_kv, total_q, **meta)
     return dq, dk, dv

@@ -34,6 +34,61 @@ def attention_bwd_preprocess_kernel(o_ptr, do_ptr, delta_ptr, N_CTX,
 
 
 @ww.jit
+def dkdv_from_query_range(dk, dv, k, v, q_base, do_base, stride_qm, stride_dom, lse_base,
+                          delta_base, offs_n, offs_d, key_valid, lo, hi, n_rows, causal_shift,
+                          qk_scale, BLOCK_M: tl.constexpr, CAUSAL: tl.constexpr):
+    """Adds to (dk, dv) of the keys offs_n (rows k, v) the terms of the queries [lo, hi) of
+    one head: q and dO rows at q_base / do_base + row * stride, lse (base 2) and delta at
+    lse_base / delta_base + row; rows from n_rows on are masked. Causal: query m sees key n
+    when m + causal_shift >= n."""
+    for start_m in range(lo, hi, BLOCK_M):
+        offs_m = start_m + tl.arange(0, BLOCK_M)
+        row_valid = offs_m < n_rows
+        q = tl.load(q_base + offs_m[:, None] * stride_qm + offs_d[None, :],
+                    mask=row_valid[:, None], other=0.0)
+        do = tl.load(do_base + offs_m[:, None] * stride_dom + offs_d[None, :],
+                     mask=row_valid[:, None], other=0.0)
+        lse = tl.load(lse_base + offs_m, mask=row_valid, other=0.0)
+        delta = tl.load(delta_base + offs_m, mask=row_valid, other=0.0)
+        # P^T as [BLOCK_N, BLOCK_M]: keys along rows, so that dV and dK accumulate by rows.
+        p_t = tl.exp2(tl.dot(k, tl.trans(q)) * qk_scale - lse[None, :])
+        keep = key_valid[:, None] & row_valid[None, :]
+        if CAUSAL:
+            keep = keep & (offs_m[None, :] + causal_shift >= offs_n[:, None])
+        p_t = tl.where(keep, p_t, 0.0)
+        dv = tl.dot(p_t.to(do.dtype), do, dv)
+        dp_t = tl.dot(v, tl.trans(do))
+        ds_t = p_t * (dp_t - delta[None, :])
+        dk = tl.dot(ds_t.to(q.dtype), q, dk)
+    return dk, dv
+
+
+@ww.jit
+def dq_from_key_range(dq, q, do, lse, delta, k_base, v_base, stride_kn, stride_vn, offs_m,
+                      offs_d, row_valid, lo, hi, n_keys, causal_shift, qk_scale,
+                      BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+    """Adds to dq of the queries offs_m (rows q, do; lse in base 2, delta) the terms of the keys
+    [lo, hi) of one head: K and V rows at k_base / v_base + row * stride; keys from n_keys on
+    are masked. Causal: query m sees key n when m + causal_shift >= n."""
+    for start_n in range(lo, hi, BLOCK_N):
+        offs_n = start_n + tl.arange(0, BLOCK_N)
+        key_valid = offs_n < n_keys
+        k = tl.load(k_base + offs_n[:, None] * stride_kn + offs_d[None, :],
+                    mask=key_valid[:, None], other=0.0)
+        v = tl.load(v_base + offs_n[:, None] * stride_vn + offs_d[None, :],
+                    mask=key_valid[:, None], other=0.0)
+        p = tl.exp2(tl.dot(q, tl.trans(k)) * qk_scale - lse[:, None])
+        keep = row_valid[:, None] & key_valid[None, :]
+        if CAUSAL:
+            keep = keep & (offs_m[:, None] + causal_shift >= offs_n[None, :])
+        p = tl.where(keep, p, 0.0)
+        dp = tl.dot(do, tl.trans(v))
+        ds = p * (dp - delta[:, None])
+        dq = tl.dot(ds.to(k.dtype), k, dq)
+    return dq
+
+
+@ww.jit
 def attention_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_ptr, dv_ptr,
                               sm_scale, N_CTX,
                               HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
@@ -54,24 +109,10 @@ def attention_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, d
     lo = 0
     if CAUSAL:
         lo = (start_n // BLOCK_M) * BLOCK_M
-    for start_m in range(lo, N_CTX, BLOCK_M):
-        offs_m = start_m + tl.arange(0, BLOCK_M)
-        row_valid = offs_m < N_CTX
-        q_offsets = base + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
-        q = tl.load(q_ptr + q_offsets, mask=row_valid[:, None], other=0.0)
-        do = tl.load(do_ptr + q_offsets, mask=row_valid[:, None], other=0.0)
-        lse = tl.load(lse_ptr + off_hz * N_CTX + offs_m, mask=row_valid, other=0.0)
-        delta = tl.load(delta_ptr + off_hz * N_CTX + offs_m, mask=row_valid, other=0.0)
-        # P^T as [BLOCK_N, BLOCK_M]: keys along rows, so that dV and dK accumulate by rows.
-        p_t = tl.exp2(tl.dot(k, tl.trans(q)) * qk_scale - lse[None, :])
-        keep = key_valid[:, None] & row_valid[None, :]
-        if CAUSAL:
-            keep = keep & (offs_m[None, :] >= offs_n[:, None])
-        p_t = tl.where(keep, p_t, 0.0)
-        dv = tl.dot(p_t.to(do.dtype), do, dv)
-        dp_t = tl.dot(v, tl.trans(do))
-        ds_t = p_t * (dp_t - delta[None, :])
-        dk = tl.dot(ds_t.to(q.dtype), q, dk)
+    dk, dv = dkdv_from_query_range(dk, dv, k, v, q_ptr + base, do_ptr + base, HEAD_DIM, HEAD_DIM,
+                                   lse_ptr + off_hz * N_CTX, delta_ptr + off_hz * N_CTX, offs_n,
+                                   offs_d, key_valid, lo, N_CTX, N_CTX, 0, qk_scale, BLOCK_M,
+                                   CAUSAL)
     dk = dk * sm_scale
     tl.store(dk_ptr + kv_offsets, dk.to(dk_ptr.dtype.element_ty), mask=key_valid[:, None])
     tl.store(dv_ptr + kv_offsets, dv.to(dv_ptr.dtype.element_ty), mask=key_valid[:, None])
@@ -99,19 +140,7 @@ def attention_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_
     hi = N_CTX
     if CAUSAL:
         hi = tl.minimum(start_m + BLOCK_M, N_CTX)
-    for start_n in range(0, hi, BLOCK_N):
-        offs_n = start_n + tl.arange(0, BLOCK_N)
-        key_valid = offs_n < N_CTX
-        kv_offsets = base + offs_n[:, None] * HEAD_DIM + offs_d[None, :]
-        k = tl.load(k_ptr + kv_offsets, mask=key_valid[:, None], other=0.0)
-        v = tl.load(v_ptr + kv_offsets, mask=key_valid[:, None], other=0.0)
-        p = tl.exp2(tl.dot(q, tl.trans(k)) * qk_scale - lse[:, None])
-        keep = row_valid[:, None] & key_valid[None, :]
-        if CAUSAL:
-            keep = keep & (offs_m[:, None] >= offs_n[None, :])
-        p = tl.where(keep, p, 0.0)
-        dp = tl.dot(do, tl.trans(v))
-        ds = p * (dp - delta[:, None])
-        dq = tl.dot(ds.to(k.dtype), k, dq)
+    dq = dq_from_key_range(dq, q, do, lse, delta, k_ptr + base, v_ptr + base, HEAD_DIM, HEAD_DIM,
+                           offs_m, offs_d, row_valid, 0, hi, N_CTX, 0, qk_scale, BLOCK_N, CAUSAL)
     dq = dq * sm_scale
     tl.store(dq_ptr + q_offsets, dq.to(dq_ptr.dtype.element_ty), mask=row_valid[:, None])
