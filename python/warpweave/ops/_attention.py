@@ -165,6 +165,23 @@ def attention_bwd(do, q, k, v, out, lse, causal=False, sm_scale=None):
 # ------------------------------------------------------------------------------------------------
 
 
+# GPU configurations by HEAD_DIM. Forward: the dense kernel's (attention() above) up to 128; at 256
+# its 128 x 64 tiles spill (255 registers, 1112 bytes on sm_90a, ptxas) where 128 x 32 do not
+# (232 registers, 224 KB shared). Backward: attention_bwd's correctness-first blocks up to 128
+# (not tuned on a GPU); at 256 the dK / dV kernel takes 32-query blocks (250 registers, no
+# spills) and the dQ kernel 32-key blocks (182), where 64 x 64 spill 948 and 144 bytes.
+ATTENTION_VARLEN_GPU_CONFIGS = {
+    **{d: dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=4) for d in (16, 32, 64, 128)},
+    256: dict(BLOCK_M=128, BLOCK_N=32, num_warps=8, num_stages=3),
+}
+ATTENTION_VARLEN_BWD_GPU_CONFIGS = {  # {HEAD_DIM: (dK / dV kernel, dQ kernel)}
+    **{d: (dict(BLOCK_M=64, BLOCK_N=64, num_warps=4),) * 2 for d in (16, 32, 64)},
+    128: (dict(BLOCK_M=64, BLOCK_N=64, num_warps=8),) * 2,
+    256: (dict(BLOCK_M=32, BLOCK_N=64, num_warps=8), dict(BLOCK_M=64, BLOCK_N=32, num_warps=8)),
+}
+_INTERPRETER_BWD_CONFIG = dict(BLOCK_M=16, BLOCK_N=16, num_warps=4)
+
+
 def _host_ints(t):
     """t's values as a NumPy array when they can be read without a device synchronization (a
     NumPy array or a CPU tensor), else None."""
@@ -267,11 +284,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     out = place.empty((total_q, h, head_dim), dt)
     lse = place.empty((h, total_q), "float32")
     if total_q > 0 and batch * h > 0 and max_seqlen_q > 0:
-        if place.on_gpu:
-            # The dense kernel's configuration (attention() above).
-            config = dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=4)
-        else:
-            config = dict(BLOCK_M=32, BLOCK_N=16, num_warps=4)
+        config = (ATTENTION_VARLEN_GPU_CONFIGS[head_dim] if place.on_gpu
+                  else dict(BLOCK_M=32, BLOCK_N=16, num_warps=4))
         sq, sk, sv, so = (_strides(t) for t in (q, k, v, out))
         place.launch(
             attention_varlen_kernels.attention_varlen_fwd_kernel,
@@ -312,33 +326,30 @@ def attention_varlen_bwd(do, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_
     dv = place.empty((total_k, h_kv, head_dim), dt)
     if batch * h == 0:
         return dq, dk, dv
-    if place.on_gpu:
-        # Correctness-first, as attention_bwd's (not tuned).
-        block_m, block_n = 64, 64
-        warps = 4 if head_dim <= 64 else 8
-    else:
-        block_m, block_n, warps = 16, 16, 4
-    meta = dict(HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
-                num_warps=warps)
+    dkdv_config, dq_config = (ATTENTION_VARLEN_BWD_GPU_CONFIGS[head_dim] if place.on_gpu
+                              else (_INTERPRETER_BWD_CONFIG,) * 2)
     delta = place.empty((h, total_q), "float32")
     lse2 = place.empty((h, total_q), "float32")
     if total_q > 0:
         place.launch(attention_varlen_kernels.attention_varlen_bwd_preprocess_kernel,
-                     (ww.cdiv(total_q, block_m), h), out, do, lse, delta, lse2, h, total_q,
-                     HEAD_DIM=head_dim, BLOCK_M=block_m, num_warps=warps)
+                     lambda m: (ww.cdiv(total_q, m["BLOCK_M"]), h), out, do, lse, delta, lse2,
+                     h, total_q, HEAD_DIM=head_dim, BLOCK_M=dq_config["BLOCK_M"],
+                     num_warps=dq_config["num_warps"])
     sq, sk, sv, sdo = (_strides(t) for t in (q, k, v, do))
     if max_seqlen_k > 0:
         sdk, sdv = _strides(dk), _strides(dv)
         place.launch(attention_varlen_kernels.attention_varlen_bwd_dkdv_kernel,
-                     (ww.cdiv(max_seqlen_k, block_n), batch * h_kv),
+                     lambda m: (ww.cdiv(max_seqlen_k, m["BLOCK_N"]), batch * h_kv),
                      q, k, v, do, lse2, delta, dk, dv, cu_seqlens_q, cu_seqlens_k,
                      float(sm_scale), sq[0], sq[1], sk[0], sk[1], sv[0], sv[1], sdo[0], sdo[1],
-                     sdk[0], sdk[1], sdv[0], sdv[1], h_kv, h // h_kv, total_q, **meta)
+                     sdk[0], sdk[1], sdv[0], sdv[1], h_kv, total_q, GROUP=h // h_kv,
+                     HEAD_DIM=head_dim, CAUSAL=causal, **dkdv_config)
     if max_seqlen_q > 0 and total_q > 0:
         sdq = _strides(dq)
         place.launch(attention_varlen_kernels.attention_varlen_bwd_dq_kernel,
-                     (ww.cdiv(max_seqlen_q, block_m), batch * h),
+                     lambda m: (ww.cdiv(max_seqlen_q, m["BLOCK_M"]), batch * h),
                      q, k, v, do, lse2, delta, dq, cu_seqlens_q, cu_seqlens_k,
                      float(sm_scale), sq[0], sq[1], sk[0], sk[1], sv[0], sv[1], sdo[0], sdo[1],
-                     sdq[0], sdq[1], h, h // h_kv, total_q, **meta)
+                     sdq[0], sdq[1], h, h // h_kv, total_q, HEAD_DIM=head_dim, CAUSAL=causal,
+                     **dq_config)
     return dq, dk, dv

@@ -16,6 +16,10 @@ traces without graph breaks), and, where PyTorch differentiates through it, an a
                   per_sample_weights, mode)       grad_per_sample_weights)
     attention(q, k, v, causal, sm_scale)        attention_bwd(do, q, k, v, out, lse, causal,
         -> (out, lse)                             sm_scale) -> (dq, dk, dv)
+    attention_varlen(q, k, v, cu_seqlens_q,     attention_varlen_bwd(do, q, k, v, out, lse,
+        cu_seqlens_k, max_seqlen_q,               cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+        max_seqlen_k, causal, sm_scale)           max_seqlen_k, causal, sm_scale)
+        -> (out, lse [H, total_q])                -> (dq, dk, dv)
     row_sum(x), row_max(x) -> (values, indices) row_sum: broadcast; row_max: none
     scaled_mm(a, b, scale_a, scale_b, bias,     none (torch._scaled_mm has none)
               out_dtype)   (fp8)
@@ -23,7 +27,7 @@ traces without graph breaks), and, where PyTorch differentiates through it, an a
                                                   dA (2-D x 3-D) and dB (ragged K, 2-D x 2-D),
                                                   2-D x 2-D the other way round
 
-layernorm's mean and rstd and attention's lse are outputs for the backward; gradients flowing
+layernorm's mean and rstd and the attentions' lse are outputs for the backward; gradients flowing
 into them are not propagated (they are marked non-differentiable). matmul's bias is added (and
 the activation applied after it) by PyTorch after the kernel, in fp32, not fused into the kernel.
 
@@ -154,6 +158,32 @@ def _check_attention(op, q, k, v):
     if q.shape[3] not in (16, 32, 64, 128, 256):
         raise ValueError(f"warpweave::{op}: 'q' has HEAD_DIM {q.shape[3]}; the kernel takes 16, "
                          f"32, 64, 128 or 256")
+
+
+def _check_attention_varlen(op, q, k, v, cu_seqlens_q, cu_seqlens_k, more=None):
+    _device_of(op, {"q": q, "k": k, "v": v, "cu_seqlens_q": cu_seqlens_q,
+                    "cu_seqlens_k": cu_seqlens_k, **(more or {})})
+    _check_dtype(op, "q", q, _HALF)
+    _check_ndim(op, "q", q, 3, " [total_q, H, HEAD_DIM]")
+    _check_ndim(op, "k", k, 3, " [total_k, H_KV, HEAD_DIM]")
+    _check_same(op, "v", v, "k", k)
+    if k.dtype != q.dtype:
+        raise ValueError(f"warpweave::{op}: 'k' has dtype {k.dtype} but 'q' has {q.dtype}")
+    if k.shape[2] != q.shape[2]:
+        raise ValueError(f"warpweave::{op}: 'k' has shape {tuple(k.shape)}; its HEAD_DIM must "
+                         f"be q's ({q.shape[2]})")
+    if k.shape[1] == 0 or q.shape[1] % k.shape[1]:
+        raise ValueError(f"warpweave::{op}: 'k' has {k.shape[1]} heads; q's head count "
+                         f"({q.shape[1]}) must be a multiple of it (grouped-query attention)")
+    if q.shape[2] not in (16, 32, 64, 128, 256):
+        raise ValueError(f"warpweave::{op}: 'q' has HEAD_DIM {q.shape[2]}; the kernel takes 16, "
+                         f"32, 64, 128 or 256")
+    for name, t in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
+        _check_dtype(op, name, t, (torch.int32,))
+        _check_ndim(op, name, t, 1, " [B + 1] (prefix sums of the sequence lengths)")
+    if cu_seqlens_k.shape[0] != cu_seqlens_q.shape[0]:
+        raise ValueError(f"warpweave::{op}: 'cu_seqlens_k' has {cu_seqlens_k.shape[0]} entries "
+                         f"but 'cu_seqlens_q' has {cu_seqlens_q.shape[0]}; both need B + 1")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -464,6 +494,68 @@ def _define():
         return dq, dk, dv, None, None
 
     attention.register_autograd(attention_backward, setup_context=attention_setup)
+
+    # variable-length attention -----------------------------------------------------------------
+    @lib_op("warpweave::attention_varlen", mutates_args=())
+    def attention_varlen(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                         cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor,
+                         max_seqlen_q: int, max_seqlen_k: int, causal: bool = False,
+                         sm_scale: Optional[float] = None) -> tuple[torch.Tensor, torch.Tensor]:
+        op = "attention_varlen"
+        return _check_err(lambda: _run(op, _attention.attention_varlen,
+                                       {"q": q, "k": k, "v": v, "cu_seqlens_q": cu_seqlens_q,
+                                        "cu_seqlens_k": cu_seqlens_k},
+                                       max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
+                                       causal=causal, sm_scale=sm_scale, return_lse=True), op)
+
+    @attention_varlen.register_fake
+    def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False,
+          sm_scale=None):
+        _check_attention_varlen("attention_varlen", q, k, v, cu_seqlens_q, cu_seqlens_k)
+        return q.new_empty(q.shape), q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
+
+    @lib_op("warpweave::attention_varlen_bwd", mutates_args=())
+    def attention_varlen_bwd(do: torch.Tensor, q: torch.Tensor, k: torch.Tensor,
+                             v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
+                             cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor,
+                             max_seqlen_q: int, max_seqlen_k: int, causal: bool = False,
+                             sm_scale: Optional[float] = None
+                             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        op = "attention_varlen_bwd"
+        return _check_err(lambda: _run(op, _attention.attention_varlen_bwd,
+                                       {"do": do, "q": q, "k": k, "v": v, "out": out,
+                                        "lse": lse, "cu_seqlens_q": cu_seqlens_q,
+                                        "cu_seqlens_k": cu_seqlens_k},
+                                       max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
+                                       causal=causal, sm_scale=sm_scale), op)
+
+    @attention_varlen_bwd.register_fake
+    def _(do, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+          causal=False, sm_scale=None):
+        op = "attention_varlen_bwd"
+        _check_attention_varlen(op, q, k, v, cu_seqlens_q, cu_seqlens_k,
+                                {"do": do, "out": out, "lse": lse})
+        _check_same(op, "do", do, "q", q)
+        _check_same(op, "out", out, "q", q)
+        _check_dtype(op, "lse", lse, (torch.float32,))
+        return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+    def attention_varlen_setup(ctx, inputs, output):
+        q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, sm_scale = inputs
+        out, lse = output
+        ctx.mark_non_differentiable(lse)
+        ctx.varlen_args = (max_seqlen_q, max_seqlen_k, causal, sm_scale)
+        ctx.save_for_backward(q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k)
+
+    def attention_varlen_backward(ctx, do, _dlse):
+        q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k = ctx.saved_tensors
+        do = torch.zeros_like(out) if do is None else do.to(out.dtype).contiguous()
+        dq, dk, dv = torch.ops.warpweave.attention_varlen_bwd(
+            do, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, *ctx.varlen_args)
+        return dq, dk, dv, None, None, None, None, None, None
+
+    attention_varlen.register_autograd(attention_varlen_backward,
+                                       setup_context=attention_varlen_setup)
 
     # row reductions ----------------------------------------------------------------------------
     @lib_op("warpweave::row_sum", mutates_args=())

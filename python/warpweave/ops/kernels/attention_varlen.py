@@ -134,7 +134,7 @@ def attention_varlen_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse2_ptr, delt
                                      stride_qt, stride_qh, stride_kt, stride_kh,
                                      stride_vt, stride_vh, stride_dot, stride_doh,
                                      stride_dkt, stride_dkh, stride_dvt, stride_dvh,
-                                     H_KV, GROUP, total_q,
+                                     H_KV, total_q, GROUP: tl.constexpr,
                                      HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
                                      BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
     start_n = tl.program_id(0) * BLOCK_N
@@ -160,7 +160,9 @@ def attention_varlen_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse2_ptr, delt
         lo = (tl.maximum(start_n - shift, 0) // BLOCK_M) * BLOCK_M
     hi = tl.where(start_n < seqlen_k, seqlen_q, 0)
     q_row0 = q_start.to(tl.int64)
-    for g in range(GROUP):
+    # One loop over the queries per query head (unrolled: each is the shared loop on its own,
+    # which sm_90a software-pipelines; a run-time loop around it is not).
+    for g in tl.static_range(GROUP):
         h = kv_h * GROUP + g
         rows = h * total_q + q_row0
         dk, dv = dkdv_from_query_range(
