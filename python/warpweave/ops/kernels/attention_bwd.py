@@ -9,7 +9,9 @@ from the forward's base-2 log-sum-exp, O the forward's output and dO its gradien
 
 Each program keeps its accumulators (dK and dV, or dQ) in fp32 registers and walks the other
 side's blocks; P and dS exist only as tiles. No atomics: dK / dV and dQ are separate launches.
-Causal programs skip the blocks whose keys are all right of their queries.
+Causal programs skip the blocks whose keys are all right of their queries. The walks are the
+helpers dkdv_from_query_range and dq_from_key_range (row strides and a causal shift as
+arguments), which attention_varlen.py's backward shares.
 
 Tensors are contiguous [Z * H, N_CTX, HEAD_DIM] (fp16 or bf16; q, k, v, dO and the gradients of one
 dtype); lse and delta are fp32 [Z * H, N_CTX]. Rows past N_CTX are masked.
