@@ -43,9 +43,12 @@ from .attention_bwd import dkdv_from_query_range, dq_from_key_range
 
 
 @ww.jit
-def sequence_bounds(cu_seqlens_q, cu_seqlens_k, b, CAUSAL: tl.constexpr):
-    """(first query row, query count, first key row, key count, causal shift) of sequence b; the
-    shift Lk - Lq aligns the causal mask to the bottom right corner (0 when not causal)."""
+def program_sequence(cu_seqlens_q, cu_seqlens_k, heads, CAUSAL: tl.constexpr):
+    """(head, first query row, query count, first key row, key count, causal shift) of the
+    program's (sequence, head) pair, program_id(1) = sequence * heads + head; the shift Lk - Lq
+    aligns the causal mask to the bottom right corner (0 when not causal)."""
+    off_bh = tl.program_id(1)
+    b = off_bh // heads
     q_start = tl.load(cu_seqlens_q + b)
     seqlen_q = tl.load(cu_seqlens_q + b + 1) - q_start
     k_start = tl.load(cu_seqlens_k + b)
@@ -53,7 +56,7 @@ def sequence_bounds(cu_seqlens_q, cu_seqlens_k, b, CAUSAL: tl.constexpr):
     shift = 0
     if CAUSAL:
         shift = seqlen_k - seqlen_q
-    return q_start, seqlen_q, k_start, seqlen_k, shift
+    return (off_bh % heads).to(tl.int64), q_start, seqlen_q, k_start, seqlen_k, shift
 
 
 @ww.jit
@@ -66,14 +69,11 @@ def attention_varlen_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, cu_seqlen
                                 BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
     tl.static_assert(BLOCK_M % BLOCK_N == 0)
     start_m = tl.program_id(0)
-    off_bh = tl.program_id(1)
-    b = off_bh // H
-    h = off_bh % H
-    q_start, seqlen_q, k_start, seqlen_k, shift = sequence_bounds(cu_seqlens_q, cu_seqlens_k, b,
-                                                                  CAUSAL)
-    kv_h = (h // GROUP).to(tl.int64)
-    q_base = q_ptr + q_start.to(tl.int64) * stride_qt + h.to(tl.int64) * stride_qh
-    o_base = out_ptr + q_start.to(tl.int64) * stride_ot + h.to(tl.int64) * stride_oh
+    h, q_start, seqlen_q, k_start, seqlen_k, shift = program_sequence(cu_seqlens_q, cu_seqlens_k,
+                                                                      H, CAUSAL)
+    kv_h = h // GROUP
+    q_base = q_ptr + q_start.to(tl.int64) * stride_qt + h * stride_qh
+    o_base = out_ptr + q_start.to(tl.int64) * stride_ot + h * stride_oh
     k_base = k_ptr + k_start.to(tl.int64) * stride_kt + kv_h * stride_kh
     v_base = v_ptr + k_start.to(tl.int64) * stride_vt + kv_h * stride_vh
 
@@ -104,7 +104,7 @@ def attention_varlen_fwd_kernel(q_ptr, k_ptr, v_ptr, out_ptr, lse_ptr, cu_seqlen
     has_key = (offs_m + shift >= 0) & (seqlen_k > 0)
     out = tl.where(has_key[:, None], acc / l_i[:, None], 0.0)
     lse = tl.where(has_key, (m_i + tl.log2(l_i)) * 0.6931471805599453, float("inf"))  # ln(2)
-    tl.store(lse_ptr + h.to(tl.int64) * total_q + q_start + offs_m, lse, mask=row_valid)
+    tl.store(lse_ptr + h * total_q + q_start + offs_m, lse, mask=row_valid)
     tl.store(o_base + offs_m[:, None] * stride_ot + offs_d[None, :],
              out.to(out_ptr.dtype.element_ty), mask=row_valid[:, None])
 
@@ -138,11 +138,8 @@ def attention_varlen_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse2_ptr, delt
                                      HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
                                      BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
     start_n = tl.program_id(0) * BLOCK_N
-    off_bh = tl.program_id(1)
-    b = off_bh // H_KV
-    kv_h = (off_bh % H_KV).to(tl.int64)
-    q_start, seqlen_q, k_start, seqlen_k, shift = sequence_bounds(cu_seqlens_q, cu_seqlens_k, b,
-                                                                  CAUSAL)
+    kv_h, q_start, seqlen_q, k_start, seqlen_k, shift = program_sequence(
+        cu_seqlens_q, cu_seqlens_k, H_KV, CAUSAL)
     offs_n = start_n + tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_DIM)
     key_valid = offs_n < seqlen_k
@@ -187,11 +184,8 @@ def attention_varlen_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse2_ptr, delta_
                                    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
                                    BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
     start_m = tl.program_id(0) * BLOCK_M
-    off_bh = tl.program_id(1)
-    b = off_bh // H
-    h = (off_bh % H).to(tl.int64)
-    q_start, seqlen_q, k_start, seqlen_k, shift = sequence_bounds(cu_seqlens_q, cu_seqlens_k, b,
-                                                                  CAUSAL)
+    h, q_start, seqlen_q, k_start, seqlen_k, shift = program_sequence(cu_seqlens_q, cu_seqlens_k,
+                                                                      H, CAUSAL)
     kv_h = h // GROUP
     offs_m = start_m + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
