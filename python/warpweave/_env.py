@@ -16,7 +16,7 @@ import os
 # warpweave's variables (suffix after WARPWEAVE_): TRITON_<suffix> is an alias of each.
 NAMES = (
     "INTERPRET", "TARGET", "CACHE_DIR", "CACHE_DISABLE", "TRAP_HANGS", "PTXAS", "LIBCUDA",
-    "INTERP_SEED", "INTERP_SCHEDULES", "PRINT_AUTOTUNING", "BENCH_POINTS",
+    "INTERP_SEED", "INTERP_SCHEDULES", "PRINT_AUTOTUNING", "BENCH_POINTS", "CACHE_AUTOTUNING",
 )
 
 

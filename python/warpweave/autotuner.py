@@ -150,7 +150,7 @@ def _checked_key(key) -> list:
 class Autotuner(KernelInterface):
     def __init__(self, fn, configs, key, prune_configs_by=None, reset_to_zero=None,
                  restore_value=None, pre_hook=None, post_hook=None, warmup=None, rep=None,
-                 use_cuda_graph=False, do_bench=None):
+                 use_cuda_graph=False, do_bench=None, cache_results=False):
         if not configs:
             configs = [Config({})]
         self.fn = fn
@@ -178,6 +178,7 @@ class Autotuner(KernelInterface):
         self.rep = 100 if rep is None else rep
         self.use_cuda_graph = use_cuda_graph
         self.custom_bench = do_bench
+        self.cache_results = bool(cache_results)
         self.cache: dict = {}
         self.configs_timings: dict | None = None
         self.best_config: Config | None = None
@@ -254,6 +255,11 @@ class Autotuner(KernelInterface):
                 configs = sorted(configs, key=lambda c: est[c])[:k]
         return configs
 
+    def _caches(self) -> bool:
+        from . import knobs
+
+        return self.cache_results or bool(knobs.autotuning.cache)
+
     def _named(self, args, kwargs) -> dict:
         named = dict(zip(self.base.arg_names, args))
         named.update(kwargs)
@@ -328,12 +334,18 @@ class Autotuner(KernelInterface):
                 config = configs[0]
             else:
                 start = time.time()
-                self._precompile(args, kwargs, configs)
-                timings = {c: self._bench(args, kwargs, grid, c, named) for c in configs}
+                stored = _TuningRecord(self, key, configs, named) if self._caches() else None
+                timings = stored.load() if stored else None
+                if timings is None:
+                    self._precompile(args, kwargs, configs)
+                    timings = {c: self._bench(args, kwargs, grid, c, named) for c in configs}
+                    self.pre_hook({**named, **min(timings, key=lambda c: timings[c][0])
+                                   .all_kwargs()}, reset_only=True)
+                    if stored:
+                        stored.save(timings)
                 self.bench_time = time.time() - start
                 config = min(timings, key=lambda c: timings[c][0])
                 self.configs_timings = timings
-                self.pre_hook({**named, **config.all_kwargs()}, reset_only=True)
                 if _print_autotuning():
                     for c in sorted(timings, key=lambda c: timings[c][0]):
                         print(f"  config [{c}]: {timings[c][0]:.4f} ms")
@@ -374,16 +386,99 @@ def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_va
              do_bench=None, cache_results=False, include_npot=False):
     """Decorator: tries each Config (constexpr kwargs + launch options) the first time a new
     value of `key` is seen, and launches with the fastest from then on. Triton's keywords are
-    accepted (see the module docstring); `cache_results` and `include_npot` (Triton's disk cache
-    of tuning results and its non-power-of-2 candidates) are accepted and have no effect."""
+    accepted (see the module docstring). `cache_results=True` (or knobs.autotuning.cache,
+    WARPWEAVE_CACHE_AUTOTUNING=1) keeps each key's timings in the disk cache, so that later
+    processes launch the best config without timing them again (Triton's disk cache of tuning
+    results); `include_npot` is accepted and has no effect."""
     _checked_configs(configs or [])
     _checked_key(key)
 
     def decorate(fn):
         return Autotuner(fn, configs, key, prune_configs_by, reset_to_zero, restore_value,
-                         pre_hook, post_hook, warmup, rep, use_cuda_graph, do_bench)
+                         pre_hook, post_hook, warmup, rep, use_cuda_graph, do_bench,
+                         cache_results)
 
     return decorate
+
+
+class _TuningRecord:
+    """One key's timings in the disk cache (WARPWEAVE_CACHE_DIR/autotune): a JSON file named by
+    a hash of the kernel's sources and globals, the key, the candidate configs, the device and
+    the compiler build. It holds each config's index in that list and its timings; a file that
+    does not match (another key, other configs, damaged) is ignored and written again."""
+
+    _FORMAT = 1
+
+    def __init__(self, tuner: "Autotuner", key, configs: list, named: dict):
+        import hashlib
+
+        from . import cache
+        from ._native_loader import native
+
+        self.configs = configs
+        self.key_text = repr(key)
+        d = cache.cache_dir()
+        self.path = None
+        if d is None:
+            return
+        env = tuner.base.environment()
+        nat = native()
+        h = hashlib.sha256()
+        h.update(f"warpweave-autotune-v{self._FORMAT}\0{nat.compiler_version()}"
+                 f"{cache.build_id(nat)}\0{tuner.__name__}\0{self.key_text}\0".encode())
+        for path, text in env.files:
+            h.update(f"file\0{path}\0{len(text)}\0".encode())
+            h.update(text.encode("utf-8", "surrogatepass"))
+        for name in sorted(env.globals):
+            h.update(f"global\0{name}\0{env.globals[name]}\0".encode())
+        for c in configs:
+            h.update(f"config\0{c!r}\0".encode())
+        h.update(f"device\0{_device_text(named)}\0".encode())
+        self.path = os.path.join(d, "autotune", h.hexdigest() + ".json")
+
+    def load(self):
+        import json
+
+        if self.path is None or not os.path.exists(self.path):
+            return None
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                data = json.load(f)
+            if data.get("key") != self.key_text or data.get("configs") != len(self.configs):
+                return None
+            timings = {self.configs[int(i)]: [float(x) for x in t] for i, t in data["timings"]}
+        except (OSError, ValueError, KeyError, TypeError, IndexError):
+            return None
+        return timings if len(timings) == len(self.configs) else None
+
+    def save(self, timings: dict) -> None:
+        import json
+        import tempfile
+
+        if self.path is None:
+            return
+        data = {"key": self.key_text, "configs": len(self.configs),
+                "timings": [[i, list(timings[c])] for i, c in enumerate(self.configs)]}
+        try:
+            os.makedirs(os.path.dirname(self.path), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=os.path.dirname(self.path), suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f)
+            os.replace(tmp, self.path)
+        except OSError:
+            pass  # an unwritable cache only means tuning again next time
+
+
+def _device_text(named: dict) -> str:
+    """The GPU the timings were taken on (name and compute capability), from the first CUDA
+    tensor among the arguments."""
+    for v in named.values():
+        if _is_torch_tensor(v) and getattr(v, "is_cuda", False):
+            import torch
+
+            cc = torch.cuda.get_device_capability(v.device)
+            return f"{torch.cuda.get_device_name(v.device)}:{cc}"
+    return os.environ.get("WARPWEAVE_TARGET", "")
 
 
 class Heuristics(KernelInterface):

@@ -6,6 +6,7 @@ runtime sees them too):
     compilation.always_compile  WARPWEAVE_CACHE_DISABLE (compile instead of reading the disk cache)
     runtime.interpret           WARPWEAVE_INTERPRET
     autotuning.print            WARPWEAVE_PRINT_AUTOTUNING (the autotuner prints its timings)
+    autotuning.cache            WARPWEAVE_CACHE_AUTOTUNING (tuning results kept in the disk cache)
     language.default_fp_fusion  WARPWEAVE_DEFAULT_FP_FUSION (0: launches do not fuse mul + add
                                 into FMAs unless they pass enable_fp_fusion=True)
     runtime.launch_enter_hook,  HookChains called before and after each launch with its
@@ -158,7 +159,8 @@ class _Autotuning(_Namespace):
     print = _EnvKnob("WARPWEAVE_PRINT_AUTOTUNING", bool, False)
     warmup = 25
     rep = 100
-    cache = False
+    # Every autotuner keeps its timings in the disk cache, as autotune(cache_results=True).
+    cache = _EnvKnob("WARPWEAVE_CACHE_AUTOTUNING", bool, False)
 
 
 # Triton's name for the knob groups' base class (`isinstance(knobs.runtime, knobs.base_knobs)`).

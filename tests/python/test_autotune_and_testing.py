@@ -71,3 +71,69 @@ def test_summaries():
     assert testing._summarize(xs, [0.0, 1.0], "mean") == [1.0, 3.0]
     with pytest.raises(ValueError, match="return_mode"):
         testing._summarize(xs, None, "avg")
+
+
+@ww.jit
+def fill_block(out_ptr, n, BLOCK: tl.constexpr):
+    tl.store(out_ptr + tl.arange(0, BLOCK), tl.full([BLOCK], BLOCK, tl.int32))
+
+
+def _timed_tuner(seen, benched, cache_results=True):
+    """An autotuner over BLOCK whose do_bench runs the candidate (in the interpreter) and reports
+    a fixed time per BLOCK: 64 is the fastest."""
+    fake_ms = {32: 3.0, 64: 1.0, 128: 2.0}
+
+    def record(named):
+        seen.append(named["BLOCK"])
+
+    def bench(call, quantiles=None):
+        call()
+        benched.append(seen[-1])
+        t = fake_ms[seen[-1]]
+        return [t, t, t]
+
+    configs = [ww.Config({"BLOCK": b}, pre_hook=record) for b in (32, 64, 128)]
+    return ww.autotune(configs, key=["n"], do_bench=bench, cache_results=cache_results)(fill_block)
+
+
+def test_cache_results_keeps_timings_on_disk(tmp_path, monkeypatch):
+    import numpy as np
+
+    autotuner = importlib.import_module("warpweave.autotuner")
+    monkeypatch.setattr(autotuner, "_runs_in_interpreter", lambda named: False)
+    monkeypatch.setenv("WARPWEAVE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("WARPWEAVE_CACHE_DISABLE", raising=False)
+
+    def launch(tuner, n):
+        out = np.zeros(128, np.int32)
+        tuner[(1,)](out, n)
+        return out
+
+    seen, benched = [], []
+    first = _timed_tuner(seen, benched)
+    out = launch(first, 0)
+    assert sorted(benched) == [32, 64, 128] and first.best_config.kwargs == {"BLOCK": 64}
+    assert (out[:64] == 64).all()  # the launch after tuning ran BLOCK=64
+    files = list((tmp_path / "autotune").glob("*.json"))
+    assert len(files) == 1
+    # A new autotuner (as in another process) over the same kernel and configs: no timing.
+    seen, benched = [], []
+    second = _timed_tuner(seen, benched)
+    launch(second, 0)
+    assert benched == [] and second.best_config.kwargs == {"BLOCK": 64}
+    # A damaged record is timed again and rewritten.
+    files[0].write_text("{not json")
+    seen, benched = [], []
+    third = _timed_tuner(seen, benched)
+    launch(third, 0)
+    assert sorted(benched) == [32, 64, 128]
+    # Without cache_results (and the knob off) nothing is read: every tuner times again.
+    seen, benched = [], []
+    launch(_timed_tuner(seen, benched, cache_results=False), 0)
+    assert sorted(benched) == [32, 64, 128]
+    # knobs.autotuning.cache (WARPWEAVE_CACHE_AUTOTUNING=1) turns it on for every autotuner.
+    monkeypatch.setenv("WARPWEAVE_CACHE_AUTOTUNING", "1")
+    assert ww.knobs.autotuning.cache
+    seen, benched = [], []
+    launch(_timed_tuner(seen, benched, cache_results=False), 0)
+    assert benched == []
