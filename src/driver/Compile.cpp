@@ -54,6 +54,10 @@ CompiledKernel compile(const CompileRequest& req) {
     in.options = req.options;
     std::unique_ptr<ir::Function> fn = specialize::specialize(in);
     if (fn->loc.valid()) kernelLoc = fn->loc;
+    // Loads and stores through descriptors made in the kernel become pointer accesses before
+    // the loop passes, so that the pipeliner stages them as it stages tl.load (the interpreter
+    // runs the tile IR with the descriptors themselves).
+    if (req.stage != Stage::TileIR) transforms::lowerDeviceDescriptors(*fn);
     transforms::runCleanupPipeline(*fn);
     if (transforms::combineDotAdd(*fn)) transforms::runCleanupPipeline(*fn);
     if (transforms::hoistLoopInvariants(*fn)) transforms::runCleanupPipeline(*fn);
@@ -75,7 +79,6 @@ CompiledKernel compile(const CompileRequest& req) {
     out.numCtas = fn->numCtas;
     out.clusterDims = fn->clusterDims;
     if (req.stage != Stage::TileIR) {
-      transforms::lowerDeviceDescriptors(*fn);
       codegen::PtxKernel ptx = codegen::emitPtx(*fn, req.options, &sm);
       out.ptx = std::move(ptx.ptx);
       out.name = ptx.entry;

@@ -60,3 +60,20 @@ def desc_gemm_persistent(a_desc, b_desc, c_desc, M, N, K, BM: tl.constexpr, BN: 
             b = b_desc.load([tn * BN, kk * BK])
             acc = tl.dot(a, b.T, acc)
         c_desc.store([tm * BM, tn * BN], acc.to(tl.float16))
+
+
+@ww.jit
+def device_desc_gemm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                     BK: tl.constexpr, GROUP: tl.constexpr):
+    """desc_gemm with the descriptors made in the kernel (tutorial 09's
+    matmul_kernel_descriptor_persistent form): A [M, K], B^T [N, K], C [M, N], row-major."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    tm, tn = _tile_coords(tl.program_id(0), tl.cdiv(M, BM), tl.cdiv(N, BN), GROUP)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for kk in range(tl.cdiv(K, BK)):
+        a = a_desc.load([tm * BM, kk * BK])
+        b = b_desc.load([tn * BN, kk * BK])
+        acc = tl.dot(a, b.T, acc)
+    c_desc.store([tm * BM, tn * BN], acc.to(tl.float16))
