@@ -274,6 +274,14 @@ const std::vector<KernelCase>& kernelCases() {
        "HEAD_DIM=128,BLOCK_M=64,BLOCK_N=64,CAUSAL=False",
        8,
        {"= dot "}},
+      {"python/warpweave/ops/kernels/attention_varlen.py",
+       "attention_varlen_fwd_kernel",
+       "q_ptr:*fp16:16,k_ptr:*fp16:16,v_ptr:*fp16:16,out_ptr:*fp16:16,lse_ptr:*fp32:16,"
+       "cu_seqlens_q:*i32:16,cu_seqlens_k:*i32:16,sm_scale:fp32,stride_qt:i32,stride_qh:i32,"
+       "stride_kt:i32,stride_kh:i32,stride_vt:i32,stride_vh:i32,stride_ot:i32,stride_oh:i32,"
+       "H:i32,GROUP:i32,total_q:i32,HEAD_DIM=128,BLOCK_M=128,BLOCK_N=64,CAUSAL=True",
+       8,
+       {"= dot ", "= exp2 "}},
       {"python/warpweave/ops/kernels/scaled_mm.py",
        "scaled_mm_kernel",
        "a_ptr:*fp8e4nv:16,b_ptr:*fp8e4nv:16,c_ptr:*bf16:16,scale_a_ptr:*fp32:16,"
