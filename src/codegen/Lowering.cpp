@@ -383,6 +383,8 @@ void FunctionLowering::dispatchOp(const ir::Op& op) {
   case OpCode::Tcgen05Mma:
   case OpCode::Tcgen05Commit:
     return lowerTcgen05(op);
+  case OpCode::TmemCopy:
+    return lowerTmemScaleCopy(op);
   case OpCode::ClcTryCancel:
   case OpCode::ClcQuery:
     return lowerClc(op);

@@ -68,6 +68,12 @@ bool isTmemValue(const ir::Value* v);
 /// `a` x `b` into `d`, with A / B MN-major as given (TlxTmem.cpp).
 uint32_t tcgen05InstrDescriptor(ir::DType a, ir::DType b, ir::DType d, bool aMnMajor, bool bMnMajor,
                                 int64_t M, int64_t N);
+/// The 32-bit instruction descriptor of tcgen05.mma ... .kind::mxf8f6f4.block_scale (e8m0
+/// scales) of A / B in OCP MX formats `aFormat` / `bFormat` ("e4m3", "e5m2"), the scale bytes
+/// `aScaleId` / `bScaleId` of each 32-bit scale column (TlxTcgen05Scaled.cpp).
+uint32_t tcgen05ScaledInstrDescriptor(const std::string& aFormat, const std::string& bFormat,
+                                      bool aMnMajor, bool bMnMajor, int64_t M, int64_t N,
+                                      int aScaleId, int bScaleId);
 
 class FunctionLowering {
 public:
@@ -242,6 +248,17 @@ private:
   void lowerTmemCopy(const ir::Op& op);
   /// tcgen05_mma and tcgen05_commit.
   void lowerTcgen05(const ir::Op& op);
+  /// tlx.tmem_copy of block scales: tcgen05.cp ... 32x128b.warpx4 (TlxTcgen05Scaled.cpp).
+  void lowerTmemScaleCopy(const ir::Op& op);
+  /// The tcgen05.cp instructions that copy the [rows, cols] block scales of the shared-memory
+  /// tile at byte address `smem` (cuBLAS block-scaled layout) to the tensor memory at `tmem`,
+  /// in the issuing thread (TlxTcgen05Scaled.cpp).
+  void copyScalesToTmem(const std::string& smem, const std::string& tmem, int64_t rows,
+                        int64_t cols);
+  /// The TMEM addresses of a block-scaled tcgen05_mma's scales, and the tcgen05.cp of those
+  /// held in shared memory into the op's own columns: emitted by the issuing thread before its
+  /// MMAs (TlxTcgen05Scaled.cpp).
+  std::pair<std::string, std::string> scaleOperands(const ir::Op& op);
   /// One tcgen05.commit of the thread's MMAs to the mbarrier at `bar`, guarded by `guard`; in a
   /// kernel of CTA-pair MMAs, multicast to the barrier in both CTAs of the pair.
   void tcgen05Commit(const std::string& bar, const std::string& guard, const std::string& pairMask);
@@ -351,6 +368,9 @@ private:
   std::string tmemBase_;
   // Whether the kernel's tcgen05 ops are CTA pairs' (two_ctas=True): cta_group::2 throughout.
   bool pairedMma_ = false;
+  // Block-scaled MMAs with scales in shared memory: the first TMEM column of the op's own copy
+  // of its A and B scales (-1 for a scale operand in tensor memory).
+  std::unordered_map<const ir::Op*, std::pair<int64_t, int64_t>> scaleColumns_;
   // Descriptor argument -> swizzle bytes of the shared tiles its TMA copies use.
   std::unordered_map<const ir::Value*, int> descriptorSwizzle_;
 };

@@ -33,14 +33,31 @@ bool isTmemValue(const ir::Value* v) {
 
 namespace {
 
-/// TMEM columns one buffer of type `t` ([M, N] of 32-bit elements) takes.
+/// Whether `t` is a tensor-memory buffer of block scales: uint8 / int8 [rows, cols], rows a
+/// multiple of 128 and cols of 4 (TlxTcgen05Scaled.cpp: their layout).
+bool isTmemScales(const ir::Type& t) {
+  return ir::byteWidth(t.elem) == 1 && t.shape.size() == 2 && t.shape[0] > 0 &&
+         t.shape[0] % 128 == 0 && t.shape[1] > 0 && t.shape[1] % 4 == 0;
+}
+
+/// TMEM columns one buffer of type `t` ([M, N] of 32-bit elements, or block scales) takes.
 int64_t tmemColumns(const ir::Type& t) {
+  if (ir::byteWidth(t.elem) == 1) return isTmemScales(t) ? t.shape[0] * t.shape[1] / 128 : 0;
   return t.shape.size() == 2 ? t.shape[1] * ir::byteWidth(t.elem) / 4 : 0;
 }
 
 /// The user error for a TMEM tile the backend cannot place.
 void requireTmemTile(const ir::Op& at, const ir::Type& t) {
   const int bytes = ir::byteWidth(t.elem);
+  if (bytes == 1) {
+    if (!isTmemScales(t))
+      raiseError(at.loc(), std::string("'") + at.name() + "' of the tensor-memory buffer " +
+                               t.str() +
+                               ": the sm_100a backend places 8-bit tensor-memory buffers as "
+                               "block scales, uint8 [rows, cols] with rows a multiple of 128 "
+                               "and cols of 4");
+    return;
+  }
   if (t.shape.size() != 2 || (t.shape[0] != 128 && t.shape[0] != 64) ||
       (bytes != 4 && bytes != 2) || t.shape[1] < 1 || !std::has_single_bit(uint64_t(t.shape[1])) ||
       t.shape[1] * bytes < 4 * (t.shape[0] == 64 ? 2 : 1))
@@ -91,6 +108,25 @@ void FunctionLowering::planTensorMemory() {
     tmemColumns_ += tmemColumns(t) * t.count;
     if (tmemColumns_ > 512)
       raiseError(op.loc(), "the kernel's tensor-memory buffers need " +
+                               std::to_string(tmemColumns_) +
+                               " columns, more than the 512 of a CTA's tensor memory");
+  });
+  // A block-scaled MMA with scales in shared memory copies them into columns of its own
+  // (tcgen05.cp) before each issue, as Triton does.
+  ir::walk(fn_.body, [&](const ir::Op& op) {
+    if (op.code() != OpCode::Tcgen05Mma || !ir::attr::Tcgen05Mma::hasScales(op)) return;
+    const int64_t cols = op.operand(0)->type().shape[1] / 32;
+    const int64_t bRows = (op.operand(2)->type().shape[1] + 127) / 128 * 128;
+    std::pair<int64_t, int64_t> own{-1, -1};
+    for (unsigned s = 0; s < 2; ++s) {
+      if (isTmemValue(op.operand(3 + s))) continue;
+      (s ? own.second : own.first) = tmemColumns_;
+      tmemColumns_ += (s ? bRows : 128) * cols / 128;
+    }
+    scaleColumns_[&op] = own;
+    if (tmemColumns_ > 512)
+      raiseError(op.loc(), "the kernel's tensor-memory buffers and the columns its block-scaled "
+                           "MMAs copy their shared-memory scales into need " +
                                std::to_string(tmemColumns_) +
                                " columns, more than the 512 of a CTA's tensor memory");
   });
@@ -172,6 +208,9 @@ void FunctionLowering::lowerTmemBuffer(const ir::Op& op) {
     if (offsets.size() != 2 || offsets[0] != 0 || sizes[0] != src.shape[0])
       raiseError(op.loc(), "tlx.local_slice of the tensor-memory buffer " + src.str() +
                                " must keep every row (lane) and slice columns only");
+    if (ir::byteWidth(src.elem) == 1)
+      raiseError(op.loc(), "tlx.local_slice of the tensor-memory block scales " + src.str() +
+                               " is not supported by the sm_100a backend yet");
     requireTmemTile(op, op.result()->type());
     int64_t col = offsets[1] * ir::byteWidth(src.elem) / 4;
     std::string base = regsOf(op.operand(0)).at(0);
@@ -196,6 +235,11 @@ void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
   const bool load = op.code() == OpCode::LocalLoad;
   const ir::Type& bt = op.operand(0)->type();
   requireTmemTile(op, bt);
+  if (ir::byteWidth(bt.elem) == 1)
+    raiseError(op.loc(), std::string("'") + op.name() + "' of the tensor-memory block scales " +
+                             bt.str() +
+                             " (tcgen05.ld / st in the scales' layout) is not supported by the "
+                             "sm_100a backend yet; fill them with tlx.tmem_copy");
   if (warps() % 4 != 0 || taskFirstWarp_ % 4 != 0)
     raiseError(op.loc(), std::string("'") + op.name() +
                              "' of tensor memory runs on whole warp groups: each warp of a group "
@@ -418,6 +462,15 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
   }
   auto [kind, fmt] = mmaKind(at.elem, bt.elem);
   (void)fmt;
+  // tlx.async_dot_scaled: e8m0 scales of 32 elements (TlxTcgen05Scaled.cpp).
+  const bool scaled = ir::attr::Tcgen05Mma::hasScales(op);
+  if (scaled) {
+    if (pair || at.shape[0] != 128 || aTmem || kind != "f8f6f4")
+      raiseError(op.loc(), "tlx.async_dot_scaled of " + at.str() + " and " + bt.str() +
+                               ": the sm_100a backend issues the block-scaled MMA with M = 128, "
+                               "A and B in shared memory, e4m3 / e5m2 operands, one CTA");
+    kind = "mxf8f6f4.block_scale.scale_vec::1X";
+  }
   if (kind.empty())
     raiseError(op.loc(), "tlx.async_dot of " + at.str() + " and " + bt.str() +
                              " into tensor memory is not supported; tcgen05.mma takes fp16 or "
@@ -495,10 +548,11 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
   std::string bDesc = wgmmaDescriptor(b_, bBase, bFixed);
   const uint32_t idesc =
       tcgen05InstrDescriptor(at.elem, bt.elem, ct.elem, !aK, !bK, pair ? 2 * M : M, N);
-  std::string idescReg = b_.materialize(immInt(int64_t(idesc)), RegClass::B32);
+  std::string idescReg =
+      scaled ? std::string() : b_.materialize(immInt(int64_t(idesc)), RegClass::B32);
   std::string dAddr = b_.materialize(regsOf(op.operand(2)).at(0), RegClass::B32);
 
-  unsigned next = 3;
+  unsigned next = scaled ? 5 : 3;
   std::string firstAccumulate = b_.pure("setp.ne.u32", RegClass::Pred, {"1", "0"});
   if (ir::attr::Tcgen05Mma::hasUseAcc(op))
     firstAccumulate = b_.materialize(operand(op, next++).at(0), RegClass::Pred);
@@ -528,11 +582,35 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
   for (int64_t k0 = 0; aTmem && k0 < K; k0 += instrK)
     aSteps.push_back(bracketed(
         k0 ? b_.pure("add.u32", RegClass::B32, {aTmemAddr, immInt(k0 * bytes / 4)}) : aTmemAddr));
+  // Block scales: K step s (32 elements) reads scale byte s % 4 of scale word s / 4, whose
+  // columns lie one 128-row block after another (TlxTcgen05Scaled.cpp).
+  std::pair<std::string, std::string> scaleAddr;
+  std::vector<std::string> scaledIdesc;
+  if (scaled) {
+    scaleAddr = scaleOperands(op);
+    for (int id = 0; id < 4; ++id)
+      scaledIdesc.push_back(b_.materialize(
+          immInt(int64_t(tcgen05ScaledInstrDescriptor(ir::attr::Tcgen05Mma::aFormat(op),
+                                                      ir::attr::Tcgen05Mma::bFormat(op), !aK, !bK,
+                                                      M, N, id, id))),
+          RegClass::B32));
+  }
+  const int64_t bScaleBlocks = (N + 127) / 128;
   for (int64_t k0 = 0; k0 < K; k0 += instrK) {
     std::string da = aTmem ? aSteps[size_t(k0 / instrK)]
                            : wgmmaDescriptorStep(b_, aDesc, tileByte(aK, sa, M, 0, k0));
     std::string db = wgmmaDescriptorStep(b_, bDesc, tileByte(bK, sb, bN, 0, k0));
-    b_.inst(opcode, {bracketed(dAddr), da, db, idescReg, accumulate});
+    if (scaled) {
+      const int64_t step = k0 / instrK, word = step / 4;
+      auto column = [&](const std::string& base, int64_t c) {
+        return bracketed(c ? b_.pure("add.u32", RegClass::B32, {base, immInt(c)}) : base);
+      };
+      b_.inst(opcode, {bracketed(dAddr), da, db, scaledIdesc[size_t(step % 4)],
+                       column(scaleAddr.first, 4 * word),
+                       column(scaleAddr.second, 4 * word * bScaleBlocks), accumulate});
+    } else {
+      b_.inst(opcode, {bracketed(dAddr), da, db, idescReg, accumulate});
+    }
     accumulate = b_.pure("setp.ne.u32", RegClass::Pred, {"1", "0"});
   }
   for (unsigned i = next; i < op.numOperands(); ++i)

@@ -55,6 +55,12 @@ struct PendingMma {
   /// otherwise.
   CtaState* peer = nullptr;
   BufferView peerA, peerB, peerAcc;
+  /// A block-scaled MMA (tlx.async_dot_scaled): its A and B scales (tensor memory, or shared
+  /// memory in the cuBLAS layout), read with its operands (TlxScaled.cpp). Null alloc otherwise.
+  BufferView aScale, bScale;
+  /// A tlx.tmem_copy (tcgen05.cp) of block scales rather than an MMA: `a` its shared-memory
+  /// source, `acc` its tensor-memory destination, written when it completes.
+  bool copy = false;
 };
 
 /// A tcgen05.commit: the MMAs its thread issued since its previous commit, and the barrier that
@@ -294,6 +300,11 @@ private:
   /// tcgen05_mma / tcgen05_commit (Blackwell; Tlx.cpp).
   void execTcgen05Mma(const ir::Op& op);
   void execTcgen05Commit(const ir::Op& op);
+  /// tmem_copy (TlxScaled.cpp).
+  void execTmemCopy(const ir::Op& op);
+  /// What a completed tcgen05 copy or block-scaled MMA does to memory (TlxScaled.cpp).
+  static void runScaledMma(const PendingMma& m);
+  static void runTmemCopy(const PendingMma& m);
   /// clc_try_cancel / clc_query (cluster launch control, Blackwell; TlxClc.cpp).
   void execClcTryCancel(const ir::Op& op);
   void execClcQuery(const ir::Op& op);

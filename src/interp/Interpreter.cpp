@@ -191,6 +191,7 @@ Executor::OpHandler Executor::handlerFor(OpCode code) {
     on({OpCode::AsyncDotWait}, &Executor::execAsyncDotWait);
     on({OpCode::Tcgen05Mma}, &Executor::execTcgen05Mma);
     on({OpCode::Tcgen05Commit}, &Executor::execTcgen05Commit);
+    on({OpCode::TmemCopy}, &Executor::execTmemCopy);
     on({OpCode::ClcTryCancel}, &Executor::execClcTryCancel);
     on({OpCode::ClcQuery}, &Executor::execClcQuery);
     on({OpCode::AsyncTasks}, &Executor::execAsyncTasks);

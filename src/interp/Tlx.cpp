@@ -718,7 +718,7 @@ bool Executor::completeMmaCommits(KernelState& k, CtaState& cta) {
       writeBuffer(accv, *computeDot(*whole(av), b, acc.get(), m.precision,
                                     ir::Type::tensor(accv.elem, accv.shape)));
     };
-    // The tensor core runs the MMAs in issue order, reading the operands now.
+    // The tensor core runs the MMAs (and scale copies) in issue order, reading the operands now.
     for (PendingMma& m : c.mmas) {
       if (m.peer && m.peer->exited)
         raiseInterpError(k.sources, m.op->loc(),
@@ -727,15 +727,22 @@ bool Executor::completeMmaCommits(KernelState& k, CtaState& cta) {
                              "CTAs must wait for the MMA's commit before they leave; it was "
                              "issued in " +
                              c.where);
-      TensorPtr b = whole(m.b);
-      // A CTA pair's MMA: B's columns are the leader's half then the peer's; each CTA's rows of
-      // A give its rows of the accumulator.
-      if (m.peer) b = sideBySide(*b, *whole(m.peerB));
-      runMma(m, m.a, *b, m.acc);
-      if (m.peer) runMma(m, m.peerA, *b, m.peerAcc);
+      if (m.copy) {
+        runTmemCopy(m);
+      } else if (m.aScale.alloc) {
+        runScaledMma(m);
+      } else {
+        TensorPtr b = whole(m.b);
+        // A CTA pair's MMA: B's columns are the leader's half then the peer's; each CTA's rows
+        // of A give its rows of the accumulator.
+        if (m.peer) b = sideBySide(*b, *whole(m.peerB));
+        runMma(m, m.a, *b, m.acc);
+        if (m.peer) runMma(m, m.peerA, *b, m.peerAcc);
+      }
       // Its accesses become ordinary ones on the barrier's completion clock: a wait that sees
       // this commit's phase is ordered after them.
-      for (const BufferView* v : {&m.a, &m.b, &m.acc, &m.peerA, &m.peerB, &m.peerAcc}) {
+      for (const BufferView* v :
+           {&m.a, &m.b, &m.acc, &m.peerA, &m.peerB, &m.peerAcc, &m.aScale, &m.bScale}) {
         if (!v->alloc) continue;
         for (SharedAccess& acc2 : v->alloc->log.accesses)
           if (acc2.inFlight && acc2.token == m.token) {
@@ -1491,7 +1498,8 @@ void Executor::execTcgen05Mma(const ir::Op& op) {
                    "cta_group; pass two_ctas=True here too (" +
                        where() + ")");
   CtaState* pairCta = paired ? &pairPeer(op, "tlx.async_dot(two_ctas=True)") : nullptr;
-  unsigned next = 3;
+  const bool scaled = attr::Tcgen05Mma::hasScales(op);
+  unsigned next = scaled ? 5 : 3;
   bool useAcc = true;
   if (hasUseAcc) useAcc = readScalar(*tensor(op, next++), 0).i != 0;
   if (hasPred && readScalar(*tensor(op, next++), 0).i == 0) return;
@@ -1506,6 +1514,10 @@ void Executor::execTcgen05Mma(const ir::Op& op) {
   m.useAcc = useAcc;
   m.precision = attr::Tcgen05Mma::inputPrecision(op);
   m.token = cta_.newToken();
+  if (scaled) {
+    m.aScale = buffer(op, 3);
+    m.bScale = buffer(op, 4);
+  }
   if (pairCta) {
     m.peer = pairCta;
     m.peerA = peerBuffer(m.a, *pairCta);
@@ -1532,6 +1544,10 @@ void Executor::execTcgen05Mma(const ir::Op& op) {
   mmaOrdered_ = true;
   checkedRead(op, m.a, 1, m.token);
   checkedRead(op, m.b, 1, m.token);
+  if (scaled) {
+    checkedRead(op, m.aScale, 1, m.token);
+    checkedRead(op, m.bScale, 1, m.token);
+  }
   if (useAcc && !chained) checkedRead(op, m.acc, 1);
   checkedWrite(op, m.acc, 1, m.token);
   if (pairCta) {

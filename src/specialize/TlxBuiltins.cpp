@@ -9,6 +9,7 @@
 #include "ir/Limits.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace ww::specialize {
 
@@ -763,8 +764,15 @@ Val tlxAsyncLoadCommitGroup(Specializer& sp, const std::string& /*name*/, CallSi
 /// tlx.async_dot into a tensor-memory accumulator (Blackwell tcgen05.mma): A from shared or
 /// tensor memory, B from shared memory, acc a TMEM buffer updated in place; `mBarriers` each get
 /// one arrival when the MMA (and every earlier one of the issuing thread) completes.
+/// What tlx.async_dot_scaled adds to the MMA: the scale buffers and the operands' OCP MX formats.
+struct MmaScales {
+  ir::Value* a = nullptr;
+  ir::Value* b = nullptr;
+  std::string aFormat, bFormat;
+};
+
 Val tcgen05Mma(Specializer& sp, const std::string& fn, const BoundArgs& a, ir::Value* A,
-               ir::Value* B, bool twoCtas) {
+               ir::Value* B, bool twoCtas, const MmaScales* scales = nullptr) {
   ir::Value* acc = oneBuffer(sp, fn, a, "acc");
   if (acc->type().space != ir::MemorySpace::Tmem)
     raiseError(a.loc("acc"), fn + "'s acc is a shared-memory buffer; a Blackwell MMA "
@@ -791,6 +799,11 @@ Val tcgen05Mma(Specializer& sp, const std::string& fn, const BoundArgs& a, ir::V
                                          std::string(ir::tlName(acc->type().elem)));
   }
   std::vector<ir::Value*> ops{A, B, acc};
+  if (scales) {
+    ops.push_back(scales->a);
+    ops.push_back(scales->b);
+  }
+  const size_t fixedOps = ops.size();
   int64_t hasUseAcc = useAccumulator(sp, a, ops);
   int64_t hasPred = predicate(sp, fn, a, ops);
   if (a.has("mBarriers")) {
@@ -808,7 +821,7 @@ Val tcgen05Mma(Specializer& sp, const std::string& fn, const BoundArgs& a, ir::V
   }
   // Without mBarriers (and force_async), the MMA is synchronous, as in TLX: it has completed
   // when the call returns.
-  const bool sync = ops.size() == 3 + size_t(hasUseAcc + hasPred) &&
+  const bool sync = ops.size() == fixedOps + size_t(hasUseAcc + hasPred) &&
                     !(a.has("force_async") && truthy(a.get("force_async")));
   std::vector<ir::NamedAttr> attrs = {ir::attr::Tcgen05Mma::make::hasUseAcc(hasUseAcc),
                                       ir::attr::Tcgen05Mma::make::hasPred(hasPred)};
@@ -817,8 +830,13 @@ Val tcgen05Mma(Specializer& sp, const std::string& fn, const BoundArgs& a, ir::V
                                   "the MMA, and both CTAs wait for its commit on their barrier");
   if (twoCtas) attrs.push_back(ir::attr::Tcgen05Mma::make::twoCtas(true));
   if (sync) attrs.push_back(ir::attr::Tcgen05Mma::make::sync(true));
-  if (a.has("input_precision") && a.get("input_precision").kind == Val::Kind::String)
+  if (!scales && a.has("input_precision") && a.get("input_precision").kind == Val::Kind::String)
     attrs.push_back(ir::attr::Tcgen05Mma::make::inputPrecision(a.get("input_precision").s));
+  if (scales) {
+    attrs.push_back(ir::attr::Tcgen05Mma::make::hasScales(true));
+    attrs.push_back(ir::attr::Tcgen05Mma::make::aFormat(scales->aFormat));
+    attrs.push_back(ir::attr::Tcgen05Mma::make::bFormat(scales->bFormat));
+  }
   sp.b.create(OpCode::Tcgen05Mma, ops, {}, attrs);
   return Val::none();
 }
@@ -910,16 +928,142 @@ Val tlxAsyncDotWait(Specializer& sp, const std::string& /*name*/, CallSite& call
   return isTuple ? Val::tuple(std::move(outs)) : outs[0];
 }
 
-/// Blackwell names of TLX that LANGUAGE.md lists but warpweave does not implement: a clear
-/// error rather than "unknown name".
-Val tlxBlackwellOnly(Specializer& /*sp*/, const std::string& name, CallSite& call) {
-  SourceLoc loc = call.loc;
+/// Whether `shape` is one of the shared-memory forms of a [rows, cols] block-scale tile in the
+/// cuBLAS block-scaled layout (512-byte chunks of 128 rows x 4 scales, rows / 128 then cols / 4
+/// of them), the forms TLX's tmem_copy accepts: [rows / 128, cols / 4, 32, 16],
+/// [rows / 128, cols / 4, 32, 4, 4], [1, rows / 128, cols / 4, 2, 256], [rows / 128,
+/// cols / 4 * 512]. All of them hold the chunks in one order, so only the shape differs.
+bool isPackedScaleShape(const std::vector<int64_t>& shape, int64_t rows, int64_t cols) {
+  const int64_t r = rows / 128, c = cols / 4;
+  const std::vector<std::vector<int64_t>> forms = {
+      {r, c, 32, 16}, {r, c, 32, 4, 4}, {1, r, c, 2, 256}, {r, c * 512}};
+  return std::find(forms.begin(), forms.end(), shape) != forms.end();
+}
+
+std::string packedScaleForms(int64_t rows, int64_t cols) {
+  const std::string r = std::to_string(rows / 128), c = std::to_string(cols / 4);
+  return "[1, " + r + ", " + c + ", 2, 256], [" + r + ", " + c + ", 32, 16], [" + r + ", " + c +
+         ", 32, 4, 4] or [" + r + ", " + std::to_string(cols / 4 * 512) + "]";
+}
+
+bool isScaleDType(DType t) {
+  return t == DType::U8 || t == DType::I8;
+}
+
+/// One scale operand of tlx.async_dot_scaled: `rows` x `cols` e8m0 bytes, a uint8 tensor-memory
+/// buffer of exactly that shape or a shared-memory tile in the cuBLAS block-scaled layout.
+ir::Value* scaleOperand(Specializer& sp, const std::string& fn, const BoundArgs& a, const char* arg,
+                        int64_t rows, int64_t cols) {
+  ir::Value* s = oneBuffer(sp, fn, a, arg);
+  const ir::Type& t = s->type();
+  const std::string want = "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
+  if (!isScaleDType(t.elem))
+    raiseError(a.loc(arg), fn + "'s " + arg + " is " + t.str() +
+                               "; block scales are uint8 e8m0 exponents (one per 32 elements of "
+                               "K), tlx.local_alloc(..., tl.uint8, ...)");
+  if (t.space == ir::MemorySpace::Tmem) {
+    if (t.shape != std::vector<int64_t>{rows, cols})
+      raiseError(a.loc(arg), fn + "'s " + arg + " in tensor memory is " + t.str() + "; the MMA " +
+                                 "reads " + want + " scales (rows: M or N rounded up to 128, " +
+                                 "one column per 32 elements of K)");
+    return s;
+  }
+  if (!isPackedScaleShape(t.shape, rows, cols))
+    raiseError(a.loc(arg), fn + "'s " + arg + " in shared memory is " + t.str() +
+                               "; the MMA reads " + want +
+                               " scales, a shared-memory tile in the cuBLAS block-scaled layout "
+                               "of shape " +
+                               packedScaleForms(rows, cols));
+  return s;
+}
+
+/// tlx.async_dot_scaled: tcgen05.mma with block scales (OCP MX: e4m3 / e5m2 with e8m0 scales of
+/// 32 elements), otherwise as async_dot into tensor memory.
+Val tlxAsyncDotScaled(Specializer& sp, const std::string& name, CallSite& call) {
   const std::string fn = "tlx." + name;
-  std::string what = name == "tmem_copy" ? "shared-to-tensor-memory copies (tcgen05.cp)"
-                                         : "block-scaled MMA (tcgen05.mma with scales)";
-  raiseError(loc, fn + " (Blackwell " + what +
-                      ") is not supported by warpweave yet, on any target; on Hopper use "
-                      "tlx.async_dot with shared-memory operands");
+  BoundArgs a(call, {"A", "B", "acc", "A_scale", "A_format", "B_scale", "B_format",
+                     "use_acc=", "pred=", "mBarriers=", "two_ctas=", "force_async=", "out_dtype="});
+  ir::Value* A = oneBuffer(sp, fn, a, "A");
+  ir::Value* B = oneBuffer(sp, fn, a, "B");
+  const auto &sa = A->type().shape, &sb = B->type().shape;
+  if (sa.size() != 2 || sb.size() != 2)
+    raiseError(call.loc,
+               fn + " needs 2-D operands, got " + A->type().str() + " and " + B->type().str());
+  if (sa[1] != sb[0])
+    raiseError(call.loc, fn + " shape mismatch: A is " + dims(sa) + " and B is " + dims(sb) +
+                             " (A's K = " + std::to_string(sa[1]) +
+                             " must equal B's K = " + std::to_string(sb[0]) + ")");
+  MmaScales scales;
+  for (const char* arg : {"A_format", "B_format"}) {
+    const Val& f = a.get(arg);
+    const std::string s = f.kind == Val::Kind::String ? f.s : std::string();
+    if (s != "e2m1" && s != "e4m3" && s != "e5m2")
+      raiseError(a.loc(arg), fn + "'s " + arg + " must be 'e2m1', 'e4m3' or 'e5m2', got " +
+                                 (f.kind == Val::Kind::String ? "'" + f.s + "'" : kindName(f)));
+    if (s == "e2m1")
+      raiseError(a.loc(arg), fn + " of e2m1 (mxfp4 / nvfp4, tcgen05.mma kind::mxf4 / mxf4nvf4) "
+                                  "is not supported by warpweave yet; mxfp8 (e4m3 / e5m2 with "
+                                  "e8m0 scales) is");
+    (arg[0] == 'A' ? scales.aFormat : scales.bFormat) = s;
+  }
+  for (auto [v, f, arg] : {std::tuple{A, scales.aFormat, "A"}, std::tuple{B, scales.bFormat, "B"}})
+    if (v->type().elem != (f == "e4m3" ? DType::F8E4M3 : DType::F8E5M2))
+      raiseError(a.loc(arg), fn + "'s " + arg + " is " + v->type().str() + " but its format is '" +
+                                 f + "': pass a buffer of " +
+                                 (f == "e4m3" ? "tl.float8e4nv" : "tl.float8e5") + " elements");
+  const int64_t M = sa[0], K = sa[1], N = sb[1];
+  if (M != 128)
+    raiseError(a.loc("A"), fn +
+                               " issues tcgen05.mma ... block_scale with M = 128 rows per CTA; "
+                               "A is " +
+                               A->type().str());
+  if (K % 128 != 0)
+    raiseError(a.loc("A"), fn + ": K = " + std::to_string(K) +
+                               " must be a multiple of 128 (four e8m0 scales of 32 elements, "
+                               "one 32-bit tensor-memory column of scales per row)");
+  if (N < 8 || N > 256 || N % 8 != 0)
+    raiseError(a.loc("B"), fn + ": N = " + std::to_string(N) +
+                               " must be a multiple of 8 from 8 to 256 (B is " + B->type().str() +
+                               ")");
+  const bool twoCtas =
+      a.has("two_ctas") && sp.constBool(a.get("two_ctas"), a.loc("two_ctas"), "two_ctas");
+  if (twoCtas)
+    raiseError(a.loc("two_ctas"), fn + " with two_ctas=True (a CTA pair's block-scaled MMA) is "
+                                       "not supported by warpweave yet");
+  scales.a = scaleOperand(sp, fn, a, "A_scale", 128, K / 32);
+  scales.b = scaleOperand(sp, fn, a, "B_scale", (N + 127) / 128 * 128, K / 32);
+  return tcgen05Mma(sp, fn, a, A, B, twoCtas, &scales);
+}
+
+/// tlx.tmem_copy: tcgen05.cp of block scales from shared memory into tensor memory.
+Val tlxTmemCopy(Specializer& sp, const std::string& name, CallSite& call) {
+  const std::string fn = "tlx." + name;
+  BoundArgs a(call, {"src", "dst"});
+  ir::Value* src = oneBuffer(sp, fn, a, "src");
+  ir::Value* dst = oneBuffer(sp, fn, a, "dst");
+  const ir::Type &st = src->type(), &dt = dst->type();
+  if (st.space != ir::MemorySpace::Shared)
+    raiseError(a.loc("src"), fn + "'s src must be a shared-memory buffer, got " + st.str());
+  if (dt.space != ir::MemorySpace::Tmem)
+    raiseError(a.loc("dst"), fn +
+                                 "'s dst must be a tensor-memory buffer "
+                                 "(tlx.storage_kind.tmem), got " +
+                                 dt.str());
+  if (!isScaleDType(dt.elem) || !isScaleDType(st.elem))
+    raiseError(call.loc, fn + " of " + st.str() + " into " + dt.str() +
+                             ": warpweave copies block scales only (uint8 e8m0 exponents into a "
+                             "uint8 [rows, cols] tensor-memory buffer)");
+  if (dt.shape.size() != 2 || dt.shape[0] % 128 != 0 || dt.shape[1] % 4 != 0 || dt.shape[0] == 0 ||
+      dt.shape[1] == 0)
+    raiseError(a.loc("dst"), fn + "'s dst is " + dt.str() +
+                                 "; tensor-memory scales are [rows, cols] with rows a multiple "
+                                 "of 128 and cols of 4");
+  if (!isPackedScaleShape(st.shape, dt.shape[0], dt.shape[1]))
+    raiseError(a.loc("src"), fn + " into " + dt.str() + " needs the scales in the cuBLAS " +
+                                 "block-scaled layout, a shared-memory tile of shape " +
+                                 packedScaleForms(dt.shape[0], dt.shape[1]) + "; got " + st.str());
+  sp.b.create(OpCode::TmemCopy, {src, dst}, {}, {});
+  return Val::none();
 }
 
 Val tlxAsyncTaskReplicaId(Specializer& sp, const std::string& /*name*/, CallSite& call) {
@@ -1055,8 +1199,8 @@ const BuiltinTable& tlxBuiltins() {
       {"dtype_of", &tlxDtypeOf},
       {"size_of", &tlxSizeOf},
       {"vote_ballot_sync", &tlxVoteBallotSync},
-      {"tmem_copy", &tlxBlackwellOnly},
-      {"async_dot_scaled", &tlxBlackwellOnly},
+      {"tmem_copy", &tlxTmemCopy},
+      {"async_dot_scaled", &tlxAsyncDotScaled},
       {"clc_create_context", &tlxClusterLaunchControl},
       {"clc_producer", &tlxClusterLaunchControl},
       {"clc_consumer", &tlxClusterLaunchControl},

@@ -488,12 +488,3 @@ def test_every_exported_function_is_known_to_the_compiler(tmp_path):
     assert "subslice" in funcs and "make_tensor_descriptor" not in funcs
 
 
-def test_blackwell_names_say_they_are_not_supported(tmp_path):
-    src = tmp_path / "k.py"
-    src.write_text("import warpweave as ww\nfrom warpweave import tlx\n\n\n@ww.jit\n"
-                   "def k(x_ptr):\n    tlx.tmem_copy(x_ptr, x_ptr)\n")
-    with pytest.raises(Exception) as info:
-        native_loader.native().compile([(str(src), src.read_text())], "k", "x_ptr:*fp32:16", {},
-                                       target="sm_100a", stage="ptx")
-    assert "tlx.tmem_copy (Blackwell" in str(info.value)
-    assert "not supported by warpweave yet" in str(info.value)

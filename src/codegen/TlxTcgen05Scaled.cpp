@@ -1,0 +1,137 @@
+// Blackwell (sm_100a) block-scaled MMA: the scale factors of tlx.async_dot_scaled in tensor memory,
+// tlx.tmem_copy (tcgen05.cp of block scales from shared memory) and the instruction descriptor of
+// tcgen05.mma ... .kind::mxf8f6f4.block_scale. The MMA itself is issued by lowerTcgen05
+// (TlxTmem.cpp), which asks here for its scale operands.
+//
+// Scales in tensor memory (PTX ISA, tcgen05 "Block Scaling"): one e8m0 byte per row (A) or
+// column (B) and 32 elements of K; four of them (K steps of 32) share a 32-bit column, the
+// instruction descriptor's scale-factor IDs picking the byte; the scales of 128 rows take four
+// columns, rows 32 c + l in lane l of column c, duplicated into all four 32-lane quarters. A
+// [rows, cols] uint8 scale buffer therefore takes rows * cols / 128 columns: blocks of 128 rows x
+// 4 scales, the block of row block i and scale word w at column 4 (w * rows / 128 + i).
+//
+// That is what one tcgen05.cp.32x128b.warpx4 makes of a 512-byte chunk of the cuBLAS
+// block-scaled layout in shared memory (rows 32 c + l, scales 4 j..4 j + 3 at byte 16 l + 4 c +
+// j): its 32 rows of 16 bytes go to lanes 0-31 of four columns and, .warpx4, to the other three
+// lane quarters too. The chunks lie in shared memory row block by row block, word by word
+// (TMA of a [1, rows / 128, cols / 4, 2, 256] box).
+#include "codegen/Lowering.h"
+#include "codegen/Wgmma.h"
+#include "ir/OpAttrs.h"
+
+#include <stdexcept>
+
+namespace ww::codegen {
+
+using ir::DType;
+
+namespace {
+
+/// The shared-memory descriptor of one 512-byte chunk of scales (PTX ISA, tcgen05 shared-memory
+/// descriptor): no swizzle, 8-row core matrices of 16-byte rows, 128 bytes apart (stride byte
+/// offset), leading byte offset 16 (one core matrix wide, so unused), version bits 46-48 = 1.
+constexpr uint64_t kScaleChunkDescriptorBits =
+    (uint64_t(1) << 46) | (uint64_t(128 >> 4) << 32) | (uint64_t(16 >> 4) << 16);
+
+/// The instruction descriptor's A / B type code of an OCP MX format (.kind::mxf8f6f4).
+uint32_t mxFormatCode(const std::string& format) {
+  if (format == "e4m3") return 0;
+  if (format == "e5m2") return 1;
+  throw std::logic_error("codegen: block-scaled MMA of format '" + format + "'");
+}
+
+} // namespace
+
+uint32_t tcgen05ScaledInstrDescriptor(const std::string& aFormat, const std::string& bFormat,
+                                      bool aMnMajor, bool bMnMajor, int64_t M, int64_t N,
+                                      int aScaleId, int bScaleId) {
+  // PTX ISA, instruction descriptor for .kind::mxf8f6f4: bits 0-1 reserved, 2 sparsity, 3
+  // reserved, 4-5 B scale factor ID, 6 reserved, 7-9 atype, 10-12 btype (E4M3 = 0, E5M2 = 1),
+  // 13 / 14 negate A / B, 15 / 16 transpose A / B, 17-22 N >> 3, 23 scale type (UE8M0 = 1),
+  // 24-26 reserved, 27-28 M >> 7, 29-30 A scale factor ID, 31 reserved. D is always f32.
+  uint32_t desc = 0;
+  desc |= uint32_t(bScaleId & 3) << 4;
+  desc |= mxFormatCode(aFormat) << 7;
+  desc |= mxFormatCode(bFormat) << 10;
+  desc |= uint32_t(aMnMajor) << 15;
+  desc |= uint32_t(bMnMajor) << 16;
+  desc |= uint32_t(N >> 3) << 17;
+  desc |= uint32_t(1) << 23;
+  desc |= uint32_t(M >> 7) << 27;
+  desc |= uint32_t(aScaleId & 3) << 29;
+  return desc;
+}
+
+void FunctionLowering::copyScalesToTmem(const std::string& smem, const std::string& tmem,
+                                        int64_t rows, int64_t cols) {
+  const int64_t rowBlocks = rows / 128, words = cols / 4;
+  std::string base = wgmmaDescriptor(b_, smem, kScaleChunkDescriptorBits);
+  for (int64_t i = 0; i < rowBlocks; ++i)
+    for (int64_t w = 0; w < words; ++w) {
+      const int64_t column = 4 * (w * rowBlocks + i);
+      std::string at = column ? b_.pure("add.u32", RegClass::B32, {tmem, immInt(column)}) : tmem;
+      b_.inst("tcgen05.cp.cta_group::1.32x128b.warpx4",
+              {bracketed(at), wgmmaDescriptorStep(b_, base, (i * words + w) * 512)});
+    }
+}
+
+/// The user error for a shared-memory scale tile the tensor core cannot read as laid out.
+static void requirePlainScaleTile(const ir::Op& op, const layout::SharedAllocation& alloc,
+                                  const ir::Type& t) {
+  if (alloc.swizzleBytes)
+    raiseError(op.loc(),
+               std::string("tlx.") +
+                   (op.code() == ir::OpCode::TmemCopy ? "tmem_copy" : "async_dot_scaled") +
+                   " reads the block scales " + t.str() +
+                   " in the cuBLAS layout, unswizzled, but this buffer is "
+                   "allocated with a " +
+                   std::to_string(alloc.swizzleBytes) +
+                   "-byte swizzle (2-D tiles with rows of 32 bytes or more are); use "
+                   "the 5-D [1, rows / 128, cols / 4, 2, 256] form");
+}
+
+std::pair<std::string, std::string> FunctionLowering::scaleOperands(const ir::Op& op) {
+  const int64_t K = op.operand(0)->type().shape[1], N = op.operand(2)->type().shape[1];
+  const int64_t cols = K / 32;
+  auto own = scaleColumns_.find(&op);
+  std::string out[2];
+  for (unsigned s = 0; s < 2; ++s) {
+    const ir::Value* v = op.operand(3 + s);
+    std::string addr = b_.materialize(regsOf(v).at(0), RegClass::B32);
+    if (isTmemValue(v)) {
+      out[s] = addr;
+      continue;
+    }
+    requirePlainScaleTile(op, allocationOf(op, 3 + s), v->type());
+    // Scales in shared memory: copied into this MMA's own columns by the issuing thread first;
+    // the tensor core runs the copy and then the MMA in issue order (tcgen05.cp -> tcgen05.mma).
+    const int64_t column = s ? own->second.second : own->second.first;
+    out[s] = b_.pure("add.u32", RegClass::B32, {tmemBase_, immInt(column)});
+    copyScalesToTmem(sharedAddress(addr), out[s], s ? (N + 127) / 128 * 128 : 128, cols);
+  }
+  return {out[0], out[1]};
+}
+
+void FunctionLowering::lowerTmemScaleCopy(const ir::Op& op) {
+  if (options_.target != Target::SM100a)
+    raiseError(op.loc(), "tlx.tmem_copy lowers to tcgen05.cp, which only sm_100a (Blackwell) "
+                         "has; compile for sm_100a");
+  if (pairedMma_)
+    raiseError(op.loc(), "tlx.tmem_copy in a kernel of CTA-pair MMAs (two_ctas=True, "
+                         "tcgen05.cp.cta_group::2) is not supported by the sm_100a backend yet");
+  const ir::Type& src = op.operand(0)->type();
+  const ir::Type& dst = op.operand(1)->type();
+  requirePlainScaleTile(op, allocationOf(op, 0), src);
+  std::string elected = electedThread();
+  std::string skip = b_.newLabel("tmem_copy_skip");
+  b_.inst("bra", {skip}, elected, true);
+  b_.pushScope();
+  b_.inst("tcgen05.fence::after_thread_sync", {});
+  copyScalesToTmem(sharedAddress(b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32)),
+                   b_.materialize(regsOf(op.operand(1)).at(0), RegClass::B32), dst.shape[0],
+                   dst.shape[1]);
+  b_.popScope();
+  b_.label(skip);
+}
+
+} // namespace ww::codegen

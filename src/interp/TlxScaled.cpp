@@ -1,0 +1,103 @@
+// Interpreter semantics of Blackwell's block-scaled MMA (tlx.async_dot_scaled) and of
+// tlx.tmem_copy (tcgen05.cp of block scales). Both are tcgen05 ops of the issuing agent like
+// tlx.async_dot into tensor memory (Tlx.cpp): they join its uncommitted MMAs, read and write
+// memory in flight (a read of their destination, or a write of what they read, before the
+// barrier of a commit that tracks them completes is a race), and take effect in issue order when
+// that commit completes.
+//
+// Scales are e8m0 bytes (2^(s - 127); 0xFF is NaN), one per 32 elements of K. A tensor-memory
+// scale buffer holds them as [rows, cols] (row r of A, or column r of B; scale c of 32 elements
+// of K); a shared-memory tile holds them in the cuBLAS block-scaled layout: 512-byte chunks of
+// 128 rows x 4 scales, row block by row block and then scale word by word, row 32 i + l's scales
+// 4 j..4 j + 3 at byte 16 l + 4 i + j of its chunk. tcgen05.cp turns one into the other.
+#include "interp/Elementwise.h"
+#include "interp/Executor.h"
+#include "ir/OpAttrs.h"
+
+#include <cmath>
+#include <limits>
+
+namespace ww::interp {
+
+namespace attr = ir::attr;
+
+namespace {
+
+/// Byte of the cuBLAS block-scaled layout holding scale `c` of row `r` of [rows, cols] scales.
+size_t packedScaleByte(int64_t r, int64_t c, int64_t cols) {
+  return size_t(((r / 128) * (cols / 4) + c / 4) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 +
+                c % 4);
+}
+
+/// The [rows, cols] scales an MMA reads from `t`: a tensor-memory buffer of that shape
+/// (`packed` false), or a shared-memory tile in the cuBLAS layout.
+std::vector<uint8_t> scalesOf(const Tensor& t, bool packed, int64_t rows, int64_t cols) {
+  if (!packed) return std::vector<uint8_t>(t.bytes.begin(), t.bytes.end());
+  std::vector<uint8_t> out(size_t(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      out[size_t(r * cols + c)] = t.bytes.at(packedScaleByte(r, c, cols));
+  return out;
+}
+
+double e8m0(uint8_t s) {
+  return s == 0xFF ? std::numeric_limits<double>::quiet_NaN() : std::ldexp(1.0, int(s) - 127);
+}
+
+} // namespace
+
+void Executor::execTmemCopy(const ir::Op& op) {
+  if (pairedMma())
+    fail(op.loc(), "tlx.tmem_copy in a kernel of CTA-pair MMAs (two_ctas=True) is not "
+                   "supported by warpweave yet (" +
+                       where() + ")");
+  PendingMma m;
+  m.op = &op;
+  m.copy = true;
+  m.a = buffer(op, 0);
+  m.acc = buffer(op, 1);
+  m.token = cta_.newToken();
+  // Ordered after this agent's earlier tcgen05 ops (an MMA still reading the scales it
+  // overwrites, an earlier copy into them), as the tensor core runs one thread's ops in order.
+  mmaOrdered_ = true;
+  checkedRead(op, m.a, 1, m.token);
+  checkedWrite(op, m.acc, 1, m.token);
+  mmaOrdered_ = false;
+  cta_.mmaTokens.insert(m.token);
+  myMmaTokens_.insert(m.token);
+  uncommittedMmas_.push_back(std::move(m));
+}
+
+void Executor::runTmemCopy(const PendingMma& m) {
+  const int64_t rows = m.acc.shape.at(0), cols = m.acc.shape.at(1);
+  Tensor dst(m.acc.elem, false, {rows, cols});
+  dst.bytes = scalesOf(*readBuffer(m.a, ir::Type::tensor(m.a.elem, m.a.shape)), true, rows, cols);
+  writeBuffer(m.acc, dst);
+}
+
+void Executor::runScaledMma(const PendingMma& m) {
+  auto whole = [](const BufferView& v) { return readBuffer(v, ir::Type::tensor(v.elem, v.shape)); };
+  TensorPtr a = whole(m.a), b = whole(m.b);
+  const int64_t M = a->shape.at(0), K = a->shape.at(1), N = b->shape.at(1), cols = K / 32;
+  const std::vector<uint8_t> sa =
+      scalesOf(*whole(m.aScale), !m.aScale.alloc->tmem, (M + 127) / 128 * 128, cols);
+  const std::vector<uint8_t> sb =
+      scalesOf(*whole(m.bScale), !m.bScale.alloc->tmem, (N + 127) / 128 * 128, cols);
+  // Each element times its block's scale (exact in fp32: fp8 values times powers of two), then
+  // the product as the tensor core accumulates it, in fp32.
+  const std::vector<double> av = widenToDoubles(*a), bv = widenToDoubles(*b);
+  Tensor as(ir::DType::F32, false, {M, K}), bs(ir::DType::F32, false, {K, N});
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t k = 0; k < K; ++k)
+      as.data<float>()[i * K + k] =
+          float(av[size_t(i * K + k)] * e8m0(sa[size_t(i * cols + k / 32)]));
+  for (int64_t k = 0; k < K; ++k)
+    for (int64_t n = 0; n < N; ++n)
+      bs.data<float>()[k * N + n] =
+          float(bv[size_t(k * N + n)] * e8m0(sb[size_t(n * cols + k / 32)]));
+  TensorPtr acc = m.useAcc ? whole(m.acc) : nullptr;
+  writeBuffer(m.acc,
+              *computeDot(as, bs, acc.get(), "ieee", ir::Type::tensor(m.acc.elem, m.acc.shape)));
+}
+
+} // namespace ww::interp
