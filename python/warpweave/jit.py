@@ -35,6 +35,8 @@ _NUMPY_DTYPES = {
     "float16": "fp16", "float32": "fp32", "float64": "fp64", "bfloat16": "bf16",
     "float8_e4m3fn": "fp8e4nv", "float8_e5m2": "fp8e5",
     "float8_e4m3fnuz": "fp8e4b8", "float8_e5m2fnuz": "fp8e5b16",
+    # e8m0 block scales (OCP MX): bytes, as Triton takes them (u8)
+    "float8_e8m0fnu": "u8",
 }
 _TORCH_DTYPE_NAMES = {
     "torch.bool": "i1", "torch.int8": "i8", "torch.int16": "i16", "torch.int32": "i32",
@@ -42,7 +44,7 @@ _TORCH_DTYPE_NAMES = {
     "torch.uint64": "u64", "torch.float16": "fp16", "torch.bfloat16": "bf16",
     "torch.float32": "fp32", "torch.float64": "fp64", "torch.float8_e4m3fn": "fp8e4nv",
     "torch.float8_e5m2": "fp8e5", "torch.float8_e4m3fnuz": "fp8e4b8",
-    "torch.float8_e5m2fnuz": "fp8e5b16",
+    "torch.float8_e5m2fnuz": "fp8e5b16", "torch.float8_e8m0fnu": "u8",
 }
 _torch_dtype_cache: dict = {}
 

@@ -92,7 +92,7 @@ static void requirePlainScaleTile(const ir::Op& op, const layout::SharedAllocati
 
 std::pair<std::string, std::string> FunctionLowering::scaleOperands(const ir::Op& op) {
   const int64_t K = op.operand(0)->type().shape[1], N = op.operand(2)->type().shape[1];
-  const int64_t cols = K / 32;
+  const int64_t cols = (K / 32 + 3) / 4 * 4;
   auto own = scaleColumns_.find(&op);
   std::string out[2];
   for (unsigned s = 0; s < 2; ++s) {

@@ -36,7 +36,7 @@ namespace {
 /// Whether `t` is a tensor-memory buffer of block scales: uint8 / int8 [rows, cols], rows a
 /// multiple of 128 and cols of 4 (TlxTcgen05Scaled.cpp: their layout).
 bool isTmemScales(const ir::Type& t) {
-  return ir::byteWidth(t.elem) == 1 && t.shape.size() == 2 && t.shape[0] > 0 &&
+  return (t.elem == DType::U8 || t.elem == DType::I8) && t.shape.size() == 2 && t.shape[0] > 0 &&
          t.shape[0] % 128 == 0 && t.shape[1] > 0 && t.shape[1] % 4 == 0;
 }
 
@@ -53,9 +53,10 @@ void requireTmemTile(const ir::Op& at, const ir::Type& t) {
     if (!isTmemScales(t))
       raiseError(at.loc(), std::string("'") + at.name() + "' of the tensor-memory buffer " +
                                t.str() +
-                               ": the sm_100a backend places 8-bit tensor-memory buffers as "
+                               ": the sm_100a backend places 8-bit tensor-memory buffers only as "
                                "block scales, uint8 [rows, cols] with rows a multiple of 128 "
-                               "and cols of 4");
+                               "and cols of 4 (fp8 tiles, four to a column, are not supported "
+                               "yet)");
     return;
   }
   if (t.shape.size() != 2 || (t.shape[0] != 128 && t.shape[0] != 64) ||
@@ -115,7 +116,7 @@ void FunctionLowering::planTensorMemory() {
   // (tcgen05.cp) before each issue, as Triton does.
   ir::walk(fn_.body, [&](const ir::Op& op) {
     if (op.code() != OpCode::Tcgen05Mma || !ir::attr::Tcgen05Mma::hasScales(op)) return;
-    const int64_t cols = op.operand(0)->type().shape[1] / 32;
+    const int64_t cols = (op.operand(0)->type().shape[1] / 32 + 3) / 4 * 4;
     const int64_t bRows = (op.operand(2)->type().shape[1] + 127) / 128 * 128;
     std::pair<int64_t, int64_t> own{-1, -1};
     for (unsigned s = 0; s < 2; ++s) {
@@ -209,7 +210,7 @@ void FunctionLowering::lowerTmemBuffer(const ir::Op& op) {
       raiseError(op.loc(), "tlx.local_slice of the tensor-memory buffer " + src.str() +
                                " must keep every row (lane) and slice columns only");
     if (ir::byteWidth(src.elem) == 1)
-      raiseError(op.loc(), "tlx.local_slice of the tensor-memory block scales " + src.str() +
+      raiseError(op.loc(), "tlx.local_slice of the 8-bit tensor-memory buffer " + src.str() +
                                " is not supported by the sm_100a backend yet");
     requireTmemTile(op, op.result()->type());
     int64_t col = offsets[1] * ir::byteWidth(src.elem) / 4;

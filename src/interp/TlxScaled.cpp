@@ -78,7 +78,9 @@ void Executor::runTmemCopy(const PendingMma& m) {
 void Executor::runScaledMma(const PendingMma& m) {
   auto whole = [](const BufferView& v) { return readBuffer(v, ir::Type::tensor(v.elem, v.shape)); };
   TensorPtr a = whole(m.a), b = whole(m.b);
-  const int64_t M = a->shape.at(0), K = a->shape.at(1), N = b->shape.at(1), cols = K / 32;
+  // K / 32 scales a row, in tiles of that rounded up to four (a 32-bit column's worth).
+  const int64_t M = a->shape.at(0), K = a->shape.at(1), N = b->shape.at(1),
+                cols = (K / 32 + 3) / 4 * 4;
   const std::vector<uint8_t> sa =
       scalesOf(*whole(m.aScale), !m.aScale.alloc->tmem, (M + 127) / 128 * 128, cols);
   const std::vector<uint8_t> sb =

@@ -1017,10 +1017,9 @@ Val tlxAsyncDotScaled(Specializer& sp, const std::string& name, CallSite& call) 
                                " issues tcgen05.mma ... block_scale with M = 128 rows per CTA; "
                                "A is " +
                                A->type().str());
-  if (K % 128 != 0)
+  if (K % 32 != 0 || K == 0)
     raiseError(a.loc("A"), fn + ": K = " + std::to_string(K) +
-                               " must be a multiple of 128 (four e8m0 scales of 32 elements, "
-                               "one 32-bit tensor-memory column of scales per row)");
+                               " must be a multiple of 32 (one e8m0 scale per 32 elements)");
   if (N < 8 || N > 256 || N % 8 != 0)
     raiseError(a.loc("B"), fn + ": N = " + std::to_string(N) +
                                " must be a multiple of 8 from 8 to 256 (B is " + B->type().str() +
@@ -1030,8 +1029,10 @@ Val tlxAsyncDotScaled(Specializer& sp, const std::string& name, CallSite& call) 
   if (twoCtas)
     raiseError(a.loc("two_ctas"), fn + " with two_ctas=True (a CTA pair's block-scaled MMA) is "
                                        "not supported by warpweave yet");
-  scales.a = scaleOperand(sp, fn, a, "A_scale", 128, K / 32);
-  scales.b = scaleOperand(sp, fn, a, "B_scale", (N + 127) / 128 * 128, K / 32);
+  // Four scales share a 32-bit column: the scale tiles hold K / 32 of them rounded up to four.
+  const int64_t cols = (K / 32 + 3) / 4 * 4;
+  scales.a = scaleOperand(sp, fn, a, "A_scale", 128, cols);
+  scales.b = scaleOperand(sp, fn, a, "B_scale", (N + 127) / 128 * 128, cols);
   return tcgen05Mma(sp, fn, a, A, B, twoCtas, &scales);
 }
 

@@ -18,7 +18,7 @@ def scaled_gemm(a_desc, b_desc, as_desc, bs_desc, c_ptr, M, N, K, BN: tl.constex
                 BK: tl.constexpr, A_FMT: tl.constexpr, B_FMT: tl.constexpr,
                 TMEM_SCALES: tl.constexpr, PLANT: tl.constexpr):
     BM: tl.constexpr = 128
-    RK: tl.constexpr = BK // 128
+    RK: tl.constexpr = (BK + 127) // 128
     RN: tl.constexpr = (BN + 127) // 128
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -27,9 +27,9 @@ def scaled_gemm(a_desc, b_desc, as_desc, bs_desc, c_ptr, M, N, K, BN: tl.constex
     as_t = tlx.local_view(tlx.local_alloc((1, 1, RK, 2, 256), tl.uint8, 1), 0)
     bs_t = tlx.local_view(tlx.local_alloc((1, RN, RK, 2, 256), tl.uint8, 1), 0)
     acc = tlx.local_view(tlx.local_alloc((BM, BN), tl.float32, 1, tlx.storage_kind.tmem), 0)
-    as_tm = tlx.local_view(tlx.local_alloc((BM, BK // 32), tl.uint8, 1, tlx.storage_kind.tmem), 0)
+    as_tm = tlx.local_view(tlx.local_alloc((BM, RK * 4), tl.uint8, 1, tlx.storage_kind.tmem), 0)
     bs_tm = tlx.local_view(
-        tlx.local_alloc((RN * 128, BK // 32), tl.uint8, 1, tlx.storage_kind.tmem), 0)
+        tlx.local_alloc((RN * 128, RK * 4), tl.uint8, 1, tlx.storage_kind.tmem), 0)
     loaded = tlx.local_view(tlx.alloc_barriers(num_barriers=1, arrive_count=1), 0)
     done = tlx.local_view(tlx.alloc_barriers(num_barriers=1, arrive_count=1), 0)
     steps = tl.cdiv(K, BK)
@@ -48,7 +48,7 @@ def scaled_gemm(a_desc, b_desc, as_desc, bs_desc, c_ptr, M, N, K, BN: tl.constex
             tlx.tmem_copy(bs_t, bs_tm)
             if PLANT == 2:
                 early = tlx.local_load(as_tm)
-                tl.store(c_ptr + tl.arange(0, BM)[:, None] * N + tl.arange(0, BK // 32)[None, :],
+                tl.store(c_ptr + tl.arange(0, BM)[:, None] * N + tl.arange(0, RK * 4)[None, :],
                          early.to(tl.float32))
             tlx.async_dot_scaled(a_t, tlx.local_trans(b_t), acc, as_tm, A_FMT, bs_tm, B_FMT,
                                  use_acc=k > 0, mBarriers=[done])
@@ -71,7 +71,7 @@ def scaled_ws_gemm(a_desc, b_desc, as_desc, bs_desc, c_ptr, M, N, K, BN: tl.cons
     # to `copied`; the MMA task waits for that before its MMA reads them (unless WAIT_COPY is
     # off: the planted bug of an MMA reading scales another thread's tcgen05.cp may still write).
     BM: tl.constexpr = 128
-    RK: tl.constexpr = BK // 128
+    RK: tl.constexpr = (BK + 127) // 128
     RN: tl.constexpr = (BN + 127) // 128
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -80,9 +80,9 @@ def scaled_ws_gemm(a_desc, b_desc, as_desc, bs_desc, c_ptr, M, N, K, BN: tl.cons
     as_t = tlx.local_view(tlx.local_alloc((1, 1, RK, 2, 256), tl.uint8, 1), 0)
     bs_t = tlx.local_view(tlx.local_alloc((1, RN, RK, 2, 256), tl.uint8, 1), 0)
     acc = tlx.local_view(tlx.local_alloc((BM, BN), tl.float32, 1, tlx.storage_kind.tmem), 0)
-    as_tm = tlx.local_view(tlx.local_alloc((BM, BK // 32), tl.uint8, 1, tlx.storage_kind.tmem), 0)
+    as_tm = tlx.local_view(tlx.local_alloc((BM, RK * 4), tl.uint8, 1, tlx.storage_kind.tmem), 0)
     bs_tm = tlx.local_view(
-        tlx.local_alloc((RN * 128, BK // 32), tl.uint8, 1, tlx.storage_kind.tmem), 0)
+        tlx.local_alloc((RN * 128, RK * 4), tl.uint8, 1, tlx.storage_kind.tmem), 0)
     loaded = tlx.local_view(tlx.alloc_barriers(num_barriers=1, arrive_count=1), 0)
     copied = tlx.local_view(tlx.alloc_barriers(num_barriers=1, arrive_count=1), 0)
     done = tlx.local_view(tlx.alloc_barriers(num_barriers=1, arrive_count=1), 0)

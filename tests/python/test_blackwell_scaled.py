@@ -71,21 +71,24 @@ def reference(a, b, sa, sb):
     return af @ bf.T
 
 
-def pad_rows(s, rows):
-    out = np.full((rows, s.shape[1]), 127, np.uint8)
-    out[:s.shape[0]] = s
+def pad(s, rows):
+    # Rows up to `rows`, scales up to a multiple of four (one 32-bit column's worth), with 2^0.
+    out = np.full((rows, -(-s.shape[1] // 4) * 4), 127, np.uint8)
+    out[:s.shape[0], :s.shape[1]] = s
     return out
 
 
 def run(M, N, K, BN=128, BK=128, a_fmt="e4m3", b_fmt="e4m3", tmem=False, plant=0, seed=0):
     a, b, sa, sb = operands(M, N, K, a_fmt, b_fmt, seed)
     rn = (BN + 127) // 128
-    sa_l = to_cublas_layout(pad_rows(sa, ww.cdiv(M, 128) * 128))
-    sb_l = to_cublas_layout(pad_rows(sb, ww.cdiv(N, BN) * rn * 128))
+    assert BK % 128 == 0 or K == BK  # a partial word of scales: one K step
+    sa_l = to_cublas_layout(pad(sa, ww.cdiv(M, 128) * 128))
+    sb_l = to_cublas_layout(pad(sb, ww.cdiv(N, BN) * rn * 128))
+    rk = ww.cdiv(BK, 128)
     c = np.full((M, N), np.nan, np.float32)
     sk.scaled_gemm[(ww.cdiv(M, 128), ww.cdiv(N, BN))](
         descriptor(a, [128, BK]), descriptor(b, [BN, BK]),
-        descriptor(sa_l, [1, 1, BK // 128, 2, 256]), descriptor(sb_l, [1, rn, BK // 128, 2, 256]),
+        descriptor(sa_l, [1, 1, rk, 2, 256]), descriptor(sb_l, [1, rn, rk, 2, 256]),
         c, M, N, K, BN=BN, BK=BK, A_FMT=a_fmt, B_FMT=b_fmt, TMEM_SCALES=tmem, PLANT=plant,
         num_warps=4)
     return c, reference(a, b, sa, sb)
@@ -102,6 +105,8 @@ def interpret(monkeypatch):
     (128, 256, 512, 256, 256, "e5m2", "e4m3", False),
     (256, 128, 256, 128, 256, "e4m3", "e5m2", True),
     (128, 64, 256, 64, 128, "e5m2", "e5m2", True),
+    (128, 128, 64, 128, 64, "e4m3", "e4m3", True),   # K = 64: two of a column's four scales
+    (256, 128, 64, 128, 64, "e5m2", "e4m3", False),
 ])
 def test_scaled_gemm_matches_numpy(interpret, M, N, K, BN, BK, a_fmt, b_fmt, tmem):
     c, ref = run(M, N, K, BN, BK, a_fmt, b_fmt, tmem)
@@ -191,9 +196,9 @@ def compile_kernel(name, signature, target="sm_100a", num_warps=4):
 
 
 def gemm_sig(BN, BK, a="fp8e4nv", b="fp8e4nv", a_fmt="e4m3", b_fmt="e4m3", tmem=0, plant=0):
-    rn = (BN + 127) // 128
+    rn, rk = (BN + 127) // 128, (BK + 127) // 128
     return (f"a_desc:desc<{a},128x{BK}>,b_desc:desc<{b},{BN}x{BK}>,"
-            f"as_desc:desc<u8,1x1x{BK // 128}x2x256>,bs_desc:desc<u8,1x{rn}x{BK // 128}x2x256>,"
+            f"as_desc:desc<u8,1x1x{rk}x2x256>,bs_desc:desc<u8,1x{rn}x{rk}x2x256>,"
             f"c_ptr:*fp32:16,M:i32,N:i32,K:i32,BN={BN},BK={BK},A_FMT='{a_fmt}',B_FMT='{b_fmt}',"
             f"TMEM_SCALES={tmem},PLANT={plant}")
 
@@ -212,6 +217,7 @@ def mov_value(ptx, reg):
     (128, 128, "fp8e4nv", "fp8e4nv", "e4m3", "e4m3", 0),
     (256, 256, "fp8e5", "fp8e4nv", "e5m2", "e4m3", 1),
     (128, 256, "fp8e4nv", "fp8e5", "e4m3", "e5m2", 0),
+    (64, 64, "fp8e4nv", "fp8e4nv", "e4m3", "e4m3", 1),
 ])
 def test_block_scaled_mma_forms_in_the_ptx_and_ptxas_accepts(ptxas, BN, BK, a, b, a_fmt, b_fmt,
                                                              tmem):
@@ -233,7 +239,7 @@ def test_block_scaled_mma_forms_in_the_ptx_and_ptxas_accepts(ptxas, BN, BK, a, b
         assert field(v, 27, 28) << 7 == 128
     # The scale copies: A's 128 rows and B's BN (rounded up to 128) rows, 4 scales a chunk.
     cps = CP.findall(ptx)
-    assert len(cps) == (1 + (BN + 127) // 128) * (BK // 128)
+    assert len(cps) == (1 + (BN + 127) // 128) * ((BK + 127) // 128)
     ptxas(ptx, arch="sm_100a")
 
 
@@ -306,3 +312,24 @@ def test_scale_shape_mismatch_is_refused(tmp_path):
         "    d = tlx.local_view(tlx.local_alloc((128, 128), tl.float32, 1, tlx.storage_kind.tmem), 0)\n"
         "    tlx.async_dot_scaled(a, b, d, s, 'e4m3', s, 'e4m3')\n"))
     assert "k.py:12" in msg and "A_scale" in msg and "[128, 4]" in msg
+
+
+def test_torch_e8m0_scales_are_taken_as_bytes(interpret):
+    # TLX's hosts pass torch.float8_e8m0fnu scales (torchao's MXTensor): taken as uint8, as Triton
+    # takes them.
+    torch = pytest.importorskip("torch")
+    a, b, sa, sb = operands(128, 128, 128, "e4m3", "e4m3", 11)
+    ta = torch.from_numpy(a.astype(np.float32)).to(torch.float8_e4m3fn)
+    tb = torch.from_numpy(b.astype(np.float32)).to(torch.float8_e4m3fn)
+    tsa = torch.from_numpy(to_cublas_layout(sa)).view(torch.float8_e8m0fnu)
+    tsb = torch.from_numpy(to_cublas_layout(sb)).view(torch.float8_e8m0fnu)
+    c = torch.zeros((128, 128), dtype=torch.float32)
+
+    def desc(t, block):
+        return ww.TensorDescriptor(t, list(t.shape), list(t.stride()), block)
+
+    sk.scaled_gemm[(1, 1)](
+        desc(ta, [128, 128]), desc(tb, [128, 128]), desc(tsa, [1, 1, 1, 2, 256]),
+        desc(tsb, [1, 1, 1, 2, 256]), c, 128, 128, 128, BN=128, BK=128, A_FMT="e4m3",
+        B_FMT="e4m3", TMEM_SCALES=False, PLANT=0, num_warps=4)
+    np.testing.assert_array_equal(c.numpy(), reference(a, b, sa, sb).astype(np.float32))
