@@ -68,6 +68,11 @@ bool isTmemValue(const ir::Value* v);
 /// `a` x `b` into `d`, with A / B MN-major as given (TlxTmem.cpp).
 uint32_t tcgen05InstrDescriptor(ir::DType a, ir::DType b, ir::DType d, bool aMnMajor, bool bMnMajor,
                                 int64_t M, int64_t N);
+/// Four 8-bit values (each the low byte of a 16-bit register) as one 32-bit word, x[0] in the
+/// lowest byte; and byte `i` of `word` into the 16-bit register `out` (TlxTcgen05Scaled.cpp).
+std::string packBytes(PtxBuilder& b, const std::string (&x)[4]);
+void unpackByte(PtxBuilder& b, const std::string& word, int i, const std::string& out);
+
 /// The 32-bit instruction descriptor of tcgen05.mma ... .kind::mxf8f6f4.block_scale (e8m0
 /// scales) of A / B in OCP MX formats `aFormat` / `bFormat` ("e4m3", "e5m2"), the scale bytes
 /// `aScaleId` / `bScaleId` of each 32-bit scale column (TlxTcgen05Scaled.cpp).
@@ -250,6 +255,9 @@ private:
   void lowerTcgen05(const ir::Op& op);
   /// tlx.tmem_copy of block scales: tcgen05.cp ... 32x128b.warpx4 (TlxTcgen05Scaled.cpp).
   void lowerTmemScaleCopy(const ir::Op& op);
+  /// local_load / local_store of tensor-memory block scales, in the layout the MMA reads
+  /// (TlxTcgen05Scaled.cpp).
+  void lowerTmemScalesLoadStore(const ir::Op& op);
   /// The tcgen05.cp instructions that copy the [rows, cols] block scales of the shared-memory
   /// tile at byte address `smem` (cuBLAS block-scaled layout) to the tensor memory at `tmem`,
   /// in the issuing thread (TlxTcgen05Scaled.cpp).

@@ -19,6 +19,7 @@
 #include "codegen/Wgmma.h"
 #include "ir/OpAttrs.h"
 
+#include <bit>
 #include <stdexcept>
 
 namespace ww::codegen {
@@ -110,6 +111,111 @@ std::pair<std::string, std::string> FunctionLowering::scaleOperands(const ir::Op
     copyScalesToTmem(sharedAddress(addr), out[s], s ? (N + 127) / 128 * 128 : 128, cols);
   }
   return {out[0], out[1]};
+}
+
+std::string packBytes(PtxBuilder& b, const std::string (&x)[4]) {
+  std::string w[4];
+  for (int i = 0; i < 4; ++i) w[i] = b.pure("cvt.u32.u16", RegClass::B32, {x[i]});
+  // prmt picks bytes of {b, a} (a: 0-3, b: 4-7) by the selector's nibbles.
+  std::string lo = b.pure("prmt.b32", RegClass::B32, {w[0], w[1], "64"}); // 0x0040
+  std::string hi = b.pure("prmt.b32", RegClass::B32, {w[2], w[3], "64"}); // 0x0040
+  return b.pure("prmt.b32", RegClass::B32, {lo, hi, "21520"});            // 0x5410
+}
+
+void unpackByte(PtxBuilder& b, const std::string& word, int i, const std::string& out) {
+  std::string byte = b.pure("bfe.u32", RegClass::B32, {word, immInt(8 * i), "8"});
+  b.inst("cvt.u16.u32", {out, byte});
+}
+
+void FunctionLowering::lowerTmemScalesLoadStore(const ir::Op& op) {
+  // The MMA reads row 32 c + l's scale word w of a 128-row block from lane l of column 4 w + c,
+  // in every lane quarter; a warp reaches only its own quarter (lanes 32 q .. 32 q + 31). A
+  // load takes the thread's own row from column 4 w + q; a store writes all four rows of its
+  // lane (32 c + l, c = 0..3) into its quarter, after the warp group has exchanged its rows
+  // through shared memory, so that every quarter holds the duplicate the MMA expects.
+  const bool load = op.code() == ir::OpCode::LocalLoad;
+  const ir::Type& bt = op.operand(0)->type();
+  const int64_t words = bt.shape[1] / 4;
+  if (warps() != 4 || taskFirstWarp_ % 4 != 0 || bt.shape[0] != 128 ||
+      !std::has_single_bit(uint64_t(words)) || words > 32)
+    raiseError(op.loc(), std::string("'") + op.name() + "' of the tensor-memory block scales " +
+                             bt.str() +
+                             ": the sm_100a backend moves [128, cols] scales (cols / 4 a power of "
+                             "two, up to 128) with one warp group (num_warps=4; this code has " +
+                             std::to_string(warps()) + ")");
+  const ir::Value* value = load ? op.result() : op.operand(1);
+  const layout::LinearLayout& l = load ? layoutOf(value) : operandLayoutOf(op, 1);
+  if (!(l == layout::tmemRegisterLayout(bt.shape, warps())))
+    throw std::logic_error("codegen: TMEM scales not in the tcgen05 register layout");
+  std::vector<int32_t> regOfCol(size_t(bt.shape[1]), -1);
+  for (int32_t r = 0; r < l.getInDimSize(layout::kRegister); ++r) {
+    std::vector<int32_t> c = registerCoords(l, r);
+    if (c[0] != 0 || c[1] >= bt.shape[1] || regOfCol[size_t(c[1])] >= 0)
+      throw std::logic_error("codegen: unexpected tcgen05 register layout of scales");
+    regOfCol[size_t(c[1])] = r;
+  }
+  std::string quad =
+      b_.pure("and.b32", RegClass::B32, {b_.pure("shr.u32", RegClass::B32, {tid(), "5"}), "3"});
+  std::string lane = b_.pure("and.b32", RegClass::B32, {tid(), "31"});
+  std::string addr = b_.pure("add.u32", RegClass::B32,
+                             {b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32),
+                              b_.pure("shl.b32", RegClass::B32, {quad, "21"})}); // 32 lanes << 16
+  if (load) {
+    Regs regs(size_t(l.getInDimSize(layout::kRegister)));
+    for (auto& r : regs) r = b_.newReg(RegClass::B16);
+    std::vector<std::string> got(static_cast<size_t>(words));
+    b_.inst("tcgen05.fence::after_thread_sync", {});
+    for (int64_t w = 0; w < words; ++w) {
+      got[size_t(w)] = b_.newReg(RegClass::B32);
+      std::string at = b_.pure("add.u32", RegClass::B32, {addr, quad});
+      if (w) at = b_.pure("add.u32", RegClass::B32, {at, immInt(4 * w)});
+      b_.inst("tcgen05.ld.sync.aligned.32x32b.x1.b32", {"{" + got[size_t(w)] + "}", bracketed(at)});
+    }
+    b_.inst("tcgen05.wait::ld.sync.aligned", {});
+    b_.inst("tcgen05.fence::before_thread_sync", {});
+    for (int64_t c = 0; c < bt.shape[1]; ++c)
+      unpackByte(b_, got[size_t(c / 4)], int(c % 4), regs.at(size_t(regOfCol[size_t(c)])));
+    return bind(op.result(), std::move(regs));
+  }
+  const Regs& src = operand(op, 1);
+  std::vector<std::string> mine(static_cast<size_t>(words));
+  for (int64_t w = 0; w < words; ++w) {
+    std::string x[4];
+    for (int i = 0; i < 4; ++i)
+      x[i] = b_.materialize(src.at(size_t(regOfCol[size_t(4 * w + i)])), RegClass::B16);
+    mine[size_t(w)] = packBytes(b_, x);
+  }
+  // Row r's words at (r * words + w) * 4 of a scratch region, r = 32 q + l the thread's row.
+  const int64_t slot = scratch(128 * words * 4);
+  barrier(); // the agent's earlier accesses to the scales and the scratch region are done
+  std::string row = b_.pure("and.b32", RegClass::B32, {tid(), "127"});
+  std::string mineAt = b_.pure("mad.lo.s32", RegClass::B32, {row, immInt(words * 4), immInt(slot)});
+  for (int64_t w = 0; w < words; ++w)
+    b_.inst("st.shared.b32",
+            {bracketed(sharedAddress(w ? b_.pure("add.u32", RegClass::B32, {mineAt, immInt(4 * w)})
+                                       : mineAt)),
+             mine[size_t(w)]});
+  barrier();
+  std::string laneAt =
+      b_.pure("mad.lo.s32", RegClass::B32, {lane, immInt(words * 4), immInt(slot)});
+  std::string list = "{";
+  for (int64_t w = 0; w < words; ++w)
+    for (int64_t c = 0; c < 4; ++c) {
+      std::string x = b_.newReg(RegClass::B32);
+      b_.inst("ld.shared.b32",
+              {x, bracketed(sharedAddress(b_.pure("add.u32", RegClass::B32,
+                                                  {laneAt, immInt((32 * c * words + w) * 4)})))});
+      list += std::string(list.size() > 1 ? ", " : "") + x;
+    }
+  list += "}";
+  b_.inst("tcgen05.fence::after_thread_sync", {});
+  b_.inst("tcgen05.st.sync.aligned.32x32b.x" + std::to_string(4 * words) + ".b32",
+          {bracketed(addr), list});
+  b_.inst("tcgen05.wait::st.sync.aligned", {});
+  b_.inst("tcgen05.fence::before_thread_sync", {});
+  // The scratch region is read and the stores visible to the MMA's thread after the agent meets.
+  barrier();
+  b_.inst("tcgen05.fence::after_thread_sync", {});
 }
 
 void FunctionLowering::lowerTmemScaleCopy(const ir::Op& op) {

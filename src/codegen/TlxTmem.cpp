@@ -40,23 +40,27 @@ bool isTmemScales(const ir::Type& t) {
          t.shape[0] % 128 == 0 && t.shape[1] > 0 && t.shape[1] % 4 == 0;
 }
 
-/// TMEM columns one buffer of type `t` ([M, N] of 32-bit elements, or block scales) takes.
+/// TMEM columns one buffer of type `t` ([M, N] of 32-bit, 16-bit or fp8 elements, or block
+/// scales) takes.
 int64_t tmemColumns(const ir::Type& t) {
-  if (ir::byteWidth(t.elem) == 1) return isTmemScales(t) ? t.shape[0] * t.shape[1] / 128 : 0;
+  if (isTmemScales(t)) return t.shape[0] * t.shape[1] / 128;
   return t.shape.size() == 2 ? t.shape[1] * ir::byteWidth(t.elem) / 4 : 0;
 }
 
 /// The user error for a TMEM tile the backend cannot place.
 void requireTmemTile(const ir::Op& at, const ir::Type& t) {
   const int bytes = ir::byteWidth(t.elem);
+  if (isTmemScales(t)) return;
   if (bytes == 1) {
-    if (!isTmemScales(t))
+    // fp8 tiles: four to a 32-bit column, [128, N] (an MMA's A, TLX's P of mxfp8 attention).
+    if (!(t.elem == DType::F8E4M3 || t.elem == DType::F8E5M2) || t.shape.size() != 2 ||
+        t.shape[0] != 128 || t.shape[1] < 4 || !std::has_single_bit(uint64_t(t.shape[1])))
       raiseError(at.loc(), std::string("'") + at.name() + "' of the tensor-memory buffer " +
                                t.str() +
-                               ": the sm_100a backend places 8-bit tensor-memory buffers only as "
-                               "block scales, uint8 [rows, cols] with rows a multiple of 128 "
-                               "and cols of 4 (fp8 tiles, four to a column, are not supported "
-                               "yet)");
+                               ": the sm_100a backend places 8-bit tensor-memory buffers as "
+                               "block scales (uint8 [rows, cols], rows a multiple of 128 and "
+                               "cols of 4) or as fp8 [128, N] tiles (N a power of two, at least "
+                               "4; four to a 32-bit column)");
     return;
   }
   if (t.shape.size() != 2 || (t.shape[0] != 128 && t.shape[0] != 64) ||
@@ -236,11 +240,7 @@ void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
   const bool load = op.code() == OpCode::LocalLoad;
   const ir::Type& bt = op.operand(0)->type();
   requireTmemTile(op, bt);
-  if (ir::byteWidth(bt.elem) == 1)
-    raiseError(op.loc(), std::string("'") + op.name() + "' of the tensor-memory block scales " +
-                             bt.str() +
-                             " (tcgen05.ld / st in the scales' layout) is not supported by the "
-                             "sm_100a backend yet; fill them with tlx.tmem_copy");
+  if (isTmemScales(bt)) return lowerTmemScalesLoadStore(op);
   if (warps() % 4 != 0 || taskFirstWarp_ % 4 != 0)
     raiseError(op.loc(), std::string("'") + op.name() +
                              "' of tensor memory runs on whole warp groups: each warp of a group "
@@ -295,6 +295,11 @@ void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
   auto word = [&](int64_t j) -> std::string {
     if (bytes == 4) return regs.at(size_t(regOfCol[size_t(j)]));
     if (load) return words[size_t(j)];
+    if (bytes == 1) { // fp8: four to a word, the lowest column in the lowest byte
+      std::string x[4];
+      for (int i = 0; i < 4; ++i) x[i] = regs.at(size_t(regOfCol[size_t(4 * j + i)]));
+      return packBytes(b_, x);
+    }
     std::string w = b_.newReg(RegClass::B32);
     b_.inst("mov.b32", {w, "{" + regs.at(size_t(regOfCol[size_t(2 * j)])) + ", " +
                                regs.at(size_t(regOfCol[size_t(2 * j + 1)])) + "}"});
@@ -326,11 +331,13 @@ void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
   b_.inst(load ? "tcgen05.wait::ld.sync.aligned" : "tcgen05.wait::st.sync.aligned", {});
   b_.inst("tcgen05.fence::before_thread_sync", {});
   if (load) {
-    if (bytes != 4)
-      for (int64_t j = 0; j < perThread; ++j)
-        b_.inst("mov.b32", {"{" + regs.at(size_t(regOfCol[size_t(2 * j)])) + ", " +
-                                regs.at(size_t(regOfCol[size_t(2 * j + 1)])) + "}",
-                            words[size_t(j)]});
+    for (int64_t j = 0; bytes == 2 && j < perThread; ++j)
+      b_.inst("mov.b32", {"{" + regs.at(size_t(regOfCol[size_t(2 * j)])) + ", " +
+                              regs.at(size_t(regOfCol[size_t(2 * j + 1)])) + "}",
+                          words[size_t(j)]});
+    for (int64_t j = 0; bytes == 1 && j < perThread; ++j)
+      for (int i = 0; i < 4; ++i)
+        unpackByte(b_, words[size_t(j)], i, regs.at(size_t(regOfCol[size_t(4 * j + i)])));
     return bind(op.result(), std::move(regs));
   }
   // The stores are visible to the thread that issues the next MMA only after the agent meets.
@@ -444,14 +451,15 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
   const ir::Type& at = op.operand(0)->type();
   const ir::Type& bt = op.operand(1)->type();
   const ir::Type& ct = op.operand(2)->type();
-  // A from tensor memory ([a-tmem]): 16-bit elements two to a column, K along the columns.
+  // A from tensor memory ([a-tmem]): 16-bit elements two to a column, fp8 four, K along the
+  // columns.
   const bool aTmem = at.space == ir::MemorySpace::Tmem;
   if (aTmem) {
     requireTmemTile(op, at);
-    if (ir::byteWidth(at.elem) != 2)
+    if (ir::byteWidth(at.elem) != 2 && at.elem != DType::F8E4M3 && at.elem != DType::F8E5M2)
       raiseError(op.loc(), "tlx.async_dot with A " + at.str() +
                                " in tensor memory: the sm_100a backend reads A from tensor "
-                               "memory as fp16 or bf16 (two to a 32-bit column)");
+                               "memory as fp16 or bf16 (two to a 32-bit column) or fp8 (four)");
     if (pair)
       raiseError(op.loc(), "tlx.async_dot with two_ctas=True and A in tensor memory is not "
                            "supported by the sm_100a backend yet; pass A in shared memory");
@@ -466,10 +474,10 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
   // tlx.async_dot_scaled: e8m0 scales of 32 elements (TlxTcgen05Scaled.cpp).
   const bool scaled = ir::attr::Tcgen05Mma::hasScales(op);
   if (scaled) {
-    if (pair || at.shape[0] != 128 || aTmem || kind != "f8f6f4")
+    if (pair || at.shape[0] != 128 || kind != "f8f6f4")
       raiseError(op.loc(), "tlx.async_dot_scaled of " + at.str() + " and " + bt.str() +
                                ": the sm_100a backend issues the block-scaled MMA with M = 128, "
-                               "A and B in shared memory, e4m3 / e5m2 operands, one CTA");
+                               "e4m3 / e5m2 operands, one CTA");
     kind = "mxf8f6f4.block_scale.scale_vec::1X";
   }
   if (kind.empty())

@@ -333,3 +333,35 @@ def test_torch_e8m0_scales_are_taken_as_bytes(interpret):
         desc(tsb, [1, 1, 1, 2, 256]), c, 128, 128, 128, BN=128, BK=128, A_FMT="e4m3",
         B_FMT="e4m3", TMEM_SCALES=False, PLANT=0, num_warps=4)
     np.testing.assert_array_equal(c.numpy(), reference(a, b, sa, sb).astype(np.float32))
+
+
+# ---- operands and scales stored from registers (A from tensor memory) ----
+
+def test_scales_and_a_stored_from_registers(interpret):
+    a, b, sa, sb = operands(128, 128, 128, "e4m3", "e4m3", 5)
+    c = np.zeros((128, 128), np.float32)
+    back = np.zeros((128, 4), np.uint8)
+    sk.scaled_from_registers[(1,)](a.astype(np.float32), descriptor(b, [128, 128]), sa, sb, c,
+                                   back, K=128, BN=128, num_warps=4)
+    np.testing.assert_array_equal(c, reference(a, b, sa, sb).astype(np.float32))
+    np.testing.assert_array_equal(back, sa)
+
+
+def test_scales_and_a_stored_from_registers_ptx(ptxas):
+    sig = ("a_ptr:*fp32:16,b_desc:desc<fp8e4nv,128x128>,sa_ptr:*u8:16,sb_ptr:*u8:16,"
+           "c_ptr:*fp32:16,sa_out_ptr:*u8:16,K=128,BN=128")
+    ptx = compile_kernel("scaled_from_registers", sig)
+    # fp8 A: 128 values a row, four to a 32-bit column: 32 columns in one message.
+    assert re.search(r"tcgen05\.st\.sync\.aligned\.32x32b\.x32\.b32 \[%r\d+\], \{(%r\d+, ){31}%r\d+\};",
+                     ptx)
+    # Each scale tile: the warp group's rows through shared memory, then each warp writes the
+    # four rows of its lanes (32 c + l) into columns 0-3 of its own lane quarter.
+    assert len(re.findall(r"tcgen05\.st\.sync\.aligned\.32x32b\.x4\.b32 \[%r\d+\], "
+                          r"\{%r\d+, %r\d+, %r\d+, %r\d+\};", ptx)) == 2
+    # The read back: the thread's own row from column (lane quarter) of its quarter.
+    assert re.search(r"tcgen05\.ld\.sync\.aligned\.32x32b\.x1\.b32 \{%r\d+\}, \[%r\d+\];", ptx)
+    # A from tensor memory: the [a-tmem] form, 32 elements (8 columns) a step.
+    mma = re.findall(r"tcgen05\.mma\.cta_group::1\.kind::mxf8f6f4\.block_scale\.scale_vec::1X "
+                     r"\[%r\d+\], \[(%r\d+)\], %rd\d+, %r\d+, \[%r\d+\], \[%r\d+\], %p\d+;", ptx)
+    assert len(mma) == 4
+    ptxas(ptx, arch="sm_100a")
