@@ -14,6 +14,23 @@ import warpweave.language.extra.tlx as tlx
 
 
 @ww.jit
+def gemm_buffers(a_desc, b_desc, BN: tl.constexpr, BK: tl.constexpr):
+    # One buffer each: A [128, BK] and B [BN, BK] tiles, their scale tiles in the cuBLAS layout,
+    # the accumulator and the scales in tensor memory.
+    RK: tl.constexpr = (BK + 127) // 128
+    RN: tl.constexpr = (BN + 127) // 128
+    a_t = tlx.local_view(tlx.local_alloc((128, BK), tlx.dtype_of(a_desc), 1), 0)
+    b_t = tlx.local_view(tlx.local_alloc((BN, BK), tlx.dtype_of(b_desc), 1), 0)
+    as_t = tlx.local_view(tlx.local_alloc((1, 1, RK, 2, 256), tl.uint8, 1), 0)
+    bs_t = tlx.local_view(tlx.local_alloc((1, RN, RK, 2, 256), tl.uint8, 1), 0)
+    acc = tlx.local_view(tlx.local_alloc((128, BN), tl.float32, 1, tlx.storage_kind.tmem), 0)
+    as_tm = tlx.local_view(tlx.local_alloc((128, RK * 4), tl.uint8, 1, tlx.storage_kind.tmem), 0)
+    bs_tm = tlx.local_view(
+        tlx.local_alloc((RN * 128, RK * 4), tl.uint8, 1, tlx.storage_kind.tmem), 0)
+    return a_t, b_t, as_t, bs_t, acc, as_tm, bs_tm
+
+
+@ww.jit
 def scaled_gemm(a_desc, b_desc, as_desc, bs_desc, c_ptr, M, N, K, BN: tl.constexpr,
                 BK: tl.constexpr, A_FMT: tl.constexpr, B_FMT: tl.constexpr,
                 TMEM_SCALES: tl.constexpr, PLANT: tl.constexpr):
@@ -22,14 +39,7 @@ def scaled_gemm(a_desc, b_desc, as_desc, bs_desc, c_ptr, M, N, K, BN: tl.constex
     RN: tl.constexpr = (BN + 127) // 128
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
-    a_t = tlx.local_view(tlx.local_alloc((BM, BK), tlx.dtype_of(a_desc), 1), 0)
-    b_t = tlx.local_view(tlx.local_alloc((BN, BK), tlx.dtype_of(b_desc), 1), 0)
-    as_t = tlx.local_view(tlx.local_alloc((1, 1, RK, 2, 256), tl.uint8, 1), 0)
-    bs_t = tlx.local_view(tlx.local_alloc((1, RN, RK, 2, 256), tl.uint8, 1), 0)
-    acc = tlx.local_view(tlx.local_alloc((BM, BN), tl.float32, 1, tlx.storage_kind.tmem), 0)
-    as_tm = tlx.local_view(tlx.local_alloc((BM, RK * 4), tl.uint8, 1, tlx.storage_kind.tmem), 0)
-    bs_tm = tlx.local_view(
-        tlx.local_alloc((RN * 128, RK * 4), tl.uint8, 1, tlx.storage_kind.tmem), 0)
+    a_t, b_t, as_t, bs_t, acc, as_tm, bs_tm = gemm_buffers(a_desc, b_desc, BN, BK)
     loaded = tlx.local_view(tlx.alloc_barriers(num_barriers=1, arrive_count=1), 0)
     done = tlx.local_view(tlx.alloc_barriers(num_barriers=1, arrive_count=1), 0)
     steps = tl.cdiv(K, BK)
@@ -75,14 +85,7 @@ def scaled_ws_gemm(a_desc, b_desc, as_desc, bs_desc, c_ptr, M, N, K, BN: tl.cons
     RN: tl.constexpr = (BN + 127) // 128
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
-    a_t = tlx.local_view(tlx.local_alloc((BM, BK), tlx.dtype_of(a_desc), 1), 0)
-    b_t = tlx.local_view(tlx.local_alloc((BN, BK), tlx.dtype_of(b_desc), 1), 0)
-    as_t = tlx.local_view(tlx.local_alloc((1, 1, RK, 2, 256), tl.uint8, 1), 0)
-    bs_t = tlx.local_view(tlx.local_alloc((1, RN, RK, 2, 256), tl.uint8, 1), 0)
-    acc = tlx.local_view(tlx.local_alloc((BM, BN), tl.float32, 1, tlx.storage_kind.tmem), 0)
-    as_tm = tlx.local_view(tlx.local_alloc((BM, RK * 4), tl.uint8, 1, tlx.storage_kind.tmem), 0)
-    bs_tm = tlx.local_view(
-        tlx.local_alloc((RN * 128, RK * 4), tl.uint8, 1, tlx.storage_kind.tmem), 0)
+    a_t, b_t, as_t, bs_t, acc, as_tm, bs_tm = gemm_buffers(a_desc, b_desc, BN, BK)
     loaded = tlx.local_view(tlx.alloc_barriers(num_barriers=1, arrive_count=1), 0)
     copied = tlx.local_view(tlx.alloc_barriers(num_barriers=1, arrive_count=1), 0)
     done = tlx.local_view(tlx.alloc_barriers(num_barriers=1, arrive_count=1), 0)
