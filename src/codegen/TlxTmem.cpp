@@ -526,9 +526,11 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
                          "local_view, or the 2-D local_trans of one");
   int bytes = ir::byteWidth(at.elem);
   if (bytes != 2 && (!aK || !bK))
-    raiseError(op.loc(), "tlx.async_dot of " + at.str() + " and " + bt.str() +
-                             ": tcgen05.mma reads tf32 and 8-bit operands with K contiguous "
-                             "only; store B as an [N, K] buffer and pass its tlx.local_trans");
+    raiseError(op.loc(), std::string(scaled ? "tlx.async_dot_scaled" : "tlx.async_dot") + " of " +
+                             at.str() + " and " + bt.str() +
+                             ": the sm_100a backend issues tcgen05.mma of tf32 and 8-bit "
+                             "operands with K contiguous only; store B as an [N, K] buffer and "
+                             "pass its tlx.local_trans");
   const layout::SharedAllocation& bAlloc = allocationOf(op, 1);
   const int64_t sa = aTmem ? 0 : allocationOf(op, 0).swizzleBytes, sb = bAlloc.swizzleBytes;
   if ((!aTmem && !sa) || !sb)
