@@ -887,7 +887,7 @@ Val tlCumulative(Specializer& sp, const std::string& name, CallSite& call) {
 Val tlDot(Specializer& sp, const std::string& /*name*/, CallSite& call) {
   SourceLoc loc = call.loc;
   BoundArgs a(call, {"input", "other", "acc=", "input_precision=", "allow_tf32=",
-                     "max_num_imprecise_acc=", "out_dtype="});
+                     "max_num_imprecise_acc=", "out_dtype=", "attrs=", "two_ctas="});
   const Val &x = a.get("input"), &y = a.get("other");
   if (!x.isRuntime() || !y.isRuntime() || x.type().shape.size() <= 3) return sp.dot(a, loc);
   // Triton's dot takes any number of leading batch dimensions. More than one are merged into one
@@ -918,7 +918,7 @@ Val tlDot(Specializer& sp, const std::string& /*name*/, CallSite& call) {
   if (a.has("acc") && a.get("acc").isRuntime() && a.get("acc").type().shape.size() == r)
     replace(2, "acc", merged(a.get("acc").v));
   BoundArgs b(c, {"input", "other", "acc=", "input_precision=", "allow_tf32=",
-                  "max_num_imprecise_acc=", "out_dtype="});
+                  "max_num_imprecise_acc=", "out_dtype=", "attrs=", "two_ctas="});
   Val z = sp.dot(b, loc);
   std::vector<int64_t> shape = batch;
   shape.push_back(sx[r - 2]);
@@ -1734,6 +1734,15 @@ Val Specializer::dot(const BoundArgs& a, SourceLoc loc) {
                         " must equal the second operand's K = " + std::to_string(K2) + ")");
   if (r == 3 && sa[0] != sb[0])
     raiseError(loc, "tl.dot batch sizes differ: " + shapeStr(sa) + " @ " + shapeStr(sb));
+  // two_ctas: Triton's request for a Blackwell MMA shared by a CTA pair, its compiler splitting
+  // the full B tile the kernel loads between the pair; the product is the same dot, which
+  // warpweave computes in each CTA, so it is checked and needs nothing more. attrs: Triton's
+  // string attributes for its automatic warp specialization; None is the only value here.
+  if (a.has("two_ctas")) constBool(a.get("two_ctas"), a.loc("two_ctas"), "tl.dot's two_ctas");
+  if (a.has("attrs") && !a.get("attrs").isNone())
+    raiseError(a.loc("attrs"), "tl.dot's attrs (Triton's attributes for its automatic warp "
+                               "specialization) must be None in warpweave, got " +
+                                   describe(a.get("attrs")));
   DType da = x->type().elem, db = y->type().elem;
   bool fp8a = da == DType::F8E4M3 || da == DType::F8E5M2,
        fp8b = db == DType::F8E4M3 || db == DType::F8E5M2;
