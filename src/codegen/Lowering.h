@@ -12,6 +12,7 @@
 #include "layout/LinearLayout.h"
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -358,6 +359,8 @@ private:
   // Tensor maps built in the kernel (128 bytes each per program in the global scratch, which
   // the parameter `scratchParam_` points at), and whether the PTX needs ISA 8.6.
   int deviceTensorMaps_ = 0;
+  // tlx.allocate_tensor_descriptor storage id -> its first slot among the device tensor maps.
+  std::map<int64_t, int> descriptorStorage_;
   std::string scratchParam_;
   bool needsPtx86_ = false;
   // Whether an op touching TLX shared buffers (ir::accessesSharedBuffers), or a control-flow

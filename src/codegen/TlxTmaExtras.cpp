@@ -249,7 +249,8 @@ void FunctionLowering::lowerDeviceTensorMap(const ir::Op& op) {
                          "copies or prefetches needs sm_90a or sm_100a; sm_80 has no TMA");
   const ir::Type& dt = op.result()->type();
   const int rank = static_cast<int>(dt.shape.size());
-  if (rank < 1 || rank > 5 || op.numOperands() != 1u + 2 * rank)
+  const int64_t slotCount = ir::attr::MakeDescriptor::slotCount(op);
+  if (rank < 1 || rank > 5 || op.numOperands() != 1u + 2 * rank + (slotCount > 0 ? 1u : 0u))
     throw std::logic_error("codegen: malformed make_desc");
   const int elemType = tensorMapElemType(dt.elem);
   const int64_t elemBytes = ir::byteWidth(dt.elem);
@@ -271,8 +272,18 @@ void FunctionLowering::lowerDeviceTensorMap(const ir::Op& op) {
                              boxes.problem);
 
   // This program's 128 bytes of slot `slot`: slots are laid out one after another, each
-  // holding every program's tensor map (program ids linearized x fastest).
-  const int64_t slot = deviceTensorMaps_++;
+  // holding every program's tensor map (program ids linearized x fastest). A descriptor made in
+  // a tlx.allocate_tensor_descriptor slot is written to that allocation's slots (reserved at
+  // their first use), at the index its last operand holds, which may be chosen at run time.
+  int64_t slot;
+  if (slotCount > 0) {
+    auto [it, fresh] = descriptorStorage_.try_emplace(ir::attr::MakeDescriptor::slotStorage(op),
+                                                      deviceTensorMaps_);
+    if (fresh) deviceTensorMaps_ += static_cast<int>(slotCount);
+    slot = it->second;
+  } else {
+    slot = deviceTensorMaps_++;
+  }
   needsPtx86_ = true;
   std::string scratch = b_.pure("ld.param.u64", RegClass::B64, {bracketed(scratchParam_)});
   auto special = [&](const char* reg) { return b_.pure("mov.u32", RegClass::B32, {reg}); };
@@ -287,6 +298,15 @@ void FunctionLowering::lowerDeviceTensorMap(const ir::Op& op) {
     std::string before = b_.pure("mul.wide.u32", RegClass::B64,
                                  {programs, b_.materialize(immInt(slot), RegClass::B32)});
     index = b_.pure("add.u64", RegClass::B64, {index, before});
+  }
+  if (slotCount > 0) {
+    // Slot `slot + i` of the allocation: i whole slots (every program's) further on.
+    std::string programs =
+        b_.pure("mul.lo.u32", RegClass::B32, {special("%nctaid.x"), special("%nctaid.y")});
+    programs = b_.pure("mul.lo.u32", RegClass::B32, {programs, special("%nctaid.z")});
+    std::string i = b_.materialize(operand(op, 1 + 2 * rank).at(0), RegClass::B32);
+    index = b_.pure("add.u64", RegClass::B64,
+                    {index, b_.pure("mul.wide.u32", RegClass::B64, {programs, i})});
   }
   std::string addr =
       b_.pure("mad.lo.u64", RegClass::B64, {index, b_.materialize("128", RegClass::B64), scratch});

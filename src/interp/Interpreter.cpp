@@ -616,6 +616,15 @@ void Executor::execMemory(const ir::Op& op) {
     for (unsigned i = 0; i < rank; ++i) d->strides.push_back(scalarInt(op, 1 + rank + i));
     d->blockShape = attrOr(op, ir::attr::MakeDescriptor::kblockShape,
                            ir::attr::MakeDescriptor::blockShape, rt.shape);
+    // Made in a slot of tlx.allocate_tensor_descriptor (its index the last operand): a slot
+    // outside the allocation would write another's tensor map, or past the scratch.
+    if (int64_t slots = ir::attr::MakeDescriptor::slotCount(op); slots > 0) {
+      int64_t slot = scalarInt(op, 1 + 2 * rank);
+      if (slot < 0 || slot >= slots)
+        fail(op.loc(), "tlx.make_tensor_descriptor into slot " + std::to_string(slot) +
+                           " of a tlx.allocate_tensor_descriptor of " + std::to_string(slots) +
+                           " slots (" + where() + ")");
+    }
     set(op.result(), std::shared_ptr<const Descriptor>(d));
     return;
   }

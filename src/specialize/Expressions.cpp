@@ -714,6 +714,9 @@ Val Specializer::evalSubscript(const Subscript* e) {
       return Val::tuple(std::move(out));
     }
     Val idx = eval(indices[0]);
+    if (idx.isRuntime() && !base.elts.empty() && base.elts[0].kind == Val::Kind::Enum &&
+        base.elts[0].s.starts_with("tensor_descriptor_ptr "))
+      return descriptorSlotAt(base, idx, indices[0]->loc);
     int64_t i = constInt(idx, indices[0]->loc, "a tuple index", indices[0]);
     int64_t n = static_cast<int64_t>(base.elts.size());
     if (i < -n || i >= n)

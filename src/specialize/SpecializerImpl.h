@@ -281,7 +281,10 @@ public:
   struct DescriptorSlot {
     ir::Value* desc = nullptr;
     ir::Block* block = nullptr;
+    ir::Value* index = nullptr; // the run-time index of a slot "N[?]"
   };
+  /// slots[i] of tlx.allocate_tensor_descriptor with a run-time i: the slot "N[?]" (`v`: i).
+  Val descriptorSlotAt(const Val& slots, const Val& index, SourceLoc loc);
   std::map<std::string, DescriptorSlot> descriptorSlots;
   int64_t descriptorAllocations = 0;
   struct ModuleInfo {

@@ -1,6 +1,7 @@
 // The `tlx.*` bulk copies (async_load(bulk=True), async_store) and TLX's descriptor storage
 // (allocate_tensor_descriptor, make_tensor_descriptor(desc_ptr=...),
 // reinterpret_tensor_descriptor).
+#include "ir/OpAttrs.h"
 #include "specialize/SpecializerImpl.h"
 
 namespace ww::specialize {
@@ -61,6 +62,24 @@ Val Specializer::asyncBulkCopy(const BoundArgs& a, bool isLoad) {
   return Val::none();
 }
 
+namespace {
+/// "tensor_descriptor_ptr N" of a slot "tensor_descriptor_ptr N[i]" (its allocation).
+std::string storageOf(const std::string& slot) {
+  return slot.substr(0, slot.find('['));
+}
+/// i of a slot "tensor_descriptor_ptr N[i]" with a constant i.
+int64_t slotIndexOf(const std::string& slot) {
+  return std::stoll(slot.substr(slot.find('[') + 1));
+}
+} // namespace
+
+Val Specializer::descriptorSlotAt(const Val& slots, const Val& index, SourceLoc loc) {
+  Val slot = Val::enumValue(storageOf(slots.elts[0].s) + "[?]");
+  slot.i = static_cast<int64_t>(slots.elts.size());
+  slot.v = requireScalarI32(index, loc, "the index of a tlx.allocate_tensor_descriptor slot");
+  return slot;
+}
+
 Val Specializer::tensorDescriptorSlots(const std::string& name, CallSite& call) {
   const std::string fn = "tlx." + name;
   // Storage is tracked at compile time: a slot names the descriptor made in it, and reinterpret
@@ -73,9 +92,11 @@ Val Specializer::tensorDescriptorSlots(const std::string& name, CallSite& call) 
       raiseError(a.loc("num"), fn + "'s num must be 1 to 1024, got " + std::to_string(num));
     int64_t id = descriptorAllocations++;
     std::vector<Val> slots;
-    for (int64_t i = 0; i < num; ++i)
+    for (int64_t i = 0; i < num; ++i) {
       slots.push_back(Val::enumValue("tensor_descriptor_ptr " + std::to_string(id) + "[" +
                                      std::to_string(i) + "]"));
+      slots.back().i = num; // the allocation's slots, for the descriptor made in one
+    }
     return Val::tuple(std::move(slots));
   }
   auto slotOf = [&](const Val& v, SourceLoc at) -> DescriptorSlot& {
@@ -113,18 +134,44 @@ Val Specializer::tensorDescriptorSlots(const std::string& name, CallSite& call) 
       rest.argLocs.erase(rest.argLocs.begin());
       rest.argExprs.erase(rest.argExprs.begin());
     }
+    // The slot's index, made before the descriptor that takes it as an operand.
+    ir::Value* slotIndex = nullptr;
+    if (ptr.kind != Val::Kind::None) {
+      slotOf(ptr, ptrLoc);
+      slotIndex = ptr.v ? ptr.v : toRuntime(Val::integer(slotIndexOf(ptr.s)), ptrLoc, DType::I32);
+    }
     Val desc = callTl("make_tensor_descriptor", rest);
     call.callee = fn;
-    if (ptr.kind != Val::Kind::None) {
-      DescriptorSlot& slot = slotOf(ptr, ptrLoc);
-      slot.desc = desc.v;
-      slot.block = b.insertionBlock();
+    if (slotIndex) {
+      // The map is written to the allocation's slot (ir/Ops.def, make_desc's slot_* attributes).
+      const std::string storage = storageOf(ptr.s);
+      ir::Op* make = desc.v->def();
+      ir::attr::MakeDescriptor::set::slotStorage(*make, std::stoll(storage.substr(22)));
+      ir::attr::MakeDescriptor::set::slotCount(*make, ptr.i);
+      make->addOperand(slotIndex);
+      // A slot chosen at run time may be any of the allocation's: what the others held is no
+      // longer known here; one of them written leaves the run-time slot unknown too.
+      for (auto it = descriptorSlots.begin(); it != descriptorSlots.end();)
+        if (it->first != ptr.s && storageOf(it->first) == storage && (ptr.v || it->second.index))
+          it = descriptorSlots.erase(it);
+        else
+          ++it;
+      DescriptorSlot& kept = descriptorSlots[ptr.s];
+      kept.desc = desc.v;
+      kept.block = b.insertionBlock();
+      kept.index = ptr.v;
     }
     return desc;
   }
   // reinterpret_tensor_descriptor
   BoundArgs a(call, {"desc_ptr", "block_shape", "dtype"});
   DescriptorSlot& slot = slotOf(a.get("desc_ptr"), a.loc("desc_ptr"));
+  if (slot.desc && slot.index != a.get("desc_ptr").v)
+    raiseError(a.loc("desc_ptr"),
+               fn + ": the slot " + a.get("desc_ptr").s + " is chosen by another run-time " +
+                   "index than the one its descriptor was made with; warpweave follows slots " +
+                   "at compile time, so a slot chosen at run time is read with the very index " +
+                   "value it was made with");
   if (!slot.desc)
     raiseError(a.loc("desc_ptr"), fn + ": no tlx.make_tensor_descriptor has made a descriptor in " +
                                       a.get("desc_ptr").s + " before this point");

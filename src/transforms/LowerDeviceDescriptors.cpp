@@ -21,7 +21,9 @@ std::pair<Value*, Value*> boxPointers(ir::Builder& b, const ir::Op& make,
                                       const std::vector<Value*>& offsets) {
   const std::vector<int64_t> block = ir::attr::MakeDescriptor::blockShape(make);
   const size_t rank = block.size();
-  if (make.numOperands() != 1 + 2 * rank || offsets.size() != rank)
+  // (a descriptor made in a tlx.allocate_tensor_descriptor slot has the slot's index last)
+  const size_t slotOperand = ir::attr::MakeDescriptor::slotCount(make) > 0 ? 1 : 0;
+  if (make.numOperands() != 1 + 2 * rank + slotOperand || offsets.size() != rank)
     throw std::logic_error("lowerDeviceDescriptors: malformed make_desc or descriptor access");
   Value* base = make.operand(0);
   Value* offsetSum = nullptr;

@@ -16,6 +16,7 @@ import warpweave as ww
 from tlx_tma_extras_kernels import (bulk_round_trip, bulk_runtime_size, bulk_then_registers,
                                     captured_by_tasks, prefetch_scalar, prefetch_then_copy,
                                     slot_descriptors, tile_copy_device_desc,
+                                    runtime_slots, runtime_slot_read_by_another_index,
                                     tile_copy_host_desc)
 
 native_loader = importlib.import_module("warpweave._native_loader")
@@ -351,3 +352,38 @@ def test_launch_asks_the_allocator_for_scratch(monkeypatch):
         ww.set_allocator(None)
     assert calls == [(256 * 6, 128, 0)]
     assert launched == [((2, 3, 1), [0x100, 0x200, 128, 128, 0x7000])]
+
+
+# ---- slots of tlx.allocate_tensor_descriptor chosen at run time (TLX's grouped GEMM) ----
+
+
+@pytest.mark.parametrize("tma", [False, True])
+def test_runtime_chosen_slots_interp(tma):
+    x = np.arange(7 * 32, dtype=np.float32)
+    y = np.zeros_like(x)
+    runtime_slots[(1,)](x, y, x.size, 7, B=32, SLOTS=3, TMA=tma)
+    np.testing.assert_array_equal(y, x)
+
+
+def test_runtime_slot_outside_the_allocation_is_reported_interp():
+    x = np.arange(4 * 32, dtype=np.float32)
+    y = np.zeros_like(x)
+    with pytest.raises(Exception) as e:
+        runtime_slots[(1,)](x, y, x.size, 4, B=32, SLOTS=4, TMA=False)
+    assert "slot 3 of a tlx.allocate_tensor_descriptor of 3 slots" in str(e.value)
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
+def test_runtime_chosen_slots_share_their_allocation(requires_ptxas, target):
+    k = compile_here("runtime_slots", "src:*fp32, dst:*fp32, SIZE:i32, ROUNDS:i32, B=32, SLOTS=3,"
+                     " TMA=True", target=target)
+    # One tensor map written per round, into the allocation's 3 slots (384 bytes a program),
+    # the slot's index scaling the programs' stride; ptxas accepts it.
+    assert k.ptx.count("tensormap.replace.tile.global_address") == 1
+    assert k.global_scratch_size == 3 * 128
+    assert len(k.cubin) > 0
+
+
+def test_runtime_slot_read_by_another_index_is_refused():
+    msg = compile_error("runtime_slot_read_by_another_index", "src:*fp32, i:i32, j:i32, B=32")
+    assert "chosen by another run-time index" in msg and "kernels.py:" in msg

@@ -219,3 +219,33 @@ def tasks_with_bad_flag(src, flag):
     with tlx.async_tasks(warp_specialize=flag):
         with tlx.async_task("default"):
             tl.store(src, 1)
+
+
+@ww.jit
+def runtime_slots(src, dst, SIZE, ROUNDS, B: tl.constexpr, SLOTS: tl.constexpr,
+                  TMA: tl.constexpr):
+    """A descriptor per round in the slot chosen at run time (round % SLOTS), read back through
+    reinterpret_tensor_descriptor with that index: block `round` of src copied to dst."""
+    slots = tlx.allocate_tensor_descriptor(num=3)
+    tile = tlx.local_alloc((B,), tlx.dtype_of(src), 1)[0]
+    full = tlx.alloc_barriers(1)[0]
+    for r in range(ROUNDS):
+        s = r % SLOTS
+        tlx.make_tensor_descriptor(desc_ptr=slots[s], base=src, shape=[SIZE], strides=[1],
+                                   block_shape=[B])
+        d = tlx.reinterpret_tensor_descriptor(desc_ptr=slots[s], block_shape=[B],
+                                              dtype=tlx.dtype_of(src))
+        if TMA:
+            tlx.barrier_expect_bytes(full, B * tlx.size_of(tlx.dtype_of(src)))
+            tlx.async_descriptor_load(d, tile, [r * B], full)
+            tlx.barrier_wait(full, r & 1)
+            tl.store(dst + r * B + tl.arange(0, B), tlx.local_load(tile))
+        else:
+            tl.store(dst + r * B + tl.arange(0, B), d.load([r * B]))
+
+
+@ww.jit
+def runtime_slot_read_by_another_index(src, i, j, B: tl.constexpr):
+    slots = tlx.allocate_tensor_descriptor(num=2)
+    tlx.make_tensor_descriptor(slots[i], src, [B], [1], [B])
+    tlx.reinterpret_tensor_descriptor(slots[j], [B], tlx.dtype_of(src))
