@@ -848,7 +848,9 @@ void Executor::execLocalAlloc(const ir::Op& op) {
   v.strides = rowMajorStrides(rt.shape);
   v.count = rt.count;
   v.tileStrideBytes = v.tileElements() * v.elemBytes();
-  if (op.hasAttr(attr::LocalAlloc::kalias)) {
+  // Tensor-memory members of a storage_alias_spec take columns of their own, as codegen gives
+  // them (TlxTmem.cpp): the spec's byte offsets describe shared memory, not lanes x columns.
+  if (op.hasAttr(attr::LocalAlloc::kalias) && rt.space != ir::MemorySpace::Tmem) {
     // A member of a storage_alias_spec: its buffers lie in the spec's one region, at the
     // offset and spacing the compiler gave it (see specialize/TlxStorageAlias.cpp).
     if (int64_t stride = attr::LocalAlloc::aliasStride(op)) v.tileStrideBytes = stride;

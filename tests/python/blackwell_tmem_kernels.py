@@ -170,3 +170,29 @@ def tmem_overlay_steps(a_desc, b_desc, v_desc, out_ptr, STEPS: tl.constexpr, BM:
     tlx.barrier_wait(o_done[0], 0)
     tl.store(out_ptr + tl.arange(0, BM)[:, None] * BD + tl.arange(0, BD)[None, :],
              tlx.local_load(o))
+
+
+@ww.jit
+def tmem_alias_members(x_ptr, a_desc, b_desc, out_ptr, BN: tl.constexpr):
+    """Two tensor-memory members of one storage_alias_spec in distinct places: x is stored into
+    one, an MMA's product lands in the other; out = x + 2 * (the product)."""
+    spec = tlx.storage_alias_spec(storage=tlx.storage_kind.tmem)
+    first = tlx.local_alloc((128, BN), tl.float32, 1, tlx.storage_kind.tmem, reuse=spec)
+    second = tlx.local_alloc((128, BN), tl.float32, 1, tlx.storage_kind.tmem, reuse=spec)
+    spec.set_buffer_overlap(
+        tlx.reuse_group(first, second, group_type=tlx.reuse_group_type.distinct))
+    offs = tl.arange(0, 128)[:, None] * BN + tl.arange(0, BN)[None, :]
+    tlx.local_store(tlx.local_view(first, 0), tl.load(x_ptr + offs))
+    a = tlx.local_alloc((128, 16), tl.float16, 1)
+    b = tlx.local_alloc((16, BN), tl.float16, 1)
+    bar = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    done = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    tlx.barrier_expect_bytes(bar[0], 2 * (128 + BN) * 16)
+    tlx.async_descriptor_load(a_desc, a[0], [0, 0], bar[0])
+    tlx.async_descriptor_load(b_desc, b[0], [0, 0], bar[0])
+    tlx.barrier_wait(bar[0], 0)
+    tlx.async_dot(a[0], b[0], tlx.local_view(second, 0), use_acc=False, mBarriers=[done[0]])
+    tlx.barrier_wait(done[0], 0)
+    got = tlx.local_load(tlx.local_view(first, 0))
+    got += 2.0 * tlx.local_load(tlx.local_view(second, 0))
+    tl.store(out_ptr + offs, got)

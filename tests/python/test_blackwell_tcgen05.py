@@ -44,6 +44,20 @@ def test_tmem_gemm_matches_numpy(interpret, M, N, K, BN, BK):
     np.testing.assert_array_equal(c, (a.astype(np.float64) @ b).astype(np.float16))
 
 
+def test_tensor_memory_alias_members_keep_their_own_columns(interpret, requires_ptxas):
+    # Tensor-memory members of a storage_alias_spec get columns of their own in the interpreter,
+    # as codegen gives them: a stored tile and an MMA result side by side both survive.
+    rng = np.random.default_rng(0)
+    BN = 64
+    x = rng.standard_normal((128, BN)).astype(np.float32)
+    a, b = eighths(rng, (128, 16)), eighths(rng, (16, BN))
+    out = np.zeros((128, BN), np.float32)
+    bk.tmem_alias_members[(1,)](x, descriptor(a, [128, 16]), descriptor(b, [16, BN]), out, BN=BN)
+    np.testing.assert_allclose(out, x + 2 * (a.astype(np.float64) @ b), rtol=1e-6, atol=1e-6)
+    sig = "x_ptr:*fp32:16,a_desc:desc<fp16,128x16>,b_desc:desc<fp16,16x64>,out_ptr:*fp32:16,BN=64"
+    assert compile_kernel("tmem_alias_members", sig, stage="cubin").spill_bytes == 0
+
+
 def test_reading_the_accumulator_before_its_commit_is_a_race(interpret):
     with pytest.raises(ww.InterpreterError) as e:
         run_gemm(128, 64, 96, read_early=True)
