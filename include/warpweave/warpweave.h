@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -192,9 +193,21 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+/// Host memory that no argument covers but a kernel reaches through an address it read or
+/// computed (a table of pointers, as Triton's grouped GEMM passes): bytes [start, start + bytes).
+struct HostSpan {
+  uint64_t start = 0;
+  uint64_t bytes = 0;
+  bool writable = true;
+};
+/// Which live host allocation holds `address`, if any. The interpreter asks it (from any of its
+/// threads) for addresses outside every argument and checks the access against the span.
+using HostMemoryLookup = std::function<std::optional<HostSpan>(uint64_t address)>;
+
 /// Runs a compiled kernel (its Tile IR) on the CPU over the grid, one program at a time. `args`
-/// follow `kernel.params`.
-void interpret(const CompiledKernel& kernel, const int grid[3], const std::vector<InterpArg>& args);
+/// follow `kernel.params`. Without `hostMemory`, an address outside every argument is a fault.
+void interpret(const CompiledKernel& kernel, const int grid[3], const std::vector<InterpArg>& args,
+               const HostMemoryLookup& hostMemory = {});
 
 /// The pointer and descriptor parameters (names) through which `kernel` may write global memory
 /// (stores, atomics, descriptor stores), from its Tile IR; an over-approximation (every one of

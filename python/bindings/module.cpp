@@ -207,8 +207,11 @@ void launch(PyKernel& self, unsigned gx, unsigned gy, unsigned gz, uintptr_t str
 /// Interpreter arguments: ints (i64, or u64 from 2^63 on, passed by their bits), floats,
 /// (address, nbytes[, writable]) tuples for host buffers, and (address, nbytes, shape,
 /// strides[, writable]) tuples for host tensor descriptors (strides in elements); a buffer
-/// whose `writable` is False refuses the kernel's stores.
-void interpretKernel(PyKernel& self, std::tuple<int, int, int> grid, nb::list args) {
+/// whose `writable` is False refuses the kernel's stores. `host_memory`, when not None, answers
+/// for an address outside every argument with the (address, nbytes, writable) of the host
+/// allocation that holds it, or None.
+void interpretKernel(PyKernel& self, std::tuple<int, int, int> grid, nb::list args,
+                     nb::object hostMemory) {
   std::vector<ww::InterpArg> converted;
   for (nb::handle a : args) {
     const size_t n = nb::isinstance<nb::tuple>(a) ? nb::len(a) : 0;
@@ -251,8 +254,25 @@ void interpretKernel(PyKernel& self, std::tuple<int, int, int> grid, nb::list ar
     }
   }
   int g[3] = {std::get<0>(grid), std::get<1>(grid), std::get<2>(grid)};
+  ww::HostMemoryLookup lookup;
+  if (!hostMemory.is_none()) {
+    // Copies of the lookup live and die without the GIL: they hold the callable borrowed, which
+    // `hostMemory` keeps alive for the call.
+    PyObject* fn = hostMemory.ptr();
+    lookup = [fn](uint64_t address) -> std::optional<ww::HostSpan> {
+      nb::gil_scoped_acquire acquire;
+      try {
+        nb::object r = nb::borrow(fn)(address);
+        if (r.is_none()) return std::nullopt;
+        auto t = nb::cast<std::tuple<uint64_t, uint64_t, bool>>(r);
+        return ww::HostSpan{std::get<0>(t), std::get<1>(t), std::get<2>(t)};
+      } catch (const std::exception&) {
+        return std::nullopt;
+      }
+    };
+  }
   nb::gil_scoped_release release;
-  ww::interpret(*self.compiled, g, converted);
+  ww::interpret(*self.compiled, g, converted, lookup);
 }
 
 nb::bytes encodeTensorMap(const std::string& dtype, uint64_t address,
@@ -370,8 +390,9 @@ NB_MODULE(_native, m) {
           "gx"_a, "stream"_a, "args"_a,
           "Benchmarks: a callable that launches these values, packed once, through "
           "launchPacked (no argument handling per call).")
-      .def("interpret", &interpretKernel, "grid"_a, "args"_a,
-           "Runs the Tile IR in the CPU interpreter; buffers are (address, nbytes) tuples.");
+      .def("interpret", &interpretKernel, "grid"_a, "args"_a, "host_memory"_a = nb::none(),
+           "Runs the Tile IR in the CPU interpreter; buffers are (address, nbytes) tuples; "
+           "host_memory(address) names other host memory the kernel reaches, or None.");
 
   wwpy::defineFastLauncher(m, launchError, cudaError);
   m.def(

@@ -953,7 +953,7 @@ class CompiledKernel:
                      if type(a) is tuple and a[-1] is False]
         if read_only:
             self._refuse_read_only_writes(read_only, values)
-        self.kernel.interpret(tuple(grid), args)
+        self.kernel.interpret(tuple(grid), args, _HostMemory())
         for tensor, host in write_back:
             tensor.copy_(host)
         del keep
@@ -1031,6 +1031,68 @@ def _array_span(arr):
         else:
             hi += (n - 1) * s
     return lo, hi + arr.itemsize, bool(arr.flags.writeable)
+
+
+class _HostMemory:
+    """The interpreter's answer for an address outside every argument: the live host memory that
+    holds it (a CPU torch tensor's storage or a NumPy array's buffer), as (address, nbytes,
+    writable), or None. Kernels reach such memory through addresses they read, as Triton's
+    grouped GEMM tutorial reads its tensors' addresses from a table; Triton's interpreter
+    dereferences them as they are. The candidates are gathered once per launch, at the first
+    such address."""
+
+    def __init__(self):
+        self._spans = None
+
+    def __call__(self, address):
+        if self._spans is None:
+            self._spans = _live_host_spans()
+        for lo, hi, writable in self._spans:
+            if lo <= address < hi:
+                return (lo, hi - lo, writable)
+        return None
+
+
+def _live_host_spans():
+    """(first address, end address, writable) of every CPU torch tensor's storage and every
+    NumPy array's memory that the garbage collector or the calling frames reach."""
+    import gc
+    import sys
+
+    torch = sys.modules.get("torch")
+    np = sys.modules.get("numpy")
+    objects = gc.get_objects()
+    frame = sys._getframe(1)
+    while frame is not None:  # locals of running functions are no gc objects since 3.11
+        objects.append(frame.f_locals)
+        frame = frame.f_back
+    spans = []
+    if torch is not None:
+        for o in objects:
+            if issubclass(type(o), torch.Tensor) and o.device.type == "cpu":
+                try:
+                    storage = o.untyped_storage()
+                    lo, n = storage.data_ptr(), storage.nbytes()
+                except (RuntimeError, NotImplementedError):  # sparse, meta, ...
+                    continue
+                if n:
+                    spans.append((lo, lo + n, True))
+    if np is not None:
+        seen = set()
+        for o in gc.get_referents(*objects):
+            if issubclass(type(o), np.ndarray) and id(o) not in seen:
+                seen.add(id(o))
+                owner = o
+                while isinstance(owner.base, np.ndarray):
+                    owner = owner.base
+                extent = None
+                if owner.base is not None:
+                    extent = _exported_memory(owner.base)
+                if extent is None:
+                    extent = _array_span(owner)
+                if extent[1] > extent[0]:
+                    spans.append(extent)
+    return spans
 
 
 def _torch_host_view(t):

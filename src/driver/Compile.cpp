@@ -118,13 +118,15 @@ CompiledKernel compile(const CompileRequest& req) {
   return out;
 }
 
-void interpret(const CompiledKernel& kernel, const int grid[3],
-               const std::vector<InterpArg>& args) {
+void interpret(const CompiledKernel& kernel, const int grid[3], const std::vector<InterpArg>& args,
+               const HostMemoryLookup& hostMemory) {
   if (!kernel.module || kernel.module->functions.empty())
     throw std::invalid_argument("interpret: the kernel has no Tile IR");
   for (int i = 0; i < 3; ++i)
     if (grid[i] < 0) throw std::invalid_argument("interpret: grid dimensions must be >= 0");
-  interp::run(*kernel.module->functions.front(), kernel.module->sources, grid, args);
+  interp::RunOptions options = interp::runOptionsFromEnvironment();
+  options.hostMemory = hostMemory;
+  interp::run(*kernel.module->functions.front(), kernel.module->sources, grid, args, options);
 }
 
 } // namespace ww

@@ -797,7 +797,8 @@ uint64_t environmentNumber(const char* name, uint64_t fallback) {
 }
 
 void runOnce(const ir::Function& fn, const SourceManager* sources, const int grid[3],
-             const std::vector<InterpArg>& args, uint64_t seed, bool quiet);
+             const std::vector<InterpArg>& args, uint64_t seed, bool quiet,
+             const HostMemoryLookup& hostMemory);
 void runCluster(KernelState& k, int x0, int y0, int z0, const std::array<int, 3>& dims);
 
 bool hasAsyncTasks(const ir::Block& block) {
@@ -847,7 +848,7 @@ void run(const ir::Function& fn, const SourceManager* sources, const int grid[3]
           a.data = scratch.back().data();
         }
     try {
-      runOnce(fn, sources, grid, runArgs, seed, /*quiet=*/!last);
+      runOnce(fn, sources, grid, runArgs, seed, /*quiet=*/!last, options.hostMemory);
     } catch (const InterpreterError& e) {
       if (!tasks || (schedules == 1 && seed == 0)) throw;
       throw InterpreterError(std::string(e.what()) +
@@ -859,9 +860,11 @@ void run(const ir::Function& fn, const SourceManager* sources, const int grid[3]
 namespace {
 
 void runOnce(const ir::Function& fn, const SourceManager* sources, const int grid[3],
-             const std::vector<InterpArg>& args, uint64_t seed, bool quiet) {
+             const std::vector<InterpArg>& args, uint64_t seed, bool quiet,
+             const HostMemoryLookup& hostMemory) {
   KernelState k;
   k.seed = seed;
+  k.memory.setHostLookup(hostMemory);
   // Exploratory schedules run on scratch buffers; their prints would only repeat the last's.
   std::ostringstream discarded;
   if (quiet) k.out = &discarded;

@@ -23,6 +23,8 @@ struct RunOptions {
   /// the argument buffers, so only the last one's results land; an error in any is reported
   /// with the seed that found it.
   int schedules = 1;
+  /// Host memory reached through addresses the kernel reads (see ww::interpret); none: faults.
+  HostMemoryLookup hostMemory;
 };
 void run(const ir::Function& fn, const SourceManager* sources, const int grid[3],
          const std::vector<InterpArg>& args, const RunOptions& options);

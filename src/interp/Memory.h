@@ -2,11 +2,19 @@
 // addresses, so each pointer knows which argument it came from and every access is bounds-checked
 // against that argument, even when the host buffers happen to lie next to each other. Read-only
 // arguments (NumPy arrays that are not writeable) refuse stores and atomics the same way.
+//
+// Host memory that no argument covers (the tensors a table of pointers names) keeps its own
+// addresses: when a host lookup is set, an access outside every window asks it which host
+// allocation holds the address and is checked against that span.
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
+
+#include "warpweave/warpweave.h"
 
 namespace ww::interp {
 
@@ -28,9 +36,17 @@ public:
           !(r.readOnly && !isLoad(access)))
         return r.data + off;
     }
+    if (host_ && idx >= regions_.size()) {
+      why->clear();
+      if (unsigned char* p = resolveHost(addr, width, access, why)) return p;
+      if (!why->empty()) return nullptr;
+    }
     *why = describeFault(addr, width, access);
     return nullptr;
   }
+
+  /// Lets accesses outside every argument reach the host memory `lookup` names (none: faults).
+  void setHostLookup(HostMemoryLookup lookup);
   /// The argument name and byte offset of an address inside some argument's window.
   bool locate(uint64_t addr, std::string* name, int64_t* offset) const;
 
@@ -46,7 +62,17 @@ private:
   };
   static bool isLoad(const char* access) { return access[0] == 'l'; }
   std::string describeFault(uint64_t addr, int width, const char* access) const;
+  /// The host pointer of an access outside every window, through the lookup's spans (each
+  /// asked for once and kept); null with `why` set when the span refuses the access, null with
+  /// `why` untouched when no span holds the address.
+  unsigned char* resolveHost(uint64_t addr, int width, const char* access, std::string* why) const;
   std::vector<Region> regions_;
+  struct HostState {
+    HostMemoryLookup lookup;
+    std::mutex mutex;
+    std::vector<HostSpan> spans; // those the lookup returned, in the order it did
+  };
+  std::shared_ptr<HostState> host_;
 };
 
 } // namespace ww::interp
