@@ -1042,27 +1042,31 @@ class _HostMemory:
     such address."""
 
     def __init__(self):
+        import sys
+
+        # The launching frames: the interpreter may ask from a thread of its own (async tasks),
+        # whose Python stack is empty.
+        self._frame = sys._getframe(1)
         self._spans = None
 
     def __call__(self, address):
         if self._spans is None:
-            self._spans = _live_host_spans()
+            self._spans = _live_host_spans(self._frame)
         for lo, hi, writable in self._spans:
             if lo <= address < hi:
                 return (lo, hi - lo, writable)
         return None
 
 
-def _live_host_spans():
+def _live_host_spans(frame):
     """(first address, end address, writable) of every CPU torch tensor's storage and every
-    NumPy array's memory that the garbage collector or the calling frames reach."""
+    NumPy array's memory that the garbage collector or `frame` and its callers reach."""
     import gc
     import sys
 
     torch = sys.modules.get("torch")
     np = sys.modules.get("numpy")
     objects = gc.get_objects()
-    frame = sys._getframe(1)
     while frame is not None:  # locals of running functions are no gc objects since 3.11
         objects.append(frame.f_locals)
         frame = frame.f_back

@@ -8,6 +8,7 @@ import pytest
 
 import warpweave as ww
 import warpweave.language as tl
+from warpweave import tlx
 
 pytest.importorskip("warpweave._native")
 
@@ -129,3 +130,27 @@ def test_an_address_no_live_memory_holds_is_still_refused():
     out = np.zeros(16, dtype=np.float32)
     with pytest.raises(ww.InterpreterError, match="not derived from any buffer argument"):
         _gather_rows[(1,)](table, np.array([1], dtype=np.int32), out, BLOCK=16)
+
+
+@ww.jit
+def _copy_in_tasks(table_ptr, out_ptr, BLOCK: tl.constexpr):
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            src = tl.load(table_ptr).to(tl.pointer_type(tl.float32))
+            offs = tl.arange(0, BLOCK)
+            tl.store(out_ptr + offs, tl.load(src + offs))
+        with tlx.async_task(num_warps=4):
+            src = tl.load(table_ptr + 1).to(tl.pointer_type(tl.float32))
+            offs = tl.arange(0, BLOCK)
+            tl.store(out_ptr + BLOCK + offs, tl.load(src + offs))
+
+
+def test_async_tasks_reach_memory_named_by_a_table():
+    # The interpreter runs each task as an agent on a thread of its own; the lookup still sees
+    # the arrays this function holds.
+    a = np.arange(16, dtype=np.float32)
+    b = np.arange(16, 32, dtype=np.float32)
+    table = np.array([a.ctypes.data, b.ctypes.data], dtype=np.int64)
+    out = np.zeros(32, dtype=np.float32)
+    _copy_in_tasks[(1,)](table, out, BLOCK=16)
+    np.testing.assert_array_equal(out, np.arange(32, dtype=np.float32))
