@@ -890,6 +890,14 @@ Val Specializer::evalIfExp(const IfExp* e) {
   Val tv = eval(e->body.get());
   b.setInsertionBlock(elseBlock);
   Val ev = eval(e->orelse.get());
+  if (tv.isNone() && ev.isNone()) { // `f(x) if c else g(x)` run for its effects, as Triton's
+    b.setInsertionBlock(thenBlock);
+    b.create(ir::OpCode::Yield, {}, {});
+    b.setInsertionBlock(elseBlock);
+    b.create(ir::OpCode::Yield, {}, {});
+    b.setInsertionBlock(outer);
+    return Val::none();
+  }
   std::optional<ir::DType> dt;
   if (tv.isRuntime())
     dt = tv.type().elem;

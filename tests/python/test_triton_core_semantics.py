@@ -479,3 +479,51 @@ def test_bf16x3_dot_compiles_to_bf16_tensor_core_products(tmp_path):
                          {}, target="sm_90a", stage="ptx")
     assert k.tile_ir.count(" = dot ") == 3, k.tile_ir
     assert "bf16" in k.ptx and ("wgmma" in k.ptx or "mma.sync" in k.ptx)
+
+
+# ------------------------------------------------------------------------------------------------
+# A run-time ternary whose two sides return nothing (test_if's if_exp_dynamic_void)
+# ------------------------------------------------------------------------------------------------
+
+
+@ww.jit
+def void_ternary_kernel(Out, A, B):
+    pid = tl.program_id(0)
+    (tl.store(Out + pid, tl.load(A + pid)) if pid % 2 == 0 else tl.store(Out + pid, tl.load(B + pid)))
+
+
+def test_ternary_of_two_void_calls_runs_one_of_them():
+    a = np.arange(6, dtype=np.float32) + 10
+    b = np.arange(6, dtype=np.float32) + 20
+    out = np.zeros(6, dtype=np.float32)
+    void_ternary_kernel[(6,)](out, a, b)
+    np.testing.assert_array_equal(out, np.where(np.arange(6) % 2 == 0, a, b))
+
+
+@ww.jit
+def half_void_ternary_kernel(Out, A):
+    pid = tl.program_id(0)
+    x = tl.store(Out + pid, 1.0) if pid % 2 == 0 else tl.load(A + pid)
+    tl.store(Out + pid, x)
+
+
+def test_ternary_of_a_void_call_and_a_value_is_still_an_error():
+    with pytest.raises(ww.CompilationError, match="must be a number or tensor, got None"):
+        half_void_ternary_kernel[(2,)](np.zeros(2, np.float32), np.zeros(2, np.float32))
+
+
+def test_void_ternary_compiles_for_the_gpu(tmp_path):
+    src = """import warpweave as ww
+import warpweave.language as tl
+
+
+@ww.jit
+def k(Out, A, B):
+    pid = tl.program_id(0)
+    tl.store(Out + pid, tl.load(A + pid)) if pid % 2 == 0 else tl.store(Out + pid, tl.load(B + pid))
+"""
+    path = tmp_path / "void_ternary.py"
+    path.write_text(src)
+    sig = "Out:*fp32:16,A:*fp32:16,B:*fp32:16"
+    ptx = native().compile([(str(path), src)], "k", sig, {}, target="sm_90a", stage="ptx").ptx
+    assert ptx.count("ld.global") == 2 and ptx.count("st.global") == 2
