@@ -150,7 +150,7 @@ def ring_copy(x_ptr, out_ptr, N_TILES: tl.constexpr, TILE: tl.constexpr,
     """out = 2 * x through a two-slot shared-memory ring: a producer task fills slot i % 2 and
     arrives on full[i % 2]; a consumer waits on it, reads the slot and frees it on empty[i % 2].
     Each trip around the ring is a new barrier phase, so the waits alternate parity."""
-    bufs = tlx.local_alloc((TILE, ), tl.float32, 2)
+    bufs = tlx.local_alloc((TILE, ), tlx.dtype_of(x_ptr), 2)
     full = tlx.alloc_barriers(num_barriers=2, arrive_count=1)
     empty = tlx.alloc_barriers(num_barriers=2, arrive_count=1)
     with tlx.async_tasks():

@@ -65,6 +65,8 @@ std::string guessSignature(const ast::FunctionDef& fn) {
         entry = n + "=64";
     } else if (contains(p.name, "desc")) {
       entry = p.name + ":desc<fp16,64x64>";
+    } else if (contains(p.name, "cu_seqlens")) {
+      entry = p.name + ":*i32:16"; // prefix sums of ragged lengths
     } else if (contains(p.name, "ptr")) {
       entry = p.name + ":*fp16:16";
     } else if (contains(p.name, "eps") || contains(p.name, "scale") || contains(p.name, "slope")) {

@@ -94,7 +94,7 @@ class InterpretedKernel:
         self.folded_args = [e.split("=")[0] for e in req["signature"].split(",") if "=" in e]
         self.runs = []
 
-    def interpret(self, grid, args):
+    def interpret(self, grid, args, host_memory=None):
         self.runs.append((grid, args))
 
 

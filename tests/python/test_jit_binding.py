@@ -46,7 +46,7 @@ class FakeKernel:
         self.params = []
         self.interpreted = []
 
-    def interpret(self, grid, args):
+    def interpret(self, grid, args, host_memory=None):
         self.interpreted.append((grid, args))
 
 
