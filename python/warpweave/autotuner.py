@@ -336,16 +336,17 @@ class Autotuner(KernelInterface):
                 start = time.time()
                 stored = _TuningRecord(self, key, configs, named) if self._caches() else None
                 timings = stored.load() if stored else None
-                if timings is None:
+                benched = timings is None
+                if benched:
                     self._precompile(args, kwargs, configs)
                     timings = {c: self._bench(args, kwargs, grid, c, named) for c in configs}
-                    self.pre_hook({**named, **min(timings, key=lambda c: timings[c][0])
-                                   .all_kwargs()}, reset_only=True)
                     if stored:
                         stored.save(timings)
                 self.bench_time = time.time() - start
                 config = min(timings, key=lambda c: timings[c][0])
                 self.configs_timings = timings
+                if benched:  # the timing runs dirtied the reset_to_zero arguments
+                    self.pre_hook({**named, **config.all_kwargs()}, reset_only=True)
                 if _print_autotuning():
                     for c in sorted(timings, key=lambda c: timings[c][0]):
                         print(f"  config [{c}]: {timings[c][0]:.4f} ms")
@@ -426,11 +427,7 @@ class _TuningRecord:
         h = hashlib.sha256()
         h.update(f"warpweave-autotune-v{self._FORMAT}\0{nat.compiler_version()}"
                  f"{cache.build_id(nat)}\0{tuner.__name__}\0{self.key_text}\0".encode())
-        for path, text in env.files:
-            h.update(f"file\0{path}\0{len(text)}\0".encode())
-            h.update(text.encode("utf-8", "surrogatepass"))
-        for name in sorted(env.globals):
-            h.update(f"global\0{name}\0{env.globals[name]}\0".encode())
+        cache.hash_sources(h, env.files, env.globals)
         for c in configs:
             h.update(f"config\0{c!r}\0".encode())
         h.update(f"device\0{_device_text(named)}\0".encode())

@@ -50,15 +50,21 @@ def build_id(native) -> str:
     return _BUILD_IDS[path]
 
 
+def hash_sources(h, files, globals_: dict) -> None:
+    """Adds a kernel's source files ((path, text) pairs) and global values to the hash `h`: what
+    a compile and a tuning record are keyed on."""
+    for path, text in files:
+        h.update(f"file\0{path}\0{len(text)}\0".encode())
+        h.update(text.encode("utf-8", "surrogatepass"))
+    for name in sorted(globals_):
+        h.update(f"global\0{name}\0{globals_[name]}\0".encode())
+
+
 def cache_key(request: dict, compiler_version: str) -> str:
     """SHA-256 over the whole compile request and the compiler version."""
     h = hashlib.sha256()
     h.update(f"warpweave-cache-v{_FORMAT}\0{compiler_version}\0".encode())
-    for path, text in request["files"]:
-        h.update(f"file\0{path}\0{len(text)}\0".encode())
-        h.update(text.encode("utf-8", "surrogatepass"))
-    for name in sorted(request["globals"]):
-        h.update(f"global\0{name}\0{request['globals'][name]}\0".encode())
+    hash_sources(h, request["files"], request["globals"])
     for i, names in enumerate(request.get("names") or ()):  # how each file's names are bound
         for name in sorted(names or ()):
             h.update(f"name\0{i}\0{name}\0{names[name]!r}\0".encode())

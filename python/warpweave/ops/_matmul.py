@@ -119,9 +119,9 @@ def matmul_tlx(a, b, variant="ws", config=None):
     kernels/hopper/gemm_ws.py), "ws_cluster" / "ws_cluster_m" (the same in 2-CTA clusters that
     share A / B through multicast TMA), "pingpong" (persistent, warp-specialized, consumers
     alternate tiles: kernels/hopper/gemm_ws_pingpong.py) or "pipelined"
-    (kernels/hopper/gemm_pipelined.py). fp16 or bf16 CUDA tensors on an sm_90 GPU, or NumPy arrays (the
-    interpreter runs the same kernel); rows must be multiples of 16 bytes (K and N multiples of 8). `config` overrides entries of
-    TLX_GEMM_CONFIGS[variant]."""
+    (kernels/hopper/gemm_pipelined.py). fp16 or bf16 CUDA tensors on an sm_90 GPU, or NumPy
+    arrays (the interpreter runs the same kernel); rows must be multiples of 16 bytes (K and N
+    multiples of 8). `config` overrides entries of TLX_GEMM_CONFIGS[variant]."""
     return _matmul_tlx("matmul_tlx", a, b, variant, config, compile_only=False)
 
 
