@@ -243,6 +243,7 @@ std::string FunctionLowering::movOpcode(RegClass c) const {
 }
 
 void FunctionLowering::lowerOp(const ir::Op& op) {
+  if (rematLayouts_.empty()) reuseBarrier(op);
   const uint64_t syncsBefore = agentSyncs_;
   dispatchOp(op);
   if (ir::lowersWithAgentBarrier(op.code()) && agentSyncs_ == syncsBefore)
@@ -511,6 +512,23 @@ void FunctionLowering::barrier() {
   if (taskBarrierId_ >= 0)
     return b_.inst("bar.sync", {immInt(taskBarrierId_), immInt(numThreads())});
   b_.inst("bar.sync", {"0"});
+  bodyAtBarrier_ = b_.body().size();
+}
+
+void FunctionLowering::reuseBarrier(const ir::Op& op) {
+  const layout::ReuseBarrier* reuse = layouts_.reuseBarrierBefore(op);
+  if (!reuse) return;
+  // Straight after a barrier of every thread, with no access since, the order is already there;
+  // a proxy fence must still come between the accesses and a barrier.
+  if (!reuse->proxyFence && b_.body().size() == bodyAtBarrier_) return;
+  b_.setLoc(op.loc());
+  if (reuse->proxyFence) b_.inst("fence.proxy.async.shared::cta", {});
+  // A local_store into shared memory (Tlx.cpp) and a descriptor copy through the scratch region
+  // (Memory.cpp) meet the CTA before they touch shared memory.
+  bool meetsFirst =
+      (op.code() == OpCode::LocalStore && op.operand(0)->type().space != ir::MemorySpace::Tmem) ||
+      op.code() == OpCode::DescLoad || op.code() == OpCode::DescStore;
+  if (!meetsFirst) barrier();
 }
 
 int64_t FunctionLowering::scratch(int64_t bytes) {

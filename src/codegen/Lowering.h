@@ -11,6 +11,7 @@
 #include "layout/Layouts.h"
 #include "layout/LinearLayout.h"
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <optional>
@@ -185,6 +186,9 @@ private:
   void agentSyncNotNeeded() { ++agentSyncs_; }
   /// Scratch shared memory for one use at `op`: returns its byte offset, grows the kernel's total.
   int64_t scratch(int64_t bytes);
+  /// The CTA barrier (and proxy fence) the layout pass asks for before `op`, where it gives
+  /// bytes another tenant used to the one `op` starts (LayoutMap::reuseBarrierBefore).
+  void reuseBarrier(const ir::Op& op);
 
   // ---- ops ----
   void lowerConstant(const ir::Op& op);
@@ -367,6 +371,9 @@ private:
   // join, came since the last barrier() in straight-line code: a barrier the shared-memory
   // hazard pass inserted is emitted only then.
   bool sharedSinceBarrier_ = true;
+  // The size of the PTX body right after the last barrier(): nothing was emitted since when the
+  // body still has that size.
+  size_t bodyAtBarrier_ = SIZE_MAX;
   // Agent syncs so far (barrier(), agentSynced(), agentSyncNotNeeded()), for lowerOp's check.
   uint64_t agentSyncs_ = 0;
   // Where the async tasks run and their register budgets (when the kernel has async tasks).

@@ -510,7 +510,8 @@ void FunctionLowering::lowerDescriptorCopy(const ir::Op& op) {
   std::string tile = "[" + smemBase + "+" + std::to_string(base) + "]";
   std::string mbar = "[" + smemBase + "+" + std::to_string(barrierOffset) + "]";
   std::string dims = std::to_string(rank) + "d";
-  barrier(); // earlier users of the scratch region are done
+  // Earlier users of the scratch region are done (FunctionLowering::reuseBarrier relies on it).
+  barrier();
   if (isLoad) {
     b_.inst("mbarrier.init.shared::cta.b64", {mbar, "1"}, leader);
     b_.inst("fence.mbarrier_init.release.cluster", {});

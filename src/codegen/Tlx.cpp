@@ -433,7 +433,8 @@ void FunctionLowering::lowerTlxBuffer(const ir::Op& op) {
                   loadShared(layoutOf(op.result()), offsetOf, 0, constant, elem, base));
     // The interpreter, the reference, runs a warp group's local_store as one step: the group's
     // earlier reads of the buffer are done before it, and its writes are visible to the group's
-    // later ops after it.
+    // later ops after it. (A barrier for bytes shared with an earlier buffer relies on this one
+    // coming first: FunctionLowering::reuseBarrier.)
     barrier();
     storeShared(operand(op, 1), operandLayoutOf(op, 1), offsetOf, 0, elem, base, constant);
     return barrier();

@@ -11,6 +11,7 @@
 #include "ir/OpAttrs.h"
 #include "ir/OpTraits.h"
 #include "layout/Layouts.h"
+#include "layout/SharedMemoryPlan.h"
 #include "support/MathExtras.h"
 
 #include <algorithm>
@@ -971,15 +972,12 @@ private:
     return it == map_.viewRoots_.end() ? v : it->second;
   }
 
+  /// Sizes and layouts of every shared allocation, then their offsets by liveness
+  /// (SharedMemoryPlan.h): buffers whose live ranges do not meet share bytes, and the scratch
+  /// region lies over buffers that are dead wherever scratch is used.
   void allocateShared() {
-    int64_t end = 0;
-    std::vector<const ir::Op*> allocs; // in the order they were placed
-    bool aliased = false, tasks = false;
+    std::vector<const ir::Op*> allocs; // shared-memory allocations, in program order
     walk(fn_.body, [&](const ir::Op& op) {
-      if (op.code() == OpCode::LocalAlloc || op.code() == OpCode::AllocBarriers)
-        allocs.push_back(&op);
-      aliased |= op.code() == OpCode::LocalAlloc && op.hasAttr(ir::attr::LocalAlloc::kalias);
-      tasks |= op.code() == OpCode::AsyncTasks;
       switch (op.code()) {
       case OpCode::LocalAlloc: {
         const ir::Type& t = op.result()->type();
@@ -998,13 +996,10 @@ private:
         a.alignment = sharedTileAlignment(t.shape, eb);
         a.bytesPerBuffer = alignTo(numElements(t.shape) * eb, a.alignment);
         a.count = t.count;
-        if (op.hasAttr(ir::attr::LocalAlloc::kalias)) {
-          placeAliased(op, a, end);
-        } else {
-          a.offset = alignTo(end, a.alignment);
-          end = a.offset + a.bytes();
-        }
+        if (op.hasAttr(ir::attr::LocalAlloc::kalias))
+          if (int64_t stride = ir::attr::LocalAlloc::aliasStride(op)) a.bytesPerBuffer = stride;
         map_.allocations_[op.result()] = std::move(a);
+        allocs.push_back(&op);
         return;
       }
       case OpCode::AllocBarriers: {
@@ -1012,9 +1007,8 @@ private:
         a.alignment = 8;
         a.bytesPerBuffer = 8;
         a.count = op.result()->type().count;
-        a.offset = alignTo(end, 8);
-        end = a.offset + a.bytes();
         map_.allocations_[op.result()] = std::move(a);
+        allocs.push_back(&op);
         return;
       }
       case OpCode::LocalView:
@@ -1034,32 +1028,97 @@ private:
     int64_t scratch = 0;
     for (const auto& [op, bytes] : map_.scratchPerOp_) scratch = std::max(scratch, bytes);
     map_.scratchBytes_ = scratch;
-    map_.scratchOffset_ = scratch ? alignTo(end, wgmmaStaging_ ? 1024 : 128) : end;
-    map_.sharedBytes_ = map_.scratchOffset_ + scratch;
-    if (!aliased && !tasks) shareScratchWithDeadBuffers(allocs);
-  }
 
-  // ---- the scratch region over buffers no scratch user sees alive ----
-  //
-  // The scratch region (layout conversions, reductions, descriptor tiles; one base for all)
-  // may lie over a buffer that is dead wherever scratch is used: the software pipeliner's
-  // multi-buffered stages, dead after their loop, leave their bytes to the epilogue's
-  // conversion or descriptor store, as Triton's allocator reuses them. Such buffers are placed
-  // after the others and the scratch region starts where they start. Every scratch user starts
-  // with a CTA barrier, so what it writes comes after every thread's last use of the buffer;
-  // the buffer's asynchronous users must be drained before that barrier.
-
-  /// The op of `block` that `op` is, or is nested in; null when `op` is outside `block`.
-  static const ir::Op* ancestorIn(const ir::Block& block, const ir::Op* op) {
-    while (op && op->parentBlock() != &block) {
-      const ir::Op* up = op->parentBlock() ? op->parentBlock()->parentOp() : nullptr;
-      op = up;
+    SharedLiveness live(
+        fn_, [&](const ir::Value* v) { return rootOf(v); },
+        [&](const ir::Op& op) { return mayUseScratch(op); });
+    // One tenant per allocation, and one per storage_alias_spec region (its members lie in it).
+    std::vector<SharedTenant> tenants;
+    std::vector<const ir::Op*> tenantOf; // the allocation of each tenant (an alias region's first)
+    std::map<int64_t, size_t> aliasTenant;
+    for (const ir::Op* op : allocs) {
+      const SharedAllocation& a = map_.allocations_.at(op->result());
+      SharedTenant t;
+      t.bytes = a.bytes();
+      t.alignment = a.alignment;
+      t.span = live.wholeKernel();
+      if (op->code() == OpCode::LocalAlloc && op->hasAttr(ir::attr::LocalAlloc::kalias)) {
+        int64_t id = ir::attr::LocalAlloc::alias(*op);
+        if (aliasTenant.count(id)) continue;
+        aliasTenant[id] = tenants.size();
+        t.bytes = alignTo(aliasRegionBytes(id), 128);
+        t.alignment = 1024;
+      } else if (op->code() == OpCode::LocalAlloc) {
+        BufferLiveness l = live.analyze(*op);
+        t.wholeKernel = l.wholeKernel;
+        t.span = l.span;
+        t.generic = l.generic;
+        t.async = l.async;
+      }
+      tenants.push_back(t);
+      tenantOf.push_back(op);
     }
-    return op;
+    // wgmma reads staged operands in whole swizzle atoms; conversions store vectors.
+    int64_t scratchAlignment = wgmmaStaging_ ? 1024 : scratch ? 128 : 1;
+    SharedPlacement placed = placeSharedTenants(tenants, live, scratch, scratchAlignment);
+    for (size_t i = 0; i < tenants.size(); ++i)
+      map_.allocations_.at(tenantOf[i]->result()).offset = tenants[i].offset;
+    for (const ir::Op* op : allocs)
+      if (op->code() == OpCode::LocalAlloc && op->hasAttr(ir::attr::LocalAlloc::kalias))
+        placeAliasMember(*op, tenants[aliasTenant.at(ir::attr::LocalAlloc::alias(*op))].offset);
+    map_.scratchOffset_ = placed.scratchOffset;
+    map_.sharedBytes_ = placed.end;
+    for (const auto& [op, barrier] : placed.barriers) map_.reuseBarriers_[op] = barrier;
   }
 
-  /// Ops inside a dead buffer's live range must not use scratch: their lowering never does
-  /// (conversions at their operands are planned, and checked apart).
+  /// How lowering `op` (not its regions) may use the scratch region: a conversion of an operand
+  /// between threads (the plan says shuffles or shared memory; codegen may take shared memory
+  /// for either), a reduction or dot it planned scratch for, the tensor-memory ops that pass
+  /// values through it, and every op not known to leave it alone. Descriptor copies (TMA),
+  /// tl.dot on wgmma (staged operands) and the tcgen05 ops use the async proxy there too.
+  SharedLiveness::ScratchUse mayUseScratch(const ir::Op& op) const {
+    using Use = SharedLiveness::ScratchUse;
+    auto tmem = [](const ir::Value* v) {
+      return v->type().kind == ir::TypeKind::Buffer && v->type().space == ir::MemorySpace::Tmem;
+    };
+    bool uses = map_.scratchPerOp_.count(&op) != 0;
+    for (unsigned i = 0; i < op.numOperands() && !uses; ++i)
+      if (auto it = map_.conversionIndex_.find({&op, i}); it != map_.conversionIndex_.end()) {
+        ConversionKind kind = map_.conversions_[it->second].kind;
+        uses = kind == ConversionKind::SharedMemory || kind == ConversionKind::WarpShuffle;
+      }
+    bool async = false;
+    switch (op.code()) {
+    case OpCode::LocalAlloc: // the first tensor-memory allocation returns its address there
+      async = tmem(op.result());
+      uses = uses || async;
+      break;
+    case OpCode::LocalLoad: // 8-bit tensor-memory tiles (block scales) go through it
+    case OpCode::LocalStore:
+      uses = uses || (tmem(op.operand(0)) && ir::byteWidth(op.operand(0)->type().elem) == 1);
+      break;
+    case OpCode::Tcgen05Mma: // the synchronous MMA waits on an mbarrier there
+      async = ir::attr::Tcgen05Mma::sync(op);
+      uses = uses || async;
+      break;
+    case OpCode::Dot: // wgmma reads the operands it staged there (its planned scratch)
+      async = map_.scratchPerOp_.count(&op) != 0;
+      uses = true;
+      break;
+    case OpCode::DescLoad: // the tile goes through there by TMA
+    case OpCode::DescStore:
+      async = true;
+      uses = true;
+      break;
+    default:
+      uses = uses || !neverUsesScratch(op.code());
+      break;
+    }
+    return !uses ? Use::None : async ? Use::AsyncProxy : Use::Threads;
+  }
+
+  /// Ops whose lowering never uses the scratch region (conversions at their operands are
+  /// checked apart).
   static bool neverUsesScratch(OpCode c) {
     switch (c) {
     case OpCode::Constant:
@@ -1080,145 +1139,68 @@ private:
     case OpCode::AllocBarriers:
     case OpCode::LocalView:
     case OpCode::LocalTrans:
+    case OpCode::LocalSlice:
     case OpCode::LocalLoad:
     case OpCode::LocalStore:
     case OpCode::AsyncLoad:
     case OpCode::AsyncCommitGroup:
     case OpCode::AsyncWaitGroup:
     case OpCode::AsyncDescLoad:
+    case OpCode::AsyncDescStore:
+    case OpCode::AsyncDescStoreWait:
+    case OpCode::AsyncBulkLoad:
+    case OpCode::AsyncBulkStore:
     case OpCode::AsyncDot:
     case OpCode::AsyncDotWait:
+    case OpCode::Tcgen05Commit:
+    case OpCode::TmemCopy:
     case OpCode::BarrierExpectBytes:
     case OpCode::BarrierWait:
+    case OpCode::BarrierArrive:
+    case OpCode::NamedBarrierWait:
+    case OpCode::NamedBarrierArrive:
+    case OpCode::ClusterBarrier:
     case OpCode::DebugBarrier:
     case OpCode::Fence:
+    case OpCode::Prefetch:
+    case OpCode::PrefetchTensormap:
+    case OpCode::AsyncDescPrefetch:
+    case OpCode::ThreadId:
+    case OpCode::ReplicaId:
+    case OpCode::ClusterCtaRank:
+    case OpCode::ClusterSize:
+    case OpCode::Clock64:
+    case OpCode::Condition:
+    case OpCode::Return:
       return true;
     default:
       return isElementwise(c);
     }
   }
 
-  /// Where `alloc`'s buffer is live, as positions in its block: from the alloc to the last op
-  /// that uses it (or a view of it), then to the waits that drain its asynchronous users
-  /// (async_dot_wait 0 for wgmma reads, async_load_wait_group 0 for cp.async writes). None
-  /// when a user is one this reuse does not know, or a TMA copy into it is not predicated (the
-  /// pipeliner's copies past the end are never issued).
-  std::optional<std::pair<size_t, size_t>> deadAfter(const ir::Op& alloc) const {
-    const ir::Block& block = *alloc.parentBlock();
-    size_t first = ir::positionOf(block, &alloc), last = first;
-    bool wgmma = false, cpAsync = false, ok = true;
-    walk(fn_.body, [&](const ir::Op& op) {
-      bool uses = false;
-      for (const ir::Value* o : op.operands())
-        uses |= (o->type().kind == ir::TypeKind::Buffer) && rootOf(o) == alloc.result();
-      if (!uses) return;
-      switch (op.code()) {
-      case OpCode::LocalView:
-      case OpCode::LocalTrans:
-      case OpCode::LocalLoad:
-      case OpCode::LocalStore:
-        break;
-      case OpCode::AsyncDot:
-        wgmma = true;
-        break;
-      case OpCode::AsyncLoad:
-        cpAsync = true;
-        break;
-      case OpCode::AsyncDescLoad:
-        ok &= ir::attr::AsyncDescLoad::hasPred(op);
-        break;
-      default:
-        ok = false;
-        return;
-      }
-      const ir::Op* at = ancestorIn(block, &op);
-      if (!at) {
-        ok = false;
-        return;
-      }
-      last = std::max(last, ir::positionOf(block, at));
+  /// Bytes of a tlx.storage_alias_spec's region: alias_bytes, and each member's last buffer.
+  int64_t aliasRegionBytes(int64_t id) const {
+    int64_t bytes = 0;
+    walk(fn_.body, [&](const ir::Op& m) {
+      if (m.code() != OpCode::LocalAlloc || ir::attr::LocalAlloc::alias(m) != id) return;
+      const ir::Type& t = m.result()->type();
+      int64_t eb = ir::byteWidth(t.elem), tile = numElements(t.shape) * eb;
+      int64_t stride = ir::attr::LocalAlloc::aliasStride(m);
+      if (stride == 0) stride = alignTo(tile, sharedTileAlignment(t.shape, int(eb)));
+      bytes = std::max({bytes, ir::attr::LocalAlloc::aliasBytes(m),
+                        ir::attr::LocalAlloc::aliasOffset(m) + (t.count - 1) * stride + tile});
     });
-    if (!ok) return std::nullopt;
-    const auto& ops = block.ops();
-    for (size_t i = last + 1; i < ops.size() && (wgmma || cpAsync); ++i) {
-      const ir::Op& op = *ops[i];
-      if (op.code() == OpCode::AsyncDotWait && ir::attr::AsyncDotWait::pendings(op) == 0 && wgmma) {
-        wgmma = false;
-        last = i;
-      } else if (op.code() == OpCode::AsyncWaitGroup &&
-                 ir::attr::AsyncWaitGroup::pendings(op) == 0 && cpAsync) {
-        cpAsync = false;
-        last = i;
-      }
-    }
-    if (wgmma || cpAsync) return std::nullopt;
-    return std::pair(first, last);
+    return bytes;
   }
 
-  /// Whether any op from `from` to `to` of `block` (nested ones included) may use scratch.
-  bool usesScratch(const ir::Block& block, size_t from, size_t to) const {
-    bool any = false;
-    for (size_t i = from; i <= to && !any; ++i) {
-      auto check = [&](const ir::Op& op) {
-        any |= !neverUsesScratch(op.code()) || map_.scratchPerOp_.count(&op) != 0;
-      };
-      const ir::Op& top = *block.ops()[i];
-      check(top);
-      for (unsigned r = 0; r < top.numRegions(); ++r) walk(*top.region(r), check);
-    }
-    return any;
-  }
-
-  void shareScratchWithDeadBuffers(const std::vector<const ir::Op*>& allocs) {
-    std::vector<const ir::Op*> kept, dead;
-    for (const ir::Op* op : allocs) {
-      bool reusable = false;
-      if (op->code() == OpCode::LocalAlloc && op->result()->type().space != ir::MemorySpace::Tmem) {
-        auto range = deadAfter(*op);
-        reusable = range && !usesScratch(*op->parentBlock(), range->first, range->second);
-      }
-      (reusable ? dead : kept).push_back(op);
-    }
-    if (dead.empty()) return;
-    int64_t end = 0;
-    auto place = [&](const ir::Op* op) {
-      SharedAllocation& a = map_.allocations_.at(op->result());
-      a.offset = alignTo(end, a.alignment);
-      end = a.offset + a.bytes();
-    };
-    for (const ir::Op* op : kept) place(op);
-    // A whole number of swizzle atoms: descriptor stores stage their tiles swizzled there.
-    map_.scratchOffset_ = alignTo(end, 1024);
-    end = map_.scratchOffset_;
-    for (const ir::Op* op : dead) place(op);
-    map_.sharedBytes_ = std::max(end, map_.scratchOffset_ + map_.scratchBytes_);
-  }
-
-  /// A member of a tlx.storage_alias_spec: the spec's region is placed at its first member,
-  /// sized for every member (alias_bytes, and each member's last buffer), and each member lies
-  /// at its alias_offset in it, alias_stride bytes apart (0: its own buffer size).
-  void placeAliased(const ir::Op& op, SharedAllocation& a, int64_t& end) {
-    int64_t id = ir::attr::LocalAlloc::alias(op);
-    auto [it, fresh] = aliasRegions_.try_emplace(id, 0);
-    if (fresh) {
-      int64_t bytes = 0;
-      walk(fn_.body, [&](const ir::Op& m) {
-        if (m.code() != OpCode::LocalAlloc || ir::attr::LocalAlloc::alias(m) != id) return;
-        const ir::Type& t = m.result()->type();
-        int64_t eb = ir::byteWidth(t.elem), tile = numElements(t.shape) * eb;
-        int64_t stride = ir::attr::LocalAlloc::aliasStride(m);
-        if (stride == 0) stride = alignTo(tile, sharedTileAlignment(t.shape, int(eb)));
-        bytes = std::max({bytes, ir::attr::LocalAlloc::aliasBytes(m),
-                          ir::attr::LocalAlloc::aliasOffset(m) + (t.count - 1) * stride + tile});
-      });
-      it->second = alignTo(end, 1024);
-      end = it->second + alignTo(bytes, 128);
-    }
-    if (int64_t stride = ir::attr::LocalAlloc::aliasStride(op)) a.bytesPerBuffer = stride;
-    a.offset = it->second + ir::attr::LocalAlloc::aliasOffset(op);
+  /// A member of a tlx.storage_alias_spec lies at its alias_offset in the spec's region (placed
+  /// at `region`, 1024-aligned), its buffers alias_stride bytes apart (0: its own buffer size).
+  void placeAliasMember(const ir::Op& op, int64_t region) {
+    SharedAllocation& a = map_.allocations_.at(op.result());
+    a.offset = region + ir::attr::LocalAlloc::aliasOffset(op);
     if (a.offset % a.alignment != 0)
       raiseError(op.loc(), "this tlx.local_alloc of " + op.result()->type().str() +
-                               " would start at byte " + std::to_string(a.offset) +
+                               " would start at byte " + std::to_string(a.offset - region) +
                                " of its storage_alias_spec's region, not a multiple of its "
                                "alignment " +
                                std::to_string(a.alignment));
@@ -1261,7 +1243,6 @@ private:
   std::unordered_map<const ir::Value*, bool> cheap_;
   bool wgmmaStaging_ = false;
   int taskWarps_ = 0;
-  std::map<int64_t, int64_t> aliasRegions_; // storage_alias_spec -> its region's offset
 };
 
 // -------------------------------------------------------------------------------------------
@@ -1316,6 +1297,11 @@ const SharedAllocation* LayoutMap::sharedAllocation(const ir::Value* v) const {
   if (root != viewRoots_.end()) v = root->second;
   auto it = allocations_.find(v);
   return it == allocations_.end() ? nullptr : &it->second;
+}
+
+const ReuseBarrier* LayoutMap::reuseBarrierBefore(const ir::Op& op) const {
+  auto it = reuseBarriers_.find(&op);
+  return it == reuseBarriers_.end() ? nullptr : &it->second;
 }
 
 int64_t LayoutMap::scratchBytesFor(const ir::Op& op) const {

@@ -8,6 +8,7 @@
 #include "layout/AxisInfo.h"
 #include "layout/Layouts.h"
 #include "layout/LinearLayout.h"
+#include "layout/SharedMemoryPlan.h"
 #include "warpweave/warpweave.h"
 
 #include <cstdint>
@@ -106,13 +107,19 @@ public:
   /// them through LocalView/LocalSlice/LocalTrans/LocalReinterpret resolve to their root).
   const SharedAllocation* sharedAllocation(const ir::Value* bufferOrBarrier) const;
   /// Scratch region for conversions and cross-warp reductions: one region reused by all of
-  /// them (codegen separates uses with bar.sync). Offset and size in bytes.
+  /// them (codegen separates uses with bar.sync). Offset and size in bytes; buffers dead
+  /// wherever scratch is used may lie over it, and a use of more scratch than planned (codegen
+  /// sizes some on the fly) reaches only such buffers.
   int64_t scratchOffset() const { return scratchOffset_; }
   int64_t scratchBytes() const { return scratchBytes_; }
   /// Scratch bytes the op needs (Reduce/Scan across warps, a conversion at this op); 0 if none.
   int64_t scratchBytesFor(const ir::Op& op) const;
   /// Total dynamic shared memory of the kernel.
   int64_t sharedBytes() const { return sharedBytes_; }
+  /// Allocations whose live ranges do not meet may share bytes (SharedMemoryPlan.h): before the
+  /// op that starts the later tenant, codegen puts this CTA barrier. Null for ops that need
+  /// none.
+  const ReuseBarrier* reuseBarrierBefore(const ir::Op& op) const;
 
   /// Human-readable dump, one line per tensor value with its layout, for debugging and tests.
   std::string str(const ir::Function& fn) const;
@@ -126,6 +133,7 @@ private:
   std::unordered_map<const ir::Value*, SharedAllocation> allocations_;
   std::unordered_map<const ir::Value*, const ir::Value*> viewRoots_;
   std::unordered_map<const ir::Op*, int64_t> scratchPerOp_;
+  std::unordered_map<const ir::Op*, ReuseBarrier> reuseBarriers_;
   std::shared_ptr<AxisInfoAnalysis> axisInfo_;
   int64_t scratchOffset_ = 0;
   int64_t scratchBytes_ = 0;

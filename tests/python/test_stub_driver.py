@@ -50,7 +50,8 @@ def scale(x_ptr, a, flag, big, n, BLOCK: tl.constexpr):
 
 @ww.jit
 def tma_scale(a, in_desc, out_desc, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    # in_desc fills a swizzled TLX buffer (it declares its swizzle); out_desc is stored plainly.
+    # in_desc fills a swizzled TLX buffer (it declares its swizzle); out_desc's tile is staged in
+    # the scratch region, which lies over the dead buffer on whole swizzle atoms: swizzled too.
     bufs = tlx.local_alloc((BLOCK_M, BLOCK_N), tl.float16, 1)
     bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
     row = tl.program_id(0) * BLOCK_M
@@ -265,18 +266,17 @@ def test_descriptor_kernels_take_the_fast_path_with_the_general_paths_tensor_map
                               count=stub.record.launches)))
     ''')
     assert res["general"] == 1 and res["kernels"] == 1 and res["count"] == 3
-    assert res["swizzles"] == {"in_desc": 128, "out_desc": 0}
+    assert res["swizzles"] == {"in_desc": 128, "out_desc": 128}
     f2, f05 = (struct.pack("<f", v).hex() for v in (2.0, 0.5))
     assert res["launches"] == [[f2] + res["expected"]] + [[f05] + res["expected"]] * 2
     in_map, out_map = (bytes.fromhex(m) for m in res["expected"])
-    # The stub's map keeps its inputs: in_desc got its declared 128-byte swizzle (3:
-    # CU_TENSOR_MAP_SWIZZLE_128B) and a box one swizzle span (64 halves) wide; out_desc none.
+    # The stub's map keeps its inputs: each got the 128-byte swizzle (3:
+    # CU_TENSOR_MAP_SWIZZLE_128B) and a box one swizzle span (64 halves) wide.
     assert int.from_bytes(in_map[:8], "little") == 0x7f0000100000
-    assert struct.unpack_from("<I", in_map, 16)[0] == 3
-    assert struct.unpack_from("<2I", in_map, 96) == (64, 64)
     assert int.from_bytes(out_map[:8], "little") == 0x7f0000200000
-    assert struct.unpack_from("<I", out_map, 16)[0] == 0
-    assert struct.unpack_from("<2I", out_map, 96) == (128, 64)
+    for m in (in_map, out_map):
+        assert struct.unpack_from("<I", m, 16)[0] == 3
+        assert struct.unpack_from("<2I", m, 96) == (64, 64)
 
 
 def test_descriptor_dtype_and_block_shape_select_kernels_and_cpu_bases_are_refused(tmp_path):
