@@ -147,6 +147,34 @@ def _checked_key(key) -> list:
     return list(key)
 
 
+# What a candidate that cannot run raises: it is timed as infinitely slow instead of failing the
+# tuning (Triton skips such configs too).
+_UNRUNNABLE = ("CompilationError", "LaunchError", "CudaError", "OutOfResources", "PTXASError")
+
+
+def time_call(call, warmup, rep, use_cuda_graph=False, custom_bench=None) -> list:
+    """[median, 20th, 80th percentile] ms of `call` by ww.testing.do_bench (warm-up runs, then
+    timed runs, L2 flushed before each), by do_bench_cudagraph, or by a custom
+    `do_bench(fn, quantiles=...)`; infinities when `call` cannot compile or launch. The one
+    timing path of the autotuner and of warpweave.ops's per-shape tuning."""
+    from . import testing
+
+    try:
+        if custom_bench is not None:
+            t = custom_bench(call, quantiles=(0.5, 0.2, 0.8))
+        elif use_cuda_graph:
+            t = testing.do_bench_cudagraph(call, rep=rep, quantiles=(0.5, 0.2, 0.8))
+        else:
+            t = testing.do_bench(call, warmup=warmup, rep=rep, quantiles=(0.5, 0.2, 0.8))
+    except Exception as e:
+        if type(e).__name__ not in _UNRUNNABLE:
+            raise
+        if _print_autotuning():
+            print(f"Autotuning failed with {e}")
+        t = [float("inf")] * 3
+    return list(t) if isinstance(t, (list, tuple)) else [t]
+
+
 class Autotuner(KernelInterface):
     def __init__(self, fn, configs, key, prune_configs_by=None, reset_to_zero=None,
                  restore_value=None, pre_hook=None, post_hook=None, warmup=None, rep=None,
@@ -266,8 +294,6 @@ class Autotuner(KernelInterface):
         return named
 
     def _bench(self, args, kwargs, grid, config, named):
-        from . import testing
-
         conflicts = set(kwargs) & set(config.kwargs)
         if conflicts:
             raise ValueError(f"conflicting meta-parameters: {', '.join(sorted(conflicts))} are "
@@ -287,23 +313,7 @@ class Autotuner(KernelInterface):
                 raise
             self.post_hook(full, None)
 
-        try:
-            if self.custom_bench is not None:
-                t = self.custom_bench(call, quantiles=(0.5, 0.2, 0.8))
-            elif self.use_cuda_graph:
-                t = testing.do_bench_cudagraph(call, rep=self.rep, quantiles=(0.5, 0.2, 0.8))
-            else:
-                t = testing.do_bench(call, warmup=self.warmup, rep=self.rep,
-                                     quantiles=(0.5, 0.2, 0.8))
-        except Exception as e:  # a config that cannot compile or launch is skipped, not fatal
-            if type(e).__name__ in ("CompilationError", "LaunchError", "CudaError",
-                                    "OutOfResources", "PTXASError"):
-                if _print_autotuning():
-                    print(f"Autotuning failed with {e}")
-                t = [float("inf")] * 3
-            else:
-                raise
-        return list(t) if isinstance(t, (list, tuple)) else [t]
+        return time_call(call, self.warmup, self.rep, self.use_cuda_graph, self.custom_bench)
 
     def _precompile(self, args, kwargs, configs):
         """Compiles every candidate in parallel; failures surface again when benchmarked."""
@@ -334,7 +344,8 @@ class Autotuner(KernelInterface):
                 config = configs[0]
             else:
                 start = time.time()
-                stored = _TuningRecord(self, key, configs, named) if self._caches() else None
+                stored = (_TuningRecord(self.__name__, [self.base.environment()], key, configs,
+                                        _device_text(named)) if self._caches() else None)
                 timings = stored.load() if stored else None
                 benched = timings is None
                 if benched:
@@ -404,13 +415,15 @@ def autotune(configs, key, prune_configs_by=None, reset_to_zero=None, restore_va
 
 class _TuningRecord:
     """One key's timings in the disk cache (WARPWEAVE_CACHE_DIR/autotune): a JSON file named by
-    a hash of the kernel's sources and globals, the key, the candidate configs, the device and
-    the compiler build. It holds each config's index in that list and its timings; a file that
-    does not match (another key, other configs, damaged) is ignored and written again."""
+    a hash of the tuned kernels' sources and globals, the name and key, the candidate configs,
+    the device and the compiler build. It holds each config's index in that list and its
+    timings; a file that does not match (another key, other configs, damaged) is ignored and
+    written again. The autotuner keeps one per kernel and key; warpweave.ops's per-shape tuning
+    one per op and shape key (`environments`: every kernel its candidates launch)."""
 
     _FORMAT = 1
 
-    def __init__(self, tuner: "Autotuner", key, configs: list, named: dict):
+    def __init__(self, name: str, environments: list, key, configs: list, device: str):
         import hashlib
 
         from . import cache
@@ -422,15 +435,15 @@ class _TuningRecord:
         self.path = None
         if d is None:
             return
-        env = tuner.base.environment()
         nat = native()
         h = hashlib.sha256()
         h.update(f"warpweave-autotune-v{self._FORMAT}\0{nat.compiler_version()}"
-                 f"{cache.build_id(nat)}\0{tuner.__name__}\0{self.key_text}\0".encode())
-        cache.hash_sources(h, env.files, env.globals)
+                 f"{cache.build_id(nat)}\0{name}\0{self.key_text}\0".encode())
+        for env in environments:
+            cache.hash_sources(h, env.files, env.globals)
         for c in configs:
             h.update(f"config\0{c!r}\0".encode())
-        h.update(f"device\0{_device_text(named)}\0".encode())
+        h.update(f"device\0{device}\0".encode())
         self.path = os.path.join(d, "autotune", h.hexdigest() + ".json")
 
     def load(self):
@@ -471,11 +484,16 @@ def _device_text(named: dict) -> str:
     tensor among the arguments."""
     for v in named.values():
         if _is_torch_tensor(v) and getattr(v, "is_cuda", False):
-            import torch
-
-            cc = torch.cuda.get_device_capability(v.device)
-            return f"{torch.cuda.get_device_name(v.device)}:{cc}"
+            return cuda_device_text(v.device)
     return os.environ.get("WARPWEAVE_TARGET", "")
+
+
+def cuda_device_text(device) -> str:
+    """A CUDA device's name and compute capability, what tuning results are kept under."""
+    import torch
+
+    cc = torch.cuda.get_device_capability(device)
+    return f"{torch.cuda.get_device_name(device)}:{cc}"
 
 
 class Heuristics(KernelInterface):

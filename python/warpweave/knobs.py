@@ -7,6 +7,10 @@ runtime sees them too):
     runtime.interpret           WARPWEAVE_INTERPRET
     autotuning.print            WARPWEAVE_PRINT_AUTOTUNING (the autotuner prints its timings)
     autotuning.cache            WARPWEAVE_CACHE_AUTOTUNING (tuning results kept in the disk cache)
+    ops.tuning                  WARPWEAVE_OPS_TUNING (0: warpweave.ops launches its fixed GPU
+                                configurations instead of tuning them per shape)
+    ops.config                  WARPWEAVE_OPS_CONFIG (forces warpweave.ops's configurations:
+                                "op=kernel(K=V, ...);...", see warpweave.ops._tuning)
     language.default_fp_fusion  WARPWEAVE_DEFAULT_FP_FUSION (0: launches do not fuse mul + add
                                 into FMAs unless they pass enable_fp_fusion=True)
     runtime.launch_enter_hook,  HookChains called before and after each launch with its
@@ -22,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-__all__ = ["HookChain", "cache", "compilation", "runtime", "autotuning", "nvidia", "amd",
+__all__ = ["HookChain", "cache", "compilation", "runtime", "autotuning", "ops", "nvidia", "amd",
            "language"]
 
 _TRUE = ("1", "true", "True", "on", "ON", "yes")
@@ -163,6 +167,18 @@ class _Autotuning(_Namespace):
     cache = _EnvKnob("WARPWEAVE_CACHE_AUTOTUNING", bool, False)
 
 
+class _Ops(_Namespace):
+    # warpweave.ops's per-shape tuning (warpweave.ops._tuning): on GPUs, the first call of an op
+    # on a new shape times its candidate configurations and keeps the fastest (in memory and in
+    # the disk cache). False: the fixed configurations.
+    tuning = _EnvKnob("WARPWEAVE_OPS_TUNING", bool, True)
+    # "op=SPEC;op=SPEC": the configuration each named op launches on the GPU, tuning or not.
+    config = _EnvKnob("WARPWEAVE_OPS_CONFIG", str, None)
+    # do_bench's warm-up and timed milliseconds per candidate.
+    warmup = 10
+    rep = 50
+
+
 # Triton's name for the knob groups' base class (`isinstance(knobs.runtime, knobs.base_knobs)`).
 base_knobs = _Namespace
 propagate_env = True
@@ -177,6 +193,7 @@ cache = _Cache()
 compilation = _Compilation()
 runtime = _Runtime()
 autotuning = _Autotuning()
+ops = _Ops()
 nvidia = _Namespace()
 amd = _Namespace()
 language = _Language()

@@ -32,12 +32,16 @@ they launch, in the kernel language:
                                                     kernels/attention_varlen.py
     _rows.py           routing the row ops share (TMA rows, clusters, shared-memory rows)
     _common.py         where arrays live, launch plans, argument checks, occupancy
+    _tuning.py         per-shape tuning of the GPU configurations (candidates timed once)
     _library.py        the torch.library custom ops
 
 Routing: on sm_90 GPUs the TLX warp-specialized kernels (kernels/hopper) take the calls they
 apply to (matmul without activation, attention at HEAD_DIM 64 / 128 and N_CTX a multiple of
 128, the TMA / cluster row kernels for the row ops); other GPUs, other shapes and the interpreter
-take the tl kernels.
+take the tl kernels. On GPUs the GEMMs and attention (matmul, scaled_mm, grouped_mm, attention
+and its backward, attention_varlen) instead time their candidate kernels and tiles on the first
+call of a shape and keep the fastest, in memory and in the disk cache (_tuning.py;
+WARPWEAVE_OPS_TUNING=0 keeps the fixed choices above).
 """
 
 from ._attention import (attention, attention_bwd, attention_tlx, attention_varlen,

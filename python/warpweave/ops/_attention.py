@@ -9,212 +9,63 @@ import math
 
 import warpweave as ww
 
-from . import _common
+from . import _common, _tuning
 from ._common import (_HALF_FLOATS, _Place, _check_dtype, _check_ndim, _check_shape,
-                      _contiguous, _descriptor, _dtype_name, _strides, _tma_operand)
+                      _contiguous, _descriptor, _dtype_name, _itemsize, _strides, _tma_operand)
 from .kernels import attention as attention_kernels
 from .kernels import attention_bwd as attention_bwd_kernels
 from .kernels import attention_varlen as attention_varlen_kernels
 from .kernels.hopper import attention_ws as attention_ws_kernels
 
 
-def _check_attention_args(op, q, k, v, causal, sm_scale, head_dims) -> tuple:
-    """(dtype name, q's shape, sm_scale) of an attention call, after checking q, k and v (one
-    shape [Z, H, N_CTX, HEAD_DIM] and one 16-bit float dtype, HEAD_DIM one of `head_dims`),
-    causal and sm_scale (default 1 / sqrt(HEAD_DIM))."""
+def _check_attention_args(op, q, k, v, causal, sm_scale, head_dims, varlen=None) -> tuple:
+    """(dtype name, sm_scale) of an attention call, after checking q, k and v (one 16-bit float
+    dtype, HEAD_DIM one of `head_dims`), causal and sm_scale (a finite number, not a bool;
+    default 1 / sqrt(HEAD_DIM)). Dense (varlen None): q, k, v of one shape [Z, H, N_CTX,
+    HEAD_DIM]. Packed sequences (varlen = (cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+    max_seqlen_k)): q [total_q, H, HEAD_DIM], k and v [total_k, H_KV, HEAD_DIM] with H a
+    multiple of H_KV, int32 cu_seqlens [B + 1] each, max_seqlen non-negative ints; the values
+    of cu_seqlens are checked against the totals and the max_seqlen where they are in host
+    memory (NumPy arrays, CPU tensors)."""
     dt = _check_dtype(op, "q", q, _HALF_FLOATS)
-    _check_ndim(op, "q", q, (4,), " [Z, H, N_CTX, HEAD_DIM]")
-    for name, t in (("k", k), ("v", v)):
-        if _dtype_name(t) != dt:
-            raise ValueError(f"{op}: '{name}' has dtype {_dtype_name(t)} but 'q' has {dt}")
-        _check_shape(op, name, t, tuple(q.shape), " (q's shape)")
-    head_dim = q.shape[3]
+    if varlen is None:
+        _check_ndim(op, "q", q, (4,), " [Z, H, N_CTX, HEAD_DIM]")
+        for name, t in (("k", k), ("v", v)):
+            if _dtype_name(t) != dt:
+                raise ValueError(f"{op}: '{name}' has dtype {_dtype_name(t)} but 'q' has {dt}")
+            _check_shape(op, name, t, tuple(q.shape), " (q's shape)")
+    else:
+        _check_ndim(op, "q", q, (3,), " [total_q, H, HEAD_DIM]")
+        for name, t in (("k", k), ("v", v)):
+            if _dtype_name(t) != dt:
+                raise ValueError(f"{op}: '{name}' has dtype {_dtype_name(t)} but 'q' has {dt}")
+            _check_ndim(op, name, t, (3,), " [total_k, H_KV, HEAD_DIM]")
+        if k.shape[2] != q.shape[2]:
+            raise ValueError(f"{op}: 'k' has shape {tuple(k.shape)}; its HEAD_DIM must be q's "
+                             f"({q.shape[2]})")
+        _check_shape(op, "v", v, tuple(k.shape), " (k's shape)")
+        h, h_kv = q.shape[1], k.shape[1]
+        if h_kv == 0 or h % h_kv:
+            raise ValueError(f"{op}: 'k' has {h_kv} heads; q's head count ({h}) must be a "
+                             f"multiple of it (grouped-query attention)")
+    head_dim = q.shape[-1]
     if head_dim not in head_dims:
         raise ValueError(f"{op}: 'q' has HEAD_DIM {head_dim}; the kernel takes "
                          f"{', '.join(map(str, head_dims[:-1]))} or {head_dims[-1]}")
+    if varlen is not None:
+        _check_cu_seqlens(op, q.shape[0], k.shape[0], *varlen)
     if sm_scale is None:
         sm_scale = 1.0 / math.sqrt(head_dim)
-    if not isinstance(sm_scale, (int, float)) or not math.isfinite(sm_scale):
+    if isinstance(sm_scale, bool) or not isinstance(sm_scale, (int, float)) or \
+            not math.isfinite(sm_scale):
         raise ValueError(f"{op}: 'sm_scale' must be a finite number, got {sm_scale!r}")
     if not isinstance(causal, bool):
         raise ValueError(f"{op}: 'causal' must be True or False, got {causal!r}")
-    return dt, tuple(q.shape), sm_scale
+    return dt, sm_scale
 
 
-# Where ops.attention takes the warp-specialized TLX kernel (attention_tlx) instead of the tl one:
-# on sm_90 GPUs, for the shapes it takes (HEAD_DIM 64 or 128, N_CTX a multiple of 128).
-ATTENTION_TLX_ON_SM90 = True
-
-
-def attention(q, k, v, causal=False, sm_scale=None, return_lse=False, kernel=None):
-    """softmax(q @ k^T * sm_scale [+ causal mask]) @ v for q, k, v [Z, H, N_CTX, HEAD_DIM], all
-    fp16 or all bf16, of one shape, with HEAD_DIM a power of two in 16..256. sm_scale defaults to
-    1 / sqrt(HEAD_DIM). Returns out (q's dtype, contiguous), and with return_lse also the fp32
-    [Z, H, N_CTX] base-2 log-sum-exp of the scaled scores. kernel: None picks (the TLX
-    warp-specialized kernel on sm_90 GPUs where it applies, see ATTENTION_TLX_ON_SM90; the tl
-    kernel elsewhere and in the interpreter), "tl" or "tlx" force one."""
-    op = "attention"
-    if kernel not in (None, "tl", "tlx"):
-        raise ValueError(f"{op}: 'kernel' must be None, 'tl' or 'tlx', got {kernel!r}")
-    place = _Place(op, {"q": q, "k": k, "v": v})
-    dt, (z, h, n_ctx, head_dim), sm_scale = _check_attention_args(
-        op, q, k, v, causal, sm_scale, (16, 32, 64, 128, 256))
-    if kernel == "tlx" or (kernel is None and ATTENTION_TLX_ON_SM90 and head_dim in (64, 128)
-                           and n_ctx > 0 and n_ctx % 128 == 0 and _common._is_sm90(place)):
-        return attention_tlx(q, k, v, sm_scale=sm_scale, return_lse=return_lse, causal=causal)
-    q, k, v = (t if _strides(t)[3] == 1 and min(_strides(t)) >= 0 else _contiguous(t)
-               for t in (q, k, v))
-    out = place.empty((z, h, n_ctx, head_dim), dt)
-    lse = place.empty((z * h, n_ctx), "float32")
-    if z * h > 0 and n_ctx > 0:
-        if place.on_gpu:
-            # 8 warps (two warp groups of 64 query rows) for every head size; on sm_90a the
-            # loop is software-pipelined (K and V copied three blocks ahead into four slots, Q
-            # in shared memory): 145 registers at HEAD_DIM=64, 191-192 at 128, no spills
-            # (ptxas, tests/python/test_attention_pipeline.py). The registers allow one program
-            # per SM either way, so the deeper copies' shared memory (96 / 192 KB) costs none.
-            config = dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=4)
-        else:
-            config = dict(BLOCK_M=32, BLOCK_N=16, num_warps=4)
-        sq, sk, sv, so = (_strides(t) for t in (q, k, v, out))
-        place.launch(
-            attention_kernels.attention_fwd_kernel, lambda m: (ww.cdiv(n_ctx, m["BLOCK_M"]), z * h),
-            q, k, v, out, lse, float(sm_scale), sq[0], sq[1], sq[2], sk[0], sk[1], sk[2],
-            sv[0], sv[1], sv[2], so[0], so[1], so[2], h, n_ctx,
-            HEAD_DIM=head_dim, CAUSAL=causal, **config)
-    if return_lse:
-        return out, lse.reshape(z, h, n_ctx)
-    return out
-
-
-def attention_tlx(q, k, v, sm_scale=None, return_lse=False, causal=False):
-    """Attention with the Hopper warp-specialized ping-pong kernel
-    (kernels/hopper/attention_ws.py): q, k, v [Z, H, N_CTX, HEAD_DIM] fp16 or bf16 (CUDA tensors on
-    an sm_90 GPU; NumPy arrays in the interpreter), HEAD_DIM 64 or 128, N_CTX a multiple of 128.
-    Same results as attention(causal=causal)."""
-    op = "attention_tlx"
-    place = _Place(op, {"q": q, "k": k, "v": v})
-    dt, (z, h, n_ctx, head_dim), sm_scale = _check_attention_args(op, q, k, v, causal, sm_scale,
-                                                                   (64, 128))
-    # 64 query rows per consumer warp group: its S and O tiles (64x128 and 64xHEAD_DIM fp32)
-    # then fit in registers beside P.
-    block_m, block_n = 64, 128
-    if n_ctx % block_n or n_ctx == 0:
-        raise ValueError(f"{op}: 'q' has N_CTX {n_ctx}; the kernel needs a positive multiple of "
-                         f"{block_n} (use attention() for other lengths)")
-    q2, k2, v2 = (_tma_operand(op, name, t, place).reshape(-1, head_dim)
-                  for name, t in (("q", q), ("k", k), ("v", v)))
-    out = place.empty((z, h, n_ctx, head_dim), dt)
-    lse = place.empty((z * h, n_ctx), "float32")
-    o2 = out.reshape(-1, head_dim)
-    descs = [_descriptor(t, [rows, head_dim])
-             for t, rows in ((q2, block_m), (k2, block_n), (v2, block_n), (o2, block_m))]
-    attention_ws_kernels.attention_ws_kernel[(n_ctx // (2 * block_m), z * h)](
-        *descs, lse, float(sm_scale), n_ctx, HEAD_DIM=head_dim, BLOCK_M=block_m,
-        BLOCK_N=block_n, NUM_STAGES=2, CAUSAL=bool(causal), num_warps=4)
-    if return_lse:
-        return out, lse.reshape(z, h, n_ctx)
-    return out
-
-
-def attention_bwd(do, q, k, v, out, lse, causal=False, sm_scale=None):
-    """Gradients (dq, dk, dv) of attention(q, k, v, causal, sm_scale) given the gradient `do` of
-    its output, the output `out` and its lse (attention(..., return_lse=True)'s [Z, H, N_CTX]
-    base-2 log-sum-exp); kernels/attention_bwd.py. q, k, v, do, out [Z, H, N_CTX, HEAD_DIM] fp16
-    or bf16 of one shape, HEAD_DIM a power of two in 16..256; gradients in q's dtype,
-    contiguous."""
-    op = "attention_bwd"
-    place = _Place(op, {"do": do, "q": q, "k": k, "v": v, "out": out, "lse": lse})
-    dt, (z, h, n_ctx, head_dim), sm_scale = _check_attention_args(
-        op, q, k, v, causal, sm_scale, (16, 32, 64, 128, 256))
-    for name, t in (("do", do), ("out", out)):
-        if _dtype_name(t) != dt:
-            raise ValueError(f"{op}: '{name}' has dtype {_dtype_name(t)} but 'q' has {dt}")
-        _check_shape(op, name, t, (z, h, n_ctx, head_dim), " (q's shape)")
-    _check_dtype(op, "lse", lse, ("float32",))
-    _check_shape(op, "lse", lse, (z, h, n_ctx), " [Z, H, N_CTX]")
-    q, k, v, do, out, lse = (_contiguous(t) for t in (q, k, v, do, out, lse))
-    dq = place.empty((z, h, n_ctx, head_dim), dt)
-    dk = place.empty((z, h, n_ctx, head_dim), dt)
-    dv = place.empty((z, h, n_ctx, head_dim), dt)
-    if z * h == 0 or n_ctx == 0:
-        return dq, dk, dv
-    delta = place.empty((z * h, n_ctx), "float32")
-    if place.on_gpu:
-        # Correctness-first GPU configuration (not tuned; see tests/gpu/test_ops_library_gpu.py).
-        block_m, block_n = 64, 64
-        warps = 4 if head_dim <= 64 else 8
-    else:
-        block_m, block_n, warps = 16, 16, 4
-    place.launch(attention_bwd_kernels.attention_bwd_preprocess_kernel,
-                 (ww.cdiv(n_ctx, block_m), z * h), out, do, delta, n_ctx,
-                 HEAD_DIM=head_dim, BLOCK_M=block_m, num_warps=warps)
-    meta = dict(HEAD_DIM=head_dim, BLOCK_M=block_m, BLOCK_N=block_n, CAUSAL=causal,
-                num_warps=warps)
-    place.launch(attention_bwd_kernels.attention_bwd_dkdv_kernel,
-                 (ww.cdiv(n_ctx, block_n), z * h), q, k, v, do, lse, delta, dk, dv,
-                 float(sm_scale), n_ctx, **meta)
-    place.launch(attention_bwd_kernels.attention_bwd_dq_kernel,
-                 (ww.cdiv(n_ctx, block_m), z * h), q, k, v, do, lse, delta, dq,
-                 float(sm_scale), n_ctx, **meta)
-    return dq, dk, dv
-
-
-# ------------------------------------------------------------------------------------------------
-# Variable-length attention (kernels/attention_varlen.py): FlashAttention's flash_attn_varlen_func
-# ------------------------------------------------------------------------------------------------
-
-
-# GPU configurations by HEAD_DIM. Forward: the dense kernel's (attention() above) up to 128; at 256
-# its 128 x 64 tiles spill (255 registers, 1112 bytes on sm_90a, ptxas) where 128 x 32 do not
-# (232 registers, 224 KB shared). Backward: attention_bwd's correctness-first blocks up to 128
-# (not tuned on a GPU); at 256 the dK / dV kernel takes 32-query blocks (250 registers, no
-# spills) and the dQ kernel 32-key blocks (182), where 64 x 64 spill 948 and 144 bytes.
-ATTENTION_VARLEN_GPU_CONFIGS = {
-    **{d: dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=4) for d in (16, 32, 64, 128)},
-    256: dict(BLOCK_M=128, BLOCK_N=32, num_warps=8, num_stages=3),
-}
-ATTENTION_VARLEN_BWD_GPU_CONFIGS = {  # {HEAD_DIM: (dK / dV kernel, dQ kernel)}
-    **{d: (dict(BLOCK_M=64, BLOCK_N=64, num_warps=4),) * 2 for d in (16, 32, 64)},
-    128: (dict(BLOCK_M=64, BLOCK_N=64, num_warps=8),) * 2,
-    256: (dict(BLOCK_M=32, BLOCK_N=64, num_warps=8), dict(BLOCK_M=64, BLOCK_N=32, num_warps=8)),
-}
-_INTERPRETER_BWD_CONFIG = dict(BLOCK_M=16, BLOCK_N=16, num_warps=4)
-
-
-def _host_ints(t):
-    """t's values as a NumPy array when they can be read without a device synchronization (a
-    NumPy array or a CPU tensor), else None."""
-    if _common._is_numpy(t):
-        return t
-    if t.device.type == "cpu":
-        return t.numpy()
-    return None
-
-
-def _check_varlen_args(op, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
-                       causal, sm_scale) -> tuple:
-    """(dtype name, (total_q, H, HEAD_DIM), (total_k, H_KV), B, sm_scale) of a varlen attention
-    call after checking its arguments; the values of cu_seqlens are checked against the totals
-    and the max_seqlen where they are in host memory (NumPy arrays, CPU tensors)."""
-    dt = _check_dtype(op, "q", q, _HALF_FLOATS)
-    _check_ndim(op, "q", q, (3,), " [total_q, H, HEAD_DIM]")
-    total_q, h, head_dim = q.shape
-    for name, t in (("k", k), ("v", v)):
-        if _dtype_name(t) != dt:
-            raise ValueError(f"{op}: '{name}' has dtype {_dtype_name(t)} but 'q' has {dt}")
-        _check_ndim(op, name, t, (3,), " [total_k, H_KV, HEAD_DIM]")
-    total_k, h_kv = k.shape[0], k.shape[1]
-    if k.shape[2] != head_dim:
-        raise ValueError(f"{op}: 'k' has shape {tuple(k.shape)}; its HEAD_DIM must be q's "
-                         f"({head_dim})")
-    _check_shape(op, "v", v, tuple(k.shape), " (k's shape)")
-    if h_kv == 0 or h % h_kv:
-        raise ValueError(f"{op}: 'k' has {h_kv} heads; q's head count ({h}) must be a multiple "
-                         f"of it (grouped-query attention)")
-    if head_dim not in (16, 32, 64, 128, 256):
-        raise ValueError(f"{op}: 'q' has HEAD_DIM {head_dim}; the kernel takes 16, 32, 64, 128 "
-                         f"or 256")
+def _check_cu_seqlens(op, total_q, total_k, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                      max_seqlen_k):
     for name, t in (("cu_seqlens_q", cu_seqlens_q), ("cu_seqlens_k", cu_seqlens_k)):
         _check_dtype(op, name, t, ("int32",))
         _check_ndim(op, name, t, (1,), " [B + 1] (prefix sums of the sequence lengths)")
@@ -240,14 +91,301 @@ def _check_varlen_args(op, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
         if len(lengths) and lengths.max() > longest:
             raise ValueError(f"{op}: 'max_seqlen_{name[-1]}' is {longest} but '{name}' holds "
                              f"a sequence of {lengths.max()}")
-    if sm_scale is None:
-        sm_scale = 1.0 / math.sqrt(head_dim)
-    if isinstance(sm_scale, bool) or not isinstance(sm_scale, (int, float)) or \
-            not math.isfinite(sm_scale):
-        raise ValueError(f"{op}: 'sm_scale' must be a finite number, got {sm_scale!r}")
-    if not isinstance(causal, bool):
-        raise ValueError(f"{op}: 'causal' must be True or False, got {causal!r}")
-    return dt, (total_q, h, head_dim), (total_k, h_kv), cu_seqlens_q.shape[0] - 1, sm_scale
+
+
+def _host_ints(t):
+    """t's values as a NumPy array when they can be read without a device synchronization (a
+    NumPy array or a CPU tensor), else None."""
+    if _common._is_numpy(t):
+        return t
+    if t.device.type == "cpu":
+        return t.numpy()
+    return None
+
+
+# Where ops.attention may take the warp-specialized TLX kernel (attention_tlx; the fixed choice
+# where it applies) instead of the tl one: on sm_90 GPUs, for the shapes it takes (HEAD_DIM 64
+# or 128, N_CTX a multiple of 128).
+ATTENTION_TLX_ON_SM90 = True
+
+# The tl kernel's fixed GPU configuration: 8 warps (two warp groups of 64 query rows) for every
+# head size; on sm_90a the loop is software-pipelined (K and V copied three blocks ahead into
+# four slots, Q in shared memory): 145 registers at HEAD_DIM=64, 191-192 at 128, no spills
+# (ptxas, tests/python/test_attention_pipeline.py). The registers allow one program per SM
+# either way, so the deeper copies' shared memory (96 / 192 KB) costs none.
+ATTENTION_GPU_CONFIG = dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=4)
+_INTERPRETER_CONFIG = dict(BLOCK_M=32, BLOCK_N=16, num_warps=4)
+# The TLX kernel's: 64 query rows per consumer warp group (its S and O tiles, 64x128 and
+# 64xHEAD_DIM fp32, then fit in registers beside P), 128-key blocks in a 2-stage ring.
+ATTENTION_TLX_CONFIG = dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=2)
+
+
+def attention(q, k, v, causal=False, sm_scale=None, return_lse=False, kernel=None):
+    """softmax(q @ k^T * sm_scale [+ causal mask]) @ v for q, k, v [Z, H, N_CTX, HEAD_DIM], all
+    fp16 or all bf16, of one shape, with HEAD_DIM a power of two in 16..256. sm_scale defaults to
+    1 / sqrt(HEAD_DIM). Returns out (q's dtype, contiguous), and with return_lse also the fp32
+    [Z, H, N_CTX] base-2 log-sum-exp of the scaled scores. kernel: None picks (on GPUs the
+    fastest of the tl kernel's and, on sm_90 where it applies (ATTENTION_TLX_ON_SM90), the TLX
+    warp-specialized kernel's block sizes, tuned once per shape: warpweave.ops._tuning;
+    WARPWEAVE_OPS_TUNING=0 takes the TLX kernel where it applies and the tl kernel elsewhere;
+    the tl kernel in the interpreter), "tl" or "tlx" restrict it to one kernel."""
+    op = "attention"
+    if kernel not in (None, "tl", "tlx"):
+        raise ValueError(f"{op}: 'kernel' must be None, 'tl' or 'tlx', got {kernel!r}")
+    place = _Place(op, {"q": q, "k": k, "v": v})
+    dt, sm_scale = _check_attention_args(op, q, k, v, causal, sm_scale, (16, 32, 64, 128, 256))
+    z, h, n_ctx, head_dim = q.shape
+    tlx_fits = (head_dim in (64, 128) and n_ctx > 0 and n_ctx % 128 == 0 and z * h > 0
+                and _common._is_sm90(place))
+    if kernel == "tlx" and not tlx_fits:
+        # The interpreter, and shapes attention_tlx refuses (with the reason).
+        return attention_tlx(q, k, v, sm_scale=sm_scale, return_lse=return_lse, causal=causal)
+    tlx = kernel == "tlx" or (kernel is None and ATTENTION_TLX_ON_SM90 and tlx_fits)
+    q, k, v = (t if _strides(t)[3] == 1 and min(_strides(t)) >= 0 else _contiguous(t)
+               for t in (q, k, v))
+    out = place.empty((z, h, n_ctx, head_dim), dt)
+    lse = place.empty((z * h, n_ctx), "float32")
+    if z * h > 0 and n_ctx > 0:
+        def launch(candidate, go):
+            if candidate.kernel == "tlx":
+                _launch_tlx(place, go, op, q, k, v, out, lse, sm_scale, causal,
+                            candidate.config)
+                return
+            sq, sk, sv, so = (_strides(t) for t in (q, k, v, out))
+            go(attention_kernels.attention_fwd_kernel,
+               (ww.cdiv(n_ctx, candidate["BLOCK_M"]), z * h),
+               q, k, v, out, lse, float(sm_scale), sq[0], sq[1], sq[2], sk[0], sk[1], sk[2],
+               sv[0], sv[1], sv[2], so[0], so[1], so[2], h, n_ctx,
+               HEAD_DIM=head_dim, CAUSAL=causal, **candidate.config)
+
+        if not place.on_gpu:
+            launch(_tuning.Candidate("tl", **_INTERPRETER_CONFIG), place.launch)
+        else:
+            candidates = _forward_candidates(place, head_dim, _itemsize(q),
+                                             tl=kernel != "tlx", tlx=tlx)
+            chosen = _tuning.choose(
+                place, op, (dt, causal, _tuning.pow2_bucket(z * h), n_ctx, head_dim),
+                candidates, candidates[0], launch,
+                [_FORWARD_KERNELS[name] for name in dict.fromkeys(c.kernel for c in candidates)])
+            launch(chosen, place.launch)
+    if return_lse:
+        return out, lse.reshape(z, h, n_ctx)
+    return out
+
+
+def attention_tlx(q, k, v, sm_scale=None, return_lse=False, causal=False):
+    """Attention with the Hopper warp-specialized ping-pong kernel
+    (kernels/hopper/attention_ws.py) in its fixed configuration (ATTENTION_TLX_CONFIG): q, k, v
+    [Z, H, N_CTX, HEAD_DIM] fp16 or bf16 (CUDA tensors on an sm_90 GPU; NumPy arrays in the
+    interpreter), HEAD_DIM 64 or 128, N_CTX a multiple of 128. Same results as
+    attention(causal=causal)."""
+    op = "attention_tlx"
+    place = _Place(op, {"q": q, "k": k, "v": v})
+    dt, sm_scale = _check_attention_args(op, q, k, v, causal, sm_scale, (64, 128))
+    z, h, n_ctx, head_dim = q.shape
+    if n_ctx % 128 or n_ctx == 0:
+        raise ValueError(f"{op}: 'q' has N_CTX {n_ctx}; the kernel needs a positive multiple of "
+                         f"128 (use attention() for other lengths)")
+    out = place.empty((z, h, n_ctx, head_dim), dt)
+    lse = place.empty((z * h, n_ctx), "float32")
+    _launch_tlx(place, _tuning.direct, op, q, k, v, out, lse, sm_scale, causal,
+                ATTENTION_TLX_CONFIG)
+    if return_lse:
+        return out, lse.reshape(z, h, n_ctx)
+    return out
+
+
+def _launch_tlx(place, go, op, q, k, v, out, lse, sm_scale, causal, config):
+    """Launches kernels/hopper/attention_ws.py with `config` (BLOCK_M query rows per consumer,
+    BLOCK_N-key blocks, NUM_STAGES; N_CTX a multiple of 2 * BLOCK_M and of BLOCK_N) through
+    go(kernel, grid, *args, **meta), over descriptors of q, k, v and out seen as [rows,
+    HEAD_DIM]."""
+    z, h, n_ctx, head_dim = q.shape
+    q2, k2, v2 = (_tma_operand(op, name, t, place).reshape(-1, head_dim)
+                  for name, t in (("q", q), ("k", k), ("v", v)))
+    o2 = out.reshape(-1, head_dim)
+    block_m, block_n = config["BLOCK_M"], config["BLOCK_N"]
+    descs = [_descriptor(t, [rows, head_dim])
+             for t, rows in ((q2, block_m), (k2, block_n), (v2, block_n), (o2, block_m))]
+    go(attention_ws_kernels.attention_ws_kernel, (n_ctx // (2 * block_m), z * h),
+       *descs, lse, float(sm_scale), n_ctx, HEAD_DIM=head_dim, CAUSAL=bool(causal),
+       num_warps=4, **config)
+
+
+def attention_bwd(do, q, k, v, out, lse, causal=False, sm_scale=None):
+    """Gradients (dq, dk, dv) of attention(q, k, v, causal, sm_scale) given the gradient `do` of
+    its output, the output `out` and its lse (attention(..., return_lse=True)'s [Z, H, N_CTX]
+    base-2 log-sum-exp); kernels/attention_bwd.py. q, k, v, do, out [Z, H, N_CTX, HEAD_DIM] fp16
+    or bf16 of one shape, HEAD_DIM a power of two in 16..256; gradients in q's dtype,
+    contiguous. On GPUs the block sizes of the dK / dV and the dQ kernels are tuned once per
+    shape (warpweave.ops._tuning)."""
+    op = "attention_bwd"
+    place = _Place(op, {"do": do, "q": q, "k": k, "v": v, "out": out, "lse": lse})
+    dt, sm_scale = _check_attention_args(op, q, k, v, causal, sm_scale, (16, 32, 64, 128, 256))
+    z, h, n_ctx, head_dim = q.shape
+    for name, t in (("do", do), ("out", out)):
+        if _dtype_name(t) != dt:
+            raise ValueError(f"{op}: '{name}' has dtype {_dtype_name(t)} but 'q' has {dt}")
+        _check_shape(op, name, t, (z, h, n_ctx, head_dim), " (q's shape)")
+    _check_dtype(op, "lse", lse, ("float32",))
+    _check_shape(op, "lse", lse, (z, h, n_ctx), " [Z, H, N_CTX]")
+    q, k, v, do, out, lse = (_contiguous(t) for t in (q, k, v, do, out, lse))
+    dq = place.empty((z, h, n_ctx, head_dim), dt)
+    dk = place.empty((z, h, n_ctx, head_dim), dt)
+    dv = place.empty((z, h, n_ctx, head_dim), dt)
+    if z * h == 0 or n_ctx == 0:
+        return dq, dk, dv
+    delta = place.empty((z * h, n_ctx), "float32")
+    # The fixed GPU configuration, both kernels: 64 x 64 blocks, 4 warps up to HEAD_DIM 64.
+    fixed = (dict(BLOCK_M=64, BLOCK_N=64, num_warps=4 if head_dim <= 64 else 8) if place.on_gpu
+             else _INTERPRETER_BWD_CONFIG)
+    place.launch(attention_bwd_kernels.attention_bwd_preprocess_kernel,
+                 (ww.cdiv(n_ctx, fixed["BLOCK_M"]), z * h), out, do, delta, n_ctx,
+                 HEAD_DIM=head_dim, BLOCK_M=fixed["BLOCK_M"], num_warps=fixed["num_warps"])
+
+    def launch_dkdv(candidate, go):
+        go(attention_bwd_kernels.attention_bwd_dkdv_kernel,
+           (ww.cdiv(n_ctx, candidate["BLOCK_N"]), z * h), q, k, v, do, lse, delta, dk, dv,
+           float(sm_scale), n_ctx, HEAD_DIM=head_dim, CAUSAL=causal, **candidate.config)
+
+    def launch_dq(candidate, go):
+        go(attention_bwd_kernels.attention_bwd_dq_kernel,
+           (ww.cdiv(n_ctx, candidate["BLOCK_M"]), z * h), q, k, v, do, lse, delta, dq,
+           float(sm_scale), n_ctx, HEAD_DIM=head_dim, CAUSAL=causal, **candidate.config)
+
+    key = (dt, causal, _tuning.pow2_bucket(z * h), n_ctx, head_dim)
+    _bwd_choose_and_launch(place, op, key, head_dim, _itemsize(q), fixed, fixed, launch_dkdv,
+                           launch_dq, attention_bwd_kernels.attention_bwd_dkdv_kernel,
+                           attention_bwd_kernels.attention_bwd_dq_kernel)
+    return dq, dk, dv
+
+
+# ------------------------------------------------------------------------------------------------
+# Candidates (warpweave.ops._tuning): the fixed configuration first
+# ------------------------------------------------------------------------------------------------
+#
+# Shared memory, in elements of HEAD_DIM (as ptxas reports it for sm_90a): the forward kernels
+# hold two BLOCK_M-row tiles (Q and the output's staging; the TLX kernel's two consumers' Q) and
+# num_stages K and V blocks of BLOCK_N rows; the backward kernels three tiles of the loop-
+# invariant block (BLOCK_N keys for dK / dV, BLOCK_M queries for dQ) and num_stages (3 unless
+# given) pairs of the stepped one.
+
+
+def _forward_shared(cfg, head_dim, itemsize) -> int:
+    stages = cfg.get("num_stages", cfg.get("NUM_STAGES"))
+    return itemsize * head_dim * (2 * cfg["BLOCK_M"] + 2 * stages * cfg["BLOCK_N"])
+
+
+# tl forward (BLOCK_M a multiple of BLOCK_N): 128x128 blocks in 3 stages up to HEAD_DIM 64 (half
+# the key steps), one warp group on 64x64 blocks (twice the programs: short sequences, few
+# heads), and from HEAD_DIM 128 on, 32-key blocks in 3 stages (fewer registers; no spills at
+# 256, where the fixed 128x64 spill).
+_FORWARD_CONFIGS = [
+    (lambda d: d <= 64, dict(BLOCK_M=128, BLOCK_N=128, num_warps=8, num_stages=3)),
+    (lambda d: True, dict(BLOCK_M=64, BLOCK_N=64, num_warps=4, num_stages=4)),
+    (lambda d: d >= 128, dict(BLOCK_M=128, BLOCK_N=32, num_warps=8, num_stages=3)),
+]
+# TLX forward: a third K / V stage (226 KB at HEAD_DIM 128), and 64-key blocks in 2 or 3 stages
+# (N_CTX a multiple of 128 covers both block sizes).
+_TLX_CONFIGS = [
+    dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=3),
+    dict(BLOCK_M=64, BLOCK_N=64, NUM_STAGES=2),
+    dict(BLOCK_M=64, BLOCK_N=64, NUM_STAGES=3),
+]
+_FORWARD_KERNELS = {"tl": attention_kernels.attention_fwd_kernel,
+                    "tlx": attention_ws_kernels.attention_ws_kernel}
+
+# Backward (dK / dV kernel: BLOCK_N keys a program, BLOCK_M-query steps; dQ kernel: BLOCK_M
+# queries a program, BLOCK_N-key steps), beside the fixed 64 x 64 blocks: the other warp count;
+# for dK / dV 32-query steps and, up to HEAD_DIM 64, 128 keys a program; for dQ 128 queries a
+# program (up to HEAD_DIM 128) and 32-key steps.
+_DKDV_CONFIGS = [
+    (lambda d: d <= 128, dict(BLOCK_M=64, BLOCK_N=64, num_warps=4)),
+    (lambda d: d <= 128, dict(BLOCK_M=64, BLOCK_N=64, num_warps=8)),
+    (lambda d: d <= 128, dict(BLOCK_M=32, BLOCK_N=64, num_warps=4)),
+    (lambda d: True, dict(BLOCK_M=32, BLOCK_N=64, num_warps=8)),
+    (lambda d: d <= 64, dict(BLOCK_M=64, BLOCK_N=128, num_warps=8)),
+    (lambda d: d <= 64, dict(BLOCK_M=32, BLOCK_N=128, num_warps=8)),
+]
+_DQ_CONFIGS = [
+    (lambda d: d <= 128, dict(BLOCK_M=64, BLOCK_N=64, num_warps=4)),
+    (lambda d: d <= 128, dict(BLOCK_M=64, BLOCK_N=64, num_warps=8)),
+    (lambda d: d <= 128, dict(BLOCK_M=128, BLOCK_N=64, num_warps=8)),
+    (lambda d: d <= 128, dict(BLOCK_M=64, BLOCK_N=32, num_warps=4)),
+    (lambda d: True, dict(BLOCK_M=64, BLOCK_N=32, num_warps=8)),
+    (lambda d: d <= 128, dict(BLOCK_M=128, BLOCK_N=32, num_warps=8)),
+]
+
+
+def _forward_candidates(place, head_dim, itemsize, tl, tlx, fixed=ATTENTION_GPU_CONFIG) -> list:
+    """The forward configurations for HEAD_DIM on the call's GPU, the fixed one first (the TLX
+    kernel's where `tlx`, else the tl kernel's `fixed`): the tl kernel's where `tl`, the TLX
+    kernel's where `tlx`, those that fit the GPU's shared memory."""
+    out = []
+    if tlx:
+        out += [_tuning.Candidate("tlx", **cfg) for cfg in [ATTENTION_TLX_CONFIG] + _TLX_CONFIGS
+                if cfg is ATTENTION_TLX_CONFIG or
+                _tuning.fits(place, _forward_shared(cfg, head_dim, itemsize))]
+    if tl:
+        out.append(_tuning.Candidate("tl", **fixed))
+        out += [_tuning.Candidate("tl", **cfg) for applies, cfg in _FORWARD_CONFIGS
+                if applies(head_dim) and cfg != fixed and
+                _tuning.fits(place, _forward_shared(cfg, head_dim, itemsize))]
+    return out
+
+
+def _bwd_candidates(place, head_dim, itemsize, fixed, configs, invariant, stepped) -> list:
+    """`fixed`, then those of `configs` that apply to HEAD_DIM and fit the GPU's shared memory
+    (`invariant` / `stepped`: the block-size names of the loop-invariant and the stepped
+    operands)."""
+    default = _tuning.Candidate("tl", **fixed)
+    return [default] + [
+        c for c in (_tuning.Candidate("tl", **cfg) for applies, cfg in configs
+                    if applies(head_dim))
+        if c != default and _tuning.fits(place, itemsize * head_dim * (
+            3 * c[invariant] + 2 * c.get("num_stages", 3) * c[stepped]))]
+
+
+def _bwd_choose_and_launch(place, op, key, head_dim, itemsize, fixed_dkdv, fixed_dq,
+                           launch_dkdv, launch_dq, dkdv_kernel, dq_kernel):
+    """Launches the dK / dV kernel and then the dQ kernel (those whose launch function is not
+    None), each in its interpreter configuration (`fixed_*`) or in the GPU configuration
+    warpweave.ops._tuning chooses (ops `op`_dkdv and `op`_dq; `fixed_*` the fixed ones)."""
+    for name, fixed, configs, invariant, stepped, launch, kernel in (
+            ("dkdv", fixed_dkdv, _DKDV_CONFIGS, "BLOCK_N", "BLOCK_M", launch_dkdv, dkdv_kernel),
+            ("dq", fixed_dq, _DQ_CONFIGS, "BLOCK_M", "BLOCK_N", launch_dq, dq_kernel)):
+        if launch is None:
+            continue
+        if not place.on_gpu:
+            launch(_tuning.Candidate("tl", **fixed), place.launch)
+            continue
+        candidates = _bwd_candidates(place, head_dim, itemsize, fixed, configs, invariant,
+                                     stepped)
+        launch(_tuning.choose(place, f"{op}_{name}", key, candidates, candidates[0], launch,
+                              [kernel]), place.launch)
+
+
+# ------------------------------------------------------------------------------------------------
+# Variable-length attention (kernels/attention_varlen.py): FlashAttention's flash_attn_varlen_func
+# ------------------------------------------------------------------------------------------------
+
+
+# Fixed GPU configurations by HEAD_DIM (the first candidates of the per-shape tuning, which
+# also tries the dense kernels' candidates above). Forward: the dense kernel's (attention()
+# above) up to 128; at 256 its 128 x 64 tiles spill (255 registers, 1112 bytes on sm_90a, ptxas)
+# where 128 x 32 do not (232 registers, 224 KB shared). Backward: attention_bwd's fixed blocks
+# up to 128; at 256 the dK / dV kernel takes 32-query blocks (250 registers, no spills) and the
+# dQ kernel 32-key blocks (182), where 64 x 64 spill 948 and 144 bytes.
+ATTENTION_VARLEN_GPU_CONFIGS = {
+    **{d: dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=4) for d in (16, 32, 64, 128)},
+    256: dict(BLOCK_M=128, BLOCK_N=32, num_warps=8, num_stages=3),
+}
+ATTENTION_VARLEN_BWD_GPU_CONFIGS = {  # {HEAD_DIM: (dK / dV kernel, dQ kernel)}
+    **{d: (dict(BLOCK_M=64, BLOCK_N=64, num_warps=4),) * 2 for d in (16, 32, 64)},
+    128: (dict(BLOCK_M=64, BLOCK_N=64, num_warps=8),) * 2,
+    256: (dict(BLOCK_M=32, BLOCK_N=64, num_warps=8), dict(BLOCK_M=64, BLOCK_N=32, num_warps=8)),
+}
+_INTERPRETER_BWD_CONFIG = dict(BLOCK_M=16, BLOCK_N=16, num_warps=4)
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
@@ -276,26 +414,46 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seql
     op = "attention_varlen"
     place = _Place(op, {"q": q, "k": k, "v": v, "cu_seqlens_q": cu_seqlens_q,
                         "cu_seqlens_k": cu_seqlens_k})
-    dt, (total_q, h, head_dim), (_total_k, h_kv), batch, sm_scale = _check_varlen_args(
-        op, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, sm_scale)
+    dt, sm_scale = _check_attention_args(
+        op, q, k, v, causal, sm_scale, (16, 32, 64, 128, 256),
+        varlen=(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k))
+    total_q, h, head_dim = q.shape
+    h_kv, batch = k.shape[1], cu_seqlens_q.shape[0] - 1
     q, k, v = (t if _strides(t)[2] == 1 and min(_strides(t)) >= 0 else _contiguous(t)
                for t in (q, k, v))
     cu_seqlens_q, cu_seqlens_k = _contiguous(cu_seqlens_q), _contiguous(cu_seqlens_k)
     out = place.empty((total_q, h, head_dim), dt)
     lse = place.empty((h, total_q), "float32")
     if total_q > 0 and batch * h > 0 and max_seqlen_q > 0:
-        config = (ATTENTION_VARLEN_GPU_CONFIGS[head_dim] if place.on_gpu
-                  else dict(BLOCK_M=32, BLOCK_N=16, num_warps=4))
         sq, sk, sv, so = (_strides(t) for t in (q, k, v, out))
-        place.launch(
-            attention_varlen_kernels.attention_varlen_fwd_kernel,
-            lambda m: (ww.cdiv(max_seqlen_q, m["BLOCK_M"]), batch * h),
-            q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, float(sm_scale),
-            sq[0], sq[1], sk[0], sk[1], sv[0], sv[1], so[0], so[1], h, h // h_kv, total_q,
-            HEAD_DIM=head_dim, CAUSAL=causal, **config)
+
+        def launch(candidate, go):
+            go(attention_varlen_kernels.attention_varlen_fwd_kernel,
+               (ww.cdiv(max_seqlen_q, candidate["BLOCK_M"]), batch * h),
+               q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, float(sm_scale),
+               sq[0], sq[1], sk[0], sk[1], sv[0], sv[1], so[0], so[1], h, h // h_kv, total_q,
+               HEAD_DIM=head_dim, CAUSAL=causal, **candidate.config)
+
+        if not place.on_gpu:
+            launch(_tuning.Candidate("tl", **_INTERPRETER_CONFIG), place.launch)
+        else:
+            candidates = _forward_candidates(place, head_dim, _itemsize(q), tl=True, tlx=False,
+                                             fixed=ATTENTION_VARLEN_GPU_CONFIGS[head_dim])
+            key = _varlen_key(dt, causal, head_dim, h, h_kv, total_q, max_seqlen_q,
+                              max_seqlen_k)
+            launch(_tuning.choose(place, op, key, candidates, candidates[0], launch,
+                                  [attention_varlen_kernels.attention_varlen_fwd_kernel]),
+                   place.launch)
     if return_lse:
         return out, lse
     return out
+
+
+def _varlen_key(dt, causal, head_dim, h, h_kv, total_q, max_seqlen_q, max_seqlen_k) -> tuple:
+    """The tuning key of a variable-length call: power-of-two buckets of the packed rows and of
+    the longest sequences, which vary from batch to batch."""
+    return (dt, causal, head_dim, h, h_kv, _tuning.pow2_bucket(total_q),
+            _tuning.pow2_bucket(max_seqlen_q), _tuning.pow2_bucket(max_seqlen_k))
 
 
 def attention_varlen_bwd(do, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
@@ -309,8 +467,12 @@ def attention_varlen_bwd(do, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_
     op = "attention_varlen_bwd"
     place = _Place(op, {"do": do, "q": q, "k": k, "v": v, "out": out, "lse": lse,
                         "cu_seqlens_q": cu_seqlens_q, "cu_seqlens_k": cu_seqlens_k})
-    dt, (total_q, h, head_dim), (total_k, h_kv), batch, sm_scale = _check_varlen_args(
-        op, q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, sm_scale)
+    dt, sm_scale = _check_attention_args(
+        op, q, k, v, causal, sm_scale, (16, 32, 64, 128, 256),
+        varlen=(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k))
+    total_q, h, head_dim = q.shape
+    total_k, h_kv = k.shape[:2]
+    batch = cu_seqlens_q.shape[0] - 1
     for name, t in (("do", do), ("out", out)):
         if _dtype_name(t) != dt:
             raise ValueError(f"{op}: '{name}' has dtype {_dtype_name(t)} but 'q' has {dt}")
@@ -326,30 +488,39 @@ def attention_varlen_bwd(do, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_
     dv = place.empty((total_k, h_kv, head_dim), dt)
     if batch * h == 0:
         return dq, dk, dv
-    dkdv_config, dq_config = (ATTENTION_VARLEN_BWD_GPU_CONFIGS[head_dim] if place.on_gpu
-                              else (_INTERPRETER_BWD_CONFIG,) * 2)
+    dkdv_fixed, dq_fixed = (ATTENTION_VARLEN_BWD_GPU_CONFIGS[head_dim] if place.on_gpu
+                            else (_INTERPRETER_BWD_CONFIG,) * 2)
     delta = place.empty((h, total_q), "float32")
     lse2 = place.empty((h, total_q), "float32")
     if total_q > 0:
         place.launch(attention_varlen_kernels.attention_varlen_bwd_preprocess_kernel,
                      lambda m: (ww.cdiv(total_q, m["BLOCK_M"]), h), out, do, lse, delta, lse2,
-                     h, total_q, HEAD_DIM=head_dim, BLOCK_M=dq_config["BLOCK_M"],
-                     num_warps=dq_config["num_warps"])
+                     h, total_q, HEAD_DIM=head_dim, BLOCK_M=dq_fixed["BLOCK_M"],
+                     num_warps=dq_fixed["num_warps"])
     sq, sk, sv, sdo = (_strides(t) for t in (q, k, v, do))
-    if max_seqlen_k > 0:
-        sdk, sdv = _strides(dk), _strides(dv)
-        place.launch(attention_varlen_kernels.attention_varlen_bwd_dkdv_kernel,
-                     lambda m: (ww.cdiv(max_seqlen_k, m["BLOCK_N"]), batch * h_kv),
-                     q, k, v, do, lse2, delta, dk, dv, cu_seqlens_q, cu_seqlens_k,
-                     float(sm_scale), sq[0], sq[1], sk[0], sk[1], sv[0], sv[1], sdo[0], sdo[1],
-                     sdk[0], sdk[1], sdv[0], sdv[1], h_kv, total_q, GROUP=h // h_kv,
-                     HEAD_DIM=head_dim, CAUSAL=causal, **dkdv_config)
-    if max_seqlen_q > 0 and total_q > 0:
-        sdq = _strides(dq)
-        place.launch(attention_varlen_kernels.attention_varlen_bwd_dq_kernel,
-                     lambda m: (ww.cdiv(max_seqlen_q, m["BLOCK_M"]), batch * h),
-                     q, k, v, do, lse2, delta, dq, cu_seqlens_q, cu_seqlens_k,
-                     float(sm_scale), sq[0], sq[1], sk[0], sk[1], sv[0], sv[1], sdo[0], sdo[1],
-                     sdq[0], sdq[1], h, h // h_kv, total_q, HEAD_DIM=head_dim, CAUSAL=causal,
-                     **dq_config)
+    sdk, sdv, sdq = _strides(dk), _strides(dv), _strides(dq)
+
+    def launch_dkdv(candidate, go):
+        go(attention_varlen_kernels.attention_varlen_bwd_dkdv_kernel,
+           (ww.cdiv(max_seqlen_k, candidate["BLOCK_N"]), batch * h_kv),
+           q, k, v, do, lse2, delta, dk, dv, cu_seqlens_q, cu_seqlens_k,
+           float(sm_scale), sq[0], sq[1], sk[0], sk[1], sv[0], sv[1], sdo[0], sdo[1],
+           sdk[0], sdk[1], sdv[0], sdv[1], h_kv, total_q, GROUP=h // h_kv,
+           HEAD_DIM=head_dim, CAUSAL=causal, **candidate.config)
+
+    def launch_dq(candidate, go):
+        go(attention_varlen_kernels.attention_varlen_bwd_dq_kernel,
+           (ww.cdiv(max_seqlen_q, candidate["BLOCK_M"]), batch * h),
+           q, k, v, do, lse2, delta, dq, cu_seqlens_q, cu_seqlens_k,
+           float(sm_scale), sq[0], sq[1], sk[0], sk[1], sv[0], sv[1], sdo[0], sdo[1],
+           sdq[0], sdq[1], h, h // h_kv, total_q, HEAD_DIM=head_dim, CAUSAL=causal,
+           **candidate.config)
+
+    key = _varlen_key(dt, causal, head_dim, h, h_kv, total_q, max_seqlen_q, max_seqlen_k)
+    _bwd_choose_and_launch(
+        place, op, key, head_dim, _itemsize(q), dkdv_fixed, dq_fixed,
+        launch_dkdv if max_seqlen_k > 0 else None,
+        launch_dq if max_seqlen_q > 0 and total_q > 0 else None,
+        attention_varlen_kernels.attention_varlen_bwd_dkdv_kernel,
+        attention_varlen_kernels.attention_varlen_bwd_dq_kernel)
     return dq, dk, dv

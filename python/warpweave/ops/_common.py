@@ -22,6 +22,8 @@ import threading
 
 import warpweave as ww
 
+from . import _tuning
+
 _FLOATS = ("float16", "bfloat16", "float32")
 _HALF_FLOATS = ("float16", "bfloat16")
 _INDEX_TYPES = ("int32", "int64")
@@ -309,7 +311,7 @@ def _planned(wrapper):
             return wrapper(*args, **kwargs)
         inputs = []
         addresses = []
-        key = [name, _interpret_env()]
+        key = [name, _interpret_env(), _tuning.plan_key()]
         try:
             for value in (*args, *kwargs.values()):
                 array = _array_key(value)

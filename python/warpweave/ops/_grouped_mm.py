@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import warpweave as ww
 
-from ._common import _HALF_FLOATS, _Place, _dtype_name, _planned, _strides
+from . import _tuning
+from ._common import _HALF_FLOATS, _Place, _dtype_name, _itemsize, _planned, _strides
 from .kernels import grouped_mm as grouped_mm_kernels
 
 _DTYPES = _HALF_FLOATS + ("float32",)
@@ -29,7 +30,8 @@ def grouped_mm(a, b, offs):
     dimension; empty groups allowed). a and b: one dtype, float16, bfloat16 or float32 (torch
     takes bfloat16 only), any strides; sums in fp32, the result in a's dtype. One launch over
     all groups; offs is read on the device only (no host synchronization). NumPy arrays run in
-    the interpreter, CUDA tensors on the GPU."""
+    the interpreter, CUDA tensors on the GPU, with tiles tuned once per power-of-two bucket of
+    the ragged dimension (warpweave.ops._tuning)."""
     return _grouped_mm(a, b, offs)
 
 
@@ -75,13 +77,19 @@ def _ragged_m(op, place, a, b, offs, dt, G):
     c = place.empty((M_total, N), dt)
     if M_total == 0 or N == 0:
         return c
-    config = GROUPED_MM_GPU_CONFIG if place.on_gpu else _INTERPRETER_CONFIG
     sa, sb, sc = _strides(a), _strides(b), _strides(c)
-    place.launch(
-        grouped_mm_kernels.grouped_mm_kernel,
-        lambda m: ((ww.cdiv(M_total, m["BLOCK_M"]) + G) * ww.cdiv(N, m["BLOCK_N"]),),
-        a, b, c, offs, G, M_total, N, K, sa[0], sa[1], sb[0], sb[1], sb[2], sc[0], sc[1],
-        BLOCK_G=ww.next_power_of_2(G + 1), PRECISION=_precision(dt), **config)
+
+    def launch(candidate, go):
+        config = candidate.config
+        go(grouped_mm_kernels.grouped_mm_kernel,
+           ((ww.cdiv(M_total, config["BLOCK_M"]) + G) * ww.cdiv(N, config["BLOCK_N"]),),
+           a, b, c, offs, G, M_total, N, K, sa[0], sa[1], sb[0], sb[1], sb[2], sc[0], sc[1],
+           BLOCK_G=ww.next_power_of_2(G + 1), PRECISION=_precision(dt), **config)
+
+    # Tuned per power-of-two bucket of the ragged rows (the group sizes are on the device).
+    _choose_and_launch(place, "grouped_mm", (dt, G, _tuning.pow2_bucket(M_total), N, K),
+                       GROUPED_MM_GPU_CONFIG, _itemsize(a), launch,
+                       grouped_mm_kernels.grouped_mm_kernel)
     return c
 
 
@@ -95,14 +103,46 @@ def _ragged_k(op, place, a, b, offs, dt, G):
     c = place.empty((G, M, N), dt)
     if M == 0 or N == 0:
         return c
-    config = GROUPED_MM_RAGGED_K_GPU_CONFIG if place.on_gpu else _INTERPRETER_CONFIG
     sa, sb, sc = _strides(a), _strides(b), _strides(c)
-    place.launch(
-        grouped_mm_kernels.grouped_mm_ragged_k_kernel,
-        lambda m: (ww.cdiv(M, m["BLOCK_M"]) * ww.cdiv(N, m["BLOCK_N"]), G),
-        a, b, c, offs, M, N, K_total, sa[0], sa[1], sb[0], sb[1], sc[0], sc[1], sc[2],
-        PRECISION=_precision(dt), **config)
+
+    def launch(candidate, go):
+        config = candidate.config
+        go(grouped_mm_kernels.grouped_mm_ragged_k_kernel,
+           (ww.cdiv(M, config["BLOCK_M"]) * ww.cdiv(N, config["BLOCK_N"]), G),
+           a, b, c, offs, M, N, K_total, sa[0], sa[1], sb[0], sb[1], sc[0], sc[1], sc[2],
+           PRECISION=_precision(dt), **config)
+
+    # Tuned per power-of-two bucket of the ragged K.
+    _choose_and_launch(place, "grouped_mm_ragged_k",
+                       (dt, G, M, N, _tuning.pow2_bucket(K_total)),
+                       GROUPED_MM_RAGGED_K_GPU_CONFIG, _itemsize(a), launch,
+                       grouped_mm_kernels.grouped_mm_ragged_k_kernel)
     return c
+
+
+# Beside the fixed tiles: 128x128 tiles 64 deep in 4 stages (twice the programs), 128x256x64 in
+# 3, and one warp group on 64x128 tiles (groups of a few dozen rows waste less of a tile).
+_CONFIGS = [
+    GROUPED_MM_GPU_CONFIG,
+    dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, num_warps=8, num_stages=4),
+    dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, num_warps=8, num_stages=3),
+    dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, num_warps=4, num_stages=4),
+]
+
+
+def _choose_and_launch(place, op, key, fixed, itemsize, launch, kernel):
+    """Launches the interpreter's configuration, or the GPU configuration warpweave.ops._tuning
+    chooses among `fixed` (first) and those of _CONFIGS whose stages of A and B tiles fit the
+    GPU's shared memory."""
+    if not place.on_gpu:
+        launch(_tuning.Candidate("tl", **_INTERPRETER_CONFIG), place.launch)
+        return
+    default = _tuning.Candidate("tl", **fixed)
+    candidates = [default] + [
+        _tuning.Candidate("tl", **cfg) for cfg in _CONFIGS
+        if cfg != fixed and _tuning.fits(place, cfg["num_stages"] * itemsize * cfg["BLOCK_K"] *
+                                         (cfg["BLOCK_M"] + cfg["BLOCK_N"]))]
+    launch(_tuning.choose(place, op, key, candidates, default, launch, [kernel]), place.launch)
 
 
 def _precision(dt):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import warpweave as ww
 
-from . import _common
+from . import _common, _tuning
 from ._common import (_HALF_FLOATS, _Place, _check_dtype, _check_ndim, _contiguous,
                       _descriptor, _dtype_name, _strides, _tma_operand)
 from .kernels import matmul as matmul_kernels
@@ -35,25 +35,36 @@ def _matmul_operands(op: str, a, b):
 _ACTIVATIONS = {None: "", "relu": "relu", "leaky_relu": "leaky_relu"}
 
 
-# Where ops.matmul takes the warp-specialized TLX GEMM (TLX_GEMM_CONFIGS["ws"]) instead of the tl
-# kernel: on sm_90 GPUs, for calls it takes (no activation, K and N multiples of 8, K > 0). The
-# issue-21 measurements on the H200: the TLX GEMM 1.0x cuBLAS, the tl kernel 0.83-0.93x.
+# Where ops.matmul may take the TLX GEMMs (TLX_GEMM_CONFIGS; "ws" is the fixed choice) instead of
+# the tl kernel: on sm_90 GPUs, for calls they take (no activation, K and N multiples of 8,
+# K > 0). The issue-21 measurements on the H200: the TLX GEMM 1.0x cuBLAS, the tl kernel
+# 0.83-0.93x.
 MATMUL_TLX_ON_SM90 = True
+
+# The tl kernel's fixed GPU configuration: on sm_90a the loop is software-pipelined, 5 stages of
+# 128x32 + 32x256 tiles (cp.async, 3 k-steps loaded ahead of the MMA), two warp groups of wgmma
+# splitting BLOCK_M. The interpreter's is small (it executes every lane of a block).
+MATMUL_GPU_CONFIG = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, GROUP_M=8, num_warps=8,
+                         num_stages=5)
+_INTERPRETER_CONFIG = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=4, num_warps=4)
 
 
 def _takes_tlx_gemm(place, a, b, activation, N, K) -> bool:
-    """Whether ops.matmul's automatic choice is the TLX GEMM (its operands must be addressable by
-    TMA: 16-byte rows and bases)."""
+    """Whether ops.matmul may launch the TLX GEMMs (its operands must be addressable by TMA:
+    16-byte rows and bases)."""
     return (MATMUL_TLX_ON_SM90 and activation is None and _common._is_sm90(place) and K > 0
-            and K % 8 == 0 and N % 8 == 0 and a.data_ptr() % 16 == 0 and b.data_ptr() % 16 == 0)
+            and K % 8 == 0 and N % 8 == 0 and _common._address(a) % 16 == 0
+            and _common._address(b) % 16 == 0)
 
 
 def matmul(a, b, activation=None, kernel=None):
     """activation(a @ b) for fp16 or bf16 a [M, K] and b [K, N] (any strides), accumulated in fp32
     and returned in a's dtype. activation: None, "relu" or "leaky_relu" (slope 0.01). kernel:
-    None picks (the TLX warp-specialized GEMM on sm_90 GPUs where it applies, see
-    MATMUL_TLX_ON_SM90; the tl kernel elsewhere and in the interpreter), "tl" forces the tl
-    kernel, "tlx" the TLX one (sm_90 CUDA tensors, no activation)."""
+    None picks (on GPUs the fastest for the shape of the tl kernel's and, on sm_90 where they
+    apply (MATMUL_TLX_ON_SM90), the TLX GEMMs' configurations, tuned once per shape:
+    warpweave.ops._tuning; WARPWEAVE_OPS_TUNING=0 takes the TLX warp-specialized GEMM where it
+    applies and the tl kernel elsewhere; the tl kernel in the interpreter), "tl" takes the tl
+    kernel, "tlx" a TLX GEMM (sm_90 CUDA tensors, no activation; "ws" untuned)."""
     op = "matmul"
     if activation not in _ACTIVATIONS:
         raise ValueError(f"{op}: 'activation' must be None, 'relu' or 'leaky_relu', got "
@@ -64,8 +75,11 @@ def matmul(a, b, activation=None, kernel=None):
     if kernel == "tlx" and activation is not None:
         raise ValueError(f"{op}: the TLX GEMM (kernel='tlx') takes no activation, got "
                          f"{activation!r}")
-    if kernel == "tlx" or (kernel is None and place.on_gpu and M > 0
-                           and _takes_tlx_gemm(place, a, b, activation, N, K)):
+    gpu = place.on_gpu and M > 0 and N > 0
+    tlx = kernel == "tlx" or (kernel is None and gpu and
+                              _takes_tlx_gemm(place, a, b, activation, N, K))
+    if kernel == "tlx" and not (gpu and _common._is_sm90(place)):
+        # The interpreter, empty products and other GPUs (whose compile refuses it).
         return _matmul_tlx(op, a, b, "ws", None, compile_only=False)
     c = place.empty((M, N), dt)
     if M == 0 or N == 0:
@@ -74,21 +88,48 @@ def matmul(a, b, activation=None, kernel=None):
         a = _contiguous(a)
     if min(_strides(b)) < 0:
         b = _contiguous(b)
-    if place.on_gpu:
-        # On sm_90a the loop is software-pipelined: 5 stages of 128x32 + 32x256 tiles (cp.async,
-        # 3 k-steps loaded ahead of the MMA), two warp groups of wgmma splitting BLOCK_M.
-        config = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, GROUP_M=8, num_warps=8,
-                      num_stages=5)
-    else:
-        config = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=4, num_warps=4)
-    sa, sb, sc = _strides(a), _strides(b), _strides(c)
-    place.launch(
-        matmul_kernels.matmul_kernel,
-        lambda m: (ww.cdiv(M, m["BLOCK_M"]) * ww.cdiv(N, m["BLOCK_N"]),),
-        a, b, c, M, N, K, sa[0], sa[1], sb[0], sb[1], sc[0], sc[1],
-        ACTIVATION=_ACTIVATIONS[activation], **config)
+    if not place.on_gpu:
+        _launch_tl(place.launch, a, b, c, activation, _INTERPRETER_CONFIG)
+        return c
+    candidates = _candidates(place, dt, M, N, tl=kernel != "tlx", tlx=tlx)
+    default = candidates[0]
+
+    def launch(candidate, go):
+        if candidate.kernel == "tl":
+            _launch_tl(go, a, b, c, activation, candidate.config)
+        else:
+            ta, tb, tc = (_tma_operand(op, name, t, place) for name, t in (("a", a), ("b", b),
+                                                                           ("c", c)))
+            _launch_tlx(place, go, ta, tb, tc, candidate.kernel[4:], candidate.config)
+
+    chosen = _tuning.choose(place, op, (dt, M, N, K, activation or ""), candidates, default,
+                            launch, [_KERNELS[name] for name in
+                                     dict.fromkeys(c.kernel for c in candidates)])
+    launch(chosen, place.launch)
     return c
 
+
+def _launch_tl(go, a, b, c, activation, config):
+    (M, K), N = a.shape, b.shape[1]
+    sa, sb, sc = _strides(a), _strides(b), _strides(c)
+    go(matmul_kernels.matmul_kernel,
+       lambda m: (ww.cdiv(M, m["BLOCK_M"]) * ww.cdiv(N, m["BLOCK_N"]),),
+       a, b, c, M, N, K, sa[0], sa[1], sb[0], sb[1], sc[0], sc[1],
+       ACTIVATION=_ACTIVATIONS[activation], **config)
+
+
+# ------------------------------------------------------------------------------------------------
+# Candidates (warpweave.ops._tuning): the fixed configuration first
+# ------------------------------------------------------------------------------------------------
+
+# The tl kernel: its fixed tiles; 128x128x64 in 4 stages (more programs, deeper k-steps);
+# 128x256x64 in 3; one warp group on 64x128 tiles (short or skinny products).
+_TL_CONFIGS = [
+    MATMUL_GPU_CONFIG,
+    dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=4),
+    dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=3),
+    dict(BLOCK_M=64, BLOCK_N=128, BLOCK_K=64, GROUP_M=8, num_warps=4, num_stages=4),
+]
 
 # Tile shapes of the TLX GEMMs: 64x256 wgmma tiles per consumer where two consumers share a
 # tile. Chosen with bench/sweep_gemm.py on the H200 (2026-11-30, fp16/bf16 at 4096^3 and 8192^3,
@@ -142,15 +183,18 @@ def _matmul_tlx(op, a, b, variant, config, compile_only):
     if M == 0 or N == 0:
         return c
     c = _tma_operand(op, "c", c, place)
-    cfg = dict(TLX_GEMM_CONFIGS[variant], **(config or {}))
+    go = _tuning.compile_only if compile_only else _tuning.direct
+    _launch_tlx(place, go, a, b, c, variant, dict(TLX_GEMM_CONFIGS[variant], **(config or {})))
+    return c
+
+
+def _launch_tlx(place, go, a, b, c, variant, config):
+    """Launches TLX GEMM `variant` ("ws*" / "pingpong" / "pipelined") with configuration
+    `config` on TMA-addressable a, b, c through go(kernel, grid, *args, **meta)."""
+    (M, K), N = a.shape, b.shape[1]
+    cfg = dict(config)
     block_m, block_n, block_k = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
     tiles = ww.cdiv(M, block_m) * ww.cdiv(N, block_n)
-
-    def launch(kernel, grid, *args, **kwargs):
-        if compile_only:
-            return kernel.warmup(*args, grid=grid, **kwargs)
-        return kernel[grid](*args, **kwargs)
-
     if variant.startswith("ws"):
         half = block_m // 2
         cluster_m, cluster_n = cfg.get("CLUSTER_M", 1), cfg.get("CLUSTER_N", 1)
@@ -167,20 +211,80 @@ def _matmul_tlx(op, a, b, variant, config, compile_only):
         sms = sms // cluster * cluster
         work = ww.cdiv(ww.cdiv(M, block_m), cluster_m) * ww.cdiv(ww.cdiv(N, block_n), cluster_n)
         extra = {"ctas_per_cga": (cluster, 1, 1)} if cluster > 1 else {}
-        launch(gemm_ws_kernels.gemm_ws_kernel, (min(sms // cluster, work) * cluster,),
-               a_desc, b_desc, c_desc, M, N, K, **cfg, NUM_SMS=sms, num_warps=4, **extra)
+        go(gemm_ws_kernels.gemm_ws_kernel, (min(sms // cluster, work) * cluster,),
+           a_desc, b_desc, c_desc, M, N, K, **cfg, NUM_SMS=sms, num_warps=4, **extra)
     elif variant == "pingpong":
         a_desc = _descriptor(a, [block_m, block_k])
         b_desc = _descriptor(b, [block_k, block_n])
         c_desc = _descriptor(c, [block_m, block_n])
         sms = place.num_sms()
-        launch(gemm_ws_pingpong_kernels.gemm_ws_pingpong_kernel, (min(sms, tiles),),
-               a_desc, b_desc, c_desc, M, N, K, **cfg, NUM_SMS=sms, num_warps=4)
+        go(gemm_ws_pingpong_kernels.gemm_ws_pingpong_kernel, (min(sms, tiles),),
+           a_desc, b_desc, c_desc, M, N, K, **cfg, NUM_SMS=sms, num_warps=4)
     else:
         a_desc = _descriptor(a, [block_m, block_k])
         b_desc = _descriptor(b, [block_k, block_n])
         c_desc = _descriptor(c, [block_m, block_n])
         # One warp group per 64 rows of the tile.
-        launch(gemm_pipelined_kernels.gemm_pipelined_kernel, (tiles,),
-               a_desc, b_desc, c_desc, M, N, K, **cfg, num_warps=max(4, block_m // 16))
-    return c
+        go(gemm_pipelined_kernels.gemm_pipelined_kernel, (tiles,),
+           a_desc, b_desc, c_desc, M, N, K, **cfg, num_warps=max(4, block_m // 16))
+
+
+# The TLX GEMMs: each variant's fixed tiles; the cooperative kernel also with 8 tile-rows per
+# group, with tile-columns grouped instead (RASTER_N), and on 128x128 tiles (more tiles for
+# products that do not fill the GPU: 5 stages, C in two chunks). The 2-CTA cluster variants
+# measured slower at every size swept (see above) and are not candidates.
+_TLX_CONFIGS = [
+    ("tlx_ws", TLX_GEMM_CONFIGS["ws"]),
+    ("tlx_ws", dict(TLX_GEMM_CONFIGS["ws"], GROUP_M=8)),
+    ("tlx_ws", dict(TLX_GEMM_CONFIGS["ws"], RASTER_N=True)),
+    ("tlx_ws", dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=16, NUM_STAGES=5,
+                    SMEM_EPILOGUE=True, EPI_SUBTILE=2)),
+    ("tlx_pingpong", TLX_GEMM_CONFIGS["pingpong"]),
+    ("tlx_pipelined", TLX_GEMM_CONFIGS["pipelined"]),
+]
+
+_KERNELS = {"tl": matmul_kernels.matmul_kernel, "tlx_ws": gemm_ws_kernels.gemm_ws_kernel,
+            "tlx_pingpong": gemm_ws_pingpong_kernels.gemm_ws_pingpong_kernel,
+            "tlx_pipelined": gemm_pipelined_kernels.gemm_pipelined_kernel}
+
+
+def _shared_bytes(candidate, itemsize) -> int:
+    """The shared memory of a candidate's buffers (as ptxas reports it for sm_90a, less the
+    barriers): its stages of A and B tiles, and the TLX kernels' C buffers."""
+    cfg = candidate.config
+    bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    stages = cfg.get("num_stages", cfg.get("NUM_STAGES"))
+    total = stages * (bm * bk + bk * bn) * itemsize
+    if candidate.kernel == "tlx_ws" and cfg.get("SMEM_EPILOGUE"):
+        sub = cfg.get("EPI_SUBTILE", 1)
+        total += (2 * (bm // 2) * bn if sub == 1 else 4 * (bm // 2) * (bn // sub)) * itemsize
+    elif candidate.kernel == "tlx_pingpong" and cfg.get("SMEM_EPILOGUE", True):
+        total += 2 * bm * bn * itemsize
+    elif candidate.kernel == "tlx_pipelined":  # C's tile on its way to the descriptor's store
+        total += bm * bn * itemsize
+    return total
+
+
+def _candidates(place, dt, M, N, tl, tlx) -> list:
+    """The configurations ops.matmul may launch for an [M, K] x [K, N] product on the call's GPU,
+    the fixed one first (the TLX warp-specialized GEMM where `tlx`, else the tl kernel): those
+    that fit its shared memory, without tiles larger than the product where a smaller tile
+    covers it (N <= 128: no 256-wide tiles; M <= 64: no 128-row ones)."""
+    out = []
+    if tlx:
+        out += [_tuning.Candidate(name, **cfg) for name, cfg in _TLX_CONFIGS]
+    if tl:
+        out += [_tuning.Candidate("tl", **cfg) for cfg in _TL_CONFIGS]
+    default = out[0]
+    itemsize = 2  # fp16 / bf16
+
+    def keep(c):
+        if c == default:
+            return True
+        if c["BLOCK_N"] > max(_tuning.pow2_bucket(N), 128):
+            return False
+        if c["BLOCK_M"] > max(_tuning.pow2_bucket(M), 64):
+            return False
+        return _tuning.fits(place, _shared_bytes(c, itemsize))
+
+    return [c for c in out if keep(c)]

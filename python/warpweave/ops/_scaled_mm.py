@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import warpweave as ww
 
+from . import _common, _tuning
 from ._common import _Place, _descriptor, _dtype_name, _is_numpy, _planned, _strides
 from .kernels import scaled_mm as scaled_mm_kernels
 
@@ -73,14 +74,16 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=None, bias=None, kernel=None):
     one of each kind may be mixed); bias [N] (bfloat16, float16 or float32) added in fp32;
     the result rounded once to out_dtype: bfloat16 (the default: torch's default, the fp8
     input dtype, is not produced), float16 or float32. NumPy arrays (ml_dtypes fp8) run in the
-    interpreter, CUDA tensors on the GPU. kernel: None or "tl" (A and B^T tiles loaded through
-    pointers: cp.async stages on sm_90a), "tma" (the same loop over host TMA descriptors; K a
-    multiple of 16)."""
+    interpreter, CUDA tensors on the GPU. kernel: None (on GPUs the fastest configuration of
+    both kernels for the shape, tuned once per shape: warpweave.ops._tuning; the "tl" kernel's
+    fixed one with WARPWEAVE_OPS_TUNING=0 and in the interpreter), "tl" (A and B^T tiles
+    loaded through pointers: cp.async stages on sm_90a), "tma" (the same loop over host TMA
+    descriptors; K a multiple of 16)."""
     op = "scaled_mm"
     out = _out_dtype_name(op, out_dtype)
     if kernel not in (None, "tl", "tma"):
         raise ValueError(f"{op}: 'kernel' must be None, 'tl' or 'tma', got {kernel!r}")
-    return _scaled_mm(a, b, scale_a, scale_b, bias, out, kernel or "tl")
+    return _scaled_mm(a, b, scale_a, scale_b, bias, out, kernel)
 
 
 @_planned
@@ -120,31 +123,78 @@ def _scaled_mm(a, b, scale_a, scale_b, bias, out, kernel):
     c = place.empty((M, N), out)
     if M == 0 or N == 0:
         return c
-    if place.on_gpu:
-        tiles = ww.cdiv(M, 128) * ww.cdiv(N, 256)
-        config = (SCALED_MM_GPU_CONFIG if tiles >= place.num_sms()
-                  else SCALED_MM_GPU_SMALL_CONFIG)
-    else:
-        config = _INTERPRETER_CONFIG
+    if kernel == "tma" and K % 16:
+        raise ValueError(f"{op}: kernel='tma' needs K a multiple of 16 (16-byte rows), got "
+                         f"K={K}")
     sc = _strides(c)
     flags = dict(ROWWISE_A=rowwise_a, ROWWISE_B=rowwise_b, HAS_BIAS=bias is not None)
-    if kernel == "tma":
-        if K % 16:
-            raise ValueError(f"{op}: kernel='tma' needs K a multiple of 16 (16-byte rows), got "
-                             f"K={K}")
-        block_m, block_n, block_k = config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]
-        bt = b.T if _is_numpy(b) else b.t()
-        place.launch(
-            scaled_mm_kernels.scaled_mm_tma_kernel,
-            lambda m: (ww.cdiv(M, m["BLOCK_M"]) * ww.cdiv(N, m["BLOCK_N"]),),
-            _descriptor(a, [block_m, block_k]), _descriptor(bt, [block_n, block_k]), c,
-            scale_a.reshape(-1), scale_b.reshape(-1), bias, M, N, K, sc[0], sc[1],
-            **flags, **config)
+    scale_a, scale_b = scale_a.reshape(-1), scale_b.reshape(-1)
+
+    def launch(candidate, go):
+        config = candidate.config
+        grid = (ww.cdiv(M, config["BLOCK_M"]) * ww.cdiv(N, config["BLOCK_N"]),)
+        if candidate.kernel == "tma":
+            block_m, block_n, block_k = config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]
+            bt = b.T if _is_numpy(b) else b.t()
+            go(scaled_mm_kernels.scaled_mm_tma_kernel, grid,
+               _descriptor(a, [block_m, block_k]), _descriptor(bt, [block_n, block_k]), c,
+               scale_a, scale_b, bias, M, N, K, sc[0], sc[1], **flags, **config)
+        else:
+            go(scaled_mm_kernels.scaled_mm_kernel, grid,
+               a, b, c, scale_a, scale_b, bias, M, N, K, sa[0], sa[1], sb[0], sb[1], sc[0],
+               sc[1], **flags, **config)
+
+    if not place.on_gpu:
+        launch(_tuning.Candidate(kernel or "tl", **_INTERPRETER_CONFIG), place.launch)
         return c
-    place.launch(
-        scaled_mm_kernels.scaled_mm_kernel,
-        lambda m: (ww.cdiv(M, m["BLOCK_M"]) * ww.cdiv(N, m["BLOCK_N"]),),
-        a, b, c, scale_a.reshape(-1), scale_b.reshape(-1), bias, M, N, K,
-        sa[0], sa[1], sb[0], sb[1], sc[0], sc[1],
-        **flags, **config)
+    tma_ok = K % 16 == 0 and all(
+        _common._address(t) % 16 == 0 and (rows == 1 or stride % 16 == 0)
+        for t, rows, stride in ((a, M, sa[0]), (b, N, sb[1])))
+    candidates = _candidates(place, M, N, K, kernel, tma_ok)
+    chosen = _tuning.choose(
+        place, op, (_dtype_name(a), _dtype_name(b), out, M, N, K), candidates, candidates[0],
+        launch, [_KERNELS[name] for name in dict.fromkeys(c.kernel for c in candidates)])
+    launch(chosen, place.launch)
     return c
+
+
+# ------------------------------------------------------------------------------------------------
+# Candidates (warpweave.ops._tuning): the fixed configuration first
+# ------------------------------------------------------------------------------------------------
+
+# Beside the two fixed tile shapes: 256x128 tiles (the same 48 KB stages, A's side doubled),
+# 64-deep K steps in 6 stages (tiles of short-K products start sooner), and 128x128 tiles in 6
+# stages. Each for both kernels (pointer loads and TMA descriptors).
+_CONFIGS = [
+    SCALED_MM_GPU_CONFIG,
+    SCALED_MM_GPU_SMALL_CONFIG,
+    dict(BLOCK_M=256, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, num_warps=8, num_stages=4),
+    dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, num_warps=8, num_stages=6),
+    dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, num_warps=8, num_stages=6),
+]
+
+_KERNELS = {"tl": scaled_mm_kernels.scaled_mm_kernel,
+            "tma": scaled_mm_kernels.scaled_mm_tma_kernel}
+
+
+def _candidates(place, M, N, K, kernel, tma_ok) -> list:
+    """The configurations scaled_mm may launch for an [M, K] x [K, N] product on the call's GPU:
+    first the fixed one (128x256 tiles, or 128x128 where the product has fewer 128x256 tiles than
+    the GPU has SMs, with the pointer-load kernel unless kernel="tma"), then each configuration
+    with the kernels `kernel` allows (None: both, TMA where `tma_ok`: K a multiple of 16, 16-byte
+    aligned bases and row pitches) that fits the GPU's shared memory (fp8 stages of A and B
+    tiles), without 256-wide or 256-row tiles where N or M is at most 128."""
+    tiles = ww.cdiv(M, 128) * ww.cdiv(N, 256)
+    fixed = SCALED_MM_GPU_CONFIG if tiles >= place.num_sms() else SCALED_MM_GPU_SMALL_CONFIG
+    default = _tuning.Candidate(kernel or "tl", **fixed)
+    kernels = [kernel] if kernel else ["tl"] + (["tma"] if tma_ok else [])
+    out = [default]
+    for name in kernels:
+        for cfg in _CONFIGS:
+            c = _tuning.Candidate(name, **cfg)
+            if c == default or (cfg["BLOCK_N"] > 128 >= N) or (cfg["BLOCK_M"] > 128 >= M):
+                continue
+            stage = (cfg["BLOCK_M"] + cfg["BLOCK_N"]) * cfg["BLOCK_K"]
+            if _tuning.fits(place, cfg["num_stages"] * stage):
+                out.append(c)
+    return out

@@ -1,0 +1,733 @@
+"""warpweave.ops's per-shape tuning (warpweave.ops._tuning) on a faked GPU: NumPy arrays stand in
+for CUDA tensors (the wrappers believe they run on a 132-SM sm_90 GPU and that do_bench can time
+them), every launch is recorded instead of run, and ww.testing.do_bench is a fake timer that
+runs the candidate's launch once and returns a time the test chose for what it launched.
+
+Checked: the fastest candidate is launched, every valid candidate timed once after being
+compiled; the winner is kept on disk (WARPWEAVE_CACHE_DIR/autotune) and a fresh in-memory cache
+reads it instead of timing again, per device; candidates invalid for the shape (TLX without TMA
+operands or with an activation, tiles over the GPU's shared memory, TMA fp8 loads with K not a
+multiple of 16, the TLX attention with N_CTX not a multiple of 128) are never timed;
+WARPWEAVE_OPS_TUNING=0 launches today's fixed configurations; WARPWEAVE_OPS_CONFIG forces one (a
+spec that matches none is an error listing them); interpreter calls never tune; a launch plan
+replays the tuned choice; a CUDA graph capture times nothing. And, run for real in the
+interpreter with the GPU configurations, every candidate of every op computes the right result.
+"""
+
+import importlib
+import math
+
+import pytest
+
+np = pytest.importorskip("numpy")
+native_loader = importlib.import_module("warpweave._native_loader")
+pytestmark = pytest.mark.skipif(not native_loader.available(),
+                                reason="warpweave._native is not built (pip install .)")
+
+import warpweave as ww  # noqa: E402
+import warpweave.ops as ops  # noqa: E402
+from warpweave import testing  # noqa: E402
+from warpweave.ops import _attention, _common, _matmul, _tuning  # noqa: E402
+
+jit_module = importlib.import_module("warpweave.jit")
+
+
+class Launch:
+    def __init__(self, name, meta, grid):
+        self.name = name
+        self.meta = meta
+        self.grid = grid
+
+    def __repr__(self):
+        return f"{self.name}{self.meta}"
+
+
+class FakeGpu:
+    """launches: every launch in order; compiles: kernels compiled without launching; timed:
+    the launches each do_bench call made; cost(launch) -> ms decides the timings."""
+
+    def __init__(self):
+        self.launches = []
+        self.compiles = []
+        self.timed = []
+        self.cost = lambda launch: 1.0
+
+    def final(self, name=None):
+        """The last launch (of kernel `name`)."""
+        return [x for x in self.launches if name is None or x.name == name][-1]
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch, tmp_path):
+    gpu = FakeGpu()
+    monkeypatch.setenv("WARPWEAVE_CACHE_DIR", str(tmp_path))
+    for var in ("WARPWEAVE_CACHE_DISABLE", "WARPWEAVE_OPS_TUNING", "WARPWEAVE_OPS_CONFIG",
+                "WARPWEAVE_INTERPRET", "WARPWEAVE_TARGET"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(_common._Place, "on_gpu", property(lambda self: True))
+    monkeypatch.setattr(_common._Place, "num_sms", lambda self: 132)
+    monkeypatch.setattr(_common, "_is_sm90", lambda place: True)
+    monkeypatch.setattr(_tuning, "_can_time", lambda place: True)
+    monkeypatch.setattr(_tuning, "_capturing", lambda: False)
+    monkeypatch.setattr(_tuning, "_chosen", {})
+    monkeypatch.setattr(_tuning, "decisions", {})
+
+    def recorded_run(self, *args, grid, warmup=False, **kwargs):
+        if warmup:
+            gpu.compiles.append(self.__name__)
+            return None
+        meta = {k: v for k, v in kwargs.items() if k[0].isupper() or k.startswith("num_")}
+        gpu.launches.append(Launch(self.__name__, meta, grid))
+        return None
+
+    def fake_do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None,
+                      return_mode="mean", flush="write"):
+        first = len(gpu.launches)
+        fn()
+        made = gpu.launches[first:]
+        assert len(made) == 1, made
+        gpu.timed.append(made[0])
+        t = gpu.cost(made[0])
+        return [t] * len(quantiles) if quantiles else t
+
+    monkeypatch.setattr(jit_module.JITFunction, "run", recorded_run)
+    monkeypatch.setattr(testing, "do_bench", fake_do_bench)
+    return gpu
+
+
+def fresh_process(monkeypatch):
+    """What a new process starts without: tuned choices in memory and launch plans."""
+    monkeypatch.setattr(_tuning, "_chosen", {})
+    _common._launch_plans.clear()
+
+
+def no_timing(*args, **kwargs):
+    raise AssertionError("do_bench called: the configuration was timed")
+
+
+def h(*shape):
+    return np.ones(shape, np.float16)
+
+
+def fp8(*shape):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    return np.ones(shape, ml_dtypes.float8_e4m3fn)
+
+
+def s(*shape):
+    return np.ones(shape, np.float32)
+
+
+def call_scaled_mm(M, N, K, **kw):
+    return ops.scaled_mm(fp8(M, K), fp8(N, K).T, s(1), s(1), out_dtype=np.float16, **kw)
+
+
+# ------------------------------------------------------------------------------------------------
+# Choosing, keeping, reusing
+# ------------------------------------------------------------------------------------------------
+
+
+def test_the_fastest_candidate_is_launched_after_each_is_timed_once(fake_gpu):
+    # The tl kernel with 64-deep K steps in 4 stages is "fastest".
+    fake_gpu.cost = lambda x: 0.5 if x.meta.get("BLOCK_K") == 64 and \
+        x.meta.get("num_stages") == 4 and x.name == "matmul_kernel" else 1.0
+    ops.matmul(h(512, 256), h(256, 384))
+    decision = _tuning.decisions["matmul"]
+    assert decision.how == "timed"
+    assert decision.chosen == _tuning.Candidate("tl", BLOCK_M=128, BLOCK_N=128, BLOCK_K=64,
+                                                GROUP_M=8, num_warps=8, num_stages=4)
+    # Every candidate compiled (in parallel) and timed once, then the winner launched.
+    assert len(fake_gpu.timed) == len(decision.candidates) == len(fake_gpu.compiles)
+    kernels = {x.name for x in fake_gpu.timed}
+    assert kernels == {"matmul_kernel", "gemm_ws_kernel", "gemm_ws_pingpong_kernel",
+                       "gemm_pipelined_kernel"}
+    final = fake_gpu.launches[-1]
+    assert final.name == "matmul_kernel" and final.meta["BLOCK_K"] == 64
+    assert len(fake_gpu.launches) == len(fake_gpu.timed) + 1
+    # The fixed configuration (the TLX warp-specialized GEMM) leads the candidates.
+    assert decision.candidates[0] == _tuning.Candidate("tlx_ws", **ops.TLX_GEMM_CONFIGS["ws"])
+
+
+def test_the_winner_is_kept_on_disk_and_read_by_a_fresh_memory_cache(fake_gpu, tmp_path,
+                                                                      monkeypatch):
+    fake_gpu.cost = lambda x: 0.3 if x.name == "gemm_ws_pingpong_kernel" else 1.0
+    ops.matmul(h(256, 256), h(256, 256))
+    assert _tuning.decisions["matmul"].chosen.kernel == "tlx_pingpong"
+    files = list((tmp_path / "autotune").glob("*.json"))
+    assert len(files) == 1
+    # The same process again: memory.
+    monkeypatch.setattr(testing, "do_bench", no_timing)
+    ops.matmul(h(256, 256), h(256, 256))
+    assert _tuning.decisions["matmul"].how == "memory"
+    # A fresh process's memory cache: the disk record, no timing.
+    fresh_process(monkeypatch)
+    ops.matmul(h(256, 256), h(256, 256))
+    assert _tuning.decisions["matmul"].how == "disk"
+    assert fake_gpu.final().name == "gemm_ws_pingpong_kernel"
+    # Another shape is another key.
+    with pytest.raises(AssertionError, match="was timed"):
+        ops.matmul(h(256, 264), h(264, 256))
+
+
+def test_records_are_per_device_and_per_kernel_source(fake_gpu, tmp_path, monkeypatch):
+    ops.grouped_mm(h(300, 64), h(4, 64, 128), np.array([50, 100, 250, 300], np.int32))
+    first = len(fake_gpu.timed)
+    assert first > 1 and _tuning.decisions["grouped_mm"].how == "timed"
+    fresh_process(monkeypatch)
+    monkeypatch.setattr(_tuning, "device", lambda place: _tuning.Device("another GPU", 232448))
+    ops.grouped_mm(h(300, 64), h(4, 64, 128), np.array([50, 100, 250, 300], np.int32))
+    assert _tuning.decisions["grouped_mm"].how == "timed"
+    assert len(list((tmp_path / "autotune").glob("*.json"))) == 2
+    # Within one power-of-two bucket of the ragged rows: the same key.
+    ops.grouped_mm(h(290, 64), h(4, 64, 128), np.array([50, 100, 250, 290], np.int32))
+    assert _tuning.decisions["grouped_mm"].how == "memory"
+    # The kernel's sources are part of the record's name.
+    from warpweave.ops.kernels import grouped_mm as kernels
+
+    env = kernels.grouped_mm_kernel.environment()
+    changed = type(env)([(p, t + "\n# edited\n") for p, t in env.files], env.names,
+                        env.globals, env.guards)
+    monkeypatch.setattr(type(kernels.grouped_mm_kernel), "environment",
+                        lambda self: changed)
+    fresh_process(monkeypatch)
+    ops.grouped_mm(h(300, 64), h(4, 64, 128), np.array([50, 100, 250, 300], np.int32))
+    assert _tuning.decisions["grouped_mm"].how == "timed"
+
+
+# ------------------------------------------------------------------------------------------------
+# Candidates invalid for the shape are never tried
+# ------------------------------------------------------------------------------------------------
+
+
+def timed_kernels(gpu):
+    return {x.name for x in gpu.timed}
+
+
+def test_matmul_takes_tlx_candidates_only_where_tma_and_no_activation_allow(fake_gpu):
+    ops.matmul(h(256, 256), h(256, 256), activation="relu")
+    assert timed_kernels(fake_gpu) == {"matmul_kernel"}
+    fake_gpu.timed.clear()
+    ops.matmul(h(256, 256), h(256, 250))  # rows of 500 bytes: no TMA descriptor
+    assert timed_kernels(fake_gpu) == {"matmul_kernel"}
+    fake_gpu.timed.clear()
+    ops.matmul(h(256, 256), h(256, 256), kernel="tl")
+    assert timed_kernels(fake_gpu) == {"matmul_kernel"}
+    fake_gpu.timed.clear()
+    ops.matmul(h(256, 256), h(256, 256), kernel="tlx")
+    assert "matmul_kernel" not in timed_kernels(fake_gpu)
+
+
+def test_tiles_larger_than_the_product_are_not_tried(fake_gpu):
+    ops.matmul(h(48, 256), h(256, 96))  # M <= 64 and N <= 128
+    decision = _tuning.decisions["matmul"]
+    for c in decision.candidates[1:]:
+        assert c["BLOCK_M"] <= 64 and c["BLOCK_N"] <= 128, c
+    assert [x.meta["BLOCK_M"] for x in fake_gpu.timed[1:]] == [64] * (len(fake_gpu.timed) - 1)
+
+
+def test_candidates_over_the_shared_memory_are_not_tried(fake_gpu, monkeypatch):
+    small = _tuning.Device("a GPU with 100 KB of shared memory", 100 * 1024)
+    monkeypatch.setattr(_tuning, "device", lambda place: small)
+    ops.matmul(h(512, 512), h(512, 512))
+    candidates = _tuning.decisions["matmul"].candidates
+    assert len(candidates) > 1
+    for c in candidates[1:]:
+        assert _matmul._shared_bytes(c, 2) <= small.shared, c
+    call_scaled_mm(512, 512, 256)
+    for c in _tuning.decisions["scaled_mm"].candidates[1:]:
+        assert c["num_stages"] * (c["BLOCK_M"] + c["BLOCK_N"]) * c["BLOCK_K"] <= small.shared
+
+
+def test_scaled_mm_tma_only_where_k_is_a_multiple_of_16(fake_gpu):
+    call_scaled_mm(256, 256, 40)
+    assert timed_kernels(fake_gpu) == {"scaled_mm_kernel"}
+    fake_gpu.timed.clear()
+    call_scaled_mm(256, 256, 64)
+    assert timed_kernels(fake_gpu) == {"scaled_mm_kernel", "scaled_mm_tma_kernel"}
+    fake_gpu.timed.clear()
+    call_scaled_mm(256, 256, 64, kernel="tma")
+    assert timed_kernels(fake_gpu) == {"scaled_mm_tma_kernel"}
+
+
+def test_attention_tlx_only_where_n_ctx_is_a_multiple_of_128(fake_gpu):
+    x = h(1, 2, 200, 64)
+    ops.attention(x, x, x)
+    assert timed_kernels(fake_gpu) == {"attention_fwd_kernel"}
+    for c in _tuning.decisions["attention"].candidates:
+        assert c["BLOCK_M"] % c["BLOCK_N"] == 0
+    fake_gpu.timed.clear()
+    x = h(1, 2, 256, 64)
+    ops.attention(x, x, x)
+    assert timed_kernels(fake_gpu) == {"attention_fwd_kernel", "attention_ws_kernel"}
+    assert _tuning.decisions["attention"].candidates[0].kernel == "tlx"
+    fake_gpu.timed.clear()
+    x = h(1, 2, 256, 32)  # HEAD_DIM 32: the tl kernel only
+    ops.attention(x, x, x)
+    assert timed_kernels(fake_gpu) == {"attention_fwd_kernel"}
+
+
+def test_attention_backward_tunes_both_kernels_apart(fake_gpu):
+    fake_gpu.cost = lambda x: 0.2 if x.meta.get("BLOCK_N") == 32 or (
+        x.name == "attention_bwd_dkdv_kernel" and x.meta["BLOCK_M"] == 32
+        and x.meta["num_warps"] == 4) else 1.0
+    x = h(1, 2, 256, 64)
+    lse = s(1, 2, 256)
+    ops.attention_bwd(x, x, x, x, x, lse)
+    assert timed_kernels(fake_gpu) == {"attention_bwd_dkdv_kernel", "attention_bwd_dq_kernel"}
+    dkdv = fake_gpu.final("attention_bwd_dkdv_kernel").meta
+    dq = fake_gpu.final("attention_bwd_dq_kernel").meta
+    assert (dkdv["BLOCK_M"], dkdv["BLOCK_N"], dkdv["num_warps"]) == (32, 64, 4)
+    assert dq["BLOCK_N"] == 32
+    assert _tuning.decisions["attention_bwd_dkdv"].how == "timed"
+    # HEAD_DIM 256: the candidates that fit its registers.
+    x = h(1, 1, 128, 256)
+    ops.attention_bwd(x, x, x, x, x, s(1, 1, 128))
+    assert [c.config for c in _tuning.decisions["attention_bwd_dkdv"].candidates] == [
+        dict(BLOCK_M=64, BLOCK_N=64, num_warps=8), dict(BLOCK_M=32, BLOCK_N=64, num_warps=8)]
+
+
+# ------------------------------------------------------------------------------------------------
+# Tuning off, forced configurations, the interpreter
+# ------------------------------------------------------------------------------------------------
+
+# Today's fixed GPU configurations (on a 132-SM sm_90 GPU), which WARPWEAVE_OPS_TUNING=0 keeps.
+FIXED = {
+    "matmul": ("gemm_ws_kernel", dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=16,
+                                      NUM_STAGES=4, SMEM_EPILOGUE=True, EPI_SUBTILE=4)),
+    "matmul_relu": ("matmul_kernel", dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, GROUP_M=8,
+                                          num_warps=8, num_stages=5)),
+    "scaled_mm_big": ("scaled_mm_kernel", dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=128,
+                                               GROUP_M=8, num_warps=8, num_stages=4)),
+    "scaled_mm_small": ("scaled_mm_kernel", dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128,
+                                                 GROUP_M=8, num_warps=8, num_stages=4)),
+    "grouped_mm": ("grouped_mm_kernel", dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32,
+                                             num_warps=8, num_stages=5)),
+    "grouped_mm_ragged_k": ("grouped_mm_ragged_k_kernel", dict(
+        BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, num_warps=8, num_stages=5)),
+    "attention_tlx": ("attention_ws_kernel", dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=2)),
+    "attention_tl": ("attention_fwd_kernel", dict(BLOCK_M=128, BLOCK_N=64, num_warps=8,
+                                                  num_stages=4)),
+    "attention_bwd_dkdv": ("attention_bwd_dkdv_kernel", dict(BLOCK_M=64, BLOCK_N=64,
+                                                             num_warps=4)),
+    "attention_bwd_dq": ("attention_bwd_dq_kernel", dict(BLOCK_M=64, BLOCK_N=64,
+                                                         num_warps=8)),
+    "attention_varlen": ("attention_varlen_fwd_kernel", dict(BLOCK_M=128, BLOCK_N=32,
+                                                             num_warps=8, num_stages=3)),
+    "attention_varlen_bwd_dkdv": ("attention_varlen_bwd_dkdv_kernel", dict(
+        BLOCK_M=64, BLOCK_N=64, num_warps=4)),
+    "attention_varlen_bwd_dq": ("attention_varlen_bwd_dq_kernel", dict(
+        BLOCK_M=64, BLOCK_N=64, num_warps=4)),
+}
+
+
+def varlen_args(total=300, heads=2, head_dim=64):
+    cu = np.array([0, 100, 300], np.int32)
+    x = h(total, heads, head_dim)
+    return x, cu
+
+
+def call_every_op(gpu):
+    """One call of each tuned op; returns {FIXED name: the launch it made}."""
+    def last(name):
+        return gpu.final(name)
+
+    out = {}
+    launches = gpu.launches
+    ops.matmul(h(256, 256), h(256, 256))
+    out["matmul"] = launches[-1]
+    ops.matmul(h(256, 256), h(256, 256), activation="relu")
+    out["matmul_relu"] = launches[-1]
+    call_scaled_mm(4096, 4096, 128)  # 512 tiles of 128x256: more than the SMs
+    out["scaled_mm_big"] = launches[-1]
+    call_scaled_mm(256, 256, 128)
+    out["scaled_mm_small"] = launches[-1]
+    offs = np.array([50, 100, 250, 300], np.int32)
+    ops.grouped_mm(h(300, 64), h(4, 64, 128), offs)
+    out["grouped_mm"] = launches[-1]
+    ops.grouped_mm(h(64, 300), h(300, 128), offs)
+    out["grouped_mm_ragged_k"] = launches[-1]
+    x = h(1, 2, 256, 64)
+    ops.attention(x, x, x)
+    out["attention_tlx"] = launches[-1]
+    x = h(1, 2, 200, 64)
+    ops.attention(x, x, x)
+    out["attention_tl"] = launches[-1]
+    ops.attention_bwd(x, x, x, x, x, s(1, 2, 200))
+    out["attention_bwd_dkdv"] = last("attention_bwd_dkdv_kernel")
+    x128 = h(1, 2, 200, 128)
+    ops.attention_bwd(x128, x128, x128, x128, x128, s(1, 2, 200))
+    out["attention_bwd_dq"] = last("attention_bwd_dq_kernel")
+    q, cu = varlen_args(head_dim=256)
+    ops.attention_varlen(q, q, q, cu, cu, 200, 200)
+    out["attention_varlen"] = launches[-1]
+    q, cu = varlen_args()
+    ops.attention_varlen_bwd(q, q, q, q, q, s(2, 300), cu, cu, 200, 200)
+    out["attention_varlen_bwd_dkdv"] = last("attention_varlen_bwd_dkdv_kernel")
+    out["attention_varlen_bwd_dq"] = last("attention_varlen_bwd_dq_kernel")
+    return out
+
+
+def test_tuning_off_launches_todays_fixed_configurations(fake_gpu, monkeypatch):
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "0")
+    monkeypatch.setattr(testing, "do_bench", no_timing)
+    launched = call_every_op(fake_gpu)
+    for name, (kernel, config) in FIXED.items():
+        assert launched[name].name == kernel, name
+        assert {k: launched[name].meta[k] for k in config} == config, name
+    assert {d.how for d in _tuning.decisions.values()} == {"fixed"}
+    # The knob says the same.
+    monkeypatch.delenv("WARPWEAVE_OPS_TUNING")
+    ww.knobs.ops.tuning = False
+    try:
+        assert call_every_op(fake_gpu)["matmul"].meta["BLOCK_N"] == 256
+    finally:
+        ww.knobs.ops.tuning = None
+    assert ww.knobs.ops.tuning is True
+
+
+def test_forced_configurations(fake_gpu, monkeypatch):
+    monkeypatch.setattr(testing, "do_bench", no_timing)
+    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "matmul=tl(BLOCK_K=64, num_stages=3);"
+                       "scaled_mm=tma(BLOCK_M=256); attention=tlx(BLOCK_N=64, NUM_STAGES=3)")
+    ops.matmul(h(256, 256), h(256, 256))
+    assert fake_gpu.launches[-1].name == "matmul_kernel"
+    assert fake_gpu.launches[-1].meta["BLOCK_N"] == 256
+    call_scaled_mm(512, 512, 128)
+    assert fake_gpu.launches[-1].name == "scaled_mm_tma_kernel"
+    assert fake_gpu.launches[-1].meta["BLOCK_M"] == 256
+    x = h(1, 2, 256, 64)
+    ops.attention(x, x, x)
+    assert fake_gpu.launches[-1].meta == dict(HEAD_DIM=64, CAUSAL=False, num_warps=4,
+                                              BLOCK_M=64, BLOCK_N=64, NUM_STAGES=3)
+    assert _tuning.decisions["attention"].how == "forced"
+    # A candidate's printed form forces it; "default" the fixed one.
+    for c in _tuning.decisions["matmul"].candidates:
+        monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", f"matmul={c!r}")
+        ops.matmul(h(256, 256), h(256, 256))
+        assert _tuning.decisions["matmul"].chosen == c
+    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "matmul=default")
+    ops.matmul(h(256, 256), h(256, 256))
+    assert fake_gpu.launches[-1].name == "gemm_ws_kernel"
+    # Not a configuration of the call: an error that lists them.
+    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "matmul=tlx_ws(BLOCK_K=32)")
+    with pytest.raises(ValueError, match=r"matmul: WARPWEAVE_OPS_CONFIG asks for "
+                                         r"'tlx_ws\(BLOCK_K=32\)'.*tlx_pingpong\("):
+        ops.matmul(h(256, 256), h(256, 256))
+    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "matmul=tlx_ws")
+    with pytest.raises(ValueError, match="none of this call's configurations"):
+        ops.matmul(h(256, 256), h(256, 256), activation="relu")
+
+
+def test_interpreter_calls_never_tune(monkeypatch, tmp_path, rng):
+    monkeypatch.setenv("WARPWEAVE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("WARPWEAVE_OPS_TUNING", raising=False)
+    monkeypatch.setattr(testing, "do_bench", no_timing)
+    monkeypatch.setattr(_tuning, "decisions", {})
+    a = rng.standard_normal((40, 24)).astype(np.float16)
+    b = rng.standard_normal((24, 56)).astype(np.float16)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    # NumPy arrays: the interpreter and its small blocks, no tuning.
+    np.testing.assert_allclose(ops.matmul(a, b), ref, rtol=2e-2, atol=2e-2)
+    assert "matmul" not in _tuning.decisions
+    # GPU placement faked over NumPy arrays (the GPU configurations in the interpreter): no
+    # timing either, the fixed configuration.
+    monkeypatch.setattr(_common._Place, "on_gpu", property(lambda self: True))
+    np.testing.assert_allclose(ops.matmul(a, b), ref, rtol=2e-2, atol=2e-2)
+    assert _tuning.decisions["matmul"].how == "fixed"
+    assert not (tmp_path / "autotune").exists()
+
+
+def test_interpreter_env_with_torch_cpu_tensors_never_tunes(monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("WARPWEAVE_INTERPRET", "1")
+    monkeypatch.setattr(testing, "do_bench", no_timing)
+    monkeypatch.setattr(_tuning, "decisions", {})
+    a, b = torch.randn(20, 16, dtype=torch.float16), torch.randn(16, 24, dtype=torch.float16)
+    torch.testing.assert_close(ops.matmul(a, b).float(), a.float() @ b.float(), atol=2e-2,
+                               rtol=2e-2)
+    assert _tuning.decisions == {}
+
+
+# ------------------------------------------------------------------------------------------------
+# Launch plans and graph capture
+# ------------------------------------------------------------------------------------------------
+
+
+def test_a_launch_plan_replays_the_tuned_choice(fake_gpu, monkeypatch):
+    fake_gpu.cost = lambda x: 0.1 if x.meta.get("BLOCK_K") == 64 else 1.0
+    call_scaled_mm(512, 512, 256)
+    chosen = _tuning.decisions["scaled_mm"].chosen
+    assert chosen["BLOCK_K"] == 64
+    plans = [p for key, p in _common._launch_plans.items() if key[0] == "_scaled_mm"]
+    assert len(plans) == 1 and len(plans[0].launches) == 1  # the timing runs are not in it
+    assert plans[0].launches[0][3]["BLOCK_K"] == 64
+    # The next call with that signature replays it: one launch, nothing timed or chosen.
+    monkeypatch.setattr(testing, "do_bench", no_timing)
+    monkeypatch.setattr(_tuning, "choose", no_timing)
+    before = len(fake_gpu.launches)
+    call_scaled_mm(512, 512, 256)
+    assert len(fake_gpu.launches) == before + 1
+    assert fake_gpu.launches[-1].meta["BLOCK_K"] == 64
+
+
+def test_plans_are_keyed_by_the_tuning_settings(fake_gpu, monkeypatch):
+    fake_gpu.cost = lambda x: 0.1 if x.meta.get("BLOCK_K") == 64 else 1.0
+    call_scaled_mm(512, 512, 256)
+    assert fake_gpu.launches[-1].meta["BLOCK_K"] == 64
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "0")
+    call_scaled_mm(512, 512, 256)
+    assert fake_gpu.launches[-1].meta["BLOCK_K"] == 128  # the fixed one, not the plan
+    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "scaled_mm=tl(BLOCK_M=256)")
+    call_scaled_mm(512, 512, 256)
+    assert fake_gpu.launches[-1].meta["BLOCK_M"] == 256
+
+
+def test_no_timing_inside_a_graph_capture(fake_gpu, monkeypatch):
+    monkeypatch.setattr(_tuning, "_capturing", lambda: True)
+    monkeypatch.setattr(testing, "do_bench", no_timing)
+    call_scaled_mm(512, 512, 256)
+    assert _tuning.decisions["scaled_mm"].how == "provisional"
+    assert fake_gpu.launches[-1].meta["BLOCK_K"] == 128
+    assert not [key for key in _common._launch_plans if key[0] == "_scaled_mm"]
+    assert not _tuning._chosen
+    # Once a result is stored, a capture uses it.
+    monkeypatch.setattr(_tuning, "_capturing", lambda: False)
+    monkeypatch.setattr(testing, "do_bench", lambda fn, quantiles=None, **kw: (
+        fn(), [0.1 if fake_gpu.launches[-1].meta["BLOCK_M"] == 256 else 1.0] * 3)[1])
+    call_scaled_mm(512, 512, 256)
+    monkeypatch.setattr(_tuning, "_capturing", lambda: True)
+    fresh_process(monkeypatch)
+    call_scaled_mm(512, 512, 256)
+    assert _tuning.decisions["scaled_mm"].how == "disk"
+    assert fake_gpu.launches[-1].meta["BLOCK_M"] == 256
+
+
+# ------------------------------------------------------------------------------------------------
+# Every candidate computes the right result (the interpreter runs the GPU configurations)
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def gpu_configs_in_interpreter(monkeypatch):
+    monkeypatch.setattr(_common._Place, "on_gpu", property(lambda self: True))
+    monkeypatch.setattr(_common._Place, "num_sms", lambda self: 132)
+    monkeypatch.setattr(_common, "_is_sm90", lambda place: True)
+    monkeypatch.setattr(testing, "do_bench", no_timing)
+    monkeypatch.setattr(_tuning, "decisions", {})
+    monkeypatch.delenv("WARPWEAVE_OPS_TUNING", raising=False)
+
+
+def each_candidate(monkeypatch, op, call):
+    """Calls call() once per candidate of `op` (forced); yields (candidate, result)."""
+    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", f"{op}=default")
+    call()
+    for c in _tuning.decisions[op].candidates:
+        monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", f"{op}={c!r}")
+        yield c, call()
+
+
+def rel_error(out, ref):
+    out = np.asarray(out, np.float64)
+    assert np.isfinite(out).all()
+    return np.linalg.norm(out - ref) / max(np.linalg.norm(ref), 1e-30)
+
+
+def test_every_matmul_candidate_computes_the_product(gpu_configs_in_interpreter, monkeypatch,
+                                                     rng):
+    a = rng.standard_normal((72, 136)).astype(np.float16)
+    b = rng.standard_normal((136, 264)).astype(np.float16)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    seen = set()
+    for c, out in each_candidate(monkeypatch, "matmul", lambda: ops.matmul(a, b)):
+        assert rel_error(out, ref) < 2e-3, c
+        seen.add(c.kernel)
+    assert seen == {"tl", "tlx_ws", "tlx_pingpong", "tlx_pipelined"}
+
+
+def test_every_scaled_mm_candidate_computes_the_product(gpu_configs_in_interpreter,
+                                                        monkeypatch, rng):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    a = rng.standard_normal((40, 64)).astype(ml_dtypes.float8_e4m3fn)
+    bt = rng.standard_normal((48, 64)).astype(ml_dtypes.float8_e4m3fn)
+    sa, sb = rng.random((40, 1), np.float32) + 0.5, np.float32([0.5])
+    ref = (a.astype(np.float64) @ bt.astype(np.float64).T) * sa * sb
+    for c, out in each_candidate(monkeypatch, "scaled_mm", lambda: ops.scaled_mm(
+            a, bt.T, sa, sb, out_dtype=np.float32)):
+        assert rel_error(out, ref) < 1e-6, c
+
+
+def test_every_grouped_mm_candidate_computes_the_groups(gpu_configs_in_interpreter,
+                                                        monkeypatch, rng):
+    a = rng.standard_normal((150, 32)).astype(np.float16)
+    b = rng.standard_normal((3, 32, 40)).astype(np.float16)
+    offs = np.array([20, 20, 140], np.int32)
+    ref = np.zeros((150, 40))
+    for g, (lo, hi) in enumerate([(0, 20), (20, 20), (20, 140)]):
+        ref[lo:hi] = a[lo:hi].astype(np.float64) @ b[g].astype(np.float64)
+    for c, out in each_candidate(monkeypatch, "grouped_mm", lambda: ops.grouped_mm(a, b, offs)):
+        assert rel_error(out, ref) < 2e-3, c
+    bk = rng.standard_normal((150, 40)).astype(np.float16)
+    at = rng.standard_normal((24, 150)).astype(np.float16)
+    refk = np.stack([at[:, lo:hi].astype(np.float64) @ bk[lo:hi].astype(np.float64)
+                     for lo, hi in [(0, 20), (20, 20), (20, 140)]])
+    for c, out in each_candidate(monkeypatch, "grouped_mm_ragged_k",
+                                 lambda: ops.grouped_mm(at, bk, offs)):
+        assert rel_error(out, refk) < 2e-3, c
+
+
+def attention_ref(q, k, v, causal, sm_scale):
+    s_ = np.einsum("zhmd,zhnd->zhmn", q.astype(np.float64), k.astype(np.float64)) * sm_scale
+    if causal:
+        n = s_.shape[-1]
+        s_ = np.where(np.tril(np.ones((n, n), bool)), s_, -np.inf)
+    p = np.exp(s_ - s_.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    return np.einsum("zhmn,zhnd->zhmd", p, v.astype(np.float64)), p, s_
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_every_attention_candidate_computes_attention(gpu_configs_in_interpreter, monkeypatch,
+                                                      rng, causal):
+    q, k, v = (rng.standard_normal((1, 1, 256, 64)).astype(np.float16) for _ in range(3))
+    ref = attention_ref(q, k, v, causal, 0.125)[0]
+    seen = set()
+    for c, out in each_candidate(monkeypatch, "attention",
+                                 lambda: ops.attention(q, k, v, causal=causal)):
+        assert rel_error(out, ref) < 2e-3, c
+        seen.add(c.kernel)
+    assert seen == {"tl", "tlx"}
+
+
+@pytest.mark.parametrize("head_dim", [64, 128])
+def test_every_attention_backward_candidate_computes_the_gradients(
+        gpu_configs_in_interpreter, monkeypatch, rng, head_dim):
+    shape = (1, 1, 150, head_dim)
+    q, k, v, do = (rng.standard_normal(shape).astype(np.float16) for _ in range(4))
+    sm_scale = 1 / math.sqrt(head_dim)
+    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "")
+    out, lse = ops.attention(q, k, v, causal=True, return_lse=True)
+    ref = None
+    for op in ("attention_bwd_dkdv", "attention_bwd_dq"):
+        for c, grads in each_candidate(monkeypatch, op, lambda: ops.attention_bwd(
+                do, q, k, v, out, lse, causal=True)):
+            if ref is None:
+                ref = attention_bwd_ref(q, k, v, do, sm_scale)
+            for got, want, name in zip(grads, ref, ("dq", "dk", "dv")):
+                assert rel_error(got, want) < 1e-2, (c, name)
+
+
+def attention_bwd_ref(q, k, v, do, sm_scale):
+    _, p, _ = attention_ref(q, k, v, True, sm_scale)
+    q64, k64, v64, do64 = (t.astype(np.float64) for t in (q, k, v, do))
+    dv = np.einsum("zhmn,zhmd->zhnd", p, do64)
+    dp = np.einsum("zhmd,zhnd->zhmn", do64, v64)
+    ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))
+    dq = np.einsum("zhmn,zhnd->zhmd", ds, k64) * sm_scale
+    dk = np.einsum("zhmn,zhmd->zhnd", ds, q64) * sm_scale
+    return dq, dk, dv
+
+
+def test_every_varlen_candidate_matches_the_fixed_configuration(gpu_configs_in_interpreter,
+                                                                monkeypatch, rng):
+    cu = np.array([0, 70, 70, 200], np.int32)
+    q = rng.standard_normal((200, 2, 64)).astype(np.float16)
+    kv = rng.standard_normal((200, 1, 64)).astype(np.float16)
+    do = rng.standard_normal((200, 2, 64)).astype(np.float16)
+    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "attention_varlen=default")
+    out, lse = ops.attention_varlen(q, kv, kv, cu, cu, 130, 130, True, return_lse=True)
+    grads = ops.attention_varlen_bwd(do, q, kv, kv, out, lse, cu, cu, 130, 130, True)
+    for c, got in each_candidate(monkeypatch, "attention_varlen", lambda: ops.attention_varlen(
+            q, kv, kv, cu, cu, 130, 130, True)):
+        assert rel_error(got, out.astype(np.float64)) < 2e-3, c
+    for op in ("attention_varlen_bwd_dkdv", "attention_varlen_bwd_dq"):
+        for c, got in each_candidate(monkeypatch, op, lambda: ops.attention_varlen_bwd(
+                do, q, kv, kv, out, lse, cu, cu, 130, 130, True)):
+            for g, want in zip(got, grads):
+                assert rel_error(g, want.astype(np.float64)) < 1e-2, c
+
+
+# ------------------------------------------------------------------------------------------------
+# One argument check for dense and packed attention
+# ------------------------------------------------------------------------------------------------
+
+
+def test_dense_and_varlen_attention_share_one_argument_check():
+    x = h(1, 1, 16, 16)
+    with pytest.raises(ValueError, match="attention: 'sm_scale' must be a finite number, got "
+                                         "True"):
+        ops.attention(x, x, x, sm_scale=True)
+    q, cu = varlen_args(head_dim=16)
+    with pytest.raises(ValueError, match="attention_varlen: 'sm_scale' must be a finite "
+                                         "number, got True"):
+        ops.attention_varlen(q, q, q, cu, cu, 200, 200, sm_scale=True)
+    with pytest.raises(ValueError, match="attention_varlen: 'q' has HEAD_DIM 24; the kernel "
+                                         "takes 16, 32, 64, 128 or 256"):
+        ops.attention_varlen(h(300, 2, 24), h(300, 2, 24), h(300, 2, 24), cu, cu, 200, 200)
+    assert not hasattr(_attention, "_check_varlen_args")
+
+
+# ------------------------------------------------------------------------------------------------
+# Every candidate compiles for sm_90a (codegen + ptxas) within the shared memory, without spills
+# ------------------------------------------------------------------------------------------------
+
+
+def _varlen(head_dim, backward):
+    q, cu = varlen_args(head_dim=head_dim)
+    if backward:
+        return lambda: ops.attention_varlen_bwd(q, q, q, q, q, s(2, 300), cu, cu, 200, 200)
+    return lambda: ops.attention_varlen(q, q, q, cu, cu, 200, 200)
+
+
+def _dense(head_dim, backward, n_ctx=1024):
+    x = h(1, 2, n_ctx, head_dim)
+    if backward:
+        return lambda: ops.attention_bwd(x, x, x, x, x, s(1, 2, n_ctx))
+    return lambda: ops.attention(x, x, x)
+
+
+COMPILED_CALLS = {
+    "matmul": ("matmul", lambda: ops.matmul(h(512, 512), h(512, 512))),
+    "scaled_mm": ("scaled_mm", lambda: call_scaled_mm(512, 512, 512)),
+    "grouped_mm": ("grouped_mm", lambda: ops.grouped_mm(
+        h(512, 256), h(4, 256, 512), np.array([1, 2, 3, 512], np.int32))),
+    "grouped_mm_ragged_k": ("grouped_mm_ragged_k", lambda: ops.grouped_mm(
+        h(256, 512), h(512, 256), np.array([1, 2, 3, 512], np.int32))),
+    **{f"attention-d{d}": ("attention", _dense(d, False)) for d in (64, 128)},
+    "attention-d256": ("attention", _dense(256, False, 1000)),
+    **{f"attention_bwd_{k}-d{d}": (f"attention_bwd_{k}", _dense(d, True))
+       for d in (64, 128, 256) for k in ("dkdv", "dq")},
+    "attention_varlen-d256": ("attention_varlen", _varlen(256, False)),
+    **{f"attention_varlen_bwd_{k}-d256": (f"attention_varlen_bwd_{k}", _varlen(256, True))
+       for k in ("dkdv", "dq")},
+}
+
+_OP_KERNELS = {"attention_bwd_dkdv": "attention_bwd_dkdv_kernel",
+               "attention_bwd_dq": "attention_bwd_dq_kernel",
+               "attention_varlen_bwd_dkdv": "attention_varlen_bwd_dkdv_kernel",
+               "attention_varlen_bwd_dq": "attention_varlen_bwd_dq_kernel"}
+
+
+@pytest.mark.parametrize("name", list(COMPILED_CALLS))
+def test_every_candidate_compiles_for_sm90a(monkeypatch, requires_ptxas, name):
+    op, call = COMPILED_CALLS[name]
+    compiled = []
+
+    def compile_instead_of_launch(self, *args, grid, num_warps=None, num_stages=None,
+                                  ctas_per_cga=None, num_ctas=None, warmup=False, **kwargs):
+        values = self.bind(args, kwargs)
+        options = self._options(num_warps, num_stages, ctas_per_cga, num_ctas)
+        compiled.append(self.compile_for(values, False, options, target="sm_90a"))
+
+    monkeypatch.setattr(jit_module.JITFunction, "run", compile_instead_of_launch)
+    monkeypatch.setattr(_common._Place, "on_gpu", property(lambda self: True))
+    monkeypatch.setattr(_common._Place, "num_sms", lambda self: 132)
+    monkeypatch.setattr(_common, "_is_sm90", lambda place: True)
+    monkeypatch.setattr(_tuning, "decisions", {})
+    monkeypatch.delenv("WARPWEAVE_OPS_TUNING", raising=False)
+    for c, _ in each_candidate(monkeypatch, op, lambda: compiled.clear() or call()):
+        kernel = [k for k in compiled if k.fn.__name__ == _OP_KERNELS.get(op, k.fn.__name__)][-1]
+        print(f"{op} {c!r}: {kernel.n_regs} registers, {kernel.n_spills} spill bytes, "
+              f"{kernel.shared} B shared")
+        assert kernel.shared <= _tuning._TARGET_SHARED["sm_90a"], c
+        if c != _tuning.decisions[op].candidates[0]:
+            assert kernel.n_spills == 0, c  # (the fixed HEAD_DIM 256 ones spill, as today)
