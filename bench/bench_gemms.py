@@ -1,10 +1,18 @@
-"""fp8 scaled GEMM and MoE grouped GEMM on the GPU: warpweave.ops.scaled_mm beside
-torch._scaled_mm (cuBLASLt), and warpweave.ops.grouped_mm beside torch._grouped_mm (CUTLASS) and
-a loop of cuBLAS matmuls (torch.mm per group, group sizes known on the host: the loop's host
-work is timed, its size bookkeeping is not), measured in one process on the same inputs.
+"""The tuned ops of warpweave.ops on the GPU beside PyTorch, measured in one process on the same
+inputs: matmul beside torch.matmul (cuBLAS); fp8 scaled_mm beside torch._scaled_mm (cuBLASLt);
+MoE grouped_mm beside torch._grouped_mm (CUTLASS) and a loop of cuBLAS matmuls (torch.mm per
+group, group sizes known on the host: the loop's host work is timed, its size bookkeeping is
+not); attention forward and backward beside scaled_dot_product_attention (cuDNN where torch
+has it).
 
-    python bench/bench_gemms.py [--quick] [--only scaled_mm,grouped_mm] [--rounds 5]
-                                [--json out.json]
+    python bench/bench_gemms.py [--quick] [--only matmul,scaled_mm,grouped_mm,attention]
+                                [--tuning both|on|off] [--rounds 5] [--json out.json]
+
+--tuning: each warpweave column runs with per-shape tuning on ("tuned": the first call on a
+shape times the candidate configurations, warpweave.ops._tuning, outside the timed rounds),
+off ("fixed": WARPWEAVE_OPS_TUNING=0, the fixed configurations), or both side by side (the
+default); the summary prints each against PyTorch and the configuration tuning chose. The
+tuning results land in the disk cache (WARPWEAVE_CACHE_DIR/autotune): a second run reuses them.
 
 Each case's columns are timed in ROUNDS interleaved rounds (each a ww.testing.do_bench median,
 L2 flushed before each run); a ratio is the median of the per-round ratios (ours / theirs in
@@ -24,16 +32,65 @@ import sys
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, ROOT)
+DEV = "cuda"
 
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="fewer cases and rounds")
-    p.add_argument("--only", default="scaled_mm,grouped_mm",
-                   help="comma-separated: scaled_mm, grouped_mm")
+    p.add_argument("--only", default="matmul,scaled_mm,grouped_mm,attention",
+                   help="comma-separated: matmul, scaled_mm, grouped_mm, attention")
+    p.add_argument("--tuning", choices=("both", "on", "off"), default="both",
+                   help="warpweave's columns with per-shape tuning on, off, or both")
     p.add_argument("--rounds", type=int, default=None, help="interleaved rounds per case")
     p.add_argument("--json", metavar="PATH", help="write the results as JSON here")
     return p.parse_args(argv)
+
+
+def tuning_columns(name, fn, tuning):
+    """{column: callable} for warpweave column `name`: fn with WARPWEAVE_OPS_TUNING=0 ("name
+    fixed") and / or with tuning on ("name tuned")."""
+    def under(value):
+        def call():
+            saved = os.environ.get("WARPWEAVE_OPS_TUNING")
+            os.environ["WARPWEAVE_OPS_TUNING"] = value
+            try:
+                return fn()
+            finally:
+                if saved is None:
+                    del os.environ["WARPWEAVE_OPS_TUNING"]
+                else:
+                    os.environ["WARPWEAVE_OPS_TUNING"] = saved
+        return call
+
+    out = {}
+    if tuning in ("off", "both"):
+        out[f"{name} fixed"] = under("0")
+    if tuning in ("on", "both"):
+        out[f"{name} tuned"] = under("1")
+    return out
+
+
+def checked(columns, error, limit, tuned_ops):
+    """Runs each warpweave column once, outside the timed rounds (a tuned column's first call
+    on the shape tunes it): notes of results off PyTorch's by more than `limit` (error(result)
+    -> relative error) and of the configurations tuning chose for the ops `tuned_ops`."""
+    from warpweave.ops import _tuning
+
+    notes = []
+    for name, fn in columns.items():
+        if not name.startswith("ww"):
+            continue
+        err = error(fn())
+        if err > limit:
+            notes.append(f"{name} WRONG (rel err {err:.1e})")
+        if name.endswith("tuned"):
+            for op in tuned_ops:
+                d = _tuning.decisions.get(op)
+                if d is not None:
+                    notes.append(f"{name} {op}: {d.chosen!r} ({d.how}, of "
+                                 f"{len(d.candidates)})")
+    return notes
 
 
 def rel_err(a, b):
@@ -67,8 +124,8 @@ def scaled_mm_cases(quick):
     return shapes[:3] if quick else shapes
 
 
-def bench_scaled_mm(torch, ww, ops, rounds, quick, rows):
-    dev = "cuda"
+def bench_scaled_mm(torch, ww, ops, rounds, quick, rows, tuning):
+    dev = DEV
     e4m3 = torch.float8_e4m3fn
     for (M, N, K) in scaled_mm_cases(quick):
         a = (torch.randn(M, K, device=dev) * 0.5).to(e4m3)
@@ -84,21 +141,20 @@ def bench_scaled_mm(torch, ww, ops, rounds, quick, rows):
             out = torch.bfloat16
             columns = {
                 "torch._scaled_mm": lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=out),
-                "ww tl": lambda: ops.scaled_mm(a, b, sa, sb, out_dtype=out),
-                "ww tma": lambda: ops.scaled_mm(a, b, sa, sb, out_dtype=out, kernel="tma"),
+                **tuning_columns("ww", lambda: ops.scaled_mm(a, b, sa, sb, out_dtype=out),
+                                 tuning),
+                **tuning_columns("ww tma", lambda: ops.scaled_mm(a, b, sa, sb, out_dtype=out,
+                                                                 kernel="tma"), tuning),
             }
             ref = columns["torch._scaled_mm"]()
-            notes = []
-            for name in ("ww tl", "ww tma"):
-                err = rel_err(columns[name](), ref)
-                if err > 5e-3:
-                    notes.append(f"{name} WRONG (rel err {err:.1e})")
+            ours = [k for k in columns if k.startswith("ww")]
+            notes = checked(columns, lambda got: rel_err(got, ref), 5e-3, ("scaled_mm",))
             times = time_columns(columns, rounds, ww)
             flops = 2 * M * N * K
             row = {"op": "scaled_mm", "case": f"{M}x{N}x{K} {recipe}",
                    "ms": {k: statistics.median(v) for k, v in times.items()},
                    "tflops": {k: tflops(flops, statistics.median(v)) for k, v in times.items()},
-                   "ratio": {k: ratio(times, k, "torch._scaled_mm") for k in ("ww tl", "ww tma")},
+                   "ratio": {k: ratio(times, k, "torch._scaled_mm") for k in ours},
                    "baseline": "torch._scaled_mm", "notes": notes}
             rows.append(row)
             print_row(row)
@@ -132,8 +188,8 @@ def moe_cases(quick):
     return cases[::2] if quick else cases
 
 
-def bench_grouped_mm(torch, ww, ops, rounds, quick, rows):
-    dev = "cuda"
+def bench_grouped_mm(torch, ww, ops, rounds, quick, rows, tuning):
+    dev = DEV
     bf16 = torch.bfloat16
     for name, G, K, N, sizes in moe_cases(quick):
         M = sum(sizes)
@@ -156,13 +212,11 @@ def bench_grouped_mm(torch, ww, ops, rounds, quick, rows):
         columns = {
             "torch._grouped_mm": lambda: torch._grouped_mm(a, b, offs),
             "cuBLAS loop": loop,
-            "ww": lambda: ops.grouped_mm(a, b, offs),
+            **tuning_columns("ww", lambda: ops.grouped_mm(a, b, offs), tuning),
         }
         ref = columns["torch._grouped_mm"]()
-        notes = []
-        err = rel_err(columns["ww"](), ref)
-        if err > 1e-2:
-            notes.append(f"ww WRONG (rel err {err:.1e})")
+        ours = [k for k in columns if k.startswith("ww")]
+        notes = checked(columns, lambda got: rel_err(got, ref), 1e-2, ("grouped_mm",))
         times = time_columns(columns, rounds, ww)
         best = min(("torch._grouped_mm", "cuBLAS loop"),
                    key=lambda k: statistics.median(times[k]))
@@ -170,9 +224,99 @@ def bench_grouped_mm(torch, ww, ops, rounds, quick, rows):
         row = {"op": "grouped_mm", "case": f"{name} G={G} M={M} K={K} N={N}",
                "ms": {k: statistics.median(v) for k, v in times.items()},
                "tflops": {k: tflops(flops, statistics.median(v)) for k, v in times.items()},
-               "ratio": {"ww": ratio(times, "ww", best)}, "baseline": best, "notes": notes}
+               "ratio": {k: ratio(times, k, best) for k in ours}, "baseline": best,
+               "notes": notes}
         rows.append(row)
         print_row(row)
+
+
+def matmul_cases(quick):
+    """Issue 21's shapes for ops.matmul (square, and the long / wide products of an MLP)."""
+    shapes = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048),
+              (16384, 4096, 1024), (4096, 14336, 4096), (512, 4096, 4096)]
+    return shapes[:2] if quick else shapes
+
+
+def bench_matmul(torch, ww, ops, rounds, quick, rows, tuning):
+    dev = DEV
+    for dtype in (torch.float16, torch.bfloat16):
+        for (M, N, K) in matmul_cases(quick):
+            a = torch.randn(M, K, device=dev, dtype=dtype)
+            b = torch.randn(K, N, device=dev, dtype=dtype)
+            columns = {"cuBLAS": lambda: torch.matmul(a, b),
+                       **tuning_columns("ww", lambda: ops.matmul(a, b), tuning)}
+            ref = columns["cuBLAS"]()
+            ours = [k for k in columns if k.startswith("ww")]
+            notes = checked(columns, lambda got: rel_err(got, ref), 1e-2, ("matmul",))
+            times = time_columns(columns, rounds, ww)
+            flops = 2 * M * N * K
+            row = {"op": "matmul", "case": f"{M}x{N}x{K} {str(dtype)[6:]}",
+                   "ms": {k: statistics.median(v) for k, v in times.items()},
+                   "tflops": {k: tflops(flops, statistics.median(v)) for k, v in times.items()},
+                   "ratio": {k: ratio(times, k, "cuBLAS") for k in ours},
+                   "baseline": "cuBLAS", "notes": notes}
+            rows.append(row)
+            print_row(row)
+
+
+def attention_cases(quick):
+    """(Z, H, N_CTX, HEAD_DIM, causal): issue 21's backward targets (S >= 4k, D 64 / 128)."""
+    cases = [(4, 32, 4096, 128, False), (4, 32, 4096, 128, True), (4, 32, 4096, 64, False),
+             (4, 32, 4096, 64, True), (1, 16, 16384, 128, True), (8, 16, 1024, 64, True)]
+    return cases[:2] if quick else cases
+
+
+def bench_attention(torch, ww, ops, rounds, quick, rows, tuning):
+    dev = DEV
+    F = torch.nn.functional
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        backends = [SDPBackend.CUDNN_ATTENTION, SDPBackend.FLASH_ATTENTION]
+    except ImportError:
+        sdpa_kernel = backends = None
+    if dev != "cuda":
+        sdpa_kernel = None
+    for (Z, H, S, D, causal) in attention_cases(quick):
+        q, k, v, do = (torch.randn(Z, H, S, D, device=dev, dtype=torch.float16)
+                       for _ in range(4))
+        qr, kr, vr = (t.clone().requires_grad_() for t in (q, k, v))
+
+        def sdpa():
+            if sdpa_kernel is None:
+                return F.scaled_dot_product_attention(qr, kr, vr, is_causal=causal)
+            with sdpa_kernel(backends):
+                return F.scaled_dot_product_attention(qr, kr, vr, is_causal=causal)
+
+        ref_out = sdpa()
+        ref_grads = torch.autograd.grad(ref_out, (qr, kr, vr), do, retain_graph=True)
+        out, lse = ops.attention(q, k, v, causal=causal, return_lse=True)
+        for direction in ("fwd", "bwd"):
+            if direction == "fwd":
+                columns = {"SDPA": sdpa, **tuning_columns(
+                    "ww", lambda: ops.attention(q, k, v, causal=causal), tuning)}
+                error = lambda got: rel_err(got, ref_out)  # noqa: E731
+                names = ("attention",)
+            else:
+                columns = {"SDPA": lambda: torch.autograd.grad(ref_out, (qr, kr, vr), do,
+                                                               retain_graph=True),
+                           **tuning_columns("ww", lambda: ops.attention_bwd(
+                               do, q, k, v, out, lse, causal=causal), tuning)}
+                error = lambda got: max(rel_err(g, r) for g, r in zip(got, ref_grads))  # noqa
+                names = ("attention_bwd_dkdv", "attention_bwd_dq")
+            ours = [c for c in columns if c.startswith("ww")]
+            notes = checked(columns, error, 2e-2, names)
+            times = time_columns(columns, rounds, ww)
+            flops = 4 * Z * H * S * S * D * (0.5 if causal else 1) * (2.5 if direction == "bwd"
+                                                                       else 1)
+            row = {"op": f"attn {direction}",
+                   "case": f"Z={Z} H={H} S={S} D={D}{' causal' if causal else ''}",
+                   "ms": {c: statistics.median(t) for c, t in times.items()},
+                   "tflops": {c: tflops(flops, statistics.median(t)) for c, t in times.items()},
+                   "ratio": {c: ratio(times, c, "SDPA") for c in ours},
+                   "baseline": "SDPA", "notes": notes}
+            rows.append(row)
+            print_row(row)
 
 
 def print_row(row):
@@ -181,6 +325,10 @@ def print_row(row):
     ratios = "  ".join(f"{k} {v:.2f}x" for k, v in row["ratio"].items())
     print(f"{row['op']:<11} {row['case']:<48} {cols}\n{'':<11} vs {row['baseline']}: {ratios}"
           f"{'  ' + '; '.join(row['notes']) if row['notes'] else ''}", flush=True)
+
+
+BENCHES = {"matmul": bench_matmul, "scaled_mm": bench_scaled_mm,
+           "grouped_mm": bench_grouped_mm, "attention": bench_attention}
 
 
 def main(argv=None):
@@ -196,16 +344,19 @@ def main(argv=None):
     print(f"{torch.cuda.get_device_name()}  torch {torch.__version__}  rounds {rounds}")
     rows = []
     only = set(args.only.split(","))
-    if "scaled_mm" in only:
-        bench_scaled_mm(torch, ww, ops, rounds, args.quick, rows)
-    if "grouped_mm" in only:
-        bench_grouped_mm(torch, ww, ops, rounds, args.quick, rows)
+    unknown = only - set(BENCHES)
+    if unknown:
+        sys.exit(f"--only: unknown {sorted(unknown)}; expected some of {', '.join(BENCHES)}")
+    for name, bench in BENCHES.items():
+        if name in only:
+            bench(torch, ww, ops, rounds, args.quick, rows, args.tuning)
     print("\nsummary (speed ratio, median of rounds; > 1: warpweave faster)")
-    print(f"{'op':<11} {'case':<48} {'ratio':>16}  baseline")
+    print(f"{'op':<11} {'case':<40} {'ratio':>34}  baseline")
     for row in rows:
         r = "  ".join(f"{k} {v:.2f}" for k, v in row["ratio"].items())
-        print(f"{row['op']:<11} {row['case']:<48} {r:>16}  {row['baseline']}"
-              f"{'  ' + '; '.join(row['notes']) if row['notes'] else ''}")
+        print(f"{row['op']:<11} {row['case']:<40} {r:>34}  {row['baseline']}")
+        for note in row["notes"]:
+            print(f"{'':<11}   {note}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
