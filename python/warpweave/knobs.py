@@ -7,8 +7,8 @@ runtime sees them too):
     runtime.interpret           WARPWEAVE_INTERPRET
     autotuning.print            WARPWEAVE_PRINT_AUTOTUNING (the autotuner prints its timings)
     autotuning.cache            WARPWEAVE_CACHE_AUTOTUNING (tuning results kept in the disk cache)
-    ops.tuning                  WARPWEAVE_OPS_TUNING (0: warpweave.ops launches its fixed GPU
-                                configurations instead of tuning them per shape)
+    ops.tuning                  WARPWEAVE_OPS_TUNING (1: tunes warpweave.ops per shape; 0, default:
+                                the fixed GPU configurations)
     ops.config                  WARPWEAVE_OPS_CONFIG (forces warpweave.ops's configurations:
                                 "op=kernel(K=V, ...);...", see warpweave.ops._tuning)
     language.default_fp_fusion  WARPWEAVE_DEFAULT_FP_FUSION (0: launches do not fuse mul + add
@@ -171,7 +171,7 @@ class _Ops(_Namespace):
     # warpweave.ops's per-shape tuning (warpweave.ops._tuning): on GPUs, the first call of an op
     # on a new shape times its candidate configurations and keeps the fastest (in memory and in
     # the disk cache). False: the fixed configurations.
-    tuning = _EnvKnob("WARPWEAVE_OPS_TUNING", bool, True)
+    tuning = _EnvKnob("WARPWEAVE_OPS_TUNING", bool, False)
     # "op=SPEC;op=SPEC": the configuration each named op launches on the GPU, tuning or not.
     config = _EnvKnob("WARPWEAVE_OPS_CONFIG", str, None)
     # do_bench's warm-up and timed milliseconds per candidate.

@@ -32,6 +32,7 @@ def private_tuning(monkeypatch, tmp_path):
     monkeypatch.setenv("WARPWEAVE_CACHE_DIR", str(tmp_path))
     for var in ("WARPWEAVE_CACHE_DISABLE", "WARPWEAVE_OPS_TUNING", "WARPWEAVE_OPS_CONFIG"):
         monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "1")  # tuning is opt-in
     monkeypatch.setattr(_tuning, "_chosen", {})
     monkeypatch.setattr(_tuning, "decisions", {})
     return tmp_path
@@ -58,7 +59,7 @@ def tuned_forced_and_fixed(monkeypatch, op, call, check):
     monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "0")
     check(call(), "fixed")
     assert _tuning.decisions[op].chosen == decision.candidates[0]
-    monkeypatch.delenv("WARPWEAVE_OPS_TUNING")
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "1")
     print(f"{op}: {decision}")
     return decision
 
@@ -173,7 +174,7 @@ def test_attention_forward_and_backward(monkeypatch, causal, shape):
         q, k, v, causal=causal, return_lse=True), check)
     monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "0")
     out, lse = ops.attention(q, k, v, causal=causal, return_lse=True)
-    monkeypatch.delenv("WARPWEAVE_OPS_TUNING")
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "1")
 
     def check_grads(grads, what):
         for name, mine, theirs in zip(("dq", "dk", "dv"), grads, (q2.grad, k2.grad, v2.grad)):
@@ -294,7 +295,7 @@ def test_graph_capture_on_an_untuned_shape(monkeypatch):
     # The fixed configuration compiled and loaded outside the capture (nothing tuned).
     monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "0")
     ops.grouped_mm(a, b, offs)
-    monkeypatch.delenv("WARPWEAVE_OPS_TUNING")
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "1")
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):

@@ -64,6 +64,8 @@ def fake_gpu(monkeypatch, tmp_path):
     for var in ("WARPWEAVE_CACHE_DISABLE", "WARPWEAVE_OPS_TUNING", "WARPWEAVE_OPS_CONFIG",
                 "WARPWEAVE_INTERPRET", "WARPWEAVE_TARGET"):
         monkeypatch.delenv(var, raising=False)
+    # Tuning is opt-in (knobs.ops.tuning defaults to off): these tests switch it on.
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "1")
     monkeypatch.setattr(_common._Place, "on_gpu", property(lambda self: True))
     monkeypatch.setattr(_common._Place, "num_sms", lambda self: 132)
     monkeypatch.setattr(_common, "_is_sm90", lambda place: True)
@@ -376,13 +378,13 @@ def test_tuning_off_launches_todays_fixed_configurations(fake_gpu, monkeypatch):
         assert {k: launched[name].meta[k] for k in config} == config, name
     assert {d.how for d in _tuning.decisions.values()} == {"fixed"}
     # The knob says the same.
-    monkeypatch.delenv("WARPWEAVE_OPS_TUNING")
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "1")
     ww.knobs.ops.tuning = False
     try:
         assert call_every_op(fake_gpu)["matmul"].meta["BLOCK_N"] == 256
     finally:
         ww.knobs.ops.tuning = None
-    assert ww.knobs.ops.tuning is True
+    assert ww.knobs.ops.tuning is False  # reset: the default, off
 
 
 def test_forced_configurations(fake_gpu, monkeypatch):
@@ -420,7 +422,7 @@ def test_forced_configurations(fake_gpu, monkeypatch):
 
 def test_interpreter_calls_never_tune(monkeypatch, tmp_path, rng):
     monkeypatch.setenv("WARPWEAVE_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("WARPWEAVE_OPS_TUNING", raising=False)
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "1")
     monkeypatch.setattr(testing, "do_bench", no_timing)
     monkeypatch.setattr(_tuning, "decisions", {})
     a = rng.standard_normal((40, 24)).astype(np.float16)
@@ -514,7 +516,7 @@ def gpu_configs_in_interpreter(monkeypatch):
     monkeypatch.setattr(_common, "_is_sm90", lambda place: True)
     monkeypatch.setattr(testing, "do_bench", no_timing)
     monkeypatch.setattr(_tuning, "decisions", {})
-    monkeypatch.delenv("WARPWEAVE_OPS_TUNING", raising=False)
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "1")
 
 
 def each_candidate(monkeypatch, op, call):
@@ -723,7 +725,7 @@ def test_every_candidate_compiles_for_sm90a(monkeypatch, requires_ptxas, name):
     monkeypatch.setattr(_common._Place, "num_sms", lambda self: 132)
     monkeypatch.setattr(_common, "_is_sm90", lambda place: True)
     monkeypatch.setattr(_tuning, "decisions", {})
-    monkeypatch.delenv("WARPWEAVE_OPS_TUNING", raising=False)
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "1")
     for c, _ in each_candidate(monkeypatch, op, lambda: compiled.clear() or call()):
         kernel = [k for k in compiled if k.fn.__name__ == _OP_KERNELS.get(op, k.fn.__name__)][-1]
         print(f"{op} {c!r}: {kernel.n_regs} registers, {kernel.n_spills} spill bytes, "
