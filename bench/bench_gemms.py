@@ -118,6 +118,22 @@ def tflops(flops, ms):
     return flops / (ms * 1e-3) / 1e12
 
 
+def measure(rows, op, case, columns, error, limit, tuned_ops, flops, rounds, ww):
+    """Checks and times `columns` (the references first, then warpweave's "ww..." ones), adds
+    the row (ratios against the fastest reference) to `rows` and prints it."""
+    notes = checked(columns, error, limit, tuned_ops)
+    times = time_columns(columns, rounds, ww)
+    refs = [k for k in columns if not k.startswith("ww")]
+    baseline = min(refs, key=lambda k: statistics.median(times[k]))
+    row = {"op": op, "case": case,
+           "ms": {k: statistics.median(v) for k, v in times.items()},
+           "tflops": {k: tflops(flops, statistics.median(v)) for k, v in times.items()},
+           "ratio": {k: ratio(times, k, baseline) for k in columns if k.startswith("ww")},
+           "baseline": baseline, "notes": notes}
+    rows.append(row)
+    print_row(row)
+
+
 def scaled_mm_cases(quick):
     shapes = [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 8192, 1024),
               (2048, 28672, 8192), (8192, 1024, 8192), (512, 8192, 8192)]
@@ -147,17 +163,8 @@ def bench_scaled_mm(torch, ww, ops, rounds, quick, rows, tuning):
                                                                  kernel="tma"), tuning),
             }
             ref = columns["torch._scaled_mm"]()
-            ours = [k for k in columns if k.startswith("ww")]
-            notes = checked(columns, lambda got: rel_err(got, ref), 5e-3, ("scaled_mm",))
-            times = time_columns(columns, rounds, ww)
-            flops = 2 * M * N * K
-            row = {"op": "scaled_mm", "case": f"{M}x{N}x{K} {recipe}",
-                   "ms": {k: statistics.median(v) for k, v in times.items()},
-                   "tflops": {k: tflops(flops, statistics.median(v)) for k, v in times.items()},
-                   "ratio": {k: ratio(times, k, "torch._scaled_mm") for k in ours},
-                   "baseline": "torch._scaled_mm", "notes": notes}
-            rows.append(row)
-            print_row(row)
+            measure(rows, "scaled_mm", f"{M}x{N}x{K} {recipe}", columns,
+                    lambda got: rel_err(got, ref), 5e-3, ("scaled_mm",), 2 * M * N * K, rounds, ww)
 
 
 def moe_cases(quick):
@@ -215,19 +222,8 @@ def bench_grouped_mm(torch, ww, ops, rounds, quick, rows, tuning):
             **tuning_columns("ww", lambda: ops.grouped_mm(a, b, offs), tuning),
         }
         ref = columns["torch._grouped_mm"]()
-        ours = [k for k in columns if k.startswith("ww")]
-        notes = checked(columns, lambda got: rel_err(got, ref), 1e-2, ("grouped_mm",))
-        times = time_columns(columns, rounds, ww)
-        best = min(("torch._grouped_mm", "cuBLAS loop"),
-                   key=lambda k: statistics.median(times[k]))
-        flops = 2 * M * N * K
-        row = {"op": "grouped_mm", "case": f"{name} G={G} M={M} K={K} N={N}",
-               "ms": {k: statistics.median(v) for k, v in times.items()},
-               "tflops": {k: tflops(flops, statistics.median(v)) for k, v in times.items()},
-               "ratio": {k: ratio(times, k, best) for k in ours}, "baseline": best,
-               "notes": notes}
-        rows.append(row)
-        print_row(row)
+        measure(rows, "grouped_mm", f"{name} G={G} M={M} K={K} N={N}", columns,
+                lambda got: rel_err(got, ref), 1e-2, ("grouped_mm",), 2 * M * N * K, rounds, ww)
 
 
 def matmul_cases(quick):
@@ -246,17 +242,8 @@ def bench_matmul(torch, ww, ops, rounds, quick, rows, tuning):
             columns = {"cuBLAS": lambda: torch.matmul(a, b),
                        **tuning_columns("ww", lambda: ops.matmul(a, b), tuning)}
             ref = columns["cuBLAS"]()
-            ours = [k for k in columns if k.startswith("ww")]
-            notes = checked(columns, lambda got: rel_err(got, ref), 1e-2, ("matmul",))
-            times = time_columns(columns, rounds, ww)
-            flops = 2 * M * N * K
-            row = {"op": "matmul", "case": f"{M}x{N}x{K} {str(dtype)[6:]}",
-                   "ms": {k: statistics.median(v) for k, v in times.items()},
-                   "tflops": {k: tflops(flops, statistics.median(v)) for k, v in times.items()},
-                   "ratio": {k: ratio(times, k, "cuBLAS") for k in ours},
-                   "baseline": "cuBLAS", "notes": notes}
-            rows.append(row)
-            print_row(row)
+            measure(rows, "matmul", f"{M}x{N}x{K} {str(dtype)[6:]}", columns,
+                    lambda got: rel_err(got, ref), 1e-2, ("matmul",), 2 * M * N * K, rounds, ww)
 
 
 def attention_cases(quick):
@@ -304,19 +291,11 @@ def bench_attention(torch, ww, ops, rounds, quick, rows, tuning):
                                do, q, k, v, out, lse, causal=causal), tuning)}
                 error = lambda got: max(rel_err(g, r) for g, r in zip(got, ref_grads))  # noqa
                 names = ("attention_bwd_dkdv", "attention_bwd_dq")
-            ours = [c for c in columns if c.startswith("ww")]
-            notes = checked(columns, error, 2e-2, names)
-            times = time_columns(columns, rounds, ww)
             flops = 4 * Z * H * S * S * D * (0.5 if causal else 1) * (2.5 if direction == "bwd"
                                                                        else 1)
-            row = {"op": f"attn {direction}",
-                   "case": f"Z={Z} H={H} S={S} D={D}{' causal' if causal else ''}",
-                   "ms": {c: statistics.median(t) for c, t in times.items()},
-                   "tflops": {c: tflops(flops, statistics.median(t)) for c, t in times.items()},
-                   "ratio": {c: ratio(times, c, "SDPA") for c in ours},
-                   "baseline": "SDPA", "notes": notes}
-            rows.append(row)
-            print_row(row)
+            measure(rows, f"attn {direction}",
+                    f"Z={Z} H={H} S={S} D={D}{' causal' if causal else ''}", columns, error,
+                    2e-2, names, flops, rounds, ww)
 
 
 def print_row(row):
