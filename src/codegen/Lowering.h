@@ -198,7 +198,12 @@ private:
   void lowerLoad(const ir::Op& op);
   void lowerStore(const ir::Op& op);
   void lowerAtomic(const ir::Op& op);
+  /// desc.load / desc.store through a host descriptor or a tensor map written in the kernel:
+  /// TMA copies of the block through a shared-memory tile (Memory.cpp).
   void lowerDescriptorCopy(const ir::Op& op);
+  /// The NVMMA swizzle (bytes) in which desc.store stages the tiles of `desc` when the kernel
+  /// only stores through it (2-D, power-of-two dims, at least 8 rows); 0 otherwise.
+  int storeStagingSwizzle(const ir::Value* desc);
   void lowerReduce(const ir::Op& op);
   void lowerFor(const ir::Op& op);
   void lowerIf(const ir::Op& op);
@@ -293,17 +298,19 @@ private:
   /// TMA copies between a descriptor and a TLX buffer (async_descriptor_load/store, store_wait;
   /// TlxTma.cpp).
   void lowerTlxDescriptorCopy(const ir::Op& op);
-  /// Records the tensor-map swizzle a descriptor argument is used with; a user error when two
+  /// Records the tensor-map swizzle a descriptor is used with; a user error when two
   /// uses need different ones.
   void requireDescriptorSwizzle(const ir::Op& op, const ir::Value* desc, int swizzleBytes);
   /// Prefetch hints, 1-D bulk copies (TlxTmaExtras.cpp).
   void lowerTlxTmaExtras(const ir::Op& op);
-  /// A make_desc that TMA copies or prefetches use: its tensor map, written in this program's
-  /// slot of the global scratch (TlxTmaExtras.cpp).
+  /// A make_desc that TMA copies, prefetches or desc.load / desc.store use (the descriptor
+  /// lowering keeps those it can write, ir/TensorMaps.h): its tensor map, written in this
+  /// program's slot of the global scratch (TlxTmaExtras.cpp).
   void lowerDeviceTensorMap(const ir::Op& op);
   /// The createpolicy register for a TMA op's eviction_policy ("" without an L2 hint).
   std::string l2CachePolicy(const ir::Op& op);
-  /// The swizzle of the shared tiles the TMA copies through `desc` use (0 without any).
+  /// The swizzle of the shared tiles the TMA copies through `desc` use: its first TLX copy's
+  /// buffer's, else storeStagingSwizzle (0 without any).
   int tmaSwizzleOf(const ir::Value* desc);
   /// How a TMA copy of block `dt` to or from a tile of `swizzle` splits into copies of one box:
   /// at most 256 elements per dim and, where rows are wider than the swizzle span, one span
@@ -389,7 +396,7 @@ private:
   // Block-scaled MMAs with scales in shared memory: the first TMEM column of the op's own copy
   // of its A and B scales (-1 for a scale operand in tensor memory).
   std::unordered_map<const ir::Op*, std::pair<int64_t, int64_t>> scaleColumns_;
-  // Descriptor argument -> swizzle bytes of the shared tiles its TMA copies use.
+  // Descriptor (argument or make_desc) -> swizzle bytes of the shared tiles its TMA copies use.
   std::unordered_map<const ir::Value*, int> descriptorSwizzle_;
 };
 

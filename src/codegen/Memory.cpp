@@ -423,8 +423,25 @@ void FunctionLowering::lowerAtomic(const ir::Op& op) {
 // ---------------------------------------------------------------------------------------------
 // Tensor descriptors (TMA): a block moves between global and shared memory with
 // cp.async.bulk.tensor; completion of loads through an mbarrier's transaction count. The tile
-// is dense row-major in shared memory (descriptors are declared with swizzle=0).
+// is row-major in shared memory, dense or in the NVMMA swizzle its tensor map declares (a
+// block longer than 256 elements along a dim, or rows wider than the swizzle, go as several
+// boxes: tmaBoxes). Host descriptors (kernel arguments) and tensor maps written in the kernel
+// (make_desc, lowerDeviceTensorMap) take the same copies.
 // ---------------------------------------------------------------------------------------------
+
+int FunctionLowering::storeStagingSwizzle(const ir::Value* desc) {
+  const ir::Type& dt = desc->type();
+  int bytes = ir::byteWidth(dt.elem);
+  bool stored = false;
+  ir::walk(fn_.body, [&](const ir::Op& op) {
+    stored |= op.code() == OpCode::DescStore && op.operand(0) == desc;
+  });
+  if (!stored || dt.shape.size() != 2 || dt.shape[0] < 8 ||
+      !std::has_single_bit(uint64_t(dt.shape[0])) || !std::has_single_bit(uint64_t(dt.shape[1])) ||
+      !onlyStoredThrough(fn_.body, desc))
+    return 0;
+  return layout::nvmmaSwizzleBytes(dt.shape, bytes);
+}
 
 void FunctionLowering::lowerDescriptorCopy(const ir::Op& op) {
   bool isLoad = op.code() == OpCode::DescLoad;
@@ -449,30 +466,32 @@ void FunctionLowering::lowerDescriptorCopy(const ir::Op& op) {
   if (dt.shape.back() * bytes % 16 != 0)
     raiseError(op.loc(), "descriptor block " + dt.str() +
                              ": the innermost block dim must span a multiple of 16 bytes");
-  // A store through a kernel argument's descriptor that nothing else uses stages its tile in
-  // the NVMMA swizzle (rows wider than the swizzle as column blocks, one TMA box each): the
-  // accumulator's rows then land in distinct banks, where unswizzled rows of 128 bytes put the 8
-  // rows of each 32-bit store in one bank.
-  int swizzle = 0;
+  // The swizzle of the tile in shared memory is the tensor map's: fixed where the descriptor's
+  // swizzle is known (a tensor map written in the kernel, a descriptor an earlier copy used),
+  // else chosen here for a kernel argument's map. A store through a kernel argument's
+  // descriptor that nothing else uses stages its tile in the NVMMA swizzle (rows wider than the
+  // swizzle as column blocks, one TMA box each): the accumulator's rows then land in distinct
+  // banks, where unswizzled rows of 128 bytes put the 8 rows of each 32-bit store in one bank.
+  // Loads of a descriptor not seen before read dense tiles.
   bool isArgument = std::any_of(fn_.args.begin(), fn_.args.end(),
                                 [&](const ir::KernelArg& a) { return a.value == op.operand(0); });
-  if (!isLoad && isArgument && rank == 2 && dt.shape[0] >= 8 &&
-      std::has_single_bit(uint64_t(dt.shape[0])) && std::has_single_bit(uint64_t(dt.shape[1])) &&
-      onlyStoredThrough(fn_.body, op.operand(0)))
-    swizzle = layout::nvmmaSwizzleBytes(dt.shape, bytes);
+  int swizzle = 0;
+  bool fixed = false;
+  if (auto known = descriptorSwizzle_.find(op.operand(0)); known != descriptorSwizzle_.end()) {
+    // (only 2-D tiles are read and written swizzled here: another rank keeps 0, and
+    // requireDescriptorSwizzle below reports the mismatch)
+    swizzle = rank == 2 ? known->second : 0;
+    fixed = true;
+  } else if (!isLoad && isArgument) {
+    swizzle = storeStagingSwizzle(op.operand(0));
+  }
   // Scratch: the tile (128-byte aligned), then the mbarrier. A swizzled tile must start on
-  // 1024 bytes (whole swizzle atoms); where the scratch region does not, the descriptor's first
-  // store stays unswizzled rather than make the kernel's shared memory grow, and its later
-  // stores follow the first's choice (one tensor map serves them all).
+  // 1024 bytes (whole swizzle atoms); where the scratch region does not and the swizzle is
+  // still open, the descriptor's first store stays unswizzled rather than make the kernel's
+  // shared memory grow, and its later stores follow the first's choice (one tensor map serves
+  // them all). A fixed swizzle aligns the tile.
   int64_t start = scratch(0);
-  if (auto known = descriptorSwizzle_.find(op.operand(0)); known != descriptorSwizzle_.end())
-    swizzle = isLoad ? 0 : known->second;
-  else if (start % 1024 != 0)
-    swizzle = 0;
-  int64_t innerBytes = dt.shape.back() * bytes;
-  int64_t columnBlocks = swizzle && innerBytes > swizzle ? innerBytes / swizzle : 1;
-  int64_t boxInner = dt.shape.back() / columnBlocks;
-  int64_t blockBytes = tileBytes / columnBlocks;
+  if (!fixed && start % 1024 != 0) swizzle = 0;
   int64_t align = swizzle ? 1024 : 128;
   int64_t base = alignTo(start, align);
   int64_t barrierOffset = base + alignTo(tileBytes, 16);
@@ -490,24 +509,29 @@ void FunctionLowering::lowerDescriptorCopy(const ir::Op& op) {
     };
   }
   requireDescriptorSwizzle(op, op.operand(0), swizzle);
+  const TmaBoxes boxes = tmaBoxes(dt, swizzle);
+  if (!boxes.problem.empty())
+    raiseError(op.loc(), "descriptor block " + dt.str() +
+                             " splits into TMA boxes of at most 256 elements per dimension, "
+                             "but " +
+                             boxes.problem);
   std::string tmap = operand(op, 0).at(0);
   std::vector<std::string> offsets(rank);
   for (int d = 0; d < rank; ++d)
     offsets[d] = b_.materialize(operand(op, firstOffset + d).at(0), RegClass::B32);
-  // Coordinates of column block `c`, innermost first.
-  auto coordsOf = [&](int64_t c) {
+  std::string smemBase = sharedAddress("0");
+  // The tensor map and shared address of one box: coordinates innermost first.
+  auto boxOperands = [&](const std::pair<std::vector<int64_t>, int64_t>& copy) {
     std::string coords = "{";
     for (int d = rank - 1; d >= 0; --d) {
       std::string x = offsets[d];
-      if (d == rank - 1 && c) x = b_.pure("add.s32", RegClass::B32, {x, immInt(c * boxInner)});
+      if (int64_t delta = copy.first[d]) x = b_.pure("add.s32", RegClass::B32, {x, immInt(delta)});
       coords += x + (d ? ", " : "}");
     }
-    return coords;
+    return std::pair{"[" + tmap + ", " + coords + "]",
+                     "[" + smemBase + "+" + std::to_string(base + copy.second) + "]"};
   };
-  std::string coords = coordsOf(0);
   std::string leader = b_.pure("setp.eq.u32", RegClass::Pred, {tid(), "0"});
-  std::string smemBase = sharedAddress("0");
-  std::string tile = "[" + smemBase + "+" + std::to_string(base) + "]";
   std::string mbar = "[" + smemBase + "+" + std::to_string(barrierOffset) + "]";
   std::string dims = std::to_string(rank) + "d";
   // Earlier users of the scratch region are done (FunctionLowering::reuseBarrier relies on it).
@@ -516,9 +540,15 @@ void FunctionLowering::lowerDescriptorCopy(const ir::Op& op) {
     b_.inst("mbarrier.init.shared::cta.b64", {mbar, "1"}, leader);
     b_.inst("fence.mbarrier_init.release.cluster", {});
     barrier();
+    // The barrier's expected bytes are the whole tile's: every box completes a part (boxes
+    // past the tensor's edges count whole, filled with zeros).
     b_.inst("mbarrier.arrive.expect_tx.shared::cta.b64", {"_", mbar, immInt(tileBytes)}, leader);
-    b_.inst("cp.async.bulk.tensor." + dims + ".shared::cluster.global.mbarrier::complete_tx::bytes",
-            {tile, "[" + tmap + ", " + coords + "]", mbar}, leader);
+    for (const auto& copy : boxes.copies) {
+      auto [global, tile] = boxOperands(copy);
+      b_.inst("cp.async.bulk.tensor." + dims +
+                  ".shared::cluster.global.mbarrier::complete_tx::bytes",
+              {tile, global, mbar}, leader);
+    }
     // Every thread waits for phase 0 of the barrier to complete.
     std::string retry = b_.newLabel("tma_wait");
     std::string done = b_.newReg(RegClass::Pred);
@@ -538,11 +568,11 @@ void FunctionLowering::lowerDescriptorCopy(const ir::Op& op) {
   // Generic-proxy writes become visible to the bulk copy (async proxy).
   b_.inst("fence.proxy.async.shared::cta", {});
   barrier();
-  for (int64_t c = 0; c < columnBlocks; ++c)
-    b_.inst("cp.async.bulk.tensor." + dims + ".global.shared::cta.tile.bulk_group",
-            {"[" + tmap + ", " + (c ? coordsOf(c) : coords) + "]",
-             "[" + smemBase + "+" + std::to_string(base + c * blockBytes) + "]"},
+  for (const auto& copy : boxes.copies) {
+    auto [global, tile] = boxOperands(copy);
+    b_.inst("cp.async.bulk.tensor." + dims + ".global.shared::cta.tile.bulk_group", {global, tile},
             leader);
+  }
   b_.inst("cp.async.bulk.commit_group", {}, leader);
   // The tile may be overwritten once the copy has read it.
   b_.inst("cp.async.bulk.wait_group.read", {"0"}, leader);

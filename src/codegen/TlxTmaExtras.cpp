@@ -3,6 +3,7 @@
 // tensor maps that in-kernel descriptors build in global scratch for TMA copies.
 #include "codegen/Lowering.h"
 #include "ir/OpAttrs.h"
+#include "ir/TensorMaps.h"
 
 #include <stdexcept>
 
@@ -13,42 +14,6 @@ using ir::OpCode;
 using layout::LinearLayout;
 
 namespace {
-
-/// The tensor-map element type code of tensormap.replace's .elemtype (CUtensorMapDataType), as
-/// the launcher encodes host descriptors (8-bit floats travel as bytes).
-int tensorMapElemType(DType t) {
-  switch (t) {
-  case DType::F16:
-    return 6;
-  case DType::BF16:
-    return 10;
-  case DType::F32:
-    return 7;
-  case DType::F64:
-    return 9;
-  case DType::I32:
-    return 3;
-  case DType::U32:
-    return 2;
-  case DType::I64:
-    return 5;
-  case DType::U64:
-    return 4;
-  case DType::I16:
-  case DType::U16:
-    return 1;
-  case DType::I8:
-  case DType::U8:
-  case DType::F8E4M3:
-  case DType::F8E5M2:
-  case DType::F8E4B15:
-  case DType::F8E4B8:
-  case DType::F8E5B16:
-    return 0;
-  default:
-    return -1;
-  }
-}
 
 int swizzleModeCode(int swizzleBytes) {
   switch (swizzleBytes) {
@@ -94,7 +59,8 @@ int FunctionLowering::tmaSwizzleOf(const ir::Value* desc) {
     swizzle = allocationOf(use, 1).swizzleBytes;
     found = true;
   });
-  return swizzle;
+  // Without TLX copies, a descriptor only stored through stages its tiles swizzled.
+  return found ? swizzle : storeStagingSwizzle(desc);
 }
 
 FunctionLowering::TmaBoxes FunctionLowering::tmaBoxes(const ir::Type& dt, int swizzle) {
@@ -252,18 +218,14 @@ void FunctionLowering::lowerDeviceTensorMap(const ir::Op& op) {
   const int64_t slotCount = ir::attr::MakeDescriptor::slotCount(op);
   if (rank < 1 || rank > 5 || op.numOperands() != 1u + 2 * rank + (slotCount > 0 ? 1u : 0u))
     throw std::logic_error("codegen: malformed make_desc");
-  const int elemType = tensorMapElemType(dt.elem);
+  if (std::string problem = ir::tensorMapProblem(op); !problem.empty())
+    raiseError(op.loc(), problem);
+  const int elemType = ir::tensorMapElemType(dt.elem);
   const int64_t elemBytes = ir::byteWidth(dt.elem);
-  if (elemType < 0)
-    raiseError(op.loc(), "a tensor descriptor of " + dt.str() + " cannot be used by TMA");
-  if (ir::constantInt(op.operand(2 * rank)) != 1)
-    raiseError(op.loc(), "a tensor descriptor used by TMA copies needs the innermost stride to "
-                         "be the constant 1 (tl.constexpr(1) or the literal 1)");
-  if (dt.shape.back() * elemBytes < 16)
-    raiseError(op.loc(), "a tensor descriptor used by TMA copies needs at least 16 bytes in the "
-                         "last block dimension, got " +
-                             std::to_string(dt.shape.back()) + " x " + std::to_string(elemBytes));
+  // Every copy through the map (TLX's, the pipeliner's, desc.load / desc.store's) uses its
+  // swizzle: recorded here, before any of them is lowered.
   const int swizzle = tmaSwizzleOf(op.result());
+  requireDescriptorSwizzle(op, op.result(), swizzle);
   const TmaBoxes boxes = tmaBoxes(dt, swizzle);
   if (!boxes.problem.empty())
     raiseError(op.loc(), "a tensor descriptor of " + dt.str() +

@@ -54,10 +54,12 @@ CompiledKernel compile(const CompileRequest& req) {
     in.options = req.options;
     std::unique_ptr<ir::Function> fn = specialize::specialize(in);
     if (fn->loc.valid()) kernelLoc = fn->loc;
-    // Loads and stores through descriptors made in the kernel become pointer accesses before
-    // the loop passes, so that the pipeliner stages them as it stages tl.load (the interpreter
-    // runs the tile IR with the descriptors themselves).
-    if (req.stage != Stage::TileIR) transforms::lowerDeviceDescriptors(*fn);
+    // Loads and stores through descriptors made in the kernel that cannot be tensor maps (or
+    // on sm_80, without TMA) become pointer accesses before the loop passes, so that the
+    // pipeliner stages them as it stages tl.load; the others stay TMA copies, pipelined as host
+    // descriptors' are (the interpreter runs the tile IR with the descriptors themselves).
+    if (req.stage != Stage::TileIR)
+      transforms::lowerDeviceDescriptors(*fn, req.options.target != Target::SM80);
     transforms::runCleanupPipeline(*fn);
     if (transforms::combineDotAdd(*fn)) transforms::runCleanupPipeline(*fn);
     if (transforms::hoistLoopInvariants(*fn)) transforms::runCleanupPipeline(*fn);

@@ -1,7 +1,12 @@
-// Rewrites loads and stores through in-kernel tensor descriptors (tl.make_tensor_descriptor) into
-// masked pointer loads and stores, so every target runs them without a device-built tensor map.
+// How loads and stores through in-kernel tensor descriptors (tl.make_tensor_descriptor) run. On
+// targets with TMA (sm_90a, sm_100a) a descriptor that can be a tensor map (ir/TensorMaps.h)
+// stays one, as in Triton: the kernel writes the map where the descriptor is made, its
+// desc.load / desc.store are TMA copies and the software pipeliner stages its K-loop loads in
+// TMA rings. The accesses of the others, and all of them on sm_80, are rewritten here into
+// masked pointer loads and stores, which every target runs without a tensor map.
 #include "ir/Builder.h"
 #include "ir/OpAttrs.h"
+#include "ir/TensorMaps.h"
 #include "transforms/Passes.h"
 
 #include <stdexcept>
@@ -59,51 +64,74 @@ std::pair<Value*, Value*> boxPointers(ir::Builder& b, const ir::Op& make,
   return {ptrs, mask};
 }
 
-void lowerIn(ir::Block& block, ir::Block& root) {
+/// Rewrites the access at `block.ops()[i]` (a desc_load / desc_store through `make`) in place;
+/// returns how many ops replace it.
+size_t rewriteAccess(ir::Block& block, size_t i, const ir::Op& make, ir::Block& root) {
+  ir::Op& op = *block.ops()[i];
+  bool isLoad = op.code() == OpCode::DescLoad;
+  unsigned firstOffset = isLoad ? 1 : 2;
+  std::vector<Value*> offsets(op.operands().begin() + firstOffset, op.operands().end());
+
+  ir::Block staging;
+  ir::Builder b(&staging);
+  b.setLoc(op.loc());
+  auto [ptrs, mask] = boxPointers(b, make, offsets);
+  Value* loaded = nullptr;
+  if (isLoad) {
+    // Zeros as one tensor constant (not a splat): the pipeliner's fallback, which runs no
+    // folding, takes only loads whose `other` is the constant +0.
+    const Type& t = op.result()->type();
+    Value* zeros = ir::isFloat(t.elem) ? b.constFloat(0.0, t) : b.constInt(0, t);
+    loaded = b.load(ptrs, mask, zeros);
+  } else {
+    b.store(ptrs, op.operand(1), mask);
+  }
+  // Splice the new ops in place of the descriptor access.
+  std::vector<std::unique_ptr<ir::Op>> created = std::move(staging.ops());
+  for (auto& c : created) c->setParentBlock(&block);
+  size_t count = created.size();
+  Value* old = isLoad ? op.result() : nullptr;
+  auto pos = block.ops().begin() + static_cast<std::ptrdiff_t>(i);
+  block.ops().insert(pos, std::make_move_iterator(created.begin()),
+                     std::make_move_iterator(created.end()));
+  if (old) ir::replaceAllUses(root, old, loaded);
+  block.ops().erase(block.ops().begin() + static_cast<std::ptrdiff_t>(i + count));
+  return count;
+}
+
+/// The make_desc that `access` (a desc_load / desc_store) reads through, if it is one.
+const ir::Op* madeBy(const ir::Op& access) {
+  const ir::Op* make = access.operand(0)->def();
+  return make && make->code() == OpCode::MakeDescriptor ? make : nullptr;
+}
+
+void lowerIn(ir::Block& block, ir::Block& root, bool tensorMaps) {
   for (size_t i = 0; i < block.ops().size(); ++i) {
     ir::Op& op = *block.ops()[i];
-    for (unsigned r = 0; r < op.numRegions(); ++r) lowerIn(*op.region(r), root);
+    for (unsigned r = 0; r < op.numRegions(); ++r) lowerIn(*op.region(r), root, tensorMaps);
     if (op.code() != OpCode::DescLoad && op.code() != OpCode::DescStore) continue;
-    const ir::Op* make = op.operand(0)->def();
-    // Host descriptors (kernel arguments) stay TMA copies.
-    if (!make || make->code() != OpCode::MakeDescriptor) continue;
-    bool isLoad = op.code() == OpCode::DescLoad;
-    unsigned firstOffset = isLoad ? 1 : 2;
-    std::vector<Value*> offsets(op.operands().begin() + firstOffset, op.operands().end());
-
-    ir::Block staging;
-    ir::Builder b(&staging);
-    b.setLoc(op.loc());
-    auto [ptrs, mask] = boxPointers(b, *make, offsets);
-    Value* loaded = nullptr;
-    if (isLoad) {
-      const Type& t = op.result()->type();
-      Value* zero = ir::isFloat(t.elem) ? b.constFloat(0.0, Type::scalar(t.elem))
-                                        : b.constInt(0, Type::scalar(t.elem));
-      loaded = b.load(ptrs, mask, b.splat(zero, t.shape));
-    } else {
-      b.store(ptrs, op.operand(1), mask);
-    }
-    // Splice the new ops in place of the descriptor access.
-    std::vector<std::unique_ptr<ir::Op>> created = std::move(staging.ops());
-    for (auto& c : created) c->setParentBlock(&block);
-    size_t count = created.size();
-    Value* old = isLoad ? op.result() : nullptr;
-    auto pos = block.ops().begin() + static_cast<std::ptrdiff_t>(i);
-    block.ops().insert(pos, std::make_move_iterator(created.begin()),
-                       std::make_move_iterator(created.end()));
-    if (old) ir::replaceAllUses(root, old, loaded);
-    block.ops().erase(block.ops().begin() + static_cast<std::ptrdiff_t>(i + count));
-    i += count - 1;
+    const ir::Op* make = madeBy(op);
+    // Host descriptors (kernel arguments) stay TMA copies; so do descriptors made here that
+    // can be tensor maps, where the target has TMA.
+    if (!make || (tensorMaps && ir::tensorMapProblem(*make).empty())) continue;
+    i += rewriteAccess(block, i, *make, root) - 1;
   }
 }
 
 } // namespace
 
-void lowerDeviceDescriptors(ir::Function& fn) {
-  lowerIn(fn.body, fn.body);
+void lowerDeviceDescriptors(ir::Function& fn, bool tensorMaps) {
+  lowerIn(fn.body, fn.body, tensorMaps);
   eliminateDeadCode(fn);
   verify(fn);
+}
+
+void lowerDeviceDescriptorAccess(ir::Function& fn, ir::Op& access) {
+  const ir::Op* make = madeBy(access);
+  if ((access.code() != OpCode::DescLoad && access.code() != OpCode::DescStore) || !make)
+    throw std::logic_error("lowerDeviceDescriptorAccess: not an access through a make_desc");
+  ir::Block& block = *access.parentBlock();
+  rewriteAccess(block, ir::positionOf(block, &access), *make, fn.body);
 }
 
 } // namespace ww::transforms

@@ -21,8 +21,13 @@ void runCleanupPipeline(ir::Function& fn);
 
 /// Rewrites desc.load / desc.store through descriptors made in the kernel
 /// (tl.make_tensor_descriptor) into masked loads and stores of pointer tensors: out-of-bounds
-/// elements read as zero and are not written, as with TMA. Runs before code generation.
-void lowerDeviceDescriptors(ir::Function& fn);
+/// elements read as zero and are not written, as with TMA. With `tensorMaps` (a target with
+/// TMA) the accesses through descriptors that can be tensor maps (ir/TensorMaps.h) stay: the
+/// kernel writes their maps and copies with TMA. Runs before the loop passes.
+void lowerDeviceDescriptors(ir::Function& fn, bool tensorMaps);
+/// The same rewrite of one desc_load / desc_store through a make_desc, in place (the pipeliner's
+/// fallback for loops its TMA rings do not take).
+void lowerDeviceDescriptorAccess(ir::Function& fn, ir::Op& access);
 
 /// Folds `x + dot(a, b)` (a +0 accumulator, the product used once) into `dot(a, b, x)`, as
 /// Triton's combine pass does. Returns how many adds it folded.
@@ -36,7 +41,9 @@ int hoistLoopInvariants(ir::Function& fn);
 /// Software-pipelines (for sm_90a) each for loop whose body feeds two tl.loads into its one
 /// fp16/bf16 tl.dot: the loads become cp.async copies into S = max(num_stages, 3) shared buffers
 /// (fewer where they would not fit), issued S - 2 iterations ahead, and the dot an async wgmma
-/// from them. Loops of other shapes are left alone. Returns how many loops were rewritten.
+/// from them. Two desc.loads through host descriptors or tensor maps made before the loop
+/// become TMA copies into such buffers instead. Loops of other shapes are left alone. Returns
+/// how many loops were rewritten.
 int pipelineDotLoops(ir::Function& fn);
 
 /// Unrolls each for loop that tl.range(..., loop_unroll_factor=U) marked (U >= 2): U copies of

@@ -20,19 +20,22 @@
 // the copies. The loop-carried values the load addresses come from (pointer tensors advanced
 // each iteration) are rotated: they enter the loop holding iteration D's values, the address
 // computation is cloned with the induction variable moved D steps ahead, and the original
-// computation dies. Loads through host descriptors (Triton's tutorial 09 form) become TMA
-// copies of both tiles completing on one barrier per slot; the barriers are allocated once,
-// before the for loops the K loop sits in (a persistent kernel's tile loop), which carry the
-// ring's slot and phase from one pass of the K loop to the next. A loop that does not fit this
-// shape is left as it is.
+// computation dies. Loads through host descriptors (Triton's tutorial 09 form) or through
+// tensor maps the kernel writes before the loop (tl.make_tensor_descriptor that
+// lowerDeviceDescriptors kept, tutorial 09's descriptor-persistent form) become TMA copies of
+// both tiles completing on one barrier per slot; the barriers are allocated once, before the
+// for loops the K loop sits in (a persistent kernel's tile loop), which carry the ring's slot
+// and phase from one pass of the K loop to the next. A dot loop whose loads through in-kernel
+// descriptors do not fit the TMA rewrite has them rewritten into pointer loads and is tried
+// again (cp.async). A loop that does not fit this shape is left as it is.
 //
 // Attention loops (`s = tl.dot(q, tl.trans(k))` with q loop-invariant, softmax, then
 // `o = tl.dot(p, v, o)`) get the same copies for K and V, with Q stored once into its own
 // buffer, S read from K's buffer as a K-major operand and P from registers; see
-// rewriteAttention for the schedule. When K and V are desc_loads through host descriptors (the
-// Hopper form of Triton's fused-attention tutorial) the copies are TMA loads instead, each slot
-// completing on a barrier of its own (expect-bytes, then wait on the slot's phase parity), and
-// copies past the end are predicated off rather than masked.
+// rewriteAttention for the schedule. When K and V are desc_loads through host descriptors or
+// in-kernel tensor maps (the Hopper forms of Triton's fused-attention tutorial) the copies are
+// TMA loads instead, each slot completing on a barrier of its own (expect-bytes, then wait on
+// the slot's phase parity), and copies past the end are predicated off rather than masked.
 //
 // Loops with several 16-bit dots whose B operands are two tl.loads of the iteration, read as
 // loaded or through tl.trans (attention's backward pass: dK / dV with qT and dO, dQ with kT and
@@ -48,6 +51,7 @@
 #include "ir/DotFp8.h"
 #include "ir/OpAttrs.h"
 #include "ir/OpTraits.h"
+#include "ir/TensorMaps.h"
 #include "layout/AxisInfo.h"
 #include "support/MathExtras.h"
 #include "transforms/Passes.h"
@@ -142,8 +146,9 @@ struct Plan {
   /// read through kTrans), with Q loop-invariant.
   Op* scoreDot = nullptr;
   Op* kTrans = nullptr;
-  /// The loads are desc_loads through kernel-parameter (host) descriptors: the copies are TMA
-  /// loads completing on a barrier per slot instead of cp.async groups.
+  /// The loads are desc_loads through kernel-parameter (host) descriptors or tensor maps made
+  /// before the loop (tmaDescLoad): the copies are TMA loads completing on a barrier per slot
+  /// instead of cp.async groups.
   bool tma = false;
   /// TMA: the index in Pipeliner::tmaRings_ of an earlier loop's buffers this loop reuses,
   /// continuing its slots and phases (-1: new buffers).
@@ -200,28 +205,64 @@ public:
       if (op.code() == OpCode::For) loops.push_back(&op);
     });
     int rewritten = 0;
+    bool lowered = false;
     for (Op* loop : loops) {
-      countUses();
-      Plan plan;
-      if (analyze(*loop, plan)) {
-        rewrite(plan);
-      } else {
-        Plan attention;
-        if (analyzeAttention(*loop, attention)) {
-          rewriteAttention(attention);
-        } else {
-          Plan multi;
-          if (!analyzeMultiDot(*loop, multi)) continue;
-          rewriteMultiDot(multi);
-        }
+      bool done = pipeline(*loop);
+      // A dot loop the rewrites do not take as it is (its TMA form, say: nested in a while
+      // loop, a tl.load beside a desc.load, attention's backward pass) gets its loads through
+      // descriptors made in the kernel as pointer loads, as sm_80 does, and is tried again
+      // with cp.async copies.
+      if (!done && lowerDescLoadsOfDotLoop(*loop)) {
+        lowered = true;
+        axisInfo_.reset(); // the pointer loads are new values
+        done = pipeline(*loop);
       }
-      ++rewritten;
-      axisInfo_.reset(); // the rewrite made and erased values
+      if (done) {
+        ++rewritten;
+        axisInfo_.reset(); // the rewrite made and erased values
+      }
     }
+    // Descriptors whose every access became pointer loads write no tensor map.
+    if (lowered) eliminateDeadCode(fn_);
     return rewritten;
   }
 
 private:
+  /// Rewrites `loop` by the first plan that takes it; false when none does.
+  bool pipeline(Op& loop) {
+    countUses();
+    Plan plan;
+    if (analyze(loop, plan)) {
+      rewrite(plan);
+      return true;
+    }
+    Plan attention;
+    if (analyzeAttention(loop, attention)) {
+      rewriteAttention(attention);
+      return true;
+    }
+    Plan multi;
+    if (!analyzeMultiDot(loop, multi)) return false;
+    rewriteMultiDot(multi);
+    return true;
+  }
+
+  /// Rewrites the desc_loads of `loop`'s body through descriptors made in the kernel into
+  /// pointer loads when the body holds a dot; whether it rewrote any.
+  bool lowerDescLoadsOfDotLoop(Op& loop) {
+    Block& body = *loop.region(0);
+    bool hasDot = false;
+    std::vector<Op*> loads;
+    for (auto& op : body.ops()) {
+      hasDot |= op->code() == OpCode::Dot;
+      const Op* make = op->code() == OpCode::DescLoad ? op->operand(0)->def() : nullptr;
+      if (make && make->code() == OpCode::MakeDescriptor) loads.push_back(op.get());
+    }
+    if (!hasDot) return false;
+    for (Op* load : loads) lowerDeviceDescriptorAccess(fn_, *load);
+    return !loads.empty();
+  }
+
   void countUses() {
     uses_.clear();
     walk(fn_.body, [&](Op& op) {
@@ -276,12 +317,12 @@ private:
     for (int i = 0; i < 2; ++i) {
       Value* v = i == 1 && plan.bTrans ? plan.bTrans->operand(0) : dot->operand(i);
       Op* load = v->def();
-      if (!load || (load->code() != OpCode::Load && !hostDescLoad(*load)) ||
+      if (!load || (load->code() != OpCode::Load && !tmaDescLoad(*load, body)) ||
           load->parentBlock() != &body || usesOf(load->result()) != 1)
         return false;
       plan.loads[i] = load;
     }
-    // Both tl.loads (cp.async) or both loads through host descriptors (TMA, the tiles landing
+    // Both tl.loads (cp.async) or both TMA descriptor loads (TMA, the tiles landing
     // on one barrier per slot). A TMA loop nested in loops carries its ring's slot and phase
     // through them (its barriers live across the outer iterations), which only for loops do.
     plan.tma = plan.loads[0]->code() == OpCode::DescLoad;
@@ -406,10 +447,10 @@ private:
     if (ir::isMmaFp8(pv->operand(1)->type().elem) && !plan.bTrans) return false;
     Op* vLoad = (plan.bTrans ? plan.bTrans->operand(0) : pv->operand(1))->def();
     for (Op* load : {kLoad, vLoad})
-      if (!load || (load->code() != OpCode::Load && !hostDescLoad(*load)) ||
+      if (!load || (load->code() != OpCode::Load && !tmaDescLoad(*load, body)) ||
           load->parentBlock() != &body || usesOf(load->result()) != 1)
         return false;
-    // Both tl.loads (cp.async) or both host-descriptor loads (TMA, in a loop that runs once
+    // Both tl.loads (cp.async) or both TMA descriptor loads (TMA, in a loop that runs once
     // per kernel: its barriers' phases start at 0).
     plan.tma = kLoad->code() == OpCode::DescLoad;
     if (vLoad->code() != kLoad->code()) return false;
@@ -595,12 +636,18 @@ private:
     return false;
   }
 
-  /// Whether `load` is a desc_load through a descriptor the kernel takes as a parameter (a
-  /// host tensor map; in-kernel descriptors become pointer loads later).
-  bool hostDescLoad(const Op& load) const {
+  /// Whether `load` is a 2-D desc_load that loop `body` may issue as TMA copies ahead of time:
+  /// through a descriptor the kernel takes as a parameter (a host tensor map) or one made in
+  /// the kernel before the loop that can be a tensor map (written once for all the copies;
+  /// lowerDeviceDescriptors keeps those, as it rewrites the others into pointer loads).
+  bool tmaDescLoad(const Op& load, const Block& body) const {
     if (load.code() != OpCode::DescLoad) return false;
     const Value* d = load.operand(0);
-    return d->isBlockArg() && d->ownerBlock() == &fn_.body && d->type().shape.size() == 2;
+    if (d->type().shape.size() != 2) return false;
+    if (d->isBlockArg()) return d->ownerBlock() == &fn_.body;
+    const Op* make = d->def();
+    return make->code() == OpCode::MakeDescriptor && !definedInside(make, body) &&
+           ir::tensorMapProblem(*make).empty();
   }
 
   /// The rotated address values (those carried and everything computed from them) change

@@ -2,7 +2,8 @@
 matmul tutorial form: host tensor descriptors, `tl.dot(a, b.T, acc)`, sm_90a) on the GPU against
 torch.matmul: odd sizes (K not a multiple of BLOCK_K, partial M / N edge tiles), B given as B^T
 or as K x N, the persistent form with the ring carried across tiles, warp_specialize=True, and
-the tutorial's block sizes at 2, 3 and 4 stages on 4 and 8 warps."""
+the tutorial's block sizes at 2, 3 and 4 stages on 4 and 8 warps. The descriptors-made-in-the-
+kernel forms are in test_device_descriptor_tma_gpu.py."""
 
 import os
 import sys
@@ -16,7 +17,7 @@ torch = require_cuda()
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 
 import warpweave as ww  # noqa: E402
-from tma_gemm_kernels import desc_gemm, desc_gemm_persistent, device_desc_gemm  # noqa: E402
+from tma_gemm_kernels import desc_gemm, desc_gemm_persistent  # noqa: E402
 
 DEV = "cuda"
 
@@ -139,19 +140,3 @@ def timed(fn, reps=20):
     end.record()
     torch.cuda.synchronize()
     return start.elapsed_time(end) / reps
-
-
-@pytest.mark.parametrize("mnk", [(1000, 776, 1000), (136, 264, 72), (4096, 4096, 4096)])
-@pytest.mark.parametrize("block,stages,warps", [((64, 64, 32), 3, 4), ((128, 256, 64), 3, 8),
-                                                ((128, 128, 64), 4, 4)])
-def test_descriptors_made_in_the_kernel_match_torch(mnk, block, stages, warps):
-    # tl.make_tensor_descriptor in the kernel: its loads are pipelined as pointer loads (cp.async),
-    # edge tiles zero-filled, the store clipped.
-    a, b = operands(*mnk)
-    (M, K), N = a.shape, b.shape[1]
-    bm, bn, bk = block
-    c = torch.full((M, N), float("nan"), device=DEV, dtype=torch.float16)
-    device_desc_gemm[(cdiv(M, bm) * cdiv(N, bn),)](a, b.T.contiguous(), c, M, N, K, BM=bm,
-                                                  BN=bn, BK=bk, GROUP=8, num_warps=warps,
-                                                  num_stages=stages)
-    check(c, a, b)

@@ -4,7 +4,8 @@ tests/python/test_attention_tma_pipeline.py and tests/gpu/test_attention_tma_pip
 
 Rows of all heads are stacked: Q, K, V and O are [Z * H * N_CTX, HEAD_DIM] views; N_CTX is a
 multiple of BLOCK_M and BLOCK_N. CAUSAL runs the off-diagonal blocks in one loop and the
-diagonal block in a second, masked one."""
+diagonal block in a second, masked one. attention_device_desc_fwd is the same kernel over
+descriptors it makes itself (tensor maps in set_allocator's scratch on sm_90a)."""
 
 import warpweave as ww
 import warpweave.language as tl
@@ -65,3 +66,22 @@ def attention_tma_fwd(q_desc, k_desc, v_desc, o_desc, lse_ptr, sm_scale, H, N_CT
     lse = row_max + tl.math.log2(row_sum)
     tl.store(lse_ptr + head * N_CTX + rows, lse)
     o_desc.store([q_row, 0], (acc / row_sum[:, None]).to(tl.float16))
+
+
+@ww.jit
+def attention_device_desc_fwd(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, sm_scale, H, N_CTX,
+                              HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                              BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+    """attention_tma_fwd over descriptors made here (the Hopper warp-specialized form of
+    Triton's fused-attention tutorial): Q, K, V, O are [H * N_CTX, HEAD_DIM] row-major."""
+    rows = H * N_CTX
+    q_desc = tl.make_tensor_descriptor(q_ptr, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_M, HEAD_DIM])
+    k_desc = tl.make_tensor_descriptor(k_ptr, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_N, HEAD_DIM])
+    v_desc = tl.make_tensor_descriptor(v_ptr, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_N, HEAD_DIM])
+    o_desc = tl.make_tensor_descriptor(o_ptr, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_M, HEAD_DIM])
+    attention_tma_fwd(q_desc, k_desc, v_desc, o_desc, lse_ptr, sm_scale, H, N_CTX, HEAD_DIM,
+                      BLOCK_M, BLOCK_N, CAUSAL)

@@ -18,7 +18,7 @@ import warpweave as ww
 pytest.importorskip("warpweave._native")
 
 sys.path.insert(0, os.path.dirname(__file__))
-from attnregs_kernels import attention_tma_fwd  # noqa: E402
+from attnregs_kernels import attention_device_desc_fwd, attention_tma_fwd  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -128,3 +128,47 @@ def test_tutorial_configuration_compiles_without_spills(stages, causal):
     for end in re.finditer(r"bra\.uni (\$L_for_\d+);", ptx):
         tail = ptx[ptx.rindex("wgmma.wait_group", 0, end.start()):end.start()]
         assert tail.count("mov.f32") <= 8, tail
+
+
+# ---- the same kernel over descriptors made in the kernel (tensor maps the kernel writes) ----
+
+
+@pytest.mark.parametrize("heads,n_ctx,causal", [(1, 256, False), (1, 192, True), (2, 64, False)])
+def test_device_descriptor_attention_in_interpreter(heads, n_ctx, causal):
+    rng = np.random.default_rng(11)
+    d, block_m, block_n = 16, 64, 16
+    q, k, v = (rng.standard_normal((heads, n_ctx, d)).astype(np.float16) for _ in range(3))
+    o = np.zeros_like(q)
+    lse = np.zeros((heads, n_ctx), np.float32)
+    compiled = attention_device_desc_fwd[(n_ctx // block_m, heads)](
+        q, k, v, o, lse, 0.5, heads, n_ctx, HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n,
+        CAUSAL=causal, num_warps=4, num_stages=3)
+    ir = compiled.kernel.tile_ir
+    loops = 2 if causal else 1
+    # K and V arrive by TMA through the maps made before the loops, as with host descriptors.
+    assert ir.count("make_desc") == 4
+    assert ir.count("async_desc_load ") == 2 * 3 * loops and ir.count(" = dot ") == 0
+    ref, lse_ref = reference(q, k, v, causal, 0.5)
+    np.testing.assert_allclose(o.astype(np.float64), ref, atol=2e-3, rtol=2e-2)
+    np.testing.assert_allclose(lse, lse_ref, atol=1e-3, rtol=1e-3)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("causal", [False, True])
+def test_device_descriptor_attention_is_pipelined_with_tma(causal):
+    x = np.zeros((4 * 1024, 128), np.float16)
+    lse = np.zeros(4 * 1024, np.float32)
+    values = attention_device_desc_fwd.bind((x, x, x, x, lse, 0.5, 4, 1024),
+                                            dict(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=64,
+                                                 CAUSAL=causal))
+    kernel = attention_device_desc_fwd.compile_for(values, False, (4, 3, 1),
+                                                   target="sm_90a").kernel
+    ptx = kernel.ptx
+    assert kernel.spill_bytes == 0
+    # Four maps, written before the first loop; the loops read K and V by TMA only.
+    first_loop = ptx.index("$L_for_")
+    assert ptx.count("tensormap.replace.tile.global_address") == 4
+    assert ptx.rindex("tensormap.replace") < first_loop
+    assert "ld.global" not in ptx and "cp.async.cg" not in ptx
+    assert "mbarrier.try_wait.parity" in ptx[first_loop:]
+    assert kernel.global_scratch_size == 4 * 128

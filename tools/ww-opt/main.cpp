@@ -49,8 +49,12 @@ const PassInfo kPasses[] = {
      }},
     {"unroll-loops", "unrolls loops marked by tl.range(loop_unroll_factor=U)",
      [](Function& f, const PassContext&) { ww::transforms::unrollLoops(f); }},
-    {"lower-device-descriptors", "desc_load/desc_store through make_desc -> masked loads/stores",
-     [](Function& f, const PassContext&) { ww::transforms::lowerDeviceDescriptors(f); }},
+    {"lower-device-descriptors",
+     "desc_load/desc_store through make_desc -> masked loads/stores (on sm_90a / sm_100a only "
+     "where the descriptor cannot be a tensor map)",
+     [](Function& f, const PassContext& ctx) {
+       ww::transforms::lowerDeviceDescriptors(f, ctx.target != ww::Target::SM80);
+     }},
     {"shared-memory-barriers", "CTA barriers before async copies that overwrite shared memory read",
      [](Function& f, const PassContext&) { ww::transforms::insertSharedMemoryBarriers(f); }},
 };
