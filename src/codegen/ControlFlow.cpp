@@ -16,9 +16,11 @@ using ir::OpCode;
 namespace {
 
 /// The class of each register of a value of type `t` carried by a loop or chosen by an if: a
-/// TLX buffer or barrier view is one register, its byte offset in shared memory.
+/// TLX buffer or barrier view is one register, its byte offset in shared memory; a tensor
+/// descriptor one register, its tensor map's generic address.
 RegClass carriedClass(const ir::Type& t) {
   if (t.kind == ir::TypeKind::Buffer || t.kind == ir::TypeKind::Barrier) return RegClass::B32;
+  if (t.kind == ir::TypeKind::Descriptor) return RegClass::B64;
   return regClassOf(t.elem, t.pointer);
 }
 

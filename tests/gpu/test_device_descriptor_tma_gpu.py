@@ -21,7 +21,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 
 import warpweave as ww  # noqa: E402
 from attnregs_kernels import attention_device_desc_fwd  # noqa: E402
-from tma_gemm_kernels import (batched_copy_new_desc_each_step, device_desc_gemm,  # noqa: E402
+from tma_gemm_kernels import (batched_copy_new_desc_each_step, carried_descriptor,  # noqa: E402
+                              device_desc_gemm,
                               device_desc_gemm_made_in_loop, device_desc_gemm_mixed,
                               device_desc_gemm_persistent, device_desc_gemm_row_sums,
                               device_desc_gemm_strided)
@@ -172,6 +173,14 @@ def test_maps_made_in_a_loop(m, n, bm, bn):
                                                                          BN=bn)
     expected = 2 * x + torch.arange(batch, device=DEV, dtype=torch.float16)[:, None, None]
     torch.testing.assert_close(y, expected, atol=0, rtol=0)
+
+
+def test_descriptor_carried_by_a_loop():
+    x = torch.randn(1000, device=DEV)
+    y = torch.randn(1000, device=DEV)
+    out = torch.full_like(x, float("nan"))
+    carried_descriptor[(1,)](x, y, out, 1000, 3, B=64)
+    torch.testing.assert_close(out, torch.cat([x[:192], y[192:]]) + 1, atol=0, rtol=0)
 
 
 @pytest.mark.parametrize("head_dim,block_m,block_n", [(128, 128, 64), (64, 64, 32)])

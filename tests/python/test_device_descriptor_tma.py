@@ -17,8 +17,8 @@ import pytest
 pytest.importorskip("warpweave._native")
 
 sys.path.insert(0, os.path.dirname(__file__))
-from tma_gemm_kernels import (batched_copy_new_desc_each_step, device_desc_gemm,  # noqa: E402
-                              device_desc_gemm_made_in_loop,
+from tma_gemm_kernels import (batched_copy_new_desc_each_step, carried_descriptor,  # noqa: E402
+                              device_desc_gemm, device_desc_gemm_made_in_loop,
                               device_desc_gemm_mixed, device_desc_gemm_persistent,
                               device_desc_gemm_row_sums, device_desc_gemm_strided)
 
@@ -208,6 +208,18 @@ def test_desc_load_through_a_ring_descriptor_reads_its_swizzle():
     assert count(after, TMA_LOAD) == 1 and count(after, TMA_STORE) == 2
 
 
+@needs_ptxas
+def test_descriptor_carried_by_a_loop_and_chosen_by_an_if():
+    # The loop and the if carry the tensor map's 64-bit address (ptxas refused the f32
+    # registers they were given before).
+    x = np.zeros(1000, np.float32)
+    values = carried_descriptor.bind((x, x, x, 1000, 3), dict(B=64))
+    kernel = carried_descriptor.compile_for(values, False, (4, 3, 1), target="sm_90a").kernel
+    assert len(kernel.cubin) > 0
+    assert count(kernel.ptx, MAP_ADDRESS) == 2
+    assert count(kernel.ptx, "cp.async.bulk.tensor.1d.shared::cluster.global") == 1
+
+
 # ---- the same Tile IR in the interpreter ----
 
 
@@ -270,3 +282,10 @@ def test_maps_made_in_a_loop_in_interpreter(rng, m, n, bm, bn):
     expected = 2 * x + np.arange(batch, dtype=np.float16)[:, None, None]
     np.testing.assert_array_equal(y, expected)
 
+
+def test_descriptor_carried_by_a_loop_in_interpreter(rng):
+    x = rng.standard_normal(1000).astype(np.float32)
+    y = rng.standard_normal(1000).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    carried_descriptor[(1,)](x, y, out, 1000, 3, B=64)
+    np.testing.assert_array_equal(out, np.concatenate([x[:192], y[192:]]) + 1)

@@ -203,3 +203,14 @@ def device_desc_gemm_row_sums(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN
     acc += tl.sum(first, axis=1)[:, None]
     c_desc.store([row, col], acc.to(tl.float16))
 
+
+@ww.jit
+def carried_descriptor(x_ptr, y_ptr, out_ptr, N, SWITCH, B: tl.constexpr):
+    """out = 1 + x for the blocks before block SWITCH, 1 + y from it on: one descriptor variable,
+    made again over y in the loop, so that the loop carries it and an if chooses it."""
+    d = tl.make_tensor_descriptor(x_ptr, shape=[N], strides=[1], block_shape=[B])
+    for i in range(tl.cdiv(N, B)):
+        if i == SWITCH:
+            d = tl.make_tensor_descriptor(y_ptr, shape=[N], strides=[1], block_shape=[B])
+        offs = i * B + tl.arange(0, B)
+        tl.store(out_ptr + offs, d.load([i * B]) + 1, mask=offs < N)
