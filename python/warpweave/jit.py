@@ -346,7 +346,8 @@ def _language_members() -> dict:
 
     first = ("warpweave.language", "warpweave.language.math", "warpweave.tlx")
     loaded = [n for n in list(sys.modules)
-              if n.startswith(("warpweave.language", "warpweave.tlx", "triton.language"))]
+              if n.startswith(("warpweave.language", "warpweave.tlx", "triton.language"))
+              or n == "warpweave.profiler.language"]
     out: dict = {}
     for modname in list(first) + sorted(set(loaded) - set(first)):
         module = sys.modules.get(modname)

@@ -25,14 +25,16 @@ namespace ww::codegen {
 /// index of the value's layout for a tensor.
 using Regs = std::vector<std::string>;
 
-/// True when `v` is a TLX buffer or a local_view of one (or a run-time if's choice between
-/// such views): its elements sit where the allocation's layout puts them (local_trans and other
-/// views reorder them).
+/// True when `v` is a TLX buffer or a local_view of one (or a run-time choice between such
+/// views, see chosenValues): its elements sit where the allocation's layout puts them
+/// (local_trans and other views reorder them).
 bool isPlainBuffer(const ir::Value* v);
 
-/// The values the branches of run-time if `ifOp` yield as its result `result` (a buffer or
-/// barrier view chosen at run time, say).
-std::vector<const ir::Value*> ifChoices(const ir::Op& ifOp, const ir::Value* result);
+/// The values `v` stands for at run time when control flow picks it: the values the branches of
+/// a run-time if yield as its result, or the initial and yielded values of a for loop's carried
+/// value (its body argument or its result; a buffer view that advances each iteration, say).
+/// Empty for any other value.
+std::vector<const ir::Value*> chosenValues(const ir::Value* v);
 
 /// The coordinates held by register `reg` of layout `l`: the XOR of the register bases of the
 /// set bits of `reg`.

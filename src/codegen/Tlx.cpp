@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <bit>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 
 namespace ww::codegen {
@@ -29,25 +30,45 @@ std::string bracketed(const std::string& address) {
 // them as a tile sees whole swizzle atoms laid out like a buffer of the view's own shape, starting
 // at the view's register (see isWholeTile below).
 bool isPlainBuffer(const ir::Value* v) {
-  const ir::Op* def = v->def();
-  while (def && (def->code() == OpCode::LocalView || def->code() == OpCode::LocalSlice ||
-                 def->code() == OpCode::LocalReinterpret))
-    def = def->operand(0)->def();
-  if (def && def->code() == OpCode::If) {
-    std::vector<const ir::Value*> chosen = ifChoices(*def, v);
-    return !chosen.empty() && std::all_of(chosen.begin(), chosen.end(), isPlainBuffer);
-  }
-  return def && def->code() == OpCode::LocalAlloc;
+  std::vector<const ir::Value*> seen;
+  std::function<bool(const ir::Value*)> plain = [&](const ir::Value* x) {
+    const ir::Op* def = x->def();
+    while (def && (def->code() == OpCode::LocalView || def->code() == OpCode::LocalSlice ||
+                   def->code() == OpCode::LocalReinterpret)) {
+      x = def->operand(0);
+      def = x->def();
+    }
+    std::vector<const ir::Value*> chosen = chosenValues(x);
+    if (chosen.empty()) return def && def->code() == OpCode::LocalAlloc;
+    // A loop-carried view may come back unchanged: that choice adds nothing.
+    if (std::find(seen.begin(), seen.end(), x) != seen.end()) return true;
+    seen.push_back(x);
+    return std::all_of(chosen.begin(), chosen.end(), plain);
+  };
+  return plain(v);
 }
 
-std::vector<const ir::Value*> ifChoices(const ir::Op& ifOp, const ir::Value* result) {
-  unsigned i = 0;
-  while (i < ifOp.numResults() && ifOp.result(i) != result) ++i;
+std::vector<const ir::Value*> chosenValues(const ir::Value* v) {
   std::vector<const ir::Value*> chosen;
-  if (i == ifOp.numResults()) return chosen;
-  for (unsigned r = 0; r < ifOp.numRegions(); ++r) {
-    const ir::Op* t = ifOp.region(r)->terminator();
+  auto yielded = [&](const ir::Block* body, unsigned i) {
+    const ir::Op* t = body->terminator();
     if (t && t->code() == OpCode::Yield && i < t->numOperands()) chosen.push_back(t->operand(i));
+  };
+  if (const ir::Op* def = v->def()) {
+    if (def->code() == OpCode::If) {
+      for (unsigned r = 0; r < def->numRegions(); ++r) yielded(def->region(r), v->index());
+    } else if (def->code() == OpCode::For) {
+      chosen.push_back(def->operand(3 + v->index()));
+      yielded(def->region(0), v->index());
+    }
+    return chosen;
+  }
+  // A for body's carried value (argument 0 is the induction variable).
+  const ir::Block* body = v->ownerBlock();
+  const ir::Op* loop = body ? body->parentOp() : nullptr;
+  if (loop && loop->code() == OpCode::For && v->index() > 0) {
+    chosen.push_back(loop->operand(3 + v->index() - 1));
+    yielded(body, v->index() - 1);
   }
   return chosen;
 }
@@ -68,6 +89,7 @@ struct ViewAddressing {
   int64_t xorBytes = 0;
   int64_t addedBytes = 0;
   int rank = 0;
+  bool cycle = false; // a loop-carried view met again while resolving its own choices
 };
 
 std::vector<std::vector<int32_t>> basesOfIn(const LinearLayout& l, const std::string& in) {
@@ -126,29 +148,42 @@ ViewAddressing addressingOf(const layout::LayoutMap& layouts, const ir::Value* v
             rank};
   }
   if (def && def->code() == OpCode::LocalView) return addressingOf(layouts, def->operand(0), at);
+  if (std::vector<const ir::Value*> chosen = chosenValues(v); !chosen.empty()) {
+    // A view chosen at run time (by an if, or carried by a loop): its register is the chosen
+    // view's, so every choice must lie alike relative to its register (slices at different
+    // offsets of whole tiles do). A loop-carried view that comes back unchanged is skipped.
+    static thread_local std::vector<const ir::Value*> open; // the choices being resolved
+    ViewAddressing cycled;
+    cycled.cycle = true;
+    if (std::find(open.begin(), open.end(), v) != open.end()) return cycled;
+    struct Opened {
+      Opened(const ir::Value* x) { open.push_back(x); }
+      ~Opened() { open.pop_back(); }
+    } opened(v);
+    std::optional<ViewAddressing> first;
+    for (const ir::Value* c : chosen) {
+      ViewAddressing other = addressingOf(layouts, c, at);
+      if (other.cycle) continue;
+      if (!first) {
+        first = other;
+      } else if (!(other.bytes == first->bytes) || other.xorBytes != first->xorBytes ||
+                 other.rank != first->rank) {
+        const ir::Op* chooser = def ? def : v->ownerBlock()->parentOp();
+        raiseError(chooser->loc(), std::string("the buffer views this ") + chooser->name() +
+                                       " chooses between (" + t.str() +
+                                       ") lie differently in shared memory; '" + at.name() +
+                                       "' needs views whose elements sit alike from their "
+                                       "start, e.g. slices of whole swizzle atoms");
+      }
+    }
+    return first ? *first : cycled;
+  }
   if (!def || def->code() == OpCode::LocalAlloc) {
     const layout::SharedAllocation* a = layouts.sharedAllocation(v);
     if (!a || a->layout.numOutDims() == 0 || a->layout.getTotalOutDimSize() == 0)
       raiseError(at.loc(), std::string("'") + at.name() + "' of a buffer of shape " + t.str() +
                                " is not supported; use power-of-two dims");
     return {bytesOfSharedLayout(a->layout, rank, ir::byteWidth(t.elem)), 0, 0, rank};
-  }
-  if (def->code() == OpCode::If) {
-    // A view chosen at run time: its register is the chosen view's, so every choice must lie
-    // alike relative to its register (slices at different offsets of whole tiles do).
-    std::vector<const ir::Value*> chosen = ifChoices(*def, v);
-    if (chosen.empty()) throw std::logic_error("codegen: an if result without yields");
-    ViewAddressing first = addressingOf(layouts, chosen[0], at);
-    for (size_t c = 1; c < chosen.size(); ++c) {
-      ViewAddressing other = addressingOf(layouts, chosen[c], at);
-      if (!(other.bytes == first.bytes) || other.xorBytes != first.xorBytes ||
-          other.rank != first.rank)
-        raiseError(def->loc(), "the buffer views this if chooses between (" + t.str() +
-                                   ") lie differently in shared memory; '" + at.name() +
-                                   "' needs views whose elements sit alike from their start, "
-                                   "e.g. slices of whole swizzle atoms");
-    }
-    return first;
   }
   const ir::Value* src = def->operand(0);
   ViewAddressing parent = addressingOf(layouts, src, at);
@@ -314,11 +349,14 @@ bool isWholeTile(const ViewAddressing& v, const ir::Type& t, const layout::Share
 /// The first TMA copy or async_dot that reads or writes `view` as a tile (directly or through
 /// local_view / local_trans), with the operand index; null if none.
 const ir::Op* tileUserOf(const ir::Function& fn, const ir::Value* view) {
+  std::vector<const ir::Value*> seen;
   std::function<bool(const ir::Value*)> reaches = [&](const ir::Value* v) {
     for (const ir::Op* d = v->def(); v; d = v->def()) {
       if (v == view) return true;
-      if (d && d->code() == OpCode::If) {
-        for (const ir::Value* c : ifChoices(*d, v))
+      if (std::vector<const ir::Value*> chosen = chosenValues(v); !chosen.empty()) {
+        if (std::find(seen.begin(), seen.end(), v) != seen.end()) return false;
+        seen.push_back(v);
+        for (const ir::Value* c : chosen)
           if (reaches(c)) return true;
         return false;
       }

@@ -1018,6 +1018,18 @@ private:
         if (op.numOperands() && op.numResults())
           map_.viewRoots_[op.result()] = rootOf(op.operand(0));
         return;
+      case OpCode::For:
+        // A loop-carried buffer or barrier view (its body argument and the loop's result)
+        // views what its initial value views; the values the body yields are checked alike
+        // in chooseViewRoots.
+        for (unsigned i = 0; i < op.numResults(); ++i) {
+          const ir::Type& t = op.result(i)->type();
+          if (t.kind != ir::TypeKind::Buffer && t.kind != ir::TypeKind::Barrier) continue;
+          const ir::Value* root = rootOf(op.operand(3 + i));
+          map_.viewRoots_[op.result(i)] = root;
+          map_.viewRoots_[op.region(0)->arg(1 + i)] = root;
+        }
+        return;
       case OpCode::Yield:
         chooseViewRoots(op);
         return;
@@ -1207,12 +1219,13 @@ private:
   }
 
   /// A run-time if that yields buffer or barrier views (a CTA's half of a tile, chosen by its
-  /// cluster rank): its result views the allocation its branches' views come from. Views of
-  /// two allocations are chosen between only when the allocations lie alike.
+  /// cluster rank): its result views the allocation its branches' views come from; so does a
+  /// for loop's carried view (a ring buffer's slot advanced each iteration). Views of two
+  /// allocations are chosen between only when the allocations lie alike.
   void chooseViewRoots(const ir::Op& yield) {
     const ir::Block* block = yield.parentBlock();
     const ir::Op* parent = block ? block->parentOp() : nullptr;
-    if (!parent || parent->code() != OpCode::If) return;
+    if (!parent || (parent->code() != OpCode::If && parent->code() != OpCode::For)) return;
     for (unsigned i = 0; i < yield.numOperands() && i < parent->numResults(); ++i) {
       const ir::Type& t = yield.operand(i)->type();
       if (t.kind != ir::TypeKind::Buffer && t.kind != ir::TypeKind::Barrier) continue;

@@ -54,8 +54,8 @@ static std::string moduleStem(const SourceManager& sm, const ast::Module& m) {
 }
 
 /// The namespace a module stands for in kernel code ("tl", "tlx", "math", "libdevice", "ww",
-/// "tl.extra") by its dotted name; "" for any other module. triton.X names the same module as
-/// warpweave.X: a kernel ports by changing that word.
+/// "tl.extra", "proton") by its dotted name; "" for any other module. triton.X names the same
+/// module as warpweave.X: a kernel ports by changing that word.
 static std::string languageNamespace(const std::string& dotted) {
   static const std::map<std::string, std::string> known = {
       {"warpweave", "ww"},
@@ -71,6 +71,7 @@ static std::string languageNamespace(const std::string& dotted) {
       {"warpweave.language.libdevice", "libdevice"},
       {"warpweave.language.extra.libdevice", "libdevice"},
       {"warpweave.language.extra.cuda.libdevice", "libdevice"},
+      {"warpweave.profiler.language", "proton"},
       {"math", "math"},
   };
   std::string m = dotted;

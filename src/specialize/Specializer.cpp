@@ -1109,14 +1109,21 @@ void Specializer::visitWith(const With* s) {
   auto* call = dyn_cast<Call>(item.context.get());
   Val callee = call ? eval(call->func.get()) : Val::none();
   if (!call || callee.kind != Val::Kind::Builtin ||
-      (callee.s != "tlx.async_tasks" && callee.s != "tlx.async_task"))
-    raiseError(item.context->loc, "unsupported 'with' context: only tlx.async_tasks() and "
-                                  "tlx.async_task(...) are accepted");
+      (callee.s != "tlx.async_tasks" && callee.s != "tlx.async_task" && callee.s != "proton.scope"))
+    raiseError(item.context->loc, "unsupported 'with' context: only tlx.async_tasks(), "
+                                  "tlx.async_task(...) and Proton's pl.scope(name) are accepted");
   if (item.optionalVar)
     raiseError(item.optionalVar->loc, "'with " + callee.s +
                                           "(...) as NAME' binds nothing; drop "
                                           "the 'as' clause");
   CallSite cs = evalCallSite(*this, call, callee.s);
+  if (callee.s == "proton.scope") {
+    // Proton's scope: enter_scope and exit_scope around the body, both nothing here
+    // (ProfilerScopes.cpp); the body runs where the 'with' is.
+    protonScopeName("scope", cs);
+    visitStmts(pointers(s->body));
+    return;
+  }
   if (callee.s == "tlx.async_task") {
     visitAsyncTask(s, cs);
     return;

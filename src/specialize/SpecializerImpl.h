@@ -201,6 +201,9 @@ public:
   Val inlineAsmElementwise(CallSite& call); // InlineAsm.cpp
   /// tl.extra.cuda.gdc_wait / gdc_launch_dependents (InlineAsm.cpp).
   Val gridDependencyControl(const std::string& name, CallSite& call);
+  /// Proton's in-kernel scopes, pl.enter_scope / pl.exit_scope (ProfilerScopes.cpp): nothing.
+  Val callProton(const std::string& name, CallSite& call);
+  void protonScopeName(const std::string& name, CallSite& call);
   Val loadOp(const BoundArgs& a, SourceLoc loc);
   void storeOp(const BoundArgs& a, SourceLoc loc);
   Val customReduce(const std::vector<ir::Value*>& inputs, int64_t axis, const Val& combine,

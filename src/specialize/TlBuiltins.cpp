@@ -160,6 +160,11 @@ std::optional<Val> Specializer::namespaceMember(const std::string& ns, const std
     if (name == "jit") return Val::builtin("ww.jit");
     return std::nullopt;
   }
+  if (ns == "proton") {
+    if (name == "enter_scope" || name == "exit_scope" || name == "scope")
+      return Val::builtin("proton." + name);
+    return std::nullopt;
+  }
   if (ns == "libdevice") {
     if (isLibdeviceFunction(name)) return Val::builtin("libdevice." + name);
     static const std::vector<std::string> names = {
@@ -204,6 +209,9 @@ void Specializer::unknownMember(const std::string& ns, const std::string& name, 
     candidates = libdeviceFunctions();
   } else if (ns == "ww") {
     candidates = {"language", "tlx", "cdiv", "next_power_of_2", "jit"};
+  } else if (ns == "proton") {
+    prefix = "pl";
+    candidates = {"enter_scope", "exit_scope", "scope"};
   }
   std::string msg = "unknown name '" + prefix + "." + name + "'";
   std::string near = closestMatch(name, candidates);
@@ -222,6 +230,7 @@ Val Specializer::callBuiltin(const std::string& name, CallSite& call) {
   if (name.starts_with("tlx.")) return callTlx(name.substr(4), call);
   if (name.starts_with("math.")) return mathConstFunction(name.substr(5), call);
   if (name.starts_with("cuda.")) return gridDependencyControl(name.substr(5), call);
+  if (name.starts_with("proton.")) return callProton(name.substr(7), call);
   if (name.starts_with("libdevice.")) {
     std::string fn = name.substr(10);
     if (isLibdeviceFunction(fn)) return callLibdevice(*this, fn, call);
