@@ -327,6 +327,9 @@ private:
   };
   static TmaBoxes tmaBoxes(const ir::Type& dt, int swizzle);
   /// Predicate: this thread is the one that issues single-thread operations (thread 0).
+  /// index % groupSize (a buffer's subtile within its storage_alias_spec group).
+  const ir::Value* tmemRoot(const ir::Value* v);
+  std::string groupIndex(const std::string& index, int64_t groupSize);
   std::string electedThread();
   /// tl.dot on sm_90a: operands staged in shared memory, wgmma.mma_async per warp group.
   void lowerDotWgmma(const ir::Op& op, const Regs& a, const Regs& b, const Regs& acc);
@@ -390,6 +393,13 @@ private:
   // Tensor memory: each TMEM local_alloc's first column, the columns all need, the power of
   // two allocated, and the register holding the allocation's address once allocated.
   std::unordered_map<const ir::Value*, int64_t> tmemOffsets_;
+  // Members of a tensor-memory storage_alias_spec: buffer i at its first column + i * stride +
+  // (i % group) * its own columns (see ir/Ops.def); and each spec's first column.
+  struct TmemSpacing {
+    int64_t stride = 0, group = 1;
+  };
+  std::unordered_map<const ir::Value*, TmemSpacing> tmemSpacing_;
+  std::unordered_map<int64_t, int64_t> tmemAliasRegions_;
   int64_t tmemColumns_ = 0;
   int64_t tmemAllocColumns_ = 0;
   std::string tmemBase_;

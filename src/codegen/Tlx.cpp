@@ -253,7 +253,8 @@ ViewAddressing addressingOf(const layout::LayoutMap& layouts, const ir::Value* v
     if (whole) {
       // All buffers of the allocation as one tile: the buffer index is the highest bits.
       const layout::SharedAllocation* a = layouts.sharedAllocation(src);
-      if (!a || !std::has_single_bit(uint64_t(st.count)) || !std::has_single_bit(uint64_t(srcTile)))
+      if (!a || !std::has_single_bit(uint64_t(st.count)) ||
+          !std::has_single_bit(uint64_t(srcTile)) || a->groupSize > 1)
         raiseError(def->loc(), "tlx.local_reinterpret of all " + std::to_string(st.count) +
                                    " buffers of " + st.str() +
                                    " as one tile needs a power-of-two count and tile size");
@@ -390,6 +391,12 @@ const layout::SharedAllocation& FunctionLowering::allocationOf(const ir::Op& op,
   return *a;
 }
 
+std::string FunctionLowering::groupIndex(const std::string& index, int64_t groupSize) {
+  if (std::has_single_bit(uint64_t(groupSize)))
+    return b_.pure("and.b32", RegClass::B32, {index, immInt(groupSize - 1)});
+  return b_.pure("rem.u32", RegClass::B32, {index, immInt(groupSize)});
+}
+
 std::string FunctionLowering::electedThread() {
   return b_.pure("setp.eq.u32", RegClass::Pred, {tid(), "0"});
 }
@@ -424,9 +431,13 @@ void FunctionLowering::lowerTlxBuffer(const ir::Op& op) {
     if (ir::attr::LocalView::subview(op))
       return bind(op.result(), {b_.pure("mad.lo.s32", RegClass::B32,
                                         {index, immInt(subviewRowBytes(op)), base})});
-    // Views of one buffer of a multi-buffered allocation: base + index * bytesPerBuffer.
-    return bind(op.result(),
-                {b_.pure("mad.lo.s32", RegClass::B32, {index, immInt(a.bytesPerBuffer), base})});
+    // Views of one buffer of a multi-buffered allocation: base + index * bytesPerBuffer, and
+    // for a subtiled storage_alias_spec member + (index % groupSize) * groupStepBytes.
+    std::string at = b_.pure("mad.lo.s32", RegClass::B32, {index, immInt(a.bytesPerBuffer), base});
+    if (a.groupSize > 1)
+      at = b_.pure("mad.lo.s32", RegClass::B32,
+                   {groupIndex(index, a.groupSize), immInt(a.groupStepBytes), at});
+    return bind(op.result(), {at});
   }
   case OpCode::LocalTrans:
   case OpCode::LocalSlice:

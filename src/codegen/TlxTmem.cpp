@@ -33,24 +33,10 @@ bool isTmemValue(const ir::Value* v) {
 
 namespace {
 
-/// Whether `t` is a tensor-memory buffer of block scales: uint8 / int8 [rows, cols], rows a
-/// multiple of 128 and cols of 4 (TlxTcgen05Scaled.cpp: their layout).
-bool isTmemScales(const ir::Type& t) {
-  return (t.elem == DType::U8 || t.elem == DType::I8) && t.shape.size() == 2 && t.shape[0] > 0 &&
-         t.shape[0] % 128 == 0 && t.shape[1] > 0 && t.shape[1] % 4 == 0;
-}
-
-/// TMEM columns one buffer of type `t` ([M, N] of 32-bit, 16-bit or fp8 elements, or block
-/// scales) takes.
-int64_t tmemColumns(const ir::Type& t) {
-  if (isTmemScales(t)) return t.shape[0] * t.shape[1] / 128;
-  return t.shape.size() == 2 ? t.shape[1] * ir::byteWidth(t.elem) / 4 : 0;
-}
-
 /// The user error for a TMEM tile the backend cannot place.
 void requireTmemTile(const ir::Op& at, const ir::Type& t) {
   const int bytes = ir::byteWidth(t.elem);
-  if (isTmemScales(t)) return;
+  if (ir::isTmemScaleTile(t)) return;
   if (bytes == 1) {
     // fp8 tiles: four to a 32-bit column, [128, N] (an MMA's A, TLX's P of mxfp8 attention).
     if (!(t.elem == DType::F8E4M3 || t.elem == DType::F8E5M2) || t.shape.size() != 2 ||
@@ -101,16 +87,43 @@ void FunctionLowering::planTensorMemory() {
       // reuse=: these buffers overlay the reused allocation's columns from its first one.
       const ir::Value* reused = op.operand(0);
       const ir::Type& rt = reused->type();
-      if (tmemColumns(t) * t.count > tmemColumns(rt) * rt.count)
+      if (ir::tmemColumns(t) * t.count > ir::tmemColumns(rt) * rt.count)
         raiseError(op.loc(), "tlx.local_alloc of " + t.str() + " reuses " + rt.str() +
-                                 ", but needs " + std::to_string(tmemColumns(t) * t.count) +
+                                 ", but needs " + std::to_string(ir::tmemColumns(t) * t.count) +
                                  " tensor-memory columns where that allocation has " +
-                                 std::to_string(tmemColumns(rt) * rt.count));
+                                 std::to_string(ir::tmemColumns(rt) * rt.count));
       tmemOffsets_[op.result()] = tmemOffsets_.at(reused);
       return;
     }
-    tmemOffsets_[op.result()] = tmemColumns_;
-    tmemColumns_ += tmemColumns(t) * t.count;
+    if (const int64_t id = ir::attr::LocalAlloc::alias(op); id >= 0) {
+      // A storage_alias_spec member: the spec's columns are placed at its first member, as
+      // many as every member's last buffer needs (and alias_bytes); each member at its
+      // alias_offset in them (specialize/TlxStorageAlias.cpp).
+      auto [region, fresh] = tmemAliasRegions_.try_emplace(id, tmemColumns_);
+      if (fresh) {
+        int64_t cols = 0;
+        ir::walk(fn_.body, [&](const ir::Op& m) {
+          if (m.code() != OpCode::LocalAlloc || ir::attr::LocalAlloc::alias(m) != id) return;
+          const ir::Type& mt = m.result()->type();
+          const int64_t unit = ir::tmemColumns(mt);
+          const int64_t stride =
+              ir::attr::LocalAlloc::aliasStride(m) ? ir::attr::LocalAlloc::aliasStride(m) : unit;
+          const int64_t group = ir::attr::LocalAlloc::aliasGroup(m);
+          cols = std::max(cols, ir::attr::LocalAlloc::aliasBytes(m));
+          for (int64_t i = 0; i < mt.count; ++i)
+            cols = std::max(cols, ir::attr::LocalAlloc::aliasOffset(m) + i * stride +
+                                      (i % group) * unit + unit);
+        });
+        tmemColumns_ += cols;
+      }
+      tmemOffsets_[op.result()] = region->second + ir::attr::LocalAlloc::aliasOffset(op);
+      const int64_t stride = ir::attr::LocalAlloc::aliasStride(op);
+      tmemSpacing_[op.result()] = {stride ? stride : ir::tmemColumns(t),
+                                   ir::attr::LocalAlloc::aliasGroup(op)};
+    } else {
+      tmemOffsets_[op.result()] = tmemColumns_;
+      tmemColumns_ += ir::tmemColumns(t) * t.count;
+    }
     if (tmemColumns_ > 512)
       raiseError(op.loc(), "the kernel's tensor-memory buffers need " +
                                std::to_string(tmemColumns_) +
@@ -186,6 +199,22 @@ void FunctionLowering::releaseTensorMemory() {
   b_.label(skip);
 }
 
+/// The tensor-memory allocation `v` views: through local_view / local_slice and values chosen
+/// at run time (their first choice: chosen views of one buffer ring alike).
+const ir::Value* FunctionLowering::tmemRoot(const ir::Value* v) {
+  for (int guard = 0; guard < 1000; ++guard) {
+    const ir::Op* def = v->def();
+    if (def && (def->code() == OpCode::LocalView || def->code() == OpCode::LocalSlice)) {
+      v = def->operand(0);
+      continue;
+    }
+    std::vector<const ir::Value*> chosen = chosenValues(v);
+    if (chosen.empty()) return v;
+    v = chosen.front();
+  }
+  return v;
+}
+
 void FunctionLowering::lowerTmemBuffer(const ir::Op& op) {
   if (options_.target != Target::SM100a)
     raiseError(op.loc(), std::string("'") + op.name() +
@@ -203,8 +232,15 @@ void FunctionLowering::lowerTmemBuffer(const ir::Op& op) {
                            "tlx.local_slice");
     std::string base = b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32);
     std::string index = b_.materialize(operand(op, 1).at(0), RegClass::B32);
-    return bind(op.result(), {b_.pure("mad.lo.s32", RegClass::B32,
-                                      {index, immInt(tmemColumns(op.operand(0)->type())), base})});
+    const int64_t unit = ir::tmemColumns(op.operand(0)->type());
+    TmemSpacing spacing{unit, 1};
+    if (auto it = tmemSpacing_.find(tmemRoot(op.operand(0))); it != tmemSpacing_.end())
+      spacing = it->second;
+    std::string col = b_.pure("mad.lo.s32", RegClass::B32, {index, immInt(spacing.stride), base});
+    if (spacing.group > 1)
+      col = b_.pure("mad.lo.s32", RegClass::B32,
+                    {groupIndex(index, spacing.group), immInt(unit), col});
+    return bind(op.result(), {col});
   }
   case OpCode::LocalSlice: {
     const ir::Type& src = op.operand(0)->type();
@@ -240,7 +276,7 @@ void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
   const bool load = op.code() == OpCode::LocalLoad;
   const ir::Type& bt = op.operand(0)->type();
   requireTmemTile(op, bt);
-  if (isTmemScales(bt)) return lowerTmemScalesLoadStore(op);
+  if (ir::isTmemScaleTile(bt)) return lowerTmemScalesLoadStore(op);
   if (warps() % 4 != 0 || taskFirstWarp_ % 4 != 0)
     raiseError(op.loc(), std::string("'") + op.name() +
                              "' of tensor memory runs on whole warp groups: each warp of a group "

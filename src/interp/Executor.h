@@ -267,6 +267,7 @@ private:
   /// In a cluster, `v` takes the bytes a peer's multicast already wrote into this allocation
   /// (allocations are static on the GPU), else records its own for the peers.
   void adoptPeerBytes(const ir::Op& op, BufferView& v);
+  void execTmemAliasMember(const ir::Op& op, BufferView& v);
   void execLocalView(const ir::Op& op);
   void execLocalLoad(const ir::Op& op);
   void execLocalStore(const ir::Op& op);

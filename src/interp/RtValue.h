@@ -74,8 +74,8 @@ struct SharedAlloc {
   bool tmem = false; // Blackwell tensor memory (local_alloc with storage tmem)
 };
 
-/// A view of shared-memory tiles: `count` tiles of `shape` with element `strides`, tile i at
-/// byteOffset + i * tileStrideBytes. Views from local_view have count 1.
+/// A view of shared-memory (or tensor-memory) tiles: `count` tiles of `shape` with element
+/// `strides`, tile i at byteOffset + tileOffset(i). Views from local_view have count 1.
 struct BufferView {
   std::shared_ptr<SharedAlloc> alloc;
   ir::DType elem = ir::DType::F32;
@@ -84,6 +84,12 @@ struct BufferView {
   std::vector<int64_t> strides;
   int64_t count = 1;
   int64_t tileStrideBytes = 0;
+  /// A subtiled storage_alias_spec member (TLX's index rewriting): tile i lies a further
+  /// (i % groupSize) * groupStepBytes on.
+  int64_t groupSize = 1, groupStepBytes = 0;
+  int64_t tileOffset(int64_t tile) const {
+    return tile * tileStrideBytes + (tile % groupSize) * groupStepBytes;
+  }
   int elemBytes() const { return ir::byteWidth(elem); }
   int64_t tileElements() const {
     int64_t n = 1;
@@ -98,7 +104,7 @@ struct BufferView {
       off += (flat % shape[d]) * strides[d];
       flat /= shape[d];
     }
-    return byteOffset + tile * tileStrideBytes + off * elemBytes();
+    return byteOffset + tileOffset(tile) + off * elemBytes();
   }
 };
 

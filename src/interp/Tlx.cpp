@@ -131,7 +131,9 @@ ByteSpan bytesOf(const BufferView& view, int64_t tiles) {
   }
   const int64_t w = view.elemBytes();
   span.lo = view.byteOffset;
-  span.hi = span.lo + (tiles - 1) * view.tileStrideBytes + (last + 1) * w;
+  int64_t lastTile = 0;
+  for (int64_t t = 0; t < tiles; ++t) lastTile = std::max(lastTile, view.tileOffset(t));
+  span.hi = span.lo + lastTile + (last + 1) * w;
   const size_t rank = view.shape.size();
   if (rank < 2 || view.strides[rank - 1] != 1) return span;
   const int64_t pitch = view.strides[rank - 2] * w, row = view.shape[rank - 1] * w;
@@ -140,7 +142,9 @@ ByteSpan bytesOf(const BufferView& view, int64_t tiles) {
   // from one another.
   for (size_t d = 0; d + 2 < rank; ++d)
     if (view.strides[d] != view.strides[d + 1] * view.shape[d + 1]) return span;
-  if (tiles > 1 && view.tileStrideBytes != view.strides[0] * view.shape[0] * w) return span;
+  if (tiles > 1 &&
+      (view.tileStrideBytes != view.strides[0] * view.shape[0] * w || view.groupSize > 1))
+    return span;
   span.period = pitch;
   span.phase = span.lo % pitch;
   span.width = row;
@@ -848,12 +852,16 @@ void Executor::execLocalAlloc(const ir::Op& op) {
   v.strides = rowMajorStrides(rt.shape);
   v.count = rt.count;
   v.tileStrideBytes = v.tileElements() * v.elemBytes();
-  // Tensor-memory members of a storage_alias_spec take columns of their own, as codegen gives
-  // them (TlxTmem.cpp): the spec's byte offsets describe shared memory, not lanes x columns.
-  if (op.hasAttr(attr::LocalAlloc::kalias) && rt.space != ir::MemorySpace::Tmem) {
+  if (op.hasAttr(attr::LocalAlloc::kalias) && rt.space == ir::MemorySpace::Tmem) {
+    execTmemAliasMember(op, v);
+    return;
+  }
+  if (op.hasAttr(attr::LocalAlloc::kalias)) {
     // A member of a storage_alias_spec: its buffers lie in the spec's one region, at the
     // offset and spacing the compiler gave it (see specialize/TlxStorageAlias.cpp).
     if (int64_t stride = attr::LocalAlloc::aliasStride(op)) v.tileStrideBytes = stride;
+    v.groupSize = attr::LocalAlloc::aliasGroup(op);
+    if (v.groupSize > 1) v.groupStepBytes = v.tileElements() * v.elemBytes();
     v.byteOffset = attr::LocalAlloc::aliasOffset(op);
     std::shared_ptr<SharedAlloc>& region = cta_.aliasRegions[attr::LocalAlloc::alias(op)];
     if (!region) {
@@ -861,10 +869,10 @@ void Executor::execLocalAlloc(const ir::Op& op) {
       region->allocOp = &op;
       if (cta_.cluster) cta_.allocs[&op] = region;
     }
-    size_t need = size_t(std::max(attr::LocalAlloc::aliasBytes(op),
-                                  v.byteOffset + (v.count - 1) * v.tileStrideBytes +
-                                      v.tileElements() * v.elemBytes()));
-    if (region->bytes.size() < need) region->bytes.resize(need, 0xFF);
+    int64_t need = attr::LocalAlloc::aliasBytes(op);
+    for (int64_t i = 0; i < v.count; ++i)
+      need = std::max(need, v.byteOffset + v.tileOffset(i) + v.tileElements() * v.elemBytes());
+    if (int64_t(region->bytes.size()) < need) region->bytes.resize(size_t(need), 0xFF);
     v.alloc = region;
     set(op.result(), v);
     return;
@@ -902,6 +910,53 @@ void Executor::execLocalAlloc(const ir::Op& op) {
   v.alloc->bytes.assign(size_t(v.count * v.tileStrideBytes), 0xFF);
   v.alloc->allocOp = &op;
   if (cta_.cluster) adoptPeerBytes(op, v);
+  set(op.result(), v);
+}
+
+void Executor::execTmemAliasMember(const ir::Op& op, BufferView& v) {
+  // A member of a tensor-memory storage_alias_spec. The spec's region is columns of every lane
+  // (as many as alias_bytes and every member's last buffer need, computed once, as codegen
+  // does in TlxTmem.cpp); buffer i of the member starts alias_offset + i * alias_stride +
+  // (i % alias_group) * (its own columns) columns in, its rows a lane each. A member's own
+  // column count is the hardware's (ir::tmemColumns); the interpreter keeps a tile's data in
+  // the first columns of it.
+  const ir::Type& rt = op.result()->type();
+  const int64_t id = attr::LocalAlloc::alias(op);
+  std::shared_ptr<SharedAlloc>& region = cta_.aliasRegions[id];
+  auto columnsOf = [](const ir::Op& m) {
+    const ir::Type& t = m.result()->type();
+    const int64_t unit = std::max<int64_t>(1, ir::tmemColumns(t));
+    const int64_t stride =
+        attr::LocalAlloc::aliasStride(m) ? attr::LocalAlloc::aliasStride(m) : unit;
+    const int64_t group = attr::LocalAlloc::aliasGroup(m);
+    int64_t cols = attr::LocalAlloc::aliasBytes(m);
+    for (int64_t i = 0; i < t.count; ++i)
+      cols =
+          std::max(cols, attr::LocalAlloc::aliasOffset(m) + i * stride + (i % group) * unit + unit);
+    return cols;
+  };
+  if (!region) {
+    int64_t cols = 0;
+    ir::walk(k_.fn->body, [&](const ir::Op& m) {
+      if (m.code() == ir::OpCode::LocalAlloc && attr::LocalAlloc::alias(m) == id)
+        cols = std::max(cols, columnsOf(m));
+    });
+    region = std::make_shared<SharedAlloc>();
+    region->bytes.assign(size_t(128 * cols * 4), 0xFF);
+    region->allocOp = &op;
+    region->tmem = true;
+    if (cta_.cluster) cta_.allocs[&op] = region;
+  }
+  const int64_t pitch = int64_t(region->bytes.size()) / 128; // bytes of a lane
+  const int64_t unit = std::max<int64_t>(1, ir::tmemColumns(rt));
+  const int64_t stride =
+      attr::LocalAlloc::aliasStride(op) ? attr::LocalAlloc::aliasStride(op) : unit;
+  v.alloc = region;
+  v.byteOffset = attr::LocalAlloc::aliasOffset(op) * 4;
+  if (rt.shape.size() == 2) v.strides = {pitch / v.elemBytes(), 1};
+  v.tileStrideBytes = stride * 4;
+  v.groupSize = attr::LocalAlloc::aliasGroup(op);
+  v.groupStepBytes = v.groupSize > 1 ? unit * 4 : 0;
   set(op.result(), v);
 }
 
@@ -945,8 +1000,10 @@ void Executor::execLocalView(const ir::Op& op) {
                          std::to_string(b->count) + " buffers (valid: 0.." +
                          std::to_string(b->count - 1) + ") in " + where());
     BufferView v = *b;
-    v.byteOffset += index * b->tileStrideBytes;
+    v.byteOffset += b->tileOffset(index);
     v.count = 1;
+    v.groupSize = 1;
+    v.groupStepBytes = 0;
     set(op.result(), v);
     return;
   }

@@ -97,6 +97,25 @@ std::optional<DType> parseTlDType(std::string_view s) {
   return std::nullopt;
 }
 
+bool sameTmaTile(const std::vector<int64_t>& block, const std::vector<int64_t>& tile) {
+  auto trimmed = [](const std::vector<int64_t>& s) {
+    size_t first = 0;
+    while (first + 1 < s.size() && s[first] == 1) ++first;
+    return std::vector<int64_t>(s.begin() + std::ptrdiff_t(first), s.end());
+  };
+  return trimmed(block) == trimmed(tile);
+}
+
+bool isTmemScaleTile(const Type& t) {
+  return (t.elem == DType::U8 || t.elem == DType::I8) && t.shape.size() == 2 && t.shape[0] > 0 &&
+         t.shape[0] % 128 == 0 && t.shape[1] > 0 && t.shape[1] % 4 == 0;
+}
+
+int64_t tmemColumns(const Type& t) {
+  if (isTmemScaleTile(t)) return t.shape[0] * t.shape[1] / 128;
+  return t.shape.size() == 2 ? t.shape[1] * byteWidth(t.elem) / 4 : 0;
+}
+
 int64_t Type::numElements() const {
   // Saturates: an absurd shape (2**40 x 2**40) must compare as too large, never wrap.
   int64_t n = 1;

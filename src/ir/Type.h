@@ -123,6 +123,20 @@ struct Type {
   size_t hash() const;
 };
 
+/// Whether a TMA block of shape `block` fills a buffer tile of shape `tile`: the same shape once
+/// leading 1s are dropped from both (TLX copies a [1, 1, M, N] box of a 4-D descriptor into an
+/// [M, N] buffer; the box's bytes in row-major order are the tile's).
+bool sameTmaTile(const std::vector<int64_t>& block, const std::vector<int64_t>& tile);
+
+/// Blackwell tensor memory (128 lanes of 32-bit columns): whether buffer type `t` is a tile of
+/// block scales (uint8 / int8 [rows, cols], rows a multiple of 128 and cols of 4), which takes
+/// rows x cols / 128 columns (each 32-row block's scales duplicated into the four lane quarters).
+bool isTmemScaleTile(const Type& t);
+/// The 32-bit tensor-memory columns one buffer of `t` takes: [M, N] tiles of 32-bit elements N,
+/// of 16-bit ones N / 2 and of 8-bit ones N / 4 (packed, as TLX lays them out), scale tiles as
+/// above; 0 for other shapes.
+int64_t tmemColumns(const Type& t);
+
 /// For unordered containers keyed by types.
 struct TypeHash {
   size_t operator()(const Type& t) const { return t.hash(); }

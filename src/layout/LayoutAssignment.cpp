@@ -996,8 +996,12 @@ private:
         a.alignment = sharedTileAlignment(t.shape, eb);
         a.bytesPerBuffer = alignTo(numElements(t.shape) * eb, a.alignment);
         a.count = t.count;
-        if (op.hasAttr(ir::attr::LocalAlloc::kalias))
+        if (op.hasAttr(ir::attr::LocalAlloc::kalias)) {
           if (int64_t stride = ir::attr::LocalAlloc::aliasStride(op)) a.bytesPerBuffer = stride;
+          // Subtiles of a set_buffer_overlap group (TLX's index rewriting) lie a tile further.
+          a.groupSize = ir::attr::LocalAlloc::aliasGroup(op);
+          if (a.groupSize > 1) a.groupStepBytes = numElements(t.shape) * eb;
+        }
         map_.allocations_[op.result()] = std::move(a);
         allocs.push_back(&op);
         return;
@@ -1190,7 +1194,8 @@ private:
     }
   }
 
-  /// Bytes of a tlx.storage_alias_spec's region: alias_bytes, and each member's last buffer.
+  /// Bytes of a tlx.storage_alias_spec's region: alias_bytes, and each member's last buffer
+  /// (buffer i at alias_offset + i * alias_stride + (i % alias_group) * its tile).
   int64_t aliasRegionBytes(int64_t id) const {
     int64_t bytes = 0;
     walk(fn_.body, [&](const ir::Op& m) {
@@ -1199,8 +1204,11 @@ private:
       int64_t eb = ir::byteWidth(t.elem), tile = numElements(t.shape) * eb;
       int64_t stride = ir::attr::LocalAlloc::aliasStride(m);
       if (stride == 0) stride = alignTo(tile, sharedTileAlignment(t.shape, int(eb)));
-      bytes = std::max({bytes, ir::attr::LocalAlloc::aliasBytes(m),
-                        ir::attr::LocalAlloc::aliasOffset(m) + (t.count - 1) * stride + tile});
+      const int64_t group = ir::attr::LocalAlloc::aliasGroup(m);
+      bytes = std::max(bytes, ir::attr::LocalAlloc::aliasBytes(m));
+      for (int64_t i = 0; i < t.count; ++i)
+        bytes = std::max(bytes, ir::attr::LocalAlloc::aliasOffset(m) + i * stride +
+                                    (i % group) * tile + tile);
     });
     return bytes;
   }
@@ -1236,10 +1244,13 @@ private:
       bool alike = a != map_.allocations_.end() && b != map_.allocations_.end() &&
                    a->second.layout == b->second.layout &&
                    a->second.swizzleBytes == b->second.swizzleBytes &&
-                   a->second.bytesPerBuffer == b->second.bytesPerBuffer;
+                   a->second.bytesPerBuffer == b->second.bytesPerBuffer &&
+                   a->second.groupSize == b->second.groupSize &&
+                   a->second.groupStepBytes == b->second.groupStepBytes;
       if (!alike)
-        raiseError(parent->loc(), "this if chooses between views of two allocations that lie "
-                                  "differently in shared memory (" +
+        raiseError(parent->loc(), std::string("this ") + parent->name() +
+                                      " chooses between views of two allocations that lie "
+                                      "differently in shared memory (" +
                                       t.str() +
                                       "); choose between views of one tlx.local_alloc, "
                                       "or of allocations of one shape and dtype");

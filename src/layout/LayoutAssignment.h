@@ -49,6 +49,9 @@ struct SharedAllocation {
   int64_t offset = 0;         // bytes from the start of dynamic shared memory
   int64_t bytesPerBuffer = 0; // one buffer of a multi-buffered allocation
   int64_t count = 1;          // number of buffers
+  /// Buffer i lies at offset + i * bytesPerBuffer + (i % groupSize) * groupStepBytes: a member
+  /// of a storage_alias_spec whose set_buffer_overlap subtiles it (TLX's index rewriting).
+  int64_t groupSize = 1, groupStepBytes = 0;
   int64_t alignment = 16;
   /// For tensor buffers: offset (elements within one buffer) -> coordinates. Empty for barriers.
   LinearLayout layout;

@@ -187,6 +187,9 @@ public:
   /// spec.set_buffer_overlap (TlxStorageAlias.cpp).
   Val callStorageAlias(const std::string& name, CallSite& call);
   void joinStorageAlias(const Val& spec, ir::Op* alloc, SourceLoc loc);
+  /// The storage_alias_spec a reuse= of shared-memory allocation `reused` joins: made for it
+  /// (and it made its first member) the first time.
+  Val sharedReuseSpec(const Val& reused, SourceLoc loc);
   Val storageAliasAttr(const Val& spec, const std::string& name, SourceLoc loc);
   Val storageAliasMethod(const Val& spec, const std::string& name, CallSite& call);
   /// Attribute `name` of namespace `ns` ("tl", "tlx", "math", ...); nullopt when unknown.
@@ -261,8 +264,10 @@ public:
     int64_t sizeBytes = 0;        // buffer_size_bytes= (0: the compiler sizes it)
     std::vector<ir::Op*> members; // local_allocs with reuse= this spec
     bool overlapSet = false;
+    bool implicit = false; // made for reuse= of a shared-memory local_alloc (TLX's alias)
   };
   std::vector<AliasSpec> aliasSpecs;
+  static int64_t specUnits(const AliasSpec& s);
   const SpecializeInput& in;
   ir::Builder b;
   Frame* frame = nullptr;

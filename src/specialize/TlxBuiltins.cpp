@@ -147,6 +147,7 @@ Val tlxLocalAlloc(Specializer& sp, const std::string& /*name*/, CallSite& call) 
   const Val* reuse = a.has("reuse") && !a.get("reuse").isNone() ? &a.get("reuse") : nullptr;
   // reuse= a tensor-memory buffered_tensor: TLX's overlay of another allocation's columns.
   ir::Value* overlaid = nullptr;
+  std::optional<Val> aliasOf; // reuse= a shared-memory buffered_tensor: its implicit spec
   if (reuse && reuse->isRuntime() && reuse->type().kind == ir::TypeKind::Buffer &&
       space == ir::MemorySpace::Tmem) {
     overlaid = reuse->v;
@@ -160,12 +161,19 @@ Val tlxLocalAlloc(Specializer& sp, const std::string& /*name*/, CallSite& call) 
       raiseError(a.loc("reuse"), "tlx.local_alloc's reuse= takes the buffers a tensor-memory "
                                  "local_alloc returned (not a view of them, nor an allocation "
                                  "that itself reuses another)");
+  } else if (reuse && reuse->isRuntime() && reuse->type().kind == ir::TypeKind::Buffer) {
+    // reuse= a shared-memory buffered_tensor: TLX's alias of that allocation, starting at its
+    // first byte. Both become members of one storage_alias_spec without set_buffer_overlap.
+    if (reuse->type().space != ir::MemorySpace::Shared)
+      raiseError(a.loc("reuse"), "tlx.local_alloc in shared memory reuses " + reuse->type().str() +
+                                     ", which is not in shared memory (TLX: the storage kinds "
+                                     "must match)");
+    reuse = nullptr;
+    aliasOf = sp.sharedReuseSpec(a.get("reuse"), a.loc("reuse"));
   } else if (reuse && !(reuse->kind == Val::Kind::Object && reuse->s == "storage_alias_spec")) {
-    raiseError(a.loc("reuse"), "tlx.local_alloc's reuse= takes a tlx.storage_alias_spec, got " +
-                                   describe(*reuse) +
-                                   " (reuse of a buffered_tensor is supported in tensor memory "
-                                   "only; in shared memory make a storage_alias_spec and pass it "
-                                   "to every local_alloc that shares the memory)");
+    raiseError(a.loc("reuse"), "tlx.local_alloc's reuse= takes a tlx.storage_alias_spec or the "
+                               "buffers of a local_alloc, got " +
+                                   describe(*reuse));
   }
   if (a.has("layout"))
     raiseError(a.loc("layout"), "tlx.local_alloc's layout= is not supported; the compiler "
@@ -177,6 +185,7 @@ Val tlxLocalAlloc(Specializer& sp, const std::string& /*name*/, CallSite& call) 
       OpCode::LocalAlloc, overlaid ? std::vector<ir::Value*>{overlaid} : std::vector<ir::Value*>{},
       ir::Type::buffer(dt, shape, num, space), attrs);
   if (reuse && !overlaid) sp.joinStorageAlias(*reuse, alloc->def(), a.loc("reuse"));
+  if (aliasOf) sp.joinStorageAlias(*aliasOf, alloc->def(), a.loc("reuse"));
   return Val::runtime(alloc);
 }
 

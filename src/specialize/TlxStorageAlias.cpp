@@ -1,16 +1,22 @@
-// tlx.storage_alias_spec: several tlx.local_allocs sharing one shared-memory region. Each member
-// allocation keeps its own type; the specializer records where its buffers lie in the region as
-// attributes of its local_alloc (alias: the spec's index, alias_offset: bytes from the region's
-// start to buffer 0, alias_stride: bytes from one buffer to the next, 0 for the allocation's own
-// size, alias_bytes: the least size of the region). Layout assignment places each region once
-// and every member in it; the interpreter gives the members one byte array.
+// tlx.storage_alias_spec: several tlx.local_allocs sharing one region of shared memory or of
+// tensor memory. Each member allocation keeps its own type; the specializer records where its
+// buffers lie in the region as attributes of its local_alloc (ir/Ops.def: alias, alias_offset,
+// alias_stride, alias_group, alias_bytes; units are bytes in shared memory and 32-bit columns
+// in tensor memory, as TLX counts them). Layout assignment (shared memory) and the tensor-memory
+// plan of codegen place each region once and every member in it; the interpreter gives the
+// members one byte array (tensor memory: one array of lanes x columns).
 //
-// spec.set_buffer_overlap(tlx.reuse_group(...)) places the members as TLX does: the group tree
-// is sized per buffer index (shared: the largest child times group_size, distinct: the children
-// one after another, each aligned to the tree's alignment); buffer index i of every member lies in
-// slot i of that size, a distinct group's children at increasing offsets within it, and a shared
-// group with group_size g splits it into g subtiles of its largest child's size. Without
-// set_buffer_overlap every member starts at the region's start.
+// spec.set_buffer_overlap(tlx.reuse_group(...)) places the members as TLX's storage-alias
+// lowering does (its BufferOffsetCalculation and StorageAliasAllocation passes): the group tree
+// is sized per buffer index (shared: the largest child times group_size; distinct: the children
+// one after another, each aligned), and walked from offset 0 with the tree's size as the
+// distance between buffer indices; a shared group splits that distance by its group_size and
+// multiplies the group size its members see, a distinct group places its children one after
+// another. A member at offset o, distance d and group size g, one buffer being u units, has
+// buffer i at physical index s i + o / u + (i mod g) of its own buffers (s = d / u), or at i
+// when s = 1 and o = 0: TLX rewrites the member's indices that way, which is also why it
+// requires o and d to be multiples of u. Without set_buffer_overlap every member starts at the
+// region's start, buffers at their own spacing.
 #include "specialize/SpecializerImpl.h"
 
 #include "ir/Limits.h"
@@ -35,49 +41,43 @@ bool isGroup(const Val& v) {
   return v.kind == Val::Kind::Object && v.s == "reuse_group";
 }
 
-/// The TLX alignment of a member: the compiler's alignment of its tile (at least its element).
-int64_t alignmentOf(const Val& node) {
+/// The size of one buffer of leaf `t` in the region's units: bytes, or tensor-memory columns.
+int64_t unitsOf(const ir::Type& t, bool tmem) {
+  return tmem ? ir::tmemColumns(t) : tileBytes(t);
+}
+
+/// The alignment of a node. Shared memory: the compiler's alignment of its tiles (at least one
+/// element; TLX's is 128 bytes, warpweave's swizzled tiles need their 1024). Tensor memory: as
+/// TLX, a leaf's own column count, so that a member's offset is a whole number of its buffers.
+int64_t alignmentOf(const Val& node, bool tmem) {
   if (!isGroup(node)) {
     const ir::Type& t = node.v->type();
+    if (tmem) return std::max<int64_t>(1, ir::tmemColumns(t));
     return std::max<int64_t>(layout::sharedTileAlignment(t.shape, ir::byteWidth(t.elem)),
                              ir::byteWidth(t.elem));
   }
   int64_t a = 1;
-  for (const Val& c : node.elts) a = std::max(a, alignmentOf(c));
+  for (const Val& c : node.elts) a = std::max(a, alignmentOf(c, tmem));
   return a;
 }
 
-/// Bytes one buffer index of `node` needs.
-int64_t sizeOf(const Val& node, int64_t alignment) {
-  if (!isGroup(node)) return tileBytes(node.v->type());
+/// Units one buffer index of `node` needs (TLX's getElementSize).
+int64_t sizeOf(const Val& node, int64_t alignment, bool tmem) {
+  if (!isGroup(node)) return unitsOf(node.v->type(), tmem);
   int64_t size = 0;
   for (const Val& c : node.elts) {
-    if (node.b) // distinct
-      size = alignTo(size, alignment) + sizeOf(c, alignment);
+    if (node.b) // distinct: tensor-memory children at their own alignment
+      size = alignTo(size, tmem ? alignmentOf(c, tmem) : alignment) + sizeOf(c, alignment, tmem);
     else
-      size = std::max(size, sizeOf(c, alignment));
+      size = std::max(size, sizeOf(c, alignment, tmem));
   }
   return node.b ? size : size * node.i;
 }
 
-/// A member's placement: buffer 0 at `offset`; its index is split into digits, innermost last,
-/// each (count, stride): the first level's count is unbounded (the slot of the whole tree).
+/// Where TLX puts a member: buffer i at `offset` + i * `stride` + (i mod `group`) * one buffer.
 struct Placement {
-  int64_t offset = 0;
-  std::vector<std::pair<int64_t, int64_t>> levels;
-
-  int64_t address(int64_t i) const {
-    int64_t at = offset;
-    for (size_t l = levels.size(); l-- > 0;) {
-      if (l == 0) {
-        at += i * levels[l].second;
-      } else {
-        at += (i % levels[l].first) * levels[l].second;
-        i /= levels[l].first;
-      }
-    }
-    return at;
-  }
+  int64_t offset = 0, stride = 0, group = 1, unit = 0;
+  int64_t address(int64_t i) const { return offset + i * stride + (i % group) * unit; }
 };
 
 } // namespace
@@ -98,11 +98,11 @@ Val Specializer::callStorageAlias(const std::string& name, CallSite& call) {
       spec.sizeBytes =
           constInt(a.get("buffer_size_bytes"), a.loc("buffer_size_bytes"),
                    "tlx.storage_alias_spec's buffer_size_bytes", a.expr("buffer_size_bytes"));
-      if (spec.sizeBytes < 1 || spec.sizeBytes > ir::kMaxSharedBytes)
+      const int64_t most = spec.tmem ? ir::kMaxTensorMemoryBytes : ir::kMaxSharedBytes;
+      if (spec.sizeBytes < 1 || spec.sizeBytes > most)
         raiseError(a.loc("buffer_size_bytes"),
-                   "tlx.storage_alias_spec's buffer_size_bytes must be 1.." +
-                       std::to_string(ir::kMaxSharedBytes) + ", got " +
-                       std::to_string(spec.sizeBytes));
+                   "tlx.storage_alias_spec's buffer_size_bytes must be 1.." + std::to_string(most) +
+                       ", got " + std::to_string(spec.sizeBytes));
     }
     aliasSpecs.push_back(spec);
     return Val::object("storage_alias_spec", int64_t(aliasSpecs.size() - 1));
@@ -157,7 +157,34 @@ void Specializer::joinStorageAlias(const Val& spec, ir::Op* alloc, SourceLoc loc
   ir::attr::LocalAlloc::set::alias(*alloc, spec.i);
   ir::attr::LocalAlloc::set::aliasOffset(*alloc, 0);
   ir::attr::LocalAlloc::set::aliasStride(*alloc, 0);
-  ir::attr::LocalAlloc::set::aliasBytes(*alloc, s.sizeBytes);
+  ir::attr::LocalAlloc::set::aliasBytes(*alloc, specUnits(s));
+}
+
+Val Specializer::sharedReuseSpec(const Val& reused, SourceLoc loc) {
+  ir::Op* def = reused.v->def();
+  if (!def || def->code() != ir::OpCode::LocalAlloc)
+    raiseError(loc, "tlx.local_alloc's reuse= takes the buffers a shared-memory local_alloc "
+                    "returned, not a view of them");
+  const int64_t id = ir::attr::LocalAlloc::alias(*def);
+  if (id >= 0) {
+    // The allocation already shares an implicit spec (an earlier reuse= of it): join that one.
+    if (!aliasSpecs.at(size_t(id)).implicit)
+      raiseError(loc, "tlx.local_alloc's reuse= names a member of a storage_alias_spec; pass the "
+                      "spec itself as reuse=");
+    return Val::object("storage_alias_spec", id);
+  }
+  AliasSpec spec;
+  spec.implicit = true;
+  aliasSpecs.push_back(spec);
+  Val made = Val::object("storage_alias_spec", int64_t(aliasSpecs.size() - 1));
+  joinStorageAlias(made, def, loc);
+  return made;
+}
+
+/// buffer_size_bytes in the spec's units: bytes, or the tensor-memory columns that many bytes
+/// of 128 lanes take (TLX: bytes / (128 x 4)).
+int64_t Specializer::specUnits(const AliasSpec& s) {
+  return s.tmem ? (s.sizeBytes + 128 * 4 - 1) / (128 * 4) : s.sizeBytes;
 }
 
 Val Specializer::storageAliasAttr(const Val& obj, const std::string& name, SourceLoc loc) {
@@ -207,75 +234,90 @@ Val Specializer::storageAliasMethod(const Val& obj, const std::string& name, Cal
   };
   check(root);
 
-  int64_t alignment = alignmentOf(root);
-  int64_t between = alignTo(sizeOf(root, alignment), alignment);
-  std::vector<std::pair<const Val*, Placement>> placed;
-  std::function<void(const Val&, Placement)> place = [&](const Val& n, Placement p) {
-    if (!isGroup(n)) {
-      placed.emplace_back(&n, p);
-      return;
-    }
-    if (n.b) { // distinct: one after another
-      int64_t at = p.offset;
-      for (const Val& c : n.elts) {
-        at = alignTo(at, alignment);
-        Placement q = p;
-        q.offset = at;
-        place(c, q);
-        at += sizeOf(c, alignment);
-      }
-      int64_t room = p.levels.back().second;
-      if (at - p.offset > room)
-        raiseError(call.loc, "set_buffer_overlap: not enough space for a distinct reuse_group: it "
-                             "needs " +
-                                 std::to_string(at - p.offset) +
-                                 " bytes per buffer, its place has " + std::to_string(room));
-      return;
-    }
-    if (n.i > 1) { // group_size subtiles, each as large as the largest member
-      int64_t sub = 0;
-      for (const Val& c : n.elts) sub = std::max(sub, sizeOf(c, alignment));
-      p.levels.emplace_back(n.i, sub);
-    }
-    for (const Val& c : n.elts) place(c, p);
+  const bool tmem = spec.tmem;
+  const std::string unit = tmem ? " tensor-memory columns" : " bytes";
+  const int64_t alignment = alignmentOf(root, tmem);
+  const int64_t between = alignTo(sizeOf(root, alignment, tmem), alignment);
+  // TLX's BufferOffsetCalculation: (offset, distance between buffer indices, group size) of
+  // every leaf.
+  struct Leaf {
+    const Val* v;
+    int64_t offset, between, group;
   };
-  Placement top;
-  top.levels.emplace_back(std::numeric_limits<int64_t>::max(), between);
-  place(root, top);
+  std::vector<Leaf> leaves;
+  std::function<void(const Val&, int64_t, int64_t, int64_t)> collect =
+      [&](const Val& n, int64_t offset, int64_t dist, int64_t group) {
+        if (!isGroup(n)) {
+          leaves.push_back({&n, offset, dist, group});
+          return;
+        }
+        if (!n.b) { // shared: one offset, the distance split into group_size subtiles
+          for (const Val& c : n.elts) collect(c, offset, dist / n.i, group * n.i);
+          return;
+        }
+        int64_t at = offset;
+        for (const Val& c : n.elts) {
+          at = alignTo(at, tmem ? alignmentOf(c, tmem) : alignment);
+          collect(c, at, dist, group);
+          at += sizeOf(c, alignment, tmem);
+        }
+        if (at - offset > dist)
+          raiseError(call.loc,
+                     "set_buffer_overlap: not enough space for a distinct reuse_group: it "
+                     "needs " +
+                         std::to_string(at - offset) + unit + " per buffer, its place has " +
+                         std::to_string(dist));
+      };
+  collect(root, 0, between, 1);
 
-  int64_t firstCount = placed.front().first->type().count;
-  int64_t total = between * firstCount;
-  for (const auto& [leaf, p] : placed) {
-    ir::Op* alloc = leaf->v->def();
-    const ir::Type& t = leaf->type();
-    int64_t align = alignmentOf(*leaf);
-    int64_t stride = t.count > 1 ? p.address(1) - p.address(0) : 0;
+  int64_t total = between * leaves.front().v->type().count;
+  for (const Leaf& leaf : leaves) {
+    ir::Op* alloc = leaf.v->v->def();
+    const ir::Type& t = leaf.v->type();
+    Placement p;
+    p.unit = unitsOf(t, tmem);
+    // TLX (StorageAliasAllocation) indexes a member's own buffers, so its offset and spacing
+    // must be whole buffers.
+    if (p.unit <= 0 || leaf.between % p.unit != 0 || leaf.offset % p.unit != 0)
+      raiseError(call.loc, "set_buffer_overlap: " + t.str() + " would lie " +
+                               std::to_string(leaf.offset) + unit + " into its place, " +
+                               std::to_string(leaf.between) + unit +
+                               " per buffer index, which TLX requires to be multiples of its "
+                               "buffer size (" +
+                               std::to_string(p.unit) + unit + ")");
+    const int64_t scale = leaf.between / p.unit, slots = leaf.offset / p.unit;
+    p.stride = p.unit;
+    if (scale > 1 || slots > 0) { // TLX rewrites its indices: s i + o / u + (i mod g)
+      p.stride = leaf.between;
+      p.offset = leaf.offset;
+      p.group = leaf.group;
+    }
+    const int64_t align = tmem ? 1 : alignmentOf(*leaf.v, tmem);
     for (int64_t i = 0; i < t.count; ++i) {
-      int64_t at = p.address(i);
-      if (at != p.address(0) + i * stride)
-        raiseError(call.loc,
-                   "set_buffer_overlap: the buffers of " + t.str() +
-                       " would not be evenly spaced (buffer " + std::to_string(i) + " at byte " +
-                       std::to_string(at) +
-                       "); give its reuse_group a group_size whose subtiles fill their place");
+      const int64_t at = p.address(i);
       if (at % align != 0)
         raiseError(call.loc, "set_buffer_overlap: buffer " + std::to_string(i) + " of " + t.str() +
                                  " would start at byte " + std::to_string(at) +
                                  ", not a multiple of its alignment " + std::to_string(align));
-      total = std::max(total, at + tileBytes(t));
+      total = std::max(total, at + p.unit);
     }
+    // TLX sizes a tensor-memory region by its members' own columns, too.
+    if (tmem) total = std::max(total, p.unit * t.count);
     ir::attr::LocalAlloc::set::aliasOffset(*alloc, p.offset);
-    ir::attr::LocalAlloc::set::aliasStride(*alloc, stride);
+    ir::attr::LocalAlloc::set::aliasStride(*alloc, p.stride);
+    ir::attr::LocalAlloc::set::aliasGroup(*alloc, p.group);
   }
-  if (spec.sizeBytes && spec.sizeBytes < total)
+  if (spec.sizeBytes && specUnits(spec) < total)
     raiseError(call.loc,
                "storage_alias_spec's buffer_size_bytes=" + std::to_string(spec.sizeBytes) +
-                   " is too small: the reuse_group needs " + std::to_string(total) + " bytes");
-  if (total > ir::kMaxSharedBytes)
+                   " is too small: the reuse_group needs " + std::to_string(total) + unit +
+                   (tmem ? " (128 lanes x 4 bytes each)" : ""));
+  const int64_t most = tmem ? 512 : ir::kMaxSharedBytes;
+  if (total > most)
     raiseError(call.loc, "set_buffer_overlap: the reuse_group needs " + std::to_string(total) +
-                             " bytes; a block has at most " + std::to_string(ir::kMaxSharedBytes));
+                             unit + "; a block has at most " + std::to_string(most));
   for (ir::Op* m : spec.members)
-    ir::attr::LocalAlloc::set::aliasBytes(*m, std::max(total, spec.sizeBytes));
+    ir::attr::LocalAlloc::set::aliasBytes(*m, std::max(total, specUnits(spec)));
   spec.overlapSet = true;
   return Val::none();
 }

@@ -196,3 +196,64 @@ def tmem_alias_members(x_ptr, a_desc, b_desc, out_ptr, BN: tl.constexpr):
     got = tlx.local_load(tlx.local_view(first, 0))
     got += 2.0 * tlx.local_load(tlx.local_view(second, 0))
     tl.store(out_ptr + offs, got)
+
+
+@ww.jit
+def tmem_alias_subtiles(out_ptr, k):
+    """TLX's attention layout of tensor memory in small: QK (2 x [128, 64] fp32) shares its
+    columns with P (4 x [128, 32] fp16, two subtiles per QK buffer: group_size=2) and alpha
+    (2 x [128, 1] fp32) placed apart from P. QK gets a ramp (1000 j + column), P[i] the value
+    i + 1, alpha[j] 100 + j, then P[k] (k at run time) 5; out = QK read back."""
+    spec = tlx.storage_alias_spec(storage=tlx.storage_kind.tmem)
+    qk = tlx.local_alloc((128, 64), tl.float32, 2, tlx.storage_kind.tmem, reuse=spec)
+    p = tlx.local_alloc((128, 32), tl.float16, 4, tlx.storage_kind.tmem, reuse=spec)
+    alpha = tlx.local_alloc((128, 1), tl.float32, 2, tlx.storage_kind.tmem, reuse=spec)
+    spec.set_buffer_overlap(
+        tlx.reuse_group(
+            qk,
+            tlx.reuse_group(tlx.reuse_group(p, group_size=2), alpha,
+                            group_type=tlx.reuse_group_type.distinct),
+            group_type=tlx.reuse_group_type.shared))
+    rows = tl.arange(0, 128)[:, None]
+    cols = tl.arange(0, 64)[None, :]
+    for j in tl.static_range(2):
+        tlx.local_store(qk[j], (1000 * j + cols + 0 * rows).to(tl.float32))
+    for i in tl.static_range(4):
+        tlx.local_store(p[i], tl.full((128, 32), i + 1, tl.float16))
+    for j in tl.static_range(2):
+        tlx.local_store(alpha[j], tl.full((128, 1), 100 + j, tl.float32))
+    tlx.local_store(p[k], tl.full((128, 32), 5, tl.float16))
+    for j in tl.static_range(2):
+        tl.store(out_ptr + j * 128 * 64 + rows * 64 + cols, tlx.local_load(qk[j]))
+
+
+@ww.jit
+def tmem_alias_race(a_desc, b_desc, out_ptr, CLASH: tl.constexpr):
+    """An MMA writes QK[0] asynchronously; before its barrier is waited for, P[1] (which lies
+    over QK[0]'s last 16 columns) or, without CLASH, alpha[1] (within QK[1]) is stored."""
+    spec = tlx.storage_alias_spec(storage=tlx.storage_kind.tmem)
+    qk = tlx.local_alloc((128, 64), tl.float32, 2, tlx.storage_kind.tmem, reuse=spec)
+    p = tlx.local_alloc((128, 32), tl.float16, 4, tlx.storage_kind.tmem, reuse=spec)
+    alpha = tlx.local_alloc((128, 1), tl.float32, 2, tlx.storage_kind.tmem, reuse=spec)
+    spec.set_buffer_overlap(
+        tlx.reuse_group(
+            qk,
+            tlx.reuse_group(tlx.reuse_group(p, group_size=2), alpha,
+                            group_type=tlx.reuse_group_type.distinct),
+            group_type=tlx.reuse_group_type.shared))
+    a = tlx.local_alloc((128, 16), tl.float16, 1)
+    b = tlx.local_alloc((16, 64), tl.float16, 1)
+    bar = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    done = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    tlx.barrier_expect_bytes(bar[0], 2 * (128 + 64) * 16)
+    tlx.async_descriptor_load(a_desc, a[0], [0, 0], bar[0])
+    tlx.async_descriptor_load(b_desc, b[0], [0, 0], bar[0])
+    tlx.barrier_wait(bar[0], 0)
+    tlx.async_dot(a[0], b[0], qk[0], use_acc=False, mBarriers=[done[0]])
+    if CLASH:
+        tlx.local_store(p[1], tl.full((128, 32), 1.0, tl.float16))
+    else:
+        tlx.local_store(alpha[1], tl.full((128, 1), 1.0, tl.float32))
+    tlx.barrier_wait(done[0], 0)
+    tl.store(out_ptr + tl.arange(0, 128)[:, None] * 64 + tl.arange(0, 64)[None, :],
+             tlx.local_load(qk[0]))

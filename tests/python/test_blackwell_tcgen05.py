@@ -44,9 +44,9 @@ def test_tmem_gemm_matches_numpy(interpret, M, N, K, BN, BK):
     np.testing.assert_array_equal(c, (a.astype(np.float64) @ b).astype(np.float16))
 
 
-def test_tensor_memory_alias_members_keep_their_own_columns(interpret, requires_ptxas):
-    # Tensor-memory members of a storage_alias_spec get columns of their own in the interpreter,
-    # as codegen gives them: a stored tile and an MMA result side by side both survive.
+def test_tensor_memory_alias_distinct_members_keep_their_own_columns(interpret, requires_ptxas):
+    # Members of a distinct reuse_group lie side by side in the spec's columns: a stored tile and
+    # an MMA result both survive.
     rng = np.random.default_rng(0)
     BN = 64
     x = rng.standard_normal((128, BN)).astype(np.float32)
@@ -286,3 +286,64 @@ def test_one_threads_mmas_are_ordered_by_the_tensor_core(interpret):
         s = a[:, k * BK:(k + 1) * BK].astype(np.float64) @ b[k * BK:(k + 1) * BK]
         ref += s.astype(np.float16).astype(np.float64) @ v[k * BN:(k + 1) * BN]
     np.testing.assert_array_equal(out, ref.astype(np.float32))
+
+
+def fp16_pair(v):
+    # One 32-bit tensor-memory column holding two fp16 copies of v (packed, as TLX's P).
+    h = int(np.array(v, np.float16).view(np.uint16))
+    return (h << 16) | h
+
+
+@pytest.mark.parametrize("k", [0, 1, 3])
+def test_tmem_alias_subtiles_lie_where_tlx_puts_them(interpret, k):
+    # TLX (StorageAliasAllocation) gives member buffer i the physical index s i + o / u + (i % g)
+    # of its own buffers: QK (64 columns) at 0, 64; P (16 columns, s = 2, g = 2) at 0, 48, 64,
+    # 112; alpha (1 column, s = 64, o = 32) at 32, 96.
+    out = np.zeros((2, 128, 64), np.float32)
+    bk.tmem_alias_subtiles[(1,)](out, k)
+    bits = out.view(np.uint32)
+    want = np.zeros((2, 64), np.uint32)
+    for j in range(2):
+        want[j] = np.arange(64, dtype=np.float32).__add__(1000 * j).view(np.uint32)
+    p_cols = {0: (0, 0), 1: (0, 48), 2: (1, 0), 3: (1, 48)}
+    for i, (j, c) in p_cols.items():
+        want[j, c:c + 16] = fp16_pair(5 if i == k else i + 1)
+    for j in range(2):
+        want[j, 32] = np.float32(100 + j).view(np.uint32)
+    for j in range(2):
+        np.testing.assert_array_equal(bits[j], np.broadcast_to(want[j], (128, 64)))
+
+
+def test_tmem_alias_subtiles_ptx(ptxas):
+    ptx = ptx_text(compile_kernel("tmem_alias_subtiles", "out_ptr:*fp32:16,k:i32"))
+    # The spec's 128 columns, allocated once; P[k] at k * 32 + (k % 2) * 16 columns.
+    assert re.search(r"tcgen05\.alloc\.cta_group::1\.sync\.aligned\.shared::cta\.b32 \[%r\d+\], "
+                     r"128;", ptx)
+    assert re.search(r"and\.b32 (%r\d+), %r\d+, 1;", ptx)
+    assert re.search(r"mad\.lo\.s32 %r\d+, %r\d+, 32, %r\d+;", ptx)
+    assert re.search(r"mad\.lo\.s32 %r\d+, %r\d+, 16, %r\d+;", ptx)
+    ptxas(ptx, arch="sm_100a")
+
+
+def run_alias_race(clash):
+    rng = np.random.default_rng(3)
+    a, b = eighths(rng, (128, 16)), eighths(rng, (16, 64))
+    out = np.zeros((128, 64), np.float32)
+    bk.tmem_alias_race[(1,)](descriptor(a, [128, 16]), descriptor(b, [16, 64]), out, CLASH=clash)
+    return a, b, out
+
+
+def test_tmem_alias_member_over_an_mma_in_flight_is_a_race(interpret):
+    # P[1] lies over QK[0]'s columns 48..63, which the MMA still writes.
+    with pytest.raises(ww.InterpreterError) as e:
+        run_alias_race(True)
+    assert f"blackwell_tmem_kernels.py:{line_of(bk.tmem_alias_race, 'local_store(p[1]')}:" \
+        in str(e.value)
+    assert ("overwrites tensor memory that tcgen05_mma by the program is still writing"
+            in str(e.value))
+
+
+def test_tmem_alias_member_apart_from_an_mma_in_flight_is_not(interpret):
+    # alpha[1] lies in QK[1]: the MMA's result in QK[0] survives whole.
+    a, b, out = run_alias_race(False)
+    np.testing.assert_array_equal(out, a.astype(np.float64) @ b)

@@ -11,7 +11,8 @@ import pytest
 
 import warpweave as ww  # noqa: F401
 from tlx_alias_kernels import (alias_group_size, alias_nested, alias_no_overlap,
-                               alias_same_type, alias_wide_narrow)
+                               alias_reuse_buffer, alias_same_type, alias_uneven_subtiles,
+                               alias_wide_narrow)
 
 native_loader = importlib.import_module("warpweave._native_loader")
 pytestmark = pytest.mark.skipif(not native_loader.available(),
@@ -74,6 +75,34 @@ def test_group_size_subtiles_interp():
         assert np.count_nonzero(out[j] == hi) == R * C // 2
 
 
+def test_half_filling_subtiles_lie_where_tlx_puts_them_interp():
+    # big: 2 x [64, 64] int32 (16 KiB each); sub: 4 x [32, 64] int16 (4 KiB), group_size 2 in a
+    # place of 16 KiB per index: 8 KiB per subtile, two of sub's buffers (s = 2), and TLX's
+    # index rewriting puts sub[i] at its physical buffer 2 i + (i % 2): bytes 0, 12288, 16384,
+    # 28672, i.e. rows 0..15 and 48..63 of each big buffer (row-major in the interpreter).
+    out = np.zeros((2, R, C), np.int32)
+    alias_uneven_subtiles[(1,)](out, R=R)
+    for j in range(2):
+        lo, hi = (2 * j + 1) * 0x10001, (2 * j + 2) * 0x10001
+        np.testing.assert_array_equal(out[j, :16], lo)
+        np.testing.assert_array_equal(out[j, 16:48], -1)
+        np.testing.assert_array_equal(out[j, 48:], hi)
+
+
+def test_reuse_of_a_shared_buffer_interp():
+    out = np.zeros(2 * R * C, np.float32)
+    alias_reuse_buffer[(1,)](out, R=R, C=C)
+    np.testing.assert_array_equal(out[:R * C], 3.0)
+    pair = np.frombuffer(np.array([3.0, 3.0], np.float16).tobytes(), np.float32)[0]
+    np.testing.assert_array_equal(out[R * C:R * C + R * C // 2], pair)
+
+
+def test_reuse_of_a_shared_buffer_takes_no_memory_of_its_own():
+    result = compile_here("alias_reuse_buffer", "out_ptr:*fp32,R=64,C=64", stage="ptx")
+    used = result["shared_bytes"] if isinstance(result, dict) else result.shared_bytes
+    assert 2 * 64 * 64 * 2 <= used < 3 * 64 * 64 * 2  # q's two buffers; o and w add nothing
+
+
 def test_spec_without_overlap_interp():
     out = np.zeros(64, np.int32)
     alias_no_overlap[(1,)](out, N=64)
@@ -87,6 +116,8 @@ def test_spec_without_overlap_interp():
     ("alias_nested", "out_ptr:*fp32,R=64,C=64"),
     ("alias_group_size", "out_ptr:*i32,R=64,C=64"),
     ("alias_no_overlap", "out_ptr:*i32,N=64"),
+    ("alias_uneven_subtiles", "out_ptr:*i32,R=64"),
+    ("alias_reuse_buffer", "out_ptr:*fp32,R=64,C=64"),
 ])
 def test_alias_kernels_ptxas_sm90a(kernel, sig):
     compile_here(kernel, sig)
@@ -102,7 +133,7 @@ def test_region_is_shared_in_ptx():
 
 
 @pytest.mark.parametrize("kernel,sig,message", [
-    ("alias_uneven_subtiles", "R=64", "would not be evenly spaced"),
+    ("alias_misplaced_member", "R=64", "which TLX requires to be multiples of its buffer size"),
     ("alias_foreign_buffer", "R=64", "made with reuse= this storage_alias_spec"),
     ("alias_small_size", "R=64", "buffer_size_bytes=1024 is too small"),
     ("alias_storage_mismatch", "R=64", "storage kinds must match"),

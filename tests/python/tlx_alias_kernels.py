@@ -101,14 +101,33 @@ def alias_no_overlap(out_ptr, N: tl.constexpr):
 
 
 @ww.jit
-def alias_uneven_subtiles(R: tl.constexpr):
-    """group_size subtiles that fill only half of their place: sub's buffers would lie 0, 1,
-    4, 5 quarters apart, which warpweave refuses (one stride per allocation)."""
+def alias_uneven_subtiles(out_ptr, R: tl.constexpr):
+    """group_size subtiles that fill only half of their place: TLX gives sub[i] the physical
+    index 2 i + (i % 2) of its own buffers (quarters 0, 3, 4, 7 of the two big buffers). big
+    holds -1; each sub buffer gets its index + 1; big read back as int32."""
     spec = tlx.storage_alias_spec()
-    big = tlx.local_alloc((R, R), tl.float32, 2, reuse=spec)
-    sub = tlx.local_alloc((R // 2, R), tl.float16, 4, reuse=spec)
+    big = tlx.local_alloc((R, R), tl.int32, 2, reuse=spec)
+    sub = tlx.local_alloc((R // 2, R), tl.int16, 4, reuse=spec)
     spec.set_buffer_overlap(tlx.reuse_group(big, tlx.reuse_group(sub, group_size=2)))
-    tlx.local_store(big[0], tl.zeros((R, R), tl.float32))
+    offs = tl.arange(0, R)[:, None] * R + tl.arange(0, R)[None, :]
+    for j in tl.static_range(2):
+        tlx.local_store(big[j], tl.full((R, R), -1, tl.int32))
+    for i in tl.static_range(4):
+        tlx.local_store(sub[i], tl.full((R // 2, R), i + 1, tl.int16))
+    for j in tl.static_range(2):
+        tl.store(out_ptr + j * R * R + offs, tlx.local_load(big[j]))
+
+
+@ww.jit
+def alias_misplaced_member(R: tl.constexpr):
+    """A distinct group placing a tile 1 KiB into its place, which is not a whole number of its
+    own 8 KiB buffers: TLX refuses it (it indexes a member's own buffers)."""
+    spec = tlx.storage_alias_spec()
+    small = tlx.local_alloc((R, 8), tl.float16, 2, reuse=spec)
+    tile = tlx.local_alloc((R, R), tl.float16, 2, reuse=spec)
+    spec.set_buffer_overlap(
+        tlx.reuse_group(small, tile, group_type=tlx.reuse_group_type.distinct))
+    tlx.local_store(tile[0], tl.zeros((R, R), tl.float16))
 
 
 @ww.jit
@@ -174,3 +193,18 @@ def reinterpret_whole_ring(x_ptr, out_ptr, M: tl.constexpr, N: tl.constexpr):
         tlx.local_store(ring[k], tl.load(x_ptr + k * N + cols))
     whole = tlx.local_reinterpret(ring, tl.int16, [1, M * N])
     tl.store(out_ptr + tl.arange(0, M * N)[None, :], tlx.local_load(whole))
+
+
+@ww.jit
+def alias_reuse_buffer(out_ptr, R: tl.constexpr, C: tl.constexpr):
+    """TLX's reuse= of a shared-memory allocation (its blackwell_fa_ws_pipelined_persistent.py
+    puts O over Q so): o and w lie over q from its first byte. q[0] gets 3.0; out[0] is o[0],
+    out[1] w[0] (q[0]'s bytes as fp32 pairs of it)."""
+    q = tlx.local_alloc((R, C), tl.float16, 2)
+    o = tlx.local_alloc((R, C), tl.float16, 1, reuse=q)
+    w = tlx.local_alloc((R, C // 2), tl.float32, 1, reuse=q)
+    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    half = tl.arange(0, R)[:, None] * (C // 2) + tl.arange(0, C // 2)[None, :]
+    tlx.local_store(q[0], tl.full((R, C), 3.0, tl.float16))
+    tl.store(out_ptr + offs, tlx.local_load(o[0]).to(tl.float32))
+    tl.store(out_ptr + R * C + half, tlx.local_load(w[0]))
