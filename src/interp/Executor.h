@@ -102,6 +102,10 @@ struct KernelState {
   /// two_ctas=True): then every tcgen05 op is the pair's, issued by its leader (cta_group::2 on
   /// the GPU, where all tcgen05 ops of a kernel use one cta_group). -1 until first asked.
   int pairedMma = -1;
+  /// The distributed layouts the compiler gives the kernel's tensors, for the ops whose result
+  /// depends on which thread holds which element (a vote over a tensor predicate): computed at
+  /// the first such op (WarpVote.cpp).
+  std::shared_ptr<const void> layouts;
 };
 
 struct CtaState;
@@ -324,7 +328,8 @@ private:
   void execReplicaId(const ir::Op& op);
   void execClock64(const ir::Op& op);
   void execClusterQuery(const ir::Op& op); // cluster_cta_rank, cluster_size
-  void execPerThreadOp(const ir::Op& op);  // thread_id, vote_ballot: refused
+  void execPerThreadOp(const ir::Op& op);  // thread_id, scalar vote_ballot: refused
+  void execVoteBallot(const ir::Op& op);   // vote_ballot of a tensor predicate (WarpVote.cpp)
   void execInlineAsm(const ir::Op& op);
   void execGather(const ir::Op& op);         // TlMisc.cpp
   void execMapElementwise(const ir::Op& op); // TlMisc.cpp

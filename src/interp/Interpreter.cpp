@@ -199,7 +199,8 @@ Executor::OpHandler Executor::handlerFor(OpCode code) {
     on({OpCode::ReplicaId}, &Executor::execReplicaId);
     on({OpCode::Clock64}, &Executor::execClock64);
     on({OpCode::ClusterCtaRank, OpCode::ClusterSize}, &Executor::execClusterQuery);
-    on({OpCode::ThreadId, OpCode::VoteBallot}, &Executor::execPerThreadOp);
+    on({OpCode::ThreadId}, &Executor::execPerThreadOp);
+    on({OpCode::VoteBallot}, &Executor::execVoteBallot);
     return t;
   }();
   return size_t(code) < table.size() ? table[size_t(code)] : nullptr;

@@ -702,6 +702,16 @@ private:
     case OpCode::Scan:
       assignReduceOrScan(op);
       return;
+    case OpCode::VoteBallot:
+      // A tensor vote: each thread votes with its own elements of pred and holds the ballot in
+      // their places, so the result lies as pred does.
+      if (isTensor(op.result())) {
+        LinearLayout l =
+            layoutOf(op.operand(1)) ? *layoutOf(op.operand(1)) : freeLayout(op.operand(1));
+        require(op, 1, l);
+        setLayout(op.result(), l);
+      }
+      return;
     case OpCode::Dot: {
       const DotLayouts& dl = dotLayouts(op);
       if (dl.kind != MmaKind::Wgmma) {

@@ -1,6 +1,7 @@
 // Run-time arithmetic: Triton's type promotion (including python scalars that adopt a tensor's
 // dtype), casts, numpy broadcasting with splat/broadcast ops, and pointer arithmetic.
 #include "specialize/SpecializerImpl.h"
+#include "specialize/TlMisc.h"
 
 #include "ir/OpAttrs.h"
 
@@ -245,6 +246,8 @@ ir::Value* Specializer::reshape(ir::Value* x, std::vector<int64_t> shape, Source
                         ": the number of elements differs");
   if (x->type().shape == shape) return x;
   if (x->type().isScalar()) return b.splat(x, shape);
+  // tl.reshape(x, ()) of a one-element tensor: its element, a scalar (as Triton's 0-d tensor).
+  if (shape.empty()) return unsplat(*this, x, loc);
   return b.create1(OpCode::Reshape, {x}, x->type().withShape(std::move(shape)));
 }
 

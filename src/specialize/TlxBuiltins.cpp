@@ -1142,7 +1142,9 @@ Val tlxVoteBallotSync(Specializer& sp, const std::string& /*name*/, CallSite& ca
   BoundArgs a(call, {"mask", "pred"});
   ir::Value* m = sp.requireScalarI32(a.get("mask"), a.loc("mask"), "the lane mask");
   ir::Value* p = sp.toI1(sp.requireTensorOrScalar(a.get("pred"), a.loc("pred"), "pred"), loc);
-  return Val::runtime(sp.b.create1(OpCode::VoteBallot, {m, p}, ir::Type::scalar(DType::I32)));
+  // A tensor predicate gives a tensor of its shape (TLX): each element its holder's warp ballot.
+  return Val::runtime(
+      sp.b.create1(OpCode::VoteBallot, {m, p}, ir::Type::tensor(DType::I32, p->type().shape)));
 }
 
 Val tlxStorageAlias(Specializer& sp, const std::string& name, CallSite& call) {
