@@ -561,12 +561,15 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
     raiseError(op.loc(), "tlx.async_dot operands must be buffers from tlx.local_alloc, their "
                          "local_view, or the 2-D local_trans of one");
   int bytes = ir::byteWidth(at.elem);
-  if (bytes != 2 && (!aK || !bK))
+  // tcgen05 reads 16- and 8-bit operands K-major or MN-major (the instruction descriptor's
+  // transpose bits; unlike wgmma, whose 8-bit operands are K-major only), as Triton's MMAv5
+  // lowering issues them for .kind::f16, f8f6f4 and mxf8f6f4; tf32 stays K-major here.
+  if (bytes == 4 && (!aK || !bK))
     raiseError(op.loc(), std::string(scaled ? "tlx.async_dot_scaled" : "tlx.async_dot") + " of " +
                              at.str() + " and " + bt.str() +
-                             ": the sm_100a backend issues tcgen05.mma of tf32 and 8-bit "
-                             "operands with K contiguous only; store B as an [N, K] buffer and "
-                             "pass its tlx.local_trans");
+                             ": the sm_100a backend issues tcgen05.mma of tf32 operands with K "
+                             "contiguous only; store B as an [N, K] buffer and pass its "
+                             "tlx.local_trans");
   const layout::SharedAllocation& bAlloc = allocationOf(op, 1);
   const int64_t sa = aTmem ? 0 : allocationOf(op, 0).swizzleBytes, sb = bAlloc.swizzleBytes;
   if ((!aTmem && !sa) || !sb)

@@ -117,10 +117,12 @@ def scaled_ws_gemm(a_desc, b_desc, as_desc, bs_desc, c_ptr, M, N, K, BN: tl.cons
 
 @ww.jit
 def scaled_from_registers(a_ptr, b_desc, sa_ptr, sb_ptr, c_ptr, sa_out_ptr, K: tl.constexpr,
-                          BN: tl.constexpr):
+                          BN: tl.constexpr, B_MN: tl.constexpr = False):
     # A (fp8) and both scales come from registers: local_store into tensor memory (A four to a
     # column, the scales in the layout the MMA reads), B by TMA; then one block-scaled MMA with A
-    # from tensor memory, and the A scales read back (local_load).
+    # from tensor memory, and the A scales read back (local_load). B is [BN, K] passed through
+    # local_trans (K-major), or with B_MN a [K, BN] buffer (N contiguous: MN-major), as TLX's
+    # mxfp8 attention passes V.
     rows = tl.arange(0, 128)
     a = tl.load(a_ptr + rows[:, None] * K + tl.arange(0, K)[None, :])
     sa = tl.load(sa_ptr + rows[:, None] * (K // 32) + tl.arange(0, K // 32)[None, :])
@@ -129,7 +131,10 @@ def scaled_from_registers(a_ptr, b_desc, sa_ptr, sb_ptr, c_ptr, sa_out_ptr, K: t
     sa_tm = tlx.local_view(tlx.local_alloc((128, K // 32), tl.uint8, 1, tlx.storage_kind.tmem), 0)
     sb_tm = tlx.local_view(tlx.local_alloc((128, K // 32), tl.uint8, 1, tlx.storage_kind.tmem), 0)
     acc = tlx.local_view(tlx.local_alloc((128, BN), tl.float32, 1, tlx.storage_kind.tmem), 0)
-    b_t = tlx.local_view(tlx.local_alloc((BN, K), tlx.dtype_of(b_desc), 1), 0)
+    if B_MN:
+        b_t = tlx.local_view(tlx.local_alloc((K, BN), tlx.dtype_of(b_desc), 1), 0)
+    else:
+        b_t = tlx.local_view(tlx.local_alloc((BN, K), tlx.dtype_of(b_desc), 1), 0)
     bar = tlx.local_view(tlx.alloc_barriers(num_barriers=1, arrive_count=1), 0)
     done = tlx.local_view(tlx.alloc_barriers(num_barriers=1, arrive_count=1), 0)
     tlx.barrier_expect_bytes(bar, BN * K)
@@ -138,8 +143,12 @@ def scaled_from_registers(a_ptr, b_desc, sa_ptr, sb_ptr, c_ptr, sa_out_ptr, K: t
     tlx.local_store(sa_tm, sa)
     tlx.local_store(sb_tm, sb)
     tlx.barrier_wait(bar, 0)
-    tlx.async_dot_scaled(a_tm, tlx.local_trans(b_t), acc, sa_tm, "e4m3", sb_tm, "e4m3",
-                         use_acc=False, mBarriers=[done])
+    if B_MN:
+        tlx.async_dot_scaled(a_tm, b_t, acc, sa_tm, "e4m3", sb_tm, "e4m3", use_acc=False,
+                             mBarriers=[done])
+    else:
+        tlx.async_dot_scaled(a_tm, tlx.local_trans(b_t), acc, sa_tm, "e4m3", sb_tm, "e4m3",
+                             use_acc=False, mBarriers=[done])
     tlx.barrier_wait(done, 0)
     out = tlx.local_load(acc)
     tl.store(c_ptr + rows[:, None] * BN + tl.arange(0, BN)[None, :], out)

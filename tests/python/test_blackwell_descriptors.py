@@ -99,6 +99,8 @@ def fixed_bits(ptx, desc_reg):
     ("fp32", 32, 32, True),    # tf32: K-major only
     ("fp8e4nv", 64, 128, True),
     ("fp8e5", 16, 64, True),   # N = 16, the smallest the backend issues
+    ("fp8e4nv", 64, 128, False),  # 8-bit B MN-major: tcgen05 has the transpose wgmma lacks
+    ("fp8e5", 128, 64, False),
 ])
 def test_descriptors_decode_as_the_isa_says(ptxas, dtype, BN, BK, b_k_major):
     ptx = compile_one(dtype, BN, BK, b_k_major)

@@ -347,6 +347,58 @@ def test_scales_and_a_stored_from_registers(interpret):
     np.testing.assert_array_equal(back, sa)
 
 
+def test_b_mn_major_as_tlx_attention_passes_v(interpret):
+    # B a [K, N] buffer, N contiguous (MN-major), not a local_trans: the product is the same.
+    a, b, sa, sb = operands(128, 128, 128, "e4m3", "e4m3", 7)
+    c = np.zeros((128, 128), np.float32)
+    back = np.zeros((128, 4), np.uint8)
+    bkn = np.ascontiguousarray(b.T)  # [K, N]
+    sk.scaled_from_registers[(1,)](a.astype(np.float32), descriptor(bkn, [128, 128]), sa, sb, c,
+                                   back, K=128, BN=128, B_MN=True, num_warps=4)
+    np.testing.assert_array_equal(c, reference(a, b, sa, sb).astype(np.float32))
+
+
+@pytest.mark.parametrize("BN", [64, 128])
+def test_b_mn_major_ptx(ptxas, BN):
+    # PTX ISA: tcgen05.mma reads 8-bit operands K-major or MN-major (instruction descriptor bit
+    # 16, "transpose B"); an MN-major B's shared-memory descriptor has the tile's rows of BN
+    # bytes swizzled at that width, the stride offset 8 K rows and the leading offset the next
+    # swizzle-wide column block (after all K rows); each MMA (K = 32) steps 32 K rows on.
+    sig = (f"a_ptr:*fp32:16,b_desc:desc<fp8e4nv,128x{BN}>,sa_ptr:*u8:16,sb_ptr:*u8:16,"
+           f"c_ptr:*fp32:16,sa_out_ptr:*u8:16,K=128,BN={BN},B_MN=1")
+    ptx = compile_kernel("scaled_from_registers", sig)
+    mmas = re.findall(r"tcgen05\.mma\.cta_group::1\.kind::mxf8f6f4\.block_scale\.scale_vec::1X "
+                      r"\[%r\d+\], \[%r\d+\], (%rd\d+), (%r\d+), \[%r\d+\], \[%r\d+\], %p\d+;",
+                      ptx)
+    assert len(mmas) == 4
+    for step, (_, idesc_reg) in enumerate(mmas):
+        v = mov_value(ptx, idesc_reg)
+        assert field(v, 15, 15) == 0 and field(v, 16, 16) == 1  # A K-major, B MN-major
+        assert field(v, 17, 22) << 3 == BN and field(v, 4, 5) == step
+    first = mmas[0][0]
+    m = re.search(rf"or\.b64 {re.escape(first)}, %rd\d+, (-?\d+);", ptx)
+    fixed = int(m.group(1)) & ((1 << 64) - 1)
+    swizzle = {128: 2, 64: 4}[BN]
+    assert field(fixed, 61, 63) == swizzle and field(fixed, 46, 48) == 1
+    assert field(fixed, 32, 45) << 4 == 8 * BN  # 8 K rows of BN bytes
+    assert field(fixed, 16, 29) << 4 == 128 * BN  # past all 128 K rows
+    for i, (db, _) in enumerate(mmas[1:], 1):
+        step = re.search(rf"add\.s64 {re.escape(db)}, {re.escape(first)}, (\d+);", ptx)
+        assert step and int(step.group(1)) == 32 * i * BN // 16
+    ptxas(ptx, arch="sm_100a")
+
+
+def test_tf32_mn_major_is_refused():
+    # tf32 operands stay K-major in warpweave's tcgen05 lowering.
+    path = Path(__file__).with_name("blackwell_descriptor_kernels.py")
+    sig = ("a_desc:desc<fp32,128x32>,b_desc:desc<fp32,32x32>,c_ptr:*fp32:16,BM=128,BN=32,BK=32,"
+           "B_K_MAJOR=0")
+    with pytest.raises(ww.CompilationError) as e:
+        native_loader.native().compile([(str(path), path.read_text())], "one_mma", sig, {},
+                                       target="sm_100a", num_warps=4, stage="ptx")
+    assert "tf32 operands with K contiguous only" in str(e.value)
+
+
 def test_scales_and_a_stored_from_registers_ptx(ptxas):
     sig = ("a_ptr:*fp32:16,b_desc:desc<fp8e4nv,128x128>,sa_ptr:*u8:16,sb_ptr:*u8:16,"
            "c_ptr:*fp32:16,sa_out_ptr:*u8:16,K=128,BN=128")
