@@ -56,10 +56,10 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
   if (rank < 1 || rank > 5 || op.numOperands() != firstTarget + runtimeTargets)
     raiseError(op.loc(), std::string("'") + op.name() + "' through a descriptor of block rank " +
                              std::to_string(rank) + " takes " + std::to_string(rank) + " offsets");
-  if (bt.shape != dt.shape || bt.elem != dt.elem)
+  if (!ir::sameTmaTile(dt.shape, bt.shape) || bt.elem != dt.elem)
     raiseError(op.loc(), std::string("'") + op.name() + "' between " + dt.str() + " and " +
                              bt.str() + ": the buffer must have the descriptor's block shape " +
-                             "and element type");
+                             "(leading 1s aside) and element type");
   // A swizzled buffer whose rows are wider than its swizzle span is laid out as column blocks
   // of that span (each block all rows x S bytes); a TMA box cannot be wider than its swizzle, so
   // the host encodes the box one block wide and each copy here moves one column block.
@@ -69,13 +69,17 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
     int64_t rows = 1;
     for (int d = 0; d + 1 < rank; ++d) rows *= dt.shape[d];
     int64_t blockBytes = rows * a.swizzleBytes;
-    // Each block must start on a swizzle atom (8 rows of S bytes, at most 1024 bytes).
-    if (rank != 2 || innerBytes % a.swizzleBytes || blockBytes % (8 * a.swizzleBytes))
+    // Each block must start on a swizzle atom (8 rows of S bytes, at most 1024 bytes). A block
+    // of more dims is one of rows when its outer dims are 1 ([1, 1, M, N] for an [M, N] tile).
+    bool rowsOnly = rank >= 2;
+    for (int d = 0; d + 2 < rank; ++d) rowsOnly &= dt.shape[d] == 1;
+    if (!rowsOnly || innerBytes % a.swizzleBytes || blockBytes % (8 * a.swizzleBytes))
       raiseError(op.loc(), std::string("'") + op.name() + "' of a " + dt.str() +
                                " block: rows of " + std::to_string(innerBytes) +
                                " bytes are copied as column blocks of the buffer's " +
                                std::to_string(a.swizzleBytes) +
-                               "-byte swizzle, which needs a 2-D block with a multiple of 8 rows "
+                               "-byte swizzle, which needs a 2-D block (or outer dims of 1) with a "
+                               "multiple of 8 rows "
                                "and rows a multiple of " +
                                std::to_string(a.swizzleBytes) + " bytes");
   }
@@ -179,12 +183,17 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
   // Every thread's generic-proxy writes of the buffer are visible to the bulk copy.
   b_.inst("fence.proxy.async.shared::cta", {});
   barrier();
+  // store_reduce: the TMA reduction combines the box into global memory (PTX ISA,
+  // cp.reduce.async.bulk.tensor: the operation after the state spaces, its type the map's).
+  const std::string reduce = ir::attr::AsyncDescStore::reduce(op);
+  const std::string store =
+      reduce.empty() ? "cp.async.bulk.tensor." + dims + ".global.shared::cta"
+                     : "cp.reduce.async.bulk.tensor." + dims + ".global.shared::cta." + reduce;
   for (const auto& copy : boxes.copies) {
     auto [global, tile] = blockOperands(copy);
     std::vector<std::string> operands = {global, tile};
     if (!policy.empty()) operands.push_back(policy);
-    b_.inst("cp.async.bulk.tensor." + dims + ".global.shared::cta.tile.bulk_group" + hint, operands,
-            leader);
+    b_.inst(store + ".tile.bulk_group" + hint, operands, leader);
   }
   // One bulk group per store, so that async_descriptor_store_wait(n) counts stores.
   b_.inst("cp.async.bulk.commit_group", {}, leader);

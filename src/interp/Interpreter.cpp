@@ -650,9 +650,49 @@ void Executor::execMemory(const ir::Op& op) {
   }
 }
 
+namespace {
+
+/// One element of a TMA reduction (cp.reduce.async.bulk.tensor): `dst` = dst `kind` src, both of
+/// type `elem`. Integers wrap (add) or compare as their signedness says; floats are combined in
+/// fp64 and rounded once to `elem` (fp32 adds in fp32).
+void reduceElement(ir::DType elem, const std::string& kind, unsigned char* dst,
+                   const unsigned char* src) {
+  const int w = ir::byteWidth(elem);
+  Tensor pair(elem, false, {2});
+  std::memcpy(pair.bytes.data(), dst, size_t(w));
+  std::memcpy(pair.bytes.data() + w, src, size_t(w));
+  if (elem == ir::DType::F32 && kind == "add") {
+    float a, b;
+    std::memcpy(&a, dst, 4);
+    std::memcpy(&b, src, 4);
+    a += b;
+    std::memcpy(dst, &a, 4);
+    return;
+  }
+  Scalar a = readScalar(pair, 0), b = readScalar(pair, 1), r = a;
+  if (a.isFloat) {
+    r.f = kind == "add" ? a.f + b.f : kind == "min" ? std::min(a.f, b.f) : std::max(a.f, b.f);
+  } else {
+    const bool sgn = ir::isSigned(elem);
+    const uint64_t ua = uint64_t(a.i), ub = uint64_t(b.i);
+    if (kind == "add") r.i = int64_t(ua + ub);
+    if (kind == "and") r.i = int64_t(ua & ub);
+    if (kind == "or") r.i = int64_t(ua | ub);
+    if (kind == "xor") r.i = int64_t(ua ^ ub);
+    if (kind == "min") r.i = sgn ? std::min(a.i, b.i) : int64_t(std::min(ua, ub));
+    if (kind == "max") r.i = sgn ? std::max(a.i, b.i) : int64_t(std::max(ua, ub));
+  }
+  writeScalar(pair, 0, r);
+  std::memcpy(dst, pair.bytes.data(), size_t(w));
+}
+
+} // namespace
+
 void descriptorTransfer(KernelState& k, const ir::Op& op, const std::string& where,
                         const Descriptor& d, const std::vector<int64_t>& offsets, Tensor* out,
                         const Tensor* in) {
+  const std::string reduce =
+      op.code() == OpCode::AsyncDescStore ? ir::attr::AsyncDescStore::reduce(op) : "";
   const std::vector<int64_t>& box = d.blockShape;
   std::vector<int64_t> boxStrides = rowMajorStrides(box);
   const int w = ir::byteWidth(d.elem);
@@ -676,6 +716,8 @@ void descriptorTransfer(KernelState& k, const ir::Op& op, const std::string& whe
                            formatIndex(box, i));
     if (out)
       std::memcpy(out->bytes.data() + size_t(i * w), p, size_t(w));
+    else if (!reduce.empty())
+      reduceElement(d.elem, reduce, p, in->bytes.data() + size_t(i * w));
     else
       std::memcpy(p, in->bytes.data() + size_t(i * w), size_t(w));
   }

@@ -564,7 +564,7 @@ Val tlxAsyncDescriptorLoad(Specializer& sp, const std::string& name, CallSite& c
   ir::Value* d = sp.requireDescriptor(a.get("desc"), a.loc("desc"), fn + "'s desc");
   ir::Value* buf = oneBuffer(sp, fn, a, "result");
   ir::Value* bar = oneBarrier(sp, fn, a, "barrier");
-  if (buf->type().shape != d->type().shape || buf->type().elem != d->type().elem)
+  if (!ir::sameTmaTile(d->type().shape, buf->type().shape) || buf->type().elem != d->type().elem)
     raiseError(a.loc("result"), fn + ": the buffer " + buf->type().str() +
                                     " does not match the descriptor's block " + d->type().str());
   const Val& offs = a.get("offsets");
@@ -621,7 +621,7 @@ Val tlxAsyncDescriptorLoad(Specializer& sp, const std::string& name, CallSite& c
 
 Val tlxAsyncDescriptorStore(Specializer& sp, const std::string& name, CallSite& call) {
   const std::string fn = "tlx." + name;
-  BoundArgs a(call, {"desc", "source", "offsets", "eviction_policy="});
+  BoundArgs a(call, {"desc", "source", "offsets", "eviction_policy=", "store_reduce="});
   ir::Value* d = sp.requireDescriptor(a.get("desc"), a.loc("desc"), fn + "'s desc");
   ir::Value* buf = oneBuffer(sp, fn, a, "source");
   // An L2 hint, recorded as async_descriptor_load records its own.
@@ -631,7 +631,32 @@ Val tlxAsyncDescriptorStore(Specializer& sp, const std::string& name, CallSite& 
                                        OpCode::AsyncDescStore, fn);
     if (!evict.empty()) attrs.push_back(ir::attr::AsyncDescStore::make::evict(evict));
   }
-  if (buf->type().shape != d->type().shape || buf->type().elem != d->type().elem)
+  // store_reduce: TLX's TMA reduction (cp.reduce.async.bulk.tensor), with the element types the
+  // PTX ISA allows each operation (its type comes from the tensor map).
+  if (a.has("store_reduce")) {
+    const Val& r = a.get("store_reduce");
+    static const std::vector<std::string> kinds = {"", "add", "min", "max", "and", "or", "xor"};
+    if (r.kind != Val::Kind::String || std::find(kinds.begin(), kinds.end(), r.s) == kinds.end())
+      raiseError(a.loc("store_reduce"), fn +
+                                            "'s store_reduce must be \"\", \"add\", \"min\", "
+                                            "\"max\", \"and\", \"or\" or \"xor\", got " +
+                                            describe(r));
+    const DType e = d->type().elem;
+    const bool i32 = e == DType::I32 || e == DType::U32, i64 = e == DType::I64 || e == DType::U64;
+    const bool half = e == DType::F16 || e == DType::BF16;
+    const bool ok = r.s.empty() ||
+                    (r.s == "add" && (half || e == DType::F32 || i32 || e == DType::U64)) ||
+                    ((r.s == "min" || r.s == "max") && (half || i32 || e == DType::I64)) ||
+                    ((r.s == "and" || r.s == "or" || r.s == "xor") && (i32 || i64));
+    if (!ok)
+      raiseError(a.loc("store_reduce"),
+                 fn + " with store_reduce=\"" + r.s + "\" of " + std::string(ir::tlName(e)) +
+                     ": the TMA reduction takes add of fp16 / bf16 / fp32 / int32 / uint32 / "
+                     "uint64, min and max of fp16 / bf16 / int32 / uint32 / int64, and / or / xor "
+                     "of 32- and 64-bit integers (PTX ISA, cp.reduce.async.bulk.tensor)");
+    if (!r.s.empty()) attrs.push_back(ir::attr::AsyncDescStore::make::reduce(r.s));
+  }
+  if (!ir::sameTmaTile(d->type().shape, buf->type().shape) || buf->type().elem != d->type().elem)
     raiseError(a.loc("source"), fn + ": the buffer " + buf->type().str() +
                                     " does not match the descriptor's block " + d->type().str());
   const Val& offs = a.get("offsets");

@@ -402,3 +402,58 @@ def test_runtime_chosen_slots_share_their_allocation(requires_ptxas, target):
 def test_runtime_slot_read_by_another_index_is_refused():
     msg = compile_error("runtime_slot_read_by_another_index", "src:*fp32, i:i32, j:i32, B=32")
     assert "chosen by another run-time index" in msg and "kernels.py:" in msg
+
+
+# ---------------------------------------------------------------------------------------------
+# TMA reductions (store_reduce=) and buffers of a descriptor's block without its leading 1s
+# ---------------------------------------------------------------------------------------------
+
+REDUCE_TYPES = {"add": (np.float32, np.float16, np.int32), "min": (np.float16, np.int32),
+                "max": (np.int32, np.float16), "and": (np.int32, np.uint32),
+                "or": (np.uint32,), "xor": (np.int32,)}
+
+
+@pytest.mark.parametrize("kind,dtype", [(k, t) for k, ts in REDUCE_TYPES.items() for t in ts])
+def test_tma_reduce_combines_into_global_interp(kind, dtype):
+    # Four programs (two m-tiles of two z indices... one h) reduce their [32, 16] tiles of src
+    # into dst[z, 0]: dst = dst0 op (tile 0) op (tile 1) for each z.
+    from tlx_tma_extras_kernels import tile_reduce_4d
+    rng = np.random.default_rng(hash((kind, np.dtype(dtype).name)) % 2**32)
+    if np.dtype(dtype).kind == "f":
+        src = (rng.integers(-8, 9, (2, 1, 64, 16)) / 4).astype(dtype)
+        dst = (rng.integers(-8, 9, (2, 1, 32, 16)) / 4).astype(dtype)
+    else:
+        info = np.iinfo(dtype)
+        src = rng.integers(max(info.min, -1000), 1000, (2, 1, 64, 16)).astype(dtype)
+        dst = rng.integers(max(info.min, -1000), 1000, (2, 1, 32, 16)).astype(dtype)
+    want = dst.copy()
+    op = {"add": np.add, "min": np.minimum, "max": np.maximum, "and": np.bitwise_and,
+          "or": np.bitwise_or, "xor": np.bitwise_xor}[kind]
+    for m in range(2):
+        want = op(want, src[:, :, 32 * m:32 * m + 32]).astype(dtype)
+    d_src = ww.TensorDescriptor(src, list(src.shape), [s // src.itemsize for s in src.strides],
+                                [1, 1, 32, 16])
+    d_dst = ww.TensorDescriptor(dst, list(dst.shape), [s // dst.itemsize for s in dst.strides],
+                                [1, 1, 32, 16])
+    tile_reduce_4d[(2, 2, 1)](d_src, d_dst, BM=32, BN=16, REDUCE=kind)
+    np.testing.assert_array_equal(dst, want)
+
+
+@pytest.mark.parametrize("kind", ["", "add", "min"])
+def test_tma_reduce_ptx(ptxas, kind):
+    sig = ("src:desc<fp16,1x1x64x64>,dst:desc<fp16,1x1x64x64>,BM=64,BN=64,"
+           f"REDUCE='{kind}'")
+    ptx = compile_here("tile_reduce_4d", sig, stage="ptx").ptx
+    # PTX ISA: cp.reduce.async.bulk.tensor.dim.dst.src.redOp.load_mode.completion [tensorMap,
+    # coords], [srcMem]; the plain store without redOp. The [64, 64] buffer fills the 4-D box.
+    store = (rf"cp\.reduce\.async\.bulk\.tensor\.4d\.global\.shared::cta\.{kind}\.tile\.bulk_group"
+             if kind else r"cp\.async\.bulk\.tensor\.4d\.global\.shared::cta\.tile\.bulk_group")
+    assert re.search(store + r" \[%rd\d+, \{%r\d+, %r\d+, %r\d+, %r\d+\}\], \[%r\d+\];", ptx)
+    assert "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
+    ptxas(ptx, arch="sm_90a")
+
+
+def test_tma_reduce_type_is_checked():
+    msg = compile_error("tile_reduce_bad_type",
+                        "src:desc<fp16,64x64>,dst:desc<fp16,64x64>,BM=64,BN=64", stage="ptx")
+    assert 'store_reduce="xor" of float16' in msg and "tlx_tma_extras_kernels.py:" in msg

@@ -249,3 +249,26 @@ def runtime_slot_read_by_another_index(src, i, j, B: tl.constexpr):
     slots = tlx.allocate_tensor_descriptor(num=2)
     tlx.make_tensor_descriptor(slots[i], src, [B], [1], [B])
     tlx.reinterpret_tensor_descriptor(slots[j], [B], tlx.dtype_of(src))
+
+
+@ww.jit
+def tile_reduce_4d(src, dst, BM: tl.constexpr, BN: tl.constexpr, REDUCE: tl.constexpr):
+    """TLX's attention backward in small: a [BM, BN] tile loaded and stored through 4-D
+    descriptors of block [1, 1, BM, BN] (rank-reduced buffers), the store a TMA reduction into
+    dst (store_reduce=REDUCE), once per program: dst[z, h] gets every program's tile."""
+    dt: tl.constexpr = tlx.dtype_of(src)
+    tile = tlx.local_alloc((BM, BN), dt, 1)[0]
+    full = tlx.alloc_barriers(1)[0]
+    z = tl.program_id(1)
+    h = tl.program_id(2)
+    tlx.barrier_expect_bytes(full, BM * BN * tlx.size_of(dt))
+    tlx.async_descriptor_load(src, tile, [z, h, tl.program_id(0) * BM, 0], full)
+    tlx.barrier_wait(full, 0)
+    tlx.async_descriptor_store(dst, tile, [z, h, 0, 0], store_reduce=REDUCE)
+    tlx.async_descriptor_store_wait(0)
+
+
+@ww.jit
+def tile_reduce_bad_type(src, dst, BM: tl.constexpr, BN: tl.constexpr):
+    tile = tlx.local_alloc((BM, BN), tlx.dtype_of(src), 1)[0]
+    tlx.async_descriptor_store(dst, tile, [0, 0], store_reduce="xor")
