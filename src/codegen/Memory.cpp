@@ -405,7 +405,7 @@ void FunctionLowering::lowerAtomic(const ir::Op& op) {
     int bytes = ir::byteWidth(elem);
     int64_t base = scratch(bytes);
     std::string addr = "[" + sharedAddress("0") + "+" + std::to_string(base) + "]";
-    std::string mt = cls == RegClass::F32 ? "f32" : cls == RegClass::F64 ? "f64" : bitType(elem);
+    std::string mt = memType(ir::Type::scalar(elem));
     barrier();
     b_.inst("st.shared." + mt, {addr, out[0]}, owner);
     barrier();

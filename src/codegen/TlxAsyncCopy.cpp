@@ -106,10 +106,9 @@ void FunctionLowering::lowerTlxAsyncCopy(const ir::Op& op) {
 
   // No cp.async form (elements not provably aligned to 4 bytes, a non-zero `other`, booleans):
   // each element is loaded and stored synchronously, which the wait group then trivially covers.
+  // Each copy moves one element's bytes (an 8-bit one from a b16 register's low byte).
   RegClass cls = elem == DType::I1 ? RegClass::B16 : regClassOf(elem);
-  std::string type = elem == DType::I1 ? std::string("u8") : bitType(elem);
-  if (elem == DType::F32) type = "f32";
-  if (elem == DType::F64) type = "f64";
+  std::string type = memType(elemType);
   for (int32_t r = 0; r < l.getInDimSize(layout::kRegister); ++r) {
     if (r & dup) continue;
     std::string x = b_.newReg(cls);

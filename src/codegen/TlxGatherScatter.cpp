@@ -16,33 +16,6 @@ using ir::DType;
 using ir::OpCode;
 using layout::LinearLayout;
 
-namespace {
-
-/// ld/st.shared type suffix of one element in its register class (i1 goes as a byte).
-std::string sharedType(DType t) {
-  switch (t) {
-  case DType::I1:
-  case DType::U8:
-    return "u8";
-  case DType::I8:
-    return "s8";
-  case DType::F8E4M3:
-  case DType::F8E5M2:
-  case DType::F8E4B15:
-  case DType::F8E4B8:
-  case DType::F8E5B16:
-    return "b8";
-  case DType::F32:
-    return "f32";
-  case DType::F64:
-    return "f64";
-  default:
-    return bitType(t);
-  }
-}
-
-} // namespace
-
 void FunctionLowering::lowerLocalGatherScatter(const ir::Op& op) {
   const bool gather = op.code() == OpCode::LocalGather;
   const unsigned idxOperand = gather ? 1 : 2;
@@ -127,7 +100,7 @@ void FunctionLowering::lowerLocalGatherScatter(const ir::Op& op) {
     return b_.pure("add.s32", RegClass::B32, {addr, baseReg});
   };
 
-  const std::string type = sharedType(elem);
+  const std::string type = memType(ir::Type::scalar(elem));
   if (gather) {
     Regs out(static_cast<size_t>(numRegs));
     for (int32_t r = 0; r < numRegs; ++r) {

@@ -80,7 +80,9 @@ def test_max_num_imprecise_acc(limit):
 
 
 @pytest.mark.parametrize("ta,tb", PAIRS)
-@pytest.mark.parametrize("M,N,K", [(256, 256, 256), (200, 136, 96), (4096, 4096, 4096)])
+# K = 40 and 41: rows not 16-byte aligned, copied byte by byte (odd rows start at odd addresses).
+@pytest.mark.parametrize("M,N,K", [(256, 256, 256), (200, 136, 96), (200, 136, 40), (200, 136, 41),
+                                   (4096, 4096, 4096)])
 def test_pipelined_matmul(ta, tb, M, N, K):
     a, bt = fp8((M, K), ta, 7), fp8((N, K), tb, 8)
     c = torch.full((M, N), float("nan"), device=DEV)

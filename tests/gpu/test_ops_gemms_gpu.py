@@ -61,6 +61,14 @@ def test_scaled_mm_vs_fp32_reference(kernel, M, N, K, ta, tb, rowwise):
     assert rel_err(out, ref) < 5e-3
 
 
+@pytest.mark.parametrize("K", [40, 41, 8, 1])
+@pytest.mark.parametrize("rowwise", [False, True])
+def test_scaled_mm_with_rows_not_16_byte_aligned(K, rowwise):
+    """K not a multiple of 16: the pointer-load kernel copies its rows byte by byte (an odd K
+    starts every other row at an odd address)."""
+    test_scaled_mm_vs_fp32_reference(None, 200, 136, K, E4M3, E5M2, rowwise)
+
+
 @pytest.mark.skipif(not SM90, reason="torch._scaled_mm (cuBLASLt fp8) is compared on sm_90")
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16, torch.float32])
 @pytest.mark.parametrize("rowwise", [False, True])

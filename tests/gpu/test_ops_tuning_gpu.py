@@ -45,12 +45,13 @@ def rel_err(a, b):
     return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
 
 
-def tuned_forced_and_fixed(monkeypatch, op, call, check):
-    """check(call()) tuned (timed on this first call), with each candidate forced, and with
-    tuning off; returns the tuned Decision."""
+def tuned_forced_and_fixed(monkeypatch, op, call, check, how="timed"):
+    """check(call()) tuned (timed on this first call, or `how` where an earlier call of this
+    test chose for `op` too), with each candidate forced, and with tuning off; returns the
+    tuned Decision."""
     check(call(), "tuned")
     decision = _tuning.decisions[op]
-    assert decision.how == "timed", decision
+    assert decision.how == how, decision
     assert decision.chosen in decision.candidates
     for c in decision.candidates:
         monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", f"{op}={c!r}")
@@ -180,9 +181,10 @@ def test_attention_forward_and_backward(monkeypatch, causal, shape):
         for name, mine, theirs in zip(("dq", "dk", "dv"), grads, (q2.grad, k2.grad, v2.grad)):
             assert rel_err(mine, theirs) < 1e-2, (what, name)
 
-    for op in ("attention_bwd_dkdv", "attention_bwd_dq"):
+    # One backward call chooses for both kernels: dQ's choice is in memory by its turn.
+    for op, how in (("attention_bwd_dkdv", "timed"), ("attention_bwd_dq", "memory")):
         tuned_forced_and_fixed(monkeypatch, op, lambda: ops.attention_bwd(
-            do, q, k, v, out, lse, causal=causal), check_grads)
+            do, q, k, v, out, lse, causal=causal), check_grads, how)
 
 
 def cu(lengths):
@@ -224,9 +226,10 @@ def test_attention_varlen_forward_and_backward(monkeypatch, head_dim):
         for name, mine, leaf in zip(("dq", "dk", "dv"), grads, leaves):
             assert rel_err(mine, leaf.grad) < 2e-2, (what, name)
 
-    for op in ("attention_varlen_bwd_dkdv", "attention_varlen_bwd_dq"):
+    for op, how in (("attention_varlen_bwd_dkdv", "timed"),
+                    ("attention_varlen_bwd_dq", "memory")):
         tuned_forced_and_fixed(monkeypatch, op, lambda: ops.attention_varlen_bwd(
-            do, q, k, v, out, lse, cu_seq, cu_seq, longest, longest, True), check_grads)
+            do, q, k, v, out, lse, cu_seq, cu_seq, longest, longest, True), check_grads, how)
 
 
 # ------------------------------------------------------------------------------------------------

@@ -180,6 +180,25 @@ def test_k_loop_in_interpreter(ta, tb, M, N, K):
     np.testing.assert_array_equal(c, exact(a, bt.T))
 
 
+@pytest.mark.parametrize("K", [40, 41])
+def test_k_loop_with_unaligned_rows_copies_byte_by_byte(K):
+    """Rows of K fp8 elements, K not a multiple of 16: the copies cannot be 16-byte cp.async,
+    and each element moves alone, one byte from global memory to one byte of shared memory
+    (they were 2-byte accesses: misaligned at odd addresses on the GPU, and each wrote its
+    neighbour's byte in shared memory)."""
+    rng = np.random.default_rng(K)
+    M, N = 200, 136
+    a, bt = eighths(rng, (M, K), "fp8e4nv"), eighths(rng, (N, K), "fp8e5")
+    c = np.full((M, N), np.nan, np.float32)
+    args = (a, bt, c, M, N, K)
+    k = compiled(fk.matmul, args, dict(BM=128, BN=128, BK=64), "sm_90a", 4, 3)
+    assert mmas(k.ptx) == ["wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e5m2"]
+    assert re.findall(r"ld\.global\.b8", k.ptx) and re.findall(r"st\.shared\.b8", k.ptx)
+    assert not re.search(r"ld\.global\S*\.b16|st\.shared\S*\.b16", k.ptx)
+    fk.matmul[(2, 2)](*args, BM=128, BN=128, BK=64, num_warps=4, num_stages=3)
+    np.testing.assert_array_equal(c, exact(a, bt.T))
+
+
 def test_k_loop_with_a_partial_accumulator_stays_unpipelined_on_wgmma():
     rng = np.random.default_rng(10)
     a, bt = eighths(rng, (128, 128), "fp8e4nv"), eighths(rng, (128, 128), "fp8e4nv")
