@@ -409,6 +409,12 @@ std::string FunctionLowering::tid() {
   return t;
 }
 
+std::string FunctionLowering::warpTid() {
+  std::string w = warpIndex_;
+  if (taskFirstWarp_) w = b_.pure("sub.u32", RegClass::B32, {w, immInt(taskFirstWarp_)});
+  return b_.pure("shl.b32", RegClass::B32, {w, "5"});
+}
+
 std::vector<int32_t> FunctionLowering::tidImages(const LinearLayout& l,
                                                  const std::string& outDim) const {
   int warpBits = log2Exact(warps());
@@ -425,6 +431,10 @@ std::string FunctionLowering::tidLinear(const std::vector<int32_t>& images, int3
   std::string acc = "0";
   int32_t accBits = 0;
   int n = static_cast<int>(images.size());
+  // Images of warp bits only (a warp group's tile origin, say) come from the uniform warp index.
+  bool warpBitsOnly = std::all_of(images.begin(), images.begin() + std::min(n, 5),
+                                  [](int32_t img) { return img == 0; });
+  auto source = [&] { return warpBitsOnly ? warpTid() : tid(); };
   for (int i = 0; i < n;) {
     int32_t img = images[i];
     if (img == 0) {
@@ -442,7 +452,7 @@ std::string FunctionLowering::tidLinear(const std::vector<int32_t>& images, int3
         ++j;
       int len = j - i + 1;
       bool top = j == n - 1;
-      std::string field = tid();
+      std::string field = source();
       if (!(i == 0 && top))
         field = b_.pure("and.b32", RegClass::B32,
                         {field, immInt(static_cast<int64_t>(((1u << len) - 1) << i))});
@@ -454,7 +464,7 @@ std::string FunctionLowering::tidLinear(const std::vector<int32_t>& images, int3
       termBits = static_cast<int32_t>(((1u << len) - 1) << k);
       i = j + 1;
     } else {
-      std::string bit = b_.pure("and.b32", RegClass::B32, {tid(), immInt(int64_t(1) << i)});
+      std::string bit = b_.pure("and.b32", RegClass::B32, {source(), immInt(int64_t(1) << i)});
       std::string set = b_.pure("setp.ne.u32", RegClass::Pred, {bit, "0"});
       term = b_.pure("selp.b32", RegClass::B32, {immInt(img), "0", set});
       termBits = img;
@@ -1155,6 +1165,13 @@ PtxKernel FunctionLowering::run() {
   }
 
   scratchParam_ = k.entry + "_param_global_scratch";
+  // Every lane of a warp reads lane 0's warp index: ptxas then treats it, and what is computed
+  // from it, as warp-uniform (as Triton does). Dropped below when nothing uses it.
+  warpIndex_ = b_.newReg(RegClass::B32);
+  b_.inst("shfl.sync.idx.b32",
+          {warpIndex_,
+           b_.pure("shr.u32", RegClass::B32, {b_.pure("mov.u32", RegClass::B32, {"%tid.x"}), "5"}),
+           "0", "31", "-1"});
   lowerBlock(fn_.body);
   b_.eliminateDeadInstructions();
   if (deviceTensorMaps_) {

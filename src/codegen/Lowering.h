@@ -117,6 +117,10 @@ private:
 
   // ---- thread-index arithmetic ----
   std::string tid();
+  /// %tid.x with its lane bits cleared (the task's warp index times 32), computed from a warp
+  /// index that ptxas knows is the same in every lane: values built from it live in uniform
+  /// registers (wgmma descriptors then need no per-iteration R2UR moves).
+  std::string warpTid();
   int numThreads() const { return warps() * 32; }
   /// Warps of the code being lowered: the current async task's, else the kernel's.
   int warps() const { return taskWarps_ ? taskWarps_ : fn_.numWarps; }
@@ -366,6 +370,7 @@ private:
   // barrier its internal syncs use (-1 outside tasks).
   int taskWarps_ = 0;
   int taskFirstWarp_ = 0;
+  std::string warpIndex_; // shfl of %tid.x / 32 from lane 0, emitted at the kernel's entry
   int taskBarrierId_ = -1;
   int totalWarps_ = 0; // warps the kernel launches with (all tasks)
   // Start of the scratch region while lowering an async task that runs concurrently with

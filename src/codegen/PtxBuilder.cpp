@@ -171,10 +171,12 @@ namespace {
 /// Opcodes whose only effect is writing their first operand (a register or a brace list).
 bool isRemovable(std::string_view opcode) {
   static const char* const prefixes[] = {
-      "mov.", "add.", "sub.",  "mul.",      "mad.",          "and.",     "or.",   "xor.",   "not.",
-      "shl.", "shr.", "cvt.",  "cvta.",     "setp.",         "selp.",    "neg.",  "abs.",   "min.",
-      "max.", "div.", "rem.",  "fma.",      "ex2.",          "lg2.",     "sqrt.", "rsqrt.", "rcp.",
-      "sin.", "cos.", "tanh.", "copysign.", "createpolicy.", "ld.param."};
+      "mov.", "add.", "sub.", "mul.", "mad.", "and.", "or.", "xor.", "not.", "shl.", "shr.", "cvt.",
+      "cvta.", "setp.", "selp.", "neg.", "abs.", "min.", "max.", "div.", "rem.", "fma.", "ex2.",
+      "lg2.", "sqrt.", "rsqrt.", "rcp.", "sin.", "cos.", "tanh.", "copysign.", "createpolicy.",
+      "ld.param.",
+      // An unused shuffle synchronizes nothing anyone needs (the kernel's uniform warp index).
+      "shfl.sync.idx."};
   for (const char* p : prefixes)
     if (opcode.substr(0, std::string_view(p).size()) == p) return true;
   return false;
