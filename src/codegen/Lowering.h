@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace ww::codegen {
@@ -410,6 +411,10 @@ private:
   std::string tmemBase_;
   // Whether the kernel's tcgen05 ops are CTA pairs' (two_ctas=True): cta_group::2 throughout.
   bool pairedMma_ = false;
+  // [64, N] allocations a CTA pair's M = 64 MMA accumulates into: 128 lanes of N / 2 columns
+  // (ir/TmemPairs.h).
+  std::unordered_set<const ir::Op*> pairSplit_;
+  bool pairSplit(const ir::Value* v);
   // Block-scaled MMAs with scales in shared memory: the first TMEM column of the op's own copy
   // of its A and B scales (-1 for a scale operand in tensor memory).
   std::unordered_map<const ir::Op*, std::pair<int64_t, int64_t>> scaleColumns_;

@@ -71,7 +71,9 @@ void FunctionLowering::copyScalesToTmem(const std::string& smem, const std::stri
     for (int64_t w = 0; w < words; ++w) {
       const int64_t column = 4 * (w * rowBlocks + i);
       std::string at = column ? b_.pure("add.u32", RegClass::B32, {tmem, immInt(column)}) : tmem;
-      b_.inst("tcgen05.cp.cta_group::1.32x128b.warpx4",
+      // A CTA pair's copy (cta_group::2, issued by the leader) writes both CTAs' tensor memory,
+      // each from its own shared memory at the same offset, as the pair's MMA reads operands.
+      b_.inst(std::string("tcgen05.cp.cta_group::") + (pairedMma_ ? "2" : "1") + ".32x128b.warpx4",
               {bracketed(at), wgmmaDescriptorStep(b_, base, (i * words + w) * 512)});
     }
 }

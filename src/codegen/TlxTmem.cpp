@@ -15,6 +15,7 @@
 #include "codegen/Lowering.h"
 #include "codegen/Wgmma.h"
 #include "ir/OpAttrs.h"
+#include "ir/TmemPairs.h"
 
 #include <algorithm>
 #include <bit>
@@ -79,6 +80,10 @@ void FunctionLowering::planTensorMemory() {
                    "clusters of an even number of CTAs, ctas_per_cga=(2, 1, 1) "
                    "(this kernel has " +
                    std::to_string(std::max(1, fn_.numCtas)) + " per cluster)");
+  pairSplit_ = ir::pairSplitAllocs(fn_.body);
+  auto columnsOf = [&](const ir::Op& alloc) {
+    return ir::tmemColumns(alloc.result()->type(), pairSplit_.count(&alloc) != 0);
+  };
   ir::walk(fn_.body, [&](const ir::Op& op) {
     if (op.code() != OpCode::LocalAlloc || !isTmemValue(op.result())) return;
     const ir::Type& t = op.result()->type();
@@ -87,11 +92,17 @@ void FunctionLowering::planTensorMemory() {
       // reuse=: these buffers overlay the reused allocation's columns from its first one.
       const ir::Value* reused = op.operand(0);
       const ir::Type& rt = reused->type();
-      if (ir::tmemColumns(t) * t.count > ir::tmemColumns(rt) * rt.count)
+      if (pairSplit_.count(&op))
+        raiseError(op.loc(),
+                   "tlx.local_alloc of " + t.str() +
+                       " with reuse= of a buffer is the "
+                       "accumulator of a CTA pair's M = 64 MMA; the sm_100a backend places "
+                       "those on their own or in a storage_alias_spec");
+      if (ir::tmemColumns(t) * t.count > columnsOf(*reused->def()) * rt.count)
         raiseError(op.loc(), "tlx.local_alloc of " + t.str() + " reuses " + rt.str() +
                                  ", but needs " + std::to_string(ir::tmemColumns(t) * t.count) +
                                  " tensor-memory columns where that allocation has " +
-                                 std::to_string(ir::tmemColumns(rt) * rt.count));
+                                 std::to_string(columnsOf(*reused->def()) * rt.count));
       tmemOffsets_[op.result()] = tmemOffsets_.at(reused);
       return;
     }
@@ -105,7 +116,7 @@ void FunctionLowering::planTensorMemory() {
         ir::walk(fn_.body, [&](const ir::Op& m) {
           if (m.code() != OpCode::LocalAlloc || ir::attr::LocalAlloc::alias(m) != id) return;
           const ir::Type& mt = m.result()->type();
-          const int64_t unit = ir::tmemColumns(mt);
+          const int64_t unit = columnsOf(m);
           const int64_t stride =
               ir::attr::LocalAlloc::aliasStride(m) ? ir::attr::LocalAlloc::aliasStride(m) : unit;
           const int64_t group = ir::attr::LocalAlloc::aliasGroup(m);
@@ -118,11 +129,12 @@ void FunctionLowering::planTensorMemory() {
       }
       tmemOffsets_[op.result()] = region->second + ir::attr::LocalAlloc::aliasOffset(op);
       const int64_t stride = ir::attr::LocalAlloc::aliasStride(op);
-      tmemSpacing_[op.result()] = {stride ? stride : ir::tmemColumns(t),
+      tmemSpacing_[op.result()] = {stride ? stride : columnsOf(op),
                                    ir::attr::LocalAlloc::aliasGroup(op)};
     } else {
       tmemOffsets_[op.result()] = tmemColumns_;
-      tmemColumns_ += ir::tmemColumns(t) * t.count;
+      tmemColumns_ += columnsOf(op) * t.count;
+      if (pairSplit_.count(&op)) tmemSpacing_[op.result()] = {columnsOf(op), 1};
     }
     if (tmemColumns_ > 512)
       raiseError(op.loc(), "the kernel's tensor-memory buffers need " +
@@ -232,7 +244,7 @@ void FunctionLowering::lowerTmemBuffer(const ir::Op& op) {
                            "tlx.local_slice");
     std::string base = b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32);
     std::string index = b_.materialize(operand(op, 1).at(0), RegClass::B32);
-    const int64_t unit = ir::tmemColumns(op.operand(0)->type());
+    const int64_t unit = ir::tmemColumns(op.operand(0)->type(), pairSplit(op.operand(0)));
     TmemSpacing spacing{unit, 1};
     if (auto it = tmemSpacing_.find(tmemRoot(op.operand(0))); it != tmemSpacing_.end())
       spacing = it->second;
@@ -244,6 +256,13 @@ void FunctionLowering::lowerTmemBuffer(const ir::Op& op) {
   }
   case OpCode::LocalSlice: {
     const ir::Type& src = op.operand(0)->type();
+    if (pairSplit(op.operand(0)))
+      raiseError(op.loc(),
+                 "tlx.local_slice of " + src.str() +
+                     ", the accumulator of a CTA "
+                     "pair's M = 64 MMA (128 lanes of half its columns), is not supported "
+                     "by the sm_100a backend yet; slice a [128, N / 2] buffer that shares "
+                     "its columns (storage_alias_spec)");
     std::vector<int64_t> offsets = ir::attr::LocalSlice::offsets(op),
                          sizes = ir::attr::LocalSlice::sizes(op);
     if (offsets.size() != 2 || offsets[0] != 0 || sizes[0] != src.shape[0])
@@ -272,9 +291,21 @@ void FunctionLowering::lowerTmemBuffer(const ir::Op& op) {
   }
 }
 
+bool FunctionLowering::pairSplit(const ir::Value* v) {
+  const ir::Op* def = tmemRoot(v)->def();
+  return def && pairSplit_.count(def);
+}
+
 void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
   const bool load = op.code() == OpCode::LocalLoad;
   const ir::Type& bt = op.operand(0)->type();
+  if (pairSplit(op.operand(0)))
+    raiseError(op.loc(), std::string("'") + op.name() + "' of " + bt.str() +
+                             ", the accumulator of a CTA pair's M = 64 MMA (rows 0-63 hold its "
+                             "first half of the columns, lanes 64-127 the second), is not "
+                             "supported by the sm_100a backend yet; read it through a [128, N / 2] "
+                             "buffer that shares its columns (storage_alias_spec), as TLX's "
+                             "attention backward does");
   requireTmemTile(op, bt);
   if (ir::isTmemScaleTile(bt)) return lowerTmemScalesLoadStore(op);
   if (warps() % 4 != 0 || taskFirstWarp_ % 4 != 0)
@@ -496,9 +527,12 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
       raiseError(op.loc(), "tlx.async_dot with A " + at.str() +
                                " in tensor memory: the sm_100a backend reads A from tensor "
                                "memory as fp16 or bf16 (two to a 32-bit column) or fp8 (four)");
-    if (pair)
-      raiseError(op.loc(), "tlx.async_dot with two_ctas=True and A in tensor memory is not "
-                           "supported by the sm_100a backend yet; pass A in shared memory");
+    // A CTA pair's M = 128 MMA reads each CTA's A from its own tensor memory at the same
+    // address; an M = 64 one would read TLX's TwoCTA_LHS layout (rows duplicated into lanes
+    // 64-127), which is not built.
+    if (pair && at.shape[0] != 128)
+      raiseError(op.loc(), "tlx.async_dot with two_ctas=True and a [64, K] A in tensor memory is "
+                           "not supported by the sm_100a backend yet; pass A in shared memory");
     if (at.shape[0] != ct.shape[0])
       raiseError(op.loc(), "tlx.async_dot with A " + at.str() + " in tensor memory into " +
                                ct.str() +
@@ -510,10 +544,10 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
   // tlx.async_dot_scaled: e8m0 scales of 32 elements (TlxTcgen05Scaled.cpp).
   const bool scaled = ir::attr::Tcgen05Mma::hasScales(op);
   if (scaled) {
-    if (pair || at.shape[0] != 128 || kind != "f8f6f4")
+    if (at.shape[0] != 128 || kind != "f8f6f4")
       raiseError(op.loc(), "tlx.async_dot_scaled of " + at.str() + " and " + bt.str() +
-                               ": the sm_100a backend issues the block-scaled MMA with M = 128, "
-                               "e4m3 / e5m2 operands, one CTA");
+                               ": the sm_100a backend issues the block-scaled MMA with M = 128 "
+                               "(per CTA), e4m3 / e5m2 operands");
     kind = "mxf8f6f4.block_scale.scale_vec::1X";
   }
   if (kind.empty())
@@ -528,17 +562,27 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
   // half of B's columns (bN = N / 2).
   // The PTX ISA's shapes (kind::f16 / tf32 / f8f6f4, dense): M = 64 with N a multiple of 8, M =
   // 128 with N a multiple of 16, up to 256; a pair's M = 256 (128 per CTA), N a multiple of 16.
+  // A pair's M = 64 (per CTA) is the instruction's M = 128 over the pair: each CTA's [64, N]
+  // accumulator lies in 128 lanes of N / 2 columns (the PTX ISA's data-path layout for it;
+  // TLX's TwoCTA_RHS), which the allocation's placement gave it (ir/TmemPairs.h).
   const int64_t M = at.shape[0], K = at.shape[1], bN = bt.shape[1], N = ct.shape[1];
-  const int64_t nStep = M == 64 ? 8 : 16;
-  if (!(M == 128 || (M == 64 && !pair)) || N < nStep || N > 256 || N % nStep != 0 ||
-      (pair ? 2 * bN : bN) != N)
+  const int64_t nStep = M == 64 && !pair ? 8 : 16;
+  if (!(M == 128 || M == 64) || N < nStep || N > 256 || N % nStep != 0 || (pair ? 2 * bN : bN) != N)
     raiseError(op.loc(), "tlx.async_dot of a " + std::to_string(M) + "x" + std::to_string(N) +
                              " tile into tensor memory: the sm_100a backend issues tcgen05.mma "
                              "with M = 128 and N a multiple of 16, or M = 64 and N a multiple of "
                              "8, up to 256" +
-                             (pair ? std::string(" (a CTA pair's: 128 rows per CTA, 256 x N, B "
-                                                 "[K, N/2] per CTA)")
+                             (pair ? std::string(" (a CTA pair's: 128 or 64 rows per CTA, 256 or "
+                                                 "128 x N with N a multiple of 16, B [K, N/2] per "
+                                                 "CTA)")
                                    : std::string()));
+  if (pair && M == 64 && !pairSplit(op.operand(2)))
+    raiseError(op.loc(), "tlx.async_dot with two_ctas=True into the [64, N] accumulator " +
+                             ct.str() +
+                             ": the sm_100a backend places a CTA pair's M = 64 accumulator "
+                             "(128 lanes of N / 2 columns) only for a view of one tensor-memory "
+                             "allocation (tlx.local_alloc, its local_view), not one chosen at "
+                             "run time");
   // Operand layouts in shared memory, as for wgmma (TlxAsyncDot.cpp): A [M, K] K-major, B
   // [K, N] N-major, a 2-D local_trans view swaps that.
   auto operandMajor = [&](const ir::Value* v, bool isA, bool* kMajor) {
@@ -642,7 +686,7 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
       scaledIdesc.push_back(b_.materialize(
           immInt(int64_t(tcgen05ScaledInstrDescriptor(ir::attr::Tcgen05Mma::aFormat(op),
                                                       ir::attr::Tcgen05Mma::bFormat(op), !aK, !bK,
-                                                      M, N, id, id))),
+                                                      pair ? 2 * M : M, N, id, id))),
           RegClass::B32));
   }
   const int64_t bScaleBlocks = (N + 127) / 128;
@@ -668,13 +712,26 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
   b_.popScope();
   b_.label(skip);
   if (sync) {
-    // Committed whether or not pred issued the MMA: the commit tracks every earlier MMA.
-    tcgen05Commit(syncBar, elected, pairMask);
+    // Committed whether or not pred issued the MMA: the commit tracks every earlier MMA. A CTA
+    // pair's synchronous MMA is the leader's: its commit arrives on the leader's own barrier
+    // only (cta_group::2 without multicast: the peer's scratch bytes at that offset are not a
+    // barrier), the leader's threads wait, and the peer's call returns at once, as it issues
+    // nothing (TLX's peer, which never calls it in its tutorials, would wait for an arrival
+    // racing its barrier's initialization).
+    std::string leader = pairedMma_ ? leadsCtaPair() : std::string();
+    if (pairedMma_)
+      b_.inst("tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.b64", {syncBar},
+              elected);
+    else
+      tcgen05Commit(syncBar, elected, pairMask);
     std::string retry = b_.newLabel("tcgen05_mma_wait");
+    std::string waited = b_.newLabel("tcgen05_mma_waited");
+    if (pairedMma_) b_.inst("bra", {waited}, leader, true);
     std::string done = b_.newReg(RegClass::Pred);
     b_.label(retry);
     b_.inst("mbarrier.try_wait.parity.shared::cta.b64", {done, syncBar, "0"});
     b_.inst("bra", {retry}, done, /*negateGuard=*/true);
+    b_.label(waited);
     b_.inst("tcgen05.fence::after_thread_sync", {});
     barrier(); // every thread has passed the wait
     b_.inst("mbarrier.inval.shared::cta.b64", {syncBar}, electedThread());

@@ -12,9 +12,11 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace ww::interp {
 
@@ -55,9 +57,14 @@ struct PendingMma {
   /// otherwise.
   CtaState* peer = nullptr;
   BufferView peerA, peerB, peerAcc;
+  /// acc (and peerAcc) are a pair's M = 64 accumulators: their views here are the [128, N / 2]
+  /// lanes they occupy (BufferView::pairSplit).
+  bool accSplit = false;
   /// A block-scaled MMA (tlx.async_dot_scaled): its A and B scales (tensor memory, or shared
   /// memory in the cuBLAS layout), read with its operands (TlxScaled.cpp). Null alloc otherwise.
   BufferView aScale, bScale;
+  /// A CTA pair's block-scaled MMA: the peer's A scales and its copy of B's.
+  BufferView peerAScale, peerBScale;
   /// A tlx.tmem_copy (tcgen05.cp) of block scales rather than an MMA: `a` its shared-memory
   /// source, `acc` its tensor-memory destination, written when it completes.
   bool copy = false;
@@ -102,6 +109,9 @@ struct KernelState {
   /// two_ctas=True): then every tcgen05 op is the pair's, issued by its leader (cta_group::2 on
   /// the GPU, where all tcgen05 ops of a kernel use one cta_group). -1 until first asked.
   int pairedMma = -1;
+  /// The tensor-memory allocations CTA pairs' M = 64 MMAs accumulate into (ir/TmemPairs.h),
+  /// computed at the first tensor-memory local_alloc.
+  std::optional<std::unordered_set<const ir::Op*>> pairSplit;
   /// The distributed layouts the compiler gives the kernel's tensors, for the ops whose result
   /// depends on which thread holds which element (a vote over a tensor predicate): computed at
   /// the first such op (WarpVote.cpp).
@@ -309,6 +319,9 @@ private:
   void execTmemCopy(const ir::Op& op);
   /// What a completed tcgen05 copy or block-scaled MMA does to memory (TlxScaled.cpp).
   static void runScaledMma(const PendingMma& m);
+  /// One CTA's share of a block-scaled MMA: acc = (a * aScale) @ (b * bScale) (+ acc).
+  static void scaledMma(const PendingMma& m, const BufferView& a, const Tensor& b,
+                        const BufferView& aScale, const BufferView& bScale, const BufferView& acc);
   static void runTmemCopy(const PendingMma& m);
   /// clc_try_cancel / clc_query (cluster launch control, Blackwell; TlxClc.cpp).
   void execClcTryCancel(const ir::Op& op);
@@ -318,6 +331,11 @@ private:
   void commitMmas(const ir::Op& op, const BarrierView& bar);
   /// Whether the kernel's tcgen05 ops are CTA pairs' (KernelState::pairedMma).
   bool pairedMma() const;
+  /// Whether tensor-memory local_alloc `op` is a pair's M = 64 accumulator (KernelState).
+  bool pairSplitAlloc(const ir::Op& op);
+  /// Refuses a local_load / local_store / local_slice of a pair's M = 64 accumulator, as
+  /// codegen does.
+  void refusePairSplit(const ir::Op& op, const BufferView& v);
   /// In a kernel of CTA-pair MMAs: the other CTA of this one's pair (its rank ^ 1); a user
   /// error outside a cluster of CTA pairs.
   CtaState& pairPeer(const ir::Op& op, const std::string& what);

@@ -87,6 +87,10 @@ struct BufferView {
   /// A subtiled storage_alias_spec member (TLX's index rewriting): tile i lies a further
   /// (i % groupSize) * groupStepBytes on.
   int64_t groupSize = 1, groupStepBytes = 0;
+  /// A tensor-memory [64, N] tile a CTA pair's M = 64 MMA accumulates into (ir/TmemPairs.h):
+  /// its bytes are 128 lanes of N / 2 columns, row r's first half in lane r and its second in
+  /// lane 64 + r (the MMA reads and writes them so; shape and strides stay the [64, N] ones).
+  bool pairSplit = false;
   int64_t tileOffset(int64_t tile) const {
     return tile * tileStrideBytes + (tile % groupSize) * groupStepBytes;
   }

@@ -31,6 +31,7 @@
 #include "interp/InlineAsm.h"
 #include "ir/OpAttrs.h"
 #include "ir/OpTraits.h"
+#include "ir/TmemPairs.h"
 
 #include <algorithm>
 #include <cstring>
@@ -702,6 +703,24 @@ TensorPtr sideBySide(const Tensor& left, const Tensor& right) {
   return out;
 }
 
+/// A CTA pair's M = 64 accumulator ([64, N], row r's first N / 2 columns in lane r, its last in
+/// lane 64 + r): `fold` turns the [64, N] tile into its [128, N / 2] lanes, else back.
+TensorPtr pairSplitTile(const Tensor& t, bool fold) {
+  const int64_t half = fold ? t.shape.at(1) / 2 : t.shape.at(1);
+  auto out = std::make_shared<Tensor>(
+      t.elem, false, fold ? std::vector<int64_t>{128, half} : std::vector<int64_t>{64, 2 * half});
+  const size_t w = t.bytes.size() / size_t(std::max<int64_t>(1, t.numel()));
+  const size_t row = size_t(half) * w; // bytes of a lane
+  for (int64_t r = 0; r < 64; ++r)
+    for (int64_t h = 0; h < 2; ++h) {
+      const size_t logical = size_t(r) * 2 * row + size_t(h) * row;
+      const size_t lane = size_t(r + 64 * h) * row;
+      std::memcpy(out->bytes.data() + (fold ? lane : logical),
+                  t.bytes.data() + (fold ? logical : lane), row);
+    }
+  return out;
+}
+
 } // namespace
 
 bool Executor::completeMmaCommits(KernelState& k, CtaState& cta) {
@@ -719,8 +738,16 @@ bool Executor::completeMmaCommits(KernelState& k, CtaState& cta) {
     auto runMma = [&](const PendingMma& m, const BufferView& av, const Tensor& b,
                       const BufferView& accv) {
       TensorPtr acc = m.useAcc ? whole(accv) : nullptr;
-      writeBuffer(accv, *computeDot(*whole(av), b, acc.get(), m.precision,
-                                    ir::Type::tensor(accv.elem, accv.shape)));
+      if (!m.accSplit) {
+        writeBuffer(accv, *computeDot(*whole(av), b, acc.get(), m.precision,
+                                      ir::Type::tensor(accv.elem, accv.shape)));
+        return;
+      }
+      // A pair's M = 64 accumulator: [64, N] in 128 lanes of N / 2 columns.
+      if (acc) acc = pairSplitTile(*acc, false);
+      TensorPtr d = computeDot(*whole(av), b, acc.get(), m.precision,
+                               ir::Type::tensor(accv.elem, {64, 2 * accv.shape.at(1)}));
+      writeBuffer(accv, *pairSplitTile(*d, true));
     };
     // The tensor core runs the MMAs (and scale copies) in issue order, reading the operands now.
     for (PendingMma& m : c.mmas) {
@@ -745,8 +772,8 @@ bool Executor::completeMmaCommits(KernelState& k, CtaState& cta) {
       }
       // Its accesses become ordinary ones on the barrier's completion clock: a wait that sees
       // this commit's phase is ordered after them.
-      for (const BufferView* v :
-           {&m.a, &m.b, &m.acc, &m.peerA, &m.peerB, &m.peerAcc, &m.aScale, &m.bScale}) {
+      for (const BufferView* v : {&m.a, &m.b, &m.acc, &m.peerA, &m.peerB, &m.peerAcc, &m.aScale,
+                                  &m.bScale, &m.peerAScale, &m.peerBScale}) {
         if (!v->alloc) continue;
         for (SharedAccess& acc2 : v->alloc->log.accesses)
           if (acc2.inFlight && acc2.token == m.token) {
@@ -882,8 +909,16 @@ void Executor::execLocalAlloc(const ir::Op& op) {
     // every lane, one after another, a row of the tile per lane (a [64, N] tile's rows in the
     // first 64 lanes here), 16-bit elements two to a column. reuse= overlays another
     // allocation's columns from its first one, with that allocation's lane pitch.
-    const int64_t cells = std::max<int64_t>(1, rt.shape.back() * v.elemBytes() / 4);
+    v.pairSplit = pairSplitAlloc(op);
+    const int64_t cells =
+        std::max<int64_t>(1, rt.shape.back() * v.elemBytes() / 4 / (v.pairSplit ? 2 : 1));
     int64_t pitch = cells * v.count * 4; // bytes of a lane
+    if (v.pairSplit && attr::LocalAlloc::hasReuse(op))
+      fail(op.loc(), "tlx.local_alloc of " + rt.str() +
+                         " with reuse= of a buffer is the "
+                         "accumulator of a CTA pair's M = 64 MMA; the sm_100a backend places those "
+                         "on their own or in a storage_alias_spec (" +
+                         where() + ")");
     if (attr::LocalAlloc::hasReuse(op)) {
       const BufferView& reused = buffer(op, 0);
       pitch = reused.strides.at(0) * reused.elemBytes();
@@ -923,9 +958,9 @@ void Executor::execTmemAliasMember(const ir::Op& op, BufferView& v) {
   const ir::Type& rt = op.result()->type();
   const int64_t id = attr::LocalAlloc::alias(op);
   std::shared_ptr<SharedAlloc>& region = cta_.aliasRegions[id];
-  auto columnsOf = [](const ir::Op& m) {
+  auto columnsOf = [&](const ir::Op& m) {
     const ir::Type& t = m.result()->type();
-    const int64_t unit = std::max<int64_t>(1, ir::tmemColumns(t));
+    const int64_t unit = std::max<int64_t>(1, ir::tmemColumns(t, pairSplitAlloc(m)));
     const int64_t stride =
         attr::LocalAlloc::aliasStride(m) ? attr::LocalAlloc::aliasStride(m) : unit;
     const int64_t group = attr::LocalAlloc::aliasGroup(m);
@@ -948,7 +983,8 @@ void Executor::execTmemAliasMember(const ir::Op& op, BufferView& v) {
     if (cta_.cluster) cta_.allocs[&op] = region;
   }
   const int64_t pitch = int64_t(region->bytes.size()) / 128; // bytes of a lane
-  const int64_t unit = std::max<int64_t>(1, ir::tmemColumns(rt));
+  v.pairSplit = pairSplitAlloc(op);
+  const int64_t unit = std::max<int64_t>(1, ir::tmemColumns(rt, v.pairSplit));
   const int64_t stride =
       attr::LocalAlloc::aliasStride(op) ? attr::LocalAlloc::aliasStride(op) : unit;
   v.alloc = region;
@@ -1021,8 +1057,19 @@ void Executor::execLocalView(const ir::Op& op) {
   set(op.result(), BarrierView{bars.array, bars.first + index, 1});
 }
 
+void Executor::refusePairSplit(const ir::Op& op, const BufferView& v) {
+  if (!v.pairSplit) return;
+  fail(op.loc(), std::string("'") + op.name() + "' of " + op.operand(0)->type().str() +
+                     ", the accumulator of a CTA pair's M = 64 MMA (rows 0-63 hold its first half "
+                     "of the columns, lanes 64-127 the second), is not supported by the sm_100a "
+                     "backend yet; read it through a [128, N / 2] buffer that shares its columns "
+                     "(storage_alias_spec), as TLX's attention backward does (" +
+                     where() + ")");
+}
+
 void Executor::execLocalLoad(const ir::Op& op) {
   const BufferView& v = buffer(op, 0);
+  refusePairSplit(op, v);
   int64_t n = 1;
   for (int64_t d : op.result()->type().shape) n *= d;
   checkViewElements(op, v, n);
@@ -1032,6 +1079,7 @@ void Executor::execLocalLoad(const ir::Op& op) {
 
 void Executor::execLocalStore(const ir::Op& op) {
   const BufferView& v = buffer(op, 0);
+  refusePairSplit(op, v);
   TensorPtr value = tensor(op, 1);
   checkViewElements(op, v, value->numel());
   checkedWrite(op, v, tilesOf(v, value->numel()));
@@ -1062,6 +1110,7 @@ void Executor::execLocalTrans(const ir::Op& op) {
 
 void Executor::execLocalSlice(const ir::Op& op) {
   BufferView v = buffer(op, 0);
+  refusePairSplit(op, v);
   std::vector<int64_t> offsets = attr::LocalSlice::offsets(op), sizes = attr::LocalSlice::sizes(op);
   if (offsets.size() != v.shape.size() || sizes.size() != v.shape.size())
     fail(op.loc(), "local_slice of a rank-" + std::to_string(v.shape.size()) + " buffer with " +
@@ -1534,6 +1583,11 @@ bool Executor::pairedMma() const {
   return k_.pairedMma != 0;
 }
 
+bool Executor::pairSplitAlloc(const ir::Op& op) {
+  if (!k_.pairSplit) k_.pairSplit = ir::pairSplitAllocs(k_.fn->body);
+  return k_.pairSplit->count(&op) != 0;
+}
+
 CtaState& Executor::pairPeer(const ir::Op& op, const std::string& what) {
   const int64_t size = cta_.cluster ? int64_t(cta_.cluster->ctas.size()) : 1;
   if (size % 2 != 0)
@@ -1570,6 +1624,12 @@ void Executor::execTcgen05Mma(const ir::Op& op) {
   m.a = buffer(op, 0);
   m.b = buffer(op, 1);
   m.acc = buffer(op, 2);
+  if (m.acc.pairSplit) {
+    // A pair's M = 64 accumulator: the MMA reads and writes its 128 lanes of N / 2 columns.
+    m.accSplit = true;
+    m.acc.shape = {128, m.acc.shape.at(1) / 2};
+    m.acc.pairSplit = false;
+  }
   m.useAcc = useAcc;
   m.precision = attr::Tcgen05Mma::inputPrecision(op);
   m.token = cta_.newToken();
@@ -1582,6 +1642,10 @@ void Executor::execTcgen05Mma(const ir::Op& op) {
     m.peerA = peerBuffer(m.a, *pairCta);
     m.peerB = peerBuffer(m.b, *pairCta);
     m.peerAcc = peerBuffer(m.acc, *pairCta);
+    if (scaled) {
+      m.peerAScale = peerBuffer(m.aScale, *pairCta);
+      m.peerBScale = peerBuffer(m.bScale, *pairCta);
+    }
   }
   // An earlier MMA writing the accumulator, in flight or done, is ordered before this one (the
   // tensor core runs them in issue order): this one's in-flight write takes its place.
@@ -1614,6 +1678,10 @@ void Executor::execTcgen05Mma(const ir::Op& op) {
     // complete on the leader's).
     checkedRead(op, m.peerA, 1, m.token);
     checkedRead(op, m.peerB, 1, m.token);
+    if (scaled) {
+      checkedRead(op, m.peerAScale, 1, m.token);
+      checkedRead(op, m.peerBScale, 1, m.token);
+    }
     if (useAcc && !peerChained) checkedRead(op, m.peerAcc, 1);
     checkedWrite(op, m.peerAcc, 1, m.token);
   }

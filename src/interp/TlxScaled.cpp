@@ -15,6 +15,7 @@
 #include "ir/OpAttrs.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace ww::interp {
@@ -77,29 +78,53 @@ void Executor::runTmemCopy(const PendingMma& m) {
 
 void Executor::runScaledMma(const PendingMma& m) {
   auto whole = [](const BufferView& v) { return readBuffer(v, ir::Type::tensor(v.elem, v.shape)); };
-  TensorPtr a = whole(m.a), b = whole(m.b);
+  if (!m.peer) {
+    scaledMma(m, m.a, *whole(m.b), m.aScale, m.bScale, m.acc);
+    return;
+  }
+  // A CTA pair's: B's columns are the leader's half then the peer's; each CTA's rows of A, with
+  // its A scales and its copy of all N columns' B scales, give its rows of the accumulator.
+  const TensorPtr left = whole(m.b), right = whole(m.peerB);
+  const int64_t rows = left->shape.at(0), n = left->shape.at(1), n2 = right->shape.at(1);
+  Tensor b(left->elem, false, {rows, n + n2});
+  const size_t w = size_t(left->elemBytes());
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(b.bytes.data() + size_t(r * (n + n2)) * w, left->bytes.data() + size_t(r * n) * w,
+                size_t(n) * w);
+    std::memcpy(b.bytes.data() + size_t(r * (n + n2) + n) * w,
+                right->bytes.data() + size_t(r * n2) * w, size_t(n2) * w);
+  }
+  scaledMma(m, m.a, b, m.aScale, m.bScale, m.acc);
+  scaledMma(m, m.peerA, b, m.peerAScale, m.peerBScale, m.peerAcc);
+}
+
+void Executor::scaledMma(const PendingMma& m, const BufferView& av, const Tensor& b,
+                         const BufferView& aScale, const BufferView& bScale,
+                         const BufferView& accv) {
+  auto whole = [](const BufferView& v) { return readBuffer(v, ir::Type::tensor(v.elem, v.shape)); };
+  TensorPtr a = whole(av);
   // K / 32 scales a row, in tiles of that rounded up to four (a 32-bit column's worth).
-  const int64_t M = a->shape.at(0), K = a->shape.at(1), N = b->shape.at(1),
+  const int64_t M = a->shape.at(0), K = a->shape.at(1), N = b.shape.at(1),
                 cols = (K / 32 + 3) / 4 * 4;
   const std::vector<uint8_t> sa =
-      scalesOf(*whole(m.aScale), !m.aScale.alloc->tmem, (M + 127) / 128 * 128, cols);
+      scalesOf(*whole(aScale), !aScale.alloc->tmem, (M + 127) / 128 * 128, cols);
   const std::vector<uint8_t> sb =
-      scalesOf(*whole(m.bScale), !m.bScale.alloc->tmem, (N + 127) / 128 * 128, cols);
+      scalesOf(*whole(bScale), !bScale.alloc->tmem, (N + 127) / 128 * 128, cols);
   // Each element times its block's scale (exact in fp32: fp8 values times powers of two), then
   // the product as the tensor core accumulates it, in fp32.
-  const std::vector<double> av = widenToDoubles(*a), bv = widenToDoubles(*b);
+  const std::vector<double> av2 = widenToDoubles(*a), bv = widenToDoubles(b);
   Tensor as(ir::DType::F32, false, {M, K}), bs(ir::DType::F32, false, {K, N});
   for (int64_t i = 0; i < M; ++i)
     for (int64_t k = 0; k < K; ++k)
       as.data<float>()[i * K + k] =
-          float(av[size_t(i * K + k)] * e8m0(sa[size_t(i * cols + k / 32)]));
+          float(av2[size_t(i * K + k)] * e8m0(sa[size_t(i * cols + k / 32)]));
   for (int64_t k = 0; k < K; ++k)
     for (int64_t n = 0; n < N; ++n)
       bs.data<float>()[k * N + n] =
           float(bv[size_t(k * N + n)] * e8m0(sb[size_t(n * cols + k / 32)]));
-  TensorPtr acc = m.useAcc ? whole(m.acc) : nullptr;
-  writeBuffer(m.acc,
-              *computeDot(as, bs, acc.get(), "ieee", ir::Type::tensor(m.acc.elem, m.acc.shape)));
+  TensorPtr acc = m.useAcc ? whole(accv) : nullptr;
+  writeBuffer(accv,
+              *computeDot(as, bs, acc.get(), "ieee", ir::Type::tensor(accv.elem, accv.shape)));
 }
 
 } // namespace ww::interp

@@ -336,6 +336,7 @@ std::unique_ptr<ir::Function> Specializer::run() {
   b.setLoc(def->loc);
   b.ret();
   frame = nullptr;
+  placeStorageAliases(fn->body);
   // Where the async tasks run and whether their register budgets fit: errors at their source.
   ir::planAsyncTasks(*fn);
   return fn;

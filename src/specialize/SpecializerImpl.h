@@ -192,6 +192,10 @@ public:
   Val sharedReuseSpec(const Val& reused, SourceLoc loc);
   Val storageAliasAttr(const Val& spec, const std::string& name, SourceLoc loc);
   Val storageAliasMethod(const Val& spec, const std::string& name, CallSite& call);
+  /// Places the members of every spec with a set_buffer_overlap, once the kernel is built: a
+  /// tensor-memory member's columns depend on the MMAs that use it (ir/TmemPairs.h), as TLX
+  /// places them after its layout propagation.
+  void placeStorageAliases(const ir::Block& body);
   /// Attribute `name` of namespace `ns` ("tl", "tlx", "math", ...); nullopt when unknown.
   std::optional<Val> namespaceMember(const std::string& ns, const std::string& name);
   /// "unknown function 'tl.arnge'; did you mean 'tl.arange'?" for namespace `ns`.
@@ -265,6 +269,8 @@ public:
     std::vector<ir::Op*> members; // local_allocs with reuse= this spec
     bool overlapSet = false;
     bool implicit = false; // made for reuse= of a shared-memory local_alloc (TLX's alias)
+    Val overlap;           // set_buffer_overlap's reuse_group, placed by placeStorageAliases
+    SourceLoc overlapLoc;
   };
   std::vector<AliasSpec> aliasSpecs;
   static int64_t specUnits(const AliasSpec& s);

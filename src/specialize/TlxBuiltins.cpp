@@ -859,9 +859,6 @@ Val tcgen05Mma(Specializer& sp, const std::string& fn, const BoundArgs& a, ir::V
                     !(a.has("force_async") && truthy(a.get("force_async")));
   std::vector<ir::NamedAttr> attrs = {ir::attr::Tcgen05Mma::make::hasUseAcc(hasUseAcc),
                                       ir::attr::Tcgen05Mma::make::hasPred(hasPred)};
-  if (twoCtas && sync)
-    raiseError(a.call().loc, fn + " with two_ctas=True needs mBarriers: the pair's leader issues "
-                                  "the MMA, and both CTAs wait for its commit on their barrier");
   if (twoCtas) attrs.push_back(ir::attr::Tcgen05Mma::make::twoCtas(true));
   if (sync) attrs.push_back(ir::attr::Tcgen05Mma::make::sync(true));
   if (!scales && a.has("input_precision") && a.get("input_precision").kind == Val::Kind::String)
@@ -1058,15 +1055,16 @@ Val tlxAsyncDotScaled(Specializer& sp, const std::string& name, CallSite& call) 
     raiseError(a.loc("B"), fn + ": N = " + std::to_string(N) +
                                " must be a multiple of 8 from 8 to 256 (B is " + B->type().str() +
                                ")");
+  // A CTA pair's block-scaled MMA (256 x N): B is this CTA's half of the N columns, and each
+  // CTA holds the scales of its own 128 rows of A and of all N columns of B (its tensor core's
+  // share of the product uses every column).
   const bool twoCtas =
       a.has("two_ctas") && sp.constBool(a.get("two_ctas"), a.loc("two_ctas"), "two_ctas");
-  if (twoCtas)
-    raiseError(a.loc("two_ctas"), fn + " with two_ctas=True (a CTA pair's block-scaled MMA) is "
-                                       "not supported by warpweave yet");
+  const int64_t scaleN = twoCtas ? 2 * N : N;
   // Four scales share a 32-bit column: the scale tiles hold K / 32 of them rounded up to four.
   const int64_t cols = (K / 32 + 3) / 4 * 4;
   scales.a = scaleOperand(sp, fn, a, "A_scale", 128, cols);
-  scales.b = scaleOperand(sp, fn, a, "B_scale", (N + 127) / 128 * 128, cols);
+  scales.b = scaleOperand(sp, fn, a, "B_scale", (scaleN + 127) / 128 * 128, cols);
   return tcgen05Mma(sp, fn, a, A, B, twoCtas, &scales);
 }
 

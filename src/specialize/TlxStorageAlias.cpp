@@ -21,6 +21,7 @@
 
 #include "ir/Limits.h"
 #include "ir/OpAttrs.h"
+#include "ir/TmemPairs.h"
 #include "layout/Layouts.h"
 #include "support/MathExtras.h"
 
@@ -28,6 +29,7 @@
 #include <functional>
 #include <limits>
 #include <set>
+#include <unordered_set>
 
 namespace ww::specialize {
 
@@ -41,35 +43,43 @@ bool isGroup(const Val& v) {
   return v.kind == Val::Kind::Object && v.s == "reuse_group";
 }
 
-/// The size of one buffer of leaf `t` in the region's units: bytes, or tensor-memory columns.
-int64_t unitsOf(const ir::Type& t, bool tmem) {
-  return tmem ? ir::tmemColumns(t) : tileBytes(t);
-}
+/// What sizes a region's leaves: shared memory or tensor memory, and the tensor-memory tiles a
+/// CTA pair's M = 64 MMA accumulates into (half their columns; ir/TmemPairs.h).
+struct Units {
+  bool tmem = false;
+  const std::unordered_set<const ir::Op*>* split = nullptr;
+  /// The size of one buffer of leaf `v`: bytes, or tensor-memory columns.
+  int64_t of(const ir::Value* v) const {
+    const ir::Type& t = v->type();
+    if (!tmem) return tileBytes(t);
+    return ir::tmemColumns(t, split && split->count(v->def()));
+  }
+};
 
 /// The alignment of a node. Shared memory: the compiler's alignment of its tiles (at least one
 /// element; TLX's is 128 bytes, warpweave's swizzled tiles need their 1024). Tensor memory: as
 /// TLX, a leaf's own column count, so that a member's offset is a whole number of its buffers.
-int64_t alignmentOf(const Val& node, bool tmem) {
+int64_t alignmentOf(const Val& node, const Units& u) {
   if (!isGroup(node)) {
     const ir::Type& t = node.v->type();
-    if (tmem) return std::max<int64_t>(1, ir::tmemColumns(t));
+    if (u.tmem) return std::max<int64_t>(1, u.of(node.v));
     return std::max<int64_t>(layout::sharedTileAlignment(t.shape, ir::byteWidth(t.elem)),
                              ir::byteWidth(t.elem));
   }
   int64_t a = 1;
-  for (const Val& c : node.elts) a = std::max(a, alignmentOf(c, tmem));
+  for (const Val& c : node.elts) a = std::max(a, alignmentOf(c, u));
   return a;
 }
 
 /// Units one buffer index of `node` needs (TLX's getElementSize).
-int64_t sizeOf(const Val& node, int64_t alignment, bool tmem) {
-  if (!isGroup(node)) return unitsOf(node.v->type(), tmem);
+int64_t sizeOf(const Val& node, int64_t alignment, const Units& u) {
+  if (!isGroup(node)) return u.of(node.v);
   int64_t size = 0;
   for (const Val& c : node.elts) {
     if (node.b) // distinct: tensor-memory children at their own alignment
-      size = alignTo(size, tmem ? alignmentOf(c, tmem) : alignment) + sizeOf(c, alignment, tmem);
+      size = alignTo(size, u.tmem ? alignmentOf(c, u) : alignment) + sizeOf(c, alignment, u);
     else
-      size = std::max(size, sizeOf(c, alignment, tmem));
+      size = std::max(size, sizeOf(c, alignment, u));
   }
   return node.b ? size : size * node.i;
 }
@@ -234,92 +244,108 @@ Val Specializer::storageAliasMethod(const Val& obj, const std::string& name, Cal
   };
   check(root);
 
-  const bool tmem = spec.tmem;
-  const std::string unit = tmem ? " tensor-memory columns" : " bytes";
-  const int64_t alignment = alignmentOf(root, tmem);
-  const int64_t between = alignTo(sizeOf(root, alignment, tmem), alignment);
-  // TLX's BufferOffsetCalculation: (offset, distance between buffer indices, group size) of
-  // every leaf.
-  struct Leaf {
-    const Val* v;
-    int64_t offset, between, group;
-  };
-  std::vector<Leaf> leaves;
-  std::function<void(const Val&, int64_t, int64_t, int64_t)> collect =
-      [&](const Val& n, int64_t offset, int64_t dist, int64_t group) {
-        if (!isGroup(n)) {
-          leaves.push_back({&n, offset, dist, group});
-          return;
-        }
-        if (!n.b) { // shared: one offset, the distance split into group_size subtiles
-          for (const Val& c : n.elts) collect(c, offset, dist / n.i, group * n.i);
-          return;
-        }
-        int64_t at = offset;
-        for (const Val& c : n.elts) {
-          at = alignTo(at, tmem ? alignmentOf(c, tmem) : alignment);
-          collect(c, at, dist, group);
-          at += sizeOf(c, alignment, tmem);
-        }
-        if (at - offset > dist)
-          raiseError(call.loc,
-                     "set_buffer_overlap: not enough space for a distinct reuse_group: it "
-                     "needs " +
-                         std::to_string(at - offset) + unit + " per buffer, its place has " +
-                         std::to_string(dist));
-      };
-  collect(root, 0, between, 1);
-
-  int64_t total = between * leaves.front().v->type().count;
-  for (const Leaf& leaf : leaves) {
-    ir::Op* alloc = leaf.v->v->def();
-    const ir::Type& t = leaf.v->type();
-    Placement p;
-    p.unit = unitsOf(t, tmem);
-    // TLX (StorageAliasAllocation) indexes a member's own buffers, so its offset and spacing
-    // must be whole buffers.
-    if (p.unit <= 0 || leaf.between % p.unit != 0 || leaf.offset % p.unit != 0)
-      raiseError(call.loc, "set_buffer_overlap: " + t.str() + " would lie " +
-                               std::to_string(leaf.offset) + unit + " into its place, " +
-                               std::to_string(leaf.between) + unit +
-                               " per buffer index, which TLX requires to be multiples of its "
-                               "buffer size (" +
-                               std::to_string(p.unit) + unit + ")");
-    const int64_t scale = leaf.between / p.unit, slots = leaf.offset / p.unit;
-    p.stride = p.unit;
-    if (scale > 1 || slots > 0) { // TLX rewrites its indices: s i + o / u + (i mod g)
-      p.stride = leaf.between;
-      p.offset = leaf.offset;
-      p.group = leaf.group;
-    }
-    const int64_t align = tmem ? 1 : alignmentOf(*leaf.v, tmem);
-    for (int64_t i = 0; i < t.count; ++i) {
-      const int64_t at = p.address(i);
-      if (at % align != 0)
-        raiseError(call.loc, "set_buffer_overlap: buffer " + std::to_string(i) + " of " + t.str() +
-                                 " would start at byte " + std::to_string(at) +
-                                 ", not a multiple of its alignment " + std::to_string(align));
-      total = std::max(total, at + p.unit);
-    }
-    // TLX sizes a tensor-memory region by its members' own columns, too.
-    if (tmem) total = std::max(total, p.unit * t.count);
-    ir::attr::LocalAlloc::set::aliasOffset(*alloc, p.offset);
-    ir::attr::LocalAlloc::set::aliasStride(*alloc, p.stride);
-    ir::attr::LocalAlloc::set::aliasGroup(*alloc, p.group);
-  }
-  if (spec.sizeBytes && specUnits(spec) < total)
-    raiseError(call.loc,
-               "storage_alias_spec's buffer_size_bytes=" + std::to_string(spec.sizeBytes) +
-                   " is too small: the reuse_group needs " + std::to_string(total) + unit +
-                   (tmem ? " (128 lanes x 4 bytes each)" : ""));
-  const int64_t most = tmem ? 512 : ir::kMaxSharedBytes;
-  if (total > most)
-    raiseError(call.loc, "set_buffer_overlap: the reuse_group needs " + std::to_string(total) +
-                             unit + "; a block has at most " + std::to_string(most));
-  for (ir::Op* m : spec.members)
-    ir::attr::LocalAlloc::set::aliasBytes(*m, std::max(total, specUnits(spec)));
+  // Placed once the kernel is built (placeStorageAliases): a tensor-memory member's columns
+  // depend on the MMAs that use it.
+  spec.overlap = root;
+  spec.overlapLoc = call.loc;
   spec.overlapSet = true;
   return Val::none();
+}
+
+void Specializer::placeStorageAliases(const ir::Block& body) {
+  std::unordered_set<const ir::Op*> split;
+  bool any = false;
+  for (const AliasSpec& spec : aliasSpecs) any |= spec.overlapSet;
+  if (!any) return;
+  split = ir::pairSplitAllocs(body);
+  for (AliasSpec& spec : aliasSpecs) {
+    if (!spec.overlapSet) continue;
+    const Val& root = spec.overlap;
+    const SourceLoc loc = spec.overlapLoc;
+    const bool tmem = spec.tmem;
+    const Units units{tmem, &split};
+    const std::string unit = tmem ? " tensor-memory columns" : " bytes";
+    const int64_t alignment = alignmentOf(root, units);
+    const int64_t between = alignTo(sizeOf(root, alignment, units), alignment);
+    // TLX's BufferOffsetCalculation: (offset, distance between buffer indices, group size) of
+    // every leaf.
+    struct Leaf {
+      const Val* v;
+      int64_t offset, between, group;
+    };
+    std::vector<Leaf> leaves;
+    std::function<void(const Val&, int64_t, int64_t, int64_t)> collect =
+        [&](const Val& n, int64_t offset, int64_t dist, int64_t group) {
+          if (!isGroup(n)) {
+            leaves.push_back({&n, offset, dist, group});
+            return;
+          }
+          if (!n.b) { // shared: one offset, the distance split into group_size subtiles
+            for (const Val& c : n.elts) collect(c, offset, dist / n.i, group * n.i);
+            return;
+          }
+          int64_t at = offset;
+          for (const Val& c : n.elts) {
+            at = alignTo(at, tmem ? alignmentOf(c, units) : alignment);
+            collect(c, at, dist, group);
+            at += sizeOf(c, alignment, units);
+          }
+          if (at - offset > dist)
+            raiseError(loc, "set_buffer_overlap: not enough space for a distinct reuse_group: it "
+                            "needs " +
+                                std::to_string(at - offset) + unit + " per buffer, its place has " +
+                                std::to_string(dist));
+        };
+    collect(root, 0, between, 1);
+
+    int64_t total = between * leaves.front().v->type().count;
+    for (const Leaf& leaf : leaves) {
+      ir::Op* alloc = leaf.v->v->def();
+      const ir::Type& t = leaf.v->type();
+      Placement p;
+      p.unit = units.of(leaf.v->v);
+      // TLX (StorageAliasAllocation) indexes a member's own buffers, so its offset and spacing
+      // must be whole buffers.
+      if (p.unit <= 0 || leaf.between % p.unit != 0 || leaf.offset % p.unit != 0)
+        raiseError(loc, "set_buffer_overlap: " + t.str() + " would lie " +
+                            std::to_string(leaf.offset) + unit + " into its place, " +
+                            std::to_string(leaf.between) + unit +
+                            " per buffer index, which TLX requires to be multiples of its "
+                            "buffer size (" +
+                            std::to_string(p.unit) + unit + ")");
+      const int64_t scale = leaf.between / p.unit, slots = leaf.offset / p.unit;
+      p.stride = p.unit;
+      if (scale > 1 || slots > 0) { // TLX rewrites its indices: s i + o / u + (i mod g)
+        p.stride = leaf.between;
+        p.offset = leaf.offset;
+        p.group = leaf.group;
+      }
+      const int64_t align = tmem ? 1 : alignmentOf(*leaf.v, units);
+      for (int64_t i = 0; i < t.count; ++i) {
+        const int64_t at = p.address(i);
+        if (at % align != 0)
+          raiseError(loc, "set_buffer_overlap: buffer " + std::to_string(i) + " of " + t.str() +
+                              " would start at byte " + std::to_string(at) +
+                              ", not a multiple of its alignment " + std::to_string(align));
+        total = std::max(total, at + p.unit);
+      }
+      // TLX sizes a tensor-memory region by its members' own columns, too.
+      if (tmem) total = std::max(total, p.unit * t.count);
+      ir::attr::LocalAlloc::set::aliasOffset(*alloc, p.offset);
+      ir::attr::LocalAlloc::set::aliasStride(*alloc, p.stride);
+      ir::attr::LocalAlloc::set::aliasGroup(*alloc, p.group);
+    }
+    if (spec.sizeBytes && specUnits(spec) < total)
+      raiseError(loc, "storage_alias_spec's buffer_size_bytes=" + std::to_string(spec.sizeBytes) +
+                          " is too small: the reuse_group needs " + std::to_string(total) + unit +
+                          (tmem ? " (128 lanes x 4 bytes each)" : ""));
+    const int64_t most = tmem ? 512 : ir::kMaxSharedBytes;
+    if (total > most)
+      raiseError(loc, "set_buffer_overlap: the reuse_group needs " + std::to_string(total) + unit +
+                          "; a block has at most " + std::to_string(most));
+    for (ir::Op* m : spec.members)
+      ir::attr::LocalAlloc::set::aliasBytes(*m, std::max(total, specUnits(spec)));
+  }
 }
 
 } // namespace ww::specialize

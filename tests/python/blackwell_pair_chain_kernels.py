@@ -1,0 +1,107 @@
+"""Small Blackwell kernels of our own for tests/python/test_blackwell_pair_chain.py: CTA pairs
+(two_ctas=True) with a synchronous MMA, A read from tensor memory, and M = 64 rows per CTA.
+
+pair_chain: O = fp16(A @ B) @ V over a pair of CTAs, 128 rows each. Each CTA loads its A rows
+and its half of B's and V's columns (TMA loads completing on the leader's barrier). The leader
+issues S = A @ B synchronously (no mBarriers: it returns once the MMA completed) and commits to
+both CTAs' s_done; each CTA turns its rows of S into fp16 P in tensor memory and tells the leader
+(a remote arrive); the leader issues O = P @ V, A from tensor memory, synchronously again, and
+commits to both CTAs' o_done. PLANT plants one bug:
+  1: the leader issues P @ V without waiting for the peer's P (the pair out of step);
+  2: the odd CTA reads O without waiting for o_done (only the leader waits for a synchronous
+     MMA of the pair).
+
+pair_m64: C = A @ B with 64 rows per CTA (the pair's MMA is 128 x N). Each CTA's [64, N]
+accumulator lies in 128 lanes of N / 2 columns, row r's first half in lane r and its second in
+lane 64 + r (TLX's TwoCTA_RHS); it is read through a [128, N / 2] buffer of the same
+storage_alias_spec, as TLX's attention backward reads its dQ. A [128, 32] fp32 buffer comes
+first in the spec (distinct): the accumulator's N / 2 columns follow it. PLANT:
+  1: neither CTA waits for the commit before reading its lanes;
+  2: local_load of the [64, N] accumulator itself (not supported).
+"""
+import warpweave as ww
+import warpweave.language as tl
+import warpweave.language.extra.tlx as tlx
+
+
+@ww.jit
+def pair_chain(a_desc, b_desc, v_desc, o_ptr, M, K: tl.constexpr, N1: tl.constexpr,
+               N2: tl.constexpr, PLANT: tl.constexpr):
+    rank = tlx.cluster_cta_rank()
+    leads = rank % 2 == 0
+    row0 = tl.program_id(0) * 128
+    H1: tl.constexpr = N1 // 2
+    H2: tl.constexpr = N2 // 2
+    a = tlx.local_view(tlx.local_alloc((128, K), tl.float16, 1), 0)
+    b = tlx.local_view(tlx.local_alloc((K, H1), tl.float16, 1), 0)
+    v = tlx.local_view(tlx.local_alloc((N1, H2), tl.float16, 1), 0)
+    s = tlx.local_view(tlx.local_alloc((128, N1), tl.float32, 1, tlx.storage_kind.tmem), 0)
+    p = tlx.local_view(tlx.local_alloc((128, N1), tl.float16, 1, tlx.storage_kind.tmem), 0)
+    o = tlx.local_view(tlx.local_alloc((128, N2), tl.float32, 1, tlx.storage_kind.tmem), 0)
+    loaded = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    s_done = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    p_ready = tlx.alloc_barriers(num_barriers=1, arrive_count=2)
+    o_done = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    tlx.cluster_barrier()  # both CTAs' barriers are initialized before any remote arrival
+    tlx.barrier_expect_bytes(loaded[0], 2 * 2 * (128 * K + K * H1 + N1 * H2), pred=leads)
+    tlx.async_descriptor_load(a_desc, a, [row0, 0], loaded[0], two_ctas=True)
+    tlx.async_descriptor_load(b_desc, b, [0, (rank % 2) * H1], loaded[0], two_ctas=True)
+    tlx.async_descriptor_load(v_desc, v, [0, (rank % 2) * H2], loaded[0], two_ctas=True)
+    if leads:
+        tlx.barrier_wait(loaded[0], 0)
+        tlx.async_dot(a, b, s, use_acc=False, two_ctas=True)
+        tlx.tcgen05_commit(s_done[0], two_ctas=True)
+    tlx.barrier_wait(s_done[0], 0)
+    tlx.local_store(p, tlx.local_load(s).to(tl.float16))
+    tlx.barrier_arrive(p_ready[0], 1, remote_cta_rank=rank - rank % 2)
+    if leads:
+        if PLANT != 1:
+            tlx.barrier_wait(p_ready[0], 0)
+        tlx.async_dot(p, v, o, use_acc=False, two_ctas=True)
+        tlx.tcgen05_commit(o_done[0], two_ctas=True)
+    if PLANT != 2:
+        tlx.barrier_wait(o_done[0], 0)
+    result = tlx.local_load(o)
+    rows = row0 + tl.arange(0, 128)
+    cols = tl.arange(0, N2)
+    tl.store(o_ptr + rows[:, None] * N2 + cols[None, :], result.to(tl.float16),
+             mask=rows[:, None] < M)
+
+
+@ww.jit
+def pair_m64(a_desc, b_desc, c_ptr, M, K: tl.constexpr, N: tl.constexpr, PLANT: tl.constexpr):
+    rank = tlx.cluster_cta_rank()
+    leads = rank % 2 == 0
+    row0 = tl.program_id(0) * 64
+    H: tl.constexpr = N // 2
+    a = tlx.local_view(tlx.local_alloc((64, K), tl.float16, 1), 0)
+    b = tlx.local_view(tlx.local_alloc((K, H), tl.float16, 1), 0)
+    spec = tlx.storage_alias_spec(storage=tlx.storage_kind.tmem)
+    other = tlx.local_alloc((128, 32), tl.float32, 1, tlx.storage_kind.tmem, reuse=spec)
+    acc = tlx.local_alloc((64, N), tl.float32, 1, tlx.storage_kind.tmem, reuse=spec)
+    lanes = tlx.local_alloc((128, H), tl.float32, 1, tlx.storage_kind.tmem, reuse=spec)
+    spec.set_buffer_overlap(
+        tlx.reuse_group(other, tlx.reuse_group(acc, lanes, group_type=tlx.reuse_group_type.shared),
+                        group_type=tlx.reuse_group_type.distinct))
+    loaded = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    done = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    # `other` holds its own values across the MMA: the accumulator's columns do not overlap it.
+    tlx.local_store(other[0], tl.full((128, 32), 3.0, tl.float32))
+    tlx.barrier_expect_bytes(loaded[0], 2 * 2 * (64 * K + K * H), pred=leads)
+    tlx.async_descriptor_load(a_desc, a, [row0, 0], loaded[0], two_ctas=True)
+    tlx.async_descriptor_load(b_desc, b, [0, (rank % 2) * H], loaded[0], two_ctas=True)
+    if leads:
+        tlx.barrier_wait(loaded[0], 0)
+        tlx.async_dot(a, b, acc[0], use_acc=False, mBarriers=[done[0]], two_ctas=True)
+    if PLANT != 1:
+        tlx.barrier_wait(done[0], 0)
+    if PLANT == 2:
+        whole = tlx.local_load(acc[0])
+        tl.store(c_ptr + tl.arange(0, 64)[:, None] * N + tl.arange(0, N)[None, :], whole)
+    result = tlx.local_load(lanes[0])  # [128, H]: lane l holds row l % 64, half l // 64
+    kept = tlx.local_load(other[0])
+    lane = tl.arange(0, 128)
+    rows = row0 + lane % 64
+    cols = (lane // 64)[:, None] * H + tl.arange(0, H)[None, :]
+    moved = tl.max(tl.abs(kept - 3.0), axis=1)  # 0 unless the MMA wrote over `other`
+    tl.store(c_ptr + rows[:, None] * N + cols, result + moved[:, None], mask=rows[:, None] < M)

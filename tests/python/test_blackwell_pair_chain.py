@@ -1,0 +1,177 @@
+"""Blackwell (sm_100a) CTA pairs, continued (issue 19), with TLX's semantics: the synchronous
+two-CTA async_dot (the leader issues the pair's MMA and waits for it; the peer's call issues
+nothing and returns), A read from tensor memory by a pair's MMA (each CTA's own rows), and pairs
+of M = 64 rows per CTA, whose [64, N] accumulator lies in 128 lanes of N / 2 columns and takes
+N / 2 columns of tensor memory (TLX's TwoCTA_RHS; storage_alias_spec members placed accordingly).
+Checked: the interpreter's results against NumPy, its reports of planted bugs at the kernel's
+line, and the PTX of each form against the PTX ISA's syntax, assembled by ptxas for sm_100a. No
+Blackwell GPU ran any of this."""
+import importlib
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import warpweave as ww
+
+import blackwell_pair_chain_kernels as ck
+from blackwell_testing import descriptor, eighths, line_of
+
+native_loader = importlib.import_module("warpweave._native_loader")
+pytestmark = pytest.mark.skipif(not native_loader.available(),
+                                reason="warpweave._native is not built (pip install .)")
+
+
+@pytest.fixture
+def interpret(monkeypatch):
+    monkeypatch.setenv("WARPWEAVE_INTERPRET", "1")
+
+
+def run_chain(M, K=32, N1=64, N2=64, plant=0):
+    rng = np.random.default_rng(M + K + N1 + N2)
+    a, b = eighths(rng, (M, K)), eighths(rng, (K, N1))
+    v = (eighths(rng, (N1, N2)) / 4).astype(np.float16)
+    o = np.full((M, N2), np.nan, np.float16)
+    pairs = (ww.cdiv(M, 128) + 1) // 2 * 2
+    ck.pair_chain[(pairs, 1)](descriptor(a, [128, K]), descriptor(b, [K, N1 // 2]),
+                              descriptor(v, [N1, N2 // 2]), o, M, K=K, N1=N1, N2=N2, PLANT=plant,
+                              num_warps=4, ctas_per_cga=(2, 1, 1))
+    return a, b, v, o
+
+
+@pytest.mark.parametrize("M,K,N1,N2", [(256, 32, 64, 64), (300, 64, 128, 32)])
+def test_synchronous_pair_chain_matches_numpy(interpret, M, K, N1, N2):
+    a, b, v, o = run_chain(M, K, N1, N2)
+    p = (a.astype(np.float64) @ b).astype(np.float16)
+    np.testing.assert_array_equal(o, (p.astype(np.float64) @ v).astype(np.float16))
+
+
+def test_leader_reading_the_peers_tensor_memory_before_it_is_written_is_reported(interpret):
+    with pytest.raises(ww.InterpreterError) as e:
+        run_chain(256, plant=1)
+    msg = str(e.value)
+    assert f"blackwell_pair_chain_kernels.py:{line_of(ck.pair_chain, 'tlx.async_dot(p, v')}:" in msg
+    # The peer has not written its P yet, or is writing it: either is reported.
+    assert re.search(r"tcgen05_mma reads tensor memory that (nothing wrote|local_store by "
+                     r"program \(1, 0, 0\))", msg)
+
+
+def test_peer_reading_before_the_synchronous_mma_completed_is_reported(interpret):
+    # A synchronous MMA of the pair makes only the leader wait; the peer must wait on a commit.
+    with pytest.raises(ww.InterpreterError) as e:
+        run_chain(256, plant=2)
+    msg = str(e.value)
+    # Reported at the read, or at the MMA that overwrites what the read saw (with the read as a
+    # note): the peer read before the leader issued it.
+    read = f"blackwell_pair_chain_kernels.py:{line_of(ck.pair_chain, 'result = tlx.local_load')}:"
+    assert read in msg
+    assert re.search(r"(local_load reads tensor memory that tcgen05_mma by program \(0, 0, 0\)|"
+                     r"tcgen05_mma overwrites tensor memory that local_load by program "
+                     r"\(1, 0, 0\))", msg)
+
+
+def run_m64(M, K=32, N=128, plant=0):
+    rng = np.random.default_rng(M + K + N)
+    a, b = eighths(rng, (M, K)), eighths(rng, (K, N))
+    c = np.full((M, N), np.nan, np.float32)
+    pairs = (ww.cdiv(M, 64) + 1) // 2 * 2
+    ck.pair_m64[(pairs, 1)](descriptor(a, [64, K]), descriptor(b, [K, N // 2]), c, M, K=K, N=N,
+                            PLANT=plant, num_warps=4, ctas_per_cga=(2, 1, 1))
+    return a, b, c
+
+
+@pytest.mark.parametrize("M,K,N", [(128, 32, 128), (200, 64, 64), (256, 16, 256)])
+def test_pair_of_64_row_ctas_matches_numpy(interpret, M, K, N):
+    a, b, c = run_m64(M, K, N)
+    np.testing.assert_array_equal(c, a.astype(np.float64) @ b)
+
+
+def test_reading_the_64_row_lanes_before_the_commit_is_reported(interpret):
+    with pytest.raises(ww.InterpreterError) as e:
+        run_m64(128, plant=1)
+    msg = str(e.value)
+    assert f"blackwell_pair_chain_kernels.py:{line_of(ck.pair_m64, 'result = tlx.local_load')}:" in msg
+    assert "local_load reads tensor memory that tcgen05_mma by program (0, 0, 0)" in msg
+    assert "is still writing" in msg
+
+
+def test_loading_the_split_accumulator_itself_is_refused(interpret):
+    with pytest.raises(ww.InterpreterError) as e:
+        run_m64(128, plant=2)
+    msg = str(e.value)
+    assert f"blackwell_pair_chain_kernels.py:{line_of(ck.pair_m64, 'tlx.local_load(acc[0])')}:" in msg
+    assert "M = 64 MMA" in msg and "storage_alias_spec" in msg
+
+
+# ---- PTX for sm_100a ----
+
+def compile_kernel(name, signature, target="sm_100a", ctas_per_cga=(2, 1, 1)):
+    path = Path(ck.__file__)
+    return native_loader.native().compile(
+        [(str(path), path.read_text())], name, signature, {}, target=target, num_warps=4,
+        stage="ptx", num_ctas=2, cluster_dims=list(ctas_per_cga))
+
+
+def ptx_text(result):
+    return result if isinstance(result, str) else getattr(result, "ptx", None) or result["ptx"]
+
+
+CHAIN_SIG = ("a_desc:desc<fp16,128x32>,b_desc:desc<fp16,32x32>,v_desc:desc<fp16,64x32>,"
+             "o_ptr:*fp16:16,M:i32,K=32,N1=64,N2=64,PLANT=0")
+
+
+def test_synchronous_pair_mma_and_tensor_memory_a_in_the_ptx(ptxas):
+    ptx = ptx_text(compile_kernel("pair_chain", CHAIN_SIG))
+    assert "cta_group::1" not in ptx
+    # Two MMAs of the pair: S = A @ B with A in shared memory (a descriptor), O = P @ V with A in
+    # tensor memory ([a-tmem]); 256 x 64 each (M = 2 x 128), K = 32 (two steps of 16) and 64.
+    smem_a = re.findall(r"tcgen05\.mma\.cta_group::2\.kind::f16 \[%r\d+\], %rd\d+, %rd\d+, %r\d+, "
+                        r"%p\d+;", ptx)
+    tmem_a = re.findall(r"tcgen05\.mma\.cta_group::2\.kind::f16 \[%r\d+\], \[%r\d+\], %rd\d+, "
+                        r"%r\d+, %p\d+;", ptx)
+    assert len(smem_a) == 2 and len(tmem_a) == 4
+    idesc = (1 << 4) | (1 << 16) | ((64 >> 3) << 17) | ((256 >> 4) << 24)
+    assert f", {idesc};" in ptx
+    # The synchronous MMAs commit to their own barrier in the leader only (cta_group::2 without
+    # multicast), and only the leader waits on it; the tcgen05_commits multicast to the pair.
+    own = re.findall(r"tcgen05\.commit\.cta_group::2\.mbarrier::arrive::one\.shared::cluster\.b64 "
+                     r"\[(%r\d+)\];", ptx)
+    assert len(own) == 2
+    multicast = re.findall(r"tcgen05\.commit\.cta_group::2\.mbarrier::arrive::one\.shared::cluster"
+                           r"\.multicast::cluster\.b64 \[%r\d+\], %h\d+;", ptx)
+    assert len(multicast) == 2
+    for bar in own:
+        wait = re.search(rf"mbarrier\.try_wait\.parity\.shared::cta\.b64 %p\d+, \[{re.escape(bar)}\], 0;",
+                         ptx)
+        assert wait
+        # The wait is skipped where the CTA does not lead its pair.
+        skip = ptx.rfind("@!%p", 0, wait.start())
+        label = re.match(r"@!(%p\d+) bra (\$L_tcgen05_mma_waited_\d+);", ptx[skip:])
+        assert label and ptx.index(label.group(2) + ":") > wait.start()
+    ptxas(ptx, arch="sm_100a")
+
+
+M64_SIG = "a_desc:desc<fp16,64x32>,b_desc:desc<fp16,32x64>,c_ptr:*fp32:16,M:i32,K=32,N=128,PLANT=0"
+
+
+def test_pair_of_64_row_ctas_in_the_ptx(ptxas):
+    ptx = ptx_text(compile_kernel("pair_m64", M64_SIG))
+    # The pair's MMA is 128 x 128 (M = 2 x 64): the instruction descriptor's M field is 128 >> 4.
+    mmas = re.findall(r"tcgen05\.mma\.cta_group::2\.kind::f16 \[(%r\d+)\], %rd\d+, %rd\d+, %r\d+, "
+                      r"%p\d+;", ptx)
+    assert len(mmas) == 2
+    idesc = (1 << 4) | (1 << 16) | ((128 >> 3) << 17) | ((128 >> 4) << 24)
+    assert f", {idesc};" in ptx
+    # The [64, 128] accumulator takes 64 columns after `other`'s 32, aligned to its 64: columns
+    # 64-127, so the kernel allocates 128 columns (256 when counted at 128).
+    assert re.search(r"tcgen05\.alloc\.cta_group::2\.sync\.aligned\.shared::cta\.b32 \[%r\d+\], "
+                     r"128;", ptx)
+    assert re.search(r"add\.u32 %r\d+, %r\d+, 64;", ptx)
+    ptxas(ptx, arch="sm_100a")
+
+
+def test_split_accumulator_load_is_refused():
+    with pytest.raises(ww.CompilationError) as e:
+        compile_kernel("pair_m64", M64_SIG.replace("PLANT=0", "PLANT=2"))
+    assert "M = 64 MMA" in str(e.value) and "storage_alias_spec" in str(e.value)
