@@ -175,3 +175,63 @@ def test_split_accumulator_load_is_refused():
     with pytest.raises(ww.CompilationError) as e:
         compile_kernel("pair_m64", M64_SIG.replace("PLANT=0", "PLANT=2"))
     assert "M = 64 MMA" in str(e.value) and "storage_alias_spec" in str(e.value)
+
+
+# ---- a pair's block-scaled MMA (mxfp8) ----
+
+def run_pair_scaled(M, N, K, BN=128, BK=128, plant=0, seed=0):
+    sc = pytest.importorskip("test_blackwell_scaled")
+    a, b, sa, sb = sc.operands(M, N, K, "e4m3", "e4m3", seed)
+    rn, rk = ww.cdiv(BN, 128), ww.cdiv(BK, 128)
+    sa_l = sc.to_cublas_layout(sc.pad(sa, ww.cdiv(M, 128) * 128))
+    sb_l = sc.to_cublas_layout(sc.pad(sb, ww.cdiv(N, BN) * rn * 128))
+    c = np.full((M, N), np.nan, np.float32)
+    pairs = (ww.cdiv(M, 128) + 1) // 2 * 2
+    ck.pair_scaled[(pairs, ww.cdiv(N, BN))](
+        sc.descriptor(a, [128, BK]), sc.descriptor(b, [BN // 2, BK]),
+        sc.descriptor(sa_l, [1, 1, rk, 2, 256]), sc.descriptor(sb_l, [1, rn, rk, 2, 256]),
+        c, M, N, K, BN=BN, BK=BK, PLANT=plant, num_warps=4, ctas_per_cga=(2, 1, 1))
+    return c, sc.reference(a, b, sa, sb)
+
+
+@pytest.mark.parametrize("M,N,K,BN,BK", [(256, 128, 256, 128, 128), (512, 256, 384, 256, 128),
+                                         (256, 256, 512, 128, 256)])
+def test_pair_block_scaled_mma_matches_numpy(interpret, M, N, K, BN, BK):
+    c, ref = run_pair_scaled(M, N, K, BN, BK)
+    np.testing.assert_array_equal(c, ref.astype(np.float32))
+
+
+def test_pair_overwriting_scales_before_the_mma_completes_is_reported(interpret):
+    with pytest.raises(ww.InterpreterError) as e:
+        run_pair_scaled(256, 128, 256, plant=1)
+    msg = str(e.value)
+    assert f"blackwell_pair_chain_kernels.py:{line_of(ck.pair_scaled, 'as_desc, as_t')}:" in msg
+    # The peer, which waits for nothing but `done`, overwrites a tile the pair's MMA may still
+    # read, or its own previous copy still landing: the pair out of step, either way.
+    assert re.search(r"overwrites shared memory that (tcgen05_mma by program \(0, 0, 0\) may "
+                     r"still be reading|async_desc_load by program \(1, 0, 0\) is still "
+                     r"writing)", msg)
+
+
+SCALED_SIG = ("a_desc:desc<fp8e4nv,128x128>,b_desc:desc<fp8e4nv,64x128>,as_desc:desc<u8,1x1x1x2x256>,"
+              "bs_desc:desc<u8,1x1x1x2x256>,c_ptr:*fp32:16,M:i32,N:i32,K:i32,BN=128,BK=128,PLANT=0")
+
+
+def test_pair_block_scaled_forms_in_the_ptx(ptxas):
+    ptx = ptx_text(compile_kernel("pair_scaled", SCALED_SIG))
+    assert "cta_group::1" not in ptx
+    # One MMA per 32 elements of K: 4 of them, 256 x 128 (M field 256 >> 7 = 2 in bits 27-28,
+    # N >> 3 in 17-22, UE8M0 scales in bit 23; both operands K-major, no transpose bits), the
+    # scale-factor IDs picking each step's byte.
+    mmas = re.findall(r"tcgen05\.mma\.cta_group::2\.kind::mxf8f6f4\.block_scale\.scale_vec::1X "
+                      r"\[%r\d+\], %rd\d+, %rd\d+, (%r\d+), \[%r\d+\], \[%r\d+\], %p\d+;", ptx)
+    assert len(mmas) == 4
+    for sid in range(4):
+        idesc = (sid << 4) | ((128 >> 3) << 17) | (1 << 23) | (2 << 27) | (sid << 29)
+        assert re.search(rf"mov\.b32 %r\d+, {idesc};", ptx), hex(idesc)
+    # The scales (A: one 512-byte chunk of 128 rows; B: one of the pair's 128 columns) copied by
+    # the leader into both CTAs' tensor memory, before the MMAs.
+    cps = [m.start() for m in re.finditer(r"tcgen05\.cp\.cta_group::2\.32x128b\.warpx4 "
+                                          r"\[%r\d+\], %rd\d+;", ptx)]
+    assert len(cps) == 2 and max(cps) < ptx.index("tcgen05.mma.cta_group::2")
+    ptxas(ptx, arch="sm_100a")
