@@ -15,6 +15,7 @@ from ._common import (_HALF_FLOATS, _Place, _check_dtype, _check_ndim, _check_sh
 from .kernels import attention as attention_kernels
 from .kernels import attention_bwd as attention_bwd_kernels
 from .kernels import attention_varlen as attention_varlen_kernels
+from .kernels.hopper import attention_bwd_ws as attention_bwd_ws_kernels
 from .kernels.hopper import attention_ws as attention_ws_kernels
 
 
@@ -212,14 +213,20 @@ def _launch_tlx(place, go, op, q, k, v, out, lse, sm_scale, causal, config):
        num_warps=4, **config)
 
 
-def attention_bwd(do, q, k, v, out, lse, causal=False, sm_scale=None):
+def attention_bwd(do, q, k, v, out, lse, causal=False, sm_scale=None, kernel=None):
     """Gradients (dq, dk, dv) of attention(q, k, v, causal, sm_scale) given the gradient `do` of
     its output, the output `out` and its lse (attention(..., return_lse=True)'s [Z, H, N_CTX]
-    base-2 log-sum-exp); kernels/attention_bwd.py. q, k, v, do, out [Z, H, N_CTX, HEAD_DIM] fp16
-    or bf16 of one shape, HEAD_DIM a power of two in 16..256; gradients in q's dtype,
-    contiguous. On GPUs the block sizes of the dK / dV and the dQ kernels are tuned once per
-    shape (warpweave.ops._tuning)."""
+    base-2 log-sum-exp). q, k, v, do, out [Z, H, N_CTX, HEAD_DIM] fp16 or bf16 of one shape,
+    HEAD_DIM a power of two in 16..256; gradients in q's dtype, contiguous. kernel: None picks
+    the tl kernels (kernels/attention_bwd.py: a dK / dV and a dQ kernel, block sizes tuned once
+    per shape on GPUs, warpweave.ops._tuning), or on sm_90 where the TLX kernel applies the
+    faster of the two when tuning (the TLX kernel untimed only where ATTENTION_BWD_TLX_ON_SM90);
+    "tl" the tl kernels only; "tlx" the Hopper warp-specialized kernel
+    (kernels/hopper/attention_bwd_ws.py: HEAD_DIM 64 or 128, N_CTX a multiple of 128; on an sm_90
+    GPU or in the interpreter)."""
     op = "attention_bwd"
+    if kernel not in (None, "tl", "tlx"):
+        raise ValueError(f"{op}: 'kernel' must be None, 'tl' or 'tlx', got {kernel!r}")
     place = _Place(op, {"do": do, "q": q, "k": k, "v": v, "out": out, "lse": lse})
     dt, sm_scale = _check_attention_args(op, q, k, v, causal, sm_scale, (16, 32, 64, 128, 256))
     z, h, n_ctx, head_dim = q.shape
@@ -229,6 +236,15 @@ def attention_bwd(do, q, k, v, out, lse, causal=False, sm_scale=None):
         _check_shape(op, name, t, (z, h, n_ctx, head_dim), " (q's shape)")
     _check_dtype(op, "lse", lse, ("float32",))
     _check_shape(op, "lse", lse, (z, h, n_ctx), " [Z, H, N_CTX]")
+    tlx_shape = head_dim in (64, 128) and n_ctx % ATTENTION_BWD_TLX_CONFIG["BLOCK_N"] == 0
+    if kernel == "tlx":
+        if not tlx_shape:
+            raise ValueError(f"{op}: kernel='tlx' takes HEAD_DIM 64 or 128 and N_CTX a multiple "
+                             f"of {ATTENTION_BWD_TLX_CONFIG['BLOCK_N']}, got HEAD_DIM {head_dim} "
+                             f"and N_CTX {n_ctx} (use kernel='tl')")
+        if place.on_gpu and not _common._is_sm90(place):
+            raise ValueError(f"{op}: kernel='tlx' needs an sm_90 GPU compiling for sm_90a (or "
+                             f"the interpreter); use kernel='tl'")
     q, k, v, do, out, lse = (_contiguous(t) for t in (q, k, v, do, out, lse))
     dq = place.empty((z, h, n_ctx, head_dim), dt)
     dk = place.empty((z, h, n_ctx, head_dim), dt)
@@ -239,9 +255,6 @@ def attention_bwd(do, q, k, v, out, lse, causal=False, sm_scale=None):
     # The fixed GPU configuration, both kernels: 64 x 64 blocks, 4 warps up to HEAD_DIM 64.
     fixed = (dict(BLOCK_M=64, BLOCK_N=64, num_warps=4 if head_dim <= 64 else 8) if place.on_gpu
              else _INTERPRETER_BWD_CONFIG)
-    place.launch(attention_bwd_kernels.attention_bwd_preprocess_kernel,
-                 (ww.cdiv(n_ctx, fixed["BLOCK_M"]), z * h), out, do, delta, n_ctx,
-                 HEAD_DIM=head_dim, BLOCK_M=fixed["BLOCK_M"], num_warps=fixed["num_warps"])
 
     def launch_dkdv(candidate, go):
         go(attention_bwd_kernels.attention_bwd_dkdv_kernel,
@@ -253,11 +266,87 @@ def attention_bwd(do, q, k, v, out, lse, causal=False, sm_scale=None):
            (ww.cdiv(n_ctx, candidate["BLOCK_M"]), z * h), q, k, v, do, lse, delta, dq,
            float(sm_scale), n_ctx, HEAD_DIM=head_dim, CAUSAL=causal, **candidate.config)
 
+    def launch_preprocess(go):
+        go(attention_bwd_kernels.attention_bwd_preprocess_kernel,
+           (ww.cdiv(n_ctx, fixed["BLOCK_M"]), z * h), out, do, delta, n_ctx,
+           HEAD_DIM=head_dim, BLOCK_M=fixed["BLOCK_M"], num_warps=fixed["num_warps"])
+
     key = (dt, causal, _tuning.pow2_bucket(z * h), n_ctx, head_dim)
-    _bwd_choose_and_launch(place, op, key, head_dim, _itemsize(q), fixed, fixed, launch_dkdv,
-                           launch_dq, attention_bwd_kernels.attention_bwd_dkdv_kernel,
-                           attention_bwd_kernels.attention_bwd_dq_kernel)
+    tlx = kernel == "tlx" or (kernel is None and tlx_shape and _common._is_sm90(place))
+    if not tlx:
+        launch_preprocess(place.launch)
+        _bwd_choose_and_launch(place, op, key, head_dim, _itemsize(q), fixed, fixed, launch_dkdv,
+                               launch_dq, attention_bwd_kernels.attention_bwd_dkdv_kernel,
+                               attention_bwd_kernels.attention_bwd_dq_kernel)
+        return dq, dk, dv
+
+    dq_accum = place.empty((z * h * n_ctx, head_dim), "float32")
+    tlx_candidates = [_tuning.Candidate("tlx", **cfg)
+                      for cfg in [ATTENTION_BWD_TLX_CONFIG] + _BWD_TLX_CONFIGS
+                      if cfg is ATTENTION_BWD_TLX_CONFIG or not place.on_gpu or
+                      _tuning.fits(place, _bwd_tlx_shared(cfg, head_dim, _itemsize(q)))]
+    candidates = tlx_candidates
+    if kernel is None:
+        # The tl pair as one candidate, in the block sizes tuned for it (part of its name, so
+        # that the choice between the kernels is kept per tl configuration).
+        dkdv_c, dq_c = _bwd_choose(place, op, key, head_dim, _itemsize(q), fixed, fixed,
+                                   launch_dkdv, launch_dq,
+                                   attention_bwd_kernels.attention_bwd_dkdv_kernel,
+                                   attention_bwd_kernels.attention_bwd_dq_kernel)
+        tl = _tuning.Candidate("tl", dkdv=repr(dkdv_c), dq=repr(dq_c))
+        candidates = [tl] + tlx_candidates if not ATTENTION_BWD_TLX_ON_SM90 else \
+            tlx_candidates + [tl]
+
+    def launch(candidate, go):
+        if candidate.kernel == "tl":
+            launch_preprocess(go)
+            launch_dkdv(dkdv_c, go)
+            launch_dq(dq_c, go)
+            return
+        _launch_bwd_tlx(place, go, op, q, k, v, do, out, lse, delta, dq_accum, dq, dk, dv,
+                        sm_scale, causal, candidate.config)
+
+    if not place.on_gpu:
+        launch(candidates[0], place.launch)
+    else:
+        chosen = _tuning.choose(
+            place, f"{op}_kernel" if kernel is None else f"{op}_tlx", key, candidates,
+            candidates[0], launch,
+            [attention_bwd_kernels.attention_bwd_preprocess_kernel,
+             attention_bwd_kernels.attention_bwd_dkdv_kernel,
+             attention_bwd_kernels.attention_bwd_dq_kernel,
+             attention_bwd_ws_kernels.attention_bwd_ws_preprocess_kernel,
+             attention_bwd_ws_kernels.attention_bwd_ws_kernel,
+             attention_bwd_ws_kernels.attention_bwd_ws_postprocess_kernel])
+        launch(chosen, place.launch)
     return dq, dk, dv
+
+
+def _launch_bwd_tlx(place, go, op, q, k, v, do, out, lse, delta, dq_accum, dq, dk, dv, sm_scale,
+                    causal, config):
+    """Launches kernels/hopper/attention_bwd_ws.py's three kernels with `config` (BLOCK_M query
+    rows a step, BLOCK_N keys a program, NUM_STAGES) through go(kernel, grid, *args, **meta):
+    delta and a zeroed dq_accum, the warp-specialized kernel over descriptors of q, k, v, do,
+    dq_accum, dk and dv seen as [rows, HEAD_DIM], then dQ from dq_accum. The arrays are
+    contiguous; N_CTX a multiple of BLOCK_N."""
+    z, h, n_ctx, head_dim = q.shape
+    q2, k2, v2, do2 = (_tma_operand(op, name, t, place).reshape(-1, head_dim)
+                       for name, t in (("q", q), ("k", k), ("v", v), ("do", do)))
+    dk2, dv2 = dk.reshape(-1, head_dim), dv.reshape(-1, head_dim)
+    block_m, block_n = config["BLOCK_M"], config["BLOCK_N"]
+    dq_cols = attention_bwd_ws_kernels.DQ_COLS
+    descs = [_descriptor(t, block) for t, block in (
+        (q2, [block_m, head_dim]), (k2, [block_n // 2, head_dim]), (v2, [block_n // 2, head_dim]),
+        (do2, [block_m, head_dim]), (dq_accum, [block_m, dq_cols]),
+        (dk2, [block_n // 2, head_dim]), (dv2, [block_n // 2, head_dim]))]
+    rows = (n_ctx // block_m, z * h)
+    go(attention_bwd_ws_kernels.attention_bwd_ws_preprocess_kernel, rows, out, do, delta,
+       dq_accum, n_ctx, HEAD_DIM=head_dim, BLOCK_M=block_m, num_warps=4)
+    go(attention_bwd_ws_kernels.attention_bwd_ws_kernel, (n_ctx // block_n, z * h), *descs, lse,
+       delta, float(sm_scale), n_ctx, HEAD_DIM=head_dim, CAUSAL=bool(causal), num_warps=4,
+       **config)
+    go(attention_bwd_ws_kernels.attention_bwd_ws_postprocess_kernel, rows, dq_accum, dq,
+       float(sm_scale), n_ctx, HEAD_DIM=head_dim, BLOCK_M=block_m, num_warps=4)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -346,6 +435,21 @@ def _bwd_candidates(place, head_dim, itemsize, fixed, configs, invariant, steppe
             3 * c[invariant] + 2 * c.get("num_stages", 3) * c[stepped]))]
 
 
+def _bwd_choose(place, op, key, head_dim, itemsize, fixed_dkdv, fixed_dq, launch_dkdv,
+                launch_dq, dkdv_kernel, dq_kernel) -> tuple:
+    """The (dK / dV, dQ) candidates _bwd_choose_and_launch would launch, without launching them
+    (timing them where warpweave.ops._tuning does)."""
+    chosen = []
+    for name, fixed, configs, invariant, stepped, launch, kernel in (
+            ("dkdv", fixed_dkdv, _DKDV_CONFIGS, "BLOCK_N", "BLOCK_M", launch_dkdv, dkdv_kernel),
+            ("dq", fixed_dq, _DQ_CONFIGS, "BLOCK_M", "BLOCK_N", launch_dq, dq_kernel)):
+        candidates = _bwd_candidates(place, head_dim, itemsize, fixed, configs, invariant,
+                                     stepped)
+        chosen.append(_tuning.choose(place, f"{op}_{name}", key, candidates, candidates[0],
+                                     launch, [kernel]))
+    return tuple(chosen)
+
+
 def _bwd_choose_and_launch(place, op, key, head_dim, itemsize, fixed_dkdv, fixed_dq,
                            launch_dkdv, launch_dq, dkdv_kernel, dq_kernel):
     """Launches the dK / dV kernel and then the dQ kernel (those whose launch function is not
@@ -386,6 +490,25 @@ ATTENTION_VARLEN_BWD_GPU_CONFIGS = {  # {HEAD_DIM: (dK / dV kernel, dQ kernel)}
     256: (dict(BLOCK_M=32, BLOCK_N=64, num_warps=8), dict(BLOCK_M=64, BLOCK_N=32, num_warps=8)),
 }
 _INTERPRETER_BWD_CONFIG = dict(BLOCK_M=16, BLOCK_N=16, num_warps=4)
+
+# Where attention_bwd (kernel=None) launches the TLX warp-specialized backward
+# (kernels/hopper/attention_bwd_ws.py) untimed rather than the tl kernels: on sm_90 GPUs for the
+# shapes it takes (HEAD_DIM 64 or 128, N_CTX a multiple of 128). Off until it is timed on the
+# H200 against the tl kernels and cuDNN; with tuning on it is a candidate either way.
+ATTENTION_BWD_TLX_ON_SM90 = False
+# Its fixed configuration: 64-query steps, 128 keys a program (64 per consumer warp group), Q
+# and dO in a 2-stage ring; and a 3-stage ring (227 KB of shared memory at HEAD_DIM 128).
+ATTENTION_BWD_TLX_CONFIG = dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=2)
+_BWD_TLX_CONFIGS = [dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=3)]
+
+
+def _bwd_tlx_shared(cfg, head_dim, itemsize) -> int:
+    """The TLX backward's buffers: K and V (BLOCK_N rows), NUM_STAGES Q and dO tiles, four dS
+    tiles and two fp32 dQ tiles of 64 columns, plus 2 KB for barriers (ptxas: 199 KB at
+    HEAD_DIM 128, 2 stages)."""
+    bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
+    return (itemsize * (head_dim * (2 * bn + 2 * cfg["NUM_STAGES"] * bm) + 4 * (bn // 2) * bm)
+            + 4 * 2 * bm * attention_bwd_ws_kernels.DQ_COLS + 2048)
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
