@@ -369,6 +369,14 @@ const std::vector<KernelCase>& kernelCases() {
        "BLOCK_M=128,BLOCK_N=128,NUM_STAGES=2",
        4,
        {"async_tasks", "named_barrier_wait", "named_barrier_arrive", "async_dot"}},
+      {"python/warpweave/ops/kernels/hopper/attention_bwd_ws.py",
+       "attention_bwd_ws_kernel",
+       "q_desc:desc<fp16,64x128>,k_desc:desc<fp16,64x128>,v_desc:desc<fp16,64x128>,"
+       "do_desc:desc<fp16,64x128>,dq_desc:desc<fp32,64x64>,dk_desc:desc<fp16,64x128>,"
+       "dv_desc:desc<fp16,64x128>,lse_ptr:*fp32:16,delta_ptr:*fp32:16,sm_scale:fp32,"
+       "N_CTX:i32:16,HEAD_DIM=128,BLOCK_M=64,BLOCK_N=128,NUM_STAGES=2,CAUSAL=True",
+       4,
+       {"async_tasks", "named_barrier_wait", "async_dot", "async_desc_store"}},
       {"python/warpweave/ops/kernels/hopper/rows_cluster.py",
        "softmax_cluster_kernel",
        "out_ptr:*fp16:16,in_ptr:*fp16:16,scratch_ptr:*fp32:16,in_row_stride:i32,"

@@ -1,0 +1,163 @@
+"""The Hopper warp-specialized attention backward (kernels/hopper/attention_bwd_ws.py): in the
+interpreter against a float64 reference (its race and barrier checks on: a missing hand-over of
+dS between the consumers is reported), through ops.attention_bwd(kernel="tlx") beside the tl
+kernels, and compiled for sm_90a at its GPU configurations without spills."""
+
+import importlib
+import importlib.util
+import math
+
+import numpy as np
+import pytest
+
+import warpweave as ww
+from warpweave import ops
+from warpweave.ops import _attention
+from warpweave.ops.kernels.hopper import attention_bwd_ws
+
+native_loader = importlib.import_module("warpweave._native_loader")
+pytestmark = pytest.mark.skipif(not native_loader.available(),
+                                reason="warpweave._native is not built (pip install .)")
+
+
+def descriptor(t, block):
+    return ww.TensorDescriptor(t, list(t.shape), [int(s) // t.itemsize for s in t.strides], block)
+
+
+def reference(q, k, v, do, scale, causal):
+    """(out, base-2 lse, dq, dk, dv) in float64 for [ZH, N, D] inputs."""
+    q, k, v, do = (t.astype(np.float64) for t in (q, k, v, do))
+    s = q @ k.transpose(0, 2, 1) * scale
+    if causal:
+        n = s.shape[-1]
+        s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
+    m = s.max(-1, keepdims=True)
+    p = np.exp(s - m)
+    l = p.sum(-1, keepdims=True)
+    p /= l
+    out = p @ v
+    lse = (np.log(l[..., 0]) + m[..., 0]) / math.log(2.0)
+    dp = do @ v.transpose(0, 2, 1)
+    ds = p * (dp - (do * out).sum(-1, keepdims=True))
+    return out, lse, ds @ k * scale, ds.transpose(0, 2, 1) @ q * scale, p.transpose(0, 2, 1) @ do
+
+
+def launch(q, k, v, do, out, lse, scale, causal, stages=2):
+    """The three kernels on [ZH, N, D] arrays, outputs and scratch poisoned with NaN."""
+    zh, n, d = q.shape
+    bm, bn = 64, 128
+    delta = np.full((zh, n), np.nan, np.float32)
+    dq_accum = np.full((zh * n, d), np.nan, np.float32)
+    dq, dk, dv = (np.full((zh * n, d), np.nan, q.dtype) for _ in range(3))
+    q2, k2, v2, do2 = (t.reshape(zh * n, d) for t in (q, k, v, do))
+    attention_bwd_ws.attention_bwd_ws_preprocess_kernel[(n // bm, zh)](
+        out, do, delta, dq_accum, n, HEAD_DIM=d, BLOCK_M=bm)
+    attention_bwd_ws.attention_bwd_ws_kernel[(n // bn, zh)](
+        descriptor(q2, [bm, d]), descriptor(k2, [bn // 2, d]), descriptor(v2, [bn // 2, d]),
+        descriptor(do2, [bm, d]), descriptor(dq_accum, [bm, attention_bwd_ws.DQ_COLS]),
+        descriptor(dk, [bn // 2, d]), descriptor(dv, [bn // 2, d]), lse, delta, scale, n,
+        HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, NUM_STAGES=stages, CAUSAL=causal, num_warps=4)
+    attention_bwd_ws.attention_bwd_ws_postprocess_kernel[(n // bm, zh)](
+        dq_accum, dq, scale, n, HEAD_DIM=d, BLOCK_M=bm)
+    return (t.reshape(zh, n, d) for t in (dq, dk, dv))
+
+
+@pytest.mark.parametrize("n_ctx,head_dim,causal,stages", [
+    (256, 64, False, 2), (256, 64, True, 2), (384, 64, True, 3), (256, 128, False, 2),
+    (384, 128, True, 2), (384, 128, False, 3)])
+def test_kernel_matches_float64_reference(n_ctx, head_dim, causal, stages):
+    rng = np.random.default_rng(n_ctx + head_dim + causal)
+    zh = 2
+    q, k, v, do = (rng.standard_normal((zh, n_ctx, head_dim)).astype(np.float16)
+                   for _ in range(4))
+    scale = 1 / math.sqrt(head_dim)
+    out, lse, *want = reference(q, k, v, do, scale, causal)
+    got = launch(q, k, v, do, out.astype(np.float16), lse.astype(np.float32), scale, causal,
+                 stages)
+    for name, g, w in zip(("dq", "dk", "dv"), got, want):
+        assert not np.isnan(g).any(), name
+        err = np.abs(g.astype(np.float64) - w).max()
+        assert err <= 4e-3 * max(1.0, np.abs(w).max()), (name, err)
+
+
+@pytest.mark.parametrize("head_dim,causal", [(64, True), (128, False)])
+def test_ops_kernel_tlx_matches_the_tl_kernels(head_dim, causal):
+    rng = np.random.default_rng(head_dim)
+    q, k, v, do = (rng.standard_normal((1, 2, 256, head_dim)).astype(np.float16)
+                   for _ in range(4))
+    out, lse = ops.attention(q, k, v, causal=causal, return_lse=True)
+    tlx = ops.attention_bwd(do, q, k, v, out, lse, causal=causal, kernel="tlx")
+    tl = ops.attention_bwd(do, q, k, v, out, lse, causal=causal, kernel="tl")
+    _, _, *want = reference(*(t[0] for t in (q, k, v, do)), 1 / math.sqrt(head_dim), causal)
+    for a, b, w in zip(tlx, tl, want):
+        np.testing.assert_allclose(a.astype(np.float64), b, atol=1e-3)
+        np.testing.assert_allclose(a[0].astype(np.float64), w, atol=4e-3)
+
+
+def test_ops_kernel_tlx_refuses_shapes_it_does_not_take():
+    x = np.zeros((1, 1, 200, 64), np.float16)
+    lse = np.zeros((1, 1, 200), np.float32)
+    with pytest.raises(ValueError, match=r"kernel='tlx' takes HEAD_DIM 64 or 128 and N_CTX a "
+                                         r"multiple of 128, got HEAD_DIM 64 and N_CTX 200"):
+        ops.attention_bwd(x, x, x, x, x, lse, kernel="tlx")
+    with pytest.raises(ValueError, match="'kernel' must be None, 'tl' or 'tlx'"):
+        ops.attention_bwd(x, x, x, x, x, lse, kernel="cudnn")
+
+
+def test_missing_ds_hand_over_is_reported(tmp_path):
+    """Without the named barrier between writing dS and the other consumer's dQ wgmma, the
+    interpreter reports the unwritten (or unordered) shared memory at the dQ wgmma."""
+    source = attention_bwd_ws.__file__
+    text = open(source).read()
+    planted = text.replace("        tlx.named_barrier_wait(DS_BAR, BOTH_GROUPS)\n        if me == 0:",
+                           "        if me == 0:")
+    assert planted != text
+    mod = tmp_path / "planted_bwd.py"
+    mod.write_text(planted)
+    spec = importlib.util.spec_from_file_location("planted_bwd", mod)
+    planted_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(planted_module)
+    rng = np.random.default_rng(3)
+    q, k, v, do = (rng.standard_normal((1, 256, 128)).astype(np.float16) for _ in range(4))
+    out, lse, *_ = reference(q, k, v, do, 0.1, False)
+    saved = attention_bwd_ws.attention_bwd_ws_kernel
+    try:
+        attention_bwd_ws.attention_bwd_ws_kernel = planted_module.attention_bwd_ws_kernel
+        with pytest.raises(Exception, match=r"planted_bwd\.py:\d+:\d+: error: async_dot reads "
+                                            r"shared memory"):
+            list(launch(q, k, v, do, out.astype(np.float16), lse.astype(np.float32), 0.1, False))
+    finally:
+        attention_bwd_ws.attention_bwd_ws_kernel = saved
+
+
+def signature(head_dim, causal, stages, dtype="fp16"):
+    d, bm, bn = head_dim, 64, 128
+    tile, half = f"desc<{dtype},{bm}x{d}>", f"desc<{dtype},{bn // 2}x{d}>"
+    return (f"q_desc:{tile}, k_desc:{half}, v_desc:{half}, do_desc:{tile}, "
+            f"dq_desc:desc<fp32,{bm}x64>, dk_desc:{half}, dv_desc:{half}, lse_ptr:*fp32:16, "
+            f"delta_ptr:*fp32:16, sm_scale:fp32, N_CTX:i32:16, HEAD_DIM={d}, BLOCK_M={bm}, "
+            f"BLOCK_N={bn}, NUM_STAGES={stages}, CAUSAL={int(causal)}")
+
+
+@pytest.mark.parametrize("head_dim,causal,stages,dtype", [
+    (64, False, 2, "fp16"), (64, True, 3, "fp16"), (128, False, 2, "fp16"),
+    (128, True, 2, "bf16"), (128, True, 3, "fp16")])
+def test_compiles_for_sm90a_without_spills(head_dim, causal, stages, dtype):
+    env = attention_bwd_ws.attention_bwd_ws_kernel.environment()
+    k = native_loader.native().compile(env.files, "attention_bwd_ws_kernel",
+                                       signature(head_dim, causal, stages, dtype), env.globals,
+                                       target="sm_90a", num_warps=4, stage="cubin")
+    assert k.spill_bytes == 0
+    # 12 warps: .maxnreg 168; the consumers raise theirs to 240, the producer drops to 24.
+    assert k.registers <= 168
+    assert "setmaxnreg.inc.sync.aligned.u32 240" in k.ptx
+    assert "setmaxnreg.dec.sync.aligned.u32 24" in k.ptx
+    assert k.shared_bytes <= 232448
+    cfg = dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=stages)
+    assert abs(k.shared_bytes - _attention._bwd_tlx_shared(cfg, head_dim, 2)) <= 2048
+    ptx = k.ptx
+    assert "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group" in ptx
+    # dV and dK take P^T and dS^T from registers (wgmma with A as four 32-bit registers).
+    assert "wgmma.mma_async.sync.aligned.m64n" + str(head_dim) + "k16.f32" in ptx
+    print(f"D{head_dim} causal={causal} stages={stages} {dtype}: {k.registers} registers, "
+          f"{k.spill_bytes} spill bytes, {k.shared_bytes} B shared")
