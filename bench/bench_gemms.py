@@ -289,8 +289,15 @@ def bench_attention(torch, ww, ops, rounds, quick, rows, tuning):
                                                                retain_graph=True),
                            **tuning_columns("ww", lambda: ops.attention_bwd(
                                do, q, k, v, out, lse, causal=causal), tuning)}
+                if torch.cuda.get_device_capability() == (9, 0) and D in (64, 128) and \
+                        S % 128 == 0:
+                    # The Hopper warp-specialized backward alone (kernels/hopper/
+                    # attention_bwd_ws.py), its fixed ring depth and tuned among its depths.
+                    columns.update(tuning_columns("ww tlx", lambda: ops.attention_bwd(
+                        do, q, k, v, out, lse, causal=causal, kernel="tlx"), tuning))
                 error = lambda got: max(rel_err(g, r) for g, r in zip(got, ref_grads))  # noqa
-                names = ("attention_bwd_dkdv", "attention_bwd_dq")
+                names = ("attention_bwd_dkdv", "attention_bwd_dq", "attention_bwd_kernel",
+                         "attention_bwd_tlx")
             flops = 4 * Z * H * S * S * D * (0.5 if causal else 1) * (2.5 if direction == "bwd"
                                                                        else 1)
             measure(rows, f"attn {direction}",

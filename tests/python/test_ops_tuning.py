@@ -87,9 +87,11 @@ def fake_gpu(monkeypatch, tmp_path):
         first = len(gpu.launches)
         fn()
         made = gpu.launches[first:]
-        assert len(made) == 1, made
-        gpu.timed.append(made[0])
-        t = gpu.cost(made[0])
+        assert made
+        # A candidate of several launches (attention_bwd's tl pair, its TLX kernel with its
+        # pre- and postprocess) costs their sum.
+        gpu.timed.extend(made)
+        t = sum(gpu.cost(x) for x in made)
         return [t] * len(quantiles) if quantiles else t
 
     monkeypatch.setattr(jit_module.JITFunction, "run", recorded_run)
@@ -275,12 +277,31 @@ def test_attention_backward_tunes_both_kernels_apart(fake_gpu):
     x = h(1, 2, 256, 64)
     lse = s(1, 2, 256)
     ops.attention_bwd(x, x, x, x, x, lse)
-    assert timed_kernels(fake_gpu) == {"attention_bwd_dkdv_kernel", "attention_bwd_dq_kernel"}
+    # On sm_90 at HEAD_DIM 64, N_CTX 256 the TLX backward competes with the tl pair, which is
+    # tuned first (each of its kernels apart) and timed as one candidate with its preprocess.
+    assert timed_kernels(fake_gpu) == {
+        "attention_bwd_dkdv_kernel", "attention_bwd_dq_kernel",
+        "attention_bwd_preprocess_kernel", "attention_bwd_ws_preprocess_kernel",
+        "attention_bwd_ws_kernel", "attention_bwd_ws_postprocess_kernel"}
+    decision = _tuning.decisions["attention_bwd_kernel"]
+    assert [c.kernel for c in decision.candidates] == ["tl", "tlx", "tlx"]
+    assert [c["NUM_STAGES"] for c in decision.candidates[1:]] == [2, 3]
+    assert decision.chosen.kernel == "tl"  # 1 + 0.2 + 0.2 against three launches at 1
+    assert fake_gpu.final().name == "attention_bwd_dq_kernel"
     dkdv = fake_gpu.final("attention_bwd_dkdv_kernel").meta
     dq = fake_gpu.final("attention_bwd_dq_kernel").meta
     assert (dkdv["BLOCK_M"], dkdv["BLOCK_N"], dkdv["num_warps"]) == (32, 64, 4)
     assert dq["BLOCK_N"] == 32
     assert _tuning.decisions["attention_bwd_dkdv"].how == "timed"
+    # Where the TLX kernel is faster it is chosen, and launched with its pre- and postprocess.
+    fake_gpu.cost = lambda x: 0.1 if x.name.startswith("attention_bwd_ws") else 1.0
+    fake_gpu.launches.clear()
+    ops.attention_bwd(x, x, x, x, x, lse, causal=True)
+    assert _tuning.decisions["attention_bwd_kernel"].chosen.kernel == "tlx"
+    assert [x.name for x in fake_gpu.launches[-3:]] == [
+        "attention_bwd_ws_preprocess_kernel", "attention_bwd_ws_kernel",
+        "attention_bwd_ws_postprocess_kernel"]
+    assert fake_gpu.final("attention_bwd_ws_kernel").grid == (2, 2)
     # HEAD_DIM 256: the candidates that fit its registers.
     x = h(1, 1, 128, 256)
     ops.attention_bwd(x, x, x, x, x, s(1, 1, 128))
