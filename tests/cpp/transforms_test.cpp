@@ -164,3 +164,73 @@ TEST(LoopUnroll, CopiesTheBodyAndKeepsTheRemainderLoop) {
   // Run again: nothing is left to unroll.
   EXPECT_EQ(unrollLoops(k.fn), 0);
 }
+
+TEST(CarryPointerOffsets, ALoopAdvancingPointersByASplatCarriesAnI64Offset) {
+  // ptrs = p + arange(0, 16); for i in range(lo, hi): s += load(ptrs); ptrs += step
+  // (step a run-time scalar, splat outside the loop); the final pointers are stored after it.
+  Kernel k;
+  Value* p = k.addArg("p", Type::ptr(DType::F32));
+  Value* q = k.addArg("q", Type::ptr(DType::I64));
+  Value* lo = k.addArg("lo", Type::scalar(DType::I32));
+  Value* hi = k.addArg("hi", Type::scalar(DType::I32));
+  Value* stepArg = k.addArg("step", Type::scalar(DType::I32));
+  Value* ptrs = k.b.addPtr(k.b.splat(p, {16}), k.b.arange(0, 16));
+  Value* step = k.b.splat(stepArg, {16});
+  Value* zeros = k.b.constFloat(0, Type::tensor(DType::F32, {16}));
+  Op* loop =
+      k.b.create(OpCode::For, {lo, hi, k.b.i32(1), zeros, ptrs}, {zeros->type(), ptrs->type()});
+  Block* body = loop->addRegion();
+  body->addArg(Type::scalar(DType::I32), "i");
+  Value* acc = body->addArg(zeros->type(), "acc");
+  Value* carried = body->addArg(ptrs->type(), "ptrs");
+  Builder inner(body);
+  Value* sum = inner.binary(OpCode::Add, acc, inner.load(carried));
+  inner.create(OpCode::Yield, {sum, inner.addPtr(carried, step)}, {});
+  Value* ends = k.b.create1(OpCode::PtrToInt, {loop->result(1)}, Type::tensor(DType::I64, {16}));
+  k.b.store(k.b.addPtr(k.b.splat(q, {16}), k.b.arange(0, 16)), ends);
+  k.b.ret();
+  EXPECT_EQ(carryPointerOffsets(k.fn), 1);
+  runCleanupPipeline(k.fn);
+  std::string ir = print(k.fn);
+  // The loop carries an i64 scalar from 0, advanced by the step widened once before the loop;
+  // each iteration's pointers (and those after the loop) are the initial ones plus it.
+  EXPECT_EQ(loop->result(1)->type(), Type::scalar(DType::I64)) << ir;
+  EXPECT_EQ(carried->type(), Type::scalar(DType::I64)) << ir;
+  const Op* init = loop->operand(4)->def();
+  ASSERT_TRUE(init && init->code() == OpCode::Constant) << ir;
+  EXPECT_EQ(init->intAttr("value", -1), 0) << ir;
+  const Op* advance = body->terminator()->operand(1)->def();
+  ASSERT_TRUE(advance && advance->code() == OpCode::Add && advance->operand(0) == carried) << ir;
+  const Op* widened = advance->operand(1)->def();
+  ASSERT_TRUE(widened && widened->code() == OpCode::Cast && widened->operand(0) == stepArg) << ir;
+  int loads = 0;
+  walk(*body, [&](const Op& op) {
+    if (op.code() != OpCode::Load) return;
+    ++loads;
+    const Op* at = op.operand(0)->def();
+    ASSERT_TRUE(at && at->code() == OpCode::AddPtr && at->operand(0) == ptrs) << ir;
+  });
+  EXPECT_EQ(loads, 1) << ir;
+  const Op* after = ends->def()->operand(0)->def();
+  ASSERT_TRUE(after && after->code() == OpCode::AddPtr && after->operand(0) == ptrs) << ir;
+  // Nothing is left to rewrite.
+  EXPECT_EQ(carryPointerOffsets(k.fn), 0);
+}
+
+TEST(CarryPointerOffsets, StepsComputedInTheLoopStayCarriedPointers) {
+  Kernel k;
+  Value* p = k.addArg("p", Type::ptr(DType::F32));
+  Value* lo = k.addArg("lo", Type::scalar(DType::I32));
+  Value* hi = k.addArg("hi", Type::scalar(DType::I32));
+  Value* ptrs = k.b.addPtr(k.b.splat(p, {16}), k.b.arange(0, 16));
+  Op* loop = k.b.create(OpCode::For, {lo, hi, k.b.i32(1), ptrs}, {ptrs->type()});
+  Block* body = loop->addRegion();
+  Value* iv = body->addArg(Type::scalar(DType::I32), "i");
+  Value* carried = body->addArg(ptrs->type(), "ptrs");
+  Builder inner(body);
+  inner.store(carried, inner.constFloat(1, Type::tensor(DType::F32, {16})));
+  inner.create(OpCode::Yield, {inner.addPtr(carried, inner.splat(iv, {16}))}, {});
+  k.b.ret();
+  EXPECT_EQ(carryPointerOffsets(k.fn), 0);
+  EXPECT_EQ(carried->type(), ptrs->type());
+}
