@@ -493,9 +493,11 @@ _INTERPRETER_BWD_CONFIG = dict(BLOCK_M=16, BLOCK_N=16, num_warps=4)
 
 # Where attention_bwd (kernel=None) launches the TLX warp-specialized backward
 # (kernels/hopper/attention_bwd_ws.py) untimed rather than the tl kernels: on sm_90 GPUs for the
-# shapes it takes (HEAD_DIM 64 or 128, N_CTX a multiple of 128). Off until it is timed on the
-# H200 against the tl kernels and cuDNN; with tuning on it is a candidate either way.
-ATTENTION_BWD_TLX_ON_SM90 = False
+# shapes it takes (HEAD_DIM 64 or 128, N_CTX a multiple of 128). On the H200 at Z4 H32 S4096
+# D128 fp16 (bench/bench_gemms.py --quick --tuning off --only attention) it ran 0.92x SDPA
+# (cuDNN) and 0.96x causal, where the tl pair ran 0.32x; with tuning on the tl pair stays a
+# candidate.
+ATTENTION_BWD_TLX_ON_SM90 = True
 # Its fixed configuration: 64-query steps, 128 keys a program (64 per consumer warp group), Q
 # and dO in a 2-stage ring; and a 3-stage ring (227 KB of shared memory at HEAD_DIM 128).
 ATTENTION_BWD_TLX_CONFIG = dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=2)
