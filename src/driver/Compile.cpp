@@ -66,8 +66,6 @@ CompiledKernel compile(const CompileRequest& req) {
     // wgmma reads its operands from shared memory: stage them there ahead of the MMA.
     if (req.options.target == Target::SM90a && transforms::pipelineDotLoops(*fn))
       transforms::runCleanupPipeline(*fn);
-    if (req.stage != Stage::TileIR && transforms::carryPointerOffsets(*fn))
-      transforms::runCleanupPipeline(*fn);
     if (transforms::unrollLoops(*fn)) transforms::runCleanupPipeline(*fn);
     // Last: the barriers follow the accesses the passes above leave.
     transforms::insertSharedMemoryBarriers(*fn);

@@ -46,12 +46,6 @@ int hoistLoopInvariants(ir::Function& fn);
 /// how many loops were rewritten.
 int pipelineDotLoops(ir::Function& fn);
 
-/// Makes each for loop that carries a tensor of pointers advanced by a loop-invariant splat step
-/// carry a scalar i64 offset instead, the iteration's pointers computed from the initial ones
-/// (fresh registers each iteration, nothing rewritten under an in-flight load). Returns how many
-/// loops changed.
-int carryPointerOffsets(ir::Function& fn);
-
 /// Unrolls each for loop that tl.range(..., loop_unroll_factor=U) marked (U >= 2): U copies of
 /// the body per iteration of a new loop over the whole groups of U iterations, then the original
 /// loop over the rest. Returns how many loops were unrolled.
