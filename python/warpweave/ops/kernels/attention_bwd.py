@@ -23,16 +23,25 @@ import warpweave.language as tl
 
 
 @ww.jit
-def attention_bwd_preprocess_kernel(o_ptr, do_ptr, delta_ptr, N_CTX,
-                                    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
+def row_block(N_CTX, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
+    """This program's BLOCK_M rows (program_id(0)) of head program_id(1) in a contiguous
+    [Z * H, N_CTX, HEAD_DIM] tensor: their element offsets [BLOCK_M, HEAD_DIM], the rows'
+    indices and which of them are below N_CTX."""
     off_hz = tl.program_id(1)
     offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
-    row_valid = offs_m < N_CTX
     offsets = off_hz.to(tl.int64) * N_CTX * HEAD_DIM + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
+    return offsets, offs_m, offs_m < N_CTX
+
+
+@ww.jit
+def attention_bwd_preprocess_kernel(o_ptr, do_ptr, delta_ptr, N_CTX,
+                                    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
+    offsets, offs_m, row_valid = row_block(N_CTX, HEAD_DIM, BLOCK_M)
     o = tl.load(o_ptr + offsets, mask=row_valid[:, None], other=0.0).to(tl.float32)
     do = tl.load(do_ptr + offsets, mask=row_valid[:, None], other=0.0).to(tl.float32)
-    tl.store(delta_ptr + off_hz * N_CTX + offs_m, tl.sum(o * do, axis=1), mask=row_valid)
+    tl.store(delta_ptr + tl.program_id(1) * N_CTX + offs_m, tl.sum(o * do, axis=1),
+             mask=row_valid)
 
 
 @ww.jit

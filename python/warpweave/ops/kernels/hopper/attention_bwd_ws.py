@@ -44,6 +44,7 @@ import warpweave as ww
 import warpweave.language as tl
 from warpweave import tlx
 
+from ..attention_bwd import attention_bwd_preprocess_kernel, row_block
 
 DS_BAR: tl.constexpr = 8  # named barrier 8 (id 0 is the CTA-wide barrier)
 BOTH_GROUPS: tl.constexpr = 256
@@ -54,14 +55,8 @@ DQ_COLS: tl.constexpr = 64  # columns of the dQ tile each consumer adds per quer
 def attention_bwd_ws_preprocess_kernel(o_ptr, do_ptr, delta_ptr, dq_accum_ptr, N_CTX,
                                        HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
     """delta = rowsum(dO * O) of BLOCK_M rows, and those rows of dq_accum zeroed."""
-    off_hz = tl.program_id(1)
-    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, HEAD_DIM)
-    row_valid = offs_m < N_CTX
-    offsets = off_hz.to(tl.int64) * N_CTX * HEAD_DIM + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
-    o = tl.load(o_ptr + offsets, mask=row_valid[:, None], other=0.0).to(tl.float32)
-    do = tl.load(do_ptr + offsets, mask=row_valid[:, None], other=0.0).to(tl.float32)
-    tl.store(delta_ptr + off_hz * N_CTX + offs_m, tl.sum(o * do, axis=1), mask=row_valid)
+    attention_bwd_preprocess_kernel(o_ptr, do_ptr, delta_ptr, N_CTX, HEAD_DIM, BLOCK_M)
+    offsets, offs_m, row_valid = row_block(N_CTX, HEAD_DIM, BLOCK_M)
     tl.store(dq_accum_ptr + offsets, tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32),
              mask=row_valid[:, None])
 
@@ -70,11 +65,7 @@ def attention_bwd_ws_preprocess_kernel(o_ptr, do_ptr, delta_ptr, dq_accum_ptr, N
 def attention_bwd_ws_postprocess_kernel(dq_accum_ptr, dq_ptr, sm_scale, N_CTX,
                                         HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr):
     """dQ = sm_scale * dq_accum in dQ's dtype, BLOCK_M rows a program."""
-    off_hz = tl.program_id(1)
-    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, HEAD_DIM)
-    row_valid = offs_m < N_CTX
-    offsets = off_hz.to(tl.int64) * N_CTX * HEAD_DIM + offs_m[:, None] * HEAD_DIM + offs_d[None, :]
+    offsets, offs_m, row_valid = row_block(N_CTX, HEAD_DIM, BLOCK_M)
     acc = tl.load(dq_accum_ptr + offsets, mask=row_valid[:, None], other=0.0)
     tl.store(dq_ptr + offsets, (acc * sm_scale).to(dq_ptr.dtype.element_ty),
              mask=row_valid[:, None])
