@@ -230,6 +230,10 @@ private:
   /// with `*constant`; a user error when the view's elements are not contiguous (Tlx.cpp).
   /// Bytes between rows of the view a local_view subview indexes (Tlx.cpp).
   int64_t subviewRowBytes(const ir::Op& op);
+  /// The byte layout of operand i of `op`, a buffer view, when its bytes are one contiguous
+  /// range starting at its register (a bulk copy moves them so): a buffer, or a slice of whole
+  /// rows at a multiple of the swizzle period. nullopt otherwise.
+  std::optional<layout::LinearLayout> contiguousViewBytes(const ir::Op& op, unsigned i);
   OffsetFn bufferElementOffsets(const ir::Op& op, unsigned i, int64_t* constant);
   void lowerTlxBarrier(const ir::Op& op);
   /// The retry loop of barrier_wait on the mbarrier at `bar` for parity `phase`

@@ -277,6 +277,29 @@ ViewAddressing addressingOf(const layout::LayoutMap& layouts, const ir::Value* v
 
 } // namespace
 
+std::optional<LinearLayout> FunctionLowering::contiguousViewBytes(const ir::Op& op, unsigned i) {
+  ViewAddressing v = addressingOf(layouts_, op.operand(i), op);
+  if (v.cycle || v.xorBytes != 0) return std::nullopt;
+  // The byte layout is linear (XOR): its bytes are [0, size) exactly when its bases are
+  // independent, each below size, and there are log2(size) of them.
+  const ir::Type& t = op.operand(i)->type();
+  int64_t size = t.numElements() * ir::byteWidth(t.elem);
+  if (!std::has_single_bit(uint64_t(size))) return std::nullopt;
+  std::vector<int64_t> pivots; // reduced bases, each with a distinct top bit
+  for (const std::string& in : v.bytes.inDimNames())
+    for (const auto& b : basesOfIn(v.bytes, in)) {
+      int64_t x = b[0];
+      if (x >= size) return std::nullopt;
+      for (int64_t p : pivots)
+        if (x & std::bit_floor(uint64_t(p))) x ^= p;
+      if (x == 0) return std::nullopt; // a repeated byte: the view does not cover its range
+      pivots.push_back(x);
+      std::sort(pivots.begin(), pivots.end(), std::greater<>());
+    }
+  if (int64_t(1) << pivots.size() != size) return std::nullopt;
+  return v.bytes;
+}
+
 /// The bytes from row i to row i + 1 of the buffer view a subview (bufs[j][i]) indexes: rows
 /// must lie a constant stride apart and never share address bits with the rest of the row (an
 /// unswizzled layout), so that the row's start is an addition to the register.

@@ -196,11 +196,23 @@ void FunctionLowering::lowerTlxRemoteStore(const ir::Op& op) {
 
 void FunctionLowering::lowerTlxRemoteCopy(const ir::Op& op) {
   const std::string what = std::string("tlx.") + op.name();
+  // As TLX lowers it: one bulk copy of src's bytes, from src's start to dst's start (a slice's
+  // offset included). That moves elements to their places when both views are contiguous bytes
+  // laid out alike, say a [128, 64] buffer into rows 128..255 of a [256, 64] one with the same
+  // swizzle (TLX's attention backward exchanges dS so); anything else would scatter them.
+  std::optional<LinearLayout> dstBytes = contiguousViewBytes(op, 0);
+  std::optional<LinearLayout> srcBytes = contiguousViewBytes(op, 1);
   for (unsigned i : {0u, 1u})
-    if (!isAllocationOrView(op.operand(i)))
-      raiseError(op.loc(), what + "'s " + (i == 0 ? "dst" : "src") +
-                               " must be a buffer from tlx.local_alloc or a local_view of one; "
-                               "slices, transposes and reinterprets are not supported");
+    if (!(i == 0 ? dstBytes : srcBytes))
+      raiseError(op.loc(), what + "'s " + (i == 0 ? "dst " : "src ") + op.operand(i)->type().str() +
+                               " is not one contiguous range of shared memory; the bulk copy "
+                               "moves bytes, so use a buffer, a local_view of one, or a slice of "
+                               "whole rows at a multiple of the swizzle period");
+  if (op.operand(0)->type().shape != op.operand(1)->type().shape || !(*dstBytes == *srcBytes))
+    raiseError(op.loc(), what + ": dst " + op.operand(0)->type().str() + " and src " +
+                             op.operand(1)->type().str() +
+                             " are laid out differently in shared memory (shape or swizzle), so "
+                             "copying src's bytes would not put its elements at dst's places");
   const ir::Type& st = op.operand(1)->type();
   int64_t bytes = ir::byteWidth(st.elem);
   for (int64_t d : st.shape) bytes *= d;

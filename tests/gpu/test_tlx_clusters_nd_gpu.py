@@ -21,7 +21,8 @@ def test_partials_pushed_along_y(c, cache_dir):
 
 
 @pytest.mark.parametrize("check", ["gpu_check_bulk_copy()", "gpu_check_multicast()",
-                                   "gpu_check_swap_after_delay()"])
+                                   "gpu_check_swap_after_delay()",
+                                   "gpu_check_exchange_halves()"])
 def test_cluster_data_movement(check, cache_dir):
     run_trapped_check("test_tlx_clusters_nd", check, cache_dir, 3)
 

@@ -302,6 +302,102 @@ def test_bulk_copy_of_less_than_16_bytes_is_refused_at_the_call():
 
 # ---- remote_shmem_store with an inline-asm delay, in the interpreter's subset ----
 
+# ---- a bulk copy into a row slice of a swizzled tile (TLX's 2-CTA attention backward) ----
+
+@ww.jit
+def exchange_halves(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
+    """Cluster (2, 1, 1), the dS exchange of TLX's 2-CTA attention backward: CTA r holds two
+    [R, C] blocks, x[r, 0] (its own) and x[r, 1] (its peer's). It stores its own into rows
+    r*R..(r+1)*R of its [2R, C] tile and bulk-copies its peer's, staged in an [R, C] buffer,
+    into the same rows of the peer's tile; then each tile holds CTA 0's rows above CTA 1's."""
+    tile = tlx.local_alloc((2 * R, C), tl.float16, 1)
+    xchg = tlx.local_alloc((R, C), tl.float16, 1)
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    rank = tlx.cluster_cta_rank()
+    rows = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    tlx.barrier_expect_bytes(bars[0], R * C * 2)
+    tlx.cluster_barrier()
+    if rank == 0:
+        own = tlx.local_slice(tile[0], [0, 0], [R, C])
+    else:
+        own = tlx.local_slice(tile[0], [R, 0], [R, C])
+    tlx.local_store(own, tl.load(x_ptr + rank * 2 * R * C + rows))
+    tlx.local_store(xchg[0], tl.load(x_ptr + rank * 2 * R * C + R * C + rows))
+    tlx.fence("async_shared")
+    tlx.async_remote_shmem_copy(dst=own, src=xchg[0], remote_cta_rank=1 - rank, barrier=bars[0])
+    tlx.barrier_wait(bars[0], 0)
+    all_rows = tl.arange(0, 2 * R)[:, None] * C + tl.arange(0, C)[None, :]
+    tl.store(out_ptr + rank * 2 * R * C + all_rows, tlx.local_load(tile[0]))
+    tlx.cluster_barrier()
+
+
+def exchanged(x):
+    """What exchange_halves leaves in each CTA's tile: rows from CTA 0 above rows from CTA 1,
+    each CTA's own block where it is the holder, else the block its peer sent."""
+    return np.stack([np.concatenate([x[0, 0 if p == 0 else 1], x[1, 1 if p == 0 else 0]])
+                     for p in (0, 1)])
+
+
+SLICE_SHAPES = [(64, 64), (16, 32), (128, 64)]  # 128- and 64-byte swizzles; the tutorial's
+
+
+@pytest.mark.parametrize("r,c", SLICE_SHAPES[:2])
+def test_bulk_copy_into_a_row_slice_of_a_peers_tile(r, c):
+    rng = np.random.default_rng(r + c)
+    x = rng.standard_normal((2, 2, r, c)).astype(np.float16)
+    out = np.zeros((2, 2 * r, c), np.float16)
+    exchange_halves[(2,)](x, out, R=r, C=c, ctas_per_cga=(2, 1, 1))
+    np.testing.assert_array_equal(out, exchanged(x))
+
+
+def compile_sm100(kernel, signature, shape):
+    src = ww.compiler.ASTSource(kernel, signature=signature[0], constexprs=signature[1])
+    from warpweave.backends.compiler import GPUTarget
+
+    return ww.compiler.compile(src, target=GPUTarget("cuda", 100, 32),
+                               options=dict(ctas_per_cga=shape))
+
+
+@pytest.mark.parametrize("r,c", SLICE_SHAPES)
+@pytest.mark.parametrize("arch", [90, 100])
+def test_bulk_copy_into_a_row_slice_ptx(r, c, arch):
+    sig = ({"x_ptr": "*fp16", "out_ptr": "*fp16"}, {"R": r, "C": c})
+    k = (compile_ptx if arch == 90 else compile_sm100)(exchange_halves, sig, (2, 1, 1))
+    ptx = k.asm["ptx"]
+    # One copy of the staged block's bytes; rank 1's slice starts R rows (R * C * 2 bytes, whole
+    # swizzle periods) into the tile, an addition to the tile's address.
+    copies = re.findall(r"cp\.async\.bulk\.shared::cluster\.shared::cta\.mbarrier::complete_tx::"
+                        r"bytes \[%r\d+\], \[%r\d+\], (\d+), \[%r\d+\];", ptx)
+    assert copies == [str(r * c * 2)], ptx
+    assert re.search(r"add\.s32 %r\d+, %r\d+, " + str(r * c * 2) + ";", ptx), ptx
+    assert k.asm["cubin"]
+
+
+@ww.jit
+def copy_into_columns(out_ptr):
+    tile = tlx.local_alloc((64, 64), tl.float16, 1)
+    half = tlx.local_alloc((128, 32), tl.float16, 1)
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    tlx.async_remote_shmem_copy(tlx.local_slice(tile[0], [0, 0], [64, 32]),
+                                tlx.local_slice(half[0], [0, 0], [64, 32]), 1, bars[0])
+
+
+@ww.jit
+def copy_between_swizzles(out_ptr):
+    wide = tlx.local_alloc((64, 64), tl.float16, 1)
+    narrow = tlx.local_alloc((128, 32), tl.float16, 1)
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    tlx.async_remote_shmem_copy(wide[0], narrow[0], 1, bars[0])
+
+
+@pytest.mark.parametrize("kernel,what", [
+    (copy_into_columns, r"dst buffer<1x64x32xfp16, smem> is not one contiguous range of shared memory"),
+    (copy_between_swizzles, r"are laid out differently in shared memory")])
+def test_bulk_copies_that_would_scatter_elements_are_refused(kernel, what):
+    with pytest.raises(ww.CompilationError, match=r"test_tlx_clusters_nd\.py:\d+:\d+.*" + what):
+        compile_ptx(kernel, ({"out_ptr": "*fp16"}, {}), (2, 1, 1))
+
+
 @ww.jit
 def swap_after_delay(x_ptr, y_ptr):
     """Cluster of 2: each CTA writes -1 into its own slot, rank 1 after a nanosleep; after a
@@ -357,6 +453,16 @@ def gpu_check_bulk_copy():
     out = torch.zeros(256, device="cuda")
     bulk_to_peer[(2, 2)](x, out, N=256, ctas_per_cga=(1, 2, 1))
     torch.testing.assert_close(out, 2 * x)
+
+
+def gpu_check_exchange_halves():
+    import torch
+
+    for r, c in SLICE_SHAPES:
+        x = torch.randn(2, 2, r, c, device="cuda").half()
+        out = torch.zeros(2, 2 * r, c, dtype=torch.float16, device="cuda")
+        exchange_halves[(2,)](x, out, R=r, C=c, ctas_per_cga=(2, 1, 1))
+        np.testing.assert_array_equal(out.cpu().numpy(), exchanged(x.cpu().numpy()))
 
 
 def gpu_check_multicast():
