@@ -9,7 +9,9 @@ both CTAs' s_done; each CTA turns its rows of S into fp16 P in tensor memory and
 commits to both CTAs' o_done. PLANT plants one bug:
   1: the leader issues P @ V without waiting for the peer's P (the pair out of step);
   2: the odd CTA reads O without waiting for o_done (only the leader waits for a synchronous
-     MMA of the pair).
+     MMA of the pair);
+  3: no bug: the odd CTA zeroes O before the cluster barrier and reads it before it tells the
+     leader its P is ready, so the read is ordered before the leader's P @ V (a control).
 
 pair_m64: C = A @ B with 64 rows per CTA (the pair's MMA is 128 x N). Each CTA's [64, N]
 accumulator lies in 128 lanes of N / 2 columns, row r's first half in lane r and its second in
@@ -42,6 +44,8 @@ def pair_chain(a_desc, b_desc, v_desc, o_ptr, M, K: tl.constexpr, N1: tl.constex
     s_done = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
     p_ready = tlx.alloc_barriers(num_barriers=1, arrive_count=2)
     o_done = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    if PLANT == 3:
+        tlx.local_store(o, tl.zeros((128, N2), tl.float32))
     tlx.cluster_barrier()  # both CTAs' barriers are initialized before any remote arrival
     tlx.barrier_expect_bytes(loaded[0], 2 * 2 * (128 * K + K * H1 + N1 * H2), pred=leads)
     tlx.async_descriptor_load(a_desc, a, [row0, 0], loaded[0], two_ctas=True)
@@ -53,6 +57,11 @@ def pair_chain(a_desc, b_desc, v_desc, o_ptr, M, K: tl.constexpr, N1: tl.constex
         tlx.tcgen05_commit(s_done[0], two_ctas=True)
     tlx.barrier_wait(s_done[0], 0)
     tlx.local_store(p, tlx.local_load(s).to(tl.float16))
+    if PLANT == 3:
+        if not leads:
+            early = tlx.local_load(o)  # zeros: the leader's P @ V waits for this CTA's p_ready
+            tl.store(o_ptr + (row0 + tl.arange(0, 128))[:, None] * N2 + tl.arange(0, N2)[None, :],
+                     early.to(tl.float16), mask=(row0 + tl.arange(0, 128))[:, None] < M)
     tlx.barrier_arrive(p_ready[0], 1, remote_cta_rank=rank - rank % 2)
     if leads:
         if PLANT != 1:

@@ -71,6 +71,29 @@ def test_peer_reading_before_the_synchronous_mma_completed_is_reported(interpret
                      r"\(1, 0, 0\))", msg)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_peer_read_unordered_with_the_leaders_mma_is_reported_under_every_schedule(
+        interpret, monkeypatch, seed):
+    # The peer's read of O races with the pair's MMA that the leader issues into the peer's
+    # tensor memory, whichever runs first: the seeded schedules differ, the report does not.
+    monkeypatch.setenv("WARPWEAVE_INTERP_SEED", str(seed))
+    with pytest.raises(ww.InterpreterError) as e:
+        run_chain(256, plant=2)
+    assert re.search(r"(local_load reads tensor memory that tcgen05_mma by program \(0, 0, 0\)|"
+                     r"tcgen05_mma overwrites tensor memory that local_load by program "
+                     r"\(1, 0, 0\))", str(e.value))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_peer_read_ordered_before_the_leaders_mma_is_not_reported(interpret, monkeypatch, seed):
+    # The control: the peer reads its O (zeroed before the cluster barrier) before its p_ready
+    # arrival, which the leader waits for before issuing P @ V into that O: ordered, no report.
+    monkeypatch.setenv("WARPWEAVE_INTERP_SEED", str(seed))
+    a, b, v, o = run_chain(256, plant=3)
+    p = (a.astype(np.float64) @ b).astype(np.float16)
+    np.testing.assert_array_equal(o, (p.astype(np.float64) @ v).astype(np.float16))
+
+
 def run_m64(M, K=32, N=128, plant=0):
     rng = np.random.default_rng(M + K + N)
     a, b = eighths(rng, (M, K)), eighths(rng, (K, N))
