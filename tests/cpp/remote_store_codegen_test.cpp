@@ -110,4 +110,66 @@ TEST(RemoteStoreCodegen, Sm80IsRefusedAtTheStore) {
   }
 }
 
+namespace {
+
+/// A bulk copy of an [R, 64] fp16 buffer into a slice of a [2R, 64] tile (128-byte swizzle) of
+/// the peer: rows R..2R (line 13), or with COLS columns 0..32 of rows 0..R (line 15).
+const char* kSliceCopySource =
+    "import warpweave as ww\n"                                        // 1
+    "import warpweave.language as tl\n"                               // 2
+    "from warpweave import tlx\n"                                     // 3
+    "\n"                                                              // 4
+    "\n"                                                              // 5
+    "@ww.jit\n"                                                       // 6
+    "def slice_copy(out_ptr, R: tl.constexpr, COLS: tl.constexpr):\n" // 7
+    "    tile = tlx.local_alloc((2 * R, 64), tl.float16, 1)\n"        // 8
+    "    half = tlx.local_alloc((R, 64), tl.float16, 1)\n"            // 9
+    "    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)\n" // 10
+    "    if not COLS:\n"                                              // 11
+    "        dst = tlx.local_slice(tile[0], [R, 0], [R, 64])\n"       // 12
+    "        tlx.async_remote_shmem_copy(dst, half[0], 1, bars[0])\n" // 13
+    "    else:\n"                                                     // 14
+    "        tlx.async_remote_shmem_copy(tlx.local_slice(tile[0], [0, 0], [2 * R, 32]), "
+    "half[0], 1, bars[0])\n"; // 15
+
+CompiledKernel compileSliceCopy(int rows, bool cols) {
+  CompileRequest req;
+  req.files.push_back({"slice_copy.py", kSliceCopySource});
+  req.kernel = "slice_copy";
+  req.signature = parseSignature("out_ptr:*fp16, R=" + std::to_string(rows) +
+                                 ", COLS=" + (cols ? "True" : "False"));
+  req.options.target = Target::SM100a;
+  req.options.numCtas = 2;
+  req.stage = Stage::Cubin;
+  return compile(req);
+}
+
+} // namespace
+
+TEST(RemoteStoreCodegen, BulkCopyIntoARowSliceStartsAtTheSlice) {
+  for (int rows : {8, 64, 128}) {
+    CompiledKernel k = compileSliceCopy(rows, false);
+    const std::string bytes = std::to_string(rows * 64 * 2);
+    // One copy of the half's bytes, to the tile's address plus the slice's R rows of 128 bytes.
+    EXPECT_EQ(count(k.ptx, "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::"
+                           "bytes"),
+              1)
+        << k.ptx;
+    EXPECT_NE(k.ptx.find("], " + bytes + ", ["), std::string::npos) << k.ptx;
+    EXPECT_NE(k.ptx.find(", " + bytes + ";"), std::string::npos) << k.ptx; // the slice's offset
+    EXPECT_FALSE(k.cubin.empty()) << k.ptxasLog;
+  }
+}
+
+TEST(RemoteStoreCodegen, BulkCopyIntoAColumnSliceIsRefused) {
+  try {
+    compileSliceCopy(64, true);
+    FAIL() << "compiled a bulk copy into a column slice";
+  } catch (const CompileFailure& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("slice_copy.py:15:"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("is not one contiguous range of shared memory"), std::string::npos) << msg;
+  }
+}
+
 } // namespace ww
