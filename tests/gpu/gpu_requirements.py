@@ -70,3 +70,19 @@ def run_trapped_check(module, call, cache_dir, seed):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        timeout=300, env=env)
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+
+
+def timed(fn, reps=20):
+    """Milliseconds per call of fn on the current CUDA stream: one warm-up call, then the mean
+    of `reps` calls between two CUDA events."""
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(reps):
+        fn()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) / reps

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from gpu_requirements import require_cuda
+from gpu_requirements import require_cuda, timed
 
 torch = require_cuda((9, 0), "TMA tensor maps need Hopper")
 
@@ -248,15 +248,3 @@ def test_speed_at_4096_cubed(capsys, monkeypatch):
             print(f"\npersistent in-kernel descriptors, stages {stages} subtile {subtile}: "
                   f"{2 * 4096 ** 3 / ms / 1e9:.0f} TFLOP/s (torch.matmul "
                   f"{2 * 4096 ** 3 / ref_ms / 1e9:.0f})")
-
-
-def timed(fn, reps=20):
-    fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(reps):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / reps

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from gpu_requirements import require_cuda
+from gpu_requirements import require_cuda, timed
 
 torch = require_cuda()
 
@@ -128,15 +128,3 @@ def test_speed_at_4096_cubed(capsys):
         with capsys.disabled():
             print(f"\n{block} stages {stages} warps {warps}: {2 * 4096 ** 3 / ms / 1e9:.0f} "
                   f"TFLOP/s (torch.matmul {2 * 4096 ** 3 / ref_ms / 1e9:.0f})")
-
-
-def timed(fn, reps=20):
-    fn()
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(reps):
-        fn()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) / reps
