@@ -370,3 +370,19 @@ def test_pipelined_gemm_128x256x64_on_8_warps_does_not_spill(ptxas):
     assert len(copies) == 3 * (4 + 8), len(copies)
     # The accumulator stays in place across async_dot and its wait: no copies of it.
     assert not re.search(r"mov\.f32\s+%f\d+,\s*%f\d+;", ptx)
+
+
+def test_warp_group_origin_of_wgmma_descriptors_comes_from_a_uniform_warp_index():
+    """Each warp group's A tile starts at its own rows: the descriptors take that origin from
+    the warp index every lane reads from lane 0 (shfl.sync.idx of %tid.x / 32), so that ptxas
+    keeps them in uniform registers, not from %tid.x directly."""
+    ptx = compile_kernel("pipelined_gemm", PIPELINED, num_warps=8, stage="ptx").ptx
+    tid = re.search(r"mov\.u32\s+(%r\d+),\s*%tid\.x;", ptx).group(1)
+    shifted = re.search(rf"shr\.u32\s+(%r\d+),\s*{tid},\s*5;", ptx).group(1)
+    warp = re.search(rf"shfl\.sync\.idx\.b32\s+(%r\d+),\s*{shifted},\s*0,\s*31,\s*-1;",
+                     ptx).group(1)
+    warp_tid = re.search(rf"shl\.b32\s+(%r\d+),\s*{warp},\s*5;", ptx).group(1)
+    # The warp-group bit (tid bit 7) of the A descriptor's origin, taken before the first wgmma.
+    group_bit = re.findall(r"and\.b32\s+%r\d+,\s*(%r\d+),\s*128;",
+                           ptx[:ptx.index("wgmma.mma_async")])
+    assert warp_tid in group_bit, group_bit
