@@ -326,6 +326,14 @@ const std::vector<KernelCase>& kernelCases() {
        "K:i32,BLOCK_M=256,BLOCK_N=128,BLOCK_K=64,GROUP_M=8,NUM_STAGES=4,NUM_SMS=132",
        4,
        {"async_tasks", "async_task {default = 1", "replica = 1", "async_dot"}},
+      {"python/warpweave/ops/kernels/hopper/scaled_mm_ws.py",
+       "scaled_mm_ws_kernel",
+       "a_desc:desc<fp8e4nv,64x128>,bt_desc:desc<fp8e5,256x128>,c_desc:desc<bf16,64x32>,"
+       "scale_a_ptr:*fp32:16,scale_b_ptr:*fp32:16,bias_ptr:*bf16:16,M:i32,N:i32,K:i32,"
+       "BLOCK_M=128,BLOCK_N=256,BLOCK_K=128,GROUP_M=16,NUM_STAGES=4,EPI_SUBTILE=8,NUM_SMS=132,"
+       "ROWWISE_A=True,ROWWISE_B=True,HAS_BIAS=True",
+       4,
+       {"async_tasks", "replica = 1", "local_trans", "async_dot", "async_desc_store"}},
       {"python/warpweave/ops/kernels/hopper/gemm_ws_pingpong.py",
        "gemm_ws_pingpong_kernel",
        "a_desc:desc<fp16,128x64>,b_desc:desc<fp16,64x128>,c_desc:desc<fp16,128x128>,M:i32,N:i32,"

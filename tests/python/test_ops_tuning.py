@@ -27,7 +27,7 @@ pytestmark = pytest.mark.skipif(not native_loader.available(),
 import warpweave as ww  # noqa: E402
 import warpweave.ops as ops  # noqa: E402
 from warpweave import testing  # noqa: E402
-from warpweave.ops import _attention, _common, _matmul, _tuning  # noqa: E402
+from warpweave.ops import _attention, _common, _matmul, _scaled_mm, _tuning  # noqa: E402
 
 jit_module = importlib.import_module("warpweave.jit")
 
@@ -237,20 +237,57 @@ def test_candidates_over_the_shared_memory_are_not_tried(fake_gpu, monkeypatch):
     assert len(candidates) > 1
     for c in candidates[1:]:
         assert _matmul._shared_bytes(c, 2) <= small.shared, c
+    # scaled_mm on 160 KB: the TLX kernel's stages cut to fit (its chunk buffers and scratch
+    # included), the tl kernels' configurations that fit.
+    mid = _tuning.Device("a GPU with 160 KB of shared memory", 160 * 1024)
+    monkeypatch.setattr(_tuning, "device", lambda place: mid)
     call_scaled_mm(512, 512, 256)
-    for c in _tuning.decisions["scaled_mm"].candidates[1:]:
-        assert c["num_stages"] * (c["BLOCK_M"] + c["BLOCK_N"]) * c["BLOCK_K"] <= small.shared
+    candidates = _tuning.decisions["scaled_mm"].candidates
+    assert {c.kernel for c in candidates} == {"tlx", "tl", "tma"}
+    assert candidates[0].kernel == "tlx" and candidates[0]["NUM_STAGES"] == 4  # of 6
+    for c in candidates:
+        if c.kernel == "tlx":
+            assert _scaled_mm._tlx_shared_bytes(c.config, 2) <= mid.shared, c
+        else:
+            assert c["num_stages"] * (c["BLOCK_M"] + c["BLOCK_N"]) * c["BLOCK_K"] <= mid.shared
 
 
-def test_scaled_mm_tma_only_where_k_is_a_multiple_of_16(fake_gpu):
-    call_scaled_mm(256, 256, 40)
+def test_scaled_mm_tma_and_tlx_only_where_tma_can_address_the_operands(fake_gpu):
+    call_scaled_mm(256, 256, 40)  # rows of 40 bytes
     assert timed_kernels(fake_gpu) == {"scaled_mm_kernel"}
+    assert _tuning.decisions["scaled_mm"].candidates[0].kernel == "tl"
     fake_gpu.timed.clear()
     call_scaled_mm(256, 256, 64)
+    assert timed_kernels(fake_gpu) == {"scaled_mm_ws_kernel", "scaled_mm_kernel",
+                                       "scaled_mm_tma_kernel"}
+    assert _tuning.decisions["scaled_mm"].candidates[0].kernel == "tlx"
+    fake_gpu.timed.clear()
+    call_scaled_mm(256, 252, 64)  # fp16 rows of C of 504 bytes: no TMA store
     assert timed_kernels(fake_gpu) == {"scaled_mm_kernel", "scaled_mm_tma_kernel"}
     fake_gpu.timed.clear()
     call_scaled_mm(256, 256, 64, kernel="tma")
     assert timed_kernels(fake_gpu) == {"scaled_mm_tma_kernel"}
+    fake_gpu.timed.clear()
+    call_scaled_mm(256, 256, 64, kernel="tlx")
+    assert timed_kernels(fake_gpu) == {"scaled_mm_ws_kernel"}
+    with pytest.raises(ValueError, match=r"scaled_mm: kernel='tlx' needs K a multiple of 16"):
+        call_scaled_mm(256, 256, 40, kernel="tlx")
+
+
+def test_scaled_mm_tlx_tiles_fill_the_gpu_and_its_shared_memory(fake_gpu, monkeypatch):
+    monkeypatch.setattr(testing, "do_bench", no_timing)
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "0")
+    call_scaled_mm(4096, 4096, 128)  # 512 tiles of 128x256: one persistent program per SM
+    launch = fake_gpu.launches[-1]
+    assert launch.name == "scaled_mm_ws_kernel" and launch.grid == (132,)
+    assert {k: launch.meta[k] for k in ("BLOCK_N", "NUM_STAGES", "NUM_SMS", "num_warps")} == \
+        dict(BLOCK_N=256, NUM_STAGES=4, NUM_SMS=132, num_warps=4)
+    call_scaled_mm(256, 512, 128)  # 8 tiles of 128x128: one program each
+    launch = fake_gpu.launches[-1]
+    assert launch.meta["BLOCK_N"] == 128 and launch.grid == (8,)
+    # fp32 C: its chunk buffers are twice as large; a stage fewer.
+    ops.scaled_mm(fp8(4096, 128), fp8(4096, 128).T, s(1), s(1), out_dtype=np.float32)
+    assert fake_gpu.launches[-1].meta["NUM_STAGES"] == 3
 
 
 def test_attention_tlx_only_where_n_ctx_is_a_multiple_of_128(fake_gpu):
@@ -320,10 +357,14 @@ FIXED = {
                                       NUM_STAGES=4, SMEM_EPILOGUE=True, EPI_SUBTILE=4)),
     "matmul_relu": ("matmul_kernel", dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, GROUP_M=8,
                                           num_warps=8, num_stages=5)),
-    "scaled_mm_big": ("scaled_mm_kernel", dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=128,
-                                               GROUP_M=8, num_warps=8, num_stages=4)),
-    "scaled_mm_small": ("scaled_mm_kernel", dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128,
-                                                 GROUP_M=8, num_warps=8, num_stages=4)),
+    "scaled_mm_big": ("scaled_mm_ws_kernel", dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=128,
+                                                  GROUP_M=16, NUM_STAGES=4, EPI_SUBTILE=8)),
+    "scaled_mm_small": ("scaled_mm_ws_kernel", dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128,
+                                                    GROUP_M=16, NUM_STAGES=6, EPI_SUBTILE=4)),
+    "scaled_mm_tl_big": ("scaled_mm_kernel", dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=128,
+                                                  GROUP_M=8, num_warps=8, num_stages=4)),
+    "scaled_mm_tl_small": ("scaled_mm_kernel", dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128,
+                                                    GROUP_M=8, num_warps=8, num_stages=4)),
     "grouped_mm": ("grouped_mm_kernel", dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32,
                                              num_warps=8, num_stages=5)),
     "grouped_mm_ragged_k": ("grouped_mm_ragged_k_kernel", dict(
@@ -365,6 +406,10 @@ def call_every_op(gpu):
     out["scaled_mm_big"] = launches[-1]
     call_scaled_mm(256, 256, 128)
     out["scaled_mm_small"] = launches[-1]
+    call_scaled_mm(4096, 4096, 120)  # K not a multiple of 16: the tl kernel
+    out["scaled_mm_tl_big"] = launches[-1]
+    call_scaled_mm(256, 256, 120)
+    out["scaled_mm_tl_small"] = launches[-1]
     offs = np.array([50, 100, 250, 300], np.int32)
     ops.grouped_mm(h(300, 64), h(4, 64, 128), offs)
     out["grouped_mm"] = launches[-1]
@@ -575,9 +620,12 @@ def test_every_scaled_mm_candidate_computes_the_product(gpu_configs_in_interpret
     bt = rng.standard_normal((48, 64)).astype(ml_dtypes.float8_e4m3fn)
     sa, sb = rng.random((40, 1), np.float32) + 0.5, np.float32([0.5])
     ref = (a.astype(np.float64) @ bt.astype(np.float64).T) * sa * sb
+    seen = set()
     for c, out in each_candidate(monkeypatch, "scaled_mm", lambda: ops.scaled_mm(
             a, bt.T, sa, sb, out_dtype=np.float32)):
         assert rel_error(out, ref) < 1e-6, c
+        seen.add(c.kernel)
+    assert seen == {"tl", "tma", "tlx"}
 
 
 def test_every_grouped_mm_candidate_computes_the_groups(gpu_configs_in_interpreter,
@@ -713,6 +761,10 @@ def _dense(head_dim, backward, n_ctx=1024):
 COMPILED_CALLS = {
     "matmul": ("matmul", lambda: ops.matmul(h(512, 512), h(512, 512))),
     "scaled_mm": ("scaled_mm", lambda: call_scaled_mm(512, 512, 512)),
+    # The TLX kernel's epilogue vectors (per-row / per-column scales, bias) need scratch too.
+    "scaled_mm-rowwise-bias": ("scaled_mm", lambda: ops.scaled_mm(
+        fp8(4096, 512), fp8(4096, 512).T, s(4096, 1), s(1, 4096), out_dtype=np.float16,
+        bias=h(4096))),
     "grouped_mm": ("grouped_mm", lambda: ops.grouped_mm(
         h(512, 256), h(4, 256, 512), np.array([1, 2, 3, 512], np.int32))),
     "grouped_mm_ragged_k": ("grouped_mm_ragged_k", lambda: ops.grouped_mm(

@@ -1,5 +1,7 @@
-"""Scaled fp8 GEMM (kernels/scaled_mm.py): torch._scaled_mm's semantics, on any GPU that
-multiplies fp8 (sm_89+; wgmma fp8 on sm_90a) and in the interpreter."""
+"""Scaled fp8 GEMM: torch._scaled_mm's semantics. The tl kernels (kernels/scaled_mm.py) on any GPU
+that multiplies fp8 (sm_89+; wgmma fp8 on sm_90a) and in the interpreter; the TLX
+warp-specialized persistent kernel (kernels/hopper/scaled_mm_ws.py) on sm_90 GPUs where TMA can
+address the operands, or in the interpreter with kernel="tlx"."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import warpweave as ww
 from . import _common, _tuning
 from ._common import _Place, _descriptor, _dtype_name, _is_numpy, _planned, _strides
 from .kernels import scaled_mm as scaled_mm_kernels
+from .kernels.hopper import scaled_mm_ws as scaled_mm_ws_kernels
 
 _FP8 = ("float8_e4m3fn", "float8_e5m2")
 _OUT = ("bfloat16", "float16", "float32")
@@ -21,6 +24,22 @@ SCALED_MM_GPU_CONFIG = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=128, GROUP_M=8, nu
 SCALED_MM_GPU_SMALL_CONFIG = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, GROUP_M=8,
                                   num_warps=8, num_stages=4)
 _INTERPRETER_CONFIG = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=4, num_warps=4)
+
+# Where scaled_mm takes the TLX warp-specialized persistent kernel (kernels/hopper/scaled_mm_ws.py)
+# as its fixed configuration instead of the tl kernel: on sm_90 GPUs, for calls whose operands
+# TMA can address (tlx_ok below). Its tiles: 128x256x128 (two 64x256 consumers, four 48 KB
+# stages, C stored in eight 32-column chunks), or 128x128x128 (six 32 KB stages, four chunks) for
+# products with fewer 128x256 tiles than SMs. The chunks are small enough to leave room for the
+# scratch the epilogue's per-row / per-column vectors take (_TLX_EPILOGUE_SCRATCH); fp32 C's are
+# twice as large and cost a stage (_fitted).
+SCALED_MM_TLX_ON_SM90 = True
+SCALED_MM_TLX_CONFIG = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=128, GROUP_M=16, NUM_STAGES=4,
+                            EPI_SUBTILE=8)
+SCALED_MM_TLX_SMALL_CONFIG = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, GROUP_M=16,
+                                  NUM_STAGES=6, EPI_SUBTILE=4)
+# kernel="tlx" in the interpreter (NumPy arrays, CPU tensors): small tiles, the same task layout.
+_INTERPRETER_TLX_CONFIG = dict(BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, GROUP_M=2, NUM_STAGES=2,
+                               EPI_SUBTILE=8)
 
 
 def _out_dtype_name(op: str, out_dtype) -> str:
@@ -75,14 +94,17 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=None, bias=None, kernel=None):
     the result rounded once to out_dtype: bfloat16 (the default: torch's default, the fp8
     input dtype, is not produced), float16 or float32. NumPy arrays (ml_dtypes fp8) run in the
     interpreter, CUDA tensors on the GPU. kernel: None (on GPUs the fastest configuration of
-    both kernels for the shape, tuned once per shape: warpweave.ops._tuning; the "tl" kernel's
-    fixed one with WARPWEAVE_OPS_TUNING=0 and in the interpreter), "tl" (A and B^T tiles
-    loaded through pointers: cp.async stages on sm_90a), "tma" (the same loop over host TMA
-    descriptors; K a multiple of 16)."""
+    the kernels for the shape, tuned once per shape: warpweave.ops._tuning; with
+    WARPWEAVE_OPS_TUNING=0 the fixed one: the "tlx" kernel on sm_90 where it applies
+    (SCALED_MM_TLX_ON_SM90), else the "tl" kernel, which the interpreter also runs), "tl" (A and
+    B^T tiles loaded through pointers: cp.async stages on sm_90a), "tma" (the same loop over
+    host TMA descriptors; K a multiple of 16), "tlx" (the TLX warp-specialized persistent
+    kernel: sm_90 CUDA tensors or the interpreter; K a multiple of 16, 16-byte aligned bases
+    and row pitches of a, b and the result)."""
     op = "scaled_mm"
     out = _out_dtype_name(op, out_dtype)
-    if kernel not in (None, "tl", "tma"):
-        raise ValueError(f"{op}: 'kernel' must be None, 'tl' or 'tma', got {kernel!r}")
+    if kernel not in (None, "tl", "tma", "tlx"):
+        raise ValueError(f"{op}: 'kernel' must be None, 'tl', 'tma' or 'tlx', got {kernel!r}")
     return _scaled_mm(a, b, scale_a, scale_b, bias, out, kernel)
 
 
@@ -126,6 +148,15 @@ def _scaled_mm(a, b, scale_a, scale_b, bias, out, kernel):
     if kernel == "tma" and K % 16:
         raise ValueError(f"{op}: kernel='tma' needs K a multiple of 16 (16-byte rows), got "
                          f"K={K}")
+    tma_ok = K % 16 == 0 and all(
+        _common._address(t) % 16 == 0 and (rows == 1 or stride % 16 == 0)
+        for t, rows, stride in ((a, M, sa[0]), (b, N, sb[1])))
+    out_size = _OUT_BYTES[out]
+    tlx_ok = tma_ok and (N * out_size) % 16 == 0
+    if kernel == "tlx" and not tlx_ok:
+        raise ValueError(f"{op}: kernel='tlx' needs K a multiple of 16, N * {out_size} bytes a "
+                         f"multiple of 16 and 16-byte aligned bases and row pitches of 'a' and "
+                         f"'b' (TMA), got M={M}, N={N}, K={K}")
     sc = _strides(c)
     flags = dict(ROWWISE_A=rowwise_a, ROWWISE_B=rowwise_b, HAS_BIAS=bias is not None)
     scale_a, scale_b = scale_a.reshape(-1), scale_b.reshape(-1)
@@ -133,7 +164,10 @@ def _scaled_mm(a, b, scale_a, scale_b, bias, out, kernel):
     def launch(candidate, go):
         config = candidate.config
         grid = (ww.cdiv(M, config["BLOCK_M"]) * ww.cdiv(N, config["BLOCK_N"]),)
-        if candidate.kernel == "tma":
+        if candidate.kernel == "tlx":
+            _launch_tlx(place, go, a, b.T if _is_numpy(b) else b.t(), c, scale_a, scale_b,
+                        bias, flags, config)
+        elif candidate.kernel == "tma":
             block_m, block_n, block_k = config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]
             bt = b.T if _is_numpy(b) else b.t()
             go(scaled_mm_kernels.scaled_mm_tma_kernel, grid,
@@ -145,12 +179,10 @@ def _scaled_mm(a, b, scale_a, scale_b, bias, out, kernel):
                sc[1], **flags, **config)
 
     if not place.on_gpu:
-        launch(_tuning.Candidate(kernel or "tl", **_INTERPRETER_CONFIG), place.launch)
+        config = _INTERPRETER_TLX_CONFIG if kernel == "tlx" else _INTERPRETER_CONFIG
+        launch(_tuning.Candidate(kernel or "tl", **config), place.launch)
         return c
-    tma_ok = K % 16 == 0 and all(
-        _common._address(t) % 16 == 0 and (rows == 1 or stride % 16 == 0)
-        for t, rows, stride in ((a, M, sa[0]), (b, N, sb[1])))
-    candidates = _candidates(place, M, N, K, kernel, tma_ok)
+    candidates = _candidates(place, M, N, K, kernel, tma_ok, tlx_ok, out_size)
     chosen = _tuning.choose(
         place, op, (_dtype_name(a), _dtype_name(b), out, M, N, K), candidates, candidates[0],
         launch, [_KERNELS[name] for name in dict.fromkeys(c.kernel for c in candidates)])
@@ -173,28 +205,95 @@ _CONFIGS = [
     dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, num_warps=8, num_stages=6),
 ]
 
+# The TLX kernel: its two fixed tile shapes, 128x256 tiles also with 8 tile-rows per group and with
+# tile-columns grouped instead (RASTER_N).
+_TLX_CONFIGS = [
+    SCALED_MM_TLX_CONFIG,
+    SCALED_MM_TLX_SMALL_CONFIG,
+    dict(SCALED_MM_TLX_CONFIG, GROUP_M=8),
+    dict(SCALED_MM_TLX_CONFIG, RASTER_N=True),
+]
+
 _KERNELS = {"tl": scaled_mm_kernels.scaled_mm_kernel,
-            "tma": scaled_mm_kernels.scaled_mm_tma_kernel}
+            "tma": scaled_mm_kernels.scaled_mm_tma_kernel,
+            "tlx": scaled_mm_ws_kernels.scaled_mm_ws_kernel}
+
+_OUT_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 
 
-def _candidates(place, M, N, K, kernel, tma_ok) -> list:
+# Shared memory the TLX kernel needs beyond its buffers: barriers, and the scratch through which
+# the compiler moves the loaded per-row / per-column scales and the bias into the accumulator's
+# layout (3 KB at 128x256 for sm_90a).
+_TLX_EPILOGUE_SCRATCH = 4096
+
+
+def _tlx_shared_bytes(cfg, out_size) -> int:
+    """The TLX kernel's shared memory: its fp8 stages of A and B^T tiles, C's chunk buffers and
+    _TLX_EPILOGUE_SCRATCH."""
+    bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
+    sub = cfg["EPI_SUBTILE"]
+    c_bufs = 2 * (bm // 2) * bn if sub == 1 else 4 * (bm // 2) * (bn // sub)
+    return (cfg["NUM_STAGES"] * (bm + bn) * cfg["BLOCK_K"] + c_bufs * out_size
+            + _TLX_EPILOGUE_SCRATCH)
+
+
+def _fitted(place, cfg, out_size) -> dict:
+    """A TLX configuration with its stages cut to what the GPU's shared memory holds (fp32 C),
+    at least 2."""
+    cfg = dict(cfg)
+    while cfg["NUM_STAGES"] > 2 and not _tuning.fits(place, _tlx_shared_bytes(cfg, out_size)):
+        cfg["NUM_STAGES"] -= 1
+    return cfg
+
+
+def _launch_tlx(place, go, a, bt, c, scale_a, scale_b, bias, flags, config):
+    """Launches the TLX kernel (kernels/hopper/scaled_mm_ws.py) on TMA-addressable a [M, K],
+    bt [N, K] (B^T, K contiguous) and c: one persistent program per SM, or per tile where there
+    are fewer."""
+    (M, K), N = a.shape, bt.shape[0]
+    block_m, block_n, block_k = config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]
+    a_desc = _descriptor(a, [block_m // 2, block_k])
+    bt_desc = _descriptor(bt, [block_n, block_k])
+    c_desc = _descriptor(c, [block_m // 2, block_n // config["EPI_SUBTILE"]])
+    sms = place.num_sms()
+    tiles = ww.cdiv(M, block_m) * ww.cdiv(N, block_n)
+    go(scaled_mm_ws_kernels.scaled_mm_ws_kernel, (min(sms, tiles),), a_desc, bt_desc, c_desc,
+       scale_a, scale_b, bias, M, N, K, **config, **flags, NUM_SMS=sms, num_warps=4)
+
+
+def _candidates(place, M, N, K, kernel, tma_ok, tlx_ok, out_size) -> list:
     """The configurations scaled_mm may launch for an [M, K] x [K, N] product on the call's GPU:
-    first the fixed one (128x256 tiles, or 128x128 where the product has fewer 128x256 tiles than
-    the GPU has SMs, with the pointer-load kernel unless kernel="tma"), then each configuration
-    with the kernels `kernel` allows (None: both, TMA where `tma_ok`: K a multiple of 16, 16-byte
-    aligned bases and row pitches) that fits the GPU's shared memory (fp8 stages of A and B
-    tiles), without 256-wide or 256-row tiles where N or M is at most 128."""
-    tiles = ww.cdiv(M, 128) * ww.cdiv(N, 256)
-    fixed = SCALED_MM_GPU_CONFIG if tiles >= place.num_sms() else SCALED_MM_GPU_SMALL_CONFIG
-    default = _tuning.Candidate(kernel or "tl", **fixed)
-    kernels = [kernel] if kernel else ["tl"] + (["tma"] if tma_ok else [])
+    first the fixed one, then each configuration with the kernels `kernel` allows that fits the
+    GPU's shared memory (fp8 stages of A and B tiles; the TLX kernel's C buffers too), without
+    256-wide or 256-row tiles where N or M is at most 128. The fixed one: 128x256 tiles, or
+    128x128 where the product has fewer 128x256 tiles than the GPU has SMs; of the TLX kernel
+    where kernel="tlx" or, with kernel=None, on sm_90 where `tlx_ok` (TMA-addressable a, b and
+    C: K a multiple of 16, 16-byte aligned bases and row pitches), else of the pointer-load
+    kernel unless kernel="tma". kernel=None tries the TMA kernels where `tma_ok`."""
+    big = ww.cdiv(M, 128) * ww.cdiv(N, 256) >= place.num_sms()
+    tlx = kernel == "tlx" or (kernel is None and tlx_ok and SCALED_MM_TLX_ON_SM90
+                              and _common._is_sm90(place))
+    if tlx:
+        fixed = SCALED_MM_TLX_CONFIG if big else SCALED_MM_TLX_SMALL_CONFIG
+        default = _tuning.Candidate("tlx", **_fitted(place, fixed, out_size))
+    else:
+        fixed = SCALED_MM_GPU_CONFIG if big else SCALED_MM_GPU_SMALL_CONFIG
+        default = _tuning.Candidate(kernel or "tl", **fixed)
+    if kernel:
+        kernels = [kernel]
+    else:
+        kernels = (["tlx"] if tlx else []) + ["tl"] + (["tma"] if tma_ok else [])
     out = [default]
     for name in kernels:
-        for cfg in _CONFIGS:
+        for cfg in _TLX_CONFIGS if name == "tlx" else _CONFIGS:
+            if name == "tlx":
+                cfg = _fitted(place, cfg, out_size)
+                shared = _tlx_shared_bytes(cfg, out_size)
+            else:
+                shared = cfg["num_stages"] * (cfg["BLOCK_M"] + cfg["BLOCK_N"]) * cfg["BLOCK_K"]
             c = _tuning.Candidate(name, **cfg)
-            if c == default or (cfg["BLOCK_N"] > 128 >= N) or (cfg["BLOCK_M"] > 128 >= M):
+            if c in out or (cfg["BLOCK_N"] > 128 >= N) or (cfg["BLOCK_M"] > 128 >= M):
                 continue
-            stage = (cfg["BLOCK_M"] + cfg["BLOCK_N"]) * cfg["BLOCK_K"]
-            if _tuning.fits(place, cfg["num_stages"] * stage):
+            if _tuning.fits(place, shared):
                 out.append(c)
     return out

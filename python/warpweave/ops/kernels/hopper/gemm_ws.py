@@ -89,6 +89,117 @@ def store_chunk(c_desc, c_bufs, value, buf_index, off_m, off_n):
 
 
 @ww.jit
+def load_stage(a_desc, b_desc, a_bufs, b_bufs, full, stage, off_m, off_n, off_k, rank,
+               HALF_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+               CLUSTER_M: tl.constexpr, CLUSTER_N: tl.constexpr, B_KMAJOR: tl.constexpr):
+    """One k-step's TMA loads into `stage`, completing on `full`: A's two row halves (buffers
+    2 * stage and 2 * stage + 1) and B's tile, [BLOCK_K, BLOCK_N] at [off_k, off_n], or with
+    B_KMAJOR B^T's [BLOCK_N, BLOCK_K] at [off_n, off_k] (K contiguous: 8-bit wgmma operands
+    must be). In a 2-CTA cluster this CTA loads one half of the shared operand into both CTAs."""
+    tl.static_assert(not (B_KMAJOR and CLUSTER_M == 2))
+    B_PART: tl.constexpr = BLOCK_N // CLUSTER_M  # the columns of B this CTA loads
+    if CLUSTER_N == 2:
+        # This CTA's A half lands in both CTAs (the peer sends the other).
+        tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage + rank),
+                                  [off_m + rank * HALF_M, off_k], full,
+                                  multicast_targets=[0, 1])
+    else:
+        tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage), [off_m, off_k],
+                                  full)
+        tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage + 1),
+                                  [off_m + HALF_M, off_k], full)
+    if B_KMAJOR:
+        tlx.async_descriptor_load(b_desc, tlx.local_view(b_bufs, stage), [off_n, off_k], full)
+    elif CLUSTER_M == 2:
+        # This CTA's column half of B lands in both CTAs (slice offsets are compile-time
+        # constants, hence one branch per rank).
+        b_buf = tlx.local_view(b_bufs, stage)
+        if rank == 0:
+            tlx.async_descriptor_load(
+                b_desc, tlx.local_slice(b_buf, [0, 0], [BLOCK_K, B_PART]),
+                [off_k, off_n], full, multicast_targets=[0, 1])
+        else:
+            tlx.async_descriptor_load(
+                b_desc, tlx.local_slice(b_buf, [0, B_PART], [BLOCK_K, B_PART]),
+                [off_k, off_n + B_PART], full, multicast_targets=[0, 1])
+    else:
+        tlx.async_descriptor_load(b_desc, tlx.local_view(b_bufs, stage), [off_k, off_n], full)
+
+
+@ww.jit
+def mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half, rank,
+             HALF_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
+             CLUSTER: tl.constexpr, B_KMAJOR: tl.constexpr):
+    """One consumer's fp32 accumulator of its HALF_M rows of a tile, over the tile's num_k
+    stages from `step` on; returns it and the step after the tile. With B_KMAJOR the stages hold
+    B^T and wgmma reads B as its transpose."""
+    acc = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
+    for k in range(0, num_k):
+        stage = step % NUM_STAGES
+        tlx.barrier_wait(tlx.local_view(full_bars, stage), (step // NUM_STAGES) & 1)
+        if B_KMAJOR:
+            acc = tlx.async_dot(tlx.local_view(a_bufs, 2 * stage + half),
+                                tlx.local_trans(tlx.local_view(b_bufs, stage)), acc)
+        else:
+            acc = tlx.async_dot(tlx.local_view(a_bufs, 2 * stage + half),
+                                tlx.local_view(b_bufs, stage), acc)
+        # Keep one MMA in flight; the one before it is done, so release its stage.
+        acc = tlx.async_dot_wait(1, acc)
+        if k > 0:
+            release(empty_bars, (step - 1) % NUM_STAGES, rank, CLUSTER)
+        step += 1
+    acc = tlx.async_dot_wait(0, acc)
+    if num_k > 0:
+        release(empty_bars, (step - 1) % NUM_STAGES, rank, CLUSTER)
+    return acc, step
+
+
+@ww.jit
+def store_tile(c_desc, c_bufs, c, half, off_m, off_n, HALF_M: tl.constexpr,
+               BLOCK_N: tl.constexpr, EPI_SUBTILE: tl.constexpr):
+    """SMEM_EPILOGUE: stores consumer `half`'s result c [HALF_M, BLOCK_N] (C's dtype) at
+    [off_m, off_n] through its shared-memory buffer(s) with TMA, without waiting for the store:
+    whole (EPI_SUBTILE = 1) or in 2, 4 or 8 column chunks (store_chunk: chunk i through buffer
+    2 * half + i % 2)."""
+    EPI_N: tl.constexpr = BLOCK_N // EPI_SUBTILE
+    if EPI_SUBTILE == 1:
+        # The previous tile's store must have read this consumer's C buffer; the store of this
+        # tile then runs on while the next main loop starts.
+        c_buf = tlx.local_view(c_bufs, half)
+        tlx.async_descriptor_store_wait(0)
+        tlx.local_store(c_buf, c)
+        tlx.async_descriptor_store(c_desc, c_buf, [off_m, off_n])
+    elif EPI_SUBTILE == 2:
+        c0, c1 = split_columns(c, HALF_M, BLOCK_N)
+        store_chunk(c_desc, c_bufs, c0, 2 * half, off_m, off_n)
+        store_chunk(c_desc, c_bufs, c1, 2 * half + 1, off_m, off_n + EPI_N)
+    elif EPI_SUBTILE == 4:
+        left, right = split_columns(c, HALF_M, BLOCK_N)
+        c0, c1 = split_columns(left, HALF_M, BLOCK_N // 2)
+        c2, c3 = split_columns(right, HALF_M, BLOCK_N // 2)
+        store_chunk(c_desc, c_bufs, c0, 2 * half, off_m, off_n)
+        store_chunk(c_desc, c_bufs, c1, 2 * half + 1, off_m, off_n + EPI_N)
+        store_chunk(c_desc, c_bufs, c2, 2 * half, off_m, off_n + 2 * EPI_N)
+        store_chunk(c_desc, c_bufs, c3, 2 * half + 1, off_m, off_n + 3 * EPI_N)
+    else:
+        left, right = split_columns(c, HALF_M, BLOCK_N)
+        q0, q1 = split_columns(left, HALF_M, BLOCK_N // 2)
+        q2, q3 = split_columns(right, HALF_M, BLOCK_N // 2)
+        c0, c1 = split_columns(q0, HALF_M, BLOCK_N // 4)
+        c2, c3 = split_columns(q1, HALF_M, BLOCK_N // 4)
+        c4, c5 = split_columns(q2, HALF_M, BLOCK_N // 4)
+        c6, c7 = split_columns(q3, HALF_M, BLOCK_N // 4)
+        store_chunk(c_desc, c_bufs, c0, 2 * half, off_m, off_n)
+        store_chunk(c_desc, c_bufs, c1, 2 * half + 1, off_m, off_n + EPI_N)
+        store_chunk(c_desc, c_bufs, c2, 2 * half, off_m, off_n + 2 * EPI_N)
+        store_chunk(c_desc, c_bufs, c3, 2 * half + 1, off_m, off_n + 3 * EPI_N)
+        store_chunk(c_desc, c_bufs, c4, 2 * half, off_m, off_n + 4 * EPI_N)
+        store_chunk(c_desc, c_bufs, c5, 2 * half + 1, off_m, off_n + 5 * EPI_N)
+        store_chunk(c_desc, c_bufs, c6, 2 * half, off_m, off_n + 6 * EPI_N)
+        store_chunk(c_desc, c_bufs, c7, 2 * half + 1, off_m, off_n + 7 * EPI_N)
+
+
+@ww.jit
 def gemm_ws_kernel(a_desc, b_desc, c_desc, M, N, K,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                    GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr, NUM_SMS: tl.constexpr,
@@ -97,9 +208,9 @@ def gemm_ws_kernel(a_desc, b_desc, c_desc, M, N, K,
                    RASTER_N: tl.constexpr = False):
     CLUSTER: tl.constexpr = CLUSTER_M * CLUSTER_N
     tl.static_assert(CLUSTER <= 2)
-    tl.static_assert(EPI_SUBTILE == 1 or EPI_SUBTILE == 2 or EPI_SUBTILE == 4)
+    tl.static_assert(EPI_SUBTILE == 1 or EPI_SUBTILE == 2 or EPI_SUBTILE == 4 or
+                     EPI_SUBTILE == 8)
     HALF_M: tl.constexpr = BLOCK_M // 2
-    B_PART: tl.constexpr = BLOCK_N // CLUSTER_M  # the columns of B this CTA loads
     EPI_N: tl.constexpr = BLOCK_N // EPI_SUBTILE
     dtype: tl.constexpr = tlx.dtype_of(a_desc)
     STAGE_BYTES: tl.constexpr = (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * tlx.size_of(dtype)
@@ -141,32 +252,9 @@ def gemm_ws_kernel(a_desc, b_desc, c_desc, M, N, K,
                     tlx.barrier_wait(tlx.local_view(empty_bars, stage), trip_parity ^ 1)
                     full = tlx.local_view(full_bars, stage)
                     tlx.barrier_expect_bytes(full, STAGE_BYTES)
-                    off_k = k * BLOCK_K
-                    if CLUSTER_N == 2:
-                        # This CTA's A half lands in both CTAs (the peer sends the other).
-                        tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage + rank),
-                                                  [off_m + rank * HALF_M, off_k], full,
-                                                  multicast_targets=[0, 1])
-                    else:
-                        tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage),
-                                                  [off_m, off_k], full)
-                        tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage + 1),
-                                                  [off_m + HALF_M, off_k], full)
-                    if CLUSTER_M == 2:
-                        # This CTA's column half of B lands in both CTAs (slice offsets are
-                        # compile-time constants, hence one branch per rank).
-                        b_buf = tlx.local_view(b_bufs, stage)
-                        if rank == 0:
-                            tlx.async_descriptor_load(
-                                b_desc, tlx.local_slice(b_buf, [0, 0], [BLOCK_K, B_PART]),
-                                [off_k, off_n], full, multicast_targets=[0, 1])
-                        else:
-                            tlx.async_descriptor_load(
-                                b_desc, tlx.local_slice(b_buf, [0, B_PART], [BLOCK_K, B_PART]),
-                                [off_k, off_n + B_PART], full, multicast_targets=[0, 1])
-                    else:
-                        tlx.async_descriptor_load(b_desc, tlx.local_view(b_bufs, stage),
-                                                  [off_k, off_n], full)
+                    load_stage(a_desc, b_desc, a_bufs, b_bufs, full, stage, off_m, off_n,
+                               k * BLOCK_K, rank, HALF_M, BLOCK_N, BLOCK_K, CLUSTER_M, CLUSTER_N,
+                               False)
                     step += 1
 
         with tlx.async_task(num_warps=4, registers=232, replicate=2):
@@ -177,43 +265,13 @@ def gemm_ws_kernel(a_desc, b_desc, c_desc, M, N, K,
                                                      RASTER_N)
                 pid_m = cluster_m * CLUSTER_M + rank % CLUSTER_M
                 pid_n = cluster_n * CLUSTER_N + rank // CLUSTER_M
-                acc = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
-                for k in range(0, num_k):
-                    stage = step % NUM_STAGES
-                    tlx.barrier_wait(tlx.local_view(full_bars, stage), (step // NUM_STAGES) & 1)
-                    acc = tlx.async_dot(tlx.local_view(a_bufs, 2 * stage + half),
-                                        tlx.local_view(b_bufs, stage), acc)
-                    # Keep one MMA in flight; the one before it is done, so release its stage.
-                    acc = tlx.async_dot_wait(1, acc)
-                    if k > 0:
-                        release(empty_bars, (step - 1) % NUM_STAGES, rank, CLUSTER)
-                    step += 1
-                acc = tlx.async_dot_wait(0, acc)
-                if num_k > 0:
-                    release(empty_bars, (step - 1) % NUM_STAGES, rank, CLUSTER)
+                acc, step = mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half,
+                                     rank, HALF_M, BLOCK_N, NUM_STAGES, CLUSTER, False)
                 off_m = pid_m * BLOCK_M + half * HALF_M
                 off_n = pid_n * BLOCK_N
                 if SMEM_EPILOGUE:
-                    c = acc.to(c_dtype)
-                    if EPI_SUBTILE == 1:
-                        # The previous tile's store must have read this consumer's C buffer;
-                        # the store of this tile then runs on while the next main loop starts.
-                        c_buf = tlx.local_view(c_bufs, half)
-                        tlx.async_descriptor_store_wait(0)
-                        tlx.local_store(c_buf, c)
-                        tlx.async_descriptor_store(c_desc, c_buf, [off_m, off_n])
-                    elif EPI_SUBTILE == 2:
-                        c0, c1 = split_columns(c, HALF_M, BLOCK_N)
-                        store_chunk(c_desc, c_bufs, c0, 2 * half, off_m, off_n)
-                        store_chunk(c_desc, c_bufs, c1, 2 * half + 1, off_m, off_n + EPI_N)
-                    else:
-                        left, right = split_columns(c, HALF_M, BLOCK_N)
-                        c0, c1 = split_columns(left, HALF_M, BLOCK_N // 2)
-                        c2, c3 = split_columns(right, HALF_M, BLOCK_N // 2)
-                        store_chunk(c_desc, c_bufs, c0, 2 * half, off_m, off_n)
-                        store_chunk(c_desc, c_bufs, c1, 2 * half + 1, off_m, off_n + EPI_N)
-                        store_chunk(c_desc, c_bufs, c2, 2 * half, off_m, off_n + 2 * EPI_N)
-                        store_chunk(c_desc, c_bufs, c3, 2 * half + 1, off_m, off_n + 3 * EPI_N)
+                    store_tile(c_desc, c_bufs, acc.to(c_dtype), half, off_m, off_n, HALF_M,
+                               BLOCK_N, EPI_SUBTILE)
                 else:
                     c_desc.store([off_m, off_n], acc.to(c_dtype))
             if SMEM_EPILOGUE:

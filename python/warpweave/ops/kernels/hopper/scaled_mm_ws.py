@@ -1,0 +1,118 @@
+"""Hopper scaled fp8 GEMM, persistent and warp-specialized (cooperative), with torch._scaled_mm's
+epilogue: C = (A @ B) * scale_a * scale_b (+ bias), the semantics of kernels/scaled_mm.py.
+
+The warp groups, the stage ring and its barriers, the tile order and the shared-memory epilogue
+are gemm_ws.py's (its helpers load_stage, mma_tile, store_tile): a producer (40 registers)
+issues the TMA loads, two consumer warp groups (232 registers) each multiply BLOCK_M // 2 rows of
+the tile by the same B tile with async wgmma. What differs:
+  - A [M, K] and B are fp8 (e4m3 / e5m2, mixed allowed); B is column-major, read as tiles of
+    B^T [N, K] (bt_desc, block [BLOCK_N, BLOCK_K]) and handed to wgmma as their local_trans:
+    8-bit wgmma operands must be K-major. BLOCK_K = 128 (one 128-byte swizzle row of fp8).
+  - Each consumer's fp32 tile is multiplied by scale_a (one value, or with ROWWISE_A one per
+    row of A) and then by scale_b (one value, or with ROWWISE_B one per column of B), the bias
+    (fp16 / bf16 / fp32 [N], HAS_BIAS) added in fp32, and rounded once to C's dtype (bf16, fp16
+    or fp32) before gemm_ws's chunked TMA store (EPI_SUBTILE column chunks, not waited for).
+    Per-tensor scales are read once per program; per-row ones per tile, masked at the edges.
+Edges: TMA zero-fills the loads past M, N and K and clips the stores, so no shape needs to be a
+multiple of the tiles; K must be a multiple of 16 and the rows of A, B^T and C 16-byte aligned.
+
+Shared memory at 128x256x128: 4 stages of 48 KB and 4 chunk buffers of 64 x 64 (32 KB for
+bf16 / fp16 C: 224 KB; fp32 C takes 64 KB, hence 3 stages).
+
+Descriptors: a_desc block [BLOCK_M // 2, BLOCK_K], bt_desc block [BLOCK_N, BLOCK_K],
+             c_desc block [BLOCK_M // 2, BLOCK_N // EPI_SUBTILE]
+    grid = (min(NUM_SMS, number of tiles),)
+    constexprs: BLOCK_M=128, BLOCK_N=256 (or 128), BLOCK_K=128, GROUP_M=16, NUM_STAGES=4,
+                EPI_SUBTILE=4, NUM_SMS (132 on H100/H200), ROWWISE_A, ROWWISE_B, HAS_BIAS,
+                RASTER_N=False
+    signature: a_desc:desc<fp8e4nv,64x128>, bt_desc:desc<fp8e4nv,256x128>,
+               c_desc:desc<bf16,64x64>, scale_a_ptr:*fp32, scale_b_ptr:*fp32, bias_ptr:*bf16,
+               M:i32, N:i32, K:i32, BLOCK_M=128, BLOCK_N=256, BLOCK_K=128, GROUP_M=16,
+               NUM_STAGES=4, EPI_SUBTILE=4, NUM_SMS=132, ROWWISE_A=True, ROWWISE_B=True,
+               HAS_BIAS=False (warpweave.ops's)
+    launch: num_warps=4 (the default task; the consumers add 8 warps)
+"""
+import warpweave as ww
+import warpweave.language as tl
+from warpweave import tlx
+
+from .gemm_ws import load_stage, mma_tile, rastered_tile, store_tile
+
+
+@ww.jit
+def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_ptr, M, N, K,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                        GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr,
+                        EPI_SUBTILE: tl.constexpr, NUM_SMS: tl.constexpr,
+                        ROWWISE_A: tl.constexpr, ROWWISE_B: tl.constexpr,
+                        HAS_BIAS: tl.constexpr, RASTER_N: tl.constexpr = False):
+    tl.static_assert(EPI_SUBTILE == 1 or EPI_SUBTILE == 2 or EPI_SUBTILE == 4 or
+                     EPI_SUBTILE == 8)
+    HALF_M: tl.constexpr = BLOCK_M // 2
+    EPI_N: tl.constexpr = BLOCK_N // EPI_SUBTILE
+    a_dtype: tl.constexpr = tlx.dtype_of(a_desc)
+    b_dtype: tl.constexpr = tlx.dtype_of(bt_desc)
+    c_dtype: tl.constexpr = tlx.dtype_of(c_desc)
+    STAGE_BYTES: tl.constexpr = (BLOCK_M + BLOCK_N) * BLOCK_K  # one byte an element
+
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_k = tl.cdiv(K, BLOCK_K)
+    num_tiles = num_pid_m * num_pid_n
+
+    # Stage s holds A halves 2s (rows of consumer 0) and 2s + 1 (consumer 1) and B^T tile s.
+    a_bufs = tlx.local_alloc((HALF_M, BLOCK_K), a_dtype, NUM_STAGES * 2)
+    b_bufs = tlx.local_alloc((BLOCK_N, BLOCK_K), b_dtype, NUM_STAGES)
+    full_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
+    empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=2)
+    if EPI_SUBTILE == 1:
+        c_bufs = tlx.local_alloc((HALF_M, BLOCK_N), c_dtype, 2)
+    else:
+        c_bufs = tlx.local_alloc((HALF_M, EPI_N), c_dtype, 4)  # two per consumer
+
+    with tlx.async_tasks():
+        with tlx.async_task("default", registers=40):
+            step = 0
+            for tile in range(tl.program_id(0), num_tiles, NUM_SMS):
+                pid_m, pid_n = rastered_tile(tile, num_pid_m, num_pid_n, GROUP_M, RASTER_N)
+                for k in range(0, num_k):
+                    stage = step % NUM_STAGES
+                    tlx.barrier_wait(tlx.local_view(empty_bars, stage),
+                                     ((step // NUM_STAGES) & 1) ^ 1)
+                    full = tlx.local_view(full_bars, stage)
+                    tlx.barrier_expect_bytes(full, STAGE_BYTES)
+                    load_stage(a_desc, bt_desc, a_bufs, b_bufs, full, stage, pid_m * BLOCK_M,
+                               pid_n * BLOCK_N, k * BLOCK_K, 0, HALF_M, BLOCK_N, BLOCK_K, 1, 1,
+                               True)
+                    step += 1
+
+        with tlx.async_task(num_warps=4, registers=232, replicate=2):
+            half = tlx.async_task_replica_id()
+            if not ROWWISE_A:
+                scale_a = tl.load(scale_a_ptr)
+            if not ROWWISE_B:
+                scale_b = tl.load(scale_b_ptr)
+            step = 0
+            for tile in range(tl.program_id(0), num_tiles, NUM_SMS):
+                pid_m, pid_n = rastered_tile(tile, num_pid_m, num_pid_n, GROUP_M, RASTER_N)
+                acc, step = mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half,
+                                     0, HALF_M, BLOCK_N, NUM_STAGES, 1, True)
+                off_m = pid_m * BLOCK_M + half * HALF_M
+                off_n = pid_n * BLOCK_N
+                # The scales in torch._scaled_mm's order: (acc * scale_a) * scale_b.
+                if ROWWISE_A:
+                    rows = off_m + tl.arange(0, HALF_M)
+                    acc = acc * tl.load(scale_a_ptr + rows, mask=rows < M, other=0.0)[:, None]
+                else:
+                    acc = acc * scale_a
+                cols = off_n + tl.arange(0, BLOCK_N)
+                if ROWWISE_B:
+                    acc = acc * tl.load(scale_b_ptr + cols, mask=cols < N, other=0.0)[None, :]
+                else:
+                    acc = acc * scale_b
+                if HAS_BIAS:
+                    bias = tl.load(bias_ptr + cols, mask=cols < N, other=0.0)
+                    acc = acc + bias.to(tl.float32)[None, :]
+                store_tile(c_desc, c_bufs, acc.to(c_dtype), half, off_m, off_n, HALF_M, BLOCK_N,
+                           EPI_SUBTILE)
+            tlx.async_descriptor_store_wait(0)
