@@ -18,11 +18,15 @@ grouped order: GROUP_M tile-rows at a time, or with RASTER_N GROUP_M tile-column
 
 SMEM_EPILOGUE: each consumer writes C to its own swizzled buffer and stores it with TMA without
 waiting; it waits for that store only before it writes the buffer again (next tile). With
-EPI_SUBTILE = 2 or 4 it stores its 64 x BLOCK_N result in that many column chunks through two
+EPI_SUBTILE = 2, 4 or 8 it stores its 64 x BLOCK_N result in that many column chunks through two
 chunk buffers it alternates between, so the epilogue needs 4 * 64 * BLOCK_N / EPI_SUBTILE
 elements of shared memory instead of 2 * 64 * BLOCK_N: at 128x256x64, EPI_SUBTILE=4 leaves room
 for NUM_STAGES=4 (4 * 48 KB of stages + 32 KB of chunks). The epilogue buffers are separate from
 the ring, so the producer fills stages of the next tile while the consumers store this one.
+
+The producer's k-step (load_stage), a consumer's K loop (mma_tile) and its epilogue store
+(store_tile) are helpers that the fp8 GEMM (scaled_mm_ws.py) shares; their B_KMAJOR option
+(B^T tiles [BLOCK_N, BLOCK_K], handed to wgmma as their local_trans) is for its 8-bit operands.
 
 Clusters of two CTAs (launch with ctas_per_cga=(2, 1, 1) and an even grid) share one operand
 through multicast TMA, halving its L2-to-SM traffic:

@@ -1,0 +1,122 @@
+"""The TLX warp-specialized persistent fp8 GEMM (kernels/hopper/scaled_mm_ws.py) on an sm_90 GPU:
+ops.scaled_mm launches it by default where TMA can address the operands (the fixed
+configuration, WARPWEAVE_OPS_TUNING=0, and among the tuned candidates), and its results match
+torch._scaled_mm (cuBLASLt) at real sizes, per-tensor and rowwise, and the fp32 reference at
+shapes that are not multiples of its tiles, with bias and each output dtype; every output
+element written (outputs poisoned with NaN). Timings are not asserted (bench/bench_gemms.py
+--only scaled_mm)."""
+
+import pytest
+
+from gpu_requirements import require_cuda, seed_and_poison_outputs
+
+torch = require_cuda((9, 0), "the TLX fp8 GEMM needs sm_90a (wgmma, TMA)")
+if torch.cuda.get_device_capability() != (9, 0):
+    pytest.skip("the TLX fp8 GEMM is compiled for sm_90a only", allow_module_level=True)
+
+from warpweave import ops  # noqa: E402
+from warpweave.ops import _tuning  # noqa: E402
+
+DEV = "cuda"
+E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
+
+
+@pytest.fixture(autouse=True)
+def poisoned(monkeypatch):
+    seed_and_poison_outputs(monkeypatch, torch, ops)
+
+
+def rel_err(a, b):
+    a, b = a.double(), b.double()
+    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
+
+
+def fp8(shape, dtype):
+    return (torch.randn(shape, device=DEV) * 0.5).to(dtype)
+
+
+def recipe(rowwise, M, N):
+    if rowwise:
+        return torch.rand(M, 1, device=DEV) + 0.5, torch.rand(1, N, device=DEV) + 0.5
+    return torch.tensor(0.5, device=DEV), torch.tensor(2.0, device=DEV)
+
+
+# bench/bench_gemms.py's scaled_mm shapes.
+BENCH_SHAPES = [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 8192, 1024),
+                (2048, 28672, 8192), (8192, 1024, 8192), (512, 8192, 8192)]
+
+
+@pytest.mark.parametrize("M,N,K", BENCH_SHAPES)
+@pytest.mark.parametrize("rowwise", [False, True])
+def test_fixed_tlx_kernel_matches_torch_scaled_mm(monkeypatch, M, N, K, rowwise):
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "0")
+    a, bt = fp8((M, K), E4M3), fp8((N, K), E4M3)
+    sa, sb = recipe(rowwise, M, N)
+    out = ops.scaled_mm(a, bt.t(), sa, sb, out_dtype=torch.bfloat16)
+    chosen = _tuning.decisions["scaled_mm"].chosen
+    assert chosen.kernel == "tlx", chosen
+    assert chosen["BLOCK_N"] == (256 if (M // 128) * (N // 256) >= 132 else 128), chosen
+    theirs = torch._scaled_mm(a, bt.t(), sa, sb, out_dtype=torch.bfloat16)
+    assert not out.isnan().any(), "an output element was not written"
+    assert rel_err(out, theirs) < 5e-3
+
+
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_every_tlx_candidate_matches_torch_scaled_mm(monkeypatch, out_dtype):
+    M, N, K = 2048, 4096, 1024
+    a, bt = fp8((M, K), E4M3), fp8((N, K), E4M3)
+    sa, sb = recipe(False, M, N)
+    theirs = torch._scaled_mm(a, bt.t(), sa, sb, out_dtype=out_dtype)
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "1")
+    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "scaled_mm=default")
+    ops.scaled_mm(a, bt.t(), sa, sb, out_dtype=out_dtype)
+    candidates = [c for c in _tuning.decisions["scaled_mm"].candidates if c.kernel == "tlx"]
+    assert len(candidates) >= 3
+    for c in candidates:
+        monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", f"scaled_mm={c!r}")
+        out = ops.scaled_mm(a, bt.t(), sa, sb, out_dtype=out_dtype)
+        assert not out.isnan().any(), c
+        assert rel_err(out, theirs) < 5e-3, c
+
+
+@pytest.mark.parametrize("M,N,K", [(1000, 1048, 528), (77, 264, 4096), (4100, 8200, 144),
+                                   (1, 16, 16)])
+@pytest.mark.parametrize("ta,tb", [(E4M3, E4M3), (E4M3, E5M2), (E5M2, E4M3), (E5M2, E5M2)])
+@pytest.mark.parametrize("rowwise", [False, True])
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16, torch.float32])
+def test_tlx_kernel_vs_fp32_reference_at_ragged_shapes(M, N, K, ta, tb, rowwise, out_dtype):
+    a, bt = fp8((M, K), ta), fp8((N, K), tb)
+    sa, sb = recipe(rowwise, M, N)
+    bias = torch.randn(N, device=DEV, dtype=torch.bfloat16)
+    out = ops.scaled_mm(a, bt.t(), sa, sb, out_dtype=out_dtype, bias=bias, kernel="tlx")
+    ref = (a.float() @ bt.float().t()) * sa * sb + bias.float()
+    assert out.dtype == out_dtype
+    assert not out.isnan().any(), "an output element was not written"
+    assert rel_err(out, ref) < {torch.float32: 1e-5, torch.float16: 1e-3,
+                                torch.bfloat16: 5e-3}[out_dtype]
+
+
+def test_tlx_kernel_exact_products():
+    # Multiples of 1/8: exact in e4m3 and summed exactly in fp32, whatever the order.
+    M, N, K = 1024, 2048, 2048
+    a = (torch.randint(-8, 9, (M, K), device=DEV) / 8).to(E4M3)
+    bt = (torch.randint(-8, 9, (N, K), device=DEV) / 8).to(E4M3)
+    one = torch.tensor(1.0, device=DEV)
+    out = ops.scaled_mm(a, bt.t(), one, one, out_dtype=torch.float32, kernel="tlx")
+    assert torch.equal(out, a.float() @ bt.float().t())
+
+
+def test_kernel_none_tunes_with_the_tlx_kernel_first(monkeypatch, tmp_path):
+    monkeypatch.setenv("WARPWEAVE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "1")
+    monkeypatch.delenv("WARPWEAVE_OPS_CONFIG", raising=False)
+    M, N, K = 4096, 4096, 1024
+    a, bt = fp8((M, K), E4M3), fp8((N, K), E4M3)
+    sa, sb = recipe(True, M, N)
+    out = ops.scaled_mm(a, bt.t(), sa, sb, out_dtype=torch.bfloat16)
+    decision = _tuning.decisions["scaled_mm"]
+    assert decision.candidates[0].kernel == "tlx"
+    assert {c.kernel for c in decision.candidates} == {"tlx", "tl", "tma"}
+    print("chosen:", decision.chosen, decision.how)
+    theirs = torch._scaled_mm(a, bt.t(), sa, sb, out_dtype=torch.bfloat16)
+    assert rel_err(out, theirs) < 5e-3

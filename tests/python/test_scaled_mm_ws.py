@@ -1,0 +1,175 @@
+"""The TLX warp-specialized persistent fp8 GEMM (kernels/hopper/scaled_mm_ws.py) behind
+ops.scaled_mm(kernel="tlx"), without a GPU.
+
+In the interpreter (CPU tensors and NumPy arrays; tiles 32x64x32, four persistent programs, so
+several tiles per program and a ring of two stages wrapping many times): M, N and K not
+multiples of the tiles, e4m3 and e5m2 operands in every pairing, per-tensor, rowwise and mixed
+scales, bias of each dtype, each output dtype, against torch._scaled_mm's semantics computed in
+fp32 (the fp8 values upcast, the fp32 product, the scales, the bias, one rounding). Compiled for
+sm_90a through ptxas: the fixed configurations (128x256x128 and 128x128x128) for each scale
+kind, bias and output dtype without spills and within the shared memory, with fp8 wgmma reading
+B transposed and the producer / consumer register split of gemm_ws.py."""
+
+import importlib
+import re
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+np = pytest.importorskip("numpy")
+ml_dtypes = pytest.importorskip("ml_dtypes")
+native_loader = importlib.import_module("warpweave._native_loader")
+pytestmark = pytest.mark.skipif(not native_loader.available(),
+                                reason="warpweave._native is not built (pip install .)")
+
+import warpweave.ops as ops  # noqa: E402
+from warpweave.ops import _common, _scaled_mm, _tuning  # noqa: E402
+
+jit_module = importlib.import_module("warpweave.jit")
+E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
+
+
+@pytest.fixture
+def interpreter(monkeypatch):
+    """CPU tensors run in the interpreter."""
+    monkeypatch.setenv("WARPWEAVE_INTERPRET", "1")
+
+
+@pytest.fixture
+def launches(monkeypatch, interpreter):
+    """The names and constexprs of the kernels the calls launch (still run)."""
+    seen = []
+    run = jit_module.JITFunction.run
+
+    def recording_run(self, *args, **kwargs):
+        seen.append((self.__name__, {k: v for k, v in kwargs.items() if k.isupper()}))
+        return run(self, *args, **kwargs)
+
+    monkeypatch.setattr(jit_module.JITFunction, "run", recording_run)
+    return seen
+
+
+def reference(a, b, scale_a, scale_b, bias, out_dtype):
+    c = (a.float() @ b.float()) * scale_a.float() * scale_b.float()
+    if bias is not None:
+        c = c + bias.float()
+    return c.to(out_dtype)
+
+
+def assert_rounded_close(actual, expected, out_dtype):
+    """Within one rounding of out_dtype of the fp32 reference (plus summation-order noise)."""
+    ref = expected.float()
+    tol = {torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 8e-3}[out_dtype]
+    torch.testing.assert_close(actual.float(), ref, atol=tol * ref.abs().max().item() + 1e-6,
+                               rtol=tol)
+
+
+def scales(kind, M, N):
+    """scale_a, scale_b: per tensor, rowwise, or one of each."""
+    rows = torch.rand(M, 1) + 0.5
+    cols = torch.rand(1, N) + 0.5
+    return {"tensor": (torch.tensor(0.75), torch.tensor(1.5)), "rowwise": (rows, cols),
+            "mixed": (torch.tensor(0.75), cols)}[kind]
+
+
+@pytest.mark.parametrize("ta,tb", [(E4M3, E4M3), (E4M3, E5M2), (E5M2, E4M3), (E5M2, E5M2)])
+@pytest.mark.parametrize("kind", ["tensor", "rowwise", "mixed"])
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize("bias_dtype", [None, torch.bfloat16, torch.float32])
+def test_tlx_kernel_in_the_interpreter(launches, ta, tb, kind, out_dtype, bias_dtype):
+    torch.manual_seed(7)
+    M, N, K = 100, 136, 80  # 4 x 3 tiles of 32x64 over 4 programs; K: 2.5 k-steps of 32
+    a = torch.randn(M, K).to(ta)
+    bt = torch.randn(N, K).to(tb)
+    sa, sb = scales(kind, M, N)
+    bias = None if bias_dtype is None else torch.randn(N).to(bias_dtype)
+    out = ops.scaled_mm(a, bt.t(), sa, sb, out_dtype=out_dtype, bias=bias, kernel="tlx")
+    assert [name for name, _ in launches] == ["scaled_mm_ws_kernel"]
+    meta = launches[0][1]
+    assert (meta["ROWWISE_A"], meta["ROWWISE_B"], meta["HAS_BIAS"]) == (
+        kind == "rowwise", kind != "tensor", bias is not None)
+    assert out.dtype == out_dtype and out.shape == (M, N)
+    assert_rounded_close(out, reference(a, bt.t(), sa, sb, bias, out_dtype), out_dtype)
+
+
+def test_tlx_kernel_on_numpy_arrays_and_single_rows():
+    rng = np.random.default_rng(3)
+    for M, N, K in [(1, 8, 16), (33, 8, 48), (64, 200, 256)]:
+        a = rng.standard_normal((M, K)).astype(ml_dtypes.float8_e4m3fn)
+        bt = rng.standard_normal((N, K)).astype(ml_dtypes.float8_e5m2)
+        sa, sb = rng.random((M, 1), np.float32) + 0.5, rng.random((1, N), np.float32) + 0.5
+        bias = rng.standard_normal(N).astype(np.float32)
+        out = ops.scaled_mm(a, bt.T, sa, sb, out_dtype=np.float32, bias=bias, kernel="tlx")
+        ref = (a.astype(np.float32) @ bt.astype(np.float32).T) * sa * sb + bias
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+
+
+def test_tlx_kernel_refuses_what_tma_cannot_address(interpreter):
+    a = torch.randn(16, 40).to(E4M3)
+    bt = torch.randn(16, 40).to(E4M3)
+    one = torch.tensor(1.0)
+    with pytest.raises(ValueError, match=r"scaled_mm: kernel='tlx' needs K a multiple of 16"):
+        ops.scaled_mm(a, bt.t(), one, one, kernel="tlx")
+    a = torch.randn(16, 32).to(E4M3)
+    bt = torch.randn(12, 32).to(E4M3)  # bf16 rows of C of 24 bytes
+    with pytest.raises(ValueError, match=r"N \* 2 bytes a multiple of 16"):
+        ops.scaled_mm(a, bt.t(), one, one, kernel="tlx")
+    with pytest.raises(ValueError, match=r"'kernel' must be None, 'tl', 'tma' or 'tlx'"):
+        ops.scaled_mm(a, bt.t(), one, one, kernel="ws")
+    # kernel=None in the interpreter: the tl kernel, as before.
+    assert ops.scaled_mm(a, bt.t(), one, one).shape == (16, 12)
+
+
+# ------------------------------------------------------------------------------------------------
+# Compiled for sm_90a
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(4096, 4096, 1024), (512, 512, 512)])  # 128x256 / 128x128
+@pytest.mark.parametrize("kind", ["tensor", "rowwise"])
+@pytest.mark.parametrize("out_dtype", [ml_dtypes.bfloat16, np.float16, np.float32])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_fixed_configurations_compile_for_sm90a_without_spills(monkeypatch, requires_ptxas,
+                                                               shape, kind, out_dtype,
+                                                               with_bias):
+    compiled = []
+
+    def compile_instead_of_launch(self, *args, grid, num_warps=None, num_stages=None,
+                                  ctas_per_cga=None, num_ctas=None, warmup=False, **kwargs):
+        values = self.bind(args, kwargs)
+        options = self._options(num_warps, num_stages, ctas_per_cga, num_ctas)
+        compiled.append(self.compile_for(values, False, options, target="sm_90a"))
+
+    monkeypatch.setattr(jit_module.JITFunction, "run", compile_instead_of_launch)
+    monkeypatch.setattr(_common._Place, "on_gpu", property(lambda self: True))
+    monkeypatch.setattr(_common._Place, "num_sms", lambda self: 132)
+    monkeypatch.setattr(_common, "_is_sm90", lambda place: True)
+    monkeypatch.setattr(_tuning, "decisions", {})
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "0")
+    M, N, K = shape
+    a = np.ones((M, K), ml_dtypes.float8_e4m3fn)
+    bt = np.ones((N, K), ml_dtypes.float8_e5m2)
+    rowwise = kind == "rowwise"
+    sa = np.ones((M, 1) if rowwise else (1,), np.float32)
+    sb = np.ones((1, N) if rowwise else (1,), np.float32)
+    bias = np.ones(N, ml_dtypes.bfloat16) if with_bias else None
+    ops.scaled_mm(a, bt.T, sa, sb, out_dtype=out_dtype, bias=bias)
+    chosen = _tuning.decisions["scaled_mm"].chosen
+    assert chosen.kernel == "tlx"
+    assert chosen["BLOCK_N"] == (256 if M == 4096 else 128)
+    assert chosen["NUM_STAGES"] == {(256, 2): 4, (256, 4): 3, (128, 2): 6, (128, 4): 5}[
+        chosen["BLOCK_N"], np.dtype(out_dtype).itemsize]
+    (kernel,) = compiled
+    assert kernel.fn.__name__ == "scaled_mm_ws_kernel"
+    assert kernel.n_spills == 0
+    assert kernel.shared <= _tuning._TARGET_SHARED["sm_90a"]
+    # The host's estimate covers what the compiler allocates.
+    assert kernel.shared <= _scaled_mm._tlx_shared_bytes(chosen.config,
+                                                         np.dtype(out_dtype).itemsize)
+    ptx = kernel.asm["ptx"]
+    ptx = ptx if isinstance(ptx, str) else ptx.decode()
+    n = chosen["BLOCK_N"]
+    assert re.search(rf"wgmma\.mma_async\.sync\.aligned\.m64n{n}k32\.f32\.e4m3\.e5m2", ptx)
+    assert "setmaxnreg.dec.sync.aligned.u32 40" in ptx
+    assert "setmaxnreg.inc.sync.aligned.u32 232" in ptx
+    assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx  # C leaves through TMA stores
