@@ -51,7 +51,8 @@ def tuned_forced_and_fixed(monkeypatch, op, call, check, how="timed"):
     tuned Decision."""
     check(call(), "tuned")
     decision = _tuning.decisions[op]
-    assert decision.how == how, decision
+    # A single candidate (e.g. HEAD_DIM 256, where one tile shape fits) is never timed.
+    assert decision.how == (how if len(decision.candidates) > 1 else "fixed"), decision
     assert decision.chosen in decision.candidates
     for c in decision.candidates:
         monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", f"{op}={c!r}")
