@@ -1,14 +1,18 @@
 """Grouped GEMM for mixture-of-experts layers (kernels/grouped_mm.py): torch._grouped_mm's
 semantics for 2-D x 3-D (ragged M, one launch over all groups) and 2-D x 2-D (ragged K, the
-weight gradient), on any GPU and in the interpreter."""
+weight gradient), on any GPU and in the interpreter; on sm_90 GPUs the ragged-M form also with
+the TLX warp-specialized persistent kernel (kernels/hopper/grouped_mm_ws.py), where TMA can
+address its operands."""
 
 from __future__ import annotations
 
 import warpweave as ww
 
-from . import _tuning
+from . import _common, _tuning
 from ._common import _HALF_FLOATS, _Place, _dtype_name, _itemsize, _planned, _strides
+from ._matmul import _shared_bytes
 from .kernels import grouped_mm as grouped_mm_kernels
+from .kernels.hopper import grouped_mm_ws as grouped_mm_ws_kernels
 
 _DTYPES = _HALF_FLOATS + ("float32",)
 
@@ -18,8 +22,28 @@ GROUPED_MM_RAGGED_K_GPU_CONFIG = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, num_
                                       num_stages=5)
 _INTERPRETER_CONFIG = dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=32, num_warps=4)
 
+# Where the ragged-M form may take the TLX warp-specialized kernel (GROUPED_MM_TLX_CONFIGS, the
+# first the fixed choice) instead of the tl kernel: on sm_90 GPUs, for fp16 / bf16 operands TMA
+# can address (a's rows and b contiguous, 16-byte aligned bases, N a multiple of 8) with K a
+# multiple of BLOCK_K (64), so that no K step of b's [G * K, N] view crosses into the next group.
+GROUPED_MM_TLX_ON_SM90 = True
 
-def grouped_mm(a, b, offs):
+# gemm_ws.py's tiles (ops.matmul's TLX_GEMM_CONFIGS["ws"]: 128x256x64, 4 stages, C in four
+# 64-column chunks); 8 tile-rows per raster group; tile-columns grouped (RASTER_N); 128x128 tiles
+# in 5 stages, C in two chunks (N = 1408, DeepSeek's, is 11 of them but 5.5 256-wide tiles).
+GROUPED_MM_TLX_CONFIGS = [
+    dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=16, NUM_STAGES=4, EPI_SUBTILE=4),
+    dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=4, EPI_SUBTILE=4),
+    dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=16, NUM_STAGES=4, EPI_SUBTILE=4,
+         RASTER_N=True),
+    dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=16, NUM_STAGES=5, EPI_SUBTILE=2),
+]
+# The interpreter's (kernel="tlx" on NumPy arrays): small tiles, two stages, four programs.
+_TLX_INTERPRETER_CONFIG = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, NUM_STAGES=2,
+                               EPI_SUBTILE=2)
+
+
+def grouped_mm(a, b, offs, kernel=None):
     """torch._grouped_mm(a, b, offs) for
       - a [M_total, K] (2-D) and b [G, K, N] (3-D): out [M_total, N], the rows of group g
         (offs[g-1] <= row < offs[g], offs[-1] read as 0) multiplied by b[g]; rows from
@@ -31,12 +55,20 @@ def grouped_mm(a, b, offs):
     takes bfloat16 only), any strides; sums in fp32, the result in a's dtype. One launch over
     all groups; offs is read on the device only (no host synchronization). NumPy arrays run in
     the interpreter, CUDA tensors on the GPU, with tiles tuned once per power-of-two bucket of
-    the ragged dimension (warpweave.ops._tuning)."""
-    return _grouped_mm(a, b, offs)
+    the ragged dimension (warpweave.ops._tuning). kernel: None picks (on sm_90 GPUs the TLX
+    warp-specialized kernel's and the tl kernel's configurations for the ragged-M form where the
+    TLX kernel applies (GROUPED_MM_TLX_ON_SM90: fp16 / bf16, K a multiple of 64, N of 8,
+    contiguous 16-byte aligned operands), tuned; WARPWEAVE_OPS_TUNING=0 takes the TLX kernel
+    where it applies; the tl kernel elsewhere and in the interpreter), "tl" the tl kernel, "tlx"
+    the TLX kernel (ragged M only: sm_90 CUDA tensors, or NumPy arrays in the interpreter with K
+    a multiple of 16)."""
+    if kernel not in (None, "tl", "tlx"):
+        raise ValueError(f"grouped_mm: 'kernel' must be None, 'tl' or 'tlx', got {kernel!r}")
+    return _grouped_mm(a, b, offs, kernel)
 
 
 @_planned
-def _grouped_mm(a, b, offs):
+def _grouped_mm(a, b, offs, kernel):
     op = "grouped_mm"
     place = _Place(op, {"a": a, "b": b, "offs": offs})
     dt = _dtype_name(a)
@@ -61,11 +93,14 @@ def _grouped_mm(a, b, offs):
     if len(_strides(offs)) and _strides(offs)[0] != 1 and G > 1:
         raise ValueError(f"{op}: 'offs' must be contiguous, got strides {_strides(offs)}")
     if b.ndim == 3:
-        return _ragged_m(op, place, a, b, offs, dt, G)
+        return _ragged_m(op, place, a, b, offs, dt, G, kernel)
+    if kernel == "tlx":
+        raise ValueError(f"{op}: kernel='tlx' takes the ragged-M form (2-D 'a', 3-D 'b') only; "
+                         f"the ragged-K form runs the tl kernel")
     return _ragged_k(op, place, a, b, offs, dt, G)
 
 
-def _ragged_m(op, place, a, b, offs, dt, G):
+def _ragged_m(op, place, a, b, offs, dt, G, kernel):
     M_total, K = a.shape
     if b.shape[0] != G:
         raise ValueError(f"{op}: 'b' has {b.shape[0]} groups (shape {tuple(b.shape)}) but "
@@ -78,19 +113,79 @@ def _ragged_m(op, place, a, b, offs, dt, G):
     if M_total == 0 or N == 0:
         return c
     sa, sb, sc = _strides(a), _strides(b), _strides(c)
+    interpreter_tlx = kernel == "tlx" and not place.on_gpu
+    block_k = (_TLX_INTERPRETER_CONFIG if interpreter_tlx
+               else GROUPED_MM_TLX_CONFIGS[0])["BLOCK_K"]
+    tlx_ok = _takes_tlx(a, b, c, dt, N, K, block_k)
+    if kernel == "tlx" and not (tlx_ok and (interpreter_tlx or _common._is_sm90(place))):
+        raise ValueError(f"{op}: kernel='tlx' needs an sm_90 GPU (or NumPy arrays in the "
+                         f"interpreter), float16 or bfloat16 operands, K a multiple of "
+                         f"{block_k}, N a multiple of 8, and 'a' (rows) and 'b' contiguous with "
+                         f"16-byte aligned bases; got {dt}, K={K}, N={N}, strides {sa} and {sb}")
 
     def launch(candidate, go):
         config = candidate.config
+        if candidate.kernel == "tlx_ws":
+            _launch_tlx(place, go, a, b, c, offs, G, config)
+            return
         go(grouped_mm_kernels.grouped_mm_kernel,
            ((ww.cdiv(M_total, config["BLOCK_M"]) + G) * ww.cdiv(N, config["BLOCK_N"]),),
            a, b, c, offs, G, M_total, N, K, sa[0], sa[1], sb[0], sb[1], sb[2], sc[0], sc[1],
            BLOCK_G=ww.next_power_of_2(G + 1), PRECISION=_precision(dt), **config)
 
+    if interpreter_tlx:
+        launch(_tuning.Candidate("tlx_ws", **_TLX_INTERPRETER_CONFIG), place.launch)
+        return c
+    use_tlx = kernel == "tlx" or (kernel is None and GROUPED_MM_TLX_ON_SM90 and tlx_ok
+                                  and _common._is_sm90(place))
+    tlx = _tlx_candidates(place, N, _itemsize(a)) if use_tlx else []
     # Tuned per power-of-two bucket of the ragged rows (the group sizes are on the device).
     _choose_and_launch(place, "grouped_mm", (dt, G, _tuning.pow2_bucket(M_total), N, K),
                        GROUPED_MM_GPU_CONFIG, _itemsize(a), launch,
-                       grouped_mm_kernels.grouped_mm_kernel)
+                       grouped_mm_kernels.grouped_mm_kernel, tlx, tl=kernel != "tlx")
     return c
+
+
+def _takes_tlx(a, b, c, dt, N, K, block_k) -> bool:
+    """Whether the TLX kernel can run the ragged-M call (on whichever device): TMA-addressable
+    fp16 / bf16 operands (a's rows contiguous with a 16-byte pitch, b contiguous, 16-byte
+    aligned bases) and K steps that stay inside one group's rows of b's [G * K, N] view."""
+    sa, sb = _strides(a), _strides(b)
+    G = b.shape[0]
+    return (dt in _HALF_FLOATS and K > 0 and K % block_k == 0 and N % 8 == 0
+            and sa[1] == 1 and (a.shape[0] == 1 or (sa[0] % 8 == 0 and sa[0] >= K))
+            and sb[2] == 1 and sb[1] == N and (G == 1 or sb[0] == K * N)
+            and all(_common._address(t) % 16 == 0 for t in (a, b, c)))
+
+
+def _launch_tlx(place, go, a, b, c, offs, G, config):
+    """Launches kernels/hopper/grouped_mm_ws.py with `config` through go(kernel, grid, ...):
+    descriptors over a, over b as [G * K, N] and over c; a persistent grid of the device's SMs."""
+    (M_total, K), N = a.shape, b.shape[2]
+    cfg = dict(config)
+    block_m, block_n, block_k = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    half = block_m // 2
+    pitch = _strides(a)[0] if M_total > 1 else K  # (one row: any stride)
+    a_desc = ww.TensorDescriptor(a, [M_total, K], [pitch, 1], [half, block_k])
+    b_desc = ww.TensorDescriptor(b, [G * K, N], [N, 1], [block_k, block_n])
+    c_desc = ww.TensorDescriptor(c, [M_total, N], [N, 1], [half, block_n // cfg["EPI_SUBTILE"]])
+    sms = cfg.pop("NUM_SMS", None) or place.num_sms()
+    work = (ww.cdiv(M_total, block_m) + G) * ww.cdiv(N, block_n)
+    go(grouped_mm_ws_kernels.grouped_mm_ws_kernel, (min(sms, work),), a_desc, b_desc, c_desc, c,
+       offs, G, M_total, N, K, **cfg, NUM_SMS=sms, num_warps=4)
+
+
+def _tlx_candidates(place, N, itemsize) -> list:
+    """The TLX kernel's configurations for a call (the fixed one first): those that fit the
+    GPU's shared memory, without 256-wide tiles where N <= 128."""
+    out = []
+    for i, cfg in enumerate(GROUPED_MM_TLX_CONFIGS):
+        # (ops.matmul's estimate for gemm_ws.py's: the same ring and C chunk buffers)
+        shared = _shared_bytes(_tuning.Candidate("tlx_ws", **cfg, SMEM_EPILOGUE=True), itemsize)
+        if i == 0 or (cfg["BLOCK_N"] <= max(_tuning.pow2_bucket(N), 128)
+                      and _tuning.fits(place, shared)):
+            out.append(_tuning.Candidate("tlx_ws", **cfg))
+    return out
 
 
 def _ragged_k(op, place, a, b, offs, dt, G):
@@ -130,19 +225,23 @@ _CONFIGS = [
 ]
 
 
-def _choose_and_launch(place, op, key, fixed, itemsize, launch, kernel):
+def _choose_and_launch(place, op, key, fixed, itemsize, launch, kernel, tlx=(), tl=True):
     """Launches the interpreter's configuration, or the GPU configuration warpweave.ops._tuning
-    chooses among `fixed` (first) and those of _CONFIGS whose stages of A and B tiles fit the
-    GPU's shared memory."""
+    chooses among the TLX kernel's candidates `tlx` (the first the default where there are any)
+    and, where `tl`, `fixed` and those of _CONFIGS whose stages of A and B tiles fit the GPU's
+    shared memory."""
     if not place.on_gpu:
         launch(_tuning.Candidate("tl", **_INTERPRETER_CONFIG), place.launch)
         return
-    default = _tuning.Candidate("tl", **fixed)
-    candidates = [default] + [
-        _tuning.Candidate("tl", **cfg) for cfg in _CONFIGS
-        if cfg != fixed and _tuning.fits(place, cfg["num_stages"] * itemsize * cfg["BLOCK_K"] *
-                                         (cfg["BLOCK_M"] + cfg["BLOCK_N"]))]
-    launch(_tuning.choose(place, op, key, candidates, default, launch, [kernel]), place.launch)
+    candidates = list(tlx)
+    if tl:
+        candidates += [_tuning.Candidate("tl", **fixed)] + [
+            _tuning.Candidate("tl", **cfg) for cfg in _CONFIGS
+            if cfg != fixed and _tuning.fits(place, cfg["num_stages"] * itemsize *
+                                             cfg["BLOCK_K"] * (cfg["BLOCK_M"] + cfg["BLOCK_N"]))]
+    kernels = [kernel] + ([grouped_mm_ws_kernels.grouped_mm_ws_kernel] if tlx else [])
+    chosen = _tuning.choose(place, op, key, candidates, candidates[0], launch, kernels)
+    launch(chosen, place.launch)
 
 
 def _precision(dt):

@@ -1,0 +1,195 @@
+"""Hopper grouped GEMM, persistent and warp-specialized: kernels/grouped_mm.py's ragged-M form
+(C [M_total, N], the rows of group g = A[rows of g] @ B[g]; rows from offs[G-1] to M_total are
+zeros) with gemm_ws.py's cooperative tasks: a producer issuing the TMA loads of A and B into a
+NUM_STAGES ring, two consumer warp groups each computing half of a tile's rows with async wgmma
+(gemm_ws.consume_tile, gemm_ws.store_half_tile).
+
+Work items are (group, tile-row of the group, tile-column), numbered group by group: group g has
+cdiv(m_g, BLOCK_M) * cdiv(N, BLOCK_N) of them, in gemm_ws.rastered_tile's order inside the
+group (GROUP_M tile-rows at a time: the programs that run together share the expert's B
+columns and A's rows in L2), and the tail rows [offs[G-1], M_total) come last as group G, whose
+tiles run no K steps and store zeros. offs is read on the device only: every task keeps a
+cursor (the group, its first work item, its bounds) that moves forward as its work items grow
+(next_group), one scalar load per group it passes, and never rescans offs. The number of work
+items is not known without summing over offs; the programs walk the bound
+(cdiv(M_total, BLOCK_M) + G) * cdiv(N, BLOCK_N) (each group adds at most one partial
+tile-row) and skip the items past the tail's last.
+
+Loads: A's tile-rows start at their group's first row; rows past the group's end are loaded
+(the next group's, or TMA's zeros past M_total) and never stored. B is read through a 2-D
+descriptor over b viewed as [G * K, N], at row g * K + k: with K a multiple of BLOCK_K a K step
+never crosses into the next expert.
+
+Stores: a consumer's half-tile that lies inside its group (or in the tail, whose end is
+M_total, where TMA clips) leaves through C's descriptor as in gemm_ws.py (SMEM_EPILOGUE with
+EPI_SUBTILE chunks); a group's last, partial half-tile is stored with a pointer store masked to
+the group's rows and to N (the next group's rows belong to another program).
+
+offs is clamped as kernels/grouped_mm.group_bounds clamps it (to [0, M_total], a group ending
+before it starts is empty), so that no access leaves the arrays whatever offs holds.
+
+    a_desc block [BLOCK_M // 2, BLOCK_K] over A [M_total, K]; b_desc block [BLOCK_K, BLOCK_N] over
+    B as [G * K, N]; c_desc block [BLOCK_M // 2, BLOCK_N // EPI_SUBTILE] over C [M_total, N]
+    (contiguous: c_ptr's rows are N apart)
+    grid = (min(NUM_SMS, (cdiv(M_total, BLOCK_M) + G) * cdiv(N, BLOCK_N)),)
+    constexprs: BLOCK_M=128, BLOCK_N=256, BLOCK_K=64 (K % BLOCK_K == 0), GROUP_M, NUM_STAGES=4,
+                NUM_SMS, EPI_SUBTILE=4, RASTER_N=False
+    launch: num_warps=4 (the default task; the consumers add 8 warps)
+"""
+import warpweave as ww
+import warpweave.language as tl
+from warpweave import tlx
+
+from .gemm_ws import consume_tile, rastered_tile, split_columns, store_half_tile
+
+
+@ww.jit
+def next_group(work, offs_ptr, G, M_total, num_pid_n, g, first, tiles, start, stop,
+               BLOCK_M: tl.constexpr):
+    """Moves the group cursor forward to the group of work item `work` (work items only grow):
+    g, the group (G: the tail); first, its first work item; tiles, its work items; start and
+    stop, offs[g-1] and offs[g] clamped to [0, M_total] (the tail's stop is M_total; the group's
+    rows are [start, max(stop, start))). Start from g = -1 with every other value 0."""
+    while (work >= first + tiles) & (g < G):
+        first += tiles
+        g += 1
+        start = stop
+        end = tl.load(offs_ptr + tl.minimum(g, G - 1))
+        stop = tl.where(g < G, tl.minimum(tl.maximum(end, 0), M_total), M_total)
+        tiles = tl.cdiv(tl.maximum(stop - start, 0), BLOCK_M) * num_pid_n
+    return g, first, tiles, start, stop
+
+
+@ww.jit
+def store_chunk_rows(c_bufs, buf_index, value, row_ptr, rows_left, N, off_n,
+                     HALF_M: tl.constexpr, COLS: tl.constexpr):
+    """value [HALF_M, COLS] at columns off_n.. of the rows at row_ptr (N apart), only its first
+    rows_left rows and the columns before N. It goes through chunk buffer `buf_index` (as
+    store_chunk's chunks do), read back in the store's coalescing layout: a conversion of the
+    accumulator's layout would take scratch shared memory beside the ring and the buffers."""
+    buf = tlx.local_view(c_bufs, buf_index)
+    # No TMA store may still read the buffer (stores through the other buffer are waited for
+    # too: this path commits no store group of its own to count on).
+    tlx.async_descriptor_store_wait(0)
+    tlx.local_store(buf, value)
+    rows = tl.arange(0, HALF_M)
+    cols = off_n + tl.arange(0, COLS)
+    tl.store(row_ptr + (rows[:, None] * N + cols[None, :]), tlx.local_load(buf),
+             mask=(rows[:, None] < rows_left) & (cols[None, :] < N))
+
+
+@ww.jit
+def store_rows(c_bufs, half, row_ptr, c, rows_left, N, off_n, HALF_M: tl.constexpr,
+               BLOCK_N: tl.constexpr, EPI_SUBTILE: tl.constexpr):
+    """Consumer `half`'s result c [HALF_M, BLOCK_N] masked to its first rows_left rows and to
+    N, through its C buffer(s) in the epilogue's EPI_SUBTILE column chunks."""
+    EPI_N: tl.constexpr = BLOCK_N // EPI_SUBTILE
+    if EPI_SUBTILE == 1:
+        store_chunk_rows(c_bufs, half, c, row_ptr, rows_left, N, off_n, HALF_M, BLOCK_N)
+    elif EPI_SUBTILE == 2:
+        c0, c1 = split_columns(c, HALF_M, BLOCK_N)
+        store_chunk_rows(c_bufs, 2 * half, c0, row_ptr, rows_left, N, off_n, HALF_M, EPI_N)
+        store_chunk_rows(c_bufs, 2 * half + 1, c1, row_ptr, rows_left, N, off_n + EPI_N,
+                         HALF_M, EPI_N)
+    else:
+        left, right = split_columns(c, HALF_M, BLOCK_N)
+        c0, c1 = split_columns(left, HALF_M, BLOCK_N // 2)
+        c2, c3 = split_columns(right, HALF_M, BLOCK_N // 2)
+        store_chunk_rows(c_bufs, 2 * half, c0, row_ptr, rows_left, N, off_n, HALF_M, EPI_N)
+        store_chunk_rows(c_bufs, 2 * half + 1, c1, row_ptr, rows_left, N, off_n + EPI_N,
+                         HALF_M, EPI_N)
+        store_chunk_rows(c_bufs, 2 * half, c2, row_ptr, rows_left, N, off_n + 2 * EPI_N,
+                         HALF_M, EPI_N)
+        store_chunk_rows(c_bufs, 2 * half + 1, c3, row_ptr, rows_left, N, off_n + 3 * EPI_N,
+                         HALF_M, EPI_N)
+
+
+@ww.jit
+def grouped_mm_ws_kernel(a_desc, b_desc, c_desc, c_ptr, offs_ptr, G, M_total, N, K,
+                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                         GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr,
+                         NUM_SMS: tl.constexpr, EPI_SUBTILE: tl.constexpr = 4,
+                         RASTER_N: tl.constexpr = False):
+    tl.static_assert(EPI_SUBTILE == 1 or EPI_SUBTILE == 2 or EPI_SUBTILE == 4)
+    HALF_M: tl.constexpr = BLOCK_M // 2
+    EPI_N: tl.constexpr = BLOCK_N // EPI_SUBTILE
+    dtype: tl.constexpr = tlx.dtype_of(a_desc)
+    c_dtype: tl.constexpr = tlx.dtype_of(c_desc)
+    STAGE_BYTES: tl.constexpr = (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * tlx.size_of(dtype)
+
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_k = K // BLOCK_K
+    num_work = (tl.cdiv(M_total, BLOCK_M) + G) * num_pid_n  # a bound: see the docstring
+
+    # Stage s holds A halves 2s (rows of consumer 0) and 2s + 1 (consumer 1) and B tile s.
+    a_bufs = tlx.local_alloc((HALF_M, BLOCK_K), dtype, NUM_STAGES * 2)
+    b_bufs = tlx.local_alloc((BLOCK_K, BLOCK_N), dtype, NUM_STAGES)
+    full_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
+    empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=2)
+    if EPI_SUBTILE == 1:
+        c_bufs = tlx.local_alloc((HALF_M, BLOCK_N), c_dtype, 2)
+    else:
+        c_bufs = tlx.local_alloc((HALF_M, EPI_N), c_dtype, 4)  # two per consumer
+
+    with tlx.async_tasks():
+        with tlx.async_task("default", registers=40):
+            step = 0
+            g = -1
+            first = 0
+            tiles = 0
+            start = 0
+            stop = 0
+            for work in range(tl.program_id(0), num_work, NUM_SMS):
+                g, first, tiles, start, stop = next_group(work, offs_ptr, G, M_total, num_pid_n,
+                                                          g, first, tiles, start, stop, BLOCK_M)
+                # Past the tail's last item, and in the tail, nothing to load.
+                if (g < G) & (work < first + tiles):
+                    pid_m, pid_n = rastered_tile(work - first, tiles // num_pid_n, num_pid_n,
+                                                 GROUP_M, RASTER_N)
+                    off_m = start + pid_m * BLOCK_M
+                    off_n = pid_n * BLOCK_N
+                    for k in range(0, num_k):
+                        stage = step % NUM_STAGES
+                        tlx.barrier_wait(tlx.local_view(empty_bars, stage),
+                                         ((step // NUM_STAGES) & 1) ^ 1)
+                        full = tlx.local_view(full_bars, stage)
+                        tlx.barrier_expect_bytes(full, STAGE_BYTES)
+                        off_k = k * BLOCK_K
+                        tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage),
+                                                  [off_m, off_k], full)
+                        tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage + 1),
+                                                  [off_m + HALF_M, off_k], full)
+                        tlx.async_descriptor_load(b_desc, tlx.local_view(b_bufs, stage),
+                                                  [g * K + off_k, off_n], full)
+                        step += 1
+
+        with tlx.async_task(num_warps=4, registers=232, replicate=2):
+            half = tlx.async_task_replica_id()
+            step = 0
+            g = -1
+            first = 0
+            tiles = 0
+            start = 0
+            stop = 0
+            for work in range(tl.program_id(0), num_work, NUM_SMS):
+                g, first, tiles, start, stop = next_group(work, offs_ptr, G, M_total, num_pid_n,
+                                                          g, first, tiles, start, stop, BLOCK_M)
+                if work < first + tiles:
+                    pid_m, pid_n = rastered_tile(work - first, tiles // num_pid_n, num_pid_n,
+                                                 GROUP_M, RASTER_N)
+                    # The tail's tiles run no K steps: their accumulator stays zero.
+                    acc, step = consume_tile(a_bufs, b_bufs, full_bars, empty_bars, step,
+                                             tl.where(g < G, num_k, 0), half, 0, HALF_M,
+                                             BLOCK_N, NUM_STAGES, 1)
+                    off_m = start + pid_m * BLOCK_M + half * HALF_M
+                    off_n = pid_n * BLOCK_N
+                    end = tl.where(g < G, tl.maximum(stop, start), M_total)
+                    c = acc.to(c_dtype)
+                    if off_m + HALF_M <= end:
+                        store_half_tile(c_desc, c_bufs, c, half, off_m, off_n, HALF_M, BLOCK_N,
+                                        EPI_SUBTILE)
+                    else:
+                        # The group's last rows: the rows after them are the next group's.
+                        store_rows(c_bufs, half, c_ptr + off_m.to(tl.int64) * N, c, end - off_m, N,
+                                   off_n, HALF_M, BLOCK_N, EPI_SUBTILE)
+            tlx.async_descriptor_store_wait(0)
