@@ -1011,6 +1011,8 @@ TEST(KernelLibrary, EveryKernelFileParsesAndHoldsOnlyJitFunctions) {
        {"rastered_tile", "release", "split_columns", "store_chunk", "load_stage", "mma_tile",
         "store_tile", "gemm_ws_kernel"}},
       {"scaled_mm_ws.py", {"scaled_mm_ws_kernel"}},
+      {"grouped_mm_ws.py",
+       {"next_group", "store_chunk_rows", "store_rows", "grouped_mm_ws_kernel"}},
       {"gemm_ws_pingpong.py", {"gemm_ws_pingpong_kernel"}},
       {"attention_ws.py",
        {"wait_turn", "pass_turn", "online_softmax", "attend_block", "attention_ws_kernel"}},

@@ -334,6 +334,13 @@ const std::vector<KernelCase>& kernelCases() {
        "ROWWISE_A=True,ROWWISE_B=True,HAS_BIAS=True",
        4,
        {"async_tasks", "replica = 1", "local_trans", "async_dot", "async_desc_store"}},
+      {"python/warpweave/ops/kernels/hopper/grouped_mm_ws.py",
+       "grouped_mm_ws_kernel",
+       "a_desc:desc<bf16,64x64>,b_desc:desc<bf16,64x256>,c_desc:desc<bf16,64x64>,"
+       "c_ptr:*bf16:16,offs_ptr:*i32:16,G:i32,M_total:i32,N:i32:16,K:i32:16,BLOCK_M=128,"
+       "BLOCK_N=256,BLOCK_K=64,GROUP_M=16,NUM_STAGES=4,NUM_SMS=132,EPI_SUBTILE=4",
+       4,
+       {"async_tasks", "async_task {default = 1", "replica = 1", "async_dot", "while"}},
       {"python/warpweave/ops/kernels/hopper/gemm_ws_pingpong.py",
        "gemm_ws_pingpong_kernel",
        "a_desc:desc<fp16,128x64>,b_desc:desc<fp16,64x128>,c_desc:desc<fp16,128x128>,M:i32,N:i32,"

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.skipif(not native_loader.available(),
 
 from warpweave import ops  # noqa: E402
 from warpweave.ops.kernels.hopper import (attention_ws, gemm_pipelined, gemm_ws,  # noqa: E402
-                            gemm_ws_pingpong)
+                            gemm_ws_pingpong, grouped_mm_ws)
 
 # (first seed, schedules): seed 0 alone is the deterministic round-robin schedule; the others
 # run that many seeded interleavings (seed, seed + 1, ...) and keep the last one's results.
@@ -139,6 +139,27 @@ def test_gemm_ws(schedules, rng):
                                  BLOCK_M=64, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, NUM_STAGES=2,
                                  NUM_SMS=2, num_warps=4)
     close(c, a.astype(np.float64) @ b, 2e-3)
+
+
+@pytest.mark.parametrize("epi_subtile", [1, 2])
+def test_grouped_mm_ws(schedules, rng, epi_subtile):
+    # Groups of 40, 0, 7 and 33 rows and 10 tail rows on 32-row tiles: two programs take turns
+    # over whole tiles (TMA stores), partial ones (masked stores) and the tail's zeros.
+    sizes, K, N = [40, 0, 7, 33], 48, 40
+    M_total = sum(sizes) + 10
+    offs = np.cumsum(sizes).astype(np.int32)
+    a, b = halves(rng, (M_total, K), 0.25), halves(rng, (len(sizes), K, N), 0.25)
+    c = np.full((M_total, N), np.nan, np.float16)
+    grouped_mm_ws.grouped_mm_ws_kernel[(2,)](
+        desc(a, [16, 16]), ww.TensorDescriptor(b, [len(sizes) * K, N], [N, 1], [16, 32]),
+        desc(c, [16, 32 // epi_subtile]), c, offs, len(sizes), M_total, N, K, BLOCK_M=32,
+        BLOCK_N=32, BLOCK_K=16, GROUP_M=2, NUM_STAGES=2, NUM_SMS=2, EPI_SUBTILE=epi_subtile,
+        num_warps=4)
+    ref = np.zeros((M_total, N))
+    for g, (start, end) in enumerate(zip([0, *offs[:-1]], offs)):
+        ref[start:end] = a[start:end].astype(np.float64) @ b[g]
+    close(c, ref, 2e-3)
+    assert not np.any(c[offs[-1]:])
 
 
 @pytest.mark.parametrize("smem_epilogue", [True, False])

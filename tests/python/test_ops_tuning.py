@@ -27,7 +27,8 @@ pytestmark = pytest.mark.skipif(not native_loader.available(),
 import warpweave as ww  # noqa: E402
 import warpweave.ops as ops  # noqa: E402
 from warpweave import testing  # noqa: E402
-from warpweave.ops import _attention, _common, _matmul, _scaled_mm, _tuning  # noqa: E402
+from warpweave.ops import (_attention, _common, _grouped_mm, _matmul, _scaled_mm,  # noqa: E402
+                           _tuning)
 
 jit_module = importlib.import_module("warpweave.jit")
 
@@ -221,6 +222,39 @@ def test_matmul_takes_tlx_candidates_only_where_tma_and_no_activation_allow(fake
     assert "matmul_kernel" not in timed_kernels(fake_gpu)
 
 
+def test_grouped_mm_takes_tlx_candidates_only_where_tma_and_k_allow(fake_gpu):
+    ops.grouped_mm(h(3000, 128), h(4, 128, 1408), np.array([500, 1000, 2500, 3000], np.int32))
+    decision = _tuning.decisions["grouped_mm"]
+    # The TLX kernel's fixed configuration leads; both kernels are timed.
+    assert decision.candidates[0] == _tuning.Candidate(
+        "tlx_ws", **_grouped_mm.GROUPED_MM_TLX_CONFIGS[0])
+    assert timed_kernels(fake_gpu) == {"grouped_mm_ws_kernel", "grouped_mm_kernel"}
+    tlx = [x for x in fake_gpu.timed if x.name == "grouped_mm_ws_kernel"]
+    assert len(tlx) == len(_grouped_mm.GROUPED_MM_TLX_CONFIGS)
+    # A persistent grid: at most one program per SM, at most one per work item.
+    assert {x.grid for x in tlx} == {(132,)}
+    fake_gpu.timed.clear()
+    ops.grouped_mm(h(40, 128), h(2, 128, 64), np.array([10, 40], np.int32))
+    # (cdiv(40, 128) + 2 groups) x 1 tile-column: 3 work items at most, 3 programs.
+    assert {x.grid for x in fake_gpu.timed if x.name == "grouped_mm_ws_kernel"} == {(3,)}
+    # No 256-wide tiles but the fixed one where N <= 128.
+    offs = np.array([50, 100, 250, 300], np.int32)
+    assert [c["BLOCK_N"] for c in _tuning.decisions["grouped_mm"].candidates
+            if c.kernel == "tlx_ws"] == [256, 128]
+    for call in (lambda: ops.grouped_mm(h(300, 96), h(4, 96, 128), offs),  # K % 64
+                 lambda: ops.grouped_mm(h(300, 128), h(4, 128, 132), offs),  # N % 8
+                 lambda: ops.grouped_mm(h(300, 128), h(4, 128, 128).transpose(0, 2, 1), offs),
+                 lambda: ops.grouped_mm(h(300, 256)[:, ::2], h(4, 128, 128), offs),
+                 lambda: ops.grouped_mm(s(300, 128), s(4, 128, 128), offs),
+                 lambda: ops.grouped_mm(h(300, 128), h(4, 128, 128), offs, kernel="tl")):
+        call()
+        assert {c.kernel for c in _tuning.decisions["grouped_mm"].candidates} == {"tl"}
+        assert fake_gpu.final().name == "grouped_mm_kernel"
+    ops.grouped_mm(h(300, 128), h(4, 128, 128), offs, kernel="tlx")
+    assert {c.kernel for c in _tuning.decisions["grouped_mm"].candidates} == {"tlx_ws"}
+    assert fake_gpu.final().name == "grouped_mm_ws_kernel"
+
+
 def test_tiles_larger_than_the_product_are_not_tried(fake_gpu):
     ops.matmul(h(48, 256), h(256, 96))  # M <= 64 and N <= 128
     decision = _tuning.decisions["matmul"]
@@ -365,8 +399,11 @@ FIXED = {
                                                   GROUP_M=8, num_warps=8, num_stages=4)),
     "scaled_mm_tl_small": ("scaled_mm_kernel", dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128,
                                                     GROUP_M=8, num_warps=8, num_stages=4)),
-    "grouped_mm": ("grouped_mm_kernel", dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32,
-                                             num_warps=8, num_stages=5)),
+    "grouped_mm": ("grouped_mm_ws_kernel", dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64,
+                                                GROUP_M=16, NUM_STAGES=4, EPI_SUBTILE=4,
+                                                NUM_SMS=132, num_warps=4)),
+    "grouped_mm_tl": ("grouped_mm_kernel", dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32,
+                                                num_warps=8, num_stages=5)),
     "grouped_mm_ragged_k": ("grouped_mm_ragged_k_kernel", dict(
         BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, num_warps=8, num_stages=5)),
     "attention_tlx": ("attention_ws_kernel", dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=2)),
@@ -413,6 +450,8 @@ def call_every_op(gpu):
     offs = np.array([50, 100, 250, 300], np.int32)
     ops.grouped_mm(h(300, 64), h(4, 64, 128), offs)
     out["grouped_mm"] = launches[-1]
+    ops.grouped_mm(h(300, 48), h(4, 48, 128), offs)  # K not a multiple of 64: the tl kernel
+    out["grouped_mm_tl"] = launches[-1]
     ops.grouped_mm(h(64, 300), h(300, 128), offs)
     out["grouped_mm_ragged_k"] = launches[-1]
     x = h(1, 2, 256, 64)
@@ -630,14 +669,18 @@ def test_every_scaled_mm_candidate_computes_the_product(gpu_configs_in_interpret
 
 def test_every_grouped_mm_candidate_computes_the_groups(gpu_configs_in_interpreter,
                                                         monkeypatch, rng):
-    a = rng.standard_normal((150, 32)).astype(np.float16)
-    b = rng.standard_normal((3, 32, 40)).astype(np.float16)
+    # K = 64: the TLX kernel's candidates too (at their GPU tiles).
+    a = rng.standard_normal((150, 64)).astype(np.float16)
+    b = rng.standard_normal((3, 64, 40)).astype(np.float16)
     offs = np.array([20, 20, 140], np.int32)
     ref = np.zeros((150, 40))
     for g, (lo, hi) in enumerate([(0, 20), (20, 20), (20, 140)]):
         ref[lo:hi] = a[lo:hi].astype(np.float64) @ b[g].astype(np.float64)
+    seen = set()
     for c, out in each_candidate(monkeypatch, "grouped_mm", lambda: ops.grouped_mm(a, b, offs)):
         assert rel_error(out, ref) < 2e-3, c
+        seen.add(c.kernel)
+    assert seen == {"tl", "tlx_ws"}
     bk = rng.standard_normal((150, 40)).astype(np.float16)
     at = rng.standard_normal((24, 150)).astype(np.float16)
     refk = np.stack([at[:, lo:hi].astype(np.float64) @ bk[lo:hi].astype(np.float64)

@@ -1,0 +1,130 @@
+"""ops.grouped_mm's TLX warp-specialized kernel (kernels/hopper/grouped_mm_ws.py) on an sm_90
+GPU: the op picks it for the ragged-M form, its values against torch._grouped_mm (CUTLASS) at
+MoE sizes and against a loop of matmuls (exact products, fp16), every candidate configuration,
+every output element written (outputs poisoned with NaN; rows past the last group zeros), and a
+CUDA graph replay with new group sizes (offs is read on the device only)."""
+
+import pytest
+
+from gpu_requirements import require_cuda, seed_and_poison_outputs
+
+torch = require_cuda((9, 0), "the TLX grouped GEMM (wgmma, TMA) needs an sm_90 GPU")
+
+from warpweave import ops  # noqa: E402
+from warpweave.ops import _grouped_mm, _tuning  # noqa: E402
+
+DEV = "cuda"
+SM90 = torch.cuda.get_device_capability() == (9, 0)
+pytestmark = pytest.mark.skipif(not SM90, reason="the TLX grouped GEMM runs on sm_90 only")
+
+
+@pytest.fixture(autouse=True)
+def poisoned(monkeypatch):
+    seed_and_poison_outputs(monkeypatch, torch, ops)
+    monkeypatch.delenv("WARPWEAVE_OPS_CONFIG", raising=False)
+    monkeypatch.delenv("WARPWEAVE_TARGET", raising=False)
+
+
+def rel_err(a, b):
+    a, b = a.double(), b.double()
+    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
+
+
+def offsets(sizes):
+    return torch.tensor(sizes, device=DEV).cumsum(0).to(torch.int32)
+
+
+def loop_reference(a, b, offs):
+    out = torch.zeros(a.shape[0], b.shape[2], device=DEV)
+    start = 0
+    for g, end in enumerate(offs.tolist()):
+        out[start:end] = a[start:end].float() @ b[g].float()
+        start = end
+    return out
+
+
+def chosen_kernel():
+    return _tuning.decisions["grouped_mm"].chosen.kernel
+
+
+def test_mixtral_sized_ragged_groups_vs_torch_grouped_mm(monkeypatch):
+    # G = 8, 8192 rows in ragged groups (empty, 1 row, not multiples of 128), K = 7168.
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "0")
+    sizes = [0, 1000, 1, 3000, 127, 129, 2900, 1035]
+    G, K, N = 8, 7168, 4096
+    offs = offsets(sizes)
+    a = torch.randn(sum(sizes), K, device=DEV, dtype=torch.bfloat16)
+    b = torch.randn(G, K, N, device=DEV, dtype=torch.bfloat16) / K ** 0.5
+    out = ops.grouped_mm(a, b, offs)
+    assert chosen_kernel() == "tlx_ws"
+    assert not out.isnan().any(), "an output element was not written"
+    assert rel_err(out, torch._grouped_mm(a, b, offs)) < 1e-2
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_tail_rows_are_zeros_and_exact_products(monkeypatch, dtype):
+    # Multiples of 1/8 with K = 512: every product and sum is exact in fp32 and in the output.
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "0")
+    sizes = [3, 0, 0, 29, 64, 65, 127, 129, 255, 257, 0]
+    M_total, K, N = sum(sizes) + 100, 512, 1408
+    offs = offsets(sizes)
+    a = (torch.randint(-8, 9, (M_total, K), device=DEV) / 8).to(dtype)
+    b = (torch.randint(-8, 9, (len(sizes), K, N), device=DEV) / 8).to(dtype)
+    out = ops.grouped_mm(a, b, offs)
+    assert chosen_kernel() == "tlx_ws"
+    assert torch.equal(out, loop_reference(a, b, offs).to(dtype))
+    assert torch.equal(ops.grouped_mm(a, b, offs, kernel="tlx"), out)
+
+
+def test_every_candidate_at_deepseek_shapes(monkeypatch):
+    # 64 experts, 2048 -> 1408, skewed with empty experts.
+    sizes = [0 if g % 4 == 1 else (g * 37) % 700 for g in range(64)]
+    G, K, N = 64, 2048, 1408
+    offs = offsets(sizes)
+    a = torch.randn(sum(sizes), K, device=DEV, dtype=torch.bfloat16)
+    b = torch.randn(G, K, N, device=DEV, dtype=torch.bfloat16) / K ** 0.5
+    theirs = torch._grouped_mm(a, b, offs)
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "1")
+    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "grouped_mm=default")
+    ops.grouped_mm(a, b, offs)
+    candidates = [c for c in _tuning.decisions["grouped_mm"].candidates if c.kernel == "tlx_ws"]
+    assert len(candidates) == len(_grouped_mm.GROUPED_MM_TLX_CONFIGS)
+    for c in candidates:
+        monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", f"grouped_mm={c!r}")
+        out = ops.grouped_mm(a, b, offs)
+        assert _tuning.decisions["grouped_mm"].chosen == c
+        assert not out.isnan().any(), c
+        assert rel_err(out, theirs) < 1e-2, c
+
+
+def test_cuda_graph_replays_new_group_sizes(monkeypatch):
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "0")
+    G, K, N, M = 8, 1024, 2048, 4096
+    a = torch.randn(M, K, device=DEV, dtype=torch.bfloat16)
+    b = torch.randn(G, K, N, device=DEV, dtype=torch.bfloat16) / K ** 0.5
+    offs = offsets([512] * 8)
+    ops.grouped_mm(a, b, offs)  # compile outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = ops.grouped_mm(a, b, offs)
+    assert chosen_kernel() == "tlx_ws"
+    for sizes in ([512] * 8, [0, 4000, 0, 1, 0, 0, 95, 0], [100] * 8):
+        offs.copy_(offsets(sizes))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert rel_err(out, loop_reference(a, b, offs)) < 1e-2, sizes
+
+
+def test_calls_it_does_not_take_run_the_tl_kernel(monkeypatch):
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "0")
+    offs = offsets([100, 0, 156])
+    a = torch.randn(256, 96, device=DEV, dtype=torch.bfloat16)  # K % 64 != 0
+    b = torch.randn(3, 96, 256, device=DEV, dtype=torch.bfloat16)
+    out = ops.grouped_mm(a, b, offs)
+    assert chosen_kernel() == "tl"
+    assert rel_err(out, loop_reference(a, b, offs)) < 1e-2
+    bt = torch.randn(3, 256, 128, device=DEV, dtype=torch.bfloat16).transpose(1, 2)
+    a = torch.randn(256, 128, device=DEV, dtype=torch.bfloat16)
+    out = ops.grouped_mm(a, bt, offs)  # b not contiguous
+    assert chosen_kernel() == "tl"
+    assert rel_err(out, loop_reference(a, bt, offs)) < 1e-2

@@ -1,0 +1,168 @@
+"""kernels/hopper/grouped_mm_ws.py, ops.grouped_mm's TLX warp-specialized persistent kernel for
+the ragged-M form: in the interpreter through ops.grouped_mm(kernel="tlx") on NumPy arrays
+(fp16) and CPU torch tensors (bf16), against a loop of matmuls over the groups (exact: the
+operands are multiples of 1/8, so every product and sum is exact in fp32), over ragged groups
+with empty ones, groups shorter than a tile, not multiples of it, one group, and rows past the
+last group (zeros); out-of-range offsets stay inside the arrays; which calls the kernel takes;
+and its sm_90a cubins at the GPU configurations (no spills, the shared memory ops estimates,
+the masked stores vectorized)."""
+
+import importlib
+import re
+
+import numpy as np
+import pytest
+
+native_loader = importlib.import_module("warpweave._native_loader")
+pytestmark = pytest.mark.skipif(not native_loader.available(),
+                                reason="warpweave._native is not built (pip install .)")
+
+from warpweave import ops  # noqa: E402
+from warpweave.ops import _grouped_mm, _matmul, _tuning  # noqa: E402
+from warpweave.ops.kernels.hopper import grouped_mm_ws  # noqa: E402
+
+
+def eighths(rng, shape):
+    return (rng.integers(-8, 9, shape) / 8).astype(np.float16)
+
+
+def reference(a, b, offs):
+    """torch._grouped_mm's 2-D x 3-D result, in float64, with our zeros after the last group."""
+    out = np.zeros((a.shape[0], b.shape[2]))
+    start = 0
+    for g, end in enumerate(offs):
+        out[start:end] = a[start:end].astype(np.float64) @ b[g]
+        start = end
+    return out
+
+
+# (group sizes, M_total, K, N): the interpreter's tiles are 32 x 32 x 16 on 4 programs.
+CASES = [
+    ([40, 0, 7, 33], 80, 32, 40),        # an empty group, one shorter than a tile, tail zeros
+    ([5], 5, 16, 8),                     # G = 1, a single partial tile
+    ([64], 64, 48, 64),                  # G = 1, whole tiles only
+    ([0, 0, 3], 20, 48, 24),             # leading empty groups, 17 tail rows
+    ([64, 1, 31, 0], 96, 16, 72),        # whole tiles, a 1-row group, a trailing empty group
+    ([0, 0], 10, 16, 16),                # no rows in any group: all zeros
+    ([17, 50, 33, 2, 0, 29], 140, 64, 56),  # many tiles per program, N not a multiple of 32
+]
+
+
+@pytest.mark.parametrize("sizes,M_total,K,N", CASES)
+def test_ragged_groups_match_a_loop_of_matmuls(sizes, M_total, K, N):
+    rng = np.random.default_rng(M_total * 7 + K + N)
+    offs = np.cumsum(sizes).astype(np.int32)
+    a, b = eighths(rng, (M_total, K)), eighths(rng, (len(sizes), K, N))
+    out = ops.grouped_mm(a, b, offs, kernel="tlx")
+    assert out.dtype == np.float16 and out.shape == (M_total, N)
+    np.testing.assert_array_equal(out, reference(a, b, offs).astype(np.float16))
+    # The tl kernel agrees.
+    np.testing.assert_array_equal(ops.grouped_mm(a, b, offs, kernel="tl"), out)
+
+
+def test_row_pitch_wider_than_k():
+    # a's rows are a slice of wider rows: the descriptor takes its pitch (16-byte multiple).
+    rng = np.random.default_rng(5)
+    wide = eighths(rng, (70, 48))
+    a, b = wide[:, :32], eighths(rng, (3, 32, 24))
+    offs = np.array([20, 20, 61], np.int32)
+    np.testing.assert_array_equal(ops.grouped_mm(a, b, offs, kernel="tlx"),
+                                  reference(a, b, offs).astype(np.float16))
+
+
+def test_bfloat16_torch_cpu_tensors(monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("WARPWEAVE_INTERPRET", "1")
+    rng = np.random.default_rng(9)
+    sizes = [9, 0, 40, 23]
+    offs = np.cumsum(sizes).astype(np.int32)
+    a, b = eighths(rng, (80, 32)), eighths(rng, (4, 32, 48))
+    out = ops.grouped_mm(torch.from_numpy(a).bfloat16(), torch.from_numpy(b).bfloat16(),
+                         torch.from_numpy(offs), kernel="tlx")
+    assert out.dtype == torch.bfloat16
+    expected = torch.from_numpy(reference(a, b, offs)).bfloat16()
+    assert torch.equal(out, expected)
+
+
+@pytest.mark.parametrize("offs", [[4, 4, 99], [-5, 7, 2], [30, 10, 12], [0, 0, -1]])
+def test_out_of_range_offsets_stay_inside_the_arrays(offs):
+    # The interpreter reports any access outside the arrays; rows are clamped to [0, M_total].
+    rng = np.random.default_rng(2)
+    a, b = eighths(rng, (40, 16)), eighths(rng, (3, 16, 8))
+    out = ops.grouped_mm(a, b, np.array(offs, np.int32), kernel="tlx")
+    assert out.shape == (40, 8) and np.all(np.isfinite(out.astype(np.float32)))
+
+
+def test_calls_the_kernel_does_not_take_are_refused():
+    a, b, offs = np.ones((8, 24), np.float16), np.ones((2, 24, 8), np.float16), \
+        np.array([3, 8], np.int32)
+    with pytest.raises(ValueError, match=r"kernel='tlx' needs .*K a multiple of 16"):
+        ops.grouped_mm(a, b, offs, kernel="tlx")  # K = 24
+    b32 = np.ones((2, 32, 8), np.float16)
+    with pytest.raises(ValueError, match=r"kernel='tlx' needs"):
+        ops.grouped_mm(np.ones((8, 32), np.float32), b32.astype(np.float32), offs, kernel="tlx")
+    with pytest.raises(ValueError, match=r"kernel='tlx' needs"):  # b not contiguous
+        ops.grouped_mm(np.ones((8, 32), np.float16), np.ones((2, 8, 32), np.float16)
+                       .transpose(0, 2, 1), offs, kernel="tlx")
+    with pytest.raises(ValueError, match=r"ragged-M form .* only"):
+        ops.grouped_mm(np.ones((8, 32), np.float16), np.ones((32, 8), np.float16), offs,
+                       kernel="tlx")
+    with pytest.raises(ValueError, match=r"'kernel' must be None, 'tl' or 'tlx'"):
+        ops.grouped_mm(a, b, offs, kernel="ws")
+
+
+def test_the_interpreter_takes_the_tl_kernel_unless_asked(monkeypatch):
+    launched = []
+    real = _grouped_mm._launch_tlx
+    monkeypatch.setattr(_grouped_mm, "_launch_tlx",
+                        lambda *args: launched.append(1) or real(*args))
+    a, b, offs = np.ones((8, 32), np.float16), np.ones((2, 32, 8), np.float16), \
+        np.array([3, 8], np.int32)
+    ops.grouped_mm(a, b, offs)
+    assert launched == []
+    ops.grouped_mm(a, b, offs, kernel="tlx")
+    assert launched == [1]
+
+
+# ------------------------------------------------------------------------------------------------
+# sm_90a
+# ------------------------------------------------------------------------------------------------
+
+
+def signature(cfg, dtype):
+    half, bn, sub = cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], cfg["EPI_SUBTILE"]
+    flags = ", RASTER_N=1" if cfg.get("RASTER_N") else ""
+    return (f"a_desc:desc<{dtype},{half}x{cfg['BLOCK_K']}>, "
+            f"b_desc:desc<{dtype},{cfg['BLOCK_K']}x{bn}>, c_desc:desc<{dtype},{half}x{bn // sub}>, "
+            f"c_ptr:*{dtype}:16, offs_ptr:*i32:16, G:i32, M_total:i32, N:i32:16, K:i32:16, "
+            f"BLOCK_M={cfg['BLOCK_M']}, BLOCK_N={bn}, BLOCK_K={cfg['BLOCK_K']}, "
+            f"GROUP_M={cfg['GROUP_M']}, NUM_STAGES={cfg['NUM_STAGES']}, NUM_SMS=132, "
+            f"EPI_SUBTILE={sub}{flags}")
+
+
+@pytest.mark.usefixtures("requires_ptxas")
+@pytest.mark.parametrize("index", range(len(_grouped_mm.GROUPED_MM_TLX_CONFIGS)))
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_gpu_configurations_compile_for_sm90a_without_spills(index, dtype):
+    cfg = _grouped_mm.GROUPED_MM_TLX_CONFIGS[index]
+    env = grouped_mm_ws.grouped_mm_ws_kernel.environment()
+    k = native_loader.native().compile(env.files, "grouped_mm_ws_kernel", signature(cfg, dtype),
+                                       env.globals, target="sm_90a", num_warps=4, stage="cubin")
+    print(f"{cfg} {dtype}: {k.registers} registers, {k.spill_bytes} spill bytes, "
+          f"{k.shared_bytes} B shared")
+    assert k.spill_bytes == 0
+    # 12 warps: the producer drops to 40 registers, the two consumers rise to 232.
+    assert "setmaxnreg.dec.sync.aligned.u32 40" in k.ptx
+    assert "setmaxnreg.inc.sync.aligned.u32 232" in k.ptx
+    assert k.shared_bytes <= 232448
+    # ops' estimate (the ring and the C chunk buffers) is what the tuning filters on; the masked
+    # path reuses the chunk buffers, so no conversion scratch is added beside them.
+    estimate = _matmul._shared_bytes(_tuning.Candidate("tlx_ws", **cfg, SMEM_EPILOGUE=True), 2)
+    assert 0 <= k.shared_bytes - estimate <= 2048
+    ptx = k.ptx
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
+    assert "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group" in ptx
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n" + str(cfg["BLOCK_N"]), ptx)
+    # A group's last rows leave through masked 16-byte stores.
+    assert "st.global.v4.b32" in ptx
+
