@@ -123,8 +123,46 @@ def test_calls_it_does_not_take_run_the_tl_kernel(monkeypatch):
     out = ops.grouped_mm(a, b, offs)
     assert chosen_kernel() == "tl"
     assert rel_err(out, loop_reference(a, b, offs)) < 1e-2
-    bt = torch.randn(3, 256, 128, device=DEV, dtype=torch.bfloat16).transpose(1, 2)
+    bs = torch.randn(3, 128, 512, device=DEV, dtype=torch.bfloat16)[:, :, ::2]
     a = torch.randn(256, 128, device=DEV, dtype=torch.bfloat16)
-    out = ops.grouped_mm(a, bt, offs)  # b not contiguous
+    out = ops.grouped_mm(a, bs, offs)  # b's rows strided
     assert chosen_kernel() == "tl"
-    assert rel_err(out, loop_reference(a, bt, offs)) < 1e-2
+    assert rel_err(out, loop_reference(a, bs, offs)) < 1e-2
+
+
+@pytest.mark.parametrize("K", [2048, 1000])
+def test_expert_major_weights_vs_torch_grouped_mm(monkeypatch, K):
+    # b = w.transpose(1, 2) of w [G, N, K] (the common weight layout, and the backward's dA):
+    # K-major B tiles; K = 1000 is not a multiple of the 64-deep K step.
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "0")
+    sizes = [0 if g % 4 == 1 else 100 + (g * 53) % 400 for g in range(16)]
+    G, N = 16, 1400
+    offs = offsets(sizes)
+    a = torch.randn(sum(sizes) + 33, K, device=DEV, dtype=torch.bfloat16)
+    w = torch.randn(G, N, K, device=DEV, dtype=torch.bfloat16) / K ** 0.5
+    out = ops.grouped_mm(a, w.transpose(1, 2), offs)
+    assert chosen_kernel() == "tlx_ws"
+    assert not out.isnan().any(), "an output element was not written"
+    ref = loop_reference(a, w.transpose(1, 2), offs)
+    assert rel_err(out, ref) < 1e-2
+    assert not out[offs[-1]:].any()
+    if K % 16 == 0:
+        theirs = torch._grouped_mm(a[:offs[-1]], w.transpose(1, 2), offs)
+        assert rel_err(out[:offs[-1]], theirs) < 1e-2
+
+
+def test_gradients_take_it_and_match_pytorch(monkeypatch):
+    # The backward's dA is grouped_mm(grad, b.transpose(1, 2), offs): K-major, the TLX kernel.
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "0")
+    sizes = [300, 0, 129, 500]
+    G, K, N = 4, 512, 768
+    offs = offsets(sizes)
+    a = torch.randn(sum(sizes), K, device=DEV, dtype=torch.bfloat16, requires_grad=True)
+    b = (torch.randn(G, K, N, device=DEV, dtype=torch.bfloat16) / K ** 0.5).requires_grad_()
+    out = torch.ops.warpweave.grouped_mm(a, b, offs)
+    grad = torch.randn_like(out)
+    out.backward(grad)
+    a2, b2 = a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+    torch._grouped_mm(a2, b2, offs).backward(grad)
+    assert rel_err(a.grad, a2.grad) < 1e-2
+    assert rel_err(b.grad, b2.grad) < 1e-2

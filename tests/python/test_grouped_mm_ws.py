@@ -3,9 +3,9 @@ the ragged-M form: in the interpreter through ops.grouped_mm(kernel="tlx") on Nu
 (fp16) and CPU torch tensors (bf16), against a loop of matmuls over the groups (exact: the
 operands are multiples of 1/8, so every product and sum is exact in fp32), over ragged groups
 with empty ones, groups shorter than a tile, not multiples of it, one group, and rows past the
-last group (zeros); out-of-range offsets stay inside the arrays; which calls the kernel takes;
-and its sm_90a cubins at the GPU configurations (no spills, the shared memory ops estimates,
-the masked stores vectorized)."""
+last group (zeros), b as the transpose of expert-major weights [G, N, K]; out-of-range offsets
+stay inside the arrays; which calls the kernel takes; and its sm_90a cubins at the GPU
+configurations (no spills, the shared memory ops estimates, the masked stores vectorized)."""
 
 import importlib
 import re
@@ -70,6 +70,25 @@ def test_row_pitch_wider_than_k():
                                   reference(a, b, offs).astype(np.float16))
 
 
+@pytest.mark.parametrize("sizes,M_total,K,N", [
+    ([40, 0, 7, 33, 0], 90, 40, 40),   # K and N not multiples of the 16 x 32 tiles
+    ([5, 20, 0], 30, 24, 48),
+    ([64, 0], 64, 32, 64),
+])
+def test_b_as_the_transpose_of_expert_major_weights(sizes, M_total, K, N):
+    # b = w.transpose(1, 2) of a contiguous w [G, N, K] (and the backward's dA): read K-major,
+    # any K a multiple of 8. A tile's rows of w past N are the next expert's and reach only
+    # columns past N, never stored: the last expert (no rows) is all infinities, and every
+    # stored value stays exact.
+    rng = np.random.default_rng(K * N)
+    offs = np.cumsum(sizes).astype(np.int32)
+    a, w = eighths(rng, (M_total, K)), eighths(rng, (len(sizes), N, K))
+    w[-1] = np.inf
+    b = w.transpose(0, 2, 1)
+    out = ops.grouped_mm(a, b, offs, kernel="tlx")
+    np.testing.assert_array_equal(out, reference(a, b, offs).astype(np.float16))
+
+
 def test_bfloat16_torch_cpu_tensors(monkeypatch):
     torch = pytest.importorskip("torch")
     monkeypatch.setenv("WARPWEAVE_INTERPRET", "1")
@@ -101,8 +120,11 @@ def test_calls_the_kernel_does_not_take_are_refused():
     b32 = np.ones((2, 32, 8), np.float16)
     with pytest.raises(ValueError, match=r"kernel='tlx' needs"):
         ops.grouped_mm(np.ones((8, 32), np.float32), b32.astype(np.float32), offs, kernel="tlx")
-    with pytest.raises(ValueError, match=r"kernel='tlx' needs"):  # b not contiguous
-        ops.grouped_mm(np.ones((8, 32), np.float16), np.ones((2, 8, 32), np.float16)
+    with pytest.raises(ValueError, match=r"kernel='tlx' needs"):  # b's rows strided
+        ops.grouped_mm(np.ones((8, 32), np.float16), np.ones((2, 32, 16), np.float16)[:, :, ::2],
+                       offs, kernel="tlx")
+    with pytest.raises(ValueError, match=r"kernel='tlx' needs"):  # K % 8 (b's transpose)
+        ops.grouped_mm(np.ones((8, 20), np.float16), np.ones((2, 8, 20), np.float16)
                        .transpose(0, 2, 1), offs, kernel="tlx")
     with pytest.raises(ValueError, match=r"ragged-M form .* only"):
         ops.grouped_mm(np.ones((8, 32), np.float16), np.ones((32, 8), np.float16), offs,
@@ -129,11 +151,12 @@ def test_the_interpreter_takes_the_tl_kernel_unless_asked(monkeypatch):
 # ------------------------------------------------------------------------------------------------
 
 
-def signature(cfg, dtype):
-    half, bn, sub = cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], cfg["EPI_SUBTILE"]
-    flags = ", RASTER_N=1" if cfg.get("RASTER_N") else ""
-    return (f"a_desc:desc<{dtype},{half}x{cfg['BLOCK_K']}>, "
-            f"b_desc:desc<{dtype},{cfg['BLOCK_K']}x{bn}>, c_desc:desc<{dtype},{half}x{bn // sub}>, "
+def signature(cfg, dtype, b_kmajor):
+    half, bn, bk, sub = cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], cfg["BLOCK_K"], cfg["EPI_SUBTILE"]
+    flags = (", RASTER_N=1" if cfg.get("RASTER_N") else "") + (", B_KMAJOR=1" if b_kmajor else "")
+    b_block = f"{bn}x{bk}" if b_kmajor else f"{bk}x{bn}"
+    return (f"a_desc:desc<{dtype},{half}x{bk}>, "
+            f"b_desc:desc<{dtype},{b_block}>, c_desc:desc<{dtype},{half}x{bn // sub}>, "
             f"c_ptr:*{dtype}:16, offs_ptr:*i32:16, G:i32, M_total:i32, N:i32:16, K:i32:16, "
             f"BLOCK_M={cfg['BLOCK_M']}, BLOCK_N={bn}, BLOCK_K={cfg['BLOCK_K']}, "
             f"GROUP_M={cfg['GROUP_M']}, NUM_STAGES={cfg['NUM_STAGES']}, NUM_SMS=132, "
@@ -142,13 +165,14 @@ def signature(cfg, dtype):
 
 @pytest.mark.usefixtures("requires_ptxas")
 @pytest.mark.parametrize("index", range(len(_grouped_mm.GROUPED_MM_TLX_CONFIGS)))
-@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
-def test_gpu_configurations_compile_for_sm90a_without_spills(index, dtype):
+@pytest.mark.parametrize("dtype,b_kmajor", [("bf16", False), ("fp16", False), ("bf16", True)])
+def test_gpu_configurations_compile_for_sm90a_without_spills(index, dtype, b_kmajor):
     cfg = _grouped_mm.GROUPED_MM_TLX_CONFIGS[index]
     env = grouped_mm_ws.grouped_mm_ws_kernel.environment()
-    k = native_loader.native().compile(env.files, "grouped_mm_ws_kernel", signature(cfg, dtype),
-                                       env.globals, target="sm_90a", num_warps=4, stage="cubin")
-    print(f"{cfg} {dtype}: {k.registers} registers, {k.spill_bytes} spill bytes, "
+    k = native_loader.native().compile(env.files, "grouped_mm_ws_kernel",
+                                       signature(cfg, dtype, b_kmajor), env.globals,
+                                       target="sm_90a", num_warps=4, stage="cubin")
+    print(f"{cfg} {dtype} b_kmajor={b_kmajor}: {k.registers} registers, {k.spill_bytes} spill bytes, "
           f"{k.shared_bytes} B shared")
     assert k.spill_bytes == 0
     # 12 warps: the producer drops to 40 registers, the two consumers rise to 232.

@@ -243,7 +243,8 @@ def test_grouped_mm_takes_tlx_candidates_only_where_tma_and_k_allow(fake_gpu):
             if c.kernel == "tlx_ws"] == [256, 128]
     for call in (lambda: ops.grouped_mm(h(300, 96), h(4, 96, 128), offs),  # K % 64
                  lambda: ops.grouped_mm(h(300, 128), h(4, 128, 132), offs),  # N % 8
-                 lambda: ops.grouped_mm(h(300, 128), h(4, 128, 128).transpose(0, 2, 1), offs),
+                 lambda: ops.grouped_mm(h(300, 128), h(4, 128, 256)[:, :, ::2], offs),
+                 lambda: ops.grouped_mm(h(300, 100), h(4, 128, 100).transpose(0, 2, 1), offs),
                  lambda: ops.grouped_mm(h(300, 256)[:, ::2], h(4, 128, 128), offs),
                  lambda: ops.grouped_mm(s(300, 128), s(4, 128, 128), offs),
                  lambda: ops.grouped_mm(h(300, 128), h(4, 128, 128), offs, kernel="tl")):
@@ -253,6 +254,12 @@ def test_grouped_mm_takes_tlx_candidates_only_where_tma_and_k_allow(fake_gpu):
     ops.grouped_mm(h(300, 128), h(4, 128, 128), offs, kernel="tlx")
     assert {c.kernel for c in _tuning.decisions["grouped_mm"].candidates} == {"tlx_ws"}
     assert fake_gpu.final().name == "grouped_mm_ws_kernel"
+    assert fake_gpu.final().meta["B_KMAJOR"] is False
+    # Expert-major weights (b the transpose of [G, N, K]), K any multiple of 8: K-major B.
+    ops.grouped_mm(h(300, 72), h(4, 128, 72).transpose(0, 2, 1), offs)
+    assert _tuning.decisions["grouped_mm"].candidates[0].kernel == "tlx_ws"
+    assert fake_gpu.final().name == "grouped_mm_ws_kernel"
+    assert fake_gpu.final().meta["B_KMAJOR"] is True
 
 
 def test_tiles_larger_than_the_product_are_not_tried(fake_gpu):

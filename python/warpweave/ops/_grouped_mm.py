@@ -24,8 +24,8 @@ _INTERPRETER_CONFIG = dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=32, num_warps=4)
 
 # Where the ragged-M form may take the TLX warp-specialized kernel (GROUPED_MM_TLX_CONFIGS, the
 # first the fixed choice) instead of the tl kernel: on sm_90 GPUs, for fp16 / bf16 operands TMA
-# can address (a's rows and b contiguous, 16-byte aligned bases, N a multiple of 8) with K a
-# multiple of BLOCK_K (64), so that no K step of b's [G * K, N] view crosses into the next group.
+# can address (_tlx_b_layout: a's rows contiguous, b contiguous with K a multiple of BLOCK_K (64)
+# or the transpose of a contiguous [G, N, K], 16-byte aligned bases, N and K multiples of 8).
 GROUPED_MM_TLX_ON_SM90 = True
 
 # gemm_ws.py's tiles (ops.matmul's TLX_GEMM_CONFIGS["ws"]: 128x256x64, 4 stages, C in four
@@ -57,8 +57,9 @@ def grouped_mm(a, b, offs, kernel=None):
     the interpreter, CUDA tensors on the GPU, with tiles tuned once per power-of-two bucket of
     the ragged dimension (warpweave.ops._tuning). kernel: None picks (on sm_90 GPUs the TLX
     warp-specialized kernel's and the tl kernel's configurations for the ragged-M form where the
-    TLX kernel applies (GROUPED_MM_TLX_ON_SM90: fp16 / bf16, K a multiple of 64, N of 8,
-    contiguous 16-byte aligned operands), tuned; WARPWEAVE_OPS_TUNING=0 takes the TLX kernel
+    TLX kernel applies (GROUPED_MM_TLX_ON_SM90: fp16 / bf16, N and K multiples of 8, a's rows
+    contiguous, b contiguous with K a multiple of 64 or the transpose of a contiguous [G, N, K],
+    16-byte aligned), tuned; WARPWEAVE_OPS_TUNING=0 takes the TLX kernel
     where it applies; the tl kernel elsewhere and in the interpreter), "tl" the tl kernel, "tlx"
     the TLX kernel (ragged M only: sm_90 CUDA tensors, or NumPy arrays in the interpreter with K
     a multiple of 16)."""
@@ -116,17 +117,19 @@ def _ragged_m(op, place, a, b, offs, dt, G, kernel):
     interpreter_tlx = kernel == "tlx" and not place.on_gpu
     block_k = (_TLX_INTERPRETER_CONFIG if interpreter_tlx
                else GROUPED_MM_TLX_CONFIGS[0])["BLOCK_K"]
-    tlx_ok = _takes_tlx(a, b, c, dt, N, K, block_k)
-    if kernel == "tlx" and not (tlx_ok and (interpreter_tlx or _common._is_sm90(place))):
+    b_layout = _tlx_b_layout(a, b, c, dt, N, K, block_k)
+    if kernel == "tlx" and not (b_layout and (interpreter_tlx or _common._is_sm90(place))):
         raise ValueError(f"{op}: kernel='tlx' needs an sm_90 GPU (or NumPy arrays in the "
-                         f"interpreter), float16 or bfloat16 operands, K a multiple of "
-                         f"{block_k}, N a multiple of 8, and 'a' (rows) and 'b' contiguous with "
-                         f"16-byte aligned bases; got {dt}, K={K}, N={N}, strides {sa} and {sb}")
+                         f"interpreter), float16 or bfloat16 operands, 'a' with contiguous rows, "
+                         f"'b' contiguous (then K a multiple of {block_k}) or the transpose of "
+                         f"a contiguous [G, N, K] (K a multiple of 8), N a multiple of 8, "
+                         f"16-byte aligned bases; got {dt}, K={K}, N={N}, strides {sa} and "
+                         f"{sb}")
 
     def launch(candidate, go):
         config = candidate.config
         if candidate.kernel == "tlx_ws":
-            _launch_tlx(place, go, a, b, c, offs, G, config)
+            _launch_tlx(place, go, a, b, c, offs, G, b_layout == "k", config)
             return
         go(grouped_mm_kernels.grouped_mm_kernel,
            ((ww.cdiv(M_total, config["BLOCK_M"]) + G) * ww.cdiv(N, config["BLOCK_N"]),),
@@ -136,43 +139,55 @@ def _ragged_m(op, place, a, b, offs, dt, G, kernel):
     if interpreter_tlx:
         launch(_tuning.Candidate("tlx_ws", **_TLX_INTERPRETER_CONFIG), place.launch)
         return c
-    use_tlx = kernel == "tlx" or (kernel is None and GROUPED_MM_TLX_ON_SM90 and tlx_ok
+    use_tlx = kernel == "tlx" or (kernel is None and GROUPED_MM_TLX_ON_SM90 and b_layout
                                   and _common._is_sm90(place))
     tlx = _tlx_candidates(place, N, _itemsize(a)) if use_tlx else []
     # Tuned per power-of-two bucket of the ragged rows (the group sizes are on the device).
-    _choose_and_launch(place, "grouped_mm", (dt, G, _tuning.pow2_bucket(M_total), N, K),
+    _choose_and_launch(place, "grouped_mm",
+                       (dt, G, _tuning.pow2_bucket(M_total), N, K, b_layout or ""),
                        GROUPED_MM_GPU_CONFIG, _itemsize(a), launch,
                        grouped_mm_kernels.grouped_mm_kernel, tlx, tl=kernel != "tlx")
     return c
 
 
-def _takes_tlx(a, b, c, dt, N, K, block_k) -> bool:
-    """Whether the TLX kernel can run the ragged-M call (on whichever device): TMA-addressable
-    fp16 / bf16 operands (a's rows contiguous with a 16-byte pitch, b contiguous, 16-byte
-    aligned bases) and K steps that stay inside one group's rows of b's [G * K, N] view."""
+def _tlx_b_layout(a, b, c, dt, N, K, block_k):
+    """How the TLX kernel reads b for the ragged-M call, or None where it cannot run it: "n" for
+    a contiguous b [G, K, N] (viewed as [G * K, N]; K a multiple of block_k, so that no K step
+    crosses into the next group), "k" for the transpose of a contiguous [G, N, K] (viewed as
+    [G * N, K]; K a multiple of 8). Both need TMA-addressable fp16 / bf16 operands: a's rows
+    contiguous with a 16-byte pitch, N a multiple of 8, 16-byte aligned bases."""
     sa, sb = _strides(a), _strides(b)
     G = b.shape[0]
-    return (dt in _HALF_FLOATS and K > 0 and K % block_k == 0 and N % 8 == 0
+    if not (dt in _HALF_FLOATS and K > 0 and K % 8 == 0 and N % 8 == 0
             and sa[1] == 1 and (a.shape[0] == 1 or (sa[0] % 8 == 0 and sa[0] >= K))
-            and sb[2] == 1 and sb[1] == N and (G == 1 or sb[0] == K * N)
-            and all(_common._address(t) % 16 == 0 for t in (a, b, c)))
+            and all(_common._address(t) % 16 == 0 for t in (a, b, c))):
+        return None
+    if sb[2] == 1 and sb[1] == N and (G == 1 or sb[0] == K * N) and K % block_k == 0:
+        return "n"
+    if sb[1] == 1 and sb[2] == K and (G == 1 or sb[0] == K * N):
+        return "k"
+    return None
 
 
-def _launch_tlx(place, go, a, b, c, offs, G, config):
+def _launch_tlx(place, go, a, b, c, offs, G, b_kmajor, config):
     """Launches kernels/hopper/grouped_mm_ws.py with `config` through go(kernel, grid, ...):
-    descriptors over a, over b as [G * K, N] and over c; a persistent grid of the device's SMs."""
+    descriptors over a, over b as [G * K, N] (b_kmajor: b's transpose as [G * N, K]) and over c;
+    a persistent grid of the device's SMs."""
     (M_total, K), N = a.shape, b.shape[2]
     cfg = dict(config)
     block_m, block_n, block_k = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
     half = block_m // 2
     pitch = _strides(a)[0] if M_total > 1 else K  # (one row: any stride)
     a_desc = ww.TensorDescriptor(a, [M_total, K], [pitch, 1], [half, block_k])
-    b_desc = ww.TensorDescriptor(b, [G * K, N], [N, 1], [block_k, block_n])
+    if b_kmajor:
+        b_desc = ww.TensorDescriptor(b, [G * N, K], [K, 1], [block_n, block_k])
+    else:
+        b_desc = ww.TensorDescriptor(b, [G * K, N], [N, 1], [block_k, block_n])
     c_desc = ww.TensorDescriptor(c, [M_total, N], [N, 1], [half, block_n // cfg["EPI_SUBTILE"]])
     sms = cfg.pop("NUM_SMS", None) or place.num_sms()
     work = (ww.cdiv(M_total, block_m) + G) * ww.cdiv(N, block_n)
     go(grouped_mm_ws_kernels.grouped_mm_ws_kernel, (min(sms, work),), a_desc, b_desc, c_desc, c,
-       offs, G, M_total, N, K, **cfg, NUM_SMS=sms, num_warps=4)
+       offs, G, M_total, N, K, **cfg, NUM_SMS=sms, B_KMAJOR=b_kmajor, num_warps=4)
 
 
 def _tlx_candidates(place, N, itemsize) -> list:

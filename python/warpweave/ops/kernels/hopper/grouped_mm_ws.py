@@ -2,7 +2,7 @@
 (C [M_total, N], the rows of group g = A[rows of g] @ B[g]; rows from offs[G-1] to M_total are
 zeros) with gemm_ws.py's cooperative tasks: a producer issuing the TMA loads of A and B into a
 NUM_STAGES ring, two consumer warp groups each computing half of a tile's rows with async wgmma
-(gemm_ws.consume_tile, gemm_ws.store_half_tile).
+(gemm_ws.mma_tile, gemm_ws.store_tile).
 
 Work items are (group, tile-row of the group, tile-column), numbered group by group: group g has
 cdiv(m_g, BLOCK_M) * cdiv(N, BLOCK_N) of them, in gemm_ws.rastered_tile's order inside the
@@ -18,7 +18,12 @@ tile-row) and skip the items past the tail's last.
 Loads: A's tile-rows start at their group's first row; rows past the group's end are loaded
 (the next group's, or TMA's zeros past M_total) and never stored. B is read through a 2-D
 descriptor over b viewed as [G * K, N], at row g * K + k: with K a multiple of BLOCK_K a K step
-never crosses into the next expert.
+never crosses into the next expert. With B_KMAJOR, b is the transpose of a contiguous
+[G, N, K] (weights stored [experts, out, in], or the backward's b.transpose(1, 2)): the
+descriptor views it as [G * N, K], B stages hold [BLOCK_N, BLOCK_K] tiles read through
+local_trans, and K is any multiple of 8 (TMA zero-fills A and B past K alike); a tile's rows
+past the expert's N are the next expert's and only reach C's columns past N, which are never
+stored.
 
 Stores: a consumer's half-tile that lies inside its group (or in the tail, whose end is
 M_total, where TMA clips) leaves through C's descriptor as in gemm_ws.py (SMEM_EPILOGUE with
@@ -29,18 +34,18 @@ offs is clamped as kernels/grouped_mm.group_bounds clamps it (to [0, M_total], a
 before it starts is empty), so that no access leaves the arrays whatever offs holds.
 
     a_desc block [BLOCK_M // 2, BLOCK_K] over A [M_total, K]; b_desc block [BLOCK_K, BLOCK_N] over
-    B as [G * K, N]; c_desc block [BLOCK_M // 2, BLOCK_N // EPI_SUBTILE] over C [M_total, N]
+    B as [G * K, N] (B_KMAJOR: block [BLOCK_N, BLOCK_K] over B's transpose as [G * N, K]); c_desc block [BLOCK_M // 2, BLOCK_N // EPI_SUBTILE] over C [M_total, N]
     (contiguous: c_ptr's rows are N apart)
     grid = (min(NUM_SMS, (cdiv(M_total, BLOCK_M) + G) * cdiv(N, BLOCK_N)),)
-    constexprs: BLOCK_M=128, BLOCK_N=256, BLOCK_K=64 (K % BLOCK_K == 0), GROUP_M, NUM_STAGES=4,
-                NUM_SMS, EPI_SUBTILE=4, RASTER_N=False
+    constexprs: BLOCK_M=128, BLOCK_N=256, BLOCK_K=64 (K % BLOCK_K == 0 unless B_KMAJOR), GROUP_M,
+                NUM_STAGES=4, NUM_SMS, EPI_SUBTILE=4, RASTER_N=False, B_KMAJOR=False
     launch: num_warps=4 (the default task; the consumers add 8 warps)
 """
 import warpweave as ww
 import warpweave.language as tl
 from warpweave import tlx
 
-from .gemm_ws import consume_tile, rastered_tile, split_columns, store_half_tile
+from .gemm_ws import mma_tile, rastered_tile, split_columns, store_tile
 
 
 @ww.jit
@@ -109,7 +114,7 @@ def grouped_mm_ws_kernel(a_desc, b_desc, c_desc, c_ptr, offs_ptr, G, M_total, N,
                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                          GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr,
                          NUM_SMS: tl.constexpr, EPI_SUBTILE: tl.constexpr = 4,
-                         RASTER_N: tl.constexpr = False):
+                         RASTER_N: tl.constexpr = False, B_KMAJOR: tl.constexpr = False):
     tl.static_assert(EPI_SUBTILE == 1 or EPI_SUBTILE == 2 or EPI_SUBTILE == 4)
     HALF_M: tl.constexpr = BLOCK_M // 2
     EPI_N: tl.constexpr = BLOCK_N // EPI_SUBTILE
@@ -118,12 +123,15 @@ def grouped_mm_ws_kernel(a_desc, b_desc, c_desc, c_ptr, offs_ptr, G, M_total, N,
     STAGE_BYTES: tl.constexpr = (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * tlx.size_of(dtype)
 
     num_pid_n = tl.cdiv(N, BLOCK_N)
-    num_k = K // BLOCK_K
+    num_k = tl.cdiv(K, BLOCK_K)
     num_work = (tl.cdiv(M_total, BLOCK_M) + G) * num_pid_n  # a bound: see the docstring
 
     # Stage s holds A halves 2s (rows of consumer 0) and 2s + 1 (consumer 1) and B tile s.
     a_bufs = tlx.local_alloc((HALF_M, BLOCK_K), dtype, NUM_STAGES * 2)
-    b_bufs = tlx.local_alloc((BLOCK_K, BLOCK_N), dtype, NUM_STAGES)
+    if B_KMAJOR:
+        b_bufs = tlx.local_alloc((BLOCK_N, BLOCK_K), dtype, NUM_STAGES)
+    else:
+        b_bufs = tlx.local_alloc((BLOCK_K, BLOCK_N), dtype, NUM_STAGES)
     full_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
     empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=2)
     if EPI_SUBTILE == 1:
@@ -159,8 +167,12 @@ def grouped_mm_ws_kernel(a_desc, b_desc, c_desc, c_ptr, offs_ptr, G, M_total, N,
                                                   [off_m, off_k], full)
                         tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage + 1),
                                                   [off_m + HALF_M, off_k], full)
-                        tlx.async_descriptor_load(b_desc, tlx.local_view(b_bufs, stage),
-                                                  [g * K + off_k, off_n], full)
+                        if B_KMAJOR:
+                            tlx.async_descriptor_load(b_desc, tlx.local_view(b_bufs, stage),
+                                                      [g * N + off_n, off_k], full)
+                        else:
+                            tlx.async_descriptor_load(b_desc, tlx.local_view(b_bufs, stage),
+                                                      [g * K + off_k, off_n], full)
                         step += 1
 
         with tlx.async_task(num_warps=4, registers=232, replicate=2):
@@ -178,16 +190,16 @@ def grouped_mm_ws_kernel(a_desc, b_desc, c_desc, c_ptr, offs_ptr, G, M_total, N,
                     pid_m, pid_n = rastered_tile(work - first, tiles // num_pid_n, num_pid_n,
                                                  GROUP_M, RASTER_N)
                     # The tail's tiles run no K steps: their accumulator stays zero.
-                    acc, step = consume_tile(a_bufs, b_bufs, full_bars, empty_bars, step,
-                                             tl.where(g < G, num_k, 0), half, 0, HALF_M,
-                                             BLOCK_N, NUM_STAGES, 1)
+                    acc, step = mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step,
+                                         tl.where(g < G, num_k, 0), half, 0, HALF_M, BLOCK_N,
+                                         NUM_STAGES, 1, B_KMAJOR)
                     off_m = start + pid_m * BLOCK_M + half * HALF_M
                     off_n = pid_n * BLOCK_N
                     end = tl.where(g < G, tl.maximum(stop, start), M_total)
                     c = acc.to(c_dtype)
                     if off_m + HALF_M <= end:
-                        store_half_tile(c_desc, c_bufs, c, half, off_m, off_n, HALF_M, BLOCK_N,
-                                        EPI_SUBTILE)
+                        store_tile(c_desc, c_bufs, c, half, off_m, off_n, HALF_M, BLOCK_N,
+                                   EPI_SUBTILE)
                     else:
                         # The group's last rows: the rows after them are the next group's.
                         store_rows(c_bufs, half, c_ptr + off_m.to(tl.int64) * N, c, end - off_m, N,
