@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -303,6 +304,20 @@ TEST(Fuzz, SeedsAreAccepted) {
     EXPECT_EQ(fuzzOne(readFile(path), importedFiles(path)), "") << path;
 }
 
+// Whether `name(` appears in `text` other than where it is defined (`def name(`).
+static bool isCalledInFile(const std::string& text, const std::string& name) {
+  int uses = 0, defs = 0;
+  for (size_t at = text.find(name + "("); at != std::string::npos;
+       at = text.find(name + "(", at + 1)) {
+    bool wordStart = at == 0 || !(std::isalnum(static_cast<unsigned char>(text[at - 1])) ||
+                                  text[at - 1] == '_' || text[at - 1] == '.');
+    if (!wordStart) continue;
+    ++uses;
+    defs += at >= 4 && text.compare(at - 4, 4, "def ") == 0;
+  }
+  return uses > defs;
+}
+
 // The guessed signatures must let the unmutated kernels through, or the mutants would only ever
 // exercise the specializer's argument checks.
 TEST(Fuzz, SeedKernelsSpecializeWithGuessedSignatures) {
@@ -313,11 +328,12 @@ TEST(Fuzz, SeedKernelsSpecializeWithGuessedSignatures) {
     SourceManager sm;
     ast::Module module = frontend::parseModule(sm, sm.addFile(path, text));
     for (const auto& fn : module.functions) {
-      // Kernels are the jit functions with no return value (helpers return one).
+      // Kernels are the jit functions with no return value (helpers return one) that no other
+      // function of their file calls (helpers that only store or wait return nothing).
       bool returns = false;
       for (const auto& st : fn->body)
         if (auto* r = ast::dyn_cast<ast::Return>(st.get())) returns |= r->value != nullptr;
-      if (!ast::isJitFunction(*fn) || returns) continue;
+      if (!ast::isJitFunction(*fn) || returns || isCalledInFile(text, fn->name)) continue;
       ++kernels;
       CompileRequest req;
       req.files = readSourceWithImports(path); // helpers imported from sibling files too
