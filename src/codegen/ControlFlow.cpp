@@ -58,6 +58,18 @@ bool occursBefore(const std::string& text, const std::string& reg, size_t end) {
   return false;
 }
 
+/// Whether `line` is `\tmov.T %x, %x;` (a copy of a register onto itself).
+bool isSelfMove(std::string_view line) {
+  size_t at = line.find_first_not_of(" \t");
+  if (at == std::string_view::npos || line.compare(at, 4, "mov.") != 0) return false;
+  std::vector<std::string> regs;
+  for (const auto& [off, reg] : registersOn(line)) regs.push_back(reg);
+  size_t semi = line.find(';');
+  std::string_view operands =
+      line.substr(at, semi == std::string_view::npos ? line.size() - at : semi - at);
+  return regs.size() == 2 && regs[0] == regs[1] && operands.find('{') == std::string_view::npos;
+}
+
 /// Loop-carried values without copies: where the body (the text from `from` on) computes the
 /// next value of carried register dst[i] (an `eligible` one) into a register of its own, renames
 /// that register to dst[i] in the body, so that the end-of-iteration copy is not needed (the
@@ -130,15 +142,19 @@ std::vector<std::string> coalesceCarried(std::string& text, size_t from,
   std::string out = text.substr(0, from);
   for (size_t i = 0; i < lineStart.size(); ++i) {
     std::string_view line = lineOf(i);
+    std::string renamed;
     size_t done = 0;
     for (const auto& [off, reg] : registersOn(line)) {
       auto r = rename.find(reg);
       if (r == rename.end()) continue;
-      out.append(line.substr(done, off - done));
-      out += r->second;
+      renamed.append(line.substr(done, off - done));
+      renamed += r->second;
       done = off + reg.size();
     }
-    out.append(line.substr(done));
+    renamed.append(line.substr(done));
+    // A copy the rename turned into `mov %x, %x` goes: it would still read %x, and when %x is
+    // a wgmma accumulator in flight ptxas serializes every wgmma of the kernel for it.
+    if (!isSelfMove(renamed)) out += renamed;
   }
   text = std::move(out);
   return next;

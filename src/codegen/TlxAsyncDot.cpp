@@ -2,8 +2,10 @@
 #include "codegen/Lowering.h"
 #include "codegen/Wgmma.h"
 #include "ir/OpAttrs.h"
+#include "ir/OpTraits.h"
 
 #include <climits>
+#include <set>
 #include <stdexcept>
 
 namespace ww::codegen {
@@ -41,18 +43,98 @@ bool readElsewhere(const ir::Block& block, const ir::Value* v, const ir::Op* use
 /// nothing else in `body` reads that value (or, through async_dot_wait, the value it renames).
 /// Copying the accumulator instead would read the registers of a wgmma still in flight, and
 /// ptxas then serializes every wgmma of the kernel.
+namespace {
+
+/// The op of `block` that is `op` or holds it, or nullptr when `op` lies outside `block`.
+const ir::Op* enclosingIn(const ir::Block& block, const ir::Op* op) {
+  while (op && op->parentBlock() != &block) {
+    const ir::Block* b = op->parentBlock();
+    op = b ? b->parentOp() : nullptr;
+  }
+  return op;
+}
+
+size_t positionIn(const ir::Block& block, const ir::Op* op) {
+  const auto& ops = block.ops();
+  for (size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].get() == op) return i;
+  return ops.size();
+}
+
+/// Every op of `within`, nested ones too, that reads `v`.
+void readersOf(const ir::Block& within, const ir::Value* v, std::vector<const ir::Op*>& out) {
+  for (const auto& op : within.ops()) {
+    for (const ir::Value* operand : op->operands())
+      if (operand == v) {
+        out.push_back(op.get());
+        break;
+      }
+    for (unsigned i = 0; i < op->numRegions(); ++i) readersOf(*op->region(i), v, out);
+  }
+}
+
+/// Whether `r`'s results lie in registers of their own, never in those of its operand `v`:
+/// arithmetic, and a wgmma that reads `v` as an operand rather than accumulating into it.
+bool computesFresh(const ir::Op& r, const ir::Value* v) {
+  OpCode c = r.code();
+  if (c == OpCode::AsyncDot) return r.operand(2) != v;
+  return ir::isElementwise(c) && !ir::isValueHint(c) && c != OpCode::Cast && c != OpCode::Bitcast;
+}
+
+/// Whether `v`, or any value computed from it (which may share its registers: a reshape or an
+/// identity layout conversion renames them), is read by an op other than `except` outside
+/// `block` or at or after its position `at`.
+bool readFrom(const ir::Block& body, const ir::Block& block, size_t at, const ir::Value* v,
+              const ir::Op* except, std::set<const ir::Value*>& seen) {
+  if (!seen.insert(v).second) return false;
+  std::vector<const ir::Op*> readers;
+  readersOf(body, v, readers);
+  for (const ir::Op* r : readers) {
+    if (r == except) continue;
+    const ir::Op* holder = enclosingIn(block, r);
+    if (!holder || positionIn(block, holder) >= at) return true;
+    if (computesFresh(*r, v) && r == holder) continue;
+    for (const ir::Op* produced : {r, holder})
+      for (unsigned k = 0; k < produced->numResults(); ++k)
+        if (readFrom(body, block, at, produced->result(k), except, seen)) return true;
+  }
+  return false;
+}
+
+} // namespace
+
 bool accumulatesInPlace(const ir::Block& body, const ir::Op& op) {
+  // The accumulator value and the ones async_dot_wait renamed it from.
+  std::vector<std::pair<const ir::Value*, const ir::Op*>> chain; // value, its reader in the chain
   const ir::Value* acc = op.operand(2);
   const ir::Op* user = &op;
   while (true) {
-    if (readElsewhere(body, acc, user)) return false;
+    chain.emplace_back(acc, user);
     const ir::Op* def = acc->def();
-    if (!def || def->code() != OpCode::AsyncDotWait) return true;
+    if (!def || def->code() != OpCode::AsyncDotWait) break;
     unsigned i = 0;
     while (def->result(i) != acc) ++i;
     acc = def->operand(i);
     user = def;
   }
+  bool unshared = true;
+  for (const auto& [v, reader] : chain) unshared &= !readElsewhere(body, v, reader);
+  if (unshared) return true;
+  // Read by other ops too: still in place when they all come before `op` in its block and
+  // nothing computed from them is read after it (the old value is dead once `op` issues), and
+  // the values live in that block (a loop body's in-place write must not clobber a value
+  // defined outside it, which the next iteration reads again).
+  const ir::Block* block = op.parentBlock();
+  if (!block) return false;
+  size_t at = positionIn(*block, &op);
+  for (const auto& [v, reader] : chain) {
+    bool local =
+        v->isBlockArg() ? v->ownerBlock() == block : v->def() && v->def()->parentBlock() == block;
+    if (!local) return false;
+    std::set<const ir::Value*> seen;
+    if (readFrom(body, *block, at, v, reader, seen)) return false;
+  }
+  return true;
 }
 
 bool isUnsharedAsyncDotResult(const ir::Block& body, const ir::Value* v, const ir::Op* user) {
@@ -64,9 +146,19 @@ bool isUnsharedAsyncDotResult(const ir::Block& body, const ir::Value* v, const i
     const ir::Op* def = v->def();
     if (!def) return false;
     if (def->code() == OpCode::AsyncDot) return true;
-    if (def->code() != OpCode::AsyncDotWait) return false;
     unsigned i = 0;
     while (def->result(i) != v) ++i;
+    if (def->code() == OpCode::For) {
+      // A loop's result is the register its body carried: the accumulator it yields, when
+      // that is one (the next loop then carries it on, as the masked and unmasked key loops of
+      // an attention kernel do).
+      const ir::Op* yield = def->region(0)->terminator();
+      if (!yield || yield->code() != OpCode::Yield || i >= yield->numOperands()) return false;
+      v = yield->operand(i);
+      user = yield;
+      continue;
+    }
+    if (def->code() != OpCode::AsyncDotWait) return false;
     if (i >= def->numOperands()) return false;
     v = def->operand(i);
     user = def;

@@ -274,3 +274,37 @@ def test_chunked_epilogue_leaves_room_for_four_stages():
     assert len(copies(k.ptx, TMA_STORE)) == 2 * 4
     assert k.ptx.count("cp.async.bulk.wait_group.read 1;") == 2 * 4
     assert "shfl" not in k.ptx
+
+
+CARRIED = Path(__file__).resolve().parent / "tlx_carried_mma_kernels.py"
+CARRIED_SIG = "a_ptr:*fp16:16, b_ptr:*fp16:16, out_ptr:*fp32:16, N:i32, SPLIT:i32, BLOCK=64"
+
+
+def test_a_product_carried_in_flight_across_loops_is_never_copied(ptxas):
+    # The product is issued into the registers of the value the wait returned (read before, dead
+    # after) and the second loop carries on the first loop's registers: no copy reads a wgmma's
+    # registers in flight, which ptxas would answer by serializing every wgmma (C7514).
+    ptx = compile_source(CARRIED, "carried_scores", CARRIED_SIG, stage="ptx").ptx
+    assert ptx.count("wgmma.mma_async") == 3 * 4  # three issues of four k-steps
+    issued = [set(m.split(", ")) for m in re.findall(r"wgmma\.mma_async\S*\s+\{([^}]*)\}", ptx)]
+    assert all(regs == issued[0] for regs in issued), "each issue writes new registers"
+    copied = set(re.findall(r"mov\.f32\s+%f\d+,\s*(%f\d+);", ptx))
+    assert not copied & issued[0], sorted(copied & issued[0])
+    log = ptxas(ptx, "sm_90a", verbose=True).log
+    assert "C7514" not in log, log
+
+
+@pytest.mark.parametrize("n,split", [(1, 0), (3, 1), (4, 4), (5, 2)])
+def test_a_product_carried_in_flight_across_loops_runs_in_the_interpreter(n, split):
+    import importlib.util
+
+    import numpy as np
+    spec = importlib.util.spec_from_file_location("tlx_carried_mma_kernels", CARRIED)
+    kernels = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(kernels)
+    rng = np.random.default_rng(7)
+    a = rng.integers(-2, 3, (64, 64)).astype(np.float16)
+    b = rng.integers(-2, 3, (64, 64)).astype(np.float16)
+    out = np.full((64, 64), np.nan, dtype=np.float32)
+    kernels.carried_scores[(1,)](a, b, out, n, split, BLOCK=64)  # NumPy arrays: the interpreter
+    np.testing.assert_array_equal(out, (n + 1) * (a.astype(np.float32) @ b.astype(np.float32)))
