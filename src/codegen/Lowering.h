@@ -78,12 +78,19 @@ uint32_t tcgen05InstrDescriptor(ir::DType a, ir::DType b, ir::DType d, bool aMnM
 std::string packBytes(PtxBuilder& b, const std::string (&x)[4]);
 void unpackByte(PtxBuilder& b, const std::string& word, int i, const std::string& out);
 
-/// The 32-bit instruction descriptor of tcgen05.mma ... .kind::mxf8f6f4.block_scale (e8m0
-/// scales) of A / B in OCP MX formats `aFormat` / `bFormat` ("e4m3", "e5m2"), the scale bytes
+/// The 32-bit instruction descriptor of a block-scaled tcgen05.mma: .kind::mxf8f6f4 of A / B in
+/// OCP MX formats `aFormat` / `bFormat` ("e4m3", "e5m2") with e8m0 scales, or .kind::mxf4 /
+/// mxf4nvf4 of "e2m1" ones with e8m0 or (`ue4m3Scales`) ue4m3 scales; the scale sub-columns
 /// `aScaleId` / `bScaleId` of each 32-bit scale column (TlxTcgen05Scaled.cpp).
 uint32_t tcgen05ScaledInstrDescriptor(const std::string& aFormat, const std::string& bFormat,
-                                      bool aMnMajor, bool bMnMajor, int64_t M, int64_t N,
-                                      int aScaleId, int bScaleId);
+                                      bool ue4m3Scales, bool aMnMajor, bool bMnMajor, int64_t M,
+                                      int64_t N, int aScaleId, int bScaleId);
+/// The .kind and block-scale qualifiers of the block-scaled tcgen05_mma `op`
+/// ("mxf8f6f4.block_scale.scale_vec::1X", "mxf4.block_scale.scale_vec::2X" or
+/// "mxf4nvf4.block_scale.scale_vec::4X"), and how many scales of a row one instruction reads
+/// (1, 2, 4) (TlxTcgen05Scaled.cpp).
+std::string tcgen05ScaledKind(const ir::Op& op);
+int64_t scalesPerScaledMma(const ir::Op& op);
 
 class FunctionLowering {
 public:

@@ -1,11 +1,14 @@
 // Blackwell (sm_100a) block-scaled MMA: the scale factors of tlx.async_dot_scaled in tensor memory,
-// tlx.tmem_copy (tcgen05.cp of block scales from shared memory) and the instruction descriptor of
-// tcgen05.mma ... .kind::mxf8f6f4.block_scale. The MMA itself is issued by lowerTcgen05
+// tlx.tmem_copy (tcgen05.cp of block scales from shared memory), the kind and the instruction
+// descriptor of tcgen05.mma ... .block_scale (.kind::mxf8f6f4 for mxfp8, .kind::mxf4 for mxfp4,
+// .kind::mxf4nvf4 for nvfp4; ir/BlockScaled.h). The MMA itself is issued by lowerTcgen05
 // (TlxTmem.cpp), which asks here for its scale operands.
 //
-// Scales in tensor memory (PTX ISA, tcgen05 "Block Scaling"): one e8m0 byte per row (A) or
-// column (B) and 32 elements of K; four of them (K steps of 32) share a 32-bit column, the
-// instruction descriptor's scale-factor IDs picking the byte; the scales of 128 rows take four
+// Scales in tensor memory (PTX ISA, tcgen05 "Block Scaling"): one scale byte per row (A) or
+// column (B) and block of K (32 elements; nvfp4's 16); four of them share a 32-bit column, the
+// instruction descriptor's scale-factor IDs picking the sub-column an instruction starts at
+// (scale_vec::1X: a byte, any of 0-3, one scale per K = 32; 2X: a half word, 0 or 2, two scales
+// per K = 64; 4X: the whole word, 0, four scales per K = 64); the scales of 128 rows take four
 // columns, rows 32 c + l in lane l of column c, duplicated into all four 32-lane quarters. A
 // [rows, cols] uint8 scale buffer therefore takes rows * cols / 128 columns: blocks of 128 rows x
 // 4 scales, the block of row block i and scale word w at column 4 (w * rows / 128 + i).
@@ -17,6 +20,7 @@
 // (TMA of a [1, rows / 128, cols / 4, 2, 256] box).
 #include "codegen/Lowering.h"
 #include "codegen/Wgmma.h"
+#include "ir/BlockScaled.h"
 #include "ir/OpAttrs.h"
 
 #include <bit>
@@ -34,22 +38,37 @@ namespace {
 constexpr uint64_t kScaleChunkDescriptorBits =
     (uint64_t(1) << 46) | (uint64_t(128 >> 4) << 32) | (uint64_t(16 >> 4) << 16);
 
-/// The instruction descriptor's A / B type code of an OCP MX format (.kind::mxf8f6f4).
+/// The instruction descriptor's A / B type code of an OCP MX format: .kind::mxf8f6f4's E4M3 = 0,
+/// E5M2 = 1; .kind::mxf4 / mxf4nvf4's E2M1 = 1 (a 3-bit atype, a 2-bit btype).
 uint32_t mxFormatCode(const std::string& format) {
   if (format == "e4m3") return 0;
   if (format == "e5m2") return 1;
+  if (format == "e2m1") return 1;
   throw std::logic_error("codegen: block-scaled MMA of format '" + format + "'");
 }
 
 } // namespace
 
+std::string tcgen05ScaledKind(const ir::Op& op) {
+  if (!ir::isFp4ScaledMma(op)) return "mxf8f6f4.block_scale.scale_vec::1X";
+  return ir::hasUe4m3Scales(op) ? "mxf4nvf4.block_scale.scale_vec::4X"
+                                : "mxf4.block_scale.scale_vec::2X";
+}
+
+int64_t scalesPerScaledMma(const ir::Op& op) {
+  // K per instruction (32 for 8-bit operands, 64 for fp4) over the scale block (32 or 16).
+  return (ir::isFp4ScaledMma(op) ? 64 : 32) / ir::scaleBlock(op);
+}
+
 uint32_t tcgen05ScaledInstrDescriptor(const std::string& aFormat, const std::string& bFormat,
-                                      bool aMnMajor, bool bMnMajor, int64_t M, int64_t N,
-                                      int aScaleId, int bScaleId) {
-  // PTX ISA, instruction descriptor for .kind::mxf8f6f4: bits 0-1 reserved, 2 sparsity, 3
-  // reserved, 4-5 B scale factor ID, 6 reserved, 7-9 atype, 10-12 btype (E4M3 = 0, E5M2 = 1),
-  // 13 / 14 negate A / B, 15 / 16 transpose A / B, 17-22 N >> 3, 23 scale type (UE8M0 = 1),
-  // 24-26 reserved, 27-28 M >> 7, 29-30 A scale factor ID, 31 reserved. D is always f32.
+                                      bool ue4m3Scales, bool aMnMajor, bool bMnMajor, int64_t M,
+                                      int64_t N, int aScaleId, int bScaleId) {
+  // PTX ISA, instruction descriptor for .kind::mxf8f6f4 (and for .kind::mxf4 / mxf4nvf4, which
+  // differ where noted): bits 0-1 reserved, 2 sparsity, 3 reserved, 4-5 B scale factor ID (mxf4:
+  // 0 or 2; 4X: 0), 6 reserved, 7-9 atype, 10-12 btype (mxf4: 10-11, 12 reserved), 13 / 14
+  // negate A / B, 15 / 16 transpose A / B (mxf4: 0 only), 17-22 N >> 3, 23 scale type (UE8M0 =
+  // 1, UE4M3 = 0), 24-26 reserved, 27-28 M >> 7, 29-30 A scale factor ID, 31 reserved (mxf4: K
+  // of the dense MMA, 0 for K = 64). D is always f32.
   uint32_t desc = 0;
   desc |= uint32_t(bScaleId & 3) << 4;
   desc |= mxFormatCode(aFormat) << 7;
@@ -57,7 +76,7 @@ uint32_t tcgen05ScaledInstrDescriptor(const std::string& aFormat, const std::str
   desc |= uint32_t(aMnMajor) << 15;
   desc |= uint32_t(bMnMajor) << 16;
   desc |= uint32_t(N >> 3) << 17;
-  desc |= uint32_t(1) << 23;
+  desc |= uint32_t(ue4m3Scales ? 0 : 1) << 23;
   desc |= uint32_t(M >> 7) << 27;
   desc |= uint32_t(aScaleId & 3) << 29;
   return desc;
@@ -94,8 +113,8 @@ static void requirePlainScaleTile(const ir::Op& op, const layout::SharedAllocati
 }
 
 std::pair<std::string, std::string> FunctionLowering::scaleOperands(const ir::Op& op) {
-  const int64_t K = op.operand(0)->type().shape[1], N = op.operand(2)->type().shape[1];
-  const int64_t cols = (K / 32 + 3) / 4 * 4;
+  const int64_t N = op.operand(2)->type().shape[1];
+  const int64_t cols = ir::scaleColumns(op);
   auto own = scaleColumns_.find(&op);
   std::string out[2];
   for (unsigned s = 0; s < 2; ++s) {

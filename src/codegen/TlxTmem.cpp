@@ -14,6 +14,7 @@
 // carries over to the tensor core.
 #include "codegen/Lowering.h"
 #include "codegen/Wgmma.h"
+#include "ir/BlockScaled.h"
 #include "ir/OpAttrs.h"
 #include "ir/TmemPairs.h"
 
@@ -145,7 +146,7 @@ void FunctionLowering::planTensorMemory() {
   // (tcgen05.cp) before each issue, as Triton does.
   ir::walk(fn_.body, [&](const ir::Op& op) {
     if (op.code() != OpCode::Tcgen05Mma || !ir::attr::Tcgen05Mma::hasScales(op)) return;
-    const int64_t cols = (op.operand(0)->type().shape[1] / 32 + 3) / 4 * 4;
+    const int64_t cols = ir::scaleColumns(op);
     const int64_t bRows = (op.operand(2)->type().shape[1] + 127) / 128 * 128;
     std::pair<int64_t, int64_t> own{-1, -1};
     for (unsigned s = 0; s < 2; ++s) {
@@ -541,14 +542,18 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
   }
   auto [kind, fmt] = mmaKind(at.elem, bt.elem);
   (void)fmt;
-  // tlx.async_dot_scaled: e8m0 scales of 32 elements (TlxTcgen05Scaled.cpp).
+  // tlx.async_dot_scaled (TlxTcgen05Scaled.cpp): fp8 operands with e8m0 scales of 32 elements,
+  // or e2m1 ones (uint8 buffers, two to a byte along K) with e8m0 scales of 32 or ue4m3 of 16.
   const bool scaled = ir::attr::Tcgen05Mma::hasScales(op);
+  const bool fp4 = scaled && ir::isFp4ScaledMma(op);
   if (scaled) {
-    if (at.shape[0] != 128 || kind != "f8f6f4")
+    if (at.shape[0] != 128 ||
+        (kind != "f8f6f4" && !(fp4 && at.elem == DType::U8 && bt.elem == DType::U8 && !aTmem)))
       raiseError(op.loc(), "tlx.async_dot_scaled of " + at.str() + " and " + bt.str() +
                                ": the sm_100a backend issues the block-scaled MMA with M = 128 "
-                               "(per CTA), e4m3 / e5m2 operands");
-    kind = "mxf8f6f4.block_scale.scale_vec::1X";
+                               "(per CTA), e4m3 / e5m2 operands or e2m1 ones packed in uint8 "
+                               "shared-memory buffers");
+    kind = tcgen05ScaledKind(op);
   }
   if (kind.empty())
     raiseError(op.loc(), "tlx.async_dot of " + at.str() + " and " + bt.str() +
@@ -604,6 +609,11 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
       !operandMajor(op.operand(1), false, &bK))
     raiseError(op.loc(), "tlx.async_dot operands must be buffers from tlx.local_alloc, their "
                          "local_view, or the 2-D local_trans of one");
+  // tcgen05.mma has no transpose for e2m1 (PTX ISA, .kind::mxf4 / mxf4nvf4): both K-major.
+  if (fp4 && (!aK || !bK))
+    raiseError(op.loc(), "tlx.async_dot_scaled of e2m1 " + at.str() + " and " + bt.str() +
+                             ": tcgen05.mma reads fp4 operands with K contiguous only; A an "
+                             "[M, K / 2] buffer, B the tlx.local_trans of an [N, K / 2] one");
   int bytes = ir::byteWidth(at.elem);
   // tcgen05 reads 16- and 8-bit operands K-major or MN-major (the instruction descriptor's
   // transpose bits; unlike wgmma, whose 8-bit operands are K-major only), as Triton's MMAv5
@@ -682,11 +692,14 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
   std::vector<std::string> scaledIdesc;
   if (scaled) {
     scaleAddr = scaleOperands(op);
-    for (int id = 0; id < 4; ++id)
+    // Instruction s reads scales s * per .. s * per + per - 1 of a row: 32-bit column word
+    // (s * per) / 4, from the sub-column (byte) (s * per) % 4 the descriptor's IDs name.
+    const int64_t per = scalesPerScaledMma(op);
+    for (int64_t id = 0; id < 4; id += per)
       scaledIdesc.push_back(b_.materialize(
-          immInt(int64_t(tcgen05ScaledInstrDescriptor(ir::attr::Tcgen05Mma::aFormat(op),
-                                                      ir::attr::Tcgen05Mma::bFormat(op), !aK, !bK,
-                                                      pair ? 2 * M : M, N, id, id))),
+          immInt(int64_t(tcgen05ScaledInstrDescriptor(
+              ir::attr::Tcgen05Mma::aFormat(op), ir::attr::Tcgen05Mma::bFormat(op),
+              ir::hasUe4m3Scales(op), !aK, !bK, pair ? 2 * M : M, N, int(id), int(id)))),
           RegClass::B32));
   }
   const int64_t bScaleBlocks = (N + 127) / 128;
@@ -695,13 +708,14 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
                            : wgmmaDescriptorStep(b_, aDesc, tileByte(aK, sa, M, 0, k0));
     std::string db = wgmmaDescriptorStep(b_, bDesc, tileByte(bK, sb, bN, 0, k0));
     if (scaled) {
-      const int64_t step = k0 / instrK, word = step / 4;
+      const int64_t first = k0 / instrK * scalesPerScaledMma(op), word = first / 4;
       auto column = [&](const std::string& base, int64_t c) {
         return bracketed(c ? b_.pure("add.u32", RegClass::B32, {base, immInt(c)}) : base);
       };
-      b_.inst(opcode, {bracketed(dAddr), da, db, scaledIdesc[size_t(step % 4)],
-                       column(scaleAddr.first, 4 * word),
-                       column(scaleAddr.second, 4 * word * bScaleBlocks), accumulate});
+      b_.inst(opcode,
+              {bracketed(dAddr), da, db, scaledIdesc[size_t(first % 4 / scalesPerScaledMma(op))],
+               column(scaleAddr.first, 4 * word), column(scaleAddr.second, 4 * word * bScaleBlocks),
+               accumulate});
     } else {
       b_.inst(opcode, {bracketed(dAddr), da, db, idescReg, accumulate});
     }

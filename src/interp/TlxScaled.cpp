@@ -5,13 +5,16 @@
 // barrier of a commit that tracks them completes is a race), and take effect in issue order when
 // that commit completes.
 //
-// Scales are e8m0 bytes (2^(s - 127); 0xFF is NaN), one per 32 elements of K. A tensor-memory
-// scale buffer holds them as [rows, cols] (row r of A, or column r of B; scale c of 32 elements
-// of K); a shared-memory tile holds them in the cuBLAS block-scaled layout: 512-byte chunks of
+// Scales are e8m0 bytes (2^(s - 127); 0xFF is NaN), one per 32 elements of K, or nvfp4's ue4m3
+// (tl.float8e4nv values), one per 16 (ir/BlockScaled.h). Operands are fp8, or e2m1 packed two to
+// a byte along K (low nibble first): A [M, K / 2], B [K / 2, N]. A tensor-memory scale buffer
+// holds the scales as [rows, cols] (row r of A, or column r of B; scale c of a block of K); a
+// shared-memory tile holds them in the cuBLAS block-scaled layout: 512-byte chunks of
 // 128 rows x 4 scales, row block by row block and then scale word by word, row 32 i + l's scales
 // 4 j..4 j + 3 at byte 16 l + 4 i + j of its chunk. tcgen05.cp turns one into the other.
 #include "interp/Elementwise.h"
 #include "interp/Executor.h"
+#include "ir/BlockScaled.h"
 #include "ir/OpAttrs.h"
 
 #include <cmath>
@@ -43,6 +46,47 @@ std::vector<uint8_t> scalesOf(const Tensor& t, bool packed, int64_t rows, int64_
 
 double e8m0(uint8_t s) {
   return s == 0xFF ? std::numeric_limits<double>::quiet_NaN() : std::ldexp(1.0, int(s) - 127);
+}
+
+/// The value of the e2m1 code `c` (4 bits: sign, two exponent bits with bias 1, one mantissa
+/// bit): 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives.
+double e2m1(uint8_t c) {
+  static const double magnitude[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+  return (c & 8 ? -1 : 1) * magnitude[c & 7];
+}
+
+/// The values of scale bytes: e8m0 exponents, or ue4m3 (decoded as e4m3, the scales' dtype).
+std::vector<double> scaleValues(const std::vector<uint8_t>& bytes, bool ue4m3) {
+  if (!ue4m3) {
+    std::vector<double> out(bytes.size());
+    for (size_t i = 0; i < bytes.size(); ++i) out[i] = e8m0(bytes[i]);
+    return out;
+  }
+  Tensor t(ir::DType::F8E4M3, false, {int64_t(bytes.size())});
+  t.bytes.assign(bytes.begin(), bytes.end());
+  return widenToDoubles(t);
+}
+
+/// The elements of an operand tile: fp8 values as they are; packed e2m1 bytes ([rows, cols]
+/// holding two values each along K: along cols for A, rows for B) as [rows, 2 cols] or
+/// [2 rows, cols] values.
+std::vector<double> operandValues(const Tensor& t, bool fp4, bool kAlongCols) {
+  if (!fp4) return widenToDoubles(t);
+  const int64_t rows = t.shape.at(0), cols = t.shape.at(1);
+  std::vector<double> out(size_t(2 * rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      const uint8_t byte = t.bytes.at(size_t(r * cols + c));
+      const double lo = e2m1(byte & 0xF), hi = e2m1(byte >> 4);
+      if (kAlongCols) {
+        out[size_t(r * 2 * cols + 2 * c)] = lo;
+        out[size_t(r * 2 * cols + 2 * c + 1)] = hi;
+      } else {
+        out[size_t(2 * r * cols + c)] = lo;
+        out[size_t((2 * r + 1) * cols + c)] = hi;
+      }
+    }
+  return out;
 }
 
 } // namespace
@@ -103,25 +147,28 @@ void Executor::scaledMma(const PendingMma& m, const BufferView& av, const Tensor
                          const BufferView& accv) {
   auto whole = [](const BufferView& v) { return readBuffer(v, ir::Type::tensor(v.elem, v.shape)); };
   TensorPtr a = whole(av);
-  // K / 32 scales a row, in tiles of that rounded up to four (a 32-bit column's worth).
-  const int64_t M = a->shape.at(0), K = a->shape.at(1), N = b.shape.at(1),
-                cols = (K / 32 + 3) / 4 * 4;
-  const std::vector<uint8_t> sa =
-      scalesOf(*whole(aScale), !aScale.alloc->tmem, (M + 127) / 128 * 128, cols);
-  const std::vector<uint8_t> sb =
-      scalesOf(*whole(bScale), !bScale.alloc->tmem, (N + 127) / 128 * 128, cols);
-  // Each element times its block's scale (exact in fp32: fp8 values times powers of two), then
-  // the product as the tensor core accumulates it, in fp32.
-  const std::vector<double> av2 = widenToDoubles(*a), bv = widenToDoubles(b);
+  const ir::Op& op = *m.op;
+  const bool fp4 = ir::isFp4ScaledMma(op);
+  // K / block scales a row, in tiles of that rounded up to four (a 32-bit column's worth).
+  const int64_t M = a->shape.at(0), K = ir::scaledMmaK(op), N = b.shape.at(1),
+                block = ir::scaleBlock(op), cols = ir::scaleColumns(op);
+  const bool ue4m3 = ir::hasUe4m3Scales(op);
+  const std::vector<double> sa = scaleValues(
+      scalesOf(*whole(aScale), !aScale.alloc->tmem, (M + 127) / 128 * 128, cols), ue4m3);
+  const std::vector<double> sb = scaleValues(
+      scalesOf(*whole(bScale), !bScale.alloc->tmem, (N + 127) / 128 * 128, cols), ue4m3);
+  // Each element times its block's scale (exact in fp32: fp8 or fp4 values times powers of two;
+  // times ue4m3 values, a product of a 4-bit and a 2-bit significand), then the product as the
+  // tensor core accumulates it, in fp32.
+  const std::vector<double> av2 = operandValues(*a, fp4, true), bv = operandValues(b, fp4, false);
   Tensor as(ir::DType::F32, false, {M, K}), bs(ir::DType::F32, false, {K, N});
   for (int64_t i = 0; i < M; ++i)
     for (int64_t k = 0; k < K; ++k)
       as.data<float>()[i * K + k] =
-          float(av2[size_t(i * K + k)] * e8m0(sa[size_t(i * cols + k / 32)]));
+          float(av2[size_t(i * K + k)] * sa[size_t(i * cols + k / block)]);
   for (int64_t k = 0; k < K; ++k)
     for (int64_t n = 0; n < N; ++n)
-      bs.data<float>()[k * N + n] =
-          float(bv[size_t(k * N + n)] * e8m0(sb[size_t(n * cols + k / 32)]));
+      bs.data<float>()[k * N + n] = float(bv[size_t(k * N + n)] * sb[size_t(n * cols + k / block)]);
   TensorPtr acc = m.useAcc ? whole(accv) : nullptr;
   writeBuffer(accv,
               *computeDot(as, bs, acc.get(), "ieee", ir::Type::tensor(accv.elem, accv.shape)));

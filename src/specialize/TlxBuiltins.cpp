@@ -1,5 +1,6 @@
 // The `tlx.*` surface for Hopper (and the storage kinds Blackwell adds): shared-memory buffers,
 // mbarriers, TMA and async copies, wgmma, warp-specialization helpers, cluster queries.
+#include "ir/BlockScaled.h"
 #include "ir/OpAttrs.h"
 #include "specialize/BuiltinTable.h"
 #include "specialize/OpAttrChecks.h"
@@ -977,26 +978,35 @@ std::string packedScaleForms(int64_t rows, int64_t cols) {
          ", 32, 4, 4] or [" + r + ", " + std::to_string(cols / 4 * 512) + "]";
 }
 
+/// Scale bytes: e8m0 exponents (uint8, or int8 bits) or nvfp4's ue4m3 (tl.float8e4nv).
 bool isScaleDType(DType t) {
-  return t == DType::U8 || t == DType::I8;
+  return t == DType::U8 || t == DType::I8 || t == DType::F8E4M3;
 }
 
-/// One scale operand of tlx.async_dot_scaled: `rows` x `cols` e8m0 bytes, a uint8 tensor-memory
-/// buffer of exactly that shape or a shared-memory tile in the cuBLAS block-scaled layout.
+/// One scale operand of tlx.async_dot_scaled: `rows` x `cols` scales (e8m0 bytes, one per 32
+/// elements of K, or nvfp4's ue4m3, one per 16), a tensor-memory buffer of exactly that shape or
+/// a shared-memory tile in the cuBLAS block-scaled layout.
 ir::Value* scaleOperand(Specializer& sp, const std::string& fn, const BoundArgs& a, const char* arg,
-                        int64_t rows, int64_t cols) {
+                        int64_t rows, int64_t cols, int64_t block) {
   ir::Value* s = oneBuffer(sp, fn, a, arg);
   const ir::Type& t = s->type();
   const std::string want = "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
   if (!isScaleDType(t.elem))
     raiseError(a.loc(arg), fn + "'s " + arg + " is " + t.str() +
-                               "; block scales are uint8 e8m0 exponents (one per 32 elements of "
-                               "K), tlx.local_alloc(..., tl.uint8, ...)");
+                               "; block scales are uint8 e8m0 exponents (mxfp8 / mxfp4, one per "
+                               "32 elements of K, tlx.local_alloc(..., tl.uint8, ...)) or "
+                               "tl.float8e4nv ue4m3 scales (nvfp4, one per 16)");
   if (t.space == ir::MemorySpace::Tmem) {
+    if (t.elem == DType::F8E4M3)
+      raiseError(a.loc(arg), fn + "'s " + arg + " is " + t.str() +
+                                 ": nvfp4's ue4m3 scales in tensor memory are not supported by "
+                                 "warpweave yet; pass them in shared memory (the cuBLAS "
+                                 "block-scaled layout), which the MMA copies into tensor memory");
     if (t.shape != std::vector<int64_t>{rows, cols})
       raiseError(a.loc(arg), fn + "'s " + arg + " in tensor memory is " + t.str() + "; the MMA " +
                                  "reads " + want + " scales (rows: M or N rounded up to 128, " +
-                                 "one column per 32 elements of K)");
+                                 "one column per " + std::to_string(block) +
+                                 " elements of K, rounded up to 4)");
     return s;
   }
   if (!isPackedScaleShape(t.shape, rows, cols))
@@ -1008,8 +1018,9 @@ ir::Value* scaleOperand(Specializer& sp, const std::string& fn, const BoundArgs&
   return s;
 }
 
-/// tlx.async_dot_scaled: tcgen05.mma with block scales (OCP MX: e4m3 / e5m2 with e8m0 scales of
-/// 32 elements), otherwise as async_dot into tensor memory.
+/// tlx.async_dot_scaled: tcgen05.mma with block scales, otherwise as async_dot into tensor
+/// memory. mxfp8 (e4m3 / e5m2, e8m0 scales of 32), mxfp4 (e2m1 packed two to a uint8 along K,
+/// e8m0 scales of 32) and nvfp4 (e2m1, ue4m3 scales of 16); ir/BlockScaled.h.
 Val tlxAsyncDotScaled(Specializer& sp, const std::string& name, CallSite& call) {
   const std::string fn = "tlx." + name;
   BoundArgs a(call, {"A", "B", "acc", "A_scale", "A_format", "B_scale", "B_format",
@@ -1031,26 +1042,67 @@ Val tlxAsyncDotScaled(Specializer& sp, const std::string& name, CallSite& call) 
     if (s != "e2m1" && s != "e4m3" && s != "e5m2")
       raiseError(a.loc(arg), fn + "'s " + arg + " must be 'e2m1', 'e4m3' or 'e5m2', got " +
                                  (f.kind == Val::Kind::String ? "'" + f.s + "'" : kindName(f)));
-    if (s == "e2m1")
-      raiseError(a.loc(arg), fn + " of e2m1 (mxfp4 / nvfp4, tcgen05.mma kind::mxf4 / mxf4nvf4) "
-                                  "is not supported by warpweave yet; mxfp8 (e4m3 / e5m2 with "
-                                  "e8m0 scales) is");
     (arg[0] == 'A' ? scales.aFormat : scales.bFormat) = s;
   }
+  const bool fp4 = scales.aFormat == "e2m1";
+  if (fp4 != (scales.bFormat == "e2m1"))
+    raiseError(call.loc, fn + " of '" + scales.aFormat + "' x '" + scales.bFormat +
+                             "': fp4 with fp8 (tcgen05.mma kind::mxf8f6f4 with padded e2m1 "
+                             "operands) is not supported by warpweave yet; both operands e2m1 "
+                             "(mxfp4 / nvfp4) or both e4m3 / e5m2 (mxfp8) are");
+  auto elemName = [](const std::string& f) {
+    return f == "e2m1"   ? "tl.uint8 (two e2m1 values a byte, packed along K)"
+           : f == "e4m3" ? "tl.float8e4nv"
+                         : "tl.float8e5";
+  };
   for (auto [v, f, arg] : {std::tuple{A, scales.aFormat, "A"}, std::tuple{B, scales.bFormat, "B"}})
-    if (v->type().elem != (f == "e4m3" ? DType::F8E4M3 : DType::F8E5M2))
+    if (v->type().elem != (f == "e2m1" ? DType::U8 : f == "e4m3" ? DType::F8E4M3 : DType::F8E5M2))
       raiseError(a.loc(arg), fn + "'s " + arg + " is " + v->type().str() + " but its format is '" +
-                                 f + "': pass a buffer of " +
-                                 (f == "e4m3" ? "tl.float8e4nv" : "tl.float8e5") + " elements");
-  const int64_t M = sa[0], K = sa[1], N = sb[1];
+                                 f + "': pass a buffer of " + elemName(f) + " elements");
+  if (fp4) {
+    // tcgen05.mma reads e2m1 K-major only (PTX ISA: no transpose for .kind::mxf4 / mxf4nvf4):
+    // A an [M, K / 2] shared-memory buffer, B the tlx.local_trans of an [N, K / 2] one.
+    const ir::Op* bDef = B->def();
+    const ir::Op* aDef = A->def();
+    if (A->type().space != ir::MemorySpace::Shared)
+      raiseError(a.loc("A"), fn + " of e2m1 reads A " + A->type().str() +
+                                 " from tensor memory, which warpweave does not support yet; "
+                                 "pass an [M, K / 2] shared-memory buffer");
+    if (aDef && aDef->code() == OpCode::LocalTrans)
+      raiseError(a.loc("A"), fn + " of e2m1 reads A with K contiguous only (tcgen05.mma has no "
+                                  "transpose for fp4): pass an [M, K / 2] buffer, not a "
+                                  "tlx.local_trans");
+    if (!bDef || bDef->code() != OpCode::LocalTrans)
+      raiseError(a.loc("B"), fn + " of e2m1 reads B with K contiguous only (tcgen05.mma has no "
+                                  "transpose for fp4): store B as an [N, K / 2] buffer and pass "
+                                  "its tlx.local_trans");
+  }
+  const int64_t M = sa[0], K = fp4 ? 2 * sa[1] : sa[1], N = sb[1];
   if (M != 128)
     raiseError(a.loc("A"), fn +
                                " issues tcgen05.mma ... block_scale with M = 128 rows per CTA; "
                                "A is " +
                                A->type().str());
-  if (K % 32 != 0 || K == 0)
-    raiseError(a.loc("A"), fn + ": K = " + std::to_string(K) +
-                               " must be a multiple of 32 (one e8m0 scale per 32 elements)");
+  // The scales' dtype picks the block: ue4m3 (nvfp4) scales 16 elements, e8m0 bytes 32.
+  const ir::Value* aScale = oneBuffer(sp, fn, a, "A_scale");
+  const ir::Value* bScale = oneBuffer(sp, fn, a, "B_scale");
+  const bool ue4m3 = aScale->type().elem == DType::F8E4M3;
+  if (ue4m3 != (bScale->type().elem == DType::F8E4M3))
+    raiseError(call.loc, fn + "'s scales are " + aScale->type().str() + " and " +
+                             bScale->type().str() +
+                             ": both ue4m3 (tl.float8e4nv, nvfp4) or both e8m0 bytes (tl.uint8)");
+  if (ue4m3 && !fp4)
+    raiseError(a.loc("A_scale"), fn +
+                                     " with ue4m3 (tl.float8e4nv) scales is nvfp4, whose "
+                                     "operands are e2m1; '" +
+                                     scales.aFormat + "' operands take uint8 e8m0 scales");
+  const int64_t block = ue4m3 ? 16 : 32;
+  const int64_t step = fp4 ? 64 : 32; // K of one tcgen05.mma
+  if (K % step != 0 || K == 0)
+    raiseError(a.loc("A"),
+               fn + ": K = " + std::to_string(K) + " must be a multiple of " +
+                   std::to_string(step) + " (one tcgen05.mma " +
+                   (fp4 ? "kind::mxf4 / mxf4nvf4; A is [M, K / 2] bytes" : "kind::mxf8f6f4") + ")");
   if (N < 8 || N > 256 || N % 8 != 0)
     raiseError(a.loc("B"), fn + ": N = " + std::to_string(N) +
                                " must be a multiple of 8 from 8 to 256 (B is " + B->type().str() +
@@ -1061,10 +1113,9 @@ Val tlxAsyncDotScaled(Specializer& sp, const std::string& name, CallSite& call) 
   const bool twoCtas =
       a.has("two_ctas") && sp.constBool(a.get("two_ctas"), a.loc("two_ctas"), "two_ctas");
   const int64_t scaleN = twoCtas ? 2 * N : N;
-  // Four scales share a 32-bit column: the scale tiles hold K / 32 of them rounded up to four.
-  const int64_t cols = (K / 32 + 3) / 4 * 4;
-  scales.a = scaleOperand(sp, fn, a, "A_scale", 128, cols);
-  scales.b = scaleOperand(sp, fn, a, "B_scale", (scaleN + 127) / 128 * 128, cols);
+  const int64_t cols = ir::scaleColumns(K, block);
+  scales.a = scaleOperand(sp, fn, a, "A_scale", 128, cols, block);
+  scales.b = scaleOperand(sp, fn, a, "B_scale", (scaleN + 127) / 128 * 128, cols, block);
   return tcgen05Mma(sp, fn, a, A, B, twoCtas, &scales);
 }
 
@@ -1082,10 +1133,12 @@ Val tlxTmemCopy(Specializer& sp, const std::string& name, CallSite& call) {
                                  "'s dst must be a tensor-memory buffer "
                                  "(tlx.storage_kind.tmem), got " +
                                  dt.str());
-  if (!isScaleDType(dt.elem) || !isScaleDType(st.elem))
+  if (!isScaleDType(dt.elem) || !isScaleDType(st.elem) || dt.elem == DType::F8E4M3 ||
+      st.elem == DType::F8E4M3)
     raiseError(call.loc, fn + " of " + st.str() + " into " + dt.str() +
                              ": warpweave copies block scales only (uint8 e8m0 exponents into a "
-                             "uint8 [rows, cols] tensor-memory buffer)");
+                             "uint8 [rows, cols] tensor-memory buffer; nvfp4's ue4m3 scales stay "
+                             "in shared memory, where the MMA reads them)");
   if (dt.shape.size() != 2 || dt.shape[0] % 128 != 0 || dt.shape[1] % 4 != 0 || dt.shape[0] == 0 ||
       dt.shape[1] == 0)
     raiseError(a.loc("dst"), fn + "'s dst is " + dt.str() +

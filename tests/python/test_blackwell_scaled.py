@@ -294,16 +294,6 @@ def test_tmem_copy_needs_the_cublas_layout(tmp_path):
     assert "k.py:10" in msg and "cuBLAS" in msg and "[1, 1, 1, 2, 256]" in msg
 
 
-def test_mxfp4_is_refused_at_its_line(tmp_path):
-    msg = compile_source(tmp_path, (
-        "    a = tlx.local_view(tlx.local_alloc((128, 64), tl.uint8, 1), 0)\n"
-        "    b = tlx.local_view(tlx.local_alloc((64, 128), tl.uint8, 1), 0)\n"
-        "    s = tlx.local_view(tlx.local_alloc((1, 1, 1, 2, 256), tl.uint8, 1), 0)\n"
-        "    d = tlx.local_view(tlx.local_alloc((128, 128), tl.float32, 1, tlx.storage_kind.tmem), 0)\n"
-        "    tlx.async_dot_scaled(a, b, d, s, 'e2m1', s, 'e2m1')\n"))
-    assert "k.py:12" in msg and "e2m1" in msg and "not supported by warpweave yet" in msg
-
-
 def test_scale_shape_mismatch_is_refused(tmp_path):
     msg = compile_source(tmp_path, (
         "    a = tlx.local_view(tlx.local_alloc((128, 128), tl.float8e4nv, 1), 0)\n"
