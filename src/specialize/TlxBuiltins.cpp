@@ -1031,10 +1031,6 @@ Val tlxAsyncDotScaled(Specializer& sp, const std::string& name, CallSite& call) 
   if (sa.size() != 2 || sb.size() != 2)
     raiseError(call.loc,
                fn + " needs 2-D operands, got " + A->type().str() + " and " + B->type().str());
-  if (sa[1] != sb[0])
-    raiseError(call.loc, fn + " shape mismatch: A is " + dims(sa) + " and B is " + dims(sb) +
-                             " (A's K = " + std::to_string(sa[1]) +
-                             " must equal B's K = " + std::to_string(sb[0]) + ")");
   MmaScales scales;
   for (const char* arg : {"A_format", "B_format"}) {
     const Val& f = a.get(arg);
@@ -1050,6 +1046,11 @@ Val tlxAsyncDotScaled(Specializer& sp, const std::string& name, CallSite& call) 
                              "': fp4 with fp8 (tcgen05.mma kind::mxf8f6f4 with padded e2m1 "
                              "operands) is not supported by warpweave yet; both operands e2m1 "
                              "(mxfp4 / nvfp4) or both e4m3 / e5m2 (mxfp8) are");
+  if (sa[1] != sb[0])
+    raiseError(call.loc, fn + " shape mismatch: A is " + dims(sa) + " and B is " + dims(sb) +
+                             " (A's K = " + std::to_string(sa[1]) +
+                             " must equal B's K = " + std::to_string(sb[0]) +
+                             (fp4 ? "; e2m1 operands hold two values of K a byte" : "") + ")");
   auto elemName = [](const std::string& f) {
     return f == "e2m1"   ? "tl.uint8 (two e2m1 values a byte, packed along K)"
            : f == "e4m3" ? "tl.float8e4nv"

@@ -57,3 +57,49 @@ def fp4_gemm(a_desc, b_desc, as_desc, bs_desc, c_ptr, M, N, K, BN: tl.constexpr,
     cols = pid_n * BN + tl.arange(0, BN)
     mask = (rows[:, None] < M) & (cols[None, :] < N)
     tl.store(c_ptr + rows[:, None] * N + cols[None, :], result, mask=mask)
+
+
+@ww.jit
+def pair_fp4(a_desc, b_desc, as_desc, bs_desc, c_ptr, M, N, K, BN: tl.constexpr,
+             BK: tl.constexpr, VEC: tl.constexpr):
+    # A CTA pair's fp4 GEMM (256 x BN per K step): each CTA loads its 128 rows of A with their
+    # scales, its half of B's BN rows (B is [N, K / 2] bytes) and the scales of all BN of them;
+    # the leader issues the block-scaled MMA (tcgen05.mma.cta_group::2), whose scale copies and
+    # products cover both CTAs.
+    rank = tlx.cluster_cta_rank()
+    leads = rank % 2 == 0
+    HALF: tl.constexpr = BN // 2
+    RK: tl.constexpr = (BK // VEC + 3) // 4
+    RN: tl.constexpr = (BN + 127) // 128
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    a_t = tlx.local_view(tlx.local_alloc((128, BK // 2), tl.uint8, 1), 0)
+    b_t = tlx.local_view(tlx.local_alloc((HALF, BK // 2), tl.uint8, 1), 0)
+    as_t = tlx.local_view(tlx.local_alloc((1, 1, RK, 2, 256), tlx.dtype_of(as_desc), 1), 0)
+    bs_t = tlx.local_view(tlx.local_alloc((1, RN, RK, 2, 256), tlx.dtype_of(bs_desc), 1), 0)
+    acc = tlx.local_view(tlx.local_alloc((128, BN), tl.float32, 1, tlx.storage_kind.tmem), 0)
+    loaded = tlx.local_view(tlx.alloc_barriers(num_barriers=1, arrive_count=1), 0)
+    done = tlx.local_view(tlx.alloc_barriers(num_barriers=1, arrive_count=1), 0)
+    steps = tl.cdiv(K, BK)
+    for k in range(steps):
+        if k > 0:
+            tlx.barrier_wait(done, (k - 1) & 1)  # the pair's previous MMA has completed
+        tlx.barrier_expect_bytes(loaded, 2 * ((128 + HALF) * (BK // 2) + (1 + RN) * RK * 512),
+                                 pred=leads)
+        tlx.async_descriptor_load(as_desc, as_t, [0, pid_m, k * RK, 0, 0], loaded, two_ctas=True)
+        tlx.async_descriptor_load(bs_desc, bs_t, [0, pid_n * RN, k * RK, 0, 0], loaded,
+                                  two_ctas=True)
+        tlx.async_descriptor_load(a_desc, a_t, [pid_m * 128, k * (BK // 2)], loaded,
+                                  two_ctas=True)
+        tlx.async_descriptor_load(b_desc, b_t, [pid_n * BN + (rank % 2) * HALF, k * (BK // 2)],
+                                  loaded, two_ctas=True)
+        if leads:
+            tlx.barrier_wait(loaded, k & 1)
+            tlx.async_dot_scaled(a_t, tlx.local_trans(b_t), acc, as_t, "e2m1", bs_t, "e2m1",
+                                 use_acc=k > 0, mBarriers=[done], two_ctas=True)
+    tlx.barrier_wait(done, (steps - 1) & 1)
+    result = tlx.local_load(acc)
+    rows = pid_m * 128 + tl.arange(0, 128)
+    cols = pid_n * BN + tl.arange(0, BN)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    tl.store(c_ptr + rows[:, None] * N + cols[None, :], result, mask=mask)

@@ -180,10 +180,12 @@ def test_reading_the_result_before_its_commit_is_a_race(interpret, nv, tmem):
 
 # ---- PTX for sm_100a ----
 
-def compile_kernel(name, signature, target="sm_100a", num_warps=4):
+def compile_kernel(name, signature, target="sm_100a", num_warps=4, **cluster):
+    # cluster: num_ctas=2, cluster_dims=[2, 1, 1] for a CTA pair's kernel.
     path = Path(fk.__file__)
     result = native_loader.native().compile([(str(path), path.read_text())], name, signature, {},
-                                            target=target, num_warps=num_warps, stage="ptx")
+                                            target=target, num_warps=num_warps, stage="ptx",
+                                            **cluster)
     return result if isinstance(result, str) else getattr(result, "ptx", None) or result["ptx"]
 
 
@@ -272,6 +274,56 @@ def test_fp4_operand_descriptors_step_32_bytes(ptxas):
         for d, base in ((da, a0), (db, b0)):
             m = re.search(rf"add\.s64 {re.escape(d)}, {re.escape(base)}, (\d+);", ptx)
             assert m and int(m.group(1)) == 32 * i // 16
+    ptxas(ptx, arch="sm_100a")
+
+
+# ---- CTA pairs (two_ctas=True) ----
+
+def run_pair(M, N, K, BN=128, BK=128, nv=False, seed=0):
+    a, b, sa, sb = operands(M, N, K, nv, seed)
+    vec = 16 if nv else 32
+    rn, rk = (BN + 127) // 128, (BK // vec + 3) // 4
+    sa_l = to_cublas_layout(pad(sa, ww.cdiv(M, 128) * 128))
+    sb_l = to_cublas_layout(pad(sb, ww.cdiv(N, BN) * rn * 128))
+    c = np.full((M, N), np.nan, np.float32)
+    pairs = (ww.cdiv(M, 128) + 1) // 2 * 2
+    fk.pair_fp4[(pairs, ww.cdiv(N, BN))](
+        descriptor(a, [128, BK // 2]), descriptor(b, [BN // 2, BK // 2]),
+        descriptor(sa_l, [1, 1, rk, 2, 256]), descriptor(sb_l, [1, rn, rk, 2, 256]),
+        c, M, N, K, BN=BN, BK=BK, VEC=vec, num_warps=4, ctas_per_cga=(2, 1, 1))
+    return c, reference(a, b, sa, sb, nv)
+
+
+@pytest.mark.parametrize("M,N,K,BN,BK,nv", [(256, 128, 256, 128, 128, False),
+                                            (256, 256, 256, 256, 128, True),
+                                            (512, 128, 128, 128, 128, True)])
+def test_pair_fp4_matches_numpy(interpret, M, N, K, BN, BK, nv):
+    c, ref = run_pair(M, N, K, BN, BK, nv)
+    np.testing.assert_array_equal(c, ref.astype(np.float32))
+
+
+@pytest.mark.parametrize("nv", [False, True])
+def test_pair_fp4_forms_in_the_ptx(ptxas, nv):
+    vec = 16 if nv else 32
+    rk = (128 // vec + 3) // 4
+    s = "fp8e4nv" if nv else "u8"
+    sig = (f"a_desc:desc<u8,128x64>,b_desc:desc<u8,64x64>,as_desc:desc<{s},1x1x{rk}x2x256>,"
+           f"bs_desc:desc<{s},1x1x{rk}x2x256>,c_ptr:*fp32:16,M:i32,N:i32,K:i32,BN=128,BK=128,"
+           f"VEC={vec}")
+    ptx = compile_kernel("pair_fp4", sig, num_ctas=2, cluster_dims=[2, 1, 1])
+    assert "cta_group::1" not in ptx
+    kind, sv = ("mxf4nvf4", "4X") if nv else ("mxf4", "2X")
+    mmas = re.findall(rf"tcgen05\.mma\.cta_group::2\.kind::{kind}\.block_scale\.scale_vec::{sv} "
+                      r"\[%r\d+\], %rd\d+, %rd\d+, (%r\d+), \[%r\d+\], \[%r\d+\], %p\d+;", ptx)
+    assert len(mmas) == 2  # K = 128: two MMAs of 64
+    for step, reg in enumerate(mmas):
+        v = mov_value(ptx, reg)
+        sf_id = 0 if nv else 2 * step
+        # 256 x 128: M >> 7 = 2 in bits 27-28, N >> 3 in 17-22, E2M1 = 1 types, scale type bit.
+        assert v == ((sf_id << 4) | (1 << 7) | (1 << 10) | ((128 >> 3) << 17) |
+                     ((0 if nv else 1) << 23) | (2 << 27) | (sf_id << 29)), hex(v)
+    cps = re.findall(r"tcgen05\.cp\.cta_group::2\.32x128b\.warpx4 \[%r\d+\], %rd\d+;", ptx)
+    assert len(cps) == 2 * rk
     ptxas(ptx, arch="sm_100a")
 
 
