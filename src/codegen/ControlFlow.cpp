@@ -115,11 +115,55 @@ std::vector<std::string> coalesceCarried(std::string& text, size_t from,
         branches.emplace_back(i, std::string(line.substr(t, e - t)));
     }
   }
+  // A pointer's advance (`add.s64 %next, %ptr, step`) computed before the iteration's last read
+  // of %ptr (its cp.async copies) can move to just after that read and then write %ptr itself:
+  // otherwise both live through the copies and ptxas shuffles them with moves that wait on
+  // every copy's operand read (a fifth of a 4-warp GEMM's stalls). It moves when its line writes
+  // only %next, nothing between it and the read is a label or a branch or reads %next or writes
+  // what it reads, and what it reads is not itself a moved advance.
+  auto firstRegWritten = [&](size_t i) -> std::string {
+    std::string_view line = lineOf(i);
+    auto regs = registersOn(line);
+    if (regs.empty() || line.empty() || line[0] != '\t') return {};
+    size_t off = regs[0].first;
+    if (off > 0 && line[off - 1] == '[') return {};
+    return regs[0].second;
+  };
+  std::set<std::string> sunkSources;
+  std::map<size_t, std::vector<size_t>> sinkAfter; // line -> moved lines emitted after it
+  std::set<size_t> sunk;
+  auto canSink = [&](size_t def, size_t last, const std::string& src) {
+    std::string_view line = lineOf(def);
+    if (firstRegWritten(def) != src || line.find("bra") != std::string_view::npos ||
+        line.find('{') != std::string_view::npos || sunk.count(def) || sunk.count(last))
+      return false;
+    std::vector<std::string> reads;
+    for (const auto& [off, reg] : registersOn(line)) {
+      if (off == registersOn(line)[0].first) continue;
+      if (reg == src || sunkSources.count(reg)) return false;
+      reads.push_back(reg);
+    }
+    for (size_t i = def + 1; i <= last; ++i) {
+      std::string_view l = lineOf(i);
+      if (l.empty() || l[0] != '\t' || l.find("bra") != std::string_view::npos) return false;
+      for (const auto& [off, reg] : registersOn(l))
+        if (reg == src) return false;
+      std::string written = firstRegWritten(i);
+      if (l.find('{') != std::string_view::npos && l.find("st.") == std::string_view::npos &&
+          l.find("cp.async") == std::string_view::npos)
+        return false; // a destination list (wgmma, vector loads): leave it be
+      if (!written.empty() && std::count(reads.begin(), reads.end(), written)) return false;
+    }
+    return true;
+  };
   std::map<std::string, std::string> rename;
   std::set<std::string> dsts(dst.begin(), dst.end());
   for (size_t k = 0; k < dst.size(); ++k) {
     const std::string& src = next[k];
-    if (!eligible[k] || src == dst[k] || src.empty() || src[0] != '%' || dsts.count(src)) continue;
+    bool pointer = src.rfind("%rd", 0) == 0 && dst[k].rfind("%rd", 0) == 0;
+    if (!(eligible[k] || pointer) || src == dst[k] || src.empty() || src[0] != '%' ||
+        dsts.count(src))
+      continue;
     if (std::count(next.begin(), next.end(), src) != 1) continue;
     auto s = span.find(src);
     if (s == span.end() || occursBefore(text, src, from)) continue;
@@ -127,20 +171,35 @@ std::vector<std::string> coalesceCarried(std::string& text, size_t from,
     auto d = span.find(dst[k]);
     if (d != span.end()) {
       size_t lastRead = d->second.second;
-      if (lastRead > firstWrite) continue;
+      size_t sinkTo = 0;
+      bool sinks = false;
+      if (lastRead > firstWrite) {
+        if (!pointer || (s->second.second != firstWrite && s->second.second <= lastRead) ||
+            !canSink(firstWrite, lastRead, src))
+          continue;
+        sinks = true;
+        sinkTo = lastRead;
+      }
+      // Not around a loop: a branch after the write back to a label at or before the last read.
+      size_t written = sinks ? sinkTo : firstWrite;
       bool aroundLoop = false;
       for (const auto& [line, target] : branches) {
         auto l = labels.find(target);
-        aroundLoop |= line >= firstWrite && l != labels.end() && l->second <= lastRead;
+        aroundLoop |= line >= written && l != labels.end() && l->second <= lastRead;
       }
       if (aroundLoop) continue;
+      if (sinks) {
+        sunk.insert(firstWrite);
+        sinkAfter[sinkTo].push_back(firstWrite);
+        sunkSources.insert(src);
+      }
     }
     rename[src] = dst[k];
     next[k] = dst[k];
   }
   if (rename.empty()) return next;
   std::string out = text.substr(0, from);
-  for (size_t i = 0; i < lineStart.size(); ++i) {
+  auto emit = [&](size_t i) {
     std::string_view line = lineOf(i);
     std::string renamed;
     size_t done = 0;
@@ -155,6 +214,12 @@ std::vector<std::string> coalesceCarried(std::string& text, size_t from,
     // A copy the rename turned into `mov %x, %x` goes: it would still read %x, and when %x is
     // a wgmma accumulator in flight ptxas serializes every wgmma of the kernel for it.
     if (!isSelfMove(renamed)) out += renamed;
+  };
+  for (size_t i = 0; i < lineStart.size(); ++i) {
+    if (!sunk.count(i)) emit(i);
+    auto moved = sinkAfter.find(i);
+    if (moved != sinkAfter.end())
+      for (size_t m : moved->second) emit(m);
   }
   text = std::move(out);
   return next;
@@ -259,8 +324,9 @@ void FunctionLowering::lowerFor(const ir::Op& op) {
   std::vector<std::string> next;
   std::vector<bool> accumulator;
   for (unsigned k = 0; k < numIters; ++k) {
-    // Only wgmma accumulators: for other values ptxas coalesces the copies itself, and longer
-    // live ranges can cost registers where a kernel has few (64 at 32 warps).
+    // Renamed: wgmma accumulators, and pointers whose advance can move after their last read
+    // (coalesceCarried). For other values ptxas coalesces the copies itself, and longer live
+    // ranges can cost registers where a kernel has few (64 at 32 warps).
     bool acc = isUnsharedAsyncDotResult(body, yield->operand(k), yield);
     for (const auto& x : operand(*yield, k)) {
       next.push_back(x);

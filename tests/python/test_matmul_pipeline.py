@@ -5,6 +5,7 @@ pipelined Tile IR and PTX as `python -m warpweave` emits them."""
 
 import importlib
 import os
+import re
 import subprocess
 import sys
 
@@ -105,3 +106,23 @@ def test_wwc_emits_the_pipelined_tile_ir_and_ptx():
     assert r.returncode == 0, r.stderr
     assert "cp.async.cg.shared.global" in r.stdout
     assert "wgmma.wait_group.sync.aligned 1;" in r.stdout
+
+
+def test_pointer_advances_follow_the_last_copy_and_write_the_carried_pointers():
+    # The K loop advances each A pointer by BLOCK_K elements (`add.s64 %p, %p, 128`) after the
+    # iteration's cp.async copies have read it, in the register the loop carries: no second
+    # register live through the copies, and no copy back at the end of the iteration.
+    r = wwc(MATMUL, "--kernel", "matmul_kernel", "--signature", SIGNATURE, "--num-warps", "4",
+            "--num-stages", "4", "--target", "sm_90a", "--emit", "ptx")
+    assert r.returncode == 0, r.stderr
+    body = r.stdout.split("$L_for_", 1)[1].split("bra.uni", 1)[0]
+    lines = [line.strip() for line in body.splitlines()]
+    advances = [i for i, line in enumerate(lines)
+                if re.fullmatch(r"add\.s64 (%rd\d+), \1, 128;", line)]
+    assert len(advances) == 8, body  # the thread's 8 rows of A
+    copies = [i for i, line in enumerate(lines) if line.startswith("cp.async.cg")]
+    for i in advances:
+        ptr = lines[i].split()[1].rstrip(",")
+        reads = [j for j in copies if f"[{ptr}]" in lines[j]]
+        assert reads and max(reads) < i, (ptr, body)
+    assert not re.search(r"mov\.b64 %rd\d+, %rd\d+;", body), body
