@@ -124,6 +124,9 @@ def s(*shape):
 
 
 def call_scaled_mm(M, N, K, **kw):
+    """scaled_mm with use_fast_accum=True unless `kw` says otherwise (the tests of tiles and
+    tuning below are about its configurations; promoted accumulation has its own tests)."""
+    kw.setdefault("use_fast_accum", True)
     return ops.scaled_mm(fp8(M, K), fp8(N, K).T, s(1), s(1), out_dtype=np.float16, **kw)
 
 
@@ -293,6 +296,34 @@ def test_candidates_over_the_shared_memory_are_not_tried(fake_gpu, monkeypatch):
             assert c["num_stages"] * (c["BLOCK_M"] + c["BLOCK_N"]) * c["BLOCK_K"] <= mid.shared
 
 
+def test_scaled_mm_accumulation_settings_never_share_candidates_or_tunings(fake_gpu, monkeypatch):
+    # use_fast_accum=False (torch's default): every candidate promotes (FAST_ACCUM=False) and
+    # has 128x128 tiles; True: every candidate accumulates in the wgmma registers, 128x256
+    # tiles among them. The tuning keys differ, so neither reuses the other's choice.
+    fake_gpu.cost = lambda x: 0.1 if x.meta.get("BLOCK_N") == 256 else 1.0
+    call_scaled_mm(4096, 4096, 256, use_fast_accum=False)
+    promoted = _tuning.decisions["scaled_mm"]
+    assert {c.kernel for c in promoted.candidates} == {"tlx", "tl", "tma"}
+    assert promoted.candidates[0].kernel == "tlx"
+    assert all(c["FAST_ACCUM"] is False for c in promoted.candidates)
+    assert all(c["BLOCK_M"] * c["BLOCK_N"] <= 128 * 128 for c in promoted.candidates)
+    assert {l.meta["FAST_ACCUM"] for l in fake_gpu.launches} == {False}
+    call_scaled_mm(4096, 4096, 256)  # use_fast_accum=True
+    fast = _tuning.decisions["scaled_mm"]
+    assert fast.how == "timed" and fast.key != promoted.key
+    assert all(c["FAST_ACCUM"] is True for c in fast.candidates)
+    assert fast.chosen["BLOCK_N"] == 256 and fast.chosen["FAST_ACCUM"] is True
+    assert fake_gpu.launches[-1].meta["FAST_ACCUM"] is True
+    # The default is use_fast_accum=False, as torch._scaled_mm's: the first call's launch plan.
+    ops.scaled_mm(fp8(4096, 256), fp8(4096, 256).T, s(1), s(1), out_dtype=np.float16)
+    assert fake_gpu.launches[-1].meta["FAST_ACCUM"] is False
+    assert fake_gpu.launches[-1].meta["BLOCK_N"] == 128
+    # A forced configuration of the other setting is none of the call's candidates.
+    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "scaled_mm=tlx(BLOCK_N=256)")
+    with pytest.raises(ValueError, match="none of this call's configurations"):
+        call_scaled_mm(4096, 4096, 256, use_fast_accum=False)
+
+
 def test_scaled_mm_tma_and_tlx_only_where_tma_can_address_the_operands(fake_gpu):
     call_scaled_mm(256, 256, 40)  # rows of 40 bytes
     assert timed_kernels(fake_gpu) == {"scaled_mm_kernel"}
@@ -327,7 +358,8 @@ def test_scaled_mm_tlx_tiles_fill_the_gpu_and_its_shared_memory(fake_gpu, monkey
     launch = fake_gpu.launches[-1]
     assert launch.meta["BLOCK_N"] == 128 and launch.grid == (8,)
     # fp32 C: its chunk buffers are twice as large; a stage fewer.
-    ops.scaled_mm(fp8(4096, 128), fp8(4096, 128).T, s(1), s(1), out_dtype=np.float32)
+    ops.scaled_mm(fp8(4096, 128), fp8(4096, 128).T, s(1), s(1), out_dtype=np.float32,
+                  use_fast_accum=True)
     assert fake_gpu.launches[-1].meta["NUM_STAGES"] == 3
 
 
@@ -406,6 +438,14 @@ FIXED = {
                                                   GROUP_M=8, num_warps=8, num_stages=4)),
     "scaled_mm_tl_small": ("scaled_mm_kernel", dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128,
                                                     GROUP_M=8, num_warps=8, num_stages=4)),
+    # use_fast_accum=False (the default): 128x128 tiles at any size (a partial accumulator
+    # beside the fp32 one).
+    "scaled_mm_promoted_big": ("scaled_mm_ws_kernel", dict(
+        BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, GROUP_M=16, NUM_STAGES=6, EPI_SUBTILE=4,
+        FAST_ACCUM=False)),
+    "scaled_mm_promoted_tl_big": ("scaled_mm_kernel", dict(
+        BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, num_warps=8, num_stages=4,
+        FAST_ACCUM=False)),
     "grouped_mm": ("grouped_mm_ws_kernel", dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64,
                                                 GROUP_M=16, NUM_STAGES=4, EPI_SUBTILE=4,
                                                 NUM_SMS=132, num_warps=4)),
@@ -454,6 +494,10 @@ def call_every_op(gpu):
     out["scaled_mm_tl_big"] = launches[-1]
     call_scaled_mm(256, 256, 120)
     out["scaled_mm_tl_small"] = launches[-1]
+    call_scaled_mm(4096, 4096, 128, use_fast_accum=False)
+    out["scaled_mm_promoted_big"] = launches[-1]
+    call_scaled_mm(4096, 4096, 120, use_fast_accum=False)
+    out["scaled_mm_promoted_tl_big"] = launches[-1]
     offs = np.array([50, 100, 250, 300], np.int32)
     ops.grouped_mm(h(300, 64), h(4, 64, 128), offs)
     out["grouped_mm"] = launches[-1]

@@ -92,6 +92,31 @@ def test_tlx_kernel_in_the_interpreter(launches, ta, tb, kind, out_dtype, bias_d
     assert_rounded_close(out, reference(a, bt.t(), sa, sb, bias, out_dtype), out_dtype)
 
 
+@pytest.mark.parametrize("kernel", ["tlx", "tl", "tma"])
+@pytest.mark.parametrize("fast", [False, True])
+@pytest.mark.parametrize("kind,out_dtype,bias_dtype", [
+    ("rowwise", torch.float32, torch.bfloat16), ("tensor", torch.bfloat16, None),
+    ("mixed", torch.float16, torch.float32)])
+def test_both_accumulations_in_the_interpreter(launches, kernel, fast, kind, out_dtype,
+                                               bias_dtype):
+    # use_fast_accum only changes how the hardware sums (the interpreter sums exactly): both
+    # settings give torch._scaled_mm's result at ragged shapes through every kernel, and the
+    # kernels are told which (FAST_ACCUM).
+    torch.manual_seed(11)
+    M, N, K = 70, 72, 112  # 3 x 2 tiles of 32x64 (3 x 3 of 32x32); K: 3.5 k-steps of 32
+    a = torch.randn(M, K).to(E4M3)
+    bt = torch.randn(N, K).to(E5M2)
+    sa, sb = scales(kind, M, N)
+    bias = None if bias_dtype is None else torch.randn(N).to(bias_dtype)
+    out = ops.scaled_mm(a, bt.t(), sa, sb, out_dtype=out_dtype, bias=bias, kernel=kernel,
+                        use_fast_accum=fast)
+    assert [meta["FAST_ACCUM"] for _, meta in launches] == [fast]
+    assert_rounded_close(out, reference(a, bt.t(), sa, sb, bias, out_dtype), out_dtype)
+    # The custom op takes torch._scaled_mm's argument too.
+    lib = torch.ops.warpweave.scaled_mm(a, bt.t(), sa, sb, bias, out_dtype, use_fast_accum=fast)
+    assert_rounded_close(lib, reference(a, bt.t(), sa, sb, bias, out_dtype), out_dtype)
+
+
 def test_tlx_kernel_on_numpy_arrays_and_single_rows():
     rng = np.random.default_rng(3)
     for M, N, K in [(1, 8, 16), (33, 8, 48), (64, 200, 256)]:
@@ -129,9 +154,9 @@ def test_tlx_kernel_refuses_what_tma_cannot_address(interpreter):
 @pytest.mark.parametrize("kind", ["tensor", "rowwise"])
 @pytest.mark.parametrize("out_dtype", [ml_dtypes.bfloat16, np.float16, np.float32])
 @pytest.mark.parametrize("with_bias", [False, True])
-def test_fixed_configurations_compile_for_sm90a_without_spills(monkeypatch, requires_ptxas,
-                                                               shape, kind, out_dtype,
-                                                               with_bias):
+@pytest.mark.parametrize("fast", [False, True])
+def test_fixed_configurations_compile_for_sm90a_without_spills(monkeypatch, ptxas, shape, kind,
+                                                               out_dtype, with_bias, fast):
     compiled = []
 
     def compile_instead_of_launch(self, *args, grid, num_warps=None, num_stages=None,
@@ -153,10 +178,11 @@ def test_fixed_configurations_compile_for_sm90a_without_spills(monkeypatch, requ
     sa = np.ones((M, 1) if rowwise else (1,), np.float32)
     sb = np.ones((1, N) if rowwise else (1,), np.float32)
     bias = np.ones(N, ml_dtypes.bfloat16) if with_bias else None
-    ops.scaled_mm(a, bt.T, sa, sb, out_dtype=out_dtype, bias=bias)
+    ops.scaled_mm(a, bt.T, sa, sb, out_dtype=out_dtype, bias=bias, use_fast_accum=fast)
     chosen = _tuning.decisions["scaled_mm"].chosen
-    assert chosen.kernel == "tlx"
-    assert chosen["BLOCK_N"] == (256 if M == 4096 else 128)
+    assert chosen.kernel == "tlx" and chosen["FAST_ACCUM"] == fast
+    # Promoted accumulation keeps a partial beside the accumulator: 128x128 tiles only.
+    assert chosen["BLOCK_N"] == (256 if M == 4096 and fast else 128)
     assert chosen["NUM_STAGES"] == {(256, 2): 4, (256, 4): 3, (128, 2): 6, (128, 4): 5}[
         chosen["BLOCK_N"], np.dtype(out_dtype).itemsize]
     (kernel,) = compiled
@@ -173,3 +199,56 @@ def test_fixed_configurations_compile_for_sm90a_without_spills(monkeypatch, requ
     assert "setmaxnreg.dec.sync.aligned.u32 40" in ptx
     assert "setmaxnreg.inc.sync.aligned.u32 232" in ptx
     assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx  # C leaves through TMA stores
+    # No wgmma reads registers of one in flight (ptxas would serialize them all: C7514).
+    assert "C7514" not in ptxas(ptx, "sm_90a", verbose=True).log
+    chains = wgmma_chains(ptx)
+    assert chains and all(len(c) == 4 for c in chains)  # BLOCK_K = 128: four k32 steps
+    if fast:
+        # One accumulator across K: every step accumulates (scale-d 1 / the carried predicate).
+        assert not any(promoted_chain(ptx, c) for c in chains)
+    else:
+        assert all(promoted_chain(ptx, c) for c in chains)
+
+
+def wgmma_chains(ptx):
+    """The wgmma instructions between each wgmma.fence and its commit: (scale-d operand,
+    accumulator list, the adds after the chain's wait_group into other registers)."""
+    lines = ptx.splitlines()
+    chains, cur = [], None
+    for i, line in enumerate(lines):
+        line = line.strip()
+        if line.startswith("wgmma.fence"):
+            cur = []
+        elif line.startswith("wgmma.mma_async") and cur is not None:
+            accs = re.search(r"\{([^}]*)\}", line).group(1).replace(" ", "").split(",")
+            scale_d = line.split("}")[1].split(",")[3].strip()
+            cur.append((scale_d, accs, i))
+        elif line.startswith("wgmma.commit_group") and cur is not None:
+            chains.append(cur)
+            cur = None
+    return chains
+
+
+def predicate_value(ptx, pred):
+    """The constant `setp.ne.u32 pred, X, 0` sets: True, False or None (computed at run time)."""
+    m = re.search(re.escape(pred) + r", (\d+), 0;", ptx)
+    return None if m is None else m.group(1) != "0"
+
+
+def promoted_chain(ptx, chain):
+    """Whether a wgmma chain sums into a fresh partial (first step scale-d 0, the rest 1) that
+    is added, after its wait, into other fp32 registers (the accumulator): one add.f32 per
+    partial register."""
+    first, rest = chain[0], chain[1:]
+    if predicate_value(ptx, first[0]) is not False:
+        return False
+    if any(predicate_value(ptx, s) is not True for s, _, _ in rest):
+        return False
+    partial = set(first[1])
+    lines = ptx.splitlines()[chain[-1][2]:]
+    adds = set()
+    for line in lines[:4 * len(partial) + 64]:
+        m = re.match(r"\s*add\.f32 (%f\d+), (%f\d+), (%f\d+);", line)
+        if m and m.group(3) in partial and m.group(1) not in partial:
+            adds.add(m.group(3))
+    return adds == partial

@@ -22,7 +22,7 @@ traces without graph breaks), and, where PyTorch differentiates through it, an a
         -> (out, lse [H, total_q])                -> (dq, dk, dv)
     row_sum(x), row_max(x) -> (values, indices) row_sum: broadcast; row_max: none
     scaled_mm(a, b, scale_a, scale_b, bias,     none (torch._scaled_mm has none)
-              out_dtype)   (fp8)
+              out_dtype, use_fast_accum) (fp8)
     grouped_mm(a, b, offs)                      grouped_mm of the transposes: 2-D x 3-D gives
                                                   dA (2-D x 3-D) and dB (ragged K, 2-D x 2-D),
                                                   2-D x 2-D the other way round
@@ -598,12 +598,14 @@ def _define_gemms():
     @lib_op("warpweave::scaled_mm", mutates_args=())
     def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor,
                   scale_b: torch.Tensor, bias: Optional[torch.Tensor] = None,
-                  out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+                  out_dtype: Optional[torch.dtype] = None,
+                  use_fast_accum: bool = False) -> torch.Tensor:
         op = "scaled_mm"
         check_scaled_mm(a, b, scale_a, scale_b, bias, out_dtype)
         return _check_err(lambda: _run(op, _scaled_mm.scaled_mm,
                                        {"a": a, "b": b, "scale_a": scale_a, "scale_b": scale_b,
-                                        "bias": bias}, out_dtype=out_dtype), op)
+                                        "bias": bias}, out_dtype=out_dtype,
+                                       use_fast_accum=use_fast_accum), op)
 
     def check_scaled_mm(a, b, scale_a, scale_b, bias, out_dtype):
         op = "scaled_mm"
@@ -627,7 +629,7 @@ def _define_gemms():
                                  f"(b's second dimension), got {tuple(bias.shape)}")
 
     @scaled_mm.register_fake
-    def _(a, b, scale_a, scale_b, bias=None, out_dtype=None):
+    def _(a, b, scale_a, scale_b, bias=None, out_dtype=None, use_fast_accum=False):
         check_scaled_mm(a, b, scale_a, scale_b, bias, out_dtype)
         return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype or torch.bfloat16)
 

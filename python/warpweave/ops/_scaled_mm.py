@@ -84,7 +84,8 @@ def _scale_kind(op: str, name: str, scale, rows: int, along: str) -> bool:
     return True
 
 
-def scaled_mm(a, b, scale_a, scale_b, out_dtype=None, bias=None, kernel=None):
+def scaled_mm(a, b, scale_a, scale_b, out_dtype=None, bias=None, kernel=None,
+              use_fast_accum=False):
     """(a @ b) * scale_a * scale_b (+ bias) for fp8 a [M, K] and b [K, N], as torch._scaled_mm:
     a and b float8_e4m3fn or float8_e5m2 (any pair: torch refuses e5m2 x e5m2, this op takes
     it), a row-major (K contiguous), b column-major (K contiguous: b = bt.t() for a
@@ -100,16 +101,22 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=None, bias=None, kernel=None):
     B^T tiles loaded through pointers: cp.async stages on sm_90a), "tma" (the same loop over
     host TMA descriptors; K a multiple of 16), "tlx" (the TLX warp-specialized persistent
     kernel: sm_90 CUDA tensors or the interpreter; K a multiple of 16, 16-byte aligned bases
-    and row pitches of a, b and the result)."""
+    and row pitches of a, b and the result).
+    use_fast_accum: torch._scaled_mm's (default False). Hopper's fp8 wgmma sums its k32 steps
+    with reduced precision; False promotes, as torch does: every 128 elements of K are summed
+    into a fresh partial accumulator that is added to the fp32 result (the TLX kernel on
+    128x128 tiles, the tl kernels through tl.dot's max_num_imprecise_acc), torch's default
+    accuracy. True accumulates in the wgmma registers across all of K (faster, torch's
+    use_fast_accum=True accuracy). The interpreter sums exactly either way."""
     op = "scaled_mm"
     out = _out_dtype_name(op, out_dtype)
     if kernel not in (None, "tl", "tma", "tlx"):
         raise ValueError(f"{op}: 'kernel' must be None, 'tl', 'tma' or 'tlx', got {kernel!r}")
-    return _scaled_mm(a, b, scale_a, scale_b, bias, out, kernel)
+    return _scaled_mm(a, b, scale_a, scale_b, bias, out, kernel, bool(use_fast_accum))
 
 
 @_planned
-def _scaled_mm(a, b, scale_a, scale_b, bias, out, kernel):
+def _scaled_mm(a, b, scale_a, scale_b, bias, out, kernel, fast):
     op = "scaled_mm"
     place = _Place(op, {"a": a, "b": b, "scale_a": scale_a, "scale_b": scale_b, "bias": bias})
     for name, t in (("a", a), ("b", b)):
@@ -158,6 +165,7 @@ def _scaled_mm(a, b, scale_a, scale_b, bias, out, kernel):
                          f"multiple of 16 and 16-byte aligned bases and row pitches of 'a' and "
                          f"'b' (TMA), got M={M}, N={N}, K={K}")
     sc = _strides(c)
+    # FAST_ACCUM comes with each candidate's configuration.
     flags = dict(ROWWISE_A=rowwise_a, ROWWISE_B=rowwise_b, HAS_BIAS=bias is not None)
     scale_a, scale_b = scale_a.reshape(-1), scale_b.reshape(-1)
 
@@ -180,11 +188,12 @@ def _scaled_mm(a, b, scale_a, scale_b, bias, out, kernel):
 
     if not place.on_gpu:
         config = _INTERPRETER_TLX_CONFIG if kernel == "tlx" else _INTERPRETER_CONFIG
-        launch(_tuning.Candidate(kernel or "tl", **config), place.launch)
+        launch(_tuning.Candidate(kernel or "tl", **config, FAST_ACCUM=fast), place.launch)
         return c
-    candidates = _candidates(place, M, N, K, kernel, tma_ok, tlx_ok, out_size)
+    candidates = _candidates(place, M, N, K, kernel, tma_ok, tlx_ok, out_size, fast)
     chosen = _tuning.choose(
-        place, op, (_dtype_name(a), _dtype_name(b), out, M, N, K), candidates, candidates[0],
+        place, op, (_dtype_name(a), _dtype_name(b), out, M, N, K, fast), candidates,
+        candidates[0],
         launch, [_KERNELS[name] for name in dict.fromkeys(c.kernel for c in candidates)])
     launch(chosen, place.launch)
     return c
@@ -205,13 +214,15 @@ _CONFIGS = [
     dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, num_warps=8, num_stages=6),
 ]
 
-# The TLX kernel: its two fixed tile shapes, 128x256 tiles also with 8 tile-rows per group and with
-# tile-columns grouped instead (RASTER_N).
+# The TLX kernel: its two fixed tile shapes, each also with 8 tile-rows per group and with
+# tile-columns grouped instead (RASTER_N) (128x128 for promoted accumulation).
 _TLX_CONFIGS = [
     SCALED_MM_TLX_CONFIG,
     SCALED_MM_TLX_SMALL_CONFIG,
     dict(SCALED_MM_TLX_CONFIG, GROUP_M=8),
     dict(SCALED_MM_TLX_CONFIG, RASTER_N=True),
+    dict(SCALED_MM_TLX_SMALL_CONFIG, GROUP_M=8),
+    dict(SCALED_MM_TLX_SMALL_CONFIG, RASTER_N=True),
 ]
 
 _KERNELS = {"tl": scaled_mm_kernels.scaled_mm_kernel,
@@ -219,6 +230,11 @@ _KERNELS = {"tl": scaled_mm_kernels.scaled_mm_kernel,
             "tlx": scaled_mm_ws_kernels.scaled_mm_ws_kernel}
 
 _OUT_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+
+# The largest output tile (BLOCK_M * BLOCK_N) of promoted accumulation (use_fast_accum=False):
+# 128x128, each TLX consumer's 64x128 accumulator and partial 64 + 64 registers (a 64x256 pair
+# would take 256 of the 232 and spill); the tl kernels' unpipelined promoted dot likewise.
+_PROMOTED_TILES = 128 * 128
 
 
 # Shared memory the TLX kernel needs beyond its buffers: barriers, and the scratch through which
@@ -261,7 +277,7 @@ def _launch_tlx(place, go, a, bt, c, scale_a, scale_b, bias, flags, config):
        scale_a, scale_b, bias, M, N, K, **config, **flags, NUM_SMS=sms, num_warps=4)
 
 
-def _candidates(place, M, N, K, kernel, tma_ok, tlx_ok, out_size) -> list:
+def _candidates(place, M, N, K, kernel, tma_ok, tlx_ok, out_size, fast=False) -> list:
     """The configurations scaled_mm may launch for an [M, K] x [K, N] product on the call's GPU:
     first the fixed one, then each configuration with the kernels `kernel` allows that fits the
     GPU's shared memory (fp8 stages of A and B tiles; the TLX kernel's C buffers too), without
@@ -269,16 +285,20 @@ def _candidates(place, M, N, K, kernel, tma_ok, tlx_ok, out_size) -> list:
     128x128 where the product has fewer 128x256 tiles than the GPU has SMs; of the TLX kernel
     where kernel="tlx" or, with kernel=None, on sm_90 where `tlx_ok` (TMA-addressable a, b and
     C: K a multiple of 16, 16-byte aligned bases and row pitches), else of the pointer-load
-    kernel unless kernel="tma". kernel=None tries the TMA kernels where `tma_ok`."""
-    big = ww.cdiv(M, 128) * ww.cdiv(N, 256) >= place.num_sms()
+    kernel unless kernel="tma". kernel=None tries the TMA kernels where `tma_ok`.
+    Promoted accumulation (fast False, use_fast_accum=False) keeps a partial accumulator beside
+    the fp32 one: only 128x128 tiles fit without spills (_PROMOTED_TILES), so the fixed
+    configurations are the 128x128 ones. Every candidate carries FAST_ACCUM=fast: a call never
+    launches a configuration of the other accumulation."""
+    big = fast and ww.cdiv(M, 128) * ww.cdiv(N, 256) >= place.num_sms()
     tlx = kernel == "tlx" or (kernel is None and tlx_ok and SCALED_MM_TLX_ON_SM90
                               and _common._is_sm90(place))
     if tlx:
         fixed = SCALED_MM_TLX_CONFIG if big else SCALED_MM_TLX_SMALL_CONFIG
-        default = _tuning.Candidate("tlx", **_fitted(place, fixed, out_size))
+        default = _tuning.Candidate("tlx", **_fitted(place, fixed, out_size), FAST_ACCUM=fast)
     else:
         fixed = SCALED_MM_GPU_CONFIG if big else SCALED_MM_GPU_SMALL_CONFIG
-        default = _tuning.Candidate(kernel or "tl", **fixed)
+        default = _tuning.Candidate(kernel or "tl", **fixed, FAST_ACCUM=fast)
     if kernel:
         kernels = [kernel]
     else:
@@ -291,8 +311,10 @@ def _candidates(place, M, N, K, kernel, tma_ok, tlx_ok, out_size) -> list:
                 shared = _tlx_shared_bytes(cfg, out_size)
             else:
                 shared = cfg["num_stages"] * (cfg["BLOCK_M"] + cfg["BLOCK_N"]) * cfg["BLOCK_K"]
-            c = _tuning.Candidate(name, **cfg)
+            c = _tuning.Candidate(name, **cfg, FAST_ACCUM=fast)
             if c in out or (cfg["BLOCK_N"] > 128 >= N) or (cfg["BLOCK_M"] > 128 >= M):
+                continue
+            if not fast and cfg["BLOCK_M"] * cfg["BLOCK_N"] > _PROMOTED_TILES:
                 continue
             if _tuning.fits(place, shared):
                 out.append(c)

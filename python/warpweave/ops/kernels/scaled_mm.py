@@ -13,6 +13,13 @@ as the tile's transpose: wgmma reads 8-bit operands K-major only, so on sm_90a t
 both operands stay K-major and the K loop is software-pipelined (cp.async stages, async wgmma
 ...k32.f32.e4m3/e5m2), as for tests/python/fp8_dot_kernels.py's matmul.
 
+Accumulation (FAST_ACCUM, torch._scaled_mm's use_fast_accum): Hopper's fp8 wgmma sums its k32
+steps with reduced precision. FAST_ACCUM=False (the default) promotes: each BLOCK_K step's dot
+has max_num_imprecise_acc=BLOCK_K, so its wgmma chain sums into zeroed partial registers that are
+added to the fp32 accumulator (ir/DotFp8.h); such a dot is not software-pipelined, so promoted
+configurations take 128x128 tiles (the partial beside the accumulator). FAST_ACCUM=True
+accumulates in the wgmma registers across the whole K loop (pipelined).
+
 Programs walk the output tiles in groups of GROUP_M tile-rows (kernels/matmul.py's order).
     grid = (cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N),)
     constexprs: BLOCK_M, BLOCK_N, BLOCK_K (128, 256, 128 on the H200), GROUP_M (8),
@@ -22,7 +29,7 @@ Programs walk the output tiles in groups of GROUP_M tile-rows (kernels/matmul.py
                stride_am:i32, stride_ak:i32:1, stride_bk:i32:1, stride_bn:i32,
                stride_cm:i32, stride_cn:i32:1,
                BLOCK_M=128, BLOCK_N=256, BLOCK_K=128, GROUP_M=8, ROWWISE_A=0, ROWWISE_B=0,
-               HAS_BIAS=0
+               HAS_BIAS=0, FAST_ACCUM=1
     launch: num_warps=8, num_stages=4
 """
 import warpweave as ww
@@ -36,7 +43,7 @@ def scaled_mm_kernel(a_ptr, b_ptr, c_ptr, scale_a_ptr, scale_b_ptr, bias_ptr, M,
                      stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                      GROUP_M: tl.constexpr, ROWWISE_A: tl.constexpr, ROWWISE_B: tl.constexpr,
-                     HAS_BIAS: tl.constexpr):
+                     HAS_BIAS: tl.constexpr, FAST_ACCUM: tl.constexpr = False):
     pid = tl.program_id(axis=0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -58,7 +65,10 @@ def scaled_mm_kernel(a_ptr, b_ptr, c_ptr, scale_a_ptr, scale_b_ptr, bias_ptr, M,
         k_left = K - k * BLOCK_K
         a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
         bt = tl.load(bt_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
-        acc = tl.dot(a, bt.T, acc)
+        if FAST_ACCUM:
+            acc = tl.dot(a, bt.T, acc)
+        else:
+            acc = tl.dot(a, bt.T, acc, max_num_imprecise_acc=BLOCK_K)
         a_ptrs += BLOCK_K * stride_ak
         bt_ptrs += BLOCK_K * stride_bk
 
@@ -86,7 +96,8 @@ def scaled_mm_tma_kernel(a_desc, bt_desc, c_ptr, scale_a_ptr, scale_b_ptr, bias_
                          stride_cm, stride_cn,
                          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                          GROUP_M: tl.constexpr, ROWWISE_A: tl.constexpr,
-                         ROWWISE_B: tl.constexpr, HAS_BIAS: tl.constexpr):
+                         ROWWISE_B: tl.constexpr, HAS_BIAS: tl.constexpr,
+                         FAST_ACCUM: tl.constexpr = False):
     """scaled_mm_kernel with A and B^T read through host TMA descriptors (a_desc over A [M, K],
     block [BLOCK_M, BLOCK_K]; bt_desc over B^T [N, K], block [BLOCK_N, BLOCK_K]): on sm_90a the
     K loop's copies become TMA loads into a ring of shared-memory stages, each completing on a
@@ -102,7 +113,10 @@ def scaled_mm_tma_kernel(a_desc, bt_desc, c_ptr, scale_a_ptr, scale_b_ptr, bias_
     for k in range(0, tl.cdiv(K, BLOCK_K)):
         a = a_desc.load([off_m, k * BLOCK_K])
         bt = bt_desc.load([off_n, k * BLOCK_K])
-        acc = tl.dot(a, bt.T, acc)
+        if FAST_ACCUM:
+            acc = tl.dot(a, bt.T, acc)
+        else:
+            acc = tl.dot(a, bt.T, acc, max_num_imprecise_acc=BLOCK_K)
 
     offs_cm = off_m + tl.arange(0, BLOCK_M)
     offs_cn = off_n + tl.arange(0, BLOCK_N)

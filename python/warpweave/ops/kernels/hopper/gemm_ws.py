@@ -133,28 +133,49 @@ def load_stage(a_desc, b_desc, a_bufs, b_bufs, full, stage, off_m, off_n, off_k,
 @ww.jit
 def mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half, rank,
              HALF_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
-             CLUSTER: tl.constexpr, B_KMAJOR: tl.constexpr):
+             CLUSTER: tl.constexpr, B_KMAJOR: tl.constexpr, PROMOTE: tl.constexpr = False):
     """One consumer's fp32 accumulator of its HALF_M rows of a tile, over the tile's num_k
     stages from `step` on; returns it and the step after the tile. With B_KMAJOR the stages hold
-    B^T and wgmma reads B as its transpose."""
+    B^T and wgmma reads B as its transpose.
+
+    PROMOTE (fp8): Hopper's fp8 wgmma sums its k32 steps with reduced precision, so each stage's
+    wgmma chain (BLOCK_K / 32 steps) starts a fresh partial (use_acc=False: scale-d 0) that is
+    added into the fp32 accumulator once waited for (CUTLASS's promotion interval of one stage,
+    torch._scaled_mm's use_fast_accum=False). The partial is written in place into the carried
+    partial's registers; the wait leaves no wgmma in flight across the add."""
     acc = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
+    if PROMOTE:
+        part = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
     for k in range(0, num_k):
         stage = step % NUM_STAGES
         tlx.barrier_wait(tlx.local_view(full_bars, stage), (step // NUM_STAGES) & 1)
-        if B_KMAJOR:
-            acc = tlx.async_dot(tlx.local_view(a_bufs, 2 * stage + half),
-                                tlx.local_trans(tlx.local_view(b_bufs, stage)), acc)
+        if PROMOTE:
+            if B_KMAJOR:
+                part = tlx.async_dot(tlx.local_view(a_bufs, 2 * stage + half),
+                                     tlx.local_trans(tlx.local_view(b_bufs, stage)), part,
+                                     use_acc=False)
+            else:
+                part = tlx.async_dot(tlx.local_view(a_bufs, 2 * stage + half),
+                                     tlx.local_view(b_bufs, stage), part, use_acc=False)
+            part = tlx.async_dot_wait(0, part)
+            release(empty_bars, stage, rank, CLUSTER)
+            acc += part
         else:
-            acc = tlx.async_dot(tlx.local_view(a_bufs, 2 * stage + half),
-                                tlx.local_view(b_bufs, stage), acc)
-        # Keep one MMA in flight; the one before it is done, so release its stage.
-        acc = tlx.async_dot_wait(1, acc)
-        if k > 0:
-            release(empty_bars, (step - 1) % NUM_STAGES, rank, CLUSTER)
+            if B_KMAJOR:
+                acc = tlx.async_dot(tlx.local_view(a_bufs, 2 * stage + half),
+                                    tlx.local_trans(tlx.local_view(b_bufs, stage)), acc)
+            else:
+                acc = tlx.async_dot(tlx.local_view(a_bufs, 2 * stage + half),
+                                    tlx.local_view(b_bufs, stage), acc)
+            # Keep one MMA in flight; the one before it is done, so release its stage.
+            acc = tlx.async_dot_wait(1, acc)
+            if k > 0:
+                release(empty_bars, (step - 1) % NUM_STAGES, rank, CLUSTER)
         step += 1
-    acc = tlx.async_dot_wait(0, acc)
-    if num_k > 0:
-        release(empty_bars, (step - 1) % NUM_STAGES, rank, CLUSTER)
+    if not PROMOTE:
+        acc = tlx.async_dot_wait(0, acc)
+        if num_k > 0:
+            release(empty_bars, (step - 1) % NUM_STAGES, rank, CLUSTER)
     return acc, step
 
 

@@ -45,7 +45,8 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
                         GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr,
                         EPI_SUBTILE: tl.constexpr, NUM_SMS: tl.constexpr,
                         ROWWISE_A: tl.constexpr, ROWWISE_B: tl.constexpr,
-                        HAS_BIAS: tl.constexpr, RASTER_N: tl.constexpr = False):
+                        HAS_BIAS: tl.constexpr, RASTER_N: tl.constexpr = False,
+                        FAST_ACCUM: tl.constexpr = False):
     tl.static_assert(EPI_SUBTILE == 1 or EPI_SUBTILE == 2 or EPI_SUBTILE == 4 or
                      EPI_SUBTILE == 8)
     HALF_M: tl.constexpr = BLOCK_M // 2
@@ -96,7 +97,7 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
             for tile in range(tl.program_id(0), num_tiles, NUM_SMS):
                 pid_m, pid_n = rastered_tile(tile, num_pid_m, num_pid_n, GROUP_M, RASTER_N)
                 acc, step = mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half,
-                                     0, HALF_M, BLOCK_N, NUM_STAGES, 1, True)
+                                     0, HALF_M, BLOCK_N, NUM_STAGES, 1, True, not FAST_ACCUM)
                 off_m = pid_m * BLOCK_M + half * HALF_M
                 off_n = pid_n * BLOCK_N
                 # The scales in torch._scaled_mm's order: (acc * scale_a) * scale_b.
