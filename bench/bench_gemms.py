@@ -1,5 +1,6 @@
 """The tuned ops of warpweave.ops on the GPU beside PyTorch, measured in one process on the same
-inputs: matmul beside torch.matmul (cuBLAS); fp8 scaled_mm beside torch._scaled_mm (cuBLASLt);
+inputs: matmul beside torch.matmul (cuBLAS); fp8 scaled_mm beside torch._scaled_mm (cuBLASLt),
+each with its default use_fast_accum=False and, in rows marked "fast_accum", both with True;
 MoE grouped_mm beside torch._grouped_mm (CUTLASS) and a loop of cuBLAS matmuls (torch.mm per
 group, group sizes known on the host: the loop's host work is timed, its size bookkeeping is
 not); attention forward and backward beside scaled_dot_product_attention (cuDNN where torch
@@ -155,16 +156,22 @@ def bench_scaled_mm(torch, ww, ops, rounds, quick, rows, tuning):
                 sa = torch.rand(M, 1, device=dev) + 0.5
                 sb = torch.rand(1, N, device=dev) + 0.5
             out = torch.bfloat16
-            columns = {
-                "torch._scaled_mm": lambda: torch._scaled_mm(a, b, sa, sb, out_dtype=out),
-                **tuning_columns("ww", lambda: ops.scaled_mm(a, b, sa, sb, out_dtype=out),
-                                 tuning),
-                **tuning_columns("ww tma", lambda: ops.scaled_mm(a, b, sa, sb, out_dtype=out,
-                                                                 kernel="tma"), tuning),
-            }
-            ref = columns["torch._scaled_mm"]()
-            measure(rows, "scaled_mm", f"{M}x{N}x{K} {recipe}", columns,
-                    lambda got: rel_err(got, ref), 5e-3, ("scaled_mm",), 2 * M * N * K, rounds, ww)
+            # Like with like: torch's default (use_fast_accum=False: fp8 partial sums promoted
+            # into fp32) beside ours (the same default), then a row of fast accumulation on
+            # both sides ("fast_accum": one wgmma accumulator across K).
+            for fast in (False, True):
+                columns = {
+                    "torch._scaled_mm": lambda fast=fast: torch._scaled_mm(
+                        a, b, sa, sb, out_dtype=out, use_fast_accum=fast),
+                    **tuning_columns("ww", lambda fast=fast: ops.scaled_mm(
+                        a, b, sa, sb, out_dtype=out, use_fast_accum=fast), tuning),
+                    **tuning_columns("ww tma", lambda fast=fast: ops.scaled_mm(
+                        a, b, sa, sb, out_dtype=out, kernel="tma", use_fast_accum=fast), tuning),
+                }
+                ref = columns["torch._scaled_mm"]()
+                case = f"{M}x{N}x{K} {recipe}" + (" fast_accum" if fast else "")
+                measure(rows, "scaled_mm", case, columns, lambda got, ref=ref: rel_err(got, ref),
+                        5e-3, ("scaled_mm",), 2 * M * N * K, rounds, ww)
 
 
 def moe_cases(quick):

@@ -281,7 +281,11 @@ def test_a_launch_plan_replays_the_tuned_launch_on_new_data():
         bt = torch.randn(N, K, device=DEV).to(torch.float8_e4m3fn)
         sa = torch.tensor(0.5 + i, device=DEV)
         c = ops.scaled_mm(a, bt.t(), sa, sb, out_dtype=torch.float32)
-        assert rel_err(c, (a.float() @ bt.float().t()) * sa) < 1e-5
+        # Hopper's fp8 accumulation is not exact: within 1.2x of torch._scaled_mm's own error
+        # (its default, use_fast_accum=False, as ours) on the same data.
+        ref = (a.double() @ bt.double().t()) * sa.double()
+        theirs = torch._scaled_mm(a, bt.t(), sa, sb, out_dtype=torch.float32)
+        assert rel_err(c, ref) <= 1.2 * rel_err(theirs, ref) + 1e-7
         if i == 0:
             assert _tuning.decisions["scaled_mm"].how == "timed"
             chosen = _tuning.decisions["scaled_mm"].chosen
