@@ -131,6 +131,24 @@ def load_stage(a_desc, b_desc, a_bufs, b_bufs, full, stage, off_m, off_n, off_k,
 
 
 @ww.jit
+def issue_stage(a_bufs, b_bufs, full_bars, step, half, acc, use_acc,
+                NUM_STAGES: tl.constexpr, B_KMAJOR: tl.constexpr):
+    """Waits for stage `step` % NUM_STAGES to land and issues its async wgmma chain of this
+    consumer's A half by B (B^T read transposed with B_KMAJOR) into acc (use_acc: whether the
+    chain adds to acc or starts from zero); returns the in-flight result."""
+    stage = step % NUM_STAGES
+    tlx.barrier_wait(tlx.local_view(full_bars, stage), (step // NUM_STAGES) & 1)
+    if B_KMAJOR:
+        acc = tlx.async_dot(tlx.local_view(a_bufs, 2 * stage + half),
+                            tlx.local_trans(tlx.local_view(b_bufs, stage)), acc,
+                            use_acc=use_acc)
+    else:
+        acc = tlx.async_dot(tlx.local_view(a_bufs, 2 * stage + half),
+                            tlx.local_view(b_bufs, stage), acc, use_acc=use_acc)
+    return acc
+
+
+@ww.jit
 def mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half, rank,
              HALF_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
              CLUSTER: tl.constexpr, B_KMAJOR: tl.constexpr, PROMOTE: tl.constexpr = False):
@@ -139,40 +157,54 @@ def mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half, rank,
     B^T and wgmma reads B as its transpose.
 
     PROMOTE (fp8): Hopper's fp8 wgmma sums its k32 steps with reduced precision, so each stage's
-    wgmma chain (BLOCK_K / 32 steps) starts a fresh partial (use_acc=False: scale-d 0) that is
-    added into the fp32 accumulator once waited for (CUTLASS's promotion interval of one stage,
-    torch._scaled_mm's use_fast_accum=False). The partial is written in place into the carried
-    partial's registers; the wait leaves no wgmma in flight across the add."""
+    wgmma chain (BLOCK_K / 32 steps) sums into a fresh partial (use_acc=False: scale-d 0) that
+    is added into the fp32 accumulator once waited for (CUTLASS's promotion interval of one
+    stage, torch._scaled_mm's use_fast_accum=False). Two partials alternate, stages taken in
+    pairs, so that the odd stage's partial is added while the next even chain runs: each is
+    issued in place into its own carried registers (the add that read them came first:
+    codegen's overwritesDeadAccumulator), and an odd last stage is summed alone."""
     acc = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
     if PROMOTE:
-        part = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
-    for k in range(0, num_k):
-        stage = step % NUM_STAGES
-        tlx.barrier_wait(tlx.local_view(full_bars, stage), (step // NUM_STAGES) & 1)
-        if PROMOTE:
-            if B_KMAJOR:
-                part = tlx.async_dot(tlx.local_view(a_bufs, 2 * stage + half),
-                                     tlx.local_trans(tlx.local_view(b_bufs, stage)), part,
-                                     use_acc=False)
-            else:
-                part = tlx.async_dot(tlx.local_view(a_bufs, 2 * stage + half),
-                                     tlx.local_view(b_bufs, stage), part, use_acc=False)
-            part = tlx.async_dot_wait(0, part)
-            release(empty_bars, stage, rank, CLUSTER)
-            acc += part
-        else:
-            if B_KMAJOR:
-                acc = tlx.async_dot(tlx.local_view(a_bufs, 2 * stage + half),
-                                    tlx.local_trans(tlx.local_view(b_bufs, stage)), acc)
-            else:
-                acc = tlx.async_dot(tlx.local_view(a_bufs, 2 * stage + half),
-                                    tlx.local_view(b_bufs, stage), acc)
+        even = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
+        odd = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
+        for pair in range(0, num_k // 2):
+            even = issue_stage(a_bufs, b_bufs, full_bars, step, half, even, False, NUM_STAGES,
+                               B_KMAJOR)
+            # The previous pair's odd partial is done (zeros before the first pair).
+            odd = tlx.async_dot_wait(1, odd)
+            acc += odd
+            if pair > 0:
+                release(empty_bars, (step - 1) % NUM_STAGES, rank, CLUSTER)
+            odd = issue_stage(a_bufs, b_bufs, full_bars, step + 1, half, odd, False,
+                              NUM_STAGES, B_KMAJOR)
+            # Both chains drain here: with a second wait(1) reading the even partial, ptxas
+            # cannot tell the two register sets' wgmma groups apart around the loop and
+            # serializes every wgmma (C7514). So the odd partial's add overlaps the next even
+            # chain, the even partial's add overlaps nothing.
+            even = tlx.async_dot_wait(0, even)
+            acc += even
+            release(empty_bars, step % NUM_STAGES, rank, CLUSTER)
+            step += 2
+        odd = tlx.async_dot_wait(0, odd)
+        acc += odd
+        if num_k > 1:
+            release(empty_bars, (step - 1) % NUM_STAGES, rank, CLUSTER)
+        if num_k % 2 == 1:
+            even = issue_stage(a_bufs, b_bufs, full_bars, step, half, even, False, NUM_STAGES,
+                               B_KMAJOR)
+            even = tlx.async_dot_wait(0, even)
+            acc += even
+            release(empty_bars, step % NUM_STAGES, rank, CLUSTER)
+            step += 1
+    else:
+        for k in range(0, num_k):
+            acc = issue_stage(a_bufs, b_bufs, full_bars, step, half, acc, True, NUM_STAGES,
+                              B_KMAJOR)
             # Keep one MMA in flight; the one before it is done, so release its stage.
             acc = tlx.async_dot_wait(1, acc)
             if k > 0:
                 release(empty_bars, (step - 1) % NUM_STAGES, rank, CLUSTER)
-        step += 1
-    if not PROMOTE:
+            step += 1
         acc = tlx.async_dot_wait(0, acc)
         if num_k > 0:
             release(empty_bars, (step - 1) % NUM_STAGES, rank, CLUSTER)
