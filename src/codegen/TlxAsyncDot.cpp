@@ -54,13 +54,6 @@ const ir::Op* enclosingIn(const ir::Block& block, const ir::Op* op) {
   return op;
 }
 
-size_t positionIn(const ir::Block& block, const ir::Op* op) {
-  const auto& ops = block.ops();
-  for (size_t i = 0; i < ops.size(); ++i)
-    if (ops[i].get() == op) return i;
-  return ops.size();
-}
-
 /// Every op of `within`, nested ones too, that reads `v`.
 void readersOf(const ir::Block& within, const ir::Value* v, std::vector<const ir::Op*>& out) {
   for (const auto& op : within.ops()) {
@@ -92,7 +85,7 @@ bool readFrom(const ir::Block& body, const ir::Block& block, size_t at, const ir
   for (const ir::Op* r : readers) {
     if (r == except) continue;
     const ir::Op* holder = enclosingIn(block, r);
-    if (!holder || positionIn(block, holder) >= at) return true;
+    if (!holder || ir::positionOf(block, holder) >= at) return true;
     if (computesFresh(*r, v) && r == holder) continue;
     for (const ir::Op* produced : {r, holder})
       for (unsigned k = 0; k < produced->numResults(); ++k)
@@ -126,7 +119,7 @@ bool accumulatesInPlace(const ir::Block& body, const ir::Op& op) {
   // defined outside it, which the next iteration reads again).
   const ir::Block* block = op.parentBlock();
   if (!block) return false;
-  size_t at = positionIn(*block, &op);
+  size_t at = ir::positionOf(*block, &op);
   for (const auto& [v, reader] : chain) {
     bool local =
         v->isBlockArg() ? v->ownerBlock() == block : v->def() && v->def()->parentBlock() == block;
@@ -136,62 +129,6 @@ bool accumulatesInPlace(const ir::Block& body, const ir::Op& op) {
   }
   return true;
 }
-
-namespace {
-
-/// The op of `block` that `op` is or is nested in; null when `op` lies outside `block`.
-const ir::Op* ancestorIn(const ir::Block& block, const ir::Op* op) {
-  while (op && op->parentBlock() != &block) {
-    const ir::Block* b = op->parentBlock();
-    op = b ? b->parentOp() : nullptr;
-  }
-  return op;
-}
-
-/// Whether an op other than `user`, in `body` or nested in it, reads `v` without being (nested
-/// in) an op of `block` before position `pos`.
-bool readAtOrAfter(const ir::Block& body, const ir::Value* v, const ir::Op* user,
-                   const ir::Block& block, size_t pos) {
-  for (const auto& op : body.ops()) {
-    if (op.get() != user)
-      for (const ir::Value* operand : op->operands()) {
-        if (operand != v) continue;
-        const ir::Op* at = ancestorIn(block, op.get());
-        if (!at || ir::positionOf(block, at) >= pos) return true;
-      }
-    for (unsigned i = 0; i < op->numRegions(); ++i)
-      if (readAtOrAfter(*op->region(i), v, user, block, pos)) return true;
-  }
-  return false;
-}
-
-/// Whether async_dot `op` with use_acc a constant false (and no pred) may write its partial
-/// into its accumulator operand's registers although other ops read that value: wgmma ignores
-/// the old value (scale-d 0), so its registers are free once every other reader (of it, or
-/// through async_dot_wait of the value it renames) has run, which holds when each precedes `op`
-/// in `op`'s block. Promoted fp8 accumulation adds a waited partial into the fp32 sum and then
-/// issues the next partial into the same registers; a copy instead would leave the partial
-/// carried around the loop in registers of a wgmma still in flight (ptxas C7514).
-bool overwritesDeadAccumulator(const ir::Block& body, const ir::Op& op) {
-  if (!ir::attr::AsyncDot::hasUseAcc(op) || ir::attr::AsyncDot::hasPred(op)) return false;
-  std::optional<int64_t> useAcc = ir::constantInt(op.operand(3));
-  const ir::Block* block = op.parentBlock();
-  if (!useAcc || *useAcc != 0 || !block) return false;
-  size_t pos = ir::positionOf(*block, &op);
-  const ir::Value* acc = op.operand(2);
-  const ir::Op* user = &op;
-  while (true) {
-    if (readAtOrAfter(body, acc, user, *block, pos)) return false;
-    const ir::Op* def = acc->def();
-    if (!def || def->code() != OpCode::AsyncDotWait) return true;
-    unsigned i = 0;
-    while (def->result(i) != acc) ++i;
-    acc = def->operand(i);
-    user = def;
-  }
-}
-
-} // namespace
 
 bool isUnsharedAsyncDotResult(const ir::Block& body, const ir::Value* v, const ir::Op* user) {
   unsigned uses = 0;
@@ -343,7 +280,7 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
   }
   Regs acc = operand(op, 2);
   Regs live(acc.size());
-  bool inPlace = accumulatesInPlace(fn_.body, op) || overwritesDeadAccumulator(fn_.body, op);
+  bool inPlace = accumulatesInPlace(fn_.body, op);
   for (size_t r = 0; r < acc.size(); ++r) {
     if (zeroAcc) {
       live[r] = b_.newReg(RegClass::F32);
