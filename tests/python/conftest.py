@@ -104,3 +104,28 @@ def requires_ptxas():
     if path is None:
         pytest.skip(NO_PTXAS)
     return path
+
+
+@pytest.fixture
+def sm90_compiles(monkeypatch):
+    """warpweave.ops on a faked sm_90 GPU of 132 SMs whose launches compile for sm_90a instead of
+    running: returns the list each launch appends its compiled kernel to."""
+    import importlib
+
+    jit_module = importlib.import_module("warpweave.jit")
+    from warpweave.ops import _common, _tuning
+
+    compiled = []
+
+    def compile_instead_of_launch(self, *args, grid, num_warps=None, num_stages=None,
+                                  ctas_per_cga=None, num_ctas=None, warmup=False, **kwargs):
+        values = self.bind(args, kwargs)
+        options = self._options(num_warps, num_stages, ctas_per_cga, num_ctas)
+        compiled.append(self.compile_for(values, False, options, target="sm_90a"))
+
+    monkeypatch.setattr(jit_module.JITFunction, "run", compile_instead_of_launch)
+    monkeypatch.setattr(_common._Place, "on_gpu", property(lambda self: True))
+    monkeypatch.setattr(_common._Place, "num_sms", lambda self: 132)
+    monkeypatch.setattr(_common, "_is_sm90", lambda place: True)
+    monkeypatch.setattr(_tuning, "decisions", {})
+    return compiled

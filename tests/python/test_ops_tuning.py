@@ -879,21 +879,9 @@ _OP_KERNELS = {"attention_bwd_dkdv": "attention_bwd_dkdv_kernel",
 
 
 @pytest.mark.parametrize("name", list(COMPILED_CALLS))
-def test_every_candidate_compiles_for_sm90a(monkeypatch, requires_ptxas, name):
+def test_every_candidate_compiles_for_sm90a(monkeypatch, requires_ptxas, sm90_compiles, name):
     op, call = COMPILED_CALLS[name]
-    compiled = []
-
-    def compile_instead_of_launch(self, *args, grid, num_warps=None, num_stages=None,
-                                  ctas_per_cga=None, num_ctas=None, warmup=False, **kwargs):
-        values = self.bind(args, kwargs)
-        options = self._options(num_warps, num_stages, ctas_per_cga, num_ctas)
-        compiled.append(self.compile_for(values, False, options, target="sm_90a"))
-
-    monkeypatch.setattr(jit_module.JITFunction, "run", compile_instead_of_launch)
-    monkeypatch.setattr(_common._Place, "on_gpu", property(lambda self: True))
-    monkeypatch.setattr(_common._Place, "num_sms", lambda self: 132)
-    monkeypatch.setattr(_common, "_is_sm90", lambda place: True)
-    monkeypatch.setattr(_tuning, "decisions", {})
+    compiled = sm90_compiles
     monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "1")
     for c, _ in each_candidate(monkeypatch, op, lambda: compiled.clear() or call()):
         kernel = [k for k in compiled if k.fn.__name__ == _OP_KERNELS.get(op, k.fn.__name__)][-1]

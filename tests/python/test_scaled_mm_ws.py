@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(not native_loader.available(),
                                 reason="warpweave._native is not built (pip install .)")
 
 import warpweave.ops as ops  # noqa: E402
-from warpweave.ops import _common, _scaled_mm, _tuning  # noqa: E402
+from warpweave.ops import _scaled_mm, _tuning  # noqa: E402
 
 jit_module = importlib.import_module("warpweave.jit")
 E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
@@ -155,21 +155,10 @@ def test_tlx_kernel_refuses_what_tma_cannot_address(interpreter):
 @pytest.mark.parametrize("out_dtype", [ml_dtypes.bfloat16, np.float16, np.float32])
 @pytest.mark.parametrize("with_bias", [False, True])
 @pytest.mark.parametrize("fast", [False, True])
-def test_fixed_configurations_compile_for_sm90a_without_spills(monkeypatch, ptxas, shape, kind,
-                                                               out_dtype, with_bias, fast):
-    compiled = []
-
-    def compile_instead_of_launch(self, *args, grid, num_warps=None, num_stages=None,
-                                  ctas_per_cga=None, num_ctas=None, warmup=False, **kwargs):
-        values = self.bind(args, kwargs)
-        options = self._options(num_warps, num_stages, ctas_per_cga, num_ctas)
-        compiled.append(self.compile_for(values, False, options, target="sm_90a"))
-
-    monkeypatch.setattr(jit_module.JITFunction, "run", compile_instead_of_launch)
-    monkeypatch.setattr(_common._Place, "on_gpu", property(lambda self: True))
-    monkeypatch.setattr(_common._Place, "num_sms", lambda self: 132)
-    monkeypatch.setattr(_common, "_is_sm90", lambda place: True)
-    monkeypatch.setattr(_tuning, "decisions", {})
+def test_fixed_configurations_compile_for_sm90a_without_spills(monkeypatch, ptxas, sm90_compiles,
+                                                               shape, kind, out_dtype, with_bias,
+                                                               fast):
+    compiled = sm90_compiles
     monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "0")
     M, N, K = shape
     a = np.ones((M, K), ml_dtypes.float8_e4m3fn)
