@@ -119,6 +119,12 @@ class PTXASError(TritonError):
         return f"PTXAS error: {self.error_message or ''}"
 
 
+class PerformanceWarning(UserWarning):
+    """ptxas compiled the kernel but noted that it lost speed: its wgmma serialized (a register
+    of one in flight read by another instruction, too few registers) or a wait injected before
+    an accumulator read. The kernel's results are right; its tensor-core work overlaps less."""
+
+
 class AutotunerError(TritonError):
     """The autotuner was left without a configuration to run."""
 

@@ -1139,6 +1139,27 @@ class KernelInterface:
         return launcher
 
 
+
+# ptxas's notes that a kernel lost tensor-core overlap: C7510-C7517 are its wgmma serialization
+# (C7514: a register of a wgmma in flight read elsewhere; C7512: too few registers) and the
+# wait it injects before an accumulator is read (C7517).
+_PTXAS_PERFORMANCE_NOTE = r"\((C75(?:1\d))\) (.*)"
+
+
+def _warn_performance_notes(kernel_name: str, ptxas_log: str) -> None:
+    """Each of ptxas's wgmma performance notes in `ptxas_log` as a warpweave PerformanceWarning."""
+    import re
+    import warnings
+
+    from .errors import PerformanceWarning
+
+    for line in (ptxas_log or "").splitlines():
+        m = re.search(_PTXAS_PERFORMANCE_NOTE, line)
+        if m:
+            warnings.warn(PerformanceWarning(f"kernel '{kernel_name}': ptxas {m.group(1)}: "
+                                             f"{m.group(2).strip()}"), stacklevel=3)
+
+
 class JITFunction(KernelInterface):
     def __init__(self, fn, do_not_specialize=(), noinline=False, debug=None):
         if not callable(fn) or not hasattr(fn, "__code__"):
@@ -1458,6 +1479,7 @@ class JITFunction(KernelInterface):
                     raise as_interpreter_error(e) from e.__cause__
                 raise
             self.compile_count += 1
+            _warn_performance_notes(self.fn.__name__, getattr(kernel, "ptxas_log", ""))
             if disk_key is not None:
                 from . import cache
 

@@ -308,3 +308,45 @@ def test_a_product_carried_in_flight_across_loops_runs_in_the_interpreter(n, spl
     out = np.full((64, 64), np.nan, dtype=np.float32)
     kernels.carried_scores[(1,)](a, b, out, n, split, BLOCK=64)  # NumPy arrays: the interpreter
     np.testing.assert_array_equal(out, (n + 1) * (a.astype(np.float32) @ b.astype(np.float32)))
+
+
+def test_ptxas_wgmma_performance_notes_become_performance_warnings(tmp_path, monkeypatch,
+                                                                   requires_ptxas):
+    # Reading a product before its wait: ptxas injects the wait itself (C7517), which the user
+    # should hear of when the kernel compiles; a kernel without such a note compiles silently.
+    import warnings
+
+    monkeypatch.setenv("WARPWEAVE_CACHE_DISABLE", "1")  # the note comes with a compile
+
+    from warpweave.errors import PerformanceWarning
+    path = tmp_path / "unwaited.py"
+    path.write_text(
+        "import warpweave as ww\nimport warpweave.language as tl\nfrom warpweave import tlx\n\n\n"
+        "@ww.jit\ndef unwaited(a_ptr, out_ptr, BLOCK: tl.constexpr):\n"
+        "    rows = tl.arange(0, BLOCK)\n"
+        "    offs = rows[:, None] * BLOCK + rows[None, :]\n"
+        "    a = tlx.local_view(tlx.local_alloc((BLOCK, BLOCK), tl.float16, 1), 0)\n"
+        "    tlx.local_store(a, tl.load(a_ptr + offs))\n"
+        "    tlx.fence_async_shared()\n"
+        "    s = tlx.async_dot(a, a)\n"
+        "    t = s * 2.0\n"
+        "    s = tlx.async_dot_wait(0, tlx.async_dot(a, a, s))\n"
+        "    tl.store(out_ptr + offs, s + t)\n")
+    spec = importlib.util.spec_from_file_location("unwaited", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    import numpy as np
+    a, out = np.zeros((64, 64), np.float16), np.zeros((64, 64), np.float32)
+
+    def compile_for_sm90a(kernel, *args, **meta):
+        values = kernel.bind(args, meta)
+        kernel.compile_for(values, False, kernel._options(4, None, None, None), target="sm_90a")
+
+    with pytest.warns(PerformanceWarning, match=r"kernel 'unwaited': ptxas C7517: .*wait"):
+        compile_for_sm90a(module.unwaited, a, out, BLOCK=64)
+    spec = importlib.util.spec_from_file_location("tlx_carried_mma_kernels", CARRIED)
+    carried = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(carried)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PerformanceWarning)
+        compile_for_sm90a(carried.carried_scores, a, a, out, 3, 1, BLOCK=64)
