@@ -4,6 +4,7 @@
 #include "ir/OpAttrs.h"
 #include "ir/OpTraits.h"
 
+#include <algorithm>
 #include <climits>
 #include <set>
 #include <stdexcept>
@@ -25,35 +26,6 @@ using layout::LinearLayout;
 
 namespace {
 
-/// Whether an op other than `user`, in `block` or nested in it, reads `v`.
-bool readElsewhere(const ir::Block& block, const ir::Value* v, const ir::Op* user) {
-  for (const auto& op : block.ops()) {
-    if (op.get() != user)
-      for (const ir::Value* operand : op->operands())
-        if (operand == v) return true;
-    for (unsigned i = 0; i < op->numRegions(); ++i)
-      if (readElsewhere(*op->region(i), v, user)) return true;
-  }
-  return false;
-}
-
-} // namespace
-
-/// Whether async_dot `op` may accumulate straight into its accumulator operand's registers:
-/// nothing else in `body` reads that value (or, through async_dot_wait, the value it renames).
-/// Copying the accumulator instead would read the registers of a wgmma still in flight, and
-/// ptxas then serializes every wgmma of the kernel.
-namespace {
-
-/// The op of `block` that is `op` or holds it, or nullptr when `op` lies outside `block`.
-const ir::Op* enclosingIn(const ir::Block& block, const ir::Op* op) {
-  while (op && op->parentBlock() != &block) {
-    const ir::Block* b = op->parentBlock();
-    op = b ? b->parentOp() : nullptr;
-  }
-  return op;
-}
-
 /// Every op of `within`, nested ones too, that reads `v`.
 void readersOf(const ir::Block& within, const ir::Value* v, std::vector<const ir::Op*>& out) {
   for (const auto& op : within.ops()) {
@@ -64,6 +36,22 @@ void readersOf(const ir::Block& within, const ir::Value* v, std::vector<const ir
       }
     for (unsigned i = 0; i < op->numRegions(); ++i) readersOf(*op->region(i), v, out);
   }
+}
+
+/// Whether an op other than `user`, in `block` or nested in it, reads `v`.
+bool readElsewhere(const ir::Block& block, const ir::Value* v, const ir::Op* user) {
+  std::vector<const ir::Op*> readers;
+  readersOf(block, v, readers);
+  return std::any_of(readers.begin(), readers.end(), [&](const ir::Op* r) { return r != user; });
+}
+
+/// The op of `block` that is `op` or holds it, or nullptr when `op` lies outside `block`.
+const ir::Op* enclosingIn(const ir::Block& block, const ir::Op* op) {
+  while (op && op->parentBlock() != &block) {
+    const ir::Block* b = op->parentBlock();
+    op = b ? b->parentOp() : nullptr;
+  }
+  return op;
 }
 
 /// Whether `r`'s results lie in registers of their own, never in those of its operand `v`:
@@ -96,6 +84,11 @@ bool readFrom(const ir::Block& body, const ir::Block& block, size_t at, const ir
 
 } // namespace
 
+/// Whether async_dot `op` may accumulate straight into its accumulator operand's registers:
+/// nothing else in `body` reads that value (or, through async_dot_wait, the value it renames),
+/// or every other reader comes before `op` in its block (see below). Copying the accumulator
+/// instead would read the registers of a wgmma still in flight, and ptxas then serializes every
+/// wgmma of the kernel.
 bool accumulatesInPlace(const ir::Block& body, const ir::Op& op) {
   // The accumulator value and the ones async_dot_wait renamed it from.
   std::vector<std::pair<const ir::Value*, const ir::Op*>> chain; // value, its reader in the chain
