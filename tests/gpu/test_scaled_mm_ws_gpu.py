@@ -129,9 +129,12 @@ def test_tlx_kernel_vs_fp32_reference_at_ragged_shapes(M, N, K, ta, tb, rowwise,
     ref = (a.double() @ bt.double().t()) * sa.double() * sb.double() + bias.double()
     assert out.dtype == out_dtype
     assert not out.isnan().any(), "an output element was not written"
-    # The hardware's accumulation error as torch makes it (x1.2), plus C's rounding.
+    # The hardware's accumulation error as torch makes it (x1.2), plus C's rounding, plus one
+    # step of wgmma's fp8 accumulator (about 2^-14 relative, truncated within each 128-K stage
+    # even when promoted): at 1x16x16 there are 16 outputs, and torch's error is measured on
+    # other inputs for e5m2 x e5m2, so the ratio alone is noise there (2.0e-5 vs 1.3e-5 seen).
     rounding = {torch.float32: 1e-6, torch.float16: 1e-3, torch.bfloat16: 5e-3}[out_dtype]
-    tol = 1.2 * torch_accumulation_error(a, bt, fast) + rounding
+    tol = 1.2 * torch_accumulation_error(a, bt, fast) + rounding + 2.0**-14
     assert rel_err(out, ref) < tol
 
 
