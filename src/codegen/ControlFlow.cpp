@@ -138,8 +138,9 @@ std::vector<std::string> coalesceCarried(std::string& text, size_t from,
         line.find('{') != std::string_view::npos || sunk.count(def) || sunk.count(last))
       return false;
     std::vector<std::string> reads;
-    for (const auto& [off, reg] : registersOn(line)) {
-      if (off == registersOn(line)[0].first) continue;
+    auto operands = registersOn(line);
+    for (size_t r = 1; r < operands.size(); ++r) { // operands[0] is the one written
+      const std::string& reg = operands[r].second;
       if (reg == src || sunkSources.count(reg)) return false;
       reads.push_back(reg);
     }
