@@ -106,26 +106,45 @@ def requires_ptxas():
     return path
 
 
+class CompiledLaunches:
+    """What gpu_compiles records: `kernels`, the compiled kernels in launch order, each compiled
+    for `target` (a test may change it, or reset `kernels`, between calls)."""
+
+    def __init__(self, target):
+        self.target = target
+        self.kernels = []
+
+
 @pytest.fixture
-def sm90_compiles(monkeypatch):
-    """warpweave.ops on a faked sm_90 GPU of 132 SMs whose launches compile for sm_90a instead of
-    running: returns the list each launch appends its compiled kernel to."""
+def gpu_compiles(monkeypatch, requires_ptxas):
+    """warpweave.ops wrappers believe they run on a GPU of 132 SMs; each launch compiles (to a
+    cubin: codegen and ptxas) for gpu_compiles.target, sm_90a unless the test sets another,
+    instead of running."""
     import importlib
 
     jit_module = importlib.import_module("warpweave.jit")
-    from warpweave.ops import _common, _tuning
+    from warpweave.ops import _common
 
-    compiled = []
+    record = CompiledLaunches("sm_90a")
 
     def compile_instead_of_launch(self, *args, grid, num_warps=None, num_stages=None,
                                   ctas_per_cga=None, num_ctas=None, warmup=False, **kwargs):
         values = self.bind(args, kwargs)
         options = self._options(num_warps, num_stages, ctas_per_cga, num_ctas)
-        compiled.append(self.compile_for(values, False, options, target="sm_90a"))
+        record.kernels.append(self.compile_for(values, False, options, target=record.target))
 
     monkeypatch.setattr(jit_module.JITFunction, "run", compile_instead_of_launch)
     monkeypatch.setattr(_common._Place, "on_gpu", property(lambda self: True))
     monkeypatch.setattr(_common._Place, "num_sms", lambda self: 132)
+    return record
+
+
+@pytest.fixture
+def sm90_compiles(monkeypatch, gpu_compiles):
+    """gpu_compiles on an sm_90 device (the TLX library kernels' routing) with no tuning
+    decisions from earlier tests: returns the list of compiled kernels."""
+    from warpweave.ops import _common, _tuning
+
     monkeypatch.setattr(_common, "_is_sm90", lambda place: True)
     monkeypatch.setattr(_tuning, "decisions", {})
-    return compiled
+    return gpu_compiles.kernels

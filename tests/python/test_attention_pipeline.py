@@ -78,24 +78,13 @@ def test_pipelined_attention_in_interpreter(gpu_config, rng, shape, causal, dtyp
 
 
 @pytest.fixture
-def compiled(monkeypatch, requires_ptxas):
+def compiled(monkeypatch, gpu_compiles):
     """ops.attention as on the H200, its launches replaced by compiles (to a cubin) for sm_90a;
     the compiled kernels are returned in a list."""
-    jit_module = importlib.import_module("warpweave.jit")
     # Compiled here, not served from a disk cache that an older build of the pass may have
     # filled for the same source (the cache key holds the compiler's version, not its build).
     monkeypatch.setenv("WARPWEAVE_CACHE_DISABLE", "1")
-    kernels = []
-
-    def compile_instead_of_launch(self, *args, grid, num_warps=None, num_stages=None,
-                                  ctas_per_cga=None, num_ctas=None, warmup=False, **kwargs):
-        values = self.bind(args, kwargs)
-        options = self._options(num_warps, num_stages, ctas_per_cga, num_ctas)
-        kernels.append(self.compile_for(values, False, options, target="sm_90a"))
-
-    monkeypatch.setattr(jit_module.JITFunction, "run", compile_instead_of_launch)
-    monkeypatch.setattr(_common._Place, "on_gpu", property(lambda self: True))
-    return kernels
+    return gpu_compiles.kernels
 
 
 @pytest.mark.parametrize("head_dim", [64, 128])

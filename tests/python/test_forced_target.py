@@ -12,7 +12,6 @@ import pytest
 
 import warpweave as ww
 import warpweave.language as tl
-from test_kernels_interp import gpu_compiles  # noqa: F401 (a fixture)
 
 pytest.importorskip("warpweave._native")
 jitmod = importlib.import_module("warpweave.jit")

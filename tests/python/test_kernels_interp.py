@@ -691,30 +691,9 @@ def test_attention_default_scale_and_strided_inputs(rng):
 
 # ------------------------------------------------------------------------------------------------
 # The GPU configurations compile: each wrapper called as on an H200 (on_gpu, 132 SMs) with its
-# launch replaced by a compile to a cubin (codegen + ptxas) for the target
+# launch replaced by a compile to a cubin (codegen + ptxas) for the target: conftest's
+# gpu_compiles fixture
 # ------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def gpu_compiles(monkeypatch, requires_ptxas):
-    """Makes the wrappers believe they run on the GPU and turns every launch into a compile for
-    `gpu_compiles.target`; the compiled kernels are appended to `gpu_compiles.kernels`."""
-    jit_module = importlib.import_module("warpweave.jit")
-
-    class Record:
-        target = "sm_90a"
-        kernels = []
-
-    def compile_instead_of_launch(self, *args, grid, num_warps=None, num_stages=None,
-                                  ctas_per_cga=None, num_ctas=None, warmup=False, **kwargs):
-        values = self.bind(args, kwargs)
-        options = self._options(num_warps, num_stages, ctas_per_cga, num_ctas)
-        Record.kernels.append(self.compile_for(values, False, options, target=Record.target))
-
-    monkeypatch.setattr(jit_module.JITFunction, "run", compile_instead_of_launch)
-    monkeypatch.setattr(_common._Place, "on_gpu", property(lambda self: True))
-    monkeypatch.setattr(_common._Place, "num_sms", lambda self: 132)
-    return Record
 
 
 def h(*shape):

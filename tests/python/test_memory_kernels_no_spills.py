@@ -9,8 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from test_kernels_interp import (TOL, assert_close, gpu_compiles,  # noqa: F401 (a fixture)
-                                 layernorm_bwd_ref, layernorm_ref, randn, softmax_ref)
+from test_kernels_interp import (TOL, assert_close, layernorm_bwd_ref, layernorm_ref, randn,
+                                 softmax_ref)
 from warpweave import ops
 from warpweave.ops import _common, _layernorm, _rows
 
