@@ -138,7 +138,7 @@ class TensorDescriptor:
         address = base.data_ptr()
         # Keyed by the base's dtype object: the signature spelling is worked out on a miss only.
         key = (base.dtype, address, tuple(self.shape), tuple(self.strides),
-               tuple(self.block_shape), swizzle)
+               tuple(self.block_shape), swizzle, isinstance(swizzle, Fp4Padded))
         if self._encoded is not None and self._encoded[0] == key:
             return self._encoded[1]
         data = _encoded_maps.get(key)
@@ -152,6 +152,18 @@ class TensorDescriptor:
 
     def _encode_new(self, address: int, swizzle: int | None) -> bytes:
         dtype = self.dtype_sig
+        if isinstance(swizzle, Fp4Padded):
+            # Packed e2m1 bytes loaded padded: the map counts 4-bit values along the innermost
+            # dimension (two a byte), strides stay in bytes, boxes are 128 values wide.
+            if dtype not in ("u8", "i8"):
+                raise native().LaunchError(
+                    f"tensor descriptor of {dtype}: the e2m1 operand of a mixed "
+                    f"tlx.async_dot_scaled is packed two values a byte in a uint8 tensor")
+            shape = self.shape[:-1] + [2 * self.shape[-1]]
+            block = self.block_shape[:-1] + [2 * self.block_shape[-1]]
+            return native().encode_tensor_map("fp4_padded", address, shape, self.strides,
+                                              box_shape(block, "u8", int(swizzle)),
+                                              int(swizzle))
         # Only a kernel's declared swizzle may narrow the box (see box_shape).
         box = box_shape(self.block_shape, dtype, swizzle)
         if swizzle is None:
@@ -170,7 +182,16 @@ class TensorDescriptor:
 _SWIZZLE = re.compile(r"swizzle\s*=\s*(\d+)")
 
 
+class Fp4Padded(int):
+    """The swizzle of a descriptor whose TMA loads fill padded e2m1 tiles (the e2m1 operand of a
+    mixed tlx.async_dot_scaled, `desc<..., fp4_padded>`): encode() then builds the map of 4-bit
+    values that TMA writes 16 to 16 bytes (CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B)."""
+
+
 def swizzle_of(param_type: str) -> int | None:
-    """The swizzle a kernel's descriptor parameter declares (`desc<..., swizzle=128>`)."""
+    """The swizzle a kernel's descriptor parameter declares (`desc<..., swizzle=128>`), as an
+    Fp4Padded where it declares `fp4_padded`."""
     m = _SWIZZLE.search(param_type)
-    return int(m.group(1)) if m else None
+    if not m:
+        return None
+    return Fp4Padded(int(m.group(1))) if "fp4_padded" in param_type else int(m.group(1))

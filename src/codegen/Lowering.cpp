@@ -1191,6 +1191,9 @@ PtxKernel FunctionLowering::run() {
       size_t at = type.find("swizzle=0");
       if (at != std::string::npos) type.replace(at, 9, "swizzle=" + std::to_string(it->second));
     }
+    // Loads into padded e2m1 tiles: the host encodes 4-bit values, 16 to 16 bytes (TlxTma.cpp).
+    if (auto f = descriptorFp4Padded_.find(a.value); f != descriptorFp4Padded_.end() && f->second)
+      k.params.at(p).type.insert(k.params.at(p).type.size() - 1, ", fp4_padded");
     ++p;
   }
 

@@ -431,6 +431,9 @@ private:
   std::unordered_map<const ir::Op*, std::pair<int64_t, int64_t>> scaleColumns_;
   // Descriptor (argument or make_desc) -> swizzle bytes of the shared tiles its TMA copies use.
   std::unordered_map<const ir::Value*, int> descriptorSwizzle_;
+  // Descriptor argument -> whether its TMA loads fill padded e2m1 tiles (the host encodes it as
+  // CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B, declared by ", fp4_padded" in its parameter type).
+  std::unordered_map<const ir::Value*, bool> descriptorFp4Padded_;
 };
 
 } // namespace ww::codegen

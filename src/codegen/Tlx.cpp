@@ -183,6 +183,15 @@ ViewAddressing addressingOf(const layout::LayoutMap& layouts, const ir::Value* v
     if (!a || a->layout.numOutDims() == 0 || a->layout.getTotalOutDimSize() == 0)
       raiseError(at.loc(), std::string("'") + at.name() + "' of a buffer of shape " + t.str() +
                                " is not supported; use power-of-two dims");
+    if (a->fp4Padded) {
+      // Padded e2m1 (LayoutAssignment.h): its layout drops the padding bit, so it has no inverse;
+      // byte j of a row lies at byte (j & 7) | (j >> 3) << 4 of the [rows, 2 cols] NVMMA tile.
+      LinearLayout padded = bytesOfSharedLayout(
+          layout::nvmmaSharedLayout({t.shape[0], 2 * t.shape[1]}, 1, 128), 2, 1);
+      std::vector<std::vector<int32_t>> cols = basesOfIn(padded, layout::dimName(1));
+      cols.erase(cols.begin() + 3);
+      return {byteLayout({}, {basesOfIn(padded, layout::dimName(0)), cols}), 0, 0, rank};
+    }
     return {bytesOfSharedLayout(a->layout, rank, ir::byteWidth(t.elem)), 0, 0, rank};
   }
   const ir::Value* src = def->operand(0);
@@ -411,6 +420,17 @@ const layout::SharedAllocation& FunctionLowering::allocationOf(const ir::Op& op,
                              "' needs a shared-memory buffer or barrier from tlx.local_alloc or "
                              "tlx.alloc_barriers; tensor-memory buffers are not supported on " +
                              targetName(options_.target));
+  // A padded e2m1 buffer (the operand of a mixed block-scaled MMA) is written by TMA and read
+  // by the tensor core; no thread addresses its bytes (LayoutAssignment.h, fp4Padded).
+  const OpCode c = op.code();
+  if (a->fp4Padded && c != OpCode::AsyncDescLoad && c != OpCode::Tcgen05Mma &&
+      c != OpCode::LocalTrans && !(c == OpCode::LocalView && !ir::attr::LocalView::subview(op)))
+    raiseError(op.loc(), std::string("'") + op.name() + "' of " +
+                             op.operand(operandIndex)->type().str() +
+                             ", the e2m1 operand of a mixed tlx.async_dot_scaled, which lies "
+                             "padded in shared memory (tcgen05.mma kind::mxf8f6f4): the sm_100a "
+                             "backend fills it with tlx.async_descriptor_load only and reads it "
+                             "with the MMA (a whole buffer, its local_view or local_trans)");
   return *a;
 }
 

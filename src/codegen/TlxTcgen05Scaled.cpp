@@ -39,11 +39,12 @@ constexpr uint64_t kScaleChunkDescriptorBits =
     (uint64_t(1) << 46) | (uint64_t(128 >> 4) << 32) | (uint64_t(16 >> 4) << 16);
 
 /// The instruction descriptor's A / B type code of an OCP MX format: .kind::mxf8f6f4's E4M3 = 0,
-/// E5M2 = 1; .kind::mxf4 / mxf4nvf4's E2M1 = 1 (a 3-bit atype, a 2-bit btype).
-uint32_t mxFormatCode(const std::string& format) {
+/// E5M2 = 1, E2M1 = 5 (its E2M3 = 3 and E3M2 = 4 are not built); .kind::mxf4 / mxf4nvf4's
+/// E2M1 = 1 (a 3-bit atype, a 2-bit btype). `mxf4`: the MMA is of that kind (both e2m1).
+uint32_t mxFormatCode(const std::string& format, bool mxf4) {
   if (format == "e4m3") return 0;
   if (format == "e5m2") return 1;
-  if (format == "e2m1") return 1;
+  if (format == "e2m1") return mxf4 ? 1 : 5;
   throw std::logic_error("codegen: block-scaled MMA of format '" + format + "'");
 }
 
@@ -66,13 +67,15 @@ uint32_t tcgen05ScaledInstrDescriptor(const std::string& aFormat, const std::str
   // PTX ISA, instruction descriptor for .kind::mxf8f6f4 (and for .kind::mxf4 / mxf4nvf4, which
   // differ where noted): bits 0-1 reserved, 2 sparsity, 3 reserved, 4-5 B scale factor ID (mxf4:
   // 0 or 2; 4X: 0), 6 reserved, 7-9 atype, 10-12 btype (mxf4: 10-11, 12 reserved), 13 / 14
-  // negate A / B, 15 / 16 transpose A / B (mxf4: 0 only), 17-22 N >> 3, 23 scale type (UE8M0 =
+  // negate A / B, 15 / 16 transpose A / B (mxf4: 0 only; an e2m1 operand of mxf8f6f4 is K-major
+  // here), 17-22 N >> 3, 23 scale type (UE8M0 =
   // 1, UE4M3 = 0), 24-26 reserved, 27-28 M >> 7, 29-30 A scale factor ID, 31 reserved (mxf4: K
   // of the dense MMA, 0 for K = 64). D is always f32.
   uint32_t desc = 0;
   desc |= uint32_t(bScaleId & 3) << 4;
-  desc |= mxFormatCode(aFormat) << 7;
-  desc |= mxFormatCode(bFormat) << 10;
+  const bool mxf4 = aFormat == "e2m1" && bFormat == "e2m1";
+  desc |= mxFormatCode(aFormat, mxf4) << 7;
+  desc |= mxFormatCode(bFormat, mxf4) << 10;
   desc |= uint32_t(aMnMajor) << 15;
   desc |= uint32_t(bMnMajor) << 16;
   desc |= uint32_t(N >> 3) << 17;

@@ -60,11 +60,32 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
     raiseError(op.loc(), std::string("'") + op.name() + "' between " + dt.str() + " and " +
                              bt.str() + ": the buffer must have the descriptor's block shape " +
                              "(leading 1s aside) and element type");
+  // A padded e2m1 buffer (the operand of a mixed block-scaled MMA; LayoutAssignment.h) is
+  // filled by TMA's CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B, whose elements are the 4-bit values:
+  // the copy is of [.., 2 K] values a byte each in shared memory, its K coordinate twice the
+  // packed one, in boxes of 128 values (the one width that type takes) of a 128-byte swizzle.
+  const bool padded = a.fp4Padded;
+  ir::Type ct = dt;
+  if (padded) {
+    bool isArg = false;
+    for (const ir::KernelArg& arg : fn_.args) isArg |= arg.value == op.operand(0);
+    if (!isArg)
+      raiseError(op.loc(), std::string("'") + op.name() +
+                               "' fills the padded e2m1 operand of a mixed tlx.async_dot_scaled, "
+                               "which the sm_100a backend loads through a descriptor passed as a "
+                               "kernel argument only (encoded by the host as 4-bit values)");
+    ct.shape.back() *= 2;
+  }
+  auto [known, fresh] = descriptorFp4Padded_.emplace(op.operand(0), padded);
+  if (!fresh && known->second != padded)
+    raiseError(op.loc(), "one descriptor loads both padded e2m1 tiles (the operand of a mixed "
+                         "tlx.async_dot_scaled) and plain ones; use a separate descriptor for "
+                         "each kind of tile");
   // A swizzled buffer whose rows are wider than its swizzle span is laid out as column blocks
   // of that span (each block all rows x S bytes); a TMA box cannot be wider than its swizzle, so
   // the host encodes the box one block wide and each copy here moves one column block.
-  int64_t elemBytes = ir::byteWidth(dt.elem);
-  int64_t innerBytes = dt.shape.back() * elemBytes;
+  int64_t elemBytes = ir::byteWidth(ct.elem);
+  int64_t innerBytes = ct.shape.back() * elemBytes;
   if (a.swizzleBytes && innerBytes > a.swizzleBytes) {
     int64_t rows = 1;
     for (int d = 0; d + 1 < rank; ++d) rows *= dt.shape[d];
@@ -85,7 +106,7 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
   }
   // Blocks longer than 256 elements along a dim go as several boxes (one mbarrier, whose
   // expected bytes count them all; one bulk group per store).
-  const TmaBoxes boxes = tmaBoxes(dt, a.swizzleBytes);
+  const TmaBoxes boxes = tmaBoxes(ct, a.swizzleBytes);
   if (!boxes.problem.empty())
     raiseError(op.loc(), std::string("'") + op.name() + "' of a " + dt.str() +
                              " block splits into TMA boxes of at most 256 elements per "
@@ -109,6 +130,7 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
   std::vector<std::string> offsets(rank);
   for (int d = 0; d < rank; ++d)
     offsets[d] = b_.materialize(operand(op, firstOffset + d).at(0), RegClass::B32);
+  if (padded) offsets[rank - 1] = b_.pure("shl.b32", RegClass::B32, {offsets[rank - 1], "1"});
   std::string buffer = b_.materialize(regsOf(op.operand(1)).at(0), RegClass::B32);
   std::string dims = std::to_string(rank) + "d";
   std::string leader = electedThread();

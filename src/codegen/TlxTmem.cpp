@@ -543,16 +543,23 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
   auto [kind, fmt] = mmaKind(at.elem, bt.elem);
   (void)fmt;
   // tlx.async_dot_scaled (TlxTcgen05Scaled.cpp): fp8 operands with e8m0 scales of 32 elements,
-  // or e2m1 ones (uint8 buffers, two to a byte along K) with e8m0 scales of 32 or ue4m3 of 16.
+  // or e2m1 ones (uint8 buffers, two to a byte along K) with e8m0 scales of 32 or ue4m3 of 16,
+  // or one of each (mixed: kind::mxf8f6f4, the e2m1 one padded to a byte a value).
   const bool scaled = ir::attr::Tcgen05Mma::hasScales(op);
   const bool fp4 = scaled && ir::isFp4ScaledMma(op);
+  const bool mixed = scaled && ir::isMixedFp4ScaledMma(op);
   if (scaled) {
+    auto fp8 = [](DType t) { return t == DType::F8E4M3 || t == DType::F8E5M2; };
+    const bool aFp4 = ir::isFp4Operand(op, 0);
+    const bool mixedOk = mixed && (aFp4 ? at.elem == DType::U8 && !aTmem && fp8(bt.elem)
+                                        : fp8(at.elem) && bt.elem == DType::U8);
     if (at.shape[0] != 128 ||
-        (kind != "f8f6f4" && !(fp4 && at.elem == DType::U8 && bt.elem == DType::U8 && !aTmem)))
+        (kind != "f8f6f4" && !(fp4 && at.elem == DType::U8 && bt.elem == DType::U8 && !aTmem) &&
+         !mixedOk))
       raiseError(op.loc(), "tlx.async_dot_scaled of " + at.str() + " and " + bt.str() +
                                ": the sm_100a backend issues the block-scaled MMA with M = 128 "
-                               "(per CTA), e4m3 / e5m2 operands or e2m1 ones packed in uint8 "
-                               "shared-memory buffers");
+                               "(per CTA), e4m3 / e5m2 operands, e2m1 ones packed in uint8 "
+                               "shared-memory buffers, or one e2m1 and one e4m3 / e5m2");
     kind = tcgen05ScaledKind(op);
   }
   if (kind.empty())
@@ -570,7 +577,10 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
   // A pair's M = 64 (per CTA) is the instruction's M = 128 over the pair: each CTA's [64, N]
   // accumulator lies in 128 lanes of N / 2 columns (the PTX ISA's data-path layout for it;
   // TLX's TwoCTA_RHS), which the allocation's placement gave it (ir/TmemPairs.h).
-  const int64_t M = at.shape[0], K = at.shape[1], bN = bt.shape[1], N = ct.shape[1];
+  // K in bytes of a row of A's tile: packed fp4's K / 2, or, for the mixed MMA, K (its e2m1
+  // operand is padded to a byte a value).
+  const int64_t M = at.shape[0], K = mixed ? ir::scaledMmaK(op) : at.shape[1], bN = bt.shape[1],
+                N = ct.shape[1];
   const int64_t nStep = M == 64 && !pair ? 8 : 16;
   if (!(M == 128 || M == 64) || N < nStep || N > 256 || N % nStep != 0 || (pair ? 2 * bN : bN) != N)
     raiseError(op.loc(), "tlx.async_dot of a " + std::to_string(M) + "x" + std::to_string(N) +
@@ -610,10 +620,17 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
     raiseError(op.loc(), "tlx.async_dot operands must be buffers from tlx.local_alloc, their "
                          "local_view, or the 2-D local_trans of one");
   // tcgen05.mma has no transpose for e2m1 (PTX ISA, .kind::mxf4 / mxf4nvf4): both K-major.
-  if (fp4 && (!aK || !bK))
+  // The mixed MMA's e2m1 operand is K-major too (TMA writes it padded along K).
+  if ((fp4 && (!aK || !bK)) ||
+      (mixed && ((ir::isFp4Operand(op, 0) && !aK) || (ir::isFp4Operand(op, 1) && !bK))))
     raiseError(op.loc(), "tlx.async_dot_scaled of e2m1 " + at.str() + " and " + bt.str() +
                              ": tcgen05.mma reads fp4 operands with K contiguous only; A an "
                              "[M, K / 2] buffer, B the tlx.local_trans of an [N, K / 2] one");
+  // The mixed MMA's e2m1 operand must lie padded (LayoutAssignment's fp4Padded).
+  if (mixed && !allocationOf(op, ir::isFp4Operand(op, 0) ? 0 : 1).fp4Padded)
+    raiseError(op.loc(), "tlx.async_dot_scaled of " + at.str() + " and " + bt.str() +
+                             ": the e2m1 operand of the mixed MMA must be a tlx.local_alloc "
+                             "buffer (its local_view or local_trans) laid out padded");
   int bytes = ir::byteWidth(at.elem);
   // tcgen05 reads 16- and 8-bit operands K-major or MN-major (the instruction descriptor's
   // transpose bits; unlike wgmma, whose 8-bit operands are K-major only), as Triton's MMAv5

@@ -7,11 +7,11 @@
 //
 // Scales are e8m0 bytes (2^(s - 127); 0xFF is NaN), one per 32 elements of K, or nvfp4's ue4m3
 // (tl.float8e4nv values), one per 16 (ir/BlockScaled.h). Operands are fp8, or e2m1 packed two to
-// a byte along K (low nibble first): A [M, K / 2], B [K / 2, N]. A tensor-memory scale buffer
-// holds the scales as [rows, cols] (row r of A, or column r of B; scale c of a block of K); a
-// shared-memory tile holds them in the cuBLAS block-scaled layout: 512-byte chunks of
-// 128 rows x 4 scales, row block by row block and then scale word by word, row 32 i + l's scales
-// 4 j..4 j + 3 at byte 16 l + 4 i + j of its chunk. tcgen05.cp turns one into the other.
+// a byte along K (low nibble first): A [M, K / 2], B [K / 2, N]; one of each in the mixed MMA. A
+// tensor-memory scale buffer holds the scales as [rows, cols] (row r of A, or column r of B; scale
+// c of a block of K); a shared-memory tile holds them in the cuBLAS block-scaled layout: 512-byte
+// chunks of 128 rows x 4 scales, row block by row block and then scale word by word, row 32 i + l's
+// scales 4 j..4 j + 3 at byte 16 l + 4 i + j of its chunk. tcgen05.cp turns one into the other.
 #include "interp/Elementwise.h"
 #include "interp/Executor.h"
 #include "ir/BlockScaled.h"
@@ -148,7 +148,6 @@ void Executor::scaledMma(const PendingMma& m, const BufferView& av, const Tensor
   auto whole = [](const BufferView& v) { return readBuffer(v, ir::Type::tensor(v.elem, v.shape)); };
   TensorPtr a = whole(av);
   const ir::Op& op = *m.op;
-  const bool fp4 = ir::isFp4ScaledMma(op);
   // K / block scales a row, in tiles of that rounded up to four (a 32-bit column's worth).
   const int64_t M = a->shape.at(0), K = ir::scaledMmaK(op), N = b.shape.at(1),
                 block = ir::scaleBlock(op), cols = ir::scaleColumns(op);
@@ -160,7 +159,9 @@ void Executor::scaledMma(const PendingMma& m, const BufferView& av, const Tensor
   // Each element times its block's scale (exact in fp32: fp8 or fp4 values times powers of two;
   // times ue4m3 values, a product of a 4-bit and a 2-bit significand), then the product as the
   // tensor core accumulates it, in fp32.
-  const std::vector<double> av2 = operandValues(*a, fp4, true), bv = operandValues(b, fp4, false);
+  // Each operand decoded by its own format: mixed mxfp4 x mxfp8 has one e2m1 operand.
+  const std::vector<double> av2 = operandValues(*a, ir::isFp4Operand(op, 0), true),
+                            bv = operandValues(b, ir::isFp4Operand(op, 1), false);
   Tensor as(ir::DType::F32, false, {M, K}), bs(ir::DType::F32, false, {K, N});
   for (int64_t i = 0; i < M; ++i)
     for (int64_t k = 0; k < K; ++k)

@@ -8,7 +8,13 @@
 // - mxfp4: e2m1 operands packed two to a uint8 along K (low nibble the lower K index), uint8
 //   e8m0 scales, one per 32 of K (.kind::mxf4 .scale_vec::2X, K = 64 an instruction);
 // - nvfp4: e2m1 operands as mxfp4, tl.float8e4nv (ue4m3) scales, one per 16 of K
-//   (.kind::mxf4nvf4 .scale_vec::4X, K = 64 an instruction).
+//   (.kind::mxf4nvf4 .scale_vec::4X, K = 64 an instruction);
+// - mixed mxfp4 x mxfp8: one operand e2m1 (packed as for mxfp4: A [M, K / 2], or B the
+//   tlx.local_trans of [N, K / 2] bytes), the other e4m3 / e5m2, uint8 e8m0 scales, one per 32
+//   of K (.kind::mxf8f6f4 .scale_vec::1X, K = 32 an instruction). That kind reads e2m1 from
+//   shared memory padded: 16 values (8 bytes) at the start of each 16-byte chunk, a byte of
+//   the tile per value, as TMA's CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B writes it; the buffer's
+//   shared allocation is marked fp4Padded (layout/LayoutAssignment.h).
 #pragma once
 
 #include "ir/IR.h"
@@ -18,15 +24,27 @@
 
 namespace ww::ir {
 
-/// Whether the block-scaled MMA `op` multiplies packed e2m1 (fp4) operands.
+/// Whether operand `i` (0: A, 1: B) of the block-scaled MMA `op` is packed e2m1 (fp4).
+inline bool isFp4Operand(const Op& op, unsigned i) {
+  return (i == 0 ? attr::Tcgen05Mma::aFormat(op) : attr::Tcgen05Mma::bFormat(op)) == "e2m1";
+}
+
+/// Whether the block-scaled MMA `op` multiplies two e2m1 (fp4) operands: .kind::mxf4 or
+/// mxf4nvf4.
 inline bool isFp4ScaledMma(const Op& op) {
-  return attr::Tcgen05Mma::aFormat(op) == "e2m1";
+  return isFp4Operand(op, 0) && isFp4Operand(op, 1);
+}
+
+/// Whether `op` multiplies an e2m1 operand with an e4m3 / e5m2 one (.kind::mxf8f6f4, the e2m1
+/// one padded in shared memory).
+inline bool isMixedFp4ScaledMma(const Op& op) {
+  return isFp4Operand(op, 0) != isFp4Operand(op, 1);
 }
 
 /// The MMA's K in elements: A is [M, K] fp8, or [M, K / 2] bytes of packed fp4.
 inline int64_t scaledMmaK(const Op& op) {
   const int64_t k = op.operand(0)->type().shape.at(1);
-  return isFp4ScaledMma(op) ? 2 * k : k;
+  return isFp4Operand(op, 0) ? 2 * k : k;
 }
 
 /// Whether the MMA's scales are ue4m3 (nvfp4) rather than e8m0 bytes.

@@ -7,6 +7,7 @@
 #include "layout/LayoutAssignment.h"
 
 #include "frontend/Diagnostics.h"
+#include "ir/BlockScaled.h"
 #include "ir/DotFp8.h"
 #include "ir/OpAttrs.h"
 #include "ir/OpTraits.h"
@@ -982,6 +983,38 @@ private:
     return it == map_.viewRoots_.end() ? v : it->second;
   }
 
+  /// The e2m1 operand of a mixed block-scaled MMA (tcgen05.mma .kind::mxf8f6f4) is read padded:
+  /// its buffer takes twice its bytes in fp4PaddedSharedLayout (ir/BlockScaled.h).
+  void padMixedFp4Operands() {
+    walk(fn_.body, [&](const ir::Op& op) {
+      if (op.code() != OpCode::Tcgen05Mma || !ir::attr::Tcgen05Mma::hasScales(op) ||
+          !ir::isMixedFp4ScaledMma(op))
+        return;
+      const unsigned i = ir::isFp4Operand(op, 0) ? 0 : 1;
+      const ir::Value* root = rootOf(op.operand(i));
+      auto it = map_.allocations_.find(root);
+      const ir::Op* alloc = root->def();
+      if (it == map_.allocations_.end() || !alloc || alloc->code() != OpCode::LocalAlloc)
+        return; // the lowering names what it cannot read
+      const ir::Type& t = root->type();
+      if (alloc->hasAttr(ir::attr::LocalAlloc::kalias) || t.shape.size() != 2 ||
+          t.elem != ir::DType::U8 || t.shape[1] % 64 != 0 || !isPowerOf2(t.shape[0]) ||
+          !isPowerOf2(t.shape[1]))
+        raiseError(op.loc(), "tlx.async_dot_scaled reads its e2m1 operand " + t.str() +
+                                 " padded (tcgen05.mma kind::mxf8f6f4): its tlx.local_alloc "
+                                 "must be a [rows, K / 2] uint8 buffer of its own (no "
+                                 "storage_alias_spec), both powers of two, K / 2 a multiple of "
+                                 "64");
+      SharedAllocation& a = it->second;
+      if (a.fp4Padded) return;
+      a.fp4Padded = true;
+      a.swizzleBytes = 128;
+      a.layout = fp4PaddedSharedLayout(t.shape[0], t.shape[1]);
+      a.alignment = 1024;
+      a.bytesPerBuffer = alignTo(2 * numElements(t.shape), a.alignment);
+    });
+  }
+
   /// Sizes and layouts of every shared allocation, then their offsets by liveness
   /// (SharedMemoryPlan.h): buffers whose live ranges do not meet share bytes, and the scratch
   /// region lies over buffers that are dead wherever scratch is used.
@@ -1051,6 +1084,7 @@ private:
         return;
       }
     });
+    padMixedFp4Operands();
     int64_t scratch = 0;
     for (const auto& [op, bytes] : map_.scratchPerOp_) scratch = std::max(scratch, bytes);
     map_.scratchBytes_ = scratch;

@@ -56,6 +56,9 @@ struct SharedAllocation {
   /// For tensor buffers: offset (elements within one buffer) -> coordinates. Empty for barriers.
   LinearLayout layout;
   int swizzleBytes = 0; // NVMMA swizzle of `layout` (0: not an NVMMA layout / none)
+  /// A uint8 [rows, cols] buffer of packed e2m1 that a mixed block-scaled MMA reads (.kind::
+  /// mxf8f6f4): it takes rows x 2 cols bytes, 8 of every 16 holding data (fp4PaddedSharedLayout).
+  bool fp4Padded = false;
   int64_t bytes() const { return bytesPerBuffer * count; }
 };
 

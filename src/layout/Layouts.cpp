@@ -646,6 +646,27 @@ LinearLayout nvmmaSharedLayout(const std::vector<int64_t>& shape, int elemBytes,
   });
 }
 
+LinearLayout fp4PaddedSharedLayout(int64_t rows, int64_t cols) {
+  if (cols % 64 != 0)
+    throw std::logic_error("fp4PaddedSharedLayout: rows of " + std::to_string(cols) +
+                           " bytes are not whole 128-value TMA boxes");
+  // Byte offset -> (row, padded byte), then padded byte p -> tile byte: bits 0-2 stay, bit 3
+  // (the second half of a 16-byte chunk, padding) drops, bits 4 and up move down one.
+  const LinearLayout padded = nvmmaSharedLayout({rows, 2 * cols}, 1, 128);
+  LinearLayout::Bases bases;
+  for (const auto& [in, vectors] : padded.getBases()) {
+    std::vector<std::vector<int32_t>> mapped;
+    for (const std::vector<int32_t>& v : vectors) {
+      const int32_t p = v.at(1);
+      mapped.push_back({v.at(0), (p & 7) | ((p >> 4) << 3)});
+    }
+    bases.emplace_back(in, std::move(mapped));
+  }
+  return LinearLayout(std::move(bases),
+                      LinearLayout::NamedSizes{{dimName(0), static_cast<int32_t>(rows)},
+                                               {dimName(1), static_cast<int32_t>(cols)}});
+}
+
 int nvmmaSwizzleBytes(const std::vector<int64_t>& shape, int elemBytes,
                       const std::vector<int32_t>& order) {
   if (shape.size() != 2) return 0;

@@ -152,6 +152,12 @@ int32_t wgmmaInstrN(int64_t shapeN, int32_t warpsN);
 /// stored one after another. shape must be powers of two.
 LinearLayout nvmmaSharedLayout(const std::vector<int64_t>& shape, int elemBytes, int swizzleBytes,
                                const std::vector<int32_t>& order = {1, 0});
+/// The padded shared layout of a [rows, cols] uint8 tile of packed e2m1 (two values a byte) as
+/// tcgen05.mma .kind::mxf8f6f4 reads it and TMA's CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B writes
+/// it: the NVMMA layout (128-byte swizzle) of [rows, 2 cols] bytes, in which each 16-byte chunk
+/// holds 8 bytes of the tile and 8 of padding. Offset bit 3 (the padding) maps to no coordinate,
+/// so the layout is not injective; cols must be a multiple of 64.
+LinearLayout fp4PaddedSharedLayout(int64_t rows, int64_t cols);
 /// The widest NVMMA swizzle (128, 64, 32, or 0) whose row fits the contiguous dim.
 int nvmmaSwizzleBytes(const std::vector<int64_t>& shape, int elemBytes,
                       const std::vector<int32_t>& order = {1, 0});

@@ -176,7 +176,13 @@ TensorMap encodeTensorMap(const std::string& dtype, uint64_t globalAddress,
         std::to_string(rank) + ", " + std::to_string(globalStrides.size()) + ", " +
         std::to_string(boxDims.size()) + ")");
   CUtensorMapDataType type;
-  if (dtype == "fp16")
+  // "fp4_padded": packed e2m1 (uint8 bytes of two values) that TMA writes to shared memory 16
+  // values to 16 bytes, for a mixed block-scaled MMA (tcgen05.mma .kind::mxf8f6f4). Dimensions
+  // and the box count 4-bit values; strides are in bytes.
+  const bool fp4Padded = dtype == "fp4_padded";
+  if (fp4Padded)
+    type = CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B;
+  else if (dtype == "fp16")
     type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   else if (dtype == "bf16")
     type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
@@ -198,9 +204,29 @@ TensorMap encodeTensorMap(const std::string& dtype, uint64_t globalAddress,
     type = CU_TENSOR_MAP_DATA_TYPE_UINT8;
   else
     throw LaunchError("tensor descriptor: element type '" + dtype + "' cannot be loaded by TMA");
-  const int64_t elem = elementSize(dtype);
+  const int64_t elem = fp4Padded ? 1 : elementSize(dtype);
   if (globalAddress % 16 != 0)
     throw LaunchError("tensor descriptor: the base address must be 16-byte aligned");
+  if (fp4Padded) {
+    // cuTensorMapEncodeTiled's rules for CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B.
+    std::string problem;
+    if (globalAddress % 32 != 0)
+      problem = "the base address must be 32-byte aligned";
+    else if (globalDims[rank - 1] % 128 != 0)
+      problem = "the innermost dimension must be a multiple of 128 values (64 bytes)";
+    else if (boxDims[rank - 1] != 128)
+      problem = "the innermost block dimension must be 128 values (64 bytes)";
+    else if (swizzleBytes != 0 && swizzleBytes != 128)
+      problem = "the swizzle must be none or 128 bytes";
+    for (size_t d = 0; problem.empty() && d + 1 < rank; ++d)
+      if (globalStrides[d] % 32 != 0)
+        problem = "stride of dimension " + std::to_string(d) + " is " +
+                  std::to_string(globalStrides[d]) + " bytes, not a multiple of 32";
+    if (!problem.empty())
+      throw LaunchError("tensor descriptor of packed e2m1 loaded padded (the e2m1 operand of a "
+                        "mixed tlx.async_dot_scaled): " +
+                        problem);
+  }
   if (globalStrides[rank - 1] != 1)
     throw LaunchError("tensor descriptor: the innermost (last) dimension must have stride 1, got " +
                       std::to_string(globalStrides[rank - 1]));

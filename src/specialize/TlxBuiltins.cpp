@@ -1040,17 +1040,10 @@ Val tlxAsyncDotScaled(Specializer& sp, const std::string& name, CallSite& call) 
                                  (f.kind == Val::Kind::String ? "'" + f.s + "'" : kindName(f)));
     (arg[0] == 'A' ? scales.aFormat : scales.bFormat) = s;
   }
-  const bool fp4 = scales.aFormat == "e2m1";
-  if (fp4 != (scales.bFormat == "e2m1"))
-    raiseError(call.loc, fn + " of '" + scales.aFormat + "' x '" + scales.bFormat +
-                             "': fp4 with fp8 (tcgen05.mma kind::mxf8f6f4 with padded e2m1 "
-                             "operands) is not supported by warpweave yet; both operands e2m1 "
-                             "(mxfp4 / nvfp4) or both e4m3 / e5m2 (mxfp8) are");
-  if (sa[1] != sb[0])
-    raiseError(call.loc, fn + " shape mismatch: A is " + dims(sa) + " and B is " + dims(sb) +
-                             " (A's K = " + std::to_string(sa[1]) +
-                             " must equal B's K = " + std::to_string(sb[0]) +
-                             (fp4 ? "; e2m1 operands hold two values of K a byte" : "") + ")");
+  // Both e2m1: mxfp4 / nvfp4 (kind::mxf4 / mxf4nvf4). One e2m1 and one e4m3 / e5m2: the mixed
+  // MMA of kind::mxf8f6f4, whose e2m1 operand lies padded in shared memory (ir/BlockScaled.h).
+  const bool aFp4 = scales.aFormat == "e2m1", bFp4 = scales.bFormat == "e2m1";
+  const bool fp4 = aFp4 && bFp4, mixed = aFp4 != bFp4;
   auto elemName = [](const std::string& f) {
     return f == "e2m1"   ? "tl.uint8 (two e2m1 values a byte, packed along K)"
            : f == "e4m3" ? "tl.float8e4nv"
@@ -1060,10 +1053,17 @@ Val tlxAsyncDotScaled(Specializer& sp, const std::string& name, CallSite& call) 
     if (v->type().elem != (f == "e2m1" ? DType::U8 : f == "e4m3" ? DType::F8E4M3 : DType::F8E5M2))
       raiseError(a.loc(arg), fn + "'s " + arg + " is " + v->type().str() + " but its format is '" +
                                  f + "': pass a buffer of " + elemName(f) + " elements");
-  if (fp4) {
-    // tcgen05.mma reads e2m1 K-major only (PTX ISA: no transpose for .kind::mxf4 / mxf4nvf4):
-    // A an [M, K / 2] shared-memory buffer, B the tlx.local_trans of an [N, K / 2] one.
-    const ir::Op* bDef = B->def();
+  // K of A and of B: an e2m1 operand holds two values of K a byte.
+  const int64_t aK = aFp4 ? 2 * sa[1] : sa[1], bK = bFp4 ? 2 * sb[0] : sb[0];
+  if (aK != bK)
+    raiseError(call.loc,
+               fn + " shape mismatch: A is " + dims(sa) + " and B is " + dims(sb) +
+                   " (A's K = " + std::to_string(aK) + " must equal B's K = " + std::to_string(bK) +
+                   (aFp4 || bFp4 ? "; e2m1 operands hold two values of K a byte" : "") + ")");
+  if (aFp4) {
+    // tcgen05.mma reads e2m1 K-major only here (PTX ISA: no transpose for .kind::mxf4 /
+    // mxf4nvf4; the padded operand of kind::mxf8f6f4 is loaded K-major by TMA): A an [M, K / 2]
+    // shared-memory buffer.
     const ir::Op* aDef = A->def();
     if (A->type().space != ir::MemorySpace::Shared)
       raiseError(a.loc("A"), fn + " of e2m1 reads A " + A->type().str() +
@@ -1073,12 +1073,28 @@ Val tlxAsyncDotScaled(Specializer& sp, const std::string& name, CallSite& call) 
       raiseError(a.loc("A"), fn + " of e2m1 reads A with K contiguous only (tcgen05.mma has no "
                                   "transpose for fp4): pass an [M, K / 2] buffer, not a "
                                   "tlx.local_trans");
+  }
+  if (bFp4) {
+    const ir::Op* bDef = B->def();
     if (!bDef || bDef->code() != OpCode::LocalTrans)
       raiseError(a.loc("B"), fn + " of e2m1 reads B with K contiguous only (tcgen05.mma has no "
                                   "transpose for fp4): store B as an [N, K / 2] buffer and pass "
                                   "its tlx.local_trans");
   }
-  const int64_t M = sa[0], K = fp4 ? 2 * sa[1] : sa[1], N = sb[1];
+  if (mixed) {
+    // The e2m1 operand of kind::mxf8f6f4 lies in shared memory as 16 values (8 bytes) a 16-byte
+    // chunk; TMA writes it so (CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B) in rows of 128 values,
+    // the one box width that type takes.
+    const char* arg = aFp4 ? "A" : "B";
+    const int64_t packed = aFp4 ? sa[1] : sb[0];
+    if (packed % 64 != 0)
+      raiseError(a.loc(arg), fn + " of '" + scales.aFormat + "' x '" + scales.bFormat +
+                                 "': " + arg + "'s K = " + std::to_string(2 * packed) +
+                                 " e2m1 values must be a multiple of 128 (the mixed MMA, "
+                                 "kind::mxf8f6f4, reads e2m1 padded to a byte each, which TMA "
+                                 "writes in rows of 128 values)");
+  }
+  const int64_t M = sa[0], K = aK, N = sb[1];
   if (M != 128)
     raiseError(a.loc("A"), fn +
                                " issues tcgen05.mma ... block_scale with M = 128 rows per CTA; "
@@ -1095,8 +1111,9 @@ Val tlxAsyncDotScaled(Specializer& sp, const std::string& name, CallSite& call) 
   if (ue4m3 && !fp4)
     raiseError(a.loc("A_scale"), fn +
                                      " with ue4m3 (tl.float8e4nv) scales is nvfp4, whose "
-                                     "operands are e2m1; '" +
-                                     scales.aFormat + "' operands take uint8 e8m0 scales");
+                                     "operands are both e2m1; '" +
+                                     scales.aFormat + "' x '" + scales.bFormat +
+                                     "' operands take uint8 e8m0 scales");
   const int64_t block = ue4m3 ? 16 : 32;
   const int64_t step = fp4 ? 64 : 32; // K of one tcgen05.mma
   if (K % step != 0 || K == 0)

@@ -603,6 +603,28 @@ TEST(Layouts, NvmmaSwizzleMatchesCutlassDefinition) {
   EXPECT_THROW(nvmmaSharedLayout({64, 16}, 2, 128), std::logic_error);
 }
 
+/// The padded e2m1 tile of a mixed block-scaled MMA: byte b of the [rows, 2 cols] 128-byte
+/// swizzled tile holds packed byte (b & 7) | (b >> 4) << 3 of its row, or padding (bit 3 set).
+TEST(Layouts, Fp4PaddedLayoutLeavesEightBytesOfEverySixteenEmpty) {
+  const int64_t rows = 16, cols = 128;
+  LL l = fp4PaddedSharedLayout(rows, cols);
+  LL padded = nvmmaSharedLayout({rows, 2 * cols}, 1, 128);
+  EXPECT_EQ(l.getInDimSize(kOffset), rows * 2 * cols);
+  EXPECT_FALSE(l.isInjective());
+  EXPECT_TRUE(l.isSurjective());
+  for (int32_t off = 0; off < rows * 2 * cols; ++off) {
+    std::vector<int32_t> at = padded.apply(std::vector<int32_t>{off});
+    std::vector<int32_t> got = l.apply(std::vector<int32_t>{off});
+    EXPECT_EQ(got[0], at[0]) << off;
+    EXPECT_EQ(got[1], (at[1] & 7) | ((at[1] >> 4) << 3)) << off;
+    // The data byte off & ~8 and its padding twin off | 8 name the same packed byte.
+    EXPECT_EQ(l.apply(std::vector<int32_t>{off & ~8}), l.apply(std::vector<int32_t>{off | 8}));
+  }
+  // Row 0, bytes 8-15 of the tile (values 16-31) lie in the second 16-byte chunk.
+  EXPECT_EQ(l.apply(std::vector<int32_t>{16}), (std::vector<int32_t>{0, 8}));
+  EXPECT_THROW(fp4PaddedSharedLayout(16, 32), std::logic_error);
+}
+
 /// ldmatrix-style reads of a 64x64 fp16 tile: lanes 0-7 read 16-byte rows 0-7 of one column
 /// chunk, lanes 8-31 the next chunks: eight 16-byte vectors per phase.
 LL ldmatrixReads() {

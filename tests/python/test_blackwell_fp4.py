@@ -15,6 +15,14 @@ Instruction descriptor (PTX ISA, "Instruction descriptor format for .kind::mxf4 
 (0 only: fp4 is K-major), 17-22 N >> 3, 23 scale type (UE8M0 = 1, UE4M3 = 0), 24-26 reserved,
 27-28 M >> 7, 29-30 A scale factor ID, 31 K (0: dense K = 64).
 
+Mixed mxfp4 x mxfp8 (one operand e2m1, the other e4m3 / e5m2, e8m0 scales of 32):
+tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.scale_vec::1X, K = 32 an instruction, the
+descriptor's atype / btype E2M1 = 5 (E4M3 = 0, E5M2 = 1; PTX ISA, "Instruction descriptor format
+for .kind::mxf8f6f4"). That kind reads sub-byte operands from shared memory padded: 16 e2m1
+values in the first 8 bytes of each 16-byte chunk, which TMA writes from the packed global
+tensor as CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B (its K coordinate and box counting 4-bit values,
+boxes of 128 values); the kernel declares that descriptor `fp4_padded`.
+
 The interpreter's values against a NumPy reference that decodes e2m1 and the scales from their
 bits, its report of a planted race, refusals, and the PTX checked field by field; ptxas
 assembles each form for sm_100a. No Blackwell GPU ran any of this."""
@@ -362,10 +370,10 @@ def test_fp4_operands_must_be_uint8(tmp_path):
     assert "k.py:13" in msg and "A is" in msg and "tl.uint8" in msg
 
 
-def test_fp4_with_fp8_is_refused_naming_what_is_accepted(tmp_path):
+def test_fp4_format_of_an_fp8_buffer_is_refused_naming_what_is_accepted(tmp_path):
+    # B is uint8 (packed e2m1) but named 'e4m3': the mixed MMA takes an fp8 buffer for it.
     msg = compile_source(tmp_path, fp4_body(b_fmt="'e4m3'"))
-    assert "k.py:13" in msg and "not supported by warpweave yet" in msg
-    assert "both operands e2m1" in msg and "e4m3 / e5m2" in msg
+    assert "k.py:13" in msg and "B is" in msg and "tl.float8e4nv" in msg
 
 
 def test_mixed_scale_dtypes_are_refused(tmp_path):
@@ -405,3 +413,228 @@ def test_fp4_k_must_fill_an_instruction(tmp_path):
         "    tlx.async_dot_scaled(a, tlx.local_trans(b), d, s, 'e2m1', s, 'e2m1')\n")
     msg = compile_source(tmp_path, body)
     assert "k.py:12" in msg and "multiple of 64" in msg
+
+
+# ---- mixed mxfp4 x mxfp8 (kind::mxf8f6f4) ----
+
+# fp8 values k / 8, |k| <= 16 (all e4m3) or a subset that e5m2 holds: with e2m1 values and
+# scales 2^-1..2^1, every product is a multiple of 2^-6 of at most 48 and sums over K <= 512 are
+# exact in fp32.
+FP8_PICK = {"e4m3": np.arange(-16, 17) / 8,
+            "e5m2": np.array([-2, -1.5, -1, -0.75, -0.5, -0.25, 0, 0.25, 0.5, 0.75, 1, 1.5, 2])}
+
+
+def mixed_operands(M, N, K, a_fmt, b_fmt, seed):
+    """A and B as the kernel takes them (packed e2m1 A [M, K / 2] or fp8 A [M, K]; packed e2m1 B
+    [N, K / 2] or fp8 B [K, N]), their values as float64 [M, K] and [K, N], and e8m0 scales
+    [M, K / 32] and [N, K / 32]."""
+    rng = np.random.default_rng(seed)
+
+    def fp8(fmt, shape):
+        return FP8_PICK[fmt][rng.integers(0, len(FP8_PICK[fmt]), shape)].astype(NP_FP8[fmt])
+
+    if a_fmt == "e2m1":
+        a = pack(rng.integers(0, 16, (M, K)))
+        av = unpack(a)
+    else:
+        a = fp8(a_fmt, (M, K))
+        av = a.astype(np.float64)
+    if b_fmt == "e2m1":
+        b = pack(rng.integers(0, 16, (N, K)))
+        bv = unpack(b).T
+    else:
+        b = fp8(b_fmt, (K, N))
+        bv = b.astype(np.float64)
+    sa = rng.integers(126, 129, (M, K // 32)).astype(np.uint8)
+    sb = rng.integers(126, 129, (N, K // 32)).astype(np.uint8)
+    return a, b, av, bv, sa, sb
+
+
+NP_FP8 = {"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
+
+
+def mixed_reference(av, bv, sa, sb):
+    return ((av * np.repeat(scale_values(sa, False), 32, axis=1)) @
+            (bv * np.repeat(scale_values(sb, False), 32, axis=1).T))
+
+
+def run_mixed(M, N, K, a_fmt, b_fmt, BN=128, BK=128, tmem=False, seed=0):
+    a, b, av, bv, sa, sb = mixed_operands(M, N, K, a_fmt, b_fmt, seed)
+    rn, rk = (BN + 127) // 128, (BK // 32 + 3) // 4
+    sa_l = to_cublas_layout(pad(sa, ww.cdiv(M, 128) * 128))
+    sb_l = to_cublas_layout(pad(sb, ww.cdiv(N, BN) * rn * 128))
+    a_fp4 = a_fmt == "e2m1"
+    c = np.full((M, N), np.nan, np.float32)
+    fk.mixed_gemm[(ww.cdiv(M, 128), ww.cdiv(N, BN))](
+        descriptor(a, [128, BK // 2] if a_fp4 else [128, BK]),
+        descriptor(b, [BK, BN] if a_fp4 else [BN, BK // 2]),
+        descriptor(sa_l, [1, 1, rk, 2, 256]), descriptor(sb_l, [1, rn, rk, 2, 256]),
+        c, M, N, K, A_FMT=a_fmt, B_FMT=b_fmt, A_FP4=a_fp4, BN=BN, BK=BK, TMEM_SCALES=tmem,
+        num_warps=4)
+    return c, mixed_reference(av, bv, sa, sb)
+
+
+MIXED = [("e2m1", "e4m3"), ("e2m1", "e5m2"), ("e4m3", "e2m1"), ("e5m2", "e2m1")]
+
+
+@pytest.mark.parametrize("a_fmt,b_fmt", MIXED)
+@pytest.mark.parametrize("M,N,K,BN,BK,tmem", [
+    (128, 128, 128, 128, 128, False),
+    (256, 256, 256, 128, 128, True),
+    (128, 64, 512, 64, 256, False),
+])
+def test_mixed_gemm_matches_numpy(interpret, a_fmt, b_fmt, M, N, K, BN, BK, tmem):
+    c, ref = run_mixed(M, N, K, a_fmt, b_fmt, BN, BK, tmem)
+    np.testing.assert_array_equal(c, ref.astype(np.float32))
+
+
+def test_mixed_reference_decodes_each_operand_by_its_format():
+    # The same codes read as e2m1 in A against e4m3 values in B, by hand for one dot product.
+    a, b, av, bv, sa, sb = mixed_operands(128, 8, 64, "e2m1", "e4m3", 3)
+    row = [E2M1[(a[0, j // 2] >> (4 * (j % 2))) & 0xF] * 2.0 ** (int(sa[0, j // 32]) - 127)
+           for j in range(64)]
+    col = [float(b[j, 0]) * 2.0 ** (int(sb[0, j // 32]) - 127) for j in range(64)]
+    assert mixed_reference(av, bv, sa, sb)[0, 0] == np.dot(row, col)
+
+
+def mixed_sig(a_fmt, b_fmt, BN, BK, tmem=0):
+    rn, rk = (BN + 127) // 128, (BK // 32 + 3) // 4
+    dt = {"e4m3": "fp8e4nv", "e5m2": "fp8e5"}
+    a_fp4 = a_fmt == "e2m1"
+    a = f"u8,128x{BK // 2}" if a_fp4 else f"{dt[a_fmt]},128x{BK}"
+    b = f"{dt[b_fmt]},{BK}x{BN}" if a_fp4 else f"u8,{BN}x{BK // 2}"
+    return (f"a_desc:desc<{a}>,b_desc:desc<{b}>,as_desc:desc<u8,1x1x{rk}x2x256>,"
+            f"bs_desc:desc<u8,1x{rn}x{rk}x2x256>,c_ptr:*fp32:16,M:i32,N:i32,K:i32,"
+            f"A_FMT='{a_fmt}',B_FMT='{b_fmt}',A_FP4={int(a_fp4)},BN={BN},BK={BK},"
+            f"TMEM_SCALES={tmem}")
+
+
+def compile_mixed(a_fmt, b_fmt, BN, BK, tmem=0):
+    path = Path(fk.__file__)
+    result = native_loader.native().compile([(str(path), path.read_text())], "mixed_gemm",
+                                            mixed_sig(a_fmt, b_fmt, BN, BK, tmem), {},
+                                            target="sm_100a", num_warps=4, stage="ptx")
+    return result if isinstance(result, str) else getattr(result, "ptx", None) or result["ptx"]
+
+
+MXF8F6F4_CODE = {"e4m3": 0, "e5m2": 1, "e2m1": 5}
+
+
+@pytest.mark.parametrize("a_fmt,b_fmt", MIXED)
+@pytest.mark.parametrize("BN,BK,tmem", [(128, 128, 0), (256, 256, 1), (64, 256, 0)])
+def test_mixed_mma_forms_in_the_ptx_and_ptxas_accepts(ptxas, a_fmt, b_fmt, BN, BK, tmem):
+    ptx = compile_mixed(a_fmt, b_fmt, BN, BK, tmem)
+    mmas = mma_re("mxf8f6f4", "1X").findall(ptx)
+    assert len(mmas) == BK // 32  # one MMA per 32 elements of K
+    assert "kind::mxf4" not in ptx
+    a_fp4 = a_fmt == "e2m1"
+    sa0, sb0 = mmas[0][4], mmas[0][5]
+    bblocks = (BN + 127) // 128
+    for step, (_, da, db, idesc_reg, sa, sb) in enumerate(mmas):
+        v = mov_value(ptx, idesc_reg)
+        assert v is not None
+        assert field(v, 0, 3) == 0 and field(v, 6, 6) == 0 and field(v, 24, 26) == 0
+        assert field(v, 31, 31) == 0
+        assert field(v, 4, 5) == step % 4 and field(v, 29, 30) == step % 4  # scale byte
+        assert field(v, 7, 9) == MXF8F6F4_CODE[a_fmt]
+        assert field(v, 10, 12) == MXF8F6F4_CODE[b_fmt]
+        assert field(v, 13, 14) == 0
+        # The e2m1 operand is K-major; an fp8 B here is [K, N], N-major (transposed).
+        assert field(v, 15, 15) == 0 and field(v, 16, 16) == int(a_fp4)
+        assert field(v, 17, 22) << 3 == BN and field(v, 23, 23) == 1  # UE8M0
+        assert field(v, 27, 28) << 7 == 128
+        assert column_offset(ptx, sa, sa0) == 4 * (step // 4)
+        assert column_offset(ptx, sb, sb0) == 4 * (step // 4) * bblocks
+    # The e2m1 descriptor: 128-byte swizzle (mode 1 in bits 62-63), 8 rows of 128 bytes a stride
+    # (1024 >> 4 in bits 32-45), tcgen05's version bit 46; each MMA 32 padded bytes further
+    # along a row of 128 (K = 32 values), the next 128 values a column block of rows x 128.
+    rows = 128 if a_fp4 else BN
+    d0 = mmas[0][1] if a_fp4 else mmas[0][2]
+    fixed = (1 << 62) | (1 << 46) | ((1024 >> 4) << 32) | (1 << 16)
+    m = re.search(rf"or\.b64 {re.escape(d0)}, %rd\d+, (\d+);", ptx)
+    assert m and int(m.group(1)) == fixed, (m and hex(int(m.group(1))))
+    for step, mma in enumerate(mmas[1:], 1):
+        d = mma[1] if a_fp4 else mma[2]
+        k = 32 * step
+        m = re.search(rf"add\.s64 {re.escape(d)}, {re.escape(d0)}, (\d+);", ptx)
+        assert m and int(m.group(1)) == ((k // 128) * rows * 128 + k % 128) >> 4
+    ptxas(ptx, arch="sm_100a")
+
+
+@pytest.mark.parametrize("a_fmt,b_fmt", [("e2m1", "e4m3"), ("e4m3", "e2m1")])
+def test_mixed_fp4_tile_is_loaded_padded(ptxas, a_fmt, b_fmt):
+    # The e2m1 descriptor parameter says fp4_padded (the host encodes it as 4-bit values) and
+    # its TMA copies go as boxes of 128 values, K coordinate doubled, one 128 x 128-byte column
+    # block of the padded tile apart; the fp8 descriptor stays plain.
+    BK = 256
+    path = Path(fk.__file__)
+    k = native_loader.native().compile([(str(path), path.read_text())], "mixed_gemm",
+                                       mixed_sig(a_fmt, b_fmt, 128, BK), {}, target="sm_100a",
+                                       num_warps=4, stage="ptx")
+    params = dict((p[0], p[1]) for p in k.params)
+    fp4_desc, fp8_desc = ("a_desc", "b_desc") if a_fmt == "e2m1" else ("b_desc", "a_desc")
+    assert "fp4_padded" in params[fp4_desc] and "swizzle=128" in params[fp4_desc]
+    assert "fp4_padded" not in params[fp8_desc]
+    assert ww.tensor_descriptor.swizzle_of(params[fp4_desc]) == 128
+    assert isinstance(ww.tensor_descriptor.swizzle_of(params[fp4_desc]),
+                      ww.tensor_descriptor.Fp4Padded)
+    assert not isinstance(ww.tensor_descriptor.swizzle_of(params[fp8_desc]),
+                          ww.tensor_descriptor.Fp4Padded)
+    ptx = k.ptx
+    shl = re.findall(r"shl\.b32 (%r\d+), %r\d+, 1;", ptx)
+    assert len(shl) == 1
+    loads = re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\.global\.mbarrier::"
+                       r"complete_tx::bytes \[(%r\d+)\], \[%rd\d+, \{(%r\d+), %r\d+\}\]", ptx)
+    # K = 256 e2m1 values: two boxes of 128, at K coordinates 2 k and 2 k + 128 (in values),
+    # the second 128 rows x 128 bytes further in shared memory.
+    inner = [c for _, c in loads]
+    second = re.findall(rf"add\.s32 (%r\d+), {re.escape(shl[0])}, 128;", ptx)
+    assert inner.count(shl[0]) == 1 and len(second) == 1 and inner.count(second[0]) == 1
+    between = ptx[ptx.index(f"{{{shl[0]},"):ptx.index(f"{{{second[0]},")]
+    assert re.search(r"add\.s32 %r\d+, %r\d+, 16384;", between), \
+        "the second box lands a 128 x 128-byte column block after the first"
+    ptxas(ptx, arch="sm_100a")
+
+
+def test_fp4_padded_descriptor_rules_are_checked_before_the_driver():
+    native = native_loader.native()
+    with pytest.raises(native.LaunchError, match="32-byte aligned"):
+        native.encode_tensor_map("fp4_padded", 16, [128, 256], [128, 1], [128, 128], 128)
+    with pytest.raises(native.LaunchError, match="128 values"):
+        native.encode_tensor_map("fp4_padded", 64, [128, 256], [128, 1], [128, 64], 128)
+    with pytest.raises(native.LaunchError, match="multiple of 32"):
+        native.encode_tensor_map("fp4_padded", 64, [128, 256], [144, 1], [128, 128], 128)
+
+
+def mixed_body(a="(128, 64), tl.uint8", b="(128, 128), tl.float8e4nv", a_fmt="'e2m1'",
+               b_fmt="'e4m3'", scale="tl.uint8", extra=""):
+    return (
+        f"    a = tlx.local_view(tlx.local_alloc({a}, 1), 0)\n"
+        f"    b = tlx.local_view(tlx.local_alloc({b}, 1), 0)\n"
+        f"    s = tlx.local_view(tlx.local_alloc((1, 1, 1, 2, 256), {scale}, 1), 0)\n"
+        "    d = tlx.local_view(tlx.local_alloc((128, 128), tl.float32, 1, tlx.storage_kind.tmem), 0)\n"
+        f"    tlx.async_dot_scaled(a, b, d, s, {a_fmt}, s, {b_fmt})\n" + extra)
+
+
+def test_mixed_fp4_k_must_fill_a_tma_box(tmp_path):
+    # [128, 32] bytes of e2m1: K = 64, not a multiple of the 128 values a padded box holds.
+    msg = compile_source(tmp_path, mixed_body(a="(128, 32), tl.uint8",
+                                              b="(64, 128), tl.float8e4nv"))
+    assert "k.py:12" in msg and "multiple of 128" in msg and "kind::mxf8f6f4" in msg
+
+
+def test_mixed_with_ue4m3_scales_is_refused(tmp_path):
+    msg = compile_source(tmp_path, mixed_body(scale="tl.float8e4nv"))
+    assert "k.py:12" in msg and "nvfp4" in msg and "'e2m1' x 'e4m3'" in msg
+
+
+def test_fp6_formats_are_refused_naming_what_is_accepted(tmp_path):
+    msg = compile_source(tmp_path, mixed_body(b_fmt="'e2m3'"))
+    assert "k.py:12" in msg and "'e2m1', 'e4m3' or 'e5m2'" in msg
+
+
+def test_mixed_fp4_buffer_is_not_read_by_threads(tmp_path):
+    # The padded tile is TMA's and the tensor core's: a local_store to it is refused at its line.
+    msg = compile_source(tmp_path, mixed_body(
+        extra="    tlx.local_store(a, tl.zeros((128, 64), tl.uint8))\n"))
+    assert "k.py:13" in msg and "padded" in msg and "async_descriptor_load" in msg

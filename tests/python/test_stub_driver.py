@@ -324,3 +324,29 @@ def test_descriptor_dtype_and_block_shape_select_kernels_and_cpu_bases_are_refus
         f"argument '{n}' of tma_double is a CPU tensor; GPU launches need CUDA tensors (move it "
         f"with .cuda(), pass NumPy arrays, or set WARPWEAVE_INTERPRET=1 to run in the interpreter)"
         for n in ("in_desc", "out_desc")]
+
+
+def test_fp4_padded_descriptors_encode_four_bit_values_padded(tmp_path):
+    # A descriptor the kernel declares fp4_padded (the e2m1 operand of a mixed
+    # tlx.async_dot_scaled) over a uint8 [256, 128] tensor of packed e2m1, block [128, 64]: the
+    # map is CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B over 256 values a row, byte strides kept,
+    # boxes of 128 values, 128-byte swizzle; the same descriptor declared plain stays uint8.
+    res = run_with_stub(tmp_path, '''
+        from warpweave.tensor_descriptor import Fp4Padded, swizzle_of
+        U8 = DType("uint8")
+        t = Tensor(0x7f0000400000, U8)
+        padded = desc(t, [128, 64]).encode(swizzle_of("desc<u8,128x64, swizzle=128, fp4_padded>"))
+        plain = desc(t, [128, 64]).encode(swizzle_of("desc<u8,128x64, swizzle=64>"))
+        print(json.dumps(dict(padded=padded.hex(), plain=plain.hex())))
+    ''')
+    padded, plain = bytes.fromhex(res["padded"]), bytes.fromhex(res["plain"])
+
+    def words(m, at, n, size):
+        return [int.from_bytes(m[at + size * i:at + size * (i + 1)], "little") for i in range(n)]
+
+    # Stub layout: rank (8), data type (12), swizzle (16), dims (24), strides (64), box (96).
+    assert words(padded, 8, 3, 4) == [2, 14, 3]  # CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B, 128B
+    assert words(padded, 24, 2, 8) == [256, 256] and words(padded, 64, 1, 8) == [128]
+    assert words(padded, 96, 2, 4) == [128, 128]
+    assert words(plain, 8, 3, 4) == [2, 0, 2]  # UINT8, CU_TENSOR_MAP_SWIZZLE_64B
+    assert words(plain, 24, 2, 8) == [128, 256] and words(plain, 96, 2, 4) == [64, 128]
