@@ -113,6 +113,23 @@ std::vector<int32_t> registerCoords(const LinearLayout& l, int32_t reg) {
   return c;
 }
 
+std::vector<int32_t> constancyRepresentatives(const LinearLayout& l,
+                                              const std::vector<int64_t>& constancy) {
+  int32_t n = l.getInDimSize(layout::kRegister);
+  std::vector<int32_t> rep(n);
+  std::map<std::vector<int32_t>, int32_t> firstOfBlock;
+  for (int32_t r = 0; r < n; ++r) {
+    std::vector<int32_t> block = registerCoords(l, r);
+    for (size_t d = 0; d < block.size(); ++d) {
+      // Runs of the largest power of two dividing the constancy (AxisInfo's are powers of two).
+      uint64_t c = d < constancy.size() && constancy[d] > 1 ? constancy[d] : 1;
+      block[d] >>= std::min(std::countr_zero(c), 31);
+    }
+    rep[r] = firstOfBlock.emplace(std::move(block), r).first->second;
+  }
+  return rep;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Set-up and driving
 // ---------------------------------------------------------------------------------------------
@@ -892,6 +909,17 @@ void FunctionLowering::lowerArange(const ir::Op& op) {
   bind(op.result(), std::move(regs));
 }
 
+namespace {
+
+/// True when `op` sits in the body of a for or while loop (at any depth).
+bool insideLoop(const ir::Op& op) {
+  for (const ir::Block* b = op.parentBlock(); b && b->parentOp(); b = b->parentOp()->parentBlock())
+    if (b->parentOp()->code() == OpCode::For || b->parentOp()->code() == OpCode::While) return true;
+  return false;
+}
+
+} // namespace
+
 void FunctionLowering::lowerElementwise(const ir::Op& op) {
   const ir::Type& rt = op.result()->type();
   std::vector<const Regs*> args;
@@ -930,7 +958,23 @@ void FunctionLowering::lowerElementwise(const ir::Op& op) {
     }
     return bind(op.result(), std::move(out));
   }
+  // In loop bodies, elements AxisInfo knows to be equal (a k-mask `offs_k < K - k * BK` with K
+  // a multiple of 16 is constant over 16 rows) are computed once per thread, as in Triton's
+  // K loops: a thread holding rows r and r + 8 of such a mask sets one predicate for both.
+  // Straight-line code keeps one value per element: there the saving is paid once, and sharing
+  // the prologue masks of the layernorm backward kernel made ptxas pick 80 registers and spill.
+  std::vector<int32_t> rep(n);
+  for (int32_t r = 0; r < n; ++r) rep[r] = r;
+  if (rt.isTensor() && insideLoop(op)) {
+    std::vector<int64_t> constancy = layouts_.axisInfo(op.result()).constancy;
+    if (std::any_of(constancy.begin(), constancy.end(), [](int64_t c) { return c > 1; }))
+      rep = constancyRepresentatives(layoutOf(op.result()), constancy);
+  }
   for (int32_t r = 0; r < n; ++r) {
+    if (rep[r] != r) {
+      out[r] = out[rep[r]];
+      continue;
+    }
     std::vector<std::string> elems;
     for (const Regs* a : args) elems.push_back(a->size() == 1 ? (*a)[0] : a->at(r));
     out[r] = emitElementwise(cx, op, elems, types, rt.pointer ? DType::I64 : rt.elem);

@@ -41,6 +41,15 @@ std::vector<const ir::Value*> chosenValues(const ir::Value* v);
 /// set bits of `reg`.
 std::vector<int32_t> registerCoords(const layout::LinearLayout& l, int32_t reg);
 
+/// For each register of a tensor in layout `l` whose elements are constant over aligned runs of
+/// `constancy[d]` along each dim d (AxisInfo), the lowest register of the same thread whose
+/// element lies in the same run block in every dim: the two hold one value for every thread
+/// (a block index is the coordinate shifted right, and shifts distribute over the XOR of the
+/// register's and the thread's coordinate parts). Registers are their own representative when
+/// nothing is constant.
+std::vector<int32_t> constancyRepresentatives(const layout::LinearLayout& l,
+                                              const std::vector<int64_t>& constancy);
+
 /// ld/st type suffix of an element of type `t` held in its register class (i1 as a u8 byte).
 std::string memType(const ir::Type& t);
 

@@ -372,6 +372,42 @@ def test_pipelined_gemm_128x256x64_on_8_warps_does_not_spill(ptxas):
     assert not re.search(r"mov\.f32\s+%f\d+,\s*%f\d+;", ptx)
 
 
+def k_loop(ptx):
+    """The body of the loop that holds the wgmma (from its label to its back branch)."""
+    mma = ptx.index("wgmma.mma_async")
+    start = ptx.rindex("$L_for_", 0, mma)
+    return ptx[start:ptx.index("bra.uni", mma)]
+
+
+@pytest.mark.parametrize("k_multiple_of_16", [True, False])
+def test_k_masks_compare_once_per_run_of_equal_rows(k_multiple_of_16):
+    """`ks[:, None] < K - ahead * BLOCK_K` with K a multiple of 16 is constant over aligned runs
+    of 16 rows (AxisInfo), so a thread holding B rows r and r + 8 (8 warps, one 256-wide row per
+    warp) sets one predicate for both, as Triton's lowering does: 4 compares for its 8 rows, and
+    one for A's 8 columns. When K is not known to be a multiple of 16, every B row compares (and
+    A's copies shrink below 16 bytes: its mask may change inside a vector)."""
+    sig = PIPELINED if k_multiple_of_16 else PIPELINED.replace("K:i32:16,", "K:i32,")
+    loop = k_loop(compile_kernel("pipelined_gemm", sig, num_warps=8, stage="ptx").ptx)
+    # The zero-fill size of each 16-byte copy of the stage (16 or 0 by its mask).
+    sizes = re.findall(r"cp\.async\.cg\.shared\.global\s+\[[^]]*\],\s*\[[^]]*\],\s*16,\s*(%r\d+);",
+                       loop)
+    if k_multiple_of_16:
+        assert len(sizes) == 4 + 8 and len(set(sizes[:4])) == 1, sizes
+        assert len(set(sizes[4:])) == 4 and sizes[4] == sizes[5] and sizes[6] == sizes[7], sizes
+        assert len(re.findall(r"setp\.lt\.s32", loop)) == 1 + 4, loop
+    else:
+        assert len(sizes) == 8 and len(set(sizes)) == 8, sizes
+
+
+def test_pipelined_gemm_k_loop_keeps_its_wgmma_pipeline(ptxas):
+    """The K loop's 4 wgmmas of a stage are not serialized (C7511-C7519) and nothing spills on 8
+    warps. (On 4 warps the 128x256 fp32 accumulator alone is 256 registers a thread, past
+    ptxas's 255: Triton 3.6 gets the same C7511 and spills there.)"""
+    ptx = compile_kernel("pipelined_gemm", PIPELINED, num_warps=8, stage="ptx").ptx
+    run = ptxas(ptx, "sm_90a", verbose=True)
+    assert run.spill_bytes == 0 and not re.search(r"C75[01]\d", run.log), run.log
+
+
 def test_warp_group_origin_of_wgmma_descriptors_comes_from_a_uniform_warp_index():
     """Each warp group's A tile starts at its own rows: the descriptors take that origin from
     the warp index every lane reads from lane 0 (shfl.sync.idx of %tid.x / 32), so that ptxas
