@@ -485,7 +485,8 @@ void FunctionLowering::lowerDescriptorCopy(const ir::Op& op) {
   } else if (!isLoad && isArgument) {
     swizzle = storeStagingSwizzle(op.operand(0));
   }
-  // Scratch: the tile (128-byte aligned), then the mbarrier. A swizzled tile must start on
+  // Scratch: the tile (128-byte aligned), then, for a load, the mbarrier it completes on (a
+  // store waits on its bulk group and needs none). A swizzled tile must start on
   // 1024 bytes (whole swizzle atoms); where the scratch region does not and the swizzle is
   // still open, the descriptor's first store stays unswizzled rather than make the kernel's
   // shared memory grow, and its later stores follow the first's choice (one tensor map serves
@@ -495,7 +496,7 @@ void FunctionLowering::lowerDescriptorCopy(const ir::Op& op) {
   int64_t align = swizzle ? 1024 : 128;
   int64_t base = alignTo(start, align);
   int64_t barrierOffset = base + alignTo(tileBytes, 16);
-  scratch(barrierOffset + 16 - start);
+  scratch((isLoad ? barrierOffset + 16 : base + tileBytes) - start);
   std::vector<int64_t> shape = dt.shape;
   OffsetFn tileOffset = [&shape](const std::vector<int32_t>& c) {
     int64_t idx = 0;

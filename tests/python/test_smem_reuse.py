@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import warpweave as ww
+import warpweave.language as tl
 
 pytest.importorskip("warpweave._native")
 
@@ -166,3 +167,45 @@ def split_k_gemm(a_ptr, b_ptr, c_ptr, M, N, K, K_PER_SPLIT, BM: tl.constexpr, BN
     assert k.cubin
     assert re.search(r"cp\.async\.cg\.shared\.global", k.ptx), "the K loop is not pipelined"
     assert 2 * 64 * 1024 <= k.shared_bytes <= LIMIT, k.shared_bytes
+
+
+@ww.jit
+def _copy_through_descriptors(src_desc, x_ptr, y_desc, BM: tl.constexpr, BN: tl.constexpr,
+                              LOAD: tl.constexpr):
+    """y's [BM, BN] tile (pid) = x's (pointer loads), or src's through its descriptor where LOAD,
+    plus 1; stored through y_desc."""
+    pid = tl.program_id(0)
+    if LOAD:
+        tile = src_desc.load([pid * BM, 0])
+    else:
+        rows = pid * BM + tl.arange(0, BM)
+        tile = tl.load(x_ptr + rows[:, None] * BN + tl.arange(0, BN)[None, :])
+    y_desc.store([pid * BM, 0], tile + 1)
+
+
+@pytest.mark.usefixtures("requires_ptxas")
+@pytest.mark.parametrize("target", ["sm_90a", "sm_100a"])
+def test_descriptor_store_stages_only_its_tile(target):
+    # A store through a descriptor stages its tile in the scratch region and waits on its bulk
+    # group: no mbarrier after the tile (a load's copy completes on one). TLX's grouped GEMM
+    # epilogue (blackwell-grouped-gemm_test.py) stages its tiles so.
+    x = np.zeros((256, 128), np.float16)
+    d = ww.TensorDescriptor.from_tensor(x, [128, 128])
+    tile = 128 * 128 * 2
+    # The store's tile alone; a load's tile and its mbarrier (the store's tile then takes the
+    # same bytes).
+    for load, need in [(False, tile), (True, tile + 16)]:
+        values = _copy_through_descriptors.bind((d, x, d), dict(BM=128, BN=128, LOAD=load))
+        k = _copy_through_descriptors.compile_for(values, False, (4, 3, 1), target=target).kernel
+        assert k.cubin
+        assert k.shared_bytes == need, (load, k.shared_bytes)
+
+
+@pytest.mark.parametrize("load", [False, True])
+def test_copy_through_descriptors_in_interpreter(rng, load):
+    x = rng.standard_normal((256, 64)).astype(np.float16)
+    y = np.full_like(x, np.nan)
+    _copy_through_descriptors[(2,)](ww.TensorDescriptor.from_tensor(x, [128, 64]), x,
+                                    ww.TensorDescriptor.from_tensor(y, [128, 64]), BM=128, BN=64,
+                                    LOAD=load)
+    assert np.array_equal(y, x + np.float16(1))
