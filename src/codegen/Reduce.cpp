@@ -1,11 +1,14 @@
-// Reductions: combine within each thread, then across lanes with shfl.sync.bfly, then across
-// warps through shared memory; sum/max/min/argmax/argmin and custom combine regions.
+// Reductions: combine within each thread (max/min as a shallow tree), then across lanes with
+// shfl.sync.bfly, then across warps through shared memory; sum/max/min/argmax/argmin and custom
+// combine regions.
 #include "codegen/Lowering.h"
 #include "ir/OpAttrs.h"
 
 #include "layout/Layouts.h"
 
+#include <algorithm>
 #include <bit>
+#include <functional>
 #include <map>
 #include <stdexcept>
 
@@ -124,7 +127,7 @@ void FunctionLowering::lowerReduce(const ir::Op& op) {
 
   // 1. Within the thread: registers with equal coordinates off the axis form one group.
   std::map<std::vector<int32_t>, size_t> groupOf;
-  std::vector<Regs> acc;
+  std::vector<std::vector<Regs>> members;
   std::vector<size_t> regGroup(numRegs);
   int axisIdx = static_cast<int>(axis);
   for (int32_t r = 0; r < numRegs; ++r) {
@@ -135,15 +138,43 @@ void FunctionLowering::lowerReduce(const ir::Op& op) {
         for (int d = 0; d < rank; ++d) key[d] ^= basis[d];
       }
     key[axisIdx] = 0;
-    auto [it, fresh] = groupOf.emplace(key, acc.size());
+    auto [it, fresh] = groupOf.emplace(key, members.size());
     regGroup[r] = it->second;
     if (!fresh && (r & dup)) continue; // a copy of a register already combined
     Regs elem;
     for (const auto& in : inputs) elem.push_back(in.at(r));
-    if (fresh)
-      acc.push_back(elem);
-    else
-      acc[it->second] = combine(acc[it->second], elem);
+    if (fresh) members.emplace_back();
+    members[it->second].push_back(std::move(elem));
+  }
+  // max and min combine a group's registers as kChains chains over consecutive runs of them,
+  // whose results meet in a balanced tree (order kept: the combine need only be associative);
+  // the result is then about n / kChains + log2(kChains) dependent combines from the inputs
+  // instead of n - 1. An attention row max over a wgmma accumulator (32 registers a row) was 31
+  // dependent max.f32 at the head of the softmax's critical path (every exp2 of the row waits
+  // for it); now it is 3 + 3. Not a full tree: ptxas schedules one breadth first and the
+  // memory-bound softmax at 64 registers a thread spilled; kChains partials bound what stays
+  // live. Sums keep one chain: their rounding stays as it was, and the layernorms at 64
+  // registers spilled even with 8 partial sums (a softmax's row sum follows its exp2s, whose
+  // latency hides the chain's).
+  constexpr size_t kChains = 8;
+  bool minMax = kind == "max" || kind == "min";
+  std::function<Regs(size_t, size_t, const std::vector<Regs>&)> tree =
+      [&](size_t lo, size_t n, const std::vector<Regs>& m) -> Regs {
+    if (n == 1) return m[lo];
+    size_t half = std::bit_floor(n - 1);
+    Regs left = tree(lo, half, m);
+    return combine(left, tree(lo + half, n - half, m));
+  };
+  std::vector<Regs> acc;
+  for (const auto& m : members) {
+    size_t run = minMax ? (m.size() + kChains - 1) / kChains : m.size();
+    std::vector<Regs> partials;
+    for (size_t lo = 0; lo < m.size(); lo += run) {
+      Regs p = m[lo];
+      for (size_t i = lo + 1; i < std::min(lo + run, m.size()); ++i) p = combine(p, m[i]);
+      partials.push_back(std::move(p));
+    }
+    acc.push_back(tree(0, partials.size(), partials));
   }
 
   // Lane and warp bits must each move along the axis only or off it only.
