@@ -16,6 +16,7 @@ import os
 import time
 
 from .jit import JITFunction, KernelInterface, _interpret_env, _is_numpy, _is_torch_tensor
+from .tensor_descriptor import TensorDescriptor
 
 __all__ = ["Config", "autotune", "heuristics", "Autotuner", "Heuristics"]
 
@@ -175,6 +176,11 @@ def time_call(call, warmup, rep, use_cuda_graph=False, custom_bench=None) -> lis
     return list(t) if isinstance(t, (list, tuple)) else [t]
 
 
+# Argument types that are never tensors or arrays, known without attribute lookups: the key is
+# computed on every call, and a descriptor's failed hasattr costs as much as the rest of it.
+_NOT_TENSORS = frozenset((int, float, bool, str, type(None), TensorDescriptor))
+
+
 class Autotuner(KernelInterface):
     def __init__(self, fn, configs, key, prune_configs_by=None, reset_to_zero=None,
                  restore_value=None, pre_hook=None, post_hook=None, warmup=None, rep=None,
@@ -247,13 +253,13 @@ class Autotuner(KernelInterface):
             if k not in named:
                 continue
             v = named[k]
-            if _is_torch_tensor(v) or _is_numpy(v):
+            if type(v) not in _NOT_TENSORS and (_is_torch_tensor(v) or _is_numpy(v)):
                 parts.append(str(v.dtype))
             else:
                 parts.append(v)
         # Tensor dtypes of every argument also select the config, as in Triton.
         for v in named.values():
-            if _is_torch_tensor(v) or _is_numpy(v):
+            if type(v) not in _NOT_TENSORS and (_is_torch_tensor(v) or _is_numpy(v)):
                 parts.append(str(v.dtype))
         return tuple(parts)
 
@@ -365,11 +371,12 @@ class Autotuner(KernelInterface):
                           f"{self.bench_time:.2f}s; best config: {config}")
             self.cache[key] = config
         self.best_config = config
+        meta = config.all_kwargs()
         if config.pre_hook:
-            config.pre_hook({**named, **config.all_kwargs()})
+            config.pre_hook({**named, **meta})
         # fn[grid](...) rather than fn.run: a JITFunction launches through its native path.
         try:
-            return self.fn[grid](*args, **kwargs, **config.all_kwargs())
+            return self.fn[grid](*args, **kwargs, **meta)
         finally:
             # As Triton: the call's arguments are not kept alive past the call.
             self.nargs = None

@@ -46,12 +46,13 @@ _encoded_maps: dict = {}
 _ENCODED_MAPS_KEPT = 256
 
 
+# What TensorDescriptor takes in one pass when every item is an int (torch.Size is a tuple).
+# bool is an int subclass, not `int` itself, so True still reaches _int_list's check.
+_SEQUENCES = (list, tuple)
+
+
 def _int_list(name: str, values) -> list:
     """A descriptor's shape / strides / block_shape as ints, or a TypeError naming it."""
-    # Wrappers build descriptors on every call: plain lists / tuples / torch.Size of ints take
-    # one pass (bool is an int subclass, not `int` itself, so it still reaches the check below).
-    if isinstance(values, (list, tuple)) and all(type(v) is int for v in values):
-        return list(values)
     if isinstance(values, (str, bytes, bytearray)) or not hasattr(values, "__iter__"):
         raise TypeError(f"TensorDescriptor: {name} must be a sequence of ints, got "
                         f"{type(values).__name__}")
@@ -66,20 +67,35 @@ def _int_list(name: str, values) -> list:
 
 class TensorDescriptor:
     def __init__(self, base, shape, strides, block_shape, padding: str = "zero"):
-        if padding not in ("zero",):
+        if padding != "zero":
             raise ValueError(f"TensorDescriptor padding={padding!r}: only 'zero' is supported")
         self.base = base
-        self.shape = _int_list("shape", shape)
-        self.strides = _int_list("strides", strides)
-        self.block_shape = _int_list("block_shape", block_shape)
-        if any(b <= 0 for b in self.block_shape):
-            raise ValueError(f"TensorDescriptor: block_shape {self.block_shape} must be positive")
+        # Wrappers build three descriptors per call: lists / tuples of plain ints are checked
+        # in one loop over all three (the general conversion below names the bad argument).
+        plain = (isinstance(shape, _SEQUENCES) and isinstance(strides, _SEQUENCES)
+                 and isinstance(block_shape, _SEQUENCES))
+        if plain:
+            for v in (*shape, *strides, *block_shape):
+                if type(v) is not int:
+                    plain = False
+                    break
+        if plain:
+            self.shape, self.strides = list(shape), list(strides)
+            self.block_shape = block = list(block_shape)
+        else:
+            self.shape = _int_list("shape", shape)
+            self.strides = _int_list("strides", strides)
+            self.block_shape = block = _int_list("block_shape", block_shape)
+        for b in block:
+            if b <= 0:
+                raise ValueError(f"TensorDescriptor: block_shape {block} must be positive")
         self.padding = padding
-        if not (len(self.shape) == len(self.strides) == len(self.block_shape)):
+        rank = len(self.shape)
+        if not (rank == len(self.strides) == len(block)):
             raise ValueError(f"TensorDescriptor: shape {self.shape}, strides {self.strides} and "
-                             f"block_shape {self.block_shape} must have the same rank")
-        if not 1 <= len(self.shape) <= 5:
-            raise ValueError(f"TensorDescriptor: rank {len(self.shape)} is not 1..5")
+                             f"block_shape {block} must have the same rank")
+        if not 1 <= rank <= 5:
+            raise ValueError(f"TensorDescriptor: rank {rank} is not 1..5")
         self._encoded = None
 
     @staticmethod
