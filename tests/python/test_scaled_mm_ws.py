@@ -117,6 +117,22 @@ def test_both_accumulations_in_the_interpreter(launches, kernel, fast, kind, out
     assert_rounded_close(lib, reference(a, bt.t(), sa, sb, bias, out_dtype), out_dtype)
 
 
+@pytest.mark.parametrize("K", [32, 64, 96, 128, 160])
+def test_promoted_pipeline_at_every_stage_count(launches, K):
+    # Promoted accumulation (mma_tile's PROMOTE) issues a tile's first stage before its loop
+    # over pairs of stages and ends with a last pair or a last single stage: 1 to 5 k-steps of
+    # 32, several tiles per program (the stage ring's steps carry from tile to tile), exact
+    # integer products so that any stage summed twice or left out shows.
+    torch.manual_seed(K)
+    M, N = 128, 256  # 4 x 4 tiles of 32x64 over 4 programs
+    a = torch.randint(-4, 5, (M, K)).float().to(E4M3)
+    bt = torch.randint(-4, 5, (N, K)).float().to(E4M3)
+    one = torch.tensor(1.0)
+    out = ops.scaled_mm(a, bt.t(), one, one, out_dtype=torch.float32, kernel="tlx")
+    assert [meta["FAST_ACCUM"] for _, meta in launches] == [False]
+    torch.testing.assert_close(out, a.float() @ bt.float().t(), rtol=0, atol=0)
+
+
 def test_tlx_kernel_on_numpy_arrays_and_single_rows():
     rng = np.random.default_rng(3)
     for M, N, K in [(1, 8, 16), (33, 8, 48), (64, 200, 256)]:
@@ -188,18 +204,26 @@ def test_fixed_configurations_compile_for_sm90a_without_spills(monkeypatch, ptxa
     assert "setmaxnreg.dec.sync.aligned.u32 40" in ptx
     assert "setmaxnreg.inc.sync.aligned.u32 232" in ptx
     assert "cp.async.bulk.tensor.2d.global.shared::cta" in ptx  # C leaves through TMA stores
-    # No wgmma reads registers of one in flight (ptxas would serialize them all: C7514).
-    assert "C7514" not in ptxas(ptx, "sm_90a", verbose=True).log
+    # No wgmma reads registers of one in flight, none is serialized, no wait is injected
+    # (ptxas's wgmma performance notes C7510-C7519).
+    assert not re.search(r"C751\d", ptxas(ptx, "sm_90a", verbose=True).log)
     chains = wgmma_chains(ptx)
     assert chains and all(len(c) == 4 for c in chains)  # BLOCK_K = 128: four k32 steps
-    # Promoted: per consumer, the even and odd partials of a pair of stages and a last odd
-    # stage's; fast: one chain per consumer.
-    assert len(chains) == (2 if fast else 6)
+    # Promoted: per consumer, the first stage's (odd partial), the even and odd partials of
+    # the loop's pairs of stages and the even partial of a last pair; fast: one chain per
+    # consumer.
+    assert len(chains) == (2 if fast else 8)
+    waits = [int(w) for w in re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+);", ptx)]
     if fast:
         # One accumulator across K: every step accumulates (scale-d 1 / the carried predicate).
         assert not any(promoted_chain(ptx, c) for c in chains)
+        assert sorted(waits) == [0, 0, 1, 1]
     else:
         assert all(promoted_chain(ptx, c) for c in chains)
+        # Per consumer: the loop waits for the previous stage's chain with this one in
+        # flight, twice a pair (wait 1), as does a last pair's first stage; only the last
+        # stage of a tile drains (wait 0), after a last pair or after the loop.
+        assert sorted(waits) == [0] * 4 + [1] * 6
 
 
 def wgmma_chains(ptx):

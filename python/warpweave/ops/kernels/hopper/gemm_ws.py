@@ -149,6 +149,16 @@ def issue_stage(a_bufs, b_bufs, full_bars, step, half, acc, use_acc,
 
 
 @ww.jit
+def add_partial(acc, partial, empty_bars, step, rank, PENDING: tl.constexpr,
+                NUM_STAGES: tl.constexpr, CLUSTER: tl.constexpr):
+    """PROMOTE: waits until at most PENDING wgmma groups are in flight, which completes the
+    partial of stage `step`, releases the stage and adds the partial into acc; returns both."""
+    partial = tlx.async_dot_wait(PENDING, partial)
+    release(empty_bars, step % NUM_STAGES, rank, CLUSTER)
+    return acc + partial, partial
+
+
+@ww.jit
 def mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half, rank,
              HALF_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
              CLUSTER: tl.constexpr, B_KMAJOR: tl.constexpr, PROMOTE: tl.constexpr = False):
@@ -159,43 +169,43 @@ def mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half, rank,
     PROMOTE (fp8): Hopper's fp8 wgmma sums its k32 steps with reduced precision, so each stage's
     wgmma chain (BLOCK_K / 32 steps) sums into a fresh partial (use_acc=False: scale-d 0) that
     is added into the fp32 accumulator once waited for (CUTLASS's promotion interval of one
-    stage, torch._scaled_mm's use_fast_accum=False). Two partials alternate, stages taken in
-    pairs, so that the odd stage's partial is added while the next even chain runs: each is
-    issued in place into its own carried registers (the add that read them came first:
-    codegen's overwritesDeadAccumulator), and an odd last stage is summed alone."""
+    stage, torch._scaled_mm's use_fast_accum=False). Two partials alternate (stage i into
+    `odd` for even i, `even` for odd i: they are named by the stage after the first), each
+    issued in place into its own registers (the add that read them came first: codegen's
+    overwritesDeadAccumulator). In the steady state each stage's chain is issued, then
+    wait(1) completes the previous stage's chain, whose partial is added while this one runs:
+    the tensor cores never wait for the adds. The first stage is issued before the loop so
+    that the loop is entered, as it is continued, with the odd partial in flight; entered with
+    nothing in flight, ptxas cannot follow the wgmma groups around the loop and serializes every
+    wgmma (C7514)."""
     acc = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
     if PROMOTE:
         even = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
         odd = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
-        for pair in range(0, num_k // 2):
-            even = issue_stage(a_bufs, b_bufs, full_bars, step, half, even, False, NUM_STAGES,
-                               B_KMAJOR)
-            # The previous pair's odd partial is done (zeros before the first pair).
-            odd = tlx.async_dot_wait(1, odd)
-            acc += odd
-            if pair > 0:
-                release(empty_bars, (step - 1) % NUM_STAGES, rank, CLUSTER)
-            odd = issue_stage(a_bufs, b_bufs, full_bars, step + 1, half, odd, False,
-                              NUM_STAGES, B_KMAJOR)
-            # Both chains drain here: with a second wait(1) reading the even partial, ptxas
-            # cannot tell the two register sets' wgmma groups apart around the loop and
-            # serializes every wgmma (C7514). So the odd partial's add overlaps the next even
-            # chain, the even partial's add overlaps nothing.
-            even = tlx.async_dot_wait(0, even)
-            acc += even
-            release(empty_bars, step % NUM_STAGES, rank, CLUSTER)
-            step += 2
-        odd = tlx.async_dot_wait(0, odd)
-        acc += odd
-        if num_k > 1:
-            release(empty_bars, (step - 1) % NUM_STAGES, rank, CLUSTER)
-        if num_k % 2 == 1:
-            even = issue_stage(a_bufs, b_bufs, full_bars, step, half, even, False, NUM_STAGES,
-                               B_KMAJOR)
-            even = tlx.async_dot_wait(0, even)
-            acc += even
-            release(empty_bars, step % NUM_STAGES, rank, CLUSTER)
-            step += 1
+        if num_k > 0:
+            odd = issue_stage(a_bufs, b_bufs, full_bars, step, half, odd, False, NUM_STAGES,
+                              B_KMAJOR)
+            # Stage `step`'s chain (odd) is in flight at the top of each pair.
+            for pair in range(0, (num_k - 1) // 2):
+                even = issue_stage(a_bufs, b_bufs, full_bars, step + 1, half, even, False,
+                                   NUM_STAGES, B_KMAJOR)
+                acc, odd = add_partial(acc, odd, empty_bars, step, rank, 1, NUM_STAGES,
+                                       CLUSTER)
+                odd = issue_stage(a_bufs, b_bufs, full_bars, step + 2, half, odd, False,
+                                  NUM_STAGES, B_KMAJOR)
+                acc, even = add_partial(acc, even, empty_bars, step + 1, rank, 1, NUM_STAGES,
+                                        CLUSTER)
+                step += 2
+            if num_k % 2 == 0:
+                even = issue_stage(a_bufs, b_bufs, full_bars, step + 1, half, even, False,
+                                   NUM_STAGES, B_KMAJOR)
+                acc, odd = add_partial(acc, odd, empty_bars, step, rank, 1, NUM_STAGES, CLUSTER)
+                acc, even = add_partial(acc, even, empty_bars, step + 1, rank, 0, NUM_STAGES,
+                                        CLUSTER)
+                step += 2
+            else:
+                acc, odd = add_partial(acc, odd, empty_bars, step, rank, 0, NUM_STAGES, CLUSTER)
+                step += 1
     else:
         for k in range(0, num_k):
             acc = issue_stage(a_bufs, b_bufs, full_bars, step, half, acc, True, NUM_STAGES,
