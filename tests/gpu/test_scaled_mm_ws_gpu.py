@@ -187,3 +187,34 @@ def test_kernel_none_tunes_with_the_tlx_kernel_first(monkeypatch, tmp_path):
     print("chosen:", decision.chosen, decision.how)
     theirs = torch._scaled_mm(a, bt.t(), sa, sb, out_dtype=torch.bfloat16)
     assert rel_err(out, theirs) < 5e-3
+
+
+@pytest.mark.parametrize("M,N,K", [(1000, 1048, 528), (4100, 8200, 144), (1024, 768, 4096)])
+@pytest.mark.parametrize("rowwise", [False, True])
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32])
+def test_split_tiles_vs_reference(monkeypatch, M, N, K, rowwise, out_dtype):
+    # SPLIT_N (promoted accumulation on 128x256 tiles in column halves, one partial): each
+    # half's columns of B^T read from its slice of the stage, each half's scales and bias, the
+    # edges; its accumulation error within torch's promoted one (x1.2) plus C's rounding.
+    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "scaled_mm=tlx(BLOCK_N=256, SPLIT_N=True)")
+    a, bt = fp8((M, K), E4M3), fp8((N, K), E4M3)
+    sa, sb = recipe(rowwise, M, N)
+    bias = torch.randn(N, device=DEV, dtype=torch.bfloat16)
+    out = ops.scaled_mm(a, bt.t(), sa, sb, out_dtype=out_dtype, bias=bias)
+    chosen = _tuning.decisions["scaled_mm"].chosen
+    assert chosen["SPLIT_N"] is True and chosen["FAST_ACCUM"] is False, chosen
+    assert not out.isnan().any(), "an output element was not written"
+    ref = (a.double() @ bt.double().t()) * sa.double() * sb.double() + bias.double()
+    rounding = {torch.float32: 1e-6, torch.bfloat16: 5e-3}[out_dtype]
+    assert rel_err(out, ref) < 1.2 * torch_accumulation_error(a, bt, False) + rounding
+
+
+def test_split_tiles_exact_products(monkeypatch):
+    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "scaled_mm=tlx(BLOCK_N=256, SPLIT_N=True)")
+    M, N, K = 1024, 2048, 2048
+    a = (torch.randint(-8, 9, (M, K), device=DEV) / 8).to(E4M3)
+    bt = (torch.randint(-8, 9, (N, K), device=DEV) / 8).to(E4M3)
+    one = torch.tensor(1.0, device=DEV)
+    out = ops.scaled_mm(a, bt.t(), one, one, out_dtype=torch.float32)
+    assert _tuning.decisions["scaled_mm"].chosen["SPLIT_N"] is True
+    assert torch.equal(out, a.float() @ bt.float().t())

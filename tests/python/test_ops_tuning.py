@@ -298,28 +298,34 @@ def test_candidates_over_the_shared_memory_are_not_tried(fake_gpu, monkeypatch):
 
 def test_scaled_mm_accumulation_settings_never_share_candidates_or_tunings(fake_gpu, monkeypatch):
     # use_fast_accum=False (torch's default): every candidate promotes (FAST_ACCUM=False) and
-    # has 128x128 tiles; True: every candidate accumulates in the wgmma registers, 128x256
-    # tiles among them. The tuning keys differ, so neither reuses the other's choice.
+    # has 128x128 tiles, or the TLX kernel's 128x256 split into column halves (SPLIT_N); True:
+    # every candidate accumulates in the wgmma registers, 128x256 tiles among them, none split.
+    # The tuning keys differ, so neither reuses the other's choice.
     fake_gpu.cost = lambda x: 0.1 if x.meta.get("BLOCK_N") == 256 else 1.0
     call_scaled_mm(4096, 4096, 256, use_fast_accum=False)
     promoted = _tuning.decisions["scaled_mm"]
     assert {c.kernel for c in promoted.candidates} == {"tlx", "tl", "tma"}
-    assert promoted.candidates[0].kernel == "tlx"
+    assert promoted.candidates[0].kernel == "tlx" and promoted.candidates[0]["BLOCK_N"] == 128
     assert all(c["FAST_ACCUM"] is False for c in promoted.candidates)
-    assert all(c["BLOCK_M"] * c["BLOCK_N"] <= 128 * 128 for c in promoted.candidates)
+    split = [c for c in promoted.candidates if c.config.get("SPLIT_N")]
+    assert split and all(c.kernel == "tlx" and c["BLOCK_N"] == 256 for c in split)
+    assert all(c["BLOCK_M"] * c["BLOCK_N"] <= 128 * 128 for c in promoted.candidates
+               if c not in split)
+    assert promoted.chosen in split
     assert {l.meta["FAST_ACCUM"] for l in fake_gpu.launches} == {False}
     call_scaled_mm(4096, 4096, 256)  # use_fast_accum=True
     fast = _tuning.decisions["scaled_mm"]
     assert fast.how == "timed" and fast.key != promoted.key
     assert all(c["FAST_ACCUM"] is True for c in fast.candidates)
+    assert not any(c.config.get("SPLIT_N") for c in fast.candidates)
     assert fast.chosen["BLOCK_N"] == 256 and fast.chosen["FAST_ACCUM"] is True
     assert fake_gpu.launches[-1].meta["FAST_ACCUM"] is True
     # The default is use_fast_accum=False, as torch._scaled_mm's: the first call's launch plan.
     ops.scaled_mm(fp8(4096, 256), fp8(4096, 256).T, s(1), s(1), out_dtype=np.float16)
     assert fake_gpu.launches[-1].meta["FAST_ACCUM"] is False
-    assert fake_gpu.launches[-1].meta["BLOCK_N"] == 128
+    assert fake_gpu.launches[-1].meta["SPLIT_N"] is True
     # A forced configuration of the other setting is none of the call's candidates.
-    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "scaled_mm=tlx(BLOCK_N=256)")
+    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "scaled_mm=tlx(BLOCK_N=256, FAST_ACCUM=True)")
     with pytest.raises(ValueError, match="none of this call's configurations"):
         call_scaled_mm(4096, 4096, 256, use_fast_accum=False)
 

@@ -133,6 +133,26 @@ def test_promoted_pipeline_at_every_stage_count(launches, K):
     torch.testing.assert_close(out, a.float() @ bt.float().t(), rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("kind,out_dtype,bias_dtype", [
+    ("rowwise", torch.float32, torch.bfloat16), ("tensor", torch.bfloat16, None),
+    ("mixed", torch.float16, torch.float32)])
+@pytest.mark.parametrize("K", [32, 112])
+def test_split_tiles_in_the_interpreter(launches, monkeypatch, kind, out_dtype, bias_dtype, K):
+    # SPLIT_N (promoted accumulation on tiles split into column halves, gemm_ws.mma_tile_split):
+    # each half's scales, bias and chunked stores at ragged shapes, several tiles per program.
+    monkeypatch.setattr(_scaled_mm, "_INTERPRETER_TLX_CONFIG",
+                        dict(_scaled_mm._INTERPRETER_TLX_CONFIG, SPLIT_N=True))
+    torch.manual_seed(K)
+    M, N = 100, 200  # 4 x 4 tiles of 32x64, the last column of tiles 8 wide
+    a = torch.randn(M, K).to(E4M3)
+    bt = torch.randn(N, K).to(E5M2)
+    sa, sb = scales(kind, M, N)
+    bias = None if bias_dtype is None else torch.randn(N).to(bias_dtype)
+    out = ops.scaled_mm(a, bt.t(), sa, sb, out_dtype=out_dtype, bias=bias, kernel="tlx")
+    assert [(meta["SPLIT_N"], meta["FAST_ACCUM"]) for _, meta in launches] == [(True, False)]
+    assert_rounded_close(out, reference(a, bt.t(), sa, sb, bias, out_dtype), out_dtype)
+
+
 def test_tlx_kernel_on_numpy_arrays_and_single_rows():
     rng = np.random.default_rng(3)
     for M, N, K in [(1, 8, 16), (33, 8, 48), (64, 200, 256)]:
@@ -224,6 +244,42 @@ def test_fixed_configurations_compile_for_sm90a_without_spills(monkeypatch, ptxa
         # flight, twice a pair (wait 1), as does a last pair's first stage; only the last
         # stage of a tile drains (wait 0), after a last pair or after the loop.
         assert sorted(waits) == [0] * 4 + [1] * 6
+
+
+@pytest.mark.parametrize("kind", ["tensor", "rowwise"])
+@pytest.mark.parametrize("out_dtype", [ml_dtypes.bfloat16, np.float32])
+def test_split_configuration_compiles_for_sm90a_without_spills(monkeypatch, ptxas,
+                                                                 sm90_compiles, kind, out_dtype):
+    # Promoted accumulation on 128x256 tiles in column halves (SPLIT_N): one 64x128 partial,
+    # two n128 chains a stage, each waited for and added into its half before the next.
+    compiled = sm90_compiles
+    spec = "tlx(BLOCK_N=256, SPLIT_N=True)"
+    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "scaled_mm=" + spec)
+    M, N, K = 4096, 4096, 1024
+    a = np.ones((M, K), ml_dtypes.float8_e4m3fn)
+    bt = np.ones((N, K), ml_dtypes.float8_e4m3fn)
+    rowwise = kind == "rowwise"
+    sa = np.ones((M, 1) if rowwise else (1,), np.float32)
+    sb = np.ones((1, N) if rowwise else (1,), np.float32)
+    ops.scaled_mm(a, bt.T, sa, sb, out_dtype=out_dtype)
+    chosen = _tuning.decisions["scaled_mm"].chosen
+    assert chosen["SPLIT_N"] is True and chosen["FAST_ACCUM"] is False
+    (kernel,) = compiled
+    assert kernel.n_spills == 0
+    assert kernel.shared <= _scaled_mm._tlx_shared_bytes(chosen.config,
+                                                         np.dtype(out_dtype).itemsize)
+    ptx = kernel.asm["ptx"]
+    ptx = ptx if isinstance(ptx, str) else ptx.decode()
+    assert "setmaxnreg.inc.sync.aligned.u32 232" in ptx
+    assert not re.search(r"C751\d", ptxas(ptx, "sm_90a", verbose=True).log)
+    chains = wgmma_chains(ptx)
+    # Per consumer the left and the right half's chain, n128, each into the one partial.
+    assert len(chains) == 4 and all(len(c) == 4 for c in chains)
+    assert all(promoted_chain(ptx, c) for c in chains)
+    assert len({tuple(c[0][1]) for c in chains}) == 2  # one partial per consumer
+    assert re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)", ptx) == ["m64n128k32"] * 16
+    waits = re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+);", ptx)
+    assert waits == ["0"] * 4
 
 
 def wgmma_chains(ptx):

@@ -37,6 +37,10 @@ SCALED_MM_TLX_CONFIG = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=128, GROUP_M=16, N
                             EPI_SUBTILE=8)
 SCALED_MM_TLX_SMALL_CONFIG = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, GROUP_M=16,
                                   NUM_STAGES=6, EPI_SUBTILE=4)
+# Promoted accumulation (use_fast_accum=False) on 128x256 tiles: each consumer's 64x256
+# accumulator in two column halves, each stage's chain split in two through one 64x128 partial
+# (gemm_ws.mma_tile_split); a tuning candidate beside the fixed 128x128 one.
+SCALED_MM_TLX_SPLIT_CONFIG = dict(SCALED_MM_TLX_CONFIG, SPLIT_N=True)
 # kernel="tlx" in the interpreter (NumPy arrays, CPU tensors): small tiles, the same task layout.
 _INTERPRETER_TLX_CONFIG = dict(BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, GROUP_M=2, NUM_STAGES=2,
                                EPI_SUBTILE=8)
@@ -215,7 +219,8 @@ _CONFIGS = [
 ]
 
 # The TLX kernel: its two fixed tile shapes, each also with 8 tile-rows per group and with
-# tile-columns grouped instead (RASTER_N) (128x128 for promoted accumulation).
+# tile-columns grouped instead (RASTER_N) (128x128 for promoted accumulation); for promoted
+# accumulation only, 128x256 split into column halves (SPLIT_N), also with RASTER_N.
 _TLX_CONFIGS = [
     SCALED_MM_TLX_CONFIG,
     SCALED_MM_TLX_SMALL_CONFIG,
@@ -223,6 +228,8 @@ _TLX_CONFIGS = [
     dict(SCALED_MM_TLX_CONFIG, RASTER_N=True),
     dict(SCALED_MM_TLX_SMALL_CONFIG, GROUP_M=8),
     dict(SCALED_MM_TLX_SMALL_CONFIG, RASTER_N=True),
+    SCALED_MM_TLX_SPLIT_CONFIG,
+    dict(SCALED_MM_TLX_SPLIT_CONFIG, RASTER_N=True),
 ]
 
 _KERNELS = {"tl": scaled_mm_kernels.scaled_mm_kernel,
@@ -232,8 +239,9 @@ _KERNELS = {"tl": scaled_mm_kernels.scaled_mm_kernel,
 _OUT_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 
 # The largest output tile (BLOCK_M * BLOCK_N) of promoted accumulation (use_fast_accum=False):
-# 128x128, each TLX consumer's 64x128 accumulator and partial 64 + 64 registers (a 64x256 pair
-# would take 256 of the 232 and spill); the tl kernels' unpipelined promoted dot likewise.
+# 128x128, each TLX consumer's 64x128 accumulator and two partials 3 * 64 registers (a 64x256
+# accumulator and partial would take 256 of the 232 and spill); the tl kernels' unpipelined
+# promoted dot likewise. The TLX kernel's SPLIT_N configurations take 128x256 (2 * 64 + 64).
 _PROMOTED_TILES = 128 * 128
 
 
@@ -288,7 +296,8 @@ def _candidates(place, M, N, K, kernel, tma_ok, tlx_ok, out_size, fast=False) ->
     kernel unless kernel="tma". kernel=None tries the TMA kernels where `tma_ok`.
     Promoted accumulation (fast False, use_fast_accum=False) keeps a partial accumulator beside
     the fp32 one: only 128x128 tiles fit without spills (_PROMOTED_TILES), so the fixed
-    configurations are the 128x128 ones. Every candidate carries FAST_ACCUM=fast: a call never
+    configurations are the 128x128 ones; 128x256 tiles split into column halves (SPLIT_N) are
+    candidates of promoted accumulation only. Every candidate carries FAST_ACCUM=fast: a call never
     launches a configuration of the other accumulation."""
     big = fast and ww.cdiv(M, 128) * ww.cdiv(N, 256) >= place.num_sms()
     tlx = kernel == "tlx" or (kernel is None and tlx_ok and SCALED_MM_TLX_ON_SM90
@@ -314,7 +323,10 @@ def _candidates(place, M, N, K, kernel, tma_ok, tlx_ok, out_size, fast=False) ->
             c = _tuning.Candidate(name, **cfg, FAST_ACCUM=fast)
             if c in out or (cfg["BLOCK_N"] > 128 >= N) or (cfg["BLOCK_M"] > 128 >= M):
                 continue
-            if not fast and cfg["BLOCK_M"] * cfg["BLOCK_N"] > _PROMOTED_TILES:
+            if cfg.get("SPLIT_N") and fast:
+                continue
+            if (not fast and cfg["BLOCK_M"] * cfg["BLOCK_N"] > _PROMOTED_TILES
+                    and not cfg.get("SPLIT_N")):
                 continue
             if _tuning.fits(place, shared):
                 out.append(c)

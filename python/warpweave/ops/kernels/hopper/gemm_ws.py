@@ -222,6 +222,50 @@ def mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half, rank,
 
 
 @ww.jit
+def issue_part(a_bufs, b_bufs, stage, half, part, PART: tl.constexpr, HALF_N: tl.constexpr,
+               BLOCK_K: tl.constexpr, B_KMAJOR: tl.constexpr):
+    """mma_tile_split: the async wgmma chain of this consumer's A half of `stage` by column
+    half PART of its B tile (rows PART * HALF_N on of B^T with B_KMAJOR) into a fresh partial
+    (`part`'s registers); returns the in-flight result."""
+    b_buf = tlx.local_view(b_bufs, stage)
+    a_buf = tlx.local_view(a_bufs, 2 * stage + half)
+    if B_KMAJOR:
+        b = tlx.local_trans(tlx.local_slice(b_buf, [PART * HALF_N, 0], [HALF_N, BLOCK_K]))
+    else:
+        b = tlx.local_slice(b_buf, [0, PART * HALF_N], [BLOCK_K, HALF_N])
+    return tlx.async_dot(a_buf, b, part, use_acc=False)
+
+
+@ww.jit
+def mma_tile_split(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half, rank,
+                   HALF_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                   NUM_STAGES: tl.constexpr, CLUSTER: tl.constexpr, B_KMAJOR: tl.constexpr):
+    """mma_tile's PROMOTE for tiles too wide for two partials beside the accumulator (BLOCK_N
+    = 256: 128 + 2 * 128 registers): this consumer's fp32 accumulator in two column halves
+    [HALF_M, BLOCK_N // 2] (left, right), each stage's wgmma chain split into one per column
+    half, both through one partial [HALF_M, BLOCK_N // 2] (192 registers in all). Each chain is
+    waited for (wait 0) and added before the next is issued into the partial: the tensor cores
+    run the other consumer's chains meanwhile. Returns left, right and the step after the
+    tile."""
+    HALF_N: tl.constexpr = BLOCK_N // 2
+    left = tl.zeros([HALF_M, HALF_N], dtype=tl.float32)
+    right = tl.zeros([HALF_M, HALF_N], dtype=tl.float32)
+    part = tl.zeros([HALF_M, HALF_N], dtype=tl.float32)
+    for k in range(0, num_k):
+        stage = step % NUM_STAGES
+        tlx.barrier_wait(tlx.local_view(full_bars, stage), (step // NUM_STAGES) & 1)
+        part = issue_part(a_bufs, b_bufs, stage, half, part, 0, HALF_N, BLOCK_K, B_KMAJOR)
+        part = tlx.async_dot_wait(0, part)
+        left += part
+        part = issue_part(a_bufs, b_bufs, stage, half, part, 1, HALF_N, BLOCK_K, B_KMAJOR)
+        part = tlx.async_dot_wait(0, part)
+        release(empty_bars, stage, rank, CLUSTER)
+        right += part
+        step += 1
+    return left, right, step
+
+
+@ww.jit
 def store_tile(c_desc, c_bufs, c, half, off_m, off_n, HALF_M: tl.constexpr,
                BLOCK_N: tl.constexpr, EPI_SUBTILE: tl.constexpr):
     """SMEM_EPILOGUE: stores consumer `half`'s result c [HALF_M, BLOCK_N] (C's dtype) at

@@ -13,6 +13,11 @@ the tile by the same B tile with async wgmma. What differs:
     (fp16 / bf16 / fp32 [N], HAS_BIAS) added in fp32, and rounded once to C's dtype (bf16, fp16
     or fp32) before gemm_ws's chunked TMA store (EPI_SUBTILE column chunks, not waited for).
     Per-tensor scales are read once per program; per-row ones per tile, masked at the edges.
+  - Accumulation: FAST_ACCUM sums all of K in the wgmma registers (torch's use_fast_accum=True);
+    otherwise each 128-deep stage is promoted into the fp32 accumulator (gemm_ws.mma_tile's
+    PROMOTE: two partials beside it, 128x128 tiles), or with SPLIT_N (128x256 tiles) each
+    consumer's accumulator is kept in two column halves and each stage multiplied half by half
+    through one partial (gemm_ws.mma_tile_split); the epilogue then runs per half.
 Edges: TMA zero-fills the loads past M, N and K and clips the stores, so no shape needs to be a
 multiple of the tiles; K must be a multiple of 16 and the rows of A, B^T and C 16-byte aligned.
 
@@ -24,7 +29,8 @@ Descriptors: a_desc block [BLOCK_M // 2, BLOCK_K], bt_desc block [BLOCK_N, BLOCK
     grid = (min(NUM_SMS, number of tiles),)
     constexprs: BLOCK_M=128, BLOCK_N=256 (or 128), BLOCK_K=128, GROUP_M=16, NUM_STAGES=4,
                 EPI_SUBTILE=4, NUM_SMS (132 on H100/H200), ROWWISE_A, ROWWISE_B, HAS_BIAS,
-                RASTER_N=False
+                RASTER_N=False, FAST_ACCUM=False, SPLIT_N=False (promoted only; EPI_SUBTILE
+                4 or 8)
     signature: a_desc:desc<fp8e4nv,64x128>, bt_desc:desc<fp8e4nv,256x128>,
                c_desc:desc<bf16,64x64>, scale_a_ptr:*fp32, scale_b_ptr:*fp32, bias_ptr:*bf16,
                M:i32, N:i32, K:i32, BLOCK_M=128, BLOCK_N=256, BLOCK_K=128, GROUP_M=16,
@@ -36,7 +42,31 @@ import warpweave as ww
 import warpweave.language as tl
 from warpweave import tlx
 
-from .gemm_ws import load_stage, mma_tile, rastered_tile, store_tile
+from .gemm_ws import load_stage, mma_tile, mma_tile_split, rastered_tile, store_tile
+
+
+@ww.jit
+def epilogue(c_desc, c_bufs, acc, scale_a, scale_b, scale_a_ptr, scale_b_ptr, bias_ptr, M, N,
+             half, off_m, off_n, HALF_M: tl.constexpr, COLS: tl.constexpr,
+             EPI_SUBTILE: tl.constexpr, ROWWISE_A: tl.constexpr, ROWWISE_B: tl.constexpr,
+             HAS_BIAS: tl.constexpr, c_dtype: tl.constexpr):
+    """A consumer's fp32 tile acc [HALF_M, COLS] at [off_m, off_n] times its scales (plus
+    the bias), rounded to C's dtype and stored in EPI_SUBTILE chunks (store_tile)."""
+    # The scales in torch._scaled_mm's order: (acc * scale_a) * scale_b.
+    if ROWWISE_A:
+        rows = off_m + tl.arange(0, HALF_M)
+        acc = acc * tl.load(scale_a_ptr + rows, mask=rows < M, other=0.0)[:, None]
+    else:
+        acc = acc * scale_a
+    cols = off_n + tl.arange(0, COLS)
+    if ROWWISE_B:
+        acc = acc * tl.load(scale_b_ptr + cols, mask=cols < N, other=0.0)[None, :]
+    else:
+        acc = acc * scale_b
+    if HAS_BIAS:
+        bias = tl.load(bias_ptr + cols, mask=cols < N, other=0.0)
+        acc = acc + bias.to(tl.float32)[None, :]
+    store_tile(c_desc, c_bufs, acc.to(c_dtype), half, off_m, off_n, HALF_M, COLS, EPI_SUBTILE)
 
 
 @ww.jit
@@ -46,9 +76,11 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
                         EPI_SUBTILE: tl.constexpr, NUM_SMS: tl.constexpr,
                         ROWWISE_A: tl.constexpr, ROWWISE_B: tl.constexpr,
                         HAS_BIAS: tl.constexpr, RASTER_N: tl.constexpr = False,
-                        FAST_ACCUM: tl.constexpr = False):
+                        FAST_ACCUM: tl.constexpr = False, SPLIT_N: tl.constexpr = False):
     tl.static_assert(EPI_SUBTILE == 1 or EPI_SUBTILE == 2 or EPI_SUBTILE == 4 or
                      EPI_SUBTILE == 8)
+    # SPLIT_N: promoted accumulation on tiles too wide for mma_tile's two partials.
+    tl.static_assert(not SPLIT_N or (not FAST_ACCUM and EPI_SUBTILE >= 4))
     HALF_M: tl.constexpr = BLOCK_M // 2
     EPI_N: tl.constexpr = BLOCK_N // EPI_SUBTILE
     a_dtype: tl.constexpr = tlx.dtype_of(a_desc)
@@ -89,6 +121,9 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
 
         with tlx.async_task(num_warps=4, registers=232, replicate=2):
             half = tlx.async_task_replica_id()
+            # Per-tensor scales, read once (unused when rowwise).
+            scale_a = 1.0
+            scale_b = 1.0
             if not ROWWISE_A:
                 scale_a = tl.load(scale_a_ptr)
             if not ROWWISE_B:
@@ -96,24 +131,27 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
             step = 0
             for tile in range(tl.program_id(0), num_tiles, NUM_SMS):
                 pid_m, pid_n = rastered_tile(tile, num_pid_m, num_pid_n, GROUP_M, RASTER_N)
-                acc, step = mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half,
-                                     0, HALF_M, BLOCK_N, NUM_STAGES, 1, True, not FAST_ACCUM)
-                off_m = pid_m * BLOCK_M + half * HALF_M
-                off_n = pid_n * BLOCK_N
-                # The scales in torch._scaled_mm's order: (acc * scale_a) * scale_b.
-                if ROWWISE_A:
-                    rows = off_m + tl.arange(0, HALF_M)
-                    acc = acc * tl.load(scale_a_ptr + rows, mask=rows < M, other=0.0)[:, None]
+                if SPLIT_N:
+                    left, right, step = mma_tile_split(a_bufs, b_bufs, full_bars, empty_bars,
+                                                       step, num_k, half, 0, HALF_M, BLOCK_N,
+                                                       BLOCK_K, NUM_STAGES, 1, True)
+                    off_m = pid_m * BLOCK_M + half * HALF_M
+                    off_n = pid_n * BLOCK_N
+                    SPLIT_COLS: tl.constexpr = BLOCK_N // 2
+                    epilogue(c_desc, c_bufs, left, scale_a, scale_b, scale_a_ptr, scale_b_ptr,
+                             bias_ptr, M, N, half, off_m, off_n, HALF_M, SPLIT_COLS,
+                             EPI_SUBTILE // 2, ROWWISE_A, ROWWISE_B, HAS_BIAS, c_dtype)
+                    epilogue(c_desc, c_bufs, right, scale_a, scale_b, scale_a_ptr, scale_b_ptr,
+                             bias_ptr, M, N, half, off_m, off_n + SPLIT_COLS, HALF_M,
+                             SPLIT_COLS, EPI_SUBTILE // 2, ROWWISE_A, ROWWISE_B, HAS_BIAS,
+                             c_dtype)
                 else:
-                    acc = acc * scale_a
-                cols = off_n + tl.arange(0, BLOCK_N)
-                if ROWWISE_B:
-                    acc = acc * tl.load(scale_b_ptr + cols, mask=cols < N, other=0.0)[None, :]
-                else:
-                    acc = acc * scale_b
-                if HAS_BIAS:
-                    bias = tl.load(bias_ptr + cols, mask=cols < N, other=0.0)
-                    acc = acc + bias.to(tl.float32)[None, :]
-                store_tile(c_desc, c_bufs, acc.to(c_dtype), half, off_m, off_n, HALF_M, BLOCK_N,
-                           EPI_SUBTILE)
+                    acc, step = mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k,
+                                         half, 0, HALF_M, BLOCK_N, NUM_STAGES, 1, True,
+                                         not FAST_ACCUM)
+                    off_m = pid_m * BLOCK_M + half * HALF_M
+                    off_n = pid_n * BLOCK_N
+                    epilogue(c_desc, c_bufs, acc, scale_a, scale_b, scale_a_ptr, scale_b_ptr,
+                             bias_ptr, M, N, half, off_m, off_n, HALF_M, BLOCK_N, EPI_SUBTILE,
+                             ROWWISE_A, ROWWISE_B, HAS_BIAS, c_dtype)
             tlx.async_descriptor_store_wait(0)
