@@ -192,17 +192,29 @@ def test_kernel_none_tunes_with_the_tlx_kernel_first(monkeypatch, tmp_path):
 @pytest.mark.parametrize("M,N,K", [(1000, 1048, 528), (4100, 8200, 144), (1024, 768, 4096)])
 @pytest.mark.parametrize("rowwise", [False, True])
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32])
-def test_split_tiles_vs_reference(monkeypatch, M, N, K, rowwise, out_dtype):
+@pytest.mark.parametrize("variant", ["tlx(BLOCK_N=256, SPLIT_N=True)",
+                                     "tlx(BLOCK_N=128, EARLY_SCALES=True)",
+                                     "tlx(BLOCK_N=256, SPLIT_N=True, EARLY_SCALES=True)"])
+def test_promoted_variants_vs_reference(monkeypatch, M, N, K, rowwise, out_dtype, variant):
     # SPLIT_N (promoted accumulation on 128x256 tiles in column halves, one partial): each
     # half's columns of B^T read from its slice of the stage, each half's scales and bias, the
-    # edges; its accumulation error within torch's promoted one (x1.2) plus C's rounding.
-    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "scaled_mm=tlx(BLOCK_N=256, SPLIT_N=True)")
+    # edges; EARLY_SCALES (not a tuning candidate: added here) loads a tile's scales and bias
+    # before its main loop. The accumulation error within torch's promoted one (x1.2) plus C's
+    # rounding.
+    from warpweave.ops import _scaled_mm
+
+    monkeypatch.setattr(_scaled_mm, "_TLX_CONFIGS", _scaled_mm._TLX_CONFIGS + [
+        dict(_scaled_mm.SCALED_MM_TLX_SMALL_CONFIG, EARLY_SCALES=True),
+        dict(_scaled_mm.SCALED_MM_TLX_SPLIT_CONFIG, EARLY_SCALES=True)])
+    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "scaled_mm=" + variant)
     a, bt = fp8((M, K), E4M3), fp8((N, K), E4M3)
     sa, sb = recipe(rowwise, M, N)
     bias = torch.randn(N, device=DEV, dtype=torch.bfloat16)
     out = ops.scaled_mm(a, bt.t(), sa, sb, out_dtype=out_dtype, bias=bias)
     chosen = _tuning.decisions["scaled_mm"].chosen
-    assert chosen["SPLIT_N"] is True and chosen["FAST_ACCUM"] is False, chosen
+    assert chosen["FAST_ACCUM"] is False, chosen
+    assert chosen.config.get("SPLIT_N", False) == ("SPLIT_N" in variant), chosen
+    assert chosen.config.get("EARLY_SCALES", False) == ("EARLY_SCALES" in variant), chosen
     assert not out.isnan().any(), "an output element was not written"
     ref = (a.double() @ bt.double().t()) * sa.double() * sb.double() + bias.double()
     rounding = {torch.float32: 1e-6, torch.bfloat16: 5e-3}[out_dtype]

@@ -137,11 +137,15 @@ def test_promoted_pipeline_at_every_stage_count(launches, K):
     ("rowwise", torch.float32, torch.bfloat16), ("tensor", torch.bfloat16, None),
     ("mixed", torch.float16, torch.float32)])
 @pytest.mark.parametrize("K", [32, 112])
-def test_split_tiles_in_the_interpreter(launches, monkeypatch, kind, out_dtype, bias_dtype, K):
+@pytest.mark.parametrize("variant", [dict(SPLIT_N=True), dict(EARLY_SCALES=True),
+                                     dict(SPLIT_N=True, EARLY_SCALES=True)])
+def test_promoted_variants_in_the_interpreter(launches, monkeypatch, kind, out_dtype, bias_dtype,
+                                              K, variant):
     # SPLIT_N (promoted accumulation on tiles split into column halves, gemm_ws.mma_tile_split):
-    # each half's scales, bias and chunked stores at ragged shapes, several tiles per program.
+    # each half's scales, bias and chunked stores; EARLY_SCALES: a tile's scales and bias
+    # loaded before its main loop. At ragged shapes, several tiles per program.
     monkeypatch.setattr(_scaled_mm, "_INTERPRETER_TLX_CONFIG",
-                        dict(_scaled_mm._INTERPRETER_TLX_CONFIG, SPLIT_N=True))
+                        dict(_scaled_mm._INTERPRETER_TLX_CONFIG, **variant))
     torch.manual_seed(K)
     M, N = 100, 200  # 4 x 4 tiles of 32x64, the last column of tiles 8 wide
     a = torch.randn(M, K).to(E4M3)
@@ -149,7 +153,8 @@ def test_split_tiles_in_the_interpreter(launches, monkeypatch, kind, out_dtype, 
     sa, sb = scales(kind, M, N)
     bias = None if bias_dtype is None else torch.randn(N).to(bias_dtype)
     out = ops.scaled_mm(a, bt.t(), sa, sb, out_dtype=out_dtype, bias=bias, kernel="tlx")
-    assert [(meta["SPLIT_N"], meta["FAST_ACCUM"]) for _, meta in launches] == [(True, False)]
+    assert [meta["FAST_ACCUM"] for _, meta in launches] == [False]
+    assert all(launches[0][1][k] == v for k, v in variant.items())
     assert_rounded_close(out, reference(a, bt.t(), sa, sb, bias, out_dtype), out_dtype)
 
 
@@ -248,12 +253,19 @@ def test_fixed_configurations_compile_for_sm90a_without_spills(monkeypatch, ptxa
 
 @pytest.mark.parametrize("kind", ["tensor", "rowwise"])
 @pytest.mark.parametrize("out_dtype", [ml_dtypes.bfloat16, np.float32])
-def test_split_configuration_compiles_for_sm90a_without_spills(monkeypatch, ptxas,
-                                                                 sm90_compiles, kind, out_dtype):
-    # Promoted accumulation on 128x256 tiles in column halves (SPLIT_N): one 64x128 partial,
+@pytest.mark.parametrize("spec", ["tlx(BLOCK_N=256, SPLIT_N=True)",
+                                  "tlx(BLOCK_N=128, EARLY_SCALES=True)",
+                                  "tlx(BLOCK_N=256, SPLIT_N=True, EARLY_SCALES=True)"])
+def test_promoted_variants_compile_for_sm90a_without_spills(monkeypatch, ptxas, sm90_compiles,
+                                                             kind, out_dtype, spec):
+    # SPLIT_N: promoted accumulation on 128x256 tiles in column halves, one 64x128 partial,
     # two n128 chains a stage, each waited for and added into its half before the next.
+    # EARLY_SCALES (added to the candidates here): a tile's scales and bias loaded before its
+    # main loop, held through it.
     compiled = sm90_compiles
-    spec = "tlx(BLOCK_N=256, SPLIT_N=True)"
+    monkeypatch.setattr(_scaled_mm, "_TLX_CONFIGS", _scaled_mm._TLX_CONFIGS + [
+        dict(_scaled_mm.SCALED_MM_TLX_SMALL_CONFIG, EARLY_SCALES=True),
+        dict(_scaled_mm.SCALED_MM_TLX_SPLIT_CONFIG, EARLY_SCALES=True)])
     monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "scaled_mm=" + spec)
     M, N, K = 4096, 4096, 1024
     a = np.ones((M, K), ml_dtypes.float8_e4m3fn)
@@ -261,9 +273,12 @@ def test_split_configuration_compiles_for_sm90a_without_spills(monkeypatch, ptxa
     rowwise = kind == "rowwise"
     sa = np.ones((M, 1) if rowwise else (1,), np.float32)
     sb = np.ones((1, N) if rowwise else (1,), np.float32)
-    ops.scaled_mm(a, bt.T, sa, sb, out_dtype=out_dtype)
+    bias = np.ones(N, ml_dtypes.bfloat16)
+    ops.scaled_mm(a, bt.T, sa, sb, out_dtype=out_dtype, bias=bias)
     chosen = _tuning.decisions["scaled_mm"].chosen
-    assert chosen["SPLIT_N"] is True and chosen["FAST_ACCUM"] is False
+    split = "SPLIT_N" in spec
+    assert chosen["FAST_ACCUM"] is False and chosen.config.get("SPLIT_N", False) == split
+    assert chosen.config.get("EARLY_SCALES", False) == ("EARLY_SCALES" in spec)
     (kernel,) = compiled
     assert kernel.n_spills == 0
     assert kernel.shared <= _scaled_mm._tlx_shared_bytes(chosen.config,
@@ -273,13 +288,17 @@ def test_split_configuration_compiles_for_sm90a_without_spills(monkeypatch, ptxa
     assert "setmaxnreg.inc.sync.aligned.u32 232" in ptx
     assert not re.search(r"C751\d", ptxas(ptx, "sm_90a", verbose=True).log)
     chains = wgmma_chains(ptx)
-    # Per consumer the left and the right half's chain, n128, each into the one partial.
-    assert len(chains) == 4 and all(len(c) == 4 for c in chains)
-    assert all(promoted_chain(ptx, c) for c in chains)
-    assert len({tuple(c[0][1]) for c in chains}) == 2  # one partial per consumer
-    assert re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)", ptx) == ["m64n128k32"] * 16
-    waits = re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+);", ptx)
-    assert waits == ["0"] * 4
+    assert all(len(c) == 4 for c in chains) and all(promoted_chain(ptx, c) for c in chains)
+    assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)", ptx)) == {
+        "m64n128k32"}
+    waits = sorted(re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+);", ptx))
+    if split:
+        # Per consumer the left and the right half's chain, each into the one partial and
+        # waited for before the next.
+        assert len(chains) == 4 and len({tuple(c[0][1]) for c in chains}) == 2
+        assert waits == ["0"] * 4
+    else:
+        assert len(chains) == 8 and waits == ["0"] * 4 + ["1"] * 6
 
 
 def wgmma_chains(ptx):

@@ -175,9 +175,9 @@ def mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half, rank,
     overwritesDeadAccumulator). In the steady state each stage's chain is issued, then
     wait(1) completes the previous stage's chain, whose partial is added while this one runs:
     the tensor cores never wait for the adds. The first stage is issued before the loop so
-    that the loop is entered, as it is continued, with the odd partial in flight; entered with
-    nothing in flight, ptxas cannot follow the wgmma groups around the loop and serializes every
-    wgmma (C7514)."""
+    that the loop is entered, as it is continued, with the odd partial in flight: the same loop
+    entered with nothing in flight (its first wait(1) on zeros) made ptxas 13.0 serialize every
+    wgmma (C7514), apparently unable to follow the two partials' groups around the loop."""
     acc = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
     if PROMOTE:
         even = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)

@@ -30,7 +30,8 @@ Descriptors: a_desc block [BLOCK_M // 2, BLOCK_K], bt_desc block [BLOCK_N, BLOCK
     constexprs: BLOCK_M=128, BLOCK_N=256 (or 128), BLOCK_K=128, GROUP_M=16, NUM_STAGES=4,
                 EPI_SUBTILE=4, NUM_SMS (132 on H100/H200), ROWWISE_A, ROWWISE_B, HAS_BIAS,
                 RASTER_N=False, FAST_ACCUM=False, SPLIT_N=False (promoted only; EPI_SUBTILE
-                4 or 8)
+                4 or 8), EARLY_SCALES=False (a tile's per-row / per-column scales and bias
+                loaded before its main loop instead of after it)
     signature: a_desc:desc<fp8e4nv,64x128>, bt_desc:desc<fp8e4nv,256x128>,
                c_desc:desc<bf16,64x64>, scale_a_ptr:*fp32, scale_b_ptr:*fp32, bias_ptr:*bf16,
                M:i32, N:i32, K:i32, BLOCK_M=128, BLOCK_N=256, BLOCK_K=128, GROUP_M=16,
@@ -46,25 +47,45 @@ from .gemm_ws import load_stage, mma_tile, mma_tile_split, rastered_tile, store_
 
 
 @ww.jit
-def epilogue(c_desc, c_bufs, acc, scale_a, scale_b, scale_a_ptr, scale_b_ptr, bias_ptr, M, N,
-             half, off_m, off_n, HALF_M: tl.constexpr, COLS: tl.constexpr,
-             EPI_SUBTILE: tl.constexpr, ROWWISE_A: tl.constexpr, ROWWISE_B: tl.constexpr,
-             HAS_BIAS: tl.constexpr, c_dtype: tl.constexpr):
-    """A consumer's fp32 tile acc [HALF_M, COLS] at [off_m, off_n] times its scales (plus
-    the bias), rounded to C's dtype and stored in EPI_SUBTILE chunks (store_tile)."""
-    # The scales in torch._scaled_mm's order: (acc * scale_a) * scale_b.
+def row_scales(scale_a_ptr, scale_a, M, off_m, HALF_M: tl.constexpr, ROWWISE_A: tl.constexpr):
+    """scale_a for a consumer's rows from off_m: per row (masked at M) or the per-tensor one."""
     if ROWWISE_A:
         rows = off_m + tl.arange(0, HALF_M)
-        acc = acc * tl.load(scale_a_ptr + rows, mask=rows < M, other=0.0)[:, None]
-    else:
-        acc = acc * scale_a
+        scale_a = tl.load(scale_a_ptr + rows, mask=rows < M, other=0.0)
+    return scale_a
+
+
+@ww.jit
+def column_terms(scale_b_ptr, scale_b, bias_ptr, N, off_n, COLS: tl.constexpr,
+                 ROWWISE_B: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """scale_b and the bias for COLS columns from off_n: scale_b per column (masked at N) or the
+    per-tensor one; the bias (0.0 without HAS_BIAS) in its own dtype."""
     cols = off_n + tl.arange(0, COLS)
     if ROWWISE_B:
-        acc = acc * tl.load(scale_b_ptr + cols, mask=cols < N, other=0.0)[None, :]
-    else:
-        acc = acc * scale_b
+        scale_b = tl.load(scale_b_ptr + cols, mask=cols < N, other=0.0)
+    bias = 0.0
     if HAS_BIAS:
         bias = tl.load(bias_ptr + cols, mask=cols < N, other=0.0)
+    return scale_b, bias
+
+
+@ww.jit
+def epilogue(c_desc, c_bufs, acc, sa, sb, bias, half, off_m, off_n, HALF_M: tl.constexpr,
+             COLS: tl.constexpr, EPI_SUBTILE: tl.constexpr, ROWWISE_A: tl.constexpr,
+             ROWWISE_B: tl.constexpr, HAS_BIAS: tl.constexpr, c_dtype: tl.constexpr):
+    """A consumer's fp32 tile acc [HALF_M, COLS] at [off_m, off_n] times its scales sa
+    (row_scales) and sb (column_terms), plus the bias, rounded to C's dtype and stored in
+    EPI_SUBTILE chunks (store_tile)."""
+    # The scales in torch._scaled_mm's order: (acc * scale_a) * scale_b.
+    if ROWWISE_A:
+        acc = acc * sa[:, None]
+    else:
+        acc = acc * sa
+    if ROWWISE_B:
+        acc = acc * sb[None, :]
+    else:
+        acc = acc * sb
+    if HAS_BIAS:
         acc = acc + bias.to(tl.float32)[None, :]
     store_tile(c_desc, c_bufs, acc.to(c_dtype), half, off_m, off_n, HALF_M, COLS, EPI_SUBTILE)
 
@@ -76,7 +97,8 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
                         EPI_SUBTILE: tl.constexpr, NUM_SMS: tl.constexpr,
                         ROWWISE_A: tl.constexpr, ROWWISE_B: tl.constexpr,
                         HAS_BIAS: tl.constexpr, RASTER_N: tl.constexpr = False,
-                        FAST_ACCUM: tl.constexpr = False, SPLIT_N: tl.constexpr = False):
+                        FAST_ACCUM: tl.constexpr = False, SPLIT_N: tl.constexpr = False,
+                        EARLY_SCALES: tl.constexpr = False):
     tl.static_assert(EPI_SUBTILE == 1 or EPI_SUBTILE == 2 or EPI_SUBTILE == 4 or
                      EPI_SUBTILE == 8)
     # SPLIT_N: promoted accumulation on tiles too wide for mma_tile's two partials.
@@ -131,27 +153,52 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
             step = 0
             for tile in range(tl.program_id(0), num_tiles, NUM_SMS):
                 pid_m, pid_n = rastered_tile(tile, num_pid_m, num_pid_n, GROUP_M, RASTER_N)
+                if EARLY_SCALES:
+                    # The tile's per-row / per-column scales and bias are loaded before its
+                    # main loop, which hides their latency (else the tile's epilogue waits).
+                    off_m = pid_m * BLOCK_M + half * HALF_M
+                    off_n = pid_n * BLOCK_N
+                    sa = row_scales(scale_a_ptr, scale_a, M, off_m, HALF_M, ROWWISE_A)
+                    if SPLIT_N:
+                        sb_l, bias_l = column_terms(scale_b_ptr, scale_b, bias_ptr, N, off_n,
+                                                    BLOCK_N // 2, ROWWISE_B, HAS_BIAS)
+                        sb_r, bias_r = column_terms(scale_b_ptr, scale_b, bias_ptr, N,
+                                                    off_n + BLOCK_N // 2, BLOCK_N // 2,
+                                                    ROWWISE_B, HAS_BIAS)
+                    else:
+                        sb, bias = column_terms(scale_b_ptr, scale_b, bias_ptr, N, off_n,
+                                                BLOCK_N, ROWWISE_B, HAS_BIAS)
                 if SPLIT_N:
+                    SPLIT_COLS: tl.constexpr = BLOCK_N // 2
                     left, right, step = mma_tile_split(a_bufs, b_bufs, full_bars, empty_bars,
                                                        step, num_k, half, 0, HALF_M, BLOCK_N,
                                                        BLOCK_K, NUM_STAGES, 1, True)
                     off_m = pid_m * BLOCK_M + half * HALF_M
                     off_n = pid_n * BLOCK_N
-                    SPLIT_COLS: tl.constexpr = BLOCK_N // 2
-                    epilogue(c_desc, c_bufs, left, scale_a, scale_b, scale_a_ptr, scale_b_ptr,
-                             bias_ptr, M, N, half, off_m, off_n, HALF_M, SPLIT_COLS,
-                             EPI_SUBTILE // 2, ROWWISE_A, ROWWISE_B, HAS_BIAS, c_dtype)
-                    epilogue(c_desc, c_bufs, right, scale_a, scale_b, scale_a_ptr, scale_b_ptr,
-                             bias_ptr, M, N, half, off_m, off_n + SPLIT_COLS, HALF_M,
+                    if not EARLY_SCALES:
+                        sa = row_scales(scale_a_ptr, scale_a, M, off_m, HALF_M, ROWWISE_A)
+                        sb_l, bias_l = column_terms(scale_b_ptr, scale_b, bias_ptr, N, off_n,
+                                                    SPLIT_COLS, ROWWISE_B, HAS_BIAS)
+                    epilogue(c_desc, c_bufs, left, sa, sb_l, bias_l, half, off_m, off_n, HALF_M,
                              SPLIT_COLS, EPI_SUBTILE // 2, ROWWISE_A, ROWWISE_B, HAS_BIAS,
                              c_dtype)
+                    if not EARLY_SCALES:
+                        sb_r, bias_r = column_terms(scale_b_ptr, scale_b, bias_ptr, N,
+                                                    off_n + SPLIT_COLS, SPLIT_COLS, ROWWISE_B,
+                                                    HAS_BIAS)
+                    epilogue(c_desc, c_bufs, right, sa, sb_r, bias_r, half, off_m,
+                             off_n + SPLIT_COLS, HALF_M, SPLIT_COLS, EPI_SUBTILE // 2,
+                             ROWWISE_A, ROWWISE_B, HAS_BIAS, c_dtype)
                 else:
                     acc, step = mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k,
                                          half, 0, HALF_M, BLOCK_N, NUM_STAGES, 1, True,
                                          not FAST_ACCUM)
                     off_m = pid_m * BLOCK_M + half * HALF_M
                     off_n = pid_n * BLOCK_N
-                    epilogue(c_desc, c_bufs, acc, scale_a, scale_b, scale_a_ptr, scale_b_ptr,
-                             bias_ptr, M, N, half, off_m, off_n, HALF_M, BLOCK_N, EPI_SUBTILE,
-                             ROWWISE_A, ROWWISE_B, HAS_BIAS, c_dtype)
+                    if not EARLY_SCALES:
+                        sa = row_scales(scale_a_ptr, scale_a, M, off_m, HALF_M, ROWWISE_A)
+                        sb, bias = column_terms(scale_b_ptr, scale_b, bias_ptr, N, off_n,
+                                                BLOCK_N, ROWWISE_B, HAS_BIAS)
+                    epilogue(c_desc, c_bufs, acc, sa, sb, bias, half, off_m, off_n, HALF_M,
+                             BLOCK_N, EPI_SUBTILE, ROWWISE_A, ROWWISE_B, HAS_BIAS, c_dtype)
             tlx.async_descriptor_store_wait(0)
