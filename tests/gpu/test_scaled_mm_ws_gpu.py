@@ -194,18 +194,21 @@ def test_kernel_none_tunes_with_the_tlx_kernel_first(monkeypatch, tmp_path):
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32])
 @pytest.mark.parametrize("variant", ["tlx(BLOCK_N=256, SPLIT_N=True)",
                                      "tlx(BLOCK_N=128, EARLY_SCALES=True)",
-                                     "tlx(BLOCK_N=256, SPLIT_N=True, EARLY_SCALES=True)"])
+                                     "tlx(BLOCK_N=256, SPLIT_N=True, EARLY_SCALES=True)",
+                                     "tlx(BLOCK_N=128, STREAM=True)"])
 def test_promoted_variants_vs_reference(monkeypatch, M, N, K, rowwise, out_dtype, variant):
     # SPLIT_N (promoted accumulation on 128x256 tiles in column halves, one partial): each
     # half's columns of B^T read from its slice of the stage, each half's scales and bias, the
-    # edges; EARLY_SCALES (not a tuning candidate: added here) loads a tile's scales and bias
-    # before its main loop. The accumulation error within torch's promoted one (x1.2) plus C's
-    # rounding.
+    # edges; EARLY_SCALES and STREAM (kernel switches, not tuning candidates: added here) load
+    # a tile's scales and bias before its main loop, and run a tile's epilogue while the next
+    # tile's first chain is in flight. The accumulation error within torch's promoted one (x1.2)
+    # plus C's rounding.
     from warpweave.ops import _scaled_mm
 
     monkeypatch.setattr(_scaled_mm, "_TLX_CONFIGS", _scaled_mm._TLX_CONFIGS + [
         dict(_scaled_mm.SCALED_MM_TLX_SMALL_CONFIG, EARLY_SCALES=True),
-        dict(_scaled_mm.SCALED_MM_TLX_SPLIT_CONFIG, EARLY_SCALES=True)])
+        dict(_scaled_mm.SCALED_MM_TLX_SPLIT_CONFIG, EARLY_SCALES=True),
+        dict(_scaled_mm.SCALED_MM_TLX_SMALL_CONFIG, STREAM=True)])
     monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "scaled_mm=" + variant)
     a, bt = fp8((M, K), E4M3), fp8((N, K), E4M3)
     sa, sb = recipe(rowwise, M, N)
@@ -215,6 +218,7 @@ def test_promoted_variants_vs_reference(monkeypatch, M, N, K, rowwise, out_dtype
     assert chosen["FAST_ACCUM"] is False, chosen
     assert chosen.config.get("SPLIT_N", False) == ("SPLIT_N" in variant), chosen
     assert chosen.config.get("EARLY_SCALES", False) == ("EARLY_SCALES" in variant), chosen
+    assert chosen.config.get("STREAM", False) == ("STREAM" in variant), chosen
     assert not out.isnan().any(), "an output element was not written"
     ref = (a.double() @ bt.double().t()) * sa.double() * sb.double() + bias.double()
     rounding = {torch.float32: 1e-6, torch.bfloat16: 5e-3}[out_dtype]

@@ -138,12 +138,13 @@ def test_promoted_pipeline_at_every_stage_count(launches, K):
     ("mixed", torch.float16, torch.float32)])
 @pytest.mark.parametrize("K", [32, 112])
 @pytest.mark.parametrize("variant", [dict(SPLIT_N=True), dict(EARLY_SCALES=True),
-                                     dict(SPLIT_N=True, EARLY_SCALES=True)])
+                                     dict(SPLIT_N=True, EARLY_SCALES=True), dict(STREAM=True)])
 def test_promoted_variants_in_the_interpreter(launches, monkeypatch, kind, out_dtype, bias_dtype,
                                               K, variant):
     # SPLIT_N (promoted accumulation on tiles split into column halves, gemm_ws.mma_tile_split):
     # each half's scales, bias and chunked stores; EARLY_SCALES: a tile's scales and bias
-    # loaded before its main loop. At ragged shapes, several tiles per program.
+    # loaded before its main loop; STREAM: a program's k-steps of all its tiles as one stream
+    # (K = 32: every k-step ends a tile). At ragged shapes, several tiles per program.
     monkeypatch.setattr(_scaled_mm, "_INTERPRETER_TLX_CONFIG",
                         dict(_scaled_mm._INTERPRETER_TLX_CONFIG, **variant))
     torch.manual_seed(K)
@@ -255,17 +256,20 @@ def test_fixed_configurations_compile_for_sm90a_without_spills(monkeypatch, ptxa
 @pytest.mark.parametrize("out_dtype", [ml_dtypes.bfloat16, np.float32])
 @pytest.mark.parametrize("spec", ["tlx(BLOCK_N=256, SPLIT_N=True)",
                                   "tlx(BLOCK_N=128, EARLY_SCALES=True)",
-                                  "tlx(BLOCK_N=256, SPLIT_N=True, EARLY_SCALES=True)"])
+                                  "tlx(BLOCK_N=256, SPLIT_N=True, EARLY_SCALES=True)",
+                                  "tlx(BLOCK_N=128, STREAM=True)"])
 def test_promoted_variants_compile_for_sm90a_without_spills(monkeypatch, ptxas, sm90_compiles,
                                                              kind, out_dtype, spec):
     # SPLIT_N: promoted accumulation on 128x256 tiles in column halves, one 64x128 partial,
     # two n128 chains a stage, each waited for and added into its half before the next.
     # EARLY_SCALES (added to the candidates here): a tile's scales and bias loaded before its
-    # main loop, held through it.
+    # main loop, held through it. STREAM (likewise): mma_tile's PROMOTE chains and waits over
+    # all of a program's tiles, the epilogue inside the loop.
     compiled = sm90_compiles
     monkeypatch.setattr(_scaled_mm, "_TLX_CONFIGS", _scaled_mm._TLX_CONFIGS + [
         dict(_scaled_mm.SCALED_MM_TLX_SMALL_CONFIG, EARLY_SCALES=True),
-        dict(_scaled_mm.SCALED_MM_TLX_SPLIT_CONFIG, EARLY_SCALES=True)])
+        dict(_scaled_mm.SCALED_MM_TLX_SPLIT_CONFIG, EARLY_SCALES=True),
+        dict(_scaled_mm.SCALED_MM_TLX_SMALL_CONFIG, STREAM=True)])
     monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "scaled_mm=" + spec)
     M, N, K = 4096, 4096, 1024
     a = np.ones((M, K), ml_dtypes.float8_e4m3fn)
@@ -279,6 +283,7 @@ def test_promoted_variants_compile_for_sm90a_without_spills(monkeypatch, ptxas, 
     split = "SPLIT_N" in spec
     assert chosen["FAST_ACCUM"] is False and chosen.config.get("SPLIT_N", False) == split
     assert chosen.config.get("EARLY_SCALES", False) == ("EARLY_SCALES" in spec)
+    assert chosen.config.get("STREAM", False) == ("STREAM" in spec)
     (kernel,) = compiled
     assert kernel.n_spills == 0
     assert kernel.shared <= _scaled_mm._tlx_shared_bytes(chosen.config,

@@ -31,7 +31,10 @@ Descriptors: a_desc block [BLOCK_M // 2, BLOCK_K], bt_desc block [BLOCK_N, BLOCK
                 EPI_SUBTILE=4, NUM_SMS (132 on H100/H200), ROWWISE_A, ROWWISE_B, HAS_BIAS,
                 RASTER_N=False, FAST_ACCUM=False, SPLIT_N=False (promoted only; EPI_SUBTILE
                 4 or 8), EARLY_SCALES=False (a tile's per-row / per-column scales and bias
-                loaded before its main loop instead of after it)
+                loaded before its main loop instead of after it), STREAM=False (promoted
+                128x128 only: the k-steps of all of a program's tiles as one stream of
+                mma_tile's PROMOTE pairs, each tile's epilogue run while the next tile's first
+                wgmma chain is in flight)
     signature: a_desc:desc<fp8e4nv,64x128>, bt_desc:desc<fp8e4nv,256x128>,
                c_desc:desc<bf16,64x64>, scale_a_ptr:*fp32, scale_b_ptr:*fp32, bias_ptr:*bf16,
                M:i32, N:i32, K:i32, BLOCK_M=128, BLOCK_N=256, BLOCK_K=128, GROUP_M=16,
@@ -43,7 +46,8 @@ import warpweave as ww
 import warpweave.language as tl
 from warpweave import tlx
 
-from .gemm_ws import load_stage, mma_tile, mma_tile_split, rastered_tile, store_tile
+from .gemm_ws import (add_partial, issue_stage, load_stage, mma_tile, mma_tile_split,
+                      rastered_tile, store_tile)
 
 
 @ww.jit
@@ -56,38 +60,72 @@ def row_scales(scale_a_ptr, scale_a, M, off_m, HALF_M: tl.constexpr, ROWWISE_A: 
 
 
 @ww.jit
-def column_terms(scale_b_ptr, scale_b, bias_ptr, N, off_n, COLS: tl.constexpr,
-                 ROWWISE_B: tl.constexpr, HAS_BIAS: tl.constexpr):
-    """scale_b and the bias for COLS columns from off_n: scale_b per column (masked at N) or the
-    per-tensor one; the bias (0.0 without HAS_BIAS) in its own dtype."""
-    cols = off_n + tl.arange(0, COLS)
+def column_scales(scale_b_ptr, scale_b, N, off_n, COLS: tl.constexpr, ROWWISE_B: tl.constexpr):
+    """scale_b for COLS columns from off_n: per column (masked at N) or the per-tensor one."""
     if ROWWISE_B:
+        cols = off_n + tl.arange(0, COLS)
         scale_b = tl.load(scale_b_ptr + cols, mask=cols < N, other=0.0)
-    bias = 0.0
-    if HAS_BIAS:
-        bias = tl.load(bias_ptr + cols, mask=cols < N, other=0.0)
-    return scale_b, bias
+    return scale_b
 
 
 @ww.jit
-def epilogue(c_desc, c_bufs, acc, sa, sb, bias, half, off_m, off_n, HALF_M: tl.constexpr,
-             COLS: tl.constexpr, EPI_SUBTILE: tl.constexpr, ROWWISE_A: tl.constexpr,
-             ROWWISE_B: tl.constexpr, HAS_BIAS: tl.constexpr, c_dtype: tl.constexpr):
-    """A consumer's fp32 tile acc [HALF_M, COLS] at [off_m, off_n] times its scales sa
-    (row_scales) and sb (column_terms), plus the bias, rounded to C's dtype and stored in
-    EPI_SUBTILE chunks (store_tile)."""
+def column_bias(bias_ptr, N, off_n, COLS: tl.constexpr, HAS_BIAS: tl.constexpr):
+    """The bias of COLS columns from off_n in its own dtype (masked at N), 0.0 without one."""
+    bias = 0.0
+    if HAS_BIAS:
+        cols = off_n + tl.arange(0, COLS)
+        bias = tl.load(bias_ptr + cols, mask=cols < N, other=0.0)
+    return bias
+
+
+@ww.jit
+def epilogue(c_desc, c_bufs, acc, sa, sb, bias, scale_a_ptr, scale_b_ptr, bias_ptr, M, N, half,
+             off_m, off_n, HALF_M: tl.constexpr, COLS: tl.constexpr, EPI_SUBTILE: tl.constexpr,
+             ROWWISE_A: tl.constexpr, ROWWISE_B: tl.constexpr, HAS_BIAS: tl.constexpr,
+             LOADED: tl.constexpr, c_dtype: tl.constexpr):
+    """A consumer's fp32 tile acc [HALF_M, COLS] at [off_m, off_n] times its scales, plus the
+    bias, rounded to C's dtype and stored in EPI_SUBTILE chunks (store_tile). LOADED: sa, sb
+    and bias are the tile's (row_scales, column_scales, column_bias); else sa and sb are the
+    per-tensor scales and each vector is loaded where it is used (fewer registers live)."""
     # The scales in torch._scaled_mm's order: (acc * scale_a) * scale_b.
+    if not LOADED:
+        sa = row_scales(scale_a_ptr, sa, M, off_m, HALF_M, ROWWISE_A)
     if ROWWISE_A:
         acc = acc * sa[:, None]
     else:
         acc = acc * sa
+    if not LOADED:
+        sb = column_scales(scale_b_ptr, sb, N, off_n, COLS, ROWWISE_B)
     if ROWWISE_B:
         acc = acc * sb[None, :]
     else:
         acc = acc * sb
     if HAS_BIAS:
+        if not LOADED:
+            bias = column_bias(bias_ptr, N, off_n, COLS, HAS_BIAS)
         acc = acc + bias.to(tl.float32)[None, :]
     store_tile(c_desc, c_bufs, acc.to(c_dtype), half, off_m, off_n, HALF_M, COLS, EPI_SUBTILE)
+
+
+@ww.jit
+def finish_tile(c_desc, c_bufs, acc, step, num_k, scale_a, scale_b, scale_a_ptr, scale_b_ptr,
+                bias_ptr, M, N, num_pid_m, num_pid_n, half, BLOCK_M: tl.constexpr,
+                BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
+                EPI_SUBTILE: tl.constexpr, ROWWISE_A: tl.constexpr, ROWWISE_B: tl.constexpr,
+                HAS_BIAS: tl.constexpr, RASTER_N: tl.constexpr, c_dtype: tl.constexpr):
+    """STREAM: after this program's k-step `step` was added into acc, the epilogue of its tile
+    if that was the tile's last k-step (acc restarts from zero), else acc unchanged."""
+    if (step + 1) % num_k == 0:
+        HALF_M: tl.constexpr = BLOCK_M // 2
+        tile = tl.program_id(0) + (step // num_k) * NUM_SMS
+        pid_m, pid_n = rastered_tile(tile, num_pid_m, num_pid_n, GROUP_M, RASTER_N)
+        off_m = pid_m * BLOCK_M + half * HALF_M
+        off_n = pid_n * BLOCK_N
+        epilogue(c_desc, c_bufs, acc, scale_a, scale_b, 0.0, scale_a_ptr, scale_b_ptr, bias_ptr,
+                 M, N, half, off_m, off_n, HALF_M, BLOCK_N, EPI_SUBTILE, ROWWISE_A, ROWWISE_B,
+                 HAS_BIAS, False, c_dtype)
+        acc = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
+    return acc
 
 
 @ww.jit
@@ -98,11 +136,12 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
                         ROWWISE_A: tl.constexpr, ROWWISE_B: tl.constexpr,
                         HAS_BIAS: tl.constexpr, RASTER_N: tl.constexpr = False,
                         FAST_ACCUM: tl.constexpr = False, SPLIT_N: tl.constexpr = False,
-                        EARLY_SCALES: tl.constexpr = False):
+                        EARLY_SCALES: tl.constexpr = False, STREAM: tl.constexpr = False):
     tl.static_assert(EPI_SUBTILE == 1 or EPI_SUBTILE == 2 or EPI_SUBTILE == 4 or
                      EPI_SUBTILE == 8)
     # SPLIT_N: promoted accumulation on tiles too wide for mma_tile's two partials.
     tl.static_assert(not SPLIT_N or (not FAST_ACCUM and EPI_SUBTILE >= 4))
+    tl.static_assert(not STREAM or not (FAST_ACCUM or SPLIT_N or EARLY_SCALES))
     HALF_M: tl.constexpr = BLOCK_M // 2
     EPI_N: tl.constexpr = BLOCK_N // EPI_SUBTILE
     a_dtype: tl.constexpr = tlx.dtype_of(a_desc)
@@ -151,54 +190,121 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
             if not ROWWISE_B:
                 scale_b = tl.load(scale_b_ptr)
             step = 0
-            for tile in range(tl.program_id(0), num_tiles, NUM_SMS):
-                pid_m, pid_n = rastered_tile(tile, num_pid_m, num_pid_n, GROUP_M, RASTER_N)
-                if EARLY_SCALES:
-                    # The tile's per-row / per-column scales and bias are loaded before its
-                    # main loop, which hides their latency (else the tile's epilogue waits).
-                    off_m = pid_m * BLOCK_M + half * HALF_M
-                    off_n = pid_n * BLOCK_N
-                    sa = row_scales(scale_a_ptr, scale_a, M, off_m, HALF_M, ROWWISE_A)
-                    if SPLIT_N:
-                        sb_l, bias_l = column_terms(scale_b_ptr, scale_b, bias_ptr, N, off_n,
-                                                    BLOCK_N // 2, ROWWISE_B, HAS_BIAS)
-                        sb_r, bias_r = column_terms(scale_b_ptr, scale_b, bias_ptr, N,
-                                                    off_n + BLOCK_N // 2, BLOCK_N // 2,
-                                                    ROWWISE_B, HAS_BIAS)
+            if STREAM:
+                # Promoted accumulation over this program's k-steps of all its tiles as one
+                # stream (mma_tile's PROMOTE pairs, the partial chosen by the step's parity
+                # across tiles): a tile's epilogue (finish_tile) runs while the next tile's
+                # first chain is in flight, instead of after the tensor cores drained.
+                acc = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
+                even = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
+                odd = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
+                my_tiles = (num_tiles - tl.program_id(0) + NUM_SMS - 1) // NUM_SMS
+                total = my_tiles * num_k
+                if total > 0:
+                    odd = issue_stage(a_bufs, b_bufs, full_bars, step, half, odd, False,
+                                      NUM_STAGES, True)
+                    for pair in range(0, (total - 1) // 2):
+                        even = issue_stage(a_bufs, b_bufs, full_bars, step + 1, half, even,
+                                           False, NUM_STAGES, True)
+                        acc, odd = add_partial(acc, odd, empty_bars, step, 0, 1, NUM_STAGES, 1)
+                        acc = finish_tile(c_desc, c_bufs, acc, step, num_k, scale_a, scale_b,
+                                          scale_a_ptr, scale_b_ptr, bias_ptr, M, N, num_pid_m,
+                                          num_pid_n, half, BLOCK_M, BLOCK_N, GROUP_M, NUM_SMS,
+                                          EPI_SUBTILE, ROWWISE_A, ROWWISE_B, HAS_BIAS, RASTER_N,
+                                          c_dtype)
+                        odd = issue_stage(a_bufs, b_bufs, full_bars, step + 2, half, odd, False,
+                                          NUM_STAGES, True)
+                        acc, even = add_partial(acc, even, empty_bars, step + 1, 0, 1,
+                                                NUM_STAGES, 1)
+                        acc = finish_tile(c_desc, c_bufs, acc, step + 1, num_k, scale_a,
+                                          scale_b, scale_a_ptr, scale_b_ptr, bias_ptr, M, N,
+                                          num_pid_m, num_pid_n, half, BLOCK_M, BLOCK_N, GROUP_M,
+                                          NUM_SMS, EPI_SUBTILE, ROWWISE_A, ROWWISE_B, HAS_BIAS,
+                                          RASTER_N, c_dtype)
+                        step += 2
+                    if total % 2 == 0:
+                        even = issue_stage(a_bufs, b_bufs, full_bars, step + 1, half, even,
+                                           False, NUM_STAGES, True)
+                        acc, odd = add_partial(acc, odd, empty_bars, step, 0, 1, NUM_STAGES, 1)
+                        acc = finish_tile(c_desc, c_bufs, acc, step, num_k, scale_a, scale_b,
+                                          scale_a_ptr, scale_b_ptr, bias_ptr, M, N, num_pid_m,
+                                          num_pid_n, half, BLOCK_M, BLOCK_N, GROUP_M, NUM_SMS,
+                                          EPI_SUBTILE, ROWWISE_A, ROWWISE_B, HAS_BIAS, RASTER_N,
+                                          c_dtype)
+                        acc, even = add_partial(acc, even, empty_bars, step + 1, 0, 0,
+                                                NUM_STAGES, 1)
+                        acc = finish_tile(c_desc, c_bufs, acc, step + 1, num_k, scale_a,
+                                          scale_b, scale_a_ptr, scale_b_ptr, bias_ptr, M, N,
+                                          num_pid_m, num_pid_n, half, BLOCK_M, BLOCK_N, GROUP_M,
+                                          NUM_SMS, EPI_SUBTILE, ROWWISE_A, ROWWISE_B, HAS_BIAS,
+                                          RASTER_N, c_dtype)
                     else:
-                        sb, bias = column_terms(scale_b_ptr, scale_b, bias_ptr, N, off_n,
-                                                BLOCK_N, ROWWISE_B, HAS_BIAS)
-                if SPLIT_N:
-                    SPLIT_COLS: tl.constexpr = BLOCK_N // 2
-                    left, right, step = mma_tile_split(a_bufs, b_bufs, full_bars, empty_bars,
-                                                       step, num_k, half, 0, HALF_M, BLOCK_N,
-                                                       BLOCK_K, NUM_STAGES, 1, True)
-                    off_m = pid_m * BLOCK_M + half * HALF_M
-                    off_n = pid_n * BLOCK_N
-                    if not EARLY_SCALES:
+                        acc, odd = add_partial(acc, odd, empty_bars, step, 0, 0, NUM_STAGES, 1)
+                        acc = finish_tile(c_desc, c_bufs, acc, step, num_k, scale_a, scale_b,
+                                          scale_a_ptr, scale_b_ptr, bias_ptr, M, N, num_pid_m,
+                                          num_pid_n, half, BLOCK_M, BLOCK_N, GROUP_M, NUM_SMS,
+                                          EPI_SUBTILE, ROWWISE_A, ROWWISE_B, HAS_BIAS, RASTER_N,
+                                          c_dtype)
+                if num_k == 0:
+                    # K = 0: each tile is its scaled bias (or zeros).
+                    for t in range(0, my_tiles):
+                        acc = finish_tile(c_desc, c_bufs, acc, t, 1, scale_a, scale_b,
+                                          scale_a_ptr, scale_b_ptr, bias_ptr, M, N, num_pid_m,
+                                          num_pid_n, half, BLOCK_M, BLOCK_N, GROUP_M, NUM_SMS,
+                                          EPI_SUBTILE, ROWWISE_A, ROWWISE_B, HAS_BIAS, RASTER_N,
+                                          c_dtype)
+            else:
+                for tile in range(tl.program_id(0), num_tiles, NUM_SMS):
+                    pid_m, pid_n = rastered_tile(tile, num_pid_m, num_pid_n, GROUP_M, RASTER_N)
+                    if EARLY_SCALES:
+                        # The tile's per-row / per-column scales and bias are loaded before its
+                        # main loop, which hides their latency (else the tile's epilogue waits).
+                        off_m = pid_m * BLOCK_M + half * HALF_M
+                        off_n = pid_n * BLOCK_N
                         sa = row_scales(scale_a_ptr, scale_a, M, off_m, HALF_M, ROWWISE_A)
-                        sb_l, bias_l = column_terms(scale_b_ptr, scale_b, bias_ptr, N, off_n,
-                                                    SPLIT_COLS, ROWWISE_B, HAS_BIAS)
-                    epilogue(c_desc, c_bufs, left, sa, sb_l, bias_l, half, off_m, off_n, HALF_M,
-                             SPLIT_COLS, EPI_SUBTILE // 2, ROWWISE_A, ROWWISE_B, HAS_BIAS,
-                             c_dtype)
-                    if not EARLY_SCALES:
-                        sb_r, bias_r = column_terms(scale_b_ptr, scale_b, bias_ptr, N,
-                                                    off_n + SPLIT_COLS, SPLIT_COLS, ROWWISE_B,
-                                                    HAS_BIAS)
-                    epilogue(c_desc, c_bufs, right, sa, sb_r, bias_r, half, off_m,
-                             off_n + SPLIT_COLS, HALF_M, SPLIT_COLS, EPI_SUBTILE // 2,
-                             ROWWISE_A, ROWWISE_B, HAS_BIAS, c_dtype)
-                else:
-                    acc, step = mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k,
-                                         half, 0, HALF_M, BLOCK_N, NUM_STAGES, 1, True,
-                                         not FAST_ACCUM)
-                    off_m = pid_m * BLOCK_M + half * HALF_M
-                    off_n = pid_n * BLOCK_N
-                    if not EARLY_SCALES:
-                        sa = row_scales(scale_a_ptr, scale_a, M, off_m, HALF_M, ROWWISE_A)
-                        sb, bias = column_terms(scale_b_ptr, scale_b, bias_ptr, N, off_n,
-                                                BLOCK_N, ROWWISE_B, HAS_BIAS)
-                    epilogue(c_desc, c_bufs, acc, sa, sb, bias, half, off_m, off_n, HALF_M,
-                             BLOCK_N, EPI_SUBTILE, ROWWISE_A, ROWWISE_B, HAS_BIAS, c_dtype)
+                        if SPLIT_N:
+                            SPLIT_COLS: tl.constexpr = BLOCK_N // 2
+                            sb_l = column_scales(scale_b_ptr, scale_b, N, off_n, SPLIT_COLS,
+                                                 ROWWISE_B)
+                            bias_l = column_bias(bias_ptr, N, off_n, SPLIT_COLS, HAS_BIAS)
+                            sb_r = column_scales(scale_b_ptr, scale_b, N, off_n + SPLIT_COLS,
+                                                 SPLIT_COLS, ROWWISE_B)
+                            bias_r = column_bias(bias_ptr, N, off_n + SPLIT_COLS, SPLIT_COLS,
+                                                 HAS_BIAS)
+                        else:
+                            sb = column_scales(scale_b_ptr, scale_b, N, off_n, BLOCK_N, ROWWISE_B)
+                            bias = column_bias(bias_ptr, N, off_n, BLOCK_N, HAS_BIAS)
+                    else:
+                        sa = scale_a
+                        sb = scale_b
+                        sb_l = scale_b
+                        sb_r = scale_b
+                        bias = 0.0
+                        bias_l = 0.0
+                        bias_r = 0.0
+                    if SPLIT_N:
+                        SPLIT_COLS: tl.constexpr = BLOCK_N // 2
+                        left, right, step = mma_tile_split(a_bufs, b_bufs, full_bars, empty_bars,
+                                                           step, num_k, half, 0, HALF_M, BLOCK_N,
+                                                           BLOCK_K, NUM_STAGES, 1, True)
+                        off_m = pid_m * BLOCK_M + half * HALF_M
+                        off_n = pid_n * BLOCK_N
+                        epilogue(c_desc, c_bufs, left, sa, sb_l, bias_l, scale_a_ptr, scale_b_ptr,
+                                 bias_ptr, M, N, half, off_m, off_n, HALF_M, SPLIT_COLS,
+                                 EPI_SUBTILE // 2, ROWWISE_A, ROWWISE_B, HAS_BIAS, EARLY_SCALES,
+                                 c_dtype)
+                        epilogue(c_desc, c_bufs, right, sa, sb_r, bias_r, scale_a_ptr,
+                                 scale_b_ptr, bias_ptr, M, N, half, off_m, off_n + SPLIT_COLS,
+                                 HALF_M, SPLIT_COLS, EPI_SUBTILE // 2, ROWWISE_A, ROWWISE_B,
+                                 HAS_BIAS, EARLY_SCALES, c_dtype)
+                    else:
+                        acc, step = mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k,
+                                             half, 0, HALF_M, BLOCK_N, NUM_STAGES, 1, True,
+                                             not FAST_ACCUM)
+                        off_m = pid_m * BLOCK_M + half * HALF_M
+                        off_n = pid_n * BLOCK_N
+                        epilogue(c_desc, c_bufs, acc, sa, sb, bias, scale_a_ptr, scale_b_ptr,
+                                 bias_ptr, M, N, half, off_m, off_n, HALF_M, BLOCK_N,
+                                 EPI_SUBTILE, ROWWISE_A, ROWWISE_B, HAS_BIAS, EARLY_SCALES,
+                                 c_dtype)
             tlx.async_descriptor_store_wait(0)
