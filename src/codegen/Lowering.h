@@ -397,7 +397,8 @@ private:
   // Start of the scratch region while lowering an async task that runs concurrently with
   // earlier ones (-1: the layout map's region).
   int64_t scratchBase_ = -1;
-  int maxRegisters_ = 0; // .maxnreg when tasks use setmaxnreg
+  int maxRegisters_ = 0;               // .maxnreg when tasks use setmaxnreg
+  int registersPerThreadLimit() const; // .maxnreg of kernels without tasks (sm_100a)
   // Tensor maps built in the kernel (128 bytes each per program in the global scratch, which
   // the parameter `scratchParam_` points at), and whether the PTX needs ISA 8.6.
   int deviceTensorMaps_ = 0;
