@@ -167,28 +167,8 @@ def stub_run():
         os.environ.pop(var, None)
     jit = importlib.import_module("warpweave.jit")
 
-    class DType:
-        def __init__(self, name):
-            self.name = name
-
-        def __str__(self):
-            return "torch." + self.name
-
-    class Tensor:
-        """What the launch paths read of a CUDA torch tensor."""
-
-        __slots__ = ("address", "dtype")
-        is_cuda = True
-
-        def __init__(self, address, dtype):
-            self.address = address
-            self.dtype = dtype
-
-        def data_ptr(self):
-            return self.address
-
-    jit._tensor_type = Tensor
-    jit._stream_source = lambda: (lambda: 0, lambda dev: 0x5000)
+    cuda_stub.stand_in_torch(jit)
+    DType, Tensor = cuda_stub.StandInDType, cuda_stub.StandInTensor
     f16, f32 = DType("float16"), DType("float32")
     a, b, c = (Tensor(0x7F0000000000 + i * (1 << 32), f16) for i in range(3))
     x, y, out = (Tensor(0x7F1000000000 + i * (1 << 24), f32) for i in range(3))

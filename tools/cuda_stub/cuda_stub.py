@@ -117,3 +117,34 @@ class Stub:
         """Each recorded value of the last launch as its bytes (tensor maps in full)."""
         sizes = self.record_sizes
         return tuple(bytes(self.record.param_bytes[i])[:sizes[i]] for i in range(len(sizes)))
+
+
+class StandInDType:
+    """A torch dtype as the launch paths read it (its str)."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return "torch." + self.name
+
+
+class StandInTensor:
+    """What the launch paths read of a CUDA torch tensor: its address and dtype."""
+
+    __slots__ = ("address", "dtype")
+    is_cuda = True
+
+    def __init__(self, address, dtype):
+        self.address = address
+        self.dtype = dtype
+
+    def data_ptr(self):
+        return self.address
+
+
+def stand_in_torch(jit_module) -> None:
+    """Makes warpweave's launch paths (the module warpweave.jit) take StandInTensor for CUDA
+    tensors, on stream 0 of device 0, with no torch installed."""
+    jit_module._tensor_type = StandInTensor
+    jit_module._stream_source = lambda: (lambda: 0, lambda dev: 0x5000)

@@ -28,33 +28,9 @@ import warpweave as ww  # noqa: E402
 jit = importlib.import_module("warpweave.jit")
 
 
-class DType:
-    def __init__(self, name):
-        self.name = name
-
-    def __str__(self):
-        return "torch." + self.name
-
-
-F16, F32 = DType("float16"), DType("float32")
-
-
-class Tensor:
-    """What the launch paths read of a torch tensor."""
-
-    __slots__ = ("address", "dtype")
-    is_cuda = True
-
-    def __init__(self, address, dtype):
-        self.address = address
-        self.dtype = dtype
-
-    def data_ptr(self):
-        return self.address
-
-
-jit._tensor_type = Tensor
-jit._stream_source = lambda: (lambda: 0, lambda dev: 0x5000)
+cuda_stub.stand_in_torch(jit)
+Tensor = cuda_stub.StandInTensor
+F16, F32 = cuda_stub.StandInDType("float16"), cuda_stub.StandInDType("float32")
 
 from warpweave.ops.kernels.hopper import layernorm_tma  # noqa: E402
 
