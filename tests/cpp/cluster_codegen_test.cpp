@@ -100,8 +100,10 @@ TEST(ClusterCodegen, HeaderDeclaresTheLaunchersOneDimensionalClusterShape) {
       CompiledKernel k = compileSource(kPlainSource, "fill", t, ctas);
       EXPECT_FALSE(k.cubin.empty()) << k.ptxasLog << k.ptx;
       EXPECT_EQ(k.numCtas, ctas);
+      // sm_100a kernels without task budgets also declare the registers a thread may take.
+      std::string registers = t == Target::SM100a ? ".maxnreg 255\n" : "";
       EXPECT_EQ(header(k.ptx), ".reqntid 128, 1, 1\n.explicitcluster\n.reqnctapercluster " +
-                                   std::to_string(ctas) + ", 1, 1\n")
+                                   std::to_string(ctas) + ", 1, 1\n" + registers)
           << k.ptx;
     }
 }
@@ -110,7 +112,8 @@ TEST(ClusterCodegen, NoClusterDirectivesWithoutClusters) {
   for (Target t : {Target::SM90a, Target::SM80, Target::SM100a}) {
     CompiledKernel k = compileSource(kPlainSource, "fill", t, 1);
     EXPECT_FALSE(k.cubin.empty()) << k.ptxasLog;
-    EXPECT_EQ(header(k.ptx), ".reqntid 128, 1, 1\n") << k.ptx;
+    std::string registers = t == Target::SM100a ? ".maxnreg 255\n" : "";
+    EXPECT_EQ(header(k.ptx), ".reqntid 128, 1, 1\n" + registers) << k.ptx;
   }
 }
 
