@@ -70,6 +70,23 @@ bool isSelfMove(std::string_view line) {
   return regs.size() == 2 && regs[0] == regs[1] && operands.find('{') == std::string_view::npos;
 }
 
+/// Whether some inline asm in `text` from `from` on may hold a label, a branch or register
+/// declarations of its own, which coalesceCarried's reading of the lines and its renames do not
+/// follow. Straight-line asm (a cvt.rn.bf16x2.f32 packing an epilogue's pairs) reads and writes
+/// the registers its operands were substituted with, on lines like the compiler's own.
+bool hasOpaqueInlineAsm(std::string_view text, size_t from) {
+  for (size_t at = text.find(kInlineAsmBegin, from); at != std::string_view::npos;
+       at = text.find(kInlineAsmBegin, at + 1)) {
+    size_t start = at + kInlineAsmBegin.size();
+    size_t end = text.find(kInlineAsmEnd, start);
+    std::string_view body = text.substr(start, end == std::string_view::npos ? end : end - start);
+    if (body.find(':') != std::string_view::npos || body.find("bra") != std::string_view::npos ||
+        body.find(".reg") != std::string_view::npos)
+      return true;
+  }
+  return false;
+}
+
 /// Loop-carried values without copies: where the body (the text from `from` on) computes the
 /// next value of carried register dst[i] (an `eligible` one) into a register of its own, renames
 /// that register to dst[i] in the body, so that the end-of-iteration copy is not needed (the
@@ -84,7 +101,7 @@ std::vector<std::string> coalesceCarried(std::string& text, size_t from,
                                          const std::vector<bool>& eligible,
                                          std::vector<std::string> next) {
   // Inline asm may hold labels and branches of its own: leave such bodies as they are.
-  if (text.find(kInlineAsmBegin, from) != std::string::npos) return next;
+  if (hasOpaqueInlineAsm(text, from)) return next;
   std::vector<size_t> lineStart;
   for (size_t at = from; at < text.size();) {
     lineStart.push_back(at);

@@ -159,6 +159,36 @@ def test_promoted_variants_in_the_interpreter(launches, monkeypatch, kind, out_d
     assert_rounded_close(out, reference(a, bt.t(), sa, sb, bias, out_dtype), out_dtype)
 
 
+@pytest.mark.parametrize("kind,out_dtype,bias_dtype", [
+    ("rowwise", torch.bfloat16, torch.bfloat16), ("tensor", torch.float16, None),
+    ("mixed", torch.bfloat16, torch.float32)])
+@pytest.mark.parametrize("K", [32, 64, 112])
+@pytest.mark.parametrize("M,N", [(100, 200), (40, 72)])
+def test_deferred_store_in_the_interpreter(launches, monkeypatch, kind, out_dtype, bias_dtype,
+                                           K, M, N):
+    # DEFER_STORE (fast accumulation, 16-bit C): each tile's rounded result is stored after
+    # the next tile's first stage was issued; a program's last tile after its own. 4 x 4 tiles
+    # of 32x64 over 4 programs (4 each: three deferred stores, then the last), or 2 x 2 (one
+    # tile each: only the last tile's path), ragged in M and N; K = 32: a tile is its first
+    # stage only, 64: two, 112: 3.5. Small integers and power-of-two scales: every fp32 value
+    # is exact, so the result is torch's rounding of the exact product, bit for bit.
+    monkeypatch.setattr(_scaled_mm, "_INTERPRETER_TLX_CONFIG",
+                        dict(_scaled_mm._INTERPRETER_TLX_CONFIG, DEFER_STORE=True))
+    torch.manual_seed(K + M)
+    a = torch.randint(-3, 4, (M, K)).float().to(E4M3)
+    bt = torch.randint(-3, 4, (N, K)).float().to(E5M2)
+    rows = 2.0 ** torch.randint(-2, 2, (M, 1)).float()
+    cols = 2.0 ** torch.randint(-2, 2, (1, N)).float()
+    sa, sb = {"tensor": (torch.tensor(0.5), torch.tensor(2.0)), "rowwise": (rows, cols),
+              "mixed": (torch.tensor(0.25), cols)}[kind]
+    bias = None if bias_dtype is None else torch.randint(-4, 5, (N,)).to(bias_dtype)
+    out = ops.scaled_mm(a, bt.t(), sa, sb, out_dtype=out_dtype, bias=bias, kernel="tlx",
+                        use_fast_accum=True)
+    assert [(meta["FAST_ACCUM"], meta["DEFER_STORE"]) for _, meta in launches] == [(True, True)]
+    torch.testing.assert_close(out, reference(a, bt.t(), sa, sb, bias, out_dtype), rtol=0,
+                               atol=0)
+
+
 def test_tlx_kernel_on_numpy_arrays_and_single_rows():
     rng = np.random.default_rng(3)
     for M, N, K in [(1, 8, 16), (33, 8, 48), (64, 200, 256)]:
@@ -304,6 +334,77 @@ def test_promoted_variants_compile_for_sm90a_without_spills(monkeypatch, ptxas, 
         assert waits == ["0"] * 4
     else:
         assert len(chains) == 8 and waits == ["0"] * 4 + ["1"] * 6
+
+
+@pytest.mark.parametrize("kind", ["tensor", "rowwise"])
+@pytest.mark.parametrize("out_dtype", [ml_dtypes.bfloat16, np.float16])
+@pytest.mark.parametrize("with_bias", [False, True])
+@pytest.mark.parametrize("spec", ["tlx(BLOCK_N=256, DEFER_STORE=True)",
+                                  "tlx(BLOCK_N=256, RASTER_N=True, DEFER_STORE=True)",
+                                  "tlx(BLOCK_N=128, DEFER_STORE=True)"])
+def test_deferred_store_compiles_for_sm90a_without_spills(monkeypatch, ptxas, sm90_compiles,
+                                                          kind, out_dtype, with_bias, spec):
+    # DEFER_STORE's candidates (fast accumulation, 16-bit C): the accumulator (128 registers
+    # at 128x256) and the previous tile's rounded C (64) live together within the consumers'
+    # 232 without spills, and ptxas follows the wgmma chains: the first stage's before the
+    # program's tiles, each tile's other stages' (one loop, entered and continued with one
+    # chain in flight), and the next tile's first stage's issued before the deferred store.
+    compiled = sm90_compiles
+    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "scaled_mm=" + spec)
+    M, N, K = 4096, 4096, 1024
+    a = np.ones((M, K), ml_dtypes.float8_e4m3fn)
+    bt = np.ones((N, K), ml_dtypes.float8_e4m3fn)
+    rowwise = kind == "rowwise"
+    sa = np.ones((M, 1) if rowwise else (1,), np.float32)
+    sb = np.ones((1, N) if rowwise else (1,), np.float32)
+    bias = np.ones(N, ml_dtypes.bfloat16) if with_bias else None
+    ops.scaled_mm(a, bt.T, sa, sb, out_dtype=out_dtype, bias=bias, use_fast_accum=True)
+    chosen = _tuning.decisions["scaled_mm"].chosen
+    assert chosen["FAST_ACCUM"] is True and chosen["DEFER_STORE"] is True
+    (kernel,) = compiled
+    assert kernel.n_spills == 0
+    assert kernel.shared <= _scaled_mm._tlx_shared_bytes(chosen.config,
+                                                         np.dtype(out_dtype).itemsize)
+    ptx = kernel.asm["ptx"]
+    ptx = ptx if isinstance(ptx, str) else ptx.decode()
+    assert "setmaxnreg.inc.sync.aligned.u32 232" in ptx
+    log = ptxas(ptx, "sm_90a", verbose=True)
+    assert not re.search(r"C751\d", log.log) and log.spill_bytes == 0
+    n = chosen["BLOCK_N"]
+    assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)", ptx)) == {
+        f"m64n{n}k32"}
+    chains = wgmma_chains(ptx)
+    assert all(len(c) == 4 for c in chains)
+    # Per consumer: the first tile's first stage and each next tile's (fresh: scale-d 0), and
+    # the accumulating stages of the loops of the deferred tiles and of the last tile.
+    assert len(chains) == 8
+    fresh = [predicate_value(ptx, c[0][0]) is False for c in chains]
+    assert sorted(fresh) == [False] * 4 + [True] * 4
+    waits = sorted(int(w) for w in re.findall(r"wgmma\.wait_group\.sync\.aligned (\d+);", ptx))
+    # Per consumer: both loops' wait(1) and their tiles' drains.
+    assert waits == [0] * 4 + [1] * 4
+    # The deferred tile's pairs are rounded and packed by one instruction each, and written to
+    # shared memory 32 bits at a time.
+    assert ("cvt.rn.bf16x2.f32" if out_dtype == ml_dtypes.bfloat16 else "cvt.rn.f16x2.f32") in ptx
+    assert "st.shared.b16" not in ptx
+
+
+def test_deferred_store_is_a_candidate_of_fast_16_bit_calls_only(monkeypatch):
+    from warpweave.ops import _common
+
+    monkeypatch.setattr(_common, "_is_sm90", lambda place: True)
+
+    class Place:
+        def num_sms(self):
+            return 132
+
+    monkeypatch.setattr(_tuning, "fits", lambda place, shared: shared <= 232448)
+    for fast, out_size in [(True, 2), (True, 4), (False, 2)]:
+        found = _scaled_mm._candidates(Place(), 8192, 8192, 8192, "tlx", True, True, out_size,
+                                       fast)
+        deferred = [c for c in found if c.config.get("DEFER_STORE")]
+        assert not found[0].config.get("DEFER_STORE")  # the fixed configuration is unchanged
+        assert len(deferred) == (3 if (fast and out_size == 2) else 0)
 
 
 def wgmma_chains(ptx):

@@ -41,6 +41,10 @@ SCALED_MM_TLX_SMALL_CONFIG = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, GROUP_M
 # accumulator in two column halves, each stage's chain split in two through one 64x128 partial
 # (gemm_ws.mma_tile_split); a tuning candidate beside the fixed 128x128 one.
 SCALED_MM_TLX_SPLIT_CONFIG = dict(SCALED_MM_TLX_CONFIG, SPLIT_N=True)
+# Fast accumulation with bf16 / fp16 C: each tile's store deferred until the next tile's first
+# wgmma chain is in flight (DEFER_STORE; the tensor cores idle for the scaling and rounding
+# only, not for the shared-memory writes and TMA stores); tuning candidates.
+SCALED_MM_TLX_DEFER_CONFIG = dict(SCALED_MM_TLX_CONFIG, DEFER_STORE=True)
 # kernel="tlx" in the interpreter (NumPy arrays, CPU tensors): small tiles, the same task layout.
 _INTERPRETER_TLX_CONFIG = dict(BLOCK_M=32, BLOCK_N=64, BLOCK_K=32, GROUP_M=2, NUM_STAGES=2,
                                EPI_SUBTILE=8)
@@ -220,7 +224,9 @@ _CONFIGS = [
 
 # The TLX kernel: its two fixed tile shapes, each also with 8 tile-rows per group and with
 # tile-columns grouped instead (RASTER_N) (128x128 for promoted accumulation); for promoted
-# accumulation only, 128x256 split into column halves (SPLIT_N), also with RASTER_N.
+# accumulation only, 128x256 split into column halves (SPLIT_N), also with RASTER_N; for fast
+# accumulation with 16-bit C only, both tile shapes with deferred stores (DEFER_STORE), 128x256
+# also with RASTER_N.
 _TLX_CONFIGS = [
     SCALED_MM_TLX_CONFIG,
     SCALED_MM_TLX_SMALL_CONFIG,
@@ -230,6 +236,9 @@ _TLX_CONFIGS = [
     dict(SCALED_MM_TLX_SMALL_CONFIG, RASTER_N=True),
     SCALED_MM_TLX_SPLIT_CONFIG,
     dict(SCALED_MM_TLX_SPLIT_CONFIG, RASTER_N=True),
+    SCALED_MM_TLX_DEFER_CONFIG,
+    dict(SCALED_MM_TLX_DEFER_CONFIG, RASTER_N=True),
+    dict(SCALED_MM_TLX_SMALL_CONFIG, DEFER_STORE=True),
 ]
 
 _KERNELS = {"tl": scaled_mm_kernels.scaled_mm_kernel,
@@ -281,8 +290,10 @@ def _launch_tlx(place, go, a, bt, c, scale_a, scale_b, bias, flags, config):
     c_desc = _descriptor(c, [block_m // 2, block_n // config["EPI_SUBTILE"]])
     sms = place.num_sms()
     tiles = ww.cdiv(M, block_m) * ww.cdiv(N, block_n)
+    # DEFER_STORE packs C's 16-bit pairs with PTX on GPUs (the interpreter runs no PTX).
+    ptx = dict(PACK_PTX=True) if config.get("DEFER_STORE") and place.on_gpu else {}
     go(scaled_mm_ws_kernels.scaled_mm_ws_kernel, (min(sms, tiles),), a_desc, bt_desc, c_desc,
-       scale_a, scale_b, bias, M, N, K, **config, **flags, NUM_SMS=sms, num_warps=4)
+       scale_a, scale_b, bias, M, N, K, **config, **flags, **ptx, NUM_SMS=sms, num_warps=4)
 
 
 def _candidates(place, M, N, K, kernel, tma_ok, tlx_ok, out_size, fast=False) -> list:
@@ -297,7 +308,8 @@ def _candidates(place, M, N, K, kernel, tma_ok, tlx_ok, out_size, fast=False) ->
     Promoted accumulation (fast False, use_fast_accum=False) keeps a partial accumulator beside
     the fp32 one: only 128x128 tiles fit without spills (_PROMOTED_TILES), so the fixed
     configurations are the 128x128 ones; 128x256 tiles split into column halves (SPLIT_N) are
-    candidates of promoted accumulation only. Every candidate carries FAST_ACCUM=fast: a call never
+    candidates of promoted accumulation only, deferred stores (DEFER_STORE) of fast
+    accumulation with bf16 / fp16 C only. Every candidate carries FAST_ACCUM=fast: a call never
     launches a configuration of the other accumulation."""
     big = fast and ww.cdiv(M, 128) * ww.cdiv(N, 256) >= place.num_sms()
     tlx = kernel == "tlx" or (kernel is None and tlx_ok and SCALED_MM_TLX_ON_SM90
@@ -329,6 +341,8 @@ def _candidates(place, M, N, K, kernel, tma_ok, tlx_ok, out_size, fast=False) ->
             if c in out or (cfg["BLOCK_N"] > 128 >= N) or (cfg["BLOCK_M"] > 128 >= M):
                 continue
             if cfg.get("SPLIT_N") and fast:
+                continue
+            if cfg.get("DEFER_STORE") and not (fast and out_size == 2):
                 continue
             if (not fast and cfg["BLOCK_M"] * cfg["BLOCK_N"] > _PROMOTED_TILES
                     and not cfg.get("SPLIT_N")):

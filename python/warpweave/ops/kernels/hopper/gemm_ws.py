@@ -82,13 +82,19 @@ def split_columns(x, ROWS: tl.constexpr, COLS: tl.constexpr):
 
 
 @ww.jit
-def store_chunk(c_desc, c_bufs, value, buf_index, off_m, off_n):
+def store_chunk(c_desc, c_bufs, value, buf_index, off_m, off_n, ROWS: tl.constexpr = 0,
+                PAIRS: tl.constexpr = 0):
     """Stores one column chunk of C through chunk buffer `buf_index`. A consumer alternates
     between its two chunk buffers, one TMA store group per chunk: once at most one group is
-    pending, the store that last read this buffer (two chunks ago) is done with it."""
+    pending, the store that last read this buffer (two chunks ago) is done with it. PAIRS > 0:
+    value [ROWS, PAIRS] is uint32, each two neighbour 16-bit elements of C (the first in the
+    low half), written to the buffer read as uint32."""
     buf = tlx.local_view(c_bufs, buf_index)
     tlx.async_descriptor_store_wait(1)
-    tlx.local_store(buf, value)
+    if PAIRS > 0:
+        tlx.local_store(tlx.local_reinterpret(buf, tl.uint32, [ROWS, PAIRS]), value)
+    else:
+        tlx.local_store(buf, value)
     tlx.async_descriptor_store(c_desc, buf, [off_m, off_n])
 
 
@@ -222,6 +228,26 @@ def mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half, rank,
 
 
 @ww.jit
+def mma_tile_rest(a_bufs, b_bufs, full_bars, empty_bars, acc, step, num_k, half, rank,
+                  NUM_STAGES: tl.constexpr, CLUSTER: tl.constexpr, B_KMAJOR: tl.constexpr):
+    """mma_tile without PROMOTE for a tile whose first stage, `step`, was issued into acc and
+    is in flight (the fp8 GEMM's DEFER_STORE issues it before the previous tile's store):
+    issues the tile's other num_k - 1 stages into acc, one chain in flight while the previous
+    one's stage is released, and returns the finished accumulator and the step after the tile.
+    The loop is entered, as it is continued, with one chain in flight (mma_tile's PROMOTE
+    comment says why that matters to ptxas)."""
+    for k in range(1, num_k):
+        acc = issue_stage(a_bufs, b_bufs, full_bars, step + 1, half, acc, True, NUM_STAGES,
+                          B_KMAJOR)
+        acc = tlx.async_dot_wait(1, acc)
+        release(empty_bars, step % NUM_STAGES, rank, CLUSTER)
+        step += 1
+    acc = tlx.async_dot_wait(0, acc)
+    release(empty_bars, step % NUM_STAGES, rank, CLUSTER)
+    return acc, step + 1
+
+
+@ww.jit
 def issue_part(a_bufs, b_bufs, stage, half, part, PART: tl.constexpr, HALF_N: tl.constexpr,
                BLOCK_K: tl.constexpr, B_KMAJOR: tl.constexpr):
     """mma_tile_split: the async wgmma chain of this consumer's A half of `stage` by column
@@ -266,13 +292,46 @@ def mma_tile_split(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half, ran
 
 
 @ww.jit
+def pack_pairs(x, ROWS: tl.constexpr, COLS: tl.constexpr, c_dtype: tl.constexpr,
+               PTX: tl.constexpr):
+    """fp32 x [ROWS, COLS] rounded to c_dtype (bf16 or fp16) as [ROWS, COLS // 2] uint32, each
+    two neighbour columns (the first in the low half: their bytes in memory order). A 16-bit
+    element held on its own takes a whole register; packed, the tile takes half as many.
+    PTX: one cvt.rn.{bf16,f16}x2.f32 a pair (ptxas's F2FP; the integer ops below round each
+    element on its own, F2F, and combine them, PRMT, three times the instructions); the
+    interpreter, which runs no PTX, takes the integer ops (the same bits)."""
+    lo, hi = x.reshape([ROWS, COLS // 2, 2]).split()
+    if PTX:
+        if c_dtype == tl.bfloat16:
+            packed = tl.inline_asm_elementwise("cvt.rn.bf16x2.f32 $0, $2, $1;", "=r,f,f",
+                                               [lo, hi], dtype=tl.uint32, is_pure=True, pack=1)
+        else:
+            packed = tl.inline_asm_elementwise("cvt.rn.f16x2.f32 $0, $2, $1;", "=r,f,f",
+                                               [lo, hi], dtype=tl.uint32, is_pure=True, pack=1)
+    else:
+        lo = lo.to(c_dtype).to(tl.uint16, bitcast=True).to(tl.uint32)
+        hi = hi.to(c_dtype).to(tl.uint16, bitcast=True).to(tl.uint32)
+        packed = (hi << 16) | lo
+    return packed
+
+
+@ww.jit
 def store_tile(c_desc, c_bufs, c, half, off_m, off_n, HALF_M: tl.constexpr,
-               BLOCK_N: tl.constexpr, EPI_SUBTILE: tl.constexpr):
+               BLOCK_N: tl.constexpr, EPI_SUBTILE: tl.constexpr, PACKED: tl.constexpr = False):
     """SMEM_EPILOGUE: stores consumer `half`'s result c [HALF_M, BLOCK_N] (C's dtype) at
     [off_m, off_n] through its shared-memory buffer(s) with TMA, without waiting for the store:
     whole (EPI_SUBTILE = 1) or in 2, 4 or 8 column chunks (store_chunk: chunk i through buffer
-    2 * half + i % 2)."""
+    2 * half + i % 2). PACKED: c is pack_pairs's [HALF_M, BLOCK_N // 2] of 16-bit C, written
+    as it is (EPI_SUBTILE >= 2)."""
     EPI_N: tl.constexpr = BLOCK_N // EPI_SUBTILE
+    tl.static_assert(not PACKED or EPI_SUBTILE > 1)
+    # The columns of c and of its chunks: pairs when PACKED.
+    if PACKED:
+        W: tl.constexpr = BLOCK_N // 2
+        PAIRS: tl.constexpr = EPI_N // 2
+    else:
+        W: tl.constexpr = BLOCK_N
+        PAIRS: tl.constexpr = 0
     if EPI_SUBTILE == 1:
         # The previous tile's store must have read this consumer's C buffer; the store of this
         # tile then runs on while the next main loop starts.
@@ -281,33 +340,33 @@ def store_tile(c_desc, c_bufs, c, half, off_m, off_n, HALF_M: tl.constexpr,
         tlx.local_store(c_buf, c)
         tlx.async_descriptor_store(c_desc, c_buf, [off_m, off_n])
     elif EPI_SUBTILE == 2:
-        c0, c1 = split_columns(c, HALF_M, BLOCK_N)
-        store_chunk(c_desc, c_bufs, c0, 2 * half, off_m, off_n)
-        store_chunk(c_desc, c_bufs, c1, 2 * half + 1, off_m, off_n + EPI_N)
+        c0, c1 = split_columns(c, HALF_M, W)
+        store_chunk(c_desc, c_bufs, c0, 2 * half, off_m, off_n, HALF_M, PAIRS)
+        store_chunk(c_desc, c_bufs, c1, 2 * half + 1, off_m, off_n + EPI_N, HALF_M, PAIRS)
     elif EPI_SUBTILE == 4:
-        left, right = split_columns(c, HALF_M, BLOCK_N)
-        c0, c1 = split_columns(left, HALF_M, BLOCK_N // 2)
-        c2, c3 = split_columns(right, HALF_M, BLOCK_N // 2)
-        store_chunk(c_desc, c_bufs, c0, 2 * half, off_m, off_n)
-        store_chunk(c_desc, c_bufs, c1, 2 * half + 1, off_m, off_n + EPI_N)
-        store_chunk(c_desc, c_bufs, c2, 2 * half, off_m, off_n + 2 * EPI_N)
-        store_chunk(c_desc, c_bufs, c3, 2 * half + 1, off_m, off_n + 3 * EPI_N)
+        left, right = split_columns(c, HALF_M, W)
+        c0, c1 = split_columns(left, HALF_M, W // 2)
+        c2, c3 = split_columns(right, HALF_M, W // 2)
+        store_chunk(c_desc, c_bufs, c0, 2 * half, off_m, off_n, HALF_M, PAIRS)
+        store_chunk(c_desc, c_bufs, c1, 2 * half + 1, off_m, off_n + EPI_N, HALF_M, PAIRS)
+        store_chunk(c_desc, c_bufs, c2, 2 * half, off_m, off_n + 2 * EPI_N, HALF_M, PAIRS)
+        store_chunk(c_desc, c_bufs, c3, 2 * half + 1, off_m, off_n + 3 * EPI_N, HALF_M, PAIRS)
     else:
-        left, right = split_columns(c, HALF_M, BLOCK_N)
-        q0, q1 = split_columns(left, HALF_M, BLOCK_N // 2)
-        q2, q3 = split_columns(right, HALF_M, BLOCK_N // 2)
-        c0, c1 = split_columns(q0, HALF_M, BLOCK_N // 4)
-        c2, c3 = split_columns(q1, HALF_M, BLOCK_N // 4)
-        c4, c5 = split_columns(q2, HALF_M, BLOCK_N // 4)
-        c6, c7 = split_columns(q3, HALF_M, BLOCK_N // 4)
-        store_chunk(c_desc, c_bufs, c0, 2 * half, off_m, off_n)
-        store_chunk(c_desc, c_bufs, c1, 2 * half + 1, off_m, off_n + EPI_N)
-        store_chunk(c_desc, c_bufs, c2, 2 * half, off_m, off_n + 2 * EPI_N)
-        store_chunk(c_desc, c_bufs, c3, 2 * half + 1, off_m, off_n + 3 * EPI_N)
-        store_chunk(c_desc, c_bufs, c4, 2 * half, off_m, off_n + 4 * EPI_N)
-        store_chunk(c_desc, c_bufs, c5, 2 * half + 1, off_m, off_n + 5 * EPI_N)
-        store_chunk(c_desc, c_bufs, c6, 2 * half, off_m, off_n + 6 * EPI_N)
-        store_chunk(c_desc, c_bufs, c7, 2 * half + 1, off_m, off_n + 7 * EPI_N)
+        left, right = split_columns(c, HALF_M, W)
+        q0, q1 = split_columns(left, HALF_M, W // 2)
+        q2, q3 = split_columns(right, HALF_M, W // 2)
+        c0, c1 = split_columns(q0, HALF_M, W // 4)
+        c2, c3 = split_columns(q1, HALF_M, W // 4)
+        c4, c5 = split_columns(q2, HALF_M, W // 4)
+        c6, c7 = split_columns(q3, HALF_M, W // 4)
+        store_chunk(c_desc, c_bufs, c0, 2 * half, off_m, off_n, HALF_M, PAIRS)
+        store_chunk(c_desc, c_bufs, c1, 2 * half + 1, off_m, off_n + EPI_N, HALF_M, PAIRS)
+        store_chunk(c_desc, c_bufs, c2, 2 * half, off_m, off_n + 2 * EPI_N, HALF_M, PAIRS)
+        store_chunk(c_desc, c_bufs, c3, 2 * half + 1, off_m, off_n + 3 * EPI_N, HALF_M, PAIRS)
+        store_chunk(c_desc, c_bufs, c4, 2 * half, off_m, off_n + 4 * EPI_N, HALF_M, PAIRS)
+        store_chunk(c_desc, c_bufs, c5, 2 * half + 1, off_m, off_n + 5 * EPI_N, HALF_M, PAIRS)
+        store_chunk(c_desc, c_bufs, c6, 2 * half, off_m, off_n + 6 * EPI_N, HALF_M, PAIRS)
+        store_chunk(c_desc, c_bufs, c7, 2 * half + 1, off_m, off_n + 7 * EPI_N, HALF_M, PAIRS)
 
 
 @ww.jit

@@ -34,7 +34,10 @@ Descriptors: a_desc block [BLOCK_M // 2, BLOCK_K], bt_desc block [BLOCK_N, BLOCK
                 loaded before its main loop instead of after it), STREAM=False (promoted
                 128x128 only: the k-steps of all of a program's tiles as one stream of
                 mma_tile's PROMOTE pairs, each tile's epilogue run while the next tile's first
-                wgmma chain is in flight)
+                wgmma chain is in flight), DEFER_STORE=False (FAST_ACCUM with bf16 / fp16 C:
+                a tile scaled and rounded, the next tile's first wgmma chain issued into the
+                accumulator's registers, then the rounded tile stored while it runs; its
+                16-bit pairs packed by PTX with PACK_PTX, which the host sets on GPUs)
     signature: a_desc:desc<fp8e4nv,64x128>, bt_desc:desc<fp8e4nv,256x128>,
                c_desc:desc<bf16,64x64>, scale_a_ptr:*fp32, scale_b_ptr:*fp32, bias_ptr:*bf16,
                M:i32, N:i32, K:i32, BLOCK_M=128, BLOCK_N=256, BLOCK_K=128, GROUP_M=16,
@@ -46,8 +49,8 @@ import warpweave as ww
 import warpweave.language as tl
 from warpweave import tlx
 
-from .gemm_ws import (add_partial, issue_stage, load_stage, mma_tile, mma_tile_split,
-                      rastered_tile, store_tile)
+from .gemm_ws import (add_partial, issue_stage, load_stage, mma_tile, mma_tile_rest,
+                      mma_tile_split, pack_pairs, rastered_tile, store_tile)
 
 
 @ww.jit
@@ -79,14 +82,13 @@ def column_bias(bias_ptr, N, off_n, COLS: tl.constexpr, HAS_BIAS: tl.constexpr):
 
 
 @ww.jit
-def epilogue(c_desc, c_bufs, acc, sa, sb, bias, scale_a_ptr, scale_b_ptr, bias_ptr, M, N, half,
-             off_m, off_n, HALF_M: tl.constexpr, COLS: tl.constexpr, EPI_SUBTILE: tl.constexpr,
-             ROWWISE_A: tl.constexpr, ROWWISE_B: tl.constexpr, HAS_BIAS: tl.constexpr,
-             LOADED: tl.constexpr, c_dtype: tl.constexpr):
+def scaled_tile(acc, sa, sb, bias, scale_a_ptr, scale_b_ptr, bias_ptr, M, N, off_m, off_n,
+                HALF_M: tl.constexpr, COLS: tl.constexpr, ROWWISE_A: tl.constexpr,
+                ROWWISE_B: tl.constexpr, HAS_BIAS: tl.constexpr, LOADED: tl.constexpr):
     """A consumer's fp32 tile acc [HALF_M, COLS] at [off_m, off_n] times its scales, plus the
-    bias, rounded to C's dtype and stored in EPI_SUBTILE chunks (store_tile). LOADED: sa, sb
-    and bias are the tile's (row_scales, column_scales, column_bias); else sa and sb are the
-    per-tensor scales and each vector is loaded where it is used (fewer registers live)."""
+    bias, in fp32 (not yet rounded to C's dtype). LOADED: sa, sb and bias are the tile's
+    (row_scales, column_scales, column_bias); else sa and sb are the per-tensor scales and each
+    vector is loaded where it is used (fewer registers live)."""
     # The scales in torch._scaled_mm's order: (acc * scale_a) * scale_b.
     if not LOADED:
         sa = row_scales(scale_a_ptr, sa, M, off_m, HALF_M, ROWWISE_A)
@@ -104,7 +106,18 @@ def epilogue(c_desc, c_bufs, acc, sa, sb, bias, scale_a_ptr, scale_b_ptr, bias_p
         if not LOADED:
             bias = column_bias(bias_ptr, N, off_n, COLS, HAS_BIAS)
         acc = acc + bias.to(tl.float32)[None, :]
-    store_tile(c_desc, c_bufs, acc.to(c_dtype), half, off_m, off_n, HALF_M, COLS, EPI_SUBTILE)
+    return acc
+
+
+@ww.jit
+def epilogue(c_desc, c_bufs, acc, sa, sb, bias, scale_a_ptr, scale_b_ptr, bias_ptr, M, N, half,
+             off_m, off_n, HALF_M: tl.constexpr, COLS: tl.constexpr, EPI_SUBTILE: tl.constexpr,
+             ROWWISE_A: tl.constexpr, ROWWISE_B: tl.constexpr, HAS_BIAS: tl.constexpr,
+             LOADED: tl.constexpr, c_dtype: tl.constexpr):
+    """scaled_tile's result stored in EPI_SUBTILE chunks (store_tile)."""
+    c = scaled_tile(acc, sa, sb, bias, scale_a_ptr, scale_b_ptr, bias_ptr, M, N, off_m, off_n,
+                    HALF_M, COLS, ROWWISE_A, ROWWISE_B, HAS_BIAS, LOADED)
+    store_tile(c_desc, c_bufs, c.to(c_dtype), half, off_m, off_n, HALF_M, COLS, EPI_SUBTILE)
 
 
 @ww.jit
@@ -136,7 +149,8 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
                         ROWWISE_A: tl.constexpr, ROWWISE_B: tl.constexpr,
                         HAS_BIAS: tl.constexpr, RASTER_N: tl.constexpr = False,
                         FAST_ACCUM: tl.constexpr = False, SPLIT_N: tl.constexpr = False,
-                        EARLY_SCALES: tl.constexpr = False, STREAM: tl.constexpr = False):
+                        EARLY_SCALES: tl.constexpr = False, STREAM: tl.constexpr = False,
+                        DEFER_STORE: tl.constexpr = False, PACK_PTX: tl.constexpr = False):
     tl.static_assert(EPI_SUBTILE == 1 or EPI_SUBTILE == 2 or EPI_SUBTILE == 4 or
                      EPI_SUBTILE == 8)
     # SPLIT_N: promoted accumulation on tiles too wide for mma_tile's two partials.
@@ -147,6 +161,10 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
     a_dtype: tl.constexpr = tlx.dtype_of(a_desc)
     b_dtype: tl.constexpr = tlx.dtype_of(bt_desc)
     c_dtype: tl.constexpr = tlx.dtype_of(c_desc)
+    # DEFER_STORE holds a tile's rounded C beside the next tile's accumulator: 16-bit C only
+    # (fp32 C would take as many registers as the accumulator).
+    tl.static_assert(not DEFER_STORE or (FAST_ACCUM and tlx.size_of(c_dtype) == 2 and not
+                                         (SPLIT_N or STREAM or EARLY_SCALES)))
     STAGE_BYTES: tl.constexpr = (BLOCK_M + BLOCK_N) * BLOCK_K  # one byte an element
 
     num_pid_m = tl.cdiv(M, BLOCK_M)
@@ -253,6 +271,53 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
                                           num_pid_n, half, BLOCK_M, BLOCK_N, GROUP_M, NUM_SMS,
                                           EPI_SUBTILE, ROWWISE_A, ROWWISE_B, HAS_BIAS, RASTER_N,
                                           c_dtype)
+            elif DEFER_STORE:
+                # Fast accumulation, each tile's store deferred: once its accumulator is done,
+                # it is scaled and rounded to C's dtype (bf16 / fp16 pairs: half the registers),
+                # the next tile's first wgmma chain is issued into the accumulator's registers,
+                # and only then is the rounded tile written to shared memory and stored, while
+                # that chain runs: the tensor cores are idle only for the scaling and rounding.
+                acc = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
+                my_tiles = (num_tiles - tl.program_id(0) + NUM_SMS - 1) // NUM_SMS
+                if num_k > 0:
+                    if my_tiles > 0:
+                        # A tile's first stage is in flight at the top of each tile.
+                        acc = issue_stage(a_bufs, b_bufs, full_bars, step, half, acc, False,
+                                          NUM_STAGES, True)
+                        # Every tile but the program's last (which has no next tile).
+                        for tile in range(tl.program_id(0), num_tiles - NUM_SMS, NUM_SMS):
+                            acc, step = mma_tile_rest(a_bufs, b_bufs, full_bars, empty_bars, acc,
+                                                      step, num_k, half, 0, NUM_STAGES, 1, True)
+                            pid_m, pid_n = rastered_tile(tile, num_pid_m, num_pid_n, GROUP_M,
+                                                         RASTER_N)
+                            off_m = pid_m * BLOCK_M + half * HALF_M
+                            off_n = pid_n * BLOCK_N
+                            c = scaled_tile(acc, scale_a, scale_b, 0.0, scale_a_ptr, scale_b_ptr,
+                                            bias_ptr, M, N, off_m, off_n, HALF_M, BLOCK_N,
+                                            ROWWISE_A, ROWWISE_B, HAS_BIAS, False)
+                            packed = pack_pairs(c, HALF_M, BLOCK_N, c_dtype, PACK_PTX)
+                            acc = issue_stage(a_bufs, b_bufs, full_bars, step, half, acc, False,
+                                              NUM_STAGES, True)
+                            store_tile(c_desc, c_bufs, packed, half, off_m, off_n, HALF_M,
+                                       BLOCK_N, EPI_SUBTILE, True)
+                        acc, step = mma_tile_rest(a_bufs, b_bufs, full_bars, empty_bars, acc,
+                                                  step, num_k, half, 0, NUM_STAGES, 1, True)
+                        tile = tl.program_id(0) + (my_tiles - 1) * NUM_SMS
+                        pid_m, pid_n = rastered_tile(tile, num_pid_m, num_pid_n, GROUP_M,
+                                                     RASTER_N)
+                        epilogue(c_desc, c_bufs, acc, scale_a, scale_b, 0.0, scale_a_ptr,
+                                 scale_b_ptr, bias_ptr, M, N, half, pid_m * BLOCK_M +
+                                 half * HALF_M, pid_n * BLOCK_N, HALF_M, BLOCK_N, EPI_SUBTILE,
+                                 ROWWISE_A, ROWWISE_B, HAS_BIAS, False, c_dtype)
+                else:
+                    # K = 0: each tile is its scaled bias (or zeros).
+                    for tile in range(tl.program_id(0), num_tiles, NUM_SMS):
+                        pid_m, pid_n = rastered_tile(tile, num_pid_m, num_pid_n, GROUP_M,
+                                                     RASTER_N)
+                        epilogue(c_desc, c_bufs, acc, scale_a, scale_b, 0.0, scale_a_ptr,
+                                 scale_b_ptr, bias_ptr, M, N, half, pid_m * BLOCK_M +
+                                 half * HALF_M, pid_n * BLOCK_N, HALF_M, BLOCK_N, EPI_SUBTILE,
+                                 ROWWISE_A, ROWWISE_B, HAS_BIAS, False, c_dtype)
             else:
                 for tile in range(tl.program_id(0), num_tiles, NUM_SMS):
                     pid_m, pid_n = rastered_tile(tile, num_pid_m, num_pid_n, GROUP_M, RASTER_N)
