@@ -137,6 +137,9 @@ def literal(value, name: str = "value") -> str:
         return f"tl.ReductionOrdering.{value.name.upper()}"
     if type(value).__name__ == "_EnumValue" and type(value).__module__ == "warpweave.tlx":
         return f"tlx.{value.kind}.{value.name}"
+    if type(value).__name__ == "layout" and type(value).__module__ == "warpweave._tlx_host":
+        # tlx.layout(shape=, stride=): the kernel's register layout, rebuilt from its text
+        return f"tlx.layout(shape={literal(value.shape, name)}, stride={literal(value.stride, name)})"
     if isinstance(value, (tuple, list)):
         inner = ", ".join(literal(v, name) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"

@@ -288,6 +288,9 @@ private:
   /// local_alloc / local_view / local_slice / local_load / local_store of TMEM buffers.
   void lowerTmemBuffer(const ir::Op& op);
   void lowerTmemCopy(const ir::Op& op);
+  /// A tensor-memory local_load into a kernel-given layout that keeps tcgen05's rows: one
+  /// tcgen05.ld .32x32b message per run of consecutive columns the thread holds.
+  void lowerTmemLoadColumns(const ir::Op& op, const layout::TmemColumnBits& bits);
   /// tcgen05_mma and tcgen05_commit.
   void lowerTcgen05(const ir::Op& op);
   /// tlx.tmem_copy of block scales: tcgen05.cp ... 32x128b.warpx4 (TlxTcgen05Scaled.cpp).

@@ -316,9 +316,15 @@ void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
                              "has " +
                              std::to_string(warps()) + ")");
   const ir::Value* value = load ? op.result() : op.operand(1);
-  const LinearLayout& l = load ? layoutOf(value) : operandLayoutOf(op, 1);
-  if (!(l == layout::tmemRegisterLayout(bt.shape, warps())))
+  const LinearLayout l = layout::tmemRegisterLayout(bt.shape, warps());
+  // A load the kernel gave another layout (tlx.local_load's layout=) reads in tcgen05's and
+  // converts below (layout assignment planned the conversion's scratch at this op).
+  const LinearLayout& wanted = load ? layoutOf(value) : operandLayoutOf(op, 1);
+  if (!(wanted == l) && !(load && ir::attr::LocalLoad::hasLayout(op)))
     throw std::logic_error("codegen: a TMEM load / store value not in the tcgen05 layout");
+  if (!(wanted == l))
+    if (auto bits = layout::tmemColumnBits(wanted, bt.shape, ir::byteWidth(bt.elem)))
+      return lowerTmemLoadColumns(op, *bits);
   // Each thread's row and its warp group's columns. [128, N]: .32x32b, row 32 (w % 4) + lane,
   // the group's columns in order. [64, N]: .16x32bx2, row 16 (w % 4) + lane % 16 in lane
   // 32 (w % 4) + lane % 16 (the PTX ISA's layout F), threads 16-31 the second half of the
@@ -406,11 +412,62 @@ void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
     for (int64_t j = 0; bytes == 1 && j < perThread; ++j)
       for (int i = 0; i < 4; ++i)
         unpackByte(b_, words[size_t(j)], i, regs.at(size_t(regOfCol[size_t(4 * j + i)])));
+    if (!(wanted == l)) regs = convert(regs, l, wanted, bt.elem, op);
     return bind(op.result(), std::move(regs));
   }
   // The stores are visible to the thread that issues the next MMA only after the agent meets.
   barrier();
   b_.inst("tcgen05.fence::after_thread_sync", {});
+}
+
+void FunctionLowering::lowerTmemLoadColumns(const ir::Op& op, const layout::TmemColumnBits& bits) {
+  // Register r holds column col(r) (the OR of its set bits' columns) of the thread's row, plus
+  // its warp group's column offset; runs of consecutive columns go in one message each.
+  const int32_t numRegs = int32_t(1) << bits.reg.size();
+  std::vector<int32_t> colOf(size_t(numRegs), 0);
+  for (int32_t r = 0; r < numRegs; ++r)
+    for (size_t i = 0; i < bits.reg.size(); ++i)
+      if ((r >> i) & 1) colOf[size_t(r)] |= bits.reg[i];
+  std::vector<int32_t> order(static_cast<size_t>(numRegs));
+  for (int32_t r = 0; r < numRegs; ++r) order[size_t(r)] = r;
+  std::sort(order.begin(), order.end(),
+            [&](int32_t a, int32_t b) { return colOf[size_t(a)] < colOf[size_t(b)]; });
+  std::string warp = b_.pure("shr.u32", RegClass::B32, {tid(), "5"});
+  std::string quad = b_.pure("and.b32", RegClass::B32, {warp, "3"});
+  std::string laneBits = b_.pure("shl.b32", RegClass::B32, {quad, "21"}); // 32 lanes << 16
+  std::string addr =
+      b_.pure("add.u32", RegClass::B32,
+              {b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32), laneBits});
+  for (size_t i = 0; i < bits.warpGroup.size(); ++i) {
+    std::string bit = b_.pure("bfe.u32", RegClass::B32, {warp, immInt(int64_t(i) + 2), "1"});
+    addr = b_.pure("mad.lo.s32", RegClass::B32, {bit, immInt(bits.warpGroup[i]), addr});
+  }
+  const RegClass rc = regClassOf(op.result()->type().elem, false);
+  Regs regs(static_cast<size_t>(numRegs));
+  for (auto& r : regs) r = b_.newReg(rc);
+  b_.inst("tcgen05.fence::after_thread_sync", {});
+  const int64_t message =
+      maxRegisters_ > 0
+          ? std::min<int64_t>(128,
+                              int64_t(std::bit_floor(uint64_t(std::max(1, maxRegisters_ - 32)))))
+          : 128;
+  for (int32_t k = 0; k < numRegs;) {
+    int32_t run = 1; // consecutive columns from order[k] on
+    while (k + run < numRegs &&
+           colOf[size_t(order[size_t(k + run)])] == colOf[size_t(order[size_t(k)])] + run)
+      ++run;
+    int64_t n = std::min<int64_t>(message, int64_t(std::bit_floor(uint32_t(run))));
+    int32_t col = colOf[size_t(order[size_t(k)])];
+    std::string list = "{";
+    for (int64_t j = 0; j < n; ++j) list += (j ? ", " : "") + regs[size_t(order[size_t(k + j)])];
+    list += "}";
+    std::string at = col ? b_.pure("add.u32", RegClass::B32, {addr, immInt(col)}) : addr;
+    b_.inst("tcgen05.ld.sync.aligned.32x32b.x" + std::to_string(n) + ".b32", {list, bracketed(at)});
+    k += int32_t(n);
+  }
+  b_.inst("tcgen05.wait::ld.sync.aligned", {});
+  b_.inst("tcgen05.fence::before_thread_sync", {});
+  return bind(op.result(), std::move(regs));
 }
 
 namespace {

@@ -796,6 +796,10 @@ private:
       }
       break;
     case OpCode::LocalLoad:
+      if (isTensor(op.result()) && ir::attr::LocalLoad::hasLayout(op)) {
+        assignKernelLayout(op);
+        return;
+      }
       // tcgen05.ld gives each thread one row of the tile (Blackwell tensor memory).
       if (isTensor(op.result()) && op.operand(0)->type().space == ir::MemorySpace::Tmem) {
         setLayout(op.result(), tmemRegisterLayout(op.result()->type().shape, numWarps()));
@@ -823,6 +827,38 @@ private:
     for (unsigned i = 0; i < op.numResults(); ++i)
       if (isTensor(op.result(i)) && !layoutOf(op.result(i)))
         setLayout(op.result(i), freeLayout(op.result(i)));
+  }
+
+  /// tlx.local_load(..., layout=): the kernel's register layout is the result's (consumers
+  /// wanting another convert from it). Shared memory is read in any layout; tensor memory by
+  /// tcgen05.ld messages per column run where the layout keeps tcgen05's rows (tmemColumnBits),
+  /// else in tcgen05's layout and converted at the load, its scratch planned now.
+  void assignKernelLayout(const ir::Op& op) {
+    const std::vector<int64_t> warpOffsets = ir::attr::LocalLoad::warpOffsets(op);
+    const int warps = numWarps();
+    if ((int64_t(1) << warpOffsets.size()) != warps)
+      raiseError(op.loc(), "tlx.local_load's layout= spans " +
+                               std::to_string(int64_t(1) << (warpOffsets.size() + 5)) +
+                               " threads (" + std::to_string(int64_t(1) << warpOffsets.size()) +
+                               " warps) but the code runs on " + std::to_string(warps) +
+                               " warps; its thread modes must give 32 x the warps' threads");
+    const std::vector<int64_t>& shape = op.result()->type().shape;
+    LinearLayout pinned = flatOffsetLayout(shape, ir::attr::LocalLoad::regOffsets(op),
+                                           ir::attr::LocalLoad::laneOffsets(op), warpOffsets);
+    setLayout(op.result(), pinned);
+    if (op.operand(0)->type().space != ir::MemorySpace::Tmem) return;
+    if (ir::isTmemScaleTile(op.operand(0)->type()))
+      raiseError(op.loc(), "tlx.local_load's layout= of a tensor-memory block-scale tile (" +
+                               op.operand(0)->type().str() +
+                               ") is not supported; layout= takes shared-memory tiles and the "
+                               "other tensor-memory tiles");
+    if (tmemColumnBits(pinned, shape, op.result()->type().elemBytes())) return; // tcgen05.ld
+    LinearLayout tmem = tmemRegisterLayout(shape, warps);
+    if (conversionKind(tmem, pinned) != ConversionKind::SharedMemory) return;
+    int64_t bytes = std::max(1, op.result()->type().elemBytes());
+    ConversionRounds rounds = conversionRounds(tmem, pinned, std::vector<int32_t>(shape.size(), 0),
+                                               kMaxConversionScratchBytes / bytes);
+    needScratch(op, rounds.elements() * bytes);
   }
 
   void assignSplit(const ir::Op& op) {

@@ -130,6 +130,65 @@ LinearLayout tmemRegisterLayout(const std::vector<int64_t>& shape, int numWarps)
   return blockedLayout(shape, {1, std::max(1, cols)}, {32, 1}, {4, groups}, {0, 1});
 }
 
+LinearLayout flatOffsetLayout(const std::vector<int64_t>& shape,
+                              const std::vector<int64_t>& regOffsets,
+                              const std::vector<int64_t>& laneOffsets,
+                              const std::vector<int64_t>& warpOffsets) {
+  const int rank = static_cast<int>(shape.size());
+  int64_t numel = 1;
+  for (int64_t d : shape) {
+    requirePowerOf2(d, "tensor dim");
+    numel *= d;
+  }
+  // Row-major: the last dim holds the lowest bits of a flat offset.
+  auto coords = [&](int64_t flat) {
+    if (flat < 0 || flat >= numel)
+      throw std::logic_error("flatOffsetLayout: offset " + std::to_string(flat) +
+                             " outside the tile");
+    std::vector<int32_t> c(size_t(rank), 0);
+    for (int d = rank - 1; d >= 0; --d) {
+      c[size_t(d)] = static_cast<int32_t>(flat % shape[size_t(d)]);
+      flat /= shape[size_t(d)];
+    }
+    return c;
+  };
+  LinearLayout::Bases bases;
+  for (auto [name, offsets] : {std::pair{kRegister, &regOffsets}, std::pair{kLane, &laneOffsets},
+                               std::pair{kWarp, &warpOffsets}}) {
+    std::vector<std::vector<int32_t>> b;
+    for (int64_t f : *offsets) b.push_back(coords(f));
+    bases.emplace_back(name, std::move(b));
+  }
+  LinearLayout::NamedSizes outs;
+  for (int d = 0; d < rank; ++d)
+    outs.emplace_back(dimName(d), static_cast<int32_t>(shape[size_t(d)]));
+  return LinearLayout(std::move(bases), std::move(outs));
+}
+
+std::optional<TmemColumnBits> tmemColumnBits(const LinearLayout& l,
+                                             const std::vector<int64_t>& shape, int elemBytes) {
+  if (shape.size() != 2 || shape[0] != 128 || elemBytes != 4 || l.numOutDims() != 2 ||
+      l.getInDimSizeLog2(kLane) != 5 || l.getInDimSizeLog2(kWarp) < 2)
+    return std::nullopt;
+  for (int i = 0; i < 5; ++i)
+    if (l.getBasis(kLane, i) != std::vector<int32_t>{1 << i, 0}) return std::nullopt;
+  for (int i = 0; i < 2; ++i)
+    if (l.getBasis(kWarp, i) != std::vector<int32_t>{32 << i, 0}) return std::nullopt;
+  TmemColumnBits out;
+  int32_t used = 0;
+  auto column = [&](const std::vector<int32_t>& b, std::vector<int32_t>& into) {
+    if (b[0] != 0 || b[1] <= 0 || (b[1] & (b[1] - 1)) != 0 || (used & b[1])) return false;
+    used |= b[1];
+    into.push_back(b[1]);
+    return true;
+  };
+  for (int i = 0; i < l.getInDimSizeLog2(kRegister); ++i)
+    if (!column(l.getBasis(kRegister, i), out.reg)) return std::nullopt;
+  for (int i = 2; i < l.getInDimSizeLog2(kWarp); ++i)
+    if (!column(l.getBasis(kWarp, i), out.warpGroup)) return std::nullopt;
+  return out;
+}
+
 LinearLayout blockedLayout(const std::vector<int64_t>& shape,
                            const std::vector<int32_t>& sizePerThread,
                            const std::vector<int32_t>& threadsPerWarp,

@@ -46,6 +46,27 @@ LinearLayout defaultBlockedLayout(const std::vector<int64_t>& shape, int numWarp
 /// .16x32bx2 gives threads 0-15 the first half of the group's columns and 16-31 the second.
 LinearLayout tmemRegisterLayout(const std::vector<int64_t>& shape, int numWarps);
 
+/// A register layout the kernel gives (tlx.layout's shape / stride, as tlx.local_load's layout=
+/// takes it): one flat row-major offset into the tile `shape` (power-of-two dims) per register,
+/// lane and warp bit, each offset's coordinates the bit's basis. Throws std::logic_error for an
+/// offset outside the tile.
+LinearLayout flatOffsetLayout(const std::vector<int64_t>& shape,
+                              const std::vector<int64_t>& regOffsets,
+                              const std::vector<int64_t>& laneOffsets,
+                              const std::vector<int64_t>& warpOffsets);
+
+/// How tcgen05.ld .32x32b reads a [128, N] tile of 32-bit elements straight into layout `l`:
+/// possible when lane i of warp w holds row 32 (w % 4) + i (the rows tcgen05 gives a warp) and
+/// the register bits and the warp bits past the first two each pick one column bit (all
+/// distinct). Then the columns of the register bits and of the warp-group bits; nullopt
+/// otherwise (the load reads in tmemRegisterLayout and converts).
+struct TmemColumnBits {
+  std::vector<int32_t> reg;       // per register bit
+  std::vector<int32_t> warpGroup; // per warp bit from the third on
+};
+std::optional<TmemColumnBits> tmemColumnBits(const LinearLayout& l,
+                                             const std::vector<int64_t>& shape, int elemBytes);
+
 /// The layout of reduce(x, axis=dim) for x in `parent`: out dim `dim` removed (later dims
 /// renamed down), register bits that became duplicates dropped. Lanes/warps that covered `dim`
 /// become broadcast (zero bases).

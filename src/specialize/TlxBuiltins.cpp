@@ -240,12 +240,139 @@ Val tlxLocalView(Specializer& sp, const std::string& /*name*/, CallSite& call) {
   return Val::runtime(sp.b.create1(OpCode::LocalView, {base.v, i}, t));
 }
 
+/// One mode list of a tlx.layout (`(32, 4, 2)`, or a single int for one mode) as ints.
+std::vector<int64_t> layoutModes(Specializer& sp, const Val& v, SourceLoc loc,
+                                 const std::string& what) {
+  std::vector<int64_t> out;
+  if (v.kind == Val::Kind::Tuple) {
+    for (const Val& e : v.elts) out.push_back(sp.constInt(e, loc, what));
+  } else {
+    out.push_back(sp.constInt(v, loc, what));
+  }
+  return out;
+}
+
+const char* const kLayoutForm =
+    "tlx.layout(shape=(thread_shape, value_shape), stride=(thread_stride, value_stride)), each "
+    "a tuple of power-of-two extents and their flat row-major offsets into the tile";
+
+/// tlx.layout(shape=, stride=): a CuTe-style thread-value register layout for local_load's
+/// layout=, kept as a compile-time object ("layout": elts = {thread extents, value extents,
+/// thread strides, value strides}, each a tuple of ints).
+Val tlxLayout(Specializer& sp, const std::string&, CallSite& call) {
+  BoundArgs a(call, {"spec=", "shape=", "stride="});
+  if (a.has("spec"))
+    raiseError(a.loc("spec"), "tlx.layout(" + describe(a.get("spec")) +
+                                  "): in kernel code tlx.layout is a register layout, " +
+                                  kLayoutForm + "; shared-memory layouts are the compiler's");
+  if (!a.has("shape") || !a.has("stride"))
+    raiseError(call.loc, std::string("tlx.layout needs shape= and stride=: ") + kLayoutForm);
+  std::vector<Val> parts;
+  for (const char* key : {"shape", "stride"}) {
+    const Val& v = a.get(key);
+    if (v.kind != Val::Kind::Tuple || v.elts.size() != 2)
+      raiseError(a.loc(key), std::string("tlx.layout's ") + key +
+                                 " must be a (thread, value) pair, got " + describe(v) + "; " +
+                                 kLayoutForm);
+  }
+  for (int part = 0; part < 2; ++part) {
+    const char* side = part == 0 ? "thread" : "value";
+    std::vector<int64_t> ext = layoutModes(sp, a.get("shape").elts[size_t(part)], a.loc("shape"),
+                                           std::string("tlx.layout's ") + side + " shape");
+    std::vector<int64_t> str = layoutModes(sp, a.get("stride").elts[size_t(part)], a.loc("stride"),
+                                           std::string("tlx.layout's ") + side + " stride");
+    if (ext.size() != str.size())
+      raiseError(a.loc("stride"), std::string("tlx.layout: the ") + side + " shape has " +
+                                      std::to_string(ext.size()) + " modes but its stride " +
+                                      std::to_string(str.size()) + "; " + kLayoutForm);
+    for (size_t i = 0; i < ext.size(); ++i) {
+      if (ext[i] < 1 || (ext[i] & (ext[i] - 1)) != 0)
+        raiseError(a.loc("shape"), std::string("tlx.layout: ") + side + " mode " +
+                                       std::to_string(i) + " has extent " + std::to_string(ext[i]) +
+                                       "; every mode's extent must be a power of two");
+      if (str[i] < 0)
+        raiseError(a.loc("stride"), std::string("tlx.layout: ") + side + " mode " +
+                                        std::to_string(i) + " has stride " +
+                                        std::to_string(str[i]) +
+                                        "; strides are flat offsets (0 or more)");
+    }
+    std::vector<Val> e, s;
+    for (int64_t x : ext) e.push_back(Val::integer(x));
+    for (int64_t x : str) s.push_back(Val::integer(x));
+    parts.push_back(Val::tuple(std::move(e)));
+    parts.push_back(Val::tuple(std::move(s)));
+  }
+  // {thread ext, thread stride, value ext, value stride}
+  return Val::object("layout", 0, std::move(parts));
+}
+
+/// The flat per-bit offsets of a mode list: a mode (2^k, s) gives s, 2s, ..., 2^(k-1) s.
+std::vector<int64_t> bitOffsets(const Val& ext, const Val& str) {
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < ext.elts.size(); ++i)
+    for (int64_t b = 1; b < ext.elts[i].i; b <<= 1) out.push_back(str.elts[i].i * b);
+  return out;
+}
+
+/// GF(2) rank of flat offsets (bit vectors of a power-of-two tile's row-major index).
+int gf2Rank(std::vector<int64_t> v) {
+  int rank = 0;
+  for (int bit = 62; bit >= 0; --bit) {
+    auto pivot = std::find_if(v.begin(), v.end(), [&](int64_t x) { return (x >> bit) & 1; });
+    if (pivot == v.end()) continue;
+    int64_t p = *pivot;
+    v.erase(pivot);
+    for (int64_t& x : v)
+      if ((x >> bit) & 1) x ^= p;
+    ++rank;
+  }
+  return rank;
+}
+
 Val tlxLocalLoad(Specializer& sp, const std::string& name, CallSite& call) {
   const std::string fn = "tlx." + name;
-  BoundArgs a(call, {"src", "token="});
+  BoundArgs a(call, {"src", "token=", "layout="});
   ir::Value* buf = oneBuffer(sp, fn, a, "src");
-  return Val::runtime(sp.b.create1(OpCode::LocalLoad, {buf},
-                                   ir::Type::tensor(buf->type().elem, buf->type().shape)));
+  ir::Op* op = sp.b.create(OpCode::LocalLoad, {buf},
+                           {ir::Type::tensor(buf->type().elem, buf->type().shape)});
+  if (a.has("layout")) {
+    const Val& l = a.get("layout");
+    if (l.kind != Val::Kind::Object || l.s != "layout")
+      raiseError(a.loc("layout"), fn + "'s layout= takes a register layout, " + kLayoutForm +
+                                      "; got " + describe(l));
+    // As TLX: thread bits below log2(32) are lanes, the rest warps; value bits are registers.
+    std::vector<int64_t> thread = bitOffsets(l.elts[0], l.elts[1]);
+    std::vector<int64_t> regs = bitOffsets(l.elts[2], l.elts[3]);
+    const std::vector<int64_t>& shape = buf->type().shape;
+    int64_t numel = 1;
+    for (int64_t d : shape) numel *= d;
+    if (thread.size() < 5)
+      raiseError(a.loc("layout"), fn + ": the layout's thread modes give " +
+                                      std::to_string(int64_t(1) << thread.size()) +
+                                      " threads; a layout spans at least a warp's 32 lanes");
+    for (int64_t x : regs)
+      if (x >= numel)
+        raiseError(a.loc("layout"), fn + ": the layout's value offset " + std::to_string(x) +
+                                        " lies outside the " + dims(shape) + " tile (" +
+                                        std::to_string(numel) + " elements)");
+    for (int64_t x : thread)
+      if (x >= numel)
+        raiseError(a.loc("layout"), fn + ": the layout's thread offset " + std::to_string(x) +
+                                        " lies outside the " + dims(shape) + " tile (" +
+                                        std::to_string(numel) + " elements)");
+    std::vector<int64_t> all = regs;
+    all.insert(all.end(), thread.begin(), thread.end());
+    if ((int64_t(1) << gf2Rank(all)) != numel)
+      raiseError(a.loc("layout"), fn + ": the layout reaches " +
+                                      std::to_string(int64_t(1) << gf2Rank(all)) + " of the " +
+                                      dims(shape) + " tile's " + std::to_string(numel) +
+                                      " elements; it must cover the tile");
+    op->setAttr("has_layout", int64_t(1));
+    op->setAttr("reg_offsets", regs);
+    op->setAttr("lane_offsets", std::vector<int64_t>(thread.begin(), thread.begin() + 5));
+    op->setAttr("warp_offsets", std::vector<int64_t>(thread.begin() + 5, thread.end()));
+  }
+  return Val::runtime(op->result());
 }
 
 Val tlxLocalStore(Specializer& sp, const std::string& name, CallSite& call) {
@@ -1267,6 +1394,7 @@ const BuiltinTable& tlxBuiltins() {
       {"local_alloc", &tlxLocalAlloc},
       {"local_view", &tlxLocalView},
       {"local_load", &tlxLocalLoad},
+      {"layout", &tlxLayout},
       {"local_store", &tlxLocalStore},
       {"local_trans", &tlxLocalTrans},
       {"local_slice", &tlxLocalSlice},

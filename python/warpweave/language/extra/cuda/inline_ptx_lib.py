@@ -1,5 +1,6 @@
 """Kernel helpers that Triton writes as inline PTX (`triton.language.extra.cuda.inline_ptx_lib`),
-written here as ordinary tile arithmetic with the same results: warpweave's code generator picks
+written here as ordinary tile arithmetic with the same results (operands may be tensors or
+numbers, as TLX's kernels pass compile-time constants): warpweave's code generator picks
 the instructions (Triton's versions pack two fp32 lanes into Blackwell's f32x2 instructions, a
 speed matter only). Kernel-callable @jit helpers."""
 
@@ -10,25 +11,26 @@ from warpweave.jit import jit
 @jit
 def _mul_f32x2(a, b):
     """a * b in fp32, elementwise (each product rounded to nearest)."""
-    return a.to(tl.float32) * b.to(tl.float32)
+    return tl.cast(a, tl.float32) * tl.cast(b, tl.float32)
 
 
 @jit
 def _sub_f32x2(a, b):
     """a - b in fp32, elementwise."""
-    return a.to(tl.float32) - b.to(tl.float32)
+    return tl.cast(a, tl.float32) - tl.cast(b, tl.float32)
 
 
 @jit
 def _fma_f32x2(a, b, c):
     """a * b + c in fp32 with one rounding (fma.rn), elementwise."""
-    return tl.fma(a.to(tl.float32), b.to(tl.float32), c.to(tl.float32))
+    return tl.fma(tl.cast(a, tl.float32), tl.cast(b, tl.float32), tl.cast(c, tl.float32))
 
 
 @jit
 def _reduce_fadd2(p0a, p1a, p0b, p1b):
     """(p0a + p0b, p1a + p1b) in fp32: two independent pairwise sums."""
-    return p0a.to(tl.float32) + p0b.to(tl.float32), p1a.to(tl.float32) + p1b.to(tl.float32)
+    return (tl.cast(p0a, tl.float32) + tl.cast(p0b, tl.float32),
+            tl.cast(p1a, tl.float32) + tl.cast(p1b, tl.float32))
 
 
 @jit
