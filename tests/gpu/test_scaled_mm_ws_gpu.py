@@ -247,7 +247,7 @@ def test_deferred_stores_match_the_fast_default(monkeypatch, M, N, K, rowwise, o
     # DEFER_STORE (fast accumulation, 16-bit C): each tile stored after the next tile's first
     # stage was issued, its pairs packed by cvt.rn.{bf16,f16}x2. The 128x256 variants sum and
     # round exactly as the fixed 128x256 configuration does: bit-identical results (ragged M
-    # and N, several tiles per program); the 128x128 one within torch's tolerance.
+    # and N, several tiles per program); the 128x128 one within 5e-3 of it.
     a, bt = fp8((M, K), E4M3), fp8((N, K), E4M3)
     sa, sb = recipe(rowwise, M, N)
     bias = torch.randn(N, device=DEV).to(torch.bfloat16)
@@ -262,6 +262,7 @@ def test_deferred_stores_match_the_fast_default(monkeypatch, M, N, K, rowwise, o
     if chosen["BLOCK_N"] == 256:
         assert torch.equal(out, base)
     else:
-        theirs = torch._scaled_mm(a, bt.t(), sa, sb, out_dtype=out_dtype, bias=bias,
-                                  use_fast_accum=True)
-        assert rel_err(out, theirs) < 5e-3
+        # Against the fixed configuration (itself checked against torch above): torch refuses
+        # N = 8200 and a bf16 bias beside fp16 C.
+        assert not out.isnan().any()
+        assert rel_err(out, base) < 5e-3
