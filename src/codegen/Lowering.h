@@ -288,6 +288,8 @@ private:
   /// local_alloc / local_view / local_slice / local_load / local_store of TMEM buffers.
   void lowerTmemBuffer(const ir::Op& op);
   void lowerTmemCopy(const ir::Op& op);
+  /// The TMEM address of op's buffer (operand 0) at the lanes warp `warp` may access.
+  std::string warpLanesAddress(const ir::Op& op, const std::string& warp);
   /// A tensor-memory local_load into a kernel-given layout that keeps tcgen05's rows: one
   /// tcgen05.ld .32x32b message per run of consecutive columns the thread holds.
   void lowerTmemLoadColumns(const ir::Op& op, const layout::TmemColumnBits& bits);

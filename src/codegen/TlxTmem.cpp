@@ -297,6 +297,14 @@ bool FunctionLowering::pairSplit(const ir::Value* v) {
   return def && pairSplit_.count(def);
 }
 
+std::string FunctionLowering::warpLanesAddress(const ir::Op& op, const std::string& warp) {
+  // A warp reaches the 32 lanes of its quarter (warp % 4) of tensor memory: lane bits << 16.
+  std::string quad = b_.pure("and.b32", RegClass::B32, {warp, "3"});
+  std::string laneBits = b_.pure("shl.b32", RegClass::B32, {quad, "21"});
+  return b_.pure("add.u32", RegClass::B32,
+                 {b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32), laneBits});
+}
+
 void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
   const bool load = op.code() == OpCode::LocalLoad;
   const ir::Type& bt = op.operand(0)->type();
@@ -345,11 +353,7 @@ void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
     regOfCol[size_t(c[1])] = r;
   }
   std::string warp = b_.pure("shr.u32", RegClass::B32, {tid(), "5"});
-  std::string quad = b_.pure("and.b32", RegClass::B32, {warp, "3"});
-  std::string laneBits = b_.pure("shl.b32", RegClass::B32, {quad, "21"}); // 32 lanes << 16
-  std::string addr =
-      b_.pure("add.u32", RegClass::B32,
-              {b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32), laneBits});
+  std::string addr = warpLanesAddress(op, warp);
   if (groups > 1) {
     std::string group = b_.pure("shr.u32", RegClass::B32, {warp, "2"});
     addr = b_.pure("mad.lo.s32", RegClass::B32, {group, immInt(cells), addr});
@@ -433,11 +437,7 @@ void FunctionLowering::lowerTmemLoadColumns(const ir::Op& op, const layout::Tmem
   std::sort(order.begin(), order.end(),
             [&](int32_t a, int32_t b) { return colOf[size_t(a)] < colOf[size_t(b)]; });
   std::string warp = b_.pure("shr.u32", RegClass::B32, {tid(), "5"});
-  std::string quad = b_.pure("and.b32", RegClass::B32, {warp, "3"});
-  std::string laneBits = b_.pure("shl.b32", RegClass::B32, {quad, "21"}); // 32 lanes << 16
-  std::string addr =
-      b_.pure("add.u32", RegClass::B32,
-              {b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32), laneBits});
+  std::string addr = warpLanesAddress(op, warp);
   for (size_t i = 0; i < bits.warpGroup.size(); ++i) {
     std::string bit = b_.pure("bfe.u32", RegClass::B32, {warp, immInt(int64_t(i) + 2), "1"});
     addr = b_.pure("mad.lo.s32", RegClass::B32, {bit, immInt(bits.warpGroup[i]), addr});
