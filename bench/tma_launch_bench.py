@@ -161,10 +161,7 @@ def stub_run():
     sys.path.insert(0, os.path.join(REPO, "tools", "cuda_stub"))
     import cuda_stub
 
-    os.environ["WARPWEAVE_LIBCUDA"] = cuda_stub.build()
-    os.environ.setdefault("WARPWEAVE_TARGET", "sm_90a")
-    for var in ("WARPWEAVE_INTERPRET", "WARPWEAVE_TRAP_HANGS"):
-        os.environ.pop(var, None)
+    cuda_stub.use_stub_driver()
     jit = importlib.import_module("warpweave.jit")
 
     cuda_stub.stand_in_torch(jit)

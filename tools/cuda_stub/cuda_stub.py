@@ -143,6 +143,17 @@ class StandInTensor:
         return self.address
 
 
+def use_stub_driver() -> str:
+    """Points warpweave (before its first driver call) at a freshly built stand-in driver, for
+    sm_90a compiles and launches that really go through the launcher (not the interpreter, no
+    hang traps); returns the library's path."""
+    os.environ["WARPWEAVE_LIBCUDA"] = build()
+    os.environ.setdefault("WARPWEAVE_TARGET", "sm_90a")
+    for var in ("WARPWEAVE_INTERPRET", "WARPWEAVE_TRAP_HANGS"):
+        os.environ.pop(var, None)
+    return os.environ["WARPWEAVE_LIBCUDA"]
+
+
 def stand_in_torch(jit_module) -> None:
     """Makes warpweave's launch paths (the module warpweave.jit) take StandInTensor for CUDA
     tensors, on stream 0 of device 0, with no torch installed."""

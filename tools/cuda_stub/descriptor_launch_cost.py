@@ -18,10 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import cuda_stub  # noqa: E402
 
-os.environ["WARPWEAVE_LIBCUDA"] = cuda_stub.build()
-os.environ.setdefault("WARPWEAVE_TARGET", "sm_90a")
-for var in ("WARPWEAVE_INTERPRET", "WARPWEAVE_TRAP_HANGS"):
-    os.environ.pop(var, None)
+cuda_stub.use_stub_driver()
 
 import warpweave as ww  # noqa: E402
 
