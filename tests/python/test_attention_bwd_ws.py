@@ -42,7 +42,7 @@ def reference(q, k, v, do, scale, causal):
     return out, lse, ds @ k * scale, ds.transpose(0, 2, 1) @ q * scale, p.transpose(0, 2, 1) @ do
 
 
-def launch(q, k, v, do, out, lse, scale, causal, stages=2):
+def launch(q, k, v, do, out, lse, scale, causal, stages=2, defer_dk=False):
     """The three kernels on [ZH, N, D] arrays, outputs and scratch poisoned with NaN."""
     zh, n, d = q.shape
     bm, bn = 64, 128
@@ -56,16 +56,18 @@ def launch(q, k, v, do, out, lse, scale, causal, stages=2):
         descriptor(q2, [bm, d]), descriptor(k2, [bn // 2, d]), descriptor(v2, [bn // 2, d]),
         descriptor(do2, [bm, d]), descriptor(dq_accum, [bm, attention_bwd_ws.DQ_COLS]),
         descriptor(dk, [bn // 2, d]), descriptor(dv, [bn // 2, d]), lse, delta, scale, n,
-        HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, NUM_STAGES=stages, CAUSAL=causal, num_warps=4)
+        HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, NUM_STAGES=stages, CAUSAL=causal, DEFER_DK=defer_dk,
+        num_warps=4)
     attention_bwd_ws.attention_bwd_ws_postprocess_kernel[(n // bm, zh)](
         dq_accum, dq, scale, n, HEAD_DIM=d, BLOCK_M=bm)
     return (t.reshape(zh, n, d) for t in (dq, dk, dv))
 
 
+@pytest.mark.parametrize("defer_dk", [False, True])
 @pytest.mark.parametrize("n_ctx,head_dim,causal,stages", [
     (256, 64, False, 2), (256, 64, True, 2), (384, 64, True, 3), (256, 128, False, 2),
     (384, 128, True, 2), (384, 128, False, 3)])
-def test_kernel_matches_float64_reference(n_ctx, head_dim, causal, stages):
+def test_kernel_matches_float64_reference(n_ctx, head_dim, causal, stages, defer_dk):
     rng = np.random.default_rng(n_ctx + head_dim + causal)
     zh = 2
     q, k, v, do = (rng.standard_normal((zh, n_ctx, head_dim)).astype(np.float16)
@@ -73,7 +75,7 @@ def test_kernel_matches_float64_reference(n_ctx, head_dim, causal, stages):
     scale = 1 / math.sqrt(head_dim)
     out, lse, *want = reference(q, k, v, do, scale, causal)
     got = launch(q, k, v, do, out.astype(np.float16), lse.astype(np.float32), scale, causal,
-                 stages)
+                 stages, defer_dk)
     for name, g, w in zip(("dq", "dk", "dv"), got, want):
         assert not np.isnan(g).any(), name
         err = np.abs(g.astype(np.float64) - w).max()

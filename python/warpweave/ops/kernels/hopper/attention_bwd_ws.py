@@ -75,9 +75,14 @@ def attention_bwd_ws_postprocess_kernel(dq_accum_ptr, dq_ptr, sm_scale, N_CTX,
 def query_block(dk, dv, j, me, q_start, offs_k, k_me, v_me, k_bufs, q_bufs, do_bufs, ds_bufs,
                 dq_buf, q_full, do_full, q_empty, do_empty, dq_desc, lse_base, delta_base,
                 dq_row, qk_scale, dtype: tl.constexpr, HEAD_DIM: tl.constexpr,
-                BLOCK_M: tl.constexpr, NUM_STAGES: tl.constexpr, MASKED: tl.constexpr):
+                BLOCK_M: tl.constexpr, NUM_STAGES: tl.constexpr, MASKED: tl.constexpr,
+                DEFER_DK: tl.constexpr):
     """One query block's terms: dV += P^T dO and dK += dS^T Q into this consumer's registers,
-    and its dQ columns (or, at HEAD_DIM 64, its keys' dQ term) reduce-added into dq_accum."""
+    and its dQ columns (or, at HEAD_DIM 64, its keys' dQ term) reduce-added into dq_accum.
+    DEFER_DK: dK's MMA is issued last and left running into the next block (whose first wait
+    completes it, wgmma groups completing in order), so the dQ store and the next block's
+    first MMAs follow it without draining the tensor pipe; the previous block's Q stage is
+    released there."""
     stage = j % NUM_STAGES
     parity = (j // NUM_STAGES) & 1
     offs_q = q_start + tl.arange(0, BLOCK_M)
@@ -89,6 +94,10 @@ def query_block(dk, dv, j, me, q_start, offs_k, k_me, v_me, k_bufs, q_bufs, do_b
     tlx.barrier_wait(tlx.local_view(do_full, stage), parity)
     dp_t = tlx.async_dot(v_me, tlx.local_trans(do))
     s_t = tlx.async_dot_wait(1, s_t)
+    if DEFER_DK:
+        # The wait above also completed the previous block's dK MMA, the last reader of its Q.
+        if j > 0:
+            tlx.barrier_arrive(tlx.local_view(q_empty, (j - 1) % NUM_STAGES))
     # P^T from the base-2 lse: one FMA per score before exp2.
     p_t = tl.exp2(tl.fma(s_t, qk_scale, -lse[None, :]))
     if MASKED:
@@ -97,7 +106,8 @@ def query_block(dk, dv, j, me, q_start, offs_k, k_me, v_me, k_bufs, q_bufs, do_b
     delta = tl.load(delta_base + offs_q)
     dp_t = tlx.async_dot_wait(1, dp_t)
     ds_t = (p_t * (dp_t - delta[None, :])).to(dtype)
-    dk = tlx.async_dot(ds_t, q, dk)
+    if not DEFER_DK:
+        dk = tlx.async_dot(ds_t, q, dk)
     # dS^T to shared memory for dQ = dS K (the local_trans of [keys, queries] is dS).
     ds_stage = j % 2
     tlx.local_store(tlx.local_view(ds_bufs, me * 2 + ds_stage), ds_t)
@@ -119,10 +129,15 @@ def query_block(dk, dv, j, me, q_start, offs_k, k_me, v_me, k_bufs, q_bufs, do_b
     else:
         dq = tlx.async_dot(tlx.local_trans(tlx.local_view(ds_bufs, me * 2 + ds_stage)), k_me)
         dq_col = 0
-    dq = tlx.async_dot_wait(0, dq)
-    dv = tlx.async_dot_wait(0, dv)
-    dk = tlx.async_dot_wait(0, dk)
-    tlx.barrier_arrive(tlx.local_view(q_empty, stage))
+    if DEFER_DK:
+        dk = tlx.async_dot(ds_t, q, dk)
+        dq = tlx.async_dot_wait(1, dq)
+        dv = tlx.async_dot_wait(1, dv)
+    else:
+        dq = tlx.async_dot_wait(0, dq)
+        dv = tlx.async_dot_wait(0, dv)
+        dk = tlx.async_dot_wait(0, dk)
+        tlx.barrier_arrive(tlx.local_view(q_empty, stage))
     tlx.barrier_arrive(tlx.local_view(do_empty, stage))
     # The previous block's reduction has read dq_buf before it is overwritten.
     tlx.async_descriptor_store_wait(0)
@@ -135,7 +150,8 @@ def query_block(dk, dv, j, me, q_start, offs_k, k_me, v_me, k_bufs, q_bufs, do_b
 def attention_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_desc, dv_desc, lse_ptr,
                             delta_ptr, sm_scale, N_CTX,
                             HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
-                            NUM_STAGES: tl.constexpr, CAUSAL: tl.constexpr = False):
+                            NUM_STAGES: tl.constexpr, CAUSAL: tl.constexpr = False,
+                            DEFER_DK: tl.constexpr = False):
     dtype: tl.constexpr = tlx.dtype_of(q_desc)
     HALF: tl.constexpr = BLOCK_N // 2
     Q_BYTES: tl.constexpr = BLOCK_M * HEAD_DIM * tlx.size_of(dtype)
@@ -205,12 +221,14 @@ def attention_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_desc, d
                 dk, dv = query_block(dk, dv, j, me, lo + j * BLOCK_M, offs_k, k_me, v_me,
                                      k_bufs, q_bufs, do_bufs, ds_bufs, dq_buf, q_full, do_full,
                                      q_empty, do_empty, dq_desc, lse_base, delta_base, row0,
-                                     qk_scale, dtype, HEAD_DIM, BLOCK_M, NUM_STAGES, True)
+                                     qk_scale, dtype, HEAD_DIM, BLOCK_M, NUM_STAGES, True, DEFER_DK)
             for j in range(num_masked, num_q):
                 dk, dv = query_block(dk, dv, j, me, lo + j * BLOCK_M, offs_k, k_me, v_me,
                                      k_bufs, q_bufs, do_bufs, ds_bufs, dq_buf, q_full, do_full,
                                      q_empty, do_empty, dq_desc, lse_base, delta_base, row0,
-                                     qk_scale, dtype, HEAD_DIM, BLOCK_M, NUM_STAGES, False)
+                                     qk_scale, dtype, HEAD_DIM, BLOCK_M, NUM_STAGES, False, DEFER_DK)
+            if DEFER_DK:
+                dk = tlx.async_dot_wait(0, dk)
             # dK and dV leave through this consumer's K and V tiles with TMA, once the other
             # consumer's last dQ (which reads both K tiles at HEAD_DIM 128) is done.
             tlx.named_barrier_wait(DS_BAR, BOTH_GROUPS)
