@@ -106,13 +106,10 @@ def test_ops_kernel_tlx_refuses_shapes_it_does_not_take():
         ops.attention_bwd(x, x, x, x, x, lse, kernel="cudnn")
 
 
-def test_missing_ds_hand_over_is_reported(tmp_path):
-    """Without the named barrier between writing dS and the other consumer's dQ wgmma, the
-    interpreter reports the unwritten (or unordered) shared memory at the dQ wgmma."""
-    source = attention_bwd_ws.__file__
-    text = open(source).read()
-    planted = text.replace("        tlx.named_barrier_wait(DS_BAR, BOTH_GROUPS)\n        if me == 0:",
-                           "        if me == 0:")
+def planted_copy(tmp_path, old, new):
+    """attention_bwd_ws.py with `old` replaced by `new`, imported from outside the package."""
+    text = open(attention_bwd_ws.__file__).read()
+    planted = text.replace(old, new)
     assert planted != text
     # A copy outside the package imports the shared row helpers absolutely.
     planted = planted.replace("from ..attention_bwd import",
@@ -122,6 +119,35 @@ def test_missing_ds_hand_over_is_reported(tmp_path):
     spec = importlib.util.spec_from_file_location("planted_bwd", mod)
     planted_module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(planted_module)
+    return planted_module
+
+
+def test_deferred_dk_released_too_early_is_reported(tmp_path, monkeypatch):
+    """DEFER_DK releases a block's Q stage only after the next block's first wait has completed
+    that block's dK MMA. Released as soon as S^T is done instead, the producer's next TMA load
+    into the stage can overwrite Q under the running dK MMA: the interpreter reports it."""
+    planted = planted_copy(
+        tmp_path,
+        "        if j > 0:\n            tlx.barrier_arrive(tlx.local_view(q_empty, (j - 1) % "
+        "NUM_STAGES))",
+        "        tlx.barrier_arrive(tlx.local_view(q_empty, stage))")
+    rng = np.random.default_rng(5)
+    q, k, v, do = (rng.standard_normal((1, 384, 64)).astype(np.float16) for _ in range(4))
+    out, lse, *_ = reference(q, k, v, do, 0.1, False)
+    monkeypatch.setattr(attention_bwd_ws, "attention_bwd_ws_kernel",
+                        planted.attention_bwd_ws_kernel)
+    with pytest.raises(Exception, match=r"planted_bwd\.py:\d+:\d+: error: async_dot reads "
+                                        r"shared memory that async_desc_load"):
+        list(launch(q, k, v, do, out.astype(np.float16), lse.astype(np.float32), 0.1, False,
+                    2, True))
+
+
+def test_missing_ds_hand_over_is_reported(tmp_path):
+    """Without the named barrier between writing dS and the other consumer's dQ wgmma, the
+    interpreter reports the unwritten (or unordered) shared memory at the dQ wgmma."""
+    planted_module = planted_copy(
+        tmp_path, "        tlx.named_barrier_wait(DS_BAR, BOTH_GROUPS)\n        if me == 0:",
+        "        if me == 0:")
     rng = np.random.default_rng(3)
     q, k, v, do = (rng.standard_normal((1, 256, 128)).astype(np.float16) for _ in range(4))
     out, lse, *_ = reference(q, k, v, do, 0.1, False)
@@ -144,13 +170,14 @@ def signature(head_dim, causal, stages, dtype="fp16"):
             f"BLOCK_N={bn}, NUM_STAGES={stages}, CAUSAL={int(causal)}")
 
 
-@pytest.mark.parametrize("head_dim,causal,stages,dtype", [
-    (64, False, 2, "fp16"), (64, True, 3, "fp16"), (128, False, 2, "fp16"),
-    (128, True, 2, "bf16"), (128, True, 3, "fp16")])
-def test_compiles_for_sm90a_without_spills(head_dim, causal, stages, dtype):
+@pytest.mark.parametrize("head_dim,causal,stages,dtype,defer_dk", [
+    (64, False, 2, "fp16", False), (64, True, 3, "fp16", False), (128, False, 2, "fp16", False),
+    (128, True, 2, "bf16", False), (128, True, 3, "fp16", False), (64, True, 2, "fp16", True),
+    (128, False, 3, "fp16", True)])
+def test_compiles_for_sm90a_without_spills(head_dim, causal, stages, dtype, defer_dk):
     env = attention_bwd_ws.attention_bwd_ws_kernel.environment()
-    k = native_loader.native().compile(env.files, "attention_bwd_ws_kernel",
-                                       signature(head_dim, causal, stages, dtype), env.globals,
+    sig = signature(head_dim, causal, stages, dtype) + f", DEFER_DK={int(defer_dk)}"
+    k = native_loader.native().compile(env.files, "attention_bwd_ws_kernel", sig, env.globals,
                                        target="sm_90a", num_warps=4, stage="cubin")
     assert k.spill_bytes == 0
     # 12 warps: .maxnreg 168; the consumers raise theirs to 240, the producer drops to 24.

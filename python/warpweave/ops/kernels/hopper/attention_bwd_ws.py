@@ -221,12 +221,14 @@ def attention_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_desc, d
                 dk, dv = query_block(dk, dv, j, me, lo + j * BLOCK_M, offs_k, k_me, v_me,
                                      k_bufs, q_bufs, do_bufs, ds_bufs, dq_buf, q_full, do_full,
                                      q_empty, do_empty, dq_desc, lse_base, delta_base, row0,
-                                     qk_scale, dtype, HEAD_DIM, BLOCK_M, NUM_STAGES, True, DEFER_DK)
+                                     qk_scale, dtype, HEAD_DIM, BLOCK_M, NUM_STAGES, True,
+                                     DEFER_DK)
             for j in range(num_masked, num_q):
                 dk, dv = query_block(dk, dv, j, me, lo + j * BLOCK_M, offs_k, k_me, v_me,
                                      k_bufs, q_bufs, do_bufs, ds_bufs, dq_buf, q_full, do_full,
                                      q_empty, do_empty, dq_desc, lse_base, delta_base, row0,
-                                     qk_scale, dtype, HEAD_DIM, BLOCK_M, NUM_STAGES, False, DEFER_DK)
+                                     qk_scale, dtype, HEAD_DIM, BLOCK_M, NUM_STAGES, False,
+                                     DEFER_DK)
             if DEFER_DK:
                 dk = tlx.async_dot_wait(0, dk)
             # dK and dV leave through this consumer's K and V tiles with TMA, once the other
