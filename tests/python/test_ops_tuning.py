@@ -401,8 +401,9 @@ def test_attention_backward_tunes_both_kernels_apart(fake_gpu):
         "attention_bwd_ws_kernel", "attention_bwd_ws_postprocess_kernel"}
     decision = _tuning.decisions["attention_bwd_kernel"]
     # The TLX kernel's configurations first: untimed (tuning off) it is the one launched.
-    assert [c.kernel for c in decision.candidates] == ["tlx", "tlx", "tl"]
-    assert [c["NUM_STAGES"] for c in decision.candidates[:2]] == [2, 3]
+    tlx_configs = [_attention.ATTENTION_BWD_TLX_CONFIG] + _attention._BWD_TLX_CONFIGS
+    assert [c.kernel for c in decision.candidates] == ["tlx"] * len(tlx_configs) + ["tl"]
+    assert [c.config for c in decision.candidates[:-1]] == tlx_configs
     assert decision.chosen.kernel == "tl"  # 1 + 0.2 + 0.2 against three launches at 1
     assert fake_gpu.final().name == "attention_bwd_dq_kernel"
     dkdv = fake_gpu.final("attention_bwd_dkdv_kernel").meta

@@ -501,10 +501,12 @@ ATTENTION_BWD_TLX_ON_SM90 = True
 # Its fixed configuration: 64-query steps, 128 keys a program (64 per consumer warp group), Q
 # and dO in a 2-stage ring; and a 3-stage ring (227 KB of shared memory at HEAD_DIM 128).
 ATTENTION_BWD_TLX_CONFIG = dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=2)
-# DEFER_DK leaves each query block's dK MMA running into the next block (attention_bwd_ws.py).
+# DEFER_DK leaves each query block's dK MMA running into the next block (attention_bwd_ws.py);
+# 128-query steps fit in shared memory at HEAD_DIM 64 only.
 _BWD_TLX_CONFIGS = [dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=3),
                     dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=2, DEFER_DK=True),
-                    dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=3, DEFER_DK=True)]
+                    dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=3, DEFER_DK=True),
+                    dict(BLOCK_M=128, BLOCK_N=128, NUM_STAGES=2)]
 
 
 def _bwd_tlx_shared(cfg, head_dim, itemsize) -> int:

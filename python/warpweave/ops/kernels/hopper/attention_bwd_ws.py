@@ -72,8 +72,8 @@ def attention_bwd_ws_postprocess_kernel(dq_accum_ptr, dq_ptr, sm_scale, N_CTX,
 
 
 @ww.jit
-def query_block(dk, dv, j, me, q_start, offs_k, k_me, v_me, k_bufs, q_bufs, do_bufs, ds_bufs,
-                dq_buf, q_full, do_full, q_empty, do_empty, dq_desc, lse_base, delta_base,
+def query_block(dk, dv, j, j_first, me, q_start, offs_k, k_me, v_me, k_bufs, q_bufs, do_bufs,
+                ds_bufs, dq_buf, q_full, do_full, q_empty, do_empty, dq_desc, lse_base, delta_base,
                 dq_row, qk_scale, dtype: tl.constexpr, HEAD_DIM: tl.constexpr,
                 BLOCK_M: tl.constexpr, NUM_STAGES: tl.constexpr, MASKED: tl.constexpr,
                 DEFER_DK: tl.constexpr):
@@ -82,7 +82,7 @@ def query_block(dk, dv, j, me, q_start, offs_k, k_me, v_me, k_bufs, q_bufs, do_b
     DEFER_DK: dK's MMA is issued last and left running into the next block (whose first wait
     completes it, wgmma groups completing in order), so the dQ store and the next block's
     first MMAs follow it without draining the tensor pipe; the previous block's Q stage is
-    released there."""
+    released there, unless this block (j_first) starts the deferred run."""
     stage = j % NUM_STAGES
     parity = (j // NUM_STAGES) & 1
     offs_q = q_start + tl.arange(0, BLOCK_M)
@@ -96,7 +96,7 @@ def query_block(dk, dv, j, me, q_start, offs_k, k_me, v_me, k_bufs, q_bufs, do_b
     s_t = tlx.async_dot_wait(1, s_t)
     if DEFER_DK:
         # The wait above also completed the previous block's dK MMA, the last reader of its Q.
-        if j > 0:
+        if j > j_first:
             tlx.barrier_arrive(tlx.local_view(q_empty, (j - 1) % NUM_STAGES))
     # P^T from the base-2 lse: one FMA per score before exp2.
     p_t = tl.exp2(tl.fma(s_t, qk_scale, -lse[None, :]))
@@ -217,15 +217,17 @@ def attention_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_desc, d
             v_me = tlx.local_view(v_bufs, me)
             dq_buf = tlx.local_view(dq_bufs, me)
             tlx.barrier_wait(tlx.local_view(kv_full, 0), 0)
+            # The masked blocks never defer dK (the mask's registers beside a running dK MMA
+            # make ptxas serialize every wgmma at HEAD_DIM 128).
             for j in range(0, num_masked):
-                dk, dv = query_block(dk, dv, j, me, lo + j * BLOCK_M, offs_k, k_me, v_me,
+                dk, dv = query_block(dk, dv, j, 0, me, lo + j * BLOCK_M, offs_k, k_me, v_me,
                                      k_bufs, q_bufs, do_bufs, ds_bufs, dq_buf, q_full, do_full,
                                      q_empty, do_empty, dq_desc, lse_base, delta_base, row0,
                                      qk_scale, dtype, HEAD_DIM, BLOCK_M, NUM_STAGES, True,
-                                     DEFER_DK)
+                                     False)
             for j in range(num_masked, num_q):
-                dk, dv = query_block(dk, dv, j, me, lo + j * BLOCK_M, offs_k, k_me, v_me,
-                                     k_bufs, q_bufs, do_bufs, ds_bufs, dq_buf, q_full, do_full,
+                dk, dv = query_block(dk, dv, j, num_masked, me, lo + j * BLOCK_M, offs_k, k_me,
+                                     v_me, k_bufs, q_bufs, do_bufs, ds_bufs, dq_buf, q_full, do_full,
                                      q_empty, do_empty, dq_desc, lse_base, delta_base, row0,
                                      qk_scale, dtype, HEAD_DIM, BLOCK_M, NUM_STAGES, False,
                                      DEFER_DK)
