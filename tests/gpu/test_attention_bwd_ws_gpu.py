@@ -2,7 +2,7 @@
 ops.attention_bwd(kernel="tlx")) on an sm_90 GPU against PyTorch's autograd of
 scaled_dot_product_attention in fp32: HEAD_DIM 64 and 128, causal and not, up to 4 x 32 x 4096;
 the kernels launched directly on gradients poisoned with NaN (every element written, dq_accum
-zeroed by the preprocess); both ring depths, with and without DEFER_DK; and kernel=None choosing between the tl pair and
+zeroed by the preprocess); both ring depths, with DEFER_DK and with dQ split by query rows; and kernel=None choosing between the tl pair and
 the TLX kernel when tuning."""
 
 import os
@@ -60,10 +60,13 @@ def test_tlx_backward_matches_sdpa_autograd(causal, z, h, n_ctx, head_dim):
         check(name, mine, want, 2e-2)
 
 
-@pytest.mark.parametrize("defer_dk", [False, True])
+@pytest.mark.parametrize("variant", [{}, dict(DEFER_DK=True), dict(BLOCK_M=128, DQ_SPLIT=2)])
 @pytest.mark.parametrize("stages", [2, 3])
-@pytest.mark.parametrize("head_dim,causal", [(128, True), (64, False), (128, False)])
-def test_kernels_write_every_gradient_element(stages, head_dim, causal, defer_dk):
+@pytest.mark.parametrize("head_dim,causal", [(128, True), (64, False), (128, False),
+                                             (64, True)])
+def test_kernels_write_every_gradient_element(stages, head_dim, causal, variant):
+    if variant.get("BLOCK_M") == 128 and head_dim != 64:
+        pytest.skip("128-query steps fit in shared memory at HEAD_DIM 64 only")
     """The three kernels launched on NaN-poisoned outputs, delta and dq_accum."""
     z, h, n_ctx = 2, 3, 768
     q, k, v, do = inputs((z, h, n_ctx, head_dim), torch.bfloat16, 1)
@@ -71,7 +74,7 @@ def test_kernels_write_every_gradient_element(stages, head_dim, causal, defer_dk
     dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(3))
     delta = torch.full((z * h, n_ctx), float("nan"), device=DEV)
     dq_accum = torch.full((z * h * n_ctx, head_dim), float("nan"), device=DEV)
-    config = dict(_attention.ATTENTION_BWD_TLX_CONFIG, NUM_STAGES=stages, DEFER_DK=defer_dk)
+    config = dict(_attention.ATTENTION_BWD_TLX_CONFIG, NUM_STAGES=stages, **variant)
     place = _attention._Place("test", {"q": q})
     _attention._launch_bwd_tlx(place, _tuning.direct, "test", q, k, v, do, out,
                                lse.reshape(z * h, n_ctx), delta, dq_accum, dq, dk, dv,

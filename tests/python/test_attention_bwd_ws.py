@@ -42,7 +42,8 @@ def reference(q, k, v, do, scale, causal):
     return out, lse, ds @ k * scale, ds.transpose(0, 2, 1) @ q * scale, p.transpose(0, 2, 1) @ do
 
 
-def launch(q, k, v, do, out, lse, scale, causal, stages=2, defer_dk=False, bm=64):
+def launch(q, k, v, do, out, lse, scale, causal, stages=2, defer_dk=False, bm=64,
+           dq_split=-1):
     """The three kernels on [ZH, N, D] arrays, outputs and scratch poisoned with NaN."""
     zh, n, d = q.shape
     bn = 128
@@ -54,10 +55,11 @@ def launch(q, k, v, do, out, lse, scale, causal, stages=2, defer_dk=False, bm=64
         out, do, delta, dq_accum, n, HEAD_DIM=d, BLOCK_M=bm)
     attention_bwd_ws.attention_bwd_ws_kernel[(n // bn, zh)](
         descriptor(q2, [bm, d]), descriptor(k2, [bn // 2, d]), descriptor(v2, [bn // 2, d]),
-        descriptor(do2, [bm, d]), descriptor(dq_accum, [bm, attention_bwd_ws.DQ_COLS]),
+        descriptor(do2, [bm, d]),
+        descriptor(dq_accum, attention_bwd_ws.dq_tile(bm, d, dq_split)),
         descriptor(dk, [bn // 2, d]), descriptor(dv, [bn // 2, d]), lse, delta, scale, n,
         HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, NUM_STAGES=stages, CAUSAL=causal, DEFER_DK=defer_dk,
-        num_warps=4)
+        DQ_SPLIT=dq_split, num_warps=4)
     attention_bwd_ws.attention_bwd_ws_postprocess_kernel[(n // bm, zh)](
         dq_accum, dq, scale, n, HEAD_DIM=d, BLOCK_M=bm)
     return (t.reshape(zh, n, d) for t in (dq, dk, dv))
@@ -68,7 +70,11 @@ def launch(q, k, v, do, out, lse, scale, causal, stages=2, defer_dk=False, bm=64
     (256, 64, False, 2, 64), (256, 64, True, 2, 64), (384, 64, True, 3, 64),
     (256, 128, False, 2, 64), (384, 128, True, 2, 64), (384, 128, False, 3, 64),
     (384, 64, True, 2, 128), (256, 64, False, 2, 128)])
-def test_kernel_matches_float64_reference(n_ctx, head_dim, causal, stages, bm, defer_dk):
+@pytest.mark.parametrize("dq_split", [-1, 2])
+def test_kernel_matches_float64_reference(n_ctx, head_dim, causal, stages, bm, defer_dk,
+                                          dq_split):
+    if dq_split == 2 and bm != 128:
+        pytest.skip("dQ split by query rows takes BLOCK_M 128")
     rng = np.random.default_rng(n_ctx + head_dim + causal)
     zh = 2
     q, k, v, do = (rng.standard_normal((zh, n_ctx, head_dim)).astype(np.float16)
@@ -76,7 +82,7 @@ def test_kernel_matches_float64_reference(n_ctx, head_dim, causal, stages, bm, d
     scale = 1 / math.sqrt(head_dim)
     out, lse, *want = reference(q, k, v, do, scale, causal)
     got = launch(q, k, v, do, out.astype(np.float16), lse.astype(np.float32), scale, causal,
-                 stages, defer_dk, bm)
+                 stages, defer_dk, bm, dq_split)
     for name, g, w in zip(("dq", "dk", "dv"), got, want):
         assert not np.isnan(g).any(), name
         err = np.abs(g.astype(np.float64) - w).max()
@@ -162,22 +168,28 @@ def test_missing_ds_hand_over_is_reported(tmp_path):
         attention_bwd_ws.attention_bwd_ws_kernel = saved
 
 
-def signature(head_dim, causal, stages, dtype="fp16"):
-    d, bm, bn = head_dim, 64, 128
+def signature(head_dim, causal, stages, dtype="fp16", bm=64):
+    d, bn = head_dim, 128
     tile, half = f"desc<{dtype},{bm}x{d}>", f"desc<{dtype},{bn // 2}x{d}>"
+    dq_rows, dq_cols = attention_bwd_ws.dq_tile(bm, d, 2 if bm == 128 else -1)
     return (f"q_desc:{tile}, k_desc:{half}, v_desc:{half}, do_desc:{tile}, "
-            f"dq_desc:desc<fp32,{bm}x64>, dk_desc:{half}, dv_desc:{half}, lse_ptr:*fp32:16, "
+            f"dq_desc:desc<fp32,{dq_rows}x{dq_cols}>, dk_desc:{half}, dv_desc:{half}, lse_ptr:*fp32:16, "
             f"delta_ptr:*fp32:16, sm_scale:fp32, N_CTX:i32:16, HEAD_DIM={d}, BLOCK_M={bm}, "
             f"BLOCK_N={bn}, NUM_STAGES={stages}, CAUSAL={int(causal)}")
 
 
-@pytest.mark.parametrize("head_dim,causal,stages,dtype,defer_dk", [
-    (64, False, 2, "fp16", False), (64, True, 3, "fp16", False), (128, False, 2, "fp16", False),
-    (128, True, 2, "bf16", False), (128, True, 3, "fp16", False), (64, True, 2, "fp16", True),
-    (128, False, 3, "fp16", True)])
-def test_compiles_for_sm90a_without_spills(head_dim, causal, stages, dtype, defer_dk):
+@pytest.mark.parametrize("head_dim,causal,stages,dtype,variant", [
+    (64, False, 2, "fp16", ""), (64, True, 3, "fp16", ""), (128, False, 2, "fp16", ""),
+    (128, True, 2, "bf16", ""), (128, True, 3, "fp16", ""), (64, True, 2, "fp16", "defer"),
+    (128, False, 3, "fp16", "defer"), (128, True, 2, "fp16", "defer"),
+    (64, True, 3, "fp16", "rows")])
+def test_compiles_for_sm90a_without_spills(head_dim, causal, stages, dtype, variant):
+    """variant "defer": DEFER_DK; "rows": 128-query steps with dQ split by rows (DQ_SPLIT=2)."""
     env = attention_bwd_ws.attention_bwd_ws_kernel.environment()
-    sig = signature(head_dim, causal, stages, dtype) + f", DEFER_DK={int(defer_dk)}"
+    bm = 128 if variant == "rows" else 64
+    extra = dict(DEFER_DK=int(variant == "defer"), DQ_SPLIT=2 if variant == "rows" else -1)
+    sig = signature(head_dim, causal, stages, dtype, bm) + "".join(
+        f", {k}={v}" for k, v in extra.items())
     k = native_loader.native().compile(env.files, "attention_bwd_ws_kernel", sig, env.globals,
                                        target="sm_90a", num_warps=4, stage="cubin")
     assert k.spill_bytes == 0
@@ -186,7 +198,7 @@ def test_compiles_for_sm90a_without_spills(head_dim, causal, stages, dtype, defe
     assert "setmaxnreg.inc.sync.aligned.u32 240" in k.ptx
     assert "setmaxnreg.dec.sync.aligned.u32 24" in k.ptx
     assert k.shared_bytes <= 232448
-    cfg = dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=stages)
+    cfg = dict(BLOCK_M=bm, BLOCK_N=128, NUM_STAGES=stages, DQ_SPLIT=extra["DQ_SPLIT"])
     assert abs(k.shared_bytes - _attention._bwd_tlx_shared(cfg, head_dim, 2)) <= 2048
     ptx = k.ptx
     assert "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group" in ptx

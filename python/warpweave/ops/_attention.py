@@ -334,10 +334,11 @@ def _launch_bwd_tlx(place, go, op, q, k, v, do, out, lse, delta, dq_accum, dq, d
                        for name, t in (("q", q), ("k", k), ("v", v), ("do", do)))
     dk2, dv2 = dk.reshape(-1, head_dim), dv.reshape(-1, head_dim)
     block_m, block_n = config["BLOCK_M"], config["BLOCK_N"]
-    dq_cols = attention_bwd_ws_kernels.DQ_COLS
     descs = [_descriptor(t, block) for t, block in (
         (q2, [block_m, head_dim]), (k2, [block_n // 2, head_dim]), (v2, [block_n // 2, head_dim]),
-        (do2, [block_m, head_dim]), (dq_accum, [block_m, dq_cols]),
+        (do2, [block_m, head_dim]),
+        (dq_accum, attention_bwd_ws_kernels.dq_tile(block_m, head_dim,
+                                                     config.get("DQ_SPLIT", -1))),
         (dk2, [block_n // 2, head_dim]), (dv2, [block_n // 2, head_dim]))]
     rows = (n_ctx // block_m, z * h)
     go(attention_bwd_ws_kernels.attention_bwd_ws_preprocess_kernel, rows, out, do, delta,
@@ -501,21 +502,25 @@ ATTENTION_BWD_TLX_ON_SM90 = True
 # Its fixed configuration: 64-query steps, 128 keys a program (64 per consumer warp group), Q
 # and dO in a 2-stage ring; and a 3-stage ring (227 KB of shared memory at HEAD_DIM 128).
 ATTENTION_BWD_TLX_CONFIG = dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=2)
-# DEFER_DK leaves each query block's dK MMA running into the next block (attention_bwd_ws.py);
-# 128-query steps fit in shared memory at HEAD_DIM 64 only.
+# DEFER_DK leaves each query block's dK MMA running into the next block, DQ_SPLIT=2 (DQ_ROWS)
+# splits dQ's query rows between the consumers (attention_bwd_ws.py); 128-query steps fit in
+# shared memory at HEAD_DIM 64 only.
 _BWD_TLX_CONFIGS = [dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=3),
                     dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=2, DEFER_DK=True),
                     dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=3, DEFER_DK=True),
-                    dict(BLOCK_M=128, BLOCK_N=128, NUM_STAGES=2)]
+                    dict(BLOCK_M=128, BLOCK_N=128, NUM_STAGES=2),
+                    dict(BLOCK_M=128, BLOCK_N=128, NUM_STAGES=2, DQ_SPLIT=2),
+                    dict(BLOCK_M=128, BLOCK_N=128, NUM_STAGES=3, DQ_SPLIT=2)]
 
 
 def _bwd_tlx_shared(cfg, head_dim, itemsize) -> int:
     """The TLX backward's buffers: K and V (BLOCK_N rows), NUM_STAGES Q and dO tiles, four dS
-    tiles and two fp32 dQ tiles of 64 columns, plus 2 KB for barriers (ptxas: 199 KB at
-    HEAD_DIM 128, 2 stages)."""
+    tiles and two fp32 dQ tiles, plus 2 KB for barriers (ptxas: 199 KB at HEAD_DIM 128, 2
+    stages)."""
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
+    dq_rows, dq_cols = attention_bwd_ws_kernels.dq_tile(bm, head_dim, cfg.get("DQ_SPLIT", -1))
     return (itemsize * (head_dim * (2 * bn + 2 * cfg["NUM_STAGES"] * bm) + 4 * (bn // 2) * bm)
-            + 4 * 2 * bm * attention_bwd_ws_kernels.DQ_COLS + 2048)
+            + 4 * 2 * dq_rows * dq_cols + 2048)
 
 
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,

@@ -28,7 +28,7 @@ BLOCK_M query blocks straddle the diagonal and are masked.
 
 Barriers: kv_full (1 arrival, K and V bytes), q_full / do_full (1, the producer's expect-bytes),
 q_empty / do_empty (2: both consumers read every Q and dO tile). Named barrier DS_BAR (both
-consumer warp groups) orders the dS halves between them at HEAD_DIM 128.
+consumer warp groups) orders the dS halves between them where dQ is split (DQ_SPLIT).
 
 Tensors: q, k, v, dO [Z, H, N_CTX, HEAD_DIM] fp16 or bf16, seen by the host descriptors as 2-D
 [Z * H * N_CTX, HEAD_DIM]; lse and delta fp32 [Z * H, N_CTX]; dq_accum fp32 [Z * H * N_CTX,
@@ -37,7 +37,7 @@ through the K and V tiles with TMA.
     grid = (N_CTX // BLOCK_N, Z * H); N_CTX a multiple of BLOCK_N (and BLOCK_N of BLOCK_M)
     constexprs: HEAD_DIM (64 or 128), BLOCK_M=64, BLOCK_N=128, NUM_STAGES=2, CAUSAL
     descriptors: q_desc, do_desc block [BLOCK_M, HEAD_DIM]; k_desc, v_desc, dk_desc, dv_desc
-                 [BLOCK_N // 2, HEAD_DIM]; dq_desc (fp32) [BLOCK_M, DQ_COLS], DQ_COLS = 64
+                 [BLOCK_N // 2, HEAD_DIM]; dq_desc (fp32) dq_tile(BLOCK_M, HEAD_DIM, DQ_SPLIT)
     launch: num_warps=4 (the default task; the consumers add 8 warps)
 """
 import warpweave as ww
@@ -48,7 +48,26 @@ from ..attention_bwd import attention_bwd_preprocess_kernel, row_block
 
 DS_BAR: tl.constexpr = 8  # named barrier 8 (id 0 is the CTA-wide barrier)
 BOTH_GROUPS: tl.constexpr = 256
-DQ_COLS: tl.constexpr = 64  # columns of the dQ tile each consumer adds per query block
+# How the two consumers share dQ = dS K of a query block (DQ_SPLIT): each adds its own keys'
+# term over all columns (DQ_OWN: two full-tile reductions a block, no hand-over), or they meet on
+# DS_BAR and each adds all BLOCK_N keys' term over half the columns (DQ_COLUMNS) or over half the
+# query rows (DQ_ROWS: BLOCK_M 128, wgmma's 64 rows each): half the reduce-add traffic.
+DQ_AUTO: tl.constexpr = -1  # DQ_COLUMNS at HEAD_DIM 128, else DQ_OWN
+DQ_OWN: tl.constexpr = 0
+DQ_COLUMNS: tl.constexpr = 1
+DQ_ROWS: tl.constexpr = 2
+
+
+def dq_mode(head_dim, dq_split):
+    return dq_split if dq_split != DQ_AUTO else (DQ_COLUMNS if head_dim == 128 else DQ_OWN)
+
+
+def dq_tile(block_m, head_dim, dq_split=DQ_AUTO):
+    """[rows, columns] of the fp32 dQ tile one consumer reduce-adds per query block (dq_desc's
+    block shape)."""
+    mode = dq_mode(head_dim, dq_split)
+    return [block_m // 2 if mode == DQ_ROWS else block_m,
+            head_dim // 2 if mode == DQ_COLUMNS else head_dim]
 
 
 @ww.jit
@@ -75,8 +94,8 @@ def attention_bwd_ws_postprocess_kernel(dq_accum_ptr, dq_ptr, sm_scale, N_CTX,
 def query_block(dk, dv, j, j_first, me, q_start, offs_k, k_me, v_me, k_bufs, q_bufs, do_bufs,
                 ds_bufs, dq_buf, q_full, do_full, q_empty, do_empty, dq_desc, lse_base, delta_base,
                 dq_row, qk_scale, dtype: tl.constexpr, HEAD_DIM: tl.constexpr,
-                BLOCK_M: tl.constexpr, NUM_STAGES: tl.constexpr, MASKED: tl.constexpr,
-                DEFER_DK: tl.constexpr):
+                BLOCK_M: tl.constexpr, KEYS: tl.constexpr, NUM_STAGES: tl.constexpr,
+                MASKED: tl.constexpr, DEFER_DK: tl.constexpr, DQ_MODE: tl.constexpr):
     """One query block's terms: dV += P^T dO and dK += dS^T Q into this consumer's registers,
     and its dQ columns (or, at HEAD_DIM 64, its keys' dQ term) reduce-added into dq_accum.
     DEFER_DK: dK's MMA is issued last and left running into the next block (whose first wait
@@ -112,23 +131,41 @@ def query_block(dk, dv, j, j_first, me, q_start, offs_k, k_me, v_me, k_bufs, q_b
     ds_stage = j % 2
     tlx.local_store(tlx.local_view(ds_bufs, me * 2 + ds_stage), ds_t)
     tlx.fence_async_shared()
-    if HEAD_DIM == 2 * DQ_COLS:
-        # Both halves of dS are in shared memory: this consumer's 64 columns of dQ from all
+    if DQ_MODE == DQ_COLUMNS:
+        # Both halves of dS are in shared memory: this consumer's half of dQ's columns from all
         # BLOCK_N keys. (The other consumer last read this stage's buffers two blocks ago,
         # before it met this barrier a block ago.)
+        COLS: tl.constexpr = HEAD_DIM // 2
         tlx.named_barrier_wait(DS_BAR, BOTH_GROUPS)
         if me == 0:
-            k0 = tlx.local_slice(tlx.local_view(k_bufs, 0), [0, 0], [BLOCK_M, DQ_COLS])
-            k1 = tlx.local_slice(tlx.local_view(k_bufs, 1), [0, 0], [BLOCK_M, DQ_COLS])
+            k0 = tlx.local_slice(tlx.local_view(k_bufs, 0), [0, 0], [KEYS, COLS])
+            k1 = tlx.local_slice(tlx.local_view(k_bufs, 1), [0, 0], [KEYS, COLS])
         else:
-            k0 = tlx.local_slice(tlx.local_view(k_bufs, 0), [0, DQ_COLS], [BLOCK_M, DQ_COLS])
-            k1 = tlx.local_slice(tlx.local_view(k_bufs, 1), [0, DQ_COLS], [BLOCK_M, DQ_COLS])
+            k0 = tlx.local_slice(tlx.local_view(k_bufs, 0), [0, COLS], [KEYS, COLS])
+            k1 = tlx.local_slice(tlx.local_view(k_bufs, 1), [0, COLS], [KEYS, COLS])
         dq = tlx.async_dot(tlx.local_trans(tlx.local_view(ds_bufs, ds_stage)), k0)
         dq = tlx.async_dot(tlx.local_trans(tlx.local_view(ds_bufs, 2 + ds_stage)), k1, dq)
-        dq_col = me * DQ_COLS
+        dq_col = me * COLS
+        dq_q = q_start
+    elif DQ_MODE == DQ_ROWS:
+        # This consumer's half of the block's queries against all BLOCK_N keys.
+        ROWS: tl.constexpr = BLOCK_M // 2
+        tlx.named_barrier_wait(DS_BAR, BOTH_GROUPS)
+        if me == 0:
+            a0 = tlx.local_slice(tlx.local_view(ds_bufs, ds_stage), [0, 0], [KEYS, ROWS])
+            a1 = tlx.local_slice(tlx.local_view(ds_bufs, 2 + ds_stage), [0, 0], [KEYS, ROWS])
+        else:
+            a0 = tlx.local_slice(tlx.local_view(ds_bufs, ds_stage), [0, ROWS], [KEYS, ROWS])
+            a1 = tlx.local_slice(tlx.local_view(ds_bufs, 2 + ds_stage), [0, ROWS],
+                                 [KEYS, ROWS])
+        dq = tlx.async_dot(tlx.local_trans(a0), tlx.local_view(k_bufs, 0))
+        dq = tlx.async_dot(tlx.local_trans(a1), tlx.local_view(k_bufs, 1), dq)
+        dq_col = 0
+        dq_q = q_start + me * ROWS
     else:
         dq = tlx.async_dot(tlx.local_trans(tlx.local_view(ds_bufs, me * 2 + ds_stage)), k_me)
         dq_col = 0
+        dq_q = q_start
     if DEFER_DK:
         dk = tlx.async_dot(ds_t, q, dk)
         dq = tlx.async_dot_wait(1, dq)
@@ -142,7 +179,7 @@ def query_block(dk, dv, j, j_first, me, q_start, offs_k, k_me, v_me, k_bufs, q_b
     # The previous block's reduction has read dq_buf before it is overwritten.
     tlx.async_descriptor_store_wait(0)
     tlx.local_store(dq_buf, dq)
-    tlx.async_descriptor_store(dq_desc, dq_buf, [dq_row + q_start, dq_col], store_reduce="add")
+    tlx.async_descriptor_store(dq_desc, dq_buf, [dq_row + dq_q, dq_col], store_reduce="add")
     return dk, dv
 
 
@@ -151,7 +188,7 @@ def attention_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_desc, d
                             delta_ptr, sm_scale, N_CTX,
                             HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                             NUM_STAGES: tl.constexpr, CAUSAL: tl.constexpr = False,
-                            DEFER_DK: tl.constexpr = False):
+                            DEFER_DK: tl.constexpr = False, DQ_SPLIT: tl.constexpr = DQ_AUTO):
     dtype: tl.constexpr = tlx.dtype_of(q_desc)
     HALF: tl.constexpr = BLOCK_N // 2
     Q_BYTES: tl.constexpr = BLOCK_M * HEAD_DIM * tlx.size_of(dtype)
@@ -175,7 +212,13 @@ def attention_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_desc, d
     q_bufs = tlx.local_alloc((BLOCK_M, HEAD_DIM), dtype, NUM_STAGES)
     do_bufs = tlx.local_alloc((BLOCK_M, HEAD_DIM), dtype, NUM_STAGES)
     ds_bufs = tlx.local_alloc((HALF, BLOCK_M), dtype, 4)  # [consumer * 2 + block % 2]
-    dq_bufs = tlx.local_alloc((BLOCK_M, DQ_COLS), tl.float32, 2)  # one per consumer
+    # dq_mode and dq_tile (the host's) as constexprs.
+    DQ_MODE: tl.constexpr = DQ_SPLIT if DQ_SPLIT != DQ_AUTO else (
+        DQ_COLUMNS if HEAD_DIM == 128 else DQ_OWN)
+    tl.static_assert(DQ_MODE != DQ_ROWS or BLOCK_M == 128, "DQ_ROWS takes BLOCK_M 128")
+    DQ_TILE_ROWS: tl.constexpr = BLOCK_M // 2 if DQ_MODE == DQ_ROWS else BLOCK_M
+    DQ_TILE_COLS: tl.constexpr = HEAD_DIM // 2 if DQ_MODE == DQ_COLUMNS else HEAD_DIM
+    dq_bufs = tlx.local_alloc((DQ_TILE_ROWS, DQ_TILE_COLS), tl.float32, 2)  # one per consumer
     kv_full = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
     q_full = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
     do_full = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
@@ -223,14 +266,14 @@ def attention_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_desc, d
                 dk, dv = query_block(dk, dv, j, 0, me, lo + j * BLOCK_M, offs_k, k_me, v_me,
                                      k_bufs, q_bufs, do_bufs, ds_bufs, dq_buf, q_full, do_full,
                                      q_empty, do_empty, dq_desc, lse_base, delta_base, row0,
-                                     qk_scale, dtype, HEAD_DIM, BLOCK_M, NUM_STAGES, True,
-                                     False)
+                                     qk_scale, dtype, HEAD_DIM, BLOCK_M, HALF, NUM_STAGES,
+                                     True, False, DQ_MODE)
             for j in range(num_masked, num_q):
                 dk, dv = query_block(dk, dv, j, num_masked, me, lo + j * BLOCK_M, offs_k, k_me,
                                      v_me, k_bufs, q_bufs, do_bufs, ds_bufs, dq_buf, q_full, do_full,
                                      q_empty, do_empty, dq_desc, lse_base, delta_base, row0,
-                                     qk_scale, dtype, HEAD_DIM, BLOCK_M, NUM_STAGES, False,
-                                     DEFER_DK)
+                                     qk_scale, dtype, HEAD_DIM, BLOCK_M, HALF, NUM_STAGES,
+                                     False, DEFER_DK, DQ_MODE)
             if DEFER_DK:
                 dk = tlx.async_dot_wait(0, dk)
             # dK and dV leave through this consumer's K and V tiles with TMA, once the other
