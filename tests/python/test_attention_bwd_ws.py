@@ -56,7 +56,7 @@ def launch(q, k, v, do, out, lse, scale, causal, stages=2, defer_dk=False, bm=64
     attention_bwd_ws.attention_bwd_ws_kernel[(n // bn, zh)](
         descriptor(q2, [bm, d]), descriptor(k2, [bn // 2, d]), descriptor(v2, [bn // 2, d]),
         descriptor(do2, [bm, d]),
-        descriptor(dq_accum, attention_bwd_ws.dq_tile(bm, d, dq_split)),
+        descriptor(dq_accum, _attention._bwd_tlx_dq_tile(bm, d, dq_split)),
         descriptor(dk, [bn // 2, d]), descriptor(dv, [bn // 2, d]), lse, delta, scale, n,
         HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, NUM_STAGES=stages, CAUSAL=causal, DEFER_DK=defer_dk,
         DQ_SPLIT=dq_split, num_warps=4)
@@ -171,7 +171,7 @@ def test_missing_ds_hand_over_is_reported(tmp_path):
 def signature(head_dim, causal, stages, dtype="fp16", bm=64):
     d, bn = head_dim, 128
     tile, half = f"desc<{dtype},{bm}x{d}>", f"desc<{dtype},{bn // 2}x{d}>"
-    dq_rows, dq_cols = attention_bwd_ws.dq_tile(bm, d, 2 if bm == 128 else -1)
+    dq_rows, dq_cols = _attention._bwd_tlx_dq_tile(bm, d, 2 if bm == 128 else -1)
     return (f"q_desc:{tile}, k_desc:{half}, v_desc:{half}, do_desc:{tile}, "
             f"dq_desc:desc<fp32,{dq_rows}x{dq_cols}>, dk_desc:{half}, dv_desc:{half}, lse_ptr:*fp32:16, "
             f"delta_ptr:*fp32:16, sm_scale:fp32, N_CTX:i32:16, HEAD_DIM={d}, BLOCK_M={bm}, "

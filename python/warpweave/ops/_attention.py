@@ -337,8 +337,7 @@ def _launch_bwd_tlx(place, go, op, q, k, v, do, out, lse, delta, dq_accum, dq, d
     descs = [_descriptor(t, block) for t, block in (
         (q2, [block_m, head_dim]), (k2, [block_n // 2, head_dim]), (v2, [block_n // 2, head_dim]),
         (do2, [block_m, head_dim]),
-        (dq_accum, attention_bwd_ws_kernels.dq_tile(block_m, head_dim,
-                                                     config.get("DQ_SPLIT", -1))),
+        (dq_accum, _bwd_tlx_dq_tile(block_m, head_dim, config.get("DQ_SPLIT", -1))),
         (dk2, [block_n // 2, head_dim]), (dv2, [block_n // 2, head_dim]))]
     rows = (n_ctx // block_m, z * h)
     go(attention_bwd_ws_kernels.attention_bwd_ws_preprocess_kernel, rows, out, do, delta,
@@ -513,12 +512,21 @@ _BWD_TLX_CONFIGS = [dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=3),
                     dict(BLOCK_M=128, BLOCK_N=128, NUM_STAGES=3, DQ_SPLIT=2)]
 
 
+def _bwd_tlx_dq_tile(block_m, head_dim, dq_split=-1):
+    """[rows, columns] of the fp32 dQ tile one consumer of kernels/hopper/attention_bwd_ws.py
+    reduce-adds per query block (its DQ_TILE_ROWS / DQ_TILE_COLS; dq_desc's block shape)."""
+    k = attention_bwd_ws_kernels
+    mode = dq_split if dq_split != k.DQ_AUTO else (k.DQ_COLUMNS if head_dim == 128 else k.DQ_OWN)
+    return [block_m // 2 if mode == k.DQ_ROWS else block_m,
+            head_dim // 2 if mode == k.DQ_COLUMNS else head_dim]
+
+
 def _bwd_tlx_shared(cfg, head_dim, itemsize) -> int:
     """The TLX backward's buffers: K and V (BLOCK_N rows), NUM_STAGES Q and dO tiles, four dS
     tiles and two fp32 dQ tiles, plus 2 KB for barriers (ptxas: 199 KB at HEAD_DIM 128, 2
     stages)."""
     bm, bn = cfg["BLOCK_M"], cfg["BLOCK_N"]
-    dq_rows, dq_cols = attention_bwd_ws_kernels.dq_tile(bm, head_dim, cfg.get("DQ_SPLIT", -1))
+    dq_rows, dq_cols = _bwd_tlx_dq_tile(bm, head_dim, cfg.get("DQ_SPLIT", -1))
     return (itemsize * (head_dim * (2 * bn + 2 * cfg["NUM_STAGES"] * bm) + 4 * (bn // 2) * bm)
             + 4 * 2 * dq_rows * dq_cols + 2048)
 

@@ -37,7 +37,7 @@ through the K and V tiles with TMA.
     grid = (N_CTX // BLOCK_N, Z * H); N_CTX a multiple of BLOCK_N (and BLOCK_N of BLOCK_M)
     constexprs: HEAD_DIM (64 or 128), BLOCK_M=64, BLOCK_N=128, NUM_STAGES=2, CAUSAL
     descriptors: q_desc, do_desc block [BLOCK_M, HEAD_DIM]; k_desc, v_desc, dk_desc, dv_desc
-                 [BLOCK_N // 2, HEAD_DIM]; dq_desc (fp32) dq_tile(BLOCK_M, HEAD_DIM, DQ_SPLIT)
+                 [BLOCK_N // 2, HEAD_DIM]; dq_desc (fp32) [DQ_TILE_ROWS, DQ_TILE_COLS]
     launch: num_warps=4 (the default task; the consumers add 8 warps)
 """
 import warpweave as ww
@@ -55,19 +55,9 @@ BOTH_GROUPS: tl.constexpr = 256
 DQ_AUTO: tl.constexpr = -1  # DQ_COLUMNS at HEAD_DIM 128, else DQ_OWN
 DQ_OWN: tl.constexpr = 0
 DQ_COLUMNS: tl.constexpr = 1
-DQ_ROWS: tl.constexpr = 2
+DQ_ROWS: tl.constexpr = 2  # the host's dQ tile: ops/_attention.py's _bwd_tlx_dq_tile
 
 
-def dq_mode(head_dim, dq_split):
-    return dq_split if dq_split != DQ_AUTO else (DQ_COLUMNS if head_dim == 128 else DQ_OWN)
-
-
-def dq_tile(block_m, head_dim, dq_split=DQ_AUTO):
-    """[rows, columns] of the fp32 dQ tile one consumer reduce-adds per query block (dq_desc's
-    block shape)."""
-    mode = dq_mode(head_dim, dq_split)
-    return [block_m // 2 if mode == DQ_ROWS else block_m,
-            head_dim // 2 if mode == DQ_COLUMNS else head_dim]
 
 
 @ww.jit
@@ -212,7 +202,7 @@ def attention_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_desc, d
     q_bufs = tlx.local_alloc((BLOCK_M, HEAD_DIM), dtype, NUM_STAGES)
     do_bufs = tlx.local_alloc((BLOCK_M, HEAD_DIM), dtype, NUM_STAGES)
     ds_bufs = tlx.local_alloc((HALF, BLOCK_M), dtype, 4)  # [consumer * 2 + block % 2]
-    # dq_mode and dq_tile (the host's) as constexprs.
+    # (ops/_attention.py's _bwd_tlx_dq_tile gives the host the same tile.)
     DQ_MODE: tl.constexpr = DQ_SPLIT if DQ_SPLIT != DQ_AUTO else (
         DQ_COLUMNS if HEAD_DIM == 128 else DQ_OWN)
     tl.static_assert(DQ_MODE != DQ_ROWS or BLOCK_M == 128, "DQ_ROWS takes BLOCK_M 128")
