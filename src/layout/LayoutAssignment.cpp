@@ -1206,6 +1206,8 @@ private:
       async = true;
       uses = true;
       break;
+    case OpCode::Reduce: // only across warps, which assignReduceOrScan planned scratch for:
+      break;             // within a warp it shuffles (a wgmma accumulator's row max and sum)
     default:
       uses = uses || !neverUsesScratch(op.code());
       break;

@@ -35,18 +35,21 @@
 // rewriteAttention for the schedule. When K and V are desc_loads through host descriptors or
 // in-kernel tensor maps (the Hopper forms of Triton's fused-attention tutorial) the copies are
 // TMA loads instead, each slot completing on a barrier of its own (expect-bytes, then wait on
-// the slot's phase parity), and copies past the end are predicated off rather than masked.
+// the slot's phase parity), and copies past the end are predicated off rather than masked; Q,
+// loaded the same way, is copied by TMA straight into its buffer.
 //
 // Loops with several 16-bit dots whose B operands are two tl.loads of the iteration, read as
 // loaded or through tl.trans (attention's backward pass: dK / dV with qT and dO, dQ with kT and
 // vT; see analyzeMultiDot) get the same cp.async copies S - 1 iterations ahead; the dots' A
 // operands computed before the loop (k and v, q and dO) are stored once into buffers of their
 // own before it, A operands computed in the loop stay in registers, and every dot becomes an
-// async wgmma retired where it stood. A tile loaded [D, N] from [N, D] memory is copied
-// transposed (16-byte vectors along D) and read through local_trans. The buffers of a block's
-// multi-dot loops, which run one after another, share their bytes by role (storage-alias
-// regions: the first invariant operand's, the second's, each ring's): the loop's closing
-// async_wait_group(0) meets every thread after its last reads, before the next loop writes.
+// async wgmma, retired where it stood or, for an accumulator the loop only carries (dV, dK,
+// dQ), by the next wait (the next iteration's first, for the last dot). A tile loaded [D, N]
+// from [N, D] memory is copied transposed (16-byte vectors along D) and read through
+// local_trans. The buffers of a block's multi-dot loops, which run one after another, share
+// their bytes by role (storage-alias regions: the first invariant operand's, the second's, each
+// ring's): the loop's closing async_wait_group(0) meets every thread after its last reads,
+// before the next loop writes.
 #include "ir/Builder.h"
 #include "ir/DotFp8.h"
 #include "ir/OpAttrs.h"
@@ -1081,21 +1084,96 @@ private:
     ir::spliceOps(post, outer, ir::positionOf(outer, &loop) + 1);
   }
 
+  /// The desc_load of a TMA attention loop's Q when TMA can copy it straight into Q's buffer
+  /// (Triton's schedule) rather than through registers: a 2-D load through a kernel-argument
+  /// descriptor or a tensor map made outside the loop, in the loop's block or one around it,
+  /// of the MMA's 16-bit element type. Null otherwise.
+  Op* tmaQLoad(const Plan& plan) const {
+    if (!plan.tma) return nullptr;
+    Value* q = plan.scoreDot->operand(0);
+    Op* load = q->def();
+    if (!load || !tmaDescLoad(*load, *plan.loop->region(0))) return nullptr;
+    if (q->type().elem != DType::F16 && q->type().elem != DType::BF16) return nullptr;
+    for (const Block* up = plan.loop->parentBlock(); up;
+         up = up->parentOp() ? up->parentOp()->parentBlock() : nullptr)
+      if (up == load->parentBlock()) return load;
+    return nullptr;
+  }
+
+  /// The loop-carried index of the accumulator `dot` yields when its MMA can stay in flight
+  /// into the next iteration and be retired there by the wait that follows `before` (Triton's
+  /// schedule: the warps go on to the next iteration's copies and MMAs while it runs, and one
+  /// wait retires both), -1 otherwise. It can when the loop only yields `dot`'s result and the
+  /// next iteration reads the carried value only after `before`: nothing reads the registers
+  /// of the MMA in flight.
+  static int carriedInFlight(const Op& loop, const Op* dot, const Op* before) {
+    const Block& body = *loop.region(0);
+    const Op* yield = body.terminator();
+    int index = -1;
+    for (unsigned i = 0; i < yield->numOperands(); ++i)
+      if (yield->operand(i) == dot->result()) {
+        if (index >= 0) return -1;
+        index = static_cast<int>(i);
+      }
+    if (index < 0 || static_cast<unsigned>(index) + 1 >= body.numArgs()) return -1;
+    const Value* carried = body.arg(static_cast<unsigned>(index) + 1);
+    if (carried->type() != dot->result()->type()) return -1;
+    const size_t beforeAt = ir::positionOf(body, before);
+    for (size_t i = 0; i < body.ops().size(); ++i) {
+      Op& op = *body.ops()[i];
+      if (&op != yield && reads(op, dot->result())) return -1;
+      if (i <= beforeAt && reads(op, carried)) return -1;
+    }
+    return index;
+  }
+
+  /// Whether an MMA left in flight into the next iteration costs no CTA barrier there: with
+  /// one warp group the wait retires every thread's MMAs before the copies overwrite the slot
+  /// they read; with several, cp.async copies would need a barrier after the wait besides the
+  /// one at the top of the iteration (TMA copies have that one barrier either way).
+  bool carriesInFlightCheaply(const Plan& plan) const { return plan.tma || fn_.numWarps <= 4; }
+
+  /// Whether the only reader of `v` in `body` is its terminator, once.
+  static bool onlyYielded(const Block& body, const Value* v) {
+    const Op* yield = body.terminator();
+    int n = 0;
+    for (const Value* o : yield->operands()) n += o == v;
+    if (n != 1) return false;
+    for (const auto& op : body.ops())
+      if (op.get() != yield && reads(*op, v)) return false;
+    return true;
+  }
+
+  /// After `loop`: retires the MMA its result `index` may still have in flight.
+  void retireAfterLoop(ir::Builder& b, Op& loop, unsigned index) {
+    Block& outer = *loop.parentBlock();
+    Block post;
+    b.setInsertionBlock(&post);
+    b.setLoc(loop.loc());
+    Value* result = loop.result(index);
+    Op* wait = b.create(OpCode::AsyncDotWait, {result}, {result->type()},
+                        {ir::attr::AsyncDotWait::make::pendings(0)});
+    wait->result()->name = result->name;
+    replaceAllUses(fn_.body, result, wait->result());
+    ir::spliceOps(post, outer, ir::positionOf(outer, &loop) + 1);
+  }
+
   /// Attention: Q is stored once into a swizzled buffer before the loop; K and V tiles are
   /// copied S - 1 iterations ahead (both MMAs of an iteration are retired within it, so only
   /// the slot being read stays off limits). In iteration i:
   ///
   ///   async_wait_group(S - 2)                     K_i and V_i have landed (+ fence, barrier)
   ///   s = async_dot(Q, local_trans(K slot))       K-major B straight from the copy
+  ///   s, o_in = async_dot_wait(0, s, o_in)        the softmax reads S; P V of i - 1 retired
   ///   async_load(iteration i + S - 1 -> slot (i - 1) mod S); commit
-  ///   s = async_dot_wait(0, s)                    the softmax reads S
-  ///   ...softmax...
-  ///   o = async_dot(p, V slot, o_in)
-  ///   ...what does not read o (the row sums of p)...
-  ///   o = async_dot_wait(0, o)
+  ///   ...softmax, o_in * alpha...
+  ///   o = async_dot(p, V slot, o_in)              yielded in flight
+  ///   after the loop: o = async_dot_wait(0, o)
   ///
-  /// Slot (i - 1) mod S was last read by iteration i - 1's MMAs, which every warp retired
-  /// before the barrier at the top of iteration i.
+  /// Slot (i - 1) mod S was last read by iteration i - 1's MMAs, which the wait for S retired
+  /// (with several warp groups the shared-memory hazard pass adds the CTA barrier). Where the
+  /// loop reads o before S (carriedInFlight), P V is retired in its own iteration instead,
+  /// just before o is first read, and the copies go out right after S's MMA is issued.
   void rewriteAttention(const Plan& plan) {
     Op& loop = *plan.loop;
     Block& body = *loop.region(0);
@@ -1111,8 +1189,38 @@ private:
     // attention) reads the buffer that loop stored.
     auto stored = tmaQViews_.find(q);
     Value* qView = nullptr;
-    if (plan.tma && stored != tmaQViews_.end() && stored->second->def()->parentBlock() == &outer) {
-      qView = stored->second;
+    // Q copied by TMA straight into its buffer: waited for just before the loop, after the
+    // prologue's copies of K and V have gone out.
+    Value* qBar = nullptr;
+    if (plan.tma && stored != tmaQViews_.end() && stored->second.block == &outer) {
+      qView = stored->second.view;
+    } else if (Op* qLoad = tmaQLoad(plan)) {
+      // Issued where Q's desc_load was, ahead of it: the descriptor's swizzle is then the
+      // buffer's, which a desc_load of Q that other users keep alive follows.
+      Block issue;
+      ir::Builder ib(&issue);
+      ib.setLoc(qLoad->loc());
+      Value* qBuffer =
+          ib.create1(OpCode::LocalAlloc, {}, Type::buffer(q->type().elem, q->type().shape, 1),
+                     {ir::attr::LocalAlloc::make::storage("smem")});
+      qBuffer->name = "pipeline_q";
+      qView = slotView(ib, qBuffer, ib.i32(0));
+      Value* bars = ib.create1(OpCode::AllocBarriers, {}, Type::barrier(1),
+                               {ir::attr::AllocBarriers::make::arriveCount(1)});
+      bars->name = "pipeline_q_full";
+      qBar = ib.create1(OpCode::LocalView, {bars, ib.i32(0)}, Type::barrier(1));
+      const Type& qt = q->type();
+      ib.create(OpCode::BarrierExpectBytes,
+                {qBar, ib.i32(qt.shape[0] * qt.shape[1] * ir::byteWidth(qt.elem))}, {},
+                {ir::attr::BarrierExpectBytes::make::hasPred(false)});
+      std::vector<Value*> operands{qLoad->operand(0), qView, qBar};
+      for (unsigned o = 1; o < qLoad->numOperands(); ++o) operands.push_back(qLoad->operand(o));
+      ib.create(OpCode::AsyncDescLoad, operands, {},
+                {ir::attr::AsyncDescLoad::make::hasPred(false)});
+      Block& at = *qLoad->parentBlock();
+      ir::spliceOps(issue, at, ir::positionOf(at, qLoad));
+      tmaQViews_[q] = {qView, &outer};
+      sharedUsed_ += qt.shape[0] * qt.shape[1] * ir::byteWidth(qt.elem);
     } else {
       Value* qBuffer =
           b.create1(OpCode::LocalAlloc, {}, Type::buffer(q->type().elem, q->type().shape, 1),
@@ -1125,7 +1233,7 @@ private:
         // TMA waits do not fence: the MMAs (async proxy) must see Q's generic stores.
         b.create(OpCode::Fence, {}, {}, {ir::attr::Fence::make::kind("async_shared")});
         b.create(OpCode::DebugBarrier, {}, {}, {});
-        tmaQViews_[q] = qView;
+        tmaQViews_[q] = {qView, &outer};
         sharedUsed_ += q->type().shape[0] * q->type().shape[1] * ir::byteWidth(q->type().elem);
       }
       ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
@@ -1133,6 +1241,13 @@ private:
 
     const char* const names[2] = {"pipeline_k", "pipeline_v"};
     Pipeline p = startPipeline(plan, plan.stages - 1, names);
+    if (qBar) {
+      Block qWait;
+      b.setInsertionBlock(&qWait);
+      b.create(OpCode::BarrierWait, {qBar, b.i32(0)}, {},
+               {ir::attr::BarrierWait::make::hasPred(false)});
+      ir::spliceOps(qWait, outer, ir::positionOf(outer, &loop));
+    }
 
     Block mid;
     b.setInsertionBlock(&mid);
@@ -1141,11 +1256,27 @@ private:
     Value* kTrans = localTrans(b, slotView(b, p.buffers[0], p.slot));
     Value* s = b.create1(OpCode::AsyncDot, {qView, kTrans, plan.scoreDot->operand(2)},
                          plan.scoreDot->result()->type(), asyncDotAttrs(*plan.scoreDot));
-    ValueMap map = refill(b, plan, p, plan.scoreDot->loc());
-    Op* sWait = b.create(OpCode::AsyncDotWait, {s}, {s->type()},
+    // P V of the previous iteration, when it is retired here rather than in its own iteration
+    // (carriedInFlight): one wait retires both MMAs, and only then may the refill overwrite
+    // slot (i - 1) mod S, whose V that MMA read.
+    const int deferred =
+        carriesInFlightCheaply(plan) ? carriedInFlight(loop, plan.dot, plan.scoreDot) : -1;
+    Value* oIn = deferred >= 0 ? body.arg(static_cast<unsigned>(deferred) + 1) : nullptr;
+    ValueMap map;
+    if (!oIn) map = refill(b, plan, p, plan.scoreDot->loc());
+    std::vector<Value*> waited{s};
+    if (oIn) waited.push_back(oIn);
+    std::vector<Type> waitedTypes;
+    for (Value* w : waited) waitedTypes.push_back(w->type());
+    Op* sWait = b.create(OpCode::AsyncDotWait, waited, waitedTypes,
                          {ir::attr::AsyncDotWait::make::pendings(0)});
     sWait->result()->name = plan.scoreDot->result()->name;
     replaceAllUses(body, plan.scoreDot->result(), sWait->result());
+    if (oIn) {
+      sWait->result(1)->name = oIn->name;
+      replaceAllUses(body, oIn, sWait->result(1));
+      map = refill(b, plan, p, plan.scoreDot->loc());
+    }
     yieldPipeline(b, plan, p, map);
     // yieldPipeline's ops (the next slot) may sit here: they read only the slot.
     ir::spliceOps(mid, body, ir::positionOf(body, plan.scoreDot));
@@ -1158,22 +1289,31 @@ private:
     if (plan.bTrans) v = localTrans(b, v);
     Value* o = b.create1(OpCode::AsyncDot, {plan.dot->operand(0), v, plan.dot->operand(2)},
                          plan.dot->result()->type(), asyncDotAttrs(*plan.dot));
-    // P V is retired just before its result is first read (the yield, in kernels/attention.py),
-    // so that what comes between (the row sums of P) runs while the MMA does.
-    const Op* firstUser = body.terminator();
-    for (size_t i = ir::positionOf(body, plan.dot) + 1; i < body.ops().size(); ++i)
-      if (reads(*body.ops()[i], plan.dot->result())) {
-        firstUser = body.ops()[i].get();
-        break;
-      }
-    Block retire;
-    b.setInsertionBlock(&retire);
-    Op* oWait = b.create(OpCode::AsyncDotWait, {o}, {o->type()},
-                         {ir::attr::AsyncDotWait::make::pendings(0)});
-    oWait->result()->name = plan.dot->result()->name;
-    replaceAllUses(body, plan.dot->result(), oWait->result());
-    ir::spliceOps(retire, body, ir::positionOf(body, firstUser));
-    ir::spliceOps(late, body, ir::positionOf(body, plan.dot));
+    if (oIn) {
+      // Carried to the next iteration in flight, retired there with S; the last one after the
+      // loop.
+      body.terminator()->setOperand(static_cast<unsigned>(deferred), o);
+      ir::spliceOps(late, body, ir::positionOf(body, plan.dot));
+      retireAfterLoop(b, loop, static_cast<unsigned>(deferred));
+    }
+    if (!oIn) {
+      // P V is retired just before its result is first read, so that what comes between (the
+      // row sums of P) runs while the MMA does.
+      const Op* firstUser = body.terminator();
+      for (size_t i = ir::positionOf(body, plan.dot) + 1; i < body.ops().size(); ++i)
+        if (reads(*body.ops()[i], plan.dot->result())) {
+          firstUser = body.ops()[i].get();
+          break;
+        }
+      Block retire;
+      b.setInsertionBlock(&retire);
+      Op* oWait = b.create(OpCode::AsyncDotWait, {o}, {o->type()},
+                           {ir::attr::AsyncDotWait::make::pendings(0)});
+      oWait->result()->name = plan.dot->result()->name;
+      replaceAllUses(body, plan.dot->result(), oWait->result());
+      ir::spliceOps(retire, body, ir::positionOf(body, firstUser));
+      ir::spliceOps(late, body, ir::positionOf(body, plan.dot));
+    }
 
     erase(body, plan.dot);
     erase(body, plan.scoreDot);
@@ -1246,8 +1386,27 @@ private:
       growAlias(plan.ringAlias + i, plan.stages * t.shape[0] * t.shape[1] * ir::byteWidth(t.elem));
     }
 
-    for (Op* dot : plan.dots) {
-      const bool first = dot == plan.dots.front();
+    // Accumulators the loop only yields (dV and dK, dQ) are not retired where they stand: by
+    // the next dot's wait in the iteration, or, for the last dot, by the first dot's wait in
+    // the next iteration (carriedInFlight; the copies then go out after that wait, since the
+    // MMA in flight reads slot (i - 1) mod S) and after the loop.
+    const int carried = plan.dots.size() > 1 && carriesInFlightCheaply(plan)
+                            ? carriedInFlight(loop, plan.dots.back(), plan.dots.front())
+                            : -1;
+    // Which dots are left in flight: a middle one only when a later dot's wait retires it.
+    std::vector<bool> leftInFlight(plan.dots.size(), false);
+    bool waitFollows = carried < 0;
+    for (size_t d = plan.dots.size(); d-- > 1;) {
+      const bool last = d + 1 == plan.dots.size();
+      leftInFlight[d] =
+          last ? carried >= 0 : waitFollows && onlyYielded(body, plan.dots[d]->result());
+      if (!last && !leftInFlight[d]) waitFollows = true;
+    }
+    std::vector<Value*> inFlight; // issued, yielded only, retired by the next wait
+    for (size_t d = 0; d < plan.dots.size(); ++d) {
+      Op* dot = plan.dots[d];
+      const bool first = d == 0;
+      const bool last = d + 1 == plan.dots.size();
       Block mid;
       b.setInsertionBlock(&mid);
       b.setLoc(dot->loc());
@@ -1264,16 +1423,36 @@ private:
       if (transposed != plan.copyTransposed[which]) bv = localTrans(b, bv);
       Value* issued = b.create1(OpCode::AsyncDot, {a, bv, dot->operand(2)}, dot->result()->type(),
                                 asyncDotAttrs(*dot));
+      if (leftInFlight[d]) {
+        // The yield names the MMA in flight; the wait that retires it renames it there.
+        replaceAllUses(body, dot->result(), issued);
+        if (!last) inFlight.push_back(issued);
+        ir::spliceOps(mid, body, ir::positionOf(body, dot));
+        erase(body, dot);
+        continue;
+      }
       ValueMap map;
-      if (first) map = refill(b, plan, p, dot->loc());
-      Op* wait = b.create(OpCode::AsyncDotWait, {issued}, {issued->type()},
+      if (first && carried < 0) map = refill(b, plan, p, dot->loc());
+      std::vector<Value*> waited{issued};
+      if (first && carried >= 0) waited.push_back(body.arg(static_cast<unsigned>(carried) + 1));
+      waited.insert(waited.end(), inFlight.begin(), inFlight.end());
+      std::vector<Type> waitedTypes;
+      for (Value* w : waited) waitedTypes.push_back(w->type());
+      Op* wait = b.create(OpCode::AsyncDotWait, waited, waitedTypes,
                           {ir::attr::AsyncDotWait::make::pendings(0)});
       wait->result()->name = dot->result()->name;
       replaceAllUses(body, dot->result(), wait->result());
+      for (unsigned w = 1; w < waited.size(); ++w) {
+        wait->result(w)->name = waited[w]->name;
+        replaceAllUses(body, waited[w], wait->result(w));
+      }
+      inFlight.clear();
+      if (first && carried >= 0) map = refill(b, plan, p, dot->loc());
       if (first) yieldPipeline(b, plan, p, map);
       ir::spliceOps(mid, body, ir::positionOf(body, dot));
       erase(body, dot);
     }
+    if (carried >= 0) retireAfterLoop(b, loop, static_cast<unsigned>(carried));
     for (const Op* t : plan.loadTransposes) erase(body, t);
     erase(body, plan.loads[0]);
     erase(body, plan.loads[1]);
@@ -1360,7 +1539,12 @@ private:
     unsigned slotResult;
   };
   std::vector<TmaRing> tmaRings_;
-  std::unordered_map<const Value*, Value*> tmaQViews_;
+  /// Q's buffer of a TMA attention loop, by Q, with the block it is ready in (the loop's).
+  struct QBuffer {
+    Value* view;
+    const Block* block;
+  };
+  std::unordered_map<const Value*, QBuffer> tmaQViews_;
   /// The buffers rewriteMultiDot stored loop-invariant dot operands into, by operand, with
   /// their storage-alias ids; and the bytes of each of its alias regions so far.
   struct StagedInvariant {

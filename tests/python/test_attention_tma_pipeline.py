@@ -70,12 +70,34 @@ def test_pipelined_tma_attention_in_interpreter(heads, n_ctx, causal, stages):
     loops = 2 if causal else 1
     assert ir.count(" = dot ") == 0, ir
     assert ir.count("async_dot ") == 2 * loops
-    assert ir.count("async_desc_load ") == 2 * 3 * loops  # two ahead in the prologue, one in the loop
+    # Q once, then K and V: two ahead in the prologue, one in the loop.
+    assert ir.count("async_desc_load ") == 1 + 2 * 3 * loops
     assert ir.count(f"local_alloc {{storage = \"smem\"}} : buffer<1x{block_m}x{d}xfp16, smem>") == 1
-    # K and V: one ring of barriers and buffers, which causal attention's second loop reuses.
-    assert ir.count("alloc_barriers") == 2
+    # Q's barrier; K and V: one ring of barriers and buffers, which causal attention's second
+    # loop reuses.
+    assert ir.count("alloc_barriers") == 3
     assert ir.count(f"local_alloc {{storage = \"smem\"}} : buffer<3x{block_n}x{d}xfp16, smem>") == 2
     ref, lse_ref = reference(q, k, v, causal, sm_scale)
+    np.testing.assert_allclose(o.astype(np.float64), ref, atol=2e-3, rtol=2e-2)
+    np.testing.assert_allclose(lse, lse_ref, atol=1e-3, rtol=1e-3)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_pipelined_tma_attention_two_warp_groups_in_interpreter(causal):
+    # With two warp groups each retires only its own MMAs: the copies that overwrite the slot
+    # the other group's P @ V read wait for a CTA barrier (the interpreter reports the race
+    # otherwise).
+    rng = np.random.default_rng(5)
+    heads, n_ctx, d, block_m, block_n = 1, 256, 16, 128, 16
+    q, k, v = (rng.standard_normal((heads, n_ctx, d)).astype(np.float16) for _ in range(3))
+    o = np.zeros_like(q)
+    lse = np.zeros((heads, n_ctx), np.float32)
+    dq, dk, dv, do = descriptors(q, k, v, o, block_m, block_n)
+    compiled = attention_tma_fwd[(n_ctx // block_m, heads)](
+        dq, dk, dv, do, lse, 0.5, heads, n_ctx, HEAD_DIM=d, BLOCK_M=block_m, BLOCK_N=block_n,
+        CAUSAL=causal, num_warps=8, num_stages=3)
+    assert compiled.interpret and compiled.kernel.tile_ir.count("async_dot ") == 2 * (1 + causal)
+    ref, lse_ref = reference(q, k, v, causal, 0.5)
     np.testing.assert_allclose(o.astype(np.float64), ref, atol=2e-3, rtol=2e-2)
     np.testing.assert_allclose(lse, lse_ref, atol=1e-3, rtol=1e-3)
 
@@ -126,8 +148,53 @@ def test_tutorial_configuration_compiles_without_spills(stages, causal):
     # registers themselves: no copy of it (128 movs) at the end of the iteration.
     ptx = kernel.ptx
     for end in re.finditer(r"bra\.uni (\$L_for_\d+);", ptx):
-        tail = ptx[ptx.rindex("wgmma.wait_group", 0, end.start()):end.start()]
+        tail = ptx[ptx.rindex("wgmma.commit_group", 0, end.start()):end.start()]
         assert tail.count("mov.f32") <= 8, tail
+
+
+def loop_bodies(ptx):
+    """Each `for` loop of the PTX, from its label to its back edge."""
+    return [ptx[ptx.index(m.group(1) + ":"):m.end()]
+            for m in re.finditer(r"bra\.uni (\$L_for_\d+);", ptx)]
+
+
+@needs_ptxas
+@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+def test_p_v_retired_by_the_next_iterations_wait(head_dim, causal):
+    # Triton's schedule: P @ V stays in flight into the next iteration, where one wgmma wait
+    # retires it with S = Q K^T; the copies into the slot it read go out after that wait.
+    ptx = compile_sm90a(head_dim, 128, 64, 3, 4, causal).kernel.ptx
+    bodies = loop_bodies(ptx)
+    assert len(bodies) == (2 if causal else 1)
+    for body in bodies:
+        assert body.count("wgmma.wait_group") == 1, body
+        assert body.index("wgmma.wait_group") < body.index("cp.async.bulk.tensor")
+        assert body.count("wgmma.commit_group") == 2
+    # The last P @ V of each loop is retired after it, before the next loop or the epilogue's
+    # stores read the accumulator.
+    for end in re.finditer(r"(\$L_endfor_\d+):", ptx):
+        after = ptx[end.end():]
+        limit = min(after.find(m) for m in ("$L_for_", "st.shared") if m in after)
+        assert after.index("wgmma.wait_group.sync.aligned 0;") < limit, after
+
+
+@needs_ptxas
+@pytest.mark.parametrize("head_dim", [64, 128])
+@pytest.mark.parametrize("causal", [False, True])
+def test_q_arrives_by_tma_into_its_buffer(head_dim, causal):
+    # Q goes by TMA straight into its swizzled buffer (as Triton does), not through registers
+    # and a store: no shared-memory traffic of the threads before the first loop, and no
+    # staging tile beside Q's buffer.
+    kernel = compile_sm90a(head_dim, 128, 64, 3, 4, causal).kernel
+    assert "local_store" not in kernel.tile_ir
+    prologue = kernel.ptx[:kernel.ptx.index("$L_for_")]
+    assert "st.shared" not in prologue and "ld.shared" not in prologue
+    tile = 128 * head_dim * 2
+    ring = 3 * 2 * 64 * head_dim * 2
+    assert kernel.shared_bytes <= tile + ring + 2048, kernel.shared_bytes
+    params = {name: ty for name, ty, _, _ in kernel.params}
+    assert "swizzle=128" in params["q_desc"], params
 
 
 # ---- the same kernel over descriptors made in the kernel (tensor maps the kernel writes) ----
@@ -147,7 +214,7 @@ def test_device_descriptor_attention_in_interpreter(heads, n_ctx, causal):
     loops = 2 if causal else 1
     # K and V arrive by TMA through the maps made before the loops, as with host descriptors.
     assert ir.count("make_desc") == 4
-    assert ir.count("async_desc_load ") == 2 * 3 * loops and ir.count(" = dot ") == 0
+    assert ir.count("async_desc_load ") == 1 + 2 * 3 * loops and ir.count(" = dot ") == 0
     ref, lse_ref = reference(q, k, v, causal, 0.5)
     np.testing.assert_allclose(o.astype(np.float64), ref, atol=2e-3, rtol=2e-2)
     np.testing.assert_allclose(lse, lse_ref, atol=1e-3, rtol=1e-3)

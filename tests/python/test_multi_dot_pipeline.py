@@ -199,6 +199,29 @@ def test_dkdv_like_loop_copies_qT_transposed():
     assert r.stdout.count("ld.global") == 2
 
 
+def loop_body(ptx):
+    """The PTX of the kernel's one `for` loop, from its label to its back edge."""
+    import re
+    m = re.search(r"bra\.uni (\$L_for_\d+);", ptx)
+    return ptx[ptx.index(m.group(1) + ":"):m.end()]
+
+
+def test_dkdv_like_loop_retires_accumulators_lazily():
+    # dV and dK are only carried: dV's MMA is retired by dP^T's wait, dK's by the next
+    # iteration's first wait (the copies into the slot it reads go out after that wait), and
+    # the last one after the loop. Two wgmma waits per iteration, not four (Triton's schedule).
+    r = wwc(__file__, "--kernel", "dkdv_like_kernel", "--signature",
+            "k_ptr:*fp16:16,q_ptr:*fp16:16,do_ptr:*fp16:16,out_ptr:*fp32:16,ITERS:i32,N=64,D=32,"
+            "M=16", "--target", "sm_90a", "--num-warps", 4, "--num-stages", 3, "--emit", "ptx")
+    assert r.returncode == 0, r.stderr
+    body = loop_body(r.stdout)
+    assert body.count("wgmma.commit_group") == 4
+    assert body.count("wgmma.wait_group") == 2, body
+    assert body.index("wgmma.wait_group") < body.index("cp.async.ca.shared.global")
+    after = r.stdout[r.stdout.index("$L_endfor_"):]
+    assert after.index("wgmma.wait_group.sync.aligned 0;") < after.index("st.global")
+
+
 @pytest.mark.parametrize("iters,num_stages", [(1, 3), (5, 4)])
 def test_two_loops_in_interpreter(rng, iters, num_stages):
     M, D, N = 64, 32, 32
