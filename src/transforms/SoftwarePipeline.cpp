@@ -1390,13 +1390,21 @@ private:
     // the next dot's wait in the iteration, or, for the last dot, by the first dot's wait in
     // the next iteration (carriedInFlight; the copies then go out after that wait, since the
     // MMA in flight reads slot (i - 1) mod S) and after the loop.
-    const int carried = plan.dots.size() > 1 && carriesInFlightCheaply(plan)
+    // Where the accumulators alone take more than half of a thread's registers (attention's
+    // backward at head dim 128: dK and dV 128 each), ptxas serializes the wgmmas anyway and
+    // MMAs left in flight only add spills: each is retired where it stands.
+    int64_t carriedRegs = 0;
+    for (const Op* dot : plan.dots)
+      if (onlyYielded(body, dot->result()))
+        carriedRegs += dot->result()->type().numElements() / (32 * fn_.numWarps);
+    const bool lazy = carriedRegs <= 128;
+    const int carried = lazy && plan.dots.size() > 1 && carriesInFlightCheaply(plan)
                             ? carriedInFlight(loop, plan.dots.back(), plan.dots.front())
                             : -1;
     // Which dots are left in flight: a middle one only when a later dot's wait retires it.
     std::vector<bool> leftInFlight(plan.dots.size(), false);
     bool waitFollows = carried < 0;
-    for (size_t d = plan.dots.size(); d-- > 1;) {
+    for (size_t d = plan.dots.size(); d-- > 1 && lazy;) {
       const bool last = d + 1 == plan.dots.size();
       leftInFlight[d] =
           last ? carried >= 0 : waitFollows && onlyYielded(body, plan.dots[d]->result());
