@@ -21,11 +21,16 @@ from attnregs_kernels import attention_tma_fwd  # noqa: E402
 DEV = "cuda"
 
 
-@pytest.mark.parametrize("head_dim,block_m,block_n", [(128, 128, 64), (64, 64, 32)])
+@pytest.mark.parametrize("head_dim,block_m,block_n,warps", [
+    (128, 128, 64, 4), (64, 64, 32, 4),
+    (64, 128, 64, 4),    # tutorial 06's D64 choice: P @ V retired by the next wait for S
+    (128, 128, 128, 8),  # two warp groups: the copies wait for the other group's P @ V
+])
 @pytest.mark.parametrize("stages", [2, 3])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("heads,n_ctx", [(2, 128), (3, 1024)])
-def test_attention_tma_matches_torch(head_dim, block_m, block_n, stages, causal, heads, n_ctx):
+def test_attention_tma_matches_torch(head_dim, block_m, block_n, warps, stages, causal, heads,
+                                     n_ctx):
     if torch.cuda.get_device_capability()[0] != 9:
         pytest.skip("the TMA pipeline is built for sm_90a")
     torch.manual_seed(0)
@@ -39,7 +44,7 @@ def test_attention_tma_matches_torch(head_dim, block_m, block_n, stages, causal,
     sm_scale = 1 / math.sqrt(head_dim)
     attention_tma_fwd[(n_ctx // block_m, heads)](*descs, lse, sm_scale, heads, n_ctx,
                                                  HEAD_DIM=head_dim, BLOCK_M=block_m,
-                                                 BLOCK_N=block_n, CAUSAL=causal, num_warps=4,
+                                                 BLOCK_N=block_n, CAUSAL=causal, num_warps=warps,
                                                  num_stages=stages)
     ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(),
                                                            is_causal=causal, scale=sm_scale)
