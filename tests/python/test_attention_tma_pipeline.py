@@ -239,3 +239,58 @@ def test_device_descriptor_attention_is_pipelined_with_tma(causal):
     assert "ld.global" not in ptx and "cp.async.cg" not in ptx
     assert "mbarrier.try_wait.parity" in ptx[first_loop:]
     assert kernel.global_scratch_size == 4 * 128
+
+
+# ---- Q read by the loop's TMA copy and, through the same descriptor, by a desc_load ----
+
+
+@ww.jit
+def attention_q_kept(q_desc, k_desc, v_desc, o_desc, N_CTX, HEAD_DIM: ww.language.constexpr,
+                     BLOCK_M: ww.language.constexpr, BLOCK_N: ww.language.constexpr):
+    tl = ww.language
+    row = tl.program_id(0) * BLOCK_M
+    q = q_desc.load([row, 0])
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
+    l_i = tl.full([BLOCK_M], 1.0, tl.float32)
+    for start in range(0, N_CTX, BLOCK_N):
+        s = tl.dot(q, k_desc.load([start, 0]).T)
+        m_ij = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.math.exp2(s - m_ij[:, None])
+        alpha = tl.math.exp2(m_i - m_ij)
+        acc = tl.dot(p.to(tl.float16), v_desc.load([start, 0]), acc * alpha[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        m_i = m_ij
+    o_desc.store([row, 0], (acc / l_i[:, None] + q.to(tl.float32)).to(tl.float16))
+
+
+def test_q_kept_in_registers_too():
+    # Q also read after the loop: its desc_load stays beside the TMA copy into Q's buffer and
+    # reads the tile in the swizzle that copy fixed for the descriptor.
+    n, d, bm, bn = 128, 64, 64, 32
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((n, d)).astype(np.float16) for _ in range(3))
+    o = np.zeros_like(q)
+    descs = [ww.TensorDescriptor.from_tensor(t, [b, d]) for t, b in ((q, bm), (k, bn), (v, bn),
+                                                                     (o, bm))]
+    compiled = attention_q_kept[(n // bm,)](*descs, n, HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn,
+                                            num_warps=4, num_stages=3)
+    ir = compiled.kernel.tile_ir
+    assert ir.count(" = desc_load ") == 1 and ir.count("async_desc_load ") == 1 + 2 * 3
+    s = q.astype(np.float64) @ k.astype(np.float64).T
+    p = np.exp2(s - s.max(1, keepdims=True))  # the kernel's exp2 of unscaled scores
+    ref = (p / p.sum(1, keepdims=True)) @ v.astype(np.float64) + q
+    np.testing.assert_allclose(o.astype(np.float64), ref, atol=1e-2, rtol=1e-2)
+
+
+@needs_ptxas
+def test_q_kept_in_registers_compiles_with_one_swizzle():
+    x = np.zeros((1024, 64), np.float16)
+    d64 = ww.TensorDescriptor.from_tensor(x, [64, 64])
+    d32 = ww.TensorDescriptor.from_tensor(x, [32, 64])
+    values = attention_q_kept.bind((d64, d32, d32, d64, 1024),
+                                   dict(HEAD_DIM=64, BLOCK_M=64, BLOCK_N=32))
+    kernel = attention_q_kept.compile_for(values, False, (4, 3, 1), target="sm_90a").kernel
+    assert kernel.spill_bytes == 0
+    params = {name: ty for name, ty, _, _ in kernel.params}
+    assert "swizzle=128" in params["q_desc"], params
