@@ -290,9 +290,10 @@ private:
   void lowerTmemCopy(const ir::Op& op);
   /// The TMEM address of op's buffer (operand 0) at the lanes warp `warp` may access.
   std::string warpLanesAddress(const ir::Op& op, const std::string& warp);
-  /// A tensor-memory local_load into a kernel-given layout that keeps tcgen05's rows: one
-  /// tcgen05.ld .32x32b message per run of consecutive columns the thread holds.
-  void lowerTmemLoadColumns(const ir::Op& op, const layout::TmemColumnBits& bits);
+  /// A tensor-memory local_load into / local_store from a layout that keeps tcgen05's rows (a
+  /// kernel-given one): one tcgen05.ld / tcgen05.st .32x32b message per run of consecutive
+  /// 32-bit columns the thread holds.
+  void lowerTmemColumns(const ir::Op& op, const layout::TmemColumnBits& bits);
   /// tcgen05_mma and tcgen05_commit.
   void lowerTcgen05(const ir::Op& op);
   /// tlx.tmem_copy of block scales: tcgen05.cp ... 32x128b.warpx4 (TlxTcgen05Scaled.cpp).

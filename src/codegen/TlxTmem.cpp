@@ -327,12 +327,15 @@ void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
   const LinearLayout l = layout::tmemRegisterLayout(bt.shape, warps());
   // A load the kernel gave another layout (tlx.local_load's layout=) reads in tcgen05's and
   // converts below (layout assignment planned the conversion's scratch at this op).
+  // A store of a value in a layout that keeps tcgen05's rows writes its column runs as they are
+  // (layout assignment let it keep that layout); any other stored value came converted.
   const LinearLayout& wanted = load ? layoutOf(value) : operandLayoutOf(op, 1);
-  if (!(wanted == l) && !(load && ir::attr::LocalLoad::hasLayout(op)))
-    throw std::logic_error("codegen: a TMEM load / store value not in the tcgen05 layout");
-  if (!(wanted == l))
+  if (!(wanted == l)) {
     if (auto bits = layout::tmemColumnBits(wanted, bt.shape, ir::byteWidth(bt.elem)))
-      return lowerTmemLoadColumns(op, *bits);
+      return lowerTmemColumns(op, *bits);
+    if (!(load && ir::attr::LocalLoad::hasLayout(op)))
+      throw std::logic_error("codegen: a TMEM load / store value not in the tcgen05 layout");
+  }
   // Each thread's row and its warp group's columns. [128, N]: .32x32b, row 32 (w % 4) + lane,
   // the group's columns in order. [64, N]: .16x32bx2, row 16 (w % 4) + lane % 16 in lane
   // 32 (w % 4) + lane % 16 (the PTX ISA's layout F), threads 16-31 the second half of the
@@ -424,49 +427,101 @@ void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
   b_.inst("tcgen05.fence::after_thread_sync", {});
 }
 
-void FunctionLowering::lowerTmemLoadColumns(const ir::Op& op, const layout::TmemColumnBits& bits) {
+void FunctionLowering::lowerTmemColumns(const ir::Op& op, const layout::TmemColumnBits& bits) {
   // Register r holds column col(r) (the OR of its set bits' columns) of the thread's row, plus
-  // its warp group's column offset; runs of consecutive columns go in one message each.
+  // its warp group's column offset. 16-bit / 8-bit elements go 2 / 4 to a 32-bit column (the
+  // lower element column in the lower bits), all of them the thread's (tmemColumnBits); runs
+  // of consecutive 32-bit columns go in one message each.
+  const bool load = op.code() == OpCode::LocalLoad;
+  const DType elem = op.operand(0)->type().elem;
+  const int bytes = ir::byteWidth(elem);
+  const int32_t pack = 4 / bytes;
   const int32_t numRegs = int32_t(1) << bits.reg.size();
   std::vector<int32_t> colOf(size_t(numRegs), 0);
   for (int32_t r = 0; r < numRegs; ++r)
     for (size_t i = 0; i < bits.reg.size(); ++i)
       if ((r >> i) & 1) colOf[size_t(r)] |= bits.reg[i];
-  std::vector<int32_t> order(static_cast<size_t>(numRegs));
-  for (int32_t r = 0; r < numRegs; ++r) order[size_t(r)] = r;
-  std::sort(order.begin(), order.end(),
-            [&](int32_t a, int32_t b) { return colOf[size_t(a)] < colOf[size_t(b)]; });
+  std::map<int32_t, int32_t> regOfCol; // the thread's element columns in order
+  for (int32_t r = 0; r < numRegs; ++r) regOfCol[colOf[size_t(r)]] = r;
+  // The thread's 32-bit columns in order, each with its elements' registers (lowest first).
+  std::vector<int32_t> wordCol;
+  std::vector<std::vector<int32_t>> wordRegs;
+  for (auto [col, r] : regOfCol) {
+    if (col % pack == 0) {
+      wordCol.push_back(col / pack);
+      wordRegs.emplace_back();
+    }
+    wordRegs.back().push_back(r);
+  }
   std::string warp = b_.pure("shr.u32", RegClass::B32, {tid(), "5"});
   std::string addr = warpLanesAddress(op, warp);
   for (size_t i = 0; i < bits.warpGroup.size(); ++i) {
     std::string bit = b_.pure("bfe.u32", RegClass::B32, {warp, immInt(int64_t(i) + 2), "1"});
-    addr = b_.pure("mad.lo.s32", RegClass::B32, {bit, immInt(bits.warpGroup[i]), addr});
+    addr = b_.pure("mad.lo.s32", RegClass::B32, {bit, immInt(bits.warpGroup[i] / pack), addr});
   }
-  const RegClass rc = regClassOf(op.result()->type().elem, false);
-  Regs regs(static_cast<size_t>(numRegs));
-  for (auto& r : regs) r = b_.newReg(rc);
+  const RegClass rc = regClassOf(elem, false);
+  Regs regs; // the thread's elements, by register of the layout
+  Regs words(wordCol.size());
+  if (load) {
+    regs.resize(size_t(numRegs));
+    for (auto& r : regs) r = b_.newReg(rc);
+    for (auto& w : words) w = bytes == 4 ? std::string() : b_.newReg(RegClass::B32);
+  } else {
+    for (const std::string& s : operand(op, 1)) regs.push_back(b_.materialize(s, rc));
+  }
+  // The 32-bit word of 32-bit column j of the thread: the element itself, or two / four packed.
+  auto word = [&](size_t j) -> std::string {
+    const std::vector<int32_t>& e = wordRegs[j];
+    if (bytes == 4) return regs.at(size_t(e[0]));
+    if (load) return words[j];
+    if (bytes == 1) {
+      std::string x[4];
+      for (int i = 0; i < 4; ++i) x[i] = regs.at(size_t(e[size_t(i)]));
+      return packBytes(b_, x);
+    }
+    std::string w = b_.newReg(RegClass::B32);
+    b_.inst("mov.b32", {w, "{" + regs.at(size_t(e[0])) + ", " + regs.at(size_t(e[1])) + "}"});
+    return w;
+  };
+  if (!load) barrier(); // the agent's earlier accesses to the tile are done (as local_store's)
   b_.inst("tcgen05.fence::after_thread_sync", {});
   const int64_t message =
       maxRegisters_ > 0
           ? std::min<int64_t>(128,
                               int64_t(std::bit_floor(uint64_t(std::max(1, maxRegisters_ - 32)))))
           : 128;
-  for (int32_t k = 0; k < numRegs;) {
-    int32_t run = 1; // consecutive columns from order[k] on
-    while (k + run < numRegs &&
-           colOf[size_t(order[size_t(k + run)])] == colOf[size_t(order[size_t(k)])] + run)
-      ++run;
-    int64_t n = std::min<int64_t>(message, int64_t(std::bit_floor(uint32_t(run))));
-    int32_t col = colOf[size_t(order[size_t(k)])];
+  const size_t numWords = wordCol.size();
+  for (size_t k = 0; k < numWords;) {
+    size_t run = 1; // consecutive 32-bit columns from k on
+    while (k + run < numWords && wordCol[k + run] == wordCol[k] + int32_t(run)) ++run;
+    const size_t n = std::min<size_t>(size_t(message), std::bit_floor(run));
     std::string list = "{";
-    for (int64_t j = 0; j < n; ++j) list += (j ? ", " : "") + regs[size_t(order[size_t(k + j)])];
+    for (size_t j = 0; j < n; ++j) list += (j ? ", " : "") + word(k + j);
     list += "}";
+    const int32_t col = wordCol[k];
     std::string at = col ? b_.pure("add.u32", RegClass::B32, {addr, immInt(col)}) : addr;
-    b_.inst("tcgen05.ld.sync.aligned.32x32b.x" + std::to_string(n) + ".b32", {list, bracketed(at)});
-    k += int32_t(n);
+    const std::string shape = ".sync.aligned.32x32b.x" + std::to_string(n) + ".b32";
+    if (load)
+      b_.inst("tcgen05.ld" + shape, {list, bracketed(at)});
+    else
+      b_.inst("tcgen05.st" + shape, {bracketed(at), list});
+    k += n;
   }
-  b_.inst("tcgen05.wait::ld.sync.aligned", {});
+  b_.inst(load ? "tcgen05.wait::ld.sync.aligned" : "tcgen05.wait::st.sync.aligned", {});
   b_.inst("tcgen05.fence::before_thread_sync", {});
+  if (!load) {
+    // The stores are visible to the thread that issues the next MMA only after the agent meets.
+    barrier();
+    b_.inst("tcgen05.fence::after_thread_sync", {});
+    return;
+  }
+  for (size_t j = 0; bytes == 2 && j < numWords; ++j)
+    b_.inst("mov.b32",
+            {"{" + regs.at(size_t(wordRegs[j][0])) + ", " + regs.at(size_t(wordRegs[j][1])) + "}",
+             words[j]});
+  for (size_t j = 0; bytes == 1 && j < numWords; ++j)
+    for (int i = 0; i < 4; ++i)
+      unpackByte(b_, words[j], i, regs.at(size_t(wordRegs[j][size_t(i)])));
   return bind(op.result(), std::move(regs));
 }
 

@@ -789,9 +789,16 @@ private:
       if (const LinearLayout* l = layoutOf(op.operand(2))) require(op, 1, *l);
       return;
     case OpCode::LocalStore:
-      // tcgen05.st takes each thread's row of the tile (Blackwell tensor memory).
+      // tcgen05.st takes each thread's row of the tile (Blackwell tensor memory): a value in a
+      // layout that keeps those rows (a kernel-given one, tmemColumnBits) is stored as it is,
+      // in messages per run of its columns; others convert to tcgen05's layout first.
       if (op.operand(0)->type().space == ir::MemorySpace::Tmem && isTensor(op.operand(1))) {
-        require(op, 1, tmemRegisterLayout(op.operand(1)->type().shape, numWarps()));
+        const ir::Value* v = op.operand(1);
+        const LinearLayout* have = isDeferred(v) ? nullptr : layoutOf(v);
+        if (have && !ir::isTmemScaleTile(op.operand(0)->type()) &&
+            tmemColumnBits(*have, v->type().shape, v->type().elemBytes()))
+          return;
+        require(op, 1, tmemRegisterLayout(v->type().shape, numWarps()));
         return;
       }
       break;

@@ -167,7 +167,8 @@ LinearLayout flatOffsetLayout(const std::vector<int64_t>& shape,
 
 std::optional<TmemColumnBits> tmemColumnBits(const LinearLayout& l,
                                              const std::vector<int64_t>& shape, int elemBytes) {
-  if (shape.size() != 2 || shape[0] != 128 || elemBytes != 4 || l.numOutDims() != 2 ||
+  if (shape.size() != 2 || shape[0] != 128 ||
+      (elemBytes != 1 && elemBytes != 2 && elemBytes != 4) || l.numOutDims() != 2 ||
       l.getInDimSizeLog2(kLane) != 5 || l.getInDimSizeLog2(kWarp) < 2)
     return std::nullopt;
   for (int i = 0; i < 5; ++i)
@@ -186,6 +187,9 @@ std::optional<TmemColumnBits> tmemColumnBits(const LinearLayout& l,
     if (!column(l.getBasis(kRegister, i), out.reg)) return std::nullopt;
   for (int i = 2; i < l.getInDimSizeLog2(kWarp); ++i)
     if (!column(l.getBasis(kWarp, i), out.warpGroup)) return std::nullopt;
+  // The columns one 32-bit column packs (bits below 4 / elemBytes) are the thread's own.
+  for (int32_t bit = 1; bit < 4 / elemBytes; bit <<= 1)
+    if (std::find(out.reg.begin(), out.reg.end(), bit) == out.reg.end()) return std::nullopt;
   return out;
 }
 

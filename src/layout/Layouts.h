@@ -55,11 +55,13 @@ LinearLayout flatOffsetLayout(const std::vector<int64_t>& shape,
                               const std::vector<int64_t>& laneOffsets,
                               const std::vector<int64_t>& warpOffsets);
 
-/// How tcgen05.ld .32x32b reads a [128, N] tile of 32-bit elements straight into layout `l`:
-/// possible when lane i of warp w holds row 32 (w % 4) + i (the rows tcgen05 gives a warp) and
-/// the register bits and the warp bits past the first two each pick one column bit (all
-/// distinct). Then the columns of the register bits and of the warp-group bits; nullopt
-/// otherwise (the load reads in tmemRegisterLayout and converts).
+/// How tcgen05.ld / tcgen05.st .32x32b move a [128, N] tile of tensor memory straight to / from
+/// layout `l`: possible when lane i of warp w holds row 32 (w % 4) + i (the rows tcgen05 gives a
+/// warp) and the register bits and the warp bits past the first two each pick one column bit
+/// (all distinct). 16-bit and 8-bit elements go 2 / 4 to a 32-bit column, so the columns one
+/// such column packs must be one thread's registers (register bits for columns 1, and 2 for
+/// 8-bit). Then the element columns of the register bits and of the warp-group bits; nullopt
+/// otherwise (the copy goes through tmemRegisterLayout and converts).
 struct TmemColumnBits {
   std::vector<int32_t> reg;       // per register bit
   std::vector<int32_t> warpGroup; // per warp bit from the third on

@@ -1593,3 +1593,36 @@ TEST(LayoutAssignmentOnKernels, KeyChoicesOnRealKernels) {
 }
 
 } // namespace
+
+// tcgen05.ld / st .32x32b move a [128, N] tensor-memory tile straight to / from a layout that keeps
+// tcgen05's rows; 16-bit and 8-bit elements pack 2 / 4 to a 32-bit column, and those columns must
+// be one thread's registers.
+TEST(TmemColumnBits, KeepsRowsAndPackedColumnsInOneThread) {
+  // [128, 64] over 8 warps: lanes and warp bits 0-1 on rows, warp bit 2 on column 16, the
+  // registers on columns 1, 2, 4, 8 and 32 (flat offsets row * 64 + column).
+  LinearLayout separable =
+      flatOffsetLayout({128, 64}, {1, 2, 4, 8, 32}, {64, 128, 256, 512, 1024}, {2048, 4096, 16});
+  for (int bytes : {1, 2, 4}) {
+    auto bits = tmemColumnBits(separable, {128, 64}, bytes);
+    ASSERT_TRUE(bits) << bytes;
+    EXPECT_EQ(bits->reg, (std::vector<int32_t>{1, 2, 4, 8, 32}));
+    EXPECT_EQ(bits->warpGroup, (std::vector<int32_t>{16}));
+  }
+  // Column 1 on the warp group bit: 32-bit elements go column by column; packed ones cannot.
+  LinearLayout splitPairs =
+      flatOffsetLayout({128, 64}, {2, 4, 8, 16, 32}, {64, 128, 256, 512, 1024}, {2048, 4096, 1});
+  EXPECT_TRUE(tmemColumnBits(splitPairs, {128, 64}, 4));
+  EXPECT_FALSE(tmemColumnBits(splitPairs, {128, 64}, 2));
+  EXPECT_FALSE(tmemColumnBits(splitPairs, {128, 64}, 1));
+  // Column 2 on the warp group bit: 16-bit elements pack columns 0-1 in a thread, 8-bit not.
+  LinearLayout splitQuads =
+      flatOffsetLayout({128, 64}, {1, 4, 8, 16, 32}, {64, 128, 256, 512, 1024}, {2048, 4096, 2});
+  EXPECT_TRUE(tmemColumnBits(splitQuads, {128, 64}, 2));
+  EXPECT_FALSE(tmemColumnBits(splitQuads, {128, 64}, 1));
+  // Lanes along the columns do not keep tcgen05's rows; neither do 64-row tiles.
+  LinearLayout columnLanes =
+      flatOffsetLayout({128, 64}, {64, 128, 256, 512, 1024}, {1, 2, 4, 8, 16}, {2048, 4096, 32});
+  EXPECT_FALSE(tmemColumnBits(columnLanes, {128, 64}, 4));
+  EXPECT_EQ(tmemColumnBits(tmemRegisterLayout({128, 64}, 8), {128, 64}, 2)->reg.size(), 5u);
+  EXPECT_FALSE(tmemColumnBits(tmemRegisterLayout({64, 64}, 4), {64, 64}, 4));
+}

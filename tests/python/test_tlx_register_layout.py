@@ -4,6 +4,7 @@ CuTe-style thread-value layout). The interpreter gives the same values as a plai
 tensor memory) is accepted by ptxas; layouts the compiler cannot honour are errors at their
 line. No GPU ran any of this."""
 import importlib
+import re
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,20 @@ def test_tensor_memory_load_in_a_layout_keeps_values(interpret, mode):
     out = np.zeros_like(x)
     lk.tmem_load_in_layout[(1,)](x, out, MODE=mode, num_warps=8)
     np.testing.assert_array_equal(out, x * 3)
+
+
+@pytest.mark.parametrize("dtype", ["tl.float32", "tl.bfloat16", "tl.float8e4nv"])
+@pytest.mark.parametrize("mode", [1, 2, 3])
+def test_tensor_memory_store_in_a_layout_keeps_values(interpret, mode, dtype):
+    # Values k / 8 for k < 16 are exact in every DTYPE (doubled too).
+    x = (np.arange(128 * 64, dtype=np.float32).reshape(128, 64) % 16) / 8
+    import warpweave.language as tl
+    dt = {"tl.float32": tl.float32, "tl.bfloat16": tl.bfloat16, "tl.float8e4nv": tl.float8e4nv}
+    given, default = np.zeros_like(x), np.zeros_like(x)
+    lk.tmem_store_in_layout[(1,)](x, given, MODE=mode, DTYPE=dt[dtype], num_warps=8)
+    lk.tmem_store_in_layout[(1,)](x, default, MODE=0, DTYPE=dt[dtype], num_warps=8)
+    np.testing.assert_array_equal(given, default)
+    np.testing.assert_array_equal(given, x * 3)
 
 
 # ---- PTX ----
@@ -87,6 +102,68 @@ def test_tensor_memory_load_in_another_layout_converts(ptxas):
     ptx = tmem_ptx(2)
     assert "tcgen05.ld.sync.aligned.32x32b.x32.b32" in ptx
     assert ptx.count("bar.sync") > tmem_ptx(0).count("bar.sync")
+    ptxas(ptx, arch="sm_100a")
+
+
+def store_ptx(mode, dtype):
+    return ptx_text(compile_kernel("tmem_store_in_layout",
+                                   f"x_ptr:*fp32:16,out_ptr:*fp32:16,MODE={mode},DTYPE={dtype}",
+                                   "sm_100a", 8))
+
+
+def tcgen05_stores(ptx):
+    # (message shape, the address register's column offset expression) of each tcgen05.st.
+    return re.findall(r"tcgen05\.st\.sync\.aligned\.(\w+)\.(x\d+)\.b32 \[(%r\d+)\]", ptx)
+
+
+def column_offsets(ptx, stores):
+    # The immediate each store's address adds to the thread's base address (0 when none).
+    adds = dict(re.findall(r"add\.u32\s+(%r\d+),\s*%r\d+,\s*(\d+);", ptx))
+    return [int(adds.get(reg, 0)) for _, _, reg in stores]
+
+
+@pytest.mark.parametrize("dtype,n,cols", [
+    # SEPARABLE: the thread's columns 0-15 and 32-47 (its warp group's 16 further along).
+    ("tl.float32", "x16", [0, 32]),
+    ("tl.bfloat16", "x8", [0, 16]),     # two to a 32-bit column
+    ("tl.float8e4nv", "x4", [0, 8]),    # four to a 32-bit column
+])
+def test_tensor_memory_store_in_a_separable_layout_writes_its_column_runs(ptxas, dtype, n, cols):
+    ptx = store_ptx(1, dtype)
+    stores = tcgen05_stores(ptx)
+    # The first store (x from tl.load, in the compiler's layout) is one .x32 / x16 / x8 message;
+    # the layout-given store writes the two runs with no conversion through shared memory.
+    given = stores[1:]
+    assert [s[:2] for s in given] == [("32x32b", n)] * 2, stores
+    assert column_offsets(ptx, given) == cols
+    assert ptx.count("bar.sync") == store_ptx(0, dtype).count("bar.sync")
+    # The second warp group's 16 element columns further along, in 32-bit columns.
+    wg = 16 * {"tl.float32": 4, "tl.bfloat16": 2, "tl.float8e4nv": 1}[dtype] // 4
+    assert re.search(rf"mad\.lo\.s32 %r\d+, %r\d+, {wg}, ", ptx)
+    ptxas(ptx, arch="sm_100a")
+
+
+@pytest.mark.parametrize("mode,dtype", [(2, "tl.float32"), (3, "tl.bfloat16"),
+                                        (3, "tl.float8e4nv")])
+def test_tensor_memory_store_in_another_layout_converts(ptxas, mode, dtype):
+    # Lanes along the columns (mode 2), or a 32-bit column's 16-bit / 8-bit elements split
+    # between warp groups (mode 3): converted to tcgen05's layout through shared memory, then
+    # one message per thread like the compiler's own store.
+    ptx = store_ptx(mode, dtype)
+    default = store_ptx(0, dtype)
+    assert [s[:2] for s in tcgen05_stores(ptx)] == [s[:2] for s in tcgen05_stores(default)]
+    assert ptx.count("bar.sync") > default.count("bar.sync")
+    ptxas(ptx, arch="sm_100a")
+
+
+def test_tensor_memory_store_of_single_columns_in_a_layout(ptxas):
+    # 32-bit elements in SPLIT_PAIRS: each thread's columns are every other one, one-column
+    # messages, no conversion.
+    ptx = store_ptx(3, "tl.float32")
+    given = tcgen05_stores(ptx)[1:]
+    assert [s[:2] for s in given] == [("32x32b", "x1")] * 32
+    assert sorted(column_offsets(ptx, given)) == list(range(0, 64, 2))
+    assert ptx.count("bar.sync") == store_ptx(0, "tl.float32").count("bar.sync")
     ptxas(ptx, arch="sm_100a")
 
 

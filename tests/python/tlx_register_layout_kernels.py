@@ -42,3 +42,28 @@ def tmem_load_in_layout(x_ptr, out_ptr, MODE: tl.constexpr):
     else:
         v = tlx.local_load(tile, layout=COLUMN_LANES)
     tl.store(out_ptr + offs, v * 2.0 + tl.load(x_ptr + offs))
+# [128, 64] over 8 warps with the warp group bit on column 1 and the registers on columns 2-32:
+# tcgen05 could write 32-bit elements so (runs of one column), but 16-bit and 8-bit ones pack
+# columns 0-1 (and 2-3) into one 32-bit column that this layout splits between warp groups.
+SPLIT_PAIRS = tlx.layout(shape=((32, 4, 2), (32, )), stride=((64, 2048, 1), (2, )))
+
+
+@ww.jit
+def tmem_store_in_layout(x_ptr, out_ptr, MODE: tl.constexpr, DTYPE: tl.constexpr):
+    # Loads x from tensor memory in a layout (MODE 0: the compiler's own), stores it, cast to
+    # DTYPE and doubled, to a second tile of tensor memory in that layout, reads that back in
+    # the compiler's layout and writes it plus x.
+    offs = tl.arange(0, 128)[:, None] * 64 + tl.arange(0, 64)[None, :]
+    src = tlx.local_view(tlx.local_alloc((128, 64), tl.float32, 1, tlx.storage_kind.tmem), 0)
+    dst = tlx.local_view(tlx.local_alloc((128, 64), DTYPE, 1, tlx.storage_kind.tmem), 0)
+    tlx.local_store(src, tl.load(x_ptr + offs))
+    if MODE == 0:
+        v = tlx.local_load(src)
+    elif MODE == 1:
+        v = tlx.local_load(src, layout=SEPARABLE)
+    elif MODE == 2:
+        v = tlx.local_load(src, layout=COLUMN_LANES)
+    else:
+        v = tlx.local_load(src, layout=SPLIT_PAIRS)
+    tlx.local_store(dst, (v * 2.0).to(DTYPE))
+    tl.store(out_ptr + offs, tlx.local_load(dst).to(tl.float32) + tl.load(x_ptr + offs))
