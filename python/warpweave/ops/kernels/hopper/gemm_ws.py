@@ -24,9 +24,12 @@ elements of shared memory instead of 2 * 64 * BLOCK_N: at 128x256x64, EPI_SUBTIL
 for NUM_STAGES=4 (4 * 48 KB of stages + 32 KB of chunks). The epilogue buffers are separate from
 the ring, so the producer fills stages of the next tile while the consumers store this one.
 
-The producer's k-step (load_stage), a consumer's K loop (mma_tile) and its epilogue store
-(store_tile) are helpers that the fp8 GEMM (scaled_mm_ws.py) shares; their B_KMAJOR option
-(B^T tiles [BLOCK_N, BLOCK_K], handed to wgmma as their local_trans) is for its 8-bit operands.
+The shared memory (alloc_ring), the producer's k-step (load_stage), a consumer's K loop
+(mma_tile) and its epilogue store (store_tile) are helpers that the fp8 GEMM (scaled_mm_ws.py)
+shares, and all but load_stage the grouped GEMM (grouped_mm_ws.py); their B_KMAJOR option (B^T
+tiles [BLOCK_N, BLOCK_K], handed to wgmma as their local_trans) is for 8-bit operands and
+K-major expert weights. The producer's wait for a free stage (acquire_stage) is the ping-pong
+kernel's too.
 
 Clusters of two CTAs (launch with ctas_per_cga=(2, 1, 1) and an even grid) share one operand
 through multicast TMA, halving its L2-to-SM traffic:
@@ -96,6 +99,47 @@ def store_chunk(c_desc, c_bufs, value, buf_index, off_m, off_n, ROWS: tl.constex
     else:
         tlx.local_store(buf, value)
     tlx.async_descriptor_store(c_desc, buf, [off_m, off_n])
+
+
+@ww.jit
+def alloc_ring(a_dtype: tl.constexpr, b_dtype: tl.constexpr, c_dtype: tl.constexpr,
+               HALF_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+               NUM_STAGES: tl.constexpr, B_KMAJOR: tl.constexpr, READERS: tl.constexpr,
+               EPI_SUBTILE: tl.constexpr):
+    """The cooperative kernels' shared memory: a_bufs, b_bufs, full_bars, empty_bars, c_bufs.
+    Stage s of the NUM_STAGES ring holds A halves 2s (rows of consumer 0) and 2s + 1 (consumer 1)
+    and B tile s ([BLOCK_K, BLOCK_N], or with B_KMAJOR B^T's [BLOCK_N, BLOCK_K]); full_bars[s]
+    take the producer's one arrival, empty_bars[s] READERS (the consumer warp groups that read
+    the stage). c_bufs are store_tile's: one [HALF_M, BLOCK_N] buffer per consumer with
+    EPI_SUBTILE = 1, else two chunk buffers [HALF_M, BLOCK_N // EPI_SUBTILE] per consumer;
+    None with EPI_SUBTILE = 0 (C stored without shared memory)."""
+    a_bufs = tlx.local_alloc((HALF_M, BLOCK_K), a_dtype, NUM_STAGES * 2)
+    if B_KMAJOR:
+        b_bufs = tlx.local_alloc((BLOCK_N, BLOCK_K), b_dtype, NUM_STAGES)
+    else:
+        b_bufs = tlx.local_alloc((BLOCK_K, BLOCK_N), b_dtype, NUM_STAGES)
+    full_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
+    empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=READERS)
+    c_bufs = None
+    if EPI_SUBTILE == 1:
+        c_bufs = tlx.local_alloc((HALF_M, BLOCK_N), c_dtype, 2)
+    elif EPI_SUBTILE > 1:
+        c_bufs = tlx.local_alloc((HALF_M, BLOCK_N // EPI_SUBTILE), c_dtype, 4)
+    return a_bufs, b_bufs, full_bars, empty_bars, c_bufs
+
+
+@ww.jit
+def acquire_stage(full_bars, empty_bars, step, NUM_STAGES: tl.constexpr,
+                  STAGE_BYTES: tl.constexpr):
+    """The producer's k-step `step`: waits until the consumers released its stage (step %
+    NUM_STAGES; the first trip around the ring passes at once), then expects the stage's
+    STAGE_BYTES on its full barrier; returns the stage and that barrier for the loads."""
+    stage = step % NUM_STAGES
+    trip_parity = (step // NUM_STAGES) & 1
+    tlx.barrier_wait(tlx.local_view(empty_bars, stage), trip_parity ^ 1)
+    full = tlx.local_view(full_bars, stage)
+    tlx.barrier_expect_bytes(full, STAGE_BYTES)
+    return stage, full
 
 
 @ww.jit
@@ -381,7 +425,6 @@ def gemm_ws_kernel(a_desc, b_desc, c_desc, M, N, K,
     tl.static_assert(EPI_SUBTILE == 1 or EPI_SUBTILE == 2 or EPI_SUBTILE == 4 or
                      EPI_SUBTILE == 8)
     HALF_M: tl.constexpr = BLOCK_M // 2
-    EPI_N: tl.constexpr = BLOCK_N // EPI_SUBTILE
     dtype: tl.constexpr = tlx.dtype_of(a_desc)
     STAGE_BYTES: tl.constexpr = (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * tlx.size_of(dtype)
 
@@ -396,17 +439,11 @@ def gemm_ws_kernel(a_desc, b_desc, c_desc, M, N, K,
     first_work = tl.program_id(0) // CLUSTER
     rank = tl.program_id(0) % CLUSTER  # the CTA's rank in its (1-D) cluster
 
-    # Stage s holds A halves 2s (rows of consumer 0) and 2s + 1 (consumer 1) and B tile s.
-    a_bufs = tlx.local_alloc((HALF_M, BLOCK_K), dtype, NUM_STAGES * 2)
-    b_bufs = tlx.local_alloc((BLOCK_K, BLOCK_N), dtype, NUM_STAGES)
-    full_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
-    empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=2 * CLUSTER)
     c_dtype: tl.constexpr = tlx.dtype_of(c_desc)
-    if SMEM_EPILOGUE:
-        if EPI_SUBTILE == 1:
-            c_bufs = tlx.local_alloc((HALF_M, BLOCK_N), c_dtype, 2)
-        else:
-            c_bufs = tlx.local_alloc((HALF_M, EPI_N), c_dtype, 4)  # two per consumer
+    # In a 2-CTA cluster both CTAs' consumers read each stage (the peer's producer writes it).
+    a_bufs, b_bufs, full_bars, empty_bars, c_bufs = alloc_ring(
+        dtype, dtype, c_dtype, HALF_M, BLOCK_N, BLOCK_K, NUM_STAGES, False, 2 * CLUSTER,
+        EPI_SUBTILE if SMEM_EPILOGUE else 0)
 
     with tlx.async_tasks():
         with tlx.async_task("default", registers=40):
@@ -417,11 +454,8 @@ def gemm_ws_kernel(a_desc, b_desc, c_desc, M, N, K,
                 off_m = (cluster_m * CLUSTER_M + rank % CLUSTER_M) * BLOCK_M
                 off_n = (cluster_n * CLUSTER_N + rank // CLUSTER_M) * BLOCK_N
                 for k in range(0, num_k):
-                    stage = step % NUM_STAGES
-                    trip_parity = (step // NUM_STAGES) & 1
-                    tlx.barrier_wait(tlx.local_view(empty_bars, stage), trip_parity ^ 1)
-                    full = tlx.local_view(full_bars, stage)
-                    tlx.barrier_expect_bytes(full, STAGE_BYTES)
+                    stage, full = acquire_stage(full_bars, empty_bars, step, NUM_STAGES,
+                                                STAGE_BYTES)
                     load_stage(a_desc, b_desc, a_bufs, b_bufs, full, stage, off_m, off_n,
                                k * BLOCK_K, rank, HALF_M, BLOCK_N, BLOCK_K, CLUSTER_M, CLUSTER_N,
                                False)

@@ -41,6 +41,7 @@ import warpweave.language as tl
 from warpweave import tlx
 
 from ..matmul import grouped_tile
+from .gemm_ws import acquire_stage
 
 
 @ww.jit
@@ -74,11 +75,8 @@ def gemm_ws_pingpong_kernel(a_desc, b_desc, c_desc, M, N, K,
                 off_m = pid_m * BLOCK_M
                 off_n = pid_n * BLOCK_N
                 for k in range(0, num_k):
-                    stage = step % NUM_STAGES
-                    trip_parity = (step // NUM_STAGES) & 1
-                    tlx.barrier_wait(tlx.local_view(empty_bars, stage), trip_parity ^ 1)
-                    full = tlx.local_view(full_bars, stage)
-                    tlx.barrier_expect_bytes(full, STAGE_BYTES)
+                    stage, full = acquire_stage(full_bars, empty_bars, step, NUM_STAGES,
+                                                STAGE_BYTES)
                     off_k = k * BLOCK_K
                     tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, stage),
                                               [off_m, off_k], full)

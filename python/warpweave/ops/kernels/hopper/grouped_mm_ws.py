@@ -45,7 +45,7 @@ import warpweave as ww
 import warpweave.language as tl
 from warpweave import tlx
 
-from .gemm_ws import mma_tile, rastered_tile, split_columns, store_tile
+from .gemm_ws import alloc_ring, mma_tile, rastered_tile, split_columns, store_tile
 
 
 @ww.jit
@@ -117,7 +117,6 @@ def grouped_mm_ws_kernel(a_desc, b_desc, c_desc, c_ptr, offs_ptr, G, M_total, N,
                          RASTER_N: tl.constexpr = False, B_KMAJOR: tl.constexpr = False):
     tl.static_assert(EPI_SUBTILE == 1 or EPI_SUBTILE == 2 or EPI_SUBTILE == 4)
     HALF_M: tl.constexpr = BLOCK_M // 2
-    EPI_N: tl.constexpr = BLOCK_N // EPI_SUBTILE
     dtype: tl.constexpr = tlx.dtype_of(a_desc)
     c_dtype: tl.constexpr = tlx.dtype_of(c_desc)
     STAGE_BYTES: tl.constexpr = (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * tlx.size_of(dtype)
@@ -126,18 +125,8 @@ def grouped_mm_ws_kernel(a_desc, b_desc, c_desc, c_ptr, offs_ptr, G, M_total, N,
     num_k = tl.cdiv(K, BLOCK_K)
     num_work = (tl.cdiv(M_total, BLOCK_M) + G) * num_pid_n  # a bound: see the docstring
 
-    # Stage s holds A halves 2s (rows of consumer 0) and 2s + 1 (consumer 1) and B tile s.
-    a_bufs = tlx.local_alloc((HALF_M, BLOCK_K), dtype, NUM_STAGES * 2)
-    if B_KMAJOR:
-        b_bufs = tlx.local_alloc((BLOCK_N, BLOCK_K), dtype, NUM_STAGES)
-    else:
-        b_bufs = tlx.local_alloc((BLOCK_K, BLOCK_N), dtype, NUM_STAGES)
-    full_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
-    empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=2)
-    if EPI_SUBTILE == 1:
-        c_bufs = tlx.local_alloc((HALF_M, BLOCK_N), c_dtype, 2)
-    else:
-        c_bufs = tlx.local_alloc((HALF_M, EPI_N), c_dtype, 4)  # two per consumer
+    a_bufs, b_bufs, full_bars, empty_bars, c_bufs = alloc_ring(
+        dtype, dtype, c_dtype, HALF_M, BLOCK_N, BLOCK_K, NUM_STAGES, B_KMAJOR, 2, EPI_SUBTILE)
 
     with tlx.async_tasks():
         with tlx.async_task("default", registers=40):

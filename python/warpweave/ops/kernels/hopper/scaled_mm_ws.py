@@ -49,95 +49,109 @@ import warpweave as ww
 import warpweave.language as tl
 from warpweave import tlx
 
-from .gemm_ws import (add_partial, issue_stage, load_stage, mma_tile, mma_tile_rest,
+from .gemm_ws import (add_partial, alloc_ring, issue_stage, load_stage, mma_tile, mma_tile_rest,
                       mma_tile_split, pack_pairs, rastered_tile, store_tile)
 
 
-@ww.jit
-def row_scales(scale_a_ptr, scale_a, M, off_m, HALF_M: tl.constexpr, ROWWISE_A: tl.constexpr):
-    """scale_a for a consumer's rows from off_m: per row (masked at M) or the per-tensor one."""
-    if ROWWISE_A:
-        rows = off_m + tl.arange(0, HALF_M)
-        scale_a = tl.load(scale_a_ptr + rows, mask=rows < M, other=0.0)
-    return scale_a
+# The epilogue helpers take what stays the same across a consumer's tiles as two tuples the
+# consumer builds once: `epi` (run-time values) = (c_desc, c_bufs, half, scale_a_ptr,
+# scale_b_ptr, bias_ptr, M, N, num_pid_m, num_pid_n, scale_a, scale_b), scale_a and scale_b the
+# per-tensor scales; EPI (compile-time) = (BLOCK_M, BLOCK_N, GROUP_M, NUM_SMS, RASTER_N,
+# EPI_SUBTILE, ROWWISE_A, ROWWISE_B, HAS_BIAS). A helper reads EPI's elements one by one (`X:
+# tl.constexpr = EPI[i]`): a tuple assignment would make run-time values of them.
 
 
 @ww.jit
-def column_scales(scale_b_ptr, scale_b, N, off_n, COLS: tl.constexpr, ROWWISE_B: tl.constexpr):
-    """scale_b for COLS columns from off_n: per column (masked at N) or the per-tensor one."""
-    if ROWWISE_B:
-        cols = off_n + tl.arange(0, COLS)
-        scale_b = tl.load(scale_b_ptr + cols, mask=cols < N, other=0.0)
-    return scale_b
+def scale_vector(ptr, value, bound, off, SIZE: tl.constexpr, LOAD: tl.constexpr):
+    """With LOAD, the SIZE values at ptr from off on (0.0 from `bound` on), else `value`: a
+    consumer's per-row scale_a, a tile's per-column scale_b or its bias, or the per-tensor scale
+    (0.0 for no bias)."""
+    if LOAD:
+        idx = off + tl.arange(0, SIZE)
+        value = tl.load(ptr + idx, mask=idx < bound, other=0.0)
+    return value
 
 
 @ww.jit
-def column_bias(bias_ptr, N, off_n, COLS: tl.constexpr, HAS_BIAS: tl.constexpr):
-    """The bias of COLS columns from off_n in its own dtype (masked at N), 0.0 without one."""
-    bias = 0.0
-    if HAS_BIAS:
-        cols = off_n + tl.arange(0, COLS)
-        bias = tl.load(bias_ptr + cols, mask=cols < N, other=0.0)
-    return bias
-
-
-@ww.jit
-def scaled_tile(acc, sa, sb, bias, scale_a_ptr, scale_b_ptr, bias_ptr, M, N, off_m, off_n,
-                HALF_M: tl.constexpr, COLS: tl.constexpr, ROWWISE_A: tl.constexpr,
-                ROWWISE_B: tl.constexpr, HAS_BIAS: tl.constexpr, LOADED: tl.constexpr):
-    """A consumer's fp32 tile acc [HALF_M, COLS] at [off_m, off_n] times its scales, plus the
-    bias, in fp32 (not yet rounded to C's dtype). LOADED: sa, sb and bias are the tile's
-    (row_scales, column_scales, column_bias); else sa and sb are the per-tensor scales and each
-    vector is loaded where it is used (fewer registers live)."""
+def scaled_tile(epi, EPI: tl.constexpr, acc, sa, sb, bias, off_m, off_n, COLS: tl.constexpr,
+                LOADED: tl.constexpr):
+    """A consumer's fp32 tile acc [BLOCK_M // 2, COLS] at [off_m, off_n] times its scales, plus
+    the bias, in fp32 (not yet rounded to C's dtype). LOADED: sa, sb and bias are the tile's
+    (scale_vector's); else sa and sb are the per-tensor scales and each vector is loaded where it
+    is used (fewer registers live)."""
+    (c_desc, c_bufs, half, scale_a_ptr, scale_b_ptr, bias_ptr, M, N, num_pid_m, num_pid_n,
+     scale_a, scale_b) = epi
+    HALF_M: tl.constexpr = EPI[0] // 2
+    ROWWISE_A: tl.constexpr = EPI[6]
+    ROWWISE_B: tl.constexpr = EPI[7]
+    HAS_BIAS: tl.constexpr = EPI[8]
     # The scales in torch._scaled_mm's order: (acc * scale_a) * scale_b.
     if not LOADED:
-        sa = row_scales(scale_a_ptr, sa, M, off_m, HALF_M, ROWWISE_A)
+        sa = scale_vector(scale_a_ptr, sa, M, off_m, HALF_M, ROWWISE_A)
     if ROWWISE_A:
         acc = acc * sa[:, None]
     else:
         acc = acc * sa
     if not LOADED:
-        sb = column_scales(scale_b_ptr, sb, N, off_n, COLS, ROWWISE_B)
+        sb = scale_vector(scale_b_ptr, sb, N, off_n, COLS, ROWWISE_B)
     if ROWWISE_B:
         acc = acc * sb[None, :]
     else:
         acc = acc * sb
     if HAS_BIAS:
         if not LOADED:
-            bias = column_bias(bias_ptr, N, off_n, COLS, HAS_BIAS)
+            bias = scale_vector(bias_ptr, 0.0, N, off_n, COLS, HAS_BIAS)
         acc = acc + bias.to(tl.float32)[None, :]
     return acc
 
 
 @ww.jit
-def epilogue(c_desc, c_bufs, acc, sa, sb, bias, scale_a_ptr, scale_b_ptr, bias_ptr, M, N, half,
-             off_m, off_n, HALF_M: tl.constexpr, COLS: tl.constexpr, EPI_SUBTILE: tl.constexpr,
-             ROWWISE_A: tl.constexpr, ROWWISE_B: tl.constexpr, HAS_BIAS: tl.constexpr,
-             LOADED: tl.constexpr, c_dtype: tl.constexpr):
-    """scaled_tile's result stored in EPI_SUBTILE chunks (store_tile)."""
-    c = scaled_tile(acc, sa, sb, bias, scale_a_ptr, scale_b_ptr, bias_ptr, M, N, off_m, off_n,
-                    HALF_M, COLS, ROWWISE_A, ROWWISE_B, HAS_BIAS, LOADED)
-    store_tile(c_desc, c_bufs, c.to(c_dtype), half, off_m, off_n, HALF_M, COLS, EPI_SUBTILE)
+def epilogue(epi, EPI: tl.constexpr, acc, sa, sb, bias, off_m, off_n, COLS: tl.constexpr,
+             SUBTILE: tl.constexpr, LOADED: tl.constexpr):
+    """scaled_tile's result rounded to C's dtype and stored in SUBTILE chunks (store_tile)."""
+    (c_desc, c_bufs, half, scale_a_ptr, scale_b_ptr, bias_ptr, M, N, num_pid_m, num_pid_n,
+     scale_a, scale_b) = epi
+    HALF_M: tl.constexpr = EPI[0] // 2
+    c = scaled_tile(epi, EPI, acc, sa, sb, bias, off_m, off_n, COLS, LOADED)
+    store_tile(c_desc, c_bufs, c.to(tlx.dtype_of(c_desc)), half, off_m, off_n, HALF_M, COLS,
+               SUBTILE)
 
 
 @ww.jit
-def finish_tile(c_desc, c_bufs, acc, step, num_k, scale_a, scale_b, scale_a_ptr, scale_b_ptr,
-                bias_ptr, M, N, num_pid_m, num_pid_n, half, BLOCK_M: tl.constexpr,
-                BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr, NUM_SMS: tl.constexpr,
-                EPI_SUBTILE: tl.constexpr, ROWWISE_A: tl.constexpr, ROWWISE_B: tl.constexpr,
-                HAS_BIAS: tl.constexpr, RASTER_N: tl.constexpr, c_dtype: tl.constexpr):
+def tile_offsets(epi, EPI: tl.constexpr, tile):
+    """The first row and column of the consumer's half of tile `tile` (rastered_tile's order)."""
+    (c_desc, c_bufs, half, scale_a_ptr, scale_b_ptr, bias_ptr, M, N, num_pid_m, num_pid_n,
+     scale_a, scale_b) = epi
+    BLOCK_M: tl.constexpr = EPI[0]
+    BLOCK_N: tl.constexpr = EPI[1]
+    GROUP_M: tl.constexpr = EPI[2]
+    RASTER_N: tl.constexpr = EPI[4]
+    pid_m, pid_n = rastered_tile(tile, num_pid_m, num_pid_n, GROUP_M, RASTER_N)
+    return pid_m * BLOCK_M + half * (BLOCK_M // 2), pid_n * BLOCK_N
+
+
+@ww.jit
+def tile_epilogue(epi, EPI: tl.constexpr, acc, tile):
+    """The epilogue of a whole tile with the per-tensor scales, each vector loaded where it is
+    used (STREAM's tiles, DEFER_STORE's last tile of a program, K = 0)."""
+    (c_desc, c_bufs, half, scale_a_ptr, scale_b_ptr, bias_ptr, M, N, num_pid_m, num_pid_n,
+     scale_a, scale_b) = epi
+    BLOCK_N: tl.constexpr = EPI[1]
+    EPI_SUBTILE: tl.constexpr = EPI[5]
+    off_m, off_n = tile_offsets(epi, EPI, tile)
+    epilogue(epi, EPI, acc, scale_a, scale_b, 0.0, off_m, off_n, BLOCK_N, EPI_SUBTILE, False)
+
+
+@ww.jit
+def finish_tile(epi, EPI: tl.constexpr, acc, step, num_k):
     """STREAM: after this program's k-step `step` was added into acc, the epilogue of its tile
     if that was the tile's last k-step (acc restarts from zero), else acc unchanged."""
+    BLOCK_M: tl.constexpr = EPI[0]
+    BLOCK_N: tl.constexpr = EPI[1]
+    NUM_SMS: tl.constexpr = EPI[3]
     if (step + 1) % num_k == 0:
-        HALF_M: tl.constexpr = BLOCK_M // 2
-        tile = tl.program_id(0) + (step // num_k) * NUM_SMS
-        pid_m, pid_n = rastered_tile(tile, num_pid_m, num_pid_n, GROUP_M, RASTER_N)
-        off_m = pid_m * BLOCK_M + half * HALF_M
-        off_n = pid_n * BLOCK_N
-        epilogue(c_desc, c_bufs, acc, scale_a, scale_b, 0.0, scale_a_ptr, scale_b_ptr, bias_ptr,
-                 M, N, half, off_m, off_n, HALF_M, BLOCK_N, EPI_SUBTILE, ROWWISE_A, ROWWISE_B,
-                 HAS_BIAS, False, c_dtype)
-        acc = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
+        tile_epilogue(epi, EPI, acc, tl.program_id(0) + (step // num_k) * NUM_SMS)
+        acc = tl.zeros([BLOCK_M // 2, BLOCK_N], dtype=tl.float32)
     return acc
 
 
@@ -157,7 +171,6 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
     tl.static_assert(not SPLIT_N or (not FAST_ACCUM and EPI_SUBTILE >= 4))
     tl.static_assert(not STREAM or not (FAST_ACCUM or SPLIT_N or EARLY_SCALES))
     HALF_M: tl.constexpr = BLOCK_M // 2
-    EPI_N: tl.constexpr = BLOCK_N // EPI_SUBTILE
     a_dtype: tl.constexpr = tlx.dtype_of(a_desc)
     b_dtype: tl.constexpr = tlx.dtype_of(bt_desc)
     c_dtype: tl.constexpr = tlx.dtype_of(c_desc)
@@ -173,14 +186,8 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
     num_tiles = num_pid_m * num_pid_n
 
     # Stage s holds A halves 2s (rows of consumer 0) and 2s + 1 (consumer 1) and B^T tile s.
-    a_bufs = tlx.local_alloc((HALF_M, BLOCK_K), a_dtype, NUM_STAGES * 2)
-    b_bufs = tlx.local_alloc((BLOCK_N, BLOCK_K), b_dtype, NUM_STAGES)
-    full_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=1)
-    empty_bars = tlx.alloc_barriers(num_barriers=NUM_STAGES, arrive_count=2)
-    if EPI_SUBTILE == 1:
-        c_bufs = tlx.local_alloc((HALF_M, BLOCK_N), c_dtype, 2)
-    else:
-        c_bufs = tlx.local_alloc((HALF_M, EPI_N), c_dtype, 4)  # two per consumer
+    a_bufs, b_bufs, full_bars, empty_bars, c_bufs = alloc_ring(
+        a_dtype, b_dtype, c_dtype, HALF_M, BLOCK_N, BLOCK_K, NUM_STAGES, True, 2, EPI_SUBTILE)
 
     with tlx.async_tasks():
         with tlx.async_task("default", registers=40):
@@ -207,6 +214,11 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
                 scale_a = tl.load(scale_a_ptr)
             if not ROWWISE_B:
                 scale_b = tl.load(scale_b_ptr)
+            # What the epilogue helpers share (see above them).
+            epi = (c_desc, c_bufs, half, scale_a_ptr, scale_b_ptr, bias_ptr, M, N, num_pid_m,
+                   num_pid_n, scale_a, scale_b)
+            EPI: tl.constexpr = (BLOCK_M, BLOCK_N, GROUP_M, NUM_SMS, RASTER_N, EPI_SUBTILE,
+                                 ROWWISE_A, ROWWISE_B, HAS_BIAS)
             step = 0
             if STREAM:
                 # Promoted accumulation over this program's k-steps of all its tiles as one
@@ -225,52 +237,28 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
                         even = issue_stage(a_bufs, b_bufs, full_bars, step + 1, half, even,
                                            False, NUM_STAGES, True)
                         acc, odd = add_partial(acc, odd, empty_bars, step, 0, 1, NUM_STAGES, 1)
-                        acc = finish_tile(c_desc, c_bufs, acc, step, num_k, scale_a, scale_b,
-                                          scale_a_ptr, scale_b_ptr, bias_ptr, M, N, num_pid_m,
-                                          num_pid_n, half, BLOCK_M, BLOCK_N, GROUP_M, NUM_SMS,
-                                          EPI_SUBTILE, ROWWISE_A, ROWWISE_B, HAS_BIAS, RASTER_N,
-                                          c_dtype)
+                        acc = finish_tile(epi, EPI, acc, step, num_k)
                         odd = issue_stage(a_bufs, b_bufs, full_bars, step + 2, half, odd, False,
                                           NUM_STAGES, True)
                         acc, even = add_partial(acc, even, empty_bars, step + 1, 0, 1,
                                                 NUM_STAGES, 1)
-                        acc = finish_tile(c_desc, c_bufs, acc, step + 1, num_k, scale_a,
-                                          scale_b, scale_a_ptr, scale_b_ptr, bias_ptr, M, N,
-                                          num_pid_m, num_pid_n, half, BLOCK_M, BLOCK_N, GROUP_M,
-                                          NUM_SMS, EPI_SUBTILE, ROWWISE_A, ROWWISE_B, HAS_BIAS,
-                                          RASTER_N, c_dtype)
+                        acc = finish_tile(epi, EPI, acc, step + 1, num_k)
                         step += 2
                     if total % 2 == 0:
                         even = issue_stage(a_bufs, b_bufs, full_bars, step + 1, half, even,
                                            False, NUM_STAGES, True)
                         acc, odd = add_partial(acc, odd, empty_bars, step, 0, 1, NUM_STAGES, 1)
-                        acc = finish_tile(c_desc, c_bufs, acc, step, num_k, scale_a, scale_b,
-                                          scale_a_ptr, scale_b_ptr, bias_ptr, M, N, num_pid_m,
-                                          num_pid_n, half, BLOCK_M, BLOCK_N, GROUP_M, NUM_SMS,
-                                          EPI_SUBTILE, ROWWISE_A, ROWWISE_B, HAS_BIAS, RASTER_N,
-                                          c_dtype)
+                        acc = finish_tile(epi, EPI, acc, step, num_k)
                         acc, even = add_partial(acc, even, empty_bars, step + 1, 0, 0,
                                                 NUM_STAGES, 1)
-                        acc = finish_tile(c_desc, c_bufs, acc, step + 1, num_k, scale_a,
-                                          scale_b, scale_a_ptr, scale_b_ptr, bias_ptr, M, N,
-                                          num_pid_m, num_pid_n, half, BLOCK_M, BLOCK_N, GROUP_M,
-                                          NUM_SMS, EPI_SUBTILE, ROWWISE_A, ROWWISE_B, HAS_BIAS,
-                                          RASTER_N, c_dtype)
+                        acc = finish_tile(epi, EPI, acc, step + 1, num_k)
                     else:
                         acc, odd = add_partial(acc, odd, empty_bars, step, 0, 0, NUM_STAGES, 1)
-                        acc = finish_tile(c_desc, c_bufs, acc, step, num_k, scale_a, scale_b,
-                                          scale_a_ptr, scale_b_ptr, bias_ptr, M, N, num_pid_m,
-                                          num_pid_n, half, BLOCK_M, BLOCK_N, GROUP_M, NUM_SMS,
-                                          EPI_SUBTILE, ROWWISE_A, ROWWISE_B, HAS_BIAS, RASTER_N,
-                                          c_dtype)
+                        acc = finish_tile(epi, EPI, acc, step, num_k)
                 if num_k == 0:
                     # K = 0: each tile is its scaled bias (or zeros).
                     for t in range(0, my_tiles):
-                        acc = finish_tile(c_desc, c_bufs, acc, t, 1, scale_a, scale_b,
-                                          scale_a_ptr, scale_b_ptr, bias_ptr, M, N, num_pid_m,
-                                          num_pid_n, half, BLOCK_M, BLOCK_N, GROUP_M, NUM_SMS,
-                                          EPI_SUBTILE, ROWWISE_A, ROWWISE_B, HAS_BIAS, RASTER_N,
-                                          c_dtype)
+                        acc = finish_tile(epi, EPI, acc, t, 1)
             elif DEFER_STORE:
                 # Fast accumulation, each tile's store deferred: once its accumulator is done,
                 # it is scaled and rounded to C's dtype (bf16 / fp16 pairs: half the registers),
@@ -288,13 +276,9 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
                         for tile in range(tl.program_id(0), num_tiles - NUM_SMS, NUM_SMS):
                             acc, step = mma_tile_rest(a_bufs, b_bufs, full_bars, empty_bars, acc,
                                                       step, num_k, half, 0, NUM_STAGES, 1, True)
-                            pid_m, pid_n = rastered_tile(tile, num_pid_m, num_pid_n, GROUP_M,
-                                                         RASTER_N)
-                            off_m = pid_m * BLOCK_M + half * HALF_M
-                            off_n = pid_n * BLOCK_N
-                            c = scaled_tile(acc, scale_a, scale_b, 0.0, scale_a_ptr, scale_b_ptr,
-                                            bias_ptr, M, N, off_m, off_n, HALF_M, BLOCK_N,
-                                            ROWWISE_A, ROWWISE_B, HAS_BIAS, False)
+                            off_m, off_n = tile_offsets(epi, EPI, tile)
+                            c = scaled_tile(epi, EPI, acc, scale_a, scale_b, 0.0, off_m, off_n,
+                                            BLOCK_N, False)
                             packed = pack_pairs(c, HALF_M, BLOCK_N, c_dtype, PACK_PTX)
                             acc = issue_stage(a_bufs, b_bufs, full_bars, step, half, acc, False,
                                               NUM_STAGES, True)
@@ -302,22 +286,11 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
                                        BLOCK_N, EPI_SUBTILE, True)
                         acc, step = mma_tile_rest(a_bufs, b_bufs, full_bars, empty_bars, acc,
                                                   step, num_k, half, 0, NUM_STAGES, 1, True)
-                        tile = tl.program_id(0) + (my_tiles - 1) * NUM_SMS
-                        pid_m, pid_n = rastered_tile(tile, num_pid_m, num_pid_n, GROUP_M,
-                                                     RASTER_N)
-                        epilogue(c_desc, c_bufs, acc, scale_a, scale_b, 0.0, scale_a_ptr,
-                                 scale_b_ptr, bias_ptr, M, N, half, pid_m * BLOCK_M +
-                                 half * HALF_M, pid_n * BLOCK_N, HALF_M, BLOCK_N, EPI_SUBTILE,
-                                 ROWWISE_A, ROWWISE_B, HAS_BIAS, False, c_dtype)
+                        tile_epilogue(epi, EPI, acc, tl.program_id(0) + (my_tiles - 1) * NUM_SMS)
                 else:
                     # K = 0: each tile is its scaled bias (or zeros).
                     for tile in range(tl.program_id(0), num_tiles, NUM_SMS):
-                        pid_m, pid_n = rastered_tile(tile, num_pid_m, num_pid_n, GROUP_M,
-                                                     RASTER_N)
-                        epilogue(c_desc, c_bufs, acc, scale_a, scale_b, 0.0, scale_a_ptr,
-                                 scale_b_ptr, bias_ptr, M, N, half, pid_m * BLOCK_M +
-                                 half * HALF_M, pid_n * BLOCK_N, HALF_M, BLOCK_N, EPI_SUBTILE,
-                                 ROWWISE_A, ROWWISE_B, HAS_BIAS, False, c_dtype)
+                        tile_epilogue(epi, EPI, acc, tile)
             else:
                 for tile in range(tl.program_id(0), num_tiles, NUM_SMS):
                     pid_m, pid_n = rastered_tile(tile, num_pid_m, num_pid_n, GROUP_M, RASTER_N)
@@ -326,19 +299,19 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
                         # main loop, which hides their latency (else the tile's epilogue waits).
                         off_m = pid_m * BLOCK_M + half * HALF_M
                         off_n = pid_n * BLOCK_N
-                        sa = row_scales(scale_a_ptr, scale_a, M, off_m, HALF_M, ROWWISE_A)
+                        sa = scale_vector(scale_a_ptr, scale_a, M, off_m, HALF_M, ROWWISE_A)
                         if SPLIT_N:
                             SPLIT_COLS: tl.constexpr = BLOCK_N // 2
-                            sb_l = column_scales(scale_b_ptr, scale_b, N, off_n, SPLIT_COLS,
-                                                 ROWWISE_B)
-                            bias_l = column_bias(bias_ptr, N, off_n, SPLIT_COLS, HAS_BIAS)
-                            sb_r = column_scales(scale_b_ptr, scale_b, N, off_n + SPLIT_COLS,
-                                                 SPLIT_COLS, ROWWISE_B)
-                            bias_r = column_bias(bias_ptr, N, off_n + SPLIT_COLS, SPLIT_COLS,
-                                                 HAS_BIAS)
+                            sb_l = scale_vector(scale_b_ptr, scale_b, N, off_n, SPLIT_COLS,
+                                                ROWWISE_B)
+                            bias_l = scale_vector(bias_ptr, 0.0, N, off_n, SPLIT_COLS, HAS_BIAS)
+                            sb_r = scale_vector(scale_b_ptr, scale_b, N, off_n + SPLIT_COLS,
+                                                SPLIT_COLS, ROWWISE_B)
+                            bias_r = scale_vector(bias_ptr, 0.0, N, off_n + SPLIT_COLS,
+                                                  SPLIT_COLS, HAS_BIAS)
                         else:
-                            sb = column_scales(scale_b_ptr, scale_b, N, off_n, BLOCK_N, ROWWISE_B)
-                            bias = column_bias(bias_ptr, N, off_n, BLOCK_N, HAS_BIAS)
+                            sb = scale_vector(scale_b_ptr, scale_b, N, off_n, BLOCK_N, ROWWISE_B)
+                            bias = scale_vector(bias_ptr, 0.0, N, off_n, BLOCK_N, HAS_BIAS)
                     else:
                         sa = scale_a
                         sb = scale_b
@@ -354,22 +327,16 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
                                                            BLOCK_K, NUM_STAGES, 1, True)
                         off_m = pid_m * BLOCK_M + half * HALF_M
                         off_n = pid_n * BLOCK_N
-                        epilogue(c_desc, c_bufs, left, sa, sb_l, bias_l, scale_a_ptr, scale_b_ptr,
-                                 bias_ptr, M, N, half, off_m, off_n, HALF_M, SPLIT_COLS,
-                                 EPI_SUBTILE // 2, ROWWISE_A, ROWWISE_B, HAS_BIAS, EARLY_SCALES,
-                                 c_dtype)
-                        epilogue(c_desc, c_bufs, right, sa, sb_r, bias_r, scale_a_ptr,
-                                 scale_b_ptr, bias_ptr, M, N, half, off_m, off_n + SPLIT_COLS,
-                                 HALF_M, SPLIT_COLS, EPI_SUBTILE // 2, ROWWISE_A, ROWWISE_B,
-                                 HAS_BIAS, EARLY_SCALES, c_dtype)
+                        epilogue(epi, EPI, left, sa, sb_l, bias_l, off_m, off_n, SPLIT_COLS,
+                                 EPI_SUBTILE // 2, EARLY_SCALES)
+                        epilogue(epi, EPI, right, sa, sb_r, bias_r, off_m, off_n + SPLIT_COLS,
+                                 SPLIT_COLS, EPI_SUBTILE // 2, EARLY_SCALES)
                     else:
                         acc, step = mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k,
                                              half, 0, HALF_M, BLOCK_N, NUM_STAGES, 1, True,
                                              not FAST_ACCUM)
                         off_m = pid_m * BLOCK_M + half * HALF_M
                         off_n = pid_n * BLOCK_N
-                        epilogue(c_desc, c_bufs, acc, sa, sb, bias, scale_a_ptr, scale_b_ptr,
-                                 bias_ptr, M, N, half, off_m, off_n, HALF_M, BLOCK_N,
-                                 EPI_SUBTILE, ROWWISE_A, ROWWISE_B, HAS_BIAS, EARLY_SCALES,
-                                 c_dtype)
+                        epilogue(epi, EPI, acc, sa, sb, bias, off_m, off_n, BLOCK_N, EPI_SUBTILE,
+                                 EARLY_SCALES)
             tlx.async_descriptor_store_wait(0)
