@@ -35,6 +35,22 @@ def grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_M: tl.constexpr):
 
 
 @ww.jit
+def wrapped_tile(M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """This program's tile (pid_m, pid_n), in grouped_tile's order, and its rows and columns
+    (offs_am, offs_bn) wrapped around (modulo M and N) instead of masked past the edge: the
+    loads stay in bounds and unmasked, and the store drops the duplicated results."""
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    pid_m, pid_n = grouped_tile(pid, num_pid_m, num_pid_n, GROUP_M)
+    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_am = tl.max_contiguous(tl.multiple_of(offs_am, BLOCK_M), BLOCK_M)
+    offs_bn = tl.max_contiguous(tl.multiple_of(offs_bn, BLOCK_N), BLOCK_N)
+    return pid_m, pid_n, offs_am, offs_bn
+
+
+@ww.jit
 def leaky_relu(x, slope: tl.constexpr = 0.01):
     return tl.where(x >= 0, x, slope * x)
 
@@ -44,17 +60,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
                   stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   GROUP_M: tl.constexpr, ACTIVATION: tl.constexpr):
-    pid = tl.program_id(axis=0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    pid_m, pid_n = grouped_tile(pid, num_pid_m, num_pid_n, GROUP_M)
-
-    # Rows and columns past the edge wrap around (modulo) instead of being masked: the loads stay
-    # in bounds and unmasked, and the store below drops the duplicated results.
-    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
-    offs_am = tl.max_contiguous(tl.multiple_of(offs_am, BLOCK_M), BLOCK_M)
-    offs_bn = tl.max_contiguous(tl.multiple_of(offs_bn, BLOCK_N), BLOCK_N)
+    pid_m, pid_n, offs_am, offs_bn = wrapped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
     offs_k = tl.arange(0, BLOCK_K)
     a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
     b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)

@@ -35,7 +35,7 @@ Programs walk the output tiles in groups of GROUP_M tile-rows (kernels/matmul.py
 import warpweave as ww
 import warpweave.language as tl
 
-from .matmul import grouped_tile
+from .matmul import grouped_tile, wrapped_tile
 
 
 @ww.jit
@@ -44,17 +44,7 @@ def scaled_mm_kernel(a_ptr, b_ptr, c_ptr, scale_a_ptr, scale_b_ptr, bias_ptr, M,
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                      GROUP_M: tl.constexpr, ROWWISE_A: tl.constexpr, ROWWISE_B: tl.constexpr,
                      HAS_BIAS: tl.constexpr, FAST_ACCUM: tl.constexpr = False):
-    pid = tl.program_id(axis=0)
-    num_pid_m = tl.cdiv(M, BLOCK_M)
-    num_pid_n = tl.cdiv(N, BLOCK_N)
-    pid_m, pid_n = grouped_tile(pid, num_pid_m, num_pid_n, GROUP_M)
-
-    # Rows of A and columns of B past the edge wrap around (modulo) instead of being masked: the
-    # loads stay in bounds and unmasked along M and N; the store drops the duplicates.
-    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
-    offs_am = tl.max_contiguous(tl.multiple_of(offs_am, BLOCK_M), BLOCK_M)
-    offs_bn = tl.max_contiguous(tl.multiple_of(offs_bn, BLOCK_N), BLOCK_N)
+    pid_m, pid_n, offs_am, offs_bn = wrapped_tile(M, N, BLOCK_M, BLOCK_N, GROUP_M)
     offs_k = tl.arange(0, BLOCK_K)
     a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
     # [BLOCK_N, BLOCK_K] tiles of B^T: K-major, as wgmma wants 8-bit operands.

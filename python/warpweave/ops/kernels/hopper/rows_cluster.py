@@ -136,6 +136,22 @@ def softmax_stats_of_pairs(pairs, slot, slice_max, C: tl.constexpr, PEERS: tl.co
 
 
 @ww.jit
+def cluster_slice(n_rows, rows_per_cluster, n_cols, slice_cols, BLOCK: tl.constexpr,
+                  C: tl.constexpr):
+    """This CTA's part of the work: its rank in its cluster, the cluster's index and rows
+    [row_begin, row_end), and the columns of its slice of a row (cols, in BLOCK lanes) with their
+    mask (the lanes inside both the slice and the row)."""
+    rank = tlx.cluster_cta_rank()
+    cluster = tl.program_id(0) // C
+    row_begin = cluster * rows_per_cluster
+    row_end = tl.minimum(row_begin + rows_per_cluster, n_rows)
+    lanes = tl.arange(0, BLOCK)
+    cols = rank * slice_cols + lanes
+    mask = (lanes < slice_cols) & (cols < n_cols)
+    return rank, cluster, row_begin, row_end, cols, mask
+
+
+@ww.jit
 def _slice_of_row(ptr, row, row_end, stride, cols, mask, other):
     """This CTA's slice of row `row` (lanes past the slice or the row, and rows from row_end on,
     read `other`)."""
@@ -154,14 +170,9 @@ def softmax_cluster_kernel(out_ptr, in_ptr, scratch_ptr, in_row_stride, out_row_
                            rows_per_cluster, n_cols, slice_cols, BLOCK: tl.constexpr,
                            C: tl.constexpr, PEERS: tl.constexpr, ROWS_AHEAD: tl.constexpr = 1,
                            DEFER_STORE: tl.constexpr = False):
-    rank = tlx.cluster_cta_rank()
-    cluster = tl.program_id(0) // C
-    row_begin = cluster * rows_per_cluster
-    row_end = tl.minimum(row_begin + rows_per_cluster, n_rows)
-    lanes = tl.arange(0, BLOCK)
-    cols = rank * slice_cols + lanes
+    rank, cluster, row_begin, row_end, cols, mask = cluster_slice(n_rows, rows_per_cluster,
+                                                                  n_cols, slice_cols, BLOCK, C)
     # Padding lanes read -inf, so that they neither win the max nor add to the sum.
-    mask = (lanes < slice_cols) & (cols < n_cols)
     row = row_begin
     if ROWS_AHEAD >= 1:
         x_a = _slice_of_row(in_ptr, row, row_end, in_row_stride, cols, mask, -float("inf"))
@@ -214,13 +225,8 @@ def layernorm_fwd_cluster_kernel(x_ptr, y_ptr, w_ptr, b_ptr, mean_ptr, rstd_ptr,
                                  stride, n_rows, rows_per_cluster, n_cols, slice_cols, eps,
                                  BLOCK: tl.constexpr, C: tl.constexpr, PEERS: tl.constexpr,
                                  ROWS_AHEAD: tl.constexpr = 1, DEFER_STORE: tl.constexpr = False):
-    rank = tlx.cluster_cta_rank()
-    cluster = tl.program_id(0) // C
-    row_begin = cluster * rows_per_cluster
-    row_end = tl.minimum(row_begin + rows_per_cluster, n_rows)
-    lanes = tl.arange(0, BLOCK)
-    cols = rank * slice_cols + lanes
-    mask = (lanes < slice_cols) & (cols < n_cols)
+    rank, cluster, row_begin, row_end, cols, mask = cluster_slice(n_rows, rows_per_cluster,
+                                                                  n_cols, slice_cols, BLOCK, C)
     # Each slice's column count weighs its mean in the combine; an empty slice's mean is 0 and
     # weighs nothing.
     count = tl.maximum(slice_counts(rank, slice_cols, n_cols), 1.0)
@@ -283,13 +289,8 @@ def layernorm_bwd_cluster_kernel(dx_ptr, dy_ptr, partial_dw_ptr, partial_db_ptr,
                                  C: tl.constexpr, PEERS: tl.constexpr,
                                  ROWS_AHEAD: tl.constexpr = 1, DEFER_STORE: tl.constexpr = False,
                                  DSMEM: tl.constexpr = False):
-    rank = tlx.cluster_cta_rank()
-    cluster = tl.program_id(0) // C
-    row_begin = cluster * rows_per_cluster
-    row_end = tl.minimum(row_begin + rows_per_cluster, n_rows)
-    lanes = tl.arange(0, BLOCK)
-    cols = rank * slice_cols + lanes
-    mask = (lanes < slice_cols) & (cols < n_cols)
+    rank, cluster, row_begin, row_end, cols, mask = cluster_slice(n_rows, rows_per_cluster,
+                                                                  n_cols, slice_cols, BLOCK, C)
     if DSMEM:
         pairs, pair_bars = exchange_slots(PEERS)
     dw_acc = tl.zeros([BLOCK], dtype=tl.float32)
