@@ -14,6 +14,10 @@ try:
 except ImportError:
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 
+# tools/cuda_stub: the stand-in CUDA driver and torch tensors (StandInTensor) that the tests of the
+# launch paths share with the host-cost tools.
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools", "cuda_stub"))
+
 
 @pytest.fixture
 def rng():

@@ -13,34 +13,19 @@ import pytest
 
 import warpweave as ww
 import warpweave.language as tl
+from cuda_stub import StandInDType, StandInTensor
 
 native = pytest.importorskip("warpweave._native")
 jitmod = importlib.import_module("warpweave.jit")
 descmod = importlib.import_module("warpweave.tensor_descriptor")
 
 
-class DType:
-    def __init__(self, name):
-        self.name = name
-
-    def __str__(self):
-        return f"torch.{self.name}"
+F16, F32 = StandInDType("float16"), StandInDType("float32")
 
 
-F16, F32 = DType("float16"), DType("float32")
-
-
-class CudaTensor:
-    """What the launch paths read of a CUDA torch tensor."""
-
-    is_cuda = True
-
-    def __init__(self, ptr, dtype=F16):
-        self.ptr = ptr
-        self.dtype = dtype
-
-    def data_ptr(self):
-        return self.ptr
+def tensor(address, dtype=F16):
+    """cuda_stub's stand-in of a CUDA torch tensor."""
+    return StandInTensor(address, dtype)
 
 
 def fake_map(address, dtype, shape, strides, block, swizzle):
@@ -72,26 +57,26 @@ def desc(t, block=(64, 64), shape=(256, 512), strides=(512, 1)):
 
 
 def test_an_unchanged_descriptor_reuses_its_map(encodes):
-    d = desc(CudaTensor(0x10000))
+    d = desc(tensor(0x10000))
     first = d.encode(128)
     assert d.encode(128) is first and len(encodes) == 1
     # New descriptor objects over the same tensor and geometry (a wrapper's next call) too.
-    assert desc(CudaTensor(0x10000)).encode(128) is first and len(encodes) == 1
+    assert desc(tensor(0x10000)).encode(128) is first and len(encodes) == 1
 
 
 @pytest.mark.parametrize("change", ["block_shape", "tensor", "dtype", "shape", "strides",
                                     "swizzle", "base_moved"])
 def test_any_change_of_what_decides_the_map_encodes_a_new_one(encodes, change):
-    t = CudaTensor(0x10000)
+    t = tensor(0x10000)
     d = desc(t)
     before = d.encode(128)
     swizzle = 128
     if change == "block_shape":
         d.block_shape = [32, 64]  # as a pre_hook does, on the same object
     elif change == "tensor":
-        d.base = CudaTensor(0x20000)
+        d.base = tensor(0x20000)
     elif change == "dtype":
-        d.base = CudaTensor(0x10000, F32)
+        d.base = tensor(0x10000, F32)
     elif change == "shape":
         d.shape = [128, 512]
     elif change == "strides":
@@ -99,7 +84,7 @@ def test_any_change_of_what_decides_the_map_encodes_a_new_one(encodes, change):
     elif change == "swizzle":
         swizzle = 64
     else:
-        t.ptr = 0x30000  # the same tensor object, now elsewhere (tensor.set_ / storage swap)
+        t.address = 0x30000  # the same tensor object, now elsewhere (tensor.set_ / storage swap)
     after = d.encode(swizzle)
     assert after != before and len(encodes) == 2
     assert after == fake_map(d.base.data_ptr(), d.dtype_sig, d.shape, d.strides, d.block_shape,
@@ -112,7 +97,7 @@ def test_any_change_of_what_decides_the_map_encodes_a_new_one(encodes, change):
 
 
 def test_switching_back_serves_the_earlier_map_without_encoding(encodes):
-    d = desc(CudaTensor(0x10000))
+    d = desc(tensor(0x10000))
     m64 = d.encode(128)
     d.block_shape = [128, 64]
     m128 = d.encode(128)
@@ -123,7 +108,7 @@ def test_switching_back_serves_the_earlier_map_without_encoding(encodes):
 
 
 def test_descriptor_construction_checks_its_arguments():
-    t = CudaTensor(0x10000)
+    t = tensor(0x10000)
     with pytest.raises(ValueError, match="must be positive"):
         desc(t, block=(64, 0))
     with pytest.raises(ValueError, match="same rank"):
@@ -213,7 +198,7 @@ TIMES = {}  # config BM -> the time the stand-in do_bench reports
 def launches(monkeypatch, encodes):
     rec = Recorder()
     monkeypatch.setattr(jitmod, "native", lambda: rec)
-    monkeypatch.setattr(jitmod, "_tensor_type", CudaTensor)
+    monkeypatch.setattr(jitmod, "_tensor_type", StandInTensor)
     monkeypatch.setattr(jitmod, "_stream_source", lambda: (lambda: 0, lambda dev: 77))
     monkeypatch.setenv("WARPWEAVE_TARGET", "sm_90a")
     monkeypatch.setenv("WARPWEAVE_CACHE_DISABLE", "1")
@@ -251,15 +236,15 @@ def wrapper(kernel, a, b, c, M=256, N=256, K=512):
 
 
 def maps_for(a, b, c, bm, M=256, N=256, K=512):
-    return (fake_map(a.ptr, "fp16", [M, K], [K, 1], [bm, 64], 128),
-            fake_map(b.ptr, "fp16", [K, N], [N, 1], [64, 128], 128),
-            fake_map(c.ptr, "fp16", [M, N], [N, 1], [bm, 128], 128))
+    return (fake_map(a.address, "fp16", [M, K], [K, 1], [bm, 64], 128),
+            fake_map(b.address, "fp16", [K, N], [N, 1], [64, 128], 128),
+            fake_map(c.address, "fp16", [M, N], [N, 1], [bm, 128], 128))
 
 
 def test_every_call_launches_with_the_pre_hooks_block_shapes(launches, encodes):
     TIMES.update({64: 2.0, 128: 1.0})
     kernel = tuned_kernel()
-    a, b, c = CudaTensor(0x10000), CudaTensor(0x20000), CudaTensor(0x30000)
+    a, b, c = tensor(0x10000), tensor(0x20000), tensor(0x30000)
     wrapper(kernel, a, b, c)  # tunes: BM=128 is faster
     assert kernel.best_config.kwargs["BM"] == 128
     tuning_calls = len(hook_calls)
@@ -278,13 +263,13 @@ def test_every_call_launches_with_the_pre_hooks_block_shapes(launches, encodes):
 def test_a_new_tensor_or_a_new_choice_gets_new_maps(launches, encodes):
     TIMES.update({64: 1.0, 128: 2.0})
     kernel = tuned_kernel()
-    a, b, c = CudaTensor(0x10000), CudaTensor(0x20000), CudaTensor(0x30000)
+    a, b, c = tensor(0x10000), tensor(0x20000), tensor(0x30000)
     wrapper(kernel, a, b, c)
     assert kernel.best_config.kwargs["BM"] == 64
     assert launches.launches[-1][2][:3] == maps_for(a, b, c, 64)
     # The output elsewhere (the allocator gave another block): its map follows, the others are
     # reused.
-    c2 = CudaTensor(0x40000)
+    c2 = tensor(0x40000)
     before = len(encodes)
     wrapper(kernel, a, b, c2)
     assert launches.launches[-1][2][:3] == maps_for(a, b, c2, 64)
@@ -303,10 +288,10 @@ def test_a_new_tensor_or_a_new_choice_gets_new_maps(launches, encodes):
 
 def test_the_autotuner_key_holds_tensor_dtypes_not_descriptors(launches):
     kernel = tuned_kernel()
-    named = {"a_desc": desc(CudaTensor(1)), "b_desc": CudaTensor(2, F32), "c_desc": None,
+    named = {"a_desc": desc(tensor(1)), "b_desc": tensor(2, F32), "c_desc": None,
              "M": 256, "N": 3.5, "K": True}
     assert kernel._key(named) == (256, 3.5, True, "torch.float32")
-    named["M"] = CudaTensor(3, F16)
+    named["M"] = tensor(3, F16)
     assert kernel._key(named) == ("torch.float16", 3.5, True, "torch.float32", "torch.float16")
 
 

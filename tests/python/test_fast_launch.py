@@ -1,11 +1,12 @@
 """The native fast launch path of @ww.jit (FastLauncher): it must give exactly the launches of
 the general path (same kernel, grid, stream and packed arguments), fall back for anything
 unusual, and key on everything that selects a specialization. Kernels are real native objects
-built from metadata; tensors are stand-ins and launches are recorded instead of reaching a GPU."""
+built from metadata; tensors are stand-ins (tools/cuda_stub's) and launches are recorded instead
+of reaching a GPU."""
 
 import importlib
 import json
-
+import os
 import sys
 
 import numpy as np
@@ -13,36 +14,25 @@ import pytest
 
 import warpweave as ww
 import warpweave.language as tl
+from cuda_stub import StandInCpuTensor, StandInDType, StandInTensor
 
 native = pytest.importorskip("warpweave._native")
 jitmod = importlib.import_module("warpweave.jit")
 descmod = importlib.import_module("warpweave.tensor_descriptor")
+# tools/cuda_stub, which conftest puts on sys.path (for the test's own subprocess).
+STUB_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools",
+                        "cuda_stub")
 
 
-class FakeDType:
-    def __init__(self, name):
-        self.name = name
-
-    def __str__(self):
-        return f"torch.{self.name}"
+F32, F16 = StandInDType("float32"), StandInDType("float16")
 
 
-F32, F16 = FakeDType("float32"), FakeDType("float16")
+def tensor(address, dtype=F32, cuda=True):
+    """cuda_stub's stand-in of a CUDA (cuda=False: CPU) torch tensor."""
+    return (StandInTensor if cuda else StandInCpuTensor)(address, dtype)
 
 
-class FakeCudaTensor:
-    is_cuda = True
-
-    def __init__(self, ptr, dtype=F32, cuda=True):
-        self.ptr = ptr
-        self.dtype = dtype
-        self.is_cuda = cuda
-
-    def data_ptr(self):
-        return self.ptr
-
-
-class FakeCudaSubclass(FakeCudaTensor):
+class TensorSubclass(StandInTensor):
     pass
 
 
@@ -164,7 +154,7 @@ def grid_of_n(meta):
 def env(monkeypatch):
     r = Recorder()
     monkeypatch.setattr(jitmod, "native", lambda: r)
-    monkeypatch.setattr(jitmod, "_tensor_type", FakeCudaTensor)
+    monkeypatch.setattr(jitmod, "_tensor_type", StandInTensor)
     r.device = 3  # torch's current device, as the stand-in stream source reports it
     monkeypatch.setattr(jitmod, "_stream_source", lambda: (lambda: r.device, lambda dev: 74 + dev))
     # TensorDescriptor.encode's own caching, over a stand-in for the driver's encode.
@@ -194,7 +184,7 @@ def env(monkeypatch):
 
 def test_second_launch_takes_the_fast_path_with_identical_arguments(env):
     rec, slow = env
-    x, y, o = FakeCudaTensor(0x10000), FakeCudaTensor(0x20000), FakeCudaTensor(0x30000)
+    x, y, o = tensor(0x10000), tensor(0x20000), tensor(0x30000)
     grid = lambda m: (ww.cdiv(m["n"], m["BLOCK"]),)
     c1 = add_kernel[grid](x, y, o, 1000, BLOCK=256)
     c2 = add_kernel[grid](x, y, o, 1000, BLOCK=256)
@@ -215,13 +205,13 @@ def test_second_launch_takes_the_fast_path_with_identical_arguments(env):
                                     "warps", "flag_true_vs_1"])
 def test_every_specialization_input_selects_a_new_kernel(env, change):
     rec, slow = env
-    x, y, o = FakeCudaTensor(0x10000), FakeCudaTensor(0x20000), FakeCudaTensor(0x30000)
+    x, y, o = tensor(0x10000), tensor(0x20000), tensor(0x30000)
     base = add_kernel[(1,)](x, y, o, 1000, BLOCK=256, FLAG=1)
     args = dict(x=x, n=1000, BLOCK=256, FLAG=1, opts={})
     if change == "misaligned":
-        args["x"] = FakeCudaTensor(0x10004)
+        args["x"] = tensor(0x10004)
     elif change == "dtype":
-        args["x"] = FakeCudaTensor(0x10000, F16)
+        args["x"] = tensor(0x10000, F16)
     elif change == "n16":
         args["n"] = 1024
     elif change == "n1":
@@ -246,7 +236,7 @@ def test_every_specialization_input_selects_a_new_kernel(env, change):
 
 def test_folded_int_is_not_passed(env):
     rec, _ = env
-    x = FakeCudaTensor(0x10000)
+    x = tensor(0x10000)
     add_kernel[(1,)](x, x, x, 1, BLOCK=64)
     add_kernel[(1,)](x, x, x, 1, BLOCK=64)
     assert rec.launches[-1][3] == (0x10000, 0x10000, 0x10000)
@@ -254,7 +244,7 @@ def test_folded_int_is_not_passed(env):
 
 def test_scalars_are_packed_by_their_param_types(env):
     rec, slow = env
-    x = FakeCudaTensor(0x10000)
+    x = tensor(0x10000)
     for _ in range(2):
         scalars[(1,)](x, 2.5, True, -(1 << 40))
     assert rec.requests[-1]["signature"] == "x_ptr:*fp32:16,a:fp32,b:i1,big:i64:16,MODE='relu'"
@@ -272,8 +262,8 @@ def test_scalars_are_packed_by_their_param_types(env):
 
 def test_do_not_specialize_ignores_alignment_and_ones(env):
     rec, slow = env
-    plain_n[(1,)](FakeCudaTensor(0x10000), 1)
-    plain_n[(1,)](FakeCudaTensor(0x10000), 32)
+    plain_n[(1,)](tensor(0x10000), 1)
+    plain_n[(1,)](tensor(0x10000), 32)
     assert rec.requests[-1]["signature"] == "x_ptr:*fp32:16,n:i32"
     assert len(rec.requests) == 1 and len(slow) == 1
     assert rec.launches[0][3] == (0x10000, 1)
@@ -281,7 +271,7 @@ def test_do_not_specialize_ignores_alignment_and_ones(env):
 
 def test_grid_functions_see_arguments_defaults_and_options(env):
     rec, slow = env
-    x = FakeCudaTensor(0x10000)
+    x = tensor(0x10000)
     seen = []
 
     def grid(meta):
@@ -306,7 +296,7 @@ def test_grid_functions_see_arguments_defaults_and_options(env):
 
 def test_unusual_calls_fall_back_and_report_errors(env):
     rec, slow = env
-    x = FakeCudaTensor(0x10000)
+    x = tensor(0x10000)
     add_kernel[(1,)](x, x, x, 10, BLOCK=64)
     with pytest.raises(TypeError, match="missing required constexpr 'BLOCK'"):
         add_kernel[(1,)](x, x, x, 10)
@@ -314,7 +304,7 @@ def test_unusual_calls_fall_back_and_report_errors(env):
         add_kernel[(1,)](x, x, x, 10, BLOK=64)
     with pytest.raises(TypeError, match="multiple values for argument 'n'"):
         add_kernel[(1,)](x, x, x, 10, n=10, BLOCK=64)
-    cpu = FakeCudaTensor(0x10000, cuda=False)
+    cpu = tensor(0x10000, cuda=False)
     with pytest.raises(ValueError, match="'y_ptr' of add_kernel is a CPU tensor"):
         add_kernel[(1,)](x, cpu, x, 10, BLOCK=64)
     with pytest.raises(ValueError, match="1 to 3 dimensions"):
@@ -325,7 +315,7 @@ def test_unusual_calls_fall_back_and_report_errors(env):
     assert c.interpret and c.kernel.runs == [((1, 1, 1), [(a.ctypes.data, 64)] * 3 + [16])]
     assert len(slow) == 7
     # A subclass of the tensor type is launched correctly, by the general path.
-    sub = FakeCudaSubclass(0x40000)
+    sub = TensorSubclass(0x40000, F32)
     add_kernel[(1,)](sub, x, x, 10, BLOCK=64)
     add_kernel[(1,)](sub, x, x, 10, BLOCK=64)
     assert len(slow) == 9 and rec.launches[-1][3] == (0x40000, 0x10000, 0x10000, 10)
@@ -333,7 +323,7 @@ def test_unusual_calls_fall_back_and_report_errors(env):
 
 def test_clearing_the_kernel_cache_forgets_fast_path_kernels(env):
     rec, slow = env
-    x = FakeCudaTensor(0x10000)
+    x = tensor(0x10000)
     first = add_kernel[(1,)](x, x, x, 10, BLOCK=64)
     assert add_kernel._launcher.num_kernels == 1
     add_kernel.cache.clear()
@@ -344,7 +334,7 @@ def test_clearing_the_kernel_cache_forgets_fast_path_kernels(env):
 
 def test_interpret_env_bypasses_the_fast_path(env, monkeypatch):
     _, slow = env
-    x = FakeCudaTensor(0x10000)
+    x = tensor(0x10000)
     add_kernel[(1,)](x, x, x, 10, BLOCK=64)
     add_kernel[(1,)](x, x, x, 10, BLOCK=64)
     assert len(slow) == 1
@@ -357,7 +347,7 @@ def test_interpret_env_bypasses_the_fast_path(env, monkeypatch):
 
 def test_trap_hangs_env_is_not_served_kernels_without_traps(env, monkeypatch):
     rec, slow = env
-    x = FakeCudaTensor(0x10000)
+    x = tensor(0x10000)
     plain = add_kernel[(1,)](x, x, x, 10, BLOCK=64)
     assert add_kernel[(1,)](x, x, x, 10, BLOCK=64) is plain and len(slow) == 1
     monkeypatch.setenv("WARPWEAVE_TRAP_HANGS", "100")
@@ -379,23 +369,23 @@ def test_a_process_that_launched_exits_without_leaked_objects():
 
     script = f"""
 import importlib, os, sys
-sys.path.insert(0, {os.path.dirname(__file__)!r})
+sys.path[:0] = [{os.path.dirname(__file__)!r}, {STUB_DIR!r}]
 os.environ.update(WARPWEAVE_CACHE_DISABLE="1", WARPWEAVE_TARGET="sm_90a")
 from warpweave import _native
 import test_fast_launch as t
 jit = importlib.import_module("warpweave.jit")
 rec = t.Recorder()
 jit.native = lambda: rec
-jit._tensor_type = t.FakeCudaTensor
+jit._tensor_type = t.StandInTensor
 jit._stream_source = lambda: (lambda: 0, lambda dev: 5)
 _native._set_launch_recorder(rec.record)
-x = t.FakeCudaTensor(0x10000)
+x = t.tensor(0x10000)
 grid = lambda meta: (meta["n"],)
 for _ in range(3):
     t.add_kernel[grid](x, x, x, 4, BLOCK=16)
 t.descmod.TensorDescriptor._encode_new = \
     lambda d, address, swizzle: t.fake_map(address, swizzle, d.block_shape)
-a = t.FakeCudaTensor(0x20000, t.F16)
+a = t.tensor(0x20000, t.F16)
 for _ in range(3):  # entries that hold swizzles and dtypes of descriptor bases
     t.tma_kernel[lambda meta: (meta["BLOCK"],)](t.tdesc(a), t.tdesc(x), x, 1.0)
 print(len(rec.launches), len(rec.requests), t.tma_kernel._launcher.num_kernels)
@@ -409,7 +399,7 @@ print(len(rec.launches), len(rec.requests), t.tma_kernel._launcher.num_kernels)
 
 def test_autotuned_and_heuristic_kernels_launch_through_the_fast_path(env):
     rec, slow = env
-    x = FakeCudaTensor(0x10000)
+    x = tensor(0x10000)
     for n in (10, 11, 11, 12):
         tuned[(1,)](x, n)
     assert len(slow) == 2  # the second n=11 and n=12 (same key as 10) are served fast
@@ -421,7 +411,7 @@ def test_autotuned_and_heuristic_kernels_launch_through_the_fast_path(env):
 
 def test_the_current_device_is_part_of_the_key_and_picks_the_stream(env):
     rec, slow = env
-    x = FakeCudaTensor(0x10000)
+    x = tensor(0x10000)
     first = add_kernel[(1,)](x, x, x, 10, BLOCK=64)
     rec.device = 5
     # Another device goes through the general path once (which picks the kernel for that
@@ -470,7 +460,7 @@ def test_tensor_attributes_follow_changes_to_the_tensor_type(env, monkeypatch):
 
 def test_kernel_subscript_is_native_and_behaves_as_the_python_one(env):
     rec, slow = env
-    x = FakeCudaTensor(0x10000)
+    x = tensor(0x10000)
     add_kernel[(1,)](x, x, x, 10, BLOCK=64)
     subscript = type(add_kernel).__dict__["__getitem__"]
     assert type(subscript) is native.Subscript
@@ -487,7 +477,7 @@ def test_kernel_subscript_is_native_and_behaves_as_the_python_one(env):
 
 def test_alternating_keys_each_find_their_own_kernel(env):
     rec, slow = env
-    x32, x16 = FakeCudaTensor(0x10000), FakeCudaTensor(0x20000, F16)
+    x32, x16 = tensor(0x10000), tensor(0x20000, F16)
     k32 = add_kernel[(1,)](x32, x32, x32, 10, BLOCK=64)
     k16 = add_kernel[(1,)](x16, x16, x16, 10, BLOCK=64)
     assert k32 is not k16 and len(slow) == 2
@@ -509,7 +499,7 @@ def test_a_forced_target_is_part_of_the_key(env, monkeypatch):
     monkeypatch.delenv("WARPWEAVE_TARGET")
     monkeypatch.setattr(jitmod, "_gpu_target",
                         lambda: os.environ.get("WARPWEAVE_TARGET") or "sm_90a")  # the device's
-    x = FakeCudaTensor(0x10000)
+    x = tensor(0x10000)
     hopper = add_kernel[(1,)](x, x, x, 10, BLOCK=64)
     assert add_kernel[(1,)](x, x, x, 10, BLOCK=64) is hopper and len(slow) == 1
     monkeypatch.setenv("WARPWEAVE_TARGET", "sm_80")
@@ -556,7 +546,7 @@ def test_one_visible_gpu_makes_the_device_query_a_constant(monkeypatch):
 
 def test_descriptor_kernels_take_the_fast_path_with_the_general_paths_maps(env):
     rec, slow = env
-    a, o, x = FakeCudaTensor(0x10000, F16), FakeCudaTensor(0x20000), FakeCudaTensor(0x30000)
+    a, o, x = tensor(0x10000, F16), tensor(0x20000), tensor(0x30000)
     c1 = tma_kernel[(2,)](tdesc(a), tdesc(o), x, 2.0)
     d_in, d_out = tdesc(a), tdesc(o)  # new descriptors, as wrappers make them per call
     c2 = tma_kernel[(2,)](d_in, d_out, x, 0.5)  # (each descriptor keeps its last map)
@@ -572,7 +562,7 @@ def test_descriptor_kernels_take_the_fast_path_with_the_general_paths_maps(env):
     assert rec.launches == [("tma_kernel", (2, 1, 1), 77, maps + (0x30000, 2.0))] + \
         [("tma_kernel", (2, 1, 1), 77, maps + (0x30000, 0.5))] * 50
     # Another tensor (the address is not in the key), by keyword: the same kernel, its own map.
-    tma_kernel[(3,)](out_desc=d_out, sw_in=tdesc(FakeCudaTensor(0x50008, F16)), x_ptr=x, scale=1.0)
+    tma_kernel[(3,)](out_desc=d_out, sw_in=tdesc(tensor(0x50008, F16)), x_ptr=x, scale=1.0)
     assert len(slow) == 1
     assert rec.launches[-1][3] == (fake_map(0x50008, 64, (4, 8)), maps[1], 0x30000, 1.0)
 
@@ -580,20 +570,20 @@ def test_descriptor_kernels_take_the_fast_path_with_the_general_paths_maps(env):
 @pytest.mark.parametrize("change", ["block", "dtype", "rank", "mutated_block", "out_dtype"])
 def test_descriptor_dtype_and_block_shape_select_a_new_kernel(env, change):
     rec, slow = env
-    a, o, x = FakeCudaTensor(0x10000, F16), FakeCudaTensor(0x20000), FakeCudaTensor(0x30000)
+    a, o, x = tensor(0x10000, F16), tensor(0x20000), tensor(0x30000)
     d_in = tdesc(a)
     base = tma_kernel[(1,)](d_in, tdesc(o), x, 1.0)
     d_out = tdesc(o)
     if change == "block":
         d_in = tdesc(a, (8, 8))
     elif change == "dtype":
-        d_in = tdesc(FakeCudaTensor(0x10000, F32))
+        d_in = tdesc(tensor(0x10000, F32))
     elif change == "rank":
         d_in = tdesc(a, (1, 4, 8))
     elif change == "mutated_block":
         d_in.block_shape = [2, 8]  # as autotuning does, on the same object
     else:
-        d_out = tdesc(FakeCudaTensor(0x20000, F16))
+        d_out = tdesc(tensor(0x20000, F16))
     other = tma_kernel[(1,)](d_in, d_out, x, 1.0)
     assert other is not base and len(rec.requests) == 2 and len(slow) == 2
     assert tma_kernel[(1,)](d_in, d_out, x, 1.0) is other and len(slow) == 2
@@ -603,14 +593,14 @@ def test_descriptor_dtype_and_block_shape_select_a_new_kernel(env, change):
 
 def test_unusual_descriptors_fall_back_and_report_errors(env, monkeypatch):
     rec, slow = env
-    a, o, x = FakeCudaTensor(0x10000, F16), FakeCudaTensor(0x20000), FakeCudaTensor(0x30000)
+    a, o, x = tensor(0x10000, F16), tensor(0x20000), tensor(0x30000)
     tma_kernel[(1,)](tdesc(a), tdesc(o), x, 1.0)
     tma_kernel[(1,)](tdesc(a), tdesc(o), x, 1.0)
     assert len(slow) == 1
     # A CPU base: the general path's error, from the fast path's kernel key as from a new one.
     for block in ((4, 8), (2, 8)):
         with pytest.raises(ValueError, match="'out_desc' of tma_kernel is a CPU tensor"):
-            tma_kernel[(1,)](tdesc(a, block), tdesc(FakeCudaTensor(0x20000, cuda=False), block),
+            tma_kernel[(1,)](tdesc(a, block), tdesc(tensor(0x20000, cuda=False), block),
                              x, 1.0)
     # NumPy bases run in the interpreter, through the general path.
     h, h32 = np.zeros((64, 8), np.float16), np.zeros((64, 8), np.float32)
@@ -636,5 +626,5 @@ def test_unusual_descriptors_fall_back_and_report_errors(env, monkeypatch):
 
     monkeypatch.setattr(descmod.TensorDescriptor, "_encode_new", refuse)
     with pytest.raises(native.LaunchError, match="cannot encode a map at 0x60000"):
-        tma_kernel[(1,)](tdesc(FakeCudaTensor(0x60000, F16)), tdesc(o), x, 1.0)
+        tma_kernel[(1,)](tdesc(tensor(0x60000, F16)), tdesc(o), x, 1.0)
     assert len(slow) == 6 and len(rec.launches) == 4

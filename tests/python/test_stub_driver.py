@@ -10,17 +10,16 @@ import subprocess
 import sys
 import textwrap
 
+import cuda_stub
 import pytest
 
 pytest.importorskip("warpweave._native")
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(REPO, "tools", "cuda_stub"))
-import cuda_stub  # noqa: E402
 
 # What every test process starts with: the stub as the driver, kernels compiled from this text
-# (two plain ones, two that take TensorDescriptors), stand-ins for torch's tensors (dtype,
-# is_cuda, data_ptr()), current device and stream.
+# (two plain ones, two that take TensorDescriptors), stand-ins for torch's tensors
+# (cuda_stub's: Tensor(address, dtype, cuda=True)), current device and stream.
 PRELUDE = '''
 import importlib, json, os, struct, sys
 sys.path.insert(0, {stub_dir!r})
@@ -66,30 +65,15 @@ def tma_double(in_desc, out_desc):
     out_desc.store([0, 0], in_desc.load([0, 0]) * 2)
 
 
-class DType:
-    def __init__(self, name):
-        self.name = name
-
-    def __str__(self):
-        return "torch." + self.name
-
-
+DType = cuda_stub.StandInDType
 F32, F16 = DType("float32"), DType("float16")
 
 
-class Tensor:
-    is_cuda = True
-
-    def __init__(self, address, dtype=F32, cuda=True):
-        self.address = address
-        self.dtype = dtype
-        self.is_cuda = cuda
-
-    def data_ptr(self):
-        return self.address
+def Tensor(address, dtype=F32, cuda=True):
+    return (cuda_stub.StandInTensor if cuda else cuda_stub.StandInCpuTensor)(address, dtype)
 
 
-jit._tensor_type = Tensor
+jit._tensor_type = cuda_stub.StandInTensor
 device = [0]
 jit._stream_source = lambda: (lambda: device[0], lambda dev: 0x5000 + dev)
 x, y, out = Tensor(0x7f0000010000), Tensor(0x7f0000020000), Tensor(0x7f0000030000)

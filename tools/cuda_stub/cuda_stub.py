@@ -143,6 +143,13 @@ class StandInTensor:
         return self.address
 
 
+class StandInCpuTensor(StandInTensor):
+    """StandInTensor of a CPU tensor (is_cuda False), for the launch paths' refusals."""
+
+    __slots__ = ()
+    is_cuda = False
+
+
 def use_stub_driver() -> str:
     """Points warpweave (before its first driver call) at a freshly built stand-in driver, for
     sm_90a compiles and launches that really go through the launcher (not the interpreter, no
