@@ -237,7 +237,7 @@ const Regs& FunctionLowering::operand(const ir::Op& op, unsigned i) {
 
 void FunctionLowering::lowerBlock(const ir::Block& block) {
   // A block starts at a join of paths (loop back edges, branches): no barrier is known met.
-  sharedSinceBarrier_ = true;
+  sharedSinceBarrier_ = anySharedSinceBarrier_ = true;
   for (const auto& op : block.ops()) {
     lowerOp(*op);
     switch (op->code()) {
@@ -245,7 +245,7 @@ void FunctionLowering::lowerBlock(const ir::Block& block) {
     case OpCode::If:
     case OpCode::While:
     case OpCode::AsyncTasks:
-      sharedSinceBarrier_ = true;
+      sharedSinceBarrier_ = anySharedSinceBarrier_ = true;
       break;
     default:
       break;
@@ -271,7 +271,7 @@ void FunctionLowering::lowerOp(const ir::Op& op) {
 
 void FunctionLowering::dispatchOp(const ir::Op& op) {
   b_.setLoc(op.loc());
-  if (ir::accessesSharedBuffers(op.code())) sharedSinceBarrier_ = true;
+  if (ir::accessesSharedBuffers(op.code())) sharedSinceBarrier_ = anySharedSinceBarrier_ = true;
   // Value hints are elementwise too but only forward their operand (handled below).
   if (ir::isElementwise(op.code()) && !ir::isValueHint(op.code())) return lowerElementwise(op);
   switch (op.code()) {
@@ -533,7 +533,7 @@ bool FunctionLowering::isDuplicateRegister(const LinearLayout& l, int32_t reg) c
 // ---------------------------------------------------------------------------------------------
 
 void FunctionLowering::barrier() {
-  sharedSinceBarrier_ = false;
+  sharedSinceBarrier_ = anySharedSinceBarrier_ = fencedBarrier_ = false;
   ++agentSyncs_;
   // Inside an async task only its own warps meet: a named barrier of its thread count.
   if (taskBarrierId_ >= 0)
@@ -548,14 +548,26 @@ void FunctionLowering::reuseBarrier(const ir::Op& op) {
   // Straight after a barrier of every thread, with no access since, the order is already there;
   // a proxy fence must still come between the accesses and a barrier.
   if (!reuse->proxyFence && b_.body().size() == bodyAtBarrier_) return;
+  // So is one after a barrier of every thread (behind a proxy fence where one is asked for)
+  // with no shared-memory access since: the loop-exit drain of a pipelined K loop (its
+  // cp.async.wait_group's fence and barrier) before the epilogue's conversion through scratch.
+  if (taskBarrierId_ < 0 && !anySharedSinceBarrier_ && (fencedBarrier_ || !reuse->proxyFence))
+    return;
   b_.setLoc(op.loc());
-  if (reuse->proxyFence) b_.inst("fence.proxy.async.shared::cta", {});
   // A local_store into shared memory (Tlx.cpp) and a descriptor copy through the scratch region
   // (Memory.cpp) meet the CTA before they touch shared memory.
   bool meetsFirst =
       (op.code() == OpCode::LocalStore && op.operand(0)->type().space != ir::MemorySpace::Tmem) ||
       op.code() == OpCode::DescLoad || op.code() == OpCode::DescStore;
+  if (reuse->proxyFence && !meetsFirst) return proxyFenceAndBarrier();
+  if (reuse->proxyFence) b_.inst("fence.proxy.async.shared::cta", {});
   if (!meetsFirst) barrier();
+}
+
+void FunctionLowering::proxyFenceAndBarrier() {
+  b_.inst("fence.proxy.async.shared::cta", {});
+  barrier();
+  fencedBarrier_ = true;
 }
 
 int64_t FunctionLowering::scratch(int64_t bytes) {
@@ -568,7 +580,7 @@ int64_t FunctionLowering::scratch(int64_t bytes) {
 }
 
 std::string FunctionLowering::sharedAddress(const std::string& byteOffset) {
-  usesShared_ = true;
+  usesShared_ = anySharedSinceBarrier_ = true;
   std::string base = b_.pure("mov.u32", RegClass::B32, {kSharedBase});
   return b_.pure("add.s32", RegClass::B32, {base, byteOffset});
 }
@@ -620,18 +632,34 @@ Regs FunctionLowering::gather(const Regs& src, const LinearLayout& srcLayout,
   layout::ConversionRounds rounds = layout::conversionRounds(
       srcLayout, gatherMap, constant, layout::kMaxConversionScratchBytes / bytes);
   int64_t base = scratch(rounds.elements() * bytes);
-  LinearLayout toOffset = layout::conversionSharedLayout(rounds.src, rounds.dst, bytes).invert();
+  // 16-bit values in an MMA accumulator's pattern (pairs, 4 lanes to a row of 8) are written
+  // 8x8 matrices at a time by stmatrix where the layout chosen for its rows allows, 16 bytes a
+  // row instead of 4 a thread (Triton writes such tiles as 16-byte vectors too).
+  std::optional<LinearLayout> matrices;
+  if (options_.target == Target::SM90a && bytes == 2)
+    matrices = layout::stmatrixAccessLayout(rounds.src);
+  LinearLayout toOffset =
+      layout::conversionSharedLayout(matrices ? *matrices : rounds.src, rounds.dst, bytes).invert();
   OffsetFn offsetOf = [&](const std::vector<int32_t>& c) {
     return static_cast<int64_t>(toOffset.apply(c).at(0));
   };
+  if (matrices && !matrixRowsFit(rounds.src, offsetOf)) {
+    matrices.reset();
+    toOffset = layout::conversionSharedLayout(rounds.src, rounds.dst, bytes).invert();
+  }
   int64_t constantOffset = offsetOf(rounds.project(constant));
   int32_t srcRegs = rounds.src.getInDimSize(layout::kRegister);
   int32_t dstRegs = rounds.dst.getInDimSize(layout::kRegister);
   for (int64_t round = 0; round < rounds.rounds(); ++round) {
     Regs part(srcRegs);
     for (int32_t r = 0; r < srcRegs; ++r) part[r] = src.at(rounds.fullRegister(r, round, true));
-    barrier(); // earlier readers of the scratch region are done
-    storeShared(part, rounds.src, offsetOf, base, elem);
+    // Earlier readers of the scratch region are done (already where no thread touched shared
+    // memory since a barrier of all: after a pipelined loop's exit drain, say).
+    if (taskBarrierId_ >= 0 || anySharedSinceBarrier_) barrier();
+    if (matrices)
+      storeSharedMatrices(part, rounds.src, offsetOf, base, elem);
+    else
+      storeShared(part, rounds.src, offsetOf, base, elem);
     barrier();
     Regs got = loadShared(rounds.dst, offsetOf, base, constantOffset, elem);
     for (int32_t r = 0; r < dstRegs; ++r) out[rounds.fullRegister(r, round, false)] = got[r];
@@ -831,6 +859,75 @@ void FunctionLowering::storeShared(const Regs& regs, const LinearLayout& l,
   }
 }
 
+bool FunctionLowering::matrixRowsFit(const LinearLayout& l, const OffsetFn& offsetOf) const {
+  auto regs = basesOf(l, layout::kRegister), lanes = basesOf(l, layout::kLane);
+  if (regs.empty() || lanes.size() != 5) return false;
+  // Register 0 and lanes 0-1: a row's 8 consecutive elements; every other basis (the rows,
+  // matrices, register groups and warps) a multiple of 16 bytes away.
+  if (offsetOf(regs[0]) != 1 || offsetOf(lanes[0]) != 2 || offsetOf(lanes[1]) != 4) return false;
+  for (const char* dim : {layout::kRegister, layout::kLane, layout::kWarp})
+    if (l.hasInDim(dim)) {
+      auto bs = basesOf(l, dim);
+      for (size_t i = dim == layout::kRegister ? 1
+                      : dim == layout::kLane   ? 2
+                                               : 0;
+           i < bs.size(); ++i)
+        if (offsetOf(bs[i]) % 8) return false;
+    }
+  // Registers of one instruction that hold copies would need their own rows.
+  int32_t matrixRegs = int32_t(1) << std::min<size_t>(regs.size(), 3);
+  return (l.freeVariableMask(layout::kRegister) & (matrixRegs - 1)) == 0;
+}
+
+bool FunctionLowering::storeSharedMatrices(const Regs& regs, const LinearLayout& l,
+                                           const OffsetFn& offsetOf, int64_t base, DType elem) {
+  if (!matrixRowsFit(l, offsetOf)) return false;
+  const int bytes = 2;
+  auto regBases = basesOf(l, layout::kRegister), lanes = basesOf(l, layout::kLane);
+  int matrixBits = static_cast<int>(std::min<size_t>(regBases.size() - 1, 2));
+  // Lane i gives the address of row i % 8 of matrix i / 8: its row bits are the fragment's
+  // lanes 2-4, its matrix bits the registers 1-2.
+  std::vector<int32_t> images = offsetImages(l, offsetOf, bytes);
+  for (int i = 0; i < 5; ++i) {
+    const std::vector<int32_t>* b = i < 3                ? &lanes[2 + i]
+                                    : i - 3 < matrixBits ? &regBases[1 + (i - 3)]
+                                                         : nullptr;
+    images[i] = b ? static_cast<int32_t>(offsetOf(*b) * bytes) : 0;
+  }
+  int32_t hwBits = 0;
+  std::string hw = tidLinear(images, &hwBits);
+  RegClass cls = regClassOf(elem);
+  int32_t dup = l.freeVariableMask(layout::kRegister);
+  int32_t step = int32_t(2) << matrixBits;
+  static const char* const shapes[] = {".x1", ".x2", ".x4"};
+  // The window's base is 1024-aligned: XORing offset bits below 1024 commutes with adding it,
+  // and bits the thread's part never sets add. Each matrix group then costs one XOR at most,
+  // its other bits and `base` going into the instruction's immediate.
+  std::string rows = sharedAddress(hw);
+  for (int32_t r = 0; r < l.getInDimSize(layout::kRegister); r += step) {
+    if (r & dup) continue;
+    int64_t off = offsetOf(registerCoords(l, r)) * bytes;
+    int64_t mixed = off & hwBits, added = off ^ mixed;
+    std::string addr = rows;
+    if (mixed >= 1024) {
+      addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(off)));
+      added = 0;
+    } else if (mixed) {
+      addr = b_.pure("xor.b32", RegClass::B32, {rows, immInt(mixed)});
+    }
+    addr += "+" + std::to_string(added + base);
+    std::string vals;
+    for (int32_t k = 0; k < step; k += 2) {
+      std::string lo = b_.materialize(regs.at(r + k), cls);
+      std::string hi = b_.materialize(regs.at(r + k + 1), cls);
+      vals += (k ? ", " : "") + b_.pure("mov.b32", RegClass::B32, {"{" + lo + ", " + hi + "}"});
+    }
+    b_.inst(std::string("stmatrix.sync.aligned.m8n8") + shapes[matrixBits] + ".shared.b16",
+            {"[" + addr + "]", "{" + vals + "}"});
+  }
+  return true;
+}
+
 Regs FunctionLowering::loadShared(const LinearLayout& l, const OffsetFn& offsetOf, int64_t base,
                                   int64_t constantOffset, DType elem, const std::string& baseReg) {
   ir::Type t = ir::Type::scalar(elem);
@@ -864,6 +961,8 @@ Regs FunctionLowering::loadShared(const LinearLayout& l, const OffsetFn& offsetO
       for (const auto& w : dst) {
         std::string lo = b_.newReg(RegClass::B16), hi = b_.newReg(RegClass::B16);
         b_.inst("mov.b32", {"{" + lo + ", " + hi + "}", w});
+        // Packing the pair again (a vector store of what was loaded) reads the word itself.
+        b_.remember("mov.b32", RegClass::B32, {"{" + lo + ", " + hi + "}"}, w);
         halves.push_back(lo);
         halves.push_back(hi);
       }

@@ -187,6 +187,13 @@ private:
   void storeShared(const Regs& regs, const layout::LinearLayout& l, const OffsetFn& offsetOf,
                    int64_t base, ir::DType elem, const std::string& baseReg = {},
                    int64_t constantOffset = 0);
+  /// storeShared through stmatrix (sm_90a, 16-bit elements: one instruction writes up to four
+  /// 8x8 matrices, a thread's 32-bit pair per matrix) where `l` and offsetOf put every matrix
+  /// row at 16 consecutive bytes (layout::stmatrixAccessLayout). Returns false, having emitted
+  /// nothing, where they do not.
+  bool matrixRowsFit(const layout::LinearLayout& l, const OffsetFn& offsetOf) const;
+  bool storeSharedMatrices(const Regs& regs, const layout::LinearLayout& l,
+                           const OffsetFn& offsetOf, int64_t base, ir::DType elem);
   /// Reads the registers of layout `l` back (element offsets XOR `constantOffset`).
   Regs loadShared(const layout::LinearLayout& l, const OffsetFn& offsetOf, int64_t base,
                   int64_t constantOffset, ir::DType elem, const std::string& baseReg = {});
@@ -200,6 +207,9 @@ private:
   /// Shared memory: `.extern .shared` base plus byte offset register.
   std::string sharedAddress(const std::string& byteOffset);
   void barrier();
+  /// fence.proxy.async.shared::cta, then barrier(): this thread's shared-memory accesses so far
+  /// ordered for the async proxy (wgmma, TMA) as well, for every thread of the agent.
+  void proxyFenceAndBarrier();
   /// For lowerOp's check of AgentBarrier ops: the agent synced by other means than barrier()
   /// (barrier.cluster).
   void agentSynced() { ++agentSyncs_; }
@@ -419,6 +429,11 @@ private:
   // The size of the PTX body right after the last barrier(): nothing was emitted since when the
   // body still has that size.
   size_t bodyAtBarrier_ = SIZE_MAX;
+  // Any shared memory (TLX buffers, and the scratch of conversions and reductions through
+  // sharedAddress) accessed, or a join of paths, since the last barrier(); and whether that
+  // barrier came right after a proxy fence. A reuse barrier is already met when neither.
+  bool anySharedSinceBarrier_ = true;
+  bool fencedBarrier_ = false;
   // Agent syncs so far (barrier(), agentSynced(), agentSyncNotNeeded()), for lowerOp's check.
   uint64_t agentSyncs_ = 0;
   // Where the async tasks run and their register budgets (when the kernel has async tasks).

@@ -77,8 +77,9 @@ std::string PtxBuilder::newReg(RegClass c) {
   return regPrefix(c) + std::to_string(n);
 }
 
-std::string PtxBuilder::pure(std::string_view opcode, RegClass dst,
-                             const std::vector<std::string>& operands) {
+namespace {
+std::string pureKey(std::string_view opcode, RegClass dst,
+                    const std::vector<std::string>& operands) {
   std::string key(opcode);
   key += ' ';
   key += regDeclType(dst);
@@ -86,6 +87,19 @@ std::string PtxBuilder::pure(std::string_view opcode, RegClass dst,
     key += ',';
     key += o;
   }
+  return key;
+}
+} // namespace
+
+void PtxBuilder::remember(std::string_view opcode, RegClass dst,
+                          const std::vector<std::string>& operands, const std::string& reg) {
+  std::string key = pureKey(opcode, dst, operands);
+  if (pureTable_.emplace(key, reg).second) scopes_.back().push_back(std::move(key));
+}
+
+std::string PtxBuilder::pure(std::string_view opcode, RegClass dst,
+                             const std::vector<std::string>& operands) {
+  std::string key = pureKey(opcode, dst, operands);
   if (auto it = pureTable_.find(key); it != pureTable_.end()) return it->second;
   std::string reg = newReg(dst);
   std::vector<std::string> all{reg};

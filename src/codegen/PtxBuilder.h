@@ -45,6 +45,11 @@ public:
   /// Emits `opcode dst, operands...;` for an instruction without side effects and returns dst.
   /// The same opcode and operands already emitted in a visible scope return the earlier register.
   std::string pure(std::string_view opcode, RegClass dst, const std::vector<std::string>& operands);
+  /// Records that `reg` already holds what pure(opcode, dst, operands) would compute (another
+  /// instruction defined it: the word a pair of halves was unpacked from, say), so that such a
+  /// pure() in scope returns `reg` instead of emitting.
+  void remember(std::string_view opcode, RegClass dst, const std::vector<std::string>& operands,
+                const std::string& reg);
   /// `mov` of an immediate or register into a register of class `c` (hash-consed).
   std::string materialize(const std::string& operand, RegClass c);
 

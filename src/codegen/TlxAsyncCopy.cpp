@@ -28,8 +28,7 @@ void FunctionLowering::lowerTlxAsyncCopy(const ir::Op& op) {
     // The copies are generic-proxy writes of this thread: fence them for the async proxy
     // (wgmma reads buffers through it), then meet the other threads so that every thread's
     // copies are complete and visible before anyone reads the buffer.
-    b_.inst("fence.proxy.async.shared::cta", {});
-    barrier();
+    proxyFenceAndBarrier();
     return;
   }
   case OpCode::AsyncLoad:

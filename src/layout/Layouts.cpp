@@ -802,6 +802,43 @@ int sharedAccessWavefronts(const LinearLayout& distributed, const LinearLayout& 
   return wavefronts;
 }
 
+std::optional<LinearLayout> stmatrixAccessLayout(const LinearLayout& src) {
+  int rank = src.numOutDims();
+  if (rank < 1 || !src.hasInDim(kRegister) || !src.hasInDim(kLane) ||
+      src.getInDimSizeLog2(kLane) != 5 || src.getInDimSizeLog2(kRegister) < 1)
+    return std::nullopt;
+  auto bases = [&](const char* dim) {
+    std::vector<std::vector<int32_t>> out;
+    for (int bit = 0; bit < src.getInDimSizeLog2(dim); ++bit) out.push_back(src.getBasis(dim, bit));
+    return out;
+  };
+  auto regs = bases(kRegister), lanes = bases(kLane);
+  auto fastest = [&](const std::vector<int32_t>& b, int32_t v) {
+    for (int d = 0; d < rank; ++d)
+      if (b[d] != (d == rank - 1 ? v : 0)) return false;
+    return true;
+  };
+  if (!fastest(regs[0], 1) || !fastest(lanes[0], 2) || !fastest(lanes[1], 4)) return std::nullopt;
+  size_t matrixBits = std::min<size_t>(regs.size() - 1, 2);
+  std::vector<std::vector<int32_t>> accessRegs{regs[0], lanes[0], lanes[1]};
+  accessRegs.insert(accessRegs.end(), regs.begin() + 1 + matrixBits, regs.end());
+  std::vector<std::vector<int32_t>> accessLanes{lanes[2], lanes[3], lanes[4]};
+  for (size_t i = 0; i < 2; ++i)
+    accessLanes.push_back(i < matrixBits ? regs[1 + i] : std::vector<int32_t>(rank, 0));
+  LinearLayout::Bases out;
+  for (const std::string& dim : src.inDimNames()) {
+    if (dim == kRegister)
+      out.emplace_back(dim, accessRegs);
+    else if (dim == kLane)
+      out.emplace_back(dim, accessLanes);
+    else
+      out.emplace_back(dim, bases(dim.c_str()));
+  }
+  LinearLayout::NamedSizes outDims;
+  for (int d = 0; d < rank; ++d) outDims.emplace_back(src.outDimNames()[d], src.outDimSizes()[d]);
+  return LinearLayout(std::move(out), std::move(outDims));
+}
+
 LinearLayout conversionSharedLayout(const LinearLayout& src, const LinearLayout& dst,
                                     int elemBytes) {
   std::vector<int64_t> shape = layoutShape(src);

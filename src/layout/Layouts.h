@@ -200,6 +200,15 @@ LinearLayout swizzledSharedLayout(const std::vector<int64_t>& shape, int32_t vec
 LinearLayout conversionSharedLayout(const LinearLayout& src, const LinearLayout& dst,
                                     int elemBytes);
 
+/// How sm_90's stmatrix.m8n8 (16-bit elements) writes `src`'s registers, when they sit as it
+/// takes them: register 0 and lanes 0-1 the 8 consecutive elements of a matrix row along the
+/// fastest dim, lanes 2-4 the matrix's 8 rows, registers 1-2 (where present) which of up to 4
+/// matrices. Returned as the access seen by shared memory: 8-element vectors (register 0, lanes
+/// 0-1), one per matrix row, the rows of 4 matrices as the 32 "lanes" (lanes 2-4, registers 1-2),
+/// so that conversionSharedLayout and sharedAccessWavefronts judge it as a vector store.
+/// std::nullopt when `src` does not fit.
+std::optional<LinearLayout> stmatrixAccessLayout(const LinearLayout& src);
+
 /// The most scratch one conversion through shared memory takes at once; larger tensors go
 /// through it in rounds (see conversionRounds).
 inline constexpr int64_t kMaxConversionScratchBytes = 64 * 1024;

@@ -664,6 +664,25 @@ TEST(Layouts, ConversionSharedLayoutIsConflictFreeBothWays) {
   EXPECT_EQ(reads, 1);  // 32 lanes x 4 bytes
 }
 
+TEST(Layouts, StmatrixAccessOfWgmmaAccumulator) {
+  // A 128x256 fp32 accumulator of 8 warps (m64n256 per warp group), stored as fp16 by a
+  // coalesced layout (8 consecutive elements a thread): the epilogue of a tl.dot GEMM.
+  LL acc = wgmmaAccumulatorLayout({128, 256}, 256, {8, 1});
+  auto access = stmatrixAccessLayout(acc);
+  ASSERT_TRUE(access.has_value());
+  // Every element once, as in `acc`; rows of 8 consecutive elements, 4 matrices per access.
+  EXPECT_TRUE(access->isInjective() && access->isSurjective());
+  EXPECT_EQ(access->getInDimSize(kRegister), acc.getInDimSize(kRegister));
+  EXPECT_EQ(access->numConsecutiveInOut(dimName(1)), 8);
+  LL stores = blockedLayoutForShape({128, 256}, {1, 8}, {1, 0}, 8);
+  LL chosen = conversionSharedLayout(*access, stores, 2);
+  // Both ways conflict-free: 32 rows of 16 bytes, 32 lanes x 16 bytes, 4 wavefronts each.
+  EXPECT_EQ(sharedAccessWavefronts(*access, chosen, 2, 8), 4);
+  EXPECT_EQ(sharedAccessWavefronts(stores, chosen, 2, 8), 4);
+  // A layout whose pairs do not sit 4 lanes to a row of 8 has no stmatrix form.
+  EXPECT_FALSE(stmatrixAccessLayout(stores).has_value());
+}
+
 // ---------------------------------------------------------------------------------------------
 // AxisInfo and layout assignment on kernels built with ir::Builder
 // ---------------------------------------------------------------------------------------------
