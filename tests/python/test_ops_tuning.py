@@ -401,7 +401,8 @@ def test_attention_backward_tunes_both_kernels_apart(fake_gpu):
         "attention_bwd_ws_kernel", "attention_bwd_ws_postprocess_kernel"}
     decision = _tuning.decisions["attention_bwd_kernel"]
     # The TLX kernel's configurations first: untimed (tuning off) it is the one launched.
-    tlx_configs = [_attention.ATTENTION_BWD_TLX_CONFIG] + _attention._BWD_TLX_CONFIGS
+    default = _attention._BWD_TLX_DEFAULTS[64]
+    tlx_configs = [default] + [c for c in _attention._BWD_TLX_CONFIGS if c != default]
     assert [c.kernel for c in decision.candidates] == ["tlx"] * len(tlx_configs) + ["tl"]
     assert [c.config for c in decision.candidates[:-1]] == tlx_configs
     assert decision.chosen.kernel == "tl"  # 1 + 0.2 + 0.2 against three launches at 1

@@ -281,9 +281,10 @@ def attention_bwd(do, q, k, v, out, lse, causal=False, sm_scale=None, kernel=Non
         return dq, dk, dv
 
     dq_accum = place.empty((z * h * n_ctx, head_dim), "float32")
+    default = _BWD_TLX_DEFAULTS[head_dim]
     tlx_candidates = [_tuning.Candidate("tlx", **cfg)
-                      for cfg in [ATTENTION_BWD_TLX_CONFIG] + _BWD_TLX_CONFIGS
-                      if cfg is ATTENTION_BWD_TLX_CONFIG or not place.on_gpu or
+                      for cfg in [default] + [c for c in _BWD_TLX_CONFIGS if c != default]
+                      if cfg is default or not place.on_gpu or
                       _tuning.fits(place, _bwd_tlx_shared(cfg, head_dim, _itemsize(q)))]
     candidates = tlx_candidates
     if kernel is None:
@@ -494,22 +495,28 @@ _INTERPRETER_BWD_CONFIG = dict(BLOCK_M=16, BLOCK_N=16, num_warps=4)
 # Where attention_bwd (kernel=None) launches the TLX warp-specialized backward
 # (kernels/hopper/attention_bwd_ws.py) untimed rather than the tl kernels: on sm_90 GPUs for the
 # shapes it takes (HEAD_DIM 64 or 128, N_CTX a multiple of 128). On the H200 at Z4 H32 S4096
-# D128 fp16 (bench/bench_gemms.py --quick --tuning off --only attention) it ran 0.92x SDPA
-# (cuDNN) and 0.96x causal, where the tl pair ran 0.32x; with tuning on the tl pair stays a
-# candidate.
+# D128 fp16 it ran 0.92x SDPA (cuDNN) and 0.96x causal in its first form, where the tl pair ran
+# 0.32x; with tuning on the tl pair stays a candidate.
 ATTENTION_BWD_TLX_ON_SM90 = True
-# Its fixed configuration: 64-query steps, 128 keys a program (64 per consumer warp group), Q
-# and dO in a 2-stage ring; and a 3-stage ring (227 KB of shared memory at HEAD_DIM 128).
+# Its configurations: BLOCK_M queries a step, 128 keys a program (64 per consumer warp group),
+# Q and dO in a NUM_STAGES ring; DEFER_DK leaves each query block's dK MMA running into the
+# next block, DQ_SPLIT=2 (DQ_ROWS) splits dQ's query rows between the consumers; 128-query
+# steps fit in shared memory at HEAD_DIM 64 only.
 ATTENTION_BWD_TLX_CONFIG = dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=2)
-# DEFER_DK leaves each query block's dK MMA running into the next block, DQ_SPLIT=2 (DQ_ROWS)
-# splits dQ's query rows between the consumers (attention_bwd_ws.py); 128-query steps fit in
-# shared memory at HEAD_DIM 64 only.
-_BWD_TLX_CONFIGS = [dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=3),
+_BWD_TLX_CONFIGS = [ATTENTION_BWD_TLX_CONFIG,
+                    dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=3),
                     dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=2, DEFER_DK=True),
                     dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=3, DEFER_DK=True),
                     dict(BLOCK_M=128, BLOCK_N=128, NUM_STAGES=2),
                     dict(BLOCK_M=128, BLOCK_N=128, NUM_STAGES=2, DQ_SPLIT=2),
                     dict(BLOCK_M=128, BLOCK_N=128, NUM_STAGES=3, DQ_SPLIT=2)]
+# The fixed (untuned) one per HEAD_DIM. H200, Z4 H32 S4096 fp16, against cuDNN's backward in
+# one run (.gpurun-style variant timing, medians of 3 interleaved rounds), non-causal / causal:
+# HEAD_DIM 128: 64-query steps, 2 stages 0.93x / 0.87x, with DEFER_DK 0.96x / 0.98x;
+# HEAD_DIM 64: 64-query steps 0.82x / 0.82x, DEFER_DK 0.86x / 0.85x, 128-query steps 0.92x /
+# 0.94x, split by rows 0.98x / 0.96x, with 3 stages 0.99x / 1.00x.
+_BWD_TLX_DEFAULTS = {64: dict(BLOCK_M=128, BLOCK_N=128, NUM_STAGES=3, DQ_SPLIT=2),
+                     128: dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=2, DEFER_DK=True)}
 
 
 def _bwd_tlx_dq_tile(block_m, head_dim, dq_split=-1):
