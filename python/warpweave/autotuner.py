@@ -181,6 +181,22 @@ def time_call(call, warmup, rep, use_cuda_graph=False, custom_bench=None) -> lis
 _NOT_TENSORS = frozenset((int, float, bool, str, type(None), TensorDescriptor))
 
 
+_dtype_texts: dict = {}
+
+
+def _dtype_text(dtype) -> str:
+    """str(dtype), remembered per dtype object: the key is computed on every call."""
+    try:
+        text = _dtype_texts.get(dtype)
+    except TypeError:  # unhashable
+        return str(dtype)
+    if text is None:
+        text = str(dtype)
+        if len(_dtype_texts) < 64:
+            _dtype_texts[dtype] = text
+    return text
+
+
 class Autotuner(KernelInterface):
     def __init__(self, fn, configs, key, prune_configs_by=None, reset_to_zero=None,
                  restore_value=None, pre_hook=None, post_hook=None, warmup=None, rep=None,
@@ -254,13 +270,13 @@ class Autotuner(KernelInterface):
                 continue
             v = named[k]
             if type(v) not in _NOT_TENSORS and (_is_torch_tensor(v) or _is_numpy(v)):
-                parts.append(str(v.dtype))
+                parts.append(_dtype_text(v.dtype))
             else:
                 parts.append(v)
         # Tensor dtypes of every argument also select the config, as in Triton.
         for v in named.values():
             if type(v) not in _NOT_TENSORS and (_is_torch_tensor(v) or _is_numpy(v)):
-                parts.append(str(v.dtype))
+                parts.append(_dtype_text(v.dtype))
         return tuple(parts)
 
     def prune_configs(self, named: dict, kwargs=None) -> list:
@@ -340,8 +356,8 @@ class Autotuner(KernelInterface):
             list(pool.map(build, configs))
 
     def run(self, *args, grid, **kwargs):
-        named = self._named(args, kwargs)
-        self.nargs = dict(zip(self.base.arg_names, args))
+        self.nargs = nargs = dict(zip(self.arg_names, args))
+        named = {**nargs, **kwargs}  # _named(args, kwargs), from the dict just made
         key = self._key(named)
         config = self.cache.get(key)
         if config is None:

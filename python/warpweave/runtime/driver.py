@@ -39,6 +39,7 @@ _ATTR = {
     "mem_bus_width": 37,
 }
 _CC_MAJOR, _CC_MINOR = 75, 76
+_TARGETS: dict = {}  # arch -> its GPUTarget
 
 
 def _torch():
@@ -51,6 +52,19 @@ def _torch():
     except ImportError:
         return None
     return torch
+
+
+_jit = None
+
+
+def _jit_module():
+    """warpweave.jit, the module (the package's `jit` attribute is the decorator)."""
+    global _jit
+    if _jit is None:
+        import importlib
+
+        _jit = importlib.import_module("..jit", __package__)
+    return _jit
 
 
 def _forced_arch():
@@ -182,6 +196,7 @@ class CudaDriver:
     def __init__(self):
         self.utils = CudaUtils(self)
         self._gpu = None
+        self._capabilities: dict = {}  # device index -> (major, minor), with a GPU
 
     @staticmethod
     def is_active() -> bool:
@@ -201,9 +216,10 @@ class CudaDriver:
     # -- devices and streams ---------------------------------------------------------------------
 
     def get_current_device(self) -> int:
-        torch = _torch()
-        if torch is not None and self.has_gpu():
-            return torch.cuda.current_device()
+        if self.has_gpu() and _torch() is not None:
+            # The launch path's own query (torch's _cuda_getDevice, or 0 with one visible GPU):
+            # wrappers ask for the target several times a call (tutorial 06: five).
+            return _jit_module()._stream_source()[0]()
         return 0
 
     def set_current_device(self, device) -> None:
@@ -224,8 +240,15 @@ class CudaDriver:
         if self.has_gpu():
             torch = _torch()
             if torch is not None:
-                return tuple(torch.cuda.get_device_capability(
-                    _device_index(device) if device is not None else None))
+                if device is None:
+                    return tuple(torch.cuda.get_device_capability(None))
+                index = _device_index(device)
+                # A device's capability is fixed for the process (its visible devices are).
+                cc = self._capabilities.get(index)
+                if cc is None:
+                    cc = self._capabilities[index] = tuple(
+                        torch.cuda.get_device_capability(index))
+                return cc
             index = _device_index(device)
             major = _LibCuda.attribute(_CC_MAJOR, index)
             minor = _LibCuda.attribute(_CC_MINOR, index)
@@ -236,7 +259,11 @@ class CudaDriver:
 
     def get_current_target(self) -> GPUTarget:
         major, minor = self.get_device_capability(self.get_current_device())
-        return GPUTarget("cuda", major * 10 + minor, 32)
+        arch = major * 10 + minor
+        target = _TARGETS.get(arch)  # GPUTarget is frozen: one per architecture
+        if target is None:
+            target = _TARGETS[arch] = GPUTarget("cuda", arch, 32)
+        return target
 
     def get_active_torch_device(self):
         """torch.device('cuda', current index) with a GPU; 'cpu' without one (torch.device('cpu')
