@@ -404,7 +404,7 @@ def fast_env(monkeypatch):
 
     rec = fl.Recorder()
     monkeypatch.setattr(jitmod, "native", lambda: rec)
-    monkeypatch.setattr(jitmod, "_tensor_type", fl.FakeCudaTensor)
+    monkeypatch.setattr(jitmod, "_tensor_type", fl.StandInTensor)
     rec.device = 0
     monkeypatch.setattr(jitmod, "_stream_source", lambda: (lambda: rec.device, lambda dev: 9))
     monkeypatch.setenv("WARPWEAVE_TARGET", "sm_90a")
@@ -420,7 +420,7 @@ def fast_env(monkeypatch):
 
     monkeypatch.setattr(jitmod.JITFunction, "run", counting_run)
     native._set_launch_recorder(rec.record)
-    yield rec, slow, fl.FakeCudaTensor
+    yield rec, slow, fl.tensor
     native._set_launch_recorder(None)
 
 

@@ -403,7 +403,7 @@ def test_native_fast_path_steps_aside_while_profiling(tmp_path):
     gen = env_fixture(mp)
     rec, slow = next(gen)
     try:
-        x = fast.FakeCudaTensor(0x10000)
+        x = fast.tensor(0x10000)
         launch = lambda: fast.add_kernel[(2,)](x, x, x, 1000, BLOCK=256)
         launch()
         launch()

@@ -2,7 +2,7 @@
 option ends in a TypeError or ValueError naming it, on the general path and on the native fast
 path once that holds a kernel, never in a binding's or C++'s raw error (std::bad_cast), a
 truncated value or an accepted nonsense option. GPU launches are recorded (tests/python/
-test_fast_launch.py's stand-ins); interpreter launches run for real."""
+test_fast_launch.py's, tools/cuda_stub's stand-ins); interpreter launches run for real."""
 
 import importlib
 import json
@@ -16,7 +16,8 @@ import warpweave.language as tl
 native = pytest.importorskip("warpweave._native")
 jitmod = importlib.import_module("warpweave.jit")
 
-from test_fast_launch import FakeCudaTensor, Recorder  # noqa: E402
+from cuda_stub import StandInTensor  # noqa: E402
+from test_fast_launch import Recorder, tensor  # noqa: E402
 
 
 @ww.jit
@@ -54,7 +55,7 @@ def gpu(monkeypatch):
     """Recorded GPU launches: (recorder, general-path calls)."""
     r = Recorder()
     monkeypatch.setattr(jitmod, "native", lambda: r)
-    monkeypatch.setattr(jitmod, "_tensor_type", FakeCudaTensor)
+    monkeypatch.setattr(jitmod, "_tensor_type", StandInTensor)
     monkeypatch.setattr(jitmod, "_stream_source", lambda: (lambda: 0, lambda dev: 99))
     monkeypatch.setenv("WARPWEAVE_TARGET", "sm_90a")
     monkeypatch.setenv("WARPWEAVE_CACHE_DISABLE", "1")
@@ -80,7 +81,7 @@ def interp(monkeypatch):
     monkeypatch.delenv("WARPWEAVE_INTERPRET", raising=False)
 
 
-X = FakeCudaTensor(0x10000)
+X = tensor(0x10000)
 
 
 # ---- ints beyond i64 -------------------------------------------------------------------------
