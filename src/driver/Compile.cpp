@@ -63,8 +63,12 @@ CompiledKernel compile(const CompileRequest& req) {
     transforms::runCleanupPipeline(*fn);
     if (transforms::combineDotAdd(*fn)) transforms::runCleanupPipeline(*fn);
     if (transforms::hoistLoopInvariants(*fn)) transforms::runCleanupPipeline(*fn);
-    // wgmma reads its operands from shared memory: stage them there ahead of the MMA.
+    // wgmma and tcgen05.mma read their operands from shared memory: stage them there ahead of
+    // the MMA.
     if (req.options.target == Target::SM90a && transforms::pipelineDotLoops(*fn))
+      transforms::runCleanupPipeline(*fn);
+    if (req.options.target == Target::SM100a &&
+        transforms::pipelineDotLoops(*fn, /*tensorMemory=*/true))
       transforms::runCleanupPipeline(*fn);
     if (transforms::unrollLoops(*fn)) transforms::runCleanupPipeline(*fn);
     // Last: the barriers follow the accesses the passes above leave.

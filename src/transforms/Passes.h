@@ -44,7 +44,11 @@ int hoistLoopInvariants(ir::Function& fn);
 /// from them. Two desc.loads through host descriptors or tensor maps made before the loop
 /// become TMA copies into such buffers instead. Loops of other shapes are left alone. Returns
 /// how many loops were rewritten.
-int pipelineDotLoops(ir::Function& fn);
+///
+/// With `tensorMemory` (sm_100a) only the matmul form is taken, and its dot becomes tcgen05.mma
+/// into a tensor-memory accumulator instead (see SoftwarePipeline.cpp); other loops are left as
+/// they are.
+int pipelineDotLoops(ir::Function& fn, bool tensorMemory = false);
 
 /// Unrolls each for loop that tl.range(..., loop_unroll_factor=U) marked (U >= 2): U copies of
 /// the body per iteration of a new loop over the whole groups of U iterations, then the original

@@ -38,6 +38,11 @@
 // the slot's phase parity), and copies past the end are predicated off rather than masked; Q,
 // loaded the same way, is copied by TMA straight into its buffer.
 //
+// On sm_100a (tensorMemory) only the matmul form is taken, with the same copies, and its dot
+// becomes tcgen05.mma into an accumulator in tensor memory (TMEM) instead of registers, as
+// upstream Triton lowers tl.dot for Blackwell (see rewriteTcgen05 for the schedule). The other
+// forms, and dots tcgen05.mma does not take, stay mma.sync from registers there.
+//
 // Loops with several 16-bit dots whose B operands are two tl.loads of the iteration, read as
 // loaded or through tl.trans (attention's backward pass: dK / dV with qT and dO, dQ with kT and
 // vT; see analyzeMultiDot) get the same cp.async copies S - 1 iterations ahead; the dots' A
@@ -124,6 +129,28 @@ bool wgmmaShaped(const Op& dot, int numWarps) {
          isPowerOf2(M) && isPowerOf2(N) && isPowerOf2(K);
 }
 
+/// The shapes the sm_100a rewrite issues as tcgen05.mma (cta_group::1) from the swizzled buffers
+/// into a tensor-memory accumulator: fp16 / bf16, or fp8 (e4m3 / e5m2, mixed; not those Triton
+/// sends to its MMAv2 path, max_num_imprecise_acc < 32), into fp32. The accumulator takes M of
+/// TMEM's 128 lanes (M = 128: row r in lane r; M = 64: the PTX ISA's M = 64 data-path layout)
+/// and N of its 512 columns, N a power of two up to 256, the most one instruction takes
+/// (wider tiles would need several MMAs per k step: left to mma.sync); tcgen05.ld reads it
+/// back by whole warp groups, so num_warps is a multiple of 4. Unlike wgmma, tcgen05.mma reads
+/// 8-bit operands MN-major too, so fp8 B needs no transposed copy. Not built yet: tf32 (fp32
+/// operands), which stays mma.sync.
+bool tcgen05Shaped(const Op& dot, int numWarps) {
+  const Type& at = dot.operand(0)->type();
+  const Type& bt = dot.operand(1)->type();
+  const Type& rt = dot.result()->type();
+  if (at.shape.size() != 2 || bt.shape.size() != 2 || rt.shape.size() != 2) return false;
+  bool sixteen = (at.elem == DType::F16 || at.elem == DType::BF16) && bt.elem == at.elem;
+  bool fp8 = ir::isFp8Dot(at, bt) && !ir::fp8DotAvoidsWgmma(dot);
+  if ((!sixteen && !fp8) || rt.elem != DType::F32) return false;
+  int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
+  return numWarps % 4 == 0 && (M == 128 || M == 64) && N >= 16 && N <= 256 && isPowerOf2(N) &&
+         K % (fp8 ? 32 : 16) == 0 && isPowerOf2(K);
+}
+
 /// The 2-D transpose `permute(x, (1, 0))` defining `v` in `body` when nothing else reads it.
 Op* singleUseTranspose(const Value* v, const Block& body, int uses) {
   Op* def = v->def();
@@ -153,6 +180,9 @@ struct Plan {
   /// before the loop (tmaDescLoad): the copies are TMA loads completing on a barrier per slot
   /// instead of cp.async groups.
   bool tma = false;
+  /// TMA (sm_100a): the matmul ring's barriers are allocated before the loop, for each pass of
+  /// it, rather than once before the for loops it sits in (a loop nested in a while loop).
+  bool tmaRingPerPass = false;
   /// TMA: the index in Pipeliner::tmaRings_ of an earlier loop's buffers this loop reuses,
   /// continuing its slots and phases (-1: new buffers).
   int reuseRing = -1;
@@ -194,13 +224,33 @@ constexpr bool kPipelineMultiDotLoops = true;
 constexpr int64_t kMultiDotAlias = int64_t(1) << 30;
 constexpr int64_t kMultiDotRings = 1024;
 
+/// TLX's Blackwell ops: a kernel that uses tensor memory or tcgen05 itself places its own
+/// accumulators (and may need all 512 columns).
+bool isTlxTensorMemory(const Op& op) {
+  switch (op.code()) {
+  case OpCode::Tcgen05Mma:
+  case OpCode::Tcgen05Commit:
+  case OpCode::TmemCopy:
+    return true;
+  case OpCode::LocalAlloc:
+    return op.result()->type().space == ir::MemorySpace::Tmem;
+  default:
+    return false;
+  }
+}
+
+/// Tensor-memory columns of a CTA (128 lanes x 512 columns of 32 bits).
+constexpr int64_t kTensorMemoryColumns = 512;
+
 class Pipeliner {
 public:
-  explicit Pipeliner(ir::Function& fn) : fn_(fn) {}
+  Pipeliner(ir::Function& fn, bool tensorMemory) : fn_(fn), tcgen05_(tensorMemory) {}
 
   int run() {
     bool hasTlxAsync = false;
-    walk(fn_.body, [&](Op& op) { hasTlxAsync |= isTlxAsync(op.code()); });
+    walk(fn_.body, [&](Op& op) {
+      hasTlxAsync |= isTlxAsync(op.code()) || (tcgen05_ && isTlxTensorMemory(op));
+    });
     // A kernel that already schedules its own cp.async groups or wgmmas counts them itself.
     if (hasTlxAsync) return 0;
     std::vector<Op*> loops;
@@ -214,8 +264,9 @@ public:
       // A dot loop the rewrites do not take as it is (its TMA form, say: nested in a while
       // loop, a tl.load beside a desc.load, attention's backward pass) gets its loads through
       // descriptors made in the kernel as pointer loads, as sm_80 does, and is tried again
-      // with cp.async copies.
-      if (!done && lowerDescLoadsOfDotLoop(*loop)) {
+      // with cp.async copies. (Not on sm_100a, whose TMA rewrite takes loops in while loops
+      // too: a loop it does not take keeps its TMA loads and its dot stays mma.sync.)
+      if (!done && !tcgen05_ && lowerDescLoadsOfDotLoop(*loop)) {
         lowered = true;
         axisInfo_.reset(); // the pointer loads are new values
         done = pipeline(*loop);
@@ -235,6 +286,11 @@ private:
   bool pipeline(Op& loop) {
     countUses();
     Plan plan;
+    if (tcgen05_) {
+      if (!analyze(loop, plan)) return false;
+      rewriteTcgen05(plan);
+      return true;
+    }
     if (analyze(loop, plan)) {
       rewrite(plan);
       return true;
@@ -293,7 +349,12 @@ private:
         dot = op.get();
       }
     }
-    if (!dot || !wgmmaShaped(*dot, fn_.numWarps)) return false;
+    if (!dot || !(tcgen05_ ? tcgen05Shaped(*dot, fn_.numWarps) : wgmmaShaped(*dot, fn_.numWarps)))
+      return false;
+    // The accumulators of a kernel's tcgen05 loops each keep their columns of tensor memory
+    // (one allocation for the kernel); past 512 columns a dot stays mma.sync.
+    if (tcgen05_ && tmemColumnsUsed_ + dot->result()->type().shape[1] > kTensorMemoryColumns)
+      return false;
     plan.dot = dot;
 
     // The accumulator: a loop-carried value that only the dot reads and that the dot's result
@@ -308,14 +369,19 @@ private:
 
     plan.bTrans = singleUseTranspose(dot->operand(1), body, usesOf(dot->operand(1)));
     // wgmma reads 8-bit operands K-major only: fp8 B must be the transpose of an [N, K] load,
-    // or a [K, N] load whose addresses run along K (copied transposed).
+    // or a [K, N] load whose addresses run along K (copied transposed). tcgen05.mma reads
+    // them either way, and takes the transposed copy only for its vector copies.
     if (ir::isMmaFp8(dot->operand(1)->type().elem) && !plan.bTrans) {
       const Op* load = dot->operand(1)->def();
-      if (!load || load->code() != OpCode::Load) return false;
-      if (!axisInfo_) axisInfo_.emplace(fn_);
-      // At least 4 bytes (a cp.async) consecutive along K.
-      if (axisInfo_->get(load->operand(0)).contiguity.at(0) < 4) return false;
-      plan.copyBTransposed = true;
+      bool pointers = load && load->code() == OpCode::Load;
+      if (!pointers && !tcgen05_) return false;
+      if (pointers) {
+        if (!axisInfo_) axisInfo_.emplace(fn_);
+        // At least 4 bytes (a cp.async) consecutive along K.
+        bool alongK = axisInfo_->get(load->operand(0)).contiguity.at(0) >= 4;
+        if (!alongK && !tcgen05_) return false;
+        plan.copyBTransposed = alongK;
+      }
     }
     for (int i = 0; i < 2; ++i) {
       Value* v = i == 1 && plan.bTrans ? plan.bTrans->operand(0) : dot->operand(i);
@@ -330,7 +396,13 @@ private:
     // through them (its barriers live across the outer iterations), which only for loops do.
     plan.tma = plan.loads[0]->code() == OpCode::DescLoad;
     if (plan.loads[1]->code() != plan.loads[0]->code()) return false;
-    if (plan.tma && !enclosedByForLoopsOnly(*loop.parentBlock())) return false;
+    if (plan.tma && !enclosedByForLoopsOnly(*loop.parentBlock())) {
+      // sm_100a: the ring's barriers are initialized again before each pass of the loop
+      // instead (rewriteTcgen05 meets the CTA first; every copy a pass issued has landed by its
+      // end, those past the end being predicated off).
+      if (!tcgen05_) return false;
+      plan.tmaRingPerPass = true;
+    }
     if (!analyzeAddresses(body, plan, static_cast<int>(plan.accIter))) return false;
 
     // Fewer stages (down to two) where the buffers would not fit. A loop that computes nothing
@@ -341,7 +413,9 @@ private:
     int64_t M = at.shape[0], K = at.shape[1], N = dot->operand(1)->type().shape[1];
     int64_t stageBytes = (M * K + K * N) * ir::byteWidth(at.elem);
     int64_t budget = kSharedBytesPerBlock - kTmaLoopSlack - sharedUsed_;
-    if (!onlyPipelinedOps(body, plan)) budget -= M * N * 2;
+    // (sm_100a keeps the room in every case: the layout pass does not yet place the epilogue
+    // of a tcgen05 loop over its dead stages, and a dot left mma.sync compiles.)
+    if (!onlyPipelinedOps(body, plan) || tcgen05_) budget -= M * N * 2;
     while (plan.stages > 2 && plan.stages * stageBytes > budget) --plan.stages;
     return plan.stages * stageBytes <= budget;
   }
@@ -821,7 +895,7 @@ private:
     // A matmul's TMA ring: one barrier per slot for both tiles, allocated once per kernel
     // before the loops the K loop sits in, which carry the ring's slot and phase from one pass
     // of the K loop to the next (re-initializing barriers in flight is not allowed).
-    const bool gemmTma = plan.tma && !plan.scoreDot;
+    const bool gemmTma = plan.tma && !plan.scoreDot && !plan.tmaRingPerPass;
     std::vector<Op*> chain; // the enclosing for loops, outermost first
     std::vector<unsigned> chainSlotResults;
     if (gemmTma) {
@@ -859,7 +933,13 @@ private:
       p.buffers[i] =
           b.create1(OpCode::LocalAlloc, {}, Type::buffer(t.elem, t.shape, plan.stages), attrs);
       p.buffers[i]->name = names[i];
-      if (plan.tma && !gemmTma) {
+      if (plan.tmaRingPerPass) {
+        if (i == 0) {
+          p.bars[0] = p.bars[1] = b.create1(OpCode::AllocBarriers, {}, Type::barrier(plan.stages),
+                                            {ir::attr::AllocBarriers::make::arriveCount(1)});
+          p.bars[0]->name = "pipeline_full";
+        }
+      } else if (plan.tma && !gemmTma) {
         p.bars[i] = b.create1(OpCode::AllocBarriers, {}, Type::barrier(plan.stages),
                               {ir::attr::AllocBarriers::make::arriveCount(1)});
         p.bars[i]->name = std::string(names[i]) + "_full";
@@ -903,7 +983,7 @@ private:
         upYield->addOperand(inner->result(r));
         upYield->addOperand(inner->result(r + 1));
       }
-      if (gemmTma) return p;
+      if (gemmTma || plan.tmaRingPerPass) return p;
       TmaRing ring{&outer,
                    {p.buffers[0], p.buffers[1]},
                    {p.bars[0], p.bars[1]},
@@ -1156,6 +1236,190 @@ private:
     wait->result()->name = result->name;
     replaceAllUses(fn_.body, result, wait->result());
     ir::spliceOps(post, outer, ir::positionOf(outer, &loop) + 1);
+  }
+
+  /// sm_100a: the matmul loop with its dot as tcgen05.mma into a tensor-memory accumulator
+  /// (the copies as in `rewrite`). With S slots, D = S - 1 iterations loaded ahead, and the
+  /// loop's k-th MMA (k counted from 0 in each pass of the loop) committed to barrier k % 2 of
+  /// a pair:
+  ///
+  ///   kernel start:  acc_tmem = local_alloc tmem [M, N] f32 (tcgen05.alloc of the kernel's
+  ///                  columns; dealloc'ed before it returns)
+  ///   before loop:   done = alloc_barriers(2); local_store(acc_tmem, init) unless init is 0
+  ///                  prologue copies (as `rewrite`)
+  ///   loop i (k):    wait for slot i % S
+  ///                  tcgen05_mma(slot A, slot B, acc_tmem, use_acc, done[k % 2])
+  ///                      use_acc = k > 0 when init is zeros (the first MMA overwrites)
+  ///                  barrier_wait(done[(k - 1) % 2], ((k - 1) / 2) % 2) if k > 0
+  ///                      MMA k - 1 (and every earlier one) has completed: its slot,
+  ///                      (i - 1) mod S, is free
+  ///                  copy iteration i + D -> slot (i - 1) mod S
+  ///   after loop:    barrier_wait on the last MMA; drain the copies; local_store(acc_tmem,
+  ///                  0) if the loop ran no iteration and init is 0; acc = local_load
+  ///                  (tcgen05.ld)
+  ///
+  /// Barrier k % 2 next completes for MMA k + 2, issued only after every thread has passed
+  /// its wait for MMA k (cp.async: the slot wait's CTA barrier; TMA: a CTA barrier after the
+  /// wait), so no waiter sees a phase of the same parity complete twice. The accumulator leaves
+  /// the loop's carried registers: the loop carries the MMA count instead.
+  void rewriteTcgen05(const Plan& plan) {
+    Op& loop = *plan.loop;
+    Block& body = *loop.region(0);
+    Block& outer = *loop.parentBlock();
+    const Type accType = plan.dot->result()->type();
+    const int64_t M = accType.shape[0], N = accType.shape[1];
+    tmemColumnsUsed_ += N;
+    Type i32 = Type::scalar(DType::I32);
+
+    // The accumulator's tensor memory, allocated at the kernel's top level (every warp takes
+    // part in tcgen05.alloc): one per rewritten loop, each its own columns.
+    Block top;
+    ir::Builder tb(&top);
+    tb.setLoc(loop.loc());
+    Value* tmem = tb.create1(OpCode::LocalAlloc, {},
+                             Type::buffer(DType::F32, {M, N}, 1, ir::MemorySpace::Tmem),
+                             {ir::attr::LocalAlloc::make::storage("tmem")});
+    tmem->name = "dot_acc_tmem";
+    ir::spliceOps(top, fn_.body, 0);
+
+    if (nestedInLoop(outer)) {
+      // As in `rewrite`; here the meeting also orders the previous pass's tcgen05.ld of the
+      // accumulator and its waits on the MMA barriers before this pass re-initializes them and
+      // its first MMA overwrites the accumulator.
+      Block meet;
+      ir::Builder mb(&meet);
+      mb.setLoc(loop.loc());
+      if (plan.tma) mb.create(OpCode::Fence, {}, {}, {ir::attr::Fence::make::kind("async_shared")});
+      mb.create(OpCode::DebugBarrier, {}, {}, {});
+      ir::spliceOps(meet, outer, ir::positionOf(outer, &loop));
+    }
+    Value* init = loop.operand(3 + plan.accIter);
+    const bool zeroInit = ir::isPositiveZeroConstant(init);
+    Block pre;
+    ir::Builder b(&pre);
+    b.setLoc(loop.loc());
+    Value* done = b.create1(OpCode::AllocBarriers, {}, Type::barrier(2),
+                            {ir::attr::AllocBarriers::make::arriveCount(1)});
+    done->name = "dot_mma_done";
+    if (!zeroInit) b.create(OpCode::LocalStore, {tmem, init}, {}, {});
+    ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
+
+    const char* const names[2] = {"pipeline_a", "pipeline_b"};
+    Pipeline p = startPipeline(plan, plan.stages - 1, names);
+    const unsigned countResult = loop.numResults();
+    loop.addOperand(b.i32(0));
+    ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
+    loop.addResult(i32, "dot_mma_count");
+    Value* count = body.addArg(i32, "dot_mma_count");
+
+    // The barrier MMA `k` commits to and the parity of that commit's phase.
+    auto mmaDone = [&](ir::Builder& at, Value* k) {
+      Value* bar = at.create1(OpCode::LocalView, {done, at.binary(OpCode::And, k, at.i32(1))},
+                              Type::barrier(1));
+      Value* phase = at.binary(OpCode::And, at.binary(OpCode::Shr, k, at.i32(1)), at.i32(1));
+      return std::pair{bar, phase};
+    };
+
+    Block mid;
+    b.setInsertionBlock(&mid);
+    b.setLoc(plan.dot->loc());
+    waitForSlot(b, p, 0);
+    Value* a = slotView(b, p.buffers[0], p.slot);
+    Value* bv = slotView(b, p.buffers[1], p.slot);
+    if (plan.bTrans || plan.copyBTransposed) bv = localTrans(b, bv);
+    std::vector<Value*> mmaOperands{a, bv, tmem};
+    if (zeroInit) mmaOperands.push_back(b.cmp("ne", count, b.i32(0)));
+    mmaOperands.push_back(mmaDone(b, count).first);
+    b.create(OpCode::Tcgen05Mma, mmaOperands, {},
+             {ir::attr::Tcgen05Mma::make::hasUseAcc(zeroInit),
+              ir::attr::Tcgen05Mma::make::hasPred(false)});
+    Value* started = b.cmp("gt", count, b.i32(0));
+    auto [prevBar, prevPhase] = mmaDone(b, b.binary(OpCode::Sub, count, b.i32(1)));
+    b.create(OpCode::BarrierWait, {prevBar, prevPhase, started}, {},
+             {ir::attr::BarrierWait::make::hasPred(true)});
+    // TMA slot waits do not meet the CTA (cp.async's do): meet here, so that MMA k + 1, which
+    // commits to the barrier just waited on, is issued after every thread has seen that phase.
+    if (plan.tma) b.create(OpCode::DebugBarrier, {}, {}, {});
+    ValueMap map = refill(b, plan, p, plan.dot->loc());
+    yieldPipeline(b, plan, p, map);
+    body.terminator()->addOperand(b.binary(OpCode::Add, count, b.i32(1)));
+    // The accumulator passes through the loop unchanged, and is dropped from it below.
+    body.terminator()->setOperand(plan.accIter, body.arg(plan.accIter + 1));
+    ir::spliceOps(mid, body, ir::positionOf(body, plan.dot));
+
+    erase(body, plan.dot);
+    if (plan.bTrans) erase(body, plan.bTrans);
+    erase(body, plan.loads[0]);
+    erase(body, plan.loads[1]);
+
+    // ---- after the loop: the last MMA has completed; read the accumulator ----
+    Block post;
+    b.setInsertionBlock(&post);
+    b.setLoc(loop.loc());
+    Value* issued = loop.result(countResult);
+    auto [lastBar, lastPhase] = mmaDone(b, b.binary(OpCode::Sub, issued, b.i32(1)));
+    Value* ran = b.cmp("gt", issued, b.i32(0));
+    b.create(OpCode::BarrierWait, {lastBar, lastPhase, ran}, {},
+             {ir::attr::BarrierWait::make::hasPred(true)});
+    if (!plan.tma)
+      b.create(OpCode::AsyncWaitGroup, {}, {}, {ir::attr::AsyncWaitGroup::make::pendings(0)});
+    if (zeroInit) {
+      // A loop that ran no iteration issued no MMA: the accumulator gets the zeros it started
+      // from (stored only then, rather than a select over every register of the result; the
+      // trip count is the CTA's, as the loop's CTA barriers need).
+      Op* none = b.create(OpCode::If, {b.cmp("eq", issued, b.i32(0))}, {});
+      ir::Builder then(none->addRegion());
+      then.setLoc(loop.loc());
+      then.create(OpCode::LocalStore, {tmem, init}, {}, {});
+      then.create(OpCode::Yield, {}, {});
+      ir::Builder otherwise(none->addRegion());
+      otherwise.setLoc(loop.loc());
+      otherwise.create(OpCode::Yield, {}, {});
+    }
+    Value* result = b.create1(OpCode::LocalLoad, {tmem}, accType);
+    Value* old = loop.result(plan.accIter);
+    result->name = old->name;
+    replaceAllUses(fn_.body, old, result);
+    ir::spliceOps(post, outer, ir::positionOf(outer, &loop) + 1);
+    dropCarried(loop, plan.accIter);
+  }
+
+  /// Removes carried value `iter` of for loop `loop`, which its body passes through unread and
+  /// nothing reads after the loop: the loop is rebuilt without it (its ops moved over).
+  void dropCarried(Op& loop, unsigned iter) {
+    Block& outer = *loop.parentBlock();
+    Block& body = *loop.region(0);
+    std::vector<Value*> operands;
+    std::vector<Type> types;
+    for (unsigned i = 0; i < loop.numOperands(); ++i)
+      if (i != 3 + iter) operands.push_back(loop.operand(i));
+    for (unsigned r = 0; r < loop.numResults(); ++r)
+      if (r != iter) types.push_back(loop.result(r)->type());
+    Block holder;
+    ir::Builder b(&holder);
+    b.setLoc(loop.loc());
+    Op* rebuilt = b.create(OpCode::For, operands, types, loop.attrs());
+    Block* newBody = rebuilt->addRegion();
+    std::vector<std::pair<Value*, Value*>> renamed;
+    for (unsigned i = 0; i < body.numArgs(); ++i) {
+      if (i == iter + 1) continue;
+      renamed.emplace_back(body.arg(i), newBody->addArg(body.arg(i)->type(), body.arg(i)->name));
+    }
+    Op* yield = body.terminator();
+    std::vector<Value*> yields;
+    for (unsigned i = 0; i < yield->numOperands(); ++i)
+      if (i != iter) yields.push_back(yield->operand(i));
+    yield->setOperands(std::move(yields));
+    ir::spliceOps(body, *newBody, 0);
+    for (const auto& [from, to] : renamed) replaceAllUses(*newBody, from, to);
+    for (unsigned r = 0, k = 0; r < loop.numResults(); ++r) {
+      if (r == iter) continue;
+      rebuilt->result(k)->name = loop.result(r)->name;
+      replaceAllUses(fn_.body, loop.result(r), rebuilt->result(k++));
+    }
+    size_t at = ir::positionOf(outer, &loop);
+    ir::spliceOps(holder, outer, at);
+    erase(outer, &loop);
   }
 
   /// Attention: Q is stored once into a swizzled buffer before the loop; K and V tiles are
@@ -1534,6 +1798,10 @@ private:
   std::optional<layout::AxisInfoAnalysis> axisInfo_;
   /// Shared memory the TMA attention rewrites allocated so far, and their Q buffers by Q.
   int64_t sharedUsed_ = 0;
+  /// sm_100a: tcgen05.mma into tensor memory instead of wgmma (rewriteTcgen05), and the TMEM
+  /// columns the rewritten loops' accumulators take so far.
+  bool tcgen05_ = false;
+  int64_t tmemColumnsUsed_ = 0;
   /// The K / V buffers of TMA attention loops, which a later loop of the same block with the
   /// same tiles reuses (causal attention's second loop): its results `slotResult` and
   /// `slotResult + 1` are the slot and phase it ended on.
@@ -1582,8 +1850,8 @@ private:
 
 } // namespace
 
-int pipelineDotLoops(ir::Function& fn) {
-  int n = Pipeliner(fn).run();
+int pipelineDotLoops(ir::Function& fn, bool tensorMemory) {
+  int n = Pipeliner(fn, tensorMemory).run();
   if (n) verify(fn);
   return n;
 }

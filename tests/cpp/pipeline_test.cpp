@@ -120,10 +120,17 @@ TEST(SoftwarePipeline, MatmulLoopBecomesCpAsyncAndAsyncWgmma) {
 }
 
 TEST(SoftwarePipeline, OtherTargetsAndUnfitLoopsAreLeftAlone) {
-  for (Target t : {Target::SM80, Target::SM100a}) {
-    CompiledKernel k = compileMatmul(t, Stage::TileIR, 128, 128, 64, 8, 4);
-    EXPECT_EQ(count(k.tileIR, "async_load"), 0) << targetName(t);
-    EXPECT_TRUE(std::regex_search(k.tileIR, std::regex("= dot "))) << targetName(t);
+  {
+    CompiledKernel k = compileMatmul(Target::SM80, Stage::TileIR, 128, 128, 64, 8, 4);
+    EXPECT_EQ(count(k.tileIR, "async_load"), 0);
+    EXPECT_TRUE(std::regex_search(k.tileIR, std::regex("= dot ")));
+  }
+  // sm_100a: tiles tcgen05.mma does not take (M = 256 or 32 per CTA, 2 warps) stay plain dots.
+  for (auto [bm, warps] : {std::pair{256, 8}, std::pair{32, 4}, std::pair{128, 2}}) {
+    CompiledKernel k = compileMatmul(Target::SM100a, Stage::TileIR, bm, 64, 32, warps, 3);
+    EXPECT_EQ(count(k.tileIR, "async_load"), 0) << bm << " " << warps;
+    EXPECT_EQ(count(k.tileIR, "tcgen05_mma"), 0) << bm << " " << warps;
+    EXPECT_TRUE(std::regex_search(k.tileIR, std::regex("= dot "))) << bm << " " << warps;
   }
   // num_stages=1 asks for no pipelining; a 32x32 tile has no wgmma form.
   for (auto [bm, stages] : {std::pair{128, 1}, std::pair{32, 3}}) {
@@ -165,6 +172,39 @@ TEST(SoftwarePipeline, DotResultReadInsideTheLoopIsLeftAlone) {
   EXPECT_TRUE(std::regex_search(k.tileIR, std::regex("= dot "))) << k.tileIR;
 }
 
+TEST(SoftwarePipeline, Sm100aMatmulLoopBecomesCpAsyncAndTcgen05Mma) {
+  CompiledKernel k = compileMatmul(Target::SM100a, Stage::TileIR, 128, 128, 64, 8, 4);
+  const std::string& ir = k.tileIR;
+  // The copies as on sm_90a; the accumulator in tensor memory, read back once after the loop.
+  EXPECT_EQ(count(ir, "local_alloc {storage = \"smem\"} : buffer<4x128x64xfp16, smem>"), 1) << ir;
+  EXPECT_EQ(count(ir, "local_alloc {storage = \"tmem\"} : buffer<1x128x128xfp32, tmem>"), 1) << ir;
+  EXPECT_EQ(count(ir, "async_load "), 8) << ir;
+  EXPECT_EQ(count(ir, "async_wait_group {pendings = 2}"), 1) << ir;
+  EXPECT_EQ(count(ir, "alloc_barriers {arrive_count = 1} : barrier<2>"), 1) << ir;
+  EXPECT_EQ(count(ir, "tcgen05_mma "), 1) << ir;
+  EXPECT_EQ(count(ir, "{has_use_acc = 1, has_pred = 0}"), 1) << ir;
+  EXPECT_EQ(count(ir, "barrier_wait "), 2) << ir; // the previous MMA's, the last one's
+  EXPECT_EQ(count(ir, "local_load "), 1) << ir;
+  EXPECT_EQ(count(ir, "async_dot"), 0) << ir;
+  EXPECT_FALSE(std::regex_search(ir, std::regex("= dot "))) << ir;
+  EXPECT_FALSE(std::regex_search(ir, std::regex("= load "))) << ir;
+}
+
+TEST(SoftwarePipeline, InterpreterRunsTheSm100aPipelinedMatmul) {
+  // The tcgen05 form in the interpreter (an MMA lands at its commit's barrier): the same cases
+  // as sm_90a's below, M = 64 tiles.
+  struct Case {
+    int M, N, K, stages;
+  };
+  for (Case c :
+       {Case{100, 40, 88, 3}, Case{64, 32, 40, 5}, Case{70, 33, 0, 4}, Case{128, 64, 256, 4}}) {
+    CompiledKernel k = compileMatmul(Target::SM100a, Stage::TileIR, 64, 32, 32, 4, c.stages,
+                                     /*aligned=*/false);
+    ASSERT_GT(count(k.tileIR, "tcgen05_mma "), 0) << k.tileIR;
+    checkMatmulInInterpreter(k, c.M, c.N, c.K, 64, 32);
+  }
+}
+
 TEST(SoftwarePipeline, InterpreterRunsThePipelinedMatmul) {
   // Edges in M and N (wrapped rows), K not a multiple of BLOCK_K (the last tile is masked),
   // fewer K tiles than stages ahead (prologue copies past the end are masked off) and K = 0.
@@ -195,12 +235,16 @@ TEST(SoftwarePipeline, PtxHasCpAsyncSwizzledWgmmaAndOneMmaInFlight) {
   EXPECT_NE(ptx.find("4611686"), std::string::npos) << ptx;
   EXPECT_EQ(k.spillBytes, 0) << k.ptxasLog;
   EXPECT_FALSE(k.cubin.empty());
-  // The other targets still compile the plain loop.
-  for (Target t : {Target::SM80, Target::SM100a}) {
-    CompiledKernel o = compileMatmul(t, Stage::Cubin, 128, 128, 64, 8, 4);
-    EXPECT_EQ(count(o.ptx, "cp.async"), 0) << targetName(t);
-    EXPECT_FALSE(o.cubin.empty()) << targetName(t);
-  }
+  // sm_80 still compiles the plain loop; sm_100a the tcgen05 one, as many copies.
+  CompiledKernel o = compileMatmul(Target::SM80, Stage::Cubin, 128, 128, 64, 8, 4);
+  EXPECT_EQ(count(o.ptx, "cp.async"), 0);
+  EXPECT_FALSE(o.cubin.empty());
+  CompiledKernel bw = compileMatmul(Target::SM100a, Stage::Cubin, 128, 128, 64, 8, 4);
+  EXPECT_EQ(count(bw.ptx, "cp.async.cg.shared.global"), 4 * 8) << bw.ptx;
+  EXPECT_EQ(count(bw.ptx, "tcgen05.mma.cta_group::1.kind::f16"), 4) << bw.ptx;
+  EXPECT_EQ(count(bw.ptx, "mma.sync"), 0);
+  EXPECT_EQ(bw.spillBytes, 0) << bw.ptxasLog;
+  EXPECT_FALSE(bw.cubin.empty());
 }
 
 const char* kPersistentMatmulSource =

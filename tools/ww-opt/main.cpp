@@ -39,13 +39,14 @@ const PassInfo kPasses[] = {
      [](Function& f, const PassContext&) { ww::transforms::combineDotAdd(f); }},
     {"hoist-loop-invariants", "moves loop-invariant tensor shape ops out of for loops",
      [](Function& f, const PassContext&) { ww::transforms::hoistLoopInvariants(f); }},
-    {"pipeline-dot-loops", "software-pipelines tl.dot loops into cp.async + wgmma (sm_90a only)",
+    {"pipeline-dot-loops",
+     "software-pipelines tl.dot loops into cp.async / TMA + wgmma (sm_90a) or tcgen05.mma "
+     "(sm_100a)",
      [](Function& f, const PassContext& ctx) {
-       if (ctx.target != ww::Target::SM90a)
-         throw std::invalid_argument(std::string("pipeline-dot-loops rewrites loops for sm_90a's "
-                                                 "wgmma; the target is ") +
-                                     ww::targetName(ctx.target));
-       ww::transforms::pipelineDotLoops(f);
+       if (ctx.target == ww::Target::SM80)
+         throw std::invalid_argument("pipeline-dot-loops rewrites loops for sm_90a's wgmma or "
+                                     "sm_100a's tcgen05.mma; the target is sm_80");
+       ww::transforms::pipelineDotLoops(f, ctx.target == ww::Target::SM100a);
      }},
     {"unroll-loops", "unrolls loops marked by tl.range(loop_unroll_factor=U)",
      [](Function& f, const PassContext&) { ww::transforms::unrollLoops(f); }},
