@@ -1090,6 +1090,14 @@ private:
     ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(ir::positionOf(body, op)));
   }
 
+  /// Erases the dot the pipeline replaced and its operands' loads (and B's transpose).
+  void eraseDotAndLoads(Block& body, const Plan& plan) {
+    erase(body, plan.dot);
+    if (plan.bTrans) erase(body, plan.bTrans);
+    erase(body, plan.loads[0]);
+    erase(body, plan.loads[1]);
+  }
+
   /// Whether every op `block` is nested in is a for loop (none for the kernel's body).
   static bool enclosedByForLoopsOnly(const Block& block) {
     for (const Op* up = block.parentOp(); up; up = up->parentBlock()->parentOp())
@@ -1145,10 +1153,7 @@ private:
     ir::spliceOps(mid, body, ir::positionOf(body, plan.dot));
 
     // The dot and its loads are replaced; the original address computation is dead now.
-    erase(body, plan.dot);
-    if (plan.bTrans) erase(body, plan.bTrans);
-    erase(body, plan.loads[0]);
-    erase(body, plan.loads[1]);
+    eraseDotAndLoads(body, plan);
 
     // ---- after the loop: retire the last MMA and drain the (masked-off) copies ----
     Block post;
@@ -1347,10 +1352,7 @@ private:
     body.terminator()->setOperand(plan.accIter, body.arg(plan.accIter + 1));
     ir::spliceOps(mid, body, ir::positionOf(body, plan.dot));
 
-    erase(body, plan.dot);
-    if (plan.bTrans) erase(body, plan.bTrans);
-    erase(body, plan.loads[0]);
-    erase(body, plan.loads[1]);
+    eraseDotAndLoads(body, plan);
 
     // ---- after the loop: the last MMA has completed; read the accumulator ----
     Block post;
