@@ -1114,21 +1114,27 @@ private:
     return false;
   }
 
+  /// Before a pipelined loop nested in another loop, all threads meet (behind a proxy fence
+  /// for TMA): the epilogue of the previous pass may have used the stages' bytes (layout
+  /// conversions share them after the loop) through the generic proxy, and TMA writes them
+  /// through the async one.
+  static void meetBeforeNestedLoop(const Plan& plan) {
+    Op& loop = *plan.loop;
+    Block& outer = *loop.parentBlock();
+    if (!nestedInLoop(outer)) return;
+    Block meet;
+    ir::Builder mb(&meet);
+    mb.setLoc(loop.loc());
+    if (plan.tma) mb.create(OpCode::Fence, {}, {}, {ir::attr::Fence::make::kind("async_shared")});
+    mb.create(OpCode::DebugBarrier, {}, {}, {});
+    ir::spliceOps(meet, outer, ir::positionOf(outer, &loop));
+  }
+
   void rewrite(const Plan& plan) {
     Op& loop = *plan.loop;
     Block& body = *loop.region(0);
     Block& outer = *loop.parentBlock();
-    if (nestedInLoop(outer)) {
-      Block meet;
-      ir::Builder mb(&meet);
-      mb.setLoc(loop.loc());
-      // The epilogue of the previous pass may have used these bytes (layout conversions share
-      // the stages' shared memory after the loop) through the generic proxy; TMA writes them
-      // through the async one.
-      if (plan.tma) mb.create(OpCode::Fence, {}, {}, {ir::attr::Fence::make::kind("async_shared")});
-      mb.create(OpCode::DebugBarrier, {}, {}, {});
-      ir::spliceOps(meet, outer, ir::positionOf(outer, &loop));
-    }
+    meetBeforeNestedLoop(plan);
     const char* const names[2] = {"pipeline_a", "pipeline_b"};
     Pipeline p = startPipeline(plan, plan.stages - 1, names);
     Value* acc = body.arg(plan.accIter + 1);
@@ -1287,17 +1293,10 @@ private:
     tmem->name = "dot_acc_tmem";
     ir::spliceOps(top, fn_.body, 0);
 
-    if (nestedInLoop(outer)) {
-      // As in `rewrite`; here the meeting also orders the previous pass's tcgen05.ld of the
-      // accumulator and its waits on the MMA barriers before this pass re-initializes them and
-      // its first MMA overwrites the accumulator.
-      Block meet;
-      ir::Builder mb(&meet);
-      mb.setLoc(loop.loc());
-      if (plan.tma) mb.create(OpCode::Fence, {}, {}, {ir::attr::Fence::make::kind("async_shared")});
-      mb.create(OpCode::DebugBarrier, {}, {}, {});
-      ir::spliceOps(meet, outer, ir::positionOf(outer, &loop));
-    }
+    // The meeting also orders the previous pass's tcgen05.ld of the accumulator and its waits
+    // on the MMA barriers before this pass re-initializes them and its first MMA overwrites
+    // the accumulator.
+    meetBeforeNestedLoop(plan);
     Value* init = loop.operand(3 + plan.accIter);
     const bool zeroInit = ir::isPositiveZeroConstant(init);
     Block pre;
