@@ -110,6 +110,23 @@ def requires_ptxas():
     return path
 
 
+@pytest.fixture
+def sass(tmp_path):
+    """cubin bytes -> cuobjdump's SASS text; skips the rest of the test where there is no
+    cuobjdump (when called, so that the test's checks before it still run)."""
+
+    def disassemble(cubin):
+        tool = shutil.which("cuobjdump") or "/usr/local/cuda/bin/cuobjdump"
+        if not os.path.exists(tool):
+            pytest.skip("no cuobjdump (CUDA toolkit) to disassemble the cubin")
+        path = tmp_path / "k.cubin"
+        path.write_bytes(cubin)
+        return subprocess.run([tool, "--dump-sass", str(path)], capture_output=True, text=True,
+                              check=True, timeout=120).stdout
+
+    return disassemble
+
+
 class CompiledLaunches:
     """What gpu_compiles records: `kernels`, the compiled kernels in launch order, each compiled
     for `target` (a test may change it, or reset `kernels`, between calls)."""

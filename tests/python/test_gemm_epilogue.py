@@ -10,8 +10,6 @@ are (were unpacked into halves and packed again). The interpreter runs the kerne
 
 import importlib
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -102,19 +100,9 @@ def test_one_fence_and_two_barriers_after_the_loop(name):
     assert tail.find("fence.proxy.async", first_barrier) == -1
 
 
-def sass(cubin, tmp_path):
-    tool = shutil.which("cuobjdump") or "/usr/local/cuda/bin/cuobjdump"
-    if not Path(tool).exists():
-        pytest.skip("no cuobjdump (CUDA toolkit) to disassemble the cubin")
-    path = tmp_path / "k.cubin"
-    path.write_bytes(cubin)
-    return subprocess.run([tool, "--dump-sass", str(path)], capture_output=True, text=True,
-                          check=True, timeout=120).stdout
-
-
 @pytest.mark.parametrize("name", list(CONFIGS))
-def test_epilogue_sass(name, tmp_path, requires_ptxas):
-    text = sass(compile_config(name, "cubin").cubin, tmp_path)
+def test_epilogue_sass(name, sass, requires_ptxas):
+    text = sass(compile_config(name, "cubin").cubin)
     tail = text.rsplit("WARPGROUP.DEPBAR.LE gsb0, 0x0", 1)[1]
     per_thread = tile_elements(name) // (32 * CONFIGS[name][3])
     assert len(re.findall(r"\bSTSM\.16\.M88\.4\b", tail)) == per_thread // 8
