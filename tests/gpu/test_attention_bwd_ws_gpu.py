@@ -2,8 +2,8 @@
 ops.attention_bwd(kernel="tlx")) on an sm_90 GPU against PyTorch's autograd of
 scaled_dot_product_attention in fp32: HEAD_DIM 64 and 128, causal and not, up to 4 x 32 x 4096;
 the kernels launched directly on gradients poisoned with NaN (every element written, dq_accum
-zeroed by the preprocess); both ring depths, with DEFER_DK and with dQ split by query rows; and kernel=None choosing between the tl pair and
-the TLX kernel when tuning."""
+zeroed by the preprocess); both ring depths, with DEFER_DK and with dQ split by query rows;
+and kernel=None choosing between the tl pair and the TLX kernel when tuning."""
 
 import os
 import sys

@@ -173,9 +173,9 @@ def signature(head_dim, causal, stages, dtype="fp16", bm=64):
     tile, half = f"desc<{dtype},{bm}x{d}>", f"desc<{dtype},{bn // 2}x{d}>"
     dq_rows, dq_cols = _attention._bwd_tlx_dq_tile(bm, d, 2 if bm == 128 else -1)
     return (f"q_desc:{tile}, k_desc:{half}, v_desc:{half}, do_desc:{tile}, "
-            f"dq_desc:desc<fp32,{dq_rows}x{dq_cols}>, dk_desc:{half}, dv_desc:{half}, lse_ptr:*fp32:16, "
-            f"delta_ptr:*fp32:16, sm_scale:fp32, N_CTX:i32:16, HEAD_DIM={d}, BLOCK_M={bm}, "
-            f"BLOCK_N={bn}, NUM_STAGES={stages}, CAUSAL={int(causal)}")
+            f"dq_desc:desc<fp32,{dq_rows}x{dq_cols}>, dk_desc:{half}, dv_desc:{half}, "
+            f"lse_ptr:*fp32:16, delta_ptr:*fp32:16, sm_scale:fp32, N_CTX:i32:16, HEAD_DIM={d}, "
+            f"BLOCK_M={bm}, BLOCK_N={bn}, NUM_STAGES={stages}, CAUSAL={int(causal)}")
 
 
 @pytest.mark.parametrize("head_dim,causal,stages,dtype,variant", [

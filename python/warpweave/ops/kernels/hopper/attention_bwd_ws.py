@@ -35,7 +35,8 @@ Tensors: q, k, v, dO [Z, H, N_CTX, HEAD_DIM] fp16 or bf16, seen by the host desc
 HEAD_DIM] (zeroed by the preprocess); dk, dv [Z * H * N_CTX, HEAD_DIM] in q's dtype, written
 through the K and V tiles with TMA.
     grid = (N_CTX // BLOCK_N, Z * H); N_CTX a multiple of BLOCK_N (and BLOCK_N of BLOCK_M)
-    constexprs: HEAD_DIM (64 or 128), BLOCK_M=64, BLOCK_N=128, NUM_STAGES=2, CAUSAL
+    constexprs: HEAD_DIM (64 or 128), BLOCK_M (64, or 128 with DQ_ROWS), BLOCK_N=128,
+                NUM_STAGES (2 or 3), CAUSAL, DEFER_DK, DQ_SPLIT
     descriptors: q_desc, do_desc block [BLOCK_M, HEAD_DIM]; k_desc, v_desc, dk_desc, dv_desc
                  [BLOCK_N // 2, HEAD_DIM]; dq_desc (fp32) [DQ_TILE_ROWS, DQ_TILE_COLS]
     launch: num_warps=4 (the default task; the consumers add 8 warps)
@@ -56,8 +57,6 @@ DQ_AUTO: tl.constexpr = -1  # DQ_COLUMNS at HEAD_DIM 128, else DQ_OWN
 DQ_OWN: tl.constexpr = 0
 DQ_COLUMNS: tl.constexpr = 1
 DQ_ROWS: tl.constexpr = 2  # the host's dQ tile: ops/_attention.py's _bwd_tlx_dq_tile
-
-
 
 
 @ww.jit
@@ -87,7 +86,8 @@ def query_block(dk, dv, j, j_first, me, q_start, offs_k, k_me, v_me, k_bufs, q_b
                 BLOCK_M: tl.constexpr, KEYS: tl.constexpr, NUM_STAGES: tl.constexpr,
                 MASKED: tl.constexpr, DEFER_DK: tl.constexpr, DQ_MODE: tl.constexpr):
     """One query block's terms: dV += P^T dO and dK += dS^T Q into this consumer's registers,
-    and its dQ columns (or, at HEAD_DIM 64, its keys' dQ term) reduce-added into dq_accum.
+    and its share of dQ (DQ_MODE: its keys' term, half the columns or half the query rows)
+    reduce-added into dq_accum.
     DEFER_DK: dK's MMA is issued last and left running into the next block (whose first wait
     completes it, wgmma groups completing in order), so the dQ store and the next block's
     first MMAs follow it without draining the tensor pipe; the previous block's Q stage is
@@ -260,14 +260,14 @@ def attention_bwd_ws_kernel(q_desc, k_desc, v_desc, do_desc, dq_desc, dk_desc, d
                                      True, False, DQ_MODE)
             for j in range(num_masked, num_q):
                 dk, dv = query_block(dk, dv, j, num_masked, me, lo + j * BLOCK_M, offs_k, k_me,
-                                     v_me, k_bufs, q_bufs, do_bufs, ds_bufs, dq_buf, q_full, do_full,
-                                     q_empty, do_empty, dq_desc, lse_base, delta_base, row0,
-                                     qk_scale, dtype, HEAD_DIM, BLOCK_M, HALF, NUM_STAGES,
+                                     v_me, k_bufs, q_bufs, do_bufs, ds_bufs, dq_buf, q_full,
+                                     do_full, q_empty, do_empty, dq_desc, lse_base, delta_base,
+                                     row0, qk_scale, dtype, HEAD_DIM, BLOCK_M, HALF, NUM_STAGES,
                                      False, DEFER_DK, DQ_MODE)
             if DEFER_DK:
                 dk = tlx.async_dot_wait(0, dk)
             # dK and dV leave through this consumer's K and V tiles with TMA, once the other
-            # consumer's last dQ (which reads both K tiles at HEAD_DIM 128) is done.
+            # consumer's last dQ (which reads both K tiles where dQ is split) is done.
             tlx.named_barrier_wait(DS_BAR, BOTH_GROUPS)
             tlx.local_store(k_me, (dk * sm_scale).to(dtype))
             tlx.async_descriptor_store(dk_desc, k_me, [row0 + start_n + me * HALF, 0])
