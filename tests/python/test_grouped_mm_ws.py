@@ -126,9 +126,6 @@ def test_calls_the_kernel_does_not_take_are_refused():
     with pytest.raises(ValueError, match=r"kernel='tlx' needs"):  # K % 8 (b's transpose)
         ops.grouped_mm(np.ones((8, 20), np.float16), np.ones((2, 8, 20), np.float16)
                        .transpose(0, 2, 1), offs, kernel="tlx")
-    with pytest.raises(ValueError, match=r"ragged-M form .* only"):
-        ops.grouped_mm(np.ones((8, 32), np.float16), np.ones((32, 8), np.float16), offs,
-                       kernel="tlx")
     with pytest.raises(ValueError, match=r"'kernel' must be None, 'tl' or 'tlx'"):
         ops.grouped_mm(a, b, offs, kernel="ws")
 
@@ -144,6 +141,135 @@ def test_the_interpreter_takes_the_tl_kernel_unless_asked(monkeypatch):
     assert launched == []
     ops.grouped_mm(a, b, offs, kernel="tlx")
     assert launched == [1]
+
+
+# ------------------------------------------------------------------------------------------------
+# Ragged K (2-D a [M, K_total] x 2-D b [K_total, N] -> [G, M, N]: the weight gradient)
+# ------------------------------------------------------------------------------------------------
+
+
+def reference_k(a, b, offs):
+    """torch._grouped_mm's 2-D x 2-D result in float64: out[g] = a[:, cols of g] @ b[rows of g]
+    (an empty group gives zeros)."""
+    out = np.zeros((len(offs), a.shape[0], b.shape[1]))
+    start = 0
+    with np.errstate(invalid="ignore", over="ignore"):
+        for g, end in enumerate(offs):
+            out[g] = a[:, start:end].astype(np.float64) @ b[start:end].astype(np.float64)
+            start = end
+    return out
+
+
+def a_layout(a, layout):
+    """a [M, K] as it is ("k": its rows contiguous) or as the transpose of x [K, M] with
+    contiguous rows ("m": the weight gradient's x.t()), x's pitch M rounded up to 8 elements
+    (TMA's 16 bytes)."""
+    if layout == "k":
+        return a
+    M, K = a.shape
+    x = np.full((K, -(-M // 8) * 8), np.nan, a.dtype)
+    x[:, :M] = a.T
+    return x[:, :M].T
+
+
+# (group sizes, K_total, M, N): the interpreter's tiles are 32 x 32 x 16 on 4 programs, so a
+# group's K range ends inside a 16-wide K step unless its size and start are multiples of 16.
+K_CASES = [
+    ([20, 0, 1, 16, 9], 48, 40, 48),   # an empty group, 1-column groups, unaligned starts
+    ([5], 8, 5, 8),                    # G = 1, one partial K step, one partial tile
+    ([32], 32, 64, 64),                # G = 1, whole K steps and tiles only
+    ([0, 0, 3], 16, 24, 40),           # leading empty groups, 13 columns past the last group
+    ([16, 1, 31, 0], 48, 96, 72),      # whole steps, then steps that start mid-box
+    ([0, 0], 8, 10, 16),               # no columns in any group: all zeros
+    ([17, 50, 33, 2, 0, 29], 136, 70, 56),  # many tiles per program, M and N partial tiles
+]
+
+
+@pytest.mark.parametrize("layout", ["k", "m"])
+@pytest.mark.parametrize("sizes,K_total,M,N", K_CASES)
+def test_ragged_k_matches_a_loop_of_matmuls(sizes, K_total, M, N, layout):
+    rng = np.random.default_rng(K_total * 7 + M + N)
+    offs = np.cumsum(sizes).astype(np.int32)
+    a, b = a_layout(eighths(rng, (M, K_total)), layout), eighths(rng, (K_total, N))
+    out = ops.grouped_mm(a, b, offs, kernel="tlx")
+    assert out.dtype == np.float16 and out.shape == (len(sizes), M, N)
+    np.testing.assert_array_equal(out, reference_k(a, b, offs).astype(np.float16))
+    # The tl kernel agrees.
+    np.testing.assert_array_equal(ops.grouped_mm(a, b, offs, kernel="tl"), out)
+
+
+@pytest.mark.parametrize("layout", ["k", "m"])
+def test_ragged_k_steps_past_a_group_read_nothing_of_the_next(layout):
+    # A group's last K step reads on into the next group's columns of a and rows of b (and past
+    # the last group, into columns no group owns): here all infinities, of opposite signs in a
+    # and b. Zeroed before the MMA, they reach no other group: those stay exact and finite, and
+    # the infinite group is what the float64 loop gives (NaN where +inf meets -inf).
+    rng = np.random.default_rng(11)
+    sizes, K_total, M, N = [20, 0, 1, 5, 9, 3], 48, 40, 48
+    offs = np.cumsum(sizes).astype(np.int32)
+    a, b = eighths(rng, (M, K_total)), eighths(rng, (K_total, N))
+    a[:, 21:26], b[21:26] = np.inf, -np.inf  # group 3
+    a[:, 38:], b[38:] = np.inf, np.inf       # past the last group (38)
+    a = a_layout(a, layout)
+    out = ops.grouped_mm(a, b, offs, kernel="tlx")
+    ref = reference_k(a, b, offs).astype(np.float16)
+    np.testing.assert_array_equal(out, ref)  # (NaNs at the same places)
+    finite = [bool(np.isfinite(out[g].astype(np.float32)).all()) for g in range(len(sizes))]
+    assert finite == [True, True, True, False, True, True]
+
+
+@pytest.mark.parametrize("layout", ["k", "m"])
+def test_ragged_k_bfloat16_torch_cpu_tensors(monkeypatch, layout):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("WARPWEAVE_INTERPRET", "1")
+    rng = np.random.default_rng(9)
+    sizes = [9, 0, 40, 23, 1]
+    offs = np.cumsum(sizes).astype(np.int32)
+    a, b = eighths(rng, (48, 80)), eighths(rng, (80, 40))
+    ta = torch.from_numpy(a).bfloat16()
+    ta = ta if layout == "k" else ta.t().contiguous().t()
+    out = ops.grouped_mm(ta, torch.from_numpy(b).bfloat16(), torch.from_numpy(offs),
+                         kernel="tlx")
+    assert out.dtype == torch.bfloat16 and out.shape == (5, 48, 40)
+    assert torch.equal(out, torch.from_numpy(reference_k(a, b, offs)).bfloat16())
+
+
+@pytest.mark.parametrize("offs", [[4, 4, 99], [-5, 7, 2], [30, 10, 12], [0, 0, -1]])
+def test_ragged_k_out_of_range_offsets_stay_inside_the_arrays(offs):
+    # The interpreter reports any access outside the arrays; columns are clamped to
+    # [0, K_total] as the tl kernel clamps them, and the two kernels agree.
+    rng = np.random.default_rng(3)
+    a, b = eighths(rng, (24, 40)), eighths(rng, (40, 16))
+    offs = np.array(offs, np.int32)
+    out = ops.grouped_mm(a, b, offs, kernel="tlx")
+    assert out.shape == (3, 24, 16) and np.all(np.isfinite(out.astype(np.float32)))
+    np.testing.assert_array_equal(out, ops.grouped_mm(a, b, offs, kernel="tl"))
+
+
+def test_ragged_k_calls_the_kernel_does_not_take_are_refused():
+    offs = np.array([3, 8], np.int32)
+    h = np.float16
+    for a, b in [(np.ones((8, 8), np.float32), np.ones((8, 16), np.float32)),  # fp32
+                 (np.ones((8, 12), h)[:, :8], np.ones((8, 16), h)),  # a's pitch: 24 bytes
+                 (np.ones((8, 8), h), np.ones((8, 12), h)),  # N % 8
+                 (np.ones((8, 8), h), np.ones((8, 32), h)[:, ::2]),  # b's columns strided
+                 (np.ones((16, 16), h)[::2, ::2], np.ones((8, 16), h))]:  # a strided both ways
+        with pytest.raises(ValueError, match=r"kernel='tlx' needs .*'a' with contiguous rows or"):
+            ops.grouped_mm(a, b, offs, kernel="tlx")
+
+
+def test_ragged_k_in_the_interpreter_takes_the_tl_kernel_unless_asked(monkeypatch):
+    launched = []
+    real = _grouped_mm._launch_tlx_ragged_k
+    monkeypatch.setattr(_grouped_mm, "_launch_tlx_ragged_k",
+                        lambda *args: launched.append(args[7]) or real(*args))
+    a, b, offs = np.ones((8, 16), np.float16), np.ones((16, 8), np.float16), \
+        np.array([3, 16], np.int32)
+    ops.grouped_mm(a, b, offs)
+    assert launched == []
+    ops.grouped_mm(a, b, offs, kernel="tlx")
+    ops.grouped_mm(np.ones((16, 8), np.float16).T, b, offs, kernel="tlx")
+    assert launched == [False, True]  # a_mmajor for the transpose
 
 
 # ------------------------------------------------------------------------------------------------

@@ -95,10 +95,7 @@ def _grouped_mm(a, b, offs, kernel):
         raise ValueError(f"{op}: 'offs' must be contiguous, got strides {_strides(offs)}")
     if b.ndim == 3:
         return _ragged_m(op, place, a, b, offs, dt, G, kernel)
-    if kernel == "tlx":
-        raise ValueError(f"{op}: kernel='tlx' takes the ragged-M form (2-D 'a', 3-D 'b') only; "
-                         f"the ragged-K form runs the tl kernel")
-    return _ragged_k(op, place, a, b, offs, dt, G)
+    return _ragged_k(op, place, a, b, offs, dt, G, kernel)
 
 
 def _ragged_m(op, place, a, b, offs, dt, G, kernel):
@@ -203,7 +200,7 @@ def _tlx_candidates(place, N, itemsize) -> list:
     return out
 
 
-def _ragged_k(op, place, a, b, offs, dt, G):
+def _ragged_k(op, place, a, b, offs, dt, G, kernel):
     M, K_total = a.shape
     if b.shape[0] != K_total:
         raise ValueError(f"{op}: 'b' has shape {tuple(b.shape)} but 'a' has "
@@ -214,20 +211,82 @@ def _ragged_k(op, place, a, b, offs, dt, G):
     if M == 0 or N == 0:
         return c
     sa, sb, sc = _strides(a), _strides(b), _strides(c)
+    interpreter_tlx = kernel == "tlx" and not place.on_gpu
+    a_layout = _tlx_ragged_k_a_layout(a, b, c, dt, M, N, K_total)
+    if kernel == "tlx" and not (a_layout and (interpreter_tlx or _common._is_sm90(place))):
+        raise ValueError(f"{op}: kernel='tlx' needs an sm_90 GPU (or NumPy arrays in the "
+                         f"interpreter), float16 or bfloat16 operands, 'a' with contiguous rows "
+                         f"or contiguous columns, 'b' with contiguous rows, N a multiple of 8, "
+                         f"16-byte row pitches and bases, K_total > 0; got {dt}, M={M}, "
+                         f"K_total={K_total}, N={N}, strides {sa} and {sb}")
 
     def launch(candidate, go):
         config = candidate.config
+        if candidate.kernel == "tlx_ws":
+            _launch_tlx_ragged_k(place, go, a, b, c, offs, G, a_layout == "m", config)
+            return
         go(grouped_mm_kernels.grouped_mm_ragged_k_kernel,
            (ww.cdiv(M, config["BLOCK_M"]) * ww.cdiv(N, config["BLOCK_N"]), G),
            a, b, c, offs, M, N, K_total, sa[0], sa[1], sb[0], sb[1], sc[0], sc[1], sc[2],
            PRECISION=_precision(dt), **config)
 
+    if interpreter_tlx:
+        launch(_tuning.Candidate("tlx_ws", **_TLX_INTERPRETER_CONFIG), place.launch)
+        return c
+    use_tlx = kernel == "tlx" or (kernel is None and GROUPED_MM_TLX_ON_SM90 and a_layout
+                                  and _common._is_sm90(place))
+    tlx = _tlx_candidates(place, N, _itemsize(a)) if use_tlx else []
     # Tuned per power-of-two bucket of the ragged K.
     _choose_and_launch(place, "grouped_mm_ragged_k",
-                       (dt, G, M, N, _tuning.pow2_bucket(K_total)),
+                       (dt, G, M, N, _tuning.pow2_bucket(K_total), a_layout or ""),
                        GROUPED_MM_RAGGED_K_GPU_CONFIG, _itemsize(a), launch,
-                       grouped_mm_kernels.grouped_mm_ragged_k_kernel)
+                       grouped_mm_kernels.grouped_mm_ragged_k_kernel, tlx, tl=kernel != "tlx",
+                       tlx_kernel=grouped_mm_ws_kernels.grouped_mm_ragged_k_ws_kernel)
     return c
+
+
+def _tlx_ragged_k_a_layout(a, b, c, dt, M, N, K_total):
+    """How the TLX kernel reads a for the ragged-K call, or None where it cannot run it: "k"
+    for a with contiguous rows (a [M, K_total], K along a row), "m" for a with contiguous
+    columns (a = x.t() of a contiguous x [K_total, M], the weight gradient's activations; the
+    A stages then hold A^T tiles). Both need TMA-addressable fp16 / bf16 operands: b's rows
+    contiguous, 16-byte row pitches (N a multiple of 8: c [G, M, N] is viewed as [G * M, N]),
+    16-byte aligned bases. K_total and M may be any size: TMA zero-fills past them, and a group's
+    K range may end anywhere (the kernel zeroes what its last step reads past it)."""
+    sa, sb = _strides(a), _strides(b)
+    if not (dt in _HALF_FLOATS and K_total > 0 and N % 8 == 0 and sb[1] == 1
+            and (K_total == 1 or (sb[0] % 8 == 0 and sb[0] >= N))
+            and all(_common._address(t) % 16 == 0 for t in (a, b, c))):
+        return None
+    if sa[1] == 1 and (M == 1 or (sa[0] % 8 == 0 and sa[0] >= K_total)):
+        return "k"
+    if sa[0] == 1 and (K_total == 1 or (sa[1] % 8 == 0 and sa[1] >= M)):
+        return "m"
+    return None
+
+
+def _launch_tlx_ragged_k(place, go, a, b, c, offs, G, a_mmajor, config):
+    """Launches kernels/hopper/grouped_mm_ws.py's ragged-K kernel with `config` through
+    go(kernel, grid, ...): descriptors over a (a_mmajor: over its transpose [K_total, M]), over
+    b [K_total, N] and over c as [G * M, N]; a persistent grid of the device's SMs."""
+    (M, K_total), N = a.shape, b.shape[1]
+    cfg = dict(config)
+    block_m, block_n, block_k = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    half = block_m // 2
+    sa, sb = _strides(a), _strides(b)
+    if a_mmajor:
+        pitch = sa[1] if K_total > 1 else M  # (one column: any stride)
+        a_desc = ww.TensorDescriptor(a, [K_total, M], [pitch, 1], [block_k, half])
+    else:
+        pitch = sa[0] if M > 1 else K_total
+        a_desc = ww.TensorDescriptor(a, [M, K_total], [pitch, 1], [half, block_k])
+    b_desc = ww.TensorDescriptor(b, [K_total, N], [sb[0] if K_total > 1 else N, 1],
+                                 [block_k, block_n])
+    c_desc = ww.TensorDescriptor(c, [G * M, N], [N, 1], [half, block_n // cfg["EPI_SUBTILE"]])
+    sms = cfg.pop("NUM_SMS", None) or place.num_sms()
+    work = G * ww.cdiv(M, block_m) * ww.cdiv(N, block_n)
+    go(grouped_mm_ws_kernels.grouped_mm_ragged_k_ws_kernel, (min(sms, work),), a_desc, b_desc,
+       c_desc, c, offs, G, M, N, K_total, **cfg, NUM_SMS=sms, A_MMAJOR=a_mmajor, num_warps=4)
 
 
 # Beside the fixed tiles: 128x128 tiles 64 deep in 4 stages (twice the programs), 128x256x64 in
@@ -240,7 +299,8 @@ _CONFIGS = [
 ]
 
 
-def _choose_and_launch(place, op, key, fixed, itemsize, launch, kernel, tlx=(), tl=True):
+def _choose_and_launch(place, op, key, fixed, itemsize, launch, kernel, tlx=(), tl=True,
+                       tlx_kernel=grouped_mm_ws_kernels.grouped_mm_ws_kernel):
     """Launches the interpreter's configuration, or the GPU configuration warpweave.ops._tuning
     chooses among the TLX kernel's candidates `tlx` (the first the default where there are any)
     and, where `tl`, `fixed` and those of _CONFIGS whose stages of A and B tiles fit the GPU's
@@ -254,7 +314,7 @@ def _choose_and_launch(place, op, key, fixed, itemsize, launch, kernel, tlx=(), 
             _tuning.Candidate("tl", **cfg) for cfg in _CONFIGS
             if cfg != fixed and _tuning.fits(place, cfg["num_stages"] * itemsize *
                                              cfg["BLOCK_K"] * (cfg["BLOCK_M"] + cfg["BLOCK_N"]))]
-    kernels = [kernel] + ([grouped_mm_ws_kernels.grouped_mm_ws_kernel] if tlx else [])
+    kernels = [kernel] + ([tlx_kernel] if tlx else [])
     chosen = _tuning.choose(place, op, key, candidates, candidates[0], launch, kernels)
     launch(chosen, place.launch)
 

@@ -105,15 +105,19 @@ def store_chunk(c_desc, c_bufs, value, buf_index, off_m, off_n, ROWS: tl.constex
 def alloc_ring(a_dtype: tl.constexpr, b_dtype: tl.constexpr, c_dtype: tl.constexpr,
                HALF_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                NUM_STAGES: tl.constexpr, B_KMAJOR: tl.constexpr, READERS: tl.constexpr,
-               EPI_SUBTILE: tl.constexpr):
+               EPI_SUBTILE: tl.constexpr, A_MMAJOR: tl.constexpr = False):
     """The cooperative kernels' shared memory: a_bufs, b_bufs, full_bars, empty_bars, c_bufs.
     Stage s of the NUM_STAGES ring holds A halves 2s (rows of consumer 0) and 2s + 1 (consumer 1)
     and B tile s ([BLOCK_K, BLOCK_N], or with B_KMAJOR B^T's [BLOCK_N, BLOCK_K]); full_bars[s]
     take the producer's one arrival, empty_bars[s] READERS (the consumer warp groups that read
     the stage). c_bufs are store_tile's: one [HALF_M, BLOCK_N] buffer per consumer with
     EPI_SUBTILE = 1, else two chunk buffers [HALF_M, BLOCK_N // EPI_SUBTILE] per consumer;
-    None with EPI_SUBTILE = 0 (C stored without shared memory)."""
-    a_bufs = tlx.local_alloc((HALF_M, BLOCK_K), a_dtype, NUM_STAGES * 2)
+    None with EPI_SUBTILE = 0 (C stored without shared memory). A_MMAJOR: the A halves hold
+    A^T's [BLOCK_K, HALF_M] (A's rows contiguous in memory: the grouped GEMM's ragged-K form)."""
+    if A_MMAJOR:
+        a_bufs = tlx.local_alloc((BLOCK_K, HALF_M), a_dtype, NUM_STAGES * 2)
+    else:
+        a_bufs = tlx.local_alloc((HALF_M, BLOCK_K), a_dtype, NUM_STAGES * 2)
     if B_KMAJOR:
         b_bufs = tlx.local_alloc((BLOCK_N, BLOCK_K), b_dtype, NUM_STAGES)
     else:
@@ -145,18 +149,26 @@ def acquire_stage(full_bars, empty_bars, step, NUM_STAGES: tl.constexpr,
 @ww.jit
 def load_stage(a_desc, b_desc, a_bufs, b_bufs, full, stage, off_m, off_n, off_k, rank,
                HALF_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-               CLUSTER_M: tl.constexpr, CLUSTER_N: tl.constexpr, B_KMAJOR: tl.constexpr):
+               CLUSTER_M: tl.constexpr, CLUSTER_N: tl.constexpr, B_KMAJOR: tl.constexpr,
+               A_MMAJOR: tl.constexpr = False):
     """One k-step's TMA loads into `stage`, completing on `full`: A's two row halves (buffers
-    2 * stage and 2 * stage + 1) and B's tile, [BLOCK_K, BLOCK_N] at [off_k, off_n], or with
-    B_KMAJOR B^T's [BLOCK_N, BLOCK_K] at [off_n, off_k] (K contiguous: 8-bit wgmma operands
-    must be). In a 2-CTA cluster this CTA loads one half of the shared operand into both CTAs."""
+    2 * stage and 2 * stage + 1; with A_MMAJOR A^T's [BLOCK_K, HALF_M] at [off_k, off_m]) and
+    B's tile, [BLOCK_K, BLOCK_N] at [off_k, off_n], or with B_KMAJOR B^T's [BLOCK_N, BLOCK_K]
+    at [off_n, off_k] (K contiguous: 8-bit wgmma operands must be). In a 2-CTA cluster this CTA
+    loads one half of the shared operand into both CTAs."""
     tl.static_assert(not (B_KMAJOR and CLUSTER_M == 2))
+    tl.static_assert(not (A_MMAJOR and CLUSTER_N == 2))
     B_PART: tl.constexpr = BLOCK_N // CLUSTER_M  # the columns of B this CTA loads
     if CLUSTER_N == 2:
         # This CTA's A half lands in both CTAs (the peer sends the other).
         tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage + rank),
                                   [off_m + rank * HALF_M, off_k], full,
                                   multicast_targets=[0, 1])
+    elif A_MMAJOR:
+        tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage), [off_k, off_m],
+                                  full)
+        tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage + 1),
+                                  [off_k, off_m + HALF_M], full)
     else:
         tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage), [off_m, off_k],
                                   full)
@@ -182,19 +194,22 @@ def load_stage(a_desc, b_desc, a_bufs, b_bufs, full, stage, off_m, off_n, off_k,
 
 @ww.jit
 def issue_stage(a_bufs, b_bufs, full_bars, step, half, acc, use_acc,
-                NUM_STAGES: tl.constexpr, B_KMAJOR: tl.constexpr):
+                NUM_STAGES: tl.constexpr, B_KMAJOR: tl.constexpr, A_MMAJOR: tl.constexpr = False):
     """Waits for stage `step` % NUM_STAGES to land and issues its async wgmma chain of this
-    consumer's A half by B (B^T read transposed with B_KMAJOR) into acc (use_acc: whether the
-    chain adds to acc or starts from zero); returns the in-flight result."""
+    consumer's A half (A^T read transposed with A_MMAJOR) by B (B^T read transposed with
+    B_KMAJOR) into acc (use_acc: whether the chain adds to acc or starts from zero); returns the
+    in-flight result."""
     stage = step % NUM_STAGES
     tlx.barrier_wait(tlx.local_view(full_bars, stage), (step // NUM_STAGES) & 1)
+    if A_MMAJOR:
+        a = tlx.local_trans(tlx.local_view(a_bufs, 2 * stage + half))
+    else:
+        a = tlx.local_view(a_bufs, 2 * stage + half)
     if B_KMAJOR:
-        acc = tlx.async_dot(tlx.local_view(a_bufs, 2 * stage + half),
-                            tlx.local_trans(tlx.local_view(b_bufs, stage)), acc,
+        acc = tlx.async_dot(a, tlx.local_trans(tlx.local_view(b_bufs, stage)), acc,
                             use_acc=use_acc)
     else:
-        acc = tlx.async_dot(tlx.local_view(a_bufs, 2 * stage + half),
-                            tlx.local_view(b_bufs, stage), acc, use_acc=use_acc)
+        acc = tlx.async_dot(a, tlx.local_view(b_bufs, stage), acc, use_acc=use_acc)
     return acc
 
 
@@ -208,13 +223,51 @@ def add_partial(acc, partial, empty_bars, step, rank, PENDING: tl.constexpr,
     return acc + partial, partial
 
 
+TAIL_BAR: tl.constexpr = 8  # named barrier 8: zero_k_tail's (id 0 is the CTA-wide barrier)
+
+
+@ww.jit
+def zero_k_tail(a_bufs, b_bufs, step, half, k_valid, HALF_M: tl.constexpr,
+                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr,
+                A_MMAJOR: tl.constexpr):
+    """mma_tile's TAIL_K: stage `step` % NUM_STAGES holds only k_valid < BLOCK_K steps of K
+    that belong to the tile; its TMA boxes read on past them into data of another product (the
+    grouped GEMM's next group along a ragged K), which must not reach the accumulator, not even
+    as 0 * inf. Once the stage has landed, this consumer zeroes K steps k_valid.. of its own A
+    half and of its column half of the B tile the two consumers share, makes the writes visible
+    to wgmma (the async proxy) and meets the other consumer (named barrier TAIL_BAR), so that
+    neither multiplies B before both halves are zeroed. Runs once per tile, not per stage."""
+    HALF_N: tl.constexpr = BLOCK_N // 2
+    stage = step % NUM_STAGES
+    ks = tl.arange(0, BLOCK_K)
+    a_buf = tlx.local_view(a_bufs, 2 * stage + half)
+    if A_MMAJOR:
+        tlx.local_store(a_buf, tl.where(ks[:, None] < k_valid, tlx.local_load(a_buf), 0.0))
+    else:
+        tlx.local_store(a_buf, tl.where(ks[None, :] < k_valid, tlx.local_load(a_buf), 0.0))
+    b_buf = tlx.local_view(b_bufs, stage)
+    if half == 0:
+        b_part = tlx.local_slice(b_buf, [0, 0], [BLOCK_K, HALF_N])
+        tlx.local_store(b_part, tl.where(ks[:, None] < k_valid, tlx.local_load(b_part), 0.0))
+    else:
+        b_part = tlx.local_slice(b_buf, [0, HALF_N], [BLOCK_K, HALF_N])
+        tlx.local_store(b_part, tl.where(ks[:, None] < k_valid, tlx.local_load(b_part), 0.0))
+    tlx.fence_async_shared()
+    tlx.named_barrier_wait(TAIL_BAR, 256)
+
+
 @ww.jit
 def mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half, rank,
              HALF_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
-             CLUSTER: tl.constexpr, B_KMAJOR: tl.constexpr, PROMOTE: tl.constexpr = False):
+             CLUSTER: tl.constexpr, B_KMAJOR: tl.constexpr, PROMOTE: tl.constexpr = False,
+             A_MMAJOR: tl.constexpr = False, k_last=0, TAIL_K: tl.constexpr = 0):
     """One consumer's fp32 accumulator of its HALF_M rows of a tile, over the tile's num_k
     stages from `step` on; returns it and the step after the tile. With B_KMAJOR the stages hold
-    B^T and wgmma reads B as its transpose.
+    B^T and wgmma reads B as its transpose; with A_MMAJOR the A halves hold A^T.
+
+    TAIL_K (= BLOCK_K, without PROMOTE, without B_KMAJOR, two consumers, no cluster): the last
+    stage holds only k_last (1..TAIL_K) of the tile's K steps, the rest another group's data:
+    zero_k_tail zeroes them before that stage's wgmma.
 
     PROMOTE (fp8): Hopper's fp8 wgmma sums its k32 steps with reduced precision, so each stage's
     wgmma chain (BLOCK_K / 32 steps) sums into a fresh partial (use_acc=False: scale-d 0) that
@@ -228,6 +281,7 @@ def mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half, rank,
     that the loop is entered, as it is continued, with the odd partial in flight: the same loop
     entered with nothing in flight (its first wait(1) on zeros) made ptxas 13.0 serialize every
     wgmma (C7514), apparently unable to follow the two partials' groups around the loop."""
+    tl.static_assert(not PROMOTE or (not A_MMAJOR and TAIL_K == 0))
     acc = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
     if PROMOTE:
         even = tl.zeros([HALF_M, BLOCK_N], dtype=tl.float32)
@@ -257,9 +311,17 @@ def mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half, rank,
                 acc, odd = add_partial(acc, odd, empty_bars, step, rank, 0, NUM_STAGES, CLUSTER)
                 step += 1
     else:
+        tl.static_assert(TAIL_K == 0 or (not B_KMAJOR and CLUSTER == 1))
         for k in range(0, num_k):
+            if TAIL_K > 0:
+                if (k == num_k - 1) & (k_last < TAIL_K):
+                    # (issue_stage's wait below then passes at once)
+                    tlx.barrier_wait(tlx.local_view(full_bars, step % NUM_STAGES),
+                                     (step // NUM_STAGES) & 1)
+                    zero_k_tail(a_bufs, b_bufs, step, half, k_last, HALF_M, BLOCK_N, TAIL_K,
+                                NUM_STAGES, A_MMAJOR)
             acc = issue_stage(a_bufs, b_bufs, full_bars, step, half, acc, True, NUM_STAGES,
-                              B_KMAJOR)
+                              B_KMAJOR, A_MMAJOR)
             # Keep one MMA in flight; the one before it is done, so release its stage.
             acc = tlx.async_dot_wait(1, acc)
             if k > 0:

@@ -45,7 +45,8 @@ import warpweave as ww
 import warpweave.language as tl
 from warpweave import tlx
 
-from .gemm_ws import alloc_ring, mma_tile, rastered_tile, split_columns, store_tile
+from .gemm_ws import (acquire_stage, alloc_ring, load_stage, mma_tile, rastered_tile,
+                      split_columns, store_tile)
 
 
 @ww.jit
@@ -193,4 +194,80 @@ def grouped_mm_ws_kernel(a_desc, b_desc, c_desc, c_ptr, offs_ptr, G, M_total, N,
                         # The group's last rows: the rows after them are the next group's.
                         store_rows(c_bufs, half, c_ptr + off_m.to(tl.int64) * N, c, end - off_m, N,
                                    off_n, HALF_M, BLOCK_N, EPI_SUBTILE)
+            tlx.async_descriptor_store_wait(0)
+
+
+@ww.jit
+def group_k_range(offs_ptr, g, K_total):
+    """Group g's columns of K, [start, end): offs[g-1] (0 for g = 0) to offs[g], clamped to
+    [0, K_total] as kernels/grouped_mm.py's ragged-K kernel clamps them (a group ending before
+    it starts is empty)."""
+    end = tl.minimum(tl.maximum(tl.load(offs_ptr + g), 0), K_total)
+    start = tl.load(offs_ptr + tl.maximum(g - 1, 0))
+    start = tl.where(g > 0, tl.minimum(tl.maximum(start, 0), end), 0)
+    return start, end
+
+
+@ww.jit
+def grouped_mm_ragged_k_ws_kernel(a_desc, b_desc, c_desc, c_ptr, offs_ptr, G, M, N, K_total,
+                                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                                  BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                                  NUM_STAGES: tl.constexpr, NUM_SMS: tl.constexpr,
+                                  EPI_SUBTILE: tl.constexpr = 4, RASTER_N: tl.constexpr = False,
+                                  A_MMAJOR: tl.constexpr = False):
+    tl.static_assert(EPI_SUBTILE == 1 or EPI_SUBTILE == 2 or EPI_SUBTILE == 4)
+    HALF_M: tl.constexpr = BLOCK_M // 2
+    dtype: tl.constexpr = tlx.dtype_of(a_desc)
+    c_dtype: tl.constexpr = tlx.dtype_of(c_desc)
+    STAGE_BYTES: tl.constexpr = (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * tlx.size_of(dtype)
+
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    tiles = num_pid_m * num_pid_n  # per group
+    num_work = G * tiles
+
+    a_bufs, b_bufs, full_bars, empty_bars, c_bufs = alloc_ring(
+        dtype, dtype, c_dtype, HALF_M, BLOCK_N, BLOCK_K, NUM_STAGES, False, 2, EPI_SUBTILE,
+        A_MMAJOR)
+
+    with tlx.async_tasks():
+        with tlx.async_task("default", registers=40):
+            step = 0
+            for work in range(tl.program_id(0), num_work, NUM_SMS):
+                g = work // tiles
+                pid_m, pid_n = rastered_tile(work - g * tiles, num_pid_m, num_pid_n, GROUP_M,
+                                             RASTER_N)
+                k_start, k_end = group_k_range(offs_ptr, g, K_total)
+                # The last step's boxes read on past k_end (the consumers zero that part).
+                for k in range(0, tl.cdiv(k_end - k_start, BLOCK_K)):
+                    stage, full = acquire_stage(full_bars, empty_bars, step, NUM_STAGES,
+                                                STAGE_BYTES)
+                    load_stage(a_desc, b_desc, a_bufs, b_bufs, full, stage, pid_m * BLOCK_M,
+                               pid_n * BLOCK_N, k_start + k * BLOCK_K, 0, HALF_M, BLOCK_N,
+                               BLOCK_K, 1, 1, False, A_MMAJOR)
+                    step += 1
+
+        with tlx.async_task(num_warps=4, registers=232, replicate=2):
+            half = tlx.async_task_replica_id()
+            step = 0
+            for work in range(tl.program_id(0), num_work, NUM_SMS):
+                g = work // tiles
+                pid_m, pid_n = rastered_tile(work - g * tiles, num_pid_m, num_pid_n, GROUP_M,
+                                             RASTER_N)
+                k_start, k_end = group_k_range(offs_ptr, g, K_total)
+                num_k = tl.cdiv(k_end - k_start, BLOCK_K)
+                # An empty group runs no K steps: its accumulator stays zero.
+                acc, step = mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half, 0,
+                                     HALF_M, BLOCK_N, NUM_STAGES, 1, False, False, A_MMAJOR,
+                                     k_end - k_start - (num_k - 1) * BLOCK_K, BLOCK_K)
+                off_m = pid_m * BLOCK_M + half * HALF_M
+                off_n = pid_n * BLOCK_N
+                c = acc.to(c_dtype)
+                if off_m + HALF_M <= M:
+                    store_tile(c_desc, c_bufs, c, half, g * M + off_m, off_n, HALF_M, BLOCK_N,
+                               EPI_SUBTILE)
+                else:
+                    # The last tile-row's rows past M are the next group's rows of C.
+                    store_rows(c_bufs, half, c_ptr + (g.to(tl.int64) * M + off_m) * N, c,
+                               M - off_m, N, off_n, HALF_M, BLOCK_N, EPI_SUBTILE)
             tlx.async_descriptor_store_wait(0)
