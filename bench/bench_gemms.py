@@ -3,10 +3,12 @@ inputs: matmul beside torch.matmul (cuBLAS); fp8 scaled_mm beside torch._scaled_
 each with its default use_fast_accum=False and, in rows marked "fast_accum", both with True;
 MoE grouped_mm beside torch._grouped_mm (CUTLASS) and a loop of cuBLAS matmuls (torch.mm per
 group, group sizes known on the host: the loop's host work is timed, its size bookkeeping is
-not); attention forward and backward beside scaled_dot_product_attention (cuDNN where torch
+not), in its ragged-M form (the layer's forward) and, as "grouped_mm_k", its ragged-K form (the
+weight gradient, torch._grouped_mm(x.t(), dy, offs)); attention forward and backward beside scaled_dot_product_attention (cuDNN where torch
 has it).
 
-    python bench/bench_gemms.py [--quick] [--only matmul,scaled_mm,grouped_mm,attention]
+    python bench/bench_gemms.py [--quick]
+                                [--only matmul,scaled_mm,grouped_mm,grouped_mm_k,attention]
                                 [--tuning both|on|off] [--rounds 5] [--json out.json]
 
 --tuning: each warpweave column runs with per-shape tuning on ("tuned": the first call on a
@@ -39,8 +41,9 @@ DEV = "cuda"
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true", help="fewer cases and rounds")
-    p.add_argument("--only", default="matmul,scaled_mm,grouped_mm,attention",
-                   help="comma-separated: matmul, scaled_mm, grouped_mm, attention")
+    p.add_argument("--only", default="matmul,scaled_mm,grouped_mm,grouped_mm_k,attention",
+                   help="comma-separated: matmul, scaled_mm, grouped_mm, grouped_mm_k (the "
+                        "ragged-K form: the MoE weight gradient), attention")
     p.add_argument("--tuning", choices=("both", "on", "off"), default="both",
                    help="warpweave's columns with per-shape tuning on, off, or both")
     p.add_argument("--rounds", type=int, default=None, help="interleaved rounds per case")
@@ -233,6 +236,43 @@ def bench_grouped_mm(torch, ww, ops, rounds, quick, rows, tuning):
                 lambda got: rel_err(got, ref), 1e-2, ("grouped_mm",), 2 * M * N * K, rounds, ww)
 
 
+def bench_grouped_mm_ragged_k(torch, ww, ops, rounds, quick, rows, tuning):
+    """The MoE layer's weight gradient, the ragged-K form: dW[g] = x[tokens of g]^T @
+    dy[tokens of g] (x [T, K] the layer's input, dy [T, N] its output's gradient), as
+    torch._grouped_mm(x.t(), dy, offs) [G, K, N] with the tokens (T, the ragged K) split by
+    moe_cases' sizes: Mixtral-like G=8, M=4096, K_total=16384, N=14336; DeepSeek-like G=64,
+    M=2048, K_total=32768, N=1408."""
+    dev = DEV
+    bf16 = torch.bfloat16
+    for name, G, M, N, sizes in moe_cases(quick):
+        T = sum(sizes)
+        offs = torch.tensor(sizes, device=dev).cumsum(0).to(torch.int32)
+        x = torch.randn(T, M, device=dev, dtype=bf16)
+        dy = torch.randn(T, N, device=dev, dtype=bf16) / T ** 0.5
+        bounds = []
+        start = 0
+        for s in sizes:
+            bounds.append((start, start + s))
+            start += s
+        out_loop = torch.zeros(G, M, N, device=dev, dtype=bf16)  # (empty groups stay zero)
+
+        def loop():
+            for g, (s, e) in enumerate(bounds):
+                if e > s:
+                    torch.mm(x[s:e].t(), dy[s:e], out=out_loop[g])
+            return out_loop
+
+        columns = {
+            "torch._grouped_mm": lambda: torch._grouped_mm(x.t(), dy, offs),
+            "cuBLAS loop": loop,
+            **tuning_columns("ww", lambda: ops.grouped_mm(x.t(), dy, offs), tuning),
+        }
+        ref = columns["torch._grouped_mm"]()
+        measure(rows, "grouped_mm_k", f"{name} dW G={G} M={M} K={T} N={N}", columns,
+                lambda got: rel_err(got, ref), 1e-2, ("grouped_mm_ragged_k",), 2 * M * N * T,
+                rounds, ww)
+
+
 def matmul_cases(quick):
     """Issue 21's shapes for ops.matmul (square, and the long / wide products of an MLP)."""
     shapes = [(4096, 4096, 4096), (8192, 8192, 8192), (2048, 2048, 2048),
@@ -321,7 +361,8 @@ def print_row(row):
 
 
 BENCHES = {"matmul": bench_matmul, "scaled_mm": bench_scaled_mm,
-           "grouped_mm": bench_grouped_mm, "attention": bench_attention}
+           "grouped_mm": bench_grouped_mm, "grouped_mm_k": bench_grouped_mm_ragged_k,
+           "attention": bench_attention}
 
 
 def main(argv=None):

@@ -2,7 +2,9 @@
 GPU: the op picks it for the ragged-M form, its values against torch._grouped_mm (CUTLASS) at
 MoE sizes and against a loop of matmuls (exact products, fp16), every candidate configuration,
 every output element written (outputs poisoned with NaN; rows past the last group zeros), and a
-CUDA graph replay with new group sizes (offs is read on the device only)."""
+CUDA graph replay with new group sizes (offs is read on the device only); the same for the
+ragged-K form (the MoE weight gradient, torch._grouped_mm(x.t(), dy, offs)), whose groups' K
+ranges end anywhere inside a K step."""
 
 import pytest
 
@@ -162,7 +164,131 @@ def test_gradients_take_it_and_match_pytorch(monkeypatch):
     out = torch.ops.warpweave.grouped_mm(a, b, offs)
     grad = torch.randn_like(out)
     out.backward(grad)
+    # dB = grouped_mm(a.t(), grad, offs): the ragged-K form, a's columns contiguous.
+    assert chosen_k() == "tlx_ws"
     a2, b2 = a.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
     torch._grouped_mm(a2, b2, offs).backward(grad)
     assert rel_err(a.grad, a2.grad) < 1e-2
     assert rel_err(b.grad, b2.grad) < 1e-2
+
+
+# ------------------------------------------------------------------------------------------------
+# Ragged K: a [M, K_total] x b [K_total, N] -> [G, M, N], a = x.t() (the weight gradient) or a
+# with contiguous rows
+# ------------------------------------------------------------------------------------------------
+
+
+def loop_reference_k(a, b, offs):
+    out = torch.zeros(offs.shape[0], a.shape[0], b.shape[1], device=DEV)
+    start = 0
+    for g, end in enumerate(offs.tolist()):
+        out[g] = a[:, start:end].float() @ b[start:end].float()
+        start = end
+    return out
+
+
+def chosen_k():
+    return _tuning.decisions["grouped_mm_ragged_k"].chosen.kernel
+
+
+def a_of(x, layout):
+    """x [T, M] as a [M, T]: its transpose ("m", the weight gradient's) or a copy with
+    contiguous rows ("k")."""
+    return x.t() if layout == "m" else x.t().contiguous()
+
+
+@pytest.mark.parametrize("layout", ["m", "k"])
+def test_ragged_k_weight_gradient_vs_torch_grouped_mm(monkeypatch, layout):
+    # G = 8, 8192 tokens in ragged groups (empty, 16 tokens, not multiples of the 64-deep K
+    # step; multiples of 16, as MoE token splits are padded for torch._grouped_mm), M = 2048,
+    # N = 1408 (5.5 tiles of 256). (Groups of any size: the exact test below.)
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "0")
+    sizes = [0, 1008, 16, 2992, 112, 144, 2896, 1024]
+    G, M, N = 8, 2048, 1408
+    offs = offsets(sizes)
+    x = torch.randn(sum(sizes), M, device=DEV, dtype=torch.bfloat16)
+    dy = torch.randn(sum(sizes), N, device=DEV, dtype=torch.bfloat16) / 64
+    out = ops.grouped_mm(a_of(x, layout), dy, offs)
+    assert chosen_k() == "tlx_ws"
+    assert out.shape == (G, M, N)
+    assert not out.isnan().any(), "an output element was not written"
+    assert not out[0].any()  # the empty group
+    assert rel_err(out, loop_reference_k(x.t(), dy, offs)) < 1e-2
+    if layout == "m":
+        assert rel_err(out, torch._grouped_mm(x.t(), dy, offs)) < 1e-2
+
+
+@pytest.mark.parametrize("layout", ["m", "k"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_ragged_k_exact_products_with_partial_k_steps(monkeypatch, dtype, layout):
+    # Multiples of 1/8 and at most 512 columns a group: every product and sum is exact in fp32.
+    # Groups end inside K steps (1, 63, 65, ...); tokens past the last group (100) are
+    # infinities, which the last group's partial step reads and must zero. M and N partial
+    # tiles.
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "0")
+    sizes = [3, 0, 0, 29, 64, 65, 127, 129, 255, 257, 1, 0, 512]
+    T, M, N = sum(sizes) + 100, 200, 328
+    offs = offsets(sizes)
+    x = (torch.randint(-8, 9, (T, M), device=DEV) / 8).to(dtype)
+    dy = (torch.randint(-8, 9, (T, N), device=DEV) / 8).to(dtype)
+    x[sum(sizes):] = float("inf")
+    dy[sum(sizes):] = float("inf")
+    out = ops.grouped_mm(a_of(x, layout), dy, offs)
+    assert chosen_k() == "tlx_ws"
+    assert torch.equal(out, loop_reference_k(x.t(), dy, offs).to(dtype))
+    assert torch.equal(ops.grouped_mm(a_of(x, layout), dy, offs, kernel="tlx"), out)
+
+
+def test_ragged_k_every_candidate_at_deepseek_shapes(monkeypatch):
+    # 64 experts' weight gradients, 2048 x 1408, skewed token splits with empty experts.
+    sizes = [0 if g % 4 == 1 else (g * 37) % 700 for g in range(64)]
+    G, M, N = 64, 2048, 1408
+    offs = offsets(sizes)
+    x = torch.randn(sum(sizes), M, device=DEV, dtype=torch.bfloat16)
+    dy = torch.randn(sum(sizes), N, device=DEV, dtype=torch.bfloat16) / 16
+    theirs = loop_reference_k(x.t(), dy, offs)
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "1")
+    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "grouped_mm_ragged_k=default")
+    ops.grouped_mm(x.t(), dy, offs)
+    candidates = [c for c in _tuning.decisions["grouped_mm_ragged_k"].candidates
+                  if c.kernel == "tlx_ws"]
+    assert len(candidates) == len(_grouped_mm.GROUPED_MM_TLX_CONFIGS)
+    for c in candidates:
+        monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", f"grouped_mm_ragged_k={c!r}")
+        out = ops.grouped_mm(x.t(), dy, offs)
+        assert _tuning.decisions["grouped_mm_ragged_k"].chosen == c
+        assert not out.isnan().any(), c
+        assert rel_err(out, theirs) < 1e-2, c
+
+
+def test_ragged_k_cuda_graph_replays_new_group_sizes(monkeypatch):
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "0")
+    G, M, N, T = 8, 1024, 2048, 4096
+    x = torch.randn(T, M, device=DEV, dtype=torch.bfloat16)
+    dy = torch.randn(T, N, device=DEV, dtype=torch.bfloat16) / 64
+    offs = offsets([512] * 8)
+    ops.grouped_mm(x.t(), dy, offs)  # compile outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = ops.grouped_mm(x.t(), dy, offs)
+    assert chosen_k() == "tlx_ws"
+    for sizes in ([512] * 8, [0, 4000, 0, 1, 0, 0, 95, 0], [100] * 8):
+        offs.copy_(offsets(sizes))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert rel_err(out, loop_reference_k(x.t(), dy, offs)) < 1e-2, sizes
+
+
+def test_ragged_k_calls_it_does_not_take_run_the_tl_kernel(monkeypatch):
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "0")
+    offs = offsets([100, 0, 156])
+    a = torch.randn(256, 256, device=DEV, dtype=torch.bfloat16)
+    b = torch.randn(256, 132, device=DEV, dtype=torch.bfloat16)  # N % 8 != 0
+    out = ops.grouped_mm(a, b, offs)
+    assert chosen_k() == "tl"
+    assert rel_err(out, loop_reference_k(a, b, offs)) < 1e-2
+    a = torch.randn(512, 512, device=DEV, dtype=torch.bfloat16)[::2, ::2]  # strided both ways
+    b = torch.randn(256, 128, device=DEV, dtype=torch.bfloat16)
+    out = ops.grouped_mm(a, b, offs)
+    assert chosen_k() == "tl"
+    assert rel_err(out, loop_reference_k(a, b, offs)) < 1e-2

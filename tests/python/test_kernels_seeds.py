@@ -162,6 +162,33 @@ def test_grouped_mm_ws(schedules, rng, epi_subtile):
     assert not np.any(c[offs[-1]:])
 
 
+@pytest.mark.parametrize("a_mmajor", [False, True])
+def test_grouped_mm_ragged_k_ws(schedules, rng, a_mmajor):
+    # K columns split 20, 0, 1, 16 and 9 (8 left over) on 16-deep K steps: the two consumers
+    # zero the part of a group's last step that reads into the next group (a generic store to
+    # the stage, a proxy fence and their named barrier before the MMA), while two programs take
+    # turns over the groups' 2 x 2 tiles (M = 40: the second tile-row stored through masks).
+    sizes, M, N, K = [20, 0, 1, 16, 9], 40, 48, 56
+    offs = np.cumsum(sizes).astype(np.int32)
+    a, b = halves(rng, (M, K), 0.25), halves(rng, (K, N), 0.25)
+    c = np.full((len(sizes), M, N), np.nan, np.float16)
+    if a_mmajor:
+        at = np.ascontiguousarray(a.T)
+        a_desc = desc(at, [16, 16])
+    else:
+        a_desc = desc(a, [16, 16])
+    grouped_mm_ws.grouped_mm_ragged_k_ws_kernel[(2,)](
+        a_desc, desc(b, [16, 32]),
+        ww.TensorDescriptor(c, [len(sizes) * M, N], [N, 1], [16, 16]), c, offs, len(sizes), M,
+        N, K, BLOCK_M=32, BLOCK_N=32, BLOCK_K=16, GROUP_M=2, NUM_STAGES=2, NUM_SMS=2,
+        EPI_SUBTILE=2, A_MMAJOR=a_mmajor, num_warps=4)
+    ref = np.zeros((len(sizes), M, N))
+    for g, (start, end) in enumerate(zip([0, *offs[:-1]], offs)):
+        ref[g] = a[:, start:end].astype(np.float64) @ b[start:end]
+    close(c, ref, 2e-3)
+    assert not np.any(c[1])  # the empty group
+
+
 @pytest.mark.parametrize("smem_epilogue", [True, False])
 def test_gemm_ws_pingpong(schedules, rng, smem_epilogue):
     # Six 32x32 tiles on two programs: the consumers of each take turns over its three tiles.
