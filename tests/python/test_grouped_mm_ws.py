@@ -316,3 +316,42 @@ def test_gpu_configurations_compile_for_sm90a_without_spills(index, dtype, b_kma
     # A group's last rows leave through masked 16-byte stores.
     assert "st.global.v4.b32" in ptx
 
+
+
+def signature_k(cfg, dtype, a_mmajor):
+    half, bn, bk, sub = cfg["BLOCK_M"] // 2, cfg["BLOCK_N"], cfg["BLOCK_K"], cfg["EPI_SUBTILE"]
+    flags = (", RASTER_N=1" if cfg.get("RASTER_N") else "") + (", A_MMAJOR=1" if a_mmajor else "")
+    a_block = f"{bk}x{half}" if a_mmajor else f"{half}x{bk}"
+    return (f"a_desc:desc<{dtype},{a_block}>, b_desc:desc<{dtype},{bk}x{bn}>, "
+            f"c_desc:desc<{dtype},{half}x{bn // sub}>, c_ptr:*{dtype}:16, offs_ptr:*i32:16, "
+            f"G:i32, M:i32, N:i32:16, K_total:i32, BLOCK_M={cfg['BLOCK_M']}, BLOCK_N={bn}, "
+            f"BLOCK_K={bk}, GROUP_M={cfg['GROUP_M']}, NUM_STAGES={cfg['NUM_STAGES']}, "
+            f"NUM_SMS=132, EPI_SUBTILE={sub}{flags}")
+
+
+@pytest.mark.usefixtures("requires_ptxas")
+@pytest.mark.parametrize("index", range(len(_grouped_mm.GROUPED_MM_TLX_CONFIGS)))
+@pytest.mark.parametrize("dtype,a_mmajor", [("bf16", True), ("fp16", True), ("bf16", False)])
+def test_ragged_k_configurations_compile_for_sm90a_without_spills(index, dtype, a_mmajor):
+    cfg = _grouped_mm.GROUPED_MM_TLX_CONFIGS[index]
+    env = grouped_mm_ws.grouped_mm_ragged_k_ws_kernel.environment()
+    k = native_loader.native().compile(env.files, "grouped_mm_ragged_k_ws_kernel",
+                                       signature_k(cfg, dtype, a_mmajor), env.globals,
+                                       target="sm_90a", num_warps=4, stage="cubin")
+    print(f"{cfg} {dtype} a_mmajor={a_mmajor}: {k.registers} registers, {k.spill_bytes} spill "
+          f"bytes, {k.shared_bytes} B shared")
+    assert k.spill_bytes == 0
+    assert "setmaxnreg.dec.sync.aligned.u32 40" in k.ptx
+    assert "setmaxnreg.inc.sync.aligned.u32 232" in k.ptx
+    # The tail's zeroing loads and stores its stage in place: no scratch beside the ring and the
+    # C chunk buffers (the same estimate as the ragged-M kernel's).
+    estimate = _matmul._shared_bytes(_tuning.Candidate("tlx_ws", **cfg, SMEM_EPILOGUE=True), 2)
+    assert 0 <= k.shared_bytes - estimate <= 2048
+    ptx = k.ptx
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
+    assert "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group" in ptx
+    assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n" + str(cfg["BLOCK_N"]), ptx)
+    # The two consumers meet after zeroing a tail (named barrier 8, their 256 threads), the
+    # generic stores fenced for wgmma's reads first.
+    assert re.search(r"fence\.proxy\.async\.shared::cta;\s*(\.loc [^\n]*\s*)?bar\.sync 8, 256;",
+                     ptx)

@@ -258,6 +258,39 @@ def test_grouped_mm_takes_tlx_candidates_only_where_tma_and_k_allow(fake_gpu):
     assert {c.kernel for c in _tuning.decisions["grouped_mm"].candidates} == {"tlx_ws"}
     assert fake_gpu.final().name == "grouped_mm_ws_kernel"
     assert fake_gpu.final().meta["B_KMAJOR"] is False
+
+
+def test_grouped_mm_ragged_k_takes_tlx_candidates_only_where_tma_allows(fake_gpu):
+    # The weight gradient: a = x.t() of x [T, M] (columns contiguous), b [T, N], T ragged.
+    offs = np.array([500, 1000, 2500, 3000], np.int32)
+    ops.grouped_mm(h(3000, 2048).T, h(3000, 1408), offs)
+    decision = _tuning.decisions["grouped_mm_ragged_k"]
+    assert decision.candidates[0] == _tuning.Candidate(
+        "tlx_ws", **_grouped_mm.GROUPED_MM_TLX_CONFIGS[0])
+    assert timed_kernels(fake_gpu) == {"grouped_mm_ragged_k_ws_kernel",
+                                       "grouped_mm_ragged_k_kernel"}
+    tlx = [x for x in fake_gpu.timed if x.name == "grouped_mm_ragged_k_ws_kernel"]
+    assert len(tlx) == len(_grouped_mm.GROUPED_MM_TLX_CONFIGS)
+    assert {x.grid for x in tlx} == {(132,)}  # persistent
+    assert {x.meta["A_MMAJOR"] for x in tlx} == {True}
+    fake_gpu.timed.clear()
+    # a with contiguous rows (K_total any multiple of 8); G * 1 tile = 4 work items, 4 programs.
+    ops.grouped_mm(h(64, 3000), h(3000, 64), offs)
+    tlx = [x for x in fake_gpu.timed if x.name == "grouped_mm_ragged_k_ws_kernel"]
+    assert {x.grid for x in tlx} == {(4,)} and {x.meta["A_MMAJOR"] for x in tlx} == {False}
+    for call in (lambda: ops.grouped_mm(h(64, 3004), h(3004, 64), offs),  # a's pitch % 16 B
+                 lambda: ops.grouped_mm(h(3004, 60).T, h(3004, 64), offs),  # x's pitch
+                 lambda: ops.grouped_mm(h(64, 3000), h(3000, 132), offs),  # N % 8
+                 lambda: ops.grouped_mm(h(64, 3000), h(3000, 256)[:, ::2], offs),
+                 lambda: ops.grouped_mm(h(128, 6000)[::2, ::2], h(3000, 64), offs),
+                 lambda: ops.grouped_mm(s(64, 3000), s(3000, 64), offs),
+                 lambda: ops.grouped_mm(h(64, 3000), h(3000, 64), offs, kernel="tl")):
+        call()
+        assert {c.kernel for c in _tuning.decisions["grouped_mm_ragged_k"].candidates} == {"tl"}
+        assert fake_gpu.final().name == "grouped_mm_ragged_k_kernel"
+    ops.grouped_mm(h(64, 3000), h(3000, 64), offs, kernel="tlx")
+    assert {c.kernel for c in _tuning.decisions["grouped_mm_ragged_k"].candidates} == {"tlx_ws"}
+    assert fake_gpu.final().name == "grouped_mm_ragged_k_ws_kernel"
     # Expert-major weights (b the transpose of [G, N, K]), K any multiple of 8: K-major B.
     ops.grouped_mm(h(300, 72), h(4, 128, 72).transpose(0, 2, 1), offs)
     assert _tuning.decisions["grouped_mm"].candidates[0].kernel == "tlx_ws"
@@ -461,6 +494,9 @@ FIXED = {
                                                 num_warps=8, num_stages=5)),
     "grouped_mm_ragged_k": ("grouped_mm_ragged_k_kernel", dict(
         BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, num_warps=8, num_stages=5)),
+    "grouped_mm_ragged_k_tlx": ("grouped_mm_ragged_k_ws_kernel", dict(
+        BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=16, NUM_STAGES=4, EPI_SUBTILE=4,
+        NUM_SMS=132, A_MMAJOR=True, num_warps=4)),
     "attention_tlx": ("attention_ws_kernel", dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=2)),
     "attention_tl": ("attention_fwd_kernel", dict(BLOCK_M=128, BLOCK_N=64, num_warps=8,
                                                   num_stages=4)),
@@ -511,8 +547,10 @@ def call_every_op(gpu):
     out["grouped_mm"] = launches[-1]
     ops.grouped_mm(h(300, 48), h(4, 48, 128), offs)  # K not a multiple of 64: the tl kernel
     out["grouped_mm_tl"] = launches[-1]
-    ops.grouped_mm(h(64, 300), h(300, 128), offs)
+    ops.grouped_mm(h(64, 300), h(300, 128), offs)  # a's rows 600 bytes apart: the tl kernel
     out["grouped_mm_ragged_k"] = launches[-1]
+    ops.grouped_mm(h(300, 64).T, h(300, 128), offs)  # the weight gradient's x.t()
+    out["grouped_mm_ragged_k_tlx"] = launches[-1]
     x = h(1, 2, 256, 64)
     ops.attention(x, x, x)
     out["attention_tlx"] = launches[-1]
@@ -740,13 +778,18 @@ def test_every_grouped_mm_candidate_computes_the_groups(gpu_configs_in_interpret
         assert rel_error(out, ref) < 2e-3, c
         seen.add(c.kernel)
     assert seen == {"tl", "tlx_ws"}
+    # Ragged K with a = x.t() (the weight gradient): the TLX kernel's candidates too, groups
+    # ending inside their 64-deep K steps.
     bk = rng.standard_normal((150, 40)).astype(np.float16)
-    at = rng.standard_normal((24, 150)).astype(np.float16)
+    at = rng.standard_normal((150, 24)).astype(np.float16).T
     refk = np.stack([at[:, lo:hi].astype(np.float64) @ bk[lo:hi].astype(np.float64)
                      for lo, hi in [(0, 20), (20, 20), (20, 140)]])
+    seen = set()
     for c, out in each_candidate(monkeypatch, "grouped_mm_ragged_k",
                                  lambda: ops.grouped_mm(at, bk, offs)):
         assert rel_error(out, refk) < 2e-3, c
+        seen.add(c.kernel)
+    assert seen == {"tl", "tlx_ws"}
 
 
 def attention_ref(q, k, v, causal, sm_scale):
@@ -871,6 +914,8 @@ COMPILED_CALLS = {
         h(512, 256), h(4, 256, 512), np.array([1, 2, 3, 512], np.int32))),
     "grouped_mm_ragged_k": ("grouped_mm_ragged_k", lambda: ops.grouped_mm(
         h(256, 512), h(512, 256), np.array([1, 2, 3, 512], np.int32))),
+    "grouped_mm_ragged_k-xt": ("grouped_mm_ragged_k", lambda: ops.grouped_mm(
+        h(512, 256).T, h(512, 256), np.array([1, 2, 3, 512], np.int32))),
     **{f"attention-d{d}": ("attention", _dense(d, False)) for d in (64, 128)},
     "attention-d256": ("attention", _dense(256, False, 1000)),
     **{f"attention_bwd_{k}-d{d}": (f"attention_bwd_{k}", _dense(d, True))
