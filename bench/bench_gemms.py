@@ -4,8 +4,8 @@ each with its default use_fast_accum=False and, in rows marked "fast_accum", bot
 MoE grouped_mm beside torch._grouped_mm (CUTLASS) and a loop of cuBLAS matmuls (torch.mm per
 group, group sizes known on the host: the loop's host work is timed, its size bookkeeping is
 not), in its ragged-M form (the layer's forward) and, as "grouped_mm_k", its ragged-K form (the
-weight gradient, torch._grouped_mm(x.t(), dy, offs)); attention forward and backward beside scaled_dot_product_attention (cuDNN where torch
-has it).
+weight gradient, torch._grouped_mm(x.t(), dy, offs)); attention forward and backward beside
+scaled_dot_product_attention (cuDNN where torch has it).
 
     python bench/bench_gemms.py [--quick]
                                 [--only matmul,scaled_mm,grouped_mm,grouped_mm_k,attention]

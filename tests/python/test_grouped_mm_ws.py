@@ -1,5 +1,7 @@
-"""kernels/hopper/grouped_mm_ws.py, ops.grouped_mm's TLX warp-specialized persistent kernel for
-the ragged-M form: in the interpreter through ops.grouped_mm(kernel="tlx") on NumPy arrays
+"""kernels/hopper/grouped_mm_ws.py, ops.grouped_mm's TLX warp-specialized persistent kernels
+for the ragged-M form and the ragged-K form (the weight gradient; the second half of the file,
+also with a = x.t(), groups whose K ranges end inside a K step, infinities in the next group's
+data that the partial step must not let in): in the interpreter through ops.grouped_mm(kernel="tlx") on NumPy arrays
 (fp16) and CPU torch tensors (bf16), against a loop of matmuls over the groups (exact: the
 operands are multiples of 1/8, so every product and sum is exact in fp32), over ragged groups
 with empty ones, groups shorter than a tile, not multiples of it, one group, and rows past the
@@ -298,8 +300,8 @@ def test_gpu_configurations_compile_for_sm90a_without_spills(index, dtype, b_kma
     k = native_loader.native().compile(env.files, "grouped_mm_ws_kernel",
                                        signature(cfg, dtype, b_kmajor), env.globals,
                                        target="sm_90a", num_warps=4, stage="cubin")
-    print(f"{cfg} {dtype} b_kmajor={b_kmajor}: {k.registers} registers, {k.spill_bytes} spill bytes, "
-          f"{k.shared_bytes} B shared")
+    print(f"{cfg} {dtype} b_kmajor={b_kmajor}: {k.registers} registers, {k.spill_bytes} spill "
+          f"bytes, {k.shared_bytes} B shared")
     assert k.spill_bytes == 0
     # 12 warps: the producer drops to 40 registers, the two consumers rise to 232.
     assert "setmaxnreg.dec.sync.aligned.u32 40" in k.ptx

@@ -1,8 +1,8 @@
 """Grouped GEMM for mixture-of-experts layers (kernels/grouped_mm.py): torch._grouped_mm's
 semantics for 2-D x 3-D (ragged M, one launch over all groups) and 2-D x 2-D (ragged K, the
-weight gradient), on any GPU and in the interpreter; on sm_90 GPUs the ragged-M form also with
-the TLX warp-specialized persistent kernel (kernels/hopper/grouped_mm_ws.py), where TMA can
-address its operands."""
+weight gradient), on any GPU and in the interpreter; on sm_90 GPUs both forms also with the TLX
+warp-specialized persistent kernels (kernels/hopper/grouped_mm_ws.py), where TMA can address
+their operands."""
 
 from __future__ import annotations
 
@@ -22,10 +22,12 @@ GROUPED_MM_RAGGED_K_GPU_CONFIG = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, num_
                                       num_stages=5)
 _INTERPRETER_CONFIG = dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=32, num_warps=4)
 
-# Where the ragged-M form may take the TLX warp-specialized kernel (GROUPED_MM_TLX_CONFIGS, the
-# first the fixed choice) instead of the tl kernel: on sm_90 GPUs, for fp16 / bf16 operands TMA
-# can address (_tlx_b_layout: a's rows contiguous, b contiguous with K a multiple of BLOCK_K (64)
-# or the transpose of a contiguous [G, N, K], 16-byte aligned bases, N and K multiples of 8).
+# Where either form may take its TLX warp-specialized kernel (GROUPED_MM_TLX_CONFIGS, the first
+# the fixed choice) instead of the tl kernel: on sm_90 GPUs, for fp16 / bf16 operands TMA can
+# address (ragged M, _tlx_b_layout: a's rows contiguous, b contiguous with K a multiple of
+# BLOCK_K (64) or the transpose of a contiguous [G, N, K], 16-byte aligned bases, N and K
+# multiples of 8; ragged K, _tlx_ragged_k_a_layout: a's rows or columns contiguous, b's rows
+# contiguous, 16-byte pitches and bases, N a multiple of 8).
 GROUPED_MM_TLX_ON_SM90 = True
 
 # gemm_ws.py's tiles (ops.matmul's TLX_GEMM_CONFIGS["ws"]: 128x256x64, 4 stages, C in four
@@ -56,13 +58,14 @@ def grouped_mm(a, b, offs, kernel=None):
     all groups; offs is read on the device only (no host synchronization). NumPy arrays run in
     the interpreter, CUDA tensors on the GPU, with tiles tuned once per power-of-two bucket of
     the ragged dimension (warpweave.ops._tuning). kernel: None picks (on sm_90 GPUs the TLX
-    warp-specialized kernel's and the tl kernel's configurations for the ragged-M form where the
-    TLX kernel applies (GROUPED_MM_TLX_ON_SM90: fp16 / bf16, N and K multiples of 8, a's rows
-    contiguous, b contiguous with K a multiple of 64 or the transpose of a contiguous [G, N, K],
-    16-byte aligned), tuned; WARPWEAVE_OPS_TUNING=0 takes the TLX kernel
-    where it applies; the tl kernel elsewhere and in the interpreter), "tl" the tl kernel, "tlx"
-    the TLX kernel (ragged M only: sm_90 CUDA tensors, or NumPy arrays in the interpreter with K
-    a multiple of 16)."""
+    warp-specialized kernel's and the tl kernel's configurations where the TLX kernel applies
+    (GROUPED_MM_TLX_ON_SM90: fp16 / bf16, 16-byte aligned, N a multiple of 8; ragged M: K a
+    multiple of 8, a's rows contiguous, b contiguous with K a multiple of 64 or the transpose of
+    a contiguous [G, N, K]; ragged K: a's rows or columns contiguous (x.t() of a contiguous x,
+    the weight gradient's), b's rows contiguous, 16-byte row pitches), tuned;
+    WARPWEAVE_OPS_TUNING=0 takes the TLX kernel where it applies; the tl kernel elsewhere and in
+    the interpreter), "tl" the tl kernel, "tlx" the TLX kernel (sm_90 CUDA tensors, or NumPy
+    arrays in the interpreter; ragged M there with K a multiple of 16)."""
     if kernel not in (None, "tl", "tlx"):
         raise ValueError(f"grouped_mm: 'kernel' must be None, 'tl' or 'tlx', got {kernel!r}")
     return _grouped_mm(a, b, offs, kernel)

@@ -26,10 +26,12 @@ the ring, so the producer fills stages of the next tile while the consumers stor
 
 The shared memory (alloc_ring), the producer's k-step (load_stage), a consumer's K loop
 (mma_tile) and its epilogue store (store_tile) are helpers that the fp8 GEMM (scaled_mm_ws.py)
-shares, and all but load_stage the grouped GEMM (grouped_mm_ws.py); their B_KMAJOR option (B^T
-tiles [BLOCK_N, BLOCK_K], handed to wgmma as their local_trans) is for 8-bit operands and
-K-major expert weights. The producer's wait for a free stage (acquire_stage) is the ping-pong
-kernel's too.
+shares, and the grouped GEMM (grouped_mm_ws.py: all but load_stage for ragged M, all for
+ragged K); their B_KMAJOR option (B^T tiles [BLOCK_N, BLOCK_K], handed to wgmma as their
+local_trans) is for 8-bit operands and K-major expert weights, A_MMAJOR (A^T tiles
+[BLOCK_K, BLOCK_M // 2]) for the weight gradient's x.t(), and mma_tile's TAIL_K (zero_k_tail:
+the part of a tile's last stage past its K range zeroed before the MMA) for ragged K ranges.
+The producer's wait for a free stage (acquire_stage) is the ping-pong kernel's too.
 
 Clusters of two CTAs (launch with ctas_per_cga=(2, 1, 1) and an even grid) share one operand
 through multicast TMA, halving its L2-to-SM traffic:

@@ -1,6 +1,7 @@
 """Hopper grouped GEMM, persistent and warp-specialized: kernels/grouped_mm.py's ragged-M form
-(C [M_total, N], the rows of group g = A[rows of g] @ B[g]; rows from offs[G-1] to M_total are
-zeros) with gemm_ws.py's cooperative tasks: a producer issuing the TMA loads of A and B into a
+(grouped_mm_ws_kernel: C [M_total, N], the rows of group g = A[rows of g] @ B[g]; rows from
+offs[G-1] to M_total are zeros) and its ragged-K form (grouped_mm_ragged_k_ws_kernel, below),
+with gemm_ws.py's cooperative tasks: a producer issuing the TMA loads of A and B into a
 NUM_STAGES ring, two consumer warp groups each computing half of a tile's rows with async wgmma
 (gemm_ws.mma_tile, gemm_ws.store_tile).
 
@@ -33,13 +34,36 @@ the group's rows and to N (the next group's rows belong to another program).
 offs is clamped as kernels/grouped_mm.group_bounds clamps it (to [0, M_total], a group ending
 before it starts is empty), so that no access leaves the arrays whatever offs holds.
 
-    a_desc block [BLOCK_M // 2, BLOCK_K] over A [M_total, K]; b_desc block [BLOCK_K, BLOCK_N] over
-    B as [G * K, N] (B_KMAJOR: block [BLOCK_N, BLOCK_K] over B's transpose as [G * N, K]); c_desc block [BLOCK_M // 2, BLOCK_N // EPI_SUBTILE] over C [M_total, N]
-    (contiguous: c_ptr's rows are N apart)
+    a_desc block [BLOCK_M // 2, BLOCK_K] over A [M_total, K]; b_desc block [BLOCK_K, BLOCK_N]
+    over B as [G * K, N] (B_KMAJOR: block [BLOCK_N, BLOCK_K] over B's transpose as [G * N, K]);
+    c_desc block [BLOCK_M // 2, BLOCK_N // EPI_SUBTILE] over C [M_total, N] (contiguous: c_ptr's
+    rows are N apart)
     grid = (min(NUM_SMS, (cdiv(M_total, BLOCK_M) + G) * cdiv(N, BLOCK_N)),)
     constexprs: BLOCK_M=128, BLOCK_N=256, BLOCK_K=64 (K % BLOCK_K == 0 unless B_KMAJOR), GROUP_M,
                 NUM_STAGES=4, NUM_SMS, EPI_SUBTILE=4, RASTER_N=False, B_KMAJOR=False
     launch: num_warps=4 (the default task; the consumers add 8 warps)
+
+grouped_mm_ragged_k_ws_kernel, ragged K (the MoE weight gradient): C [G, M, N], C[g] =
+A[:, cols of g] @ B[rows of g] over the ragged split of K by offs (A [M, K_total], B [K_total,
+N]; an empty group gives zeros). Work items are (group, tile): group g's cdiv(M, BLOCK_M) *
+cdiv(N, BLOCK_N) tiles in rastered_tile's order, group after group (all G * tiles of them are
+known on the host). Each task reads the group's bounds (group_k_range, two scalar loads) and
+runs its K steps from offs[g-1] on, through gemm_ws's acquire_stage / load_stage and mma_tile.
+The K range ends anywhere: the last step's boxes read on past it, into the next group's columns
+of A and rows of B (TMA zero-fills only past K_total), so mma_tile's TAIL_K zeroes that part of
+the stage in shared memory before its MMA (gemm_ws.zero_k_tail: once per tile). With A_MMAJOR, A
+is the transpose of a contiguous [K_total, M] (the weight gradient's x.t(), what the autograd's
+dB passes) and its stages hold [BLOCK_K, BLOCK_M // 2] tiles read through local_trans. C is
+stored through a descriptor over C viewed as [G * M, N]: a half-tile inside its group's M rows by
+TMA (store_tile), one reaching past M (the next group's rows) through store_rows' masks.
+
+    a_desc block [BLOCK_M // 2, BLOCK_K] over A [M, K_total] (A_MMAJOR: [BLOCK_K, BLOCK_M // 2]
+    over A^T [K_total, M]); b_desc block [BLOCK_K, BLOCK_N] over B [K_total, N]; c_desc block
+    [BLOCK_M // 2, BLOCK_N // EPI_SUBTILE] over C as [G * M, N] (contiguous)
+    grid = (min(NUM_SMS, G * cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)),)
+    constexprs: BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M, NUM_STAGES=4, NUM_SMS,
+                EPI_SUBTILE=4, RASTER_N=False, A_MMAJOR=False
+    launch: num_warps=4
 """
 import warpweave as ww
 import warpweave.language as tl
