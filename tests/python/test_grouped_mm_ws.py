@@ -1,13 +1,14 @@
-"""kernels/hopper/grouped_mm_ws.py, ops.grouped_mm's TLX warp-specialized persistent kernels
-for the ragged-M form and the ragged-K form (the weight gradient; the second half of the file,
-also with a = x.t(), groups whose K ranges end inside a K step, infinities in the next group's
-data that the partial step must not let in): in the interpreter through ops.grouped_mm(kernel="tlx") on NumPy arrays
-(fp16) and CPU torch tensors (bf16), against a loop of matmuls over the groups (exact: the
-operands are multiples of 1/8, so every product and sum is exact in fp32), over ragged groups
-with empty ones, groups shorter than a tile, not multiples of it, one group, and rows past the
-last group (zeros), b as the transpose of expert-major weights [G, N, K]; out-of-range offsets
-stay inside the arrays; which calls the kernel takes; and its sm_90a cubins at the GPU
-configurations (no spills, the shared memory ops estimates, the masked stores vectorized)."""
+"""kernels/hopper/grouped_mm_ws.py, ops.grouped_mm's TLX warp-specialized persistent kernels for
+the ragged-M form and the ragged-K form (the weight gradient; the second half of the file, also
+with a = x.t(), groups whose K ranges end inside a K step, infinities in the next group's data
+that the partial step must not let in): in the interpreter through ops.grouped_mm(kernel="tlx")
+on NumPy arrays (fp16) and CPU torch tensors (bf16), against a loop of matmuls over the groups
+(exact: the operands are multiples of 1/8, so every product and sum is exact in fp32), over
+ragged groups with empty ones, groups shorter than a tile, not multiples of it, one group, and
+rows past the last group (zeros), b as the transpose of expert-major weights [G, N, K];
+out-of-range offsets stay inside the arrays; which calls the kernel takes; and its sm_90a cubins
+at the GPU configurations (no spills, the shared memory ops estimates, the masked stores
+vectorized)."""
 
 import importlib
 import re
