@@ -23,7 +23,7 @@ they launch, in the kernel language:
     _layernorm.py      layernorm_fwd, _bwd          kernels/layernorm.py, hopper/layernorm_tma.py
     _matmul.py         matmul, matmul_tlx           kernels/matmul.py, hopper/gemm_*.py
     _scaled_mm.py      scaled_mm (fp8)              kernels/scaled_mm.py, hopper/scaled_mm_ws.py
-    _grouped_mm.py     grouped_mm (MoE)             kernels/grouped_mm.py
+    _grouped_mm.py     grouped_mm (MoE)             kernels/grouped_mm.py, hopper/grouped_mm_ws.py
     _embedding_bag.py  embedding_bag, _bwd          kernels/embedding_bag.py
     _reduction.py      row_sum, row_max             kernels/reduction.py
     _attention.py      attention, attention_bwd,    kernels/attention.py,
@@ -36,8 +36,9 @@ they launch, in the kernel language:
     _library.py        the torch.library custom ops
 
 Routing: on sm_90 GPUs the TLX warp-specialized kernels (kernels/hopper) take the calls they
-apply to (matmul without activation, scaled_mm on TMA-addressable operands, attention at
-HEAD_DIM 64 / 128 and N_CTX a multiple of 128, the TMA / cluster row kernels for the row ops);
+apply to (matmul without activation, scaled_mm and grouped_mm (ragged M and ragged K) on
+TMA-addressable operands, attention at HEAD_DIM 64 / 128 and N_CTX a multiple of 128, the TMA /
+cluster row kernels for the row ops);
 other GPUs, other shapes and the interpreter take the tl kernels. On GPUs the GEMMs and
 attention (matmul, scaled_mm, grouped_mm, attention and its backward, attention_varlen) instead
 time their candidate kernels and tiles on the first call of a shape and keep the fastest, in
