@@ -222,12 +222,13 @@ def test_ragged_k_weight_gradient_vs_torch_grouped_mm(monkeypatch, layout):
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_ragged_k_exact_products_with_partial_k_steps(monkeypatch, dtype, layout):
     # Multiples of 1/8 and at most 512 columns a group: every product and sum is exact in fp32.
-    # Groups end inside K steps (1, 63, 65, ...); tokens past the last group (100) are
+    # Groups end inside K steps (1, 63, 65, ...); tokens past the last group (102) are
     # infinities, which the last group's partial step reads and must zero. M and N partial
-    # tiles.
+    # tiles; T a multiple of 8 (a's rows in the "k" layout: 16-byte pitches).
     monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "0")
     sizes = [3, 0, 0, 29, 64, 65, 127, 129, 255, 257, 1, 0, 512]
-    T, M, N = sum(sizes) + 100, 200, 328
+    T, M, N = sum(sizes) + 102, 200, 328
+    assert T % 8 == 0
     offs = offsets(sizes)
     x = (torch.randint(-8, 9, (T, M), device=DEV) / 8).to(dtype)
     dy = (torch.randint(-8, 9, (T, N), device=DEV) / 8).to(dtype)
