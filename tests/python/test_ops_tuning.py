@@ -784,12 +784,17 @@ def test_every_grouped_mm_candidate_computes_the_groups(gpu_configs_in_interpret
     at = rng.standard_normal((150, 24)).astype(np.float16).T
     refk = np.stack([at[:, lo:hi].astype(np.float64) @ bk[lo:hi].astype(np.float64)
                      for lo, hi in [(0, 20), (20, 20), (20, 140)]])
-    seen = set()
-    for c, out in each_candidate(monkeypatch, "grouped_mm_ragged_k",
-                                 lambda: ops.grouped_mm(at, bk, offs)):
-        assert rel_error(out, refk) < 2e-3, c
-        seen.add(c.kernel)
-    assert seen == {"tl", "tlx_ws"}
+    # And a with contiguous rows (152 apart: TMA's 16-byte pitch): the third group's K steps
+    # start at columns 20 and 84 of a row, not at multiples of 8.
+    ak = np.zeros((24, 152), np.float16)
+    ak[:, :150] = at
+    for a in (at, ak[:, :150]):
+        seen = set()
+        for c, out in each_candidate(monkeypatch, "grouped_mm_ragged_k",
+                                     lambda: ops.grouped_mm(a, bk, offs)):
+            assert rel_error(out, refk) < 2e-3, c
+            seen.add(c.kernel)
+        assert seen == {"tl", "tlx_ws"}
 
 
 def attention_ref(q, k, v, causal, sm_scale):
