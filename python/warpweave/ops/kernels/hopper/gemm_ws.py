@@ -229,9 +229,8 @@ TAIL_BAR: tl.constexpr = 8  # named barrier 8: zero_k_tail's (id 0 is the CTA-wi
 
 
 @ww.jit
-def zero_k_tail(a_bufs, b_bufs, step, half, k_valid, HALF_M: tl.constexpr,
-                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr,
-                A_MMAJOR: tl.constexpr):
+def zero_k_tail(a_bufs, b_bufs, step, half, k_valid, BLOCK_N: tl.constexpr,
+                BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr, A_MMAJOR: tl.constexpr):
     """mma_tile's TAIL_K: stage `step` % NUM_STAGES holds only k_valid < BLOCK_K steps of K
     that belong to the tile; its TMA boxes read on past them into data of another product (the
     grouped GEMM's next group along a ragged K), which must not reach the accumulator, not even
@@ -320,8 +319,8 @@ def mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half, rank,
                     # (issue_stage's wait below then passes at once)
                     tlx.barrier_wait(tlx.local_view(full_bars, step % NUM_STAGES),
                                      (step // NUM_STAGES) & 1)
-                    zero_k_tail(a_bufs, b_bufs, step, half, k_last, HALF_M, BLOCK_N, TAIL_K,
-                                NUM_STAGES, A_MMAJOR)
+                    zero_k_tail(a_bufs, b_bufs, step, half, k_last, BLOCK_N, TAIL_K, NUM_STAGES,
+                                A_MMAJOR)
             acc = issue_stage(a_bufs, b_bufs, full_bars, step, half, acc, True, NUM_STAGES,
                               B_KMAJOR, A_MMAJOR)
             # Keep one MMA in flight; the one before it is done, so release its stage.
