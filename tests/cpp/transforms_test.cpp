@@ -164,3 +164,64 @@ TEST(LoopUnroll, CopiesTheBodyAndKeepsTheRemainderLoop) {
   // Run again: nothing is left to unroll.
   EXPECT_EQ(unrollLoops(k.fn), 0);
 }
+
+TEST(PointerInduction, CarriesOneOffsetForUniformAdvances) {
+  // for i in range(lo, hi): x = tl.load(p); q += BLOCK; p += s; p += s   (two advances, as an
+  // unrolled body has them), q advanced by offsets that differ per element; then tl.store(p, x).
+  Kernel k;
+  Value* base = k.addArg("base", Type::ptr(DType::F32));
+  Value* lo = k.addArg("lo", Type::scalar(DType::I32));
+  Value* hi = k.addArg("hi", Type::scalar(DType::I32));
+  Value* s = k.addArg("s", Type::scalar(DType::I32));
+  Type ptrs = Type::ptrTensor(DType::F32, {16});
+  Value* p0 = k.b.addPtr(k.b.splat(base, {16}), k.b.arange(0, 16));
+  Op* loop = k.b.create(OpCode::For, {lo, hi, k.b.i32(1), p0, p0}, {ptrs, ptrs});
+  Block* body = loop->addRegion();
+  body->addArg(Type::scalar(DType::I32), "i");
+  Value* p = body->addArg(ptrs, "p");
+  Value* q = body->addArg(ptrs, "q");
+  Builder in(body);
+  in.load(p);
+  Value* once = in.addPtr(p, in.splat(s, {16}));
+  Value* twice = in.addPtr(once, in.constInt(4, Type::tensor(DType::I32, {16})));
+  Value* qNext = in.addPtr(q, in.arange(0, 16));
+  in.create(OpCode::Yield, {twice, qNext}, {});
+  k.b.store(loop->result(0), k.b.constFloat(1.0, Type::tensor(DType::F32, {16})));
+  k.b.store(loop->result(1), k.b.constFloat(2.0, Type::tensor(DType::F32, {16})));
+  k.b.ret();
+  EXPECT_EQ(reducePointerInductions(k.fn), 1);
+  verify(k.fn);
+  std::string ir = print(k.fn);
+  const Op* rebuilt = nullptr;
+  for (const auto& op : k.fn.body.ops())
+    if (op->code() == OpCode::For) rebuilt = op.get();
+  ASSERT_NE(rebuilt, nullptr) << ir;
+  // q stays a carried pointer tensor; p is replaced by a carried i64 offset that starts at 0.
+  ASSERT_EQ(rebuilt->numResults(), 2u) << ir;
+  EXPECT_EQ(rebuilt->result(0)->type(), ptrs) << ir;
+  EXPECT_EQ(rebuilt->result(1)->type(), Type::scalar(DType::I64)) << ir;
+  EXPECT_EQ(constantInt(rebuilt->operand(4)), 0) << ir;
+  // The body reads p as p0 + splat(offset); the offset advances by s (widened) and then 4.
+  const Block& nb = *rebuilt->region(0);
+  const Op& first = *nb.ops()[1];
+  ASSERT_EQ(first.code(), OpCode::AddPtr) << ir;
+  EXPECT_EQ(first.operand(0), p0) << ir;
+  const Op* yield = nb.terminator();
+  const Op* add4 = yield->operand(1)->def();
+  ASSERT_TRUE(add4 && add4->code() == OpCode::Add) << ir;
+  EXPECT_EQ(constantInt(add4->operand(1)), 4) << ir;
+  const Op* addS = add4->operand(0)->def();
+  ASSERT_TRUE(addS && addS->code() == OpCode::Add) << ir;
+  EXPECT_EQ(addS->operand(0), nb.arg(2)) << ir;
+  ASSERT_EQ(addS->operand(1)->def()->code(), OpCode::Cast) << ir;
+  EXPECT_EQ(addS->operand(1)->def()->operand(0), s) << ir;
+  // After the loop the pointer is p0 + splat(final offset), stored through.
+  const Op* store = nullptr;
+  for (const auto& op : k.fn.body.ops())
+    if (op->code() == OpCode::Store && !store) store = op.get();
+  ASSERT_NE(store, nullptr) << ir;
+  ASSERT_EQ(store->operand(0)->def()->code(), OpCode::AddPtr) << ir;
+  EXPECT_EQ(store->operand(0)->def()->operand(0), p0) << ir;
+  // Nothing is left to rewrite.
+  EXPECT_EQ(reducePointerInductions(k.fn), 0);
+}
