@@ -974,6 +974,15 @@ void Specializer::visitFor(const For* s) {
                      std::to_string(ir::kMaxUnrollPerLoop) + " copies of the loop body");
     attrs.push_back(ir::attr::For::make::unroll(u));
   }
+  if (a.has("warp_specialize")) {
+    // A request, as in Triton: transforms/WarpSpecialize.cpp takes the loops it can split into
+    // a TMA producer and MMA consumers (sm_90a), the others run as if it were not given.
+    Val ws = a.get("warp_specialize");
+    if (!ws.isConstexpr() || !ws.isIntLike())
+      raiseError(a.loc("warp_specialize"),
+                 "tl.range's warp_specialize= must be a compile-time bool");
+    if (truthy(ws)) attrs.push_back(ir::attr::For::make::warpSpecialize(true));
+  }
   std::vector<ir::Type> types;
   for (ir::Value* v : inits) types.push_back(v->type());
   ir::Op* op = b.create(ir::OpCode::For, operands, types, attrs);

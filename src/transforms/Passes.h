@@ -50,6 +50,15 @@ int hoistLoopInvariants(ir::Function& fn);
 /// they are.
 int pipelineDotLoops(ir::Function& fn, bool tensorMemory = false);
 
+/// Warp-specializes (sm_90a) the loop tl.range(..., warp_specialize=True) marked when it is a
+/// tl.dot K loop over two descriptors TMA can copy, or a persistent tile loop around one: a
+/// one-warp producer task issues the TMA copies into a ring of shared buffers guarded by full /
+/// empty mbarriers, and the default task (the consumers, num_warps warps) runs the loop with
+/// async wgmma from the ring and the epilogue after it (see WarpSpecialize.cpp). Other marked
+/// loops are left as they are. Runs before pipelineDotLoops, which then leaves the kernel to
+/// its tasks. Returns how many loops were rewritten (at most one per kernel).
+int warpSpecializeDotLoops(ir::Function& fn);
+
 /// Unrolls each for loop that tl.range(..., loop_unroll_factor=U) marked (U >= 2): U copies of
 /// the body per iteration of a new loop over the whole groups of U iterations, then the original
 /// loop over the rest. Returns how many loops were unrolled.
