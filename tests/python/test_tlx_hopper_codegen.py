@@ -141,6 +141,24 @@ GEMM_PIPELINED = ("gemm_pipelined.py", "gemm_pipelined_kernel",
                   "c_desc:desc<bf16,128x256>, M:i32, N:i32, K:i32, BLOCK_M=128, BLOCK_N=256, "
                   "BLOCK_K=64, GROUP_M=8, NUM_STAGES=3", 8)
 
+# Tutorial 09's kernels with warp_specialize=True, warp-specialized by the compiler itself
+# (transforms/WarpSpecialize.cpp): a TMA producer warp and the wgmma consumers.
+AUTO_WS = ROOT / "tests" / "python" / "auto_ws_kernels.py"
+TUTORIAL09_TMA_WS = (AUTO_WS, "tma_gemm_ws",
+                     "a_desc:desc<fp16,128x64>, b_desc:desc<fp16,256x64>, "
+                     "c_desc:desc<fp16,128x256>, M:i32, N:i32, K:i32, BLOCK_SIZE_M=128, "
+                     "BLOCK_SIZE_N=256, BLOCK_SIZE_K=64, GROUP_SIZE_M=8, WARP_SPECIALIZE=1", 8)
+TUTORIAL09_TMA_PERSISTENT_WS = (AUTO_WS, "tma_persistent_ws",
+                                "a_desc:desc<fp16,128x64>, b_desc:desc<fp16,128x64>, "
+                                "c_desc:desc<fp16,128x128>, M:i32, N:i32, K:i32, "
+                                "BLOCK_SIZE_M=128, BLOCK_SIZE_N=128, BLOCK_SIZE_K=64, "
+                                "GROUP_SIZE_M=8, NUM_SMS=132, WARP_SPECIALIZE=1", 4)
+TUTORIAL09_DESCRIPTOR_PERSISTENT_WS = (AUTO_WS, "descriptor_persistent_ws",
+                                       "a_ptr:*fp16:16, b_ptr:*fp16:16, c_ptr:*fp16:16, "
+                                       "M:i32:16, N:i32:16, K:i32:16, BLOCK_SIZE_M=128, "
+                                       "BLOCK_SIZE_N=256, BLOCK_SIZE_K=64, GROUP_SIZE_M=8, "
+                                       "EPILOGUE_SUBTILE=1, NUM_SMS=132, WARP_SPECIALIZE=1", 8)
+
 
 def attention(head_dim, causal):
     d = head_dim
@@ -152,7 +170,10 @@ def attention(head_dim, causal):
 
 CONFIGS = {"gemm_ws": GEMM_WS, "gemm_pingpong": GEMM_PINGPONG, "gemm_pipelined": GEMM_PIPELINED,
            "attention_d128": attention(128, False), "attention_d128_causal": attention(128, True),
-           "attention_d64": attention(64, False), "attention_d64_causal": attention(64, True)}
+           "attention_d64": attention(64, False), "attention_d64_causal": attention(64, True),
+           "tutorial09_tma_ws": TUTORIAL09_TMA_WS,
+           "tutorial09_tma_persistent_ws": TUTORIAL09_TMA_PERSISTENT_WS,
+           "tutorial09_descriptor_persistent_ws": TUTORIAL09_DESCRIPTOR_PERSISTENT_WS}
 
 
 @pytest.mark.parametrize("name", list(CONFIGS))
