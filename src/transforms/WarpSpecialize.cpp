@@ -255,10 +255,11 @@ private:
     countUses();
     plan.marked = &marked;
     if (!analyzeKLoop(marked, plan)) {
-      // The persistent form: one K loop in the marked loop's body, which carries nothing.
+      // The persistent form: one K loop in the marked loop's body. What else the tile loop
+      // carries (tutorial 09's epilogue tile index) stays with the consumers; the producer's
+      // slice may not read it.
       plan = Plan{};
       plan.marked = &marked;
-      if (marked.region(0)->numArgs() != 1) return false;
       Op* k = nullptr;
       for (auto& op : marked.region(0)->ops()) {
         if (op->code() == OpCode::For) {

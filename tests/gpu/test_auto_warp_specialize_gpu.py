@@ -65,12 +65,12 @@ def run(which, a, b, block, warps, stages, ws=True, programs=132, subtile=False)
     else:
         da = ww.TensorDescriptor.from_tensor(a, [bm, bk])
         db = ww.TensorDescriptor.from_tensor(bt, [bn, bk])
-        dc = ww.TensorDescriptor.from_tensor(c, [bm, bn])
+        dc = ww.TensorDescriptor.from_tensor(c, [bm, bn // 2 if subtile else bn])
         if which == "tma":
             compiled = tma_gemm_ws[(tiles,)](da, db, dc, M, N, K, **consts)
         else:
-            compiled = tma_persistent_ws[(min(programs, tiles),)](da, db, dc, M, N, K,
-                                                                  NUM_SMS=programs, **consts)
+            compiled = tma_persistent_ws[(min(programs, tiles),)](
+                da, db, dc, M, N, K, EPILOGUE_SUBTILE=subtile, NUM_SMS=programs, **consts)
     torch.cuda.synchronize()
     assert ("async_tasks" in compiled.kernel.tile_ir) == ws
     return c
@@ -93,9 +93,10 @@ def test_ragged_sizes_match_torch(which, mnk, programs):
     check(run(which, a, b, (128, 128, 64), 4, 3, programs=programs), a, b)
 
 
-def test_subtiled_epilogue_matches_torch():
+@pytest.mark.parametrize("which", ["tma_persistent", "descriptor_persistent"])
+def test_subtiled_epilogue_matches_torch(which):
     a, b = operands(1000, 1000, 1000, torch.float16)
-    check(run("descriptor_persistent", a, b, (128, 256, 64), 8, 3, subtile=True), a, b)
+    check(run(which, a, b, (128, 256, 64), 8, 3, subtile=True), a, b)
 
 
 @pytest.mark.parametrize("which", ["tma", "tma_persistent"])

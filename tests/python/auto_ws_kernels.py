@@ -54,14 +54,17 @@ def tma_gemm_ws(a_desc, b_desc, c_desc, M, N, K, BLOCK_SIZE_M: tl.constexpr,
 @ww.jit
 def tma_persistent_ws(a_desc, b_desc, c_desc, M, N, K, BLOCK_SIZE_M: tl.constexpr,
                       BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
-                      GROUP_SIZE_M: tl.constexpr, NUM_SMS: tl.constexpr,
-                      WARP_SPECIALIZE: tl.constexpr):
+                      GROUP_SIZE_M: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr,
+                      NUM_SMS: tl.constexpr, WARP_SPECIALIZE: tl.constexpr):
+    """The tile loop also carries the epilogue's own tile index (tile_id_c), as the tutorial's
+    does; with EPILOGUE_SUBTILE, c_desc's block is [BLOCK_SIZE_M, BLOCK_SIZE_N // 2]."""
     dtype = c_desc.dtype
     start_pid = tl.program_id(axis=0)
     num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
     num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
     k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
     num_tiles = num_pid_m * num_pid_n
+    tile_id_c = start_pid - NUM_SMS
     for tile_id in tl.range(start_pid, num_tiles, NUM_SMS, flatten=True,
                             warp_specialize=WARP_SPECIALIZE):
         pid_m, pid_n = tile_of(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M)
@@ -73,8 +76,18 @@ def tma_persistent_ws(a_desc, b_desc, c_desc, M, N, K, BLOCK_SIZE_M: tl.constexp
             a = a_desc.load([offs_am, offs_k])
             b = b_desc.load([offs_bn, offs_k])
             accumulator = tl.dot(a, b.T, accumulator)
-        c = accumulator.to(dtype)
-        c_desc.store([offs_am, offs_bn], c)
+        tile_id_c += NUM_SMS
+        pid_m, pid_n = tile_of(tile_id_c, num_pid_m, num_pid_n, GROUP_SIZE_M)
+        offs_am_c = pid_m * BLOCK_SIZE_M
+        offs_bn_c = pid_n * BLOCK_SIZE_N
+        if EPILOGUE_SUBTILE:
+            acc = tl.reshape(accumulator, (BLOCK_SIZE_M, 2, BLOCK_SIZE_N // 2))
+            acc = tl.permute(acc, (0, 2, 1))
+            acc0, acc1 = tl.split(acc)
+            c_desc.store([offs_am_c, offs_bn_c], acc0.to(dtype))
+            c_desc.store([offs_am_c, offs_bn_c + BLOCK_SIZE_N // 2], acc1.to(dtype))
+        else:
+            c_desc.store([offs_am_c, offs_bn_c], accumulator.to(dtype))
 
 
 @ww.jit

@@ -35,14 +35,17 @@ def count(text, needle):
     return sum(1 for line in text.splitlines() if needle in line)
 
 
-def host_descs(a, bt, c, bm, bn, bk):
+def host_descs(a, bt, c, bm, bn, bk, subtile=False):
+    """A [M, K], B^T [N, K], C [M, N] (C in [bm, bn // 2] blocks for a subtiled epilogue)."""
     return (ww.TensorDescriptor.from_tensor(a, [bm, bk]),
             ww.TensorDescriptor.from_tensor(bt, [bn, bk]),
-            ww.TensorDescriptor.from_tensor(c, [bm, bn]))
+            ww.TensorDescriptor.from_tensor(c, [bm, bn // 2 if subtile else bn]))
 
 
-def compile_kernel(which, block, warps, stages=3, ws=True, target="sm_90a", subtile=False):
+def compile_kernel(which, block, warps, stages=3, ws=True, target="sm_90a"):
     bm, bn, bk = block
+    subtile = which.endswith("_subtile")
+    which = which.removesuffix("_subtile")
     M = N = K = 4096
     a = np.zeros((M, K), np.float16)
     bt = np.zeros((N, K), np.float16)
@@ -52,8 +55,8 @@ def compile_kernel(which, block, warps, stages=3, ws=True, target="sm_90a", subt
     if which == "tma":
         kernel, args = tma_gemm_ws, host_descs(a, bt, c, bm, bn, bk) + (M, N, K)
     elif which == "tma_persistent":
-        kernel, args = tma_persistent_ws, host_descs(a, bt, c, bm, bn, bk) + (M, N, K)
-        consts["NUM_SMS"] = 132
+        kernel, args = tma_persistent_ws, host_descs(a, bt, c, bm, bn, bk, subtile) + (M, N, K)
+        consts.update(NUM_SMS=132, EPILOGUE_SUBTILE=subtile)
     else:
         kernel, args = descriptor_persistent_ws, (a, bt, c, M, N, K)
         consts.update(NUM_SMS=132, EPILOGUE_SUBTILE=subtile)
@@ -74,7 +77,8 @@ def task_bodies(ptx):
 
 
 @needs_ptxas
-@pytest.mark.parametrize("which", ["tma", "tma_persistent", "descriptor_persistent"])
+@pytest.mark.parametrize("which", ["tma", "tma_persistent", "tma_persistent_subtile",
+                                   "descriptor_persistent", "descriptor_persistent_subtile"])
 @pytest.mark.parametrize("block,warps,stages", [((128, 128, 64), 4, 4), ((128, 256, 64), 8, 3)])
 def test_marked_loop_becomes_a_tma_producer_and_wgmma_consumers(which, block, warps, stages):
     bm, bn, bk = block
@@ -169,8 +173,8 @@ def test_tma_k_loop_in_interpreter(rng, mnk, stages):
 
 @pytest.mark.parametrize("mnk", [(200, 136, 328), (130, 72, 40)])
 @pytest.mark.parametrize("programs,stages", [(3, 3), (7, 2), (1, 4)])
-@pytest.mark.parametrize("which", ["tma_persistent", "descriptor_persistent",
-                                   "descriptor_persistent_subtile"])
+@pytest.mark.parametrize("which", ["tma_persistent", "tma_persistent_subtile",
+                                   "descriptor_persistent", "descriptor_persistent_subtile"])
 def test_persistent_loops_in_interpreter(rng, mnk, programs, stages, which):
     M, N, K = mnk
     a, b = integer_operands(rng, M, N, K)
@@ -179,12 +183,13 @@ def test_persistent_loops_in_interpreter(rng, mnk, programs, stages, which):
     bm, bn, bk = 64, 64, 32
     common = dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=2,
                   NUM_SMS=programs, WARP_SPECIALIZE=True, num_warps=4, num_stages=stages)
-    if which == "tma_persistent":
-        compiled = tma_persistent_ws[(programs,)](*host_descs(a, bt, c, bm, bn, bk), M, N, K,
-                                                  **common)
+    subtile = which.endswith("subtile")
+    if which.startswith("tma_persistent"):
+        compiled = tma_persistent_ws[(programs,)](*host_descs(a, bt, c, bm, bn, bk, subtile), M,
+                                                  N, K, EPILOGUE_SUBTILE=subtile, **common)
     else:
         compiled = descriptor_persistent_ws[(programs,)](
-            a, bt, c, M, N, K, EPILOGUE_SUBTILE=which.endswith("subtile"), **common)
+            a, bt, c, M, N, K, EPILOGUE_SUBTILE=subtile, **common)
     ir = compiled.kernel.tile_ir
     assert "async_tasks" in ir and ir.index("make_desc" if "descriptor" in which else
                                             "async_tasks") <= ir.index("async_tasks")

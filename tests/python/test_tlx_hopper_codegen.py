@@ -150,9 +150,10 @@ TUTORIAL09_TMA_WS = (AUTO_WS, "tma_gemm_ws",
                      "BLOCK_SIZE_N=256, BLOCK_SIZE_K=64, GROUP_SIZE_M=8, WARP_SPECIALIZE=1", 8)
 TUTORIAL09_TMA_PERSISTENT_WS = (AUTO_WS, "tma_persistent_ws",
                                 "a_desc:desc<fp16,128x64>, b_desc:desc<fp16,128x64>, "
-                                "c_desc:desc<fp16,128x128>, M:i32, N:i32, K:i32, "
+                                "c_desc:desc<fp16,128x64>, M:i32, N:i32, K:i32, "
                                 "BLOCK_SIZE_M=128, BLOCK_SIZE_N=128, BLOCK_SIZE_K=64, "
-                                "GROUP_SIZE_M=8, NUM_SMS=132, WARP_SPECIALIZE=1", 4)
+                                "GROUP_SIZE_M=8, EPILOGUE_SUBTILE=1, NUM_SMS=132, "
+                                "WARP_SPECIALIZE=1", 4)
 TUTORIAL09_DESCRIPTOR_PERSISTENT_WS = (AUTO_WS, "descriptor_persistent_ws",
                                        "a_ptr:*fp16:16, b_ptr:*fp16:16, c_ptr:*fp16:16, "
                                        "M:i32:16, N:i32:16, K:i32:16, BLOCK_SIZE_M=128, "
