@@ -48,6 +48,14 @@ const PassInfo kPasses[] = {
                                      "sm_100a's tcgen05.mma; the target is sm_80");
        ww::transforms::pipelineDotLoops(f, ctx.target == ww::Target::SM100a);
      }},
+    {"warp-specialize",
+     "splits a loop marked tl.range(warp_specialize=True) into a TMA producer task and wgmma "
+     "consumers (sm_90a)",
+     [](Function& f, const PassContext& ctx) {
+       if (ctx.target != ww::Target::SM90a)
+         throw std::invalid_argument("warp-specialize rewrites loops for sm_90a's TMA and wgmma");
+       ww::transforms::warpSpecializeDotLoops(f);
+     }},
     {"unroll-loops", "unrolls loops marked by tl.range(loop_unroll_factor=U)",
      [](Function& f, const PassContext&) { ww::transforms::unrollLoops(f); }},
     {"lower-device-descriptors",
