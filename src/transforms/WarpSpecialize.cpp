@@ -10,7 +10,7 @@
 //     a_desc.load(..), b_desc.load(..)[.T], acc)`, the accumulator its one carried value;
 //   - the marked loop is a persistent tile loop whose body holds such a K loop (its
 //     tma-persistent and descriptor-persistent kernels), computing each tile's offsets before it
-//     and storing the tile after it.
+//     and storing the tile after it; or the K loop of such a tile loop is the one marked.
 //
 // The rewrite, for S stages (the loop's num_stages, else the kernel's; fewer where the ring
 // would not fit in shared memory beside the epilogue):
@@ -95,6 +95,10 @@ public:
     });
     int rewritten = 0;
     for (Op* loop : marked) {
+      // A marked K loop inside a tile loop: the tile loop is split (the persistent form).
+      if (Op* up = loop->parentBlock()->parentOp();
+          up && up->code() == OpCode::For && up->parentBlock() == &fn_.body)
+        loop = up;
       Plan plan;
       // A second marked loop of the kernel: its producer would need registers the first
       // one's budgets already gave away.

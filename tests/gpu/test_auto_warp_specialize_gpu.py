@@ -1,8 +1,8 @@
 """Automatic warp specialization on the H200 (src/transforms/WarpSpecialize.cpp): tutorial 09's
 kernels with their K loop or tile loop marked warp_specialize=True (tests/python/
 auto_ws_kernels.py), run as a TMA producer warp and wgmma consumers, against torch.matmul, at
-the tutorial's block sizes and at sizes that are not multiples of them, fp16 and bf16; and the
-same kernels with the flag off, for the same results."""
+the tutorial's block sizes and at sizes that are not multiples of them, fp16 and bf16; the same
+kernels with the flag off, for the same results; a tile loop whose K loop is the one marked."""
 
 import os
 import sys
@@ -16,8 +16,8 @@ torch = require_cuda((9, 0), "the warp-specialized TMA GEMM is built for sm_90a"
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 
 import warpweave as ww  # noqa: E402
-from auto_ws_kernels import (descriptor_persistent_ws, tma_gemm_ws,  # noqa: E402
-                             tma_persistent_ws)
+from auto_ws_kernels import (descriptor_persistent_ws, inner_marked_persistent_ws,  # noqa: E402
+                             tma_gemm_ws, tma_persistent_ws)
 
 DEV = "cuda"
 
@@ -107,3 +107,21 @@ def test_flag_off_gives_the_same_result(which):
     # The same products in the same order of K steps: the same bits.
     assert torch.equal(on, off)
     check(on, a, b)
+
+
+@pytest.mark.parametrize("mnk", [(1000, 744, 328), (4096, 4096, 4096)])
+def test_marked_k_loop_of_a_tile_loop_matches_torch(mnk):
+    a, b = operands(*mnk, torch.float16)
+    M, K = a.shape
+    N = b.shape[1]
+    bt = b.T.contiguous()
+    c = torch.full((M, N), float("nan"), device=DEV, dtype=a.dtype)
+    da = ww.TensorDescriptor.from_tensor(a, [128, 64])
+    db = ww.TensorDescriptor.from_tensor(bt, [256, 64])
+    dc = ww.TensorDescriptor.from_tensor(c, [128, 256])
+    compiled = inner_marked_persistent_ws[(132,)](da, db, dc, M, N, K, BLOCK_SIZE_M=128,
+                                                  BLOCK_SIZE_N=256, BLOCK_SIZE_K=64, NUM_SMS=132,
+                                                  num_warps=8, num_stages=3)
+    torch.cuda.synchronize()
+    assert "async_tasks" in compiled.kernel.tile_ir
+    check(c, a, b)

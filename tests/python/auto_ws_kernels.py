@@ -10,6 +10,8 @@ shapes of Triton's tutorial 09 whose K loop or tile loop is marked
 - descriptor_persistent_ws: the same over descriptors the kernel makes with
   tl.make_tensor_descriptor (matmul_kernel_descriptor_persistent), optionally storing C in two
   column halves (EPILOGUE_SUBTILE).
+- inner_marked_persistent_ws: a persistent tile loop whose inner K loop is the one marked (the
+  tile loop is split).
 - pointer_gemm_ws: the K loop marked but its operands loaded through pointers: not taken (runs
   as if the flag were not given).
 """
@@ -127,6 +129,23 @@ def descriptor_persistent_ws(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_SIZE_M: tl.cons
             c_desc.store([offs_am, offs_bn + BLOCK_SIZE_N // 2], acc1.to(dtype))
         else:
             c_desc.store([offs_am, offs_bn], accumulator.to(dtype))
+
+
+@ww.jit
+def inner_marked_persistent_ws(a_desc, b_desc, c_desc, M, N, K, BLOCK_SIZE_M: tl.constexpr,
+                               BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                               NUM_SMS: tl.constexpr):
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    num_tiles = tl.cdiv(M, BLOCK_SIZE_M) * num_pid_n
+    for tile_id in range(tl.program_id(0), num_tiles, NUM_SMS):
+        offs_am = (tile_id // num_pid_n) * BLOCK_SIZE_M
+        offs_bn = (tile_id % num_pid_n) * BLOCK_SIZE_N
+        accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+        for ki in tl.range(tl.cdiv(K, BLOCK_SIZE_K), warp_specialize=True):
+            a = a_desc.load([offs_am, ki * BLOCK_SIZE_K])
+            b = b_desc.load([offs_bn, ki * BLOCK_SIZE_K])
+            accumulator = tl.dot(a, b.T, accumulator)
+        c_desc.store([offs_am, offs_bn], accumulator.to(c_desc.dtype))
 
 
 @ww.jit

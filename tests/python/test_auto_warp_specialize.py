@@ -18,8 +18,8 @@ pytest.importorskip("warpweave._native")
 import warpweave as ww  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
-from auto_ws_kernels import (descriptor_persistent_ws, pointer_gemm_ws,  # noqa: E402
-                             tma_gemm_ws, tma_persistent_ws)
+from auto_ws_kernels import (descriptor_persistent_ws, inner_marked_persistent_ws,  # noqa: E402
+                             pointer_gemm_ws, tma_gemm_ws, tma_persistent_ws)
 
 needs_ptxas = pytest.mark.usefixtures("requires_ptxas")
 
@@ -193,6 +193,22 @@ def test_persistent_loops_in_interpreter(rng, mnk, programs, stages, which):
     ir = compiled.kernel.tile_ir
     assert "async_tasks" in ir and ir.index("make_desc" if "descriptor" in which else
                                             "async_tasks") <= ir.index("async_tasks")
+    exact(c, a, b)
+
+
+@pytest.mark.parametrize("programs", [1, 5])
+def test_marked_k_loop_of_a_tile_loop_in_interpreter(rng, programs):
+    M, N, K = 200, 136, 328
+    a, b = integer_operands(rng, M, N, K)
+    bt = np.ascontiguousarray(b.T)
+    c = np.full((M, N), np.nan, np.float16)
+    compiled = inner_marked_persistent_ws[(programs,)](
+        *host_descs(a, bt, c, 64, 64, 32), M, N, K, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64,
+        BLOCK_SIZE_K=32, NUM_SMS=programs, num_warps=4, num_stages=3)
+    ir = compiled.kernel.tile_ir
+    # The tile loop itself is split: both tasks run it.
+    assert ir.index("async_tasks") < ir.index(" = for ")
+    assert ir.count("async_task ") == 2 and ir.count(" = for ") == 4
     exact(c, a, b)
 
 
