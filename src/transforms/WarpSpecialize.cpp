@@ -4,8 +4,9 @@
 // (python/warpweave/ops/kernels/hopper/gemm_ws.py), so layout assignment, the task planner and
 // codegen need nothing of their own.
 //
-// Two shapes are taken, both with the dot's operands loaded through descriptors TMA can copy
-// (host TensorDescriptors, or tensor maps tl.make_tensor_descriptor writes before the loop):
+// Two shapes are taken, both with the dot's fp16 / bf16 or fp8 (B K-major) operands loaded
+// through descriptors TMA can copy (host TensorDescriptors, or tensor maps
+// tl.make_tensor_descriptor writes before the loop):
 //   - the marked loop is the K loop itself (tutorial 09's matmul_kernel_tma): `acc = tl.dot(
 //     a_desc.load(..), b_desc.load(..)[.T], acc)`, the accumulator its one carried value;
 //   - the marked loop is a persistent tile loop whose body holds such a K loop (its
@@ -39,6 +40,7 @@
 // values, side effects before it in the kernel), and every marked loop on other targets, is left
 // as it is: the flag then only asks, as Triton's does where it cannot specialize.
 #include "ir/Builder.h"
+#include "ir/DotFp8.h"
 #include "ir/OpAttrs.h"
 #include "ir/OpTraits.h"
 #include "ir/TensorMaps.h"
@@ -132,18 +134,21 @@ private:
     return false;
   }
 
-  /// The fp16 / bf16 shapes the sm_90a async_dot lowering takes from NVMMA-swizzled buffers.
+  /// The shapes the sm_90a async_dot lowering takes from NVMMA-swizzled buffers: fp16 / bf16,
+  /// or fp8 (e4m3 / e5m2, mixed) accumulating in place (no max_num_imprecise_acc partial
+  /// accumulator, ir/DotFp8.h), whose B the caller requires K-major (the transpose of [N, K]).
   bool wgmmaShaped(const Op& dot) const {
     const Type& at = dot.operand(0)->type();
     const Type& bt = dot.operand(1)->type();
     const Type& rt = dot.result()->type();
     if (at.shape.size() != 2 || bt.shape.size() != 2 || rt.shape.size() != 2) return false;
-    if ((at.elem != DType::F16 && at.elem != DType::BF16) || bt.elem != at.elem ||
-        rt.elem != DType::F32)
-      return false;
+    bool sixteen = (at.elem == DType::F16 || at.elem == DType::BF16) && bt.elem == at.elem;
+    bool fp8 = ir::isFp8Dot(at, bt) && !ir::fp8DotAvoidsWgmma(dot) &&
+               ir::fp8PartialAccumulatorChunk(dot) == 0;
+    if ((!sixteen && !fp8) || rt.elem != DType::F32) return false;
     int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
-    return fn_.numWarps % 4 == 0 && M % 64 == 0 && N % 16 == 0 && N <= 256 && K % 16 == 0 &&
-           isPowerOf2(M) && isPowerOf2(N) && isPowerOf2(K);
+    return fn_.numWarps % 4 == 0 && M % 64 == 0 && N % 16 == 0 && N <= 256 &&
+           K % (fp8 ? 32 : 16) == 0 && isPowerOf2(M) && isPowerOf2(N) && isPowerOf2(K);
   }
 
   /// A desc_load TMA can issue from the producer: a 2-D load through a host descriptor or a
@@ -212,6 +217,8 @@ private:
       plan.bTrans = t;
       bv = t->operand(0);
     }
+    // wgmma reads 8-bit operands K-major only.
+    if (ir::isMmaFp8(bv->type().elem) && !plan.bTrans) return false;
     Value* operands[2] = {dot->operand(0), bv};
     for (int i = 0; i < 2; ++i) {
       Op* load = operands[i]->def();

@@ -113,6 +113,25 @@ def test_marked_loop_becomes_a_tma_producer_and_wgmma_consumers(which, block, wa
     assert "ld.global" not in ptx
 
 
+@needs_ptxas
+def test_fp8_operands_with_k_major_b():
+    # Tutorial 09's fp8 inputs: B read as the transpose of its [N, K] tile, wgmma k32 from the
+    # ring (e4m3 x e4m3 into fp32).
+    from warpweave import _native_loader
+    path = os.path.join(os.path.dirname(__file__), "auto_ws_kernels.py")
+    with open(path) as f:
+        text = f.read()
+    sig = ("a_desc:desc<fp8e4nv,128x128>, b_desc:desc<fp8e4nv,256x128>, "
+           "c_desc:desc<fp16,128x256>, M:i32, N:i32, K:i32, BLOCK_SIZE_M=128, BLOCK_SIZE_N=256, "
+           "BLOCK_SIZE_K=128, GROUP_SIZE_M=8, WARP_SPECIALIZE=1")
+    kernel = _native_loader.native().compile([(path, text)], "tma_gemm_ws", sig, {},
+                                             target="sm_90a", num_warps=8, stage="cubin")
+    assert "async_tasks" in kernel.tile_ir and kernel.spill_bytes == 0
+    consumer, producer = task_bodies(kernel.ptx)
+    assert "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3" in consumer
+    assert count(producer, TMA_LOAD) == 2
+
+
 def test_flag_off_keeps_the_software_pipeline():
     kernel = compile_kernel("tma", (128, 128, 64), 4, ws=False)
     assert "async_tasks" not in kernel.tile_ir
