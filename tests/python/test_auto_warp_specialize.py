@@ -238,3 +238,29 @@ def test_pointer_loop_in_interpreter(rng):
     pointer_gemm_ws[(-(-M // 64), -(-N // 64))](a, b, c, M, N, K, BLOCK_SIZE_M=64,
                                                 BLOCK_SIZE_N=64, BLOCK_SIZE_K=32, num_warps=4)
     exact(c, a, b)
+
+
+@pytest.mark.parametrize("seed,schedules", [(1, 4), (77, 3), (123456789, 2)])
+@pytest.mark.parametrize("which", ["tma", "tma_persistent", "descriptor_persistent"])
+def test_seeded_task_interleavings_in_interpreter(rng, monkeypatch, seed, schedules, which):
+    # Seeded random interleavings of the producer and the consumers: no race, deadlock or
+    # over-arrival report, and the exact product under each.
+    monkeypatch.setenv("WARPWEAVE_INTERP_SEED", str(seed))
+    monkeypatch.setenv("WARPWEAVE_INTERP_SCHEDULES", str(schedules))
+    M, N, K = 136, 72, 200
+    a, b = integer_operands(rng, M, N, K)
+    bt = np.ascontiguousarray(b.T)
+    c = np.full((M, N), np.nan, np.float16)
+    bm, bn, bk = 64, 64, 32
+    common = dict(BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk, GROUP_SIZE_M=2,
+                  WARP_SPECIALIZE=True, num_warps=4, num_stages=2)
+    if which == "tma":
+        grid = (-(-M // bm) * -(-N // bn),)
+        tma_gemm_ws[grid](*host_descs(a, bt, c, bm, bn, bk), M, N, K, **common)
+    elif which == "tma_persistent":
+        tma_persistent_ws[(3,)](*host_descs(a, bt, c, bm, bn, bk), M, N, K,
+                                EPILOGUE_SUBTILE=False, NUM_SMS=3, **common)
+    else:
+        descriptor_persistent_ws[(3,)](a, bt, c, M, N, K, EPILOGUE_SUBTILE=False, NUM_SMS=3,
+                                       **common)
+    exact(c, a, b)
