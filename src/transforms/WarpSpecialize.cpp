@@ -66,8 +66,8 @@ using ValueMap = std::unordered_map<const Value*, Value*>;
 
 /// Dynamic shared memory one block may use on sm_90a (227 KB, the opt-in maximum).
 constexpr int64_t kSharedBytesPerBlock = 232448;
-/// Barriers and the layout pass's small scratch beside the ring.
-constexpr int64_t kSlackBytes = 4096;
+/// Barriers, the kernel's tensor-map staging and the alignment of the ring's buffers.
+constexpr int64_t kSlackBytes = 2048;
 /// The producer warp group's registers per thread: it holds a few scalars (the tile's
 /// offsets, the ring counter), as Triton's Hopper producer does.
 constexpr int64_t kProducerRegisters = 40;
@@ -285,11 +285,11 @@ private:
     }
     const Type& at = plan.loads[0]->result()->type();
     const Type& bt = plan.loads[1]->result()->type();
-    const Type& ct = plan.dot->result()->type();
     int64_t stageBytes = (at.shape[0] * at.shape[1] + bt.shape[0] * bt.shape[1]) *
                          static_cast<int64_t>(ir::byteWidth(at.elem));
-    // Room for the epilogue's 16-bit tile beside the ring (its TMA store or conversion).
-    int64_t budget = kSharedBytesPerBlock - kSlackBytes - ct.shape[0] * ct.shape[1] * 2;
+    // The epilogue's shared memory lies beside the ring: the producer may already fill the next
+    // tile's stages while the consumers store this one.
+    int64_t budget = kSharedBytesPerBlock - kSlackBytes - epilogueBytes(plan);
     plan.stages = marked.hasAttr(ir::attr::For::knumStages) ? ir::attr::For::numStages(marked)
                                                             : fn_.numStages;
     if (plan.kLoop != &marked && plan.kLoop->hasAttr(ir::attr::For::knumStages))
@@ -297,6 +297,43 @@ private:
     plan.stages = std::max<int64_t>(plan.stages, 2);
     while (plan.stages > 2 && plan.stages * stageBytes > budget) --plan.stages;
     return plan.stages * stageBytes <= budget;
+  }
+
+  /// Shared memory the consumers' code after the K loop needs: where it only converts, reshapes,
+  /// splits and stores through descriptors (tutorial 09's epilogues, subtiled or not), the
+  /// largest tile a descriptor store stages (the stores reuse one staging buffer); otherwise
+  /// room for the accumulator as 16 bits (a layout conversion's scratch).
+  int64_t epilogueBytes(const Plan& plan) const {
+    const Type& ct = plan.dot->result()->type();
+    const int64_t fallback = ct.shape[0] * ct.shape[1] * 2;
+    int64_t stores = 0;
+    bool known = true;
+    auto visit = [&](const Op& op) {
+      if (op.code() == OpCode::DescStore) {
+        const Type& t = op.operand(1)->type();
+        int64_t bytes = static_cast<int64_t>(ir::byteWidth(t.elem));
+        for (int64_t d : t.shape) bytes *= d;
+        stores = std::max(stores, bytes);
+        return;
+      }
+      bool tensors = false;
+      for (const auto& r : op.results()) tensors |= r->type().isTensor();
+      bool shapeOnly = op.code() == OpCode::Reshape || op.code() == OpCode::Permute ||
+                       op.code() == OpCode::Split;
+      if (op.numRegions() != 0 || (tensors && !shapeOnly && !ir::isElementwise(op.code())) ||
+          (!tensors && !isPure(op)))
+        known = false;
+    };
+    auto after = [&](const Block& block, const Op* from) {
+      bool seen = false;
+      for (const auto& op : block.ops()) {
+        if (seen && op.get() != block.terminator()) visit(*op);
+        if (op.get() == from) seen = true;
+      }
+    };
+    after(*plan.kLoop->parentBlock(), plan.kLoop);
+    if (plan.kLoop != plan.marked) after(fn_.body, plan.marked);
+    return known ? stores : fallback;
   }
 
   struct Ring {

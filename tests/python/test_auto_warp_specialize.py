@@ -114,6 +114,28 @@ def test_marked_loop_becomes_a_tma_producer_and_wgmma_consumers(which, block, wa
 
 
 @needs_ptxas
+@pytest.mark.parametrize("which", ["tma", "tma_persistent", "tma_persistent_subtile",
+                                   "descriptor_persistent", "descriptor_persistent_subtile"])
+@pytest.mark.parametrize("bn,bk", [(128, 64), (128, 128), (256, 64), (256, 128)])
+@pytest.mark.parametrize("stages", [3, 4])
+def test_tutorial_autotune_configurations_fit(which, bn, bk, stages):
+    # Tutorial 09's autotuning space at 8 warps: the ring keeps as many stages as fit beside
+    # the epilogue's staging tile (a subtiled epilogue stages half the tile), within the 227 KB
+    # an sm_90 block may have, without spills. 128x256x128 with a whole-tile epilogue has no
+    # room for two stages and runs as without the flag (the software pipeliner's ring).
+    kernel = compile_kernel(which, (128, bn, bk), 8, stages)
+    assert kernel.spill_bytes == 0 and kernel.shared_bytes <= 232448
+    stage_bytes = (128 + bn) * bk * 2
+    epilogue = 128 * (bn // 2 if which.endswith("subtile") else bn) * 2
+    fits = max(s for s in range(1, stages + 1) if s * stage_bytes + epilogue + 2048 <= 232448)
+    if fits < 2:
+        assert "async_tasks" not in kernel.tile_ir
+        return
+    assert "async_tasks" in kernel.tile_ir
+    assert f"buffer<{fits}x128x{bk}xfp16, smem>" in kernel.tile_ir
+
+
+@needs_ptxas
 def test_fp8_operands_with_k_major_b():
     # Tutorial 09's fp8 inputs: B read as the transpose of its [N, K] tile, wgmma k32 from the
     # ring (e4m3 x e4m3 into fp32).
