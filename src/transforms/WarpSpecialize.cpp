@@ -16,8 +16,8 @@
 // The rewrite, for S stages (the loop's num_stages, else the kernel's; fewer where the ring
 // would not fit in shared memory beside the epilogue):
 //
-//   a_bufs[S], b_bufs[S], full[S], empty[S]       (one arrival each: the producer's expect-tx,
-//                                                  the consumers' release)
+//   a_bufs[S], b_bufs[S], full[S], empty[S]       (full: the producer's expect-tx; empty: a
+//                                                  warp barrier, every consumer thread arrives)
 //   async_tasks {
 //     default task (num_warps warps, the registers left):       the consumers
 //       the marked loop and everything after it in the kernel, with the K loop's body
@@ -561,8 +561,14 @@ private:
     r.full = b.create1(OpCode::AllocBarriers, {}, Type::barrier(r.stages),
                        {ir::attr::AllocBarriers::make::arriveCount(1)});
     r.full->name = "ws_full";
+    // The empty barriers take one arrival from every consumer thread, each after its own
+    // warp group's wgmma_wait retired the reads of the slot (a warp barrier): no meeting of
+    // the consumer warps in the K loop, which a once-per-task arrival would need.
     r.empty = b.create1(OpCode::AllocBarriers, {}, Type::barrier(r.stages),
-                        {ir::attr::AllocBarriers::make::arriveCount(1)});
+                        {ir::attr::AllocBarriers::make::arriveCount(fn_.numWarps * 32),
+                         ir::attr::AllocBarriers::make::warp(true),
+                         ir::attr::AllocBarriers::make::numWarps(fn_.numWarps),
+                         ir::attr::AllocBarriers::make::numArrivals(1)});
     r.empty->name = "ws_empty";
     r.bytes = (at.shape[0] * at.shape[1] + bt.shape[0] * bt.shape[1]) *
               static_cast<int64_t>(ir::byteWidth(at.elem));

@@ -109,6 +109,12 @@ def test_marked_loop_becomes_a_tma_producer_and_wgmma_consumers(which, block, wa
     assert "wgmma.wait_group.sync.aligned 1;" in consumer
     assert "mbarrier.try_wait.parity" in consumer
     assert "mbarrier.arrive" in consumer
+    # Every consumer thread arrives on the empty warp barrier (initialized to num_warps * 32
+    # arrivals): no meeting of the consumer warps in the K loop.
+    mma = consumer.index("wgmma.mma_async")
+    k_loop = consumer[consumer.rindex("$L_for_", 0, mma):consumer.index("bra.uni $L_for_", mma)]
+    assert "bar.sync" not in k_loop and "mbarrier.arrive" in k_loop
+    assert re.search(rf"mbarrier\.init\.shared::cta\.b64 \[%r\d+\], {warps * 32};", ptx)
     assert TMA_LOAD not in consumer
     assert "ld.global" not in ptx
 
