@@ -21,8 +21,9 @@
 //   async_tasks {
 //     default task (num_warps warps, the registers left):       the consumers
 //       the marked loop and everything after it in the kernel, with the K loop's body
-//         wait full[c % S] (phase c / S & 1); acc = async_dot(a_bufs[s], b_bufs[s]ᵀ?, acc)
-//         async_dot_wait(1): the wgmma of step c - 1 retired -> arrive empty[(c - 1) % S]
+//         wait full[c % S] (phase c / S & 1); acc = async_dot(a_bufs[s], b_bufs[s] (local_trans for
+//         b.T), acc) async_dot_wait(1): the wgmma of step c - 1 retired -> arrive empty[(c - 1) %
+//         S]
 //       after the K loop: async_dot_wait(0), arrive empty[last]
 //     producer task (1 warp, 40 registers):
 //       the marked loop rebuilt from what the load offsets and the K loop's bounds need, with
@@ -36,9 +37,11 @@
 // producer keeps scalars only; the consumers keep the accumulator and the epilogue, so
 // setmaxnreg moves the producer warp group's registers to them (ir/TaskPlan.h).
 //
-// A marked loop of another shape (pointer loads, descriptors made in the loop, other carried
-// values, side effects before it in the kernel), and every marked loop on other targets, is left
-// as it is: the flag then only asks, as Triton's does where it cannot specialize.
+// Tensors computed before the tasks (the K form's tl.zeros accumulator) stay there: the default
+// task runs on the warps that hold them. A marked loop of another shape (pointer loads,
+// descriptors made in the loop, a K loop carrying more than the accumulator, writes to memory
+// before it in the kernel), and every marked loop on other targets, is left as it is: the flag
+// then only asks, as Triton's does where it cannot specialize.
 #include "ir/Builder.h"
 #include "ir/DotFp8.h"
 #include "ir/OpAttrs.h"
@@ -47,7 +50,7 @@
 #include "support/MathExtras.h"
 #include "transforms/Passes.h"
 
-#include <functional>
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -520,29 +523,6 @@ private:
     if (&k != plan.marked) plan.marked->region(0)->terminator()->addOperand(cEnd);
   }
 
-  /// Tensors the consumer task reads from before the tasks (the K form's tl.zeros accumulator,
-  /// an epilogue's offsets) are computed again inside it, on its warps.
-  static void rematerialize(Block& task, Block& top) {
-    ValueMap map;
-    Block pre;
-    ir::Builder b(&pre);
-    std::function<Value*(Value*)> clone = [&](Value* v) -> Value* {
-      if (auto it = map.find(v); it != map.end()) return it->second;
-      Op* def = v->def();
-      if (!def || def->parentBlock() != &top || !isPure(*def) || def->numRegions() != 0) return v;
-      for (Value* o : def->operands())
-        if (o->type().isTensor()) clone(o);
-      b.setLoc(def->loc());
-      ir::cloneOp(b, *def, map);
-      return map.at(v);
-    };
-    walk(task, [&](Op& op) {
-      for (unsigned i = 0; i < op.numOperands(); ++i)
-        if (op.operand(i)->type().isTensor()) op.setOperand(i, clone(op.operand(i)));
-    });
-    ir::spliceOps(pre, task, 0);
-  }
-
   void rewrite(const Plan& plan) {
     Block& top = fn_.body;
     Op& marked = *plan.marked;
@@ -607,8 +587,73 @@ private:
                 ops.begin() + static_cast<std::ptrdiff_t>(end));
     }
     rewriteConsumer(*consumerBody, plan, r);
-    rematerialize(*consumerBody, top);
-    ir::spliceOps(pre, top, at0);
+    sinkTensorsIntoConsumers(top, at0, *consumerBody);
+    // The tasks take the loop's place, before the return.
+    ir::spliceOps(pre, top,
+                  top.ops().size() -
+                      (top.terminator() && ir::isTerminator(top.terminator()->code()) ? 1 : 0));
+  }
+
+  /// Moves the tensors computed before the marked loop (of the first `count` ops of `top`) that
+  /// only the consumers read into their task, each just before the op of the task that first
+  /// needs it: the producer warps do not compute them, and values the epilogue reads (the
+  /// pointers and mask of a tl.store of C) are not held in registers through the K loop.
+  static void sinkTensorsIntoConsumers(Block& top, size_t count, Block& consumers) {
+    // The consumers' top-level op that holds each use.
+    std::unordered_map<const Value*, size_t> firstUse;
+    for (size_t i = 0; i < consumers.ops().size(); ++i) {
+      auto note = [&](const Op& op) {
+        for (const Value* v : op.operands()) firstUse.try_emplace(v, i);
+      };
+      note(*consumers.ops()[i]);
+      for (unsigned r = 0; r < consumers.ops()[i]->numRegions(); ++r)
+        walk(static_cast<const Block&>(*consumers.ops()[i]->region(r)), note);
+    }
+    std::unordered_map<const Value*, int> outsideUses;
+    for (size_t i = 0; i < top.ops().size(); ++i) {
+      const Op& op = *top.ops()[i];
+      if (i < count || ir::isTerminator(op.code()))
+        for (const Value* v : op.operands()) ++outsideUses[v];
+    }
+    // Last to first: an op moves when its results are tensors read only by the consumers or
+    // by ops that moved; it goes before the earliest of its readers.
+    std::unordered_map<const Op*, size_t> anchor;
+    std::vector<Op*> moved;
+    for (size_t i = count; i-- > 0;) {
+      Op* op = top.ops()[i].get();
+      if (!isPure(*op) || op->numRegions() != 0 || op->numResults() != 1 ||
+          !op->result()->type().isTensor())
+        continue;
+      const Value* v = op->result();
+      size_t at = consumers.ops().size();
+      if (auto it = firstUse.find(v); it != firstUse.end()) at = it->second;
+      int remaining = outsideUses.count(v) ? outsideUses.at(v) : 0;
+      for (Op* m : moved)
+        for (const Value* o : m->operands())
+          if (o == v) at = std::min(at, anchor.at(m));
+      if (remaining != 0 || at == consumers.ops().size()) continue;
+      anchor[op] = at;
+      moved.push_back(op);
+      for (const Value* o : op->operands()) --outsideUses[o];
+    }
+    // Insert in the original order (operands first), before each one's anchor.
+    std::vector<std::unique_ptr<Op>> taken;
+    for (auto it = moved.rbegin(); it != moved.rend(); ++it) {
+      size_t pos = ir::positionOf(top, *it);
+      taken.push_back(std::move(top.ops()[pos]));
+      top.ops().erase(top.ops().begin() + static_cast<std::ptrdiff_t>(pos));
+    }
+    // Stable: equal anchors keep the original order.
+    std::stable_sort(taken.begin(), taken.end(), [&](const auto& x, const auto& y) {
+      return anchor.at(x.get()) < anchor.at(y.get());
+    });
+    for (size_t k = taken.size(); k-- > 0;) {
+      Op* op = taken[k].get();
+      size_t at = anchor.at(op);
+      op->setParentBlock(&consumers);
+      consumers.ops().insert(consumers.ops().begin() + static_cast<std::ptrdiff_t>(at),
+                             std::move(taken[k]));
+    }
   }
 };
 

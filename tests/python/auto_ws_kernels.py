@@ -10,6 +10,8 @@ shapes of Triton's tutorial 09 whose K loop or tile loop is marked
 - descriptor_persistent_ws: the same over descriptors the kernel makes with
   tl.make_tensor_descriptor (matmul_kernel_descriptor_persistent), optionally storing C in two
   column halves (EPILOGUE_SUBTILE).
+- tma_gemm_ws_pointer_epilogue: tma_gemm_ws storing C through masked pointers whose offsets are
+  computed before the loop (tensors the consumers read from outside their task).
 - inner_marked_persistent_ws: a persistent tile loop whose inner K loop is the one marked (the
   tile loop is split).
 - pointer_gemm_ws: the K loop marked but its operands loaded through pointers: not taken (runs
@@ -129,6 +131,24 @@ def descriptor_persistent_ws(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_SIZE_M: tl.cons
             c_desc.store([offs_am, offs_bn + BLOCK_SIZE_N // 2], acc1.to(dtype))
         else:
             c_desc.store([offs_am, offs_bn], accumulator.to(dtype))
+
+
+@ww.jit
+def tma_gemm_ws_pointer_epilogue(a_desc, b_desc, c_ptr, M, N, K, BLOCK_SIZE_M: tl.constexpr,
+                                 BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr):
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    offs_am = (tl.program_id(0) // num_pid_n) * BLOCK_SIZE_M
+    offs_bn = (tl.program_id(0) % num_pid_n) * BLOCK_SIZE_N
+    rows = offs_am + tl.arange(0, BLOCK_SIZE_M)
+    cols = offs_bn + tl.arange(0, BLOCK_SIZE_N)
+    c_ptrs = c_ptr + rows[:, None] * N + cols[None, :]
+    c_mask = (rows[:, None] < M) & (cols[None, :] < N)
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in tl.range(tl.cdiv(K, BLOCK_SIZE_K), warp_specialize=True):
+        a = a_desc.load([offs_am, k * BLOCK_SIZE_K])
+        b = b_desc.load([offs_bn, k * BLOCK_SIZE_K])
+        accumulator = tl.dot(a, b.T, accumulator)
+    tl.store(c_ptrs, accumulator.to(tl.float16), mask=c_mask)
 
 
 @ww.jit

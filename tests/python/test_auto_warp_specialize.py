@@ -19,7 +19,8 @@ import warpweave as ww  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(__file__))
 from auto_ws_kernels import (descriptor_persistent_ws, inner_marked_persistent_ws,  # noqa: E402
-                             pointer_gemm_ws, tma_gemm_ws, tma_persistent_ws)
+                             pointer_gemm_ws, tma_gemm_ws, tma_gemm_ws_pointer_epilogue,
+                             tma_persistent_ws)
 
 needs_ptxas = pytest.mark.usefixtures("requires_ptxas")
 
@@ -257,6 +258,33 @@ def test_marked_k_loop_of_a_tile_loop_in_interpreter(rng, programs):
     assert ir.index("async_tasks") < ir.index(" = for ")
     assert ir.count("async_task ") == 2 and ir.count(" = for ") == 4
     exact(c, a, b)
+
+
+def test_pointer_epilogue_over_tensors_made_before_the_tasks_in_interpreter(rng):
+    M, N, K = 200, 136, 328
+    a, b = integer_operands(rng, M, N, K)
+    bt = np.ascontiguousarray(b.T)
+    c = np.full((M, N), np.nan, np.float16)
+    ad, bd, _ = host_descs(a, bt, c, 64, 64, 32)
+    compiled = tma_gemm_ws_pointer_epilogue[(-(-M // 64) * -(-N // 64),)](
+        ad, bd, c, M, N, K, BLOCK_SIZE_M=64, BLOCK_SIZE_N=64, BLOCK_SIZE_K=32, num_warps=4,
+        num_stages=3)
+    assert "async_tasks" in compiled.kernel.tile_ir
+    exact(c, a, b)
+
+
+@needs_ptxas
+def test_pointer_epilogue_compiles_without_spills():
+    x = np.zeros((4096, 4096), np.float16)
+    ad = ww.TensorDescriptor.from_tensor(x, [128, 64])
+    bd = ww.TensorDescriptor.from_tensor(x, [256, 64])
+    values = tma_gemm_ws_pointer_epilogue.bind(
+        (ad, bd, x, 4096, 4096, 4096), dict(BLOCK_SIZE_M=128, BLOCK_SIZE_N=256, BLOCK_SIZE_K=64))
+    kernel = tma_gemm_ws_pointer_epilogue.compile_for(values, False, (8, 3, 1),
+                                                      target="sm_90a").kernel
+    assert "async_tasks" in kernel.tile_ir and kernel.spill_bytes == 0
+    consumer, _ = task_bodies(kernel.ptx)
+    assert "st.global" in consumer
 
 
 def test_pointer_loop_in_interpreter(rng):
