@@ -75,7 +75,6 @@ CompiledKernel compile(const CompileRequest& req) {
         transforms::pipelineDotLoops(*fn, /*tensorMemory=*/true))
       transforms::runCleanupPipeline(*fn);
     if (transforms::unrollLoops(*fn)) transforms::runCleanupPipeline(*fn);
-    if (transforms::reducePointerInductions(*fn)) transforms::runCleanupPipeline(*fn);
     // Last: the barriers follow the accesses the passes above leave.
     transforms::insertSharedMemoryBarriers(*fn);
     out.tileIR = ir::print(*fn);

@@ -64,12 +64,6 @@ int warpSpecializeDotLoops(ir::Function& fn);
 /// loop over the rest. Returns how many loops were unrolled.
 int unrollLoops(ir::Function& fn);
 
-/// Strength-reduces pointer inductions: a for loop's carried pointer tensor that each iteration
-/// advances by one scalar for every element is replaced by that scalar's 64-bit running sum,
-/// the tensor recomputed from its value before the loop (see PointerInduction.cpp for why).
-/// Returns how many loops were rewritten.
-int reducePointerInductions(ir::Function& fn);
-
 /// Inserts a CTA barrier (debug_barrier {smem_hazard = 1}) before each cp.async or TMA load
 /// outside async tasks that may overwrite shared memory other threads read since the last barrier
 /// of every thread: a local_load, or an async_dot retired for one warp group only (num_warps > 4).
