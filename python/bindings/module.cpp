@@ -134,11 +134,13 @@ PyKernel* compileKernel(const std::vector<std::pair<std::string, std::string>>& 
   return k.release();
 }
 
-PyKernel* kernelFromMetadata(const std::string& metaJson, nb::bytes cubin, const std::string& ptx) {
+PyKernel* kernelFromMetadata(const std::string& metaJson, nb::bytes cubin, const std::string& ptx,
+                             const std::string& tileIR) {
   ww::CompiledKernel k = ww::parseKernelMetadata(metaJson);
   const auto* data = static_cast<const uint8_t*>(cubin.data());
   k.cubin.assign(data, data + cubin.size());
   k.ptx = ptx;
+  k.tileIR = tileIR;
   auto out = std::make_unique<PyKernel>();
   out->compiled = std::make_shared<const ww::CompiledKernel>(std::move(k));
   return out.release();
@@ -413,8 +415,9 @@ NB_MODULE(_native, m) {
         "file index): module, member, helper, function, value or opaque (ww::NameBinding). "
         "fp_fusion=False: float adds and multiplies are not contracted into FMAs.");
   m.def("kernel_from_metadata", &kernelFromMetadata, "metadata_json"_a, "cubin"_a, "ptx"_a = "",
-        nb::rv_policy::take_ownership,
-        "Rebuilds a launchable kernel from `wwc --meta` JSON and its cubin (the disk cache).");
+        "tile_ir"_a = "", nb::rv_policy::take_ownership,
+        "Rebuilds a launchable kernel from `wwc --meta` JSON and its cubin (the disk cache), with "
+        "its PTX and Tile IR text when given (what `asm` shows).");
   m.def("parse_signature", [](const std::string& sig) {
     std::vector<std::tuple<std::string, bool, std::string, std::string, int, bool>> out;
     for (const ww::SignatureEntry& e : ww::parseSignature(sig))

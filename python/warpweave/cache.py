@@ -21,7 +21,7 @@ import warnings
 
 from ._native_loader import native
 
-_FORMAT = 2  # 2: the header records the entry's key
+_FORMAT = 3  # 2: the header records the entry's key; 3: and holds the Tile IR
 
 
 def cache_dir() -> str | None:
@@ -84,15 +84,16 @@ def _encode(kernel, key: str) -> bytes:
     meta = kernel.metadata_json().encode()
     ptx = kernel.ptx.encode()
     cubin = bytes(kernel.cubin)
-    payload = meta + ptx + cubin
+    tir = kernel.tile_ir.encode()  # asm["ttir"] after a cache hit, as after a compile
+    payload = meta + ptx + cubin + tir
     header = {"format": _FORMAT, "key": key, "sha256": hashlib.sha256(payload).hexdigest(),
-              "meta": len(meta), "ptx": len(ptx), "cubin": len(cubin)}
+              "meta": len(meta), "ptx": len(ptx), "cubin": len(cubin), "tile_ir": len(tir)}
     return json.dumps(header).encode() + b"\n" + payload
 
 
 def _decode(data: bytes):
-    """(key the entry was stored under, metadata JSON, PTX, cubin), or None when the entry is
-    damaged or of another format."""
+    """(key the entry was stored under, metadata JSON, PTX, cubin, Tile IR), or None when the
+    entry is damaged or of another format."""
     nl = data.find(b"\n")
     if nl < 0:
         return None
@@ -101,12 +102,14 @@ def _decode(data: bytes):
         if header.get("format") != _FORMAT or not isinstance(header.get("key"), str):
             return None
         payload = data[nl + 1:]
-        m, p, c = header["meta"], header["ptx"], header["cubin"]
-        if not all(type(n) is int and n >= 0 for n in (m, p, c)) or len(payload) != m + p + c:
+        m, p, c, t = header["meta"], header["ptx"], header["cubin"], header["tile_ir"]
+        if (not all(type(n) is int and n >= 0 for n in (m, p, c, t))
+                or len(payload) != m + p + c + t):
             return None
         if hashlib.sha256(payload).hexdigest() != header["sha256"]:
             return None
-        return header["key"], payload[:m].decode(), payload[m:m + p].decode(), payload[m + p:]
+        return (header["key"], payload[:m].decode(), payload[m:m + p].decode(),
+                payload[m + p:m + p + c], payload[m + p + c:].decode())
     # RecursionError: a header of deeply nested JSON.
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
         return None
@@ -146,12 +149,12 @@ def load(key: str):
     if decoded is None:
         _remove(path)
         return None
-    stored_key, meta, ptx, cubin = decoded
+    stored_key, meta, ptx, cubin, tile_ir = decoded
     if stored_key != key:
         discard(key, f"it holds the entry of key {stored_key[:16]}..., not {key[:16]}...")
         return None
     try:
-        return native().kernel_from_metadata(meta, cubin, ptx)
+        return native().kernel_from_metadata(meta, cubin, ptx, tile_ir)
     except Exception as e:  # whatever the metadata holds, never worse than a recompile
         discard(key, f"its metadata cannot be read ({type(e).__name__}: {e})".replace("\n", " "))
         return None

@@ -17,10 +17,12 @@ jitmod = importlib.import_module("warpweave.jit")
 
 
 class FakeKernel:
-    def __init__(self, name="k", cubin=b"\x7fELF-cubin-bytes", ptx=".version 8.0"):
+    def __init__(self, name="k", cubin=b"\x7fELF-cubin-bytes", ptx=".version 8.0",
+                 tile_ir="tt.func @k"):
         self.name = name
         self.cubin = cubin
         self.ptx = ptx
+        self.tile_ir = tile_ir
         self.params = [("x_ptr", "ptr<fp32>", 8, 16), ("n", "i32", 4, 1)]
         self.folded_args = []
 
@@ -39,9 +41,9 @@ class FakeNative:
         self.requests.append(req)
         return FakeKernel(req["kernel"])
 
-    def kernel_from_metadata(self, meta, cubin, ptx):
+    def kernel_from_metadata(self, meta, cubin, ptx, tile_ir=""):
         self.loaded.append((meta, cubin, ptx))
-        return FakeKernel("from-cache", cubin, ptx)
+        return FakeKernel("from-cache", cubin, ptx, tile_ir)
 
     def compiler_version(self):
         return "test-1"
@@ -91,6 +93,7 @@ def test_store_then_load_round_trips(fake, tmp_path):
     meta, cubin, ptx = fake.loaded[-1]
     assert cubin == b"\x7fELF-cubin-bytes" and ptx == ".version 8.0"
     assert '"name": "k"' in meta
+    assert k.tile_ir == "tt.func @k"  # asm["ttir"] survives the cache
     # No temp files are left behind.
     assert [p.name for p in (tmp_path / key[:2]).iterdir()] == [key + ".wwk"]
 

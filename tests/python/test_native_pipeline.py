@@ -76,6 +76,9 @@ def test_disk_cache_serves_a_second_process(tmp_path, monkeypatch):
     second = add_kernel.compile_for(values, False, (4, 3, 1))
     assert add_kernel.compile_count == before + 1  # served from disk
     assert second.kernel.cubin == first.kernel.cubin
+    # What `asm` shows is the same after a cache hit: PTX and the Tile IR too.
+    assert second.asm["ptx"] == first.asm["ptx"]
+    assert second.asm["ttir"] == first.asm["ttir"] and "addptr" in first.asm["ttir"]
     # Corrupt the entry: it is detected and recompiled.
     data = bytearray(entries[0].read_bytes())
     data[-10] ^= 0xFF

@@ -45,7 +45,7 @@ def test_entries_record_their_key(fake):
     key = key_of("a")
     cache.store(key, FakeKernel("a"))
     header = json.loads(open(cache._entry_path(key), "rb").read().split(b"\n")[0])
-    assert header["key"] == key and header["format"] == 2
+    assert header["key"] == key and header["format"] == 3
 
 
 def test_swapped_entries_are_discarded_with_one_warning_each(fake):
@@ -124,7 +124,7 @@ def test_unreadable_metadata_is_discarded_with_a_warning(fake):
     key = key_of("a")
     cache.store(key, FakeKernel("a"))
 
-    def refuse(meta, cubin, ptx):
+    def refuse(meta, cubin, ptx, tile_ir):
         raise ValueError("kernel metadata JSON: nesting deeper than 64 levels at offset 64")
 
     fake.kernel_from_metadata = refuse
