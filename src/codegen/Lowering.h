@@ -414,7 +414,9 @@ private:
   // earlier ones (-1: the layout map's region).
   int64_t scratchBase_ = -1;
   int maxRegisters_ = 0;               // .maxnreg when tasks use setmaxnreg
+  int taskRegisters_ = 0;              // the setmaxnreg budget of the task being lowered
   int registersPerThreadLimit() const; // .maxnreg of kernels without tasks (sm_100a)
+  int64_t tmemMessageRegisters(int64_t perThread) const; // registers of one tcgen05.ld / st
   // Tensor maps built in the kernel (128 bytes each per program in the global scratch, which
   // the parameter `scratchParam_` points at), and whether the PTX needs ISA 8.6.
   int deviceTensorMaps_ = 0;

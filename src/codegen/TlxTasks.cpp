@@ -76,7 +76,9 @@ void FunctionLowering::lowerAsyncTasks(const ir::Op& op) {
       // copies) starts after everything the earlier tasks used.
       if (i > 0) scratchBase_ = alignTo(std::max(sharedBytes_, layouts_.scratchOffset()), 1024);
       setRegisters(launch, t.regs);
+      taskRegisters_ = t.regs;
       lowerBlock(*t.task->region(0));
+      taskRegisters_ = 0;
       if (restore) setRegisters(t.regs, launch);
       taskWarps_ = 0;
       taskFirstWarp_ = 0;

@@ -305,6 +305,25 @@ std::string FunctionLowering::warpLanesAddress(const ir::Op& op, const std::stri
                  {b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32), laneBits});
 }
 
+// Registers of one tcgen05.ld / st message, sized as Triton sizes them (TensorMemoryUtils.cpp,
+// getVec): at most half of what a thread may hold where the message is issued (its task's
+// setmaxnreg budget, the kernel's .maxnreg, 256 at most), and half that again when a thread has
+// all 256 and the access needs more than one message. A message takes that many consecutive
+// registers, which ptxas finds late in a full register file only by spilling: TLX's pipelined
+// GEMM at BN 256 (a [128, 256] fp32 accumulator, 256 registers a thread) took 168 registers
+// and 1,408 bytes of spills in x128 messages without .maxnreg, and 166 and none in x64 ones.
+int64_t FunctionLowering::tmemMessageRegisters(int64_t perThread) const {
+  int limit = 256;
+  if (maxRegisters_)
+    limit = maxRegisters_;
+  else if (int cap = registersPerThreadLimit(); cap && cap < 255)
+    limit = cap; // .maxnreg of many warps (Triton's module would leave ptxas 256)
+  if (taskRegisters_) limit = std::min(limit, taskRegisters_);
+  int64_t half = limit / 2;
+  if (limit == 256 && perThread > half) half /= 2;
+  return std::min<int64_t>(128, int64_t(std::bit_floor(uint64_t(std::max<int64_t>(1, half)))));
+}
+
 void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
   const bool load = op.code() == OpCode::LocalLoad;
   const ir::Type& bt = op.operand(0)->type();
@@ -388,13 +407,7 @@ void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
   };
   if (!load) barrier(); // the agent's earlier accesses to the tile are done (as local_store's)
   b_.inst("tcgen05.fence::after_thread_sync", {});
-  // Messages of at most 128 registers; where the kernel caps registers (.maxnreg, with tasks'
-  // setmaxnreg), fewer, so that one message and its addresses fit the cap.
-  const int64_t message =
-      maxRegisters_ > 0
-          ? std::min<int64_t>(128,
-                              int64_t(std::bit_floor(uint64_t(std::max(1, maxRegisters_ - 32)))))
-          : 128;
+  const int64_t message = tmemMessageRegisters(perThread);
   for (int64_t c0 = 0; c0 < perThread; c0 += message) {
     int64_t n = std::min<int64_t>(message, perThread - c0);
     std::string list = "{";
@@ -485,12 +498,8 @@ void FunctionLowering::lowerTmemColumns(const ir::Op& op, const layout::TmemColu
   };
   if (!load) barrier(); // the agent's earlier accesses to the tile are done (as local_store's)
   b_.inst("tcgen05.fence::after_thread_sync", {});
-  const int64_t message =
-      maxRegisters_ > 0
-          ? std::min<int64_t>(128,
-                              int64_t(std::bit_floor(uint64_t(std::max(1, maxRegisters_ - 32)))))
-          : 128;
   const size_t numWords = wordCol.size();
+  const int64_t message = tmemMessageRegisters(int64_t(numWords));
   for (size_t k = 0; k < numWords;) {
     size_t run = 1; // consecutive 32-bit columns from k on
     while (k + run < numWords && wordCol[k + run] == wordCol[k] + int32_t(run)) ++run;
