@@ -1392,11 +1392,11 @@ PtxKernel FunctionLowering::run() {
   return k;
 }
 
-// ptxas 13 for sm_100a, given no register limit, aims at more resident CTAs than the kernel can
-// use and spills for them: a 4-warp pipelined GEMM of 98 KB of shared memory came out at 168
-// registers with 1,408 bytes of spills, 4-warp tl.dot kernels at 32 registers with 12-43 KB
-// (capped by what their shared memory leaves resident, at 80 with 6-12 KB). Under .maxnreg
-// 255 the GEMM takes 222 and spills nothing. So a kernel without register budgets of its own
+// ptxas for sm_100a (12.8 to 13.0), given no register limit, aims at more resident CTAs than the
+// kernel can use and spills for them: 4-warp tl.dot kernels came out at 32 registers with
+// 12-43 KB (capped by what their shared memory leaves resident, at 80 with 6-12 KB). (A 4-warp
+// pipelined GEMM's 168 registers and 1,408 bytes of spills were its x128 tcgen05.ld messages':
+// tmemMessageRegisters.) So a kernel without register budgets of its own
 // gets the most a thread of its block may have (255, or 65,536 over its threads), as sm_90a's
 // ptxas gives without being told; 0 (nothing written) on other targets.
 int FunctionLowering::registersPerThreadLimit() const {
