@@ -59,6 +59,11 @@ int pipelineDotLoops(ir::Function& fn, bool tensorMemory = false);
 /// its tasks. Returns how many loops were rewritten (at most one per kernel).
 int warpSpecializeDotLoops(ir::Function& fn);
 
+/// Whether `dot` (with num_warps warps) has a shape the sm_90a async_dot lowering takes: wgmma
+/// from NVMMA-swizzled buffers, fp16 / bf16, or fp8 that accumulates in place and whose operands
+/// the caller reads K-major; M a multiple of 64, powers of two (SoftwarePipeline.cpp).
+bool wgmmaShaped(const ir::Op& dot, int numWarps);
+
 /// Unrolls each for loop that tl.range(..., loop_unroll_factor=U) marked (U >= 2): U copies of
 /// the body per iteration of a new loop over the whole groups of U iterations, then the original
 /// loop over the rest. Returns how many loops were unrolled.

@@ -57,6 +57,7 @@
 // before the next loop writes.
 #include "ir/Builder.h"
 #include "ir/DotFp8.h"
+#include "ir/Limits.h"
 #include "ir/OpAttrs.h"
 #include "ir/OpTraits.h"
 #include "ir/TensorMaps.h"
@@ -84,7 +85,7 @@ namespace {
 using ValueMap = std::unordered_map<const Value*, Value*>;
 
 /// Dynamic shared memory one block may use on sm_90a (227 KB, the opt-in maximum).
-constexpr int64_t kSharedBytesPerBlock = 232448;
+constexpr int64_t kSharedBytesPerBlock = ir::kMaxSharedBytes;
 
 /// What a TMA attention loop leaves beside its buffers: barriers, reduction scratch.
 constexpr int64_t kTmaLoopSlack = 4096;
@@ -110,23 +111,6 @@ bool constantInt(const Value* v, int64_t& out) {
   if (!c) return false;
   out = *c;
   return true;
-}
-
-/// The shapes the sm_90a async_dot lowering takes (wgmma from NVMMA-swizzled buffers): fp16 /
-/// bf16, or fp8 (e4m3 / e5m2, mixed) that accumulates in place (no max_num_imprecise_acc
-/// partial accumulator, see ir/DotFp8.h) and reads its operands K-major (checked by the callers).
-bool wgmmaShaped(const Op& dot, int numWarps) {
-  const Type& at = dot.operand(0)->type();
-  const Type& bt = dot.operand(1)->type();
-  const Type& rt = dot.result()->type();
-  if (at.shape.size() != 2 || bt.shape.size() != 2 || rt.shape.size() != 2) return false;
-  bool sixteen = (at.elem == DType::F16 || at.elem == DType::BF16) && bt.elem == at.elem;
-  bool fp8 = ir::isFp8Dot(at, bt) && !ir::fp8DotAvoidsWgmma(dot) &&
-             ir::fp8PartialAccumulatorChunk(dot) == 0;
-  if ((!sixteen && !fp8) || rt.elem != DType::F32) return false;
-  int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
-  return numWarps % 4 == 0 && M % 64 == 0 && N % 16 == 0 && K % (fp8 ? 32 : 16) == 0 &&
-         isPowerOf2(M) && isPowerOf2(N) && isPowerOf2(K);
 }
 
 /// The shapes the sm_100a rewrite issues as tcgen05.mma (cta_group::1) from the swizzled buffers
@@ -1850,6 +1834,23 @@ private:
 };
 
 } // namespace
+
+/// The shapes the sm_90a async_dot lowering takes (wgmma from NVMMA-swizzled buffers): fp16 /
+/// bf16, or fp8 (e4m3 / e5m2, mixed) that accumulates in place (no max_num_imprecise_acc
+/// partial accumulator, see ir/DotFp8.h) and reads its operands K-major (checked by the callers).
+bool wgmmaShaped(const ir::Op& dot, int numWarps) {
+  const Type& at = dot.operand(0)->type();
+  const Type& bt = dot.operand(1)->type();
+  const Type& rt = dot.result()->type();
+  if (at.shape.size() != 2 || bt.shape.size() != 2 || rt.shape.size() != 2) return false;
+  bool sixteen = (at.elem == DType::F16 || at.elem == DType::BF16) && bt.elem == at.elem;
+  bool fp8 = ir::isFp8Dot(at, bt) && !ir::fp8DotAvoidsWgmma(dot) &&
+             ir::fp8PartialAccumulatorChunk(dot) == 0;
+  if ((!sixteen && !fp8) || rt.elem != DType::F32) return false;
+  int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
+  return numWarps % 4 == 0 && M % 64 == 0 && N % 16 == 0 && K % (fp8 ? 32 : 16) == 0 &&
+         isPowerOf2(M) && isPowerOf2(N) && isPowerOf2(K);
+}
 
 int pipelineDotLoops(ir::Function& fn, bool tensorMemory) {
   int n = Pipeliner(fn, tensorMemory).run();

@@ -44,6 +44,7 @@
 // then only asks, as Triton's does where it cannot specialize.
 #include "ir/Builder.h"
 #include "ir/DotFp8.h"
+#include "ir/Limits.h"
 #include "ir/OpAttrs.h"
 #include "ir/OpTraits.h"
 #include "ir/TensorMaps.h"
@@ -68,7 +69,7 @@ namespace {
 using ValueMap = std::unordered_map<const Value*, Value*>;
 
 /// Dynamic shared memory one block may use on sm_90a (227 KB, the opt-in maximum).
-constexpr int64_t kSharedBytesPerBlock = 232448;
+constexpr int64_t kSharedBytesPerBlock = ir::kMaxSharedBytes;
 /// Barriers, the kernel's tensor-map staging and the alignment of the ring's buffers.
 constexpr int64_t kSlackBytes = 2048;
 /// The producer warp group's registers per thread: it holds a few scalars (the tile's
@@ -137,21 +138,10 @@ private:
     return false;
   }
 
-  /// The shapes the sm_90a async_dot lowering takes from NVMMA-swizzled buffers: fp16 / bf16,
-  /// or fp8 (e4m3 / e5m2, mixed) accumulating in place (no max_num_imprecise_acc partial
-  /// accumulator, ir/DotFp8.h), whose B the caller requires K-major (the transpose of [N, K]).
+  /// What the async_dot lowering takes (transforms::wgmmaShaped), with N at most 256: one wgmma
+  /// per k step of the ring's stages.
   bool wgmmaShaped(const Op& dot) const {
-    const Type& at = dot.operand(0)->type();
-    const Type& bt = dot.operand(1)->type();
-    const Type& rt = dot.result()->type();
-    if (at.shape.size() != 2 || bt.shape.size() != 2 || rt.shape.size() != 2) return false;
-    bool sixteen = (at.elem == DType::F16 || at.elem == DType::BF16) && bt.elem == at.elem;
-    bool fp8 = ir::isFp8Dot(at, bt) && !ir::fp8DotAvoidsWgmma(dot) &&
-               ir::fp8PartialAccumulatorChunk(dot) == 0;
-    if ((!sixteen && !fp8) || rt.elem != DType::F32) return false;
-    int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
-    return fn_.numWarps % 4 == 0 && M % 64 == 0 && N % 16 == 0 && N <= 256 &&
-           K % (fp8 ? 32 : 16) == 0 && isPowerOf2(M) && isPowerOf2(N) && isPowerOf2(K);
+    return transforms::wgmmaShaped(dot, fn_.numWarps) && dot.operand(1)->type().shape[1] <= 256;
   }
 
   /// A desc_load TMA can issue from the producer: a 2-D load through a host descriptor or a
