@@ -152,6 +152,49 @@ class buffered_tensor:
                 f"storage={self.storage!r})")
 
 
+class buffered_tensor_type:
+    """The type of a buffered_tensor: `num` buffers (0: a single one) of `shape` elements of
+    `element_ty` in `storage`. `mangle()` names it as TLX's JIT does in its function keys."""
+
+    def __init__(self, element_ty, shape, num, storage, layout=None):
+        self.element_ty = element_ty
+        self.shape = list(shape)
+        self.num = _plain(num)
+        self.storage = storage
+        self.layout = layout
+
+    def mangle(self):
+        shape = "_".join(map(str, self.shape)) + (f"_{self.num}" if self.num > 0 else "")
+        return f"buffered_{self.element_ty.mangle()}S{shape}"
+
+    def __repr__(self):
+        return (f"buffered_tensor_<{self.element_ty}, {self.shape}, {self.layout}, "
+                f"{self.num}>")
+
+
+class mbarrier_type(buffered_tensor_type):
+    """The type of `num` mbarriers (alloc_barriers / alloc_warp_barrier): 64-bit words."""
+
+    def __init__(self, num, layout, storage, is_warp_barrier=False):
+        from .language import int64
+
+        super().__init__(int64, [1], num, storage, layout)
+        self.is_warp_barrier = is_warp_barrier
+
+
+class clc_response_type(buffered_tensor_type):
+    """The type of `num` cluster-launch-control responses (16-byte opaque words; int64 stands in
+    for their element type, so its mangled name is its own, not a buffer of int64's)."""
+
+    def __init__(self, num, layout):
+        from .language import int64
+
+        super().__init__(int64, [1], num, None, layout)
+
+    def mangle(self):
+        return f"clc_response_{self.num}"
+
+
 class storage_alias_spec_type:
     """The type of a storage alias spec: its storage kind and, when sized, its size in bytes."""
 

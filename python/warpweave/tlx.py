@@ -41,7 +41,8 @@ storage_kind = _Enum("storage_kind", ["smem", "tmem", "smemCluster"])
 reuse_group_type = _Enum("reuse_group_type", ["shared", "distinct"])
 
 from ._tlx_host import (  # noqa: E402  (host-side values; see the module)
-    amd_mfma_layout, async_task, async_tasks, buffered_tensor, layout, layout_encoding,
+    amd_mfma_layout, async_task, async_tasks, buffered_tensor, buffered_tensor_type,
+    clc_response_type, layout, layout_encoding, mbarrier_type,
     padded_shared_layout_encoding, reuse_group, shared_layout_encoding,
     shared_linear_layout_encoding, storage_alias_spec_type, swizzled_layout,
     swizzled_shared_layout_encoding)
@@ -66,6 +67,7 @@ get_fp8_format_name local_gather local_scatter remote_view storage_alias_spec su
 
 # Values host code builds and kernels do not call (the compiler does not know these names).
 _HOST_ONLY = ["layout", "padded_shared_layout_encoding", "reuse_group_type", "buffered_tensor",
+              "buffered_tensor_type", "mbarrier_type", "clc_response_type",
               "reuse_group", "storage_alias_spec_type", "storage_alias_spec_type_class",
               "swizzled_shared_layout_encoding", "swizzled_layout", "layout_encoding",
               "shared_layout_encoding", "shared_linear_layout_encoding", "amd_mfma_layout"]

@@ -67,6 +67,22 @@ def test_storage_alias_spec_type():
     assert "size" not in repr(tlx.storage_alias_spec_type(tlx.storage_kind.smem))
 
 
+def test_buffer_types_mangle_apart():
+    # Buffers of int64 and mbarriers share a mangled name (the same element type and shape); a
+    # CLC response, whose int64 element type only stands in for 16 opaque bytes, has its own.
+    smem = tlx.storage_kind.smem
+    for num in (0, 1, 3):
+        mbar = tlx.mbarrier_type(num, None, smem).mangle()
+        words = tlx.buffered_tensor_type(tl.int64, [1], num, smem).mangle()
+        clc = tlx.clc_response_type(num, None).mangle()
+        assert mbar == words and clc != mbar and clc == f"clc_response_{num}"
+    assert tlx.buffered_tensor_type(tl.float16, [64, 32], 0, smem).mangle() == "buffered_fp16S64_32"
+    assert tlx.buffered_tensor_type(tl.bfloat16, [8], 2, smem).mangle() == "buffered_bf16S8_2"
+    assert tlx.mbarrier_type(2, None, smem, is_warp_barrier=True).is_warp_barrier
+    assert [t.mangle() for t in (tl.int1, tl.uint8, tl.int32, tl.float32)] == \
+        ["u1", "u8", "i32", "fp32"]
+
+
 def test_storage_alias_spec_record_is_immutable_and_refuses_cluster_storage():
     spec = tlx.storage_alias_spec_type_class(handle=None, storage=tlx.storage_kind.smem,
                                              buffer_size_bytes=4096)

@@ -136,6 +136,12 @@ class dtype:
     def is_int_signed(self) -> bool:
         return self.sig.startswith("i")
 
+    def mangle(self) -> str:
+        """The type's name in mangled function keys, as Triton writes it: i32, u8, fp16, bf16."""
+        if self.is_floating():
+            return self.sig
+        return ("u" if self.name in self.UINT_TYPES else "i") + str(self.bits)
+
     def __repr__(self):
         # An expression that evaluates back to this dtype, as Triton's.
         return f"warpweave.language.{self.name}"
