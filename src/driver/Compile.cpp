@@ -66,8 +66,10 @@ CompiledKernel compile(const CompileRequest& req) {
     // wgmma and tcgen05.mma read their operands from shared memory: stage them there ahead of
     // the MMA.
     // Loops marked warp_specialize=True become a TMA producer task and MMA consumer tasks
-    // first; the pipeliner leaves a kernel with tasks to them.
-    if (req.options.target == Target::SM90a && transforms::warpSpecializeDotLoops(*fn))
+    // first (persistent tile loops; one-tile K loops measured faster pipelined); the pipeliner
+    // leaves a kernel with tasks to them.
+    if (req.options.target == Target::SM90a &&
+        transforms::warpSpecializeDotLoops(*fn, /*oneTileLoops=*/false))
       transforms::runCleanupPipeline(*fn);
     if (req.options.target == Target::SM90a && transforms::pipelineDotLoops(*fn))
       transforms::runCleanupPipeline(*fn);

@@ -57,7 +57,12 @@ int pipelineDotLoops(ir::Function& fn, bool tensorMemory = false);
 /// async wgmma from the ring and the epilogue after it (see WarpSpecialize.cpp). Other marked
 /// loops are left as they are. Runs before pipelineDotLoops, which then leaves the kernel to
 /// its tasks. Returns how many loops were rewritten (at most one per kernel).
-int warpSpecializeDotLoops(ir::Function& fn);
+///
+/// With `oneTileLoops` false, a marked K loop that is the kernel's whole loop (one tile per
+/// program) is left to the software pipeliner too: the compiler's pipeline asks for that, since
+/// on the H200 such a split ran about 10% slower than the pipeline (docs/status.md, session
+/// 20); ww-opt rewrites them, the rewrite's smallest form.
+int warpSpecializeDotLoops(ir::Function& fn, bool oneTileLoops = true);
 
 /// Whether `dot` (with num_warps warps) has a shape the sm_90a async_dot lowering takes: wgmma
 /// from NVMMA-swizzled buffers, fp16 / bf16, or fp8 that accumulates in place and whose operands

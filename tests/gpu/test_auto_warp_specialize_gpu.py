@@ -1,6 +1,7 @@
 """Automatic warp specialization on the H200 (src/transforms/WarpSpecialize.cpp): tutorial 09's
 kernels with their K loop or tile loop marked warp_specialize=True (tests/python/
-auto_ws_kernels.py), run as a TMA producer warp and wgmma consumers, against torch.matmul, at
+auto_ws_kernels.py), the persistent ones run as a TMA producer warp and wgmma consumers (the
+one-tile kernel stays software-pipelined), against torch.matmul, at
 the tutorial's block sizes and at sizes that are not multiples of them, fp16 and bf16; the same
 kernels with the flag off, for the same results; a tile loop whose K loop is the one marked."""
 
@@ -72,7 +73,8 @@ def run(which, a, b, block, warps, stages, ws=True, programs=132, subtile=False)
             compiled = tma_persistent_ws[(min(programs, tiles),)](
                 da, db, dc, M, N, K, EPILOGUE_SUBTILE=subtile, NUM_SMS=programs, **consts)
     torch.cuda.synchronize()
-    assert ("async_tasks" in compiled.kernel.tile_ir) == ws
+    # One-tile kernels stay software-pipelined (faster on the H200); persistent ones split.
+    assert ("async_tasks" in compiled.kernel.tile_ir) == (ws and which != "tma")
     return c
 
 
@@ -150,6 +152,6 @@ def test_fp8_operands_match_torch(which):
                                                          EPILOGUE_SUBTILE=False, NUM_SMS=132,
                                                          **consts)
     torch.cuda.synchronize()
-    assert "async_tasks" in compiled.kernel.tile_ir
+    assert ("async_tasks" in compiled.kernel.tile_ir) == (which != "tma")
     ref = torch.matmul(a.float(), b.float())
     torch.testing.assert_close(c.float(), ref, atol=5e-2, rtol=2e-2)
