@@ -31,6 +31,9 @@ public:
   Value* binary(OpCode code, Value* a, Value* b);          // result type = a's type
   Value* cmp(const std::string& pred, Value* a, Value* b); // i1 of a's shape
   Value* addPtr(Value* ptr, Value* offset);
+  /// local_view of slot `index` of multi-buffered `buffers` or of barrier array `bars`: one
+  /// buffer, one barrier.
+  Value* localView(Value* buffers, Value* index);
   Value* load(Value* ptr, Value* mask = nullptr, Value* other = nullptr);
   void store(Value* ptr, Value* value, Value* mask = nullptr);
   void ret();

@@ -122,6 +122,11 @@ size_t positionOf(const Block& block, const Op* op) {
   throw std::logic_error(std::string("op '") + op->name() + "' is not in the block searched");
 }
 
+void eraseOp(Block& block, const Op* op) {
+  auto& ops = block.ops();
+  ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(positionOf(block, op)));
+}
+
 Op* cloneOp(Builder& b, const Op& op, std::unordered_map<const Value*, Value*>& map) {
   std::vector<Value*> operands;
   for (Value* o : op.operands()) {
@@ -275,6 +280,12 @@ Value* Builder::binary(OpCode code, Value* a, Value* b) {
 
 Value* Builder::cmp(const std::string& pred, Value* a, Value* b) {
   return create1(OpCode::Cmp, {a, b}, a->type().withElem(DType::I1), {attr::Cmp::make::pred(pred)});
+}
+
+Value* Builder::localView(Value* buffers, Value* index) {
+  Type view = buffers->type();
+  view.count = 1;
+  return create1(OpCode::LocalView, {buffers, index}, view);
 }
 
 Value* Builder::addPtr(Value* ptr, Value* offset) {

@@ -195,6 +195,8 @@ unsigned replaceAllUses(Block& block, Value* from, Value* to);
 void spliceOps(Block& from, Block& to, size_t at);
 /// The index of `op` in `block`'s op list; throws std::logic_error when it is not there.
 size_t positionOf(const Block& block, const Op* op);
+/// Removes `op` (and its results, which nothing may still use) from `block`.
+void eraseOp(Block& block, const Op* op);
 /// Appends to b's block a copy of `op`, its regions copied too, with each operand replaced by
 /// its entry in `map` where it has one; records every copied result and region argument there.
 Op* cloneOp(Builder& b, const Op& op, std::unordered_map<const Value*, Value*>& map);

@@ -784,7 +784,7 @@ private:
         const Op* load = plan.loads[i];
         b.setLoc(load->loc());
         if (!oneBarrier || i == 0) {
-          bar = b.create1(OpCode::LocalView, {bars[i], slot}, Type::barrier(1));
+          bar = b.localView(bars[i], slot);
           int64_t bytes = 0;
           for (int t = oneBarrier ? 0 : i; t <= i + (oneBarrier ? 1 : 0); ++t) {
             const Type& tt = plan.loads[t]->result()->type();
@@ -793,7 +793,7 @@ private:
           b.create(OpCode::BarrierExpectBytes, {bar, b.i32(bytes), inRange}, {},
                    {ir::attr::BarrierExpectBytes::make::hasPred(true)});
         }
-        std::vector<Value*> operands{load->operand(0), slotView(b, buffers[i], slot), bar};
+        std::vector<Value*> operands{load->operand(0), b.localView(buffers[i], slot), bar};
         for (unsigned o = 1; o < load->numOperands(); ++o)
           operands.push_back(mapped(map, load->operand(o)));
         operands.push_back(inRange);
@@ -814,9 +814,7 @@ private:
         ptr = transpose(b, ptr);
         mask = transpose(b, mask);
       }
-      Type view = buffers[i]->type();
-      view.count = 1;
-      Value* dst = b.create1(OpCode::LocalView, {buffers[i], slot}, view);
+      Value* dst = b.localView(buffers[i], slot);
       b.create1(
           OpCode::AsyncLoad, {ptr, dst, mask}, Type::token(),
           {ir::attr::AsyncLoad::make::hasMask(true), ir::attr::AsyncLoad::make::hasOther(false)});
@@ -1035,16 +1033,9 @@ private:
                {ir::attr::AsyncWaitGroup::make::pendings(p.ahead - 1)});
       return;
     }
-    Value* bar = b.create1(OpCode::LocalView, {p.bars[which], p.slot}, Type::barrier(1));
+    Value* bar = b.localView(p.bars[which], p.slot);
     b.create(OpCode::BarrierWait, {bar, p.phase}, {},
              {ir::attr::BarrierWait::make::hasPred(false)});
-  }
-
-  /// A view of slot `slot` of `buffers`.
-  static Value* slotView(ir::Builder& b, Value* buffers, Value* slot) {
-    Type view = buffers->type();
-    view.count = 1;
-    return b.create1(OpCode::LocalView, {buffers, slot}, view);
   }
 
   /// The 2-D transpose of tensor `v`.
@@ -1069,17 +1060,12 @@ private:
     return attrs;
   }
 
-  void erase(Block& body, const Op* op) {
-    auto& ops = body.ops();
-    ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(ir::positionOf(body, op)));
-  }
-
   /// Erases the dot the pipeline replaced and its operands' loads (and B's transpose).
   void eraseDotAndLoads(Block& body, const Plan& plan) {
-    erase(body, plan.dot);
-    if (plan.bTrans) erase(body, plan.bTrans);
-    erase(body, plan.loads[0]);
-    erase(body, plan.loads[1]);
+    ir::eraseOp(body, plan.dot);
+    if (plan.bTrans) ir::eraseOp(body, plan.bTrans);
+    ir::eraseOp(body, plan.loads[0]);
+    ir::eraseOp(body, plan.loads[1]);
   }
 
   /// Whether every op `block` is nested in is a for loop (none for the kernel's body).
@@ -1127,8 +1113,8 @@ private:
     ir::Builder b(&mid);
     b.setLoc(plan.dot->loc());
     waitForSlot(b, p, 0);
-    Value* a = slotView(b, p.buffers[0], p.slot);
-    Value* bv = slotView(b, p.buffers[1], p.slot);
+    Value* a = b.localView(p.buffers[0], p.slot);
+    Value* bv = b.localView(p.buffers[1], p.slot);
     if (plan.bTrans || plan.copyBTransposed) bv = localTrans(b, bv);
     Value* issued = b.create1(OpCode::AsyncDot, {a, bv, acc}, plan.dot->result()->type(),
                               asyncDotAttrs(*plan.dot));
@@ -1302,8 +1288,7 @@ private:
 
     // The barrier MMA `k` commits to and the parity of that commit's phase.
     auto mmaDone = [&](ir::Builder& at, Value* k) {
-      Value* bar = at.create1(OpCode::LocalView, {done, at.binary(OpCode::And, k, at.i32(1))},
-                              Type::barrier(1));
+      Value* bar = at.localView(done, at.binary(OpCode::And, k, at.i32(1)));
       Value* phase = at.binary(OpCode::And, at.binary(OpCode::Shr, k, at.i32(1)), at.i32(1));
       return std::pair{bar, phase};
     };
@@ -1312,8 +1297,8 @@ private:
     b.setInsertionBlock(&mid);
     b.setLoc(plan.dot->loc());
     waitForSlot(b, p, 0);
-    Value* a = slotView(b, p.buffers[0], p.slot);
-    Value* bv = slotView(b, p.buffers[1], p.slot);
+    Value* a = b.localView(p.buffers[0], p.slot);
+    Value* bv = b.localView(p.buffers[1], p.slot);
     if (plan.bTrans || plan.copyBTransposed) bv = localTrans(b, bv);
     std::vector<Value*> mmaOperands{a, bv, tmem};
     if (zeroInit) mmaOperands.push_back(b.cmp("ne", count, b.i32(0)));
@@ -1404,7 +1389,7 @@ private:
     }
     size_t at = ir::positionOf(outer, &loop);
     ir::spliceOps(holder, outer, at);
-    erase(outer, &loop);
+    ir::eraseOp(outer, &loop);
   }
 
   /// Attention: Q is stored once into a swizzled buffer before the loop; K and V tiles are
@@ -1453,11 +1438,11 @@ private:
           ib.create1(OpCode::LocalAlloc, {}, Type::buffer(q->type().elem, q->type().shape, 1),
                      {ir::attr::LocalAlloc::make::storage("smem")});
       qBuffer->name = "pipeline_q";
-      qView = slotView(ib, qBuffer, ib.i32(0));
+      qView = ib.localView(qBuffer, ib.i32(0));
       Value* bars = ib.create1(OpCode::AllocBarriers, {}, Type::barrier(1),
                                {ir::attr::AllocBarriers::make::arriveCount(1)});
       bars->name = "pipeline_q_full";
-      qBar = ib.create1(OpCode::LocalView, {bars, ib.i32(0)}, Type::barrier(1));
+      qBar = ib.localView(bars, ib.i32(0));
       const Type& qt = q->type();
       ib.create(OpCode::BarrierExpectBytes,
                 {qBar, ib.i32(qt.shape[0] * qt.shape[1] * ir::byteWidth(qt.elem))}, {},
@@ -1475,7 +1460,7 @@ private:
           b.create1(OpCode::LocalAlloc, {}, Type::buffer(q->type().elem, q->type().shape, 1),
                     {ir::attr::LocalAlloc::make::storage("smem")});
       qBuffer->name = "pipeline_q";
-      qView = slotView(b, qBuffer, b.i32(0));
+      qView = b.localView(qBuffer, b.i32(0));
       if (nestedInLoop(outer)) b.create(OpCode::DebugBarrier, {}, {}, {});
       b.create(OpCode::LocalStore, {qView, q}, {}, {});
       if (plan.tma) {
@@ -1502,7 +1487,7 @@ private:
     b.setInsertionBlock(&mid);
     b.setLoc(plan.scoreDot->loc());
     waitForSlot(b, p, 0);
-    Value* kTrans = localTrans(b, slotView(b, p.buffers[0], p.slot));
+    Value* kTrans = localTrans(b, b.localView(p.buffers[0], p.slot));
     Value* s = b.create1(OpCode::AsyncDot, {qView, kTrans, plan.scoreDot->operand(2)},
                          plan.scoreDot->result()->type(), asyncDotAttrs(*plan.scoreDot));
     // P V of the previous iteration, when it is retired here rather than in its own iteration
@@ -1534,7 +1519,7 @@ private:
     b.setInsertionBlock(&late);
     b.setLoc(plan.dot->loc());
     if (plan.tma) waitForSlot(b, p, 1);
-    Value* v = slotView(b, p.buffers[1], p.slot);
+    Value* v = b.localView(p.buffers[1], p.slot);
     if (plan.bTrans) v = localTrans(b, v);
     Value* o = b.create1(OpCode::AsyncDot, {plan.dot->operand(0), v, plan.dot->operand(2)},
                          plan.dot->result()->type(), asyncDotAttrs(*plan.dot));
@@ -1564,12 +1549,12 @@ private:
       ir::spliceOps(late, body, ir::positionOf(body, plan.dot));
     }
 
-    erase(body, plan.dot);
-    erase(body, plan.scoreDot);
-    erase(body, plan.kTrans);
-    if (plan.bTrans) erase(body, plan.bTrans);
-    erase(body, plan.loads[0]);
-    erase(body, plan.loads[1]);
+    ir::eraseOp(body, plan.dot);
+    ir::eraseOp(body, plan.scoreDot);
+    ir::eraseOp(body, plan.kTrans);
+    if (plan.bTrans) ir::eraseOp(body, plan.bTrans);
+    ir::eraseOp(body, plan.loads[0]);
+    ir::eraseOp(body, plan.loads[1]);
 
     // Drain the (masked-off) copies issued past the end; TMA copies past the end are not
     // issued at all.
@@ -1618,7 +1603,7 @@ private:
           OpCode::LocalAlloc, {}, Type::buffer(a->type().elem, a->type().shape, 1),
           {ir::attr::LocalAlloc::make::storage("smem"), ir::attr::LocalAlloc::make::alias(id)});
       buffer->name = "pipeline_invariant";
-      Value* view = slotView(b, buffer, b.i32(0));
+      Value* view = b.localView(buffer, b.i32(0));
       b.create(OpCode::LocalStore, {view, a}, {}, {});
       staged[a] = view;
       stagedInvariants_[a] = {view, id};
@@ -1675,7 +1660,7 @@ private:
       bool transposed = bOperand->def()->code() == OpCode::Permute;
       const Op* load = transposed ? bOperand->def()->operand(0)->def() : bOperand->def();
       const int which = load == plan.loads[0] ? 0 : 1;
-      Value* bv = slotView(b, p.buffers[which], p.slot);
+      Value* bv = b.localView(p.buffers[which], p.slot);
       // A transposed copy holds the transpose of the loaded tile.
       if (transposed != plan.copyTransposed[which]) bv = localTrans(b, bv);
       Value* issued = b.create1(OpCode::AsyncDot, {a, bv, dot->operand(2)}, dot->result()->type(),
@@ -1685,7 +1670,7 @@ private:
         replaceAllUses(body, dot->result(), issued);
         if (!last) inFlight.push_back(issued);
         ir::spliceOps(mid, body, ir::positionOf(body, dot));
-        erase(body, dot);
+        ir::eraseOp(body, dot);
         continue;
       }
       ValueMap map;
@@ -1707,12 +1692,12 @@ private:
       if (first && carried >= 0) map = refill(b, plan, p, dot->loc());
       if (first) yieldPipeline(b, plan, p, map);
       ir::spliceOps(mid, body, ir::positionOf(body, dot));
-      erase(body, dot);
+      ir::eraseOp(body, dot);
     }
     if (carried >= 0) retireAfterLoop(b, loop, static_cast<unsigned>(carried));
-    for (const Op* t : plan.loadTransposes) erase(body, t);
-    erase(body, plan.loads[0]);
-    erase(body, plan.loads[1]);
+    for (const Op* t : plan.loadTransposes) ir::eraseOp(body, t);
+    ir::eraseOp(body, plan.loads[0]);
+    ir::eraseOp(body, plan.loads[1]);
     issueLoadsEarly(body);
 
     // Drain the (masked-off) copies issued past the end.

@@ -346,14 +346,6 @@ private:
     int64_t bytes = 0;
   };
 
-  static Value* slotView(ir::Builder& b, Value* buffers, Value* slot) {
-    Type view = buffers->type();
-    view.count = 1;
-    return b.create1(OpCode::LocalView, {buffers, slot}, view);
-  }
-  static Value* barView(ir::Builder& b, Value* bars, Value* slot) {
-    return b.create1(OpCode::LocalView, {bars, slot}, Type::barrier(1));
-  }
   /// Slot c % S and phase (c / S) & 1 of K step `c`.
   static std::pair<Value*, Value*> slotAndPhase(ir::Builder& b, const Ring& r, Value* c) {
     Value* s = b.i32(r.stages);
@@ -387,28 +379,38 @@ private:
     return loop;
   }
 
+  /// counterLoop over `like`'s range, its body starting with the slice ops of `like`'s body
+  /// (`like`'s induction variable mapped to the new loop's).
+  static Op* sliceLoop(ir::Builder& b, const Op& like, const Plan& plan, ValueMap& map, Value* c0) {
+    Op* loop = counterLoop(b, like, map, c0);
+    Block* body = loop->region(0);
+    map[like.region(0)->arg(0)] = body->arg(0);
+    ir::Builder sb(body);
+    sb.setLoc(like.loc());
+    cloneSlice(sb, *like.region(0), plan, map);
+    return loop;
+  }
+
   /// The producer's K loop into b's block: per step, wait until the consumers released the
   /// slot, expect both tiles' bytes on its full barrier, copy them by TMA.
   Value* producerKLoop(ir::Builder& b, const Plan& plan, const Ring& r, ValueMap map, Value* c0) {
-    Op* loop = counterLoop(b, *plan.kLoop, map, c0);
+    Op* loop = sliceLoop(b, *plan.kLoop, plan, map, c0);
     Block* body = loop->region(0);
-    map[plan.kLoop->region(0)->arg(0)] = body->arg(0);
     ir::Builder ib(body);
     ib.setLoc(plan.kLoop->loc());
-    cloneSlice(ib, *plan.kLoop->region(0), plan, map);
     Value* c = body->arg(1);
     auto [slot, phase] = slotAndPhase(ib, r, c);
     ib.create(OpCode::BarrierWait,
-              {barView(ib, r.empty, slot), ib.binary(OpCode::Xor, phase, ib.i32(1))}, {},
+              {ib.localView(r.empty, slot), ib.binary(OpCode::Xor, phase, ib.i32(1))}, {},
               {ir::attr::BarrierWait::make::hasPred(false)});
-    Value* full = barView(ib, r.full, slot);
+    Value* full = ib.localView(r.full, slot);
     ib.create(OpCode::BarrierExpectBytes, {full, ib.i32(r.bytes)}, {},
               {ir::attr::BarrierExpectBytes::make::hasPred(false)});
     Value* buffers[2] = {r.a, r.b};
     for (int i = 0; i < 2; ++i) {
       const Op* load = plan.loads[i];
       ib.setLoc(load->loc());
-      std::vector<Value*> operands{load->operand(0), slotView(ib, buffers[i], slot), full};
+      std::vector<Value*> operands{load->operand(0), ib.localView(buffers[i], slot), full};
       for (unsigned o = 1; o < load->numOperands(); ++o)
         operands.push_back(mapped(map, load->operand(o)));
       ib.create(OpCode::AsyncDescLoad, operands, {},
@@ -425,12 +427,10 @@ private:
       producerKLoop(b, plan, r, map, c0);
       return;
     }
-    Op* tiles = counterLoop(b, *plan.marked, map, c0);
+    Op* tiles = sliceLoop(b, *plan.marked, plan, map, c0);
     Block* body = tiles->region(0);
-    map[plan.marked->region(0)->arg(0)] = body->arg(0);
     ir::Builder tb(body);
     tb.setLoc(plan.marked->loc());
-    cloneSlice(tb, *plan.marked->region(0), plan, map);
     Value* next = producerKLoop(tb, plan, r, map, body->arg(1));
     tb.create(OpCode::Yield, {next}, {});
   }
@@ -440,11 +440,6 @@ private:
     loop.addOperand(init);
     loop.addResult(init->type(), "ws_step");
     return loop.region(0)->addArg(init->type(), "ws_step");
-  }
-
-  static void erase(Block& block, const Op* op) {
-    auto& ops = block.ops();
-    ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(ir::positionOf(block, op)));
   }
 
   /// The consumers: the K loop's loads become waits on the ring and its dot an async wgmma
@@ -468,10 +463,10 @@ private:
     ir::Builder mb(&mid);
     mb.setLoc(plan.dot->loc());
     auto [slot, phase] = slotAndPhase(mb, r, c);
-    mb.create(OpCode::BarrierWait, {barView(mb, r.full, slot), phase}, {},
+    mb.create(OpCode::BarrierWait, {mb.localView(r.full, slot), phase}, {},
               {ir::attr::BarrierWait::make::hasPred(false)});
-    Value* av = slotView(mb, r.a, slot);
-    Value* bv = slotView(mb, r.b, slot);
+    Value* av = mb.localView(r.a, slot);
+    Value* bv = mb.localView(r.b, slot);
     if (plan.bTrans) {
       Type t = bv->type();
       std::swap(t.shape[0], t.shape[1]);
@@ -491,16 +486,16 @@ private:
     // the K loop's first step, whose previous step belongs to no earlier pass).
     Value* prev =
         mb.binary(OpCode::Rem, mb.binary(OpCode::Add, c, mb.i32(r.stages - 1)), mb.i32(r.stages));
-    mb.create(OpCode::BarrierArrive, {barView(mb, r.empty, prev), mb.cmp("ne", c, kInit)}, {},
+    mb.create(OpCode::BarrierArrive, {mb.localView(r.empty, prev), mb.cmp("ne", c, kInit)}, {},
               {ir::attr::BarrierArrive::make::hasPred(true)});
     Op* yield = kBody.terminator();
     yield->setOperand(0, retired);
     yield->addOperand(mb.binary(OpCode::Add, c, mb.i32(1)));
     ir::spliceOps(mid, kBody, ir::positionOf(kBody, plan.dot));
-    erase(kBody, plan.dot);
-    if (plan.bTrans) erase(kBody, plan.bTrans);
-    erase(kBody, plan.loads[0]);
-    erase(kBody, plan.loads[1]);
+    ir::eraseOp(kBody, plan.dot);
+    if (plan.bTrans) ir::eraseOp(kBody, plan.bTrans);
+    ir::eraseOp(kBody, plan.loads[0]);
+    ir::eraseOp(kBody, plan.loads[1]);
 
     // After the K loop: retire the last wgmma and release its slot.
     Block& outer = *k.parentBlock();
@@ -513,7 +508,7 @@ private:
     Value* cEnd = k.result(1);
     Value* last = ab.binary(OpCode::Rem, ab.binary(OpCode::Add, cEnd, ab.i32(r.stages - 1)),
                             ab.i32(r.stages));
-    ab.create(OpCode::BarrierArrive, {barView(ab, r.empty, last), ab.cmp("ne", cEnd, kInit)}, {},
+    ab.create(OpCode::BarrierArrive, {ab.localView(r.empty, last), ab.cmp("ne", cEnd, kInit)}, {},
               {ir::attr::BarrierArrive::make::hasPred(true)});
     replaceAllUses(outer, acc, wait->result());
     wait->setOperand(0, acc);
