@@ -469,6 +469,10 @@ private:
 TensorPtr computeDot(const Tensor& a, const Tensor& b, const Tensor* acc,
                      const std::string& precision, const ir::Type& rt);
 
+/// Fails at `op` when a TMA box would start off a 16-byte boundary of its innermost dimension.
+void checkTmaBoxStart(KernelState& k, const ir::Op& op, const std::string& where,
+                      const Descriptor& d, const std::vector<int64_t>& offsets);
+
 /// Moves one box between global memory and `out` / from `in` through a tensor descriptor,
 /// clipping at the tensor's bounds as TMA does (outside elements read as zero, are not written).
 void descriptorTransfer(KernelState& k, const ir::Op& op, const std::string& where,

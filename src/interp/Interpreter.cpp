@@ -688,9 +688,32 @@ void reduceElement(ir::DType elem, const std::string& kind, unsigned char* dst,
 
 } // namespace
 
+void checkTmaBoxStart(KernelState& k, const ir::Op& op, const std::string& where,
+                      const Descriptor& d, const std::vector<int64_t>& offsets) {
+  // The GPU's rule for every TMA box (as the H200 enforces it): the box starts on a 16-byte
+  // boundary along the innermost dimension (the base is aligned when the tensor map is made),
+  // else the copy stops the kernel with "an illegal instruction was encountered".
+  if (offsets.empty()) return;
+  const int64_t bits = ir::bitWidth(d.elem), inner = offsets.back();
+  if (inner * bits % 128 == 0) return;
+  const std::string construct = op.code() == OpCode::AsyncDescLoad    ? "tlx.async_descriptor_load"
+                                : op.code() == OpCode::AsyncDescStore ? "tlx.async_descriptor_store"
+                                : op.code() == OpCode::DescStore      ? "a tensor descriptor store"
+                                                                      : "a tensor descriptor load";
+  raiseInterpError(k.sources, op.loc(),
+                   construct + " starts its " + ir::shapeText(d.blockShape) + " box at offset " +
+                       std::to_string(inner) + " of the innermost dimension, " +
+                       std::to_string(inner * bits / 8) +
+                       " bytes into a row: TMA needs that start 16-byte aligned (a multiple of " +
+                       std::to_string(128 / bits) + " " + std::string(ir::tlName(d.elem)) +
+                       " elements), or the GPU stops the kernel with an illegal instruction (" +
+                       where + ")");
+}
+
 void descriptorTransfer(KernelState& k, const ir::Op& op, const std::string& where,
                         const Descriptor& d, const std::vector<int64_t>& offsets, Tensor* out,
                         const Tensor* in) {
+  checkTmaBoxStart(k, op, where, d, offsets);
   const std::string reduce =
       op.code() == OpCode::AsyncDescStore ? ir::attr::AsyncDescStore::reduce(op) : "";
   const std::vector<int64_t>& box = d.blockShape;

@@ -1343,6 +1343,7 @@ void Executor::execAsyncDescLoad(const ir::Op& op) {
   const BufferView& dst = buffer(op, 1);
   const BarrierView& bar = barrierView(op, 2);
   for (size_t i = 0; i < rank; ++i) c.offsets.push_back(scalarInt(op, unsigned(3 + i)));
+  checkTmaBoxStart(k_, op, where(), *desc, c.offsets);
   c.bytes = ir::byteWidth(desc->elem);
   for (int64_t d : desc->blockShape) c.bytes *= d;
   c.where = where();

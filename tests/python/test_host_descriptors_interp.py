@@ -45,6 +45,23 @@ def tlx_copy(in_desc, out_desc, BLOCK: tl.constexpr):
 
 
 @ww.jit
+def store_box(out_desc, row, col, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    out_desc.store([row, col], tl.full([BLOCK_M, BLOCK_N], 1.0, tl.float16))
+
+
+@ww.jit
+def tlx_copy_at(in_desc, out_desc, load_col, store_col, BLOCK: tl.constexpr):
+    bufs = tlx.local_alloc((BLOCK, BLOCK), tl.float16, 1)
+    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    tlx.barrier_expect_bytes(tlx.local_view(bars, 0), BLOCK * BLOCK * 2)
+    tlx.async_descriptor_load(in_desc, tlx.local_view(bufs, 0), [0, load_col],
+                              tlx.local_view(bars, 0))
+    tlx.barrier_wait(tlx.local_view(bars, 0), 0)
+    tlx.async_descriptor_store(out_desc, tlx.local_view(bufs, 0), [0, store_col])
+    tlx.async_descriptor_store_wait(0)
+
+
+@ww.jit
 def ring_sum(x_desc, out_ptr, NUM_TILES: tl.constexpr, BLOCK: tl.constexpr):
     bufs = tlx.local_alloc((BLOCK, BLOCK), tl.float32, 2)
     full = tlx.alloc_barriers(num_barriers=2, arrive_count=1)
@@ -81,7 +98,8 @@ def test_load_and_store_boxes_cover_a_ragged_tensor():
     assert (canvas[10:, :] == -1).all() and (canvas[:, 12:] == -1).all()
 
 
-@pytest.mark.parametrize("row,col", [(8, 8), (-2, 0), (0, -5), (9, 11)])
+# Column offsets are multiples of 4 float32s: TMA boxes start on 16-byte boundaries of a row.
+@pytest.mark.parametrize("row,col", [(8, 8), (-2, 0), (0, -4), (9, 8)])
 def test_a_load_fills_outside_the_tensor_with_zeros(row, col):
     x = np.arange(1, 10 * 12 + 1, dtype=np.float32).reshape(10, 12)
     out = np.full((4, 8), -1.0, np.float32)
@@ -131,6 +149,44 @@ def test_descriptors_the_gpu_would_refuse_are_refused():
     with pytest.raises(ww.LaunchError, match="innermost"):
         load_box[(1,)](ww.TensorDescriptor(x.T, [16, 8], [1, 16], [4, 8]), out, 0, 0,
                        BLOCK_M=4, BLOCK_N=8)
+
+
+def test_a_box_starting_off_a_16_byte_boundary_is_reported():
+    # The H200 stops a kernel whose TMA box starts off a 16-byte boundary of the innermost
+    # dimension ("an illegal instruction"); the interpreter names the copy and its line.
+    x = np.zeros((8, 16), np.float32)
+    out = np.zeros((4, 8), np.float32)
+    with pytest.raises(ww.InterpreterError) as info:
+        load_box[(1,)](ww.TensorDescriptor.from_tensor(x, [4, 8]), out, 0, 3, BLOCK_M=4,
+                       BLOCK_N=8)
+    msg = str(info.value)
+    assert "test_host_descriptors_interp.py:" in msg
+    assert "a tensor descriptor load starts its [4, 8] box at offset 3" in msg
+    assert "12 bytes into a row" in msg and "a multiple of 4 float32 elements" in msg
+    # Rows may start anywhere: only the innermost offset is bound.
+    load_box[(1,)](ww.TensorDescriptor.from_tensor(x, [4, 8]), out, 3, 4, BLOCK_M=4, BLOCK_N=8)
+    h = np.zeros((16, 32), np.float16)
+    with pytest.raises(ww.InterpreterError, match=r"descriptor store .* offset 12 .* multiple of "
+                                                  r"8 float16 elements"):
+        store_box[(1,)](ww.TensorDescriptor.from_tensor(h, [8, 16]), 0, 12, BLOCK_M=8,
+                        BLOCK_N=16)
+
+
+@pytest.mark.parametrize("load_col,store_col,construct", [
+    (5, 0, "tlx.async_descriptor_load"), (0, -3, "tlx.async_descriptor_store")])
+def test_tlx_async_copies_off_a_16_byte_boundary_are_reported(load_col, store_col, construct):
+    x = np.arange(16 * 32, dtype=np.float16).reshape(16, 32)
+    y = np.zeros((16, 32), np.float16)
+    with pytest.raises(ww.InterpreterError, match=construct + r" starts its \[16, 16\] box at "
+                                                  r"offset -?\d"):
+        tlx_copy_at[(1,)](ww.TensorDescriptor.from_tensor(x, [16, 16]),
+                          ww.TensorDescriptor.from_tensor(y, [16, 16]), load_col, store_col,
+                          BLOCK=16)
+    # Offsets of 8 float16s (16 bytes) copy, clipped at the edges as TMA clips.
+    tlx_copy_at[(1,)](ww.TensorDescriptor.from_tensor(x, [16, 16]),
+                      ww.TensorDescriptor.from_tensor(y, [16, 16]), 8, -8, BLOCK=16)
+    np.testing.assert_array_equal(y[:, :8], x[:, 16:24])
+    assert not y[:, 8:].any()
 
 
 def test_a_box_beyond_the_array_memory_is_reported():
