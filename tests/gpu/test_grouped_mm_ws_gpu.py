@@ -191,11 +191,6 @@ def chosen_k():
     return _tuning.decisions["grouped_mm_ragged_k"].chosen.kernel
 
 
-# a's rows contiguous ("k") stays on the tl kernel on GPUs: the TLX kernel stopped with an
-# illegal instruction where groups start at odd tokens (ops/_grouped_mm.py's _ragged_k).
-KERNEL_FOR_LAYOUT = {"m": "tlx_ws", "k": "tl"}
-
-
 def a_of(x, layout):
     """x [T, M] as a [M, T]: its transpose ("m", the weight gradient's) or a copy with
     contiguous rows ("k")."""
@@ -214,7 +209,7 @@ def test_ragged_k_weight_gradient_vs_torch_grouped_mm(monkeypatch, layout):
     x = torch.randn(sum(sizes), M, device=DEV, dtype=torch.bfloat16)
     dy = torch.randn(sum(sizes), N, device=DEV, dtype=torch.bfloat16) / 64
     out = ops.grouped_mm(a_of(x, layout), dy, offs)
-    assert chosen_k() == KERNEL_FOR_LAYOUT[layout]
+    assert chosen_k() == "tlx_ws"
     assert out.shape == (G, M, N)
     assert not out.isnan().any(), "an output element was not written"
     assert not out[0].any()  # the empty group
@@ -227,12 +222,16 @@ def test_ragged_k_weight_gradient_vs_torch_grouped_mm(monkeypatch, layout):
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_ragged_k_exact_products_with_partial_k_steps(monkeypatch, dtype, layout):
     # Multiples of 1/8 and at most 512 columns a group: every product and sum is exact in fp32.
-    # Groups end inside K steps (1, 63, 65, ...); tokens past the last group (102) are
-    # infinities, which the last group's partial step reads and must zero. M and N partial
+    # Groups end inside K steps (1, 63, 65, ...); tokens past the last group (104) are
+    # infinities, which the last group's partial step reads and must zero. Groups start at
+    # every token residue mod 8 (3, 1, 2, 4, 5, 6, 7, ...): with a's rows contiguous ("k") the
+    # kernel's boxes start at the token rounded down to 8 (TMA's 16-byte aligned inner
+    # coordinate; the H200 raised an illegal instruction without that) and the previous
+    # group's tokens it reads must be zeroed, or the sums are no longer exact. M and N partial
     # tiles; T a multiple of 8 (a's rows in the "k" layout: 16-byte pitches).
     monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "0")
-    sizes = [3, 0, 0, 29, 64, 65, 127, 129, 255, 257, 1, 0, 512]
-    T, M, N = sum(sizes) + 102, 200, 328
+    sizes = [3, 0, 0, 29, 64, 65, 127, 129, 255, 257, 1, 0, 512, 2, 1, 1, 65, 9]
+    T, M, N = sum(sizes) + 104, 200, 328
     assert T % 8 == 0
     offs = offsets(sizes)
     x = (torch.randint(-8, 9, (T, M), device=DEV) / 8).to(dtype)
@@ -240,13 +239,9 @@ def test_ragged_k_exact_products_with_partial_k_steps(monkeypatch, dtype, layout
     x[sum(sizes):] = float("inf")
     dy[sum(sizes):] = float("inf")
     out = ops.grouped_mm(a_of(x, layout), dy, offs)
-    assert chosen_k() == KERNEL_FOR_LAYOUT[layout]
+    assert chosen_k() == "tlx_ws"
     assert torch.equal(out, loop_reference_k(x.t(), dy, offs).to(dtype))
-    if layout == "m":
-        assert torch.equal(ops.grouped_mm(a_of(x, layout), dy, offs, kernel="tlx"), out)
-    else:
-        with pytest.raises(ValueError, match="contiguous columns"):
-            ops.grouped_mm(a_of(x, layout), dy, offs, kernel="tlx")
+    assert torch.equal(ops.grouped_mm(a_of(x, layout), dy, offs, kernel="tlx"), out)
 
 
 def test_ragged_k_every_candidate_at_deepseek_shapes(monkeypatch):

@@ -5,7 +5,9 @@ that the partial step must not let in): in the interpreter through ops.grouped_m
 on NumPy arrays (fp16) and CPU torch tensors (bf16), against a loop of matmuls over the groups
 (exact: the operands are multiples of 1/8, so every product and sum is exact in fp32), over
 ragged groups with empty ones, groups shorter than a tile, not multiples of it, one group, and
-rows past the last group (zeros), b as the transpose of expert-major weights [G, N, K];
+rows past the last group (zeros), b as the transpose of expert-major weights [G, N, K]; ragged K
+groups starting at every column residue mod 8 (a's rows contiguous: boxes start 16-byte aligned
+and the columns before the group are zeroed, infinities there included);
 out-of-range offsets stay inside the arrays; which calls the kernel takes; and its sm_90a cubins
 at the GPU configurations (no spills, the shared memory ops estimates, the masked stores
 vectorized)."""
@@ -185,6 +187,14 @@ K_CASES = [
     ([16, 1, 31, 0], 48, 96, 72),      # whole steps, then steps that start mid-box
     ([0, 0], 8, 10, 16),               # no columns in any group: all zeros
     ([17, 50, 33, 2, 0, 29], 136, 70, 56),  # many tiles per program, M and N partial tiles
+    # Groups starting at every column residue mod 8 (0, 1, 3, 6, 2, 7, 5, 4, 4): with a's rows
+    # contiguous the boxes start at the column rounded down to 8, and the previous group's
+    # columns they read first must be zeroed (their products would break exactness).
+    ([1, 2, 3, 4, 5, 6, 7, 8, 9], 48, 40, 48),
+    # A group from column 7 over two K steps (its head zeroed in the first, its tail in the
+    # second), a 1-column group, an empty one, 5 columns from column 29 (head and tail in one
+    # step), then 30 columns and 8 past the last group.
+    ([7, 18, 1, 0, 3, 5, 30], 72, 33, 40),
 ]
 
 
@@ -219,6 +229,29 @@ def test_ragged_k_steps_past_a_group_read_nothing_of_the_next(layout):
     np.testing.assert_array_equal(out, ref)  # (NaNs at the same places)
     finite = [bool(np.isfinite(out[g].astype(np.float32)).all()) for g in range(len(sizes))]
     assert finite == [True, True, True, False, True, True]
+
+
+@pytest.mark.parametrize("layout", ["k", "m"])
+def test_ragged_k_steps_before_a_group_read_nothing_of_the_previous(layout):
+    # With a's rows contiguous a group's first K step starts at its first column rounded down
+    # to 8 (a TMA box's start along its inner dimension must be 16-byte aligned), so it reads
+    # up to 7 columns of a and rows of b of the groups before it: here group 1's infinities
+    # (opposite signs in a and b). Group 3 (from column 25) and group 4 (from 28) read column
+    # 24, group 5 (from 37) nothing of them; zeroed before the MMA, they reach no other group,
+    # and the empty group 2 (at column 25) stays zero. Infinities past the last group too.
+    rng = np.random.default_rng(12)
+    sizes, K_total, M, N = [19, 6, 0, 3, 9, 5], 48, 40, 48
+    offs = np.cumsum(sizes).astype(np.int32)
+    a, b = eighths(rng, (M, K_total)), eighths(rng, (K_total, N))
+    a[:, 19:25], b[19:25] = np.inf, -np.inf  # group 1
+    a[:, 42:], b[42:] = -np.inf, np.inf      # past the last group (42)
+    a = a_layout(a, layout)
+    out = ops.grouped_mm(a, b, offs, kernel="tlx")
+    ref = reference_k(a, b, offs).astype(np.float16)
+    np.testing.assert_array_equal(out, ref)  # (NaNs at the same places)
+    finite = [bool(np.isfinite(out[g].astype(np.float32)).all()) for g in range(len(sizes))]
+    assert finite == [True, False, True, True, True, True]
+    assert not np.any(out[2])
 
 
 @pytest.mark.parametrize("layout", ["k", "m"])

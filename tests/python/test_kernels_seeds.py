@@ -162,13 +162,18 @@ def test_grouped_mm_ws(schedules, rng, epi_subtile):
     assert not np.any(c[offs[-1]:])
 
 
+@pytest.mark.parametrize("sizes", [[20, 0, 1, 16, 9], [7, 18, 1, 0, 5, 3, 9]])
 @pytest.mark.parametrize("a_mmajor", [False, True])
-def test_grouped_mm_ragged_k_ws(schedules, rng, a_mmajor):
-    # K columns split 20, 0, 1, 16 and 9 (8 left over) on 16-deep K steps: the two consumers
+def test_grouped_mm_ragged_k_ws(schedules, rng, a_mmajor, sizes):
+    # K columns split 20, 0, 1, 16 and 9 (10 left over) on 16-deep K steps: the two consumers
     # zero the part of a group's last step that reads into the next group (a generic store to
     # the stage, a proxy fence and their named barrier before the MMA), while two programs take
     # turns over the groups' 2 x 2 tiles (M = 40: the second tile-row stored through masks).
-    sizes, M, N, K = [20, 0, 1, 16, 9], 40, 48, 56
+    # Split 7, 18, 1, 0, 5, 3 and 9 (groups from columns 7, 25, 26, 31 and 34), with a's rows
+    # contiguous the first step of a group starts at a multiple of 8 columns and the consumers
+    # zero its head the same way (the group from column 7: head and tail in different steps;
+    # from 26: head and tail in one).
+    M, N, K = 40, 48, 56
     offs = np.cumsum(sizes).astype(np.int32)
     a, b = halves(rng, (M, K), 0.25), halves(rng, (K, N), 0.25)
     c = np.full((len(sizes), M, N), np.nan, np.float16)
@@ -186,7 +191,7 @@ def test_grouped_mm_ragged_k_ws(schedules, rng, a_mmajor):
     for g, (start, end) in enumerate(zip([0, *offs[:-1]], offs)):
         ref[g] = a[:, start:end].astype(np.float64) @ b[start:end]
     close(c, ref, 2e-3)
-    assert not np.any(c[1])  # the empty group
+    assert not np.any(c[sizes.index(0)])  # the empty group
 
 
 @pytest.mark.parametrize("smem_epilogue", [True, False])

@@ -26,8 +26,8 @@ _INTERPRETER_CONFIG = dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=32, num_warps=4)
 # the fixed choice) instead of the tl kernel: on sm_90 GPUs, for fp16 / bf16 operands TMA can
 # address (ragged M, _tlx_b_layout: a's rows contiguous, b contiguous with K a multiple of
 # BLOCK_K (64) or the transpose of a contiguous [G, N, K], 16-byte aligned bases, N and K
-# multiples of 8; ragged K, _tlx_ragged_k_a_layout: a's columns contiguous (rows too in the
-# interpreter), b's rows contiguous, 16-byte pitches and bases, N a multiple of 8).
+# multiples of 8; ragged K, _tlx_ragged_k_a_layout: a's columns or rows contiguous, b's rows
+# contiguous, 16-byte pitches and bases, N a multiple of 8).
 GROUPED_MM_TLX_ON_SM90 = True
 
 # gemm_ws.py's tiles (ops.matmul's TLX_GEMM_CONFIGS["ws"]: 128x256x64, 4 stages, C in four
@@ -62,7 +62,7 @@ def grouped_mm(a, b, offs, kernel=None):
     (GROUPED_MM_TLX_ON_SM90: fp16 / bf16, 16-byte aligned, N a multiple of 8; ragged M: K a
     multiple of 8, a's rows contiguous, b contiguous with K a multiple of 64 or the transpose of
     a contiguous [G, N, K]; ragged K: a's columns contiguous (x.t() of a contiguous x, the
-    weight gradient's), b's rows contiguous, 16-byte row pitches), tuned;
+    weight gradient's) or its rows, b's rows contiguous, 16-byte row pitches), tuned;
     WARPWEAVE_OPS_TUNING=0 takes the TLX kernel where it applies; the tl kernel elsewhere and in
     the interpreter), "tl" the tl kernel, "tlx" the TLX kernel (sm_90 CUDA tensors, or NumPy
     arrays in the interpreter; ragged M there with K a multiple of 16)."""
@@ -215,13 +215,12 @@ def _ragged_k(op, place, a, b, offs, dt, G, kernel):
         return c
     sa, sb, sc = _strides(a), _strides(b), _strides(c)
     interpreter_tlx = kernel == "tlx" and not place.on_gpu
-    a_layout = _tlx_ragged_k_a_layout(a, b, c, dt, M, N, K_total, place.on_gpu)
+    a_layout = _tlx_ragged_k_a_layout(a, b, c, dt, M, N, K_total)
     if kernel == "tlx" and not (a_layout and (interpreter_tlx or _common._is_sm90(place))):
         raise ValueError(f"{op}: kernel='tlx' needs an sm_90 GPU (or NumPy arrays in the "
                          f"interpreter), float16 or bfloat16 operands, 'a' with contiguous "
-                         f"columns (on a GPU; contiguous rows too in the interpreter), 'b' with "
-                         f"contiguous rows, N a multiple of 8, "
-                         f"16-byte row pitches and bases, K_total > 0; got {dt}, M={M}, "
+                         f"columns or contiguous rows, 'b' with contiguous rows, N a multiple of "
+                         f"8, 16-byte row pitches and bases, K_total > 0; got {dt}, M={M}, "
                          f"K_total={K_total}, N={N}, strides {sa} and {sb}")
 
     def launch(candidate, go):
@@ -249,27 +248,24 @@ def _ragged_k(op, place, a, b, offs, dt, G, kernel):
     return c
 
 
-def _tlx_ragged_k_a_layout(a, b, c, dt, M, N, K_total, on_gpu):
+def _tlx_ragged_k_a_layout(a, b, c, dt, M, N, K_total):
     """How the TLX kernel reads a for the ragged-K call, or None where it cannot run it: "k"
-    for a with contiguous rows (a [M, K_total], K along a row; the interpreter only), "m" for a
-    with contiguous columns (a = x.t() of a contiguous x [K_total, M], the weight gradient's
-    activations; the A stages then hold A^T tiles). Both need TMA-addressable fp16 / bf16
-    operands: b's rows contiguous, 16-byte row pitches (N a multiple of 8: c [G, M, N] is viewed
-    as [G * M, N]), 16-byte aligned bases. K_total and M may be any size: TMA zero-fills past
-    them, and a group's K range may end anywhere (the kernel zeroes what its last step reads
-    past it)."""
+    for a with contiguous rows (a [M, K_total], K along a row), "m" for a with contiguous
+    columns (a = x.t() of a contiguous x [K_total, M], the weight gradient's activations; the A
+    stages then hold A^T tiles). Both need TMA-addressable fp16 / bf16 operands: b's rows
+    contiguous, 16-byte row pitches (N a multiple of 8: c [G, M, N] is viewed as [G * M, N]),
+    16-byte aligned bases. K_total and M may be any size: TMA zero-fills past them, and a
+    group's K range may start and end anywhere (the kernel zeroes what its last step reads past
+    it and, in the "k" layout, where K is the inner dimension of a's TMA boxes and their starts
+    must be 16-byte aligned, what its first step, started at a multiple of 8 columns, reads
+    before it)."""
     sa, sb = _strides(a), _strides(b)
     if not (dt in _HALF_FLOATS and K_total > 0 and N % 8 == 0 and sb[1] == 1
             and (K_total == 1 or (sb[0] % 8 == 0 and sb[0] >= N))
             and all(_common._address(t) % 16 == 0 for t in (a, b, c))):
         return None
     if sa[1] == 1 and (M == 1 or (sa[0] % 8 == 0 and sa[0] >= K_total)):
-        # On the H200 the kernel with a's rows contiguous stopped with an illegal instruction
-        # where groups start at odd tokens (tests/gpu/test_grouped_mm_ws_gpu.py's exact test;
-        # group starts that are multiples of 16 ran): its A boxes then start at a K coordinate
-        # that is not 16-byte aligned along TMA's inner dimension. Until that is understood
-        # GPUs keep this layout on the tl kernel; the interpreter runs both.
-        return None if on_gpu else "k"
+        return "k"
     if sa[0] == 1 and (K_total == 1 or (sa[1] % 8 == 0 and sa[1] >= M)):
         return "m"
     return None

@@ -29,8 +29,9 @@ The shared memory (alloc_ring), the producer's k-step (load_stage), a consumer's
 shares, and the grouped GEMM (grouped_mm_ws.py: all but load_stage for ragged M, all for
 ragged K); their B_KMAJOR option (B^T tiles [BLOCK_N, BLOCK_K], handed to wgmma as their
 local_trans) is for 8-bit operands and K-major expert weights, A_MMAJOR (A^T tiles
-[BLOCK_K, BLOCK_M // 2]) for the weight gradient's x.t(), and mma_tile's TAIL_K (zero_k_tail:
-the part of a tile's last stage past its K range zeroed before the MMA) for ragged K ranges.
+[BLOCK_K, BLOCK_M // 2]) for the weight gradient's x.t(), and mma_tile's TAIL_K and HEAD_K
+(zero_k_outside: the parts of a tile's last and first stages outside its K range zeroed before
+the MMA) for ragged K ranges.
 The producer's wait for a free stage (acquire_stage) is the ping-pong kernel's too.
 
 Clusters of two CTAs (launch with ctas_per_cga=(2, 1, 1) and an even grid) share one operand
@@ -225,50 +226,61 @@ def add_partial(acc, partial, empty_bars, step, rank, PENDING: tl.constexpr,
     return acc + partial, partial
 
 
-TAIL_BAR: tl.constexpr = 8  # named barrier 8: zero_k_tail's (id 0 is the CTA-wide barrier)
+ZERO_BAR: tl.constexpr = 8  # named barrier 8: zero_k_outside's (id 0 is the CTA-wide barrier)
 
 
 @ww.jit
-def zero_k_tail(a_bufs, b_bufs, step, half, k_valid, BLOCK_N: tl.constexpr,
-                BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr, A_MMAJOR: tl.constexpr):
-    """mma_tile's TAIL_K: stage `step` % NUM_STAGES holds only k_valid < BLOCK_K steps of K
-    that belong to the tile; its TMA boxes read on past them into data of another product (the
-    grouped GEMM's next group along a ragged K), which must not reach the accumulator, not even
-    as 0 * inf. Once the stage has landed, this consumer zeroes K steps k_valid.. of its own A
-    half and of its column half of the B tile the two consumers share, makes the writes visible
-    to wgmma (the async proxy) and meets the other consumer (named barrier TAIL_BAR), so that
-    neither multiplies B before both halves are zeroed. Runs once per tile, not per stage."""
+def zero_k_outside(a_bufs, b_bufs, step, half, k_lo, k_hi, BLOCK_N: tl.constexpr,
+                   BLOCK_K: tl.constexpr, NUM_STAGES: tl.constexpr, A_MMAJOR: tl.constexpr,
+                   HEAD: tl.constexpr = False):
+    """mma_tile's TAIL_K / HEAD_K: of the BLOCK_K steps of K in stage `step` % NUM_STAGES only
+    [k_lo, k_hi) belong to the tile (k_lo = 0 unless HEAD); its TMA boxes read on past k_hi
+    into data of another product (the grouped GEMM's next group along a ragged K) and, with
+    HEAD, start k_lo steps before the tile's first (the previous group's: the box was moved
+    back to a 16-byte aligned K), and that data must not reach the accumulator, not even as
+    0 * inf. Once the stage has landed, this consumer zeroes the K steps outside [k_lo, k_hi)
+    of its own A half and of its column half of the B tile the two consumers share, makes the
+    writes visible to wgmma (the async proxy) and meets the other consumer (named barrier
+    ZERO_BAR), so that neither multiplies B before both halves are zeroed."""
     HALF_N: tl.constexpr = BLOCK_N // 2
     stage = step % NUM_STAGES
     ks = tl.arange(0, BLOCK_K)
+    if HEAD:
+        keep = (ks >= k_lo) & (ks < k_hi)
+    else:
+        keep = ks < k_hi
     a_buf = tlx.local_view(a_bufs, 2 * stage + half)
     if A_MMAJOR:
-        tlx.local_store(a_buf, tl.where(ks[:, None] < k_valid, tlx.local_load(a_buf), 0.0))
+        tlx.local_store(a_buf, tl.where(keep[:, None], tlx.local_load(a_buf), 0.0))
     else:
-        tlx.local_store(a_buf, tl.where(ks[None, :] < k_valid, tlx.local_load(a_buf), 0.0))
+        tlx.local_store(a_buf, tl.where(keep[None, :], tlx.local_load(a_buf), 0.0))
     b_buf = tlx.local_view(b_bufs, stage)
     if half == 0:
         b_part = tlx.local_slice(b_buf, [0, 0], [BLOCK_K, HALF_N])
-        tlx.local_store(b_part, tl.where(ks[:, None] < k_valid, tlx.local_load(b_part), 0.0))
+        tlx.local_store(b_part, tl.where(keep[:, None], tlx.local_load(b_part), 0.0))
     else:
         b_part = tlx.local_slice(b_buf, [0, HALF_N], [BLOCK_K, HALF_N])
-        tlx.local_store(b_part, tl.where(ks[:, None] < k_valid, tlx.local_load(b_part), 0.0))
+        tlx.local_store(b_part, tl.where(keep[:, None], tlx.local_load(b_part), 0.0))
     tlx.fence_async_shared()
-    tlx.named_barrier_wait(TAIL_BAR, 256)
+    tlx.named_barrier_wait(ZERO_BAR, 256)
 
 
 @ww.jit
 def mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half, rank,
              HALF_M: tl.constexpr, BLOCK_N: tl.constexpr, NUM_STAGES: tl.constexpr,
              CLUSTER: tl.constexpr, B_KMAJOR: tl.constexpr, PROMOTE: tl.constexpr = False,
-             A_MMAJOR: tl.constexpr = False, k_last=0, TAIL_K: tl.constexpr = 0):
+             A_MMAJOR: tl.constexpr = False, k_last=0, TAIL_K: tl.constexpr = 0, k_head=0,
+             HEAD_K: tl.constexpr = False):
     """One consumer's fp32 accumulator of its HALF_M rows of a tile, over the tile's num_k
     stages from `step` on; returns it and the step after the tile. With B_KMAJOR the stages hold
     B^T and wgmma reads B as its transpose; with A_MMAJOR the A halves hold A^T.
 
     TAIL_K (= BLOCK_K, without PROMOTE, without B_KMAJOR, two consumers, no cluster): the last
     stage holds only k_last (1..TAIL_K) of the tile's K steps, the rest another group's data:
-    zero_k_tail zeroes them before that stage's wgmma.
+    zero_k_outside zeroes them before that stage's wgmma. HEAD_K (with TAIL_K): the first stage
+    also starts with k_head (0..TAIL_K - 1) K steps of the previous group's, zeroed the same way
+    (in the same pass where the tile has a single stage). Without HEAD_K the loop is the
+    tail-only one, k_head unread.
 
     PROMOTE (fp8): Hopper's fp8 wgmma sums its k32 steps with reduced precision, so each stage's
     wgmma chain (BLOCK_K / 32 steps) sums into a fresh partial (use_acc=False: scale-d 0) that
@@ -315,12 +327,21 @@ def mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half, rank,
         tl.static_assert(TAIL_K == 0 or (not B_KMAJOR and CLUSTER == 1))
         for k in range(0, num_k):
             if TAIL_K > 0:
-                if (k == num_k - 1) & (k_last < TAIL_K):
+                if HEAD_K:
+                    # The K steps of this stage that are the tile's: [k_lo, k_hi).
+                    k_lo = tl.where(k == 0, k_head, 0)
+                    k_hi = tl.where(k == num_k - 1, k_last, TAIL_K)
+                    partial = (k_lo > 0) | (k_hi < TAIL_K)
+                else:
+                    k_lo = 0
+                    k_hi = k_last
+                    partial = (k == num_k - 1) & (k_last < TAIL_K)
+                if partial:
                     # (issue_stage's wait below then passes at once)
                     tlx.barrier_wait(tlx.local_view(full_bars, step % NUM_STAGES),
                                      (step // NUM_STAGES) & 1)
-                    zero_k_tail(a_bufs, b_bufs, step, half, k_last, BLOCK_N, TAIL_K, NUM_STAGES,
-                                A_MMAJOR)
+                    zero_k_outside(a_bufs, b_bufs, step, half, k_lo, k_hi, BLOCK_N, TAIL_K,
+                                   NUM_STAGES, A_MMAJOR, HEAD_K)
             acc = issue_stage(a_bufs, b_bufs, full_bars, step, half, acc, True, NUM_STAGES,
                               B_KMAJOR, A_MMAJOR)
             # Keep one MMA in flight; the one before it is done, so release its stage.

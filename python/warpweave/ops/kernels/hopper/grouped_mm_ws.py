@@ -47,15 +47,21 @@ grouped_mm_ragged_k_ws_kernel, ragged K (the MoE weight gradient): C [G, M, N], 
 A[:, cols of g] @ B[rows of g] over the ragged split of K by offs (A [M, K_total], B [K_total,
 N]; an empty group gives zeros). Work items are (group, tile): group g's cdiv(M, BLOCK_M) *
 cdiv(N, BLOCK_N) tiles in rastered_tile's order, group after group (all G * tiles of them are
-known on the host). Each task reads the group's bounds (group_k_range, two scalar loads) and
+known on the host). Each task reads the group's bounds (group_k_steps, two scalar loads) and
 runs its K steps from offs[g-1] on, through gemm_ws's acquire_stage / load_stage and mma_tile.
 The K range ends anywhere: the last step's boxes read on past it, into the next group's columns
 of A and rows of B (TMA zero-fills only past K_total), so mma_tile's TAIL_K zeroes that part of
-the stage in shared memory before its MMA (gemm_ws.zero_k_tail: once per tile). With A_MMAJOR, A
-is the transpose of a contiguous [K_total, M] (the weight gradient's x.t(), what the autograd's
-dB passes) and its stages hold [BLOCK_K, BLOCK_M // 2] tiles read through local_trans. C is
-stored through a descriptor over C viewed as [G * M, N]: a half-tile inside its group's M rows by
-TMA (store_tile), one reaching past M (the next group's rows) through store_rows' masks.
+the stage in shared memory before its MMA (gemm_ws.zero_k_outside). With A_MMAJOR, A is the
+transpose of a contiguous [K_total, M] (the weight gradient's x.t(), what the autograd's dB
+passes) and its stages hold [BLOCK_K, BLOCK_M // 2] tiles read through local_trans. Without it
+A's rows are contiguous, K is the inner dimension of A's boxes, and a TMA box must start there
+at a 16-byte aligned address (the H200 raises an illegal instruction otherwise): the group's
+steps start at offs[g-1] rounded down to a multiple of 8 elements (ALIGN_K), B's with A's, and
+mma_tile's HEAD_K zeroes the first stage's 0..7 K steps before the group's (the previous
+group's columns and rows) as it zeroes the tail, in the same pass where both fall in one
+stage. C is stored through a descriptor over C viewed as [G * M, N]: a half-tile inside its
+group's M rows by TMA (store_tile), one reaching past M (the next group's rows) through
+store_rows' masks.
 
     a_desc block [BLOCK_M // 2, BLOCK_K] over A [M, K_total] (A_MMAJOR: [BLOCK_K, BLOCK_M // 2]
     over A^T [K_total, M]); b_desc block [BLOCK_K, BLOCK_N] over B [K_total, N]; c_desc block
@@ -233,6 +239,26 @@ def group_k_range(offs_ptr, g, K_total):
 
 
 @ww.jit
+def group_k_steps(offs_ptr, g, K_total, BLOCK_K: tl.constexpr, ALIGN_K: tl.constexpr):
+    """Group g's K steps, as the producer and the consumers both count them: k0, the K
+    coordinate of its first step; num_k, its steps; k_head, the K steps of the first stage
+    before the group's (0 unless ALIGN_K); k_last, the group's K steps in its last stage
+    (1..BLOCK_K). ALIGN_K (A's rows contiguous: K is the inner dimension of A's TMA boxes, whose
+    start there must be 16-byte aligned in global memory): k0 is the group's first column
+    rounded down to a multiple of ALIGN_K elements (16 bytes), the k_head columns before the
+    group being the previous group's; else k0 is the group's first column. An empty group has
+    no steps."""
+    k_start, k_end = group_k_range(offs_ptr, g, K_total)
+    if ALIGN_K > 1:
+        k0 = k_start - k_start % ALIGN_K
+        num_k = tl.where(k_end > k_start, tl.cdiv(k_end - k0, BLOCK_K), 0)
+    else:
+        k0 = k_start
+        num_k = tl.cdiv(k_end - k_start, BLOCK_K)
+    return k0, num_k, k_start - k0, k_end - k0 - (num_k - 1) * BLOCK_K
+
+
+@ww.jit
 def grouped_mm_ragged_k_ws_kernel(a_desc, b_desc, c_desc, c_ptr, offs_ptr, G, M, N, K_total,
                                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                                   BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
@@ -244,6 +270,8 @@ def grouped_mm_ragged_k_ws_kernel(a_desc, b_desc, c_desc, c_ptr, offs_ptr, G, M,
     dtype: tl.constexpr = tlx.dtype_of(a_desc)
     c_dtype: tl.constexpr = tlx.dtype_of(c_desc)
     STAGE_BYTES: tl.constexpr = (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * tlx.size_of(dtype)
+    # A's rows contiguous: its boxes start at K coordinates that are multiples of 16 bytes.
+    ALIGN_K: tl.constexpr = 1 if A_MMAJOR else 16 // tlx.size_of(dtype)
 
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -261,14 +289,15 @@ def grouped_mm_ragged_k_ws_kernel(a_desc, b_desc, c_desc, c_ptr, offs_ptr, G, M,
                 g = work // tiles
                 pid_m, pid_n = rastered_tile(work - g * tiles, num_pid_m, num_pid_n, GROUP_M,
                                              RASTER_N)
-                k_start, k_end = group_k_range(offs_ptr, g, K_total)
-                # The last step's boxes read on past k_end (the consumers zero that part).
-                for k in range(0, tl.cdiv(k_end - k_start, BLOCK_K)):
+                k0, num_k, k_head, k_last = group_k_steps(offs_ptr, g, K_total, BLOCK_K, ALIGN_K)
+                # The last step's boxes read on past the group's end, the first (ALIGN_K) from
+                # before its start (the consumers zero those parts).
+                for k in range(0, num_k):
                     stage, full = acquire_stage(full_bars, empty_bars, step, NUM_STAGES,
                                                 STAGE_BYTES)
                     load_stage(a_desc, b_desc, a_bufs, b_bufs, full, stage, pid_m * BLOCK_M,
-                               pid_n * BLOCK_N, k_start + k * BLOCK_K, 0, HALF_M, BLOCK_N,
-                               BLOCK_K, 1, 1, False, A_MMAJOR)
+                               pid_n * BLOCK_N, k0 + k * BLOCK_K, 0, HALF_M, BLOCK_N, BLOCK_K,
+                               1, 1, False, A_MMAJOR)
                     step += 1
 
         with tlx.async_task(num_warps=4, registers=232, replicate=2):
@@ -278,12 +307,11 @@ def grouped_mm_ragged_k_ws_kernel(a_desc, b_desc, c_desc, c_ptr, offs_ptr, G, M,
                 g = work // tiles
                 pid_m, pid_n = rastered_tile(work - g * tiles, num_pid_m, num_pid_n, GROUP_M,
                                              RASTER_N)
-                k_start, k_end = group_k_range(offs_ptr, g, K_total)
-                num_k = tl.cdiv(k_end - k_start, BLOCK_K)
+                k0, num_k, k_head, k_last = group_k_steps(offs_ptr, g, K_total, BLOCK_K, ALIGN_K)
                 # An empty group runs no K steps: its accumulator stays zero.
                 acc, step = mma_tile(a_bufs, b_bufs, full_bars, empty_bars, step, num_k, half, 0,
                                      HALF_M, BLOCK_N, NUM_STAGES, 1, False, False, A_MMAJOR,
-                                     k_end - k_start - (num_k - 1) * BLOCK_K, BLOCK_K)
+                                     k_last, BLOCK_K, k_head, ALIGN_K > 1)
                 off_m = pid_m * BLOCK_M + half * HALF_M
                 off_n = pid_n * BLOCK_N
                 c = acc.to(c_dtype)
