@@ -77,6 +77,8 @@ CompiledKernel compile(const CompileRequest& req) {
         transforms::pipelineDotLoops(*fn, /*tensorMemory=*/true))
       transforms::runCleanupPipeline(*fn);
     if (transforms::unrollLoops(*fn)) transforms::runCleanupPipeline(*fn);
+    // cp.async address tensors the loops carry become entry pointers plus a scalar offset.
+    if (transforms::offsetLoopPointers(*fn)) transforms::runCleanupPipeline(*fn);
     // Last: the barriers follow the accesses the passes above leave.
     transforms::insertSharedMemoryBarriers(*fn);
     out.tileIR = ir::print(*fn);

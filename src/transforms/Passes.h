@@ -69,6 +69,12 @@ int warpSpecializeDotLoops(ir::Function& fn, bool oneTileLoops = true);
 /// the caller reads K-major; M a multiple of 64, powers of two (SoftwarePipeline.cpp).
 bool wgmmaShaped(const ir::Op& dot, int numWarps);
 
+/// Rewrites each pointer tensor a for loop carries, advances by a loop-invariant splat and reads
+/// with cp.async (async_load) into its value at loop entry plus one i64 element offset the loop
+/// carries (one per distinct advance), the addresses computed before their first reader in each
+/// iteration (see LoopPointerOffsets.cpp). Returns how many pointer tensors it rewrote.
+int offsetLoopPointers(ir::Function& fn);
+
 /// Unrolls each for loop that tl.range(..., loop_unroll_factor=U) marked (U >= 2): U copies of
 /// the body per iteration of a new loop over the whole groups of U iterations, then the original
 /// loop over the rest. Returns how many loops were unrolled.

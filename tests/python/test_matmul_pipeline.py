@@ -109,9 +109,10 @@ def test_wwc_emits_the_pipelined_tile_ir_and_ptx():
 
 
 def test_pointer_advances_follow_the_last_copy_and_write_the_carried_pointers():
-    # The K loop advances each A pointer by BLOCK_K elements (`add.s64 %p, %p, 128`) after the
-    # iteration's cp.async copies have read it, in the register the loop carries: no second
-    # register live through the copies, and no copy back at the end of the iteration.
+    # The K loop carries A's pointers as their entry values plus one byte offset
+    # (transforms/LoopPointerOffsets.cpp): each copy's address is entry + offset, and the offset
+    # advances by BLOCK_K elements (`add.s64 %o, %o, 128`) once, after the iteration's copies,
+    # in the register the loop carries: no pointer tensor advanced in place, no copy back.
     r = wwc(MATMUL, "--kernel", "matmul_kernel", "--signature", SIGNATURE, "--num-warps", "4",
             "--num-stages", "4", "--target", "sm_90a", "--emit", "ptx")
     assert r.returncode == 0, r.stderr
@@ -119,10 +120,15 @@ def test_pointer_advances_follow_the_last_copy_and_write_the_carried_pointers():
     lines = [line.strip() for line in body.splitlines()]
     advances = [i for i, line in enumerate(lines)
                 if re.fullmatch(r"add\.s64 (%rd\d+), \1, 128;", line)]
-    assert len(advances) == 8, body  # the thread's 8 rows of A
+    assert len(advances) == 1, body  # A's offset, for the thread's 8 rows of A
+    offset = lines[advances[0]].split()[1].rstrip(",")
     copies = [i for i, line in enumerate(lines) if line.startswith("cp.async.cg")]
-    for i in advances:
-        ptr = lines[i].split()[1].rstrip(",")
-        reads = [j for j in copies if f"[{ptr}]" in lines[j]]
-        assert reads and max(reads) < i, (ptr, body)
+    a_copies = []
+    for j in copies:
+        addr = re.search(r"\], \[(%rd\d+)\]", lines[j]).group(1)
+        src = next(line for line in lines if line.startswith(f"add.s64 {addr}, "))
+        if src.endswith(f", {offset};"):
+            a_copies.append(j)
+    assert len(a_copies) == 8, body
+    assert max(a_copies) < advances[0], body
     assert not re.search(r"mov\.b64 %rd\d+, %rd\d+;", body), body

@@ -56,6 +56,10 @@ const PassInfo kPasses[] = {
          throw std::invalid_argument("warp-specialize rewrites loops for sm_90a's TMA and wgmma");
        ww::transforms::warpSpecializeDotLoops(f);
      }},
+    {"offset-loop-pointers",
+     "carries cp.async address tensors a loop advances by an invariant splat as entry pointers "
+     "plus one byte offset",
+     [](Function& f, const PassContext&) { ww::transforms::offsetLoopPointers(f); }},
     {"unroll-loops", "unrolls loops marked by tl.range(loop_unroll_factor=U)",
      [](Function& f, const PassContext&) { ww::transforms::unrollLoops(f); }},
     {"lower-device-descriptors",
