@@ -10,7 +10,7 @@
 #include "ir/Builder.h"
 #include "transforms/Passes.h"
 
-#include <map>
+#include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -61,13 +61,14 @@ Op* firstUser(Block& block, const Value* v) {
   return nullptr;
 }
 
-/// The loop-invariant scalar a splat advance adds, or a constant's value; the key groups
-/// pointers advanced by the same amount onto one offset.
+/// The loop-invariant scalar a splat advance adds, or a constant's value, and the pointee's
+/// size: pointers advanced by the same amount share one offset.
 struct Advance {
   Value* scalar = nullptr; // defined outside the loop
   int64_t constant = 0;    // when scalar is null
-  bool operator<(const Advance& o) const {
-    return scalar != o.scalar ? std::less<Value*>()(scalar, o.scalar) : constant < o.constant;
+  int elemBytes = 0;       // of the pointee: the offset counts bytes
+  bool operator==(const Advance& o) const {
+    return scalar == o.scalar && constant == o.constant && elemBytes == o.elemBytes;
   }
 };
 
@@ -133,7 +134,8 @@ int rewriteLoop(Op& loop, Block& outer) {
 
   // Iter args eligible: pointer tensors yielded as addptr(arg, advance), that addptr used only
   // by the yield, the arg read by a cp.async copy.
-  std::map<std::pair<Advance, int>, std::vector<unsigned>> groups; // by advance, element size
+  // In iter-arg order (not by address), so that the rewritten IR is the same in every run.
+  std::vector<std::pair<Advance, std::vector<unsigned>>> groups;
   for (unsigned i = 0; i < yield->numOperands(); ++i) {
     Value* arg = body.arg(1 + i);
     if (!arg->type().pointer || !arg->type().isTensor()) continue;
@@ -144,13 +146,17 @@ int rewriteLoop(Op& loop, Block& outer) {
     Advance adv;
     if (!advanceOf(next->operand(1), body, defined, &adv) || !usedBy(body, arg, OpCode::AsyncLoad))
       continue;
-    groups[{adv, Type::scalar(arg->type().elem).elemBytes()}].push_back(i);
+    adv.elemBytes = Type::scalar(arg->type().elem).elemBytes();
+    auto same = [&](const auto& g) { return g.first == adv; };
+    if (auto it = std::find_if(groups.begin(), groups.end(), same); it != groups.end())
+      it->second.push_back(i);
+    else
+      groups.push_back({adv, {i}});
   }
   if (groups.empty()) return 0;
 
   int rewritten = 0;
-  for (const auto& [key, iters] : groups) {
-    const auto& [adv, elemBytes] = key;
+  for (const auto& [adv, iters] : groups) {
     // Before the loop: a zero offset and the advance in bytes.
     Block pre;
     ir::Builder b(&pre);
@@ -160,7 +166,7 @@ int rewriteLoop(Op& loop, Block& outer) {
     Value* step =
         adv.scalar ? beforeLoop(b, adv.scalar, defined, copies) : b.constInt(adv.constant, i64);
     if (step->type().elem != DType::I64) step = b.create1(OpCode::Cast, {step}, i64);
-    step = b.binary(OpCode::Mul, step, b.constInt(elemBytes, i64));
+    step = b.binary(OpCode::Mul, step, b.constInt(adv.elemBytes, i64));
     ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
 
     const unsigned offsetResult = loop.numResults();
