@@ -565,7 +565,14 @@ void FunctionLowering::lowerDescriptorCopy(const ir::Op& op) {
   if (vt.shape != dt.shape || vt.elem != dt.elem)
     raiseError(op.loc(), "descriptor store of " + vt.str() + " through " + dt.str() +
                              ": the value must have the descriptor's block shape and type");
-  storeShared(operand(op, 1), operandLayoutOf(op, 1), tileOffset, base, dt.elem);
+  // A 16-bit MMA accumulator (an epilogue's `c_desc.store(acc.to(fp16))`) goes in 8x8 matrices
+  // by stmatrix, 16 bytes a row, where its rows lie whole in the tile's layout: one instruction
+  // where 4-byte st.shared took four, each with its own swizzled address.
+  const Regs& value = operand(op, 1);
+  const LinearLayout& valueLayout = operandLayoutOf(op, 1);
+  if (options_.target == Target::SM80 || bytes != 2 ||
+      !storeSharedMatrices(value, valueLayout, tileOffset, base, dt.elem))
+    storeShared(value, valueLayout, tileOffset, base, dt.elem);
   // Generic-proxy writes become visible to the bulk copy (async proxy).
   b_.inst("fence.proxy.async.shared::cta", {});
   barrier();

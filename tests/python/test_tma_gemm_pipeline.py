@@ -181,6 +181,20 @@ def test_persistent_tutorial_configuration(block, stages, warps):
 
 
 @needs_ptxas
+@pytest.mark.parametrize("block,stages,warps", [((128, 256, 64), 3, 8), ((128, 128, 64), 4, 4)])
+def test_epilogue_descriptor_store_writes_matrices(block, stages, warps):
+    # c_desc.store(acc.to(fp16)): the accumulator goes to the TMA tile in 8x8 matrices
+    # (stmatrix .x4, a thread's 8 elements each), not as 4-byte st.shared with an address each.
+    kernel = compile_sm90a(desc_gemm, block, stages, warps)
+    assert kernel.spill_bytes == 0
+    tail = kernel.ptx.rsplit("wgmma.wait_group.sync.aligned 0;", 1)[1]
+    per_thread = block[0] * block[1] // (32 * warps)
+    assert tail.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") == per_thread // 8
+    assert "st.shared" not in tail
+    assert tail.index("stmatrix") < tail.index("cp.async.bulk.tensor.2d.global.shared::cta")
+
+
+@needs_ptxas
 def test_b_as_k_by_n_tiles():
     kernel = compile_sm90a(desc_gemm, (128, 128, 64), 3, 4, b_kn=True)
     assert kernel.spill_bytes == 0
