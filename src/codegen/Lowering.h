@@ -213,6 +213,9 @@ private:
   /// For lowerOp's check of AgentBarrier ops: the agent synced by other means than barrier()
   /// (barrier.cluster).
   void agentSynced() { ++agentSyncs_; }
+  /// Whether a plain (not per-warp) barrier_arrive precedes `op` in its block with only pure ops
+  /// between: the task's threads met for it and have done nothing since.
+  bool followsPlainArrive(const ir::Op& op) const;
   /// For lowerOp's check: an AgentBarrier op that needs no sync where it is (the exceptions
   /// ir::lowersWithAgentBarrier lists: warp-barrier arrives, a hazard barrier already met, a
   /// remote store right after another, a remote store that traps outside a cluster).

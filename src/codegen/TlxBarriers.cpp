@@ -1,6 +1,7 @@
 // Lowering of TLX barriers (sm_90a and later): mbarrier init, expect-bytes, wait and arrive,
 // named barriers and proxy fences.
 #include "codegen/Lowering.h"
+#include "ir/OpTraits.h"
 #include "ir/OpAttrs.h"
 
 #include <algorithm>
@@ -34,6 +35,22 @@ const ir::Op* barrierRoot(const ir::Value* v) {
   while (def && def->code() == OpCode::LocalView && def->numOperands())
     def = def->operand(0)->def();
   return def;
+}
+
+bool FunctionLowering::followsPlainArrive(const ir::Op& op) const {
+  const ir::Block* block = op.parentBlock();
+  size_t at = ir::positionOf(*block, &op);
+  while (at-- > 0) {
+    const ir::Op& prev = *block->ops()[at];
+    if (prev.code() == OpCode::BarrierArrive) {
+      const ir::Op* root = barrierRoot(prev.operand(0));
+      bool warpBarrier =
+          root && root->code() == OpCode::AllocBarriers && ir::attr::AllocBarriers::warp(*root);
+      return !warpBarrier; // its lowering met the task's threads (or followed one that did)
+    }
+    if (!ir::hasTraits(prev.code(), ir::trait::Pure) || prev.numRegions()) return false;
+  }
+  return false;
 }
 
 void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
@@ -132,8 +149,13 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
     }
     // A plain barrier counts one arrival per task (per CTA outside async tasks), as TLX lowers
     // it: the task's threads meet, so all their earlier work is done, then its first thread
-    // arrives.
-    barrier();
+    // arrives. Straight after another such arrive (pure ops between: the next barrier's view)
+    // the threads have done nothing since they met: a consumer releasing its A and B stages
+    // meets once, not twice.
+    if (followsPlainArrive(op))
+      agentSynced(); // the previous arrive's meeting stands for this one
+    else
+      barrier();
     std::string leader = electedThread();
     return b_.inst(opcode, operands, guarded(leader, predIndex, hasPred));
   }

@@ -360,3 +360,27 @@ def test_ptxas_wgmma_performance_notes_become_performance_warnings(tmp_path, mon
     with warnings.catch_warnings():
         warnings.simplefilter("error", PerformanceWarning)
         compile_for_sm90a(carried.carried_scores, a, a, out, 3, 1, BLOCK=64)
+
+
+def test_consecutive_stage_releases_meet_once():
+    # A consumer releasing its A stage and its B stage (two barrier_arrive in a row, one arrival
+    # per task each) meets its warp group once: the second arrive follows the first's meeting
+    # with nothing done in between, so it needs no bar.sync of its own.
+    import numpy as np
+
+    import hopper_gemm_kernels as hk
+
+    x = np.zeros((1024, 1024), np.float16)
+    descs = [ww.TensorDescriptor.from_tensor(x, block) for block in ([64, 64], [64, 256], [64, 256])]
+    values = hk.ws_gemm.bind((*descs, 1024, 1024, 1024),
+                             dict(BM=128, BN=256, BK=64, NUM_STAGES=3, A_ROW_MAJOR=True,
+                                  B_ROW_MAJOR=True, NUM_CTAS=1, CONSUMERS=2))
+    ptx = hk.ws_gemm.compile_for(values, False, (4, 1, 1), target="sm_90a").kernel.ptx
+    lines = [line.strip() for line in ptx.splitlines() if not line.strip().startswith(".loc")]
+    arrives = [i for i, line in enumerate(lines)
+               if re.fullmatch(r"@%p\d+ mbarrier\.arrive\.shared::cta\.b64 _, \[%r\d+\];", line)]
+    pairs = [(i, j) for i, j in zip(arrives, arrives[1:]) if j - i <= 5]
+    assert pairs, "\n".join(lines[arrives[0] - 5:arrives[0] + 5])
+    for i, j in pairs:
+        assert not any(line.startswith("bar.sync") for line in lines[i:j])
+        assert any(re.match(r"bar\.sync \d+, 128;", line) for line in lines[i - 4:i])
