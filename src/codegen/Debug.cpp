@@ -55,19 +55,41 @@ Printable printable(ScalarContext& cx, const std::string& x, const ir::Type& t, 
 
 } // namespace
 
+void FunctionLowering::assertFailure(SourceLoc loc, const std::string& message) {
+  b_.declare(".extern .func __assertfail (.param .b64 message, .param .b64 file, .param .b32 "
+             "line, .param .b64 function, .param .b64 charSize);");
+  std::string file = "<unknown>";
+  if (loc.valid() && sources_ && loc.file < sources_->numFiles()) file = sources_->path(loc.file);
+  b_.pushScope();
+  std::string msg = b_.stringConstant(message);
+  std::string path = b_.stringConstant(file);
+  std::string function = b_.stringConstant(fn_.name);
+  b_.raw("{");
+  b_.raw(".param .b64 assert_message;");
+  b_.inst("st.param.b64", {"[assert_message]", msg});
+  b_.raw(".param .b64 assert_file;");
+  b_.inst("st.param.b64", {"[assert_file]", path});
+  b_.raw(".param .b32 assert_line;");
+  b_.inst("st.param.b32", {"[assert_line]", immInt(loc.line)});
+  b_.raw(".param .b64 assert_function;");
+  b_.inst("st.param.b64", {"[assert_function]", function});
+  b_.raw(".param .b64 assert_char_size;");
+  b_.inst("st.param.b64", {"[assert_char_size]", "1"});
+  b_.inst("call.uni", {"__assertfail", "(assert_message, assert_file, assert_line, "
+                                       "assert_function, assert_char_size)"});
+  b_.raw("}");
+  b_.inst("trap", {});
+  b_.popScope();
+}
+
 void FunctionLowering::lowerDebugOp(const ir::Op& op) {
   ScalarContext cx = scalarContext(op);
   if (op.code() == OpCode::Assert) {
     // Every thread checks the elements it holds; the first failing one reports through
     // __assertfail (message, FILE:LINE, kernel; the driver adds block and thread) and the
     // launch fails with a device-side assert.
-    b_.declare(".extern .func __assertfail (.param .b64 message, .param .b64 file, .param .b32 "
-               "line, .param .b64 function, .param .b64 charSize);");
     std::string message = ir::attr::Assert::message(op);
     if (message.empty()) message = "device_assert";
-    std::string file = "<unknown>";
-    SourceLoc loc = op.loc();
-    if (loc.valid() && sources_ && loc.file < sources_->numFiles()) file = sources_->path(loc.file);
     const Regs& cond = regsOf(op.operand(0));
     std::string ok = b_.newLabel("assert_ok");
     std::string fail = b_.newLabel("assert_failed");
@@ -80,26 +102,7 @@ void FunctionLowering::lowerDebugOp(const ir::Op& op) {
     }
     b_.inst("bra.uni", {ok});
     b_.label(fail);
-    b_.pushScope();
-    std::string msg = b_.stringConstant(message);
-    std::string path = b_.stringConstant(file);
-    std::string function = b_.stringConstant(fn_.name);
-    b_.raw("{");
-    b_.raw(".param .b64 assert_message;");
-    b_.inst("st.param.b64", {"[assert_message]", msg});
-    b_.raw(".param .b64 assert_file;");
-    b_.inst("st.param.b64", {"[assert_file]", path});
-    b_.raw(".param .b32 assert_line;");
-    b_.inst("st.param.b32", {"[assert_line]", immInt(loc.line)});
-    b_.raw(".param .b64 assert_function;");
-    b_.inst("st.param.b64", {"[assert_function]", function});
-    b_.raw(".param .b64 assert_char_size;");
-    b_.inst("st.param.b64", {"[assert_char_size]", "1"});
-    b_.inst("call.uni", {"__assertfail", "(assert_message, assert_file, assert_line, "
-                                         "assert_function, assert_char_size)"});
-    b_.raw("}");
-    b_.inst("trap", {});
-    b_.popScope();
+    assertFailure(op.loc(), message);
     b_.label(ok);
     return;
   }

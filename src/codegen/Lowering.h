@@ -213,6 +213,15 @@ private:
   /// For lowerOp's check of AgentBarrier ops: the agent synced by other means than barrier()
   /// (barrier.cluster).
   void agentSynced() { ++agentSyncs_; }
+  /// The failure path of a device-side check: __assertfail with `message` and loc's FILE:LINE
+  /// (the driver adds block and thread; the launch fails with a device-side assert), then trap.
+  void assertFailure(SourceLoc loc, const std::string& message);
+  /// A TMA copy's innermost offset (`inner`, materialized as `reg`) must be 16-byte aligned, or
+  /// the GPU stops the kernel with an illegal instruction: a constant that is not is a compile
+  /// error, a value AxisInfo cannot prove aligned is checked at run time (a device-side assert
+  /// naming the copy's line) before the copy.
+  void checkTmaBoxStart(const ir::Op& op, const ir::Value* inner, const std::string& reg,
+                        ir::DType elem);
   /// Whether a plain (not per-warp) barrier_arrive precedes `op` in its block with only pure ops
   /// between: the task's threads met for it and have done nothing since.
   bool followsPlainArrive(const ir::Op& op) const;

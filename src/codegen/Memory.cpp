@@ -520,6 +520,7 @@ void FunctionLowering::lowerDescriptorCopy(const ir::Op& op) {
   std::vector<std::string> offsets(rank);
   for (int d = 0; d < rank; ++d)
     offsets[d] = b_.materialize(operand(op, firstOffset + d).at(0), RegClass::B32);
+  checkTmaBoxStart(op, op.operand(firstOffset + rank - 1), offsets[rank - 1], dt.elem);
   std::string smemBase = sharedAddress("0");
   // The tensor map and shared address of one box: coordinates innermost first.
   auto boxOperands = [&](const std::pair<std::vector<int64_t>, int64_t>& copy) {

@@ -130,7 +130,10 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
   std::vector<std::string> offsets(rank);
   for (int d = 0; d < rank; ++d)
     offsets[d] = b_.materialize(operand(op, firstOffset + d).at(0), RegClass::B32);
-  if (padded) offsets[rank - 1] = b_.pure("shl.b32", RegClass::B32, {offsets[rank - 1], "1"});
+  if (padded)
+    offsets[rank - 1] = b_.pure("shl.b32", RegClass::B32, {offsets[rank - 1], "1"});
+  else
+    checkTmaBoxStart(op, op.operand(firstOffset + rank - 1), offsets[rank - 1], dt.elem);
   std::string buffer = b_.materialize(regsOf(op.operand(1)).at(0), RegClass::B32);
   std::string dims = std::to_string(rank) + "d";
   std::string leader = electedThread();
@@ -219,6 +222,34 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
   }
   // One bulk group per store, so that async_descriptor_store_wait(n) counts stores.
   b_.inst("cp.async.bulk.commit_group", {}, leader);
+}
+
+void FunctionLowering::checkTmaBoxStart(const ir::Op& op, const ir::Value* inner,
+                                        const std::string& reg, ir::DType elem) {
+  const int64_t multiple = 128 / ir::bitWidth(elem); // elements in 16 bytes
+  if (multiple <= 1) return;
+  const std::string what =
+      std::string(op.code() == OpCode::AsyncDescLoad    ? "async_descriptor_load"
+                  : op.code() == OpCode::AsyncDescStore ? "async_descriptor_store"
+                  : op.code() == OpCode::DescStore      ? "descriptor store"
+                                                        : "descriptor load");
+  const std::string rule = "the innermost offset of a TMA copy (" + what +
+                           ") must be 16-byte aligned, a multiple of " + std::to_string(multiple) +
+                           " " + std::string(ir::tlName(elem)) + " elements";
+  const layout::AxisInfo info = layouts_.axisInfo(inner);
+  if (info.constantValue) {
+    if (*info.constantValue % multiple != 0)
+      raiseError(op.loc(), rule + "; it is " + std::to_string(*info.constantValue) +
+                               " (the GPU would stop the kernel with an illegal instruction)");
+    return;
+  }
+  if (!info.divisibility.empty() && info.divisibility[0] % multiple == 0) return;
+  std::string low = b_.pure("and.b32", RegClass::B32, {reg, immInt(multiple - 1)});
+  std::string bad = b_.pure("setp.ne.u32", RegClass::Pred, {low, "0"});
+  std::string ok = b_.newLabel("tma_aligned");
+  b_.inst("bra", {ok}, bad, /*negateGuard=*/true);
+  assertFailure(op.loc(), rule);
+  b_.label(ok);
 }
 
 } // namespace ww::codegen
