@@ -1,8 +1,8 @@
 // Lowering of TLX barriers (sm_90a and later): mbarrier init, expect-bytes, wait and arrive,
 // named barriers and proxy fences.
 #include "codegen/Lowering.h"
-#include "ir/OpTraits.h"
 #include "ir/OpAttrs.h"
+#include "ir/OpTraits.h"
 
 #include <algorithm>
 #include <bit>
