@@ -349,6 +349,9 @@ def test_gpu_configurations_compile_for_sm90a_without_spills(index, dtype, b_kma
     assert "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
     assert "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group" in ptx
     assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n" + str(cfg["BLOCK_N"]), ptx)
+    # Every TMA offset is provably 16-byte aligned (a's rows contiguous: the group's start
+    # rounded down as a product): no run-time alignment check before the copies.
+    assert "__assertfail" not in ptx
     # A group's last rows leave through masked 16-byte stores.
     assert "st.global.v4.b32" in ptx
 
@@ -387,6 +390,9 @@ def test_ragged_k_configurations_compile_for_sm90a_without_spills(index, dtype, 
     assert "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
     assert "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group" in ptx
     assert re.search(r"wgmma\.mma_async\.sync\.aligned\.m64n" + str(cfg["BLOCK_N"]), ptx)
+    # Every TMA offset is provably 16-byte aligned (a's rows contiguous: the group's start
+    # rounded down as a product): no run-time alignment check before the copies.
+    assert "__assertfail" not in ptx
     # The two consumers meet after zeroing a tail (named barrier 8, their 256 threads), the
     # generic stores fenced for wgmma's reads first.
     assert re.search(r"fence\.proxy\.async\.shared::cta;\s*(\.loc [^\n]*\s*)?bar\.sync 8, 256;",
