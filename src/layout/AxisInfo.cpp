@@ -264,6 +264,18 @@ void AxisInfoAnalysis::visitOp(const ir::Op& op) {
     if (a.constantValue && b.constantValue && op.code() != OpCode::AddPtr)
       r.constantValue = op.code() == OpCode::Sub ? *a.constantValue - *b.constantValue
                                                  : *a.constantValue + *b.constantValue;
+    // x - x % c is a multiple of c (truncated or floored remainder alike): a start rounded
+    // down to a TMA-aligned column, say.
+    if (const ir::Op* rem = op.operand(1)->def(); op.code() == OpCode::Sub && rem &&
+                                                  rem->code() == OpCode::Rem &&
+                                                  rem->operand(0) == op.operand(0)) {
+      std::optional<int64_t> c = get(rem->operand(1)).constantValue;
+      if (c && *c > 0)
+        for (int d = 0; d < rank; ++d)
+          if (r.contiguity[d] == 1)
+            r.divisibility[d] =
+                std::max(r.divisibility[d], std::min(kMaxDivisibility, highestPowerOf2Divisor(*c)));
+    }
     set(op.result(), r);
     return;
   }

@@ -837,6 +837,27 @@ TEST(AxisInfo, RemainderByARunTimeDivisorKeepsRunsOfItsDivisibility) {
   EXPECT_EQ(ai.get(byTensor).contiguity[0], 1); // a divisor that varies along the run
 }
 
+TEST(AxisInfo, ValueMinusItsRemainderIsAMultipleOfTheDivisor) {
+  // x - x % 8 (a TMA box start rounded down to 16 bytes of fp16) is a multiple of 8, for a
+  // scalar of unknown value and elementwise for a tensor; x - y % 8 is not.
+  KernelBuilder k;
+  auto& b = k.b;
+  ir::Value* x = k.arg("x", Type::scalar(DType::I32), 1);
+  ir::Value* y = k.arg("y", Type::scalar(DType::I32), 1);
+  ir::Value* down = b.binary(OpCode::Sub, x, b.binary(OpCode::Rem, x, b.i32(8)));
+  ir::Value* byTwelve = b.binary(OpCode::Sub, x, b.binary(OpCode::Rem, x, b.i32(12)));
+  ir::Value* other = b.binary(OpCode::Sub, x, b.binary(OpCode::Rem, y, b.i32(8)));
+  ir::Value* t = b.binary(OpCode::Mul, b.arange(0, 64), b.splat(x, {64}));
+  ir::Value* tDown = b.binary(OpCode::Sub, t, b.binary(OpCode::Rem, t, b.splat(b.i32(16), {64})));
+  b.ret();
+  AxisInfoAnalysis ai(k.fn);
+  EXPECT_EQ(ai.get(down).divisibility[0], 8);
+  EXPECT_EQ(ai.get(byTwelve).divisibility[0], 4);
+  EXPECT_EQ(ai.get(other).divisibility[0], 1);
+  EXPECT_EQ(ai.get(tDown).divisibility[0], 16);
+  EXPECT_EQ(ai.get(tDown).contiguity[0], 1);
+}
+
 TEST(LayoutAssignment, VectorAddGetsSixteenByteBlockedLayout) {
   VectorAdd va(16, 16);
   CompileOptions opts;
