@@ -37,17 +37,24 @@ const ir::Op* barrierRoot(const ir::Value* v) {
   return def;
 }
 
+namespace {
+
+/// Whether `bar` is (a view of) a barrier array of alloc_warp_barrier: each thread arrives for
+/// itself, with no meeting of the task first.
+bool isWarpBarrier(const ir::Value* bar) {
+  const ir::Op* root = barrierRoot(bar);
+  return root && root->code() == OpCode::AllocBarriers && ir::attr::AllocBarriers::warp(*root);
+}
+
+} // namespace
+
 bool FunctionLowering::followsPlainArrive(const ir::Op& op) const {
   const ir::Block* block = op.parentBlock();
   size_t at = ir::positionOf(*block, &op);
   while (at-- > 0) {
     const ir::Op& prev = *block->ops()[at];
-    if (prev.code() == OpCode::BarrierArrive) {
-      const ir::Op* root = barrierRoot(prev.operand(0));
-      bool warpBarrier =
-          root && root->code() == OpCode::AllocBarriers && ir::attr::AllocBarriers::warp(*root);
-      return !warpBarrier; // its lowering met the task's threads (or followed one that did)
-    }
+    // Its lowering met the task's threads (or followed one that did).
+    if (prev.code() == OpCode::BarrierArrive) return !isWarpBarrier(prev.operand(0));
     if (!ir::hasTraits(prev.code(), ir::trait::Pure) || prev.numRegions()) return false;
   }
   return false;
@@ -125,9 +132,7 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
   case OpCode::BarrierArrive: {
     bool remote = ir::attr::BarrierArrive::hasRemoteCtaRank(op);
     std::string bar = barrierAddress(op, 0);
-    const ir::Op* root = barrierRoot(op.operand(0));
-    bool warpBarrier =
-        root && root->code() == OpCode::AllocBarriers && ir::attr::AllocBarriers::warp(*root);
+    bool warpBarrier = isWarpBarrier(op.operand(0));
     int64_t count = ir::attr::BarrierArrive::arriveCount(op);
     unsigned predIndex = remote ? 2 : 1;
     bool hasPred = ir::attr::BarrierArrive::hasPred(op);

@@ -2,6 +2,7 @@
 // mbarrier (multicast to CTAs of a cluster), async_descriptor_store and its wait.
 #include "codegen/Lowering.h"
 #include "ir/OpAttrs.h"
+#include "ir/OpTraits.h"
 
 #include <algorithm>
 #include <bit>
@@ -226,14 +227,9 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
 
 void FunctionLowering::checkTmaBoxStart(const ir::Op& op, const ir::Value* inner,
                                         const std::string& reg, ir::DType elem) {
-  const int64_t multiple = 128 / ir::bitWidth(elem); // elements in 16 bytes
+  const int64_t multiple = ir::tmaOffsetMultiple(elem);
   if (multiple <= 1) return;
-  const std::string what =
-      std::string(op.code() == OpCode::AsyncDescLoad    ? "async_descriptor_load"
-                  : op.code() == OpCode::AsyncDescStore ? "async_descriptor_store"
-                  : op.code() == OpCode::DescStore      ? "descriptor store"
-                                                        : "descriptor load");
-  const std::string rule = "the innermost offset of a TMA copy (" + what +
+  const std::string rule = "the innermost offset of a TMA copy (" + ir::tmaCopyName(op) +
                            ") must be 16-byte aligned, a multiple of " + std::to_string(multiple) +
                            " " + std::string(ir::tlName(elem)) + " elements";
   const layout::AxisInfo info = layouts_.axisInfo(inner);

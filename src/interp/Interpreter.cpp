@@ -690,22 +690,17 @@ void reduceElement(ir::DType elem, const std::string& kind, unsigned char* dst,
 
 void checkTmaBoxStart(KernelState& k, const ir::Op& op, const std::string& where,
                       const Descriptor& d, const std::vector<int64_t>& offsets) {
-  // The GPU's rule for every TMA box (as the H200 enforces it): the box starts on a 16-byte
-  // boundary along the innermost dimension (the base is aligned when the tensor map is made),
-  // else the copy stops the kernel with "an illegal instruction was encountered".
+  // The GPU's rule for every TMA box (ir::tmaOffsetMultiple; the base is aligned when the tensor
+  // map is made), which the PTX backend checks too.
   if (offsets.empty()) return;
-  const int64_t bits = ir::bitWidth(d.elem), inner = offsets.back();
-  if (inner * bits % 128 == 0) return;
-  const std::string construct = op.code() == OpCode::AsyncDescLoad    ? "tlx.async_descriptor_load"
-                                : op.code() == OpCode::AsyncDescStore ? "tlx.async_descriptor_store"
-                                : op.code() == OpCode::DescStore      ? "a tensor descriptor store"
-                                                                      : "a tensor descriptor load";
+  const int64_t multiple = ir::tmaOffsetMultiple(d.elem), inner = offsets.back();
+  if (inner % multiple == 0) return;
   raiseInterpError(k.sources, op.loc(),
-                   construct + " starts its " + ir::shapeText(d.blockShape) + " box at offset " +
-                       std::to_string(inner) + " of the innermost dimension, " +
-                       std::to_string(inner * bits / 8) +
+                   ir::tmaCopyName(op) + " starts its " + ir::shapeText(d.blockShape) +
+                       " box at offset " + std::to_string(inner) + " of the innermost dimension, " +
+                       std::to_string(inner * ir::bitWidth(d.elem) / 8) +
                        " bytes into a row: TMA needs that start 16-byte aligned (a multiple of " +
-                       std::to_string(128 / bits) + " " + std::string(ir::tlName(d.elem)) +
+                       std::to_string(multiple) + " " + std::string(ir::tlName(d.elem)) +
                        " elements), or the GPU stops the kernel with an illegal instruction (" +
                        where + ")");
 }

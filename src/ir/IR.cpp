@@ -127,6 +127,13 @@ void eraseOp(Block& block, const Op* op) {
   ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(positionOf(block, op)));
 }
 
+bool definedInside(const Value* v, const Op& op) {
+  const Block* b = v->isBlockArg() ? v->ownerBlock() : v->def()->parentBlock();
+  for (; b && b->parentOp(); b = b->parentOp()->parentBlock())
+    if (b->parentOp() == &op) return true;
+  return false;
+}
+
 Op* cloneOp(Builder& b, const Op& op, std::unordered_map<const Value*, Value*>& map) {
   std::vector<Value*> operands;
   for (Value* o : op.operands()) {

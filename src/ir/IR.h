@@ -197,6 +197,9 @@ void spliceOps(Block& from, Block& to, size_t at);
 size_t positionOf(const Block& block, const Op* op);
 /// Removes `op` (and its results, which nothing may still use) from `block`.
 void eraseOp(Block& block, const Op* op);
+/// Whether `v` (a result or a block argument) is defined inside one of the regions of `op`, at
+/// any depth: for a loop, whether it varies with the loop.
+bool definedInside(const Value* v, const Op& op);
 /// Appends to b's block a copy of `op`, its regions copied too, with each operand replaced by
 /// its entry in `map` where it has one; records every copied result and region argument there.
 Op* cloneOp(Builder& b, const Op& op, std::unordered_map<const Value*, Value*>& map);

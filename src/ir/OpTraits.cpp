@@ -50,4 +50,21 @@ std::string remoteStoreWithoutClusterMessage(const Op& op) {
          "even into the CTA's own shared memory, which tlx.local_store writes)";
 }
 
+int64_t tmaOffsetMultiple(DType elem) {
+  return 128 / bitWidth(elem);
+}
+
+std::string tmaCopyName(const Op& op) {
+  switch (op.code()) {
+  case OpCode::AsyncDescLoad:
+    return "tlx.async_descriptor_load";
+  case OpCode::AsyncDescStore:
+    return "tlx.async_descriptor_store";
+  case OpCode::DescStore:
+    return "desc.store";
+  default:
+    return "desc.load";
+  }
+}
+
 } // namespace ww::ir

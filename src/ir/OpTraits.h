@@ -114,4 +114,12 @@ constexpr bool accessesSharedBuffers(OpCode c) {
 /// CTA per cluster (no cluster launch), which the GPU and the interpreter both refuse.
 std::string remoteStoreWithoutClusterMessage(const Op& op);
 
+/// A TMA box must start 16-byte aligned along its innermost dimension, or the GPU stops the
+/// kernel with an illegal instruction: the multiple of `elem` elements that offset must be.
+/// The interpreter and the PTX backend both check it.
+int64_t tmaOffsetMultiple(DType elem);
+/// How a TMA copy (DescLoad / DescStore / AsyncDescLoad / AsyncDescStore) is written in a
+/// kernel, for their messages: desc.load, tlx.async_descriptor_load, ...
+std::string tmaCopyName(const Op& op);
+
 } // namespace ww::ir

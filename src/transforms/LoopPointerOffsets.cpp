@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <unordered_map>
-#include <unordered_set>
 
 namespace ww::transforms {
 
@@ -24,14 +23,6 @@ using ir::Type;
 using ir::Value;
 
 namespace {
-
-void collectDefined(const Block& block, std::unordered_set<const Value*>& defined) {
-  for (const auto& a : block.args()) defined.insert(a.get());
-  for (const auto& op : block.ops()) {
-    for (const auto& r : op->results()) defined.insert(r.get());
-    for (unsigned i = 0; i < op->numRegions(); ++i) collectDefined(*op->region(i), defined);
-  }
-}
 
 bool usedBy(const Block& block, const Value* v, OpCode code) {
   bool found = false;
@@ -72,38 +63,36 @@ struct Advance {
   }
 };
 
-/// Whether scalar `v` is loop-invariant: defined outside the loop, or in its body (at the top
+/// Whether scalar `v` is invariant in `loop`: defined outside it, or in its body (at the top
 /// level) by pure scalar arithmetic of invariants (`ROWS * stride` written in the loop), which
 /// the rewrite then computes before the loop.
-bool invariantScalar(const Value* v, const Block& body,
-                     const std::unordered_set<const Value*>& defined, int depth = 0) {
-  if (!defined.count(v)) return true;
+bool invariantScalar(const Value* v, const Op& loop, int depth = 0) {
+  if (!ir::definedInside(v, loop)) return true;
   const Op* def = v->def();
-  if (!def || depth > 8 || def->parentBlock() != &body || def->numRegions() || !isPure(*def) ||
-      def->numResults() != 1 || !def->result()->type().shape.empty())
+  if (!def || depth > 8 || def->parentBlock() != loop.region(0) || def->numRegions() ||
+      !isPure(*def) || def->numResults() != 1 || !def->result()->type().shape.empty())
     return false;
   for (const Value* o : def->operands())
-    if (!invariantScalar(o, body, defined, depth + 1)) return false;
+    if (!invariantScalar(o, loop, depth + 1)) return false;
   return true;
 }
 
-/// `v` (invariantScalar) as a value of the block `b` builds before the loop: itself, or a copy
-/// of the body's ops computing it.
-Value* beforeLoop(ir::Builder& b, Value* v, const std::unordered_set<const Value*>& defined,
+/// `v` (invariantScalar) as a value of the block `b` builds before `loop`: itself, or a copy of
+/// the body's ops computing it.
+Value* beforeLoop(ir::Builder& b, Value* v, const Op& loop,
                   std::unordered_map<const Value*, Value*>& copies) {
-  if (!defined.count(v)) return v;
+  if (!ir::definedInside(v, loop)) return v;
   if (auto it = copies.find(v); it != copies.end()) return it->second;
   const Op* def = v->def();
-  for (Value* o : def->operands()) beforeLoop(b, o, defined, copies);
+  for (Value* o : def->operands()) beforeLoop(b, o, loop, copies);
   return ir::cloneOp(b, *def, copies)->result();
 }
 
-bool advanceOf(const Value* offset, const Block& body,
-               const std::unordered_set<const Value*>& defined, Advance* out) {
+bool advanceOf(const Value* offset, const Op& loop, Advance* out) {
   const Op* def = offset->def();
   if (!def) return false;
   if (def->code() == OpCode::Splat && ir::isInt(def->operand(0)->type().elem) &&
-      invariantScalar(def->operand(0), body, defined)) {
+      invariantScalar(def->operand(0), loop)) {
     out->scalar = def->operand(0);
     return true;
   }
@@ -128,8 +117,6 @@ int rewriteLoop(Op& loop, Block& outer) {
   Block& body = *loop.region(0);
   Op* yield = body.terminator();
   if (!yield || yield->code() != OpCode::Yield) return 0;
-  std::unordered_set<const Value*> defined;
-  collectDefined(body, defined);
   const Type i64 = Type::scalar(DType::I64);
 
   // Iter args eligible: pointer tensors yielded as addptr(arg, advance), that addptr used only
@@ -144,8 +131,7 @@ int rewriteLoop(Op& loop, Block& outer) {
         next->operand(0) != arg || countUses(body, next->result()) != 1)
       continue;
     Advance adv;
-    if (!advanceOf(next->operand(1), body, defined, &adv) || !usedBy(body, arg, OpCode::AsyncLoad))
-      continue;
+    if (!advanceOf(next->operand(1), loop, &adv) || !usedBy(body, arg, OpCode::AsyncLoad)) continue;
     adv.elemBytes = Type::scalar(arg->type().elem).elemBytes();
     auto same = [&](const auto& g) { return g.first == adv; };
     if (auto it = std::find_if(groups.begin(), groups.end(), same); it != groups.end())
@@ -164,7 +150,7 @@ int rewriteLoop(Op& loop, Block& outer) {
     Value* zero = b.constInt(0, i64);
     std::unordered_map<const Value*, Value*> copies;
     Value* step =
-        adv.scalar ? beforeLoop(b, adv.scalar, defined, copies) : b.constInt(adv.constant, i64);
+        adv.scalar ? beforeLoop(b, adv.scalar, loop, copies) : b.constInt(adv.constant, i64);
     if (step->type().elem != DType::I64) step = b.create1(OpCode::Cast, {step}, i64);
     step = b.binary(OpCode::Mul, step, b.constInt(adv.elemBytes, i64));
     ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
@@ -178,7 +164,8 @@ int rewriteLoop(Op& loop, Block& outer) {
       Value* arg = body.arg(1 + i);
       Op* next = yield->operand(i)->def();
       // The arg keeps its entry value (yielded unchanged, its advance gone); its readers take
-      // entry + offset, computed before the first of them.
+      // entry + offset, computed before the first of them (the advance, often first, is gone by
+      // then: the addresses stay beside the copies).
       yield->setOperand(i, arg);
       ir::eraseOp(body, next);
       Op* user = firstUser(body, arg);
@@ -187,7 +174,7 @@ int rewriteLoop(Op& loop, Block& outer) {
       ab.setLoc(user->loc());
       Value* addresses = movedBy(ab, arg, offset);
       ir::replaceAllUses(body, arg, addresses);
-      yield->setOperand(i, arg);
+      yield->setOperand(i, arg); // replaceAllUses rewrote the yield's use too
       ir::spliceOps(at, body, ir::positionOf(body, user));
       // After the loop, whatever read the advanced pointers reads entry + final offset.
       Value* result = loop.result(i);

@@ -211,18 +211,6 @@ const Value* writtenBuffer(const Op& op) {
   return ir::writtenSharedBuffer(op);
 }
 
-/// Whether `v` is defined inside one of the regions of `op`.
-bool definedInside(const Value* v, const Op* op) {
-  const Block* b = v->isBlockArg() ? v->ownerBlock() : v->def()->parentBlock();
-  while (b) {
-    const Op* parent = b->parentOp();
-    if (!parent) return false;
-    if (parent == op) return true;
-    b = parent->parentBlock();
-  }
-  return false;
-}
-
 /// Whether scalar `v` may differ between the threads of a CTA (thread ids, warp votes).
 bool threadDependent(const Value* v, std::unordered_map<const Value*, bool>& memo, int depth = 0) {
   if (auto it = memo.find(v); it != memo.end()) return it->second;
@@ -390,7 +378,7 @@ private:
     State out;
     for (Access a : s) {
       Slot& slot = a.place.slot;
-      if (slot.known && slot.base && definedInside(slot.base, &loop)) {
+      if (slot.known && slot.base && ir::definedInside(slot.base, loop)) {
         if (slot.base == iv && step && !widen)
           slot = Slot::make(slot.base, slot.a, slot.c - slot.a * *step, slot.mod);
         else
@@ -405,7 +393,7 @@ private:
   static State leave(const State& s, const Op& op) {
     State out;
     for (Access a : s) {
-      if (a.place.slot.known && a.place.slot.base && definedInside(a.place.slot.base, &op))
+      if (a.place.slot.known && a.place.slot.base && ir::definedInside(a.place.slot.base, op))
         a.place.slot = Slot();
       out.insert(a);
     }

@@ -134,13 +134,6 @@ private:
     return it == uses_.end() ? 0 : it->second;
   }
 
-  static bool definedInside(const Value* v, const Op& loop) {
-    const Block* b = v->isBlockArg() ? v->ownerBlock() : v->def()->parentBlock();
-    for (; b; b = b->parentOp() ? b->parentOp()->parentBlock() : nullptr)
-      if (b->parentOp() == &loop) return true;
-    return false;
-  }
-
   /// What the async_dot lowering takes (transforms::wgmmaShaped), with N at most 256: one wgmma
   /// per k step of the ring's stages.
   bool wgmmaShaped(const Op& dot) const {
@@ -155,7 +148,7 @@ private:
     if (d->type().shape.size() != 2 || load->result()->type().shape.size() != 2) return false;
     if (d->isBlockArg()) return d->ownerBlock() == &fn_.body;
     const Op* make = d->def();
-    return make->code() == OpCode::MakeDescriptor && !definedInside(d, marked) &&
+    return make->code() == OpCode::MakeDescriptor && !ir::definedInside(d, marked) &&
            ir::tensorMapProblem(*make).empty();
   }
 
@@ -163,7 +156,7 @@ private:
   /// of the persistent form): pure scalar ops of its body and, through them, values of the
   /// enclosing marked loop. Only the induction variables may be block arguments.
   bool addToSlice(Value* v, const Plan& plan, std::unordered_set<const Op*>& slice) const {
-    if (!definedInside(v, *plan.marked) && v->ownerBlock() != plan.marked->region(0)) {
+    if (!ir::definedInside(v, *plan.marked) && v->ownerBlock() != plan.marked->region(0)) {
       // From before the marked loop: scalars and descriptors only (the producer holds no
       // tensors).
       return !v->type().isTensor();

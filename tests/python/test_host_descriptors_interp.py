@@ -161,12 +161,12 @@ def test_a_box_starting_off_a_16_byte_boundary_is_reported():
                        BLOCK_N=8)
     msg = str(info.value)
     assert "test_host_descriptors_interp.py:" in msg
-    assert "a tensor descriptor load starts its [4, 8] box at offset 3" in msg
+    assert "desc.load starts its [4, 8] box at offset 3" in msg
     assert "12 bytes into a row" in msg and "a multiple of 4 float32 elements" in msg
     # Rows may start anywhere: only the innermost offset is bound.
     load_box[(1,)](ww.TensorDescriptor.from_tensor(x, [4, 8]), out, 3, 4, BLOCK_M=4, BLOCK_N=8)
     h = np.zeros((16, 32), np.float16)
-    with pytest.raises(ww.InterpreterError, match=r"descriptor store .* offset 12 .* multiple of "
+    with pytest.raises(ww.InterpreterError, match=r"desc\.store starts .* offset 12 .* multiple of "
                                                   r"8 float16 elements"):
         store_box[(1,)](ww.TensorDescriptor.from_tensor(h, [8, 16]), 0, 12, BLOCK_M=8,
                         BLOCK_N=16)

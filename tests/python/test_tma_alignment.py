@@ -33,8 +33,8 @@ def ptx_of(kernel, col, **consts):
     return kernel.compile_for(values, False, (4, 1, 1), target="sm_90a").kernel.ptx
 
 
-@pytest.mark.parametrize("kernel,construct", [(tk.load_at, "descriptor load"),
-                                              (tk.tlx_load_at, "async_descriptor_load")])
+@pytest.mark.parametrize("kernel,construct", [(tk.load_at, "desc.load"),
+                                              (tk.tlx_load_at, "tlx.async_descriptor_load")])
 def test_a_run_time_offset_is_checked_before_the_copy(kernel, construct):
     ptx = ptx_of(kernel, 5)
     assert "call.uni __assertfail" in ptx
