@@ -693,3 +693,20 @@ def test_parameter_named_like_a_launch_option_receives_it():
     assert out[0] == 28
     with pytest.raises(TypeError, match="missing required constexpr 'num_warps'"):
         _stages_seen[(1, )](out, num_stages=3)
+
+
+# ------------------------------------------------------------------------------------------------
+# CompiledKernel.asm: Triton's keys that exist, and a clear KeyError for its other stages
+# ------------------------------------------------------------------------------------------------
+
+
+def test_asm_names_the_stages_warpweave_has_and_refuses_tritons_others():
+    out = np.zeros(1, np.int32)
+    compiled = _stages_seen.warmup(out, num_stages=2, num_warps=4, grid=(1, ))
+    assert "kernel @_stages_seen" in compiled.asm["ttir"] and "store %0_out" in compiled.asm["ttir"]
+    assert set(compiled.asm) >= {"ttir", "ptx", "cubin"}
+    for stage in ("ttgir", "llir"):
+        with pytest.raises(KeyError, match=f"'{stage}': warpweave has no such stage.*available: "
+                                           f"'ttir', 'ptx', 'cubin'"):
+            compiled.asm[stage]
+    assert compiled.asm.get("ttgir") is None and "ttgir" not in compiled.asm
