@@ -19,6 +19,7 @@ import types
 from . import knobs as _knobs
 from . import language as tl
 from ._native_loader import native
+from .compiler import CompiledForms
 from .tensor_descriptor import TensorDescriptor as _TensorDescriptor
 
 __all__ = ["jit", "JITFunction", "KernelInterface"]
@@ -732,16 +733,6 @@ def _specialization_proxy(signature: str):
     return namedtuple("SpecializationProxy", ["constants", "signature"])(constants, types)
 
 
-class _CompiledForms(dict):
-    """CompiledKernel.asm: a dict whose missing keys (Triton's "ttgir", "llir", "amdgcn", ...)
-    raise a KeyError explaining that warpweave compiles through its own Tile IR."""
-
-    def __missing__(self, key):
-        raise KeyError(f"{key!r}: warpweave has no such stage (it compiles its own Tile IR "
-                       f"straight to PTX, not through Triton's MLIR dialects or LLVM); "
-                       f"available: {', '.join(map(repr, self))}")
-
-
 class CompiledKernel:
     """A kernel compiled for one specialization, with what a launch needs precomputed."""
 
@@ -795,7 +786,7 @@ class CompiledKernel:
         """The compiled forms by Triton's keys: "ttir" (warpweave's Tile IR), "ptx", "cubin".
         Triton's other stages (TTGIR, LLVM IR, ...) do not exist here: asking for one raises a
         KeyError that says so and names the keys there are."""
-        return _CompiledForms(ttir=self.kernel.tile_ir, ptx=self.kernel.ptx,
+        return CompiledForms(ttir=self.kernel.tile_ir, ptx=self.kernel.ptx,
                               cubin=self.kernel.cubin)
 
     @property

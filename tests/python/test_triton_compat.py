@@ -663,6 +663,8 @@ def test_compile_an_ast_source_for_a_target():
     assert src.signature_text() == "x_ptr:*fp32:16,y_ptr:*fp32,n:i32,BLOCK=128"
     k = ww.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
     assert "_scale" in k.asm["ptx"] and k.asm["ttir"]
+    with pytest.raises(KeyError, match="'ttgir': warpweave has no such stage"):
+        k.asm["ttgir"]
     assert k.metadata["num_warps"] == 4
     with pytest.raises(TypeError, match="constexpr"):
         ASTSource(fn=_scale, signature={"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32",

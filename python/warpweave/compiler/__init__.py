@@ -99,6 +99,17 @@ def _missing():
     return _MISSING
 
 
+class CompiledForms(dict):
+    """A compiled kernel's `asm`: its stages by Triton's keys ("ttir" is warpweave's Tile IR,
+    "ptx", "cubin"). Triton's other stages ("ttgir", "llir", ...) do not exist here; asking for
+    one raises a KeyError that says so and names the keys there are."""
+
+    def __missing__(self, key):
+        raise KeyError(f"{key!r}: warpweave has no such stage (it compiles its own Tile IR "
+                       f"straight to PTX, not through Triton's MLIR dialects or LLVM); "
+                       f"available: {', '.join(map(repr, self))}")
+
+
 class CompiledKernel:
     """What compile() returns: the stages (`asm`) and the resources of the compiled kernel."""
 
@@ -110,7 +121,7 @@ class CompiledKernel:
 
     @property
     def asm(self) -> dict:
-        out = {"ttir": self.kernel.tile_ir, "ptx": self.kernel.ptx}
+        out = CompiledForms(ttir=self.kernel.tile_ir, ptx=self.kernel.ptx)
         cubin = getattr(self.kernel, "cubin", b"")
         if cubin:
             out["cubin"] = cubin
