@@ -109,7 +109,7 @@ def test_ops_kernel_tlx_refuses_shapes_it_does_not_take():
     with pytest.raises(ValueError, match=r"kernel='tlx' takes HEAD_DIM 64 or 128 and N_CTX a "
                                          r"multiple of 128, got HEAD_DIM 64 and N_CTX 200"):
         ops.attention_bwd(x, x, x, x, x, lse, kernel="tlx")
-    with pytest.raises(ValueError, match="'kernel' must be None, 'tl' or 'tlx'"):
+    with pytest.raises(ValueError, match="'kernel' must be None, 'tl', 'tlx' or 'tlx_blackwell'"):
         ops.attention_bwd(x, x, x, x, x, lse, kernel="cudnn")
 
 

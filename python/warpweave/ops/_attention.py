@@ -17,6 +17,7 @@ from .kernels import attention_bwd as attention_bwd_kernels
 from .kernels import attention_varlen as attention_varlen_kernels
 from .kernels.hopper import attention_bwd_ws as attention_bwd_ws_kernels
 from .kernels.hopper import attention_ws as attention_ws_kernels
+from .kernels.blackwell import attention_bwd_ws as attention_bwd_ws_sm100_kernels
 
 
 def _check_attention_args(op, q, k, v, causal, sm_scale, head_dims, varlen=None) -> tuple:
@@ -221,12 +222,16 @@ def attention_bwd(do, q, k, v, out, lse, causal=False, sm_scale=None, kernel=Non
     the tl kernels (kernels/attention_bwd.py: a dK / dV and a dQ kernel, block sizes tuned once
     per shape on GPUs, warpweave.ops._tuning), or on sm_90 where the TLX kernel applies the
     faster of the two when tuning (the TLX kernel untimed only where ATTENTION_BWD_TLX_ON_SM90);
-    "tl" the tl kernels only; "tlx" the Hopper warp-specialized kernel
+    "tl" the tl kernels only; "tlx" the warp-specialized kernel of the GPU: the Hopper one
     (kernels/hopper/attention_bwd_ws.py: HEAD_DIM 64 or 128, N_CTX a multiple of 128; on an sm_90
-    GPU or in the interpreter)."""
+    GPU or in the interpreter), on a compute capability 10 GPU compiling for sm_100a the
+    Blackwell one (kernels/blackwell/attention_bwd_ws.py, same shapes; also where kernel=None
+    and ATTENTION_BWD_TLX_ON_SM100); "tlx_blackwell" the Blackwell one (on such a GPU or in the
+    interpreter)."""
     op = "attention_bwd"
-    if kernel not in (None, "tl", "tlx"):
-        raise ValueError(f"{op}: 'kernel' must be None, 'tl' or 'tlx', got {kernel!r}")
+    if kernel not in (None, "tl", "tlx", "tlx_blackwell"):
+        raise ValueError(f"{op}: 'kernel' must be None, 'tl', 'tlx' or 'tlx_blackwell', got "
+                         f"{kernel!r}")
     place = _Place(op, {"do": do, "q": q, "k": k, "v": v, "out": out, "lse": lse})
     dt, sm_scale = _check_attention_args(op, q, k, v, causal, sm_scale, (16, 32, 64, 128, 256))
     z, h, n_ctx, head_dim = q.shape
@@ -237,14 +242,19 @@ def attention_bwd(do, q, k, v, out, lse, causal=False, sm_scale=None, kernel=Non
     _check_dtype(op, "lse", lse, ("float32",))
     _check_shape(op, "lse", lse, (z, h, n_ctx), " [Z, H, N_CTX]")
     tlx_shape = head_dim in (64, 128) and n_ctx % ATTENTION_BWD_TLX_CONFIG["BLOCK_N"] == 0
-    if kernel == "tlx":
+    sm100 = _bwd_on_sm100(place)
+    if kernel in ("tlx", "tlx_blackwell"):
         if not tlx_shape:
-            raise ValueError(f"{op}: kernel='tlx' takes HEAD_DIM 64 or 128 and N_CTX a multiple "
-                             f"of {ATTENTION_BWD_TLX_CONFIG['BLOCK_N']}, got HEAD_DIM {head_dim} "
-                             f"and N_CTX {n_ctx} (use kernel='tl')")
-        if place.on_gpu and not _common._is_sm90(place):
-            raise ValueError(f"{op}: kernel='tlx' needs an sm_90 GPU compiling for sm_90a (or "
-                             f"the interpreter); use kernel='tl'")
+            raise ValueError(f"{op}: kernel={kernel!r} takes HEAD_DIM 64 or 128 and N_CTX a "
+                             f"multiple of {ATTENTION_BWD_TLX_CONFIG['BLOCK_N']}, got HEAD_DIM "
+                             f"{head_dim} and N_CTX {n_ctx} (use kernel='tl')")
+        if kernel == "tlx_blackwell" and place.on_gpu and not sm100:
+            raise ValueError(f"{op}: kernel='tlx_blackwell' needs a compute capability 10 GPU "
+                             f"compiling for sm_100a (or the interpreter); use kernel='tl'")
+        if kernel == "tlx" and place.on_gpu and not (sm100 or _common._is_sm90(place)):
+            raise ValueError(f"{op}: kernel='tlx' needs an sm_90 GPU compiling for sm_90a or a "
+                             f"compute capability 10 GPU compiling for sm_100a (or the "
+                             f"interpreter); use kernel='tl'")
     q, k, v, do, out, lse = (_contiguous(t) for t in (q, k, v, do, out, lse))
     dq = place.empty((z, h, n_ctx, head_dim), dt)
     dk = place.empty((z, h, n_ctx, head_dim), dt)
@@ -271,6 +281,11 @@ def attention_bwd(do, q, k, v, out, lse, causal=False, sm_scale=None, kernel=Non
            (ww.cdiv(n_ctx, fixed["BLOCK_M"]), z * h), out, do, delta, n_ctx,
            HEAD_DIM=head_dim, BLOCK_M=fixed["BLOCK_M"], num_warps=fixed["num_warps"])
 
+    if kernel == "tlx_blackwell" or (sm100 and kernel == "tlx") or (
+            kernel is None and sm100 and tlx_shape and ATTENTION_BWD_TLX_ON_SM100):
+        _launch_bwd_tlx_sm100(place, op, q, k, v, do, out, lse, delta, dq, dk, dv, sm_scale,
+                              causal)
+        return dq, dk, dv
     key = (dt, causal, _tuning.pow2_bucket(z * h), n_ctx, head_dim)
     tlx = kernel == "tlx" or (kernel is None and tlx_shape and _common._is_sm90(place))
     if not tlx:
@@ -348,6 +363,57 @@ def _launch_bwd_tlx(place, go, op, q, k, v, do, out, lse, delta, dq_accum, dq, d
        **config)
     go(attention_bwd_ws_kernels.attention_bwd_ws_postprocess_kernel, rows, dq_accum, dq,
        float(sm_scale), n_ctx, HEAD_DIM=head_dim, BLOCK_M=block_m, num_warps=4)
+
+
+# Where attention_bwd (kernel=None) launches the Blackwell warp-specialized backward
+# (kernels/blackwell/attention_bwd_ws.py, untimed: no Blackwell GPU has run it) rather than the
+# tl kernels: on compute capability 10 GPUs compiling for sm_100a, for the shapes it takes
+# (HEAD_DIM 64 or 128, N_CTX a multiple of 128).
+ATTENTION_BWD_TLX_ON_SM100 = True
+# Its configuration per HEAD_DIM: 128 keys a program (tcgen05's M), 64-query steps (S^T, dP^T,
+# dV, dK and dQ then fill the 512 tensor-memory columns at HEAD_DIM 128), Q / dO in a NUM_STAGES
+# ring (at HEAD_DIM 128, 3 stages take 226 KB of the 227 KB of shared memory, 2 take 194 KB;
+# at 64, 3 take 130 KB: ptxas, sm_100a).
+ATTENTION_BWD_SM100_CONFIGS = {64: dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=3),
+                               128: dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=2)}
+
+
+def _bwd_on_sm100(place) -> bool:
+    """Whether the call runs on a GPU of compute capability 10 and compiles for sm_100a (the
+    Blackwell backward's target; WARPWEAVE_TARGET may name another)."""
+    if not (place.on_gpu and place.kind == "torch"):
+        return False
+    import os
+
+    import torch
+
+    if os.environ.get("WARPWEAVE_TARGET", "") not in ("", "sm_100a"):
+        return False
+    return torch.cuda.get_device_capability(place.torch_device)[0] == 10
+
+
+def _launch_bwd_tlx_sm100(place, op, q, k, v, do, out, lse, delta, dq, dk, dv, sm_scale, causal):
+    """kernels/blackwell/attention_bwd_ws.py in its configuration for HEAD_DIM, between the
+    Hopper backward's preprocess (delta, and a zeroed fp32 dq_accum) and postprocess (dQ =
+    sm_scale * dq_accum) kernels, over descriptors of q, k, v, do, dq_accum, dk and dv seen as
+    [rows, HEAD_DIM]. The arrays are contiguous; N_CTX a multiple of 128."""
+    z, h, n_ctx, head_dim = q.shape
+    config = ATTENTION_BWD_SM100_CONFIGS[head_dim]
+    block_m, block_n = config["BLOCK_M"], config["BLOCK_N"]
+    dq_accum = place.empty((z * h * n_ctx, head_dim), "float32")
+    q2, k2, v2, do2 = (_tma_operand(op, name, t, place).reshape(-1, head_dim)
+                       for name, t in (("q", q), ("k", k), ("v", v), ("do", do)))
+    descs = [_descriptor(t, [rows, head_dim]) for t, rows in (
+        (q2, block_m), (k2, block_n), (v2, block_n), (do2, block_m), (dq_accum, block_m),
+        (dk.reshape(-1, head_dim), block_n), (dv.reshape(-1, head_dim), block_n))]
+    rows = (n_ctx // block_m, z * h)
+    place.launch(attention_bwd_ws_kernels.attention_bwd_ws_preprocess_kernel, rows, out, do,
+                 delta, dq_accum, n_ctx, HEAD_DIM=head_dim, BLOCK_M=block_m, num_warps=4)
+    place.launch(attention_bwd_ws_sm100_kernels.attention_bwd_ws_kernel,
+                 (n_ctx // block_n, z * h), *descs, lse, delta, float(sm_scale), n_ctx,
+                 HEAD_DIM=head_dim, CAUSAL=bool(causal), num_warps=4, **config)
+    place.launch(attention_bwd_ws_kernels.attention_bwd_ws_postprocess_kernel, rows, dq_accum,
+                 dq, float(sm_scale), n_ctx, HEAD_DIM=head_dim, BLOCK_M=block_m, num_warps=4)
 
 
 # ------------------------------------------------------------------------------------------------
