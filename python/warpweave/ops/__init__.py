@@ -21,8 +21,10 @@ they launch, in the kernel language:
     _softmax.py        softmax, softmax_bwd         kernels/softmax.py, hopper/softmax_tma.py,
                                                     hopper/rows_cluster.py, hopper/rows_smem.py
     _layernorm.py      layernorm_fwd, _bwd          kernels/layernorm.py, hopper/layernorm_tma.py
-    _matmul.py         matmul, matmul_tlx           kernels/matmul.py, hopper/gemm_*.py
-    _scaled_mm.py      scaled_mm (fp8)              kernels/scaled_mm.py, hopper/scaled_mm_ws.py
+    _matmul.py         matmul, matmul_tlx           kernels/matmul.py, hopper/gemm_*.py,
+                                                    blackwell/gemm_ws.py
+    _scaled_mm.py      scaled_mm (fp8),             kernels/scaled_mm.py, hopper/scaled_mm_ws.py,
+                       scaled_mm_mx (mxfp8)         blackwell/scaled_mm_mx.py
     _grouped_mm.py     grouped_mm (MoE)             kernels/grouped_mm.py, hopper/grouped_mm_ws.py
     _embedding_bag.py  embedding_bag, _bwd          kernels/embedding_bag.py
     _reduction.py      row_sum, row_max             kernels/reduction.py
@@ -38,7 +40,8 @@ they launch, in the kernel language:
 Routing: on sm_90 GPUs the TLX warp-specialized kernels (kernels/hopper) take the calls they
 apply to (matmul without activation, scaled_mm and grouped_mm (ragged M and ragged K) on
 TMA-addressable operands, attention at HEAD_DIM 64 / 128 and N_CTX a multiple of 128, the TMA /
-cluster row kernels for the row ops);
+cluster row kernels for the row ops); on sm_100 GPUs compiling for sm_100a the Blackwell TLX GEMM
+(kernels/blackwell) takes matmul's calls without activation on TMA-addressable operands;
 other GPUs, other shapes and the interpreter take the tl kernels. On GPUs the GEMMs and
 attention (matmul, scaled_mm, grouped_mm, attention and its backward, attention_varlen) instead
 time their candidate kernels and tiles on the first call of a shape and keep the fastest, in
@@ -53,13 +56,14 @@ from ._grouped_mm import grouped_mm
 from ._layernorm import layernorm_bwd, layernorm_fwd
 from ._matmul import TLX_GEMM_CONFIGS, compile_matmul_tlx, matmul, matmul_tlx
 from ._reduction import row_max, row_sum
-from ._scaled_mm import scaled_mm
+from ._scaled_mm import scaled_mm, scaled_mm_mx
 from ._softmax import softmax, softmax_bwd
 
 __all__ = [
     "add", "softmax", "softmax_bwd", "layernorm_fwd", "layernorm_bwd", "matmul", "embedding_bag",
     "embedding_bag_bwd", "row_sum", "row_max", "attention", "attention_bwd", "matmul_tlx",
-    "compile_matmul_tlx", "attention_tlx", "TLX_GEMM_CONFIGS", "scaled_mm", "grouped_mm",
+    "compile_matmul_tlx", "attention_tlx", "TLX_GEMM_CONFIGS", "scaled_mm", "scaled_mm_mx",
+    "grouped_mm",
     "attention_varlen", "attention_varlen_bwd",
 ]
 

@@ -445,6 +445,7 @@ def _numel(value) -> int:
 _resident_programs_cache = {}
 _tma_devices = {}
 _sm90_devices = {}
+_sm100_devices = {}
 
 # Shared memory a block may use on sm_90a.
 _MAX_SHARED_PER_BLOCK = 232448
@@ -523,6 +524,23 @@ def _is_sm90(place) -> bool:
 
         found = tuple(torch.cuda.get_device_capability(place.torch_device)) == (9, 0)
         _sm90_devices[place.torch_device] = found
+    return found
+
+
+def _is_sm100(place) -> bool:
+    """Whether the call runs on a GPU of compute capability 10.x (Blackwell: B200, GB200) and
+    compiles for sm_100a, the target of the Blackwell TLX kernels (tcgen05, tensor memory,
+    cluster launch control): WARPWEAVE_TARGET unset or sm_100a."""
+    if not (place.on_gpu and place.kind == "torch"):
+        return False
+    if os.environ.get("WARPWEAVE_TARGET", "sm_100a") not in ("", "sm_100a"):
+        return False
+    found = _sm100_devices.get(place.torch_device)
+    if found is None:
+        import torch
+
+        found = torch.cuda.get_device_capability(place.torch_device)[0] == 10
+        _sm100_devices[place.torch_device] = found
     return found
 
 

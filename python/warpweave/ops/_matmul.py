@@ -1,6 +1,7 @@
-"""Matmul: the tl kernel (kernels/matmul.py, software-pipelined on sm_90a, any GPU) and the Hopper
+"""Matmul: the tl kernel (kernels/matmul.py, software-pipelined on sm_90a, any GPU), the Hopper
 TLX GEMMs (kernels/hopper/gemm_ws.py, gemm_ws_pingpong.py, gemm_pipelined.py: sm_90 GPUs, or
-the interpreter, through host TMA descriptors)."""
+the interpreter, through host TMA descriptors) and the Blackwell TLX GEMM
+(kernels/blackwell/gemm_ws.py: sm_100 GPUs compiling for sm_100a, or the interpreter)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from . import _common, _tuning
 from ._common import (_HALF_FLOATS, _Place, _check_dtype, _check_ndim, _contiguous,
                       _descriptor, _dtype_name, _strides, _tma_operand)
 from .kernels import matmul as matmul_kernels
+from .kernels.blackwell import gemm_ws as bw_gemm_ws_kernels
 from .kernels.hopper import gemm_pipelined as gemm_pipelined_kernels
 from .kernels.hopper import gemm_ws as gemm_ws_kernels
 from .kernels.hopper import gemm_ws_pingpong as gemm_ws_pingpong_kernels
@@ -41,6 +43,12 @@ _ACTIVATIONS = {None: "", "relu": "relu", "leaky_relu": "leaky_relu"}
 # 0.83-0.93x.
 MATMUL_TLX_ON_SM90 = True
 
+# Where ops.matmul takes the Blackwell TLX GEMM (BW_GEMM_CONFIGS["bw_ws"], untuned: no Blackwell
+# GPU has run it, so there are no measurements to choose among configurations) instead of the tl
+# kernel: on compute capability 10.x GPUs compiling for sm_100a, for calls it takes (no
+# activation, K and N multiples of 8, K > 0, 16-byte aligned bases).
+MATMUL_TLX_ON_SM100 = True
+
 # The tl kernel's fixed GPU configuration: on sm_90a the loop is software-pipelined, 5 stages of
 # 128x32 + 32x256 tiles (cp.async, 3 k-steps loaded ahead of the MMA), two warp groups of wgmma
 # splitting BLOCK_M. The interpreter's is small (it executes every lane of a block).
@@ -57,6 +65,14 @@ def _takes_tlx_gemm(place, a, b, activation, N, K) -> bool:
             and _common._address(b) % 16 == 0)
 
 
+def _takes_bw_gemm(place, a, b, activation, N, K) -> bool:
+    """Whether ops.matmul may launch the Blackwell TLX GEMM (TMA-addressable operands, as
+    _takes_tlx_gemm)."""
+    return (MATMUL_TLX_ON_SM100 and activation is None and _common._is_sm100(place) and K > 0
+            and K % 8 == 0 and N % 8 == 0 and _common._address(a) % 16 == 0
+            and _common._address(b) % 16 == 0)
+
+
 def matmul(a, b, activation=None, kernel=None):
     """activation(a @ b) for fp16 or bf16 a [M, K] and b [K, N] (any strides), accumulated in fp32
     and returned in a's dtype. activation: None, "relu" or "leaky_relu" (slope 0.01). kernel:
@@ -64,7 +80,9 @@ def matmul(a, b, activation=None, kernel=None):
     apply (MATMUL_TLX_ON_SM90), the TLX GEMMs' configurations, tuned once per shape:
     warpweave.ops._tuning; WARPWEAVE_OPS_TUNING=0 takes the TLX warp-specialized GEMM where it
     applies and the tl kernel elsewhere; the tl kernel in the interpreter), "tl" takes the tl
-    kernel, "tlx" a TLX GEMM (sm_90 CUDA tensors, no activation; "ws" untuned)."""
+    kernel, "tlx" a TLX GEMM (sm_90 CUDA tensors, no activation; "ws" untuned). On compute
+    capability 10.x GPUs compiling for sm_100a, kernel None or "tlx" takes the Blackwell TLX GEMM
+    (matmul_tlx's "bw_ws", untuned) where it applies (MATMUL_TLX_ON_SM100; "tlx" always)."""
     op = "matmul"
     if activation not in _ACTIVATIONS:
         raise ValueError(f"{op}: 'activation' must be None, 'relu' or 'leaky_relu', got "
@@ -76,6 +94,10 @@ def matmul(a, b, activation=None, kernel=None):
         raise ValueError(f"{op}: the TLX GEMM (kernel='tlx') takes no activation, got "
                          f"{activation!r}")
     gpu = place.on_gpu and M > 0 and N > 0
+    if gpu and not _common._is_sm90(place) and (
+            kernel == "tlx" and _common._is_sm100(place) or
+            kernel is None and _takes_bw_gemm(place, a, b, activation, N, K)):
+        return _matmul_tlx(op, a, b, "bw_ws", None, compile_only=False)
     tlx = kernel == "tlx" or (kernel is None and gpu and
                               _takes_tlx_gemm(place, a, b, activation, N, K))
     if kernel == "tlx" and not (gpu and _common._is_sm90(place)):
@@ -155,14 +177,35 @@ TLX_GEMM_CONFIGS = {
 }
 
 
+# The Blackwell GEMM (kernels/blackwell/gemm_ws.py): 128x256x64 tiles, two TMEM accumulators (all
+# 512 columns), C stored in four 64-column chunks. One CTA: 4 stages of 48 KB (229,776 bytes of
+# shared memory in all for fp16 / bf16 C); CTA pairs hold half of B's columns each (32 KB
+# stages): 6. Tiles from cluster launch control (USE_CLC; USE_CLC=False: static persistence,
+# min(SMs, tiles) programs). No Blackwell GPU has run it: checked by ptxas for sm_100a (248
+# registers, no spills) and in the interpreter (tests/python/test_blackwell_gemm_ws.py).
+BW_GEMM_CONFIGS = {
+    # One CTA per 128x256 tile.
+    "bw_ws": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=4, NUM_ACC=2,
+                  EPI_SUBTILE=4, USE_CLC=True, PAIR=False),
+    # CTA pairs (clusters of 2): one 256x256 tcgen05.mma.cta_group::2 per k-step over the two
+    # CTAs' M-neighbour tiles, each CTA loading half of B's columns.
+    "bw_ws_2cta": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, NUM_STAGES=6,
+                       NUM_ACC=2, EPI_SUBTILE=4, USE_CLC=True, PAIR=True),
+}
+
+
 def matmul_tlx(a, b, variant="ws", config=None):
-    """a @ b with a Hopper TLX GEMM: variant "ws" (persistent, warp-specialized, cooperative:
-    kernels/hopper/gemm_ws.py), "ws_cluster" / "ws_cluster_m" (the same in 2-CTA clusters that
-    share A / B through multicast TMA), "pingpong" (persistent, warp-specialized, consumers
-    alternate tiles: kernels/hopper/gemm_ws_pingpong.py) or "pipelined"
-    (kernels/hopper/gemm_pipelined.py). fp16 or bf16 CUDA tensors on an sm_90 GPU, or NumPy
-    arrays (the interpreter runs the same kernel); rows must be multiples of 16 bytes (K and N
-    multiples of 8). `config` overrides entries of TLX_GEMM_CONFIGS[variant]."""
+    """a @ b with a TLX GEMM. Hopper (fp16 or bf16 CUDA tensors on an sm_90 GPU): variant "ws"
+    (persistent, warp-specialized, cooperative: kernels/hopper/gemm_ws.py), "ws_cluster" /
+    "ws_cluster_m" (the same in 2-CTA clusters that share A / B through multicast TMA),
+    "pingpong" (persistent, warp-specialized, consumers alternate tiles:
+    kernels/hopper/gemm_ws_pingpong.py) or "pipelined" (kernels/hopper/gemm_pipelined.py).
+    Blackwell (CUDA tensors on a compute capability 10.x GPU, compiled for sm_100a): "bw_ws"
+    (persistent, warp-specialized, TMEM accumulators, tiles from cluster launch control:
+    kernels/blackwell/gemm_ws.py) or "bw_ws_2cta" (the same over CTA pairs). NumPy arrays run
+    any variant in the interpreter; rows must be multiples of 16 bytes (K and N multiples of 8).
+    `config` overrides entries of TLX_GEMM_CONFIGS[variant] or BW_GEMM_CONFIGS[variant] (e.g.
+    USE_CLC=False for static persistence, BLOCK_N, NUM_STAGES, EPI_SUBTILE)."""
     return _matmul_tlx("matmul_tlx", a, b, variant, config, compile_only=False)
 
 
@@ -173,9 +216,11 @@ def compile_matmul_tlx(a, b, variant="ws", config=None):
 
 
 def _matmul_tlx(op, a, b, variant, config, compile_only):
-    if variant not in TLX_GEMM_CONFIGS:
-        raise ValueError(f"{op}: 'variant' must be one of {sorted(TLX_GEMM_CONFIGS)}, got "
-                         f"{variant!r}")
+    if variant not in TLX_GEMM_CONFIGS and variant not in BW_GEMM_CONFIGS:
+        raise ValueError(f"{op}: 'variant' must be one of "
+                         f"{sorted(TLX_GEMM_CONFIGS) + sorted(BW_GEMM_CONFIGS)}, got {variant!r}")
+    if variant in BW_GEMM_CONFIGS:
+        return _matmul_bw(op, a, b, variant, config, compile_only)
     place, dt, M, N, K = _matmul_operands(op, a, b)
     a = _tma_operand(op, "a", a, place)
     b = _tma_operand(op, "b", b, place)
@@ -185,6 +230,51 @@ def _matmul_tlx(op, a, b, variant, config, compile_only):
     c = _tma_operand(op, "c", c, place)
     go = _tuning.compile_only if compile_only else _tuning.direct
     _launch_tlx(place, go, a, b, c, variant, dict(TLX_GEMM_CONFIGS[variant], **(config or {})))
+    return c
+
+
+def _bw_grid(place, M, N, cfg) -> int:
+    """The Blackwell GEMMs' grid: with USE_CLC one program per tile (cluster launch control
+    cancels the programs not started yet that a persistent one takes), else one persistent
+    program per SM, or per tile where there are fewer; with PAIR CTA tiles over tile-rows
+    rounded up to even, whole clusters."""
+    pair = cfg.get("PAIR", False)
+    rows = ww.cdiv(M, cfg["BLOCK_M"])
+    if pair:
+        rows = ww.cdiv(rows, 2) * 2
+    tiles = rows * ww.cdiv(N, cfg["BLOCK_N"])
+    if cfg.get("USE_CLC", True):
+        return tiles
+    if pair:
+        return min(place.num_sms() // 2, tiles // 2) * 2
+    return min(place.num_sms(), tiles)
+
+
+def _matmul_bw(op, a, b, variant, config, compile_only):
+    """matmul_tlx's Blackwell variants: kernels/blackwell/gemm_ws.py on TMA descriptors."""
+    place, dt, M, N, K = _matmul_operands(op, a, b)
+    unknown = set(config or {}) - set(BW_GEMM_CONFIGS[variant])
+    if unknown:
+        raise ValueError(f"{op}: unknown config entries {sorted(unknown)} for variant "
+                         f"{variant!r}; it takes {sorted(BW_GEMM_CONFIGS[variant])}")
+    cfg = dict(BW_GEMM_CONFIGS[variant], **(config or {}))
+    a = _tma_operand(op, "a", a, place)
+    b = _tma_operand(op, "b", b, place)
+    c = place.empty((M, N), dt)
+    if M == 0 or N == 0:
+        return c
+    if K == 0:
+        # No MMA would write the accumulator: the product of empty operands is zero.
+        c[...] = 0
+        return c
+    c = _tma_operand(op, "c", c, place)
+    b_cols = cfg["BLOCK_N"] // (2 if cfg["PAIR"] else 1)
+    go = _tuning.compile_only if compile_only else _tuning.direct
+    extra = {"ctas_per_cga": (2, 1, 1)} if cfg["PAIR"] else {}
+    go(bw_gemm_ws_kernels.gemm_ws_kernel, (_bw_grid(place, M, N, cfg),),
+       _descriptor(a, [cfg["BLOCK_M"], cfg["BLOCK_K"]]), _descriptor(b, [cfg["BLOCK_K"], b_cols]),
+       _descriptor(c, [cfg["BLOCK_M"], cfg["BLOCK_N"] // cfg["EPI_SUBTILE"]]), M, N, K, **cfg,
+       num_warps=4, **extra)
     return c
 
 

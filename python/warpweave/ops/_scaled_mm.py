@@ -1,7 +1,9 @@
 """Scaled fp8 GEMM: torch._scaled_mm's semantics. The tl kernels (kernels/scaled_mm.py) on any GPU
 that multiplies fp8 (sm_89+; wgmma fp8 on sm_90a) and in the interpreter; the TLX
 warp-specialized persistent kernel (kernels/hopper/scaled_mm_ws.py) on sm_90 GPUs where TMA can
-address the operands, or in the interpreter with kernel="tlx"."""
+address the operands, or in the interpreter with kernel="tlx". scaled_mm_mx: the mxfp8 GEMM
+(e8m0 scales per 32 elements of K) of kernels/blackwell/scaled_mm_mx.py, on sm_100 GPUs or in
+the interpreter."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import warpweave as ww
 from . import _common, _tuning
 from ._common import _Place, _descriptor, _dtype_name, _is_numpy, _planned, _strides
 from .kernels import scaled_mm as scaled_mm_kernels
+from .kernels.blackwell import scaled_mm_mx as scaled_mm_mx_kernels
 from .kernels.hopper import scaled_mm_ws as scaled_mm_ws_kernels
 
 _FP8 = ("float8_e4m3fn", "float8_e5m2")
@@ -356,3 +359,140 @@ def _candidates(place, M, N, K, kernel, tma_ok, tlx_ok, out_size, fast=False) ->
             if _tuning.fits(place, shared):
                 out.append(c)
     return out
+
+
+# ------------------------------------------------------------------------------------------------
+# mxfp8 (Blackwell block-scaled MMA)
+# ------------------------------------------------------------------------------------------------
+
+# kernels/blackwell/scaled_mm_mx.py's configurations: 128x128x128 tiles (two TMEM accumulators
+# of 128 columns plus the columns the MMA copies the scales into; 256-wide tiles need 524 of the
+# 512), C in four 32-column chunks. One CTA: 6 stages of 33 KB (A, B^T and both scale tiles);
+# CTA pairs hold half of B^T's rows each (25 KB stages): 8. No Blackwell GPU has run it: checked
+# by ptxas for sm_100a and in the interpreter (tests/python/test_blackwell_scaled_mm_mx.py).
+SCALED_MM_MX_CONFIGS = {
+    "mx": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, NUM_STAGES=6, NUM_ACC=2,
+               EPI_SUBTILE=4, USE_CLC=True, PAIR=False),
+    "mx_2cta": dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, GROUP_M=8, NUM_STAGES=8, NUM_ACC=2,
+                    EPI_SUBTILE=4, USE_CLC=True, PAIR=True),
+}
+
+_E8M0 = ("uint8", "float8_e8m0fnu")
+
+
+def _mx_stages(cfg, out_size) -> int:
+    """NUM_STAGES cut to what shared memory holds beside C's two chunk buffers (fp32 C is twice
+    as large as 16-bit C): at least 2."""
+    bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    stage = (bm + bn // (2 if cfg["PAIR"] else 1)) * bk + (bm + bn) // 128 * (bk // 128) * 512
+    rest = 2 * bm * (bn // cfg["EPI_SUBTILE"]) * out_size + 2048  # barriers, CLC responses
+    stages = cfg["NUM_STAGES"]
+    while stages > 2 and stages * stage + rest > 232448:
+        stages -= 1
+    return stages
+
+
+def _mx_blocked(op: str, name: str, scales, rows: int, K: int):
+    """[rows, K / 32] e8m0 scales as the kernel reads them: the cuBLAS block-scaled layout
+    [1, rows / 128, K / 128, 2, 256] over rows rounded up to 128 and K / 32 up to 4 (padded with
+    127, 2^0), as torch's to_blocked / cuBLAS's 32_4_4 swizzle lays them out."""
+    if _dtype_name(scales) not in _E8M0:
+        raise ValueError(f"{op}: '{name}' has dtype {_dtype_name(scales)}; e8m0 scales are uint8 "
+                         f"(or float8_e8m0fnu): one exponent byte, 2^(s - 127)")
+    want = (rows, K // 32)
+    if tuple(scales.shape) != want:
+        raise ValueError(f"{op}: '{name}' has shape {tuple(scales.shape)}; expected {list(want)}"
+                         f" (one scale per 32 elements of K for each row)")
+    rp, cp = ww.cdiv(rows, 128) * 128, ww.cdiv(K // 32, 4) * 4
+    if _is_numpy(scales):
+        import numpy as np
+
+        padded = np.full((rp, cp), 127, np.uint8)
+        padded[:rows, :K // 32] = scales.view(np.uint8)
+        out = padded.reshape(rp // 128, 4, 32, cp // 4, 4).transpose(0, 3, 2, 1, 4)
+        return np.ascontiguousarray(out).reshape(1, rp // 128, cp // 4, 2, 256)
+    import torch
+
+    padded = torch.full((rp, cp), 127, dtype=torch.uint8, device=scales.device)
+    padded[:rows, :K // 32] = scales.view(torch.uint8)
+    out = padded.reshape(rp // 128, 4, 32, cp // 4, 4).permute(0, 3, 2, 1, 4)
+    return out.contiguous().reshape(1, rp // 128, cp // 4, 2, 256)
+
+
+def scaled_mm_mx(a, b, a_scales, b_scales, out_dtype=None, variant="mx", config=None):
+    """The mxfp8 product (a * a_scales) @ (b * b_scales): a [M, K] and b [K, N] float8_e4m3fn or
+    float8_e5m2 (each its own), a row-major (K contiguous) and b column-major (K contiguous:
+    b = bt.t() for a contiguous bt [N, K]), as scaled_mm takes them; the scales e8m0 exponents
+    (uint8, or float8_e8m0fnu: 2^(s - 127), 255 NaN), one per 32 consecutive elements of K:
+    a_scales [M, K / 32] (a_scales[m, j] scales a[m, 32 j : 32 j + 32]) and b_scales [N, K / 32]
+    (b_scales[n, j] scales b[32 j : 32 j + 32, n]), plain row-major arrays (they are rearranged
+    into the hardware's block-scaled layout here, a copy the size of the scales); K a multiple
+    of 32. Products summed in fp32, the result rounded once to out_dtype: bfloat16 (the default),
+    float16 or float32. Runs kernels/blackwell/scaled_mm_mx.py: CUDA tensors on a compute
+    capability 10.x GPU compiling for sm_100a, or NumPy arrays (ml_dtypes fp8) in the
+    interpreter. variant "mx" (one CTA per 128x128 tile) or "mx_2cta" (CTA pairs sharing each
+    MMA); `config` overrides entries of SCALED_MM_MX_CONFIGS[variant] (e.g. USE_CLC=False)."""
+    op = "scaled_mm_mx"
+    out = _out_dtype_name(op, out_dtype)
+    if variant not in SCALED_MM_MX_CONFIGS:
+        raise ValueError(f"{op}: 'variant' must be one of {sorted(SCALED_MM_MX_CONFIGS)}, got "
+                         f"{variant!r}")
+    unknown = set(config or {}) - set(SCALED_MM_MX_CONFIGS[variant])
+    if unknown:
+        raise ValueError(f"{op}: unknown config entries {sorted(unknown)}; it takes "
+                         f"{sorted(SCALED_MM_MX_CONFIGS[variant])}")
+    place = _Place(op, {"a": a, "b": b, "a_scales": a_scales, "b_scales": b_scales})
+    for name, t in (("a", a), ("b", b)):
+        if _dtype_name(t) not in _FP8:
+            raise ValueError(f"{op}: '{name}' has dtype {_dtype_name(t)}; expected "
+                             f"float8_e4m3fn or float8_e5m2")
+        if t.ndim != 2:
+            raise ValueError(f"{op}: '{name}' must be 2-D, got shape {tuple(t.shape)}")
+    M, K = a.shape
+    if b.shape[0] != K:
+        raise ValueError(f"{op}: 'b' has shape {tuple(b.shape)} but 'a' has {tuple(a.shape)}; "
+                         f"b's first dimension must equal a's second ({K})")
+    N = b.shape[1]
+    if K % 32:
+        raise ValueError(f"{op}: K must be a multiple of 32 (one e8m0 scale per 32 elements), "
+                         f"got K={K}")
+    sa, sb = _strides(a), _strides(b)
+    if M and K and not (sa[1] == 1 and (M == 1 or sa[0] >= K)):
+        raise ValueError(f"{op}: 'a' must be row-major (K contiguous), got strides {sa}")
+    if N and K and not (sb[0] == 1 and (N == 1 or sb[1] >= K)):
+        raise ValueError(f"{op}: 'b' must be column-major (K contiguous), got strides {sb}; "
+                         f"pass b as bt.t() (or bt.T) of a contiguous [N, K] array")
+    if place.on_gpu and not _common._is_sm100(place):
+        raise ValueError(f"{op}: needs a compute capability 10.x GPU compiling for sm_100a "
+                         f"(tcgen05 block-scaled MMA), or NumPy arrays (the interpreter)")
+    a_blocked = _mx_blocked(op, "a_scales", a_scales, M, K)
+    b_blocked = _mx_blocked(op, "b_scales", b_scales, N, K)
+    c = place.empty((M, N), out)
+    if M == 0 or N == 0:
+        return c
+    if K == 0:
+        c[...] = 0
+        return c
+    out_size = _OUT_BYTES[out]
+    bt = b.T if _is_numpy(b) else b.t()
+    for name, t, rows, pitch in (("a", a, M, sa[0]), ("b", bt, N, sb[1])):
+        if _common._address(t) % 16 or (rows > 1 and pitch % 16):
+            raise ValueError(f"{op}: '{name}' needs a 16-byte aligned base and row pitch (TMA), "
+                             f"got pitch {pitch}")
+    if (N * out_size) % 16:
+        raise ValueError(f"{op}: N * {out_size} bytes (the {out} result's rows) must be a "
+                         f"multiple of 16 (TMA), got N={N}")
+    cfg = dict(SCALED_MM_MX_CONFIGS[variant], **(config or {}))
+    cfg["NUM_STAGES"] = _mx_stages(cfg, out_size)
+    bm, bn, bk = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"]
+    extra = {"ctas_per_cga": (2, 1, 1)} if cfg["PAIR"] else {}
+    from ._matmul import _bw_grid
+
+    _tuning.direct(scaled_mm_mx_kernels.scaled_mm_mx_kernel, (_bw_grid(place, M, N, cfg),),
+                   _descriptor(a, [bm, bk]),
+                   _descriptor(bt, [bn // (2 if cfg["PAIR"] else 1), bk]),
+                   _descriptor(a_blocked, [1, bm // 128, bk // 128, 2, 256]),
+                   _descriptor(b_blocked, [1, bn // 128, bk // 128, 2, 256]),
+                   _descriptor(c, [bm, bn // cfg["EPI_SUBTILE"]]), M, N, K, **cfg, num_warps=4,
+                   **extra)
+    return c
