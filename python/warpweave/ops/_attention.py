@@ -1,5 +1,6 @@
 """Attention: the tl FlashAttention-2 kernel (kernels/attention.py, software-pipelined on sm_90a,
 any GPU), the Hopper warp-specialized ping-pong kernel (kernels/hopper/attention_ws.py, sm_90
+GPUs only), the Blackwell warp-specialized forward (kernels/blackwell/attention_ws.py, sm_100
 GPUs only), and variable-length attention over packed sequences (kernels/attention_varlen.py,
 FlashAttention's flash_attn_varlen_func), each with its backward."""
 
@@ -18,6 +19,7 @@ from .kernels import attention_varlen as attention_varlen_kernels
 from .kernels.hopper import attention_bwd_ws as attention_bwd_ws_kernels
 from .kernels.hopper import attention_ws as attention_ws_kernels
 from .kernels.blackwell import attention_bwd_ws as attention_bwd_ws_sm100_kernels
+from .kernels.blackwell import attention_ws as attention_ws_sm100_kernels
 
 
 def _check_attention_args(op, q, k, v, causal, sm_scale, head_dims, varlen=None) -> tuple:
@@ -109,6 +111,10 @@ def _host_ints(t):
 # where it applies) instead of the tl one: on sm_90 GPUs, for the shapes it takes (HEAD_DIM 64
 # or 128, N_CTX a multiple of 128).
 ATTENTION_TLX_ON_SM90 = True
+# Likewise for the Blackwell warp-specialized forward (kernels/blackwell/attention_ws.py) on GPUs
+# of compute capability 10.x compiling for sm_100a, for the same shapes. No Blackwell GPU has run
+# it (interpreter and ptxas only: tests/python/test_blackwell_attention_ws.py).
+ATTENTION_TLX_ON_SM100 = True
 
 # The tl kernel's fixed GPU configuration: 8 warps (two warp groups of 64 query rows) for every
 # head size; on sm_90a the loop is software-pipelined (K and V copied three blocks ahead into
@@ -120,6 +126,18 @@ _INTERPRETER_CONFIG = dict(BLOCK_M=32, BLOCK_N=16, num_warps=4)
 # The TLX kernel's: 64 query rows per consumer warp group (its S and O tiles, 64x128 and
 # 64xHEAD_DIM fp32, then fit in registers beside P), 128-key blocks in a 2-stage ring.
 ATTENTION_TLX_CONFIG = dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=2)
+# The Blackwell kernel's: 128 query rows per softmax warp group (one tensor-memory lane a row;
+# S, P and O live in tensor memory, not registers), 128-key blocks, K and V in a 2-stage ring
+# (199 KB of shared memory at HEAD_DIM 128; a third stage does not fit). N_CTX not a multiple of
+# 256 takes 64-row sub-tiles (the PTX ISA's 64-lane layout), so every multiple of 128 is served.
+ATTENTION_TLX_SM100_CONFIG = dict(BLOCK_M=128, BLOCK_N=128, NUM_STAGES=2)
+
+
+def _sm100_config(n_ctx) -> dict:
+    """The Blackwell kernel's configuration for N_CTX (a multiple of 128)."""
+    if n_ctx % (2 * ATTENTION_TLX_SM100_CONFIG["BLOCK_M"]):
+        return dict(ATTENTION_TLX_SM100_CONFIG, BLOCK_M=64)
+    return dict(ATTENTION_TLX_SM100_CONFIG)
 
 
 def attention(q, k, v, causal=False, sm_scale=None, return_lse=False, kernel=None):
@@ -128,30 +146,41 @@ def attention(q, k, v, causal=False, sm_scale=None, return_lse=False, kernel=Non
     1 / sqrt(HEAD_DIM). Returns out (q's dtype, contiguous), and with return_lse also the fp32
     [Z, H, N_CTX] base-2 log-sum-exp of the scaled scores. kernel: None picks (on GPUs the
     fastest of the tl kernel's and, on sm_90 where it applies (ATTENTION_TLX_ON_SM90), the TLX
-    warp-specialized kernel's block sizes, tuned once per shape: warpweave.ops._tuning;
+    warp-specialized kernel's block sizes, on sm_100 (ATTENTION_TLX_ON_SM100) the Blackwell
+    kernel's fixed configuration, tuned once per shape: warpweave.ops._tuning;
     WARPWEAVE_OPS_TUNING=0 takes the TLX kernel where it applies and the tl kernel elsewhere;
-    the tl kernel in the interpreter), "tl" or "tlx" restrict it to one kernel."""
+    the tl kernel in the interpreter), "tl" or "tlx" restrict it to one kernel ("tlx": the
+    warp-specialized kernel of the call's GPU, Blackwell's on sm_100, Hopper's elsewhere and in
+    the interpreter); "tlx_sm100" the Blackwell kernel (on an sm_100 GPU, or in the interpreter
+    with NumPy arrays or CPU tensors)."""
     op = "attention"
-    if kernel not in (None, "tl", "tlx"):
-        raise ValueError(f"{op}: 'kernel' must be None, 'tl' or 'tlx', got {kernel!r}")
+    if kernel not in (None, "tl", "tlx", "tlx_sm100"):
+        raise ValueError(f"{op}: 'kernel' must be None, 'tl', 'tlx' or 'tlx_sm100', got "
+                         f"{kernel!r}")
     place = _Place(op, {"q": q, "k": k, "v": v})
     dt, sm_scale = _check_attention_args(op, q, k, v, causal, sm_scale, (16, 32, 64, 128, 256))
     z, h, n_ctx, head_dim = q.shape
-    tlx_fits = (head_dim in (64, 128) and n_ctx > 0 and n_ctx % 128 == 0 and z * h > 0
-                and _common._is_sm90(place))
-    if kernel == "tlx" and not tlx_fits:
-        # The interpreter, and shapes attention_tlx refuses (with the reason).
-        return attention_tlx(q, k, v, sm_scale=sm_scale, return_lse=return_lse, causal=causal)
+    shape_fits = head_dim in (64, 128) and n_ctx > 0 and n_ctx % 128 == 0 and z * h > 0
+    on_sm100 = _common._is_sm100(place)
+    if kernel == "tlx" and on_sm100:
+        kernel = "tlx_sm100"
+    tlx_fits = shape_fits and _common._is_sm90(place)
+    sm100_fits = shape_fits and on_sm100
+    if (kernel == "tlx" and not tlx_fits) or (kernel == "tlx_sm100" and not sm100_fits):
+        # The interpreter, and shapes (or GPUs) attention_tlx refuses (with the reason).
+        return attention_tlx(q, k, v, sm_scale=sm_scale, return_lse=return_lse, causal=causal,
+                             arch="sm_100" if kernel == "tlx_sm100" else "sm_90")
     tlx = kernel == "tlx" or (kernel is None and ATTENTION_TLX_ON_SM90 and tlx_fits)
+    sm100 = kernel == "tlx_sm100" or (kernel is None and ATTENTION_TLX_ON_SM100 and sm100_fits)
     q, k, v = (t if _strides(t)[3] == 1 and min(_strides(t)) >= 0 else _contiguous(t)
                for t in (q, k, v))
     out = place.empty((z, h, n_ctx, head_dim), dt)
     lse = place.empty((z * h, n_ctx), "float32")
     if z * h > 0 and n_ctx > 0:
         def launch(candidate, go):
-            if candidate.kernel == "tlx":
+            if candidate.kernel in ("tlx", "tlx_sm100"):
                 _launch_tlx(place, go, op, q, k, v, out, lse, sm_scale, causal,
-                            candidate.config)
+                            candidate.config, _FORWARD_KERNELS[candidate.kernel])
                 return
             sq, sk, sv, so = (_strides(t) for t in (q, k, v, out))
             go(attention_kernels.attention_fwd_kernel,
@@ -164,7 +193,8 @@ def attention(q, k, v, causal=False, sm_scale=None, return_lse=False, kernel=Non
             launch(_tuning.Candidate("tl", **_INTERPRETER_CONFIG), place.launch)
         else:
             candidates = _forward_candidates(place, head_dim, _itemsize(q),
-                                             tl=kernel != "tlx", tlx=tlx)
+                                             tl=kernel not in ("tlx", "tlx_sm100"), tlx=tlx,
+                                             sm100=sm100 and _sm100_config(n_ctx))
             chosen = _tuning.choose(
                 place, op, (dt, causal, _tuning.pow2_bucket(z * h), n_ctx, head_dim),
                 candidates, candidates[0], launch,
@@ -175,30 +205,46 @@ def attention(q, k, v, causal=False, sm_scale=None, return_lse=False, kernel=Non
     return out
 
 
-def attention_tlx(q, k, v, sm_scale=None, return_lse=False, causal=False):
-    """Attention with the Hopper warp-specialized ping-pong kernel
-    (kernels/hopper/attention_ws.py) in its fixed configuration (ATTENTION_TLX_CONFIG): q, k, v
-    [Z, H, N_CTX, HEAD_DIM] fp16 or bf16 (CUDA tensors on an sm_90 GPU; NumPy arrays in the
+def attention_tlx(q, k, v, sm_scale=None, return_lse=False, causal=False, arch=None):
+    """Attention with a warp-specialized TLX kernel in its fixed configuration: arch "sm_90" the
+    Hopper ping-pong kernel (kernels/hopper/attention_ws.py, ATTENTION_TLX_CONFIG), "sm_100" the
+    Blackwell one (kernels/blackwell/attention_ws.py, ATTENTION_TLX_SM100_CONFIG), None the one
+    of the call's GPU (the Hopper kernel in the interpreter). q, k, v [Z, H, N_CTX, HEAD_DIM]
+    fp16 or bf16 (CUDA tensors on a GPU of that architecture; NumPy arrays or CPU tensors in the
     interpreter), HEAD_DIM 64 or 128, N_CTX a multiple of 128. Same results as
     attention(causal=causal)."""
     op = "attention_tlx"
+    if arch not in (None, "sm_90", "sm_100"):
+        raise ValueError(f"{op}: 'arch' must be None, 'sm_90' or 'sm_100', got {arch!r}")
     place = _Place(op, {"q": q, "k": k, "v": v})
     dt, sm_scale = _check_attention_args(op, q, k, v, causal, sm_scale, (64, 128))
     z, h, n_ctx, head_dim = q.shape
     if n_ctx % 128 or n_ctx == 0:
         raise ValueError(f"{op}: 'q' has N_CTX {n_ctx}; the kernel needs a positive multiple of "
                          f"128 (use attention() for other lengths)")
+    if arch is None:
+        arch = "sm_100" if _common._is_sm100(place) else "sm_90"
+    if arch == "sm_100" and place.on_gpu and not _common._is_sm100(place):
+        raise ValueError(f"{op}: arch='sm_100' needs a GPU of compute capability 10.x compiling "
+                         f"for sm_100a (or the interpreter: NumPy arrays, or CPU tensors with "
+                         f"WARPWEAVE_INTERPRET=1)")
     out = place.empty((z, h, n_ctx, head_dim), dt)
     lse = place.empty((z * h, n_ctx), "float32")
-    _launch_tlx(place, _tuning.direct, op, q, k, v, out, lse, sm_scale, causal,
-                ATTENTION_TLX_CONFIG)
+    if arch == "sm_100":
+        _launch_tlx(place, _tuning.direct, op, q, k, v, out, lse, sm_scale, causal,
+                    _sm100_config(n_ctx), attention_ws_sm100_kernels.attention_ws_kernel)
+    else:
+        _launch_tlx(place, _tuning.direct, op, q, k, v, out, lse, sm_scale, causal,
+                    ATTENTION_TLX_CONFIG)
     if return_lse:
         return out, lse.reshape(z, h, n_ctx)
     return out
 
 
-def _launch_tlx(place, go, op, q, k, v, out, lse, sm_scale, causal, config):
-    """Launches kernels/hopper/attention_ws.py with `config` (BLOCK_M query rows per consumer,
+def _launch_tlx(place, go, op, q, k, v, out, lse, sm_scale, causal, config,
+                kernel=attention_ws_kernels.attention_ws_kernel):
+    """Launches `kernel`, kernels/hopper/attention_ws.py's or kernels/blackwell/attention_ws.py's
+    (one signature and grid), with `config` (BLOCK_M query rows per consumer / softmax group,
     BLOCK_N-key blocks, NUM_STAGES; N_CTX a multiple of 2 * BLOCK_M and of BLOCK_N) through
     go(kernel, grid, *args, **meta), over descriptors of q, k, v and out seen as [rows,
     HEAD_DIM]."""
@@ -209,9 +255,8 @@ def _launch_tlx(place, go, op, q, k, v, out, lse, sm_scale, causal, config):
     block_m, block_n = config["BLOCK_M"], config["BLOCK_N"]
     descs = [_descriptor(t, [rows, head_dim])
              for t, rows in ((q2, block_m), (k2, block_n), (v2, block_n), (o2, block_m))]
-    go(attention_ws_kernels.attention_ws_kernel, (n_ctx // (2 * block_m), z * h),
-       *descs, lse, float(sm_scale), n_ctx, HEAD_DIM=head_dim, CAUSAL=bool(causal),
-       num_warps=4, **config)
+    go(kernel, (n_ctx // (2 * block_m), z * h), *descs, lse, float(sm_scale), n_ctx,
+       HEAD_DIM=head_dim, CAUSAL=bool(causal), num_warps=4, **config)
 
 
 def attention_bwd(do, q, k, v, out, lse, causal=False, sm_scale=None, kernel=None):
@@ -449,7 +494,8 @@ _TLX_CONFIGS = [
     dict(BLOCK_M=64, BLOCK_N=64, NUM_STAGES=3),
 ]
 _FORWARD_KERNELS = {"tl": attention_kernels.attention_fwd_kernel,
-                    "tlx": attention_ws_kernels.attention_ws_kernel}
+                    "tlx": attention_ws_kernels.attention_ws_kernel,
+                    "tlx_sm100": attention_ws_sm100_kernels.attention_ws_kernel}
 
 # Backward (dK / dV kernel: BLOCK_N keys a program, BLOCK_M-query steps; dQ kernel: BLOCK_M
 # queries a program, BLOCK_N-key steps), beside the fixed 64 x 64 blocks: the other warp count;
@@ -473,11 +519,13 @@ _DQ_CONFIGS = [
 ]
 
 
-def _forward_candidates(place, head_dim, itemsize, tl, tlx, fixed=ATTENTION_GPU_CONFIG) -> list:
-    """The forward configurations for HEAD_DIM on the call's GPU, the fixed one first (the TLX
-    kernel's where `tlx`, else the tl kernel's `fixed`): the tl kernel's where `tl`, the TLX
-    kernel's where `tlx`, those that fit the GPU's shared memory."""
-    out = []
+def _forward_candidates(place, head_dim, itemsize, tl, tlx, fixed=ATTENTION_GPU_CONFIG,
+                        sm100=None) -> list:
+    """The forward configurations for HEAD_DIM on the call's GPU, the fixed one first (the
+    Blackwell kernel's `sm100` configuration where given, the Hopper TLX kernel's where `tlx`,
+    else the tl kernel's `fixed`): the tl kernel's where `tl`, the TLX kernel's where `tlx`,
+    those that fit the GPU's shared memory."""
+    out = [_tuning.Candidate("tlx_sm100", **sm100)] if sm100 else []
     if tlx:
         out += [_tuning.Candidate("tlx", **cfg) for cfg in [ATTENTION_TLX_CONFIG] + _TLX_CONFIGS
                 if cfg is ATTENTION_TLX_CONFIG or
