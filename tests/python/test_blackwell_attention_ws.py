@@ -79,13 +79,14 @@ def dtype_of(name):
 
 
 # ZH x N_CTX x HEAD_DIM: 1x2x256 (one program a head), 2x1x384 (BLOCK_M 64: three 128-row
-# programs), 1x1x512 (causal: unmasked blocks before the diagonal; 3 stages wrap the ring).
+# programs), 1x1x512 (causal: unmasked blocks before the diagonal); 3 stages (HEAD_DIM 64's
+# default) wrap the ring.
 CASES = [
     (2, 256, 64, False, 128, 2, "fp16"),
     (2, 256, 128, True, 128, 2, "fp16"),
     (2, 256, 64, True, 128, 2, "bf16"),
     (2, 384, 128, False, 64, 2, "bf16"),
-    (2, 384, 64, True, 64, 2, "fp16"),
+    (2, 384, 64, True, 64, 3, "fp16"),
     (1, 512, 64, True, 128, 3, "fp16"),
     (1, 512, 128, False, 128, 2, "fp16"),
 ]
@@ -227,18 +228,22 @@ def sm100_compiles(monkeypatch, gpu_compiles):
 @pytest.mark.parametrize("kernel", [None, "tlx"])
 def test_sm100_gpus_route_the_forward_to_the_blackwell_kernel(monkeypatch, sm100_compiles,
                                                               kernel):
-    for n_ctx, block_m in ((1024, 128), (384, 64)):
+    for n_ctx, head_dim, block_m, stages in ((1024, 128, 128, 2), (384, 128, 64, 2),
+                                             (1024, 64, 128, 3)):
         sm100_compiles.clear()
-        x = np.ones((1, 2, n_ctx, 128), np.float16)
+        x = np.ones((1, 2, n_ctx, head_dim), np.float16)
         ops.attention(x, x, x, causal=True, kernel=kernel)
         (compiled,) = sm100_compiles
         assert compiled.fn is attention_ws.attention_ws_kernel
         assert compiled.n_spills == 0 and compiled.shared <= _tuning._TARGET_SHARED["sm_100a"]
+        assert _attention._sm100_config(n_ctx, head_dim) == dict(
+            BLOCK_M=block_m, BLOCK_N=128, NUM_STAGES=stages)
         if kernel is None:
-            assert _tuning.decisions["attention"].chosen.config["BLOCK_M"] == block_m
-    # The flag off: kernel=None takes the tl kernel; shapes the kernel does not take too.
-    monkeypatch.setattr(_attention, "ATTENTION_TLX_ON_SM100", False)
-    for n_ctx in (1024, 200):
+            chosen = _tuning.decisions["attention"].chosen
+            assert chosen.kernel == "tlx_sm100" and chosen.config["BLOCK_M"] == block_m
+    # Shapes the kernel does not take go to the tl kernel; so does everything with the flag off.
+    for flag, n_ctx in ((True, 200), (False, 1024), (False, 200)):
+        monkeypatch.setattr(_attention, "ATTENTION_TLX_ON_SM100", flag)
         sm100_compiles.clear()
         x = np.ones((1, 2, n_ctx, 64), np.float16)
         ops.attention(x, x, x)
@@ -256,14 +261,19 @@ def signature(head_dim, causal, bm, stages, dtype):
 
 @pytest.mark.parametrize("head_dim", [64, 128])
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("bm,dtype", [(128, "fp16"), (128, "bf16"), (64, "fp16")])
-def test_compiles_for_sm100a_without_spills(requires_ptxas, head_dim, causal, bm, dtype):
+@pytest.mark.parametrize("n_ctx,dtype", [(1024, "fp16"), (1024, "bf16"), (384, "fp16")])
+def test_default_configurations_compile_for_sm100a_without_spills(requires_ptxas, head_dim,
+                                                                   causal, n_ctx, dtype):
+    """The configurations ops.attention launches (BLOCK_M 64 where N_CTX is an odd multiple of
+    128; 3 stages at HEAD_DIM 64)."""
+    config = _attention._sm100_config(n_ctx, head_dim)
+    bm, stages = config["BLOCK_M"], config["NUM_STAGES"]
     env = attention_ws.attention_ws_kernel.environment()
     k = native_loader.native().compile(env.files, "attention_ws_kernel",
-                                       signature(head_dim, causal, bm, 2, dtype), env.globals,
-                                       target="sm_100a", num_warps=4, stage="cubin")
-    print(f"D{head_dim} causal={causal} BLOCK_M={bm} {dtype}: {k.registers} registers, "
-          f"{k.spill_bytes} spill bytes, {k.shared_bytes} B shared")
+                                       signature(head_dim, causal, bm, stages, dtype),
+                                       env.globals, target="sm_100a", num_warps=4, stage="cubin")
+    print(f"D{head_dim} causal={causal} BLOCK_M={bm} stages={stages} {dtype}: {k.registers} "
+          f"registers, {k.spill_bytes} spill bytes, {k.shared_bytes} B shared")
     assert k.spill_bytes == 0
     # 16 warps (4 correction, 8 softmax, the load and MMA warps and two idle): .maxnreg 128;
     # softmax raises its warps to 192, the correction group drops to 104, the last group to 24.
@@ -272,9 +282,9 @@ def test_compiles_for_sm100a_without_spills(requires_ptxas, head_dim, causal, bm
     assert "setmaxnreg.inc.sync.aligned.u32 192" in ptx
     assert "setmaxnreg.dec.sync.aligned.u32 104" in ptx
     assert "setmaxnreg.dec.sync.aligned.u32 24" in ptx
-    # Q (2 tiles), K and V (2 stages each), alpha and l: at most 199 KB at HEAD_DIM 128.
+    # Q (2 tiles), K and V (NUM_STAGES each), alpha and l: at most 199 KB at HEAD_DIM 128.
     assert k.shared_bytes <= _tuning._TARGET_SHARED["sm_100a"]
-    tiles = 2 * (2 * bm + 4 * 128) * head_dim
+    tiles = 2 * (2 * bm + 2 * stages * 128) * head_dim
     assert tiles <= k.shared_bytes <= tiles + 4096
     # S, P and O in tensor memory: 2 * (128 + HEAD_DIM) columns, allocated as a power of two.
     assert re.search(r"tcgen05\.alloc\.cta_group::1\.sync\.aligned\.shared::cta\.b32 "
@@ -284,12 +294,8 @@ def test_compiles_for_sm100a_without_spills(requires_ptxas, head_dim, causal, bm
     assert re.search(r"tcgen05\.mma\.cta_group::1\.kind::f16 \[%r\d+\], \[%r\d+\], %rd\d+", ptx)
 
 
-def test_a_third_stage_fits_at_head_dim_64_only(requires_ptxas):
+def test_a_third_stage_does_not_fit_at_head_dim_128(requires_ptxas):
     env = attention_ws.attention_ws_kernel.environment()
-    k = native_loader.native().compile(env.files, "attention_ws_kernel",
-                                       signature(64, True, 128, 3, "fp16"), env.globals,
-                                       target="sm_100a", num_warps=4, stage="cubin")
-    assert k.spill_bytes == 0
     with pytest.raises(ww.CompilationError, match="more than the 232448 a block may use"):
         native_loader.native().compile(env.files, "attention_ws_kernel",
                                        signature(128, False, 128, 3, "fp16"), env.globals,

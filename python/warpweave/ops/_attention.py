@@ -128,16 +128,21 @@ _INTERPRETER_CONFIG = dict(BLOCK_M=32, BLOCK_N=16, num_warps=4)
 ATTENTION_TLX_CONFIG = dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=2)
 # The Blackwell kernel's: 128 query rows per softmax warp group (one tensor-memory lane a row;
 # S, P and O live in tensor memory, not registers), 128-key blocks, K and V in a 2-stage ring
-# (199 KB of shared memory at HEAD_DIM 128; a third stage does not fit). N_CTX not a multiple of
-# 256 takes 64-row sub-tiles (the PTX ISA's 64-lane layout), so every multiple of 128 is served.
+# (199 KB of shared memory at HEAD_DIM 128; a third stage does not fit), 3 stages at HEAD_DIM 64
+# (131 KB: its tensor memory, 384 columns allocated as 512, already allows one program per SM
+# only, so the shared memory costs no occupancy). N_CTX not a multiple of 256 takes 64-row
+# sub-tiles (the PTX ISA's 64-lane layout), so every multiple of 128 is served.
 ATTENTION_TLX_SM100_CONFIG = dict(BLOCK_M=128, BLOCK_N=128, NUM_STAGES=2)
 
 
-def _sm100_config(n_ctx) -> dict:
-    """The Blackwell kernel's configuration for N_CTX (a multiple of 128)."""
-    if n_ctx % (2 * ATTENTION_TLX_SM100_CONFIG["BLOCK_M"]):
-        return dict(ATTENTION_TLX_SM100_CONFIG, BLOCK_M=64)
-    return dict(ATTENTION_TLX_SM100_CONFIG)
+def _sm100_config(n_ctx, head_dim) -> dict:
+    """The Blackwell kernel's configuration for N_CTX (a multiple of 128) and HEAD_DIM."""
+    config = dict(ATTENTION_TLX_SM100_CONFIG)
+    if n_ctx % (2 * config["BLOCK_M"]):
+        config["BLOCK_M"] = 64
+    if head_dim == 64:
+        config["NUM_STAGES"] = 3
+    return config
 
 
 def attention(q, k, v, causal=False, sm_scale=None, return_lse=False, kernel=None):
@@ -194,7 +199,7 @@ def attention(q, k, v, causal=False, sm_scale=None, return_lse=False, kernel=Non
         else:
             candidates = _forward_candidates(place, head_dim, _itemsize(q),
                                              tl=kernel not in ("tlx", "tlx_sm100"), tlx=tlx,
-                                             sm100=sm100 and _sm100_config(n_ctx))
+                                             sm100=sm100 and _sm100_config(n_ctx, head_dim))
             chosen = _tuning.choose(
                 place, op, (dt, causal, _tuning.pow2_bucket(z * h), n_ctx, head_dim),
                 candidates, candidates[0], launch,
@@ -232,7 +237,8 @@ def attention_tlx(q, k, v, sm_scale=None, return_lse=False, causal=False, arch=N
     lse = place.empty((z * h, n_ctx), "float32")
     if arch == "sm_100":
         _launch_tlx(place, _tuning.direct, op, q, k, v, out, lse, sm_scale, causal,
-                    _sm100_config(n_ctx), attention_ws_sm100_kernels.attention_ws_kernel)
+                    _sm100_config(n_ctx, head_dim),
+                    attention_ws_sm100_kernels.attention_ws_kernel)
     else:
         _launch_tlx(place, _tuning.direct, op, q, k, v, out, lse, sm_scale, causal,
                     ATTENTION_TLX_CONFIG)
