@@ -2,7 +2,7 @@
 in the interpreter (which models tcgen05 MMAs, tensor memory and mbarriers and reports races)
 against a float64 reference, O and the base-2 LSE, HEAD_DIM 64 and 128, causal and not, both
 sub-tile heights (BLOCK_M 128, and 64 where N_CTX is an odd multiple of 128); planted
-synchronization bugs reported at their lines; the ops routing (kernel="tlx_sm100" in the
+synchronization bugs reported at their lines; the ops routing (kernel="tlx_blackwell" in the
 interpreter, kernel=None and "tlx" on an sm_100 GPU) and its errors; and every configuration
 compiled for sm_100a through ptxas without spills. No Blackwell GPU has run this kernel."""
 
@@ -168,10 +168,10 @@ def test_missing_p_full_wait_is_reported(interpret, tmp_path):
 
 @pytest.mark.parametrize("shape,causal,dt", [((1, 2, 256, 64), False, "fp16"),
                                              ((2, 1, 384, 128), True, "fp16")])
-def test_ops_kernel_tlx_sm100_runs_in_the_interpreter(shape, causal, dt):
+def test_ops_kernel_tlx_blackwell_runs_in_the_interpreter(shape, causal, dt):
     q, k, v = (t.reshape(shape) for t in inputs(shape[0] * shape[1], shape[2], shape[3],
                                                  dtype_of(dt), 9))
-    out, lse = ops.attention(q, k, v, causal=causal, return_lse=True, kernel="tlx_sm100")
+    out, lse = ops.attention(q, k, v, causal=causal, return_lse=True, kernel="tlx_blackwell")
     assert out.shape == shape and lse.shape == shape[:3]
     flat = [t.reshape(-1, *shape[2:]) for t in (q, k, v)]
     check(out.reshape(-1, *shape[2:]), lse.reshape(-1, shape[2]), *flat,
@@ -180,12 +180,12 @@ def test_ops_kernel_tlx_sm100_runs_in_the_interpreter(shape, causal, dt):
     np.testing.assert_array_equal(again, out)
 
 
-def test_ops_kernel_tlx_sm100_takes_cpu_tensors(monkeypatch):
+def test_ops_kernel_tlx_blackwell_takes_cpu_tensors(monkeypatch):
     torch = pytest.importorskip("torch", reason="PyTorch is not installed")
     monkeypatch.setenv("WARPWEAVE_INTERPRET", "1")
     torch.manual_seed(0)
     q, k, v = (torch.randn((1, 2, 256, 64), dtype=torch.bfloat16) for _ in range(3))
-    out, lse = ops.attention(q, k, v, causal=True, return_lse=True, kernel="tlx_sm100")
+    out, lse = ops.attention(q, k, v, causal=True, return_lse=True, kernel="tlx_blackwell")
     flat = [t.float().numpy().reshape(2, 256, 64) for t in (q, k, v)]
     want_out, want_lse = reference(*flat, 0.125, True)
     assert out.dtype == torch.bfloat16
@@ -195,15 +195,16 @@ def test_ops_kernel_tlx_sm100_takes_cpu_tensors(monkeypatch):
 
 def test_ops_refuses_what_the_kernel_does_not_take(monkeypatch):
     x = np.ones((1, 1, 256, 64), np.float16)
+
+    def blackwell(shape, dtype=np.float16):
+        return lambda: ops.attention(*(np.ones(shape, dtype),) * 3, kernel="tlx_blackwell")
+
     cases = [
-        (lambda: ops.attention(*(np.ones((1, 1, 200, 64), np.float16),) * 3, kernel="tlx_sm100"),
-         "N_CTX 200; the kernel needs a positive multiple of 128"),
-        (lambda: ops.attention(*(np.ones((1, 1, 256, 32), np.float16),) * 3, kernel="tlx_sm100"),
-         "HEAD_DIM 32; the kernel takes 64 or 128"),
-        (lambda: ops.attention(*(np.ones((1, 1, 256, 64), np.float32),) * 3, kernel="tlx_sm100"),
-         "'q' has dtype float32"),
+        (blackwell((1, 1, 200, 64)), "N_CTX 200; the kernel needs a positive multiple of 128"),
+        (blackwell((1, 1, 256, 32)), "HEAD_DIM 32; the kernel takes 64 or 128"),
+        (blackwell((1, 1, 256, 64), np.float32), "'q' has dtype float32"),
         (lambda: ops.attention(x, x, x, kernel="sm100"),
-         "'kernel' must be None, 'tl', 'tlx' or 'tlx_sm100'"),
+         "'kernel' must be None, 'tl', 'tlx' or 'tlx_blackwell'"),
         (lambda: ops.attention_tlx(x, x, x, arch="sm_80"), "'arch' must be None"),
     ]
     for call, message in cases:
@@ -212,8 +213,11 @@ def test_ops_refuses_what_the_kernel_does_not_take(monkeypatch):
     # On a GPU that is not an sm_100 (here: an sm_90 one), the Blackwell kernel is refused.
     monkeypatch.setattr(_common._Place, "on_gpu", property(lambda self: True))
     monkeypatch.setattr(_common, "_is_sm90", lambda place: True)
+    with pytest.raises(ValueError, match=r"kernel='tlx_blackwell' needs a compute capability 10 "
+                                         r"GPU compiling for sm_100a"):
+        ops.attention(x, x, x, kernel="tlx_blackwell")
     with pytest.raises(ValueError, match=r"arch='sm_100' needs a GPU of compute capability 10"):
-        ops.attention(x, x, x, kernel="tlx_sm100")
+        ops.attention_tlx(x, x, x, arch="sm_100")
 
 
 @pytest.fixture
@@ -240,7 +244,7 @@ def test_sm100_gpus_route_the_forward_to_the_blackwell_kernel(monkeypatch, sm100
             BLOCK_M=block_m, BLOCK_N=128, NUM_STAGES=stages)
         if kernel is None:
             chosen = _tuning.decisions["attention"].chosen
-            assert chosen.kernel == "tlx_sm100" and chosen.config["BLOCK_M"] == block_m
+            assert chosen.kernel == "tlx_blackwell" and chosen.config["BLOCK_M"] == block_m
     # Shapes the kernel does not take go to the tl kernel; so does everything with the flag off.
     for flag, n_ctx in ((True, 200), (False, 1024), (False, 200)):
         monkeypatch.setattr(_attention, "ATTENTION_TLX_ON_SM100", flag)

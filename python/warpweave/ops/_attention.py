@@ -156,34 +156,37 @@ def attention(q, k, v, causal=False, sm_scale=None, return_lse=False, kernel=Non
     WARPWEAVE_OPS_TUNING=0 takes the TLX kernel where it applies and the tl kernel elsewhere;
     the tl kernel in the interpreter), "tl" or "tlx" restrict it to one kernel ("tlx": the
     warp-specialized kernel of the call's GPU, Blackwell's on sm_100, Hopper's elsewhere and in
-    the interpreter); "tlx_sm100" the Blackwell kernel (on an sm_100 GPU, or in the interpreter
+    the interpreter); "tlx_blackwell" the Blackwell kernel (on an sm_100 GPU, or in the interpreter
     with NumPy arrays or CPU tensors)."""
     op = "attention"
-    if kernel not in (None, "tl", "tlx", "tlx_sm100"):
-        raise ValueError(f"{op}: 'kernel' must be None, 'tl', 'tlx' or 'tlx_sm100', got "
+    if kernel not in (None, "tl", "tlx", "tlx_blackwell"):
+        raise ValueError(f"{op}: 'kernel' must be None, 'tl', 'tlx' or 'tlx_blackwell', got "
                          f"{kernel!r}")
     place = _Place(op, {"q": q, "k": k, "v": v})
     dt, sm_scale = _check_attention_args(op, q, k, v, causal, sm_scale, (16, 32, 64, 128, 256))
     z, h, n_ctx, head_dim = q.shape
     shape_fits = head_dim in (64, 128) and n_ctx > 0 and n_ctx % 128 == 0 and z * h > 0
     on_sm100 = _common._is_sm100(place)
+    if kernel == "tlx_blackwell" and place.on_gpu and not on_sm100:
+        raise ValueError(f"{op}: kernel='tlx_blackwell' needs a compute capability 10 GPU "
+                         f"compiling for sm_100a (or the interpreter); use kernel='tl'")
     if kernel == "tlx" and on_sm100:
-        kernel = "tlx_sm100"
+        kernel = "tlx_blackwell"
     tlx_fits = shape_fits and _common._is_sm90(place)
     sm100_fits = shape_fits and on_sm100
-    if (kernel == "tlx" and not tlx_fits) or (kernel == "tlx_sm100" and not sm100_fits):
+    if (kernel == "tlx" and not tlx_fits) or (kernel == "tlx_blackwell" and not sm100_fits):
         # The interpreter, and shapes (or GPUs) attention_tlx refuses (with the reason).
         return attention_tlx(q, k, v, sm_scale=sm_scale, return_lse=return_lse, causal=causal,
-                             arch="sm_100" if kernel == "tlx_sm100" else "sm_90")
+                             arch="sm_100" if kernel == "tlx_blackwell" else "sm_90")
     tlx = kernel == "tlx" or (kernel is None and ATTENTION_TLX_ON_SM90 and tlx_fits)
-    sm100 = kernel == "tlx_sm100" or (kernel is None and ATTENTION_TLX_ON_SM100 and sm100_fits)
+    sm100 = kernel == "tlx_blackwell" or (kernel is None and ATTENTION_TLX_ON_SM100 and sm100_fits)
     q, k, v = (t if _strides(t)[3] == 1 and min(_strides(t)) >= 0 else _contiguous(t)
                for t in (q, k, v))
     out = place.empty((z, h, n_ctx, head_dim), dt)
     lse = place.empty((z * h, n_ctx), "float32")
     if z * h > 0 and n_ctx > 0:
         def launch(candidate, go):
-            if candidate.kernel in ("tlx", "tlx_sm100"):
+            if candidate.kernel in ("tlx", "tlx_blackwell"):
                 _launch_tlx(place, go, op, q, k, v, out, lse, sm_scale, causal,
                             candidate.config, _FORWARD_KERNELS[candidate.kernel])
                 return
@@ -198,7 +201,7 @@ def attention(q, k, v, causal=False, sm_scale=None, return_lse=False, kernel=Non
             launch(_tuning.Candidate("tl", **_INTERPRETER_CONFIG), place.launch)
         else:
             candidates = _forward_candidates(place, head_dim, _itemsize(q),
-                                             tl=kernel not in ("tlx", "tlx_sm100"), tlx=tlx,
+                                             tl=kernel not in ("tlx", "tlx_blackwell"), tlx=tlx,
                                              sm100=sm100 and _sm100_config(n_ctx, head_dim))
             chosen = _tuning.choose(
                 place, op, (dt, causal, _tuning.pow2_bucket(z * h), n_ctx, head_dim),
@@ -501,7 +504,7 @@ _TLX_CONFIGS = [
 ]
 _FORWARD_KERNELS = {"tl": attention_kernels.attention_fwd_kernel,
                     "tlx": attention_ws_kernels.attention_ws_kernel,
-                    "tlx_sm100": attention_ws_sm100_kernels.attention_ws_kernel}
+                    "tlx_blackwell": attention_ws_sm100_kernels.attention_ws_kernel}
 
 # Backward (dK / dV kernel: BLOCK_N keys a program, BLOCK_M-query steps; dQ kernel: BLOCK_M
 # queries a program, BLOCK_N-key steps), beside the fixed 64 x 64 blocks: the other warp count;
@@ -531,7 +534,7 @@ def _forward_candidates(place, head_dim, itemsize, tl, tlx, fixed=ATTENTION_GPU_
     Blackwell kernel's `sm100` configuration where given, the Hopper TLX kernel's where `tlx`,
     else the tl kernel's `fixed`): the tl kernel's where `tl`, the TLX kernel's where `tlx`,
     those that fit the GPU's shared memory."""
-    out = [_tuning.Candidate("tlx_sm100", **sm100)] if sm100 else []
+    out = [_tuning.Candidate("tlx_blackwell", **sm100)] if sm100 else []
     if tlx:
         out += [_tuning.Candidate("tlx", **cfg) for cfg in [ATTENTION_TLX_CONFIG] + _TLX_CONFIGS
                 if cfg is ATTENTION_TLX_CONFIG or
