@@ -2,9 +2,10 @@
 in the interpreter (which models tcgen05 MMAs, tensor memory and mbarriers and reports races)
 against a float64 reference, O and the base-2 LSE, HEAD_DIM 64 and 128, causal and not, both
 sub-tile heights (BLOCK_M 128, and 64 where N_CTX is an odd multiple of 128); planted
-synchronization bugs reported at their lines; the ops routing (kernel="tlx_blackwell" in the
-interpreter, kernel=None and "tlx" on an sm_100 GPU) and its errors; and every configuration
-compiled for sm_100a through ptxas without spills. No Blackwell GPU has run this kernel."""
+synchronization bugs reported at their lines; its O and LSE fed to the Blackwell backward; the
+ops routing (kernel="tlx_blackwell" in the interpreter, kernel=None and "tlx" on an sm_100 GPU)
+and its errors; and every configuration compiled for sm_100a through ptxas without spills. No
+Blackwell GPU has run this kernel."""
 
 import importlib
 import importlib.util
@@ -178,6 +179,21 @@ def test_ops_kernel_tlx_blackwell_runs_in_the_interpreter(shape, causal, dt):
           1 / math.sqrt(shape[3]), causal)
     again = ops.attention_tlx(q, k, v, causal=causal, arch="sm_100")
     np.testing.assert_array_equal(again, out)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_blackwell_backward_takes_its_outputs(causal):
+    """O and LSE have the Hopper kernel's layout: the Blackwell backward (kernel="tlx_blackwell")
+    fed with them gives the gradients the tl pair gives from the tl forward's."""
+    rng = np.random.default_rng(11)
+    q, k, v, do = (rng.standard_normal((1, 2, 256, 64)).astype(np.float16) for _ in range(4))
+    out, lse = ops.attention(q, k, v, causal=causal, return_lse=True, kernel="tlx_blackwell")
+    grads = ops.attention_bwd(do, q, k, v, out, lse, causal=causal, kernel="tlx_blackwell")
+    out_tl, lse_tl = ops.attention(q, k, v, causal=causal, return_lse=True, kernel="tl")
+    want = ops.attention_bwd(do, q, k, v, out_tl, lse_tl, causal=causal, kernel="tl")
+    for name, got, ref in zip(("dq", "dk", "dv"), grads, want):
+        err = np.abs(got.astype(np.float64) - ref).max()
+        assert err <= 4e-3 * max(1.0, np.abs(ref).max()), (name, err)
 
 
 def test_ops_kernel_tlx_blackwell_takes_cpu_tensors(monkeypatch):
