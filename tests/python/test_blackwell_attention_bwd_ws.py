@@ -15,7 +15,7 @@ import pytest
 
 import warpweave as ww
 from warpweave import ops
-from warpweave.ops import _attention
+from warpweave.ops import _attention, _common
 from warpweave.ops.kernels.blackwell import attention_bwd_ws
 from warpweave.ops.kernels.hopper import attention_bwd_ws as hopper_bwd
 
@@ -137,7 +137,7 @@ def test_sm100_routing_needs_a_torch_gpu():
     class Place:
         on_gpu, kind = False, "numpy"
 
-    assert not _attention._bwd_on_sm100(Place())
+    assert not _common._is_sm100(Place())
 
 
 def planted(tmp_path, old, new):

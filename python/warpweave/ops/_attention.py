@@ -296,7 +296,7 @@ def attention_bwd(do, q, k, v, out, lse, causal=False, sm_scale=None, kernel=Non
     _check_dtype(op, "lse", lse, ("float32",))
     _check_shape(op, "lse", lse, (z, h, n_ctx), " [Z, H, N_CTX]")
     tlx_shape = head_dim in (64, 128) and n_ctx % ATTENTION_BWD_TLX_CONFIG["BLOCK_N"] == 0
-    sm100 = _bwd_on_sm100(place)
+    sm100 = _common._is_sm100(place)
     if kernel in ("tlx", "tlx_blackwell"):
         if not tlx_shape:
             raise ValueError(f"{op}: kernel={kernel!r} takes HEAD_DIM 64 or 128 and N_CTX a "
@@ -430,20 +430,6 @@ ATTENTION_BWD_TLX_ON_SM100 = True
 # at 64, 3 take 130 KB: ptxas, sm_100a).
 ATTENTION_BWD_SM100_CONFIGS = {64: dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=3),
                                128: dict(BLOCK_M=64, BLOCK_N=128, NUM_STAGES=2)}
-
-
-def _bwd_on_sm100(place) -> bool:
-    """Whether the call runs on a GPU of compute capability 10 and compiles for sm_100a (the
-    Blackwell backward's target; WARPWEAVE_TARGET may name another)."""
-    if not (place.on_gpu and place.kind == "torch"):
-        return False
-    import os
-
-    import torch
-
-    if os.environ.get("WARPWEAVE_TARGET", "") not in ("", "sm_100a"):
-        return False
-    return torch.cuda.get_device_capability(place.torch_device)[0] == 10
 
 
 def _launch_bwd_tlx_sm100(place, op, q, k, v, do, out, lse, delta, dq, dk, dv, sm_scale, causal):
