@@ -31,6 +31,9 @@ they launch, in the kernel language:
     _attention.py      attention, attention_bwd,    kernels/attention.py,
                        attention_tlx,               kernels/attention_bwd.py,
                        attention_varlen, _bwd       hopper/attention_ws.py,
+                                                    hopper/attention_bwd_ws.py,
+                                                    blackwell/attention_ws.py,
+                                                    blackwell/attention_bwd_ws.py,
                                                     kernels/attention_varlen.py
     _rows.py           routing the row ops share (TMA rows, clusters, shared-memory rows)
     _common.py         where arrays live, launch plans, argument checks, occupancy
@@ -40,9 +43,10 @@ they launch, in the kernel language:
 Routing: on sm_90 GPUs the TLX warp-specialized kernels (kernels/hopper) take the calls they
 apply to (matmul without activation, scaled_mm and grouped_mm (ragged M and ragged K) on
 TMA-addressable operands, attention at HEAD_DIM 64 / 128 and N_CTX a multiple of 128, the TMA /
-cluster row kernels for the row ops); on sm_100 GPUs compiling for sm_100a the Blackwell TLX GEMM
-(kernels/blackwell) takes matmul's calls without activation on TMA-addressable operands;
-other GPUs, other shapes and the interpreter take the tl kernels. On GPUs the GEMMs and
+cluster row kernels for the row ops); on sm_100 GPUs compiling for sm_100a the Blackwell TLX
+kernels (kernels/blackwell, tensor-memory accumulators) take matmul's calls without activation on
+TMA-addressable operands and attention forward / backward at HEAD_DIM 64 / 128 and N_CTX a
+multiple of 128 (never run on a Blackwell GPU: checked by ptxas and the interpreter); other GPUs, other shapes and the interpreter take the tl kernels. On GPUs the GEMMs and
 attention (matmul, scaled_mm, grouped_mm, attention and its backward, attention_varlen) instead
 time their candidate kernels and tiles on the first call of a shape and keep the fastest, in
 memory and in the disk cache (_tuning.py; WARPWEAVE_OPS_TUNING=0 keeps the fixed choices above).
