@@ -1,8 +1,9 @@
 """What warpweave is for, in one run (`bash scripts/demo`).
 
-1. Compiles the library's warp-specialized Hopper kernels (the persistent TLX GEMM and the
-   ping-pong flash-attention forward) for sm_90a and prints what each uses: warps, the register
-   budget of each warp group, shared memory, spills, and the compile time.
+1. Compiles the library's warp-specialized kernels (the persistent TLX GEMM and flash-attention
+   forward) for Hopper (sm_90a: wgmma) and Blackwell (sm_100a: tcgen05 into tensor memory) and
+   prints what each uses: warps, the register budget of each warp group, shared memory, spills,
+   and the compile time. (The Blackwell kernels have never run on a Blackwell GPU.)
 2. Runs them: on a GPU machine on the GPU, elsewhere in the CPU interpreter (NumPy), where every
    barrier wait, arrival and shared-memory access is checked; results against NumPy.
 3. Runs a small producer / consumer ring with a planted bug (the consumer never flips its barrier
@@ -24,6 +25,8 @@ import warpweave.ops as ops
 from warpweave import tlx
 from warpweave.backends.compiler import GPUTarget
 from warpweave.compiler import ASTSource
+from warpweave.ops.kernels.blackwell import attention_ws as bw_attention_ws
+from warpweave.ops.kernels.blackwell import gemm_ws as bw_gemm_ws
 from warpweave.ops.kernels.hopper import attention_ws, gemm_ws
 
 
@@ -58,6 +61,17 @@ ATTENTION = (attention_ws.attention_ws_kernel, "flash attention forward, D=128, 
               "v_desc": "desc<fp16,128x128>", "o_desc": "desc<fp16,64x128>", "lse_ptr": "*fp32",
               "sm_scale": "fp32", "N_CTX": "i32"},
              {"HEAD_DIM": 128, "BLOCK_M": 64, "BLOCK_N": 128, "NUM_STAGES": 2, "CAUSAL": False})
+BW_GEMM = (bw_gemm_ws.gemm_ws_kernel, "TMEM accumulators, CLC-scheduled, 128x256x64, 4 stages",
+           {"a_desc": "desc<fp16,128x64>", "b_desc": "desc<fp16,64x256>",
+            "c_desc": "desc<fp16,128x64>", "M": "i32", "N": "i32", "K": "i32"},
+           {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8, "NUM_STAGES": 4,
+            "NUM_ACC": 2, "EPI_SUBTILE": 4, "USE_CLC": True, "PAIR": False})
+BW_ATTENTION = (bw_attention_ws.attention_ws_kernel, "flash attention forward, D=128, P in TMEM",
+                {"q_desc": "desc<fp16,128x128>", "k_desc": "desc<fp16,128x128>",
+                 "v_desc": "desc<fp16,128x128>", "o_desc": "desc<fp16,128x128>",
+                 "lse_ptr": "*fp32", "sm_scale": "fp32", "N_CTX": "i32"},
+                {"HEAD_DIM": 128, "BLOCK_M": 128, "BLOCK_N": 128, "NUM_STAGES": 2,
+                 "CAUSAL": False})
 
 
 def budgets(ptx: str) -> str:
@@ -66,7 +80,7 @@ def budgets(ptx: str) -> str:
     return " / ".join(found) if found else "-"
 
 
-def ptx_compile_ms(src) -> float:
+def ptx_compile_ms(src, target) -> float:
     """warpweave's own share of a compile: source to PTX (the best of 3, the disk cache unused)."""
     from warpweave._native_loader import native
 
@@ -75,27 +89,30 @@ def ptx_compile_ms(src) -> float:
     for _ in range(3):
         start = time.perf_counter()
         native().compile(files=env.files, kernel=src.name, signature=src.signature_text(),
-                         globals=env.globals, target="sm_90a", num_warps=4, num_stages=3,
+                         globals=env.globals, target=target, num_warps=4, num_stages=3,
                          num_ctas=1, names=env.names, stage="ptx")
         best = min(best, (time.perf_counter() - start) * 1e3)
     return best
 
 
 def compile_section():
-    print("== 1. Compile for sm_90a (warp-specialized TLX kernels from warpweave.ops)\n")
+    print("== 1. Compile the warp-specialized TLX kernels of warpweave.ops for Hopper and "
+          "Blackwell\n")
     rows = []
-    for fn, what, sig, consts in (GEMM, ATTENTION):
+    for arch, (fn, what, sig, consts) in (("sm_90a", GEMM), ("sm_90a", ATTENTION),
+                                          ("sm_100a", BW_GEMM), ("sm_100a", BW_ATTENTION)):
         src = ASTSource(fn, signature={**sig, **{k: "constexpr" for k in consts}},
                         constexprs=consts)
         start = time.perf_counter()
-        k = ww.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
+        k = ww.compile(src, target=GPUTarget("cuda", int(arch[3:-1]), 32),
+                       options={"num_warps": 4})
         total = (time.perf_counter() - start) * 1e3
-        ptx_ms = ptx_compile_ms(src)
+        ptx_ms = ptx_compile_ms(src, arch)
         ptxas = f"{total - ptx_ms:.0f} ms" if "cubin" in k.asm else "(not installed)"
-        rows.append([f"{fn.__name__} ({what})", k.kernel.num_warps, budgets(k.asm["ptx"]),
+        rows.append([arch, f"{fn.__name__} ({what})", k.kernel.num_warps, budgets(k.asm["ptx"]),
                      f"{k.shared / 1024:.0f} KiB", f"{k.n_spills} B", f"{ptx_ms:.0f} ms",
                      ptxas])
-    table(["kernel", "warps", "registers per warp group", "shared", "spills",
+    table(["target", "kernel", "warps", "registers per warp group", "shared", "spills",
            "warpweave to PTX", "ptxas"], rows)
     print()
 

@@ -1,5 +1,5 @@
 """examples/demo.py, the README's main job, on this machine: the warp-specialized GEMM and
-attention compile for sm_90a with their register budgets, run (interpreter or GPU) within
+attention compile for sm_90a and sm_100a with their register budgets, run (interpreter or GPU) within
 tolerance of NumPy, and the planted barrier bug is reported at its line."""
 
 import os
@@ -22,9 +22,12 @@ def test_demo_runs_and_catches_the_planted_bug():
                        env=dict(os.environ))
     out = p.stdout + p.stderr
     assert p.returncode == 0, out
-    # Section 1: both kernels, with the producer trimmed and the consumers raised.
-    assert re.search(r"gemm_ws_kernel .* 12 +40 / 232 / 232 +\d+ KiB +0 B", out), out
-    assert re.search(r"attention_ws_kernel .* 12 +\d+ / \d+ / \d+ +\d+ KiB +0 B", out), out
+    # Section 1: both kernels for each target, with the producer trimmed and the consumers
+    # raised, and nothing spilled.
+    assert re.search(r"sm_90a +gemm_ws_kernel .* 12 +40 / 232 / 232 +\d+ KiB +0 B", out), out
+    assert re.search(r"sm_90a +attention_ws_kernel .* 12 +\d+ / \d+ / \d+ +\d+ KiB +0 B", out), out
+    assert re.search(r"sm_100a +gemm_ws_kernel .* 8 +[\d / ]+ +\d+ KiB +0 B", out), out
+    assert re.search(r"sm_100a +attention_ws_kernel .* 16 +[\d / ]+ +\d+ KiB +0 B", out), out
     # Section 2: errors against float64 NumPy within fp16 accuracy.
     errors = [float(e) for e in re.findall(r"fp16 +([0-9.e-]+) ", out)]
     assert len(errors) == 2 and errors[0] < 0.1 and errors[1] < 5e-3, out
