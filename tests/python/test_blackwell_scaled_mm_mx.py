@@ -178,3 +178,29 @@ def test_compiles_for_sm100a_without_spills(sm100_compiles, variant, config, fa,
                      r"\.kind::mxf8f6f4\.block_scale\.scale_vec::1X", ptx)
     assert re.search(r"tcgen05\.cp\." + group + r"\.32x128b\.warpx4", ptx)
     assert ("clusterlaunchcontrol.try_cancel" in ptx) == cfg["USE_CLC"]
+
+
+# ---- torch.ops.warpweave.scaled_mm_mx ----
+
+
+def test_custom_op_on_cpu_tensors_fake_and_errors(interpret):
+    torch = pytest.importorskip("torch")
+    a, bt, sa, sb = operands(72, 40, 64, "e4m3", "e5m2", 11)
+    ta = torch.from_numpy(a.view(np.uint8)).view(torch.float8_e4m3fn)
+    tbt = torch.from_numpy(bt.view(np.uint8)).view(torch.float8_e5m2)
+    tsa = torch.from_numpy(sa)
+    tsb = torch.from_numpy(sb).view(torch.float8_e8m0fnu)  # either scale dtype is taken
+    c = torch.ops.warpweave.scaled_mm_mx(ta, tbt.t(), tsa, tsb, torch.float32)
+    assert c.dtype == torch.float32 and c.shape == (72, 40)
+    np.testing.assert_array_equal(c.numpy(), reference(a, bt, sa, sb).astype(np.float32))
+    # The fake implementation: shape and dtype without running, under torch.compile's tracing.
+    f = lambda x, y, p, q: torch.ops.warpweave.scaled_mm_mx(x, y, p, q)  # noqa: E731
+    torch.library.opcheck(torch.ops.warpweave.scaled_mm_mx.default, (ta, tbt.t(), tsa, tsb),
+                          test_utils=("test_faketensor",))  # (test_schema multiplies fp8)
+    out = torch.compile(f, fullgraph=True, backend="aot_eager")(ta, tbt.t(), tsa, tsb)
+    assert out.dtype == torch.bfloat16 and out.shape == (72, 40)
+    with pytest.raises(ValueError, match=r"warpweave::scaled_mm_mx: 'a_scales' must have shape "
+                                         r"\(72, 2\)"):
+        torch.ops.warpweave.scaled_mm_mx(ta, tbt.t(), tsa[:, :1], tsb)
+    with pytest.raises(ValueError, match=r"warpweave::scaled_mm_mx: 'b_scales' has dtype float32"):
+        torch.ops.warpweave.scaled_mm_mx(ta, tbt.t(), tsa, torch.ones(40, 2))

@@ -23,6 +23,8 @@ traces without graph breaks), and, where PyTorch differentiates through it, an a
     row_sum(x), row_max(x) -> (values, indices) row_sum: broadcast; row_max: none
     scaled_mm(a, b, scale_a, scale_b, bias,     none (torch._scaled_mm has none)
               out_dtype, use_fast_accum) (fp8)
+    scaled_mm_mx(a, b, a_scales, b_scales,      none
+                 out_dtype) (mxfp8)
     grouped_mm(a, b, offs)                      grouped_mm of the transposes: 2-D x 3-D gives
                                                   dA (2-D x 3-D) and dB (ragged K, 2-D x 2-D),
                                                   2-D x 2-D the other way round
@@ -89,6 +91,8 @@ def _to_numpy(t):
 
         # (a view of the bytes keeps the strides: b of scaled_mm is column-major)
         return t.view(torch.uint8).numpy().view(getattr(ml_dtypes, _FP8_NUMPY[t.dtype]))
+    if t.dtype == getattr(torch, "float8_e8m0fnu", None):
+        return t.view(torch.uint8).numpy()  # e8m0 scales: the exponent bytes, as uint8
     return t.numpy()
 
 
@@ -631,6 +635,48 @@ def _define_gemms():
     @scaled_mm.register_fake
     def _(a, b, scale_a, scale_b, bias=None, out_dtype=None, use_fast_accum=False):
         check_scaled_mm(a, b, scale_a, scale_b, bias, out_dtype)
+        return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype or torch.bfloat16)
+
+    # mxfp8 GEMM (block-scaled; Blackwell) -----------------------------------------------------
+    @lib_op("warpweave::scaled_mm_mx", mutates_args=())
+    def scaled_mm_mx(a: torch.Tensor, b: torch.Tensor, a_scales: torch.Tensor,
+                     b_scales: torch.Tensor, out_dtype: Optional[torch.dtype] = None
+                     ) -> torch.Tensor:
+        op = "scaled_mm_mx"
+        check_scaled_mm_mx(a, b, a_scales, b_scales, out_dtype)
+        return _check_err(lambda: _run(op, _scaled_mm.scaled_mm_mx,
+                                       {"a": a, "b": b, "a_scales": a_scales,
+                                        "b_scales": b_scales}, out_dtype=out_dtype), op)
+
+    def check_scaled_mm_mx(a, b, a_scales, b_scales, out_dtype):
+        op = "scaled_mm_mx"
+        _device_of(op, {"a": a, "b": b, "a_scales": a_scales, "b_scales": b_scales})
+        _check_dtype(op, "a", a, _FP8)
+        _check_dtype(op, "b", b, _FP8)
+        _check_ndim(op, "a", a, 2, " [M, K]")
+        _check_ndim(op, "b", b, 2, " [K, N]")
+        if b.shape[0] != a.shape[1]:
+            raise ValueError(f"warpweave::{op}: 'b' has shape {tuple(b.shape)} but 'a' has "
+                             f"{tuple(a.shape)}; b's first dimension must equal a's second")
+        if a.shape[1] % 32:
+            raise ValueError(f"warpweave::{op}: K must be a multiple of 32 (one e8m0 scale per "
+                             f"32 elements), got K={a.shape[1]}")
+        if out_dtype is not None and out_dtype not in _FLOATS:
+            raise ValueError(f"warpweave::{op}: 'out_dtype' must be bfloat16, float16 or "
+                             f"float32, got {out_dtype}")
+        scale_types = tuple(t for t in (torch.uint8, getattr(torch, "float8_e8m0fnu", None))
+                            if t is not None)
+        for name, t, rows in (("a_scales", a_scales, a.shape[0]), ("b_scales", b_scales,
+                                                                   b.shape[1])):
+            _check_dtype(op, name, t, scale_types)
+            if tuple(t.shape) != (rows, a.shape[1] // 32):
+                raise ValueError(f"warpweave::{op}: '{name}' must have shape "
+                                 f"({rows}, {a.shape[1] // 32}) (one scale per 32 elements of "
+                                 f"K), got {tuple(t.shape)}")
+
+    @scaled_mm_mx.register_fake
+    def _(a, b, a_scales, b_scales, out_dtype=None):
+        check_scaled_mm_mx(a, b, a_scales, b_scales, out_dtype)
         return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype or torch.bfloat16)
 
     # grouped GEMM ------------------------------------------------------------------------------
