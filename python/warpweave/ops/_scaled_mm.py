@@ -126,10 +126,8 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=None, bias=None, kernel=None,
     return _scaled_mm(a, b, scale_a, scale_b, bias, out, kernel, bool(use_fast_accum))
 
 
-@_planned
-def _scaled_mm(a, b, scale_a, scale_b, bias, out, kernel, fast):
-    op = "scaled_mm"
-    place = _Place(op, {"a": a, "b": b, "scale_a": scale_a, "scale_b": scale_b, "bias": bias})
+def _fp8_operands(op, a, b):
+    """(M, N, K) of fp8 operands a [M, K] and b [K, N], each float8_e4m3fn or float8_e5m2."""
     for name, t in (("a", a), ("b", b)):
         if _dtype_name(t) not in _FP8:
             raise ValueError(f"{op}: '{name}' has dtype {_dtype_name(t)}; expected "
@@ -140,7 +138,14 @@ def _scaled_mm(a, b, scale_a, scale_b, bias, out, kernel, fast):
     if b.shape[0] != K:
         raise ValueError(f"{op}: 'b' has shape {tuple(b.shape)} but 'a' has {tuple(a.shape)}; "
                          f"b's first dimension must equal a's second ({K})")
-    N = b.shape[1]
+    return M, b.shape[1], K
+
+
+@_planned
+def _scaled_mm(a, b, scale_a, scale_b, bias, out, kernel, fast):
+    op = "scaled_mm"
+    place = _Place(op, {"a": a, "b": b, "scale_a": scale_a, "scale_b": scale_b, "bias": bias})
+    M, N, K = _fp8_operands(op, a, b)
     sa, sb = _strides(a), _strides(b)
     empty = M == 0 or N == 0 or K == 0
     if not empty and not (sa[1] == 1 and (M == 1 or sa[0] >= K)):
@@ -442,17 +447,7 @@ def scaled_mm_mx(a, b, a_scales, b_scales, out_dtype=None, variant="mx", config=
         raise ValueError(f"{op}: unknown config entries {sorted(unknown)}; it takes "
                          f"{sorted(SCALED_MM_MX_CONFIGS[variant])}")
     place = _Place(op, {"a": a, "b": b, "a_scales": a_scales, "b_scales": b_scales})
-    for name, t in (("a", a), ("b", b)):
-        if _dtype_name(t) not in _FP8:
-            raise ValueError(f"{op}: '{name}' has dtype {_dtype_name(t)}; expected "
-                             f"float8_e4m3fn or float8_e5m2")
-        if t.ndim != 2:
-            raise ValueError(f"{op}: '{name}' must be 2-D, got shape {tuple(t.shape)}")
-    M, K = a.shape
-    if b.shape[0] != K:
-        raise ValueError(f"{op}: 'b' has shape {tuple(b.shape)} but 'a' has {tuple(a.shape)}; "
-                         f"b's first dimension must equal a's second ({K})")
-    N = b.shape[1]
+    M, N, K = _fp8_operands(op, a, b)
     if K % 32:
         raise ValueError(f"{op}: K must be a multiple of 32 (one e8m0 scale per 32 elements), "
                          f"got K={K}")

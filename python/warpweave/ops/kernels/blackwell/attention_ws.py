@@ -48,6 +48,8 @@ import warpweave as ww
 import warpweave.language as tl
 from warpweave import tlx
 
+from warpweave.ops.kernels.hopper.attention_ws import program_rows
+
 
 @ww.jit
 def softmax_step(s_tile, p_tile, alpha_buf, alpha_full, p_full, m_i, l_i, qk_scale, j, offs_m,
@@ -81,21 +83,9 @@ def attention_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, sm_scale, N_CTX
     KV_BYTES: tl.constexpr = BLOCK_N * HEAD_DIM * tlx.size_of(dtype)
     SLICE: tl.constexpr = 32  # O columns the correction and the epilogue take at a time
 
+    # (the same count of key blocks for both sub-tiles: they share every K and V tile)
     off_hz = tl.program_id(1)
-    # Causal programs further down the sequence have more keys to visit: start those first.
-    start = tl.program_id(0)
-    if CAUSAL:
-        start = tl.num_programs(0) - 1 - start
-    first_row = start * (2 * BLOCK_M)
-    q_row = off_hz * N_CTX + first_row
-    kv_row = off_hz * N_CTX
-    # Causal: keys up to the program's last query row, the same count for both sub-tiles (they
-    # share every K and V tile); blocks from num_full on straddle a diagonal and are masked.
-    num_kv = N_CTX // BLOCK_N
-    num_full = num_kv
-    if CAUSAL:
-        num_kv = tl.cdiv(first_row + 2 * BLOCK_M, BLOCK_N)
-        num_full = first_row // BLOCK_N
+    first_row, q_row, kv_row, num_kv, num_full = program_rows(N_CTX, BLOCK_M, BLOCK_N, CAUSAL)
 
     q_bufs = tlx.local_alloc((BLOCK_M, HEAD_DIM), dtype, 2)
     k_bufs = tlx.local_alloc((BLOCK_N, HEAD_DIM), dtype, NUM_STAGES)

@@ -108,6 +108,27 @@ def attend_block(acc, p, l_i, m_i, q, k_bufs, v_bufs, k_full, v_full, k_empty, v
 
 
 @ww.jit
+def program_rows(N_CTX, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+    """The rows of a program that takes 2 * BLOCK_M queries of head tl.program_id(1) (over q / k /
+    v seen as [Z * H * N_CTX, HEAD_DIM]): (its first query row within the head, that row in the
+    flattened q, the head's first key row, the key blocks it visits, the blocks before the first
+    that straddles a causal diagonal; without CAUSAL all of them). Causal programs further down
+    the sequence have more keys to visit, so they are started first."""
+    off_hz = tl.program_id(1)
+    start = tl.program_id(0)
+    if CAUSAL:
+        start = tl.num_programs(0) - 1 - start
+    first_row = start * (2 * BLOCK_M)
+    num_kv = N_CTX // BLOCK_N
+    num_full = num_kv
+    if CAUSAL:
+        # Keys up to the program's last query row; blocks from num_full on are masked.
+        num_kv = tl.cdiv(first_row + 2 * BLOCK_M, BLOCK_N)
+        num_full = first_row // BLOCK_N
+    return first_row, off_hz * N_CTX + first_row, off_hz * N_CTX, num_kv, num_full
+
+
+@ww.jit
 def attention_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, sm_scale, N_CTX,
                         HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
                         NUM_STAGES: tl.constexpr, CAUSAL: tl.constexpr = False):
@@ -115,22 +136,9 @@ def attention_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, sm_scale, N_CTX
     Q_BYTES: tl.constexpr = BLOCK_M * HEAD_DIM * tlx.size_of(dtype)
     KV_BYTES: tl.constexpr = BLOCK_N * HEAD_DIM * tlx.size_of(dtype)
 
+    # (the same count of key blocks for both consumers keeps their turns paired)
     off_hz = tl.program_id(1)
-    # Causal programs further down the sequence have more keys to visit: start those first.
-    start = tl.program_id(0)
-    if CAUSAL:
-        start = tl.num_programs(0) - 1 - start
-    first_row = start * (2 * BLOCK_M)
-    q_row = off_hz * N_CTX + first_row
-    kv_row = off_hz * N_CTX
-    # Causal: keys up to the program's last query row; blocks from `num_full` on straddle the
-    # diagonal of one of the two consumers and are masked (the same count for both, so their
-    # turns stay paired).
-    num_kv = N_CTX // BLOCK_N
-    num_full = num_kv
-    if CAUSAL:
-        num_kv = tl.cdiv(first_row + 2 * BLOCK_M, BLOCK_N)
-        num_full = first_row // BLOCK_N
+    first_row, q_row, kv_row, num_kv, num_full = program_rows(N_CTX, BLOCK_M, BLOCK_N, CAUSAL)
 
     q_bufs = tlx.local_alloc((BLOCK_M, HEAD_DIM), dtype, 2)
     k_bufs = tlx.local_alloc((BLOCK_N, HEAD_DIM), dtype, NUM_STAGES)
