@@ -129,6 +129,15 @@ class swizzled_shared_layout_encoding(shared_layout_encoding):
     def __hash__(self):
         return hash(self._key())
 
+    def _kernel_literal(self):
+        """The constructor call a kernel given this object as a constexpr evaluates."""
+        def ints(x):
+            x = list(x) if isinstance(x, (list, tuple)) else [x]
+            return "(" + "".join(f"{int(_plain(i))}, " for i in x) + ")"
+        return (f"tlx.swizzled_shared_layout_encoding({int(self.vectorSize)}, {int(self.perPhase)}, "
+                f"{int(self.maxPhase)}, {ints(self.order)}, {ints(self.numCTAs)}, "
+                f"{ints(self.numCTAsPerCGA)}, {ints(self.numCTASplit)}, {ints(self.numCTAOrder)})")
+
     def __repr__(self):
         return (f"tlx.swizzled_shared_layout_encoding(vectorSize={self.vectorSize}, "
                 f"perPhase={self.perPhase}, maxPhase={self.maxPhase}, order={self.order!r})")
@@ -337,6 +346,10 @@ class swizzled_layout:
     def __hash__(self):
         return hash(self._key())
 
+    def _kernel_literal(self):
+        order = "None" if self.order is None else "(" + "".join(f"{d}, " for d in self.order) + ")"
+        return f"tlx.swizzled_layout({self.bits}, {self.base}, {self.shift}, order={order})"
+
     def __repr__(self):
         return f"swizzled_layout(Swizzle<{self.bits},{self.base},{self.shift}>, order={self.order})"
 
@@ -420,6 +433,26 @@ class padded_shared_layout_encoding(shared_layout_encoding):
         return padded_shared_layout_encoding(
             self.intervals, self.paddings, [self.order[d] for d in dims],
             [self.shape[d] for d in dims], self.numCTAsPerCGA, self.numCTASplit, self.numCTAOrder)
+
+    def _kernel_literal(self):
+        def ints(x):
+            return "(" + "".join(f"{int(i)}, " for i in x) + ")"
+
+        def bases(x):
+            return "None" if x is None else "(" + "".join(f"{ints(b)}, " for b in x) + ")"
+        return (f"tlx.padded_shared_layout_encoding({ints(self.intervals)}, {ints(self.paddings)}, "
+                f"{ints(self.order)}, {ints(self.shape)}, {ints(self.numCTAsPerCGA)}, "
+                f"{ints(self.numCTASplit)}, {ints(self.numCTAOrder)}, "
+                f"offset_bases={bases(self.offset_bases)}, block_bases={bases(self.block_bases)})")
+
+    def _key(self):
+        return self._kernel_literal()
+
+    def __eq__(self, other):
+        return isinstance(other, padded_shared_layout_encoding) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash(self._key())
 
     def __repr__(self):
         return (f"tlx.padded_shared_layout_encoding({self.intervals_paddings!r}, "

@@ -141,6 +141,10 @@ def literal(value, name: str = "value") -> str:
     if type(value).__name__ == "layout" and type(value).__module__ == "warpweave._tlx_host":
         # tlx.layout(shape=, stride=): the kernel's register layout, rebuilt from its text
         return f"tlx.layout(shape={literal(value.shape, name)}, stride={literal(value.stride, name)})"
+    if type(value).__module__ == "warpweave._tlx_host" and hasattr(value, "_kernel_literal"):
+        # A TLX shared layout (swizzled_layout, swizzled_shared_layout_encoding,
+        # padded_shared_layout_encoding): its constructor call, which the kernel evaluates.
+        return value._kernel_literal()
     if isinstance(value, (tuple, list)):
         inner = ", ".join(literal(v, name) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
@@ -152,7 +156,9 @@ def literal(value, name: str = "value") -> str:
             pass
     raise TypeError(
         f"constexpr '{name}' = {value!r} of type {type(value).__name__}: compile-time values must "
-        f"be int, float, bool, str, None, a tl dtype, or tuples of these")
+        f"be int, float, bool, str, None, a tl dtype, a TLX layout object (tlx.layout, "
+        f"tlx.swizzled_layout, tlx.swizzled_shared_layout_encoding, "
+        f"tlx.padded_shared_layout_encoding), or tuples of these")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1594,6 +1600,8 @@ def _hashable(v):
     as their literal text differs: (1, 2) and (True, 2.0) are equal but not one kernel."""
     if isinstance(v, (list, tuple)):
         return tuple((type(x), _hashable(x)) for x in v)
+    if type(v).__module__ == "warpweave._tlx_host" and hasattr(v, "_kernel_literal"):
+        return v._kernel_literal()  # the kernel sees exactly this text: its value is the key
     try:
         hash(v)
         return v

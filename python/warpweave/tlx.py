@@ -63,6 +63,7 @@ async_remote_shmem_store remote_shmem_store
 thread_id clock64 dtype_of size_of vote_ballot_sync
 tmem_copy async_dot_scaled clc_create_context clc_producer clc_consumer
 get_fp8_format_name local_gather local_scatter remote_view storage_alias_spec subslice
+dump_layout
 """.split()
 
 # Values host code builds and kernels do not call (the compiler does not know these names).

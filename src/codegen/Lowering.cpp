@@ -323,6 +323,8 @@ void FunctionLowering::dispatchOp(const ir::Op& op) {
   case OpCode::Print:
   case OpCode::Assert:
     return lowerDebugOp(op);
+  case OpCode::DumpLayout: // printed and removed by the compile (driver/Compile.cpp)
+    return;
   case OpCode::Dot:
     return lowerDot(op);
   case OpCode::For:
@@ -818,22 +820,53 @@ int32_t FunctionLowering::sharedVectorWidth(const LinearLayout& l, const OffsetF
   return int32_t(1) << k;
 }
 
+int64_t FunctionLowering::paddedOffset(int64_t x, const Padding& padding) {
+  int64_t out = x;
+  for (const auto& [interval, pad] : padding) out += x / interval * pad;
+  return out;
+}
+
+std::string FunctionLowering::paddedThreadOffset(const LinearLayout& l, const OffsetFn& offsetOf,
+                                                 const Padding& padding, int bytes, int32_t* v) {
+  // A vector stays contiguous within an interval, and aligned when every padding keeps it so.
+  for (const auto& [interval, pad] : padding)
+    while (*v > 1 && (*v > interval || pad % *v != 0)) *v /= 2;
+  int32_t bits = 0;
+  std::string t = b_.materialize(tidLinear(offsetImages(l, offsetOf, 1), &bits), RegClass::B32);
+  std::string padded = t;
+  for (const auto& [interval, pad] : padding) {
+    std::string rows = b_.pure("shr.u32", RegClass::B32,
+                               {t, immInt(std::countr_zero(static_cast<uint64_t>(interval)))});
+    padded = b_.pure("mad.lo.s32", RegClass::B32, {rows, immInt(pad), padded});
+  }
+  return b_.pure("mul.lo.s32", RegClass::B32, {padded, immInt(bytes)});
+}
+
 void FunctionLowering::storeShared(const Regs& regs, const LinearLayout& l,
                                    const OffsetFn& offsetOf, int64_t base, DType elem,
-                                   const std::string& baseReg, int64_t constantOffset) {
+                                   const std::string& baseReg, int64_t constantOffset,
+                                   const Padding* padding) {
   ir::Type t = ir::Type::scalar(elem);
   int bytes = memBytes(t);
   RegClass cls = regClassOf(elem);
   int32_t hwBits = 0;
-  std::string hw = tidLinear(offsetImages(l, offsetOf, bytes), &hwBits);
   int32_t v = sharedVectorWidth(l, offsetOf, bytes);
+  std::string hw = padding ? paddedThreadOffset(l, offsetOf, *padding, bytes, &v)
+                           : tidLinear(offsetImages(l, offsetOf, bytes), &hwBits);
   // A vector's elements stay consecutive after the XOR only if it leaves their low bits alone.
   while (v > 1 && constantOffset % v != 0) v /= 2;
   int32_t dup = l.freeVariableMask(layout::kRegister);
   for (int32_t r = 0; r < l.getInDimSize(layout::kRegister); r += v) {
     if (r & dup) continue;
     int64_t off = (offsetOf(registerCoords(l, r)) ^ constantOffset) * bytes;
-    std::string addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(off)));
+    std::string addr;
+    if (padding) {
+      addr = sharedAddress(hw);
+      off = paddedOffset(off / bytes, *padding) * bytes;
+    } else {
+      addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(off)));
+      off = 0;
+    }
     if (!baseReg.empty()) addr = b_.pure("add.s32", RegClass::B32, {addr, baseReg});
     std::vector<std::string> elems;
     for (int32_t k = 0; k < v; ++k) {
@@ -855,7 +888,8 @@ void FunctionLowering::storeShared(const Regs& regs, const LinearLayout& l,
     for (size_t k = 0; k < n; ++k) vals += (k ? ", " : "") + elems[k];
     if (n > 1) vals = "{" + vals + "}";
     std::string vec = n == 1 ? "" : n == 2 ? ".v2" : ".v4";
-    b_.inst("st.shared" + vec + "." + type, {"[" + addr + "+" + std::to_string(base) + "]", vals});
+    b_.inst("st.shared" + vec + "." + type,
+            {"[" + addr + "+" + std::to_string(base + off) + "]", vals});
   }
 }
 
@@ -929,20 +963,29 @@ bool FunctionLowering::storeSharedMatrices(const Regs& regs, const LinearLayout&
 }
 
 Regs FunctionLowering::loadShared(const LinearLayout& l, const OffsetFn& offsetOf, int64_t base,
-                                  int64_t constantOffset, DType elem, const std::string& baseReg) {
+                                  int64_t constantOffset, DType elem, const std::string& baseReg,
+                                  const Padding* padding) {
   ir::Type t = ir::Type::scalar(elem);
   int bytes = memBytes(t);
   RegClass cls = regClassOf(elem);
   int32_t numRegs = l.getInDimSize(layout::kRegister);
   int32_t dup = l.freeVariableMask(layout::kRegister);
   int32_t hwBits = 0;
-  std::string hw = tidLinear(offsetImages(l, offsetOf, bytes), &hwBits);
   int32_t v = sharedVectorWidth(l, offsetOf, bytes);
+  std::string hw = padding ? paddedThreadOffset(l, offsetOf, *padding, bytes, &v)
+                           : tidLinear(offsetImages(l, offsetOf, bytes), &hwBits);
   Regs out(numRegs);
   for (int32_t r = 0; r < numRegs; r += v) {
     if (r & dup) continue;
     int64_t off = (offsetOf(registerCoords(l, r)) ^ constantOffset) * bytes;
-    std::string addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(off)));
+    std::string addr;
+    if (padding) {
+      addr = sharedAddress(hw);
+      off = paddedOffset(off / bytes, *padding) * bytes;
+    } else {
+      addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(off)));
+      off = 0;
+    }
     if (!baseReg.empty()) addr = b_.pure("add.s32", RegClass::B32, {addr, baseReg});
     bool packed = bytes == 2 && v >= 2; // pairs of 16-bit elements as 32-bit words
     int32_t n = packed ? v / 2 : v;
@@ -955,7 +998,7 @@ Regs FunctionLowering::loadShared(const LinearLayout& l, const OffsetFn& offsetO
     if (n > 1) list = "{" + list + "}";
     std::string vec = n == 1 ? "" : n == 2 ? ".v2" : ".v4";
     b_.inst("ld.shared" + vec + "." + (packed ? std::string("b32") : memType(t)),
-            {list, "[" + addr + "+" + std::to_string(base) + "]"});
+            {list, "[" + addr + "+" + std::to_string(base + off) + "]"});
     if (packed) {
       Regs halves;
       for (const auto& w : dst) {

@@ -184,9 +184,13 @@ private:
   /// `baseReg`, when given, is a register added to every address (a TLX buffer chosen at run
   /// time). Element offsets are XORed with `constantOffset` (as loadShared's), the part of a
   /// TLX slice's offset that the swizzle mixes into the view's own offset bits.
+  /// `padding` (a padded TLX buffer, SharedAllocation::padding): element offset x of offsetOf
+  /// (row-major) lies at x + sum (x / interval) * padding; the thread's and each register's
+  /// offsets are then added, which needs them on disjoint bits (checked by paddedThreadOffset).
+  using Padding = std::vector<std::pair<int64_t, int64_t>>;
   void storeShared(const Regs& regs, const layout::LinearLayout& l, const OffsetFn& offsetOf,
                    int64_t base, ir::DType elem, const std::string& baseReg = {},
-                   int64_t constantOffset = 0);
+                   int64_t constantOffset = 0, const Padding* padding = nullptr);
   /// storeShared through stmatrix (sm_90a, 16-bit elements: one instruction writes up to four
   /// 8x8 matrices, a thread's 32-bit pair per matrix) where `l` and offsetOf put every matrix
   /// row at 16 consecutive bytes (layout::stmatrixAccessLayout). Returns false, having emitted
@@ -196,7 +200,15 @@ private:
                            const OffsetFn& offsetOf, int64_t base, ir::DType elem);
   /// Reads the registers of layout `l` back (element offsets XOR `constantOffset`).
   Regs loadShared(const layout::LinearLayout& l, const OffsetFn& offsetOf, int64_t base,
-                  int64_t constantOffset, ir::DType elem, const std::string& baseReg = {});
+                  int64_t constantOffset, ir::DType elem, const std::string& baseReg = {},
+                  const Padding* padding = nullptr);
+  /// For a padded buffer: the thread's padded byte offset (a register); `*v` is narrowed to
+  /// vectors that stay contiguous and aligned under the padding. The layout's register, lane
+  /// and warp bits must reach disjoint element-offset bits (then XOR is addition, and padding
+  /// distributes over it): the caller checks (Tlx.cpp).
+  std::string paddedThreadOffset(const layout::LinearLayout& l, const OffsetFn& offsetOf,
+                                 const Padding& padding, int bytes, int32_t* v);
+  static int64_t paddedOffset(int64_t x, const Padding& padding);
   std::vector<int32_t> offsetImages(const layout::LinearLayout& l, const OffsetFn& offsetOf,
                                     int bytes) const;
   /// Elements a thread moves at once to consecutive shared addresses (at most 16 bytes).
@@ -298,6 +310,12 @@ private:
   void lowerVoteBallot(const ir::Op& op);
   /// The shared-memory allocation behind a buffer or barrier operand; a user error if none.
   const layout::SharedAllocation& allocationOf(const ir::Op& op, unsigned operandIndex);
+  /// Refuses (at op) a buffer whose kernel-given layout= (SharedAllocation::userLayout) is
+  /// not an NVMMA swizzle, for consumers (TMA, wgmma, tcgen05.mma) that read only those;
+  /// `rowMajorToo`: an unswizzled row-major layout is accepted as well (TMA's no-swizzle box).
+  void requireNvmmaUserLayout(const ir::Op& op, unsigned operandIndex, bool rowMajorToo);
+  /// tlx.local_load / local_store of a buffer in a padded layout= (SharedAllocation::padding).
+  void lowerPaddedAccess(const ir::Op& op, const layout::SharedAllocation& a);
   /// `[address]` of the barrier view operand `i` of `op`.
   std::string barrierAddress(const ir::Op& op, unsigned i);
   // ---- Blackwell tensor memory and tcgen05 (TlxTmem.cpp) ----

@@ -3,6 +3,7 @@
 // by local_load / local_store.
 #include "codegen/Lowering.h"
 #include "ir/OpAttrs.h"
+#include "ir/OpTraits.h"
 
 #include "layout/Layouts.h"
 
@@ -183,6 +184,12 @@ ViewAddressing addressingOf(const layout::LayoutMap& layouts, const ir::Value* v
     if (!a || a->layout.numOutDims() == 0 || a->layout.getTotalOutDimSize() == 0)
       raiseError(at.loc(), std::string("'") + at.name() + "' of a buffer of shape " + t.str() +
                                " is not supported; use power-of-two dims");
+    if (!a->padding.empty())
+      raiseError(at.loc(), std::string("'") + at.name() + "' of " + t.str() +
+                               " allocated with layout=" + a->userLayout +
+                               " is not supported by the PTX backend: it reads and writes "
+                               "padded buffers with tlx.local_load / tlx.local_store of the "
+                               "buffer or its local_view only");
     if (a->fp4Padded) {
       // Padded e2m1 (LayoutAssignment.h): its layout drops the padding bit, so it has no inverse;
       // byte j of a row lies at byte (j & 7) | (j >> 3) << 4 of the [rows, 2 cols] NVMMA tile.
@@ -440,6 +447,36 @@ std::string FunctionLowering::groupIndex(const std::string& index, int64_t group
   return b_.pure("rem.u32", RegClass::B32, {index, immInt(groupSize)});
 }
 
+void FunctionLowering::requireNvmmaUserLayout(const ir::Op& op, unsigned i, bool rowMajorToo) {
+  const layout::SharedAllocation& a = allocationOf(op, i);
+  if (a.userLayout.empty() || (a.swizzleBytes && a.padding.empty())) return;
+  const ir::Value* root = op.operand(i);
+  while (root->def() && root->def()->numOperands() && root->def()->code() != OpCode::LocalAlloc)
+    root = root->def()->operand(0);
+  const ir::Type& t = root->type();
+  std::vector<int32_t> rowMajor;
+  for (int d = static_cast<int>(t.shape.size()) - 1; d >= 0; --d) rowMajor.push_back(d);
+  if (rowMajorToo && !t.shape.empty() && a.padding.empty() &&
+      a.layout == layout::swizzledSharedLayout(t.shape, 1, 1, 1, rowMajor))
+    return;
+  const int eb = ir::byteWidth(t.elem);
+  std::string accepted = "leave layout= out (the compiler picks the NVMMA swizzle)";
+  if (t.shape.size() == 2) {
+    const int sw = layout::nvmmaSwizzleBytes(t.shape, eb);
+    if (sw && t.shape[1] * eb == sw)
+      accepted = std::string("layout=tlx.swizzled_layout(") +
+                 std::to_string(std::countr_zero(unsigned(sw / 16))) + ", " +
+                 std::to_string(std::countr_zero(unsigned(16 / eb))) + ", 3, order=[1, 0]) (the " +
+                 std::to_string(sw) + "-byte NVMMA swizzle of this tile), or " + accepted;
+  }
+  const bool tma = op.code() == OpCode::AsyncDescLoad || op.code() == OpCode::AsyncDescStore;
+  const std::string consumer = tma ? ir::tmaCopyName(op) : std::string("tlx.async_dot");
+  raiseError(op.loc(), std::string("'") + consumer + "' reads " + t.str() +
+                           " allocated with layout=" + a.userLayout +
+                           ", which is not one of the 32/64/128-byte NVMMA swizzles it takes" +
+                           (rowMajorToo ? " (or unswizzled row-major)" : "") + "; use " + accepted);
+}
+
 std::string FunctionLowering::electedThread() {
   return b_.pure("setp.eq.u32", RegClass::Pred, {tid(), "0"});
 }
@@ -514,7 +551,8 @@ void FunctionLowering::lowerTlxBuffer(const ir::Op& op) {
   }
   case OpCode::LocalLoad:
   case OpCode::LocalStore: {
-    allocationOf(op, 0);
+    if (const layout::SharedAllocation& a = allocationOf(op, 0); !a.padding.empty())
+      return lowerPaddedAccess(op, a);
     ViewAddressing view = addressingOf(layouts_, op.operand(0), op);
     DType elem = op.operand(0)->type().elem;
     int64_t constant = 0;
@@ -534,6 +572,45 @@ void FunctionLowering::lowerTlxBuffer(const ir::Op& op) {
   default:
     throw std::logic_error("codegen: not a TLX buffer op");
   }
+}
+
+void FunctionLowering::lowerPaddedAccess(const ir::Op& op, const layout::SharedAllocation& a) {
+  const ir::Value* buf = op.operand(0);
+  const ir::Type& t = buf->type();
+  const bool load = op.code() == OpCode::LocalLoad;
+  const std::string fn = load ? "tlx.local_load" : "tlx.local_store";
+  if (!isPlainBuffer(buf))
+    raiseError(op.loc(), fn + " of a sliced, transposed or reinterpreted view of " + t.str() +
+                             " allocated with layout=" + a.userLayout +
+                             " is not supported by the PTX backend; padded buffers are read and "
+                             "written whole (the buffer or its local_view)");
+  // Row-major element offsets (the padded layout's identity part): coordinate bits reach
+  // distinct offset bits, so XOR and addition agree on them.
+  std::vector<int64_t> stride(t.shape.size(), 1);
+  for (size_t d = t.shape.size(); d-- > 1;) stride[d - 1] = stride[d] * t.shape[d];
+  OffsetFn offsetOf = [stride](const std::vector<int32_t>& c) {
+    int64_t off = 0;
+    for (size_t d = 0; d < stride.size() && d < c.size(); ++d) off += c[d] * stride[d];
+    return off;
+  };
+  const LinearLayout& l = load ? layoutOf(op.result()) : operandLayoutOf(op, 1);
+  int64_t seen = 0;
+  for (const char* dim : {layout::kRegister, layout::kLane, layout::kWarp})
+    for (const auto& b : basesOfIn(l, dim)) {
+      int64_t x = offsetOf(b);
+      if (x & seen)
+        raiseError(op.loc(), fn + " of " + t.str() + " allocated with layout=" + a.userLayout +
+                                 ": the value's register layout combines element bits (XOR), "
+                                 "which padding does not distribute over; the PTX backend "
+                                 "accesses padded buffers in layouts whose bits reach distinct "
+                                 "elements");
+      seen |= x;
+    }
+  std::string base = b_.materialize(regsOf(buf).at(0), RegClass::B32);
+  if (load) return bind(op.result(), loadShared(l, offsetOf, 0, 0, t.elem, base, &a.padding));
+  barrier(); // as the unpadded local_store (lowerTlxBuffer)
+  storeShared(operand(op, 1), l, offsetOf, 0, t.elem, base, 0, &a.padding);
+  barrier();
 }
 
 FunctionLowering::OffsetFn FunctionLowering::bufferElementOffsets(const ir::Op& op, unsigned i,

@@ -43,6 +43,11 @@ void FunctionLowering::lowerTlxAsyncCopy(const ir::Op& op) {
     raiseError(op.loc(), "async_load needs a tensor of pointers and a buffer from "
                          "tlx.local_alloc or its local_view; other views are not supported yet");
   const layout::SharedAllocation& alloc = allocationOf(op, 1);
+  if (!alloc.padding.empty())
+    raiseError(op.loc(), "async_load into " + buffer->type().str() +
+                             " allocated with layout=" + alloc.userLayout +
+                             " is not supported by the PTX backend: padded buffers are written "
+                             "by tlx.local_store only");
   if (alloc.layout.getTotalOutDimSize() == 0 || alloc.layout.numOutDims() == 0)
     raiseError(op.loc(), "async_load into a buffer of shape " + buffer->type().str() +
                              " is not supported; use power-of-two dims");

@@ -227,6 +227,8 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
                              "contiguous only, but " +
                              why);
   }
+  if (!aInRegs) requireNvmmaUserLayout(op, 0, false);
+  requireNvmmaUserLayout(op, 1, false);
   const layout::SharedAllocation& bAlloc = allocationOf(op, 1);
   const layout::SharedAllocation& aAlloc = aInRegs ? bAlloc : allocationOf(op, 0);
   if (!aAlloc.swizzleBytes || !bAlloc.swizzleBytes)

@@ -102,6 +102,11 @@ void FunctionLowering::lowerTlxRemoteStore(const ir::Op& op) {
     raiseError(op.loc(), what + "'s dst must be a buffer from tlx.local_alloc or a local_view of "
                                 "one; slices, transposes and reinterprets are not supported");
   const layout::SharedAllocation& alloc = allocationOf(op, 0);
+  if (!alloc.padding.empty())
+    raiseError(op.loc(), what + " into " + dst->type().str() +
+                             " allocated with layout=" + alloc.userLayout +
+                             " is not supported by the PTX backend: padded buffers are written "
+                             "by tlx.local_store only");
   if (alloc.layout.numOutDims() == 0 || alloc.layout.getTotalOutDimSize() == 0)
     raiseError(op.loc(), what + " into a buffer of shape " + dst->type().str() +
                              " is not supported; use power-of-two dims");

@@ -103,6 +103,19 @@ void FunctionLowering::copyScalesToTmem(const std::string& smem, const std::stri
 /// The user error for a shared-memory scale tile the tensor core cannot read as laid out.
 static void requirePlainScaleTile(const ir::Op& op, const layout::SharedAllocation& alloc,
                                   const ir::Type& t) {
+  if (!alloc.userLayout.empty() &&
+      (!alloc.padding.empty() || alloc.swizzleBytes ||
+       alloc.layout != layout::swizzledSharedLayout(t.shape, 1, 1, 1, [&] {
+         std::vector<int32_t> o;
+         for (int d = static_cast<int>(t.shape.size()) - 1; d >= 0; --d) o.push_back(d);
+         return o;
+       }())))
+    raiseError(op.loc(),
+               std::string("tlx.") +
+                   (op.code() == ir::OpCode::TmemCopy ? "tmem_copy" : "async_dot_scaled") +
+                   " reads the block scales " + t.str() +
+                   " unswizzled and unpadded, but this buffer is allocated with layout=" +
+                   alloc.userLayout + "; leave layout= out");
   if (alloc.swizzleBytes)
     raiseError(op.loc(),
                std::string("tlx.") +

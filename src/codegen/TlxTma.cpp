@@ -46,6 +46,7 @@ void FunctionLowering::lowerTlxDescriptorCopy(const ir::Op& op) {
     raiseError(op.loc(), std::string("'") + op.name() +
                              "' needs a buffer from tlx.local_alloc or its local_view, not a "
                              "transposed, sliced or reinterpreted view");
+  requireNvmmaUserLayout(op, 1, /*rowMajorToo=*/true);
   const layout::SharedAllocation& a = allocationOf(op, 1);
   const ir::Type& bt = op.operand(1)->type();
   int rank = static_cast<int>(dt.shape.size());

@@ -762,6 +762,8 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
                              ": the sm_100a backend issues tcgen05.mma of tf32 operands with K "
                              "contiguous only; store B as an [N, K] buffer and pass its "
                              "tlx.local_trans");
+  if (!aTmem) requireNvmmaUserLayout(op, 0, false);
+  requireNvmmaUserLayout(op, 1, false);
   const layout::SharedAllocation& bAlloc = allocationOf(op, 1);
   const int64_t sa = aTmem ? 0 : allocationOf(op, 0).swizzleBytes, sb = bAlloc.swizzleBytes;
   if ((!aTmem && !sa) || !sb)

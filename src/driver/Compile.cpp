@@ -4,10 +4,14 @@
 #include "frontend/Parser.h"
 #include "interp/Interpreter.h"
 #include "ir/Printer.h"
+#include "layout/LayoutAssignment.h"
 #include "runtime/Ptxas.h"
 #include "specialize/Specializer.h"
 #include "transforms/Passes.h"
 #include "warpweave/warpweave.h"
+
+#include <iostream>
+#include <sstream>
 
 namespace ww {
 
@@ -23,6 +27,62 @@ struct CompiledModule {
   SourceManager sources;
   ir::Module module;
 };
+
+/// Each line of `text` indented by four spaces, each ending in a newline.
+std::string indented(const std::string& text) {
+  std::string out, line;
+  std::istringstream in(text);
+  while (std::getline(in, line)) out += "    " + line + "\n";
+  return out;
+}
+
+/// tlx.dump_layout: the ops leave the IR (they move no data), then the layouts the compiler
+/// assigns the kernel without them are printed to stderr, one remark per op, as CuTe text
+/// (layout/CuteText.cpp). Layout assignment is that of `options.target` at the kernel's warps,
+/// the one codegen runs again on the same IR.
+void dumpLayouts(ir::Function& fn, const CompileOptions& options, const SourceManager& sm) {
+  std::vector<std::pair<const ir::Value*, SourceLoc>> dumps;
+  std::vector<const ir::Op*> ops;
+  ir::walk(fn.body, [&](const ir::Op& op) {
+    if (op.code() != ir::OpCode::DumpLayout) return;
+    dumps.push_back({op.operand(0), op.loc()});
+    ops.push_back(&op);
+  });
+  if (ops.empty()) return;
+  for (const ir::Op* op : ops) ir::eraseOp(*op->parentBlock(), op);
+  CompileOptions lo = options;
+  lo.numWarps = fn.numWarps;
+  layout::LayoutMap map = layout::assignLayouts(fn, lo);
+  for (const auto& [v, loc] : dumps) {
+    std::ostringstream os;
+    if (loc.valid()) os << sm.path(loc.file) << ":" << loc.line << ":" << loc.col << ": ";
+    os << "remark: tlx.dump_layout of " << v->type().str() << " (" << targetName(options.target)
+       << ", " << fn.numWarps << " warps)\n";
+    if (v->type().kind == ir::TypeKind::Buffer) {
+      const layout::SharedAllocation* a = map.sharedAllocation(v);
+      const ir::Op* def = v->def();
+      bool view =
+          def && def->code() != ir::OpCode::LocalAlloc && def->code() != ir::OpCode::LocalView;
+      std::string cute =
+          a && a->layout.numOutDims() ? layout::cuteSharedLayoutText(a->layout, a->padding) : "";
+      os << "  shared memory, "
+         << (a && !a->userLayout.empty() ? "layout=" + a->userLayout
+             : a && a->swizzleBytes      ? std::to_string(a->swizzleBytes) + "-byte NVMMA swizzle"
+                                         : std::string("unswizzled"))
+         << (view ? "; the layout of the allocation this view is taken from" : "") << "\n";
+      if (a)
+        for (const auto& [interval, pad] : a->padding)
+          os << "  padding: " << pad << " elements after every " << interval
+             << " (the linear map below is before padding)\n";
+      os << "  cute: " << (cute.empty() ? "(not a strided or swizzled layout)" : cute) << "\n";
+      if (a && a->layout.numOutDims()) os << "  linear:\n" << indented(a->layout.str());
+    } else if (map.hasLayout(v)) {
+      os << "  cute: " << layout::cuteRegisterLayoutText(map.layout(v)) << "\n";
+      os << "  linear:\n" << indented(map.layout(v).str());
+    }
+    std::cerr << os.str() << std::flush;
+  }
+}
 
 } // namespace
 
@@ -81,6 +141,7 @@ CompiledKernel compile(const CompileRequest& req) {
     if (transforms::offsetLoopPointers(*fn)) transforms::runCleanupPipeline(*fn);
     // Last: the barriers follow the accesses the passes above leave.
     transforms::insertSharedMemoryBarriers(*fn);
+    dumpLayouts(*fn, req.options, sm);
     out.tileIR = ir::print(*fn);
     for (const SignatureEntry& e : req.signature) {
       bool kept = false;

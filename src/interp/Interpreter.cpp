@@ -157,6 +157,7 @@ Executor::OpHandler Executor::handlerFor(OpCode code) {
     on({OpCode::For, OpCode::If, OpCode::While}, &Executor::execControl);
     on({OpCode::Yield, OpCode::Condition, OpCode::Return}, &Executor::execStrayTerminator);
     on({OpCode::Print, OpCode::Assert}, &Executor::execDebug);
+    on({OpCode::DumpLayout}, &Executor::execDumpLayout);
     on({OpCode::InlineAsm}, &Executor::execInlineAsm);
     on({OpCode::Gather}, &Executor::execGather);
     on({OpCode::MapElementwise}, &Executor::execMapElementwise);
@@ -273,6 +274,11 @@ void Executor::execBitcast(const ir::Op& op) {
 
 void Executor::execHint(const ir::Op& op) {
   set(op.result(), slot(op.operand(0)));
+}
+
+void Executor::execDumpLayout(const ir::Op& /*op*/) {
+  // tlx.dump_layout prints while compiling (driver/Compile.cpp), which removes it; Tile IR
+  // given to the interpreter some other way may still hold it, and it moves no data.
 }
 
 void Executor::execStrayTerminator(const ir::Op& op) {

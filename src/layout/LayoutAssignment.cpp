@@ -1058,6 +1058,40 @@ private:
     });
   }
 
+  /// The kernel's layout= of a shared tlx.local_alloc (specialize/TlxLayouts.cpp resolved it
+  /// for the shape): a swizzled_shared layout is the buffer's layout exactly, and where it is
+  /// one of the NVMMA swizzles it is marked as that (TMA and wgmma read it then).
+  void userSharedLayout(const ir::Op& op, SharedAllocation& a) {
+    namespace A = ir::attr::LocalAlloc;
+    const ir::Type& t = op.result()->type();
+    a.userLayout = A::layoutDesc(op);
+    a.swizzleBytes = 0;
+    a.alignment = 128;
+    const std::vector<int64_t> intervals = A::padIntervals(op), pads = A::padAmounts(op);
+    if (!intervals.empty()) {
+      std::vector<int32_t> rowMajor;
+      for (int d = static_cast<int>(t.shape.size()) - 1; d >= 0; --d) rowMajor.push_back(d);
+      a.layout = swizzledSharedLayout(t.shape, 1, 1, 1, rowMajor);
+      for (size_t i = 0; i < intervals.size(); ++i)
+        if (pads[i]) a.padding.push_back({intervals[i], pads[i]});
+      return;
+    }
+    std::vector<int32_t> order;
+    for (int64_t d : A::sharedOrder(op)) order.push_back(static_cast<int32_t>(d));
+    a.layout = swizzledSharedLayout(t.shape, static_cast<int32_t>(A::sharedVec(op)),
+                                    static_cast<int32_t>(A::sharedPerPhase(op)),
+                                    static_cast<int32_t>(A::sharedMaxPhase(op)), order);
+    const int eb = ir::byteWidth(t.elem);
+    if (t.shape.size() == 2 && t.shape[0] >= 8)
+      for (int sw : {128, 64, 32})
+        if (t.shape[size_t(order[0])] * eb >= sw &&
+            nvmmaSharedLayout(t.shape, eb, sw, order) == a.layout) {
+          a.swizzleBytes = sw;
+          a.alignment = 1024;
+          break;
+        }
+  }
+
   /// Sizes and layouts of every shared allocation, then their offsets by liveness
   /// (SharedMemoryPlan.h): buffers whose live ranges do not meet share bytes, and the scratch
   /// region lies over buffers that are dead wherever scratch is used.
@@ -1080,7 +1114,10 @@ private:
           a.layout = swizzledSharedLayout(t.shape, 1, 1, 1, order);
         }
         a.alignment = sharedTileAlignment(t.shape, eb);
-        a.bytesPerBuffer = alignTo(numElements(t.shape) * eb, a.alignment);
+        int64_t elems = numElements(t.shape);
+        if (op.hasAttr(ir::attr::LocalAlloc::klayoutDesc)) userSharedLayout(op, a);
+        for (const auto& [interval, pad] : a.padding) elems += elems / interval * pad;
+        a.bytesPerBuffer = alignTo(elems * eb, a.alignment);
         a.count = t.count;
         if (op.hasAttr(ir::attr::LocalAlloc::kalias)) {
           if (int64_t stride = ir::attr::LocalAlloc::aliasStride(op)) a.bytesPerBuffer = stride;
@@ -1333,6 +1370,7 @@ private:
       bool alike = a != map_.allocations_.end() && b != map_.allocations_.end() &&
                    a->second.layout == b->second.layout &&
                    a->second.swizzleBytes == b->second.swizzleBytes &&
+                   a->second.padding == b->second.padding &&
                    a->second.bytesPerBuffer == b->second.bytesPerBuffer &&
                    a->second.groupSize == b->second.groupSize &&
                    a->second.groupStepBytes == b->second.groupStepBytes;

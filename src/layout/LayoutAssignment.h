@@ -59,6 +59,13 @@ struct SharedAllocation {
   /// A uint8 [rows, cols] buffer of packed e2m1 that a mixed block-scaled MMA reads (.kind::
   /// mxf8f6f4): it takes rows x 2 cols bytes, 8 of every 16 holding data (fp4PaddedSharedLayout).
   bool fp4Padded = false;
+  /// The kernel's layout= of the tlx.local_alloc (as it wrote it), empty where the compiler
+  /// chose the layout. `layout` is then exactly that one; swizzleBytes is set where it equals
+  /// an NVMMA swizzle (TMA and wgmma can use it), 0 otherwise.
+  std::string userLayout;
+  /// A padded layout= (TLX's padded_shared_layout_encoding.with_identity_for): `layout` is the
+  /// row-major one, and element offset x lies at x + sum over pairs of (x / interval) * padding.
+  std::vector<std::pair<int64_t, int64_t>> padding;
   int64_t bytes() const { return bytesPerBuffer * count; }
 };
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace ww::layout {
@@ -244,5 +245,19 @@ ConversionRounds conversionRounds(const LinearLayout& src, const LinearLayout& d
 /// that permutes banks), so one is analysed.
 int sharedAccessWavefronts(const LinearLayout& distributed, const LinearLayout& shared,
                            int elemBytes, int32_t vecElems);
+
+/// A register layout in CuTe's thread-value form, `(thread modes):(value modes)` with flat
+/// row-major offsets into the tile as strides: the thread modes are the lane bits then the warp
+/// bits, the value modes the register bits; consecutive bits of one dim whose strides double
+/// form one mode (`((_32,_2,_2),_1):((_1,_32,_0),_0)`: 32 lanes of stride 1, a warp bit of
+/// stride 32, a broadcast warp bit, one register).
+std::string cuteRegisterLayoutText(const LinearLayout& distributed);
+/// A shared layout (offset -> coordinates) as CuTe writes a memory layout, coordinates ->
+/// element offset: `(_128,_64):(_64,_1)`, or `Sw<B,M,S> o _0 o (..):(..)` where an XOR swizzle
+/// (CuTe's Swizzle<B,M,S> on element offsets) is composed with a strided layout. Empty when the
+/// layout is neither. `padding` ((interval, padding) pairs in elements, of a padded layout over
+/// an unswizzled `shared`) scales the strides as the padding does.
+std::string cuteSharedLayoutText(const LinearLayout& shared,
+                                 const std::vector<std::pair<int64_t, int64_t>>& padding = {});
 
 } // namespace ww::layout

@@ -5,6 +5,7 @@
 #include "frontend/Parser.h"
 #include "ir/Limits.h"
 #include "specialize/TlBlockPtr.h"
+#include "specialize/TlxLayouts.h"
 #include "specialize/TypeObjects.h"
 
 #include <algorithm>
@@ -642,7 +643,15 @@ Val Specializer::getAttr(const Val& base, const std::string& name, SourceLoc loc
     raiseError(loc, describe(base) + " has no attribute '" + name + "'");
   case Val::Kind::Object:
     if (isTypeObject(base)) return typeObjectAttr(base, name, loc);
+    if (isSharedLayoutObject(base))
+      raiseError(loc, describeSharedLayout(base) + ": its attributes are not readable in kernel "
+                                                   "code; pass it to tlx.local_alloc's layout=");
     return storageAliasAttr(base, name, loc);
+  case Val::Kind::Builtin:
+    if (base.s.starts_with("tlx."))
+      if (std::string m = sharedLayoutClassMethod(base.s.substr(4), name); !m.empty())
+        return Val::builtin("tlx." + m);
+    raiseError(loc, describe(base) + " has no attribute '" + name + "'");
   case Val::Kind::BlockPtr:
     return blockPtrAttr(base, name, loc);
   default:

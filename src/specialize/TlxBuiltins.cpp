@@ -6,6 +6,7 @@
 #include "specialize/OpAttrChecks.h"
 #include "specialize/SpecializerImpl.h"
 #include "specialize/TlxClc.h"
+#include "specialize/TlxLayouts.h"
 
 #include "ir/Limits.h"
 
@@ -176,11 +177,16 @@ Val tlxLocalAlloc(Specializer& sp, const std::string& /*name*/, CallSite& call) 
                                "buffers of a local_alloc, got " +
                                    describe(*reuse));
   }
-  if (a.has("layout"))
-    raiseError(a.loc("layout"), "tlx.local_alloc's layout= is not supported; the compiler "
-                                "chooses shared-memory layouts from the buffer's users");
   std::vector<ir::NamedAttr> attrs = {
       ir::attr::LocalAlloc::make::storage(space == ir::MemorySpace::Tmem ? "tmem" : "smem")};
+  if (a.has("layout")) {
+    // The kernel's shared layout: the buffer lies exactly so (LayoutAssignment.cpp).
+    if (space == ir::MemorySpace::Tmem)
+      raiseError(a.loc("layout"), "tlx.local_alloc's layout= is for shared-memory buffers; "
+                                  "tensor memory has tcgen05's layout");
+    for (ir::NamedAttr& at : sharedLayoutAttrs(sp, a.get("layout"), a.loc("layout"), shape))
+      attrs.push_back(std::move(at));
+  }
   if (overlaid) attrs.push_back(ir::attr::LocalAlloc::make::hasReuse(true));
   ir::Value* alloc = sp.b.create1(
       OpCode::LocalAlloc, overlaid ? std::vector<ir::Value*>{overlaid} : std::vector<ir::Value*>{},
@@ -261,10 +267,15 @@ const char* const kLayoutForm =
 /// thread strides, value strides}, each a tuple of ints).
 Val tlxLayout(Specializer& sp, const std::string&, CallSite& call) {
   BoundArgs a(call, {"spec=", "shape=", "stride="});
-  if (a.has("spec"))
-    raiseError(a.loc("spec"), "tlx.layout(" + describe(a.get("spec")) +
-                                  "): in kernel code tlx.layout is a register layout, " +
-                                  kLayoutForm + "; shared-memory layouts are the compiler's");
+  if (a.has("spec")) {
+    // tlx.layout(swizzled_layout(...)) is that shared layout (TLX resolves the unswizzled one
+    // to a swizzled_shared_layout_encoding at once; both lie alike).
+    const Val& spec = a.get("spec");
+    if (spec.kind == Val::Kind::Object && spec.s == "swizzled_layout") return spec;
+    raiseError(a.loc("spec"), "tlx.layout(" + describe(spec) +
+                                  "): tlx.layout takes a tlx.swizzled_layout(...) or " +
+                                  kLayoutForm);
+  }
   if (!a.has("shape") || !a.has("stride"))
     raiseError(call.loc, std::string("tlx.layout needs shape= and stride=: ") + kLayoutForm);
   std::vector<Val> parts;
@@ -1395,6 +1406,14 @@ const BuiltinTable& tlxBuiltins() {
       {"local_view", &tlxLocalView},
       {"local_load", &tlxLocalLoad},
       {"layout", &tlxLayout},
+      {"swizzled_layout", &tlxSharedLayout},
+      {"swizzled_shared_layout_encoding", &tlxSharedLayout},
+      {"padded_shared_layout_encoding", &tlxSharedLayout},
+      {"swizzled_layout.make_default", &tlxSharedLayout},
+      {"swizzled_shared_layout_encoding.make_default", &tlxSharedLayout},
+      {"padded_shared_layout_encoding.with_identity_for", &tlxSharedLayout},
+      {"padded_shared_layout_encoding.with_bases", &tlxSharedLayout},
+      {"dump_layout", &tlxDumpLayout},
       {"local_store", &tlxLocalStore},
       {"local_trans", &tlxLocalTrans},
       {"local_slice", &tlxLocalSlice},

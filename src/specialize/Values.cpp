@@ -1,5 +1,6 @@
 // The value model's helpers (truth, equality, descriptions) and the binding of builtin arguments.
 #include "specialize/SpecializerImpl.h"
+#include "specialize/TlxLayouts.h"
 #include "specialize/TypeObjects.h"
 
 #include <cmath>
@@ -125,6 +126,7 @@ std::string describe(const Val& v) {
     return "a slice";
   case Val::Kind::Object:
     if (isTypeObject(v)) return describeTypeObject(v);
+    if (isSharedLayoutObject(v)) return describeSharedLayout(v);
     if (v.s == "reuse_group")
       return std::string("tlx.reuse_group (") + (v.b ? "distinct" : "shared") + ", " +
              std::to_string(v.elts.size()) + " members)";
