@@ -6,6 +6,7 @@ layout (dump_layout shows the LinearLayout codegen uses; ptxas accepts the PTX);
 cannot read a layout (TMA, wgmma) and layouts the PTX backend cannot express are errors at
 their line. No GPU ran any of this."""
 import importlib
+import re
 import sys
 from pathlib import Path
 
@@ -124,8 +125,13 @@ def test_swizzle_306_addresses(requires_ptxas, fresh, capfd):
     # one element, and row r's element c lies at r * 64 + (c ^ (r % 8)).
     out = np.zeros(128 * 64, np.float16)
     ptx = sm90(K.roundtrip, out, SWIZZLE_306).asm["ptx"]
-    assert "xor.b32" in ptx
     assert "st.shared.v" not in ptx and "st.shared.b16" in ptx
+    # In the store's layout thread-id bits 3, 4 and 5 pick rows 1, 2 and 4: each adds row r's
+    # bytes with column bit r swizzled in, (64 r + r) * 2 = 130, 260, 520 (unswizzled: 128,
+    # 256, 512).
+    for image in (130, 260, 520):
+        assert re.search(rf"selp\.b32 %r\d+, {image}, 0,", ptx), image
+    assert not re.search(r"selp\.b32 %r\d+, (128|256|512), 0,", ptx)
     sm90(K.dump_swizzled, SWIZZLE_306)
     err = capfd.readouterr().err
     assert "cute: Sw<3,0,6> o _0 o (_128,_64):(_64,_1)" in err
