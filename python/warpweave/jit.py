@@ -254,6 +254,9 @@ def runtime_spec(value, name: str, specialize: bool = True):
         return _int_spec(int(value), specialize, name), _Arg.INT
     if isinstance(value, float):
         return "fp32", _Arg.FLOAT
+    if t.__module__ == "warpweave._tlx_host" and hasattr(value, "_kernel_literal"):
+        raise TypeError(f"argument '{name}' = {value!r} is a TLX layout, a compile-time value: "
+                        f"annotate the parameter `{name}: tl.constexpr`")
     raise TypeError(
         f"argument '{name}' of type {t.__module__}.{t.__name__} cannot be passed to a kernel: "
         f"expected a torch tensor, a NumPy array, a TensorDescriptor, an int, a float or a bool "

@@ -247,8 +247,9 @@ def test_a_layout_needs_a_constexpr_parameter():
     @ww.jit
     def k(x, SW):
         pass
-    with pytest.raises(TypeError, match="constexpr"):
+    with pytest.raises(TypeError, match="constexpr") as info:
         k[(1,)](np.zeros(4, np.float32), SWIZZLE_306)
+    assert "swizzled_layout(Swizzle<3,0,6>, order=[1, 0])" in str(info.value)
 
 
 # ---- dump_layout ----------------------------------------------------------------------------
