@@ -1006,42 +1006,51 @@ TEST(KernelLibrary, EveryKernelFileParsesAndHoldsOnlyJitFunctions) {
       {"reduction.py",
        {"row_sum_kernel", "_block_max", "row_max_kernel", "_chunk_of_rows",
         "row_sum_partial_kernel", "row_max_partial_kernel", "row_max_combine_kernel"}},
-      {"gemm_pipelined.py", {"load_stage", "gemm_pipelined_kernel"}},
-      {"gemm_ws.py",
+      {"hopper/gemm_pipelined.py", {"load_stage", "gemm_pipelined_kernel"}},
+      {"hopper/gemm_ws.py",
        {"rastered_tile", "release", "split_columns", "store_chunk", "alloc_ring", "acquire_stage",
         "load_stage", "issue_stage", "add_partial", "zero_k_outside", "mma_tile", "mma_tile_rest",
         "issue_part", "mma_tile_split", "pack_pairs", "store_tile", "gemm_ws_kernel"}},
-      {"scaled_mm_ws.py",
+      {"hopper/scaled_mm_ws.py",
        {"scale_vector", "scaled_tile", "epilogue", "tile_offsets", "tile_epilogue", "finish_tile",
         "scaled_mm_ws_kernel"}},
-      {"grouped_mm_ws.py",
+      {"hopper/grouped_mm_ws.py",
        {"next_group", "store_chunk_rows", "store_rows", "grouped_mm_ws_kernel", "group_k_range",
         "group_k_steps", "grouped_mm_ragged_k_ws_kernel"}},
-      {"gemm_ws_pingpong.py", {"gemm_ws_pingpong_kernel"}},
-      {"attention_ws.py",
-       {"wait_turn", "pass_turn", "online_softmax", "attend_block", "attention_ws_kernel"}},
-      {"attention_bwd_ws.py",
+      {"hopper/gemm_ws_pingpong.py", {"gemm_ws_pingpong_kernel"}},
+      {"hopper/attention_ws.py",
+       {"wait_turn", "pass_turn", "online_softmax", "attend_block", "program_rows",
+        "attention_ws_kernel"}},
+      {"hopper/attention_bwd_ws.py",
        {"attention_bwd_ws_preprocess_kernel", "attention_bwd_ws_postprocess_kernel", "query_block",
         "attention_bwd_ws_kernel"}},
-      {"softmax_tma.py", {"load_row", "rows_of_program", "store_row", "softmax_tma_kernel"}},
-      {"layernorm_tma.py",
+      {"hopper/softmax_tma.py", {"load_row", "rows_of_program", "store_row", "softmax_tma_kernel"}},
+      {"hopper/layernorm_tma.py",
        {"load_row_pair", "layernorm_fwd_tma_kernel", "layernorm_bwd_tma_kernel"}},
-      {"rows_cluster.py",
+      {"hopper/rows_cluster.py",
        {"publish_partials", "peer_partials", "exchange_slots", "push_pair", "wait_pairs", "pair_of",
         "pair_sums", "softmax_stats_of_pairs", "cluster_slice", "_slice_of_row", "_store_slice",
         "softmax_cluster_kernel", "slice_counts", "layernorm_fwd_cluster_kernel", "_stats_or_zero",
         "layernorm_bwd_cluster_kernel"}},
-      {"rows_smem.py",
+      {"hopper/rows_smem.py",
        {"load_slice", "start_ring", "chunk_view", "_max_of_chunks", "_exp_of_chunks",
         "_store_chunks", "softmax_smem_kernel", "_sum_of_chunks", "_squares_of_chunks",
         "_normalize_chunks", "layernorm_fwd_smem_kernel"}},
+      {"blackwell/gemm_ws.py",
+       {"grid_shape", "tile_of", "request_tile", "next_tile", "acquire_stage", "wait_stage",
+        "acquire_acc", "store_acc", "producer_task", "mma_task", "epilogue_task", "alloc_common",
+        "gemm_ws_kernel"}},
+      {"blackwell/scaled_mm_mx.py", {"producer_task_mx", "mma_task_mx", "scaled_mm_mx_kernel"}},
+      {"blackwell/attention_ws.py", {"softmax_step", "attention_ws_kernel"}},
+      {"blackwell/attention_bwd_ws.py", {"issue_dk_dq", "attention_bwd_ws_kernel"}},
   };
-  std::vector<std::string> files =
-      pythonFilesUnder(std::string(WW_SOURCE_DIR) + "/python/warpweave/ops/kernels");
+  const std::string kernelsDir = std::string(WW_SOURCE_DIR) + "/python/warpweave/ops/kernels";
+  std::vector<std::string> files = pythonFilesUnder(kernelsDir);
   size_t kernelFiles = 0;
   for (const std::string& path : files) {
     SCOPED_TRACE(path);
-    std::string base = std::filesystem::path(path).filename().string();
+    // Keyed by the path under kernels/: hopper/ and blackwell/ hold files of the same name.
+    std::string base = std::filesystem::relative(path, kernelsDir).generic_string();
     if (!expected.count(base)) { // host-side modules (ops.py) are checked below
       EXPECT_EQ(readFile(path).find("@ww.jit"), std::string::npos)
           << "a kernel file this test does not list";

@@ -406,6 +406,34 @@ const std::vector<KernelCase>& kernelCases() {
        "NUM_STAGES=2,C=2,PEERS=2",
        8,
        {"cluster_cta_rank", "async_load", "exp"}},
+      {"python/warpweave/ops/kernels/blackwell/gemm_ws.py",
+       "gemm_ws_kernel",
+       "a_desc:desc<fp16,128x64>,b_desc:desc<fp16,64x256>,c_desc:desc<fp16,128x64>,M:i32,N:i32,"
+       "K:i32,BLOCK_M=128,BLOCK_N=256,BLOCK_K=64,GROUP_M=8,NUM_STAGES=4",
+       4,
+       {"async_tasks", "tcgen05_mma", "tcgen05_commit", "clc_try_cancel"}},
+      {"python/warpweave/ops/kernels/blackwell/scaled_mm_mx.py",
+       "scaled_mm_mx_kernel",
+       "a_desc:desc<fp8e4nv,128x128>,bt_desc:desc<fp8e4nv,128x128>,as_desc:desc<u8,1x1x1x2x256>,"
+       "bs_desc:desc<u8,1x1x1x2x256>,c_desc:desc<bf16,128x32>,M:i32,N:i32,K:i32,BLOCK_M=128,"
+       "BLOCK_N=128,BLOCK_K=128,GROUP_M=8,NUM_STAGES=6",
+       4,
+       {"async_tasks", "has_scales = 1", "tcgen05_commit"}},
+      {"python/warpweave/ops/kernels/blackwell/attention_ws.py",
+       "attention_ws_kernel",
+       "q_desc:desc<fp16,128x128>,k_desc:desc<fp16,128x128>,v_desc:desc<fp16,128x128>,"
+       "o_desc:desc<fp16,128x128>,lse_ptr:*fp32:16,sm_scale:fp32,N_CTX:i32:16,HEAD_DIM=128,"
+       "BLOCK_M=128,BLOCK_N=128,NUM_STAGES=2,CAUSAL=True",
+       4,
+       {"async_tasks", "tcgen05_mma"}},
+      {"python/warpweave/ops/kernels/blackwell/attention_bwd_ws.py",
+       "attention_bwd_ws_kernel",
+       "q_desc:desc<fp16,64x128>,k_desc:desc<fp16,128x128>,v_desc:desc<fp16,128x128>,"
+       "do_desc:desc<fp16,64x128>,dq_desc:desc<fp32,64x128>,dk_desc:desc<fp16,128x128>,"
+       "dv_desc:desc<fp16,128x128>,lse_ptr:*fp32:16,delta_ptr:*fp32:16,sm_scale:fp32,"
+       "N_CTX:i32:16,HEAD_DIM=128,BLOCK_M=64,BLOCK_N=128,NUM_STAGES=2,CAUSAL=True",
+       4,
+       {"async_tasks", "tcgen05_mma", "tcgen05_commit"}},
   };
   return cases;
 }

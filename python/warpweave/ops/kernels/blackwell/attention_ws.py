@@ -48,7 +48,7 @@ import warpweave as ww
 import warpweave.language as tl
 from warpweave import tlx
 
-from warpweave.ops.kernels.hopper.attention_ws import program_rows
+from ..hopper.attention_ws import program_rows
 
 
 @ww.jit
