@@ -51,7 +51,13 @@ std::string moveTo(PtxBuilder& b, const std::string& reg, RegClass from, RegClas
   // A narrow element in a 32-bit register (constraint r): zero-extended, or truncated back.
   if (from == RegClass::B16 && to == RegClass::B32) return b.pure("cvt.u32.u16", to, {r});
   if (from == RegClass::B32 && to == RegClass::B16) return b.pure("cvt.u16.u32", to, {r});
-  return b.pure("mov.b" + std::to_string(bitsOfClass(to)), to, {r});
+  // A same-width mov is a bit copy both ways: remembering the inverse lets a result that goes
+  // straight into the next asm (fp32 through `r` operands, as TLX's paired helpers chain) reuse
+  // the asm's own register instead of a round trip of copies.
+  const std::string mov = "mov.b" + std::to_string(bitsOfClass(to));
+  std::string out = b.pure(mov, to, {r});
+  b.remember(mov, from, {out}, r);
+  return out;
 }
 
 /// $N -> operands[N] (longest number first: $12 is operand 12, not $1 then '2').

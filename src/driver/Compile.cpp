@@ -112,6 +112,7 @@ CompiledKernel compile(const CompileRequest& req) {
     for (const auto& [name, text] : req.globals)
       in.globalFiles[name] = sm.addFile("<global " + name + ">", text);
     in.options = req.options;
+    in.cudaTarget = req.stage != Stage::TileIR;
     std::unique_ptr<ir::Function> fn = specialize::specialize(in);
     if (fn->loc.valid()) kernelLoc = fn->loc;
     // Loads and stores through descriptors made in the kernel that cannot be tensor maps (or

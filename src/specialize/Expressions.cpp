@@ -64,6 +64,7 @@ static std::string languageNamespace(const std::string& dotted) {
       {"warpweave.language.math", "tl"},
       {"warpweave.language.core", "tl"},
       {"warpweave.language.random", "tl.random"},
+      {"warpweave.language.target_info", "tl.target_info"},
       {"warpweave.tlx", "tlx"},
       {"warpweave.language.tlx", "tlx"},
       {"warpweave.language.extra.tlx", "tlx"},

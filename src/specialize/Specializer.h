@@ -26,6 +26,10 @@ struct SpecializeInput {
   /// SourceManager ids holding the text of each global's value, for diagnostics.
   std::map<std::string, uint32_t> globalFiles;
   CompileOptions options;
+  /// False for the interpreter's Tile IR: it runs on the CPU, not on options.target, so
+  /// `tl.target_info` answers as Triton's does with no CUDA target (inline-PTX helpers take
+  /// their portable fallbacks).
+  bool cudaTarget = true;
 };
 
 /// Throws CompileError on user errors.

@@ -39,6 +39,13 @@ const std::vector<std::string>& mathFunctions() {
   return names;
 }
 
+/// triton.language.target_info's queries, each a compile-time bool.
+const std::vector<std::string>& targetInfoFunctions() {
+  static const std::vector<std::string> names = {
+      "is_cuda", "cuda_capability_geq", "is_hip", "is_hip_cdna3", "is_hip_cdna4", "is_hip_gfx1250"};
+  return names;
+}
+
 void checkPow2(const std::vector<int64_t>& shape, SourceLoc loc, const std::string& what) {
   int64_t numel = 1;
   for (int64_t d : shape) {
@@ -99,6 +106,7 @@ std::optional<Val> Specializer::namespaceMember(const std::string& ns, const std
     if (name == "math") return Val::ns("tl");
     if (name == "random") return Val::ns("tl.random");
     if (name == "extra") return Val::ns("tl.extra");
+    if (name == "target_info") return Val::ns("tl.target_info");
     if (name == "PropagateNan") return Val::ns("tl.PropagateNan");
     if (name == "ReductionOrdering") return Val::ns("tl.ReductionOrdering");
     if (auto t = tlTypeObject(name)) return *t;
@@ -132,6 +140,11 @@ std::optional<Val> Specializer::namespaceMember(const std::string& ns, const std
   }
   if (ns == "tlx.reuse_group_type") {
     if (name == "shared" || name == "distinct") return Val::enumValue(name);
+    return std::nullopt;
+  }
+  if (ns == "tl.target_info") {
+    const auto& f = targetInfoFunctions();
+    if (std::find(f.begin(), f.end(), name) != f.end()) return Val::builtin("target_info." + name);
     return std::nullopt;
   }
   if (ns == "tl.PropagateNan") {
@@ -194,6 +207,8 @@ void Specializer::unknownMember(const std::string& ns, const std::string& name, 
     candidates = tlxBuiltins().memberNames();
     candidates.push_back("storage_kind");
     candidates.push_back("reuse_group_type");
+  } else if (ns == "tl.target_info") {
+    candidates = targetInfoFunctions();
   } else if (ns == "tlx.reuse_group_type") {
     candidates = {"shared", "distinct"};
   } else if (ns == "math") {
@@ -230,6 +245,7 @@ Val Specializer::callBuiltin(const std::string& name, CallSite& call) {
   if (name.starts_with("tlx.")) return callTlx(name.substr(4), call);
   if (name.starts_with("math.")) return mathConstFunction(name.substr(5), call);
   if (name.starts_with("cuda.")) return gridDependencyControl(name.substr(5), call);
+  if (name.starts_with("target_info.")) return targetInfo(name.substr(12), call);
   if (name.starts_with("proton.")) return callProton(name.substr(7), call);
   if (name.starts_with("libdevice.")) {
     std::string fn = name.substr(10);
@@ -255,6 +271,28 @@ Val Specializer::callBuiltin(const std::string& name, CallSite& call) {
   }
   if (name == "ww.jit") raiseError(call.loc, "ww.jit cannot be called inside a kernel");
   return callPython(name, call);
+}
+
+// triton.language.target_info: what the compile target is, as compile-time bools, so that a
+// helper can guard inline PTX that needs a newer GPU (Triton's use of cuda_capability_geq). The
+// interpreter's Tile IR has no CUDA target: there every query is False, as in Triton without an
+// active CUDA driver, and such helpers take their portable code.
+Val Specializer::targetInfo(const std::string& name, CallSite& call) {
+  if (name == "cuda_capability_geq") {
+    BoundArgs a(call, {"major", "minor="});
+    const int64_t major =
+        constInt(a.get("major"), a.loc("major"), "cuda_capability_geq's major", a.expr("major"));
+    const int64_t minor = a.has("minor") ? constInt(a.get("minor"), a.loc("minor"),
+                                                    "cuda_capability_geq's minor", a.expr("minor"))
+                                         : 0;
+    if (!in.cudaTarget) return Val::boolean(false);
+    const int64_t arch = in.options.target == Target::SM100a  ? 100
+                         : in.options.target == Target::SM90a ? 90
+                                                              : 80;
+    return Val::boolean(arch >= major * 10 + minor);
+  }
+  BoundArgs a(call, {});
+  return Val::boolean(name == "is_cuda" && in.cudaTarget);
 }
 
 Val Specializer::callPython(const std::string& name, CallSite& call) {
