@@ -1418,6 +1418,7 @@ PtxKernel FunctionLowering::run() {
   out += "{\n";
   out += b_.regDeclarations();
   out += "\n";
+  hoistDyingCombines(b_.mutableBody());
   out += b_.body();
   out += "}\n";
   std::string files = b_.fileDirectives();

@@ -77,6 +77,10 @@ void refuseRemoteStoresOn(const ir::Function& fn, Target target);
 
 /// Whether `v` is a buffer in Blackwell tensor memory (TlxTmem.cpp).
 bool isTmemValue(const ir::Value* v);
+/// Moves each add / max / min of two fp32 registers that ends both their lives up to just after
+/// the last earlier mention of either, within straight-line code (HoistCombines.cpp): a
+/// reduction's chain then runs as its elements are made instead of keeping them all live.
+void hoistDyingCombines(std::string& body);
 
 /// The 32-bit tcgen05.mma instruction descriptor (kind::f16 / tf32 / f8f6f4) of an M x N MMA of
 /// `a` x `b` into `d`, with A / B MN-major as given (TlxTmem.cpp).
