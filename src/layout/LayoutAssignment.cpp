@@ -582,17 +582,21 @@ private:
     return cheap;
   }
 
-  void assignElementwise(const ir::Op& op) {
-    const ir::Value* r = op.result();
-    // Operands with a layout already; values that are cheap to recompute only count when no
-    // operand is expensive to move.
+  /// The layouts of `op`'s tensor operands that have one already (not deferred); values that
+  /// are cheap to recompute only count when no operand is expensive to move.
+  std::vector<const LinearLayout*> operandLayouts(const ir::Op& op) {
     std::vector<const LinearLayout*> have, strong;
     for (const ir::Value* v : op.operands()) {
       if (!isTensor(v) || isDeferred(v) || !layoutOf(v)) continue;
       have.push_back(layoutOf(v));
       if (!isCheap(v)) strong.push_back(layoutOf(v));
     }
-    if (!strong.empty()) have = strong;
+    return strong.empty() ? have : strong;
+  }
+
+  void assignElementwise(const ir::Op& op) {
+    const ir::Value* r = op.result();
+    std::vector<const LinearLayout*> have = operandLayouts(op);
     LinearLayout chosen;
     if (have.empty() && !preferred(r)) {
       defer(r, &op);
@@ -672,12 +676,18 @@ private:
     case OpCode::InlineAsm:
     case OpCode::MapElementwise: {
       // Elementwise over several results: every operand and result in one layout, the first
-      // operand's (a deferred one is fixed to its natural layout). A map_elementwise region
-      // computes on scalars.
+      // operand's that has one (as for other elementwise ops, a deferred one, such as a
+      // broadcast constant, takes the others' rather than making them convert to its natural
+      // layout: TLX's _fma_f32x2(c1, x, c0)); else the first operand's natural layout. A
+      // map_elementwise region computes on scalars.
       for (unsigned r = 0; r < op.numRegions(); ++r) assignBlock(*op.region(r));
       if (op.numResults() == 0 || !isTensor(op.result(0))) return;
       LinearLayout chosen;
       bool found = false;
+      if (std::vector<const LinearLayout*> have = operandLayouts(op); !have.empty()) {
+        chosen = *have[0];
+        found = true;
+      }
       for (const ir::Value* v : op.operands())
         if (!found && isTensor(v))
           if (const LinearLayout* l = layoutOf(v)) {

@@ -279,3 +279,32 @@ def test_r_operands_of_fp32_reuse_the_asm_registers(requires_ptxas):
     assert [m.group(1) for m in seconds] == [m.group(1) for m in firsts]
     assert [m.group(2) for m in seconds] == [m.group(2) for m in firsts]
     assert len(re.findall(r"mov\.b32 %r\d+, %f\d+;", ptx)) == 2
+
+
+# ---- layout: a constant first operand takes the tensor operand's layout ----
+
+
+@ww.jit
+def row_sums_after_fma(A, B, Out, CONSTANT_FIRST: tl.constexpr):
+    rows = tl.arange(0, 64)
+    k = tl.arange(0, 32)
+    a = tl.load(A + rows[:, None] * 32 + k[None, :])
+    b = tl.load(B + k[:, None] * 64 + rows[None, :])
+    acc = tl.dot(a, b)  # an MMA layout, not the natural one
+    if CONSTANT_FIRST:
+        y = _fma_f32x2(2.0, acc, 1.0)
+    else:
+        y = _fma_f32x2(acc, 2.0, 1.0)
+    tl.store(Out + rows, tl.sum(y, 1))
+
+
+def test_constant_first_operand_does_not_convert_the_tensor(requires_ptxas):
+    args = (np.zeros((64, 32), np.float16), np.zeros((32, 64), np.float16), vec(64))
+    shared = []
+    for first in (True, False):
+        k = row_sums_after_fma.compile_for(row_sums_after_fma.bind(args, {"CONSTANT_FIRST": first}),
+                                           False, row_sums_after_fma._options(4, 3, None, None),
+                                           target="sm_100a")
+        assert k.asm["cubin"] and "fma.rn.f32x2" in k.asm["ptx"]
+        shared.append(k.shared)
+    assert shared[0] == shared[1], shared
