@@ -80,6 +80,7 @@ bool isTmemValue(const ir::Value* v);
 /// Moves each add / max / min of two fp32 registers that ends both their lives up to just after
 /// the last earlier mention of either, within straight-line code (HoistCombines.cpp): a
 /// reduction's chain then runs as its elements are made instead of keeping them all live.
+/// Applied to sm_100a kernels (Lowering.cpp says why).
 void hoistDyingCombines(std::string& body);
 
 /// The 32-bit tcgen05.mma instruction descriptor (kind::f16 / tf32 / f8f6f4) of an M x N MMA of

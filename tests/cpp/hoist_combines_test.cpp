@@ -117,6 +117,8 @@ def softmax_rows(X, P, L, ROWS: tl.constexpr, COLS: tl.constexpr):
     tl.store(P + rows[:, None] * COLS + cols[None, :], p.to(tl.float16))
     tl.store(L + rows, tl.sum(p, 1))
 )";
+  // On sm_100a the row sum's steps run among the conversions; sm_90a keeps the order as written
+  // (Lowering.cpp applies the placement to sm_100a kernels only).
   for (Target t : {Target::SM90a, Target::SM100a}) {
     CompileRequest req;
     req.files.push_back({"rows.py", src});
@@ -133,7 +135,10 @@ def softmax_rows(X, P, L, ROWS: tl.constexpr, COLS: tl.constexpr):
     if (firstStore == std::string::npos) firstStore = ptx.find("\tst.global");
     ASSERT_NE(firstAdd, std::string::npos);
     ASSERT_NE(firstStore, std::string::npos);
-    EXPECT_LT(firstAdd, firstStore) << ptx;
+    if (t == Target::SM100a)
+      EXPECT_LT(firstAdd, firstStore) << ptx;
+    else
+      EXPECT_GT(firstAdd, firstStore) << ptx;
   }
 }
 
