@@ -176,14 +176,20 @@ def triton_times(work: Path, repeat: int):
         return {}
     sys.path.insert(0, str(work / "tri"))
     rows = {}
-    for stem, kernel, label, _, tri_sig, consts, warps, stages in CASES:
+    for stem, kernel, label, ww_sig, tri_sig, consts, warps, stages in CASES:
         fn = getattr(importlib.import_module("tri_k" + stem[:2]), kernel)
         sig = dict(tri_sig, **{k: "constexpr" for k in consts})
+        # The same 16-byte divisibility hints warpweave's signature gives (`name:TYPE:16`), as
+        # Triton's launcher would find them on aligned tensors and sizes.
+        aligned = {e.split(":")[0] for e in ww_sig.split(",") if e.endswith(":16")}
+        attrs = {(i,): [["tt.divisibility", 16]] for i, name in enumerate(fn.arg_names)
+                 if name in aligned}
         ts = []
         for _ in range(repeat):
             os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(dir=work)
             t0 = time.perf_counter()
-            k = triton.compile(ASTSource(fn, sig, consts), target=GPUTarget("cuda", 90, 32),
+            k = triton.compile(ASTSource(fn, sig, consts, attrs),
+                               target=GPUTarget("cuda", 90, 32),
                                options={"num_warps": warps, "num_stages": stages})
             ts.append((time.perf_counter() - t0) * 1e3)
         rows[label] = (statistics.median(ts), k.asm["ptx"])
