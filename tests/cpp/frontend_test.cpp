@@ -1019,7 +1019,7 @@ TEST(KernelLibrary, EveryKernelFileParsesAndHoldsOnlyJitFunctions) {
         "group_k_steps", "grouped_mm_ragged_k_ws_kernel"}},
       {"hopper/gemm_ws_pingpong.py", {"gemm_ws_pingpong_kernel"}},
       {"hopper/attention_ws.py",
-       {"wait_turn", "pass_turn", "online_softmax", "attend_block", "program_rows",
+       {"wait_turn", "pass_turn", "online_softmax", "attend_block", "load_q_and_kv", "program_rows",
         "attention_ws_kernel"}},
       {"hopper/attention_bwd_ws.py",
        {"attention_bwd_ws_preprocess_kernel", "attention_bwd_ws_postprocess_kernel", "query_block",

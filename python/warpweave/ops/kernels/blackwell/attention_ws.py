@@ -48,7 +48,7 @@ import warpweave as ww
 import warpweave.language as tl
 from warpweave import tlx
 
-from ..hopper.attention_ws import program_rows
+from ..hopper.attention_ws import load_q_and_kv, program_rows
 
 
 @ww.jit
@@ -219,20 +219,6 @@ def attention_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, sm_scale, N_CTX
 
         # TMA loads.
         with tlx.async_task(num_warps=1, registers=24):
-            for c in tl.static_range(2):
-                q_bar = tlx.local_view(q_full, c)
-                tlx.barrier_expect_bytes(q_bar, Q_BYTES)
-                tlx.async_descriptor_load(q_desc, tlx.local_view(q_bufs, c),
-                                          [q_row + c * BLOCK_M, 0], q_bar)
-            for i in range(0, num_kv):
-                stage = i % NUM_STAGES
-                free_parity = ((i // NUM_STAGES) & 1) ^ 1
-                row = kv_row + i * BLOCK_N
-                tlx.barrier_wait(tlx.local_view(k_empty, stage), free_parity)
-                k_bar = tlx.local_view(k_full, stage)
-                tlx.barrier_expect_bytes(k_bar, KV_BYTES)
-                tlx.async_descriptor_load(k_desc, tlx.local_view(k_bufs, stage), [row, 0], k_bar)
-                tlx.barrier_wait(tlx.local_view(v_empty, stage), free_parity)
-                v_bar = tlx.local_view(v_full, stage)
-                tlx.barrier_expect_bytes(v_bar, KV_BYTES)
-                tlx.async_descriptor_load(v_desc, tlx.local_view(v_bufs, stage), [row, 0], v_bar)
+            load_q_and_kv(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_full, k_full, v_full,
+                          k_empty, v_empty, q_row, kv_row, num_kv, BLOCK_M, BLOCK_N, NUM_STAGES,
+                          Q_BYTES, KV_BYTES)

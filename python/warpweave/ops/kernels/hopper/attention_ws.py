@@ -108,6 +108,31 @@ def attend_block(acc, p, l_i, m_i, q, k_bufs, v_bufs, k_full, v_full, k_empty, v
 
 
 @ww.jit
+def load_q_and_kv(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_full, k_full, v_full, k_empty,
+                  v_empty, q_row, kv_row, num_kv, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                  NUM_STAGES: tl.constexpr, Q_BYTES: tl.constexpr, KV_BYTES: tl.constexpr):
+    """The load task of a program with two BLOCK_M-row Q tiles: both Q tiles once, then the K and
+    V blocks through the NUM_STAGES ring, each stage refilled once its consumers released it."""
+    for c in tl.static_range(2):
+        q_bar = tlx.local_view(q_full, c)
+        tlx.barrier_expect_bytes(q_bar, Q_BYTES)
+        tlx.async_descriptor_load(q_desc, tlx.local_view(q_bufs, c),
+                                  [q_row + c * BLOCK_M, 0], q_bar)
+    for i in range(0, num_kv):
+        stage = i % NUM_STAGES
+        free_parity = ((i // NUM_STAGES) & 1) ^ 1
+        row = kv_row + i * BLOCK_N
+        tlx.barrier_wait(tlx.local_view(k_empty, stage), free_parity)
+        k_bar = tlx.local_view(k_full, stage)
+        tlx.barrier_expect_bytes(k_bar, KV_BYTES)
+        tlx.async_descriptor_load(k_desc, tlx.local_view(k_bufs, stage), [row, 0], k_bar)
+        tlx.barrier_wait(tlx.local_view(v_empty, stage), free_parity)
+        v_bar = tlx.local_view(v_full, stage)
+        tlx.barrier_expect_bytes(v_bar, KV_BYTES)
+        tlx.async_descriptor_load(v_desc, tlx.local_view(v_bufs, stage), [row, 0], v_bar)
+
+
+@ww.jit
 def program_rows(N_CTX, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
     """The rows of a program that takes 2 * BLOCK_M queries of head tl.program_id(1) (over q / k /
     v seen as [Z * H * N_CTX, HEAD_DIM]): (its first query row within the head, that row in the
@@ -151,23 +176,9 @@ def attention_ws_kernel(q_desc, k_desc, v_desc, o_desc, lse_ptr, sm_scale, N_CTX
 
     with tlx.async_tasks():
         with tlx.async_task("default", registers=24):
-            for c in tl.static_range(2):
-                q_bar = tlx.local_view(q_full, c)
-                tlx.barrier_expect_bytes(q_bar, Q_BYTES)
-                tlx.async_descriptor_load(q_desc, tlx.local_view(q_bufs, c),
-                                          [q_row + c * BLOCK_M, 0], q_bar)
-            for i in range(0, num_kv):
-                stage = i % NUM_STAGES
-                free_parity = ((i // NUM_STAGES) & 1) ^ 1
-                row = kv_row + i * BLOCK_N
-                tlx.barrier_wait(tlx.local_view(k_empty, stage), free_parity)
-                k_bar = tlx.local_view(k_full, stage)
-                tlx.barrier_expect_bytes(k_bar, KV_BYTES)
-                tlx.async_descriptor_load(k_desc, tlx.local_view(k_bufs, stage), [row, 0], k_bar)
-                tlx.barrier_wait(tlx.local_view(v_empty, stage), free_parity)
-                v_bar = tlx.local_view(v_full, stage)
-                tlx.barrier_expect_bytes(v_bar, KV_BYTES)
-                tlx.async_descriptor_load(v_desc, tlx.local_view(v_bufs, stage), [row, 0], v_bar)
+            load_q_and_kv(q_desc, k_desc, v_desc, q_bufs, k_bufs, v_bufs, q_full, k_full, v_full,
+                          k_empty, v_empty, q_row, kv_row, num_kv, BLOCK_M, BLOCK_N, NUM_STAGES,
+                          Q_BYTES, KV_BYTES)
 
         with tlx.async_task(num_warps=4, registers=240, replicate=2):
             me = tlx.async_task_replica_id()
