@@ -95,6 +95,15 @@ def test_edges_and_errors(interpret):
         ops.matmul_tlx(a, b, "bw_wss")
     with pytest.raises(ValueError, match="not a multiple of 16 bytes"):
         ops.matmul_tlx(np.ones((4, 12), np.float16), np.ones((12, 8), np.float16), "bw_ws")
+    # Tiles the MMAs and TMA boxes cannot take are refused on the host, naming the entry.
+    for cfg, msg in (({"BLOCK_N": 100}, "BLOCK_N must be a multiple of 16 in 16..256"),
+                     ({"BLOCK_M": 64}, "BLOCK_M must be 128"),
+                     ({"BLOCK_K": 24}, "BLOCK_K must be a positive multiple of 16, got 24"),
+                     ({"EPI_SUBTILE": 3}, "EPI_SUBTILE must split BLOCK_N=256")):
+        with pytest.raises(ValueError, match=re.escape("matmul_tlx: " + msg)):
+            ops.matmul_tlx(a, b, "bw_ws", cfg)
+    with pytest.raises(ValueError, match=re.escape("(of 32 with PAIR), got 48")):
+        ops.matmul_tlx(a, b, "bw_ws_2cta", {"BLOCK_N": 48, "EPI_SUBTILE": 2})
 
 
 # ---- planted bugs ----

@@ -250,6 +250,23 @@ def _bw_grid(place, M, N, cfg) -> int:
     return min(place.num_sms(), tiles)
 
 
+def _check_bw_tiles(op, cfg):
+    """The tile shapes the Blackwell GEMM's MMAs and TMA boxes take: a 128-row tile (one CTA's
+    tcgen05.mma M), BLOCK_N a multiple of 16 up to 256 (of which a CTA pair's half is B's box),
+    BLOCK_K a multiple of 16, and EPI_SUBTILE column chunks of whole 16-byte rows of C."""
+    bm, bn, bk, sub = cfg["BLOCK_M"], cfg["BLOCK_N"], cfg["BLOCK_K"], cfg["EPI_SUBTILE"]
+    if bm != 128:
+        raise ValueError(f"{op}: BLOCK_M must be 128 (one CTA's tcgen05 MMA rows), got {bm}")
+    if bn % 16 or not 16 <= bn <= 256 or (cfg["PAIR"] and bn % 32):
+        raise ValueError(f"{op}: BLOCK_N must be a multiple of 16 in 16..256 (of 32 with PAIR), "
+                         f"got {bn}")
+    if bk % 16 or bk <= 0:
+        raise ValueError(f"{op}: BLOCK_K must be a positive multiple of 16, got {bk}")
+    if sub <= 0 or bn % sub or (bn // sub) % 8:
+        raise ValueError(f"{op}: EPI_SUBTILE must split BLOCK_N={bn} into chunks of a multiple "
+                         f"of 8 columns (16-byte rows of C), got {sub}")
+
+
 def _matmul_bw(op, a, b, variant, config, compile_only):
     """matmul_tlx's Blackwell variants: kernels/blackwell/gemm_ws.py on TMA descriptors."""
     place, dt, M, N, K = _matmul_operands(op, a, b)
@@ -258,6 +275,7 @@ def _matmul_bw(op, a, b, variant, config, compile_only):
         raise ValueError(f"{op}: unknown config entries {sorted(unknown)} for variant "
                          f"{variant!r}; it takes {sorted(BW_GEMM_CONFIGS[variant])}")
     cfg = dict(BW_GEMM_CONFIGS[variant], **(config or {}))
+    _check_bw_tiles(op, cfg)
     a = _tma_operand(op, "a", a, place)
     b = _tma_operand(op, "b", b, place)
     c = place.empty((M, N), dt)
