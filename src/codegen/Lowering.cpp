@@ -842,6 +842,35 @@ std::string FunctionLowering::paddedThreadOffset(const LinearLayout& l, const Of
   return b_.pure("mul.lo.s32", RegClass::B32, {padded, immInt(bytes)});
 }
 
+FunctionLowering::SharedAccess FunctionLowering::sharedAccess(const LinearLayout& l,
+                                                              const OffsetFn& offsetOf, int bytes,
+                                                              const Padding* padding) {
+  SharedAccess a;
+  a.padding = padding;
+  a.bytes = bytes;
+  a.vector = sharedVectorWidth(l, offsetOf, bytes);
+  a.hw = padding ? paddedThreadOffset(l, offsetOf, *padding, bytes, &a.vector)
+                 : tidLinear(offsetImages(l, offsetOf, bytes), &a.hwBits);
+  return a;
+}
+
+std::pair<std::string, int64_t>
+FunctionLowering::sharedElementAddress(const SharedAccess& a, const LinearLayout& l,
+                                       const OffsetFn& offsetOf, int32_t r, int64_t constantOffset,
+                                       const std::string& baseReg) {
+  int64_t off = (offsetOf(registerCoords(l, r)) ^ constantOffset) * a.bytes;
+  std::string addr;
+  if (a.padding) {
+    addr = sharedAddress(a.hw);
+    off = paddedOffset(off / a.bytes, *a.padding) * a.bytes;
+  } else {
+    addr = sharedAddress(xorConst(a.hw, a.hwBits, static_cast<int32_t>(off)));
+    off = 0;
+  }
+  if (!baseReg.empty()) addr = b_.pure("add.s32", RegClass::B32, {addr, baseReg});
+  return {addr, off};
+}
+
 void FunctionLowering::storeShared(const Regs& regs, const LinearLayout& l,
                                    const OffsetFn& offsetOf, int64_t base, DType elem,
                                    const std::string& baseReg, int64_t constantOffset,
@@ -849,25 +878,14 @@ void FunctionLowering::storeShared(const Regs& regs, const LinearLayout& l,
   ir::Type t = ir::Type::scalar(elem);
   int bytes = memBytes(t);
   RegClass cls = regClassOf(elem);
-  int32_t hwBits = 0;
-  int32_t v = sharedVectorWidth(l, offsetOf, bytes);
-  std::string hw = padding ? paddedThreadOffset(l, offsetOf, *padding, bytes, &v)
-                           : tidLinear(offsetImages(l, offsetOf, bytes), &hwBits);
+  SharedAccess access = sharedAccess(l, offsetOf, bytes, padding);
+  int32_t& v = access.vector;
   // A vector's elements stay consecutive after the XOR only if it leaves their low bits alone.
   while (v > 1 && constantOffset % v != 0) v /= 2;
   int32_t dup = l.freeVariableMask(layout::kRegister);
   for (int32_t r = 0; r < l.getInDimSize(layout::kRegister); r += v) {
     if (r & dup) continue;
-    int64_t off = (offsetOf(registerCoords(l, r)) ^ constantOffset) * bytes;
-    std::string addr;
-    if (padding) {
-      addr = sharedAddress(hw);
-      off = paddedOffset(off / bytes, *padding) * bytes;
-    } else {
-      addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(off)));
-      off = 0;
-    }
-    if (!baseReg.empty()) addr = b_.pure("add.s32", RegClass::B32, {addr, baseReg});
+    auto [addr, off] = sharedElementAddress(access, l, offsetOf, r, constantOffset, baseReg);
     std::vector<std::string> elems;
     for (int32_t k = 0; k < v; ++k) {
       std::string x = b_.materialize(regs.at(r + k), cls);
@@ -970,23 +988,12 @@ Regs FunctionLowering::loadShared(const LinearLayout& l, const OffsetFn& offsetO
   RegClass cls = regClassOf(elem);
   int32_t numRegs = l.getInDimSize(layout::kRegister);
   int32_t dup = l.freeVariableMask(layout::kRegister);
-  int32_t hwBits = 0;
-  int32_t v = sharedVectorWidth(l, offsetOf, bytes);
-  std::string hw = padding ? paddedThreadOffset(l, offsetOf, *padding, bytes, &v)
-                           : tidLinear(offsetImages(l, offsetOf, bytes), &hwBits);
+  SharedAccess access = sharedAccess(l, offsetOf, bytes, padding);
+  const int32_t v = access.vector;
   Regs out(numRegs);
   for (int32_t r = 0; r < numRegs; r += v) {
     if (r & dup) continue;
-    int64_t off = (offsetOf(registerCoords(l, r)) ^ constantOffset) * bytes;
-    std::string addr;
-    if (padding) {
-      addr = sharedAddress(hw);
-      off = paddedOffset(off / bytes, *padding) * bytes;
-    } else {
-      addr = sharedAddress(xorConst(hw, hwBits, static_cast<int32_t>(off)));
-      off = 0;
-    }
-    if (!baseReg.empty()) addr = b_.pure("add.s32", RegClass::B32, {addr, baseReg});
+    auto [addr, off] = sharedElementAddress(access, l, offsetOf, r, constantOffset, baseReg);
     bool packed = bytes == 2 && v >= 2; // pairs of 16-bit elements as 32-bit words
     int32_t n = packed ? v / 2 : v;
     Regs dst;

@@ -214,6 +214,24 @@ private:
   std::string paddedThreadOffset(const layout::LinearLayout& l, const OffsetFn& offsetOf,
                                  const Padding& padding, int bytes, int32_t* v);
   static int64_t paddedOffset(int64_t x, const Padding& padding);
+  /// How storeShared and loadShared address a value's elements: the thread's offset (`hw`,
+  /// swizzled by XOR on `hwBits`, or padded) and the elements moved at once (`vector`).
+  struct SharedAccess {
+    std::string hw;
+    int32_t hwBits = 0;
+    int32_t vector = 1;
+    const Padding* padding = nullptr;
+    int bytes = 0;
+  };
+  SharedAccess sharedAccess(const layout::LinearLayout& l, const OffsetFn& offsetOf, int bytes,
+                            const Padding* padding);
+  /// The address register and constant byte offset of the access's elements that start at
+  /// register `r` (element offsets XOR `constantOffset`; `baseReg`, when given, added).
+  std::pair<std::string, int64_t> sharedElementAddress(const SharedAccess& access,
+                                                       const layout::LinearLayout& l,
+                                                       const OffsetFn& offsetOf, int32_t r,
+                                                       int64_t constantOffset,
+                                                       const std::string& baseReg);
   std::vector<int32_t> offsetImages(const layout::LinearLayout& l, const OffsetFn& offsetOf,
                                     int bytes) const;
   /// Elements a thread moves at once to consecutive shared addresses (at most 16 bytes).
