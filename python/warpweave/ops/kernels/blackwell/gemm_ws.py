@@ -175,11 +175,19 @@ def store_acc(c_desc, c_bufs, acc, acc_empty, off_m, off_n, chunk, BLOCK_M: tl.c
 def producer_task(a_desc, b_desc, a_bufs, b_bufs, full_bars, empty_bars, clc, M, N, K,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr, USE_CLC: tl.constexpr,
-                  PAIR: tl.constexpr):
+                  PAIR: tl.constexpr, as_desc=None, bs_desc=None, as_bufs=None, bs_bufs=None,
+                  SCALED: tl.constexpr = False):
     """The producer's loop over the CTA's tiles: for each k-step, A's [BLOCK_M, BLOCK_K] tile and
-    B's [BLOCK_K, B_PART] tile (with PAIR this CTA's column half) into the next stage."""
+    B's [BLOCK_K, B_PART] tile (with PAIR this CTA's column half) into the next stage. SCALED
+    (scaled_mm_mx.py): B comes as B^T's [B_PART, BLOCK_K] rows of fp8 (b_desc over B^T), and the
+    A and B scale chunks of the tile's rows come with it (as_desc / bs_desc into as_bufs /
+    bs_bufs, 512 bytes a 128-row, 128-deep chunk)."""
     B_PART: tl.constexpr = BLOCK_N // 2 if PAIR else BLOCK_N
-    STAGE_BYTES: tl.constexpr = (BLOCK_M + B_PART) * BLOCK_K * tlx.size_of(tlx.dtype_of(a_desc))
+    REP_K: tl.constexpr = BLOCK_K // 128  # scale chunks along K
+    REP_N: tl.constexpr = BLOCK_N // 128  # B scale row blocks
+    STAGE_BYTES: tl.constexpr = ((BLOCK_M + B_PART) * BLOCK_K + (1 + REP_N) * REP_K * 512
+                                 if SCALED else
+                                 (BLOCK_M + B_PART) * BLOCK_K * tlx.size_of(tlx.dtype_of(a_desc)))
     num_pid_m, num_pid_n, num_tiles = grid_shape(M, N, BLOCK_M, BLOCK_N, PAIR)
     num_k = tl.cdiv(K, BLOCK_K)
     rank = tl.program_id(0) % 2 if PAIR else 0
@@ -196,8 +204,17 @@ def producer_task(a_desc, b_desc, a_bufs, b_bufs, full_bars, empty_bars, clc, M,
                                         PAIR)
             tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, stage),
                                       [off_m, k * BLOCK_K], full, two_ctas=PAIR)
-            tlx.async_descriptor_load(b_desc, tlx.local_view(b_bufs, stage),
-                                      [k * BLOCK_K, off_n], full, two_ctas=PAIR)
+            if SCALED:
+                tlx.async_descriptor_load(b_desc, tlx.local_view(b_bufs, stage),
+                                          [off_n, k * BLOCK_K], full, two_ctas=PAIR)
+                tlx.async_descriptor_load(as_desc, tlx.local_view(as_bufs, stage),
+                                          [0, pid_m, k * REP_K, 0, 0], full, two_ctas=PAIR)
+                tlx.async_descriptor_load(bs_desc, tlx.local_view(bs_bufs, stage),
+                                          [0, pid_n * REP_N, k * REP_K, 0, 0], full,
+                                          two_ctas=PAIR)
+            else:
+                tlx.async_descriptor_load(b_desc, tlx.local_view(b_bufs, stage),
+                                          [k * BLOCK_K, off_n], full, two_ctas=PAIR)
             step += 1
         tile = next_tile(clc, tile, j, num_tiles, USE_CLC, PAIR)
         j += 1
@@ -207,11 +224,13 @@ def producer_task(a_desc, b_desc, a_bufs, b_bufs, full_bars, empty_bars, clc, M,
 def mma_task(a_bufs, b_bufs, acc_bufs, full_bars, empty_bars, acc_full, acc_empty, clc, M, N,
              K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
              NUM_STAGES: tl.constexpr, NUM_ACC: tl.constexpr, USE_CLC: tl.constexpr,
-             PAIR: tl.constexpr):
+             PAIR: tl.constexpr, as_bufs=None, bs_bufs=None, A_FMT: tl.constexpr = None,
+             B_FMT: tl.constexpr = None):
     """The MMA task's loop over the CTA's tiles: for each, once its accumulator is free, one MMA
     per k-step (the first overwrites the accumulator) whose completion frees the stage, then a
     commit that completes acc_full when they all have. With PAIR only the leader issues (the
-    peer's MMA task just follows the tiles)."""
+    peer's MMA task just follows the tiles). With A_FMT / B_FMT ("e4m3" / "e5m2",
+    scaled_mm_mx.py) the MMAs are block-scaled by as_bufs / bs_bufs, B^T's rows transposed."""
     num_pid_m, num_pid_n, num_tiles = grid_shape(M, N, BLOCK_M, BLOCK_N, PAIR)
     num_k = tl.cdiv(K, BLOCK_K)
     leads = tl.program_id(0) % 2 == 0 if PAIR else True
@@ -223,9 +242,18 @@ def mma_task(a_bufs, b_bufs, acc_bufs, full_bars, empty_bars, acc_full, acc_empt
             buf, acc = acquire_acc(acc_bufs, acc_empty, j, NUM_ACC)
             for k in range(0, num_k):
                 stage = wait_stage(full_bars, step, NUM_STAGES)
-                tlx.async_dot(tlx.local_view(a_bufs, stage), tlx.local_view(b_bufs, stage), acc,
-                              use_acc=k > 0, mBarriers=[tlx.local_view(empty_bars, stage)],
-                              two_ctas=PAIR, out_dtype=tl.float32)
+                if A_FMT is None:
+                    tlx.async_dot(tlx.local_view(a_bufs, stage), tlx.local_view(b_bufs, stage),
+                                  acc, use_acc=k > 0,
+                                  mBarriers=[tlx.local_view(empty_bars, stage)], two_ctas=PAIR,
+                                  out_dtype=tl.float32)
+                else:
+                    tlx.async_dot_scaled(tlx.local_view(a_bufs, stage),
+                                         tlx.local_trans(tlx.local_view(b_bufs, stage)), acc,
+                                         tlx.local_view(as_bufs, stage), A_FMT,
+                                         tlx.local_view(bs_bufs, stage), B_FMT, use_acc=k > 0,
+                                         mBarriers=[tlx.local_view(empty_bars, stage)],
+                                         two_ctas=PAIR, out_dtype=tl.float32)
                 step += 1
             tlx.tcgen05_commit(tlx.local_view(acc_full, buf), two_ctas=PAIR)
         tile = next_tile(clc, tile, j, num_tiles, USE_CLC, PAIR)

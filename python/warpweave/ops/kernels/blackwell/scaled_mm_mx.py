@@ -38,74 +38,6 @@ from . import gemm_ws as g
 
 
 @ww.jit
-def producer_task_mx(a_desc, bt_desc, as_desc, bs_desc, a_bufs, b_bufs, as_bufs, bs_bufs,
-                     full_bars, empty_bars, clc, M, N, K, BLOCK_M: tl.constexpr,
-                     BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                     NUM_STAGES: tl.constexpr, USE_CLC: tl.constexpr, PAIR: tl.constexpr):
-    """gemm_ws.producer_task with the scale tiles: per k-step A's tile, B^T's [B_PART, BLOCK_K]
-    rows (with PAIR this CTA's half) and the A and B scale chunks of the tile's rows."""
-    B_PART: tl.constexpr = BLOCK_N // 2 if PAIR else BLOCK_N
-    REP_K: tl.constexpr = BLOCK_K // 128  # scale chunks along K
-    REP_N: tl.constexpr = BLOCK_N // 128  # B scale row blocks
-    STAGE_BYTES: tl.constexpr = (BLOCK_M + B_PART) * BLOCK_K + (1 + REP_N) * REP_K * 512
-    num_pid_m, num_pid_n, num_tiles = g.grid_shape(M, N, BLOCK_M, BLOCK_N, PAIR)
-    num_k = tl.cdiv(K, BLOCK_K)
-    rank = tl.program_id(0) % 2 if PAIR else 0
-    tile = tl.program_id(0)
-    j = 0
-    step = 0
-    while tile != -1:
-        g.request_tile(clc, j, USE_CLC, PAIR)
-        pid_m, pid_n = g.tile_of(tile, num_pid_m, num_pid_n, GROUP_M, PAIR)
-        off_m = pid_m * BLOCK_M
-        off_n = pid_n * BLOCK_N + rank * B_PART
-        for k in range(0, num_k):
-            stage, full = g.acquire_stage(full_bars, empty_bars, step, NUM_STAGES, STAGE_BYTES,
-                                          PAIR)
-            tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, stage),
-                                      [off_m, k * BLOCK_K], full, two_ctas=PAIR)
-            tlx.async_descriptor_load(bt_desc, tlx.local_view(b_bufs, stage),
-                                      [off_n, k * BLOCK_K], full, two_ctas=PAIR)
-            tlx.async_descriptor_load(as_desc, tlx.local_view(as_bufs, stage),
-                                      [0, pid_m, k * REP_K, 0, 0], full, two_ctas=PAIR)
-            tlx.async_descriptor_load(bs_desc, tlx.local_view(bs_bufs, stage),
-                                      [0, pid_n * REP_N, k * REP_K, 0, 0], full, two_ctas=PAIR)
-            step += 1
-        tile = g.next_tile(clc, tile, j, num_tiles, USE_CLC, PAIR)
-        j += 1
-
-
-@ww.jit
-def mma_task_mx(a_bufs, b_bufs, as_bufs, bs_bufs, acc_bufs, full_bars, empty_bars, acc_full,
-                acc_empty, clc, M, N, K, A_FMT: tl.constexpr, B_FMT: tl.constexpr,
-                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                NUM_STAGES: tl.constexpr, NUM_ACC: tl.constexpr, USE_CLC: tl.constexpr,
-                PAIR: tl.constexpr):
-    """gemm_ws.mma_task with block-scaled MMAs (A_FMT / B_FMT "e4m3" or "e5m2")."""
-    num_pid_m, num_pid_n, num_tiles = g.grid_shape(M, N, BLOCK_M, BLOCK_N, PAIR)
-    num_k = tl.cdiv(K, BLOCK_K)
-    leads = tl.program_id(0) % 2 == 0 if PAIR else True
-    tile = tl.program_id(0)
-    j = 0
-    step = 0
-    while tile != -1:
-        if leads:
-            buf, acc = g.acquire_acc(acc_bufs, acc_empty, j, NUM_ACC)
-            for k in range(0, num_k):
-                stage = g.wait_stage(full_bars, step, NUM_STAGES)
-                tlx.async_dot_scaled(tlx.local_view(a_bufs, stage),
-                                     tlx.local_trans(tlx.local_view(b_bufs, stage)), acc,
-                                     tlx.local_view(as_bufs, stage), A_FMT,
-                                     tlx.local_view(bs_bufs, stage), B_FMT, use_acc=k > 0,
-                                     mBarriers=[tlx.local_view(empty_bars, stage)],
-                                     two_ctas=PAIR, out_dtype=tl.float32)
-                step += 1
-            tlx.tcgen05_commit(tlx.local_view(acc_full, buf), two_ctas=PAIR)
-        tile = g.next_tile(clc, tile, j, num_tiles, USE_CLC, PAIR)
-        j += 1
-
-
-@ww.jit
 def scaled_mm_mx_kernel(a_desc, bt_desc, as_desc, bs_desc, c_desc, M, N, K,
                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                         GROUP_M: tl.constexpr, NUM_STAGES: tl.constexpr,
@@ -130,13 +62,13 @@ def scaled_mm_mx_kernel(a_desc, bt_desc, as_desc, bs_desc, c_desc, M, N, K,
             g.epilogue_task(c_desc, c_bufs, acc_bufs, acc_full, acc_empty, clc, M, N, BLOCK_M,
                             BLOCK_N, GROUP_M, NUM_ACC, EPI_SUBTILE, USE_CLC, PAIR)
         with tlx.async_task(num_warps=1, registers=48):
-            mma_task_mx(a_bufs, b_bufs, as_bufs, bs_bufs, acc_bufs, full_bars, empty_bars,
-                        acc_full, acc_empty, clc, M, N, K, A_FMT, B_FMT, BLOCK_M, BLOCK_N,
-                        BLOCK_K, NUM_STAGES, NUM_ACC, USE_CLC, PAIR)
+            g.mma_task(a_bufs, b_bufs, acc_bufs, full_bars, empty_bars, acc_full, acc_empty,
+                       clc, M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, NUM_STAGES, NUM_ACC, USE_CLC,
+                       PAIR, as_bufs, bs_bufs, A_FMT, B_FMT)
         with tlx.async_task(num_warps=1, registers=48):
-            producer_task_mx(a_desc, bt_desc, as_desc, bs_desc, a_bufs, b_bufs, as_bufs,
-                             bs_bufs, full_bars, empty_bars, clc, M, N, K, BLOCK_M, BLOCK_N,
-                             BLOCK_K, GROUP_M, NUM_STAGES, USE_CLC, PAIR)
+            g.producer_task(a_desc, bt_desc, a_bufs, b_bufs, full_bars, empty_bars, clc, M, N, K,
+                            BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, NUM_STAGES, USE_CLC, PAIR,
+                            as_desc, bs_desc, as_bufs, bs_bufs, SCALED=True)
     if PAIR:
         # No CTA leaves while its peer may still arrive on its barriers or read its stages.
         tlx.cluster_barrier()
