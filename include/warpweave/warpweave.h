@@ -156,6 +156,11 @@ CompiledKernel compile(const CompileRequest& request);
 /// that name no file are left to the compile, which reports their use.
 std::vector<SourceFile> readSourceWithImports(const std::string& path);
 
+/// Tile IR text (CompiledKernel::tileIR) printed in the vocabulary of Triton's dialects: what
+/// `asm["ttgir"]` shows a Triton user (ir/TritonDialects.h). Throws CompileFailure when the
+/// text is not Tile IR. `target`: the compile target's name (sm_90a ...).
+std::string tritonDialectText(const std::string& tileIR, const std::string& target);
+
 /// JSON metadata written beside a cubin (`wwc --meta`): entry, warps, shared memory, params.
 std::string kernelMetadataJson(const CompiledKernel& kernel);
 

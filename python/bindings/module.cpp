@@ -418,6 +418,8 @@ NB_MODULE(_native, m) {
         "tile_ir"_a = "", nb::rv_policy::take_ownership,
         "Rebuilds a launchable kernel from `wwc --meta` JSON and its cubin (the disk cache), with "
         "its PTX and Tile IR text when given (what `asm` shows).");
+  m.def("triton_dialect_text", &ww::tritonDialectText, "tile_ir"_a, "target"_a = "sm_90a",
+        "Tile IR text printed in the vocabulary of Triton's dialects (asm[\"ttgir\"]).");
   m.def("parse_signature", [](const std::string& sig) {
     std::vector<std::tuple<std::string, bool, std::string, std::string, int, bool>> out;
     for (const ww::SignatureEntry& e : ww::parseSignature(sig))

@@ -792,11 +792,15 @@ class CompiledKernel:
 
     @property
     def asm(self) -> dict:
-        """The compiled forms by Triton's keys: "ttir" (warpweave's Tile IR), "ptx", "cubin".
-        Triton's other stages (TTGIR, LLVM IR, ...) do not exist here: asking for one raises a
-        KeyError that says so and names the keys there are."""
-        return CompiledForms(ttir=self.kernel.tile_ir, ptx=self.kernel.ptx,
-                              cubin=self.kernel.cubin)
+        """The compiled forms by Triton's keys: "ttir" and "ttgir" (warpweave's Tile IR in the
+        words of Triton's dialects), "tile_ir" (the Tile IR itself), "ptx", "cubin". Triton's
+        other stages (LLVM IR, ...) do not exist here: asking for one raises a KeyError that
+        says so and names the keys there are."""
+        forms = self.__dict__.get("_forms")
+        if forms is None:
+            forms = self._forms = CompiledForms(self.kernel.tile_ir, self.kernel.target,
+                                                ptx=self.kernel.ptx, cubin=self.kernel.cubin)
+        return forms
 
     @property
     def metadata(self):

@@ -91,10 +91,13 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
               leader);
     // The initialized barriers become visible to the async proxy (TMA complete_tx) and to the
     // other threads before anyone uses them; in a cluster launch, to the other CTAs too (they
-    // may arrive on them remotely), so every CTA of the cluster meets after its inits.
+    // may arrive on them remotely), so every CTA of the cluster meets after its inits. There
+    // the release fence and the cluster barrier are all (as CUTLASS's cluster pipelines and
+    // Triton have it: no proxy fence).
     b_.inst("fence.mbarrier_init.release.cluster", {});
-    b_.inst("fence.proxy.async.shared::cta", {});
-    if (fn_.numCtas > 1 && !taskWarps_) {
+    bool clusterSync = fn_.numCtas > 1 && !taskWarps_;
+    if (!clusterSync) b_.inst("fence.proxy.async.shared::cta", {});
+    if (clusterSync) {
       std::string aligned = op.parentBlock() == &fn_.body ? ".aligned" : "";
       b_.inst("barrier.cluster.arrive.release" + aligned, {});
       b_.inst("barrier.cluster.wait.acquire" + aligned, {});

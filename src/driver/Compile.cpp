@@ -3,7 +3,9 @@
 #include "codegen/Codegen.h"
 #include "frontend/Parser.h"
 #include "interp/Interpreter.h"
+#include "ir/Parser.h"
 #include "ir/Printer.h"
+#include "ir/TritonDialects.h"
 #include "layout/LayoutAssignment.h"
 #include "runtime/Ptxas.h"
 #include "specialize/Specializer.h"
@@ -192,6 +194,17 @@ CompiledKernel compile(const CompileRequest& req) {
   // Alias the module into the shared owner so the SourceManager lives as long as the IR.
   out.module = std::shared_ptr<ir::Module>(owner, &owner->module);
   return out;
+}
+
+std::string tritonDialectText(const std::string& tileIR, const std::string& target) {
+  SourceManager sm;
+  uint32_t file = sm.addFile("<tile-ir>", tileIR);
+  try {
+    return ir::printTritonDialects(*ir::parseFunction(sm, file), target);
+  } catch (CompileError& e) {
+    e.render(sm);
+    throw CompileFailure(e.what());
+  }
 }
 
 void interpret(const CompiledKernel& kernel, const int grid[3], const std::vector<InterpArg>& args,

@@ -154,7 +154,7 @@ def test_refill_after_one_warp_groups_wait_gets_the_compilers_barrier(monkeypatc
     np.testing.assert_array_equal(c, (a.astype(np.float32) @ b.astype(np.float32))
                                   .astype(np.float16))
     # The barrier sits in the K loop, after the wait, before the refill's first TMA load.
-    ir = compiled.asm["ttir"]
+    ir = compiled.asm["tile_ir"]
     barrier = ir.index("debug_barrier {smem_hazard = 1}")
     assert ir.index("async_dot_wait", ir.index(" = for ")) < barrier < \
         ir.index(" async_desc_load ", barrier), ir

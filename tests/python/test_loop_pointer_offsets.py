@@ -82,6 +82,6 @@ def test_pointer_read_after_its_loop_is_advanced_in_the_interpreter(rows):
     x = (np.arange(rows * stride) % 13).astype(np.float16).reshape(rows, stride)
     out = np.zeros((ROWS, COLS), np.float32)
     compiled = lk.strided_row_sum[(1,)](x, out, rows, stride, ROWS=ROWS, COLS=COLS)
-    assert "ptr_offset" in compiled.asm["ttir"]
+    assert "ptr_offset" in compiled.asm["tile_ir"]
     blocks = x[:rows // ROWS * ROWS, :COLS].astype(np.float32).reshape(-1, ROWS, COLS)
     np.testing.assert_array_equal(out, blocks.sum(axis=0))

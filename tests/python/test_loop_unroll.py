@@ -73,7 +73,7 @@ def compiled(unroll, target=None):
 
 
 def test_tile_ir_holds_the_copies_and_the_remainder_loop():
-    plain, unrolled = compiled(1).asm["ttir"], compiled(4).asm["ttir"]
+    plain, unrolled = compiled(1).asm["tile_ir"], compiled(4).asm["tile_ir"]
     # Without unrolling: the loop over i and its inner loop. With it: the unrolled loop with an
     # inner loop per copy (four), then the remainder loop with its own.
     assert plain.count(" = for ") == 2, plain

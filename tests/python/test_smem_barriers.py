@@ -133,7 +133,7 @@ def test_pipelined_gemm_of_two_warp_groups_runs_clean(monkeypatch, seed, a_in_re
     monkeypatch.setenv("WARPWEAVE_INTERP_SCHEDULES", "2")
     a, b, c, compiled = run_ring_gemm(ring_gemm, 8, A_IN_REGISTERS=a_in_registers)
     np.testing.assert_array_equal(c, exact_product(a, b))
-    ir = compiled.asm["ttir"]
+    ir = compiled.asm["tile_ir"]
     # One barrier, in the loop, after the wait that retires the previous wgmma and right before
     # the refill of the slot that wgmma read: B's, or A's too when the wgmma read A's slot (A
     # read through registers was ordered by the wait group's barrier at the top of the step).
@@ -149,7 +149,7 @@ def test_pipelined_gemm_of_one_warp_group_needs_no_barrier():
     # async_dot_wait retires the wgmma for its warp group, which is then every thread.
     a, b, c, compiled = run_ring_gemm(ring_gemm, 4, A_IN_REGISTERS=False)
     np.testing.assert_array_equal(c, exact_product(a, b))
-    assert HAZARD_BARRIER not in compiled.asm["ttir"]
+    assert HAZARD_BARRIER not in compiled.asm["tile_ir"]
 
 
 def test_the_same_loop_in_a_task_of_two_warp_groups_is_still_reported():

@@ -406,7 +406,7 @@ def test_a_loop_carries_only_the_offsets_it_advances():
            "sbn": "i32:1", "scm": "i32:16", "scn": "i32:1"}
     k = compile_for(kern.matmul, sig, {"BM": 64, "BN": 64, "BK": 32}, 80, num_warps=4,
                     num_stages=1)
-    ir = k.asm["tile-ir"] if "tile-ir" in k.asm else k.asm["ttir"]
+    ir = k.asm["tile_ir"]
     loop = next(line for line in ir.splitlines() if " = for " in line)
     carried = loop.split(" : ", 1)[1].split(" {", 1)[0]
     assert carried == "tensor<64x64xfp32>, i64, i64", loop

@@ -35,7 +35,7 @@ def test_constexpr_if_selects_tasks(double, side):
     k = _chosen_tasks[(1,)](x, out, sentinel, N=64, DOUBLE=double, SIDE=side)
     np.testing.assert_array_equal(out, x * 2 if double else x + 1)
     np.testing.assert_array_equal(sentinel, x - 1 if side else np.full_like(x, -7.0))
-    assert k.asm["ttir"].count("async_task") - k.asm["ttir"].count("async_tasks") == (
+    assert k.asm["tile_ir"].count("async_task") - k.asm["tile_ir"].count("async_tasks") == (
         2 if side else 1)
 
 

@@ -662,9 +662,10 @@ def test_compile_an_ast_source_for_a_target():
                     constexprs={"BLOCK": 128}, attrs={(0,): [["tt.divisibility", 16]]})
     assert src.signature_text() == "x_ptr:*fp32:16,y_ptr:*fp32,n:i32,BLOCK=128"
     k = ww.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
-    assert "_scale" in k.asm["ptx"] and k.asm["ttir"]
-    with pytest.raises(KeyError, match="'ttgir': warpweave has no such stage"):
-        k.asm["ttgir"]
+    assert "_scale" in k.asm["ptx"] and "tt.load" in k.asm["ttir"]
+    assert 'ttg.target = "cuda:90"' in k.asm["ttgir"]
+    with pytest.raises(KeyError, match="'llir': warpweave has no such stage"):
+        k.asm["llir"]
     assert k.metadata["num_warps"] == 4
     with pytest.raises(TypeError, match="constexpr"):
         ASTSource(fn=_scale, signature={"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32",
@@ -705,10 +706,12 @@ def test_parameter_named_like_a_launch_option_receives_it():
 def test_asm_names_the_stages_warpweave_has_and_refuses_tritons_others():
     out = np.zeros(1, np.int32)
     compiled = _stages_seen.warmup(out, num_stages=2, num_warps=4, grid=(1, ))
-    assert "kernel @_stages_seen" in compiled.asm["ttir"] and "store %0_out" in compiled.asm["ttir"]
-    assert set(compiled.asm) >= {"ttir", "ptx", "cubin"}
-    for stage in ("ttgir", "llir"):
-        with pytest.raises(KeyError, match=f"'{stage}': warpweave has no such stage.*available: "
-                                           f"'ttir', 'ptx', 'cubin'"):
-            compiled.asm[stage]
-    assert compiled.asm.get("ttgir") is None and "ttgir" not in compiled.asm
+    asm = compiled.asm
+    assert "kernel @_stages_seen" in asm["tile_ir"] and "store %0_out" in asm["tile_ir"]
+    assert set(asm) >= {"tile_ir", "ttir", "ttgir", "ptx", "cubin"}
+    # TTIR and TTGIR: the Tile IR in the words of Triton's dialects, one text.
+    assert "tt.func public @_stages_seen" in asm.get("ttgir") and asm["ttir"] == asm["ttgir"]
+    assert "llir" not in asm and asm.get("llir") is None
+    with pytest.raises(KeyError, match="'llir': warpweave has no such stage.*available: "
+                                       "'tile_ir', 'ptx', 'cubin', 'ttir', 'ttgir'"):
+        asm["llir"]

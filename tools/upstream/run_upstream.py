@@ -144,6 +144,36 @@ def _cuda_error_isolation(request):
 '''
 
 
+# Appended with --stand-in ARCH: the GPU suites on a CPU machine, as on that GPU.
+STAND_IN = '''
+# --stand-in: the suites' is_hopper() / is_blackwell() skips answer for the GPU named by
+# WW_STAND_IN_ARCH; kernels run in the interpreter on CPU tensors (--device cpu), and a kernel's
+# asm shows it compiled for that GPU's target (its IR and PTX), as a GPU run's would.
+import importlib as _importlib
+import warpweave._internal_testing as _testing
+import warpweave.compiler as _compiler
+
+_testing._arch = lambda: int(os.environ["WW_STAND_IN_ARCH"])
+_jit = _importlib.import_module("warpweave.jit")
+_interpreted_asm = _jit.CompiledKernel.asm
+
+
+def _asm_of_the_gpu_build(self):
+    if self.interpret:
+        gpu = self._gpu_kernel()
+        if gpu is not None:
+            forms = self.__dict__.get("_stand_in_forms")
+            if forms is None:
+                forms = self._stand_in_forms = _compiler.CompiledForms(
+                    gpu.tile_ir, gpu.target, ptx=gpu.ptx, cubin=gpu.cubin)
+            return forms
+    return _interpreted_asm.fget(self)
+
+
+_jit.CompiledKernel.asm = property(_asm_of_the_gpu_build)
+'''
+
+
 def copy_tree(src: Path, dst: Path, replace: bool) -> int:
     """Copies the .py files (and data files) of `src` to `dst`; with `replace`, rewrites the word
     `triton` in .py files. Returns how many files were rewritten."""
@@ -171,7 +201,7 @@ def copy_tree_file(src: Path, dst: Path, replace: bool) -> None:
                    errors="surrogateescape")
 
 
-def prepare(upstream: Path, work: Path, suite: str, replace: bool) -> Path:
+def prepare(upstream: Path, work: Path, suite: str, replace: bool, stand_in: bool = False) -> Path:
     folder, _, _ = SUITES[suite]
     root = work / suite
     if root.exists():
@@ -191,7 +221,7 @@ def prepare(upstream: Path, work: Path, suite: str, replace: bool) -> Path:
     tut_root = root / "__tlx_tutorials_root__" / "tutorials"
     copy_tree(upstream / TUTORIALS, tut_root, replace)
     (tut_root / "__init__.py").touch()
-    (root / "conftest.py").write_text(CONFTEST)
+    (root / "conftest.py").write_text(CONFTEST + (STAND_IN if stand_in else ""))
     if suite == "triton-tutorials":
         (dst / "test_tutorial_scripts.py").write_text(
             SCRIPT_TESTS.format(prefixes=TUTORIAL_SCRIPTS))
@@ -242,12 +272,18 @@ def main() -> int:
     ap.add_argument("--interpret", action="store_true",
                     help="run in warpweave's CPU interpreter (WARPWEAVE_INTERPRET=1, the suites' "
                          "--device cpu), as Triton's own interpreter runs these tests")
+    ap.add_argument("--stand-in", type=int, default=None, metavar="ARCH",
+                    help="on a machine without a GPU, run the suite as on the GPU of compute "
+                         "capability ARCH (90, 100): its skips answer for that GPU, kernels run "
+                         "in the interpreter on CPU tensors and their asm is the ARCH build's. "
+                         "Tests that make CUDA tensors themselves fail")
     ap.add_argument("-k", default=None, help="pytest -k expression (overrides the suite's)")
     ap.add_argument("pytest_args", nargs="*", help="more pytest arguments (after --)")
     args = ap.parse_args()
 
     work = args.work or Path(tempfile.mkdtemp(prefix="ww-upstream-"))
-    dst = prepare(args.upstream.resolve(), work.resolve(), args.suite, args.mode == "replace")
+    dst = prepare(args.upstream.resolve(), work.resolve(), args.suite, args.mode == "replace",
+                  args.stand_in is not None)
     _, targets, kexpr = SUITES[args.suite]
     files = []
     for t in targets:
@@ -271,12 +307,16 @@ def main() -> int:
     if args.mode == "run":
         cmd += ["-m", "warpweave", "run"]
     cmd += pytest + files + list(args.pytest_args)
-    if args.interpret and args.suite == "triton-core":  # the suite's own option
+    if (args.interpret and args.suite == "triton-core") or args.stand_in:  # the suites' option
         cmd += ["--device", "cpu"]
     print("[upstream] " + " ".join(cmd), flush=True)
     env = dict(os.environ, PYTHONUNBUFFERED="1", WW_TUTORIAL_MODE=args.mode)
-    if args.interpret:
+    if args.interpret or args.stand_in:
         env["WARPWEAVE_INTERPRET"] = "1"
+    if args.stand_in:
+        env["WW_STAND_IN_ARCH"] = str(args.stand_in)
+        env["WARPWEAVE_TARGET"] = {90: "sm_90a", 100: "sm_100a"}.get(args.stand_in,
+                                                                    f"sm_{args.stand_in}")
     rc = subprocess.call(cmd, cwd=dst, env=env)
     summarise(xml, f"{args.suite} ({args.mode})")
     return rc

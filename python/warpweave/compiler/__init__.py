@@ -6,8 +6,9 @@
     k.asm["ptx"]
 
 through warpweave's compiler (the same one kernel launches use). `asm` holds warpweave's stages:
-"ttir" (warpweave's tile IR, the stage Triton's TTIR corresponds to), "ptx" and "cubin" (absent
-when ptxas is not installed); Triton's "ttgir" and "llir" have no warpweave counterpart.
+"tile_ir" (warpweave's Tile IR), "ttir" and "ttgir" (that IR in the words of Triton's
+dialects: tt.load, ttg.local_alloc, ttng.wait_barrier, ttg.warp_specialize ...), "ptx" and "cubin"
+(absent when ptxas is not installed); Triton's "llir" has no warpweave counterpart.
 """
 
 from __future__ import annotations
@@ -100,14 +101,57 @@ def _missing():
 
 
 class CompiledForms(dict):
-    """A compiled kernel's `asm`: its stages by Triton's keys ("ttir" is warpweave's Tile IR,
-    "ptx", "cubin"). Triton's other stages ("ttgir", "llir", ...) do not exist here; asking for
-    one raises a KeyError that says so and names the keys there are."""
+    """A compiled kernel's `asm`: its stages by Triton's keys. "tile_ir" is warpweave's Tile IR;
+    "ttir" and "ttgir" are that IR printed with the names of Triton's dialect ops (one text:
+    warpweave assigns register layouts in code generation, so there is no layout-annotated stage
+    between them), made when first asked for; "ptx", "cubin". Triton's other stages ("llir",
+    ...) do not exist here; asking for one raises a KeyError that says so and names the keys
+    there are."""
+
+    _TRITON_STAGES = ("ttir", "ttgir")
+
+    def __init__(self, tile_ir: str = "", target: str = "sm_90a", **forms):
+        super().__init__(tile_ir=tile_ir, **forms)
+        self._target = target
+
+    def _lazy(self):
+        """The Triton-dialect stages not printed yet (none without Tile IR)."""
+        if not dict.get(self, "tile_ir"):
+            return []
+        return [k for k in self._TRITON_STAGES if not dict.__contains__(self, k)]
 
     def __missing__(self, key):
+        if key in self._lazy():
+            from .._native_loader import native
+
+            text = native().triton_dialect_text(self["tile_ir"], self._target)
+            self["ttir"] = self["ttgir"] = text
+            return text
         raise KeyError(f"{key!r}: warpweave has no such stage (it compiles its own Tile IR "
                        f"straight to PTX, not through Triton's MLIR dialects or LLVM); "
                        f"available: {', '.join(map(repr, self))}")
+
+    # The stages printed on demand count as present, as in Triton's dict of stages.
+    def __contains__(self, key):
+        return dict.__contains__(self, key) or key in self._lazy()
+
+    def __iter__(self):
+        return iter(list(dict.keys(self)) + self._lazy())
+
+    def __len__(self):
+        return dict.__len__(self) + len(self._lazy())
+
+    def keys(self):
+        return list(self)
+
+    def items(self):
+        return [(k, self[k]) for k in self]
+
+    def values(self):
+        return [self[k] for k in self]
+
+    def get(self, key, default=None):
+        return self[key] if key in self else default
 
 
 class CompiledKernel:
@@ -121,7 +165,7 @@ class CompiledKernel:
 
     @property
     def asm(self) -> dict:
-        out = CompiledForms(ttir=self.kernel.tile_ir, ptx=self.kernel.ptx)
+        out = CompiledForms(self.kernel.tile_ir, self.kernel.target, ptx=self.kernel.ptx)
         cubin = getattr(self.kernel, "cubin", b"")
         if cubin:
             out["cubin"] = cubin
