@@ -356,13 +356,10 @@ def test_ptx_assembles(name, sig, path, target, tmp_path, monkeypatch, ptxas):
 
 
 def _upstream_tutorial(name):
-    """Triton's tutorial `name`, where a checkout of upstream Triton sits beside the repository
-    (.upstream, or the helpers' fetch in /work/scratch/upstream); None otherwise."""
-    for root in (HERE.parents[2] / ".upstream", Path("/work/scratch/upstream")):
-        path = root / "python" / "tutorials" / name
-        if path.exists():
-            return path
-    return None
+    """Triton's tutorial `name`, where a copy of upstream Triton's tree sits in the repository's
+    .upstream folder (never committed); None otherwise."""
+    path = HERE.parents[2] / ".upstream" / "python" / "tutorials" / name
+    return path if path.exists() else None
 
 
 @pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
