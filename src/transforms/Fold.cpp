@@ -117,6 +117,12 @@ private:
 
   std::optional<ConstValue> evaluate(const Op& op) {
     if (op.numOperands() == 0) return std::nullopt; // sources (program_id, arange): nothing to fold
+    // An integer remainder by 1 or -1 is 0 whatever the dividend (TLX's get_bufidx_phase with
+    // one buffer: ptxas keeps a whole division sequence for `rem x, 1`).
+    if (DType t = op.result()->type().elem; op.code() == OpCode::Rem && ir::isInt(t)) {
+      auto d = constantOf(op.operand(1));
+      if (d && !d->isFloat && (d->i == 1 || (d->i == -1 && ir::isSigned(t)))) return ConstValue{};
+    }
     std::vector<ConstValue> in;
     for (Value* v : op.operands()) {
       auto c = constantOf(v);
@@ -315,6 +321,7 @@ private:
       if (intType && isZero(ca)) return a;
       break;
     case OpCode::Div:
+    case OpCode::FloorDiv:
       if (intType && isOne(cb)) return a;
       break;
     case OpCode::Or:
