@@ -750,19 +750,28 @@ private:
       line(depth, "ttng.cluster_wait");
       return;
     case OpCode::AsyncDescLoad: {
-      std::vector<std::string> extra;
-      if (!op.strAttr("evict").empty()) extra.push_back("evictionPolicy = " + op.strAttr("evict"));
-      return generic(op, "ttng.async_tma_copy_global_to_local", depth,
-                     attrDict(op, extra, {"evict"}));
+      // desc[offsets] buffer, barrier[, pred][, multicast ranks]
+      unsigned extra = (op.intAttr("has_pred") ? 1u : 0u) +
+                       static_cast<unsigned>(op.intAttr("multicast_operands"));
+      unsigned offsetsEnd = op.numOperands() - extra;
+      std::vector<std::string> named;
+      if (!op.strAttr("evict").empty()) named.push_back("evictionPolicy = " + op.strAttr("evict"));
+      line(depth, "ttng.async_tma_copy_global_to_local " + ref(op.operand(0)) + "[" +
+                      refs(op, 3, offsetsEnd) + "] " + ref(op.operand(1)) + ", " +
+                      ref(op.operand(2)) + (extra ? ", " + refs(op, offsetsEnd) : "") +
+                      attrDict(op, named, {"evict"}) + " : " + operandTypes(op));
+      return;
     }
     case OpCode::AsyncDescStore: {
-      std::vector<std::string> extra;
-      if (!op.strAttr("evict").empty()) extra.push_back("evictionPolicy = " + op.strAttr("evict"));
+      // desc[offsets] buffer
+      std::vector<std::string> named;
+      if (!op.strAttr("evict").empty()) named.push_back("evictionPolicy = " + op.strAttr("evict"));
       std::string reduce = op.strAttr("reduce");
-      return generic(
-          op, reduce.empty() ? "ttng.async_tma_copy_local_to_global" : "ttng.async_tma_reduce",
-          depth,
-          attrDict(op, extra, {"evict", "reduce"}) + (reduce.empty() ? "" : " kind = " + reduce));
+      line(depth, std::string(reduce.empty() ? "ttng.async_tma_copy_local_to_global "
+                                             : "ttng.async_tma_reduce " + reduce + ", ") +
+                      ref(op.operand(0)) + "[" + refs(op, 2) + "] " + ref(op.operand(1)) +
+                      attrDict(op, named, {"evict", "reduce"}) + " : " + operandTypes(op));
+      return;
     }
     case OpCode::AsyncDescStoreWait:
       line(depth, "ttng.async_tma_store_wait {pendings = " +

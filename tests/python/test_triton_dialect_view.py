@@ -203,6 +203,11 @@ def test_tma_copies_print_as_ttng_tma_ops_with_their_eviction_policy():
     np.testing.assert_array_equal(y, x)
     assert ir.count("ttng.async_tma_copy_global_to_local") == 1
     assert ir.count("ttng.async_tma_copy_local_to_global") == 1
+    # Triton's operand form: the descriptor indexed by the coordinates, then the buffer (and
+    # the barrier for a load).
+    assert re.search(r"ttng.async_tma_copy_global_to_local %arg0\[%\d+, %c0_i32\] %\d+, %\d+ ",
+                     ir)
+    assert re.search(r"ttng.async_tma_copy_local_to_global %arg1\[%\d+, %c0_i32\] %\d+ ", ir)
     assert "evictionPolicy = evict_first" in ir and "evictionPolicy = evict_last" in ir
     assert ir.count("ttng.async_tma_store_wait {pendings = 0 : i32}") == 1
     assert ir.count("ttng.fence_async_shared") == 1
