@@ -157,9 +157,12 @@ CompiledKernel compile(const CompileRequest& request);
 std::vector<SourceFile> readSourceWithImports(const std::string& path);
 
 /// Tile IR text (CompiledKernel::tileIR) printed in the vocabulary of Triton's dialects: what
-/// `asm["ttgir"]` shows a Triton user (ir/TritonDialects.h). Throws CompileFailure when the
-/// text is not Tile IR. `target`: the compile target's name (sm_90a ...).
-std::string tritonDialectText(const std::string& tileIR, const std::string& target);
+/// `asm["ttir"]` (without layouts) and `asm["ttgir"]` (`withLayouts`: the register layouts,
+/// shared encodings and conversions code generation uses) show a Triton user
+/// (ir/TritonDialects.h). Throws CompileFailure when the text is not Tile IR or its layouts
+/// cannot be assigned. `target`: the compile target's name (sm_90a ...).
+std::string tritonDialectText(const std::string& tileIR, const std::string& target,
+                              bool withLayouts);
 
 /// JSON metadata written beside a cubin (`wwc --meta`): entry, warps, shared memory, params.
 std::string kernelMetadataJson(const CompiledKernel& kernel);

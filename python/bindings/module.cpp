@@ -419,7 +419,9 @@ NB_MODULE(_native, m) {
         "Rebuilds a launchable kernel from `wwc --meta` JSON and its cubin (the disk cache), with "
         "its PTX and Tile IR text when given (what `asm` shows).");
   m.def("triton_dialect_text", &ww::tritonDialectText, "tile_ir"_a, "target"_a = "sm_90a",
-        "Tile IR text printed in the vocabulary of Triton's dialects (asm[\"ttgir\"]).");
+        "with_layouts"_a = false,
+        "Tile IR text printed in the vocabulary of Triton's dialects: asm[\"ttir\"], and with "
+        "the layouts code generation assigns, asm[\"ttgir\"].");
   m.def("parse_signature", [](const std::string& sig) {
     std::vector<std::tuple<std::string, bool, std::string, std::string, int, bool>> out;
     for (const ww::SignatureEntry& e : ww::parseSignature(sig))

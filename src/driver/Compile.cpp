@@ -7,6 +7,7 @@
 #include "ir/Printer.h"
 #include "ir/TritonDialects.h"
 #include "layout/LayoutAssignment.h"
+#include "layout/TritonEncodings.h"
 #include "runtime/Ptxas.h"
 #include "specialize/Specializer.h"
 #include "transforms/Passes.h"
@@ -196,11 +197,21 @@ CompiledKernel compile(const CompileRequest& req) {
   return out;
 }
 
-std::string tritonDialectText(const std::string& tileIR, const std::string& target) {
+std::string tritonDialectText(const std::string& tileIR, const std::string& target,
+                              bool withLayouts) {
   SourceManager sm;
   uint32_t file = sm.addFile("<tile-ir>", tileIR);
   try {
-    return ir::printTritonDialects(*ir::parseFunction(sm, file), target);
+    std::unique_ptr<ir::Function> fn = ir::parseFunction(sm, file);
+    if (!withLayouts) return ir::printTritonDialects(*fn, target);
+    // The layouts code generation assigns for this target (as it runs layout assignment again on
+    // the same IR).
+    CompileOptions options;
+    options.target = parseTarget(target);
+    options.numWarps = fn->numWarps;
+    layout::LayoutMap map = layout::assignLayouts(*fn, options);
+    layout::LayoutMapEncodings encodings(map);
+    return ir::printTritonDialects(*fn, target, &encodings);
   } catch (CompileError& e) {
     e.render(sm);
     throw CompileFailure(e.what());

@@ -110,7 +110,10 @@ std::string sharedEncoding(const Op* alloc) {
   return {};
 }
 
-std::string typeText(const Type& t, const Value* v = nullptr) {
+/// `t` in Triton's spelling. `v`, when given, is the value of that type (a buffer's allocation
+/// decides its shape and TLX encoding); `tensorEnc` / `sharedEnc` are layout assignment's.
+std::string typeText(const Type& t, const Value* v = nullptr, const std::string& tensorEnc = {},
+                     const std::string& sharedEnc = {}) {
   switch (t.kind) {
   case TypeKind::None:
     return "()";
@@ -127,13 +130,15 @@ std::string typeText(const Type& t, const Value* v = nullptr) {
     std::string s = "!ttg.memdesc<" + dims(shape) +
                     (t.kind == TypeKind::Barrier ? std::string("i64") : elemName(t.elem));
     std::string enc = sharedEncoding(alloc);
+    if (enc.empty()) enc = sharedEnc;
     if (!enc.empty()) s += ", " + enc;
     s += t.space == MemorySpace::Tmem ? ", #ttng.tensor_memory" : ", #smem";
     return s + ", mutable>";
   }
   case TypeKind::Value: {
     std::string e = t.pointer ? "!tt.ptr<" + elemName(t.elem) + ">" : elemName(t.elem);
-    return t.shape.empty() ? e : "tensor<" + dims(t.shape) + e + ">";
+    if (t.shape.empty()) return e;
+    return "tensor<" + dims(t.shape) + e + (tensorEnc.empty() ? "" : ", " + tensorEnc) + ">";
   }
   }
   return "?";
@@ -160,9 +165,19 @@ std::string percent(int64_t n) {
 
 class TritonPrinter {
 public:
-  TritonPrinter(std::ostringstream& os, std::string target) : os_(os), target_(std::move(target)) {}
+  TritonPrinter(std::ostringstream& os, std::string target, const TritonEncodings* encodings)
+      : out_(os), target_(std::move(target)), enc_(encodings) {}
 
   void printFunction(const Function& fn) {
+    printModule(fn);
+    // The layouts' aliases come first, as MLIR prints them.
+    for (const auto& [name, text] : aliases_) out_ << name << " = " << text << "\n";
+    if (enc_) out_ << "#smem = #ttg.shared_memory\n";
+    out_ << os_.str();
+  }
+
+private:
+  void printModule(const Function& fn) {
     os_ << "module attributes {\"ttg.cluster-dim-x\" = " << fn.clusterDims[0]
         << " : i32, \"ttg.cluster-dim-y\" = " << fn.clusterDims[1]
         << " : i32, \"ttg.cluster-dim-z\" = " << fn.clusterDims[2]
@@ -173,7 +188,7 @@ public:
     bool first = true;
     for (const KernelArg& a : fn.args) {
       if (!a.value) continue; // specialized away
-      os_ << (first ? "" : ", ") << defineArg(a.value) << ": " << typeText(a.type);
+      os_ << (first ? "" : ", ") << defineArg(a.value) << ": " << typeOf(a.value);
       if (a.divisibility > 1) os_ << " {tt.divisibility = " << a.divisibility << " : i32}";
       first = false;
     }
@@ -183,7 +198,29 @@ public:
     os_ << "}\n}\n";
   }
 
-private:
+  // ---- types with layout assignment's encodings, register layouts as #linearN aliases ----
+  std::string alias(const std::string& encoding) {
+    if (encoding.empty()) return {};
+    auto it = aliasOf_.find(encoding);
+    if (it != aliasOf_.end()) return it->second;
+    std::string name =
+        "#linear" + (aliases_.empty() ? std::string() : std::to_string(aliases_.size()));
+    aliases_.push_back({name, encoding});
+    return aliasOf_[encoding] = name;
+  }
+
+  std::string typeOf(const Value* v) {
+    const Type& t = v->type();
+    std::string tensorEnc, sharedEnc;
+    if (enc_ && t.isTensor()) {
+      auto o = converted_.find(v);
+      tensorEnc = alias(o != converted_.end() ? o->second : enc_->tensorEncoding(v));
+    } else if (enc_ && t.kind == TypeKind::Buffer) {
+      sharedEnc = enc_->sharedEncoding(v);
+    }
+    return typeText(t, v, tensorEnc, sharedEnc);
+  }
+
   // ---- MLIR value names: %argN, %cN_iW / %cst / %true, %N (multi-result: %N#i) ----
   std::string defineArg(const Value* v) { return names_[v] = "%arg" + std::to_string(nextArg_++); }
 
@@ -232,15 +269,13 @@ private:
 
   std::string operandTypes(const Op& op) {
     std::string s;
-    for (unsigned i = 0; i < op.numOperands(); ++i)
-      s += (i ? ", " : "") + typeText(op.operand(i)->type(), op.operand(i));
+    for (unsigned i = 0; i < op.numOperands(); ++i) s += (i ? ", " : "") + typeOf(op.operand(i));
     return s;
   }
 
   std::string resultTypes(const Op& op) {
     std::string s;
-    for (unsigned i = 0; i < op.numResults(); ++i)
-      s += (i ? ", " : "") + typeText(op.result(i)->type(), op.result(i));
+    for (unsigned i = 0; i < op.numResults(); ++i) s += (i ? ", " : "") + typeOf(op.result(i));
     return s;
   }
 
@@ -419,7 +454,7 @@ private:
           os_ << (i > 3 ? ", " : "") << defineArg(body.arg(i - 2)) << " = " << ref(op.operand(i));
         os_ << ") -> (" << resultTypes(op) << ")";
       }
-      os_ << " : " << typeText(op.operand(0)->type()) << " {\n";
+      os_ << " : " << typeOf(op.operand(0)) << " {\n";
       printBlock(body, depth + 1);
       indent(depth);
       os_ << "}" << attrDict(op) << "\n";
@@ -477,7 +512,7 @@ private:
       indent(depth);
       os_ << "^bb0(";
       for (unsigned i = 0; i < b.numArgs(); ++i)
-        os_ << (i ? ", " : "") << defineArg(b.arg(i)) << ": " << typeText(b.arg(i)->type());
+        os_ << (i ? ", " : "") << defineArg(b.arg(i)) << ": " << typeOf(b.arg(i));
       os_ << "):\n";
     }
     printBlock(b, depth + 1);
@@ -551,7 +586,7 @@ private:
     os_ << "}\n";
     std::string captureTypes;
     for (size_t i = 0; i < captures.size(); ++i)
-      captureTypes += (i ? ", " : "") + typeText(captures[i]->type(), captures[i]);
+      captureTypes += (i ? ", " : "") + typeOf(captures[i]);
     for (size_t p = 0; p < partitions.size(); ++p) {
       // Inside a partition the captures are its arguments; outside they keep their names.
       std::vector<std::string> outer;
@@ -561,7 +596,7 @@ private:
         outer.push_back(ref(captures[i]));
         std::string arg = "%arg" + std::to_string(nextArg_++);
         names_[captures[i]] = arg;
-        os_ << (i ? ", " : "") << arg << ": " << typeText(captures[i]->type(), captures[i]);
+        os_ << (i ? ", " : "") << arg << ": " << typeOf(captures[i]);
       }
       os_ << ") num_warps(" << partitions[p]->intAttr("num_warps") << ") {\n";
       printBlock(*partitions[p]->region(0), depth + 1);
@@ -573,7 +608,29 @@ private:
     }
   }
 
+  /// The op, after the layout conversions code generation makes for its operands.
   void printOp(const Op& op, int depth) {
+    std::vector<std::pair<const Value*, std::string>> renamed;
+    if (enc_)
+      for (unsigned i = 0; i < op.numOperands(); ++i) {
+        const Value* v = op.operand(i);
+        std::string to = v->type().isTensor() ? enc_->convertedOperand(op, i) : std::string();
+        if (to.empty() || converted_.count(v)) continue;
+        std::string name = percent(nextNum_++);
+        std::string from = typeOf(v);
+        converted_[v] = to;
+        line(depth, name + " = ttg.convert_layout " + ref(v) + " : " + from + " -> " + typeOf(v));
+        renamed.push_back({v, names_[v]});
+        names_[v] = name;
+      }
+    printOpItself(op, depth);
+    for (const auto& [v, name] : renamed) {
+      names_[v] = name;
+      converted_.erase(v);
+    }
+  }
+
+  void printOpItself(const Op& op, int depth) {
     if (const char* name = arithName(op)) {
       indent(depth);
       os_ << defineResults(op) << name << " " << refs(op) << " : " << resultTypes(op) << "\n";
@@ -596,8 +653,7 @@ private:
                       r->type().elem);
       else
         v = std::to_string(op.intAttr("value"));
-      os_ << (r->type().isTensor() ? "dense<" + v + ">" : v) << " : " << typeText(r->type())
-          << "\n";
+      os_ << (r->type().isTensor() ? "dense<" + v + ">" : v) << " : " << typeOf(r) << "\n";
       return;
     }
     case OpCode::ProgramId:
@@ -640,7 +696,7 @@ private:
       bool f = isFloatValue(op.operand(0));
       line(depth, defineResults(op) + (f ? "arith.cmpf " : "arith.cmpi ") +
                       cmpPredicate(op.strAttr("pred"), f, isUnsignedValue(op.operand(0))) + ", " +
-                      refs(op) + " : " + typeText(op.operand(0)->type()));
+                      refs(op) + " : " + typeOf(op.operand(0)));
       return;
     }
     case OpCode::AddPtr:
@@ -687,21 +743,20 @@ private:
     }
     case OpCode::LocalView:
       line(depth, defineResults(op) + "ttg.memdesc_index " + ref(op.operand(0)) + "[" +
-                      ref(op.operand(1)) + "] : " + typeText(op.operand(0)->type(), op.operand(0)) +
-                      " -> " + resultTypes(op));
+                      ref(op.operand(1)) + "] : " + typeOf(op.operand(0)) + " -> " +
+                      resultTypes(op));
       return;
     case OpCode::LocalLoad:
       return convertLike(op, inTmem(op.operand(0)) ? "ttng.tmem_load" : "ttg.local_load", depth);
     case OpCode::LocalStore:
       line(depth, std::string(inTmem(op.operand(0)) ? "ttng.tmem_store " : "ttg.local_store ") +
                       ref(op.operand(1)) + ", " + ref(op.operand(0)) + " : " +
-                      typeText(op.operand(1)->type()) + " -> " +
-                      typeText(op.operand(0)->type(), op.operand(0)));
+                      typeOf(op.operand(1)) + " -> " + typeOf(op.operand(0)));
       return;
     case OpCode::LocalTrans:
       line(depth, defineResults(op) + "ttg.memdesc_trans " + ref(op.operand(0)) +
-                      " {order = array<i32: " + intList(op.intsAttr("order")) + ">} : " +
-                      typeText(op.operand(0)->type(), op.operand(0)) + " -> " + resultTypes(op));
+                      " {order = array<i32: " + intList(op.intsAttr("order")) +
+                      ">} : " + typeOf(op.operand(0)) + " -> " + resultTypes(op));
       return;
     case OpCode::LocalSlice:
       return convertLike(op, inTmem(op.operand(0)) ? "ttng.tmem_subslice" : "ttg.memdesc_subslice",
@@ -720,12 +775,12 @@ private:
         // The peer CTA's barrier, as TLX maps it before arriving.
         std::string mapped = percent(nextNum_++);
         line(depth, mapped + " = ttng.map_to_remote_buffer " + bar + ", " + ref(op.operand(1)) +
-                        " : " + typeText(op.operand(0)->type(), op.operand(0)));
+                        " : " + typeOf(op.operand(0)));
         bar = mapped;
       }
       line(depth, "ttng.arrive_barrier " + bar + ", " +
                       std::to_string(op.intAttr("arrive_count", 1)) + " : " +
-                      typeText(op.operand(0)->type(), op.operand(0)));
+                      typeOf(op.operand(0)));
       return;
     }
     case OpCode::NamedBarrierWait:
@@ -790,8 +845,7 @@ private:
       unsigned next = 2;
       if (op.intAttr("has_mask")) os_ << " mask " << ref(op.operand(next++));
       if (op.intAttr("has_other")) os_ << " other " << ref(op.operand(next++));
-      os_ << " : " << typeText(op.operand(0)->type()) << " -> "
-          << typeText(op.operand(1)->type(), op.operand(1)) << "\n";
+      os_ << " : " << typeOf(op.operand(0)) << " -> " << typeOf(op.operand(1)) << "\n";
       return;
     }
     case OpCode::AsyncBulkLoad:
@@ -905,8 +959,14 @@ private:
     }
   }
 
-  std::ostringstream& os_;
-  std::string target_; // Triton's spelling: cuda:90
+  std::ostringstream& out_;
+  std::ostringstream os_; // the module, printed before the aliases it uses are known
+  std::string target_;    // Triton's spelling: cuda:90
+  const TritonEncodings* enc_;
+  std::vector<std::pair<std::string, std::string>> aliases_;
+  std::unordered_map<std::string, std::string> aliasOf_;
+  /// Operands converted for the op being printed: their value and the layout they take.
+  std::unordered_map<const Value*, std::string> converted_;
   std::unordered_map<const Value*, std::string> names_;
   std::unordered_map<std::string, int> uses_;
   std::unordered_map<int64_t, std::string> scratchOf_;
@@ -916,12 +976,13 @@ private:
 
 } // namespace
 
-std::string printTritonDialects(const Function& fn, const std::string& target) {
+std::string printTritonDialects(const Function& fn, const std::string& target,
+                                const TritonEncodings* encodings) {
   std::string digits;
   for (char c : target)
     if (c >= '0' && c <= '9') digits += c;
   std::ostringstream os;
-  TritonPrinter(os, "cuda:" + digits).printFunction(fn);
+  TritonPrinter(os, "cuda:" + digits, encodings).printFunction(fn);
   return os.str();
 }
 

@@ -14,9 +14,11 @@ from warpweave import tlx
 from warpweave.tools.tensor_descriptor import TensorDescriptor
 
 
-def _ttgir(compiled):
-    text = compiled.asm["ttgir"]
-    assert compiled.asm["ttir"] == text  # one text: layouts are assigned in code generation
+def _ttir(compiled):
+    """The kernel's TTIR, after checking that its TTGIR got layouts assigned."""
+    text = compiled.asm["ttir"]
+    assert "#linear" not in text and "#ttg.linear" not in text
+    assert "no layouts assigned" not in compiled.asm["ttgir"]
     return text
 
 
@@ -33,7 +35,7 @@ def test_plain_kernel_prints_tt_and_arith_ops_with_mlir_names():
     out = np.zeros_like(x)
     k = _masked_add[(2,)](x, x, out, 100, BLOCK=64)
     np.testing.assert_array_equal(out, 3 * x)
-    ir = _ttgir(k)
+    ir = _ttir(k)
     assert ir.startswith("module attributes {") and 'ttg.target = "cuda:90"' in ir
     assert '"ttg.num-warps" = 4 : i32' in ir and '"ttg.threads-per-warp" = 32 : i32' in ir
     assert re.search(r"tt.func public @_masked_add\(%arg0: !tt.ptr<f32> "
@@ -71,7 +73,7 @@ def test_tlx_buffers_and_cp_async_print_as_ttg_ops():
     out = np.zeros_like(x)
     k = _async_copies[(1,)](x, y, out, 64, BLOCK=64)
     np.testing.assert_array_equal(out, x - 1)
-    ir = _ttgir(k)
+    ir = _ttir(k)
     assert ir.count("ttg.local_alloc") == 1
     assert "ttg.local_alloc : () -> !ttg.memdesc<3x64xf32, #smem, mutable>" in ir
     # One index per buffer used (the same view is one value), as after Triton's CSE.
@@ -99,7 +101,7 @@ def _barrier_rounds(x_ptr, z_ptr, N: tl.constexpr):
 def test_barriers_print_one_init_per_barrier_and_their_waits_and_arrives():
     x = np.arange(32, dtype=np.float32)
     z = np.zeros_like(x)
-    ir = _ttgir(_barrier_rounds[(1,)](x, z, N=32))
+    ir = _ttir(_barrier_rounds[(1,)](x, z, N=32))
     np.testing.assert_array_equal(z, x * x)
     assert ir.count("ttng.init_barrier") == 2 and "[1], 1 : !ttg.memdesc<2xi64" in ir
     assert ir.count("ttng.wait_barrier") == 2 and ir.count("ttng.arrive_barrier") == 2
@@ -123,7 +125,7 @@ def test_async_tasks_print_as_one_warp_specialize_with_partitions():
     x = np.arange(16, dtype=np.float32)
     out = np.zeros(16, np.float32)
     side = np.zeros(48, np.float32)
-    ir = _ttgir(_tasks[(1,)](x, x, out, side, N=16, num_warps=4))
+    ir = _ttir(_tasks[(1,)](x, x, out, side, N=16, num_warps=4))
     np.testing.assert_array_equal(out, x + 1)
     np.testing.assert_array_equal(side, np.concatenate([x, x - 1, 2 * x]))
     assert ir.count("ttg.warp_specialize(") == 1
@@ -161,7 +163,7 @@ def test_replicas_of_the_default_task_are_partitions_after_it():
                 tl.store(out_ptr + 2 * N + tl.arange(0, N), tl.full((N,), 7.0, tl.float32))
 
     out = np.zeros(48, np.float32)
-    ir = _ttgir(twice[(1,)](out, N=16, num_warps=4))
+    ir = _ttir(twice[(1,)](out, N=16, num_warps=4))
     np.testing.assert_array_equal(out, np.repeat([0.0, 1.0, 7.0], 16))
     assert re.findall(r"partition(\d)\([^\n]*\) num_warps\((\d)\)", ir) == [("0", "4"),
                                                                               ("1", "1")]
@@ -176,7 +178,7 @@ def test_a_lone_default_task_is_inlined():
                 tl.store(out_ptr + tl.arange(0, N), tl.arange(0, N))
 
     out = np.zeros(8, np.int32)
-    ir = _ttgir(lone[(1,)](out, N=8))
+    ir = _ttir(lone[(1,)](out, N=8))
     np.testing.assert_array_equal(out, np.arange(8))
     assert "warp_specialize" not in ir and "tt.store" in ir
 
@@ -198,7 +200,7 @@ def _tma_copy(in_desc, out_desc, BM: tl.constexpr, BN: tl.constexpr):
 def test_tma_copies_print_as_ttng_tma_ops_with_their_eviction_policy():
     x = np.arange(64 * 32, dtype=np.float16).reshape(64, 32)
     y = np.zeros_like(x)
-    ir = _ttgir(_tma_copy[(2,)](TensorDescriptor.from_tensor(x, [32, 32]),
+    ir = _ttir(_tma_copy[(2,)](TensorDescriptor.from_tensor(x, [32, 32]),
                                 TensorDescriptor.from_tensor(y, [32, 32]), BM=32, BN=32))
     np.testing.assert_array_equal(y, x)
     assert ir.count("ttng.async_tma_copy_global_to_local") == 1
@@ -233,7 +235,7 @@ def test_in_kernel_descriptors_print_scratch_map_and_reinterpret():
     ww.set_allocator(lambda size, align, stream: np.zeros(size, np.int8))
     x = np.arange(128, dtype=np.int16)
     y = np.zeros_like(x)
-    ir = _ttgir(made[(2,)](x, y, 128, B=64))
+    ir = _ttir(made[(2,)](x, y, 128, B=64))
     np.testing.assert_array_equal(y, x)
     # One scratch allocation for the two slots; each map written there and read back.
     assert ir.count("ttg.global_scratch_alloc") == 1
@@ -251,7 +253,7 @@ def test_fences_print_with_their_scope():
         tl.atomic_add(p + 1, 1, sem="acquire", scope="sys")
 
     p = np.zeros(2, np.int32)
-    ir = _ttgir(fenced[(1,)](p, num_warps=1))
+    ir = _ttir(fenced[(1,)](p, num_warps=1))
     assert 'ttng.fence {scope = "gpu"}' in ir and 'ttng.fence {scope = "sys"}' in ir
     assert ir.count("tt.atomic_rmw") == 2
 
@@ -270,7 +272,7 @@ def test_clusters_print_their_shape_rank_barriers_and_remote_arrives():
         tl.store(out_ptr + rank, rank + 10)
 
     out = np.zeros(2, np.int32)
-    ir = _ttgir(pair[(2,)](out, ctas_per_cga=(2, 1, 1)))
+    ir = _ttir(pair[(2,)](out, ctas_per_cga=(2, 1, 1)))
     np.testing.assert_array_equal(out, [10, 11])
     assert ('"ttg.cluster-dim-x" = 2 : i32, "ttg.cluster-dim-y" = 1 : i32, '
             '"ttg.cluster-dim-z" = 1 : i32') in ir
@@ -295,7 +297,7 @@ def test_control_flow_and_reductions_print_as_scf_and_generic_tt_reduce():
 
     x = np.arange(8 * 32, dtype=np.float32).reshape(8, 32)
     out = np.zeros(8, np.float32)
-    ir = _ttgir(rows[(1,)](x, out, K=32))
+    ir = _ttir(rows[(1,)](x, out, K=32))
     np.testing.assert_allclose(out, 2 * x.sum(axis=1))
     assert re.search(r"scf.for %arg\d+ = %c0_i32 to %c32_i32 step %c16_i32 "
                      r"iter_args\(%arg\d+ = %cst\) -> \(tensor<8x16xf32>\) : i32 \{", ir)
@@ -310,11 +312,11 @@ def test_shared_layout_objects_print_as_triton_shared_encodings(monkeypatch):
         buf = tlx.local_alloc((64, 64), tl.float16, 2, layout=layout)
         tlx.local_store(buf[1], tl.zeros((64, 64), tl.float16))
 
-    swz = _ttgir(pinned.warmup(tlx.swizzled_layout(3, 0, 6, order=[1, 0]), grid=(1,)))
+    swz = _ttir(pinned.warmup(tlx.swizzled_layout(3, 0, 6, order=[1, 0]), grid=(1,)))
     assert ("!ttg.memdesc<2x64x64xf16, #ttg.swizzled_shared<{vec = 1, perPhase = 1, "
             "maxPhase = 8, order = [1, 0]}>, #smem, mutable>") in swz
     pad = tlx.padded_shared_layout_encoding.with_identity_for([(64, 8)], [64, 64], [1, 0])
-    assert "#ttg.padded_shared<[64:+8]>" in _ttgir(pinned.warmup(pad, grid=(1,)))
+    assert "#ttg.padded_shared<[64:+8]>" in _ttir(pinned.warmup(pad, grid=(1,)))
 
 
 def test_the_stages_survive_an_ast_compile_for_blackwell():
@@ -329,3 +331,101 @@ def test_the_stages_survive_an_ast_compile_for_blackwell():
     except Exception as e:  # noqa: BLE001 - no ptxas on this machine
         pytest.skip(f"no sm_100a compile here: {e}")
     assert 'ttg.target = "cuda:100"' in k.asm["ttgir"] and "tt.load" in k.asm["ttir"]
+
+
+# ------------------------------------------------------------------------------------------------
+# TTGIR: the layouts code generation uses, in Triton's attribute syntax
+# ------------------------------------------------------------------------------------------------
+
+
+def _linear_aliases(ttgir):
+    """{alias: {in_dim: [basis vectors]}} of the #linearN definitions at the top of a TTGIR."""
+    out = {}
+    for name, body in re.findall(r"^(#linear\d*) = #ttg.linear<\{(.*)\}>$", ttgir, re.M):
+        dims = {}
+        for dim, bases in re.findall(r"(\w+) = \[((?:\[[^\]]*\](?:, )?)*)\]", body):
+            dims[dim] = [[int(c) for c in b.split(", ")] for b in re.findall(r"\[([^\]]*)\]", bases)]
+        out[name] = dims
+    return out
+
+
+def _positions(dims, rank):
+    """Every (register, lane, warp) combination's tensor coordinates: the XOR of the bases of the
+    set bits, as a linear layout maps them."""
+    from itertools import product
+
+    bases = [b for d in ("register", "lane", "warp", "block") for b in dims.get(d, [])]
+    seen = set()
+    for bits in product([0, 1], repeat=len(bases)):
+        c = [0] * rank
+        for on, b in zip(bits, bases):
+            if on:
+                c = [x ^ y for x, y in zip(c, b)]
+        seen.add(tuple(c))
+    return seen
+
+
+@ww.jit
+def _transpose_add(x_ptr, y_ptr, N: tl.constexpr):
+    r = tl.arange(0, N)
+    x = tl.load(x_ptr + r[:, None] * N + r[None, :])
+    tl.store(y_ptr + r[:, None] * N + r[None, :], tl.trans(x) + tl.sum(x, axis=0)[:, None])
+
+
+def test_ttgir_gives_every_tensor_a_register_layout_that_covers_its_shape():
+    x = np.arange(32 * 32, dtype=np.float32).reshape(32, 32)
+    y = np.zeros_like(x)
+    k = _transpose_add[(1,)](x, y, N=32)
+    np.testing.assert_array_equal(y, x.T + x.sum(axis=0)[:, None])
+    ttgir = k.asm["ttgir"]
+    aliases = _linear_aliases(ttgir)
+    assert aliases and "#smem = #ttg.shared_memory" in ttgir
+    # Every tensor type names one of the aliases defined above the module.
+    tensors = re.findall(r"tensor<([0-9x]+)x(?:!tt\.ptr<\w+>|\w+)(?:, (#linear\d*))?>", ttgir)
+    assert tensors and all(enc in aliases for _, enc in tensors)
+    # A layout maps the 128 threads' registers onto exactly the elements of its tensor's shape.
+    for shape, enc in tensors:
+        dims = [int(d) for d in shape.split("x")]
+        want = {tuple(int(i) for i in idx) for idx in np.ndindex(*dims)}
+        assert _positions(aliases[enc], len(dims)) == want, (shape, enc)
+    # The transpose's result is stored in the load's layout: one conversion there, from one
+    # alias to another.
+    cvt = re.findall(r"ttg.convert_layout %\d+ : tensor<32x32xf32, (#linear\d*)> -> "
+                     r"tensor<32x32xf32, (#linear\d*)>", ttgir)
+    assert cvt and all(a != b for a, b in cvt)
+    # TTIR has the same ops without the layouts or the conversions.
+    ttir = k.asm["ttir"]
+    assert "#linear" not in ttir and "convert_layout" not in ttir and '"tt.reduce"' in ttir
+
+
+def test_ttgir_shows_the_nvmma_swizzle_and_the_wgmma_accumulator_layout():
+    @ww.jit
+    def one_mma(a_desc, b_desc, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        a = tlx.local_alloc((BM, BK), tl.float16, 1)
+        b = tlx.local_alloc((BK, BN), tl.float16, 1)
+        bar = tlx.alloc_barriers(num_barriers=1)
+        tlx.barrier_expect_bytes(bar[0], (BM * BK + BK * BN) * 2)
+        tlx.async_descriptor_load(a_desc, a[0], [0, 0], bar[0])
+        tlx.async_descriptor_load(b_desc, b[0], [0, 0], bar[0])
+        tlx.barrier_wait(bar[0], 0)
+        acc = tlx.async_dot_wait(0, tlx.async_dot(a[0], b[0]))
+        tl.store(c_ptr + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], acc)
+
+    rng = np.random.default_rng(0)
+    a = rng.integers(-3, 4, (64, 64)).astype(np.float16)
+    b = rng.integers(-3, 4, (64, 64)).astype(np.float16)
+    c = np.zeros((64, 64), np.float32)
+    k = one_mma[(1,)](TensorDescriptor.from_tensor(a, [64, 64]),
+                      TensorDescriptor.from_tensor(b, [64, 64]), c, BM=64, BN=64, BK=64)
+    np.testing.assert_array_equal(c, a.astype(np.float32) @ b.astype(np.float32))
+    ttgir = k.asm["ttgir"]
+    nvmma = ("!ttg.memdesc<1x64x64xf16, #ttg.nvmma_shared<{swizzlingByteWidth = 128, "
+             "transposed = false, elementBitWidth = 16}>, #smem, mutable>")
+    assert ttgir.count(f"ttg.local_alloc : () -> {nvmma}") == 2
+    acc = re.search(r"ttng.warp_group_dot_wait %\d+ \{pendings = 0 : i32\} : "
+                    r"\(tensor<64x64xf32, (#linear\d*)>\)", ttgir).group(1)
+    # wgmma's m64 accumulator: a thread's pairs of columns, 8-row halves, four warps of 16 rows.
+    assert _linear_aliases(ttgir)[acc] == {
+        "register": [[0, 1], [8, 0], [0, 8], [0, 16], [0, 32]],
+        "lane": [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]],
+        "warp": [[16, 0], [32, 0]], "block": []}

@@ -102,9 +102,9 @@ def _missing():
 
 class CompiledForms(dict):
     """A compiled kernel's `asm`: its stages by Triton's keys. "tile_ir" is warpweave's Tile IR;
-    "ttir" and "ttgir" are that IR printed with the names of Triton's dialect ops (one text:
-    warpweave assigns register layouts in code generation, so there is no layout-annotated stage
-    between them), made when first asked for; "ptx", "cubin". Triton's other stages ("llir",
+    "ttir" is that IR printed with the names of Triton's dialect ops, "ttgir" the same with the
+    register layouts, shared encodings and layout conversions code generation uses (both made
+    when first asked for); "ptx", "cubin". Triton's other stages ("llir",
     ...) do not exist here; asking for one raises a KeyError that says so and names the keys
     there are."""
 
@@ -124,8 +124,17 @@ class CompiledForms(dict):
         if key in self._lazy():
             from .._native_loader import native
 
-            text = native().triton_dialect_text(self["tile_ir"], self._target)
-            self["ttir"] = self["ttgir"] = text
+            nat = native()
+            if key == "ttir":
+                text = nat.triton_dialect_text(self["tile_ir"], self._target)
+            else:
+                try:
+                    text = nat.triton_dialect_text(self["tile_ir"], self._target, True)
+                except nat.CompilationError as e:  # layouts this IR cannot be given here
+                    reason = str(e).strip().splitlines()[0] if str(e).strip() else "unknown"
+                    text = (f"// warpweave: no layouts assigned ({reason})\n"
+                            + nat.triton_dialect_text(self["tile_ir"], self._target))
+            self[key] = text
             return text
         raise KeyError(f"{key!r}: warpweave has no such stage (it compiles its own Tile IR "
                        f"straight to PTX, not through Triton's MLIR dialects or LLVM); "
