@@ -272,7 +272,9 @@ void FunctionLowering::lowerOp(const ir::Op& op) {
 void FunctionLowering::dispatchOp(const ir::Op& op) {
   b_.setLoc(op.loc());
   if (ir::accessesSharedBuffers(op.code())) sharedSinceBarrier_ = anySharedSinceBarrier_ = true;
-  // Value hints are elementwise too but only forward their operand (handled below).
+  // Value hints are elementwise too but only forward their operand (handled below); a stochastic
+  // rounding converts two of a thread's elements per instruction.
+  if (op.code() == OpCode::StochRound) return lowerStochRound(op);
   if (ir::isElementwise(op.code()) && !ir::isValueHint(op.code())) return lowerElementwise(op);
   switch (op.code()) {
   case OpCode::Constant:

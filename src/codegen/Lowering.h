@@ -331,6 +331,9 @@ private:
   void lowerMapElementwise(const ir::Op& op);
   /// tlx.vote_ballot_sync: vote.sync.ballot over a per-thread scalar predicate (WarpVote.cpp).
   void lowerVoteBallot(const ir::Op& op);
+  /// tlx.stoch_round: cvt.rs.satfinite on sm_100a, two elements an instruction, each rounded
+  /// with its own random bits (TlxStochRound.cpp); refused, at the op, on other targets.
+  void lowerStochRound(const ir::Op& op);
   /// The shared-memory allocation behind a buffer or barrier operand; a user error if none.
   const layout::SharedAllocation& allocationOf(const ir::Op& op, unsigned operandIndex);
   /// Refuses (at op) a buffer whose kernel-given layout= (SharedAllocation::userLayout) is

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
 
 namespace ww::interp {
 using namespace detail;
@@ -342,6 +343,24 @@ TensorPtr evalCast(const Tensor& x, const ir::Type& rt, Rounding rounding) {
       }
     }
   });
+  return r;
+}
+
+TensorPtr evalStochRound(const Tensor& x, const Tensor& rbits, const ir::Type& rt) {
+  if (x.elem != DType::F32 || x.pointer || ir::byteWidth(rbits.elem) != 4 || !ir::isInt(rbits.elem))
+    throw std::logic_error("stoch_round: operands are not fp32 values and 32-bit random bits");
+  auto r = std::make_shared<Tensor>(Tensor::ofType(rt));
+  const int64_t n = r->numel();
+  const int64_t mx = broadcastMask(x, n), mr = broadcastMask(rbits, n);
+  const float* px = x.data<float>();
+  const uint32_t* pr = rbits.data<uint32_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits = num::encodeStochasticRound(rt.elem, px[i & mx], pr[i & mr]);
+    if (ir::byteWidth(rt.elem) == 1)
+      r->data<uint8_t>()[i] = static_cast<uint8_t>(bits);
+    else
+      r->data<uint16_t>()[i] = static_cast<uint16_t>(bits);
+  }
   return r;
 }
 

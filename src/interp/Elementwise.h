@@ -19,6 +19,10 @@ TensorPtr evalCmp(const std::string& pred, const Tensor& a, const Tensor& b,
                   const ir::Type& result);
 TensorPtr evalSelect(const Tensor& cond, const Tensor& a, const Tensor& b, const ir::Type& result);
 TensorPtr evalCast(const Tensor& x, const ir::Type& result, Rounding rounding);
+/// tlx.stoch_round: fp32 `x` to `result`'s fp16 / bf16 / fp8 element type, each element rounded
+/// with the low bits of its `rbits` element (32-bit integers), as ir::numerics::
+/// encodeStochasticRound defines.
+TensorPtr evalStochRound(const Tensor& x, const Tensor& rbits, const ir::Type& result);
 TensorPtr evalBitcast(const Tensor& x, const ir::Type& result);
 /// ptr + offset * sizeof(pointee), wrapping as 64-bit address arithmetic.
 TensorPtr evalAddPtr(const Tensor& ptr, const Tensor& offset, const ir::Type& result);

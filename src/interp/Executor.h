@@ -267,6 +267,7 @@ private:
   void execSelect(const ir::Op& op);
   void execFma(const ir::Op& op);
   void execCast(const ir::Op& op);
+  void execStochRound(const ir::Op& op); // tlx.stoch_round
   void execBitcast(const ir::Op& op);    // bitcast, ptr_to_int, int_to_ptr
   void execHint(const ir::Op& op);       // multiple_of, max_contiguous
   void execDumpLayout(const ir::Op& op); // the compile prints and removes it: nothing to run

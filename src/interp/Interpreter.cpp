@@ -144,6 +144,7 @@ Executor::OpHandler Executor::handlerFor(OpCode code) {
     on({OpCode::Select}, &Executor::execSelect);
     on({OpCode::Fma}, &Executor::execFma);
     on({OpCode::Cast}, &Executor::execCast);
+    on({OpCode::StochRound}, &Executor::execStochRound);
     on({OpCode::Bitcast, OpCode::PtrToInt, OpCode::IntToPtr}, &Executor::execBitcast);
     on({OpCode::MultipleOf, OpCode::MaxContiguous}, &Executor::execHint);
     on({OpCode::Splat, OpCode::Broadcast, OpCode::ExpandDims, OpCode::Reshape, OpCode::Permute,
@@ -266,6 +267,10 @@ void Executor::execCast(const ir::Op& op) {
   set(op.result(), evalCast(*tensor(op, 0), op.result()->type(),
                             ir::attr::Cast::rounding(op) == "rtz" ? Rounding::TowardZero
                                                                   : Rounding::NearestEven));
+}
+
+void Executor::execStochRound(const ir::Op& op) {
+  set(op.result(), evalStochRound(*tensor(op, 0), *tensor(op, 1), op.result()->type()));
 }
 
 void Executor::execBitcast(const ir::Op& op) {

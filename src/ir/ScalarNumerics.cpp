@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 namespace ww::ir::numerics {
@@ -52,6 +53,34 @@ SmallFloatFormat formatOf(DType t) {
   }
 }
 
+/// The magnitude bits of `units` quanta of 2^quantumExp (quantumExp the binade's or the
+/// subnormal one, units > 0, at most one carry past the binade), or nullopt past the largest
+/// finite value.
+std::optional<uint32_t> magnitudeOf(const SmallFloatFormat& f, uint64_t units, int quantumExp) {
+  if (units >= (uint64_t(1) << (f.mantBits + 1))) { // rounding carried into the next binade
+    units >>= 1;
+    ++quantumExp;
+  }
+  uint32_t magnitude;
+  if (units < (uint64_t(1) << f.mantBits)) {
+    magnitude = static_cast<uint32_t>(units); // subnormal
+  } else {
+    int64_t expField = int64_t(quantumExp) + f.mantBits + f.bias();
+    if (expField >= (int64_t(1) << f.expBits)) return std::nullopt;
+    magnitude = static_cast<uint32_t>((expField << f.mantBits) |
+                                      int64_t(units - (uint64_t(1) << f.mantBits)));
+  }
+  if (magnitude > f.maxFiniteMagnitude()) return std::nullopt;
+  return magnitude;
+}
+
+/// The exponent of the quantum (the last kept place) of finite nonzero `a` in format `f`.
+int quantumExponent(const SmallFloatFormat& f, double a) {
+  int e;
+  std::frexp(a, &e); // a = m * 2^e with m in [0.5, 1)
+  return std::max(e - 1, 1 - f.bias()) - f.mantBits;
+}
+
 } // namespace
 
 double decodeSmallFloat(DType t, uint32_t bits) {
@@ -89,29 +118,47 @@ uint32_t encodeSmallFloat(DType t, double x, Rounding r) {
   };
   if (std::isinf(a)) return (f.hasInf && !f.satFinite) ? (sign | f.infMagnitude()) : overflow();
   if (a == 0) return zero;
-  int e;
-  std::frexp(a, &e); // a = m * 2^e with m in [0.5, 1)
-  const int minExp = 1 - f.bias();
-  int quantumExp = std::max(e - 1, minExp) - f.mantBits;
+  const int quantumExp = quantumExponent(f, a);
   double q = std::ldexp(a, -quantumExp);
   double rounded = r == Rounding::NearestEven ? std::nearbyint(q) : std::trunc(q);
   uint64_t units = static_cast<uint64_t>(rounded);
   if (units == 0) return zero;
-  if (units >= (uint64_t(1) << (f.mantBits + 1))) { // rounding carried into the next binade
-    units >>= 1;
-    ++quantumExp;
+  std::optional<uint32_t> magnitude = magnitudeOf(f, units, quantumExp);
+  return magnitude ? sign | *magnitude : overflow();
+}
+
+int stochasticRoundingBits(DType t) {
+  switch (t) {
+  case DType::F16:
+    return 13;
+  case DType::BF16:
+  case DType::F8E4M3:
+  case DType::F8E5M2:
+    return 16;
+  default:
+    throw std::logic_error("stochastic rounding: not a cvt.rs destination type");
   }
-  uint32_t magnitude;
-  if (units < (uint64_t(1) << f.mantBits)) {
-    magnitude = static_cast<uint32_t>(units); // subnormal
-  } else {
-    int64_t expField = int64_t(quantumExp) + f.mantBits + f.bias();
-    if (expField >= (int64_t(1) << f.expBits)) return overflow();
-    magnitude = static_cast<uint32_t>((expField << f.mantBits) |
-                                      int64_t(units - (uint64_t(1) << f.mantBits)));
-  }
-  if (magnitude > f.maxFiniteMagnitude()) return overflow();
-  return sign | magnitude;
+}
+
+uint32_t encodeStochasticRound(DType t, float x, uint32_t rbits) {
+  const int bits = stochasticRoundingBits(t);
+  SmallFloatFormat f = formatOf(t);
+  if (std::isnan(x)) return f.nanBits;
+  const uint32_t sign = std::signbit(x) ? 1u << (f.totalBits() - 1) : 0;
+  const uint32_t largest = sign | f.maxFiniteMagnitude();
+  double a = std::fabs(double(x));
+  if (std::isinf(a)) return largest;
+  if (a == 0) return sign;
+  // a = (units + fraction) quanta, both exact in a double: x has 24 significant bits.
+  const int quantumExp = quantumExponent(f, a);
+  double q = std::ldexp(a, -quantumExp);
+  double units = std::floor(q);
+  uint64_t top = static_cast<uint64_t>(std::ldexp(q - units, bits)); // the fraction's top bits
+  uint64_t random = rbits & ((uint64_t(1) << bits) - 1);
+  uint64_t rounded = static_cast<uint64_t>(units) + ((top + random) >> bits);
+  if (rounded == 0) return sign;
+  std::optional<uint32_t> magnitude = magnitudeOf(f, rounded, quantumExp);
+  return magnitude ? sign | *magnitude : largest;
 }
 
 uint16_t floatToBf16(float x) {

@@ -152,6 +152,20 @@ double decodeSmallFloat(DType t, uint32_t bits);
 /// stays NaN (fp8e4b8 / fp8e5b16: 0x80, and a zero is +0).
 uint32_t encodeSmallFloat(DType t, double x, Rounding r = Rounding::NearestEven);
 
+/// tlx.stoch_round: fp32 -> fp16 / bf16 / fp8 (e4m3, e5m2) with the stochastic rounding of PTX's
+/// cvt.rs.satfinite (sm_100a), deterministic given the random bits. |x| is split at the
+/// destination's quantum (the ulp of its binade, or the subnormal step) into kept units and a
+/// discarded fraction; the low stochasticRoundingBits(t) bits of `rbits` are added to the top that
+/// many bits of the fraction, and a carry out rounds the magnitude away from zero, else it is
+/// truncated: a value rounds up with probability (its top fraction bits) / 2^bits, and a value the
+/// destination holds exactly never moves. fp16 uses 13 random bits (exactly the bits an fp16
+/// normal drops from fp32), bf16 16 (exactly the bits it drops), fp8 16 (the top 16 of the 20 or
+/// 21 it drops; lower ones are ignored). Satfinite: a result past the largest finite value, and
+/// an infinity, is that value with the sign; NaN gives the format's NaN; zeros keep their sign.
+/// Only F16, BF16, F8E4M3 and F8E5M2 are destinations.
+int stochasticRoundingBits(DType t);
+uint32_t encodeStochasticRound(DType t, float x, uint32_t rbits);
+
 inline float halfToFloat(uint16_t h) {
   return static_cast<float>(decodeSmallFloat(DType::F16, h));
 }

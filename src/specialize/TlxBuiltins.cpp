@@ -1379,6 +1379,42 @@ Val tlxVoteBallotSync(Specializer& sp, const std::string& /*name*/, CallSite& ca
       sp.b.create1(OpCode::VoteBallot, {m, p}, ir::Type::tensor(DType::I32, p->type().shape)));
 }
 
+/// tlx.stoch_round(src, dst_dtype, rand_bits): fp32 to fp8 / fp16 / bf16 with stochastic
+/// rounding, each element by its own rand_bits element (one 32-bit word per element, as TLX asks).
+/// The arguments are checked here; the target (cvt.rs is sm_100a's) in the codegen.
+Val tlxStochRound(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  const std::string fn = "tlx.stoch_round";
+  BoundArgs a(call, {"src", "dst_dtype", "rand_bits"});
+  ir::Value* x = sp.requireTensorOrScalar(a.get("src"), a.loc("src"), fn + "'s src");
+  if (x->type().pointer || x->type().elem != DType::F32)
+    raiseError(a.loc("src"), fn +
+                                 " rounds float32 values (stochastic rounding from fp32 only); "
+                                 "src is " +
+                                 x->type().str() + ": convert it with .to(tl.float32) first");
+  const DType dst = sp.constDType(a.get("dst_dtype"), a.loc("dst_dtype"), fn + "'s dst_dtype");
+  if (dst != DType::F8E5M2 && dst != DType::F8E4M3 && dst != DType::F16 && dst != DType::BF16)
+    raiseError(a.loc("dst_dtype"), fn + ": stochastic rounding to " + std::string(ir::tlName(dst)) +
+                                       " is not supported; dst_dtype must be tl.float8e5, "
+                                       "tl.float8e4nv, tl.float16 or tl.bfloat16");
+  ir::Value* r =
+      sp.requireTensorOrScalar(a.get("rand_bits"), a.loc("rand_bits"), fn + "'s rand_bits");
+  const ir::Type& rt = r->type();
+  if (rt.pointer || !ir::isInt(rt.elem) || ir::bitWidth(rt.elem) != 32)
+    raiseError(a.loc("rand_bits"), fn +
+                                       "'s rand_bits must be 32-bit integers, one per element "
+                                       "(uint32, as tl.randint gives); got " +
+                                       rt.str());
+  if (rt.isScalar() != x->type().isScalar())
+    raiseError(a.loc("rand_bits"), fn +
+                                       "'s src and rand_bits must both be tensors or both "
+                                       "scalars; src is " +
+                                       x->type().str() + ", rand_bits " + rt.str());
+  if (rt.shape != x->type().shape)
+    raiseError(a.loc("rand_bits"), fn + "'s rand_bits is " + rt.str() +
+                                       "; it must have src's shape (" + x->type().str() + ")");
+  return Val::runtime(sp.b.create1(OpCode::StochRound, {x, r}, x->type().withElem(dst)));
+}
+
 Val tlxStorageAlias(Specializer& sp, const std::string& name, CallSite& call) {
   return sp.callStorageAlias(name, call);
 }
@@ -1452,6 +1488,7 @@ const BuiltinTable& tlxBuiltins() {
       {"dtype_of", &tlxDtypeOf},
       {"size_of", &tlxSizeOf},
       {"vote_ballot_sync", &tlxVoteBallotSync},
+      {"stoch_round", &tlxStochRound},
       {"tmem_copy", &tlxTmemCopy},
       {"async_dot_scaled", &tlxAsyncDotScaled},
       {"clc_create_context", &tlxClusterLaunchControl},

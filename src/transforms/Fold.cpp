@@ -155,6 +155,13 @@ private:
                               : num::castIntToFloat(in[0].i, from, re, r);
       return c;
     }
+    case OpCode::StochRound: {
+      // As for casts, fp8 results stay ops (foldableFloat).
+      if (!foldableFloat(re)) return std::nullopt;
+      uint32_t bits = num::encodeStochasticRound(re, static_cast<float>(in[0].f),
+                                                 static_cast<uint32_t>(in[1].i));
+      return ConstValue{true, 0, num::decodeSmallFloat(re, bits)};
+    }
     case OpCode::Neg:
     case OpCode::Not: {
       if (ir::isFloat(re)) {

@@ -62,6 +62,8 @@ interp::Scalar interpret(OpCode code, const std::vector<ir::Attr>& in,
   interp::TensorPtr r;
   if (code == OpCode::Cast)
     r = interp::evalCast(*t[0], Type::scalar(rt), rounding);
+  else if (code == OpCode::StochRound)
+    r = interp::evalStochRound(*t[0], *t[1], Type::scalar(rt));
   else
     r = interp::evalBinary(code, *t[0], *t[1], Type::scalar(rt), propagateNan);
   return interp::readScalar(*r, 0);
@@ -235,4 +237,72 @@ TEST(Numerics, NanToIntegerIsTheGpusValue) {
     EXPECT_EQ(num::floatToIntSaturating(nan, t), 0);
   for (DType t : {DType::U8, DType::U16, DType::U32})
     EXPECT_EQ(num::floatToUintSaturating(nan, t), 0u);
+}
+
+TEST(Numerics, StochasticRoundingIsTheIsasRule) {
+  // tlx.stoch_round (cvt.rs.satfinite): the random bits are added to the top bits of what the
+  // destination drops, a carry rounds the magnitude away from zero.
+  const float tieF16 = 1.0f + std::ldexp(1.0f, -11); // half an fp16 place above 1
+  EXPECT_EQ(num::encodeStochasticRound(DType::F16, tieF16, 0x0FFF), 0x3C00u);
+  EXPECT_EQ(num::encodeStochasticRound(DType::F16, tieF16, 0x1000), 0x3C01u);
+  EXPECT_EQ(num::encodeStochasticRound(DType::F16, -tieF16, 0x1000), 0xBC01u);
+  // fp16 uses the 13 low bits; bits above them change nothing.
+  EXPECT_EQ(num::encodeStochasticRound(DType::F16, tieF16, 0xFFFFEFFF), 0x3C00u);
+  const float tieBf16 = 1.0f + std::ldexp(1.0f, -8);
+  EXPECT_EQ(num::encodeStochasticRound(DType::BF16, tieBf16, 0x7FFF), 0x3F80u);
+  EXPECT_EQ(num::encodeStochasticRound(DType::BF16, tieBf16, 0x8000), 0x3F81u);
+  const float tieE4m3 = 1.0f + std::ldexp(1.0f, -4);
+  EXPECT_EQ(num::encodeStochasticRound(DType::F8E4M3, tieE4m3, 0xFFFF7FFF), 0x38u);
+  EXPECT_EQ(num::encodeStochasticRound(DType::F8E4M3, tieE4m3, 0x8000), 0x39u);
+  // fp8 adds its 16 bits to the top 16 of the 20 dropped: a unit in the last fp32 place never
+  // carries; fp16's 13 cover all it drops.
+  const float ulp32 = 1.0f + std::ldexp(1.0f, -23);
+  EXPECT_EQ(num::encodeStochasticRound(DType::F8E4M3, ulp32, 0xFFFFFFFF), 0x38u);
+  EXPECT_EQ(num::encodeStochasticRound(DType::F8E5M2, ulp32, 0xFFFFFFFF), 0x3Cu);
+  EXPECT_EQ(num::encodeStochasticRound(DType::F16, ulp32, 0x1FFF), 0x3C01u);
+  // Exact values never move.
+  for (uint32_t r : {0u, 0xFFFFFFFFu, 0x12345678u}) {
+    EXPECT_EQ(num::encodeStochasticRound(DType::F16, 65504.0f, r), 0x7BFFu);
+    EXPECT_EQ(num::encodeStochasticRound(DType::F8E4M3, -448.0f, r), 0xFEu);
+    EXPECT_EQ(num::encodeStochasticRound(DType::F8E5M2, 0.75f, r), 0x3Au);
+    EXPECT_EQ(num::encodeStochasticRound(DType::F16, std::ldexp(1.0f, -24), r), 0x0001u);
+  }
+  // satfinite: past the largest finite value (a carry out of it too) and infinities clamp;
+  // NaN is the format's NaN; zeros keep their sign.
+  EXPECT_EQ(num::encodeStochasticRound(DType::F16, 65519.0f, 0xFFFFFFFF), 0x7BFFu);
+  EXPECT_EQ(num::encodeStochasticRound(DType::F16, -INFINITY, 0), 0xFBFFu);
+  EXPECT_EQ(num::encodeStochasticRound(DType::BF16, INFINITY, 0), 0x7F7Fu);
+  EXPECT_EQ(num::encodeStochasticRound(DType::F8E4M3, 460.0f, 0), 0x7Eu);
+  EXPECT_EQ(num::encodeStochasticRound(DType::F8E4M3, 447.0f, 0xFFFF), 0x7Eu);
+  EXPECT_EQ(num::encodeStochasticRound(DType::F8E5M2, -60000.0f, 0xFFFF), 0xFBu);
+  EXPECT_EQ(num::encodeStochasticRound(DType::F8E5M2, NAN, 0), 0x7Fu);
+  EXPECT_EQ(num::encodeStochasticRound(DType::F16, NAN, 0), 0x7FFFu);
+  EXPECT_EQ(num::encodeStochasticRound(DType::F8E4M3, -0.0f, 0xFFFFFFFF), 0x80u);
+  // Subnormal results: half the smallest fp16 subnormal rounds up from half the range.
+  EXPECT_EQ(num::encodeStochasticRound(DType::F16, std::ldexp(1.0f, -25), 0x0FFF), 0x0000u);
+  EXPECT_EQ(num::encodeStochasticRound(DType::F16, std::ldexp(1.0f, -25), 0x1000), 0x0001u);
+  EXPECT_THROW(num::encodeStochasticRound(DType::F32, 1.0f, 0), std::logic_error);
+}
+
+TEST(Numerics, StochasticRoundingFoldsAsInterpreted) {
+  const double values[] = {0.0,
+                           -0.0,
+                           1.0 + std::ldexp(1, -11),
+                           -2.7182817459106445,
+                           65519.0,
+                           -1e30,
+                           INFINITY,
+                           NAN,
+                           3.0e-8,
+                           1e-40,
+                           0.1,
+                           65504.0};
+  const int64_t words[] = {0, 0x1000, 0xFFFF, 0x8000, 0xFFFFFFFF, 0x12345678};
+  for (DType to : {DType::F16, DType::BF16})
+    for (double v : values)
+      for (int64_t r : words) {
+        SCOPED_TRACE(std::to_string(v) + " " + std::to_string(r) + " -> " +
+                     std::string(ir::sigName(to)));
+        expectAgree(OpCode::StochRound, {v, r}, {DType::F32, DType::U32}, to);
+      }
 }
