@@ -1513,13 +1513,16 @@ class JITFunction(KernelInterface):
 
     def run(self, *args, grid, num_warps=None, num_stages=None, ctas_per_cga=None, num_ctas=None,
             warmup=False, launch_pdl=False, extern_libs=None, launch_cooperative_grid=False,
-            enable_fp_fusion=None, **kwargs):
+            enable_fp_fusion=None, launch_cluster=False, **kwargs):
         # launch_pdl: a programmatic dependent launch (the kernel orders itself after the previous
         # one with tl.extra.cuda.gdc_wait). extern_libs: Triton links the named bitcode libraries;
         # warpweave implements libdevice itself, so the paths are not read.
         # launch_cooperative_grid: Triton's cooperative launch (all programs resident at once, for
         # its grid-wide barrier, which warpweave's language does not have). The interpreter runs
         # the programs one after another as Triton's does; a GPU launch is an ordinary one.
+        # launch_cluster: TLX's cluster launch of a grid without ctas_per_cga, each CTA a cluster
+        # of one. A plain launch is that already (cluster launch control cancels single CTAs, and
+        # a CTA's cluster rank and size read 0 and 1), so only ctas_per_cga changes the launch.
         # enable_fp_fusion: whether float multiplies and adds may become FMAs on the GPU (None:
         # knobs.language.default_fp_fusion, True unless set); the interpreter never fuses them.
         if self._option_params:

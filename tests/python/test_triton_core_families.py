@@ -2,7 +2,7 @@
 17), in the interpreter: tl.xor_sum (integers and booleans, any axis, keep_dims), slices whose
 bounds are None (`x[None, None:None]` keeps a dimension as ':' does; a real bound is refused as
 "unsupported tensor index"), compile errors in interpreter mode being InterpreterErrors too, and
-the launch option `launch_cooperative_grid`."""
+the launch options `launch_cooperative_grid` and `launch_cluster`."""
 
 import importlib
 
@@ -153,6 +153,15 @@ def test_launch_cooperative_grid_is_accepted(coop):
     x = np.arange(64, dtype=np.float32)
     y = np.zeros(64, np.float32)
     copy_plus_pid_kernel[(4,)](x, y, BLOCK=16, launch_cooperative_grid=coop)
+    np.testing.assert_array_equal(y, x + np.repeat(np.arange(4), 16))
+
+
+@pytest.mark.parametrize("cluster", [True, False])
+def test_launch_cluster_is_accepted(cluster):
+    # TLX's launch_cluster=True (each CTA a cluster of one): the same programs run.
+    x = np.arange(64, dtype=np.float32)
+    y = np.zeros(64, np.float32)
+    copy_plus_pid_kernel[(4,)](x, y, BLOCK=16, launch_cluster=cluster)
     np.testing.assert_array_equal(y, x + np.repeat(np.arange(4), 16))
 
 
