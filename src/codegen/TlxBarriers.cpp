@@ -60,6 +60,24 @@ bool FunctionLowering::followsPlainArrive(const ir::Op& op) const {
   return false;
 }
 
+namespace {
+
+/// Whether another alloc_barriers follows `op` in its block with only allocations, constants and
+/// other pure ops between them (none of which can use a barrier).
+bool anotherBarrierInitFollows(const ir::Op& op) {
+  const ir::Block* block = op.parentBlock();
+  if (!block) return false;
+  const auto& ops = block->ops();
+  for (size_t i = ir::positionOf(*block, &op) + 1; i < ops.size(); ++i) {
+    OpCode c = ops[i]->code();
+    if (c == OpCode::AllocBarriers) return true;
+    if (c != OpCode::LocalAlloc && !ir::hasTraits(c, ir::trait::Pure)) return false;
+  }
+  return false;
+}
+
+} // namespace
+
 void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
   if (options_.target == Target::SM80 && op.code() != OpCode::NamedBarrierWait &&
       op.code() != OpCode::NamedBarrierArrive)
@@ -94,6 +112,13 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
     // may arrive on them remotely), so every CTA of the cluster meets after its inits. There
     // the release fence and the cluster barrier are all (as CUTLASS's cluster pipelines and
     // Triton have it: no proxy fence).
+    // Kernels allocate their barriers one group after another: the last group's fence and
+    // meeting publish them all (as Triton initializes every barrier before one fence), so a group
+    // that another follows, with nothing between that could use a barrier, leaves them to it.
+    if (anotherBarrierInitFollows(op)) {
+      agentSyncNotNeeded(); // the following group's meeting comes before any use
+      return bind(op.result(), {immInt(a->offset)});
+    }
     b_.inst("fence.mbarrier_init.release.cluster", {});
     bool clusterSync = fn_.numCtas > 1 && !taskWarps_;
     if (!clusterSync) b_.inst("fence.proxy.async.shared::cta", {});

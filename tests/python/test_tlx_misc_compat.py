@@ -87,6 +87,19 @@ def test_each_mbarrier_init_has_its_own_register():
     inits = re.findall(r"mbarrier\.init\.shared::cta\.b64 \[(%r\d+)\], (\d+);", ptx)
     assert [count for _, count in inits] == ["1", "2", "2"]
     assert len({reg for reg, _ in inits}) == 3
+    # Both groups' inits come before one fence and one meeting, which the second group emits:
+    # nothing between the two allocations can use a barrier.
+    assert ptx.count("fence.mbarrier_init.release.cluster") == 1
+    assert ptx.count("fence.proxy.async.shared::cta") == 1
+    fence = ptx.index("fence.mbarrier_init")
+    assert ptx.rindex("mbarrier.init.shared") < fence < ptx.index("mbarrier.arrive")
+
+
+def test_barrier_groups_that_a_use_separates_each_meet():
+    ptx = compile_here("barrier_groups_used_between", "out_ptr:*i32:16").ptx
+    start = ptx[:ptx.rindex("mbarrier.init")]
+    assert start.count("fence.mbarrier_init.release.cluster") == 1  # the first group's, before
+    assert ptx.count("fence.mbarrier_init.release.cluster") == 2  # the arrive that uses it
 
 
 def test_loop_carried_type_change_message():

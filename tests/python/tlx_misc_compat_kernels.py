@@ -53,6 +53,17 @@ def three_barrier_allocs(out_ptr):
 
 
 @ww.jit
+def barrier_groups_used_between(out_ptr):
+    a = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    tlx.barrier_arrive(a[0])
+    b = tlx.alloc_barriers(num_barriers=1, arrive_count=1)
+    tlx.barrier_wait(a[0], 0)
+    tlx.barrier_arrive(b[0])
+    tlx.barrier_wait(b[0], 0)
+    tl.store(out_ptr, 1)
+
+
+@ww.jit
 def buffer_view_changes_type():
     x = tlx.local_alloc((16, 16), tl.int16, 2)
     y = x
