@@ -729,6 +729,11 @@ private:
     case OpCode::DumpLayout:
       return; // compiles to nothing: TLX drops it after printing too
     case OpCode::LocalAlloc:
+      if (op.numOperands() == 1) { // reuse=: a view of the columns of the allocation it overlays
+        line(depth, defineResults(op) + "ttg.memdesc_reinterpret " + ref(op.operand(0)) + " : " +
+                        typeOf(op.operand(0)) + " -> " + resultTypes(op));
+        return;
+      }
       line(depth, defineResults(op) +
                       (inTmem(op.result()) ? "ttng.tmem_alloc" : "ttg.local_alloc") + " : () -> " +
                       resultTypes(op));

@@ -429,3 +429,22 @@ def test_ttgir_shows_the_nvmma_swizzle_and_the_wgmma_accumulator_layout():
         "register": [[0, 1], [8, 0], [0, 8], [0, 16], [0, 32]],
         "lane": [[0, 2], [0, 4], [1, 0], [2, 0], [4, 0]],
         "warp": [[16, 0], [32, 0]], "block": []}
+
+
+def test_tensor_memory_reuse_prints_as_a_reinterpreted_view():
+    @ww.jit
+    def overlay(out_ptr, N: tl.constexpr):
+        acc = tlx.local_alloc((128, N), tl.float32, 1, tlx.storage_kind.tmem)
+        half = tlx.local_alloc((128, N), tl.float16, 1, tlx.storage_kind.tmem, reuse=acc)
+        tlx.local_store(half[0], tl.full((128, N), 2.0, tl.float16))
+        x = tlx.local_load(half[0])
+        tl.store(out_ptr + tl.arange(0, 128)[:, None] * N + tl.arange(0, N)[None, :], x)
+
+    out = np.zeros((128, 32), np.float16)
+    ir = _ttir(overlay[(1,)](out, N=32))
+    np.testing.assert_array_equal(out, 2.0)
+    # One allocation of columns; the fp16 tiles are a view of them, as TLX lowers reuse=.
+    assert ir.count("ttng.tmem_alloc") == 1
+    assert re.search(r"ttg.memdesc_reinterpret %\d+ : !ttg.memdesc<1x128x32xf32, "
+                     r"#ttng.tensor_memory, mutable> -> !ttg.memdesc<1x128x32xf16", ir)
+    assert ir.count("ttng.tmem_store") == 1 and ir.count("ttng.tmem_load") == 1
