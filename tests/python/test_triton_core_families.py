@@ -138,7 +138,7 @@ def test_compile_error_in_the_interpreter_is_both_error_classes():
 
 
 # ------------------------------------------------------------------------------------------------
-# launch_cooperative_grid
+# launch_cooperative_grid, launch_cluster
 # ------------------------------------------------------------------------------------------------
 
 
@@ -148,20 +148,13 @@ def copy_plus_pid_kernel(X, Y, BLOCK: tl.constexpr):
     tl.store(Y + offs, tl.load(X + offs) + tl.program_id(0))
 
 
-@pytest.mark.parametrize("coop", [True, False])
-def test_launch_cooperative_grid_is_accepted(coop):
+@pytest.mark.parametrize("option", ["launch_cooperative_grid", "launch_cluster"])
+@pytest.mark.parametrize("value", [True, False])
+def test_launch_options_are_accepted(option, value):
+    # Triton's cooperative launch and TLX's launch of one-CTA clusters: the same programs run.
     x = np.arange(64, dtype=np.float32)
     y = np.zeros(64, np.float32)
-    copy_plus_pid_kernel[(4,)](x, y, BLOCK=16, launch_cooperative_grid=coop)
-    np.testing.assert_array_equal(y, x + np.repeat(np.arange(4), 16))
-
-
-@pytest.mark.parametrize("cluster", [True, False])
-def test_launch_cluster_is_accepted(cluster):
-    # TLX's launch_cluster=True (each CTA a cluster of one): the same programs run.
-    x = np.arange(64, dtype=np.float32)
-    y = np.zeros(64, np.float32)
-    copy_plus_pid_kernel[(4,)](x, y, BLOCK=16, launch_cluster=cluster)
+    copy_plus_pid_kernel[(4,)](x, y, BLOCK=16, **{option: value})
     np.testing.assert_array_equal(y, x + np.repeat(np.arange(4), 16))
 
 
