@@ -870,9 +870,25 @@ private:
       return generic(op, "ttng.warp_group_dot", depth, attrDict(op, {"isAsync = true"}));
     case OpCode::AsyncDotWait:
       return generic(op, "ttng.warp_group_dot_wait", depth, attrDict(op));
-    case OpCode::Tcgen05Mma:
-      return generic(op, op.intAttr("has_scales") ? "ttng.tc_gen5_mma_scaled" : "ttng.tc_gen5_mma",
-                     depth, attrDict(op));
+    case OpCode::Tcgen05Mma: {
+      // Triton's operand order: a, b, acc[, scales], use_d, pred, barriers; a use_d or pred the
+      // kernel left out is true.
+      std::string yes;
+      auto value = [&](bool given, unsigned& i) {
+        if (given) return ref(op.operand(i++));
+        if (yes.empty()) line(depth, (yes = unique("%true")) + " = arith.constant true");
+        return yes;
+      };
+      unsigned i = op.intAttr("has_scales") ? 5 : 3;
+      std::string operands = refs(op, 0, i);
+      operands += ", " + value(op.intAttr("has_use_acc") != 0, i);
+      operands += ", " + value(op.intAttr("has_pred") != 0, i);
+      if (i < op.numOperands()) operands += ", " + refs(op, i);
+      line(depth, std::string(op.intAttr("has_scales") ? "ttng.tc_gen5_mma_scaled "
+                                                       : "ttng.tc_gen5_mma ") +
+                      operands + attrDict(op) + " : " + operandTypes(op));
+      return;
+    }
     case OpCode::MakeDescriptor:
       return printMakeDescriptor(op, depth);
     default:
