@@ -325,7 +325,8 @@ void FunctionLowering::dispatchOp(const ir::Op& op) {
   case OpCode::Print:
   case OpCode::Assert:
     return lowerDebugOp(op);
-  case OpCode::DumpLayout: // printed and removed by the compile (driver/Compile.cpp)
+  case OpCode::DumpLayout: // printed / checked and removed by the compile (driver/Compile.cpp)
+  case OpCode::AssertSameLayout:
     return;
   case OpCode::Dot:
     return lowerDot(op);

@@ -3,6 +3,7 @@
 #include "codegen/Codegen.h"
 #include "frontend/Parser.h"
 #include "interp/Interpreter.h"
+#include "ir/OpAttrs.h"
 #include "ir/Parser.h"
 #include "ir/Printer.h"
 #include "ir/TritonDialects.h"
@@ -39,16 +40,58 @@ std::string indented(const std::string& text) {
   return out;
 }
 
-/// tlx.dump_layout: the ops leave the IR (they move no data), then the layouts the compiler
-/// assigns the kernel without them are printed to stderr, one remark per op, as CuTe text
-/// (layout/CuteText.cpp). Layout assignment is that of `options.target` at the kernel's warps,
-/// the one codegen runs again on the same IR.
+/// One tlx.assert_same_layout, once its op has left the IR.
+struct LayoutAssertion {
+  const ir::Value* value;
+  const ir::Value* other; // null: compare with `expected`
+  std::vector<int64_t> regs, lanes, warps;
+  SourceLoc loc;
+};
+
+/// tlx.assert_same_layout: the layout assigned to the value equals the other value's (a buffer's
+/// allocation layout, padding and swizzle) or the register layout the kernel wrote; otherwise a
+/// compile error at the call showing both.
+void checkLayoutAssertion(const LayoutAssertion& a, const layout::LayoutMap& map) {
+  auto fail = [&](const std::string& mine, const std::string& theirs) {
+    throw CompileError(a.loc, "tlx.assert_same_layout failed: " + a.value->type().str() +
+                                  " has the layout\n" + indented(mine) + "  where " + theirs);
+  };
+  if (a.value->type().kind == ir::TypeKind::Buffer) {
+    const layout::SharedAllocation* x = map.sharedAllocation(a.value);
+    const layout::SharedAllocation* y = map.sharedAllocation(a.other);
+    if (!x || !y) throw CompileError(a.loc, "tlx.assert_same_layout: a buffer without a layout");
+    if (!(x->layout == y->layout) || x->padding != y->padding || x->swizzleBytes != y->swizzleBytes)
+      fail(x->layout.str(), "the other buffer has\n" + indented(y->layout.str()));
+    return;
+  }
+  const layout::LinearLayout& mine = map.layout(a.value);
+  layout::LinearLayout theirs =
+      a.other ? map.layout(a.other)
+              : layout::flatOffsetLayout(a.value->type().shape, a.regs, a.lanes, a.warps);
+  if (!(mine == theirs))
+    fail(mine.str(),
+         (a.other ? "the other value has\n" : "the layout given is\n") + indented(theirs.str()));
+}
+
+/// tlx.dump_layout and tlx.assert_same_layout: the ops leave the IR (they move no data), then
+/// the layouts the compiler assigns the kernel without them are printed to stderr, one remark
+/// per dump, as CuTe text (layout/CuteText.cpp), and each assertion is checked. Layout
+/// assignment is that of `options.target` at the kernel's warps, the one codegen runs again on
+/// the same IR.
 void dumpLayouts(ir::Function& fn, const CompileOptions& options, const SourceManager& sm) {
   std::vector<std::pair<const ir::Value*, SourceLoc>> dumps;
+  std::vector<LayoutAssertion> assertions;
   std::vector<const ir::Op*> ops;
   ir::walk(fn.body, [&](const ir::Op& op) {
-    if (op.code() != ir::OpCode::DumpLayout) return;
-    dumps.push_back({op.operand(0), op.loc()});
+    if (op.code() == ir::OpCode::DumpLayout) {
+      dumps.push_back({op.operand(0), op.loc()});
+    } else if (op.code() == ir::OpCode::AssertSameLayout) {
+      namespace A = ir::attr::AssertSameLayout;
+      assertions.push_back({op.operand(0), A::hasOther(op) ? op.operand(1) : nullptr,
+                            A::regOffsets(op), A::laneOffsets(op), A::warpOffsets(op), op.loc()});
+    } else {
+      return;
+    }
     ops.push_back(&op);
   });
   if (ops.empty()) return;
@@ -56,6 +99,7 @@ void dumpLayouts(ir::Function& fn, const CompileOptions& options, const SourceMa
   CompileOptions lo = options;
   lo.numWarps = fn.numWarps;
   layout::LayoutMap map = layout::assignLayouts(fn, lo);
+  for (const LayoutAssertion& a : assertions) checkLayoutAssertion(a, map);
   for (const auto& [v, loc] : dumps) {
     std::ostringstream os;
     if (loc.valid()) os << sm.path(loc.file) << ":" << loc.line << ":" << loc.col << ": ";

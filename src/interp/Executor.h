@@ -270,7 +270,8 @@ private:
   void execStochRound(const ir::Op& op); // tlx.stoch_round
   void execBitcast(const ir::Op& op);    // bitcast, ptr_to_int, int_to_ptr
   void execHint(const ir::Op& op);       // multiple_of, max_contiguous
-  void execDumpLayout(const ir::Op& op); // the compile prints and removes it: nothing to run
+  // dump_layout / assert_same_layout: the compile prints / checks and removes them; nothing to run
+  void execDumpLayout(const ir::Op& op);
   void execStrayTerminator(const ir::Op& op);
   void execControl(const ir::Op& op);
   void execShape(const ir::Op& op);

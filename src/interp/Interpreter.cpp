@@ -158,7 +158,7 @@ Executor::OpHandler Executor::handlerFor(OpCode code) {
     on({OpCode::For, OpCode::If, OpCode::While}, &Executor::execControl);
     on({OpCode::Yield, OpCode::Condition, OpCode::Return}, &Executor::execStrayTerminator);
     on({OpCode::Print, OpCode::Assert}, &Executor::execDebug);
-    on({OpCode::DumpLayout}, &Executor::execDumpLayout);
+    on({OpCode::DumpLayout, OpCode::AssertSameLayout}, &Executor::execDumpLayout);
     on({OpCode::InlineAsm}, &Executor::execInlineAsm);
     on({OpCode::Gather}, &Executor::execGather);
     on({OpCode::MapElementwise}, &Executor::execMapElementwise);

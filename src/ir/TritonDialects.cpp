@@ -727,6 +727,7 @@ private:
     case OpCode::AsyncTasks:
       return printTasks(op, depth);
     case OpCode::DumpLayout:
+    case OpCode::AssertSameLayout:
       return; // compiles to nothing: TLX drops it after printing too
     case OpCode::LocalAlloc:
       if (op.numOperands() == 1) { // reuse=: a view of the columns of the allocation it overlays

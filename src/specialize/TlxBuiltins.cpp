@@ -340,50 +340,82 @@ int gf2Rank(std::vector<int64_t> v) {
   return rank;
 }
 
+/// Sets `op`'s has_layout / reg_offsets / lane_offsets / warp_offsets to the register layout
+/// `l` (a tlx.layout of shape / stride modes) gives a tile of `shape`; what names it in errors.
+void setRegisterLayout(ir::Op& op, const std::string& what, const Val& l, SourceLoc loc,
+                       const std::vector<int64_t>& shape) {
+  if (l.kind != Val::Kind::Object || l.s != "layout")
+    raiseError(loc, what + " takes a register layout, " + kLayoutForm + "; got " + describe(l));
+  // As TLX: thread bits below log2(32) are lanes, the rest warps; value bits are registers.
+  std::vector<int64_t> thread = bitOffsets(l.elts[0], l.elts[1]);
+  std::vector<int64_t> regs = bitOffsets(l.elts[2], l.elts[3]);
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  if (thread.size() < 5)
+    raiseError(loc, what + ": the layout's thread modes give " +
+                        std::to_string(int64_t(1) << thread.size()) +
+                        " threads; a layout spans at least a warp's 32 lanes");
+  for (int64_t x : regs)
+    if (x >= numel)
+      raiseError(loc, what + ": the layout's value offset " + std::to_string(x) +
+                          " lies outside the " + dims(shape) + " tile (" + std::to_string(numel) +
+                          " elements)");
+  for (int64_t x : thread)
+    if (x >= numel)
+      raiseError(loc, what + ": the layout's thread offset " + std::to_string(x) +
+                          " lies outside the " + dims(shape) + " tile (" + std::to_string(numel) +
+                          " elements)");
+  std::vector<int64_t> all = regs;
+  all.insert(all.end(), thread.begin(), thread.end());
+  if ((int64_t(1) << gf2Rank(all)) != numel)
+    raiseError(loc, what + ": the layout reaches " + std::to_string(int64_t(1) << gf2Rank(all)) +
+                        " of the " + dims(shape) + " tile's " + std::to_string(numel) +
+                        " elements; it must cover the tile");
+  op.setAttr("has_layout", int64_t(1));
+  op.setAttr("reg_offsets", regs);
+  op.setAttr("lane_offsets", std::vector<int64_t>(thread.begin(), thread.begin() + 5));
+  op.setAttr("warp_offsets", std::vector<int64_t>(thread.begin() + 5, thread.end()));
+}
+
 Val tlxLocalLoad(Specializer& sp, const std::string& name, CallSite& call) {
   const std::string fn = "tlx." + name;
   BoundArgs a(call, {"src", "token=", "layout="});
   ir::Value* buf = oneBuffer(sp, fn, a, "src");
   ir::Op* op = sp.b.create(OpCode::LocalLoad, {buf},
                            {ir::Type::tensor(buf->type().elem, buf->type().shape)});
-  if (a.has("layout")) {
-    const Val& l = a.get("layout");
-    if (l.kind != Val::Kind::Object || l.s != "layout")
-      raiseError(a.loc("layout"), fn + "'s layout= takes a register layout, " + kLayoutForm +
-                                      "; got " + describe(l));
-    // As TLX: thread bits below log2(32) are lanes, the rest warps; value bits are registers.
-    std::vector<int64_t> thread = bitOffsets(l.elts[0], l.elts[1]);
-    std::vector<int64_t> regs = bitOffsets(l.elts[2], l.elts[3]);
-    const std::vector<int64_t>& shape = buf->type().shape;
-    int64_t numel = 1;
-    for (int64_t d : shape) numel *= d;
-    if (thread.size() < 5)
-      raiseError(a.loc("layout"), fn + ": the layout's thread modes give " +
-                                      std::to_string(int64_t(1) << thread.size()) +
-                                      " threads; a layout spans at least a warp's 32 lanes");
-    for (int64_t x : regs)
-      if (x >= numel)
-        raiseError(a.loc("layout"), fn + ": the layout's value offset " + std::to_string(x) +
-                                        " lies outside the " + dims(shape) + " tile (" +
-                                        std::to_string(numel) + " elements)");
-    for (int64_t x : thread)
-      if (x >= numel)
-        raiseError(a.loc("layout"), fn + ": the layout's thread offset " + std::to_string(x) +
-                                        " lies outside the " + dims(shape) + " tile (" +
-                                        std::to_string(numel) + " elements)");
-    std::vector<int64_t> all = regs;
-    all.insert(all.end(), thread.begin(), thread.end());
-    if ((int64_t(1) << gf2Rank(all)) != numel)
-      raiseError(a.loc("layout"), fn + ": the layout reaches " +
-                                      std::to_string(int64_t(1) << gf2Rank(all)) + " of the " +
-                                      dims(shape) + " tile's " + std::to_string(numel) +
-                                      " elements; it must cover the tile");
-    op->setAttr("has_layout", int64_t(1));
-    op->setAttr("reg_offsets", regs);
-    op->setAttr("lane_offsets", std::vector<int64_t>(thread.begin(), thread.begin() + 5));
-    op->setAttr("warp_offsets", std::vector<int64_t>(thread.begin() + 5, thread.end()));
-  }
+  if (a.has("layout"))
+    setRegisterLayout(*op, fn + "'s layout=", a.get("layout"), a.loc("layout"), buf->type().shape);
   return Val::runtime(op->result());
+}
+
+/// tlx.assert_same_layout(lhs, rhs): rhs another tensor or buffer, or a register layout.
+Val tlxAssertSameLayout(Specializer& sp, const std::string& /*name*/, CallSite& call) {
+  BoundArgs a(call, {"lhs", "rhs"});
+  const Val& lhs = a.get("lhs");
+  const Val& rhs = a.get("rhs");
+  auto laidOut = [](const Val& v) {
+    return v.isRuntime() && (v.type().kind == ir::TypeKind::Buffer ||
+                             (v.type().kind == ir::TypeKind::Value && !v.type().shape.empty()));
+  };
+  if (!laidOut(lhs))
+    raiseError(a.loc("lhs"),
+               "tlx.assert_same_layout takes a tensor or a buffer, got " + kindName(lhs));
+  if (laidOut(rhs)) {
+    if (rhs.type().kind != lhs.type().kind || rhs.type().shape != lhs.type().shape)
+      raiseError(a.loc("rhs"), "tlx.assert_same_layout compares values of one kind and shape; "
+                               "got " +
+                                   lhs.type().str() + " and " + rhs.type().str());
+    ir::Op* op = sp.b.create(OpCode::AssertSameLayout, {lhs.v, rhs.v}, {});
+    op->setAttr("has_other", int64_t(1));
+    return Val::none();
+  }
+  if (lhs.type().kind != ir::TypeKind::Value)
+    raiseError(a.loc("rhs"), "tlx.assert_same_layout of a buffer compares it with another "
+                             "buffer; a layout object is compared with tensors only, got " +
+                                 describe(rhs));
+  ir::Op* op = sp.b.create(OpCode::AssertSameLayout, {lhs.v}, {});
+  setRegisterLayout(*op, "tlx.assert_same_layout's rhs", rhs, a.loc("rhs"), lhs.type().shape);
+  return Val::none();
 }
 
 Val tlxLocalStore(Specializer& sp, const std::string& name, CallSite& call) {
@@ -1450,6 +1482,7 @@ const BuiltinTable& tlxBuiltins() {
       {"padded_shared_layout_encoding.with_identity_for", &tlxSharedLayout},
       {"padded_shared_layout_encoding.with_bases", &tlxSharedLayout},
       {"dump_layout", &tlxDumpLayout},
+      {"assert_same_layout", &tlxAssertSameLayout},
       {"local_store", &tlxLocalStore},
       {"local_trans", &tlxLocalTrans},
       {"local_slice", &tlxLocalSlice},
