@@ -372,10 +372,14 @@ private:
   /// in the issuing thread (TlxTcgen05Scaled.cpp).
   void copyScalesToTmem(const std::string& smem, const std::string& tmem, int64_t rows,
                         int64_t cols);
-  /// The TMEM addresses of a block-scaled tcgen05_mma's scales, and the tcgen05.cp of those
-  /// held in shared memory into the op's own columns: emitted by the issuing thread before its
-  /// MMAs (TlxTcgen05Scaled.cpp).
-  std::pair<std::string, std::string> scaleOperands(const ir::Op& op);
+  /// The TMEM addresses of a block-scaled tcgen05_mma's scales and the columns between their
+  /// scale words, and the tcgen05.cp of those held in shared memory into the op's own columns:
+  /// emitted by the issuing thread before its MMAs (TlxTcgen05Scaled.cpp).
+  struct ScaleOperand {
+    std::string address;
+    int64_t wordColumns = 4;
+  };
+  std::pair<ScaleOperand, ScaleOperand> scaleOperands(const ir::Op& op);
   /// One tcgen05.commit of the thread's MMAs to the mbarrier at `bar`, guarded by `guard`; in a
   /// kernel of CTA-pair MMAs, multicast to the barrier in both CTAs of the pair.
   void tcgen05Commit(const std::string& bar, const std::string& guard, const std::string& pairMask);

@@ -8,10 +8,11 @@
 // column (B) and block of K (32 elements; nvfp4's 16); four of them share a 32-bit column, the
 // instruction descriptor's scale-factor IDs picking the sub-column an instruction starts at
 // (scale_vec::1X: a byte, any of 0-3, one scale per K = 32; 2X: a half word, 0 or 2, two scales
-// per K = 64; 4X: the whole word, 0, four scales per K = 64); the scales of 128 rows take four
-// columns, rows 32 c + l in lane l of column c, duplicated into all four 32-lane quarters. A
-// [rows, cols] uint8 scale buffer therefore takes rows * cols / 128 columns: blocks of 128 rows x
-// 4 scales, the block of row block i and scale word w at column 4 (w * rows / 128 + i).
+// per K = 64; 4X: the whole word, 0, four scales per K = 64); a scale word of 128 rows takes
+// four columns, rows 32 c + l in lane l of column c, duplicated into all four 32-lane quarters
+// (of 64 rows, for B of N <= 64, two). A [rows, cols] uint8 scale tile therefore takes rows *
+// cols / 128 columns, word w of row r at column (w * rows + r) / 32 (ir/BlockScaled.h): for
+// rows a multiple of 128, the 128-row block i of word w at column 4 (w * rows / 128 + i).
 //
 // That is what one tcgen05.cp.32x128b.warpx4 makes of a 512-byte chunk of the cuBLAS
 // block-scaled layout in shared memory (rows 32 c + l, scales 4 j..4 j + 3 at byte 16 l + 4 c +
@@ -23,7 +24,9 @@
 #include "ir/BlockScaled.h"
 #include "ir/OpAttrs.h"
 
+#include <algorithm>
 #include <bit>
+#include <functional>
 #include <stdexcept>
 
 namespace ww::codegen {
@@ -128,24 +131,27 @@ static void requirePlainScaleTile(const ir::Op& op, const layout::SharedAllocati
                    "the 5-D [1, rows / 128, cols / 4, 2, 256] form");
 }
 
-std::pair<std::string, std::string> FunctionLowering::scaleOperands(const ir::Op& op) {
+std::pair<FunctionLowering::ScaleOperand, FunctionLowering::ScaleOperand>
+FunctionLowering::scaleOperands(const ir::Op& op) {
   const int64_t N = op.operand(2)->type().shape[1];
   const int64_t cols = ir::scaleColumns(op);
   auto own = scaleColumns_.find(&op);
-  std::string out[2];
+  ScaleOperand out[2];
   for (unsigned s = 0; s < 2; ++s) {
     const ir::Value* v = op.operand(3 + s);
     std::string addr = b_.materialize(regsOf(v).at(0), RegClass::B32);
     if (isTmemValue(v)) {
-      out[s] = addr;
+      // The MMA reads the tile's columns as an [R, cols] tile (the specializer checked R).
+      out[s] = {addr, ir::tmemScaleViewRows(v->type(), cols) / 32};
       continue;
     }
     requirePlainScaleTile(op, allocationOf(op, 3 + s), v->type());
     // Scales in shared memory: copied into this MMA's own columns by the issuing thread first;
     // the tensor core runs the copy and then the MMA in issue order (tcgen05.cp -> tcgen05.mma).
     const int64_t column = s ? own->second.second : own->second.first;
-    out[s] = b_.pure("add.u32", RegClass::B32, {tmemBase_, immInt(column)});
-    copyScalesToTmem(sharedAddress(addr), out[s], s ? (N + 127) / 128 * 128 : 128, cols);
+    const int64_t rows = s ? (N + 127) / 128 * 128 : 128;
+    out[s] = {b_.pure("add.u32", RegClass::B32, {tmemBase_, immInt(column)}), rows / 32};
+    copyScalesToTmem(sharedAddress(addr), out[s].address, rows, cols);
   }
   return {out[0], out[1]};
 }
@@ -165,89 +171,87 @@ void unpackByte(PtxBuilder& b, const std::string& word, int i, const std::string
 }
 
 void FunctionLowering::lowerTmemScalesLoadStore(const ir::Op& op) {
-  // The MMA reads row 32 c + l's scale word w of a 128-row block from lane l of column 4 w + c,
-  // in every lane quarter; a warp reaches only its own quarter (lanes 32 q .. 32 q + 31). A
-  // load takes the thread's own row from column 4 w + q; a store writes all four rows of its
-  // lane (32 c + l, c = 0..3) into its quarter, after the warp group has exchanged its rows
-  // through shared memory, so that every quarter holds the duplicate the MMA expects.
+  // A [rows, cols] scale tile keeps scale c of row r in byte c % 4 of column (c / 4 * rows +
+  // r) / 32, lane r % 32 of every lane quarter (ir/BlockScaled.h), and a warp reaches only its
+  // own quarter (warp % 4). The value goes through a scratch region of shared memory holding the
+  // tile row-major, where a column's 32-bit word of lane l is 4 consecutive bytes of one row: a
+  // store writes the registers there, then every thread reads the words of its lane's columns
+  // and stores them to its quarter, so that every quarter holds the duplicate the MMA reads; a
+  // load reads its lane's columns, warp q (of the first warp group) writing the words of columns
+  // q, q + 4, ... to the region, from which each thread reads its registers.
   const bool load = op.code() == ir::OpCode::LocalLoad;
   const ir::Type& bt = op.operand(0)->type();
-  const int64_t words = bt.shape[1] / 4;
-  if (warps() != 4 || taskFirstWarp_ % 4 != 0 || bt.shape[0] != 128 ||
-      !std::has_single_bit(uint64_t(words)) || words > 32)
+  const int64_t rows = bt.shape[0], cols = bt.shape[1], columns = ir::tmemColumns(bt);
+  if (warps() % 4 != 0 || taskFirstWarp_ % 4 != 0 || columns > 512)
     raiseError(op.loc(), std::string("'") + op.name() + "' of the tensor-memory block scales " +
                              bt.str() +
-                             ": the sm_100a backend moves [128, cols] scales (cols / 4 a power of "
-                             "two, up to 128) with one warp group (num_warps=4; this code has " +
+                             ": the sm_100a backend moves block scales with whole warp groups "
+                             "(num_warps a multiple of 4; this code has " +
                              std::to_string(warps()) + ")");
   const ir::Value* value = load ? op.result() : op.operand(1);
   const layout::LinearLayout& l = load ? layoutOf(value) : operandLayoutOf(op, 1);
-  if (!(l == layout::tmemRegisterLayout(bt.shape, warps())))
-    throw std::logic_error("codegen: TMEM scales not in the tcgen05 register layout");
-  std::vector<int32_t> regOfCol(size_t(bt.shape[1]), -1);
-  for (int32_t r = 0; r < l.getInDimSize(layout::kRegister); ++r) {
-    std::vector<int32_t> c = registerCoords(l, r);
-    if (c[0] != 0 || c[1] >= bt.shape[1] || regOfCol[size_t(c[1])] >= 0)
-      throw std::logic_error("codegen: unexpected tcgen05 register layout of scales");
-    regOfCol[size_t(c[1])] = r;
-  }
-  std::string quad =
-      b_.pure("and.b32", RegClass::B32, {b_.pure("shr.u32", RegClass::B32, {tid(), "5"}), "3"});
+  auto rowMajor = [cols](const std::vector<int32_t>& c) { return int64_t(c[0]) * cols + c[1]; };
+  std::string warp = b_.pure("shr.u32", RegClass::B32, {tid(), "5"});
+  std::string quad = b_.pure("and.b32", RegClass::B32, {warp, "3"});
   std::string lane = b_.pure("and.b32", RegClass::B32, {tid(), "31"});
   std::string addr = b_.pure("add.u32", RegClass::B32,
                              {b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32),
                               b_.pure("shl.b32", RegClass::B32, {quad, "21"})}); // 32 lanes << 16
-  if (load) {
-    Regs regs(size_t(l.getInDimSize(layout::kRegister)));
-    for (auto& r : regs) r = b_.newReg(RegClass::B16);
-    std::vector<std::string> got(static_cast<size_t>(words));
-    b_.inst("tcgen05.fence::after_thread_sync", {});
-    for (int64_t w = 0; w < words; ++w) {
-      got[size_t(w)] = b_.newReg(RegClass::B32);
-      std::string at = b_.pure("add.u32", RegClass::B32, {addr, quad});
-      if (w) at = b_.pure("add.u32", RegClass::B32, {at, immInt(4 * w)});
-      b_.inst("tcgen05.ld.sync.aligned.32x32b.x1.b32", {"{" + got[size_t(w)] + "}", bracketed(at)});
+  const int64_t slot = scratch(rows * cols);
+  // Byte offset in the region of column j's word of this thread's lane: its row's scales
+  // ir::scaleTileElement(rows, j, lane, 0) onwards, lane * cols plus a constant.
+  std::string laneAt = b_.pure("mad.lo.s32", RegClass::B32, {lane, immInt(cols), immInt(slot)});
+  auto wordAt = [&](int64_t j) {
+    const auto [row, c] = ir::scaleTileElement(rows, j, 0, 0);
+    const int64_t at = row * cols + c;
+    return bracketed(
+        sharedAddress(at ? b_.pure("add.u32", RegClass::B32, {laneAt, immInt(at)}) : laneAt));
+  };
+  // tcgen05.ld / st .32x32b messages of up to 32 columns.
+  auto messages = [&](const std::function<void(int64_t, int64_t)>& emit) {
+    for (int64_t j = 0; j < columns;) {
+      const int64_t n = std::min<int64_t>(32, int64_t(std::bit_floor(uint64_t(columns - j))));
+      emit(j, n);
+      j += n;
     }
+  };
+  auto at = [&](int64_t j) {
+    return bracketed(j ? b_.pure("add.u32", RegClass::B32, {addr, immInt(j)}) : addr);
+  };
+  if (load) {
+    std::vector<std::string> words(static_cast<size_t>(columns));
+    for (auto& w : words) w = b_.newReg(RegClass::B32);
+    b_.inst("tcgen05.fence::after_thread_sync", {});
+    messages([&](int64_t j, int64_t n) {
+      std::string list = "{";
+      for (int64_t i = 0; i < n; ++i) list += (i ? ", " : "") + words[size_t(j + i)];
+      b_.inst("tcgen05.ld.sync.aligned.32x32b.x" + std::to_string(n) + ".b32", {list + "}", at(j)});
+    });
     b_.inst("tcgen05.wait::ld.sync.aligned", {});
     b_.inst("tcgen05.fence::before_thread_sync", {});
-    for (int64_t c = 0; c < bt.shape[1]; ++c)
-      unpackByte(b_, got[size_t(c / 4)], int(c % 4), regs.at(size_t(regOfCol[size_t(c)])));
-    return bind(op.result(), std::move(regs));
-  }
-  const Regs& src = operand(op, 1);
-  std::vector<std::string> mine(static_cast<size_t>(words));
-  for (int64_t w = 0; w < words; ++w) {
-    std::string x[4];
-    for (int i = 0; i < 4; ++i)
-      x[i] = b_.materialize(src.at(size_t(regOfCol[size_t(4 * w + i)])), RegClass::B16);
-    mine[size_t(w)] = packBytes(b_, x);
-  }
-  // Row r's words at (r * words + w) * 4 of a scratch region, r = 32 q + l the thread's row.
-  const int64_t slot = scratch(128 * words * 4);
-  barrier(); // the agent's earlier accesses to the scales and the scratch region are done
-  std::string row = b_.pure("and.b32", RegClass::B32, {tid(), "127"});
-  std::string mineAt = b_.pure("mad.lo.s32", RegClass::B32, {row, immInt(words * 4), immInt(slot)});
-  for (int64_t w = 0; w < words; ++w)
-    b_.inst("st.shared.b32",
-            {bracketed(sharedAddress(w ? b_.pure("add.u32", RegClass::B32, {mineAt, immInt(4 * w)})
-                                       : mineAt)),
-             mine[size_t(w)]});
-  barrier();
-  std::string laneAt =
-      b_.pure("mad.lo.s32", RegClass::B32, {lane, immInt(words * 4), immInt(slot)});
-  std::string list = "{";
-  for (int64_t w = 0; w < words; ++w)
-    for (int64_t c = 0; c < 4; ++c) {
-      std::string x = b_.newReg(RegClass::B32);
-      b_.inst("ld.shared.b32",
-              {x, bracketed(sharedAddress(b_.pure("add.u32", RegClass::B32,
-                                                  {laneAt, immInt((32 * c * words + w) * 4)})))});
-      list += std::string(list.size() > 1 ? ", " : "") + x;
+    barrier(); // the agent's earlier accesses to the scratch region are done
+    for (int64_t q = 0; q < std::min<int64_t>(4, columns); ++q) {
+      std::string mine = b_.pure("setp.eq.u32", RegClass::Pred, {warp, immInt(q)});
+      for (int64_t j = q; j < columns; j += 4)
+        b_.inst("st.shared.b32", {wordAt(j), words[size_t(j)]}, mine);
     }
-  list += "}";
+    barrier();
+    return bind(op.result(), loadShared(l, rowMajor, slot, 0, bt.elem));
+  }
+  barrier(); // the agent's earlier accesses to the scales and the scratch region are done
+  storeShared(operand(op, 1), l, rowMajor, slot, bt.elem);
+  barrier();
+  std::vector<std::string> words(static_cast<size_t>(columns));
+  for (int64_t j = 0; j < columns; ++j) {
+    words[size_t(j)] = b_.newReg(RegClass::B32);
+    b_.inst("ld.shared.b32", {words[size_t(j)], wordAt(j)});
+  }
   b_.inst("tcgen05.fence::after_thread_sync", {});
-  b_.inst("tcgen05.st.sync.aligned.32x32b.x" + std::to_string(4 * words) + ".b32",
-          {bracketed(addr), list});
+  messages([&](int64_t j, int64_t n) {
+    std::string list = "{";
+    for (int64_t i = 0; i < n; ++i) list += (i ? ", " : "") + words[size_t(j + i)];
+    b_.inst("tcgen05.st.sync.aligned.32x32b.x" + std::to_string(n) + ".b32", {at(j), list + "}"});
+  });
   b_.inst("tcgen05.wait::st.sync.aligned", {});
   b_.inst("tcgen05.fence::before_thread_sync", {});
   // The scratch region is read and the stores visible to the MMA's thread after the agent meets.
@@ -270,9 +274,9 @@ void FunctionLowering::lowerTmemScaleCopy(const ir::Op& op) {
   b_.inst("bra", {skip}, elected, true);
   b_.pushScope();
   b_.inst("tcgen05.fence::after_thread_sync", {});
+  const auto [rows, cols] = ir::tmemCopiedScales(src, dst);
   copyScalesToTmem(sharedAddress(b_.materialize(regsOf(op.operand(0)).at(0), RegClass::B32)),
-                   b_.materialize(regsOf(op.operand(1)).at(0), RegClass::B32), dst.shape[0],
-                   dst.shape[1]);
+                   b_.materialize(regsOf(op.operand(1)).at(0), RegClass::B32), rows, cols);
   b_.popScope();
   b_.label(skip);
 }

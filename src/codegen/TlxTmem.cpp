@@ -43,12 +43,12 @@ void requireTmemTile(const ir::Op& at, const ir::Type& t) {
     // fp8 tiles: four to a 32-bit column, [128, N] (an MMA's A, TLX's P of mxfp8 attention).
     if (!(t.elem == DType::F8E4M3 || t.elem == DType::F8E5M2) || t.shape.size() != 2 ||
         t.shape[0] != 128 || t.shape[1] < 4 || !std::has_single_bit(uint64_t(t.shape[1])))
-      raiseError(at.loc(), std::string("'") + at.name() + "' of the tensor-memory buffer " +
-                               t.str() +
-                               ": the sm_100a backend places 8-bit tensor-memory buffers as "
-                               "block scales (uint8 [rows, cols], rows a multiple of 128 and "
-                               "cols of 4) or as fp8 [128, N] tiles (N a power of two, at least "
-                               "4; four to a 32-bit column)");
+      raiseError(at.loc(),
+                 std::string("'") + at.name() + "' of the tensor-memory buffer " + t.str() +
+                     ": the sm_100a backend places 8-bit tensor-memory buffers as "
+                     "block scales (uint8 [rows, cols], rows 64 or a multiple of 128 "
+                     "and cols of 4) or as fp8 [128, N] tiles (N a power of two, at least "
+                     "4; four to a 32-bit column)");
     return;
   }
   if (t.shape.size() != 2 || (t.shape[0] != 128 && t.shape[0] != 64) ||
@@ -269,11 +269,22 @@ void FunctionLowering::lowerTmemBuffer(const ir::Op& op) {
     if (offsets.size() != 2 || offsets[0] != 0 || sizes[0] != src.shape[0])
       raiseError(op.loc(), "tlx.local_slice of the tensor-memory buffer " + src.str() +
                                " must keep every row (lane) and slice columns only");
-    if (ir::byteWidth(src.elem) == 1)
+    int64_t col = offsets[1] * ir::byteWidth(src.elem) / 4;
+    if (ir::isTmemScaleTile(src)) {
+      // Block scales: whole 32-bit words of every row (ir/BlockScaled.h), the view's words at
+      // the tile's column pitch.
+      if (offsets[1] % 4 != 0 || sizes[1] % 4 != 0)
+        raiseError(op.loc(), "tlx.local_slice of the tensor-memory block scales " + src.str() +
+                                 " takes scales [" + std::to_string(offsets[1]) + ", " +
+                                 std::to_string(offsets[1] + sizes[1]) +
+                                 "): a slice of block scales starts and ends at a 32-bit column "
+                                 "word, a multiple of 4 scales");
+      col = ir::scaleTileColumn(src.shape[0], 0, offsets[1]);
+    } else if (ir::byteWidth(src.elem) == 1) {
       raiseError(op.loc(), "tlx.local_slice of the 8-bit tensor-memory buffer " + src.str() +
                                " is not supported by the sm_100a backend yet");
+    }
     requireTmemTile(op, op.result()->type());
-    int64_t col = offsets[1] * ir::byteWidth(src.elem) / 4;
     std::string base = regsOf(op.operand(0)).at(0);
     return bind(op.result(), {col ? b_.pure("add.u32", RegClass::B32,
                                             {b_.materialize(base, RegClass::B32), immInt(col)})
@@ -826,9 +837,9 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
   for (int64_t k0 = 0; aTmem && k0 < K; k0 += instrK)
     aSteps.push_back(bracketed(
         k0 ? b_.pure("add.u32", RegClass::B32, {aTmemAddr, immInt(k0 * bytes / 4)}) : aTmemAddr));
-  // Block scales: K step s (32 elements) reads scale byte s % 4 of scale word s / 4, whose
-  // columns lie one 128-row block after another (TlxTcgen05Scaled.cpp).
-  std::pair<std::string, std::string> scaleAddr;
+  // Block scales: K step s (32 elements) reads scale byte s % 4 of scale word s / 4, the word's
+  // rows 32 to a column (ir/BlockScaled.h).
+  std::pair<ScaleOperand, ScaleOperand> scaleAddr;
   std::vector<std::string> scaledIdesc;
   if (scaled) {
     scaleAddr = scaleOperands(op);
@@ -842,7 +853,6 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
               ir::hasUe4m3Scales(op), !aK, !bK, pair ? 2 * M : M, N, int(id), int(id)))),
           RegClass::B32));
   }
-  const int64_t bScaleBlocks = (N + 127) / 128;
   for (int64_t k0 = 0; k0 < K; k0 += instrK) {
     std::string da = aTmem ? aSteps[size_t(k0 / instrK)]
                            : wgmmaDescriptorStep(b_, aDesc, tileByte(aK, sa, M, 0, k0));
@@ -854,8 +864,8 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
       };
       b_.inst(opcode,
               {bracketed(dAddr), da, db, scaledIdesc[size_t(first % 4 / scalesPerScaledMma(op))],
-               column(scaleAddr.first, 4 * word), column(scaleAddr.second, 4 * word * bScaleBlocks),
-               accumulate});
+               column(scaleAddr.first.address, word * scaleAddr.first.wordColumns),
+               column(scaleAddr.second.address, word * scaleAddr.second.wordColumns), accumulate});
     } else {
       b_.inst(opcode, {bracketed(dAddr), da, db, idescReg, accumulate});
     }

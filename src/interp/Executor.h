@@ -283,6 +283,9 @@ private:
   void execLocalAlloc(const ir::Op& op);
   /// In a cluster, `v` takes the bytes a peer's multicast already wrote into this allocation
   /// (allocations are static on the GPU), else records its own for the peers.
+  /// Room for `rows` rows `pitch` bytes apart in a tensor-memory view's allocation: a block-scale
+  /// tile of more than 128 rows.
+  void growTmemRows(BufferView& v, int64_t rows, int64_t pitch);
   void adoptPeerBytes(const ir::Op& op, BufferView& v);
   void execTmemAliasMember(const ir::Op& op, BufferView& v);
   void execLocalView(const ir::Op& op);

@@ -935,6 +935,9 @@ void Executor::execLocalAlloc(const ir::Op& op) {
       v.alloc->tmem = true;
     }
     if (rt.shape.size() == 2) v.strides = {pitch / v.elemBytes(), 1};
+    // A block-scale tile of more than 128 rows keeps its rows a lane pitch apart here too (the
+    // interpreter holds scale tiles as [rows, cols]; the GPU's columns are ir/BlockScaled.h's).
+    if (ir::isTmemScaleTile(rt) && rt.shape[0] > 128) growTmemRows(v, rt.shape[0], pitch);
     v.tileStrideBytes = cells * 4;
     if (cta_.cluster && !attr::LocalAlloc::hasReuse(op)) adoptPeerBytes(op, v);
     set(op.result(), v);
@@ -990,10 +993,16 @@ void Executor::execTmemAliasMember(const ir::Op& op, BufferView& v) {
   v.alloc = region;
   v.byteOffset = attr::LocalAlloc::aliasOffset(op) * 4;
   if (rt.shape.size() == 2) v.strides = {pitch / v.elemBytes(), 1};
+  if (ir::isTmemScaleTile(rt) && rt.shape[0] > 128) growTmemRows(v, rt.shape[0], pitch);
   v.tileStrideBytes = stride * 4;
   v.groupSize = attr::LocalAlloc::aliasGroup(op);
   v.groupStepBytes = v.groupSize > 1 ? unit * 4 : 0;
   set(op.result(), v);
+}
+
+void Executor::growTmemRows(BufferView& v, int64_t rows, int64_t pitch) {
+  const int64_t need = v.byteOffset + rows * pitch;
+  if (int64_t(v.alloc->bytes.size()) < need) v.alloc->bytes.resize(size_t(need), 0xFF);
 }
 
 void Executor::adoptPeerBytes(const ir::Op& op, BufferView& v) {
@@ -1111,6 +1120,18 @@ void Executor::execLocalTrans(const ir::Op& op) {
 void Executor::execLocalSlice(const ir::Op& op) {
   BufferView v = buffer(op, 0);
   refusePairSplit(op, v);
+  const ir::Type& st = op.operand(0)->type();
+  if (st.space == ir::MemorySpace::Tmem && ir::isTmemScaleTile(st)) {
+    // As the sm_100a backend: block scales are sliced by whole 32-bit column words.
+    const std::vector<int64_t> o = attr::LocalSlice::offsets(op), n = attr::LocalSlice::sizes(op);
+    if (o.size() == 2 && (o[1] % 4 != 0 || n[1] % 4 != 0))
+      fail(op.loc(), "tlx.local_slice of the tensor-memory block scales " + st.str() +
+                         " takes scales [" + std::to_string(o[1]) + ", " +
+                         std::to_string(o[1] + n[1]) +
+                         "): a slice of block scales starts and ends at a 32-bit column word, a "
+                         "multiple of 4 scales (" +
+                         where() + ")");
+  }
   std::vector<int64_t> offsets = attr::LocalSlice::offsets(op), sizes = attr::LocalSlice::sizes(op);
   if (offsets.size() != v.shape.size() || sizes.size() != v.shape.size())
     fail(op.loc(), "local_slice of a rank-" + std::to_string(v.shape.size()) + " buffer with " +

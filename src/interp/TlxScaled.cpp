@@ -12,6 +12,9 @@
 // c of a block of K); a shared-memory tile holds them in the cuBLAS block-scaled layout: 512-byte
 // chunks of 128 rows x 4 scales, row block by row block and then scale word by word, row 32 i + l's
 // scales 4 j..4 j + 3 at byte 16 l + 4 i + j of its chunk. tcgen05.cp turns one into the other.
+// The MMA reads a tensor-memory scale tile by its columns, as the GPU does: when the tile's shape
+// is not the [rows, cols] the MMA reads, it finds there the scales ir/BlockScaled.h's layout puts
+// at each column, lane and byte.
 #include "interp/Elementwise.h"
 #include "interp/Executor.h"
 #include "ir/BlockScaled.h"
@@ -33,14 +36,26 @@ size_t packedScaleByte(int64_t r, int64_t c, int64_t cols) {
                 c % 4);
 }
 
-/// The [rows, cols] scales an MMA reads from `t`: a tensor-memory buffer of that shape
-/// (`packed` false), or a shared-memory tile in the cuBLAS layout.
-std::vector<uint8_t> scalesOf(const Tensor& t, bool packed, int64_t rows, int64_t cols) {
-  if (!packed) return std::vector<uint8_t>(t.bytes.begin(), t.bytes.end());
+/// The [rows, cols] scales of a shared-memory tile `t` in the cuBLAS layout.
+std::vector<uint8_t> packedScales(const Tensor& t, int64_t rows, int64_t cols) {
   std::vector<uint8_t> out(size_t(rows * cols));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c)
       out[size_t(r * cols + c)] = t.bytes.at(packedScaleByte(r, c, cols));
+  return out;
+}
+
+/// The [rows, cols] scales an MMA finds in the tensor-memory scale tile `t` ([R, C], held
+/// row-major here): the scale the GPU reads at each one's column, lane and byte
+/// (ir/BlockScaled.h), which is t's own scale when rows = R and cols = C.
+std::vector<uint8_t> tmemScales(const Tensor& t, int64_t rows, int64_t cols) {
+  const int64_t R = t.shape.at(0), C = t.shape.at(1);
+  std::vector<uint8_t> out(size_t(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      const auto [tr, tc] = ir::scaleTileElement(R, ir::scaleTileColumn(rows, r, c), r % 32, c % 4);
+      out[size_t(r * cols + c)] = t.bytes.at(size_t(tr * C + tc));
+    }
   return out;
 }
 
@@ -114,10 +129,15 @@ void Executor::execTmemCopy(const ir::Op& op) {
 }
 
 void Executor::runTmemCopy(const PendingMma& m) {
-  const int64_t rows = m.acc.shape.at(0), cols = m.acc.shape.at(1);
-  Tensor dst(m.acc.elem, false, {rows, cols});
-  dst.bytes = scalesOf(*readBuffer(m.a, ir::Type::tensor(m.a.elem, m.a.shape)), true, rows, cols);
-  writeBuffer(m.acc, dst);
+  // The scales the copy writes: all of dst, or the first scale words of TLX's [32 n, 16] form.
+  const ir::Type src = ir::Type::tensor(m.a.elem, m.a.shape);
+  const auto [rows, cols] = ir::tmemCopiedScales(src, ir::Type::tensor(m.acc.elem, m.acc.shape));
+  const std::vector<uint8_t> copied = packedScales(*readBuffer(m.a, src), rows, cols);
+  BufferView dst = m.acc;
+  dst.shape = {rows, cols};
+  Tensor t(m.acc.elem, false, {rows, cols});
+  t.bytes.assign(copied.begin(), copied.end());
+  writeBuffer(dst, t);
 }
 
 void Executor::runScaledMma(const PendingMma& m) {
@@ -152,10 +172,15 @@ void Executor::scaledMma(const PendingMma& m, const BufferView& av, const Tensor
   const int64_t M = a->shape.at(0), K = ir::scaledMmaK(op), N = b.shape.at(1),
                 block = ir::scaleBlock(op), cols = ir::scaleColumns(op);
   const bool ue4m3 = ir::hasUe4m3Scales(op);
-  const std::vector<double> sa = scaleValues(
-      scalesOf(*whole(aScale), !aScale.alloc->tmem, (M + 127) / 128 * 128, cols), ue4m3);
-  const std::vector<double> sb = scaleValues(
-      scalesOf(*whole(bScale), !bScale.alloc->tmem, (N + 127) / 128 * 128, cols), ue4m3);
+  // Scales in shared memory are [M or N rounded up to 128, cols] in the cuBLAS layout; in tensor
+  // memory the MMA reads the first M (N) rows of the [R, cols] tile it finds in the columns.
+  auto scales = [&](const BufferView& v, int64_t rows) {
+    TensorPtr t = whole(v);
+    if (!v.alloc->tmem) return packedScales(*t, (rows + 127) / 128 * 128, cols);
+    return tmemScales(*t, ir::tmemScaleViewRows(ir::Type::tensor(v.elem, v.shape), cols), cols);
+  };
+  const std::vector<double> sa = scaleValues(scales(aScale, M), ue4m3);
+  const std::vector<double> sb = scaleValues(scales(bScale, N), ue4m3);
   // Each element times its block's scale (exact in fp32: fp8 or fp4 values times powers of two;
   // times ue4m3 values, a product of a 4-bit and a 2-bit significand), then the product as the
   // tensor core accumulates it, in fp32.

@@ -21,6 +21,7 @@
 #include "ir/OpAttrs.h"
 
 #include <cstdint>
+#include <utility>
 
 namespace ww::ir {
 
@@ -64,6 +65,46 @@ inline int64_t scaleColumns(int64_t k, int64_t block) {
 }
 inline int64_t scaleColumns(const Op& op) {
   return scaleColumns(scaledMmaK(op), scaleBlock(op));
+}
+
+// Scales in tensor memory (ir::isTmemScaleTile): a [rows, cols] tile (rows 64 or a multiple of
+// 128) keeps scale c of row r in byte c % 4 of 32-bit column (c / 4 * rows + r) / 32, lane
+// r % 32 of all four lane quarters: word after word, each word's rows 32 to a column (the
+// layout tcgen05.cp.32x128b.warpx4 makes of the cuBLAS layout's 512-byte chunks, and TLX's
+// tensor_memory_scales_encoding). An MMA reads its scale word w at column w * R / 32 of its
+// scale address, R the rows it takes the tile to have: the hardware reads columns, not shapes.
+
+/// The column of scale `c` of row `r` in a [rows, cols] tensor-memory scale tile.
+inline int64_t scaleTileColumn(int64_t rows, int64_t r, int64_t c) {
+  return (c / 4 * rows + r) / 32;
+}
+
+/// The (row, scale) of a [rows, cols] tensor-memory scale tile that byte `byte` of column `col`
+/// holds in lane `lane` (0-31) of every lane quarter; the inverse of scaleTileColumn.
+inline std::pair<int64_t, int64_t> scaleTileElement(int64_t rows, int64_t col, int64_t lane,
+                                                    int64_t byte) {
+  const int64_t perWord = rows / 32;
+  return {col % perWord * 32 + lane, col / perWord * 4 + byte};
+}
+
+/// The rows R of the [R, cols] tile an MMA reading `cols` scales a row finds in the columns of
+/// the tensor-memory scale tile `t` (R x cols = the tile's rows x cols, as TLX's MMA strides its
+/// scale words by the allocation's columns over the words it reads); 0 when that is no tile
+/// (R not 64 or a multiple of 128).
+inline int64_t tmemScaleViewRows(const Type& t, int64_t cols) {
+  const int64_t n = t.shape.at(0) * t.shape.at(1);
+  if (cols <= 0 || n % cols != 0) return 0;
+  const int64_t rows = n / cols;
+  return rows == 64 || rows % 128 == 0 ? rows : 0;
+}
+
+/// The scales tlx.tmem_copy of `src` (shared memory) into `dst` (a tensor-memory scale tile)
+/// writes: {rows, cols}, the first `cols` scales of each of `rows` rows. Every form of the
+/// cuBLAS layout fills `dst` but TLX's unit-test form [32 n, 16] into a [128, 16 n] tile, whose
+/// n chunks of 128 rows x 4 scales are its first n scale words.
+inline std::pair<int64_t, int64_t> tmemCopiedScales(const Type& src, const Type& dst) {
+  if (src.shape.size() == 2 && src.shape[1] == 16) return {128, src.shape[0] / 32 * 4};
+  return {dst.shape.at(0), dst.shape.at(1)};
 }
 
 } // namespace ww::ir

@@ -131,6 +131,9 @@ std::string typeText(const Type& t, const Value* v = nullptr, const std::string&
                     (t.kind == TypeKind::Barrier ? std::string("i64") : elemName(t.elem));
     std::string enc = sharedEncoding(alloc);
     if (enc.empty()) enc = sharedEnc;
+    // Block scales in tensor memory: TLX resolves their layout to Triton's scales encoding.
+    if (t.space == MemorySpace::Tmem && isTmemScaleTile(t))
+      enc = "#ttng.tensor_memory_scales_encoding<>";
     if (!enc.empty()) s += ", " + enc;
     s += t.space == MemorySpace::Tmem ? ", #ttng.tensor_memory" : ", #smem";
     return s + ", mutable>";
@@ -765,8 +768,15 @@ private:
                       ">} : " + typeOf(op.operand(0)) + " -> " + resultTypes(op));
       return;
     case OpCode::LocalSlice:
-      return convertLike(op, inTmem(op.operand(0)) ? "ttng.tmem_subslice" : "ttg.memdesc_subslice",
-                         depth);
+      if (inTmem(op.operand(0))) {
+        // Triton's tmem_subslice keeps every row and names its first column N.
+        std::vector<int64_t> offsets = op.intsAttr("offsets");
+        line(depth, defineResults(op) + "ttng.tmem_subslice " + ref(op.operand(0)) +
+                        " {N = " + std::to_string(offsets.size() == 2 ? offsets[1] : 0) +
+                        " : i32} : " + operandTypes(op) + " -> " + resultTypes(op));
+        return;
+      }
+      return convertLike(op, "ttg.memdesc_subslice", depth);
     case OpCode::LocalReinterpret:
       return convertLike(op, "ttg.memdesc_reinterpret", depth);
     case OpCode::BarrierExpectBytes:

@@ -107,8 +107,9 @@ bool sameTmaTile(const std::vector<int64_t>& block, const std::vector<int64_t>& 
 }
 
 bool isTmemScaleTile(const Type& t) {
-  return (t.elem == DType::U8 || t.elem == DType::I8) && t.shape.size() == 2 && t.shape[0] > 0 &&
-         t.shape[0] % 128 == 0 && t.shape[1] > 0 && t.shape[1] % 4 == 0;
+  return (t.elem == DType::U8 || t.elem == DType::I8) && t.shape.size() == 2 &&
+         (t.shape[0] == 64 || (t.shape[0] > 0 && t.shape[0] % 128 == 0)) && t.shape[1] > 0 &&
+         t.shape[1] % 4 == 0;
 }
 
 int64_t tmemColumns(const Type& t) {

@@ -129,8 +129,9 @@ struct Type {
 bool sameTmaTile(const std::vector<int64_t>& block, const std::vector<int64_t>& tile);
 
 /// Blackwell tensor memory (128 lanes of 32-bit columns): whether buffer type `t` is a tile of
-/// block scales (uint8 / int8 [rows, cols], rows a multiple of 128 and cols of 4), which takes
-/// rows x cols / 128 columns (each 32-row block's scales duplicated into the four lane quarters).
+/// block scales (uint8 / int8 [rows, cols], rows 64 or a multiple of 128 and cols a multiple of
+/// 4), which takes rows x cols / 128 columns: scale c of row r lies in byte c % 4 of column
+/// (c / 4 * rows + r) / 32, lane r % 32 of every lane quarter (ir/BlockScaled.h).
 bool isTmemScaleTile(const Type& t);
 /// The 32-bit tensor-memory columns one buffer of `t` takes: [M, N] tiles of 32-bit elements N,
 /// of 16-bit ones N / 2 and of 8-bit ones N / 4 (packed, as TLX lays them out), scale tiles as

@@ -1134,18 +1134,22 @@ Val tlxAsyncDotWait(Specializer& sp, const std::string& /*name*/, CallSite& call
 /// cuBLAS block-scaled layout (512-byte chunks of 128 rows x 4 scales, rows / 128 then cols / 4
 /// of them), the forms TLX's tmem_copy accepts: [rows / 128, cols / 4, 32, 16],
 /// [rows / 128, cols / 4, 32, 4, 4], [1, rows / 128, cols / 4, 2, 256], [rows / 128,
-/// cols / 4 * 512]. All of them hold the chunks in one order, so only the shape differs.
-bool isPackedScaleShape(const std::vector<int64_t>& shape, int64_t rows, int64_t cols) {
+/// cols / 4 * 512]. All of them hold the chunks in one order, so only the shape differs. `mma`:
+/// also [rows / 128, cols / 4, 2, 256], which TLX's async_dot_scaled takes (its tmem_copy does
+/// not).
+bool isPackedScaleShape(const std::vector<int64_t>& shape, int64_t rows, int64_t cols, bool mma) {
   const int64_t r = rows / 128, c = cols / 4;
   const std::vector<std::vector<int64_t>> forms = {
       {r, c, 32, 16}, {r, c, 32, 4, 4}, {1, r, c, 2, 256}, {r, c * 512}};
+  if (mma && shape == std::vector<int64_t>{r, c, 2, 256}) return true;
   return std::find(forms.begin(), forms.end(), shape) != forms.end();
 }
 
-std::string packedScaleForms(int64_t rows, int64_t cols) {
+std::string packedScaleForms(int64_t rows, int64_t cols, bool mma) {
   const std::string r = std::to_string(rows / 128), c = std::to_string(cols / 4);
   return "[1, " + r + ", " + c + ", 2, 256], [" + r + ", " + c + ", 32, 16], [" + r + ", " + c +
-         ", 32, 4, 4] or [" + r + ", " + std::to_string(cols / 4 * 512) + "]";
+         ", 32, 4, 4]" + (mma ? ", [" + r + ", " + c + ", 2, 256]" : std::string()) + " or [" + r +
+         ", " + std::to_string(cols / 4 * 512) + "]";
 }
 
 /// Scale bytes: e8m0 exponents (uint8, or int8 bits) or nvfp4's ue4m3 (tl.float8e4nv).
@@ -1153,11 +1157,13 @@ bool isScaleDType(DType t) {
   return t == DType::U8 || t == DType::I8 || t == DType::F8E4M3;
 }
 
-/// One scale operand of tlx.async_dot_scaled: `rows` x `cols` scales (e8m0 bytes, one per 32
-/// elements of K, or nvfp4's ue4m3, one per 16), a tensor-memory buffer of exactly that shape or
-/// a shared-memory tile in the cuBLAS block-scaled layout.
+/// One scale operand of tlx.async_dot_scaled: `cols` scales a row (e8m0 bytes, one per 32
+/// elements of K, or nvfp4's ue4m3, one per 16) of `rows` rows. A shared-memory tile holds them
+/// in the cuBLAS block-scaled layout ([rows, cols] with `rows` a multiple of 128). A
+/// tensor-memory scale tile [R, C] is read by its columns (ir/BlockScaled.h): as an [R', cols]
+/// tile, R' = R x C / cols, which must hold the `minRows` rows the MMA reads.
 ir::Value* scaleOperand(Specializer& sp, const std::string& fn, const BoundArgs& a, const char* arg,
-                        int64_t rows, int64_t cols, int64_t block) {
+                        int64_t rows, int64_t minRows, int64_t cols, int64_t block) {
   ir::Value* s = oneBuffer(sp, fn, a, arg);
   const ir::Type& t = s->type();
   const std::string want = "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
@@ -1172,19 +1178,26 @@ ir::Value* scaleOperand(Specializer& sp, const std::string& fn, const BoundArgs&
                                  ": nvfp4's ue4m3 scales in tensor memory are not supported by "
                                  "warpweave yet; pass them in shared memory (the cuBLAS "
                                  "block-scaled layout), which the MMA copies into tensor memory");
-    if (t.shape != std::vector<int64_t>{rows, cols})
-      raiseError(a.loc(arg), fn + "'s " + arg + " in tensor memory is " + t.str() + "; the MMA " +
-                                 "reads " + want + " scales (rows: M or N rounded up to 128, " +
-                                 "one column per " + std::to_string(block) +
-                                 " elements of K, rounded up to 4)");
+    const int64_t viewRows = ir::isTmemScaleTile(t) ? ir::tmemScaleViewRows(t, cols) : 0;
+    if (viewRows < minRows)
+      raiseError(a.loc(arg),
+                 fn + "'s " + arg + " in tensor memory is " + t.str() + "; the MMA reads " +
+                     std::to_string(cols) + " scales a row (one per " + std::to_string(block) +
+                     " elements of K, rounded up to 4) of " + std::to_string(minRows) +
+                     " rows from the buffer's columns, as an [R, " + std::to_string(cols) +
+                     "] tile with R = rows x cols / " + std::to_string(cols) +
+                     " (64 or a multiple of 128) at least " + std::to_string(minRows) +
+                     ": pass a uint8 [R, C] buffer (R 64 or a multiple of 128, C a multiple of "
+                     "4) such as [" +
+                     std::to_string(minRows) + ", " + std::to_string(cols) + "]");
     return s;
   }
-  if (!isPackedScaleShape(t.shape, rows, cols))
+  if (!isPackedScaleShape(t.shape, rows, cols, true))
     raiseError(a.loc(arg), fn + "'s " + arg + " in shared memory is " + t.str() +
                                "; the MMA reads " + want +
                                " scales, a shared-memory tile in the cuBLAS block-scaled layout "
                                "of shape " +
-                               packedScaleForms(rows, cols));
+                               packedScaleForms(rows, cols, true));
   return s;
 }
 
@@ -1302,8 +1315,11 @@ Val tlxAsyncDotScaled(Specializer& sp, const std::string& name, CallSite& call) 
       a.has("two_ctas") && sp.constBool(a.get("two_ctas"), a.loc("two_ctas"), "two_ctas");
   const int64_t scaleN = twoCtas ? 2 * N : N;
   const int64_t cols = ir::scaleColumns(K, block);
-  scales.a = scaleOperand(sp, fn, a, "A_scale", 128, cols, block);
-  scales.b = scaleOperand(sp, fn, a, "B_scale", (scaleN + 127) / 128 * 128, cols, block);
+  // In tensor memory the MMA reads B's scales for N <= 64 from 64-row tiles (two columns a
+  // word, TLX's layout of a [64, cols] tile) as well as from 128-row ones.
+  const int64_t bRows = (scaleN + 127) / 128 * 128;
+  scales.a = scaleOperand(sp, fn, a, "A_scale", 128, 128, cols, block);
+  scales.b = scaleOperand(sp, fn, a, "B_scale", bRows, scaleN <= 64 ? 64 : bRows, cols, block);
   return tcgen05Mma(sp, fn, a, A, B, twoCtas, &scales);
 }
 
@@ -1332,10 +1348,20 @@ Val tlxTmemCopy(Specializer& sp, const std::string& name, CallSite& call) {
     raiseError(a.loc("dst"), fn + "'s dst is " + dt.str() +
                                  "; tensor-memory scales are [rows, cols] with rows a multiple "
                                  "of 128 and cols of 4");
-  if (!isPackedScaleShape(st.shape, dt.shape[0], dt.shape[1]))
-    raiseError(a.loc("src"), fn + " into " + dt.str() + " needs the scales in the cuBLAS " +
-                                 "block-scaled layout, a shared-memory tile of shape " +
-                                 packedScaleForms(dt.shape[0], dt.shape[1]) + "; got " + st.str());
+  // TLX's unit-test form: [32 n, 16], n chunks of 128 rows x 4 scales, into a [128, 16 n] tile,
+  // whose first n scale words they fill (ir::tmemCopiedScales).
+  const bool chunkRows = st.shape.size() == 2 && st.shape[1] == 16 && dt.shape[0] == 128 &&
+                         dt.shape[1] % 16 == 0 && st.shape[0] == 32 * (dt.shape[1] / 16);
+  if (!chunkRows && !isPackedScaleShape(st.shape, dt.shape[0], dt.shape[1], false))
+    raiseError(a.loc("src"),
+               fn + " into " + dt.str() + " needs the scales in the cuBLAS " +
+                   "block-scaled layout, a shared-memory tile of shape " +
+                   packedScaleForms(dt.shape[0], dt.shape[1], false) +
+                   (dt.shape[0] == 128 && dt.shape[1] % 16 == 0
+                        ? " (or [" + std::to_string(2 * dt.shape[1]) + ", 16]: its first " +
+                              std::to_string(dt.shape[1] / 16) + " scale words)"
+                        : std::string()) +
+                   "; got " + st.str());
   sp.b.create(OpCode::TmemCopy, {src, dst}, {}, {});
   return Val::none();
 }

@@ -295,13 +295,14 @@ def test_tmem_copy_needs_the_cublas_layout(tmp_path):
 
 
 def test_scale_shape_mismatch_is_refused(tmp_path):
+    # K = 256 reads 8 scales a row: a [128, 4] tile's 4 columns hold them for 64 rows only.
     msg = compile_source(tmp_path, (
-        "    a = tlx.local_view(tlx.local_alloc((128, 128), tl.float8e4nv, 1), 0)\n"
-        "    b = tlx.local_view(tlx.local_alloc((128, 128), tl.float8e4nv, 1), 0)\n"
-        "    s = tlx.local_view(tlx.local_alloc((128, 8), tl.uint8, 1, tlx.storage_kind.tmem), 0)\n"
+        "    a = tlx.local_view(tlx.local_alloc((128, 256), tl.float8e4nv, 1), 0)\n"
+        "    b = tlx.local_view(tlx.local_alloc((256, 128), tl.float8e4nv, 1), 0)\n"
+        "    s = tlx.local_view(tlx.local_alloc((128, 4), tl.uint8, 1, tlx.storage_kind.tmem), 0)\n"
         "    d = tlx.local_view(tlx.local_alloc((128, 128), tl.float32, 1, tlx.storage_kind.tmem), 0)\n"
         "    tlx.async_dot_scaled(a, b, d, s, 'e4m3', s, 'e4m3')\n"))
-    assert "k.py:12" in msg and "A_scale" in msg and "[128, 4]" in msg
+    assert "k.py:12:" in msg and "A_scale" in msg and "[128, 8]" in msg
 
 
 def test_torch_e8m0_scales_are_taken_as_bytes(interpret):
@@ -400,8 +401,9 @@ def test_scales_and_a_stored_from_registers_ptx(ptxas):
     # four rows of its lanes (32 c + l) into columns 0-3 of its own lane quarter.
     assert len(re.findall(r"tcgen05\.st\.sync\.aligned\.32x32b\.x4\.b32 \[%r\d+\], "
                           r"\{%r\d+, %r\d+, %r\d+, %r\d+\};", ptx)) == 2
-    # The read back: the thread's own row from column (lane quarter) of its quarter.
-    assert re.search(r"tcgen05\.ld\.sync\.aligned\.32x32b\.x1\.b32 \{%r\d+\}, \[%r\d+\];", ptx)
+    # The read back: the four columns of the thread's lane, then through shared memory.
+    assert re.search(r"tcgen05\.ld\.sync\.aligned\.32x32b\.x4\.b32 \{(%r\d+, ){3}%r\d+\}, "
+                     r"\[%r\d+\];", ptx)
     # A from tensor memory: the [a-tmem] form, 32 elements (8 columns) a step.
     mma = re.findall(r"tcgen05\.mma\.cta_group::1\.kind::mxf8f6f4\.block_scale\.scale_vec::1X "
                      r"\[%r\d+\], \[(%r\d+)\], %rd\d+, %r\d+, \[%r\d+\], \[%r\d+\], %p\d+;", ptx)
