@@ -448,6 +448,12 @@ def _describe(value) -> str:
         f"a {t.__qualname__}"
 
 
+# TLX's library helpers its package exports beside the builtins (`tlx._to_mxfp8_block`): @jit
+# functions of warpweave's modules, given to the compiler with their files when a kernel names
+# them (src/specialize/TlBuiltins.cpp, tlxHelperModule).
+_TLX_HELPERS = {"_to_mxfp8_block": "warpweave.language.extra.tlx.mxfp8_utils"}
+
+
 def collect_environment(jitfn: "JITFunction") -> _Environment:
     """The kernel's compile environment, read from the live Python objects: starting at the
     kernel, every name its code uses is looked up in its closure and globals (as Python would at
@@ -530,6 +536,14 @@ def collect_environment(jitfn: "JITFunction") -> _Environment:
         for chain in chains:
             value = lookup(chain[0])[0]
             for attr in chain[1:]:
+                if isinstance(value, types.ModuleType) and attr in _TLX_HELPERS and \
+                        getattr(value, "__name__", "") == "warpweave.tlx":
+                    # tlx.<helper>: the compiler finds it in its module's file (and the
+                    # helpers that one calls in theirs).
+                    import importlib
+
+                    visit(getattr(importlib.import_module(_TLX_HELPERS[attr]), attr).fn)
+                    break
                 if not isinstance(value, types.ModuleType) or is_language(value):
                     break
                 d = vars(value)

@@ -98,6 +98,12 @@ void markPropagatesNan(ir::Value* v) {
 // Namespaces
 // ---------------------------------------------------------------------------------------------
 
+/// The module of warpweave's that defines `name` when it is one of the @jit library helpers TLX's
+/// package exports beside its builtins (`tlx._to_mxfp8_block`); nullptr otherwise.
+static const char* tlxHelperModule(const std::string& name) {
+  return name == "_to_mxfp8_block" ? "warpweave.language.extra.tlx.mxfp8_utils" : nullptr;
+}
+
 std::optional<Val> Specializer::namespaceMember(const std::string& ns, const std::string& name) {
   if (ns == "tl") {
     if (auto d = ir::parseTlDType(name)) return Val::dtypeOf(*d);
@@ -132,6 +138,13 @@ std::optional<Val> Specializer::namespaceMember(const std::string& ns, const std
     if (name == "reuse_group_type") return Val::ns("tlx.reuse_group_type");
     if (auto d = ir::parseTlDType(name)) return Val::dtypeOf(*d);
     if (tlxBuiltins().isMember(name)) return Val::builtin("tlx." + name);
+    // TLX's package exports a library helper beside its builtins: tlx._to_mxfp8_block, the
+    // @jit function of warpweave's tlx.mxfp8_utils, whose file the launcher gives the compiler
+    // when a kernel names it (jit.py).
+    if (const char* module = tlxHelperModule(name))
+      if (auto m = findModule(module))
+        if (auto f = modules[*m].functions.find(name); f != modules[*m].functions.end())
+          return Val::function({f->second, *m});
     return std::nullopt;
   }
   if (ns == "tlx.storage_kind") {
@@ -228,6 +241,11 @@ void Specializer::unknownMember(const std::string& ns, const std::string& name, 
     prefix = "pl";
     candidates = {"enter_scope", "exit_scope", "scope"};
   }
+  if (ns == "tlx")
+    if (const char* module = tlxHelperModule(name))
+      raiseError(loc, "tlx." + name + " is the @jit helper of " + std::string(module) +
+                          ", whose file the compiler was not given; launch the kernel through "
+                          "@jit (which gives it), or import the helper from that module");
   std::string msg = "unknown name '" + prefix + "." + name + "'";
   std::string near = closestMatch(name, candidates);
   if (!near.empty()) msg += "; did you mean '" + prefix + "." + near + "'?";

@@ -30,18 +30,29 @@ def quantize(x_ptr, data_ptr, scale_ptr, M: tl.constexpr, K: tl.constexpr,
     tl.store(scale_ptr + s_offs, scale)
 
 
-def reference(x, per_32x32):
+@ww.jit
+def quantize_through_tlx(x_ptr, data_ptr, scale_ptr, M: tl.constexpr, K: tl.constexpr,
+                         FP8: tl.constexpr):
+    # TLX's package exports _to_mxfp8_block beside its builtins: tlx._to_mxfp8_block.
+    offs = tl.arange(0, M)[:, None] * K + tl.arange(0, K)[None, :]
+    data, scale = tlx._to_mxfp8_block(tl.load(x_ptr + offs), 32, FP8)
+    tl.store(data_ptr + offs, data)
+    tl.store(scale_ptr + tl.arange(0, M)[:, None] * (K // 32) + tl.arange(0, K // 32)[None, :],
+             scale)
+
+
+def reference(x, per_32x32, largest=448.0, fp8=None):
     m, k = x.shape
     amax = np.abs(x.reshape(m, k // 32, 32)).max(axis=2)
     if per_32x32:
         amax = np.repeat(amax.reshape(m // 32, 32, k // 32).max(axis=1), 32, axis=0)
-    scale = amax / np.float32(448.0)
+    scale = amax * np.float32(1.0 / largest)
     bits = scale.view(np.uint32) & 0x7FFFFFFF
     exp = (bits >> 23) + ((bits & 0x7FFFFF) != 0)
     exp = np.minimum(exp, 254).astype(np.uint32)
     inv = ((254 - exp) << 23).astype(np.uint32).view(np.float32)
-    data = np.clip(x.reshape(m, k // 32, 32) * inv[:, :, None], -448, 448).reshape(m, k)
-    return data.astype(ml_dtypes.float8_e4m3fn), exp.astype(np.uint8)
+    data = np.clip(x.reshape(m, k // 32, 32) * inv[:, :, None], -largest, largest).reshape(m, k)
+    return data.astype(fp8 or ml_dtypes.float8_e4m3fn), exp.astype(np.uint8)
 
 
 @pytest.mark.skipif(not native_loader.available(), reason="warpweave._native is not built")
@@ -65,6 +76,41 @@ def test_mxfp8_quantize_matches_reference(rng, per_32x32):
         scale.astype(np.float32) - 127)[:, :, None]
     bound = np.abs(blocks).max(axis=2, keepdims=True) * 2.0**-4
     assert np.all(np.abs(back - blocks) <= bound)
+
+
+@pytest.mark.skipif(not native_loader.available(), reason="warpweave._native is not built")
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
+def test_tlx_to_mxfp8_block_is_the_mxfp8_utils_helper(rng, fmt):
+    fp8, largest, dtype = {"e4m3": (ml_dtypes.float8_e4m3fn, 448.0, tl.float8e4nv),
+                           "e5m2": (ml_dtypes.float8_e5m2, 57344.0, tl.float8e5)}[fmt]
+    M, K = 32, 128
+    x = (rng.standard_normal((M, K)) * rng.choice([1e-3, 1.0, 300.0], size=(M, 1))).astype(
+        np.float32)
+    x[3] = 0  # all-zero blocks: scale 0 and zero data
+    data = np.zeros((M, K), fp8)
+    scale = np.zeros((M, K // 32), np.uint8)
+    quantize_through_tlx[(1,)](x, data, scale, M=M, K=K, FP8=dtype)
+    ref_data, ref_scale = reference(x, False, largest, fp8)
+    np.testing.assert_array_equal(scale, ref_scale)
+    np.testing.assert_array_equal(data.astype(np.float32), ref_data.astype(np.float32))
+    assert (scale[3] == 0).all() and (data[3].astype(np.float32) == 0).all()
+
+
+@pytest.mark.skipif(not native_loader.available(), reason="warpweave._native is not built")
+def test_tlx_to_mxfp8_block_without_its_file_names_the_module(tmp_path):
+    # Compiling a file alone (no @jit launcher to give the helper's file): a located error that
+    # says where the helper lives.
+    src = tmp_path / "k.py"
+    src.write_text("import warpweave as ww\nimport warpweave.language as tl\n"
+                   "from warpweave import tlx\n\n\n@ww.jit\ndef k(x_ptr):\n"
+                   "    x = tl.load(x_ptr + tl.arange(0, 32)[:, None] * 32 + "
+                   "tl.arange(0, 32)[None, :])\n"
+                   "    d, s = tlx._to_mxfp8_block(x, 32, tl.float8e4nv)\n")
+    with pytest.raises(Exception) as e:
+        native_loader.native().compile([(str(src), src.read_text())], "k", "x_ptr:*fp32:16", {},
+                                       target="sm_90a", stage="ptx")
+    assert "k.py:9:" in str(e.value)
+    assert "warpweave.language.extra.tlx.mxfp8_utils" in str(e.value)
 
 
 def test_amd_layout_descriptors_are_host_values():
