@@ -519,6 +519,9 @@ private:
   // (ir/TmemPairs.h).
   std::unordered_set<const ir::Op*> pairSplit_;
   bool pairSplit(const ir::Value* v);
+  // [64, K] allocations a CTA pair's M = 64 MMA reads its A from: rows in lanes r and 64 + r.
+  std::unordered_set<const ir::Op*> pairLhs_;
+  bool pairLhs(const ir::Value* v);
   // Block-scaled MMAs with scales in shared memory: the first TMEM column of the op's own copy
   // of its A and B scales (-1 for a scale operand in tensor memory).
   std::unordered_map<const ir::Op*, std::pair<int64_t, int64_t>> scaleColumns_;

@@ -82,6 +82,7 @@ void FunctionLowering::planTensorMemory() {
                    "(this kernel has " +
                    std::to_string(std::max(1, fn_.numCtas)) + " per cluster)");
   pairSplit_ = ir::pairSplitAllocs(fn_.body);
+  pairLhs_ = ir::pairLhsAllocs(fn_.body);
   auto columnsOf = [&](const ir::Op& alloc) {
     return ir::tmemColumns(alloc.result()->type(), pairSplit_.count(&alloc) != 0);
   };
@@ -308,6 +309,11 @@ bool FunctionLowering::pairSplit(const ir::Value* v) {
   return def && pairSplit_.count(def);
 }
 
+bool FunctionLowering::pairLhs(const ir::Value* v) {
+  const ir::Op* def = tmemRoot(v)->def();
+  return def && pairLhs_.count(def) && v->type().shape.size() == 2 && v->type().shape[0] == 64;
+}
+
 std::string FunctionLowering::warpLanesAddress(const ir::Op& op, const std::string& warp) {
   // A warp reaches the 32 lanes of its quarter (warp % 4) of tensor memory: lane bits << 16.
   std::string quad = b_.pure("and.b32", RegClass::B32, {warp, "3"});
@@ -337,16 +343,16 @@ int64_t FunctionLowering::tmemMessageRegisters(int64_t perThread) const {
 
 void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
   const bool load = op.code() == OpCode::LocalLoad;
-  const ir::Type& bt = op.operand(0)->type();
-  if (pairSplit(op.operand(0)))
-    raiseError(op.loc(), std::string("'") + op.name() + "' of " + bt.str() +
-                             ", the accumulator of a CTA pair's M = 64 MMA (rows 0-63 hold its "
-                             "first half of the columns, lanes 64-127 the second), is not "
-                             "supported by the sm_100a backend yet; read it through a [128, N / 2] "
-                             "buffer that shares its columns (storage_alias_spec), as TLX's "
-                             "attention backward does");
-  requireTmemTile(op, bt);
-  if (ir::isTmemScaleTile(bt)) return lowerTmemScalesLoadStore(op);
+  const ir::Type& vt = op.operand(0)->type();
+  requireTmemTile(op, vt);
+  if (ir::isTmemScaleTile(vt)) return lowerTmemScalesLoadStore(op);
+  // A CTA pair's [64, N] accumulator or A tile (ir/TmemPairs.h) moves as the tile of 128 lanes
+  // it is, [128, N / 2] or [128, K]: the same registers, which its values' layout
+  // (layout::tmemPairRegisterLayout) names by the [64, N] tile's coordinates.
+  const bool split = pairSplit(op.operand(0)), lhs = !split && pairLhs(op.operand(0));
+  ir::Type bt = vt;
+  if (split) bt.shape = {128, vt.shape[1] / 2};
+  if (lhs) bt.shape[0] = 128;
   if (warps() % 4 != 0 || taskFirstWarp_ % 4 != 0)
     raiseError(op.loc(), std::string("'") + op.name() +
                              "' of tensor memory runs on whole warp groups: each warp of a group "
@@ -354,17 +360,28 @@ void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
                              "has " +
                              std::to_string(warps()) + ")");
   const ir::Value* value = load ? op.result() : op.operand(1);
-  const LinearLayout l = layout::tmemRegisterLayout(bt.shape, warps());
+  const LinearLayout lanes = layout::tmemRegisterLayout(bt.shape, warps());
+  const LinearLayout l =
+      split || lhs ? layout::tmemPairRegisterLayout(vt.shape, warps(), lhs) : lanes;
   // A load the kernel gave another layout (tlx.local_load's layout=) reads in tcgen05's and
   // converts below (layout assignment planned the conversion's scratch at this op).
   // A store of a value in a layout that keeps tcgen05's rows writes its column runs as they are
   // (layout assignment let it keep that layout); any other stored value came converted.
   const LinearLayout& wanted = load ? layoutOf(value) : operandLayoutOf(op, 1);
   if (!(wanted == l)) {
-    if (auto bits = layout::tmemColumnBits(wanted, bt.shape, ir::byteWidth(bt.elem)))
+    if (split || lhs) {
+      // Layout assignment found the tile's allocation through local_view / local_slice; a view
+      // chosen at run time it could not see.
+      if (!(load && ir::attr::LocalLoad::hasLayout(op)))
+        raiseError(op.loc(), std::string("'") + op.name() + "' of " + vt.str() +
+                                 ", a CTA pair's M = 64 " + (split ? "accumulator" : "A tile") +
+                                 " chosen at run time, is not supported by the sm_100a backend; "
+                                 "use a local_view of its allocation");
+    } else if (auto bits = layout::tmemColumnBits(wanted, bt.shape, ir::byteWidth(bt.elem))) {
       return lowerTmemColumns(op, *bits);
-    if (!(load && ir::attr::LocalLoad::hasLayout(op)))
+    } else if (!(load && ir::attr::LocalLoad::hasLayout(op))) {
       throw std::logic_error("codegen: a TMEM load / store value not in the tcgen05 layout");
+    }
   }
   // Each thread's row and its warp group's columns. [128, N]: .32x32b, row 32 (w % 4) + lane,
   // the group's columns in order. [64, N]: .16x32bx2, row 16 (w % 4) + lane % 16 in lane
@@ -379,8 +396,8 @@ void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
   const int64_t perThread = rows64 ? cells / 2 : cells; // 32-bit registers a thread moves
   const int64_t elemsPerThread = rows64 ? cols / 2 : cols;
   std::vector<int32_t> regOfCol(size_t(elemsPerThread), -1);
-  for (int32_t r = 0; r < l.getInDimSize(layout::kRegister); ++r) {
-    std::vector<int32_t> c = registerCoords(l, r);
+  for (int32_t r = 0; r < lanes.getInDimSize(layout::kRegister); ++r) {
+    std::vector<int32_t> c = registerCoords(lanes, r);
     if (c[0] != 0 || c[1] >= elemsPerThread || regOfCol[size_t(c[1])] >= 0)
       throw std::logic_error("codegen: unexpected tcgen05 register layout");
     regOfCol[size_t(c[1])] = r;
@@ -663,9 +680,12 @@ void FunctionLowering::lowerTcgen05(const ir::Op& op) {
     // A CTA pair's M = 128 MMA reads each CTA's A from its own tensor memory at the same
     // address; an M = 64 one would read TLX's TwoCTA_LHS layout (rows duplicated into lanes
     // 64-127), which is not built.
-    if (pair && at.shape[0] != 128)
-      raiseError(op.loc(), "tlx.async_dot with two_ctas=True and a [64, K] A in tensor memory is "
-                           "not supported by the sm_100a backend yet; pass A in shared memory");
+    // A pair's [64, K] A: rows in lanes r and 64 + r (ir/TmemPairs.h), read from its columns
+    // as a [128, K] tile's.
+    if (pair && at.shape[0] != 128 && !pairLhs(op.operand(0)))
+      raiseError(op.loc(), "tlx.async_dot with two_ctas=True and a [64, K] A in tensor memory "
+                           "chosen at run time is not supported by the sm_100a backend; pass a "
+                           "local_view of its allocation");
     if (at.shape[0] != ct.shape[0])
       raiseError(op.loc(), "tlx.async_dot with A " + at.str() + " in tensor memory into " +
                                ct.str() +

@@ -341,6 +341,8 @@ private:
   bool pairSplitAlloc(const ir::Op& op);
   /// Refuses a local_load / local_store / local_slice of a pair's M = 64 accumulator, as
   /// codegen does.
+  /// The 128 lanes of N / 2 columns a CTA pair's [64, N] accumulator view lies in.
+  static BufferView pairSplitLanes(const BufferView& v);
   void refusePairSplit(const ir::Op& op, const BufferView& v);
   /// In a kernel of CTA-pair MMAs: the other CTA of this one's pair (its rank ^ 1); a user
   /// error outside a cluster of CTA pairs.

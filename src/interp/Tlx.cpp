@@ -1066,6 +1066,13 @@ void Executor::execLocalView(const ir::Op& op) {
   set(op.result(), BarrierView{bars.array, bars.first + index, 1});
 }
 
+BufferView Executor::pairSplitLanes(const BufferView& v) {
+  BufferView lanes = v;
+  lanes.shape = {128, v.shape.at(1) / 2};
+  lanes.pairSplit = false;
+  return lanes;
+}
+
 void Executor::refusePairSplit(const ir::Op& op, const BufferView& v) {
   if (!v.pairSplit) return;
   fail(op.loc(), std::string("'") + op.name() + "' of " + op.operand(0)->type().str() +
@@ -1078,7 +1085,14 @@ void Executor::refusePairSplit(const ir::Op& op, const BufferView& v) {
 
 void Executor::execLocalLoad(const ir::Op& op) {
   const BufferView& v = buffer(op, 0);
-  refusePairSplit(op, v);
+  if (v.pairSplit) {
+    // A CTA pair's [64, N] accumulator: its 128 lanes of N / 2 columns, unfolded.
+    const BufferView lanes = pairSplitLanes(v);
+    checkedRead(op, lanes, 1);
+    TensorPtr t = readBuffer(lanes, ir::Type::tensor(lanes.elem, lanes.shape));
+    set(op.result(), pairSplitTile(*t, false));
+    return;
+  }
   int64_t n = 1;
   for (int64_t d : op.result()->type().shape) n *= d;
   checkViewElements(op, v, n);
@@ -1088,7 +1102,12 @@ void Executor::execLocalLoad(const ir::Op& op) {
 
 void Executor::execLocalStore(const ir::Op& op) {
   const BufferView& v = buffer(op, 0);
-  refusePairSplit(op, v);
+  if (v.pairSplit) {
+    const BufferView lanes = pairSplitLanes(v);
+    checkedWrite(op, lanes, 1);
+    writeBuffer(lanes, *pairSplitTile(*tensor(op, 1), true));
+    return;
+  }
   TensorPtr value = tensor(op, 1);
   checkViewElements(op, v, value->numel());
   checkedWrite(op, v, tilesOf(v, value->numel()));

@@ -27,6 +27,19 @@ std::unordered_set<const Op*> pairSplitAllocs(const Block& body) {
   return split;
 }
 
+std::unordered_set<const Op*> pairLhsAllocs(const Block& body) {
+  std::unordered_set<const Op*> lhs;
+  walk(body, [&](const Op& op) {
+    if (op.code() != OpCode::Tcgen05Mma || !attr::Tcgen05Mma::twoCtas(op)) return;
+    const Type& acc = op.operand(2)->type();
+    if (acc.shape.size() != 2 || acc.shape[0] != 64 ||
+        op.operand(0)->type().space != MemorySpace::Tmem)
+      return;
+    if (const Op* alloc = tmemAllocOf(op.operand(0))) lhs.insert(alloc);
+  });
+  return lhs;
+}
+
 int64_t tmemColumns(const Type& t, bool pairSplit) {
   const int64_t cols = tmemColumns(t);
   return pairSplit ? cols / 2 : cols;

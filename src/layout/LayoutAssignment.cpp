@@ -11,6 +11,7 @@
 #include "ir/DotFp8.h"
 #include "ir/OpAttrs.h"
 #include "ir/OpTraits.h"
+#include "ir/TmemPairs.h"
 #include "layout/Layouts.h"
 #include "layout/SharedMemoryPlan.h"
 #include "support/MathExtras.h"
@@ -70,6 +71,8 @@ public:
 
   void run() {
     map_.axisInfo_ = std::make_shared<AxisInfoAnalysis>(fn_);
+    pairSplit_ = ir::pairSplitAllocs(fn_.body);
+    pairLhs_ = ir::pairLhsAllocs(fn_.body);
     // Twice, so that preferences flow around loop back edges.
     preferBlock(fn_.body);
     preferBlock(fn_.body);
@@ -88,6 +91,18 @@ private:
   /// Warps the layouts being assigned spread over: the kernel's, or inside an async_task that
   /// task's (its warp in-dim then counts from the task's first warp).
   int numWarps() const { return taskWarps_ > 0 ? taskWarps_ : std::max(1, options_.numWarps); }
+
+  /// The registers tcgen05.ld / st move for the tensor-memory buffer `buf` (a view of it): a CTA
+  /// pair's [64, N] accumulator or A tile in its 128 lanes (ir/TmemPairs.h), else its rows.
+  LinearLayout tmemLayoutOf(const ir::Value* buf) const {
+    const std::vector<int64_t>& shape = buf->type().shape;
+    const ir::Op* alloc = ir::tmemAllocOf(buf);
+    if (alloc && shape.size() == 2 && shape[0] == 64 &&
+        (pairSplit_.count(alloc) || pairLhs_.count(alloc)))
+      return tmemPairRegisterLayout(shape, numWarps(), pairLhs_.count(alloc) != 0);
+    return tmemRegisterLayout(shape, numWarps());
+  }
+  std::unordered_set<const ir::Op*> pairSplit_, pairLhs_;
 
   /// Runs `walk` over the task's region with the task's warp count.
   template <typename F> void inTask(const ir::Op& task, F walk) {
@@ -293,7 +308,7 @@ private:
       return;
     case OpCode::LocalStore:
       if (op.operand(0)->type().space == ir::MemorySpace::Tmem && isTensor(op.operand(1)))
-        prefer(op.operand(1), tmemRegisterLayout(op.operand(1)->type().shape, numWarps()), kMma);
+        prefer(op.operand(1), tmemLayoutOf(op.operand(0)), kMma);
       return;
     case OpCode::AsyncDot:
       if (!isTensor(op.result())) return;
@@ -808,7 +823,7 @@ private:
         if (have && !ir::isTmemScaleTile(op.operand(0)->type()) &&
             tmemColumnBits(*have, v->type().shape, v->type().elemBytes()))
           return;
-        require(op, 1, tmemRegisterLayout(v->type().shape, numWarps()));
+        require(op, 1, tmemLayoutOf(op.operand(0)));
         return;
       }
       break;
@@ -819,7 +834,7 @@ private:
       }
       // tcgen05.ld gives each thread one row of the tile (Blackwell tensor memory).
       if (isTensor(op.result()) && op.operand(0)->type().space == ir::MemorySpace::Tmem) {
-        setLayout(op.result(), tmemRegisterLayout(op.result()->type().shape, numWarps()));
+        setLayout(op.result(), tmemLayoutOf(op.operand(0)));
         return;
       }
       [[fallthrough]];
@@ -870,7 +885,7 @@ private:
                                ") is not supported; layout= takes shared-memory tiles and the "
                                "other tensor-memory tiles");
     if (tmemColumnBits(pinned, shape, op.result()->type().elemBytes())) return; // tcgen05.ld
-    LinearLayout tmem = tmemRegisterLayout(shape, warps);
+    LinearLayout tmem = tmemLayoutOf(op.operand(0));
     if (conversionKind(tmem, pinned) != ConversionKind::SharedMemory) return;
     int64_t bytes = std::max(1, op.result()->type().elemBytes());
     ConversionRounds rounds = conversionRounds(tmem, pinned, std::vector<int32_t>(shape.size(), 0),

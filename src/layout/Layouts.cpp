@@ -130,6 +130,22 @@ LinearLayout tmemRegisterLayout(const std::vector<int64_t>& shape, int numWarps)
   return blockedLayout(shape, {1, std::max(1, cols)}, {32, 1}, {4, groups}, {0, 1});
 }
 
+LinearLayout tmemPairRegisterLayout(const std::vector<int64_t>& shape, int numWarps, bool lhs) {
+  const int32_t cols = static_cast<int32_t>(shape.at(1));
+  const int32_t laneCols = lhs ? cols : cols / 2;
+  // Lane row 64 is the tile's column laneCols (accumulator) or row 0 again (A): a linear map of
+  // the lanes' coordinates, applied to each basis.
+  LinearLayout::Bases bases = tmemRegisterLayout({128, laneCols}, numWarps).getBases();
+  for (auto& named : bases)
+    for (std::vector<int32_t>& b : named.second)
+      if (b[0] & 64) {
+        b[0] &= 63;
+        if (!lhs) b[1] ^= laneCols;
+      }
+  return LinearLayout(std::move(bases),
+                      LinearLayout::NamedSizes{{dimName(0), 64}, {dimName(1), cols}});
+}
+
 LinearLayout flatOffsetLayout(const std::vector<int64_t>& shape,
                               const std::vector<int64_t>& regOffsets,
                               const std::vector<int64_t>& laneOffsets,

@@ -47,6 +47,13 @@ LinearLayout defaultBlockedLayout(const std::vector<int64_t>& shape, int numWarp
 /// .16x32bx2 gives threads 0-15 the first half of the group's columns and 16-31 the second.
 LinearLayout tmemRegisterLayout(const std::vector<int64_t>& shape, int numWarps);
 
+/// The registers of a CTA pair's [64, N] tensor-memory tile (ir/TmemPairs.h), moved as the
+/// [128, lanes' columns] tile of lanes it is (tmemRegisterLayout's registers of that tile), named
+/// by the [64, N] tile's coordinates: an accumulator (`lhs` false) has lane 64 + r's columns at
+/// N / 2 + c of row r; an A operand (`lhs`) has lanes r and 64 + r both row r (warps 2 and 3 of a
+/// group hold what warps 0 and 1 do).
+LinearLayout tmemPairRegisterLayout(const std::vector<int64_t>& shape, int numWarps, bool lhs);
+
 /// A register layout the kernel gives (tlx.layout's shape / stride, as tlx.local_load's layout=
 /// takes it): one flat row-major offset into the tile `shape` (power-of-two dims) per register,
 /// lane and warp bit, each offset's coordinates the bit's basis. Throws std::logic_error for an

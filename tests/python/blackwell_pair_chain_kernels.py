@@ -19,7 +19,12 @@ lane 64 + r (TLX's TwoCTA_RHS); it is read through a [128, N / 2] buffer of the 
 storage_alias_spec, as TLX's attention backward reads its dQ. A [128, 32] fp32 buffer comes
 first in the spec (distinct): the accumulator's N / 2 columns follow it. PLANT:
   1: neither CTA waits for the commit before reading its lanes;
-  2: local_load of the [64, N] accumulator itself (not supported).
+  2: no bug: C is read with local_load of the [64, N] accumulator itself (its lanes unfolded).
+
+pair_m64_tmem_a: C (+)= A @ B with 64 rows per CTA and A from tensor memory: each CTA stores its
+A rows into a [64, K] tile (rows in lanes r and 64 + r, TLX's TwoCTA_LHS) and tells the leader;
+the leader issues the pair's MMA; each CTA reads its [64, N] accumulator with local_load.
+STORE_ACC: the accumulator first gets C's values (local_store) and the MMA accumulates onto them.
 """
 import warpweave as ww
 import warpweave.language as tl
@@ -104,16 +109,50 @@ def pair_m64(a_desc, b_desc, c_ptr, M, K: tl.constexpr, N: tl.constexpr, PLANT: 
         tlx.async_dot(a, b, acc[0], use_acc=False, mBarriers=[done[0]], two_ctas=True)
     if PLANT != 1:
         tlx.barrier_wait(done[0], 0)
+    kept = tlx.local_load(other[0])
+    moved = tl.max(tl.abs(kept - 3.0), axis=1)  # 0 unless the MMA wrote over `other`
     if PLANT == 2:
         whole = tlx.local_load(acc[0])
-        tl.store(c_ptr + tl.arange(0, 64)[:, None] * N + tl.arange(0, N)[None, :], whole)
-    result = tlx.local_load(lanes[0])  # [128, H]: lane l holds row l % 64, half l // 64
-    kept = tlx.local_load(other[0])
-    lane = tl.arange(0, 128)
-    rows = row0 + lane % 64
-    cols = (lane // 64)[:, None] * H + tl.arange(0, H)[None, :]
-    moved = tl.max(tl.abs(kept - 3.0), axis=1)  # 0 unless the MMA wrote over `other`
-    tl.store(c_ptr + rows[:, None] * N + cols, result + moved[:, None], mask=rows[:, None] < M)
+        rows64 = row0 + tl.arange(0, 64)
+        tl.store(c_ptr + rows64[:, None] * N + tl.arange(0, N)[None, :],
+                 whole + tl.max(moved, axis=0), mask=rows64[:, None] < M)
+    else:
+        result = tlx.local_load(lanes[0])  # [128, H]: lane l holds row l % 64, half l // 64
+        lane = tl.arange(0, 128)
+        rows = row0 + lane % 64
+        cols = (lane // 64)[:, None] * H + tl.arange(0, H)[None, :]
+        tl.store(c_ptr + rows[:, None] * N + cols, result + moved[:, None], mask=rows[:, None] < M)
+
+
+@ww.jit
+def pair_m64_tmem_a(a_desc, b_desc, c_ptr, K: tl.constexpr, N: tl.constexpr,
+                    STORE_ACC: tl.constexpr):
+    rank = tlx.cluster_cta_rank()
+    leader = rank - rank % 2
+    H: tl.constexpr = N // 2
+    a = tlx.local_view(tlx.local_alloc((64, K), tl.float16, 1), 0)
+    b = tlx.local_view(tlx.local_alloc((K, H), tl.float16, 1), 0)
+    a_tm = tlx.local_view(tlx.local_alloc((64, K), tl.float16, 1, tlx.storage_kind.tmem), 0)
+    acc = tlx.local_view(tlx.local_alloc((64, N), tl.float32, 1, tlx.storage_kind.tmem), 0)
+    loaded = tlx.local_view(tlx.alloc_barriers(num_barriers=1, arrive_count=1), 0)
+    ready = tlx.local_view(tlx.alloc_barriers(num_barriers=1, arrive_count=2), 0)
+    done = tlx.local_view(tlx.alloc_barriers(num_barriers=1, arrive_count=1), 0)
+    tlx.barrier_expect_bytes(loaded, 2 * (64 * K + K * H))
+    tlx.async_descriptor_load(a_desc, a, [tl.program_id(0) * 64, 0], loaded)
+    tlx.async_descriptor_load(b_desc, b, [0, (rank % 2) * H], loaded)
+    tlx.barrier_wait(loaded, 0)
+    tlx.local_store(a_tm, tlx.local_load(a))
+    rows = tl.program_id(0) * 64 + tl.arange(0, 64)
+    offs = rows[:, None] * N + tl.arange(0, N)[None, :]
+    if STORE_ACC:
+        tlx.local_store(acc, tl.load(c_ptr + offs))
+    # This CTA's A rows (and accumulator) are in its tensor memory, its B half in shared memory.
+    tlx.barrier_arrive(ready, 1, remote_cta_rank=leader)
+    if rank == leader:
+        tlx.barrier_wait(ready, 0)
+        tlx.async_dot(a_tm, b, acc, use_acc=STORE_ACC, mBarriers=[done], two_ctas=True)
+    tlx.barrier_wait(done, 0)
+    tl.store(c_ptr + offs, tlx.local_load(acc))
 
 
 @ww.jit

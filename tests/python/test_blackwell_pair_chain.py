@@ -119,12 +119,30 @@ def test_reading_the_64_row_lanes_before_the_commit_is_reported(interpret):
     assert "is still writing" in msg
 
 
-def test_loading_the_split_accumulator_itself_is_refused(interpret):
-    with pytest.raises(ww.InterpreterError) as e:
-        run_m64(128, plant=2)
-    msg = str(e.value)
-    assert f"blackwell_pair_chain_kernels.py:{line_of(ck.pair_m64, 'tlx.local_load(acc[0])')}:" in msg
-    assert "M = 64 MMA" in msg and "storage_alias_spec" in msg
+@pytest.mark.parametrize("M,K,N", [(128, 32, 128), (200, 64, 64)])
+def test_loading_the_split_accumulator_itself(interpret, M, K, N):
+    # local_load of the [64, N] accumulator unfolds its lanes: row r's columns N / 2.. come from
+    # lane 64 + r.
+    a, b, c = run_m64(M, K, N, plant=2)
+    np.testing.assert_array_equal(c, a.astype(np.float64) @ b)
+
+
+def run_m64_tmem_a(K, N, store_acc, seed=0):
+    rng = np.random.default_rng(seed + K + N)
+    a, b = eighths(rng, (128, K)), eighths(rng, (K, N))
+    c0 = eighths(rng, (128, N)).astype(np.float32)
+    c = c0.copy() if store_acc else np.full((128, N), np.nan, np.float32)
+    ck.pair_m64_tmem_a[(2, 1)](descriptor(a, [64, K]), descriptor(b, [K, N // 2]), c, K=K, N=N,
+                               STORE_ACC=store_acc, num_warps=4, ctas_per_cga=(2, 1, 1))
+    return c, a.astype(np.float64) @ b + (c0 if store_acc else 0)
+
+
+@pytest.mark.parametrize("K,N,store_acc", [(32, 128, False), (64, 64, True), (16, 256, True)])
+def test_pair_of_64_row_ctas_with_a_in_tensor_memory(interpret, K, N, store_acc):
+    # TLX's test_async_dot_blackwell_2cta_tma[128-True]: A [64, K] stored into tensor memory
+    # (rows in lanes r and 64 + r), the [64, N] accumulator stored to and loaded from.
+    c, ref = run_m64_tmem_a(K, N, store_acc)
+    np.testing.assert_array_equal(c, ref)
 
 
 # ---- PTX for sm_100a ----
@@ -194,10 +212,37 @@ def test_pair_of_64_row_ctas_in_the_ptx(ptxas):
     ptxas(ptx, arch="sm_100a")
 
 
-def test_split_accumulator_load_is_refused():
-    with pytest.raises(ww.CompilationError) as e:
-        compile_kernel("pair_m64", M64_SIG.replace("PLANT=0", "PLANT=2"))
-    assert "M = 64 MMA" in str(e.value) and "storage_alias_spec" in str(e.value)
+def test_split_accumulator_load_in_the_ptx(ptxas):
+    # The [64, 128] accumulator's 128 lanes of 64 columns: one tcgen05.ld .32x32b per thread's
+    # lane (warp w % 4's quarter), 64 columns at the accumulator's first one.
+    ptx = ptx_text(compile_kernel("pair_m64", M64_SIG.replace("PLANT=0", "PLANT=2")))
+    assert len(re.findall(r"tcgen05\.ld\.sync\.aligned\.32x32b\.x64\.b32", ptx)) == 1
+    assert "16x32bx2" not in ptx
+    ptxas(ptx, arch="sm_100a")
+
+
+@pytest.mark.parametrize("K,N", [(32, 128), (64, 256)])
+def test_pair_tensor_memory_a_and_accumulator_in_the_ptx(ptxas, K, N):
+    ptx = ptx_text(compile_kernel(
+        "pair_m64_tmem_a",
+        f"a_desc:desc<fp16,64x{K}>,b_desc:desc<fp16,{K}x{N // 2}>,c_ptr:*fp32:16,K={K},N={N},"
+        "STORE_ACC=1"))
+    # A [64, K] fp16: K / 2 columns of all 128 lanes (32x32b, each warp its quarter); the
+    # accumulator stored and loaded as 128 lanes of N / 2 columns.
+    st = re.findall(r"tcgen05\.st\.sync\.aligned\.32x32b\.x(\d+)\.b32", ptx)
+    ld = re.findall(r"tcgen05\.ld\.sync\.aligned\.32x32b\.x(\d+)\.b32", ptx)
+    assert sum(int(x) for x in st) == K // 2 + N // 2
+    assert sum(int(x) for x in ld) == N // 2
+    assert "16x32bx2" not in ptx
+    # The pair's MMA reads A from tensor memory ([a-tmem]), 128 x N, K / 16 steps of 8 columns.
+    mmas = re.findall(r"tcgen05\.mma\.cta_group::2\.kind::f16 \[%r\d+\], \[(%r\d+)\], %rd\d+, "
+                      r"(%r\d+), %p\d+;", ptx)
+    assert len(mmas) == K // 16
+    idesc = (1 << 4) | (1 << 16) | ((N >> 3) << 17) | ((128 >> 4) << 24)
+    assert re.search(rf"mov\.b32 {re.escape(mmas[0][1])}, {idesc};", ptx)
+    for i, (a, _) in enumerate(mmas[1:], 1):
+        assert re.search(rf"add\.u32 {re.escape(a)}, {re.escape(mmas[0][0])}, {8 * i};", ptx)
+    ptxas(ptx, arch="sm_100a")
 
 
 # ---- a pair's block-scaled MMA (mxfp8) ----
