@@ -87,7 +87,7 @@ void dumpLayouts(ir::Function& fn, const CompileOptions& options, const SourceMa
       dumps.push_back({op.operand(0), op.loc()});
     } else if (op.code() == ir::OpCode::AssertSameLayout) {
       namespace A = ir::attr::AssertSameLayout;
-      assertions.push_back({op.operand(0), A::hasOther(op) ? op.operand(1) : nullptr,
+      assertions.push_back({op.operand(0), A::hasRhs(op) ? op.operand(1) : nullptr,
                             A::regOffsets(op), A::laneOffsets(op), A::warpOffsets(op), op.loc()});
     } else {
       return;
