@@ -48,7 +48,8 @@ std::string LayoutMapEncodings::sharedEncoding(const ir::Value* buffer) const {
   if (a->swizzleBytes > 0)
     return "#ttg.nvmma_shared<{swizzlingByteWidth = " + std::to_string(a->swizzleBytes) +
            ", transposed = " + (order.front() == rank - 1 ? "false" : "true") +
-           ", elementBitWidth = " + std::to_string(elemBits) + "}>";
+           ", elementBitWidth = " + std::to_string(elemBits) +
+           (a->fp4Padded ? ", fp4Padded = true" : "") + "}>";
   std::string o;
   for (size_t i = 0; i < order.size(); ++i) o += (i ? ", " : "") + std::to_string(order[i]);
   return "#ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [" + o + "]}>";

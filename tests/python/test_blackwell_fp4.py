@@ -638,3 +638,19 @@ def test_mixed_fp4_buffer_is_not_read_by_threads(tmp_path):
     msg = compile_source(tmp_path, mixed_body(
         extra="    tlx.local_store(a, tl.zeros((128, 64), tl.uint8))\n"))
     assert "k.py:13" in msg and "padded" in msg and "async_descriptor_load" in msg
+
+
+@pytest.mark.parametrize("a_fmt,b_fmt", [("e2m1", "e4m3"), ("e4m3", "e2m1")])
+def test_mixed_gemm_ttgir_marks_the_padded_fp4_operand(a_fmt, b_fmt):
+    # The e2m1 operand's shared buffer is TMA's padded form (16U4_ALIGN16B): its encoding says
+    # fp4Padded, the fp8 one's does not (asm["ttgir"], layouts of the sm_100a build).
+    path = Path(fk.__file__)
+    k = native_loader.native().compile([(str(path), path.read_text())], "mixed_gemm",
+                                       mixed_sig(a_fmt, b_fmt, 128, 128), {}, target="sm_100a",
+                                       num_warps=4, stage="tile-ir")
+    ttgir = native_loader.native().triton_dialect_text(k.tile_ir, "sm_100a", True)
+    allocs = [line for line in ttgir.splitlines() if "ttg.local_alloc" in line and "nvmma" in line]
+    padded = [line for line in allocs if "fp4Padded = true" in line]
+    assert len(padded) == 1 and "xi8, #ttg.nvmma_shared<" in padded[0]
+    assert any("xf8E4M3FN, #ttg.nvmma_shared<" in line and "fp4Padded" not in line
+               for line in allocs)
