@@ -812,8 +812,13 @@ class CompiledKernel:
         says so and names the keys there are."""
         forms = self.__dict__.get("_forms")
         if forms is None:
-            forms = self._forms = CompiledForms(self.kernel.tile_ir, self.kernel.target,
-                                                ptx=self.kernel.ptx, cubin=self.kernel.cubin)
+            # An interpreted kernel's Triton stages are those of the device the interpreter
+            # stands in for (WARPWEAVE_TARGET, else sm_90a), as its resources are.
+            target = self.kernel.target
+            if self.interpret:
+                target = os.environ.get("WARPWEAVE_TARGET") or "sm_90a"
+            forms = self._forms = CompiledForms(self.kernel.tile_ir, target, ptx=self.kernel.ptx,
+                                                cubin=self.kernel.cubin)
         return forms
 
     @property

@@ -479,3 +479,12 @@ def test_tcgen05_mmas_print_triton_operand_order_with_use_d_and_pred():
     assert re.search(r"tc_gen5_mma %\d+, %\d+, %\d+, %false, %true(_\d+)?, %\d+ ", mmas[0])
     assert re.search(r"tc_gen5_mma %\d+, %\d+, %\d+, %true(_\d+)?, %true(_\d+)?, %\d+ ", mmas[1])
     assert re.search(r"%true(_\d+)? = arith.constant true", ir)
+
+
+def test_an_interpreted_kernel_speaks_for_the_device_it_stands_in_for(monkeypatch):
+    monkeypatch.setenv("WARPWEAVE_TARGET", "sm_100a")
+    x = np.arange(64, dtype=np.float32)
+    out = np.zeros_like(x)
+    k = _masked_add[(1,)](x, x, out, 64, BLOCK=64)
+    assert 'ttg.target = "cuda:100"' in k.asm["ttgir"]
+    assert 'ttg.target = "cuda:100"' in k.asm["ttir"]
