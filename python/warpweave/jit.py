@@ -633,6 +633,12 @@ def _torch_cuda_fns():
     return _torch_cuda
 
 
+def _interpreter_target() -> str:
+    """The target the interpreter stands in for: WARPWEAVE_TARGET, else sm_90a (what an
+    interpreted kernel's resources and Triton stages are those of)."""
+    return os.environ.get("WARPWEAVE_TARGET") or "sm_90a"
+
+
 def _gpu_target() -> str:
     env = os.environ.get("WARPWEAVE_TARGET")
     if env:
@@ -814,9 +820,7 @@ class CompiledKernel:
         if forms is None:
             # An interpreted kernel's Triton stages are those of the device the interpreter
             # stands in for (WARPWEAVE_TARGET, else sm_90a), as its resources are.
-            target = self.kernel.target
-            if self.interpret:
-                target = os.environ.get("WARPWEAVE_TARGET") or "sm_90a"
+            target = _interpreter_target() if self.interpret else self.kernel.target
             forms = self._forms = CompiledForms(self.kernel.tile_ir, target, ptx=self.kernel.ptx,
                                                 cubin=self.kernel.cubin)
         return forms
@@ -871,7 +875,7 @@ class CompiledKernel:
             if request is not None:
                 try:
                     request = dict(request, stage="cubin",
-                                   target=os.environ.get("WARPWEAVE_TARGET") or "sm_90a")
+                                   target=_interpreter_target())
                     self._gpu_build = native().compile(**request)
                 except Exception:  # noqa: BLE001 - no ptxas, or a kernel only the interpreter runs
                     self._gpu_build = None

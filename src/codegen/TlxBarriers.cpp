@@ -107,11 +107,6 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
                                  {base, immInt(a->offset + i * a->bytesPerBuffer)})),
                immInt(arriveCount)},
               leader);
-    // The initialized barriers become visible to the async proxy (TMA complete_tx) and to the
-    // other threads before anyone uses them; in a cluster launch, to the other CTAs too (they
-    // may arrive on them remotely), so every CTA of the cluster meets after its inits. There
-    // the release fence and the cluster barrier are all (as CUTLASS's cluster pipelines and
-    // Triton have it: no proxy fence).
     // Kernels allocate their barriers one group after another: the last group's fence and
     // meeting publish them all (as Triton initializes every barrier before one fence), so a group
     // that another follows, with nothing between that could use a barrier, leaves them to it.
@@ -119,15 +114,19 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
       agentSyncNotNeeded(); // the following group's meeting comes before any use
       return bind(op.result(), {immInt(a->offset)});
     }
+    // The initialized barriers become visible to the async proxy (TMA complete_tx) and to the
+    // other threads before anyone uses them; in a cluster launch, to the other CTAs too (they
+    // may arrive on them remotely), so every CTA of the cluster meets after its inits: there the
+    // release fence and the cluster barrier are all (as CUTLASS's cluster pipelines and Triton
+    // have it), within one CTA a proxy fence and the CTA's barrier.
     b_.inst("fence.mbarrier_init.release.cluster", {});
-    bool clusterSync = fn_.numCtas > 1 && !taskWarps_;
-    if (!clusterSync) b_.inst("fence.proxy.async.shared::cta", {});
-    if (clusterSync) {
+    if (fn_.numCtas > 1 && !taskWarps_) {
       std::string aligned = op.parentBlock() == &fn_.body ? ".aligned" : "";
       b_.inst("barrier.cluster.arrive.release" + aligned, {});
       b_.inst("barrier.cluster.wait.acquire" + aligned, {});
       agentSynced();
     } else {
+      b_.inst("fence.proxy.async.shared::cta", {});
       barrier();
     }
     return bind(op.result(), {immInt(a->offset)});

@@ -1,5 +1,6 @@
 #include "ir/TritonDialects.h"
 
+#include "ir/OpAttrs.h"
 #include "ir/Printer.h"
 
 #include <cmath>
@@ -52,10 +53,9 @@ std::string elemName(DType t) {
   return "?";
 }
 
+/// A shape as MLIR types lead with it: "2x4x" (empty for a scalar).
 std::string dims(const std::vector<int64_t>& shape) {
-  std::string s;
-  for (int64_t d : shape) s += std::to_string(d) + "x";
-  return s;
+  return shape.empty() ? std::string() : shapeDims(shape) + "x";
 }
 
 std::string intList(const std::vector<int64_t>& v) {
@@ -92,15 +92,15 @@ const Op* rootAlloc(const Value* v) {
 /// empty when the compiler chooses it later.
 std::string sharedEncoding(const Op* alloc) {
   if (!alloc || alloc->code() != OpCode::LocalAlloc) return {};
-  std::vector<int64_t> order = alloc->intsAttr("shared_order");
-  if (alloc->intAttr("shared_vec") > 0)
-    return "#ttg.swizzled_shared<{vec = " + std::to_string(alloc->intAttr("shared_vec")) +
-           ", perPhase = " + std::to_string(alloc->intAttr("shared_per_phase", 1)) +
-           ", maxPhase = " + std::to_string(alloc->intAttr("shared_max_phase", 1)) + ", order = [" +
-           intList(order) + "]}>";
-  std::vector<int64_t> intervals = alloc->intsAttr("pad_intervals");
+  namespace A = attr::LocalAlloc;
+  if (A::sharedVec(*alloc) > 0)
+    return "#ttg.swizzled_shared<{vec = " + std::to_string(A::sharedVec(*alloc)) +
+           ", perPhase = " + std::to_string(A::sharedPerPhase(*alloc)) +
+           ", maxPhase = " + std::to_string(A::sharedMaxPhase(*alloc)) + ", order = [" +
+           intList(A::sharedOrder(*alloc)) + "]}>";
+  std::vector<int64_t> intervals = A::padIntervals(*alloc);
   if (!intervals.empty()) {
-    std::vector<int64_t> amounts = alloc->intsAttr("pad_amounts");
+    std::vector<int64_t> amounts = A::padAmounts(*alloc);
     std::string s = "#ttg.padded_shared<[";
     for (size_t i = 0; i < intervals.size(); ++i)
       s += (i ? ", " : "") + std::to_string(intervals[i]) + ":+" +
@@ -354,7 +354,7 @@ private:
   static const char* arithName(const Op& op) {
     if (op.numOperands() == 0 || op.numResults() != 1) return nullptr;
     bool f = isFloatValue(op.operand(0));
-    bool u = op.numOperands() && isUnsignedValue(op.operand(0));
+    bool u = isUnsignedValue(op.operand(0));
     switch (op.code()) {
     case OpCode::Add:
       return f ? "arith.addf" : "arith.addi";
@@ -379,11 +379,11 @@ private:
     case OpCode::Shr:
       return u ? "arith.shrui" : "arith.shrsi";
     case OpCode::Max:
-      return f   ? (op.intAttr("propagate_nan") ? "arith.maximumf" : "arith.maxnumf")
+      return f   ? (propagatesNan(op) ? "arith.maximumf" : "arith.maxnumf")
              : u ? "arith.maxui"
                  : "arith.maxsi";
     case OpCode::Min:
-      return f   ? (op.intAttr("propagate_nan") ? "arith.minimumf" : "arith.minnumf")
+      return f   ? (propagatesNan(op) ? "arith.minimumf" : "arith.minnumf")
              : u ? "arith.minui"
                  : "arith.minsi";
     case OpCode::Pow:
@@ -541,7 +541,7 @@ private:
     const Op* dflt = nullptr;
     std::vector<const Op*> partitions;
     for (const Op* t : all) {
-      if (!dflt && t->intAttr("default") && t->intAttr("replica") == 0)
+      if (!dflt && attr::AsyncTask::isDefault(*t) && attr::AsyncTask::replica(*t) == 0)
         dflt = t;
       else
         partitions.push_back(t);
@@ -555,18 +555,19 @@ private:
     for (const Op* t : partitions) collectCaptures(tasks, *t->region(0), captures, seen);
 
     std::vector<std::string> attrs;
-    if (dflt && dflt->intAttr("num_regs") > 0)
-      attrs.push_back("defaultRequestedRegisters = " + std::to_string(dflt->intAttr("num_regs")) +
-                      " : i32");
+    if (dflt && attr::AsyncTask::numRegs(*dflt) > 0)
+      attrs.push_back("defaultRequestedRegisters = " +
+                      std::to_string(attr::AsyncTask::numRegs(*dflt)) + " : i32");
     bool anyRegs = false, anyStart = false;
     std::vector<int64_t> regs, starts;
     for (const Op* t : partitions) {
-      regs.push_back(t->intAttr("num_regs"));
+      regs.push_back(attr::AsyncTask::numRegs(*t));
       anyRegs |= regs.back() > 0;
-      int64_t start = t->intAttr("warp_group_start_id", -1);
+      int64_t start = attr::AsyncTask::warpGroupStartId(*t);
       anyStart |= start >= 0;
       // Replicas lie one after another from the task's first warp.
-      starts.push_back(start < 0 ? start : start + t->intAttr("replica") * t->intAttr("num_warps"));
+      starts.push_back(
+          start < 0 ? start : start + attr::AsyncTask::replica(*t) * attr::AsyncTask::numWarps(*t));
     }
     if (anyRegs) attrs.push_back("requestedRegisters = array<i32: " + intList(regs) + ">");
     if (anyStart) attrs.push_back("warpGroupStartIds = array<i32: " + intList(starts) + ">");
@@ -601,7 +602,7 @@ private:
         names_[captures[i]] = arg;
         os_ << (i ? ", " : "") << arg << ": " << typeOf(captures[i]);
       }
-      os_ << ") num_warps(" << partitions[p]->intAttr("num_warps") << ") {\n";
+      os_ << ") num_warps(" << attr::AsyncTask::numWarps(*partitions[p]) << ") {\n";
       printBlock(*partitions[p]->region(0), depth + 1);
       line(depth + 1, "ttg.warp_return");
       indent(depth);
@@ -660,15 +661,17 @@ private:
       return;
     }
     case OpCode::ProgramId:
+      line(depth, defineResults(op) + "tt.get_program_id " +
+                      std::string(1, "xyz"[attr::ProgramId::axis(op) % 3]) + " : i32");
+      return;
     case OpCode::NumPrograms:
-      line(depth,
-           defineResults(op) +
-               (op.code() == OpCode::ProgramId ? "tt.get_program_id " : "tt.get_num_programs ") +
-               std::string(1, "xyz"[op.intAttr("axis") % 3]) + " : i32");
+      line(depth, defineResults(op) + "tt.get_num_programs " +
+                      std::string(1, "xyz"[attr::NumPrograms::axis(op) % 3]) + " : i32");
       return;
     case OpCode::Arange:
-      line(depth, defineResults(op) + "tt.make_range {end = " + std::to_string(op.intAttr("end")) +
-                      " : i32, start = " + std::to_string(op.intAttr("start")) +
+      line(depth, defineResults(op) +
+                      "tt.make_range {end = " + std::to_string(attr::Arange::end(op)) +
+                      " : i32, start = " + std::to_string(attr::Arange::start(op)) +
                       " : i32} : " + resultTypes(op));
       return;
     case OpCode::Splat:
@@ -698,7 +701,7 @@ private:
     case OpCode::Cmp: {
       bool f = isFloatValue(op.operand(0));
       line(depth, defineResults(op) + (f ? "arith.cmpf " : "arith.cmpi ") +
-                      cmpPredicate(op.strAttr("pred"), f, isUnsignedValue(op.operand(0))) + ", " +
+                      cmpPredicate(attr::Cmp::pred(op), f, isUnsignedValue(op.operand(0))) + ", " +
                       refs(op) + " : " + typeOf(op.operand(0)));
       return;
     }
@@ -744,7 +747,7 @@ private:
       return;
     case OpCode::AllocBarriers: {
       line(depth, defineResults(op) + "ttg.local_alloc : () -> " + resultTypes(op));
-      int64_t arrivals = op.intAttr("arrive_count", 1);
+      int64_t arrivals = attr::AllocBarriers::arriveCount(op);
       for (int64_t i = 0; i < op.result()->type().count; ++i)
         line(depth, "ttng.init_barrier " + ref(op.result()) + "[" + std::to_string(i) + "], " +
                         std::to_string(arrivals) + " : " + resultTypes(op));
@@ -764,13 +767,13 @@ private:
       return;
     case OpCode::LocalTrans:
       line(depth, defineResults(op) + "ttg.memdesc_trans " + ref(op.operand(0)) +
-                      " {order = array<i32: " + intList(op.intsAttr("order")) +
+                      " {order = array<i32: " + intList(attr::LocalTrans::order(op)) +
                       ">} : " + typeOf(op.operand(0)) + " -> " + resultTypes(op));
       return;
     case OpCode::LocalSlice:
       if (inTmem(op.operand(0))) {
         // Triton's tmem_subslice keeps every row and names its first column N.
-        std::vector<int64_t> offsets = op.intsAttr("offsets");
+        std::vector<int64_t> offsets = attr::LocalSlice::offsets(op);
         line(depth, defineResults(op) + "ttng.tmem_subslice " + ref(op.operand(0)) +
                         " {N = " + std::to_string(offsets.size() == 2 ? offsets[1] : 0) +
                         " : i32} : " + operandTypes(op) + " -> " + resultTypes(op));
@@ -787,7 +790,7 @@ private:
       return;
     case OpCode::BarrierArrive: {
       std::string bar = ref(op.operand(0));
-      if (op.intAttr("has_remote_cta_rank")) {
+      if (attr::BarrierArrive::hasRemoteCtaRank(op)) {
         // The peer CTA's barrier, as TLX maps it before arriving.
         std::string mapped = percent(nextNum_++);
         line(depth, mapped + " = ttng.map_to_remote_buffer " + bar + ", " + ref(op.operand(1)) +
@@ -795,7 +798,7 @@ private:
         bar = mapped;
       }
       line(depth, "ttng.arrive_barrier " + bar + ", " +
-                      std::to_string(op.intAttr("arrive_count", 1)) + " : " +
+                      std::to_string(attr::BarrierArrive::arriveCount(op)) + " : " +
                       typeOf(op.operand(0)));
       return;
     }
@@ -807,7 +810,7 @@ private:
                refs(op) + " : " + operandTypes(op));
       return;
     case OpCode::Fence: {
-      std::string kind = op.strAttr("kind");
+      std::string kind = attr::Fence::kind(op);
       if (kind == "gpu" || kind == "sys")
         line(depth, "ttng.fence {scope = \"" + kind + "\"}");
       else if (kind == "mbarrier_init_cluster")
@@ -822,11 +825,12 @@ private:
       return;
     case OpCode::AsyncDescLoad: {
       // desc[offsets] buffer, barrier[, pred][, multicast ranks]
-      unsigned extra = (op.intAttr("has_pred") ? 1u : 0u) +
-                       static_cast<unsigned>(op.intAttr("multicast_operands"));
+      unsigned extra = (attr::AsyncDescLoad::hasPred(op) ? 1u : 0u) +
+                       static_cast<unsigned>(attr::AsyncDescLoad::multicastOperands(op));
       unsigned offsetsEnd = op.numOperands() - extra;
       std::vector<std::string> named;
-      if (!op.strAttr("evict").empty()) named.push_back("evictionPolicy = " + op.strAttr("evict"));
+      std::string evict = attr::AsyncDescLoad::evict(op);
+      if (!evict.empty()) named.push_back("evictionPolicy = " + evict);
       line(depth, "ttng.async_tma_copy_global_to_local " + ref(op.operand(0)) + "[" +
                       refs(op, 3, offsetsEnd) + "] " + ref(op.operand(1)) + ", " +
                       ref(op.operand(2)) + (extra ? ", " + refs(op, offsetsEnd) : "") +
@@ -836,8 +840,9 @@ private:
     case OpCode::AsyncDescStore: {
       // desc[offsets] buffer
       std::vector<std::string> named;
-      if (!op.strAttr("evict").empty()) named.push_back("evictionPolicy = " + op.strAttr("evict"));
-      std::string reduce = op.strAttr("reduce");
+      std::string evict = attr::AsyncDescStore::evict(op);
+      if (!evict.empty()) named.push_back("evictionPolicy = " + evict);
+      std::string reduce = attr::AsyncDescStore::reduce(op);
       line(depth, std::string(reduce.empty() ? "ttng.async_tma_copy_local_to_global "
                                              : "ttng.async_tma_reduce " + reduce + ", ") +
                       ref(op.operand(0)) + "[" + refs(op, 2) + "] " + ref(op.operand(1)) +
@@ -846,12 +851,12 @@ private:
     }
     case OpCode::AsyncDescStoreWait:
       line(depth, "ttng.async_tma_store_wait {pendings = " +
-                      std::to_string(op.intAttr("pendings")) + " : i32}");
+                      std::to_string(attr::AsyncDescStoreWait::pendings(op)) + " : i32}");
       return;
     case OpCode::AsyncDescPrefetch:
       return generic(op, "ttng.async_tma_prefetch", depth, attrDict(op));
     case OpCode::Prefetch:
-      return generic(op, "ttng.prefetch", depth, " {cache = " + op.strAttr("level", "L2") + "}");
+      return generic(op, "ttng.prefetch", depth, " {cache = " + attr::Prefetch::level(op) + "}");
     case OpCode::PrefetchTensormap:
       return generic(op, "ttng.tensormap_prefetch", depth, {});
     case OpCode::AsyncLoad: {
@@ -859,8 +864,8 @@ private:
       os_ << defineResults(op) << "ttg.async_copy_global_to_local " << ref(op.operand(0)) << ", "
           << ref(op.operand(1));
       unsigned next = 2;
-      if (op.intAttr("has_mask")) os_ << " mask " << ref(op.operand(next++));
-      if (op.intAttr("has_other")) os_ << " other " << ref(op.operand(next++));
+      if (attr::AsyncLoad::hasMask(op)) os_ << " mask " << ref(op.operand(next++));
+      if (attr::AsyncLoad::hasOther(op)) os_ << " other " << ref(op.operand(next++));
       os_ << " : " << typeOf(op.operand(0)) << " -> " << typeOf(op.operand(1)) << "\n";
       return;
     }
@@ -875,7 +880,8 @@ private:
       line(depth, defineResults(op) + "ttg.async_commit_group");
       return;
     case OpCode::AsyncWaitGroup:
-      line(depth, "ttg.async_wait {num = " + std::to_string(op.intAttr("pendings")) + " : i32}");
+      line(depth, "ttg.async_wait {num = " + std::to_string(attr::AsyncWaitGroup::pendings(op)) +
+                      " : i32}");
       return;
     case OpCode::AsyncDot:
       return generic(op, "ttng.warp_group_dot", depth, attrDict(op, {"isAsync = true"}));
@@ -890,13 +896,13 @@ private:
         if (yes.empty()) line(depth, (yes = unique("%true")) + " = arith.constant true");
         return yes;
       };
-      unsigned i = op.intAttr("has_scales") ? 5 : 3;
+      bool scaled = attr::Tcgen05Mma::hasScales(op);
+      unsigned i = scaled ? 5 : 3;
       std::string operands = refs(op, 0, i);
-      operands += ", " + value(op.intAttr("has_use_acc") != 0, i);
-      operands += ", " + value(op.intAttr("has_pred") != 0, i);
+      operands += ", " + value(attr::Tcgen05Mma::hasUseAcc(op), i);
+      operands += ", " + value(attr::Tcgen05Mma::hasPred(op), i);
       if (i < op.numOperands()) operands += ", " + refs(op, i);
-      line(depth, std::string(op.intAttr("has_scales") ? "ttng.tc_gen5_mma_scaled "
-                                                       : "ttng.tc_gen5_mma ") +
+      line(depth, std::string(scaled ? "ttng.tc_gen5_mma_scaled " : "ttng.tc_gen5_mma ") +
                       operands + attrDict(op) + " : " + operandTypes(op));
       return;
     }
@@ -911,20 +917,21 @@ private:
   /// An in-kernel descriptor: the tensor map written to global scratch, then read back as a
   /// descriptor (what warpweave's code generation does with it; Triton's three ops).
   void printMakeDescriptor(const Op& op, int depth) {
-    int64_t storage = op.intAttr("slot_storage", -1);
+    int64_t storage = attr::MakeDescriptor::slotStorage(op);
     std::string scratch;
     if (storage < 0 || !scratchOf_.count(storage)) {
       scratch = percent(nextNum_++);
-      line(depth, scratch + " = ttg.global_scratch_alloc {alignment = 128 : i32, nbytes = " +
-                      std::to_string(128 * std::max<int64_t>(1, op.intAttr("slot_count"))) +
-                      " : i32} : !tt.ptr<i8>");
+      line(depth,
+           scratch + " = ttg.global_scratch_alloc {alignment = 128 : i32, nbytes = " +
+               std::to_string(128 * std::max<int64_t>(1, attr::MakeDescriptor::slotCount(op))) +
+               " : i32} : !tt.ptr<i8>");
       if (storage >= 0) scratchOf_[storage] = scratch;
     } else {
       scratch = scratchOf_[storage];
     }
     line(depth, "ttng.tensormap_create " + scratch + ", " + refs(op) +
-                    " {block_shape = array<i32: " + intList(op.intsAttr("block_shape")) + ">} : (" +
-                    operandTypes(op) + ") -> ()");
+                    " {block_shape = array<i32: " + intList(attr::MakeDescriptor::blockShape(op)) +
+                    ">} : (" + operandTypes(op) + ") -> ()");
     line(depth, defineResults(op) + "ttng.reinterpret_tensor_descriptor " + scratch +
                     " : !tt.ptr<i8> to " + resultTypes(op));
   }

@@ -406,7 +406,7 @@ Val tlxAssertSameLayout(Specializer& sp, const std::string& /*name*/, CallSite& 
                                "got " +
                                    lhs.type().str() + " and " + rhs.type().str());
     ir::Op* op = sp.b.create(OpCode::AssertSameLayout, {lhs.v, rhs.v}, {});
-    op->setAttr("has_rhs", int64_t(1));
+    ir::attr::AssertSameLayout::set::hasRhs(*op, true);
     return Val::none();
   }
   if (lhs.type().kind != ir::TypeKind::Value)
