@@ -122,6 +122,14 @@ size_t positionOf(const Block& block, const Op* op) {
   throw std::logic_error(std::string("op '") + op->name() + "' is not in the block searched");
 }
 
+void moveOp(Block& block, const Op* op, size_t at) {
+  auto& ops = block.ops();
+  size_t from = positionOf(block, op);
+  std::unique_ptr<Op> moved = std::move(ops[from]);
+  ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(from));
+  ops.insert(ops.begin() + static_cast<std::ptrdiff_t>(at), std::move(moved));
+}
+
 void eraseOp(Block& block, const Op* op) {
   auto& ops = block.ops();
   ops.erase(ops.begin() + static_cast<std::ptrdiff_t>(positionOf(block, op)));

@@ -195,6 +195,9 @@ unsigned replaceAllUses(Block& block, Value* from, Value* to);
 void spliceOps(Block& from, Block& to, size_t at);
 /// The index of `op` in `block`'s op list; throws std::logic_error when it is not there.
 size_t positionOf(const Block& block, const Op* op);
+/// Moves `op` within `block` so that it ends up at index `at` of the block's op list (its
+/// operands must still be defined before it there).
+void moveOp(Block& block, const Op* op, size_t at);
 /// Removes `op` (and its results, which nothing may still use) from `block`.
 void eraseOp(Block& block, const Op* op);
 /// Whether `v` (a result or a block argument) is defined inside one of the regions of `op`, at

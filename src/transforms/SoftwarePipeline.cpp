@@ -38,10 +38,11 @@
 // the slot's phase parity), and copies past the end are predicated off rather than masked; Q,
 // loaded the same way, is copied by TMA straight into its buffer.
 //
-// On sm_100a (tensorMemory) only the matmul form is taken, with the same copies, and its dot
-// becomes tcgen05.mma into an accumulator in tensor memory (TMEM) instead of registers, as
-// upstream Triton lowers tl.dot for Blackwell (see rewriteTcgen05 for the schedule). The other
-// forms, and dots tcgen05.mma does not take, stay mma.sync from registers there.
+// On sm_100a (tensorMemory) the matmul and attention forms are taken, with the same copies, and
+// their dots become tcgen05.mma into accumulators in tensor memory (TMEM) instead of registers,
+// as upstream Triton lowers tl.dot for Blackwell (see rewriteTcgen05 and
+// rewriteAttentionTcgen05 for the schedules). The multi-dot form, and dots tcgen05.mma does not
+// take, stay mma.sync from registers there.
 //
 // Loops with several 16-bit dots whose B operands are two tl.loads of the iteration, read as
 // loaded or through tl.trans (attention's backward pass: dK / dV with qT and dO, dQ with kT and
@@ -66,6 +67,7 @@
 #include "transforms/Passes.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <optional>
 #include <unordered_map>
@@ -271,8 +273,13 @@ private:
     countUses();
     Plan plan;
     if (tcgen05_) {
-      if (!analyze(loop, plan)) return false;
-      rewriteTcgen05(plan);
+      if (analyze(loop, plan)) {
+        rewriteTcgen05(plan);
+        return true;
+      }
+      Plan attention;
+      if (!analyzeAttention(loop, attention)) return false;
+      rewriteAttentionTcgen05(attention);
       return true;
     }
     if (analyze(loop, plan)) {
@@ -491,7 +498,10 @@ private:
     if (dots.size() != 2) return false;
     Op* scores = dots[0];
     Op* pv = dots[1];
-    if (!wgmmaShaped(*scores, fn_.numWarps) || !wgmmaShaped(*pv, fn_.numWarps)) return false;
+    auto shaped = [&](const Op& dot) {
+      return tcgen05_ ? tcgen05Shaped(dot, fn_.numWarps) : wgmmaShaped(dot, fn_.numWarps);
+    };
+    if (!shaped(*scores) || !shaped(*pv)) return false;
     // S = Q K^T: Q from outside the loop, K^T a transpose of this iteration's [N, D] load, no
     // accumulator.
     Value* q = scores->operand(0);
@@ -523,6 +533,7 @@ private:
     plan.kTrans = trans;
     plan.loads[0] = kLoad;
     plan.loads[1] = vLoad;
+    if (tcgen05_ && !analyzeAttentionTcgen05(body, plan)) return false;
     // K and V stages beside Q's buffer and the epilogue's 16-bit conversion of the output.
     const Type& kt = kLoad->result()->type();
     const Type& qt = q->type();
@@ -554,6 +565,53 @@ private:
   /// Whether `v` is computed outside `body` (before the loop).
   static bool invariantIn(const Value* v, const Block& body) {
     return v->isBlockArg() ? v->ownerBlock() != &body : !definedInside(v->def(), body);
+  }
+
+  /// Tensor-memory columns a [rows, n] fp32 accumulator takes (tcgen05.alloc grants powers of
+  /// two, 32 at least).
+  static int64_t tmemColumns(int64_t n) {
+    return std::max<int64_t>(32, int64_t(std::bit_ceil(uint64_t(n))));
+  }
+
+  /// sm_100a's conditions on an attention loop (rewriteAttentionTcgen05): O is carried in the
+  /// loop and only the P V dot's result replaces it; the loop reads O (the softmax's rescale)
+  /// only after S's dot; S and O fit in the tensor memory the kernel's other tcgen05 loops left.
+  bool analyzeAttentionTcgen05(const Block& body, Plan& plan) {
+    const Op* yield = body.terminator();
+    const Op* pv = plan.dot;
+    if (usesOf(pv->result()) != 1) return false;
+    int iter = -1;
+    for (unsigned i = 0; i < yield->numOperands(); ++i)
+      if (yield->operand(i) == pv->result()) iter = static_cast<int>(i);
+    if (iter < 0) return false;
+    plan.accIter = static_cast<unsigned>(iter);
+    const Value* o = body.arg(plan.accIter + 1);
+    const size_t scoreAt = ir::positionOf(body, plan.scoreDot);
+    for (size_t i = 0; i < scoreAt; ++i)
+      if (reads(*body.ops()[i], o)) return false;
+    // The O chain (o * alpha) and P stay elementwise register work: their operands are values.
+    if (!pv->operand(2)->type().isTensor()) return false;
+    if (reusableAttentionTmem(plan) >= 0) return true;
+    const Type& pt = pv->operand(0)->type();
+    const int64_t columns = tmemColumns(plan.scoreDot->result()->type().shape[1]) +
+                            tmemColumns(pv->result()->type().shape[1]) +
+                            tmemColumns(pt.shape[1] * ir::byteWidth(pt.elem) / 4);
+    return tmemColumnsUsed_ + columns <= kTensorMemoryColumns;
+  }
+
+  /// The index in attentionTmem_ of an attention loop rewritten before (rewriteAttentionTcgen05)
+  /// whose tensor memory `plan`'s loop can take over, -1 if none: one of the same block with
+  /// the same S, P and O tiles (the two loops of causal attention, which run one after the
+  /// other: every thread's last tcgen05.ld of the first precedes its own first tcgen05.st in
+  /// the second, and the second's first MMA follows a CTA barrier).
+  int reusableAttentionTmem(const Plan& plan) const {
+    for (size_t i = 0; i < attentionTmem_.size(); ++i) {
+      const AttentionTmem& t = attentionTmem_[i];
+      if (t.outer == plan.loop->parentBlock() && t.s == plan.scoreDot->result()->type() &&
+          t.p == plan.dot->operand(0)->type() && t.o == plan.dot->result()->type())
+        return static_cast<int>(i);
+    }
+    return -1;
   }
 
   /// A loop with several 16-bit dots (attention's backward pass: dK / dV and dQ loops) whose B
@@ -1387,40 +1445,34 @@ private:
       rebuilt->result(k)->name = loop.result(r)->name;
       replaceAllUses(fn_.body, loop.result(r), rebuilt->result(k++));
     }
+    // A TMA ring a later loop continues reads its slot from the rebuilt loop's results.
+    for (TmaRing& ring : tmaRings_)
+      if (ring.loop == &loop) {
+        ring.loop = rebuilt;
+        if (ring.slotResult > iter) --ring.slotResult;
+      }
     size_t at = ir::positionOf(outer, &loop);
     ir::spliceOps(holder, outer, at);
     ir::eraseOp(outer, &loop);
   }
 
-  /// Attention: Q is stored once into a swizzled buffer before the loop; K and V tiles are
-  /// copied S - 1 iterations ahead (both MMAs of an iteration are retired within it, so only
-  /// the slot being read stays off limits). In iteration i:
-  ///
-  ///   async_wait_group(S - 2)                     K_i and V_i have landed (+ fence, barrier)
-  ///   s = async_dot(Q, local_trans(K slot))       K-major B straight from the copy
-  ///   s, o_in = async_dot_wait(0, s, o_in)        the softmax reads S; P V of i - 1 retired
-  ///   async_load(iteration i + S - 1 -> slot (i - 1) mod S); commit
-  ///   ...softmax, o_in * alpha...
-  ///   o = async_dot(p, V slot, o_in)              yielded in flight
-  ///   after the loop: o = async_dot_wait(0, o)
-  ///
-  /// Slot (i - 1) mod S was last read by iteration i - 1's MMAs, which the wait for S retired
-  /// (with several warp groups the shared-memory hazard pass adds the CTA barrier). Where the
-  /// loop reads o before S (carriedInFlight), P V is retired in its own iteration instead,
-  /// just before o is first read, and the copies go out right after S's MMA is issued.
-  void rewriteAttention(const Plan& plan) {
+  /// Attention's Q in a swizzled buffer of its own, before the loop's prologue: copied by TMA
+  /// straight into it where Q is a desc_load (`bar` then the barrier its copy completes on, to
+  /// be waited for after the prologue's copies have gone out), else stored from registers (the
+  /// first iteration's slot wait fences and meets every thread before an MMA reads it). A TMA
+  /// loop after another one of the same block with the same Q (the two loops of causal
+  /// attention) reads the buffer that loop stored.
+  struct StagedQ {
+    Value* view = nullptr;
+    Value* bar = nullptr;
+  };
+  StagedQ stageQ(const Plan& plan) {
     Op& loop = *plan.loop;
-    Block& body = *loop.region(0);
     Block& outer = *loop.parentBlock();
     Value* q = plan.scoreDot->operand(0);
-
-    // Q's buffer, written before the prologue: the first iteration's wait group fences and
-    // meets every thread before the MMA reads it.
     Block pre;
     ir::Builder b(&pre);
     b.setLoc(plan.scoreDot->loc());
-    // A TMA loop after another one of the same block with the same Q (the two loops of causal
-    // attention) reads the buffer that loop stored.
     auto stored = tmaQViews_.find(q);
     Value* qView = nullptr;
     // Q copied by TMA straight into its buffer: waited for just before the loop, after the
@@ -1472,7 +1524,33 @@ private:
       }
       ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
     }
+    return {qView, qBar};
+  }
 
+  /// Attention: Q is stored once into a swizzled buffer before the loop; K and V tiles are
+  /// copied S - 1 iterations ahead (both MMAs of an iteration are retired within it, so only
+  /// the slot being read stays off limits). In iteration i:
+  ///
+  ///   async_wait_group(S - 2)                     K_i and V_i have landed (+ fence, barrier)
+  ///   s = async_dot(Q, local_trans(K slot))       K-major B straight from the copy
+  ///   s, o_in = async_dot_wait(0, s, o_in)        the softmax reads S; P V of i - 1 retired
+  ///   async_load(iteration i + S - 1 -> slot (i - 1) mod S); commit
+  ///   ...softmax, o_in * alpha...
+  ///   o = async_dot(p, V slot, o_in)              yielded in flight
+  ///   after the loop: o = async_dot_wait(0, o)
+  ///
+  /// Slot (i - 1) mod S was last read by iteration i - 1's MMAs, which the wait for S retired
+  /// (with several warp groups the shared-memory hazard pass adds the CTA barrier). Where the
+  /// loop reads o before S (carriedInFlight), P V is retired in its own iteration instead,
+  /// just before o is first read, and the copies go out right after S's MMA is issued.
+  void rewriteAttention(const Plan& plan) {
+    Op& loop = *plan.loop;
+    Block& body = *loop.region(0);
+    Block& outer = *loop.parentBlock();
+    auto [qView, qBar] = stageQ(plan);
+    Block pre;
+    ir::Builder b(&pre);
+    b.setLoc(plan.scoreDot->loc());
     const char* const names[2] = {"pipeline_k", "pipeline_v"};
     Pipeline p = startPipeline(plan, plan.stages - 1, names);
     if (qBar) {
@@ -1564,6 +1642,206 @@ private:
     b.setLoc(loop.loc());
     b.create(OpCode::AsyncWaitGroup, {}, {}, {ir::attr::AsyncWaitGroup::make::pendings(0)});
     ir::spliceOps(post, outer, ir::positionOf(outer, &loop) + 1);
+  }
+
+  /// Stores P (the P V dot's A operand) into tensor memory as early as `body` allows, but not
+  /// before position `after` (S's read, after the wait that frees P's columns): right after P is
+  /// computed, its conversion (`p.to(tl.float16)`, which kernels write at the dot) moved up to
+  /// its operands, so the fp32 scores die before the loop reads O for its rescale.
+  static void storeP(Block& body, Value* pTmem, Value* p, size_t after) {
+    Op* def = p->isBlockArg() ? nullptr : p->def();
+    size_t at = ir::positionOf(body, body.terminator());
+    if (def && def->parentBlock() == &body && def->numRegions() == 0 &&
+        ir::isElementwise(def->code())) {
+      size_t ready = after;
+      for (Value* o : def->operands()) {
+        const Op* od = o->isBlockArg() ? nullptr : o->def();
+        if (od && od->parentBlock() == &body) ready = std::max(ready, ir::positionOf(body, od) + 1);
+      }
+      if (ready < ir::positionOf(body, def)) ir::moveOp(body, def, ready);
+      at = ir::positionOf(body, def) + 1;
+    } else if (def && def->parentBlock() == &body) {
+      at = std::max(after, ir::positionOf(body, def) + 1);
+    } else {
+      at = after;
+    }
+    Block store;
+    ir::Builder b(&store);
+    b.setLoc(def ? def->loc() : body.terminator()->loc());
+    b.create(OpCode::LocalStore, {pTmem, p}, {}, {});
+    ir::spliceOps(store, body, at);
+  }
+
+  /// sm_100a: the attention loop (analyzeAttention) with both dots as tcgen05.mma into tensor
+  /// memory, as upstream Triton lowers tl.dot for Blackwell: S = Q K^T into a TMEM tile read
+  /// back by tcgen05.ld for the softmax, P stored into TMEM as the second MMA's A operand, and O
+  /// accumulated in TMEM across the loop, so no accumulator holds registers between iterations.
+  /// Q and the K / V copies as in rewriteAttention. With `done` one barrier, and k the iteration
+  /// counted from 0 in each pass of the loop:
+  ///
+  ///   kernel start:  s_tmem, p_tmem, o_tmem = local_alloc tmem (freed before the kernel
+  ///                  returns; a second loop of the block with the same tiles takes them over)
+  ///   before loop:   done = alloc_barriers(1); local_store(o_tmem, init)
+  ///   loop i (k):    wait for slot i % S
+  ///                  tcgen05_mma(Q, trans(K slot), s_tmem, use_acc = false, done)
+  ///                  barrier_wait(done, k % 2)     S is there, and every earlier MMA (P V of
+  ///                                                i - 1, which read slot (i - 1) % S and
+  ///                                                p_tmem, and wrote o_tmem) has completed
+  ///                  copy iteration i + S - 1 -> slot (i - 1) % S
+  ///                  s = local_load(s_tmem) ...softmax...
+  ///                  local_store(p_tmem, p) as soon as P is computed (storeP)
+  ///                  o = local_load(o_tmem) where the loop reads O (its rescale), and the
+  ///                  rescaled O stored back before the MMA
+  ///                  CTA barrier
+  ///                  tcgen05_mma(p_tmem, V slot, o_tmem)     (committed by the next S MMA)
+  ///   after loop:    tcgen05_commit(done); barrier_wait(done, k % 2); o = local_load(o_tmem)
+  ///
+  /// The CTA barrier before P V also orders every thread's wait for phase k before MMA k + 1
+  /// commits to the barrier again, and every thread's tcgen05.ld of S before the next S MMA
+  /// overwrites it. Both MMAs of an iteration complete within the next one: the MMA work does
+  /// not overlap the softmax (no Blackwell GPU has timed a deeper schedule), but no register
+  /// holds an accumulator across the loop, which the mma.sync fallback could not avoid.
+  void rewriteAttentionTcgen05(const Plan& plan) {
+    Op& loop = *plan.loop;
+    Block& body = *loop.region(0);
+    Block& outer = *loop.parentBlock();
+    const Type sType = plan.scoreDot->result()->type();
+    const Type oType = plan.dot->result()->type();
+    const Type i32 = Type::scalar(DType::I32);
+    const Type& pType = plan.dot->operand(0)->type();
+
+    // S, P and O in tensor memory, allocated at the kernel's top level (every warp takes part
+    // in tcgen05.alloc), or those of the loop before this one.
+    int reused = reusableAttentionTmem(plan);
+    if (reused < 0) {
+      Block top;
+      ir::Builder tb(&top);
+      tb.setLoc(loop.loc());
+      auto tmemTile = [&](DType elem, const Type& t, const char* name) {
+        Value* v = tb.create1(OpCode::LocalAlloc, {},
+                              Type::buffer(elem, t.shape, 1, ir::MemorySpace::Tmem),
+                              {ir::attr::LocalAlloc::make::storage("tmem")});
+        v->name = name;
+        return tb.localView(v, tb.i32(0));
+      };
+      attentionTmem_.push_back(
+          {&outer, sType, pType, oType, tmemTile(DType::F32, sType, "attn_s_tmem"),
+           tmemTile(pType.elem, pType, "attn_p_tmem"), tmemTile(DType::F32, oType, "attn_o_tmem")});
+      ir::spliceOps(top, fn_.body, 0);
+      tmemColumnsUsed_ += tmemColumns(sType.shape[1]) + tmemColumns(oType.shape[1]) +
+                          tmemColumns(pType.shape[1] * ir::byteWidth(pType.elem) / 4);
+      reused = static_cast<int>(attentionTmem_.size()) - 1;
+    }
+    Value* sTmem = attentionTmem_[size_t(reused)].sTmem;
+    Value* pTmem = attentionTmem_[size_t(reused)].pTmem;
+    Value* oTmem = attentionTmem_[size_t(reused)].oTmem;
+
+    meetBeforeNestedLoop(plan);
+    StagedQ q = stageQ(plan);
+    Block pre;
+    ir::Builder b(&pre);
+    b.setLoc(loop.loc());
+    Value* bars = b.create1(OpCode::AllocBarriers, {}, Type::barrier(1),
+                            {ir::attr::AllocBarriers::make::arriveCount(1)});
+    bars->name = "attn_mma_done";
+    Value* done = b.localView(bars, b.i32(0));
+    b.create(OpCode::LocalStore, {oTmem, loop.operand(3 + plan.accIter)}, {}, {});
+    ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
+
+    const char* const names[2] = {"pipeline_k", "pipeline_v"};
+    Pipeline p = startPipeline(plan, plan.stages - 1, names);
+    if (q.bar) {
+      b.setInsertionBlock(&pre);
+      b.create(OpCode::BarrierWait, {q.bar, b.i32(0)}, {},
+               {ir::attr::BarrierWait::make::hasPred(false)});
+      ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
+    }
+    const unsigned countResult = loop.numResults();
+    b.setInsertionBlock(&pre);
+    loop.addOperand(b.i32(0));
+    ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
+    loop.addResult(i32, "attn_mma_count");
+    Value* count = body.addArg(i32, "attn_mma_count");
+    auto parity = [&](ir::Builder& at, Value* k) { return at.binary(OpCode::And, k, at.i32(1)); };
+
+    // ---- S = Q K^T, waited for; the refill; S read back ----
+    Block mid;
+    b.setInsertionBlock(&mid);
+    b.setLoc(plan.scoreDot->loc());
+    waitForSlot(b, p, 0);
+    Value* kTrans = localTrans(b, b.localView(p.buffers[0], p.slot));
+    Value* overwrite = b.constInt(0, Type::scalar(DType::I1));
+    b.create(
+        OpCode::Tcgen05Mma, {q.view, kTrans, sTmem, overwrite, done}, {},
+        {ir::attr::Tcgen05Mma::make::hasUseAcc(true), ir::attr::Tcgen05Mma::make::hasPred(false)});
+    b.create(OpCode::BarrierWait, {done, parity(b, count)}, {},
+             {ir::attr::BarrierWait::make::hasPred(false)});
+    ValueMap map = refill(b, plan, p, plan.scoreDot->loc());
+    yieldPipeline(b, plan, p, map);
+    Value* scores = b.create1(OpCode::LocalLoad, {sTmem}, sType);
+    scores->name = plan.scoreDot->result()->name;
+    replaceAllUses(body, plan.scoreDot->result(), scores);
+    ir::spliceOps(mid, body, ir::positionOf(body, plan.scoreDot));
+
+    // ---- O where the loop reads it: loaded before its first reader ----
+    Value* oArg = body.arg(plan.accIter + 1);
+    const bool oRead = plan.dot->operand(2) != oArg || usesOf(oArg) > 1;
+    if (oRead) {
+      size_t first = ir::positionOf(body, plan.dot);
+      for (size_t i = ir::positionOf(body, scores->def()) + 1; i < first; ++i)
+        if (reads(*body.ops()[i], oArg)) {
+          first = i;
+          break;
+        }
+      Block load;
+      b.setInsertionBlock(&load);
+      b.setLoc(plan.dot->loc());
+      Value* o = b.create1(OpCode::LocalLoad, {oTmem}, oType);
+      o->name = oArg->name;
+      replaceAllUses(body, oArg, o);
+      ir::spliceOps(load, body, first);
+    }
+
+    // ---- P V into O ----
+    Block late;
+    b.setInsertionBlock(&late);
+    b.setLoc(plan.dot->loc());
+    if (plan.tma) waitForSlot(b, p, 1);
+    if (oRead) b.create(OpCode::LocalStore, {oTmem, plan.dot->operand(2)}, {}, {});
+    storeP(body, pTmem, plan.dot->operand(0), ir::positionOf(body, scores->def()) + 1);
+    b.create(OpCode::DebugBarrier, {}, {}, {});
+    Value* v = b.localView(p.buffers[1], p.slot);
+    if (plan.bTrans) v = localTrans(b, v);
+    b.create(
+        OpCode::Tcgen05Mma, {pTmem, v, oTmem}, {},
+        {ir::attr::Tcgen05Mma::make::hasUseAcc(false), ir::attr::Tcgen05Mma::make::hasPred(false)});
+    body.terminator()->addOperand(b.binary(OpCode::Add, count, b.i32(1)));
+    ir::spliceOps(late, body, ir::positionOf(body, plan.dot));
+    // O passes through the loop's registers unchanged, and is dropped from them below.
+    body.terminator()->setOperand(plan.accIter, oArg);
+
+    ir::eraseOp(body, plan.dot);
+    ir::eraseOp(body, plan.scoreDot);
+    ir::eraseOp(body, plan.kTrans);
+    if (plan.bTrans) ir::eraseOp(body, plan.bTrans);
+    ir::eraseOp(body, plan.loads[0]);
+    ir::eraseOp(body, plan.loads[1]);
+
+    // ---- after the loop: the last P V has completed; read O ----
+    Block post;
+    b.setInsertionBlock(&post);
+    b.setLoc(loop.loc());
+    b.create(OpCode::Tcgen05Commit, {done}, {}, {ir::attr::Tcgen05Commit::make::hasPred(false)});
+    b.create(OpCode::BarrierWait, {done, parity(b, loop.result(countResult))}, {},
+             {ir::attr::BarrierWait::make::hasPred(false)});
+    if (!plan.tma)
+      b.create(OpCode::AsyncWaitGroup, {}, {}, {ir::attr::AsyncWaitGroup::make::pendings(0)});
+    Value* result = b.create1(OpCode::LocalLoad, {oTmem}, oType);
+    Value* old = loop.result(plan.accIter);
+    result->name = old->name;
+    replaceAllUses(fn_.body, old, result);
+    ir::spliceOps(post, outer, ir::positionOf(outer, &loop) + 1);
+    dropCarried(loop, plan.accIter);
   }
 
   /// Several dots (analyzeMultiDot). The invariant A operands are stored once before the
@@ -1785,6 +2063,14 @@ private:
     unsigned slotResult;
   };
   std::vector<TmaRing> tmaRings_;
+  /// The tensor memory of the attention loops rewritten for sm_100a: S, P and O's tiles (their
+  /// types, then the TMEM buffers), by the block the loop is in.
+  struct AttentionTmem {
+    const Block* outer;
+    Type s, p, o;
+    Value *sTmem, *pTmem, *oTmem;
+  };
+  std::vector<AttentionTmem> attentionTmem_;
   /// Q's buffer of a TMA attention loop, by Q, with the block it is ready in (the loop's).
   struct QBuffer {
     Value* view;

@@ -1,0 +1,173 @@
+"""Attention loops written with tl.dot on sm_100a (issue 19): the pipeliner takes the loop of
+Triton's fused-attention form (S = Q K^T, softmax, O = P V + O) as it does on sm_90a (Q in a
+swizzled buffer, K and V copied ahead by cp.async or TMA), and issues both dots as tcgen05.mma
+into tensor memory: S read back by tcgen05.ld, P stored into tensor memory as the second MMA's A,
+O accumulated there across the loop (loaded only where the loop rescales it). Without it the dots
+stayed mma.sync with both accumulators in registers: TLX's cross-attention tutorial spilled up to
+21 KB a thread at 128 x 128 tiles.
+
+- The sm_100a Tile IR runs in the interpreter against float64 NumPy references: an MMA lands
+  when a later commit completes, so reading S before its wait, or overwriting P or a K / V slot
+  an MMA still reads, would be reported.
+- The PTX assembles with ptxas for sm_100a without spills at the tile sizes attention uses.
+
+No Blackwell GPU ran any of this."""
+import importlib
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import attnregs_kernels
+import blackwell_tl_attention_kernels as kernels
+from test_attention_tma_pipeline import reference as softmax_reference
+
+native_loader = importlib.import_module("warpweave._native_loader")
+pytestmark = pytest.mark.skipif(not native_loader.available(),
+                                reason="warpweave._native is not built (pip install .)")
+
+TMA_PATH = Path(attnregs_kernels.__file__)
+PATH = Path(kernels.__file__)
+
+
+def compile_kernel(path, name, sig, target="sm_100a", num_warps=4, num_stages=3,
+                   stage="tile-ir"):
+    return native_loader.native().compile([(str(path), path.read_text())], name, sig, {},
+                                          target=target, num_warps=num_warps,
+                                          num_stages=num_stages, stage=stage)
+
+
+def tma_sig(d, bm, bn, causal):
+    return (f"q_desc:desc<fp16,{bm}x{d}>,k_desc:desc<fp16,{bn}x{d}>,"
+            f"v_desc:desc<fp16,{bn}x{d}>,o_desc:desc<fp16,{bm}x{d}>,lse_ptr:*fp32:16,"
+            f"sm_scale:fp32,H:i32,N_CTX:i32,HEAD_DIM={d},BLOCK_M={bm},BLOCK_N={bn},"
+            f"CAUSAL={int(causal)}")
+
+
+def ptr_sig(d, bm, bn, dtype="fp16"):
+    return (f"q_ptr:*{dtype}:16,k_ptr:*{dtype}:16,v_ptr:*{dtype}:16,o_ptr:*{dtype}:16,"
+            f"sm_scale:fp32,N_CTX:i32,HEAD_DIM={d},BLOCK_M={bm},BLOCK_N={bn}")
+
+
+def silu_sig(d, bm, bn):
+    return (f"q_desc:desc<fp16,{bm}x{d}>,k_desc:desc<fp16,{bn}x{d}>,"
+            f"v_desc:desc<fp16,{bn}x{d}>,o_ptr:*fp32:16,alpha:fp32,N_CTX:i32,HEAD_DIM={d},"
+            f"BLOCK_M={bm},BLOCK_N={bn}")
+
+
+def buf(x, writable=False):
+    return (x.ctypes.data, x.nbytes, writable)
+
+
+def desc(t):
+    rows = t.shape[0] * t.shape[1]
+    flat = t.reshape(rows, t.shape[2])
+    return (flat.ctypes.data, flat.nbytes, [rows, t.shape[2]], [t.shape[2], 1])
+
+
+def assert_rewritten(ir, loops):
+    assert " = dot " not in ir, ir
+    assert ir.count("tcgen05_mma") == 2 * loops
+    # S (fp32), P (16-bit, the second MMA's A) and O (fp32) in tensor memory, once per kernel:
+    # causal attention's second loop takes over the first one's.
+    assert len(re.findall(r'local_alloc \{storage = "tmem"\}', ir)) == 3, ir
+    # P V is committed by the next S MMA, the last one after the loop.
+    assert ir.count("tcgen05_commit") == loops
+
+
+@pytest.mark.parametrize("heads,n_ctx,causal,stages,d,bm,bn", [
+    (2, 64, False, 3, 16, 64, 16),     # one query block per head; copies past the end
+    (1, 256, False, 3, 16, 64, 16),    # the slots wrap: the ring's phases flip
+    (1, 192, False, 2, 32, 64, 32),    # num_stages=2
+    (1, 192, True, 3, 16, 64, 16),     # causal: two loops, one ring and one set of TMEM tiles
+    (1, 256, True, 2, 64, 128, 64),    # 128-row tiles
+])
+def test_tma_softmax_attention_in_interpreter(heads, n_ctx, causal, stages, d, bm, bn):
+    k = compile_kernel(TMA_PATH, "attention_tma_fwd", tma_sig(d, bm, bn, causal),
+                       num_stages=stages)
+    assert_rewritten(k.tile_ir, 2 if causal else 1)
+    rng = np.random.default_rng(7)
+    q, kk, v = (rng.standard_normal((heads, n_ctx, d)).astype(np.float16) for _ in range(3))
+    o = np.zeros_like(q)
+    lse = np.zeros((heads, n_ctx), np.float32)
+    k.interpret((n_ctx // bm, heads, 1),
+                [desc(q), desc(kk), desc(v), desc(o), buf(lse, True), 0.5, heads, n_ctx])
+    ref, lse_ref = softmax_reference(q, kk, v, causal, 0.5)
+    np.testing.assert_allclose(o.astype(np.float64), ref, atol=4e-3, rtol=4e-3)
+    np.testing.assert_allclose(lse, lse_ref, atol=1e-4, rtol=1e-5)
+
+
+@pytest.mark.parametrize("heads,n_ctx,d,bm,bn,stages", [
+    (2, 77, 16, 64, 16, 3),    # keys and rows past N_CTX masked, five key blocks
+    (1, 130, 32, 128, 32, 2),  # 128-row tiles, one row past a block
+    (1, 1, 16, 64, 16, 3),     # one key: every prologue copy but the first past the end
+])
+def test_pointer_softmax_attention_in_interpreter(heads, n_ctx, d, bm, bn, stages):
+    k = compile_kernel(PATH, "attention_ptr_fwd", ptr_sig(d, bm, bn), num_stages=stages)
+    ir = k.tile_ir
+    assert_rewritten(ir, 1)
+    assert "async_load" in ir and "async_desc_load" not in ir
+    rng = np.random.default_rng(3)
+    q, kk, v = (rng.standard_normal((heads, n_ctx, d)).astype(np.float16) for _ in range(3))
+    o = np.full_like(q, np.nan)
+    k.interpret((-(-n_ctx // bm), heads, 1), [buf(q), buf(kk), buf(v), buf(o, True), 0.5, n_ctx])
+    ref, _ = softmax_reference(q, kk, v, False, 0.5)
+    np.testing.assert_allclose(o.astype(np.float64), ref, atol=4e-3, rtol=4e-3)
+
+
+def silu_reference(q, k, v, alpha):
+    s = np.einsum("hmd,hnd->hmn", q.astype(np.float64), k.astype(np.float64)) * alpha
+    act = (s / (1 + np.exp(-s))).astype(np.float16).astype(np.float64)
+    return np.einsum("hmn,hnd->hmd", act, v.astype(np.float64)) / q.shape[1]
+
+
+@pytest.mark.parametrize("heads,n_ctx,d,bm,bn", [(2, 128, 16, 64, 32), (1, 256, 32, 128, 64)])
+def test_accumulate_only_attention_keeps_o_in_tensor_memory(heads, n_ctx, d, bm, bn):
+    """acc += tl.dot(act, v): the loop never reads O, so no tcgen05.ld of it until the end."""
+    k = compile_kernel(PATH, "silu_attention_fwd", silu_sig(d, bm, bn))
+    ir = k.tile_ir
+    assert_rewritten(ir, 1)
+    loop = ir[ir.index(" = for "):]
+    loop = loop[:loop.index("\n  }")]
+    assert loop.count("local_load") == 1  # S only
+    rng = np.random.default_rng(11)
+    q, kk, v = (rng.standard_normal((heads, n_ctx, d)).astype(np.float16) for _ in range(3))
+    o = np.full((heads, n_ctx, d), np.nan, np.float32)
+    k.interpret((n_ctx // bm, heads, 1), [desc(q), desc(kk), desc(v), buf(o, True), 0.25, n_ctx])
+    np.testing.assert_allclose(o, silu_reference(q, kk, v, 0.25), atol=2e-3, rtol=2e-3)
+
+
+@pytest.mark.parametrize("kernel,sig,warps", [
+    ("tma", tma_sig(128, 128, 128, False), 4),
+    ("tma", tma_sig(128, 128, 128, True), 4),
+    ("tma", tma_sig(64, 128, 128, True), 4),
+    ("tma", tma_sig(128, 128, 64, False), 8),
+    ("ptr", ptr_sig(128, 128, 64), 4),
+    ("silu", silu_sig(128, 128, 128), 4),
+])
+def test_tcgen05_attention_ptx_without_spills(ptxas, kernel, sig, warps):
+    path, name = {"tma": (TMA_PATH, "attention_tma_fwd"), "ptr": (PATH, "attention_ptr_fwd"),
+                  "silu": (PATH, "silu_attention_fwd")}[kernel]
+    ptx = compile_kernel(path, name, sig, num_warps=warps, stage="ptx").ptx
+    assert "mma.sync" not in ptx
+    mmas = re.findall(r"tcgen05\.mma\.cta_group::1\.kind::f16 \[(%r\d+)\], (\S+), ", ptx)
+    assert mmas
+    # P V reads its A operand from tensor memory ([address]), S = Q K^T from a descriptor.
+    assert any(a.startswith("[") for _, a in mmas) and any(a.startswith("%rd") for _, a in mmas)
+    assert "tcgen05.ld" in ptx and "tcgen05.st" in ptx and "tcgen05.commit" in ptx
+    run = ptxas(ptx, arch="sm_100a", verbose=True)
+    assert run.spill_bytes == 0, run.log
+
+
+def test_two_warps_stay_mma_sync():
+    """tcgen05.ld reads by whole warp groups: a 2-warp kernel keeps both dots mma.sync."""
+    ir = compile_kernel(PATH, "attention_ptr_fwd", ptr_sig(32, 64, 32), num_warps=2).tile_ir
+    assert "tcgen05_mma" not in ir and ir.count(" = dot ") == 2
+
+
+def test_sm90a_keeps_wgmma():
+    ir = compile_kernel(TMA_PATH, "attention_tma_fwd", tma_sig(64, 128, 64, False),
+                        target="sm_90a").tile_ir
+    assert "tcgen05" not in ir and ir.count("async_dot ") == 2
