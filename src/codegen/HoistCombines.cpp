@@ -15,9 +15,8 @@
 // written asynchronously) and never raises register pressure: across the lines it passes, %a and
 // %b were both live and now only %d is.
 #include "codegen/Lowering.h"
-#include "codegen/PtxBuilder.h"
+#include "codegen/PtxLines.h"
 
-#include <cctype>
 #include <map>
 #include <string_view>
 #include <vector>
@@ -25,48 +24,6 @@
 namespace ww::codegen {
 
 namespace {
-
-bool isRegChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-}
-
-/// The registers (`%name`, not `%tid.x` and the like) on `line`.
-std::vector<std::string_view> registersIn(std::string_view line) {
-  std::vector<std::string_view> regs;
-  for (size_t i = 0; i < line.size(); ++i) {
-    if (line[i] != '%') continue;
-    size_t j = i + 1;
-    while (j < line.size() && isRegChar(line[j])) ++j;
-    if (j > i + 1 && (j == line.size() || line[j] != '.')) regs.push_back(line.substr(i, j - i));
-    i = j - 1;
-  }
-  return regs;
-}
-
-/// Whether no instruction may move across `line`: a label, a branch or return, a scope brace, a
-/// declaration, the end of an inline asm (whose text the pass does not read), or a change of the
-/// register budget.
-bool isBarrierLine(std::string_view line) {
-  if (line.empty()) return false;
-  if (line[0] != '\t')
-    return line.find(':') != std::string_view::npos || line[0] == '{' || line[0] == '}';
-  size_t at = line.find_first_not_of(" \t");
-  if (at == std::string_view::npos) return false;
-  std::string_view s = line.substr(at);
-  if (s[0] == '{' || s[0] == '}' || (s[0] == '.' && !s.starts_with(".loc"))) return true;
-  if (s.starts_with(kInlineAsmBegin) || s.starts_with(kInlineAsmEnd)) return true;
-  if (s[0] == '@') { // a guarded instruction: look at its opcode
-    size_t sp = s.find_first_of(" \t");
-    if (sp == std::string_view::npos) return true;
-    s = s.substr(s.find_first_not_of(" \t", sp));
-  }
-  // wgmma and tcgen05.ld write their registers after they issue, until their wait: a step that
-  // reads one must stay after the wait (and a wgmma's accumulators read in between would
-  // serialize every wgmma, ptxas C7514).
-  return s.starts_with("bra") || s.starts_with("ret") || s.starts_with("exit") ||
-         s.starts_with("setmaxnreg") || s.starts_with("call") || s.starts_with("wgmma.") ||
-         s.starts_with("tcgen05.ld") || s.starts_with("tcgen05.wait::ld");
-}
 
 /// `%d, %a, %b` of an unguarded `add|max|min[.modifiers].f32 %d, %a, %b;`, else empty.
 std::vector<std::string_view> combineOperands(std::string_view line) {
@@ -91,13 +48,7 @@ std::vector<std::string_view> combineOperands(std::string_view line) {
 } // namespace
 
 void hoistDyingCombines(std::string& body) {
-  std::vector<std::string> lines;
-  for (size_t at = 0; at < body.size();) {
-    size_t nl = body.find('\n', at);
-    size_t end = nl == std::string::npos ? body.size() : nl + 1;
-    lines.emplace_back(body, at, end - at);
-    at = end;
-  }
+  std::vector<std::string> lines = splitPtxLines(body);
   // First and last line of each register in the original order.
   std::map<std::string, std::pair<size_t, size_t>> span;
   for (size_t i = 0; i < lines.size(); ++i)
@@ -137,11 +88,7 @@ void hoistDyingCombines(std::string& body) {
     out.insert(out.begin() + static_cast<std::ptrdiff_t>(to), std::move(lines[i]));
     moved = true;
   }
-  if (!moved) return;
-  std::string text;
-  text.reserve(body.size());
-  for (const std::string& l : out) text += l;
-  body = std::move(text);
+  if (moved) body = joinPtxLines(out);
 }
 
 } // namespace ww::codegen

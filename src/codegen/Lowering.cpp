@@ -1431,7 +1431,10 @@ PtxKernel FunctionLowering::run() {
   // Measured where it pays (sm_100a's tensor-memory softmax kernels spilled without it); on
   // sm_90a it moves no register count, only ptxas's schedule of kernels timed on the H200 as
   // they are, so it stays off there until it is timed too.
-  if (options_.target == Target::SM100a) hoistDyingCombines(b_.mutableBody());
+  if (options_.target == Target::SM100a) {
+    sinkSingleUses(b_.mutableBody());
+    hoistDyingCombines(b_.mutableBody());
+  }
   out += b_.body();
   out += "}\n";
   std::string files = b_.fileDirectives();

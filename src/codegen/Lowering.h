@@ -82,6 +82,11 @@ bool isTmemValue(const ir::Value* v);
 /// reduction's chain then runs as its elements are made instead of keeping them all live.
 /// Applied to sm_100a kernels (Lowering.cpp says why).
 void hoistDyingCombines(std::string& body);
+/// Moves each pure instruction whose result has one use down to just before that use, within
+/// straight-line code (SinkSingleUses.cpp): an elementwise chain (a mask's index, compare and
+/// select) then runs element by element instead of keeping every element's intermediate live.
+/// Applied to sm_100a kernels, as hoistDyingCombines.
+void sinkSingleUses(std::string& body);
 
 /// The 32-bit tcgen05.mma instruction descriptor (kind::f16 / tf32 / f8f6f4) of an M x N MMA of
 /// `a` x `b` into `d`, with A / B MN-major as given (TlxTmem.cpp).
