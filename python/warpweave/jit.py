@@ -639,6 +639,14 @@ def _interpreter_target() -> str:
     return os.environ.get("WARPWEAVE_TARGET") or "sm_90a"
 
 
+def _interpreted_ir_target() -> str:
+    """The target whose Tile IR the interpreter runs: the one it stands in for where that is
+    sm_100a (so tl.dot's tcgen05 lowerings run on CPU as they compile for Blackwell), else
+    sm_90a's, which holds every form the interpreter models (sm_80 refuses TLX's ops)."""
+    target = _interpreter_target()
+    return target if target == "sm_100a" else "sm_90a"
+
+
 def _gpu_target() -> str:
     env = os.environ.get("WARPWEAVE_TARGET")
     if env:
@@ -1472,7 +1480,7 @@ class JITFunction(KernelInterface):
         key_part, kinds = self.specialization(values)
         options = tuple(options)
         if target is None:
-            target = "interp" if interpret else _gpu_target()
+            target = "interp:" + _interpreted_ir_target() if interpret else _gpu_target()
         trap = trap_hang_tries()
         key = (interpret, target, options, trap, key_part)
         self._check_environment()
@@ -1490,7 +1498,7 @@ class JITFunction(KernelInterface):
         fp_fusion = options[4] if len(options) > 4 else True
         nat = native()
         stage = "tile-ir" if interpret else "cubin"
-        compile_target = "sm_90a" if interpret else target
+        compile_target = _interpreted_ir_target() if interpret else target
         request = dict(files=env.files, kernel=self.fn.__name__, signature=signature,
                        globals=env.globals, target=compile_target, num_warps=num_warps,
                        num_stages=num_stages, num_ctas=num_ctas, stage=stage, names=env.names)
@@ -1579,7 +1587,7 @@ class JITFunction(KernelInterface):
             if has_numpy and has_cuda:
                 raise ValueError(f"{self.__name__}: NumPy arrays and CUDA tensors cannot be mixed "
                                  f"in one launch")
-            target = "interp"
+            target = "interp:" + _interpreted_ir_target()
         else:
             if cpu_tensor is not None:
                 raise ValueError(

@@ -159,9 +159,12 @@ struct Plan {
   int64_t step = 1;
   int stages = 3;
   /// Attention: `dot` is P @ V (loads[1] is V) and scoreDot is Q @ trans(K) (loads[0] is K,
-  /// read through kTrans), with Q loop-invariant.
+  /// read through kTrans), with Q loop-invariant. Transposed (sm_100a only): scoreDot is
+  /// S^T = K @ trans(Q) and `dot` is O^T = trans(V) @ P^T (+ O^T), kTrans then V's transpose.
   Op* scoreDot = nullptr;
   Op* kTrans = nullptr;
+  Value* q = nullptr;
+  bool transposed = false;
   /// The loads are desc_loads through kernel-parameter (host) descriptors or tensor maps made
   /// before the loop (tmaDescLoad): the copies are TMA loads completing on a barrier per slot
   /// instead of cp.async groups.
@@ -502,21 +505,26 @@ private:
       return tcgen05_ ? tcgen05Shaped(dot, fn_.numWarps) : wgmmaShaped(dot, fn_.numWarps);
     };
     if (!shaped(*scores) || !shaped(*pv)) return false;
-    // S = Q K^T: Q from outside the loop, K^T a transpose of this iteration's [N, D] load, no
-    // accumulator.
-    Value* q = scores->operand(0);
-    if (q->isBlockArg() ? q->ownerBlock() == &body : definedInside(q->def(), body)) return false;
-    if (!q->type().isTensor() || !ir::isPositiveZeroConstant(scores->operand(2))) return false;
-    Op* trans = scores->operand(1)->def();
-    if (!trans || trans->code() != OpCode::Permute || trans->parentBlock() != &body ||
-        ir::attr::Permute::order(*trans) != std::vector<int64_t>{1, 0} ||
-        usesOf(trans->result()) != 1)
+    if (!ir::isPositiveZeroConstant(scores->operand(2))) return false;
+    Op* kLoad = nullptr;
+    Op* vLoad = nullptr;
+    if (Op* trans = singleUseTranspose(scores->operand(1), body, usesOf(scores->operand(1)));
+        trans && invariantIn(scores->operand(0), body)) {
+      // S = Q K^T: Q from outside the loop, K^T a transpose of this iteration's [N, D] load.
+      plan.q = scores->operand(0);
+      plan.kTrans = trans;
+      kLoad = trans->operand(0)->def();
+      // V as loaded ([N, D]) or, K-major as fp8 needs, the transpose of a [D, N] load.
+      plan.bTrans = singleUseTranspose(pv->operand(1), body, usesOf(pv->operand(1)));
+      if (ir::isMmaFp8(pv->operand(1)->type().elem) && !plan.bTrans) return false;
+      vLoad = (plan.bTrans ? plan.bTrans->operand(0) : pv->operand(1))->def();
+      // P from registers (not a load this pass would move).
+      if (!pv->operand(0)->type().isTensor()) return false;
+    } else if (!tcgen05_ || !matchTransposedAttention(body, *scores, *pv, plan, kLoad, vLoad)) {
       return false;
-    Op* kLoad = trans->operand(0)->def();
-    // V as loaded ([N, D]) or, K-major as fp8 needs, the transpose of a [D, N] load.
-    plan.bTrans = singleUseTranspose(pv->operand(1), body, usesOf(pv->operand(1)));
-    if (ir::isMmaFp8(pv->operand(1)->type().elem) && !plan.bTrans) return false;
-    Op* vLoad = (plan.bTrans ? plan.bTrans->operand(0) : pv->operand(1))->def();
+    }
+    Value* q = plan.q;
+    if (!q->type().isTensor()) return false;
     for (Op* load : {kLoad, vLoad})
       if (!load || (load->code() != OpCode::Load && !tmaDescLoad(*load, body)) ||
           load->parentBlock() != &body || usesOf(load->result()) != 1)
@@ -526,11 +534,8 @@ private:
     plan.tma = kLoad->code() == OpCode::DescLoad;
     if (vLoad->code() != kLoad->code()) return false;
     if (plan.tma && nestedInLoop(*loop.parentBlock())) return false;
-    // P from registers (not a load this pass would move).
-    if (!pv->operand(0)->type().isTensor()) return false;
     plan.dot = pv;
     plan.scoreDot = scores;
-    plan.kTrans = trans;
     plan.loads[0] = kLoad;
     plan.loads[1] = vLoad;
     if (tcgen05_ && !analyzeAttentionTcgen05(body, plan)) return false;
@@ -540,6 +545,9 @@ private:
     int64_t bytes = ir::byteWidth(kt.elem);
     int64_t stageBytes = 2 * kt.shape[0] * kt.shape[1] * bytes;
     int64_t budget = kSharedBytesPerBlock - qt.shape[0] * qt.shape[1] * (bytes + 2);
+    // The transposed form's P^T, the second MMA's B, in shared memory (B cannot come from
+    // tensor memory).
+    if (plan.transposed) budget -= pBytes(plan);
     // TMA loops also leave room for the buffers earlier TMA loops took (Q's included, which a
     // loop with the same Q reuses), going down to two slots (one copy ahead) where needed: the
     // second loop of causal attention.
@@ -565,6 +573,37 @@ private:
   /// Whether `v` is computed outside `body` (before the loop).
   static bool invariantIn(const Value* v, const Block& body) {
     return v->isBlockArg() ? v->ownerBlock() != &body : !definedInside(v->def(), body);
+  }
+
+  /// The transposed attention loop (sm_100a): `s_t = tl.dot(k, tl.trans(q))` ([N, M]) with q
+  /// loop-invariant and k this iteration's [N, D] load, then `o_t = tl.dot(tl.trans(v), p_t,
+  /// o_t)` ([D, M]) with v this iteration's [N, D] load and p_t computed in registers (the
+  /// TRANS form of TLX's cross-attention reference kernel). K and V are then the MMAs' A
+  /// operands, Q^T the first one's B (a view of Q's buffer) and P^T the second one's, stored to
+  /// shared memory.
+  bool matchTransposedAttention(const Block& body, const Op& scores, const Op& pv, Plan& plan,
+                                Op*& kLoad, Op*& vLoad) {
+    const Op* qT = scores.operand(1)->def();
+    if (!qT || qT->code() != OpCode::Permute ||
+        ir::attr::Permute::order(*qT) != std::vector<int64_t>{1, 0} ||
+        !invariantIn(qT->operand(0), body))
+      return false;
+    Op* vT = singleUseTranspose(pv.operand(0), body, usesOf(pv.operand(0)));
+    if (!vT || !pv.operand(1)->type().isTensor()) return false;
+    DType e = pv.operand(1)->type().elem;
+    if (e != DType::F16 && e != DType::BF16) return false;
+    plan.q = qT->operand(0);
+    plan.kTrans = vT;
+    plan.transposed = true;
+    kLoad = scores.operand(0)->def();
+    vLoad = vT->operand(0)->def();
+    return true;
+  }
+
+  /// Bytes of P's tile (the P V dot's register operand).
+  static int64_t pBytes(const Plan& plan) {
+    const Type& t = plan.dot->operand(plan.transposed ? 1 : 0)->type();
+    return t.shape[0] * t.shape[1] * ir::byteWidth(t.elem);
   }
 
   /// Tensor-memory columns a [rows, n] fp32 accumulator takes (tcgen05.alloc grants powers of
@@ -593,9 +632,10 @@ private:
     if (!pv->operand(2)->type().isTensor()) return false;
     if (reusableAttentionTmem(plan) >= 0) return true;
     const Type& pt = pv->operand(0)->type();
+    const int64_t pColumns =
+        plan.transposed ? 0 : tmemColumns(pt.shape[1] * ir::byteWidth(pt.elem) / 4);
     const int64_t columns = tmemColumns(plan.scoreDot->result()->type().shape[1]) +
-                            tmemColumns(pv->result()->type().shape[1]) +
-                            tmemColumns(pt.shape[1] * ir::byteWidth(pt.elem) / 4);
+                            tmemColumns(pv->result()->type().shape[1]) + pColumns;
     return tmemColumnsUsed_ + columns <= kTensorMemoryColumns;
   }
 
@@ -607,8 +647,10 @@ private:
   int reusableAttentionTmem(const Plan& plan) const {
     for (size_t i = 0; i < attentionTmem_.size(); ++i) {
       const AttentionTmem& t = attentionTmem_[i];
-      if (t.outer == plan.loop->parentBlock() && t.s == plan.scoreDot->result()->type() &&
-          t.p == plan.dot->operand(0)->type() && t.o == plan.dot->result()->type())
+      if (t.outer == plan.loop->parentBlock() && t.transposed == plan.transposed &&
+          t.s == plan.scoreDot->result()->type() &&
+          t.p == plan.dot->operand(plan.transposed ? 1 : 0)->type() &&
+          t.o == plan.dot->result()->type())
         return static_cast<int>(i);
     }
     return -1;
@@ -1209,7 +1251,7 @@ private:
   /// of the MMA's 16-bit element type. Null otherwise.
   Op* tmaQLoad(const Plan& plan) const {
     if (!plan.tma) return nullptr;
-    Value* q = plan.scoreDot->operand(0);
+    Value* q = plan.q;
     Op* load = q->def();
     if (!load || !tmaDescLoad(*load, *plan.loop->region(0))) return nullptr;
     if (q->type().elem != DType::F16 && q->type().elem != DType::BF16) return nullptr;
@@ -1469,7 +1511,7 @@ private:
   StagedQ stageQ(const Plan& plan) {
     Op& loop = *plan.loop;
     Block& outer = *loop.parentBlock();
-    Value* q = plan.scoreDot->operand(0);
+    Value* q = plan.q;
     Block pre;
     ir::Builder b(&pre);
     b.setLoc(plan.scoreDot->loc());
@@ -1644,11 +1686,12 @@ private:
     ir::spliceOps(post, outer, ir::positionOf(outer, &loop) + 1);
   }
 
-  /// Stores P (the P V dot's A operand) into tensor memory as early as `body` allows, but not
-  /// before position `after` (S's read, after the wait that frees P's columns): right after P is
+  /// Stores P (the P V dot's register operand) into `buffer` (tensor memory, or shared memory for
+  /// the transposed form) as early as `body` allows, but not before position `after` (S's read,
+  /// after the wait that frees the buffer): right after P is
   /// computed, its conversion (`p.to(tl.float16)`, which kernels write at the dot) moved up to
   /// its operands, so the fp32 scores die before the loop reads O for its rescale.
-  static void storeP(Block& body, Value* pTmem, Value* p, size_t after) {
+  static void storeP(Block& body, Value* buffer, Value* p, size_t after) {
     Op* def = p->isBlockArg() ? nullptr : p->def();
     size_t at = ir::positionOf(body, body.terminator());
     if (def && def->parentBlock() == &body && def->numRegions() == 0 &&
@@ -1668,7 +1711,7 @@ private:
     Block store;
     ir::Builder b(&store);
     b.setLoc(def ? def->loc() : body.terminator()->loc());
-    b.create(OpCode::LocalStore, {pTmem, p}, {}, {});
+    b.create(OpCode::LocalStore, {buffer, p}, {}, {});
     ir::spliceOps(store, body, at);
   }
 
@@ -1708,7 +1751,8 @@ private:
     const Type sType = plan.scoreDot->result()->type();
     const Type oType = plan.dot->result()->type();
     const Type i32 = Type::scalar(DType::I32);
-    const Type& pType = plan.dot->operand(0)->type();
+    Value* pValue = plan.dot->operand(plan.transposed ? 1 : 0);
+    const Type pType = pValue->type();
 
     // S, P and O in tensor memory, allocated at the kernel's top level (every warp takes part
     // in tcgen05.alloc), or those of the loop before this one.
@@ -1724,12 +1768,14 @@ private:
         v->name = name;
         return tb.localView(v, tb.i32(0));
       };
-      attentionTmem_.push_back(
-          {&outer, sType, pType, oType, tmemTile(DType::F32, sType, "attn_s_tmem"),
-           tmemTile(pType.elem, pType, "attn_p_tmem"), tmemTile(DType::F32, oType, "attn_o_tmem")});
+      Value* sTile = tmemTile(DType::F32, sType, "attn_s_tmem");
+      Value* pTile = plan.transposed ? nullptr : tmemTile(pType.elem, pType, "attn_p_tmem");
+      Value* oTile = tmemTile(DType::F32, oType, "attn_o_tmem");
+      attentionTmem_.push_back({&outer, plan.transposed, sType, pType, oType, sTile, pTile, oTile});
       ir::spliceOps(top, fn_.body, 0);
-      tmemColumnsUsed_ += tmemColumns(sType.shape[1]) + tmemColumns(oType.shape[1]) +
-                          tmemColumns(pType.shape[1] * ir::byteWidth(pType.elem) / 4);
+      tmemColumnsUsed_ += tmemColumns(sType.shape[1]) + tmemColumns(oType.shape[1]);
+      if (!plan.transposed)
+        tmemColumnsUsed_ += tmemColumns(pType.shape[1] * ir::byteWidth(pType.elem) / 4);
       reused = static_cast<int>(attentionTmem_.size()) - 1;
     }
     Value* sTmem = attentionTmem_[size_t(reused)].sTmem;
@@ -1746,6 +1792,15 @@ private:
     bars->name = "attn_mma_done";
     Value* done = b.localView(bars, b.i32(0));
     b.create(OpCode::LocalStore, {oTmem, loop.operand(3 + plan.accIter)}, {}, {});
+    // The transposed form's P^T (the second MMA's B) goes through shared memory.
+    Value* pShared = nullptr;
+    if (plan.transposed) {
+      Value* buffer = b.create1(OpCode::LocalAlloc, {}, Type::buffer(pType.elem, pType.shape, 1),
+                                {ir::attr::LocalAlloc::make::storage("smem")});
+      buffer->name = "attn_p_t";
+      pShared = b.localView(buffer, b.i32(0));
+      sharedUsed_ += pBytes(plan);
+    }
     ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
 
     const char* const names[2] = {"pipeline_k", "pipeline_v"};
@@ -1769,10 +1824,12 @@ private:
     b.setInsertionBlock(&mid);
     b.setLoc(plan.scoreDot->loc());
     waitForSlot(b, p, 0);
-    Value* kTrans = localTrans(b, b.localView(p.buffers[0], p.slot));
+    Value* kSlot = b.localView(p.buffers[0], p.slot);
     Value* overwrite = b.constInt(0, Type::scalar(DType::I1));
+    Value* sA = plan.transposed ? kSlot : q.view;
+    Value* sB = localTrans(b, plan.transposed ? q.view : kSlot);
     b.create(
-        OpCode::Tcgen05Mma, {q.view, kTrans, sTmem, overwrite, done}, {},
+        OpCode::Tcgen05Mma, {sA, sB, sTmem, overwrite, done}, {},
         {ir::attr::Tcgen05Mma::make::hasUseAcc(true), ir::attr::Tcgen05Mma::make::hasPred(false)});
     b.create(OpCode::BarrierWait, {done, parity(b, count)}, {},
              {ir::attr::BarrierWait::make::hasPred(false)});
@@ -1808,12 +1865,18 @@ private:
     b.setLoc(plan.dot->loc());
     if (plan.tma) waitForSlot(b, p, 1);
     if (oRead) b.create(OpCode::LocalStore, {oTmem, plan.dot->operand(2)}, {}, {});
-    storeP(body, pTmem, plan.dot->operand(0), ir::positionOf(body, scores->def()) + 1);
+    storeP(body, plan.transposed ? pShared : pTmem, pValue,
+           ir::positionOf(body, scores->def()) + 1);
+    // P^T written to shared memory by the generic proxy is read by the MMA's async proxy.
+    if (plan.transposed)
+      b.create(OpCode::Fence, {}, {}, {ir::attr::Fence::make::kind("async_shared")});
     b.create(OpCode::DebugBarrier, {}, {}, {});
     Value* v = b.localView(p.buffers[1], p.slot);
-    if (plan.bTrans) v = localTrans(b, v);
+    if (plan.bTrans || plan.transposed) v = localTrans(b, v);
+    Value* pvA = plan.transposed ? v : pTmem;
+    Value* pvB = plan.transposed ? pShared : v;
     b.create(
-        OpCode::Tcgen05Mma, {pTmem, v, oTmem}, {},
+        OpCode::Tcgen05Mma, {pvA, pvB, oTmem}, {},
         {ir::attr::Tcgen05Mma::make::hasUseAcc(false), ir::attr::Tcgen05Mma::make::hasPred(false)});
     body.terminator()->addOperand(b.binary(OpCode::Add, count, b.i32(1)));
     ir::spliceOps(late, body, ir::positionOf(body, plan.dot));
@@ -2067,8 +2130,9 @@ private:
   /// types, then the TMEM buffers), by the block the loop is in.
   struct AttentionTmem {
     const Block* outer;
+    bool transposed;
     Type s, p, o;
-    Value *sTmem, *pTmem, *oTmem;
+    Value *sTmem, *pTmem, *oTmem; // pTmem: null when P goes through shared memory
   };
   std::vector<AttentionTmem> attentionTmem_;
   /// Q's buffer of a TMA attention loop, by Q, with the block it is ready in (the loop's).

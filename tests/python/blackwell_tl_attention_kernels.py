@@ -61,3 +61,25 @@ def silu_attention_fwd(q_desc, k_desc, v_desc, o_ptr, alpha, N_CTX, HEAD_DIM: tl
     rows = row0 + tl.arange(0, BLOCK_M)
     cols = tl.arange(0, HEAD_DIM)
     tl.store(o_ptr + rows[:, None] * HEAD_DIM + cols[None, :], acc / N_CTX)
+
+
+@ww.jit
+def silu_attention_t_fwd(q_desc, k_desc, v_desc, o_ptr, alpha, N_CTX, HEAD_DIM: tl.constexpr,
+                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """silu_attention_fwd computed transposed: S^T = K Q^T and O^T += V^T P^T (the TRANS form
+    of TLX's cross-attention reference kernel); o is written as o^T, fp32 [heads, HEAD_DIM,
+    N_CTX]."""
+    first = tl.program_id(1) * N_CTX
+    row0 = first + tl.program_id(0) * BLOCK_M
+    q = q_desc.load([row0, 0])
+    acc = tl.zeros([HEAD_DIM, BLOCK_M], tl.float32)
+    for start in tl.range(0, N_CTX, BLOCK_N):
+        k = k_desc.load([first + start, 0])
+        qk = tl.dot(k, tl.trans(q)) * alpha
+        act = qk / (1.0 + tl.exp(-qk))
+        v = v_desc.load([first + start, 0])
+        acc += tl.dot(tl.trans(v), act.to(tl.float16))
+    dims = tl.arange(0, HEAD_DIM)
+    cols = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    o_base = o_ptr + tl.program_id(1) * HEAD_DIM * N_CTX
+    tl.store(o_base + dims[:, None] * N_CTX + cols[None, :], acc / N_CTX)

@@ -139,6 +139,24 @@ def test_accumulate_only_attention_keeps_o_in_tensor_memory(heads, n_ctx, d, bm,
     np.testing.assert_allclose(o, silu_reference(q, kk, v, 0.25), atol=2e-3, rtol=2e-3)
 
 
+@pytest.mark.parametrize("heads,n_ctx,d,bm,bn", [(1, 256, 128, 64, 128), (2, 128, 64, 64, 64)])
+def test_transposed_attention_in_interpreter(heads, n_ctx, d, bm, bn):
+    """S^T = K Q^T, O^T += V^T P^T: K and V^T are the MMAs' A operands, Q^T a view of Q's
+    buffer, and P^T (the second MMA's B, which tensor memory cannot hold) goes through shared
+    memory."""
+    k = compile_kernel(PATH, "silu_attention_t_fwd", silu_sig(d, bm, bn))
+    ir = k.tile_ir
+    assert " = dot " not in ir and ir.count("tcgen05_mma") == 2
+    assert len(re.findall(r'local_alloc \{storage = "tmem"\}', ir)) == 2  # S^T and O^T
+    assert "attn_p_t" in ir and 'fence {kind = "async_shared"}' in ir
+    rng = np.random.default_rng(13)
+    q, kk, v = (rng.standard_normal((heads, n_ctx, d)).astype(np.float16) for _ in range(3))
+    o = np.full((heads, d, n_ctx), np.nan, np.float32)
+    k.interpret((n_ctx // bm, heads, 1), [desc(q), desc(kk), desc(v), buf(o, True), 0.25, n_ctx])
+    np.testing.assert_allclose(o.transpose(0, 2, 1), silu_reference(q, kk, v, 0.25), atol=2e-3,
+                               rtol=2e-3)
+
+
 @pytest.mark.parametrize("kernel,sig,warps", [
     ("tma", tma_sig(128, 128, 128, False), 4),
     ("tma", tma_sig(128, 128, 128, True), 4),
@@ -146,16 +164,20 @@ def test_accumulate_only_attention_keeps_o_in_tensor_memory(heads, n_ctx, d, bm,
     ("tma", tma_sig(128, 128, 64, False), 8),
     ("ptr", ptr_sig(128, 128, 64), 4),
     ("silu", silu_sig(128, 128, 128), 4),
+    ("silu_t", silu_sig(128, 64, 128), 4),
 ])
 def test_tcgen05_attention_ptx_without_spills(ptxas, kernel, sig, warps):
     path, name = {"tma": (TMA_PATH, "attention_tma_fwd"), "ptr": (PATH, "attention_ptr_fwd"),
-                  "silu": (PATH, "silu_attention_fwd")}[kernel]
+                  "silu": (PATH, "silu_attention_fwd"),
+                  "silu_t": (PATH, "silu_attention_t_fwd")}[kernel]
     ptx = compile_kernel(path, name, sig, num_warps=warps, stage="ptx").ptx
     assert "mma.sync" not in ptx
     mmas = re.findall(r"tcgen05\.mma\.cta_group::1\.kind::f16 \[(%r\d+)\], (\S+), ", ptx)
     assert mmas
-    # P V reads its A operand from tensor memory ([address]), S = Q K^T from a descriptor.
-    assert any(a.startswith("[") for _, a in mmas) and any(a.startswith("%rd") for _, a in mmas)
+    # P V reads its A operand from tensor memory ([address]), S = Q K^T from a descriptor; in
+    # the transposed form both A operands (K, V^T) are descriptors.
+    assert any(a.startswith("%rd") for _, a in mmas)
+    assert any(a.startswith("[") for _, a in mmas) == (kernel != "silu_t")
     assert "tcgen05.ld" in ptx and "tcgen05.st" in ptx and "tcgen05.commit" in ptx
     run = ptxas(ptx, arch="sm_100a", verbose=True)
     assert run.spill_bytes == 0, run.log
@@ -171,3 +193,24 @@ def test_sm90a_keeps_wgmma():
     ir = compile_kernel(TMA_PATH, "attention_tma_fwd", tma_sig(64, 128, 64, False),
                         target="sm_90a").tile_ir
     assert "tcgen05" not in ir and ir.count("async_dot ") == 2
+
+
+@pytest.mark.parametrize("target,tcgen05", [("sm_100a", True), ("sm_90a", False), ("sm_80", False)])
+def test_interpreter_runs_the_stand_in_targets_tile_ir(monkeypatch, target, tcgen05):
+    """A launch on NumPy arrays runs the Tile IR of the GPU the interpreter stands in for:
+    sm_100a's tcgen05 attention under WARPWEAVE_TARGET=sm_100a, sm_90a's otherwise (sm_80 has
+    no TLX ops to stage the loop with)."""
+    monkeypatch.setenv("WARPWEAVE_TARGET", target)
+    monkeypatch.setenv("WARPWEAVE_CACHE_DISABLE", "1")
+    rng = np.random.default_rng(5)
+    heads, n_ctx, d = 1, 100, 32
+    q, kk, v = (rng.standard_normal((heads, n_ctx, d)).astype(np.float16) for _ in range(3))
+    o = np.zeros_like(q)
+    compiled = kernels.attention_ptr_fwd[(2, heads)](q, kk, v, o, 0.5, n_ctx, HEAD_DIM=d,
+                                                    BLOCK_M=64, BLOCK_N=32, num_warps=4,
+                                                    num_stages=3)
+    ir = compiled.kernel.tile_ir
+    assert ("tcgen05_mma" in ir) == tcgen05
+    assert ("async_dot " in ir) != tcgen05
+    ref, _ = softmax_reference(q, kk, v, False, 0.5)
+    np.testing.assert_allclose(o.astype(np.float64), ref, atol=4e-3, rtol=4e-3)
