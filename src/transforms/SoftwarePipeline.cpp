@@ -274,28 +274,19 @@ private:
   /// Rewrites `loop` by the first plan that takes it; false when none does.
   bool pipeline(Op& loop) {
     countUses();
+    // sm_100a's tcgen05 rewrites, sm_90a's wgmma ones (the multi-dot form on sm_90a only).
     Plan plan;
-    if (tcgen05_) {
-      if (analyze(loop, plan)) {
-        rewriteTcgen05(plan);
-        return true;
-      }
-      Plan attention;
-      if (!analyzeAttention(loop, attention)) return false;
-      rewriteAttentionTcgen05(attention);
-      return true;
-    }
     if (analyze(loop, plan)) {
-      rewrite(plan);
+      tcgen05_ ? rewriteTcgen05(plan) : rewrite(plan);
       return true;
     }
     Plan attention;
     if (analyzeAttention(loop, attention)) {
-      rewriteAttention(attention);
+      tcgen05_ ? rewriteAttentionTcgen05(attention) : rewriteAttention(attention);
       return true;
     }
     Plan multi;
-    if (!analyzeMultiDot(loop, multi)) return false;
+    if (tcgen05_ || !analyzeMultiDot(loop, multi)) return false;
     rewriteMultiDot(multi);
     return true;
   }
