@@ -42,6 +42,19 @@ bool isPureAlu(std::string_view inst) {
   return false;
 }
 
+/// Whether `reg` is one of the registers PtxBuilder declares (%p, %h, %r, %rd, %f, %fd and a
+/// number), not a special register (%clock64, %globaltimer, %laneid ...), whose reads must stay
+/// where the kernel put them.
+bool isBuilderRegister(std::string_view reg) {
+  size_t digits = reg.find_first_of("0123456789");
+  if (digits == std::string_view::npos || digits == reg.size()) return false;
+  for (char c : reg.substr(digits))
+    if (c < '0' || c > '9') return false;
+  std::string_view prefix = reg.substr(0, digits);
+  return prefix == "%p" || prefix == "%h" || prefix == "%r" || prefix == "%rd" || prefix == "%f" ||
+         prefix == "%fd";
+}
+
 struct RegisterInfo {
   size_t count = 0;
   size_t first = 0;
@@ -80,6 +93,8 @@ void sinkSingleUses(std::string& body) {
     bool guarded = false;
     std::string_view inst = ptxInstruction(lines[i], &guarded);
     if (inst.empty() || guarded || !isPureAlu(inst) || regs[i].empty()) return false;
+    for (std::string_view r : regs[i])
+      if (!isBuilderRegister(r)) return false;
     const RegisterInfo& d = info.at(regs[i][0]);
     if (d.count != 2 || d.first != i) return false;
     int dying = 0;

@@ -73,6 +73,9 @@ TEST(SinkSingleUses, StaysWhereMovingWouldBeWrongOrCostly) {
            "\tld.global.b32 %r3, [%rd5];\n\tst.global.b32 [%rd1], %r9;\n\tst.global.b32 [%rd2], "
            "%r3;\n",
            "\tsetp.lt.s32 %p1|%p2, %r1, %r2;\n\tst.global.b32 [%rd1], %r9;\n\t@%p1 bra $L_y;\n",
+           // a special register's read (a clock taken before the work it times)
+           "\tmov.u64 %rd3, %clock64;\n\tst.global.b32 [%rd1], %r9;\n\tst.global.b64 [%rd2], "
+           "%rd3;\n",
        }) {
     EXPECT_EQ(sunk(lines), lines) << lines;
   }
