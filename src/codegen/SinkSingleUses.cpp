@@ -67,28 +67,36 @@ void sinkSingleUses(std::string& body) {
   std::vector<std::string> lines = splitPtxLines(body);
   const size_t n = lines.size();
   std::vector<std::vector<std::string_view>> regs(n);
-  std::vector<char> barrier(n), braces(n);
+  // The registers each line may write: its first operand's (after a guard; `%p|%q` both), or
+  // every register of a line with braces (vector destinations). Conservative: a store's
+  // address registers count too.
+  std::vector<std::vector<std::string_view>> writes(n);
+  std::vector<char> barrier(n);
   std::unordered_map<std::string_view, RegisterInfo> info;
   for (size_t i = 0; i < n; ++i) {
     regs[i] = registersIn(lines[i]);
     barrier[i] = isBarrierLine(lines[i]);
-    braces[i] = lines[i].find('{') != std::string::npos;
+    if (lines[i].find('{') != std::string::npos) {
+      writes[i] = regs[i];
+    } else if (std::string_view inst = ptxInstruction(lines[i]); !inst.empty()) {
+      size_t space = inst.find_first_of(" \t");
+      std::string_view first =
+          space == std::string_view::npos ? std::string_view() : inst.substr(space);
+      writes[i] = registersIn(first.substr(0, first.find_first_of(",;")));
+    }
     for (std::string_view r : regs[i]) {
       RegisterInfo& ri = info[r];
       if (ri.count++ == 0) ri.first = i;
       ri.last = i;
     }
   }
-  auto mentions = [&](size_t k, std::string_view r) {
-    for (std::string_view x : regs[k])
+  auto among = [](const std::vector<std::string_view>& list, std::string_view r) {
+    for (std::string_view x : list)
       if (x == r) return true;
     return false;
   };
-  // Whether line k may write r: its first register, or any register of a line with braces
-  // (vector destinations).
-  auto mayWrite = [&](size_t k, std::string_view r) {
-    return (!regs[k].empty() && regs[k][0] == r) || (braces[k] && mentions(k, r));
-  };
+  auto mentions = [&](size_t k, std::string_view r) { return among(regs[k], r); };
+  auto mayWrite = [&](size_t k, std::string_view r) { return among(writes[k], r); };
   auto candidate = [&](size_t i) {
     bool guarded = false;
     std::string_view inst = ptxInstruction(lines[i], &guarded);

@@ -58,6 +58,8 @@ TEST(SinkSingleUses, StaysWhereMovingWouldBeWrongOrCostly) {
   for (const char* lines : {
            // an operand rewritten before the use (a loop-carried register)
            "\tadd.s32 %r3, %r1, 1;\n\tmov.u32 %r1, %r8;\n\tst.global.b32 [%rd2], %r3;\n",
+           // an operand written under a guard before the use
+           "\tadd.s32 %r3, %r1, 1;\n\t@%p4 mov.u32 %r1, %r8;\n\tst.global.b32 [%rd2], %r3;\n",
            // an operand written by a vector load before the use
            "\tadd.s32 %r3, %r1, 1;\n\tld.shared.v2.b32 {%r1, %r7}, [%r8];\n"
            "\tst.global.b32 [%rd2], %r3;\n",
