@@ -394,8 +394,13 @@ void FunctionLowering::dispatchOp(const ir::Op& op) {
     return lowerAsyncTasks(op);
   case OpCode::AsyncDotWait:
     return lowerAsyncDotWait(op);
-  case OpCode::Clock64:
-    return bind(op.result(), {b_.pure("mov.u64", RegClass::B64, {"%clock64"})});
+  case OpCode::Clock64: {
+    // Each read is its own instruction: two reads around the work they time are not one value
+    // (pure() would share the first read's register, and the elapsed time would be 0).
+    std::string clock = b_.newReg(RegClass::B64);
+    b_.inst("mov.u64", {clock, "%clock64"});
+    return bind(op.result(), {clock});
+  }
   case OpCode::VoteBallot:
     return lowerVoteBallot(op);
   case OpCode::InlineAsm:

@@ -125,5 +125,42 @@ def masked_silu(X, Y, start, n, ROWS: tl.constexpr, COLS: tl.constexpr):
   EXPECT_GE(near, setps - 1) << ptx;
 }
 
+TEST(SinkSingleUses, TwoClockReadsAroundAStoreStayTwoReadsInPlace) {
+  // tlx.clock64() before and after the work it times: two reads of %clock64 (not one shared
+  // register), the first before the store and the second after it, on both targets.
+  const char* src = R"(
+import warpweave.language as tl
+import warpweave.language.extra.tlx as tlx
+import warpweave as ww
+
+
+@ww.jit
+def timed_store(out, elapsed, value):
+    start = tlx.clock64()
+    tl.store(out, value)
+    end = tlx.clock64()
+    tl.store(elapsed, end - start)
+)";
+  for (Target t : {Target::SM90a, Target::SM100a}) {
+    CompileRequest req;
+    req.files.push_back({"timed.py", src});
+    req.kernel = "timed_store";
+    req.signature = parseSignature("out:*i32:16, elapsed:*i64:16, value:i32");
+    req.options.target = t;
+    req.options.numWarps = 1;
+    req.stage = Stage::Cubin;
+    CompiledKernel k = compile(req);
+    ASSERT_FALSE(k.cubin.empty());
+    const std::string& ptx = k.ptx;
+    size_t first = ptx.find("%clock64;");
+    size_t store = ptx.find("st.global.b32");
+    ASSERT_NE(first, std::string::npos);
+    size_t second = ptx.find("%clock64;", first + 1);
+    ASSERT_NE(second, std::string::npos) << ptx;
+    EXPECT_LT(first, store);
+    EXPECT_GT(second, store);
+  }
+}
+
 } // namespace
 } // namespace ww
