@@ -1341,7 +1341,6 @@ private:
     const Type accType = plan.dot->result()->type();
     const int64_t M = accType.shape[0], N = accType.shape[1];
     tmemColumnsUsed_ += N;
-    Type i32 = Type::scalar(DType::I32);
 
     // The accumulator's tensor memory, allocated at the kernel's top level (every warp takes
     // part in tcgen05.alloc): one per rewritten loop, each its own columns.
@@ -1371,11 +1370,7 @@ private:
 
     const char* const names[2] = {"pipeline_a", "pipeline_b"};
     Pipeline p = startPipeline(plan, plan.stages - 1, names);
-    const unsigned countResult = loop.numResults();
-    loop.addOperand(b.i32(0));
-    ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
-    loop.addResult(i32, "dot_mma_count");
-    Value* count = body.addArg(i32, "dot_mma_count");
+    auto [count, countResult] = addMmaCounter(loop, "dot_mma_count");
 
     // The barrier MMA `k` commits to and the parity of that commit's phase.
     auto mmaDone = [&](ir::Builder& at, Value* k) {
@@ -1437,7 +1432,33 @@ private:
       otherwise.setLoc(loop.loc());
       otherwise.create(OpCode::Yield, {}, {});
     }
-    Value* result = b.create1(OpCode::LocalLoad, {tmem}, accType);
+    readAccumulatorAfterLoop(plan, b, post, tmem, accType);
+  }
+
+  /// Adds an i32 count of the loop's MMAs, from 0, to `loop`'s carried values: returns its body
+  /// argument and the index of the loop result holding the count after the loop (the caller
+  /// yields its next value).
+  static std::pair<Value*, unsigned> addMmaCounter(Op& loop, const char* name) {
+    Block& outer = *loop.parentBlock();
+    Block zero;
+    ir::Builder b(&zero);
+    b.setLoc(loop.loc());
+    loop.addOperand(b.i32(0));
+    ir::spliceOps(zero, outer, ir::positionOf(outer, &loop));
+    const unsigned result = loop.numResults();
+    const Type i32 = Type::scalar(DType::I32);
+    loop.addResult(i32, name);
+    return {loop.region(0)->addArg(i32, name), result};
+  }
+
+  /// The accumulator the loop carried (plan.accIter), now in tensor memory `tmem`, read after
+  /// the loop: `b` appends the tcgen05.ld to `post`, which goes right after the loop; the loaded
+  /// value takes the loop result's uses, and the loop stops carrying it.
+  void readAccumulatorAfterLoop(const Plan& plan, ir::Builder& b, Block& post, Value* tmem,
+                                const Type& type) {
+    Op& loop = *plan.loop;
+    Block& outer = *loop.parentBlock();
+    Value* result = b.create1(OpCode::LocalLoad, {tmem}, type);
     Value* old = loop.result(plan.accIter);
     result->name = old->name;
     replaceAllUses(fn_.body, old, result);
@@ -1741,7 +1762,6 @@ private:
     Block& outer = *loop.parentBlock();
     const Type sType = plan.scoreDot->result()->type();
     const Type oType = plan.dot->result()->type();
-    const Type i32 = Type::scalar(DType::I32);
     Value* pValue = plan.dot->operand(plan.transposed ? 1 : 0);
     const Type pType = pValue->type();
 
@@ -1802,12 +1822,7 @@ private:
                {ir::attr::BarrierWait::make::hasPred(false)});
       ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
     }
-    const unsigned countResult = loop.numResults();
-    b.setInsertionBlock(&pre);
-    loop.addOperand(b.i32(0));
-    ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
-    loop.addResult(i32, "attn_mma_count");
-    Value* count = body.addArg(i32, "attn_mma_count");
+    auto [count, countResult] = addMmaCounter(loop, "attn_mma_count");
     auto parity = [&](ir::Builder& at, Value* k) { return at.binary(OpCode::And, k, at.i32(1)); };
 
     // ---- S = Q K^T, waited for; the refill; S read back ----
@@ -1890,12 +1905,7 @@ private:
              {ir::attr::BarrierWait::make::hasPred(false)});
     if (!plan.tma)
       b.create(OpCode::AsyncWaitGroup, {}, {}, {ir::attr::AsyncWaitGroup::make::pendings(0)});
-    Value* result = b.create1(OpCode::LocalLoad, {oTmem}, oType);
-    Value* old = loop.result(plan.accIter);
-    result->name = old->name;
-    replaceAllUses(fn_.body, old, result);
-    ir::spliceOps(post, outer, ir::positionOf(outer, &loop) + 1);
-    dropCarried(loop, plan.accIter);
+    readAccumulatorAfterLoop(plan, b, post, oTmem, oType);
   }
 
   /// Several dots (analyzeMultiDot). The invariant A operands are stored once before the
