@@ -47,7 +47,7 @@ const ir::Op* outsideTasks(const ir::Op& op) {
 } // namespace
 
 SharedLiveness::SharedLiveness(const ir::Function& fn, RootOf rootOf, UsesScratch usesScratch)
-    : fn_(fn), rootOf_(std::move(rootOf)) {
+    : fn_(fn), rootOf_(std::move(rootOf)), uniformity_(fn.body) {
   std::unordered_set<const ir::Op*> sites;
   auto visitBlock = [&](const ir::Block& block, auto& self) -> void {
     const auto& ops = block.ops();
@@ -94,35 +94,25 @@ bool SharedLiveness::isKnownRing(const ir::Value* root) const {
   return root && root->def() && root->def()->code() == OpCode::AllocBarriers;
 }
 
-bool SharedLiveness::uniform(const ir::Value* v, int depth) const {
-  if (auto it = threadDependent_.find(v); it != threadDependent_.end()) return !it->second;
-  const ir::Op* def = v->def();
-  bool dep = false;
-  if (def && (def->code() == OpCode::ThreadId || def->code() == OpCode::VoteBallot || depth > 64))
-    dep = true; // (past 64 ops deep: not worth following, taken as the threads' own)
-  else if (def)
-    for (const ir::Value* o : def->operands())
-      if (!uniform(o, depth + 1)) {
-        dep = true;
-        break;
-      }
-  threadDependent_[v] = dep;
-  return !dep;
-}
-
 const ir::Block* SharedLiveness::homeFor(const ir::Block* block) const {
   std::vector<const ir::Block*> chain; // from `block` out to the kernel body (excluded)
   for (const ir::Block* b = block; b != &fn_.body; b = b->parentOp()->parentBlock())
     chain.push_back(b);
   const ir::Block* home = &fn_.body;
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-    const ir::Op& loop = *(*it)->parentOp();
-    if (loop.code() != OpCode::For || !uniform(loop.operand(0)) || !uniform(loop.operand(1)) ||
-        !uniform(loop.operand(2)))
-      break;
+    const ir::Op& op = *(*it)->parentOp();
+    const bool uniformLoop = op.code() == OpCode::For && uniformity_.uniform(op.operand(0)) &&
+                             uniformity_.uniform(op.operand(1)) &&
+                             uniformity_.uniform(op.operand(2));
+    const bool uniformBranch = op.code() == OpCode::If && uniformity_.uniform(op.operand(0));
+    if (!uniformLoop && !uniformBranch) break;
     home = *it;
   }
   return home;
+}
+
+bool SharedLiveness::exclusive(const Span& a, const Span& b) const {
+  return ir::exclusiveBranches(a.block, b.block, uniformity_);
 }
 
 const ir::Op* SharedLiveness::ancestorIn(const ir::Block& block, const ir::Op* op) const {
@@ -411,6 +401,8 @@ public:
         if (&a < &b && !meet(a, b) && a.offset < b.offset + b.bytes &&
             b.offset < a.offset + a.bytes) {
           auto [x, y] = inCommon(a.span, b.span);
+          // Exclusive branches need no barrier between them, unless they take turns in a loop.
+          if (live_.exclusive(a.span, b.span) && !live_.repeats(x.block)) continue;
           bool fence = (a.generic && b.async) || (a.async && b.generic);
           if (y.last < x.first) std::swap(x, y);
           separate(x, y, fence, out);
@@ -457,6 +449,7 @@ private:
 
   bool meet(const SharedTenant& a, const SharedTenant& b) const {
     if (a.wholeKernel || b.wholeKernel) return true;
+    if (live_.exclusive(a.span, b.span)) return false;
     auto [x, y] = inCommon(a.span, b.span);
     return x.first <= y.last && y.first <= x.last;
   }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "ir/IR.h"
+#include "ir/Uniformity.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -47,8 +48,11 @@ struct BufferLiveness {
 /// The liveness facts of one kernel.
 ///
 /// A buffer's span lies in its home block: the block of its local_alloc, or the innermost block
-/// around it that is the kernel body or the body of a for loop nested only in for loops with
-/// bounds all threads agree on (a barrier there is met by every thread). A buffer allocated in
+/// around it that is the kernel body, the body of a for loop or a branch of an if, nested only
+/// in for loops with bounds all threads agree on and ifs whose conditions they agree on (a
+/// barrier there is met by every thread). Buffers at home in the two branches of one if never
+/// meet (ir::exclusiveBranches): the two attention loops of a kernel that picks its tile size
+/// by the sequence length share their bytes. A buffer allocated in
 /// a loop body is a new buffer in every iteration (as in TLX and Triton): its copies must land
 /// and its reads be done within the iteration, since the next one's buffer may take its bytes.
 /// Where the waits below are not found in the home block, the home moves out a level.
@@ -99,6 +103,9 @@ public:
   const ir::Block* common(const ir::Block* a, const ir::Block* b) const;
   /// `s` seen from block `to` (s.block or a block around it): the op of `to` it lies in.
   Span project(const Span& s, const ir::Block* to) const;
+  /// Whether `a` and `b` lie in different branches of one `if` (ir::exclusiveBranches): no
+  /// thread runs both, so their tenants never meet.
+  bool exclusive(const Span& a, const Span& b) const;
   /// Whether `block` runs more than once in a kernel (a loop body, or inside one).
   bool repeats(const ir::Block* block) const;
   /// Whether ops [from, to) of `block` hold a CTA barrier every thread meets (a
@@ -115,7 +122,6 @@ private:
   const ir::Op* ancestorIn(const ir::Block& block, const ir::Op* op) const;
   /// The home block for an allocation in `block` (see the class comment).
   const ir::Block* homeFor(const ir::Block* block) const;
-  bool uniform(const ir::Value* v, int depth = 0) const;
   bool isKnownRing(const ir::Value* root) const;
   /// The liveness of `alloc` with its span in `home`; false when a drain is not found there.
   bool analyzeIn(const ir::Op& alloc, const ir::Block* home, BufferLiveness& out) const;
@@ -130,7 +136,7 @@ private:
   std::vector<const ir::Op*> syncMmas_; // synchronous tcgen05 MMAs
   std::vector<const ir::Op*> scratchSites_;
   std::unordered_set<const ir::Op*> asyncSites_;
-  mutable std::unordered_map<const ir::Value*, bool> threadDependent_;
+  ir::ThreadUniformity uniformity_;
 };
 
 /// One tenant of shared memory to place.

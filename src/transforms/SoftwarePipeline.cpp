@@ -62,6 +62,7 @@
 #include "ir/OpAttrs.h"
 #include "ir/OpTraits.h"
 #include "ir/TensorMaps.h"
+#include "ir/Uniformity.h"
 #include "layout/AxisInfo.h"
 #include "support/MathExtras.h"
 #include "transforms/Passes.h"
@@ -212,6 +213,9 @@ constexpr bool kPipelineMultiDotLoops = true;
 /// kMultiDotAlias + kMultiDotRings (+ 1); far from the small ids TLX kernels number theirs with.
 constexpr int64_t kMultiDotAlias = int64_t(1) << 30;
 constexpr int64_t kMultiDotRings = 1024;
+/// The storage-alias id of the tensor memory of the tcgen05 rewrites: one region, each loop's
+/// tiles at their own columns, loops in the two branches of an if over the same ones.
+constexpr int64_t kPipelineTmemAlias = kMultiDotAlias + 2 * kMultiDotRings;
 
 /// TLX's Blackwell ops: a kernel that uses tensor memory or tcgen05 itself places its own
 /// accumulators (and may need all 512 columns).
@@ -231,9 +235,90 @@ bool isTlxTensorMemory(const Op& op) {
 /// Tensor-memory columns of a CTA (128 lanes x 512 columns of 32 bits).
 constexpr int64_t kTensorMemoryColumns = 512;
 
+/// What the rewritten loops of a kernel hold of a per-CTA resource (shared-memory bytes, tensor-
+/// memory columns), by the block each loop is in. Loops in the two branches of one `if` never run
+/// together (ir::exclusiveBranches; the layout pass lets their buffers share bytes), so a new
+/// loop competes only with what the loops it can run beside hold at once.
+class BranchLedger {
+public:
+  explicit BranchLedger(const ir::ThreadUniformity& uniformity) : uniformity_(uniformity) {}
+
+  /// The most that entries which can be live beside a loop in `at` hold at once: summed, but
+  /// for those in different branches of one `if`, of which the larger counts.
+  int64_t heldBeside(const Block* at) const {
+    std::vector<std::pair<std::vector<const Block*>, int64_t>> live; // if-branch path, size
+    for (const Entry& e : entries_)
+      if (!ir::exclusiveBranches(e.block, at, uniformity_))
+        live.push_back({branchPath(e.block), e.size});
+    return peak(live, 0);
+  }
+  /// The lowest offset (a multiple of `align`) where `size` units overlap no entry that can be
+  /// live beside a loop in `at`.
+  int64_t firstFit(const Block* at, int64_t size, int64_t align) const {
+    std::vector<std::pair<int64_t, int64_t>> busy;
+    for (const Entry& e : entries_)
+      if (!ir::exclusiveBranches(e.block, at, uniformity_))
+        busy.emplace_back(e.offset, e.offset + e.size);
+    std::sort(busy.begin(), busy.end());
+    int64_t offset = 0;
+    for (const auto& [lo, hi] : busy) {
+      if (alignTo(offset, align) + size <= lo) break;
+      offset = std::max(offset, hi);
+    }
+    return alignTo(offset, align);
+  }
+  void add(const Block* at, int64_t size, int64_t offset = 0) {
+    entries_.push_back({at, offset, size});
+  }
+
+private:
+  struct Entry {
+    const Block* block;
+    int64_t offset, size;
+  };
+  /// The branches of uniform ifs `block` lies in, outermost first.
+  std::vector<const Block*> branchPath(const Block* block) const {
+    std::vector<const Block*> path;
+    for (const Block* b = block; b && b->parentOp(); b = b->parentOp()->parentBlock())
+      if (b->parentOp()->code() == OpCode::If && uniformity_.uniform(b->parentOp()->operand(0)))
+        path.push_back(b);
+    std::reverse(path.begin(), path.end());
+    return path;
+  }
+  /// Entries at `depth` branches add up; deeper ones, by the if of their next branch, take
+  /// the larger of that if's branches.
+  static int64_t peak(const std::vector<std::pair<std::vector<const Block*>, int64_t>>& es,
+                      size_t depth) {
+    int64_t sum = 0;
+    std::vector<const Op*> ifs;
+    for (const auto& [path, size] : es) {
+      if (path.size() == depth)
+        sum += size;
+      else if (std::find(ifs.begin(), ifs.end(), path[depth]->parentOp()) == ifs.end())
+        ifs.push_back(path[depth]->parentOp());
+    }
+    for (const Op* op : ifs) {
+      int64_t most = 0;
+      for (unsigned r = 0; r < op->numRegions(); ++r) {
+        std::vector<std::pair<std::vector<const Block*>, int64_t>> in;
+        for (const auto& e : es)
+          if (e.first.size() > depth && e.first[depth] == op->region(r)) in.push_back(e);
+        most = std::max(most, peak(in, depth + 1));
+      }
+      sum += most;
+    }
+    return sum;
+  }
+
+  const ir::ThreadUniformity& uniformity_;
+  std::vector<Entry> entries_;
+};
+
 class Pipeliner {
 public:
-  Pipeliner(ir::Function& fn, bool tensorMemory) : fn_(fn), tcgen05_(tensorMemory) {}
+  Pipeliner(ir::Function& fn, bool tensorMemory)
+      : fn_(fn), uniformity_(fn.body), shared_(uniformity_), tmem_(uniformity_),
+        tcgen05_(tensorMemory) {}
 
   int run() {
     bool hasTlxAsync = false;
@@ -338,8 +423,8 @@ private:
       return false;
     // The accumulators of a kernel's tcgen05 loops each keep their columns of tensor memory
     // (one allocation for the kernel); past 512 columns a dot stays mma.sync.
-    if (tcgen05_ && tmemColumnsUsed_ + dot->result()->type().shape[1] > kTensorMemoryColumns)
-      return false;
+    const int64_t accColumns = tmemColumns(dot->result()->type().shape[1]);
+    if (tcgen05_ && tmemOffset(loop, accColumns) + accColumns > kTensorMemoryColumns) return false;
     plan.dot = dot;
 
     // The accumulator: a loop-carried value that only the dot reads and that the dot's result
@@ -397,7 +482,7 @@ private:
     const Type& at = dot->operand(0)->type();
     int64_t M = at.shape[0], K = at.shape[1], N = dot->operand(1)->type().shape[1];
     int64_t stageBytes = (M * K + K * N) * ir::byteWidth(at.elem);
-    int64_t budget = kSharedBytesPerBlock - kTmaLoopSlack - sharedUsed_;
+    int64_t budget = kSharedBytesPerBlock - kTmaLoopSlack - sharedUsedBeside(loop);
     // (sm_100a keeps the room in every case: the layout pass does not yet place the epilogue
     // of a tcgen05 loop over its dead stages, and a dot left mma.sync compiles.)
     if (!onlyPipelinedOps(body, plan) || tcgen05_) budget -= M * N * 2;
@@ -553,7 +638,7 @@ private:
     int minStages = 3;
     if (plan.tma) {
       minStages = 2;
-      budget -= sharedUsed_ + kTmaLoopSlack;
+      budget -= sharedUsedBeside(loop) + kTmaLoopSlack;
       if (tmaQViews_.count(q)) budget += qt.shape[0] * qt.shape[1] * bytes;
     }
     while (plan.stages > minStages && plan.stages * stageBytes > budget) --plan.stages;
@@ -627,7 +712,7 @@ private:
         plan.transposed ? 0 : tmemColumns(pt.shape[1] * ir::byteWidth(pt.elem) / 4);
     const int64_t columns = tmemColumns(plan.scoreDot->result()->type().shape[1]) +
                             tmemColumns(pv->result()->type().shape[1]) + pColumns;
-    return tmemColumnsUsed_ + columns <= kTensorMemoryColumns;
+    return tmemOffset(*plan.loop, columns) + columns <= kTensorMemoryColumns;
   }
 
   /// The index in attentionTmem_ of an attention loop rewritten before (rewriteAttentionTcgen05)
@@ -753,7 +838,8 @@ private:
       }
       return grown;
     };
-    int64_t budget = kSharedBytesPerBlock - kTmaLoopSlack - sharedUsed_ - invariantGrowth - largest;
+    int64_t budget =
+        kSharedBytesPerBlock - kTmaLoopSlack - sharedUsedBeside(loop) - invariantGrowth - largest;
     while (plan.stages > 2 && ringGrowth(plan.stages) > budget) --plan.stages;
     if (ringGrowth(plan.stages) > budget) return false;
     return analyzeAddresses(body, plan, -1);
@@ -1017,7 +1103,9 @@ private:
                               {ir::attr::AllocBarriers::make::arriveCount(1)});
         p.bars[i]->name = std::string(names[i]) + "_full";
       }
-      sharedUsed_ += t.shape[0] * t.shape[1] * ir::byteWidth(t.elem) * plan.stages;
+      // (Alias regions are counted as they grow: growAlias.)
+      if (plan.ringAlias < 0)
+        shared_.add(&outer, t.shape[0] * t.shape[1] * ir::byteWidth(t.elem) * plan.stages);
     }
     std::vector<Value*> carried;
     for (unsigned k = 0; k < numIters; ++k) carried.push_back(loop.operand(3 + k));
@@ -1340,17 +1428,16 @@ private:
     Block& outer = *loop.parentBlock();
     const Type accType = plan.dot->result()->type();
     const int64_t M = accType.shape[0], N = accType.shape[1];
-    tmemColumnsUsed_ += N;
+    const int64_t offset = tmemOffset(loop, tmemColumns(N));
+    tmem_.add(&outer, tmemColumns(N), offset);
 
     // The accumulator's tensor memory, allocated at the kernel's top level (every warp takes
-    // part in tcgen05.alloc): one per rewritten loop, each its own columns.
+    // part in tcgen05.alloc): one per rewritten loop, its own columns but for loops in the
+    // other branch of an if.
     Block top;
     ir::Builder tb(&top);
     tb.setLoc(loop.loc());
-    Value* tmem = tb.create1(OpCode::LocalAlloc, {},
-                             Type::buffer(DType::F32, {M, N}, 1, ir::MemorySpace::Tmem),
-                             {ir::attr::LocalAlloc::make::storage("tmem")});
-    tmem->name = "dot_acc_tmem";
+    Value* tmem = allocTmem(tb, DType::F32, {M, N}, offset, "dot_acc_tmem");
     ir::spliceOps(top, fn_.body, 0);
 
     // The meeting also orders the previous pass's tcgen05.ld of the accumulator and its waits
@@ -1560,7 +1647,7 @@ private:
       Block& at = *qLoad->parentBlock();
       ir::spliceOps(issue, at, ir::positionOf(at, qLoad));
       tmaQViews_[q] = {qView, &outer};
-      sharedUsed_ += qt.shape[0] * qt.shape[1] * ir::byteWidth(qt.elem);
+      shared_.add(&outer, qt.shape[0] * qt.shape[1] * ir::byteWidth(qt.elem));
     } else {
       Value* qBuffer =
           b.create1(OpCode::LocalAlloc, {}, Type::buffer(q->type().elem, q->type().shape, 1),
@@ -1574,7 +1661,8 @@ private:
         b.create(OpCode::Fence, {}, {}, {ir::attr::Fence::make::kind("async_shared")});
         b.create(OpCode::DebugBarrier, {}, {}, {});
         tmaQViews_[q] = {qView, &outer};
-        sharedUsed_ += q->type().shape[0] * q->type().shape[1] * ir::byteWidth(q->type().elem);
+        shared_.add(&outer,
+                    q->type().shape[0] * q->type().shape[1] * ir::byteWidth(q->type().elem));
       }
       ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
     }
@@ -1772,21 +1860,21 @@ private:
       Block top;
       ir::Builder tb(&top);
       tb.setLoc(loop.loc());
-      auto tmemTile = [&](DType elem, const Type& t, const char* name) {
-        Value* v = tb.create1(OpCode::LocalAlloc, {},
-                              Type::buffer(elem, t.shape, 1, ir::MemorySpace::Tmem),
-                              {ir::attr::LocalAlloc::make::storage("tmem")});
-        v->name = name;
-        return tb.localView(v, tb.i32(0));
+      const int64_t sColumns = tmemColumns(sType.shape[1]);
+      const int64_t pColumns =
+          plan.transposed ? 0 : tmemColumns(pType.shape[1] * ir::byteWidth(pType.elem) / 4);
+      const int64_t columns = sColumns + pColumns + tmemColumns(oType.shape[1]);
+      const int64_t offset = tmemOffset(loop, columns);
+      tmem_.add(&outer, columns, offset);
+      auto tmemTile = [&](DType elem, const Type& t, int64_t at, const char* name) {
+        return tb.localView(allocTmem(tb, elem, t.shape, at, name), tb.i32(0));
       };
-      Value* sTile = tmemTile(DType::F32, sType, "attn_s_tmem");
-      Value* pTile = plan.transposed ? nullptr : tmemTile(pType.elem, pType, "attn_p_tmem");
-      Value* oTile = tmemTile(DType::F32, oType, "attn_o_tmem");
+      Value* sTile = tmemTile(DType::F32, sType, offset, "attn_s_tmem");
+      Value* pTile =
+          plan.transposed ? nullptr : tmemTile(pType.elem, pType, offset + sColumns, "attn_p_tmem");
+      Value* oTile = tmemTile(DType::F32, oType, offset + sColumns + pColumns, "attn_o_tmem");
       attentionTmem_.push_back({&outer, plan.transposed, sType, pType, oType, sTile, pTile, oTile});
       ir::spliceOps(top, fn_.body, 0);
-      tmemColumnsUsed_ += tmemColumns(sType.shape[1]) + tmemColumns(oType.shape[1]);
-      if (!plan.transposed)
-        tmemColumnsUsed_ += tmemColumns(pType.shape[1] * ir::byteWidth(pType.elem) / 4);
       reused = static_cast<int>(attentionTmem_.size()) - 1;
     }
     Value* sTmem = attentionTmem_[size_t(reused)].sTmem;
@@ -1810,7 +1898,7 @@ private:
                                 {ir::attr::LocalAlloc::make::storage("smem")});
       buffer->name = "attn_p_t";
       pShared = b.localView(buffer, b.i32(0));
-      sharedUsed_ += pBytes(plan);
+      shared_.add(&outer, pBytes(plan));
     }
     ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
 
@@ -1954,9 +2042,7 @@ private:
     ir::spliceOps(pre, outer, ir::positionOf(outer, &loop));
 
     const char* const names[2] = {"pipeline_b0", "pipeline_b1"};
-    const int64_t usedBefore = sharedUsed_;
     Pipeline p = startPipeline(plan, plan.stages - 1, names);
-    sharedUsed_ = usedBefore;
     for (int i = 0; i < 2; ++i) {
       const Type& t = plan.loads[i]->result()->type();
       growAlias(plan.ringAlias + i, plan.stages * t.shape[0] * t.shape[1] * ir::byteWidth(t.elem));
@@ -2104,16 +2190,36 @@ private:
     }
   }
 
+  /// Shared memory the rewrites so far hold beside a loop `loop`.
+  int64_t sharedUsedBeside(const Op& loop) const { return shared_.heldBeside(loop.parentBlock()); }
+  /// Where in the pipeliner's tensor-memory region `columns` more for `loop` would go.
+  int64_t tmemOffset(const Op& loop, int64_t columns) const {
+    return tmem_.firstFit(loop.parentBlock(), columns, 32);
+  }
+  /// A tensor-memory tile of the pipeliner's region at column `offset` (the kernel's
+  /// tcgen05.alloc takes the region's columns once; codegen/TlxTmem.cpp).
+  static Value* allocTmem(ir::Builder& b, DType elem, const std::vector<int64_t>& shape,
+                          int64_t offset, const char* name) {
+    Value* v =
+        b.create1(OpCode::LocalAlloc, {}, Type::buffer(elem, shape, 1, ir::MemorySpace::Tmem),
+                  {ir::attr::LocalAlloc::make::storage("tmem"),
+                   ir::attr::LocalAlloc::make::alias(kPipelineTmemAlias),
+                   ir::attr::LocalAlloc::make::aliasOffset(offset)});
+    v->name = name;
+    return v;
+  }
+
   ir::Function& fn_;
   std::unordered_map<const Value*, int> uses_;
   /// Contiguity of load addresses, computed once before the first rewrite that needs it.
   std::optional<layout::AxisInfoAnalysis> axisInfo_;
-  /// Shared memory the TMA attention rewrites allocated so far, and their Q buffers by Q.
-  int64_t sharedUsed_ = 0;
-  /// sm_100a: tcgen05.mma into tensor memory instead of wgmma (rewriteTcgen05), and the TMEM
-  /// columns the rewritten loops' accumulators take so far.
+  /// Which values and branches every thread agrees on (for the ledgers).
+  ir::ThreadUniformity uniformity_;
+  /// Shared memory the rewrites allocated so far, and the tensor-memory columns of their
+  /// accumulators (placed at offsets in one storage-alias region, kPipelineTmemAlias).
+  BranchLedger shared_, tmem_;
+  /// sm_100a: tcgen05.mma into tensor memory instead of wgmma (rewriteTcgen05).
   bool tcgen05_ = false;
-  int64_t tmemColumnsUsed_ = 0;
   /// The K / V buffers of TMA attention loops, which a later loop of the same block with the
   /// same tiles reuses (causal attention's second loop): its results `slotResult` and
   /// `slotResult + 1` are the slot and phase it ended on.
@@ -2164,7 +2270,8 @@ private:
     return std::max<int64_t>(0, bytes - (it == aliasBytes_.end() ? 0 : it->second));
   }
   void growAlias(int64_t id, int64_t bytes) {
-    sharedUsed_ += aliasGrowth(id, bytes);
+    // An alias region is one tenant however many loops share it: held beside every loop.
+    shared_.add(&fn_.body, aliasGrowth(id, bytes));
     aliasBytes_[id] = std::max(aliasBytes_[id], bytes);
   }
 };

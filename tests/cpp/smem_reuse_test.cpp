@@ -164,6 +164,69 @@ def per_iteration(x_ptr, out_ptr, n):
   EXPECT_NE(p.map.reuseBarrierBefore(*p.nth(OpCode::LocalStore, 1)), nullptr);
 }
 
+/// One buffer in each branch of an if; COND picks what the branch is taken on.
+std::string branchTiles(const std::string& cond) {
+  return kHeader + R"(@ww.jit
+def branch_tiles(x_ptr, out_ptr, n):
+    offs = tl.arange(0, 64)[:, None] * 64 + tl.arange(0, 64)[None, :]
+    if )" +
+         cond + R"(:
+        a = tlx.local_view(tlx.local_alloc((64, 64), tl.float32, 1), 0)
+        tlx.local_store(a, tl.load(x_ptr + offs))
+        tl.store(out_ptr + offs, tlx.local_load(a))
+    else:
+        b = tlx.local_view(tlx.local_alloc((64, 64), tl.float32, 1), 0)
+        tlx.local_store(b, tl.load(x_ptr + offs) * 2.0)
+        tl.store(out_ptr + offs, tlx.local_load(b))
+)";
+}
+
+TEST(SharedMemoryReuse, BuffersOfTheTwoBranchesOfAnIfShareBytes) {
+  // Every thread takes the same branch (n is the kernel's argument): the two buffers never
+  // meet, and nothing needs a barrier between them.
+  Placed p(branchTiles("n > 4"), "branch_tiles", "x_ptr:*fp32:16,out_ptr:*fp32:16,n:i32");
+  ASSERT_EQ(p.allocs.size(), 2u);
+  EXPECT_EQ(p.alloc(0).offset, p.alloc(1).offset);
+  EXPECT_LE(p.map.sharedBytes(), 64 * 64 * 4 + 1024);
+  EXPECT_EQ(p.map.reuseBarrierBefore(*p.nth(OpCode::If)), nullptr);
+  EXPECT_EQ(p.map.reuseBarrierBefore(*p.nth(OpCode::LocalStore, 1)), nullptr);
+  EXPECT_FALSE(compileSource(branchTiles("n > 4"), "branch_tiles",
+                             "x_ptr:*fp32:16,out_ptr:*fp32:16,n:i32", Target::SM90a, Stage::Cubin)
+                   .cubin.empty());
+}
+
+TEST(SharedMemoryReuse, BranchesOnAThreadsOwnValueKeepTheirBytes) {
+  // Warps 0-1 take one branch and warps 2-3 the other, at the same time: a thread id, and
+  // what is computed from it through a branch's result, does not make the branches exclusive.
+  for (const char* cond : {"tlx.thread_id(0) < 64", "(tlx.thread_id(0) if n > 0 else 0) < 64"}) {
+    Placed p(branchTiles(cond), "branch_tiles", "x_ptr:*fp32:16,out_ptr:*fp32:16,n:i32");
+    ASSERT_EQ(p.allocs.size(), 2u) << cond;
+    EXPECT_FALSE(p.overlap(0, 1)) << cond;
+  }
+}
+
+TEST(SharedMemoryReuse, BranchesTakenInTurnInALoopShareBytesBehindABarrier) {
+  // Iteration i may take one branch and i + 1 the other: a barrier before the if keeps the
+  // second buffer's writes after the first one's reads of the iteration before.
+  std::string source = kHeader + R"(@ww.jit
+def branch_turns(x_ptr, out_ptr, n):
+    offs = tl.arange(0, 64)[:, None] * 64 + tl.arange(0, 64)[None, :]
+    for i in range(n):
+        if i % 2 == 0:
+            a = tlx.local_view(tlx.local_alloc((64, 64), tl.float32, 1), 0)
+            tlx.local_store(a, tl.load(x_ptr + offs))
+            tl.store(out_ptr + i * 4096 + offs, tlx.local_load(a))
+        else:
+            b = tlx.local_view(tlx.local_alloc((64, 64), tl.float32, 1), 0)
+            tlx.local_store(b, tl.load(x_ptr + offs) * 2.0)
+            tl.store(out_ptr + i * 4096 + offs, tlx.local_load(b))
+)";
+  Placed p(source, "branch_turns", "x_ptr:*fp32:16,out_ptr:*fp32:16,n:i32");
+  ASSERT_EQ(p.allocs.size(), 2u);
+  EXPECT_EQ(p.alloc(0).offset, p.alloc(1).offset);
+  EXPECT_NE(p.map.reuseBarrierBefore(*p.nth(OpCode::If)), nullptr);
+}
+
 TEST(SharedMemoryReuse, ACopyInALoopOverBytesThreadsReadWaitsForThem) {
   // In each iteration threads read a, then a cp.async copy fills b over a's bytes: a barrier of
   // every thread between, inside the loop (a local_store met the CTA first; a copy does not).

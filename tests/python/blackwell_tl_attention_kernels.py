@@ -83,3 +83,20 @@ def silu_attention_t_fwd(q_desc, k_desc, v_desc, o_ptr, alpha, N_CTX, HEAD_DIM: 
     cols = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     o_base = o_ptr + tl.program_id(1) * HEAD_DIM * N_CTX
     tl.store(o_base + dims[:, None] * N_CTX + cols[None, :], acc / N_CTX)
+
+
+@ww.jit
+def silu_attention_by_length(q_desc, k_desc, v_desc, q1_desc, k1_desc, v1_desc, o_ptr, alpha,
+                             N_CTX, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                             BLOCK_N: tl.constexpr, BLOCK_M1: tl.constexpr,
+                             BLOCK_N1: tl.constexpr):
+    """silu_attention_fwd with its tiles picked by the sequence length, as TLX's cross-attention
+    reference kernel picks them: BLOCK_M1 x BLOCK_N1 through the *1 descriptors where N_CTX fits
+    one BLOCK_M1 block, BLOCK_M x BLOCK_N otherwise. Each branch holds its own attention loop;
+    only one runs."""
+    if N_CTX <= BLOCK_M1:
+        silu_attention_fwd(q1_desc, k1_desc, v1_desc, o_ptr, alpha, N_CTX, HEAD_DIM, BLOCK_M1,
+                           BLOCK_N1)
+    else:
+        silu_attention_fwd(q_desc, k_desc, v_desc, o_ptr, alpha, N_CTX, HEAD_DIM, BLOCK_M,
+                           BLOCK_N)

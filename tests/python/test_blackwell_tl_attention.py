@@ -72,7 +72,7 @@ def assert_rewritten(ir, loops):
     assert ir.count("tcgen05_mma") == 2 * loops
     # S (fp32), P (16-bit, the second MMA's A) and O (fp32) in tensor memory, once per kernel:
     # causal attention's second loop takes over the first one's.
-    assert len(re.findall(r'local_alloc \{storage = "tmem"\}', ir)) == 3, ir
+    assert len(re.findall(r'local_alloc \{storage = "tmem"[,}]', ir)) == 3, ir
     # P V is committed by the next S MMA, the last one after the loop.
     assert ir.count("tcgen05_commit") == loops
 
@@ -147,7 +147,7 @@ def test_transposed_attention_in_interpreter(heads, n_ctx, d, bm, bn):
     k = compile_kernel(PATH, "silu_attention_t_fwd", silu_sig(d, bm, bn))
     ir = k.tile_ir
     assert " = dot " not in ir and ir.count("tcgen05_mma") == 2
-    assert len(re.findall(r'local_alloc \{storage = "tmem"\}', ir)) == 2  # S^T and O^T
+    assert len(re.findall(r'local_alloc \{storage = "tmem"[,}]', ir)) == 2  # S^T and O^T
     assert "attn_p_t" in ir and 'fence {kind = "async_shared"}' in ir
     rng = np.random.default_rng(13)
     q, kk, v = (rng.standard_normal((heads, n_ctx, d)).astype(np.float16) for _ in range(3))
@@ -155,6 +155,64 @@ def test_transposed_attention_in_interpreter(heads, n_ctx, d, bm, bn):
     k.interpret((n_ctx // bm, heads, 1), [desc(q), desc(kk), desc(v), buf(o, True), 0.25, n_ctx])
     np.testing.assert_allclose(o.transpose(0, 2, 1), silu_reference(q, kk, v, 0.25), atol=2e-3,
                                rtol=2e-3)
+
+
+def by_length_sig(d, bm, bn, bm1, bn1):
+    return (f"q_desc:desc<fp16,{bm}x{d}>,k_desc:desc<fp16,{bn}x{d}>,v_desc:desc<fp16,{bn}x{d}>,"
+            f"q1_desc:desc<fp16,{bm1}x{d}>,k1_desc:desc<fp16,{bn1}x{d}>,"
+            f"v1_desc:desc<fp16,{bn1}x{d}>,o_ptr:*fp32:16,alpha:fp32,N_CTX:i32,HEAD_DIM={d},"
+            f"BLOCK_M={bm},BLOCK_N={bn},BLOCK_M1={bm1},BLOCK_N1={bn1}")
+
+
+def tmem_tiles(ir):
+    """(name, first column, columns) of each tensor-memory tile of the pipeliner's region."""
+    tiles = []
+    for name, offset, n, elem in re.findall(
+            r'%\d+_(\w+) = local_alloc \{storage = "tmem", alias = \d+, alias_offset = (\d+)\} '
+            r': buffer<1x\d+x(\d+)x(\w+), tmem>', ir):
+        tiles.append((name, int(offset), int(n) * (2 if elem == "fp32" else 1) // 2))
+    return tiles
+
+
+@pytest.mark.parametrize("d,bm,bn,bm1,bn1,stages", [
+    (128, 128, 128, 64, 64, 2),  # TLX cross-attention's configuration: 544 columns in all
+    (128, 128, 64, 64, 64, 4),
+])
+def test_attention_loops_in_two_branches_share_tensor_and_shared_memory(ptxas, d, bm, bn, bm1,
+                                                                         bn1, stages):
+    """The two loops of a kernel that picks its tiles by the sequence length lie in the two
+    branches of an if: only one runs, so both take tcgen05 with their S, P and O over the same
+    tensor-memory columns and their K / V rings over the same shared memory. Budgeted as if
+    both ran, the second loop had stayed mma.sync (and spilled)."""
+    k = compile_kernel(PATH, "silu_attention_by_length", by_length_sig(d, bm, bn, bm1, bn1),
+                       num_stages=stages, stage="ptx")
+    ir = k.tile_ir
+    assert " = dot " not in ir and ir.count("tcgen05_mma") == 4
+    tiles = tmem_tiles(ir)
+    assert [t[0] for t in tiles].count("attn_s_tmem") == 2, tiles
+    # Each loop's tiles from column 0: the region is the larger loop's, within 512 columns.
+    assert sorted(t[1] for t in tiles if t[0] == "attn_s_tmem") == [0, 0]
+    assert max(t[1] + t[2] for t in tiles) <= 512
+    assert k.shared_bytes <= 232448
+    run = ptxas(k.ptx, arch="sm_100a", verbose=True)
+    assert run.spill_bytes == 0, run.log
+
+
+@pytest.mark.parametrize("n_ctx,block", [(64, 64), (128, 128), (256, 128)])
+def test_attention_loops_in_two_branches_in_interpreter(n_ctx, block):
+    """Either branch's loop gives silu_attention_fwd's result: one 64-row block through the *1
+    descriptors, or 128-row blocks (N_CTX a multiple of the block, as the kernel asks)."""
+    d = 32
+    k = compile_kernel(PATH, "silu_attention_by_length", by_length_sig(d, 128, 64, 64, 32),
+                       num_stages=2)
+    assert k.tile_ir.count("tcgen05_mma") == 4
+    rng = np.random.default_rng(17)
+    heads = 2
+    q, kk, v = (rng.standard_normal((heads, n_ctx, d)).astype(np.float16) for _ in range(3))
+    o = np.full((heads, n_ctx, d), np.nan, np.float32)
+    args = [desc(q), desc(kk), desc(v)] * 2 + [buf(o, True), 0.25, n_ctx]
+    k.interpret((-(-n_ctx // block), heads, 1), args)
+    np.testing.assert_allclose(o, silu_reference(q, kk, v, 0.25), atol=2e-3, rtol=2e-3)
 
 
 @pytest.mark.parametrize("kernel,sig,warps", [
