@@ -615,12 +615,16 @@ private:
     plan.loads[0] = kLoad;
     plan.loads[1] = vLoad;
     if (tcgen05_ && !analyzeAttentionTcgen05(body, plan)) return false;
-    // K and V stages beside Q's buffer and the epilogue's 16-bit conversion of the output.
+    // K and V stages beside Q's buffer and the epilogue's 16-bit conversion of the output. The
+    // layout pass places the scratch region above every buffer live where it is used, so the
+    // conversion lies over the dead stages unless the loop itself uses scratch (sm_100a: the
+    // loop's elementwise work between the two MMAs, TLX cross-attention's SiLU form, uses none).
     const Type& kt = kLoad->result()->type();
     const Type& qt = q->type();
     int64_t bytes = ir::byteWidth(kt.elem);
     int64_t stageBytes = 2 * kt.shape[0] * kt.shape[1] * bytes;
-    int64_t budget = kSharedBytesPerBlock - qt.shape[0] * qt.shape[1] * (bytes + 2);
+    const int64_t epilogueBytes = tcgen05_ && !loopMayUseScratch(body) ? 0 : 2;
+    int64_t budget = kSharedBytesPerBlock - qt.shape[0] * qt.shape[1] * (bytes + epilogueBytes);
     // The transposed form's P^T, the second MMA's B, in shared memory (B cannot come from
     // tensor memory).
     if (plan.transposed) budget -= pBytes(plan);
@@ -674,6 +678,40 @@ private:
     kLoad = scores.operand(0)->def();
     vLoad = vT->operand(0)->def();
     return true;
+  }
+
+  /// Whether an sm_100a attention loop may use the scratch region once rewritten: anything but
+  /// its loads, dots, the transposes the MMAs read through shared-memory views, and elementwise
+  /// work whose operands need no layout conversion (the row-per-thread layout of tcgen05.ld
+  /// takes the aranges and broadcasts of masks as they are). A reduction may cross threads, and
+  /// a shape change may convert.
+  bool loopMayUseScratch(const Block& body) const {
+    for (const auto& op : body.ops()) {
+      switch (op->code()) {
+      case OpCode::Load:
+      case OpCode::DescLoad:
+      case OpCode::Dot:
+      case OpCode::Constant:
+      case OpCode::Arange:
+      case OpCode::Splat:
+      case OpCode::Broadcast:
+      case OpCode::ExpandDims:
+      case OpCode::Yield:
+        continue;
+      case OpCode::Permute: // a dot operand's transpose: read through a view of its buffer
+        if (usesOf(op->result()) == 1 &&
+            std::any_of(body.ops().begin(), body.ops().end(), [&](const auto& user) {
+              return user->code() == OpCode::Dot &&
+                     (user->operand(0) == op->result() || user->operand(1) == op->result());
+            }))
+          continue;
+        return true;
+      default:
+        if (ir::isElementwise(op->code()) && op->numRegions() == 0) continue;
+        return true;
+      }
+    }
+    return false;
   }
 
   /// Bytes of P's tile (the P V dot's register operand).
