@@ -122,6 +122,42 @@ size_t positionOf(const Block& block, const Op* op) {
   throw std::logic_error(std::string("op '") + op->name() + "' is not in the block searched");
 }
 
+Op* dropCarriedValue(Block& root, Op& loop, unsigned iter) {
+  Block& outer = *loop.parentBlock();
+  Block& body = *loop.region(0);
+  std::vector<Value*> operands;
+  std::vector<Type> types;
+  for (unsigned i = 0; i < loop.numOperands(); ++i)
+    if (i != 3 + iter) operands.push_back(loop.operand(i));
+  for (unsigned r = 0; r < loop.numResults(); ++r)
+    if (r != iter) types.push_back(loop.result(r)->type());
+  Block holder;
+  Builder b(&holder);
+  b.setLoc(loop.loc());
+  Op* rebuilt = b.create(OpCode::For, operands, types, loop.attrs());
+  Block* newBody = rebuilt->addRegion();
+  std::vector<std::pair<Value*, Value*>> renamed;
+  for (unsigned i = 0; i < body.numArgs(); ++i) {
+    if (i == iter + 1) continue;
+    renamed.emplace_back(body.arg(i), newBody->addArg(body.arg(i)->type(), body.arg(i)->name));
+  }
+  Op* yield = body.terminator();
+  std::vector<Value*> yields;
+  for (unsigned i = 0; i < yield->numOperands(); ++i)
+    if (i != iter) yields.push_back(yield->operand(i));
+  yield->setOperands(std::move(yields));
+  spliceOps(body, *newBody, 0);
+  for (const auto& [from, to] : renamed) replaceAllUses(*newBody, from, to);
+  for (unsigned r = 0, k = 0; r < loop.numResults(); ++r) {
+    if (r == iter) continue;
+    rebuilt->result(k)->name = loop.result(r)->name;
+    replaceAllUses(root, loop.result(r), rebuilt->result(k++));
+  }
+  spliceOps(holder, outer, positionOf(outer, &loop));
+  eraseOp(outer, &loop);
+  return rebuilt;
+}
+
 void moveOp(Block& block, const Op* op, size_t at) {
   auto& ops = block.ops();
   size_t from = positionOf(block, op);

@@ -200,6 +200,10 @@ size_t positionOf(const Block& block, const Op* op);
 void moveOp(Block& block, const Op* op, size_t at);
 /// Removes `op` (and its results, which nothing may still use) from `block`.
 void eraseOp(Block& block, const Op* op);
+/// Rebuilds for loop `loop` without its carried value `iter`, whose body argument and result
+/// nothing may read any more: the body's ops move to the new loop, uses of the other results
+/// under `root` follow them. Returns the new loop, at the old one's place.
+Op* dropCarriedValue(Block& root, Op& loop, unsigned iter);
 /// Whether `v` (a result or a block argument) is defined inside one of the regions of `op`, at
 /// any depth: for a loop, whether it varies with the loop.
 bool definedInside(const Value* v, const Op& op);

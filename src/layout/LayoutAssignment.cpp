@@ -1339,6 +1339,7 @@ private:
     case OpCode::Clock64:
     case OpCode::Condition:
     case OpCode::Return:
+    case OpCode::InlineAsm: // the user's instructions on registers (codegen/InlineAsm.cpp)
       return true;
     default:
       return isElementwise(c);

@@ -5,6 +5,13 @@
 // the conversion to the tile's layout, through shared memory with two CTA barriers, in every
 // iteration; before the loop they and their conversion run once.
 //
+// First, a value a loop carries but never changes (its body yields the argument it got, as
+// for a variable assigned only in a branch a constexpr ruled out) is the value it entered with:
+// uses of the argument and of the loop's result read that instead, and the loop stops carrying
+// it. Left carried, what is computed from it varies with the loop for every later pass (the
+// layout pass cannot recompute a mask of `offs_m[None, :] < n` in the tile's layout, and
+// converts it through shared memory in each iteration instead).
+//
 // Only ops that hold no more registers across the loop than their operands do are moved: shape
 // ops of tensors (broadcast, expand_dims, reshape, permute: the same elements, renamed) and value
 // hints. Splats, constants, aranges, scalar and elementwise arithmetic stay where they are:
@@ -14,6 +21,7 @@
 #include "transforms/Passes.h"
 
 #include <unordered_set>
+#include <utility>
 
 namespace ww::transforms {
 
@@ -65,11 +73,36 @@ int hoistFrom(Op& loop, Block& outer) {
   return n;
 }
 
-int hoistIn(Block& block) {
+/// Forwards the carried values of for loop `loop` that its body yields unchanged (see the top)
+/// and drops them from the loop; returns the loop (rebuilt where any was dropped) and how many.
+std::pair<Op*, int> forwardUnchangedCarries(Block& root, Op* loop) {
+  int n = 0;
+  for (unsigned k = 0; k < loop->numResults();) {
+    Block& body = *loop->region(0);
+    ir::Value* arg = body.arg(k + 1);
+    if (body.terminator()->operand(k) != arg) {
+      ++k;
+      continue;
+    }
+    ir::Value* init = loop->operand(3 + k);
+    ir::replaceAllUses(body, arg, init);
+    ir::replaceAllUses(root, loop->result(k), init);
+    loop = ir::dropCarriedValue(root, *loop, k);
+    ++n;
+  }
+  return {loop, n};
+}
+
+int hoistIn(Block& root, Block& block) {
   int n = 0;
   for (size_t i = 0; i < block.ops().size(); ++i) {
     Op* op = block.ops()[i].get();
-    for (unsigned r = 0; r < op->numRegions(); ++r) n += hoistIn(*op->region(r));
+    if (op->code() == OpCode::For) {
+      auto [rebuilt, forwarded] = forwardUnchangedCarries(root, op);
+      op = rebuilt;
+      n += forwarded;
+    }
+    for (unsigned r = 0; r < op->numRegions(); ++r) n += hoistIn(root, *op->region(r));
     if (op->code() == OpCode::For) {
       int moved = hoistFrom(*op, block);
       n += moved;
@@ -82,7 +115,7 @@ int hoistIn(Block& block) {
 } // namespace
 
 int hoistLoopInvariants(ir::Function& fn) {
-  int n = hoistIn(fn.body);
+  int n = hoistIn(fn.body, fn.body);
   if (n) verify(fn);
   return n;
 }

@@ -34,8 +34,9 @@ void lowerDeviceDescriptorAccess(ir::Function& fn, ir::Op& access);
 int combineDotAdd(ir::Function& fn);
 
 /// Moves loop-invariant shape ops of tensors (broadcast, expand_dims, reshape, permute) and value
-/// hints out of for loops (nested loops first, so an op can leave several levels). Returns how
-/// many ops moved.
+/// hints out of for loops (nested loops first, so an op can leave several levels), after
+/// forwarding the values a loop carries unchanged to their uses and dropping them from the loop.
+/// Returns how many ops moved and carried values went.
 int hoistLoopInvariants(ir::Function& fn);
 
 /// Software-pipelines (for sm_90a) each for loop whose body feeds two tl.loads into its one

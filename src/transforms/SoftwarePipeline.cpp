@@ -697,6 +697,7 @@ private:
       case OpCode::Broadcast:
       case OpCode::ExpandDims:
       case OpCode::Yield:
+      case OpCode::InlineAsm: // per element, in registers (TLX's tanh_approx_fp32)
         continue;
       case OpCode::Permute: // a dot operand's transpose: read through a view of its buffer
         if (usesOf(op->result()) == 1 &&
@@ -1594,45 +1595,15 @@ private:
   /// Removes carried value `iter` of for loop `loop`, which its body passes through unread and
   /// nothing reads after the loop: the loop is rebuilt without it (its ops moved over).
   void dropCarried(Op& loop, unsigned iter) {
-    Block& outer = *loop.parentBlock();
-    Block& body = *loop.region(0);
-    std::vector<Value*> operands;
-    std::vector<Type> types;
-    for (unsigned i = 0; i < loop.numOperands(); ++i)
-      if (i != 3 + iter) operands.push_back(loop.operand(i));
-    for (unsigned r = 0; r < loop.numResults(); ++r)
-      if (r != iter) types.push_back(loop.result(r)->type());
-    Block holder;
-    ir::Builder b(&holder);
-    b.setLoc(loop.loc());
-    Op* rebuilt = b.create(OpCode::For, operands, types, loop.attrs());
-    Block* newBody = rebuilt->addRegion();
-    std::vector<std::pair<Value*, Value*>> renamed;
-    for (unsigned i = 0; i < body.numArgs(); ++i) {
-      if (i == iter + 1) continue;
-      renamed.emplace_back(body.arg(i), newBody->addArg(body.arg(i)->type(), body.arg(i)->name));
-    }
-    Op* yield = body.terminator();
-    std::vector<Value*> yields;
-    for (unsigned i = 0; i < yield->numOperands(); ++i)
-      if (i != iter) yields.push_back(yield->operand(i));
-    yield->setOperands(std::move(yields));
-    ir::spliceOps(body, *newBody, 0);
-    for (const auto& [from, to] : renamed) replaceAllUses(*newBody, from, to);
-    for (unsigned r = 0, k = 0; r < loop.numResults(); ++r) {
-      if (r == iter) continue;
-      rebuilt->result(k)->name = loop.result(r)->name;
-      replaceAllUses(fn_.body, loop.result(r), rebuilt->result(k++));
-    }
     // A TMA ring a later loop continues reads its slot from the rebuilt loop's results.
+    std::vector<TmaRing*> continued;
     for (TmaRing& ring : tmaRings_)
-      if (ring.loop == &loop) {
-        ring.loop = rebuilt;
-        if (ring.slotResult > iter) --ring.slotResult;
-      }
-    size_t at = ir::positionOf(outer, &loop);
-    ir::spliceOps(holder, outer, at);
-    ir::eraseOp(outer, &loop);
+      if (ring.loop == &loop) continued.push_back(&ring);
+    Op* rebuilt = ir::dropCarriedValue(fn_.body, loop, iter);
+    for (TmaRing* ring : continued) {
+      ring->loop = rebuilt;
+      if (ring->slotResult > iter) --ring->slotResult;
+    }
   }
 
   /// Attention's Q in a swizzled buffer of its own, before the loop's prologue: copied by TMA

@@ -100,3 +100,42 @@ def silu_attention_by_length(q_desc, k_desc, v_desc, q1_desc, k1_desc, v1_desc, 
     else:
         silu_attention_fwd(q_desc, k_desc, v_desc, o_ptr, alpha, N_CTX, HEAD_DIM, BLOCK_M,
                            BLOCK_N)
+
+
+@ww.jit
+def masked_silu_attention_t_fwd(q_desc, k_desc, v_desc, o_ptr, alpha, N_CTX,
+                                HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                                BLOCK_N: tl.constexpr, RECOMPUTE_OFFSETS: tl.constexpr,
+                                FAST_TANH: tl.constexpr):
+    """silu_attention_t_fwd as TLX's cross-attention reference kernel writes it: keys and
+    queries past N_CTX masked (N_CTX any length), the activation through inline PTX with
+    FAST_TANH (tanh.approx.f32: silu(x) = x / 2 * (1 + tanh(x / 2)); the interpreter runs no
+    PTX, so without it x / (1 + exp(-x))), and the query offsets reassigned in the loop only
+    under a constexpr, which leaves them carried unchanged. o^T is fp32 [heads, HEAD_DIM,
+    N_CTX]."""
+    first = tl.program_id(1) * N_CTX
+    start_m = tl.program_id(0) * BLOCK_M
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    q = q_desc.load([first + start_m, 0])
+    acc = tl.zeros([HEAD_DIM, BLOCK_M], tl.float32)
+    for start in tl.range(0, N_CTX, BLOCK_N):
+        if RECOMPUTE_OFFSETS:
+            offs_m = start_m + tl.arange(0, BLOCK_M)
+        offs_n = start + tl.arange(0, BLOCK_N)
+        k = k_desc.load([first + start, 0])
+        qk = tl.dot(k, tl.trans(q))
+        valid = (offs_m[None, :] < N_CTX) & (offs_n[:, None] < N_CTX)
+        qk = qk * tl.where(valid, alpha, 0.0)
+        if FAST_TANH:
+            half = qk * 0.5
+            t = tl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [half],
+                                          dtype=tl.float32, is_pure=True, pack=1)
+            act = tl.where(valid, half * (1.0 + t), 0.0)
+        else:
+            act = tl.where(valid, qk / (1.0 + tl.exp(-qk)), 0.0)
+        v = v_desc.load([first + start, 0])
+        acc += tl.dot(tl.trans(v), act.to(tl.float16))
+    dims = tl.arange(0, HEAD_DIM)
+    o_base = o_ptr + tl.program_id(1) * HEAD_DIM * N_CTX
+    tl.store(o_base + dims[:, None] * N_CTX + offs_m[None, :], acc / N_CTX,
+             mask=(offs_m < N_CTX)[None, :])

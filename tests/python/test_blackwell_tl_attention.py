@@ -215,6 +215,50 @@ def test_attention_loops_in_two_branches_in_interpreter(n_ctx, block):
     np.testing.assert_allclose(o, silu_reference(q, kk, v, 0.25), atol=2e-3, rtol=2e-3)
 
 
+def masked_silu_t_reference(q, k, v, alpha):
+    s = np.einsum("hnd,hmd->hnm", k.astype(np.float64), q.astype(np.float64)) * alpha
+    act = (s / (1 + np.exp(-s))).astype(np.float16).astype(np.float64)
+    return np.einsum("hnd,hnm->hdm", v.astype(np.float64), act) / q.shape[1]
+
+
+def masked_silu_t_sig(d, bm, bn, recompute=0, fast_tanh=0):
+    return (f"q_desc:desc<fp16,{bm}x{d}>,k_desc:desc<fp16,{bn}x{d}>,v_desc:desc<fp16,{bn}x{d}>,"
+            f"o_ptr:*fp32:16,alpha:fp32,N_CTX:i32,HEAD_DIM={d},BLOCK_M={bm},BLOCK_N={bn},"
+            f"RECOMPUTE_OFFSETS={recompute},FAST_TANH={fast_tanh}")
+
+
+def test_cross_attention_transposed_form_takes_tcgen05_at_128x128(ptxas):
+    """TLX cross-attention's TRANS form at 128 x 128, D 128: K / V stages, Q and P^T fit beside
+    the output's conversion only because nothing in the loop uses the scratch region. Its query
+    mask's offsets are carried through the loop unchanged (assigned in the loop under a false
+    constexpr): forwarded to the loop's entry value, the mask is recomputed in the tile's layout
+    instead of converted through shared memory every iteration, and its inline tanh.approx
+    works on registers."""
+    k = compile_kernel(PATH, "masked_silu_attention_t_fwd",
+                       masked_silu_t_sig(128, 128, 128, fast_tanh=1), num_stages=2, stage="ptx")
+    ir = k.tile_ir
+    assert " = dot " not in ir and ir.count("tcgen05_mma") == 2, ir
+    assert k.shared_bytes <= 232448
+    assert "tanh.approx.f32" in k.ptx
+    run = ptxas(k.ptx, arch="sm_100a", verbose=True)
+    assert run.spill_bytes == 0, run.log
+
+
+@pytest.mark.parametrize("n_ctx,recompute", [(200, 0), (128, 1)])
+def test_masked_transposed_attention_in_interpreter(n_ctx, recompute):
+    d, bm, bn = 64, 64, 64  # (K and V^T are the MMAs' A operands: 64 rows at least)
+    k = compile_kernel(PATH, "masked_silu_attention_t_fwd",
+                       masked_silu_t_sig(d, bm, bn, recompute), num_stages=2)
+    assert k.tile_ir.count("tcgen05_mma") == 2
+    rng = np.random.default_rng(23)
+    heads = 2
+    q, kk, v = (rng.standard_normal((heads, n_ctx, d)).astype(np.float16) for _ in range(3))
+    o = np.full((heads, d, n_ctx), np.nan, np.float32)
+    k.interpret((-(-n_ctx // bm), heads, 1), [desc(q), desc(kk), desc(v), buf(o, True), 0.25,
+                                              n_ctx])
+    np.testing.assert_allclose(o, masked_silu_t_reference(q, kk, v, 0.25), atol=4e-3, rtol=4e-3)
+
+
 @pytest.mark.parametrize("kernel,sig,warps", [
     ("tma", tma_sig(128, 128, 128, False), 4),
     ("tma", tma_sig(128, 128, 128, True), 4),
