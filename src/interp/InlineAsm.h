@@ -1,5 +1,5 @@
 // The interpreter's tl.inline_asm_elementwise: it cannot run arbitrary PTX, only a small subset
-// (docs/language.md): `mov` between operands or from an immediate, and `nanosleep`.
+// (docs/language.md): moves, fp32 / f32x2 arithmetic, the .approx functions and `nanosleep`.
 #pragma once
 
 #include "interp/RtValue.h"

@@ -1829,8 +1829,9 @@ void Executor::execInlineAsm(const ir::Op& op) {
   std::string bad;
   if (!runInlineAsm(op, args, results, bad))
     fail(op.loc(), "tl.inline_asm_elementwise: the interpreter cannot run PTX; it runs only "
-                   "'mov' between operands or from an immediate and 'nanosleep' (pack=1), "
-                   "not " +
+                   "'mov' (operands, immediates, .reg temporaries, {a, b} pairs), fp32 and "
+                   "f32x2 add / sub / mul / fma, min / max / neg / abs, the .approx functions "
+                   "and 'nanosleep', not " +
                        bad + "; run this kernel on the GPU");
   for (unsigned r = 0; r < op.numResults(); ++r)
     set(op.result(r), std::make_shared<Tensor>(std::move(results[r])));

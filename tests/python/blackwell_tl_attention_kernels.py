@@ -109,8 +109,8 @@ def masked_silu_attention_t_fwd(q_desc, k_desc, v_desc, o_ptr, alpha, N_CTX,
                                 FAST_TANH: tl.constexpr):
     """silu_attention_t_fwd as TLX's cross-attention reference kernel writes it: keys and
     queries past N_CTX masked (N_CTX any length), the activation through inline PTX with
-    FAST_TANH (tanh.approx.f32: silu(x) = x / 2 * (1 + tanh(x / 2)); the interpreter runs no
-    PTX, so without it x / (1 + exp(-x))), and the query offsets reassigned in the loop only
+    FAST_TANH (tanh.approx.f32: silu(x) = x / 2 * (1 + tanh(x / 2))), else x / (1 + exp(-x)),
+    and the query offsets reassigned in the loop only
     under a constexpr, which leaves them carried unchanged. o^T is fp32 [heads, HEAD_DIM,
     N_CTX]."""
     first = tl.program_id(1) * N_CTX

@@ -244,11 +244,11 @@ def test_cross_attention_transposed_form_takes_tcgen05_at_128x128(ptxas):
     assert run.spill_bytes == 0, run.log
 
 
-@pytest.mark.parametrize("n_ctx,recompute", [(200, 0), (128, 1)])
-def test_masked_transposed_attention_in_interpreter(n_ctx, recompute):
+@pytest.mark.parametrize("n_ctx,recompute,fast_tanh", [(200, 0, 1), (128, 1, 0)])
+def test_masked_transposed_attention_in_interpreter(n_ctx, recompute, fast_tanh):
     d, bm, bn = 64, 64, 64  # (K and V^T are the MMAs' A operands: 64 rows at least)
     k = compile_kernel(PATH, "masked_silu_attention_t_fwd",
-                       masked_silu_t_sig(d, bm, bn, recompute), num_stages=2)
+                       masked_silu_t_sig(d, bm, bn, recompute, fast_tanh), num_stages=2)
     assert k.tile_ir.count("tcgen05_mma") == 2
     rng = np.random.default_rng(23)
     heads = 2

@@ -263,3 +263,88 @@ def gpu_check_inline_asm():
     t = torch.zeros(3, dtype=torch.int32, device="cuda")
     scalar_sleep[(3,)](t)
     assert t.tolist() == [7, 7, 7]
+
+
+@ww.jit
+def fast_silu(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    half = x * 0.5
+    t = tl.inline_asm_elementwise("tanh.approx.f32 $0, $1;", "=f,f", [half], dtype=tl.float32,
+                                  is_pure=True, pack=1)
+    tl.store(out_ptr + tl.arange(0, BLOCK), half * (1.0 + t))
+
+
+def test_the_interpreter_runs_approx_functions():
+    """tanh.approx.f32 (a SiLU as attention kernels write it): computed exactly, which is
+    within the instruction's documented error of what the GPU gives."""
+    x = np.linspace(-6, 6, 128, dtype=np.float32)
+    out = np.zeros_like(x)
+    fast_silu[(1,)](x, out, BLOCK=128)
+    np.testing.assert_allclose(out, x / (1 + np.exp(-x.astype(np.float64))), rtol=1e-6,
+                               atol=1e-6)
+
+
+# TLX's paired-lane helpers as its tutorials write them: two fp32 elements a register pair,
+# packed into 64 bits, one f32x2 instruction, unpacked.
+FMA_F32X2 = """
+{
+    .reg .b64 ra, rb, rc, rd;
+    mov.b64 ra, { $2, $3 };
+    mov.b64 rb, { $4, $5 };
+    mov.b64 rc, { $6, $7 };
+    fma.rn.f32x2 rd, ra, rb, rc;
+    mov.b64 { $0, $1 }, rd;
+}
+"""
+SUB_THEN_EX2 = """
+{
+    .reg .f32 d;
+    sub.ftz.f32 d, $1, $2;
+    ex2.approx.ftz.f32 $0, d;
+}
+"""
+
+
+@ww.jit
+def paired_fma(a_ptr, b_ptr, c_ptr, out_ptr, ASM: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + offs)
+    b = tl.load(b_ptr + offs)
+    c = tl.load(c_ptr + offs)
+    r = tl.inline_asm_elementwise(ASM, "=r,=r,r,r,r,r,r,r", [a, b, c], dtype=tl.float32,
+                                  is_pure=True, pack=2)
+    tl.store(out_ptr + offs, r)
+
+
+@ww.jit
+def exp_of_difference(a_ptr, m, out_ptr, ASM: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + offs)
+    tl.store(out_ptr + offs, tl.inline_asm_elementwise(ASM, "=f,f,f", [a, m], dtype=tl.float32,
+                                                       is_pure=True, pack=1))
+
+
+def test_the_interpreter_runs_paired_lane_arithmetic():
+    """pack=2: each instance takes two consecutive elements of every operand ($2 $3 of a, $4
+    $5 of b, $6 $7 of c) and gives two of the result ($0 $1); each lane one fused multiply-add
+    rounded once."""
+    rng = np.random.default_rng(5)
+    a, b, c = (rng.standard_normal(64).astype(np.float32) for _ in range(3))
+    out = np.zeros(64, np.float32)
+    paired_fma[(1,)](a, b, c, out, ASM=FMA_F32X2, BLOCK=64)
+    exact = a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)
+    np.testing.assert_array_equal(out, exact.astype(np.float32))
+
+
+def test_the_interpreter_runs_reg_temporaries_and_a_scalar_operand():
+    a = np.linspace(-3, 3, 32, dtype=np.float32)
+    out = np.zeros_like(a)
+    exp_of_difference[(1,)](a, 0.5, out, ASM=SUB_THEN_EX2, BLOCK=32)
+    np.testing.assert_allclose(out, np.exp2(a.astype(np.float64) - 0.5), rtol=1e-6)
+
+
+def test_the_interpreter_refuses_a_rounding_it_does_not_model():
+    a = np.ones(32, np.float32)
+    with pytest.raises(ww.InterpreterError) as e:
+        exp_of_difference[(1,)](a, 0.5, np.zeros_like(a), ASM="add.rz.f32 $0, $1, $2;", BLOCK=32)
+    assert "'add.rz.f32 $0, $1, $2'" in str(e.value), str(e.value)
