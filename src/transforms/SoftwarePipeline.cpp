@@ -623,8 +623,11 @@ private:
     const Type& qt = q->type();
     int64_t bytes = ir::byteWidth(kt.elem);
     int64_t stageBytes = 2 * kt.shape[0] * kt.shape[1] * bytes;
-    const int64_t epilogueBytes = tcgen05_ && !loopMayUseScratch(body) ? 0 : 2;
-    int64_t budget = kSharedBytesPerBlock - qt.shape[0] * qt.shape[1] * (bytes + epilogueBytes);
+    int64_t budget = kSharedBytesPerBlock - qt.shape[0] * qt.shape[1] * (bytes + 2);
+    // Only to take a loop at its fewest stages, never for more of them: where the loop uses no
+    // scratch, that room is over the dead stages.
+    const int64_t epilogueRoom =
+        tcgen05_ && !loopMayUseScratch(body) ? qt.shape[0] * qt.shape[1] * 2 : 0;
     // The transposed form's P^T, the second MMA's B, in shared memory (B cannot come from
     // tensor memory).
     if (plan.transposed) budget -= pBytes(plan);
@@ -646,7 +649,7 @@ private:
       if (tmaQViews_.count(q)) budget += qt.shape[0] * qt.shape[1] * bytes;
     }
     while (plan.stages > minStages && plan.stages * stageBytes > budget) --plan.stages;
-    if (plan.stages * stageBytes > budget) return false;
+    if (plan.stages * stageBytes > budget + epilogueRoom) return false;
     return analyzeAddresses(body, plan, -1);
   }
 
