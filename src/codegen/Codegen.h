@@ -17,6 +17,10 @@ struct PtxKernel {
   std::vector<KernelParam> params;
 };
 
+/// What the error of a kernel that needs more shared memory than a block may use says, between
+/// the bytes it needs and the limit (the driver recognises it: see compile()).
+inline constexpr const char* kSharedMemoryOverflow = " bytes of shared memory, more than the ";
+
 /// Throws CompileError for kernels the target cannot run (with the op's location).
 PtxKernel emitPtx(const ir::Function& fn, const CompileOptions& options,
                   const SourceManager* sources);

@@ -1452,7 +1452,7 @@ PtxKernel FunctionLowering::run() {
   int64_t maxShared = options_.target == Target::SM80 ? 166912 : 232448;
   if (shared > maxShared)
     raiseError(fn_.loc, "kernel '" + fn_.name + "' needs " + std::to_string(shared) +
-                            " bytes of shared memory, more than the " + std::to_string(maxShared) +
+                            kSharedMemoryOverflow + std::to_string(maxShared) +
                             " a block may use on " + targetName(options_.target) +
                             "; use fewer pipeline stages or smaller blocks");
   k.sharedBytes = static_cast<int>(shared);

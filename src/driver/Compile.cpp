@@ -131,9 +131,11 @@ void dumpLayouts(ir::Function& fn, const CompileOptions& options, const SourceMa
   }
 }
 
-} // namespace
+/// Thrown by compileWith when a kernel overflows shared memory after the pipeliner took an
+/// attention loop on the guess that its epilogue fits over the loop's dead stages.
+struct SharedMemoryGuessFailed {};
 
-CompiledKernel compile(const CompileRequest& req) {
+CompiledKernel compileWith(const CompileRequest& req, transforms::PipelineBudget& budget) {
   if (req.files.empty()) throw CompileFailure("error: no source files given");
   auto owner = std::make_shared<CompiledModule>();
   SourceManager& sm = owner->sources;
@@ -182,7 +184,7 @@ CompiledKernel compile(const CompileRequest& req) {
     if (req.options.target == Target::SM90a && transforms::pipelineDotLoops(*fn))
       transforms::runCleanupPipeline(*fn);
     if (req.options.target == Target::SM100a &&
-        transforms::pipelineDotLoops(*fn, /*tensorMemory=*/true))
+        transforms::pipelineDotLoops(*fn, /*tensorMemory=*/true, &budget))
       transforms::runCleanupPipeline(*fn);
     if (transforms::unrollLoops(*fn)) transforms::runCleanupPipeline(*fn);
     // cp.async address tensors the loops carry become entry pointers plus a scalar offset.
@@ -213,6 +215,9 @@ CompiledKernel compile(const CompileRequest& req) {
     owner->module.functions.push_back(std::move(fn));
     owner->module.sources = &sm;
   } catch (CompileError& e) {
+    if (budget.usedRoomOverDeadStages &&
+        e.diagnostic().message.find(codegen::kSharedMemoryOverflow) != std::string::npos)
+      throw SharedMemoryGuessFailed{};
     // Every error names a place in the source: one raised on an op the compiler made (without
     // a location of its own) points at the kernel.
     if (!e.diagnostic().loc.valid()) {
@@ -239,6 +244,21 @@ CompiledKernel compile(const CompileRequest& req) {
   // Alias the module into the shared owner so the SourceManager lives as long as the IR.
   out.module = std::shared_ptr<ir::Module>(owner, &owner->module);
   return out;
+}
+
+} // namespace
+
+CompiledKernel compile(const CompileRequest& req) {
+  transforms::PipelineBudget budget;
+  try {
+    return compileWith(req, budget);
+  } catch (const SharedMemoryGuessFailed&) {
+    // The loop used the scratch region after all (a layout conversion the pipeliner could not
+    // foresee): compile again with the epilogue's room kept beside the stages.
+    transforms::PipelineBudget kept;
+    kept.roomOverDeadStages = false;
+    return compileWith(req, kept);
+  }
 }
 
 std::string tritonDialectText(const std::string& tileIR, const std::string& target,

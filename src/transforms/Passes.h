@@ -46,10 +46,19 @@ int hoistLoopInvariants(ir::Function& fn);
 /// become TMA copies into such buffers instead. Loops of other shapes are left alone. Returns
 /// how many loops were rewritten.
 ///
-/// With `tensorMemory` (sm_100a) only the matmul form is taken, and its dot becomes tcgen05.mma
-/// into a tensor-memory accumulator instead (see SoftwarePipeline.cpp); other loops are left as
+/// With `tensorMemory` (sm_100a) the matmul and attention forms are taken, their dots becoming
+/// tcgen05.mma into tensor memory instead (see SoftwarePipeline.cpp); other loops are left as
 /// they are.
-int pipelineDotLoops(ir::Function& fn, bool tensorMemory = false);
+///
+/// `budget` (optional) says whether an sm_100a attention loop that seems to use no scratch may
+/// be taken at its fewest stages by counting the epilogue's conversion over its dead stages,
+/// and reports whether one was. A guess: if shared memory then overflows, the driver compiles
+/// again without it.
+struct PipelineBudget {
+  bool roomOverDeadStages = true;
+  bool usedRoomOverDeadStages = false;
+};
+int pipelineDotLoops(ir::Function& fn, bool tensorMemory = false, PipelineBudget* budget = nullptr);
 
 /// Warp-specializes (sm_90a) the loop tl.range(..., warp_specialize=True) marked when it is a
 /// tl.dot K loop over two descriptors TMA can copy, or a persistent tile loop around one: a

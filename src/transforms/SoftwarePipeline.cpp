@@ -316,8 +316,8 @@ private:
 
 class Pipeliner {
 public:
-  Pipeliner(ir::Function& fn, bool tensorMemory)
-      : fn_(fn), uniformity_(fn.body), shared_(uniformity_), tmem_(uniformity_),
+  Pipeliner(ir::Function& fn, bool tensorMemory, PipelineBudget& budget)
+      : fn_(fn), budget_(budget), uniformity_(fn.body), shared_(uniformity_), tmem_(uniformity_),
         tcgen05_(tensorMemory) {}
 
   int run() {
@@ -626,8 +626,9 @@ private:
     int64_t budget = kSharedBytesPerBlock - qt.shape[0] * qt.shape[1] * (bytes + 2);
     // Only to take a loop at its fewest stages, never for more of them: where the loop uses no
     // scratch, that room is over the dead stages.
-    const int64_t epilogueRoom =
-        tcgen05_ && !loopMayUseScratch(body) ? qt.shape[0] * qt.shape[1] * 2 : 0;
+    const int64_t epilogueRoom = tcgen05_ && budget_.roomOverDeadStages && !loopMayUseScratch(plan)
+                                     ? qt.shape[0] * qt.shape[1] * 2
+                                     : 0;
     // The transposed form's P^T, the second MMA's B, in shared memory (B cannot come from
     // tensor memory).
     if (plan.transposed) budget -= pBytes(plan);
@@ -650,7 +651,9 @@ private:
     }
     while (plan.stages > minStages && plan.stages * stageBytes > budget) --plan.stages;
     if (plan.stages * stageBytes > budget + epilogueRoom) return false;
-    return analyzeAddresses(body, plan, -1);
+    if (!analyzeAddresses(body, plan, -1)) return false;
+    budget_.usedRoomOverDeadStages |= plan.stages * stageBytes > budget;
+    return true;
   }
 
   /// Whether `v` is computed outside `body` (before the loop).
@@ -684,15 +687,18 @@ private:
   }
 
   /// Whether an sm_100a attention loop may use the scratch region once rewritten: anything but
-  /// its loads, dots, the transposes the MMAs read through shared-memory views, and elementwise
-  /// work whose operands need no layout conversion (the row-per-thread layout of tcgen05.ld
-  /// takes the aranges and broadcasts of masks as they are). A reduction may cross threads, and
-  /// a shape change may convert.
-  bool loopMayUseScratch(const Block& body) const {
+  /// its K and V loads (copies now), dots, the transposes the MMAs read through shared-memory
+  /// views, and elementwise work whose operands need no layout conversion (the row-per-thread
+  /// layout of tcgen05.ld takes the aranges and broadcasts of masks as they are). A reduction
+  /// may cross threads, a shape change or another load may convert.
+  bool loopMayUseScratch(const Plan& plan) const {
+    const Block& body = *plan.loop->region(0);
     for (const auto& op : body.ops()) {
       switch (op->code()) {
       case OpCode::Load:
       case OpCode::DescLoad:
+        if (op.get() == plan.loads[0] || op.get() == plan.loads[1]) continue;
+        return true;
       case OpCode::Dot:
       case OpCode::Constant:
       case OpCode::Arange:
@@ -2222,6 +2228,7 @@ private:
   }
 
   ir::Function& fn_;
+  PipelineBudget& budget_;
   std::unordered_map<const Value*, int> uses_;
   /// Contiguity of load addresses, computed once before the first rewrite that needs it.
   std::optional<layout::AxisInfoAnalysis> axisInfo_;
@@ -2307,8 +2314,9 @@ bool wgmmaShaped(const ir::Op& dot, int numWarps) {
          isPowerOf2(M) && isPowerOf2(N) && isPowerOf2(K);
 }
 
-int pipelineDotLoops(ir::Function& fn, bool tensorMemory) {
-  int n = Pipeliner(fn, tensorMemory).run();
+int pipelineDotLoops(ir::Function& fn, bool tensorMemory, PipelineBudget* budget) {
+  PipelineBudget defaults;
+  int n = Pipeliner(fn, tensorMemory, budget ? *budget : defaults).run();
   if (n) verify(fn);
   return n;
 }

@@ -139,3 +139,27 @@ def masked_silu_attention_t_fwd(q_desc, k_desc, v_desc, o_ptr, alpha, N_CTX,
     o_base = o_ptr + tl.program_id(1) * HEAD_DIM * N_CTX
     tl.store(o_base + dims[:, None] * N_CTX + offs_m[None, :], acc / N_CTX,
              mask=(offs_m < N_CTX)[None, :])
+
+
+@ww.jit
+def biased_silu_attention_t_fwd(q_desc, k_desc, v_desc, bias_ptr, o_ptr, N_CTX,
+                                HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                                BLOCK_N: tl.constexpr):
+    """silu_attention_t_fwd with a [N_CTX, N_CTX] fp32 bias added to S^T, loaded by pointers in
+    the loop (bias[key, query]); o^T fp32 [heads, HEAD_DIM, N_CTX]."""
+    first = tl.program_id(1) * N_CTX
+    start_m = tl.program_id(0) * BLOCK_M
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    q = q_desc.load([first + start_m, 0])
+    acc = tl.zeros([HEAD_DIM, BLOCK_M], tl.float32)
+    for start in tl.range(0, N_CTX, BLOCK_N):
+        offs_n = start + tl.arange(0, BLOCK_N)
+        bias = tl.load(bias_ptr + offs_n[:, None] * N_CTX + offs_m[None, :])
+        k = k_desc.load([first + start, 0])
+        qk = tl.dot(k, tl.trans(q)) + bias
+        act = qk / (1.0 + tl.exp(-qk))
+        v = v_desc.load([first + start, 0])
+        acc += tl.dot(tl.trans(v), act.to(tl.float16))
+    dims = tl.arange(0, HEAD_DIM)
+    o_base = o_ptr + tl.program_id(1) * HEAD_DIM * N_CTX
+    tl.store(o_base + dims[:, None] * N_CTX + offs_m[None, :], acc / N_CTX)
