@@ -73,17 +73,14 @@ bool isBarrierLine(std::string_view line) {
   std::string_view s = line.substr(at);
   if (s[0] == '{' || s[0] == '}' || (s[0] == '.' && !s.starts_with(".loc"))) return true;
   if (s.starts_with(kInlineAsmBegin) || s.starts_with(kInlineAsmEnd)) return true;
-  if (s[0] == '@') { // a guarded instruction: look at its opcode
-    size_t sp = s.find_first_of(" \t");
-    if (sp == std::string_view::npos) return true;
-    s = s.substr(s.find_first_not_of(" \t", sp));
-  }
+  std::string_view inst = ptxInstruction(line); // a guarded one: its opcode
+  if (inst.empty()) return s[0] == '@';         // a guard with no instruction after it
   // wgmma and tcgen05.ld write their registers after they issue, until their wait: an
   // instruction that reads one must stay after the wait (and a wgmma's accumulators read in
   // between would serialize every wgmma, ptxas C7514).
-  return s.starts_with("bra") || s.starts_with("ret") || s.starts_with("exit") ||
-         s.starts_with("setmaxnreg") || s.starts_with("call") || s.starts_with("wgmma.") ||
-         s.starts_with("tcgen05.ld") || s.starts_with("tcgen05.wait::ld");
+  return inst.starts_with("bra") || inst.starts_with("ret") || inst.starts_with("exit") ||
+         inst.starts_with("setmaxnreg") || inst.starts_with("call") || inst.starts_with("wgmma.") ||
+         inst.starts_with("tcgen05.ld") || inst.starts_with("tcgen05.wait::ld");
 }
 
 } // namespace ww::codegen

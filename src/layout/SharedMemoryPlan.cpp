@@ -469,13 +469,7 @@ private:
     std::vector<std::pair<int64_t, int64_t>> busy;
     for (const SharedTenant* p : placed)
       if (meet(t, *p)) busy.emplace_back(p->offset, p->offset + p->bytes);
-    std::sort(busy.begin(), busy.end());
-    int64_t at = 0;
-    for (const auto& [lo, hi] : busy) {
-      if (alignTo(at, t.alignment) + t.bytes <= lo) break;
-      at = std::max(at, hi);
-    }
-    return alignTo(at, t.alignment);
+    return firstFitOffset(std::move(busy), t.bytes, t.alignment);
   }
 
   /// Barriers between spans `x` and `y` of one block, x before y, whose tenants share bytes:

@@ -2,7 +2,10 @@
 // once here rather than in each file that needs them.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace ww {
 
@@ -14,6 +17,20 @@ constexpr bool isPowerOf2(int64_t v) {
 /// v rounded up to a multiple of a (a > 0; v >= 0).
 constexpr int64_t alignTo(int64_t v, int64_t a) {
   return (v + a - 1) / a * a;
+}
+
+/// The lowest offset, a multiple of `alignment`, where `size` units overlap none of the
+/// [begin, end) intervals of `busy`: first-fit placement (shared-memory tenants, the pipeliner's
+/// tensor-memory columns).
+inline int64_t firstFitOffset(std::vector<std::pair<int64_t, int64_t>> busy, int64_t size,
+                              int64_t alignment) {
+  std::sort(busy.begin(), busy.end());
+  int64_t at = 0;
+  for (const auto& [lo, hi] : busy) {
+    if (alignTo(at, alignment) + size <= lo) break;
+    at = std::max(at, hi);
+  }
+  return alignTo(at, alignment);
 }
 
 /// Multiplier and shift that turn a 32-bit division by a constant into a multiply-high (Hacker's

@@ -259,13 +259,7 @@ public:
     for (const Entry& e : entries_)
       if (!ir::exclusiveBranches(e.block, at, uniformity_))
         busy.emplace_back(e.offset, e.offset + e.size);
-    std::sort(busy.begin(), busy.end());
-    int64_t offset = 0;
-    for (const auto& [lo, hi] : busy) {
-      if (alignTo(offset, align) + size <= lo) break;
-      offset = std::max(offset, hi);
-    }
-    return alignTo(offset, align);
+    return firstFitOffset(std::move(busy), size, align);
   }
   void add(const Block* at, int64_t size, int64_t offset = 0) {
     entries_.push_back({at, offset, size});
@@ -709,11 +703,8 @@ private:
       case OpCode::InlineAsm: // per element, in registers (TLX's tanh_approx_fp32)
         continue;
       case OpCode::Permute: // a dot operand's transpose: read through a view of its buffer
-        if (usesOf(op->result()) == 1 &&
-            std::any_of(body.ops().begin(), body.ops().end(), [&](const auto& user) {
-              return user->code() == OpCode::Dot &&
-                     (user->operand(0) == op->result() || user->operand(1) == op->result());
-            }))
+        if (op.get() == plan.kTrans || op.get() == plan.bTrans ||
+            op->result() == plan.scoreDot->operand(1))
           continue;
         return true;
       default:
