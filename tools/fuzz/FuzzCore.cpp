@@ -313,6 +313,7 @@ void tokenSpans(Seed& s) {
 struct ManifestEntry {
   std::string kernel, signature;
   int numWarps = 4;
+  Target target = Target::SM90a;
 };
 
 std::map<std::string, std::vector<ManifestEntry>> readManifest(const std::string& path) {
@@ -325,6 +326,7 @@ std::map<std::string, std::vector<ManifestEntry>> readManifest(const std::string
     ManifestEntry e;
     ls >> file >> e.kernel >> e.signature;
     if (!(ls >> e.numWarps)) e.numWarps = 4;
+    if (std::string target; ls >> target) e.target = parseTarget(target);
     if (!e.signature.empty()) out[file].push_back(e);
   }
   return out;
@@ -382,10 +384,14 @@ std::vector<Seed> loadSeeds(const std::string& root, const std::string& manifest
       if (auto it = entries.find(rel); it != entries.end())
         for (const ManifestEntry& e : it->second)
           if (e.kernel == fn->name) candidates.push_back(e);
-      for (int v = 0; v < (probe ? 4 : 1); ++v)
-        candidates.push_back({fn->name, guessSignature(*fn, v), 4});
+      // Guessed signatures are tried for Hopper, then for Blackwell: kernels of tensor memory and
+      // tcgen05 reach code generation on sm_100a only.
+      for (Target target : {Target::SM90a, Target::SM100a})
+        for (int v = 0; v < (probe ? 4 : 1); ++v)
+          candidates.push_back({fn->name, guessSignature(*fn, v), 4, target});
       s.base.signature = candidates[0].signature;
       s.base.options.numWarps = candidates[0].numWarps;
+      s.base.options.target = candidates[0].target;
       const char* reached = "front end";
       if (probe) {
         // Cluster kernels need a cluster launch: each candidate also with two CTAs.
@@ -394,6 +400,7 @@ std::vector<Seed> loadSeeds(const std::string& root, const std::string& manifest
             Case c = s.base;
             c.signature = e.signature;
             c.options.numWarps = e.numWarps;
+            c.options.target = e.target;
             c.options.numCtas = ctas;
             if (reaches(c, Stage::Ptx)) {
               s.base = c;
