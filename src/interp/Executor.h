@@ -7,6 +7,7 @@
 #include "interp/Scheduler.h"
 #include "interp/Sync.h"
 #include "ir/IR.h"
+#include "ir/TaskPlan.h"
 #include "warpweave/warpweave.h"
 
 #include <deque>
@@ -17,6 +18,10 @@
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
+
+namespace ww::layout {
+class LayoutMap;
+}
 
 namespace ww::interp {
 
@@ -116,6 +121,8 @@ struct KernelState {
   /// depends on which thread holds which element (a vote over a tensor predicate): computed at
   /// the first such op (WarpVote.cpp).
   std::shared_ptr<const void> layouts;
+  /// Where each async task's warps start, for tlx.thread_id() in tasks: planned at the first ask.
+  std::shared_ptr<const ir::TaskPlan> taskPlan;
 };
 
 struct CtaState;
@@ -232,7 +239,9 @@ struct ClusterState {
 class Executor {
 public:
   Executor(KernelState& k, CtaState& cta, Agent& agent, std::vector<RtValue> env)
-      : k_(k), cta_(cta), agent_(agent), env_(std::move(env)) {}
+      : k_(k), cta_(cta), agent_(agent), env_(std::move(env)) {
+    adoptPerThreadValues();
+  }
 
   /// Runs the ops of `block` up to its terminator; returns the terminator (yield, condition,
   /// return) or null when the block has none.
@@ -354,8 +363,36 @@ private:
   void execReplicaId(const ir::Op& op);
   void execClock64(const ir::Op& op);
   void execClusterQuery(const ir::Op& op); // cluster_cta_rank, cluster_size
-  void execPerThreadOp(const ir::Op& op);  // thread_id, scalar vote_ballot: refused
-  void execVoteBallot(const ir::Op& op);   // vote_ballot of a tensor predicate (WarpVote.cpp)
+  void execVoteBallot(const ir::Op& op);   // WarpVote.cpp
+  // Per-thread values (PerThread.cpp)
+  void execThreadId(const ir::Op& op);
+  /// Runs `op`, which reads a per-thread value, once for each thread of the agent.
+  void execReplicated(const ir::Op& op);
+  /// vote_ballot_sync of a per-thread scalar predicate: each warp's ballot.
+  void voteBallotPerThread(const ir::Op& op, const PerThreadValue& pred);
+  /// Refuses `op` in code run one thread at a time when the interpreter cannot run it so.
+  void requireRunsPerThread(const ir::Op& op) const;
+  /// The results of a replicated op, one per thread, as one value: the same in every thread, a
+  /// tensor assembled from the thread that holds each element, else a per-thread value.
+  RtValue mergeThreads(const ir::Op& op, const ir::Value* v, std::vector<RtValue> values);
+  /// Which elements of `v` the current thread (thread_) writes in a store or atomic: those it
+  /// is the first holder of; a scalar's, the agent's first thread.
+  std::vector<uint8_t> writtenByThread(const ir::Op& op, const ir::Value* v);
+  /// `mask` (null: every element) narrowed to the elements of `v` the current thread writes.
+  TensorPtr threadMask(const ir::Op& op, const ir::Value* v, const TensorPtr& mask);
+  /// The first thread holding each element of tensor `v`.
+  const std::vector<int>& firstHolders(const ir::Op& op, const ir::Value* v);
+  /// The agent's first thread in the CTA: 0, or an async task's first warp (ir/TaskPlan.h) * 32.
+  int64_t agentFirstThread() const;
+  /// Notes the per-thread values of the environment the agent starts with; a task takes its
+  /// threads' values of those its program made.
+  void adoptPerThreadValues();
+  /// The layouts the compiler gives the kernel (assigned at the first ask; `why` names the op
+  /// that needs them in the error when assignment fails) and the elements of tensor `v` each
+  /// thread of the agent holds (warp * 32 + lane).
+  const layout::LayoutMap& kernelLayouts(const ir::Op& op, const std::string& why);
+  std::vector<std::vector<int64_t>> threadElements(const ir::Op& op, const ir::Value* v,
+                                                   const std::string& why);
   void execInlineAsm(const ir::Op& op);
   void execGather(const ir::Op& op);         // TlMisc.cpp
   void execMapElementwise(const ir::Op& op); // TlMisc.cpp
@@ -471,6 +508,12 @@ private:
     return mmaOrdered_ && a.token != 0 && myMmaTokens_.count(a.token) != 0;
   }
   std::deque<std::vector<AsyncLoadCopy>> loadGroups_;
+  /// The thread of the agent (from 0: its tlx.thread_id() in a task) whose code runs now, or -1
+  /// while the agent runs all its threads together (PerThread.cpp).
+  int thread_ = -1;
+  /// Whether any per-thread value was made here: until then no op needs the check.
+  bool perThreadValues_ = false;
+  std::unordered_map<const ir::Value*, std::vector<int>> firstHolders_;
 };
 
 /// dot of a (.., M, K) and b (.., K, N) plus acc (zeros when null), in result type `rt`.

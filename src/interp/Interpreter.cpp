@@ -32,6 +32,7 @@ std::string Executor::where() const {
   std::ostringstream os;
   os << "program (" << cta_.pid[0] << ", " << cta_.pid[1] << ", " << cta_.pid[2] << ")";
   if (agent_.isTask) os << " " << agent_.label;
+  if (thread_ >= 0) os << ", thread " << thread_;
   return os.str();
 }
 
@@ -61,6 +62,13 @@ void Executor::fail(SourceLoc loc, const std::string& message,
 TensorPtr Executor::tensorOf(const ir::Op& op, const ir::Value* v) {
   RtValue& r = slot(v);
   if (auto* t = std::get_if<TensorPtr>(&r)) return *t;
+  if (std::holds_alternative<PerThreadPtr>(r))
+    fail(op.loc(), std::string("'") + op.name() +
+                       "' reads a value computed from tlx.thread_id(), which differs between "
+                       "threads, where the interpreter runs all of them together (" +
+                       where() +
+                       "); it models such values in arithmetic, in the conditions "
+                       "of if and for, and in stores, not here");
   if (auto* p = std::get_if<PendingDotPtr>(&r)) {
     if ((*p)->result) return (*p)->result;
     fail(op.loc(),
@@ -101,6 +109,12 @@ const ir::Op* Executor::runBlock(const ir::Block& block) {
 }
 
 void Executor::exec(const ir::Op& op) {
+  if (thread_ >= 0) {
+    requireRunsPerThread(op);
+  } else if (perThreadValues_) {
+    for (unsigned i = 0; i < op.numOperands(); ++i)
+      if (std::holds_alternative<PerThreadPtr>(slot(op.operand(i)))) return execReplicated(op);
+  }
   if (ir::lowersWithAgentBarrier(op.code())) {
     // Every thread of a warp barrier arrives for itself, with no barrier of the agent first.
     const auto* bar = op.code() == OpCode::BarrierArrive
@@ -201,7 +215,7 @@ Executor::OpHandler Executor::handlerFor(OpCode code) {
     on({OpCode::ReplicaId}, &Executor::execReplicaId);
     on({OpCode::Clock64}, &Executor::execClock64);
     on({OpCode::ClusterCtaRank, OpCode::ClusterSize}, &Executor::execClusterQuery);
-    on({OpCode::ThreadId}, &Executor::execPerThreadOp);
+    on({OpCode::ThreadId}, &Executor::execThreadId);
     on({OpCode::VoteBallot}, &Executor::execVoteBallot);
     return t;
   }();
@@ -581,6 +595,7 @@ void Executor::execMemory(const ir::Op& op) {
   }
   case OpCode::Store: {
     TensorPtr mask = ir::attr::Store::hasMask(op) ? tensor(op, 2) : nullptr;
+    if (thread_ >= 0) mask = threadMask(op, op.operand(1), mask);
     storeGlobal(op, *tensor(op, 0), *tensor(op, 1), mask.get());
     return;
   }
@@ -592,6 +607,7 @@ void Executor::execMemory(const ir::Op& op) {
     TensorPtr val = tensor(op, cas ? 2 : 1);
     bool hasMask = !cas && ir::attr::AtomicRMW::hasMask(op);
     TensorPtr mask = hasMask ? tensor(op, 2) : nullptr;
+    if (thread_ >= 0) mask = threadMask(op, op.result(), mask);
     const ir::Type& rt = op.result()->type();
     auto r = std::make_shared<Tensor>(Tensor::ofType(rt));
     std::string kind = cas ? "cas" : ir::attr::AtomicRMW::kind(op);

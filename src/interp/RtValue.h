@@ -136,7 +136,18 @@ using PendingDotPtr = std::shared_ptr<PendingDot>;
 
 struct TokenValue {};
 
-using RtValue = std::variant<std::monostate, TensorPtr, BufferView, BarrierView,
-                             std::shared_ptr<const Descriptor>, PendingDotPtr, TokenValue>;
+struct PerThreadValue;
+/// A scalar whose value differs between the threads of an agent (interp/PerThread.cpp).
+using PerThreadPtr = std::shared_ptr<const PerThreadValue>;
+
+using RtValue =
+    std::variant<std::monostate, TensorPtr, BufferView, BarrierView,
+                 std::shared_ptr<const Descriptor>, PendingDotPtr, TokenValue, PerThreadPtr>;
+
+/// tlx.thread_id() and what is computed from it: one value for each thread of the agent, in
+/// thread order.
+struct PerThreadValue {
+  std::vector<RtValue> values;
+};
 
 } // namespace ww::interp

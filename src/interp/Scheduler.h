@@ -22,6 +22,10 @@
 #include <thread>
 #include <vector>
 
+namespace ww::ir {
+class Op;
+}
+
 namespace ww::interp {
 
 /// What an agent is waiting for, for deadlock reports.
@@ -41,6 +45,9 @@ struct Agent {
   std::string program;
   int numWarps = 4;
   int replica = 0;
+  /// The async_task op this agent runs (null for a program's own code): where its warps start
+  /// (ir/TaskPlan.h) gives its threads' tlx.thread_id().
+  const ir::Op* taskOp = nullptr;
   Scheduler* scheduler = nullptr; // null: the only agent, running on the caller's thread
   size_t clockIndex = 1;          // this agent's component of vector clocks
   VectorClock clock;              // what this agent is ordered after

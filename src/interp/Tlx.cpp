@@ -1330,19 +1330,20 @@ void Executor::execNamedBarrier(const ir::Op& op) {
     fail(op.loc(), std::string(op.name()) + " on named barrier " + std::to_string(id) + " with " +
                        std::to_string(numThreads) + " threads while its current phase expects " +
                        std::to_string(nb.expectedThreads) + " (" + where() + ")");
-  int64_t generation = nb.generation;
   nb.arrivedThreads += threads;
   release(nb.arrivals);
-  if (nb.arrivedThreads > nb.expectedThreads)
-    fail(op.loc(), std::string(op.name()) + ": " + std::to_string(nb.arrivedThreads) +
-                       " threads arrived at named barrier " + std::to_string(id) +
-                       ", more than its " + std::to_string(nb.expectedThreads) + " (" + where() +
-                       ")");
-  if (nb.arrivedThreads == nb.expectedThreads) {
+  // The hardware counts a barrier's arrivals warp by warp: every `expected` threads complete a
+  // phase, so an agent of more threads than the count completes phases by itself.
+  while (nb.arrivedThreads >= nb.expectedThreads) {
     ++nb.generation;
     nb.completed.join(nb.arrivals);
+    nb.arrivedThreads -= nb.expectedThreads;
+  }
+  // The phase this agent's last warps are in; the agent goes on once it completes.
+  int64_t generation = nb.generation;
+  if (nb.arrivedThreads == 0) {
+    --generation;
     nb.arrivals = VectorClock();
-    nb.arrivedThreads = 0;
     nb.expectedThreads = 0;
   }
   bump();
@@ -1816,12 +1817,6 @@ void Executor::execClusterQuery(const ir::Op& op) {
   set(op.result(), std::make_shared<Tensor>(std::move(t)));
 }
 
-void Executor::execPerThreadOp(const ir::Op& op) {
-  fail(op.loc(), std::string(op.name()) +
-                     " has no single value in the interpreter, which runs each warp group as "
-                     "one agent over whole tensors");
-}
-
 void Executor::execInlineAsm(const ir::Op& op) {
   std::vector<TensorPtr> args;
   for (unsigned i = 0; i < op.numOperands(); ++i) args.push_back(tensor(op, i));
@@ -1911,6 +1906,7 @@ void Executor::execAsyncTasks(const ir::Op& op) {
         throw std::logic_error("interpreter: a non-default async_task without num_warps");
       a->replica = int(r);
       a->isTask = true;
+      a->taskOp = taskOp.get();
       if (cta_.cluster) a->program = cta_.name();
       a->clockIndex = cta_.newClockIndex();
       a->clock = agent_.clock; // what the program did before async_tasks precedes every task
