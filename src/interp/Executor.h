@@ -283,6 +283,9 @@ private:
   void execDumpLayout(const ir::Op& op);
   void execStrayTerminator(const ir::Op& op);
   void execControl(const ir::Op& op);
+  /// Runs while loop `op` on from its condition `cond` of trip `trip` (its before region run);
+  /// returns the loop's results.
+  std::vector<RtValue> continueWhile(const ir::Op& op, const ir::Op* cond, int64_t trip);
   void execShape(const ir::Op& op);
   void execMemory(const ir::Op& op);
   void execReduce(const ir::Op& op); // Reduce.cpp
@@ -368,6 +371,12 @@ private:
   void execThreadId(const ir::Op& op);
   /// Runs `op`, which reads a per-thread value, once for each thread of the agent.
   void execReplicated(const ir::Op& op);
+  /// The rest of while loop `op` once its condition `cond` differs between threads: each thread
+  /// goes on by itself (PerThread.cpp).
+  std::vector<RtValue> whilePerThread(const ir::Op& op, const ir::Op* cond, int64_t trip);
+  /// The environment's slots holding per-thread values, as the agent's threads each see them;
+  /// fails at `op` when one was made for other threads.
+  std::vector<uint32_t> perThreadSlots(const ir::Op& op, bool all);
   /// vote_ballot_sync of a per-thread scalar predicate: each warp's ballot.
   void voteBallotPerThread(const ir::Op& op, const PerThreadValue& pred);
   /// Refuses `op` in code run one thread at a time when the interpreter cannot run it so.

@@ -350,30 +350,40 @@ void Executor::execControl(const ir::Op& op) {
   }
   case OpCode::While: {
     const ir::Block& before = *op.region(0);
-    const ir::Block& after = *op.region(1);
-    std::vector<RtValue> iters;
-    for (unsigned i = 0; i < op.numOperands(); ++i) iters.push_back(slot(op.operand(i)));
-    // A while loop that never ends would hang the GPU; the interpreter stops it instead.
-    constexpr int64_t kMaxWhileIterations = int64_t(1) << 26;
-    for (int64_t trip = 0;; ++trip) {
-      if (trip == kMaxWhileIterations)
-        fail(op.loc(), "while loop still running after " + std::to_string(trip) +
-                           " iterations in " + where() + "; its condition never becomes false");
-      for (unsigned i = 0; i < before.numArgs(); ++i) set(before.arg(i), iters[i]);
-      const ir::Op* cond = runBlock(before); // a condition (Ops.def's REGIONS line, verified)
-      std::vector<RtValue> vals = yieldedValues(cond, 1);
-      if (readScalar(*tensorOf(*cond, cond->operand(0)), 0).i == 0) {
-        setResults(vals);
-        return;
-      }
-      for (unsigned i = 0; i < after.numArgs(); ++i) set(after.arg(i), vals[i]);
-      iters = yieldedValues(runBlock(after), 0);
-      // A CTA spinning on a flag a peer of its cluster sets must let the peer run.
-      if (cta_.cluster && trip % 64 == 63) yieldToOthers();
-    }
+    for (unsigned i = 0; i < before.numArgs(); ++i) set(before.arg(i), slot(op.operand(i)));
+    // The before region ends in a condition (Ops.def's REGIONS line, verified).
+    setResults(continueWhile(op, runBlock(before), 0));
+    return;
   }
   default:
     throw std::logic_error("not a control-flow op");
+  }
+}
+
+std::vector<RtValue> Executor::continueWhile(const ir::Op& op, const ir::Op* cond, int64_t trip) {
+  const ir::Block& before = *op.region(0);
+  const ir::Block& after = *op.region(1);
+  auto yielded = [&](const ir::Op* term, unsigned first) {
+    std::vector<RtValue> vals;
+    for (unsigned i = first; i < term->numOperands(); ++i) vals.push_back(slot(term->operand(i)));
+    return vals;
+  };
+  // A while loop that never ends would hang the GPU; the interpreter stops it instead.
+  constexpr int64_t kMaxWhileIterations = int64_t(1) << 26;
+  for (;; ++trip) {
+    if (thread_ < 0 && std::holds_alternative<PerThreadPtr>(slot(cond->operand(0))))
+      return whilePerThread(op, cond, trip); // the threads part ways here
+    std::vector<RtValue> vals = yielded(cond, 1);
+    if (readScalar(*tensorOf(*cond, cond->operand(0)), 0).i == 0) return vals;
+    for (unsigned i = 0; i < after.numArgs(); ++i) set(after.arg(i), vals[i]);
+    std::vector<RtValue> iters = yielded(runBlock(after), 0);
+    // A CTA spinning on a flag a peer of its cluster sets must let the peer run.
+    if (cta_.cluster && trip % 64 == 63) yieldToOthers();
+    if (trip + 1 == kMaxWhileIterations)
+      fail(op.loc(), "while loop still running after " + std::to_string(trip + 1) +
+                         " iterations in " + where() + "; its condition never becomes false");
+    for (unsigned i = 0; i < before.numArgs(); ++i) set(before.arg(i), iters[i]);
+    cond = runBlock(before);
   }
 }
 

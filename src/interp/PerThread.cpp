@@ -86,31 +86,14 @@ void Executor::execThreadId(const ir::Op& op) {
 
 void Executor::requireRunsPerThread(const ir::Op& op) const {
   const OpCode c = op.code();
-  if (ir::isBinaryArithmetic(c) || ir::isUnaryMath(c)) return;
+  // Elementwise ops, shape ops and buffer views compute from their operands alone.
+  if (ir::isElementwise(c) || ir::isShapeOp(c) || ir::isBufferView(c) || ir::isTerminator(c))
+    return;
   switch (c) {
-  case OpCode::Umulhi:
   case OpCode::Constant:
   case OpCode::ProgramId:
   case OpCode::NumPrograms:
   case OpCode::Arange:
-  case OpCode::AddPtr:
-  case OpCode::Cmp:
-  case OpCode::Select:
-  case OpCode::Fma:
-  case OpCode::Cast:
-  case OpCode::Bitcast:
-  case OpCode::PtrToInt:
-  case OpCode::IntToPtr:
-  case OpCode::MultipleOf:
-  case OpCode::MaxContiguous:
-  case OpCode::Splat:
-  case OpCode::Broadcast:
-  case OpCode::ExpandDims:
-  case OpCode::Reshape:
-  case OpCode::Permute:
-  case OpCode::Join:
-  case OpCode::Split:
-  case OpCode::Cat:
   case OpCode::Load:
   case OpCode::Store:
   case OpCode::AtomicRMW:
@@ -118,8 +101,6 @@ void Executor::requireRunsPerThread(const ir::Op& op) const {
   case OpCode::For:
   case OpCode::If:
   case OpCode::While:
-  case OpCode::Yield:
-  case OpCode::Condition:
   case OpCode::Print:
   case OpCode::Assert:
   case OpCode::DumpLayout:
@@ -132,10 +113,6 @@ void Executor::requireRunsPerThread(const ir::Op& op) const {
   case OpCode::VoteBallot:
   case OpCode::InlineAsm:
   case OpCode::MapElementwise:
-  case OpCode::LocalView: // views of buffers and barriers: no access
-  case OpCode::LocalSlice:
-  case OpCode::LocalTrans:
-  case OpCode::LocalReinterpret:
     return;
   default:
     fail(op.loc(), std::string("'") + op.name() +
@@ -148,13 +125,9 @@ void Executor::requireRunsPerThread(const ir::Op& op) const {
   }
 }
 
-void Executor::execReplicated(const ir::Op& op) {
-  requireRunsPerThread(op);
-  const int64_t threads = int64_t(agent_.numWarps) * 32;
-  // The per-thread values the op reads: its operands, and for a branch or loop anything its
-  // regions may read.
+std::vector<uint32_t> Executor::perThreadSlots(const ir::Op& op, bool all) {
   std::vector<uint32_t> slots;
-  if (op.numRegions()) {
+  if (all) {
     for (size_t i = 0; i < env_.size(); ++i)
       if (std::holds_alternative<PerThreadPtr>(env_[i])) slots.push_back(uint32_t(i));
   } else {
@@ -163,16 +136,45 @@ void Executor::execReplicated(const ir::Op& op) {
       if (std::holds_alternative<PerThreadPtr>(env_[s])) slots.push_back(s);
     }
   }
-  std::vector<PerThreadPtr> tables;
-  for (uint32_t s : slots) {
-    tables.push_back(std::get<PerThreadPtr>(env_[s]));
-    if (int64_t(tables.back()->values.size()) != threads)
+  for (uint32_t s : slots)
+    if (std::get<PerThreadPtr>(env_[s])->values.size() != size_t(agent_.numWarps) * 32)
       fail(op.loc(), std::string("'") + op.name() +
                          "' reads a value computed from tlx.thread_id() before tlx.async_tasks, "
                          "in a task whose threads lie outside the kernel's num_warps; the "
                          "interpreter has that value for the kernel's threads only (" +
                          where() + ")");
+  return slots;
+}
+
+namespace {
+
+/// Puts thread `t`'s values of the per-thread `slots` into `env` while it lives, the tables back
+/// after.
+class ThreadView {
+public:
+  ThreadView(std::vector<RtValue>& env, std::vector<uint32_t> slots) : env_(env), slots_(slots) {
+    for (uint32_t s : slots_) tables_.push_back(std::get<PerThreadPtr>(env_[s]));
   }
+  ~ThreadView() {
+    for (size_t j = 0; j < slots_.size(); ++j) env_[slots_[j]] = tables_[j];
+  }
+  void enter(size_t t) {
+    for (size_t j = 0; j < slots_.size(); ++j) env_[slots_[j]] = tables_[j]->values[t];
+  }
+
+private:
+  std::vector<RtValue>& env_;
+  std::vector<uint32_t> slots_;
+  std::vector<PerThreadPtr> tables_;
+};
+
+} // namespace
+
+void Executor::execReplicated(const ir::Op& op) {
+  requireRunsPerThread(op);
+  // The per-thread values the op reads: its operands, and for a branch or loop anything its
+  // regions may read.
+  std::vector<uint32_t> slots = perThreadSlots(op, op.numRegions() != 0);
   if (op.code() == OpCode::VoteBallot) {
     const RtValue& pred = slot(op.operand(1));
     if (std::holds_alternative<PerThreadPtr>(slot(op.operand(0))) ||
@@ -183,16 +185,42 @@ void Executor::execReplicated(const ir::Op& op) {
     return voteBallotPerThread(op, *std::get<PerThreadPtr>(pred));
   }
   std::vector<std::vector<RtValue>> results(op.numResults());
-  for (int64_t t = 0; t < threads; ++t) {
-    for (size_t j = 0; j < slots.size(); ++j) env_[slots[j]] = tables[j]->values[size_t(t)];
-    thread_ = int(t);
-    exec(op);
-    for (unsigned r = 0; r < op.numResults(); ++r) results[r].push_back(slot(op.result(r)));
+  {
+    ThreadView view(env_, slots);
+    for (int64_t t = 0; t < int64_t(agent_.numWarps) * 32; ++t) {
+      view.enter(size_t(t));
+      thread_ = int(t);
+      exec(op);
+      for (unsigned r = 0; r < op.numResults(); ++r) results[r].push_back(slot(op.result(r)));
+    }
+    thread_ = -1;
   }
-  thread_ = -1;
-  for (size_t j = 0; j < slots.size(); ++j) env_[slots[j]] = tables[j];
   for (unsigned r = 0; r < op.numResults(); ++r)
     set(op.result(r), mergeThreads(op, op.result(r), std::move(results[r])));
+}
+
+std::vector<RtValue> Executor::whilePerThread(const ir::Op& op, const ir::Op* cond, int64_t trip) {
+  requireRunsPerThread(op);
+  std::vector<std::vector<RtValue>> results(op.numResults());
+  // Where the threads part: each goes on from the condition's operands as they are now (a
+  // thread's later trips overwrite them).
+  std::vector<RtValue> split;
+  for (unsigned i = 0; i < cond->numOperands(); ++i) split.push_back(slot(cond->operand(i)));
+  {
+    ThreadView view(env_, perThreadSlots(op, true));
+    for (int64_t t = 0; t < int64_t(agent_.numWarps) * 32; ++t) {
+      for (unsigned i = 0; i < cond->numOperands(); ++i) set(cond->operand(i), split[i]);
+      view.enter(size_t(t));
+      thread_ = int(t);
+      std::vector<RtValue> mine = continueWhile(op, cond, trip);
+      for (unsigned r = 0; r < op.numResults(); ++r) results[r].push_back(mine.at(r));
+    }
+    thread_ = -1;
+  }
+  std::vector<RtValue> merged;
+  for (unsigned r = 0; r < op.numResults(); ++r)
+    merged.push_back(mergeThreads(op, op.result(r), std::move(results[r])));
+  return merged;
 }
 
 void Executor::voteBallotPerThread(const ir::Op& op, const PerThreadValue& pred) {

@@ -142,20 +142,38 @@ def test_a_barrier_under_a_thread_condition_is_refused_at_its_line():
 
 
 @ww.jit
-def thread_id_in_a_while(out_ptr):
+def thread_id_in_a_while(out_ptr, BLOCK: tl.constexpr):
     tid = tlx.thread_id(0)
     i = 0
-    while i < tid:  # MARK while
+    steps = 0
+    while i < tid % 5:
         i += 1
-    tl.store(out_ptr, i)
+        steps += 2
+    tl.store(out_ptr + tl.arange(0, BLOCK), tl.full([BLOCK], 0, tl.int32) + steps)
 
 
-def test_a_while_condition_on_a_thread_id_is_refused_at_its_line():
+def test_a_while_condition_on_a_thread_id_runs_each_thread_on():
+    out = np.full(32, -1, np.int32)
+    thread_id_in_a_while[(1,)](out, BLOCK=32, num_warps=1)
+    np.testing.assert_array_equal(out, [2 * (t % 5) for t in range(32)])
+
+
+@ww.jit
+def local_store_from_thread(out_ptr):
+    buf = tlx.local_alloc((32,), tl.int32, 1)
+    if tlx.thread_id(0) < 16:
+        tlx.local_store(tlx.local_view(buf, 0), tl.full([32], 1, tl.int32))  # MARK local_store
+    tl.store(out_ptr + tl.arange(0, 32), tlx.local_load(tlx.local_view(buf, 0)))
+
+
+def test_shared_memory_under_a_thread_condition_is_refused_at_its_line():
     with pytest.raises(ww.InterpreterError) as e:
-        thread_id_in_a_while[(1,)](np.zeros(1, np.int32))
+        local_store_from_thread[(1,)](np.zeros(32, np.int32), num_warps=1)
     text = str(e.value)
-    assert "reads a value computed from tlx.thread_id()" in text, text
-    assert "test_interp_thread_id.py:" in text, text
+    with open(__file__) as f:
+        line = next(i for i, t in enumerate(f, 1) if "# MARK local_store" in t)
+    assert f"test_interp_thread_id.py:{line}:" in text, text
+    assert "'local_store' in code that runs one thread at a time" in text, text
 
 
 @ww.jit
