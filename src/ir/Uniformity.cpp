@@ -46,6 +46,7 @@ ThreadUniformity::ThreadUniformity(const Block& body) {
 }
 
 bool exclusiveBranches(const Block* a, const Block* b, const ThreadUniformity& uniformity) {
+  if (a == b) return false;
   std::unordered_map<const Op*, const Block*> aRegions; // each `if` around a: a's region of it
   for (const Block* x = a; x && x->parentOp(); x = x->parentOp()->parentBlock())
     if (x->parentOp()->code() == OpCode::If) aRegions[x->parentOp()] = x;

@@ -132,6 +132,7 @@ Span SharedLiveness::at(const ir::Op& op) const {
 }
 
 const ir::Block* SharedLiveness::common(const ir::Block* a, const ir::Block* b) const {
+  if (a == b) return a; // asked of every pair of tenants: most share their block
   std::unordered_set<const ir::Block*> around;
   for (const ir::Block* x = a;; x = x->parentOp()->parentBlock()) {
     around.insert(x);
@@ -154,17 +155,32 @@ bool SharedLiveness::repeats(const ir::Block* block) const {
   return false;
 }
 
-bool SharedLiveness::barrierIn(const ir::Block& block, size_t from, size_t to, bool fence) const {
-  const auto& ops = block.ops();
-  bool fenced = !fence;
-  for (size_t i = from; i < to && i < ops.size(); ++i) {
-    const ir::Op& op = *ops[i];
-    if (op.code() == OpCode::Fence && ir::attr::Fence::kind(op) == "async_shared") fenced = true;
-    // A hazard barrier is left out where codegen finds it met; a plain one always syncs.
-    if (op.code() == OpCode::DebugBarrier && !ir::attr::DebugBarrier::smemHazard(op) && fenced)
-      return true;
+const SharedLiveness::SyncPoints& SharedLiveness::syncPoints(const ir::Block& block) const {
+  auto [it, fresh] = syncPoints_.try_emplace(&block);
+  if (fresh) {
+    const auto& ops = block.ops();
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const ir::Op& op = *ops[i];
+      if (op.code() == OpCode::Fence && ir::attr::Fence::kind(op) == "async_shared")
+        it->second.fences.push_back(i);
+      // A hazard barrier is left out where codegen finds it met; a plain one always syncs.
+      if (op.code() == OpCode::DebugBarrier && !ir::attr::DebugBarrier::smemHazard(op))
+        it->second.barriers.push_back(i);
+    }
   }
-  return false;
+  return it->second;
+}
+
+bool SharedLiveness::barrierIn(const ir::Block& block, size_t from, size_t to, bool fence) const {
+  const SyncPoints& points = syncPoints(block);
+  // With `fence`, the barrier must come after a fence of the range.
+  if (fence) {
+    auto f = std::lower_bound(points.fences.begin(), points.fences.end(), from);
+    if (f == points.fences.end()) return false;
+    from = *f;
+  }
+  auto b = std::lower_bound(points.barriers.begin(), points.barriers.end(), from);
+  return b != points.barriers.end() && *b < to;
 }
 
 BufferLiveness SharedLiveness::analyze(const ir::Op& alloc) const {
@@ -398,8 +414,8 @@ public:
 
     for (const SharedTenant& a : tenants_)
       for (const SharedTenant& b : tenants_)
-        if (&a < &b && !meet(a, b) && a.offset < b.offset + b.bytes &&
-            b.offset < a.offset + a.bytes) {
+        if (&a < &b && a.offset < b.offset + b.bytes && b.offset < a.offset + a.bytes &&
+            !meet(a, b)) {
           auto [x, y] = inCommon(a.span, b.span);
           // Exclusive branches need no barrier between them, unless they take turns in a loop.
           if (live_.exclusive(a.span, b.span) && !live_.repeats(x.block)) continue;

@@ -123,6 +123,12 @@ private:
   /// The home block for an allocation in `block` (see the class comment).
   const ir::Block* homeFor(const ir::Block* block) const;
   bool isKnownRing(const ir::Value* root) const;
+  /// Where a block's CTA barriers and async-proxy fences are (positions, ascending): barrierIn
+  /// is asked of every pair of tenants that share bytes, so it looks them up.
+  struct SyncPoints {
+    std::vector<size_t> barriers, fences;
+  };
+  const SyncPoints& syncPoints(const ir::Block& block) const;
   /// The liveness of `alloc` with its span in `home`; false when a drain is not found there.
   bool analyzeIn(const ir::Op& alloc, const ir::Block* home, BufferLiveness& out) const;
 
@@ -137,6 +143,7 @@ private:
   std::vector<const ir::Op*> scratchSites_;
   std::unordered_set<const ir::Op*> asyncSites_;
   ir::ThreadUniformity uniformity_;
+  mutable std::unordered_map<const ir::Block*, SyncPoints> syncPoints_;
 };
 
 /// One tenant of shared memory to place.

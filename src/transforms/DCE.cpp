@@ -11,7 +11,9 @@ using ir::OpCode;
 
 namespace {
 
-/// Unused results of these can go: pure ops, and reads whose only effect is their result.
+/// Unused results of these can go: pure ops, reads whose only effect is their result, and
+/// buffers nothing uses (their only effect is the memory they take, as MLIR counts an
+/// allocation's effect on its own result; Triton drops an unused local_alloc so).
 bool removableWhenUnused(const Op& op) {
   if (isPure(op)) return true;
   switch (op.code()) {
@@ -20,6 +22,7 @@ bool removableWhenUnused(const Op& op) {
   case OpCode::LocalLoad:
   case OpCode::LocalGather:
   case OpCode::DescLoad:
+  case OpCode::LocalAlloc:
     return true;
   default:
     return false;

@@ -72,6 +72,29 @@ def test_shared_memory_past_4_gib_is_refused_not_wrapped(tmp_path):
     assert "4294967296 bytes" in first and "232448" in first
 
 
+def test_twenty_thousand_unused_buffers_compile(tmp_path):
+    # The fuzzer's mutant: a local_alloc line repeated 20,000 times. Placing 20,000 buffers that
+    # nothing uses took minutes; an unused buffer is dropped, as Triton drops it.
+    src = write(tmp_path, kernel(
+        "    bufs = tlx.local_alloc((64, 64), tl.float16, 2)\n" * 20000 +
+        "    tl.store(x_ptr, 1.0)\n"))
+    r = wwc(src, "k", "x_ptr:*fp16", emit="ptx")
+    assert r.returncode == 0, r.stderr
+
+
+def test_many_short_lived_buffers_compile(tmp_path):
+    # 10,000 buffers that each die where they are stored to, beside one read at the end: the
+    # placement asks whether a barrier lies between every two that share bytes (minutes before
+    # the blocks' barrier positions were indexed; a few seconds now).
+    body = "    z = tl.zeros([16], tl.float32)\n" + "".join(
+        f"    a{i} = tlx.local_alloc((16,), tl.float32, 1)\n"
+        f"    tlx.local_store(tlx.local_view(a{i}, 0), z + {i})\n" for i in range(10000))
+    body += "    tl.store(x_ptr + tl.arange(0, 16), tlx.local_load(tlx.local_view(a0, 0)))\n"
+    src = write(tmp_path, kernel(body))
+    r = wwc(src, "k", "x_ptr:*fp32", emit="ptx")
+    assert r.returncode == 0, r.stderr
+
+
 @pytest.mark.parametrize("body,sig,what", [
     ("    bars = tlx.alloc_barriers(num_barriers=2**24, arrive_count=1)\n"
      "    tlx.barrier_arrive(tlx.local_view(bars, 0))\n", "x_ptr:*fp32", "num_barriers=16777216"),

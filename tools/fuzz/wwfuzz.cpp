@@ -1,8 +1,11 @@
 // wwfuzz: mutation-fuzzing campaigns over the compiler (front end, specializer, codegen, ptxas).
 //
 //   wwfuzz [--root DIR] [--count N] [--first N] [--seed S] [--batch N] [--hang-seconds S]
-//          [--memory-mb N] [--no-ptxas] [--no-probe] [--findings DIR] [--seeds]
-//   wwfuzz --replay N [--seed S] [-o FILE]     one mutant: its source, request and outcome
+//          [--memory-mb N] [--no-ptxas] [--no-probe] [--findings DIR] [--seeds] [--only TEXT]
+//   wwfuzz --replay N [--seed S] [--only TEXT] [-o FILE]   one mutant: source, request, outcome
+//
+// --only keeps the seeds whose label ("kernels/blackwell/gemm_ws.py:gemm_ws_kernel") contains
+// TEXT: a campaign aimed at one part of the compiler.
 //
 // Each batch of compiles runs in a forked child under an address-space limit; a child that dies
 // from a signal is a crash of the mutant it was compiling, one that stops reporting for
@@ -23,8 +26,8 @@ namespace {
   std::cerr << "wwfuzz: " << why
             << "\nusage: wwfuzz [--root DIR] [--count N] [--first N] [--seed S] [--batch N]\n"
                "              [--hang-seconds S] [--memory-mb N] [--no-ptxas] [--no-probe]\n"
-               "              [--findings DIR] [--seeds]\n"
-               "       wwfuzz --replay N [--seed S] [-o FILE]\n";
+               "              [--findings DIR] [--seeds] [--only TEXT]\n"
+               "       wwfuzz --replay N [--seed S] [--only TEXT] [-o FILE]\n";
   std::exit(1);
 }
 
@@ -44,7 +47,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   CampaignOptions o;
   o.count = 1000;
-  std::string root = WW_SOURCE_DIR, output;
+  std::string root = WW_SOURCE_DIR, output, only;
   bool probe = true, listSeeds = false;
   int64_t replay = -1;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -77,6 +80,8 @@ int main(int argc, char** argv) {
       listSeeds = true;
     else if (a == "--replay")
       replay = number(a, value());
+    else if (a == "--only")
+      only = value();
     else if (a == "-o")
       output = value();
     else
@@ -85,7 +90,11 @@ int main(int argc, char** argv) {
 
   std::string log;
   std::vector<Seed> seeds = loadSeeds(root, root + "/tools/fuzz/seeds.txt", probe, &log);
-  if (seeds.empty()) usage("no seed kernels under " + root);
+  if (!only.empty()) {
+    std::erase_if(seeds, [&](const Seed& s) { return s.label.find(only) == std::string::npos; });
+    log += std::to_string(seeds.size()) + " of them with '" + only + "' in their label\n";
+  }
+  if (seeds.empty()) usage("no seed kernels under " + root + (only.empty() ? "" : " match --only"));
   if (listSeeds) {
     std::cout << log;
     return 0;
