@@ -229,10 +229,32 @@ TensorPtr computeDot(const Tensor& a, const Tensor& b, const Tensor* acc,
           }
         }
     };
-    if (wide)
+    // Two values of at most 11 significant bits (16- and 8-bit floats, tf32) multiply exactly in
+    // fp32, so a multiply and then an add round once, as the fused multiply-add does (but where
+    // the product leaves fp32's range), and the loop vectorizes, which std::fma's library call
+    // does not without FMA code generation.
+    auto narrow = [&](ir::DType e) {
+      return e == ir::DType::F16 || e == ir::DType::BF16 ||
+             (ir::isFloat(e) && ir::byteWidth(e) == 1) ||
+             (e == ir::DType::F32 && precision == "tf32");
+    };
+    if (wide) {
       kernel(out->data<double>());
-    else
+    } else if (narrow(a.elem) && narrow(b.elem)) {
+      const std::vector<float> af(av.begin(), av.end()), bf(bv.begin(), bv.end());
+      float* po = out->data<float>();
+      for (int64_t z = 0; z < batch; ++z)
+        for (int64_t m = 0; m < M; ++m) {
+          float* row = po + (z * M + m) * N;
+          for (int64_t k = 0; k < K; ++k) {
+            const float x = af[size_t((z * M + m) * K + k)];
+            const float* brow = bf.data() + (z * K + k) * N;
+            for (int64_t n = 0; n < N; ++n) row[n] += x * brow[n];
+          }
+        }
+    } else {
       kernel(out->data<float>());
+    }
     if (accType.elem == rt.elem) return out;
     return evalCast(*out, rt, Rounding::NearestEven);
   }
