@@ -391,6 +391,14 @@ void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
   const bool rows64 = bt.shape[0] == 64;
   const int bytes = ir::byteWidth(bt.elem);
   const int64_t groups = warps() / 4;
+  if (bt.shape[1] % groups != 0 || bt.shape[1] / groups * bytes % 4 != 0)
+    raiseError(op.loc(), std::string("'") + op.name() + "' of the tensor-memory buffer " +
+                             vt.str() + " with " + std::to_string(warps()) + " warps: its " +
+                             std::to_string(groups) + " warp groups each move an equal share of " +
+                             "its " + std::to_string(bt.shape[1]) +
+                             " columns, in whole 32-bit columns of tensor memory; use a tile " +
+                             "of at least " + std::to_string(groups * 4 / bytes) +
+                             " columns or 4 warps");
   const int64_t cols = bt.shape[1] / groups;            // elements of the group's columns
   const int64_t cells = cols * bytes / 4;               // their 32-bit TMEM columns
   const int64_t perThread = rows64 ? cells / 2 : cells; // 32-bit registers a thread moves

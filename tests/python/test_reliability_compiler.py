@@ -95,6 +95,22 @@ def test_many_short_lived_buffers_compile(tmp_path):
     assert r.returncode == 0, r.stderr
 
 
+@pytest.mark.parametrize("warps,groups", [(8, 2), (16, 4)])
+def test_a_tensor_memory_tile_narrower_than_its_warp_groups_is_a_located_error(tmp_path, warps,
+                                                                               groups):
+    # The fuzzer's mutant (wwfuzz --only blackwell, seed 20261208, #6568): a [128, 1] fp32 tile
+    # of tensor memory stored by 8 warps, whose two warp groups split the columns, stopped
+    # codegen with "unexpected tcgen05 register layout".
+    src = write(tmp_path, kernel(
+        "    buf = tlx.local_alloc((128, 1), tl.float32, 1, tlx.storage_kind.tmem)\n"
+        "    tlx.local_store(tlx.local_view(buf, 0), tl.full((128, 1), 1.0, tl.float32))\n"
+        "    tl.store(x_ptr + tl.arange(0, 128)[:, None], tlx.local_load(tlx.local_view(buf, 0)))\n"))
+    first = located(wwc(src, "k", "x_ptr:*fp32", "--target", "sm_100a", "--num-warps",
+                        str(warps)), src, 9)
+    assert f"with {warps} warps: its {groups} warp groups each move an equal share" in first
+    assert f"use a tile of at least {groups} columns or 4 warps" in first
+
+
 @pytest.mark.parametrize("body,sig,what", [
     ("    bars = tlx.alloc_barriers(num_barriers=2**24, arrive_count=1)\n"
      "    tlx.barrier_arrive(tlx.local_view(bars, 0))\n", "x_ptr:*fp32", "num_barriers=16777216"),
