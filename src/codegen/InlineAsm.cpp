@@ -64,24 +64,17 @@ std::string moveTo(PtxBuilder& b, const std::string& reg, RegClass from, RegClas
 std::string substitute(const std::string& text, const std::vector<std::string>& operands,
                        const ir::Op& op) {
   std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] != '$' || i + 1 >= text.size() ||
-        !std::isdigit(static_cast<unsigned char>(text[i + 1]))) {
-      out += text[i];
-      continue;
-    }
-    size_t j = i + 1;
-    size_t n = 0;
-    while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j])) && n < 100000)
-      n = n * 10 + size_t(text[j++] - '0');
-    if (n >= operands.size())
-      raiseError(op.loc(), "tl.inline_asm_elementwise: the asm names $" + std::to_string(n) +
-                               " but has " + std::to_string(operands.size()) + " operands ($0..$" +
+  size_t done = 0;
+  for (const ir::AsmOperandRef& ref : ir::asmOperandRefs(text)) {
+    if (ref.operand >= operands.size())
+      raiseError(op.loc(), "tl.inline_asm_elementwise: the asm names $" +
+                               std::to_string(ref.operand) + " but has " +
+                               std::to_string(operands.size()) + " operands ($0..$" +
                                std::to_string(operands.size() - 1) + ")");
-    out += operands[n];
-    i = j - 1;
+    out += text.substr(done, ref.at - done) + operands[ref.operand];
+    done = ref.at + ref.length;
   }
-  return out;
+  return out + text.substr(done);
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 #include "ir/InlineAsm.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace ww::ir {
 
@@ -63,6 +64,21 @@ std::string parseAsmConstraints(const std::string& text, std::vector<AsmConstrai
     start = comma + 1;
   }
   return {};
+}
+
+std::vector<AsmOperandRef> asmOperandRefs(const std::string& text) {
+  std::vector<AsmOperandRef> refs;
+  auto digit = [&](size_t i) {
+    return i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]));
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '$' || !digit(i + 1)) continue;
+    size_t j = i + 1, n = 0;
+    while (digit(j) && n < 100000) n = n * 10 + size_t(text[j++] - '0');
+    refs.push_back({i, j - i, n});
+    i = j - 1;
+  }
+  return refs;
 }
 
 } // namespace ww::ir

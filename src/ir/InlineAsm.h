@@ -28,4 +28,11 @@ std::string asmLettersFor(int bits);
 /// what is wrong (the caller locates it).
 std::string parseAsmConstraints(const std::string& text, std::vector<AsmConstraint>& out);
 
+/// Each `$N` of an asm string: where it starts, its length and N (the longest run of digits: `$12`
+/// is operand 12, not `$1` then '2'). N is capped at 100,000.
+struct AsmOperandRef {
+  size_t at = 0, length = 0, operand = 0;
+};
+std::vector<AsmOperandRef> asmOperandRefs(const std::string& text);
+
 } // namespace ww::ir

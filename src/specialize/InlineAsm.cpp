@@ -121,6 +121,19 @@ Val Specializer::inlineAsmElementwise(CallSite& call) {
                                            ir::asmLettersFor(e.bits) + "', got '" +
                                            (c.output ? "=" : "") + std::string(1, c.letter) + "'");
   }
+  // An output the string never names stays unwritten (ptxas takes such asm, or refuses the
+  // instruction the operand was dropped from with a syntax error in the PTX).
+  std::vector<bool> named(expected.size(), false);
+  for (const ir::AsmOperandRef& ref : ir::asmOperandRefs(asmText.s))
+    if (ref.operand < named.size()) named[ref.operand] = true;
+  size_t outputs = 0;
+  for (const Expected& e : expected) outputs += e.output;
+  for (size_t i = 0; i < outputs; ++i)
+    if (!named[i])
+      raiseError(a.loc("asm"), fn + ": the asm string never names operand $" + std::to_string(i) +
+                                   ", " + expected[i].what +
+                                   ", so nothing would write it; name every output ($0 to $" +
+                                   std::to_string(outputs - 1) + ") in its instructions");
 
   std::vector<ir::Type> resultTypes;
   for (ir::DType d : dtypes)

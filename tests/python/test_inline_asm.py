@@ -348,3 +348,24 @@ def test_the_interpreter_refuses_a_rounding_it_does_not_model():
     with pytest.raises(ww.InterpreterError) as e:
         exp_of_difference[(1,)](a, 0.5, np.zeros_like(a), ASM="add.rz.f32 $0, $1, $2;", BLOCK=32)
     assert "'add.rz.f32 $0, $1, $2'" in str(e.value), str(e.value)
+
+
+@ww.jit
+def unnamed_output(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    y = tl.inline_asm_elementwise("tanh.approx.f32, $1;", "=f,f", [x],  # MARK unnamed
+                                  dtype=tl.float32, is_pure=True, pack=1)
+    tl.store(out_ptr + offs, y)
+
+
+def test_an_output_the_asm_never_names_is_an_error_at_the_string():
+    # The fuzzer's mutant (seed 20261209, #9521): '$0' dropped from the asm, which ptxas then
+    # refused as a syntax error in the PTX.
+    with pytest.raises(ww.CompilationError) as e:
+        compile_for(unnamed_output, {"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"BLOCK": 128}, 90)
+    text = str(e.value)
+    with open(__file__) as f:
+        line = next(i for i, t in enumerate(f, 1) if "# MARK unnamed" in t)
+    assert f"test_inline_asm.py:{line}:35: error: tl.inline_asm_elementwise: the asm string never " \
+           f"names operand $0, result 0 (float32)" in text, text
