@@ -380,7 +380,7 @@ private:
   /// vote_ballot_sync of a per-thread scalar predicate: each warp's ballot.
   void voteBallotPerThread(const ir::Op& op, const PerThreadValue& pred);
   /// Refuses `op` in code run one thread at a time when the interpreter cannot run it so.
-  void requireRunsPerThread(const ir::Op& op) const;
+  void requireRunsPerThread(const ir::Op& op);
   /// The results of a replicated op, one per thread, as one value: the same in every thread, a
   /// tensor assembled from the thread that holds each element, else a per-thread value.
   RtValue mergeThreads(const ir::Op& op, const ir::Value* v, std::vector<RtValue> values);
@@ -522,6 +522,9 @@ private:
   int thread_ = -1;
   /// Whether any per-thread value was made here: until then no op needs the check.
   bool perThreadValues_ = false;
+  /// Whether the code running now is a region of a branch or loop on a per-thread value, which
+  /// not every thread may run.
+  bool divergent_ = false;
   std::unordered_map<const ir::Value*, std::vector<int>> firstHolders_;
 };
 

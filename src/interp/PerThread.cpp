@@ -84,7 +84,7 @@ void Executor::execThreadId(const ir::Op& op) {
   set(op.result(), PerThreadPtr(std::move(ids)));
 }
 
-void Executor::requireRunsPerThread(const ir::Op& op) const {
+void Executor::requireRunsPerThread(const ir::Op& op) {
   const OpCode c = op.code();
   // Elementwise ops, shape ops and buffer views compute from their operands alone.
   if (ir::isElementwise(c) || ir::isShapeOp(c) || ir::isBufferView(c) || ir::isTerminator(c))
@@ -115,14 +115,29 @@ void Executor::requireRunsPerThread(const ir::Op& op) const {
   case OpCode::MapElementwise:
     return;
   default:
-    fail(op.loc(), std::string("'") + op.name() +
-                       "' in code that runs one thread at a time (a branch or loop on a value "
-                       "computed from tlx.thread_id(), or an op that reads such a value): the "
-                       "interpreter runs such code thread by thread and does not model '" +
-                       op.name() + "' there (" + where() +
-                       "); arithmetic, global loads, stores, atomics, prints and control flow "
-                       "run there; run this kernel on the GPU");
+    break;
   }
+  // Codegen puts a barrier of all the agent's threads before these (ir::lowersWithAgentBarrier;
+  // an arrive on a warp barrier is each thread's own): under a branch some threads do not take,
+  // the others wait there for ever.
+  const auto* bar =
+      c == OpCode::BarrierArrive ? std::get_if<BarrierView>(&slot(op.operand(0))) : nullptr;
+  if (divergent_ && ir::lowersWithAgentBarrier(c) &&
+      !(bar && bar->array->barriers.at(size_t(bar->first)).warpBarrier))
+    fail(op.loc(), std::string("'") + op.name() +
+                       "' under a branch or loop on a value computed from tlx.thread_id(): on "
+                       "the GPU it first waits at a barrier of all " +
+                       std::to_string(agent_.numWarps * 32) +
+                       " threads, which those that do not run this code never reach, so the "
+                       "kernel hangs unless every thread does (" +
+                       where() + "); move it out of the condition");
+  fail(op.loc(), std::string("'") + op.name() +
+                     "' in code that runs one thread at a time (a branch or loop on a value "
+                     "computed from tlx.thread_id(), or an op that reads such a value): the "
+                     "interpreter runs such code thread by thread and does not model '" +
+                     op.name() + "' there (" + where() +
+                     "); arithmetic, global loads, stores, atomics, prints and control flow "
+                     "run there; run this kernel on the GPU");
 }
 
 std::vector<uint32_t> Executor::perThreadSlots(const ir::Op& op, bool all) {
@@ -185,6 +200,9 @@ void Executor::execReplicated(const ir::Op& op) {
     return voteBallotPerThread(op, *std::get<PerThreadPtr>(pred));
   }
   std::vector<std::vector<RtValue>> results(op.numResults());
+  // The regions of a branch or loop on a per-thread value: code not every thread may run.
+  const bool wasDivergent = divergent_;
+  divergent_ = divergent_ || op.numRegions() != 0;
   {
     ThreadView view(env_, slots);
     for (int64_t t = 0; t < int64_t(agent_.numWarps) * 32; ++t) {
@@ -195,6 +213,7 @@ void Executor::execReplicated(const ir::Op& op) {
     }
     thread_ = -1;
   }
+  divergent_ = wasDivergent;
   for (unsigned r = 0; r < op.numResults(); ++r)
     set(op.result(r), mergeThreads(op, op.result(r), std::move(results[r])));
 }
@@ -206,6 +225,8 @@ std::vector<RtValue> Executor::whilePerThread(const ir::Op& op, const ir::Op* co
   // thread's later trips overwrite them).
   std::vector<RtValue> split;
   for (unsigned i = 0; i < cond->numOperands(); ++i) split.push_back(slot(cond->operand(i)));
+  const bool wasDivergent = divergent_;
+  divergent_ = true;
   {
     ThreadView view(env_, perThreadSlots(op, true));
     for (int64_t t = 0; t < int64_t(agent_.numWarps) * 32; ++t) {
@@ -217,6 +238,7 @@ std::vector<RtValue> Executor::whilePerThread(const ir::Op& op, const ir::Op* co
     }
     thread_ = -1;
   }
+  divergent_ = wasDivergent;
   std::vector<RtValue> merged;
   for (unsigned r = 0; r < op.numResults(); ++r)
     merged.push_back(mergeThreads(op, op.result(r), std::move(results[r])));

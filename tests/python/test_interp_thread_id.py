@@ -130,14 +130,16 @@ def arrive_from_thread(out_ptr):
     tl.store(out_ptr, 1)
 
 
-def test_a_barrier_under_a_thread_condition_is_refused_at_its_line():
+def test_a_barrier_under_a_thread_condition_is_a_hang_reported_at_its_line():
     with pytest.raises(ww.InterpreterError) as e:
         arrive_from_thread[(1,)](np.zeros(1, np.int32))
     text = str(e.value)
     with open(__file__) as f:
         line = next(i for i, t in enumerate(f, 1) if "# MARK arrive" in t)
     assert f"test_interp_thread_id.py:{line}:" in text, text
-    assert "'barrier_arrive' in code that runs one thread at a time" in text, text
+    # Codegen syncs the CTA's threads before the arrive: the 127 others never come (a GPU hang).
+    assert "'barrier_arrive' under a branch or loop on a value computed from tlx.thread_id(): " \
+           "on the GPU it first waits at a barrier of all 128 threads" in text, text
     assert "thread 0" in text, text
 
 
@@ -166,14 +168,31 @@ def local_store_from_thread(out_ptr):
     tl.store(out_ptr + tl.arange(0, 32), tlx.local_load(tlx.local_view(buf, 0)))
 
 
-def test_shared_memory_under_a_thread_condition_is_refused_at_its_line():
+def test_shared_memory_under_a_thread_condition_is_a_hang_reported_at_its_line():
     with pytest.raises(ww.InterpreterError) as e:
         local_store_from_thread[(1,)](np.zeros(32, np.int32), num_warps=1)
     text = str(e.value)
     with open(__file__) as f:
         line = next(i for i, t in enumerate(f, 1) if "# MARK local_store" in t)
     assert f"test_interp_thread_id.py:{line}:" in text, text
-    assert "'local_store' in code that runs one thread at a time" in text, text
+    assert "'local_store' under a branch or loop on a value computed from tlx.thread_id(): on " \
+           "the GPU it first waits at a barrier of all 32 threads" in text, text
+
+
+@ww.jit
+def reduce_from_thread(x_ptr, out_ptr):
+    if tlx.thread_id(0) == 0:
+        tl.store(out_ptr, tl.sum(tl.load(x_ptr + tl.arange(0, 32))))  # MARK sum
+
+
+def test_a_collective_op_under_a_thread_condition_is_refused_at_its_line():
+    with pytest.raises(ww.InterpreterError) as e:
+        reduce_from_thread[(1,)](np.ones(32, np.int32), np.zeros(1, np.int32), num_warps=1)
+    text = str(e.value)
+    with open(__file__) as f:
+        line = next(i for i, t in enumerate(f, 1) if "# MARK sum" in t)
+    assert f"test_interp_thread_id.py:{line}:" in text, text
+    assert "'reduce' in code that runs one thread at a time" in text, text
 
 
 @ww.jit
