@@ -199,9 +199,9 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
     std::optional<int64_t> constCount = ir::constantInt(op.operand(1));
     if (constId && (*constId < 0 || *constId > 15))
       raiseError(op.loc(), "named barrier ids run from 0 to 15, got " + std::to_string(*constId));
-    if (constCount && (*constCount <= 0 || *constCount % 32 != 0))
-      raiseError(op.loc(), "a named barrier's num_threads must be a positive multiple of 32 "
-                           "(whole warps), got " +
+    if (constCount && (*constCount <= 0 || *constCount % 32 != 0 || *constCount > 1024))
+      raiseError(op.loc(), "a named barrier's num_threads must be a multiple of 32 (whole warps) "
+                           "from 32 to 1024 (a CTA's threads), got " +
                                std::to_string(*constCount));
     // Immediates or i32 registers: both forms are valid bar operands.
     std::string id = operand(op, 0).at(0);

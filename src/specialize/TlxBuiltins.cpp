@@ -685,9 +685,9 @@ Val tlxNamedBarrier(Specializer& sp, const std::string& name, CallSite& call) {
   const Val &id = a.get("bar_id"), &n = a.get("num_threads");
   if (id.isIntLike() && (id.i < 0 || id.i > 15))
     raiseError(a.loc("bar_id"), "named barrier ids run from 0 to 15, got " + std::to_string(id.i));
-  if (n.isIntLike() && (n.i <= 0 || n.i % 32 != 0))
-    raiseError(a.loc("num_threads"), "a named barrier's num_threads must be a positive multiple "
-                                     "of 32 (whole warps), got " +
+  if (n.isIntLike() && (n.i <= 0 || n.i % 32 != 0 || n.i > 1024))
+    raiseError(a.loc("num_threads"), "a named barrier's num_threads must be a multiple of 32 "
+                                     "(whole warps) from 32 to 1024 (a CTA's threads), got " +
                                          std::to_string(n.i));
   sp.b.create(name == "named_barrier_wait" ? OpCode::NamedBarrierWait : OpCode::NamedBarrierArrive,
               {sp.requireScalarI32(id, a.loc("bar_id"), "bar_id"),

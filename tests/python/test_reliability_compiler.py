@@ -111,6 +111,16 @@ def test_a_tensor_memory_tile_narrower_than_its_warp_groups_is_a_located_error(t
     assert f"use a tile of at least {groups} columns or 4 warps" in first
 
 
+@pytest.mark.parametrize("count", ["2**32", "2048", "0", "48"])
+def test_named_barrier_thread_counts_outside_a_cta_are_located_errors(tmp_path, count):
+    # The fuzzer's mutant (seed 20261213, #8948): 2**32 threads wrapped to bar.arrive 1, 0,
+    # which ptxas refuses.
+    src = write(tmp_path, kernel(f"    tlx.named_barrier_arrive(1, {count})\n"))
+    first = located(wwc(src, "k", "x_ptr:*fp32"), src, 8)
+    assert "a named barrier's num_threads must be a multiple of 32 (whole warps) from 32 to " \
+           "1024 (a CTA's threads), got " + str(eval(count)) in first
+
+
 @pytest.mark.parametrize("body,sig,what", [
     ("    bars = tlx.alloc_barriers(num_barriers=2**24, arrive_count=1)\n"
      "    tlx.barrier_arrive(tlx.local_view(bars, 0))\n", "x_ptr:*fp32", "num_barriers=16777216"),
