@@ -73,6 +73,10 @@ public:
     map_.axisInfo_ = std::make_shared<AxisInfoAnalysis>(fn_);
     pairSplit_ = ir::pairSplitAllocs(fn_.body);
     pairLhs_ = ir::pairLhsAllocs(fn_.body);
+    // Every tensor first: the preferences below already build layouts of their shapes.
+    ir::walk(fn_.body, [&](const ir::Op& op) {
+      for (unsigned i = 0; i < op.numResults(); ++i) checkShape(op, op.result(i));
+    });
     // Twice, so that preferences flow around loop back edges.
     preferBlock(fn_.body);
     preferBlock(fn_.body);
@@ -638,7 +642,6 @@ private:
       inTask(op, [&](const ir::Block& b) { assignBlock(b); });
       return;
     }
-    for (unsigned i = 0; i < op.numResults(); ++i) checkShape(op, op.result(i));
     if (isMemoryAnchor(op)) {
       const LinearLayout& l = coalesced(op);
       for (unsigned i = 0; i < op.numOperands(); ++i)

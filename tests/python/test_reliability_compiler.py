@@ -121,6 +121,20 @@ def test_named_barrier_thread_counts_outside_a_cta_are_located_errors(tmp_path, 
            "1024 (a CTA's threads), got " + str(eval(count)) in first
 
 
+def test_a_buffer_of_a_non_power_of_two_block_is_a_located_error(tmp_path):
+    # The fuzzer's mutant (seed 20261215, #10880): a scalar stored into a (91,) buffer became a
+    # tensor<91> that layout assignment met before its shape check ("internal compiler error:
+    # layout: tensor dim 91 is not a power of two").
+    src = write(tmp_path, kernel(
+        "    bufs = tlx.local_alloc((91,), tl.float32, 2)\n"
+        "    bars = tlx.alloc_barriers(num_barriers=1, arrive_count=1)\n"
+        "    tlx.async_remote_shmem_store(bufs[0], 1.0, 1, bars[0])\n"
+        "    tlx.barrier_wait(bars[0], 0)\n"))
+    first = located(wwc(src, "k", "x_ptr:*fp32", "--num-ctas", "2"), src, 10)
+    assert "produces a tensor of shape tensor<91xfp32>; block dimensions must be powers of two" \
+        in first
+
+
 @pytest.mark.parametrize("body,sig,what", [
     ("    bars = tlx.alloc_barriers(num_barriers=2**24, arrive_count=1)\n"
      "    tlx.barrier_arrive(tlx.local_view(bars, 0))\n", "x_ptr:*fp32", "num_barriers=16777216"),
