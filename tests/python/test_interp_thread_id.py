@@ -19,6 +19,12 @@ pytestmark = pytest.mark.skipif(not native_loader.available(),
                                 reason="warpweave._native is not built (pip install .)")
 
 
+def marked_line(marker):
+    """The line of this file that carries `# MARK marker`."""
+    with open(__file__) as f:
+        return next(i for i, t in enumerate(f, 1) if f"# MARK {marker}" in t)
+
+
 @ww.jit
 def store_from_thread(out_ptr, value, WHO: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
@@ -134,9 +140,7 @@ def test_a_barrier_under_a_thread_condition_is_a_hang_reported_at_its_line():
     with pytest.raises(ww.InterpreterError) as e:
         arrive_from_thread[(1,)](np.zeros(1, np.int32))
     text = str(e.value)
-    with open(__file__) as f:
-        line = next(i for i, t in enumerate(f, 1) if "# MARK arrive" in t)
-    assert f"test_interp_thread_id.py:{line}:" in text, text
+    assert f"test_interp_thread_id.py:{marked_line('arrive')}:" in text, text
     # Codegen syncs the CTA's threads before the arrive: the 127 others never come (a GPU hang).
     assert "'barrier_arrive' under a branch or loop on a value computed from tlx.thread_id(): " \
            "on the GPU it first waits at a barrier of all 128 threads" in text, text
@@ -172,9 +176,7 @@ def test_shared_memory_under_a_thread_condition_is_a_hang_reported_at_its_line()
     with pytest.raises(ww.InterpreterError) as e:
         local_store_from_thread[(1,)](np.zeros(32, np.int32), num_warps=1)
     text = str(e.value)
-    with open(__file__) as f:
-        line = next(i for i, t in enumerate(f, 1) if "# MARK local_store" in t)
-    assert f"test_interp_thread_id.py:{line}:" in text, text
+    assert f"test_interp_thread_id.py:{marked_line('local_store')}:" in text, text
     assert "'local_store' under a branch or loop on a value computed from tlx.thread_id(): on " \
            "the GPU it first waits at a barrier of all 32 threads" in text, text
 
@@ -189,9 +191,7 @@ def test_a_collective_op_under_a_thread_condition_is_refused_at_its_line():
     with pytest.raises(ww.InterpreterError) as e:
         reduce_from_thread[(1,)](np.ones(32, np.int32), np.zeros(1, np.int32), num_warps=1)
     text = str(e.value)
-    with open(__file__) as f:
-        line = next(i for i, t in enumerate(f, 1) if "# MARK sum" in t)
-    assert f"test_interp_thread_id.py:{line}:" in text, text
+    assert f"test_interp_thread_id.py:{marked_line('sum')}:" in text, text
     assert "'reduce' in code that runs one thread at a time" in text, text
 
 
