@@ -371,6 +371,11 @@ private:
   void execThreadId(const ir::Op& op);
   /// Runs `op`, which reads a per-thread value, once for each thread of the agent.
   void execReplicated(const ir::Op& op);
+  /// Runs `run` once for each thread of the agent, with that thread's values of the per-thread
+  /// `slots` in the environment (`divergent`: in code not every thread may run), and merges the
+  /// values it gives for `op`'s results (mergeThreads).
+  std::vector<RtValue> runEachThread(const ir::Op& op, std::vector<uint32_t> slots, bool divergent,
+                                     const std::function<std::vector<RtValue>()>& run);
   /// The rest of while loop `op` once its condition `cond` differs between threads: each thread
   /// goes on by itself (PerThread.cpp).
   std::vector<RtValue> whilePerThread(const ir::Op& op, const ir::Op* cond, int64_t trip);

@@ -68,7 +68,7 @@ TensorPtr Executor::tensorOf(const ir::Op& op, const ir::Value* v) {
                        "threads, where the interpreter runs all of them together (" +
                        where() +
                        "); it models such values in arithmetic, in the conditions "
-                       "of if and for, and in stores, not here");
+                       "of if, for and while, and in stores, not here");
   if (auto* p = std::get_if<PendingDotPtr>(&r)) {
     if ((*p)->result) return (*p)->result;
     fail(op.loc(),

@@ -167,7 +167,8 @@ namespace {
 /// after.
 class ThreadView {
 public:
-  ThreadView(std::vector<RtValue>& env, std::vector<uint32_t> slots) : env_(env), slots_(slots) {
+  ThreadView(std::vector<RtValue>& env, std::vector<uint32_t> slots)
+      : env_(env), slots_(std::move(slots)) {
     for (uint32_t s : slots_) tables_.push_back(std::get<PerThreadPtr>(env_[s]));
   }
   ~ThreadView() {
@@ -185,55 +186,18 @@ private:
 
 } // namespace
 
-void Executor::execReplicated(const ir::Op& op) {
-  requireRunsPerThread(op);
-  // The per-thread values the op reads: its operands, and for a branch or loop anything its
-  // regions may read.
-  std::vector<uint32_t> slots = perThreadSlots(op, op.numRegions() != 0);
-  if (op.code() == OpCode::VoteBallot) {
-    const RtValue& pred = slot(op.operand(1));
-    if (std::holds_alternative<PerThreadPtr>(slot(op.operand(0))) ||
-        !std::holds_alternative<PerThreadPtr>(pred))
-      fail(op.loc(), "tlx.vote_ballot_sync with a mask that differs between threads or a "
-                     "per-thread tensor predicate is not modeled by the interpreter (" +
-                         where() + ")");
-    return voteBallotPerThread(op, *std::get<PerThreadPtr>(pred));
-  }
+std::vector<RtValue> Executor::runEachThread(const ir::Op& op, std::vector<uint32_t> slots,
+                                             bool divergent,
+                                             const std::function<std::vector<RtValue>()>& run) {
   std::vector<std::vector<RtValue>> results(op.numResults());
-  // The regions of a branch or loop on a per-thread value: code not every thread may run.
   const bool wasDivergent = divergent_;
-  divergent_ = divergent_ || op.numRegions() != 0;
+  divergent_ = divergent_ || divergent;
   {
-    ThreadView view(env_, slots);
+    ThreadView view(env_, std::move(slots));
     for (int64_t t = 0; t < int64_t(agent_.numWarps) * 32; ++t) {
       view.enter(size_t(t));
       thread_ = int(t);
-      exec(op);
-      for (unsigned r = 0; r < op.numResults(); ++r) results[r].push_back(slot(op.result(r)));
-    }
-    thread_ = -1;
-  }
-  divergent_ = wasDivergent;
-  for (unsigned r = 0; r < op.numResults(); ++r)
-    set(op.result(r), mergeThreads(op, op.result(r), std::move(results[r])));
-}
-
-std::vector<RtValue> Executor::whilePerThread(const ir::Op& op, const ir::Op* cond, int64_t trip) {
-  requireRunsPerThread(op);
-  std::vector<std::vector<RtValue>> results(op.numResults());
-  // Where the threads part: each goes on from the condition's operands as they are now (a
-  // thread's later trips overwrite them).
-  std::vector<RtValue> split;
-  for (unsigned i = 0; i < cond->numOperands(); ++i) split.push_back(slot(cond->operand(i)));
-  const bool wasDivergent = divergent_;
-  divergent_ = true;
-  {
-    ThreadView view(env_, perThreadSlots(op, true));
-    for (int64_t t = 0; t < int64_t(agent_.numWarps) * 32; ++t) {
-      for (unsigned i = 0; i < cond->numOperands(); ++i) set(cond->operand(i), split[i]);
-      view.enter(size_t(t));
-      thread_ = int(t);
-      std::vector<RtValue> mine = continueWhile(op, cond, trip);
+      std::vector<RtValue> mine = run();
       for (unsigned r = 0; r < op.numResults(); ++r) results[r].push_back(mine.at(r));
     }
     thread_ = -1;
@@ -243,6 +207,42 @@ std::vector<RtValue> Executor::whilePerThread(const ir::Op& op, const ir::Op* co
   for (unsigned r = 0; r < op.numResults(); ++r)
     merged.push_back(mergeThreads(op, op.result(r), std::move(results[r])));
   return merged;
+}
+
+void Executor::execReplicated(const ir::Op& op) {
+  requireRunsPerThread(op);
+  if (op.code() == OpCode::VoteBallot) {
+    const RtValue& pred = slot(op.operand(1));
+    if (std::holds_alternative<PerThreadPtr>(slot(op.operand(0))) ||
+        !std::holds_alternative<PerThreadPtr>(pred))
+      fail(op.loc(), "tlx.vote_ballot_sync with a mask that differs between threads or a "
+                     "per-thread tensor predicate is not modeled by the interpreter (" +
+                         where() + ")");
+    return voteBallotPerThread(op, *std::get<PerThreadPtr>(pred));
+  }
+  // The per-thread values the op reads: its operands, and for a branch or loop anything its
+  // regions may read; those regions are code not every thread may run.
+  const bool regions = op.numRegions() != 0;
+  std::vector<RtValue> merged = runEachThread(op, perThreadSlots(op, regions), regions, [&] {
+    exec(op);
+    std::vector<RtValue> mine;
+    for (unsigned r = 0; r < op.numResults(); ++r) mine.push_back(slot(op.result(r)));
+    return mine;
+  });
+  for (unsigned r = 0; r < op.numResults(); ++r) set(op.result(r), std::move(merged[r]));
+}
+
+std::vector<RtValue> Executor::whilePerThread(const ir::Op& op, const ir::Op* cond, int64_t trip) {
+  requireRunsPerThread(op);
+  // Where the threads part: each goes on from the condition's operands as they are now (a
+  // thread's later trips overwrite them; the per-thread ones each thread's view puts back).
+  std::vector<RtValue> split;
+  for (unsigned i = 0; i < cond->numOperands(); ++i) split.push_back(slot(cond->operand(i)));
+  return runEachThread(op, perThreadSlots(op, true), true, [&] {
+    for (unsigned i = 0; i < cond->numOperands(); ++i)
+      if (!std::holds_alternative<PerThreadPtr>(split[i])) set(cond->operand(i), split[i]);
+    return continueWhile(op, cond, trip);
+  });
 }
 
 void Executor::voteBallotPerThread(const ir::Op& op, const PerThreadValue& pred) {

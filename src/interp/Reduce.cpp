@@ -12,6 +12,7 @@
 #include "ir/OpAttrs.h"
 
 #include <cstring>
+#include <type_traits>
 
 namespace ww::interp {
 
@@ -217,18 +218,6 @@ TensorPtr computeDot(const Tensor& a, const Tensor& b, const Tensor* acc,
     ir::Type accType = rt.withElem(wide ? ir::DType::F64 : ir::DType::F32);
     auto out = std::make_shared<Tensor>(Tensor::ofType(accType));
     if (acc) out = std::const_pointer_cast<Tensor>(evalCast(*acc, accType, Rounding::NearestEven));
-    auto kernel = [&](auto* po) {
-      using T = std::remove_pointer_t<decltype(po)>;
-      for (int64_t z = 0; z < batch; ++z)
-        for (int64_t m = 0; m < M; ++m) {
-          T* row = po + (z * M + m) * N;
-          for (int64_t k = 0; k < K; ++k) {
-            T x = T(av[size_t((z * M + m) * K + k)]);
-            const double* brow = bv.data() + (z * K + k) * N;
-            for (int64_t n = 0; n < N; ++n) row[n] = std::fma(x, T(brow[n]), row[n]);
-          }
-        }
-    };
     // Two values of at most 11 significant bits (16- and 8-bit floats, tf32) multiply exactly in
     // fp32, so a multiply and then an add round once, as the fused multiply-add does (but where
     // the product leaves fp32's range), and the loop vectorizes, which std::fma's library call
@@ -238,22 +227,31 @@ TensorPtr computeDot(const Tensor& a, const Tensor& b, const Tensor* acc,
              (ir::isFloat(e) && ir::byteWidth(e) == 1) ||
              (e == ir::DType::F32 && precision == "tf32");
     };
-    if (wide) {
-      kernel(out->data<double>());
-    } else if (narrow(a.elem) && narrow(b.elem)) {
-      const std::vector<float> af(av.begin(), av.end()), bf(bv.begin(), bv.end());
-      float* po = out->data<float>();
+    // out += a b in the accumulator's type T, from operands held as S.
+    auto kernel = [&](auto* po, const auto& as, const auto& bs, auto fused) {
+      using T = std::remove_pointer_t<decltype(po)>;
       for (int64_t z = 0; z < batch; ++z)
         for (int64_t m = 0; m < M; ++m) {
-          float* row = po + (z * M + m) * N;
+          T* row = po + (z * M + m) * N;
           for (int64_t k = 0; k < K; ++k) {
-            const float x = af[size_t((z * M + m) * K + k)];
-            const float* brow = bf.data() + (z * K + k) * N;
-            for (int64_t n = 0; n < N; ++n) row[n] += x * brow[n];
+            const T x = T(as[size_t((z * M + m) * K + k)]);
+            const auto* brow = bs.data() + (z * K + k) * N;
+            for (int64_t n = 0; n < N; ++n) {
+              if constexpr (decltype(fused)::value)
+                row[n] = std::fma(x, T(brow[n]), row[n]);
+              else
+                row[n] += x * T(brow[n]);
+            }
           }
         }
+    };
+    if (wide) {
+      kernel(out->data<double>(), av, bv, std::true_type{});
+    } else if (narrow(a.elem) && narrow(b.elem)) {
+      const std::vector<float> af(av.begin(), av.end()), bf(bv.begin(), bv.end());
+      kernel(out->data<float>(), af, bf, std::false_type{});
     } else {
-      kernel(out->data<float>());
+      kernel(out->data<float>(), av, bv, std::true_type{});
     }
     if (accType.elem == rt.elem) return out;
     return evalCast(*out, rt, Rounding::NearestEven);
