@@ -115,10 +115,11 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
       return bind(op.result(), {immInt(a->offset)});
     }
     // The initialized barriers become visible to the async proxy (TMA complete_tx) and to the
-    // other threads before anyone uses them; in a cluster launch, to the other CTAs too (they
-    // may arrive on them remotely), so every CTA of the cluster meets after its inits: there the
-    // release fence and the cluster barrier are all (as CUTLASS's cluster pipelines and Triton
-    // have it), within one CTA a proxy fence and the CTA's barrier.
+    // other threads before anyone uses them: the release fence, then a meeting. In a cluster
+    // launch the other CTAs may arrive on them remotely, so every CTA of the cluster meets (the
+    // cluster barrier, as CUTLASS's cluster pipelines have it); within one CTA the CTA's barrier
+    // (as CUTLASS's one-CTA pipelines, Triton and the tl TMA path have it: no proxy fence, whose
+    // first use TLX's cluster-launch-control kernels expect after the CLC query).
     b_.inst("fence.mbarrier_init.release.cluster", {});
     if (fn_.numCtas > 1 && !taskWarps_) {
       std::string aligned = op.parentBlock() == &fn_.body ? ".aligned" : "";
@@ -126,7 +127,6 @@ void FunctionLowering::lowerTlxBarrier(const ir::Op& op) {
       b_.inst("barrier.cluster.wait.acquire" + aligned, {});
       agentSynced();
     } else {
-      b_.inst("fence.proxy.async.shared::cta", {});
       barrier();
     }
     return bind(op.result(), {immInt(a->offset)});
