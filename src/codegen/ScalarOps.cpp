@@ -152,9 +152,11 @@ std::string f32ToSoftwareFp8(ScalarContext& cx, const std::string& x, DType t, b
   return cx.b.pure("cvt.u16.u32", RegClass::B16, {r});
 }
 
+// exp through ex2 keeps subnormal results (no .ftz), as Triton lowers tl.exp; tl.exp2 alone is
+// .ftz there, and here.
 std::string ex2Scaled(ScalarContext& cx, const std::string& x, double scale) {
   std::string y = f32(cx, "mul.f32", {x, immF32(static_cast<float>(scale))});
-  return f32(cx, "ex2.approx.ftz.f32", {y});
+  return f32(cx, "ex2.approx.f32", {y});
 }
 
 /// erf(x) for f32: Abramowitz-Stegun 7.1.26 rational approximation (absolute error < 1.5e-7),

@@ -447,6 +447,20 @@ TEST(Codegen, MathFunctions) {
   }
 }
 
+// As Triton lowers them: exp keeps subnormal results (ex2.approx.f32 after the scale by
+// log2(e)), exp2 flushes them (ex2.approx.ftz.f32).
+TEST(Codegen, ExpKeepsSubnormalsExp2FlushesThem) {
+  for (OpCode c : {OpCode::Exp, OpCode::Exp2}) {
+    auto fn = elementwiseKernel(
+        "exp_ops", {DType::F32},
+        [&](KernelBuilder& k, auto v) -> std::vector<Value*> { return {unop(k, c, v[0])}; });
+    codegen::PtxKernel k = emitAndAssemble(*fn, Target::SM90a);
+    bool isExp = c == OpCode::Exp;
+    EXPECT_EQ(k.ptx.find("ex2.approx.f32") != std::string::npos, isExp) << k.ptx;
+    EXPECT_EQ(k.ptx.find("ex2.approx.ftz.f32") != std::string::npos, !isExp) << k.ptx;
+  }
+}
+
 TEST(Codegen, CastsAmongAllTypes) {
   const DType types[] = {DType::I1,  DType::I8,     DType::U8,    DType::I16,  DType::I32,
                          DType::U32, DType::I64,    DType::F16,   DType::BF16, DType::F32,
