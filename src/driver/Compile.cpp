@@ -172,6 +172,9 @@ CompiledKernel compileWith(const CompileRequest& req, transforms::PipelineBudget
       transforms::lowerDeviceDescriptors(*fn, req.options.target != Target::SM80);
     transforms::runCleanupPipeline(*fn);
     if (transforms::combineDotAdd(*fn)) transforms::runCleanupPipeline(*fn);
+    // The MMA lowerings are 2-D; the interpreter runs batched dots whole.
+    if (req.stage != Stage::TileIR && transforms::decomposeBatchedDots(*fn))
+      transforms::runCleanupPipeline(*fn);
     if (transforms::hoistLoopInvariants(*fn)) transforms::runCleanupPipeline(*fn);
     // wgmma and tcgen05.mma read their operands from shared memory: stage them there ahead of
     // the MMA.

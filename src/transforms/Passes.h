@@ -33,6 +33,11 @@ void lowerDeviceDescriptorAccess(ir::Function& fn, ir::Op& access);
 /// Triton's combine pass does. Returns how many adds it folded.
 int combineDotAdd(ir::Function& fn);
 
+/// Splits each batched tl.dot (3-D or more) into one 2-D dot per batch element, its operands
+/// sliced and its products joined by shape ops, for the GPU targets' 2-D MMA lowerings. Returns
+/// how many dots it split.
+int decomposeBatchedDots(ir::Function& fn);
+
 /// Moves loop-invariant shape ops of tensors (broadcast, expand_dims, reshape, permute) and value
 /// hints out of for loops (nested loops first, so an op can leave several levels), after
 /// forwarding the values a loop carries unchanged to their uses and dropping them from the loop.

@@ -1436,6 +1436,71 @@ struct SourceKernel {
 
 } // namespace
 
+// The GPU targets split a batched tl.dot into one 2-D dot per batch element
+// (transforms/DecomposeBatchedDots.cpp); the split kernel computes what the batched one does.
+// Small integers in fp16 keep every product and sum exact, so both match a double reference.
+TEST(InterpKernels, BatchedDotsSplitIntoTwoDDotsComputeTheSame) {
+  struct Case {
+    const char* kernel;
+    std::string sig;
+    int64_t batch, M, N, K;
+    bool acc;
+  };
+  const std::string ptrs = "a_ptr:*fp16,b_ptr:*fp16,c_ptr:*fp32,out_ptr:*fp32,";
+  const Case cases[] = {
+      {"batched_dot", ptrs + "B=4,M=16,N=16,K=16,WITH_ACC=0", 4, 16, 16, 16, false},
+      {"batched_dot", ptrs + "B=2,M=32,N=16,K=64,WITH_ACC=1", 2, 32, 16, 64, true},
+      {"batched_dot", ptrs + "B=8,M=16,N=32,K=16,WITH_ACC=1", 8, 16, 32, 16, true},
+      {"batched_dot", ptrs + "B=1,M=16,N=16,K=32,WITH_ACC=1", 1, 16, 16, 32, true},
+      {"batched_dot_4d", "a_ptr:*fp16,b_ptr:*fp16,out_ptr:*fp32,B0=2,B1=4,M=16,N=16,K=16", 8, 16,
+       16, 16, false},
+  };
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> small(-3, 3);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.kernel) + " " + c.sig);
+    const char* path = "tests/python/batched_dot_kernels.py";
+    SourceKernel whole(path, c.kernel, c.sig), split(path, c.kernel, c.sig);
+    ASSERT_TRUE(whole.ok() && split.ok()) << whole.error;
+    EXPECT_EQ(transforms::decomposeBatchedDots(*split.fn), 1);
+    transforms::runCleanupPipeline(*split.fn);
+    int dots = 0;
+    walk(split.fn->body, [&](const Op& op) {
+      if (op.code() != OpCode::Dot) return;
+      ++dots;
+      EXPECT_EQ(op.result()->type().shape, (std::vector<int64_t>{c.M, c.N}));
+    });
+    EXPECT_EQ(dots, c.batch);
+
+    std::vector<uint16_t> a(c.batch * c.M * c.K), b(c.batch * c.K * c.N);
+    std::vector<float> acc(c.batch * c.M * c.N);
+    std::vector<double> ref(acc.size());
+    for (auto& x : a) x = interp::floatToHalf(float(small(rng)));
+    for (auto& x : b) x = interp::floatToHalf(float(small(rng)));
+    for (auto& x : acc) x = float(small(rng));
+    for (int64_t e = 0; e < c.batch; ++e)
+      for (int64_t m = 0; m < c.M; ++m)
+        for (int64_t n = 0; n < c.N; ++n) {
+          double sum = c.acc ? acc[(e * c.M + m) * c.N + n] : 0.0;
+          for (int64_t k = 0; k < c.K; ++k)
+            sum += double(interp::halfToFloat(a[(e * c.M + m) * c.K + k])) *
+                   double(interp::halfToFloat(b[(e * c.K + k) * c.N + n]));
+          ref[(e * c.M + m) * c.N + n] = sum;
+        }
+    for (SourceKernel* k : {&whole, &split}) {
+      std::vector<float> out(acc.size(), std::nanf(""));
+      std::map<std::string, InterpArg> byName = {
+          {"a_ptr", buf(a)}, {"b_ptr", buf(b)}, {"c_ptr", buf(acc)}, {"out_ptr", buf(out)}};
+      std::vector<InterpArg> args;
+      for (const KernelArg& arg : k->fn->args)
+        if (arg.value) args.push_back(byName.at(arg.name));
+      k->run({1}, args);
+      for (size_t i = 0; i < out.size(); ++i)
+        ASSERT_EQ(double(out[i]), ref[i]) << (k == &whole ? "batched" : "split") << " at " << i;
+    }
+  }
+}
+
 TEST(InterpKernels, VectorAddAndPersistentVectorAdd) {
   const int64_t n = 100003;
   std::vector<float> x = randomFloats(n, 5), y = randomFloats(n, 6);
