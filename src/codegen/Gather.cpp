@@ -25,11 +25,7 @@ void FunctionLowering::lowerGather(const ir::Op& op) {
 
   std::vector<int64_t> strides(rank, 1);
   for (size_t d = rank; d-- > 1;) strides[d - 1] = strides[d] * st.shape[d];
-  OffsetFn rowMajor = [strides](const std::vector<int32_t>& c) {
-    int64_t off = 0;
-    for (size_t d = 0; d < c.size(); ++d) off += int64_t(c[d]) * strides[d];
-    return off;
-  };
+  OffsetFn rowMajor = rowMajorOffsets(st.shape);
   OffsetFn others = [rowMajor, axis](const std::vector<int32_t>& c) {
     std::vector<int32_t> z = c;
     z[size_t(axis)] = 0;

@@ -882,7 +882,7 @@ FunctionLowering::sharedElementAddress(const SharedAccess& a, const LinearLayout
 void FunctionLowering::storeShared(const Regs& regs, const LinearLayout& l,
                                    const OffsetFn& offsetOf, int64_t base, DType elem,
                                    const std::string& baseReg, int64_t constantOffset,
-                                   const Padding* padding) {
+                                   const Padding* padding, const std::string& guard) {
   ir::Type t = ir::Type::scalar(elem);
   int bytes = memBytes(t);
   RegClass cls = regClassOf(elem);
@@ -915,8 +915,12 @@ void FunctionLowering::storeShared(const Regs& regs, const LinearLayout& l,
     if (n > 1) vals = "{" + vals + "}";
     std::string vec = n == 1 ? "" : n == 2 ? ".v2" : ".v4";
     b_.inst("st.shared" + vec + "." + type,
-            {"[" + addr + "+" + std::to_string(base + off) + "]", vals});
+            {"[" + addr + "+" + std::to_string(base + off) + "]", vals}, guard);
   }
+}
+
+FunctionLowering::OffsetFn FunctionLowering::rowMajorOffsets(const std::vector<int64_t>& shape) {
+  return [shape](const std::vector<int32_t>& c) { return rowMajor(c, shape); };
 }
 
 bool FunctionLowering::matrixRowsFit(const LinearLayout& l, const OffsetFn& offsetOf) const {

@@ -197,10 +197,14 @@ private:
   /// `padding` (a padded TLX buffer, SharedAllocation::padding): element offset x of offsetOf
   /// (row-major) lies at x + sum (x / interval) * padding; the thread's and each register's
   /// offsets are then added, which needs them on disjoint bits (checked by paddedThreadOffset).
+  /// `guard` (a predicate register), when given, predicates every store.
   using Padding = std::vector<std::pair<int64_t, int64_t>>;
   void storeShared(const Regs& regs, const layout::LinearLayout& l, const OffsetFn& offsetOf,
                    int64_t base, ir::DType elem, const std::string& baseReg = {},
-                   int64_t constantOffset = 0, const Padding* padding = nullptr);
+                   int64_t constantOffset = 0, const Padding* padding = nullptr,
+                   const std::string& guard = {});
+  /// The row-major element offsets of a tensor of `shape` (powers of two), as an OffsetFn.
+  static OffsetFn rowMajorOffsets(const std::vector<int64_t>& shape);
   /// storeShared through stmatrix (sm_90a, 16-bit elements: one instruction writes up to four
   /// 8x8 matrices, a thread's 32-bit pair per matrix) where `l` and offsetOf put every matrix
   /// row at 16 consecutive bytes (layout::stmatrixAccessLayout). Returns false, having emitted

@@ -305,9 +305,9 @@ void FunctionLowering::lowerAtomic(const ir::Op& op) {
     }
   } else if (kind == "max" || kind == "min") {
     if (isF) {
-      if (elem != DType::F32)
+      if (elem != DType::F32 && elem != DType::F64)
         raiseError(op.loc(), "atomic_" + kind + " on " + std::string(ir::tlName(elem)) +
-                                 " is not supported; use float32 or integers");
+                                 " is not supported; use float32, float64 or integers");
       floatMinMax = true;
     } else {
       type = arithType(elem);
@@ -324,10 +324,6 @@ void FunctionLowering::lowerAtomic(const ir::Op& op) {
   int32_t n = l ? l->getInDimSize(layout::kRegister) : 1;
   int32_t dup = l ? l->freeVariableMask(layout::kRegister) : 0;
   std::string owner = l ? ownerPredicate(*l) : b_.pure("setp.eq.u32", RegClass::Pred, {tid(), "0"});
-  if (resultUsed && l && !owner.empty())
-    raiseError(op.loc(), "the result of atomic_" + kind + " on a " + ptr->type().str() +
-                             " is held by more threads than elements; use a block of at least "
-                             "num_warps*32 elements or discard the result");
   RegClass cls = regClassOf(elem);
   // The result (when used) needs an acquire-capable atom; otherwise red does the update. PTX's
   // red has no exch: an exchange whose result is unused is still an atom.
@@ -366,19 +362,22 @@ void FunctionLowering::lowerAtomic(const ir::Op& op) {
     if (floatMinMax) {
       // IEEE floats order like sign-magnitude integers: non-negative values by signed max/min
       // of their bits, negative ones by unsigned min/max.
-      std::string bitsReg = b_.pure("mov.b32", RegClass::B32, {x});
-      std::string nonNeg = b_.pure("setp.ge.s32", RegClass::Pred, {bitsReg, "0"});
+      // (float32 and float64 alike: 64-bit atom min / max exist for both signednesses.)
+      const std::string w = std::to_string(bits);
+      RegClass ic = bits == 64 ? RegClass::B64 : RegClass::B32;
+      std::string bitsReg = b_.pure("mov.b" + w, ic, {x});
+      std::string nonNeg = b_.pure("setp.ge.s" + w, RegClass::Pred, {bitsReg, "0"});
       std::string gPos =
           guard.empty() ? nonNeg : b_.pure("and.pred", RegClass::Pred, {guard, nonNeg});
       std::string negP = b_.pure("not.pred", RegClass::Pred, {nonNeg});
       std::string gNeg = guard.empty() ? negP : b_.pure("and.pred", RegClass::Pred, {guard, negP});
-      std::string posOp = kind == "max" ? "max.s32" : "min.s32";
-      std::string negOp = kind == "max" ? "min.u32" : "max.u32";
-      std::string d1 = b_.newReg(RegClass::B32), d2 = b_.newReg(RegClass::B32);
+      std::string posOp = (kind == "max" ? "max.s" : "min.s") + w;
+      std::string negOp = (kind == "max" ? "min.u" : "max.u") + w;
+      std::string d1 = b_.newReg(ic), d2 = b_.newReg(ic);
       b_.inst("atom" + semQ + scopeQ + ".global." + posOp, {d1, addr, bitsReg}, gPos);
       b_.inst("atom" + semQ + scopeQ + ".global." + negOp, {d2, addr, bitsReg}, gNeg);
-      std::string sel = b_.pure("selp.b32", RegClass::B32, {d1, d2, nonNeg});
-      out[r] = b_.pure("mov.b32", RegClass::F32, {sel});
+      std::string sel = b_.pure("selp.b" + w, ic, {d1, d2, nonNeg});
+      out[r] = b_.pure("mov.b" + w, cls, {sel});
       continue;
     }
     if (useRed) {
@@ -412,6 +411,20 @@ void FunctionLowering::lowerAtomic(const ir::Op& op) {
     std::string d = b_.newReg(cls);
     b_.inst("ld.shared." + mt, {d, addr});
     out[0] = d;
+  }
+  if (l && resultUsed && !owner.empty()) {
+    // Several threads hold each element (a tensor smaller than the threads' layout covers): the
+    // owner's atomic ran, and its result reaches the other holders through shared memory, as
+    // Triton shares it.
+    const std::vector<int64_t>& shape = ptr->type().shape;
+    OffsetFn offsets = rowMajorOffsets(shape);
+    int64_t numel = 1;
+    for (int64_t d : shape) numel *= d;
+    int64_t base = scratch(numel * ir::byteWidth(elem));
+    barrier(); // earlier readers of the scratch region are done
+    storeShared(out, *l, offsets, base, elem, {}, 0, nullptr, owner);
+    barrier();
+    out = loadShared(*l, offsets, base, 0, elem);
   }
   for (int32_t r = 0; r < n; ++r)
     if (r & dup) out[r] = out[r & ~dup];

@@ -38,3 +38,89 @@ def test_unused_exchange_runs_in_the_interpreter():
     _unused_results[(3, )](lock, counter, vals, BLOCK=128)
     assert lock[0] == 0 and counter[0] == 3
     np.testing.assert_array_equal(vals, np.arange(128, dtype=np.float32))
+
+
+@ww.jit
+def _small_tensor_results(index_ptr, out_ptr, SIZE: tl.constexpr, OP: tl.constexpr):
+    # SIZE elements, fewer than the 128 threads: several threads hold each element (Triton's
+    # test_tensor_atomic_use_result). Each element's atomic runs once; every holder reads its
+    # result.
+    rows = tl.arange(0, SIZE)[:, None]
+    if OP == "add":
+        old = tl.atomic_add(index_ptr + rows, rows, sem="relaxed")
+    else:
+        old = tl.atomic_cas(index_ptr + rows, tl.zeros((SIZE, 1), tl.int32), rows, sem="relaxed")
+    tl.store(out_ptr + old * SIZE + tl.arange(0, SIZE)[None, :], 5)
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
+@pytest.mark.parametrize("size", [1, 2, 16])
+@pytest.mark.parametrize("op", ["add", "cas"])
+def test_atomic_result_shared_with_every_holder(target, size, op, tmp_path, monkeypatch, ptxas):
+    # Was refused ("held by more threads than elements"). The owner of each element runs the
+    # atomic and writes its result to shared memory under the same predicate; after a barrier
+    # every holder reads it back.
+    monkeypatch.setenv("WARPWEAVE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("WARPWEAVE_TARGET", target)
+    values = _small_tensor_results.bind((np.zeros(size, np.int32), np.zeros(size * size, np.int32)),
+                                        {"SIZE": size, "OP": op})
+    ptx = _small_tensor_results.compile_for(values, False, (4, 3, 1)).kernel.ptx
+    atom = [l.strip() for l in ptx.splitlines() if ".global." + op in l and "atom" in l]
+    assert atom and all(l.startswith("@%p") for l in atom), atom
+    owner = atom[0].split()[0]
+    shared_stores = [l.strip() for l in ptx.splitlines() if l.strip().split(" ")[-1:] and
+                     "st.shared" in l]
+    assert shared_stores and all(l.startswith(owner + " ") for l in shared_stores), shared_stores
+    tail = ptx[ptx.index(shared_stores[-1]):]
+    assert tail.index("bar.sync") < tail.index("ld.shared")
+    ptxas(ptx, target)
+
+
+@pytest.mark.parametrize("size", [1, 2, 16])
+@pytest.mark.parametrize("op", ["add", "cas"])
+def test_atomic_result_of_small_tensor_in_the_interpreter(size, op):
+    index = np.arange(size, dtype=np.int32) if op == "add" else np.zeros(size, np.int32)
+    out = np.zeros(size * size, np.int32)
+    _small_tensor_results[(1, )](index, out, SIZE=size, OP=op)
+    old = np.arange(size) if op == "add" else np.zeros(size, np.int64)
+    expect = np.zeros((size, size), np.int32)
+    expect[old] = 5
+    np.testing.assert_array_equal(out.reshape(size, size), expect)
+    np.testing.assert_array_equal(index, np.arange(size) * (2 if op == "add" else 1))
+
+
+@ww.jit
+def _float_min_max(x_ptr, vals_ptr, BLOCK: tl.constexpr, KIND: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.load(vals_ptr + offs)
+    if KIND == "max":
+        tl.atomic_max(x_ptr + offs % 4, v)
+    else:
+        tl.atomic_min(x_ptr + offs % 4, v)
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_float64_min_max_through_integer_atomics(target, kind, tmp_path, monkeypatch, ptxas):
+    # As for float32: non-negative values by signed min / max of their bits, negative ones by
+    # unsigned max / min (Triton's test_atomic_rmw covers float64 too).
+    monkeypatch.setenv("WARPWEAVE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("WARPWEAVE_TARGET", target)
+    values = _float_min_max.bind((np.zeros(4, np.float64), np.zeros(128, np.float64)),
+                                 {"BLOCK": 128, "KIND": kind})
+    ptx = _float_min_max.compile_for(values, False, (4, 3, 1)).kernel.ptx
+    signed, unsigned = ("max.s64", "min.u64") if kind == "max" else ("min.s64", "max.u64")
+    assert f".global.{signed} " in ptx and f".global.{unsigned} " in ptx, ptx
+    ptxas(ptx, target)
+
+
+@pytest.mark.parametrize("kind", ["max", "min"])
+def test_float64_min_max_in_the_interpreter(kind):
+    rng = np.random.default_rng(5)
+    vals = rng.normal(size=128) * 1e3
+    x = np.array([0.0, -1e300, 1e300, -0.5])
+    expect = x.copy()
+    for i, v in enumerate(vals):
+        expect[i % 4] = max(expect[i % 4], v) if kind == "max" else min(expect[i % 4], v)
+    _float_min_max[(1, )](x, vals, BLOCK=128, KIND=kind)
+    np.testing.assert_array_equal(x, expect)
