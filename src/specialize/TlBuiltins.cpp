@@ -1304,6 +1304,10 @@ template <OpCode mop> Val tlUnaryMath(Specializer& sp, const std::string& name, 
                                "; convert it first (x.to(tl.float32))");
   bool narrow = d != DType::F32 && d != DType::F64;
   if (narrow) x = sp.cast(x, DType::F32, loc);
+  // The GPU targets compute fp64 exp / log / sin / cos as libdevice does (the interpreter in
+  // double precision directly).
+  if (sp.in.cudaTarget)
+    if (ir::Value* r = float64Math(sp, mop, x, loc)) return Val::runtime(r);
   std::vector<ir::NamedAttr> attrs;
   if (mop == OpCode::Sqrt) attrs.push_back(ir::attr::Sqrt::make::approx(name == "sqrt"));
   ir::Value* r = sp.b.create1(mop, {x}, x->type(), attrs);

@@ -408,8 +408,25 @@ V expm1v(V x) {
   r = sel(x == 0.0, x, r);
   return sel(isnan(x), x, r);
 }
-/// log(x) for finite x > 0 (fp32, ~1 ulp); other inputs give anything.
-V logCore64(V x) {
+/// 2^x: the exponent's integer part scales exactly, its fraction f (exact: x - n) goes through
+/// e^(f ln 2) with ln 2 in two parts.
+V exp2v(V x) {
+  Ctx& c = *x.c;
+  V xc =
+      c.f64() ? fmin(fmax(x, c.k(-1080.0)), c.k(1030.0)) : fmin(fmax(x, c.k(-152.0)), c.k(130.0));
+  V n = floorv(xc + 0.5);
+  V f = xc - n;
+  auto [hi, lo] = split(c, kLn2, 2.3190468138462996e-17);
+  V p = expmCore(fma(f, c.k(hi), f * lo)) + 1.0;
+  auto [s1, s2] = pow2Pair(toInt(n, c.sintType()));
+  return sel(isnan(x), x, p * s1 * s2);
+}
+/// log(x) for finite x > 0 as x's exponent and the log of its mantissa in [sqrt(1/2), sqrt(2))
+/// (fp64): log x = e ln 2 + lm.
+struct LogParts64 {
+  V e, lm;
+};
+LogParts64 logParts64(V x) {
   Ctx& c = *x.c;
   const int64_t sqrtHalf = 0x3fe6a09e667f3bcdll; // bits of sqrt(1/2)
   B sub = x < two(-1022);
@@ -424,8 +441,12 @@ V logCore64(V x) {
   V q = poly(z, {0.3333333333333333, 0.19999999999999996, 0.14285714285717924, 0.11111111109856468,
                  0.09090909307413914, 0.07692286737563853, 0.06667855043257874, 0.05843264799416645,
                  0.05948192279592784});
-  V lm = fma(s2 * z, q, s2);
-  V ef = toFloat(e);
+  return {toFloat(e), fma(s2 * z, q, s2)};
+}
+/// log(x) for finite x > 0 (fp64, ~1 ulp); other inputs give anything.
+V logCore64(V x) {
+  Ctx& c = *x.c;
+  auto [ef, lm] = logParts64(x);
   return fma(ef, c.k(kLn2), fma(ef, c.k(2.3190468138462996e-17), lm));
 }
 V logCore(V x) {
@@ -450,6 +471,15 @@ V logCore(V x) {
 }
 V logv(V x) {
   V r = logCore(x);
+  r = sel(x == kInf, kInf, r);
+  r = sel(x == 0.0, -kInf, r);
+  return sel(x < 0.0 || isnan(x), kNan, r);
+}
+/// log2(x) (fp64): the exponent plus the mantissa's log times log2(e), exact at powers of two.
+V log2v64(V x) {
+  Ctx& c = *x.c;
+  auto [ef, lm] = logParts64(x);
+  V r = fma(lm, c.k(kLog2e), fma(lm, c.k(2.0355273740931033e-17), ef));
   r = sel(x == kInf, kInf, r);
   r = sel(x == 0.0, -kInf, r);
   return sel(x < 0.0 || isnan(x), kNan, r);
@@ -1434,6 +1464,28 @@ const std::vector<std::string>& libdeviceFunctions() {
     return v;
   }();
   return names;
+}
+
+ir::Value* float64Math(Specializer& sp, ir::OpCode code, ir::Value* x, SourceLoc loc) {
+  if (x->type().elem != DType::F64) return nullptr;
+  Ctx c{sp, loc, x->type()};
+  V v{&c, x};
+  switch (code) {
+  case ir::OpCode::Exp:
+    return expv(v).v;
+  case ir::OpCode::Exp2:
+    return exp2v(v).v;
+  case ir::OpCode::Log:
+    return logv(v).v;
+  case ir::OpCode::Log2:
+    return log2v64(v).v;
+  case ir::OpCode::Sin:
+    return sinCos(v, false).v;
+  case ir::OpCode::Cos:
+    return sinCos(v, true).v;
+  default:
+    return nullptr;
+  }
 }
 
 bool isLibdeviceFunction(const std::string& name) {

@@ -3,6 +3,9 @@
 // generator run them without an op of their own.
 #pragma once
 
+#include "frontend/Diagnostics.h"
+#include "ir/IR.h"
+
 #include <string>
 #include <vector>
 
@@ -11,6 +14,11 @@ namespace ww::specialize {
 class Specializer;
 struct CallSite;
 struct Val;
+
+/// tl.exp / exp2 / log / log2 / sin / cos of a float64 `x` built from the same pieces as
+/// libdevice's fp64 functions (the GPU targets have fp32 approximations only), or null for
+/// other ops and types.
+ir::Value* float64Math(Specializer& sp, ir::OpCode code, ir::Value* x, SourceLoc loc);
 
 /// The libdevice functions TlLibdevice.cpp builds (sorted; docs/language.md lists them).
 const std::vector<std::string>& libdeviceFunctions();

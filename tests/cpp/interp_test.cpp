@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <random>
 
@@ -1498,6 +1499,71 @@ TEST(InterpKernels, BatchedDotsSplitIntoTwoDDotsComputeTheSame) {
       for (size_t i = 0; i < out.size(); ++i)
         ASSERT_EQ(double(out[i]), ref[i]) << (k == &whole ? "batched" : "split") << " at " << i;
     }
+  }
+}
+
+// tl.exp / exp2 / log / log2 / sin / cos of float64 values, as the GPU targets compute them
+// (built from libdevice's fp64 pieces: the specializer for a CUDA target, which SourceKernel is,
+// emits them; the interpreter runs those ops), against the C library within a few ulps, with
+// the special values exact.
+TEST(InterpKernels, Float64MathAsTheGpuComputesIt) {
+  struct Fn {
+    const char* name;
+    double (*ref)(double);
+    std::vector<double> specials;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  const Fn fns[] = {
+      {"exp",
+       [](double x) { return std::exp(x); },
+       {0.0, -0.0, 1.0, 709.0, 710.0, -745.0, -inf, inf}},
+      {"exp2",
+       [](double x) { return std::exp2(x); },
+       {0.0, 1.0, 10.0, -1074.0, 1023.5, 1024.0, -inf}},
+      {"log", [](double x) { return std::log(x); }, {1.0, 0.0, -1.0, inf, 4.9e-324, 1e308}},
+      {"log2", [](double x) { return std::log2(x); }, {1.0, 8.0, 0.5, 0.0, -2.0, inf, 4.9e-324}},
+      {"sin", [](double x) { return std::sin(x); }, {0.0, -0.0, 3.141592653589793, 1e6, inf}},
+      {"cos", [](double x) { return std::cos(x); }, {0.0, 1.5707963267948966, -1e6, inf}},
+  };
+  const int64_t n = 4096;
+  std::mt19937_64 rng(11);
+  for (const Fn& fn : fns) {
+    SCOPED_TRACE(fn.name);
+    SourceKernel k("tests/python/float64_math_kernels.py", "float64_math",
+                   "x_ptr:*fp64,out_ptr:*fp64,n:i32,FN=\"" + std::string(fn.name) +
+                       "\",BLOCK=1024");
+    ASSERT_TRUE(k.ok()) << k.error;
+    int approx = 0;
+    walk(k.fn->body, [&](const Op& op) {
+      approx += op.code() == OpCode::Exp || op.code() == OpCode::Exp2 || op.code() == OpCode::Log ||
+                op.code() == OpCode::Log2 || op.code() == OpCode::Sin || op.code() == OpCode::Cos;
+    });
+    EXPECT_EQ(approx, 0) << "the fp64 function is built from plain arithmetic";
+    std::string name = fn.name;
+    std::uniform_real_distribution<double> range =
+        name == "exp"                     ? std::uniform_real_distribution<double>(-700, 700)
+        : name == "exp2"                  ? std::uniform_real_distribution<double>(-1020, 1020)
+        : name == "log" || name == "log2" ? std::uniform_real_distribution<double>(-300, 300)
+                                          : std::uniform_real_distribution<double>(-100, 100);
+    std::vector<double> x(n), out(n, std::nan(""));
+    for (int64_t i = 0; i < n; ++i) {
+      double r = range(rng);
+      x[i] = name == "log" || name == "log2" ? std::pow(10.0, r) : r;
+    }
+    std::copy(fn.specials.begin(), fn.specials.end(), x.begin());
+    k.run({int(n / 1024)}, {buf(x), buf(out), InterpArg::integer(n)});
+    double worst = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double want = fn.ref(x[i]);
+      if (std::isnan(want) || std::isinf(want) || want == 0.0) {
+        EXPECT_TRUE(std::isnan(want) ? std::isnan(out[i]) : out[i] == want)
+            << fn.name << "(" << x[i] << ") = " << out[i] << ", want " << want;
+        continue;
+      }
+      double ulp = std::nextafter(std::fabs(want), inf) - std::fabs(want);
+      worst = std::max(worst, std::fabs(out[i] - want) / ulp);
+    }
+    EXPECT_LT(worst, 4.0) << fn.name;
   }
 }
 
