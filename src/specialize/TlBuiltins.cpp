@@ -660,6 +660,13 @@ Val tlJoin(Specializer& sp, const std::string& /*name*/, CallSite& call) {
                 !a.get("b").isRuntime()};
   DType dt = sp.computationType(ta, pa, tb, pb, false, loc, "tl.join");
   auto [x, y] = sp.unify(a.get("a"), a.get("b"), loc, dt, "tl.join");
+  if (!x->type().isTensor()) {
+    // Two scalars join into a [2] tensor (Triton's 0-d tensors): as [1] tensors, then reshaped.
+    ir::Value* x1 = sp.b.splat(x, {1});
+    ir::Value* y1 = sp.b.splat(y, {1});
+    ir::Value* j = sp.b.create1(OpCode::Join, {x1, y1}, x1->type().withShape({1, 2}));
+    return Val::runtime(sp.b.create1(OpCode::Reshape, {j}, x1->type().withShape({2})));
+  }
   std::vector<int64_t> shape = x->type().shape;
   shape.push_back(2);
   return Val::runtime(sp.b.create1(OpCode::Join, {x, y}, x->type().withShape(shape)));

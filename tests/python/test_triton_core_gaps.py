@@ -188,3 +188,27 @@ def test_atomic_max_refuses_fp16_but_atomic_add_takes_it():
     o = np.zeros(1, np.float16)
     atomic_add_kernel[(1,)](np.full(1, 1.5, np.float16), o)
     np.testing.assert_array_equal(o, [1.5])
+
+
+@ww.jit
+def _join_scalars(x_ptr, y_ptr, z_ptr):
+    z = tl.join(tl.load(x_ptr), tl.load(y_ptr))
+    tl.static_assert(z.shape == [2])
+    tl.store(z_ptr + tl.arange(0, 2), z)
+
+
+def test_join_of_two_scalars_is_a_pair():
+    # Triton's test_join_scalars: scalars join as 0-d tensors into shape [2].
+    z = np.zeros(2, np.int32)
+    _join_scalars[(1,)](np.array([42], np.int32), np.array([100], np.int32), z)
+    assert z.tolist() == [42, 100]
+
+
+@pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
+def test_join_of_two_scalars_compiles_for_the_gpu(target, monkeypatch, tmp_path, ptxas):
+    # It stopped in layout assignment ("no layout for a value of type i32").
+    monkeypatch.setenv("WARPWEAVE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("WARPWEAVE_TARGET", target)
+    values = _join_scalars.bind((np.zeros(1, np.int32), np.zeros(1, np.int32),
+                                 np.zeros(2, np.int32)), {})
+    ptxas(_join_scalars.compile_for(values, False, (4, 3, 1)).kernel.ptx, target)
