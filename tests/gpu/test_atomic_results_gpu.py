@@ -17,12 +17,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import test_atomic_codegen as m  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def on_the_gpu(monkeypatch):
-    monkeypatch.delenv("WARPWEAVE_INTERPRET", raising=False)
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-
-
 @pytest.mark.parametrize("size", [1, 2, 16, 64])
 @pytest.mark.parametrize("op", ["add", "cas"])
 @pytest.mark.parametrize("num_warps", [1, 4, 8])

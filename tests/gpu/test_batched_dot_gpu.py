@@ -18,8 +18,7 @@ SHAPES = [(4, 16, 16, 16), (2, 64, 32, 32), (8, 32, 64, 16), (1, 128, 64, 32)]
 
 
 @pytest.fixture(autouse=True)
-def on_the_gpu(monkeypatch):
-    monkeypatch.delenv("WARPWEAVE_INTERPRET", raising=False)
+def seeded():
     seed = int.from_bytes(os.urandom(4), "little")
     print(f"random seed {seed}")
     torch.manual_seed(seed)

@@ -15,11 +15,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import float64_math_kernels as fk  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def on_the_gpu(monkeypatch):
-    monkeypatch.delenv("WARPWEAVE_INTERPRET", raising=False)
-
-
 @pytest.mark.parametrize("fn", ["exp", "exp2", "log", "log2", "sin", "cos"])
 def test_float64_math_matches_torch(fn):
     n = 1 << 16

@@ -25,12 +25,6 @@ KDIR = tempfile.mkdtemp(prefix="libdevice_gpu_")
 F32 = np.float32
 
 
-@pytest.fixture(autouse=True)
-def on_the_gpu(monkeypatch):
-    monkeypatch.delenv("WARPWEAVE_INTERPRET", raising=False)
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-
-
 def run_gpu(fn, *xs, out_dtype=None):
     xs = [np.asarray(x) for x in xs]
     n = len(xs[0])

@@ -17,12 +17,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import test_reduce_tree as m  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def on_the_gpu(monkeypatch):
-    monkeypatch.delenv("WARPWEAVE_INTERPRET", raising=False)
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-
-
 def test_score_softmax_matches_numpy():
     q, k = m._inputs()
     dev = "cuda"

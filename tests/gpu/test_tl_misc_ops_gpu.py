@@ -23,12 +23,6 @@ import warpweave.language as tl  # noqa: E402
 DEV = "cuda"
 
 
-@pytest.fixture(autouse=True)
-def on_the_gpu(monkeypatch):
-    monkeypatch.delenv("WARPWEAVE_INTERPRET", raising=False)
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-
-
 @pytest.mark.parametrize("src_shape,idx_shape,axis", [
     ((4, 4), (8, 4), 0), ((128, 64), (256, 64), 0), ((128, 64), (128, 128), 1), ((8, 32), (8, 4), 1),
 ])

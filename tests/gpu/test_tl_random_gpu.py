@@ -26,8 +26,7 @@ SEEDS = [0, 42, 0xFFFFFFFF, 0x0000000FCAFEB0BA, -1, -0x123456789ABCDEF, 0xFEDCBA
 
 
 @pytest.fixture(autouse=True)
-def on_the_gpu(monkeypatch):
-    monkeypatch.delenv("WARPWEAVE_INTERPRET", raising=False)
+def trapped_hangs(monkeypatch):
     monkeypatch.setenv("WARPWEAVE_TRAP_HANGS", "4000000")
 
 
