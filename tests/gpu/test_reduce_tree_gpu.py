@@ -6,7 +6,6 @@ import os
 import sys
 
 import numpy as np
-import pytest
 
 from gpu_requirements import require_cuda
 
