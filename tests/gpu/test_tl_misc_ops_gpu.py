@@ -101,3 +101,21 @@ def test_fp8_software_conversions(sig):
     m.f32_to_fp8_kernel[(1,)](torch.from_numpy(f).to(DEV), ww.reinterpret(out, tl.dtype(sig)),
                               1024, tl.dtype(sig))
     np.testing.assert_array_equal(out.cpu().numpy().view(np.uint8), m.encode(f, sig))
+
+
+@pytest.mark.parametrize("num_warps", [4, 8])
+def test_software_fp8_dot_matches_the_interpreter(num_warps, monkeypatch):
+    # float8e4b15 operands, which the GPU dot multiplies as (exact) fp16 values.
+    import test_triton_core_gaps as g
+
+    rng = np.random.default_rng(4)
+    a = rng.integers(0, 0x7F, 128 * 128, dtype=np.uint8) | (rng.integers(0, 2, 128 * 128) << 7)
+    b = rng.integers(0, 0x7F, 128 * 256, dtype=np.uint8) | (rng.integers(0, 2, 128 * 256) << 7)
+    a, b = a.astype(np.uint8), b.astype(np.uint8)
+    out = torch.full((128 * 256,), float("nan"), device=DEV)
+    g._software_fp8_dot[(1,)](torch.from_numpy(a).to(DEV), torch.from_numpy(b).to(DEV), out,
+                              M=128, N=256, K=128, num_warps=num_warps)
+    ref = np.zeros(128 * 256, np.float32)
+    monkeypatch.setenv("WARPWEAVE_INTERPRET", "1")
+    g._software_fp8_dot[(1,)](a, b, ref, M=128, N=256, K=128)
+    np.testing.assert_allclose(out.cpu().numpy(), ref, rtol=1e-5, atol=1e-5)

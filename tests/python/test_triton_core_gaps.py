@@ -212,3 +212,28 @@ def test_join_of_two_scalars_compiles_for_the_gpu(target, monkeypatch, tmp_path,
     values = _join_scalars.bind((np.zeros(1, np.int32), np.zeros(1, np.int32),
                                  np.zeros(2, np.int32)), {})
     ptxas(_join_scalars.compile_for(values, False, (4, 3, 1)).kernel.ptx, target)
+
+
+@ww.jit
+def _software_fp8_dot(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    m = tl.arange(0, M)[:, None]
+    n = tl.arange(0, N)[None, :]
+    k = tl.arange(0, K)
+    a = tl.load(a_ptr + m * K + k[None, :]).to(tl.float8e4b15, bitcast=True)
+    b = tl.load(b_ptr + k[:, None] * N + n).to(tl.float8e4b15, bitcast=True)
+    tl.store(c_ptr + m * N + n, tl.dot(a, b, max_num_imprecise_acc=32))
+
+
+@pytest.mark.parametrize("target,warps,mma", [("sm_90a", 8, "wgmma.mma_async"),
+                                              ("sm_90a", 4, "wgmma.mma_async"),
+                                              ("sm_80", 4, "mma.sync.aligned")])
+def test_software_fp8_dot_multiplies_as_fp16(target, warps, mma, monkeypatch, tmp_path, ptxas):
+    # Triton's test_dot_max_num_imprecise_acc with float8e4b15: no MMA reads that format, so the
+    # GPU dot takes the (exact) fp16 values; it was refused as too large for per-thread FMAs.
+    monkeypatch.setenv("WARPWEAVE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("WARPWEAVE_TARGET", target)
+    values = _software_fp8_dot.bind((np.zeros(128 * 128, np.uint8), np.zeros(128 * 256, np.uint8),
+                                     np.zeros(128 * 256, np.float32)), {"M": 128, "N": 256, "K": 128})
+    ptx = _software_fp8_dot.compile_for(values, False, (warps, 3, 1)).kernel.ptx
+    assert mma in ptx and ".f16" in ptx
+    ptxas(ptx, target)
