@@ -40,7 +40,8 @@ def _install():
             return compiled
         seen.add(key)
         record = {"test": os.environ.get("PYTEST_CURRENT_TEST", ""), "kernel": request["kernel"],
-                  "sig": request["signature"], "warps": request["num_warps"], "ok": True}
+                  "sig": request["signature"], "warps": request["num_warps"], "target": TARGET,
+                  "ok": True}
         try:
             jit.native().compile(**request)
         except Exception as e:  # every failure is a finding: compile errors and crashes alike
@@ -63,7 +64,8 @@ def summarize(path):
     for r in failed:
         first = r["error"].splitlines()[0]
         groups[re.sub(r"\d+", "N", re.sub(r"\S+\.py:\d+:\d+", "FILE", first))[:200]].append(r)
-    print(f"{len(records)} kernels compiled for {TARGET}, {len(failed)} failed")
+    targets = sorted({r.get("target", "?") for r in records})
+    print(f"{len(records)} kernels compiled for {', '.join(targets)}, {len(failed)} failed")
     for message, rs in sorted(groups.items(), key=lambda g: -len(g[1])):
         print(f"{len(rs):5d}  {message}\n       e.g. {rs[0]['test']}")
 
