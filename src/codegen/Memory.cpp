@@ -416,11 +416,8 @@ void FunctionLowering::lowerAtomic(const ir::Op& op) {
     // Several threads hold each element (a tensor smaller than the threads' layout covers): the
     // owner's atomic ran, and its result reaches the other holders through shared memory, as
     // Triton shares it.
-    const std::vector<int64_t>& shape = ptr->type().shape;
-    OffsetFn offsets = rowMajorOffsets(shape);
-    int64_t numel = 1;
-    for (int64_t d : shape) numel *= d;
-    int64_t base = scratch(numel * ir::byteWidth(elem));
+    OffsetFn offsets = rowMajorOffsets(ptr->type().shape);
+    int64_t base = scratch(ptr->type().numElements() * ir::byteWidth(elem));
     barrier(); // earlier readers of the scratch region are done
     storeShared(out, *l, offsets, base, elem, {}, 0, nullptr, owner);
     barrier();

@@ -1883,16 +1883,14 @@ Val Specializer::dot(const BoundArgs& a, SourceLoc loc) {
                                                      ") must be <= K (" + std::to_string(K) + ")");
     attrs.push_back(ir::attr::Dot::make::maxNumImpreciseAcc(limit));
   }
-  // The fp8 formats no MMA reads (float8e4b15, e4b8, e5b16) are exact in fp16: on the GPU the
-  // dot multiplies them as fp16, as Triton's mixed-mode decomposition does, with fp16's full
-  // accumulation.
-  auto softwareFp8 = [](DType t) {
-    return t == DType::F8E4B15 || t == DType::F8E4B8 || t == DType::F8E5B16;
-  };
-  if (in.cudaTarget && softwareFp8(da) && softwareFp8(db)) {
+  // The fp8 formats no MMA reads (float8e4b15, e4b8, e5b16; one dtype, checked above) are exact
+  // in fp16: on the GPU the dot multiplies them as fp16, as Triton's mixed-mode decomposition
+  // does, with fp16's full accumulation (no imprecise-accumulation limit).
+  if (in.cudaTarget && ir::isFp8(da) && !fp8a) {
     x = cast(x, DType::F16, loc);
     y = cast(y, DType::F16, loc);
-    attrs.resize(1);
+    std::erase_if(
+        attrs, [](const ir::NamedAttr& n) { return n.name == ir::attr::Dot::kmaxNumImpreciseAcc; });
   }
   return Val::runtime(b.create1(OpCode::Dot, {x, y, acc}, ir::Type::tensor(out, outShape), attrs));
 }
