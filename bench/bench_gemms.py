@@ -10,6 +10,7 @@ scaled_dot_product_attention (cuDNN where torch has it).
     python bench/bench_gemms.py [--quick]
                                 [--only matmul,scaled_mm,grouped_mm,grouped_mm_k,attention]
                                 [--tuning both|on|off] [--rounds 5] [--json out.json]
+                                [--plot out.png]
 
 --tuning: each warpweave column runs with per-shape tuning on ("tuned": the first call on a
 shape times the candidate configurations, warpweave.ops._tuning, outside the timed rounds),
@@ -48,6 +49,9 @@ def parse_args(argv=None):
                    help="warpweave's columns with per-shape tuning on, off, or both")
     p.add_argument("--rounds", type=int, default=None, help="interleaved rounds per case")
     p.add_argument("--json", metavar="PATH", help="write the results as JSON here")
+    p.add_argument("--plot", metavar="PATH",
+                   help="draw each case's speed against PyTorch's fastest way as a PNG here "
+                        "(needs matplotlib); with --json alone, beside the JSON")
     return p.parse_args(argv)
 
 
@@ -394,6 +398,45 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
+    plot_path = args.plot or (os.path.splitext(args.json)[0] + ".png" if args.json else None)
+    if plot_path:
+        write_plot(rows, f"{torch.cuda.get_device_name()}, torch {torch.__version__}", plot_path)
+
+
+def write_plot(rows, title, path):
+    """One bar per warpweave column and case: its speed over the fastest PyTorch way's (the
+    row's baseline), grouped by op; a line at 1.0 marks parity. Returns whether it was drawn."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("# matplotlib is not installed: no plot")
+        return False
+    columns = []
+    for row in rows:
+        columns += [c for c in row["ratio"] if c not in columns]
+    if not rows or not columns:
+        print("# nothing measured: no plot")
+        return False
+    fig, ax = plt.subplots(figsize=(max(8, 0.7 * len(rows)), 5.5))
+    width = 0.8 / len(columns)
+    for i, column in enumerate(columns):
+        xs = [j + (i - (len(columns) - 1) / 2) * width for j in range(len(rows))]
+        ax.bar(xs, [row["ratio"].get(column, 0.0) for row in rows], width, label=column)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([f"{row['op']}\n{row['case']}\n(vs {row['baseline']})" for row in rows],
+                       rotation=60, ha="right", fontsize=6)
+    ax.set_ylabel("speed relative to PyTorch's fastest way")
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    print(f"# wrote {path}")
+    return True
 
 
 if __name__ == "__main__":

@@ -30,6 +30,11 @@ GEMM_TUTORIALS = {
     "hopper_gemm_ws": ("matmul", {"BM": 128, "BN": 256, "BK": 64, "GROUP_SIZE_M": 8,
                                   "NUM_STAGES": 3, "NUM_MMA_WARPS": 8, "NUM_MMA_GROUPS": 2,
                                   "EPILOGUE_SUBTILE": False, "NUM_CTAS": 1}),
+    # The same configuration with warp barriers for the empty rings (its warp-barrier test).
+    "hopper_gemm_ws:warp_barrier": ("matmul", {"BM": 128, "BN": 256, "BK": 64, "GROUP_SIZE_M": 8,
+                                               "NUM_STAGES": 3, "NUM_MMA_WARPS": 8,
+                                               "NUM_MMA_GROUPS": 2, "EPILOGUE_SUBTILE": False,
+                                               "USE_WARP_BARRIER": True, "NUM_CTAS": 1}),
     "hopper-persistent-gemm-ws-cooperative": ("matmul_tlx_ws_persistent", None),
     "hopper-persistent-gemm-ws-pingpong": ("matmul_tlx_ws_persistent", None),
     # The tutorial's own benchmark (testing/test_hopper_gemm_perf.py) calls matmul(a, b): its
