@@ -53,7 +53,7 @@ ww_apt_deps() {
 }
 
 # Python packages for building (nanobind, scikit-build-core) and testing (numpy, pytest, ml-dtypes,
-# lit).
+# lit, and cuobjdump where the CUDA toolkit has none).
 ww_pip_deps() {
   local need=()
   "$WW_PY" -c 'import nanobind' 2>/dev/null || need+=(nanobind)
@@ -62,6 +62,12 @@ ww_pip_deps() {
   "$WW_PY" -c 'import pytest' 2>/dev/null || need+=(pytest)
   "$WW_PY" -c 'import ml_dtypes' 2>/dev/null || need+=(ml-dtypes) # bf16/fp8 NumPy arrays
   "$WW_PY" -c 'import lit' 2>/dev/null || need+=(lit)                 # tests/lit
+  # cuobjdump and the nvdisasm it runs, for the tests that read SASS, where the CUDA toolkit
+  # lacks them (NVIDIA's wheels put them in site-packages/nvidia/cu13/bin).
+  if ! command -v cuobjdump >/dev/null && [ ! -x /usr/local/cuda/bin/cuobjdump ] &&
+    ! "$WW_PY" -c 'import glob, nvidia; assert any(glob.glob(p + "/cu*/bin/nvdisasm") for p in nvidia.__path__)' 2>/dev/null; then
+    need+=(nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)
+  fi
   if [ ${#need[@]} -gt 0 ]; then
     ww_log "installing Python packages: ${need[*]}"
     "$WW_PY" -m pip install -q --disable-pip-version-check "${need[@]}"

@@ -334,6 +334,8 @@ void FunctionLowering::lowerFor(const ir::Op& op) {
   b_.inst("bra", {exit}, done);
   bind(body.arg(0), {iv});
   for (unsigned k = 0; k < numIters; ++k) bind(body.arg(1 + k), carried[k]);
+  const bool drainAtExit = bulkStoreReadAtLoopHead({&body});
+  const bool pendingAtHead = bulkStoreReadPending_;
   const size_t bodyStart = b_.mutableBody().size();
   for (const auto& inner : body.ops())
     if (inner.get() != body.terminator()) lowerOp(*inner);
@@ -357,6 +359,8 @@ void FunctionLowering::lowerFor(const ir::Op& op) {
   b_.inst("bra.uni", {head});
   b_.popScope();
   b_.label(exit);
+  bulkStoreReadPending_ = bulkStoreReadPending_ || pendingAtHead;
+  if (drainAtExit) drainBulkStoreRead();
   for (unsigned k = 0; k < numIters; ++k) bind(op.result(k), carried[k]);
 }
 
@@ -366,7 +370,11 @@ void FunctionLowering::lowerIf(const ir::Op& op) {
   std::vector<Regs> results = freshResultRegisters(op, flat.regs, flat.classes);
   std::string elseLabel = b_.newLabel("else"), endLabel = b_.newLabel("endif");
   b_.inst("bra", {elseLabel}, cond, /*negateGuard=*/true);
+  // A descriptor store's read is pending after the if where it is after either branch.
+  const bool pendingBefore = bulkStoreReadPending_;
+  bool pendingAfter = false;
   auto lowerBranch = [&](const ir::Block& region) {
+    bulkStoreReadPending_ = pendingBefore;
     b_.pushScope();
     for (const auto& inner : region.ops())
       if (inner.get() != region.terminator()) lowerOp(*inner);
@@ -382,6 +390,7 @@ void FunctionLowering::lowerIf(const ir::Op& op) {
       lowerOp(*t);
     }
     b_.popScope();
+    pendingAfter = pendingAfter || bulkStoreReadPending_;
   };
   lowerBranch(*op.region(0));
   if (op.numRegions() > 1) {
@@ -393,7 +402,9 @@ void FunctionLowering::lowerIf(const ir::Op& op) {
     if (op.numResults() > 0)
       throw std::logic_error("codegen: if with results but without an else region");
     b_.label(elseLabel);
+    pendingAfter = pendingAfter || pendingBefore;
   }
+  bulkStoreReadPending_ = pendingAfter;
   for (unsigned k = 0; k < op.numResults(); ++k) bind(op.result(k), results[k]);
 }
 
@@ -418,6 +429,8 @@ void FunctionLowering::lowerWhile(const ir::Op& op) {
   }
   parallelCopy(flat.regs, initFlat, flat.classes);
   std::string head = b_.newLabel("while"), exit = b_.newLabel("endwhile");
+  const bool drainAtExit = bulkStoreReadAtLoopHead({&before, &after});
+  const bool pendingAtHead = bulkStoreReadPending_;
   b_.pushScope();
   b_.label(head);
   for (unsigned k = 0; k < numIters; ++k) bind(before.arg(k), carried[k]);
@@ -461,6 +474,8 @@ void FunctionLowering::lowerWhile(const ir::Op& op) {
   b_.inst("bra.uni", {head});
   b_.popScope();
   b_.label(exit);
+  bulkStoreReadPending_ = bulkStoreReadPending_ || pendingAtHead;
+  if (drainAtExit) drainBulkStoreRead();
   for (unsigned k = 0; k < op.numResults(); ++k) bind(op.result(k), passed[k]);
 }
 

@@ -406,6 +406,7 @@ void FunctionLowering::dispatchOp(const ir::Op& op) {
   case OpCode::InlineAsm:
     return lowerInlineAsm(op);
   case OpCode::Return:
+    drainBulkStoreRead(); // the tile stays in shared memory until the TMA has read it
     releaseTensorMemory();
     return b_.inst("ret", {});
   case OpCode::Tcgen05Mma:
@@ -580,7 +581,36 @@ void FunctionLowering::proxyFenceAndBarrier() {
   fencedBarrier_ = true;
 }
 
+bool FunctionLowering::drainBulkStoreRead() {
+  if (!bulkStoreReadPending_) return false;
+  bulkStoreReadPending_ = false;
+  b_.inst("cp.async.bulk.wait_group.read", {"0"}, electedThread());
+  return true;
+}
+
+bool FunctionLowering::bulkStoreReadAtLoopHead(std::initializer_list<const ir::Block*> regions) {
+  if (taskBarrierId_ < 0) return false; // stores outside tasks wait at once
+  bool stores = false, claims = false;
+  for (const ir::Block* region : regions)
+    ir::walk(*region, [&](const ir::Op& op) {
+      stores = stores || op.code() == OpCode::DescStore;
+      claims = claims || layouts_.mayUseScratch(op);
+    });
+  if (stores) {
+    bulkStoreReadPending_ = true;
+    return false;
+  }
+  if (!bulkStoreReadPending_) return false;
+  if (!claims) return true;
+  drainBulkStoreRead();
+  barrier();
+  return false;
+}
+
 int64_t FunctionLowering::scratch(int64_t bytes) {
+  // The issuing thread's wait, then the task's threads meet: nobody writes the tile's bytes
+  // before the TMA has read them.
+  if (drainBulkStoreRead()) barrier();
   usesShared_ = true;
   // The layout pass places the scratch it planned at 128 bytes or more; a conversion it did not
   // plan (scratchOffset() is then the unaligned end of the buffers) still needs vector alignment.

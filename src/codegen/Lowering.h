@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -274,7 +275,24 @@ private:
   /// remote store right after another, a remote store that traps outside a cluster).
   void agentSyncNotNeeded() { ++agentSyncs_; }
   /// Scratch shared memory for one use at `op`: returns its byte offset, grows the kernel's total.
+  /// An op claims the region here before it writes: a descriptor store whose tile the TMA may
+  /// still be reading (bulkStoreReadPending_) is drained first.
   int64_t scratch(int64_t bytes);
+  /// Inside an async task, a descriptor store does not wait for the TMA to read its tile out of
+  /// the scratch region: the next claim of the region (scratch()), a return, or the task's end
+  /// waits (cp.async.bulk.wait_group.read by the thread that issued it), so the read overlaps
+  /// what the task does next (a persistent GEMM's next tile), as CUTLASS's and Triton's pipelined
+  /// TMA stores wait before the buffer's next write. Returns whether a wait was emitted.
+  bool drainBulkStoreRead();
+  /// At the head of a loop with these regions: a descriptor store in them may still be read
+  /// there (from the previous iteration), so the read counts as pending. A read pending from
+  /// before a loop without stores is drained once, not in every iteration: before the loop where
+  /// it claims scratch, else at its exit (returns true: the caller drains there). Drained before
+  /// the epilogue that follows a K loop rather than after the epilogue read the accumulators
+  /// (ptxas serializes the wgmma of a pipelined K loop before a bulk wait that follows such
+  /// reads, warning C7514). After the loop, the read is pending where it was at the head or at
+  /// the end.
+  bool bulkStoreReadAtLoopHead(std::initializer_list<const ir::Block*> regions);
   /// The CTA barrier (and proxy fence) the layout pass asks for before `op`, where it gives
   /// bytes another tenant used to the one `op` starts (LayoutMap::reuseBarrierBefore).
   void reuseBarrier(const ir::Op& op);
@@ -482,6 +500,9 @@ private:
   // Start of the scratch region while lowering an async task that runs concurrently with
   // earlier ones (-1: the layout map's region).
   int64_t scratchBase_ = -1;
+  // A descriptor store's TMA read of the scratch region may still be in flight on some path to
+  // here (see drainBulkStoreRead; only inside async tasks).
+  bool bulkStoreReadPending_ = false;
   int maxRegisters_ = 0;               // .maxnreg when tasks use setmaxnreg
   int taskRegisters_ = 0;              // the setmaxnreg budget of the task being lowered
   int registersPerThreadLimit() const; // .maxnreg of kernels without tasks (sm_100a)

@@ -501,6 +501,8 @@ void FunctionLowering::lowerDescriptorCopy(const ir::Op& op) {
   // still open, the descriptor's first store stays unswizzled rather than make the kernel's
   // shared memory grow, and its later stores follow the first's choice (one tensor map serves
   // them all). A fixed swizzle aligns the tile.
+  // This op's own barrier below meets the threads after the issuing thread's wait.
+  drainBulkStoreRead();
   int64_t start = scratch(0);
   if (!fixed && start % 1024 != 0) swizzle = 0;
   int64_t align = swizzle ? 1024 : 128;
@@ -593,8 +595,12 @@ void FunctionLowering::lowerDescriptorCopy(const ir::Op& op) {
             leader);
   }
   b_.inst("cp.async.bulk.commit_group", {}, leader);
-  // The tile may be overwritten once the copy has read it.
-  b_.inst("cp.async.bulk.wait_group.read", {"0"}, leader);
+  // The tile may be overwritten once the copy has read it: in an async task the wait moves to
+  // the region's next claim (drainBulkStoreRead), elsewhere it comes now.
+  if (taskBarrierId_ >= 0)
+    bulkStoreReadPending_ = true;
+  else
+    b_.inst("cp.async.bulk.wait_group.read", {"0"}, leader);
 }
 
 } // namespace ww::codegen

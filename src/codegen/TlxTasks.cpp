@@ -78,6 +78,7 @@ void FunctionLowering::lowerAsyncTasks(const ir::Op& op) {
       setRegisters(launch, t.regs);
       taskRegisters_ = t.regs;
       lowerBlock(*t.task->region(0));
+      drainBulkStoreRead(); // before the task's threads give up their shared memory
       taskRegisters_ = 0;
       if (restore) setRegisters(t.regs, launch);
       taskWarps_ = 0;

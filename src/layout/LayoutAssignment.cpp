@@ -1199,7 +1199,11 @@ private:
 
     SharedLiveness live(
         fn_, [&](const ir::Value* v) { return rootOf(v); },
-        [&](const ir::Op& op) { return mayUseScratch(op); });
+        [&](const ir::Op& op) {
+          SharedLiveness::ScratchUse use = mayUseScratch(op);
+          if (use != SharedLiveness::ScratchUse::None) map_.scratchUsers_.insert(&op);
+          return use;
+        });
     // One tenant per allocation, and one per storage_alias_spec region (its members lie in it).
     std::vector<SharedTenant> tenants;
     std::vector<const ir::Op*> tenantOf; // the allocation of each tenant (an alias region's first)

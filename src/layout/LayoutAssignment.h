@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -133,6 +134,9 @@ public:
   /// op that starts the later tenant, codegen puts this CTA barrier. Null for ops that need
   /// none.
   const ReuseBarrier* reuseBarrierBefore(const ir::Op& op) const;
+  /// Whether lowering `op` (not its regions) may use the scratch region (the shared-memory
+  /// plan's view of it: conversions, cross-warp reductions, descriptor tiles, staged operands).
+  bool mayUseScratch(const ir::Op& op) const { return scratchUsers_.count(&op) != 0; }
 
   /// Human-readable dump, one line per tensor value with its layout, for debugging and tests.
   std::string str(const ir::Function& fn) const;
@@ -147,6 +151,7 @@ private:
   std::unordered_map<const ir::Value*, const ir::Value*> viewRoots_;
   std::unordered_map<const ir::Op*, int64_t> scratchPerOp_;
   std::unordered_map<const ir::Op*, ReuseBarrier> reuseBarriers_;
+  std::unordered_set<const ir::Op*> scratchUsers_;
   std::shared_ptr<AxisInfoAnalysis> axisInfo_;
   int64_t scratchOffset_ = 0;
   int64_t scratchBytes_ = 0;

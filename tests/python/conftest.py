@@ -1,6 +1,7 @@
 """Test set-up: use the installed warpweave (with its C++ extension) when there is one; else the
 source tree, whose pure-Python parts are tested on their own and whose native tests skip."""
 
+import glob
 import os
 import re
 import shutil
@@ -110,19 +111,42 @@ def requires_ptxas():
     return path
 
 
+def find_cuobjdump():
+    """cuobjdump on PATH, in the CUDA toolkit, or from NVIDIA's wheels (nvidia/cu*/bin), with
+    nvdisasm beside it; None where there is none."""
+    candidates = [shutil.which("cuobjdump"), "/usr/local/cuda/bin/cuobjdump"]
+    try:
+        import nvidia
+
+        for root in nvidia.__path__:
+            candidates += sorted(glob.glob(os.path.join(root, "cu*", "bin", "cuobjdump")))
+    except ImportError:
+        pass
+    for tool in candidates:
+        if tool and os.path.exists(tool) and (
+                shutil.which("nvdisasm") or os.path.exists(os.path.join(os.path.dirname(tool),
+                                                                        "nvdisasm"))):
+            return tool
+    return None
+
+
 @pytest.fixture
 def sass(tmp_path):
     """cubin bytes -> cuobjdump's SASS text; skips the rest of the test where there is no
     cuobjdump (when called, so that the test's checks before it still run)."""
 
     def disassemble(cubin):
-        tool = shutil.which("cuobjdump") or "/usr/local/cuda/bin/cuobjdump"
-        if not os.path.exists(tool):
-            pytest.skip("no cuobjdump (CUDA toolkit) to disassemble the cubin")
+        tool = find_cuobjdump()
+        if tool is None:
+            pytest.skip("no cuobjdump (CUDA toolkit, or the nvidia-cuda-cuobjdump and "
+                        "nvidia-cuda-nvdisasm wheels scripts/lib/setup.sh installs) to "
+                        "disassemble the cubin")
         path = tmp_path / "k.cubin"
         path.write_bytes(cubin)
+        # cuobjdump runs nvdisasm, which lies beside it.
+        env = dict(os.environ, PATH=os.path.dirname(tool) + os.pathsep + os.environ["PATH"])
         return subprocess.run([tool, "--dump-sass", str(path)], capture_output=True, text=True,
-                              check=True, timeout=120).stdout
+                              check=True, timeout=120, env=env).stdout
 
     return disassemble
 

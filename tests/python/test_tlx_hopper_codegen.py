@@ -187,8 +187,13 @@ def test_hopper_kernels_compile_without_spills_to_the_expected_sass(name, sass):
     assert "HGMMA" in code
     assert "UTMALDG" in code
     assert "SYNCS" in code  # mbarrier waits and arrivals
-    if kernel != "gemm_pipelined_kernel":
+    # Warp-specialized kernels set their tasks' registers; the pipelined GEMM has no tasks, nor
+    # has tutorial 09's one-tile kernel, whose marked K loop the software pipeliner takes (one
+    # tile per program measured faster pipelined than split; docs/status.md).
+    if kernel not in ("gemm_pipelined_kernel", "tma_gemm_ws"):
         assert "USETMAXREG" in code
+    else:
+        assert "USETMAXREG" not in code
     if name.startswith("attention"):
         assert "UTMASTG" in code  # O leaves through the Q buffer with TMA
     print(f"{name}: {k.registers} registers, {k.shared_bytes} B shared, "
