@@ -1,4 +1,4 @@
-"""int8 / uint8 tl.dot into int32 on the GPU (tests/python/int8_dot_kernels.py, the kernels
+"""int8 / uint8 tl.dot into int32 on the GPU (tests/python/eight_bit_dot_kernels.py, the kernels
 tests/python/test_int8_dot.py checks in the interpreter and in PTX): one dot of whole tiles and
 the K loop (B as a transposed [N, K] tile, or through strides K- or N-contiguous), pipelined
 (num_stages=3) and not (num_stages=1), at 4 and 8 warps, compiled for the GPU at hand (wgmma
@@ -20,7 +20,9 @@ torch = require_cuda((8, 0), "int8 mma.sync needs a GPU of compute capability 8.
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
-import int8_dot_kernels as ik  # noqa: E402
+import warpweave.language as tl  # noqa: E402
+
+import eight_bit_dot_kernels as ek  # noqa: E402
 
 DEV = "cuda"
 DTYPES = [torch.int8, torch.uint8]
@@ -97,7 +99,8 @@ def test_tile_dot(target, dtype, trans_b, M, N, K, warps):
     a, b = operand((M, K), dtype), operand((K, N), dtype)
     c = torch.full((M, N), POISON, device=DEV, dtype=torch.int32)
     args = (a, b.t().contiguous() if trans_b else b, c)
-    ptx = launch(ik.tile_dot, (1, ), args, dict(M=M, N=N, K=K, TRANS_B=trans_b), warps)
+    ptx = launch(ek.tile_dot, (1, ), args, dict(M=M, N=N, K=K, TRANS_B=trans_b, OUT=tl.int32),
+                 warps)
     assert torch.equal(c, reference(a, b))
     check_ptx(ptx, target, dtype, tiny=M < 64)
 
@@ -116,13 +119,13 @@ def test_k_loop(target, dtype, b_layout, stages, warps, M, N, K):
     a, b = operand((M, K), dtype), operand((K, N), dtype)
     c = torch.full((M, N), POISON, device=DEV, dtype=torch.int32)
     grid = (triton_cdiv(M, 128), triton_cdiv(N, 128))
-    consts = dict(BM=128, BN=128, BK=64 if K >= 64 else 32)
+    consts = dict(BM=128, BN=128, BK=64 if K >= 64 else 32, ACC=tl.int32)
     if b_layout == "bt":
-        ptx = launch(ik.matmul_bt, grid, (a, b.t().contiguous(), c, M, N, K), consts, warps, stages)
+        ptx = launch(ek.matmul, grid, (a, b.t().contiguous(), c, M, N, K), consts, warps, stages)
     else:
         bb = b.t().contiguous().t() if b_layout == "k_major" else b  # K- or N-contiguous
         args = (a, bb, c, M, N, K, bb.stride(0), bb.stride(1))
-        ptx = launch(ik.matmul_strided_b, grid, args, consts, warps, stages)
+        ptx = launch(ek.matmul_strided_b, grid, args, consts, warps, stages)
     assert torch.equal(c, reference(a, b))
     # The sm_90a pipeline takes the loop when num_stages > 1 and B is K-major (as for fp8).
     check_ptx(ptx, target, dtype, pipelined=stages > 1 and b_layout != "n_major")
@@ -135,7 +138,7 @@ def test_large_k_loop_sums_exactly(monkeypatch):
     M = N = K = 4096
     a, b = operand((M, K), torch.int8), operand((N, K), torch.int8)
     c = torch.full((M, N), POISON, device=DEV, dtype=torch.int32)
-    ptx = launch(ik.matmul_bt, (M // 128, N // 128), (a, b, c, M, N, K),
-                 dict(BM=128, BN=128, BK=64), 4)
+    ptx = launch(ek.matmul, (M // 128, N // 128), (a, b, c, M, N, K),
+                 dict(BM=128, BN=128, BK=64, ACC=tl.int32), 4)
     assert torch.equal(c, reference(a, b.t()))
     check_ptx(ptx, "native", torch.int8, pipelined=True)

@@ -1,4 +1,4 @@
-"""int8 / uint8 tl.dot into int32 on tensor cores (tests/python/int8_dot_kernels.py).
+"""int8 / uint8 tl.dot into int32 on tensor cores (tests/python/eight_bit_dot_kernels.py).
 
 sm_90a: wgmma ...k32.s32.s8.s8 (.u8) in the plain lowering and in the software-pipelined K loop
 (B K-major: the transpose of a loaded [N, K] tile, or a [K, N] tile whose addresses run along K);
@@ -12,7 +12,10 @@ import re
 import numpy as np
 import pytest
 
-import int8_dot_kernels as ik
+import warpweave.language as tl
+
+import eight_bit_dot_kernels as ek
+from mma_testing import compiled, mmas
 
 native_loader = importlib.import_module("warpweave._native_loader")
 pytestmark = pytest.mark.skipif(not native_loader.available(),
@@ -42,17 +45,6 @@ def exact(a, b):
     return a.astype(np.int64) @ b.astype(np.int64)
 
 
-def compiled(kernel, args, kwargs, target, num_warps=4, num_stages=1):
-    values = kernel.bind(args, kwargs)
-    k = kernel.compile_for(values, False, (num_warps, num_stages, 1), target=target).kernel
-    assert k.cubin, "ptxas rejected the kernel"
-    return k
-
-
-def mmas(ptx):
-    return sorted(set(re.findall(r"(wgmma\.mma_async\S+|mma\.sync\S+)", ptx)))
-
-
 def fma_dot_steps(ptx):
     # The per-element path multiplies two operand registers into a third; address arithmetic
     # (mad.lo.s32 of a register by an immediate) is not a dot.
@@ -64,6 +56,11 @@ def wgmma_name(M, N, warps, dtype):
     groups_n = max(1, (warps // 4) // max(1, M // 64))
     return f"wgmma.mma_async.sync.aligned.m64n{min(256, N // groups_n)}k32.s32." \
            f"{PTX_NAME[dtype]}.{PTX_NAME[dtype]}"
+
+
+def tile(M, N, K, trans_b=False):
+    """tile_dot's constexprs (its out_dtype is ignored for integer operands: int32)."""
+    return dict(M=M, N=N, K=K, TRANS_B=trans_b, OUT=tl.int32)
 
 
 def mma_sync_name(dtype):
@@ -82,7 +79,7 @@ TILES = [(64, 64, 64), (128, 128, 64), (64, 32, 32), (128, 64, 128)]
 def test_tile_dot_is_an_int8_wgmma_on_sm90a(dtype, trans_b, M, N, K, warps):
     a, b = np.zeros((M, K), dtype), np.zeros((K, N), dtype)
     args = (a, np.ascontiguousarray(b.T) if trans_b else b, np.zeros((M, N), np.int32))
-    k = compiled(ik.tile_dot, args, dict(M=M, N=N, K=K, TRANS_B=trans_b), "sm_90a", warps)
+    k = compiled(ek.tile_dot, args, tile(M, N, K, trans_b), "sm_90a", warps)
     assert mmas(k.ptx) == [wgmma_name(M, N, warps, dtype)]
     # K / 32 k-steps of each warp group's tiles.
     assert k.ptx.count("wgmma.mma_async") == (K // 32) * max(1, M // 64 // max(1, warps // 4))
@@ -98,7 +95,7 @@ def test_tile_dot_is_an_int8_wgmma_on_sm90a(dtype, trans_b, M, N, K, warps):
 def test_tile_dot_is_an_m16n8k32_mma_sync(target, dtype, M, N, K, warps):
     a, b = np.zeros((M, K), dtype), np.zeros((K, N), dtype)
     args = (a, b, np.zeros((M, N), np.int32))
-    k = compiled(ik.tile_dot, args, dict(M=M, N=N, K=K, TRANS_B=False), target, warps)
+    k = compiled(ek.tile_dot, args, tile(M, N, K), target, warps)
     assert mmas(k.ptx) == [mma_sync_name(dtype)]
     # Every 16 x 8 x 32 tile once, split over the warps (more warps than tiles hold copies).
     assert k.ptx.count("mma.sync") == max(1, (M // 16) * (N // 8) * (K // 32) // warps)
@@ -109,7 +106,7 @@ def test_tile_dot_is_an_m16n8k32_mma_sync(target, dtype, M, N, K, warps):
 def test_sm90a_tiles_wgmma_cannot_take_are_mma_sync(M, N, K, warps):
     """M below 64 or fewer than 4 warps: no warp group, so mma.sync as on sm_80."""
     args = (np.zeros((M, K), np.int8), np.zeros((K, N), np.int8), np.zeros((M, N), np.int32))
-    k = compiled(ik.tile_dot, args, dict(M=M, N=N, K=K, TRANS_B=False), "sm_90a", warps)
+    k = compiled(ek.tile_dot, args, tile(M, N, K), "sm_90a", warps)
     assert mmas(k.ptx) == [mma_sync_name(np.int8)]
     assert fma_dot_steps(k.ptx) == 0
 
@@ -120,7 +117,7 @@ def test_128x128x64_dot_was_8192_fmas_a_thread(target, warps):
     """The shape that lowered to 8,192 mad.lo.s32 a thread at 4 warps (and was refused at 2)."""
     args = (np.zeros((128, 64), np.int8), np.zeros((64, 128), np.int8),
             np.zeros((128, 128), np.int32))
-    k = compiled(ik.tile_dot, args, dict(M=128, N=128, K=64, TRANS_B=False), target, warps)
+    k = compiled(ek.tile_dot, args, tile(128, 128, 64), target, warps)
     assert mmas(k.ptx) and fma_dot_steps(k.ptx) == 0
     assert k.ptx.count("mad.lo.s32") < 64
 
@@ -133,8 +130,8 @@ def test_tile_dot_in_interpreter(dtype, M, N, K, trans_b):
     rng = np.random.default_rng(M * 7 + N * 3 + K)
     a, b = operand(rng, (M, K), dtype), operand(rng, (K, N), dtype)
     c = np.full((M, N), -1, np.int32)
-    ik.tile_dot[(1, )](a, np.ascontiguousarray(b.T) if trans_b else b, c, M=M, N=N, K=K,
-                       TRANS_B=trans_b)
+    ek.tile_dot[(1, )](a, np.ascontiguousarray(b.T) if trans_b else b, c,
+                       **tile(M, N, K, trans_b))
     np.testing.assert_array_equal(c, exact(a, b))
 
 
@@ -144,7 +141,7 @@ def test_all_extremes_sum_exactly():
     a, b = np.full((M, K), -128, np.int8), np.full((K, N), -128, np.int8)
     a[1, :] = 127
     c = np.zeros((M, N), np.int32)
-    ik.tile_dot[(1, )](a, b, c, M=M, N=N, K=K, TRANS_B=False)
+    ek.tile_dot[(1, )](a, b, c, **tile(M, N, K))
     np.testing.assert_array_equal(c, exact(a, b))
     assert c[0, 0] == 2**23 and c[1, 0] == -127 * 128 * K
 
@@ -153,20 +150,20 @@ def test_all_extremes_sum_exactly():
 
 
 def loop_args(kernel, dtype, M, N, K, b_layout, rng=None):
-    """Arguments of `kernel` and the reference: B as B^T (matmul_bt), or through strides,
+    """Arguments of `kernel` and the reference: B as B^T (matmul), or through strides,
     K-contiguous ("k") or N-contiguous ("n")."""
     zeros = rng is None
     make = (lambda s: np.zeros(s, dtype)) if zeros else (lambda s: operand(rng, s, dtype))
     a, b = make((M, K)), make((K, N))
     c = np.full((M, N), -1, np.int32)
-    if kernel is ik.matmul_bt:
+    if kernel is ek.matmul:
         return (a, np.ascontiguousarray(b.T), c, M, N, K), exact(a, b)
     bb = np.asfortranarray(b) if b_layout == "k" else b
     strides = (1, K) if b_layout == "k" else (N, 1)
     return (a, bb, c, M, N, K, *strides), exact(a, b)
 
 
-LOOPS = [(ik.matmul_bt, "t"), (ik.matmul_strided_b, "k"), (ik.matmul_strided_b, "n")]
+LOOPS = [(ek.matmul, "t"), (ek.matmul_strided_b, "k"), (ek.matmul_strided_b, "n")]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -174,7 +171,7 @@ LOOPS = [(ik.matmul_bt, "t"), (ik.matmul_strided_b, "k"), (ik.matmul_strided_b, 
 @pytest.mark.parametrize("warps", [4, 8])
 def test_k_loop_on_sm90a_is_pipelined_where_b_is_k_major(dtype, kernel, b_layout, warps):
     args, _ = loop_args(kernel, dtype, 256, 256, 256, b_layout)
-    k = compiled(kernel, args, dict(BM=128, BN=128, BK=64), "sm_90a", warps, 3)
+    k = compiled(kernel, args, dict(BM=128, BN=128, BK=64, ACC=tl.int32), "sm_90a", warps, 3)
     assert mmas(k.ptx) == [wgmma_name(128, 128, warps, dtype)]
     assert fma_dot_steps(k.ptx) == 0
     assert k.spill_bytes == 0
@@ -192,7 +189,7 @@ def test_k_loop_on_sm90a_is_pipelined_where_b_is_k_major(dtype, kernel, b_layout
 @pytest.mark.parametrize("kernel,b_layout", LOOPS)
 def test_k_loop_elsewhere_is_mma_sync(target, warps, kernel, b_layout):
     args, _ = loop_args(kernel, np.int8, 256, 256, 256, b_layout)
-    k = compiled(kernel, args, dict(BM=128, BN=128, BK=64), target, warps, 3)
+    k = compiled(kernel, args, dict(BM=128, BN=128, BK=64, ACC=tl.int32), target, warps, 3)
     assert mmas(k.ptx) == [mma_sync_name(np.int8)]
     assert fma_dot_steps(k.ptx) == 0
 
@@ -205,36 +202,32 @@ def test_k_loop_in_interpreter(dtype, kernel, b_layout, M, N, K, BK):
     rng = np.random.default_rng(M + N + K)
     args, ref = loop_args(kernel, dtype, M, N, K, b_layout, rng)
     grid = (-(-M // 64), -(-N // 64))
-    kernel[grid](*args, BM=64, BN=64, BK=BK, num_warps=4, num_stages=3)
+    kernel[grid](*args, BM=64, BN=64, BK=BK, ACC=tl.int32, num_warps=4, num_stages=3)
     np.testing.assert_array_equal(args[2], ref)
 
 
 # ---- what no tensor core takes -------------------------------------------------------------------
 
 
-def test_mixed_signedness_is_a_located_error():
-    """Triton asks for one operand dtype (its dot refuses int8 by uint8); so does warpweave."""
-    args = (np.zeros((64, 32), np.int8), np.zeros((32, 64), np.uint8), np.zeros((64, 64), np.int32))
-    with pytest.raises(Exception, match=r"int8_dot_kernels\.py:\d+:\d+: error: tl\.dot operands "
-                       r"must have one dtype, got int8 and uint8"):
-        compiled(ik.tile_dot, args, dict(M=64, N=64, K=32, TRANS_B=False), "sm_90a")
-
-
-def test_int16_dot_is_a_located_error():
-    args = (np.zeros((64, 32), np.int16), np.zeros((32, 64), np.int16),
-            np.zeros((64, 64), np.int32))
-    with pytest.raises(Exception, match=r"int8_dot_kernels\.py:\d+:\d+: error: integer tl\.dot "
-                       r"needs int8 or uint8 operands \(it sums into int32\), got int16"):
-        compiled(ik.tile_dot, args, dict(M=64, N=64, K=32, TRANS_B=False), "sm_80")
+@pytest.mark.parametrize("ta,tb,target,message", [
+    # Triton asks for one operand dtype (its dot refuses int8 by uint8); so does warpweave.
+    (np.int8, np.uint8, "sm_90a", r"tl\.dot operands must have one dtype, got int8 and uint8"),
+    (np.int16, np.int16, "sm_80",
+     r"integer tl\.dot needs int8 or uint8 operands \(it sums into int32\), got int16"),
+])
+def test_integer_dots_no_mma_takes_are_located_errors(ta, tb, target, message):
+    args = (np.zeros((64, 32), ta), np.zeros((32, 64), tb), np.zeros((64, 64), np.int32))
+    with pytest.raises(Exception, match=r"eight_bit_dot_kernels\.py:\d+:\d+: error: " + message):
+        compiled(ek.tile_dot, args, tile(64, 64, 32), target)
 
 
 def test_dot_no_mma_takes_is_a_located_error_naming_what_is_accepted():
     """float64 has no tensor-core form: past 8192 products a thread the FMA path refuses it."""
     args = (np.zeros((128, 128), np.float64), np.zeros((128, 128), np.float64),
             np.zeros((128, 128), np.float64))
-    with pytest.raises(Exception, match=r"int8_dot_kernels\.py:\d+:\d+: error: tl\.dot of "
+    with pytest.raises(Exception, match=r"eight_bit_dot_kernels\.py:\d+:\d+: error: tl\.dot of "
                        r"tensor<128x128xfp64> by tensor<128x128xfp64> into "
-                       r"tensor<128x128xfp64> has no tensor-core form on sm_80 and is too large for per-thread FMAs "
-                       r"\(16384 products a thread, at most 8192\); tensor cores take .*int8 / "
-                       r"uint8 ones into int32"):
-        compiled(ik.tile_dot, args, dict(M=128, N=128, K=128, TRANS_B=False), "sm_80", 4)
+                       r"tensor<128x128xfp64> has no tensor-core form on sm_80 and is too large "
+                       r"for per-thread FMAs \(16384 products a thread, at most 8192\); tensor "
+                       r"cores take .*int8 / uint8 ones into int32"):
+        compiled(ek.tile_dot, args, tile(128, 128, 128), "sm_80", 4)
