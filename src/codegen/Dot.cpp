@@ -1,10 +1,10 @@
-// tl.dot: wgmma on sm_90a (fp16/bf16, tf32, fp8 e4m3 / e5m2), mma.sync.aligned.m16n8k16
-// (fp16/bf16, and fp8 upcast to fp16 exactly as Triton's MMAv2 path does) and m16n8k8 (tf32) on
-// tensor cores, with operands moved into the fragment layouts; per-element FMAs for the other
-// types.
+// tl.dot: wgmma on sm_90a (fp16/bf16, tf32, fp8 e4m3 / e5m2, int8 / uint8 into int32),
+// mma.sync.aligned.m16n8k16 (fp16/bf16, and fp8 upcast to fp16 exactly as Triton's MMAv2 path
+// does), m16n8k32 (int8 / uint8 into int32) and m16n8k8 (tf32) on tensor cores, with operands
+// moved into the fragment layouts; per-element FMAs for the other types.
 #include "codegen/Lowering.h"
 #include "codegen/Wgmma.h"
-#include "ir/DotFp8.h"
+#include "ir/DotTypes.h"
 #include "ir/OpAttrs.h"
 
 #include "layout/Layouts.h"
@@ -69,9 +69,11 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
   bool fp8 = ir::isFp8Dot(at, bt);
   bool fp8Wgmma =
       fp8 && (accType == DType::F32 || accType == DType::F16) && !ir::fp8DotAvoidsWgmma(op);
-  int64_t wgmmaK = fp8 ? 32 : sixteen ? 16 : 8;
-  if ((sixteen || tf32 || fp8Wgmma) && options_.target == Target::SM90a && warps() % 4 == 0 &&
-      M % 64 == 0 && N % 8 == 0 && K % wgmmaK == 0)
+  // int8 / uint8 into int32: wgmma .s32 (k32) on sm_90a, mma.sync m16n8k32 elsewhere.
+  bool int8 = ir::isInt8Dot(at, bt, rt);
+  int64_t wgmmaK = fp8 || int8 ? 32 : sixteen ? 16 : 8;
+  if ((sixteen || tf32 || fp8Wgmma || int8) && options_.target == Target::SM90a &&
+      warps() % 4 == 0 && M % 64 == 0 && N % 8 == 0 && K % wgmmaK == 0)
     return lowerDotWgmma(op, operand(op, 0), operand(op, 1), accIn);
   // Elsewhere an fp8 dot into fp32 multiplies fp16 operands (the upcast is exact), as Triton's
   // MMAv2 path does on targets without fp8 mma.sync; Triton refuses fp8e4nv below sm_89.
@@ -84,8 +86,12 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
                              "(Triton's fp8 types on sm_80 are fp8e5 and fp8e4b15); use fp8e5 or "
                              "float16 operands, or compile for sm_90a");
   if (fp8Mma) sixteen = true; // the fragments hold the fp16 upcasts
-  int64_t instrK = sixteen ? 16 : 8;
-  if ((sixteen || tf32) && M % 16 == 0 && N % 8 == 0 && K % instrK == 0) {
+  // Bits of each fragment element (8: int8, 16: fp16 / bf16 / fp8 upcasts, 32: tf32) and the
+  // elements a 32-bit fragment word packs; an instruction takes 8 words' worth of K.
+  int elemBits = int8 ? 8 : sixteen ? 16 : 32;
+  int perWord = 32 / elemBits;
+  int64_t instrK = 8 * perWord;
+  if ((sixteen || tf32 || int8) && M % 16 == 0 && N % 8 == 0 && K % instrK == 0) {
     // Tensor cores: A, B and the accumulator in the mma.sync fragment layouts.
     const layout::DotLayouts* dl = layouts_.dot(op);
     std::vector<int32_t> warps =
@@ -100,7 +106,6 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
       while (wn > 1 && wn * 8 > N) wn /= 2;
       warps = {wm, wn};
     }
-    int elemBits = sixteen ? 16 : 32;
     LinearLayout accL =
         dl && dl->kind == layout::MmaKind::MmaSync && dl->acc.getTotalInDimSize() > 0
             ? dl->acc
@@ -112,8 +117,8 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
                           ? dl->b
                           : layout::mmaSyncOperandLayout(1, {K, N}, warps, elemBits);
     requireFragmentLanes(accL, 1, 2, 0, "accumulator");
-    requireFragmentLanes(aL, 1, sixteen ? 2 : 1, 0, "A operand");
-    requireFragmentLanes(bL, 0, sixteen ? 2 : 1, 1, "B operand");
+    requireFragmentLanes(aL, 1, perWord, 0, "A operand");
+    requireFragmentLanes(bL, 0, perWord, 1, "B operand");
     Regs a = convert(operand(op, 0), operandLayoutOf(op, 0), aL, at.elem, op);
     Regs b = convert(operand(op, 1), operandLayoutOf(op, 1), bL, bt.elem, op);
     if (fp8Mma) {
@@ -122,26 +127,21 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
     }
     Regs acc = convert(accIn, operandLayoutOf(op, 2), accL, accType, op);
 
-    // Registers of each instruction tile, in the fragment order of the PTX ISA tables, from the
+    // Elements of each instruction tile, in the fragment order of the PTX ISA tables, from the
     // register part of the coordinates (lane 0 of each warp holds element 0 of every tile).
     std::map<std::pair<int64_t, int64_t>, std::vector<std::string>> aTiles, bTiles, cTiles;
     std::map<std::pair<int64_t, int64_t>, std::vector<int32_t>> cRegs;
-    int aPer = sixteen ? 8 : 4, bPer = sixteen ? 4 : 2;
     for (int32_t r = 0; r < aL.getInDimSize(layout::kRegister); ++r) {
       auto c = registerCoords(aL, r);
       auto& t = aTiles[{c[0] / 16, c[1] / instrK}];
-      t.resize(aPer);
-      int row8 = (c[0] % 16) / 8;
-      int idx =
-          sixteen ? (c[1] % 2) + 2 * row8 + 4 * ((c[1] % 16) / 8) : row8 + 2 * ((c[1] % 8) / 4);
-      t[idx] = a[r];
+      t.resize(4 * perWord);
+      t.at(layout::mmaSyncFragmentIndex(0, c[0], c[1], elemBits)) = a[r];
     }
     for (int32_t r = 0; r < bL.getInDimSize(layout::kRegister); ++r) {
       auto c = registerCoords(bL, r);
       auto& t = bTiles[{c[0] / instrK, c[1] / 8}];
-      t.resize(bPer);
-      int idx = sixteen ? (c[0] % 2) + 2 * ((c[0] % 16) / 8) : (c[0] % 8) / 4;
-      t[idx] = b[r];
+      t.resize(2 * perWord);
+      t.at(layout::mmaSyncFragmentIndex(1, c[0], c[1], elemBits)) = b[r];
     }
     for (int32_t r = 0; r < accL.getInDimSize(layout::kRegister); ++r) {
       auto c = registerCoords(accL, r);
@@ -149,41 +149,40 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
       auto& ri = cRegs[{c[0] / 16, c[1] / 8}];
       t.resize(4);
       ri.resize(4, -1);
-      int idx = (c[1] % 2) + 2 * ((c[0] % 16) / 8);
+      int idx = layout::mmaSyncFragmentIndex(2, c[0], c[1], 32);
       t[idx] = acc[r];
       ri[idx] = r;
     }
-    std::string shapeName = sixteen ? "m16n8k16" : "m16n8k8";
-    std::string abType = at.elem == DType::F16 || fp8Mma ? "f16"
-                         : at.elem == DType::BF16        ? "bf16"
-                                                         : "tf32";
-    std::string opcode =
-        "mma.sync.aligned." + shapeName + ".row.col.f32." + abType + "." + abType + ".f32";
+    // The fragments' types: fp8 operands went up to fp16.
+    DType aType = fp8Mma ? DType::F16 : at.elem, bType = fp8Mma ? DType::F16 : bt.elem;
+    std::string accName = mmaTypeName(accType, true);
+    std::string opcode = "mma.sync.aligned.m16n8k" + std::to_string(instrK) + ".row.col." +
+                         accName + "." + mmaTypeName(aType) + "." + mmaTypeName(bType) + "." +
+                         accName;
+    const RegClass accClass = regClassOf(accType); // f32, or b32 for int32
     auto pack = [&](const std::vector<std::string>& elems, size_t i) {
-      if (!sixteen) {
+      if (perWord == 1) {
         std::string f = b_.materialize(elems.at(i), RegClass::F32);
         return b_.pure("cvt.rna.tf32.f32", RegClass::B32, {f});
       }
-      std::string lo = b_.materialize(elems.at(2 * i), RegClass::B16);
-      std::string hi = b_.materialize(elems.at(2 * i + 1), RegClass::B16);
-      return b_.pure("mov.b32", RegClass::B32, {"{" + lo + ", " + hi + "}"});
+      return packFragmentWord(b_, elems, i * static_cast<size_t>(perWord), perWord);
     };
     int64_t kTiles = 0;
     for (const auto& [key, _] : aTiles) kTiles = std::max(kTiles, key.second + 1);
     Regs result(acc.size());
     for (auto& [tile, cur] : cTiles) {
       std::vector<std::string> c = cur;
-      for (auto& x : c) x = b_.materialize(x, RegClass::F32);
+      for (auto& x : c) x = b_.materialize(x, accClass);
       for (int64_t kt = 0; kt < kTiles; ++kt) {
         auto ai = aTiles.find({tile.first, kt});
         auto bi = bTiles.find({kt, tile.second});
         if (ai == aTiles.end() || bi == bTiles.end())
           throw std::logic_error("codegen: dot operand fragments do not cover the tile");
         std::vector<std::string> aw, bw;
-        for (int i = 0; i < (sixteen ? 4 : 4); ++i) aw.push_back(pack(ai->second, i));
+        for (int i = 0; i < 4; ++i) aw.push_back(pack(ai->second, i));
         for (int i = 0; i < 2; ++i) bw.push_back(pack(bi->second, i));
         std::vector<std::string> d;
-        for (int i = 0; i < 4; ++i) d.push_back(b_.newReg(RegClass::F32));
+        for (int i = 0; i < 4; ++i) d.push_back(b_.newReg(accClass));
         auto list = [](const std::vector<std::string>& v) {
           std::string s = "{";
           for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
@@ -211,11 +210,14 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
     raiseError(op.loc(), "dot needs a power-of-two K, got " + std::to_string(K));
   int32_t R = D.getInDimSize(layout::kRegister);
   if (static_cast<int64_t>(R) * K > 8192)
-    raiseError(op.loc(), "dot of " + at.str() + " by " + bt.str() + " into " + rt.str() +
-                             " has no tensor-core form for these types on " +
-                             targetName(options_.target) +
-                             " and is too large for per-thread FMAs; use float16/bfloat16 "
-                             "operands with a float32 accumulator");
+    raiseError(op.loc(), "tl.dot of " + at.str() + " by " + bt.str() + " into " + rt.str() +
+                             " has no tensor-core form on " + targetName(options_.target) +
+                             " and is too large for per-thread FMAs (" +
+                             std::to_string(static_cast<int64_t>(R) * K) +
+                             " products a thread, at most 8192); tensor cores take float16 / "
+                             "bfloat16, fp8 (fp8e4nv / fp8e5) and float32 (tf32) operands into "
+                             "float32 and int8 / uint8 ones into int32, in tiles with M a "
+                             "multiple of 16 and N of 8; use such operands, or smaller tiles");
   auto operandMap = [&](bool isA) {
     LinearLayout::Bases bases;
     for (const auto& in : D.inDimNames()) {
@@ -321,21 +323,23 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
   // wgmma's own registers, without a copy in and another back per iteration. (A region
   // argument's registers are its own; an op result's may be shared with another value.)
   bool inPlace = !halfAcc && op.operand(2)->def() == nullptr && accumulatesInPlace(fn_.body, op);
+  // fp32 registers, or b32 ones for an int32 accumulator (wgmma .s32).
+  const RegClass accClass = halfAcc ? RegClass::F32 : regClassOf(rt.elem);
   Regs live(acc.size());
   for (size_t r = 0; r < acc.size(); ++r) {
-    if (inPlace && !acc[r].empty() && acc[r].rfind("%f", 0) == 0) {
+    if (inPlace && isRegisterOf(acc[r], accClass)) {
       live[r] = acc[r];
       continue;
     }
-    live[r] = b_.newReg(RegClass::F32);
+    live[r] = b_.newReg(accClass);
     if (halfAcc)
       b_.inst("cvt.f32.f16", {live[r], b_.materialize(acc[r], RegClass::B16)});
     else
-      b_.inst("mov.f32", {live[r], acc[r]});
+      b_.inst(accClass == RegClass::F32 ? "mov.f32" : "mov.b32", {live[r], acc[r]});
   }
   // fp8 with max_num_imprecise_acc <= K: k-steps sum into zeroed partial registers, added to
   // the result in fp32 once they cover `limit` elements of K (and after the last), as Triton's
-  // wgmma lowering does (see ir/DotFp8.h).
+  // wgmma lowering does (see ir/DotTypes.h).
   int64_t limit = ir::fp8PartialAccumulatorChunk(op);
 
   WgmmaTiles tiles = wgmmaTiles(accL, instrN);
@@ -365,19 +369,17 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
     addr = b_.pure("add.s32", RegClass::B32, {addr, immInt(regionBase)});
     return wgmmaDescriptor(b_, addr, fixedBits);
   };
-  std::string opcode = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(instrN) + "k" +
-                       std::to_string(instrK) + ".f32." + wgmmaTypeName(at.elem) + "." +
-                       wgmmaTypeName(bt.elem);
+  std::string opcode =
+      wgmmaOpcode(instrN, at.elem, bt.elem, halfAcc ? DType::F32 : rt.elem); // fp16 sums in fp32
+  // A and B are K-major: no transpose.
+  const std::vector<std::string> immediates = wgmmaImmediates(at.elem, false, false, false);
   std::string accumulate = b_.pure("setp.ne.u32", RegClass::Pred, {"1", "0"});
   auto issue = [&](const std::pair<int64_t, int64_t>& origin, const std::string& list, int64_t k0,
                    const std::string& scaleD) {
     std::string da = descriptor(aHw, aBits, aBase, coreMatrixOffset(origin.first, k0) * bytes);
     std::string db = descriptor(bHw, bBits, bBase, coreMatrixOffset(origin.second, k0) * bytes);
-    std::vector<std::string> operands{list, da, db, scaleD, "1", "1"};
-    if (wgmmaCanTranspose(at.elem)) {
-      operands.push_back("0"); // A and B are K-major: no transpose
-      operands.push_back("0");
-    }
+    std::vector<std::string> operands{list, da, db, scaleD};
+    operands.insert(operands.end(), immediates.begin(), immediates.end());
     b_.inst(opcode, operands);
   };
   if (limit == 0) {

@@ -55,6 +55,12 @@ const char* regPrefix(RegClass c) {
 }
 } // namespace
 
+bool isRegisterOf(std::string_view operand, RegClass c) {
+  std::string_view prefix = regPrefix(c);
+  return operand.size() > prefix.size() && operand.substr(0, prefix.size()) == prefix &&
+         operand[prefix.size()] >= '0' && operand[prefix.size()] <= '9';
+}
+
 std::string immInt(int64_t v) {
   return std::to_string(v);
 }

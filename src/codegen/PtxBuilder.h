@@ -24,6 +24,9 @@ RegClass regClassOf(ir::DType t, bool pointer = false);
 /// `.pred`, `.b16`, `.b32`, `.b64`, `.f32`, `.f64`.
 const char* regDeclType(RegClass c);
 
+/// Whether `operand` is a register of class `c` (as newReg names them: %r12 is B32, %rd12 B64).
+bool isRegisterOf(std::string_view operand, RegClass c);
+
 /// PTX immediates. Floats are written bit-exactly in hex (0fXXXXXXXX / 0dXXXXXXXXXXXXXXXX).
 std::string immInt(int64_t v);
 std::string immF32(float v);

@@ -1,6 +1,7 @@
 // tlx.async_dot and tlx.async_dot_wait: wgmma.mma_async straight from TLX buffers (sm_90a).
 #include "codegen/Lowering.h"
 #include "codegen/Wgmma.h"
+#include "ir/DotTypes.h"
 #include "ir/OpAttrs.h"
 #include "ir/OpTraits.h"
 
@@ -153,10 +154,6 @@ bool isUnsharedAsyncDotResult(const ir::Block& body, const ir::Value* v, const i
 
 namespace {
 
-bool isTensorCoreFp8(DType t) {
-  return t == DType::F8E4M3 || t == DType::F8E5M2;
-}
-
 /// How an async_dot operand lies in shared memory: `ok` when it is a buffer as allocated (from
 /// local_alloc, its local_view or a whole-tile slice) or the 2-D local_trans of one; `kMajor`
 /// when K is its contiguous dim. Buffers keep their last dim contiguous: A [M, K] and the
@@ -202,13 +199,15 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
   if (bt.kind != ir::TypeKind::Buffer)
     raiseError(op.loc(), "tlx.async_dot needs B in a shared-memory buffer");
   bool sixteen = (at.elem == DType::F16 || at.elem == DType::BF16) && bt.elem == at.elem;
-  bool eight = isTensorCoreFp8(at.elem) && isTensorCoreFp8(bt.elem);
-  if (!sixteen && !eight)
+  bool int8 = ir::isMmaInt8(at.elem) && ir::isMmaInt8(bt.elem);
+  if (!sixteen && !ir::isFp8Dot(at, bt) && !int8)
     raiseError(op.loc(), "tlx.async_dot of " + at.str() + " and " + bt.str() +
                              " is not supported; wgmma takes fp16 or bf16 operands of one type, "
-                             "or fp8 ones (fp8e4nv / fp8e5)");
-  if (rt.elem != DType::F32)
-    raiseError(op.loc(), "tlx.async_dot accumulates in fp32 only, got " + rt.str());
+                             "fp8 ones (fp8e4nv / fp8e5) or int8 / uint8 ones");
+  if (rt.elem != (int8 ? DType::I32 : DType::F32))
+    raiseError(op.loc(), std::string("tlx.async_dot of ") + (int8 ? "int8" : "floating") +
+                             " operands accumulates in " + (int8 ? "int32" : "fp32") +
+                             " only, got " + rt.str());
   SmemOperand aS = aInRegs ? SmemOperand{true, true} : smemOperand(op.operand(0), true);
   SmemOperand bS = smemOperand(op.operand(1), false);
   if (!aS.ok || !bS.ok)
@@ -276,17 +275,19 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
   Regs acc = operand(op, 2);
   Regs live(acc.size());
   bool inPlace = accumulatesInPlace(fn_.body, op);
+  const RegClass accClass = regClassOf(rt.elem); // f32, or b32 for int32
   for (size_t r = 0; r < acc.size(); ++r) {
     if (zeroAcc) {
-      live[r] = b_.newReg(RegClass::F32);
+      live[r] = b_.newReg(accClass);
       continue;
     }
     if (inPlace && !acc[r].empty() && acc[r][0] == '%') {
       live[r] = acc[r];
       continue;
     }
-    live[r] = b_.newReg(RegClass::F32);
-    b_.inst("mov.f32", {live[r], b_.materialize(acc[r], RegClass::F32)});
+    live[r] = b_.newReg(accClass);
+    b_.inst(accClass == RegClass::F32 ? "mov.f32" : "mov.b32",
+            {live[r], b_.materialize(acc[r], accClass)});
   }
   if (!skip.empty())
     b_.inst("bra", {skip}, b_.materialize(operand(op, next).at(0), RegClass::Pred), true);
@@ -323,31 +324,12 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
       auto c = registerCoords(aL, r);
       auto& t = aElems[{c[0] / 64 * 64, c[1] / kStep}];
       t.resize(4 * perWord);
-      int idx = static_cast<int>((c[1] % perWord) + perWord * ((c[0] % 16) / 8) +
-                                 2 * perWord * ((c[1] % kStep) / (kStep / 2)));
-      t.at(idx) = a.at(r);
+      t.at(layout::mmaSyncFragmentIndex(0, c[0], c[1], 8 * ir::byteWidth(at.elem))) = a.at(r);
     }
     for (auto& [key, elems] : aElems)
-      for (int i = 0; i < 4; ++i) {
-        for (int j = 0; j < perWord; ++j)
-          if (elems[perWord * i + j].empty())
-            throw std::logic_error("codegen: wgmma A fragment not covered by registers");
-        if (perWord == 2) {
-          std::string lo = b_.materialize(elems[2 * i], RegClass::B16);
-          std::string hi = b_.materialize(elems[2 * i + 1], RegClass::B16);
-          aWords[key].push_back(b_.pure("mov.b32", RegClass::B32, {"{" + lo + ", " + hi + "}"}));
-          continue;
-        }
-        // Four bytes (each the low byte of a 16-bit register), lowest k in the lowest byte.
-        std::string x[4];
-        for (int j = 0; j < 4; ++j)
-          x[j] = b_.pure("cvt.u32.u16", RegClass::B32,
-                         {b_.materialize(elems[4 * i + j], RegClass::B16)});
-        // prmt picks bytes of {b, a} (a: 0-3, b: 4-7) by the selector's nibbles.
-        std::string lo = b_.pure("prmt.b32", RegClass::B32, {x[0], x[1], "64"});      // 0x0040
-        std::string hi = b_.pure("prmt.b32", RegClass::B32, {x[2], x[3], "64"});      // 0x0040
-        aWords[key].push_back(b_.pure("prmt.b32", RegClass::B32, {lo, hi, "21520"})); // 0x5410
-      }
+      for (int i = 0; i < 4; ++i)
+        aWords[key].push_back(
+            packFragmentWord(b_, elems, static_cast<size_t>(perWord * i), perWord));
   }
   std::string bBase = b_.materialize(regsOf(op.operand(1)).at(0), RegClass::B32);
   uint64_t aFixed = wgmmaLayoutBits(aS.kMajor, static_cast<int>(sa), K);
@@ -379,11 +361,9 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
       stepsFromBase(bBits, [&](const Origin& o, int64_t k0) { return bByte(k0, o.second); });
   std::string aDescBase = aSteps ? descriptor(aHw, aBits, aBase, 0, aFixed) : std::string();
   std::string bDescBase = bSteps ? descriptor(bHw, bBits, bBase, 0, bFixed) : std::string();
-  std::string opcode = "wgmma.mma_async.sync.aligned.m64n" + std::to_string(instrN) + "k" +
-                       std::to_string(instrK) + ".f32." + wgmmaTypeName(at.elem) + "." +
-                       wgmmaTypeName(bt.elem);
-  // The transpose immediates (16-bit types only): 1 reads the operand MN-major.
-  std::string aTrans = aS.kMajor ? "0" : "1", bTrans = bS.kMajor ? "0" : "1";
+  std::string opcode = wgmmaOpcode(instrN, at.elem, bt.elem, rt.elem);
+  const std::vector<std::string> immediates =
+      wgmmaImmediates(at.elem, aInRegs, !aS.kMajor, !bS.kMajor);
   b_.inst("wgmma.fence.sync.aligned", {});
   for (const auto& [origin, regs] : tiles) {
     std::string accumulate = firstAccumulate;
@@ -400,18 +380,15 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
         for (size_t i = 0; i < words->second.size(); ++i)
           aList += (i ? ", " : "") + words->second[i];
         aList += "}";
-        std::vector<std::string> operands{list, aList, db, accumulate, "1", "1"};
-        if (sixteen) operands.push_back(bTrans);
+        std::vector<std::string> operands{list, aList, db, accumulate};
+        operands.insert(operands.end(), immediates.begin(), immediates.end());
         b_.inst(opcode, operands);
       } else {
         int64_t aOff = aByte(origin.first, k0);
         std::string da = aSteps ? wgmmaDescriptorStep(b_, aDescBase, aOff)
                                 : descriptor(aHw, aBits, aBase, aOff, aFixed);
-        std::vector<std::string> operands{list, da, db, accumulate, "1", "1"};
-        if (sixteen) {
-          operands.push_back(aTrans);
-          operands.push_back(bTrans);
-        }
+        std::vector<std::string> operands{list, da, db, accumulate};
+        operands.insert(operands.end(), immediates.begin(), immediates.end());
         b_.inst(opcode, operands);
       }
       // Later k steps add to what the first wrote.

@@ -53,21 +53,68 @@ std::string wgmmaAccumulatorList(const std::vector<int32_t>& regs,
   return list + "}";
 }
 
-std::string wgmmaTypeName(ir::DType t) {
+std::string mmaTypeName(ir::DType t, bool accumulator) {
   switch (t) {
   case ir::DType::F16:
     return "f16";
   case ir::DType::BF16:
     return "bf16";
   case ir::DType::F32:
-    return "tf32";
+    return accumulator ? "f32" : "tf32";
   case ir::DType::F8E4M3:
     return "e4m3";
   case ir::DType::F8E5M2:
     return "e5m2";
+  case ir::DType::I8:
+    return "s8";
+  case ir::DType::U8:
+    return "u8";
+  case ir::DType::I32:
+    return "s32";
   default:
     return "";
   }
+}
+
+std::string wgmmaOpcode(int32_t instrN, ir::DType a, ir::DType b, ir::DType acc) {
+  int64_t instrK = 32 / ir::byteWidth(a); // 32 bytes of K per instruction
+  return "wgmma.mma_async.sync.aligned.m64n" + std::to_string(instrN) + "k" +
+         std::to_string(instrK) + "." + mmaTypeName(acc, true) + "." + mmaTypeName(a) + "." +
+         mmaTypeName(b);
+}
+
+std::vector<std::string> wgmmaImmediates(ir::DType t, bool aInRegisters, bool aTrans, bool bTrans) {
+  std::vector<std::string> out;
+  if (ir::isInt(t)) return out;
+  out = {"1", "1"};
+  if (wgmmaCanTranspose(t)) {
+    if (!aInRegisters) out.push_back(aTrans ? "1" : "0");
+    out.push_back(bTrans ? "1" : "0");
+  }
+  return out;
+}
+
+std::string packFragmentWord(PtxBuilder& b, const std::vector<std::string>& elems, size_t first,
+                             int perWord) {
+  for (int j = 0; j < perWord; ++j)
+    if (elems.at(first + j).empty())
+      throw std::logic_error("codegen: mma fragment word not covered by registers");
+  if (perWord == 2) {
+    std::string lo = b.materialize(elems[first], RegClass::B16);
+    std::string hi = b.materialize(elems[first + 1], RegClass::B16);
+    return b.pure("mov.b32", RegClass::B32, {"{" + lo + ", " + hi + "}"});
+  }
+  if (perWord != 4)
+    throw std::logic_error("codegen: mma fragment words pack 2 or 4 elements, not " +
+                           std::to_string(perWord));
+  // Four bytes (each the low byte of a 16-bit register), lowest k in the lowest byte.
+  std::string x[4];
+  for (int j = 0; j < 4; ++j)
+    x[j] = b.pure("cvt.u32.u16", RegClass::B32, {b.materialize(elems[first + j], RegClass::B16)});
+  // prmt picks bytes of {b, a} (a: 0-3, b: 4-7) by the selector's nibbles.
+  std::string lo = b.pure("prmt.b32", RegClass::B32, {x[0], x[1], "64"}); // 0x0040
+  std::string hi = b.pure("prmt.b32", RegClass::B32, {x[2], x[3], "64"}); // 0x0040
+  return b.pure("prmt.b32", RegClass::B32, {lo, hi, "21520"});            // 0x5410
 }
 
 bool wgmmaCanTranspose(ir::DType t) {

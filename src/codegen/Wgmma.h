@@ -38,8 +38,25 @@ constexpr int wgmmaRegisterNeed(int accRegs, int aRegs) {
 void requireFragmentLanes(const layout::LinearLayout& l, int tigDim, int32_t tigStep, int groupDim,
                           const char* what);
 
-/// wgmma's name of an operand type: f16, bf16, tf32 (fp32), e4m3, e5m2; empty for the others.
-std::string wgmmaTypeName(ir::DType t);
+/// The tensor-core (wgmma / mma.sync) PTX name of an operand or accumulator type: f16, bf16,
+/// tf32 (an fp32 operand), f32 (an fp32 accumulator), e4m3, e5m2, s8, u8, s32; empty for the
+/// others.
+std::string mmaTypeName(ir::DType t, bool accumulator = false);
+
+/// The opcode of one m64n`instrN` wgmma of `a` by `b` into `acc`: k16 for 16-bit operands, k32
+/// for 8-bit ones, k8 for tf32.
+std::string wgmmaOpcode(int32_t instrN, ir::DType a, ir::DType b, ir::DType acc);
+
+/// A wgmma's immediates after scale-d: imm-scale-a and imm-scale-b (1: no negation) for floating
+/// operands (integer wgmma has none), then for 16-bit operands the transpose flags, imm-trans-a
+/// only when A comes from shared memory (1 reads an operand MN-major).
+std::vector<std::string> wgmmaImmediates(ir::DType t, bool aInRegisters, bool aTrans, bool bTrans);
+
+/// One 32-bit A / B fragment word of mma.sync or wgmma from `perWord` elements of 8 or 16 bits
+/// (each held in a 16-bit register, an 8-bit one in its low byte): elems[first] in the lowest
+/// bits, as the PTX ISA fragment tables order them.
+std::string packFragmentWord(PtxBuilder& b, const std::vector<std::string>& elems, size_t first,
+                             int perWord);
 
 /// Whether wgmma can read operands of type `t` from shared memory MN-major (its transpose
 /// immediates): 16-bit types only; tf32 and the 8-bit types must be K-major.

@@ -8,7 +8,7 @@
 
 #include "frontend/Diagnostics.h"
 #include "ir/BlockScaled.h"
-#include "ir/DotFp8.h"
+#include "ir/DotTypes.h"
 #include "ir/OpAttrs.h"
 #include "ir/OpTraits.h"
 #include "ir/TmemPairs.h"
@@ -178,19 +178,17 @@ private:
                                std::to_string(N) + "x" + std::to_string(K) +
                                ": dot dimensions must be powers of two");
     int bits = elemBits(at);
-    auto isFp8 = [](ir::DType t) { return t == ir::DType::F8E4M3 || t == ir::DType::F8E5M2; };
-    // wgmma multiplies e4m3 by e5m2 as well.
-    bool sameType = at.elem == bt.elem || (isFp8(at.elem) && isFp8(bt.elem));
+    // wgmma multiplies e4m3 by e5m2 as well, and wgmma / mma.sync int8 by uint8.
+    bool sameType = at.elem == bt.elem || ir::isFp8Dot(at, bt) || ir::isInt8Dot(at, bt, ct);
     bool tf32 = at.elem == ir::DType::F32 && ir::attr::Dot::inputPrecision(op) != "ieee";
     bool sixteen = at.elem == ir::DType::F16 || at.elem == ir::DType::BF16;
-    bool eight = at.elem == ir::DType::F8E4M3 || at.elem == ir::DType::F8E5M2 ||
-                 at.elem == ir::DType::I8 || at.elem == ir::DType::U8;
+    bool eight = ir::isMmaEightBit(at.elem);
     int instrK = bits == 0 ? 0 : 256 / bits; // 16 x 16-bit, 32 x 8-bit, 8 x tf32 per k-step
     bool mmaTypes = sameType && (sixteen || eight || tf32);
     DotLayouts dl;
-    bool fp8 = at.elem == ir::DType::F8E4M3 || at.elem == ir::DType::F8E5M2;
+    bool fp8 = ir::isMmaFp8(at.elem);
     bool hopper = options_.target == Target::SM90a;
-    // max_num_imprecise_acc < 32 keeps an fp8 dot off wgmma (ir/DotFp8.h).
+    // max_num_imprecise_acc < 32 keeps an fp8 dot off wgmma (ir/DotTypes.h).
     if (hopper && mmaTypes && M >= 64 && numWarps() % 4 == 0 && K >= instrK &&
         !ir::fp8DotAvoidsWgmma(op)) {
       int32_t wm = 4;

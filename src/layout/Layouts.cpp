@@ -630,6 +630,17 @@ LinearLayout mmaSyncOperandLayout(int operandIndex, const std::vector<int64_t>& 
   return withStandardIns(fitToShape(inTensorOrder(ll, 2), shape, order));
 }
 
+int mmaSyncFragmentIndex(int operandIndex, int64_t row, int64_t col, int elemBits) {
+  if (operandIndex == 2) return static_cast<int>((col % 2) + 2 * ((row % 16) / 8));
+  const int64_t per = elementsPerRegister(elemBits), instrK = 8 * per;
+  // A: per consecutive k of one row per word, words stepping the row by 8, then K by half the
+  // instruction's K. B: per consecutive k per word, the second word half the K further.
+  if (operandIndex == 0)
+    return static_cast<int>((col % per) + per * ((row % 16) / 8) +
+                            2 * per * ((col % instrK) / (instrK / 2)));
+  return static_cast<int>((row % per) + per * ((row % instrK) / (instrK / 2)));
+}
+
 LinearLayout wgmmaAccumulatorLayout(const std::vector<int64_t>& shape, int32_t instrN,
                                     const std::vector<int32_t>& warpsPerCTA) {
   require2D(shape, warpsPerCTA, "wgmmaAccumulatorLayout");

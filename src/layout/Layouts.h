@@ -157,6 +157,14 @@ LinearLayout mmaSyncAccumulatorLayout(const std::vector<int64_t>& shape,
 LinearLayout mmaSyncOperandLayout(int operandIndex, const std::vector<int64_t>& shape,
                                   const std::vector<int32_t>& warpsPerCTA, int elemBits);
 
+/// Where element (row, col) of one mma.sync instruction tile sits in its fragment, in the order
+/// of the PTX ISA tables: operand 0 is A (16 x instrK, rows M, cols K): a_i; 1 is B (instrK x 8,
+/// rows K, cols N): b_i; 2 the 16 x 8 accumulator: c_i. A and B elements of `elemBits` (8:
+/// m16n8k32, 16: m16n8k16, 32 (tf32): m16n8k8) pack 32 / elemBits to a 32-bit word, word w
+/// holding elements w * (32 / elemBits) onwards, lowest bits first. Coordinates are taken
+/// modulo the tile; the lane that holds the element is the layouts' business.
+int mmaSyncFragmentIndex(int operandIndex, int64_t row, int64_t col, int elemBits);
+
 /// Accumulator of wgmma.mma_async m64nNk* (sm_90a): a warp group of 4 warps owns 64 rows (warp w
 /// rows 16w..16w+15); instrN columns per instruction. warpsPerCTA {wm, wn} counts warps (wm a
 /// multiple of 4); the tensor repeats the instruction tile in registers (N first, then M).

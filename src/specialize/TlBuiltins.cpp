@@ -1828,7 +1828,8 @@ Val Specializer::dot(const BoundArgs& a, SourceLoc loc) {
   DType out = DType::F32;
   if (ir::isInt(da)) {
     if (da != DType::I8 && da != DType::U8)
-      raiseError(loc, "integer tl.dot needs int8 operands, got " + std::string(ir::tlName(da)));
+      raiseError(loc, "integer tl.dot needs int8 or uint8 operands (it sums into int32), got " +
+                          std::string(ir::tlName(da)));
     out = DType::I32;
   } else if (a.has("out_dtype")) {
     out = constDType(a.get("out_dtype"), a.loc("out_dtype"), "tl.dot's out_dtype");

@@ -57,7 +57,7 @@
 // ring's): the loop's closing async_wait_group(0) meets every thread after its last reads,
 // before the next loop writes.
 #include "ir/Builder.h"
-#include "ir/DotFp8.h"
+#include "ir/DotTypes.h"
 #include "ir/Limits.h"
 #include "ir/OpAttrs.h"
 #include "ir/OpTraits.h"
@@ -432,10 +432,10 @@ private:
     if (yield->operand(plan.accIter) != next) return false;
 
     plan.bTrans = singleUseTranspose(dot->operand(1), body, usesOf(dot->operand(1)));
-    // wgmma reads 8-bit operands K-major only: fp8 B must be the transpose of an [N, K] load,
-    // or a [K, N] load whose addresses run along K (copied transposed). tcgen05.mma reads
+    // wgmma reads 8-bit operands K-major only: fp8 / int8 B must be the transpose of an [N, K]
+    // load, or a [K, N] load whose addresses run along K (copied transposed). tcgen05.mma reads
     // them either way, and takes the transposed copy only for its vector copies.
-    if (ir::isMmaFp8(dot->operand(1)->type().elem) && !plan.bTrans) {
+    if (ir::isMmaEightBit(dot->operand(1)->type().elem) && !plan.bTrans) {
       const Op* load = dot->operand(1)->def();
       bool pointers = load && load->code() == OpCode::Load;
       if (!pointers && !tcgen05_) return false;
@@ -586,7 +586,7 @@ private:
       kLoad = trans->operand(0)->def();
       // V as loaded ([N, D]) or, K-major as fp8 needs, the transpose of a [D, N] load.
       plan.bTrans = singleUseTranspose(pv->operand(1), body, usesOf(pv->operand(1)));
-      if (ir::isMmaFp8(pv->operand(1)->type().elem) && !plan.bTrans) return false;
+      if (ir::isMmaEightBit(pv->operand(1)->type().elem) && !plan.bTrans) return false;
       vLoad = (plan.bTrans ? plan.bTrans->operand(0) : pv->operand(1))->def();
       // P from registers (not a load this pass would move).
       if (!pv->operand(0)->type().isTensor()) return false;
@@ -2289,8 +2289,9 @@ private:
 } // namespace
 
 /// The shapes the sm_90a async_dot lowering takes (wgmma from NVMMA-swizzled buffers): fp16 /
-/// bf16, or fp8 (e4m3 / e5m2, mixed) that accumulates in place (no max_num_imprecise_acc
-/// partial accumulator, see ir/DotFp8.h) and reads its operands K-major (checked by the callers).
+/// bf16 or fp8 (e4m3 / e5m2, mixed) into fp32, the fp8 ones accumulating in place (no
+/// max_num_imprecise_acc partial accumulator, see ir/DotTypes.h), or int8 / uint8 into int32;
+/// 8-bit operands read K-major (checked by the callers).
 bool wgmmaShaped(const ir::Op& dot, int numWarps) {
   const Type& at = dot.operand(0)->type();
   const Type& bt = dot.operand(1)->type();
@@ -2299,9 +2300,10 @@ bool wgmmaShaped(const ir::Op& dot, int numWarps) {
   bool sixteen = (at.elem == DType::F16 || at.elem == DType::BF16) && bt.elem == at.elem;
   bool fp8 = ir::isFp8Dot(at, bt) && !ir::fp8DotAvoidsWgmma(dot) &&
              ir::fp8PartialAccumulatorChunk(dot) == 0;
-  if ((!sixteen && !fp8) || rt.elem != DType::F32) return false;
+  bool int8 = ir::isInt8Dot(at, bt, rt);
+  if (!int8 && ((!sixteen && !fp8) || rt.elem != DType::F32)) return false;
   int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
-  return numWarps % 4 == 0 && M % 64 == 0 && N % 16 == 0 && K % (fp8 ? 32 : 16) == 0 &&
+  return numWarps % 4 == 0 && M % 64 == 0 && N % 16 == 0 && K % (sixteen ? 16 : 32) == 0 &&
          isPowerOf2(M) && isPowerOf2(N) && isPowerOf2(K);
 }
 

@@ -4,7 +4,7 @@
 // (python/warpweave/ops/kernels/hopper/gemm_ws.py), so layout assignment, the task planner and
 // codegen need nothing of their own.
 //
-// Two shapes are taken, both with the dot's fp16 / bf16 or fp8 (B K-major) operands loaded
+// Two shapes are taken, both with the dot's fp16 / bf16, fp8 or int8 (B K-major) operands loaded
 // through descriptors TMA can copy (host TensorDescriptors, or tensor maps
 // tl.make_tensor_descriptor writes before the loop):
 //   - the marked loop is the K loop itself (tutorial 09's matmul_kernel_tma): `acc = tl.dot(
@@ -45,7 +45,7 @@
 // before it in the kernel), and every marked loop on other targets, is left as it is: the flag
 // then only asks, as Triton's does where it cannot specialize.
 #include "ir/Builder.h"
-#include "ir/DotFp8.h"
+#include "ir/DotTypes.h"
 #include "ir/Limits.h"
 #include "ir/OpAttrs.h"
 #include "ir/OpTraits.h"
@@ -207,7 +207,7 @@ private:
       bv = t->operand(0);
     }
     // wgmma reads 8-bit operands K-major only.
-    if (ir::isMmaFp8(bv->type().elem) && !plan.bTrans) return false;
+    if (ir::isMmaEightBit(bv->type().elem) && !plan.bTrans) return false;
     Value* operands[2] = {dot->operand(0), bv};
     for (int i = 0; i < 2; ++i) {
       Op* load = operands[i]->def();

@@ -536,6 +536,65 @@ TEST(Layouts, MmaSyncOperandsMatchPtxTables) {
   EXPECT_EQ(b4.freeVariableMask("warp"), 0b10);
 }
 
+/// (row, col) of fragment element i held by `lane` in one mma.sync instruction tile, from the
+/// PTX ISA tables ("Matrix fragments for mma.m16n8k8 / k16 / k32"): operand 0 is A (rows M,
+/// cols K), 1 is B (rows K, cols N), 2 the 16 x 8 accumulator.
+std::pair<int64_t, int64_t> ptxFragmentElement(int operand, int elemBits, int32_t lane, int i) {
+  int32_t group = lane >> 2, tig = lane % 4;
+  if (operand == 2) return {group + (i >= 2 ? 8 : 0), tig * 2 + (i & 1)};
+  if (elemBits == 32) { // m16n8k8 tf32
+    if (operand == 0) return {group + (i % 2 ? 8 : 0), tig + (i >= 2 ? 4 : 0)};
+    return {tig + (i >= 1 ? 4 : 0), group};
+  }
+  if (elemBits == 16) { // m16n8k16 f16 / bf16
+    if (operand == 0) return {group + ((i % 4) >= 2 ? 8 : 0), tig * 2 + (i & 1) + (i >= 4 ? 8 : 0)};
+    return {tig * 2 + (i & 1) + (i >= 2 ? 8 : 0), group};
+  }
+  // m16n8k32 s8 / u8 (and e4m3 / e5m2): A rows groupID for a0..a3 and a8..a11, else +8;
+  // cols tig * 4 + (i & 3), +16 for i >= 8. B rows tig * 4 + (i & 3), +16 for i >= 4.
+  if (operand == 0) return {group + ((i % 8) >= 4 ? 8 : 0), tig * 4 + (i & 3) + (i >= 8 ? 16 : 0)};
+  return {tig * 4 + (i & 3) + (i >= 4 ? 16 : 0), group};
+}
+
+TEST(Layouts, MmaSyncFragmentIndexFollowsPtxTables) {
+  // Every element of every lane's fragment lands at its own index, for each instruction shape,
+  // and the register layouts put that element where the table says (8-bit B too).
+  for (int bits : {8, 16, 32}) {
+    int per = 32 / bits;
+    int64_t instrK = 8 * per;
+    for (int operand : {0, 1, 2}) {
+      int count = operand == 0 ? 4 * per : operand == 1 ? 2 * per : 4;
+      for (int32_t lane = 0; lane < 32; ++lane) {
+        std::set<int> seen;
+        for (int i = 0; i < count; ++i) {
+          auto [row, col] = ptxFragmentElement(operand, bits, lane, i);
+          EXPECT_EQ(mmaSyncFragmentIndex(operand, row, col, bits), i)
+              << "operand " << operand << ", " << bits << "-bit, lane " << lane;
+          // Coordinates of another tile of the same operand map to the same index.
+          int64_t rowStep = operand == 1 ? instrK : 16, colStep = operand == 0 ? instrK : 8;
+          EXPECT_EQ(mmaSyncFragmentIndex(operand, row + 3 * rowStep, col + 5 * colStep, bits), i);
+          seen.insert(i);
+        }
+        EXPECT_EQ(static_cast<int>(seen.size()), count);
+      }
+      if (operand == 2) continue;
+      std::vector<int64_t> shape =
+          operand == 0 ? std::vector<int64_t>{16, instrK} : std::vector<int64_t>{instrK, 8};
+      LL l = mmaSyncOperandLayout(operand, shape, {1, 1}, bits);
+      ASSERT_EQ(l.getInDimSize("register"), count);
+      for (int32_t lane = 0; lane < 32; ++lane)
+        for (int32_t r = 0; r < count; ++r) {
+          auto out = l.apply(std::vector<int32_t>{r, lane, 0});
+          EXPECT_EQ(mmaSyncFragmentIndex(operand, out[0], out[1], bits), r)
+              << "operand " << operand << ", " << bits << "-bit, lane " << lane;
+          auto [row, col] = ptxFragmentElement(operand, bits, lane, r);
+          EXPECT_EQ(out[0], row);
+          EXPECT_EQ(out[1], col);
+        }
+    }
+  }
+}
+
 TEST(Layouts, WgmmaAccumulatorMatchesPtxTable) {
   // wgmma m64nNk16 D: warp w of the group owns rows 16w..16w+15; row = 16w + groupID +
   // 8 * ((i >> 1) & 1); col = 8 * (i >> 2) + tig * 2 + (i & 1).

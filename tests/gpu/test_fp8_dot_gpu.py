@@ -1,9 +1,9 @@
-"""fp8 tl.dot on the GPU (tests/python/fp8_dot_kernels.py, the kernels tests/python/test_fp8_dot.py
-checks in the interpreter and in PTX): one dot of whole tiles (M/N/K 64..256, e4m3 / e5m2 /
-mixed, B as loaded or transposed, max_num_imprecise_acc), the pipelined K loop up to 4096^3 and
-the attention loop, against an fp32 reference on the fp8-rounded inputs (and torch._scaled_mm
-where this torch has it). Hopper's fp8 wgmma accumulates with reduced precision, hence the
-tolerances."""
+"""fp8 tl.dot on the GPU (tests/python/eight_bit_dot_kernels.py, the kernels
+tests/python/test_fp8_dot.py checks in the interpreter and in PTX): one dot of whole tiles (M/N/K
+64..256, e4m3 / e5m2 / mixed, B as loaded or transposed, max_num_imprecise_acc), the pipelined K
+loop up to 4096^3 and the attention loop, against an fp32 reference on the fp8-rounded inputs
+(and torch._scaled_mm where this torch has it). Hopper's fp8 wgmma accumulates with reduced
+precision, hence the tolerances."""
 
 import os
 import sys
@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 
 import warpweave.language as tl  # noqa: E402
 
-import fp8_dot_kernels as fk  # noqa: E402
+import eight_bit_dot_kernels as fk  # noqa: E402
 
 DEV = "cuda"
 TORCH = {"fp8e4nv": torch.float8_e4m3fn, "fp8e5": torch.float8_e5m2}

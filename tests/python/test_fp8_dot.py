@@ -1,4 +1,5 @@
-"""fp8 tl.dot (fp8e4nv = e4m3, fp8e5 = e5m2, mixed) on tensor cores (tests/python/fp8_dot_kernels.py).
+"""fp8 tl.dot (fp8e4nv = e4m3, fp8e5 = e5m2, mixed) on tensor cores
+(tests/python/eight_bit_dot_kernels.py).
 
 sm_90a: wgmma ...k32.f32.e4m3/e5m2 in the plain lowering, the software-pipelined K loop (B as
 the transpose of a loaded [N, K] tile, read K-major from the copy) and the attention loop (P as
@@ -14,7 +15,8 @@ import pytest
 
 import warpweave.language as tl
 
-import fp8_dot_kernels as fk
+import eight_bit_dot_kernels as fk
+from mma_testing import compiled, mmas
 
 native_loader = importlib.import_module("warpweave._native_loader")
 pytestmark = pytest.mark.skipif(not native_loader.available(),
@@ -39,17 +41,6 @@ def eighths(rng, shape, dtype):
 
 def exact(a, b):
     return a.astype(np.float64) @ b.astype(np.float64)
-
-
-def compiled(kernel, args, kwargs, target, num_warps=4, num_stages=1):
-    values = kernel.bind(args, kwargs)
-    k = kernel.compile_for(values, False, (num_warps, num_stages, 1), target=target).kernel
-    assert k.cubin, "ptxas rejected the kernel"
-    return k
-
-
-def mmas(ptx):
-    return sorted(set(re.findall(r"(wgmma\.mma_async\S+|mma\.sync\S+)", ptx)))
 
 
 def tile_args(rng, M, N, K, ta, tb, trans_b):
@@ -115,7 +106,8 @@ def test_fp8e5_on_sm80_multiplies_fp16_upcasts_on_mma_sync(trans_b):
 def test_fp8e4nv_on_sm80_is_a_located_error(ta, tb):
     rng = np.random.default_rng(6)
     _, _, args = tile_args(rng, 64, 64, 64, ta, tb, True)
-    with pytest.raises(Exception, match=r"fp8_dot_kernels\.py:\d+:\d+: error: tl\.dot of .* "
+    with pytest.raises(Exception, match=r"eight_bit_dot_kernels\.py:\d+:\d+: error: "
+                       r"tl\.dot of .* "
                        r"not supported on sm_80: fp8e4nv needs sm_89"):
         compiled(fk.tile_dot, args, dict(M=64, N=64, K=64, TRANS_B=True, OUT=tl.float32), "sm_80")
 
@@ -142,7 +134,7 @@ def test_max_num_imprecise_acc_as_triton(limit, kind, adds):
 def test_max_num_imprecise_acc_above_k_is_a_located_error():
     rng = np.random.default_rng(8)
     _, _, args = tile_args(rng, 64, 64, 64, "fp8e5", "fp8e5", True)
-    with pytest.raises(Exception, match=r"fp8_dot_kernels\.py:\d+:\d+: error: "
+    with pytest.raises(Exception, match=r"eight_bit_dot_kernels\.py:\d+:\d+: error: "
                        r"max_num_imprecise_acc \(128\) must be <= K \(64\)"):
         fk.tile_dot[(1, )](*args, M=64, N=64, K=64, TRANS_B=True, OUT=tl.float32, LIMIT=128)
 

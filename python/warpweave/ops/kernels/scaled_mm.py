@@ -11,12 +11,12 @@ B is read through its strides as [BLOCK_N, BLOCK_K] tiles of B^T, K contiguous w
 column-major (torch._scaled_mm's layout: B = Bt.t() for a row-major Bt [N, K]), and multiplied
 as the tile's transpose: wgmma reads 8-bit operands K-major only, so on sm_90a the copies of
 both operands stay K-major and the K loop is software-pipelined (cp.async stages, async wgmma
-...k32.f32.e4m3/e5m2), as for tests/python/fp8_dot_kernels.py's matmul.
+...k32.f32.e4m3/e5m2), as for tests/python/eight_bit_dot_kernels.py's matmul.
 
 Accumulation (FAST_ACCUM, torch._scaled_mm's use_fast_accum): Hopper's fp8 wgmma sums its k32
 steps with reduced precision. FAST_ACCUM=False (the default) promotes: each BLOCK_K step's dot
 has max_num_imprecise_acc=BLOCK_K, so its wgmma chain sums into zeroed partial registers that are
-added to the fp32 accumulator (ir/DotFp8.h); such a dot is not software-pipelined, so promoted
+added to the fp32 accumulator (ir/DotTypes.h); such a dot is not software-pipelined, so promoted
 configurations take 128x128 tiles (the partial beside the accumulator). FAST_ACCUM=True
 accumulates in the wgmma registers across the whole K loop (pipelined).
 

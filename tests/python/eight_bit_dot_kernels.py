@@ -1,7 +1,10 @@
-"""fp8 tl.dot kernels shared by tests/python/test_fp8_dot.py and tests/gpu/test_fp8_dot_gpu.py:
+"""tl.dot kernels of 8-bit operands (fp8, and int8 / uint8 into int32) shared by
+tests/python/test_fp8_dot.py, tests/python/test_int8_dot.py and their tests/gpu counterparts:
 one dot of whole tiles, a K loop (the software-pipelined matmul shape) and an attention-like
 loop (Q K^T, an exp2 softmax without the running max, P cast to fp8, P V), each with B given as
-the transpose of a loaded [N, K] tile, which is K-major as wgmma needs for 8-bit operands."""
+the transpose of a loaded [N, K] tile, which is K-major as wgmma needs for 8-bit operands; and
+the K loop with B through its strides (K- or N-contiguous). ACC: the accumulator's type
+(tl.int32 for int8 operands)."""
 
 import warpweave as ww
 import warpweave.language as tl
@@ -23,17 +26,21 @@ def tile_dot(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.conste
 
 
 @ww.jit
+def tile_ranges(BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """This program's rows and columns of C, and the K offsets of one step."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    return rm, rn, tl.arange(0, BK)
+
+
+@ww.jit
 def matmul(a_ptr, bt_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-           LIMIT: tl.constexpr = None):
-    """C [M, N] fp32 = A [M, K] @ B, with B given as B^T [N, K] (row-major, K contiguous)."""
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    rm = pid_m * BM + tl.arange(0, BM)
-    rn = pid_n * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
+           LIMIT: tl.constexpr = None, ACC: tl.constexpr = tl.float32):
+    """C [M, N] = A [M, K] @ B, with B given as B^T [N, K] (row-major, K contiguous)."""
+    rm, rn, rk = tile_ranges(BM, BN, BK)
     a_ptrs = a_ptr + rm[:, None] * K + rk[None, :]
     b_ptrs = bt_ptr + rn[:, None] * K + rk[None, :]
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    acc = tl.zeros((BM, BN), dtype=ACC)
     for k in range(0, tl.cdiv(K, BK)):
         a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < K - k * BK), other=0.0)
         b = tl.load(b_ptrs, mask=(rn[:, None] < N) & (rk[None, :] < K - k * BK), other=0.0)
@@ -68,21 +75,18 @@ def attention(q_ptr, k_ptr, vt_ptr, o_ptr, N_CTX, scale, D: tl.constexpr, BM: tl
 
 @ww.jit
 def matmul_strided_b(a_ptr, b_ptr, c_ptr, M, N, K, stride_bk, stride_bn, BM: tl.constexpr,
-                     BN: tl.constexpr, BK: tl.constexpr):
+                     BN: tl.constexpr, BK: tl.constexpr, ACC: tl.constexpr = tl.float32):
     """Tutorial 03's form: B [K, N] loaded as [BK, BN] tiles through its strides (K-contiguous
-    when B is handed over as the transpose of an [N, K] tensor, as the tutorial does in fp8)."""
-    pid_m = tl.program_id(0)
-    pid_n = tl.program_id(1)
-    rm = pid_m * BM + tl.arange(0, BM)
-    rn = pid_n * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
+    when B is handed over as the transpose of an [N, K] tensor, as the tutorial does in fp8),
+    summed as `acc += tl.dot(a, b)`."""
+    rm, rn, rk = tile_ranges(BM, BN, BK)
     a_ptrs = a_ptr + rm[:, None] * K + rk[None, :]
     b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    acc = tl.zeros((BM, BN), dtype=ACC)
     for k in range(0, tl.cdiv(K, BK)):
-        a = tl.load(a_ptrs, mask=rk[None, :] < K - k * BK, other=0.0)
-        b = tl.load(b_ptrs, mask=rk[:, None] < K - k * BK, other=0.0)
-        acc = tl.dot(a, b, acc)
+        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < K - k * BK), other=0.0)
+        b = tl.load(b_ptrs, mask=(rn[None, :] < N) & (rk[:, None] < K - k * BK), other=0.0)
+        acc += tl.dot(a, b)
         a_ptrs += BK
         b_ptrs += BK * stride_bk
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc,

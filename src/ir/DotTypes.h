@@ -1,9 +1,13 @@
-// How a tl.dot of fp8 operands (fp8e4nv = e4m3, fp8e5 = e5m2) maps onto the tensor cores,
-// with Triton's rules: the layout pass, the software pipeliner and the codegen read it here so
-// that they agree on which instruction a dot becomes.
+// How a tl.dot's operand types map onto the tensor cores, with Triton's rules: the layout pass,
+// the software pipeliner and the codegen read it here so that they agree on which instruction a
+// dot becomes.
 //
-// On sm_90a an fp8 dot is a wgmma (.e4m3 / .e5m2, mixed allowed) unless its
-// max_num_imprecise_acc is below 32 with an fp32 result (Triton then upcasts to fp16 and uses
+// 8-bit operands (fp8 e4m3 / e5m2, int8 / uint8) take k32 instructions (wgmma m64nNk32,
+// mma.sync m16n8k32 for int8), and wgmma reads them from shared memory K-major only. int8
+// operands accumulate into int32 (s32 wgmma / mma.sync), fp8 ones into fp32 (or fp16 on wgmma).
+//
+// fp8 (fp8e4nv = e4m3, fp8e5 = e5m2): on sm_90a a wgmma (.e4m3 / .e5m2, mixed allowed) unless
+// its max_num_imprecise_acc is below 32 with an fp32 result (Triton then upcasts to fp16 and uses
 // mma.sync). Hopper's fp8 wgmma accumulates with reduced precision: with max_num_imprecise_acc
 // <= K, every max_num_imprecise_acc elements of K are summed into a separate zeroed partial
 // accumulator that is then added to the fp32 result (Triton's needsPartialAccumulator). Without
@@ -27,6 +31,24 @@ inline bool isMmaFp8(DType t) {
 /// A dot (or async_dot) whose two operands are fp8 that tensor cores multiply.
 inline bool isFp8Dot(const Type& a, const Type& b) {
   return isMmaFp8(a.elem) && isMmaFp8(b.elem);
+}
+
+/// The integer types tensor cores multiply: int8 (.s8) and uint8 (.u8).
+inline bool isMmaInt8(DType t) {
+  return t == DType::I8 || t == DType::U8;
+}
+
+/// A dot (or async_dot) of int8 / uint8 operands into int32: wgmma .s32 and mma.sync m16n8k32
+/// .s32 take either signedness for each operand (the specializer, like Triton, asks for one
+/// dtype).
+inline bool isInt8Dot(const Type& a, const Type& b, const Type& result) {
+  return isMmaInt8(a.elem) && isMmaInt8(b.elem) && result.elem == DType::I32;
+}
+
+/// Operand types of 8 bits that tensor cores read (fp8 e4m3 / e5m2, int8 / uint8): k32
+/// instructions, and K-major only when wgmma reads them from shared memory.
+inline bool isMmaEightBit(DType t) {
+  return isMmaFp8(t) || isMmaInt8(t);
 }
 
 /// The dot's max_num_imprecise_acc; nullopt when absent (no limit).

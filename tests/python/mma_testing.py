@@ -1,0 +1,17 @@
+"""Helpers of the tensor-core dot tests (test_fp8_dot.py, test_int8_dot.py): compile a kernel for
+a target through ptxas, and list the MMA instructions of its PTX."""
+
+import re
+
+
+def compiled(kernel, args, kwargs, target, num_warps=4, num_stages=1):
+    """The kernel compiled for `target` (through ptxas: its cubin must exist)."""
+    values = kernel.bind(args, kwargs)
+    k = kernel.compile_for(values, False, (num_warps, num_stages, 1), target=target).kernel
+    assert k.cubin, "ptxas rejected the kernel"
+    return k
+
+
+def mmas(ptx):
+    """The distinct wgmma / mma.sync opcodes of `ptx`, sorted."""
+    return sorted(set(re.findall(r"(wgmma\.mma_async\S+|mma\.sync\S+)", ptx)))
