@@ -151,9 +151,11 @@ private:
   }
 
   static bool isMemoryAnchor(const ir::Op& op) {
+    // An atomic_cas's compare and new values follow its pointers as an atomic_rmw's value does
+    // (its lowering reads them register by register beside the pointers).
     bool memory = op.code() == OpCode::Load || op.code() == OpCode::Store ||
-                  op.code() == OpCode::AtomicRMW || op.code() == OpCode::AsyncLoad ||
-                  op.code() == OpCode::Prefetch;
+                  op.code() == OpCode::AtomicRMW || op.code() == OpCode::AtomicCas ||
+                  op.code() == OpCode::AsyncLoad || op.code() == OpCode::Prefetch;
     return memory && op.numOperands() > 0 && isTensor(op.operand(0));
   }
 
