@@ -1,7 +1,7 @@
-// tl.dot: wgmma on sm_90a (fp16/bf16, tf32, fp8 e4m3 / e5m2, int8 / uint8 into int32),
-// mma.sync.aligned.m16n8k16 (fp16/bf16, and fp8 upcast to fp16 exactly as Triton's MMAv2 path
-// does), m16n8k32 (int8 / uint8 into int32) and m16n8k8 (tf32) on tensor cores, with operands
-// moved into the fragment layouts; per-element FMAs for the other types.
+// tl.dot: wgmma on sm_90a (fp16/bf16, tf32, fp8 e4m3 / e5m2, int8 / uint8 into int32, fp16 into
+// fp16), mma.sync.aligned.m16n8k16 (fp16/bf16, fp16 into fp16, and fp8 upcast to fp16 exactly as
+// Triton's MMAv2 path does), m16n8k32 (int8 / uint8 into int32) and m16n8k8 (tf32) on tensor cores,
+// with operands moved into the fragment layouts; per-element FMAs for the other types.
 #include "codegen/Lowering.h"
 #include "codegen/Wgmma.h"
 #include "ir/DotTypes.h"
@@ -34,6 +34,21 @@ Regs upcastFp8ToF16(ScalarContext& cx, const Regs& regs, DType t) {
   return out;
 }
 
+/// What the tensor-core lowerings take, for the errors of dots left to per-thread FMAs.
+constexpr const char* kMmaTypes =
+    "tensor cores take float16 / bfloat16, fp8 (fp8e4nv / fp8e5) and float32 (tf32) operands "
+    "into float32, float16 ones into float16 and int8 / uint8 ones into int32, in tiles with M a "
+    "multiple of 16 and N of 8";
+
+/// Products a thread of one dot lowered to per-element FMAs: beyond it the dot is refused.
+constexpr int64_t kFmaDotProducts = 8192;
+
+/// Products a thread of all a kernel's per-element FMA dots together: as many as one dot may
+/// have. ptxas takes about 6 s over 4,096 fp64 FMA products and 13 s over 8,192 (CUDA 13, a
+/// busy 2-core host), and every test kernel stays within it; 16 fp64 64x64x64 dots (32,768)
+/// took 77 s.
+constexpr int64_t kKernelFmaDotProducts = 8192;
+
 } // namespace
 
 void FunctionLowering::lowerDot(const ir::Op& op) {
@@ -60,8 +75,11 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
   Regs accIn = operand(op, 2);
   ScalarContext cx = scalarContext(op);
 
-  bool sixteen = (at.elem == DType::F16 || at.elem == DType::BF16) && bt.elem == at.elem &&
-                 accType == DType::F32;
+  // fp16 / bf16 into fp32, or fp16 into fp16 (the f16 MMA forms, two elements a register).
+  bool halfAcc = ir::isHalfAccumulateDot(at, bt, rt);
+  bool sixteen = ((at.elem == DType::F16 || at.elem == DType::BF16) && bt.elem == at.elem &&
+                  accType == DType::F32) ||
+                 halfAcc;
   bool tf32 = at.elem == DType::F32 && bt.elem == DType::F32 && accType == DType::F32 &&
               precision != "ieee";
   // fp8 (e4m3, e5m2, mixed) into fp32, or into fp16 on wgmma (which then sums in fp32 and rounds
@@ -159,7 +177,8 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
     std::string opcode = "mma.sync.aligned.m16n8k" + std::to_string(instrK) + ".row.col." +
                          accName + "." + mmaTypeName(aType) + "." + mmaTypeName(bType) + "." +
                          accName;
-    const RegClass accClass = regClassOf(accType); // f32, or b32 for int32
+    // f32, b32 for int32, and b32 words of two fp16 elements for an fp16 accumulator.
+    const RegClass accClass = halfAcc ? RegClass::B32 : regClassOf(accType);
     auto pack = [&](const std::vector<std::string>& elems, size_t i) {
       if (perWord == 1) {
         std::string f = b_.materialize(elems.at(i), RegClass::F32);
@@ -172,7 +191,10 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
     Regs result(acc.size());
     for (auto& [tile, cur] : cTiles) {
       std::vector<std::string> c = cur;
-      for (auto& x : c) x = b_.materialize(x, accClass);
+      if (halfAcc)
+        c = packHalfAccumulator(b_, c); // {c0, c1} and {c2, c3}: two f16x2 words
+      else
+        for (auto& x : c) x = b_.materialize(x, accClass);
       for (int64_t kt = 0; kt < kTiles; ++kt) {
         auto ai = aTiles.find({tile.first, kt});
         auto bi = bTiles.find({kt, tile.second});
@@ -182,15 +204,11 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
         for (int i = 0; i < 4; ++i) aw.push_back(pack(ai->second, i));
         for (int i = 0; i < 2; ++i) bw.push_back(pack(bi->second, i));
         std::vector<std::string> d;
-        for (int i = 0; i < 4; ++i) d.push_back(b_.newReg(accClass));
-        auto list = [](const std::vector<std::string>& v) {
-          std::string s = "{";
-          for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
-          return s + "}";
-        };
-        b_.inst(opcode, {list(d), list(aw), list(bw), list(c)});
+        for (size_t i = 0; i < c.size(); ++i) d.push_back(b_.newReg(accClass));
+        b_.inst(opcode, {registerList(d), registerList(aw), registerList(bw), registerList(c)});
         c = d;
       }
+      if (halfAcc) c = unpackHalfAccumulator(b_, c);
       const auto& ri = cRegs[tile];
       for (int i = 0; i < 4; ++i) result.at(ri[i]) = c[i];
     }
@@ -209,15 +227,27 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
   if ((int64_t(1) << kBits) != K)
     raiseError(op.loc(), "dot needs a power-of-two K, got " + std::to_string(K));
   int32_t R = D.getInDimSize(layout::kRegister);
-  if (static_cast<int64_t>(R) * K > 8192)
-    raiseError(op.loc(), "tl.dot of " + at.str() + " by " + bt.str() + " into " + rt.str() +
-                             " has no tensor-core form on " + targetName(options_.target) +
-                             " and is too large for per-thread FMAs (" +
-                             std::to_string(static_cast<int64_t>(R) * K) +
-                             " products a thread, at most 8192); tensor cores take float16 / "
-                             "bfloat16, fp8 (fp8e4nv / fp8e5) and float32 (tf32) operands into "
-                             "float32 and int8 / uint8 ones into int32, in tiles with M a "
-                             "multiple of 16 and N of 8; use such operands, or smaller tiles");
+  const int64_t products = static_cast<int64_t>(R) * K;
+  const std::string what = "tl.dot of " + at.str() + " by " + bt.str() + " into " + rt.str();
+  if (products > kFmaDotProducts)
+    raiseError(op.loc(), what + " has no tensor-core form on " + targetName(options_.target) +
+                             " and is too large for per-thread FMAs (" + std::to_string(products) +
+                             " products a thread, at most " + std::to_string(kFmaDotProducts) +
+                             "); " + kMmaTypes + "; use such operands, or smaller tiles");
+  // Each FMA dot is unrolled into straight-line code: many under the bound above (a batched
+  // dot is one per batch element, an unrolled loop copies its dots) still make PTX that ptxas
+  // takes minutes over, so the kernel's FMA dots share a budget too.
+  fmaDotProducts_ += products;
+  if (fmaDotProducts_ > kKernelFmaDotProducts)
+    raiseError(op.loc(), what + " has no tensor-core form on " + targetName(options_.target) +
+                             " and brings the kernel's per-thread FMA dots to " +
+                             std::to_string(fmaDotProducts_) + " products a thread (this one " +
+                             std::to_string(products) + "; a batched tl.dot counts once per " +
+                             "batch element), over the kernel-wide limit of " +
+                             std::to_string(kKernelFmaDotProducts) +
+                             "; use smaller tiles or batches, more warps (num_warps), or operand "
+                             "types that take tensor cores: " +
+                             kMmaTypes);
   auto operandMap = [&](bool isA) {
     LinearLayout::Bases bases;
     for (const auto& in : D.inDimNames()) {
@@ -281,7 +311,12 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
     accL = layout::wgmmaAccumulatorLayout({M, N}, instrN, warps);
   }
   requireFragmentLanes(accL, 1, 2, 0, "wgmma accumulator");
-  requireLaunchRegisters(op, wgmmaRegisterNeed(instrN / 2, 0),
+  // An fp16 accumulator of fp16 operands is wgmma's f16 one: instrN / 4 registers of two
+  // elements, packed around the dot. An fp8 dot's is widened to fp32 (it sums in fp32 and rounds
+  // once at the end).
+  bool packedAcc = ir::isHalfAccumulateDot(at, bt, rt);
+  bool widenedAcc = rt.elem == DType::F16 && !packedAcc;
+  requireLaunchRegisters(op, wgmmaRegisterNeed(instrN / (packedAcc ? 4 : 2), 0),
                          "tl.dot's m64n" + std::to_string(instrN) + " wgmma");
 
   // Operands staged K-major in core matrices of 8 rows x 16 bytes, no swizzle: element (r, k)
@@ -315,24 +350,24 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
   barrier();
 
   Regs acc = convert(accIn, operandLayoutOf(op, 2), accL, rt.elem, op);
-  // The accumulator registers are read and written in place by wgmma: private copies (an fp16
-  // accumulator of an fp8 dot widened: the dot sums in fp32 and rounds once).
-  bool halfAcc = rt.elem == DType::F16;
+  // The accumulator registers are read and written in place by wgmma: private copies (the
+  // packed words of an fp16 accumulator are fresh registers).
   // A loop's accumulator argument that nothing else reads (`acc = tl.dot(a, b, acc)`, or
   // `acc += tl.dot(a, b)` after combine-dot-add) is summed into in place: the loop then carries
   // wgmma's own registers, without a copy in and another back per iteration. (A region
   // argument's registers are its own; an op result's may be shared with another value.)
-  bool inPlace = !halfAcc && op.operand(2)->def() == nullptr && accumulatesInPlace(fn_.body, op);
+  bool inPlace =
+      rt.elem != DType::F16 && op.operand(2)->def() == nullptr && accumulatesInPlace(fn_.body, op);
   // fp32 registers, or b32 ones for an int32 accumulator (wgmma .s32).
-  const RegClass accClass = halfAcc ? RegClass::F32 : regClassOf(rt.elem);
+  const RegClass accClass = widenedAcc ? RegClass::F32 : regClassOf(rt.elem);
   Regs live(acc.size());
   for (size_t r = 0; r < acc.size(); ++r) {
-    if (inPlace && isRegisterOf(acc[r], accClass)) {
+    if (packedAcc || (inPlace && isRegisterOf(acc[r], accClass))) {
       live[r] = acc[r];
       continue;
     }
     live[r] = b_.newReg(accClass);
-    if (halfAcc)
+    if (widenedAcc)
       b_.inst("cvt.f32.f16", {live[r], b_.materialize(acc[r], RegClass::B16)});
     else
       b_.inst(accClass == RegClass::F32 ? "mov.f32" : "mov.b32", {live[r], acc[r]});
@@ -369,8 +404,7 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
     addr = b_.pure("add.s32", RegClass::B32, {addr, immInt(regionBase)});
     return wgmmaDescriptor(b_, addr, fixedBits);
   };
-  std::string opcode =
-      wgmmaOpcode(instrN, at.elem, bt.elem, halfAcc ? DType::F32 : rt.elem); // fp16 sums in fp32
+  std::string opcode = wgmmaOpcode(instrN, at.elem, bt.elem, widenedAcc ? DType::F32 : rt.elem);
   // A and B are K-major: no transpose.
   const std::vector<std::string> immediates = wgmmaImmediates(at.elem, false, false, false);
   std::string accumulate = b_.pure("setp.ne.u32", RegClass::Pred, {"1", "0"});
@@ -383,13 +417,26 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
     b_.inst(opcode, operands);
   };
   if (limit == 0) {
+    // Each tile's packed f16x2 words (fp16 into fp16), unpacked once the dot is done.
+    std::map<std::pair<int64_t, int64_t>, std::vector<std::string>> words;
+    if (packedAcc)
+      for (const auto& [origin, regs] : tiles) {
+        std::vector<std::string> elems;
+        for (int32_t r : regs) elems.push_back(r < 0 ? std::string() : live[r]);
+        words[origin] = packHalfAccumulator(b_, elems);
+      }
     b_.inst("wgmma.fence.sync.aligned", {});
     for (const auto& [origin, regs] : tiles) {
-      std::string list = wgmmaAccumulatorList(regs, live);
+      std::string list = packedAcc ? registerList(words[origin]) : wgmmaAccumulatorList(regs, live);
       for (int64_t k0 = 0; k0 < K; k0 += instrK) issue(origin, list, k0, accumulate);
     }
     b_.inst("wgmma.commit_group.sync.aligned", {});
     b_.inst("wgmma.wait_group.sync.aligned", {"0"});
+    for (const auto& [origin, w] : words) {
+      std::vector<std::string> elems = unpackHalfAccumulator(b_, w);
+      const auto& regs = tiles.at(origin);
+      for (size_t i = 0; i < regs.size(); ++i) live[regs[i]] = elems[i];
+    }
   } else {
     std::string fresh = b_.pure("setp.ne.u32", RegClass::Pred, {"0", "0"});
     for (int64_t c0 = 0; c0 < K;) {
@@ -412,7 +459,7 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
   }
   for (int32_t r = 0; r < static_cast<int32_t>(live.size()); ++r)
     if (r & dup) live[r] = live[r & ~dup];
-  if (halfAcc)
+  if (widenedAcc)
     for (auto& x : live) x = b_.pure("cvt.rn.f16.f32", RegClass::B16, {x});
   bind(op.result(), convert(live, accL, layoutOf(op.result()), rt.elem, op));
 }

@@ -490,6 +490,8 @@ private:
   std::unordered_map<const ir::Value*, layout::LinearLayout> rematLayouts_;
   int64_t sharedBytes_ = 0;
   bool usesShared_ = false;
+  // Products a thread of the dots lowered to per-element FMAs so far (see lowerDot).
+  int64_t fmaDotProducts_ = 0;
   // The async task being lowered: its warps (0 outside tasks), first warp, and the named
   // barrier its internal syncs use (-1 outside tasks).
   int taskWarps_ = 0;

@@ -376,11 +376,7 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
         auto words = aWords.find({origin.first, k0 / instrK});
         if (words == aWords.end())
           throw std::logic_error("codegen: wgmma A fragment missing for a tile");
-        std::string aList = "{";
-        for (size_t i = 0; i < words->second.size(); ++i)
-          aList += (i ? ", " : "") + words->second[i];
-        aList += "}";
-        std::vector<std::string> operands{list, aList, db, accumulate};
+        std::vector<std::string> operands{list, registerList(words->second), db, accumulate};
         operands.insert(operands.end(), immediates.begin(), immediates.end());
         b_.inst(opcode, operands);
       } else {

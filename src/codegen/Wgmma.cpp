@@ -43,14 +43,20 @@ void requireFragmentLanes(const LinearLayout& l, int tigDim, int32_t tigStep, in
   expect(4, groupDim, 4);
 }
 
+std::string registerList(const std::vector<std::string>& regs) {
+  std::string list = "{";
+  for (size_t i = 0; i < regs.size(); ++i) list += (i ? ", " : "") + regs[i];
+  return list + "}";
+}
+
 std::string wgmmaAccumulatorList(const std::vector<int32_t>& regs,
                                  const std::vector<std::string>& live) {
-  std::string list = "{";
-  for (size_t i = 0; i < regs.size(); ++i) {
-    if (regs[i] < 0) throw std::logic_error("codegen: wgmma tile not covered by registers");
-    list += (i ? ", " : "") + live[static_cast<size_t>(regs[i])];
+  std::vector<std::string> picked;
+  for (int32_t r : regs) {
+    if (r < 0) throw std::logic_error("codegen: wgmma tile not covered by registers");
+    picked.push_back(live[static_cast<size_t>(r)]);
   }
-  return list + "}";
+  return registerList(picked);
 }
 
 std::string mmaTypeName(ir::DType t, bool accumulator) {
@@ -115,6 +121,35 @@ std::string packFragmentWord(PtxBuilder& b, const std::vector<std::string>& elem
   std::string lo = b.pure("prmt.b32", RegClass::B32, {x[0], x[1], "64"}); // 0x0040
   std::string hi = b.pure("prmt.b32", RegClass::B32, {x[2], x[3], "64"}); // 0x0040
   return b.pure("prmt.b32", RegClass::B32, {lo, hi, "21520"});            // 0x5410
+}
+
+std::vector<std::string> packHalfAccumulator(PtxBuilder& b, const std::vector<std::string>& elems) {
+  if (elems.size() % 2 != 0)
+    throw std::logic_error("codegen: an fp16 accumulator packs an even number of elements");
+  // Fresh registers, not packFragmentWord's shared pure values: wgmma writes its accumulator in
+  // place, so two words of equal elements (a zero accumulator) must not be one register.
+  std::vector<std::string> words;
+  for (size_t i = 0; i < elems.size(); i += 2) {
+    if (elems[i].empty() || elems[i + 1].empty())
+      throw std::logic_error("codegen: fp16 accumulator word not covered by registers");
+    std::string lo = b.materialize(elems[i], RegClass::B16);
+    std::string hi = b.materialize(elems[i + 1], RegClass::B16);
+    words.push_back(b.newReg(RegClass::B32));
+    b.inst("mov.b32", {words.back(), "{" + lo + ", " + hi + "}"});
+  }
+  return words;
+}
+
+std::vector<std::string> unpackHalfAccumulator(PtxBuilder& b,
+                                               const std::vector<std::string>& words) {
+  std::vector<std::string> elems;
+  for (const auto& w : words) {
+    std::string lo = b.newReg(RegClass::B16), hi = b.newReg(RegClass::B16);
+    b.inst("mov.b32", {"{" + lo + ", " + hi + "}", w});
+    elems.push_back(lo);
+    elems.push_back(hi);
+  }
+  return elems;
 }
 
 bool wgmmaCanTranspose(ir::DType t) {

@@ -21,6 +21,9 @@ class PtxBuilder;
 using WgmmaTiles = std::map<std::pair<int64_t, int64_t>, std::vector<int32_t>>;
 WgmmaTiles wgmmaTiles(const layout::LinearLayout& accL, int32_t instrN);
 
+/// The `{r0, r1, ...}` vector operand of an MMA instruction.
+std::string registerList(const std::vector<std::string>& regs);
+
 /// The `{r0, r1, ...}` accumulator operand of one wgmma tile: `live[regs[i]]` in fragment order.
 std::string wgmmaAccumulatorList(const std::vector<int32_t>& regs,
                                  const std::vector<std::string>& live);
@@ -57,6 +60,16 @@ std::vector<std::string> wgmmaImmediates(ir::DType t, bool aInRegisters, bool aT
 /// bits, as the PTX ISA fragment tables order them.
 std::string packFragmentWord(PtxBuilder& b, const std::vector<std::string>& elems, size_t first,
                              int perWord);
+
+/// The registers of an fp16 accumulator as the f16 forms of wgmma and mma.sync read them: each
+/// .b32 word packs fragment elements 2i (low half) and 2i + 1 (high half), the neighbours along
+/// N. `elems` (b16 registers or fp16 immediates) in fragment order, an even count; each word a
+/// register of its own (the MMA may write it in place).
+std::vector<std::string> packHalfAccumulator(PtxBuilder& b, const std::vector<std::string>& elems);
+
+/// The fp16 elements (fresh b16 registers, in fragment order) of packed accumulator words.
+std::vector<std::string> unpackHalfAccumulator(PtxBuilder& b,
+                                               const std::vector<std::string>& words);
 
 /// Whether wgmma can read operands of type `t` from shared memory MN-major (its transpose
 /// immediates): 16-bit types only; tf32 and the 8-bit types must be K-major.

@@ -5,6 +5,8 @@
 // 8-bit operands (fp8 e4m3 / e5m2, int8 / uint8) take k32 instructions (wgmma m64nNk32,
 // mma.sync m16n8k32 for int8), and wgmma reads them from shared memory K-major only. int8
 // operands accumulate into int32 (s32 wgmma / mma.sync), fp8 ones into fp32 (or fp16 on wgmma).
+// fp16 operands accumulate into fp32 or fp16 (the f16 forms of wgmma and mma.sync); bf16 ones
+// into fp32 only, as Triton's rules have it (the specializer refuses the rest).
 //
 // fp8 (fp8e4nv = e4m3, fp8e5 = e5m2): on sm_90a a wgmma (.e4m3 / .e5m2, mixed allowed) unless
 // its max_num_imprecise_acc is below 32 with an fp32 result (Triton then upcasts to fp16 and uses
@@ -43,6 +45,12 @@ inline bool isMmaInt8(DType t) {
 /// dtype).
 inline bool isInt8Dot(const Type& a, const Type& b, const Type& result) {
   return isMmaInt8(a.elem) && isMmaInt8(b.elem) && result.elem == DType::I32;
+}
+
+/// A dot (or async_dot) of fp16 operands into an fp16 accumulator: wgmma m64nNk16.f16 and
+/// mma.sync m16n8k16 .f16, whose accumulator registers hold two fp16 elements each.
+inline bool isHalfAccumulateDot(const Type& a, const Type& b, const Type& result) {
+  return a.elem == DType::F16 && b.elem == DType::F16 && result.elem == DType::F16;
 }
 
 /// Operand types of 8 bits that tensor cores read (fp8 e4m3 / e5m2, int8 / uint8): k32

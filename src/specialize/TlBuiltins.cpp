@@ -1859,7 +1859,7 @@ Val Specializer::dot(const BoundArgs& a, SourceLoc loc) {
   }
   std::vector<int64_t> outShape = sa;
   outShape[r - 1] = N;
-  ir::Value* acc;
+  ir::Value* acc = nullptr;
   if (a.has("acc")) {
     acc = requireTensorOrScalar(a.get("acc"), a.loc("acc"), "tl.dot's acc");
     if (acc->type().shape != outShape)
@@ -1869,9 +1869,27 @@ Val Specializer::dot(const BoundArgs& a, SourceLoc loc) {
     if (acc->type().elem != out)
       raiseError(a.loc("acc"), "tl.dot's acc is " + acc->type().str() + " but out_dtype is " +
                                    std::string(ir::tlName(out)));
-  } else {
-    acc = constant(Val::integer(0), ir::Type::tensor(out, outShape));
   }
+  // Triton's accumulator rules for floating operands: never bfloat16; bfloat16 and float32
+  // operands into float32 only (an out_dtype of float16 without acc gives float32, as in
+  // Triton: tensor cores have no bf16 x bf16 -> fp16 form); float16 and fp8 ones into float32
+  // or float16.
+  if (ir::isFloat(da) && out == DType::BF16)
+    raiseError(a.has("out_dtype") ? a.loc("out_dtype") : a.loc("acc"),
+               "tl.dot cannot accumulate into bfloat16 (nor can Triton's); accumulate into "
+               "float32 (or float16 for float16 / fp8 operands) and cast the result with "
+               ".to(tl.bfloat16)");
+  if ((da == DType::BF16 || da == DType::F32) && out == DType::F16) {
+    if (acc)
+      raiseError(a.loc("acc"), "tl.dot of " + std::string(ir::tlName(da)) +
+                                   " operands accumulates into float32 only (as Triton's), but "
+                                   "acc is " +
+                                   acc->type().str() +
+                                   "; pass a float32 acc and cast the result with .to(...), or "
+                                   "use float16 operands");
+    out = DType::F32;
+  }
+  if (!acc) acc = constant(Val::integer(0), ir::Type::tensor(out, outShape));
   if (bf16Parts) return Val::runtime(bf16xNDot(x, y, acc, bf16Parts, loc));
   std::vector<ir::NamedAttr> attrs = {ir::attr::Dot::make::inputPrecision(precision)};
   // None is Triton's default (the target's: no limit on sm_90); a limit above K is an error

@@ -23,29 +23,12 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import warpweave.language as tl  # noqa: E402
 
 import eight_bit_dot_kernels as ek  # noqa: E402
+from mma_gpu_testing import launch, seeded, target  # noqa: E402,F401
 
 DEV = "cuda"
 DTYPES = [torch.int8, torch.uint8]
 PTX_NAME = {torch.int8: "s8", torch.uint8: "u8"}
 POISON = -7777
-
-
-@pytest.fixture(autouse=True)
-def seeded():
-    seed = int.from_bytes(os.urandom(4), "little")
-    print(f"random seed {seed}")
-    torch.manual_seed(seed)
-
-
-@pytest.fixture(params=["native", "sm_80"])
-def target(request, monkeypatch):
-    """The target kernels compile for: the GPU's own (sm_90a on Hopper), or sm_80."""
-    monkeypatch.delenv("WARPWEAVE_INTERPRET", raising=False)
-    if request.param == "sm_80":
-        monkeypatch.setenv("WARPWEAVE_TARGET", "sm_80")
-    else:
-        monkeypatch.delenv("WARPWEAVE_TARGET", raising=False)
-    return request.param
 
 
 def operand(shape, dtype):
@@ -68,15 +51,6 @@ def expected_mma(target, dtype, tiny):
     if target == "sm_80" or tiny or torch.cuda.get_device_capability() != (9, 0):
         return f"mma.sync.aligned.m16n8k32.row.col.s32.{names}.s32"
     return rf"wgmma.mma_async.sync.aligned.m64n\d+k32.s32.{names}"
-
-
-def launch(fn, grid, args, consts, warps, stages=3):
-    """Runs fn[grid] and returns the PTX of the kernel it ran: compile_for with the same bound
-    values, options and target (WARPWEAVE_TARGET, else the GPU's) finds that kernel."""
-    fn[grid](*args, **consts, num_warps=warps, num_stages=stages)
-    torch.cuda.synchronize()
-    compiled = fn.compile_for(fn.bind(args, consts), False, (warps, stages, 1))
-    return compiled.kernel.ptx
 
 
 def check_ptx(ptx, target, dtype, tiny=False, pipelined=None):

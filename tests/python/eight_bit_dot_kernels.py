@@ -4,7 +4,8 @@ one dot of whole tiles, a K loop (the software-pipelined matmul shape) and an at
 loop (Q K^T, an exp2 softmax without the running max, P cast to fp8, P V), each with B given as
 the transpose of a loaded [N, K] tile, which is K-major as wgmma needs for 8-bit operands; and
 the K loop with B through its strides (K- or N-contiguous). ACC: the accumulator's type
-(tl.int32 for int8 operands)."""
+(tl.int32 for int8 operands). tests/python/test_f16_accumulate_dot.py and its tests/gpu
+counterpart run tile_dot and matmul on fp16 operands with OUT / ACC = tl.float16."""
 
 import warpweave as ww
 import warpweave.language as tl
