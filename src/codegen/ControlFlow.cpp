@@ -325,6 +325,9 @@ void FunctionLowering::lowerFor(const ir::Op& op) {
   b_.inst(movOpcode(ivClass), {iv, lb});
 
   std::string head = b_.newLabel("for"), exit = b_.newLabel("endfor");
+  // Before the head: a drain here runs once, and before a loop that runs no iteration too.
+  const bool drainAtExit = bulkStoreReadAtLoopHead({&body});
+  const bool pendingAtHead = bulkStoreReadPending_;
   b_.pushScope();
   b_.label(head);
   // Negative constant steps count down; others up (as range() does).
@@ -334,8 +337,6 @@ void FunctionLowering::lowerFor(const ir::Op& op) {
   b_.inst("bra", {exit}, done);
   bind(body.arg(0), {iv});
   for (unsigned k = 0; k < numIters; ++k) bind(body.arg(1 + k), carried[k]);
-  const bool drainAtExit = bulkStoreReadAtLoopHead({&body});
-  const bool pendingAtHead = bulkStoreReadPending_;
   const size_t bodyStart = b_.mutableBody().size();
   for (const auto& inner : body.ops())
     if (inner.get() != body.terminator()) lowerOp(*inner);

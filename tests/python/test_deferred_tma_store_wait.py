@@ -11,7 +11,7 @@ import pytest
 
 import warpweave as ww
 
-from deferred_store_kernels import scaled_tiles
+from deferred_store_kernels import scaled_tiles, summed_tiles
 
 pytestmark = pytest.mark.usefixtures("requires_ptxas")
 
@@ -73,6 +73,38 @@ def test_the_wait_moves_to_the_regions_next_claim(center, odd_only, ptxas):
         "\n".join(task[drains[-1]:first_write + 1])
     log = ptxas(ptx, "sm_90a", verbose=True).log
     assert "C7514" not in log, log
+
+
+def test_a_read_pending_at_an_inner_loop_that_claims_scratch_drains_once_before_it(ptxas):
+    # The previous tile's read is drained before the inner loop (once a tile), not at the top
+    # of every inner iteration; and not inside it, where a loop that runs no iteration would
+    # leave the read pending for the store after it.
+    x = np.zeros((4 * 3 * ROWS + 1, COLS), np.float32)
+    out = np.zeros((4 * ROWS, COLS), np.float32)
+    args = (x, ww.TensorDescriptor.from_tensor(out, [ROWS, COLS]), 4, 3)
+    values = summed_tiles.bind(args, dict(ROWS=ROWS, COLS=COLS))
+    ptx = summed_tiles.compile_for(values, False, (4, 1, 1), target="sm_90a").kernel.ptx
+    task = consumer(instructions(ptx))
+    heads = [i for i, ln in enumerate(task) if re.match(r"\$L_for_\d+:", ln)]
+    assert len(heads) == 2, "\n".join(task)
+    outer, inner = heads
+    inner_end = next(i for i, ln in enumerate(task) if re.match(r"\$L_endfor_\d+:", ln))
+    waits = [i for i, ln in enumerate(task) if ln.endswith(WAIT)]
+    assert any(outer < w < inner for w in waits), "\n".join(task[outer:inner + 1])
+    assert not any(inner < w < inner_end for w in waits), "\n".join(task[inner:inner_end + 1])
+    log = ptxas(ptx, "sm_90a", verbose=True).log
+    assert "C7514" not in log, log
+
+
+def test_the_interpreter_sums_every_tile(rng):
+    n_tiles, n_inner = 3, 2
+    x = rng.standard_normal((n_tiles * n_inner * ROWS + 1, COLS)).astype(np.float32)
+    out = np.full((n_tiles * ROWS, COLS), -7.0, np.float32)
+    summed_tiles[(2,)](x, ww.TensorDescriptor.from_tensor(out, [ROWS, COLS]), n_tiles, n_inner,
+                       ROWS=ROWS, COLS=COLS)  # NumPy arrays: the interpreter
+    blocks = x[:-1].reshape(n_tiles, n_inner, ROWS, COLS)
+    want = (blocks - blocks.max(axis=2, keepdims=True)).sum(axis=1).reshape(-1, COLS)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
 
 
 def test_outside_tasks_the_store_waits_at_once(tmp_path):
