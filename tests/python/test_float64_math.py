@@ -1,4 +1,4 @@
-"""tl.exp / exp2 / log / log2 / sin / cos of float64 values on the GPU targets (Triton computes
+"""tl.exp / exp2 / log / log2 / sin / cos / erf (and libdevice's erfc) of float64 values on the GPU targets (Triton computes
 them with libdevice's fp64 functions; the targets' instructions are fp32 approximations): built
 from libdevice's fp64 pieces (specialize/TlLibdevice.cpp), where code generation refused them.
 Their accuracy is checked by tests/cpp/interp_test.cpp (Float64Math, the same ops in the
@@ -6,6 +6,7 @@ interpreter, within 4 ulps); here the PTX through ptxas for sm_80 / sm_90a / sm_
 interpreter (double precision directly) against NumPy. tests/gpu/test_float64_math_gpu.py runs
 them on the GPU."""
 import importlib
+import math
 import re
 from pathlib import Path
 
@@ -18,7 +19,7 @@ native_loader = importlib.import_module("warpweave._native_loader")
 pytestmark = pytest.mark.skipif(not native_loader.available(),
                                 reason="warpweave._native is not built (pip install .)")
 
-FNS = ["exp", "exp2", "log", "log2", "sin", "cos"]
+FNS = ["exp", "exp2", "log", "log2", "sin", "cos", "erf", "erfc"]
 
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_90a", "sm_100a"])
@@ -39,6 +40,9 @@ def test_float64_math_in_the_interpreter(monkeypatch, fn):
     monkeypatch.setenv("WARPWEAVE_INTERPRET", "1")
     rng = np.random.default_rng(2)
     x = rng.uniform(0.01, 50, 1000) if fn.startswith("log") else rng.uniform(-50, 50, 1000)
+    if fn.startswith("erf"):
+        x = rng.uniform(-8, 8, 1000)
     out = np.full_like(x, np.nan)
     fk.float64_math[(4, )](x, out, x.size, FN=fn, BLOCK=256)
-    np.testing.assert_allclose(out, getattr(np, fn)(x), rtol=1e-15)
+    ref = np.array([getattr(math, fn)(v) for v in x]) if fn.startswith("erf") else getattr(np, fn)(x)
+    np.testing.assert_allclose(out, ref, rtol=1e-15 if not fn.startswith("erf") else 1e-14)
