@@ -1,9 +1,35 @@
-"""Kernels accumulating in fp16 (tests/python/test_f16_accumulate_pipeline.py): a K loop through
-tlx.async_dot into an fp16 register accumulator."""
+"""The matmul K loop accumulating in fp16, shared by tests/python/test_f16_accumulate_pipeline.py
+and tests/gpu/test_f16_accumulate_dot_gpu.py: A [M, K] and B [K, N] through their strides
+(Triton's tutorial form), masked at the edges, summed into an fp16 accumulator as
+`acc = tl.dot(a, b, acc)` or (ADD) `acc += tl.dot(a, b, out_dtype=tl.float16)`; and the same
+sum through tlx.async_dot into an fp16 accumulator."""
 
 import warpweave as ww
 import warpweave.language as tl
 from warpweave import tlx
+
+
+@ww.jit
+def matmul_f16_acc(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                   stride_cm, stride_cn, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                   ADD: tl.constexpr = False):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :] * stride_ak
+    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :] * stride_bn
+    acc = tl.zeros((BM, BN), dtype=tl.float16)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & (rk[None, :] < K - k * BK), other=0.0)
+        b = tl.load(b_ptrs, mask=(rk[:, None] < K - k * BK) & (rn[None, :] < N), other=0.0)
+        if ADD:
+            acc += tl.dot(a, b, out_dtype=tl.float16)
+        else:
+            acc = tl.dot(a, b, acc)
+        a_ptrs += BK * stride_ak
+        b_ptrs += BK * stride_bk
+    tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc,
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
 @ww.jit
