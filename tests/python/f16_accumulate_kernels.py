@@ -1,8 +1,8 @@
 """The matmul K loop accumulating in fp16, shared by tests/python/test_f16_accumulate_pipeline.py
 and tests/gpu/test_f16_accumulate_dot_gpu.py: A [M, K] and B [K, N] through their strides
 (Triton's tutorial form), masked at the edges, summed into an fp16 accumulator as
-`acc = tl.dot(a, b, acc)` or (ADD) `acc += tl.dot(a, b, out_dtype=tl.float16)`; and the same
-sum through tlx.async_dot into an fp16 accumulator."""
+`acc = tl.dot(a, b, acc)` or (ADD) `acc += tl.dot(a, b, out_dtype=tl.float16)`; the loop
+through TMA descriptors; and the same sum through tlx.async_dot into an fp16 accumulator."""
 
 import warpweave as ww
 import warpweave.language as tl
@@ -30,6 +30,19 @@ def matmul_f16_acc(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk
         b_ptrs += BK * stride_bk
     tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc,
              mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@ww.jit
+def tma_matmul_f16_acc(a_desc, bt_desc, c_desc, K, BM: tl.constexpr, BN: tl.constexpr,
+                       BK: tl.constexpr):
+    """The K loop through host descriptors (tutorial 09's form): A [M, K] and B^T [N, K] tiles,
+    an fp16 accumulator, the tile stored through c_desc."""
+    row = tl.program_id(0) * BM
+    col = tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float16)
+    for kk in range(0, tl.cdiv(K, BK)):
+        acc = tl.dot(a_desc.load([row, kk * BK]), bt_desc.load([col, kk * BK]).T, acc)
+    c_desc.store([row, col], acc)
 
 
 @ww.jit

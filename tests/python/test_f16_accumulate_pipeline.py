@@ -2,10 +2,10 @@
 eight_bit_dot_kernels.matmul with ACC = tl.float16).
 
 The software pipeline takes matmul K loops accumulating in fp16 as it takes fp32 ones: the
-loads become cp.async copies into num_stages buffers and the dot an async wgmma
-m64nNk16.f16.f16.f16 with one MMA in flight (wgmma.wait_group 1), its accumulator carried
-across iterations as wgmma's packed words (instrN / 4 registers of two fp16 a tile) and
-unpacked once, after the loop's last wait. ptxas takes the kernels without spills or serialized
+loads become cp.async (through descriptors: TMA) copies into num_stages buffers and the dot an
+async wgmma m64nNk16.f16.f16.f16 with one MMA in flight (wgmma.wait_group 1), its accumulator
+carried across iterations as wgmma's packed words (instrN / 4 registers of two fp16 a tile)
+and unpacked once, after the loop's last wait. ptxas takes the kernels without spills or serialized
 wgmmas at 128x128x64 / 4 warps and 128x256x64 / 8 warps, 3 stages. The interpreter runs the
 pipelined sm_90a Tile IR: its results equal those of the plain form (num_stages=1, a
 synchronous tl.dot per iteration) bit for bit, and a float32 NumPy product within fp16
@@ -20,6 +20,7 @@ import re
 import numpy as np
 import pytest
 
+import warpweave as ww
 import warpweave.language as tl
 
 import eight_bit_dot_kernels as ek
@@ -148,6 +149,33 @@ def test_fp32_accumulator_kernel_is_unchanged_by_the_f16_path():
     assert not re.search(r"mov\.b32 \{%\w+, %\w+\}", k.ptx)
 
 
+def tma_args(a, b, BM, BN, BK):
+    M, K = a.shape
+    N = b.shape[1]
+    c = np.full((M, N), np.nan, np.float16)
+    descs = (ww.TensorDescriptor.from_tensor(a, [BM, BK]),
+             ww.TensorDescriptor.from_tensor(np.ascontiguousarray(b.T), [BN, BK]),
+             ww.TensorDescriptor.from_tensor(c, [BM, BN]))
+    return descs + (K, ), c
+
+
+@pytest.mark.parametrize("BM,BN,BK,warps", [(128, 128, 64, 4), (128, 256, 64, 8)])
+def test_tma_k_loop_is_pipelined(BM, BN, BK, warps, ptxas):
+    """Loads through host descriptors: TMA copies into the stages, one barrier a slot."""
+    args, _ = tma_args(*operands(1024, 1024, 1024), BM, BN, BK)
+    k = compiled(fk.tma_matmul_f16_acc, args, dict(BM=BM, BN=BN, BK=BK), "sm_90a", warps, 3)
+    ir = k.tile_ir
+    assert " = dot " not in ir and " desc_load " not in ir, ir
+    assert ir.count("async_desc_load ") == 2 * 3 and "{pendings = 1}" in ir, ir
+    body = loop_body(k.ptx)
+    assert re.search(WGMMA, body) and "cp.async.bulk.tensor" in body
+    assert body.count("wgmma.wait_group.sync.aligned 1;") == 1
+    assert "wgmma.wait_group.sync.aligned 0;" not in body
+    log = ptxas(k.ptx, "sm_90a", verbose=True).log
+    assert re.search(r"0 bytes spill stores, 0 bytes spill loads", log), log
+    assert "serialized" not in log and not re.search(r"C751\d", log), log
+
+
 # ---- the interpreter, which runs the pipelined sm_90a Tile IR ----------------------------------
 
 
@@ -185,6 +213,16 @@ def test_interpreter_matches_the_plain_form(rng, M, N, K, BM, BN, BK, warps, sta
     # Each iteration's dot rounds its sum to fp16 once, pipelined or not.
     np.testing.assert_array_equal(piped, plain)
     close_to_f32(piped, a, b)
+
+
+@pytest.mark.parametrize("M,N,K,stages", [(200, 136, 328, 3), (130, 72, 40, 4)])
+def test_tma_k_loop_in_interpreter(rng, M, N, K, stages):
+    a, b = operands(M, N, K, rng)
+    args, c = tma_args(a, b, 64, 64, 32)
+    compiled = fk.tma_matmul_f16_acc[(-(-M // 64), -(-N // 64))](*args, BM=64, BN=64, BK=32,
+                                                                 num_warps=4, num_stages=stages)
+    assert compiled.interpret and "async_desc_load " in compiled.kernel.tile_ir
+    close_to_f32(c, a, b)
 
 
 def test_interpreted_ir_is_the_pipelined_one():
