@@ -1,6 +1,7 @@
 // Structured control flow: for / if / while over per-thread registers. Loop-carried values live
 // in fixed registers updated by a parallel copy at the end of each iteration.
 #include "codegen/Lowering.h"
+#include "codegen/Wgmma.h"
 
 #include <algorithm>
 #include <cctype>
@@ -309,10 +310,25 @@ void FunctionLowering::lowerFor(const ir::Op& op) {
   std::vector<Regs> carried(numIters);
   FlatRegs flat;
   std::vector<std::string> initFlat;
+  // Which carried values are wgmma's packed fp16 accumulator words (packedHalfValues_): the
+  // loop carries the words, packing an init that comes as elements and unpacking the result
+  // after the loop where its readers want elements.
+  auto carriesWords = [&](unsigned k) { return packedHalfValues_.count(body.arg(1 + k)) != 0; };
   for (unsigned k = 0; k < numIters; ++k) {
-    const Regs& init = operand(op, 3 + k);
-    RegClass c = carriedClass(op.result(k)->type());
-    bool reuse = carriesInitInPlace(op, 3 + k, init);
+    const ir::Value* initValue = op.operand(3 + k);
+    Regs packedInit;
+    bool packedHere = false;
+    if (carriesWords(k)) {
+      packedHere = !packedHalfValues_.count(initValue);
+      packedInit =
+          packedHere ? packHalfAccumulator(b_, operand(op, 3 + k)) : halfWordsOf(initValue);
+    }
+    const Regs& init = carriesWords(k) ? packedInit : operand(op, 3 + k);
+    RegClass c = carriesWords(k) ? RegClass::B32 : carriedClass(op.result(k)->type());
+    // Words packed here are fresh registers; the others, like elements, are carried in place
+    // only as an accumulator nothing else reads.
+    bool reuse = packedHere || (carriesWords(k) ? isUnsharedAsyncDotResult(fn_.body, initValue, &op)
+                                                : carriesInitInPlace(op, 3 + k, init));
     for (const auto& x : init) {
       carried[k].push_back(reuse ? x : b_.newReg(c));
       flat.regs.push_back(carried[k].back());
@@ -336,7 +352,12 @@ void FunctionLowering::lowerFor(const ir::Op& op) {
   b_.inst(std::string(down ? "setp.le." : "setp.ge.") + it, {done, iv, ub});
   b_.inst("bra", {exit}, done);
   bind(body.arg(0), {iv});
-  for (unsigned k = 0; k < numIters; ++k) bind(body.arg(1 + k), carried[k]);
+  for (unsigned k = 0; k < numIters; ++k) {
+    if (carriesWords(k))
+      halfWords_[body.arg(1 + k)] = carried[k];
+    else
+      bind(body.arg(1 + k), carried[k]);
+  }
   const size_t bodyStart = b_.mutableBody().size();
   for (const auto& inner : body.ops())
     if (inner.get() != body.terminator()) lowerOp(*inner);
@@ -349,7 +370,7 @@ void FunctionLowering::lowerFor(const ir::Op& op) {
     // (coalesceCarried). For other values ptxas coalesces the copies itself, and longer live
     // ranges can cost registers where a kernel has few (64 at 32 warps).
     bool acc = isUnsharedAsyncDotResult(body, yield->operand(k), yield);
-    for (const auto& x : operand(*yield, k)) {
+    for (const auto& x : carriesWords(k) ? halfWordsOf(yield->operand(k)) : operand(*yield, k)) {
       next.push_back(x);
       accumulator.push_back(acc);
     }
@@ -362,7 +383,14 @@ void FunctionLowering::lowerFor(const ir::Op& op) {
   b_.label(exit);
   bulkStoreReadPending_ = bulkStoreReadPending_ || pendingAtHead;
   if (drainAtExit) drainBulkStoreRead();
-  for (unsigned k = 0; k < numIters; ++k) bind(op.result(k), carried[k]);
+  for (unsigned k = 0; k < numIters; ++k) {
+    if (!carriesWords(k))
+      bind(op.result(k), carried[k]);
+    else if (packedHalfValues_.count(op.result(k)))
+      halfWords_[op.result(k)] = carried[k];
+    else
+      bind(op.result(k), unpackHalfAccumulator(b_, carried[k]));
+  }
 }
 
 void FunctionLowering::lowerIf(const ir::Op& op) {

@@ -1409,6 +1409,7 @@ PtxKernel FunctionLowering::run() {
           {warpIndex_,
            b_.pure("shr.u32", RegClass::B32, {b_.pure("mov.u32", RegClass::B32, {"%tid.x"}), "5"}),
            "0", "31", "-1"});
+  planPackedHalfAccumulators();
   lowerBlock(fn_.body);
   b_.eliminateDeadInstructions();
   if (deviceTensorMaps_) {

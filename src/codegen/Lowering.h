@@ -419,6 +419,13 @@ private:
   /// tlx.async_dot (wgmma from TLX buffers) and tlx.async_dot_wait (TlxAsyncDot.cpp).
   void lowerAsyncDot(const ir::Op& op);
   void lowerAsyncDotWait(const ir::Op& op);
+  /// Finds the values that stay wgmma's packed fp16 accumulator words (packedHalfValues_):
+  /// results of async_dots into fp16 of fp16 operands, passed on by async_dot_wait and carried
+  /// by for loops, as long as every reader takes the words (TlxAsyncDot.cpp).
+  void planPackedHalfAccumulators();
+  /// The packed words of `v`, one of packedHalfValues_, once lowered: word w holds the
+  /// elements of registers 2w (low half) and 2w + 1 of `v`'s layout.
+  const Regs& halfWordsOf(const ir::Value* v) const;
   /// Warp specialization (TlxTasks.cpp): each async_task runs on its own warp range (branch on
   /// %tid), with setmaxnreg for its register budget and named barriers for its internal syncs.
   void lowerAsyncTasks(const ir::Op& op);
@@ -483,6 +490,11 @@ private:
   PtxBuilder b_;
   layout::LayoutMap layouts_;
   std::unordered_map<const ir::Value*, Regs> values_;
+  // An fp16 accumulator the MMA may still be writing is held as its packed words, not as
+  // elements: unpacking it would read registers of a wgmma in flight, and ptxas then waits
+  // there and serializes every wgmma of the kernel. Such values have words, not values_.
+  std::unordered_set<const ir::Value*> packedHalfValues_;
+  std::unordered_map<const ir::Value*, Regs> halfWords_;
   // Converted operands, keyed by (user op, operand index).
   std::unordered_map<const ir::Op*, std::unordered_map<unsigned, Regs>> converted_;
   std::unordered_map<const ir::Value*, int> uses_; // operand uses of every value

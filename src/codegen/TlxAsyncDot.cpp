@@ -9,6 +9,8 @@
 #include <climits>
 #include <set>
 #include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
 
 namespace ww::codegen {
 
@@ -187,6 +189,104 @@ bool isZeroConstant(const ir::Value* v) {
 
 } // namespace
 
+const Regs& FunctionLowering::halfWordsOf(const ir::Value* v) const {
+  auto it = halfWords_.find(v);
+  if (it == halfWords_.end())
+    throw std::logic_error("codegen: packed fp16 accumulator used before it was lowered (" +
+                           v->type().str() + ")");
+  return it->second;
+}
+
+void FunctionLowering::planPackedHalfAccumulators() {
+  std::unordered_set<const ir::Value*>& packed = packedHalfValues_;
+  packed.clear();
+  std::unordered_map<const ir::Value*, std::vector<std::pair<const ir::Op*, unsigned>>> readers;
+  std::vector<const ir::Op*> dots;
+  ir::walk(fn_.body, [&](const ir::Op& op) {
+    for (unsigned i = 0; i < op.numOperands(); ++i) readers[op.operand(i)].emplace_back(&op, i);
+    if (op.code() == OpCode::AsyncDot) dots.push_back(&op);
+  });
+  auto enclosingFor = [](const ir::Op& op) -> const ir::Op* {
+    const ir::Op* loop = op.parentBlock() ? op.parentBlock()->parentOp() : nullptr;
+    return loop && loop->code() == OpCode::For ? loop : nullptr;
+  };
+  // A loop carries value k as words when its body argument is kept packed; its result is
+  // unpacked after the loop where its readers want elements.
+  auto slotPacked = [&](const ir::Op& loop, unsigned k) {
+    return packed.count(loop.region(0)->arg(k + 1)) != 0;
+  };
+  // The candidates: fp16 results of async_dots (their layouts without broadcast copies, which
+  // words would not keep in step) and every value their words reach through async_dot_wait and
+  // for loops.
+  std::vector<const ir::Value*> work;
+  auto add = [&](const ir::Value* v) {
+    if (packed.insert(v).second) work.push_back(v);
+  };
+  for (const ir::Op* dot : dots) {
+    const ir::Value* r = dot->result();
+    if (!ir::isHalfAccumulateDot(dot->operand(0)->type(), dot->operand(1)->type(), r->type()) ||
+        !layouts_.hasLayout(r))
+      continue;
+    const LinearLayout& l = layouts_.layout(r);
+    if (pairsHalfAccumulatorRegisters(l) && l.freeVariableMask(layout::kRegister) == 0) add(r);
+  }
+  while (!work.empty()) {
+    const ir::Value* v = work.back();
+    work.pop_back();
+    for (const auto& [op, i] : readers[v]) {
+      if (op->code() == OpCode::AsyncDotWait && i < op->numResults()) add(op->result(i));
+      if (const ir::Op* loop = op->code() == OpCode::Yield ? enclosingFor(*op) : nullptr) {
+        add(loop->region(0)->arg(i + 1));
+        add(loop->result(i));
+      }
+    }
+  }
+  // Minus, until none is left to drop, those read by an op that wants elements (or in another
+  // layout) and those whose words' source is dropped.
+  auto takesWords = [&](const ir::Op& op, unsigned i) {
+    if (layouts_.needsConversion(op, i)) return false;
+    switch (op.code()) {
+    case OpCode::AsyncDot:
+      return i == 2 && ir::isHalfAccumulateDot(op.operand(0)->type(), op.operand(1)->type(),
+                                               op.result()->type());
+    case OpCode::AsyncDotWait:
+      return true;
+    case OpCode::For:
+      return i >= 3 && slotPacked(op, i - 3);
+    case OpCode::Yield: {
+      const ir::Op* loop = enclosingFor(op);
+      return loop && slotPacked(*loop, i);
+    }
+    default:
+      return false;
+    }
+  };
+  auto wordsFed = [&](const ir::Value* v) {
+    const ir::Op* loop = v->isBlockArg() ? v->ownerBlock()->parentOp() : v->def();
+    unsigned k = v->isBlockArg() ? v->index() - 1 : 0;
+    if (!v->isBlockArg()) {
+      if (loop->code() == OpCode::AsyncDot) return true;
+      while (loop->result(k) != v) ++k;
+      if (loop->code() == OpCode::AsyncDotWait) return packed.count(loop->operand(k)) != 0;
+      if (!slotPacked(*loop, k)) return false;
+    }
+    return packed.count(loop->region(0)->terminator()->operand(k)) != 0;
+  };
+  for (bool dropped = true; dropped;) {
+    dropped = false;
+    for (auto it = packed.begin(); it != packed.end();) {
+      bool keep = wordsFed(*it);
+      for (const auto& [op, i] : readers[*it]) keep = keep && takesWords(*op, i);
+      if (keep) {
+        ++it;
+      } else {
+        it = packed.erase(it);
+        dropped = true;
+      }
+    }
+  }
+}
+
 void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
   if (options_.target != Target::SM90a)
     raiseError(op.loc(), "tlx.async_dot lowers to wgmma, which only sm_90a has; compile for "
@@ -204,9 +304,14 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
     raiseError(op.loc(), "tlx.async_dot of " + at.str() + " and " + bt.str() +
                              " is not supported; wgmma takes fp16 or bf16 operands of one type, "
                              "fp8 ones (fp8e4nv / fp8e5) or int8 / uint8 ones");
-  if (rt.elem != (int8 ? DType::I32 : DType::F32))
-    raiseError(op.loc(), std::string("tlx.async_dot of ") + (int8 ? "int8" : "floating") +
-                             " operands accumulates in " + (int8 ? "int32" : "fp32") +
+  // fp16 operands may accumulate into fp16: wgmma's f16 form, whose accumulator registers each
+  // hold two elements (packed words, see packedHalfValues_).
+  const bool halfAcc = ir::isHalfAccumulateDot(at, bt, rt);
+  if (!halfAcc && rt.elem != (int8 ? DType::I32 : DType::F32))
+    raiseError(op.loc(), std::string("tlx.async_dot of ") +
+                             (int8 ? "int8 operands accumulates in int32"
+                                   : "floating operands accumulates in fp32 (fp16 operands also "
+                                     "in fp16)") +
                              " only, got " + rt.str());
   SmemOperand aS = aInRegs ? SmemOperand{true, true} : smemOperand(op.operand(0), true);
   SmemOperand bS = smemOperand(op.operand(1), false);
@@ -242,8 +347,13 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
                    "; use M a multiple of 64 and num_warps a multiple of 4");
   const LinearLayout& accL = dl->acc;
   int32_t instrN = dl->instrN;
-  // Each wgmma: instrN / 2 accumulator registers, and 4 of A when A comes from registers.
-  requireLaunchRegisters(op, wgmmaRegisterNeed(instrN / 2, aInRegs ? 4 : 0),
+  if (halfAcc && !pairsHalfAccumulatorRegisters(accL))
+    throw std::logic_error("codegen: async_dot's fp16 accumulator layout does not pair its "
+                           "registers as wgmma's f16 words: " +
+                           accL.str());
+  // Each wgmma: instrN / 2 accumulator registers (instrN / 4 packed fp16 ones), and 4 of A when
+  // A comes from registers.
+  requireLaunchRegisters(op, wgmmaRegisterNeed(instrN / (halfAcc ? 4 : 2), aInRegs ? 4 : 0),
                          "tlx.async_dot's m64n" + std::to_string(instrN) + " wgmma");
   int bytes = ir::byteWidth(at.elem);
   int64_t instrK = 32 / bytes; // 32 bytes of K per instruction (rows of 32 bytes or more)
@@ -272,10 +382,21 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
   if (ir::attr::AsyncDot::hasPred(op)) {
     skip = b_.newLabel("async_dot_skip");
   }
-  Regs acc = operand(op, 2);
+  // The accumulator's registers, written in place by the wgmmas: an fp16 one's packed words
+  // (word w: elements 2w and 2w + 1), as it arrives when kept packed or packed here.
+  const bool packedIn = packedHalfValues_.count(op.operand(2)) != 0;
+  Regs acc;
+  if (packedIn) {
+    acc = halfWordsOf(op.operand(2));
+  } else {
+    acc = operand(op, 2);
+    if (halfAcc) acc = zeroAcc ? Regs(acc.size() / 2) : packHalfAccumulator(b_, acc);
+  }
   Regs live(acc.size());
-  bool inPlace = accumulatesInPlace(fn_.body, op);
-  const RegClass accClass = regClassOf(rt.elem); // f32, or b32 for int32
+  // Words packed here are fresh registers already.
+  bool inPlace = (halfAcc && !packedIn) || accumulatesInPlace(fn_.body, op);
+  // f32, b32 for int32 and for fp16 words.
+  const RegClass accClass = halfAcc ? RegClass::B32 : regClassOf(rt.elem);
   for (size_t r = 0; r < acc.size(); ++r) {
     if (zeroAcc) {
       live[r] = b_.newReg(accClass);
@@ -289,6 +410,18 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
     b_.inst(accClass == RegClass::F32 ? "mov.f32" : "mov.b32",
             {live[r], b_.materialize(acc[r], accClass)});
   }
+  // Each tile's accumulator operand: its fragment registers, or for fp16 the words of each
+  // fragment pair (fragment elements 2i and 2i + 1 are registers 2w and 2w + 1).
+  auto accumulatorList = [&](const std::vector<int32_t>& regs) {
+    if (!halfAcc) return wgmmaAccumulatorList(regs, live);
+    std::vector<std::string> words;
+    for (size_t i = 0; i < regs.size(); i += 2) {
+      if (regs[i] < 0 || regs[i] % 2 != 0 || regs[i + 1] != regs[i] + 1)
+        throw std::logic_error("codegen: wgmma f16 fragment pair is not a packed word");
+      words.push_back(live.at(static_cast<size_t>(regs[i] / 2)));
+    }
+    return registerList(words);
+  };
   if (!skip.empty())
     b_.inst("bra", {skip}, b_.materialize(operand(op, next).at(0), RegClass::Pred), true);
 
@@ -367,7 +500,7 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
   b_.inst("wgmma.fence.sync.aligned", {});
   for (const auto& [origin, regs] : tiles) {
     std::string accumulate = firstAccumulate;
-    std::string list = wgmmaAccumulatorList(regs, live);
+    std::string list = accumulatorList(regs);
     for (int64_t k0 = 0; k0 < K; k0 += instrK) {
       int64_t bOff = bByte(k0, origin.second);
       std::string db = bSteps ? wgmmaDescriptorStep(b_, bDescBase, bOff)
@@ -394,6 +527,12 @@ void FunctionLowering::lowerAsyncDot(const ir::Op& op) {
   b_.inst("wgmma.commit_group.sync.aligned", {});
   if (!skip.empty()) b_.label(skip);
   int32_t dup = accL.freeVariableMask(layout::kRegister);
+  if (halfAcc && packedHalfValues_.count(op.result())) {
+    halfWords_[op.result()] = std::move(live);
+    return;
+  }
+  // Elements read while the MMA may be in flight: ptxas waits for it first.
+  if (halfAcc) live = unpackHalfAccumulator(b_, live);
   for (int32_t r = 0; r < static_cast<int32_t>(live.size()); ++r)
     if (r & dup) live[r] = live[r & ~dup];
   bind(op.result(), std::move(live));
@@ -407,8 +546,18 @@ void FunctionLowering::lowerAsyncDotWait(const ir::Op& op) {
     raiseError(op.loc(), "tlx.async_dot_wait(" + std::to_string(pendings) +
                              ") is out of range; wgmma.wait_group takes 0 to 7");
   b_.inst("wgmma.wait_group.sync.aligned", {immInt(pendings)});
-  for (unsigned i = 0; i < op.numResults() && i < op.numOperands(); ++i)
-    bind(op.result(i), operand(op, i));
+  for (unsigned i = 0; i < op.numResults() && i < op.numOperands(); ++i) {
+    const ir::Value* v = op.operand(i);
+    if (!packedHalfValues_.count(v)) {
+      bind(op.result(i), operand(op, i));
+    } else if (packedHalfValues_.count(op.result(i))) {
+      halfWords_[op.result(i)] = halfWordsOf(v);
+    } else {
+      // Its readers want elements: unpacked here, after the wait, as the plain tl.dot lowering
+      // unpacks after its own (an MMA this wait leaves in flight is waited for by ptxas).
+      bind(op.result(i), unpackHalfAccumulator(b_, halfWordsOf(v)));
+    }
+  }
 }
 
 } // namespace ww::codegen

@@ -152,6 +152,12 @@ std::vector<std::string> unpackHalfAccumulator(PtxBuilder& b,
   return elems;
 }
 
+bool pairsHalfAccumulatorRegisters(const LinearLayout& accL) {
+  if (accL.getInDimSizeLog2(layout::kRegister) < 1 || accL.numOutDims() != 2) return false;
+  const auto& step = accL.getBasis(layout::kRegister, 0);
+  return step[0] == 0 && step[1] == 1;
+}
+
 bool wgmmaCanTranspose(ir::DType t) {
   return t == ir::DType::F16 || t == ir::DType::BF16;
 }

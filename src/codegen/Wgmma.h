@@ -71,6 +71,12 @@ std::vector<std::string> packHalfAccumulator(PtxBuilder& b, const std::vector<st
 std::vector<std::string> unpackHalfAccumulator(PtxBuilder& b,
                                                const std::vector<std::string>& words);
 
+/// Whether the registers of accumulator layout `accL` pair up as packed fp16 accumulator words
+/// do: register bit 0 steps N by one (the two elements of a word), so registers 2w and 2w + 1
+/// are the low and high halves of word w and the register-ordered elements pack in order
+/// (packHalfAccumulator). True of the wgmma and mma.sync accumulator layouts.
+bool pairsHalfAccumulatorRegisters(const layout::LinearLayout& accL);
+
 /// Whether wgmma can read operands of type `t` from shared memory MN-major (its transpose
 /// immediates): 16-bit types only; tf32 and the 8-bit types must be K-major.
 bool wgmmaCanTranspose(ir::DType t);

@@ -27,7 +27,10 @@
 // for loops the K loop sits in (a persistent kernel's tile loop), which carry the ring's slot
 // and phase from one pass of the K loop to the next. A dot loop whose loads through in-kernel
 // descriptors do not fit the TMA rewrite has them rewritten into pointer loads and is tried
-// again (cp.async). A loop that does not fit this shape is left as it is.
+// again (cp.async). A loop that does not fit this shape is left as it is. An fp16 accumulator of
+// fp16 operands is taken as an fp32 one is: the async wgmma is the .f16 form, whose registers the
+// codegen carries through the loop as packed words (two fp16 each) and unpacks after the last
+// wait (the attention and multi-dot forms below, and sm_100a, keep fp32 accumulators only).
 //
 // Attention loops (`s = tl.dot(q, tl.trans(k))` with q loop-invariant, softmax, then
 // `o = tl.dot(p, v, o)`) get the same copies for K and V, with Q stored once into its own
@@ -571,7 +574,11 @@ private:
     if (dots.size() != 2) return false;
     Op* scores = dots[0];
     Op* pv = dots[1];
+    // fp16 accumulators are taken by the one-dot form only (not built here yet).
     auto shaped = [&](const Op& dot) {
+      if (ir::isHalfAccumulateDot(dot.operand(0)->type(), dot.operand(1)->type(),
+                                  dot.result()->type()))
+        return false;
       return tcgen05_ ? tcgen05Shaped(dot, fn_.numWarps) : wgmmaShaped(dot, fn_.numWarps);
     };
     if (!shaped(*scores) || !shaped(*pv)) return false;
@@ -787,6 +794,10 @@ private:
     for (Op* dot : plan.dots) {
       DType e = dot->operand(0)->type().elem;
       if ((e != DType::F16 && e != DType::BF16) || !wgmmaShaped(*dot, fn_.numWarps)) return false;
+      // fp16 accumulators are taken by the one-dot form only (not built here yet).
+      if (ir::isHalfAccumulateDot(dot->operand(0)->type(), dot->operand(1)->type(),
+                                  dot->result()->type()))
+        return false;
       if (ir::attr::Dot::maxNumImpreciseAcc(*dot) != 0) return false;
       Value* a = dot->operand(0);
       // An A loaded in the loop would want copies of its own (not done: such loops stay as
@@ -2290,8 +2301,9 @@ private:
 
 /// The shapes the sm_90a async_dot lowering takes (wgmma from NVMMA-swizzled buffers): fp16 /
 /// bf16 or fp8 (e4m3 / e5m2, mixed) into fp32, the fp8 ones accumulating in place (no
-/// max_num_imprecise_acc partial accumulator, see ir/DotTypes.h), or int8 / uint8 into int32;
-/// 8-bit operands read K-major (checked by the callers).
+/// max_num_imprecise_acc partial accumulator, see ir/DotTypes.h), fp16 into fp16 (wgmma's f16
+/// accumulator, packed words), or int8 / uint8 into int32; 8-bit operands read K-major (checked
+/// by the callers).
 bool wgmmaShaped(const ir::Op& dot, int numWarps) {
   const Type& at = dot.operand(0)->type();
   const Type& bt = dot.operand(1)->type();
@@ -2301,7 +2313,8 @@ bool wgmmaShaped(const ir::Op& dot, int numWarps) {
   bool fp8 = ir::isFp8Dot(at, bt) && !ir::fp8DotAvoidsWgmma(dot) &&
              ir::fp8PartialAccumulatorChunk(dot) == 0;
   bool int8 = ir::isInt8Dot(at, bt, rt);
-  if (!int8 && ((!sixteen && !fp8) || rt.elem != DType::F32)) return false;
+  bool halfAcc = ir::isHalfAccumulateDot(at, bt, rt);
+  if (!int8 && !halfAcc && ((!sixteen && !fp8) || rt.elem != DType::F32)) return false;
   int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
   return numWarps % 4 == 0 && M % 64 == 0 && N % 16 == 0 && K % (sixteen ? 16 : 32) == 0 &&
          isPowerOf2(M) && isPowerOf2(N) && isPowerOf2(K);

@@ -135,9 +135,12 @@ private:
   }
 
   /// What the async_dot lowering takes (transforms::wgmmaShaped), with N at most 256: one wgmma
-  /// per k step of the ring's stages.
+  /// per k step of the ring's stages. Not an fp16 accumulator (the software pipeliner takes
+  /// those; not built here yet).
   bool wgmmaShaped(const Op& dot) const {
-    return transforms::wgmmaShaped(dot, fn_.numWarps) && dot.operand(1)->type().shape[1] <= 256;
+    return transforms::wgmmaShaped(dot, fn_.numWarps) && dot.operand(1)->type().shape[1] <= 256 &&
+           !ir::isHalfAccumulateDot(dot.operand(0)->type(), dot.operand(1)->type(),
+                                    dot.result()->type());
   }
 
   /// A desc_load TMA can issue from the producer: a 2-D load through a host descriptor or a
