@@ -39,6 +39,27 @@ def cdiv(x, y):
     return -(-x // y)
 
 
+@ww.jit
+def persistent_promoted(a_desc, bt_desc, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
+                        BK: tl.constexpr, NUM_PROGRAMS: tl.constexpr):
+    """Tiles of C [M, N] (fp32) = A [M, K] @ B, B given as B^T [N, K] through host descriptors,
+    a persistent loop over the tiles around the promoted K loop (its TMA ring's slot and phase
+    carried through the tile loop)."""
+    tiles_n = tl.cdiv(N, BN)
+    for tile in range(tl.program_id(0), tl.cdiv(M, BM) * tiles_n, NUM_PROGRAMS):
+        tm = tile // tiles_n
+        tn = tile % tiles_n
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for kk in range(tl.cdiv(K, BK)):
+            a = a_desc.load([tm * BM, kk * BK])
+            bt = bt_desc.load([tn * BN, kk * BK])
+            acc = tl.dot(a, bt.T, acc, max_num_imprecise_acc=BK)
+        rm = tm * BM + tl.arange(0, BM)
+        rn = tn * BN + tl.arange(0, BN)
+        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc,
+                 mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
 def fp8(rng, shape, dtype):
     # Normal values rounded to fp8: the fp32 sums round, so orders of addition show.
     return rng.standard_normal(shape).astype(np.float32).astype(NUMPY[dtype])
@@ -251,3 +272,35 @@ def test_scaled_mm_promoted_in_interpreter_matches_unpipelined(kernel):
     np.testing.assert_array_equal(outs[0], outs[1])
     ref = (a.astype(np.float64) @ bt.astype(np.float64).T) * sa[:, None] * sb[None, :]
     np.testing.assert_allclose(outs[0], ref, rtol=1e-5, atol=1e-4 * np.abs(ref).max())
+
+
+def test_persistent_tma_promoted_loop(ptxas):
+    """The promoted TMA K loop inside a persistent tile loop: bit-identical to num_stages=1 in
+    the interpreter, and its PTX (128x128x128, 8 warps, 4 stages) without spills."""
+    rng = np.random.default_rng(13)
+    M, N, K = 200, 136, 320
+    a, bt = fp8(rng, (M, K), "fp8e4nv"), fp8(rng, (N, K), "fp8e5")
+    outs = []
+    for stages in (3, 1):
+        c = np.full((M, N), np.nan, np.float32)
+        da = ww.TensorDescriptor.from_tensor(a, [64, 64])
+        db = ww.TensorDescriptor.from_tensor(bt, [64, 64])
+        compiled = persistent_promoted[(3, )](da, db, c, M, N, K, BM=64, BN=64, BK=64,
+                                              NUM_PROGRAMS=3, num_warps=4, num_stages=stages)
+        assert ("pipeline_partial" in compiled.kernel.tile_ir) == (stages > 1)
+        outs.append(c)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    reference_close(outs[0], a, bt)
+
+    x = np.zeros((4096, 4096), ml_dtypes.float8_e4m3fn)
+    da = ww.TensorDescriptor.from_tensor(x, [128, 128])
+    values = persistent_promoted.bind((da, da, np.zeros((4096, 4096), np.float32), 4096, 4096,
+                                       4096), dict(BM=128, BN=128, BK=128, NUM_PROGRAMS=132))
+    k = persistent_promoted.compile_for(values, False, (8, 4, 1), target="sm_90a").kernel
+    inner = re.findall(r"\$L_for_(\d+):", k.ptx)
+    body = loop_body(k.ptx, inner[1])
+    check_promoted_loop(body, 4)
+    assert "cp.async.bulk.tensor" in body
+    run = ptxas(k.ptx, verbose=True)
+    assert run.spill_bytes == 0
+    assert not re.search(r"C75\d\d", run.log), run.log
