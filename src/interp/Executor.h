@@ -533,9 +533,11 @@ private:
   std::unordered_map<const ir::Value*, std::vector<int>> firstHolders_;
 };
 
-/// dot of a (.., M, K) and b (.., K, N) plus acc (zeros when null), in result type `rt`.
+/// dot of a (.., M, K) and b (.., K, N) plus acc (zeros when null), in result type `rt`; over
+/// elements [kBegin, kEnd) of K only when given (kEnd < 0: up to K).
 TensorPtr computeDot(const Tensor& a, const Tensor& b, const Tensor* acc,
-                     const std::string& precision, const ir::Type& rt);
+                     const std::string& precision, const ir::Type& rt, int64_t kBegin = 0,
+                     int64_t kEnd = -1);
 
 /// Fails at `op` when a TMA box would start off a 16-byte boundary of its innermost dimension.
 void checkTmaBoxStart(KernelState& k, const ir::Op& op, const std::string& where,

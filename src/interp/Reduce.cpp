@@ -9,8 +9,10 @@
 #include "interp/ElemTraits.h"
 #include "interp/Elementwise.h"
 #include "interp/Executor.h"
+#include "ir/DotTypes.h"
 #include "ir/OpAttrs.h"
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -201,13 +203,15 @@ void Executor::execReduce(const ir::Op& op) {
 }
 
 TensorPtr computeDot(const Tensor& a, const Tensor& b, const Tensor* acc,
-                     const std::string& precision, const ir::Type& rt) {
+                     const std::string& precision, const ir::Type& rt, int64_t kBegin,
+                     int64_t kEnd) {
   const size_t rank = a.shape.size();
   if (rank < 2 || b.shape.size() != rank)
     throw std::logic_error("dot: operands must be 2-D (or 3-D batched) of one rank");
   const int64_t M = a.shape[rank - 2], K = a.shape[rank - 1], N = b.shape[rank - 1];
   const int64_t batch = rank == 3 ? a.shape[0] : 1;
   if (b.shape[rank - 2] != K) throw std::logic_error("dot: inner dimensions differ");
+  if (kEnd < 0) kEnd = K;
   if (ir::isFloat(rt.elem)) {
     const bool wide = a.elem == ir::DType::F64 || b.elem == ir::DType::F64;
     std::vector<double> av = widenToDoubles(a), bv = widenToDoubles(b);
@@ -233,7 +237,7 @@ TensorPtr computeDot(const Tensor& a, const Tensor& b, const Tensor* acc,
       for (int64_t z = 0; z < batch; ++z)
         for (int64_t m = 0; m < M; ++m) {
           T* row = po + (z * M + m) * N;
-          for (int64_t k = 0; k < K; ++k) {
+          for (int64_t k = kBegin; k < kEnd; ++k) {
             const T x = T(as[size_t((z * M + m) * K + k)]);
             const auto* brow = bs.data() + (z * K + k) * N;
             for (int64_t n = 0; n < N; ++n) {
@@ -261,7 +265,7 @@ TensorPtr computeDot(const Tensor& a, const Tensor& b, const Tensor* acc,
   if (acc) sums = widenToInts(*acc);
   for (int64_t z = 0; z < batch; ++z)
     for (int64_t m = 0; m < M; ++m)
-      for (int64_t k = 0; k < K; ++k)
+      for (int64_t k = kBegin; k < kEnd; ++k)
         for (int64_t n = 0; n < N; ++n)
           sums[size_t((z * M + m) * N + n)] +=
               av[size_t((z * M + m) * K + k)] * bv[size_t((z * K + k) * N + n)];
@@ -272,8 +276,31 @@ TensorPtr computeDot(const Tensor& a, const Tensor& b, const Tensor* acc,
 
 void Executor::execDot(const ir::Op& op) {
   TensorPtr acc = op.numOperands() > 2 ? tensor(op, 2) : nullptr;
-  set(op.result(), computeDot(*tensor(op, 0), *tensor(op, 1), acc.get(),
-                              ir::attr::Dot::inputPrecision(op), op.result()->type()));
+  const std::string& precision = ir::attr::Dot::inputPrecision(op);
+  const ir::Type& rt = op.result()->type();
+  // An fp8 dot with max_num_imprecise_acc <= K (ir/DotTypes.h) sums each span of K into a zeroed
+  // fp32 partial and adds that into the accumulator, as its wgmma lowering does: the same
+  // arithmetic as the pipelined form (async_dot into a partial, then an fp32 add), so the two
+  // agree bit for bit.
+  const int64_t span = ir::fp8PartialAccumulatorSpan(op);
+  if (span == 0 || op.operand(0)->type().shape.size() != 2 || rt.elem != ir::DType::F32) {
+    set(op.result(), computeDot(*tensor(op, 0), *tensor(op, 1), acc.get(), precision, rt));
+    return;
+  }
+  const int64_t K = op.operand(0)->type().shape[1];
+  TensorPtr sum =
+      acc ? acc : computeDot(*tensor(op, 0), *tensor(op, 1), nullptr, precision, rt, 0, 0);
+  for (int64_t k0 = 0; k0 < K; k0 += span) {
+    TensorPtr partial = computeDot(*tensor(op, 0), *tensor(op, 1), nullptr, precision, rt, k0,
+                                   std::min(K, k0 + span));
+    auto out = std::make_shared<Tensor>(Tensor::ofType(rt));
+    const float* s = sum->data<float>();
+    const float* p = partial->data<float>();
+    float* o = out->data<float>();
+    for (int64_t i = 0, n = out->numel(); i < n; ++i) o[i] = s[i] + p[i];
+    sum = out;
+  }
+  set(op.result(), sum);
 }
 
 } // namespace ww::interp

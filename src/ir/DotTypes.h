@@ -85,4 +85,15 @@ inline int64_t fp8PartialAccumulatorChunk(const Op& dot) {
   return *limit;
 }
 
+/// The K elements each partial accumulator of such a dot sums: the limit rounded up to whole
+/// k32 wgmma steps, at most K, as the codegen and the interpreter chunk K; 0 without partial
+/// accumulators.
+inline int64_t fp8PartialAccumulatorSpan(const Op& dot) {
+  int64_t limit = fp8PartialAccumulatorChunk(dot);
+  if (limit == 0) return 0;
+  int64_t rounded = (limit + 31) / 32 * 32;
+  int64_t K = dot.operand(0)->type().shape.back();
+  return rounded < K ? rounded : K;
+}
+
 } // namespace ww::ir

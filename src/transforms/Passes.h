@@ -81,8 +81,10 @@ int warpSpecializeDotLoops(ir::Function& fn, bool oneTileLoops = true);
 
 /// Whether `dot` (with num_warps warps) has a shape the sm_90a async_dot lowering takes: wgmma
 /// from NVMMA-swizzled buffers, fp16 / bf16, or fp8 that accumulates in place and whose operands
-/// the caller reads K-major; M a multiple of 64, powers of two (SoftwarePipeline.cpp).
-bool wgmmaShaped(const ir::Op& dot, int numWarps);
+/// the caller reads K-major; M a multiple of 64, powers of two (SoftwarePipeline.cpp). With
+/// `promoted`, also an fp8 dot whose max_num_imprecise_acc makes one partial accumulator span
+/// its whole K (the async_dot then sums into that partial, which the caller adds in fp32).
+bool wgmmaShaped(const ir::Op& dot, int numWarps, bool promoted = false);
 
 /// Rewrites each pointer tensor a for loop carries, advances by a loop-invariant splat and reads
 /// with cp.async (async_load) into its value at loop entry plus one i64 element offset the loop

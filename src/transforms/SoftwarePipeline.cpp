@@ -31,6 +31,10 @@
 // fp16 operands is taken as an fp32 one is: the async wgmma is the .f16 form, whose registers the
 // codegen carries through the loop as packed words (two fp16 each) and unpacks after the last
 // wait (the attention and multi-dot forms below, and sm_100a, keep fp32 accumulators only).
+// An fp8 dot with max_num_imprecise_acc (Triton's promotion, ir/DotTypes.h) whose one partial
+// accumulator spans the tile's K gets the same copies; its MMA sums into a zeroed partial that
+// the next iteration, once the MMA retired, adds into the fp32 accumulator (issuePromoted). A
+// limit below the tile's K (several partials an iteration) leaves the loop as it is.
 //
 // Attention loops (`s = tl.dot(q, tl.trans(k))` with q loop-invariant, softmax, then
 // `o = tl.dot(p, v, o)`) get the same copies for K and V, with Q stored once into its own
@@ -186,6 +190,10 @@ struct Plan {
   /// transposes the addresses into an [N, K] buffer, still one vector per run of K, and the MMA
   /// reads its local_trans, K-major.
   bool copyBTransposed = false;
+  /// An fp8 dot with max_num_imprecise_acc whose one partial accumulator spans the tile's K
+  /// (Triton's promotion; sm_90a): each iteration's MMA sums into a zeroed partial that is then
+  /// added into the fp32 accumulator (see rewrite).
+  bool promoted = false;
   /// Several dots (analyzeMultiDot): every dot of the body in order, the loop-invariant A
   /// operands stored once before the loop, and the transposes of the two loads that dots read
   /// as B.
@@ -416,8 +424,10 @@ private:
         dot = op.get();
       }
     }
-    if (!dot || !(tcgen05_ ? tcgen05Shaped(*dot, fn_.numWarps) : wgmmaShaped(*dot, fn_.numWarps)))
+    if (!dot ||
+        !(tcgen05_ ? tcgen05Shaped(*dot, fn_.numWarps) : wgmmaShaped(*dot, fn_.numWarps, true)))
       return false;
+    plan.promoted = !tcgen05_ && ir::fp8PartialAccumulatorSpan(*dot) != 0;
     // The accumulators of a kernel's tcgen05 loops each keep their columns of tensor memory
     // (one allocation for the kernel); past 512 columns a dot stays mma.sync.
     const int64_t accColumns = tmemColumns(dot->result()->type().shape[1]);
@@ -1281,8 +1291,8 @@ private:
     return b.create1(OpCode::LocalTrans, {v}, t, {ir::attr::LocalTrans::make::order({1, 0})});
   }
 
-  static std::vector<ir::NamedAttr> asyncDotAttrs(const Op& dot) {
-    std::vector<ir::NamedAttr> attrs = {ir::attr::AsyncDot::make::hasUseAcc(false),
+  static std::vector<ir::NamedAttr> asyncDotAttrs(const Op& dot, bool hasUseAcc = false) {
+    std::vector<ir::NamedAttr> attrs = {ir::attr::AsyncDot::make::hasUseAcc(hasUseAcc),
                                         ir::attr::AsyncDot::make::hasPred(false)};
     if (dot.hasAttr(ir::attr::Dot::kinputPrecision))
       attrs.push_back(ir::attr::AsyncDot::make::inputPrecision(ir::attr::Dot::inputPrecision(dot)));
@@ -1337,6 +1347,20 @@ private:
     const char* const names[2] = {"pipeline_a", "pipeline_b"};
     Pipeline p = startPipeline(plan, plan.stages - 1, names);
     Value* acc = body.arg(plan.accIter + 1);
+    const Type& accType = plan.dot->result()->type();
+    // A promoted fp8 dot: the loop also carries the partial accumulator of the previous
+    // iteration's MMA, still in flight (see issuePromoted); it enters as -0.0, which adding
+    // leaves every accumulator value as it was (-0.0 included).
+    Value* partial = nullptr;
+    if (plan.promoted) {
+      Block init;
+      ir::Builder ib(&init);
+      ib.setLoc(loop.loc());
+      loop.addOperand(ib.constFloat(-0.0, accType));
+      ir::spliceOps(init, outer, ir::positionOf(outer, &loop));
+      loop.addResult(accType, "pipeline_partial");
+      partial = body.addArg(accType, "pipeline_partial");
+    }
 
     Block mid;
     ir::Builder b(&mid);
@@ -1345,33 +1369,77 @@ private:
     Value* a = b.localView(p.buffers[0], p.slot);
     Value* bv = b.localView(p.buffers[1], p.slot);
     if (plan.bTrans || plan.copyBTransposed) bv = localTrans(b, bv);
-    Value* issued = b.create1(OpCode::AsyncDot, {a, bv, acc}, plan.dot->result()->type(),
-                              asyncDotAttrs(*plan.dot));
-    Value* retired = b.create(OpCode::AsyncDotWait, {issued}, {issued->type()},
-                              {ir::attr::AsyncDotWait::make::pendings(1)})
-                         ->result();
+    Value* issued = nullptr;
+    if (plan.promoted) {
+      issued = issuePromoted(b, plan, a, bv, acc, partial);
+    } else {
+      issued = b.create1(OpCode::AsyncDot, {a, bv, acc}, accType, asyncDotAttrs(*plan.dot));
+      Value* retired = b.create(OpCode::AsyncDotWait, {issued}, {issued->type()},
+                                {ir::attr::AsyncDotWait::make::pendings(1)})
+                           ->result();
+      body.terminator()->setOperand(plan.accIter, retired);
+    }
     // The MMA of iteration i - 1 is retired: its slot, (i + S - 1) mod S, takes the copies of
     // iteration i + S - 1.
     ValueMap map = refill(b, plan, p, plan.dot->loc());
-    body.terminator()->setOperand(plan.accIter, retired);
     yieldPipeline(b, plan, p, map);
+    if (plan.promoted) body.terminator()->addOperand(issued);
     ir::spliceOps(mid, body, ir::positionOf(body, plan.dot));
 
     // The dot and its loads are replaced; the original address computation is dead now.
     eraseDotAndLoads(body, plan);
 
-    // ---- after the loop: retire the last MMA and drain the (masked-off) copies ----
+    // ---- after the loop: retire the last MMA (adding its partial) and drain the (masked-off)
+    // copies ----
     Block post;
     b.setInsertionBlock(&post);
     b.setLoc(loop.loc());
     Value* result = loop.result(plan.accIter);
-    Op* wait = b.create(OpCode::AsyncDotWait, {result}, {result->type()},
+    Value* last = plan.promoted ? loop.result(loop.numResults() - 1) : result;
+    Op* wait = b.create(OpCode::AsyncDotWait, {last}, {last->type()},
                         {ir::attr::AsyncDotWait::make::pendings(0)});
+    Value* total = wait->result();
+    if (plan.promoted) total = b.binary(OpCode::Add, result, total);
     if (!plan.tma)
       b.create(OpCode::AsyncWaitGroup, {}, {}, {ir::attr::AsyncWaitGroup::make::pendings(0)});
-    wait->result()->name = result->name;
-    replaceAllUses(fn_.body, result, wait->result());
+    total->name = result->name;
+    replaceAllUses(fn_.body, result, total);
     ir::spliceOps(post, outer, ir::positionOf(outer, &loop) + 1);
+  }
+
+  /// The body of a promoted fp8 dot's pipelined iteration (`b` after the wait for the slot), as
+  /// Triton's promotion computes it (ir/DotTypes.h): the MMA of each iteration sums into a
+  /// zeroed fp32 partial accumulator, which is then added into the fp32 accumulator `acc`. One
+  /// MMA stays in flight, as in the fp32 loop, but with the add one step behind:
+  ///
+  ///   loop i:  wait for slot i % S
+  ///            p = async_dot_wait(0, partial)     the MMA of iteration i - 1 is retired
+  ///            acc = acc + p                      (iteration 0: partial is -0.0)
+  ///            partial = async_dot(slot i % S, p, use_acc=false)
+  ///            copy iteration i + D -> slot (i - 1) % S
+  ///   after:   acc = acc + async_dot_wait(0, partial)
+  ///
+  /// The MMA of iteration i runs while the warps issue the next copies and wait for the next
+  /// slot. It writes p's registers in place (scale-d = 0 zeroes them first): the loop carries
+  /// them without a copy (a copy, or a second partial swapped each iteration, would move the
+  /// registers of an MMA in flight, and ptxas would serialize the wgmmas), and an accumulator
+  /// and one partial fit the registers where the fp32 loop's accumulator does with room to
+  /// spare. Each partial is the plain lowering's (the same k32 wgmma chain from scale-d = 0)
+  /// and the adds come in the same order, so the results are the unpipelined loop's bit for
+  /// bit. The yield takes the accumulator; the caller yields the partial returned.
+  Value* issuePromoted(ir::Builder& b, const Plan& plan, Value* a, Value* bv, Value* acc,
+                       Value* partial) {
+    Block& body = *plan.loop->region(0);
+    const Type& accType = plan.dot->result()->type();
+    Value* retired = b.create(OpCode::AsyncDotWait, {partial}, {accType},
+                              {ir::attr::AsyncDotWait::make::pendings(0)})
+                         ->result();
+    Value* sum = b.binary(OpCode::Add, acc, retired);
+    Value* fresh = b.constInt(0, Type::scalar(DType::I1));
+    Value* issued = b.create1(OpCode::AsyncDot, {a, bv, retired, fresh}, accType,
+                              asyncDotAttrs(*plan.dot, true));
+    body.terminator()->setOperand(plan.accIter, sum);
+    return issued;
   }
 
   /// The desc_load of a TMA attention loop's Q when TMA can copy it straight into Q's buffer
@@ -2301,17 +2369,18 @@ private:
 
 /// The shapes the sm_90a async_dot lowering takes (wgmma from NVMMA-swizzled buffers): fp16 /
 /// bf16 or fp8 (e4m3 / e5m2, mixed) into fp32, the fp8 ones accumulating in place (no
-/// max_num_imprecise_acc partial accumulator, see ir/DotTypes.h), fp16 into fp16 (wgmma's f16
-/// accumulator, packed words), or int8 / uint8 into int32; 8-bit operands read K-major (checked
-/// by the callers).
-bool wgmmaShaped(const ir::Op& dot, int numWarps) {
+/// max_num_imprecise_acc partial accumulator, see ir/DotTypes.h) or, with `promoted`, into one
+/// partial accumulator spanning the whole K, fp16 into fp16 (wgmma's f16 accumulator, packed
+/// words), or int8 / uint8 into int32; 8-bit operands read K-major (checked by the callers).
+bool wgmmaShaped(const ir::Op& dot, int numWarps, bool promoted) {
   const Type& at = dot.operand(0)->type();
   const Type& bt = dot.operand(1)->type();
   const Type& rt = dot.result()->type();
   if (at.shape.size() != 2 || bt.shape.size() != 2 || rt.shape.size() != 2) return false;
   bool sixteen = (at.elem == DType::F16 || at.elem == DType::BF16) && bt.elem == at.elem;
+  const int64_t span = ir::fp8PartialAccumulatorSpan(dot);
   bool fp8 = ir::isFp8Dot(at, bt) && !ir::fp8DotAvoidsWgmma(dot) &&
-             ir::fp8PartialAccumulatorChunk(dot) == 0;
+             (span == 0 || (promoted && span == at.shape.back()));
   bool int8 = ir::isInt8Dot(at, bt, rt);
   bool halfAcc = ir::isHalfAccumulateDot(at, bt, rt);
   if (!int8 && !halfAcc && ((!sixteen && !fp8) || rt.elem != DType::F32)) return false;

@@ -257,8 +257,9 @@ _OUT_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 
 # The largest output tile (BLOCK_M * BLOCK_N) of promoted accumulation (use_fast_accum=False):
 # 128x128, each TLX consumer's 64x128 accumulator and two partials 3 * 64 registers (a 64x256
-# accumulator and partial would take 256 of the 232 and spill); the tl kernels' unpipelined
-# promoted dot likewise. The TLX kernel's SPLIT_N configurations take 128x256 (2 * 64 + 64).
+# accumulator and partial would take 256 of the 232 and spill); the tl kernels' pipelined
+# promoted loop likewise (the accumulator and one partial). The TLX kernel's SPLIT_N
+# configurations take 128x256 (2 * 64 + 64).
 _PROMOTED_TILES = 128 * 128
 
 

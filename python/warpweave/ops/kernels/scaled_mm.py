@@ -16,9 +16,11 @@ both operands stay K-major and the K loop is software-pipelined (cp.async stages
 Accumulation (FAST_ACCUM, torch._scaled_mm's use_fast_accum): Hopper's fp8 wgmma sums its k32
 steps with reduced precision. FAST_ACCUM=False (the default) promotes: each BLOCK_K step's dot
 has max_num_imprecise_acc=BLOCK_K, so its wgmma chain sums into zeroed partial registers that are
-added to the fp32 accumulator (ir/DotTypes.h); such a dot is not software-pipelined, so promoted
-configurations take 128x128 tiles (the partial beside the accumulator). FAST_ACCUM=True
-accumulates in the wgmma registers across the whole K loop (pipelined).
+added to the fp32 accumulator (ir/DotTypes.h). The loop is software-pipelined as well: each
+step's wgmma chain runs into the partial while the next copies are issued, and the next step adds
+it (one partial an iteration, SoftwarePipeline.cpp's issuePromoted); promoted configurations take
+128x128 tiles (the partial beside the accumulator). FAST_ACCUM=True accumulates in the wgmma
+registers across the whole K loop.
 
 Programs walk the output tiles in groups of GROUP_M tile-rows (kernels/matmul.py's order).
     grid = (cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N),)
