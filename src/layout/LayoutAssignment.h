@@ -43,7 +43,25 @@ struct DotLayouts {
   /// Contiguous dim first, as nvmmaSharedLayout's order: A {1,0} is K-major; B {1,0} is
   /// N-major (wgmma's transposed-B mode, 16-bit types only), B {0,1} K-major.
   std::vector<int32_t> aOrder, bOrder;
+  /// Kind Fma past the straight-line budget (unrollsFmaDot): codegen stages A and B in the
+  /// scratch region and loops over K, so the operands stay in the layouts they come in (the
+  /// unrolled form needs each thread's whole rows and columns in registers).
+  bool fmaLoop = false;
 };
+
+/// Products a thread of one dot of per-element FMAs, and of all a kernel's such dots together,
+/// that are unrolled into straight-line code; a dot past either (a batched dot counts once per
+/// batch element, an unrolled loop once per copy) loops over K instead (DotLayouts::fmaLoop).
+/// ptxas takes about 6 s over 4,096 fp64 FMA products and 13 s over 8,192 (CUDA 13, a busy
+/// 2-core host); 16 fp64 64x64x64 dots (32,768) took 77 s.
+inline constexpr int64_t kFmaDotProducts = 8192;
+inline constexpr int64_t kKernelFmaDotProducts = 8192;
+
+/// Whether an FMA dot of `products` products a thread is unrolled when the kernel's FMA dots
+/// before it (in program order, as codegen lowers them) unrolled `unrolled`.
+inline bool unrollsFmaDot(int64_t products, int64_t unrolled) {
+  return products <= kFmaDotProducts && unrolled + products <= kKernelFmaDotProducts;
+}
 
 /// A region of shared memory.
 struct SharedAllocation {
