@@ -52,9 +52,13 @@ struct DotLayouts {
 /// Products a thread of one dot of per-element FMAs, and of all a kernel's such dots together,
 /// that are unrolled into straight-line code; a dot past either (a batched dot counts once per
 /// batch element, an unrolled loop once per copy) loops over K instead (DotLayouts::fmaLoop).
-/// ptxas takes about 6 s over 4,096 fp64 FMA products and 13 s over 8,192 (CUDA 13, a busy
-/// 2-core host); 16 fp64 64x64x64 dots (32,768) took 77 s.
-inline constexpr int64_t kFmaDotProducts = 8192;
+/// The unrolled form holds each thread's rows of A and columns of B whole in registers: ptxas
+/// (CUDA 13, sm_90a, a busy 2-core host) took 8-9 s and spilled 68-78 KB on single dots of
+/// 4,096 products, 94 s and 179 KB on 8,192 (fp32 128x128x64, 4 warps), 345 s and 431 KB on
+/// 8,192 fp64 (64x64x128, 2 warps), 77 s on 16 fp64 64x64x64 dots (32,768); the loop form of
+/// each single dot took 0.1-0.3 s, spilling 3.5 KB at most (the fp64 one). The kernel-wide
+/// budget keeps the unrolled batched dots tests pin (four fp64 64x64x64 ones, 24 s of ptxas).
+inline constexpr int64_t kFmaDotProducts = 4096;
 inline constexpr int64_t kKernelFmaDotProducts = 8192;
 
 /// Whether an FMA dot of `products` products a thread is unrolled when the kernel's FMA dots
