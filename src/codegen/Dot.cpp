@@ -7,7 +7,9 @@
 #include "ir/DotTypes.h"
 #include "ir/OpAttrs.h"
 
+#include "layout/LayoutAssignment.h"
 #include "layout/Layouts.h"
+#include "support/MathExtras.h"
 
 #include <bit>
 #include <map>
@@ -40,14 +42,22 @@ constexpr const char* kMmaTypes =
     "into float32, float16 ones into float16 and int8 / uint8 ones into int32, in tiles with M a "
     "multiple of 16 and N of 8";
 
-/// Products a thread of one dot lowered to per-element FMAs: beyond it the dot is refused.
-constexpr int64_t kFmaDotProducts = 8192;
+/// Accumulator registers a thread of a dot looping over K may hold (32-bit ones; fp64 and
+/// 64-bit integers take two). A thread addresses 255 registers: past twice that, most of the
+/// accumulator would live in local memory, read and written again for every k-step.
+constexpr int64_t kFmaLoopAccumulatorRegisters = 512;
 
-/// Products a thread of all a kernel's per-element FMA dots together: as many as one dot may
-/// have. ptxas takes about 6 s over 4,096 fp64 FMA products and 13 s over 8,192 (CUDA 13, a
-/// busy 2-core host), and every test kernel stays within it; 16 fp64 64x64x64 dots (32,768)
-/// took 77 s.
-constexpr int64_t kKernelFmaDotProducts = 8192;
+/// Products (FMAs) a thread of one iteration of a dot's loop over K: the k-steps it unrolls
+/// give ptxas independent FMAs to schedule and A's rows in vectors along K.
+constexpr int64_t kFmaLoopBodyProducts = 512;
+
+/// The bits of `x`, from bit 0 up, placed at the set bits of `mask` in turn.
+int32_t depositBits(int32_t x, int32_t mask) {
+  int32_t out = 0;
+  for (int i = 0, o = 0; i < 31; ++i)
+    if (mask >> i & 1) out |= (x >> o++ & 1) << i;
+  return out;
+}
 
 } // namespace
 
@@ -228,26 +238,13 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
     raiseError(op.loc(), "dot needs a power-of-two K, got " + std::to_string(K));
   int32_t R = D.getInDimSize(layout::kRegister);
   const int64_t products = static_cast<int64_t>(R) * K;
-  const std::string what = "tl.dot of " + at.str() + " by " + bt.str() + " into " + rt.str();
-  if (products > kFmaDotProducts)
-    raiseError(op.loc(), what + " has no tensor-core form on " + targetName(options_.target) +
-                             " and is too large for per-thread FMAs (" + std::to_string(products) +
-                             " products a thread, at most " + std::to_string(kFmaDotProducts) +
-                             "); " + kMmaTypes + "; use such operands, or smaller tiles");
-  // Each FMA dot is unrolled into straight-line code: many under the bound above (a batched
-  // dot is one per batch element, an unrolled loop copies its dots) still make PTX that ptxas
-  // takes minutes over, so the kernel's FMA dots share a budget too.
+  // The layout pass planned the loop (it leaves the operands where they are); a dot it did not
+  // plan as FMAs (its operands in MMA layouts) loops when this count of the kernel's unrolled
+  // products, kept the same way, is past the budget.
+  const layout::DotLayouts* dl = layouts_.dot(op);
+  if ((dl && dl->fmaLoop) || !layout::unrollsFmaDot(products, fmaDotProducts_))
+    return lowerDotFmaLoop(op, D, convert(accIn, operandLayoutOf(op, 2), D, accType, op));
   fmaDotProducts_ += products;
-  if (fmaDotProducts_ > kKernelFmaDotProducts)
-    raiseError(op.loc(), what + " has no tensor-core form on " + targetName(options_.target) +
-                             " and brings the kernel's per-thread FMA dots to " +
-                             std::to_string(fmaDotProducts_) + " products a thread (this one " +
-                             std::to_string(products) + "; a batched tl.dot counts once per " +
-                             "batch element), over the kernel-wide limit of " +
-                             std::to_string(kKernelFmaDotProducts) +
-                             "; use smaller tiles or batches, more warps (num_warps), or operand "
-                             "types that take tensor cores: " +
-                             kMmaTypes);
   auto operandMap = [&](bool isA) {
     LinearLayout::Bases bases;
     for (const auto& in : D.inDimNames()) {
@@ -279,6 +276,187 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
     acc[r] = x;
   }
   bind(op.result(), std::move(acc));
+}
+
+void FunctionLowering::lowerDotFmaLoop(const ir::Op& op, const LinearLayout& D, const Regs& acc) {
+  const ir::Type& at = op.operand(0)->type();
+  const ir::Type& bt = op.operand(1)->type();
+  const ir::Type& rt = op.result()->type();
+  const int64_t M = at.shape[0], K = at.shape[1], N = bt.shape[1];
+  const DType accType = rt.elem;
+  const std::string what = "tl.dot of " + at.str() + " by " + bt.str() + " into " + rt.str();
+
+  // Each register basis of the accumulator's layout (a blocked one) moves along one dim: the
+  // thread's rows and columns are its row bits times its column bits. A zero basis is a copy.
+  int32_t rowMask = 0, colMask = 0;
+  const int32_t dup = D.freeVariableMask(layout::kRegister);
+  for (int bit = 0; bit < D.getInDimSizeLog2(layout::kRegister); ++bit) {
+    const auto& c = D.getBasis(layout::kRegister, bit);
+    if (c[0] != 0 && c[1] != 0)
+      throw std::logic_error("codegen: a dot's FMA loop takes an accumulator layout whose "
+                             "register bases move along one dim each:\n" +
+                             D.str());
+    if (!(dup >> bit & 1)) (c[0] != 0 ? rowMask : colMask) |= 1 << bit;
+  }
+  const int32_t rows = 1 << std::popcount(static_cast<uint32_t>(rowMask));
+  const int32_t cols = 1 << std::popcount(static_cast<uint32_t>(colMask));
+  const int64_t accRegs = int64_t(rows) * cols * std::max(1, ir::byteWidth(accType) / 4);
+  if (accRegs > kFmaLoopAccumulatorRegisters)
+    raiseError(op.loc(), what + " has no tensor-core form on " + targetName(options_.target) +
+                             " and needs " + std::to_string(accRegs) +
+                             " accumulator registers a thread for per-thread FMAs, at most " +
+                             std::to_string(kFmaLoopAccumulatorRegisters) +
+                             " (a thread has 255); use smaller tiles, more warps (num_warps), or " +
+                             "operand types that take tensor cores: " + kMmaTypes);
+  const int ab = ir::Type::scalar(at.elem).elemBytes(), bb = ir::Type::scalar(bt.elem).elemBytes();
+  const int64_t aBytes = alignTo(M * K * ab, 16), bBytes = K * N * bb;
+  const int64_t maxShared = maxSharedBytes(options_.target);
+  if (aBytes + bBytes > maxShared)
+    raiseError(op.loc(), what + " has no tensor-core form on " + targetName(options_.target) +
+                             " and its per-thread FMAs read A and B from shared memory: " +
+                             std::to_string(aBytes + bBytes) + " bytes, more than the " +
+                             std::to_string(maxShared) +
+                             " a block may use; use a smaller K or smaller tiles, or operand "
+                             "types that take tensor cores: " +
+                             kMmaTypes);
+
+  // k-steps an iteration unrolls, a power of two dividing K.
+  int64_t steps = 1;
+  while (steps * 2 <= std::min<int64_t>(K, 8) && steps * 2 * rows * cols <= kFmaLoopBodyProducts)
+    steps *= 2;
+  // What a thread reads of one iteration's k-steps: A's elements (its rows, the steps: register
+  // j + steps * row) and B's (its columns, the steps: register col + cols * j), the lanes and
+  // warps over the rows (columns) as in the accumulator.
+  auto slice = [&](bool isA) {
+    LinearLayout::Bases bases;
+    for (const auto& in : D.inDimNames()) {
+      std::vector<std::vector<int32_t>> vs;
+      auto project = [&](const std::vector<int32_t>& c) {
+        return isA ? std::vector<int32_t>{c[0], 0} : std::vector<int32_t>{0, c[1]};
+      };
+      auto kStep = [&](int j) {
+        return isA ? std::vector<int32_t>{0, 1 << j} : std::vector<int32_t>{1 << j, 0};
+      };
+      const bool regs = in == layout::kRegister;
+      if (regs && isA)
+        for (int j = 0; (int64_t(1) << j) < steps; ++j) vs.push_back(kStep(j));
+      for (int bit = 0; bit < D.getInDimSizeLog2(in); ++bit)
+        if (!regs || ((isA ? rowMask : colMask) >> bit & 1))
+          vs.push_back(project(D.getBasis(in, bit)));
+      if (regs && !isA)
+        for (int j = 0; (int64_t(1) << j) < steps; ++j) vs.push_back(kStep(j));
+      bases.emplace_back(in, std::move(vs));
+    }
+    LinearLayout::NamedSizes outs = {{layout::dimName(0), static_cast<int32_t>(isA ? M : K)},
+                                     {layout::dimName(1), static_cast<int32_t>(isA ? K : N)}};
+    return LinearLayout(std::move(bases), std::move(outs));
+  };
+  const LinearLayout aL = slice(true), bL = slice(false);
+  // Both staged row-major: a thread reads its rows of A along K in vectors, and a warp's lanes
+  // read B's consecutive columns of one k-step (bank-conflict free), or A's row all at once.
+  const OffsetFn aOffset = rowMajorOffsets({M, K}), bOffset = rowMajorOffsets({K, N});
+
+  const int64_t base = scratch(aBytes + bBytes);
+  const int64_t aBase = base, bBase = base + aBytes;
+  // Earlier readers of the scratch region are done (already where no thread touched shared
+  // memory since a barrier of all); the region's next writer waits for this dot's reads.
+  if (taskBarrierId_ >= 0 || anySharedSinceBarrier_) barrier();
+  storeShared(regsOf(op.operand(0)), layoutOf(op.operand(0)), aOffset, aBase, at.elem);
+  storeShared(regsOf(op.operand(1)), layoutOf(op.operand(1)), bOffset, bBase, bt.elem);
+  barrier();
+
+  // The thread's part of each address is in a pointer that advances `steps` of K each
+  // iteration; the register's part, on other bits in a blocked layout, is an immediate. A
+  // vector holds one row's k-steps of A, or one k-step's columns of B.
+  SharedAccess aAccess = sharedAccess(aL, aOffset, ab, nullptr);
+  SharedAccess bAccess = sharedAccess(bL, bOffset, bb, nullptr);
+  aAccess.vector = std::min<int32_t>(aAccess.vector, static_cast<int32_t>(steps));
+  bAccess.vector = std::min(bAccess.vector, cols);
+  auto immediate = [](const LinearLayout& l, const OffsetFn& offsetOf, const SharedAccess& a,
+                      int32_t r) {
+    int64_t off = offsetOf(registerCoords(l, r)) * a.bytes;
+    if (off & a.hwBits)
+      throw std::logic_error("codegen: a dot's FMA loop reads shared memory at offsets that mix "
+                             "register and thread bits");
+    return off;
+  };
+  std::string aPtr = b_.newReg(RegClass::B32), bPtr = b_.newReg(RegClass::B32);
+  b_.inst("add.s32", {aPtr, sharedAddress(aAccess.hw), immInt(aBase)});
+  b_.inst("add.s32", {bPtr, sharedAddress(bAccess.hw), immInt(bBase)});
+  std::string aEnd = b_.newReg(RegClass::B32);
+  b_.inst("add.s32", {aEnd, aPtr, immInt(K * ab)});
+
+  // The accumulator in registers of its own, written once per iteration: a loop's accumulator
+  // argument that nothing else reads (`acc = tl.dot(a, b, acc)`) in its own registers, as
+  // lowerDotWgmma does, so that the loop around carries them without copies in and out.
+  const RegClass accClass = regClassOf(accType);
+  const bool inPlace = op.operand(2)->def() == nullptr && accumulatesInPlace(fn_.body, op);
+  Regs live(acc.size());
+  for (size_t r = 0; r < acc.size(); ++r) {
+    if (r & static_cast<size_t>(dup)) continue;
+    if (inPlace && isRegisterOf(acc[r], accClass)) {
+      live[r] = acc[r];
+      continue;
+    }
+    live[r] = b_.newReg(accClass);
+    b_.inst(movOpcode(accClass),
+            {live[r], isImmediate(acc[r]) ? acc[r] : b_.materialize(acc[r], accClass)});
+  }
+
+  std::string head = b_.newLabel("dot_k");
+  b_.pushScope();
+  b_.label(head);
+  Regs aVals(aL.getInDimSize(layout::kRegister)), bVals(bL.getInDimSize(layout::kRegister));
+  auto load = [&](bool isA, int32_t r) {
+    const LinearLayout& l = isA ? aL : bL;
+    const SharedAccess& a = isA ? aAccess : bAccess;
+    int64_t off = immediate(l, isA ? aOffset : bOffset, a, r);
+    Regs got = loadSharedVector((isA ? aPtr : bPtr) + "+" + std::to_string(off), a.vector,
+                                isA ? at.elem : bt.elem);
+    for (int32_t k = 0; k < a.vector; ++k) (isA ? aVals : bVals)[r + k] = got[k];
+  };
+  // Values in SSA form within the iteration: the pure instructions emitted here (the operand
+  // casts, the low-precision FMA's conversions) read the carried registers before their update.
+  Regs x = live;
+  ir::Op fma(OpCode::Fma, op.loc());
+  ScalarContext cx = scalarContext(op);
+  auto multiplyAdd = [&](int32_t row, int32_t col, int64_t j) {
+    int32_t r = depositBits(row, rowMask) | depositBits(col, colMask);
+    std::string av = emitCast(cx, aVals[j + steps * row], at.elem, accType);
+    std::string bv = emitCast(cx, bVals[col + cols * j], bt.elem, accType);
+    x[r] = emitElementwise(cx, fma, {av, bv, x[r]}, {accType, accType, accType}, accType);
+  };
+  // The operand with fewer distinct rows (columns) a thread is read whole first; the other one
+  // row (vector of columns) at a time, just before the FMAs that take it, so that few of its
+  // values are live at once. Each accumulator still sums over k in ascending order.
+  if (rows >= cols) {
+    for (int32_t r = 0; r < bL.getInDimSize(layout::kRegister); r += bAccess.vector) load(false, r);
+    for (int32_t row = 0; row < rows; ++row) {
+      for (int32_t j = 0; j < steps; j += aAccess.vector) load(true, j + steps * row);
+      for (int64_t j = 0; j < steps; ++j)
+        for (int32_t col = 0; col < cols; ++col) multiplyAdd(row, col, j);
+    }
+  } else {
+    for (int32_t r = 0; r < aL.getInDimSize(layout::kRegister); r += aAccess.vector) load(true, r);
+    for (int32_t col0 = 0; col0 < cols; col0 += bAccess.vector) {
+      for (int64_t j = 0; j < steps; ++j) load(false, col0 + cols * static_cast<int32_t>(j));
+      for (int32_t col = col0; col < col0 + bAccess.vector; ++col)
+        for (int64_t j = 0; j < steps; ++j)
+          for (int32_t row = 0; row < rows; ++row) multiplyAdd(row, col, j);
+    }
+  }
+  for (size_t r = 0; r < live.size(); ++r)
+    if (!live[r].empty()) b_.inst(movOpcode(accClass), {live[r], x[r]});
+  b_.inst("add.s32", {aPtr, aPtr, immInt(steps * ab)});
+  b_.inst("add.s32", {bPtr, bPtr, immInt(steps * N * bb)});
+  std::string more = b_.newReg(RegClass::Pred);
+  b_.inst("setp.lt.u32", {more, aPtr, aEnd});
+  b_.inst("bra.uni", {head}, more);
+  b_.popScope();
+
+  for (size_t r = 0; r < live.size(); ++r)
+    if (live[r].empty()) live[r] = live[r & ~static_cast<size_t>(dup)];
+  bind(op.result(), std::move(live));
 }
 
 void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Regs& bIn,

@@ -103,6 +103,10 @@ std::vector<int32_t> fromRowMajor(int64_t idx, const std::vector<int64_t>& shape
 
 } // namespace
 
+int64_t maxSharedBytes(Target target) {
+  return target == Target::SM80 ? 166912 : 232448;
+}
+
 std::vector<int32_t> registerCoords(const LinearLayout& l, int32_t reg) {
   std::vector<int32_t> c(l.numOutDims(), 0);
   for (int bit = 0; bit < l.getInDimSizeLog2(layout::kRegister); ++bit)
@@ -1025,47 +1029,52 @@ bool FunctionLowering::storeSharedMatrices(const Regs& regs, const LinearLayout&
 Regs FunctionLowering::loadShared(const LinearLayout& l, const OffsetFn& offsetOf, int64_t base,
                                   int64_t constantOffset, DType elem, const std::string& baseReg,
                                   const Padding* padding) {
-  ir::Type t = ir::Type::scalar(elem);
-  int bytes = memBytes(t);
-  RegClass cls = regClassOf(elem);
   int32_t numRegs = l.getInDimSize(layout::kRegister);
   int32_t dup = l.freeVariableMask(layout::kRegister);
-  SharedAccess access = sharedAccess(l, offsetOf, bytes, padding);
+  SharedAccess access = sharedAccess(l, offsetOf, memBytes(ir::Type::scalar(elem)), padding);
   const int32_t v = access.vector;
   Regs out(numRegs);
   for (int32_t r = 0; r < numRegs; r += v) {
     if (r & dup) continue;
     auto [addr, off] = sharedElementAddress(access, l, offsetOf, r, constantOffset, baseReg);
-    bool packed = bytes == 2 && v >= 2; // pairs of 16-bit elements as 32-bit words
-    int32_t n = packed ? v / 2 : v;
-    Regs dst;
-    std::string list;
-    for (int32_t k = 0; k < n; ++k) {
-      dst.push_back(b_.newReg(packed ? RegClass::B32 : elem == DType::I1 ? RegClass::B16 : cls));
-      list += (k ? ", " : "") + dst.back();
-    }
-    if (n > 1) list = "{" + list + "}";
-    std::string vec = n == 1 ? "" : n == 2 ? ".v2" : ".v4";
-    b_.inst("ld.shared" + vec + "." + (packed ? std::string("b32") : memType(t)),
-            {list, "[" + addr + "+" + std::to_string(base + off) + "]"});
-    if (packed) {
-      Regs halves;
-      for (const auto& w : dst) {
-        std::string lo = b_.newReg(RegClass::B16), hi = b_.newReg(RegClass::B16);
-        b_.inst("mov.b32", {"{" + lo + ", " + hi + "}", w});
-        // Packing the pair again (a vector store of what was loaded) reads the word itself.
-        b_.remember("mov.b32", RegClass::B32, {"{" + lo + ", " + hi + "}"}, w);
-        halves.push_back(lo);
-        halves.push_back(hi);
-      }
-      dst = std::move(halves);
-    }
-    for (int32_t k = 0; k < v; ++k)
-      out[r + k] =
-          elem == DType::I1 ? b_.pure("setp.ne.u16", RegClass::Pred, {dst[k], "0"}) : dst[k];
+    Regs got = loadSharedVector(addr + "+" + std::to_string(base + off), v, elem);
+    for (int32_t k = 0; k < v; ++k) out[r + k] = got[k];
   }
   for (int32_t r = 0; r < numRegs; ++r)
     if (r & dup) out[r] = out[r & ~dup];
+  return out;
+}
+
+Regs FunctionLowering::loadSharedVector(const std::string& address, int32_t v, DType elem) {
+  ir::Type t = ir::Type::scalar(elem);
+  RegClass cls = regClassOf(elem);
+  bool packed = memBytes(t) == 2 && v >= 2; // pairs of 16-bit elements as 32-bit words
+  int32_t n = packed ? v / 2 : v;
+  Regs dst;
+  std::string list;
+  for (int32_t k = 0; k < n; ++k) {
+    dst.push_back(b_.newReg(packed ? RegClass::B32 : elem == DType::I1 ? RegClass::B16 : cls));
+    list += (k ? ", " : "") + dst.back();
+  }
+  if (n > 1) list = "{" + list + "}";
+  std::string vec = n == 1 ? "" : n == 2 ? ".v2" : ".v4";
+  b_.inst("ld.shared" + vec + "." + (packed ? std::string("b32") : memType(t)),
+          {list, "[" + address + "]"});
+  if (packed) {
+    Regs halves;
+    for (const auto& w : dst) {
+      std::string lo = b_.newReg(RegClass::B16), hi = b_.newReg(RegClass::B16);
+      b_.inst("mov.b32", {"{" + lo + ", " + hi + "}", w});
+      // Packing the pair again (a vector store of what was loaded) reads the word itself.
+      b_.remember("mov.b32", RegClass::B32, {"{" + lo + ", " + hi + "}"}, w);
+      halves.push_back(lo);
+      halves.push_back(hi);
+    }
+    dst = std::move(halves);
+  }
+  Regs out(v);
+  for (int32_t k = 0; k < v; ++k)
+    out[k] = elem == DType::I1 ? b_.pure("setp.ne.u16", RegClass::Pred, {dst[k], "0"}) : dst[k];
   return out;
 }
 
@@ -1481,10 +1490,9 @@ PtxKernel FunctionLowering::run() {
   if (!files.empty()) out += "\n" + files;
   k.numWarps = totalWarps_;
   k.ptx = std::move(out);
-  // Opt-in dynamic shared memory per block: 227 KiB on sm_90a/sm_100a, 163 KiB on sm_80. Checked
-  // in 64 bits before PtxKernel's int holds it (4 GiB once wrapped to 0 there).
+  // Checked in 64 bits before PtxKernel's int holds it (4 GiB once wrapped to 0 there).
   int64_t shared = alignTo(sharedBytes_, 16);
-  int64_t maxShared = options_.target == Target::SM80 ? 166912 : 232448;
+  int64_t maxShared = maxSharedBytes(options_.target);
   if (shared > maxShared)
     raiseError(fn_.loc, "kernel '" + fn_.name + "' needs " + std::to_string(shared) +
                             kSharedMemoryOverflow + std::to_string(maxShared) +

@@ -38,6 +38,10 @@ bool isPlainBuffer(const ir::Value* v);
 /// Empty for any other value.
 std::vector<const ir::Value*> chosenValues(const ir::Value* v);
 
+/// Opt-in dynamic shared memory a block may use on `target`: 227 KiB on sm_90a / sm_100a, 163 KiB
+/// on sm_80.
+int64_t maxSharedBytes(Target target);
+
 /// The coordinates held by register `reg` of layout `l`: the XOR of the register bases of the
 /// set bits of `reg`.
 std::vector<int32_t> registerCoords(const layout::LinearLayout& l, int32_t reg);
@@ -213,6 +217,9 @@ private:
   bool matrixRowsFit(const layout::LinearLayout& l, const OffsetFn& offsetOf) const;
   bool storeSharedMatrices(const Regs& regs, const layout::LinearLayout& l,
                            const OffsetFn& offsetOf, int64_t base, ir::DType elem);
+  /// `v` consecutive elements of `elem` from shared memory at `address` (`reg+bytes`): one
+  /// ld.shared, a vector where v > 1 (16-bit elements as 32-bit words, as loadShared reads).
+  Regs loadSharedVector(const std::string& address, int32_t v, ir::DType elem);
   /// Reads the registers of layout `l` back (element offsets XOR `constantOffset`).
   Regs loadShared(const layout::LinearLayout& l, const OffsetFn& offsetOf, int64_t base,
                   int64_t constantOffset, ir::DType elem, const std::string& baseReg = {},
@@ -466,6 +473,10 @@ private:
   const ir::Value* tmemRoot(const ir::Value* v);
   std::string groupIndex(const std::string& index, int64_t groupSize);
   std::string electedThread();
+  /// tl.dot of per-element FMAs past the straight-line budget (layout::unrollsFmaDot): A and B
+  /// staged in the scratch region, then a loop over K into the accumulator `acc` (in layout
+  /// `D`, the result's).
+  void lowerDotFmaLoop(const ir::Op& op, const layout::LinearLayout& D, const Regs& acc);
   /// tl.dot on sm_90a: operands staged in shared memory, wgmma.mma_async per warp group.
   void lowerDotWgmma(const ir::Op& op, const Regs& a, const Regs& b, const Regs& acc);
   /// Inlines a combine region (reduce/scan) on scalar registers; returns the yielded registers.
@@ -502,7 +513,7 @@ private:
   std::unordered_map<const ir::Value*, layout::LinearLayout> rematLayouts_;
   int64_t sharedBytes_ = 0;
   bool usesShared_ = false;
-  // Products a thread of the dots lowered to per-element FMAs so far (see lowerDot).
+  // Products a thread of the FMA dots unrolled so far (see lowerDot).
   int64_t fmaDotProducts_ = 0;
   // The async task being lowered: its warps (0 outside tasks), first warp, and the named
   // barrier its internal syncs use (-1 outside tasks).

@@ -77,6 +77,8 @@ public:
     ir::walk(fn_.body, [&](const ir::Op& op) {
       for (unsigned i = 0; i < op.numResults(); ++i) checkShape(op, op.result(i));
     });
+    int64_t unrolledFmaProducts = 0;
+    planFmaDots(fn_.body, unrolledFmaProducts);
     // Twice, so that preferences flow around loop back edges.
     preferBlock(fn_.body);
     preferBlock(fn_.body);
@@ -115,6 +117,25 @@ private:
     if (warps > 0) taskWarps_ = static_cast<int>(warps);
     for (unsigned r = 0; r < task.numRegions(); ++r) walk(*task.region(r));
     taskWarps_ = saved;
+  }
+
+  /// Which dots of per-element FMAs are unrolled and which loop over K (DotLayouts::fmaLoop),
+  /// in program order, as codegen lowers them and counts the products it unrolled.
+  void planFmaDots(const ir::Block& block, int64_t& unrolled) {
+    for (const auto& op : block.ops()) {
+      if (op->code() == OpCode::AsyncTask) {
+        inTask(*op, [&](const ir::Block& b) { planFmaDots(b, unrolled); });
+        continue;
+      }
+      if (op->code() == OpCode::Dot && dotLayouts(*op).kind == MmaKind::Fma) {
+        DotLayouts& dl = map_.dots_.at(op.get());
+        int64_t products =
+            int64_t(dl.acc.getInDimSize(kRegister)) * op->operand(0)->type().shape.at(1);
+        dl.fmaLoop = !unrollsFmaDot(products, unrolled);
+        if (!dl.fmaLoop) unrolled += products;
+      }
+      for (unsigned r = 0; r < op->numRegions(); ++r) planFmaDots(*op->region(r), unrolled);
+    }
   }
 
   void checkShape(const ir::Op& op, const ir::Value* v) {
@@ -743,7 +764,17 @@ private:
       return;
     case OpCode::Dot: {
       const DotLayouts& dl = dotLayouts(op);
-      if (dl.kind != MmaKind::Wgmma) {
+      if (dl.fmaLoop) {
+        // Codegen stores both operands to the scratch region as they come, row-major.
+        for (unsigned i : {0u, 1u}) {
+          const LinearLayout* l = layoutOf(op.operand(i));
+          require(op, i, l ? *l : freeLayout(op.operand(i)));
+        }
+        const ir::Type& at = op.operand(0)->type();
+        const ir::Type& bt = op.operand(1)->type();
+        needScratch(op, alignTo(numElements(at.shape) * at.elemBytes(), 16) +
+                            numElements(bt.shape) * bt.elemBytes());
+      } else if (dl.kind != MmaKind::Wgmma) {
         require(op, 0, dl.a);
         require(op, 1, dl.b);
       } else {
@@ -1273,10 +1304,12 @@ private:
       async = ir::attr::Tcgen05Mma::sync(op);
       uses = uses || async;
       break;
-    case OpCode::Dot: // wgmma reads the operands it staged there (its planned scratch)
-      async = map_.scratchPerOp_.count(&op) != 0;
+    case OpCode::Dot: { // wgmma reads the operands it staged there; an FMA loop reads its own
+      auto dl = map_.dots_.find(&op);
+      async = dl != map_.dots_.end() && dl->second.kind == MmaKind::Wgmma;
       uses = true;
       break;
+    }
     case OpCode::DescLoad: // the tile goes through there by TMA
     case OpCode::DescStore:
       async = true;

@@ -43,7 +43,29 @@ struct DotLayouts {
   /// Contiguous dim first, as nvmmaSharedLayout's order: A {1,0} is K-major; B {1,0} is
   /// N-major (wgmma's transposed-B mode, 16-bit types only), B {0,1} K-major.
   std::vector<int32_t> aOrder, bOrder;
+  /// Kind Fma past the straight-line budget (unrollsFmaDot): codegen stages A and B in the
+  /// scratch region and loops over K, so the operands stay in the layouts they come in (the
+  /// unrolled form needs each thread's whole rows and columns in registers).
+  bool fmaLoop = false;
 };
+
+/// Products a thread of one dot of per-element FMAs, and of all a kernel's such dots together,
+/// that are unrolled into straight-line code; a dot past either (a batched dot counts once per
+/// batch element, an unrolled loop once per copy) loops over K instead (DotLayouts::fmaLoop).
+/// The unrolled form holds each thread's rows of A and columns of B whole in registers: ptxas
+/// (CUDA 13, sm_90a, a busy 2-core host) took 8-9 s and spilled 68-78 KB on single dots of
+/// 4,096 products, 94 s and 179 KB on 8,192 (fp32 128x128x64, 4 warps), 345 s and 431 KB on
+/// 8,192 fp64 (64x64x128, 2 warps), 77 s on 16 fp64 64x64x64 dots (32,768); the loop form of
+/// each single dot took 0.1-0.3 s, spilling 3.5 KB at most (the fp64 one). The kernel-wide
+/// budget keeps the unrolled batched dots tests pin (four fp64 64x64x64 ones, 24 s of ptxas).
+inline constexpr int64_t kFmaDotProducts = 4096;
+inline constexpr int64_t kKernelFmaDotProducts = 8192;
+
+/// Whether an FMA dot of `products` products a thread is unrolled when the kernel's FMA dots
+/// before it (in program order, as codegen lowers them) unrolled `unrolled`.
+inline bool unrollsFmaDot(int64_t products, int64_t unrolled) {
+  return products <= kFmaDotProducts && unrolled + products <= kKernelFmaDotProducts;
+}
 
 /// A region of shared memory.
 struct SharedAllocation {

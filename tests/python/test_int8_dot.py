@@ -222,12 +222,15 @@ def test_integer_dots_no_mma_takes_are_located_errors(ta, tb, target, message):
 
 
 def test_dot_no_mma_takes_is_a_located_error_naming_what_is_accepted():
-    """float64 has no tensor-core form: past 8192 products a thread the FMA path refuses it."""
+    """float64 has no tensor-core form: per-thread FMAs, which loop over K reading A and B from
+    shared memory (tests/python/test_fma_dot_loop.py); two 128x128 fp64 tiles are 256 KiB, past
+    the 163 KiB a block has on sm_80."""
     args = (np.zeros((128, 128), np.float64), np.zeros((128, 128), np.float64),
             np.zeros((128, 128), np.float64))
     with pytest.raises(Exception, match=r"eight_bit_dot_kernels\.py:\d+:\d+: error: tl\.dot of "
                        r"tensor<128x128xfp64> by tensor<128x128xfp64> into "
-                       r"tensor<128x128xfp64> has no tensor-core form on sm_80 and is too large "
-                       r"for per-thread FMAs \(16384 products a thread, at most 8192\); tensor "
-                       r"cores take .*int8 / uint8 ones into int32"):
+                       r"tensor<128x128xfp64> has no tensor-core form on sm_80 and its per-thread "
+                       r"FMAs read A and B from shared memory: 262144 bytes, more than the 166912 "
+                       r"a block may use; use a smaller K or smaller tiles, or operand types that "
+                       r"take tensor cores: .*int8 / uint8 ones into int32"):
         compiled(ek.tile_dot, args, tile(128, 128, 128), "sm_80", 4)
