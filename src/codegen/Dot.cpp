@@ -242,6 +242,7 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
   // plan as FMAs (its operands in MMA layouts) loops when this count of the kernel's unrolled
   // products, kept the same way, is past the budget.
   const layout::DotLayouts* dl = layouts_.dot(op);
+  hasFmaDots_ = true;
   if ((dl && dl->fmaLoop) || !layout::unrollsFmaDot(products, fmaDotProducts_))
     return lowerDotFmaLoop(op, D, convert(accIn, operandLayoutOf(op, 2), D, accType, op));
   fmaDotProducts_ += products;

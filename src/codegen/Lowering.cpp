@@ -1508,9 +1508,13 @@ PtxKernel FunctionLowering::run() {
 // pipelined GEMM's 168 registers and 1,408 bytes of spills were its x128 tcgen05.ld messages':
 // tmemMessageRegisters.) So a kernel without register budgets of its own
 // gets the most a thread of its block may have (255, or 65,536 over its threads), as sm_90a's
-// ptxas gives without being told; 0 (nothing written) on other targets.
+// ptxas mostly gives without being told. sm_90a's ptxas does the same to long straight-line
+// per-element FMA dots, so kernels with those get the cap on every target: told only .reqntid,
+// ptxas 13 held a 64x64x32 fp32 dot at 4 warps (1,024 products a thread) to 32 registers and
+// 17 KB of spills (255 registers and 3.3 KB with the cap), a 64x128x64 one to 32 registers,
+// 39 KB and 10 s of ptxas (16 KB and 6 s). Other kernels: 0 (nothing written).
 int FunctionLowering::registersPerThreadLimit() const {
-  if (options_.target != Target::SM100a) return 0;
+  if (options_.target != Target::SM100a && !hasFmaDots_) return 0;
   constexpr int kRegistersPerSm = 65536;
   int perThread = kRegistersPerSm / (totalWarps_ * 32) / 8 * 8;
   return std::min(255, perThread);

@@ -515,6 +515,8 @@ private:
   bool usesShared_ = false;
   // Products a thread of the FMA dots unrolled so far (see lowerDot).
   int64_t fmaDotProducts_ = 0;
+  bool hasFmaDots_ =
+      false; // any dot of per-element FMAs, unrolled or looped (registersPerThreadLimit)
   // The async task being lowered: its warps (0 outside tasks), first warp, and the named
   // barrier its internal syncs use (-1 outside tasks).
   int taskWarps_ = 0;
@@ -530,7 +532,7 @@ private:
   bool bulkStoreReadPending_ = false;
   int maxRegisters_ = 0;               // .maxnreg when tasks use setmaxnreg
   int taskRegisters_ = 0;              // the setmaxnreg budget of the task being lowered
-  int registersPerThreadLimit() const; // .maxnreg of kernels without tasks (sm_100a)
+  int registersPerThreadLimit() const; // .maxnreg of kernels without tasks (sm_100a, FMA dots)
   int64_t tmemMessageRegisters(int64_t perThread) const; // registers of one tcgen05.ld / st
   // Tensor maps built in the kernel (128 bytes each per program in the global scratch, which
   // the parameter `scratchParam_` points at), and whether the PTX needs ISA 8.6.

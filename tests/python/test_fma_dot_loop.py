@@ -175,6 +175,22 @@ def test_dot_within_the_budget_stays_unrolled(target):
     assert fmas(ptx) == 32 * 32
 
 
+@pytest.mark.usefixtures("requires_ptxas")
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_fma_dot_kernels_declare_the_register_cap(target):
+    """Told only .reqntid, ptxas held the unrolled 1,024-product dot above to 32 registers and
+    17 KB of spills: kernels with per-element FMA dots declare .maxnreg (255 at 4 warps), as
+    sm_100a kernels do; kernels without them declare nothing on these targets."""
+    k, _ = compile_timed(fk.tile_dot, tile_args(64, 64, 32, np.float32), tile(64, 64, 32),
+                         target, 4)
+    assert re.search(r"^\.maxnreg 255$", k.ptx, re.M)
+    assert k.registers > 32
+    tf32 = dict(tile(64, 64, 32), PRECISION="tf32")  # wgmma or mma.sync: no FMA dot
+    values = fk.tile_dot.bind(tile_args(64, 64, 32, np.float32), tf32)
+    ptx = fk.tile_dot.compile_for(values, False, (4, 1, 1), target=target).kernel.ptx
+    assert "mma" in ptx and ".maxnreg" not in ptx
+
+
 # ---- located errors ------------------------------------------------------------------------------
 
 def test_more_accumulators_than_a_loop_holds_are_a_located_error():
