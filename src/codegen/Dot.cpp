@@ -552,9 +552,10 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
       b_.inst(accClass == RegClass::F32 ? "mov.f32" : "mov.b32", {live[r], acc[r]});
   }
   // fp8 with max_num_imprecise_acc <= K: k-steps sum into zeroed partial registers, added to
-  // the result in fp32 once they cover `limit` elements of K (and after the last), as Triton's
-  // wgmma lowering does (see ir/DotTypes.h).
-  int64_t limit = ir::fp8PartialAccumulatorChunk(op);
+  // the result in fp32 after each `span` elements of K (the limit in whole k-steps; the last span
+  // may be shorter), as Triton's wgmma lowering does and as the interpreter and the pipelined
+  // loop chunk K (ir/DotTypes.h).
+  const int64_t span = ir::fp8PartialAccumulatorSpan(op);
 
   WgmmaTiles tiles = wgmmaTiles(accL, instrN);
   int32_t dup = accL.freeVariableMask(layout::kRegister);
@@ -595,7 +596,7 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
     operands.insert(operands.end(), immediates.begin(), immediates.end());
     b_.inst(opcode, operands);
   };
-  if (limit == 0) {
+  if (span == 0) {
     // Each tile's packed f16x2 words (fp16 into fp16), unpacked once the dot is done.
     std::map<std::pair<int64_t, int64_t>, std::vector<std::string>> words;
     if (packedAcc)
@@ -618,9 +619,8 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
     }
   } else {
     std::string fresh = b_.pure("setp.ne.u32", RegClass::Pred, {"0", "0"});
-    for (int64_t c0 = 0; c0 < K;) {
-      int64_t c1 = c0;
-      while (c1 < K && c1 - c0 < limit) c1 += instrK;
+    for (int64_t c0 = 0; c0 < K; c0 += span) {
+      const int64_t c1 = std::min(K, c0 + span);
       Regs partial(live.size());
       for (auto& p : partial) p = b_.newReg(RegClass::F32);
       b_.inst("wgmma.fence.sync.aligned", {});
@@ -633,7 +633,6 @@ void FunctionLowering::lowerDotWgmma(const ir::Op& op, const Regs& aIn, const Re
       b_.inst("wgmma.wait_group.sync.aligned", {"0"});
       for (const auto& [origin, regs] : tiles)
         for (int32_t r : regs) b_.inst("add.f32", {live[r], live[r], partial[r]});
-      c0 = c1;
     }
   }
   for (int32_t r = 0; r < static_cast<int32_t>(live.size()); ++r)

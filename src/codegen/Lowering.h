@@ -515,8 +515,8 @@ private:
   bool usesShared_ = false;
   // Products a thread of the FMA dots unrolled so far (see lowerDot).
   int64_t fmaDotProducts_ = 0;
-  bool hasFmaDots_ =
-      false; // any dot of per-element FMAs, unrolled or looped (registersPerThreadLimit)
+  // Any dot of per-element FMAs, unrolled or looped (registersPerThreadLimit).
+  bool hasFmaDots_ = false;
   // The async task being lowered: its warps (0 outside tasks), first warp, and the named
   // barrier its internal syncs use (-1 outside tasks).
   int taskWarps_ = 0;

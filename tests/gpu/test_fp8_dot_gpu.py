@@ -19,24 +19,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import warpweave.language as tl  # noqa: E402
 
 import eight_bit_dot_kernels as fk  # noqa: E402
+from mma_gpu_testing import FP8_PAIRS as PAIRS, exact_fp32_reference, fp8, fp8_dtype  # noqa: E402,F401
 
 DEV = "cuda"
-TORCH = {"fp8e4nv": torch.float8_e4m3fn, "fp8e5": torch.float8_e5m2}
 TL = {"fp8e4nv": tl.float8e4nv, "fp8e5": tl.float8e5}
-PAIRS = [("fp8e4nv", "fp8e4nv"), ("fp8e5", "fp8e5"), ("fp8e4nv", "fp8e5"), ("fp8e5", "fp8e4nv")]
-
-
-@pytest.fixture(autouse=True)
-def exact_fp32_reference():
-    saved = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    yield
-    torch.backends.cuda.matmul.allow_tf32 = saved
-
-
-def fp8(shape, dtype, seed):
-    g = torch.Generator(device=DEV).manual_seed(seed)
-    return torch.randn(shape, device=DEV, generator=g).to(TORCH[dtype])
 
 
 def reference(a, b):
@@ -126,5 +112,5 @@ def test_attention_loop(tq, tv):
     fk.attention[(n_ctx // 128, )](q, k, vt, o, n_ctx, scale, D=d, BM=128, BN=64, P_TYPE=TL[tv],
                                    num_warps=4, num_stages=3)
     p = torch.exp2(reference(q, k.t()) * scale)
-    ref = reference(p.to(TORCH[tv]), vt.t()) / p.sum(1, keepdim=True)
+    ref = reference(p.to(fp8_dtype(tv)), vt.t()) / p.sum(1, keepdim=True)
     torch.testing.assert_close(o, ref, rtol=2e-2, atol=2e-2)

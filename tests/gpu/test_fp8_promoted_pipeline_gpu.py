@@ -20,27 +20,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 import warpweave as ww  # noqa: E402
 
 import eight_bit_dot_kernels as fk  # noqa: E402
+from mma_gpu_testing import FP8_PAIRS as PAIRS, exact_fp32_reference, fp8, fp8_dtype  # noqa: E402,F401
 
 DEV = "cuda"
-TORCH = {"fp8e4nv": torch.float8_e4m3fn, "fp8e5": torch.float8_e5m2}
-PAIRS = [("fp8e4nv", "fp8e4nv"), ("fp8e5", "fp8e5"), ("fp8e4nv", "fp8e5"), ("fp8e5", "fp8e4nv")]
-
-
-@pytest.fixture(autouse=True)
-def exact_fp32_reference():
-    saved = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = False
-    yield
-    torch.backends.cuda.matmul.allow_tf32 = saved
 
 
 def cdiv(x, y):
     return -(-x // y)
-
-
-def fp8(shape, dtype, seed):
-    g = torch.Generator(device=DEV).manual_seed(seed)
-    return torch.randn(shape, device=DEV, generator=g).to(TORCH[dtype])
 
 
 def close(out, ref, k):
