@@ -18,7 +18,7 @@ def fresh_launch_plans():
 @pytest.fixture
 def full_path_calls(monkeypatch):
     """The ops whose calls took the wrapper's full path, not a launch plan, in call order (each
-    full path checks x's dtype first)."""
+    full path checks the dtype of its first tensor: x, or a for the GEMMs, q for attention)."""
     from warpweave.ops import (_attention, _common, _elementwise, _embedding_bag, _layernorm,
                                _matmul, _reduction, _softmax)
 
@@ -26,7 +26,7 @@ def full_path_calls(monkeypatch):
     check = _common._check_dtype
 
     def counted(op, name, value, allowed):
-        if name == "x":
+        if name in ("x", "a", "q"):
             calls.append(op)
         return check(op, name, value, allowed)
 

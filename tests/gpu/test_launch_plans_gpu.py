@@ -81,3 +81,48 @@ def test_views_and_strides_are_their_own_signatures(full_path_calls):
         close(ops.softmax(x), torch.softmax(x.double(), dim=-1), torch.float16, "softmax")
     # Only the repeated view replays: the others differ in shape or strides.
     assert len(full_path_calls) == 4
+
+
+def full_path(monkeypatch, fn, *args, **kwargs):
+    with monkeypatch.context() as m:
+        m.setattr(_common, "LAUNCH_PLANS", False)
+        return fn(*args, **kwargs)
+
+
+@pytest.mark.parametrize("mnk,dtype", [((2048, 2048, 2048), torch.float16),
+                                       ((512, 4096, 4096), torch.bfloat16),
+                                       ((300, 264, 520), torch.float16)])
+def test_matmul_replays_bit_for_bit(full_path_calls, monkeypatch, mnk, dtype):
+    """ops.matmul's second call with a signature replays the first's launch (the TLX GEMM over
+    descriptors rebuilt on the new tensors on sm_90): the same bits as the full path."""
+    M, N, K = mnk
+    for call in range(3):
+        a = torch.randn(M, K, device="cuda", dtype=dtype)
+        b = torch.randn(K, N, device="cuda", dtype=dtype)
+        c = ops.matmul(a, b)
+        close(c, a.double() @ b.double(), dtype, f"matmul call {call}")
+        torch.testing.assert_close(c, full_path(monkeypatch, ops.matmul, a, b), rtol=0, atol=0)
+    # One full path of the wrapper, then replays; the other three are the references.
+    assert full_path_calls == ["matmul"] * 4
+    if torch.cuda.get_device_capability() == (9, 0) and M * N > 300 * 264:
+        assert uses_descriptors("matmul")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [(8, 16, 1024, 64), (2, 4, 512, 128), (1, 3, 200, 64)])
+def test_attention_replays_bit_for_bit(full_path_calls, monkeypatch, shape, causal):
+    dtype = torch.float16
+    for call in range(2):
+        q, k, v, do = (torch.randn(shape, device="cuda", dtype=dtype) for _ in range(4))
+        out, lse = ops.attention(q, k, v, causal=causal, return_lse=True)
+        ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+        close(out, ref, dtype, f"attention call {call}")
+        full = full_path(monkeypatch, ops.attention, q, k, v, causal=causal, return_lse=True)
+        torch.testing.assert_close((out, lse), full, rtol=0, atol=0)
+        grads = ops.attention_bwd(do, q, k, v, out, lse, causal=causal)
+        # The TLX backward adds dQ by fp32 reductions, whose order (and last bits) vary.
+        for got, want in zip(grads, full_path(monkeypatch, ops.attention_bwd, do, q, k, v, out,
+                                              lse, causal=causal)):
+            torch.testing.assert_close(got, want, rtol=1e-2, atol=1e-2)
+    assert full_path_calls == ["attention", "attention", "attention_bwd", "attention_bwd"] + \
+        ["attention", "attention_bwd"]

@@ -163,8 +163,14 @@ def test_the_winner_is_kept_on_disk_and_read_by_a_fresh_memory_cache(fake_gpu, t
     assert _tuning.decisions["matmul"].chosen.kernel == "tlx_pingpong"
     files = list((tmp_path / "autotune").glob("*.json"))
     assert len(files) == 1
-    # The same process again: memory.
+    # The same call again: its launch plan replays the winner, nothing timed or chosen.
     monkeypatch.setattr(testing, "do_bench", no_timing)
+    launches = len(fake_gpu.launches)
+    ops.matmul(h(256, 256), h(256, 256))
+    assert len(fake_gpu.launches) == launches + 1
+    assert fake_gpu.final().name == "gemm_ws_pingpong_kernel"
+    # Without the plan, the same process chooses from memory.
+    _common._launch_plans.clear()
     ops.matmul(h(256, 256), h(256, 256))
     assert _tuning.decisions["matmul"].how == "memory"
     # A fresh process's memory cache: the disk record, no timing.
@@ -638,6 +644,9 @@ def test_interpreter_calls_never_tune(monkeypatch, tmp_path, rng):
     # GPU placement faked over NumPy arrays (the GPU configurations in the interpreter): no
     # timing either, the fixed configuration.
     monkeypatch.setattr(_common._Place, "on_gpu", property(lambda self: True))
+    # (A real process cannot move one signature's arrays to the GPU: the interpreter call's
+    # launch plan would answer this one.)
+    _common._launch_plans.clear()
     np.testing.assert_allclose(ops.matmul(a, b), ref, rtol=2e-2, atol=2e-2)
     assert _tuning.decisions["matmul"].how == "fixed"
     assert not (tmp_path / "autotune").exists()

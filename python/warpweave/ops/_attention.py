@@ -12,7 +12,8 @@ import warpweave as ww
 
 from . import _common, _tuning
 from ._common import (_HALF_FLOATS, _Place, _check_dtype, _check_ndim, _check_shape,
-                      _contiguous, _descriptor, _dtype_name, _itemsize, _strides, _tma_operand)
+                      _contiguous, _descriptor, _dtype_name, _itemsize, _planned, _strides,
+                      _tma_operand)
 from .kernels import attention as attention_kernels
 from .kernels import attention_bwd as attention_bwd_kernels
 from .kernels import attention_varlen as attention_varlen_kernels
@@ -145,6 +146,7 @@ def _sm100_config(n_ctx, head_dim) -> dict:
     return config
 
 
+@_planned
 def attention(q, k, v, causal=False, sm_scale=None, return_lse=False, kernel=None):
     """softmax(q @ k^T * sm_scale [+ causal mask]) @ v for q, k, v [Z, H, N_CTX, HEAD_DIM], all
     fp16 or all bf16, of one shape, with HEAD_DIM a power of two in 16..256. sm_scale defaults to
@@ -268,6 +270,7 @@ def _launch_tlx(place, go, op, q, k, v, out, lse, sm_scale, causal, config,
        HEAD_DIM=head_dim, CAUSAL=bool(causal), num_warps=4, **config)
 
 
+@_planned
 def attention_bwd(do, q, k, v, out, lse, causal=False, sm_scale=None, kernel=None):
     """Gradients (dq, dk, dv) of attention(q, k, v, causal, sm_scale) given the gradient `do` of
     its output, the output `out` and its lse (attention(..., return_lse=True)'s [Z, H, N_CTX]
@@ -607,6 +610,8 @@ _INTERPRETER_BWD_CONFIG = dict(BLOCK_M=16, BLOCK_N=16, num_warps=4)
 # D128 fp16 it ran 0.92x SDPA (cuDNN) and 0.96x causal in its first form, where the tl pair ran
 # 0.32x; with tuning on the tl pair stays a candidate.
 ATTENTION_BWD_TLX_ON_SM90 = True
+_common.routing_switches(__name__, "ATTENTION_TLX_ON_SM90", "ATTENTION_TLX_ON_SM100",
+                         "ATTENTION_BWD_TLX_ON_SM100", "ATTENTION_BWD_TLX_ON_SM90")
 # Its configurations: BLOCK_M queries a step, 128 keys a program (64 per consumer warp group),
 # Q and dO in a NUM_STAGES ring; DEFER_DK leaves each query block's dK MMA running into the
 # next block, DQ_SPLIT=2 (DQ_ROWS) splits dQ's query rows between the consumers; 128-query
@@ -647,6 +652,7 @@ def _bwd_tlx_shared(cfg, head_dim, itemsize) -> int:
             + 4 * 2 * dq_rows * dq_cols + 2048)
 
 
+@_planned
 def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                      causal=False, sm_scale=None, return_lse=False):
     """Attention over B sequences of different lengths packed along the token dimension, with
@@ -715,6 +721,7 @@ def _varlen_key(dt, causal, head_dim, h, h_kv, total_q, max_seqlen_q, max_seqlen
             _tuning.pow2_bucket(max_seqlen_q), _tuning.pow2_bucket(max_seqlen_k))
 
 
+@_planned
 def attention_varlen_bwd(do, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                          max_seqlen_k, causal=False, sm_scale=None):
     """Gradients (dq, dk, dv) of attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k,

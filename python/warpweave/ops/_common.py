@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import sys
 import threading
 
 import warpweave as ww
@@ -170,14 +171,34 @@ _LAUNCH_PLANS_KEPT = 256
 # test instead, so that tests patching the routing see their first call take it.)
 LAUNCH_PLANS = True
 
+# The op modules' routing switches (_matmul.MATMUL_TLX_ON_SM90 and the like), which a user or a
+# test may flip between calls: their values are part of every plan's key, so that a plan never
+# replays a routing the switches no longer choose.
+_routing_switches: list = []  # (module, attribute name)
+
+
+def routing_switches(module_name: str, *names: str):
+    """Registers module `module_name`'s routing switches `names` (called at its import)."""
+    module = sys.modules[module_name]
+    _routing_switches.extend((module, name) for name in names)
+
+
+_torch_tensor_type = None  # torch.Tensor, once one has been seen (the plan key's fast test)
+
 
 def _array_key(value):
     """(signature part, address) of one array argument, or None for a value that is not an
     array."""
+    global _torch_tensor_type
+    if type(value) is _torch_tensor_type:
+        address = value.data_ptr()
+        return (value.dtype, value.shape, value.stride(), address & 15, value.device), address
     if _is_numpy(value):
         address = value.ctypes.data
         return ("numpy", value.dtype.str, value.shape, value.strides, address & 15), address
     if _is_torch(value):
+        if type(value).__name__ == "Tensor" and type(value).__module__ == "torch":
+            _torch_tensor_type = type(value)
         address = value.data_ptr()
         return (value.dtype, value.shape, value.stride(), address & 15, value.device), address
     return None
@@ -205,6 +226,7 @@ class _PlanRecorder:
     def __init__(self, inputs):
         self.traceable = True
         self.place = None  # the call's first _Place
+        self.input_shapes = [tuple(value.shape) for value in inputs]
         self.allocations = []  # (shape, dtype)
         self.by_address = {}  # address -> ("in", index, dtype, numel) or ("alloc", ...)
         self.launches = []  # (kernel, grid, argument sources, meta)
@@ -268,35 +290,63 @@ class _PlanRecorder:
             if source is None:
                 return None
             results.append((source, tuple(value.shape)))
-        return _LaunchPlan(place, self.allocations, self.launches, results, many)
+        return _LaunchPlan(place, self.input_shapes, self.allocations, self.launches, results,
+                           many)
 
 
 class _LaunchPlan:
-    """One recorded call: the allocations to make and the launches to replay on new arrays."""
+    """One recorded call: the allocations to make and the launches to replay on new arrays.
 
-    def __init__(self, place, allocations, launches, results, many):
-        self.place = place
-        self.allocations = allocations
-        self.launches = launches
-        self.results = results
+    Built into the replay's few steps once, since a replay is what the host pays per call (a
+    GEMM of 512x4096x4096 takes 31 us on an H100, about what the wrapper's host path costs): the
+    arrays a replay handles are numbered (inputs, then allocations), each launch keeps its
+    argument list with the plain values in place and the slots that take an array or a
+    descriptor over one, and results skip reshapes that change nothing."""
+
+    def __init__(self, place, input_shapes, allocations, launches, results, many):
+        n_in = len(input_shapes)
+        shapes = list(input_shapes) + [tuple(shape) for shape, _ in allocations]
+
+        def index(source):
+            where, i = source
+            return i if where == "in" else n_in + i
+
+        if place.kind == "numpy":
+            import numpy as np
+
+            self.allocations = [functools.partial(np.empty, shape, _numpy_dtype(dtype))
+                                for shape, dtype in allocations]
+        else:
+            import torch
+
+            self.allocations = [functools.partial(torch.empty, shape, dtype=getattr(torch, dtype),
+                                                  device=place.torch_device)
+                                for shape, dtype in allocations]
+        self.launches = []  # (kernel, grid, arguments, slots, meta)
+        for kernel, grid, sources, meta in launches:
+            arguments, slots = [], []
+            for position, (kind, value) in enumerate(sources):
+                arguments.append(value if kind == "value" else None)
+                if kind == "array":
+                    slots.append((position, index(value), None))
+                elif kind == "descriptor":
+                    source, shape, strides, block, padding = value
+                    slots.append((position, index(source), (shape, strides, block, padding)))
+            self.launches.append((kernel, grid, arguments, slots, meta))
+        self.results = [(index(source), None if shapes[index(source)] == shape else shape)
+                        for source, shape in results]
         self.many = many
 
     def run(self, inputs):
-        made = [self.place.empty(shape, dtype) for shape, dtype in self.allocations]
-        arrays = {"in": inputs, "alloc": made}
-        for kernel, grid, sources, meta in self.launches:
-            args = []
-            for kind, value in sources:
-                if kind == "value":
-                    args.append(value)
-                elif kind == "array":
-                    args.append(arrays[value[0]][value[1]])
-                else:
-                    (where, index), shape, strides, block, padding = value
-                    args.append(ww.TensorDescriptor(arrays[where][index], shape, strides, block,
-                                                    padding))
+        arrays = inputs + [allocate() for allocate in self.allocations]
+        descriptor = ww.TensorDescriptor
+        for kernel, grid, arguments, slots, meta in self.launches:
+            args = list(arguments)
+            for position, i, layout in slots:
+                args[position] = arrays[i] if layout is None else descriptor(arrays[i], *layout)
             kernel[grid](*args, **meta)
-        out = tuple(arrays[where][index].reshape(shape) for (where, index), shape in self.results)
+        out = tuple(arrays[i] if shape is None else arrays[i].reshape(shape)
+                    for i, shape in self.results)
         return out if self.many else out[0]
 
 
@@ -311,7 +361,8 @@ def _planned(wrapper):
             return wrapper(*args, **kwargs)
         inputs = []
         addresses = []
-        key = [name, _interpret_env(), _tuning.plan_key()]
+        key = [name, _interpret_env(), _tuning.plan_key(),
+               tuple(getattr(module, switch) for module, switch in _routing_switches)]
         try:
             for value in (*args, *kwargs.values()):
                 array = _array_key(value)

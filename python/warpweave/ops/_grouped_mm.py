@@ -29,6 +29,7 @@ _INTERPRETER_CONFIG = dict(BLOCK_M=16, BLOCK_N=32, BLOCK_K=32, num_warps=4)
 # multiples of 8; ragged K, _tlx_ragged_k_a_layout: a's columns or rows contiguous, b's rows
 # contiguous, 16-byte pitches and bases, N a multiple of 8).
 GROUPED_MM_TLX_ON_SM90 = True
+_common.routing_switches(__name__, "GROUPED_MM_TLX_ON_SM90")
 
 # gemm_ws.py's tiles (ops.matmul's TLX_GEMM_CONFIGS["ws"]: 128x256x64, 4 stages, C in four
 # 64-column chunks); 8 tile-rows per raster group; tile-columns grouped (RASTER_N); 128x128 tiles

@@ -9,7 +9,7 @@ import warpweave as ww
 
 from . import _common, _tuning
 from ._common import (_HALF_FLOATS, _Place, _check_dtype, _check_ndim, _contiguous,
-                      _descriptor, _dtype_name, _strides, _tma_operand)
+                      _descriptor, _dtype_name, _planned, _strides, _tma_operand)
 from .kernels import matmul as matmul_kernels
 from .kernels.blackwell import gemm_ws as bw_gemm_ws_kernels
 from .kernels.hopper import gemm_pipelined as gemm_pipelined_kernels
@@ -48,6 +48,7 @@ MATMUL_TLX_ON_SM90 = True
 # kernel: on compute capability 10.x GPUs compiling for sm_100a, for calls it takes (no
 # activation, K and N multiples of 8, K > 0, 16-byte aligned bases).
 MATMUL_TLX_ON_SM100 = True
+_common.routing_switches(__name__, "MATMUL_TLX_ON_SM90", "MATMUL_TLX_ON_SM100")
 
 # The tl kernel's fixed GPU configuration: on sm_90a the loop is software-pipelined, 5 stages of
 # 128x32 + 32x256 tiles (cp.async, 3 k-steps loaded ahead of the MMA), two warp groups of wgmma
@@ -73,6 +74,7 @@ def _takes_bw_gemm(place, a, b, activation, N, K) -> bool:
             and _common._address(b) % 16 == 0)
 
 
+@_planned
 def matmul(a, b, activation=None, kernel=None):
     """activation(a @ b) for fp16 or bf16 a [M, K] and b [K, N] (any strides), accumulated in fp32
     and returned in a's dtype. activation: None, "relu" or "leaky_relu" (slope 0.01). kernel:

@@ -36,6 +36,7 @@ _INTERPRETER_CONFIG = dict(BLOCK_M=32, BLOCK_N=32, BLOCK_K=32, GROUP_M=4, num_wa
 # scratch the epilogue's per-row / per-column vectors take (_TLX_EPILOGUE_SCRATCH); fp32 C's are
 # twice as large and cost a stage (_fitted).
 SCALED_MM_TLX_ON_SM90 = True
+_common.routing_switches(__name__, "SCALED_MM_TLX_ON_SM90")
 SCALED_MM_TLX_CONFIG = dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=128, GROUP_M=16, NUM_STAGES=4,
                             EPI_SUBTILE=8)
 SCALED_MM_TLX_SMALL_CONFIG = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=128, GROUP_M=16,
