@@ -174,13 +174,13 @@ LAUNCH_PLANS = True
 # The op modules' routing switches (_matmul.MATMUL_TLX_ON_SM90 and the like), which a user or a
 # test may flip between calls: their values are part of every plan's key, so that a plan never
 # replays a routing the switches no longer choose.
-_routing_switches: list = []  # (module, attribute name)
+_routing_switches: list = []  # (module's __dict__, attribute name)
 
 
 def routing_switches(module_name: str, *names: str):
     """Registers module `module_name`'s routing switches `names` (called at its import)."""
-    module = sys.modules[module_name]
-    _routing_switches.extend((module, name) for name in names)
+    namespace = vars(sys.modules[module_name])
+    _routing_switches.extend((namespace, name) for name in names)
 
 
 _torch_tensor_type = None  # torch.Tensor, once one has been seen (the plan key's fast test)
@@ -362,7 +362,7 @@ def _planned(wrapper):
         inputs = []
         addresses = []
         key = [name, _interpret_env(), _tuning.plan_key(),
-               tuple(getattr(module, switch) for module, switch in _routing_switches)]
+               tuple([namespace[switch] for namespace, switch in _routing_switches])]
         try:
             for value in (*args, *kwargs.values()):
                 array = _array_key(value)
@@ -375,7 +375,7 @@ def _planned(wrapper):
             key.append(tuple(kwargs))
             # Which inputs share an address (x passed as both operands): a plan recorded with
             # one pattern is replayed only with it.
-            key.append(tuple(addresses.index(a) for a in addresses))
+            key.append(tuple(map(addresses.index, addresses)))
             key = tuple(key)
             plan = _launch_plans.get(key)
         except TypeError:  # an argument that is not a plain value: no plan
