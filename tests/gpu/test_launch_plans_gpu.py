@@ -36,8 +36,8 @@ def close(out, ref, dtype, what):
 
 
 def uses_descriptors(op):
-    return any(kind == "descriptor" for key, plan in _common._launch_plans.items() if key[0] == op
-               for _, _, sources, _ in plan.launches for kind, _ in sources)
+    return any(layout is not None for key, plan in _common._launch_plans.items() if key[0] == op
+               for launch in plan.launches for _, _, layout in launch.slots)
 
 
 @pytest.mark.parametrize("rows,cols,dtype", [

@@ -293,7 +293,7 @@ def test_a_launch_plan_replays_the_tuned_launch_on_new_data():
             chosen = _tuning.decisions["scaled_mm"].chosen
             plans = [p for key, p in _common._launch_plans.items() if key[0] == "_scaled_mm"]
             assert len(plans) == 1 and len(plans[0].launches) == 1
-            meta = plans[0].launches[0][3]
+            meta = plans[0].launches[0].meta
             assert all(meta[k] == v for k, v in chosen.config.items())
 
 

@@ -675,7 +675,7 @@ def test_a_launch_plan_replays_the_tuned_choice(fake_gpu, monkeypatch):
     assert chosen["BLOCK_K"] == 64
     plans = [p for key, p in _common._launch_plans.items() if key[0] == "_scaled_mm"]
     assert len(plans) == 1 and len(plans[0].launches) == 1  # the timing runs are not in it
-    assert plans[0].launches[0][3]["BLOCK_K"] == 64
+    assert plans[0].launches[0].meta["BLOCK_K"] == 64
     # The next call with that signature replays it: one launch, nothing timed or chosen.
     monkeypatch.setattr(testing, "do_bench", no_timing)
     monkeypatch.setattr(_tuning, "choose", no_timing)

@@ -15,6 +15,7 @@ padding lanes of a large block over a small input are pure waste there.
 
 from __future__ import annotations
 
+import collections
 import functools
 import math
 import os
@@ -294,6 +295,12 @@ class _PlanRecorder:
                            many)
 
 
+class _Replay(collections.namedtuple("_Replay", "kernel grid arguments slots meta")):
+    """One launch of a plan: `arguments` with the plain values in place, `slots` the positions
+    (position, array number, None or a descriptor's (shape, strides, block, padding)) that take
+    the replay's arrays."""
+
+
 class _LaunchPlan:
     """One recorded call: the allocations to make and the launches to replay on new arrays.
 
@@ -322,7 +329,7 @@ class _LaunchPlan:
             self.allocations = [functools.partial(torch.empty, shape, dtype=getattr(torch, dtype),
                                                   device=place.torch_device)
                                 for shape, dtype in allocations]
-        self.launches = []  # (kernel, grid, arguments, slots, meta)
+        self.launches = []  # _Replay
         for kernel, grid, sources, meta in launches:
             arguments, slots = [], []
             for position, (kind, value) in enumerate(sources):
@@ -332,7 +339,7 @@ class _LaunchPlan:
                 elif kind == "descriptor":
                     source, shape, strides, block, padding = value
                     slots.append((position, index(source), (shape, strides, block, padding)))
-            self.launches.append((kernel, grid, arguments, slots, meta))
+            self.launches.append(_Replay(kernel, grid, arguments, slots, meta))
         self.results = [(index(source), None if shapes[index(source)] == shape else shape)
                         for source, shape in results]
         self.many = many
