@@ -533,7 +533,8 @@ private:
   int maxRegisters_ = 0;               // .maxnreg when tasks use setmaxnreg
   int taskRegisters_ = 0;              // the setmaxnreg budget of the task being lowered
   int registersPerThreadLimit() const; // .maxnreg of kernels without tasks (sm_100a, FMA dots)
-  int64_t tmemMessageRegisters(int64_t perThread) const; // registers of one tcgen05.ld / st
+  // Registers of one tcgen05.ld / st (packedStore: a store of 16-bit / 8-bit elements).
+  int64_t tmemMessageRegisters(int64_t perThread, bool packedStore = false) const;
   // Tensor maps built in the kernel (128 bytes each per program in the global scratch, which
   // the parameter `scratchParam_` points at), and whether the PTX needs ISA 8.6.
   int deviceTensorMaps_ = 0;

@@ -329,7 +329,16 @@ std::string FunctionLowering::warpLanesAddress(const ir::Op& op, const std::stri
 // registers, which ptxas finds late in a full register file only by spilling: TLX's pipelined
 // GEMM at BN 256 (a [128, 256] fp32 accumulator, 256 registers a thread) took 168 registers
 // and 1,408 bytes of spills in x128 messages without .maxnreg, and 166 and none in x64 ones.
-int64_t FunctionLowering::tmemMessageRegisters(int64_t perThread) const {
+int64_t FunctionLowering::tmemMessageRegisters(int64_t perThread, bool packedStore) const {
+  // A store of 16-bit / 8-bit elements sends words packed here, new registers made while the
+  // elements they come from (the fp32 values converted) are still live: a message takes them
+  // as one block of consecutive registers, which ptxas must free among those values (moves,
+  // temporaries) before the store. Eight-word messages leave it free to place each block where
+  // the values of its columns die. The attention softmax's P store (128 fp32 columns a thread
+  // converted to fp16 at setmaxnreg 152): x64 made ptxas 13.0 spill 60-168 bytes in TLX's
+  // blackwell_fa_ws_persistent / _pipelined (causal), x8 none; x16 / x32 / x4 kept or added
+  // spills (tests/python/test_blackwell_softmax_registers.py).
+  if (packedStore) return std::min<int64_t>(8, tmemMessageRegisters(perThread));
   int limit = 256;
   if (maxRegisters_)
     limit = maxRegisters_;
@@ -443,7 +452,7 @@ void FunctionLowering::lowerTmemCopy(const ir::Op& op) {
   };
   if (!load) barrier(); // the agent's earlier accesses to the tile are done (as local_store's)
   b_.inst("tcgen05.fence::after_thread_sync", {});
-  const int64_t message = tmemMessageRegisters(perThread);
+  const int64_t message = tmemMessageRegisters(perThread, !load && bytes < 4);
   for (int64_t c0 = 0; c0 < perThread; c0 += message) {
     int64_t n = std::min<int64_t>(message, perThread - c0);
     std::string list = "{";
@@ -535,7 +544,7 @@ void FunctionLowering::lowerTmemColumns(const ir::Op& op, const layout::TmemColu
   if (!load) barrier(); // the agent's earlier accesses to the tile are done (as local_store's)
   b_.inst("tcgen05.fence::after_thread_sync", {});
   const size_t numWords = wordCol.size();
-  const int64_t message = tmemMessageRegisters(int64_t(numWords));
+  const int64_t message = tmemMessageRegisters(int64_t(numWords), !load && bytes < 4);
   for (size_t k = 0; k < numWords;) {
     size_t run = 1; // consecutive 32-bit columns from k on
     while (k + run < numWords && wordCol[k + run] == wordCol[k] + int32_t(run)) ++run;

@@ -394,9 +394,9 @@ def test_scales_and_a_stored_from_registers_ptx(ptxas):
     sig = ("a_ptr:*fp32:16,b_desc:desc<fp8e4nv,128x128>,sa_ptr:*u8:16,sb_ptr:*u8:16,"
            "c_ptr:*fp32:16,sa_out_ptr:*u8:16,K=128,BN=128")
     ptx = compile_kernel("scaled_from_registers", sig)
-    # fp8 A: 128 values a row, four to a 32-bit column: 32 columns in one message.
-    assert re.search(r"tcgen05\.st\.sync\.aligned\.32x32b\.x32\.b32 \[%r\d+\], \{(%r\d+, ){31}%r\d+\};",
-                     ptx)
+    # fp8 A: 128 values a row, four to a 32-bit column: 32 columns, packed, in messages of 8.
+    assert len(re.findall(r"tcgen05\.st\.sync\.aligned\.32x32b\.x8\.b32 \[%r\d+\], "
+                          r"\{(?:%r\d+, ){7}%r\d+\};", ptx)) == 4
     # Each scale tile: the warp group's rows through shared memory, then each warp writes the
     # four rows of its lanes (32 c + l) into columns 0-3 of its own lane quarter.
     assert len(re.findall(r"tcgen05\.st\.sync\.aligned\.32x32b\.x4\.b32 \[%r\d+\], "

@@ -188,11 +188,12 @@ def chain_ptx(BM, BK, BN, BD):
 
 def test_fp16_tmem_and_a_from_tmem_ptx(ptxas):
     ptx = chain_ptx(128, 64, 64, 32)
-    # The fp16 [128, 64] tile is 32 columns, two elements to a 32-bit word: stored packed.
-    st = re.search(r"tcgen05\.st\.sync\.aligned\.32x32b\.x32\.b32 \[%r\d+\], \{((%r\d+, ){31}%r\d+)\};",
-                   ptx)
-    assert st
-    first = st.group(1).split(", ")[0]
+    # The fp16 [128, 64] tile is 32 columns, two elements to a 32-bit word: stored packed, in
+    # messages of 8 words (tmemMessageRegisters).
+    st = re.findall(r"tcgen05\.st\.sync\.aligned\.32x32b\.x8\.b32 \[%r\d+\], \{((?:%r\d+, ){7}%r\d+)\};",
+                    ptx)
+    assert len(st) == 4
+    first = st[0].split(", ")[0]
     assert re.search(rf"mov\.b32 {re.escape(first)}, \{{%h\d+, %h\d+\}};", ptx)
     # The second MMA reads A from tensor memory ([a-tmem]), K = 64 as four steps of 16 (8 columns
     # each), A K-major: no transpose bit 15; M = 128, N = 32.
@@ -211,12 +212,13 @@ def test_m64_tiles_ptx(ptxas):
     ptx = chain_ptx(64, 32, 128, 64)
     # [64, N] tiles (the PTX ISA's data path layout F): .16x32bx2 moves, threads 16-31 the second
     # half of the columns (immHalfSplitoff). S [64, 128] fp32: 64 words a thread, split at 64;
-    # P [64, 128] fp16: 64 columns, 32 words, split at 32; O [64, 64] fp32: 32 words, split at 32.
+    # P [64, 128] fp16: 64 columns, 32 words, split at 32, stored in messages of 8 words;
+    # O [64, 64] fp32: 32 words, split at 32.
     assert re.search(r"tcgen05\.ld\.sync\.aligned\.16x32bx2\.x64\.b32 \{(%r\d+, ){63}%r\d+\}, "
                      r"\[%r\d+\], 64;", ptx) or re.search(
         r"tcgen05\.ld\.sync\.aligned\.16x32bx2\.x64\.b32 \{(%f\d+, ){63}%f\d+\}, \[%r\d+\], 64;", ptx)
-    assert re.search(r"tcgen05\.st\.sync\.aligned\.16x32bx2\.x32\.b32 \[%r\d+\], 32, "
-                     r"\{(%r\d+, ){31}%r\d+\};", ptx)
+    assert len(re.findall(r"tcgen05\.st\.sync\.aligned\.16x32bx2\.x8\.b32 \[%r\d+\], 32, "
+                          r"\{(?:%r\d+, ){7}%r\d+\};", ptx)) == 4
     assert re.search(r"tcgen05\.ld\.sync\.aligned\.16x32bx2\.x32\.b32 \{(%f\d+, ){31}%f\d+\}, "
                      r"\[%r\d+\], 32;", ptx)
     # M = 64 in the instruction descriptors (M >> 4 at bit 24): N = 128 and N = 64.
@@ -261,8 +263,8 @@ def test_tmem_reuse_ptx(ptxas):
     assert re.search(r"tcgen05\.alloc\.cta_group::1\.sync\.aligned\.shared::cta\.b32 \[%r\d+\], "
                      r"128;", ptx)
     # p[1] starts 32 columns in (S's upper half), m[1] one column in: the packed fp16 store of 32
-    # words and the one-column load.
-    assert re.search(r"tcgen05\.st\.sync\.aligned\.32x32b\.x32\.b32", ptx)
+    # words (four messages of 8) and the one-column load.
+    assert len(re.findall(r"tcgen05\.st\.sync\.aligned\.32x32b\.x8\.b32", ptx)) == 4
     assert re.search(r"tcgen05\.st\.sync\.aligned\.32x32b\.x1\.b32 \[%r\d+\], \{%f\d+\};", ptx)
     assert re.search(r"tcgen05\.ld\.sync\.aligned\.32x32b\.x1\.b32 \{%f\d+\}, \[%r\d+\];", ptx)
     ptxas(ptx, arch="sm_100a")
