@@ -176,6 +176,7 @@ CompiledKernel compileWith(const CompileRequest& req, transforms::PipelineBudget
     if (req.stage != Stage::TileIR && transforms::decomposeBatchedDots(*fn))
       transforms::runCleanupPipeline(*fn);
     if (transforms::hoistLoopInvariants(*fn)) transforms::runCleanupPipeline(*fn);
+    if (transforms::narrowCarriedCasts(*fn)) transforms::runCleanupPipeline(*fn);
     // wgmma and tcgen05.mma read their operands from shared memory: stage them there ahead of
     // the MMA.
     // Loops marked warp_specialize=True become a TMA producer task and MMA consumer tasks

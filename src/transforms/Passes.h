@@ -44,6 +44,13 @@ int decomposeBatchedDots(ir::Function& fn);
 /// Returns how many ops moved and carried values went.
 int hoistLoopInvariants(ir::Function& fn);
 
+/// Carries a for loop's value in the type it is always cast to: where every use of a carried
+/// value in the loop and of its result after the loop is a cast to one type (one rounding), the
+/// cast moves to where the yielded value is made and before the loop, and the loop carries the
+/// cast value (TLX's pipelined attention loops carry P in fp32 to cast it to fp16 in the next
+/// iteration). Returns how many carried values it narrowed.
+int narrowCarriedCasts(ir::Function& fn);
+
 /// Software-pipelines (for sm_90a) each for loop whose body feeds two tl.loads into its one
 /// fp16/bf16 tl.dot: the loads become cp.async copies into S = max(num_stages, 3) shared buffers
 /// (fewer where they would not fit), issued S - 2 iterations ahead, and the dot an async wgmma

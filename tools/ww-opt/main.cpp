@@ -39,6 +39,8 @@ const PassInfo kPasses[] = {
      [](Function& f, const PassContext&) { ww::transforms::combineDotAdd(f); }},
     {"hoist-loop-invariants", "moves loop-invariant tensor shape ops out of for loops",
      [](Function& f, const PassContext&) { ww::transforms::hoistLoopInvariants(f); }},
+    {"narrow-carried-casts", "carries a loop value in the type every use casts it to",
+     [](Function& f, const PassContext&) { ww::transforms::narrowCarriedCasts(f); }},
     {"pipeline-dot-loops",
      "software-pipelines tl.dot loops into cp.async / TMA + wgmma (sm_90a) or tcgen05.mma "
      "(sm_100a)",
