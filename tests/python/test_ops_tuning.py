@@ -152,8 +152,10 @@ def test_the_fastest_candidate_is_launched_after_each_is_timed_once(fake_gpu):
     final = fake_gpu.launches[-1]
     assert final.name == "matmul_kernel" and final.meta["BLOCK_K"] == 64
     assert len(fake_gpu.launches) == len(fake_gpu.timed) + 1
-    # The fixed configuration (the TLX warp-specialized GEMM) leads the candidates.
-    assert decision.candidates[0] == _tuning.Candidate("tlx_ws", **ops.TLX_GEMM_CONFIGS["ws"])
+    # The fixed configuration (the TLX warp-specialized GEMM; on 128x128 tiles, since 128x256
+    # ones would leave most SMs idle) leads the candidates.
+    assert decision.candidates[0] == _tuning.Candidate("tlx_ws", **_matmul._TLX_WS_128x128)
+    assert _tuning.Candidate("tlx_ws", **ops.TLX_GEMM_CONFIGS["ws"]) in decision.candidates
 
 
 def test_the_winner_is_kept_on_disk_and_read_by_a_fresh_memory_cache(fake_gpu, tmp_path,
@@ -476,6 +478,9 @@ def test_attention_backward_tunes_both_kernels_apart(fake_gpu):
 FIXED = {
     "matmul": ("gemm_ws_kernel", dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=16,
                                       NUM_STAGES=4, SMEM_EPILOGUE=True, EPI_SUBTILE=4)),
+    # At most half as many 128x256 tiles as SMs: 128x128 ones.
+    "matmul_small": ("gemm_ws_kernel", dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=16,
+                                            NUM_STAGES=5, SMEM_EPILOGUE=True, EPI_SUBTILE=2)),
     "matmul_relu": ("matmul_kernel", dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, GROUP_M=8,
                                           num_warps=8, num_stages=5)),
     "scaled_mm_big": ("scaled_mm_ws_kernel", dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=128,
@@ -533,8 +538,10 @@ def call_every_op(gpu):
 
     out = {}
     launches = gpu.launches
-    ops.matmul(h(256, 256), h(256, 256))
+    ops.matmul(h(2048, 64), h(64, 4096))  # 256 tiles of 128x256: more than the SMs
     out["matmul"] = launches[-1]
+    ops.matmul(h(256, 256), h(256, 256))
+    out["matmul_small"] = launches[-1]
     ops.matmul(h(256, 256), h(256, 256), activation="relu")
     out["matmul_relu"] = launches[-1]
     call_scaled_mm(4096, 4096, 128)  # 512 tiles of 128x256: more than the SMs

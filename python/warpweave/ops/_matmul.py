@@ -343,12 +343,16 @@ def _launch_tlx(place, go, a, b, c, variant, config):
 # group, with tile-columns grouped instead (RASTER_N), and on 128x128 tiles (more tiles for
 # products that do not fill the GPU: 5 stages, C in two chunks). The 2-CTA cluster variants
 # measured slower at every size swept (see above) and are not candidates.
+# The cooperative GEMM on 128x128 tiles: the fixed configuration of products whose 128x256 tiles
+# would leave more than half the SMs idle (_SMALL_TLX_CONFIG below).
+_TLX_WS_128x128 = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=16, NUM_STAGES=5,
+                       SMEM_EPILOGUE=True, EPI_SUBTILE=2)
+
 _TLX_CONFIGS = [
     ("tlx_ws", TLX_GEMM_CONFIGS["ws"]),
     ("tlx_ws", dict(TLX_GEMM_CONFIGS["ws"], GROUP_M=8)),
     ("tlx_ws", dict(TLX_GEMM_CONFIGS["ws"], RASTER_N=True)),
-    ("tlx_ws", dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=16, NUM_STAGES=5,
-                    SMEM_EPILOGUE=True, EPI_SUBTILE=2)),
+    ("tlx_ws", _TLX_WS_128x128),
     ("tlx_pingpong", TLX_GEMM_CONFIGS["pingpong"]),
     ("tlx_pipelined", TLX_GEMM_CONFIGS["pipelined"]),
 ]
@@ -379,10 +383,17 @@ def _candidates(place, dt, M, N, tl, tlx) -> list:
     """The configurations ops.matmul may launch for an [M, K] x [K, N] product on the call's GPU,
     the fixed one first (the TLX warp-specialized GEMM where `tlx`, else the tl kernel): those
     that fit its shared memory, without tiles larger than the product where a smaller tile
-    covers it (N <= 128: no 256-wide tiles; M <= 64: no 128-row ones)."""
+    covers it (N <= 128: no 256-wide tiles; M <= 64: no 128-row ones). The TLX GEMM's fixed
+    tiles are 128x256, or 128x128 where the product has at most half as many 128x256 tiles as
+    the GPU has SMs: at 512x4096x4096 on an H100 (64 tiles, 132 SMs) 128x256 ran 0.69x cuBLAS
+    (session 30)."""
     out = []
     if tlx:
         out += [_tuning.Candidate(name, **cfg) for name, cfg in _TLX_CONFIGS]
+        if 2 * ww.cdiv(M, 128) * ww.cdiv(N, 256) <= place.num_sms():
+            small = _tuning.Candidate("tlx_ws", **_TLX_WS_128x128)
+            out.remove(small)
+            out.insert(0, small)
     if tl:
         out += [_tuning.Candidate("tl", **cfg) for cfg in _TL_CONFIGS]
     default = out[0]
