@@ -5,11 +5,11 @@
 // accumulator of the P x V one, and ptxas spilled (80 bytes at the consumers' 232 registers).
 //
 // When every use of a carried value inside the loop and of the loop's result after it is a cast
-// to one type (same rounding), the cast moves to where the value is made: the loop carries the
-// cast value, the entry value is cast before the loop, and the casts of the argument and of the
-// result are replaced by them. The same casts of the same values run, only earlier, so results
-// are bit for bit those of the source; the wide value dies at its last use in the iteration
-// that made it.
+// to one narrower type (same rounding), the cast moves to where the value is made: the loop
+// carries the cast value, the entry value is cast before the loop, and the casts of the argument
+// and of the result are replaced by them. The same casts of the same values run, only earlier,
+// so results are bit for bit those of the source; the wide value dies at its last use in the
+// iteration that made it.
 #include "ir/Builder.h"
 #include "transforms/Passes.h"
 
@@ -82,6 +82,11 @@ int narrowLoop(Block& root, Block& parent, Op& loop) {
     std::vector<Op*> after = castUsers(root, result, other);
     if (other) continue;
     const Op& cast = *inside.front();
+    // Only narrowing: a value cast to a wider type (fp16 loaded in one iteration and widened
+    // in the next) would take more registers across the loop, not fewer.
+    if (ir::bitWidth(cast.result()->type().elem) >= ir::bitWidth(arg->type().elem) ||
+        arg->type().pointer)
+      continue;
     bool same = true;
     for (const Op* c : inside) same = same && sameCast(*c, cast);
     for (const Op* c : after) same = same && sameCast(*c, cast);
