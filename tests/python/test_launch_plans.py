@@ -230,3 +230,27 @@ def test_attention_forward_and_backward_replay(rng, full_path_calls, monkeypatch
         assert_same(ops.attention(q, k, v, causal=causal), out)
     assert full_path_calls == ["attention", "attention", "attention_bwd", "attention_bwd",
                                "attention"]
+
+
+def test_varlen_attention_replays_with_new_sequences_of_one_layout(rng, full_path_calls,
+                                                                   monkeypatch):
+    # The same cu_seqlens layout (its values are the arrays' data, not the signature): the second
+    # call replays, reading the new q / k / v and offsets.
+    lengths, h, d = [5, 17, 1], 2, 16
+    cu = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+
+    def tensors():
+        return [rng.standard_normal((sum(lengths), h, d)).astype(np.float16) for _ in range(4)]
+
+    ops.attention_varlen(*tensors()[:3], cu, cu, max(lengths), max(lengths), causal=True,
+                         return_lse=True)
+    q, k, v, do = tensors()
+    other = np.concatenate([[0], np.cumsum([1, 5, 17])]).astype(np.int32)  # same total, moved
+    out, lse = ops.attention_varlen(q, k, v, other, other, 17, 17, causal=True, return_lse=True)
+    assert_same((out, lse), full_path(monkeypatch, ops.attention_varlen, q, k, v, other, other,
+                                      17, 17, causal=True, return_lse=True))
+    for _ in range(2):
+        grads = ops.attention_varlen_bwd(do, q, k, v, out, lse, other, other, 17, 17, True)
+    assert_same(grads, full_path(monkeypatch, ops.attention_varlen_bwd, do, q, k, v, out, lse,
+                                 other, other, 17, 17, True))
+    assert full_path_calls == ["attention_varlen"] * 2 + ["attention_varlen_bwd"] * 2
