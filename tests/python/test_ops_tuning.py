@@ -966,3 +966,18 @@ def test_every_candidate_compiles_for_sm90a(monkeypatch, requires_ptxas, sm90_co
         assert kernel.shared <= _tuning._TARGET_SHARED["sm_90a"], c
         if c != _tuning.decisions[op].candidates[0]:
             assert kernel.n_spills == 0, c  # (the fixed HEAD_DIM 256 ones spill, as today)
+
+
+def test_a_routing_switch_flipped_between_calls_is_followed(fake_gpu, monkeypatch):
+    # The op modules' routing switches are part of a launch plan's key: the second call of the
+    # same signature replays the first's plan, the third, with the switch flipped, takes the full
+    # path and its routing, and flipping it back replays the first plan again.
+    monkeypatch.setenv("WARPWEAVE_OPS_TUNING", "0")
+    a, b = h(256, 256), h(256, 256)
+    launched = []
+    for on in (True, True, False, True):
+        monkeypatch.setattr(_matmul, "MATMUL_TLX_ON_SM90", on)
+        ops.matmul(a, b)
+        launched.append(fake_gpu.launches[-1].name)
+    assert launched == ["gemm_ws_kernel", "gemm_ws_kernel", "matmul_kernel", "gemm_ws_kernel"]
+    assert sum(key[0] == "matmul" for key in _common._launch_plans) == 2
