@@ -24,7 +24,7 @@ using ir::Value;
 
 namespace {
 
-/// Every (op, operand index) under `block` that reads `v`.
+/// Every op under `block` that reads `v` (once each).
 void usesOf(Block& block, const Value* v, std::vector<Op*>& users) {
   ir::walk(block, [&](Op& op) {
     for (const Value* operand : op.operands())
@@ -75,31 +75,28 @@ int narrowLoop(Block& root, Block& parent, Op& loop) {
     Value* arg = body.arg(k + 1);
     Value* result = loop.result(k);
     Value* yielded = body.terminator()->operand(k);
-    if (yielded == arg) continue; // unchanged: hoistLoopInvariants forwards it
+    // An unchanged carry is hoistLoopInvariants's to forward; pointers are not cast.
+    if (yielded == arg || arg->type().pointer) continue;
     bool other = false;
     std::vector<Op*> inside = castUsers(body, arg, other);
     if (other || inside.empty()) continue;
-    std::vector<Op*> after = castUsers(root, result, other);
-    if (other) continue;
     const Op& cast = *inside.front();
     // Only narrowing: a value cast to a wider type (fp16 loaded in one iteration and widened
     // in the next) would take more registers across the loop, not fewer.
-    if (ir::bitWidth(cast.result()->type().elem) >= ir::bitWidth(arg->type().elem) ||
-        arg->type().pointer)
-      continue;
+    if (ir::bitWidth(cast.result()->type().elem) >= ir::bitWidth(arg->type().elem)) continue;
     bool same = true;
     for (const Op* c : inside) same = same && sameCast(*c, cast);
+    if (!same) continue;
+    // The whole function is walked for the result's users only for a loop that passed the above.
+    std::vector<Op*> after = castUsers(root, result, other);
+    if (other) continue;
     for (const Op* c : after) same = same && sameCast(*c, cast);
     if (!same) continue;
 
-    // The value the body yields, cast right after it is made (at the body's top for a value
-    // from an argument or from before the loop).
+    // The value the body yields, cast right after the body op that makes it (at the body's top
+    // for a value from an argument or from before the loop).
     size_t at = 0;
-    if (Op* def = yielded->def(); def && def->parentBlock() == &body)
-      at = ir::positionOf(body, def) + 1;
-    else if (Op* def = yielded->def(); def && ir::definedInside(yielded, loop)) {
-      // Defined in a nested region: after the body op holding it.
-      Op* holder = def;
+    if (Op* holder = yielded->def(); holder && ir::definedInside(yielded, loop)) {
       while (holder->parentBlock() != &body) holder = holder->parentBlock()->parentOp();
       at = ir::positionOf(body, holder) + 1;
     }

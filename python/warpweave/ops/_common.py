@@ -191,18 +191,17 @@ def _array_key(value):
     """(signature part, address) of one array argument, or None for a value that is not an
     array."""
     global _torch_tensor_type
-    if type(value) is _torch_tensor_type:
-        address = value.data_ptr()
-        return (value.dtype, value.shape, value.stride(), address & 15, value.device), address
-    if _is_numpy(value):
-        address = value.ctypes.data
-        return ("numpy", value.dtype.str, value.shape, value.strides, address & 15), address
-    if _is_torch(value):
-        if type(value).__name__ == "Tensor" and type(value).__module__ == "torch":
-            _torch_tensor_type = type(value)
-        address = value.data_ptr()
-        return (value.dtype, value.shape, value.stride(), address & 15, value.device), address
-    return None
+    t = type(value)
+    if t is not _torch_tensor_type:
+        if _is_numpy(value):
+            address = value.ctypes.data
+            return ("numpy", value.dtype.str, value.shape, value.strides, address & 15), address
+        if not _is_torch(value):
+            return None
+        if t.__name__ == "Tensor" and t.__module__ == "torch":
+            _torch_tensor_type = t
+    address = value.data_ptr()
+    return (value.dtype, value.shape, value.stride(), address & 15, value.device), address
 
 
 def _frozen(value):

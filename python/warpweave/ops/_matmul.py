@@ -343,8 +343,8 @@ def _launch_tlx(place, go, a, b, c, variant, config):
 # group, with tile-columns grouped instead (RASTER_N), and on 128x128 tiles (more tiles for
 # products that do not fill the GPU: 5 stages, C in two chunks). The 2-CTA cluster variants
 # measured slower at every size swept (see above) and are not candidates.
-# The cooperative GEMM on 128x128 tiles: the fixed configuration of products whose 128x256 tiles
-# would leave more than half the SMs idle (_SMALL_TLX_CONFIG below).
+# The cooperative GEMM on 128x128 tiles: also the fixed configuration of products whose 128x256
+# tiles would leave more than half the SMs idle (_candidates).
 _TLX_WS_128x128 = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=16, NUM_STAGES=5,
                        SMEM_EPILOGUE=True, EPI_SUBTILE=2)
 
