@@ -1,7 +1,12 @@
-"""Helpers of the tensor-core dot tests (test_fp8_dot.py, test_int8_dot.py): compile a kernel for
-a target through ptxas, and list the MMA instructions of its PTX."""
+"""Helpers of the tensor-core dot tests (test_fp8_dot.py, test_fp8_promoted_pipeline.py,
+test_int8_dot.py): compile a kernel for a target through ptxas, list the MMA instructions of its
+PTX, and the fp8 type pairs they run."""
 
 import re
+
+# Every pairing of Triton's two fp8 types a dot may take, and their names in wgmma's opcodes.
+FP8_PAIRS = [("fp8e4nv", "fp8e4nv"), ("fp8e5", "fp8e5"), ("fp8e4nv", "fp8e5"), ("fp8e5", "fp8e4nv")]
+FP8_PTX_NAME = {"fp8e4nv": "e4m3", "fp8e5": "e5m2"}
 
 
 def compiled(kernel, args, kwargs, target, num_warps=4, num_stages=1):

@@ -16,7 +16,7 @@ import pytest
 import warpweave.language as tl
 
 import eight_bit_dot_kernels as fk
-from mma_testing import compiled, mmas
+from mma_testing import FP8_PAIRS, FP8_PTX_NAME, compiled, mmas
 
 native_loader = importlib.import_module("warpweave._native_loader")
 pytestmark = pytest.mark.skipif(not native_loader.available(),
@@ -25,8 +25,6 @@ ml_dtypes = pytest.importorskip("ml_dtypes")
 
 NUMPY = {"fp8e4nv": ml_dtypes.float8_e4m3fn, "fp8e5": ml_dtypes.float8_e5m2}
 TL = {"fp8e4nv": tl.float8e4nv, "fp8e5": tl.float8e5}
-PTX_NAME = {"fp8e4nv": "e4m3", "fp8e5": "e5m2"}
-PAIRS = [("fp8e4nv", "fp8e4nv"), ("fp8e5", "fp8e5"), ("fp8e4nv", "fp8e5"), ("fp8e5", "fp8e4nv")]
 
 
 @pytest.fixture(autouse=True)
@@ -52,7 +50,7 @@ def tile_args(rng, M, N, K, ta, tb, trans_b):
 # ---- the plain lowering --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("ta,tb", PAIRS)
+@pytest.mark.parametrize("ta,tb", FP8_PAIRS)
 @pytest.mark.parametrize("trans_b", [True, False])
 @pytest.mark.parametrize("M,N,K,warps", [(64, 64, 64, 4), (128, 256, 128, 8), (64, 32, 32, 4)])
 def test_tile_dot_is_an_fp8_wgmma_on_sm90a(ta, tb, trans_b, M, N, K, warps):
@@ -60,7 +58,7 @@ def test_tile_dot_is_an_fp8_wgmma_on_sm90a(ta, tb, trans_b, M, N, K, warps):
     a, b, args = tile_args(rng, M, N, K, ta, tb, trans_b)
     kw = dict(M=M, N=N, K=K, TRANS_B=trans_b, OUT=tl.float32)
     k = compiled(fk.tile_dot, args, kw, "sm_90a", warps)
-    assert all(m.startswith("wgmma") and f"k32.f32.{PTX_NAME[ta]}.{PTX_NAME[tb]}" in m
+    assert all(m.startswith("wgmma") and f"k32.f32.{FP8_PTX_NAME[ta]}.{FP8_PTX_NAME[tb]}" in m
                for m in mmas(k.ptx)), mmas(k.ptx)
     assert mmas(k.ptx) and "fma.rn.f32" not in k.ptx
     assert k.spill_bytes == 0
@@ -142,15 +140,15 @@ def test_max_num_imprecise_acc_above_k_is_a_located_error():
 # ---- the pipelined K loop ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("ta,tb", PAIRS)
+@pytest.mark.parametrize("ta,tb", FP8_PAIRS)
 def test_k_loop_is_pipelined_with_fp8_wgmma(ta, tb):
     rng = np.random.default_rng(9)
     M, N, K = 256, 256, 256
     a, bt = eighths(rng, (M, K), ta), eighths(rng, (N, K), tb)
     args = (a, bt, np.zeros((M, N), np.float32), M, N, K)
     k = compiled(fk.matmul, args, dict(BM=128, BN=128, BK=64), "sm_90a", 4, 3)
-    assert mmas(k.ptx) == [f"wgmma.mma_async.sync.aligned.m64n128k32.f32.{PTX_NAME[ta]}."
-                           f"{PTX_NAME[tb]}"]
+    assert mmas(k.ptx) == [f"wgmma.mma_async.sync.aligned.m64n128k32.f32.{FP8_PTX_NAME[ta]}."
+                           f"{FP8_PTX_NAME[tb]}"]
     # The copies run iterations ahead, 16 bytes (16 fp8 elements) each: 8-bit elements are
     # packed 4 to a register only when they pass through registers, which cp.async's do not.
     sizes = re.findall(r"cp\.async\.c[ag]\.shared\.global \[[^]]*\], \[[^]]*\], (\d+)", k.ptx)
@@ -161,7 +159,7 @@ def test_k_loop_is_pipelined_with_fp8_wgmma(ta, tb):
     assert k.spill_bytes == 0
 
 
-@pytest.mark.parametrize("ta,tb", PAIRS)
+@pytest.mark.parametrize("ta,tb", FP8_PAIRS)
 @pytest.mark.parametrize("M,N,K", [(256, 256, 256), (200, 136, 96)])
 def test_k_loop_in_interpreter(ta, tb, M, N, K):
     rng = np.random.default_rng(M + K)
@@ -229,20 +227,21 @@ def attention_args(rng, tq, tv, n_ctx=256, d=64):
     return (q, k, vt, np.full((n_ctx, d), np.nan, np.float32), n_ctx, 0.125)
 
 
-@pytest.mark.parametrize("tq,tv", PAIRS)
+@pytest.mark.parametrize("tq,tv", FP8_PAIRS)
 def test_attention_loop_is_pipelined_with_fp8_wgmma(tq, tv):
     args = attention_args(np.random.default_rng(12), tq, tv)
     k = compiled(fk.attention, args, dict(D=64, BM=128, BN=64, P_TYPE=TL[tv]), "sm_90a", 4, 3)
     names = mmas(k.ptx)
-    assert f"wgmma.mma_async.sync.aligned.m64n64k32.f32.{PTX_NAME[tq]}.{PTX_NAME[tq]}" in names
-    assert f"wgmma.mma_async.sync.aligned.m64n64k32.f32.{PTX_NAME[tv]}.{PTX_NAME[tv]}" in names
+    for t in (tq, tv):
+        assert f"wgmma.mma_async.sync.aligned.m64n64k32.f32.{FP8_PTX_NAME[t]}.{FP8_PTX_NAME[t]}" \
+            in names
     # P V takes P from registers: a {...} list of four 32-bit words in place of A's descriptor.
     assert re.search(r"wgmma\.mma_async\S+ \{[^}]*\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}", k.ptx)
     assert re.search(r"cp\.async\.c[ag]\.shared\.global", k.ptx) and "fma.rn.f32" not in k.ptx
     assert k.spill_bytes == 0
 
 
-@pytest.mark.parametrize("tq,tv", PAIRS)
+@pytest.mark.parametrize("tq,tv", FP8_PAIRS)
 def test_attention_loop_in_interpreter(tq, tv):
     q, k, vt, o, n_ctx, scale = attention_args(np.random.default_rng(13), tq, tv)
     fk.attention[(n_ctx // 128, )](q, k, vt, o, n_ctx, scale, D=64, BM=128, BN=64,

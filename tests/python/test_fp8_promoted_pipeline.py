@@ -20,14 +20,12 @@ import warpweave as ww
 import warpweave.language as tl
 
 import eight_bit_dot_kernels as fk
-from mma_testing import mmas
+from mma_testing import FP8_PAIRS, FP8_PTX_NAME, mmas
 
 pytest.importorskip("warpweave._native")
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
 NUMPY = {"fp8e4nv": ml_dtypes.float8_e4m3fn, "fp8e5": ml_dtypes.float8_e5m2}
-PTX_NAME = {"fp8e4nv": "e4m3", "fp8e5": "e5m2"}
-PAIRS = [("fp8e4nv", "fp8e4nv"), ("fp8e5", "fp8e5"), ("fp8e4nv", "fp8e5"), ("fp8e5", "fp8e4nv")]
 
 
 @pytest.fixture(autouse=True)
@@ -91,13 +89,13 @@ def check_promoted_loop(body, stages):
 # ---- PTX -----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("ta,tb", PAIRS)
+@pytest.mark.parametrize("ta,tb", FP8_PAIRS)
 @pytest.mark.parametrize("stages", [3, 4])
 def test_promoted_k_loop_is_pipelined_on_sm90a(ptxas, ta, tb, stages):
     k = compile_matmul(ta, tb, (128, 128, 128), 128, 8, stages)
     ptx = k.ptx
-    assert mmas(ptx) == [f"wgmma.mma_async.sync.aligned.m64n128k32.f32.{PTX_NAME[ta]}."
-                         f"{PTX_NAME[tb]}"]
+    assert mmas(ptx) == [f"wgmma.mma_async.sync.aligned.m64n128k32.f32.{FP8_PTX_NAME[ta]}."
+                         f"{FP8_PTX_NAME[tb]}"]
     body = loop_body(ptx)
     check_promoted_loop(body, stages)
     # The copies run iterations ahead: 16-byte cp.async in the loop, stages - 1 groups before it.
@@ -202,7 +200,7 @@ def reference_close(c, a, bt):
     np.testing.assert_allclose(c, ref, rtol=1e-5, atol=1e-4 * np.abs(ref).max())
 
 
-@pytest.mark.parametrize("ta,tb", PAIRS)
+@pytest.mark.parametrize("ta,tb", FP8_PAIRS)
 @pytest.mark.parametrize("mnk,block,limit,warps,stages", [
     ((200, 136, 328), (128, 128, 64), 64, 4, 3),   # ragged M, N and K (5.125 K steps)
     ((130, 72, 40), (64, 64, 32), 32, 4, 4),       # two K steps: a prologue copy predicated off
