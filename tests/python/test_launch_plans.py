@@ -254,3 +254,47 @@ def test_varlen_attention_replays_with_new_sequences_of_one_layout(rng, full_pat
     assert_same(grads, full_path(monkeypatch, ops.attention_varlen_bwd, do, q, k, v, out, lse,
                                  other, other, 17, 17, True))
     assert full_path_calls == ["attention_varlen"] * 2 + ["attention_varlen_bwd"] * 2
+
+
+def test_descriptor_slots_replay_and_release_their_arrays(rng, monkeypatch):
+    # The TLX fp8 GEMM in the interpreter takes TMA descriptors over its operands and C. A
+    # replay hands each descriptor slot the plan's own TensorDescriptor with the new array as
+    # its base for the launch only: afterwards no plan descriptor holds an array, and a replay
+    # that finds the plan in use (another thread's) builds descriptors of its own.
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    import weakref
+
+    M, N, K = 40, 72, 64
+
+    def operands():
+        a = rng.integers(-3, 4, (M, K)).astype(ml_dtypes.float8_e4m3fn)
+        bt = rng.integers(-3, 4, (N, K)).astype(ml_dtypes.float8_e4m3fn)
+        return a, bt.T, np.float32([0.5]), np.float32([2.0])
+
+    def call(args):
+        return ops.scaled_mm(*args, out_dtype=np.float32, kernel="tlx")
+
+    call(operands())
+    (plan,) = [p for key, p in _common._launch_plans.items() if key[0] == "_scaled_mm"]
+    assert len(plan.descriptors) == 3  # a, b^T and C
+    replays = []
+    run = plan.run
+    monkeypatch.setattr(plan, "run", lambda inputs: replays.append(1) or run(inputs))
+    for hold_plan in (False, True):
+        args = operands()
+        if hold_plan:
+            plan.in_use.acquire()
+        try:
+            got = call(args)
+        finally:
+            if hold_plan:
+                plan.in_use.release()
+        assert_same(got, full_path(monkeypatch, call, args))
+        a, b = (x.astype(np.float32) for x in args[:2])
+        np.testing.assert_array_equal(got, a @ b)
+        assert all(d.base is None for d in plan.descriptors)
+        alive = weakref.ref(args[0])
+        del args, a, got
+        assert alive() is None
+    assert len(replays) == 2
+    assert [p for key, p in _common._launch_plans.items() if key[0] == "_scaled_mm"] == [plan]

@@ -164,16 +164,20 @@ def test_promoted_variants_in_the_interpreter(launches, monkeypatch, kind, out_d
     ("mixed", torch.bfloat16, torch.float32)])
 @pytest.mark.parametrize("K", [32, 64, 112])
 @pytest.mark.parametrize("M,N", [(100, 200), (40, 72)])
+@pytest.mark.parametrize("early", [False, True])
 def test_deferred_store_in_the_interpreter(launches, monkeypatch, kind, out_dtype, bias_dtype,
-                                           K, M, N):
+                                           K, M, N, early):
     # DEFER_STORE (fast accumulation, 16-bit C): each tile's rounded result is stored after
     # the next tile's first stage was issued; a program's last tile after its own. 4 x 4 tiles
     # of 32x64 over 4 programs (4 each: three deferred stores, then the last), or 2 x 2 (one
     # tile each: only the last tile's path), ragged in M and N; K = 32: a tile is its first
     # stage only, 64: two, 112: 3.5. Small integers and power-of-two scales: every fp32 value
     # is exact, so the result is torch's rounding of the exact product, bit for bit.
+    # early: each tile's vectors loaded before its chains (EARLY_SCALES), once the previous
+    # tile's rounded C is stored.
     monkeypatch.setattr(_scaled_mm, "_INTERPRETER_TLX_CONFIG",
-                        dict(_scaled_mm._INTERPRETER_TLX_CONFIG, DEFER_STORE=True))
+                        dict(_scaled_mm._INTERPRETER_TLX_CONFIG, DEFER_STORE=True,
+                             EARLY_SCALES=early))
     torch.manual_seed(K + M)
     a = torch.randint(-3, 4, (M, K)).float().to(E4M3)
     bt = torch.randint(-3, 4, (N, K)).float().to(E5M2)
@@ -184,7 +188,8 @@ def test_deferred_store_in_the_interpreter(launches, monkeypatch, kind, out_dtyp
     bias = None if bias_dtype is None else torch.randint(-4, 5, (N,)).to(bias_dtype)
     out = ops.scaled_mm(a, bt.t(), sa, sb, out_dtype=out_dtype, bias=bias, kernel="tlx",
                         use_fast_accum=True)
-    assert [(meta["FAST_ACCUM"], meta["DEFER_STORE"]) for _, meta in launches] == [(True, True)]
+    assert [(meta["FAST_ACCUM"], meta["DEFER_STORE"], meta["EARLY_SCALES"])
+            for _, meta in launches] == [(True, True, early)]
     torch.testing.assert_close(out, reference(a, bt.t(), sa, sb, bias, out_dtype), rtol=0,
                                atol=0)
 
@@ -343,7 +348,10 @@ def test_promoted_variants_compile_for_sm90a_without_spills(monkeypatch, ptxas, 
 @pytest.mark.parametrize("with_bias", [False, True])
 @pytest.mark.parametrize("spec", ["tlx(BLOCK_N=256, DEFER_STORE=True)",
                                   "tlx(BLOCK_N=256, RASTER_N=True, DEFER_STORE=True)",
-                                  "tlx(BLOCK_N=128, DEFER_STORE=True)"])
+                                  "tlx(BLOCK_N=128, DEFER_STORE=True)",
+                                  "tlx(BLOCK_N=256, DEFER_STORE=True, EARLY_SCALES=True)",
+                                  "tlx(BLOCK_N=256, RASTER_N=True, DEFER_STORE=True, "
+                                  "EARLY_SCALES=True)"])
 def test_deferred_store_compiles_for_sm90a_without_spills(monkeypatch, ptxas, sm90_compiles,
                                                           kind, out_dtype, with_bias, spec):
     # DEFER_STORE's candidates (fast accumulation, 16-bit C): the accumulator (128 registers
@@ -408,7 +416,8 @@ def test_deferred_store_is_a_candidate_of_fast_16_bit_calls_only(monkeypatch):
         # The fixed configuration (128x256 at this size) defers its stores where it can.
         assert bool(found[0].config.get("DEFER_STORE")) == (fast and out_size == 2)
         assert found[0].config["BLOCK_N"] == (256 if fast else 128)
-        assert len(deferred) == (3 if (fast and out_size == 2) else 0)
+        # 128x256 plain and rastered along N, each with and without EARLY_SCALES, and 128x128.
+        assert len(deferred) == (5 if (fast and out_size == 2) else 0)
 
 
 def wgmma_chains(ptx):

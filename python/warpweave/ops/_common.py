@@ -24,6 +24,7 @@ import threading
 
 import warpweave as ww
 
+from ..jit import _interpret_env  # WARPWEAVE_INTERPRET, read as launches read it
 from . import _tuning
 
 _FLOATS = ("float16", "bfloat16", "float32")
@@ -51,10 +52,6 @@ def _is_numpy(value) -> bool:
 
 def _is_torch(value) -> bool:
     return type(value).__module__.startswith("torch") and hasattr(value, "data_ptr")
-
-
-def _interpret_env() -> bool:
-    return os.environ.get("WARPWEAVE_INTERPRET", "0") not in ("", "0", "false", "False")
 
 
 _sm_counts: dict = {}
@@ -296,8 +293,8 @@ class _PlanRecorder:
 
 class _Replay(collections.namedtuple("_Replay", "kernel grid arguments slots meta")):
     """One launch of a plan: `arguments` with the plain values in place, `slots` the positions
-    (position, array number, None or a descriptor's (shape, strides, block, padding)) that take
-    the replay's arrays."""
+    (position, array number, None or a descriptor's (shape, strides, block, padding), None or
+    the plan's TensorDescriptor for that slot) that take the replay's arrays."""
 
 
 class _LaunchPlan:
@@ -310,6 +307,13 @@ class _LaunchPlan:
     descriptor over one, and results skip reshapes that change nothing."""
 
     def __init__(self, place, input_shapes, allocations, launches, results, many):
+        # Descriptor slots keep one TensorDescriptor each, given the replay's array for the
+        # launch only (it must not keep arrays alive): a descriptor whose base stays at one
+        # address (the caching allocator's usual reuse) is then encoded from its own cache, at
+        # a third of the cost of building one. A replay running beside another of the same
+        # plan (another thread) builds its own.
+        self.in_use = threading.Lock()
+        self.descriptors = []
         n_in = len(input_shapes)
         shapes = list(input_shapes) + [tuple(shape) for shape, _ in allocations]
 
@@ -334,10 +338,13 @@ class _LaunchPlan:
             for position, (kind, value) in enumerate(sources):
                 arguments.append(value if kind == "value" else None)
                 if kind == "array":
-                    slots.append((position, index(value), None))
+                    slots.append((position, index(value), None, None))
                 elif kind == "descriptor":
                     source, shape, strides, block, padding = value
-                    slots.append((position, index(source), (shape, strides, block, padding)))
+                    layout = (shape, strides, block, padding)
+                    shared = ww.TensorDescriptor(None, *layout)
+                    self.descriptors.append(shared)
+                    slots.append((position, index(source), layout, shared))
             self.launches.append(_Replay(kernel, grid, arguments, slots, meta))
         self.results = [(index(source), None if shapes[index(source)] == shape else shape)
                         for source, shape in results]
@@ -346,11 +353,24 @@ class _LaunchPlan:
     def run(self, inputs):
         arrays = inputs + [allocate() for allocate in self.allocations]
         descriptor = ww.TensorDescriptor
-        for kernel, grid, arguments, slots, meta in self.launches:
-            args = list(arguments)
-            for position, i, layout in slots:
-                args[position] = arrays[i] if layout is None else descriptor(arrays[i], *layout)
-            kernel[grid](*args, **meta)
+        shared = self.in_use.acquire(False)
+        try:
+            for kernel, grid, arguments, slots, meta in self.launches:
+                args = list(arguments)
+                for position, i, layout, plan_descriptor in slots:
+                    if layout is None:
+                        args[position] = arrays[i]
+                    elif shared:
+                        plan_descriptor.base = arrays[i]
+                        args[position] = plan_descriptor
+                    else:
+                        args[position] = descriptor(arrays[i], *layout)
+                kernel[grid](*args, **meta)
+        finally:
+            if shared:
+                for plan_descriptor in self.descriptors:
+                    plan_descriptor.base = None
+                self.in_use.release()
         out = tuple(arrays[i] if shape is None else arrays[i].reshape(shape)
                     for i, shape in self.results)
         return out if self.many else out[0]

@@ -248,6 +248,8 @@ _TLX_CONFIGS = [
     SCALED_MM_TLX_DEFER_CONFIG,
     dict(SCALED_MM_TLX_DEFER_CONFIG, RASTER_N=True),
     dict(SCALED_MM_TLX_SMALL_CONFIG, DEFER_STORE=True),
+    dict(SCALED_MM_TLX_DEFER_CONFIG, EARLY_SCALES=True),
+    dict(SCALED_MM_TLX_DEFER_CONFIG, RASTER_N=True, EARLY_SCALES=True),
 ]
 
 _KERNELS = {"tl": scaled_mm_kernels.scaled_mm_kernel,

@@ -162,9 +162,17 @@ _chosen: dict = {}  # (op, device text, key, candidates) -> the fastest Candidat
 _lock = threading.Lock()
 
 
+# os.environ's backing dict (bytes keys on POSIX; the one jit.py reads): every replayed call
+# reads these two, and two os.environ.get calls cost more than the rest of the plan's key.
+_ENV_DATA = getattr(os.environ, "_data", None) if os.name == "posix" else None
+_PLAN_ENV = (b"WARPWEAVE_OPS_TUNING", b"WARPWEAVE_OPS_CONFIG")
+
+
 def plan_key() -> tuple:
-    """What a launch plan's key holds of the tuning settings: a plan recorded with tuning on
-    (or a forced configuration) is not replayed with it off (or another one)."""
+    """What a launch plan's key holds of the tuning settings (their raw values): a plan recorded
+    with tuning on (or a forced configuration) is not replayed with it off (or another one)."""
+    if type(_ENV_DATA) is dict:
+        return (_ENV_DATA.get(_PLAN_ENV[0]), _ENV_DATA.get(_PLAN_ENV[1]))
     return (os.environ.get("WARPWEAVE_OPS_TUNING"), os.environ.get("WARPWEAVE_OPS_CONFIG"))
 
 

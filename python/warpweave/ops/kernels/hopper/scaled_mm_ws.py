@@ -37,7 +37,8 @@ Descriptors: a_desc block [BLOCK_M // 2, BLOCK_K], bt_desc block [BLOCK_N, BLOCK
                 wgmma chain is in flight), DEFER_STORE=False (FAST_ACCUM with bf16 / fp16 C:
                 a tile scaled and rounded, the next tile's first wgmma chain issued into the
                 accumulator's registers, then the rounded tile stored while it runs; its
-                16-bit pairs packed by PTX with PACK_PTX, which the host sets on GPUs)
+                16-bit pairs packed by PTX with PACK_PTX, which the host sets on GPUs; with
+                EARLY_SCALES a tile's vectors are loaded once the previous tile is stored)
     signature: a_desc:desc<fp8e4nv,64x128>, bt_desc:desc<fp8e4nv,256x128>,
                c_desc:desc<bf16,64x64>, scale_a_ptr:*fp32, scale_b_ptr:*fp32, bias_ptr:*bf16,
                M:i32, N:i32, K:i32, BLOCK_M=128, BLOCK_N=256, BLOCK_K=128, GROUP_M=16,
@@ -177,7 +178,7 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
     # DEFER_STORE holds a tile's rounded C beside the next tile's accumulator: 16-bit C only
     # (fp32 C would take as many registers as the accumulator).
     tl.static_assert(not DEFER_STORE or (FAST_ACCUM and tlx.size_of(c_dtype) == 2 and not
-                                         (SPLIT_N or STREAM or EARLY_SCALES)))
+                                         (SPLIT_N or STREAM)))
     STAGE_BYTES: tl.constexpr = (BLOCK_M + BLOCK_N) * BLOCK_K  # one byte an element
 
     num_pid_m = tl.cdiv(M, BLOCK_M)
@@ -274,11 +275,24 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
                                           NUM_STAGES, True)
                         # Every tile but the program's last (which has no next tile).
                         for tile in range(tl.program_id(0), num_tiles - NUM_SMS, NUM_SMS):
+                            off_m, off_n = tile_offsets(epi, EPI, tile)
+                            if EARLY_SCALES:
+                                # Loaded while the tile's chains run (the previous tile's
+                                # rounded C is stored by now, so its registers are free):
+                                # else the tensor cores wait for these loads after the loop.
+                                sa = scale_vector(scale_a_ptr, scale_a, M, off_m, HALF_M,
+                                                  ROWWISE_A)
+                                sb = scale_vector(scale_b_ptr, scale_b, N, off_n, BLOCK_N,
+                                                  ROWWISE_B)
+                                bias = scale_vector(bias_ptr, 0.0, N, off_n, BLOCK_N, HAS_BIAS)
+                            else:
+                                sa = scale_a
+                                sb = scale_b
+                                bias = 0.0
                             acc, step = mma_tile_rest(a_bufs, b_bufs, full_bars, empty_bars, acc,
                                                       step, num_k, half, 0, NUM_STAGES, 1, True)
-                            off_m, off_n = tile_offsets(epi, EPI, tile)
-                            c = scaled_tile(epi, EPI, acc, scale_a, scale_b, 0.0, off_m, off_n,
-                                            BLOCK_N, False)
+                            c = scaled_tile(epi, EPI, acc, sa, sb, bias, off_m, off_n, BLOCK_N,
+                                            EARLY_SCALES)
                             packed = pack_pairs(c, HALF_M, BLOCK_N, c_dtype, PACK_PTX)
                             acc = issue_stage(a_bufs, b_bufs, full_bars, step, half, acc, False,
                                               NUM_STAGES, True)
