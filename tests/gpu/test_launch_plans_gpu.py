@@ -37,7 +37,7 @@ def close(out, ref, dtype, what):
 
 def uses_descriptors(op):
     return any(layout is not None for key, plan in _common._launch_plans.items() if key[0] == op
-               for launch in plan.launches for _, _, layout in launch.slots)
+               for launch in plan.launches for _, _, layout, _ in launch.slots)
 
 
 @pytest.mark.parametrize("rows,cols,dtype", [
