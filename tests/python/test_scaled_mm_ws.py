@@ -5,10 +5,12 @@ In the interpreter (CPU tensors and NumPy arrays; tiles 32x64x32, four persisten
 several tiles per program and a ring of two stages wrapping many times): M, N and K not
 multiples of the tiles, e4m3 and e5m2 operands in every pairing, per-tensor, rowwise and mixed
 scales, bias of each dtype, each output dtype, against torch._scaled_mm's semantics computed in
-fp32 (the fp8 values upcast, the fp32 product, the scales, the bias, one rounding). Compiled for
-sm_90a through ptxas: the fixed configurations (128x256x128 and 128x128x128) for each scale
-kind, bias and output dtype without spills and within the shared memory, with fp8 wgmma reading
-B transposed and the producer / consumer register split of gemm_ws.py."""
+fp32 (the fp8 values upcast, the fp32 product, the scales, the bias, one rounding); in 2-CTA
+clusters sharing B^T through multicast (CLUSTER_M=2), bit-exact, with planted synchronization
+bugs reported. Compiled for sm_90a through ptxas: the fixed configurations (128x256x128 and
+128x128x128) for each scale kind, bias and output dtype without spills and within the shared
+memory, with fp8 wgmma reading B transposed and the producer / consumer register split of
+gemm_ws.py; the tuning candidates (split, deferred, clustered) likewise."""
 
 import importlib
 import re
@@ -22,8 +24,13 @@ native_loader = importlib.import_module("warpweave._native_loader")
 pytestmark = pytest.mark.skipif(not native_loader.available(),
                                 reason="warpweave._native is not built (pip install .)")
 
+import warpweave as ww  # noqa: E402
+import warpweave.language as tl  # noqa: E402
 import warpweave.ops as ops  # noqa: E402
+from warpweave import tlx  # noqa: E402
 from warpweave.ops import _scaled_mm, _tuning  # noqa: E402
+from warpweave.ops.kernels.hopper import gemm_ws as gemm_ws_kernels  # noqa: E402
+from warpweave.ops.kernels.hopper import scaled_mm_ws as scaled_mm_ws_kernels  # noqa: E402
 
 jit_module = importlib.import_module("warpweave.jit")
 E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
@@ -192,6 +199,117 @@ def test_deferred_store_in_the_interpreter(launches, monkeypatch, kind, out_dtyp
             for _, meta in launches] == [(True, True, early)]
     torch.testing.assert_close(out, reference(a, bt.t(), sa, sb, bias, out_dtype), rtol=0,
                                atol=0)
+
+
+def exact_operands(M, N, K, kind, bias_dtype, seed):
+    """Small integer fp8 operands, power-of-two scales and an integer bias: every fp32 value of
+    the product is exact, so a correct kernel gives torch's rounding of it bit for bit."""
+    torch.manual_seed(seed)
+    a = torch.randint(-3, 4, (M, K)).float().to(E4M3)
+    bt = torch.randint(-3, 4, (N, K)).float().to(E5M2)
+    rows = 2.0 ** torch.randint(-2, 2, (M, 1)).float()
+    cols = 2.0 ** torch.randint(-2, 2, (1, N)).float()
+    sa, sb = {"tensor": (torch.tensor(0.5), torch.tensor(2.0)), "rowwise": (rows, cols),
+              "mixed": (torch.tensor(0.25), cols)}[kind]
+    bias = None if bias_dtype is None else torch.randint(-4, 5, (N,)).to(bias_dtype)
+    return a, bt, sa, sb, bias
+
+
+CLUSTER_VARIANTS = [dict(FAST_ACCUM=True), dict(FAST_ACCUM=True, EARLY_SCALES=True),
+                    dict(FAST_ACCUM=True, DEFER_STORE=True),
+                    dict(FAST_ACCUM=True, DEFER_STORE=True, EARLY_SCALES=True),
+                    dict(FAST_ACCUM=True, DEFER_STORE=True, RASTER_N=True),
+                    dict(FAST_ACCUM=False), dict(FAST_ACCUM=False, SPLIT_N=True)]
+
+
+def run_in_clusters(monkeypatch, variant, M, N, K, kind, out_dtype, bias_dtype, seed=0):
+    """ops.scaled_mm(kernel="tlx") in the interpreter with CLUSTER_M=2 and `variant` (its
+    FAST_ACCUM the call's use_fast_accum, the rest constexprs of the interpreter's tiles);
+    returns the result and the reference."""
+    variant = dict(variant)
+    fast = variant.pop("FAST_ACCUM")
+    monkeypatch.setattr(_scaled_mm, "_INTERPRETER_TLX_CONFIG",
+                        dict(_scaled_mm._INTERPRETER_TLX_CONFIG, CLUSTER_M=2, **variant))
+    a, bt, sa, sb, bias = exact_operands(M, N, K, kind, bias_dtype, seed)
+    out = ops.scaled_mm(a, bt.t(), sa, sb, out_dtype=out_dtype, bias=bias, kernel="tlx",
+                        use_fast_accum=fast)
+    return out, reference(a, bt.t(), sa, sb, bias, out_dtype)
+
+
+@pytest.mark.parametrize("kind,out_dtype,bias_dtype", [
+    ("rowwise", torch.bfloat16, torch.bfloat16), ("tensor", torch.float16, None),
+    ("mixed", torch.bfloat16, torch.float32)])
+@pytest.mark.parametrize("K", [32, 112])
+@pytest.mark.parametrize("M,N", [(70, 200), (128, 136), (40, 72), (20, 64)])
+@pytest.mark.parametrize("variant", CLUSTER_VARIANTS, ids=lambda v: "-".join(
+    f"{k}={int(x)}" for k, x in v.items()))
+def test_clusters_in_the_interpreter(launches, monkeypatch, kind, out_dtype, bias_dtype, K, M, N,
+                                     variant):
+    # CLUSTER_M=2: 2-CTA clusters on M-neighbour tiles of 32x64, each CTA loading one row half
+    # of the B^T tile into both CTAs' stage; four programs, two clusters. 70 x 200: 3 x 4 tiles,
+    # 2 x 4 cluster tiles, 4 a cluster, the second cluster-row's rank-1 tile past M; 128 x 136:
+    # 4 x 3 tiles, 3 a cluster, ragged N; 40 x 72: one cluster tile a cluster (DEFER_STORE's
+    # last-tile path only); 20 x 64: one tile-row, every rank-1 tile past M. A CTA with no rows
+    # of C must still multicast its half and reach the cluster barrier: the interpreter reports
+    # a deadlock or a race otherwise. K = 32: one stage a tile, 112: 3.5. Exact values, so the
+    # result is torch's rounding of the exact product, bit for bit.
+    out, ref = run_in_clusters(monkeypatch, variant, M, N, K, kind, out_dtype, bias_dtype,
+                               seed=M + K)
+    ((name, meta),) = launches
+    assert name == "scaled_mm_ws_kernel" and meta["CLUSTER_M"] == 2
+    assert all(meta[k] == v for k, v in variant.items())
+    torch.testing.assert_close(out, ref, rtol=0, atol=0)
+
+
+def test_clusters_under_seeded_schedules(launches, monkeypatch):
+    # Other interleavings of the two clusters' CTAs and tasks: the same bits, no race reported.
+    monkeypatch.setenv("WARPWEAVE_INTERP_SEED", "5")
+    monkeypatch.setenv("WARPWEAVE_INTERP_SCHEDULES", "6")
+    out, ref = run_in_clusters(monkeypatch, dict(FAST_ACCUM=True, DEFER_STORE=True), 70, 200, 64,
+                               "rowwise", torch.bfloat16, torch.bfloat16)
+    torch.testing.assert_close(out, ref, rtol=0, atol=0)
+
+
+@ww.jit
+def release_without_peer(empty_bars, stage, rank, CLUSTER: tl.constexpr):
+    """gemm_ws.release planted without its remote arrive on the peer CTA's empty barrier."""
+    tlx.barrier_arrive(tlx.local_view(empty_bars, stage))
+
+
+@ww.jit
+def ring_of_local_readers(a_dtype: tl.constexpr, b_dtype: tl.constexpr, c_dtype: tl.constexpr,
+                          HALF_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                          NUM_STAGES: tl.constexpr, B_KMAJOR: tl.constexpr,
+                          READERS: tl.constexpr, EPI_SUBTILE: tl.constexpr):
+    """gemm_ws.alloc_ring planted with empty barriers for this CTA's two consumers only."""
+    return gemm_ws_kernels.alloc_ring(a_dtype, b_dtype, c_dtype, HALF_M, BLOCK_N, BLOCK_K,
+                                      NUM_STAGES, B_KMAJOR, 2, EPI_SUBTILE)
+
+
+@pytest.mark.parametrize("local_ring", [False, True])
+def test_clusters_without_the_peer_release_are_reported(interpreter, monkeypatch, local_ring):
+    # Without the consumers' arrive on the peer's empty barrier, its producer waits for 2 of
+    # its 4 arrivals forever: a located deadlock. With the ring's empty barriers also counting
+    # this CTA's consumers only, nothing waits, but the peer's producer multicasts the next trip
+    # around the ring into this CTA's stage before this CTA's consumers released it: a race on
+    # the stage between the peer's two loads.
+    monkeypatch.setattr(gemm_ws_kernels, "release", release_without_peer)
+    if local_ring:
+        monkeypatch.setattr(scaled_mm_ws_kernels, "alloc_ring", ring_of_local_readers)
+    # A kernel's compiled forms are kept until a global value it was compiled with is rebound,
+    # not a helper function: the planted helpers are compiled into a fresh JITFunction.
+    monkeypatch.setattr(scaled_mm_ws_kernels, "scaled_mm_ws_kernel",
+                        ww.jit(scaled_mm_ws_kernels.scaled_mm_ws_kernel.fn))
+    with pytest.raises(ww.InterpreterError) as e:
+        run_in_clusters(monkeypatch, dict(FAST_ACCUM=True, DEFER_STORE=True), 70, 200, 64,
+                        "tensor", torch.bfloat16, None)
+    msg = str(e.value)
+    if local_ring:
+        assert "async_desc_load overwrites shared memory that async_desc_load by program" in msg
+        assert "gemm_ws.py" in msg.splitlines()[0]
+    else:
+        assert "deadlock" in msg.splitlines()[0]
+        assert re.search(r"waits on barrier \d of 'empty_bars'.*2 of 4 arrivals pending", msg)
 
 
 def test_tlx_kernel_on_numpy_arrays_and_single_rows():
@@ -399,7 +517,60 @@ def test_deferred_store_compiles_for_sm90a_without_spills(monkeypatch, ptxas, sm
     assert "st.shared.b16" not in ptx
 
 
-def test_deferred_store_is_a_candidate_of_fast_16_bit_calls_only(monkeypatch):
+@pytest.mark.parametrize("kind", ["tensor", "rowwise"])
+@pytest.mark.parametrize("out_dtype", [ml_dtypes.bfloat16, np.float32])
+@pytest.mark.parametrize("with_bias", [False, True])
+@pytest.mark.parametrize("spec", ["tlx(CLUSTER_M=2)", "tlx(CLUSTER_M=2, DEFER_STORE=True)",
+                                  "tlx(CLUSTER_M=2, EARLY_SCALES=True)"])
+def test_cluster_candidates_compile_for_sm90a_without_spills(monkeypatch, ptxas, sm90_compiles,
+                                                             kind, out_dtype, with_bias, spec):
+    # CLUSTER_M=2's candidates (fast accumulation: 128x256 plain, deferred stores, deferred with
+    # early scales; the deferred ones 16-bit C only) at 4096x4096x1024: launched in 2-CTA
+    # clusters, each CTA's B^T half multicast into both CTAs (one box [128, 128] a rank), the
+    # consumers' stage releases arriving on the peer's empty barrier too, the CTAs meeting at a
+    # cluster barrier; within the consumers' 232 registers without spills, no wgmma serialized.
+    if spec != "tlx(CLUSTER_M=2)" and out_dtype == np.float32:
+        pytest.skip("DEFER_STORE is a candidate of 16-bit C only")
+    compiled = sm90_compiles
+    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "scaled_mm=" + spec)
+    M, N, K = 4096, 4096, 1024
+    a = np.ones((M, K), ml_dtypes.float8_e4m3fn)
+    bt = np.ones((N, K), ml_dtypes.float8_e4m3fn)
+    rowwise = kind == "rowwise"
+    sa = np.ones((M, 1) if rowwise else (1,), np.float32)
+    sb = np.ones((1, N) if rowwise else (1,), np.float32)
+    bias = np.ones(N, ml_dtypes.bfloat16) if with_bias else None
+    ops.scaled_mm(a, bt.T, sa, sb, out_dtype=out_dtype, bias=bias, use_fast_accum=True)
+    chosen = _tuning.decisions["scaled_mm"].chosen
+    assert chosen["FAST_ACCUM"] is True and chosen["CLUSTER_M"] == 2
+    assert chosen.config.get("DEFER_STORE", False) == ("DEFER_STORE" in spec or
+                                                       "EARLY_SCALES" in spec)
+    (kernel,) = compiled
+    assert kernel.n_spills == 0
+    assert kernel.shared <= _scaled_mm._tlx_shared_bytes(chosen.config,
+                                                         np.dtype(out_dtype).itemsize)
+    ptx = kernel.asm["ptx"]
+    ptx = ptx if isinstance(ptx, str) else ptx.decode()
+    assert ".reqnctapercluster 2, 1, 1" in ptx
+    assert "setmaxnreg.inc.sync.aligned.u32 232" in ptx
+    log = ptxas(ptx, "sm_90a", verbose=True)
+    assert not re.search(r"C751\d", log.log) and log.spill_bytes == 0
+    # Only B^T's halves are multicast (A's halves are this CTA's own): one load of a [128, 128]
+    # box (128-byte rows) in each rank's branch (slice offsets are compile-time constants).
+    multicasts = re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\S*"
+                            r"\.multicast::cluster", ptx)
+    assert len(multicasts) == 2
+    assert len(re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster", ptx)) == 2 + 2
+    assert re.search(r"mbarrier\.arrive\S*\.shared::cluster", ptx)  # the peer's release
+    assert "barrier.cluster.arrive" in ptx and "barrier.cluster.wait" in ptx
+    assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)", ptx)) == {
+        "m64n256k32"}
+    chains = wgmma_chains(ptx)
+    assert all(len(c) == 4 for c in chains)
+    assert len(chains) == (8 if chosen.config.get("DEFER_STORE") else 2)
+
+
+def test_deferred_store_and_clusters_are_candidates_of_fast_calls_only(monkeypatch):
     from warpweave.ops import _common
 
     monkeypatch.setattr(_common, "_is_sm90", lambda place: True)
@@ -416,8 +587,19 @@ def test_deferred_store_is_a_candidate_of_fast_16_bit_calls_only(monkeypatch):
         # The fixed configuration (128x256 at this size) defers its stores where it can.
         assert bool(found[0].config.get("DEFER_STORE")) == (fast and out_size == 2)
         assert found[0].config["BLOCK_N"] == (256 if fast else 128)
-        # 128x256 plain and rastered along N, each with and without EARLY_SCALES, and 128x128.
-        assert len(deferred) == (5 if (fast and out_size == 2) else 0)
+        # 128x256 plain and rastered along N, each with and without EARLY_SCALES, and 128x128;
+        # in 2-CTA clusters 128x256 with and without EARLY_SCALES.
+        assert len(deferred) == (7 if (fast and out_size == 2) else 0)
+        clustered = [c for c in found if c.config.get("CLUSTER_M")]
+        assert all(c["CLUSTER_M"] == 2 and c["BLOCK_N"] == 256 for c in clustered)
+        assert sum(1 for c in deferred if c.config.get("CLUSTER_M")) == (
+            2 if (fast and out_size == 2) else 0)
+        # The plain 128x256 one in clusters for fast accumulation with any C.
+        assert len(clustered) == ((3 if out_size == 2 else 1) if fast else 0)
+        assert not found[0].config.get("CLUSTER_M")
+    # A single tile-row leaves nothing for a cluster's second CTA: no cluster candidates.
+    found = _scaled_mm._candidates(Place(), 128, 8192, 8192, "tlx", True, True, 2, True)
+    assert found and not any(c.config.get("CLUSTER_M") for c in found)
 
 
 def wgmma_chains(ptx):

@@ -235,7 +235,10 @@ _CONFIGS = [
 # tile-columns grouped instead (RASTER_N) (128x128 for promoted accumulation); for promoted
 # accumulation only, 128x256 split into column halves (SPLIT_N), also with RASTER_N; for fast
 # accumulation with 16-bit C only, both tile shapes with deferred stores (DEFER_STORE), 128x256
-# also with RASTER_N.
+# also with RASTER_N. Fast accumulation only: 128x256 in 2-CTA clusters on M-neighbour tiles
+# sharing the B^T tile through multicast (CLUSTER_M=2: 32 KB a stage from L2 per CTA instead of
+# 48 KB, as torch._scaled_mm's CUTLASS rowwise kernel shares B), plain and with DEFER_STORE (the
+# latter also with EARLY_SCALES); untimed as yet.
 _TLX_CONFIGS = [
     SCALED_MM_TLX_CONFIG,
     SCALED_MM_TLX_SMALL_CONFIG,
@@ -250,6 +253,9 @@ _TLX_CONFIGS = [
     dict(SCALED_MM_TLX_SMALL_CONFIG, DEFER_STORE=True),
     dict(SCALED_MM_TLX_DEFER_CONFIG, EARLY_SCALES=True),
     dict(SCALED_MM_TLX_DEFER_CONFIG, RASTER_N=True, EARLY_SCALES=True),
+    dict(SCALED_MM_TLX_CONFIG, CLUSTER_M=2),
+    dict(SCALED_MM_TLX_DEFER_CONFIG, CLUSTER_M=2),
+    dict(SCALED_MM_TLX_DEFER_CONFIG, EARLY_SCALES=True, CLUSTER_M=2),
 ]
 
 _KERNELS = {"tl": scaled_mm_kernels.scaled_mm_kernel,
@@ -294,18 +300,23 @@ def _fitted(place, cfg, out_size) -> dict:
 def _launch_tlx(place, go, a, bt, c, scale_a, scale_b, bias, flags, config):
     """Launches the TLX kernel (kernels/hopper/scaled_mm_ws.py) on TMA-addressable a [M, K],
     bt [N, K] (B^T, K contiguous) and c: one persistent program per SM, or per tile where there
-    are fewer."""
+    are fewer; with CLUSTER_M=2 in 2-CTA clusters (whole clusters, each CTA loading one row half
+    of the B^T tile)."""
     (M, K), N = a.shape, bt.shape[0]
     block_m, block_n, block_k = config["BLOCK_M"], config["BLOCK_N"], config["BLOCK_K"]
+    cluster = config.get("CLUSTER_M", 1)
     a_desc = _descriptor(a, [block_m // 2, block_k])
-    bt_desc = _descriptor(bt, [block_n, block_k])
+    bt_desc = _descriptor(bt, [block_n // cluster, block_k])
     c_desc = _descriptor(c, [block_m // 2, block_n // config["EPI_SUBTILE"]])
-    sms = place.num_sms()
-    tiles = ww.cdiv(M, block_m) * ww.cdiv(N, block_n)
+    # NUM_SMS counts the CTAs of the clusters that fit on the GPU.
+    sms = place.num_sms() // cluster * cluster
+    work = ww.cdiv(ww.cdiv(M, block_m), cluster) * ww.cdiv(N, block_n)
+    extra = {"ctas_per_cga": (cluster, 1, 1)} if cluster > 1 else {}
     # DEFER_STORE packs C's 16-bit pairs with PTX on GPUs (the interpreter runs no PTX).
     ptx = dict(PACK_PTX=True) if config.get("DEFER_STORE") and place.on_gpu else {}
-    go(scaled_mm_ws_kernels.scaled_mm_ws_kernel, (min(sms, tiles),), a_desc, bt_desc, c_desc,
-       scale_a, scale_b, bias, M, N, K, **config, **flags, **ptx, NUM_SMS=sms, num_warps=4)
+    go(scaled_mm_ws_kernels.scaled_mm_ws_kernel, (min(sms // cluster, work) * cluster,), a_desc,
+       bt_desc, c_desc, scale_a, scale_b, bias, M, N, K, **config, **flags, **ptx, NUM_SMS=sms,
+       num_warps=4, **extra)
 
 
 def _candidates(place, M, N, K, kernel, tma_ok, tlx_ok, out_size, fast=False) -> list:
@@ -321,7 +332,8 @@ def _candidates(place, M, N, K, kernel, tma_ok, tlx_ok, out_size, fast=False) ->
     the fp32 one: only 128x128 tiles fit without spills (_PROMOTED_TILES), so the fixed
     configurations are the 128x128 ones; 128x256 tiles split into column halves (SPLIT_N) are
     candidates of promoted accumulation only, deferred stores (DEFER_STORE) of fast
-    accumulation with bf16 / fp16 C only. Every candidate carries FAST_ACCUM=fast: a call never
+    accumulation with bf16 / fp16 C only, 2-CTA clusters (CLUSTER_M=2) of fast accumulation
+    with more than one tile-row only. Every candidate carries FAST_ACCUM=fast: a call never
     launches a configuration of the other accumulation."""
     big = fast and ww.cdiv(M, 128) * ww.cdiv(N, 256) >= place.num_sms()
     tlx = kernel == "tlx" or (kernel is None and tlx_ok and SCALED_MM_TLX_ON_SM90
@@ -361,6 +373,9 @@ def _candidates(place, M, N, K, kernel, tma_ok, tlx_ok, out_size, fast=False) ->
             if cfg.get("SPLIT_N") and fast:
                 continue
             if cfg.get("DEFER_STORE") and not (fast and out_size == 2):
+                continue
+            # Clusters: fast accumulation, and M wide enough for a cluster's two tile-rows.
+            if cfg.get("CLUSTER_M", 1) > 1 and not (fast and M > cfg["BLOCK_M"]):
                 continue
             if (not fast and cfg["BLOCK_M"] * cfg["BLOCK_N"] > _PROMOTED_TILES
                     and not cfg.get("SPLIT_N")):

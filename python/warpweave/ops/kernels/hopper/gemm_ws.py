@@ -38,7 +38,8 @@ Clusters of two CTAs (launch with ctas_per_cga=(2, 1, 1) and an even grid) share
 through multicast TMA, halving its L2-to-SM traffic:
   - CLUSTER_N=2: the CTAs compute N-neighbour tiles; each loads one A half into both CTAs;
   - CLUSTER_M=2: the CTAs compute M-neighbour tiles; each loads one column half of B
-    (b_desc block [BLOCK_K, BLOCK_N // 2]) into both CTAs.
+    (b_desc block [BLOCK_K, BLOCK_N // 2]) into both CTAs (load_stage's B_KMAJOR, the fp8
+    GEMM's: one row half of B^T, block [BLOCK_N // 2, BLOCK_K]).
 empty_bars then take 4 arrivals (both consumers of both CTAs: the peer's producer writes this
 CTA's stage too), and the CTAs meet at a cluster barrier before they exit.
 
@@ -158,10 +159,10 @@ def load_stage(a_desc, b_desc, a_bufs, b_bufs, full, stage, off_m, off_n, off_k,
     2 * stage and 2 * stage + 1; with A_MMAJOR A^T's [BLOCK_K, HALF_M] at [off_k, off_m]) and
     B's tile, [BLOCK_K, BLOCK_N] at [off_k, off_n], or with B_KMAJOR B^T's [BLOCK_N, BLOCK_K]
     at [off_n, off_k] (K contiguous: 8-bit wgmma operands must be). In a 2-CTA cluster this CTA
-    loads one half of the shared operand into both CTAs."""
-    tl.static_assert(not (B_KMAJOR and CLUSTER_M == 2))
+    loads one half of the shared operand into both CTAs: with CLUSTER_M=2 one column half of B,
+    or with B_KMAJOR one row half of B^T."""
     tl.static_assert(not (A_MMAJOR and CLUSTER_N == 2))
-    B_PART: tl.constexpr = BLOCK_N // CLUSTER_M  # the columns of B this CTA loads
+    B_PART: tl.constexpr = BLOCK_N // CLUSTER_M  # the columns of B (rows of B^T) this CTA loads
     if CLUSTER_N == 2:
         # This CTA's A half lands in both CTAs (the peer sends the other).
         tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage + rank),
@@ -177,7 +178,18 @@ def load_stage(a_desc, b_desc, a_bufs, b_bufs, full, stage, off_m, off_n, off_k,
                                   full)
         tlx.async_descriptor_load(a_desc, tlx.local_view(a_bufs, 2 * stage + 1),
                                   [off_m + HALF_M, off_k], full)
-    if B_KMAJOR:
+    if B_KMAJOR and CLUSTER_M == 2:
+        # This CTA's row half of B^T lands in both CTAs (compile-time slice offsets, as below).
+        bt_buf = tlx.local_view(b_bufs, stage)
+        if rank == 0:
+            tlx.async_descriptor_load(
+                b_desc, tlx.local_slice(bt_buf, [0, 0], [B_PART, BLOCK_K]),
+                [off_n, off_k], full, multicast_targets=[0, 1])
+        else:
+            tlx.async_descriptor_load(
+                b_desc, tlx.local_slice(bt_buf, [B_PART, 0], [B_PART, BLOCK_K]),
+                [off_n + B_PART, off_k], full, multicast_targets=[0, 1])
+    elif B_KMAJOR:
         tlx.async_descriptor_load(b_desc, tlx.local_view(b_bufs, stage), [off_n, off_k], full)
     elif CLUSTER_M == 2:
         # This CTA's column half of B lands in both CTAs (slice offsets are compile-time
