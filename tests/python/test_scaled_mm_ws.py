@@ -517,15 +517,29 @@ def test_deferred_store_compiles_for_sm90a_without_spills(monkeypatch, ptxas, sm
     assert "st.shared.b16" not in ptx
 
 
+# The kernel's 2-CTA configurations (not tuning candidates: slower on an H100, _scaled_mm.py's
+# _TLX_CONFIGS comment), offered by the tests that compile them through ops.scaled_mm.
+CLUSTER_CONFIGS = [dict(_scaled_mm.SCALED_MM_TLX_CONFIG, CLUSTER_M=2),
+                   dict(_scaled_mm.SCALED_MM_TLX_DEFER_CONFIG, CLUSTER_M=2),
+                   dict(_scaled_mm.SCALED_MM_TLX_DEFER_CONFIG, EARLY_SCALES=True, CLUSTER_M=2)]
+
+
+@pytest.fixture
+def cluster_candidates(monkeypatch):
+    monkeypatch.setattr(_scaled_mm, "_TLX_CONFIGS", _scaled_mm._TLX_CONFIGS + CLUSTER_CONFIGS)
+
+
 @pytest.mark.parametrize("kind", ["tensor", "rowwise"])
 @pytest.mark.parametrize("out_dtype", [ml_dtypes.bfloat16, np.float32])
 @pytest.mark.parametrize("with_bias", [False, True])
 @pytest.mark.parametrize("spec", ["tlx(CLUSTER_M=2)", "tlx(CLUSTER_M=2, DEFER_STORE=True)",
                                   "tlx(CLUSTER_M=2, EARLY_SCALES=True)"])
-def test_cluster_candidates_compile_for_sm90a_without_spills(monkeypatch, ptxas, sm90_compiles,
-                                                             kind, out_dtype, with_bias, spec):
-    # CLUSTER_M=2's candidates (fast accumulation: 128x256 plain, deferred stores, deferred with
-    # early scales; the deferred ones 16-bit C only) at 4096x4096x1024: launched in 2-CTA
+def test_cluster_configurations_compile_for_sm90a_without_spills(monkeypatch, ptxas,
+                                                                 sm90_compiles,
+                                                                 cluster_candidates, kind,
+                                                                 out_dtype, with_bias, spec):
+    # CLUSTER_M=2's configurations (fast accumulation: 128x256 plain, deferred stores, deferred
+    # with early scales; the deferred ones 16-bit C only) at 4096x4096x1024: launched in 2-CTA
     # clusters, each CTA's B^T half multicast into both CTAs (one box [128, 128] a rank), the
     # consumers' stage releases arriving on the peer's empty barrier too, the CTAs meeting at a
     # cluster barrier; within the consumers' 232 registers without spills, no wgmma serialized.
@@ -570,7 +584,7 @@ def test_cluster_candidates_compile_for_sm90a_without_spills(monkeypatch, ptxas,
     assert len(chains) == (8 if chosen.config.get("DEFER_STORE") else 2)
 
 
-def test_deferred_store_and_clusters_are_candidates_of_fast_calls_only(monkeypatch):
+def test_deferred_store_and_cluster_candidates_are_of_fast_calls_only(monkeypatch):
     from warpweave.ops import _common
 
     monkeypatch.setattr(_common, "_is_sm90", lambda place: True)
@@ -584,20 +598,24 @@ def test_deferred_store_and_clusters_are_candidates_of_fast_calls_only(monkeypat
         found = _scaled_mm._candidates(Place(), 8192, 8192, 8192, "tlx", True, True, out_size,
                                        fast)
         deferred = [c for c in found if c.config.get("DEFER_STORE")]
-        # The fixed configuration (128x256 at this size) defers its stores where it can.
+        # The fixed configuration (128x256 at this size) defers its stores, with the tile's
+        # vectors loaded early, where it can.
         assert bool(found[0].config.get("DEFER_STORE")) == (fast and out_size == 2)
+        assert bool(found[0].config.get("EARLY_SCALES")) == (not fast or out_size == 2)
         assert found[0].config["BLOCK_N"] == (256 if fast else 128)
-        # 128x256 plain and rastered along N, each with and without EARLY_SCALES, and 128x128;
-        # in 2-CTA clusters 128x256 with and without EARLY_SCALES.
-        assert len(deferred) == (7 if (fast and out_size == 2) else 0)
+        # 128x256 plain and rastered along N, each with and without EARLY_SCALES, and 128x128.
+        assert len(deferred) == (5 if (fast and out_size == 2) else 0)
+        assert not any(c.config.get("CLUSTER_M") for c in found)
+    # Offered 2-CTA configurations are kept for fast accumulation only, and only where a
+    # cluster's second CTA has a tile-row: the plain 128x256 one with any C, the deferred ones
+    # with 16-bit C.
+    monkeypatch.setattr(_scaled_mm, "_TLX_CONFIGS", _scaled_mm._TLX_CONFIGS + CLUSTER_CONFIGS)
+    for fast, out_size in [(True, 2), (True, 4), (False, 2)]:
+        found = _scaled_mm._candidates(Place(), 8192, 8192, 8192, "tlx", True, True, out_size,
+                                       fast)
         clustered = [c for c in found if c.config.get("CLUSTER_M")]
         assert all(c["CLUSTER_M"] == 2 and c["BLOCK_N"] == 256 for c in clustered)
-        assert sum(1 for c in deferred if c.config.get("CLUSTER_M")) == (
-            2 if (fast and out_size == 2) else 0)
-        # The plain 128x256 one in clusters for fast accumulation with any C.
         assert len(clustered) == ((3 if out_size == 2 else 1) if fast else 0)
-        assert not found[0].config.get("CLUSTER_M")
-    # A single tile-row leaves nothing for a cluster's second CTA: no cluster candidates.
     found = _scaled_mm._candidates(Place(), 128, 8192, 8192, "tlx", True, True, 2, True)
     assert found and not any(c.config.get("CLUSTER_M") for c in found)
 

@@ -235,10 +235,13 @@ _CONFIGS = [
 # tile-columns grouped instead (RASTER_N) (128x128 for promoted accumulation); for promoted
 # accumulation only, 128x256 split into column halves (SPLIT_N), also with RASTER_N; for fast
 # accumulation with 16-bit C only, both tile shapes with deferred stores (DEFER_STORE), 128x256
-# also with RASTER_N. Fast accumulation only: 128x256 in 2-CTA clusters on M-neighbour tiles
-# sharing the B^T tile through multicast (CLUSTER_M=2: 32 KB a stage from L2 per CTA instead of
-# 48 KB, as torch._scaled_mm's CUTLASS rowwise kernel shares B), plain and with DEFER_STORE (the
-# latter also with EARLY_SCALES); untimed as yet.
+# also with RASTER_N, and the 128x256 ones with their vectors loaded early (EARLY_SCALES).
+# Not candidates: the kernel's 2-CTA clusters on M-neighbour tiles sharing the B^T tile through
+# multicast (CLUSTER_M=2: 32 KB a stage from L2 per CTA instead of 48 KB, as torch's CUTLASS
+# rowwise kernel shares B). Correct on an H100 (bit-equal to the fixed configuration) but slower
+# there in session 31, beside torch._scaled_mm(use_fast_accum=True) in one run: 16384x8192x1024
+# 0.70-0.75x rowwise / 0.82-0.84x tensorwise, 8192^3 0.60-0.63x / 0.69-0.71x, where the
+# unclustered kernel ran 0.94-1.00x / 1.07-1.09x and 0.90-0.97x / 0.98-1.07x.
 _TLX_CONFIGS = [
     SCALED_MM_TLX_CONFIG,
     SCALED_MM_TLX_SMALL_CONFIG,
@@ -253,9 +256,6 @@ _TLX_CONFIGS = [
     dict(SCALED_MM_TLX_SMALL_CONFIG, DEFER_STORE=True),
     dict(SCALED_MM_TLX_DEFER_CONFIG, EARLY_SCALES=True),
     dict(SCALED_MM_TLX_DEFER_CONFIG, RASTER_N=True, EARLY_SCALES=True),
-    dict(SCALED_MM_TLX_CONFIG, CLUSTER_M=2),
-    dict(SCALED_MM_TLX_DEFER_CONFIG, CLUSTER_M=2),
-    dict(SCALED_MM_TLX_DEFER_CONFIG, EARLY_SCALES=True, CLUSTER_M=2),
 ]
 
 _KERNELS = {"tl": scaled_mm_kernels.scaled_mm_kernel,
@@ -332,8 +332,8 @@ def _candidates(place, M, N, K, kernel, tma_ok, tlx_ok, out_size, fast=False) ->
     the fp32 one: only 128x128 tiles fit without spills (_PROMOTED_TILES), so the fixed
     configurations are the 128x128 ones; 128x256 tiles split into column halves (SPLIT_N) are
     candidates of promoted accumulation only, deferred stores (DEFER_STORE) of fast
-    accumulation with bf16 / fp16 C only, 2-CTA clusters (CLUSTER_M=2) of fast accumulation
-    with more than one tile-row only. Every candidate carries FAST_ACCUM=fast: a call never
+    accumulation with bf16 / fp16 C only, 2-CTA clusters (CLUSTER_M=2, none in _TLX_CONFIGS)
+    of fast accumulation with more than one tile-row only. Every candidate carries FAST_ACCUM=fast: a call never
     launches a configuration of the other accumulation."""
     big = fast and ww.cdiv(M, 128) * ww.cdiv(N, 256) >= place.num_sms()
     tlx = kernel == "tlx" or (kernel is None and tlx_ok and SCALED_MM_TLX_ON_SM90
@@ -347,9 +347,13 @@ def _candidates(place, M, N, K, kernel, tma_ok, tlx_ok, out_size, fast=False) ->
         # Fast, 16-bit C, 128x256: stores deferred (DEFER_STORE), bit-identical to the plain
         # epilogue. H200, same run, vs torch._scaled_mm(use_fast_accum=True), plain -> deferred:
         # 16384x8192x1024 tensorwise 0.92x -> 1.01x, rowwise 0.82x -> 0.92x; 4096^3 and 8192^3
-        # 0.97-1.03x -> 0.99-1.03x.
+        # 0.97-1.03x -> 0.99-1.03x. With the tile's vectors loaded before its chains
+        # (EARLY_SCALES; session 31, H100, two runs, deferred -> deferred + early): rowwise
+        # 16384x8192x1024 0.93x -> 0.99x, 4096^3 1.06x -> 1.10x, 8192^3 0.96x -> 0.97x in one
+        # run and 0.97x -> 0.90x in the other (where every candidate ran slower), tensorwise
+        # unchanged (its scales are one value each).
         if fast and big and out_size == 2:
-            early = {"DEFER_STORE": True}
+            early = {"DEFER_STORE": True, "EARLY_SCALES": True}
         default = _tuning.Candidate("tlx", **_fitted(place, fixed, out_size), FAST_ACCUM=fast,
                                     **early)
     else:
