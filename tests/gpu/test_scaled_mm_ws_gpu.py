@@ -249,11 +249,13 @@ def test_deferred_stores_match_the_fast_default(monkeypatch, M, N, K, rowwise, o
                                                 variant):
     # DEFER_STORE (fast accumulation, 16-bit C): each tile stored after the next tile's first
     # stage was issued, its pairs packed by cvt.rn.{bf16,f16}x2. The fixed 128x256
-    # configuration defers with its vectors loaded early (EARLY_SCALES); a 128x256 variant that
-    # does too sums and rounds exactly as it does: bit-identical results (ragged M and N,
-    # several tiles per program). One that loads them late, and the 128x128 one, within 5e-3
-    # (with the bias known earlier ptxas may fuse the scaling's last multiply and the bias add
-    # elsewhere: mul.f32 / add.f32 are contractible, as Triton's default fp fusion allows).
+    # configuration defers with its vectors loaded early (EARLY_SCALES); the 128x256 variants
+    # sum each tile exactly as it does (ragged M and N, several tiles per program), but the
+    # epilogue's mul.f32 / add.f32 are contractible (Triton's default fp fusion) and ptxas
+    # fuses the last scaling multiply with the bias add where its schedule of each kernel
+    # allows: an element may differ by the fp32 rounding of that product, which is at most
+    # one step of C's dtype after rounding (H100, session 31: the rastered variant with early
+    # scales differed from the fixed one in rowwise calls only). The 128x128 one within 5e-3.
     a, bt = fp8((M, K), E4M3), fp8((N, K), E4M3)
     sa, sb = recipe(rowwise, M, N)
     bias = torch.randn(N, device=DEV).to(torch.bfloat16)
@@ -266,8 +268,9 @@ def test_deferred_stores_match_the_fast_default(monkeypatch, M, N, K, rowwise, o
     out = ops.scaled_mm(a, bt.t(), sa, sb, out_dtype=out_dtype, bias=bias, use_fast_accum=True)
     chosen = _tuning.decisions["scaled_mm"].chosen
     assert chosen["DEFER_STORE"] is True and chosen["FAST_ACCUM"] is True
-    if chosen["BLOCK_N"] == 256 and chosen.get("EARLY_SCALES"):
-        assert torch.equal(out, base)
+    if chosen["BLOCK_N"] == 256:
+        step = torch.finfo(out_dtype).eps * base.float().abs().clamp_min(1.0)
+        assert ((out.float() - base.float()).abs() <= step).all()
     else:
         # Against the fixed configuration (itself checked against torch above): torch refuses
         # N = 8200 and a bf16 bias beside fp16 C.
