@@ -166,6 +166,20 @@ def test_promoted_variants_in_the_interpreter(launches, monkeypatch, kind, out_d
     assert_rounded_close(out, reference(a, bt.t(), sa, sb, bias, out_dtype), out_dtype)
 
 
+def exact_operands(M, N, K, kind, bias_dtype, seed):
+    """Small integer fp8 operands, power-of-two scales and an integer bias: every fp32 value of
+    the product is exact, so a correct kernel gives torch's rounding of it bit for bit."""
+    torch.manual_seed(seed)
+    a = torch.randint(-3, 4, (M, K)).float().to(E4M3)
+    bt = torch.randint(-3, 4, (N, K)).float().to(E5M2)
+    rows = 2.0 ** torch.randint(-2, 2, (M, 1)).float()
+    cols = 2.0 ** torch.randint(-2, 2, (1, N)).float()
+    sa, sb = {"tensor": (torch.tensor(0.5), torch.tensor(2.0)), "rowwise": (rows, cols),
+              "mixed": (torch.tensor(0.25), cols)}[kind]
+    bias = None if bias_dtype is None else torch.randint(-4, 5, (N,)).to(bias_dtype)
+    return a, bt, sa, sb, bias
+
+
 @pytest.mark.parametrize("kind,out_dtype,bias_dtype", [
     ("rowwise", torch.bfloat16, torch.bfloat16), ("tensor", torch.float16, None),
     ("mixed", torch.bfloat16, torch.float32)])
@@ -185,34 +199,13 @@ def test_deferred_store_in_the_interpreter(launches, monkeypatch, kind, out_dtyp
     monkeypatch.setattr(_scaled_mm, "_INTERPRETER_TLX_CONFIG",
                         dict(_scaled_mm._INTERPRETER_TLX_CONFIG, DEFER_STORE=True,
                              EARLY_SCALES=early))
-    torch.manual_seed(K + M)
-    a = torch.randint(-3, 4, (M, K)).float().to(E4M3)
-    bt = torch.randint(-3, 4, (N, K)).float().to(E5M2)
-    rows = 2.0 ** torch.randint(-2, 2, (M, 1)).float()
-    cols = 2.0 ** torch.randint(-2, 2, (1, N)).float()
-    sa, sb = {"tensor": (torch.tensor(0.5), torch.tensor(2.0)), "rowwise": (rows, cols),
-              "mixed": (torch.tensor(0.25), cols)}[kind]
-    bias = None if bias_dtype is None else torch.randint(-4, 5, (N,)).to(bias_dtype)
+    a, bt, sa, sb, bias = exact_operands(M, N, K, kind, bias_dtype, K + M)
     out = ops.scaled_mm(a, bt.t(), sa, sb, out_dtype=out_dtype, bias=bias, kernel="tlx",
                         use_fast_accum=True)
     assert [(meta["FAST_ACCUM"], meta["DEFER_STORE"], meta["EARLY_SCALES"])
             for _, meta in launches] == [(True, True, early)]
     torch.testing.assert_close(out, reference(a, bt.t(), sa, sb, bias, out_dtype), rtol=0,
                                atol=0)
-
-
-def exact_operands(M, N, K, kind, bias_dtype, seed):
-    """Small integer fp8 operands, power-of-two scales and an integer bias: every fp32 value of
-    the product is exact, so a correct kernel gives torch's rounding of it bit for bit."""
-    torch.manual_seed(seed)
-    a = torch.randint(-3, 4, (M, K)).float().to(E4M3)
-    bt = torch.randint(-3, 4, (N, K)).float().to(E5M2)
-    rows = 2.0 ** torch.randint(-2, 2, (M, 1)).float()
-    cols = 2.0 ** torch.randint(-2, 2, (1, N)).float()
-    sa, sb = {"tensor": (torch.tensor(0.5), torch.tensor(2.0)), "rowwise": (rows, cols),
-              "mixed": (torch.tensor(0.25), cols)}[kind]
-    bias = None if bias_dtype is None else torch.randint(-4, 5, (N,)).to(bias_dtype)
-    return a, bt, sa, sb, bias
 
 
 CLUSTER_VARIANTS = [dict(FAST_ACCUM=True), dict(FAST_ACCUM=True, EARLY_SCALES=True),
@@ -461,6 +454,33 @@ def test_promoted_variants_compile_for_sm90a_without_spills(monkeypatch, ptxas, 
         assert len(chains) == 8 and waits == ["0"] * 4 + ["1"] * 6
 
 
+def compile_fast_4096(monkeypatch, ptxas, compiled, spec, kind, out_dtype, with_bias):
+    """ops.scaled_mm at 4096x4096x1024 with fast accumulation compiled for sm_90a in the
+    configuration `spec` names: (chosen candidate, PTX), after checking that it spills nothing,
+    fits the shared memory _tlx_shared_bytes counts, raises the consumers to 232 registers and
+    that ptxas serializes no wgmma."""
+    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "scaled_mm=" + spec)
+    M, N, K = 4096, 4096, 1024
+    a = np.ones((M, K), ml_dtypes.float8_e4m3fn)
+    bt = np.ones((N, K), ml_dtypes.float8_e4m3fn)
+    rowwise = kind == "rowwise"
+    sa = np.ones((M, 1) if rowwise else (1,), np.float32)
+    sb = np.ones((1, N) if rowwise else (1,), np.float32)
+    bias = np.ones(N, ml_dtypes.bfloat16) if with_bias else None
+    ops.scaled_mm(a, bt.T, sa, sb, out_dtype=out_dtype, bias=bias, use_fast_accum=True)
+    chosen = _tuning.decisions["scaled_mm"].chosen
+    (kernel,) = compiled
+    assert kernel.n_spills == 0
+    assert kernel.shared <= _scaled_mm._tlx_shared_bytes(chosen.config,
+                                                         np.dtype(out_dtype).itemsize)
+    ptx = kernel.asm["ptx"]
+    ptx = ptx if isinstance(ptx, str) else ptx.decode()
+    assert "setmaxnreg.inc.sync.aligned.u32 232" in ptx
+    log = ptxas(ptx, "sm_90a", verbose=True)
+    assert not re.search(r"C751\d", log.log) and log.spill_bytes == 0
+    return chosen, ptx
+
+
 @pytest.mark.parametrize("kind", ["tensor", "rowwise"])
 @pytest.mark.parametrize("out_dtype", [ml_dtypes.bfloat16, np.float16])
 @pytest.mark.parametrize("with_bias", [False, True])
@@ -477,27 +497,9 @@ def test_deferred_store_compiles_for_sm90a_without_spills(monkeypatch, ptxas, sm
     # 232 without spills, and ptxas follows the wgmma chains: the first stage's before the
     # program's tiles, each tile's other stages' (one loop, entered and continued with one
     # chain in flight), and the next tile's first stage's issued before the deferred store.
-    compiled = sm90_compiles
-    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "scaled_mm=" + spec)
-    M, N, K = 4096, 4096, 1024
-    a = np.ones((M, K), ml_dtypes.float8_e4m3fn)
-    bt = np.ones((N, K), ml_dtypes.float8_e4m3fn)
-    rowwise = kind == "rowwise"
-    sa = np.ones((M, 1) if rowwise else (1,), np.float32)
-    sb = np.ones((1, N) if rowwise else (1,), np.float32)
-    bias = np.ones(N, ml_dtypes.bfloat16) if with_bias else None
-    ops.scaled_mm(a, bt.T, sa, sb, out_dtype=out_dtype, bias=bias, use_fast_accum=True)
-    chosen = _tuning.decisions["scaled_mm"].chosen
+    chosen, ptx = compile_fast_4096(monkeypatch, ptxas, sm90_compiles, spec, kind, out_dtype,
+                                    with_bias)
     assert chosen["FAST_ACCUM"] is True and chosen["DEFER_STORE"] is True
-    (kernel,) = compiled
-    assert kernel.n_spills == 0
-    assert kernel.shared <= _scaled_mm._tlx_shared_bytes(chosen.config,
-                                                         np.dtype(out_dtype).itemsize)
-    ptx = kernel.asm["ptx"]
-    ptx = ptx if isinstance(ptx, str) else ptx.decode()
-    assert "setmaxnreg.inc.sync.aligned.u32 232" in ptx
-    log = ptxas(ptx, "sm_90a", verbose=True)
-    assert not re.search(r"C751\d", log.log) and log.spill_bytes == 0
     n = chosen["BLOCK_N"]
     assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)", ptx)) == {
         f"m64n{n}k32"}
@@ -545,30 +547,12 @@ def test_cluster_configurations_compile_for_sm90a_without_spills(monkeypatch, pt
     # cluster barrier; within the consumers' 232 registers without spills, no wgmma serialized.
     if spec != "tlx(CLUSTER_M=2)" and out_dtype == np.float32:
         pytest.skip("DEFER_STORE is a candidate of 16-bit C only")
-    compiled = sm90_compiles
-    monkeypatch.setenv("WARPWEAVE_OPS_CONFIG", "scaled_mm=" + spec)
-    M, N, K = 4096, 4096, 1024
-    a = np.ones((M, K), ml_dtypes.float8_e4m3fn)
-    bt = np.ones((N, K), ml_dtypes.float8_e4m3fn)
-    rowwise = kind == "rowwise"
-    sa = np.ones((M, 1) if rowwise else (1,), np.float32)
-    sb = np.ones((1, N) if rowwise else (1,), np.float32)
-    bias = np.ones(N, ml_dtypes.bfloat16) if with_bias else None
-    ops.scaled_mm(a, bt.T, sa, sb, out_dtype=out_dtype, bias=bias, use_fast_accum=True)
-    chosen = _tuning.decisions["scaled_mm"].chosen
+    chosen, ptx = compile_fast_4096(monkeypatch, ptxas, sm90_compiles, spec, kind, out_dtype,
+                                    with_bias)
     assert chosen["FAST_ACCUM"] is True and chosen["CLUSTER_M"] == 2
     assert chosen.config.get("DEFER_STORE", False) == ("DEFER_STORE" in spec or
                                                        "EARLY_SCALES" in spec)
-    (kernel,) = compiled
-    assert kernel.n_spills == 0
-    assert kernel.shared <= _scaled_mm._tlx_shared_bytes(chosen.config,
-                                                         np.dtype(out_dtype).itemsize)
-    ptx = kernel.asm["ptx"]
-    ptx = ptx if isinstance(ptx, str) else ptx.decode()
     assert ".reqnctapercluster 2, 1, 1" in ptx
-    assert "setmaxnreg.inc.sync.aligned.u32 232" in ptx
-    log = ptxas(ptx, "sm_90a", verbose=True)
-    assert not re.search(r"C751\d", log.log) and log.spill_bytes == 0
     # Only B^T's halves are multicast (A's halves are this CTA's own): one load of a [128, 128]
     # box (128-byte rows) in each rank's branch (slice offsets are compile-time constants).
     multicasts = re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cluster\S*"
