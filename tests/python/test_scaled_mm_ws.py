@@ -185,9 +185,9 @@ def exact_operands(M, N, K, kind, bias_dtype, seed):
     ("mixed", torch.bfloat16, torch.float32)])
 @pytest.mark.parametrize("K", [32, 64, 112])
 @pytest.mark.parametrize("M,N", [(100, 200), (40, 72)])
-@pytest.mark.parametrize("early", [False, True])
+@pytest.mark.parametrize("early,raster", [(False, False), (True, False), (True, True)])
 def test_deferred_store_in_the_interpreter(launches, monkeypatch, kind, out_dtype, bias_dtype,
-                                           K, M, N, early):
+                                           K, M, N, early, raster):
     # DEFER_STORE (fast accumulation, 16-bit C): each tile's rounded result is stored after
     # the next tile's first stage was issued; a program's last tile after its own. 4 x 4 tiles
     # of 32x64 over 4 programs (4 each: three deferred stores, then the last), or 2 x 2 (one
@@ -195,15 +195,16 @@ def test_deferred_store_in_the_interpreter(launches, monkeypatch, kind, out_dtyp
     # stage only, 64: two, 112: 3.5. Small integers and power-of-two scales: every fp32 value
     # is exact, so the result is torch's rounding of the exact product, bit for bit.
     # early: each tile's vectors loaded before its chains (EARLY_SCALES), once the previous
-    # tile's rounded C is stored.
+    # tile's rounded C is stored; raster: tiles grouped by columns (RASTER_N), so a program's
+    # consecutive tiles change rows, and its vectors with them.
     monkeypatch.setattr(_scaled_mm, "_INTERPRETER_TLX_CONFIG",
                         dict(_scaled_mm._INTERPRETER_TLX_CONFIG, DEFER_STORE=True,
-                             EARLY_SCALES=early))
+                             EARLY_SCALES=early, RASTER_N=raster))
     a, bt, sa, sb, bias = exact_operands(M, N, K, kind, bias_dtype, K + M)
     out = ops.scaled_mm(a, bt.t(), sa, sb, out_dtype=out_dtype, bias=bias, kernel="tlx",
                         use_fast_accum=True)
-    assert [(meta["FAST_ACCUM"], meta["DEFER_STORE"], meta["EARLY_SCALES"])
-            for _, meta in launches] == [(True, True, early)]
+    assert [(meta["FAST_ACCUM"], meta["DEFER_STORE"], meta["EARLY_SCALES"], meta["RASTER_N"])
+            for _, meta in launches] == [(True, True, early, raster)]
     torch.testing.assert_close(out, reference(a, bt.t(), sa, sb, bias, out_dtype), rtol=0,
                                atol=0)
 
