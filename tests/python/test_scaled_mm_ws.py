@@ -490,7 +490,8 @@ def compile_fast_4096(monkeypatch, ptxas, compiled, spec, kind, out_dtype, with_
                                   "tlx(BLOCK_N=128, DEFER_STORE=True)",
                                   "tlx(BLOCK_N=256, DEFER_STORE=True, EARLY_SCALES=True)",
                                   "tlx(BLOCK_N=256, RASTER_N=True, DEFER_STORE=True, "
-                                  "EARLY_SCALES=True)"])
+                                  "EARLY_SCALES=True)",
+                                  "tlx(BLOCK_N=256, DEFER_STORE=True, C_EVICT_FIRST=True)"])
 def test_deferred_store_compiles_for_sm90a_without_spills(monkeypatch, ptxas, sm90_compiles,
                                                           kind, out_dtype, with_bias, spec):
     # DEFER_STORE's candidates (fast accumulation, 16-bit C): the accumulator (128 registers
@@ -501,6 +502,11 @@ def test_deferred_store_compiles_for_sm90a_without_spills(monkeypatch, ptxas, sm
     chosen, ptx = compile_fast_4096(monkeypatch, ptxas, sm90_compiles, spec, kind, out_dtype,
                                     with_bias)
     assert chosen["FAST_ACCUM"] is True and chosen["DEFER_STORE"] is True
+    # C_EVICT_FIRST: every TMA store of C carries an evict-first L2 policy (loads do not).
+    stores = re.findall(r"cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\S*", ptx)
+    evicting = chosen.config.get("C_EVICT_FIRST", False)
+    assert stores and all(op.endswith(".L2::cache_hint") == evicting for op in stores)
+    assert ("createpolicy.fractional.L2::evict_first" in ptx) == evicting
     n = chosen["BLOCK_N"]
     assert set(re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)", ptx)) == {
         f"m64n{n}k32"}
@@ -588,8 +594,9 @@ def test_deferred_store_and_cluster_candidates_are_of_fast_calls_only(monkeypatc
         assert bool(found[0].config.get("DEFER_STORE")) == (fast and out_size == 2)
         assert bool(found[0].config.get("EARLY_SCALES")) == (not fast or out_size == 2)
         assert found[0].config["BLOCK_N"] == (256 if fast else 128)
-        # 128x256 plain and rastered along N, each with and without EARLY_SCALES, and 128x128.
-        assert len(deferred) == (5 if (fast and out_size == 2) else 0)
+        # 128x256 plain and rastered along N, each with and without EARLY_SCALES, the plain one
+        # with early scales also storing C evict-first, and 128x128.
+        assert len(deferred) == (6 if (fast and out_size == 2) else 0)
         assert not any(c.config.get("CLUSTER_M") for c in found)
     # Offered 2-CTA configurations are kept for fast accumulation only, and only where a
     # cluster's second CTA has a tile-row: the plain 128x256 one with any C, the deferred ones

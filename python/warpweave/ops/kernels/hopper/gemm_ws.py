@@ -90,19 +90,29 @@ def split_columns(x, ROWS: tl.constexpr, COLS: tl.constexpr):
 
 @ww.jit
 def store_chunk(c_desc, c_bufs, value, buf_index, off_m, off_n, ROWS: tl.constexpr = 0,
-                PAIRS: tl.constexpr = 0):
+                PAIRS: tl.constexpr = 0, EVICT_FIRST: tl.constexpr = False):
     """Stores one column chunk of C through chunk buffer `buf_index`. A consumer alternates
     between its two chunk buffers, one TMA store group per chunk: once at most one group is
     pending, the store that last read this buffer (two chunks ago) is done with it. PAIRS > 0:
     value [ROWS, PAIRS] is uint32, each two neighbour 16-bit elements of C (the first in the
-    low half), written to the buffer read as uint32."""
+    low half), written to the buffer read as uint32. EVICT_FIRST: the store's lines are the
+    first L2 evicts (C is written once and not read here; A and B tiles are)."""
     buf = tlx.local_view(c_bufs, buf_index)
     tlx.async_descriptor_store_wait(1)
     if PAIRS > 0:
         tlx.local_store(tlx.local_reinterpret(buf, tl.uint32, [ROWS, PAIRS]), value)
     else:
         tlx.local_store(buf, value)
-    tlx.async_descriptor_store(c_desc, buf, [off_m, off_n])
+    store_c(c_desc, buf, off_m, off_n, EVICT_FIRST)
+
+
+@ww.jit
+def store_c(c_desc, buf, off_m, off_n, EVICT_FIRST: tl.constexpr):
+    """The TMA store of a C buffer at [off_m, off_n], evict-first in L2 with EVICT_FIRST."""
+    if EVICT_FIRST:
+        tlx.async_descriptor_store(c_desc, buf, [off_m, off_n], eviction_policy="evict_first")
+    else:
+        tlx.async_descriptor_store(c_desc, buf, [off_m, off_n])
 
 
 @ww.jit
@@ -457,12 +467,13 @@ def pack_pairs(x, ROWS: tl.constexpr, COLS: tl.constexpr, c_dtype: tl.constexpr,
 
 @ww.jit
 def store_tile(c_desc, c_bufs, c, half, off_m, off_n, HALF_M: tl.constexpr,
-               BLOCK_N: tl.constexpr, EPI_SUBTILE: tl.constexpr, PACKED: tl.constexpr = False):
+               BLOCK_N: tl.constexpr, EPI_SUBTILE: tl.constexpr, PACKED: tl.constexpr = False,
+               EVICT_FIRST: tl.constexpr = False):
     """SMEM_EPILOGUE: stores consumer `half`'s result c [HALF_M, BLOCK_N] (C's dtype) at
     [off_m, off_n] through its shared-memory buffer(s) with TMA, without waiting for the store:
     whole (EPI_SUBTILE = 1) or in 2, 4 or 8 column chunks (store_chunk: chunk i through buffer
     2 * half + i % 2). PACKED: c is pack_pairs's [HALF_M, BLOCK_N // 2] of 16-bit C, written
-    as it is (EPI_SUBTILE >= 2)."""
+    as it is (EPI_SUBTILE >= 2). EVICT_FIRST: store_chunk's."""
     EPI_N: tl.constexpr = BLOCK_N // EPI_SUBTILE
     tl.static_assert(not PACKED or EPI_SUBTILE > 1)
     # The columns of c and of its chunks: pairs when PACKED.
@@ -478,19 +489,25 @@ def store_tile(c_desc, c_bufs, c, half, off_m, off_n, HALF_M: tl.constexpr,
         c_buf = tlx.local_view(c_bufs, half)
         tlx.async_descriptor_store_wait(0)
         tlx.local_store(c_buf, c)
-        tlx.async_descriptor_store(c_desc, c_buf, [off_m, off_n])
+        store_c(c_desc, c_buf, off_m, off_n, EVICT_FIRST)
     elif EPI_SUBTILE == 2:
         c0, c1 = split_columns(c, HALF_M, W)
-        store_chunk(c_desc, c_bufs, c0, 2 * half, off_m, off_n, HALF_M, PAIRS)
-        store_chunk(c_desc, c_bufs, c1, 2 * half + 1, off_m, off_n + EPI_N, HALF_M, PAIRS)
+        store_chunk(c_desc, c_bufs, c0, 2 * half, off_m, off_n, HALF_M, PAIRS,
+                    EVICT_FIRST)
+        store_chunk(c_desc, c_bufs, c1, 2 * half + 1, off_m, off_n + EPI_N, HALF_M, PAIRS,
+                    EVICT_FIRST)
     elif EPI_SUBTILE == 4:
         left, right = split_columns(c, HALF_M, W)
         c0, c1 = split_columns(left, HALF_M, W // 2)
         c2, c3 = split_columns(right, HALF_M, W // 2)
-        store_chunk(c_desc, c_bufs, c0, 2 * half, off_m, off_n, HALF_M, PAIRS)
-        store_chunk(c_desc, c_bufs, c1, 2 * half + 1, off_m, off_n + EPI_N, HALF_M, PAIRS)
-        store_chunk(c_desc, c_bufs, c2, 2 * half, off_m, off_n + 2 * EPI_N, HALF_M, PAIRS)
-        store_chunk(c_desc, c_bufs, c3, 2 * half + 1, off_m, off_n + 3 * EPI_N, HALF_M, PAIRS)
+        store_chunk(c_desc, c_bufs, c0, 2 * half, off_m, off_n, HALF_M, PAIRS,
+                    EVICT_FIRST)
+        store_chunk(c_desc, c_bufs, c1, 2 * half + 1, off_m, off_n + EPI_N, HALF_M, PAIRS,
+                    EVICT_FIRST)
+        store_chunk(c_desc, c_bufs, c2, 2 * half, off_m, off_n + 2 * EPI_N, HALF_M, PAIRS,
+                    EVICT_FIRST)
+        store_chunk(c_desc, c_bufs, c3, 2 * half + 1, off_m, off_n + 3 * EPI_N, HALF_M, PAIRS,
+                    EVICT_FIRST)
     else:
         left, right = split_columns(c, HALF_M, W)
         q0, q1 = split_columns(left, HALF_M, W // 2)
@@ -499,14 +516,22 @@ def store_tile(c_desc, c_bufs, c, half, off_m, off_n, HALF_M: tl.constexpr,
         c2, c3 = split_columns(q1, HALF_M, W // 4)
         c4, c5 = split_columns(q2, HALF_M, W // 4)
         c6, c7 = split_columns(q3, HALF_M, W // 4)
-        store_chunk(c_desc, c_bufs, c0, 2 * half, off_m, off_n, HALF_M, PAIRS)
-        store_chunk(c_desc, c_bufs, c1, 2 * half + 1, off_m, off_n + EPI_N, HALF_M, PAIRS)
-        store_chunk(c_desc, c_bufs, c2, 2 * half, off_m, off_n + 2 * EPI_N, HALF_M, PAIRS)
-        store_chunk(c_desc, c_bufs, c3, 2 * half + 1, off_m, off_n + 3 * EPI_N, HALF_M, PAIRS)
-        store_chunk(c_desc, c_bufs, c4, 2 * half, off_m, off_n + 4 * EPI_N, HALF_M, PAIRS)
-        store_chunk(c_desc, c_bufs, c5, 2 * half + 1, off_m, off_n + 5 * EPI_N, HALF_M, PAIRS)
-        store_chunk(c_desc, c_bufs, c6, 2 * half, off_m, off_n + 6 * EPI_N, HALF_M, PAIRS)
-        store_chunk(c_desc, c_bufs, c7, 2 * half + 1, off_m, off_n + 7 * EPI_N, HALF_M, PAIRS)
+        store_chunk(c_desc, c_bufs, c0, 2 * half, off_m, off_n, HALF_M, PAIRS,
+                    EVICT_FIRST)
+        store_chunk(c_desc, c_bufs, c1, 2 * half + 1, off_m, off_n + EPI_N, HALF_M, PAIRS,
+                    EVICT_FIRST)
+        store_chunk(c_desc, c_bufs, c2, 2 * half, off_m, off_n + 2 * EPI_N, HALF_M, PAIRS,
+                    EVICT_FIRST)
+        store_chunk(c_desc, c_bufs, c3, 2 * half + 1, off_m, off_n + 3 * EPI_N, HALF_M, PAIRS,
+                    EVICT_FIRST)
+        store_chunk(c_desc, c_bufs, c4, 2 * half, off_m, off_n + 4 * EPI_N, HALF_M, PAIRS,
+                    EVICT_FIRST)
+        store_chunk(c_desc, c_bufs, c5, 2 * half + 1, off_m, off_n + 5 * EPI_N, HALF_M, PAIRS,
+                    EVICT_FIRST)
+        store_chunk(c_desc, c_bufs, c6, 2 * half, off_m, off_n + 6 * EPI_N, HALF_M, PAIRS,
+                    EVICT_FIRST)
+        store_chunk(c_desc, c_bufs, c7, 2 * half + 1, off_m, off_n + 7 * EPI_N, HALF_M, PAIRS,
+                    EVICT_FIRST)
 
 
 @ww.jit

@@ -52,7 +52,8 @@ Descriptors: a_desc block [BLOCK_M // 2, BLOCK_K], bt_desc block [BLOCK_N // CLU
                 EARLY_SCALES a tile's vectors are loaded once the previous tile is stored),
                 CLUSTER_M=1 (2: 2-CTA clusters sharing B^T through multicast, see above;
                 ops.scaled_mm's candidates take it with FAST_ACCUM only, the kernel with
-                either accumulation but STREAM)
+                either accumulation but STREAM), C_EVICT_FIRST=False (C's TMA stores
+                evict-first in L2: C is written once, A and B tiles are read again)
     signature: a_desc:desc<fp8e4nv,64x128>, bt_desc:desc<fp8e4nv,256x128>,
                c_desc:desc<bf16,64x64>, scale_a_ptr:*fp32, scale_b_ptr:*fp32, bias_ptr:*bf16,
                M:i32, N:i32, K:i32, BLOCK_M=128, BLOCK_N=256, BLOCK_K=128, GROUP_M=16,
@@ -73,9 +74,9 @@ from .gemm_ws import (add_partial, alloc_ring, issue_stage, load_stage, mma_tile
 # consumer builds once: `epi` (run-time values) = (c_desc, c_bufs, half, scale_a_ptr,
 # scale_b_ptr, bias_ptr, M, N, num_pid_m, num_pid_n, scale_a, scale_b, rank), scale_a and scale_b
 # the per-tensor scales, rank the CTA's in its cluster; EPI (compile-time) = (BLOCK_M, BLOCK_N,
-# GROUP_M, NUM_SMS, RASTER_N, EPI_SUBTILE, ROWWISE_A, ROWWISE_B, HAS_BIAS, CLUSTER_M). A helper
-# reads EPI's elements one by one (`X: tl.constexpr = EPI[i]`): a tuple assignment would make
-# run-time values of them.
+# GROUP_M, NUM_SMS, RASTER_N, EPI_SUBTILE, ROWWISE_A, ROWWISE_B, HAS_BIAS, CLUSTER_M,
+# C_EVICT_FIRST). A helper reads EPI's elements one by one (`X: tl.constexpr = EPI[i]`): a tuple
+# assignment would make run-time values of them.
 
 
 @ww.jit
@@ -140,9 +141,10 @@ def epilogue(epi, EPI: tl.constexpr, acc, sa, sb, bias, off_m, off_n, COLS: tl.c
     (c_desc, c_bufs, half, scale_a_ptr, scale_b_ptr, bias_ptr, M, N, num_pid_m, num_pid_n,
      scale_a, scale_b, rank) = epi
     HALF_M: tl.constexpr = EPI[0] // 2
+    C_EVICT_FIRST: tl.constexpr = EPI[10]
     c = scaled_tile(epi, EPI, acc, sa, sb, bias, off_m, off_n, COLS, LOADED)
     store_tile(c_desc, c_bufs, c.to(tlx.dtype_of(c_desc)), half, off_m, off_n, HALF_M, COLS,
-               SUBTILE)
+               SUBTILE, False, C_EVICT_FIRST)
 
 
 @ww.jit
@@ -195,7 +197,7 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
                         FAST_ACCUM: tl.constexpr = False, SPLIT_N: tl.constexpr = False,
                         EARLY_SCALES: tl.constexpr = False, STREAM: tl.constexpr = False,
                         DEFER_STORE: tl.constexpr = False, PACK_PTX: tl.constexpr = False,
-                        CLUSTER_M: tl.constexpr = 1):
+                        CLUSTER_M: tl.constexpr = 1, C_EVICT_FIRST: tl.constexpr = False):
     tl.static_assert(EPI_SUBTILE == 1 or EPI_SUBTILE == 2 or EPI_SUBTILE == 4 or
                      EPI_SUBTILE == 8)
     # STREAM numbers its tiles by program, not by cluster work item.
@@ -261,7 +263,7 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
             epi = (c_desc, c_bufs, half, scale_a_ptr, scale_b_ptr, bias_ptr, M, N, num_pid_m,
                    num_pid_n, scale_a, scale_b, rank)
             EPI: tl.constexpr = (BLOCK_M, BLOCK_N, GROUP_M, NUM_SMS, RASTER_N, EPI_SUBTILE,
-                                 ROWWISE_A, ROWWISE_B, HAS_BIAS, CLUSTER_M)
+                                 ROWWISE_A, ROWWISE_B, HAS_BIAS, CLUSTER_M, C_EVICT_FIRST)
             step = 0
             if STREAM:
                 # Promoted accumulation over this program's k-steps of all its tiles as one
@@ -340,7 +342,7 @@ def scaled_mm_ws_kernel(a_desc, bt_desc, c_desc, scale_a_ptr, scale_b_ptr, bias_
                             acc = issue_stage(a_bufs, b_bufs, full_bars, step, half, acc, False,
                                               NUM_STAGES, True)
                             store_tile(c_desc, c_bufs, packed, half, off_m, off_n, HALF_M,
-                                       BLOCK_N, EPI_SUBTILE, True)
+                                       BLOCK_N, EPI_SUBTILE, True, C_EVICT_FIRST)
                         acc, step = mma_tile_rest(a_bufs, b_bufs, full_bars, empty_bars, acc,
                                                   step, num_k, half, rank, NUM_STAGES, CLUSTER_M,
                                                   True)
