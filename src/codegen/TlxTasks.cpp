@@ -46,6 +46,12 @@ void FunctionLowering::lowerAsyncTasks(const ir::Op& op) {
             {immInt(to)});
   };
   std::string threadId = b_.pure("mov.u32", RegClass::B32, {"%tid.x"});
+  // Each warp runs one task (their warp ranges are disjoint), and it leaves the task for the
+  // join after all of them, not for the next task's range check: falling through, a value
+  // defined before the tasks and used by a later task would be live across every earlier
+  // task's body, within that task's setmaxnreg budget (a 24-register MMA task spilled the
+  // persistent tile id that the load and epilogue tasks read).
+  std::string join = b_.newLabel("tasks_join");
   // Runs `body` on warps [first, first + warps) only (unsigned wrap-around below them).
   auto onWarps = [&](int first, int warps, const std::function<void()>& body) {
     std::string skip = b_.newLabel("task_end");
@@ -55,6 +61,7 @@ void FunctionLowering::lowerAsyncTasks(const ir::Op& op) {
     b_.pushScope();
     body();
     b_.popScope();
+    b_.inst("bra.uni", {join});
     b_.label(skip);
   };
   // Warps without a task give their registers up first: the tasks' increases wait for them.
@@ -77,7 +84,9 @@ void FunctionLowering::lowerAsyncTasks(const ir::Op& op) {
       if (i > 0) scratchBase_ = alignTo(std::max(sharedBytes_, layouts_.scratchOffset()), 1024);
       setRegisters(launch, t.regs);
       taskRegisters_ = t.regs;
+      auto heldTmem = rebindTmemAddresses(*t.task->region(0));
       lowerBlock(*t.task->region(0));
+      for (auto& [v, regs] : heldTmem) bind(v, std::move(regs));
       drainBulkStoreRead(); // before the task's threads give up their shared memory
       taskRegisters_ = 0;
       if (restore) setRegisters(t.regs, launch);
@@ -87,6 +96,7 @@ void FunctionLowering::lowerAsyncTasks(const ir::Op& op) {
       scratchBase_ = -1;
     });
   }
+  b_.label(join);
   // Warps meet again after their tasks (the code after async_tasks runs on every warp).
   barrier();
 }
