@@ -8,6 +8,9 @@
 - A task's tensor-memory buffer addresses (the allocation's base plus a column) are computed in
   the task, so the base is the only tensor-memory register the tasks share (the 2-CTA attention
   backward had spilled three held addresses).
+- The scalars computed before the tasks from launch values only (parameters, constants, program
+  ids, scalar arithmetic) are computed again in each task that reads them (the mxfp8 attention
+  forward had spilled num_pid_m, a cdiv of N_CTX, for its 24-register tasks).
 - libdevice.fast_dividef is div.approx.ftz.f32, as Triton links libdevice (__nv_fast_fdividef,
   flush-to-zero); it had been IEEE div.rn.f32, whose slow path ptxas keeps per element
   (blackwell-cross-attention's SiLU task: 60 bytes of spills at registers=152).
@@ -122,6 +125,34 @@ def test_task_computes_its_tensor_memory_addresses():
     # base plus 128 in the task that uses it, and nowhere before the tasks.
     adds = [m.start() for m in re.finditer(rf"add\.u32 %r\d+, {base}, 128;", ptx)]
     assert adds and all(at > tasks for at in adds), ptx
+
+
+@ww.jit
+def launch_scalars(y_ptr, n_ctx, n):
+    tiles = tl.cdiv(n_ctx, 256)
+    first = tl.program_id(0) * tiles
+    with tlx.async_tasks():
+        with tlx.async_task("default"):
+            tl.store(y_ptr + tlx.thread_id(0), first)
+        with tlx.async_task(num_warps=1, registers=24):
+            acc = tlx.thread_id(0)
+            for i in range(0, n):
+                acc = acc * 3 + first + i
+            tl.store(y_ptr + 128 + tlx.thread_id(0), acc + tiles)
+
+
+def test_tasks_compute_launch_scalars_again(requires_ptxas, ptxas):
+    values = launch_scalars.bind((np.zeros(256, np.int32), 1000, 4), {})
+    ptx = launch_scalars.compile_for(values, False, (4, 1, 1), target="sm_100a").kernel.ptx
+    # cdiv(n_ctx, 256)'s last step and the program id: in both tasks, none before them.
+    tasks = [m.start() for m in re.finditer(r"setmaxnreg\.(inc|dec)\.sync\.aligned\.u32 (256|24);",
+                                             ptx)]
+    first_task = ptx.index("$L_task_end_")
+    for pattern in (r"shr\.s32 %r\d+, %r\d+, 8;", r"mov\.u32 %r\d+, %ctaid\.x;"):
+        found = [m.start() for m in re.finditer(pattern, ptx)]
+        assert len(found) == 2 and min(found) > first_task, (pattern, ptx)
+    assert len(tasks) == 3  # the idle warps' release, the default task, the 1-warp task
+    assert ptxas(ptx, arch="sm_100a", verbose=True).spill_bytes == 0
 
 
 @ww.jit
