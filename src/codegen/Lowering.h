@@ -471,6 +471,12 @@ private:
   /// Predicate: this thread is the one that issues single-thread operations (thread 0).
   /// index % groupSize (a buffer's subtile within its storage_alias_spec group).
   const ir::Value* tmemRoot(const ir::Value* v);
+  /// Binds the tensor-memory buffers that `task` uses to their addresses computed again at
+  /// this point (TlxTmem.cpp); returns the bindings they had, for after the task.
+  std::vector<std::pair<const ir::Value*, Regs>> rebindTmemAddresses(const ir::Block& task);
+  /// Lowers again, at this point, the scalars computed before the tasks from launch values only
+  /// that `task` reads (TlxTasks.cpp); returns the bindings they had, for after the task.
+  std::vector<std::pair<const ir::Value*, Regs>> relowerLaunchScalars(const ir::Block& task);
   std::string groupIndex(const std::string& index, int64_t groupSize);
   std::string electedThread();
   /// tl.dot of per-element FMAs past the straight-line budget (layout::unrollsFmaDot): A and B

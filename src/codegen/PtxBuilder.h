@@ -11,6 +11,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ww::codegen {
@@ -65,6 +66,13 @@ public:
 
   std::string newLabel(std::string_view hint);
   void label(const std::string& name);
+
+  /// Takes the hash-consing table away, so that pure() emits afresh until mergePureTable gives
+  /// it back (what is emitted meanwhile keeps its entries, recorded in the current scope).
+  std::map<std::string, std::string> takePureTable() { return std::exchange(pureTable_, {}); }
+  void mergePureTable(std::map<std::string, std::string> table) {
+    pureTable_.merge(table); // entries emitted since the take win
+  }
 
   /// Hash-consing scopes: instructions emitted inside a region must not be reused after it,
   /// since the region may not execute (if) or redefines registers (loop bodies).

@@ -422,6 +422,8 @@ std::string floatBinary(ScalarContext& cx, const ir::Op& op, const std::string& 
   case OpCode::Div:
     if (auto reciprocal = exactReciprocal(b))
       return cx.b.pure("mul." + contractible + ft, rc, {a, *reciprocal});
+    if (t == DType::F32 && ir::attr::Div::fast(op))
+      return cx.b.pure("div.approx.ftz.f32", rc, {a, b});
     if (t == DType::F32 && ir::attr::Div::approx(op)) return cx.b.pure("div.full.f32", rc, {a, b});
     return cx.b.pure("div.rn." + ft, rc, {a, b});
   case OpCode::FloorDiv:

@@ -22,6 +22,7 @@
 #include <bit>
 #include <map>
 #include <stdexcept>
+#include <unordered_set>
 
 namespace ww::codegen {
 
@@ -211,6 +212,32 @@ void FunctionLowering::releaseTensorMemory() {
               ".sync.aligned.b32",
           {tmemBase_, immInt(tmemAllocColumns_)});
   b_.label(skip);
+}
+
+// A task's tensor-memory buffers are the allocation's base plus a column, computed before the
+// tasks (every warp allocates). Held from there, each address is live across every task that
+// runs before the one using it, in registers that the smaller setmaxnreg budgets must hold too:
+// in TLX's 2-CTA attention backward ptxas spilled three of them at the 88-register tasks. An
+// add in the task itself leaves the base the only register the tasks share.
+std::vector<std::pair<const ir::Value*, Regs>>
+FunctionLowering::rebindTmemAddresses(const ir::Block& task) {
+  std::vector<std::pair<const ir::Value*, Regs>> saved;
+  if (tmemBase_.empty()) return saved;
+  std::unordered_set<const ir::Value*> seen;
+  ir::walk(task, [&](const ir::Op& op) {
+    for (const ir::Value* v : op.operands()) {
+      auto col = tmemOffsets_.find(v);
+      if (col == tmemOffsets_.end() || col->second == 0 || !seen.insert(v).second) continue;
+      auto bound = values_.find(v);
+      if (bound == values_.end()) continue; // allocated in no scope the task sees
+      saved.emplace_back(v, bound->second);
+      // Not pure(): hash-consing would hand back the register computed before the tasks.
+      std::string address = b_.newReg(RegClass::B32);
+      b_.inst("add.u32", {address, tmemBase_, immInt(col->second)});
+      bound->second = {address};
+    }
+  });
+  return saved;
 }
 
 /// The tensor-memory allocation `v` views: through local_view / local_slice and values chosen

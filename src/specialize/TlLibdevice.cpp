@@ -1242,7 +1242,13 @@ V binaryFloat(Ctx& c, const std::string& fn, V x, V y) {
     return sel(isnan(x) || isnan(y) || isinfB(x) || y == 0.0, kNan, rr);
   }
   if (fn == "fast_powf") return V{&c, c.bin(OpCode::Pow, x.v, y.v)};
-  if (fn == "fast_dividef") return x / y;
+  if (fn == "fast_dividef") {
+    // __nv_fast_fdividef: div.approx.ftz.f32 on the GPU, as Triton links libdevice (Ops.def,
+    // Div's fast). IEEE division would cost ptxas a slow-path call per element.
+    std::vector<ir::NamedAttr> attrs;
+    if (c.ft.elem == DType::F32) attrs.push_back(ir::attr::Div::make::fast(true));
+    return V{&c, c.sp.b.create1(OpCode::Div, {x.v, y.v}, x.v->type(), std::move(attrs))};
+  }
   size_t u = fn.find('_');
   std::string op = fn.substr(0, u), mode = fn.substr(u + 1);
   if (mode == "rn") {

@@ -1394,6 +1394,17 @@ TEST(Codegen, AsyncTasksRunOnTheirOwnWarps) {
   EXPECT_NE(ptx.find("bar.sync 15, 128"), std::string::npos) << ptx;
   EXPECT_NE(ptx.find("bar.sync 14, 128"), std::string::npos) << ptx;
   EXPECT_NE(ptx.find(", 128;"), std::string::npos);
+  // Each task leaves for the join after both (not for the next task's range check), so nothing
+  // a later task reads is live through an earlier task's body.
+  size_t join = ptx.find("$L_tasks_join_");
+  ASSERT_NE(join, std::string::npos) << ptx;
+  std::string label = ptx.substr(join, ptx.find(';', join) - join);
+  size_t branches = 0;
+  for (size_t at = ptx.find("bra.uni " + label + ";"); at != std::string::npos;
+       at = ptx.find("bra.uni " + label + ";", at + 1))
+    ++branches;
+  EXPECT_EQ(branches, 2u) << ptx;
+  EXPECT_NE(ptx.find("\n" + label + ":\n"), std::string::npos) << ptx;
   EXPECT_THROW(codegen::emitPtx(*fn, optionsFor(Target::SM80), nullptr), CompileError);
 }
 
