@@ -38,6 +38,7 @@ import re
 import threading
 
 from .. import knobs
+from ..jit import _ENV_DATA
 
 # ------------------------------------------------------------------------------------------------
 # Candidates and how to launch them
@@ -162,9 +163,8 @@ _chosen: dict = {}  # (op, device text, key, candidates) -> the fastest Candidat
 _lock = threading.Lock()
 
 
-# os.environ's backing dict (bytes keys on POSIX; the one jit.py reads): every replayed call
-# reads these two, and two os.environ.get calls cost more than the rest of the plan's key.
-_ENV_DATA = getattr(os.environ, "_data", None) if os.name == "posix" else None
+# Every replayed call reads these two from os.environ's backing dict (jit's _ENV_DATA): two
+# os.environ.get calls cost more than the rest of the plan's key.
 _PLAN_ENV = (b"WARPWEAVE_OPS_TUNING", b"WARPWEAVE_OPS_CONFIG")
 
 
