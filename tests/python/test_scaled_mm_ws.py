@@ -598,6 +598,13 @@ def test_deferred_store_and_cluster_candidates_are_of_fast_calls_only(monkeypatc
         # with early scales also storing C evict-first, and 128x128.
         assert len(deferred) == (6 if (fast and out_size == 2) else 0)
         assert not any(c.config.get("CLUSTER_M") for c in found)
+        # With rowwise scales the fixed deferred configuration also stores C evict-first; the
+        # candidates are the same set.
+        rowwise = _scaled_mm._candidates(Place(), 8192, 8192, 8192, "tlx", True, True, out_size,
+                                         fast, True)
+        assert bool(rowwise[0].config.get("C_EVICT_FIRST")) == (fast and out_size == 2)
+        assert not found[0].config.get("C_EVICT_FIRST")
+        assert sorted(map(repr, rowwise)) == sorted(map(repr, found))
     # Offered 2-CTA configurations are kept for fast accumulation only, and only where a
     # cluster's second CTA has a tile-row: the plain 128x256 one with any C, the deferred ones
     # with 16-bit C.
