@@ -275,22 +275,43 @@ def _code_names(code: types.CodeType, out: set):
             _code_names(c, out)
 
 
-def _read_source(fn) -> tuple[str, str]:
+def _read_source(fn, src: str | None = None) -> tuple[str, str]:
     """(path, text) of the file holding `fn`. Module-level kernels give the whole file (the front
     end parses it, helpers included); a kernel defined inside a function gives its own dedented
-    source, padded with blank lines so that line numbers still match the file."""
+    source, padded with blank lines so that line numbers still match the file. `src`: the
+    function's source as JITFunction._unsafe_update_src set it, in place of the file's (from its
+    `def` line on)."""
     path = inspect.getsourcefile(fn) or f"<{fn.__name__}>"
     nested = "<locals>" in fn.__qualname__
-    if not nested and os.path.isfile(path):
+    if src is None and not nested and os.path.isfile(path):
         with open(path, encoding="utf-8") as f:
             return path, f.read()
     lines, first = inspect.getsourcelines(fn)
+    if src is not None:
+        first += _def_line_offset(lines)
+        lines = src.splitlines(keepends=True)
     body = textwrap.dedent("".join(lines)).splitlines()
     prefix = [""] * (first - 1)
     if os.path.isfile(path):
         with open(path, encoding="utf-8") as f:
             prefix = _module_imports(f.read().splitlines()[:first - 1])
     return path, "\n".join(prefix + body) + "\n"
+
+
+def _def_line_offset(lines) -> int:
+    """Where the `def` is among a function's source lines (after its decorators)."""
+    import re
+
+    for i, line in enumerate(lines):
+        if re.match(r"\s*def\s", line):
+            return i
+    return 0
+
+
+def _function_src(fn) -> str:
+    """Triton's `JITFunction.src`: the function's dedented source from its `def` on."""
+    lines, _ = inspect.getsourcelines(fn)
+    return textwrap.dedent("".join(lines[_def_line_offset(lines):]))
 
 
 def _module_imports(lines):
@@ -502,14 +523,23 @@ def collect_environment(jitfn: "JITFunction") -> _Environment:
             files[i][1] = _read_file(path) or ""
         return i
 
-    def visit(fn) -> int:
-        """The file index defining `fn` (added, with its names, on the first visit)."""
+    def visit(fn, src=None) -> int:
+        """The file index defining `fn` (added, with its names, on the first visit); `src`: its
+        source as _unsafe_update_src set it."""
         i = functions.get(id(fn))
         if i is not None:
             return i
         path = inspect.getsourcefile(fn) or f"<{fn.__name__}>"
         tree = None
-        if "<locals>" in fn.__qualname__ or not os.path.isfile(path):
+        if src is not None:
+            import ast
+
+            i = add(("function", id(fn)), *_read_source(fn, src))
+            try:
+                tree = ast.parse(textwrap.dedent(src))
+            except SyntaxError:
+                tree = None  # the front end reports it at its line
+        elif "<locals>" in fn.__qualname__ or not os.path.isfile(path):
             # Its own dedented source (line numbers kept): a nested kernel or helper has its
             # closure as well as its module's globals.
             i = add(("function", id(fn)), *_read_source(fn))
@@ -574,7 +604,7 @@ def collect_environment(jitfn: "JITFunction") -> _Environment:
 
     def classify(value):
         if isinstance(value, JITFunction):
-            return ("function", value.fn.__name__, visit(value.fn))
+            return ("function", value.fn.__name__, visit(value.fn, value._src))
         if isinstance(value, types.ModuleType):
             if is_language(value):
                 return ("module", value.__name__, -1)
@@ -596,7 +626,7 @@ def collect_environment(jitfn: "JITFunction") -> _Environment:
         except (TypeError, ValueError):
             return ("opaque", _describe(value), -1)
 
-    visit(jitfn.fn)
+    visit(jitfn.fn, jitfn._src)
     return _Environment([tuple(f) for f in files], names, globals_, tuple(guards))
 
 
@@ -1257,6 +1287,7 @@ class JITFunction(KernelInterface):
         self._bound: dict = {}  # grid tuple -> kernel[grid], so kernel[(n,)] allocates nothing
         self._option_cache: dict = {}
         self._env = None
+        self._src = None  # the source _unsafe_update_src set, else the file's
         self.cache = _KernelCache()
         self.cache.owner = self
         self.compile_count = 0  # compiles done (not served by a cache), for tests and tools
@@ -1423,6 +1454,29 @@ class JITFunction(KernelInterface):
             else:
                 entries.append(f"{name}:{key}")
         return ",".join(entries)
+
+    @property
+    def src(self) -> str:
+        """The kernel's source from its `def` on (dedented), as Triton's JITFunction.src."""
+        return self._src if self._src is not None else _function_src(self.fn)
+
+    @src.setter
+    def src(self, value):
+        raise AttributeError("JITFunction.src cannot be set directly; use "
+                             "_unsafe_update_src(new_src), as in Triton")
+
+    def _unsafe_update_src(self, new_src: str) -> None:
+        """Compiles the kernel from `new_src` (a `def` of the same name and parameters) from
+        now on, in place of its file's text: Triton's test idiom
+        `kernel._unsafe_update_src(kernel.src.replace(...))`. Kernels that call this one are not
+        recompiled (in Triton the caller clears their hashes)."""
+        if not isinstance(new_src, str):
+            raise TypeError(f"_unsafe_update_src: expected the new source as a str, got "
+                            f"{type(new_src).__name__}")
+        self._src = new_src
+        self._env = None
+        self._bound.clear()
+        self.cache.clear()
 
     def environment(self) -> _Environment:
         if self._env is None:

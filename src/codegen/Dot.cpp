@@ -184,9 +184,10 @@ void FunctionLowering::lowerDot(const ir::Op& op) {
     // The fragments' types: fp8 operands went up to fp16.
     DType aType = fp8Mma ? DType::F16 : at.elem, bType = fp8Mma ? DType::F16 : bt.elem;
     std::string accName = mmaTypeName(accType, true);
+    // Integer products saturate (.satfinite), as Triton's int8 mma.sync does.
     std::string opcode = "mma.sync.aligned.m16n8k" + std::to_string(instrK) + ".row.col." +
-                         accName + "." + mmaTypeName(aType) + "." + mmaTypeName(bType) + "." +
-                         accName;
+                         (ir::isInt(accType) ? "satfinite." : "") + accName + "." +
+                         mmaTypeName(aType) + "." + mmaTypeName(bType) + "." + accName;
     // f32, b32 for int32, and b32 words of two fp16 elements for an fp16 accumulator.
     const RegClass accClass = halfAcc ? RegClass::B32 : regClassOf(accType);
     auto pack = [&](const std::vector<std::string>& elems, size_t i) {

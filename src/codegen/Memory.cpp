@@ -120,14 +120,22 @@ std::string packWord(PtxBuilder& b, const std::vector<std::string>& elems) {
   return acc;
 }
 
-/// Elements per access that the layout supports: leading register bits walking the last dim.
+/// Elements per access that the layout supports: the leading register bits walking one dim
+/// (the one register bit 0 walks: the last for row-major pointers, the first for column-major
+/// ones, as the coalesced layout orders them) by 1, 2, 4, ...
 int32_t layoutVectorLimit(const LinearLayout& l) {
-  int last = l.numOutDims() - 1;
+  const int bits = l.getInDimSizeLog2(layout::kRegister);
+  if (bits == 0) return 1;
+  const auto& first = l.getBasis(layout::kRegister, 0);
+  int dim = -1;
+  for (int d = 0; d < l.numOutDims(); ++d)
+    if (first[d] == 1) dim = d;
+  if (dim < 0) return 1;
   int k = 0;
-  while (k < l.getInDimSizeLog2(layout::kRegister)) {
+  while (k < bits) {
     const auto& basis = l.getBasis(layout::kRegister, k);
     bool ok = true;
-    for (int d = 0; d < l.numOutDims(); ++d) ok &= basis[d] == (d == last ? (1 << k) : 0);
+    for (int d = 0; d < l.numOutDims(); ++d) ok &= basis[d] == (d == dim ? (1 << k) : 0);
     if (!ok) break;
     ++k;
   }
@@ -350,10 +358,10 @@ void FunctionLowering::lowerAtomic(const ir::Op& op) {
         std::string mv = cls == RegClass::F32 ? "mov.b32" : "mov.b64";
         c = b_.pure(mv, ic, {c});
         v = b_.pure(mv, ic, {v});
-        b_.inst("atom" + semQ + scopeQ + ".global.cas." + type, {d, addr, c, v}, guard);
+        b_.inst("atom.global" + semQ + scopeQ + ".cas." + type, {d, addr, c, v}, guard);
         out[r] = b_.pure(mv, cls, {d});
       } else {
-        b_.inst("atom" + semQ + scopeQ + ".global.cas." + type, {d, addr, c, v}, guard);
+        b_.inst("atom.global" + semQ + scopeQ + ".cas." + type, {d, addr, c, v}, guard);
         out[r] = d;
       }
       continue;
@@ -374,14 +382,14 @@ void FunctionLowering::lowerAtomic(const ir::Op& op) {
       std::string posOp = (kind == "max" ? "max.s" : "min.s") + w;
       std::string negOp = (kind == "max" ? "min.u" : "max.u") + w;
       std::string d1 = b_.newReg(ic), d2 = b_.newReg(ic);
-      b_.inst("atom" + semQ + scopeQ + ".global." + posOp, {d1, addr, bitsReg}, gPos);
-      b_.inst("atom" + semQ + scopeQ + ".global." + negOp, {d2, addr, bitsReg}, gNeg);
+      b_.inst("atom.global" + semQ + scopeQ + "." + posOp, {d1, addr, bitsReg}, gPos);
+      b_.inst("atom.global" + semQ + scopeQ + "." + negOp, {d2, addr, bitsReg}, gNeg);
       std::string sel = b_.pure("selp.b" + w, ic, {d1, d2, nonNeg});
       out[r] = b_.pure("mov.b" + w, cls, {sel});
       continue;
     }
     if (useRed) {
-      b_.inst("red" + semQ + scopeQ + ".global." + ptxOp + "." + type, {addr, x}, guard);
+      b_.inst("red.global" + semQ + scopeQ + "." + ptxOp + "." + type, {addr, x}, guard);
       continue;
     }
     std::string d = b_.newReg(cls);
@@ -390,12 +398,12 @@ void FunctionLowering::lowerAtomic(const ir::Op& op) {
       RegClass ic = cls == RegClass::F32 ? RegClass::B32 : RegClass::B64;
       std::string mv = cls == RegClass::F32 ? "mov.b32" : "mov.b64";
       std::string di = b_.newReg(ic);
-      b_.inst("atom" + semQ + scopeQ + ".global.exch." + ty, {di, addr, b_.pure(mv, ic, {x})},
+      b_.inst("atom.global" + semQ + scopeQ + ".exch." + ty, {di, addr, b_.pure(mv, ic, {x})},
               guard);
       out[r] = b_.pure(mv, cls, {di});
       continue;
     }
-    b_.inst("atom" + semQ + scopeQ + ".global." + ptxOp + "." + ty, {d, addr, x}, guard);
+    b_.inst("atom.global" + semQ + scopeQ + "." + ptxOp + "." + ty, {d, addr, x}, guard);
     out[r] = d;
   }
   if (op.numResults() == 0) return;

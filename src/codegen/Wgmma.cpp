@@ -84,9 +84,11 @@ std::string mmaTypeName(ir::DType t, bool accumulator) {
 
 std::string wgmmaOpcode(int32_t instrN, ir::DType a, ir::DType b, ir::DType acc) {
   int64_t instrK = 32 / ir::byteWidth(a); // 32 bytes of K per instruction
+  // Integer products saturate at int32's bounds (.satfinite) rather than wrap, as Triton's
+  // int8 dots do on NVIDIA GPUs.
   return "wgmma.mma_async.sync.aligned.m64n" + std::to_string(instrN) + "k" +
          std::to_string(instrK) + "." + mmaTypeName(acc, true) + "." + mmaTypeName(a) + "." +
-         mmaTypeName(b);
+         mmaTypeName(b) + (ir::isInt(acc) ? ".satfinite" : "");
 }
 
 std::vector<std::string> wgmmaImmediates(ir::DType t, bool aInRegisters, bool aTrans, bool bTrans) {

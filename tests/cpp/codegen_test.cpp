@@ -827,12 +827,12 @@ TEST(Codegen, AtomicsUseRedWhenTheResultIsUnused) {
   for (Target target : kTestedTargets) {
     SCOPED_TRACE(targetName(target));
     codegen::PtxKernel kk = emitAndAssemble(*k.fn, target);
-    EXPECT_NE(kk.ptx.find("red.release.gpu.global.add.f32"), std::string::npos) << kk.ptx;
+    EXPECT_NE(kk.ptx.find("red.global.release.gpu.add.f32"), std::string::npos) << kk.ptx;
     // fp32 max through integer max/min on the bit pattern.
-    EXPECT_NE(kk.ptx.find("atom.acq_rel.gpu.global.max.s32"), std::string::npos);
-    EXPECT_NE(kk.ptx.find("atom.acq_rel.gpu.global.min.u32"), std::string::npos);
-    EXPECT_NE(kk.ptx.find("atom.relaxed.gpu.global.add.u32"), std::string::npos);
-    EXPECT_NE(kk.ptx.find("atom.acq_rel.gpu.global.cas.b32"), std::string::npos);
+    EXPECT_NE(kk.ptx.find("atom.global.acq_rel.gpu.max.s32"), std::string::npos);
+    EXPECT_NE(kk.ptx.find("atom.global.acq_rel.gpu.min.u32"), std::string::npos);
+    EXPECT_NE(kk.ptx.find("atom.global.relaxed.gpu.add.u32"), std::string::npos);
+    EXPECT_NE(kk.ptx.find("atom.global.acq_rel.gpu.cas.b32"), std::string::npos);
   }
 }
 

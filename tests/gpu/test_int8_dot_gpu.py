@@ -49,8 +49,8 @@ def reference(a, b):
 def expected_mma(target, dtype, tiny):
     names = PTX_NAME[dtype] + "." + PTX_NAME[dtype]
     if target == "sm_80" or tiny or torch.cuda.get_device_capability() != (9, 0):
-        return f"mma.sync.aligned.m16n8k32.row.col.s32.{names}.s32"
-    return rf"wgmma.mma_async.sync.aligned.m64n\d+k32.s32.{names}"
+        return f"mma.sync.aligned.m16n8k32.row.col.satfinite.s32.{names}.s32"
+    return rf"wgmma.mma_async.sync.aligned.m64n\d+k32.s32.{names}.satfinite"
 
 
 def check_ptx(ptx, target, dtype, tiny=False, pipelined=None):

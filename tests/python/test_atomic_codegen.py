@@ -26,7 +26,7 @@ def test_unused_exchange_is_an_atom_and_assembles(target, tmp_path, monkeypatch,
     values = _unused_results.bind((np.zeros(1, np.int32), np.zeros(1, np.int32),
                                    np.zeros(128, np.float32)), {"BLOCK": 128})
     ptx = _unused_results.compile_for(values, False, (4, 3, 1)).kernel.ptx
-    assert ".exch.b32" in ptx and "red.release.gpu.global.exch" not in ptx
+    assert ".exch.b32" in ptx and "red.global.release.gpu.exch" not in ptx
     assert not any(line.strip().startswith("red") and "exch" in line for line in ptx.splitlines())
     assert any(line.strip().lstrip("@%p0123456789 ").startswith("red") and ".add." in line
                for line in ptx.splitlines())
@@ -70,7 +70,7 @@ def test_atomic_result_shared_with_every_holder(target, size, num_warps, op, tmp
     # pointers' at 64 elements: the compile failed with an internal index error.)
     ptx = _small_tensor_results.compile_for(values, False, (num_warps, 3, 1)).kernel.ptx
     lines = [l.strip() for l in ptx.splitlines()]
-    atom = [l for l in lines if ".global." + op in l and "atom" in l]
+    atom = [l for l in lines if "atom.global." in l and f".{op}." in l]
     assert atom, ptx
     if size >= num_warps * 32:
         # Every element has one holder: each runs its atomic, nothing is shared.
@@ -124,7 +124,8 @@ def test_float64_min_max_through_integer_atomics(target, kind, tmp_path, monkeyp
                                  {"BLOCK": 128, "KIND": kind})
     ptx = _float_min_max.compile_for(values, False, (4, 3, 1)).kernel.ptx
     signed, unsigned = ("max.s64", "min.u64") if kind == "max" else ("min.s64", "max.u64")
-    assert f".global.{signed} " in ptx and f".global.{unsigned} " in ptx, ptx
+    # Triton's order of qualifiers: atom.global.<sem>.<scope>.<op>.<type>.
+    assert f".gpu.{signed} " in ptx and f".gpu.{unsigned} " in ptx, ptx
     ptxas(ptx, target)
 
 

@@ -55,7 +55,7 @@ def wgmma_name(M, N, warps, dtype):
     # Warp groups split M first (64 rows each), then N.
     groups_n = max(1, (warps // 4) // max(1, M // 64))
     return f"wgmma.mma_async.sync.aligned.m64n{min(256, N // groups_n)}k32.s32." \
-           f"{PTX_NAME[dtype]}.{PTX_NAME[dtype]}"
+           f"{PTX_NAME[dtype]}.{PTX_NAME[dtype]}.satfinite"
 
 
 def tile(M, N, K, trans_b=False):
@@ -64,7 +64,8 @@ def tile(M, N, K, trans_b=False):
 
 
 def mma_sync_name(dtype):
-    return f"mma.sync.aligned.m16n8k32.row.col.s32.{PTX_NAME[dtype]}.{PTX_NAME[dtype]}.s32"
+    return (f"mma.sync.aligned.m16n8k32.row.col.satfinite.s32.{PTX_NAME[dtype]}."
+            f"{PTX_NAME[dtype]}.s32")
 
 
 # ---- one dot of whole tiles ----------------------------------------------------------------------
