@@ -59,7 +59,7 @@ AccessShape accessShape(const ir::Type& t, int v) {
     else if (t.elem == DType::F32)
       s.type = "f32";
     else if (t.elem == DType::F64)
-      s.type = "f64";
+      s.type = "b64"; // into .f64 registers (a bit type takes any of its size), as Triton writes
     else if (t.elem == DType::I8)
       s.type = "s8";
     else if (t.elem == DType::I1 || bytes == 1)

@@ -18,6 +18,9 @@ import sys
 
 TARGET = os.environ.get("WW_COMPILE_CHECK_TARGET", "sm_90a")
 LOG = os.environ.get("WW_COMPILE_CHECK_LOG", "compile_check.jsonl")
+# Comma-separated PTX fragments (`ld.global.v4,st.global.v4`): each record then says which of
+# them the kernel's PTX holds, as the GPU runs of Triton's tests check.
+GREP = [g for g in os.environ.get("WW_COMPILE_CHECK_GREP", "").split(",") if g]
 
 
 def _install():
@@ -43,7 +46,9 @@ def _install():
                   "sig": request["signature"], "warps": request["num_warps"], "target": TARGET,
                   "ok": True}
         try:
-            jit.native().compile(**request)
+            kernel = jit.native().compile(**request)
+            if GREP:
+                record["ptx_has"] = {g: g in kernel.ptx for g in GREP}
         except Exception as e:  # every failure is a finding: compile errors and crashes alike
             record.update(ok=False, error=f"{type(e).__name__}: {e}"[:2000])
         with open(LOG, "a") as f:
