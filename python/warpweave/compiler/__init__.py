@@ -104,7 +104,8 @@ class CompiledForms(dict):
     """A compiled kernel's `asm`: its stages by Triton's keys. "tile_ir" is warpweave's Tile IR;
     "ttir" is that IR printed with the names of Triton's dialect ops, "ttgir" the same with the
     register layouts, shared encodings and layout conversions code generation uses (both made
-    when first asked for); "ptx", "cubin". Triton's other stages ("llir",
+    when first asked for); "ptx", "cubin"; "sass" (cuobjdump's, as in Triton not among the keys,
+    made when first asked for where there is a cubin). Triton's other stages ("llir",
     ...) do not exist here; asking for one raises a KeyError that says so and names the keys
     there are."""
 
@@ -121,6 +122,16 @@ class CompiledForms(dict):
         return [k for k in self._TRITON_STAGES if not dict.__contains__(self, k)]
 
     def __missing__(self, key):
+        if key == "sass" and dict.get(self, "cubin"):
+            # As in Triton: not one of the stages, disassembled from the cubin when asked for.
+            from ..tools.disasm import get_sass
+
+            try:
+                text = get_sass(self["cubin"])
+            except RuntimeError as e:
+                raise KeyError(f"'sass': {e}") from None
+            self[key] = text
+            return text
         if key in self._lazy():
             from .._native_loader import native
 
