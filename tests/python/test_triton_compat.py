@@ -273,6 +273,14 @@ def test_language_extra_tlx_is_the_tlx_module():
     assert local_alloc is ww.tlx.local_alloc
 
 
+def test_language_extra_cuda_needs_no_import_of_its_own():
+    # Triton's tests reach `tl.extra.cuda.libdevice` through `tl` alone.
+    lib = tl.extra.cuda.libdevice
+    from warpweave.language.extra.libdevice import exp
+
+    assert lib.exp.__name__ == exp.__name__ == "exp"
+
+
 @ww.jit
 def _ring_kernel(out_slot, out_phase, n, NUM_BUFFERS: tl.constexpr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)

@@ -18,4 +18,6 @@ if _SUBMODULES not in list(getattr(tlx, "__path__", [])):
     tlx.__path__ = [_SUBMODULES] + list(getattr(tlx, "__path__", []))
 sys.modules.setdefault(__name__ + ".tlx", tlx)
 
-__all__ = ["tlx"]
+from . import cuda  # noqa: E402  (`tl.extra.cuda` without an import of its own, as in Triton)
+
+__all__ = ["tlx", "cuda"]
