@@ -68,10 +68,16 @@ def cache_key(request: dict, compiler_version: str) -> str:
     for i, names in enumerate(request.get("names") or ()):  # how each file's names are bound
         for name in sorted(names or ()):
             h.update(f"name\0{i}\0{name}\0{names[name]!r}\0".encode())
-    for field in ("kernel", "signature", "target", "num_warps", "num_stages", "num_ctas", "stage"):
+    fields = ("kernel", "signature", "target", "num_warps", "num_stages", "num_ctas", "stage")
+    for field in fields:
         h.update(f"{field}\0{request[field]}\0".encode())
     # Absent from requests that do not trap on hangs (WARPWEAVE_TRAP_HANGS).
     h.update(f"mbarrier_trap_tries\0{request.get('mbarrier_trap_tries', 0)}\0".encode())
+    # Every other option a request carries (cluster_dims of 2-D / 3-D clusters, fp_fusion=False),
+    # each only when present, so that the default requests keep their keys.
+    for field in sorted(set(request) - set(fields) - {"files", "globals", "names",
+                                                      "mbarrier_trap_tries"}):
+        h.update(f"{field}\0{request[field]!r}\0".encode())
     return h.hexdigest()
 
 

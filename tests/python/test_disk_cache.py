@@ -78,10 +78,38 @@ def test_key_depends_on_every_input():
         dict(REQUEST, num_ctas=2),
         dict(REQUEST, kernel="k2"),
         dict(REQUEST, mbarrier_trap_tries=1000),
+        # The options a request carries only when they differ from the default: a 4-CTA
+        # cluster as (2, 2, 1) or (1, 4, 1), and enable_fp_fusion=False, each its own kernel.
+        dict(REQUEST, num_ctas=4, cluster_dims=[2, 2, 1]),
+        dict(REQUEST, num_ctas=4, cluster_dims=[1, 4, 1]),
+        dict(REQUEST, fp_fusion=False),
     ]
     keys = {cache.cache_key(v, "v1") for v in variants}
     assert len(keys) == len(variants) and base not in keys
     assert cache.cache_key(REQUEST, "v2") != base
+
+
+def test_fp_fusion_off_is_not_served_the_fused_kernel(tmp_path, monkeypatch, requires_ptxas):
+    # The real compiler: enable_fp_fusion=False keeps multiplies and adds apart (mul.rn / add.rn,
+    # which ptxas may not contract); the fused kernel in the disk cache must not answer for it.
+    pytest.importorskip("warpweave._native")
+    monkeypatch.setenv("WARPWEAVE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("WARPWEAVE_CACHE_DISABLE", raising=False)
+    x = np.zeros(128, np.float32)
+    values = mul_add.bind((x, x, x), dict(N=128))
+    ptx = {}
+    for fused in (True, False, True):
+        mul_add.cache.clear()
+        k = mul_add.compile_for(values, False, (4, 1, 1, (1, 1, 1), fused), target="sm_90a")
+        ptx[fused] = k.kernel.ptx
+    assert "mul.rn.f32" in ptx[False] and "mul.rn.f32" not in ptx[True]
+    assert len(list(tmp_path.rglob("*.wwk"))) == 2
+
+
+@ww.jit
+def mul_add(X, Y, Z, N: tl.constexpr):
+    o = tl.arange(0, N)
+    tl.store(Z + o, tl.load(X + o) * tl.load(Y + o) + 1.0)
 
 
 def test_store_then_load_round_trips(fake, tmp_path):
