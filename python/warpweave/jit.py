@@ -663,6 +663,19 @@ def _torch_cuda_fns():
     return _torch_cuda
 
 
+def _arch_target(arch) -> str:
+    """The target of Triton's `arch` option or override_arch knob: "sm80" / "sm_80" / 80, "sm90"
+    / "sm90a", "sm100" / "sm100a" (and CUDA's "cuda:90")."""
+    import re
+
+    m = re.fullmatch(r"(?:sm_?|cuda:)?(\d+)a?", str(arch).strip())
+    target = {80: "sm_80", 90: "sm_90a", 100: "sm_100a"}.get(int(m.group(1))) if m else None
+    if target is None:
+        raise ValueError(f"arch {arch!r} is not a warpweave target: it compiles for sm80, sm90 "
+                         f"(sm_90a) and sm100 (sm_100a)")
+    return target
+
+
 def _interpreter_target() -> str:
     """The target the interpreter stands in for: WARPWEAVE_TARGET, else sm_90a (what an
     interpreted kernel's resources and Triton stages are those of)."""
@@ -1598,7 +1611,7 @@ class JITFunction(KernelInterface):
 
     def run(self, *args, grid, num_warps=None, num_stages=None, ctas_per_cga=None, num_ctas=None,
             warmup=False, launch_pdl=False, extern_libs=None, launch_cooperative_grid=False,
-            enable_fp_fusion=None, launch_cluster=False, **kwargs):
+            enable_fp_fusion=None, launch_cluster=False, arch=None, **kwargs):
         # launch_pdl: a programmatic dependent launch (the kernel orders itself after the previous
         # one with tl.extra.cuda.gdc_wait). extern_libs: Triton links the named bitcode libraries;
         # warpweave implements libdevice itself, so the paths are not read.
@@ -1610,6 +1623,8 @@ class JITFunction(KernelInterface):
         # a CTA's cluster rank and size read 0 and 1), so only ctas_per_cga changes the launch.
         # enable_fp_fusion: whether float multiplies and adds may become FMAs on the GPU (None:
         # knobs.language.default_fp_fusion, True unless set); the interpreter never fuses them.
+        # arch: the GPU architecture to compile for ("sm80", "sm90", "sm100"; None:
+        # knobs.runtime.override_arch, else the current device's), as Triton's option.
         if self._option_params:
             given = dict(num_warps=num_warps, num_stages=num_stages, ctas_per_cga=ctas_per_cga,
                          num_ctas=num_ctas)
@@ -1648,7 +1663,9 @@ class JITFunction(KernelInterface):
                     f"argument '{self.arg_names[cpu_tensor]}' of {self.__name__} is a CPU tensor; "
                     f"GPU launches need CUDA tensors (move it with .cuda(), pass NumPy arrays, or "
                     f"set WARPWEAVE_INTERPRET=1 to run in the interpreter)")
-            target = _gpu_target()
+            if arch is None:
+                arch = _knobs.runtime.override_arch
+            target = _gpu_target() if arch is None else _arch_target(arch)
         trap = trap_hang_tries()
         key = (interpret, target, options, trap, key_part)
         self._check_environment()

@@ -136,6 +136,9 @@ class HookChain:
 
 class _Runtime(_Namespace):
     interpret = _EnvKnob("WARPWEAVE_INTERPRET", bool, False)
+    # The GPU architecture kernels compile for in place of the current device's (Triton's
+    # override_arch: "sm80", "sm90", "sm100"; jit's `arch=` launch option does the same per call).
+    override_arch = _EnvKnob("WARPWEAVE_OVERRIDE_ARCH", str, None)
     # Called around every kernel launch while non-empty (a plain callable may replace a chain).
     # Launches then all take the Python launch path; with none, the native path runs unhooked.
     launch_enter_hook = HookChain()

@@ -334,3 +334,28 @@ def test_fp4_padded_descriptors_encode_four_bit_values_padded(tmp_path):
     assert words(padded, 96, 2, 4) == [128, 128]
     assert words(plain, 8, 3, 4) == [2, 0, 2]  # UINT8, CU_TENSOR_MAP_SWIZZLE_64B
     assert words(plain, 24, 2, 8) == [128, 256] and words(plain, 96, 2, 4) == [64, 128]
+
+
+def test_arch_option_and_override_arch_knob_choose_the_target(tmp_path):
+    # Triton's `arch=` launch / warmup option and knobs.runtime.override_arch (its
+    # test_override_arch): the kernel compiles for that architecture instead of the device's.
+    res = run_with_stub(tmp_path, '''
+        import re
+        h80 = add4.warmup(x, y, out, 1000, BLOCK=256, grid=(1,), arch="sm80")
+        h90 = add4.warmup(x, y, out, 1000, BLOCK=256, grid=(1,))
+        ww.knobs.runtime.override_arch = "sm100"
+        h100 = add4.warmup(x, y, out, 1000, BLOCK=256, grid=(1,))
+        ww.knobs.runtime.override_arch = None
+        try:
+            add4.warmup(x, y, out, 1000, BLOCK=256, grid=(1,), arch="sm70")
+            bad = ""
+        except ValueError as e:
+            bad = str(e)
+        print(json.dumps(dict(
+            targets=[re.search(r"\\.target (\\w+)", h.asm["ptx"]).group(1)
+                     for h in (h80, h90, h100)],
+            ttgir=re.search(r"cuda:(\\d+)", h80.asm["ttgir"]).group(1), bad=bad)))
+    ''')
+    assert res["targets"] == ["sm_80", "sm_90a", "sm_100a"]
+    assert res["ttgir"] == "80"
+    assert "arch 'sm70' is not a warpweave target" in res["bad"]
