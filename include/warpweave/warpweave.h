@@ -82,6 +82,9 @@ struct CompileOptions {
   /// Whether float adds and multiplies may be contracted into FMAs (Triton's enable_fp_fusion):
   /// false emits them with an explicit rounding (add.rn / mul.rn), which ptxas never contracts.
   bool fpFusion = true;
+  /// Triton's enable_reflect_ftz: the fp32 approximations that flush subnormals (ex2 of exp2 and
+  /// pow, fast_dividef's div) carry .ftz; false issues them without it.
+  bool reflectFtz = true;
 };
 
 enum class Stage { TileIR, Ptx, Cubin };

@@ -98,7 +98,8 @@ PyKernel* compileKernel(const std::vector<std::pair<std::string, std::string>>& 
                         const std::string& target, int numWarps, int numStages, int numCtas,
                         const std::string& stage, bool lineInfo, int mbarrierTrapTries,
                         const std::optional<std::vector<std::optional<PyNames>>>& names,
-                        const std::optional<std::vector<int>>& clusterDims, bool fpFusion) {
+                        const std::optional<std::vector<int>>& clusterDims, bool fpFusion,
+                        bool reflectFtz) {
   ww::CompileRequest req;
   if (names && names->size() != files.size())
     throw std::invalid_argument("names: one entry (a dict or None) per file");
@@ -124,6 +125,7 @@ PyKernel* compileKernel(const std::vector<std::pair<std::string, std::string>>& 
                                 std::to_string(mbarrierTrapTries));
   req.options.mbarrierTrapTries = mbarrierTrapTries;
   req.options.fpFusion = fpFusion;
+  req.options.reflectFtz = reflectFtz;
   req.stage = parseStage(stage);
   auto k = std::make_unique<PyKernel>();
   {
@@ -409,11 +411,12 @@ NB_MODULE(_native, m) {
         "target"_a = "sm_90a", "num_warps"_a = 4, "num_stages"_a = 3, "num_ctas"_a = 1,
         "stage"_a = "cubin", "line_info"_a = true, "mbarrier_trap_tries"_a = 0,
         "names"_a = nb::none(), "cluster_dims"_a = nb::none(), "fp_fusion"_a = true,
-        nb::rv_policy::take_ownership,
+        "reflect_ftz"_a = true, nb::rv_policy::take_ownership,
         "Compiles `kernel` from `files` [(path, text), ...] for a signature string. `names`, one "
         "per file (None: its imports' text decides), maps module-level names to (kind, target, "
         "file index): module, member, helper, function, value or opaque (ww::NameBinding). "
-        "fp_fusion=False: float adds and multiplies are not contracted into FMAs.");
+        "fp_fusion=False: float adds and multiplies are not contracted into FMAs. "
+        "reflect_ftz=False: fp32 approximations without .ftz (Triton's enable_reflect_ftz).");
   m.def("kernel_from_metadata", &kernelFromMetadata, "metadata_json"_a, "cubin"_a, "ptx"_a = "",
         "tile_ir"_a = "", nb::rv_policy::take_ownership,
         "Rebuilds a launchable kernel from `wwc --meta` JSON and its cubin (the disk cache), with "

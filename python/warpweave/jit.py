@@ -1563,6 +1563,7 @@ class JITFunction(KernelInterface):
         num_warps, num_stages, num_ctas = options[:3]
         shape = options[3] if len(options) > 3 else (num_ctas, 1, 1)  # callers giving three
         fp_fusion = options[4] if len(options) > 4 else True
+        reflect_ftz = options[5] if len(options) > 5 else True
         nat = native()
         stage = "tile-ir" if interpret else "cubin"
         compile_target = _interpreted_ir_target() if interpret else target
@@ -1575,6 +1576,8 @@ class JITFunction(KernelInterface):
             request["mbarrier_trap_tries"] = trap
         if not fp_fusion:  # the default keeps the request (and disk-cache key) it had
             request["fp_fusion"] = False
+        if not reflect_ftz:
+            request["reflect_ftz"] = False
         kernel = None
         disk_key = None
         if not interpret:
@@ -1611,7 +1614,8 @@ class JITFunction(KernelInterface):
 
     def run(self, *args, grid, num_warps=None, num_stages=None, ctas_per_cga=None, num_ctas=None,
             warmup=False, launch_pdl=False, extern_libs=None, launch_cooperative_grid=False,
-            enable_fp_fusion=None, launch_cluster=False, arch=None, **kwargs):
+            enable_fp_fusion=None, launch_cluster=False, arch=None, enable_reflect_ftz=True,
+            **kwargs):
         # launch_pdl: a programmatic dependent launch (the kernel orders itself after the previous
         # one with tl.extra.cuda.gdc_wait). extern_libs: Triton links the named bitcode libraries;
         # warpweave implements libdevice itself, so the paths are not read.
@@ -1623,6 +1627,8 @@ class JITFunction(KernelInterface):
         # a CTA's cluster rank and size read 0 and 1), so only ctas_per_cga changes the launch.
         # enable_fp_fusion: whether float multiplies and adds may become FMAs on the GPU (None:
         # knobs.language.default_fp_fusion, True unless set); the interpreter never fuses them.
+        # enable_reflect_ftz=False: the fp32 approximations that flush subnormals to zero (ex2 of
+        # exp2 and pow, fast_dividef) are issued without .ftz, as Triton's option.
         # arch: the GPU architecture to compile for ("sm80", "sm90", "sm100"; None:
         # knobs.runtime.override_arch, else the current device's), as Triton's option.
         if self._option_params:
@@ -1650,6 +1656,8 @@ class JITFunction(KernelInterface):
             enable_fp_fusion = _knobs.language.default_fp_fusion
         if not enable_fp_fusion:  # (..., False): keys and compiles apart from the default
             options = options[:4] + (False,)
+        if not enable_reflect_ftz:  # (..., fusion, False): likewise
+            options = options[:4] + (options[4] if len(options) > 4 else True, False)
         key_part, kinds, passed, has_numpy, has_cuda, cpu_tensor = self._scan(values)
         interpret = has_numpy or _interpret_env()
         if interpret:

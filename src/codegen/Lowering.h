@@ -144,7 +144,7 @@ private:
   void convertInvariantsBefore(const ir::Op& loop);
   const Regs& regsOf(const ir::Value* v) const;
   ScalarContext scalarContext(const ir::Op& op) {
-    return {b_, options_.target, op.loc(), options_.fpFusion};
+    return {b_, options_.target, op.loc(), options_.fpFusion, options_.reflectFtz};
   }
 
   // ---- thread-index arithmetic ----

@@ -200,7 +200,7 @@ std::string floatMath(ScalarContext& cx, const ir::Op& op, const std::string& x,
   case OpCode::Exp:
     return ex2Scaled(cx, x, kLog2e);
   case OpCode::Exp2:
-    return f32(cx, "ex2.approx.ftz.f32", {x});
+    return f32(cx, cx.reflectFtz ? "ex2.approx.ftz.f32" : "ex2.approx.f32", {x});
   case OpCode::Log:
     return f32(cx, "mul.f32", {f32(cx, "lg2.approx.f32", {x}), immF32(kLn2)});
   case OpCode::Log2:
@@ -423,7 +423,7 @@ std::string floatBinary(ScalarContext& cx, const ir::Op& op, const std::string& 
     if (auto reciprocal = exactReciprocal(b))
       return cx.b.pure("mul." + contractible + ft, rc, {a, *reciprocal});
     if (t == DType::F32 && ir::attr::Div::fast(op))
-      return cx.b.pure("div.approx.ftz.f32", rc, {a, b});
+      return cx.b.pure(cx.reflectFtz ? "div.approx.ftz.f32" : "div.approx.f32", rc, {a, b});
     if (t == DType::F32 && ir::attr::Div::approx(op)) return cx.b.pure("div.full.f32", rc, {a, b});
     return cx.b.pure("div.rn." + ft, rc, {a, b});
   case OpCode::FloorDiv:
@@ -453,7 +453,8 @@ std::string floatBinary(ScalarContext& cx, const ir::Op& op, const std::string& 
   case OpCode::Pow: {
     if (t != DType::F32) unsupported(cx, op, t, "pow takes float32 (cast first)");
     std::string l = f32(cx, "lg2.approx.f32", {a});
-    return f32(cx, "ex2.approx.ftz.f32", {f32(cx, "mul.f32", {b, l})});
+    return f32(cx, cx.reflectFtz ? "ex2.approx.ftz.f32" : "ex2.approx.f32",
+               {f32(cx, "mul.f32", {b, l})});
   }
   default:
     unsupported(cx, op, t, "floats take + - * / % // min max pow");

@@ -19,6 +19,8 @@ struct ScalarContext {
   /// CompileOptions::fpFusion: false gives fp32 / fp64 add, sub and mul an explicit rounding
   /// (.rn), so that ptxas does not contract them into FMAs.
   bool fpFusion = true;
+  /// CompileOptions::reflectFtz: whether the flushing fp32 approximations carry .ftz.
+  bool reflectFtz = true;
 };
 
 /// One element of an elementwise op: `args` are operand strings (registers or immediates) of

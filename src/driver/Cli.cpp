@@ -22,7 +22,9 @@ const char* kUsage =
     "       half a second on an H200) prints its block, thread, task, barrier, phase and\n"
     "       source line, then traps instead of hanging the GPU (a debugging aid).\n"
     "  --no-fp-fusion: float adds and multiplies are never contracted into FMAs\n"
-    "       (Triton's enable_fp_fusion=False).\n";
+    "       (Triton's enable_fp_fusion=False).\n"
+    "  --no-reflect-ftz: fp32 approximations (exp2, pow, fast_dividef) keep subnormals\n"
+    "       (no .ftz; Triton's enable_reflect_ftz=False).\n";
 
 /// try_wait rounds before --trap-hangs reports a hang. On the H200 a planted hang with 2^20
 /// rounds failed 4.8 s after the launch call (compile included), i.e. at most ~4.6 us per round
@@ -122,6 +124,8 @@ int runCli(const std::vector<std::string>& args) {
         opts.mbarrierTrapTries = parseInt("--trap-hangs", a.substr(13));
       else if (a == "--no-fp-fusion")
         opts.fpFusion = false;
+      else if (a == "--no-reflect-ftz")
+        opts.reflectFtz = false;
       else if (a == "--emit")
         emit = value();
       else if (a == "-o")

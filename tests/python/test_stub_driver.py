@@ -359,3 +359,19 @@ def test_arch_option_and_override_arch_knob_choose_the_target(tmp_path):
     assert res["targets"] == ["sm_80", "sm_90a", "sm_100a"]
     assert res["ttgir"] == "80"
     assert "arch 'sm70' is not a warpweave target" in res["bad"]
+
+
+def test_enable_reflect_ftz_false_keeps_subnormals_in_the_approximations(tmp_path):
+    # Triton's option (its test_enable_reflect_ftz): exp2's ex2 without .ftz; the default flushes.
+    res = run_with_stub(tmp_path, '''
+        @ww.jit
+        def exp2(data):
+            ptrs = data + tl.arange(0, 128)
+            tl.store(ptrs, tl.math.exp2(tl.load(ptrs)))
+
+        ptx = {flag: exp2.warmup(x, grid=(1,), enable_reflect_ftz=flag).asm["ptx"]
+               for flag in (False, True)}
+        print(json.dumps({str(k): ["ex2.approx.ftz.f32" in v, "ex2.approx.f32" in v]
+                          for k, v in ptx.items()}))
+    ''')
+    assert res == {"False": [False, True], "True": [True, False]}
