@@ -158,7 +158,8 @@ def literal(value, name: str = "value") -> str:
         f"constexpr '{name}' = {value!r} of type {type(value).__name__}: compile-time values must "
         f"be int, float, bool, str, None, a tl dtype, a TLX layout object (tlx.layout, "
         f"tlx.swizzled_layout, tlx.swizzled_shared_layout_encoding, "
-        f"tlx.padded_shared_layout_encoding), or tuples of these")
+        f"tlx.padded_shared_layout_encoding), or tuples of these; or a @jit function or a tl "
+        f"function the kernel calls")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -475,7 +476,23 @@ def _describe(value) -> str:
 _TLX_HELPERS = {"_to_mxfp8_block": "warpweave.language.extra.tlx.mxfp8_utils"}
 
 
-def collect_environment(jitfn: "JITFunction") -> _Environment:
+# A constexpr whose value is a @jit function reaches the compiler as this name plus the
+# parameter's, bound in the kernel's file to that function (collect_environment's
+# `constexpr_functions`).
+_FN_CONSTEXPR = "__ww_constexpr_fn_"
+
+
+def _is_function_constexpr(value) -> bool:
+    """A constexpr value the kernel calls: a @jit function, or a function of the language
+    modules (`tl.exp`, a libdevice function), as Triton lets a constexpr be."""
+    if isinstance(value, JITFunction):
+        return True
+    return (callable(value) and not isinstance(value, type)
+            and type(value).__module__ != "warpweave._tlx_host"
+            and id(value) in _language_members())
+
+
+def collect_environment(jitfn: "JITFunction", constexpr_functions=None) -> _Environment:
     """The kernel's compile environment, read from the live Python objects: starting at the
     kernel, every name its code uses is looked up in its closure and globals (as Python would at
     run time) and recorded with what it is; @jit functions reached that way add their files and
@@ -626,7 +643,9 @@ def collect_environment(jitfn: "JITFunction") -> _Environment:
         except (TypeError, ValueError):
             return ("opaque", _describe(value), -1)
 
-    visit(jitfn.fn, jitfn._src)
+    root = visit(jitfn.fn, jitfn._src)
+    for name, fn in (constexpr_functions or {}).items():
+        bind(root, name, fn, None, None)
     return _Environment([tuple(f) for f in files], names, globals_, tuple(guards))
 
 
@@ -1462,7 +1481,9 @@ class JITFunction(KernelInterface):
         """The `wwc --signature` text of one specialization."""
         entries = []
         for (name, kind), v, key in zip(kinds, values, key_part):
-            if kind is None:
+            if kind is None and _is_function_constexpr(v):
+                entries.append(f"{name}={_FN_CONSTEXPR}{name}")
+            elif kind is None:
                 entries.append(f"{name}={literal(v, name)}")
             else:
                 entries.append(f"{name}:{key}")
@@ -1560,6 +1581,10 @@ class JITFunction(KernelInterface):
     def _compile(self, values, key_part, kinds, interpret, options, target, trap=0):
         signature = self.signature_string(values, kinds, key_part)
         env = self.environment()
+        functions = {_FN_CONSTEXPR + name: v for (name, kind), v in zip(kinds, values)
+                     if kind is None and _is_function_constexpr(v)}
+        if functions:  # @jit functions passed as constexprs: their files and bindings too
+            env = collect_environment(self, functions)
         num_warps, num_stages, num_ctas = options[:3]
         shape = options[3] if len(options) > 3 else (num_ctas, 1, 1)  # callers giving three
         fp_fusion = options[4] if len(options) > 4 else True

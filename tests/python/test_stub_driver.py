@@ -375,3 +375,26 @@ def test_enable_reflect_ftz_false_keeps_subnormals_in_the_approximations(tmp_pat
                           for k, v in ptx.items()}))
     ''')
     assert res == {"False": [False, True], "True": [True, False]}
+
+
+def test_function_constexprs_key_the_fast_path_by_function(tmp_path):
+    # A @jit function passed for a constexpr: each function its own kernel, and repeat launches
+    # with either find their own (never the other's).
+    res = run_with_stub(tmp_path, '''
+        @ww.jit
+        def neg(v):
+            return -v
+
+        @ww.jit
+        def apply(x_ptr, F: tl.constexpr, BLOCK: tl.constexpr):
+            offs = tl.arange(0, BLOCK)
+            tl.store(x_ptr + offs, F(tl.load(x_ptr + offs)))
+
+        names = []
+        for f in (neg, tl.abs, neg, tl.abs, neg):
+            k = apply[(1,)](x, f, BLOCK=128)
+            names.append("neg.f32" in k.asm["ptx"])
+        print(json.dumps(dict(neg=names, loads=last()["loads"], compiled=len(apply.cache))))
+    ''')
+    assert res["neg"] == [True, False, True, False, True]
+    assert res["loads"] == 2 and res["compiled"] == 2
