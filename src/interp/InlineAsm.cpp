@@ -10,6 +10,7 @@
 #include "ir/OpAttrs.h"
 
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <unordered_map>
@@ -214,6 +215,18 @@ private:
   }
 
   bool read(const std::string& s, uint64_t& v) {
+    // Special registers tl.extra.cuda reads: the interpreter is one SM; the timer is the host's
+    // steady clock in nanoseconds.
+    if (s == "%smid") {
+      v = 0;
+      return true;
+    }
+    if (s == "%globaltimer") {
+      v = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::steady_clock::now().time_since_epoch())
+                                    .count());
+      return true;
+    }
     if (int i = operandIndex(s); i >= 0) {
       if (size_t(i) >= values_.size()) return false;
       v = values_[size_t(i)];

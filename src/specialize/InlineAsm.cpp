@@ -163,4 +163,19 @@ Val Specializer::gridDependencyControl(const std::string& name, CallSite& call) 
   return Val::none();
 }
 
+// tl.extra.cuda.smid() / globaltimer(): the SM the program runs on (%smid, int32) and the
+// GPU's nanosecond timer (%globaltimer, int64), each read by one mov as Triton writes them. Not
+// pure: two reads are two readings. The interpreter answers 0 and the host's steady clock.
+Val Specializer::specialRegister(const std::string& name, CallSite& call) {
+  BoundArgs a(call, {});
+  const bool timer = name == "globaltimer";
+  const ir::Op* op =
+      b.create(OpCode::InlineAsm, {}, {ir::Type::scalar(timer ? ir::DType::I64 : ir::DType::I32)},
+               {ir::attr::InlineAsm::make::asmText(timer ? "mov.u64 $0, %globaltimer;"
+                                                         : "mov.u32 $0, %smid;"),
+                ir::attr::InlineAsm::make::constraints(timer ? "=l" : "=r"),
+                ir::attr::InlineAsm::make::pure(false), ir::attr::InlineAsm::make::pack(1)});
+  return Val::runtime(op->result(0));
+}
+
 } // namespace ww::specialize

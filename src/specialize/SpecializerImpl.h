@@ -208,6 +208,8 @@ public:
   Val inlineAsmElementwise(CallSite& call); // InlineAsm.cpp
   /// tl.extra.cuda.gdc_wait / gdc_launch_dependents (InlineAsm.cpp).
   Val gridDependencyControl(const std::string& name, CallSite& call);
+  /// tl.extra.cuda.smid / globaltimer: special registers read by inline asm (InlineAsm.cpp).
+  Val specialRegister(const std::string& name, CallSite& call);
   /// tl.target_info's compile-time queries (is_cuda, cuda_capability_geq, is_hip...).
   Val targetInfo(const std::string& name, CallSite& call);
   /// Proton's in-kernel scopes, pl.enter_scope / pl.exit_scope (ProfilerScopes.cpp): nothing.

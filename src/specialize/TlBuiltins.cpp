@@ -130,7 +130,9 @@ std::optional<Val> Specializer::namespaceMember(const std::string& ns, const std
     if (name == "tlx") return Val::ns("tlx");
     if (name == "libdevice") return Val::ns("libdevice");
     if (name == "cuda") return Val::ns("tl.extra");
-    if (name == "gdc_wait" || name == "gdc_launch_dependents") return Val::builtin("cuda." + name);
+    if (name == "gdc_wait" || name == "gdc_launch_dependents" || name == "smid" ||
+        name == "globaltimer")
+      return Val::builtin("cuda." + name);
     return std::nullopt;
   }
   if (ns == "tlx") {
@@ -262,6 +264,8 @@ Val Specializer::callBuiltin(const std::string& name, CallSite& call) {
   if (name.starts_with("tl.")) return callTl(name.substr(3), call);
   if (name.starts_with("tlx.")) return callTlx(name.substr(4), call);
   if (name.starts_with("math.")) return mathConstFunction(name.substr(5), call);
+  if (name == "cuda.smid" || name == "cuda.globaltimer")
+    return specialRegister(name.substr(5), call);
   if (name.starts_with("cuda.")) return gridDependencyControl(name.substr(5), call);
   if (name.starts_with("target_info.")) return targetInfo(name.substr(12), call);
   if (name.starts_with("proton.")) return callProton(name.substr(7), call);
