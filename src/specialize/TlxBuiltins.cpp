@@ -1026,8 +1026,10 @@ Val tcgen05Mma(Specializer& sp, const std::string& fn, const BoundArgs& a, ir::V
   }
   // Without mBarriers (and force_async), the MMA is synchronous, as in TLX: it has completed
   // when the call returns.
-  const bool sync = ops.size() == fixedOps + size_t(hasUseAcc + hasPred) &&
-                    !(a.has("force_async") && truthy(a.get("force_async")));
+  const bool sync =
+      ops.size() == fixedOps + size_t(hasUseAcc + hasPred) &&
+      !(a.has("force_async") && sp.constBool(a.get("force_async"), a.loc("force_async"),
+                                             "force_async", a.expr("force_async")));
   std::vector<ir::NamedAttr> attrs = {ir::attr::Tcgen05Mma::make::hasUseAcc(hasUseAcc),
                                       ir::attr::Tcgen05Mma::make::hasPred(hasPred)};
   if (twoCtas) attrs.push_back(ir::attr::Tcgen05Mma::make::twoCtas(true));

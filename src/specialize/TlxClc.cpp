@@ -28,7 +28,9 @@ enum ContextMember { kEmptyBars = 0, kFullBars = 1, kResponses = 2 };
 /// Whether clc_producer / clc_consumer synchronize across the cluster, as TLX's
 /// _use_multi_cta_sync: multi_ctas (default True) and a launch of more than one CTA per cluster.
 bool multiCta(Specializer& sp, const BoundArgs& a) {
-  if (a.has("multi_ctas") && !truthy(a.get("multi_ctas"))) return false;
+  if (a.has("multi_ctas") &&
+      !sp.constBool(a.get("multi_ctas"), a.loc("multi_ctas"), "multi_ctas", a.expr("multi_ctas")))
+    return false;
   const CompileOptions& o = sp.in.options;
   const std::array<int, 3>& d = o.clusterDims;
   return o.numCtas > 1 || d[0] > 1 || d[1] > 1 || d[2] > 1;
@@ -146,7 +148,8 @@ Val consumer(Specializer& sp, const std::string& fn, CallSite& call) {
               {ir::attr::BarrierArrive::make::arriveCount(1),
                ir::attr::BarrierArrive::make::hasRemoteCtaRank(multi),
                ir::attr::BarrierArrive::make::hasPred(true)});
-  if (a.has("return_3d") && truthy(a.get("return_3d")))
+  if (a.has("return_3d") &&
+      sp.constBool(a.get("return_3d"), a.loc("return_3d"), "return_3d", a.expr("return_3d")))
     return Val::tuple(
         {Val::runtime(x), Val::runtime(query->result(1)), Val::runtime(query->result(2))});
   return Val::runtime(x);

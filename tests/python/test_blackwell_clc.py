@@ -185,3 +185,31 @@ def test_clc_needs_sm100a(target):
                        target=target)
     msg = str(e.value)
     assert "sm_100a" in msg and "blackwell_clc_kernels.py:" in msg
+
+
+RUNTIME_FLAG = '''
+import warpweave as ww
+import warpweave.language as tl
+import warpweave.language.extra.tlx as tlx
+
+
+@ww.jit
+def k(x_ptr, flag):
+    ctx = tlx.clc_create_context(num_consumers=1, num_stages=1)
+    tlx.clc_producer(ctx, 1, multi_ctas=flag > 0)
+    tile = tlx.clc_consumer(ctx, 0, return_3d=flag > 1)
+    tl.store(x_ptr, tile)
+'''
+
+
+@pytest.mark.parametrize("flag, line, col", [("multi_ctas", 10, 30), ("return_3d", 11, 37)])
+def test_clc_flags_at_run_time_are_located_errors(flag, line, col):
+    # (Found by wwfuzz: a run-time multi_ctas was an internal error with no location.)
+    text = RUNTIME_FLAG
+    if flag == "return_3d":
+        text = text.replace("multi_ctas=flag > 0", "multi_ctas=True")
+    with pytest.raises(ww.CompilationError) as e:
+        native_loader.native().compile([("flags.py", text)], "k", "x_ptr:*i32:16,flag:i32", {},
+                                       target="sm_100a", stage="ptx")
+    msg = str(e.value)
+    assert f"flags.py:{line}:{col}: error: {flag} must be a compile-time constant" in msg, msg
