@@ -120,28 +120,6 @@ std::string packWord(PtxBuilder& b, const std::vector<std::string>& elems) {
   return acc;
 }
 
-/// Elements per access that the layout supports: the leading register bits walking one dim
-/// (the one register bit 0 walks: the last for row-major pointers, the first for column-major
-/// ones, as the coalesced layout orders them) by 1, 2, 4, ...
-int32_t layoutVectorLimit(const LinearLayout& l) {
-  const int bits = l.getInDimSizeLog2(layout::kRegister);
-  if (bits == 0) return 1;
-  const auto& first = l.getBasis(layout::kRegister, 0);
-  int dim = -1;
-  for (int d = 0; d < l.numOutDims(); ++d)
-    if (first[d] == 1) dim = d;
-  if (dim < 0) return 1;
-  int k = 0;
-  while (k < bits) {
-    const auto& basis = l.getBasis(layout::kRegister, k);
-    bool ok = true;
-    for (int d = 0; d < l.numOutDims(); ++d) ok &= basis[d] == (d == dim ? (1 << k) : 0);
-    if (!ok) break;
-    ++k;
-  }
-  return int32_t(1) << k;
-}
-
 } // namespace
 
 void FunctionLowering::lowerLoad(const ir::Op& op) {
@@ -164,7 +142,7 @@ void FunctionLowering::lowerLoad(const ir::Op& op) {
   const LinearLayout* l = rt.isTensor() ? &layoutOf(op.result()) : nullptr;
   int32_t n = l ? l->getInDimSize(layout::kRegister) : 1;
   int32_t dup = l ? l->freeVariableMask(layout::kRegister) : 0;
-  int32_t v = l ? std::min(layouts_.vectorElems(op), layoutVectorLimit(*l)) : 1;
+  int32_t v = l ? layouts_.vectorElems(op) : 1;
   int bytes = rt.elemBytes();
   while (v > 1 && v * bytes > 16) v /= 2;
   if (rt.elem == DType::I1 || v < 1) v = 1;
@@ -240,7 +218,7 @@ void FunctionLowering::lowerStore(const ir::Op& op) {
   const LinearLayout* l = ptr->type().isTensor() ? &operandLayoutOf(op, 0) : nullptr;
   int32_t n = l ? l->getInDimSize(layout::kRegister) : 1;
   int32_t dup = l ? l->freeVariableMask(layout::kRegister) : 0;
-  int32_t v = l ? std::min(layouts_.vectorElems(op), layoutVectorLimit(*l)) : 1;
+  int32_t v = l ? layouts_.vectorElems(op) : 1;
   int bytes = vt.elemBytes();
   while (v > 1 && v * bytes > 16) v /= 2;
   if (vt.elem == DType::I1 || v < 1) v = 1;

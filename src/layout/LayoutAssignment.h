@@ -133,7 +133,8 @@ public:
   AxisInfo axisInfo(const ir::Value* v) const { return axisInfo_->get(v); }
   /// Elements per vector access for a Load/Store/AtomicRMW (pointer operand 0): the AxisInfo
   /// bound (alignment, contiguity, mask constancy, 16 bytes) and the layout's consecutive
-  /// registers along the last dim. 1 for scalar accesses.
+  /// registers along the dim register bit 0 walks (the last dim for row-major pointers, the
+  /// first for column-major ones). 1 for scalar accesses.
   int32_t vectorElems(const ir::Op& memoryOp) const;
 
   /// The dot's layouts (Dot and AsyncDot ops); null for other ops.
