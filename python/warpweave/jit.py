@@ -682,13 +682,18 @@ def _torch_cuda_fns():
     return _torch_cuda
 
 
+# The target of each compute capability's major version warpweave compiles for.
+_TARGET_OF_MAJOR = {8: "sm_80", 9: "sm_90a", 10: "sm_100a"}
+
+
 def _arch_target(arch) -> str:
     """The target of Triton's `arch` option or override_arch knob: "sm80" / "sm_80" / 80, "sm90"
     / "sm90a", "sm100" / "sm100a" (and CUDA's "cuda:90")."""
     import re
 
     m = re.fullmatch(r"(?:sm_?|cuda:)?(\d+)a?", str(arch).strip())
-    target = {80: "sm_80", 90: "sm_90a", 100: "sm_100a"}.get(int(m.group(1))) if m else None
+    number = int(m.group(1)) if m else -1
+    target = _TARGET_OF_MAJOR.get(number // 10) if number % 10 == 0 else None
     if target is None:
         raise ValueError(f"arch {arch!r} is not a warpweave target: it compiles for sm80, sm90 "
                          f"(sm_90a) and sm100 (sm_100a)")
@@ -723,7 +728,7 @@ def _gpu_target() -> str:
         import torch
 
         major, minor = torch.cuda.get_device_capability(dev)
-        t = {9: "sm_90a", 10: "sm_100a"}.get(major, "sm_80" if major == 8 else None)
+        t = _TARGET_OF_MAJOR.get(major)
         if t is None:
             raise RuntimeError(f"GPU of compute capability {major}.{minor} is not supported: "
                                f"warpweave targets sm_80, sm_90a and sm_100a")
