@@ -903,8 +903,8 @@ class CompiledKernel:
     @property
     def metadata(self):
         """Triton's launch metadata fields: num_warps, num_stages, shared (bytes), name, and the
-        cluster as ctas_per_cga / cluster_dims (x, y, z). num_ctas is Triton's CTA-split count,
-        which warpweave does not have (its num_ctas option sets the cluster size): always 1."""
+        cluster as ctas_per_cga / cluster_dims (x, y, z). num_ctas is Triton's CTA-split count:
+        warpweave runs a program on one CTA whatever the launch asked, so always 1."""
         from types import SimpleNamespace
 
         cluster = tuple(self.kernel.cluster_dims)
@@ -1557,15 +1557,15 @@ class JITFunction(KernelInterface):
                 raise ValueError(f"ctas_per_cga={given!r}: a cluster holds 1 to {_MAX_CLUSTER} "
                                  f"CTAs, each dimension at least 1")
         if num_ctas is not None:
+            # Triton's num_ctas splits one program over a cluster of CTAs; what a program computes
+            # does not change with it. warpweave runs each program on one CTA (no cluster), so
+            # the grid counts programs as in Triton and any grid is accepted.
             n = _option_int("num_ctas", num_ctas, 1)
             if not 1 <= n <= _MAX_CLUSTER:
-                raise ValueError(f"num_ctas must be from 1 to {_MAX_CLUSTER} (CTAs per cluster), "
-                                 f"got {num_ctas!r}")
+                raise ValueError(f"num_ctas must be from 1 to {_MAX_CLUSTER}, got {num_ctas!r}")
             if n != 1 and ctas_per_cga is not None and n != ctas:
                 raise ValueError(f"num_ctas={n} and ctas_per_cga={ctas_per_cga!r} ({ctas} CTAs) "
                                  f"disagree; give one of them")
-            if n != 1 and ctas_per_cga is None:
-                ctas, shape = n, (n, 1, 1)
         return num_warps, num_stages, ctas, shape
 
     def compile_for(self, values, interpret: bool, options, target=None):

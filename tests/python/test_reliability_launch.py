@@ -150,6 +150,31 @@ def test_numpy_constexprs_in_the_interpreter(interp):
     np.testing.assert_array_equal(out, x)
 
 
+@ww.jit
+def cas_block(lock_ptr, out_ptr, SIZE: tl.constexpr):
+    offs = tl.program_id(0) * SIZE + tl.arange(0, SIZE)
+    old = tl.atomic_cas(lock_ptr + offs, tl.zeros((SIZE,), tl.int32), tl.full((SIZE,), 1, tl.int32))
+    tl.store(out_ptr + offs, old)
+
+
+@pytest.mark.parametrize("grid,num_ctas", [(1, 4), (3, 2), (5, 16)])
+def test_num_ctas_splits_no_program_in_the_interpreter(interp, grid, num_ctas):
+    # Triton's num_ctas spreads one program over a cluster; it changes neither how many programs
+    # run nor what each computes, and any grid is accepted (a grid of 1 with num_ctas=4 included).
+    lock = np.arange(7, 7 + 64 * grid, dtype=np.int32)
+    out = np.zeros_like(lock)
+    cas_block[(grid,)](lock, out, SIZE=64, num_ctas=num_ctas)
+    np.testing.assert_array_equal(out, np.arange(7, 7 + 64 * grid, dtype=np.int32))
+    np.testing.assert_array_equal(lock, out)  # no old value was 0: nothing was swapped
+
+
+def test_num_ctas_launches_one_cta_a_program_on_the_gpu(gpu):
+    rec, _ = gpu
+    take_int[(3,)](X, 5, num_ctas=4)
+    assert rec.requests[-1]["num_ctas"] == 1 and "cluster_dims" not in rec.requests[-1]
+    assert rec.launches[-1][1] == (3, 1, 1)
+
+
 def test_numpy_scalars_that_are_not_numbers_are_refused(gpu):
     with pytest.raises(TypeError, match="argument 'i'"):
         take_scalars[(1,)](X, np.complex64(1j), 1.0, True, BLOCK=16)
@@ -264,9 +289,10 @@ def test_valid_options_in_every_spelling(gpu):
     for options in [dict(num_warps=np.int64(8)), dict(num_stages=0), dict(num_stages=16),
                     dict(ctas_per_cga=[2, 1, 1]), dict(ctas_per_cga=(2,)), dict(num_ctas=16)]:
         take_int[(16,)](X, 5, **options)
-    # ctas_per_cga=[2, 1, 1] and (2,) are one kernel.
+    # ctas_per_cga=[2, 1, 1] and (2,) are one kernel; num_ctas (Triton's CTA split) asks for no
+    # cluster: the program runs on one CTA.
     assert [(r["num_warps"], r["num_stages"], r["num_ctas"]) for r in rec.requests] == [
-        (8, 3, 1), (4, 0, 1), (4, 16, 1), (4, 3, 2), (4, 3, 16)]
+        (8, 3, 1), (4, 0, 1), (4, 16, 1), (4, 3, 2), (4, 3, 1)]
     assert len(rec.launches) == 6
 
 
