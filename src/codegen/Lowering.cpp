@@ -358,6 +358,8 @@ void FunctionLowering::dispatchOp(const ir::Op& op) {
     return lowerLocalGatherScatter(op);
   case OpCode::Gather:
     return lowerGather(op);
+  case OpCode::Histogram:
+    return lowerHistogram(op);
   case OpCode::MapElementwise:
     return lowerMapElementwise(op);
   case OpCode::AllocBarriers:

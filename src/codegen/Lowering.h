@@ -360,6 +360,7 @@ private:
   /// tl.gather: the source through shared memory, then one load per result element at its
   /// index (Gather.cpp).
   void lowerGather(const ir::Op& op);
+  void lowerHistogram(const ir::Op& op);
   /// tl.map_elementwise: the region inlined once per `pack` of the thread's elements
   /// (MapElementwise.cpp).
   void lowerMapElementwise(const ir::Op& op);

@@ -409,6 +409,7 @@ private:
                                                    const std::string& why);
   void execInlineAsm(const ir::Op& op);
   void execGather(const ir::Op& op);         // TlMisc.cpp
+  void execHistogram(const ir::Op& op);      // TlMisc.cpp
   void execMapElementwise(const ir::Op& op); // TlMisc.cpp
 
   /// execAsyncTasks in a cluster: `agents` join the cluster's scheduler.

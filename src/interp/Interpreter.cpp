@@ -175,6 +175,7 @@ Executor::OpHandler Executor::handlerFor(OpCode code) {
     on({OpCode::DumpLayout, OpCode::AssertSameLayout}, &Executor::execDumpLayout);
     on({OpCode::InlineAsm}, &Executor::execInlineAsm);
     on({OpCode::Gather}, &Executor::execGather);
+    on({OpCode::Histogram}, &Executor::execHistogram);
     on({OpCode::MapElementwise}, &Executor::execMapElementwise);
     // TLX (Tlx.cpp)
     on({OpCode::LocalAlloc}, &Executor::execLocalAlloc);

@@ -1,4 +1,5 @@
-// Interpreter semantics of gather (tl.gather) and map_elementwise (tl.map_elementwise). gather
+// Interpreter semantics of gather (tl.gather), histogram (tl.histogram) and map_elementwise
+// (tl.map_elementwise). gather
 // reports an index outside the source's axis, which has no defined value on the GPU, instead of
 // reading past it. map_elementwise runs its region once per group of `pack` consecutive elements
 // (row-major); a last group cut short repeats its last element, as the PTX lowering does, and
@@ -32,6 +33,25 @@ void Executor::execGather(const ir::Op& op) {
       flat += (int64_t(d) == axis ? at : c) * strides[d];
     }
     std::memcpy(out.bytes.data() + size_t(i) * w, src->bytes.data() + size_t(flat) * w, w);
+  }
+  set(op.result(), std::make_shared<Tensor>(std::move(out)));
+}
+
+void Executor::execHistogram(const ir::Op& op) {
+  TensorPtr x = tensor(op, 0);
+  TensorPtr mask = ir::attr::Histogram::hasMask(op) ? tensor(op, 1) : nullptr;
+  const int64_t bins = ir::attr::Histogram::bins(op);
+  Tensor out = Tensor::ofType(op.result()->type());
+  std::vector<int32_t> counts(size_t(bins), 0);
+  for (int64_t i = 0; i < x->numel(); ++i) {
+    if (mask && readScalar(*mask, i).i == 0) continue;
+    int64_t v = readScalar(*x, i).i; // a u64 past 2^63 reads negative: outside the bins too
+    if (v >= 0 && v < bins) ++counts[size_t(v)];
+  }
+  for (int64_t b = 0; b < bins; ++b) {
+    Scalar count;
+    count.i = counts[size_t(b)];
+    writeScalar(out, b, count);
   }
   set(op.result(), std::make_shared<Tensor>(std::move(out)));
 }

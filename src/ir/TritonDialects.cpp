@@ -961,6 +961,8 @@ private:
       return "tt.descriptor_store";
     case OpCode::Gather:
       return "tt.gather";
+    case OpCode::Histogram:
+      return "tt.histogram";
     case OpCode::Dot:
       return "tt.dot";
     case OpCode::DebugBarrier:

@@ -838,6 +838,18 @@ private:
       setLayout(op.result(), chosen);
       return;
     }
+    case OpCode::Histogram: {
+      // Each thread adds its own elements into bins in shared memory (the mask beside them),
+      // then reads the bins its result registers hold.
+      needScratch(op, ir::attr::Histogram::bins(op) * 4);
+      const LinearLayout* in = layoutOf(op.operand(0));
+      LinearLayout inLayout = in ? *in : freeLayout(op.operand(0));
+      require(op, 0, inLayout);
+      if (op.numOperands() > 1) require(op, 1, inLayout);
+      setLayout(op.result(),
+                preferred(op.result()) ? *preferred(op.result()) : freeLayout(op.result()));
+      return;
+    }
     case OpCode::LocalGather: // each element of the result is read at its index's element
       if (const LinearLayout* l = layoutOf(op.operand(1))) {
         setLayout(op.result(), *l);

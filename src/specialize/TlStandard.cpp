@@ -1,7 +1,7 @@
 // Triton's standard-library shape functions (tl.flip, tl.interleave, tl.squeeze, tl.unsqueeze,
-// tl.histogram, tl.sort, tl.topk, tl.assume) built from the Tile IR ops other builtins already use
-// (reshape, permute, split, join, compare, reduce), so that every back end runs them without ops of
-// their own.
+// tl.sort, tl.topk, tl.assume) built from the Tile IR ops other builtins already use (reshape,
+// permute, split, join, compare, reduce), so that every back end runs them without ops of their
+// own; and tl.histogram, which is its own op (counted with shared-memory atomics on the GPU).
 #include "specialize/TlStandard.h"
 
 #include "ir/OpAttrs.h"
@@ -241,24 +241,16 @@ Val tlHistogram(Specializer& sp, const std::string& /*name*/, CallSite& call) {
   if (bins < 1 || !isPowerOf2(bins))
     raiseError(a.loc("num_bins"),
                fn + "'s num_bins must be a power of 2, got " + std::to_string(bins));
-  int64_t m = x->type().shape[0];
-  // Bin b counts the elements equal to b: compare every element with every bin ([M, bins]) and
-  // add up each bin's column; values outside [0, bins) and masked-off elements count nowhere.
-  ir::Value* binIds = sp.cast(sp.b.arange(0, bins), x->type().elem, loc);
-  std::vector<int64_t> grid = {m, bins};
-  ir::Value* xs = sp.broadcastTo(sp.expandDims(x, 1, loc), grid, loc);
-  ir::Value* bs = sp.broadcastTo(sp.expandDims(binIds, 0, loc), grid, loc);
-  ir::Value* hit = sp.b.cmp("eq", xs, bs);
+  std::vector<ir::Value*> operands = {x};
+  std::vector<ir::NamedAttr> attrs = {ir::attr::Histogram::make::bins(bins)};
   if (a.has("mask")) {
     ir::Value* mask =
         sp.toI1(sp.requireTensorOrScalar(a.get("mask"), a.loc("mask"), fn + "'s mask"), loc);
-    mask = sp.broadcastTo(mask, {m}, loc);
-    hit = sp.b.binary(OpCode::And, hit, sp.broadcastTo(sp.expandDims(mask, 1, loc), grid, loc));
+    operands.push_back(sp.broadcastTo(mask, x->type().shape, loc));
+    attrs.push_back(ir::attr::Histogram::make::hasMask(true));
   }
-  ir::Value* ones = sp.cast(hit, DType::I32, loc);
-  return Val::runtime(
-      sp.b.create1(OpCode::Reduce, {ones}, ir::Type::tensor(DType::I32, {bins}),
-                   {ir::attr::Reduce::make::axis(0), ir::attr::Reduce::make::kind("sum")}));
+  return Val::runtime(sp.b.create1(OpCode::Histogram, operands,
+                                   ir::Type::tensor(DType::I32, {bins}), attrs));
 }
 
 Val tlSwizzle2d(Specializer& sp, const std::string& /*name*/, CallSite& call) {
