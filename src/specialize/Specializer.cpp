@@ -1310,14 +1310,20 @@ Val Specializer::callFunction(const FunctionRef& fn, const CallSite& call) {
                    "with @ww.jit (or @triton.jit) can be called from a kernel",
                {note(def->loc, "'" + def->name + "' is defined here")});
   // Inlining recurses through the specializer; CPython's own limit on nested calls is 1000.
-  if (callStack.size() >= kMaxInlineDepth)
+  // A helper may call itself: as in Triton, where each constexpr specialization is its own
+  // function, recursion that compile-time values end (a constexpr count halved to 1) inlines.
+  if (callStack.size() >= kMaxInlineDepth) {
+    bool recursive = std::any_of(callStack.begin(), callStack.end(),
+                                 [&](const FunctionRef& f) { return f.def == def; });
+    if (recursive)
+      raiseError(call.loc, "recursive call to '" + def->name + "' did not end within " +
+                               std::to_string(kMaxInlineDepth) +
+                               " nested calls; @jit helpers are inlined, so recursion must end "
+                               "on compile-time values (e.g. a tl.constexpr argument that "
+                               "shrinks to a base case under a compile-time 'if')");
     raiseError(call.loc, "calls to @jit helpers nest more than " + std::to_string(kMaxInlineDepth) +
                              " deep; helpers are inlined, so the chain of calls must be shorter");
-  for (const FunctionRef& f : callStack)
-    if (f.def == def)
-      raiseError(call.loc, "recursive call to '" + def->name +
-                               "': @jit helpers are inlined, so "
-                               "recursion is not supported");
+  }
   Frame nf;
   nf.module = fn.module;
   nf.def = def;

@@ -1010,7 +1010,7 @@ TEST(KernelLibrary, EveryKernelFileParsesAndHoldsOnlyJitFunctions) {
       {"hopper/gemm_ws.py",
        {"rastered_tile", "release", "split_columns", "store_chunk", "store_c", "alloc_ring",
         "acquire_stage", "load_stage", "issue_stage", "add_partial", "zero_k_outside", "mma_tile",
-        "mma_tile_rest", "issue_part", "mma_tile_split", "pack_pairs", "store_tile",
+        "mma_tile_rest", "issue_part", "mma_tile_split", "pack_pairs", "store_tile", "store_chunks",
         "gemm_ws_kernel"}},
       {"hopper/scaled_mm_ws.py",
        {"cluster_tile", "scale_vector", "scaled_tile", "epilogue", "tile_offsets", "tile_epilogue",

@@ -538,9 +538,10 @@ TEST(SpecializeDiagnostics, UserErrorsPointAtTheirSource) {
        "equal the second operand's K = 32)",
        ""},
       {"    k(x_ptr, n, BLOCK)\n",
-       "test.py:6:5: error: recursive call to 'k': @jit helpers are inlined, so recursion is not "
-       "supported",
-       ""},
+       "test.py:6:5: error: recursive call to 'k' did not end within 200 nested calls; @jit "
+       "helpers are inlined, so recursion must end on compile-time values (e.g. a tl.constexpr "
+       "argument that shrinks to a base case under a compile-time 'if')",
+       "test.py:6:5: note: in 'k' called from here"},
       {"    with tlx.async_task('default'):\n        pass\n",
        "test.py:6:10: error: tlx.async_task(...) must be directly inside 'with tlx.async_tasks():'",
        ""},
@@ -691,6 +692,30 @@ TEST(SpecializeDiagnostics, UserErrorsPointAtTheirSource) {
       EXPECT_HAS(rest, c.note);
     }
   }
+}
+
+TEST(SpecializeDiagnostics, EndlessRecursionIsNotedOnce) {
+  Result r = kernelBody("    k(x_ptr, n, BLOCK)\n");
+  ASSERT_NE(r.error, "");
+  size_t notes = 0;
+  for (size_t at = r.error.find("note: in 'k' called from here"); at != std::string::npos;
+       at = r.error.find("note: in 'k' called from here", at + 1))
+    ++notes;
+  EXPECT_EQ(notes, 1u) << r.error.substr(0, 600);
+}
+
+TEST(SpecializeDiagnostics, RecursionThatConstexprsEndInlines) {
+  const std::string prelude = "@ww.jit\ndef total(x, N: tl.constexpr):\n"
+                              "    if N == 1:\n        return x\n"
+                              "    return total(x, N // 2) + total(x * 2, N // 2)\n\n";
+  Result r = kernelBody("    tl.store(x_ptr, total(tl.load(x_ptr), 8))\n",
+                        "x_ptr:*fp32,n:i32,BLOCK=128", prelude);
+  ASSERT_EQ(r.error, "");
+  // Eight leaves (x, 2x, 2x, 4x, 2x, 4x, 4x, 8x) summed by seven adds.
+  size_t adds = 0;
+  for (size_t at = r.ir.find(" = add "); at != std::string::npos; at = r.ir.find(" = add ", at + 1))
+    ++adds;
+  EXPECT_EQ(adds, 7u) << r.ir;
 }
 
 TEST(SpecializeDiagnostics, RenderedErrorQuotesTheLineWithACaret) {

@@ -490,48 +490,27 @@ def store_tile(c_desc, c_bufs, c, half, off_m, off_n, HALF_M: tl.constexpr,
         tlx.async_descriptor_store_wait(0)
         tlx.local_store(c_buf, c)
         store_c(c_desc, c_buf, off_m, off_n, EVICT_FIRST)
-    elif EPI_SUBTILE == 2:
-        c0, c1 = split_columns(c, HALF_M, W)
-        store_chunk(c_desc, c_bufs, c0, 2 * half, off_m, off_n, HALF_M, PAIRS,
-                    EVICT_FIRST)
-        store_chunk(c_desc, c_bufs, c1, 2 * half + 1, off_m, off_n + EPI_N, HALF_M, PAIRS,
-                    EVICT_FIRST)
-    elif EPI_SUBTILE == 4:
-        left, right = split_columns(c, HALF_M, W)
-        c0, c1 = split_columns(left, HALF_M, W // 2)
-        c2, c3 = split_columns(right, HALF_M, W // 2)
-        store_chunk(c_desc, c_bufs, c0, 2 * half, off_m, off_n, HALF_M, PAIRS,
-                    EVICT_FIRST)
-        store_chunk(c_desc, c_bufs, c1, 2 * half + 1, off_m, off_n + EPI_N, HALF_M, PAIRS,
-                    EVICT_FIRST)
-        store_chunk(c_desc, c_bufs, c2, 2 * half, off_m, off_n + 2 * EPI_N, HALF_M, PAIRS,
-                    EVICT_FIRST)
-        store_chunk(c_desc, c_bufs, c3, 2 * half + 1, off_m, off_n + 3 * EPI_N, HALF_M, PAIRS,
-                    EVICT_FIRST)
+    else:
+        store_chunks(c_desc, c_bufs, c, half, off_m, off_n, HALF_M, W, EPI_SUBTILE, 0, EPI_N,
+                     PAIRS, EVICT_FIRST)
+
+
+@ww.jit
+def store_chunks(c_desc, c_bufs, c, half, off_m, off_n, HALF_M: tl.constexpr, W: tl.constexpr,
+                 CHUNKS: tl.constexpr, FIRST: tl.constexpr, EPI_N: tl.constexpr,
+                 PAIRS: tl.constexpr, EVICT_FIRST: tl.constexpr):
+    """store_tile's column chunks: c [HALF_M, W] is chunks FIRST .. FIRST + CHUNKS - 1 of the
+    tile, left to right; chunk i goes to column off_n + i * EPI_N through buffer
+    2 * half + i % 2 (store_chunk)."""
+    if CHUNKS == 1:
+        store_chunk(c_desc, c_bufs, c, 2 * half + FIRST % 2, off_m, off_n + FIRST * EPI_N,
+                    HALF_M, PAIRS, EVICT_FIRST)
     else:
         left, right = split_columns(c, HALF_M, W)
-        q0, q1 = split_columns(left, HALF_M, W // 2)
-        q2, q3 = split_columns(right, HALF_M, W // 2)
-        c0, c1 = split_columns(q0, HALF_M, W // 4)
-        c2, c3 = split_columns(q1, HALF_M, W // 4)
-        c4, c5 = split_columns(q2, HALF_M, W // 4)
-        c6, c7 = split_columns(q3, HALF_M, W // 4)
-        store_chunk(c_desc, c_bufs, c0, 2 * half, off_m, off_n, HALF_M, PAIRS,
-                    EVICT_FIRST)
-        store_chunk(c_desc, c_bufs, c1, 2 * half + 1, off_m, off_n + EPI_N, HALF_M, PAIRS,
-                    EVICT_FIRST)
-        store_chunk(c_desc, c_bufs, c2, 2 * half, off_m, off_n + 2 * EPI_N, HALF_M, PAIRS,
-                    EVICT_FIRST)
-        store_chunk(c_desc, c_bufs, c3, 2 * half + 1, off_m, off_n + 3 * EPI_N, HALF_M, PAIRS,
-                    EVICT_FIRST)
-        store_chunk(c_desc, c_bufs, c4, 2 * half, off_m, off_n + 4 * EPI_N, HALF_M, PAIRS,
-                    EVICT_FIRST)
-        store_chunk(c_desc, c_bufs, c5, 2 * half + 1, off_m, off_n + 5 * EPI_N, HALF_M, PAIRS,
-                    EVICT_FIRST)
-        store_chunk(c_desc, c_bufs, c6, 2 * half, off_m, off_n + 6 * EPI_N, HALF_M, PAIRS,
-                    EVICT_FIRST)
-        store_chunk(c_desc, c_bufs, c7, 2 * half + 1, off_m, off_n + 7 * EPI_N, HALF_M, PAIRS,
-                    EVICT_FIRST)
+        store_chunks(c_desc, c_bufs, left, half, off_m, off_n, HALF_M, W // 2, CHUNKS // 2,
+                     FIRST, EPI_N, PAIRS, EVICT_FIRST)
+        store_chunks(c_desc, c_bufs, right, half, off_m, off_n, HALF_M, W // 2, CHUNKS // 2,
+                     FIRST + CHUNKS // 2, EPI_N, PAIRS, EVICT_FIRST)
 
 
 @ww.jit
