@@ -111,13 +111,11 @@ CompileError::CompileError(SourceLoc loc, std::string message, std::vector<Diagn
     : diag_{Diagnostic::Severity::Error, loc, std::move(message), std::move(notes)} {}
 
 void CompileError::addNote(SourceLoc loc, std::string message) {
-  // A recursion unwinds through one call site many times: it is noted once.
-  if (!diag_.notes.empty()) {
-    const Diagnostic& last = diag_.notes.back();
-    if (last.loc.file == loc.file && last.loc.line == loc.line && last.loc.col == loc.col &&
-        last.message == message)
+  // A recursion unwinds through its call sites many times: each is noted once.
+  for (const Diagnostic& n : diag_.notes)
+    if (n.loc.file == loc.file && n.loc.line == loc.line && n.loc.col == loc.col &&
+        n.message == message)
       return;
-  }
   diag_.notes.push_back(note(loc, std::move(message)));
 }
 

@@ -59,8 +59,8 @@ public:
   CompileError(SourceLoc loc, std::string message, std::vector<Diagnostic> notes = {});
 
   const Diagnostic& diagnostic() const { return diag_; }
-  /// Adds a note (for instance "in helper called from here") while the error unwinds; the same
-  /// note at the same place as the last one is not repeated.
+  /// Adds a note (for instance "in helper called from here") while the error unwinds; a note
+  /// already given at the same place is not repeated.
   void addNote(SourceLoc loc, std::string message);
   void render(const SourceManager& sm) { text_ = formatDiagnostic(sm, diag_); }
   bool rendered() const { return !text_.empty(); }

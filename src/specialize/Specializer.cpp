@@ -20,6 +20,9 @@ using namespace ww::ast;
 namespace {
 
 constexpr size_t kMaxInlineDepth = 200;
+// Helper calls inlined into one kernel: a recursion that branches (f(N - 1) + f(N - 2)) can
+// expand exponentially without creating an op, which the kernel's op limit would catch.
+constexpr int64_t kMaxInlinedCalls = int64_t(1) << 20;
 
 bool isConstexprAnnotation(const Expr* e) {
   if (!e) return false;
@@ -1324,6 +1327,11 @@ Val Specializer::callFunction(const FunctionRef& fn, const CallSite& call) {
     raiseError(call.loc, "calls to @jit helpers nest more than " + std::to_string(kMaxInlineDepth) +
                              " deep; helpers are inlined, so the chain of calls must be shorter");
   }
+  if (++inlinedCalls > kMaxInlinedCalls)
+    raiseError(call.loc, "more than " + std::to_string(kMaxInlinedCalls) +
+                             " calls to @jit helpers were inlined into this kernel; helpers are "
+                             "inlined at every call, so a recursion that calls itself more than "
+                             "once per level grows exponentially");
   Frame nf;
   nf.module = fn.module;
   nf.def = def;

@@ -285,6 +285,7 @@ public:
   TaskContext taskContext = TaskContext::None;
   std::optional<int64_t> replicaId;
   int64_t unrolledIterations = 0; // bounds static unrolling so no input can blow up the IR
+  int64_t inlinedCalls = 0;       // bounds helper inlining (a recursion may branch on constexprs)
   /// The trips of range(lo, hi, step) (step != 0; counted in 128 bits, so that
   /// range(-2**63, 2**63 - 1) does not overflow), added to unrolledIterations; a located error
   /// when they pass 4096 for one loop or 65536 in the kernel, reading "<what> N more <unit>

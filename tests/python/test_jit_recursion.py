@@ -52,3 +52,27 @@ def test_endless_recursion_is_a_located_error():
     assert "test_jit_recursion.py:40:12: error" in text
     assert "recursive call to 'endless' did not end within 200 nested calls" in text
     assert text.count("in 'endless' called from here") == 2  # one per call site
+
+
+@ww.jit
+def fib(N: tl.constexpr):
+    if N < 2:
+        return N
+    return fib(N - 1) + fib(N - 2)
+
+
+@ww.jit
+def fib_kernel(x_ptr, N: tl.constexpr):
+    tl.store(x_ptr, fib(N))
+
+
+def test_branching_recursion_inlines_within_its_budget():
+    out = np.zeros(1, np.int32)
+    fib_kernel[(1,)](out, N=20)
+    assert out[0] == 6765
+
+
+def test_exponential_recursion_is_refused_not_hung():
+    # fib(40) would inline 3e8 calls that create no op: the inlining budget stops it.
+    with pytest.raises(Exception, match=r"more than 1048576 calls to @jit helpers were inlined"):
+        fib_kernel[(1,)](np.zeros(1, np.int32), N=40)
