@@ -34,14 +34,17 @@ void FunctionLowering::lowerGather(const ir::Op& op) {
 
   int64_t numel = 1;
   for (int64_t d : st.shape) numel *= d;
+  // The operands first: converting one to the layout it is read in may go through the scratch
+  // region, which must not happen once the source lives there.
+  const Regs& src = operand(op, 0);
+  const Regs& idx = operand(op, 1);
   const int64_t base = scratch(numel * bytes);
   barrier(); // earlier readers of the scratch region are done
-  storeShared(operand(op, 0), operandLayoutOf(op, 0), rowMajor, base, elem);
+  storeShared(src, operandLayoutOf(op, 0), rowMajor, base, elem);
   barrier();
 
   const LinearLayout& l = layoutOf(op.result());
   const ir::Type& it = op.operand(1)->type();
-  const Regs& idx = operand(op, 1);
   const RegClass idxClass = regClassOf(it.elem);
   int32_t hwBits = 0;
   std::string hw = tidLinear(offsetImages(l, others, bytes), &hwBits);

@@ -15,6 +15,10 @@ using layout::LinearLayout;
 void FunctionLowering::lowerHistogram(const ir::Op& op) {
   const int64_t bins = ir::attr::Histogram::bins(op);
   const bool masked = ir::attr::Histogram::hasMask(op);
+  // The operands first: converting one to the layout it is read in may go through the scratch
+  // region, which must not happen once the bins live there.
+  const Regs& xs = operand(op, 0);
+  const Regs* mask = masked ? &operand(op, 1) : nullptr;
   const LinearLayout& out = layoutOf(op.result());
   const OffsetFn binOffsets = rowMajorOffsets({bins});
   const int64_t base = scratch(bins * 4);
@@ -29,8 +33,6 @@ void FunctionLowering::lowerHistogram(const ir::Op& op) {
   const LinearLayout& in = operandLayoutOf(op, 0);
   const DType elem = op.operand(0)->type().elem;
   const bool wide = ir::bitWidth(elem) == 64;
-  const Regs& xs = operand(op, 0);
-  const Regs* mask = masked ? &operand(op, 1) : nullptr;
   const std::string owner = ownerPredicate(in);
   ScalarContext cx = scalarContext(op);
   for (int32_t r = 0; r < static_cast<int32_t>(xs.size()); ++r) {

@@ -65,10 +65,11 @@ def test_one_bin_writes_one_counter():
     assert z.tolist() == [0, 1]
 
 
-def compiled(M, N, target="sm_90a", num_warps=4):
-    x = np.zeros(M, np.int32)
+def compiled(M, N, target="sm_90a", num_warps=4, dtype=np.int32):
+    x = np.zeros(M, dtype)
     z = np.zeros(N, np.int32)
-    values = hist_kernel.bind((x, z, x), dict(M=M, N=N, MASKED=True))
+    m = np.zeros(M, np.int32)
+    values = hist_kernel.bind((x, z, m), dict(M=M, N=N, MASKED=True))
     hist_kernel.cache.clear()
     return hist_kernel.compile_for(values, False, (num_warps, 1, 1), target=target)
 
@@ -82,6 +83,21 @@ def test_each_owned_element_is_one_shared_increment(M, N):
     assert all(ln.strip().startswith("@%p") and ln.rstrip().endswith(", 1;") for ln in incs)
     # No compare of each element with each bin: the PTX does not grow with the bins.
     assert len(ptx) < 3 * len(compiled(M, 2).asm["ptx"])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int64])
+def test_operands_are_converted_before_the_bins_are_zeroed(dtype):
+    # An int8 input and an int32 mask load in different layouts: the mask is converted to the
+    # input's through the scratch region. That must happen before the bins take the region (on
+    # an H100 it ran after and its bytes landed in the counters).
+    lines = compiled(1024, 128, dtype=dtype).asm["ptx"].splitlines()
+    zeros = {ln.split()[1].rstrip(",") for ln in lines if ln.strip().startswith("mov.b32")
+             and ln.rstrip().endswith(", 0;")}
+    first_inc = next(i for i, ln in enumerate(lines) if "red.shared.add.u32" in ln)
+    stores = [ln for ln in lines[:first_inc] if "st.shared" in ln]
+    assert stores and all(ln.rstrip().rstrip(";").split(",")[-1].strip() in zeros
+                          for ln in stores[-1:])
+    assert not any("st.shared" in ln for ln in lines[first_inc:])
 
 
 @pytest.mark.usefixtures("requires_ptxas")
