@@ -316,6 +316,9 @@ void FunctionLowering::lowerAtomic(const ir::Op& op) {
   bool useRed = !resultUsed && !isCas && !floatMinMax && sem != "acquire" && kind != "xchg";
   std::string semQ = "." + sem, scopeQ = "." + scope;
   if (useRed) semQ = sem == "relaxed" ? ".relaxed" : ".release";
+  // Qualifiers in the order Triton's PTX has them (ptxas takes any): a compare-and-swap
+  // `atom.global.acquire.gpu.cas`, other read-modify-writes `atom.global.gpu.acquire.add`.
+  const std::string casQ = semQ + scopeQ, rmwQ = scopeQ + semQ;
   Regs out(n);
   for (int32_t r = 0; r < n; ++r) {
     if (r & dup) continue;
@@ -336,10 +339,10 @@ void FunctionLowering::lowerAtomic(const ir::Op& op) {
         std::string mv = cls == RegClass::F32 ? "mov.b32" : "mov.b64";
         c = b_.pure(mv, ic, {c});
         v = b_.pure(mv, ic, {v});
-        b_.inst("atom.global" + semQ + scopeQ + ".cas." + type, {d, addr, c, v}, guard);
+        b_.inst("atom.global" + casQ + ".cas." + type, {d, addr, c, v}, guard);
         out[r] = b_.pure(mv, cls, {d});
       } else {
-        b_.inst("atom.global" + semQ + scopeQ + ".cas." + type, {d, addr, c, v}, guard);
+        b_.inst("atom.global" + casQ + ".cas." + type, {d, addr, c, v}, guard);
         out[r] = d;
       }
       continue;
@@ -360,14 +363,14 @@ void FunctionLowering::lowerAtomic(const ir::Op& op) {
       std::string posOp = (kind == "max" ? "max.s" : "min.s") + w;
       std::string negOp = (kind == "max" ? "min.u" : "max.u") + w;
       std::string d1 = b_.newReg(ic), d2 = b_.newReg(ic);
-      b_.inst("atom.global" + semQ + scopeQ + "." + posOp, {d1, addr, bitsReg}, gPos);
-      b_.inst("atom.global" + semQ + scopeQ + "." + negOp, {d2, addr, bitsReg}, gNeg);
+      b_.inst("atom.global" + rmwQ + "." + posOp, {d1, addr, bitsReg}, gPos);
+      b_.inst("atom.global" + rmwQ + "." + negOp, {d2, addr, bitsReg}, gNeg);
       std::string sel = b_.pure("selp.b" + w, ic, {d1, d2, nonNeg});
       out[r] = b_.pure("mov.b" + w, cls, {sel});
       continue;
     }
     if (useRed) {
-      b_.inst("red.global" + semQ + scopeQ + "." + ptxOp + "." + type, {addr, x}, guard);
+      b_.inst("red.global" + rmwQ + "." + ptxOp + "." + type, {addr, x}, guard);
       continue;
     }
     std::string d = b_.newReg(cls);
@@ -376,12 +379,11 @@ void FunctionLowering::lowerAtomic(const ir::Op& op) {
       RegClass ic = cls == RegClass::F32 ? RegClass::B32 : RegClass::B64;
       std::string mv = cls == RegClass::F32 ? "mov.b32" : "mov.b64";
       std::string di = b_.newReg(ic);
-      b_.inst("atom.global" + semQ + scopeQ + ".exch." + ty, {di, addr, b_.pure(mv, ic, {x})},
-              guard);
+      b_.inst("atom.global" + rmwQ + ".exch." + ty, {di, addr, b_.pure(mv, ic, {x})}, guard);
       out[r] = b_.pure(mv, cls, {di});
       continue;
     }
-    b_.inst("atom.global" + semQ + scopeQ + "." + ptxOp + "." + ty, {d, addr, x}, guard);
+    b_.inst("atom.global" + rmwQ + "." + ptxOp + "." + ty, {d, addr, x}, guard);
     out[r] = d;
   }
   if (op.numResults() == 0) return;

@@ -827,11 +827,11 @@ TEST(Codegen, AtomicsUseRedWhenTheResultIsUnused) {
   for (Target target : kTestedTargets) {
     SCOPED_TRACE(targetName(target));
     codegen::PtxKernel kk = emitAndAssemble(*k.fn, target);
-    EXPECT_NE(kk.ptx.find("red.global.release.gpu.add.f32"), std::string::npos) << kk.ptx;
+    EXPECT_NE(kk.ptx.find("red.global.gpu.release.add.f32"), std::string::npos) << kk.ptx;
     // fp32 max through integer max/min on the bit pattern.
-    EXPECT_NE(kk.ptx.find("atom.global.acq_rel.gpu.max.s32"), std::string::npos);
-    EXPECT_NE(kk.ptx.find("atom.global.acq_rel.gpu.min.u32"), std::string::npos);
-    EXPECT_NE(kk.ptx.find("atom.global.relaxed.gpu.add.u32"), std::string::npos);
+    EXPECT_NE(kk.ptx.find("atom.global.gpu.acq_rel.max.s32"), std::string::npos);
+    EXPECT_NE(kk.ptx.find("atom.global.gpu.acq_rel.min.u32"), std::string::npos);
+    EXPECT_NE(kk.ptx.find("atom.global.gpu.relaxed.add.u32"), std::string::npos);
     EXPECT_NE(kk.ptx.find("atom.global.acq_rel.gpu.cas.b32"), std::string::npos);
   }
 }

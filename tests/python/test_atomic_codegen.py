@@ -124,8 +124,9 @@ def test_float64_min_max_through_integer_atomics(target, kind, tmp_path, monkeyp
                                  {"BLOCK": 128, "KIND": kind})
     ptx = _float_min_max.compile_for(values, False, (4, 3, 1)).kernel.ptx
     signed, unsigned = ("max.s64", "min.u64") if kind == "max" else ("min.s64", "max.u64")
-    # Triton's order of qualifiers: atom.global.<sem>.<scope>.<op>.<type>.
-    assert f".gpu.{signed} " in ptx and f".gpu.{unsigned} " in ptx, ptx
+    # Triton's order of qualifiers for read-modify-writes: atom.global.<scope>.<sem>.<op>.<type>.
+    assert f"atom.global.gpu.acq_rel.{signed} " in ptx, ptx
+    assert f"atom.global.gpu.acq_rel.{unsigned} " in ptx, ptx
     ptxas(ptx, target)
 
 
@@ -139,3 +140,28 @@ def test_float64_min_max_in_the_interpreter(kind):
         expect[i % 4] = max(expect[i % 4], v) if kind == "max" else min(expect[i % 4], v)
     _float_min_max[(1, )](x, vals, BLOCK=128, KIND=kind)
     np.testing.assert_array_equal(x, expect)
+
+
+@ww.jit
+def _rmw_and_cas(x_ptr, out_ptr, BLOCK: tl.constexpr, SEM: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    old = tl.atomic_add(x_ptr + offs, 1.0, sem=SEM)
+    prev = tl.atomic_cas(out_ptr + offs, tl.zeros((BLOCK,), tl.int32),
+                         tl.full((BLOCK,), 1, tl.int32), sem=SEM)
+    tl.store(x_ptr + BLOCK + offs, old + prev.to(tl.float32))
+
+
+@pytest.mark.parametrize("sem", [None, "acquire", "release", "acq_rel", "relaxed"])
+def test_qualifier_orders_are_tritons(sem, tmp_path, monkeypatch, ptxas):
+    # Triton's test_atomic_rmw looks for atom.global.gpu.<sem> (its read-modify-writes come
+    # through LLVM) and its lock test for atom.global.<sem> (compare-and-swap, its own inline
+    # PTX); ptxas takes either order.
+    monkeypatch.setenv("WARPWEAVE_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("WARPWEAVE_TARGET", raising=False)
+    values = _rmw_and_cas.bind((np.zeros(256, np.float32), np.zeros(128, np.int32)),
+                               {"BLOCK": 128, "SEM": sem})
+    ptx = _rmw_and_cas.compile_for(values, False, (4, 3, 1), target="sm_90a").kernel.ptx
+    s = sem or "acq_rel"
+    assert f"atom.global.gpu.{s}.add.f32" in ptx, ptx
+    assert f"atom.global.{s}.gpu.cas.b32" in ptx, ptx
+    ptxas(ptx, "sm_90a")
