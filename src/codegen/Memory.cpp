@@ -56,10 +56,9 @@ AccessShape accessShape(const ir::Type& t, int v) {
     s.cls = t.elem == DType::I1 ? RegClass::B16 : regClassOf(t.elem, t.pointer);
     if (t.pointer)
       s.type = "b64";
-    else if (t.elem == DType::F32)
-      s.type = "f32";
-    else if (t.elem == DType::F64)
-      s.type = "b64"; // into .f64 registers (a bit type takes any of its size), as Triton writes
+    else if (t.elem == DType::F32 || t.elem == DType::F64)
+      // Into .f32 / .f64 registers (a bit type takes any of its size), as Triton writes them.
+      s.type = bytes == 4 ? "b32" : "b64";
     else if (t.elem == DType::I8)
       s.type = "s8";
     else if (t.elem == DType::I1 || bytes == 1)

@@ -110,6 +110,19 @@ void FunctionLowering::lowerReduce(const ir::Op& op) {
       std::string better = emitElementwise(cx, gt, {b[0], a[0]}, {types[0], types[0]}, DType::I1);
       std::string same = emitElementwise(cx, eq, {b[0], a[0]}, {types[0], types[0]}, DType::I1);
       std::string earlier = emitElementwise(cx, lt, {b[1], a[1]}, {types[1], types[1]}, DType::I1);
+      if (ir::isFloat(types[0])) {
+        // NaN is skipped, as by tl.max / tl.min (and the interpreter's fold): a NaN candidate
+        // gives way to any number, and two NaNs tie. (x != x is unordered: true for NaN.)
+        ir::Op ne(OpCode::Cmp, op.loc());
+        ir::attr::Cmp::set::pred(ne, "ne");
+        std::string aNan = emitElementwise(cx, ne, {a[0], a[0]}, {types[0], types[0]}, DType::I1);
+        std::string bNan = emitElementwise(cx, ne, {b[0], b[0]}, {types[0], types[0]}, DType::I1);
+        std::string bNum = b_.pure("not.pred", RegClass::Pred, {bNan});
+        better = b_.pure("or.pred", RegClass::Pred,
+                         {better, b_.pure("and.pred", RegClass::Pred, {aNan, bNum})});
+        same = b_.pure("or.pred", RegClass::Pred,
+                       {same, b_.pure("and.pred", RegClass::Pred, {aNan, bNan})});
+      }
       std::string tie = b_.pure("and.pred", RegClass::Pred, {same, earlier});
       std::string take = b_.pure("or.pred", RegClass::Pred, {better, tie});
       ir::Op sel(OpCode::Select, op.loc());

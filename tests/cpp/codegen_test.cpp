@@ -219,12 +219,12 @@ TEST(Codegen, VectorAddUses16ByteVectorsWhenAligned) {
   auto fn = vectorAdd(16);
   codegen::PtxKernel k = emitAndAssemble(*fn, Target::SM90a);
   // 1024 fp32 over 128 threads: 8 per thread, two 16-byte vectors per tensor.
-  EXPECT_EQ(count(k.ptx, "ld.global.v4.f32"), 4) << k.ptx;
-  EXPECT_EQ(count(k.ptx, "st.global.v4.f32"), 2) << k.ptx;
-  EXPECT_EQ(count(k.ptx, "ld.global.f32"), 0) << k.ptx;
+  EXPECT_EQ(count(k.ptx, "ld.global.v4.b32"), 4) << k.ptx;
+  EXPECT_EQ(count(k.ptx, "st.global.v4.b32"), 2) << k.ptx;
+  EXPECT_EQ(count(k.ptx, "ld.global.b32"), 0) << k.ptx;
   // Masked: every vector access is predicated.
-  EXPECT_TRUE(std::regex_search(k.ptx, std::regex(R"(@%p\d+ ld\.global\.v4\.f32)"))) << k.ptx;
-  EXPECT_TRUE(std::regex_search(k.ptx, std::regex(R"(@%p\d+ st\.global\.v4\.f32)"))) << k.ptx;
+  EXPECT_TRUE(std::regex_search(k.ptx, std::regex(R"(@%p\d+ ld\.global\.v4\.b32)"))) << k.ptx;
+  EXPECT_TRUE(std::regex_search(k.ptx, std::regex(R"(@%p\d+ st\.global\.v4\.b32)"))) << k.ptx;
 }
 
 TEST(Codegen, VectorAddUsesScalarAccessesWhenUnaligned) {
@@ -232,8 +232,8 @@ TEST(Codegen, VectorAddUsesScalarAccessesWhenUnaligned) {
   codegen::PtxKernel k = emitAndAssemble(*fn, Target::SM90a);
   EXPECT_EQ(count(k.ptx, "ld.global.v"), 0) << k.ptx;
   EXPECT_EQ(count(k.ptx, "st.global.v"), 0) << k.ptx;
-  EXPECT_EQ(count(k.ptx, "ld.global.f32"), 16) << k.ptx;
-  EXPECT_EQ(count(k.ptx, "st.global.f32"), 8) << k.ptx;
+  EXPECT_EQ(count(k.ptx, "ld.global.b32"), 16) << k.ptx;
+  EXPECT_EQ(count(k.ptx, "st.global.b32"), 8) << k.ptx;
 }
 
 TEST(Codegen, VectorAddParamsAndLineInfo) {
@@ -752,7 +752,7 @@ TEST(Codegen, ForLoopCarriesTensorsInRegisters) {
     EXPECT_TRUE(std::regex_search(kk.ptx, std::regex(R"(\$L_for_\d+:)"))) << kk.ptx;
     EXPECT_NE(kk.ptx.find("setp.ge.s32"), std::string::npos);
     EXPECT_NE(kk.ptx.find("bra.uni"), std::string::npos);
-    EXPECT_EQ(count(kk.ptx, "ld.global.v4.f32"), 1);
+    EXPECT_EQ(count(kk.ptx, "ld.global.v4.b32"), 1);
   }
 }
 

@@ -79,7 +79,7 @@ def test_dot_of_column_major_operands_loads_and_stores_vectors(col_a, col_b, tra
     args = (x, *strides(x), y, *strides(y), z, *strides(z))
     ptx = compile_ptx(dot_tile, args, dict(M=M, N=N, K=K), warps, "sm_90a")
     assert "ld.global.v4.b32" in ptx and "ld.global.b16" not in ptx
-    assert "st.global.v4.f32" in ptx and not re.search(r"st\.global\.f32", ptx)
+    assert "st.global.v4.b32" in ptx and not re.search(r"st\.global\.b32", ptx)
     ptxas(ptx, "sm_90a")
     rng = np.random.default_rng(0)
     x[...] = rng.standard_normal(x.shape) * 0.1
