@@ -131,7 +131,7 @@ std::optional<Val> Specializer::namespaceMember(const std::string& ns, const std
     if (name == "libdevice") return Val::ns("libdevice");
     if (name == "cuda") return Val::ns("tl.extra");
     if (name == "gdc_wait" || name == "gdc_launch_dependents" || name == "smid" ||
-        name == "globaltimer")
+        name == "globaltimer" || name == "num_threads" || name == "num_warps")
       return Val::builtin("cuda." + name);
     return std::nullopt;
   }
@@ -266,6 +266,12 @@ Val Specializer::callBuiltin(const std::string& name, CallSite& call) {
   if (name.starts_with("math.")) return mathConstFunction(name.substr(5), call);
   if (name == "cuda.smid" || name == "cuda.globaltimer")
     return specialRegister(name.substr(5), call);
+  if (name == "cuda.num_threads" || name == "cuda.num_warps") {
+    // Compile-time values, as in Triton: the kernel's warps (its num_warps option) and threads.
+    BoundArgs a(call, {});
+    int64_t warps = in.options.numWarps;
+    return Val::integer(name == "cuda.num_warps" ? warps : warps * 32);
+  }
   if (name.starts_with("cuda.")) return gridDependencyControl(name.substr(5), call);
   if (name.starts_with("target_info.")) return targetInfo(name.substr(12), call);
   if (name.starts_with("proton.")) return callProton(name.substr(7), call);

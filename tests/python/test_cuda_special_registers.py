@@ -54,3 +54,18 @@ def test_called_from_python_they_say_where_they_belong():
         smid()
     with pytest.raises(RuntimeError, match="kernel code only"):
         tl.extra.cuda.gdc_wait()
+
+
+@ww.jit
+def fill_threads(Out, get_num_threads: tl.constexpr):
+    n: tl.constexpr = get_num_threads()
+    tl.store(Out + tl.arange(0, n), tl.full((n,), tl.extra.cuda.num_warps(), tl.int32))
+
+
+@pytest.mark.parametrize("warps", [1, 4, 8])
+def test_num_threads_and_num_warps_are_compile_time_values(warps):
+    # Triton's test_num_threads: tl.extra.cuda.num_threads passed as a constexpr function, its
+    # value a tl.arange bound.
+    out = np.zeros(512, np.int32)
+    fill_threads[(1,)](out, get_num_threads=tl.extra.cuda.num_threads, num_warps=warps)
+    assert (out[:32 * warps] == warps).all() and (out[32 * warps:] == 0).all()

@@ -21,6 +21,16 @@ def globaltimer():
     _kernel_only("globaltimer")
 
 
+def num_threads():
+    """The kernel's threads per program (num_warps * 32), a compile-time constant."""
+    _kernel_only("num_threads")
+
+
+def num_warps():
+    """The kernel's num_warps, a compile-time constant."""
+    _kernel_only("num_warps")
+
+
 def gdc_wait():
     """Programmatic dependent launch: waits until the grids this launch depends on completed
     (griddepcontrol.wait; sm_90 and newer)."""
