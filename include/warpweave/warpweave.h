@@ -85,6 +85,9 @@ struct CompileOptions {
   /// Triton's enable_reflect_ftz: the fp32 approximations that flush subnormals (ex2 of exp2 and
   /// pow, fast_dividef's div) carry .ftz; false issues them without it.
   bool reflectFtz = true;
+  /// Triton's maxnreg: the kernel declares `.maxnreg N` (ptxas keeps each thread within N
+  /// registers); 0: none given. Not with async task register budgets, which set it themselves.
+  int maxRegisters = 0;
 };
 
 enum class Stage { TileIR, Ptx, Cubin };

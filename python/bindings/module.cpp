@@ -99,7 +99,7 @@ PyKernel* compileKernel(const std::vector<std::pair<std::string, std::string>>& 
                         const std::string& stage, bool lineInfo, int mbarrierTrapTries,
                         const std::optional<std::vector<std::optional<PyNames>>>& names,
                         const std::optional<std::vector<int>>& clusterDims, bool fpFusion,
-                        bool reflectFtz) {
+                        bool reflectFtz, int maxRegisters) {
   ww::CompileRequest req;
   if (names && names->size() != files.size())
     throw std::invalid_argument("names: one entry (a dict or None) per file");
@@ -126,6 +126,10 @@ PyKernel* compileKernel(const std::vector<std::pair<std::string, std::string>>& 
   req.options.mbarrierTrapTries = mbarrierTrapTries;
   req.options.fpFusion = fpFusion;
   req.options.reflectFtz = reflectFtz;
+  if (maxRegisters < 0 || maxRegisters > 255)
+    throw std::invalid_argument("maxnreg must be from 1 to 255 registers (0: not given), got " +
+                                std::to_string(maxRegisters));
+  req.options.maxRegisters = maxRegisters;
   req.stage = parseStage(stage);
   auto k = std::make_unique<PyKernel>();
   {
@@ -411,12 +415,13 @@ NB_MODULE(_native, m) {
         "target"_a = "sm_90a", "num_warps"_a = 4, "num_stages"_a = 3, "num_ctas"_a = 1,
         "stage"_a = "cubin", "line_info"_a = true, "mbarrier_trap_tries"_a = 0,
         "names"_a = nb::none(), "cluster_dims"_a = nb::none(), "fp_fusion"_a = true,
-        "reflect_ftz"_a = true, nb::rv_policy::take_ownership,
+        "reflect_ftz"_a = true, "maxnreg"_a = 0, nb::rv_policy::take_ownership,
         "Compiles `kernel` from `files` [(path, text), ...] for a signature string. `names`, one "
         "per file (None: its imports' text decides), maps module-level names to (kind, target, "
         "file index): module, member, helper, function, value or opaque (ww::NameBinding). "
         "fp_fusion=False: float adds and multiplies are not contracted into FMAs. "
-        "reflect_ftz=False: fp32 approximations without .ftz (Triton's enable_reflect_ftz).");
+        "reflect_ftz=False: fp32 approximations without .ftz (Triton's enable_reflect_ftz). "
+        "maxnreg=N: the kernel declares .maxnreg N (Triton's maxnreg).");
   m.def("kernel_from_metadata", &kernelFromMetadata, "metadata_json"_a, "cubin"_a, "ptx"_a = "",
         "tile_ir"_a = "", nb::rv_policy::take_ownership,
         "Rebuilds a launchable kernel from `wwc --meta` JSON and its cubin (the disk cache), with "

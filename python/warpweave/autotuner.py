@@ -35,7 +35,8 @@ _TRITON_HINTS = {
 class Config:
     """One candidate: constexpr kwargs plus launch options (Triton's signature:
     `Config(kwargs, num_warps=4, num_stages=3, num_ctas=1, maxnreg=None, pre_hook=None, ...)`).
-    `maxnreg` and the Triton compiler hints above are recorded but not applied."""
+    `maxnreg` is applied (the kernel's .maxnreg); the Triton compiler hints above are recorded but
+    not applied."""
 
     def __init__(self, kwargs, num_warps=4, num_stages=3, num_ctas=None, maxnreg=None,
                  pre_hook=None, ir_override=None, ctas_per_cga=None, **hints):
@@ -75,6 +76,8 @@ class Config:
             out["ctas_per_cga"] = self.ctas_per_cga
         if self.num_ctas is not None:
             out["num_ctas"] = self.num_ctas
+        if self.maxnreg is not None:
+            out["maxnreg"] = self.maxnreg
         return out
 
     def __repr__(self):

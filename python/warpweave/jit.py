@@ -1594,6 +1594,7 @@ class JITFunction(KernelInterface):
         shape = options[3] if len(options) > 3 else (num_ctas, 1, 1)  # callers giving three
         fp_fusion = options[4] if len(options) > 4 else True
         reflect_ftz = options[5] if len(options) > 5 else True
+        maxnreg = options[6] if len(options) > 6 else None
         nat = native()
         stage = "tile-ir" if interpret else "cubin"
         compile_target = _interpreted_ir_target() if interpret else target
@@ -1608,6 +1609,8 @@ class JITFunction(KernelInterface):
             request["fp_fusion"] = False
         if not reflect_ftz:
             request["reflect_ftz"] = False
+        if maxnreg is not None:
+            request["maxnreg"] = maxnreg
         kernel = None
         disk_key = None
         if not interpret:
@@ -1645,7 +1648,7 @@ class JITFunction(KernelInterface):
     def run(self, *args, grid, num_warps=None, num_stages=None, ctas_per_cga=None, num_ctas=None,
             warmup=False, launch_pdl=False, extern_libs=None, launch_cooperative_grid=False,
             enable_fp_fusion=None, launch_cluster=False, arch=None, enable_reflect_ftz=True,
-            **kwargs):
+            maxnreg=None, **kwargs):
         # launch_pdl: a programmatic dependent launch (the kernel orders itself after the previous
         # one with tl.extra.cuda.gdc_wait). extern_libs: Triton links the named bitcode libraries;
         # warpweave implements libdevice itself, so the paths are not read.
@@ -1661,6 +1664,7 @@ class JITFunction(KernelInterface):
         # exp2 and pow, fast_dividef) are issued without .ftz, as Triton's option.
         # arch: the GPU architecture to compile for ("sm80", "sm90", "sm100"; None:
         # knobs.runtime.override_arch, else the current device's), as Triton's option.
+        # maxnreg: the kernel declares .maxnreg (registers per thread), as Triton's option.
         if self._option_params:
             given = dict(num_warps=num_warps, num_stages=num_stages, ctas_per_cga=ctas_per_cga,
                          num_ctas=num_ctas)
@@ -1688,6 +1692,10 @@ class JITFunction(KernelInterface):
             options = options[:4] + (False,)
         if not enable_reflect_ftz:  # (..., fusion, False): likewise
             options = options[:4] + (options[4] if len(options) > 4 else True, False)
+        if maxnreg is not None:  # (..., fusion, ftz, N)
+            options = options[:4] + (options[4] if len(options) > 4 else True,
+                                     options[5] if len(options) > 5 else True,
+                                     _maxnreg(maxnreg))
         key_part, kinds, passed, has_numpy, has_cuda, cpu_tensor = self._scan(values)
         interpret = has_numpy or _interpret_env()
         if interpret:
@@ -1764,6 +1772,19 @@ def _hashable(v):
 # what a mistaken value can make the compiler allocate.
 _MAX_STAGES = 16
 _MAX_CLUSTER = 16
+
+
+def _maxnreg(value) -> int:
+    """A launch's maxnreg, checked: an int from 1 to 255 registers per thread."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"maxnreg must be an int (registers per thread), got {value!r}") from None
+    if not 1 <= n <= 255:
+        raise ValueError(f"maxnreg must be from 1 to 255 registers per thread, got {value!r}")
+    return n
 
 
 def _option_int(option, value, default, shown=None):

@@ -1472,8 +1472,17 @@ PtxKernel FunctionLowering::run() {
            std::to_string(fn_.clusterDims[1]) + ", " + std::to_string(fn_.clusterDims[2]) + "\n";
   }
   // setmaxnreg only moves registers within the budget the launch grants every thread.
+  if (maxRegisters_ && options_.maxRegisters)
+    raiseError(fn_.loc, "kernel '" + fn_.name +
+                            "' was given maxnreg=" + std::to_string(options_.maxRegisters) +
+                            ", but its async tasks' register budgets set the launch's registers "
+                            "per thread (" +
+                            std::to_string(maxRegisters_) +
+                            "); leave maxnreg out, or change the tasks' registers=");
   if (maxRegisters_)
     out += ".maxnreg " + std::to_string(maxRegisters_) + "\n";
+  else if (options_.maxRegisters)
+    out += ".maxnreg " + std::to_string(options_.maxRegisters) + "\n";
   else if (int cap = registersPerThreadLimit())
     out += ".maxnreg " + std::to_string(cap) + "\n";
   out += "{\n";

@@ -12,7 +12,7 @@ namespace {
 const char* kUsage =
     "usage: wwc FILE.py --kernel NAME --signature SIG --target sm_90a|sm_80|sm_100a\n"
     "           [--num-warps N] [--num-stages N] [--num-ctas N] [--ctas-per-cga X,Y,Z]\n"
-    "           [--trap-hangs[=N]] [--no-fp-fusion]\n"
+    "           [--trap-hangs[=N]] [--no-fp-fusion] [--no-reflect-ftz] [--maxnreg N]\n"
     "           --emit tile-ir|ptx|cubin [-o OUT] [--meta OUT.json]\n"
     "  SIG: comma-separated 'name:TYPE' (runtime) and 'name=VALUE' (constexpr) entries;\n"
     "       TYPE: *fp16 *bf16 *fp32 *i32 ... (pointers, optional :16), i1 i32 i64 fp32\n"
@@ -24,7 +24,8 @@ const char* kUsage =
     "  --no-fp-fusion: float adds and multiplies are never contracted into FMAs\n"
     "       (Triton's enable_fp_fusion=False).\n"
     "  --no-reflect-ftz: fp32 approximations (exp2, pow, fast_dividef) keep subnormals\n"
-    "       (no .ftz; Triton's enable_reflect_ftz=False).\n";
+    "       (no .ftz; Triton's enable_reflect_ftz=False).\n"
+    "  --maxnreg N: the kernel declares .maxnreg N (Triton's maxnreg).\n";
 
 /// try_wait rounds before --trap-hangs reports a hang. On the H200 a planted hang with 2^20
 /// rounds failed 4.8 s after the launch call (compile included), i.e. at most ~4.6 us per round
@@ -126,7 +127,12 @@ int runCli(const std::vector<std::string>& args) {
         opts.fpFusion = false;
       else if (a == "--no-reflect-ftz")
         opts.reflectFtz = false;
-      else if (a == "--emit")
+      else if (a == "--maxnreg") {
+        opts.maxRegisters = parseInt(a, value());
+        if (opts.maxRegisters < 1 || opts.maxRegisters > 255)
+          throw CliError{"--maxnreg expects 1 to 255 registers, got " +
+                         std::to_string(opts.maxRegisters)};
+      } else if (a == "--emit")
         emit = value();
       else if (a == "-o")
         output = value();

@@ -188,3 +188,20 @@ def test_fp8_scalar_parameters_assemble(tmp_path, requires_ptxas):
     for t in ("fp8e4nv", "fp8e5"):
         r = wwc(src, "k", f"x_ptr:*fp32,a:{t}", emit="cubin")
         assert r.returncode == 0, r.stderr
+
+
+def test_maxnreg_beside_task_register_budgets_is_a_located_error(tmp_path):
+    # Task budgets set the launch's registers per thread themselves (setmaxnreg moves within
+    # them); a maxnreg beside them would contradict the budgets.
+    src = write(tmp_path, kernel(
+        "    with tlx.async_tasks():\n"
+        "        with tlx.async_task('default'):\n"
+        "            tl.store(x_ptr, 1)\n"
+        "        with tlx.async_task(num_warps=4, registers=232):\n"
+        "            tl.store(x_ptr + 1, 2)\n"))
+    first = located(wwc(src, "k", "x_ptr:*i32", "--target", "sm_90a", "--maxnreg", "100"),
+                    src, 7)  # the kernel's def
+    assert "was given maxnreg=100, but its async tasks' register budgets" in first
+    plain = write(tmp_path, kernel("    tl.store(x_ptr, 1)\n"), name="plain.py")
+    r = wwc(plain, "k", "x_ptr:*i32", "--target", "sm_90a", "--maxnreg", "40", emit="ptx")
+    assert r.returncode == 0

@@ -377,6 +377,44 @@ def test_enable_reflect_ftz_false_keeps_subnormals_in_the_approximations(tmp_pat
     assert res == {"False": [False, True], "True": [True, False]}
 
 
+def test_maxnreg_declares_the_kernels_registers(tmp_path):
+    # Triton's option (its test_maxnreg): `.maxnreg N` on the .entry; kernels apart by N; a
+    # Config's maxnreg reaches the launch; bad values are refused by name.
+    res = run_with_stub(tmp_path, '''
+        import re
+
+        @ww.jit
+        def store0(X):
+            tl.store(X, 0)
+
+        def entry(ptx):
+            m = re.search(r"\\.visible \\.entry [^{]*?\\.maxnreg (\\d+)", ptx)
+            return int(m.group(1)) if m else None
+
+        got = {str(n): entry(store0.warmup(x, grid=(1,), maxnreg=n).asm["ptx"])
+               for n in (42, 128, None)}
+
+        @ww.autotune(configs=[ww.Config({}, maxnreg=64)], key=[])
+        @ww.jit
+        def tuned(X):
+            tl.store(X, 1)
+
+        tuned[(1,)](x)
+        got["config"] = [entry(k.asm["ptx"]) for k in tuned.fn.cache.values()]
+        errors = []
+        for bad in (0, 300, 2.5, True):
+            try:
+                store0.warmup(x, grid=(1,), maxnreg=bad)
+            except (TypeError, ValueError) as e:
+                errors.append(str(e))
+        got["errors"] = errors
+        print(json.dumps(got))
+    ''')
+    assert res["42"] == 42 and res["128"] == 128 and res["None"] is None
+    assert res["config"] == [64]
+    assert len(res["errors"]) == 4 and all("maxnreg must be" in e for e in res["errors"])
+
+
 def test_function_constexprs_key_the_fast_path_by_function(tmp_path):
     # A @jit function passed for a constexpr: each function its own kernel, and repeat launches
     # with either find their own (never the other's).

@@ -456,7 +456,7 @@ def test_config_takes_tritons_keywords():
                   ctas_per_cga=(2, 1, 1))
     assert c.maxnreg == 128 and c.pre_hook is hook and c.maxRegAutoWS == 240
     assert c.all_kwargs() == {"BLOCK": 64, "num_warps": 8, "num_stages": 2, "num_ctas": 1,
-                              "ctas_per_cga": (2, 1, 1)}
+                              "ctas_per_cga": (2, 1, 1), "maxnreg": 128}
     c2 = ww.Config(kwargs={"BLOCK": 64}, num_warps=8, num_stages=2, num_ctas=1, maxnreg=128,
                    ctas_per_cga=(2, 1, 1))
     assert c != c2  # a different pre_hook, as in Triton
