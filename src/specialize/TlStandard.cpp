@@ -249,8 +249,8 @@ Val tlHistogram(Specializer& sp, const std::string& /*name*/, CallSite& call) {
     operands.push_back(sp.broadcastTo(mask, x->type().shape, loc));
     attrs.push_back(ir::attr::Histogram::make::hasMask(true));
   }
-  return Val::runtime(sp.b.create1(OpCode::Histogram, operands,
-                                   ir::Type::tensor(DType::I32, {bins}), attrs));
+  return Val::runtime(
+      sp.b.create1(OpCode::Histogram, operands, ir::Type::tensor(DType::I32, {bins}), attrs));
 }
 
 Val tlSwizzle2d(Specializer& sp, const std::string& /*name*/, CallSite& call) {
