@@ -1712,6 +1712,12 @@ class JITFunction(KernelInterface):
             if arch is None:
                 arch = _knobs.runtime.override_arch
             target = _gpu_target() if arch is None else _arch_target(arch)
+            if target == "sm_80" and num_ctas is not None and _option_int("num_ctas", num_ctas,
+                                                                          1) > 1:
+                # Triton's check: its CTA split needs clusters (warpweave ignores the split, but
+                # a launch Triton refuses is refused here too).
+                raise ValueError("num_ctas > 1 requires NVIDIA SM90+ (Hopper); the target is "
+                                 "sm_80")
         trap = trap_hang_tries()
         key = (interpret, target, options, trap, key_part)
         self._check_environment()

@@ -436,3 +436,24 @@ def test_function_constexprs_key_the_fast_path_by_function(tmp_path):
     ''')
     assert res["neg"] == [True, False, True, False, True]
     assert res["loads"] == 2 and res["compiled"] == 2
+
+
+def test_num_ctas_for_sm80_is_refused_as_triton_refuses_it(tmp_path):
+    # Triton's test_num_ctas_pre_sm90: its CTA split needs clusters, so sm_80 refuses num_ctas > 1
+    # (warpweave runs a program on one CTA either way; num_ctas=1 and sm_90a are fine).
+    res = run_with_stub(tmp_path, '''
+        @ww.jit
+        def nothing(src):
+            pass
+
+        out = {}
+        for arch, n in (("sm80", 2), ("sm80", 1), ("sm90", 2)):
+            try:
+                nothing.warmup(x, grid=(1,), num_ctas=n, arch=arch)
+                out[f"{arch}-{n}"] = "ok"
+            except ValueError as e:
+                out[f"{arch}-{n}"] = str(e)
+        print(json.dumps(out))
+    ''')
+    assert res["sm80-2"].startswith("num_ctas > 1 requires NVIDIA SM90+ (Hopper)")
+    assert res["sm80-1"] == "ok" and res["sm90-2"] == "ok"
