@@ -1437,7 +1437,9 @@ class JITFunction(KernelInterface):
                 passed.append(ptr)
                 if v.is_cuda:
                     has_cuda = True
-                elif cpu_tensor is None:
+                elif cpu_tensor is None and not _is_pinned(v):
+                    # Page-locked host memory is addressable from kernels (unified addressing),
+                    # so Triton launches with it; other CPU memory is not.
                     cpu_tensor = i
             elif t is _TensorDescriptor:  # the signature by base dtype and block: cached
                 base = v.base
@@ -1778,6 +1780,14 @@ def _hashable(v):
 # what a mistaken value can make the compiler allocate.
 _MAX_STAGES = 16
 _MAX_CLUSTER = 16
+
+
+def _is_pinned(tensor) -> bool:
+    """Whether a CPU tensor's memory is page-locked (torch's pin_memory)."""
+    try:
+        return bool(tensor.is_pinned())
+    except (AttributeError, RuntimeError, TypeError):
+        return False
 
 
 def _maxnreg(value) -> int:

@@ -14,7 +14,7 @@ import pytest
 
 import warpweave as ww
 import warpweave.language as tl
-from cuda_stub import StandInCpuTensor, StandInDType, StandInTensor
+from cuda_stub import StandInCpuTensor, StandInDType, StandInPinnedTensor, StandInTensor
 
 native = pytest.importorskip("warpweave._native")
 jitmod = importlib.import_module("warpweave.jit")
@@ -307,18 +307,22 @@ def test_unusual_calls_fall_back_and_report_errors(env):
     cpu = tensor(0x10000, cuda=False)
     with pytest.raises(ValueError, match="'y_ptr' of add_kernel is a CPU tensor"):
         add_kernel[(1,)](x, cpu, x, 10, BLOCK=64)
+    # Page-locked host memory is addressable from kernels: launched (by the general path), as
+    # Triton launches it (its test_pointer_arguments[cpu_pinned]).
+    add_kernel[(1,)](x, StandInPinnedTensor(0x40000, F32), x, 10, BLOCK=64)
+    assert rec.launches[-1][3][1] == 0x40000
     with pytest.raises(ValueError, match="1 to 3 dimensions"):
         add_kernel[(1, 1, 1, 1)](x, x, x, 10, BLOCK=64)
     # NumPy arrays go to the interpreter through the general path.
     a = np.zeros(16, np.float32)
     c = add_kernel[(1,)](a, a, a, 16, BLOCK=16)
     assert c.interpret and c.kernel.runs == [((1, 1, 1), [(a.ctypes.data, 64)] * 3 + [16])]
-    assert len(slow) == 7
+    assert len(slow) == 8
     # A subclass of the tensor type is launched correctly, by the general path.
     sub = TensorSubclass(0x40000, F32)
     add_kernel[(1,)](sub, x, x, 10, BLOCK=64)
     add_kernel[(1,)](sub, x, x, 10, BLOCK=64)
-    assert len(slow) == 9 and rec.launches[-1][3] == (0x40000, 0x10000, 0x10000, 10)
+    assert len(slow) == 10 and rec.launches[-1][3] == (0x40000, 0x10000, 0x10000, 10)
 
 
 def test_clearing_the_kernel_cache_forgets_fast_path_kernels(env):

@@ -150,6 +150,15 @@ class StandInCpuTensor(StandInTensor):
     is_cuda = False
 
 
+class StandInPinnedTensor(StandInCpuTensor):
+    """StandInTensor of a CPU tensor in page-locked memory (torch's pin_memory=True)."""
+
+    __slots__ = ()
+
+    def is_pinned(self):
+        return True
+
+
 def use_stub_driver() -> str:
     """Points warpweave (before its first driver call) at a freshly built stand-in driver, for
     sm_90a compiles and launches that really go through the launcher (not the interpreter, no
