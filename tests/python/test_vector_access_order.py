@@ -49,7 +49,7 @@ def compile_ptx(kernel, args, consts, warps, target):
 
 
 @pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
-@pytest.mark.parametrize("dtype, vector", [(np.float16, "v4.b32"), (np.float32, "v4.f32"),
+@pytest.mark.parametrize("dtype, vector", [(np.float16, "v4.b32"), (np.float32, "v4.b32"),
                                            (np.float64, "v2.b64"), (np.int8, "v4.b32")])
 def test_column_major_block_moves_16_bytes_at_a_time(target, dtype, vector, ptxas):
     x = np.zeros((64, 64), dtype).T  # strides (1, 64): contiguous along dim 0
