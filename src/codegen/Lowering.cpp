@@ -1504,11 +1504,22 @@ PtxKernel FunctionLowering::run() {
   // Checked in 64 bits before PtxKernel's int holds it (4 GiB once wrapped to 0 there).
   int64_t shared = alignTo(sharedBytes_, 16);
   int64_t maxShared = maxSharedBytes(options_.target);
-  if (shared > maxShared)
-    raiseError(fn_.loc, "kernel '" + fn_.name + "' needs " + std::to_string(shared) +
-                            kSharedMemoryOverflow + std::to_string(maxShared) +
-                            " a block may use on " + targetName(options_.target) +
-                            "; use fewer pipeline stages or smaller blocks");
+  if (shared > maxShared) {
+    // An op whose scratch alone is most of it (a histogram of many bins, a large conversion)
+    // is named: the stages and blocks the message suggests are then not the cause.
+    std::vector<Diagnostic> notes;
+    if (const ir::Op* user = layouts_.largestScratchUser())
+      if (int64_t bytes = layouts_.scratchBytesFor(*user);
+          bytes * 2 > shared && user->loc().valid())
+        notes.push_back(note(user->loc(), std::string("'") + user->name() + "' here takes " +
+                                              std::to_string(bytes) +
+                                              " of those bytes as scratch for its own work"));
+    raiseError(fn_.loc,
+               "kernel '" + fn_.name + "' needs " + std::to_string(shared) + kSharedMemoryOverflow +
+                   std::to_string(maxShared) + " a block may use on " +
+                   targetName(options_.target) + "; use fewer pipeline stages or smaller blocks",
+               std::move(notes));
+  }
   k.sharedBytes = static_cast<int>(shared);
   return k;
 }

@@ -1538,6 +1538,18 @@ int64_t LayoutMap::scratchBytesFor(const ir::Op& op) const {
   return it == scratchPerOp_.end() ? 0 : it->second;
 }
 
+const ir::Op* LayoutMap::largestScratchUser() const {
+  const ir::Op* best = nullptr;
+  int64_t bytes = 0;
+  for (const auto& [op, n] : scratchPerOp_) {
+    bool earlier =
+        best && (op->loc().line < best->loc().line ||
+                 (op->loc().line == best->loc().line && op->loc().col < best->loc().col));
+    if (n > bytes || (n == bytes && earlier)) best = op, bytes = n;
+  }
+  return best;
+}
+
 std::string LayoutMap::str(const ir::Function& fn) const {
   std::ostringstream os;
   auto show = [&](const ir::Value* v, const std::string& what) {

@@ -151,6 +151,8 @@ public:
   int64_t scratchBytes() const { return scratchBytes_; }
   /// Scratch bytes the op needs (Reduce/Scan across warps, a conversion at this op); 0 if none.
   int64_t scratchBytesFor(const ir::Op& op) const;
+  /// The op needing the most scratch (the first in the kernel of equals); null if none does.
+  const ir::Op* largestScratchUser() const;
   /// Total dynamic shared memory of the kernel.
   int64_t sharedBytes() const { return sharedBytes_; }
   /// Allocations whose live ranges do not meet may share bytes (SharedMemoryPlan.h): before the

@@ -115,5 +115,8 @@ def test_sass_has_warp_aggregated_increments():
 
 
 def test_bins_past_shared_memory_are_a_clear_error():
-    with pytest.raises(Exception, match=r"needs 524288 bytes of shared memory"):
+    with pytest.raises(Exception, match=r"needs 524288 bytes of shared memory") as info:
         compiled(1024, 131072)
+    # The histogram is named as the cause, at its line (not the stages the message suggests).
+    assert "test_histogram.py:27:13: note: 'histogram' here takes 524288 of those bytes" in str(
+        info.value)
