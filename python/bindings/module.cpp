@@ -126,9 +126,6 @@ PyKernel* compileKernel(const std::vector<std::pair<std::string, std::string>>& 
   req.options.mbarrierTrapTries = mbarrierTrapTries;
   req.options.fpFusion = fpFusion;
   req.options.reflectFtz = reflectFtz;
-  if (maxRegisters < 0 || maxRegisters > 255)
-    throw std::invalid_argument("maxnreg must be from 1 to 255 registers (0: not given), got " +
-                                std::to_string(maxRegisters));
   req.options.maxRegisters = maxRegisters;
   req.stage = parseStage(stage);
   auto k = std::make_unique<PyKernel>();

@@ -1594,9 +1594,8 @@ class JITFunction(KernelInterface):
             env = collect_environment(self, functions)
         num_warps, num_stages, num_ctas = options[:3]
         shape = options[3] if len(options) > 3 else (num_ctas, 1, 1)  # callers giving three
-        fp_fusion = options[4] if len(options) > 4 else True
-        reflect_ftz = options[5] if len(options) > 5 else True
-        maxnreg = options[6] if len(options) > 6 else None
+        given = tuple(options[4:])
+        fp_fusion, reflect_ftz, maxnreg = given + _OPTION_TAIL_DEFAULTS[len(given):]
         nat = native()
         stage = "tile-ir" if interpret else "cubin"
         compile_target = _interpreted_ir_target() if interpret else target
@@ -1690,14 +1689,13 @@ class JITFunction(KernelInterface):
                 self._option_cache[opt_key] = options
         if enable_fp_fusion is None:
             enable_fp_fusion = _knobs.language.default_fp_fusion
-        if not enable_fp_fusion:  # (..., False): keys and compiles apart from the default
-            options = options[:4] + (False,)
-        if not enable_reflect_ftz:  # (..., fusion, False): likewise
-            options = options[:4] + (options[4] if len(options) > 4 else True, False)
-        if maxnreg is not None:  # (..., fusion, ftz, N)
-            options = options[:4] + (options[4] if len(options) > 4 else True,
-                                     options[5] if len(options) > 5 else True,
-                                     _maxnreg(maxnreg))
+        # (fusion, reflect ftz, maxnreg) after the cluster shape, up to the last that is not its
+        # default: a launch that changes none keys (and compiles) as it always did.
+        tail = (bool(enable_fp_fusion), bool(enable_reflect_ftz),
+                None if maxnreg is None else _maxnreg(maxnreg))
+        while tail and tail[-1] == _OPTION_TAIL_DEFAULTS[len(tail) - 1]:
+            tail = tail[:-1]
+        options = options[:4] + tail
         key_part, kinds, passed, has_numpy, has_cuda, cpu_tensor = self._scan(values)
         interpret = has_numpy or _interpret_env()
         if interpret:
@@ -1780,6 +1778,9 @@ def _hashable(v):
 # what a mistaken value can make the compiler allocate.
 _MAX_STAGES = 16
 _MAX_CLUSTER = 16
+# The defaults of the options a compile's option tuple may carry after the cluster shape, in
+# their order there (compile_for reads them): fp fusion, reflect ftz, maxnreg.
+_OPTION_TAIL_DEFAULTS = (True, True, None)
 
 
 def _is_pinned(tensor) -> bool:
@@ -1792,12 +1793,7 @@ def _is_pinned(tensor) -> bool:
 
 def _maxnreg(value) -> int:
     """A launch's maxnreg, checked: an int from 1 to 255 registers per thread."""
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        n = operator.index(value)
-    except TypeError:
-        raise TypeError(f"maxnreg must be an int (registers per thread), got {value!r}") from None
+    n = _option_int("maxnreg", value, None)
     if not 1 <= n <= 255:
         raise ValueError(f"maxnreg must be from 1 to 255 registers per thread, got {value!r}")
     return n

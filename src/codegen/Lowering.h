@@ -360,6 +360,8 @@ private:
   /// tl.gather: the source through shared memory, then one load per result element at its
   /// index (Gather.cpp).
   void lowerGather(const ir::Op& op);
+  /// tl.histogram: counters in the scratch region bumped by shared-memory atomics, then read
+  /// back in the result's layout (Histogram.cpp).
   void lowerHistogram(const ir::Op& op);
   /// tl.map_elementwise: the region inlined once per `pack` of the thread's elements
   /// (MapElementwise.cpp).

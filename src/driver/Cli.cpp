@@ -127,12 +127,9 @@ int runCli(const std::vector<std::string>& args) {
         opts.fpFusion = false;
       else if (a == "--no-reflect-ftz")
         opts.reflectFtz = false;
-      else if (a == "--maxnreg") {
+      else if (a == "--maxnreg")
         opts.maxRegisters = parseInt(a, value());
-        if (opts.maxRegisters < 1 || opts.maxRegisters > 255)
-          throw CliError{"--maxnreg expects 1 to 255 registers, got " +
-                         std::to_string(opts.maxRegisters)};
-      } else if (a == "--emit")
+      else if (a == "--emit")
         emit = value();
       else if (a == "-o")
         output = value();

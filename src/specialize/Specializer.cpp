@@ -225,6 +225,9 @@ void Specializer::checkOptions(SourceLoc loc) const {
   if (o.numStages < 0 || o.numStages > ir::kMaxPipelineStages)
     raiseError(loc, "num_stages=" + std::to_string(o.numStages) + ": at most " +
                         std::to_string(ir::kMaxPipelineStages) + " pipeline stages");
+  if (o.maxRegisters < 0 || o.maxRegisters > 255)
+    raiseError(loc, "maxnreg=" + std::to_string(o.maxRegisters) +
+                        ": a thread holds 1 to 255 registers (0: not given)");
 }
 
 void Specializer::checkKernelSize(SourceLoc loc) const {

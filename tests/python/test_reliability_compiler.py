@@ -205,3 +205,7 @@ def test_maxnreg_beside_task_register_budgets_is_a_located_error(tmp_path):
     plain = write(tmp_path, kernel("    tl.store(x_ptr, 1)\n"), name="plain.py")
     r = wwc(plain, "k", "x_ptr:*i32", "--target", "sm_90a", "--maxnreg", "40", emit="ptx")
     assert r.returncode == 0
+    # Past what a thread can hold: refused by the compiler's option check, at the kernel.
+    first = located(wwc(plain, "k", "x_ptr:*i32", "--target", "sm_90a", "--maxnreg", "300"),
+                    plain, 7)
+    assert "maxnreg=300: a thread holds 1 to 255 registers" in first
