@@ -24,24 +24,6 @@ std::string taskLabel(const ir::Op& op) {
   return task && task->parentBlock() ? ir::asyncTaskLabel(*task) : std::string();
 }
 
-/// Whether a peer CTA of the cluster arrives on the barrier `bar`: a remote barrier_arrive on a
-/// barrier of the same alloc_barriers (the peer addresses it at the same offset). A barrier whose
-/// allocation is not known counts as arrived on. A multicast TMA load does not count: it
-/// completes each destination CTA's own barrier, as a local copy does (the usual multicast
-/// pipelines wait at CTA scope), and cluster scope costs an L1 invalidation (CCTL.IVALL in the
-/// SASS) after every wait.
-bool arrivedOnByPeers(const ir::Function& fn, const ir::Value* bar) {
-  if (fn.numCtas < 2) return false;
-  const ir::Op* root = barrierRoot(bar);
-  bool arrived = false;
-  ir::walk(fn.body, [&](const ir::Op& op) {
-    if (!arrived && op.code() == ir::OpCode::BarrierArrive &&
-        ir::attr::BarrierArrive::hasRemoteCtaRank(op))
-      arrived = !root || barrierRoot(op.operand(0)) == root;
-  });
-  return arrived;
-}
-
 } // namespace
 
 void FunctionLowering::waitForBarrierPhase(const ir::Op& op, const std::string& bar,
@@ -50,12 +32,11 @@ void FunctionLowering::waitForBarrierPhase(const ir::Op& op, const std::string& 
   // has completed.
   std::string retry = b_.newLabel("wait_retry");
   std::string done = b_.newReg(RegClass::Pred);
-  // The default semantics acquire at CTA scope: enough for arrivals of this CTA's threads and
-  // its own TMA copies, but a peer CTA's writes, released at cluster scope by its remote
-  // arrive, are only visible after an acquire at cluster scope.
-  const std::string tryWait = arrivedOnByPeers(fn_, op.operand(0))
-                                  ? "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64"
-                                  : "mbarrier.try_wait.parity.shared::cta.b64";
+  // PTX's default semantics (acquire at CTA scope), as Triton lowers TLX's barrier_wait, also
+  // where a peer CTA arrives remotely or multicasts into the barrier's stage: an explicit
+  // .acquire.cluster invalidates L1 (CCTL.IVALL) after every wait, and TLX programs get their
+  // cross-CTA ordering from the barrier's arrivals and transaction counts, not from the scope.
+  const std::string tryWait = "mbarrier.try_wait.parity.shared::cta.b64";
   const int64_t maxTries = options_.mbarrierTrapTries;
   if (maxTries <= 0) {
     b_.label(retry);

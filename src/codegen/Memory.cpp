@@ -310,11 +310,10 @@ void FunctionLowering::lowerAtomic(const ir::Op& op) {
   int32_t dup = l ? l->freeVariableMask(layout::kRegister) : 0;
   std::string owner = l ? ownerPredicate(*l) : b_.pure("setp.eq.u32", RegClass::Pred, {tid(), "0"});
   RegClass cls = regClassOf(elem);
-  // The result (when used) needs an acquire-capable atom; otherwise red does the update. PTX's
-  // red has no exch: an exchange whose result is unused is still an atom.
-  bool useRed = !resultUsed && !isCas && !floatMinMax && sem != "acquire" && kind != "xchg";
+  // Always an atom with the op's own semantics, as Triton's PTX has it, also where the result is
+  // unused: a red has no acquire, so acq_rel (the default) would lose it; ptxas still issues
+  // a RED for an atom whose result is dead where the semantics allow.
   std::string semQ = "." + sem, scopeQ = "." + scope;
-  if (useRed) semQ = sem == "relaxed" ? ".relaxed" : ".release";
   // Qualifiers in the order Triton's PTX has them (ptxas takes any): a compare-and-swap
   // `atom.global.acquire.gpu.cas`, other read-modify-writes `atom.global.gpu.acquire.add`.
   const std::string casQ = semQ + scopeQ, rmwQ = scopeQ + semQ;
@@ -366,10 +365,6 @@ void FunctionLowering::lowerAtomic(const ir::Op& op) {
       b_.inst("atom.global" + rmwQ + "." + negOp, {d2, addr, bitsReg}, gNeg);
       std::string sel = b_.pure("selp.b" + w, ic, {d1, d2, nonNeg});
       out[r] = b_.pure("mov.b" + w, cls, {sel});
-      continue;
-    }
-    if (useRed) {
-      b_.inst("red.global" + rmwQ + "." + ptxOp + "." + type, {addr, x}, guard);
       continue;
     }
     std::string d = b_.newReg(cls);

@@ -240,4 +240,4 @@ def test_atomics():
     assert torch.equal(counts.long(), torch.bincount(x.long(), minlength=bins))
     assert totals[0].item() == x.double().sum().item()  # integers below 2^24: exact in fp32
     assert totals[1].item() == x.max().item()
-    assert_sm80(histogram_kernel, needs=["red.global.gpu.release.add.u32"])  # results unused
+    assert_sm80(histogram_kernel, needs=["atom.global.gpu.acq_rel.add.u32"])  # results unused: still atoms

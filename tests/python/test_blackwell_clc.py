@@ -173,7 +173,7 @@ def test_clc_ptx_cluster_pair(ptxas):
     assert re.search(TRY_CANCEL.format(r"\.multicast::cluster::all"), ptx)
     assert "%cluster_ctaid.x" in ptx
     assert re.search(r"mapa\.shared::cluster\.u32", ptx)
-    assert "mbarrier.arrive.release.cluster.shared::cluster.b64" in ptx
+    assert "mbarrier.arrive.shared::cluster.b64" in ptx
     check_query(ptx)
     ptxas(ptx, arch="sm_100a")
 

@@ -81,10 +81,12 @@ def embedding_bag_bwd_kernel(grad_out_ptr, indices_ptr, offsets_ptr, sample_weig
         if HAS_SAMPLE_WEIGHTS:
             scale = tl.load(sample_weights_ptr + positions, mask=in_bag, other=0.0)
             contribution = contribution * scale.to(tl.float32)[:, None]
+        # Relaxed: the sums are only read after the launch, so nothing needs ordering around
+        # them (the default acq_rel would fence every add).
         tl.atomic_add(grad_weight_ptr + rows[:, None] * stride_grad_w + cols[None, :],
-                      contribution, mask=tile_mask)
+                      contribution, mask=tile_mask, sem="relaxed")
         if SAMPLE_WEIGHTS_GRAD:
             tile = tl.load(weight_ptr + rows[:, None] * stride_w + cols[None, :], mask=tile_mask,
                            other=0.0).to(tl.float32)
             tl.atomic_add(grad_sample_weights_ptr + positions, tl.sum(tile * g[None, :], axis=1),
-                          mask=in_bag)
+                          mask=in_bag, sem="relaxed")
