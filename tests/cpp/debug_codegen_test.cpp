@@ -258,8 +258,7 @@ TEST(DebugCodegen, TrapHangsBoundsWaitsOnRemoteArrivals) {
     SCOPED_TRACE(targetName(t));
     CompiledKernel plain = compileSource(source, "ring", "out_ptr:*i32", t, 0, 2);
     EXPECT_FALSE(plain.cubin.empty()) << plain.ptxasLog << plain.ptx;
-    EXPECT_EQ(count(plain.ptx, "mbarrier.try_wait.parity.shared::cta.b64"), 1)
-        << plain.ptx;
+    EXPECT_EQ(count(plain.ptx, "mbarrier.try_wait.parity.shared::cta.b64"), 1) << plain.ptx;
     EXPECT_EQ(plain.ptx.find("trap;"), std::string::npos) << plain.ptx;
     CompiledKernel k = compileSource(source, "ring", "out_ptr:*i32", t, 300, 2);
     EXPECT_FALSE(k.cubin.empty()) << k.ptxasLog << k.ptx;
