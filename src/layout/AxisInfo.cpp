@@ -3,6 +3,7 @@
 #include "layout/AxisInfo.h"
 
 #include "ir/OpAttrs.h"
+#include "ir/OpTraits.h"
 
 #include <algorithm>
 #include <numeric>
@@ -72,6 +73,18 @@ std::optional<int> constantLog2(const AxisInfo& x) {
   return l;
 }
 
+/// `info` with the facts a tl.multiple_of / tl.max_contiguous op asserts.
+AxisInfo withHint(AxisInfo info, const ir::Op& hint) {
+  bool multiple = hint.code() == ir::OpCode::MultipleOf;
+  std::vector<int64_t> values =
+      multiple ? ir::attr::MultipleOf::values(hint) : ir::attr::MaxContiguous::values(hint);
+  for (int d = 0; d < info.rank() && d < static_cast<int>(values.size()); ++d) {
+    std::vector<int64_t>& fact = multiple ? info.divisibility : info.contiguity;
+    fact[d] = std::max(fact[d], highestPowerOf2Divisor(values[d]));
+  }
+  return info;
+}
+
 } // namespace
 
 AxisInfo AxisInfo::unknown(int rank) {
@@ -87,6 +100,12 @@ int64_t highestPowerOf2Divisor(int64_t v) {
 }
 
 AxisInfoAnalysis::AxisInfoAnalysis(const ir::Function& fn) : fn_(fn) {
+  // A hint describes the value it is given, as Triton's attaches to that value's defining op:
+  // every use of the value sees it, also where the hint's own result is discarded
+  // (`tl.max_contiguous(tl.multiple_of(offsets, 1024), 1024)` as a statement).
+  ir::walk(fn.body, [&](const ir::Op& op) {
+    if (ir::isValueHint(op.code()) && op.numOperands() == 1) hints_[op.operand(0)].push_back(&op);
+  });
   for (const ir::KernelArg& arg : fn.args) {
     if (!arg.value) continue;
     AxisInfo info = AxisInfo::unknown(1);
@@ -107,6 +126,9 @@ AxisInfo AxisInfoAnalysis::get(const ir::Value* v) const {
 }
 
 void AxisInfoAnalysis::set(const ir::Value* v, AxisInfo info) {
+  auto hinted = hints_.find(v);
+  if (hinted != hints_.end())
+    for (const ir::Op* hint : hinted->second) info = withHint(std::move(info), *hint);
   info_[v] = std::move(info);
 }
 
@@ -433,20 +455,9 @@ void AxisInfoAnalysis::visitOp(const ir::Op& op) {
     return;
   }
   case OpCode::MultipleOf:
-  case OpCode::MaxContiguous: {
-    AxisInfo r = in(0);
-    std::vector<int64_t> values = op.code() == OpCode::MultipleOf
-                                      ? ir::attr::MultipleOf::values(op)
-                                      : ir::attr::MaxContiguous::values(op);
-    for (int d = 0; d < r.rank() && d < static_cast<int>(values.size()); ++d) {
-      if (op.code() == OpCode::MultipleOf)
-        r.divisibility[d] = std::max(r.divisibility[d], highestPowerOf2Divisor(values[d]));
-      else
-        r.contiguity[d] = std::max(r.contiguity[d], highestPowerOf2Divisor(values[d]));
-    }
-    set(op.result(), r);
+  case OpCode::MaxContiguous:
+    set(op.result(), withHint(in(0), op));
     return;
-  }
   case OpCode::For: {
     // Operands: lb, ub, step, init...; region(iv, iters...).
     const ir::Block& body = *op.region(0);

@@ -57,6 +57,8 @@ private:
 
   const ir::Function& fn_;
   std::unordered_map<const ir::Value*, AxisInfo> info_;
+  /// The multiple_of / max_contiguous ops given each value.
+  std::unordered_map<const ir::Value*, std::vector<const ir::Op*>> hints_;
 };
 
 } // namespace ww::layout

@@ -1,5 +1,6 @@
 // Dead-code elimination: removes ops whose results are unused and that have no side effects.
 #include "ir/OpAttrs.h"
+#include "ir/OpTraits.h"
 #include "transforms/Passes.h"
 
 #include <unordered_map>
@@ -42,6 +43,9 @@ bool sweep(ir::Block& block, std::unordered_map<const ir::Value*, int>& uses) {
     Op& op = *ops[i];
     for (unsigned r = 0; r < op.numRegions(); ++r) changed |= sweep(*op.region(r), uses);
     if (op.numResults() == 0 || !removableWhenUnused(op)) continue;
+    // A hint whose result is unused still describes its operand while anything else uses it
+    // (layout/AxisInfo.cpp applies it to the operand, as Triton's hints annotate the value).
+    if (ir::isValueHint(op.code()) && op.numOperands() == 1 && uses[op.operand(0)] > 1) continue;
     bool dead = true;
     for (unsigned r = 0; r < op.numResults(); ++r)
       if (uses[op.result(r)] > 0) dead = false;
