@@ -552,11 +552,17 @@ bool FunctionLowering::isDuplicateRegister(const LinearLayout& l, int32_t reg) c
 void FunctionLowering::barrier() {
   sharedSinceBarrier_ = anySharedSinceBarrier_ = fencedBarrier_ = false;
   ++agentSyncs_;
+  // Straight after the same threads met, with nothing emitted since, they have met (a TMA
+  // store wait's barrier followed by a local_store's had written `bar.sync 15, 128` twice).
+  int id = taskBarrierId_ >= 0 ? taskBarrierId_ : 0;
+  if (b_.body().size() == bodyAtBarrier_ && id == barrierIdAtBody_) return;
   // Inside an async task only its own warps meet: a named barrier of its thread count.
   if (taskBarrierId_ >= 0)
-    return b_.inst("bar.sync", {immInt(taskBarrierId_), immInt(numThreads())});
-  b_.inst("bar.sync", {"0"});
+    b_.inst("bar.sync", {immInt(taskBarrierId_), immInt(numThreads())});
+  else
+    b_.inst("bar.sync", {"0"});
   bodyAtBarrier_ = b_.body().size();
+  barrierIdAtBody_ = id;
 }
 
 void FunctionLowering::reuseBarrier(const ir::Op& op) {

@@ -558,6 +558,7 @@ private:
   // The size of the PTX body right after the last barrier(): nothing was emitted since when the
   // body still has that size.
   size_t bodyAtBarrier_ = SIZE_MAX;
+  int barrierIdAtBody_ = -1; // the bar.sync id written at bodyAtBarrier_
   // Any shared memory (TLX buffers, and the scratch of conversions and reductions through
   // sharedAddress) accessed, or a join of paths, since the last barrier(); and whether that
   // barrier came right after a proxy fence. A reuse barrier is already met when neither.

@@ -225,6 +225,17 @@ def test_wgmma_pipelines_are_not_serialized(name, ptxas):
     assert "C7514" not in log, log
 
 
+@pytest.mark.parametrize("name", list(CONFIGS))
+def test_no_barrier_follows_the_same_barrier(name):
+    # The threads that just met have nothing more to wait for: a TMA store wait's barrier right
+    # before a local_store's own had written `bar.sync 15, 128` twice in the epilogues.
+    file, kernel, sig, warps = CONFIGS[name]
+    ptx = compile_source(HOPPER / file, kernel, sig, num_warps=warps, stage="ptx").ptx
+    lines = [ln.strip() for ln in ptx.splitlines() if not ln.strip().startswith(".loc")]
+    twice = [a for a, b in zip(lines, lines[1:]) if a.startswith("bar.sync") and a == b]
+    assert not twice, twice
+
+
 MULTICAST = Path(__file__).resolve().parent / "tlx_multicast_kernels.py"
 
 
