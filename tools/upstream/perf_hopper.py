@@ -35,6 +35,12 @@ GEMM_TUTORIALS = {
                                                "NUM_STAGES": 3, "NUM_MMA_WARPS": 8,
                                                "NUM_MMA_GROUPS": 2, "EPILOGUE_SUBTILE": False,
                                                "USE_WARP_BARRIER": True, "NUM_CTAS": 1}),
+    # The test configuration in 2-CTA clusters (one of its autotune configurations): B's column
+    # halves multicast to both CTAs, each stage released to the peer's producer too.
+    "hopper_gemm_ws:2cta": ("matmul", {"BM": 128, "BN": 256, "BK": 64, "GROUP_SIZE_M": 8,
+                                       "NUM_STAGES": 3, "NUM_MMA_WARPS": 8, "NUM_MMA_GROUPS": 2,
+                                       "EPILOGUE_SUBTILE": False, "NUM_CTAS": 2,
+                                       "ctas_per_cga": (2, 1, 1)}),
     "hopper-persistent-gemm-ws-cooperative": ("matmul_tlx_ws_persistent", None),
     "hopper-persistent-gemm-ws-pingpong": ("matmul_tlx_ws_persistent", None),
     # The tutorial's own benchmark (testing/test_hopper_gemm_perf.py) calls matmul(a, b): its
