@@ -639,11 +639,3 @@ def _tma_operand(op: str, name: str, t, place: _Place):
 def _descriptor(t, block_shape):
     return ww.TensorDescriptor(t, list(t.shape), list(_strides(t)), block_shape)
 
-
-# Tile shapes of the TLX GEMMs: 64x256 wgmma tiles per consumer where two consumers share a
-# tile. Chosen with bench/sweep_gemm.py on the H200 (2026-11-30, fp16/bf16 at 4096^3 and 8192^3,
-# median ratio to cuBLAS timed beside each): the cooperative kernel stores C in four 64-column
-# chunks, which leaves shared memory for a 4th stage of 128x256x64 (geomean 0.88x -> 0.99x
-# cuBLAS; the chunks alone, at 3 stages, 0.90x), and takes 16 tile-rows per group (1.02x; 16
-# rows without the 4th stage: 0.89x). The 2-CTA cluster variants measured 0.67x (A shared) and
-# 0.72x (B shared) at 3 stages and slower with 4: they keep 3.

@@ -244,7 +244,9 @@ _CONFIGS = [
 # rowwise kernel shares B). Correct on an H100 (bit-equal to the fixed configuration) but slower
 # there in session 31, beside torch._scaled_mm(use_fast_accum=True) in one run: 16384x8192x1024
 # 0.70-0.75x rowwise / 0.82-0.84x tensorwise, 8192^3 0.60-0.63x / 0.69-0.71x, where the
-# unclustered kernel ran 0.94-1.00x / 1.07-1.09x and 0.90-0.97x / 0.98-1.07x.
+# unclustered kernel ran 0.94-1.00x / 1.07-1.09x and 0.90-0.97x / 0.98-1.07x. Those clusters
+# paid a MEMBAR.ALL.GPU at every stage release and an L1 invalidation at every producer wait
+# (cluster-scoped barriers, removed in session 34): not yet measured without them.
 _TLX_CONFIGS = [
     SCALED_MM_TLX_CONFIG,
     SCALED_MM_TLX_SMALL_CONFIG,
