@@ -61,8 +61,9 @@ std::string memType(const ir::Type& t);
 /// `[address]`: a PTX memory operand.
 std::string bracketed(const std::string& address);
 
-/// The op that created the barriers a barrier view comes from (through local_view ops).
-const ir::Op* barrierRoot(const ir::Value* v);
+/// The barrier array a barrier view comes from (through local_view ops): the alloc_barriers
+/// result, or whatever value the views start at.
+const ir::Value* barrierArray(const ir::Value* v);
 
 /// Whether `v` is the result of a tlx.async_dot (directly or through async_dot_wait, which
 /// renames its registers) that no op of `body` but `user` reads, and `user` reads once: its

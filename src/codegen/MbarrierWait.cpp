@@ -1,7 +1,6 @@
 // The wait loop of tlx.barrier_wait: try_wait.parity until the phase with the wanted parity has
 // completed; with CompileOptions::mbarrierTrapTries, a bounded loop that reports and traps.
 #include "codegen/Lowering.h"
-#include "ir/OpAttrs.h"
 
 namespace ww::codegen {
 
@@ -9,9 +8,7 @@ namespace {
 
 /// "barrier 'full'" for the alloc_barriers value behind `v` (through local_view), or "barrier".
 std::string barrierName(const ir::Value* v) {
-  const ir::Value* root = v;
-  while (root->def() && root->def()->code() == ir::OpCode::LocalView && root->def()->numOperands())
-    root = root->def()->operand(0);
+  const ir::Value* root = barrierArray(v);
   return root->name.empty() ? std::string("barrier") : "barrier '" + root->name + "'";
 }
 

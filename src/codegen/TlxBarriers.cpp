@@ -28,13 +28,17 @@ bool isParity(const ir::Value* v, int depth = 0) {
   return false;
 }
 
+/// The op that created the barriers a barrier view comes from.
+const ir::Op* barrierRoot(const ir::Value* v) {
+  return barrierArray(v)->def();
+}
+
 } // namespace
 
-const ir::Op* barrierRoot(const ir::Value* v) {
-  const ir::Op* def = v->def();
-  while (def && def->code() == OpCode::LocalView && def->numOperands())
-    def = def->operand(0)->def();
-  return def;
+const ir::Value* barrierArray(const ir::Value* v) {
+  while (v->def() && v->def()->code() == OpCode::LocalView && v->def()->numOperands())
+    v = v->def()->operand(0);
+  return v;
 }
 
 namespace {

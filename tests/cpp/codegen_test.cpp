@@ -803,7 +803,7 @@ TEST(Codegen, IfMergesValuesAndWhileLoops) {
 // Atomics
 // ---------------------------------------------------------------------------------------------
 
-TEST(Codegen, AtomicsUseRedWhenTheResultIsUnused) {
+TEST(Codegen, AtomicsStayAtomsWhenTheResultIsUnused) {
   KernelBuilder k("atomics");
   Value* acc = k.arg("acc", Type::ptr(DType::F32), 16);
   Value* cnt = k.arg("cnt", Type::ptr(DType::I32), 16);
