@@ -1494,6 +1494,7 @@ PtxKernel FunctionLowering::run() {
   out += "{\n";
   out += b_.regDeclarations();
   out += "\n";
+  if (options_.fpFusion) contractMulAdd(b_.mutableBody());
   // Measured where it pays (sm_100a's tensor-memory softmax kernels spilled without it); on
   // sm_90a it moves no register count, only ptxas's schedule of kernels timed on the H200 as
   // they are, so it stays off there until it is timed too.

@@ -93,6 +93,9 @@ void hoistDyingCombines(std::string& body);
 /// select) then runs element by element instead of keeping every element's intermediate live.
 /// Applied to sm_100a kernels, as hoistDyingCombines.
 void sinkSingleUses(std::string& body);
+/// Rewrites each unrounded fp32 / fp64 multiply whose one use is an add into an fma.rn at the
+/// add (ContractMulAdd.cpp): Triton's enable_fp_fusion, written out in the PTX.
+void contractMulAdd(std::string& body);
 
 /// The 32-bit tcgen05.mma instruction descriptor (kind::f16 / tf32 / f8f6f4) of an M x N MMA of
 /// `a` x `b` into `d`, with A / B MN-major as given (TlxTmem.cpp).

@@ -1,11 +1,12 @@
 """Triton's launch options and test helpers that Triton programs and tests use (issue 17):
-`enable_fp_fusion` (a launch option and `knobs.language.default_fp_fusion`; without it float
-multiplies and adds carry an explicit rounding in the PTX, so ptxas cannot contract them into
-FMAs), num_warps errors that are Triton's AssertionError as well as a ValueError, and
+`enable_fp_fusion` (a launch option and `knobs.language.default_fp_fusion`; with it a multiply
+and its add are one fma.rn in the PTX, without it they carry an explicit rounding, so ptxas
+cannot contract them), num_warps errors that are Triton's AssertionError as well as a ValueError, and
 `_internal_testing._fresh_knobs_impl` (the fresh_knobs fixture of Triton's conftest)."""
 
 import importlib
 import os
+import re
 
 import numpy as np
 import pytest
@@ -41,9 +42,11 @@ def test_fp_fusion_option_in_the_ptx(tmp_path, fusion):
     path.write_text(MUL_ADD_SOURCE)
     ptx = native().compile([(str(path), MUL_ADD_SOURCE)], "mul_add", "X:*fp32:16", {},
                            target="sm_90a", stage="ptx", fp_fusion=fusion).ptx
-    # Without a rounding modifier ptxas may contract mul + add into an FMA; .rn forbids it.
+    # With fusion the multiply and its add are one fma.rn, as in Triton's PTX (Triton's own
+    # test_enable_fp_fusion looks for it); without, .rn keeps ptxas from contracting them.
     if fusion:
-        assert "mul.f32" in ptx and "add.f32" in ptx and "mul.rn.f32" not in ptx
+        assert re.search(r"fma\.rn\.f32 %f\d+, %f\d+, 0f3FC00000, 0f3F800000;", ptx), ptx
+        assert "mul.f32" not in ptx and "add.f32" not in ptx and ".rn.f32" in ptx
     else:
         assert "mul.rn.f32" in ptx and "add.rn.f32" in ptx
         assert "mul.f32" not in ptx and "add.f32" not in ptx
