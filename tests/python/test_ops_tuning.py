@@ -16,6 +16,7 @@ interpreter with the GPU configurations, every candidate of every op computes th
 
 import importlib
 import math
+import types
 
 import pytest
 
@@ -152,10 +153,24 @@ def test_the_fastest_candidate_is_launched_after_each_is_timed_once(fake_gpu):
     final = fake_gpu.launches[-1]
     assert final.name == "matmul_kernel" and final.meta["BLOCK_K"] == 64
     assert len(fake_gpu.launches) == len(fake_gpu.timed) + 1
-    # The fixed configuration (the TLX warp-specialized GEMM; on 128x128 tiles, since 128x256
-    # ones would leave most SMs idle) leads the candidates.
-    assert decision.candidates[0] == _tuning.Candidate("tlx_ws", **_matmul._TLX_WS_128x128)
+    # The fixed configuration (the TLX warp-specialized GEMM; on 128x64 tiles, since 128x256
+    # and 128x128 ones would leave most SMs idle) leads the candidates.
+    assert decision.candidates[0] == _tuning.Candidate("tlx_ws", **_matmul._TLX_WS_128x64)
     assert _tuning.Candidate("tlx_ws", **ops.TLX_GEMM_CONFIGS["ws"]) in decision.candidates
+
+
+@pytest.mark.parametrize("M, N, tile_n", [(256, 4096, 64), (128, 8192, 64), (512, 4096, 128),
+                                           (256, 8192, 128), (1024, 4096, 256),
+                                           (8192, 8192, 256)])
+def test_matmul_tiles_narrow_while_the_product_would_leave_half_the_sms_idle(M, N, tile_n):
+    # 132 SMs (an H100 / H200): 128x256 tiles where they give more than 66 programs, else
+    # 128x128 where those do, else 128x64 (256x4096: 32 tiles of 128x256, 64 of 128x128).
+    place = types.SimpleNamespace(num_sms=lambda: 132, kind="numpy", torch_device=None)
+    fixed = _matmul._candidates(place, "float16", M, N, tl=True, tlx=True)[0]
+    assert fixed.kernel == "tlx_ws" and fixed["BLOCK_M"] == 128 and fixed["BLOCK_N"] == tile_n
+    expected = {64: _matmul._TLX_WS_128x64, 128: _matmul._TLX_WS_128x128,
+                256: ops.TLX_GEMM_CONFIGS["ws"]}[tile_n]
+    assert fixed == _tuning.Candidate("tlx_ws", **expected)
 
 
 def test_the_winner_is_kept_on_disk_and_read_by_a_fresh_memory_cache(fake_gpu, tmp_path,
@@ -481,6 +496,9 @@ FIXED = {
     # At most half as many 128x256 tiles as SMs: 128x128 ones.
     "matmul_small": ("gemm_ws_kernel", dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=16,
                                             NUM_STAGES=5, SMEM_EPILOGUE=True, EPI_SUBTILE=2)),
+    # At most half as many 128x128 tiles as SMs too: 128x64 ones.
+    "matmul_narrow": ("gemm_ws_kernel", dict(BLOCK_M=128, BLOCK_N=64, BLOCK_K=64, GROUP_M=16,
+                                             NUM_STAGES=8, SMEM_EPILOGUE=True, EPI_SUBTILE=1)),
     "matmul_relu": ("matmul_kernel", dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=32, GROUP_M=8,
                                           num_warps=8, num_stages=5)),
     "scaled_mm_big": ("scaled_mm_ws_kernel", dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=128,
@@ -540,8 +558,10 @@ def call_every_op(gpu):
     launches = gpu.launches
     ops.matmul(h(2048, 64), h(64, 4096))  # 256 tiles of 128x256: more than the SMs
     out["matmul"] = launches[-1]
-    ops.matmul(h(256, 256), h(256, 256))
+    ops.matmul(h(512, 64), h(64, 4096))  # 64 tiles of 128x256, 128 of 128x128
     out["matmul_small"] = launches[-1]
+    ops.matmul(h(256, 256), h(256, 256))
+    out["matmul_narrow"] = launches[-1]
     ops.matmul(h(256, 256), h(256, 256), activation="relu")
     out["matmul_relu"] = launches[-1]
     call_scaled_mm(4096, 4096, 128)  # 512 tiles of 128x256: more than the SMs

@@ -351,12 +351,20 @@ def _launch_tlx(place, go, a, b, c, variant, config):
 # tiles would leave more than half the SMs idle (_candidates).
 _TLX_WS_128x128 = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=16, NUM_STAGES=5,
                        SMEM_EPILOGUE=True, EPI_SUBTILE=2)
+# On 128x64 tiles in 8 stages: the fixed configuration of products whose 128x128 tiles would
+# still leave more than half the SMs idle. H200, session 35 (.gpurun/small34.py, kernel time from
+# the profiler beside cuBLAS in the same run): 256x4096x8192 1.08x cuBLAS (wall 1.05x) against
+# 0.70x on 128x128 tiles (64 programs for 132 SMs); 6 stages 0.92x; in 2-CTA clusters sharing A
+# 0.77x. Where 128x128 tiles fill the GPU it loses (512x4096x4096: 0.90x against 0.99x).
+_TLX_WS_128x64 = dict(BLOCK_M=128, BLOCK_N=64, BLOCK_K=64, GROUP_M=16, NUM_STAGES=8,
+                      SMEM_EPILOGUE=True, EPI_SUBTILE=1)
 
 _TLX_CONFIGS = [
     ("tlx_ws", TLX_GEMM_CONFIGS["ws"]),
     ("tlx_ws", dict(TLX_GEMM_CONFIGS["ws"], GROUP_M=8)),
     ("tlx_ws", dict(TLX_GEMM_CONFIGS["ws"], RASTER_N=True)),
     ("tlx_ws", _TLX_WS_128x128),
+    ("tlx_ws", _TLX_WS_128x64),
     ("tlx_pingpong", TLX_GEMM_CONFIGS["pingpong"]),
     ("tlx_pipelined", TLX_GEMM_CONFIGS["pipelined"]),
 ]
@@ -389,15 +397,17 @@ def _candidates(place, dt, M, N, tl, tlx) -> list:
     that fit its shared memory, without tiles larger than the product where a smaller tile
     covers it (N <= 128: no 256-wide tiles; M <= 64: no 128-row ones). The TLX GEMM's fixed
     tiles are 128x256, or 128x128 where the product has at most half as many 128x256 tiles as
-    the GPU has SMs: at 512x4096x4096 on an H100 (64 tiles, 132 SMs) 128x256 ran 0.69x cuBLAS
-    (session 30)."""
+    the GPU has SMs (at 512x4096x4096 on an H100, 64 tiles for 132 SMs, 128x256 ran 0.69x
+    cuBLAS, session 30), or 128x64 where it has at most half as many 128x128 tiles."""
     out = []
     if tlx:
         out += [_tuning.Candidate(name, **cfg) for name, cfg in _TLX_CONFIGS]
-        if 2 * ww.cdiv(M, 128) * ww.cdiv(N, 256) <= place.num_sms():
-            small = _tuning.Candidate("tlx_ws", **_TLX_WS_128x128)
-            out.remove(small)
-            out.insert(0, small)
+        sms = place.num_sms()
+        if 2 * ww.cdiv(M, 128) * ww.cdiv(N, 256) <= sms:
+            small = _TLX_WS_128x64 if 2 * ww.cdiv(M, 128) * ww.cdiv(N, 128) <= sms else \
+                _TLX_WS_128x128
+            out.remove(_tuning.Candidate("tlx_ws", **small))
+            out.insert(0, _tuning.Candidate("tlx_ws", **small))
     if tl:
         out += [_tuning.Candidate("tl", **cfg) for cfg in _TL_CONFIGS]
     default = out[0]
