@@ -74,8 +74,9 @@ def tuned_forced_and_fixed(monkeypatch, op, call, check, how="timed"):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+# 256x4096x2048: a few-tile product, whose fixed configuration is the TLX GEMM on 128x64 tiles.
 @pytest.mark.parametrize("mnk", [(512, 384, 256), (4096, 4096, 4096), (48, 1000, 512),
-                                 (1000, 264, 520), (300, 250, 130)])
+                                 (1000, 264, 520), (300, 250, 130), (256, 4096, 2048)])
 def test_matmul(monkeypatch, dtype, mnk):
     M, N, K = mnk
     a = torch.randn(M, K, device=DEV, dtype=dtype)
@@ -89,6 +90,9 @@ def test_matmul(monkeypatch, dtype, mnk):
     sm90 = torch.cuda.get_device_capability() == (9, 0)
     assert ("tlx_ws" in {c.kernel for c in decision.candidates}) == (sm90 and N % 8 == 0
                                                                      and K % 8 == 0)
+    if sm90 and mnk == (256, 4096, 2048) and torch.cuda.get_device_properties(0).\
+            multi_processor_count >= 128:
+        assert decision.candidates[0]["BLOCK_N"] == 64
 
     def check_relu(c, what):
         assert rel_err(c, torch.relu(ref)) < 1e-2, what
