@@ -14,6 +14,7 @@
 // multiply goes. Pairs kept apart are left to ptxas: moving a multiply down to its add in the
 // fp8 GEMM's epilogue (64 multiplies, the bias loads, then 64 adds) made ptxas spill.
 #include "codegen/Lowering.h"
+#include "codegen/PtxBuilder.h"
 #include "codegen/PtxLines.h"
 
 #include <algorithm>
@@ -107,7 +108,13 @@ void contractMulAdd(std::string& body) {
 
   std::vector<char> removed(n);
   bool changed = false;
+  bool inAsm = false; // a kernel's own inline asm is left as written
   for (size_t i = 0; i < n; ++i) {
+    std::string_view text = lines[i];
+    size_t at = text.find_first_not_of(" \t");
+    if (at != std::string_view::npos && text.substr(at).starts_with(kInlineAsmBegin)) inAsm = true;
+    if (at != std::string_view::npos && text.substr(at).starts_with(kInlineAsmEnd)) inAsm = false;
+    if (inAsm) continue;
     bool guarded = false;
     std::string_view inst = ptxInstruction(lines[i], &guarded);
     std::string_view type = floatTypeOf(inst, "mul");

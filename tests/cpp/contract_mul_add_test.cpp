@@ -63,6 +63,9 @@ TEST(ContractMulAdd, LeftToPtxasWhereContractingWouldBeWrongOrCostly) {
            // control flow between them
            "\tmul.f32 %f3, %f1, %f2;\n$L_x:\n\tadd.f32 %f4, %f3, %f9;\n",
            "\tmul.f32 %f3, %f1, %f2;\n\t@%p1 bra $L_x;\n\tadd.f32 %f4, %f3, %f9;\n",
+           // a kernel's own inline asm
+           "\t// begin inline asm\n\tmul.f32 %f3, %f1, %f2;\n\tadd.f32 %f4, %f3, %f9;\n"
+           "\t// end inline asm\n",
            // a factor's life would grow past other work (it ends at the multiply)
            "\tmul.f32 %f3, %f1, %f2;\n\tld.shared.f32 %f9, [%r1];\n\tadd.f32 %f4, %f3, %f9;\n",
        }) {
