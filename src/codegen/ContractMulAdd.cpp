@@ -62,25 +62,16 @@ std::string_view floatTypeOf(std::string_view inst, std::string_view opcode) {
   return {};
 }
 
-bool isFloatRegister(std::string_view reg) {
-  std::string_view digits = reg.starts_with("%fd")  ? reg.substr(3)
-                            : reg.starts_with("%f") ? reg.substr(2)
-                                                    : std::string_view();
-  if (digits.empty()) return false;
-  for (char c : digits)
-    if (c < '0' || c > '9') return false;
-  return true;
-}
-
 } // namespace
 
 void contractMulAdd(std::string& body) {
   std::vector<std::string> lines = splitPtxLines(body);
   const size_t n = lines.size();
   std::unordered_map<std::string, size_t> mentions, last;
-  std::vector<std::vector<std::string_view>> regs(n);
+  std::vector<std::vector<std::string_view>> regs(n), writes(n);
   for (size_t i = 0; i < n; ++i) {
     regs[i] = registersIn(lines[i]);
+    writes[i] = registersWrittenBy(lines[i]);
     for (std::string_view r : regs[i]) {
       ++mentions[std::string(r)];
       last[std::string(r)] = i;
@@ -91,19 +82,10 @@ void contractMulAdd(std::string& body) {
   auto liveUntil = [&](std::string_view x, size_t j) {
     return !x.starts_with("%") || last[std::string(x)] >= j;
   };
-  // Whether line k may write `r`: r is its first operand, or any register of a braced line.
   auto mayWrite = [&](size_t k, std::string_view r) {
-    if (lines[k].find('{') != std::string::npos) {
-      for (std::string_view x : regs[k])
-        if (x == r) return true;
-      return false;
-    }
-    std::string_view inst = ptxInstruction(lines[k]);
-    std::vector<std::string_view> ops = operandsOf(inst);
-    if (ops.empty()) return false;
-    std::string_view first = ops[0];
-    return first == r ||
-           (first.find('|') != std::string_view::npos && first.find(r) != std::string_view::npos);
+    for (std::string_view x : writes[k])
+      if (x == r) return true;
+    return false;
   };
 
   std::vector<char> removed(n);
@@ -120,7 +102,9 @@ void contractMulAdd(std::string& body) {
     std::string_view type = floatTypeOf(inst, "mul");
     if (guarded || type.empty()) continue;
     std::vector<std::string_view> mul = operandsOf(inst);
-    if (mul.size() != 3 || !isFloatRegister(mul[0]) || mentions[std::string(mul[0])] != 2) continue;
+    if (mul.size() != 3 || !isBuilderRegister(mul[0]) || !mul[0].starts_with("%f") ||
+        mentions[std::string(mul[0])] != 2)
+      continue;
     bool adjacent = true; // no instruction yet between the multiply and line j
     for (size_t j = i + 1; j < n && j - i <= kMaxDistance; ++j) {
       bool mentioned = false;
@@ -138,7 +122,9 @@ void contractMulAdd(std::string& body) {
         lines[j] = indent + "fma.rn." + std::string(type) + " " + std::string(ops[0]) + ", " +
                    std::string(mul[1]) + ", " + std::string(mul[2]) + ", " + std::string(other) +
                    ";\n";
-        regs[j] = registersIn(lines[j]); // the old views pointed into the replaced text
+        // The old views pointed into the replaced text.
+        regs[j] = registersIn(lines[j]);
+        writes[j] = registersWrittenBy(lines[j]);
         for (std::string_view x : {mul[1], mul[2]})
           if (x.starts_with("%")) last[std::string(x)] = std::max(last[std::string(x)], j);
         removed[i] = 1;

@@ -46,6 +46,25 @@ std::vector<std::string_view> registersIn(std::string_view line) {
   return regs;
 }
 
+std::vector<std::string_view> registersWrittenBy(std::string_view line) {
+  if (line.find('{') != std::string_view::npos) return registersIn(line);
+  std::string_view inst = ptxInstruction(line);
+  size_t space = inst.find_first_of(" \t");
+  if (inst.empty() || space == std::string_view::npos) return {};
+  std::string_view first = inst.substr(space);
+  return registersIn(first.substr(0, first.find_first_of(",;")));
+}
+
+bool isBuilderRegister(std::string_view reg) {
+  size_t digits = reg.find_first_of("0123456789");
+  if (digits == std::string_view::npos || digits == reg.size()) return false;
+  for (char c : reg.substr(digits))
+    if (c < '0' || c > '9') return false;
+  std::string_view prefix = reg.substr(0, digits);
+  return prefix == "%p" || prefix == "%h" || prefix == "%r" || prefix == "%rd" || prefix == "%f" ||
+         prefix == "%fd";
+}
+
 std::string_view ptxInstruction(std::string_view line, bool* guarded) {
   if (guarded) *guarded = false;
   if (line.empty() || line[0] != '\t') return {};

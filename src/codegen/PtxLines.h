@@ -1,6 +1,6 @@
-// The PTX text of a function body as lines, for the passes that reorder instructions over it
-// (HoistCombines.cpp, SinkSingleUses.cpp): which registers a line mentions, and which lines no
-// instruction may move across.
+// The PTX text of a function body as lines, for the passes that rewrite instructions over it
+// (HoistCombines.cpp, SinkSingleUses.cpp, ContractMulAdd.cpp): which registers a line mentions
+// and may write, and which lines no instruction may move across.
 #pragma once
 
 #include <string>
@@ -15,6 +15,14 @@ std::vector<std::string> splitPtxLines(const std::string& body);
 std::string joinPtxLines(const std::vector<std::string>& lines);
 /// The registers (`%name`, not `%tid.x` and the like) on `line`, in order.
 std::vector<std::string_view> registersIn(std::string_view line);
+/// The registers `line` may write: its first operand's (after a guard; `%p|%q` both), or every
+/// register of a line with braces (vector destinations). Conservative: a store's address
+/// registers count too.
+std::vector<std::string_view> registersWrittenBy(std::string_view line);
+/// Whether `reg` is one of the registers PtxBuilder declares (%p, %h, %r, %rd, %f, %fd and a
+/// number), not a special register (%clock64, %globaltimer, %laneid ...), whose reads must stay
+/// where the kernel put them.
+bool isBuilderRegister(std::string_view reg);
 /// Whether no instruction may move across `line`: a label, a branch or return, a scope brace, a
 /// declaration, an inline asm's bounds (whose text the passes do not read), a change of the
 /// register budget, or an instruction whose registers are written after it issues (wgmma,

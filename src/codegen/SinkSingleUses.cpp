@@ -42,19 +42,6 @@ bool isPureAlu(std::string_view inst) {
   return false;
 }
 
-/// Whether `reg` is one of the registers PtxBuilder declares (%p, %h, %r, %rd, %f, %fd and a
-/// number), not a special register (%clock64, %globaltimer, %laneid ...), whose reads must stay
-/// where the kernel put them.
-bool isBuilderRegister(std::string_view reg) {
-  size_t digits = reg.find_first_of("0123456789");
-  if (digits == std::string_view::npos || digits == reg.size()) return false;
-  for (char c : reg.substr(digits))
-    if (c < '0' || c > '9') return false;
-  std::string_view prefix = reg.substr(0, digits);
-  return prefix == "%p" || prefix == "%h" || prefix == "%r" || prefix == "%rd" || prefix == "%f" ||
-         prefix == "%fd";
-}
-
 struct RegisterInfo {
   size_t count = 0;
   size_t first = 0;
@@ -67,23 +54,13 @@ void sinkSingleUses(std::string& body) {
   std::vector<std::string> lines = splitPtxLines(body);
   const size_t n = lines.size();
   std::vector<std::vector<std::string_view>> regs(n);
-  // The registers each line may write: its first operand's (after a guard; `%p|%q` both), or
-  // every register of a line with braces (vector destinations). Conservative: a store's
-  // address registers count too.
-  std::vector<std::vector<std::string_view>> writes(n);
+  std::vector<std::vector<std::string_view>> writes(n); // registersWrittenBy each line
   std::vector<char> barrier(n);
   std::unordered_map<std::string_view, RegisterInfo> info;
   for (size_t i = 0; i < n; ++i) {
     regs[i] = registersIn(lines[i]);
     barrier[i] = isBarrierLine(lines[i]);
-    if (lines[i].find('{') != std::string::npos) {
-      writes[i] = regs[i];
-    } else if (std::string_view inst = ptxInstruction(lines[i]); !inst.empty()) {
-      size_t space = inst.find_first_of(" \t");
-      std::string_view first =
-          space == std::string_view::npos ? std::string_view() : inst.substr(space);
-      writes[i] = registersIn(first.substr(0, first.find_first_of(",;")));
-    }
+    writes[i] = registersWrittenBy(lines[i]);
     for (std::string_view r : regs[i]) {
       RegisterInfo& ri = info[r];
       if (ri.count++ == 0) ri.first = i;
