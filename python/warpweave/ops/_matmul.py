@@ -161,10 +161,11 @@ _TL_CONFIGS = [
 # chunks, which leaves shared memory for a 4th stage of 128x256x64 (geomean 0.88x -> 0.99x
 # cuBLAS; the chunks alone, at 3 stages, 0.90x), and takes 16 tile-rows per group (1.02x; 16
 # rows without the 4th stage: 0.89x). The 2-CTA cluster variants measured 0.67x (A shared) and
-# 0.72x (B shared) at 3 stages and slower with 4 (they keep 3); every cluster measurement before
-# session 34 ran with a MEMBAR.ALL.GPU before each stage release and an L1 invalidation after
-# each producer wait (cluster-scoped barriers, since removed), 2.7x the 1-CTA kernel's time at
-# 512x4096x4096: they must be measured again before they can be ruled out.
+# 0.72x (B shared) at 3 stages and slower with 4 (they keep 3); those measurements ran with a
+# MEMBAR.ALL.GPU before each stage release and an L1 invalidation after each producer wait
+# (cluster-scoped barriers, removed in session 34). Without them (H200, session 35, kernel time
+# beside cuBLAS) B shared on 128x256 tiles in 4 stages ran 1.02x / 1.18x / 1.06x at
+# 1024x4096x4096 / 4096^3 / 8192^3 against 1.04x / 1.19x / 1.06x for one CTA: no faster.
 TLX_GEMM_CONFIGS = {
     # Two consumer warp groups split a 128x256 tile along M.
     "ws": dict(BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=16, NUM_STAGES=4,
@@ -345,8 +346,7 @@ def _launch_tlx(place, go, a, b, c, variant, config):
 # The TLX GEMMs: each variant's fixed tiles; the cooperative kernel also with 8 tile-rows per
 # group, with tile-columns grouped instead (RASTER_N), and on 128x128 tiles (more tiles for
 # products that do not fill the GPU: 5 stages, C in two chunks). The 2-CTA cluster variants
-# measured slower at every size swept, with the fences noted above, and are not candidates until
-# they are measured without them.
+# are not candidates: no faster than one CTA (above).
 # The cooperative GEMM on 128x128 tiles: also the fixed configuration of products whose 128x256
 # tiles would leave more than half the SMs idle (_candidates).
 _TLX_WS_128x128 = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=64, GROUP_M=16, NUM_STAGES=5,
@@ -404,10 +404,10 @@ def _candidates(place, dt, M, N, tl, tlx) -> list:
         out += [_tuning.Candidate(name, **cfg) for name, cfg in _TLX_CONFIGS]
         sms = place.num_sms()
         if 2 * ww.cdiv(M, 128) * ww.cdiv(N, 256) <= sms:
-            small = _TLX_WS_128x64 if 2 * ww.cdiv(M, 128) * ww.cdiv(N, 128) <= sms else \
-                _TLX_WS_128x128
-            out.remove(_tuning.Candidate("tlx_ws", **small))
-            out.insert(0, _tuning.Candidate("tlx_ws", **small))
+            narrow = 2 * ww.cdiv(M, 128) * ww.cdiv(N, 128) <= sms
+            small = _tuning.Candidate("tlx_ws", **(_TLX_WS_128x64 if narrow else _TLX_WS_128x128))
+            out.remove(small)
+            out.insert(0, small)
     if tl:
         out += [_tuning.Candidate("tl", **cfg) for cfg in _TL_CONFIGS]
     default = out[0]
